@@ -1,0 +1,81 @@
+//! ACLs: what a request is tested on (fetches), how (match methods), and the
+//! `if`/`unless` conditions that combine named ACLs.
+//!
+//! `parse` turns config words into these types (pure, used by `config`);
+//! `eval` tests a compiled condition against a request on the data plane.
+
+pub mod eval;
+pub mod parse;
+
+use std::net::IpAddr;
+
+use crate::config::model::Loc;
+
+/// The sample an ACL reads from the request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fetch {
+    /// The request method.
+    Method,
+    /// The path part of the URI (no query string).
+    Path,
+    /// The whole request target as sent.
+    Url,
+    /// Value(s) of a request header (name stored lower-case). Every
+    /// occurrence (and every comma-separated value) is tried.
+    Hdr(String),
+    /// The client's IP address.
+    Src,
+}
+
+/// How the fetched sample is compared with the patterns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MatchMethod {
+    /// Exact string equality.
+    Str,
+    /// Sample begins with the pattern.
+    Beg,
+    /// Sample ends with the pattern.
+    End,
+    /// Sample contains the pattern.
+    Sub,
+    /// IP address or network membership.
+    Ip,
+    /// HAProxy's method matcher: the eight standard methods compare exactly
+    /// and case-sensitively; other tokens compare as strings (where `-i`
+    /// applies).
+    Method,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pattern {
+    Str(String),
+    /// An address and prefix length (`10.0.0.0/8`; a bare address is /32 or /128).
+    Net { addr: IpAddr, prefix: u8 },
+}
+
+/// One `acl <name> <criterion> [flags] <values...>` line.
+#[derive(Debug, Clone)]
+pub struct AclDef {
+    pub name: String,
+    pub fetch: Fetch,
+    pub matcher: MatchMethod,
+    /// `-i`: patterns compare case-insensitively.
+    pub ignore_case: bool,
+    pub patterns: Vec<Pattern>,
+    pub loc: Loc,
+}
+
+/// A reference to a named ACL inside a condition, possibly negated with `!`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AclTerm {
+    pub name: String,
+    pub negated: bool,
+}
+
+/// `if|unless <cond>`: an OR of AND-groups (juxtaposition = AND, `or`/`||`
+/// separates groups). `unless` negates the whole result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Condition {
+    pub unless: bool,
+    pub groups: Vec<Vec<AclTerm>>,
+}

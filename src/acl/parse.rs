@@ -1,0 +1,1 @@
+//! Config words to ACL definitions and conditions (pure).

@@ -1,0 +1,240 @@
+//! Lock-free counters shared by the FRONTEND, BACKEND and server rows of
+//! `show stat`. Every field is an atomic updated on the data plane without a
+//! lock; which fields a row prints is the stats module's business.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Seconds since the Unix epoch (coarse clock for rates and ages).
+pub fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Events per second over the last full second, like HAProxy's `freq_ctr`:
+/// the current second's count and the previous one's, packed so that one
+/// atomic holds a consistent pair.
+#[derive(Default, Debug)]
+pub struct FreqCtr {
+    /// High 32 bits: second (mod 2^32); low 32 bits: count in that second.
+    cur: AtomicU64,
+    prev: AtomicU32,
+    max: AtomicU32,
+}
+
+impl FreqCtr {
+    pub fn hit(&self) {
+        let sec = now_secs() as u32;
+        let mut cur = self.cur.load(Relaxed);
+        loop {
+            let (s, n) = ((cur >> 32) as u32, cur as u32);
+            let next = if s == sec {
+                ((sec as u64) << 32) | (n.saturating_add(1) as u64)
+            } else {
+                ((sec as u64) << 32) | 1
+            };
+            match self.cur.compare_exchange_weak(cur, next, Relaxed, Relaxed) {
+                Ok(_) => {
+                    if s != sec {
+                        // The finished second becomes the previous one (or 0
+                        // if more than a second passed without events).
+                        let prev = if s.wrapping_add(1) == sec { n } else { 0 };
+                        self.prev.store(prev, Relaxed);
+                    }
+                    let now_n = next as u32;
+                    self.max.fetch_max(now_n, Relaxed);
+                    return;
+                }
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+
+    /// Rate over the last second: events counted in the current second,
+    /// plus the previous second's weighted by what remains of it, as HAProxy
+    /// approximates; here simply the larger of the two whole seconds' view.
+    pub fn rate(&self) -> u32 {
+        let sec = now_secs() as u32;
+        let cur = self.cur.load(Relaxed);
+        let (s, n) = ((cur >> 32) as u32, cur as u32);
+        if s == sec {
+            n.max(self.prev.load(Relaxed))
+        } else if s.wrapping_add(1) == sec {
+            n
+        } else {
+            0
+        }
+    }
+
+    pub fn max(&self) -> u32 {
+        self.max.load(Relaxed)
+    }
+
+    pub fn clear_max(&self) {
+        self.max.store(0, Relaxed);
+    }
+}
+
+/// A gauge with its high-water mark (scur/smax, qcur/qmax).
+#[derive(Default, Debug)]
+pub struct Gauge {
+    cur: AtomicU64,
+    max: AtomicU64,
+}
+
+impl Gauge {
+    pub fn inc(&self) {
+        let v = self.cur.fetch_add(1, Relaxed) + 1;
+        self.max.fetch_max(v, Relaxed);
+    }
+    pub fn dec(&self) {
+        // Never wrap below zero, whatever a caller's bug.
+        let _ = self
+            .cur
+            .fetch_update(Relaxed, Relaxed, |v| Some(v.saturating_sub(1)));
+    }
+    pub fn cur(&self) -> u64 {
+        self.cur.load(Relaxed)
+    }
+    pub fn max(&self) -> u64 {
+        self.max.load(Relaxed)
+    }
+    pub fn clear_max(&self) {
+        self.max.store(self.cur(), Relaxed);
+    }
+}
+
+/// Counters of one stats row (frontend, backend or server).
+#[derive(Default, Debug)]
+pub struct Counters {
+    /// Current / max sessions (frontend: client connections; backend and
+    /// server: requests being served).
+    pub sess: Gauge,
+    /// Queued requests (backend and server).
+    pub queue: Gauge,
+    /// Cumulative sessions.
+    pub stot: AtomicU64,
+    pub bin: AtomicU64,
+    pub bout: AtomicU64,
+    pub dreq: AtomicU64,
+    pub dresp: AtomicU64,
+    pub ereq: AtomicU64,
+    pub econ: AtomicU64,
+    pub eresp: AtomicU64,
+    pub wretr: AtomicU64,
+    pub wredis: AtomicU64,
+    /// hrsp_1xx .. hrsp_5xx, hrsp_other.
+    pub hrsp: [AtomicU64; 6],
+    pub req_tot: AtomicU64,
+    pub cli_abrt: AtomicU64,
+    pub srv_abrt: AtomicU64,
+    /// Times this backend/server was chosen by load balancing.
+    pub lbtot: AtomicU64,
+    /// Frontend: accepted connections.
+    pub conn_tot: AtomicU64,
+    pub intercepted: AtomicU64,
+    /// Connection attempts to servers / reuses of idle ones.
+    pub connect: AtomicU64,
+    pub reuse: AtomicU64,
+    /// Unix time of the last session, 0 = never.
+    pub last_sess: AtomicU64,
+    pub sess_rate: FreqCtr,
+    pub req_rate: FreqCtr,
+    pub conn_rate: FreqCtr,
+}
+
+impl Counters {
+    /// A new session starts on this row.
+    pub fn session_start(&self) {
+        self.sess.inc();
+        self.stot.fetch_add(1, Relaxed);
+        self.sess_rate.hit();
+        self.last_sess.store(now_secs(), Relaxed);
+    }
+
+    pub fn session_end(&self) {
+        self.sess.dec();
+    }
+
+    /// Count an HTTP response status in hrsp_*.
+    pub fn count_status(&self, status: u16) {
+        let idx = match status {
+            100..=199 => 0,
+            200..=299 => 1,
+            300..=399 => 2,
+            400..=499 => 3,
+            500..=599 => 4,
+            _ => 5,
+        };
+        self.hrsp[idx].fetch_add(1, Relaxed);
+    }
+
+    pub fn count_request(&self) {
+        self.req_tot.fetch_add(1, Relaxed);
+        self.req_rate.hit();
+    }
+
+    pub fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Relaxed);
+    }
+
+    pub fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Relaxed)
+    }
+
+    /// Seconds since the last session, or -1 if there never was one.
+    pub fn lastsess_age(&self) -> i64 {
+        match self.last_sess.load(Relaxed) {
+            0 => -1,
+            t => now_secs().saturating_sub(t) as i64,
+        }
+    }
+
+    /// `clear counters`: only the max values.
+    pub fn clear_max(&self) {
+        self.sess.clear_max();
+        self.queue.clear_max();
+        self.sess_rate.clear_max();
+        self.req_rate.clear_max();
+        self.conn_rate.clear_max();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gauge_tracks_max_and_never_wraps() {
+        let g = Gauge::default();
+        g.inc();
+        g.inc();
+        g.dec();
+        g.dec();
+        g.dec();
+        assert_eq!(g.cur(), 0);
+        assert_eq!(g.max(), 2);
+    }
+
+    #[test]
+    fn status_classes() {
+        let c = Counters::default();
+        for s in [101, 200, 204, 302, 404, 503, 99, 600] {
+            c.count_status(s);
+        }
+        let v: Vec<u64> = c.hrsp.iter().map(Counters::get).collect();
+        assert_eq!(v, vec![1, 2, 1, 1, 1, 2]);
+    }
+
+    #[test]
+    fn freq_counts_this_second() {
+        let f = FreqCtr::default();
+        for _ in 0..5 {
+            f.hit();
+        }
+        assert!(f.rate() >= 1);
+        assert!(f.max() >= 1);
+    }
+}

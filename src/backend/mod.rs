@@ -1,0 +1,146 @@
+//! Runtime state that outlives a routing snapshot, keyed by stable names:
+//! counters, health, maxconn slots and the queue, the upstream pool. A
+//! reload compiles a new snapshot that points at the same state objects.
+
+pub mod counters;
+pub mod health;
+pub mod pool;
+pub mod queue;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
+
+pub use counters::Counters;
+pub use health::Health;
+pub use pool::Pool;
+pub use queue::{Queue, SlotGuard};
+
+/// State of a frontend (the FRONTEND row).
+#[derive(Debug, Default)]
+pub struct FrontendState {
+    pub name: String,
+    pub counters: Counters,
+}
+
+/// State of one server.
+#[derive(Debug)]
+pub struct ServerState {
+    pub name: String,
+    pub backend: String,
+    pub counters: Counters,
+    pub health: Health,
+    /// Current (user) weight; 0 takes the server out of load balancing.
+    pub weight: AtomicU32,
+    /// Requests being served now, against `maxconn`.
+    pub(crate) inflight: AtomicU32,
+    /// 0 = unlimited.
+    pub maxconn: AtomicU32,
+    /// Idle connections to the server's current address.
+    pub pool: ArcSwap<Pool>,
+}
+
+impl ServerState {
+    pub fn new(backend: &str, name: &str, addr: SocketAddr, checked: bool, rise: u32, fall: u32) -> Self {
+        ServerState {
+            name: name.to_string(),
+            backend: backend.to_string(),
+            counters: Counters::default(),
+            health: Health::new(checked, rise, fall),
+            weight: AtomicU32::new(1),
+            inflight: AtomicU32::new(0),
+            maxconn: AtomicU32::new(0),
+            pool: ArcSwap::from_pointee(Pool::new(addr)),
+        }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.pool.load().addr()
+    }
+
+    pub fn inflight(&self) -> u32 {
+        self.inflight.load(Relaxed)
+    }
+
+    /// Takes part in load balancing: UP and a non-zero weight.
+    #[inline]
+    pub fn usable(&self) -> bool {
+        self.health.is_up() && self.weight.load(Relaxed) > 0
+    }
+}
+
+/// State of a backend (the BACKEND row) and its queue.
+#[derive(Debug, Default)]
+pub struct BackendState {
+    pub name: String,
+    pub counters: Counters,
+    /// Requests waiting for a server slot, FIFO.
+    pub queue: Queue,
+    servers: Mutex<HashMap<String, Arc<ServerState>>>,
+}
+
+impl BackendState {
+    pub fn new(name: &str) -> Self {
+        BackendState {
+            name: name.to_string(),
+            ..Default::default()
+        }
+    }
+
+    /// The state of server `name`, created on first use. An address change
+    /// gives the server a fresh pool (idle connections to the old address
+    /// must not be reused); everything else is kept.
+    pub fn server(&self, name: &str, addr: SocketAddr, checked: bool, rise: u32, fall: u32) -> Arc<ServerState> {
+        let mut map = lock(&self.servers);
+        let s = map
+            .entry(name.to_string())
+            .or_insert_with(|| Arc::new(ServerState::new(&self.name, name, addr, checked, rise, fall)))
+            .clone();
+        if s.addr() != addr {
+            s.pool.store(Arc::new(Pool::new(addr)));
+        }
+        s.health.set_rise_fall(rise, fall);
+        s
+    }
+}
+
+/// Every runtime state object by name. Only touched when a snapshot is
+/// compiled (start-up, reload), never per request.
+#[derive(Debug, Default)]
+pub struct Registry {
+    frontends: Mutex<HashMap<String, Arc<FrontendState>>>,
+    backends: Mutex<HashMap<String, Arc<BackendState>>>,
+}
+
+impl Registry {
+    pub fn frontend(&self, name: &str) -> Arc<FrontendState> {
+        lock(&self.frontends)
+            .entry(name.to_string())
+            .or_insert_with(|| {
+                Arc::new(FrontendState {
+                    name: name.to_string(),
+                    counters: Counters::default(),
+                })
+            })
+            .clone()
+    }
+
+    pub fn backend(&self, name: &str) -> Arc<BackendState> {
+        lock(&self.backends)
+            .entry(name.to_string())
+            .or_insert_with(|| Arc::new(BackendState::new(name)))
+            .clone()
+    }
+}
+
+/// Locks a mutex even if a panicking thread poisoned it: the maps hold
+/// plain data that stays consistent.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}

@@ -1,0 +1,171 @@
+//! Per-server `maxconn` slots and the backend's FIFO queue.
+//!
+//! A request holds a [`SlotGuard`] while a server serves it. When requests
+//! are queued, free slots go to the oldest waiter first. No wake-up is lost:
+//! a waiter publishes itself and then looks for a free slot again, while a
+//! releasing request frees its slot and then looks for waiters (both with
+//! sequentially consistent operations), so one of the two always sees the
+//! other. Servers without `maxconn` and backends with an empty queue never
+//! take the lock.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+use super::{BackendState, ServerState, lock};
+
+#[derive(Debug, Default)]
+pub struct Queue {
+    inner: Mutex<Waiters>,
+    /// Mirrors the waiter count so the release path can skip the lock.
+    len: AtomicUsize,
+}
+
+#[derive(Debug, Default)]
+struct Waiters {
+    list: VecDeque<(u64, oneshot::Sender<SlotGuard>)>,
+    next_id: u64,
+}
+
+/// `timeout queue` expired before a slot was free.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueTimeout;
+
+/// A server slot held for the time of one request.
+#[derive(Debug)]
+pub struct SlotGuard {
+    held: Option<(Arc<ServerState>, Arc<BackendState>)>,
+}
+
+impl SlotGuard {
+    /// Takes a slot on `server` if it has one free (always, when unlimited).
+    pub fn try_take(server: &Arc<ServerState>, backend: &Arc<BackendState>) -> Option<SlotGuard> {
+        let max = server.maxconn.load(SeqCst);
+        if max == 0 {
+            server.inflight.fetch_add(1, SeqCst);
+        } else {
+            server
+                .inflight
+                .fetch_update(SeqCst, SeqCst, |n| (n < max).then_some(n + 1))
+                .ok()?;
+        }
+        Some(SlotGuard {
+            held: Some((server.clone(), backend.clone())),
+        })
+    }
+
+    pub fn server(&self) -> &Arc<ServerState> {
+        match &self.held {
+            Some((s, _)) => s,
+            // `held` is only emptied inside drop.
+            None => unreachable!("slot guard used after release"),
+        }
+    }
+
+    /// Gives the slot back without passing it on (used when a hand-over
+    /// failed, to avoid re-entering the queue lock from drop).
+    fn release_quietly(mut self) {
+        if let Some((server, _)) = self.held.take() {
+            server.inflight.fetch_sub(1, SeqCst);
+        }
+    }
+}
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        let Some((server, backend)) = self.held.take() else {
+            return;
+        };
+        server.inflight.fetch_sub(1, SeqCst);
+        if backend.queue.len.load(SeqCst) == 0 {
+            return;
+        }
+        let mut w = lock(&backend.queue.inner);
+        w.dispatch(&backend, &|| SlotGuard::try_take(&server, &backend));
+    }
+}
+
+impl Waiters {
+    /// Hands free slots to waiters, oldest first, while `try_take` finds one.
+    fn dispatch(&mut self, backend: &BackendState, try_take: &dyn Fn() -> Option<SlotGuard>) {
+        // A slot whose waiter gave up already goes to the next one.
+        let mut returned: Option<SlotGuard> = None;
+        loop {
+            if self.list.is_empty() {
+                if let Some(slot) = returned {
+                    slot.release_quietly();
+                }
+                return;
+            }
+            let slot = match returned.take().or_else(try_take) {
+                Some(slot) => slot,
+                None => return,
+            };
+            let Some((_, tx)) = self.list.pop_front() else {
+                slot.release_quietly();
+                return;
+            };
+            backend.queue.len.store(self.list.len(), SeqCst);
+            backend.counters.queue.dec();
+            if let Err(back) = tx.send(slot) {
+                returned = Some(back);
+            }
+        }
+    }
+}
+
+impl Queue {
+    pub fn len(&self) -> usize {
+        self.len.load(SeqCst)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Waits in FIFO order for a slot found by `try_pick`, at most `timeout`.
+    pub async fn wait_for_slot(
+        backend: &Arc<BackendState>,
+        try_pick: impl Fn() -> Option<SlotGuard>,
+        timeout: Option<Duration>,
+    ) -> Result<SlotGuard, QueueTimeout> {
+        let q = &backend.queue;
+        let (id, mut rx) = {
+            let mut w = lock(&q.inner);
+            if w.list.is_empty()
+                && let Some(g) = try_pick()
+            {
+                return Ok(g);
+            }
+            let (tx, rx) = oneshot::channel();
+            let id = w.next_id;
+            w.next_id += 1;
+            w.list.push_back((id, tx));
+            q.len.store(w.list.len(), SeqCst);
+            backend.counters.queue.inc();
+            // A slot freed before we were visible must not be missed.
+            w.dispatch(backend, &try_pick);
+            (id, rx)
+        };
+        let got = match timeout {
+            Some(t) => tokio::time::timeout(t, &mut rx).await.ok(),
+            None => Some((&mut rx).await),
+        };
+        if let Some(Ok(g)) = got {
+            return Ok(g);
+        }
+        // Timed out: leave the queue, unless a slot was handed over just now.
+        let mut w = lock(&q.inner);
+        if let Some(pos) = w.list.iter().position(|(i, _)| *i == id) {
+            w.list.remove(pos);
+            q.len.store(w.list.len(), SeqCst);
+            backend.counters.queue.dec();
+            return Err(QueueTimeout);
+        }
+        drop(w);
+        rx.try_recv().map_err(|_| QueueTimeout)
+    }
+}

@@ -1,0 +1,5 @@
+//! sluice: a reverse proxy and load balancer that speaks HAProxy's language.
+
+pub mod acl;
+pub mod config;
+pub mod backend;
