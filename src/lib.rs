@@ -3,3 +3,6 @@
 pub mod acl;
 pub mod config;
 pub mod backend;
+pub mod balance;
+pub mod routing;
+pub mod runtime;

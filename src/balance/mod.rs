@@ -1,0 +1,5 @@
+//! Load-balancing algorithms.
+
+mod roundrobin;
+
+pub use roundrobin::RoundRobin;

@@ -1,0 +1,237 @@
+//! Compiles a [`Config`] into one immutable routing snapshot. A request
+//! loads the current snapshot once and uses it to the end; a reload builds
+//! a new one over the same runtime state and swaps it in.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use crate::acl::eval::{AclSet, CompiledCond};
+use crate::backend::{BackendState, FrontendState, Registry, ServerState};
+use crate::balance::RoundRobin;
+use crate::config::model::{
+    Balance, CheckParams, Config, Global, HttpConnMode, HttpRequestAction, HttpReuse, Mode,
+    ProxyKind, StatsPage, Timeouts,
+};
+
+#[derive(Debug)]
+pub struct Snapshot {
+    pub generation: u64,
+    pub global: Global,
+    /// Every proxy in declaration order, as `show stat` lists them.
+    pub proxies: Vec<ProxyRt>,
+}
+
+/// One `frontend`, `backend` or `listen` section.
+#[derive(Debug)]
+pub struct ProxyRt {
+    pub name: String,
+    /// Proxy id (`iid`): numbered from 1 in declaration order, from 2 when
+    /// a global stats socket exists (HAProxy's CLI proxy takes 1).
+    pub iid: u32,
+    pub kind: ProxyKind,
+    pub mode: Mode,
+    pub frontend: Option<Arc<FrontendRt>>,
+    pub backend: Option<Arc<BackendRt>>,
+}
+
+#[derive(Debug)]
+pub struct FrontendRt {
+    pub name: String,
+    pub iid: u32,
+    pub state: Arc<FrontendState>,
+    pub mode: Mode,
+    pub maxconn: u32,
+    pub timeouts: Timeouts,
+    pub conn_mode: HttpConnMode,
+    pub binds: Vec<SocketAddr>,
+    pub acls: AclSet,
+    pub http_request: Vec<(HttpRequestAction, Option<CompiledCond>)>,
+    pub switching: Vec<(Arc<BackendRt>, CompiledCond)>,
+    pub default_backend: Option<Arc<BackendRt>>,
+    pub stats: Option<StatsPage>,
+}
+
+#[derive(Debug)]
+pub struct BackendRt {
+    pub name: String,
+    pub iid: u32,
+    pub state: Arc<BackendState>,
+    pub mode: Mode,
+    pub timeouts: Timeouts,
+    pub retries: u32,
+    pub http_reuse: HttpReuse,
+    pub conn_mode: HttpConnMode,
+    pub balance: Balance,
+    pub servers: Vec<ServerRt>,
+    pub lb: RoundRobin,
+    pub stats: Option<StatsPage>,
+    /// `fullconn`: the BACKEND row's `slim`.
+    pub fullconn: u32,
+}
+
+#[derive(Debug)]
+pub struct ServerRt {
+    /// Position in the backend, from 1 (`sid`).
+    pub sid: u32,
+    pub name: String,
+    pub state: Arc<ServerState>,
+    pub addr: SocketAddr,
+    /// Configured weight (`uweight` at start).
+    pub weight: u32,
+    pub maxconn: u32,
+    pub check: Option<CheckParams>,
+}
+
+/// HAProxy's default when neither global nor frontend sets `maxconn`
+/// (it derives its own from the fd limit; sluice picks a fixed safe value).
+pub const DEFAULT_MAXCONN: u32 = 4096;
+
+/// Builds the snapshot for `config`, creating or reusing runtime state in
+/// `registry` by name.
+pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapshot {
+    let first_iid = if config.global.stats_sockets.is_empty() { 1 } else { 2 };
+    let global_maxconn = config.global.maxconn.unwrap_or(DEFAULT_MAXCONN);
+
+    // Backends first, so that frontends can point at them.
+    let mut backends: Vec<(String, Arc<BackendRt>)> = Vec::new();
+    for (i, p) in config.proxies.iter().enumerate() {
+        if !p.kind.has_backend() {
+            continue;
+        }
+        let state = registry.backend(&p.name);
+        let servers: Vec<ServerRt> = p
+            .servers
+            .iter()
+            .enumerate()
+            .map(|(j, s)| {
+                let params = s.check.unwrap_or_default();
+                let st = state.server(&s.name, s.addr, s.check.is_some(), params.rise, params.fall);
+                st.weight.store(s.weight, std::sync::atomic::Ordering::Relaxed);
+                st.maxconn.store(s.maxconn, std::sync::atomic::Ordering::Relaxed);
+                ServerRt {
+                    sid: j as u32 + 1,
+                    name: s.name.clone(),
+                    state: st,
+                    addr: s.addr,
+                    weight: s.weight,
+                    maxconn: s.maxconn,
+                    check: s.check,
+                }
+            })
+            .collect();
+        let weights: Vec<u32> = servers.iter().map(|s| s.weight).collect();
+        let fullconn = fullconn_for(config, &p.name, global_maxconn);
+        backends.push((
+            p.name.clone(),
+            Arc::new(BackendRt {
+                name: p.name.clone(),
+                iid: first_iid + i as u32,
+                state,
+                mode: p.mode,
+                timeouts: p.timeouts,
+                retries: p.retries,
+                http_reuse: p.http_reuse,
+                conn_mode: p.conn_mode,
+                balance: p.balance,
+                lb: RoundRobin::new(&weights),
+                servers,
+                stats: p.stats.clone(),
+                fullconn,
+            }),
+        ));
+    }
+    let find_backend = |name: &str| {
+        backends
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, b)| b.clone())
+    };
+
+    let mut proxies = Vec::new();
+    for (i, p) in config.proxies.iter().enumerate() {
+        let iid = first_iid + i as u32;
+        let backend = if p.kind.has_backend() {
+            find_backend(&p.name)
+        } else {
+            None
+        };
+        let frontend = p.kind.has_frontend().then(|| {
+            let acls = AclSet::new(&p.acls);
+            let http_request = p
+                .http_request
+                .iter()
+                .map(|r| (r.action.clone(), r.cond.as_ref().map(|c| acls.compile(c))))
+                .collect();
+            let switching = p
+                .use_backends
+                .iter()
+                .filter_map(|u| Some((find_backend(&u.backend)?, acls.compile(&u.cond))))
+                .collect();
+            // A listen section's default backend is itself.
+            let default_backend = match &p.default_backend {
+                Some((name, _)) => find_backend(name),
+                None if p.kind == ProxyKind::Listen => backend.clone(),
+                None => None,
+            };
+            Arc::new(FrontendRt {
+                name: p.name.clone(),
+                iid,
+                state: registry.frontend(&p.name),
+                mode: p.mode,
+                maxconn: p.maxconn.unwrap_or(global_maxconn),
+                timeouts: p.timeouts,
+                conn_mode: p.conn_mode,
+                binds: p.binds.iter().flat_map(|b| b.addrs.iter().copied()).collect(),
+                acls,
+                http_request,
+                switching,
+                default_backend,
+                stats: p.stats.clone(),
+            })
+        });
+        proxies.push(ProxyRt {
+            name: p.name.clone(),
+            iid,
+            kind: p.kind,
+            mode: p.mode,
+            frontend,
+            backend,
+        });
+    }
+    Snapshot {
+        generation,
+        global: config.global.clone(),
+        proxies,
+    }
+}
+
+/// HAProxy's default `fullconn`: 10% of the summed maxconn of the
+/// frontends that can route to this backend (at least 1).
+fn fullconn_for(config: &Config, backend: &str, global_maxconn: u32) -> u32 {
+    let sum: u64 = config
+        .proxies
+        .iter()
+        .filter(|p| p.kind.has_frontend())
+        .filter(|p| {
+            p.name == backend && p.kind == ProxyKind::Listen
+                || p.default_backend.as_ref().is_some_and(|(b, _)| b == backend)
+                || p.use_backends.iter().any(|u| u.backend == backend)
+        })
+        .map(|p| p.maxconn.unwrap_or(global_maxconn) as u64)
+        .sum();
+    ((sum / 10) as u32).max(1)
+}
+
+impl Snapshot {
+    pub fn frontends(&self) -> impl Iterator<Item = &Arc<FrontendRt>> {
+        self.proxies.iter().filter_map(|p| p.frontend.as_ref())
+    }
+
+    pub fn backends(&self) -> impl Iterator<Item = &Arc<BackendRt>> {
+        self.proxies.iter().filter_map(|p| p.backend.as_ref())
+    }
+
+    pub fn backend(&self, name: &str) -> Option<&Arc<BackendRt>> {
+        self.backends().find(|b| b.name == name)
+    }
+}

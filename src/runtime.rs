@@ -1,0 +1,90 @@
+//! The process-wide handle: the current routing snapshot, the runtime state
+//! registry and process counters. Shared as `Arc<Runtime>`.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use arc_swap::ArcSwap;
+
+use crate::backend::Registry;
+use crate::backend::counters::{FreqCtr, Gauge};
+use crate::config::model::Config;
+use crate::routing::{self, Snapshot};
+
+/// Process figures for `show info`.
+#[derive(Debug)]
+pub struct ProcessCounters {
+    pub started: Instant,
+    pub start_unix: u64,
+    pub pid: u32,
+    /// Client connections open now / max.
+    pub conns: Gauge,
+    pub cum_conns: AtomicU64,
+    pub cum_req: AtomicU64,
+    pub conn_rate: FreqCtr,
+    pub sess_rate: FreqCtr,
+    pub bytes_out: AtomicU64,
+}
+
+impl Default for ProcessCounters {
+    fn default() -> Self {
+        ProcessCounters {
+            started: Instant::now(),
+            start_unix: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+            pid: std::process::id(),
+            conns: Gauge::default(),
+            cum_conns: AtomicU64::new(0),
+            cum_req: AtomicU64::new(0),
+            conn_rate: FreqCtr::default(),
+            sess_rate: FreqCtr::default(),
+            bytes_out: AtomicU64::new(0),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Runtime {
+    snapshot: ArcSwap<Snapshot>,
+    pub registry: Registry,
+    pub process: ProcessCounters,
+    /// Worker threads of the tokio runtime (`Nbthread`).
+    pub nbthread: u32,
+}
+
+impl Runtime {
+    pub fn new(config: &Config, nbthread: u32) -> Arc<Runtime> {
+        let registry = Registry::default();
+        let snap = routing::compile(config, &registry, 1);
+        Arc::new(Runtime {
+            snapshot: ArcSwap::from_pointee(snap),
+            registry,
+            process: ProcessCounters::default(),
+            nbthread,
+        })
+    }
+
+    /// The snapshot to use for one request (or one CLI command).
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.snapshot.load_full()
+    }
+
+    /// Compiles `config` over the same runtime state and swaps it in.
+    pub fn apply(&self, config: &Config) -> Arc<Snapshot> {
+        let next = self.snapshot().generation + 1;
+        let snap = Arc::new(routing::compile(config, &self.registry, next));
+        self.snapshot.store(snap.clone());
+        snap
+    }
+
+    pub fn uptime_secs(&self) -> u64 {
+        self.process.started.elapsed().as_secs()
+    }
+
+    pub fn count_request(&self) {
+        self.process.cum_req.fetch_add(1, Relaxed);
+    }
+}
