@@ -11,14 +11,67 @@ use crate::config::model::Loc;
 /// ACL fetches HAProxy knows that sluice does not evaluate (yet); naming
 /// them gives a clearer error than "unknown fetch method".
 const UNSUPPORTED_FETCHES: &[&str] = &[
-    "base", "base_beg", "base_dir", "base_dom", "base_end", "base_len", "base_reg", "base_sub",
-    "cook", "cook_beg", "cook_cnt", "cook_end", "cook_sub", "dst", "dst_port", "hdr_cnt",
-    "hdr_dir", "hdr_dom", "hdr_ip", "hdr_len", "hdr_reg", "hdr_val", "http_auth", "nbsrv",
-    "path_dir", "path_dom", "path_len", "path_reg", "query", "req.hdr", "req.cook", "req_ssl_sni",
-    "req.ssl_sni", "req.len", "req.payload", "src_port", "ssl_fc", "ssl_fc_sni", "ssl_c_used",
-    "url_dir", "url_dom", "url_ip", "url_len", "url_param", "url_port", "url_reg", "urlp",
-    "var", "req.ver", "req_ver", "status", "always_true", "always_false", "be_id", "fe_id",
-    "srv_id", "capture.req.uri", "http_first_req", "so_id", "wait_end", "req.body",
+    "base",
+    "base_beg",
+    "base_dir",
+    "base_dom",
+    "base_end",
+    "base_len",
+    "base_reg",
+    "base_sub",
+    "cook",
+    "cook_beg",
+    "cook_cnt",
+    "cook_end",
+    "cook_sub",
+    "dst",
+    "dst_port",
+    "hdr_cnt",
+    "hdr_dir",
+    "hdr_dom",
+    "hdr_ip",
+    "hdr_len",
+    "hdr_reg",
+    "hdr_val",
+    "http_auth",
+    "nbsrv",
+    "path_dir",
+    "path_dom",
+    "path_len",
+    "path_reg",
+    "query",
+    "req.hdr",
+    "req.cook",
+    "req_ssl_sni",
+    "req.ssl_sni",
+    "req.len",
+    "req.payload",
+    "src_port",
+    "ssl_fc",
+    "ssl_fc_sni",
+    "ssl_c_used",
+    "url_dir",
+    "url_dom",
+    "url_ip",
+    "url_len",
+    "url_param",
+    "url_port",
+    "url_reg",
+    "urlp",
+    "var",
+    "req.ver",
+    "req_ver",
+    "status",
+    "always_true",
+    "always_false",
+    "be_id",
+    "fe_id",
+    "srv_id",
+    "capture.req.uri",
+    "http_first_req",
+    "so_id",
+    "wait_end",
+    "req.body",
 ];
 
 /// Known fetches (without their `(arg)` part) for the "unknown fetch" check.
@@ -255,10 +308,7 @@ pub fn predefined(name: &str, loc: Loc) -> Option<AclDef> {
         "LOCALHOST" => (
             Fetch::Src,
             MatchMethod::Ip,
-            vec![
-                parse_net("127.0.0.1/8")?,
-                parse_net("::1")?,
-            ],
+            vec![parse_net("127.0.0.1/8")?, parse_net("::1")?],
         ),
         "METH_GET" => (Fetch::Method, MatchMethod::Method, strs(&["GET", "HEAD"])),
         "METH_CONNECT" | "METH_DELETE" | "METH_HEAD" | "METH_OPTIONS" | "METH_POST"
@@ -335,7 +385,12 @@ pub fn parse_condition_at(words: &[String], loc: &Loc) -> Result<(Condition, Vec
             };
             let body = &words[i..i + close];
             i += close + 1;
-            let name = format!("{{anonymous {}:{} #{}}}", loc.file, loc.line, anon.len() + 1);
+            let name = format!(
+                "{{anonymous {}:{} #{}}}",
+                loc.file,
+                loc.line,
+                anon.len() + 1
+            );
             let def = parse_acl(&name, body, loc.clone())?;
             anon.push(def);
             name
@@ -381,7 +436,10 @@ mod tests {
         assert_eq!(d.fetch, Fetch::Hdr("host".into()));
         assert!(d.ignore_case);
         let d = parse_acl("p", &w("path_beg -- -x /a"), loc()).unwrap();
-        assert_eq!(d.patterns, vec![Pattern::Str("-x".into()), Pattern::Str("/a".into())]);
+        assert_eq!(
+            d.patterns,
+            vec![Pattern::Str("-x".into()), Pattern::Str("/a".into())]
+        );
         let d = parse_acl("s", &w("src 10.0.0.0/8 ::1 192.168.0.0/255.255.0.0"), loc()).unwrap();
         assert_eq!(d.matcher, MatchMethod::Ip);
         assert_eq!(
@@ -399,7 +457,11 @@ mod tests {
         );
         assert!(parse_acl("d", &w("src nothost"), loc()).is_err());
         assert!(parse_acl("d", &w("path -z x"), loc()).is_err());
-        assert!(parse_acl("d", &w("path_reg x"), loc()).unwrap_err().contains("not supported"));
+        assert!(
+            parse_acl("d", &w("path_reg x"), loc())
+                .unwrap_err()
+                .contains("not supported")
+        );
         assert!(parse_acl("d", &w("hdr(host"), loc()).is_err());
         assert!(parse_acl("d", &w("path -m ip 1.2.3.4"), loc()).is_err());
         assert!(parse_acl("d", &[], loc()).is_err());
@@ -410,14 +472,27 @@ mod tests {
         let c = parse_condition(&w("if a !b or c || ! d")).unwrap();
         assert!(!c.unless);
         assert_eq!(c.groups.len(), 3);
-        assert_eq!(c.groups[0][1], AclTerm { name: "b".into(), negated: true });
-        assert_eq!(c.groups[2][0], AclTerm { name: "d".into(), negated: true });
+        assert_eq!(
+            c.groups[0][1],
+            AclTerm {
+                name: "b".into(),
+                negated: true
+            }
+        );
+        assert_eq!(
+            c.groups[2][0],
+            AclTerm {
+                name: "d".into(),
+                negated: true
+            }
+        );
         let c = parse_condition(&w("unless a")).unwrap();
         assert!(c.unless);
         assert!(parse_condition(&w("if")).is_err());
         assert!(parse_condition(&w("if a or")).is_err());
         assert!(parse_condition(&w("when a")).is_err());
-        let (c, anon) = parse_condition_at(&w("if { path_beg /admin } !LOCALHOST"), &loc()).unwrap();
+        let (c, anon) =
+            parse_condition_at(&w("if { path_beg /admin } !LOCALHOST"), &loc()).unwrap();
         assert_eq!(anon.len(), 1);
         assert_eq!(c.groups[0][0].name, anon[0].name);
         assert_eq!(

@@ -84,7 +84,11 @@ impl Diagnostic {
     /// One diagnostic as HAProxy 2.6 writes it to stderr (no trailing
     /// newline; continuation lines of multi-line messages are kept as is).
     pub fn render(&self, pid: u32) -> String {
-        format!("{:<10} ({pid}) : config : {}", self.level.tag(), self.message)
+        format!(
+            "{:<10} ({pid}) : config : {}",
+            self.level.tag(),
+            self.message
+        )
     }
 }
 

@@ -33,7 +33,10 @@ pub enum LexErrorKind {
     WrongExpand,
     /// More than [`MAX_WORDS`] words: `pos` is the 1-based offset of the
     /// 64th word in the output, `word` that word.
-    TooMany { pos: usize, word: String },
+    TooMany {
+        pos: usize,
+        word: String,
+    },
 }
 
 /// A lexing error; `pos` is the byte offset in the raw line (indentation
@@ -142,7 +145,11 @@ fn plain(i: &str) -> IResult<&str, Tok<'_>> {
 }
 
 fn dq_plain(i: &str) -> IResult<&str, Tok<'_>> {
-    map(take_while1(|c: char| !matches!(c, '"' | '\\' | '$')), Tok::Text).parse(i)
+    map(
+        take_while1(|c: char| !matches!(c, '"' | '\\' | '$')),
+        Tok::Text,
+    )
+    .parse(i)
 }
 
 fn squoted(i: &str) -> IResult<&str, Tok<'_>> {
@@ -232,8 +239,7 @@ fn variable(i: &str) -> Result<(&str, Tok<'_>), TokErr<'_>> {
     }
     let mut default = None;
     if brace.is_some() {
-        let dflt: IResult<&str, &str> =
-            preceded(char('-'), take_till(|c| c == '}')).parse(cur);
+        let dflt: IResult<&str, &str> = preceded(char('-'), take_till(|c| c == '}')).parse(cur);
         if let Ok((r, d)) = dflt {
             default = Some(d);
             cur = r;
@@ -257,35 +263,59 @@ fn variable(i: &str) -> Result<(&str, Tok<'_>), TokErr<'_>> {
 /// Words being built; a word exists as soon as a separator was seen before
 /// it, so `a "" b` keeps its empty middle word like HAProxy.
 struct Words {
-    done: Vec<Vec<u8>>,
+    done: Vec<(Vec<u8>, (usize, usize))>,
     cur: Vec<u8>,
+    /// Byte span in the raw line of the source text of `cur`.
+    span: Option<(usize, usize)>,
 }
 
 impl Words {
     fn split(&mut self) {
-        self.done.push(std::mem::take(&mut self.cur));
+        let span = self.span.take().unwrap_or_default();
+        self.done.push((std::mem::take(&mut self.cur), span));
     }
-    fn finish(mut self) -> Vec<String> {
+    fn touch(&mut self, start: usize, end: usize) {
+        let s = self.span.map_or(start, |(s, _)| s);
+        self.span = Some((s, end));
+    }
+    fn finish(mut self, raw: &str) -> Vec<Word> {
         // A trailing empty word (after trailing blanks) does not count.
         if !self.cur.is_empty() {
             self.split();
         }
         self.done
             .into_iter()
-            .map(|w| String::from_utf8_lossy(&w).into_owned())
+            .map(|(w, (s, e))| Word {
+                text: String::from_utf8_lossy(&w).into_owned(),
+                raw: raw.get(s..e).unwrap_or_default().to_string(),
+            })
             .collect()
     }
+}
+
+/// A word and the source text it came from (before unquoting and variable
+/// expansion), which some HAProxy messages quote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Word {
+    pub text: String,
+    pub raw: String,
 }
 
 /// Split one raw line (without its newline) into words. An empty result
 /// means a blank or comment-only line.
 pub fn split_line(raw: &str, ctx: &LexCtx<'_>) -> Result<Vec<String>, LexError> {
+    split_line_raw(raw, ctx).map(|ws| ws.into_iter().map(|w| w.text).collect())
+}
+
+/// [`split_line`], keeping each word's source text.
+pub fn split_line_raw(raw: &str, ctx: &LexCtx<'_>) -> Result<Vec<Word>, LexError> {
     let raw = line_content(raw);
     let start = raw.trim_start_matches(is_space);
     let pos_of = |rest: &str| raw.len() - rest.len();
     let mut words = Words {
         done: Vec::new(),
         cur: Vec::new(),
+        span: None,
     };
     let mut input = start;
     // Offset of the opening double quote while inside one.
@@ -323,6 +353,9 @@ pub fn split_line(raw: &str, ctx: &LexCtx<'_>) -> Result<Vec<String>, LexError> 
             kind,
             pos: pos_of(at),
         })?;
+        if !matches!(tok, Tok::Sep | Tok::Comment) {
+            words.touch(pos_of(input), pos_of(next));
+        }
         match tok {
             Tok::Sep => words.split(),
             Tok::Comment => break,
@@ -351,17 +384,17 @@ pub fn split_line(raw: &str, ctx: &LexCtx<'_>) -> Result<Vec<String>, LexError> 
             pos: pos_of(q),
         });
     }
-    let words = words.finish();
+    let words = words.finish(raw);
     if words.len() > MAX_WORDS {
         let pos = words[..MAX_WORDS - 1]
             .iter()
-            .map(|w| w.len() + 1)
+            .map(|w| w.text.len() + 1)
             .sum::<usize>()
             + 1;
         return Err(LexError {
             kind: LexErrorKind::TooMany {
                 pos,
-                word: words[MAX_WORDS - 1].clone(),
+                word: words[MAX_WORDS - 1].text.clone(),
             },
             pos: 0,
         });
@@ -377,15 +410,20 @@ fn lookup(v: &VarRef<'_>, ctx: &LexCtx<'_>) -> String {
         name => (ctx.env)(name),
     };
     // Unset → default if given, else the empty string.
-    value.or_else(|| v.default.map(str::to_string)).unwrap_or_default()
+    value
+        .or_else(|| v.default.map(str::to_string))
+        .unwrap_or_default()
 }
 
 /// `${LIST[*]}`: every run of blanks in the value separates words.
 fn emit_expanded(words: &mut Words, value: &str) {
     let mut rest = value;
     while !rest.is_empty() {
-        let r: IResult<&str, &str> =
-            alt((take_while1(|c: char| c.is_ascii_whitespace()), rest_nonspace)).parse(rest);
+        let r: IResult<&str, &str> = alt((
+            take_while1(|c: char| c.is_ascii_whitespace()),
+            rest_nonspace,
+        ))
+        .parse(rest);
         let Ok((next, part)) = r else { break };
         if part.starts_with(|c: char| c.is_ascii_whitespace()) {
             words.split();
@@ -473,8 +511,21 @@ mod tests {
         assert_eq!(ok("x ${EMPTY-dflt}"), ["x"]);
         assert_eq!(ok("x \"${LIST[*]}\" y"), ["x", "a", "b", "c", "y"]);
         assert_eq!(ok("x \"${LIST}\""), ["x", "a  b c"]);
-        assert_eq!(ok("x $.LINE $.FILE $.SECTION"), ["x", "7", "t.cfg", "global"]);
+        assert_eq!(
+            ok("x $.LINE $.FILE $.SECTION"),
+            ["x", "7", "t.cfg", "global"]
+        );
         assert_eq!(ok(r"x \$HOME"), ["x", "$HOME"]);
+        let ctx = LexCtx {
+            file: "t.cfg",
+            line: 1,
+            section: "",
+            env: &env,
+        };
+        let w = split_line_raw("  bind ${MYADDR}:17180 'a b'", &ctx).unwrap();
+        assert_eq!(w[1].text, "127.0.0.1:17180");
+        assert_eq!(w[1].raw, "${MYADDR}:17180");
+        assert_eq!(w[2].raw, "'a b'");
     }
 
     #[test]
@@ -497,7 +548,10 @@ mod tests {
         assert_eq!(lex("x $.FOO").unwrap_err().kind, LexErrorKind::VarName);
         assert_eq!(lex(r"x \xZZ").unwrap_err().kind, LexErrorKind::Hex);
         assert_eq!(lex(r"x \x4").unwrap_err().kind, LexErrorKind::Hex);
-        assert_eq!(lex("x ${A[x]}").unwrap_err().kind, LexErrorKind::WrongExpand);
+        assert_eq!(
+            lex("x ${A[x]}").unwrap_err().kind,
+            LexErrorKind::WrongExpand
+        );
         let many = vec!["w"; 65].join(" ");
         let e = lex(&many).unwrap_err();
         assert_eq!(
@@ -509,7 +563,9 @@ mod tests {
 
     #[test]
     fn never_panics_on_odd_bytes() {
-        for s in ["\u{0}", "é\"", "\\", "$", "${", "${A-", "'", "\"", "\\x", "ü\\xé"] {
+        for s in [
+            "\u{0}", "é\"", "\\", "$", "${", "${A-", "'", "\"", "\\x", "ü\\xé",
+        ] {
             let _ = lex(s);
             if let Err(e) = lex(s) {
                 let _ = e.message(s);

@@ -80,6 +80,9 @@ pub struct StatsSocket {
     pub mode: Option<u32>,
     pub level: CliLevel,
     pub loc: Loc,
+    /// Set for TCP sockets (`ipv4@host:port`, `ipv6@...`); `path` then
+    /// holds the address as written.
+    pub tcp: Option<SocketAddr>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,225 @@
+//! Listener and server addresses: `host:port` forms HAProxy accepts, with
+//! host names going through the injected resolver.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+use super::units::parse_uint;
+
+/// The resolver callback given to `parse_texts`.
+pub type Resolver<'a> = &'a dyn Fn(&str, u16) -> Result<Vec<SocketAddr>, String>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    Any,
+    V4,
+    V6,
+}
+
+/// An address split into its parts, before resolution.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostPorts<'a> {
+    pub family: Family,
+    pub host: &'a str,
+    /// First and last port (equal unless a `a-b` range was given).
+    pub ports: (u16, u16),
+}
+
+/// Address prefixes HAProxy knows but sluice cannot listen on / connect to.
+const UNSUPPORTED_PREFIXES: &[&str] = &[
+    "unix@",
+    "abns@",
+    "fd@",
+    "sockpair@",
+    "udp@",
+    "udp4@",
+    "udp6@",
+    "quic4@",
+    "quic6@",
+    "tcp@",
+    "tcp4@",
+    "tcp6@",
+    "uxst@",
+    "uxdg@",
+    "rhttp@",
+];
+
+/// Split `[family@]host:port[-port]`. `allow_range` is false for servers.
+pub fn split(text: &str, allow_range: bool) -> Result<HostPorts<'_>, String> {
+    if text.starts_with('/') {
+        return Err(format!(
+            "UNIX socket addresses ('{text}') are not supported by sluice yet"
+        ));
+    }
+    if let Some(p) = UNSUPPORTED_PREFIXES.iter().find(|p| text.starts_with(*p)) {
+        return Err(format!(
+            "'{p}' addresses ('{text}') are not supported by sluice yet"
+        ));
+    }
+    let (family, rest) = if let Some(r) = text.strip_prefix("ipv4@") {
+        (Family::V4, r)
+    } else if let Some(r) = text.strip_prefix("ipv6@") {
+        (Family::V6, r)
+    } else {
+        (Family::Any, text)
+    };
+    let (host, port) = if let Some(r) = rest.strip_prefix('[') {
+        let Some((h, after)) = r.split_once(']') else {
+            return Err(format!("invalid address: '{rest}' in '{text}'"));
+        };
+        match after.strip_prefix(':') {
+            Some(p) => (h, p),
+            None if after.is_empty() => return Err(format!("missing port number: '{text}'")),
+            None => return Err(format!("invalid address: '{rest}' in '{text}'")),
+        }
+    } else {
+        // The port is what follows the last colon (`::1:80` is [::1]:80).
+        match rest.rsplit_once(':') {
+            Some((h, p)) => (h, p),
+            None => return Err(format!("missing port number: '{text}'")),
+        }
+    };
+    if port.is_empty() {
+        return Err(format!("missing port number: '{text}'"));
+    }
+    let one = |p: &str| -> Result<u16, String> {
+        match parse_uint(p) {
+            Some(n) if (1..=65535).contains(&n) => Ok(n as u16),
+            _ => Err(format!(
+                "invalid port '{p}' in '{text}' (expected 1 to 65535)"
+            )),
+        }
+    };
+    let ports = match port.split_once('-') {
+        Some((a, b)) if allow_range => {
+            let (a, b) = (one(a)?, one(b)?);
+            if a > b {
+                return Err(format!("invalid port range '{port}' in '{text}'"));
+            }
+            (a, b)
+        }
+        _ => {
+            let p = one(port)?;
+            (p, p)
+        }
+    };
+    Ok(HostPorts {
+        family,
+        host,
+        ports,
+    })
+}
+
+/// The IP of `host` without DNS, if it is a literal or a wildcard.
+fn literal_ip(host: &str, family: Family) -> Option<IpAddr> {
+    if host.is_empty() || host == "*" {
+        return Some(match family {
+            Family::V6 => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+            _ => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        });
+    }
+    let ip: IpAddr = host.parse().ok()?;
+    match (family, ip) {
+        (Family::V4, IpAddr::V6(_)) | (Family::V6, IpAddr::V4(_)) => None,
+        _ => Some(ip),
+    }
+}
+
+/// Resolve the host to one IP as HAProxy does (first answer of the wanted
+/// family; IPv4 preferred when no family is forced, matching what glibc
+/// gives HAProxy for `localhost`).
+pub fn resolve_host(
+    host: &str,
+    family: Family,
+    port: u16,
+    resolve: Resolver<'_>,
+) -> Result<IpAddr, String> {
+    if let Some(ip) = literal_ip(host, family) {
+        return Ok(ip);
+    }
+    if host.parse::<IpAddr>().is_ok() {
+        return Err("address family mismatch".to_string());
+    }
+    let addrs = resolve(host, port)?;
+    let pick = |want_v4: bool| addrs.iter().find(|a| a.is_ipv4() == want_v4);
+    let found = match family {
+        Family::V4 => pick(true),
+        Family::V6 => pick(false),
+        Family::Any => pick(true).or_else(|| addrs.first()),
+    };
+    found
+        .map(|a| a.ip())
+        .ok_or_else(|| "no address of the wanted family".to_string())
+}
+
+/// One `bind` address item (no commas) to socket addresses.
+pub fn bind_addrs(text: &str, raw: &str, resolve: Resolver<'_>) -> Result<Vec<SocketAddr>, String> {
+    let hp = split(text, true)?;
+    let ip = resolve_host(hp.host, hp.family, hp.ports.0, resolve)
+        .map_err(|_| format!("invalid address: '{}' in '{raw}'", hp.host))?;
+    Ok((hp.ports.0..=hp.ports.1)
+        .map(|p| SocketAddr::new(ip, p))
+        .collect())
+}
+
+/// The system resolver (`getaddrinfo` through std).
+pub fn system_resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>, String> {
+    use std::net::ToSocketAddrs;
+    (host, port)
+        .to_socket_addrs()
+        .map(|it| it.collect())
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fake(host: &str, port: u16) -> Result<Vec<SocketAddr>, String> {
+        match host {
+            "localhost" => Ok(vec![
+                SocketAddr::new("::1".parse().unwrap(), port),
+                SocketAddr::new("127.0.0.1".parse().unwrap(), port),
+            ]),
+            _ => Err("not found".into()),
+        }
+    }
+
+    fn b(t: &str) -> Result<Vec<SocketAddr>, String> {
+        bind_addrs(t, t, &fake)
+    }
+
+    fn one(t: &str) -> String {
+        b(t).unwrap()[0].to_string()
+    }
+
+    #[test]
+    fn forms() {
+        assert_eq!(one(":80"), "0.0.0.0:80");
+        assert_eq!(one("*:80"), "0.0.0.0:80");
+        assert_eq!(one("0.0.0.0:80"), "0.0.0.0:80");
+        assert_eq!(one("127.0.0.1:8080"), "127.0.0.1:8080");
+        assert_eq!(one("::1:17283"), "[::1]:17283");
+        assert_eq!(one("[::1]:17284"), "[::1]:17284");
+        assert_eq!(one(":::80"), "[::]:80");
+        assert_eq!(one("ipv6@::1:17285"), "[::1]:17285");
+        assert_eq!(one("ipv6@:80"), "[::]:80");
+        assert_eq!(one("ipv4@127.0.0.1:1"), "127.0.0.1:1");
+        assert_eq!(one("localhost:8080"), "127.0.0.1:8080");
+        assert_eq!(one("ipv6@localhost:8080"), "[::1]:8080");
+        assert_eq!(b("127.0.0.1:17286-17287").unwrap().len(), 2);
+        assert_eq!(
+            b("garbage:17180").unwrap_err(),
+            "invalid address: 'garbage' in 'garbage:17180'"
+        );
+        assert!(b("127.0.0.1").unwrap_err().contains("missing port"));
+        assert!(b("127.0.0.1:0").unwrap_err().contains("invalid port"));
+        assert!(b("127.0.0.1:65536").is_err());
+        assert!(b("127.0.0.1:x").is_err());
+        assert!(b("127.0.0.1:9-8").is_err());
+        assert!(b("/run/x.sock").unwrap_err().contains("not supported"));
+        assert!(b("unix@/run/x.sock").unwrap_err().contains("not supported"));
+        assert!(b("ipv4@::1:80").is_err());
+        assert!(b("[::1").is_err());
+        assert!(split("1.2.3.4:80-81", false).is_err());
+    }
+}

@@ -1,0 +1,1276 @@
+//! Statements to the model: section tracking, `defaults` inheritance and the
+//! keyword handlers of each section kind. Every error is reported and
+//! parsing goes on, so one run lists all problems.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::addr::{self, Family, Resolver};
+use super::diag::{Diagnostic, Level};
+use super::keywords as kw;
+use super::lexer::{LexCtx, split_line_raw};
+use super::model::*;
+use super::suggest;
+use super::units::{parse_time, parse_u32, time_error_message};
+use crate::acl::parse::{
+    PREDEFINED, PREDEFINED_UNSUPPORTED, check_acl_name, parse_acl, parse_condition_at, predefined,
+};
+use crate::acl::{AclDef, Condition};
+
+/// A server whose host still has to be resolved (after validation).
+#[derive(Debug, Clone)]
+pub struct PendingServer {
+    pub proxy: usize,
+    pub server: usize,
+    pub host: String,
+    pub family: Family,
+    pub port: u16,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Section {
+    None,
+    Global,
+    Defaults,
+    Proxy(usize),
+    /// Inside a section we cannot use (already reported once).
+    Skip,
+}
+
+impl Section {
+    fn name(self, proxies: &[Proxy]) -> &'static str {
+        match self {
+            Section::None | Section::Skip => "",
+            Section::Global => "global",
+            Section::Defaults => "defaults",
+            Section::Proxy(i) => proxies.get(i).map_or("", |p| p.kind.keyword()),
+        }
+    }
+}
+
+pub struct State<'r> {
+    pub diags: Vec<Diagnostic>,
+    pub global: Global,
+    pub proxies: Vec<Proxy>,
+    pub pending: Vec<PendingServer>,
+    /// The current `defaults` values, copied into each new proxy.
+    defaults: Proxy,
+    section: Section,
+    resolve: Resolver<'r>,
+    /// Source text of the current line's words (for messages quoting it).
+    raw_words: Vec<String>,
+}
+
+/// Outcome of a keyword handler: diagnostics were pushed as needed.
+type Handled = ();
+
+fn default_template() -> Proxy {
+    Proxy::new(
+        String::new(),
+        ProxyKind::Listen,
+        Loc {
+            file: Arc::from(""),
+            line: 0,
+        },
+    )
+}
+
+/// HAProxy's allowed characters in proxy and server names.
+fn bad_name_char(name: &str) -> Option<char> {
+    name.chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':')))
+}
+
+/// The status codes HAProxy has a built-in error page for (`deny_status`).
+const ERROR_PAGE_CODES: &[u16] = &[
+    200, 400, 401, 403, 404, 405, 407, 408, 410, 413, 421, 422, 425, 429, 500, 501, 502, 503, 504,
+];
+
+impl<'r> State<'r> {
+    pub fn new(resolve: Resolver<'r>) -> Self {
+        State {
+            diags: Vec::new(),
+            global: Global::default(),
+            proxies: Vec::new(),
+            pending: Vec::new(),
+            defaults: default_template(),
+            section: Section::None,
+            resolve,
+            raw_words: Vec::new(),
+        }
+    }
+
+    fn alert(&mut self, loc: &Loc, msg: impl std::fmt::Display) {
+        self.diags.push(Diagnostic::parsing(Level::Alert, loc, msg));
+    }
+
+    fn warn(&mut self, loc: &Loc, msg: impl std::fmt::Display) {
+        self.diags
+            .push(Diagnostic::parsing(Level::Warning, loc, msg));
+    }
+
+    fn unsupported(&mut self, loc: &Loc, what: &str) {
+        self.alert(loc, format!("'{what}' is not supported by sluice yet"));
+    }
+
+    /// Parse one file; returns whether it produced alerts.
+    pub fn parse_file(&mut self, name: &str, text: &str, env: &dyn Fn(&str) -> Option<String>) {
+        let file: Arc<str> = Arc::from(name);
+        // Each file starts at a section boundary.
+        self.section = Section::None;
+        let before = self.diags.iter().filter(|d| d.is_alert()).count();
+        for (idx, raw) in text.split('\n').enumerate() {
+            let loc = Loc {
+                file: file.clone(),
+                line: u32::try_from(idx + 1).unwrap_or(u32::MAX),
+            };
+            let ctx = LexCtx {
+                file: name,
+                line: loc.line,
+                section: self.section.name(&self.proxies),
+                env,
+            };
+            let words: Vec<String> = match split_line_raw(raw, &ctx) {
+                Ok(w) => {
+                    self.raw_words = w.iter().map(|w| w.raw.clone()).collect();
+                    w.into_iter().map(|w| w.text).collect()
+                }
+                Err(e) => {
+                    self.diags.push(Diagnostic::parsing_tight(
+                        Level::Alert,
+                        &loc,
+                        e.message(raw),
+                    ));
+                    continue;
+                }
+            };
+            if words.is_empty() {
+                continue;
+            }
+            self.statement(&loc, &words);
+        }
+        if self.diags.iter().filter(|d| d.is_alert()).count() > before {
+            self.diags.push(Diagnostic::alert(
+                None,
+                format!("Error(s) found in configuration file : {name}"),
+            ));
+        }
+    }
+
+    fn statement(&mut self, loc: &Loc, words: &[String]) {
+        let first = words[0].as_str();
+        if first.starts_with('.') {
+            return self.directive(loc, words);
+        }
+        if kw::SECTIONS.contains(&first) {
+            return self.start_section(loc, words);
+        }
+        if kw::UNSUPPORTED_SECTIONS.contains(&first) {
+            self.alert(
+                loc,
+                format!("'{first}' sections are not supported by sluice yet"),
+            );
+            self.section = Section::Skip;
+            return;
+        }
+        match self.section {
+            Section::None => self.diags.push(Diagnostic::parsing_tight(
+                Level::Alert,
+                loc,
+                format!("unknown keyword '{first}' out of section."),
+            )),
+            Section::Skip => {}
+            Section::Global => self.global_line(loc, words),
+            Section::Defaults | Section::Proxy(_) => self.proxy_line(loc, words),
+        }
+    }
+
+    /// `.notice`/`.warning`/`.alert`; conditional blocks are not supported.
+    fn directive(&mut self, loc: &Loc, words: &[String]) {
+        let level = match words[0].as_str() {
+            ".notice" => Level::Notice,
+            ".warning" => Level::Warning,
+            ".alert" => Level::Alert,
+            ".diag" => return,
+            ".if" | ".elif" | ".else" | ".endif" => {
+                return self.unsupported(loc, &words[0]);
+            }
+            other => {
+                let msg = format!("unknown directive '{other}'.");
+                self.diags
+                    .push(Diagnostic::parsing_tight(Level::Alert, loc, msg));
+                return;
+            }
+        };
+        if let Some(extra) = words.get(2) {
+            let msg = format!(
+                "Unexpected argument '{extra}' for '{}'. Use quotes if the message should contain spaces.",
+                words[0]
+            );
+            self.diags
+                .push(Diagnostic::parsing_tight(Level::Alert, loc, msg));
+            return;
+        }
+        let text = words.get(1).map_or("", String::as_str);
+        self.diags
+            .push(Diagnostic::parsing_tight(level, loc, format!("'{text}'.")));
+    }
+
+    fn start_section(&mut self, loc: &Loc, words: &[String]) {
+        let kind = match words[0].as_str() {
+            "global" => {
+                self.section = Section::Global;
+                return;
+            }
+            "defaults" => {
+                // A new defaults section starts again from built-in values.
+                self.defaults = default_template();
+                self.section = Section::Defaults;
+                if let Some(name) = words.get(1)
+                    && let Some(c) = bad_name_char(name)
+                {
+                    self.alert(
+                        loc,
+                        format!("character '{c}' is not permitted in 'defaults' name '{name}'."),
+                    );
+                }
+                if words.len() > 2 {
+                    self.unsupported(loc, &format!("defaults {}", words[2..].join(" ")));
+                }
+                return;
+            }
+            "frontend" => ProxyKind::Frontend,
+            "backend" => ProxyKind::Backend,
+            _ => ProxyKind::Listen,
+        };
+        let kwd = kind.keyword();
+        let Some(name) = words.get(1).filter(|n| !n.is_empty()) else {
+            self.alert(loc, format!("'{kwd}' expects an <id> argument"));
+            self.section = Section::Skip;
+            return;
+        };
+        if let Some(c) = bad_name_char(name) {
+            self.alert(
+                loc,
+                format!("character '{c}' is not permitted in '{kwd}' name '{name}'."),
+            );
+        }
+        if words.len() > 2 {
+            if words[2] == "from" {
+                self.unsupported(loc, &format!("{kwd} ... from"));
+            } else {
+                self.alert(
+                    loc,
+                    format!("'{kwd} {name}' : unexpected argument '{}'.", words[2]),
+                );
+            }
+        }
+        // A frontend and a backend may share a name; overlapping
+        // capabilities may not.
+        let clash = self.proxies.iter().find(|p| {
+            p.name == *name
+                && ((p.kind.has_frontend() && kind.has_frontend())
+                    || (p.kind.has_backend() && kind.has_backend()))
+        });
+        if let Some(other) = clash {
+            let msg = format!(
+                "Parsing [{loc}]: {} '{name}' has the same name as {} '{}' declared at {}.",
+                type_str(kind),
+                type_str(other.kind),
+                other.name,
+                other.loc
+            );
+            self.diags.push(Diagnostic::alert(Some(loc.clone()), msg));
+        }
+        let d = &self.defaults;
+        let mut p = Proxy::new(name.clone(), kind, loc.clone());
+        p.mode = d.mode;
+        p.timeouts = d.timeouts;
+        p.balance = d.balance;
+        p.retries = d.retries;
+        p.http_reuse = d.http_reuse;
+        p.conn_mode = d.conn_mode;
+        p.stats = d.stats.clone();
+        if kind.has_frontend() {
+            p.maxconn = d.maxconn;
+            p.default_backend = d.default_backend.clone();
+        }
+        self.proxies.push(p);
+        self.section = Section::Proxy(self.proxies.len() - 1);
+    }
+
+    // ---------------------------------------------------------------- global
+
+    fn global_line(&mut self, loc: &Loc, words: &[String]) {
+        let k = words[0].as_str();
+        let arg = words.get(1).map(String::as_str);
+        match k {
+            "maxconn" | "nbthread" => {
+                let Some(n) = arg.and_then(parse_u32).filter(|n| *n > 0) else {
+                    return self.alert(
+                        loc,
+                        format!(
+                            "'{k}' expects a positive integer argument (got '{}').",
+                            arg.unwrap_or("")
+                        ),
+                    );
+                };
+                if k == "maxconn" {
+                    self.global.maxconn = Some(n);
+                } else {
+                    self.global.nbthread = Some(n);
+                }
+            }
+            "nbproc" => {
+                let shown = arg.unwrap_or("");
+                self.warn(
+                    loc,
+                    format!(
+                        "nbproc is not supported by sluice: it runs one process and uses threads (see 'nbthread'); 'nbproc {shown}' is ignored."
+                    ),
+                );
+            }
+            "daemon" => self.global.daemon = true,
+            "pidfile" => match arg.filter(|a| !a.is_empty()) {
+                Some(p) => self.global.pidfile = Some(PathBuf::from(p)),
+                None => self.alert(loc, "'pidfile' expects a file name as an argument."),
+            },
+            "node" => match arg {
+                Some(n) => self.global.node = Some(n.to_string()),
+                None => self.alert(loc, "'node' expects a name as an argument."),
+            },
+            "description" => {
+                if words.len() < 2 {
+                    self.alert(loc, "'description' expects a string argument.");
+                } else {
+                    self.global.description = Some(words[1..].join(" "));
+                }
+            }
+            "stats" => self.global_stats(loc, words),
+            _ if k.starts_with("tune.") || kw::GLOBAL_UNSUPPORTED.contains(&k) => {
+                self.unsupported(loc, k)
+            }
+            _ => {
+                let sugg = suggest::suffix(k, kw::global_keywords());
+                self.alert(
+                    loc,
+                    format!("unknown keyword '{k}' in 'global' section{sugg}"),
+                );
+            }
+        }
+    }
+
+    fn global_stats(&mut self, loc: &Loc, words: &[String]) {
+        match words.get(1).map(String::as_str) {
+            Some("socket") => self.stats_socket(loc, words),
+            Some("timeout") => {
+                let v = words.get(2).map_or("", String::as_str);
+                match parse_time(v) {
+                    Ok(d) if !d.is_zero() => self.global.stats_timeout = Some(d),
+                    Ok(_) => self.alert(loc, "'stats timeout' expects a positive value"),
+                    Err(e) => self.alert(loc, time_error_message("stats timeout", v, &e)),
+                }
+            }
+            Some(sub @ ("maxconn" | "bind-process")) => {
+                let what = format!("stats {sub}");
+                self.unsupported(loc, &what)
+            }
+            other => self.alert(
+                loc,
+                format!(
+                    "'stats' only supports 'socket', 'maxconn', 'bind-process' and 'timeout' (got '{}').",
+                    other.unwrap_or("")
+                ),
+            ),
+        }
+    }
+
+    fn stats_socket(&mut self, loc: &Loc, words: &[String]) {
+        let Some(target) = words.get(2).filter(|t| !t.is_empty()) else {
+            return self.alert(loc, "'stats socket' requires a path or an address.");
+        };
+        let mut sock = StatsSocket {
+            path: PathBuf::from(target),
+            mode: None,
+            level: CliLevel::default(),
+            loc: loc.clone(),
+            tcp: None,
+        };
+        if let Some(path) = target.strip_prefix("unix@") {
+            sock.path = PathBuf::from(path);
+        } else if target.starts_with("ipv4@") || target.starts_with("ipv6@") {
+            match addr::bind_addrs(target, target, self.resolve) {
+                Ok(a) if a.len() == 1 => sock.tcp = a.first().copied(),
+                Ok(_) => {
+                    return self.alert(loc, "'stats socket' : port ranges are not allowed.");
+                }
+                Err(e) => return self.alert(loc, format!("'stats socket' : {e}")),
+            }
+        } else if !target.starts_with('/') && !target.contains('/') && target.contains(':') {
+            return self.alert(
+                loc,
+                format!(
+                    "'stats socket' : '{target}': use 'ipv4@' or 'ipv6@' for a TCP socket, or a UNIX socket path."
+                ),
+            );
+        }
+        let mut i = 3;
+        let mut ok = true;
+        while let Some(w) = words.get(i) {
+            let val = words.get(i + 1).map(String::as_str);
+            match w.as_str() {
+                "level" => match val {
+                    Some("user") => sock.level = CliLevel::User,
+                    Some("operator") => sock.level = CliLevel::Operator,
+                    Some("admin") => sock.level = CliLevel::Admin,
+                    _ => {
+                        ok = false;
+                        self.alert(
+                            loc,
+                            "'stats socket' : 'level' only supports 'user', 'operator', and 'admin'.",
+                        );
+                    }
+                },
+                "mode" => {
+                    match val.and_then(|v| u32::from_str_radix(v, 8).ok().filter(|m| *m <= 0o7777))
+                    {
+                        Some(m) if sock.tcp.is_none() => sock.mode = Some(m),
+                        Some(_) => {
+                            ok = false;
+                            self.alert(
+                                loc,
+                                "'stats socket' : 'mode' only applies to UNIX sockets.",
+                            );
+                        }
+                        None => {
+                            ok = false;
+                            self.alert(
+                                loc,
+                                format!(
+                                    "'stats socket' : 'mode' : missing or invalid mode '{}' (octal integer expected)",
+                                    val.unwrap_or("")
+                                ),
+                            );
+                        }
+                    }
+                }
+                other if kw::BIND_UNSUPPORTED.contains(&other) => {
+                    ok = false;
+                    self.alert(
+                        loc,
+                        format!("'stats socket' : '{other}' option is not supported by sluice yet"),
+                    );
+                    // Skip its probable value to avoid a second error.
+                    i += 1;
+                }
+                other => {
+                    ok = false;
+                    let sugg = suggest::suffix(other, ["level", "mode"]);
+                    self.alert(
+                        loc,
+                        format!("'stats socket' : unknown keyword '{other}'{sugg}"),
+                    );
+                }
+            }
+            i += 2;
+        }
+        if ok {
+            self.global.stats_sockets.push(sock);
+        }
+    }
+
+    // ----------------------------------------------------------------- proxy
+
+    fn proxy_kind(&self) -> Option<ProxyKind> {
+        match self.section {
+            Section::Proxy(i) => self.proxies.get(i).map(|p| p.kind),
+            _ => None,
+        }
+    }
+
+    fn px(&mut self) -> &mut Proxy {
+        match self.section {
+            Section::Proxy(i) if i < self.proxies.len() => &mut self.proxies[i],
+            _ => &mut self.defaults,
+        }
+    }
+
+    /// Is `keyword` usable here? `def`: allowed in defaults; `fe`/`be`:
+    /// meaningful with that capability. Reports and returns false if not.
+    fn cap(&mut self, loc: &Loc, keyword: &str, def: bool, fe: bool, be: bool) -> bool {
+        let Some(kind) = self.proxy_kind() else {
+            if !def {
+                self.alert(
+                    loc,
+                    format!("'{keyword}' not allowed in 'defaults' section."),
+                );
+            }
+            return def;
+        };
+        if (fe && kind.has_frontend()) || (be && kind.has_backend()) {
+            return true;
+        }
+        let name = self.px().name.clone();
+        let missing = if fe { "no frontend" } else { "no backend" };
+        self.warn(
+            loc,
+            format!(
+                "'{keyword}' ignored because {} '{name}' has {missing} capability.",
+                type_str(kind)
+            ),
+        );
+        false
+    }
+
+    fn proxy_line(&mut self, loc: &Loc, words: &[String]) {
+        let (neg, words) = if words[0] == "no" && words.len() > 1 {
+            (true, &words[1..])
+        } else {
+            (false, words)
+        };
+        let k = words[0].as_str();
+        if neg && k != "option" {
+            let msg = format!("negation/default is not supported for {k}.");
+            self.diags
+                .push(Diagnostic::parsing_tight(Level::Alert, loc, msg));
+            return;
+        }
+        if k == "default" && words.get(1).is_some_and(|w| w == "option") {
+            return self.unsupported(loc, "default option");
+        }
+        let arg = words.get(1).map_or("", String::as_str);
+        match k {
+            "mode" => self.kw_mode(loc, arg),
+            "timeout" => self.kw_timeout(loc, words),
+            "clitimeout" | "srvtimeout" | "contimeout" => self.kw_legacy_timeout(loc, words),
+            "balance" => self.kw_balance(loc, words),
+            "maxconn" => {
+                if self.cap(loc, k, true, true, false) {
+                    match parse_u32(arg) {
+                        Some(n) => self.px().maxconn = Some(n),
+                        None => self.alert(
+                            loc,
+                            format!("'{k}' expects an integer argument (got '{arg}')."),
+                        ),
+                    }
+                }
+            }
+            "retries" => {
+                if self.cap(loc, k, true, false, true) {
+                    match parse_u32(arg) {
+                        Some(n) => self.px().retries = n,
+                        None => self.alert(
+                            loc,
+                            format!("'{k}' expects an integer argument (got '{arg}')."),
+                        ),
+                    }
+                }
+            }
+            "http-reuse" => {
+                if self.cap(loc, k, true, false, true) {
+                    let v = match arg {
+                        "never" => HttpReuse::Never,
+                        "safe" => HttpReuse::Safe,
+                        "aggressive" => HttpReuse::Aggressive,
+                        "always" => HttpReuse::Always,
+                        _ => {
+                            return self.alert(
+                                loc,
+                                "'http-reuse' only supports 'never', 'safe', 'aggressive', 'always'",
+                            );
+                        }
+                    };
+                    self.px().http_reuse = v;
+                }
+            }
+            "option" => self.kw_option(loc, words, neg),
+            "stats" => self.kw_stats(loc, words),
+            "bind" => self.kw_bind(loc, words),
+            "acl" => self.kw_acl(loc, words),
+            "use_backend" => self.kw_use_backend(loc, words),
+            "default_backend" => {
+                if self.cap(loc, k, true, true, false) {
+                    if arg.is_empty() {
+                        return self.alert(loc, "'default_backend' expects a backend name.");
+                    }
+                    if words.len() > 2 {
+                        return self.alert(
+                            loc,
+                            format!("'default_backend' : unexpected argument '{}'.", words[2]),
+                        );
+                    }
+                    self.px().default_backend = Some((arg.to_string(), loc.clone()));
+                }
+            }
+            "http-request" => self.kw_http_request(loc, words),
+            "server" => self.kw_server(loc, words),
+            _ if kw::PROXY_UNSUPPORTED.contains(&k) => self.unsupported(loc, k),
+            _ => {
+                let section = match self.proxy_kind() {
+                    Some(kind) => kind.keyword(),
+                    None => "defaults",
+                };
+                let sugg = suggest::suffix(k, kw::proxy_keywords());
+                self.alert(
+                    loc,
+                    format!("unknown keyword '{k}' in '{section}' section{sugg}"),
+                );
+            }
+        }
+    }
+
+    fn kw_mode(&mut self, loc: &Loc, arg: &str) -> Handled {
+        match arg {
+            "http" => self.px().mode = Mode::Http,
+            "tcp" => self.px().mode = Mode::Tcp,
+            "health" | "log" | "spop" => self.unsupported(loc, &format!("mode {arg}")),
+            _ => self.alert(loc, format!("unknown proxy mode '{arg}'.")),
+        }
+    }
+
+    fn set_timeout(&mut self, loc: &Loc, name: &str, value: &str) {
+        // (field selector, frontend-side?, backend-side?)
+        let (fe, be) = match name {
+            "client" => (true, false),
+            "http-request" | "http-keep-alive" => (true, true),
+            "server" | "connect" | "queue" | "check" | "tunnel" => (false, true),
+            _ if kw::TIMEOUTS_UNSUPPORTED.contains(&name) => {
+                return self.unsupported(loc, &format!("timeout {name}"));
+            }
+            _ => {
+                return self.alert(
+                    loc,
+                    format!(
+                        "'timeout' supports 'client', 'server', 'connect', 'check', 'queue', 'http-keep-alive', 'http-request', 'tunnel', 'tarpit', 'client-fin' and 'server-fin' (got '{name}')"
+                    ),
+                );
+            }
+        };
+        let label = format!("timeout {name}");
+        let d = match parse_time(value) {
+            Ok(d) => d,
+            Err(e) => return self.alert(loc, time_error_message(&label, value, &e)),
+        };
+        if let Some(kind) = self.proxy_kind()
+            && !((fe && kind.has_frontend()) || (be && kind.has_backend()))
+        {
+            let pname = self.px().name.clone();
+            return self.warn(
+                loc,
+                format!(
+                    "'{label}' will be ignored because {} '{pname}' has no {} capability",
+                    type_str(kind),
+                    if be { "backend" } else { "frontend" }
+                ),
+            );
+        }
+        // 0 means "no timeout" (infinite), like an absent one.
+        let v = (!d.is_zero()).then_some(d);
+        let t = &mut self.px().timeouts;
+        match name {
+            "client" => t.client = v,
+            "server" => t.server = v,
+            "connect" => t.connect = v,
+            "queue" => t.queue = v,
+            "http-request" => t.http_request = v,
+            "http-keep-alive" => t.http_keep_alive = v,
+            "check" => t.check = v,
+            _ => t.tunnel = v,
+        }
+    }
+
+    fn kw_timeout(&mut self, loc: &Loc, words: &[String]) {
+        let name = words.get(1).map_or("", String::as_str);
+        let value = words.get(2).map_or("", String::as_str);
+        if words.len() > 3 {
+            return self.alert(
+                loc,
+                format!("'timeout {name}' : unexpected argument '{}'.", words[3]),
+            );
+        }
+        self.set_timeout(loc, name, value);
+    }
+
+    /// HAProxy ≤ 2.0 aliases, accepted with 1.5–2.0's deprecation warning.
+    fn kw_legacy_timeout(&mut self, loc: &Loc, words: &[String]) {
+        let k = words[0].as_str();
+        let modern = match k {
+            "clitimeout" => "client",
+            "srvtimeout" => "server",
+            _ => "connect",
+        };
+        self.warn(
+            loc,
+            format!(
+                "the '{k}' directive is now deprecated in favor of 'timeout {modern}', and will not be supported in future versions."
+            ),
+        );
+        let value = words.get(1).map_or("", String::as_str);
+        self.set_timeout(loc, modern, value);
+    }
+
+    fn kw_balance(&mut self, loc: &Loc, words: &[String]) {
+        if !self.cap(loc, "balance", true, false, true) {
+            return;
+        }
+        let algo = words.get(1).map_or("", String::as_str);
+        let base = algo.split('(').next().unwrap_or("");
+        if algo == "roundrobin" {
+            if words.len() > 2 {
+                return self.alert(
+                    loc,
+                    format!("'balance roundrobin' : unexpected argument '{}'.", words[2]),
+                );
+            }
+            self.px().balance = Balance::RoundRobin;
+        } else if kw::BALANCE_UNSUPPORTED.contains(&base) || matches!(base, "hdr" | "rdp-cookie") {
+            self.unsupported(loc, &format!("balance {algo}"));
+        } else {
+            self.alert(
+                loc,
+                "balance only supports 'roundrobin', 'static-rr', 'leastconn', 'source', 'uri', 'url_param', 'hdr(name)' and 'rdp-cookie(name)' options.",
+            );
+        }
+    }
+
+    fn kw_option(&mut self, loc: &Loc, words: &[String], neg: bool) {
+        let Some(name) = words.get(1) else {
+            return self.alert(loc, "'option' expects an option name.");
+        };
+        let mode = match name.as_str() {
+            "http-keep-alive" => HttpConnMode::KeepAlive,
+            "http-server-close" => HttpConnMode::ServerClose,
+            "httpclose" => HttpConnMode::Close,
+            n if kw::OPTIONS_UNSUPPORTED.contains(&n) => {
+                return self.unsupported(loc, &format!("option {n}"));
+            }
+            n => {
+                let sugg = suggest::suffix(
+                    n,
+                    kw::OPTIONS_SUPPORTED
+                        .iter()
+                        .chain(kw::OPTIONS_UNSUPPORTED)
+                        .copied(),
+                );
+                return self.alert(loc, format!("unknown option '{n}'{sugg}"));
+            }
+        };
+        if words.len() > 2 {
+            return self.alert(
+                loc,
+                format!("'option {name}' does not expect any argument."),
+            );
+        }
+        let p = self.px();
+        if !neg {
+            p.conn_mode = mode;
+        } else if p.conn_mode == mode {
+            // Cancelling the current mode returns to HAProxy's default.
+            p.conn_mode = HttpConnMode::KeepAlive;
+        }
+    }
+
+    fn kw_stats(&mut self, loc: &Loc, words: &[String]) {
+        if !self.cap(loc, "stats", true, false, true) {
+            return;
+        }
+        match words.get(1).map(String::as_str) {
+            Some("enable") => {
+                let p = self.px();
+                if p.stats.is_none() {
+                    p.stats = Some(StatsPage {
+                        uri: StatsPage::DEFAULT_URI.to_string(),
+                    });
+                }
+            }
+            Some("uri") => match words.get(2).filter(|u| !u.is_empty()) {
+                Some(u) => {
+                    self.px().stats = Some(StatsPage { uri: u.clone() });
+                }
+                None => self.alert(loc, "'uri' needs an URI prefix."),
+            },
+            Some(sub) if kw::STATS_PROXY_UNSUPPORTED.contains(&sub) => {
+                self.unsupported(loc, &format!("stats {sub}"))
+            }
+            Some("socket" | "timeout" | "maxconn") => self.alert(
+                loc,
+                format!("'stats {}' is only allowed in 'global' section.", words[1]),
+            ),
+            _ => self.alert(
+                loc,
+                "'stats' expects 'admin', 'uri', 'realm', 'auth', 'scope', 'enable', 'hide-version', 'show-node', 'show-desc' or 'show-legends'.",
+            ),
+        }
+    }
+
+    fn kw_bind(&mut self, loc: &Loc, words: &[String]) {
+        if !self.cap(loc, "bind", false, true, false) {
+            return;
+        }
+        let Some(text) = words.get(1) else {
+            return self.alert(
+                loc,
+                "'bind' expects {<path>|[addr1]:port1[-end1]}{,[addr]:port[-end]}... as arguments.",
+            );
+        };
+        let mut ok = true;
+        if let Some(param) = words.get(2) {
+            ok = false;
+            if kw::BIND_UNSUPPORTED.contains(&param.as_str()) {
+                self.alert(
+                    loc,
+                    format!("'bind {text}' : '{param}' option is not supported by sluice yet"),
+                );
+            } else {
+                let sugg = suggest::suffix(param, kw::BIND_UNSUPPORTED.iter().copied());
+                self.alert(
+                    loc,
+                    format!("'bind {text}' unknown keyword '{param}'{sugg}"),
+                );
+            }
+        }
+        let mut binds = Vec::new();
+        // HAProxy quotes the argument as written (variables unexpanded).
+        let shown = self
+            .raw_words
+            .get(1)
+            .cloned()
+            .unwrap_or_else(|| text.clone());
+        for item in text.split(',') {
+            match addr::bind_addrs(item, &shown, self.resolve) {
+                Ok(addrs) => binds.push(Bind {
+                    text: item.to_string(),
+                    addrs,
+                    loc: loc.clone(),
+                }),
+                Err(e) => {
+                    ok = false;
+                    self.alert(loc, format!("'bind' : {e}"));
+                }
+            }
+        }
+        if ok {
+            self.px().binds.extend(binds);
+        }
+    }
+
+    fn kw_acl(&mut self, loc: &Loc, words: &[String]) {
+        if !self.cap(loc, "acl", false, true, true) {
+            return;
+        }
+        let Some(name) = words.get(1).filter(|n| !n.is_empty()) else {
+            return self.alert(loc, "'acl' expects an ACL name.");
+        };
+        if let Err(c) = check_acl_name(name) {
+            return self.alert(
+                loc,
+                format!("character '{c}' is not permitted in acl name '{name}'."),
+            );
+        }
+        match parse_acl(name, &words[2..], loc.clone()) {
+            Ok(def) => self.px().acls.push(def),
+            Err(e) => self.alert(
+                loc,
+                format!("error detected while parsing ACL '{name}' : {e}."),
+            ),
+        }
+    }
+
+    /// Parse `if|unless ...` and check that every ACL it names exists
+    /// already (HAProxy resolves them at parse time); anonymous and used
+    /// predefined ACLs are added to the proxy.
+    fn condition(&mut self, loc: &Loc, words: &[String]) -> Result<Condition, String> {
+        let (cond, anon) = parse_condition_at(words, loc)?;
+        let mut extra: Vec<AclDef> = anon;
+        for term in cond.groups.iter().flatten() {
+            let known = self.px().acls.iter().any(|a| a.name == term.name)
+                || extra.iter().any(|a| a.name == term.name);
+            if known {
+                continue;
+            }
+            if PREDEFINED.contains(&term.name.as_str()) {
+                if let Some(def) = predefined(&term.name, loc.clone()) {
+                    extra.push(def);
+                }
+                continue;
+            }
+            if PREDEFINED_UNSUPPORTED.contains(&term.name.as_str()) {
+                return Err(format!(
+                    "predefined ACL '{}' is not supported by sluice yet",
+                    term.name
+                ));
+            }
+            return Err(format!("no such ACL : '{}'", term.name));
+        }
+        self.px().acls.extend(extra);
+        Ok(cond)
+    }
+
+    fn kw_use_backend(&mut self, loc: &Loc, words: &[String]) {
+        if !self.cap(loc, "use_backend", false, true, false) {
+            return;
+        }
+        let Some(name) = words.get(1).filter(|n| !n.is_empty()) else {
+            return self.alert(loc, "'use_backend' expects a backend name.");
+        };
+        if name.contains("%[") {
+            return self.unsupported(loc, "use_backend with a dynamic name");
+        }
+        let cond = if words.len() > 2 {
+            match self.condition(loc, &words[2..]) {
+                Ok(c) => c,
+                Err(e) => {
+                    return self.alert(
+                        loc,
+                        format!("error detected while parsing switching rule : {e}."),
+                    );
+                }
+            }
+        } else {
+            // Unconditional: "unless <nothing>" is always true.
+            Condition {
+                unless: true,
+                groups: Vec::new(),
+            }
+        };
+        let rule = UseBackend {
+            backend: name.clone(),
+            cond,
+            loc: loc.clone(),
+        };
+        self.px().use_backends.push(rule);
+    }
+
+    fn kw_http_request(&mut self, loc: &Loc, words: &[String]) {
+        if !self.cap(loc, "http-request", false, true, true) {
+            return;
+        }
+        let action = words.get(1).map_or("", String::as_str);
+        if !kw::HTTP_REQUEST_SUPPORTED.contains(&action) {
+            if kw::HTTP_REQUEST_UNSUPPORTED.contains(&action) {
+                return self.unsupported(loc, &format!("http-request {action}"));
+            }
+            let sugg = suggest::suffix(
+                action,
+                kw::HTTP_REQUEST_SUPPORTED
+                    .iter()
+                    .chain(kw::HTTP_REQUEST_UNSUPPORTED)
+                    .copied(),
+            );
+            return self.alert(
+                loc,
+                format!("'http-request' expects 'return', 'deny' or another HAProxy action, but got '{action}'{sugg}"),
+            );
+        }
+        let wrap = |this: &Self, msg: String| {
+            let (t, pname) = match this.section {
+                Section::Proxy(i) => this
+                    .proxies
+                    .get(i)
+                    .map_or(("proxy", ""), |p| (type_str(p.kind), p.name.as_str())),
+                _ => ("defaults", ""),
+            };
+            format!(
+                "error detected in {t} '{pname}' while parsing 'http-request {action}' rule : {msg}."
+            )
+        };
+        // Split off the condition.
+        let cond_at = words
+            .iter()
+            .position(|w| w == "if" || w == "unless")
+            .unwrap_or(words.len());
+        let cond = if cond_at < words.len() {
+            match self.condition(loc, &words[cond_at..]) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    let m = format!(
+                        "error detected while parsing an 'http-request {action}' condition : {e}."
+                    );
+                    return self.alert(loc, m);
+                }
+            }
+        } else {
+            None
+        };
+        let args = &words[2..cond_at];
+        let parsed = if action == "deny" {
+            self.deny_args(loc, args)
+        } else {
+            return_args(args)
+        };
+        match parsed {
+            Ok(a) => self.px().http_request.push(HttpRequestRule {
+                action: a,
+                cond,
+                loc: loc.clone(),
+            }),
+            Err(e) => {
+                let m = wrap(self, e);
+                self.alert(loc, m)
+            }
+        }
+    }
+
+    fn deny_args(&mut self, loc: &Loc, args: &[String]) -> Result<HttpRequestAction, String> {
+        let mut status = 403;
+        let mut i = 0;
+        while let Some(w) = args.get(i) {
+            match w.as_str() {
+                "deny_status" | "status" => {
+                    let v = args.get(i + 1).map_or("", String::as_str);
+                    let code = parse_u32(v)
+                        .and_then(|c| u16::try_from(c).ok())
+                        .filter(|c| (200..=599).contains(c))
+                        .ok_or_else(|| {
+                            format!("'{w}' expects a status code between 200 and 599 (got '{v}')")
+                        })?;
+                    if ERROR_PAGE_CODES.contains(&code) {
+                        status = code;
+                    } else {
+                        self.warn(
+                            loc,
+                            format!("status code {code} not handled, using default code 403."),
+                        );
+                        status = 403;
+                    }
+                    i += 2;
+                }
+                "content-type" | "string" | "lf-string" | "file" | "lf-file" | "errorfile"
+                | "errorfiles" | "hdr" | "default-errorfiles" => {
+                    return Err(format!("'{w}' is not supported by sluice yet for 'deny'"));
+                }
+                other => {
+                    return Err(format!(
+                        "unexpected keyword '{other}' (expects 'deny_status <code>', then 'if' or 'unless')"
+                    ));
+                }
+            }
+        }
+        Ok(HttpRequestAction::Deny { status })
+    }
+
+    // ---------------------------------------------------------------- server
+
+    fn kw_server(&mut self, loc: &Loc, words: &[String]) {
+        if !self.cap(loc, "server", false, false, true) {
+            return;
+        }
+        let (Some(name), Some(addr_text)) = (words.get(1), words.get(2)) else {
+            return self.alert(
+                loc,
+                "'server' expects <name> and <addr>[:<port>] as arguments.",
+            );
+        };
+        let pname = self.px().name.clone();
+        let ctx = format!("server {pname}/{name}");
+        let at = |this: &mut Self, msg: String| {
+            this.diags
+                .push(Diagnostic::at(Level::Alert, loc, &ctx, msg));
+        };
+        let mut ok = true;
+        if let Some(c) = bad_name_char(name) {
+            at(
+                self,
+                format!("character '{c}' is not permitted in server name '{name}'."),
+            );
+            ok = false;
+        }
+        let hp = match addr::split(addr_text, false) {
+            Ok(hp) => Some(hp),
+            Err(e) => {
+                at(self, e);
+                ok = false;
+                None
+            }
+        };
+        let mut weight = 1u32;
+        let mut maxconn = 0u32;
+        let mut check = false;
+        let mut params = CheckParams::default();
+        let mut i = 3;
+        while let Some(w) = words.get(i) {
+            let v = words.get(i + 1).map(String::as_str);
+            let int_arg = |this: &mut Self, min: u32| -> Option<u32> {
+                match v.and_then(parse_u32) {
+                    Some(n) if n >= min => Some(n),
+                    Some(_) => {
+                        at(this, format!("'{w}' has to be >= {min}."));
+                        None
+                    }
+                    None => {
+                        at(
+                            this,
+                            format!(
+                                "'{w}' expects an integer argument (got '{}').",
+                                v.unwrap_or("")
+                            ),
+                        );
+                        None
+                    }
+                }
+            };
+            let step = match w.as_str() {
+                "weight" => {
+                    match int_arg(self, 0) {
+                        Some(n) if n <= 256 => weight = n,
+                        Some(n) => {
+                            at(
+                                self,
+                                format!("weight of server {name} is not within 0 and 256 ({n}).."),
+                            );
+                            ok = false;
+                        }
+                        None => ok = false,
+                    }
+                    2
+                }
+                "maxconn" => {
+                    match int_arg(self, 0) {
+                        Some(n) => maxconn = n,
+                        None => ok = false,
+                    }
+                    2
+                }
+                "rise" | "fall" => {
+                    match int_arg(self, 1) {
+                        Some(n) if w == "rise" => params.rise = n,
+                        Some(n) => params.fall = n,
+                        None => ok = false,
+                    }
+                    2
+                }
+                "inter" => {
+                    let val = v.unwrap_or("");
+                    match parse_time(val) {
+                        Ok(d) if !d.is_zero() => params.inter = d,
+                        Ok(_) => {
+                            at(self, "'inter' has to be > 0.".to_string());
+                            ok = false;
+                        }
+                        Err(e) => {
+                            at(self, time_error_message("inter", val, &e));
+                            ok = false;
+                        }
+                    }
+                    2
+                }
+                "check" => {
+                    check = true;
+                    1
+                }
+                other if kw::SERVER_UNSUPPORTED.contains(&other) => {
+                    at(self, format!("'{other}' is not supported by sluice yet"));
+                    ok = false;
+                    // The rest of the line cannot be interpreted reliably.
+                    break;
+                }
+                other => {
+                    let sugg = suggest::suffix(
+                        other,
+                        kw::SERVER_SUPPORTED
+                            .iter()
+                            .chain(kw::SERVER_UNSUPPORTED)
+                            .copied(),
+                    );
+                    at(self, format!("unknown keyword '{other}'{sugg}"));
+                    ok = false;
+                    break;
+                }
+            };
+            i += step;
+        }
+        if let Some(other) = self.px().servers.iter().find(|s| s.name == *name) {
+            let line = other.loc.line;
+            let t = self.proxy_kind().map_or("backend", type_str);
+            self.alert(
+                loc,
+                format!("{t} '{pname}', another server named '{name}' was already defined at line {line}, please use distinct names."),
+            );
+            ok = false;
+        }
+        let Some(hp) = hp else { return };
+        if !ok {
+            return;
+        }
+        let port = hp.ports.0;
+        let server = Server {
+            name: name.clone(),
+            addr_text: addr_text.clone(),
+            addr: std::net::SocketAddr::from(([0, 0, 0, 0], port)),
+            weight,
+            maxconn,
+            check: check.then_some(params),
+            loc: loc.clone(),
+        };
+        let host = hp.host.to_string();
+        let family = hp.family;
+        let proxy = match self.section {
+            Section::Proxy(i) => i,
+            _ => return,
+        };
+        let p = self.px();
+        p.servers.push(server);
+        let server_idx = p.servers.len() - 1;
+        self.pending.push(PendingServer {
+            proxy,
+            server: server_idx,
+            host,
+            family,
+            port,
+        });
+    }
+}
+
+fn return_args(args: &[String]) -> Result<HttpRequestAction, String> {
+    let mut status = 200u16;
+    let mut content_type = None;
+    let mut body = None;
+    let mut i = 0;
+    while let Some(w) = args.get(i) {
+        let v = args.get(i + 1);
+        let need = |v: Option<&String>| {
+            v.cloned()
+                .ok_or_else(|| format!("'{w}' expects an argument"))
+        };
+        match w.as_str() {
+            "status" => {
+                let v = need(v)?;
+                status = parse_u32(&v)
+                    .and_then(|c| u16::try_from(c).ok())
+                    .filter(|c| (200..=599).contains(c))
+                    .ok_or_else(|| {
+                        format!("status code must be between 200 and 599 (got '{v}')")
+                    })?;
+            }
+            "content-type" => content_type = Some(need(v)?),
+            "string" => body = Some(need(v)?),
+            "lf-string" | "file" | "lf-file" | "errorfile" | "errorfiles" | "hdr"
+            | "default-errorfiles" => {
+                return Err(format!("'{w}' is not supported by sluice yet for 'return'"));
+            }
+            other => {
+                return Err(format!(
+                    "unexpected keyword '{other}' (expects 'status', 'content-type' or 'string', then 'if' or 'unless')"
+                ));
+            }
+        }
+        i += 2;
+    }
+    if body.as_ref().is_some_and(|b| !b.is_empty()) && content_type.is_none() {
+        return Err("a content type must be defined when non-empty payload is configured".into());
+    }
+    Ok(HttpRequestAction::Return {
+        status,
+        content_type,
+        body,
+    })
+}
+
+/// HAProxy's `proxy_type_str()`.
+pub fn type_str(kind: ProxyKind) -> &'static str {
+    match kind {
+        ProxyKind::Frontend => "frontend",
+        ProxyKind::Backend => "backend",
+        ProxyKind::Listen => "listener",
+    }
+}

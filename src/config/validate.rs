@@ -1,0 +1,143 @@
+//! Cross-statement checks once everything is parsed (HAProxy's
+//! `check_config_validity()` subset): backend references, modes, timeouts,
+//! listeners, and the frontend `maxconn` default.
+
+use super::diag::Diagnostic;
+use super::model::{Config, Mode, Proxy, ProxyKind};
+use super::parser::type_str;
+use super::suggest;
+
+pub fn check(config: &mut Config, diags: &mut Vec<Diagnostic>) {
+    if let Some(global) = config.global.maxconn {
+        for p in &mut config.proxies {
+            if p.kind.has_frontend() && p.maxconn.is_none() {
+                p.maxconn = Some(global);
+            }
+        }
+    }
+    for (idx, p) in config.proxies.iter().enumerate() {
+        if p.kind.has_frontend() {
+            if let Some((name, _)) = &p.default_backend {
+                check_target(config, idx, p, name, "default_backend", diags);
+                if !p.servers.is_empty() {
+                    diags.push(Diagnostic::warning(
+                        Some(p.loc.clone()),
+                        format!(
+                            "In proxy '{}', the 'default_backend' rule always has precedence over the servers, which will never be used.",
+                            p.name
+                        ),
+                    ));
+                }
+            }
+            for rule in &p.use_backends {
+                check_target(config, idx, p, &rule.backend, "use_backend", diags);
+            }
+            if p.binds.is_empty() {
+                diags.push(Diagnostic::warning(
+                    Some(p.loc.clone()),
+                    format!(
+                        "Proxy '{}' has no 'bind' directive. Please declare it as a backend if this was intended.",
+                        p.name
+                    ),
+                ));
+            }
+        }
+        missing_timeouts(p, diags);
+    }
+}
+
+/// HAProxy's `proxy_be_by_name()` plus the mode compatibility rule: a TCP
+/// frontend may hand over to an HTTP backend, not the reverse.
+fn check_target(
+    config: &Config,
+    idx: usize,
+    p: &Proxy,
+    name: &str,
+    rule: &str,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let target = config
+        .proxies
+        .iter()
+        .enumerate()
+        .find(|(_, t)| t.kind.has_backend() && t.name == name);
+    let Some((tidx, target)) = target else {
+        let sugg = suggest::best_match(
+            name,
+            config
+                .proxies
+                .iter()
+                .filter(|t| t.kind.has_backend())
+                .map(|t| t.name.as_str()),
+        );
+        let tail = match sugg {
+            Some(s) => format!("; did you mean '{s}' maybe ?"),
+            None if config
+                .proxies
+                .iter()
+                .any(|t| t.name == name && t.kind == ProxyKind::Frontend) =>
+            {
+                format!(" ('{name}' is a frontend, not a backend).")
+            }
+            None => ".".to_string(),
+        };
+        diags.push(Diagnostic::alert(
+            Some(p.loc.clone()),
+            format!(
+                "Proxy '{}': unable to find required {rule}: '{name}'{tail}",
+                p.name
+            ),
+        ));
+        return;
+    };
+    if tidx == idx {
+        diags.push(Diagnostic::alert(
+            Some(p.loc.clone()),
+            format!("Proxy '{}': loop detected for {rule}: '{name}'.", p.name),
+        ));
+        return;
+    }
+    if target.mode != p.mode && !(p.mode == Mode::Tcp && target.mode == Mode::Http) {
+        let how = if rule == "default_backend" {
+            "as its default backend".to_string()
+        } else {
+            "in a 'use_backend' rule".to_string()
+        };
+        diags.push(Diagnostic::alert(
+            Some(p.loc.clone()),
+            format!(
+                "{} {} '{}' ({}) tries to use incompatible {} {} '{}' ({}) {how} (see 'mode').",
+                p.mode.as_str(),
+                type_str(p.kind),
+                p.name,
+                p.loc,
+                target.mode.as_str(),
+                type_str(target.kind),
+                target.name,
+                target.loc
+            ),
+        ));
+    }
+}
+
+/// HAProxy warns when a frontend lacks `timeout client`, or a backend with
+/// servers lacks `timeout connect` or `timeout server` (TCP backends may
+/// use `timeout tunnel` instead of `timeout server`).
+fn missing_timeouts(p: &Proxy, diags: &mut Vec<Diagnostic>) {
+    let t = &p.timeouts;
+    let fe_missing = p.kind.has_frontend() && t.client.is_none();
+    let be_missing = p.kind.has_backend()
+        && !p.servers.is_empty()
+        && (t.connect.is_none()
+            || (t.server.is_none() && (p.mode == Mode::Http || t.tunnel.is_none())));
+    if fe_missing || be_missing {
+        diags.push(Diagnostic::warning(
+            Some(p.loc.clone()),
+            format!(
+                "missing timeouts for {} '{}'.\n   | While not properly invalid, you will certainly encounter various problems\n   | with such a configuration. To fix this, please ensure that all following\n   | timeouts are set to a non-zero value: 'client', 'connect', 'server'.",
+                type_str(p.kind),
+                p.name
+            ),
+        ));
+    }
+}
