@@ -1,8 +1,14 @@
 //! sluice: a reverse proxy and load balancer that speaks HAProxy's language.
 
 pub mod acl;
-pub mod config;
 pub mod backend;
 pub mod balance;
+pub mod cli;
+pub mod config;
+pub mod health;
+pub mod http;
+pub mod listener;
+pub mod process;
 pub mod routing;
 pub mod runtime;
+pub mod stats;

@@ -161,10 +161,7 @@ impl AclTest {
                 MatchMethod::End => {
                     sample.len() >= pat.len() && eq(&sample[sample.len() - pat.len()..], pat)
                 }
-                MatchMethod::Sub => {
-                    pat.is_empty()
-                        || sample.windows(pat.len()).any(|w| eq(w, pat))
-                }
+                MatchMethod::Sub => pat.is_empty() || sample.windows(pat.len()).any(|w| eq(w, pat)),
                 MatchMethod::Ip => false,
             }
         })
@@ -189,8 +186,14 @@ pub fn path_of(target: &[u8]) -> &[u8] {
 }
 
 fn trim(v: &[u8]) -> &[u8] {
-    let start = v.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(v.len());
-    let end = v.iter().rposition(|b| !b.is_ascii_whitespace()).map_or(start, |e| e + 1);
+    let start = v
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(v.len());
+    let end = v
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(start, |e| e + 1);
     &v[start..end]
 }
 
@@ -206,12 +209,20 @@ fn ip_matches(ip: IpAddr, p: &Pattern) -> bool {
     match (ip, addr) {
         (IpAddr::V4(a), IpAddr::V4(b)) => {
             let bits = (*prefix).min(32) as u32;
-            let mask = if bits == 0 { 0 } else { u32::MAX << (32 - bits) };
+            let mask = if bits == 0 {
+                0
+            } else {
+                u32::MAX << (32 - bits)
+            };
             (u32::from(a) & mask) == (u32::from(*b) & mask)
         }
         (IpAddr::V6(a), IpAddr::V6(b)) => {
             let bits = (*prefix).min(128) as u32;
-            let mask = if bits == 0 { 0 } else { u128::MAX << (128 - bits) };
+            let mask = if bits == 0 {
+                0
+            } else {
+                u128::MAX << (128 - bits)
+            };
             (u128::from(a) & mask) == (u128::from(*b) & mask)
         }
         _ => false,
@@ -293,8 +304,20 @@ mod tests {
     #[test]
     fn method_acl_is_case_sensitive_for_known_methods() {
         let set = AclSet::new(&[
-            def("w", Fetch::Method, MatchMethod::Method, false, &["POST", "PUT", "DELETE"]),
-            def("lc", Fetch::Method, MatchMethod::Method, true, &["post", "patch"]),
+            def(
+                "w",
+                Fetch::Method,
+                MatchMethod::Method,
+                false,
+                &["POST", "PUT", "DELETE"],
+            ),
+            def(
+                "lc",
+                Fetch::Method,
+                MatchMethod::Method,
+                true,
+                &["post", "patch"],
+            ),
         ]);
         let w = set.compile(&cond(false, &[&[("w", false)]]));
         let lc = set.compile(&cond(false, &[&[("lc", false)]]));
@@ -310,10 +333,25 @@ mod tests {
         let set = AclSet::new(&[
             def("api", Fetch::Path, MatchMethod::Beg, false, &["/api/"]),
             def("json", Fetch::Path, MatchMethod::End, false, &[".json"]),
-            def("host", Fetch::Hdr("host".into()), MatchMethod::Str, true, &["DB.example.com"]),
-            def("xb", Fetch::Hdr("x-a".into()), MatchMethod::Str, false, &["b"]),
+            def(
+                "host",
+                Fetch::Hdr("host".into()),
+                MatchMethod::Str,
+                true,
+                &["DB.example.com"],
+            ),
+            def(
+                "xb",
+                Fetch::Hdr("x-a".into()),
+                MatchMethod::Str,
+                false,
+                &["b"],
+            ),
         ]);
-        let c = set.compile(&cond(false, &[&[("api", false), ("json", true)], &[("host", false)]]));
+        let c = set.compile(&cond(
+            false,
+            &[&[("api", false), ("json", true)], &[("host", false)]],
+        ));
         assert!(set.eval(&c, &req("GET", "/api/x?y=1")));
         let c2 = set.compile(&cond(false, &[&[("api", false), ("json", true)]]));
         assert!(!set.eval(&c2, &req("GET", "/api/x.json")));

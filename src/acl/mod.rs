@@ -50,7 +50,10 @@ pub enum MatchMethod {
 pub enum Pattern {
     Str(String),
     /// An address and prefix length (`10.0.0.0/8`; a bare address is /32 or /128).
-    Net { addr: IpAddr, prefix: u8 },
+    Net {
+        addr: IpAddr,
+        prefix: u8,
+    },
 }
 
 /// One `acl <name> <criterion> [flags] <values...>` line.

@@ -1,0 +1,142 @@
+//! HAProxy's built-in error responses, byte for byte (reference §2.13).
+//!
+//! The 400 and 408 that HAProxy's H1 parser emits keep their capitalised
+//! headers and close the connection; the others go through its HTX layer
+//! and have lower-case headers.
+
+use std::sync::OnceLock;
+
+const CODES: [(u16, &str, &str); 7] = [
+    (400, "Bad request", "Your browser sent an invalid request."),
+    (
+        403,
+        "Forbidden",
+        "Request forbidden by administrative rules.",
+    ),
+    (
+        408,
+        "Request Time-out",
+        "Your browser didn't send a complete request in time.",
+    ),
+    (
+        500,
+        "Internal Server Error",
+        "An internal server error occurred.",
+    ),
+    (
+        502,
+        "Bad Gateway",
+        "The server returned an invalid or incomplete response.",
+    ),
+    (
+        503,
+        "Service Unavailable",
+        "No server is available to handle this request.",
+    ),
+    (
+        504,
+        "Gateway Time-out",
+        "The server didn't respond in time.",
+    ),
+];
+
+/// Codes for which HAProxy has a built-in page. Other `deny_status` codes
+/// fall back to the 403 page with their own status line.
+pub fn has_page(code: u16) -> bool {
+    CODES.iter().any(|(c, _, _)| *c == code)
+}
+
+/// Whether the response closes the client connection.
+pub fn closes(code: u16) -> bool {
+    matches!(code, 400 | 408)
+}
+
+/// The full response bytes for `code`.
+pub fn response(code: u16) -> &'static [u8] {
+    static PAGES: OnceLock<Vec<(u16, Vec<u8>)>> = OnceLock::new();
+    let pages = PAGES.get_or_init(|| {
+        CODES
+            .iter()
+            .map(|&(c, r, t)| (c, render(c, r, t)))
+            .collect()
+    });
+    pages
+        .iter()
+        .find(|(c, _)| *c == code)
+        .or_else(|| pages.iter().find(|(c, _)| *c == 500))
+        .map(|(_, b)| b.as_slice())
+        .unwrap_or(b"")
+}
+
+fn render(code: u16, reason: &str, text: &str) -> Vec<u8> {
+    let body = format!("<html><body><h1>{code} {reason}</h1>\n{text}\n</body></html>\n");
+    let head = if closes(code) {
+        format!(
+            "HTTP/1.1 {code} {reason}\r\nContent-length: {}\r\nCache-Control: no-cache\r\nConnection: close\r\nContent-Type: text/html\r\n\r\n",
+            body.len()
+        )
+    } else {
+        format!(
+            "HTTP/1.1 {code} {reason}\r\ncontent-length: {}\r\ncache-control: no-cache\r\ncontent-type: text/html\r\n\r\n",
+            body.len()
+        )
+    };
+    let mut out = head.into_bytes();
+    out.extend_from_slice(body.as_bytes());
+    out
+}
+
+/// The standard reason phrase for a status code.
+pub fn reason(code: u16) -> &'static str {
+    match code {
+        100 => "Continue",
+        200 => "OK",
+        201 => "Created",
+        202 => "Accepted",
+        204 => "No Content",
+        301 => "Moved Permanently",
+        302 => "Found",
+        303 => "See Other",
+        304 => "Not Modified",
+        307 => "Temporary Redirect",
+        308 => "Permanent Redirect",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        408 => "Request Timeout",
+        409 => "Conflict",
+        410 => "Gone",
+        413 => "Payload Too Large",
+        414 => "URI Too Long",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        501 => "Not Implemented",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        _ => "Other",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_503_and_403() {
+        let r = std::str::from_utf8(response(503)).unwrap();
+        assert_eq!(
+            r,
+            "HTTP/1.1 503 Service Unavailable\r\ncontent-length: 107\r\ncache-control: no-cache\r\ncontent-type: text/html\r\n\r\n<html><body><h1>503 Service Unavailable</h1>\nNo server is available to handle this request.\n</body></html>\n"
+        );
+        assert!(
+            std::str::from_utf8(response(403))
+                .unwrap()
+                .contains("content-length: 93\r\n")
+        );
+        let bad = std::str::from_utf8(response(400)).unwrap();
+        assert!(bad.starts_with("HTTP/1.1 400 Bad request\r\nContent-length: 90\r\nCache-Control: no-cache\r\nConnection: close\r\n"));
+    }
+}

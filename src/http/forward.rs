@@ -1,0 +1,479 @@
+//! Forwarding one request to a server of a backend and relaying the answer.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+use bytes::{BufMut, BytesMut};
+use tokio::net::TcpStream;
+
+use super::errors;
+use super::h1::{BodyKind, Head};
+use super::io::{self, BufConn, HeadError, RelayError};
+use crate::backend::{Counters, ServerState};
+use crate::balance::{self, PickError};
+use crate::config::model::{HttpConnMode, HttpReuse};
+use crate::routing::{BackendRt, FrontendRt};
+
+/// Largest response head accepted (HAProxy: tune.bufsize - tune.maxrewrite).
+const MAX_RESPONSE_HEAD: usize = 16384 - 1024;
+
+/// What happened to the exchange, for the client connection's next step.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Status sent to the client, if a response was sent.
+    pub status: Option<u16>,
+    /// Whether the client connection can carry another request.
+    pub keep_client: bool,
+    /// Bytes sent to the client.
+    pub bytes_out: u64,
+    /// Bytes of request body read from the client.
+    pub body_in: u64,
+}
+
+/// Sends a complete local response (error page) and reports it.
+pub async fn send_error(client: &mut BufConn, code: u16, fe: &FrontendRt) -> Outcome {
+    let page = errors::response(code);
+    let ok = io::write_all(&mut client.stream, page, fe.timeouts.client)
+        .await
+        .is_ok();
+    Outcome {
+        status: Some(code),
+        keep_client: false,
+        bytes_out: if ok { page.len() as u64 } else { 0 },
+        body_in: 0,
+    }
+}
+
+fn add(c: &AtomicU64, n: u64) {
+    c.fetch_add(n, Relaxed);
+}
+
+/// The request head as it goes to the server.
+fn upstream_head(req: &Head, body: BodyKind, close: bool) -> BytesMut {
+    let mut out = BytesMut::new();
+    req.write_forwarded(&req.request_line(), &mut out);
+    match body {
+        BodyKind::Length(n) => {
+            out.put_slice(b"content-length: ");
+            out.put_slice(itoa(n).as_bytes());
+            out.put_slice(b"\r\n");
+        }
+        BodyKind::Chunked => out.put_slice(b"transfer-encoding: chunked\r\n"),
+        BodyKind::None | BodyKind::UntilClose => {}
+    }
+    if close {
+        out.put_slice(b"connection: close\r\n");
+    }
+    out.put_slice(b"\r\n");
+    out
+}
+
+fn itoa(n: u64) -> String {
+    n.to_string()
+}
+
+/// The response head as it goes to the client.
+fn downstream_head(resp: &Head, body: BodyKind, keep: bool, client_minor: u8) -> BytesMut {
+    let mut out = BytesMut::new();
+    resp.write_forwarded(&resp.status_line(), &mut out);
+    match body {
+        BodyKind::Length(n) => {
+            out.put_slice(b"content-length: ");
+            out.put_slice(itoa(n).as_bytes());
+            out.put_slice(b"\r\n");
+        }
+        BodyKind::Chunked => out.put_slice(b"transfer-encoding: chunked\r\n"),
+        BodyKind::None => {
+            // HEAD and 304 answers keep the length they announce.
+            if let Some(v) = resp.values("content-length").next() {
+                out.put_slice(b"content-length: ");
+                out.put_slice(v);
+                out.put_slice(b"\r\n");
+            }
+        }
+        BodyKind::UntilClose => {}
+    }
+    if !keep {
+        out.put_slice(b"connection: close\r\n");
+    } else if client_minor == 0 {
+        out.put_slice(b"connection: keep-alive\r\n");
+    }
+    out.put_slice(b"\r\n");
+    out
+}
+
+async fn connect(
+    addr: std::net::SocketAddr,
+    timeout: Option<Duration>,
+) -> std::io::Result<TcpStream> {
+    match io::with_timeout(timeout, TcpStream::connect(addr)).await {
+        None => Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "connect timeout",
+        )),
+        Some(r) => {
+            let s = r?;
+            let _ = s.set_nodelay(true);
+            Ok(s)
+        }
+    }
+}
+
+/// The three rows an exchange counts on.
+/// The backend and server rows an exchange counts on (the frontend row is
+/// counted by the service, once per request, whatever answered it).
+struct Rows<'a> {
+    be: &'a Counters,
+    srv: &'a Counters,
+}
+
+impl Rows<'_> {
+    fn each(&self, f: impl Fn(&Counters)) {
+        f(self.be);
+        f(self.srv);
+    }
+}
+
+/// Forwards `req` (whose body is still in `client`) to a server of `be`.
+pub async fn forward(
+    fe: &FrontendRt,
+    be: &Arc<BackendRt>,
+    req: &Head,
+    body: BodyKind,
+    client: &mut BufConn,
+    keep_client: bool,
+) -> Outcome {
+    let bc = &be.state.counters;
+    bc.count_request();
+    let slot = match balance::acquire(be).await {
+        Ok(slot) => slot,
+        Err(e) => {
+            if e == PickError::NoServer {
+                add(&bc.econ, 1);
+            }
+            bc.count_status(503);
+            return send_error(client, 503, fe).await;
+        }
+    };
+    let server: Arc<ServerState> = slot.server().clone();
+    let rows = Rows {
+        be: bc,
+        srv: &server.counters,
+    };
+    server.counters.session_start();
+    bc.session_start();
+    server.counters.count_request();
+    let out = exchange(fe, be, &server, &rows, req, body, client, keep_client).await;
+    server.counters.session_end();
+    bc.session_end();
+    drop(slot);
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn exchange(
+    fe: &FrontendRt,
+    be: &BackendRt,
+    server: &ServerState,
+    rows: &Rows<'_>,
+    req: &Head,
+    body: BodyKind,
+    client: &mut BufConn,
+    keep_client: bool,
+) -> Outcome {
+    let server_close =
+        be.conn_mode != HttpConnMode::KeepAlive || fe.conn_mode != HttpConnMode::KeepAlive;
+    let head = upstream_head(req, body, server_close);
+    let pool = server.pool.load_full();
+    let mut attempts_left = be.retries;
+    let mut reuse_ok = be.http_reuse != HttpReuse::Never;
+    // Set once the body has been consumed from the client: after that the
+    // request cannot be replayed.
+    let mut body_sent = false;
+    let mut body_in = 0u64;
+
+    let (upstream, resp) = loop {
+        let pooled = if reuse_ok { pool.take() } else { None };
+        let reused = pooled.is_some();
+        let stream = match pooled {
+            Some(s) => {
+                add(&server.counters.reuse, 1);
+                add(&rows.be.reuse, 1);
+                s
+            }
+            None => {
+                add(&server.counters.connect, 1);
+                add(&rows.be.connect, 1);
+                match connect(pool.addr(), be.timeouts.connect).await {
+                    Ok(s) => s,
+                    Err(_) => {
+                        add(&server.counters.econ, 1);
+                        add(&rows.be.econ, 1);
+                        if attempts_left == 0 {
+                            rows.each(|c| c.count_status(503));
+                            return send_error(client, 503, fe).await;
+                        }
+                        attempts_left -= 1;
+                        add(&server.counters.wretr, 1);
+                        add(&rows.be.wretr, 1);
+                        // HAProxy's turn-around timer before retrying.
+                        let pause = be
+                            .timeouts
+                            .connect
+                            .unwrap_or(Duration::from_secs(1))
+                            .min(Duration::from_secs(1));
+                        tokio::time::sleep(pause).await;
+                        continue;
+                    }
+                }
+            }
+        };
+        let mut up = BufConn::new(stream);
+        if let Err(e) = io::write_all(&mut up.stream, &head, be.timeouts.server).await {
+            if reused {
+                // A pooled connection the server had closed: try a new one.
+                reuse_ok = false;
+                continue;
+            }
+            let _ = e;
+            add(&rows.be.eresp, 1);
+            add(&server.counters.eresp, 1);
+            rows.each(|c| c.count_status(502));
+            return send_error(client, 502, fe).await;
+        }
+        rows.each(|c| add(&c.bin, req.raw.len() as u64));
+        if body != BodyKind::None && !body_sent {
+            if req
+                .values("expect")
+                .any(|v| v.eq_ignore_ascii_case(b"100-continue"))
+            {
+                // sluice answers the expectation itself and sends the body.
+                let _ = io::write_all(
+                    &mut client.stream,
+                    b"HTTP/1.1 100 Continue\r\n\r\n",
+                    fe.timeouts.client,
+                )
+                .await;
+            }
+            body_sent = true;
+            match io::relay_body(
+                client,
+                &mut up.stream,
+                body,
+                fe.timeouts.client,
+                be.timeouts.server,
+            )
+            .await
+            {
+                Ok(n) => {
+                    rows.each(|c| add(&c.bin, n));
+                    body_in = n;
+                }
+                Err(e) => {
+                    if e.source_side() {
+                        add(&rows.be.cli_abrt, 1);
+                        add(&server.counters.cli_abrt, 1);
+                        let code = if matches!(e, RelayError::ReadTimeout) {
+                            408
+                        } else {
+                            400
+                        };
+                        if matches!(e, RelayError::Framing(_)) {
+                            add(&fe.state.counters.ereq, 1);
+                        }
+                        rows.each(|c| c.count_status(code));
+                        return send_error(client, code, fe).await;
+                    }
+                    add(&rows.be.srv_abrt, 1);
+                    add(&server.counters.srv_abrt, 1);
+                    rows.each(|c| c.count_status(502));
+                    return send_error(client, 502, fe).await;
+                }
+            }
+        }
+        match up.read_head(MAX_RESPONSE_HEAD, be.timeouts.server).await {
+            Ok(raw) => match Head::parse_response(raw) {
+                Ok(resp) => break (up, resp),
+                Err(_) => {
+                    add(&rows.be.eresp, 1);
+                    add(&server.counters.eresp, 1);
+                    rows.each(|c| c.count_status(502));
+                    return send_error(client, 502, fe).await;
+                }
+            },
+            Err(HeadError::Closed) if reused && !body_sent => {
+                // The server closed an idle connection just as we reused it;
+                // nothing reached it, so the request can be replayed.
+                reuse_ok = false;
+                continue;
+            }
+            Err(HeadError::Timeout) => {
+                add(&rows.be.eresp, 1);
+                add(&server.counters.eresp, 1);
+                rows.each(|c| c.count_status(504));
+                return send_error(client, 504, fe).await;
+            }
+            Err(_) => {
+                add(&rows.be.eresp, 1);
+                add(&server.counters.eresp, 1);
+                add(&rows.be.srv_abrt, 1);
+                add(&server.counters.srv_abrt, 1);
+                rows.each(|c| c.count_status(502));
+                return send_error(client, 502, fe).await;
+            }
+        }
+    };
+
+    let mut out = relay_response(
+        fe,
+        be,
+        rows,
+        req,
+        resp,
+        upstream,
+        client,
+        keep_client,
+        &pool,
+        server_close,
+    )
+    .await;
+    out.body_in = body_in;
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn relay_response(
+    fe: &FrontendRt,
+    be: &BackendRt,
+    rows: &Rows<'_>,
+    req: &Head,
+    mut resp: Head,
+    mut upstream: BufConn,
+    client: &mut BufConn,
+    keep_client: bool,
+    pool: &crate::backend::Pool,
+    server_close: bool,
+) -> Outcome {
+    let mut bytes_out = 0u64;
+    // Interim 1xx answers are relayed as they come, then the final one.
+    while (100..200).contains(&resp.status) && resp.status != 101 {
+        let head = downstream_head(&resp, BodyKind::None, true, 1);
+        if io::write_all(&mut client.stream, &head, fe.timeouts.client)
+            .await
+            .is_err()
+        {
+            return Outcome {
+                status: None,
+                keep_client: false,
+                bytes_out,
+                body_in: 0,
+            };
+        }
+        bytes_out += head.len() as u64;
+        resp = match upstream
+            .read_head(MAX_RESPONSE_HEAD, be.timeouts.server)
+            .await
+        {
+            Ok(raw) => match Head::parse_response(raw) {
+                Ok(r) => r,
+                Err(_) => return send_error(client, 502, fe).await,
+            },
+            Err(_) => return send_error(client, 502, fe).await,
+        };
+    }
+    let status = resp.status;
+    rows.each(|c| c.count_status(status));
+
+    if status == 101 {
+        // Protocol switch: relay the raw bytes both ways until either side
+        // closes (WebSocket and friends).
+        let mut head = BytesMut::new();
+        head.put_slice(&resp.raw);
+        let _ = io::write_all(&mut client.stream, &head, fe.timeouts.client).await;
+        if !upstream.buf.is_empty() {
+            let pending = upstream.buf.split();
+            let _ = io::write_all(&mut client.stream, &pending, fe.timeouts.client).await;
+        }
+        if !client.buf.is_empty() {
+            let pending = client.buf.split();
+            let _ = io::write_all(&mut upstream.stream, &pending, be.timeouts.server).await;
+        }
+        let _ = tokio::io::copy_bidirectional(&mut client.stream, &mut upstream.stream).await;
+        return Outcome {
+            status: Some(101),
+            keep_client: false,
+            bytes_out,
+            body_in: 0,
+        };
+    }
+
+    let body = match resp.response_body(req.method()) {
+        Ok(b) => b,
+        Err(_) => {
+            add(&rows.be.eresp, 1);
+            add(&rows.srv.eresp, 1);
+            return send_error(client, 502, fe).await;
+        }
+    };
+    let keep = keep_client && body != BodyKind::UntilClose;
+    let head = downstream_head(&resp, body, keep, client_minor(req));
+    if io::write_all(&mut client.stream, &head, fe.timeouts.client)
+        .await
+        .is_err()
+    {
+        add(&rows.be.cli_abrt, 1);
+        add(&rows.srv.cli_abrt, 1);
+        return Outcome {
+            status: Some(status),
+            keep_client: false,
+            bytes_out,
+            body_in: 0,
+        };
+    }
+    bytes_out += head.len() as u64;
+    let relayed = io::relay_body(
+        &mut upstream,
+        &mut client.stream,
+        body,
+        be.timeouts.server,
+        fe.timeouts.client,
+    )
+    .await;
+    let ok = match relayed {
+        Ok(n) => {
+            bytes_out += n;
+            true
+        }
+        Err(e) => {
+            if e.source_side() {
+                add(&rows.be.srv_abrt, 1);
+                add(&rows.srv.srv_abrt, 1);
+            } else {
+                add(&rows.be.cli_abrt, 1);
+                add(&rows.srv.cli_abrt, 1);
+            }
+            false
+        }
+    };
+    rows.each(|c| add(&c.bout, bytes_out));
+    let reusable = ok
+        && !server_close
+        && body != BodyKind::UntilClose
+        && resp.wants_keep_alive()
+        && upstream.buf.is_empty()
+        && be.http_reuse != HttpReuse::Never;
+    if reusable {
+        pool.put(upstream.stream);
+    }
+    Outcome {
+        status: Some(status),
+        keep_client: keep && ok,
+        bytes_out,
+        body_in: 0,
+    }
+}
+
+fn client_minor(req: &Head) -> u8 {
+    req.minor
+}

@@ -1,0 +1,212 @@
+//! Buffered connection halves and body relaying.
+//!
+//! A connection owns a read buffer only while a message is in flight: an
+//! idle keep-alive connection gives its buffer back, so thousands of idle
+//! clients cost little more than their sockets.
+
+use std::io;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::h1::{self, BodyKind, ChunkedDecoder, H1Error};
+
+/// Size of one read; also the relay chunk.
+const READ_CHUNK: usize = 16 * 1024;
+
+/// Which side of a relay failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RelayError {
+    #[error("reading: {0}")]
+    Read(io::Error),
+    #[error("writing: {0}")]
+    Write(io::Error),
+    #[error("read timeout")]
+    ReadTimeout,
+    #[error("write timeout")]
+    WriteTimeout,
+    #[error("peer closed before the end of the body")]
+    Truncated,
+    #[error("bad framing: {0}")]
+    Framing(H1Error),
+}
+
+impl RelayError {
+    /// Whether the source (the side being read) is to blame.
+    pub fn source_side(&self) -> bool {
+        matches!(
+            self,
+            RelayError::Read(_)
+                | RelayError::ReadTimeout
+                | RelayError::Truncated
+                | RelayError::Framing(_)
+        )
+    }
+}
+
+/// Why no head could be read.
+#[derive(Debug, thiserror::Error)]
+pub enum HeadError {
+    /// Closed cleanly before any byte of a new message.
+    #[error("closed")]
+    Closed,
+    #[error("closed in the middle of the head")]
+    Truncated,
+    #[error("timeout")]
+    Timeout,
+    #[error("head too large")]
+    TooLarge,
+    #[error("read error: {0}")]
+    Io(io::Error),
+}
+
+/// A stream with the bytes read from it but not consumed yet.
+#[derive(Debug)]
+pub struct BufConn {
+    pub stream: TcpStream,
+    pub buf: BytesMut,
+}
+
+pub async fn with_timeout<T>(
+    t: Option<Duration>,
+    fut: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    match t {
+        Some(t) => tokio::time::timeout(t, fut).await.ok(),
+        None => Some(fut.await),
+    }
+}
+
+impl BufConn {
+    pub fn new(stream: TcpStream) -> Self {
+        BufConn {
+            stream,
+            buf: BytesMut::new(),
+        }
+    }
+
+    /// Reads more bytes into the buffer; Ok(0) at end of stream.
+    pub async fn fill(&mut self, timeout: Option<Duration>) -> Result<usize, RelayError> {
+        if self.buf.capacity() - self.buf.len() < 1024 {
+            self.buf.reserve(READ_CHUNK);
+        }
+        match with_timeout(timeout, self.stream.read_buf(&mut self.buf)).await {
+            None => Err(RelayError::ReadTimeout),
+            Some(Err(e)) => Err(RelayError::Read(e)),
+            Some(Ok(n)) => Ok(n),
+        }
+    }
+
+    /// Gives the buffer's memory back when nothing is pending in it.
+    pub fn shrink_if_empty(&mut self) {
+        if self.buf.is_empty() {
+            self.buf = BytesMut::new();
+        }
+    }
+
+    /// Reads until a complete head (ending with a blank line) is buffered
+    /// and splits it off. `max` bounds the head size; `timeout` bounds the
+    /// whole wait.
+    pub async fn read_head(
+        &mut self,
+        max: usize,
+        timeout: Option<Duration>,
+    ) -> Result<Bytes, HeadError> {
+        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+        let mut scanned: usize = 0;
+        loop {
+            // Resume the search a little before where it stopped, in case
+            // the blank line straddles two reads.
+            if let Some(end) = h1::head_end(&self.buf[scanned.saturating_sub(3)..]) {
+                let end = end + scanned.saturating_sub(3);
+                return Ok(self.buf.split_to(end).freeze());
+            }
+            scanned = self.buf.len();
+            if self.buf.len() > max {
+                return Err(HeadError::TooLarge);
+            }
+            let left = match deadline {
+                Some(d) => Some(d.saturating_duration_since(tokio::time::Instant::now())),
+                None => None,
+            };
+            match self.fill(left).await {
+                Ok(0) if self.buf.is_empty() => return Err(HeadError::Closed),
+                Ok(0) => return Err(HeadError::Truncated),
+                Ok(_) => {}
+                Err(RelayError::ReadTimeout) => return Err(HeadError::Timeout),
+                Err(RelayError::Read(e)) if self.buf.is_empty() => {
+                    return Err(match e.kind() {
+                        io::ErrorKind::ConnectionReset => HeadError::Closed,
+                        _ => HeadError::Io(e),
+                    });
+                }
+                Err(RelayError::Read(e)) => return Err(HeadError::Io(e)),
+                Err(_) => return Err(HeadError::Truncated),
+            }
+        }
+    }
+}
+
+pub async fn write_all(
+    stream: &mut TcpStream,
+    data: &[u8],
+    timeout: Option<Duration>,
+) -> Result<(), RelayError> {
+    match with_timeout(timeout, stream.write_all(data)).await {
+        None => Err(RelayError::WriteTimeout),
+        Some(Err(e)) => Err(RelayError::Write(e)),
+        Some(Ok(())) => Ok(()),
+    }
+}
+
+/// Relays one message body from `src` to `dst` as it arrives, never holding
+/// more than one read's worth. Returns the number of body bytes relayed.
+/// Bytes after the body stay in `src.buf` (a pipelined next message).
+pub async fn relay_body(
+    src: &mut BufConn,
+    dst: &mut TcpStream,
+    kind: BodyKind,
+    read_timeout: Option<Duration>,
+    write_timeout: Option<Duration>,
+) -> Result<u64, RelayError> {
+    let mut total = 0u64;
+    match kind {
+        BodyKind::None => {}
+        BodyKind::Length(mut left) => {
+            while left > 0 {
+                if src.buf.is_empty() && src.fill(read_timeout).await? == 0 {
+                    return Err(RelayError::Truncated);
+                }
+                let take = (src.buf.len() as u64).min(left) as usize;
+                let chunk = src.buf.split_to(take);
+                write_all(dst, &chunk, write_timeout).await?;
+                left -= take as u64;
+                total += take as u64;
+            }
+        }
+        BodyKind::Chunked => {
+            let mut dec = ChunkedDecoder::default();
+            while !dec.is_done() {
+                if src.buf.is_empty() && src.fill(read_timeout).await? == 0 {
+                    return Err(RelayError::Truncated);
+                }
+                let n = dec.feed(&src.buf).map_err(RelayError::Framing)?;
+                let chunk = src.buf.split_to(n);
+                write_all(dst, &chunk, write_timeout).await?;
+                total += n as u64;
+            }
+        }
+        BodyKind::UntilClose => loop {
+            if src.buf.is_empty() && src.fill(read_timeout).await? == 0 {
+                break;
+            }
+            let chunk = src.buf.split();
+            write_all(dst, &chunk, write_timeout).await?;
+            total += chunk.len() as u64;
+        },
+    }
+    src.shrink_if_empty();
+    Ok(total)
+}

@@ -1,0 +1,7 @@
+//! The HTTP/1 data plane: the frontend service, forwarding, error pages.
+
+pub mod errors;
+pub mod forward;
+pub mod h1;
+pub mod io;
+pub mod service;

@@ -1,0 +1,339 @@
+//! The frontend side: one task per client connection, reading requests,
+//! applying the frontend's rules and handing them to a backend.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use bytes::{BufMut, BytesMut};
+use tokio::net::TcpStream;
+
+use super::errors;
+use super::forward::{self, Outcome};
+use super::h1::{BodyKind, Head};
+use super::io::{self, BufConn, HeadError};
+use crate::acl::eval::RequestView;
+use crate::config::model::{HttpConnMode, HttpRequestAction, StatsPage};
+use crate::routing::{BackendRt, FrontendRt};
+use crate::runtime::Runtime;
+
+/// Largest request head accepted: tune.bufsize (16384) minus
+/// tune.maxrewrite (1024), as in HAProxy.
+const MAX_REQUEST_HEAD: usize = 16384 - 1024;
+
+/// A request as conditions see it.
+struct View<'a> {
+    head: &'a Head,
+    src: IpAddr,
+}
+
+impl RequestView for View<'_> {
+    fn method(&self) -> &[u8] {
+        self.head.method()
+    }
+    fn target(&self) -> &[u8] {
+        self.head.target()
+    }
+    fn header_values<'a>(&'a self, name: &str, out: &mut Vec<&'a [u8]>) {
+        for (n, v) in self.head.headers() {
+            if n.eq_ignore_ascii_case(name.as_bytes()) {
+                out.push(v);
+            }
+        }
+    }
+    fn src(&self) -> Option<IpAddr> {
+        Some(self.src)
+    }
+}
+
+/// Serves one client connection until it closes or stops being reusable.
+///
+/// While the client is idle between requests this future holds only the
+/// socket and a few pointers: the per-request work is boxed and dropped
+/// after each request, and the read buffer is released.
+pub async fn serve_connection(
+    rt: Arc<Runtime>,
+    frontend: Arc<str>,
+    stream: TcpStream,
+    peer: SocketAddr,
+) {
+    let _ = stream.set_nodelay(true);
+    let mut conn = BufConn::new(stream);
+    let mut first = true;
+    loop {
+        if conn.buf.is_empty() {
+            let idle = {
+                let snap = rt.snapshot();
+                let Some(fe) = snap.frontends().find(|f| *f.name == *frontend) else {
+                    return;
+                };
+                if first {
+                    fe.timeouts.http_request.or(fe.timeouts.client)
+                } else {
+                    fe.timeouts.keep_alive()
+                }
+            };
+            match io::with_timeout(idle, conn.stream.readable()).await {
+                Some(Ok(())) => {}
+                _ => return,
+            }
+        }
+        let keep = Box::pin(handle_request(&rt, &frontend, &mut conn, peer, first)).await;
+        if !keep {
+            return;
+        }
+        first = false;
+        conn.shrink_if_empty();
+    }
+}
+
+/// Reads, routes and answers one request; returns whether the connection
+/// may carry another.
+async fn handle_request(
+    rt: &Runtime,
+    frontend: &str,
+    conn: &mut BufConn,
+    peer: SocketAddr,
+    first: bool,
+) -> bool {
+    // The snapshot is loaded once per request and used to its end.
+    let snap = rt.snapshot();
+    let Some(fe) = snap.frontends().find(|f| *f.name == *frontend).cloned() else {
+        return false;
+    };
+    let fc = &fe.state.counters;
+    let head_timeout = fe.timeouts.http_request.or(fe.timeouts.client);
+    let raw = match conn.read_head(MAX_REQUEST_HEAD, head_timeout).await {
+        Ok(raw) => raw,
+        Err(HeadError::Closed) => return false,
+        Err(HeadError::Timeout) => {
+            if conn.buf.is_empty() && !first {
+                return false;
+            }
+            if conn.buf.is_empty() {
+                // Nothing at all was sent: close without a word, as HAProxy.
+                return false;
+            }
+            fc.ereq.fetch_add(1, Relaxed);
+            let out = forward::send_error(conn, 408, &fe).await;
+            account(rt, &fe, &out);
+            return false;
+        }
+        Err(_) => {
+            fc.ereq.fetch_add(1, Relaxed);
+            let out = forward::send_error(conn, 400, &fe).await;
+            account(rt, &fe, &out);
+            return false;
+        }
+    };
+    fc.count_request();
+    rt.count_request();
+    let head_len = raw.len() as u64;
+    add(&fc.bin, head_len);
+    let head = match Head::parse_request(raw) {
+        Ok(h) => h,
+        Err(_) => {
+            fc.ereq.fetch_add(1, Relaxed);
+            let out = forward::send_error(conn, 400, &fe).await;
+            account(rt, &fe, &out);
+            return false;
+        }
+    };
+    let body = match head.request_body() {
+        Ok(b) => b,
+        Err(_) => {
+            fc.ereq.fetch_add(1, Relaxed);
+            let out = forward::send_error(conn, 400, &fe).await;
+            account(rt, &fe, &out);
+            return false;
+        }
+    };
+    // Both Transfer-Encoding and Content-Length: served, then closed.
+    let smuggling_risk =
+        body == BodyKind::Chunked && head.values("content-length").next().is_some();
+    let keep_client =
+        head.wants_keep_alive() && fe.conn_mode != HttpConnMode::Close && !smuggling_risk;
+
+    let out = route(rt, &fe, &head, body, conn, peer, keep_client).await;
+    account(rt, &fe, &out);
+    out.keep_client
+}
+
+fn add(c: &AtomicU64, n: u64) {
+    c.fetch_add(n, Relaxed);
+}
+
+fn account(rt: &Runtime, fe: &FrontendRt, out: &Outcome) {
+    let fc = &fe.state.counters;
+    if let Some(status) = out.status {
+        fc.count_status(status);
+    }
+    add(&fc.bin, out.body_in);
+    add(&fc.bout, out.bytes_out);
+    add(&rt.process.bytes_out, out.bytes_out);
+}
+
+async fn route(
+    rt: &Runtime,
+    fe: &Arc<FrontendRt>,
+    head: &Head,
+    body: BodyKind,
+    conn: &mut BufConn,
+    peer: SocketAddr,
+    keep: bool,
+) -> Outcome {
+    let view = View {
+        head,
+        src: peer.ip(),
+    };
+    // A local answer does not read the request body, so the connection
+    // cannot carry another request after it.
+    let keep_local = keep && body == BodyKind::None;
+
+    if let Some(page) = &fe.stats
+        && let Some(out) = stats_page(rt, page, head, conn, keep_local, fe).await
+    {
+        return out;
+    }
+    for (action, cond) in &fe.http_request {
+        if let Some(c) = cond
+            && !fe.acls.eval(c, &view)
+        {
+            continue;
+        }
+        match action {
+            HttpRequestAction::Return {
+                status,
+                content_type,
+                body: text,
+            } => {
+                fe.state.counters.intercepted.fetch_add(1, Relaxed);
+                return local_response(
+                    conn,
+                    *status,
+                    content_type.as_deref(),
+                    text.as_deref().unwrap_or("").as_bytes(),
+                    keep_local,
+                    fe,
+                )
+                .await;
+            }
+            HttpRequestAction::Deny { status } => {
+                fe.state.counters.dreq.fetch_add(1, Relaxed);
+                return deny(conn, *status, fe).await;
+            }
+        }
+    }
+    let backend: Option<&Arc<BackendRt>> = fe
+        .switching
+        .iter()
+        .find(|(_, cond)| fe.acls.eval(cond, &view))
+        .map(|(b, _)| b)
+        .or(fe.default_backend.as_ref());
+    let Some(be) = backend else {
+        return forward::send_error(conn, 503, fe).await;
+    };
+    if let Some(page) = &be.stats
+        && fe.stats.as_ref() != Some(page)
+        && let Some(out) = stats_page(rt, page, head, conn, keep_local, fe).await
+    {
+        return out;
+    }
+    forward::forward(fe, be, head, body, conn, keep).await
+}
+
+async fn stats_page(
+    rt: &Runtime,
+    page: &StatsPage,
+    head: &Head,
+    conn: &mut BufConn,
+    keep: bool,
+    fe: &FrontendRt,
+) -> Option<Outcome> {
+    let target = head.target();
+    let suffix = target.strip_prefix(page.uri.as_bytes())?;
+    let suffix = String::from_utf8_lossy(suffix);
+    fe.state.counters.intercepted.fetch_add(1, Relaxed);
+    let (status, ctype, body) = crate::stats::page::respond(&suffix, rt);
+    let mut head = BytesMut::new();
+    head.put_slice(format!("HTTP/1.1 {} {}\r\ncache-control: no-cache\r\ncontent-type: {}\r\ncontent-length: {}\r\n", status, errors::reason(status), ctype, body.len()).as_bytes());
+    if !keep {
+        head.put_slice(b"connection: close\r\n");
+    }
+    head.put_slice(b"\r\n");
+    head.put_slice(body.as_bytes());
+    let ok = io::write_all(&mut conn.stream, &head, fe.timeouts.client)
+        .await
+        .is_ok();
+    Some(Outcome {
+        status: Some(status),
+        keep_client: keep && ok,
+        bytes_out: head.len() as u64,
+        body_in: 0,
+    })
+}
+
+async fn local_response(
+    conn: &mut BufConn,
+    status: u16,
+    ctype: Option<&str>,
+    body: &[u8],
+    keep: bool,
+    fe: &FrontendRt,
+) -> Outcome {
+    let mut out = BytesMut::with_capacity(128 + body.len());
+    out.put_slice(
+        format!(
+            "HTTP/1.1 {} {}\r\ncontent-length: {}\r\n",
+            status,
+            errors::reason(status),
+            body.len()
+        )
+        .as_bytes(),
+    );
+    if let Some(t) = ctype {
+        out.put_slice(b"content-type: ");
+        out.put_slice(t.as_bytes());
+        out.put_slice(b"\r\n");
+    }
+    if !keep {
+        out.put_slice(b"connection: close\r\n");
+    }
+    out.put_slice(b"\r\n");
+    out.put_slice(body);
+    let ok = io::write_all(&mut conn.stream, &out, fe.timeouts.client)
+        .await
+        .is_ok();
+    Outcome {
+        status: Some(status),
+        keep_client: keep && ok,
+        bytes_out: out.len() as u64,
+        body_in: 0,
+    }
+}
+
+/// `http-request deny`: the built-in page of the status (403 by default);
+/// a status without a page gets the 403 page under its own status line.
+async fn deny(conn: &mut BufConn, status: u16, fe: &FrontendRt) -> Outcome {
+    if errors::has_page(status) {
+        let mut out = forward::send_error(conn, status, fe).await;
+        out.keep_client = false;
+        return out;
+    }
+    let page = errors::response(403);
+    let text = String::from_utf8_lossy(page);
+    let replaced = text.replacen(
+        "403 Forbidden",
+        &format!("{} {}", status, errors::reason(status)),
+        1,
+    );
+    let ok = io::write_all(&mut conn.stream, replaced.as_bytes(), fe.timeouts.client)
+        .await
+        .is_ok();
+    Outcome {
+        status: Some(status),
+        keep_client: false,
+        bytes_out: if ok { replaced.len() as u64 } else { 0 },
+        body_in: 0,
+    }
+}
