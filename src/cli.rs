@@ -154,11 +154,11 @@ fn run(cfg: Config, opts: &Options) -> i32 {
             }
         }
     }
-    if opts.daemon || cfg.global.daemon {
-        if let Err(e) = crate::process::daemonize() {
-            alert(pid, &format!("cannot go to background: {e}"));
-            return 1;
-        }
+    if (opts.daemon || cfg.global.daemon)
+        && let Err(e) = crate::process::daemonize()
+    {
+        alert(pid, &format!("cannot go to background: {e}"));
+        return 1;
     }
     let pidfile = opts.pidfile.clone().or(cfg.global.pidfile.clone());
     if let Some(path) = &pidfile

@@ -99,18 +99,18 @@ mod tests {
     #[test]
     fn exact_split_and_skips() {
         let rr = RoundRobin::new(&[1, 2, 3]);
-        let mut n = [0; 3];
+        let mut n = [0u32; 3];
         for _ in 0..6000 {
             n[rr.pick(|_| true).unwrap()] += 1;
         }
         assert_eq!(n, [1000, 2000, 3000]);
         let rr = RoundRobin::new(&[1, 1, 1]);
-        let mut n = [0; 3];
+        let mut n = [0u32; 3];
         for _ in 0..600 {
             n[rr.pick(|i| i != 1).unwrap()] += 1;
         }
         assert_eq!(n[1], 0);
-        assert!((n[0] as i32 - n[2] as i32).abs() <= 1, "{n:?}");
+        assert!(n[0].abs_diff(n[2]) <= 1, "{n:?}");
         assert_eq!(RoundRobin::new(&[0, 0]).pick(|_| true), None);
     }
 }

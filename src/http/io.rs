@@ -127,10 +127,7 @@ impl BufConn {
             if self.buf.len() > max {
                 return Err(HeadError::TooLarge);
             }
-            let left = match deadline {
-                Some(d) => Some(d.saturating_duration_since(tokio::time::Instant::now())),
-                None => None,
-            };
+            let left = deadline.map(|d| d.saturating_duration_since(tokio::time::Instant::now()));
             match self.fill(left).await {
                 Ok(0) if self.buf.is_empty() => return Err(HeadError::Closed),
                 Ok(0) => return Err(HeadError::Truncated),
