@@ -1,0 +1,308 @@
+//! `show info`: HAProxy 2.6.12's key list in its exact order (reference
+//! §1.4). Tools match on keys, so every key is printed; what sluice does not
+//! have (SSL, pipes, compression, peers...) prints 0, as HAProxy does when
+//! the feature is unused.
+
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering::Relaxed;
+
+use crate::routing::{DEFAULT_MAXCONN, Snapshot};
+use crate::runtime::Runtime;
+
+/// The version every interface reports (`show version`, `Version:`).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// `Release_date` in HAProxy's `YYYY/MM/DD` form; a release build may set
+/// `SLUICE_RELEASE_DATE` at compile time.
+pub const RELEASE_DATE: &str = match option_env!("SLUICE_RELEASE_DATE") {
+    Some(d) => d,
+    None => "2026/11/30",
+};
+
+/// `0d 0h00m08s`, HAProxy's uptime format.
+pub fn format_uptime(secs: u64) -> String {
+    format!(
+        "{}d {}h{:02}m{:02}s",
+        secs / 86400,
+        (secs / 3600) % 24,
+        (secs / 60) % 60,
+        secs % 60
+    )
+}
+
+/// `Name: value` pairs in output order. Values never contain a line break.
+pub fn info_fields(rt: &Runtime, snap: &Snapshot) -> Vec<(&'static str, String)> {
+    let p = &rt.process;
+    let uptime = rt.uptime_secs();
+    let maxconn = snap.global.maxconn.unwrap_or(DEFAULT_MAXCONN);
+    let nofile = nofile_limit();
+    let listeners: usize =
+        snap.frontends().map(|f| f.binds.len()).sum::<usize>() + snap.global.stats_sockets.len();
+    let conns = p.conns.cur();
+    let (tasks, run_queue) = tokio_load();
+    let node = snap
+        .global
+        .node
+        .clone()
+        .unwrap_or_else(hostname)
+        .replace(['\n', '\r'], " ");
+
+    let mut v: Vec<(&'static str, String)> = Vec::with_capacity(72);
+    let mut put = |k: &'static str, val: String| v.push((k, val));
+    let zero = String::from("0");
+    put("Name", "sluice".into());
+    put("Version", VERSION.into());
+    put("Release_date", RELEASE_DATE.into());
+    put("Nbthread", rt.nbthread.to_string());
+    put("Nbproc", "1".into());
+    put("Process_num", "1".into());
+    put("Pid", p.pid.to_string());
+    put("Uptime", format_uptime(uptime));
+    put("Uptime_sec", uptime.to_string());
+    for k in ["Memmax_MB", "PoolAlloc_MB", "PoolUsed_MB", "PoolFailed"] {
+        put(k, zero.clone());
+    }
+    put("Ulimit-n", nofile.to_string());
+    put("Maxsock", nofile.to_string());
+    put("Maxconn", maxconn.to_string());
+    put("Hard_maxconn", maxconn.to_string());
+    put("CurrConns", conns.to_string());
+    put("CumConns", p.cum_conns.load(Relaxed).to_string());
+    put("CumReq", p.cum_req.load(Relaxed).to_string());
+    for k in [
+        "MaxSslConns",
+        "CurrSslConns",
+        "CumSslConns",
+        "Maxpipes",
+        "PipesUsed",
+        "PipesFree",
+    ] {
+        put(k, zero.clone());
+    }
+    put("ConnRate", p.conn_rate.rate().to_string());
+    put("ConnRateLimit", zero.clone());
+    put("MaxConnRate", p.conn_rate.max().to_string());
+    put("SessRate", p.sess_rate.rate().to_string());
+    put("SessRateLimit", zero.clone());
+    put("MaxSessRate", p.sess_rate.max().to_string());
+    for k in [
+        "SslRate",
+        "SslRateLimit",
+        "MaxSslRate",
+        "SslFrontendKeyRate",
+        "SslFrontendMaxKeyRate",
+        "SslFrontendSessionReuse_pct",
+        "SslBackendKeyRate",
+        "SslBackendMaxKeyRate",
+        "SslCacheLookups",
+        "SslCacheMisses",
+        "CompressBpsIn",
+        "CompressBpsOut",
+        "CompressBpsRateLim",
+    ] {
+        put(k, zero.clone());
+    }
+    put("Tasks", tasks.to_string());
+    put("Run_queue", run_queue.to_string());
+    put("Idle_pct", idle_pct(uptime, rt.nbthread).to_string());
+    put("node", node);
+    // HAProxy omits empty fields; `description` is the only one that can be.
+    if let Some(d) = &snap.global.description {
+        put("description", d.replace(['\n', '\r'], " "));
+    }
+    put("Stopping", zero.clone());
+    // HAProxy's jobs: connections plus listeners (and a few internal ones).
+    put("Jobs", (conns + listeners as u64).to_string());
+    put("Unstoppable Jobs", zero.clone());
+    put("Listeners", listeners.to_string());
+    for k in [
+        "ActivePeers",
+        "ConnectedPeers",
+        "DroppedLogs",
+        "BusyPolling",
+        "FailedResolutions",
+    ] {
+        put(k, zero.clone());
+    }
+    put("TotalBytesOut", p.bytes_out.load(Relaxed).to_string());
+    // Upstream's typo, kept: scripts match the key as HAProxy spells it.
+    put("TotalSplicdedBytesOut", zero.clone());
+    put("BytesOutRate", zero.clone());
+    put("DebugCommandsIssued", zero.clone());
+    put("CumRecvLogs", zero.clone());
+    put("Build info", VERSION.into());
+    for k in ["Memmax_bytes", "PoolAlloc_bytes", "PoolUsed_bytes"] {
+        put(k, zero.clone());
+    }
+    put("Start_time_sec", p.start_unix.to_string());
+    put("Tainted", zero);
+    v
+}
+
+/// The `show info` text, one `Key: value` line each.
+pub fn render_info(rt: &Runtime, snap: &Snapshot) -> String {
+    let mut out = String::new();
+    for (k, v) in info_fields(rt, snap) {
+        let _ = writeln!(out, "{k}: {v}");
+    }
+    out
+}
+
+fn nofile_limit() -> u64 {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit only writes the struct we pass.
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+    // rlim_t is u64 on Linux but not everywhere.
+    #[allow(clippy::unnecessary_cast)]
+    let cur = lim.rlim_cur as u64;
+    if rc == 0 { cur } else { 0 }
+}
+
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; the result is
+    // NUL-terminated when it fits, and we stop at the first NUL anyway.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return String::new();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// Tokio's live task count and global queue depth stand in for HAProxy's
+/// `Tasks` and `Run_queue` (0 outside a runtime, e.g. in unit tests).
+fn tokio_load() -> (usize, usize) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) => {
+            let m = h.metrics();
+            (m.num_alive_tasks(), m.global_queue_depth())
+        }
+        Err(_) => (0, 0),
+    }
+}
+
+/// Share of thread time not spent on CPU, averaged since start (HAProxy
+/// measures it over the last second; a lifetime average is the honest
+/// figure available without a sampler).
+fn idle_pct(uptime: u64, nbthread: u32) -> u64 {
+    // SAFETY: getrusage only writes the struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    if rc != 0 || uptime == 0 {
+        return 100;
+    }
+    let cpu_us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    let busy = cpu_us(ru.ru_utime) + cpu_us(ru.ru_stime);
+    let avail = uptime * 1_000_000 * u64::from(nbthread.max(1));
+    100u64.saturating_sub(busy * 100 / avail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uptime_format() {
+        assert_eq!(format_uptime(8), "0d 0h00m08s");
+        assert_eq!(format_uptime(90061), "1d 1h01m01s");
+    }
+}
+
+#[cfg(test)]
+mod key_tests {
+    use super::*;
+    use crate::stats::fixture;
+
+    /// Keys of the real 2.6.12 `show info` (reference §1.4), in order.
+    const KEYS: &[&str] = &[
+        "Name",
+        "Version",
+        "Release_date",
+        "Nbthread",
+        "Nbproc",
+        "Process_num",
+        "Pid",
+        "Uptime",
+        "Uptime_sec",
+        "Memmax_MB",
+        "PoolAlloc_MB",
+        "PoolUsed_MB",
+        "PoolFailed",
+        "Ulimit-n",
+        "Maxsock",
+        "Maxconn",
+        "Hard_maxconn",
+        "CurrConns",
+        "CumConns",
+        "CumReq",
+        "MaxSslConns",
+        "CurrSslConns",
+        "CumSslConns",
+        "Maxpipes",
+        "PipesUsed",
+        "PipesFree",
+        "ConnRate",
+        "ConnRateLimit",
+        "MaxConnRate",
+        "SessRate",
+        "SessRateLimit",
+        "MaxSessRate",
+        "SslRate",
+        "SslRateLimit",
+        "MaxSslRate",
+        "SslFrontendKeyRate",
+        "SslFrontendMaxKeyRate",
+        "SslFrontendSessionReuse_pct",
+        "SslBackendKeyRate",
+        "SslBackendMaxKeyRate",
+        "SslCacheLookups",
+        "SslCacheMisses",
+        "CompressBpsIn",
+        "CompressBpsOut",
+        "CompressBpsRateLim",
+        "Tasks",
+        "Run_queue",
+        "Idle_pct",
+        "node",
+        "Stopping",
+        "Jobs",
+        "Unstoppable Jobs",
+        "Listeners",
+        "ActivePeers",
+        "ConnectedPeers",
+        "DroppedLogs",
+        "BusyPolling",
+        "FailedResolutions",
+        "TotalBytesOut",
+        "TotalSplicdedBytesOut",
+        "BytesOutRate",
+        "DebugCommandsIssued",
+        "CumRecvLogs",
+        "Build info",
+        "Memmax_bytes",
+        "PoolAlloc_bytes",
+        "PoolUsed_bytes",
+        "Start_time_sec",
+        "Tainted",
+    ];
+
+    #[test]
+    fn keys_in_haproxy_order() {
+        let rt = fixture::runtime();
+        let text = render_info(&rt, &rt.snapshot());
+        let keys: Vec<&str> = text
+            .lines()
+            .map(|l| l.split_once(": ").unwrap().0)
+            .collect();
+        assert_eq!(keys, KEYS);
+        assert!(text.contains("\nNbproc: 1\nProcess_num: 1\n"));
+        assert!(text.contains("\nMaxconn: 4096\nHard_maxconn: 4096\n"));
+        assert!(text.contains("\nNbthread: 2\n"));
+        assert!(text.contains("\nUptime: 0d 0h00m0"));
+        assert!(!text.contains("\n\n"));
+    }
+}

@@ -1,0 +1,243 @@
+//! The HTTP stats page (`stats uri`, reference §1.9). The data plane matches
+//! the URI prefix, calls [`respond`] with what follows it and adds
+//! `cache-control: no-cache`.
+
+use std::fmt::Write as _;
+
+use crate::runtime::Runtime;
+
+use super::csv::{self, CsvOptions, Row};
+use super::info;
+
+/// `suffix` is the request target after the `stats uri` prefix, e.g.
+/// `;csv`, `;up`, `` or `?x=1`. Returns status, content type and body.
+pub fn respond(suffix: &str, rt: &Runtime) -> (u16, &'static str, String) {
+    // HAProxy looks for `;option` anywhere after the prefix.
+    let opts: Vec<&str> = suffix.split(';').skip(1).map(option_name).collect();
+    let csv_opts = CsvOptions {
+        // `stats show-legends` is not modelled: addr/algo stay empty, as on
+        // a default HAProxy page.
+        show_legends: false,
+        only_up: opts.contains(&"up"),
+        ..CsvOptions::default()
+    };
+    let snap = rt.snapshot();
+    if opts.contains(&"csv") {
+        // Same text as the CLI, without the CLI's terminating empty line.
+        return (200, "text/plain", csv::render_csv(rt, &snap, csv_opts));
+    }
+    let rows = csv::rows(rt, &snap, csv_opts);
+    (200, "text/html", html(rt, &snap, &rows))
+}
+
+/// `csv`, `up`... from one `;`-separated piece (stops at `&`, `?`, `/`, `=`
+/// so `;csv?x` or `;st=...` still name their option).
+fn option_name(piece: &str) -> &str {
+    let end = piece.find(['&', '?', '/', '=', ';']).unwrap_or(piece.len());
+    &piece[..end]
+}
+
+fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// A compact duration for `lastchg`: `8s`, `3m12s`, `2h05m`, `4d3h`.
+fn human(secs: &str) -> String {
+    let Ok(s) = secs.parse::<u64>() else {
+        return secs.to_string();
+    };
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m{:02}s", s / 60, s % 60),
+        3600..86400 => format!("{}h{:02}m", s / 3600, (s / 60) % 60),
+        _ => format!("{}d{}h", s / 86400, (s / 3600) % 24),
+    }
+}
+
+fn status_class(status: &str) -> &'static str {
+    if status.starts_with("UP") || status == "OPEN" || status == "no check" {
+        "up"
+    } else if status.starts_with("DOWN") {
+        "down"
+    } else {
+        "other"
+    }
+}
+
+const CSS: &str = "body{font-family:system-ui,sans-serif;margin:0.5em;color:#222;background:#fafafa}\
+h1{font-size:1.3em;margin:0.2em 0}h2{font-size:1.1em;margin:1em 0 0.3em}\
+.info{font-size:0.9em;color:#555}.wrap{overflow-x:auto}\
+table{border-collapse:collapse;font-size:0.85em;white-space:nowrap}\
+th,td{border:1px solid #ccc;padding:2px 6px;text-align:right}\
+th{background:#eee}td.name{text-align:left;font-weight:bold}\
+tr.fe td,tr.be td{background:#f0f0f8}\
+td.up{background:#c8f0c8}td.down{background:#f4b8b8}td.other{background:#f4e4a0}\
+td.check{text-align:left}";
+
+const COLUMNS: &[&str] = &[
+    "Name",
+    "Status",
+    "LastChg",
+    "Wght",
+    "Queue",
+    "Sess cur",
+    "Max",
+    "Limit",
+    "Total",
+    "Bytes in",
+    "Bytes out",
+    "1xx",
+    "2xx",
+    "3xx",
+    "4xx",
+    "5xx",
+    "other",
+    "Check",
+];
+
+fn html(rt: &Runtime, snap: &crate::routing::Snapshot, rows: &[Row]) -> String {
+    let mut out = String::new();
+    let p = &rt.process;
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>Statistics Report for sluice</title><style>{CSS}</style></head><body>\n\
+         <h1>Statistics Report for sluice {ver}</h1>\n\
+         <p class=info>pid {pid}, uptime {up}, {thr} threads, current conns {cur}, maxconn {max}, total requests {req}</p>\n",
+        ver = esc(info::VERSION),
+        pid = p.pid,
+        up = info::format_uptime(rt.uptime_secs()),
+        thr = rt.nbthread,
+        cur = p.conns.cur(),
+        max = snap
+            .global
+            .maxconn
+            .unwrap_or(crate::routing::DEFAULT_MAXCONN),
+        req = p.cum_req.load(std::sync::atomic::Ordering::Relaxed),
+    );
+    let mut current: Option<&str> = None;
+    for r in rows {
+        let px = r.get("pxname");
+        if current != Some(px) {
+            if current.is_some() {
+                out.push_str("</table></div>\n");
+            }
+            current = Some(px);
+            let _ = write!(out, "<h2>{}</h2>\n<div class=wrap><table><tr>", esc(px));
+            for c in COLUMNS {
+                let _ = write!(out, "<th>{c}</th>");
+            }
+            out.push_str("</tr>\n");
+        }
+        row_html(&mut out, r);
+    }
+    if current.is_some() {
+        out.push_str("</table></div>\n");
+    }
+    out.push_str("</body></html>\n");
+    out
+}
+
+fn row_html(out: &mut String, r: &Row) {
+    let class = match r.kind() {
+        "0" => " class=fe",
+        "1" => " class=be",
+        _ => "",
+    };
+    let status = r.get("status");
+    let queue = if r.get("qcur").is_empty() {
+        String::new()
+    } else {
+        format!("{}/{}", r.get("qcur"), r.get("qmax"))
+    };
+    let check = match (
+        r.get("check_status"),
+        r.get("check_code"),
+        r.get("last_chk"),
+    ) {
+        ("", _, _) => String::new(),
+        (s, "", "") => s.to_string(),
+        (s, code, "") => format!("{s} {code}"),
+        (s, "", d) => format!("{s}: {d}"),
+        (s, code, d) => format!("{s} {code}: {d}"),
+    };
+    let lastchg = human(r.get("lastchg"));
+    let _ = write!(
+        out,
+        "<tr{class}><td class=name>{name}</td><td class={sc}>{status}</td><td>{lastchg}</td><td>{w}</td><td>{queue}</td>",
+        name = esc(r.get("svname")),
+        sc = status_class(status),
+        status = esc(status),
+        w = r.get("weight"),
+    );
+    for f in [
+        "scur",
+        "smax",
+        "slim",
+        "stot",
+        "bin",
+        "bout",
+        "hrsp_1xx",
+        "hrsp_2xx",
+        "hrsp_3xx",
+        "hrsp_4xx",
+        "hrsp_5xx",
+        "hrsp_other",
+    ] {
+        let _ = write!(out, "<td>{}</td>", esc(r.get(f)));
+    }
+    let _ = writeln!(out, "<td class=check>{}</td></tr>", esc(&check));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::fixture;
+
+    #[test]
+    fn csv_page_is_the_cli_csv_without_legends_or_empty_line() {
+        let rt = fixture::runtime();
+        let (status, ctype, body) = respond(";csv", &rt);
+        assert_eq!((status, ctype), (200, "text/plain"));
+        assert!(body.starts_with(csv::HEADER));
+        assert!(body.ends_with(",\n") && !body.ends_with("\n\n"));
+        assert!(!body.contains("127.0.0.1") && !body.contains("roundrobin"));
+        assert_eq!(respond(";csv;norefresh", &rt).2, body);
+    }
+
+    #[test]
+    fn html_page_has_a_table_per_proxy() {
+        let rt = fixture::runtime();
+        let (status, ctype, body) = respond("", &rt);
+        assert_eq!((status, ctype), (200, "text/html"));
+        assert_eq!(body.matches("<table>").count(), 3);
+        assert!(body.contains("<h2>web_be</h2>"));
+        assert!(body.contains("<td class=up>UP 1/3</td>"));
+        assert!(body.contains("<td class=up>OPEN</td>"));
+        assert!(body.contains("name=\"viewport\""));
+    }
+
+    #[test]
+    fn html_escapes_and_durations() {
+        assert_eq!(esc("<a&\"b'>"), "&lt;a&amp;&quot;b&#39;&gt;");
+        assert_eq!(human("8"), "8s");
+        assert_eq!(human("192"), "3m12s");
+        assert_eq!(human("7500"), "2h05m");
+        assert_eq!(human("356400"), "4d3h");
+        assert_eq!(human(""), "");
+        assert_eq!(status_class("DOWN 1/2"), "down");
+        assert_eq!(status_class("MAINT"), "other");
+    }
+}
