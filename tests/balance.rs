@@ -1,0 +1,212 @@
+//! `balance roundrobin` with weights: exact shares, interleaved in HAProxy's
+//! order (reference §2.12).
+
+mod support;
+
+use std::net::SocketAddr;
+
+use support::*;
+
+/// HAProxy's smooth weighted round robin as the project specifies it: each
+/// server is due at virtual time `k / weight` (k = picks so far, from 0);
+/// the earliest due server is picked, ties going to the heavier server, then
+/// to the one declared first. Returns 1-based server numbers.
+fn expected_order(weights: &[u64], n: usize) -> Vec<usize> {
+    let mut picks = vec![0u64; weights.len()];
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let mut best: Option<usize> = None;
+        for (i, &w) in weights.iter().enumerate() {
+            if w == 0 {
+                continue;
+            }
+            best = Some(match best {
+                None => i,
+                Some(b) => {
+                    // picks[i]/w  vs  picks[b]/weights[b]
+                    let lhs = picks[i] * weights[b];
+                    let rhs = picks[b] * w;
+                    if lhs < rhs || (lhs == rhs && w > weights[b]) {
+                        i
+                    } else {
+                        b
+                    }
+                }
+            });
+        }
+        let b = best.expect("at least one non-zero weight");
+        picks[b] += 1;
+        out.push(b + 1);
+    }
+    out
+}
+
+fn names(order: &[usize]) -> Vec<String> {
+    order.iter().map(|i| format!("s{i}")).collect()
+}
+
+#[test]
+fn rule_reproduces_reference_examples() {
+    // Reference §2.12, observed on HAProxy 2.6.
+    assert_eq!(
+        names(&expected_order(&[3, 1], 12)).join(" "),
+        "s1 s2 s1 s1 s1 s2 s1 s1 s1 s2 s1 s1"
+    );
+    assert_eq!(
+        names(&expected_order(&[1, 2], 9)).join(" "),
+        "s2 s1 s2 s2 s1 s2 s2 s1 s2"
+    );
+    assert_eq!(names(&expected_order(&[1, 1], 4)).join(" "), "s1 s2 s1 s2");
+}
+
+fn cfg(port: u16, servers: &[(&Backend, u32)]) -> String {
+    let mut c = format!(
+        "defaults
+    mode http
+    timeout connect 5s
+    timeout client 30s
+    timeout server 30s
+
+frontend fe
+    bind 127.0.0.1:{port}
+    default_backend be
+
+backend be
+    balance roundrobin
+"
+    );
+    for (b, w) in servers {
+        c.push_str(&format!(
+            "    server {} {} weight {w}\n",
+            b.name,
+            b.hostport()
+        ));
+    }
+    c
+}
+
+async fn backends(n: usize) -> Vec<Backend> {
+    let mut v = Vec::new();
+    for i in 1..=n {
+        v.push(Backend::start(&format!("s{i}")).await);
+    }
+    v
+}
+
+/// Longest run of consecutive identical entries, per value.
+fn longest_runs(seq: &[String]) -> std::collections::HashMap<String, usize> {
+    let mut best = std::collections::HashMap::new();
+    let mut i = 0;
+    while i < seq.len() {
+        let mut j = i;
+        while j < seq.len() && seq[j] == seq[i] {
+            j += 1;
+        }
+        let e = best.entry(seq[i].clone()).or_insert(0);
+        *e = (*e).max(j - i);
+        i = j;
+    }
+    best
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn weights_1_2_3_exact_shares_interleaved_in_order() {
+    let b = backends(3).await;
+    let port = free_port();
+    let _s = Sluice::start(&cfg(port, &[(&b[0], 1), (&b[1], 2), (&b[2], 3)]));
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+
+    let total = 6000;
+    let mut seen = Vec::with_capacity(total);
+    let mut conn = HttpConn::connect(addr).await;
+    for i in 0..total {
+        if conn.is_closed() {
+            conn = HttpConn::connect(addr).await;
+        }
+        let r = conn.get(&format!("/r{i}")).await;
+        assert_eq!(r.status, 200, "request {i}: {}{}", r.head, r.text());
+        assert_eq!(r.text(), format!("{}\n", r.backend()));
+        seen.push(r.backend());
+    }
+
+    // HAProxy's order from the first request on.
+    let want = names(&expected_order(&[1, 2, 3], 12));
+    assert_eq!(
+        &seen[..12],
+        &want[..],
+        "first responses (expected {want:?})"
+    );
+    assert_eq!(
+        &want[..6],
+        &["s3", "s2", "s1", "s3", "s2", "s3"].map(String::from)
+    );
+
+    // Exact shares, observed both by the client and by the backends.
+    let count = |n: &str| seen.iter().filter(|s| *s == n).count();
+    assert_eq!([count("s1"), count("s2"), count("s3")], [1000, 2000, 3000]);
+    assert_eq!([b[0].hits(), b[1].hits(), b[2].hits()], [1000, 2000, 3000]);
+
+    // Interleaved: no server gets a run longer than its fair burst
+    // ceil(w / (W - w)) + 1 (a block-wise rr would serve s3 three times in a
+    // row).
+    let runs = longest_runs(&seen);
+    for (name, w) in [("s1", 1u64), ("s2", 2), ("s3", 3)] {
+        let fair = w.div_ceil(6 - w) as usize + 1;
+        assert!(
+            runs[name] <= fair,
+            "{name} served {} times in a row (fair burst {fair})",
+            runs[name]
+        );
+    }
+    // And every window of one period (6 requests) holds exactly 1/2/3.
+    for (i, win) in seen.windows(6).enumerate() {
+        let c = |n: &str| win.iter().filter(|s| *s == n).count();
+        assert_eq!(
+            [c("s1"), c("s2"), c("s3")],
+            [1, 2, 3],
+            "window at {i}: {win:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn weights_3_1_and_1_2_follow_haproxy_order() {
+    for (weights, want) in [
+        ([3u32, 1], "s1 s2 s1 s1 s1 s2 s1 s1 s1 s2 s1 s1"),
+        ([1, 2], "s2 s1 s2 s2 s1 s2 s2 s1 s2"),
+    ] {
+        let b = backends(2).await;
+        let port = free_port();
+        let _s = Sluice::start(&cfg(port, &[(&b[0], weights[0]), (&b[1], weights[1])]));
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let n = want.split(' ').count();
+        let mut seen = Vec::new();
+        // New connection per request: the order is per backend, not per
+        // client connection.
+        for i in 0..n {
+            seen.push(get(addr, &format!("/{i}")).await.backend());
+        }
+        assert_eq!(seen.join(" "), want, "weights {weights:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn equal_weights_alternate_across_clients() {
+    let b = backends(2).await;
+    let port = free_port();
+    let _s = Sluice::start(&cfg(port, &[(&b[0], 1), (&b[1], 1)]));
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    // Two interleaved keep-alive clients share one rotation.
+    let mut c1 = HttpConn::connect(addr).await;
+    let mut c2 = HttpConn::connect(addr).await;
+    let mut seen = Vec::new();
+    for i in 0..10 {
+        let c = if i % 2 == 0 { &mut c1 } else { &mut c2 };
+        seen.push(c.get("/").await.backend());
+    }
+    assert_eq!(
+        seen.join(" "),
+        "s1 s2 s1 s2 s1 s2 s1 s2 s1 s2",
+        "one rotation per backend"
+    );
+}

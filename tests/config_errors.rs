@@ -1,0 +1,337 @@
+//! Broken configurations: exit status 1 and HAProxy 2.6's diagnostics on
+//! stderr, `[ALERT]    (pid) : config : parsing [file:line] : message`, every
+//! error of a file in one run (reference §2.1, §2.2).
+
+mod support;
+
+use support::*;
+
+const DEFAULTS: &str = "defaults
+    mode http
+    timeout connect 5s
+    timeout client 30s
+    timeout server 30s
+";
+
+/// Runs `sluice <args> -f <name>` with the config written as `<name>` in a
+/// temp dir that is also the working directory (so messages say `name`).
+fn run_cfg(name: &str, text: &str, args: &[&str]) -> RunOutput {
+    let dir = TempDir::new("cfg");
+    dir.write(name, text);
+    let mut a: Vec<&str> = args.to_vec();
+    a.extend(["-f", name]);
+    run_sluice(&a, Some(dir.path()))
+}
+
+/// Alert lines of stderr (first line of each diagnostic).
+fn alerts(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with("[ALERT]"))
+        .collect()
+}
+
+/// Asserts exit 1 (both in `-c` mode and when trying to run) and returns the
+/// `-c` stderr. The run must not print `Configuration file is valid`.
+fn assert_rejected(name: &str, text: &str) -> String {
+    let out = run_cfg(name, text, &["-c"]);
+    assert_eq!(
+        out.code(),
+        Some(1),
+        "sluice -c accepted a broken config; stdout:\n{}\nstderr:\n{}",
+        out.stdout,
+        out.stderr
+    );
+    assert!(!out.stdout.contains("Configuration file is valid"));
+    // Every alert line has HAProxy 2.6's prefix.
+    let pid_prefix = |l: &str| -> bool {
+        let Some(rest) = l.strip_prefix("[ALERT]    (") else {
+            return false;
+        };
+        let Some((pid, tail)) = rest.split_once(')') else {
+            return false;
+        };
+        pid.parse::<u32>().is_ok() && tail.starts_with(" : config : ")
+    };
+    let al = alerts(&out.stderr);
+    assert!(!al.is_empty(), "no [ALERT] line; stderr:\n{}", out.stderr);
+    for l in &al {
+        assert!(pid_prefix(l), "alert line not in HAProxy 2.6 form: {l:?}");
+    }
+    assert!(
+        out.stderr.contains("Fatal errors found in configuration."),
+        "stderr:\n{}",
+        out.stderr
+    );
+
+    // Without -c, sluice refuses to start with the same status.
+    let run = run_cfg(name, text, &[]);
+    assert_eq!(
+        run.code(),
+        Some(1),
+        "sluice started on a broken config; stderr:\n{}",
+        run.stderr
+    );
+    out.stderr
+}
+
+#[test]
+fn unknown_keyword_with_did_you_mean() {
+    let port = free_port();
+    let cfg = format!(
+        "{DEFAULTS}
+frontend fe
+    bind 127.0.0.1:{port}
+    optoin httplog
+    default_backend be
+
+backend be
+    server s1 127.0.0.1:1
+"
+    );
+    let err = assert_rejected("bad.cfg", &cfg);
+    assert!(
+        err.contains(
+            "parsing [bad.cfg:9] : unknown keyword 'optoin' in 'frontend' section; did you mean 'option' maybe ?"
+        ),
+        "stderr:\n{err}"
+    );
+    assert!(
+        err.contains("Error(s) found in configuration file : bad.cfg"),
+        "stderr:\n{err}"
+    );
+}
+
+#[test]
+fn unknown_global_keyword() {
+    let err = assert_rejected("g.cfg", "global\n    foobar 1\n");
+    assert!(
+        err.contains("parsing [g.cfg:2] : unknown keyword 'foobar' in 'global' section"),
+        "stderr:\n{err}"
+    );
+}
+
+#[test]
+fn unknown_server_keyword_suggests() {
+    let port = free_port();
+    let cfg = format!(
+        "{DEFAULTS}
+frontend fe
+    bind 127.0.0.1:{port}
+    default_backend be
+backend be
+    server s1 127.0.0.1:1 wieght 3
+"
+    );
+    let err = assert_rejected("srv.cfg", &cfg);
+    assert!(
+        err.contains(
+            "[srv.cfg:11] : 'server be/s1' : unknown keyword 'wieght'; did you mean 'weight' maybe ?"
+        ),
+        "stderr:\n{err}"
+    );
+}
+
+#[test]
+fn bad_bind_address() {
+    for (bind, msg) in [
+        (
+            "garbage:80",
+            "'bind' : invalid address: 'garbage' in 'garbage:80'",
+        ),
+        (
+            "300.1.1.1:80",
+            "'bind' : invalid address: '300.1.1.1' in '300.1.1.1:80'",
+        ),
+        ("127.0.0.1:99999", "'bind' : invalid port '99999'"),
+        (
+            "garbage",
+            "'bind' : missing port specification in 'garbage'",
+        ),
+    ] {
+        let cfg = format!("{DEFAULTS}\nfrontend fe\n    bind {bind}\n");
+        let err = assert_rejected("bind.cfg", &cfg);
+        assert!(
+            err.contains(&format!("parsing [bind.cfg:8] : {msg}")),
+            "bind {bind}: stderr:\n{err}"
+        );
+    }
+}
+
+#[test]
+fn unknown_backend_in_use_backend() {
+    let port = free_port();
+    let cfg = format!(
+        "{DEFAULTS}
+frontend fe
+    bind 127.0.0.1:{port}
+    use_backend nope if {{ method GET }}
+    default_backend be
+
+backend be
+    server s1 127.0.0.1:1
+"
+    );
+    let err = assert_rejected("ub.cfg", &cfg);
+    // HAProxy reports this at check time, without a location.
+    assert!(
+        err.contains("Proxy 'fe': unable to find required use_backend: 'nope'."),
+        "stderr:\n{err}"
+    );
+}
+
+#[test]
+fn unknown_default_backend() {
+    let port = free_port();
+    let cfg =
+        format!("{DEFAULTS}\nfrontend fe\n    bind 127.0.0.1:{port}\n    default_backend nope2\n");
+    let err = assert_rejected("db.cfg", &cfg);
+    assert!(
+        err.contains("Proxy 'fe': unable to find required default_backend: 'nope2'."),
+        "stderr:\n{err}"
+    );
+}
+
+#[test]
+fn unmatched_quote() {
+    let err = assert_rejected("q.cfg", "global\n  maxconn 100 \"unterminated\n");
+    assert!(
+        err.contains(
+            "parsing [q.cfg:2]: unmatched quote at position 15:\n  maxconn 100 \"unterminated\n              ^\n"
+        ),
+        "stderr:\n{err}"
+    );
+}
+
+#[test]
+fn all_errors_of_a_file_in_one_run() {
+    let port = free_port();
+    let cfg = format!(
+        "global
+    foobar 1
+{DEFAULTS}
+frontend fe
+    bind 127.0.0.1:{port}
+    bind nosuchhost!:80
+    default_backend be
+backend be
+    maxconn 100 \"unterminated
+    server s1 127.0.0.1:1
+"
+    );
+    let err = assert_rejected("three.cfg", &cfg);
+    let want = [
+        "parsing [three.cfg:2] : unknown keyword 'foobar' in 'global' section",
+        "parsing [three.cfg:11] : 'bind' : invalid address",
+        "parsing [three.cfg:14]: unmatched quote at position 17:",
+    ];
+    let mut at = 0;
+    for w in want {
+        let Some(i) = err[at..].find(w) else {
+            panic!("missing (or out of order) {w:?}; stderr:\n{err}");
+        };
+        at += i + w.len();
+    }
+    let located = alerts(&err)
+        .iter()
+        .filter(|l| l.contains("[three.cfg:"))
+        .count();
+    assert_eq!(located, 3, "exactly three located errors; stderr:\n{err}");
+}
+
+#[test]
+fn directory_loads_cfg_files_in_byte_order() {
+    let dir = TempDir::new("cfgdir");
+    let d = dir.join("confd");
+    std::fs::create_dir(&d).unwrap();
+    // Each file has one error naming itself; the order of the alerts is the
+    // load order. `.hidden.cfg` and `x.conf` must be ignored.
+    for f in [
+        "a-lower.cfg",
+        "B-upper.cfg",
+        "2-a.cfg",
+        "10-b.cfg",
+        ".hidden.cfg",
+        "x.conf",
+    ] {
+        let kw = format!("bogus_{}", f.replace(['.', '-'], "_"));
+        std::fs::write(d.join(f), format!("global\n    {kw}\n")).unwrap();
+    }
+    let out = run_sluice(&["-c", "-f", "confd"], Some(dir.path()));
+    assert_eq!(out.code(), Some(1), "stderr:\n{}", out.stderr);
+    let order: Vec<String> = alerts(&out.stderr)
+        .iter()
+        .filter_map(|l| {
+            let i = l.find("parsing [confd/")?;
+            let rest = &l[i + "parsing [confd/".len()..];
+            Some(rest[..rest.find(':')?].to_string())
+        })
+        .collect();
+    assert_eq!(
+        order,
+        ["10-b.cfg", "2-a.cfg", "B-upper.cfg", "a-lower.cfg"],
+        "stderr:\n{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn directory_and_repeated_f_make_one_config() {
+    let dir = TempDir::new("cfgdir");
+    let port = free_port();
+    dir.write("confd/00-defaults.cfg", DEFAULTS);
+    dir.write(
+        "confd/10-frontend.cfg",
+        &format!("frontend fe\n    bind 127.0.0.1:{port}\n    default_backend be\n"),
+    );
+    dir.write("extra.cfg", "backend be\n    server s1 127.0.0.1:1\n");
+    let out = run_sluice(&["-c", "-f", "confd", "-f", "extra.cfg"], Some(dir.path()));
+    assert_eq!(out.code(), Some(0), "stderr:\n{}", out.stderr);
+    assert!(
+        out.stdout
+            .lines()
+            .any(|l| l == "Configuration file is valid")
+    );
+    // Without extra.cfg the backend is missing.
+    let out = run_sluice(&["-c", "-f", "confd"], Some(dir.path()));
+    assert_eq!(out.code(), Some(1), "stderr:\n{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("unable to find required default_backend: 'be'")
+    );
+}
+
+#[test]
+fn valid_config_check_mode() {
+    let port = free_port();
+    let cfg = format!(
+        "{DEFAULTS}\nfrontend fe\n    bind 127.0.0.1:{port}\n    default_backend be\nbackend be\n    server s1 127.0.0.1:1\n"
+    );
+    let out = run_cfg("ok.cfg", &cfg, &["-c"]);
+    assert_eq!(out.code(), Some(0), "stderr:\n{}", out.stderr);
+    assert_eq!(out.stdout, "Configuration file is valid\n");
+    assert!(!out.stderr.contains("[ALERT]"), "{}", out.stderr);
+    // -c binds nothing: the port is still free.
+    std::net::TcpListener::bind(("127.0.0.1", port)).expect("-c must not bind");
+}
+
+#[test]
+fn wrong_flag_prints_usage_and_exits_1() {
+    for args in [&["-Z"][..], &["--no-such-flag"]] {
+        let out = run_sluice(args, None);
+        assert_eq!(out.code(), Some(1), "{args:?}: stderr:\n{}", out.stderr);
+        assert!(
+            out.stderr.to_ascii_lowercase().contains("usage"),
+            "{args:?}: no usage on stderr:\n{}",
+            out.stderr
+        );
+    }
+}
+
+#[test]
+fn missing_file_is_an_error() {
+    let dir = TempDir::new("nofile");
+    let out = run_sluice(&["-c", "-f", "does-not-exist.cfg"], Some(dir.path()));
+    assert_eq!(out.code(), Some(1), "stderr:\n{}", out.stderr);
+    assert!(out.stderr.contains("does-not-exist.cfg"), "{}", out.stderr);
+}

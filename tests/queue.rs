@@ -1,0 +1,218 @@
+//! Server `maxconn`: excess requests wait in a FIFO backend queue and get
+//! HAProxy's 503 when `timeout queue` (default: `timeout connect`) expires
+//! (reference §2.11).
+//!
+//! The backend is *gated*: it holds each request until the test releases it,
+//! so the tests synchronise on events (request received, queue length in
+//! `show stat`) instead of sleeping.
+
+mod support;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use support::*;
+
+const DEADLINE: Duration = Duration::from_secs(10);
+
+fn cfg(port: u16, server: &Backend, timeouts: &str) -> String {
+    format!(
+        "global
+    stats socket @DIR@/stats.sock mode 600 level admin
+
+defaults
+    mode http
+    timeout client 30s
+    timeout server 30s
+{timeouts}
+
+frontend fe
+    bind 127.0.0.1:{port}
+    default_backend qbe
+
+backend qbe
+    server slow1 {} maxconn 1
+",
+        server.hostport()
+    )
+}
+
+async fn backend_qcur(sock: &std::path::Path) -> Option<u64> {
+    let text = cli(sock, "show stat").await;
+    if !text.starts_with("# pxname,") {
+        return None;
+    }
+    let csv = Csv::parse(&text);
+    csv.try_row("qbe", "BACKEND")?;
+    csv.get("qbe", "BACKEND", "qcur").parse().ok()
+}
+
+async fn wait_qcur(sock: &std::path::Path, n: u64) {
+    let sock = sock.to_path_buf();
+    wait_until(
+        DEADLINE,
+        &format!("qbe BACKEND qcur == {n} in show stat"),
+        || {
+            let sock = sock.clone();
+            async move { backend_qcur(&sock).await == Some(n) }
+        },
+    )
+    .await;
+}
+
+fn position(events: &[Event], e: &Event) -> usize {
+    events
+        .iter()
+        .position(|x| x == e)
+        .unwrap_or_else(|| panic!("{e:?} not in {events:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn queued_requests_are_served_fifo_one_at_a_time() {
+    let backend = Backend::start("slow1").await;
+    backend.set_gated(true);
+    let port = free_port();
+    let s = Sluice::start(&cfg(
+        port,
+        &backend,
+        "    timeout connect 5s\n    timeout queue 10s",
+    ));
+    let sock = s.stats_socket();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+
+    let done = Arc::new(Mutex::new(Vec::<(String, u16)>::new()));
+    let send = |path: &'static str| {
+        let done = done.clone();
+        tokio::spawn(async move {
+            let r = get(addr, path).await;
+            done.lock().unwrap().push((path.to_string(), r.status));
+            r
+        })
+    };
+
+    // Request 1 occupies the only slot.
+    let a = send("/1");
+    backend.wait_started("/1", DEADLINE).await;
+    // Requests 2 and 3 queue up, in that order.
+    let b = send("/2");
+    wait_qcur(&sock, 1).await;
+    let c = send("/3");
+    wait_qcur(&sock, 2).await;
+    assert_eq!(
+        backend.hits(),
+        1,
+        "queued requests must not reach the server"
+    );
+
+    // Free the slot three times; each queued request follows in FIFO order.
+    backend.release(1);
+    backend.wait_started("/2", DEADLINE).await;
+    backend.release(1);
+    backend.wait_started("/3", DEADLINE).await;
+    backend.release(1);
+
+    for (name, h) in [("/1", a), ("/2", b), ("/3", c)] {
+        let r = within(DEADLINE, name, h).await.unwrap();
+        assert_eq!(r.status, 200, "{name}: {}{}", r.head, r.text());
+        assert_eq!(r.text(), "slow1\n");
+    }
+
+    let ev = backend.events();
+    let st = |p: &str| position(&ev, &Event::Start("GET".into(), p.into()));
+    let en = |p: &str| position(&ev, &Event::End("GET".into(), p.into()));
+    assert!(en("/1") < st("/2"), "2 started before 1 ended: {ev:?}");
+    assert!(en("/2") < st("/3"), "3 started before 2 ended: {ev:?}");
+    assert_eq!(backend.max_in_flight(), 1, "maxconn 1 exceeded");
+    let order: Vec<String> = done
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(p, _)| p.clone())
+        .collect();
+    assert_eq!(order, ["/1", "/2", "/3"], "completion order");
+    assert_eq!(backend_qcur(&sock).await, Some(0));
+}
+
+async fn queue_timeout_gives_503(timeouts: &str) {
+    let backend = Backend::start("slow1").await;
+    backend.set_gated(true);
+    let port = free_port();
+    let _s = Sluice::start(&cfg(port, &backend, timeouts));
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+
+    let first = tokio::spawn(async move { get(addr, "/first").await });
+    backend.wait_started("/first", DEADLINE).await;
+
+    // The slot stays taken: this one waits in the queue until it times out.
+    let t0 = Instant::now();
+    let r = get(addr, "/late").await;
+    let waited = t0.elapsed();
+    assert_haproxy_503(&r);
+    assert!(
+        waited >= Duration::from_millis(1000),
+        "503 after {waited:?}: must wait out `timeout queue` (1.5 s) first"
+    );
+    assert_eq!(
+        backend.hits(),
+        1,
+        "the timed-out request reached the server"
+    );
+
+    // The request holding the slot is unaffected.
+    backend.release(1);
+    let r = within(DEADLINE, "first request", first).await.unwrap();
+    assert_eq!(r.status, 200);
+    assert_eq!(backend.max_in_flight(), 1);
+
+    // And the slot is usable again.
+    backend.set_gated(false);
+    let r = get(addr, "/after").await;
+    assert_eq!(r.status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn queue_timeout_expiry_is_503() {
+    queue_timeout_gives_503("    timeout connect 5s\n    timeout queue 1500ms").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn queue_timeout_defaults_to_timeout_connect() {
+    queue_timeout_gives_503("    timeout connect 1500ms").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn slow_backend_three_concurrent_requests() {
+    // A real sleeping backend: 2 s per request, `timeout queue 3s`, three
+    // requests at once. The first is served, the second waits ~2 s and is
+    // served, the third would wait ~4 s and times out with a 503. Timing
+    // based, hence the 1 s margins on both sides; the third is sent once the
+    // second is known to be queued.
+    let backend = Backend::start("slow1").await;
+    backend.set_delay(Duration::from_millis(2000));
+    let port = free_port();
+    let s = Sluice::start(&cfg(
+        port,
+        &backend,
+        "    timeout connect 5s\n    timeout queue 3s",
+    ));
+    let sock = s.stats_socket();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+
+    let a = tokio::spawn(async move { get(addr, "/1").await });
+    backend.wait_started("/1", DEADLINE).await;
+    let b = tokio::spawn(async move { get(addr, "/2").await });
+    wait_qcur(&sock, 1).await;
+    let c = tokio::spawn(async move { get(addr, "/3").await });
+
+    let (ra, rb, rc) = (
+        within(DEADLINE, "/1", a).await.unwrap(),
+        within(DEADLINE, "/2", b).await.unwrap(),
+        within(DEADLINE, "/3", c).await.unwrap(),
+    );
+    assert_eq!(ra.status, 200);
+    assert_eq!(rb.status, 200, "/2 was queued ~2 s < timeout queue");
+    assert_haproxy_503(&rc);
+    assert_eq!(backend.max_in_flight(), 1);
+    assert_eq!(backend.hits(), 2);
+}

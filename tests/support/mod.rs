@@ -1,0 +1,1115 @@
+//! Test harness shared by the integration tests.
+//!
+//! * [`Sluice`]: runs the built binary on a config (written to a private temp
+//!   dir), waits until every `bind` address and `stats socket` of the config
+//!   accepts connections, kills the process on drop.
+//! * [`Backend`]: a small real HTTP/1.1 server (hyper) answering with its own
+//!   name (body `<name>\n`, header `x-backend: <name>`), counting requests and
+//!   concurrency, optionally slow or gated, killable and restartable on the
+//!   same port.
+//! * [`HttpConn`]: a raw `TcpStream` HTTP/1.1 client (keep-alive aware) so the
+//!   tests see the bytes on the wire.
+//! * [`cli`] / [`socat`] / [`Csv`]: the stats socket, as users drive it.
+//!
+//! Everything waits on observable readiness with deadlines, never on fixed
+//! sleeps.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::io::Read;
+use std::net::{SocketAddr, TcpListener as StdListener, TcpStream as StdStream, ToSocketAddrs};
+use std::os::unix::net::UnixStream as StdUnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpSocket, TcpStream};
+use tokio::sync::Semaphore;
+use tokio::task::{JoinHandle, JoinSet};
+
+/// The binary under test: the crate's `sluice`, or `$SLUICE_TEST_BIN` (e.g.
+/// `/usr/sbin/haproxy`, to check the tests' expectations against the real
+/// thing where configs are compatible).
+pub fn bin() -> String {
+    std::env::var("SLUICE_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_sluice").to_string())
+}
+
+/// How long sluice may take to start listening.
+pub const START_DEADLINE: Duration = Duration::from_secs(20);
+
+/// HAProxy 2.6.12's exact `show stat` header (reference §1.3), without the
+/// line feed.
+pub const SHOW_STAT_HEADER: &str = "# pxname,svname,qcur,qmax,scur,smax,slim,stot,bin,bout,dreq,dresp,ereq,econ,eresp,wretr,wredis,status,weight,act,bck,chkfail,chkdown,lastchg,downtime,qlimit,pid,iid,sid,throttle,lbtot,tracked,type,rate,rate_lim,rate_max,check_status,check_code,check_duration,hrsp_1xx,hrsp_2xx,hrsp_3xx,hrsp_4xx,hrsp_5xx,hrsp_other,hanafail,req_rate,req_rate_max,req_tot,cli_abrt,srv_abrt,comp_in,comp_out,comp_byp,comp_rsp,lastsess,last_chk,last_agt,qtime,ctime,rtime,ttime,agent_status,agent_code,agent_duration,check_desc,agent_desc,check_rise,check_fall,check_health,agent_rise,agent_fall,agent_health,addr,cookie,mode,algo,conn_rate,conn_rate_max,conn_tot,intercepted,dcon,dses,wrew,connect,reuse,cache_lookups,cache_hits,srv_icur,src_ilim,qtime_max,ctime_max,rtime_max,ttime_max,eint,idle_conn_cur,safe_conn_cur,used_conn_cur,need_conn_est,uweight,agg_server_status,agg_server_check_status,agg_check_status,-,ssl_sess,ssl_reused_sess,ssl_failed_handshake,h2_headers_rcvd,h2_data_rcvd,h2_settings_rcvd,h2_rst_stream_rcvd,h2_goaway_rcvd,h2_detected_conn_protocol_errors,h2_detected_strm_protocol_errors,h2_rst_stream_resp,h2_goaway_resp,h2_open_connections,h2_backend_open_streams,h2_total_connections,h2_backend_total_streams,h1_open_connections,h1_open_streams,h1_total_connections,h1_total_streams,h1_bytes_in,h1_bytes_out,h1_spliced_bytes_in,h1_spliced_bytes_out,";
+
+/// HAProxy's built-in 503 body (reference §2.13), exactly 107 bytes.
+pub const BODY_503: &str = "<html><body><h1>503 Service Unavailable</h1>\nNo server is available to handle this request.\n</body></html>\n";
+
+// ---------------------------------------------------------------------------
+// Ports, temp dirs, waiting
+
+/// A free ephemeral port on 127.0.0.1 (bound, then released right away).
+pub fn free_port() -> u16 {
+    StdListener::bind("127.0.0.1:0")
+        .expect("bind 127.0.0.1:0")
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `n` distinct free ports (all held until every one is chosen).
+pub fn free_ports(n: usize) -> Vec<u16> {
+    let held: Vec<StdListener> = (0..n)
+        .map(|_| StdListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0"))
+        .collect();
+    held.iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect()
+}
+
+/// A private directory under the system temp dir, removed on drop. Its path
+/// is kept short: UNIX socket paths are limited to 107 bytes.
+pub struct TempDir {
+    path: PathBuf,
+}
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        static SEQ: AtomicUsize = AtomicUsize::new(0);
+        let n = SEQ.fetch_add(1, SeqCst);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
+        let path =
+            std::env::temp_dir().join(format!("sluice-{tag}-{}-{n}-{nanos:x}", std::process::id()));
+        std::fs::create_dir_all(&path).expect("create temp dir");
+        TempDir { path }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    /// Writes `text` to `<dir>/<name>` and returns its path.
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.path.join(name);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(&p, text).expect("write temp file");
+        p
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// Polls `cond` every few milliseconds until it holds; panics with `what`
+/// after `deadline`.
+pub async fn wait_until<F, Fut>(deadline: Duration, what: &str, mut cond: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let end = Instant::now() + deadline;
+    loop {
+        if cond().await {
+            return;
+        }
+        if Instant::now() >= end {
+            panic!("timed out after {deadline:?} waiting for: {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Runs a future with a deadline, panicking with `what` when it expires.
+pub async fn within<T>(
+    deadline: Duration,
+    what: &str,
+    fut: impl std::future::Future<Output = T>,
+) -> T {
+    match tokio::time::timeout(deadline, fut).await {
+        Ok(v) => v,
+        Err(_) => panic!("timed out after {deadline:?}: {what}"),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Running the binary
+
+/// Output of a finished sluice run.
+#[derive(Debug)]
+pub struct RunOutput {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl RunOutput {
+    pub fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+}
+
+/// Runs sluice with `args` in `cwd` to completion (killed and reported after
+/// 30 s, so a binary that wrongly starts serving cannot hang the suite).
+pub fn run_sluice(args: &[&str], cwd: Option<&Path>) -> RunOutput {
+    let dir = TempDir::new("run");
+    let out = dir.join("stdout");
+    let err = dir.join("stderr");
+    let mut cmd = Command::new(bin());
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap());
+    if let Some(c) = cwd {
+        cmd.current_dir(c);
+    }
+    let mut child = cmd.spawn().expect("spawn sluice");
+    let end = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() >= end {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "sluice {args:?} did not exit within 30 s; stderr:\n{}",
+                std::fs::read_to_string(&err).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    RunOutput {
+        status,
+        stdout: std::fs::read_to_string(&out).unwrap_or_default(),
+        stderr: std::fs::read_to_string(&err).unwrap_or_default(),
+    }
+}
+
+/// Something that must accept connections before sluice counts as ready.
+#[derive(Debug, Clone)]
+pub enum Ready {
+    Tcp(SocketAddr),
+    Unix(PathBuf),
+}
+
+/// A running sluice process, killed on drop.
+pub struct Sluice {
+    child: Child,
+    pub dir: TempDir,
+    pub cfg: PathBuf,
+    stderr_path: PathBuf,
+    ready: Vec<Ready>,
+}
+
+/// Builder for [`Sluice`].
+pub struct SluiceBuilder {
+    dir: TempDir,
+    cfg: PathBuf,
+    cfg_text: String,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    extra_ready: Vec<Ready>,
+    cwd: Option<PathBuf>,
+}
+
+impl SluiceBuilder {
+    pub fn arg(mut self, a: &str) -> Self {
+        self.args.push(a.to_string());
+        self
+    }
+
+    pub fn env(mut self, k: &str, v: &str) -> Self {
+        self.env.push((k.to_string(), v.to_string()));
+        self
+    }
+
+    pub fn ready(mut self, r: Ready) -> Self {
+        self.extra_ready.push(r);
+        self
+    }
+
+    pub fn cwd(mut self, p: &Path) -> Self {
+        self.cwd = Some(p.to_path_buf());
+        self
+    }
+
+    pub fn start(self) -> Sluice {
+        let env: HashMap<String, String> = self.env.iter().cloned().collect();
+        let mut ready = ready_targets(&self.cfg_text, &env);
+        ready.extend(self.extra_ready);
+        let stderr_path = self.dir.join("sluice.stderr");
+        let mut cmd = Command::new(bin());
+        cmd.arg("-f")
+            .arg(&self.cfg)
+            .arg("-d")
+            .args(&self.args)
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(self.dir.join("sluice.stdout")).unwrap())
+            .stderr(std::fs::File::create(&stderr_path).unwrap());
+        if let Some(c) = &self.cwd {
+            cmd.current_dir(c);
+        }
+        let child = cmd.spawn().expect("spawn sluice");
+        let mut s = Sluice {
+            child,
+            dir: self.dir,
+            cfg: self.cfg,
+            stderr_path,
+            ready,
+        };
+        s.wait_ready();
+        s
+    }
+}
+
+impl Sluice {
+    /// Writes `cfg` (with every `@DIR@` replaced by the private temp dir) to
+    /// `<dir>/sluice.cfg` and prepares to run it.
+    pub fn builder(cfg: &str) -> SluiceBuilder {
+        let dir = TempDir::new("sl");
+        let text = cfg.replace("@DIR@", dir.path().to_str().unwrap());
+        let path = dir.write("sluice.cfg", &text);
+        SluiceBuilder {
+            dir,
+            cfg: path,
+            cfg_text: text,
+            args: Vec::new(),
+            env: Vec::new(),
+            extra_ready: Vec::new(),
+            cwd: None,
+        }
+    }
+
+    /// Uses an existing config file instead (e.g. one in `conf/`).
+    pub fn builder_file(path: &Path) -> SluiceBuilder {
+        let dir = TempDir::new("sl");
+        let text = std::fs::read_to_string(path).expect("read config");
+        SluiceBuilder {
+            dir,
+            cfg: path.to_path_buf(),
+            cfg_text: text,
+            args: Vec::new(),
+            env: Vec::new(),
+            extra_ready: Vec::new(),
+            cwd: None,
+        }
+    }
+
+    /// `sluice -f <cfg> -d`, returned once every listener accepts.
+    pub fn start(cfg: &str) -> Sluice {
+        Self::builder(cfg).start()
+    }
+
+    /// Path of `name` inside the private temp dir (what `@DIR@/name` became).
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr_path).unwrap_or_default()
+    }
+
+    /// Panics if the process has exited.
+    pub fn assert_running(&mut self) {
+        if let Some(st) = self.child.try_wait().unwrap() {
+            panic!("sluice exited ({st}); stderr:\n{}", self.stderr());
+        }
+    }
+
+    fn wait_ready(&mut self) {
+        assert!(
+            !self.ready.is_empty(),
+            "harness: nothing to wait for (no bind / stats socket found in the config)"
+        );
+        let end = Instant::now() + START_DEADLINE;
+        let mut pending = self.ready.clone();
+        while !pending.is_empty() {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                panic!(
+                    "sluice exited ({st}) before listening on {pending:?}; stderr:\n{}",
+                    self.stderr()
+                );
+            }
+            pending.retain(|r| match r {
+                Ready::Tcp(a) => StdStream::connect_timeout(a, Duration::from_millis(200)).is_err(),
+                Ready::Unix(p) => StdUnixStream::connect(p).is_err(),
+            });
+            if pending.is_empty() {
+                break;
+            }
+            if Instant::now() >= end {
+                panic!(
+                    "sluice not ready after {START_DEADLINE:?}: still not accepting on {pending:?}; stderr:\n{}",
+                    self.stderr()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// The first `stats socket` path of the config.
+    pub fn stats_socket(&self) -> PathBuf {
+        self.ready
+            .iter()
+            .find_map(|r| match r {
+                Ready::Unix(p) => Some(p.clone()),
+                _ => None,
+            })
+            .expect("config has no stats socket")
+    }
+}
+
+impl Drop for Sluice {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            eprintln!(
+                "---- sluice stderr ({}) ----\n{}",
+                self.cfg.display(),
+                self.stderr()
+            );
+        }
+    }
+}
+
+/// Expands `${VAR}`, `${VAR-default}` and `$VAR` like the config lexer, for
+/// the harness's own scan of listener addresses.
+fn expand_env(word: &str, env: &HashMap<String, String>) -> String {
+    let lookup = |k: &str| env.get(k).cloned().or_else(|| std::env::var(k).ok());
+    let mut out = String::new();
+    let mut rest = word;
+    while let Some(i) = rest.find('$') {
+        out.push_str(&rest[..i]);
+        rest = &rest[i + 1..];
+        if let Some(r) = rest.strip_prefix('{') {
+            let close = r.find('}').unwrap_or(r.len());
+            let inner = &r[..close];
+            let (name, default) = match inner.find('-') {
+                Some(d) => (&inner[..d], Some(&inner[d + 1..])),
+                None => (inner, None),
+            };
+            match (lookup(name), default) {
+                (Some(v), _) => out.push_str(&v),
+                (None, Some(d)) => out.push_str(d),
+                (None, None) => {}
+            }
+            rest = &r[(close + 1).min(r.len())..];
+        } else {
+            let n = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            out.push_str(&lookup(&rest[..n]).unwrap_or_default());
+            rest = &rest[n..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+fn unquote(w: &str) -> String {
+    w.trim_matches(|c| c == '"' || c == '\'').to_string()
+}
+
+/// Every `bind` address and `stats socket` of a config.
+pub fn ready_targets(cfg: &str, env: &HashMap<String, String>) -> Vec<Ready> {
+    let mut out = Vec::new();
+    for line in cfg.lines() {
+        let line = line.split('#').next().unwrap_or("");
+        let words: Vec<String> = line
+            .split_whitespace()
+            .map(|w| expand_env(&unquote(w), env))
+            .collect();
+        let addr_word = match words.as_slice() {
+            [b, a, ..] if b == "bind" => a.clone(),
+            [s, k, a, ..] if s == "stats" && k == "socket" => a.clone(),
+            _ => continue,
+        };
+        for a in addr_word.split(',') {
+            let a = a.strip_prefix("ipv4@").unwrap_or(a);
+            if let Some(p) = a.strip_prefix("unix@") {
+                out.push(Ready::Unix(PathBuf::from(p)));
+            } else if a.starts_with('/') {
+                out.push(Ready::Unix(PathBuf::from(a)));
+            } else if let Some((host, port)) = a.rsplit_once(':') {
+                let host = match host {
+                    "" | "*" | "0.0.0.0" => "127.0.0.1",
+                    h => h,
+                };
+                if let Some(sa) = format!("{host}:{port}")
+                    .to_socket_addrs()
+                    .ok()
+                    .and_then(|mut it| it.find(|s| s.is_ipv4()))
+                {
+                    out.push(Ready::Tcp(sa));
+                }
+            }
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------
+// Backends
+
+/// What a backend saw, in order, across all its connections.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// A request arrived (method, path).
+    Start(String, String),
+    /// Its response is about to be sent (method, path).
+    End(String, String),
+}
+
+struct BackendState {
+    name: String,
+    hits: AtomicUsize,
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+    delay_ms: AtomicU64,
+    gated: AtomicBool,
+    gate: Semaphore,
+    events: Mutex<Vec<Event>>,
+    bodies: Mutex<Vec<Vec<u8>>>,
+}
+
+/// A small real HTTP/1.1 server on 127.0.0.1 (keep-alive, hyper).
+pub struct Backend {
+    pub name: String,
+    pub addr: SocketAddr,
+    st: Arc<BackendState>,
+    task: Option<JoinHandle<()>>,
+}
+
+fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let sock = TcpSocket::new_v4()?;
+    sock.set_reuseaddr(true)?;
+    sock.bind(addr)?;
+    sock.listen(1024)
+}
+
+impl Backend {
+    /// Starts a backend on a fresh ephemeral port. Needs a tokio runtime.
+    pub async fn start(name: &str) -> Backend {
+        let listener = listen("127.0.0.1:0".parse().unwrap()).expect("bind backend");
+        let addr = listener.local_addr().unwrap();
+        let st = Arc::new(BackendState {
+            name: name.to_string(),
+            hits: AtomicUsize::new(0),
+            in_flight: AtomicUsize::new(0),
+            max_in_flight: AtomicUsize::new(0),
+            delay_ms: AtomicU64::new(0),
+            gated: AtomicBool::new(false),
+            gate: Semaphore::new(0),
+            events: Mutex::new(Vec::new()),
+            bodies: Mutex::new(Vec::new()),
+        });
+        let task = tokio::spawn(serve(listener, st.clone()));
+        Backend {
+            name: name.to_string(),
+            addr,
+            st,
+            task: Some(task),
+        }
+    }
+
+    /// `127.0.0.1:<port>` as written in a `server` line.
+    pub fn hostport(&self) -> String {
+        self.addr.to_string()
+    }
+
+    pub fn hits(&self) -> usize {
+        self.st.hits.load(SeqCst)
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.st.in_flight.load(SeqCst)
+    }
+
+    pub fn max_in_flight(&self) -> usize {
+        self.st.max_in_flight.load(SeqCst)
+    }
+
+    pub fn events(&self) -> Vec<Event> {
+        self.st.events.lock().unwrap().clone()
+    }
+
+    pub fn bodies(&self) -> Vec<Vec<u8>> {
+        self.st.bodies.lock().unwrap().clone()
+    }
+
+    /// Every response waits this long before being sent.
+    pub fn set_delay(&self, d: Duration) {
+        self.st.delay_ms.store(d.as_millis() as u64, SeqCst);
+    }
+
+    /// While gated, each request waits for one [`Backend::release`] permit.
+    pub fn set_gated(&self, on: bool) {
+        self.st.gated.store(on, SeqCst);
+    }
+
+    /// Lets `n` gated requests answer.
+    pub fn release(&self, n: usize) {
+        self.st.gate.add_permits(n);
+    }
+
+    /// Waits until the backend has seen `Start` for `path`.
+    pub async fn wait_started(&self, path: &str, deadline: Duration) {
+        let st = self.st.clone();
+        let what = format!("backend {} to receive {path}", self.name);
+        wait_until(deadline, &what, || {
+            let st = st.clone();
+            async move {
+                st.events
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .any(|e| matches!(e, Event::Start(_, p) if p == path))
+            }
+        })
+        .await;
+    }
+
+    /// Stops listening and drops every open connection (the port then
+    /// refuses connections).
+    pub async fn kill(&mut self) {
+        if let Some(t) = self.task.take() {
+            t.abort();
+            let _ = t.await;
+        }
+    }
+
+    /// Listens again on the same port.
+    pub async fn restart(&mut self) {
+        assert!(self.task.is_none(), "backend {} still running", self.name);
+        let end = Instant::now() + Duration::from_secs(10);
+        let listener = loop {
+            match listen(self.addr) {
+                Ok(l) => break l,
+                Err(e) if Instant::now() < end => {
+                    let _ = e;
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(e) => panic!("cannot rebind {} on {}: {e}", self.name, self.addr),
+            }
+        };
+        self.task = Some(tokio::spawn(serve(listener, self.st.clone())));
+    }
+}
+
+impl Drop for Backend {
+    fn drop(&mut self) {
+        if let Some(t) = self.task.take() {
+            t.abort();
+        }
+    }
+}
+
+async fn serve(listener: tokio::net::TcpListener, st: Arc<BackendState>) {
+    // Connection tasks live in this set: aborting the accept task drops it,
+    // which aborts (and closes) every connection.
+    let mut conns = JoinSet::new();
+    loop {
+        let Ok((sock, _)) = listener.accept().await else {
+            continue;
+        };
+        let st = st.clone();
+        conns.spawn(async move {
+            let svc = service_fn(move |req| handle(req, st.clone()));
+            let _ = http1::Builder::new()
+                .keep_alive(true)
+                .serve_connection(TokioIo::new(sock), svc)
+                .await;
+        });
+        while conns.try_join_next().is_some() {}
+    }
+}
+
+async fn handle(
+    req: hyper::Request<hyper::body::Incoming>,
+    st: Arc<BackendState>,
+) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
+    let method = req.method().to_string();
+    let path = req
+        .uri()
+        .path_and_query()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_default();
+    let body = match req.into_body().collect().await {
+        Ok(b) => b.to_bytes().to_vec(),
+        Err(_) => Vec::new(),
+    };
+    st.hits.fetch_add(1, SeqCst);
+    let now = st.in_flight.fetch_add(1, SeqCst) + 1;
+    st.max_in_flight.fetch_max(now, SeqCst);
+    st.bodies.lock().unwrap().push(body);
+    st.events
+        .lock()
+        .unwrap()
+        .push(Event::Start(method.clone(), path.clone()));
+    let delay = st.delay_ms.load(SeqCst);
+    if delay > 0 {
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+    }
+    if st.gated.load(SeqCst) {
+        st.gate.acquire().await.expect("gate").forget();
+    }
+    st.events
+        .lock()
+        .unwrap()
+        .push(Event::End(method.clone(), path));
+    st.in_flight.fetch_sub(1, SeqCst);
+    let resp = hyper::Response::builder()
+        .status(200)
+        .header("x-backend", st.name.as_str())
+        .header("x-method", method)
+        .header("content-type", "text/plain")
+        .body(Full::new(Bytes::from(format!("{}\n", st.name))))
+        .unwrap();
+    Ok(resp)
+}
+
+// ---------------------------------------------------------------------------
+// HTTP client
+
+/// A parsed HTTP/1.1 response.
+#[derive(Debug, Clone)]
+pub struct Response {
+    pub status: u16,
+    pub reason: String,
+    /// Status line and header lines as received (CRLFs kept), up to and
+    /// including the empty line.
+    pub head: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    /// First header with this (case-insensitive) name.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    /// The `x-backend` header our test backends set.
+    pub fn backend(&self) -> String {
+        self.header("x-backend")
+            .unwrap_or_else(|| {
+                panic!(
+                    "no x-backend header in response:\n{}{}",
+                    self.head,
+                    self.text()
+                )
+            })
+            .to_string()
+    }
+
+    fn closes(&self) -> bool {
+        self.header("connection")
+            .is_some_and(|v| v.eq_ignore_ascii_case("close"))
+    }
+}
+
+/// One client connection, reused for successive requests (keep-alive).
+pub struct HttpConn {
+    stream: BufReader<TcpStream>,
+    pub addr: SocketAddr,
+    closed: bool,
+}
+
+/// Deadline of any single request made through the helpers.
+pub const REQ_DEADLINE: Duration = Duration::from_secs(15);
+
+impl HttpConn {
+    pub async fn connect(addr: SocketAddr) -> HttpConn {
+        let s = within(REQ_DEADLINE, "connect to sluice", TcpStream::connect(addr))
+            .await
+            .unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+        s.set_nodelay(true).unwrap();
+        HttpConn {
+            stream: BufReader::new(s),
+            addr,
+            closed: false,
+        }
+    }
+
+    /// True once the server announced `connection: close` or closed.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Sends raw request bytes and reads one response.
+    pub async fn raw(&mut self, req: &[u8], head_request: bool) -> std::io::Result<Response> {
+        self.stream.get_mut().write_all(req).await?;
+        let r = read_response(&mut self.stream, head_request).await;
+        match &r {
+            Ok(resp) if resp.closes() => self.closed = true,
+            Err(_) => self.closed = true,
+            _ => {}
+        }
+        r
+    }
+
+    /// `METHOD path HTTP/1.1` with a Host header and an optional body.
+    pub async fn send(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: &[u8],
+    ) -> std::io::Result<Response> {
+        let mut req = format!(
+            "{method} {path} HTTP/1.1\r\nhost: {}\r\nuser-agent: sluice-tests\r\n",
+            self.addr
+        );
+        if !body.is_empty() || matches!(method, "POST" | "PUT") {
+            req.push_str(&format!("content-length: {}\r\n", body.len()));
+        }
+        req.push_str("\r\n");
+        let mut bytes = req.into_bytes();
+        bytes.extend_from_slice(body);
+        self.raw(&bytes, method == "HEAD").await
+    }
+
+    /// Like [`HttpConn::send`], panicking on I/O errors or after
+    /// [`REQ_DEADLINE`].
+    pub async fn req(&mut self, method: &str, path: &str, body: &[u8]) -> Response {
+        let what = format!("{method} {path} via {}", self.addr);
+        within(REQ_DEADLINE, &what, self.send(method, path, body))
+            .await
+            .unwrap_or_else(|e| panic!("{what}: {e}"))
+    }
+
+    pub async fn get(&mut self, path: &str) -> Response {
+        self.req("GET", path, b"").await
+    }
+}
+
+/// One request on a new connection.
+pub async fn request(addr: SocketAddr, method: &str, path: &str, body: &[u8]) -> Response {
+    HttpConn::connect(addr).await.req(method, path, body).await
+}
+
+/// `GET path` on a new connection.
+pub async fn get(addr: SocketAddr, path: &str) -> Response {
+    request(addr, "GET", path, b"").await
+}
+
+async fn read_response(
+    r: &mut BufReader<TcpStream>,
+    head_request: bool,
+) -> std::io::Result<Response> {
+    use std::io::{Error, ErrorKind};
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        let n = r.read_line(&mut line).await?;
+        if n == 0 {
+            return Err(Error::new(
+                ErrorKind::UnexpectedEof,
+                format!("connection closed before end of response head; got {head:?}"),
+            ));
+        }
+        head.push_str(&line);
+        if line == "\r\n" || line == "\n" {
+            if head.trim().is_empty() {
+                head.clear();
+                continue;
+            }
+            break;
+        }
+    }
+    let mut lines = head.lines();
+    let status_line = lines.next().unwrap_or("");
+    let mut parts = status_line.splitn(3, ' ');
+    let version = parts.next().unwrap_or("");
+    if !version.starts_with("HTTP/1.") {
+        return Err(Error::new(
+            ErrorKind::InvalidData,
+            format!("bad status line {status_line:?}"),
+        ));
+    }
+    let status: u16 = parts.next().and_then(|s| s.parse().ok()).ok_or_else(|| {
+        Error::new(
+            ErrorKind::InvalidData,
+            format!("bad status line {status_line:?}"),
+        )
+    })?;
+    let reason = parts.next().unwrap_or("").to_string();
+    let headers: Vec<(String, String)> = lines
+        .filter(|l| !l.is_empty())
+        .filter_map(|l| {
+            l.split_once(':')
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        })
+        .collect();
+    let find = |n: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(n))
+            .map(|(_, v)| v.clone())
+    };
+    let mut body = Vec::new();
+    let no_body = head_request || status < 200 || status == 204 || status == 304;
+    if no_body {
+    } else if find("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked"))
+    {
+        loop {
+            let mut size_line = String::new();
+            if r.read_line(&mut size_line).await? == 0 {
+                return Err(Error::new(ErrorKind::UnexpectedEof, "eof in chunk size"));
+            }
+            let size_hex = size_line.trim().split(';').next().unwrap_or("");
+            let size = usize::from_str_radix(size_hex, 16).map_err(|_| {
+                Error::new(
+                    ErrorKind::InvalidData,
+                    format!("bad chunk size {size_line:?}"),
+                )
+            })?;
+            if size == 0 {
+                // trailers until empty line
+                loop {
+                    let mut t = String::new();
+                    if r.read_line(&mut t).await? == 0 || t == "\r\n" || t == "\n" {
+                        break;
+                    }
+                }
+                break;
+            }
+            let start = body.len();
+            body.resize(start + size, 0);
+            r.read_exact(&mut body[start..]).await?;
+            let mut crlf = [0u8; 2];
+            r.read_exact(&mut crlf).await?;
+        }
+    } else if let Some(cl) = find("content-length") {
+        let n: usize = cl.parse().map_err(|_| {
+            Error::new(ErrorKind::InvalidData, format!("bad content-length {cl:?}"))
+        })?;
+        body.resize(n, 0);
+        r.read_exact(&mut body).await?;
+    } else {
+        r.read_to_end(&mut body).await?;
+    }
+    Ok(Response {
+        status,
+        reason,
+        head,
+        headers,
+        body,
+    })
+}
+
+/// Asserts that `r` is HAProxy's built-in 503, byte for byte in the body and
+/// with its headers (reference §2.13).
+pub fn assert_haproxy_503(r: &Response) {
+    assert_eq!(r.status, 503, "expected 503, got:\n{}{}", r.head, r.text());
+    assert!(
+        r.head.starts_with("HTTP/1.1 503 Service Unavailable\r\n"),
+        "status line: {:?}",
+        r.head
+    );
+    assert_eq!(r.text(), BODY_503, "503 body");
+    assert_eq!(r.header("content-length"), Some("107"));
+    assert_eq!(r.header("cache-control"), Some("no-cache"));
+    assert_eq!(r.header("content-type"), Some("text/html"));
+}
+
+// ---------------------------------------------------------------------------
+// Stats socket
+
+/// Sends one command line over the UNIX stats socket and returns everything
+/// sluice wrote until it closed the connection (non-interactive mode closes
+/// after answering, reference §1.2).
+pub async fn cli(path: &Path, cmd: &str) -> String {
+    let what = format!("stats socket {} command {cmd:?}", path.display());
+    within(Duration::from_secs(10), &what, async {
+        let mut s = tokio::net::UnixStream::connect(path)
+            .await
+            .unwrap_or_else(|e| panic!("connect {}: {e}", path.display()));
+        s.write_all(format!("{cmd}\n").as_bytes()).await.unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        out
+    })
+    .await
+}
+
+/// Whether `socat` is on PATH.
+pub fn have_socat() -> bool {
+    Command::new("socat")
+        .arg("-V")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// `echo "<cmd>" | socat unix-connect:<path> stdio`, as users do; `None` when
+/// socat is not installed. Blocking: call through `spawn_blocking`.
+pub fn socat(path: &Path, cmd: &str) -> Option<String> {
+    if !have_socat() {
+        return None;
+    }
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(format!("echo \"$1\" | socat unix-connect:\"$2\" stdio"))
+        .arg("sh")
+        .arg(cmd)
+        .arg(path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn socat");
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let st = child.wait().unwrap();
+    assert!(st.success(), "socat failed: {st}");
+    Some(out)
+}
+
+/// A parsed `show stat` CSV.
+#[derive(Debug, Clone)]
+pub struct Csv {
+    /// The header line as received (no line feed).
+    pub header_line: String,
+    pub names: Vec<String>,
+    /// Raw data lines (no line feed).
+    pub lines: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+/// Splits one CSV line; a field is quoted only if it contains `,` or `"`.
+pub fn split_csv(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = line.chars().peekable();
+    let mut quoted = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            '"' => quoted = !quoted,
+            ',' if !quoted => out.push(std::mem::take(&mut cur)),
+            c => cur.push(c),
+        }
+    }
+    out.push(cur);
+    out
+}
+
+impl Csv {
+    /// Parses `show stat` output: a header line, data lines, then (CLI only)
+    /// the empty terminating line.
+    pub fn parse(text: &str) -> Csv {
+        let mut lines = text.lines();
+        let header_line = lines.next().unwrap_or("").to_string();
+        let names = split_csv(header_line.strip_prefix("# ").unwrap_or(&header_line));
+        let lines: Vec<String> = lines
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect();
+        let rows = lines.iter().map(|l| split_csv(l)).collect();
+        Csv {
+            header_line,
+            names,
+            lines,
+            rows,
+        }
+    }
+
+    pub fn col(&self, name: &str) -> usize {
+        self.names
+            .iter()
+            .position(|n| n == name)
+            .unwrap_or_else(|| panic!("no column {name:?}"))
+    }
+
+    pub fn row(&self, px: &str, sv: &str) -> &Vec<String> {
+        self.rows
+            .iter()
+            .find(|r| r.len() > 1 && r[0] == px && r[1] == sv)
+            .unwrap_or_else(|| panic!("no row {px},{sv} in:\n{}", self.lines.join("\n")))
+    }
+
+    pub fn try_row(&self, px: &str, sv: &str) -> Option<&Vec<String>> {
+        self.rows
+            .iter()
+            .find(|r| r.len() > 1 && r[0] == px && r[1] == sv)
+    }
+
+    /// Field `name` of row `px,sv`.
+    pub fn get(&self, px: &str, sv: &str, name: &str) -> String {
+        self.row(px, sv)[self.col(name)].clone()
+    }
+
+    /// Field `name` of row `px,sv` as a number (panics if empty / not one).
+    pub fn num(&self, px: &str, sv: &str, name: &str) -> u64 {
+        let v = self.get(px, sv, name);
+        v.parse()
+            .unwrap_or_else(|_| panic!("{px},{sv} {name} = {v:?} is not a number"))
+    }
+}
+
+/// `show stat` over the socket, parsed. Panics on a reply that is not CSV.
+pub async fn show_stat(path: &Path) -> Csv {
+    let text = cli(path, "show stat").await;
+    assert!(
+        text.starts_with("# pxname,"),
+        "show stat did not answer CSV:\n{text}"
+    );
+    Csv::parse(&text)
+}
+
+/// `status` of server `px/sv`, or an explanatory placeholder when the socket
+/// does not answer CSV (so that polling loops keep going until their
+/// deadline).
+pub async fn server_status(path: &Path, px: &str, sv: &str) -> String {
+    let text = cli(path, "show stat").await;
+    if !text.starts_with("# pxname,") {
+        return format!("<no csv: {text:?}>");
+    }
+    let csv = Csv::parse(&text);
+    match csv.try_row(px, sv) {
+        Some(r) => r.get(csv.col("status")).cloned().unwrap_or_default(),
+        None => "<no row>".to_string(),
+    }
+}
