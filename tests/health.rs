@@ -60,7 +60,7 @@ async fn wait_status(sock: &Path, sv: &str, want: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dead_server_goes_down_gets_no_traffic_and_comes_back() {
-    let mut b = vec![
+    let mut b = [
         Backend::start("s1").await,
         Backend::start("s2").await,
         Backend::start("s3").await,
@@ -141,7 +141,7 @@ async fn dead_server_goes_down_gets_no_traffic_and_comes_back() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn all_servers_down_gives_haproxy_503() {
-    let mut b = vec![Backend::start("s1").await, Backend::start("s2").await];
+    let mut b = [Backend::start("s1").await, Backend::start("s2").await];
     let port = free_port();
     let s = Sluice::start(&cfg(port, &[&b[0], &b[1]]));
     let sock = s.stats_socket();

@@ -384,3 +384,42 @@ async fn unknown_command_and_pipelined_commands() {
     assert!(stat.starts_with(SHOW_STAT_HEADER), "{stat}");
     assert!(stat.ends_with(",\n\n"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stats_uri_in_a_frontend_is_served() {
+    // `stats uri` is valid in frontend sections too (HAProxy 2.6 serves it
+    // there; reference §1.9 "in any proxy").
+    let b = Backend::start("s1").await;
+    let port = free_port();
+    let cfg = format!(
+        "defaults
+    mode http
+    timeout connect 5s
+    timeout client 30s
+    timeout server 30s
+frontend www
+    bind 127.0.0.1:{port}
+    stats uri /stats
+    default_backend apps
+backend apps
+    server s1 {}
+",
+        b.hostport()
+    );
+    let s = Sluice::start(&cfg);
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let r = get(addr, "/stats").await;
+    assert_eq!(r.status, 200, "{}", r.head);
+    assert!(
+        r.header("content-type")
+            .unwrap_or("")
+            .starts_with("text/html"),
+        "{}",
+        r.head
+    );
+    assert!(!s.stderr().contains("'stats' ignored"), "{}", s.stderr());
+    let r = get(addr, "/stats;csv").await;
+    assert_eq!(Csv::parse(&r.text()).header_line, SHOW_STAT_HEADER);
+    assert_eq!(get(addr, "/app").await.backend(), "s1");
+    assert_eq!(b.hits(), 1);
+}

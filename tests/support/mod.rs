@@ -984,7 +984,7 @@ pub fn socat(path: &Path, cmd: &str) -> Option<String> {
     }
     let mut child = Command::new("sh")
         .arg("-c")
-        .arg(format!("echo \"$1\" | socat unix-connect:\"$2\" stdio"))
+        .arg("echo \"$1\" | socat unix-connect:\"$2\" stdio")
         .arg("sh")
         .arg(cmd)
         .arg(path)
