@@ -99,7 +99,13 @@ pub fn main_with_args(args: &[String]) -> i32 {
     }
     let pid = std::process::id();
     let loaded = config::load(&opts.files);
-    if !opts.quiet {
+    if !opts.quiet && !loaded.diagnostics.is_empty() {
+        // HAProxy introduces its first diagnostic with these two notices.
+        let exe = std::env::current_exe()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        eprintln!("{:<10} ({pid}) : sluice version is {VERSION}", "[NOTICE]");
+        eprintln!("{:<10} ({pid}) : path to executable is {exe}", "[NOTICE]");
         eprint!("{}", config::diag::render_report(&loaded.diagnostics, pid));
     }
     let Some(cfg) = loaded.config else {
@@ -208,25 +214,17 @@ async fn serve(
             .unwrap_or(crate::routing::DEFAULT_MAXCONN) as usize,
     ));
     for sock in &cfg.global.stats_sockets {
-        match crate::stats::cli::bind_unix(sock) {
-            Ok(listener) => {
-                tokio::spawn(crate::stats::cli::serve_listener(
-                    listener,
-                    sock.clone(),
-                    rt.clone(),
-                ));
-            }
-            Err(e) => {
-                alert(
-                    pid,
-                    &format!(
-                        "Starting proxy GLOBAL: cannot bind UNIX socket ({}) [{}]",
-                        errno_text(&e),
-                        sock.path.display()
-                    ),
-                );
-                return 1;
-            }
+        if let Err(e) = start_stats_socket(sock, &rt) {
+            let what = match sock.tcp {
+                Some(addr) => format!("cannot bind socket ({}) [{addr}]", errno_text(&e)),
+                None => format!(
+                    "cannot bind UNIX socket ({}) [{}]",
+                    errno_text(&e),
+                    sock.path.display()
+                ),
+            };
+            alert(pid, &format!("Starting proxy GLOBAL: {what}"));
+            return 1;
         }
     }
     for fe in snap.frontends() {
@@ -254,6 +252,33 @@ async fn serve(
     tracing::info!("sluice {VERSION} started (pid {pid})");
     crate::process::wait_for_stop().await;
     0
+}
+
+/// Binds one `stats socket` (UNIX path or `ipv4@`/`ipv6@` address) and
+/// serves the CLI on it.
+fn start_stats_socket(
+    sock: &crate::config::model::StatsSocket,
+    rt: &Arc<Runtime>,
+) -> std::io::Result<()> {
+    match sock.tcp {
+        Some(addr) => {
+            let listener = crate::listener::bind_std(addr)?;
+            tokio::spawn(crate::stats::cli::serve_tcp(
+                listener,
+                sock.level,
+                rt.clone(),
+            ));
+        }
+        None => {
+            let listener = crate::stats::cli::bind_unix(sock)?;
+            tokio::spawn(crate::stats::cli::serve_listener(
+                listener,
+                sock.clone(),
+                rt.clone(),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn errno_text(e: &std::io::Error) -> String {

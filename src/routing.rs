@@ -89,7 +89,11 @@ pub const DEFAULT_MAXCONN: u32 = 4096;
 /// Builds the snapshot for `config`, creating or reusing runtime state in
 /// `registry` by name.
 pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapshot {
-    let first_iid = if config.global.stats_sockets.is_empty() { 1 } else { 2 };
+    let first_iid = if config.global.stats_sockets.is_empty() {
+        1
+    } else {
+        2
+    };
     let global_maxconn = config.global.maxconn.unwrap_or(DEFAULT_MAXCONN);
 
     // Backends first, so that frontends can point at them.
@@ -106,8 +110,10 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
             .map(|(j, s)| {
                 let params = s.check.unwrap_or_default();
                 let st = state.server(&s.name, s.addr, s.check.is_some(), params.rise, params.fall);
-                st.weight.store(s.weight, std::sync::atomic::Ordering::Relaxed);
-                st.maxconn.store(s.maxconn, std::sync::atomic::Ordering::Relaxed);
+                st.weight
+                    .store(s.weight, std::sync::atomic::Ordering::Relaxed);
+                st.maxconn
+                    .store(s.maxconn, std::sync::atomic::Ordering::Relaxed);
                 ServerRt {
                     sid: j as u32 + 1,
                     name: s.name.clone(),
@@ -181,7 +187,11 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                 maxconn: p.maxconn.unwrap_or(global_maxconn),
                 timeouts: p.timeouts,
                 conn_mode: p.conn_mode,
-                binds: p.binds.iter().flat_map(|b| b.addrs.iter().copied()).collect(),
+                binds: p
+                    .binds
+                    .iter()
+                    .flat_map(|b| b.addrs.iter().copied())
+                    .collect(),
                 acls,
                 http_request,
                 switching,
@@ -214,7 +224,9 @@ fn fullconn_for(config: &Config, backend: &str, global_maxconn: u32) -> u32 {
         .filter(|p| p.kind.has_frontend())
         .filter(|p| {
             p.name == backend && p.kind == ProxyKind::Listen
-                || p.default_backend.as_ref().is_some_and(|(b, _)| b == backend)
+                || p.default_backend
+                    .as_ref()
+                    .is_some_and(|(b, _)| b == backend)
                 || p.use_backends.iter().any(|u| u.backend == backend)
         })
         .map(|p| p.maxconn.unwrap_or(global_maxconn) as u64)

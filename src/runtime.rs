@@ -1,8 +1,8 @@
 //! The process-wide handle: the current routing snapshot, the runtime state
 //! registry and process counters. Shared as `Arc<Runtime>`.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwap;

@@ -215,8 +215,7 @@ impl Health {
             Some(Transition::WentUp) => {
                 let now = now_secs();
                 let since = self.last_change.swap(now, Relaxed);
-                self.downtime
-                    .fetch_add(now.saturating_sub(since), Relaxed);
+                self.downtime.fetch_add(now.saturating_sub(since), Relaxed);
                 self.up.store(true, Relaxed);
             }
             None => {}

@@ -44,7 +44,14 @@ pub struct ServerState {
 }
 
 impl ServerState {
-    pub fn new(backend: &str, name: &str, addr: SocketAddr, checked: bool, rise: u32, fall: u32) -> Self {
+    pub fn new(
+        backend: &str,
+        name: &str,
+        addr: SocketAddr,
+        checked: bool,
+        rise: u32,
+        fall: u32,
+    ) -> Self {
         ServerState {
             name: name.to_string(),
             backend: backend.to_string(),
@@ -93,11 +100,22 @@ impl BackendState {
     /// The state of server `name`, created on first use. An address change
     /// gives the server a fresh pool (idle connections to the old address
     /// must not be reused); everything else is kept.
-    pub fn server(&self, name: &str, addr: SocketAddr, checked: bool, rise: u32, fall: u32) -> Arc<ServerState> {
+    pub fn server(
+        &self,
+        name: &str,
+        addr: SocketAddr,
+        checked: bool,
+        rise: u32,
+        fall: u32,
+    ) -> Arc<ServerState> {
         let mut map = lock(&self.servers);
         let s = map
             .entry(name.to_string())
-            .or_insert_with(|| Arc::new(ServerState::new(&self.name, name, addr, checked, rise, fall)))
+            .or_insert_with(|| {
+                Arc::new(ServerState::new(
+                    &self.name, name, addr, checked, rise, fall,
+                ))
+            })
             .clone();
         if s.addr() != addr {
             s.pool.store(Arc::new(Pool::new(addr)));
