@@ -105,6 +105,24 @@ async fn show_stat_header_rows_and_counters() {
         assert_eq!(before.num("web_be", sv, "stot"), 0, "{sv} before traffic");
     }
     send_traffic(&s).await;
+    // Session gauges drop back to 0 once the streams are accounted for (a
+    // response can reach the client a moment before that): wait for it, then
+    // every counter must be exact.
+    let sock2 = sock.clone();
+    wait_until(
+        std::time::Duration::from_secs(5),
+        "scur back to 0 on web_be servers and BACKEND",
+        || {
+            let sock = sock2.clone();
+            async move {
+                let csv = show_stat(&sock).await;
+                ["s1", "s2", "BACKEND"]
+                    .iter()
+                    .all(|sv| csv.get("web_be", sv, "scur") == "0")
+            }
+        },
+    )
+    .await;
     let text = cli(&sock, "show stat").await;
     let csv = assert_csv_shape(&text, true);
 
