@@ -68,32 +68,30 @@ pub fn split(text: &str, allow_range: bool) -> Result<HostPorts<'_>, String> {
         };
         match after.strip_prefix(':') {
             Some(p) => (h, p),
-            None if after.is_empty() => return Err(format!("missing port number: '{text}'")),
+            None if after.is_empty() => return Err(format!("missing port specification in '{text}'")),
             None => return Err(format!("invalid address: '{rest}' in '{text}'")),
         }
     } else {
         // The port is what follows the last colon (`::1:80` is [::1]:80).
         match rest.rsplit_once(':') {
             Some((h, p)) => (h, p),
-            None => return Err(format!("missing port number: '{text}'")),
+            None => return Err(format!("missing port specification in '{text}'")),
         }
     };
     if port.is_empty() {
-        return Err(format!("missing port number: '{text}'"));
+        return Err(format!("missing port specification in '{text}'"));
     }
     let one = |p: &str| -> Result<u16, String> {
         match parse_uint(p) {
             Some(n) if (1..=65535).contains(&n) => Ok(n as u16),
-            _ => Err(format!(
-                "invalid port '{p}' in '{text}' (expected 1 to 65535)"
-            )),
+            _ => Err(format!("invalid port '{p}'")),
         }
     };
     let ports = match port.split_once('-') {
         Some((a, b)) if allow_range => {
             let (a, b) = (one(a)?, one(b)?);
             if a > b {
-                return Err(format!("invalid port range '{port}' in '{text}'"));
+                return Err(format!("invalid port range '{port}'"));
             }
             (a, b)
         }

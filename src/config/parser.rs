@@ -849,9 +849,16 @@ impl<'r> State<'r> {
                 }
             }
         }
-        if ok {
-            self.px().binds.extend(binds);
+        if !ok {
+            // Keep a trace of the line so that validation does not also
+            // complain that the proxy has no bind at all.
+            binds = vec![Bind {
+                text: text.clone(),
+                addrs: Vec::new(),
+                loc: loc.clone(),
+            }];
         }
+        self.px().binds.extend(binds);
     }
 
     fn kw_acl(&mut self, loc: &Loc, words: &[String]) {
