@@ -23,16 +23,16 @@ pub enum PickError {
 /// The next server in balancing order that is usable and has a free slot.
 fn try_pick(be: &BackendRt) -> Option<SlotGuard> {
     let mut got = None;
-    be.lb.pick(|i| {
-        let Some(s) = be.servers.get(i) else {
-            return false;
-        };
-        if !s.state.usable() {
-            return false;
-        }
-        got = SlotGuard::try_take(&s.state, &be.state);
-        got.is_some()
-    });
+    be.lb.pick(
+        |i| be.servers.get(i).is_some_and(|s| s.state.usable()),
+        |i| {
+            got = be
+                .servers
+                .get(i)
+                .and_then(|s| SlotGuard::try_take(&s.state, &be.state));
+            got.is_some()
+        },
+    );
     got
 }
 

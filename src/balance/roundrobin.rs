@@ -1,80 +1,230 @@
-//! Weighted round robin in HAProxy's order (reference §2.12).
+//! `balance roundrobin` as HAProxy 2.6 does it: a port of its "fast
+//! weighted round robin" (lb_fwrr.c), so that a backend moved from HAProxy
+//! serves its servers in the same order (1:2:3 gives `s3 s2 s3 s1 s3 s2`,
+//! 3:1 gives `s1 s1 s1 s2`).
 //!
-//! HAProxy's `roundrobin` behaves like weighted fair queueing: each server
-//! is due at its next virtual position `k / weight` (k = picks so far), the
-//! earliest due server is picked, ties going to the heavier server, then to
-//! the one declared first. That gives `s1 s2 s1 s1` for weights 3:1 and
-//! `s2 s1 s2` for 1:2. One period of that order is computed once (exact
-//! rational comparisons); picking is then an atomic cursor step, lock-free.
+//! Each server has a next position `npos` advanced by `total / weight` per
+//! pick (with the remainder carried in `rweight`); the server due first is
+//! picked. Servers wait in three sets as in HAProxy: `init` (not placed
+//! yet, heaviest first), `curr` (placed in the current window) and `next`
+//! (beyond it). Trees become linear scans: backends have few servers.
+//!
+//! The state is one small mutex per backend, held for a few hundred
+//! nanoseconds per pick (HAProxy takes its per-backend LB lock likewise).
 
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::Mutex;
+
+/// HAProxy scales user weights by 16 into "effective" weights.
+const WEIGHT_SCALE: u32 = 16;
+const EWEIGHT_MAX: u32 = 256 * WEIGHT_SCALE;
+const UWEIGHT_RANGE: u64 = 256;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tree {
+    Init,
+    Curr,
+    Next,
+    /// Not usable: out of every tree.
+    Out,
+}
+
+#[derive(Debug, Clone)]
+struct Slot {
+    eweight: u32,
+    npos: u64,
+    rweight: u64,
+    key: u64,
+    tree: Tree,
+}
+
+#[derive(Debug)]
+struct State {
+    slots: Vec<Slot>,
+    curr_weight: u64,
+    next_weight: u64,
+    curr_pos: u64,
+    /// Which servers were usable when the state was built.
+    usable: Vec<bool>,
+}
 
 #[derive(Debug)]
 pub struct RoundRobin {
-    /// Server indices in serving order over one period (sum of weights).
-    schedule: Vec<u32>,
-    cursor: AtomicUsize,
+    weights: Vec<u32>,
+    state: Mutex<State>,
+}
+
+impl State {
+    fn new(weights: &[u32], usable: &[bool]) -> State {
+        let slots: Vec<Slot> = weights
+            .iter()
+            .zip(usable)
+            .map(|(&w, &u)| {
+                let eweight = w.min(256) * WEIGHT_SCALE;
+                Slot {
+                    eweight,
+                    npos: 0,
+                    rweight: 0,
+                    key: (EWEIGHT_MAX - eweight) as u64,
+                    tree: if u && eweight > 0 {
+                        Tree::Init
+                    } else {
+                        Tree::Out
+                    },
+                }
+            })
+            .collect();
+        let total: u64 = slots
+            .iter()
+            .filter(|s| s.tree == Tree::Init)
+            .map(|s| s.eweight as u64)
+            .sum();
+        State {
+            slots,
+            curr_weight: total,
+            next_weight: total,
+            curr_pos: total,
+            usable: usable.to_vec(),
+        }
+    }
+
+    /// First server of a tree by key, then by declaration order.
+    fn first(&self, tree: Tree) -> Option<usize> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.tree == tree)
+            .min_by_key(|(i, s)| (s.key, *i))
+            .map(|(i, _)| i)
+    }
+
+    fn next_in_group(&mut self) -> Option<usize> {
+        let s1 = self.first(Tree::Curr);
+        if let Some(i) = s1
+            && self.slots[i].npos <= self.curr_pos
+        {
+            return Some(i);
+        }
+        if let Some(i) = self.first(Tree::Init) {
+            self.slots[i].npos = 0;
+            self.slots[i].rweight = 0;
+            return Some(i);
+        }
+        s1
+    }
+
+    fn switch_trees(&mut self) {
+        for s in &mut self.slots {
+            s.tree = match s.tree {
+                Tree::Init => Tree::Next,
+                Tree::Next => Tree::Init,
+                t => t,
+            };
+        }
+        self.curr_weight = self.next_weight;
+        self.curr_pos = self.curr_weight;
+    }
+
+    fn update_position(&mut self, i: usize) {
+        let next_weight = self.next_weight;
+        let curr_pos = self.curr_pos;
+        let s = &mut self.slots[i];
+        let e = s.eweight as u64;
+        if s.tree == Tree::Next {
+            s.npos += self.curr_weight;
+        }
+        if s.npos == 0 {
+            s.npos = curr_pos;
+        }
+        s.npos += next_weight / e;
+        s.rweight += next_weight % e;
+        if s.rweight >= e {
+            s.rweight -= e;
+            s.npos += 1;
+        }
+    }
+
+    fn queue(&mut self, i: usize) {
+        let (curr_weight, next_weight) = (self.curr_weight, self.next_weight);
+        let s = &mut self.slots[i];
+        if s.npos >= 2 * curr_weight || s.npos >= curr_weight + next_weight {
+            s.npos -= curr_weight;
+            s.key = (EWEIGHT_MAX - s.eweight) as u64;
+            s.tree = Tree::Next;
+        } else {
+            s.key = UWEIGHT_RANGE * s.npos
+                + (EWEIGHT_MAX as u64 + s.rweight - s.eweight as u64) / WEIGHT_SCALE as u64;
+            s.tree = Tree::Curr;
+        }
+    }
+
+    /// One pick of HAProxy's `fwrr_get_next_server`: servers for which
+    /// `take` refuses (saturated) are moved along and retried later.
+    fn pick(&mut self, take: &mut dyn FnMut(usize) -> bool) -> Option<usize> {
+        if self.curr_weight == 0 {
+            self.curr_weight = self.next_weight;
+            self.curr_pos = self.curr_weight;
+        }
+        let mut switched = false;
+        let mut full: Vec<usize> = Vec::new();
+        let chosen = loop {
+            let i = loop {
+                if let Some(i) = self.next_in_group() {
+                    break Some(i);
+                }
+                if switched {
+                    break None;
+                }
+                switched = true;
+                self.switch_trees();
+            };
+            let Some(i) = i else { break None };
+            self.update_position(i);
+            // Out of its tree while we decide.
+            self.slots[i].tree = Tree::Out;
+            self.curr_pos += 1;
+            if take(i) {
+                break Some(i);
+            }
+            full.push(i);
+        };
+        if let Some(i) = chosen {
+            self.queue(i);
+        }
+        for i in full {
+            self.queue(i);
+        }
+        chosen
+    }
 }
 
 impl RoundRobin {
     pub fn new(weights: &[u32]) -> Self {
+        let usable = vec![true; weights.len()];
         RoundRobin {
-            schedule: schedule(weights),
-            cursor: AtomicUsize::new(0),
+            weights: weights.to_vec(),
+            state: Mutex::new(State::new(weights, &usable)),
         }
     }
 
-    /// The next server in order for which `usable` holds, if any. Skipped
-    /// entries advance the cursor too, so that the server after an unusable
-    /// one does not get its share as well.
-    pub fn pick(&self, mut usable: impl FnMut(usize) -> bool) -> Option<usize> {
-        let len = self.schedule.len();
-        if len == 0 {
-            return None;
+    /// Picks the next server. `usable(i)` says whether server `i` takes
+    /// part at all (UP, weight > 0); `take(i)` tries to take a slot on it
+    /// (false when it is at its maxconn). When the usable set changes, the
+    /// order restarts as on a fresh start.
+    pub fn pick(
+        &self,
+        usable: impl Fn(usize) -> bool,
+        mut take: impl FnMut(usize) -> bool,
+    ) -> Option<usize> {
+        let mut st = match self.state.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        if (0..self.weights.len()).any(|i| usable(i) != st.usable[i]) {
+            let now: Vec<bool> = (0..self.weights.len()).map(&usable).collect();
+            *st = State::new(&self.weights, &now);
         }
-        let start = self.cursor.fetch_add(1, Relaxed);
-        for step in 0..len {
-            let idx = self.schedule[(start.wrapping_add(step)) % len] as usize;
-            if usable(idx) {
-                if step > 0 {
-                    self.cursor.fetch_add(step, Relaxed);
-                }
-                return Some(idx);
-            }
-        }
-        None
+        st.pick(&mut take)
     }
-}
-
-fn schedule(weights: &[u32]) -> Vec<u32> {
-    let total: u64 = weights.iter().map(|&w| w as u64).sum();
-    let mut picks = vec![0u64; weights.len()];
-    let mut out = Vec::with_capacity(total as usize);
-    for _ in 0..total {
-        let mut best: Option<usize> = None;
-        for (i, &w) in weights.iter().enumerate() {
-            if w == 0 {
-                continue;
-            }
-            best = match best {
-                None => Some(i),
-                Some(b) => {
-                    // Compare picks[i]/w with picks[b]/weights[b] exactly.
-                    let lhs = picks[i] * weights[b] as u64;
-                    let rhs = picks[b] * w as u64;
-                    if lhs < rhs || (lhs == rhs && w > weights[b]) {
-                        Some(i)
-                    } else {
-                        Some(b)
-                    }
-                }
-            };
-        }
-        let Some(b) = best else { break };
-        picks[b] += 1;
-        out.push(b as u32);
-    }
-    out
 }
 
 #[cfg(test)]
@@ -84,33 +234,55 @@ mod tests {
     fn names(weights: &[u32], n: usize) -> String {
         let rr = RoundRobin::new(weights);
         (0..n)
-            .map(|_| format!("s{}", rr.pick(|_| true).unwrap() + 1))
+            .map(|_| format!("s{}", rr.pick(|_| true, |_| true).unwrap() + 1))
             .collect::<Vec<_>>()
             .join(" ")
     }
 
+    /// Orders seen on a fresh HAProxy 2.6.12 process.
     #[test]
-    fn matches_haproxy_observed_orders() {
-        assert_eq!(names(&[3, 1], 12), "s1 s2 s1 s1 s1 s2 s1 s1 s1 s2 s1 s1");
-        assert_eq!(names(&[1, 2], 9), "s2 s1 s2 s2 s1 s2 s2 s1 s2");
+    fn matches_haproxy_orders() {
+        assert_eq!(names(&[3, 1], 8), "s1 s1 s1 s2 s1 s1 s1 s2");
+        assert_eq!(names(&[1, 2], 6), "s2 s2 s1 s2 s2 s1");
         assert_eq!(names(&[1, 1], 4), "s1 s2 s1 s2");
+        assert_eq!(names(&[1, 2, 3], 12), "s3 s2 s3 s1 s3 s2 s3 s2 s3 s1 s3 s2");
     }
 
     #[test]
-    fn exact_split_and_skips() {
+    fn exact_split_skips_and_saturation() {
         let rr = RoundRobin::new(&[1, 2, 3]);
         let mut n = [0u32; 3];
         for _ in 0..6000 {
-            n[rr.pick(|_| true).unwrap()] += 1;
+            n[rr.pick(|_| true, |_| true).unwrap()] += 1;
         }
         assert_eq!(n, [1000, 2000, 3000]);
+        // A server that is down gets nothing; the others share evenly.
         let rr = RoundRobin::new(&[1, 1, 1]);
         let mut n = [0u32; 3];
         for _ in 0..600 {
-            n[rr.pick(|i| i != 1).unwrap()] += 1;
+            n[rr.pick(|i| i != 1, |_| true).unwrap()] += 1;
         }
-        assert_eq!(n[1], 0);
-        assert!(n[0].abs_diff(n[2]) <= 1, "{n:?}");
-        assert_eq!(RoundRobin::new(&[0, 0]).pick(|_| true), None);
+        assert_eq!(n, [300, 0, 300]);
+        // A saturated server is passed over, not lost.
+        let rr = RoundRobin::new(&[1, 1]);
+        assert_eq!(rr.pick(|_| true, |i| i == 1), Some(1));
+        assert_eq!(rr.pick(|_| true, |_| false), None);
+        assert_eq!(RoundRobin::new(&[0, 0]).pick(|_| true, |_| true), None);
+    }
+
+    #[test]
+    fn long_run_shares_are_within_one_percent() {
+        // HAProxy's integer positions drift slightly for some weights (its
+        // own algorithm gives 1402/895/1703 here, as does this port); the
+        // shares stay within 1% of the weights.
+        let w = [14u32, 9, 17];
+        let rr = RoundRobin::new(&w);
+        let mut n = [0u32; 3];
+        for _ in 0..40 * 100 {
+            n[rr.pick(|_| true, |_| true).unwrap()] += 1;
+        }
+        for i in 0..3 {
+            assert!(n[i].abs_diff(w[i] * 100) * 100 <= w[i] * 100, "{n:?}");
+        }
     }
 }

@@ -68,7 +68,9 @@ pub fn split(text: &str, allow_range: bool) -> Result<HostPorts<'_>, String> {
         };
         match after.strip_prefix(':') {
             Some(p) => (h, p),
-            None if after.is_empty() => return Err(format!("missing port specification in '{text}'")),
+            None if after.is_empty() => {
+                return Err(format!("missing port specification in '{text}'"));
+            }
             None => return Err(format!("invalid address: '{rest}' in '{text}'")),
         }
     } else {

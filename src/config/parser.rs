@@ -771,7 +771,7 @@ impl<'r> State<'r> {
     }
 
     fn kw_stats(&mut self, loc: &Loc, words: &[String]) {
-        if !self.cap(loc, "stats", true, false, true) {
+        if !self.cap(loc, "stats", true, true, true) {
             return;
         }
         match words.get(1).map(String::as_str) {

@@ -32,14 +32,16 @@ pub struct Outcome {
 }
 
 /// Sends a complete local response (error page) and reports it.
-pub async fn send_error(client: &mut BufConn, code: u16, fe: &FrontendRt) -> Outcome {
+/// `keep` says whether the connection could go on (the request was read
+/// whole); 400 and 408 close it anyway, as in HAProxy.
+pub async fn send_error(client: &mut BufConn, code: u16, fe: &FrontendRt, keep: bool) -> Outcome {
     let page = errors::response(code);
     let ok = io::write_all(&mut client.stream, page, fe.timeouts.client)
         .await
         .is_ok();
     Outcome {
         status: Some(code),
-        keep_client: false,
+        keep_client: ok && keep && !errors::closes(code),
         bytes_out: if ok { page.len() as u64 } else { 0 },
         body_in: 0,
     }
@@ -153,7 +155,7 @@ pub async fn forward(
                 add(&bc.econ, 1);
             }
             bc.count_status(503);
-            return send_error(client, 503, fe).await;
+            return send_error(client, 503, fe, keep_client && body == BodyKind::None).await;
         }
     };
     let server: Arc<ServerState> = slot.server().clone();
@@ -212,7 +214,13 @@ async fn exchange(
                         add(&rows.be.econ, 1);
                         if attempts_left == 0 {
                             rows.each(|c| c.count_status(503));
-                            return send_error(client, 503, fe).await;
+                            return send_error(
+                                client,
+                                503,
+                                fe,
+                                keep_client && body == BodyKind::None,
+                            )
+                            .await;
                         }
                         attempts_left -= 1;
                         add(&server.counters.wretr, 1);
@@ -240,7 +248,7 @@ async fn exchange(
             add(&rows.be.eresp, 1);
             add(&server.counters.eresp, 1);
             rows.each(|c| c.count_status(502));
-            return send_error(client, 502, fe).await;
+            return send_error(client, 502, fe, keep_client && body == BodyKind::None).await;
         }
         rows.each(|c| add(&c.bin, req.raw.len() as u64));
         if body != BodyKind::None && !body_sent {
@@ -283,12 +291,12 @@ async fn exchange(
                             add(&fe.state.counters.ereq, 1);
                         }
                         rows.each(|c| c.count_status(code));
-                        return send_error(client, code, fe).await;
+                        return send_error(client, code, fe, false).await;
                     }
                     add(&rows.be.srv_abrt, 1);
                     add(&server.counters.srv_abrt, 1);
                     rows.each(|c| c.count_status(502));
-                    return send_error(client, 502, fe).await;
+                    return send_error(client, 502, fe, false).await;
                 }
             }
         }
@@ -299,7 +307,7 @@ async fn exchange(
                     add(&rows.be.eresp, 1);
                     add(&server.counters.eresp, 1);
                     rows.each(|c| c.count_status(502));
-                    return send_error(client, 502, fe).await;
+                    return send_error(client, 502, fe, keep_client).await;
                 }
             },
             Err(HeadError::Closed) if reused && !body_sent => {
@@ -312,7 +320,7 @@ async fn exchange(
                 add(&rows.be.eresp, 1);
                 add(&server.counters.eresp, 1);
                 rows.each(|c| c.count_status(504));
-                return send_error(client, 504, fe).await;
+                return send_error(client, 504, fe, keep_client).await;
             }
             Err(_) => {
                 add(&rows.be.eresp, 1);
@@ -320,7 +328,7 @@ async fn exchange(
                 add(&rows.be.srv_abrt, 1);
                 add(&server.counters.srv_abrt, 1);
                 rows.each(|c| c.count_status(502));
-                return send_error(client, 502, fe).await;
+                return send_error(client, 502, fe, keep_client).await;
             }
         }
     };
@@ -377,9 +385,9 @@ async fn relay_response(
         {
             Ok(raw) => match Head::parse_response(raw) {
                 Ok(r) => r,
-                Err(_) => return send_error(client, 502, fe).await,
+                Err(_) => return send_error(client, 502, fe, keep_client).await,
             },
-            Err(_) => return send_error(client, 502, fe).await,
+            Err(_) => return send_error(client, 502, fe, keep_client).await,
         };
     }
     let status = resp.status;
@@ -413,7 +421,7 @@ async fn relay_response(
         Err(_) => {
             add(&rows.be.eresp, 1);
             add(&rows.srv.eresp, 1);
-            return send_error(client, 502, fe).await;
+            return send_error(client, 502, fe, keep_client).await;
         }
     };
     let keep = keep_client && body != BodyKind::UntilClose;

@@ -115,13 +115,13 @@ async fn handle_request(
                 return false;
             }
             fc.ereq.fetch_add(1, Relaxed);
-            let out = forward::send_error(conn, 408, &fe).await;
+            let out = forward::send_error(conn, 408, &fe, false).await;
             account(rt, &fe, &out);
             return false;
         }
         Err(_) => {
             fc.ereq.fetch_add(1, Relaxed);
-            let out = forward::send_error(conn, 400, &fe).await;
+            let out = forward::send_error(conn, 400, &fe, false).await;
             account(rt, &fe, &out);
             return false;
         }
@@ -134,7 +134,7 @@ async fn handle_request(
         Ok(h) => h,
         Err(_) => {
             fc.ereq.fetch_add(1, Relaxed);
-            let out = forward::send_error(conn, 400, &fe).await;
+            let out = forward::send_error(conn, 400, &fe, false).await;
             account(rt, &fe, &out);
             return false;
         }
@@ -143,7 +143,7 @@ async fn handle_request(
         Ok(b) => b,
         Err(_) => {
             fc.ereq.fetch_add(1, Relaxed);
-            let out = forward::send_error(conn, 400, &fe).await;
+            let out = forward::send_error(conn, 400, &fe, false).await;
             account(rt, &fe, &out);
             return false;
         }
@@ -220,7 +220,7 @@ async fn route(
             }
             HttpRequestAction::Deny { status } => {
                 fe.state.counters.dreq.fetch_add(1, Relaxed);
-                return deny(conn, *status, fe).await;
+                return deny(conn, *status, fe, keep_local).await;
             }
         }
     }
@@ -231,7 +231,7 @@ async fn route(
         .map(|(b, _)| b)
         .or(fe.default_backend.as_ref());
     let Some(be) = backend else {
-        return forward::send_error(conn, 503, fe).await;
+        return forward::send_error(conn, 503, fe, keep_local).await;
     };
     if let Some(page) = &be.stats
         && fe.stats.as_ref() != Some(page)
@@ -312,28 +312,8 @@ async fn local_response(
     }
 }
 
-/// `http-request deny`: the built-in page of the status (403 by default);
-/// a status without a page gets the 403 page under its own status line.
-async fn deny(conn: &mut BufConn, status: u16, fe: &FrontendRt) -> Outcome {
-    if errors::has_page(status) {
-        let mut out = forward::send_error(conn, status, fe).await;
-        out.keep_client = false;
-        return out;
-    }
-    let page = errors::response(403);
-    let text = String::from_utf8_lossy(page);
-    let replaced = text.replacen(
-        "403 Forbidden",
-        &format!("{} {}", status, errors::reason(status)),
-        1,
-    );
-    let ok = io::write_all(&mut conn.stream, replaced.as_bytes(), fe.timeouts.client)
-        .await
-        .is_ok();
-    Outcome {
-        status: Some(status),
-        keep_client: false,
-        bytes_out: if ok { replaced.len() as u64 } else { 0 },
-        body_in: 0,
-    }
+/// `http-request deny`: the built-in page of the status (the config only
+/// accepts statuses that have one).
+async fn deny(conn: &mut BufConn, status: u16, fe: &FrontendRt, keep: bool) -> Outcome {
+    forward::send_error(conn, status, fe, keep).await
 }
