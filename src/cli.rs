@@ -11,12 +11,15 @@ use crate::runtime::Runtime;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-const USAGE: &str = "Usage : sluice [-f <cfgfile|cfgdir>]* [ -vdVD ] [ -c ] [ -q ] [ -p <pidfile> ] [ -- <cfgfile>* ]
+const USAGE: &str = "Usage : sluice [-f <cfgfile|cfgdir>]* [ -vdVD ] [ -c ] [ -q ] [ -dW ] [ --dump ] [ -p <pidfile> ] [ -- <cfgfile>* ]
         -v displays version ; -vv shows known build options.
         -d enters debug mode (foreground, logs to stderr) ; -db only disables background mode.
         -D goes daemon ; -c checks the configuration and exits ; -q quiet mode (no output)
+        -dW fails if any warning is emitted (as the global 'zero-warning')
+        --dump prints the effective merged configuration on stdout (with -c)
         -p writes pids of all children to this file
-        -f <file|dir> adds a configuration file, or the *.cfg files of a directory in byte order
+        -f <file|dir> adds a configuration file, the *.cfg files of a directory in byte order,
+           or a split layout (global.cfg, defaults.cfg, frontend.cfg, frontend.d/, backend.d/)
 ";
 
 /// What the command line asks for.
@@ -29,6 +32,10 @@ pub struct Options {
     pub quiet: bool,
     pub pidfile: Option<PathBuf>,
     pub version: u8,
+    /// `-dW`: warnings are fatal.
+    pub zero_warning: bool,
+    /// `--dump`: print the effective configuration.
+    pub dump: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +64,8 @@ pub fn parse_args(args: &[String]) -> Result<Options, UsageError> {
             "-d" | "-db" => o.debug = true,
             "-D" => o.daemon = true,
             "-q" => o.quiet = true,
+            "-dW" => o.zero_warning = true,
+            "--dump" => o.dump = true,
             "-v" | "-V" => o.version = o.version.max(1),
             "-vv" => o.version = 2,
             "--" => {
@@ -84,6 +93,32 @@ fn alert(pid: u32, msg: &str) {
     eprintln!("{:<10} ({pid}) : {msg}", "[ALERT]");
 }
 
+/// The diagnostics as HAProxy prints them: its two NOTICE lines (version,
+/// executable) come right before the first warning or alert.
+pub fn report(diags: &[config::Diagnostic], pid: u32) -> String {
+    let mut out = String::new();
+    let mut introduced = false;
+    for d in diags {
+        if !introduced && d.level != config::Level::Notice {
+            introduced = true;
+            let exe = std::env::current_exe()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "{:<10} ({pid}) : sluice version is {VERSION}\n",
+                "[NOTICE]"
+            ));
+            out.push_str(&format!(
+                "{:<10} ({pid}) : path to executable is {exe}\n",
+                "[NOTICE]"
+            ));
+        }
+        out.push_str(&d.render(pid));
+        out.push('\n');
+    }
+    out
+}
+
 /// Runs sluice; returns the process exit code.
 pub fn main_with_args(args: &[String]) -> i32 {
     let opts = match parse_args(args) {
@@ -99,19 +134,25 @@ pub fn main_with_args(args: &[String]) -> i32 {
     }
     let pid = std::process::id();
     let loaded = config::load(&opts.files);
-    if !opts.quiet && !loaded.diagnostics.is_empty() {
-        // HAProxy introduces its first diagnostic with these two notices.
-        let exe = std::env::current_exe()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default();
-        eprintln!("{:<10} ({pid}) : sluice version is {VERSION}", "[NOTICE]");
-        eprintln!("{:<10} ({pid}) : path to executable is {exe}", "[NOTICE]");
-        eprint!("{}", config::diag::render_report(&loaded.diagnostics, pid));
+    if opts.dump {
+        print!("{}", config::dump(&loaded.statements));
     }
+    if !opts.quiet {
+        eprint!("{}", report(&loaded.diagnostics, pid));
+    }
+    let has_warnings = loaded.has_warnings();
     let Some(cfg) = loaded.config else {
         return 1;
     };
-    let has_warnings = !loaded.diagnostics.is_empty();
+    if has_warnings && (opts.zero_warning || cfg.global.zero_warning) {
+        if !opts.quiet {
+            alert(
+                pid,
+                "config : Some warnings were found and 'zero-warning' is set. Aborting.",
+            );
+        }
+        return 1;
+    }
     if opts.check_only {
         let listens =
             cfg.proxies.iter().any(|p| !p.binds.is_empty()) || !cfg.global.stats_sockets.is_empty();

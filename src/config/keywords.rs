@@ -31,6 +31,7 @@ pub const GLOBAL_SUPPORTED: &[&str] = &[
     "pidfile",
     "node",
     "description",
+    "zero-warning",
 ];
 
 pub const GLOBAL_UNSUPPORTED: &[&str] = &[
@@ -89,7 +90,6 @@ pub const GLOBAL_UNSUPPORTED: &[&str] = &[
     "set-dumpable",
     "quiet",
     "debug",
-    "zero-warning",
     "strict-limits",
     "profiling.tasks",
     "unix-bind",

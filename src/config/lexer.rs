@@ -106,6 +106,12 @@ fn sanitize_for_printing(line: &str, pos: usize, width: usize) -> (String, usize
     (text, pos - shift)
 }
 
+/// `line` made printable and cut around byte `pos`, with the caret column:
+/// for messages that show a line with a `^` under the error.
+pub fn caret_line(line: &str, pos: usize) -> (String, usize) {
+    sanitize_for_printing(line, pos.min(line.len()), 80)
+}
+
 fn is_space(c: char) -> bool {
     matches!(c, ' ' | '\t' | '\x0b' | '\x0c')
 }

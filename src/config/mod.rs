@@ -6,6 +6,7 @@
 //! cross-proxy checks, then server host names are resolved.
 
 pub mod addr;
+pub mod cond;
 pub mod diag;
 pub mod keywords;
 pub mod lexer;
@@ -28,6 +29,9 @@ pub struct Loaded {
     /// In HAProxy's order, closing lines included; print with
     /// [`render_report`].
     pub diagnostics: Vec<Diagnostic>,
+    /// The statements in effect (after `.if` blocks, with variables
+    /// expanded), in load order; see [`dump`].
+    pub statements: Vec<parser::Statement>,
 }
 
 impl Loaded {
@@ -36,55 +40,170 @@ impl Loaded {
     }
 }
 
-/// One config source as given to -f: a file, or a directory whose regular,
-/// non-hidden *.cfg files load in byte order.
-pub fn expand_sources(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostic> {
+/// One file to load, and whether it continues the section the previous
+/// file ended in (only files of a split-directory layout do).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    pub path: PathBuf,
+    pub continues: bool,
+}
+
+/// A file's text, ready to parse.
+#[derive(Debug, Clone)]
+pub struct SourceText {
+    pub name: String,
+    pub text: String,
+    pub continues: bool,
+}
+
+/// The files of the split-directory layout, in load order, after the
+/// subdirectories are detected.
+pub const SPLIT_FILES: &[&str] = &["global.cfg", "defaults.cfg", "frontend.cfg"];
+pub const SPLIT_DIRS: &[&str] = &["frontend.d", "backend.d"];
+
+/// Regular, non-hidden `*.cfg` files of `dir` in byte order (stat()
+/// follows symlinks, as HAProxy does).
+fn cfg_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files: Vec<(Vec<u8>, PathBuf)> = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let bytes = name.as_encoded_bytes().to_vec();
+        if bytes.starts_with(b".") || !bytes.ends_with(b".cfg") {
+            continue;
+        }
+        let full = entry.path();
+        if std::fs::metadata(&full).is_ok_and(|m| m.is_file()) {
+            files.push((bytes, full));
+        }
+    }
+    files.sort();
+    Ok(files.into_iter().map(|(_, p)| p).collect())
+}
+
+/// Is `dir` a split-directory layout (it has `frontend.d/` or
+/// `backend.d/`)?
+pub fn is_split_layout(dir: &Path) -> bool {
+    SPLIT_DIRS.iter().any(|d| dir.join(d).is_dir())
+}
+
+/// Expand the -f arguments into files. A file is itself. A directory with
+/// a `frontend.d/` or `backend.d/` subdirectory is a split layout:
+/// `global.cfg`, `defaults.cfg`, `frontend.cfg`, `frontend.d/*.cfg`,
+/// `backend.d/*.cfg` (each folder in byte order), where each file after the
+/// first continues the previous one's section, then any other `*.cfg` of
+/// the directory in byte order, each starting at a section boundary. Any
+/// other directory adds its `*.cfg` files in byte order, each starting at a
+/// section boundary (HAProxy's rule).
+pub fn expand_layout(paths: &[PathBuf]) -> Result<Vec<Source>, Diagnostic> {
     let mut out = Vec::new();
     for path in paths {
-        let cannot = |e: std::io::Error| {
+        let cannot = |p: &Path, e: std::io::Error| {
             Diagnostic::alert(
                 None,
                 format!(
                     "Cannot open configuration file/directory {} : {e}",
-                    path.display()
+                    p.display()
                 ),
             )
         };
-        let meta = std::fs::metadata(path).map_err(cannot)?;
+        let meta = std::fs::metadata(path).map_err(|e| cannot(path, e))?;
+        let plain = |p: PathBuf| Source {
+            path: p,
+            continues: false,
+        };
         if !meta.is_dir() {
-            out.push(path.clone());
+            out.push(plain(path.clone()));
             continue;
         }
-        let mut files: Vec<(Vec<u8>, PathBuf)> = Vec::new();
-        for entry in std::fs::read_dir(path).map_err(cannot)? {
-            let entry = entry.map_err(cannot)?;
-            let name = entry.file_name();
-            let bytes = name.as_encoded_bytes().to_vec();
-            if bytes.starts_with(b".") || !bytes.ends_with(b".cfg") {
-                continue;
-            }
-            let full = entry.path();
-            // stat() follows symlinks, as HAProxy does.
-            if std::fs::metadata(&full).is_ok_and(|m| m.is_file()) {
-                files.push((bytes, full));
+        if !is_split_layout(path) {
+            let files = cfg_files(path).map_err(|e| cannot(path, e))?;
+            out.extend(files.into_iter().map(plain));
+            continue;
+        }
+        let mut layout: Vec<PathBuf> = Vec::new();
+        for f in SPLIT_FILES {
+            let p = path.join(f);
+            if std::fs::metadata(&p).is_ok_and(|m| m.is_file()) {
+                layout.push(p);
             }
         }
-        files.sort();
-        out.extend(files.into_iter().map(|(_, p)| p));
+        for d in SPLIT_DIRS {
+            let p = path.join(d);
+            if p.is_dir() {
+                layout.extend(cfg_files(&p).map_err(|e| cannot(&p, e))?);
+            }
+        }
+        for (i, p) in layout.into_iter().enumerate() {
+            out.push(Source {
+                path: p,
+                continues: i > 0,
+            });
+        }
+        let others = cfg_files(path).map_err(|e| cannot(path, e))?;
+        out.extend(
+            others
+                .into_iter()
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_none_or(|n| !SPLIT_FILES.contains(&n))
+                })
+                .map(plain),
+        );
     }
     Ok(out)
 }
 
-/// Parse already-read texts (file name, content) in order, validate,
-/// resolve host names. Pure apart from the `resolve` callback.
+/// The files of [`expand_layout`], without the continuation flags.
+pub fn expand_sources(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostic> {
+    expand_layout(paths).map(|v| v.into_iter().map(|s| s.path).collect())
+}
+
+/// Parse already-read texts (file name, content) in order, each starting
+/// at a section boundary, validate, resolve host names. Pure apart from
+/// the `resolve` callback.
 pub fn parse_texts(
     files: &[(String, String)],
     env: &dyn Fn(&str) -> Option<String>,
     resolve: addr::Resolver<'_>,
 ) -> Loaded {
+    let sources: Vec<SourceText> = files
+        .iter()
+        .map(|(name, text)| SourceText {
+            name: name.clone(),
+            text: text.clone(),
+            continues: false,
+        })
+        .collect();
+    parse_sources(&sources, env, resolve, None)
+}
+
+/// Checks a UNIX stats socket's directory; `Err` explains why the socket
+/// cannot be created there.
+pub type DirCheck<'a> = &'a dyn Fn(&Path) -> Result<(), String>;
+
+/// [`parse_texts`] with continuation flags and an optional file-system
+/// check of UNIX stats socket directories.
+pub fn parse_sources(
+    files: &[SourceText],
+    env: &dyn Fn(&str) -> Option<String>,
+    resolve: addr::Resolver<'_>,
+    dir_check: Option<DirCheck<'_>>,
+) -> Loaded {
     let mut st = parser::State::new(resolve);
-    for (name, text) in files {
-        st.parse_file(name, text, env);
+    for f in files {
+        st.parse_file(&f.name, &f.text, env, f.continues);
+    }
+    st.finish();
+    let statements = std::mem::take(&mut st.statements);
+    if st.aborted {
+        // `.alert`: HAProxy stops right there, without further checks.
+        return Loaded {
+            config: None,
+            diagnostics: st.diags,
+            statements,
+        };
     }
     let mut config = model::Config {
         global: st.global,
@@ -92,6 +211,9 @@ pub fn parse_texts(
     };
     let mut diags = st.diags;
     validate::check(&mut config, &mut diags);
+    if let Some(check) = dir_check {
+        validate::stats_socket_dirs(&config, check, &mut diags);
+    }
     let fatal_before_resolution = diags.iter().any(Diagnostic::is_alert);
 
     let mut unresolved = false;
@@ -129,37 +251,128 @@ pub fn parse_texts(
     Loaded {
         config: (!failed).then_some(config),
         diagnostics: diags,
+        statements,
     }
 }
 
+/// Can a UNIX socket be created in `dir`? It must exist, be a directory,
+/// and be writable and searchable by this process.
+pub fn socket_dir_check(dir: &Path) -> Result<(), String> {
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    match std::fs::metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!("directory '{}' does not exist", dir.display()));
+        }
+        Err(e) => return Err(format!("directory '{}' : {e}", dir.display())),
+        Ok(m) if !m.is_dir() => {
+            return Err(format!("'{}' is not a directory", dir.display()));
+        }
+        Ok(_) => {}
+    }
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return Err(format!("invalid directory name '{}'", dir.display()));
+    };
+    // SAFETY: `c` is a valid NUL-terminated string for the whole call.
+    let rc = unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) };
+    if rc != 0 {
+        return Err(format!(
+            "directory '{}' is not writable ({})",
+            dir.display(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
 /// Convenience: expand sources, read files, use std::env and real
-/// resolution (std::net::ToSocketAddrs).
+/// resolution (std::net::ToSocketAddrs), check stats socket directories.
 pub fn load(paths: &[PathBuf]) -> Loaded {
     let failed = |d: Diagnostic| Loaded {
         config: None,
         diagnostics: vec![d],
+        statements: Vec::new(),
     };
-    let files = match expand_sources(paths) {
+    let files = match expand_layout(paths) {
         Ok(f) => f,
         Err(d) => return failed(d),
     };
     let mut texts = Vec::with_capacity(files.len());
     for f in &files {
-        match std::fs::read(f) {
-            Ok(bytes) => texts.push((
-                display_name(f),
-                String::from_utf8_lossy(&bytes).into_owned(),
-            )),
+        match std::fs::read(&f.path) {
+            Ok(bytes) => texts.push(SourceText {
+                name: display_name(&f.path),
+                text: String::from_utf8_lossy(&bytes).into_owned(),
+                continues: f.continues,
+            }),
             Err(e) => {
                 return failed(Diagnostic::alert(
                     None,
-                    format!("Could not open configuration file {} : {e}", f.display()),
+                    format!(
+                        "Could not open configuration file {} : {e}",
+                        f.path.display()
+                    ),
                 ));
             }
         }
     }
     let env = |name: &str| std::env::var(name).ok();
-    parse_texts(&texts, &env, &addr::system_resolve)
+    parse_sources(&texts, &env, &addr::system_resolve, Some(&socket_dir_check))
+}
+
+/// The effective configuration as one text: every statement in effect,
+/// in load order, with each file's name in a comment where it starts,
+/// variables expanded and conditional blocks resolved. Words are quoted
+/// so that the text reads back to the same words.
+pub fn dump(statements: &[parser::Statement]) -> String {
+    let mut out = String::new();
+    let mut file: Option<&str> = None;
+    for st in statements {
+        if file != Some(&*st.loc.file) {
+            if file.is_some() {
+                out.push('\n');
+            }
+            out.push_str(&format!("# {}\n", st.loc.file));
+            file = Some(&st.loc.file);
+        }
+        if !st.header {
+            out.push_str("    ");
+        }
+        let words: Vec<String> = st.words.iter().map(|w| quote_word(w)).collect();
+        out.push_str(&words.join(" "));
+        out.push('\n');
+    }
+    out
+}
+
+/// Quote a word for the config language so that it lexes back to itself.
+pub fn quote_word(w: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "_-./:@,+=%!{}()[]^*~?<>|&;`".contains(c);
+    if !w.is_empty() && w.chars().all(safe) {
+        return w.to_string();
+    }
+    if !w.contains('\'') && w.chars().all(|c| !c.is_control()) {
+        return format!("'{w}'");
+    }
+    let mut s = String::from("\"");
+    for c in w.chars() {
+        match c {
+            '"' => s.push_str("\\\""),
+            '\\' => s.push_str("\\\\"),
+            '$' => s.push_str("\\$"),
+            '\n' => s.push_str("\\n"),
+            '\r' => s.push_str("\\r"),
+            '\t' => s.push_str("\\t"),
+            c if c.is_control() => s.push_str(&format!("\\x{:02x}", c as u32 & 0xff)),
+            c => s.push(c),
+        }
+    }
+    s.push('"');
+    s
 }
 
 fn display_name(p: &Path) -> String {

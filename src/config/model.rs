@@ -53,6 +53,8 @@ pub struct Global {
     pub pidfile: Option<PathBuf>,
     pub node: Option<String>,
     pub description: Option<String>,
+    /// `zero-warning`: warnings make the configuration fail (as -dW).
+    pub zero_warning: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::addr::{self, Family, Resolver};
+use super::cond;
 use super::diag::{Diagnostic, Level};
 use super::keywords as kw;
 use super::lexer::{LexCtx, split_line_raw};
@@ -31,7 +32,8 @@ pub struct PendingServer {
 enum Section {
     None,
     Global,
-    Defaults,
+    /// Index into `State::defaults`.
+    Defaults(usize),
     Proxy(usize),
     /// Inside a section we cannot use (already reported once).
     Skip,
@@ -42,10 +44,74 @@ impl Section {
         match self {
             Section::None | Section::Skip => "",
             Section::Global => "global",
-            Section::Defaults => "defaults",
+            Section::Defaults(_) => "defaults",
             Section::Proxy(i) => proxies.get(i).map_or("", |p| p.kind.keyword()),
         }
     }
+}
+
+/// What a `default-server` line sets, inherited by the `server` lines that
+/// follow it (and by proxies using the `defaults` section it is in).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerDefaults {
+    pub weight: u32,
+    pub maxconn: u32,
+    pub check: bool,
+    pub params: CheckParams,
+}
+
+impl Default for ServerDefaults {
+    fn default() -> Self {
+        ServerDefaults {
+            weight: 1,
+            maxconn: 0,
+            check: false,
+            params: CheckParams::default(),
+        }
+    }
+}
+
+/// One `defaults` section: its name (possibly empty), where it starts, and
+/// the values it gives to the proxies using it.
+#[derive(Debug, Clone)]
+struct DefaultsSet {
+    name: String,
+    loc: Loc,
+    proxy: Proxy,
+    server: ServerDefaults,
+    /// Referenced by name with `from` at least once.
+    referenced: bool,
+}
+
+/// State of one `.if` block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Branch {
+    /// The current branch is in effect.
+    Active,
+    /// No branch taken yet (a later `.elif`/`.else` may be).
+    Waiting,
+    /// A branch was taken already, or the condition was broken.
+    Done,
+    /// The enclosing block is inactive: conditions are not evaluated.
+    Skip,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct CondFrame {
+    branch: Branch,
+    else_seen: bool,
+}
+
+/// HAProxy's MAXNESTEDCONDS.
+const MAX_NESTED_CONDS: usize = 10;
+
+/// A statement that took effect, for `--dump`.
+#[derive(Debug, Clone)]
+pub struct Statement {
+    pub loc: Loc,
+    pub words: Vec<String>,
+    /// Starts a section (printed without indentation).
+    pub header: bool,
 }
 
 pub struct State<'r> {
@@ -53,12 +119,25 @@ pub struct State<'r> {
     pub global: Global,
     pub proxies: Vec<Proxy>,
     pub pending: Vec<PendingServer>,
-    /// The current `defaults` values, copied into each new proxy.
-    defaults: Proxy,
+    /// Every statement in effect, in order.
+    pub statements: Vec<Statement>,
+    /// An `.alert` directive stopped the parsing (HAProxy aborts there).
+    pub aborted: bool,
+    /// All `defaults` sections so far; the last one is the implicit
+    /// defaults of new proxies.
+    defaults: Vec<DefaultsSet>,
+    /// `default-server` values of each proxy (same index as `proxies`).
+    server_defaults: Vec<ServerDefaults>,
     section: Section,
+    conds: Vec<CondFrame>,
     resolve: Resolver<'r>,
     /// Source text of the current line's words (for messages quoting it).
     raw_words: Vec<String>,
+    /// `no such ACL` errors: (diagnostic index, proxy index, ACL name), to
+    /// say so when the ACL is declared later on.
+    missing_acls: Vec<(usize, usize, String)>,
+    /// Target of proxy keywords outside any usable section (never read).
+    scratch: Proxy,
 }
 
 /// Outcome of a keyword handler: diagnostics were pushed as needed.
@@ -93,10 +172,16 @@ impl<'r> State<'r> {
             global: Global::default(),
             proxies: Vec::new(),
             pending: Vec::new(),
-            defaults: default_template(),
+            statements: Vec::new(),
+            aborted: false,
+            defaults: Vec::new(),
+            server_defaults: Vec::new(),
             section: Section::None,
+            conds: Vec::new(),
             resolve,
             raw_words: Vec::new(),
+            missing_acls: Vec::new(),
+            scratch: default_template(),
         }
     }
 
@@ -109,21 +194,42 @@ impl<'r> State<'r> {
             .push(Diagnostic::parsing(Level::Warning, loc, msg));
     }
 
+    fn tight(&mut self, level: Level, loc: &Loc, msg: impl std::fmt::Display) {
+        self.diags.push(Diagnostic::parsing_tight(level, loc, msg));
+    }
+
     fn unsupported(&mut self, loc: &Loc, what: &str) {
         self.alert(loc, format!("'{what}' is not supported by sluice yet"));
     }
 
-    /// Parse one file; returns whether it produced alerts.
-    pub fn parse_file(&mut self, name: &str, text: &str, env: &dyn Fn(&str) -> Option<String>) {
+    /// Parse one file. Unless `continues` is set, the file starts at a
+    /// section boundary (HAProxy's rule); with it, lines before the first
+    /// section keyword continue the section the previous file ended in
+    /// (the split-directory layout).
+    pub fn parse_file(
+        &mut self,
+        name: &str,
+        text: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+        continues: bool,
+    ) {
+        if self.aborted {
+            return;
+        }
         let file: Arc<str> = Arc::from(name);
-        // Each file starts at a section boundary.
-        self.section = Section::None;
+        if !continues {
+            self.section = Section::None;
+        }
+        self.conds.clear();
         let before = self.diags.iter().filter(|d| d.is_alert()).count();
-        for (idx, raw) in text.split('\n').enumerate() {
+        let mut last_line = 0u32;
+        let lines = text.strip_suffix('\n').unwrap_or(text);
+        for (idx, raw) in lines.split('\n').enumerate() {
             let loc = Loc {
                 file: file.clone(),
                 line: u32::try_from(idx + 1).unwrap_or(u32::MAX),
             };
+            last_line = loc.line;
             let ctx = LexCtx {
                 file: name,
                 line: loc.line,
@@ -136,18 +242,31 @@ impl<'r> State<'r> {
                     w.into_iter().map(|w| w.text).collect()
                 }
                 Err(e) => {
-                    self.diags.push(Diagnostic::parsing_tight(
-                        Level::Alert,
-                        &loc,
-                        e.message(raw),
-                    ));
+                    self.tight(Level::Alert, &loc, e.message(raw));
                     continue;
                 }
             };
             if words.is_empty() {
                 continue;
             }
+            if matches!(words[0].as_str(), ".if" | ".elif" | ".else" | ".endif") {
+                self.conditional(&loc, &words, env);
+                continue;
+            }
+            if !self.active() {
+                continue;
+            }
             self.statement(&loc, &words);
+            if self.aborted {
+                break;
+            }
+        }
+        if !self.conds.is_empty() && !self.aborted {
+            let loc = Loc {
+                file: file.clone(),
+                line: last_line.max(1),
+            };
+            self.tight(Level::Alert, &loc, "non-terminated '.if' block.");
         }
         if self.diags.iter().filter(|d| d.is_alert()).count() > before {
             self.diags.push(Diagnostic::alert(
@@ -157,12 +276,158 @@ impl<'r> State<'r> {
         }
     }
 
+    /// Work that needs every file: notes on ACLs used before their
+    /// declaration.
+    pub fn finish(&mut self) {
+        for (di, pi, name) in std::mem::take(&mut self.missing_acls) {
+            let Some(def) = self
+                .proxies
+                .get(pi)
+                .and_then(|p| p.acls.iter().find(|a| a.name == name))
+            else {
+                continue;
+            };
+            let note = format!(
+                " ACL '{name}' is declared later, at {}: an ACL must be declared before the rules that use it.",
+                def.loc
+            );
+            if let Some(d) = self.diags.get_mut(di) {
+                d.message.push_str(&note);
+            }
+        }
+    }
+
+    fn active(&self) -> bool {
+        self.conds.iter().all(|c| c.branch == Branch::Active)
+    }
+
+    fn cond_eval(
+        &mut self,
+        loc: &Loc,
+        words: &[String],
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Branch {
+        let text = words[1..].join(" ");
+        match cond::eval(&text, env) {
+            Ok(true) => Branch::Active,
+            Ok(false) => Branch::Waiting,
+            Err(e) => {
+                let line = format!("{} {text}", words[0]);
+                let (shown, caret) = super::lexer::caret_line(&line, words[0].len() + 1 + e.pos);
+                let msg = format!(
+                    "{} in '{}' at position {}:\n  {shown}\n  {:>width$}",
+                    e.message,
+                    words[0],
+                    e.pos + 1,
+                    "^",
+                    width = caret + 1
+                );
+                self.tight(Level::Alert, loc, msg);
+                Branch::Done
+            }
+        }
+    }
+
+    /// `.if` / `.elif` / `.else` / `.endif`.
+    fn conditional(&mut self, loc: &Loc, words: &[String], env: &dyn Fn(&str) -> Option<String>) {
+        let d = words[0].as_str();
+        if matches!(d, ".else" | ".endif")
+            && let Some(extra) = words.get(1)
+        {
+            return self.tight(
+                Level::Alert,
+                loc,
+                format!("Unexpected argument '{extra}' for '{d}'."),
+            );
+        }
+        if d == ".if" {
+            if self.conds.len() >= MAX_NESTED_CONDS {
+                self.tight(
+                    Level::Alert,
+                    loc,
+                    format!("too many nested '.if', max is {MAX_NESTED_CONDS}."),
+                );
+                self.conds.push(CondFrame {
+                    branch: Branch::Done,
+                    else_seen: false,
+                });
+                return;
+            }
+            let branch = if self.active() {
+                self.cond_eval(loc, words, env)
+            } else {
+                Branch::Skip
+            };
+            self.conds.push(CondFrame {
+                branch,
+                else_seen: false,
+            });
+            return;
+        }
+        let Some(top) = self.conds.last().copied() else {
+            return self.tight(
+                Level::Alert,
+                loc,
+                format!("lone '{d}' with no matching '.if'."),
+            );
+        };
+        match d {
+            ".endif" => {
+                self.conds.pop();
+            }
+            _ if top.else_seen => {
+                self.tight(
+                    Level::Alert,
+                    loc,
+                    format!("'{d}' after '.else' is not permitted."),
+                );
+            }
+            ".else" => {
+                let branch = match top.branch {
+                    Branch::Waiting => Branch::Active,
+                    Branch::Skip => Branch::Skip,
+                    _ => Branch::Done,
+                };
+                if let Some(f) = self.conds.last_mut() {
+                    *f = CondFrame {
+                        branch,
+                        else_seen: true,
+                    };
+                }
+            }
+            _ => {
+                let branch = match top.branch {
+                    Branch::Waiting => {
+                        // Evaluate as if the enclosing blocks were active.
+                        let saved = self.conds.pop();
+                        let b = self.cond_eval(loc, words, env);
+                        if let Some(f) = saved {
+                            self.conds.push(f);
+                        }
+                        b
+                    }
+                    Branch::Skip => Branch::Skip,
+                    _ => Branch::Done,
+                };
+                if let Some(f) = self.conds.last_mut() {
+                    f.branch = branch;
+                }
+            }
+        }
+    }
+
     fn statement(&mut self, loc: &Loc, words: &[String]) {
         let first = words[0].as_str();
         if first.starts_with('.') {
             return self.directive(loc, words);
         }
-        if kw::SECTIONS.contains(&first) {
+        let header = kw::SECTIONS.contains(&first);
+        self.statements.push(Statement {
+            loc: loc.clone(),
+            words: words.to_vec(),
+            header: header || kw::UNSUPPORTED_SECTIONS.contains(&first),
+        });
+        if header {
             return self.start_section(loc, words);
         }
         if kw::UNSUPPORTED_SECTIONS.contains(&first) {
@@ -174,32 +439,28 @@ impl<'r> State<'r> {
             return;
         }
         match self.section {
-            Section::None => self.diags.push(Diagnostic::parsing_tight(
+            Section::None => self.tight(
                 Level::Alert,
                 loc,
                 format!("unknown keyword '{first}' out of section."),
-            )),
+            ),
             Section::Skip => {}
             Section::Global => self.global_line(loc, words),
-            Section::Defaults | Section::Proxy(_) => self.proxy_line(loc, words),
+            Section::Defaults(_) | Section::Proxy(_) => self.proxy_line(loc, words),
         }
     }
 
-    /// `.notice`/`.warning`/`.alert`; conditional blocks are not supported.
+    /// `.notice` / `.warning` / `.alert` / `.diag`.
     fn directive(&mut self, loc: &Loc, words: &[String]) {
         let level = match words[0].as_str() {
             ".notice" => Level::Notice,
             ".warning" => Level::Warning,
             ".alert" => Level::Alert,
+            // Only shown by HAProxy's -dD diagnostic mode.
             ".diag" => return,
-            ".if" | ".elif" | ".else" | ".endif" => {
-                return self.unsupported(loc, &words[0]);
-            }
             other => {
                 let msg = format!("unknown directive '{other}'.");
-                self.diags
-                    .push(Diagnostic::parsing_tight(Level::Alert, loc, msg));
-                return;
+                return self.tight(Level::Alert, loc, msg);
             }
         };
         if let Some(extra) = words.get(2) {
@@ -207,13 +468,48 @@ impl<'r> State<'r> {
                 "Unexpected argument '{extra}' for '{}'. Use quotes if the message should contain spaces.",
                 words[0]
             );
-            self.diags
-                .push(Diagnostic::parsing_tight(Level::Alert, loc, msg));
-            return;
+            return self.tight(Level::Alert, loc, msg);
         }
         let text = words.get(1).map_or("", String::as_str);
-        self.diags
-            .push(Diagnostic::parsing_tight(level, loc, format!("'{text}'.")));
+        self.tight(level, loc, format!("'{text}'."));
+        if level == Level::Alert {
+            // HAProxy stops reading the configuration at an `.alert`.
+            self.aborted = true;
+        }
+    }
+
+    /// The `defaults` section named `name` for proxy `pname`, or the
+    /// HAProxy error.
+    fn named_defaults(&mut self, loc: &Loc, name: &str, what: &str) -> Option<usize> {
+        let found: Vec<usize> = self
+            .defaults
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| d.name == name)
+            .map(|(i, _)| i)
+            .collect();
+        match found.as_slice() {
+            [] => {
+                self.alert(
+                    loc,
+                    format!("defaults section '{name}' not found for {what}."),
+                );
+                None
+            }
+            [one] => {
+                let one = *one;
+                self.defaults[one].referenced = true;
+                Some(one)
+            }
+            [a, b, ..] => {
+                let msg = format!(
+                    "ambiguous defaults section name '{name}' referenced by {what} exists at least at {} and {}.",
+                    self.defaults[*a].loc, self.defaults[*b].loc
+                );
+                self.alert(loc, msg);
+                None
+            }
+        }
     }
 
     fn start_section(&mut self, loc: &Loc, words: &[String]) {
@@ -222,23 +518,7 @@ impl<'r> State<'r> {
                 self.section = Section::Global;
                 return;
             }
-            "defaults" => {
-                // A new defaults section starts again from built-in values.
-                self.defaults = default_template();
-                self.section = Section::Defaults;
-                if let Some(name) = words.get(1)
-                    && let Some(c) = bad_name_char(name)
-                {
-                    self.alert(
-                        loc,
-                        format!("character '{c}' is not permitted in 'defaults' name '{name}'."),
-                    );
-                }
-                if words.len() > 2 {
-                    self.unsupported(loc, &format!("defaults {}", words[2..].join(" ")));
-                }
-                return;
-            }
+            "defaults" => return self.start_defaults(loc, words),
             "frontend" => ProxyKind::Frontend,
             "backend" => ProxyKind::Backend,
             _ => ProxyKind::Listen,
@@ -255,15 +535,46 @@ impl<'r> State<'r> {
                 format!("character '{c}' is not permitted in '{kwd}' name '{name}'."),
             );
         }
-        if words.len() > 2 {
-            if words[2] == "from" {
-                self.unsupported(loc, &format!("{kwd} ... from"));
-            } else {
+        let what = format!("{} '{name}'", type_str(kind));
+        // Which defaults: `from <name>`, else the last section.
+        let mut from = self.defaults.len().checked_sub(1);
+        let mut explicit = false;
+        match (words.get(2).map(String::as_str), words.get(3)) {
+            (None, _) => {}
+            (Some("from"), Some(d)) if !d.is_empty() => {
+                explicit = true;
+                from = self.named_defaults(loc, d, &what);
+                if let Some(extra) = words.get(4) {
+                    self.alert(
+                        loc,
+                        format!("'{kwd} {name}' : unexpected argument '{extra}'."),
+                    );
+                }
+            }
+            (Some("from"), _) => {
                 self.alert(
                     loc,
-                    format!("'{kwd} {name}' : unexpected argument '{}'.", words[2]),
+                    format!("'{kwd} {name}' : 'from' expects a defaults section name."),
                 );
             }
+            (Some(_), _) => {
+                self.alert(
+                    loc,
+                    "please use the 'bind' keyword for listening addresses.",
+                );
+            }
+        }
+        if !explicit
+            && let Some(d) = from.and_then(|i| self.defaults.get(i))
+            && d.referenced
+        {
+            let msg = format!(
+                "defaults section '{}' (declared at {}) is explicitly referenced by another proxy and implicitly used here. To avoid any ambiguity don't mix both usage. Add a last defaults section not explicitly used or always use explicit references.",
+                d.name, d.loc
+            );
+            // An [ALERT] in HAProxy that does not fail the check: sluice
+            // reports it as a warning so that -c agrees on the outcome.
+            self.warn(loc, msg);
         }
         // A frontend and a backend may share a name; overlapping
         // capabilities may not.
@@ -282,7 +593,10 @@ impl<'r> State<'r> {
             );
             self.diags.push(Diagnostic::alert(Some(loc.clone()), msg));
         }
-        let d = &self.defaults;
+        let (d, sd) = match from.and_then(|i| self.defaults.get(i)) {
+            Some(d) => (d.proxy.clone(), d.server),
+            None => (default_template(), ServerDefaults::default()),
+        };
         let mut p = Proxy::new(name.clone(), kind, loc.clone());
         p.mode = d.mode;
         p.timeouts = d.timeouts;
@@ -296,7 +610,45 @@ impl<'r> State<'r> {
             p.default_backend = d.default_backend.clone();
         }
         self.proxies.push(p);
+        self.server_defaults.push(sd);
         self.section = Section::Proxy(self.proxies.len() - 1);
+    }
+
+    /// `defaults [<name>] [from <defaults>]`: a new defaults section starts
+    /// from the built-in values, or from the named section.
+    fn start_defaults(&mut self, loc: &Loc, words: &[String]) {
+        let name = words.get(1).cloned().unwrap_or_default();
+        if let Some(c) = bad_name_char(&name) {
+            self.alert(
+                loc,
+                format!("character '{c}' is not permitted in 'defaults' name '{name}'."),
+            );
+        }
+        let mut set = DefaultsSet {
+            name: name.clone(),
+            loc: loc.clone(),
+            proxy: default_template(),
+            server: ServerDefaults::default(),
+            referenced: false,
+        };
+        match (words.get(2).map(String::as_str), words.get(3)) {
+            (None, _) => {}
+            (Some("from"), Some(d)) if !d.is_empty() => {
+                let what = format!("defaults '{name}'");
+                if let Some(i) = self.named_defaults(loc, d, &what) {
+                    set.proxy = self.defaults[i].proxy.clone();
+                    set.server = self.defaults[i].server;
+                }
+            }
+            (Some(other), _) => {
+                self.alert(
+                    loc,
+                    format!("'defaults {name}' : unexpected argument '{other}'."),
+                );
+            }
+        }
+        self.defaults.push(set);
+        self.section = Section::Defaults(self.defaults.len() - 1);
     }
 
     // ---------------------------------------------------------------- global
@@ -331,6 +683,7 @@ impl<'r> State<'r> {
                 );
             }
             "daemon" => self.global.daemon = true,
+            "zero-warning" => self.global.zero_warning = true,
             "pidfile" => match arg.filter(|a| !a.is_empty()) {
                 Some(p) => self.global.pidfile = Some(PathBuf::from(p)),
                 None => self.alert(loc, "'pidfile' expects a file name as an argument."),
@@ -491,7 +844,8 @@ impl<'r> State<'r> {
     fn px(&mut self) -> &mut Proxy {
         match self.section {
             Section::Proxy(i) if i < self.proxies.len() => &mut self.proxies[i],
-            _ => &mut self.defaults,
+            Section::Defaults(i) if i < self.defaults.len() => &mut self.defaults[i].proxy,
+            _ => &mut self.scratch,
         }
     }
 

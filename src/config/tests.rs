@@ -335,7 +335,7 @@ frontend fe3
     assert!(!has("s.cfg:32"));
     // The state is still built for what was valid.
     let mut st = parser::State::new(&resolve);
-    st.parse_file("s.cfg", text, &env);
+    st.parse_file("s.cfg", text, &env, false);
     let g = &st.global;
     assert_eq!(g.stats_sockets.len(), 2);
     assert_eq!(g.stats_sockets[0].mode, Some(0o600));

@@ -44,6 +44,7 @@ pub fn check(config: &mut Config, diags: &mut Vec<Diagnostic>) {
         }
         missing_timeouts(p, diags);
     }
+    duplicate_binds(config, diags);
 }
 
 /// HAProxy's `proxy_be_by_name()` plus the mode compatibility rule: a TCP
@@ -139,5 +140,60 @@ fn missing_timeouts(p: &Proxy, diags: &mut Vec<Diagnostic>) {
                 p.name
             ),
         ));
+    }
+}
+
+/// Two `bind` lines on one address (sluice-only check: sluice does not use
+/// SO_REUSEPORT, so the second listener could never be bound; HAProxy
+/// accepts this and shares the port between the listeners).
+pub fn duplicate_binds(config: &Config, diags: &mut Vec<Diagnostic>) {
+    let mut seen: Vec<(std::net::SocketAddr, &Proxy, &super::model::Bind)> = Vec::new();
+    for p in config.proxies.iter().filter(|p| p.kind.has_frontend()) {
+        for b in &p.binds {
+            for a in &b.addrs {
+                let clash = seen.iter().find(|(o, _, _)| {
+                    o.port() == a.port()
+                        && o.is_ipv4() == a.is_ipv4()
+                        && (o.ip() == a.ip() || o.ip().is_unspecified() || a.ip().is_unspecified())
+                });
+                if let Some((o, op, ob)) = clash {
+                    diags.push(Diagnostic::parsing(
+                        super::diag::Level::Alert,
+                        &b.loc,
+                        format!(
+                            "'bind {}' : address {a} overlaps {o} already bound by {} '{}' at {}; sluice listens once per address (a sluice check: HAProxy accepts this and shares the port between both listeners).",
+                            b.text,
+                            type_str(op.kind),
+                            op.name,
+                            ob.loc
+                        ),
+                    ));
+                    break;
+                }
+                seen.push((*a, p, b));
+            }
+        }
+    }
+}
+
+/// UNIX `stats socket` paths whose directory cannot hold the socket
+/// (sluice checks at -c time; HAProxy fails only at startup with
+/// `cannot bind UNIX socket`).
+pub fn stats_socket_dirs(config: &Config, check: super::DirCheck<'_>, diags: &mut Vec<Diagnostic>) {
+    for s in &config.global.stats_sockets {
+        if s.tcp.is_some() {
+            continue;
+        }
+        let dir = s.path.parent().unwrap_or(std::path::Path::new("."));
+        if let Err(why) = check(dir) {
+            diags.push(Diagnostic::parsing(
+                super::diag::Level::Alert,
+                &s.loc,
+                format!(
+                    "'stats socket {}' : cannot create the socket: {why} (a sluice check at -c time; HAProxy only fails at startup).",
+                    s.path.display()
+                ),
+            ));
+        }
     }
 }
