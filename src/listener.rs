@@ -7,7 +7,11 @@ use std::sync::Arc;
 
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use std::sync::atomic::Ordering::Relaxed;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::backend::FrontendState;
 
 use crate::runtime::Runtime;
 
@@ -53,34 +57,53 @@ pub async fn accept_loop(
                 continue;
             }
         };
-        let rt2 = rt.clone();
-        let name2 = name.clone();
-        tokio::spawn(async move {
-            let fe_state = rt2
-                .snapshot()
-                .frontends()
-                .find(|f| *f.name == *name2)
-                .map(|f| f.state.clone());
-            let p = &rt2.process;
-            p.conns.inc();
-            p.cum_conns
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            p.conn_rate.hit();
-            p.sess_rate.hit();
-            if let Some(st) = &fe_state {
-                st.counters
-                    .conn_tot
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                st.counters.conn_rate.hit();
-                st.counters.session_start();
-            }
-            crate::http::service::serve_connection(rt2.clone(), name2, stream, peer).await;
-            if let Some(st) = &fe_state {
-                st.counters.session_end();
-            }
-            rt2.process.conns.dec();
-            drop((g, l));
-        });
+        let client = ClientConn::open(&rt, &name, [g, l]);
+        tokio::spawn(crate::http::service::serve_connection(client, stream, peer));
+    }
+}
+
+/// What one client connection holds for its whole life. Opening it counts
+/// the connection; dropping it closes the books and frees the `maxconn`
+/// permits, whatever way the connection ended.
+pub struct ClientConn {
+    pub rt: Arc<Runtime>,
+    pub frontend: Arc<str>,
+    fe_state: Option<Arc<FrontendState>>,
+    _permits: [OwnedSemaphorePermit; 2],
+}
+
+impl ClientConn {
+    fn open(rt: &Arc<Runtime>, frontend: &Arc<str>, permits: [OwnedSemaphorePermit; 2]) -> Self {
+        let fe_state = rt
+            .snapshot()
+            .frontends()
+            .find(|f| *f.name == **frontend)
+            .map(|f| f.state.clone());
+        let p = &rt.process;
+        p.conns.inc();
+        p.cum_conns.fetch_add(1, Relaxed);
+        p.conn_rate.hit();
+        p.sess_rate.hit();
+        if let Some(st) = &fe_state {
+            st.counters.conn_tot.fetch_add(1, Relaxed);
+            st.counters.conn_rate.hit();
+            st.counters.session_start();
+        }
+        ClientConn {
+            rt: rt.clone(),
+            frontend: frontend.clone(),
+            fe_state,
+            _permits: permits,
+        }
+    }
+}
+
+impl Drop for ClientConn {
+    fn drop(&mut self) {
+        if let Some(st) = &self.fe_state {
+            st.counters.session_end();
+        }
+        self.rt.process.conns.dec();
     }
 }
 

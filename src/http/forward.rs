@@ -265,7 +265,9 @@ async fn exchange(
                 .await;
             }
             body_sent = true;
-            match io::relay_body(
+            let mut no_head = BytesMut::new();
+            match io::relay_message(
+                &mut no_head,
                 client,
                 &mut up.stream,
                 body,
@@ -425,22 +427,10 @@ async fn relay_response(
         }
     };
     let keep = keep_client && body != BodyKind::UntilClose;
-    let head = downstream_head(&resp, body, keep, client_minor(req));
-    if io::write_all(&mut client.stream, &head, fe.timeouts.client)
-        .await
-        .is_err()
-    {
-        add(&rows.be.cli_abrt, 1);
-        add(&rows.srv.cli_abrt, 1);
-        return Outcome {
-            status: Some(status),
-            keep_client: false,
-            bytes_out,
-            body_in: 0,
-        };
-    }
-    bytes_out += head.len() as u64;
-    let relayed = io::relay_body(
+    let mut head = downstream_head(&resp, body, keep, client_minor(req));
+    let head_len = head.len() as u64;
+    let relayed = io::relay_message(
+        &mut head,
         &mut upstream,
         &mut client.stream,
         body,
@@ -450,7 +440,7 @@ async fn relay_response(
     .await;
     let ok = match relayed {
         Ok(n) => {
-            bytes_out += n;
+            bytes_out += head_len + n;
             true
         }
         Err(e) => {

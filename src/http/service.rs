@@ -1,7 +1,10 @@
 //! The frontend side: one task per client connection, reading requests,
 //! applying the frontend's rules and handing them to a backend.
 
+use std::future::{Future, poll_fn};
 use std::net::{IpAddr, SocketAddr};
+use std::task::Poll;
+use std::time::Duration;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -14,6 +17,7 @@ use super::h1::{BodyKind, Head};
 use super::io::{self, BufConn, HeadError};
 use crate::acl::eval::RequestView;
 use crate::config::model::{HttpConnMode, HttpRequestAction, StatsPage};
+use crate::listener::ClientConn;
 use crate::routing::{BackendRt, FrontendRt};
 use crate::runtime::Runtime;
 
@@ -51,20 +55,17 @@ impl RequestView for View<'_> {
 /// While the client is idle between requests this future holds only the
 /// socket and a few pointers: the per-request work is boxed and dropped
 /// after each request, and the read buffer is released.
-pub async fn serve_connection(
-    rt: Arc<Runtime>,
-    frontend: Arc<str>,
-    stream: TcpStream,
-    peer: SocketAddr,
-) {
+pub async fn serve_connection(client: ClientConn, stream: TcpStream, peer: SocketAddr) {
     let _ = stream.set_nodelay(true);
+    let rt = &client.rt;
+    let frontend = &client.frontend;
     let mut conn = BufConn::new(stream);
     let mut first = true;
     loop {
         if conn.buf.is_empty() {
             let idle = {
                 let snap = rt.snapshot();
-                let Some(fe) = snap.frontends().find(|f| *f.name == *frontend) else {
+                let Some(fe) = snap.frontends().find(|f| *f.name == **frontend) else {
                     return;
                 };
                 if first {
@@ -73,17 +74,39 @@ pub async fn serve_connection(
                     fe.timeouts.keep_alive()
                 }
             };
-            match io::with_timeout(idle, conn.stream.readable()).await {
-                Some(Ok(())) => {}
-                _ => return,
+            if !wait_readable(&conn.stream, idle).await {
+                return;
             }
         }
-        let keep = Box::pin(handle_request(&rt, &frontend, &mut conn, peer, first)).await;
+        let keep = Box::pin(handle_request(rt, frontend, &mut conn, peer, first)).await;
         if !keep {
             return;
         }
         first = false;
         conn.shrink_if_empty();
+    }
+}
+
+/// Waits until the client sends something (or closes), at most `timeout`.
+/// Hand-written so that an idle connection's future stays small: the
+/// socket's own reader slot holds the waker, no waiter node is allocated.
+async fn wait_readable(stream: &TcpStream, timeout: Option<Duration>) -> bool {
+    match timeout {
+        None => poll_fn(|cx| stream.poll_read_ready(cx)).await.is_ok(),
+        Some(t) => {
+            let sleep = tokio::time::sleep(t);
+            tokio::pin!(sleep);
+            poll_fn(|cx| {
+                if let Poll::Ready(r) = stream.poll_read_ready(cx) {
+                    return Poll::Ready(r.is_ok());
+                }
+                match sleep.as_mut().poll(cx) {
+                    Poll::Ready(()) => Poll::Ready(false),
+                    Poll::Pending => Poll::Pending,
+                }
+            })
+            .await
+        }
     }
 }
 
