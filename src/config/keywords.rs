@@ -131,6 +131,7 @@ pub const PROXY_SUPPORTED: &[&str] = &[
     "default_backend",
     "http-request",
     "server",
+    "default-server",
 ];
 
 pub const PROXY_UNSUPPORTED: &[&str] = &[
@@ -158,7 +159,6 @@ pub const PROXY_UNSUPPORTED: &[&str] = &[
     "stick store-response",
     "redirect",
     "compression",
-    "default-server",
     "dispatch",
     "fullconn",
     "hash-type",
@@ -276,7 +276,9 @@ pub const OPTIONS_UNSUPPORTED: &[&str] = &[
     "http-tunnel",
 ];
 
-pub const SERVER_SUPPORTED: &[&str] = &["weight", "maxconn", "check", "inter", "rise", "fall"];
+pub const SERVER_SUPPORTED: &[&str] = &[
+    "weight", "maxconn", "check", "no-check", "inter", "rise", "fall",
+];
 
 pub const SERVER_UNSUPPORTED: &[&str] = &[
     "backup",
@@ -322,7 +324,6 @@ pub const SERVER_UNSUPPORTED: &[&str] = &[
     "check-sni",
     "check-alpn",
     "check-proto",
-    "no-check",
     "no-ssl",
     "redir",
     "source",

@@ -136,6 +136,8 @@ pub struct State<'r> {
     /// `no such ACL` errors: (diagnostic index, proxy index, ACL name), to
     /// say so when the ACL is declared later on.
     missing_acls: Vec<(usize, usize, String)>,
+    /// Set by `condition()` when it refuses an unknown ACL.
+    missing_acl: Option<String>,
     /// Target of proxy keywords outside any usable section (never read).
     scratch: Proxy,
 }
@@ -181,12 +183,20 @@ impl<'r> State<'r> {
             resolve,
             raw_words: Vec::new(),
             missing_acls: Vec::new(),
+            missing_acl: None,
             scratch: default_template(),
         }
     }
 
     fn alert(&mut self, loc: &Loc, msg: impl std::fmt::Display) {
         self.diags.push(Diagnostic::parsing(Level::Alert, loc, msg));
+        // A condition naming an unknown ACL: remember it, to add a note if
+        // the ACL turns out to be declared later.
+        if let Some(name) = self.missing_acl.take()
+            && let Section::Proxy(i) = self.section
+        {
+            self.missing_acls.push((self.diags.len() - 1, i, name));
+        }
     }
 
     fn warn(&mut self, loc: &Loc, msg: impl std::fmt::Display) {
@@ -958,6 +968,7 @@ impl<'r> State<'r> {
             }
             "http-request" => self.kw_http_request(loc, words),
             "server" => self.kw_server(loc, words),
+            "default-server" => self.kw_default_server(loc, words),
             _ if kw::PROXY_UNSUPPORTED.contains(&k) => self.unsupported(loc, k),
             _ => {
                 let section = match self.proxy_kind() {
@@ -1261,7 +1272,22 @@ impl<'r> State<'r> {
                     term.name
                 ));
             }
-            return Err(format!("no such ACL : '{}'", term.name));
+            let names: Vec<String> = self
+                .px()
+                .acls
+                .iter()
+                .filter(|a| !a.name.starts_with('{'))
+                .map(|a| a.name.clone())
+                .collect();
+            let sugg = suggest::suffix(
+                &term.name,
+                names
+                    .iter()
+                    .map(String::as_str)
+                    .chain(PREDEFINED.iter().copied()),
+            );
+            self.missing_acl = Some(term.name.clone());
+            return Err(format!("no such ACL : '{}'{sugg}", term.name));
         }
         self.px().acls.extend(extra);
         Ok(cond)
@@ -1283,7 +1309,7 @@ impl<'r> State<'r> {
                 Err(e) => {
                     return self.alert(
                         loc,
-                        format!("error detected while parsing switching rule : {e}."),
+                        format!("error detected while parsing switching rule : {e}{}", stop(&e)),
                     );
                 }
             }
@@ -1345,7 +1371,8 @@ impl<'r> State<'r> {
                 Ok(c) => Some(c),
                 Err(e) => {
                     let m = format!(
-                        "error detected while parsing an 'http-request {action}' condition : {e}."
+                        "error detected while parsing an 'http-request {action}' condition : {e}{}",
+                        stop(&e)
                     );
                     return self.alert(loc, m);
                 }
@@ -1444,11 +1471,84 @@ impl<'r> State<'r> {
                 None
             }
         };
-        let mut weight = 1u32;
-        let mut maxconn = 0u32;
-        let mut check = false;
-        let mut params = CheckParams::default();
-        let mut i = 3;
+        let base = match self.section {
+            Section::Proxy(i) => self.server_defaults.get(i).copied().unwrap_or_default(),
+            _ => ServerDefaults::default(),
+        };
+        let sd = match self.server_options(loc, &words[3..], base, name, Some(&ctx)) {
+            Some(sd) => sd,
+            None => {
+                ok = false;
+                base
+            }
+        };
+        let (weight, maxconn, check, params) = (sd.weight, sd.maxconn, sd.check, sd.params);
+        if let Some(other) = self.px().servers.iter().find(|s| s.name == *name) {
+            let line = other.loc.line;
+            let t = self.proxy_kind().map_or("backend", type_str);
+            self.alert(
+                loc,
+                format!("{t} '{pname}', another server named '{name}' was already defined at line {line}, please use distinct names."),
+            );
+            ok = false;
+        }
+        let Some(hp) = hp else { return };
+        if !ok {
+            return;
+        }
+        let port = hp.ports.0;
+        let server = Server {
+            name: name.clone(),
+            addr_text: addr_text.clone(),
+            addr: std::net::SocketAddr::from(([0, 0, 0, 0], port)),
+            weight,
+            maxconn,
+            check: check.then_some(params),
+            loc: loc.clone(),
+        };
+        let host = hp.host.to_string();
+        let family = hp.family;
+        let proxy = match self.section {
+            Section::Proxy(i) => i,
+            _ => return,
+        };
+        let p = self.px();
+        p.servers.push(server);
+        let server_idx = p.servers.len() - 1;
+        self.pending.push(PendingServer {
+            proxy,
+            server: server_idx,
+            host,
+            family,
+            port,
+        });
+    }
+
+    /// The options of a `server` or `default-server` line (`words` start
+    /// after the address, or after `default-server`), applied over `base`.
+    /// `ctx`: the `server px/name` context of messages, `None` for
+    /// `default-server` (HAProxy's messages then have no context).
+    fn server_options(
+        &mut self,
+        loc: &Loc,
+        words: &[String],
+        base: ServerDefaults,
+        name: &str,
+        ctx: Option<&str>,
+    ) -> Option<ServerDefaults> {
+        let at = |this: &mut Self, msg: String| {
+            let d = match ctx {
+                Some(ctx) => Diagnostic::at(Level::Alert, loc, ctx, msg),
+                None => Diagnostic::new(Level::Alert, Some(loc.clone()), format!("[{loc}] : {msg}")),
+            };
+            this.diags.push(d);
+        };
+        let mut weight = base.weight;
+        let mut maxconn = base.maxconn;
+        let mut check = base.check;
+        let mut params = base.params;
+        let mut ok = true;
+        let mut i = 0;
         while let Some(w) = words.get(i) {
             let v = words.get(i + 1).map(String::as_str);
             let int_arg = |this: &mut Self, min: u32| -> Option<u32> {
@@ -1519,6 +1619,10 @@ impl<'r> State<'r> {
                     check = true;
                     1
                 }
+                "no-check" => {
+                    check = false;
+                    1
+                }
                 other if kw::SERVER_UNSUPPORTED.contains(&other) => {
                     at(self, format!("'{other}' is not supported by sluice yet"));
                     ok = false;
@@ -1533,52 +1637,67 @@ impl<'r> State<'r> {
                             .chain(kw::SERVER_UNSUPPORTED)
                             .copied(),
                     );
-                    at(self, format!("unknown keyword '{other}'{sugg}"));
+                    // HAProxy's hint when default-server gets an unknown word.
+                    let hint = if ctx.is_none() {
+                        " Hint: no address was expected for this server."
+                    } else {
+                        ""
+                    };
+                    at(self, format!("unknown keyword '{other}'{sugg}{hint}"));
                     ok = false;
                     break;
                 }
             };
             i += step;
         }
-        if let Some(other) = self.px().servers.iter().find(|s| s.name == *name) {
-            let line = other.loc.line;
-            let t = self.proxy_kind().map_or("backend", type_str);
-            self.alert(
-                loc,
-                format!("{t} '{pname}', another server named '{name}' was already defined at line {line}, please use distinct names."),
-            );
-            ok = false;
-        }
-        let Some(hp) = hp else { return };
-        if !ok {
-            return;
-        }
-        let port = hp.ports.0;
-        let server = Server {
-            name: name.clone(),
-            addr_text: addr_text.clone(),
-            addr: std::net::SocketAddr::from(([0, 0, 0, 0], port)),
+        ok.then_some(ServerDefaults {
             weight,
             maxconn,
-            check: check.then_some(params),
-            loc: loc.clone(),
-        };
-        let host = hp.host.to_string();
-        let family = hp.family;
-        let proxy = match self.section {
-            Section::Proxy(i) => i,
-            _ => return,
-        };
-        let p = self.px();
-        p.servers.push(server);
-        let server_idx = p.servers.len() - 1;
-        self.pending.push(PendingServer {
-            proxy,
-            server: server_idx,
-            host,
-            family,
-            port,
-        });
+            check,
+            params,
+        })
+    }
+
+    /// `default-server <options>`: defaults for the following `server`
+    /// lines of this section (and of proxies using this `defaults`).
+    fn kw_default_server(&mut self, loc: &Loc, words: &[String]) {
+        if let Some(kind) = self.proxy_kind()
+            && !kind.has_backend()
+        {
+            let name = self.px().name.clone();
+            let msg = format!(
+                "[{loc}] : parsing [{loc}] : 'default-server' not allowed because {} '{name}' has no backend capability.",
+                type_str(kind)
+            );
+            self.diags
+                .push(Diagnostic::new(Level::Alert, Some(loc.clone()), msg));
+            return;
+        }
+        let base = self.current_server_defaults();
+        if let Some(sd) = self.server_options(loc, &words[1..], base, "default-server", None) {
+            match self.section {
+                Section::Proxy(i) => {
+                    if let Some(slot) = self.server_defaults.get_mut(i) {
+                        *slot = sd;
+                    }
+                }
+                Section::Defaults(i) => {
+                    if let Some(d) = self.defaults.get_mut(i) {
+                        d.server = sd;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn current_server_defaults(&self) -> ServerDefaults {
+        match self.section {
+            Section::Proxy(i) => self.server_defaults.get(i).copied(),
+            Section::Defaults(i) => self.defaults.get(i).map(|d| d.server),
+            _ => None,
+        }
+        .unwrap_or_default()
     }
 }
 
@@ -1625,6 +1744,11 @@ fn return_args(args: &[String]) -> Result<HttpRequestAction, String> {
         content_type,
         body,
     })
+}
+
+/// The final period of a message, unless it ends with a suggestion.
+fn stop(msg: &str) -> &'static str {
+    if msg.ends_with('?') { "" } else { "." }
 }
 
 /// HAProxy's `proxy_type_str()`.
