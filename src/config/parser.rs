@@ -1309,7 +1309,10 @@ impl<'r> State<'r> {
                 Err(e) => {
                     return self.alert(
                         loc,
-                        format!("error detected while parsing switching rule : {e}{}", stop(&e)),
+                        format!(
+                            "error detected while parsing switching rule : {e}{}",
+                            stop(&e)
+                        ),
                     );
                 }
             }
@@ -1380,6 +1383,12 @@ impl<'r> State<'r> {
         } else {
             None
         };
+        if matches!(self.section, Section::Proxy(_)) && !self.px().use_backends.is_empty() {
+            self.warn(
+                loc,
+                "a 'http-request' rule placed after a 'use_backend' rule will still be processed before.",
+            );
+        }
         let args = &words[2..cond_at];
         let parsed = if action == "deny" {
             self.deny_args(loc, args)
@@ -1539,7 +1548,9 @@ impl<'r> State<'r> {
         let at = |this: &mut Self, msg: String| {
             let d = match ctx {
                 Some(ctx) => Diagnostic::at(Level::Alert, loc, ctx, msg),
-                None => Diagnostic::new(Level::Alert, Some(loc.clone()), format!("[{loc}] : {msg}")),
+                None => {
+                    Diagnostic::new(Level::Alert, Some(loc.clone()), format!("[{loc}] : {msg}"))
+                }
             };
             this.diags.push(d);
         };
