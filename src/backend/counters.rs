@@ -106,6 +106,104 @@ impl Gauge {
     }
 }
 
+/// How many recent requests the time averages cover (HAProxy's
+/// `TIME_STATS_SAMPLES`).
+pub const TIME_SAMPLES: u64 = 1024;
+
+/// A sliding average over the last [`TIME_SAMPLES`] values, HAProxy's
+/// `swrate`: the sum decays by one average per new value once the window
+/// is full. Lock-free: one compare-and-swap loop per value.
+#[derive(Default, Debug)]
+pub struct SwRate {
+    sum: AtomicU64,
+}
+
+impl SwRate {
+    /// Adds `v`; `seen` is how many values came before it.
+    fn add(&self, v: u32, seen: u64) {
+        let v = u64::from(v);
+        let _ = self.sum.fetch_update(Relaxed, Relaxed, |old| {
+            Some(if seen < TIME_SAMPLES {
+                old + v
+            } else {
+                old - old.div_ceil(TIME_SAMPLES) + v
+            })
+        });
+    }
+
+    /// The average over the last `min(samples, TIME_SAMPLES)` values
+    /// (rounded up, as HAProxy's `swrate_avg`), 0 without samples.
+    pub fn avg(&self, samples: u64) -> u64 {
+        let w = samples.min(TIME_SAMPLES);
+        if w == 0 {
+            return 0;
+        }
+        self.sum.load(Relaxed).div_ceil(w)
+    }
+
+    fn clear(&self) {
+        self.sum.store(0, Relaxed);
+    }
+}
+
+/// qtime/ctime/rtime/ttime of a backend or server: averages over the last
+/// 1024 requests and the maxima, in milliseconds.
+#[derive(Default, Debug)]
+pub struct Times {
+    /// Requests measured so far.
+    pub samples: AtomicU64,
+    pub queue: SwRate,
+    pub connect: SwRate,
+    pub response: SwRate,
+    pub total: SwRate,
+    pub queue_max: AtomicU32,
+    pub connect_max: AtomicU32,
+    pub response_max: AtomicU32,
+    pub total_max: AtomicU32,
+}
+
+impl Times {
+    /// `[qtime, ctime, rtime, ttime]` averages.
+    pub fn averages(&self) -> [u64; 4] {
+        let n = self.samples.load(Relaxed);
+        [
+            self.queue.avg(n),
+            self.connect.avg(n),
+            self.response.avg(n),
+            self.total.avg(n),
+        ]
+    }
+
+    /// `[qtime_max, ctime_max, rtime_max, ttime_max]`.
+    pub fn maxima(&self) -> [u32; 4] {
+        [
+            self.queue_max.load(Relaxed),
+            self.connect_max.load(Relaxed),
+            self.response_max.load(Relaxed),
+            self.total_max.load(Relaxed),
+        ]
+    }
+
+    fn clear_max(&self) {
+        for m in [
+            &self.queue_max,
+            &self.connect_max,
+            &self.response_max,
+            &self.total_max,
+        ] {
+            m.store(0, Relaxed);
+        }
+    }
+
+    fn clear(&self) {
+        self.samples.store(0, Relaxed);
+        for r in [&self.queue, &self.connect, &self.response, &self.total] {
+            r.clear();
+        }
+        self.clear_max();
+    }
+}
+
 /// Counters of one stats row (frontend, backend or server).
 #[derive(Default, Debug)]
 pub struct Counters {
@@ -143,6 +241,8 @@ pub struct Counters {
     pub sess_rate: FreqCtr,
     pub req_rate: FreqCtr,
     pub conn_rate: FreqCtr,
+    /// qtime/ctime/rtime/ttime (backend and server rows).
+    pub times: Times,
 }
 
 impl Counters {
@@ -192,6 +292,30 @@ impl Counters {
         }
     }
 
+    /// Records the timings of one request that reached a server, in
+    /// milliseconds, as HAProxy's `stream_update_time_stats` does (call it
+    /// on the backend's and on the server's counters):
+    /// * `queue`: waiting for a server slot (0 when not queued),
+    /// * `connect`: establishing the server connection (0 on reuse),
+    /// * `response`: from the request sent to the response headers
+    ///   received (HAProxy's Tr),
+    /// * `total`: the whole request, accept to last byte (Ta/Tt).
+    ///
+    /// Requests that got no response from a server are not recorded.
+    /// Lock-free; a few atomic operations.
+    pub fn record_times(&self, queue: u32, connect: u32, response: u32, total: u32) {
+        let t = &self.times;
+        let seen = t.samples.fetch_add(1, Relaxed);
+        t.queue.add(queue, seen);
+        t.connect.add(connect, seen);
+        t.response.add(response, seen);
+        t.total.add(total, seen);
+        t.queue_max.fetch_max(queue, Relaxed);
+        t.connect_max.fetch_max(connect, Relaxed);
+        t.response_max.fetch_max(response, Relaxed);
+        t.total_max.fetch_max(total, Relaxed);
+    }
+
     /// `clear counters`: only the max values.
     pub fn clear_max(&self) {
         self.sess.clear_max();
@@ -199,6 +323,38 @@ impl Counters {
         self.sess_rate.clear_max();
         self.req_rate.clear_max();
         self.conn_rate.clear_max();
+        self.times.clear_max();
+    }
+
+    /// `clear counters all`: every cumulative counter, average and max back
+    /// to 0. Gauges keep their current value (those sessions still exist).
+    pub fn clear_all(&self) {
+        let cum: [&AtomicU64; 19] = [
+            &self.stot,
+            &self.bin,
+            &self.bout,
+            &self.dreq,
+            &self.dresp,
+            &self.ereq,
+            &self.econ,
+            &self.eresp,
+            &self.wretr,
+            &self.wredis,
+            &self.req_tot,
+            &self.cli_abrt,
+            &self.srv_abrt,
+            &self.lbtot,
+            &self.conn_tot,
+            &self.intercepted,
+            &self.connect,
+            &self.reuse,
+            &self.last_sess,
+        ];
+        for a in cum.into_iter().chain(self.hrsp.iter()) {
+            a.store(0, Relaxed);
+        }
+        self.times.clear();
+        self.clear_max();
     }
 }
 
@@ -226,6 +382,27 @@ mod tests {
         }
         let v: Vec<u64> = c.hrsp.iter().map(Counters::get).collect();
         assert_eq!(v, vec![1, 2, 1, 1, 1, 2]);
+    }
+
+    #[test]
+    fn time_averages_cover_the_last_1024_requests() {
+        let c = Counters::default();
+        assert_eq!(c.times.averages(), [0; 4]);
+        c.record_times(0, 2, 10, 20);
+        c.record_times(0, 4, 20, 40);
+        assert_eq!(c.times.averages(), [0, 3, 15, 30]);
+        assert_eq!(c.times.maxima(), [0, 4, 20, 40]);
+        // A long run of 100 ms responses pushes the old samples out.
+        for _ in 0..20 * TIME_SAMPLES {
+            c.record_times(1, 1, 100, 100);
+        }
+        let [q, _, r, _] = c.times.averages();
+        assert_eq!(q, 1);
+        assert!((99..=101).contains(&r), "{r}");
+        c.clear_max();
+        assert_eq!(c.times.maxima(), [0; 4]);
+        c.clear_all();
+        assert_eq!(c.times.averages(), [0; 4]);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! The checker task is the only writer; the data plane reads one atomic.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering::Relaxed};
 
 use super::counters::now_secs;
 
@@ -89,6 +89,19 @@ pub struct CheckInfo {
     pub fall: u32,
 }
 
+/// `srv_op_state` of `show servers state`: the operational state.
+pub const OP_STOPPED: u8 = 0;
+pub const OP_RUNNING: u8 = 2;
+pub const OP_STOPPING: u8 = 3;
+
+/// `set server <b>/<s> health up|stopping|down`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Forced {
+    Up,
+    Stopping,
+    Down,
+}
+
 /// A state change the checker should report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Transition {
@@ -98,9 +111,15 @@ pub enum Transition {
 
 #[derive(Debug)]
 pub struct Health {
-    up: AtomicBool,
-    /// Whether checks run at all (`check` on the server line).
+    /// Operational state: [`OP_STOPPED`] (DOWN), [`OP_RUNNING`] (UP) or
+    /// [`OP_STOPPING`] (NOLB: up but no new traffic).
+    op: AtomicU8,
+    /// Whether checks are configured (`check` on the server line).
     checked: bool,
+    /// `enable health` / `disable health` (checks configured but ignored).
+    enabled: AtomicBool,
+    /// Checks paused while the server is in maintenance.
+    paused: AtomicBool,
     info: Mutex<CheckInfo>,
     /// Unix time of the last UP/DOWN change (process start initially).
     last_change: AtomicU64,
@@ -115,8 +134,10 @@ impl Health {
         let rise = rise.max(1);
         let fall = fall.max(1);
         Health {
-            up: AtomicBool::new(true),
+            op: AtomicU8::new(OP_RUNNING),
             checked,
+            enabled: AtomicBool::new(true),
+            paused: AtomicBool::new(false),
             info: Mutex::new(CheckInfo {
                 status: CheckStatus::Ini,
                 code: None,
@@ -135,14 +156,127 @@ impl Health {
         }
     }
 
-    /// Read on every request: one relaxed load.
+    /// Not DOWN (UP or NOLB): what `show stat up` keeps and what counts
+    /// as a down period.
     #[inline]
     pub fn is_up(&self) -> bool {
-        self.up.load(Relaxed)
+        self.op.load(Relaxed) != OP_STOPPED
     }
 
+    /// UP and taking new traffic (not NOLB). Read on every request: one
+    /// relaxed load.
+    #[inline]
+    pub fn is_running(&self) -> bool {
+        self.op.load(Relaxed) == OP_RUNNING
+    }
+
+    /// `srv_op_state`: 0 stopped, 2 running, 3 stopping.
+    pub fn op_state(&self) -> u8 {
+        self.op.load(Relaxed)
+    }
+
+    /// Checks are configured (`check` on the server line).
     pub fn is_checked(&self) -> bool {
         self.checked
+    }
+
+    /// Checks configured and not disabled by `disable health`
+    /// (HAProxy's `CHK_ST_ENABLED`).
+    pub fn check_enabled(&self) -> bool {
+        self.checked && self.enabled.load(Relaxed)
+    }
+
+    /// Checks paused by maintenance (`CHK_ST_PAUSED`).
+    pub fn is_paused(&self) -> bool {
+        self.paused.load(Relaxed)
+    }
+
+    /// Check results count: enabled and not paused.
+    pub fn checks_active(&self) -> bool {
+        self.check_enabled() && !self.is_paused()
+    }
+
+    /// `enable health` / `disable health`. Returns false when checks are not
+    /// configured on the server (enabling is refused then).
+    pub fn set_check_enabled(&self, on: bool) -> bool {
+        if on && !self.checked {
+            return false;
+        }
+        self.enabled.store(on, Relaxed);
+        true
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, CheckInfo> {
+        match self.info.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    fn go_down(&self) {
+        self.op.store(OP_STOPPED, Relaxed);
+        self.chkdown.fetch_add(1, Relaxed);
+        self.last_change.store(now_secs(), Relaxed);
+    }
+
+    fn go_up(&self, op: u8) {
+        let now = now_secs();
+        let since = self.last_change.swap(now, Relaxed);
+        self.downtime.fetch_add(now.saturating_sub(since), Relaxed);
+        self.op.store(op, Relaxed);
+    }
+
+    /// `set server .. health up|stopping|down`: moves the state machine as
+    /// HAProxy does (`up`/`stopping`: health to its maximum; `down`: 0). The
+    /// check status is kept. In maintenance only the health value changes.
+    pub fn force(&self, to: Forced) {
+        let mut g = self.lock();
+        let max = g.rise + g.fall - 1;
+        g.health = if to == Forced::Down { 0 } else { max };
+        if self.is_paused() {
+            return;
+        }
+        let was_up = self.is_up();
+        match to {
+            Forced::Down if was_up => self.go_down(),
+            Forced::Down => {}
+            Forced::Up | Forced::Stopping => {
+                let op = if to == Forced::Up {
+                    OP_RUNNING
+                } else {
+                    OP_STOPPING
+                };
+                if was_up {
+                    self.op.store(op, Relaxed);
+                } else {
+                    self.go_up(op);
+                }
+            }
+        }
+    }
+
+    /// Entering maintenance: checks paused, health 0, DOWN (counted in
+    /// `chkdown` as HAProxy does).
+    pub fn enter_maint(&self) {
+        let mut g = self.lock();
+        self.paused.store(true, Relaxed);
+        g.health = 0;
+        if self.is_up() {
+            self.go_down();
+        }
+    }
+
+    /// Leaving maintenance: UP at health `rise` ("start OK but check
+    /// immediately", so one failed check takes it down again).
+    pub fn leave_maint(&self) {
+        let mut g = self.lock();
+        g.health = g.rise;
+        if !self.is_up() {
+            self.go_up(OP_RUNNING);
+        } else {
+            self.op.store(OP_RUNNING, Relaxed);
+        }
+        self.paused.store(false, Relaxed);
     }
 
     pub fn info(&self) -> CheckInfo {
@@ -166,6 +300,7 @@ impl Health {
     }
 
     /// Apply one check result; returns the transition it caused, if any.
+    /// Ignored while checks are disabled or paused (maintenance).
     pub fn record(
         &self,
         status: CheckStatus,
@@ -173,10 +308,10 @@ impl Health {
         duration_ms: u64,
         detail: String,
     ) -> Option<Transition> {
-        let mut g = match self.info.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        };
+        let mut g = self.lock();
+        if !self.checks_active() {
+            return None;
+        }
         g.status = status;
         g.code = code;
         g.duration_ms = Some(duration_ms);
@@ -192,6 +327,9 @@ impl Health {
                 g.health = rise + fall - 1;
                 if !was_up {
                     transition = Some(Transition::WentUp);
+                } else if self.op.load(Relaxed) == OP_STOPPING {
+                    // A passing check at full health ends NOLB.
+                    self.op.store(OP_RUNNING, Relaxed);
                 }
             }
         } else if g.health > 0 {
@@ -207,17 +345,8 @@ impl Health {
             }
         }
         match transition {
-            Some(Transition::WentDown) => {
-                self.up.store(false, Relaxed);
-                self.chkdown.fetch_add(1, Relaxed);
-                self.last_change.store(now_secs(), Relaxed);
-            }
-            Some(Transition::WentUp) => {
-                let now = now_secs();
-                let since = self.last_change.swap(now, Relaxed);
-                self.downtime.fetch_add(now.saturating_sub(since), Relaxed);
-                self.up.store(true, Relaxed);
-            }
+            Some(Transition::WentDown) => self.go_down(),
+            Some(Transition::WentUp) => self.go_up(OP_RUNNING),
             None => {}
         }
         transition
@@ -238,24 +367,45 @@ impl Health {
         }
     }
 
-    /// The `status` column: `UP`, `UP 1/3`, `DOWN`, `DOWN 1/2`, `no check`.
-    pub fn status_text(&self) -> String {
-        if !self.checked {
-            return "no check".to_string();
-        }
+    /// The `status` column outside maintenance (HAProxy's `srv_hlt_st`):
+    /// `UP`, `UP 1/3`, `DOWN`, `DOWN 1/2`, `NOLB`, `NOLB 2/3`, `DRAIN`,
+    /// `DRAIN 2/3`, `no check`. `drain`: the server is in DRAIN admin state.
+    pub fn status_text_admin(&self, drain: bool) -> String {
         let i = self.info();
         let max = i.rise + i.fall - 1;
-        if self.is_up() {
-            if i.health >= max {
-                "UP".to_string()
-            } else {
-                format!("UP {}/{}", i.health + 1 - i.rise, i.fall)
+        let checks = self.check_enabled();
+        let going_down = || format!("{}/{}", (i.health + 1).saturating_sub(i.rise), i.fall);
+        match self.op_state() {
+            OP_STOPPED => {
+                if checks && i.health > 0 {
+                    format!("DOWN {}/{}", i.health, i.rise)
+                } else {
+                    "DOWN".to_string()
+                }
             }
-        } else if i.health == 0 {
-            "DOWN".to_string()
-        } else {
-            format!("DOWN {}/{}", i.health, i.rise)
+            OP_STOPPING => {
+                if !checks || i.health >= max {
+                    "NOLB".to_string()
+                } else {
+                    format!("NOLB {}", going_down())
+                }
+            }
+            _ => {
+                let gd = checks && i.health < max;
+                match (drain, gd) {
+                    (true, true) => format!("DRAIN {}", going_down()),
+                    (true, false) => "DRAIN".to_string(),
+                    (false, true) => format!("UP {}", going_down()),
+                    (false, false) if !checks => "no check".to_string(),
+                    (false, false) => "UP".to_string(),
+                }
+            }
         }
+    }
+
+    /// [`Health::status_text_admin`] for a server in no admin state.
+    pub fn status_text(&self) -> String {
+        self.status_text_admin(false)
     }
 }
 
@@ -297,5 +447,42 @@ mod tests {
         assert_eq!(h.status_text(), "UP");
         assert_eq!(h.chkfail.load(Relaxed), 3);
         assert_eq!(h.chkdown.load(Relaxed), 1);
+    }
+
+    #[test]
+    fn forced_health_and_maintenance() {
+        let h = Health::new(true, 2, 3);
+        ok(&h);
+        h.force(Forced::Stopping);
+        assert_eq!(h.status_text(), "NOLB");
+        assert!(h.is_up() && !h.is_running());
+        fail(&h);
+        assert_eq!(h.status_text(), "NOLB 2/3");
+        ok(&h);
+        assert_eq!(
+            h.status_text(),
+            "UP",
+            "a passing check at full health ends NOLB"
+        );
+        h.force(Forced::Down);
+        assert_eq!(h.status_text(), "DOWN");
+        assert_eq!(h.chkdown.load(Relaxed), 1);
+        ok(&h);
+        assert_eq!(h.status_text(), "DOWN 1/2");
+        h.force(Forced::Up);
+        assert_eq!(h.status_text(), "UP");
+        assert_eq!(h.status_text_admin(true), "DRAIN");
+        h.enter_maint();
+        assert!(!h.is_up());
+        assert_eq!(h.chkdown.load(Relaxed), 2);
+        assert_eq!(ok(&h), None, "checks are paused in maintenance");
+        assert_eq!(h.info().health, 0);
+        h.leave_maint();
+        assert_eq!(h.status_text(), "UP 1/3");
+        assert!(h.set_check_enabled(false));
+        assert_eq!(h.status_text(), "no check");
+        assert_eq!(fail(&h), None);
+        assert!(!Health::new(false, 2, 3).set_check_enabled(true));
+        assert_eq!(Health::new(false, 2, 3).status_text(), "no check");
     }
 }

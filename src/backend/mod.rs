@@ -9,7 +9,7 @@ pub mod queue;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU8, AtomicU32, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
@@ -26,6 +26,21 @@ pub struct FrontendState {
     pub counters: Counters,
 }
 
+/// `srv_admin_state` bits (HAProxy's `SRV_ADMF_*`), as `show servers state`
+/// prints them. sluice sets the forced ones from the CLI.
+pub const ADMF_FMAINT: u8 = 0x01;
+pub const ADMF_FDRAIN: u8 = 0x08;
+/// Admin bits that keep a server out of load balancing.
+const ADMF_NO_LB: u8 = ADMF_FMAINT | ADMF_FDRAIN;
+
+/// The admin state a CLI command asks for (`set server .. state ..`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdminState {
+    Ready,
+    Drain,
+    Maint,
+}
+
 /// State of one server.
 #[derive(Debug)]
 pub struct ServerState {
@@ -35,6 +50,8 @@ pub struct ServerState {
     pub health: Health,
     /// Current (user) weight; 0 takes the server out of load balancing.
     pub weight: AtomicU32,
+    /// [`ADMF_FMAINT`] / [`ADMF_FDRAIN`]: maintenance and drain.
+    admin: AtomicU8,
     /// Requests being served now, against `maxconn`.
     pub(crate) inflight: AtomicU32,
     /// 0 = unlimited.
@@ -58,6 +75,7 @@ impl ServerState {
             counters: Counters::default(),
             health: Health::new(checked, rise, fall),
             weight: AtomicU32::new(1),
+            admin: AtomicU8::new(0),
             inflight: AtomicU32::new(0),
             maxconn: AtomicU32::new(0),
             pool: ArcSwap::from_pointee(Pool::new(addr)),
@@ -72,10 +90,90 @@ impl ServerState {
         self.inflight.load(Relaxed)
     }
 
-    /// Takes part in load balancing: UP and a non-zero weight.
+    /// Takes part in load balancing: neither in maintenance nor draining,
+    /// UP (not NOLB) and a non-zero weight. Relaxed loads only.
     #[inline]
     pub fn usable(&self) -> bool {
-        self.health.is_up() && self.weight.load(Relaxed) > 0
+        self.admin.load(Relaxed) & ADMF_NO_LB == 0
+            && self.health.is_running()
+            && self.weight.load(Relaxed) > 0
+    }
+
+    /// The weight load balancing uses now: the current weight when
+    /// [`usable`](Self::usable), else 0.
+    #[inline]
+    pub fn lb_weight(&self) -> u32 {
+        if self.admin.load(Relaxed) & ADMF_NO_LB != 0 || !self.health.is_running() {
+            return 0;
+        }
+        self.weight.load(Relaxed)
+    }
+
+    /// `srv_admin_state` bits.
+    pub fn admin(&self) -> u8 {
+        self.admin.load(Relaxed)
+    }
+
+    pub fn is_maint(&self) -> bool {
+        self.admin() & ADMF_FMAINT != 0
+    }
+
+    pub fn is_drain(&self) -> bool {
+        self.admin() & ADMF_FDRAIN != 0
+    }
+
+    /// `set server .. state ready|drain|maint`, `disable|enable server`.
+    /// Maintenance and drain exclude each other, as in HAProxy: entering
+    /// one leaves the other. Entering maintenance pauses checks and takes
+    /// the server DOWN; leaving it brings it UP at health `rise`.
+    pub fn set_admin(&self, to: AdminState) {
+        let bits = match to {
+            AdminState::Ready => 0,
+            AdminState::Drain => ADMF_FDRAIN,
+            AdminState::Maint => ADMF_FMAINT,
+        };
+        // Out of load balancing first, health after; back in: the reverse.
+        let before = if bits & ADMF_FMAINT != 0 {
+            let before = self.admin.swap(bits, Relaxed);
+            if before & ADMF_FMAINT == 0 {
+                self.health.enter_maint();
+            }
+            before
+        } else {
+            if self.admin() & ADMF_FMAINT != 0 {
+                self.health.leave_maint();
+            }
+            self.admin.swap(bits, Relaxed)
+        };
+        if before != bits {
+            tracing::info!(
+                "Server {}/{} {}.",
+                self.backend,
+                self.name,
+                match to {
+                    AdminState::Ready if before & ADMF_FMAINT != 0 =>
+                        "is UP (leaving forced maintenance)",
+                    AdminState::Ready => "is leaving forced drain",
+                    AdminState::Drain => "enters drain mode",
+                    AdminState::Maint => "is going DOWN for maintenance",
+                }
+            );
+        }
+    }
+
+    /// The `status` column of `show stat`.
+    pub fn status_text(&self) -> String {
+        let admin = self.admin();
+        if admin & ADMF_FMAINT != 0 {
+            return "MAINT".to_string();
+        }
+        self.health.status_text_admin(admin & ADMF_FDRAIN != 0)
+    }
+
+    /// `set server .. addr`: new connections go to `addr`; idle connections
+    /// to the old address are dropped with the old pool.
+    pub fn set_addr(&self, addr: SocketAddr) {
+        self.pool.store(Arc::new(Pool::new(addr)));
     }
 }
 

@@ -118,6 +118,16 @@ impl Waiters {
 }
 
 impl Queue {
+    /// Hands free slots of `server` to waiting requests, oldest first
+    /// (after its `maxconn` was raised at run time).
+    pub fn dispatch_to(server: &Arc<ServerState>, backend: &Arc<BackendState>) {
+        if backend.queue.is_empty() || !server.usable() {
+            return;
+        }
+        let mut w = lock(&backend.queue.inner);
+        w.dispatch(backend, &|| SlotGuard::try_take(server, backend));
+    }
+
     pub fn len(&self) -> usize {
         self.len.load(SeqCst)
     }

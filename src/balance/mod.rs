@@ -24,7 +24,7 @@ pub enum PickError {
 fn try_pick(be: &BackendRt) -> Option<SlotGuard> {
     let mut got = None;
     be.lb.pick(
-        |i| be.servers.get(i).is_some_and(|s| s.state.usable()),
+        |i| be.servers.get(i).map_or(0, |s| s.state.lb_weight()),
         |i| {
             got = be
                 .servers

@@ -11,6 +11,11 @@
 //!
 //! The state is one small mutex per backend, held for a few hundred
 //! nanoseconds per pick (HAProxy takes its per-backend LB lock likewise).
+//!
+//! Weights are read at every pick (`set weight`, maintenance, drain and
+//! health all change them at run time): when any server's current weight
+//! differs from the one the state was built with, the state is rebuilt and
+//! the order restarts as on a fresh start with the new weights.
 
 use std::sync::Mutex;
 
@@ -43,33 +48,27 @@ struct State {
     curr_weight: u64,
     next_weight: u64,
     curr_pos: u64,
-    /// Which servers were usable when the state was built.
-    usable: Vec<bool>,
+    /// The weights the state was built with (0 = not usable).
+    weights: Vec<u32>,
 }
 
 #[derive(Debug)]
 pub struct RoundRobin {
-    weights: Vec<u32>,
     state: Mutex<State>,
 }
 
 impl State {
-    fn new(weights: &[u32], usable: &[bool]) -> State {
+    fn new(weights: &[u32]) -> State {
         let slots: Vec<Slot> = weights
             .iter()
-            .zip(usable)
-            .map(|(&w, &u)| {
+            .map(|&w| {
                 let eweight = w.min(256) * WEIGHT_SCALE;
                 Slot {
                     eweight,
                     npos: 0,
                     rweight: 0,
                     key: (EWEIGHT_MAX - eweight) as u64,
-                    tree: if u && eweight > 0 {
-                        Tree::Init
-                    } else {
-                        Tree::Out
-                    },
+                    tree: if eweight > 0 { Tree::Init } else { Tree::Out },
                 }
             })
             .collect();
@@ -83,7 +82,7 @@ impl State {
             curr_weight: total,
             next_weight: total,
             curr_pos: total,
-            usable: usable.to_vec(),
+            weights: weights.to_vec(),
         }
     }
 
@@ -198,30 +197,31 @@ impl State {
 }
 
 impl RoundRobin {
+    /// A balancer over servers with these initial weights.
     pub fn new(weights: &[u32]) -> Self {
-        let usable = vec![true; weights.len()];
         RoundRobin {
-            weights: weights.to_vec(),
-            state: Mutex::new(State::new(weights, &usable)),
+            state: Mutex::new(State::new(weights)),
         }
     }
 
-    /// Picks the next server. `usable(i)` says whether server `i` takes
-    /// part at all (UP, weight > 0); `take(i)` tries to take a slot on it
-    /// (false when it is at its maxconn). When the usable set changes, the
-    /// order restarts as on a fresh start.
+    /// Picks the next server. `weight(i)` is server `i`'s current weight,
+    /// 0 when it takes no part (DOWN, maintenance, drain, weight 0);
+    /// `take(i)` tries to take a slot on it (false when it is at its
+    /// maxconn). When any weight changed since the last pick, the order
+    /// restarts as on a fresh start with the new weights.
     pub fn pick(
         &self,
-        usable: impl Fn(usize) -> bool,
+        weight: impl Fn(usize) -> u32,
         mut take: impl FnMut(usize) -> bool,
     ) -> Option<usize> {
         let mut st = match self.state.lock() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
         };
-        if (0..self.weights.len()).any(|i| usable(i) != st.usable[i]) {
-            let now: Vec<bool> = (0..self.weights.len()).map(&usable).collect();
-            *st = State::new(&self.weights, &now);
+        let n = st.weights.len();
+        if (0..n).any(|i| weight(i).min(256) != st.weights[i].min(256)) {
+            let now: Vec<u32> = (0..n).map(&weight).collect();
+            *st = State::new(&now);
         }
         st.pick(&mut take)
     }
@@ -234,7 +234,7 @@ mod tests {
     fn names(weights: &[u32], n: usize) -> String {
         let rr = RoundRobin::new(weights);
         (0..n)
-            .map(|_| format!("s{}", rr.pick(|_| true, |_| true).unwrap() + 1))
+            .map(|_| format!("s{}", rr.pick(|i| weights[i], |_| true).unwrap() + 1))
             .collect::<Vec<_>>()
             .join(" ")
     }
@@ -250,24 +250,25 @@ mod tests {
 
     #[test]
     fn exact_split_skips_and_saturation() {
-        let rr = RoundRobin::new(&[1, 2, 3]);
+        let w = [1, 2, 3];
+        let rr = RoundRobin::new(&w);
         let mut n = [0u32; 3];
         for _ in 0..6000 {
-            n[rr.pick(|_| true, |_| true).unwrap()] += 1;
+            n[rr.pick(|i| w[i], |_| true).unwrap()] += 1;
         }
         assert_eq!(n, [1000, 2000, 3000]);
         // A server that is down gets nothing; the others share evenly.
         let rr = RoundRobin::new(&[1, 1, 1]);
         let mut n = [0u32; 3];
         for _ in 0..600 {
-            n[rr.pick(|i| i != 1, |_| true).unwrap()] += 1;
+            n[rr.pick(|i| u32::from(i != 1), |_| true).unwrap()] += 1;
         }
         assert_eq!(n, [300, 0, 300]);
         // A saturated server is passed over, not lost.
         let rr = RoundRobin::new(&[1, 1]);
-        assert_eq!(rr.pick(|_| true, |i| i == 1), Some(1));
-        assert_eq!(rr.pick(|_| true, |_| false), None);
-        assert_eq!(RoundRobin::new(&[0, 0]).pick(|_| true, |_| true), None);
+        assert_eq!(rr.pick(|_| 1, |i| i == 1), Some(1));
+        assert_eq!(rr.pick(|_| 1, |_| false), None);
+        assert_eq!(RoundRobin::new(&[0, 0]).pick(|_| 0, |_| true), None);
     }
 
     #[test]
@@ -279,10 +280,34 @@ mod tests {
         let rr = RoundRobin::new(&w);
         let mut n = [0u32; 3];
         for _ in 0..40 * 100 {
-            n[rr.pick(|_| true, |_| true).unwrap()] += 1;
+            n[rr.pick(|i| w[i], |_| true).unwrap()] += 1;
         }
         for i in 0..3 {
             assert!(n[i].abs_diff(w[i] * 100) * 100 <= w[i] * 100, "{n:?}");
         }
+    }
+
+    #[test]
+    fn follows_weight_changes() {
+        let rr = RoundRobin::new(&[1, 1]);
+        let w = std::cell::Cell::new([1u32, 1]);
+        let run = |k: usize| -> Vec<usize> {
+            (0..k)
+                .map(|_| rr.pick(|i| w.get()[i], |_| true).unwrap())
+                .collect()
+        };
+        assert_eq!(run(4), [0, 1, 0, 1]);
+        // `set weight b/s1 3`: the next picks follow 3:1 from a fresh start.
+        w.set([3, 1]);
+        assert_eq!(run(8), [0, 0, 0, 1, 0, 0, 0, 1]);
+        // Weight 0 (or drain/maint): no traffic at all.
+        w.set([0, 1]);
+        assert_eq!(run(3), [1, 1, 1]);
+        w.set([0, 0]);
+        assert_eq!(rr.pick(|i| w.get()[i], |_| true), None);
+        // Weights above 256 are capped as HAProxy caps them.
+        w.set([300, 256]);
+        let v = run(4);
+        assert_eq!(v.iter().filter(|&&i| i == 0).count(), 2);
     }
 }
