@@ -7,13 +7,14 @@ use std::io;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Semaphore;
 
-use crate::backend::Counters;
+use crate::backend::health::{CheckStatus, Forced};
+use crate::backend::{AdminState, Queue};
 use crate::config::model::{CliLevel, StatsSocket};
 use crate::routing::{BackendRt, ServerRt, Snapshot};
 use crate::runtime::Runtime;
@@ -43,6 +44,8 @@ pub enum Effect {
     TogglePrompt,
     /// `quit`: close without writing anything more.
     Quit,
+    /// `set timeout cli <delay>`: the session's new idle timeout.
+    SetTimeout(Duration),
 }
 
 /// One command's output: complete lines, each ending in `\n`, never an empty
@@ -70,7 +73,7 @@ impl Reply {
             match o.effect {
                 Effect::Quit => return (out, true),
                 Effect::TogglePrompt => *prompt = !*prompt,
-                Effect::None => {}
+                Effect::None | Effect::SetTimeout(_) => {}
             }
             out.push_str(&o.text);
             out.push_str(if *prompt { "\n> " } else { "\n" });
@@ -90,6 +93,7 @@ struct Command {
 }
 
 /// Listed sorted as HAProxy's `help` does; `help`, `prompt`, `quit` last.
+/// Usage and description texts are HAProxy 2.6's.
 static COMMANDS: &[Command] = &[
     Command {
         words: &["clear", "counters"],
@@ -97,6 +101,34 @@ static COMMANDS: &[Command] = &[
         desc: "clear max statistics counters (or all counters)",
         level: CliLevel::Operator,
         run: cmd_clear_counters,
+    },
+    Command {
+        words: &["disable", "health"],
+        usage: "disable health",
+        desc: "disable health checks",
+        level: CliLevel::Admin,
+        run: cmd_disable_health,
+    },
+    Command {
+        words: &["disable", "server"],
+        usage: "disable server (DEPRECATED)",
+        desc: "disable a server for maintenance (use 'set server' instead)",
+        level: CliLevel::Admin,
+        run: cmd_disable_server,
+    },
+    Command {
+        words: &["enable", "health"],
+        usage: "enable health",
+        desc: "enable health checks",
+        level: CliLevel::Admin,
+        run: cmd_enable_health,
+    },
+    Command {
+        words: &["enable", "server"],
+        usage: "enable server  (DEPRECATED)",
+        desc: "enable a disabled server (use 'set server' instead)",
+        level: CliLevel::Admin,
+        run: cmd_enable_server,
     },
     Command {
         words: &["get", "weight"],
@@ -113,6 +145,48 @@ static COMMANDS: &[Command] = &[
         run: cmd_operator,
     },
     Command {
+        words: &["set", "maxconn", "frontend"],
+        usage: "set maxconn frontend <frontend> <value>",
+        desc: "change a frontend's maxconn setting",
+        level: CliLevel::Admin,
+        run: cmd_set_maxconn_frontend,
+    },
+    Command {
+        words: &["set", "maxconn", "global"],
+        usage: "set maxconn global <value>",
+        desc: "change the per-process maxconn setting",
+        level: CliLevel::Admin,
+        run: cmd_set_maxconn_global,
+    },
+    Command {
+        words: &["set", "maxconn", "server"],
+        usage: "set maxconn server <bk>/<srv>",
+        desc: "change a server's maxconn setting",
+        level: CliLevel::Admin,
+        run: cmd_set_maxconn_server,
+    },
+    Command {
+        words: &["set", "server"],
+        usage: "set server <bk>/<srv> [opts]",
+        desc: "change a server's state, weight, address or ssl",
+        level: CliLevel::Admin,
+        run: cmd_set_server,
+    },
+    Command {
+        words: &["set", "timeout"],
+        usage: "set timeout [cli] <delay>",
+        desc: "change a timeout setting",
+        level: CliLevel::User,
+        run: cmd_set_timeout,
+    },
+    Command {
+        words: &["set", "weight"],
+        usage: "set weight <bk>/<srv>  (DEPRECATED)",
+        desc: "change a server's weight (use 'set server' instead)",
+        level: CliLevel::Admin,
+        run: cmd_set_weight,
+    },
+    Command {
         words: &["show", "backend"],
         usage: "show backend",
         desc: "list backends in the current running config",
@@ -127,11 +201,25 @@ static COMMANDS: &[Command] = &[
         run: cmd_show_cli_level,
     },
     Command {
+        words: &["show", "env"],
+        usage: "show env [var]",
+        desc: "dump environment variables known to the process",
+        level: CliLevel::Operator,
+        run: cmd_show_env,
+    },
+    Command {
         words: &["show", "info"],
         usage: "show info [desc|json|typed|float]*",
         desc: "report information about the running process",
         level: CliLevel::User,
         run: cmd_show_info,
+    },
+    Command {
+        words: &["show", "servers", "state"],
+        usage: "show servers state [<backend>]",
+        desc: "dump volatile server information (all or for a single backend)",
+        level: CliLevel::User,
+        run: cmd_show_servers_state,
     },
     Command {
         words: &["show", "stat"],
@@ -146,6 +234,13 @@ static COMMANDS: &[Command] = &[
         desc: "show version of the current process",
         level: CliLevel::User,
         run: cmd_show_version,
+    },
+    Command {
+        words: &["shutdown", "sessions", "server"],
+        usage: "shutdown sessions server <bk>/<srv>",
+        desc: "kill sessions on a server",
+        level: CliLevel::Admin,
+        run: cmd_shutdown_sessions,
     },
     Command {
         words: &["user"],
@@ -405,18 +500,19 @@ fn cmd_show_backend(ctx: &mut Ctx<'_>, _: &[String]) -> Output {
     text(out)
 }
 
-fn unsupported_format(what: &str, fmt: &str) -> Output {
-    text(format!(
-        "'{what} {fmt}' is not supported by sluice yet; use '{what}' (text output).\n"
-    ))
-}
-
 fn cmd_show_info(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
-    // `desc` and `float` only change the typed/json forms.
-    if let Some(f) = args.iter().find(|a| *a == "typed" || *a == "json") {
-        return unsupported_format("show info", f);
-    }
-    text(info::render_info(ctx.rt, &ctx.snap))
+    // The last of `typed` / `json` wins, as in HAProxy; `desc` and `float`
+    // are accepted and ignored (no descriptions, integers only).
+    let fmt = args
+        .iter()
+        .rev()
+        .find(|a| *a == "typed" || *a == "json")
+        .map(String::as_str);
+    text(match fmt {
+        Some("typed") => info::render_info_typed(ctx.rt, &ctx.snap),
+        Some(_) => info::render_info_json(ctx.rt, &ctx.snap),
+        None => info::render_info(ctx.rt, &ctx.snap),
+    })
 }
 
 /// C `atoi`: leading sign and digits, 0 when there are none.
@@ -466,16 +562,22 @@ fn cmd_show_stat(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
         };
         args = &args[3..];
     }
+    let mut fmt = "csv";
     for a in args {
         match a.as_str() {
-            "typed" | "json" => return unsupported_format("show stat", a),
+            "typed" => fmt = "typed",
+            "json" => fmt = "json",
             "up" => opts.only_up = true,
-            // No server can be in maintenance yet, so there is nothing to
-            // hide; `desc` only changes the typed/json forms.
+            "no-maint" => opts.no_maint = true,
+            // `desc` only adds descriptions to typed/json (not provided).
             _ => {}
         }
     }
-    text(csv::render_csv(ctx.rt, &ctx.snap, opts))
+    match fmt {
+        "typed" => text(csv::render_typed(&csv::rows(ctx.rt, &ctx.snap, opts))),
+        "json" => text(csv::render_json(&csv::rows(ctx.rt, &ctx.snap, opts))),
+        _ => text(csv::render_csv(ctx.rt, &ctx.snap, opts)),
+    }
 }
 
 /// `<backend>/<server>`, each a name or `#<id>`.
@@ -520,11 +622,12 @@ fn cmd_clear_counters(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
     if all && ctx.level < CliLevel::Admin {
         return text(DENIED);
     }
-    let clear = |c: &Counters| {
+    let clear = |c: &crate::backend::Counters| {
         if all {
-            reset_all(c);
+            c.clear_all();
+        } else {
+            c.clear_max();
         }
-        c.clear_max();
     };
     for p in &ctx.snap.proxies {
         if let Some(fe) = &p.frontend {
@@ -548,33 +651,377 @@ fn cmd_clear_counters(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
     text("")
 }
 
-/// `clear counters all`: every cumulative counter back to 0. Gauges keep
-/// their current value (those sessions still exist).
-fn reset_all(c: &Counters) {
-    let cum: [&AtomicU64; 19] = [
-        &c.stot,
-        &c.bin,
-        &c.bout,
-        &c.dreq,
-        &c.dresp,
-        &c.ereq,
-        &c.econ,
-        &c.eresp,
-        &c.wretr,
-        &c.wredis,
-        &c.req_tot,
-        &c.cli_abrt,
-        &c.srv_abrt,
-        &c.lbtot,
-        &c.conn_tot,
-        &c.intercepted,
-        &c.connect,
-        &c.reuse,
-        &c.last_sess,
-    ];
-    for a in cum.into_iter().chain(c.hrsp.iter()) {
-        a.store(0, Relaxed);
+// ---------------------------------------------------------------------------
+// Server administration (reference §1.8)
+
+/// C `strtol(s, &end, 10)`: leading blanks, sign, digits. Returns the
+/// value (saturated) and the unparsed rest, or `None` when no digit was
+/// read (`end == s`).
+fn strtol(s: &str) -> Option<(i64, &str)> {
+    let t = s.trim_start_matches([' ', '\t']);
+    let (neg, body) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let digits = body.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return None;
     }
+    let v = body[..digits].bytes().fold(0i64, |acc, d| {
+        acc.saturating_mul(10).saturating_add(i64::from(d - b'0'))
+    });
+    Some((if neg { -v } else { v }, &body[digits..]))
+}
+
+/// HAProxy's `server_parse_weight_change_request`: the new weight, or the
+/// exact error text (some of HAProxy's have no line feed; the framing's
+/// empty line then ends the line).
+fn parse_weight(arg: Option<&String>, initial: u32) -> Result<u32, &'static str> {
+    let Some(w) = arg else {
+        return Err("Require <weight> or <weight%>.\n");
+    };
+    let Some((v, rest)) = strtol(w) else {
+        return Err("Empty weight string empty or preceded by garbage");
+    };
+    if rest == "%" {
+        if v < 0 {
+            return Err("Relative weight must be positive.\n");
+        }
+        let v = v.min(25600);
+        return Ok((i64::from(initial) * v / 100).min(256) as u32);
+    }
+    if !(0..=256).contains(&v) {
+        return Err("Absolute weight can only be between 0 and 256 inclusive.\n");
+    }
+    if !rest.is_empty() {
+        return Err("Trailing garbage in weight string");
+    }
+    Ok(v as u32)
+}
+
+fn set_weight(s: &ServerRt, arg: Option<&String>) -> Output {
+    match parse_weight(arg, s.weight) {
+        Ok(w) => {
+            s.state.weight.store(w, Relaxed);
+            text("")
+        }
+        Err(e) => text(e),
+    }
+}
+
+fn cmd_set_weight(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    match find_server(&ctx.snap, args.first()) {
+        Ok((_, s)) => set_weight(s, args.get(1)),
+        Err(e) => text(e),
+    }
+}
+
+fn set_admin(ctx: &Ctx<'_>, args: &[String], to: AdminState) -> Output {
+    match find_server(&ctx.snap, args.first()) {
+        Ok((_, s)) => {
+            s.state.set_admin(to);
+            text("")
+        }
+        Err(e) => text(e),
+    }
+}
+
+fn cmd_disable_server(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    set_admin(ctx, args, AdminState::Maint)
+}
+
+fn cmd_enable_server(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    set_admin(ctx, args, AdminState::Ready)
+}
+
+fn set_health_checks(ctx: &Ctx<'_>, args: &[String], on: bool) -> Output {
+    match find_server(&ctx.snap, args.first()) {
+        Ok((_, s)) if s.state.health.set_check_enabled(on) => text(""),
+        Ok(_) => text("Health check was not configured on this server, cannot enable.\n"),
+        Err(e) => text(e),
+    }
+}
+
+fn cmd_disable_health(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    set_health_checks(ctx, args, false)
+}
+
+fn cmd_enable_health(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    set_health_checks(ctx, args, true)
+}
+
+const SET_SERVER_USAGE: &str = "usage: set server <backend>/<server> addr | agent | agent-addr | agent-port | agent-send | check-addr | check-port | fqdn | health | ssl | state | weight\n";
+
+fn cmd_set_server(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    let s = match find_server(&ctx.snap, args.first()) {
+        Ok((_, s)) => s,
+        Err(e) => return text(e),
+    };
+    let arg = |i: usize| args.get(i).map(String::as_str);
+    match arg(1) {
+        Some("weight") => set_weight(s, args.get(2)),
+        Some("state") => {
+            let to = match arg(2) {
+                Some("ready") => AdminState::Ready,
+                Some("drain") => AdminState::Drain,
+                Some("maint") => AdminState::Maint,
+                _ => {
+                    return text(
+                        "'set server <srv> state' expects 'ready', 'drain' and 'maint'.\n",
+                    );
+                }
+            };
+            s.state.set_admin(to);
+            text("")
+        }
+        Some("health") => {
+            let to = match arg(2) {
+                Some("up") => Forced::Up,
+                Some("stopping") => Forced::Stopping,
+                Some("down") => Forced::Down,
+                _ => {
+                    return text(
+                        "'set server <srv> health' expects 'up', 'stopping', or 'down'.\n",
+                    );
+                }
+            };
+            s.state.health.force(to);
+            text("")
+        }
+        Some("addr") => set_addr(s, arg(2), arg(3), arg(4)),
+        // No agent checks in sluice, as on a HAProxy server without `agent-check`.
+        Some("agent") | Some("agent-send") => {
+            text("agent checks are not enabled on this server.\n")
+        }
+        Some("agent-addr") | Some("agent-port") => {
+            text("agent checks are not enabled on this server")
+        }
+        Some("fqdn") => {
+            text("set server <b>/<s> fqdn failed because no resolution is configured.\n")
+        }
+        Some("ssl") => text(
+            "'set server <srv> ssl' cannot be set.  default-server should define ssl settings\n",
+        ),
+        Some(o @ ("check-addr" | "check-port")) => text(format!(
+            "'set server <srv> {o}' is not supported by sluice yet.\n"
+        )),
+        _ => text(SET_SERVER_USAGE),
+    }
+}
+
+/// `set server <b>/<s> addr <ip> [port <port>]` with HAProxy's report
+/// (`IP changed from '..' to '..', port changed from '..' to '..' by 'stats
+/// socket command'`). New connections go to the new address; idle pooled
+/// connections to the old one are dropped.
+fn set_addr(s: &ServerRt, ip: Option<&str>, port_kw: Option<&str>, port: Option<&str>) -> Output {
+    const BY: &str = " by 'stats socket command'\n";
+    let Some(ip) = ip else {
+        return text("set server <b>/<s> addr requires an address and optionally a port.\n");
+    };
+    let Ok(new_ip) = ip.parse::<std::net::IpAddr>() else {
+        return text(format!("Invalid addr '{ip}'{BY}"));
+    };
+    let old = s.state.addr();
+    let mut msg = if old.ip() == new_ip {
+        "no need to change the addr".to_string()
+    } else {
+        format!("IP changed from '{}' to '{new_ip}'", old.ip())
+    };
+    let mut new_port = old.port();
+    if port_kw == Some("port") {
+        let p = port.unwrap_or("");
+        match p.parse::<u16>() {
+            Ok(n) if n == old.port() => msg.push_str(", no need to change the port"),
+            Ok(n) => {
+                msg.push_str(&format!(", port changed from '{}' to '{n}'", old.port()));
+                new_port = n;
+            }
+            Err(_) => msg.push_str(&format!(", problem converting port '{p}' to an int")),
+        }
+    }
+    let new = std::net::SocketAddr::new(new_ip, new_port);
+    if new != old {
+        s.state.set_addr(new);
+    }
+    msg.push_str(BY);
+    text(msg)
+}
+
+fn cmd_set_maxconn_server(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    let (be, s) = match find_server(&ctx.snap, args.first()) {
+        Ok(x) => x,
+        Err(e) => return text(e),
+    };
+    let Some(arg) = args.get(1) else {
+        return text("Require <maxconn>.\n");
+    };
+    let Some((v, rest)) = strtol(arg) else {
+        return text("maxconn string empty or preceded by garbage");
+    };
+    if !rest.is_empty() {
+        return text("Trailing garbage in maxconn string");
+    }
+    // Stored as HAProxy's unsigned field: -1 becomes 4294967295 (no limit).
+    let v = v as i32 as u32;
+    let before = s.state.maxconn.swap(v, Relaxed);
+    if v == 0 || (before != 0 && v > before) {
+        // More room: hand it to requests already waiting in the queue.
+        Queue::dispatch_to(&s.state, &be.state);
+    }
+    text("")
+}
+
+fn cmd_set_maxconn_frontend(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    let Some(name) = args.first() else {
+        return text("A frontend name is expected.\n");
+    };
+    if !ctx.snap.frontends().any(|f| f.name == *name) {
+        return text("No such frontend.\n");
+    }
+    if args.get(1).is_none() {
+        return text("Integer value expected.\n");
+    }
+    if atoi(&args[1]) < 0 {
+        return text("Value out of range.\n");
+    }
+    text(
+        "'set maxconn frontend' is not supported by sluice yet: a frontend's maxconn is fixed at start-up.\n",
+    )
+}
+
+fn cmd_set_maxconn_global(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    let Some(v) = args.first() else {
+        return text("Expects an integer value.\n");
+    };
+    let hard = ctx
+        .snap
+        .global
+        .maxconn
+        .unwrap_or(crate::routing::DEFAULT_MAXCONN);
+    if atoi(v) > i64::from(hard) {
+        return text("Value out of range.\n");
+    }
+    text(
+        "'set maxconn global' is not supported by sluice yet: the global maxconn is fixed at start-up.\n",
+    )
+}
+
+fn cmd_shutdown_sessions(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    match find_server(&ctx.snap, args.first()) {
+        Ok(_) => text("'shutdown sessions server' is not supported by sluice yet.\n"),
+        Err(e) => text(e),
+    }
+}
+
+/// HAProxy's `parse_time_err` in seconds: digits and an optional unit
+/// (`us`, `ms`, `s`, `m`, `h`, `d`; seconds by default).
+fn parse_seconds(s: &str) -> Option<u64> {
+    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return None;
+    }
+    let n: u64 = s[..digits].parse().ok()?;
+    let us = match &s[digits..] {
+        "us" => n,
+        "ms" => n.checked_mul(1_000)?,
+        "" | "s" => n.checked_mul(1_000_000)?,
+        "m" => n.checked_mul(60_000_000)?,
+        "h" => n.checked_mul(3_600_000_000)?,
+        "d" => n.checked_mul(86_400_000_000)?,
+        _ => return None,
+    };
+    Some(us / 1_000_000)
+}
+
+fn cmd_set_timeout(_: &mut Ctx<'_>, args: &[String]) -> Output {
+    if args.first().map(String::as_str) != Some("cli") {
+        return text("'set timeout' only supports 'cli'.\n");
+    }
+    let Some(v) = args.get(1) else {
+        return text("Expects an integer value.\n");
+    };
+    match parse_seconds(v) {
+        Some(secs) if secs >= 1 => Output {
+            text: String::new(),
+            effect: Effect::SetTimeout(Duration::from_secs(secs)),
+        },
+        _ => text("Invalid timeout value.\n"),
+    }
+}
+
+fn cmd_show_env(_: &mut Ctx<'_>, args: &[String]) -> Output {
+    let mut out = String::new();
+    for (k, v) in std::env::vars_os() {
+        let (k, v) = (k.to_string_lossy(), v.to_string_lossy());
+        if args.first().is_none_or(|name| *name == k) {
+            let _ = writeln!(out, "{k}={}", v.replace(['\n', '\r'], " "));
+        }
+    }
+    if out.is_empty() && !args.is_empty() {
+        return text("Variable not found\n");
+    }
+    text(out)
+}
+
+/// `show servers state [<backend>]`: the `server-state-file` format
+/// (reference §1.7), version 1.
+fn cmd_show_servers_state(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    let only = match args.first() {
+        Some(name) => match ctx.snap.backend(name) {
+            Some(b) => Some(b.name.as_str()),
+            None => return text("Can't find backend.\n"),
+        },
+        None => None,
+    };
+    let mut out = String::from(
+        "1\n# be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state srv_uweight srv_iweight srv_time_since_last_change srv_check_status srv_check_result srv_check_health srv_check_state srv_agent_state bk_f_forced_id srv_f_forced_id srv_fqdn srv_port srvrecord srv_use_ssl srv_check_port srv_check_addr srv_agent_addr srv_agent_port\n",
+    );
+    for be in ctx.snap.backends() {
+        if only.is_some_and(|n| n != be.name) {
+            continue;
+        }
+        for s in &be.servers {
+            let st = &s.state;
+            let h = &st.health;
+            let info = h.info();
+            let result = match info.status {
+                CheckStatus::Unk | CheckStatus::Ini => 0,
+                c if c.is_ok() => 3,
+                _ => 2,
+            };
+            let check_state = if !h.is_checked() {
+                0
+            } else if !h.check_enabled() {
+                0x02
+            } else if h.is_paused() {
+                0x02 | 0x04 | 0x08
+            } else {
+                0x02 | 0x04
+            };
+            let addr = st.addr();
+            let _ = writeln!(
+                out,
+                "{} {} {} {} {} {} {} {} {} {} {} {} {} {} 0 0 0 - {} - 0 0 - - 0",
+                be.iid,
+                be.name,
+                s.sid,
+                s.name,
+                addr.ip(),
+                h.op_state(),
+                st.admin(),
+                st.weight.load(Relaxed),
+                s.weight,
+                h.lastchg(),
+                info.status.number(),
+                result,
+                info.health,
+                check_state,
+                addr.port()
+            );
+        }
+    }
+    text(out)
 }
 
 // ---------------------------------------------------------------------------
@@ -720,7 +1167,7 @@ pub async fn handle_conn<S>(mut stream: S, level: CliLevel, rt: Arc<Runtime>)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let idle = rt
+    let mut idle = rt
         .snapshot()
         .global
         .stats_timeout
@@ -740,6 +1187,11 @@ where
             let line = String::from_utf8_lossy(&raw[..raw.len() - 1]);
             let reply = execute(&line, level, &rt);
             level = reply.level;
+            for o in &reply.outputs {
+                if let Effect::SetTimeout(t) = o.effect {
+                    idle = t;
+                }
+            }
             let (out, quit) = reply.render(&mut prompt);
             let wrote = tokio::time::timeout(idle, stream.write_all(out.as_bytes())).await;
             if quit || !matches!(wrote, Ok(Ok(()))) {
@@ -909,8 +1361,308 @@ mod tests {
             run("show stat up", CliLevel::User)
                 .contains(",BACKEND,0,0,0,0,409,0,0,0,0,0,,0,0,0,0,UP (2/2),")
         );
-        assert!(run("show stat typed", CliLevel::User).contains("not supported"));
-        assert!(run("show info json", CliLevel::User).contains("not supported"));
+    }
+
+    fn status(rt: &Runtime, sv: &str) -> String {
+        let out = execute("show stat web_be 4 -1", CliLevel::Admin, rt);
+        let idx = csv::FIELDS.iter().position(|f| *f == "status").unwrap();
+        out.outputs[0]
+            .text
+            .lines()
+            .find(|l| l.starts_with(&format!("web_be,{sv},")))
+            .map(|l| l.split(',').nth(idx).unwrap().to_string())
+            .unwrap_or_default()
+    }
+
+    fn one(rt: &Runtime, line: &str) -> String {
+        let r = execute(line, CliLevel::Admin, rt);
+        r.render(&mut false).0
+    }
+
+    #[test]
+    fn weight_commands_have_haproxys_replies() {
+        let rt = fixture::runtime();
+        let r = |l: &str| one(&rt, l);
+        assert_eq!(
+            r("set weight web_be/s1 300"),
+            "Absolute weight can only be between 0 and 256 inclusive.\n\n"
+        );
+        assert_eq!(
+            r("set weight web_be/s1 -1"),
+            "Absolute weight can only be between 0 and 256 inclusive.\n\n"
+        );
+        // These two have no line feed of their own in HAProxy.
+        assert_eq!(
+            r("set weight web_be/s1 abc"),
+            "Empty weight string empty or preceded by garbage\n"
+        );
+        assert_eq!(
+            r("set weight web_be/s1 5x"),
+            "Trailing garbage in weight string\n"
+        );
+        assert_eq!(
+            r("set weight web_be/s1 -5%"),
+            "Relative weight must be positive.\n\n"
+        );
+        assert_eq!(
+            r("set weight web_be/s1"),
+            "Require <weight> or <weight%>.\n\n"
+        );
+        assert_eq!(r("set weight nosuch/s1"), "No such backend.\n\n");
+        assert_eq!(r("set weight web_be/zz 1"), "No such server.\n\n");
+        assert_eq!(r("set weight web_be 1"), "Require 'backend/server'.\n\n");
+        assert_eq!(r("set weight web_be/s1 3"), "\n");
+        assert_eq!(r("get weight web_be/s1"), "3 (initial 1)\n\n");
+        assert_eq!(r("set weight web_be/s1 50%"), "\n");
+        assert_eq!(r("get weight web_be/s1"), "0 (initial 1)\n\n");
+        assert_eq!(r("set server web_be/s1 weight 2600%"), "\n");
+        assert_eq!(r("get weight web_be/s1"), "26 (initial 1)\n\n");
+        assert_eq!(r("set server web_be/s1 weight 256"), "\n");
+        assert_eq!(r("get weight web_be/s1"), "256 (initial 1)\n\n");
+        assert_eq!(
+            r("set server web_be/s1 weight"),
+            "Require <weight> or <weight%>.\n\n"
+        );
+    }
+
+    #[test]
+    fn admin_states_show_in_show_stat_and_leave_load_balancing() {
+        let rt = fixture::runtime();
+        let snap = rt.snapshot();
+        let be = snap.backend("web_be").unwrap();
+        let (s1, s2) = (&be.servers[0].state, &be.servers[1].state);
+        assert_eq!(
+            one(&rt, "disable server web_be"),
+            "Require 'backend/server'.\n\n"
+        );
+        assert_eq!(one(&rt, "disable server web_be/s2"), "\n");
+        assert_eq!(status(&rt, "s2"), "MAINT");
+        assert!(!s2.usable() && s2.is_maint());
+        assert_eq!(one(&rt, "set server web_be/s1 state drain"), "\n");
+        assert_eq!(status(&rt, "s1"), "DRAIN 1/3");
+        assert!(!s1.usable());
+        // Nothing usable: the backend is DOWN, `up` hides the MAINT server.
+        let out = one(&rt, "show stat up");
+        assert!(out.contains(",DOWN (1/2),"), "{out}");
+        assert!(!out.contains("web_be,s2,"));
+        assert!(!one(&rt, "show stat no-maint").contains("web_be,s2,"));
+        assert!(one(&rt, "show stat").contains("web_be,s2,"));
+        assert_eq!(
+            one(&rt, "set server web_be/s1 state bogus"),
+            "'set server <srv> state' expects 'ready', 'drain' and 'maint'.\n\n"
+        );
+        assert_eq!(one(&rt, "set server web_be/s1 state maint"), "\n");
+        assert_eq!(status(&rt, "s1"), "MAINT");
+        assert_eq!(one(&rt, "set server web_be/s1 state ready"), "\n");
+        assert_eq!(one(&rt, "enable server web_be/s2"), "\n");
+        assert_eq!(status(&rt, "s2"), "UP 1/3");
+        assert!(s1.usable() && s2.usable());
+        // Forced health.
+        assert_eq!(one(&rt, "set server web_be/s1 health stopping"), "\n");
+        assert_eq!(status(&rt, "s1"), "NOLB");
+        assert!(!s1.usable());
+        assert_eq!(one(&rt, "set server web_be/s1 health down"), "\n");
+        assert_eq!(status(&rt, "s1"), "DOWN");
+        assert_eq!(one(&rt, "set server web_be/s1 health up"), "\n");
+        assert_eq!(status(&rt, "s1"), "UP");
+        assert_eq!(
+            one(&rt, "set server web_be/s1 health bogus"),
+            "'set server <srv> health' expects 'up', 'stopping', or 'down'.\n\n"
+        );
+        // Checks off: `no check`, and the check columns empty.
+        assert_eq!(one(&rt, "disable health web_be/s1"), "\n");
+        assert_eq!(status(&rt, "s1"), "no check");
+        assert_eq!(one(&rt, "enable health web_be/s1"), "\n");
+        assert_eq!(status(&rt, "s1"), "UP");
+        assert_eq!(
+            one(&rt, "set server web_be/s1 foo"),
+            SET_SERVER_USAGE.to_string() + "\n"
+        );
+        assert_eq!(
+            one(&rt, "set server web_be/s1"),
+            SET_SERVER_USAGE.to_string() + "\n"
+        );
+        assert_eq!(
+            one(&rt, "set server web_be/s1 agent up"),
+            "agent checks are not enabled on this server.\n\n"
+        );
+    }
+
+    #[test]
+    fn show_servers_state_format() {
+        let rt = fixture::runtime();
+        one(&rt, "disable server web_be/s2");
+        one(&rt, "set server web_be/s1 state drain");
+        let out = one(&rt, "show servers state web_be");
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0], "1");
+        assert!(lines[1].starts_with("# be_id be_name srv_id srv_name srv_addr srv_op_state "));
+        assert!(lines[1].ends_with(" srv_agent_addr srv_agent_port"));
+        // Fresh servers (check INI, result unknown), lastchg 0 or 1.
+        let mask = |l: &str| {
+            let mut f: Vec<&str> = l.split(' ').collect();
+            f[9] = "T";
+            f.join(" ")
+        };
+        assert_eq!(
+            mask(lines[2]),
+            "2 web_be 1 s1 127.0.0.1 2 8 1 1 T 1 0 2 6 0 0 0 - 17001 - 0 0 - - 0"
+        );
+        assert_eq!(
+            mask(lines[3]),
+            "2 web_be 2 s2 127.0.0.1 0 1 1 1 T 1 0 0 14 0 0 0 - 17002 - 0 0 - - 0"
+        );
+        assert_eq!(lines[4], "");
+        assert_eq!(lines.len(), 5);
+        assert_eq!(
+            one(&rt, "show servers state nosuch"),
+            "Can't find backend.\n\n"
+        );
+        assert_eq!(one(&rt, "show servers state"), out);
+    }
+
+    #[test]
+    fn set_server_addr_swaps_the_pool() {
+        let rt = fixture::runtime();
+        let r = |l: &str| one(&rt, l);
+        assert_eq!(
+            r("set server web_be/s1 addr"),
+            "set server <b>/<s> addr requires an address and optionally a port.\n\n"
+        );
+        assert_eq!(
+            r("set server web_be/s1 addr 1.2.3"),
+            "Invalid addr '1.2.3' by 'stats socket command'\n\n"
+        );
+        assert_eq!(
+            r("set server web_be/s1 addr 127.0.0.1 port abc"),
+            "no need to change the addr, problem converting port 'abc' to an int by 'stats socket command'\n\n"
+        );
+        assert_eq!(
+            r("set server web_be/s1 addr 127.0.0.2"),
+            "IP changed from '127.0.0.1' to '127.0.0.2' by 'stats socket command'\n\n"
+        );
+        assert_eq!(
+            r("set server web_be/s1 addr 127.0.0.1 port 17003"),
+            "IP changed from '127.0.0.2' to '127.0.0.1', port changed from '17001' to '17003' by 'stats socket command'\n\n"
+        );
+        assert_eq!(
+            r("set server web_be/s1 addr 127.0.0.1 port 17003"),
+            "no need to change the addr, no need to change the port by 'stats socket command'\n\n"
+        );
+        let snap = rt.snapshot();
+        let s1 = &snap.backend("web_be").unwrap().servers[0].state;
+        assert_eq!(s1.addr(), "127.0.0.1:17003".parse().unwrap());
+        assert_eq!(s1.pool.load().addr(), s1.addr());
+    }
+
+    #[test]
+    fn maxconn_timeout_env_and_shutdown() {
+        let rt = fixture::runtime();
+        let r = |l: &str| one(&rt, l);
+        assert_eq!(r("set maxconn server web_be/s1 100"), "\n");
+        assert!(r("show stat web_be 4 1").contains("web_be,s1,0,0,0,0,100,"));
+        assert_eq!(r("set maxconn server web_be/s1 -1"), "\n");
+        assert!(r("show stat web_be 4 1").contains("web_be,s1,0,0,0,0,4294967295,"));
+        assert_eq!(r("set maxconn server web_be/s1"), "Require <maxconn>.\n\n");
+        assert_eq!(
+            r("set maxconn server web_be/s1 abc"),
+            "maxconn string empty or preceded by garbage\n"
+        );
+        assert_eq!(r("set maxconn server web_be/zz 1"), "No such server.\n\n");
+        assert_eq!(
+            r("set maxconn frontend"),
+            "A frontend name is expected.\n\n"
+        );
+        assert_eq!(r("set maxconn frontend web_be 5"), "No such frontend.\n\n");
+        assert_eq!(
+            r("set maxconn frontend web_fe"),
+            "Integer value expected.\n\n"
+        );
+        assert!(r("set maxconn frontend web_fe 10").contains("not supported"));
+        assert_eq!(r("set maxconn global"), "Expects an integer value.\n\n");
+        assert_eq!(r("set maxconn global 99999"), "Value out of range.\n\n");
+        assert!(r("set maxconn global 100").contains("not supported"));
+        assert_eq!(r("set timeout"), "'set timeout' only supports 'cli'.\n\n");
+        assert_eq!(r("set timeout cli"), "Expects an integer value.\n\n");
+        assert_eq!(r("set timeout cli abc"), "Invalid timeout value.\n\n");
+        assert_eq!(r("set timeout cli 0"), "Invalid timeout value.\n\n");
+        assert_eq!(r("set timeout cli 100ms"), "Invalid timeout value.\n\n");
+        let t = execute("set timeout cli 2m", CliLevel::User, &rt);
+        assert_eq!(
+            t.outputs[0].effect,
+            Effect::SetTimeout(Duration::from_secs(120))
+        );
+        assert_eq!(
+            r("shutdown sessions server web_be"),
+            "Require 'backend/server'.\n\n"
+        );
+        assert!(r("shutdown sessions server web_be/s1").contains("not supported"));
+        let path = std::env::var("PATH").unwrap_or_default();
+        assert_eq!(r("show env PATH"), format!("PATH={path}\n\n"));
+        assert_eq!(
+            r("show env SLUICE_NO_SUCH_VARIABLE"),
+            "Variable not found\n\n"
+        );
+        assert_eq!(run("show env", CliLevel::User), "Permission denied\n\n");
+    }
+
+    #[test]
+    fn admin_commands_need_admin() {
+        for l in [
+            "disable server web_be/s1",
+            "enable server web_be/s1",
+            "disable health web_be/s1",
+            "enable health web_be/s1",
+            "set weight web_be/s1 2",
+            "set server web_be/s1 state maint",
+            "set maxconn server web_be/s1 1",
+            "set maxconn frontend web_fe 1",
+            "set maxconn global 1",
+            "shutdown sessions server web_be/s1",
+        ] {
+            assert_eq!(run(l, CliLevel::Operator), "Permission denied\n\n", "{l}");
+            assert_eq!(run(l, CliLevel::User), "Permission denied\n\n", "{l}");
+        }
+        assert_eq!(run("set timeout cli 5", CliLevel::User), "\n");
+        assert!(run("show servers state", CliLevel::User).starts_with("1\n"));
+        let help = run("help", CliLevel::Admin);
+        assert!(help.contains("\n  set server <bk>/<srv> [opts]            : change a server's state, weight, address or ssl\n"));
+        assert!(help.contains("\n  set weight <bk>/<srv>  (DEPRECATED)     : change a server's weight (use 'set server' instead)\n"));
+        assert!(help.contains("\n  enable server  (DEPRECATED)             : enable a disabled server (use 'set server' instead)\n"));
+        assert!(!run("help", CliLevel::Operator).contains("set server"));
+        assert!(run("help", CliLevel::Operator).contains("show env [var]"));
+    }
+
+    #[test]
+    fn typed_and_json_formats() {
+        let rt = fixture::runtime();
+        let out = run("show stat typed", CliLevel::Admin);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0], "F.1.0.0.pxname.1:KNS:str:web_fe");
+        assert_eq!(lines[1], "F.1.0.1.svname.1:KNS:str:FRONTEND");
+        assert_eq!(lines[2], "F.1.0.4.scur.1:MGP:u32:0");
+        assert!(out.contains("\nS.2.1.17.status.1:SGP:str:UP 1/3\n"));
+        assert!(out.contains("\nS.2.1.19.act.1:SGP:u32:1\n"));
+        assert!(out.contains("\nB.2.0.19.act.1:MGP:u32:2\n"));
+        assert!(out.contains("\nS.2.1.73.addr.1:CGS:str:127.0.0.1:17001\n"));
+        assert!(out.contains("\nS.2.1.103.ssl_sess.1:MCP:u64:0\n"));
+        assert!(out.contains("\nB.3.0.126.h1_spliced_bytes_out.1:MCP:u64:0\n"));
+        assert!(out.contains("\nS.2.1.55.lastsess.1:MAP:s32:-1\n"));
+        assert!(!out.contains(".-.") && out.ends_with("\n\n"));
+        assert_eq!(out.matches("\n\n").count(), 1);
+        let json = run("show stat json", CliLevel::Admin);
+        assert!(json.starts_with("[[{\"objType\":\"Frontend\",\"proxyId\":1,\"id\":0,\"field\":{\"pos\":0,\"name\":\"pxname\"},\"processNum\":1,\"tags\":{\"origin\":\"Key\",\"nature\":\"Name\",\"scope\":\"Service\"},\"value\":{\"type\":\"str\",\"value\":\"web_fe\"}},"));
+        assert!(json.ends_with("}]]\n\n"));
+        assert!(json.contains("{\"objType\":\"Server\",\"proxyId\":2,\"id\":1,\"field\":{\"pos\":55,\"name\":\"lastsess\"},\"processNum\":1,\"tags\":{\"origin\":\"Metric\",\"nature\":\"Age\",\"scope\":\"Process\"},\"value\":{\"type\":\"s32\",\"value\":-1}}"));
+        let info = run("show info typed", CliLevel::User);
+        assert!(info.starts_with("0.Name.1:POS:str:sluice\n1.Version.1:POS:str:"));
+        assert!(info.contains("\n3.Nbthread.1:CGS:u32:2\n"));
+        assert!(info.contains("\n54.Unstoppable Jobs.1:MGP:u32:0\n"));
+        assert!(info.contains("\n71.Tainted.1:SGP:str:0\n\n"));
+        let ij = run("show info json", CliLevel::User);
+        assert!(ij.starts_with("[{\"field\":{\"pos\":0,\"name\":\"Name\"},\"processNum\":1,\"tags\":{\"origin\":\"Product\",\"nature\":\"Output\",\"scope\":\"Service\"},\"value\":{\"type\":\"str\",\"value\":\"sluice\"}},"));
+        assert!(ij.ends_with("\"value\":{\"type\":\"str\",\"value\":\"0\"}}]\n\n"));
+        drop(rt);
     }
 
     #[test]

@@ -82,9 +82,11 @@ pub struct CsvOptions {
     /// `stats show-legends` on the HTTP page).
     pub show_legends: bool,
     pub filter: Filter,
-    /// `up`: list only servers that are UP (or unchecked), and append
-    /// ` (up/total)` to the BACKEND status.
+    /// `up`: list only servers that are not DOWN nor in maintenance, and
+    /// append ` (up/total)` to the BACKEND status.
     pub only_up: bool,
+    /// `no-maint`: hide servers in maintenance.
+    pub no_maint: bool,
 }
 
 /// One row: a cell per column, `None` = empty.
@@ -183,7 +185,10 @@ pub fn rows(rt: &Runtime, snap: &Snapshot, opts: CsvOptions) -> Vec<Row> {
         }
         if let Some(be) = &p.backend {
             for sv in &be.servers {
-                if f.server(sv.sid) && (!opts.only_up || sv.state.health.is_up()) {
+                let st = &sv.state;
+                let hidden = (opts.only_up && (st.is_maint() || !st.health.is_up()))
+                    || (opts.no_maint && st.is_maint());
+                if f.server(sv.sid) && !hidden {
                     out.push(server_row(p, be, sv, opts));
                 }
             }
@@ -192,6 +197,306 @@ pub fn rows(rt: &Runtime, snap: &Snapshot, opts: CsvOptions) -> Vec<Row> {
             }
         }
     }
+    out
+}
+
+// ---------------------------------------------------------------------------
+// `show stat typed` / `show stat json` (reference §1.3)
+
+/// `tags:type` of each column for servers and frontends, as HAProxy 2.6.12
+/// prints them in `show stat typed` (observed); backends differ on four
+/// columns, see [`field_tags`].
+const FIELD_TAGS: &[(&str, &str)] = &[
+    ("pxname", "KNS:str"),
+    ("svname", "KNS:str"),
+    ("qcur", "MGP:u32"),
+    ("qmax", "MMP:u32"),
+    ("scur", "MGP:u32"),
+    ("smax", "MMP:u32"),
+    ("slim", "CLP:u32"),
+    ("stot", "MCP:u64"),
+    ("bin", "MCP:u64"),
+    ("bout", "MCP:u64"),
+    ("dreq", "MCP:u64"),
+    ("dresp", "MCP:u64"),
+    ("ereq", "MCP:u64"),
+    ("econ", "MCP:u64"),
+    ("eresp", "MCP:u64"),
+    ("wretr", "MCP:u64"),
+    ("wredis", "MCP:u64"),
+    ("status", "SGP:str"),
+    ("weight", "MaP:u32"),
+    ("act", "SGP:u32"),
+    ("bck", "SGP:u32"),
+    ("chkfail", "MCP:u64"),
+    ("chkdown", "MCP:u64"),
+    ("lastchg", "MAP:u32"),
+    ("downtime", "MCP:u32"),
+    ("pid", "KGP:u32"),
+    ("iid", "KGS:u32"),
+    ("sid", "KGS:u32"),
+    ("lbtot", "MCP:u64"),
+    ("type", "CGS:u32"),
+    ("rate", "MRP:u32"),
+    ("rate_lim", "CLP:u32"),
+    ("rate_max", "MMP:u32"),
+    ("check_status", "MOP:str"),
+    ("check_code", "MOP:u32"),
+    ("check_duration", "MDP:u64"),
+    ("hrsp_1xx", "MCP:u64"),
+    ("hrsp_2xx", "MCP:u64"),
+    ("hrsp_3xx", "MCP:u64"),
+    ("hrsp_4xx", "MCP:u64"),
+    ("hrsp_5xx", "MCP:u64"),
+    ("hrsp_other", "MCP:u64"),
+    ("req_rate", "MRP:u32"),
+    ("req_rate_max", "MMP:u32"),
+    ("req_tot", "MCP:u64"),
+    ("cli_abrt", "MCP:u64"),
+    ("srv_abrt", "MCP:u64"),
+    ("comp_in", "MCP:u64"),
+    ("comp_out", "MCP:u64"),
+    ("comp_byp", "MCP:u64"),
+    ("comp_rsp", "MCP:u64"),
+    ("lastsess", "MAP:s32"),
+    ("last_chk", "MOP:str"),
+    ("qtime", "MaP:u32"),
+    ("ctime", "MaP:u32"),
+    ("rtime", "MaP:u32"),
+    ("ttime", "MaP:u32"),
+    ("check_desc", "MOP:str"),
+    ("check_rise", "CGS:u32"),
+    ("check_fall", "CGS:u32"),
+    ("check_health", "CGS:u32"),
+    ("addr", "CGS:str"),
+    ("mode", "CGS:str"),
+    ("algo", "CGS:str"),
+    ("conn_rate", "MRP:u32"),
+    ("conn_rate_max", "MMP:u32"),
+    ("conn_tot", "MCP:u64"),
+    ("intercepted", "MCP:u64"),
+    ("dcon", "MCP:u64"),
+    ("dses", "MCP:u64"),
+    ("wrew", "MCP:u64"),
+    ("connect", "MCP:u64"),
+    ("reuse", "MCP:u64"),
+    ("cache_lookups", "MCP:u64"),
+    ("cache_hits", "MCP:u64"),
+    ("srv_icur", "MGP:u32"),
+    ("qtime_max", "MMP:u32"),
+    ("ctime_max", "MMP:u32"),
+    ("rtime_max", "MMP:u32"),
+    ("ttime_max", "MMP:u32"),
+    ("eint", "MCP:u64"),
+    ("idle_conn_cur", "MGP:u32"),
+    ("safe_conn_cur", "MGP:u32"),
+    ("used_conn_cur", "MGP:u32"),
+    ("need_conn_est", "MGP:u32"),
+    ("uweight", "MaP:u32"),
+    ("agg_server_status", "MGP:u32"),
+    ("agg_server_check_status", "MGP:u32"),
+    ("agg_check_status", "MGP:u32"),
+    ("h2_open_connections", "MGP:u64"),
+    ("h2_backend_open_streams", "MGP:u64"),
+    ("h1_open_connections", "MGP:u64"),
+    ("h1_open_streams", "MGP:u64"),
+];
+
+/// `tags:type` of column `name` on a row of `kind` (0 FE, 1 BE, 2 server).
+fn field_tags(name: &str, kind: &str) -> &'static str {
+    if kind == "1" {
+        match name {
+            "act" | "bck" | "rate" | "rate_max" => return "MGP:u32",
+            _ => {}
+        }
+    }
+    FIELD_TAGS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, t)| *t)
+        // The remaining module columns are all counters.
+        .unwrap_or("MCP:u64")
+}
+
+/// What `show stat typed`/`json` prints for one present cell.
+struct TypedField<'a> {
+    obj: &'static str,
+    iid: &'a str,
+    sid: &'a str,
+    pos: usize,
+    name: &'static str,
+    tags: &'static str,
+    ty: &'static str,
+    value: &'a str,
+}
+
+/// The present cells of a row in typed order: the `-` separator is not a
+/// field, so module columns after it have position `csv index - 1`.
+fn typed_fields(row: &Row) -> Vec<TypedField<'_>> {
+    let kind = row.kind();
+    let obj = match kind {
+        "0" => "F",
+        "1" => "B",
+        "3" => "L",
+        _ => "S",
+    };
+    let dash = field_index("-").unwrap_or(NFIELDS);
+    let mut out = Vec::new();
+    for (i, cell) in row.cells.iter().enumerate() {
+        let Some(v) = cell else { continue };
+        if i == dash {
+            continue;
+        }
+        let name = FIELDS[i];
+        let (tags, ty) = field_tags(name, kind)
+            .split_once(':')
+            .unwrap_or(("MCP", "u64"));
+        out.push(TypedField {
+            obj,
+            iid: row.get("iid"),
+            sid: row.get("sid"),
+            pos: if i > dash { i - 1 } else { i },
+            name,
+            tags,
+            ty,
+            value: v,
+        });
+    }
+    out
+}
+
+/// `show stat typed`: one `F.<iid>.<sid>.<pos>.<name>.1:<tags>:<type>:<value>`
+/// line per present cell, rows one after the other.
+pub fn render_typed(rows: &[Row]) -> String {
+    let mut out = String::new();
+    for row in rows {
+        for f in typed_fields(row) {
+            out.push_str(&format!(
+                "{}.{}.{}.{}.{}.1:{}:{}:{}\n",
+                f.obj,
+                f.iid,
+                f.sid,
+                f.pos,
+                f.name,
+                f.tags,
+                f.ty,
+                one_line(f.value)
+            ));
+        }
+    }
+    out
+}
+
+/// `show stat json`: an array of rows, each an array of field objects, no
+/// whitespace, one line.
+pub fn render_json(rows: &[Row]) -> String {
+    let mut out = String::from("[");
+    for (n, row) in rows.iter().enumerate() {
+        if n > 0 {
+            out.push(',');
+        }
+        out.push('[');
+        for (k, f) in typed_fields(row).iter().enumerate() {
+            if k > 0 {
+                out.push(',');
+            }
+            let obj = match f.obj {
+                "F" => "Frontend",
+                "B" => "Backend",
+                "L" => "Listener",
+                _ => "Server",
+            };
+            out.push_str(&format!(
+                "{{\"objType\":\"{obj}\",\"proxyId\":{},\"id\":{},\"field\":{{\"pos\":{},\"name\":\"{}\"}},\"processNum\":1,\"tags\":{},\"value\":{}}}",
+                f.iid,
+                f.sid,
+                f.pos,
+                f.name,
+                json_tags(f.tags),
+                json_value(f.ty, f.value)
+            ));
+        }
+        out.push(']');
+    }
+    out.push_str("]\n");
+    out
+}
+
+/// A value on one line: an empty line would end a CLI response.
+fn one_line(v: &str) -> std::borrow::Cow<'_, str> {
+    if v.contains(['\n', '\r']) {
+        v.replace(['\n', '\r'], " ").into()
+    } else {
+        v.into()
+    }
+}
+
+/// `{"origin":..,"nature":..,"scope":..}` from the 3-letter tags.
+pub fn json_tags(tags: &str) -> String {
+    let mut c = tags.chars();
+    let origin = match c.next() {
+        Some('M') => "Metric",
+        Some('S') => "Status",
+        Some('K') => "Key",
+        Some('C') => "Config",
+        Some('P') => "Product",
+        _ => "Unknown",
+    };
+    let nature = match c.next() {
+        Some('A') => "Age",
+        Some('a') => "Avg",
+        Some('C') => "Counter",
+        Some('D') => "Duration",
+        Some('G') => "Gauge",
+        Some('L') => "Limit",
+        Some('M') => "Max",
+        Some('m') => "Min",
+        Some('N') => "Name",
+        Some('O') => "Output",
+        Some('R') => "Rate",
+        Some('T') => "Time",
+        _ => "Unknown",
+    };
+    let scope = match c.next() {
+        Some('C') => "Cluster",
+        Some('P') => "Process",
+        Some('S') => "Service",
+        Some('s') => "System",
+        _ => "Unknown",
+    };
+    format!("{{\"origin\":\"{origin}\",\"nature\":\"{nature}\",\"scope\":\"{scope}\"}}")
+}
+
+/// `{"type":"u32","value":0}`; numbers bare, strings JSON-escaped.
+pub fn json_value(ty: &str, v: &str) -> String {
+    let numeric = match ty {
+        "u32" | "u64" => v.parse::<u64>().is_ok(),
+        "s32" | "s64" => v.parse::<i64>().is_ok(),
+        _ => false,
+    };
+    if numeric {
+        format!("{{\"type\":\"{ty}\",\"value\":{v}}}")
+    } else {
+        format!("{{\"type\":\"str\",\"value\":{}}}", json_string(v))
+    }
+}
+
+/// A JSON string literal.
+pub fn json_string(v: &str) -> String {
+    let mut out = String::with_capacity(v.len() + 2);
+    out.push('"');
+    for ch in v.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
     out
 }
 
@@ -320,7 +625,7 @@ fn server_row(p: &ProxyRt, be: &BackendRt, sv: &ServerRt, opts: CsvOptions) -> R
     r.set("eresp", get(&c.eresp));
     r.set("wretr", get(&c.wretr));
     r.set("wredis", get(&c.wredis));
-    r.set("status", h.status_text());
+    r.set("status", st.status_text());
     let weight = st.weight.load(Relaxed);
     r.set("weight", weight);
     // No `backup` servers in sluice yet: every server is active.
@@ -330,11 +635,15 @@ fn server_row(p: &ProxyRt, be: &BackendRt, sv: &ServerRt, opts: CsvOptions) -> R
     r.set("lbtot", get(&c.lbtot));
     r.set("rate", c.sess_rate.rate());
     r.set("rate_max", c.sess_rate.max());
-    if h.is_checked() {
-        let i = h.info();
+    // Check counters show while checks are enabled; the last check's
+    // details only while they run (not paused by maintenance).
+    if h.check_enabled() {
         r.set("chkfail", get(&h.chkfail));
         r.set("chkdown", get(&h.chkdown));
         r.set("downtime", h.downtime());
+    }
+    if h.checks_active() {
+        let i = h.info();
         r.set("check_status", i.status.code());
         // HAProxy prints a code only for statuses carrying L5-7 data.
         if matches!(i.status, CheckStatus::L7Ok | CheckStatus::L7Sts) {
@@ -358,10 +667,7 @@ fn server_row(p: &ProxyRt, be: &BackendRt, sv: &ServerRt, opts: CsvOptions) -> R
     r.set("cli_abrt", get(&c.cli_abrt));
     r.set("srv_abrt", get(&c.srv_abrt));
     r.set("lastsess", c.lastsess_age());
-    // Timing averages are not measured yet; HAProxy prints 0 until it has
-    // samples, which is what a fresh process shows.
-    r.zero(&["qtime", "ctime", "rtime", "ttime"]);
-    r.zero(&["qtime_max", "ctime_max", "rtime_max", "ttime_max"]);
+    times(&mut r, c);
     if opts.show_legends {
         r.set("addr", addr_text(st.addr()));
     }
@@ -376,6 +682,22 @@ fn server_row(p: &ProxyRt, be: &BackendRt, sv: &ServerRt, opts: CsvOptions) -> R
     r.set("uweight", weight);
     r.zero(&SSL_FIELDS);
     r
+}
+
+/// qtime/ctime/rtime/ttime (averages over the last 1024 requests) and
+/// their maxima; 0 until the data plane records samples, as in HAProxy.
+fn times(r: &mut Row, c: &Counters) {
+    let avg = c.times.averages();
+    let max = c.times.maxima();
+    for (n, v) in ["qtime", "ctime", "rtime", "ttime"].iter().zip(avg) {
+        r.set(n, v);
+    }
+    for (n, v) in ["qtime_max", "ctime_max", "rtime_max", "ttime_max"]
+        .iter()
+        .zip(max)
+    {
+        r.set(n, v);
+    }
 }
 
 fn backend_row(p: &ProxyRt, be: &BackendRt, opts: CsvOptions, uptime: u64) -> Row {
@@ -408,6 +730,7 @@ fn backend_row(p: &ProxyRt, be: &BackendRt, opts: CsvOptions, uptime: u64) -> Ro
         "DOWN".to_string()
     };
     if opts.only_up {
+        // Servers not DOWN (maintenance takes a server DOWN too).
         let up = be.servers.iter().filter(|s| s.state.health.is_up()).count();
         status = format!("{status} ({up}/{})", be.servers.len());
     }
@@ -435,8 +758,7 @@ fn backend_row(p: &ProxyRt, be: &BackendRt, opts: CsvOptions, uptime: u64) -> Ro
     r.set("srv_abrt", get(&c.srv_abrt));
     r.zero(&["comp_in", "comp_out", "comp_byp", "comp_rsp"]);
     r.set("lastsess", c.lastsess_age());
-    r.zero(&["qtime", "ctime", "rtime", "ttime"]);
-    r.zero(&["qtime_max", "ctime_max", "rtime_max", "ttime_max"]);
+    times(&mut r, c);
     if opts.show_legends {
         r.set("algo", be.balance.as_str());
     }

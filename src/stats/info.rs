@@ -6,6 +6,7 @@
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering::Relaxed;
 
+use super::csv;
 use crate::routing::{DEFAULT_MAXCONN, Snapshot};
 use crate::runtime::Runtime;
 
@@ -137,6 +138,119 @@ pub fn info_fields(rt: &Runtime, snap: &Snapshot) -> Vec<(&'static str, String)>
     put("Start_time_sec", p.start_unix.to_string());
     put("Tainted", zero);
     v
+}
+
+/// Position and `tags:type` of each key in `show info typed` (HAProxy
+/// 2.6.12, observed). Positions 45/46 (zlib memory, not built) and an
+/// empty `description` (51) are skipped, as there.
+const INFO_META: &[(&str, usize, &str)] = &[
+    ("Name", 0, "POS:str"),
+    ("Version", 1, "POS:str"),
+    ("Release_date", 2, "POS:str"),
+    ("Nbthread", 3, "CGS:u32"),
+    ("Nbproc", 4, "CGS:u32"),
+    ("Process_num", 5, "KGP:u32"),
+    ("Pid", 6, "SGP:u32"),
+    ("Uptime", 7, "MDP:str"),
+    ("Uptime_sec", 8, "MDP:u32"),
+    ("Memmax_MB", 9, "CLP:u32"),
+    ("PoolAlloc_MB", 10, "MGP:u32"),
+    ("PoolUsed_MB", 11, "MGP:u32"),
+    ("PoolFailed", 12, "MCP:u32"),
+    ("Ulimit-n", 13, "CLP:u32"),
+    ("Maxsock", 14, "CLP:u32"),
+    ("Maxconn", 15, "CLP:u32"),
+    ("Hard_maxconn", 16, "CLP:u32"),
+    ("CurrConns", 17, "MGP:u32"),
+    ("CumConns", 18, "MCP:u32"),
+    ("CumReq", 19, "MCP:u32"),
+    ("MaxSslConns", 20, "MMP:u32"),
+    ("CurrSslConns", 21, "MGP:u32"),
+    ("CumSslConns", 22, "MCP:u32"),
+    ("Maxpipes", 23, "CLP:u32"),
+    ("PipesUsed", 24, "MGP:u32"),
+    ("PipesFree", 25, "MGP:u32"),
+    ("ConnRate", 26, "MRP:u32"),
+    ("ConnRateLimit", 27, "CLP:u32"),
+    ("MaxConnRate", 28, "MMP:u32"),
+    ("SessRate", 29, "MRP:u32"),
+    ("SessRateLimit", 30, "CLP:u32"),
+    ("MaxSessRate", 31, "MRP:u32"),
+    ("SslRate", 32, "MRP:u32"),
+    ("SslRateLimit", 33, "CLP:u32"),
+    ("MaxSslRate", 34, "MMP:u32"),
+    ("SslFrontendKeyRate", 35, "MGP:u32"),
+    ("SslFrontendMaxKeyRate", 36, "MMP:u32"),
+    ("SslFrontendSessionReuse_pct", 37, "MGP:u32"),
+    ("SslBackendKeyRate", 38, "MRP:u32"),
+    ("SslBackendMaxKeyRate", 39, "MMP:u32"),
+    ("SslCacheLookups", 40, "MCP:u32"),
+    ("SslCacheMisses", 41, "MCP:u32"),
+    ("CompressBpsIn", 42, "MRP:u32"),
+    ("CompressBpsOut", 43, "MRP:u32"),
+    ("CompressBpsRateLim", 44, "CLP:u32"),
+    ("Tasks", 47, "MGP:u32"),
+    ("Run_queue", 48, "MGP:u32"),
+    ("Idle_pct", 49, "MaP:u32"),
+    ("node", 50, "COS:str"),
+    ("description", 51, "COS:str"),
+    ("Stopping", 52, "MGP:u32"),
+    ("Jobs", 53, "MGP:u32"),
+    ("Unstoppable Jobs", 54, "MGP:u32"),
+    ("Listeners", 55, "MGP:u32"),
+    ("ActivePeers", 56, "MGP:u32"),
+    ("ConnectedPeers", 57, "MGP:u32"),
+    ("DroppedLogs", 58, "MGP:u32"),
+    ("BusyPolling", 59, "MGP:u32"),
+    ("FailedResolutions", 60, "MGP:u32"),
+    ("TotalBytesOut", 61, "MGP:u64"),
+    ("TotalSplicdedBytesOut", 62, "MGP:u64"),
+    ("BytesOutRate", 63, "MRP:u64"),
+    ("DebugCommandsIssued", 64, "MGP:u32"),
+    ("CumRecvLogs", 65, "MCP:u32"),
+    ("Build info", 66, "POS:str"),
+    ("Memmax_bytes", 67, "CLP:u32"),
+    ("PoolAlloc_bytes", 68, "MGP:u64"),
+    ("PoolUsed_bytes", 69, "MGP:u64"),
+    ("Start_time_sec", 70, "MDP:u32"),
+    ("Tainted", 71, "SGP:str"),
+];
+
+/// `show info typed`: `<pos>.<name>.1:<tags>:<type>:<value>` per key.
+pub fn render_info_typed(rt: &Runtime, snap: &Snapshot) -> String {
+    let mut out = String::new();
+    for (k, v) in info_fields(rt, snap) {
+        let (pos, tags, ty) = info_meta(k);
+        let _ = writeln!(out, "{pos}.{k}.1:{tags}:{ty}:{v}");
+    }
+    out
+}
+
+/// `show info json`: one flat array of field objects on one line.
+pub fn render_info_json(rt: &Runtime, snap: &Snapshot) -> String {
+    let mut out = String::from("[");
+    for (n, (k, v)) in info_fields(rt, snap).into_iter().enumerate() {
+        let (pos, tags, ty) = info_meta(k);
+        if n > 0 {
+            out.push(',');
+        }
+        let _ = write!(
+            out,
+            "{{\"field\":{{\"pos\":{pos},\"name\":\"{k}\"}},\"processNum\":1,\"tags\":{},\"value\":{}}}",
+            csv::json_tags(tags),
+            csv::json_value(ty, &v)
+        );
+    }
+    out.push_str("]\n");
+    out
+}
+
+fn info_meta(key: &str) -> (usize, &'static str, &'static str) {
+    INFO_META
+        .iter()
+        .find(|(k, _, _)| *k == key)
+        .and_then(|(_, pos, t)| t.split_once(':').map(|(tags, ty)| (*pos, tags, ty)))
+        .unwrap_or((0, "MGP", "u32"))
 }
 
 /// The `show info` text, one `Key: value` line each.
