@@ -980,6 +980,42 @@ mod tests {
         assert_eq!(b[field_index("act").unwrap()], "0");
     }
 
+    /// A checked server in maintenance on HAProxy 2.6.12 (observed): check
+    /// counters still shown, the last check's details hidden.
+    const REF_MAINT: &str = "web_be,s2,0,0,0,0,,0,0,0,,0,,0,0,0,0,MAINT,10,1,0,0,1,7,7,,1,3,2,,0,,2,0,,0,,,,0,0,0,0,0,0,,,,0,0,0,,,,,-1,,,0,0,0,0,,,,,,,,,,,,127.0.0.1:17002,,http,,,,,,,,0,0,0,,,0,,0,0,0,0,0,0,0,0,1,10,,,,-,0,0,0,,,,,,,,,,,,,,,,,,,,,,";
+
+    #[test]
+    fn maintenance_and_disabled_checks_follow_the_real_rows() {
+        use crate::backend::AdminState;
+        let rt = fixture::runtime();
+        let snap = rt.snapshot();
+        let be = snap.backend("web_be").unwrap();
+        be.servers[1].state.set_admin(AdminState::Maint);
+        let lines = render(&rt, legends());
+        assert_eq!(pattern(&lines[3]), pattern(REF_MAINT));
+        let s2 = cells(&lines[3]);
+        assert_eq!(s2[field_index("status").unwrap()], "MAINT");
+        assert_eq!(s2[field_index("chkdown").unwrap()], "1");
+        // `disable health`: no check columns at all, status `no check`.
+        be.servers[0].state.health.set_check_enabled(false);
+        let lines = render(&rt, legends());
+        let s1 = cells(&lines[2]);
+        assert_eq!(s1[field_index("status").unwrap()], "no check");
+        for f in [
+            "chkfail",
+            "chkdown",
+            "downtime",
+            "check_status",
+            "check_rise",
+        ] {
+            assert_eq!(s1[field_index(f).unwrap()], "", "{f}");
+        }
+        // Only s1 is usable: the backend counts it alone.
+        let b = cells(&lines[4]);
+        assert_eq!(b[field_index("act").unwrap()], "1");
+        assert_eq!(b[field_index("weight").unwrap()], "1");
+    }
+
     #[test]
     fn filters_select_rows() {
         let rt = fixture::runtime();
