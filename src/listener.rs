@@ -58,7 +58,7 @@ pub async fn accept_loop(
             }
         };
         let client = ClientConn::open(&rt, &name, [g, l]);
-        tokio::spawn(crate::http::service::serve_connection(client, stream, peer));
+        tokio::spawn(crate::http::service::serve_connection(client, stream, peer, true));
     }
 }
 

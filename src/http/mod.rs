@@ -5,3 +5,4 @@ pub mod forward;
 pub mod h1;
 pub mod io;
 pub mod service;
+pub mod park;

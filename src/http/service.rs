@@ -3,10 +3,10 @@
 
 use std::future::{Future, poll_fn};
 use std::net::{IpAddr, SocketAddr};
-use std::task::Poll;
-use std::time::Duration;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::task::Poll;
+use std::time::Duration;
 
 use bytes::{BufMut, BytesMut};
 use tokio::net::TcpStream;
@@ -15,6 +15,7 @@ use super::errors;
 use super::forward::{self, Outcome};
 use super::h1::{BodyKind, Head};
 use super::io::{self, BufConn, HeadError};
+use super::park;
 use crate::acl::eval::RequestView;
 use crate::config::model::{HttpConnMode, HttpRequestAction, StatsPage};
 use crate::listener::ClientConn;
@@ -55,17 +56,22 @@ impl RequestView for View<'_> {
 /// While the client is idle between requests this future holds only the
 /// socket and a few pointers: the per-request work is boxed and dropped
 /// after each request, and the read buffer is released.
-pub async fn serve_connection(client: ClientConn, stream: TcpStream, peer: SocketAddr) {
-    let _ = stream.set_nodelay(true);
-    let rt = &client.rt;
-    let frontend = &client.frontend;
+pub async fn serve_connection(
+    client: ClientConn,
+    stream: TcpStream,
+    peer: SocketAddr,
+    fresh: bool,
+) {
+    if fresh {
+        let _ = stream.set_nodelay(true);
+    }
     let mut conn = BufConn::new(stream);
-    let mut first = true;
+    let mut first = fresh;
     loop {
         if conn.buf.is_empty() {
             let idle = {
-                let snap = rt.snapshot();
-                let Some(fe) = snap.frontends().find(|f| *f.name == **frontend) else {
+                let snap = client.rt.snapshot();
+                let Some(fe) = snap.frontends().find(|f| *f.name == *client.frontend) else {
                     return;
                 };
                 if first {
@@ -74,11 +80,35 @@ pub async fn serve_connection(client: ClientConn, stream: TcpStream, peer: Socke
                     fe.timeouts.keep_alive()
                 }
             };
-            if !wait_readable(&conn.stream, idle).await {
-                return;
+            // Wait a little in the task; a client that stays silent longer
+            // is parked outside the runtime until it speaks again.
+            let grace = idle.map_or(park::GRACE, |t| t.min(park::GRACE));
+            if !wait_readable(&conn.stream, Some(grace)).await {
+                let left = idle.map(|t| t.saturating_sub(grace));
+                if left == Some(Duration::ZERO) {
+                    return;
+                }
+                let BufConn { stream, .. } = conn;
+                match park::park(client, stream, peer, left) {
+                    Ok(()) => return,
+                    Err((c, s)) => {
+                        // Parking unavailable: wait here for the rest.
+                        if !wait_readable(&s, left).await {
+                            return;
+                        }
+                        return Box::pin(serve_connection(c, s, peer, first)).await;
+                    }
+                }
             }
         }
-        let keep = Box::pin(handle_request(rt, frontend, &mut conn, peer, first)).await;
+        let keep = Box::pin(handle_request(
+            &client.rt,
+            &client.frontend,
+            &mut conn,
+            peer,
+            first,
+        ))
+        .await;
         if !keep {
             return;
         }
