@@ -5,6 +5,11 @@
 /// Section keywords sluice parses.
 pub const SECTIONS: &[&str] = &["global", "defaults", "frontend", "backend", "listen"];
 
+/// Directives (lines starting with a dot).
+pub const DIRECTIVES: &[&str] = &[
+    ".if", ".elif", ".else", ".endif", ".notice", ".warning", ".alert", ".diag",
+];
+
 /// HAProxy sections sluice does not support.
 pub const UNSUPPORTED_SECTIONS: &[&str] = &[
     "userlist",

@@ -381,3 +381,41 @@ fn display_name(p: &Path) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// The fuzzing harness, shared by `fuzz/` and the corpus replay test:
+/// arbitrary bytes through the lexer, `.if` blocks, parser, validation,
+/// (stubbed) resolution, rendering and `--dump`. Splitting the input on NUL
+/// bytes gives several files, the odd ones continuing the previous file's
+/// section. Must never panic.
+#[doc(hidden)]
+pub fn exercise(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let files: Vec<SourceText> = text
+        .split('\0')
+        .enumerate()
+        .map(|(i, t)| SourceText {
+            name: format!("f{i}.cfg"),
+            text: t.to_string(),
+            continues: i % 2 == 1,
+        })
+        .collect();
+    let env = |name: &str| match name {
+        "HOME" => Some("/root".to_string()),
+        "LIST" => Some("a b  c".to_string()),
+        _ => None,
+    };
+    let resolve = |host: &str, port: u16| -> Result<Vec<SocketAddr>, String> {
+        if host == "localhost" {
+            Ok(vec![SocketAddr::from(([127, 0, 0, 1], port))])
+        } else {
+            Err("no DNS here".into())
+        }
+    };
+    let check = |_: &Path| -> Result<(), String> { Ok(()) };
+    let loaded = parse_sources(&files, &env, &resolve, Some(&check));
+    for d in &loaded.diagnostics {
+        let _ = d.render(1);
+    }
+    let dump = dump(&loaded.statements);
+    let _ = parse_texts(&[("dump.cfg".to_string(), dump)], &env, &resolve);
+}
