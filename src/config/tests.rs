@@ -476,3 +476,104 @@ fn garbage_never_panics() {
         let _ = parse("g.cfg", s);
     }
 }
+
+#[test]
+fn named_defaults_from_and_default_server() {
+    let l = parse(
+        "n.cfg",
+        "defaults web
+    mode http
+    timeout client 1s
+    timeout connect 1s
+    timeout server 1s
+    default-server check inter 3s weight 5
+defaults tcp
+    mode tcp
+frontend fe from web
+    bind 127.0.0.1:18900
+    default_backend be
+backend be from web
+    default-server maxconn 7
+    server a 127.0.0.1:1
+    server b 127.0.0.1:2 no-check weight 2
+listen plain
+    bind 127.0.0.1:18901
+    server c 127.0.0.1:3
+",
+    );
+    let c = l.config.expect("config");
+    let fe = &c.proxies[0];
+    assert_eq!(fe.mode, Mode::Http);
+    let be = &c.proxies[1];
+    assert_eq!(be.servers[0].weight, 5);
+    assert_eq!(be.servers[0].maxconn, 7);
+    let chk = be.servers[0].check.expect("check from defaults");
+    assert_eq!(chk.inter, Duration::from_secs(3));
+    assert!(be.servers[1].check.is_none());
+    assert_eq!(be.servers[1].weight, 2);
+    // No `from`: the last defaults section (tcp), without default-server.
+    let plain = &c.proxies[2];
+    assert_eq!(plain.mode, Mode::Tcp);
+    assert_eq!(plain.servers[0].weight, 1);
+    assert!(plain.servers[0].check.is_none());
+}
+
+#[test]
+fn continuation_files_keep_the_section() {
+    let files = [
+        SourceText {
+            name: "fe.cfg".into(),
+            text: "defaults\n mode http\nfrontend fe\n bind 127.0.0.1:18902\n".into(),
+            continues: false,
+        },
+        SourceText {
+            name: "more.cfg".into(),
+            text: "\n acl a path_beg /a\n use_backend be if a\n".into(),
+            continues: true,
+        },
+        SourceText {
+            name: "be.cfg".into(),
+            text: "backend be\n server s 127.0.0.1:1\n".into(),
+            continues: true,
+        },
+    ];
+    let l = parse_sources(&files, &env, &resolve, None);
+    let c = l.config.expect("config");
+    assert_eq!(c.proxies[0].use_backends.len(), 1);
+    assert_eq!(c.proxies[0].use_backends[0].loc.to_string(), "more.cfg:3");
+    assert!(
+        l.statements
+            .iter()
+            .any(|s| s.loc.to_string() == "more.cfg:2" && s.words[0] == "acl")
+    );
+}
+
+#[test]
+fn conditional_blocks_select_lines() {
+    let l = parse(
+        "c.cfg",
+        ".if defined(PORT)
+global
+    maxconn 11
+.elif 1
+global
+    maxconn 12
+.else
+    foo bar baz
+.endif
+.if 0
+.if defined(PORT)
+    unknown_but_skipped
+.endif
+.elif 0
+.else
+.notice \"else\"
+.endif
+",
+    );
+    assert_eq!(
+        messages(&l),
+        ["[NOTICE]   (1) : config : parsing [c.cfg:16]: 'else'."]
+    );
+    assert_eq!(l.config.expect("config").global.maxconn, Some(11));
+}
