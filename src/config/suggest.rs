@@ -18,23 +18,42 @@ fn class(c: char) -> usize {
 const BEGIN: usize = 28;
 const END: usize = 29;
 
-fn fingerprint(word: &str) -> Vec<u8> {
-    let mut fp = vec![0u8; CLASSES * CLASSES];
+/// The bigrams of `word` (as `from * CLASSES + to`), sorted: a sparse form
+/// of HAProxy's 32x32 table of counts, cheap to build for every candidate.
+fn fingerprint(word: &str) -> Vec<usize> {
+    let mut fp = Vec::with_capacity(word.len() + 1);
     let mut from = BEGIN;
     for c in word.chars() {
         let to = class(c);
-        fp[from * CLASSES + to] = fp[from * CLASSES + to].saturating_add(1);
+        fp.push(from * CLASSES + to);
         from = to;
     }
-    fp[from * CLASSES + END] = fp[from * CLASSES + END].saturating_add(1);
+    fp.push(from * CLASSES + END);
+    fp.sort_unstable();
     fp
 }
 
-fn distance(a: &[u8], b: &[u8]) -> usize {
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| (i32::from(*x) - i32::from(*y)).unsigned_abs() as usize)
-        .sum()
+/// Sum over all bigrams of the difference of their counts: the size of the
+/// symmetric difference of the two sorted multisets.
+fn distance(a: &[usize], b: &[usize]) -> usize {
+    let (mut i, mut j, mut d) = (0, 0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Equal => {
+                i += 1;
+                j += 1;
+            }
+            std::cmp::Ordering::Less => {
+                d += 1;
+                i += 1;
+            }
+            std::cmp::Ordering::Greater => {
+                d += 1;
+                j += 1;
+            }
+        }
+    }
+    d + (a.len() - i) + (b.len() - j)
 }
 
 /// The candidate closest to `word`, if close enough (HAProxy's threshold:
