@@ -48,6 +48,10 @@ async fn check_loop(
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticker.tick().await;
+        if !server.health.checks_active() {
+            // Maintenance or `disable health`: no probe at all.
+            continue;
+        }
         let (status, detail, ms) = tcp_check(&server, timeout).await;
         let was_up = server.health.is_up();
         match server.health.record(status, None, ms, detail.clone()) {

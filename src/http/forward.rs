@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{BufMut, BytesMut};
 use tokio::net::TcpStream;
@@ -87,8 +87,12 @@ fn downstream_head(resp: &Head, body: BodyKind, keep: bool, client_minor: u8) ->
         }
         BodyKind::Chunked => out.put_slice(b"transfer-encoding: chunked\r\n"),
         BodyKind::None => {
-            // HEAD and 304 answers keep the length they announce.
-            if let Some(v) = resp.values("content-length").next() {
+            // HEAD and 304 answers keep the length they announce; 1xx and
+            // 204 must not carry one (RFC 9110 §8.6).
+            if resp.status >= 200
+                && resp.status != 204
+                && let Some(v) = resp.values("content-length").next()
+            {
                 out.put_slice(b"content-length: ");
                 out.put_slice(v);
                 out.put_slice(b"\r\n");
@@ -148,6 +152,7 @@ pub async fn forward(
 ) -> Outcome {
     let bc = &be.state.counters;
     bc.count_request();
+    let started = Instant::now();
     let slot = match balance::acquire(be).await {
         Ok(slot) => slot,
         Err(e) => {
@@ -166,7 +171,19 @@ pub async fn forward(
     server.counters.session_start();
     bc.session_start();
     server.counters.count_request();
-    let out = exchange(fe, be, &server, &rows, req, body, client, keep_client).await;
+    let queue_ms = ms(started.elapsed());
+    let out = exchange(
+        fe,
+        be,
+        &server,
+        &rows,
+        req,
+        body,
+        client,
+        keep_client,
+        (started, queue_ms),
+    )
+    .await;
     server.counters.session_end();
     bc.session_end();
     drop(slot);
@@ -183,6 +200,7 @@ async fn exchange(
     body: BodyKind,
     client: &mut BufConn,
     keep_client: bool,
+    (started, queue_ms): (Instant, u32),
 ) -> Outcome {
     let server_close =
         be.conn_mode != HttpConnMode::KeepAlive || fe.conn_mode != HttpConnMode::KeepAlive;
@@ -194,8 +212,9 @@ async fn exchange(
     // request cannot be replayed.
     let mut body_sent = false;
     let mut body_in = 0u64;
+    let mut connect_ms = 0u32;
 
-    let (upstream, resp) = loop {
+    let (upstream, resp, response_ms) = loop {
         let pooled = if reuse_ok { pool.take() } else { None };
         let reused = pooled.is_some();
         let stream = match pooled {
@@ -207,8 +226,12 @@ async fn exchange(
             None => {
                 add(&server.counters.connect, 1);
                 add(&rows.be.connect, 1);
+                let t = Instant::now();
                 match connect(pool.addr(), be.timeouts.connect).await {
-                    Ok(s) => s,
+                    Ok(s) => {
+                        connect_ms = ms(t.elapsed());
+                        s
+                    }
                     Err(_) => {
                         add(&server.counters.econ, 1);
                         add(&rows.be.econ, 1);
@@ -302,9 +325,10 @@ async fn exchange(
                 }
             }
         }
+        let sent_at = Instant::now();
         match up.read_head(MAX_RESPONSE_HEAD, be.timeouts.server).await {
             Ok(raw) => match Head::parse_response(raw) {
-                Ok(resp) => break (up, resp),
+                Ok(resp) => break (up, resp, ms(sent_at.elapsed())),
                 Err(_) => {
                     add(&rows.be.eresp, 1);
                     add(&server.counters.eresp, 1);
@@ -349,7 +373,13 @@ async fn exchange(
     )
     .await;
     out.body_in = body_in;
+    let total_ms = ms(started.elapsed());
+    rows.each(|c| c.record_times(queue_ms, connect_ms, response_ms, total_ms));
     out
+}
+
+fn ms(d: Duration) -> u32 {
+    d.as_millis().min(u32::MAX as u128) as u32
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -387,12 +417,25 @@ async fn relay_response(
         {
             Ok(raw) => match Head::parse_response(raw) {
                 Ok(r) => r,
-                Err(_) => return send_error(client, 502, fe, keep_client).await,
+                Err(_) => {
+                    rows.each(|c| add(&c.eresp, 1));
+                    return send_error(client, 502, fe, keep_client).await;
+                }
             },
-            Err(_) => return send_error(client, 502, fe, keep_client).await,
+            Err(_) => {
+                rows.each(|c| add(&c.eresp, 1));
+                return send_error(client, 502, fe, keep_client).await;
+            }
         };
     }
     let status = resp.status;
+    // A 101 opens a tunnel only for a request that asked for an upgrade;
+    // an unsolicited one would let the client's next bytes bypass parsing.
+    if status == 101 && !req.requests_upgrade() {
+        rows.each(|c| add(&c.eresp, 1));
+        rows.each(|c| c.count_status(502));
+        return send_error(client, 502, fe, false).await;
+    }
     rows.each(|c| c.count_status(status));
 
     if status == 101 {
@@ -444,6 +487,14 @@ async fn relay_response(
             true
         }
         Err(e) => {
+            if matches!(e, RelayError::Framing(_)) {
+                rows.each(|c| add(&c.eresp, 1));
+                if !head.is_empty() {
+                    // Bad from its first body bytes: nothing was sent to
+                    // the client yet, which gets a 502 instead.
+                    return send_error(client, 502, fe, false).await;
+                }
+            }
             if e.source_side() {
                 add(&rows.be.srv_abrt, 1);
                 add(&rows.srv.srv_abrt, 1);
