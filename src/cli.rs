@@ -247,6 +247,7 @@ async fn serve(
     threads: u32,
 ) -> i32 {
     let pid = std::process::id();
+    crate::backend::counters::start_coarse_clock();
     let rt = Runtime::new(&cfg, threads);
     let snap = rt.snapshot();
     let global_max = Arc::new(Semaphore::new(

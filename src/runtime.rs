@@ -72,6 +72,12 @@ impl Runtime {
         self.snapshot.load_full()
     }
 
+    /// Runs `f` on the current snapshot without taking a reference count
+    /// (for short, synchronous looks).
+    pub fn with_snapshot<R>(&self, f: impl FnOnce(&Snapshot) -> R) -> R {
+        f(&self.snapshot.load())
+    }
+
     /// Compiles `config` over the same runtime state and swaps it in.
     pub fn apply(&self, config: &Config) -> Arc<Snapshot> {
         let next = self.snapshot().generation + 1;

@@ -5,12 +5,38 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// Seconds since the Unix epoch (coarse clock for rates and ages).
-pub fn now_secs() -> u64 {
+/// The coarse clock's current second, 0 while no ticker runs.
+static COARSE_SECS: AtomicU64 = AtomicU64::new(0);
+
+fn system_secs() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0)
+}
+
+/// Seconds since the Unix epoch, for rates and ages. Counters read it
+/// several times per request, so it comes from a clock that a ticker task
+/// refreshes ten times a second (see [`start_coarse_clock`]) rather than
+/// from a system call; without the ticker (tests, `-c`) it asks the system.
+#[inline]
+pub fn now_secs() -> u64 {
+    match COARSE_SECS.load(Relaxed) {
+        0 => system_secs(),
+        s => s,
+    }
+}
+
+/// Starts the ticker behind [`now_secs`]; call once inside the runtime.
+pub fn start_coarse_clock() {
+    COARSE_SECS.store(system_secs(), Relaxed);
+    tokio::spawn(async {
+        let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
+        loop {
+            tick.tick().await;
+            COARSE_SECS.store(system_secs(), Relaxed);
+        }
+    });
 }
 
 /// Events per second over the last full second, like HAProxy's `freq_ctr`:

@@ -13,7 +13,7 @@ use tokio::net::TcpStream;
 
 use super::errors;
 use super::forward::{self, Outcome};
-use super::h1::{BodyKind, Head};
+use super::h1::{self, BodyKind, Head};
 use super::io::{self, BufConn, HeadError};
 use super::park;
 use crate::acl::eval::RequestView;
@@ -69,17 +69,16 @@ pub async fn serve_connection(
     let mut first = fresh;
     loop {
         if conn.buf.is_empty() {
-            let idle = {
-                let snap = client.rt.snapshot();
-                let Some(fe) = snap.frontends().find(|f| *f.name == *client.frontend) else {
-                    return;
-                };
-                if first {
+            let idle = client.rt.with_snapshot(|snap| {
+                let fe = snap.frontends().find(|f| *f.name == *client.frontend)?;
+                Some(if first {
                     fe.timeouts.http_request.or(fe.timeouts.client)
                 } else {
                     fe.timeouts.keep_alive()
-                }
-            };
+                })
+            });
+            // The frontend is gone (a reload removed it): close.
+            let Some(idle) = idle else { return };
             // Wait a little in the task; a client that stays silent longer
             // is parked outside the runtime until it speaks again.
             let grace = idle.map_or(park::GRACE, |t| t.min(park::GRACE));
@@ -183,20 +182,21 @@ async fn handle_request(
     rt.count_request();
     let head_len = raw.len() as u64;
     add(&fc.bin, head_len);
-    let head = match Head::parse_request(raw) {
-        Ok(h) => h,
-        Err(_) => {
-            fc.ereq.fetch_add(1, Relaxed);
-            let out = forward::send_error(conn, 400, &fe, false).await;
-            account(rt, &fe, &out);
-            return false;
+    // A head or framing that is refused, or a chunked body already bad in
+    // the bytes that came with the head: answered here, nothing reaches a
+    // server (400, or 405 / 422, see H1Error::request_status).
+    let parsed = Head::parse_request(raw).and_then(|head| {
+        let body = head.request_body()?;
+        if body == BodyKind::Chunked {
+            h1::check_chunked_prefix(&conn.buf)?;
         }
-    };
-    let body = match head.request_body() {
-        Ok(b) => b,
-        Err(_) => {
+        Ok((head, body))
+    });
+    let (head, body) = match parsed {
+        Ok(hb) => hb,
+        Err(e) => {
             fc.ereq.fetch_add(1, Relaxed);
-            let out = forward::send_error(conn, 400, &fe, false).await;
+            let out = forward::send_error(conn, e.request_status(), &fe, false).await;
             account(rt, &fe, &out);
             return false;
         }
