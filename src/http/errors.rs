@@ -6,7 +6,7 @@
 
 use std::sync::OnceLock;
 
-const CODES: [(u16, &str, &str); 7] = [
+const CODES: [(u16, &str, &str); 9] = [
     (400, "Bad request", "Your browser sent an invalid request."),
     (
         403,
@@ -14,9 +14,19 @@ const CODES: [(u16, &str, &str); 7] = [
         "Request forbidden by administrative rules.",
     ),
     (
+        405,
+        "Method Not Allowed",
+        "A request was made of a resource using a request method not supported by that resource",
+    ),
+    (
         408,
         "Request Time-out",
         "Your browser didn't send a complete request in time.",
+    ),
+    (
+        422,
+        "Unprocessable Content",
+        "The server cannot process the contained instructions.",
     ),
     (
         500,
@@ -48,7 +58,14 @@ pub fn has_page(code: u16) -> bool {
 
 /// Whether the response closes the client connection.
 pub fn closes(code: u16) -> bool {
-    matches!(code, 400 | 408)
+    matches!(code, 400 | 408 | 422)
+}
+
+/// Whether HAProxy's H1 parser emits the page itself (capitalised header
+/// names): 400, 408, and 422 for a transfer coding it does not handle
+/// (which closes without a `Connection: close` header).
+fn from_h1_parser(code: u16) -> bool {
+    matches!(code, 400 | 408 | 422)
 }
 
 /// The full response bytes for `code`.
@@ -70,9 +87,14 @@ pub fn response(code: u16) -> &'static [u8] {
 
 fn render(code: u16, reason: &str, text: &str) -> Vec<u8> {
     let body = format!("<html><body><h1>{code} {reason}</h1>\n{text}\n</body></html>\n");
-    let head = if closes(code) {
+    let head = if from_h1_parser(code) {
+        let connection = if code == 422 {
+            ""
+        } else {
+            "Connection: close\r\n"
+        };
         format!(
-            "HTTP/1.1 {code} {reason}\r\nContent-length: {}\r\nCache-Control: no-cache\r\nConnection: close\r\nContent-Type: text/html\r\n\r\n",
+            "HTTP/1.1 {code} {reason}\r\nContent-length: {}\r\nCache-Control: no-cache\r\n{connection}Content-Type: text/html\r\n\r\n",
             body.len()
         )
     } else {
@@ -105,6 +127,7 @@ pub fn reason(code: u16) -> &'static str {
         403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
+        422 => "Unprocessable Content",
         408 => "Request Timeout",
         409 => "Conflict",
         410 => "Gone",
@@ -135,6 +158,14 @@ mod tests {
             std::str::from_utf8(response(403))
                 .unwrap()
                 .contains("content-length: 93\r\n")
+        );
+        assert_eq!(
+            response(422),
+            b"HTTP/1.1 422 Unprocessable Content\r\nContent-length: 116\r\nCache-Control: no-cache\r\nContent-Type: text/html\r\n\r\n<html><body><h1>422 Unprocessable Content</h1>\nThe server cannot process the contained instructions.\n</body></html>\n"
+        );
+        assert_eq!(
+            response(405),
+            b"HTTP/1.1 405 Method Not Allowed\r\ncontent-length: 146\r\ncache-control: no-cache\r\ncontent-type: text/html\r\n\r\n<html><body><h1>405 Method Not Allowed</h1>\nA request was made of a resource using a request method not supported by that resource\n</body></html>\n"
         );
         let bad = std::str::from_utf8(response(400)).unwrap();
         assert!(bad.starts_with("HTTP/1.1 400 Bad request\r\nContent-length: 90\r\nCache-Control: no-cache\r\nConnection: close\r\n"));

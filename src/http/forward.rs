@@ -434,7 +434,7 @@ async fn relay_response(
     if status == 101 && !req.requests_upgrade() {
         rows.each(|c| add(&c.eresp, 1));
         rows.each(|c| c.count_status(502));
-        return send_error(client, 502, fe, false).await;
+        return send_error(client, 502, fe, keep_client).await;
     }
     rows.each(|c| c.count_status(status));
 
@@ -492,7 +492,7 @@ async fn relay_response(
                 if !head.is_empty() {
                     // Bad from its first body bytes: nothing was sent to
                     // the client yet, which gets a 502 instead.
-                    return send_error(client, 502, fe, false).await;
+                    return send_error(client, 502, fe, keep_client).await;
                 }
             }
             if e.source_side() {

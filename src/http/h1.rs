@@ -7,8 +7,10 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-/// At most this many header fields in one message.
-pub const MAX_HEADERS: usize = 101;
+/// At most this many header fields in one message: HAProxy 2.6
+/// (`tune.http.maxhdr` 101, the start line included) accepts 100 and
+/// refuses 101, with a 400 for a request and a 502 for a response.
+pub const MAX_HEADERS: usize = 100;
 
 /// Why a message was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -27,6 +29,33 @@ pub enum H1Error {
     BadChunk,
     #[error("unsupported HTTP version")]
     Version,
+    /// A request-target that does not fit the method (RFC 9112 §3.2).
+    #[error("invalid request target")]
+    BadTarget,
+    /// More than one Host, or a Host that differs from the absolute-form
+    /// target's authority (RFC 9112 §3.2).
+    #[error("invalid Host")]
+    BadHost,
+    /// CONNECT: sluice does not tunnel.
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    /// A transfer coding other than `chunked` (`gzip, chunked`): valid,
+    /// but neither HAProxy 2.6 nor sluice forwards it.
+    #[error("unsupported transfer coding")]
+    UnsupportedCoding,
+}
+
+impl H1Error {
+    /// The status a client gets for a request refused for this reason, as
+    /// HAProxy 2.6 answers (400 for everything its H1 parser refuses, 422
+    /// for a transfer coding it does not handle); 405 for CONNECT.
+    pub fn request_status(&self) -> u16 {
+        match self {
+            H1Error::MethodNotAllowed => 405,
+            H1Error::UnsupportedCoding => 422,
+            _ => 400,
+        }
+    }
 }
 
 /// Where a header's name and value sit in the head buffer.
@@ -70,9 +99,24 @@ fn span(base: &[u8], part: &[u8]) -> (u32, u32) {
 }
 
 /// Finds the end of the head (index just past the blank line), if present.
-/// Only CRLF line ends are accepted here; httparse then checks the syntax.
+///
+/// Line ends are CRLF or a bare LF (RFC 9112 §2.2 lets a recipient accept
+/// a bare LF in the start line and fields; HAProxy 2.6 does). The blank
+/// line is a LF followed by LF or CRLF, which does not depend on what came
+/// before, so the search can resume anywhere. httparse then checks the
+/// syntax; a CR not followed by LF is refused there.
 pub fn head_end(buf: &[u8]) -> Option<usize> {
-    buf.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4)
+    let mut i = 0;
+    while let Some(p) = buf[i..].iter().position(|&b| b == b'\n') {
+        let nl = i + p;
+        match buf.get(nl + 1) {
+            Some(b'\n') => return Some(nl + 2),
+            Some(b'\r') if buf.get(nl + 2) == Some(&b'\n') => return Some(nl + 3),
+            _ => {}
+        }
+        i = nl + 1;
+    }
+    None
 }
 
 impl Head {
@@ -127,14 +171,60 @@ impl Head {
         let method = span(&raw, method.as_bytes());
         let target = span(&raw, path.as_bytes());
         let headers = positions(&raw, req.headers)?;
-        Ok(Head {
+        let head = Head {
             method,
             target,
             status: 0,
             minor,
             headers,
             raw,
-        })
+        };
+        head.check_target()?;
+        Ok(head)
+    }
+
+    /// Request-target forms (RFC 9112 §3.2) and Host (§3.2, RFC 9110 §7.2):
+    /// origin-form for every method, absolute-form whose authority matches
+    /// Host, `*` only for OPTIONS, authority-form only for CONNECT, which
+    /// sluice refuses (405) since it does not tunnel. At most one Host.
+    fn check_target(&self) -> Result<(), H1Error> {
+        let target = self.target();
+        let method = self.method();
+        let mut hosts = self.values("host");
+        let host = hosts.next();
+        if hosts.next().is_some() {
+            return Err(H1Error::BadHost);
+        }
+        if method == b"CONNECT" {
+            return Err(H1Error::MethodNotAllowed);
+        }
+        // A WebSocket upgrade without its key is refused, as HAProxy does.
+        if self.requests_upgrade()
+            && self.values("upgrade").any(|v| {
+                v.split(|&b| b == b',')
+                    .any(|t| trim(t).eq_ignore_ascii_case(b"websocket"))
+            })
+            && self.values("sec-websocket-key").next().is_none()
+        {
+            return Err(H1Error::BadTarget);
+        }
+        match target.first() {
+            Some(b'/') => Ok(()),
+            Some(b'*') if target.len() == 1 && method == b"OPTIONS" => Ok(()),
+            _ => {
+                let authority = absolute_authority(target).ok_or(H1Error::BadTarget)?;
+                match host {
+                    Some(h) if !h.eq_ignore_ascii_case(authority) => Err(H1Error::BadHost),
+                    _ => Ok(()),
+                }
+            }
+        }
+    }
+
+    /// Whether this request asks for a protocol switch (`Upgrade` named
+    /// by `Connection`): only then may a 101 answer open a tunnel.
+    pub fn requests_upgrade(&self) -> bool {
+        self.values("upgrade").next().is_some() && self.connection_has("upgrade")
     }
 
     /// Parses a response head.
@@ -148,7 +238,11 @@ impl Head {
         let (Some(code), Some(minor)) = (resp.code, resp.version) else {
             return Err(H1Error::Syntax(0));
         };
-        let reason = span(&raw, resp.reason.unwrap_or("").as_bytes());
+        // An empty reason may be a slice outside `raw`: do not locate it.
+        let reason = match resp.reason {
+            Some(r) if !r.is_empty() => span(&raw, r.as_bytes()),
+            _ => (0, 0),
+        };
         let headers = positions(&raw, resp.headers)?;
         Ok(Head {
             method: (0, 0),
@@ -196,20 +290,21 @@ impl Head {
     /// How the request body is delimited. A request with both
     /// Transfer-Encoding and Content-Length is read as chunked (and its
     /// Content-Length is not forwarded).
+    ///
+    /// Transfer-Encoding must be exactly `chunked` (any case, in one or
+    /// several fields): `chunked` twice, not last, an empty element or
+    /// anything but a token is a 400; another coding before it
+    /// (`gzip, chunked`, valid per RFC 9112) is a 422, as HAProxy 2.6
+    /// answers. Transfer-Encoding on HTTP/1.0 is a 400 (RFC 9112 §6.1 calls
+    /// its framing faulty; HAProxy forwards it chunked and closes).
     pub fn request_body(&self) -> Result<BodyKind, H1Error> {
         if let Some(codings) = self.transfer_codings() {
             if self.minor == 0 {
                 return Err(H1Error::BadTransferEncoding);
             }
-            let chunked = codings
-                .iter()
-                .filter(|c| c.eq_ignore_ascii_case(b"chunked"))
-                .count();
-            let last_chunked = codings
-                .last()
-                .is_some_and(|c| c.eq_ignore_ascii_case(b"chunked"));
-            if chunked != 1 || !last_chunked || codings.iter().any(|c| c.is_empty()) {
-                return Err(H1Error::BadTransferEncoding);
+            check_codings(&codings)?;
+            if codings.len() > 1 {
+                return Err(H1Error::UnsupportedCoding);
             }
             return Ok(BodyKind::Chunked);
         }
@@ -228,19 +323,15 @@ impl Head {
         {
             return Ok(BodyKind::None);
         }
+        // A response must be plainly chunked too: HAProxy 2.6 answers 502
+        // to `gzip`, `gzip, chunked` or `chunked, gzip` from a server
+        // (RFC 9112 would read some of them until close).
         if let Some(codings) = self.transfer_codings() {
-            let last_chunked = codings
-                .last()
-                .is_some_and(|c| c.eq_ignore_ascii_case(b"chunked"));
-            let chunked = codings
-                .iter()
-                .filter(|c| c.eq_ignore_ascii_case(b"chunked"))
-                .count();
-            return match (last_chunked, chunked) {
-                (true, 1) => Ok(BodyKind::Chunked),
-                (false, 0) => Ok(BodyKind::UntilClose),
-                _ => Err(H1Error::BadTransferEncoding),
-            };
+            check_codings(&codings)?;
+            if codings.len() > 1 {
+                return Err(H1Error::UnsupportedCoding);
+            }
+            return Ok(BodyKind::Chunked);
         }
         Ok(match self.content_length()? {
             Some(0) => BodyKind::None,
@@ -305,6 +396,58 @@ impl Head {
     }
 }
 
+/// Transfer-Encoding elements: tokens, none empty, `chunked` once and last.
+fn check_codings(codings: &[&[u8]]) -> Result<(), H1Error> {
+    let chunked = codings
+        .iter()
+        .filter(|c| c.eq_ignore_ascii_case(b"chunked"))
+        .count();
+    let last_chunked = codings
+        .last()
+        .is_some_and(|c| c.eq_ignore_ascii_case(b"chunked"));
+    if chunked != 1
+        || !last_chunked
+        || codings
+            .iter()
+            .any(|c| c.is_empty() || !c.iter().all(|&b| is_tchar(b)))
+    {
+        return Err(H1Error::BadTransferEncoding);
+    }
+    Ok(())
+}
+
+/// The authority of an absolute-form target (`scheme://authority/...`),
+/// or None when the target is not in absolute form.
+fn absolute_authority(target: &[u8]) -> Option<&[u8]> {
+    let sep = target.windows(3).position(|w| w == b"://")?;
+    let scheme = &target[..sep];
+    if scheme.is_empty()
+        || !scheme[0].is_ascii_alphabetic()
+        || !scheme
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+    {
+        return None;
+    }
+    let rest = &target[sep + 3..];
+    let end = rest
+        .iter()
+        .position(|&b| matches!(b, b'/' | b'?' | b'#'))
+        .unwrap_or(rest.len());
+    let authority = &rest[..end];
+    (!authority.is_empty()).then_some(authority)
+}
+
+/// RFC 9110 token characters.
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// Bytes allowed in a field value: HTAB, SP, VCHAR, obs-text.
+fn is_value_byte(b: u8) -> bool {
+    b == b'\t' || (b' '..=b'~').contains(&b) || b >= 0x80
+}
+
 fn positions(raw: &[u8], headers: &[httparse::Header<'_>]) -> Result<Vec<HeaderPos>, H1Error> {
     let mut out = Vec::with_capacity(headers.len());
     for h in headers {
@@ -317,7 +460,9 @@ fn positions(raw: &[u8], headers: &[httparse::Header<'_>]) -> Result<Vec<HeaderP
         } else {
             value
         };
-        if h.value.iter().any(|&b| b == 0 || b == b'\r' || b == b'\n') {
+        // NUL, CR, LF or any other control byte in a value (HAProxy 2.6
+        // forwards a NUL; sluice refuses it).
+        if !h.value.iter().all(|&b| is_value_byte(b)) {
             return Err(H1Error::Syntax(value.0 as usize));
         }
         let line_end = raw[value.1 as usize..]
@@ -381,20 +526,29 @@ fn is_hop_by_hop(name: &[u8]) -> bool {
 /// Incremental checker of a chunked body: it is fed the raw bytes as they
 /// arrive and says how many of them belong to the body, so the body can be
 /// relayed verbatim while its framing is verified.
+///
+/// Strict RFC 9112 §7.1 grammar: hex size (leading zeros allowed, no sign,
+/// no `0x`, at most 64 bits), optional whitespace, extensions of visible
+/// bytes only, CRLF line ends everywhere (a bare LF is refused: §2.2 only
+/// allows it in the head), CRLF after each chunk's data, and trailer lines
+/// that are well-formed fields.
 #[derive(Debug, Default)]
 pub struct ChunkedDecoder {
     state: ChunkState,
     /// Data bytes left in the current chunk.
     remaining: u64,
-    /// Digits seen in the current size line.
-    digits: u32,
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 enum ChunkState {
+    /// First digit of a size.
     #[default]
+    SizeStart,
+    /// More digits.
     Size,
-    /// After the size: extensions until CR.
+    /// Whitespace after the size, before `;` or CR.
+    SizeWs,
+    /// After `;`: extensions until CR.
     Ext,
     SizeLf,
     Data,
@@ -402,7 +556,9 @@ enum ChunkState {
     DataLf,
     /// Start of a trailer line (or the final CRLF).
     TrailerStart,
-    Trailer,
+    /// Trailer field name, until `:`.
+    TrailerName,
+    TrailerValue,
     TrailerLf,
     FinalLf,
     Done,
@@ -416,93 +572,87 @@ impl ChunkedDecoder {
     /// Consumes from `input`; returns how many bytes belong to the body.
     /// Stops at the end of the body (the rest belongs to the next message).
     pub fn feed(&mut self, input: &[u8]) -> Result<usize, H1Error> {
+        use ChunkState::*;
         let mut i = 0;
         while i < input.len() {
             let b = input[i];
-            match self.state {
-                ChunkState::Size => match hex(b) {
+            self.state = match self.state {
+                SizeStart => {
+                    let d = hex(b).ok_or(H1Error::BadChunk)?;
+                    self.remaining = d as u64;
+                    Size
+                }
+                Size => match hex(b) {
                     Some(d) => {
-                        if self.digits >= 15 {
+                        if self.remaining >> 60 != 0 {
                             return Err(H1Error::BadChunk);
                         }
-                        self.remaining = self.remaining * 16 + d as u64;
-                        self.digits += 1;
+                        self.remaining = self.remaining << 4 | d as u64;
+                        Size
                     }
-                    None if self.digits == 0 => return Err(H1Error::BadChunk),
-                    None if b == b'\r' => self.state = ChunkState::SizeLf,
-                    None if b == b';' || b == b' ' || b == b'\t' => self.state = ChunkState::Ext,
-                    None => return Err(H1Error::BadChunk),
+                    None => self.after_size(b)?,
                 },
-                ChunkState::Ext => match b {
-                    b'\r' => self.state = ChunkState::SizeLf,
-                    b'\n' | 0 => return Err(H1Error::BadChunk),
-                    _ => {}
+                SizeWs => self.after_size(b)?,
+                Ext => match b {
+                    b'\r' => SizeLf,
+                    _ if is_value_byte(b) => Ext,
+                    _ => return Err(H1Error::BadChunk),
                 },
-                ChunkState::SizeLf => {
+                SizeLf => {
                     if b != b'\n' {
                         return Err(H1Error::BadChunk);
                     }
-                    self.digits = 0;
-                    self.state = if self.remaining == 0 {
-                        ChunkState::TrailerStart
+                    if self.remaining == 0 {
+                        TrailerStart
                     } else {
-                        ChunkState::Data
-                    };
+                        Data
+                    }
                 }
-                ChunkState::Data => {
+                Data => {
                     let take = (self.remaining).min((input.len() - i) as u64) as usize;
                     self.remaining -= take as u64;
                     i += take;
                     if self.remaining == 0 {
-                        self.state = ChunkState::DataCr;
+                        self.state = DataCr;
                     }
                     continue;
                 }
-                ChunkState::DataCr => {
-                    if b != b'\r' {
-                        return Err(H1Error::BadChunk);
-                    }
-                    self.state = ChunkState::DataLf;
-                }
-                ChunkState::DataLf => {
-                    if b != b'\n' {
-                        return Err(H1Error::BadChunk);
-                    }
-                    self.state = ChunkState::Size;
-                }
-                ChunkState::TrailerStart => {
-                    self.state = if b == b'\r' {
-                        ChunkState::FinalLf
-                    } else if b == b'\n' || b == 0 {
-                        return Err(H1Error::BadChunk);
-                    } else {
-                        ChunkState::Trailer
-                    };
-                }
-                ChunkState::Trailer => match b {
-                    b'\r' => self.state = ChunkState::TrailerLf,
-                    b'\n' | 0 => return Err(H1Error::BadChunk),
-                    _ => {}
-                },
-                ChunkState::TrailerLf => {
-                    if b != b'\n' {
-                        return Err(H1Error::BadChunk);
-                    }
-                    self.state = ChunkState::TrailerStart;
-                }
-                ChunkState::FinalLf => {
-                    if b != b'\n' {
-                        return Err(H1Error::BadChunk);
-                    }
-                    self.state = ChunkState::Done;
+                DataCr if b == b'\r' => DataLf,
+                DataLf if b == b'\n' => SizeStart,
+                TrailerStart if b == b'\r' => FinalLf,
+                TrailerStart | TrailerName if is_tchar(b) => TrailerName,
+                TrailerName if b == b':' => TrailerValue,
+                TrailerValue if b == b'\r' => TrailerLf,
+                TrailerValue if is_value_byte(b) => TrailerValue,
+                TrailerLf if b == b'\n' => TrailerStart,
+                FinalLf if b == b'\n' => {
+                    self.state = Done;
                     return Ok(i + 1);
                 }
-                ChunkState::Done => return Ok(i),
-            }
+                Done => return Ok(i),
+                _ => return Err(H1Error::BadChunk),
+            };
             i += 1;
         }
         Ok(i)
     }
+
+    /// The byte after a chunk size's digits.
+    fn after_size(&self, b: u8) -> Result<ChunkState, H1Error> {
+        match b {
+            b' ' | b'\t' => Ok(ChunkState::SizeWs),
+            b';' => Ok(ChunkState::Ext),
+            b'\r' => Ok(ChunkState::SizeLf),
+            _ => Err(H1Error::BadChunk),
+        }
+    }
+}
+
+/// Checks the framing of the chunked body bytes that arrived with the head,
+/// before anything is sent to a server: a body that is bad from its first
+/// bytes never reaches one.
+pub fn check_chunked_prefix(buf: &[u8]) -> Result<(), H1Error> {
+    ChunkedDecoder::default().feed(buf).map(|_| ())
 }
 
 fn hex(b: u8) -> Option<u8> {
@@ -581,6 +731,73 @@ mod tests {
         ] {
             assert!(ChunkedDecoder::default().feed(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn head_end_accepts_bare_lf() {
+        assert_eq!(head_end(b"GET / HTTP/1.1\r\nHost: a\r\n\r\nBODY"), Some(27));
+        assert_eq!(head_end(b"GET / HTTP/1.1\nHost: a\n\nBODY"), Some(24));
+        assert_eq!(head_end(b"GET / HTTP/1.1\r\nHost: a\r\n\n"), Some(26));
+        assert_eq!(head_end(b"GET / HTTP/1.1\r\nHost: a\r\n\r"), None);
+        assert_eq!(head_end(b"\r\nGET / HTTP/1.1\r\n"), None);
+    }
+
+    #[test]
+    fn targets_hosts_and_codings() {
+        for (bad, status) in [
+            ("GET * HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            ("GET a:443 HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            ("CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\n\r\n", 405),
+            ("GET http://b/ HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            ("GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n", 400),
+            ("GET / HTTP/1.1\r\nX: a\x01b\r\n\r\n", 400),
+        ] {
+            let e = req(bad).unwrap_err();
+            assert_eq!(e.request_status(), status, "{bad:?}");
+        }
+        for good in [
+            "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n",
+            "GET http://a:80/x?y HTTP/1.1\r\nHost: a:80\r\n\r\n",
+            "GET HTTP://a HTTP/1.1\r\n\r\n",
+        ] {
+            assert!(req(good).is_ok(), "{good:?}");
+        }
+        let h = req("POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n").unwrap();
+        assert_eq!(h.request_body().unwrap_err().request_status(), 422);
+        let r = Head::parse_response(Bytes::from_static(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
+        ))
+        .unwrap();
+        assert!(r.response_body(b"GET").is_err());
+    }
+
+    #[test]
+    fn chunked_decoder_strictness() {
+        for good in [
+            &b"0000000000000005\r\nhello\r\n0\r\n\r\n"[..],
+            b"5 ;a=b\r\nhello\r\n0\r\nX-T: 1\r\n\r\n",
+            b"ffffffffffffffff\r\n",
+        ] {
+            assert!(ChunkedDecoder::default().feed(good).is_ok(), "{good:?}");
+        }
+        for bad in [
+            &b"10000000000000000\r\n"[..],
+            b"5 x\r\n",
+            b"5;a\x00\r\n",
+            b"5\r\nhello\n",
+            b"0\r\nGET / HTTP/1.1\r\n",
+            b"0\r\n: x\r\n",
+            b"0\r\n\n",
+        ] {
+            assert!(ChunkedDecoder::default().feed(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn empty_reason_does_not_panic() {
+        let r = Head::parse_response(Bytes::from_static(b"HTTP/1.1 200\r\n\r\n")).unwrap();
+        assert_eq!(r.reason(), b"");
+        assert_eq!(r.status_line(), b"HTTP/1.1 200 ");
     }
 
     #[test]

@@ -121,6 +121,10 @@ impl BufConn {
             // the blank line straddles two reads.
             if let Some(end) = h1::head_end(&self.buf[scanned.saturating_sub(3)..]) {
                 let end = end + scanned.saturating_sub(3);
+                // A head that arrived whole in one read is bounded too.
+                if end > max {
+                    return Err(HeadError::TooLarge);
+                }
                 return Ok(self.buf.split_to(end).freeze());
             }
             scanned = self.buf.len();
