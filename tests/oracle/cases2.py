@@ -1,0 +1,41 @@
+from cases import post, resp, CH
+def head_of(n):
+    pre = b"GET / HTTP/1.1\r\nHost: a\r\nX: "
+    return pre + b"a" * (n - len(pre) - 4) + b"\r\n\r\n"
+CASES = [
+    ("host-dup-equal", b"GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n", None),
+    ("abs-host-mismatch", b"GET http://b/x HTTP/1.1\r\nHost: a\r\n\r\n", None),
+    ("abs-no-host", b"GET http://b/x HTTP/1.1\r\n\r\n", None),
+    ("upgrade-key-no-101", [b"GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n", b"GET /smuggled HTTP/1.1\r\nHost: a\r\n\r\n"], None),
+    ("upgrade-key-early", b"GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: a\r\n\r\n", None),
+    ("upgrade-h2c-early", b"GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: foo\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: a\r\n\r\n", None),
+    ("cl-trailing-comma", post(b"Content-Length: 5,\r\n", b"hello"), None),
+    ("cl-leading-comma", post(b"Content-Length: ,5\r\n", b"hello"), None),
+    ("cl-list-ows", post(b"Content-Length: 5 , 5\r\n", b"hello"), None),
+    ("te-empty", post(b"Transfer-Encoding: \r\n", CH), None),
+    ("te-chunked-upper", post(b"Transfer-Encoding: CHUNKED\r\n", CH), None),
+    ("te-chunked-semicolon", post(b"Transfer-Encoding: chunked;q=1\r\n", CH), None),
+    ("te-chunked-comma-end", post(b"Transfer-Encoding: chunked,\r\n", CH), None),
+    ("te-quoted", post(b"Transfer-Encoding: \"chunked\"\r\n", CH), None),
+    ("get-with-cl", post(b"Content-Length: 5\r\n", b"hello").replace(b"POST", b"GET", 1), None),
+    ("head-15359", head_of(15359), None),
+    ("head-15358", head_of(15358), None),
+    ("head-15357", head_of(15357), None),
+    ("head-15340", head_of(15340), None),
+    ("head-15300", head_of(15300), None),
+    ("hdrs-99", b"GET / HTTP/1.1\r\n" + b"".join(b"X-%d: a\r\n" % i for i in range(99)) + b"\r\n", None),
+    ("resp-cl-list-equal", None, resp(b"Content-Length: 2, 2\r\n", b"ok")),
+    ("resp-te-gzip-chunked", None, resp(b"Transfer-Encoding: gzip, chunked\r\n", b"2\r\nok\r\n0\r\n\r\n")),
+    ("resp-no-length", None, b"HTTP/1.1 200 OK\r\nX: 1\r\n\r\nbody-until-close"),
+    ("resp-http10", None, b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok"),
+    ("resp-te-http10", None, b"HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n"),
+    ("resp-204-cl", None, b"HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n"),
+    ("resp-lf-in-value", None, resp(b"Content-Length: 2\r\nX: a\nY: b\r\n", b"ok")),
+    ("resp-empty-name", None, resp(b"Content-Length: 2\r\n: b\r\n", b"ok")),
+    ("resp-hdrs-100", None, resp(b"".join(b"X-%d: a\r\n" % i for i in range(99)) + b"Content-Length: 2\r\n", b"ok")),
+    ("resp-hdrs-101", None, resp(b"".join(b"X-%d: a\r\n" % i for i in range(100)) + b"Content-Length: 2\r\n", b"ok")),
+    ("resp-chunk-data-no-crlf", None, resp(b"Transfer-Encoding: chunked\r\n", b"2\r\nokXX0\r\n\r\n")),
+    ("resp-status-1digit", None, b"HTTP/1.1 20 OK\r\nContent-Length: 2\r\n\r\nok"),
+    ("resp-no-reason", None, b"HTTP/1.1 200\r\nContent-Length: 2\r\n\r\nok"),
+]
+CASES = [(n, r if r is not None else b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", s) for n, r, s in CASES]
