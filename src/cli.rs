@@ -234,7 +234,7 @@ fn run(cfg: Config, opts: &Options) -> i32 {
             return 1;
         }
     };
-    let code = runtime.block_on(serve(cfg, bound, threads as u32));
+    let code = runtime.block_on(serve(cfg, opts.files.clone(), bound, threads as u32));
     if let Some(path) = &pidfile {
         let _ = std::fs::remove_file(path);
     }
@@ -243,6 +243,7 @@ fn run(cfg: Config, opts: &Options) -> i32 {
 
 async fn serve(
     cfg: Config,
+    sources: Vec<PathBuf>,
     bound: Vec<(Arc<str>, SocketAddr, std::net::TcpListener)>,
     threads: u32,
 ) -> i32 {
@@ -269,28 +270,15 @@ async fn serve(
             return 1;
         }
     }
-    for fe in snap.frontends() {
-        let local = Arc::new(Semaphore::new(fe.maxconn.max(1) as usize));
-        for (name, _addr, l) in bound.iter().filter(|(n, _, _)| **n == *fe.name) {
-            let listener = match l.try_clone().and_then(tokio::net::TcpListener::from_std) {
-                Ok(l) => l,
-                Err(e) => {
-                    alert(pid, &format!("Starting frontend {}: {e}", fe.name));
-                    return 1;
-                }
-            };
-            tokio::spawn(crate::listener::accept_loop(
-                rt.clone(),
-                name.clone(),
-                listener,
-                global_max.clone(),
-                local.clone(),
-            ));
-        }
-    }
-    drop(bound);
-    crate::health::spawn_checks(&snap);
     drop(snap);
+    let sup = match crate::reload::Supervisor::start(rt.clone(), sources, global_max, bound) {
+        Ok(sup) => sup,
+        Err(e) => {
+            alert(pid, &format!("cannot start listeners: {e}"));
+            return 1;
+        }
+    };
+    tokio::spawn(crate::reload::reload_on_signals(sup));
     tracing::info!("sluice {VERSION} started (pid {pid})");
     crate::process::wait_for_stop().await;
     0

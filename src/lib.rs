@@ -9,6 +9,7 @@ pub mod health;
 pub mod http;
 pub mod listener;
 pub mod process;
+pub mod reload;
 pub mod routing;
 pub mod runtime;
 pub mod stats;

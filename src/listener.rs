@@ -4,61 +4,95 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-
-use socket2::{Domain, Protocol, Socket, Type};
-use tokio::net::TcpListener;
 use std::sync::atomic::Ordering::Relaxed;
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use arc_swap::ArcSwap;
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::net::TcpListener;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 use crate::backend::FrontendState;
-
 use crate::runtime::Runtime;
 
 /// Accept backlog of every listener.
 const BACKLOG: i32 = 1024;
 
-pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
-    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
-    socket.set_reuse_address(true)?;
-    if addr.is_ipv6() {
-        socket.set_only_v6(true)?;
-    }
-    socket.set_nonblocking(true)?;
-    socket.bind(&addr.into())?;
-    socket.listen(BACKLOG)?;
-    TcpListener::from_std(socket.into())
+/// Which frontend a listening socket serves, and that frontend's limit. A
+/// reload may point an open socket at another frontend without closing it.
+pub struct Binding {
+    pub frontend: Arc<str>,
+    pub limit: Arc<Semaphore>,
 }
 
-/// Accepts connections for frontend `name` forever. `global` caps the whole
-/// process, `local` this frontend.
-pub async fn accept_loop(
+/// Control of one accept loop.
+pub struct ListenerCtl {
+    binding: ArcSwap<Binding>,
+    stop: Notify,
+}
+
+impl ListenerCtl {
+    pub fn rebind(&self, b: Binding) {
+        self.binding.store(Arc::new(b));
+    }
+
+    /// Stops accepting; the socket closes, open connections go on.
+    pub fn stop(&self) {
+        self.stop.notify_one();
+    }
+}
+
+/// Starts accepting on `l` (a socket from [`bind_std`]).
+pub fn spawn(
     rt: Arc<Runtime>,
-    name: Arc<str>,
+    l: std::net::TcpListener,
+    binding: Binding,
+    global: Arc<Semaphore>,
+) -> std::io::Result<Arc<ListenerCtl>> {
+    let listener = TcpListener::from_std(l)?;
+    let ctl = Arc::new(ListenerCtl {
+        binding: ArcSwap::from_pointee(binding),
+        stop: Notify::new(),
+    });
+    tokio::spawn(accept_loop(rt, listener, global, ctl.clone()));
+    Ok(ctl)
+}
+
+/// Accepts connections until stopped. `global` caps the whole process, the
+/// binding's limit its frontend.
+async fn accept_loop(
+    rt: Arc<Runtime>,
     listener: TcpListener,
     global: Arc<Semaphore>,
-    local: Arc<Semaphore>,
+    ctl: Arc<ListenerCtl>,
 ) {
     loop {
+        let binding = ctl.binding.load_full();
         // Take both permits before accepting, so an over-limit connection
         // stays in the backlog.
-        let Ok(g) = global.clone().acquire_owned().await else {
+        let accepted = tokio::select! {
+            _ = ctl.stop.notified() => return,
+            r = async {
+                let g = global.clone().acquire_owned().await.ok()?;
+                let l = binding.limit.clone().acquire_owned().await.ok()?;
+                Some((g, l, listener.accept().await))
+            } => r,
+        };
+        let Some((g, l, result)) = accepted else {
             return;
         };
-        let Ok(l) = local.clone().acquire_owned().await else {
-            return;
-        };
-        let (stream, peer) = match listener.accept().await {
+        let (stream, peer) = match result {
             Ok(x) => x,
             Err(e) => {
                 // EMFILE and friends: back off briefly rather than spin.
-                tracing::warn!("accept on frontend {name}: {e}");
+                tracing::warn!("accept on frontend {}: {e}", binding.frontend);
                 tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                 continue;
             }
         };
-        let client = ClientConn::open(&rt, &name, [g, l]);
-        tokio::spawn(crate::http::service::serve_connection(client, stream, peer, true));
+        let client = ClientConn::open(&rt, &binding.frontend, [g, l]);
+        tokio::spawn(crate::http::service::serve_connection(
+            client, stream, peer, true,
+        ));
     }
 }
 

@@ -341,7 +341,12 @@ async fn show_info_has_pid_uptime_cumreq() {
         "Tainted",
     ];
     let keys: Vec<&str> = kv.iter().map(|(k, _)| *k).collect();
-    assert_eq!(keys, order, "show info keys and order");
+    // HAProxy's keys in HAProxy's order, then sluice's own reload keys.
+    assert_eq!(&keys[..order.len()], order, "show info keys and order");
+    assert_eq!(
+        &keys[order.len()..],
+        ["Generation", "Last_reload_sec", "Last_reload_status"]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -114,8 +114,9 @@ pub struct Health {
     /// Operational state: [`OP_STOPPED`] (DOWN), [`OP_RUNNING`] (UP) or
     /// [`OP_STOPPING`] (NOLB: up but no new traffic).
     op: AtomicU8,
-    /// Whether checks are configured (`check` on the server line).
-    checked: bool,
+    /// Whether checks are configured (`check` on the server line); a
+    /// reload may turn them on or off.
+    checked: AtomicBool,
     /// `enable health` / `disable health` (checks configured but ignored).
     enabled: AtomicBool,
     /// Checks paused while the server is in maintenance.
@@ -135,7 +136,7 @@ impl Health {
         let fall = fall.max(1);
         Health {
             op: AtomicU8::new(OP_RUNNING),
-            checked,
+            checked: AtomicBool::new(checked),
             enabled: AtomicBool::new(true),
             paused: AtomicBool::new(false),
             info: Mutex::new(CheckInfo {
@@ -177,13 +178,27 @@ impl Health {
 
     /// Checks are configured (`check` on the server line).
     pub fn is_checked(&self) -> bool {
-        self.checked
+        self.checked.load(Relaxed)
+    }
+
+    /// A reload configured checks on (or off). Turned off, the server is
+    /// taken as UP again, as on a fresh start without `check`.
+    pub fn set_checked(&self, on: bool) {
+        if self.checked.swap(on, Relaxed) == on || on {
+            return;
+        }
+        if !self.is_up() {
+            let now = now_secs();
+            let since = self.last_change.swap(now, Relaxed);
+            self.downtime.fetch_add(now.saturating_sub(since), Relaxed);
+        }
+        self.op.store(OP_RUNNING, Relaxed);
     }
 
     /// Checks configured and not disabled by `disable health`
     /// (HAProxy's `CHK_ST_ENABLED`).
     pub fn check_enabled(&self) -> bool {
-        self.checked && self.enabled.load(Relaxed)
+        self.is_checked() && self.enabled.load(Relaxed)
     }
 
     /// Checks paused by maintenance (`CHK_ST_PAUSED`).
@@ -199,7 +214,7 @@ impl Health {
     /// `enable health` / `disable health`. Returns false when checks are not
     /// configured on the server (enabling is refused then).
     pub fn set_check_enabled(&self, on: bool) -> bool {
-        if on && !self.checked {
+        if on && !self.is_checked() {
             return false;
         }
         self.enabled.store(on, Relaxed);

@@ -9,7 +9,7 @@ pub mod queue;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU8, AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
@@ -58,6 +58,8 @@ pub struct ServerState {
     pub maxconn: AtomicU32,
     /// Idle connections to the server's current address.
     pub pool: ArcSwap<Pool>,
+    /// A checker task runs for this server.
+    pub(crate) checker: AtomicBool,
 }
 
 impl ServerState {
@@ -79,6 +81,7 @@ impl ServerState {
             inflight: AtomicU32::new(0),
             maxconn: AtomicU32::new(0),
             pool: ArcSwap::from_pointee(Pool::new(addr)),
+            checker: AtomicBool::new(false),
         }
     }
 
@@ -219,6 +222,7 @@ impl BackendState {
             s.pool.store(Arc::new(Pool::new(addr)));
         }
         s.health.set_rise_fall(rise, fall);
+        s.health.set_checked(checked);
         s
     }
 }

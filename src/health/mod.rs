@@ -10,56 +10,73 @@ use tokio::net::TcpStream;
 use crate::backend::ServerState;
 use crate::backend::health::{CheckStatus, Transition};
 use crate::config::model::CheckParams;
-use crate::routing::Snapshot;
+use std::sync::atomic::Ordering::Relaxed;
 
-/// Starts one checker task per server that has `check`.
-pub fn spawn_checks(snap: &Snapshot) {
-    let servers: Vec<_> = snap
+use crate::runtime::Runtime;
+
+/// Starts a checker task for every server of the current snapshot that has
+/// `check` and no checker yet. A checker follows its server across reloads
+/// (new `inter`, `rise`, `fall` apply at its next tick) and ends when the
+/// server is removed or loses `check`.
+pub fn spawn_checks(rt: &Arc<Runtime>) {
+    let snap = rt.snapshot();
+    let servers: Vec<(Arc<ServerState>, Duration)> = snap
         .backends()
         .flat_map(|be| {
-            be.servers.iter().filter_map(move |s| {
-                let params = s.check?;
-                // Connect timeout: min(timeout connect, inter), or the
-                // `timeout check` when set.
-                let timeout = be
-                    .timeouts
-                    .check
-                    .or(be.timeouts.connect)
-                    .map_or(params.inter, |t| t.min(params.inter));
-                Some((s.state.clone(), params, timeout))
-            })
+            be.servers
+                .iter()
+                .filter_map(|s| Some((s.state.clone(), s.check?.inter)))
         })
+        .filter(|(s, _)| !s.checker.swap(true, Relaxed))
         .collect();
     let n = servers.len().max(1) as u32;
-    for (i, (state, params, timeout)) in servers.into_iter().enumerate() {
-        let offset = params.inter * i as u32 / n;
-        tokio::spawn(check_loop(state, params, timeout, offset));
+    for (i, (state, inter)) in servers.into_iter().enumerate() {
+        // Spread the first checks over one interval.
+        let offset = inter * i as u32 / n;
+        tokio::spawn(check_loop(rt.clone(), state, offset));
     }
 }
 
-async fn check_loop(
-    server: Arc<ServerState>,
-    params: CheckParams,
-    timeout: Duration,
-    offset: Duration,
-) {
+/// The check parameters of `server` in the current snapshot, with the
+/// connect timeout: min(timeout connect, inter), or `timeout check`.
+fn params_now(rt: &Runtime, server: &Arc<ServerState>) -> Option<(CheckParams, Duration)> {
+    rt.with_snapshot(|snap| {
+        let be = snap.backend(&server.backend)?;
+        let s = be.servers.iter().find(|s| Arc::ptr_eq(&s.state, server))?;
+        let params = s.check?;
+        let timeout = be
+            .timeouts
+            .check
+            .or(be.timeouts.connect)
+            .map_or(params.inter, |t| t.min(params.inter));
+        Some((params, timeout))
+    })
+}
+
+async fn check_loop(rt: Arc<Runtime>, server: Arc<ServerState>, offset: Duration) {
     tokio::time::sleep(offset).await;
-    let mut ticker = tokio::time::interval(params.inter);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last_inter = None;
+    let mut ticker = tokio::time::interval(Duration::from_secs(1));
     loop {
+        let Some((params, timeout)) = params_now(&rt, &server) else {
+            server.checker.store(false, Relaxed);
+            return;
+        };
+        if last_inter != Some(params.inter) {
+            ticker = tokio::time::interval(params.inter);
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            last_inter = Some(params.inter);
+        }
         ticker.tick().await;
         if !server.health.checks_active() {
             // Maintenance or `disable health`: no probe at all.
             continue;
         }
         let (status, detail, ms) = tcp_check(&server, timeout).await;
-        let was_up = server.health.is_up();
         match server.health.record(status, None, ms, detail.clone()) {
             Some(Transition::WentDown) => report_down(&server, status, &detail, ms),
             Some(Transition::WentUp) => report_up(&server, status, ms),
-            None => {
-                let _ = was_up;
-            }
+            None => {}
         }
     }
 }

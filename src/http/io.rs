@@ -176,7 +176,11 @@ pub async fn relay_message(
     read_timeout: Option<Duration>,
     write_timeout: Option<Duration>,
 ) -> Result<u64, RelayError> {
-    let mut out = Outgoing { head, dst, write_timeout };
+    let mut out = Outgoing {
+        head,
+        dst,
+        write_timeout,
+    };
     let mut total = 0u64;
     match kind {
         BodyKind::None => {}
@@ -242,7 +246,11 @@ impl Outgoing<'_> {
 
     /// Reads more of the body; the head must not wait behind a slow body,
     /// so it is flushed first when nothing is buffered yet.
-    async fn fill_src(&mut self, src: &mut BufConn, t: Option<Duration>) -> Result<usize, RelayError> {
+    async fn fill_src(
+        &mut self,
+        src: &mut BufConn,
+        t: Option<Duration>,
+    ) -> Result<usize, RelayError> {
         if !self.head.is_empty() {
             self.send(&[]).await?;
         }

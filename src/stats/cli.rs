@@ -264,6 +264,20 @@ static COMMANDS: &[Command] = &[
         run: cmd_prompt,
     },
     Command {
+        words: &["reload"],
+        usage: "reload",
+        desc: "read the configuration again and apply it if valid",
+        level: CliLevel::Admin,
+        run: cmd_reload,
+    },
+    Command {
+        words: &["show", "reload"],
+        usage: "show reload",
+        desc: "report the outcome and the changes of the last reload",
+        level: CliLevel::Operator,
+        run: cmd_show_reload,
+    },
+    Command {
         words: &["quit"],
         usage: "quit",
         desc: "disconnect",
@@ -486,6 +500,39 @@ fn cmd_user(ctx: &mut Ctx<'_>, _: &[String]) -> Output {
 
 fn cmd_show_cli_level(ctx: &mut Ctx<'_>, _: &[String]) -> Output {
     text(format!("{}\n", ctx.level.as_str()))
+}
+
+/// `reload`: answers with the outcome and, on failure, the errors.
+fn cmd_reload(ctx: &mut Ctx<'_>, _: &[String]) -> Output {
+    let Some(sup) = crate::reload::supervisor() else {
+        return text("reload is not available in this process.\n");
+    };
+    // The dispatcher is synchronous; the reload runs to completion on this
+    // worker while the other workers keep serving.
+    let handle = tokio::runtime::Handle::current();
+    if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
+        return text("reload is not available in this process.\n");
+    }
+    let report = tokio::task::block_in_place(|| handle.block_on(sup.reload()));
+    let _ = ctx;
+    let mut out = if report.ok {
+        format!("Success=1\ngeneration={}\n", report.generation)
+    } else {
+        String::from("Success=0\n")
+    };
+    for c in &report.changes {
+        let _ = writeln!(out, "{c}");
+    }
+    for e in &report.errors {
+        let _ = writeln!(out, "{}", e.trim_end());
+    }
+    text(out)
+}
+
+fn cmd_show_reload(ctx: &mut Ctx<'_>, _: &[String]) -> Output {
+    let generation = ctx.snap.generation;
+    let last = crate::reload::supervisor().and_then(|s| s.last_report());
+    text(crate::reload::render_report(last.as_ref(), generation))
 }
 
 fn cmd_show_version(_: &mut Ctx<'_>, _: &[String]) -> Output {
@@ -1658,10 +1705,10 @@ mod tests {
         assert!(info.starts_with("0.Name.1:POS:str:sluice\n1.Version.1:POS:str:"));
         assert!(info.contains("\n3.Nbthread.1:CGS:u32:2\n"));
         assert!(info.contains("\n54.Unstoppable Jobs.1:MGP:u32:0\n"));
-        assert!(info.contains("\n71.Tainted.1:SGP:str:0\n\n"));
+        assert!(info.contains("\n71.Tainted.1:SGP:str:0\n72.Generation.1:MGP:u64:1\n"));
         let ij = run("show info json", CliLevel::User);
         assert!(ij.starts_with("[{\"field\":{\"pos\":0,\"name\":\"Name\"},\"processNum\":1,\"tags\":{\"origin\":\"Product\",\"nature\":\"Output\",\"scope\":\"Service\"},\"value\":{\"type\":\"str\",\"value\":\"sluice\"}},"));
-        assert!(ij.ends_with("\"value\":{\"type\":\"str\",\"value\":\"0\"}}]\n\n"));
+        assert!(ij.ends_with("\"value\":{\"type\":\"str\",\"value\":\"none\"}}]\n\n"));
         drop(rt);
     }
 

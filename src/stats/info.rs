@@ -137,6 +137,23 @@ pub fn info_fields(rt: &Runtime, snap: &Snapshot) -> Vec<(&'static str, String)>
     }
     put("Start_time_sec", p.start_unix.to_string());
     put("Tainted", zero);
+    // sluice's own keys, after all of HAProxy's: the configuration
+    // generation and the last reload (time and outcome).
+    put("Generation", snap.generation.to_string());
+    let last = crate::reload::supervisor().and_then(|s| s.last_report());
+    put(
+        "Last_reload_sec",
+        last.as_ref()
+            .map_or(String::from("0"), |r| r.when.to_string()),
+    );
+    put(
+        "Last_reload_status",
+        match &last {
+            None => String::from("none"),
+            Some(r) if r.ok => String::from("success"),
+            Some(_) => String::from("failed"),
+        },
+    );
     v
 }
 
@@ -214,6 +231,9 @@ const INFO_META: &[(&str, usize, &str)] = &[
     ("PoolUsed_bytes", 69, "MGP:u64"),
     ("Start_time_sec", 70, "MDP:u32"),
     ("Tainted", 71, "SGP:str"),
+    ("Generation", 72, "MGP:u64"),
+    ("Last_reload_sec", 73, "MDP:u64"),
+    ("Last_reload_status", 74, "SGP:str"),
 ];
 
 /// `show info typed`: `<pos>.<name>.1:<tags>:<type>:<value>` per key.
@@ -412,7 +432,12 @@ mod key_tests {
             .lines()
             .map(|l| l.split_once(": ").unwrap().0)
             .collect();
-        assert_eq!(keys, KEYS);
+        // HAProxy's keys in its order, then sluice's own.
+        assert_eq!(&keys[..KEYS.len()], KEYS);
+        assert_eq!(
+            &keys[KEYS.len()..],
+            ["Generation", "Last_reload_sec", "Last_reload_status"]
+        );
         assert!(text.contains("\nNbproc: 1\nProcess_num: 1\n"));
         assert!(text.contains("\nMaxconn: 4096\nHard_maxconn: 4096\n"));
         assert!(text.contains("\nNbthread: 2\n"));

@@ -1,0 +1,369 @@
+//! Reload without restart: the `-f` sources are read again, validated as a
+//! whole, and only a valid configuration is applied, by compiling a new
+//! routing snapshot over the same runtime state and swapping it in.
+//!
+//! What a reload keeps: listening sockets whose address is unchanged (no
+//! accept gap), every counter, health state, slot, queue and pooled
+//! connection of servers that keep their backend and name, and every
+//! connection in flight (a request finishes under the snapshot it started
+//! with; a keep-alive connection picks up the new one at its next request).
+//! New addresses are bound before anything changes, so a reload that cannot
+//! bind changes nothing; removed addresses stop accepting and their open
+//! connections finish.
+
+use std::collections::{BTreeSet, HashMap};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::SystemTime;
+
+use tokio::sync::Semaphore;
+
+use crate::config::{self, model::Config};
+use crate::listener::{self, Binding, ListenerCtl};
+use crate::routing::Snapshot;
+use crate::runtime::Runtime;
+
+/// The outcome of the last reload, for `show info` and `show reload`.
+#[derive(Debug, Clone, Default)]
+pub struct ReloadReport {
+    /// Unix time of the attempt.
+    pub when: u64,
+    pub ok: bool,
+    /// The generation serving after the attempt.
+    pub generation: u64,
+    pub changes: Vec<String>,
+    /// Errors (with file:line) when the reload was refused.
+    pub errors: Vec<String>,
+}
+
+pub struct Supervisor {
+    rt: Arc<Runtime>,
+    sources: Vec<PathBuf>,
+    global_max: Arc<Semaphore>,
+    state: tokio::sync::Mutex<Bound>,
+    last: Mutex<Option<ReloadReport>>,
+    reloads: std::sync::atomic::AtomicU64,
+}
+
+/// Listeners and limits currently in force.
+#[derive(Default)]
+struct Bound {
+    listeners: HashMap<SocketAddr, Arc<ListenerCtl>>,
+    limits: HashMap<String, (Arc<Semaphore>, u32)>,
+}
+
+static SUPERVISOR: OnceLock<Arc<Supervisor>> = OnceLock::new();
+
+/// The running supervisor, if the process serves (not in `-c` mode).
+pub fn supervisor() -> Option<&'static Arc<Supervisor>> {
+    SUPERVISOR.get()
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+impl Supervisor {
+    /// Starts serving `bound` (sockets bound before daemonizing) for the
+    /// snapshot already in `rt`.
+    pub fn start(
+        rt: Arc<Runtime>,
+        sources: Vec<PathBuf>,
+        global_max: Arc<Semaphore>,
+        bound: Vec<(Arc<str>, SocketAddr, std::net::TcpListener)>,
+    ) -> std::io::Result<Arc<Supervisor>> {
+        let sup = Arc::new(Supervisor {
+            rt,
+            sources,
+            global_max,
+            state: tokio::sync::Mutex::new(Bound::default()),
+            last: Mutex::new(None),
+            reloads: std::sync::atomic::AtomicU64::new(0),
+        });
+        {
+            let mut st = sup
+                .state
+                .try_lock()
+                .map_err(|_| std::io::Error::other("supervisor busy"))?;
+            let snap = sup.rt.snapshot();
+            for (name, addr, l) in bound {
+                let limit = sup.limit_for(&mut st, &snap, &name);
+                let ctl = listener::spawn(
+                    sup.rt.clone(),
+                    l,
+                    Binding {
+                        frontend: name,
+                        limit,
+                    },
+                    sup.global_max.clone(),
+                )?;
+                st.listeners.insert(addr, ctl);
+            }
+            crate::health::spawn_checks(&sup.rt);
+        }
+        let _ = SUPERVISOR.set(sup.clone());
+        Ok(sup)
+    }
+
+    fn limit_for(&self, st: &mut Bound, snap: &Snapshot, frontend: &str) -> Arc<Semaphore> {
+        let maxconn = snap
+            .frontends()
+            .find(|f| &*f.name == frontend)
+            .map_or(crate::routing::DEFAULT_MAXCONN, |f| f.maxconn)
+            .max(1);
+        let entry = st
+            .limits
+            .entry(frontend.to_string())
+            .or_insert_with(|| (Arc::new(Semaphore::new(maxconn as usize)), maxconn));
+        // Resize in place: connections holding permits keep them.
+        if entry.1 < maxconn {
+            entry.0.add_permits((maxconn - entry.1) as usize);
+        } else if entry.1 > maxconn {
+            entry.0.forget_permits((entry.1 - maxconn) as usize);
+        }
+        entry.1 = maxconn;
+        entry.0.clone()
+    }
+
+    pub fn last_report(&self) -> Option<ReloadReport> {
+        crate::backend::lock(&self.last).clone()
+    }
+
+    /// Number of reload attempts so far.
+    pub fn reload_count(&self) -> u64 {
+        self.reloads.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Reads the sources again and applies them if valid. Reloads are
+    /// serialised: a second trigger waits for the first to finish.
+    pub async fn reload(&self) -> ReloadReport {
+        let mut st = self.state.lock().await;
+        self.reloads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let sources = self.sources.clone();
+        let loaded = tokio::task::spawn_blocking(move || config::load(&sources)).await;
+        let mut report = ReloadReport {
+            when: unix_now(),
+            generation: self.rt.snapshot().generation,
+            ..Default::default()
+        };
+        let pid = std::process::id();
+        let loaded = match loaded {
+            Ok(l) => l,
+            Err(e) => {
+                report.errors.push(format!("reload task failed: {e}"));
+                return self.finish(report);
+            }
+        };
+        let Some(cfg) = loaded.config else {
+            report.errors = loaded
+                .diagnostics
+                .iter()
+                .filter(|d| d.is_alert())
+                .map(|d| d.render(pid))
+                .collect();
+            return self.finish(report);
+        };
+        for d in &loaded.diagnostics {
+            tracing::warn!("{}", d.render(pid));
+        }
+        // Bind what is new before changing anything.
+        let mut fresh: Vec<(Arc<str>, SocketAddr, std::net::TcpListener)> = Vec::new();
+        for (name, addr) in binds(&cfg) {
+            if st.listeners.contains_key(&addr) || fresh.iter().any(|(_, a, _)| *a == addr) {
+                continue;
+            }
+            match listener::bind_std(addr) {
+                Ok(l) => fresh.push((name, addr, l)),
+                Err(e) => {
+                    report.errors.push(format!(
+                        "Starting frontend {name}: cannot bind socket ({e}) [{addr}]"
+                    ));
+                    return self.finish(report);
+                }
+            }
+        }
+        let old = self.rt.snapshot();
+        let new = self.rt.apply(&cfg);
+        report.changes = diff(&old, &new);
+        report.generation = new.generation;
+        report.ok = true;
+
+        // Listeners: keep, rebind to another frontend, open, or stop.
+        let wanted: HashMap<SocketAddr, Arc<str>> =
+            binds(&cfg).into_iter().map(|(n, a)| (a, n)).collect();
+        let current: Vec<SocketAddr> = st.listeners.keys().copied().collect();
+        for addr in current {
+            match wanted.get(&addr) {
+                Some(name) => {
+                    let limit = self.limit_for(&mut st, &new, name);
+                    if let Some(ctl) = st.listeners.get(&addr) {
+                        ctl.rebind(Binding {
+                            frontend: name.clone(),
+                            limit,
+                        });
+                    }
+                }
+                None => {
+                    if let Some(ctl) = st.listeners.remove(&addr) {
+                        ctl.stop();
+                        report.changes.push(format!("listener {addr} closed"));
+                    }
+                }
+            }
+        }
+        for (name, addr, l) in fresh {
+            let limit = self.limit_for(&mut st, &new, &name);
+            match listener::spawn(
+                self.rt.clone(),
+                l,
+                Binding {
+                    frontend: name.clone(),
+                    limit,
+                },
+                self.global_max.clone(),
+            ) {
+                Ok(ctl) => {
+                    st.listeners.insert(addr, ctl);
+                    report
+                        .changes
+                        .push(format!("listener {addr} opened for frontend {name}"));
+                }
+                Err(e) => report.errors.push(format!("frontend {name}: {e} [{addr}]")),
+            }
+        }
+        crate::health::spawn_checks(&self.rt);
+        self.finish(report)
+    }
+
+    fn finish(&self, report: ReloadReport) -> ReloadReport {
+        if report.ok {
+            tracing::info!(
+                "Reload complete: generation {} ({} change(s)).",
+                report.generation,
+                report.changes.len()
+            );
+        } else {
+            for e in &report.errors {
+                tracing::error!("{e}");
+            }
+            tracing::error!("Reload refused: the running configuration is unchanged.");
+        }
+        *crate::backend::lock(&self.last) = Some(report.clone());
+        report
+    }
+}
+
+fn binds(cfg: &Config) -> Vec<(Arc<str>, SocketAddr)> {
+    cfg.proxies
+        .iter()
+        .filter(|p| p.kind.has_frontend())
+        .flat_map(|p| {
+            let name: Arc<str> = Arc::from(p.name.as_str());
+            p.binds
+                .iter()
+                .flat_map(|b| b.addrs.iter().copied())
+                .map(move |a| (name.clone(), a))
+        })
+        .collect()
+}
+
+/// What changed between two snapshots, in words.
+fn diff(old: &Snapshot, new: &Snapshot) -> Vec<String> {
+    let mut out = Vec::new();
+    let names = |s: &Snapshot| {
+        s.proxies
+            .iter()
+            .map(|p| format!("{} {}", p.kind.keyword(), p.name))
+            .collect::<BTreeSet<_>>()
+    };
+    let (a, b) = (names(old), names(new));
+    for p in b.difference(&a) {
+        out.push(format!("{p} added"));
+    }
+    for p in a.difference(&b) {
+        out.push(format!("{p} removed"));
+    }
+    for nb in new.backends() {
+        let Some(ob) = old.backend(&nb.name) else {
+            continue;
+        };
+        for s in &nb.servers {
+            match ob.servers.iter().find(|o| o.name == s.name) {
+                None => out.push(format!("server {}/{} added", nb.name, s.name)),
+                Some(o) => {
+                    let mut what = Vec::new();
+                    if o.addr != s.addr {
+                        what.push(format!("address {} -> {}", o.addr, s.addr));
+                    }
+                    if o.weight != s.weight {
+                        what.push(format!("weight {} -> {}", o.weight, s.weight));
+                    }
+                    if o.maxconn != s.maxconn {
+                        what.push(format!("maxconn {} -> {}", o.maxconn, s.maxconn));
+                    }
+                    if o.check != s.check {
+                        what.push("check parameters".to_string());
+                    }
+                    if !what.is_empty() {
+                        out.push(format!(
+                            "server {}/{} modified: {}",
+                            nb.name,
+                            s.name,
+                            what.join(", ")
+                        ));
+                    }
+                }
+            }
+        }
+        for o in &ob.servers {
+            if !nb.servers.iter().any(|s| s.name == o.name) {
+                out.push(format!("server {}/{} removed", nb.name, o.name));
+            }
+        }
+    }
+    out
+}
+
+/// Reloads on SIGHUP and SIGUSR2 (HAProxy's master-worker reload signal).
+pub async fn reload_on_signals(sup: Arc<Supervisor>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut hup), Ok(mut usr2)) = (
+        signal(SignalKind::hangup()),
+        signal(SignalKind::user_defined2()),
+    ) else {
+        tracing::warn!("reload signals unavailable; use the CLI 'reload' command");
+        return;
+    };
+    loop {
+        tokio::select! {
+            _ = hup.recv() => {}
+            _ = usr2.recv() => {}
+        }
+        sup.reload().await;
+    }
+}
+
+/// The text of `show reload`.
+pub fn render_report(r: Option<&ReloadReport>, generation: u64) -> String {
+    let Some(r) = r else {
+        return format!("generation: {generation}\nlast reload: none\n");
+    };
+    let mut s = format!(
+        "generation: {}\nlast reload: {} ({})\n",
+        r.generation,
+        if r.ok { "success" } else { "failed" },
+        r.when
+    );
+    for c in &r.changes {
+        s.push_str(&format!("  {c}\n"));
+    }
+    for e in &r.errors {
+        s.push_str(&format!("  error: {}\n", e.trim_end()));
+    }
+    s
+}

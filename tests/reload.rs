@@ -1,0 +1,183 @@
+//! Reload without restart (SIGUSR2, SIGHUP, CLI `reload`): a valid config
+//! is applied with counters, health and open listeners kept; an invalid one
+//! changes nothing and says why.
+
+mod support;
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use support::*;
+
+fn cfg(port: u16, servers: &[(&Backend, u32)], extra_bind: Option<u16>) -> String {
+    let mut c = format!(
+        "global
+    stats socket @DIR@/stats.sock level admin
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 30s
+    timeout server 30s
+frontend fe
+    bind 127.0.0.1:{port}
+"
+    );
+    if let Some(p) = extra_bind {
+        c.push_str(&format!("    bind 127.0.0.1:{p}\n"));
+    }
+    c.push_str("    default_backend be\nbackend be\n");
+    for (b, w) in servers {
+        c.push_str(&format!(
+            "    server {} {} weight {w}\n",
+            b.name,
+            b.hostport()
+        ));
+    }
+    c
+}
+
+/// Replaces the running config file (with `@DIR@` filled in as the
+/// harness does).
+fn rewrite(s: &Sluice, text: &str) {
+    let dir = s.path("");
+    let dir = dir.to_str().unwrap().trim_end_matches('/');
+    std::fs::write(s.path("sluice.cfg"), text.replace("@DIR@", dir)).unwrap();
+}
+
+fn signal(pid: u32, sig: &str) {
+    let st = std::process::Command::new("kill")
+        .args([&format!("-{sig}"), &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(st.success(), "kill -{sig} {pid}");
+}
+
+/// Polls `show info` until `Generation` reaches `g`.
+async fn wait_generation(sock: &std::path::Path, g: u64) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let info = cli(sock, "show info").await;
+        let now = info
+            .lines()
+            .find_map(|l| l.strip_prefix("Generation: "))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        if now >= g {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "generation stayed at {now}; info:\n{info}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usr2_reload_adds_a_server_and_keeps_counters() {
+    let s1 = Backend::start("s1").await;
+    let s2 = Backend::start("s2").await;
+    let port = free_port();
+    let s = Sluice::start(&cfg(port, &[(&s1, 1)], None));
+    let sock = s.stats_socket();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    // A keep-alive connection opened before the reload.
+    let mut conn = HttpConn::connect(addr).await;
+    for i in 0..5 {
+        assert_eq!(conn.get(&format!("/a{i}")).await.backend(), "s1");
+    }
+    let before = show_stat(&sock).await;
+    assert_eq!(before.num("be", "s1", "stot"), 5);
+
+    rewrite(&s, &cfg(port, &[(&s1, 1), (&s2, 1)], None));
+    signal(s.pid(), "USR2");
+    wait_generation(&sock, 2).await;
+
+    // The same keep-alive connection now sees both servers.
+    let mut seen = Vec::new();
+    for i in 0..4 {
+        seen.push(conn.get(&format!("/b{i}")).await.backend());
+    }
+    assert!(
+        seen.contains(&"s1".to_string()) && seen.contains(&"s2".to_string()),
+        "{seen:?}"
+    );
+    let after = show_stat(&sock).await;
+    // Counters did not go backwards: s1 kept its 5 sessions.
+    assert_eq!(after.num("be", "s1", "stot"), 5 + 2);
+    assert_eq!(after.num("be", "s2", "stot"), 2);
+    assert!(after.num("fe", "FRONTEND", "req_tot") >= 9);
+    let report = cli(&sock, "show reload").await;
+    assert!(report.contains("generation: 2"), "{report}");
+    assert!(report.contains("server be/s2 added"), "{report}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_config_changes_nothing_and_cli_reload_says_why() {
+    let s1 = Backend::start("s1").await;
+    let port = free_port();
+    let s = Sluice::start(&cfg(port, &[(&s1, 1)], None));
+    let sock = s.stats_socket();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    assert_eq!(get(addr, "/").await.status, 200);
+
+    let mut broken = cfg(port, &[(&s1, 1)], None);
+    broken.push_str("    sever s9 127.0.0.1:1\n");
+    rewrite(&s, &broken);
+    let reply = cli(&sock, "reload").await;
+    assert!(reply.starts_with("Success=0\n"), "{reply}");
+    assert!(
+        reply.contains("parsing ["),
+        "errors carry file:line: {reply}"
+    );
+    assert!(
+        reply.contains("sluice.cfg:13] : unknown keyword 'sever'"),
+        "{reply}"
+    );
+    // Still serving the old configuration.
+    assert_eq!(get(addr, "/").await.status, 200);
+    let info = cli(&sock, "show info").await;
+    assert!(info.contains("\nGeneration: 1\n"), "{info}");
+    assert!(info.contains("\nLast_reload_status: failed\n"), "{info}");
+
+    // A good config through the CLI.
+    rewrite(&s, &cfg(port, &[(&s1, 2)], None));
+    let reply = cli(&sock, "reload").await;
+    assert!(reply.starts_with("Success=1\ngeneration=2\n"), "{reply}");
+    assert!(
+        reply.contains("server be/s1 modified: weight 1 -> 2"),
+        "{reply}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hup_reload_opens_and_closes_listeners() {
+    let s1 = Backend::start("s1").await;
+    let ports = free_ports(2);
+    let (p1, p2) = (ports[0], ports[1]);
+    let s = Sluice::start(&cfg(p1, &[(&s1, 1)], None));
+    let sock = s.stats_socket();
+    let a1 = SocketAddr::from(([127, 0, 0, 1], p1));
+    let a2 = SocketAddr::from(([127, 0, 0, 1], p2));
+    // A connection that stays open across both reloads.
+    let mut kept = HttpConn::connect(a1).await;
+    assert_eq!(kept.get("/").await.status, 200);
+
+    rewrite(&s, &cfg(p1, &[(&s1, 1)], Some(p2)));
+    signal(s.pid(), "HUP");
+    wait_generation(&sock, 2).await;
+    assert_eq!(get(a2, "/new-port").await.status, 200);
+
+    // Now move the frontend to the second port only: the first stops
+    // accepting, but the connection already open on it is still served.
+    rewrite(&s, &cfg(p2, &[(&s1, 1)], None));
+    signal(s.pid(), "HUP");
+    wait_generation(&sock, 3).await;
+    assert_eq!(get(a2, "/still").await.status, 200);
+    let refused = tokio::net::TcpStream::connect(a1).await;
+    assert!(
+        refused.is_err(),
+        "port {p1} still accepts after it was removed"
+    );
+    assert_eq!(kept.get("/kept").await.status, 200);
+}
