@@ -4,5 +4,5 @@ pub mod errors;
 pub mod forward;
 pub mod h1;
 pub mod io;
-pub mod service;
 pub mod park;
+pub mod service;
