@@ -55,15 +55,7 @@ fn add(c: &AtomicU64, n: u64) {
 fn upstream_head(req: &Head, body: BodyKind, close: bool) -> BytesMut {
     let mut out = BytesMut::new();
     req.write_forwarded(&req.request_line(), &mut out);
-    match body {
-        BodyKind::Length(n) => {
-            out.put_slice(b"content-length: ");
-            out.put_slice(itoa(n).as_bytes());
-            out.put_slice(b"\r\n");
-        }
-        BodyKind::Chunked => out.put_slice(b"transfer-encoding: chunked\r\n"),
-        BodyKind::None | BodyKind::UntilClose => {}
-    }
+    put_framing(&mut out, body);
     if close {
         out.put_slice(b"connection: close\r\n");
     }
@@ -71,8 +63,32 @@ fn upstream_head(req: &Head, body: BodyKind, close: bool) -> BytesMut {
     out
 }
 
-fn itoa(n: u64) -> String {
-    n.to_string()
+/// The framing header of a body sluice re-delimits itself.
+fn put_framing(out: &mut BytesMut, body: BodyKind) {
+    match body {
+        BodyKind::Length(n) => {
+            out.put_slice(b"content-length: ");
+            put_decimal(out, n);
+            out.put_slice(b"\r\n");
+        }
+        BodyKind::Chunked => out.put_slice(b"transfer-encoding: chunked\r\n"),
+        BodyKind::None | BodyKind::UntilClose => {}
+    }
+}
+
+/// Writes `n` in decimal without a temporary string.
+fn put_decimal(out: &mut BytesMut, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.put_slice(&digits[i..]);
 }
 
 /// The response head as it goes to the client.
@@ -80,12 +96,7 @@ fn downstream_head(resp: &Head, body: BodyKind, keep: bool, client_minor: u8) ->
     let mut out = BytesMut::new();
     resp.write_forwarded(&resp.status_line(), &mut out);
     match body {
-        BodyKind::Length(n) => {
-            out.put_slice(b"content-length: ");
-            out.put_slice(itoa(n).as_bytes());
-            out.put_slice(b"\r\n");
-        }
-        BodyKind::Chunked => out.put_slice(b"transfer-encoding: chunked\r\n"),
+        BodyKind::Length(_) | BodyKind::Chunked => put_framing(&mut out, body),
         BodyKind::None => {
             // HEAD and 304 answers keep the length they announce; 1xx and
             // 204 must not carry one (RFC 9110 §8.6).
@@ -525,4 +536,18 @@ async fn relay_response(
 
 fn client_minor(req: &Head) -> u8 {
     req.minor
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimal_lengths() {
+        for n in [0u64, 7, 10, 15360, u64::MAX] {
+            let mut out = BytesMut::new();
+            put_decimal(&mut out, n);
+            assert_eq!(&out[..], n.to_string().as_bytes());
+        }
+    }
 }
