@@ -38,6 +38,8 @@ pub struct ProxyRt {
 pub struct FrontendRt {
     pub name: String,
     pub iid: u32,
+    /// Largest request head (tune.bufsize - tune.maxrewrite).
+    pub max_head: usize,
     pub state: Arc<FrontendState>,
     pub mode: Mode,
     pub maxconn: u32,
@@ -55,6 +57,8 @@ pub struct FrontendRt {
 pub struct BackendRt {
     pub name: String,
     pub iid: u32,
+    /// Largest response head (tune.bufsize - tune.maxrewrite).
+    pub max_head: usize,
     pub state: Arc<BackendState>,
     pub mode: Mode,
     pub timeouts: Timeouts,
@@ -132,6 +136,7 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
             Arc::new(BackendRt {
                 name: p.name.clone(),
                 iid: first_iid + i as u32,
+                max_head: config.global.max_head(),
                 state,
                 mode: p.mode,
                 timeouts: p.timeouts,
@@ -182,6 +187,7 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
             Arc::new(FrontendRt {
                 name: p.name.clone(),
                 iid,
+                max_head: config.global.max_head(),
                 state: registry.frontend(&p.name),
                 mode: p.mode,
                 maxconn: p.maxconn.unwrap_or(global_maxconn),

@@ -37,6 +37,8 @@ pub const GLOBAL_SUPPORTED: &[&str] = &[
     "node",
     "description",
     "zero-warning",
+    "tune.bufsize",
+    "tune.maxrewrite",
 ];
 
 pub const GLOBAL_UNSUPPORTED: &[&str] = &[

@@ -55,6 +55,26 @@ pub struct Global {
     pub description: Option<String>,
     /// `zero-warning`: warnings make the configuration fail (as -dW).
     pub zero_warning: bool,
+    /// `tune.bufsize` (default 16384) and `tune.maxrewrite` (default 1024):
+    /// a message head may use the buffer minus the rewrite reserve.
+    pub tune_bufsize: Option<u32>,
+    pub tune_maxrewrite: Option<u32>,
+}
+
+impl Global {
+    pub const DEFAULT_BUFSIZE: u32 = 16384;
+    pub const DEFAULT_MAXREWRITE: u32 = 1024;
+
+    /// The largest message head accepted: bufsize - maxrewrite, where
+    /// HAProxy caps maxrewrite at half the buffer.
+    pub fn max_head(&self) -> usize {
+        let bufsize = self.tune_bufsize.unwrap_or(Self::DEFAULT_BUFSIZE);
+        let rewrite = self
+            .tune_maxrewrite
+            .unwrap_or(Self::DEFAULT_MAXREWRITE)
+            .min(bufsize / 2);
+        (bufsize - rewrite) as usize
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]

@@ -692,6 +692,22 @@ impl<'r> State<'r> {
                     ),
                 );
             }
+            "tune.bufsize" => match arg.and_then(parse_u32) {
+                // HAProxy takes a plain integer here (no size units); below
+                // 1 KiB no request head would fit.
+                Some(n) if n >= 1024 => self.global.tune_bufsize = Some(n),
+                _ => self.alert(
+                    loc,
+                    "'tune.bufsize' expects a positive integer argument (at least 1024).",
+                ),
+            },
+            "tune.maxrewrite" => match arg.and_then(parse_u32) {
+                Some(n) => self.global.tune_maxrewrite = Some(n),
+                None => self.alert(
+                    loc,
+                    "'tune.maxrewrite' expects a positive integer argument.",
+                ),
+            },
             "daemon" => self.global.daemon = true,
             "zero-warning" => self.global.zero_warning = true,
             "pidfile" => match arg.filter(|a| !a.is_empty()) {

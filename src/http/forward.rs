@@ -15,9 +15,6 @@ use crate::balance::{self, PickError};
 use crate::config::model::{HttpConnMode, HttpReuse};
 use crate::routing::{BackendRt, FrontendRt};
 
-/// Largest response head accepted (HAProxy: tune.bufsize - tune.maxrewrite).
-const MAX_RESPONSE_HEAD: usize = 16384 - 1024;
-
 /// What happened to the exchange, for the client connection's next step.
 #[derive(Debug)]
 pub struct Outcome {
@@ -337,7 +334,7 @@ async fn exchange(
             }
         }
         let sent_at = Instant::now();
-        match up.read_head(MAX_RESPONSE_HEAD, be.timeouts.server).await {
+        match up.read_head(be.max_head, be.timeouts.server).await {
             Ok(raw) => match Head::parse_response(raw) {
                 Ok(resp) => break (up, resp, ms(sent_at.elapsed())),
                 Err(_) => {
@@ -422,10 +419,7 @@ async fn relay_response(
             };
         }
         bytes_out += head.len() as u64;
-        resp = match upstream
-            .read_head(MAX_RESPONSE_HEAD, be.timeouts.server)
-            .await
-        {
+        resp = match upstream.read_head(be.max_head, be.timeouts.server).await {
             Ok(raw) => match Head::parse_response(raw) {
                 Ok(r) => r,
                 Err(_) => {

@@ -22,10 +22,6 @@ use crate::listener::ClientConn;
 use crate::routing::{BackendRt, FrontendRt};
 use crate::runtime::Runtime;
 
-/// Largest request head accepted: tune.bufsize (16384) minus
-/// tune.maxrewrite (1024), as in HAProxy.
-const MAX_REQUEST_HEAD: usize = 16384 - 1024;
-
 /// A request as conditions see it.
 struct View<'a> {
     head: &'a Head,
@@ -155,7 +151,7 @@ async fn handle_request(
     };
     let fc = &fe.state.counters;
     let head_timeout = fe.timeouts.http_request.or(fe.timeouts.client);
-    let raw = match conn.read_head(MAX_REQUEST_HEAD, head_timeout).await {
+    let raw = match conn.read_head(fe.max_head, head_timeout).await {
         Ok(raw) => raw,
         Err(HeadError::Closed) => return false,
         Err(HeadError::Timeout) => {
