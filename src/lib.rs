@@ -13,3 +13,4 @@ pub mod reload;
 pub mod routing;
 pub mod runtime;
 pub mod stats;
+pub mod tcp;

@@ -12,6 +12,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 use crate::backend::FrontendState;
+use crate::config::model::Mode;
 use crate::runtime::Runtime;
 
 /// Accept backlog of every listener.
@@ -89,10 +90,17 @@ async fn accept_loop(
                 continue;
             }
         };
-        let client = ClientConn::open(&rt, &binding.frontend, [g, l]);
-        tokio::spawn(crate::http::service::serve_connection(
-            client, stream, peer, true,
-        ));
+        let (client, mode) = ClientConn::open(&rt, &binding.frontend, [g, l]);
+        match mode {
+            Mode::Http => {
+                tokio::spawn(crate::http::service::serve_connection(
+                    client, stream, peer, true,
+                ));
+            }
+            Mode::Tcp => {
+                tokio::spawn(crate::tcp::serve(client, stream, peer));
+            }
+        }
     }
 }
 
@@ -107,12 +115,20 @@ pub struct ClientConn {
 }
 
 impl ClientConn {
-    fn open(rt: &Arc<Runtime>, frontend: &Arc<str>, permits: [OwnedSemaphorePermit; 2]) -> Self {
-        let fe_state = rt
-            .snapshot()
-            .frontends()
-            .find(|f| *f.name == **frontend)
-            .map(|f| f.state.clone());
+    /// Counts a new connection on `frontend`; also says which mode the
+    /// frontend runs in.
+    fn open(
+        rt: &Arc<Runtime>,
+        frontend: &Arc<str>,
+        permits: [OwnedSemaphorePermit; 2],
+    ) -> (Self, Mode) {
+        let (fe_state, mode) =
+            rt.with_snapshot(
+                |snap| match snap.frontends().find(|f| *f.name == **frontend) {
+                    Some(f) => (Some(f.state.clone()), f.mode),
+                    None => (None, Mode::Http),
+                },
+            );
         let p = &rt.process;
         p.conns.inc();
         p.cum_conns.fetch_add(1, Relaxed);
@@ -123,12 +139,13 @@ impl ClientConn {
             st.counters.conn_rate.hit();
             st.counters.session_start();
         }
-        ClientConn {
+        let client = ClientConn {
             rt: rt.clone(),
             frontend: frontend.clone(),
             fe_state,
             _permits: permits,
-        }
+        };
+        (client, mode)
     }
 }
 

@@ -1,0 +1,181 @@
+//! `mode tcp`: a frontend that relays bytes to a server chosen by the same
+//! balancing, `maxconn` queueing and health checks as HTTP, with half-close
+//! carried across (a side that finishes sending shuts the other side's write
+//! half, and the relay ends when both directions are done).
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+
+use crate::acl::eval::RequestView;
+use crate::backend::Counters;
+use crate::balance::{self, PickError};
+use crate::listener::ClientConn;
+use crate::routing::{BackendRt, FrontendRt};
+
+/// What a TCP-mode condition can look at: the client address only.
+struct View(IpAddr);
+
+impl RequestView for View {
+    fn method(&self) -> &[u8] {
+        b""
+    }
+    fn target(&self) -> &[u8] {
+        b""
+    }
+    fn header_values<'a>(&'a self, _: &str, _: &mut Vec<&'a [u8]>) {}
+    fn src(&self) -> Option<IpAddr> {
+        Some(self.0)
+    }
+}
+
+fn add(c: &AtomicU64, n: u64) {
+    c.fetch_add(n, Relaxed);
+}
+
+fn pick_backend(fe: &FrontendRt, peer: SocketAddr) -> Option<Arc<BackendRt>> {
+    let view = View(peer.ip());
+    fe.switching
+        .iter()
+        .find(|(_, c)| fe.acls.eval(c, &view))
+        .map(|(b, _)| b.clone())
+        .or_else(|| fe.default_backend.clone())
+}
+
+/// Serves one TCP-mode client connection to its end.
+pub async fn serve(client: ClientConn, stream: TcpStream, peer: SocketAddr) {
+    let _ = stream.set_nodelay(true);
+    let snap = client.rt.snapshot();
+    let Some(fe) = snap.frontends().find(|f| *f.name == *client.frontend) else {
+        return;
+    };
+    let Some(be) = pick_backend(fe, peer) else {
+        return;
+    };
+    let bc = &be.state.counters;
+    let slot = match balance::acquire(&be).await {
+        Ok(slot) => slot,
+        Err(e) => {
+            if e == PickError::NoServer {
+                add(&bc.econ, 1);
+            }
+            return;
+        }
+    };
+    let server = slot.server().clone();
+    server.counters.session_start();
+    bc.session_start();
+    let rows = [&fe.state.counters, bc, &server.counters];
+    if let Some(upstream) = connect(&be, &server.pool.load().addr(), &rows).await {
+        let (c2s, s2c) = relay(
+            stream,
+            upstream,
+            &fe.timeouts_for_tcp(),
+            &be.timeouts_for_tcp(),
+        )
+        .await;
+        for c in rows {
+            add(&c.bin, c2s);
+            add(&c.bout, s2c);
+        }
+        add(&client.rt.process.bytes_out, s2c);
+    }
+    server.counters.session_end();
+    bc.session_end();
+    drop(slot);
+}
+
+/// Connects to the server, retrying `retries` times after HAProxy's
+/// turn-around pause.
+async fn connect(be: &BackendRt, addr: &SocketAddr, rows: &[&Counters; 3]) -> Option<TcpStream> {
+    let (_, bc, sc) = (rows[0], rows[1], rows[2]);
+    let mut left = be.retries;
+    loop {
+        add(&sc.connect, 1);
+        add(&bc.connect, 1);
+        let attempt = match be.timeouts.connect {
+            Some(t) => tokio::time::timeout(t, TcpStream::connect(addr)).await.ok(),
+            None => Some(TcpStream::connect(addr).await),
+        };
+        if let Some(Ok(s)) = attempt {
+            let _ = s.set_nodelay(true);
+            return Some(s);
+        }
+        add(&sc.econ, 1);
+        add(&bc.econ, 1);
+        if left == 0 {
+            return None;
+        }
+        left -= 1;
+        add(&sc.wretr, 1);
+        add(&bc.wretr, 1);
+        let pause = be
+            .timeouts
+            .connect
+            .unwrap_or(Duration::from_secs(1))
+            .min(Duration::from_secs(1));
+        tokio::time::sleep(pause).await;
+    }
+}
+
+/// Relays both ways until both directions have ended. Each direction reads
+/// with its side's inactivity timeout; when one side finishes sending, the
+/// other side's write half is shut down. Returns (client to server, server
+/// to client) byte counts.
+async fn relay(
+    client: TcpStream,
+    server: TcpStream,
+    client_t: &Option<Duration>,
+    server_t: &Option<Duration>,
+) -> (u64, u64) {
+    let (cr, cw) = client.into_split();
+    let (sr, sw) = server.into_split();
+    let up = pump(cr, sw, *client_t);
+    let down = pump(sr, cw, *server_t);
+    tokio::join!(up, down)
+}
+
+async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, idle: Option<Duration>) -> u64 {
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut total = 0u64;
+    loop {
+        let read = match idle {
+            Some(t) => match tokio::time::timeout(t, from.read(&mut buf)).await {
+                Ok(r) => r,
+                Err(_) => break,
+            },
+            None => from.read(&mut buf).await,
+        };
+        let n = match read {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        if to.write_all(&buf[..n]).await.is_err() {
+            break;
+        }
+        total += n as u64;
+    }
+    let _ = to.shutdown().await;
+    total
+}
+
+impl FrontendRt {
+    /// Client-side inactivity in TCP mode: `timeout tunnel` if set (the
+    /// connection is a tunnel from the start), else `timeout client`.
+    pub fn timeouts_for_tcp(&self) -> Option<Duration> {
+        self.timeouts.tunnel.or(self.timeouts.client)
+    }
+}
+
+impl BackendRt {
+    /// Server-side inactivity in TCP mode: `timeout tunnel`, else `timeout
+    /// server`.
+    pub fn timeouts_for_tcp(&self) -> Option<Duration> {
+        self.timeouts.tunnel.or(self.timeouts.server)
+    }
+}
