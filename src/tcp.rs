@@ -8,9 +8,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 
 use crate::acl::eval::RequestView;
 use crate::backend::Counters;
@@ -71,12 +70,13 @@ pub async fn serve(client: ClientConn, stream: TcpStream, peer: SocketAddr) {
     server.counters.session_start();
     bc.session_start();
     let rows = [&fe.state.counters, bc, &server.counters];
-    if let Some(upstream) = connect(&be, &server.pool.load().addr(), &rows).await {
+    let mut stream = stream;
+    if let Some(mut upstream) = connect(&be, &server.pool.load().addr(), &rows).await {
         let (c2s, s2c) = relay(
-            stream,
-            upstream,
-            &fe.timeouts_for_tcp(),
-            &be.timeouts_for_tcp(),
+            &mut stream,
+            &mut upstream,
+            fe.timeouts_for_tcp(),
+            be.timeouts_for_tcp(),
         )
         .await;
         for c in rows {
@@ -125,22 +125,24 @@ async fn connect(be: &BackendRt, addr: &SocketAddr, rows: &[&Counters; 3]) -> Op
 
 /// Relays both ways until both directions have ended. Each direction reads
 /// with its side's inactivity timeout; when one side finishes sending, the
-/// other side's write half is shut down. Returns (client to server, server
-/// to client) byte counts.
-async fn relay(
-    client: TcpStream,
-    server: TcpStream,
-    client_t: &Option<Duration>,
-    server_t: &Option<Duration>,
+/// other side's write half is shut down. Returns (a to b, b to a) byte
+/// counts. Used for `mode tcp` and for HTTP protocol switches (101).
+pub async fn relay(
+    a: &mut TcpStream,
+    b: &mut TcpStream,
+    a_idle: Option<Duration>,
+    b_idle: Option<Duration>,
 ) -> (u64, u64) {
-    let (cr, cw) = client.into_split();
-    let (sr, sw) = server.into_split();
-    let up = pump(cr, sw, *client_t);
-    let down = pump(sr, cw, *server_t);
-    tokio::join!(up, down)
+    let (ar, aw) = a.split();
+    let (br, bw) = b.split();
+    tokio::join!(pump(ar, bw, a_idle), pump(br, aw, b_idle))
 }
 
-async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, idle: Option<Duration>) -> u64 {
+async fn pump(
+    mut from: impl AsyncRead + Unpin,
+    mut to: impl AsyncWrite + Unpin,
+    idle: Option<Duration>,
+) -> u64 {
     let mut buf = vec![0u8; 16 * 1024];
     let mut total = 0u64;
     loop {

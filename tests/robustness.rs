@@ -40,7 +40,7 @@ async fn backend() -> SocketAddr {
                     let _ = s
                         .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 100000\r\n\r\npartial")
                         .await;
-                    let _ = s.set_linger(Some(Duration::ZERO));
+                    let _ = socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO));
                     return;
                 }
                 let body = vec![b'x'; 1 << 20];
@@ -71,7 +71,7 @@ async fn abort_one(addr: SocketAddr, k: usize) {
     let Ok(mut c) = TcpStream::connect(addr).await else {
         return;
     };
-    let _ = c.set_linger(Some(Duration::ZERO));
+    let _ = socket2::SockRef::from(&c).set_linger(Some(Duration::ZERO));
     match k % 4 {
         // Request body cut short, then reset.
         0 => {

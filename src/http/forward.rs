@@ -53,7 +53,15 @@ fn upstream_head(req: &Head, body: BodyKind, close: bool) -> BytesMut {
     let mut out = BytesMut::new();
     req.write_forwarded(&req.request_line(), &mut out);
     put_framing(&mut out, body);
-    if close {
+    if req.requests_upgrade() {
+        // A protocol switch (WebSocket) needs its hop-by-hop pair kept.
+        for v in req.values("upgrade") {
+            out.put_slice(b"upgrade: ");
+            out.put_slice(v);
+            out.put_slice(b"\r\n");
+        }
+        out.put_slice(b"connection: upgrade\r\n");
+    } else if close {
         out.put_slice(b"connection: close\r\n");
     }
     out.put_slice(b"\r\n");
@@ -457,12 +465,24 @@ async fn relay_response(
             let pending = client.buf.split();
             let _ = io::write_all(&mut upstream.stream, &pending, be.timeouts.server).await;
         }
-        let _ = tokio::io::copy_bidirectional(&mut client.stream, &mut upstream.stream).await;
+        // Both sides idle out after `timeout tunnel` if set, else after
+        // their own client/server timeout.
+        let (c2s, s2c) = crate::tcp::relay(
+            &mut client.stream,
+            &mut upstream.stream,
+            fe.timeouts
+                .tunnel
+                .or(be.timeouts.tunnel)
+                .or(fe.timeouts.client),
+            be.timeouts.tunnel.or(be.timeouts.server),
+        )
+        .await;
+        rows.each(|c| add(&c.bin, c2s));
         return Outcome {
             status: Some(101),
             keep_client: false,
-            bytes_out,
-            body_in: 0,
+            bytes_out: bytes_out + head.len() as u64 + s2c,
+            body_in: c2s,
         };
     }
 
