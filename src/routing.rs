@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use crate::acl::eval::{AclSet, CompiledCond};
 use crate::backend::{BackendState, FrontendState, Registry, ServerState};
-use crate::balance::RoundRobin;
+use crate::balance::Lb;
 use crate::config::model::{
-    Balance, CheckParams, Config, Global, HttpConnMode, HttpRequestAction, HttpReuse, Mode,
-    ProxyKind, StatsPage, Timeouts,
+    Balance, CheckKind, CheckParams, Config, Global, HttpConnMode, HttpRequestAction, HttpReuse,
+    Mode, ProxyKind, StatsPage, Timeouts,
 };
 
 #[derive(Debug)]
@@ -67,7 +67,10 @@ pub struct BackendRt {
     pub conn_mode: HttpConnMode,
     pub balance: Balance,
     pub servers: Vec<ServerRt>,
-    pub lb: RoundRobin,
+    /// Balancing state (algorithm, map/ring, round-robin position).
+    pub lb: Lb,
+    /// What active checks do (TCP connect, `option httpchk`, `tcp-check`).
+    pub check: CheckKind,
     pub stats: Option<StatsPage>,
     /// `fullconn`: the BACKEND row's `slim`.
     pub fullconn: u32,
@@ -84,6 +87,15 @@ pub struct ServerRt {
     pub weight: u32,
     pub maxconn: u32,
     pub check: Option<CheckParams>,
+    /// `backup`: used only when no active server is.
+    pub backup: bool,
+    /// `minconn` (dynamic maxconn floor, 0 = static).
+    pub minconn: u32,
+    /// `maxqueue` (0 = unlimited).
+    pub maxqueue: u32,
+    /// `slowstart` in seconds (0 = none).
+    pub slowstart_secs: u32,
+    pub opts: crate::config::model::ServerOpts,
 }
 
 /// HAProxy's default when neither global nor frontend sets `maxconn`
@@ -107,30 +119,65 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
             continue;
         }
         let state = registry.backend(&p.name);
+        let sids = server_ids(&p.servers);
         let servers: Vec<ServerRt> = p
             .servers
             .iter()
             .enumerate()
             .map(|(j, s)| {
                 let params = s.check.unwrap_or_default();
+                let fresh = !state.has_server(&s.name);
                 let st = state.server(&s.name, s.addr, s.check.is_some(), params.rise, params.fall);
                 st.weight
                     .store(s.weight, std::sync::atomic::Ordering::Relaxed);
                 st.maxconn
                     .store(s.maxconn, std::sync::atomic::Ordering::Relaxed);
+                st.observe.store(
+                    match s.opts.observe {
+                        None => 0,
+                        Some(crate::config::model::Observe::Layer4) => crate::backend::OBSERVE_L4,
+                        Some(crate::config::model::Observe::Layer7) => crate::backend::OBSERVE_L7,
+                    },
+                    std::sync::atomic::Ordering::Relaxed,
+                );
+                st.shutdown_on_down.store(
+                    s.opts.shutdown_on_down,
+                    std::sync::atomic::Ordering::Relaxed,
+                );
+                if fresh && s.opts.disabled {
+                    // `disabled`: starts in maintenance (a reload keeps the
+                    // state an operator set since).
+                    st.set_admin(crate::backend::AdminState::Maint);
+                }
+                let minconn = if s.opts.minconn == 0 {
+                    s.maxconn
+                } else {
+                    s.opts.minconn.min(s.maxconn)
+                };
                 ServerRt {
-                    sid: j as u32 + 1,
+                    sid: sids[j],
                     name: s.name.clone(),
                     state: st,
                     addr: s.addr,
                     weight: s.weight,
                     maxconn: s.maxconn,
                     check: s.check,
+                    backup: s.opts.backup,
+                    minconn,
+                    maxqueue: s.opts.maxqueue,
+                    slowstart_secs: s.opts.slowstart.map_or(0, |d| d.as_secs().max(1) as u32),
+                    opts: s.opts,
                 }
             })
             .collect();
-        let weights: Vec<u32> = servers.iter().map(|s| s.weight).collect();
-        let fullconn = fullconn_for(config, &p.name, global_maxconn);
+        let lb_servers: Vec<_> = servers
+            .iter()
+            .zip(&p.servers)
+            .map(|(s, c)| (s.sid, s.weight, s.backup, c.opts.slowstart))
+            .collect();
+        let fullconn = p
+            .fullconn
+            .unwrap_or_else(|| fullconn_for(config, &p.name, global_maxconn));
         backends.push((
             p.name.clone(),
             Arc::new(BackendRt {
@@ -143,8 +190,9 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                 retries: p.retries,
                 http_reuse: p.http_reuse,
                 conn_mode: p.conn_mode,
-                balance: p.balance,
-                lb: RoundRobin::new(&weights),
+                balance: p.balance.clone(),
+                lb: Lb::new(&p.balance, p.hash_type, p.allbackups, &lb_servers),
+                check: p.check_kind(),
                 servers,
                 stats: p.stats.clone(),
                 fullconn,
@@ -219,6 +267,32 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
         global: config.global.clone(),
         proxies,
     }
+}
+
+/// Server ids (`puid`, the `sid` column): `id <n>` where given, the others
+/// numbered in declaration order from 1, skipping ids already taken
+/// (HAProxy's `get_next_id`).
+fn server_ids(servers: &[crate::config::model::Server]) -> Vec<u32> {
+    let used: std::collections::BTreeSet<u32> = servers.iter().filter_map(|s| s.id).collect();
+    let mut taken = used.clone();
+    let mut next = 1u32;
+    servers
+        .iter()
+        .map(|s| {
+            let id = match s.id {
+                Some(id) => id,
+                None => {
+                    while taken.contains(&next) {
+                        next += 1;
+                    }
+                    taken.insert(next);
+                    next
+                }
+            };
+            next += 1;
+            id
+        })
+        .collect()
 }
 
 /// HAProxy's default `fullconn`: 10% of the summed maxconn of the

@@ -57,7 +57,11 @@ pub async fn serve(client: ClientConn, stream: TcpStream, peer: SocketAddr) {
         return;
     };
     let bc = &be.state.counters;
-    let slot = match balance::acquire(&be).await {
+    let key = balance::LbKey {
+        src: Some(peer.ip()),
+        head: None,
+    };
+    let slot = match balance::acquire(&be, &key).await {
         Ok(slot) => slot,
         Err(e) => {
             if e == PickError::NoServer {

@@ -29,6 +29,8 @@ fn config() -> Config {
         weight: 1,
         maxconn: 0,
         check: Some(CheckParams::default()),
+        opts: Default::default(),
+        id: None,
         loc: loc(),
     }];
     cfg.proxies = vec![be];

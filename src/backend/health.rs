@@ -20,6 +20,11 @@ pub enum CheckStatus {
     L7Tout,
     L7Rsp,
     L7Sts,
+    Hana,
+    L6Ok,
+    L6Tout,
+    L6Rsp,
+    L7OkC,
 }
 
 impl CheckStatus {
@@ -35,6 +40,11 @@ impl CheckStatus {
             CheckStatus::L7Tout => "L7TOUT",
             CheckStatus::L7Rsp => "L7RSP",
             CheckStatus::L7Sts => "L7STS",
+            CheckStatus::Hana => "HANA",
+            CheckStatus::L6Ok => "L6OK",
+            CheckStatus::L6Tout => "L6TOUT",
+            CheckStatus::L6Rsp => "L6RSP",
+            CheckStatus::L7OkC => "L7OKC",
         }
     }
 
@@ -50,11 +60,19 @@ impl CheckStatus {
             CheckStatus::L7Tout => "Layer7 timeout",
             CheckStatus::L7Rsp => "Layer7 invalid response",
             CheckStatus::L7Sts => "Layer7 wrong status",
+            CheckStatus::Hana => "Health analyze",
+            CheckStatus::L6Ok => "Layer6 check passed",
+            CheckStatus::L6Tout => "Layer6 timeout",
+            CheckStatus::L6Rsp => "Layer6 invalid response",
+            CheckStatus::L7OkC => "Layer7 check conditionally passed",
         }
     }
 
     pub fn is_ok(self) -> bool {
-        matches!(self, CheckStatus::L4Ok | CheckStatus::L7Ok)
+        matches!(
+            self,
+            CheckStatus::L4Ok | CheckStatus::L6Ok | CheckStatus::L7Ok | CheckStatus::L7OkC
+        )
     }
 
     /// Numeric value used by `show servers state`.
@@ -70,6 +88,11 @@ impl CheckStatus {
             CheckStatus::L7Rsp => 13,
             CheckStatus::L7Ok => 15,
             CheckStatus::L7Sts => 17,
+            CheckStatus::Hana => 4,
+            CheckStatus::L6Ok => 9,
+            CheckStatus::L6Tout => 10,
+            CheckStatus::L6Rsp => 11,
+            CheckStatus::L7OkC => 16,
         }
     }
 }
@@ -128,6 +151,9 @@ pub struct Health {
     downtime: AtomicU64,
     pub chkfail: AtomicU64,
     pub chkdown: AtomicU64,
+    /// Unix time the server last came back UP (0: never since start), for
+    /// `slowstart`.
+    came_up: AtomicU64,
 }
 
 impl Health {
@@ -154,6 +180,7 @@ impl Health {
             downtime: AtomicU64::new(0),
             chkfail: AtomicU64::new(0),
             chkdown: AtomicU64::new(0),
+            came_up: AtomicU64::new(0),
         }
     }
 
@@ -236,6 +263,7 @@ impl Health {
 
     fn go_up(&self, op: u8) {
         let now = now_secs();
+        self.came_up.store(now, Relaxed);
         let since = self.last_change.swap(now, Relaxed);
         self.downtime.fetch_add(now.saturating_sub(since), Relaxed);
         self.op.store(op, Relaxed);
@@ -365,6 +393,78 @@ impl Health {
             None => {}
         }
         transition
+    }
+
+    /// `slowstart` ramp, in sixteenths of the full weight (HAProxy's
+    /// `BE_WEIGHT_SCALE` steps): 16 unless the server came back UP less
+    /// than `slowstart` seconds ago. Never at process start.
+    #[inline]
+    pub fn ramp16(&self, slowstart_secs: u32) -> u32 {
+        if slowstart_secs == 0 {
+            return 16;
+        }
+        let up = self.came_up.load(Relaxed);
+        if up == 0 {
+            return 16;
+        }
+        let elapsed = now_secs().saturating_sub(up);
+        if elapsed >= u64::from(slowstart_secs) {
+            return 16;
+        }
+        ((16 * elapsed + u64::from(slowstart_secs)) / u64::from(slowstart_secs)) as u32
+    }
+
+    /// Percentage of `maxconn` allowed during slowstart (HAProxy's
+    /// `srv_dynamic_maxconn`): 100 outside the ramp.
+    pub fn ramp_percent(&self, slowstart_secs: u32) -> u32 {
+        let up = self.came_up.load(Relaxed);
+        if slowstart_secs == 0 || up == 0 {
+            return 100;
+        }
+        let elapsed = now_secs().saturating_sub(up);
+        if elapsed >= u64::from(slowstart_secs) {
+            return 100;
+        }
+        (100 * elapsed / u64::from(slowstart_secs)) as u32
+    }
+
+    /// `error-limit` consecutive live-traffic errors (`observe`), as
+    /// HAProxy's `__health_adjust`: `fail-check` counts one failed check,
+    /// `sudden-death` first leaves a single check before DOWN, `mark-down`
+    /// takes the server DOWN now. The status becomes HANA.
+    pub fn passive_failure(
+        &self,
+        sudden_death: bool,
+        mark_down: bool,
+        detail: String,
+    ) -> Option<Transition> {
+        let mut g = self.lock();
+        if !self.checks_active() {
+            return None;
+        }
+        if mark_down {
+            g.health = g.rise;
+        } else if sudden_death && g.health > g.rise {
+            g.health = g.rise + 1;
+        }
+        g.status = CheckStatus::Hana;
+        g.code = None;
+        g.detail = detail;
+        let was_up = self.is_up();
+        if g.health > 0 {
+            if was_up {
+                self.chkfail.fetch_add(1, Relaxed);
+            }
+            g.health -= 1;
+            if g.health < g.rise {
+                g.health = 0;
+                if was_up {
+                    self.go_down();
+                    return Some(Transition::WentDown);
+                }
+            }
+        }
+        None
     }
 
     /// Seconds since the last state change.

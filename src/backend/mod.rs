@@ -60,7 +60,28 @@ pub struct ServerState {
     pub pool: ArcSwap<Pool>,
     /// A checker task runs for this server.
     pub(crate) checker: AtomicBool,
+    /// Requests waiting for a slot on this very server (hash-based
+    /// balancing), and their wake-up.
+    pub(crate) waiters: AtomicU32,
+    pub(crate) released: tokio::sync::Notify,
+    /// Consecutive live-traffic errors (`observe`).
+    pub consec_errors: AtomicU32,
+    /// Live sessions can be cut (`on-marked-down shutdown-sessions`):
+    /// bumped on each cut; a session started under an older value ends.
+    pub kill_epoch: AtomicU32,
+    /// A checker asked for a fast check now (`on-error fastinter`).
+    pub(crate) check_soon: tokio::sync::Notify,
+    /// `observe`: 0 none, [`OBSERVE_L4`] or [`OBSERVE_L7`] (set from the
+    /// config, read per request).
+    pub observe: AtomicU8,
+    /// `on-marked-down shutdown-sessions`.
+    pub shutdown_on_down: AtomicBool,
+    /// Wakes the sessions to cut when the server goes DOWN.
+    pub kill: tokio::sync::Notify,
 }
+
+pub const OBSERVE_L4: u8 = 1;
+pub const OBSERVE_L7: u8 = 2;
 
 impl ServerState {
     pub fn new(
@@ -82,6 +103,14 @@ impl ServerState {
             maxconn: AtomicU32::new(0),
             pool: ArcSwap::from_pointee(Pool::new(addr)),
             checker: AtomicBool::new(false),
+            waiters: AtomicU32::new(0),
+            released: tokio::sync::Notify::new(),
+            consec_errors: AtomicU32::new(0),
+            kill_epoch: AtomicU32::new(0),
+            check_soon: tokio::sync::Notify::new(),
+            observe: AtomicU8::new(0),
+            shutdown_on_down: AtomicBool::new(false),
+            kill: tokio::sync::Notify::new(),
         }
     }
 
@@ -196,6 +225,11 @@ impl BackendState {
             name: name.to_string(),
             ..Default::default()
         }
+    }
+
+    /// Whether server `name` has a state already (an earlier generation).
+    pub fn has_server(&self, name: &str) -> bool {
+        lock(&self.servers).contains_key(name)
     }
 
     /// The state of server `name`, created on first use. An address change

@@ -43,7 +43,16 @@ pub struct SlotGuard {
 impl SlotGuard {
     /// Takes a slot on `server` if it has one free (always, when unlimited).
     pub fn try_take(server: &Arc<ServerState>, backend: &Arc<BackendState>) -> Option<SlotGuard> {
-        let max = server.maxconn.load(SeqCst);
+        Self::try_take_max(server, backend, server.maxconn.load(SeqCst))
+    }
+
+    /// [`try_take`](Self::try_take) against a limit computed by the caller
+    /// (dynamic maxconn: `minconn`/`fullconn`, `slowstart`); 0 = unlimited.
+    pub fn try_take_max(
+        server: &Arc<ServerState>,
+        backend: &Arc<BackendState>,
+        max: u32,
+    ) -> Option<SlotGuard> {
         if max == 0 {
             server.inflight.fetch_add(1, SeqCst);
         } else {
@@ -80,6 +89,10 @@ impl Drop for SlotGuard {
             return;
         };
         server.inflight.fetch_sub(1, SeqCst);
+        if server.waiters.load(SeqCst) != 0 {
+            // A request waits for this very server (hash-based balancing).
+            server.released.notify_one();
+        }
         if backend.queue.len.load(SeqCst) == 0 {
             return;
         }

@@ -48,7 +48,7 @@ struct State {
     curr_weight: u64,
     next_weight: u64,
     curr_pos: u64,
-    /// The weights the state was built with (0 = not usable).
+    /// The effective weights the state was built with (0 = not usable).
     weights: Vec<u32>,
 }
 
@@ -58,11 +58,12 @@ pub struct RoundRobin {
 }
 
 impl State {
+    /// From effective weights (user weight × 16, less during slowstart).
     fn new(weights: &[u32]) -> State {
         let slots: Vec<Slot> = weights
             .iter()
             .map(|&w| {
-                let eweight = w.min(256) * WEIGHT_SCALE;
+                let eweight = w.min(EWEIGHT_MAX);
                 Slot {
                     eweight,
                     npos: 0,
@@ -197,10 +198,11 @@ impl State {
 }
 
 impl RoundRobin {
-    /// A balancer over servers with these initial weights.
+    /// A balancer over servers with these initial (user) weights.
     pub fn new(weights: &[u32]) -> Self {
+        let e: Vec<u32> = weights.iter().map(|&w| w.min(256) * WEIGHT_SCALE).collect();
         RoundRobin {
-            state: Mutex::new(State::new(weights)),
+            state: Mutex::new(State::new(&e)),
         }
     }
 
@@ -212,6 +214,16 @@ impl RoundRobin {
     pub fn pick(
         &self,
         weight: impl Fn(usize) -> u32,
+        take: impl FnMut(usize) -> bool,
+    ) -> Option<usize> {
+        self.pick_scaled(|i| weight(i).min(256) * WEIGHT_SCALE, take)
+    }
+
+    /// [`pick`](Self::pick) with effective weights (HAProxy's `eweight`:
+    /// user weight × 16, ramped during `slowstart`).
+    pub fn pick_scaled(
+        &self,
+        eweight: impl Fn(usize) -> u32,
         mut take: impl FnMut(usize) -> bool,
     ) -> Option<usize> {
         let mut st = match self.state.lock() {
@@ -219,8 +231,8 @@ impl RoundRobin {
             Err(p) => p.into_inner(),
         };
         let n = st.weights.len();
-        if (0..n).any(|i| weight(i).min(256) != st.weights[i].min(256)) {
-            let now: Vec<u32> = (0..n).map(&weight).collect();
+        if (0..n).any(|i| eweight(i).min(EWEIGHT_MAX) != st.weights[i]) {
+            let now: Vec<u32> = (0..n).map(|i| eweight(i).min(EWEIGHT_MAX)).collect();
             *st = State::new(&now);
         }
         st.pick(&mut take)

@@ -139,6 +139,10 @@ pub const PROXY_SUPPORTED: &[&str] = &[
     "http-request",
     "server",
     "default-server",
+    "hash-type",
+    "fullconn",
+    "http-check",
+    "tcp-check",
 ];
 
 pub const PROXY_UNSUPPORTED: &[&str] = &[
@@ -167,11 +171,7 @@ pub const PROXY_UNSUPPORTED: &[&str] = &[
     "redirect",
     "compression",
     "dispatch",
-    "fullconn",
-    "hash-type",
     "hash-balance-factor",
-    "http-check",
-    "tcp-check",
     "email-alert",
     "external-check",
     "force-persist",
@@ -223,7 +223,14 @@ pub const PROXY_UNSUPPORTED: &[&str] = &[
     "appsession",
 ];
 
-pub const OPTIONS_SUPPORTED: &[&str] = &["http-keep-alive", "http-server-close", "httpclose"];
+pub const OPTIONS_SUPPORTED: &[&str] = &[
+    "http-keep-alive",
+    "http-server-close",
+    "httpclose",
+    "httpchk",
+    "allbackups",
+    "tcp-check",
+];
 
 pub const OPTIONS_UNSUPPORTED: &[&str] = &[
     "httplog",
@@ -231,9 +238,7 @@ pub const OPTIONS_UNSUPPORTED: &[&str] = &[
     "dontlognull",
     "forwardfor",
     "redispatch",
-    "httpchk",
     "abortonclose",
-    "allbackups",
     "checkcache",
     "clitcpka",
     "srvtcpka",
@@ -265,7 +270,6 @@ pub const OPTIONS_UNSUPPORTED: &[&str] = &[
     "splice-response",
     "spop-check",
     "ssl-hello-chk",
-    "tcp-check",
     "tcp-smart-accept",
     "tcp-smart-connect",
     "transparent",
@@ -284,15 +288,34 @@ pub const OPTIONS_UNSUPPORTED: &[&str] = &[
 ];
 
 pub const SERVER_SUPPORTED: &[&str] = &[
-    "weight", "maxconn", "check", "no-check", "inter", "rise", "fall",
+    "weight",
+    "maxconn",
+    "check",
+    "no-check",
+    "inter",
+    "rise",
+    "fall",
+    "backup",
+    "no-backup",
+    "disabled",
+    "enabled",
+    "maxqueue",
+    "minconn",
+    "slowstart",
+    "fastinter",
+    "downinter",
+    "addr",
+    "port",
+    "id",
+    "on-marked-down",
+    "on-marked-up",
+    "observe",
+    "error-limit",
+    "on-error",
 ];
 
 pub const SERVER_UNSUPPORTED: &[&str] = &[
-    "backup",
-    "disabled",
-    "enabled",
     "cookie",
-    "id",
     "ssl",
     "verify",
     "verifyhost",
@@ -308,19 +331,7 @@ pub const SERVER_UNSUPPORTED: &[&str] = &[
     "agent-inter",
     "agent-addr",
     "agent-send",
-    "slowstart",
-    "on-marked-down",
-    "on-marked-up",
-    "on-error",
     "track",
-    "addr",
-    "port",
-    "fastinter",
-    "downinter",
-    "maxqueue",
-    "minconn",
-    "observe",
-    "error-limit",
     "init-addr",
     "resolvers",
     "resolve-prefer",
@@ -501,16 +512,8 @@ pub const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
 
 pub const TIMEOUTS_UNSUPPORTED: &[&str] = &["client-fin", "server-fin", "tarpit"];
 
-pub const BALANCE_UNSUPPORTED: &[&str] = &[
-    "static-rr",
-    "leastconn",
-    "first",
-    "source",
-    "uri",
-    "url_param",
-    "random",
-    "hash",
-];
+/// `balance` algorithms sluice does not implement yet.
+pub const BALANCE_UNSUPPORTED: &[&str] = &["hash", "rdp-cookie"];
 
 /// Every keyword a proxy section may start with, for suggestions.
 pub fn proxy_keywords() -> impl Iterator<Item = &'static str> {

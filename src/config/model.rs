@@ -172,18 +172,80 @@ impl Timeouts {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// `balance <algorithm> [<arguments>]`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Balance {
     #[default]
     RoundRobin,
+    StaticRr,
+    LeastConn,
+    First,
+    Source,
+    /// `uri [len <n>] [depth <n>] [whole] [path-only]` (0 = no limit).
+    Uri {
+        len: u32,
+        depth: u32,
+        whole: bool,
+        path_only: bool,
+    },
+    /// `url_param <name> [check_post]`.
+    UrlParam {
+        name: String,
+        check_post: bool,
+    },
+    /// `hdr(<name>) [use_domain_only]`.
+    Hdr {
+        name: String,
+        domain_only: bool,
+    },
+    /// `random[(<draws>)]`, 2 draws by default.
+    Random {
+        draws: u32,
+    },
 }
 
 impl Balance {
-    pub fn as_str(self) -> &'static str {
+    /// The `algo` column of `show stat`.
+    pub fn as_str(&self) -> &'static str {
         match self {
             Balance::RoundRobin => "roundrobin",
+            Balance::StaticRr => "static-rr",
+            Balance::LeastConn => "leastconn",
+            Balance::First => "first",
+            Balance::Source => "source",
+            Balance::Uri { .. } => "uri",
+            Balance::UrlParam { .. } => "url_param",
+            Balance::Hdr { .. } => "hdr",
+            Balance::Random { .. } => "random",
         }
     }
+
+    /// Hash-based (the key decides the server).
+    pub fn is_hash(&self) -> bool {
+        matches!(
+            self,
+            Balance::Source | Balance::Uri { .. } | Balance::UrlParam { .. } | Balance::Hdr { .. }
+        )
+    }
+}
+
+/// `hash-type` hash functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HashFn {
+    #[default]
+    Sdbm,
+    Djb2,
+    Wt6,
+    Crc32,
+}
+
+/// `hash-type map-based|consistent [<function> [avalanche]]`. Without the
+/// keyword: map-based sdbm; `consistent` alone adds avalanche.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HashType {
+    pub consistent: bool,
+    pub func: HashFn,
+    pub avalanche: bool,
 }
 
 /// `http-reuse` policy for idle server connections.
@@ -254,16 +316,29 @@ pub struct UseBackend {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CheckParams {
     pub inter: Duration,
+    /// Interval while the server is in a transitional state (`UP 1/3`,
+    /// `DOWN 1/2`); defaults to `inter`.
+    pub fastinter: Option<Duration>,
+    /// Interval while the server is fully DOWN; defaults to `inter`.
+    pub downinter: Option<Duration>,
     pub rise: u32,
     pub fall: u32,
+    /// `addr <ip>`: check this address instead of the server's.
+    pub addr: Option<std::net::IpAddr>,
+    /// `port <port>`: check this port instead of the server's.
+    pub port: Option<u16>,
 }
 
 impl Default for CheckParams {
     fn default() -> Self {
         CheckParams {
             inter: Duration::from_secs(2),
+            fastinter: None,
+            downinter: None,
             rise: 2,
             fall: 3,
+            addr: None,
+            port: None,
         }
     }
 }
@@ -280,7 +355,49 @@ pub struct Server {
     pub maxconn: u32,
     /// `check` given: health checks enabled with these parameters.
     pub check: Option<CheckParams>,
+    pub opts: ServerOpts,
+    /// `id <n>`: explicit server id (`sid`); others are numbered around it.
+    pub id: Option<u32>,
     pub loc: Loc,
+}
+
+/// `observe layer4|layer7`: passive health from live traffic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Observe {
+    Layer4,
+    Layer7,
+}
+
+/// `on-error`: what `error-limit` consecutive live errors do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnError {
+    #[default]
+    FailCheck,
+    FastInter,
+    SuddenDeath,
+    MarkDown,
+}
+
+/// Load-balancing and life-cycle options of a server line (also set by
+/// `default-server`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ServerOpts {
+    pub backup: bool,
+    /// Starts in maintenance (`disabled`).
+    pub disabled: bool,
+    /// 0 = unlimited.
+    pub maxqueue: u32,
+    /// Dynamic maxconn floor (with `fullconn`); 0 = none.
+    pub minconn: u32,
+    pub slowstart: Option<Duration>,
+    /// `on-marked-down shutdown-sessions`.
+    pub shutdown_on_down: bool,
+    /// `on-marked-up shutdown-backup-sessions`.
+    pub shutdown_backup_on_up: bool,
+    pub observe: Option<Observe>,
+    /// Consecutive live errors before `on-error` applies (default 10).
+    pub error_limit: u32,
+    pub on_error: OnError,
 }
 
 #[derive(Debug, Clone)]
@@ -291,6 +408,18 @@ pub struct Proxy {
     pub mode: Mode,
     pub timeouts: Timeouts,
     pub balance: Balance,
+    pub hash_type: HashType,
+    /// `option allbackups`: all usable backups share the load, not only the
+    /// first one.
+    pub allbackups: bool,
+    /// `fullconn` (None: HAProxy's default, 10% of the frontends' maxconn).
+    pub fullconn: Option<u32>,
+    /// Active check type (`option httpchk`, `option tcp-check`).
+    pub check_type: CheckType,
+    /// The `option httpchk` request and `http-check` rules.
+    pub http_check: HttpCheck,
+    /// `tcp-check` rules.
+    pub tcp_check: Vec<TcpCheckRule>,
     /// Frontend `maxconn` (defaults to the global one).
     pub maxconn: Option<u32>,
     pub retries: u32,
@@ -315,6 +444,12 @@ impl Proxy {
             mode: Mode::default(),
             timeouts: Timeouts::default(),
             balance: Balance::default(),
+            hash_type: HashType::default(),
+            allbackups: false,
+            fullconn: None,
+            check_type: CheckType::default(),
+            http_check: HttpCheck::default(),
+            tcp_check: Vec::new(),
             maxconn: None,
             retries: 3,
             http_reuse: HttpReuse::default(),
@@ -328,4 +463,88 @@ impl Proxy {
             servers: Vec::new(),
         }
     }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CheckType {
+    #[default]
+    Tcp,
+    Http,
+    TcpCheck,
+}
+
+impl Proxy {
+    /// What the active checks of this proxy's servers do.
+    pub fn check_kind(&self) -> CheckKind {
+        match self.check_type {
+            CheckType::Tcp => CheckKind::Tcp,
+            CheckType::Http => CheckKind::Http(self.http_check.clone()),
+            CheckType::TcpCheck => CheckKind::TcpCheck(self.tcp_check.clone()),
+        }
+    }
+}
+
+/// What an active check does.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum CheckKind {
+    /// A TCP connect.
+    #[default]
+    Tcp,
+    /// `option httpchk`: an HTTP request, judged by `http-check expect`.
+    Http(HttpCheck),
+    /// `option tcp-check`: `tcp-check connect|send|expect` rules.
+    TcpCheck(Vec<TcpCheckRule>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpCheck {
+    pub method: String,
+    pub uri: String,
+    pub version: String,
+    /// `http-check send hdr <name> <value>`.
+    pub headers: Vec<(String, String)>,
+    /// `http-check send body <string>`.
+    pub body: String,
+    /// `http-check expect`; None: 2xx and 3xx pass.
+    pub expect: Option<Expect>,
+}
+
+impl Default for HttpCheck {
+    fn default() -> Self {
+        HttpCheck {
+            method: "OPTIONS".into(),
+            uri: "/".into(),
+            version: "HTTP/1.0".into(),
+            headers: Vec::new(),
+            body: String::new(),
+            expect: None,
+        }
+    }
+}
+
+/// `expect [!] <match> <pattern>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expect {
+    pub negate: bool,
+    pub kind: ExpectKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExpectKind {
+    /// `status <code>[,<code>...]` (ranges `200-399` allowed).
+    Status(Vec<(u16, u16)>),
+    /// `rstatus <regex>`, `rstring <regex>`: a small regex subset.
+    RStatus(String),
+    String(String),
+    RString(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TcpCheckRule {
+    /// `tcp-check connect [port <n>]`.
+    Connect { port: Option<u16> },
+    /// `tcp-check send <string>` (`\r\n` escapes decoded).
+    Send(Vec<u8>),
+    /// `tcp-check expect [!] string|rstring <pattern>`.
+    Expect(Expect),
 }

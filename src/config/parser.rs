@@ -18,6 +18,8 @@ use crate::acl::parse::{
 };
 use crate::acl::{AclDef, Condition};
 
+mod lbkw;
+
 /// A server whose host still has to be resolved (after validation).
 #[derive(Debug, Clone)]
 pub struct PendingServer {
@@ -58,6 +60,9 @@ pub struct ServerDefaults {
     pub maxconn: u32,
     pub check: bool,
     pub params: CheckParams,
+    pub opts: ServerOpts,
+    /// `id` (server lines only).
+    pub id: Option<u32>,
 }
 
 impl Default for ServerDefaults {
@@ -67,6 +72,11 @@ impl Default for ServerDefaults {
             maxconn: 0,
             check: false,
             params: CheckParams::default(),
+            opts: ServerOpts {
+                error_limit: 10,
+                ..ServerOpts::default()
+            },
+            id: None,
         }
     }
 }
@@ -610,7 +620,13 @@ impl<'r> State<'r> {
         let mut p = Proxy::new(name.clone(), kind, loc.clone());
         p.mode = d.mode;
         p.timeouts = d.timeouts;
-        p.balance = d.balance;
+        p.balance = d.balance.clone();
+        p.hash_type = d.hash_type;
+        p.allbackups = d.allbackups;
+        p.fullconn = d.fullconn;
+        p.check_type = d.check_type;
+        p.http_check = d.http_check.clone();
+        p.tcp_check = d.tcp_check.clone();
         p.retries = d.retries;
         p.http_reuse = d.http_reuse;
         p.conn_mode = d.conn_mode;
@@ -924,6 +940,10 @@ impl<'r> State<'r> {
             "timeout" => self.kw_timeout(loc, words),
             "clitimeout" | "srvtimeout" | "contimeout" => self.kw_legacy_timeout(loc, words),
             "balance" => self.kw_balance(loc, words),
+            "hash-type" => self.kw_hash_type(loc, words),
+            "fullconn" => self.kw_fullconn(loc, words),
+            "http-check" => self.kw_http_check(loc, words),
+            "tcp-check" => self.kw_tcp_check(loc, words),
             "maxconn" => {
                 if self.cap(loc, k, true, true, false) {
                     match parse_u32(arg) {
@@ -1090,34 +1110,13 @@ impl<'r> State<'r> {
         self.set_timeout(loc, modern, value);
     }
 
-    fn kw_balance(&mut self, loc: &Loc, words: &[String]) {
-        if !self.cap(loc, "balance", true, false, true) {
-            return;
-        }
-        let algo = words.get(1).map_or("", String::as_str);
-        let base = algo.split('(').next().unwrap_or("");
-        if algo == "roundrobin" {
-            if words.len() > 2 {
-                return self.alert(
-                    loc,
-                    format!("'balance roundrobin' : unexpected argument '{}'.", words[2]),
-                );
-            }
-            self.px().balance = Balance::RoundRobin;
-        } else if kw::BALANCE_UNSUPPORTED.contains(&base) || matches!(base, "hdr" | "rdp-cookie") {
-            self.unsupported(loc, &format!("balance {algo}"));
-        } else {
-            self.alert(
-                loc,
-                "balance only supports 'roundrobin', 'static-rr', 'leastconn', 'source', 'uri', 'url_param', 'hdr(name)' and 'rdp-cookie(name)' options.",
-            );
-        }
-    }
-
     fn kw_option(&mut self, loc: &Loc, words: &[String], neg: bool) {
         let Some(name) = words.get(1) else {
             return self.alert(loc, "'option' expects an option name.");
         };
+        if self.lb_option(loc, words, neg) {
+            return;
+        }
         let mode = match name.as_str() {
             "http-keep-alive" => HttpConnMode::KeepAlive,
             "http-server-close" => HttpConnMode::ServerClose,
@@ -1508,6 +1507,7 @@ impl<'r> State<'r> {
             }
         };
         let (weight, maxconn, check, params) = (sd.weight, sd.maxconn, sd.check, sd.params);
+        let (opts, id) = (sd.opts, sd.id);
         if let Some(other) = self.px().servers.iter().find(|s| s.name == *name) {
             let line = other.loc.line;
             let t = self.proxy_kind().map_or("backend", type_str);
@@ -1529,6 +1529,8 @@ impl<'r> State<'r> {
             weight,
             maxconn,
             check: check.then_some(params),
+            opts,
+            id,
             loc: loc.clone(),
         };
         let host = hp.host.to_string();
@@ -1574,6 +1576,7 @@ impl<'r> State<'r> {
         let mut maxconn = base.maxconn;
         let mut check = base.check;
         let mut params = base.params;
+        let mut lb = base;
         let mut ok = true;
         let mut i = 0;
         while let Some(w) = words.get(i) {
@@ -1650,6 +1653,19 @@ impl<'r> State<'r> {
                     check = false;
                     1
                 }
+                other if lbkw::SERVER_KEYWORDS.contains(&other) => {
+                    lb.params = params;
+                    match self.server_lb_option(loc, ctx, other, v, &mut lb) {
+                        Some(step) => {
+                            params = lb.params;
+                            step
+                        }
+                        None => {
+                            ok = false;
+                            break;
+                        }
+                    }
+                }
                 other if kw::SERVER_UNSUPPORTED.contains(&other) => {
                     at(self, format!("'{other}' is not supported by sluice yet"));
                     ok = false;
@@ -1682,6 +1698,8 @@ impl<'r> State<'r> {
             maxconn,
             check,
             params,
+            opts: lb.opts,
+            id: lb.id,
         })
     }
 

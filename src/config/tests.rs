@@ -401,7 +401,8 @@ backend be
         Some(CheckParams {
             inter: Duration::from_secs(5),
             rise: 1,
-            fall: 5
+            fall: 5,
+            ..CheckParams::default()
         })
     );
 }

@@ -1,23 +1,36 @@
-//! Active health checks: a TCP connect every `inter`, through HAProxy's
-//! rise/fall state machine (see `backend::health`). Checks of different
-//! servers start at spread-out offsets so they do not all fire at once.
+//! Active health checks through HAProxy's rise/fall state machine (see
+//! `backend::health`): a TCP connect, an HTTP request (`option httpchk`,
+//! `http-check send|expect`) or a `tcp-check` script, every `inter` while
+//! the server is fully UP, `fastinter` while it is in a transition and
+//! `downinter` while it is fully DOWN. Checks of different servers start at
+//! spread-out offsets so they do not all fire at once; the data plane does
+//! no per-request work for them.
+//!
+//! State changes are told in HAProxy's words (reference §2.10, §4.4):
+//! server DOWN at `alert`, UP at `notice`, "backend has no server
+//! available!" at `emerg`, as tracing events of target `sluice::event` with
+//! a `severity` field (the syslog sink maps it to the syslog level).
 
+mod expect;
+
+use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::backend::ServerState;
 use crate::backend::health::{CheckStatus, Transition};
-use crate::config::model::CheckParams;
-use std::sync::atomic::Ordering::Relaxed;
-
+use crate::config::model::{CheckKind, CheckParams, ExpectKind, HttpCheck, TcpCheckRule};
+use crate::routing::BackendRt;
 use crate::runtime::Runtime;
 
 /// Starts a checker task for every server of the current snapshot that has
 /// `check` and no checker yet. A checker follows its server across reloads
-/// (new `inter`, `rise`, `fall` apply at its next tick) and ends when the
-/// server is removed or loses `check`.
+/// (new parameters apply at its next check) and ends when the server is
+/// removed or loses `check`.
 pub fn spawn_checks(rt: &Arc<Runtime>) {
     let snap = rt.snapshot();
     let servers: Vec<(Arc<ServerState>, Duration)> = snap
@@ -37,90 +50,527 @@ pub fn spawn_checks(rt: &Arc<Runtime>) {
     }
 }
 
-/// The check parameters of `server` in the current snapshot, with the
-/// connect timeout: min(timeout connect, inter), or `timeout check`.
-fn params_now(rt: &Runtime, server: &Arc<ServerState>) -> Option<(CheckParams, Duration)> {
+/// What one check needs, read from the current snapshot.
+struct Plan {
+    params: CheckParams,
+    kind: CheckKind,
+    /// min(timeout connect, inter), or inter.
+    connect_timeout: Duration,
+    /// `timeout check` after the connection, else inter.
+    read_timeout: Duration,
+}
+
+fn plan_now(rt: &Runtime, server: &Arc<ServerState>) -> Option<Plan> {
     rt.with_snapshot(|snap| {
         let be = snap.backend(&server.backend)?;
         let s = be.servers.iter().find(|s| Arc::ptr_eq(&s.state, server))?;
         let params = s.check?;
-        let timeout = be
+        let connect_timeout = be
             .timeouts
-            .check
-            .or(be.timeouts.connect)
+            .connect
             .map_or(params.inter, |t| t.min(params.inter));
-        Some((params, timeout))
+        let read_timeout = be.timeouts.check.unwrap_or(params.inter);
+        Some(Plan {
+            params,
+            kind: be.check.clone(),
+            connect_timeout,
+            read_timeout,
+        })
     })
+}
+
+/// HAProxy's `srv_getinter`: `inter` at full health, `downinter` when
+/// fully DOWN, `fastinter` in between.
+fn interval(server: &ServerState, p: &CheckParams) -> Duration {
+    let i = server.health.info();
+    if i.health >= i.rise + i.fall - 1 {
+        p.inter
+    } else if !server.health.is_up() && i.health == 0 {
+        p.downinter.unwrap_or(p.inter)
+    } else {
+        p.fastinter.unwrap_or(p.inter)
+    }
 }
 
 async fn check_loop(rt: Arc<Runtime>, server: Arc<ServerState>, offset: Duration) {
     tokio::time::sleep(offset).await;
-    let mut last_inter = None;
-    let mut ticker = tokio::time::interval(Duration::from_secs(1));
     loop {
-        let Some((params, timeout)) = params_now(&rt, &server) else {
+        let Some(plan) = plan_now(&rt, &server) else {
             server.checker.store(false, Relaxed);
             return;
         };
-        if last_inter != Some(params.inter) {
-            ticker = tokio::time::interval(params.inter);
-            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            last_inter = Some(params.inter);
+        let started = Instant::now();
+        if server.health.checks_active() {
+            let (status, code, detail, ms) = run_check(&server, &plan).await;
+            match server.health.record(status, code, ms, detail.clone()) {
+                Some(Transition::WentDown) => {
+                    report_down(&rt, &server, status, code, &detail, Some(ms))
+                }
+                Some(Transition::WentUp) => report_up(&rt, &server, status, code, ms),
+                None => {}
+            }
         }
-        ticker.tick().await;
-        if !server.health.checks_active() {
-            // Maintenance or `disable health`: no probe at all.
-            continue;
-        }
-        let (status, detail, ms) = tcp_check(&server, timeout).await;
-        match server.health.record(status, None, ms, detail.clone()) {
-            Some(Transition::WentDown) => report_down(&server, status, &detail, ms),
-            Some(Transition::WentUp) => report_up(&server, status, ms),
-            None => {}
+        // Maintenance or `disable health`: no probe, same pace.
+        let next = interval(&server, &plan.params).saturating_sub(started.elapsed());
+        tokio::select! {
+            _ = tokio::time::sleep(next) => {}
+            // `on-error fastinter` and friends: check again soon.
+            _ = server.check_soon.notified() => {
+                let fast = plan.params.fastinter.unwrap_or(plan.params.inter);
+                tokio::time::sleep(fast.min(next)).await;
+            }
         }
     }
 }
 
-async fn tcp_check(server: &ServerState, timeout: Duration) -> (CheckStatus, String, u64) {
+/// The address checks go to: the server's, with `addr`/`port` overrides.
+fn check_addr(server: &ServerState, p: &CheckParams, port: Option<u16>) -> SocketAddr {
+    let mut a = server.addr();
+    if let Some(ip) = p.addr {
+        a.set_ip(ip);
+    }
+    if let Some(port) = port.or(p.port) {
+        a.set_port(port);
+    }
+    a
+}
+
+type Outcome = (CheckStatus, Option<u16>, String, u64);
+
+async fn run_check(server: &ServerState, plan: &Plan) -> Outcome {
     let start = Instant::now();
-    let addr = server.addr();
-    let result = tokio::time::timeout(timeout, TcpStream::connect(addr)).await;
-    let ms = start.elapsed().as_millis() as u64;
-    match result {
-        Ok(Ok(_)) => (CheckStatus::L4Ok, String::new(), ms),
+    let ms = |s: Instant| s.elapsed().as_millis() as u64;
+    let (status, code, detail) = match &plan.kind {
+        CheckKind::Tcp => match connect(server, plan, None).await {
+            Ok(_) => (CheckStatus::L4Ok, None, String::new()),
+            Err((st, d)) => (st, None, d),
+        },
+        CheckKind::Http(hc) => match connect(server, plan, None).await {
+            Ok(conn) => http_check(conn, hc, plan.read_timeout).await,
+            Err((st, d)) => (st, None, d),
+        },
+        CheckKind::TcpCheck(rules) => tcp_check(server, plan, rules).await,
+    };
+    (status, code, detail, ms(start))
+}
+
+async fn connect(
+    server: &ServerState,
+    plan: &Plan,
+    port: Option<u16>,
+) -> Result<TcpStream, (CheckStatus, String)> {
+    let addr = check_addr(server, &plan.params, port);
+    match tokio::time::timeout(plan.connect_timeout, TcpStream::connect(addr)).await {
+        Ok(Ok(s)) => {
+            let _ = s.set_nodelay(true);
+            Ok(s)
+        }
         Ok(Err(e)) => {
             let detail = match e.kind() {
                 std::io::ErrorKind::ConnectionRefused => "Connection refused".to_string(),
                 _ => e.to_string(),
             };
-            (CheckStatus::L4Con, detail, ms)
+            Err((CheckStatus::L4Con, detail))
         }
-        Err(_) => (CheckStatus::L4Tout, String::new(), ms),
+        Err(_) => Err((CheckStatus::L4Tout, String::new())),
     }
 }
 
-fn report_down(server: &ServerState, status: CheckStatus, detail: &str, ms: u64) {
-    let info = if detail.is_empty() {
-        String::new()
-    } else {
-        format!(", info: \"{detail}\"")
+/// Largest response read by a check.
+const MAX_CHECK_RESPONSE: usize = 16384;
+
+/// Reads until `done(buf)` holds, the peer closes, or the deadline.
+/// Returns (buffer, timed out).
+async fn read_until(
+    conn: &mut TcpStream,
+    deadline: Instant,
+    done: impl Fn(&[u8]) -> bool,
+) -> (Vec<u8>, bool) {
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 4096];
+    loop {
+        if done(&buf) || buf.len() >= MAX_CHECK_RESPONSE {
+            return (buf, false);
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, conn.read(&mut chunk)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return (buf, false),
+            Ok(Ok(n)) => buf.extend_from_slice(&chunk[..n]),
+            Err(_) => return (buf, true),
+        }
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() {
+        return Some(0);
+    }
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+async fn http_check(
+    mut conn: TcpStream,
+    hc: &HttpCheck,
+    timeout: Duration,
+) -> (CheckStatus, Option<u16>, String) {
+    let deadline = Instant::now() + timeout;
+    let mut req = format!("{} {} {}\r\n", hc.method, hc.uri, hc.version);
+    for (n, v) in &hc.headers {
+        req.push_str(&format!("{n}: {v}\r\n"));
+    }
+    if !hc.body.is_empty() {
+        req.push_str(&format!("content-length: {}\r\n", hc.body.len()));
+    }
+    req.push_str("connection: close\r\n\r\n");
+    req.push_str(&hc.body);
+    if conn.write_all(req.as_bytes()).await.is_err() {
+        return (CheckStatus::L7Rsp, None, "Write error".into());
+    }
+    // Body checks read to the end; status checks only need the head.
+    let need_body = matches!(
+        hc.expect.as_ref().map(|e| &e.kind),
+        Some(ExpectKind::String(_) | ExpectKind::RString(_))
+    );
+    let (buf, timed_out) = read_until(&mut conn, deadline, |b| {
+        !need_body && find(b, b"\r\n\r\n").is_some()
+    })
+    .await;
+    if buf.is_empty() {
+        return if timed_out {
+            (CheckStatus::L7Tout, None, String::new())
+        } else {
+            (CheckStatus::L7Rsp, None, "Empty response".into())
+        };
+    }
+    // Status line: HTTP/1.x <code> <reason>
+    let line_end = find(&buf, b"\r\n").unwrap_or(buf.len());
+    let line = String::from_utf8_lossy(&buf[..line_end]).into_owned();
+    let mut parts = line.splitn(3, ' ');
+    let (proto, code) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let reason = parts.next().unwrap_or("").to_string();
+    let code = match code.parse::<u16>() {
+        Ok(c) if proto.starts_with("HTTP/") && code.len() == 3 => c,
+        _ => {
+            return if timed_out && find(&buf, b"\r\n").is_none() {
+                (CheckStatus::L7Tout, None, String::new())
+            } else {
+                (CheckStatus::L7Rsp, None, "Invalid HTTP response".into())
+            };
+        }
     };
-    tracing::warn!(
-        "Server {}/{} is DOWN, reason: {}{}, check duration: {}ms.",
+    let body = find(&buf, b"\r\n\r\n").map_or(&buf[..0], |i| &buf[i + 4..]);
+    match &hc.expect {
+        None => {
+            if (200..400).contains(&code) {
+                (CheckStatus::L7Ok, Some(code), reason)
+            } else {
+                (CheckStatus::L7Sts, Some(code), reason)
+            }
+        }
+        Some(e) => {
+            let hit = match &e.kind {
+                ExpectKind::Status(ranges) => ranges.iter().any(|&(a, b)| (a..=b).contains(&code)),
+                ExpectKind::RStatus(re) => expect::matches(re, code.to_string().as_bytes()),
+                ExpectKind::String(s) => find(body, s.as_bytes()).is_some(),
+                ExpectKind::RString(re) => expect::matches(re, body),
+            };
+            if hit != e.negate {
+                return (CheckStatus::L7Ok, Some(code), reason);
+            }
+            match &e.kind {
+                ExpectKind::Status(_) | ExpectKind::RStatus(_) => {
+                    (CheckStatus::L7Sts, Some(code), reason)
+                }
+                _ if timed_out => (CheckStatus::L7Tout, Some(code), String::new()),
+                _ => (
+                    CheckStatus::L7Rsp,
+                    Some(code),
+                    "HTTP content check did not match".into(),
+                ),
+            }
+        }
+    }
+}
+
+async fn tcp_check(
+    server: &ServerState,
+    plan: &Plan,
+    rules: &[TcpCheckRule],
+) -> (CheckStatus, Option<u16>, String) {
+    let mut conn: Option<TcpStream> = None;
+    let deadline = |t: Duration| Instant::now() + t;
+    let mut buf: Vec<u8> = Vec::new();
+    let mut data_step = false;
+    // An implicit connect when the script does not start with one.
+    let implicit = !matches!(rules.first(), Some(TcpCheckRule::Connect { .. }));
+    if implicit {
+        match connect(server, plan, None).await {
+            Ok(c) => conn = Some(c),
+            Err((st, d)) => return (st, None, d),
+        }
+    }
+    for (n, rule) in rules.iter().enumerate() {
+        let step = n + 1 + usize::from(implicit);
+        match rule {
+            TcpCheckRule::Connect { port } => match connect(server, plan, *port).await {
+                Ok(c) => {
+                    conn = Some(c);
+                    buf.clear();
+                }
+                Err((st, d)) => {
+                    return (
+                        st,
+                        None,
+                        format!("{d} at step {step} of tcp-check (connect)"),
+                    );
+                }
+            },
+            TcpCheckRule::Send(data) => {
+                let Some(c) = conn.as_mut() else {
+                    return (CheckStatus::L7Rsp, None, "no connection".into());
+                };
+                data_step = true;
+                if c.write_all(data).await.is_err() {
+                    return (
+                        CheckStatus::L7Rsp,
+                        None,
+                        format!("Write error at step {step} of tcp-check (send)"),
+                    );
+                }
+            }
+            TcpCheckRule::Expect(e) => {
+                let Some(c) = conn.as_mut() else {
+                    return (CheckStatus::L7Rsp, None, "no connection".into());
+                };
+                data_step = true;
+                let check = |b: &[u8]| match &e.kind {
+                    ExpectKind::String(s) => find(b, s.as_bytes()).is_some(),
+                    ExpectKind::RString(re) => expect::matches(re, b),
+                    _ => false,
+                };
+                let (more, timed_out) = if check(&buf) {
+                    (Vec::new(), false)
+                } else {
+                    read_until(c, deadline(plan.read_timeout), |b| {
+                        let mut all = buf.clone();
+                        all.extend_from_slice(b);
+                        check(&all) != e.negate && !e.negate
+                    })
+                    .await
+                };
+                buf.extend_from_slice(&more);
+                let hit = check(&buf);
+                if hit == e.negate {
+                    if timed_out && !e.negate {
+                        return (
+                            CheckStatus::L7Tout,
+                            None,
+                            format!("at step {step} of tcp-check (expect)"),
+                        );
+                    }
+                    let pat = match &e.kind {
+                        ExpectKind::String(s) | ExpectKind::RString(s) => s.as_str(),
+                        _ => "",
+                    };
+                    return (
+                        CheckStatus::L7Rsp,
+                        None,
+                        format!("TCPCHK did not match content '{pat}' at step {step}"),
+                    );
+                }
+                // The matched data is consumed.
+                buf.clear();
+            }
+        }
+    }
+    if data_step {
+        (CheckStatus::L7Ok, None, "(tcp-check)".into())
+    } else {
+        (CheckStatus::L4Ok, None, String::new())
+    }
+}
+
+/// Counts of usable active and backup servers of `be`, and whether it has
+/// no server left.
+fn counts(be: &BackendRt) -> (usize, usize) {
+    let mut act = 0;
+    let mut bck = 0;
+    for s in &be.servers {
+        if s.state.usable() {
+            if s.backup {
+                bck += 1;
+            } else {
+                act += 1;
+            }
+        }
+    }
+    (act, bck)
+}
+
+/// HAProxy's reason text: `reason: <desc>[, code: <n>][, info: "<d>"]`.
+fn reason(status: CheckStatus, code: Option<u16>, detail: &str, ms: Option<u64>) -> String {
+    let mut r = format!("reason: {}", status.desc());
+    if let Some(c) = code.filter(|_| {
+        matches!(
+            status,
+            CheckStatus::L7Ok | CheckStatus::L7OkC | CheckStatus::L7Sts | CheckStatus::L7Rsp
+        )
+    }) {
+        r.push_str(&format!(", code: {c}"));
+    }
+    if !detail.is_empty() {
+        r.push_str(&format!(", info: \"{detail}\""));
+    }
+    if let Some(ms) = ms {
+        r.push_str(&format!(", check duration: {ms}ms"));
+    }
+    r
+}
+
+/// Logs a server going DOWN (`alert`), then the backend losing its last
+/// server (`emerg`), and cuts the server's sessions with
+/// `on-marked-down shutdown-sessions`.
+pub fn report_down(
+    rt: &Runtime,
+    server: &ServerState,
+    status: CheckStatus,
+    code: Option<u16>,
+    detail: &str,
+    ms: Option<u64>,
+) {
+    let (act, bck) = rt.with_snapshot(|snap| {
+        snap.backend(&server.backend)
+            .map_or((0, 0), |be| counts(be))
+    });
+    down_event(server, (act, bck), status, code, detail, ms);
+}
+
+fn down_event(
+    server: &ServerState,
+    (act, bck): (usize, usize),
+    status: CheckStatus,
+    code: Option<u16>,
+    detail: &str,
+    ms: Option<u64>,
+) {
+    let cut = server.shutdown_on_down.load(Relaxed);
+    let active = server.inflight();
+    if cut {
+        server.kill_epoch.fetch_add(1, Relaxed);
+        server.kill.notify_waiters();
+    }
+    tracing::error!(
+        target: "sluice::event",
+        severity = "alert",
+        "Server {}/{} is DOWN, {}. {} active and {} backup servers left. {} sessions active, 0 requeued, {} remaining in queue.",
         server.backend,
         server.name,
-        status.desc(),
-        info,
-        ms
+        reason(status, code, detail, ms),
+        act,
+        bck,
+        active,
+        server.waiters.load(Relaxed),
+    );
+    if act + bck == 0 {
+        tracing::error!(
+            target: "sluice::event",
+            severity = "emerg",
+            "backend {} has no server available!",
+            server.backend
+        );
+    }
+}
+
+/// Logs a server coming UP (`notice`).
+fn report_up(rt: &Runtime, server: &ServerState, status: CheckStatus, code: Option<u16>, ms: u64) {
+    let (act, bck, queued) = rt.with_snapshot(|snap| match snap.backend(&server.backend) {
+        Some(be) => {
+            let (a, b) = counts(be);
+            (a, b, be.state.queue.len())
+        }
+        None => (0, 0, 0),
+    });
+    tracing::info!(
+        target: "sluice::event",
+        severity = "notice",
+        "Server {}/{} is UP, {}. {} active and {} backup servers online. 0 sessions requeued, {} total in queue.",
+        server.backend,
+        server.name,
+        reason(status, code, "", Some(ms)),
+        act,
+        bck,
+        queued,
     );
 }
 
-fn report_up(server: &ServerState, status: CheckStatus, ms: u64) {
-    tracing::info!(
-        "Server {}/{} is UP, reason: {}, check duration: {}ms.",
-        server.backend,
-        server.name,
-        status.desc(),
-        ms
-    );
+/// A live-traffic outcome of `server` (`observe layer4|layer7`): an error
+/// (connection failure for layer4; also 5xx and broken answers for
+/// layer7) or a success. After `error-limit` consecutive errors, `on-error`
+/// applies, and the next active check comes after `fastinter`.
+pub fn observe(be: &BackendRt, server: &ServerState, error: Option<&str>) {
+    let Some(s) = be.servers.iter().find(|s| std::ptr::eq(&*s.state, server)) else {
+        return;
+    };
+    if s.opts.observe.is_none() || s.check.is_none() {
+        return;
+    }
+    let Some(what) = error else {
+        if server.consec_errors.load(Relaxed) != 0 {
+            server.consec_errors.store(0, Relaxed);
+        }
+        return;
+    };
+    let n = server.consec_errors.fetch_add(1, Relaxed) + 1;
+    if n < s.opts.error_limit.max(1) {
+        return;
+    }
+    server.consec_errors.store(0, Relaxed);
+    use crate::config::model::OnError;
+    let detail = format!("Detected {n} consecutive errors, last one was: {what}");
+    let t = match s.opts.on_error {
+        OnError::FastInter => None,
+        OnError::FailCheck => server.health.passive_failure(false, false, detail.clone()),
+        OnError::SuddenDeath => server.health.passive_failure(true, false, detail.clone()),
+        OnError::MarkDown => server.health.passive_failure(false, true, detail.clone()),
+    };
+    if t == Some(Transition::WentDown) {
+        down_event(server, counts(be), CheckStatus::Hana, None, &detail, None);
+    }
+    server.check_soon.notify_one();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::model::Expect;
+
+    #[test]
+    fn reasons_in_haproxy_words() {
+        assert_eq!(
+            reason(CheckStatus::L4Con, None, "Connection refused", Some(0)),
+            "reason: Layer4 connection problem, info: \"Connection refused\", check duration: 0ms"
+        );
+        assert_eq!(
+            reason(CheckStatus::L7Ok, Some(200), "", Some(1)),
+            "reason: Layer7 check passed, code: 200, check duration: 1ms"
+        );
+        assert_eq!(
+            reason(
+                CheckStatus::L7Sts,
+                Some(500),
+                "Internal Server Error",
+                Some(2)
+            ),
+            "reason: Layer7 wrong status, code: 500, info: \"Internal Server Error\", check duration: 2ms"
+        );
+    }
+
+    #[test]
+    fn expect_value_matching() {
+        let e = Expect {
+            negate: false,
+            kind: ExpectKind::Status(vec![(200, 299)]),
+        };
+        assert!(matches!(e.kind, ExpectKind::Status(_)));
+    }
 }

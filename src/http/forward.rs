@@ -169,7 +169,15 @@ pub async fn forward(
     let bc = &be.state.counters;
     bc.count_request();
     let started = Instant::now();
-    let slot = match balance::acquire(be).await {
+    let src = match be.balance {
+        crate::config::model::Balance::Source => client.stream.peer_addr().ok().map(|a| a.ip()),
+        _ => None,
+    };
+    let key = balance::LbKey {
+        src,
+        head: Some(req),
+    };
+    let slot = match balance::acquire(be, &key).await {
         Ok(slot) => slot,
         Err(e) => {
             if e == PickError::NoServer {
@@ -188,7 +196,13 @@ pub async fn forward(
     bc.session_start();
     server.counters.count_request();
     let queue_ms = ms(started.elapsed());
-    let out = exchange(
+    let observe = server.observe.load(Relaxed);
+    let econ_before = if observe != 0 {
+        server.counters.econ.load(Relaxed)
+    } else {
+        0
+    };
+    let fut = exchange(
         fe,
         be,
         &server,
@@ -198,12 +212,53 @@ pub async fn forward(
         client,
         keep_client,
         (started, queue_ms),
-    )
-    .await;
+    );
+    let out = if server.shutdown_on_down.load(Relaxed) {
+        // `on-marked-down shutdown-sessions`: the session ends when the
+        // server is marked DOWN.
+        let killed = server.kill.notified();
+        tokio::pin!(killed);
+        killed.as_mut().enable();
+        tokio::select! {
+            o = fut => o,
+            _ = killed => {
+                add(&server.counters.srv_abrt, 1);
+                add(&bc.srv_abrt, 1);
+                Outcome { status: None, keep_client: false, bytes_out: 0, body_in: 0 }
+            }
+        }
+    } else {
+        fut.await
+    };
+    if observe != 0 {
+        observe_outcome(be, &server, observe, econ_before, out.status);
+    }
     server.counters.session_end();
     bc.session_end();
     drop(slot);
     out
+}
+
+/// `observe layer4|layer7`: tells the health analyzer how the exchange
+/// went (a failed connection; for layer7 also a 5xx other than 501/505, or
+/// a broken answer).
+fn observe_outcome(
+    be: &BackendRt,
+    server: &ServerState,
+    observe: u8,
+    econ_before: u64,
+    status: Option<u16>,
+) {
+    let error = if server.counters.econ.load(Relaxed) != econ_before {
+        Some("Connection error")
+    } else if observe == crate::backend::OBSERVE_L7
+        && status.is_some_and(|s| (500..600).contains(&s) && s != 501 && s != 505)
+    {
+        Some("Wrong HTTP status")
+    } else {
+        None
+    };
+    crate::health::observe(be, server, error);
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -36,6 +36,8 @@ pub(crate) mod fixture {
             weight: 1,
             maxconn,
             check: Some(CheckParams::default()),
+            opts: Default::default(),
+            id: None,
             loc: loc(),
         }
     }

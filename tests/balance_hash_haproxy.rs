@@ -1,0 +1,259 @@
+//! Hash-based balancing against the real HAProxy 2.6: for each algorithm
+//! (`source`, `uri` with its options, `url_param`, `hdr`, map-based and
+//! consistent, several hash functions), the same config is run by haproxy
+//! and by sluice, 1,000 keys are sent to each, and every key must reach the
+//! same server. Users moving from HAProxy keep their cache locality.
+//!
+//! Skipped (with a note) when `/usr/sbin/haproxy` is not installed.
+
+mod support;
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpSocket;
+
+use support::*;
+
+const HAPROXY: &str = "/usr/sbin/haproxy";
+const KEYS: usize = 1000;
+
+struct Haproxy(Child);
+
+impl Drop for Haproxy {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn wait_listening(ports: &[u16]) {
+    let end = Instant::now() + START_DEADLINE;
+    for &p in ports {
+        while std::net::TcpStream::connect(("127.0.0.1", p)).is_err() {
+            assert!(Instant::now() < end, "haproxy did not listen on {p}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+/// One algorithm under test: the backend lines and how a key becomes a
+/// request.
+struct Case {
+    name: &'static str,
+    lines: &'static str,
+    key: fn(usize) -> Req,
+}
+
+struct Req {
+    src: Option<Ipv4Addr>,
+    path: String,
+    headers: String,
+}
+
+fn path(p: String) -> Req {
+    Req {
+        src: None,
+        path: p,
+        headers: String::new(),
+    }
+}
+
+fn cases() -> Vec<Case> {
+    vec![
+        Case {
+            name: "uri-map",
+            lines: "balance uri",
+            key: |i| path(format!("/img/{i}/pic.png?v={}", i * 7)),
+        },
+        Case {
+            name: "uri-consistent",
+            lines: "balance uri\n    hash-type consistent",
+            key: |i| path(format!("/a/{}/b{i}", i % 37)),
+        },
+        Case {
+            name: "uri-depth-whole-djb2",
+            lines: "balance uri depth 2 whole\n    hash-type map-based djb2",
+            key: |i| path(format!("/x{}/y{}/z{i}?q={i}", i % 11, i % 13)),
+        },
+        Case {
+            name: "uri-len-consistent-crc32",
+            lines: "balance uri len 9\n    hash-type consistent crc32",
+            key: |i| path(format!("/k{i:05}/rest")),
+        },
+        Case {
+            name: "url_param-map",
+            lines: "balance url_param user",
+            key: |i| path(format!("/p?a=1&user=u{i}&z=2")),
+        },
+        Case {
+            name: "url_param-consistent-wt6-avalanche",
+            lines: "balance url_param user\n    hash-type consistent wt6 avalanche",
+            key: |i| path(format!("/p?user=u{}", i * 31)),
+        },
+        Case {
+            name: "hdr-consistent",
+            lines: "balance hdr(x-key)\n    hash-type consistent",
+            key: |i| Req {
+                src: None,
+                path: "/".into(),
+                headers: format!("x-key: k{i}, other\r\n"),
+            },
+        },
+        Case {
+            name: "hdr-domain-map",
+            lines: "balance hdr(x-site) use_domain_only",
+            key: |i| Req {
+                src: None,
+                path: "/".into(),
+                headers: format!("x-site: www.site{i}.example\r\n"),
+            },
+        },
+        Case {
+            name: "source-map",
+            lines: "balance source",
+            key: |i| Req {
+                src: Some(Ipv4Addr::new(
+                    127,
+                    1 + (i / 250) as u8,
+                    (i % 250) as u8,
+                    1 + (i % 7) as u8,
+                )),
+                path: "/".into(),
+                headers: String::new(),
+            },
+        },
+        Case {
+            name: "source-consistent",
+            lines: "balance source\n    hash-type consistent",
+            key: |i| Req {
+                src: Some(Ipv4Addr::new(127, 9, (i / 200) as u8, 1 + (i % 200) as u8)),
+                path: "/".into(),
+                headers: String::new(),
+            },
+        },
+    ]
+}
+
+/// One config: a frontend per case, each with its own backend over the
+/// same servers (weights 1, 2, 3 and an explicit id on the last).
+fn config(ports: &[u16], servers: &[Backend]) -> String {
+    let mut c = String::from(
+        "defaults\n    mode http\n    timeout connect 5s\n    timeout client 30s\n    timeout server 30s\n\n",
+    );
+    for (k, case) in cases().iter().enumerate() {
+        c.push_str(&format!(
+            "frontend f{k}\n    bind 127.0.0.1:{}\n    default_backend b{k}\n\nbackend b{k}\n    {}\n",
+            ports[k], case.lines
+        ));
+        for (j, s) in servers.iter().enumerate() {
+            let extra = if j == 3 { " id 9" } else { "" };
+            c.push_str(&format!(
+                "    server {} {} weight {}{extra}\n",
+                s.name,
+                s.hostport(),
+                [1, 2, 3, 2][j]
+            ));
+        }
+        c.push('\n');
+    }
+    c
+}
+
+async fn send(port: u16, r: &Req) -> String {
+    let sock = TcpSocket::new_v4().unwrap();
+    if let Some(ip) = r.src {
+        sock.bind(SocketAddr::from((ip, 0))).unwrap();
+    }
+    let mut s = within(
+        REQ_DEADLINE,
+        "connect",
+        sock.connect(SocketAddr::from(([127, 0, 0, 1], port))),
+    )
+    .await
+    .unwrap();
+    let req = format!(
+        "GET {} HTTP/1.1\r\nhost: t\r\n{}connection: close\r\n\r\n",
+        r.path, r.headers
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    within(REQ_DEADLINE, "response", s.read_to_end(&mut out))
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&out);
+    text.lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("x-backend: ")
+                .map(|v| v.trim().to_string())
+        })
+        .unwrap_or_else(|| panic!("no x-backend in {text}"))
+}
+
+async fn servers_for(port: u16, case: &Case) -> Vec<String> {
+    let mut v = Vec::with_capacity(KEYS);
+    for i in 0..KEYS {
+        v.push(send(port, &(case.key)(i)).await);
+    }
+    v
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn hash_algorithms_choose_the_same_server_as_haproxy() {
+    if !Path::new(HAPROXY).exists() {
+        eprintln!("skipped: {HAPROXY} is not installed");
+        return;
+    }
+    let servers = vec![
+        Backend::start("s1").await,
+        Backend::start("s2").await,
+        Backend::start("s3").await,
+        Backend::start("s4").await,
+    ];
+    let n = cases().len();
+    // One call: ports of separate calls may repeat.
+    let ports = free_ports(2 * n);
+    let (hp, sp) = ports.split_at(n);
+    let dir = TempDir::new("hadiff");
+    let hcfg = dir.write("haproxy.cfg", &config(hp, &servers));
+    let child = Command::new(HAPROXY)
+        .arg("-f")
+        .arg(&hcfg)
+        .arg("-db")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn haproxy");
+    let _hap = Haproxy(child);
+    wait_listening(&hp);
+    let _s = Sluice::start(&config(sp, &servers));
+
+    let mut report = Vec::new();
+    for (k, case) in cases().iter().enumerate() {
+        let want = servers_for(hp[k], case).await;
+        let got = servers_for(sp[k], case).await;
+        let distinct: std::collections::BTreeSet<&String> = want.iter().collect();
+        assert!(
+            distinct.len() >= 3,
+            "{}: haproxy spread the keys over {distinct:?} only",
+            case.name
+        );
+        let diff: Vec<usize> = (0..KEYS).filter(|&i| want[i] != got[i]).collect();
+        if !diff.is_empty() {
+            let i = diff[0];
+            report.push(format!(
+                "{}: {} of {KEYS} keys differ (first: key {i}, haproxy {} sluice {})",
+                case.name,
+                diff.len(),
+                want[i],
+                got[i]
+            ));
+        }
+    }
+    assert!(report.is_empty(), "{}", report.join("\n"));
+}
