@@ -230,7 +230,7 @@ async fn hash_algorithms_choose_the_same_server_as_haproxy() {
         .spawn()
         .expect("spawn haproxy");
     let _hap = Haproxy(child);
-    wait_listening(&hp);
+    wait_listening(hp);
     let _s = Sluice::start(&config(sp, &servers));
 
     let mut report = Vec::new();

@@ -51,7 +51,7 @@ fn add(c: &AtomicU64, n: u64) {
 /// The request head as it goes to the server.
 fn upstream_head(req: &Head, body: BodyKind, close: bool) -> BytesMut {
     let mut out = BytesMut::new();
-    req.write_forwarded(&req.request_line(), &mut out);
+    req.write_forwarded(&mut out);
     put_framing(&mut out, body);
     if req.requests_upgrade() {
         // A protocol switch (WebSocket) needs its hop-by-hop pair kept.
@@ -99,7 +99,7 @@ fn put_decimal(out: &mut BytesMut, mut n: u64) {
 /// The response head as it goes to the client.
 fn downstream_head(resp: &Head, body: BodyKind, keep: bool, client_minor: u8) -> BytesMut {
     let mut out = BytesMut::new();
-    resp.write_forwarded(&resp.status_line(), &mut out);
+    resp.write_forwarded(&mut out);
     match body {
         BodyKind::Length(_) | BodyKind::Chunked => put_framing(&mut out, body),
         BodyKind::None => {

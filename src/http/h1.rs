@@ -65,6 +65,50 @@ pub struct HeaderPos {
     value: (u32, u32),
     /// The whole line, without its CRLF.
     line: (u32, u32),
+    /// What the header is to sluice, decided once at parse time.
+    kind: Kind,
+}
+
+/// The headers sluice itself looks at; everything else is `Other`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Other,
+    Connection,
+    ContentLength,
+    TransferEncoding,
+    Upgrade,
+    Expect,
+    /// Other hop-by-hop fields: Keep-Alive, Proxy-Connection, TE, Trailer.
+    HopByHop,
+}
+
+impl Kind {
+    fn of(name: &[u8]) -> Kind {
+        // Dispatch on the first letter and the length: most names are
+        // rejected without a full compare.
+        let is = |k: &[u8]| name.eq_ignore_ascii_case(k);
+        let first = name.first().map_or(0, |b| b.to_ascii_lowercase());
+        if !matches!(first, b't' | b'e' | b'u' | b'c' | b'k' | b'p') {
+            return Kind::Other;
+        }
+        match name.len() {
+            2 if is(b"te") => Kind::HopByHop,
+            6 if is(b"expect") => Kind::Expect,
+            7 if is(b"upgrade") => Kind::Upgrade,
+            7 if is(b"trailer") => Kind::HopByHop,
+            10 if is(b"connection") => Kind::Connection,
+            10 if is(b"keep-alive") => Kind::HopByHop,
+            14 if is(b"content-length") => Kind::ContentLength,
+            16 if is(b"proxy-connection") => Kind::HopByHop,
+            17 if is(b"transfer-encoding") => Kind::TransferEncoding,
+            _ => Kind::Other,
+        }
+    }
+
+    /// Hop-by-hop (RFC 9110 §7.6.1), or framing sluice rewrites itself.
+    fn dropped_when_forwarding(self) -> bool {
+        self != Kind::Other
+    }
 }
 
 /// A parsed request or response head.
@@ -107,7 +151,7 @@ fn span(base: &[u8], part: &[u8]) -> (u32, u32) {
 /// syntax; a CR not followed by LF is refused there.
 pub fn head_end(buf: &[u8]) -> Option<usize> {
     let mut i = 0;
-    while let Some(p) = buf[i..].iter().position(|&b| b == b'\n') {
+    while let Some(p) = memchr::memchr(b'\n', &buf[i..]) {
         let nl = i + p;
         match buf.get(nl + 1) {
             Some(b'\n') => return Some(nl + 2),
@@ -144,14 +188,31 @@ impl Head {
 
     /// Values of every header named `name` (case-insensitive).
     pub fn values<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> + 'a {
-        self.headers()
-            .filter(move |(n, _)| n.eq_ignore_ascii_case(name.as_bytes()))
-            .map(|(_, v)| v)
+        let kind = Kind::of(name.as_bytes());
+        self.headers
+            .iter()
+            .filter(move |h| {
+                // Known headers compare by kind, decided at parse time.
+                if kind == Kind::Other || kind == Kind::HopByHop {
+                    self.slice(h.name).eq_ignore_ascii_case(name.as_bytes())
+                } else {
+                    h.kind == kind
+                }
+            })
+            .map(|h| self.slice(h.value))
+    }
+
+    /// Values of the headers of a kind sluice tracks (no name compare).
+    fn values_of(&self, kind: Kind) -> impl Iterator<Item = &[u8]> {
+        self.headers
+            .iter()
+            .filter(move |h| h.kind == kind)
+            .map(|h| self.slice(h.value))
     }
 
     /// Whether any `Connection` header lists `token`.
     pub fn connection_has(&self, token: &str) -> bool {
-        self.values("connection").any(|v| {
+        self.values_of(Kind::Connection).any(|v| {
             v.split(|&b| b == b',')
                 .any(|t| trim(t).eq_ignore_ascii_case(token.as_bytes()))
         })
@@ -200,7 +261,7 @@ impl Head {
         }
         // A WebSocket upgrade without its key is refused, as HAProxy does.
         if self.requests_upgrade()
-            && self.values("upgrade").any(|v| {
+            && self.values_of(Kind::Upgrade).any(|v| {
                 v.split(|&b| b == b',')
                     .any(|t| trim(t).eq_ignore_ascii_case(b"websocket"))
             })
@@ -224,7 +285,7 @@ impl Head {
     /// Whether this request asks for a protocol switch (`Upgrade` named
     /// by `Connection`): only then may a 101 answer open a tunnel.
     pub fn requests_upgrade(&self) -> bool {
-        self.values("upgrade").next().is_some() && self.connection_has("upgrade")
+        self.values_of(Kind::Upgrade).next().is_some() && self.connection_has("upgrade")
     }
 
     /// Parses a response head.
@@ -257,7 +318,7 @@ impl Head {
     /// Content-Length: every value must be plain digits and all equal.
     fn content_length(&self) -> Result<Option<u64>, H1Error> {
         let mut found: Option<u64> = None;
-        for v in self.values("content-length") {
+        for v in self.values_of(Kind::ContentLength) {
             for part in v.split(|&b| b == b',') {
                 let part = trim(part);
                 if part.is_empty() || !part.iter().all(u8::is_ascii_digit) || part.len() > 19 {
@@ -280,7 +341,7 @@ impl Head {
     fn transfer_codings(&self) -> Option<Vec<&[u8]>> {
         let mut any = false;
         let mut codings = Vec::new();
-        for v in self.values("transfer-encoding") {
+        for v in self.values_of(Kind::TransferEncoding) {
             any = true;
             codings.extend(v.split(|&b| b == b',').map(trim));
         }
@@ -353,18 +414,41 @@ impl Head {
     /// except hop-by-hop ones (and those the `Connection` header names),
     /// then `extra` lines. The caller adds framing headers and the blank
     /// line through `extra`.
-    pub fn write_forwarded(&self, first_line: &[u8], out: &mut BytesMut) {
-        out.reserve(self.raw.len() + 64);
-        out.put_slice(first_line);
+    pub fn write_forwarded(&self, out: &mut BytesMut) {
+        // The head rarely grows: room for it and the framing lines sluice
+        // adds, in one allocation.
+        out.reserve(self.raw.len() + 96);
+        self.put_first_line(out);
         out.put_slice(b"\r\n");
+        // Connection listing anything beyond the usual tokens is rare; only
+        // then does each header need checking against it.
+        let named_extra = self.connection_names_headers();
         for h in &self.headers {
-            let name = self.slice(h.name);
-            if is_hop_by_hop(name) || self.connection_has_name(name) {
+            if h.kind.dropped_when_forwarding()
+                || (named_extra && self.connection_has_name(self.slice(h.name)))
+            {
                 continue;
             }
             out.put_slice(self.slice(h.line));
             out.put_slice(b"\r\n");
         }
+    }
+
+    /// Whether a `Connection` header names something other than `close`,
+    /// `keep-alive` or `upgrade` (that is, another header to drop).
+    fn connection_names_headers(&self) -> bool {
+        self.headers
+            .iter()
+            .filter(|h| h.kind == Kind::Connection)
+            .any(|h| {
+                self.slice(h.value).split(|&b| b == b',').any(|t| {
+                    let t = trim(t);
+                    !(t.is_empty()
+                        || t.eq_ignore_ascii_case(b"close")
+                        || t.eq_ignore_ascii_case(b"keep-alive")
+                        || t.eq_ignore_ascii_case(b"upgrade"))
+                })
+            })
     }
 
     fn connection_has_name(&self, name: &[u8]) -> bool {
@@ -378,21 +462,26 @@ impl Head {
         })
     }
 
-    /// The request line to send upstream: `<method> <target> HTTP/1.1`.
-    pub fn request_line(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(self.method().len() + self.target().len() + 10);
-        v.extend_from_slice(self.method());
-        v.push(b' ');
-        v.extend_from_slice(self.target());
-        v.extend_from_slice(b" HTTP/1.1");
-        v
-    }
-
-    /// The status line to send to the client, always as HTTP/1.1.
-    pub fn status_line(&self) -> Vec<u8> {
-        let mut v = format!("HTTP/1.1 {} ", self.status).into_bytes();
-        v.extend_from_slice(self.reason());
-        v
+    /// The first line as forwarded, without its CRLF: `<method> <target>
+    /// HTTP/1.1` for a request, `HTTP/1.1 <code> <reason>` for a response.
+    fn put_first_line(&self, out: &mut BytesMut) {
+        if self.status == 0 {
+            out.put_slice(self.method());
+            out.put_u8(b' ');
+            out.put_slice(self.target());
+            out.put_slice(b" HTTP/1.1");
+        } else {
+            out.put_slice(b"HTTP/1.1 ");
+            // A status is three digits (the parser guarantees it).
+            let c = self.status;
+            out.put_slice(&[
+                b'0' + (c / 100 % 10) as u8,
+                b'0' + (c / 10 % 10) as u8,
+                b'0' + (c % 10) as u8,
+            ]);
+            out.put_u8(b' ');
+            out.put_slice(self.reason());
+        }
     }
 }
 
@@ -461,10 +550,9 @@ fn positions(raw: &[u8], headers: &[httparse::Header<'_>]) -> Result<Vec<HeaderP
             value
         };
         // NUL, CR, LF or any other control byte in a value (HAProxy 2.6
-        // forwards a NUL; sluice refuses it).
-        if !h.value.iter().all(|&b| is_value_byte(b)) {
-            return Err(H1Error::Syntax(value.0 as usize));
-        }
+        // forwards a NUL; sluice refuses it). httparse already refuses
+        // exactly these bytes; this re-check only guards a parser change.
+        debug_assert!(h.value.iter().all(|&b| is_value_byte(b)));
         let line_end = raw[value.1 as usize..]
             .iter()
             .position(|&b| b == b'\r' || b == b'\n')
@@ -474,6 +562,7 @@ fn positions(raw: &[u8], headers: &[httparse::Header<'_>]) -> Result<Vec<HeaderP
             name,
             value,
             line: (name.0, line_end as u32),
+            kind: Kind::of(h.name.as_bytes()),
         });
     }
     Ok(out)
@@ -504,23 +593,6 @@ pub fn trim(v: &[u8]) -> &[u8] {
         .rposition(|b| *b != b' ' && *b != b'\t')
         .map_or(start, |e| e + 1);
     &v[start..end]
-}
-
-/// Hop-by-hop fields (RFC 9110 §7.6.1) and the framing fields that sluice
-/// rewrites itself.
-fn is_hop_by_hop(name: &[u8]) -> bool {
-    const HOP: [&[u8]; 9] = [
-        b"connection",
-        b"keep-alive",
-        b"proxy-connection",
-        b"te",
-        b"trailer",
-        b"transfer-encoding",
-        b"content-length",
-        b"upgrade",
-        b"expect",
-    ];
-    HOP.iter().any(|h| name.eq_ignore_ascii_case(h))
 }
 
 /// Incremental checker of a chunked body: it is fed the raw bytes as they
@@ -668,6 +740,12 @@ fn hex(b: u8) -> Option<u8> {
 mod tests {
     use super::*;
 
+    fn first_line(h: &Head) -> Vec<u8> {
+        let mut out = BytesMut::new();
+        h.put_first_line(&mut out);
+        out.to_vec()
+    }
+
     fn req(s: &str) -> Result<Head, H1Error> {
         Head::parse_request(Bytes::copy_from_slice(s.as_bytes()))
     }
@@ -708,7 +786,7 @@ mod tests {
     fn forwards_without_hop_by_hop() {
         let h = req("GET / HTTP/1.1\r\nHost: a\r\nConnection: close, X-Secret\r\nX-Secret: 1\r\nKeep-Alive: 5\r\nAccept: */*\r\n\r\n").unwrap();
         let mut out = BytesMut::new();
-        h.write_forwarded(&h.request_line(), &mut out);
+        h.write_forwarded(&mut out);
         assert_eq!(&out[..], b"GET / HTTP/1.1\r\nHost: a\r\nAccept: */*\r\n");
     }
 
@@ -797,7 +875,7 @@ mod tests {
     fn empty_reason_does_not_panic() {
         let r = Head::parse_response(Bytes::from_static(b"HTTP/1.1 200\r\n\r\n")).unwrap();
         assert_eq!(r.reason(), b"");
-        assert_eq!(r.status_line(), b"HTTP/1.1 200 ");
+        assert_eq!(first_line(&r), b"HTTP/1.1 200 ");
     }
 
     #[test]
@@ -810,6 +888,6 @@ mod tests {
         let r = Head::parse_response(Bytes::from_static(b"HTTP/1.1 200 OK\r\n\r\n")).unwrap();
         assert_eq!(r.response_body(b"GET"), Ok(BodyKind::UntilClose));
         assert_eq!(r.response_body(b"HEAD"), Ok(BodyKind::None));
-        assert_eq!(r.status_line(), b"HTTP/1.1 200 OK");
+        assert_eq!(first_line(&r), b"HTTP/1.1 200 OK");
     }
 }

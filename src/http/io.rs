@@ -99,13 +99,6 @@ impl BufConn {
         }
     }
 
-    /// Gives the buffer's memory back when nothing is pending in it.
-    pub fn shrink_if_empty(&mut self) {
-        if self.buf.is_empty() {
-            self.buf = BytesMut::new();
-        }
-    }
-
     /// Reads until a complete head (ending with a blank line) is buffered
     /// and splits it off. `max` bounds the head size; `timeout` bounds the
     /// whole wait.
@@ -218,7 +211,6 @@ pub async fn relay_message(
         },
     }
     out.send(&[]).await?;
-    src.shrink_if_empty();
     Ok(total)
 }
 

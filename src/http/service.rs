@@ -107,8 +107,9 @@ pub async fn serve_connection(
         if !keep {
             return;
         }
+        // The read buffer stays for the next request; it goes when the
+        // connection is parked.
         first = false;
-        conn.shrink_if_empty();
     }
 }
 
