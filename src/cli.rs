@@ -250,6 +250,7 @@ async fn serve(
     let pid = std::process::id();
     crate::backend::counters::start_coarse_clock();
     let rt = Runtime::new(&cfg, threads);
+    crate::log::event::attach(&rt);
     let snap = rt.snapshot();
     let global_max = Arc::new(Semaphore::new(
         cfg.global

@@ -8,6 +8,7 @@ pub mod config;
 pub mod health;
 pub mod http;
 pub mod listener;
+pub mod log;
 pub mod process;
 pub mod reload;
 pub mod routing;

@@ -2,14 +2,20 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let debug = args.iter().any(|a| a == "-d" || a == "-db");
     let filter = if debug { "debug" } else { "info" };
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter)),
-        )
+    use tracing_subscriber::prelude::*;
+    let stderr = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_target(false)
         .with_ansi(false)
+        .with_filter(
+            tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter)),
+        );
+    // State changes also go to the configured syslog targets, whatever
+    // SLUICE_LOG filters out of stderr.
+    let _ = tracing_subscriber::registry()
+        .with(stderr)
+        .with(sluice::log::event::EventLayer)
         .try_init();
     std::process::exit(sluice::cli::main_with_args(&args));
 }

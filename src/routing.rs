@@ -51,6 +51,8 @@ pub struct FrontendRt {
     pub switching: Vec<(Arc<BackendRt>, CompiledCond)>,
     pub default_backend: Option<Arc<BackendRt>>,
     pub stats: Option<StatsPage>,
+    /// Access log, when the frontend has somewhere to log to.
+    pub log: Option<Arc<crate::log::FrontendLog>>,
 }
 
 #[derive(Debug)]
@@ -72,6 +74,8 @@ pub struct BackendRt {
     /// What active checks do (TCP connect, `option httpchk`, `tcp-check`).
     pub check: CheckKind,
     pub stats: Option<StatsPage>,
+    /// Targets of state-change events (`log` lines), if any.
+    pub log: Option<Arc<crate::log::LogSetup>>,
     /// `fullconn`: the BACKEND row's `slim`.
     pub fullconn: u32,
 }
@@ -195,6 +199,7 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                 check: p.check_kind(),
                 servers,
                 stats: p.stats.clone(),
+                log: crate::log::LogSetup::compile(&p.log, &config.global.log).map(Arc::new),
                 fullconn,
             }),
         ));
@@ -251,6 +256,7 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                 switching,
                 default_backend,
                 stats: p.stats.clone(),
+                log: crate::log::FrontendLog::compile(&p.log, &config.global.log),
             })
         });
         proxies.push(ProxyRt {

@@ -29,6 +29,8 @@ pub const UNSUPPORTED_SECTIONS: &[&str] = &[
 
 pub const GLOBAL_SUPPORTED: &[&str] = &[
     "maxconn",
+    "log",
+    "log-tag",
     "nbthread",
     "stats",
     "nbproc",
@@ -42,9 +44,7 @@ pub const GLOBAL_SUPPORTED: &[&str] = &[
 ];
 
 pub const GLOBAL_UNSUPPORTED: &[&str] = &[
-    "log",
     "log-send-hostname",
-    "log-tag",
     "chroot",
     "user",
     "group",
@@ -143,13 +143,13 @@ pub const PROXY_SUPPORTED: &[&str] = &[
     "fullconn",
     "http-check",
     "tcp-check",
+    "log",
+    "log-format",
+    "log-tag",
 ];
 
 pub const PROXY_UNSUPPORTED: &[&str] = &[
-    "log",
-    "log-format",
     "log-format-sd",
-    "log-tag",
     "capture",
     "cookie",
     "errorfile",
@@ -230,12 +230,14 @@ pub const OPTIONS_SUPPORTED: &[&str] = &[
     "httpchk",
     "allbackups",
     "tcp-check",
-];
-
-pub const OPTIONS_UNSUPPORTED: &[&str] = &[
     "httplog",
     "tcplog",
     "dontlognull",
+    "log-separate-errors",
+    "logasap",
+];
+
+pub const OPTIONS_UNSUPPORTED: &[&str] = &[
     "forwardfor",
     "redispatch",
     "abortonclose",
@@ -254,8 +256,6 @@ pub const OPTIONS_UNSUPPORTED: &[&str] = &[
     "independent-streams",
     "ldap-check",
     "log-health-checks",
-    "log-separate-errors",
-    "logasap",
     "mysql-check",
     "nolinger",
     "originalto",

@@ -55,6 +55,8 @@ pub struct Global {
     pub description: Option<String>,
     /// `zero-warning`: warnings make the configuration fail (as -dW).
     pub zero_warning: bool,
+    /// `log` targets and `log-tag`.
+    pub log: crate::log::config::GlobalLog,
     /// `tune.bufsize` (default 16384) and `tune.maxrewrite` (default 1024):
     /// a message head may use the buffer minus the rewrite reserve.
     pub tune_bufsize: Option<u32>,
@@ -433,6 +435,8 @@ pub struct Proxy {
     pub use_backends: Vec<UseBackend>,
     pub default_backend: Option<(String, Loc)>,
     pub servers: Vec<Server>,
+    /// `log`, `no log`, `log-format`, `option httplog` & co.
+    pub log: crate::log::config::ProxyLog,
 }
 
 impl Proxy {
@@ -461,6 +465,7 @@ impl Proxy {
             use_backends: Vec::new(),
             default_backend: None,
             servers: Vec::new(),
+            log: Default::default(),
         }
     }
 }

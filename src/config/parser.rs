@@ -631,6 +631,7 @@ impl<'r> State<'r> {
         p.http_reuse = d.http_reuse;
         p.conn_mode = d.conn_mode;
         p.stats = d.stats.clone();
+        p.log = d.log.clone();
         if kind.has_frontend() {
             p.maxconn = d.maxconn;
             p.default_backend = d.default_backend.clone();
@@ -742,6 +743,17 @@ impl<'r> State<'r> {
                 }
             }
             "stats" => self.global_stats(loc, words),
+            "log" => match crate::log::config::parse_log(words) {
+                Ok(crate::log::config::LogLine::Target(t)) => self.global.log.targets.push(t),
+                Ok(crate::log::config::LogLine::Global) => {
+                    self.alert(loc, "log : 'global' is only allowed in proxies")
+                }
+                Err(e) => self.alert(loc, e),
+            },
+            "log-tag" => match crate::log::config::parse_log_tag(words) {
+                Ok(t) => self.global.log.tag = Some(t),
+                Err(e) => self.alert(loc, e),
+            },
             _ if k.starts_with("tune.") || kw::GLOBAL_UNSUPPORTED.contains(&k) => {
                 self.unsupported(loc, k)
             }
@@ -925,6 +937,13 @@ impl<'r> State<'r> {
             (false, words)
         };
         let k = words[0].as_str();
+        if neg && k == "log" && words.len() == 1 {
+            // `no log`: this proxy logs nowhere (not even globally).
+            let l = &mut self.px().log;
+            l.global = false;
+            l.targets.clear();
+            return;
+        }
         if neg && k != "option" {
             let msg = format!("negation/default is not supported for {k}.");
             self.diags
@@ -1005,6 +1024,7 @@ impl<'r> State<'r> {
             "http-request" => self.kw_http_request(loc, words),
             "server" => self.kw_server(loc, words),
             "default-server" => self.kw_default_server(loc, words),
+            "log" | "log-format" | "log-tag" => self.kw_log(loc, words),
             _ if kw::PROXY_UNSUPPORTED.contains(&k) => self.unsupported(loc, k),
             _ => {
                 let section = match self.proxy_kind() {
@@ -1110,10 +1130,90 @@ impl<'r> State<'r> {
         self.set_timeout(loc, modern, value);
     }
 
+    /// `log`, `log-format`, `log-tag` in a proxy.
+    fn kw_log(&mut self, loc: &Loc, words: &[String]) {
+        use crate::log::config as lc;
+        let k = words[0].as_str();
+        match k {
+            "log" => match lc::parse_log(words) {
+                Ok(lc::LogLine::Global) => self.px().log.global = true,
+                Ok(lc::LogLine::Target(t)) => self.px().log.targets.push(t),
+                Err(e) => self.alert(loc, e),
+            },
+            "log-tag" => match lc::parse_log_tag(words) {
+                Ok(t) => self.px().log.tag = Some(t),
+                Err(e) => self.alert(loc, e),
+            },
+            _ => match lc::parse_log_format(words) {
+                Ok(f) => {
+                    if let Some(kind) = self.proxy_kind()
+                        && !kind.has_frontend()
+                    {
+                        let name = self.px().name.clone();
+                        return self.warn(
+                            loc,
+                            format!(
+                                "{} '{name}' : 'log-format' directive is ignored in backends.",
+                                type_str(kind)
+                            ),
+                        );
+                    }
+                    self.px().log.format = Some(f)
+                }
+                Err(e) => self.alert(loc, e),
+            },
+        }
+    }
+
+    /// `option httplog [clf]`, `option tcplog`, `option dontlognull`,
+    /// `option log-separate-errors`, `option logasap`.
+    fn log_option(&mut self, loc: &Loc, words: &[String], neg: bool) {
+        use crate::log::config as lc;
+        let name = words[1].as_str();
+        if matches!(name, "httplog" | "tcplog") {
+            if neg {
+                return self.tight(
+                    Level::Alert,
+                    loc,
+                    format!("negation/default is not supported for option '{name}'."),
+                );
+            }
+            let f = if name == "tcplog" {
+                if words.len() > 2 {
+                    return self.alert(loc, "'option tcplog' does not expect any argument.");
+                }
+                Ok(lc::LogFormatKind::Tcp)
+            } else {
+                lc::parse_httplog(words)
+            };
+            match f {
+                Ok(f) => self.px().log.format = Some(f),
+                Err(e) => self.alert(loc, e),
+            }
+            return;
+        }
+        if words.len() > 2 {
+            return self.alert(
+                loc,
+                format!("'option {name}' does not expect any argument."),
+            );
+        }
+        if !self.cap(loc, &format!("option {name}"), true, true, false) {
+            return;
+        }
+        self.px().log.set_option(name, !neg);
+    }
+
     fn kw_option(&mut self, loc: &Loc, words: &[String], neg: bool) {
         let Some(name) = words.get(1) else {
             return self.alert(loc, "'option' expects an option name.");
         };
+        if matches!(
+            name.as_str(),
+            "httplog" | "tcplog" | "dontlognull" | "log-separate-errors" | "logasap"
+        ) {
+            return self.log_option(loc, words, neg);
+        }
         if self.lb_option(loc, words, neg) {
             return;
         }

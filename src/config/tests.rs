@@ -129,7 +129,7 @@ frontend fe
     mode http
     bind ${MYADDR}:17180
     option httplogg
-    option httplog
+    option httplog foo
     timeout client 5x
     acl d foo_bar x
     use_backend be if nosuchacl
@@ -156,7 +156,7 @@ backend be
         "[ALERT]    (1) : config : parsing [bad1.cfg:4] : 'tune.ssl.default-dh-param' is not supported by sluice yet",
         "[ALERT]    (1) : config : parsing [bad1.cfg:7] : 'bind' : invalid address: 'garbage' in '${MYADDR}:17180'",
         "[ALERT]    (1) : config : parsing [bad1.cfg:8] : unknown option 'httplogg'; did you mean 'httplog' maybe ?",
-        "[ALERT]    (1) : config : parsing [bad1.cfg:9] : 'option httplog' is not supported by sluice yet",
+        "[ALERT]    (1) : config : parsing [bad1.cfg:9] : keyword 'httplog' only supports option 'clf'.",
         "[ALERT]    (1) : config : parsing [bad1.cfg:10] : unexpected character 'x' in 'timeout client'",
         "[ALERT]    (1) : config : parsing [bad1.cfg:11] : error detected while parsing ACL 'd' : unknown fetch method 'foo_bar' in ACL expression 'foo_bar'.",
         "[ALERT]    (1) : config : parsing [bad1.cfg:12] : error detected while parsing switching rule : no such ACL : 'nosuchacl'.",

@@ -13,6 +13,7 @@ use super::io::{self, BufConn, HeadError, RelayError};
 use crate::backend::{Counters, ServerState};
 use crate::balance::{self, PickError};
 use crate::config::model::{HttpConnMode, HttpReuse};
+use crate::log::LogRecord;
 use crate::routing::{BackendRt, FrontendRt};
 
 /// What happened to the exchange, for the client connection's next step.
@@ -165,6 +166,7 @@ pub async fn forward(
     body: BodyKind,
     client: &mut BufConn,
     keep_client: bool,
+    rec: &mut LogRecord,
 ) -> Outcome {
     let bc = &be.state.counters;
     bc.count_request();
@@ -182,6 +184,10 @@ pub async fn forward(
         Err(e) => {
             if e == PickError::NoServer {
                 add(&bc.econ, 1);
+                rec.term(b'S', b'C');
+            } else {
+                rec.t_queue = ms(started.elapsed()) as i64;
+                rec.term(b's', b'Q');
             }
             bc.count_status(503);
             return send_error(client, 503, fe, keep_client && body == BodyKind::None).await;
@@ -196,6 +202,8 @@ pub async fn forward(
     bc.session_start();
     server.counters.count_request();
     let queue_ms = ms(started.elapsed());
+    rec.t_queue = queue_ms as i64;
+    rec.to_server(&server);
     let observe = server.observe.load(Relaxed);
     let econ_before = if observe != 0 {
         server.counters.econ.load(Relaxed)
@@ -212,6 +220,7 @@ pub async fn forward(
         client,
         keep_client,
         (started, queue_ms),
+        rec,
     );
     let out = if server.shutdown_on_down.load(Relaxed) {
         // `on-marked-down shutdown-sessions`: the session ends when the
@@ -272,6 +281,7 @@ async fn exchange(
     client: &mut BufConn,
     keep_client: bool,
     (started, queue_ms): (Instant, u32),
+    rec: &mut LogRecord,
 ) -> Outcome {
     let server_close =
         be.conn_mode != HttpConnMode::KeepAlive || fe.conn_mode != HttpConnMode::KeepAlive;
@@ -307,6 +317,8 @@ async fn exchange(
                         add(&server.counters.econ, 1);
                         add(&rows.be.econ, 1);
                         if attempts_left == 0 {
+                            rec.retries = be.retries;
+                            rec.term(b'S', b'C');
                             rows.each(|c| c.count_status(503));
                             return send_error(
                                 client,
@@ -339,6 +351,7 @@ async fn exchange(
                 continue;
             }
             let _ = e;
+            rec.term(b'S', b'H');
             add(&rows.be.eresp, 1);
             add(&server.counters.eresp, 1);
             rows.each(|c| c.count_status(502));
@@ -385,12 +398,18 @@ async fn exchange(
                         };
                         if matches!(e, RelayError::Framing(_)) {
                             add(&fe.state.counters.ereq, 1);
+                            rec.term(b'P', b'D');
+                        } else if code == 408 {
+                            rec.term(b'c', b'D');
+                        } else {
+                            rec.term(b'C', b'D');
                         }
                         rows.each(|c| c.count_status(code));
                         return send_error(client, code, fe, false).await;
                     }
                     add(&rows.be.srv_abrt, 1);
                     add(&server.counters.srv_abrt, 1);
+                    rec.term(b'S', b'D');
                     rows.each(|c| c.count_status(502));
                     return send_error(client, 502, fe, false).await;
                 }
@@ -403,6 +422,7 @@ async fn exchange(
                 Err(_) => {
                     add(&rows.be.eresp, 1);
                     add(&server.counters.eresp, 1);
+                    rec.term(b'P', b'H');
                     rows.each(|c| c.count_status(502));
                     return send_error(client, 502, fe, keep_client).await;
                 }
@@ -414,12 +434,14 @@ async fn exchange(
                 continue;
             }
             Err(HeadError::Timeout) => {
+                rec.term(b's', b'H');
                 add(&rows.be.eresp, 1);
                 add(&server.counters.eresp, 1);
                 rows.each(|c| c.count_status(504));
                 return send_error(client, 504, fe, keep_client).await;
             }
             Err(_) => {
+                rec.term(b'S', b'H');
                 add(&rows.be.eresp, 1);
                 add(&server.counters.eresp, 1);
                 add(&rows.be.srv_abrt, 1);
@@ -430,6 +452,9 @@ async fn exchange(
         }
     };
 
+    rec.t_connect = connect_ms as i64;
+    rec.t_resp = response_ms as i64;
+    rec.retries = be.retries - attempts_left;
     let mut out = relay_response(
         fe,
         be,
@@ -441,6 +466,7 @@ async fn exchange(
         keep_client,
         &pool,
         server_close,
+        rec,
     )
     .await;
     out.body_in = body_in;
@@ -465,6 +491,7 @@ async fn relay_response(
     keep_client: bool,
     pool: &crate::backend::Pool,
     server_close: bool,
+    rec: &mut LogRecord,
 ) -> Outcome {
     let mut bytes_out = 0u64;
     // Interim 1xx answers are relayed as they come, then the final one.
@@ -474,6 +501,7 @@ async fn relay_response(
             .await
             .is_err()
         {
+            rec.term(b'C', b'H');
             return Outcome {
                 status: None,
                 keep_client: false,
@@ -486,11 +514,13 @@ async fn relay_response(
             Ok(raw) => match Head::parse_response(raw) {
                 Ok(r) => r,
                 Err(_) => {
+                    rec.term(b'P', b'H');
                     rows.each(|c| add(&c.eresp, 1));
                     return send_error(client, 502, fe, keep_client).await;
                 }
             },
             Err(_) => {
+                rec.term(b'S', b'H');
                 rows.each(|c| add(&c.eresp, 1));
                 return send_error(client, 502, fe, keep_client).await;
             }
@@ -500,6 +530,7 @@ async fn relay_response(
     // A 101 opens a tunnel only for a request that asked for an upgrade;
     // an unsolicited one would let the client's next bytes bypass parsing.
     if status == 101 && !req.requests_upgrade() {
+        rec.term(b'P', b'H');
         rows.each(|c| add(&c.eresp, 1));
         rows.each(|c| c.count_status(502));
         return send_error(client, 502, fe, keep_client).await;
@@ -544,6 +575,7 @@ async fn relay_response(
     let body = match resp.response_body(req.method()) {
         Ok(b) => b,
         Err(_) => {
+            rec.term(b'P', b'H');
             add(&rows.be.eresp, 1);
             add(&rows.srv.eresp, 1);
             return send_error(client, 502, fe, keep_client).await;
@@ -552,6 +584,7 @@ async fn relay_response(
     let keep = keep_client && body != BodyKind::UntilClose;
     let mut head = downstream_head(&resp, body, keep, client_minor(req));
     let head_len = head.len() as u64;
+    rec.log_early(fe, status, bytes_out + head_len, req);
     let relayed = io::relay_message(
         &mut head,
         &mut upstream,
@@ -572,13 +605,23 @@ async fn relay_response(
                 if !head.is_empty() {
                     // Bad from its first body bytes: nothing was sent to
                     // the client yet, which gets a 502 instead.
+                    rec.term(b'P', b'H');
                     return send_error(client, 502, fe, keep_client).await;
                 }
             }
             if e.source_side() {
+                rec.term(
+                    if matches!(e, RelayError::ReadTimeout) {
+                        b's'
+                    } else {
+                        b'S'
+                    },
+                    b'D',
+                );
                 add(&rows.be.srv_abrt, 1);
                 add(&rows.srv.srv_abrt, 1);
             } else {
+                rec.term(b'C', b'D');
                 add(&rows.be.cli_abrt, 1);
                 add(&rows.srv.cli_abrt, 1);
             }

@@ -19,6 +19,7 @@ use super::park;
 use crate::acl::eval::RequestView;
 use crate::config::model::{HttpConnMode, HttpRequestAction, StatsPage};
 use crate::listener::ClientConn;
+use crate::log::{LogRecord, SrvName};
 use crate::routing::{BackendRt, FrontendRt};
 use crate::runtime::Runtime;
 
@@ -151,30 +152,57 @@ async fn handle_request(
         return false;
     };
     let fc = &fe.state.counters;
+    // The access log: decided once per request; without a log target the
+    // record is a few plain stores and nothing is formatted.
+    let mut rec = LogRecord::new(fe.log.is_some());
+    if rec.enabled() {
+        rec.set_addrs(peer, conn.stream.local_addr().ok());
+        if first {
+            crate::log::emit_connect(&fe, peer, rec.local);
+        }
+    }
     let head_timeout = fe.timeouts.http_request.or(fe.timeouts.client);
     let raw = match conn.read_head(fe.max_head, head_timeout).await {
         Ok(raw) => raw,
-        Err(HeadError::Closed) => return false,
+        Err(HeadError::Closed) => {
+            // A client leaving between requests is normal; one that never
+            // sent a whole request is logged as HAProxy does (CR--, 400).
+            if first || !conn.buf.is_empty() {
+                rec.null = conn.buf.is_empty();
+                rec.term(b'C', b'R');
+                rec.status = 400;
+                log_end(&fe, &mut rec, None, None);
+            }
+            return false;
+        }
         Err(HeadError::Timeout) => {
             if conn.buf.is_empty() && !first {
                 return false;
             }
+            rec.term(b'c', b'R');
             if conn.buf.is_empty() {
                 // Nothing at all was sent: close without a word, as HAProxy.
+                rec.null = true;
+                rec.status = 408;
+                log_end(&fe, &mut rec, None, None);
                 return false;
             }
             fc.ereq.fetch_add(1, Relaxed);
             let out = forward::send_error(conn, 408, &fe, false).await;
             account(rt, &fe, &out);
+            log_end(&fe, &mut rec, Some(&out), None);
             return false;
         }
         Err(_) => {
             fc.ereq.fetch_add(1, Relaxed);
             let out = forward::send_error(conn, 400, &fe, false).await;
             account(rt, &fe, &out);
+            rec.term(b'P', b'R');
+            log_end(&fe, &mut rec, Some(&out), None);
             return false;
         }
     };
+    rec.head_received();
     fc.count_request();
     rt.count_request();
     let head_len = raw.len() as u64;
@@ -195,6 +223,9 @@ async fn handle_request(
             fc.ereq.fetch_add(1, Relaxed);
             let out = forward::send_error(conn, e.request_status(), &fe, false).await;
             account(rt, &fe, &out);
+            rec.t_req = -1;
+            rec.term(b'P', b'R');
+            log_end(&fe, &mut rec, Some(&out), None);
             return false;
         }
     };
@@ -204,9 +235,26 @@ async fn handle_request(
     let keep_client =
         head.wants_keep_alive() && fe.conn_mode != HttpConnMode::Close && !smuggling_risk;
 
-    let out = route(rt, &fe, &head, body, conn, peer, keep_client).await;
+    let out = route(rt, &fe, &head, body, conn, peer, keep_client, &mut rec).await;
     account(rt, &fe, &out);
+    log_end(&fe, &mut rec, Some(&out), Some(&head));
     out.keep_client
+}
+
+/// Completes the access log record with the outcome and emits it, when
+/// the frontend logs.
+fn log_end(fe: &FrontendRt, rec: &mut LogRecord, out: Option<&Outcome>, head: Option<&Head>) {
+    if !rec.enabled() {
+        return;
+    }
+    if let Some(out) = out {
+        if let Some(s) = out.status {
+            rec.status = s as i64;
+        }
+        rec.bytes_out = out.bytes_out;
+        rec.bytes_in = out.body_in + head.map_or(0, |h| h.raw.len() as u64);
+    }
+    crate::log::emit(fe, rec, head, false);
 }
 
 fn add(c: &AtomicU64, n: u64) {
@@ -223,6 +271,7 @@ fn account(rt: &Runtime, fe: &FrontendRt, out: &Outcome) {
     add(&rt.process.bytes_out, out.bytes_out);
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn route(
     rt: &Runtime,
     fe: &Arc<FrontendRt>,
@@ -231,6 +280,7 @@ async fn route(
     conn: &mut BufConn,
     peer: SocketAddr,
     keep: bool,
+    rec: &mut LogRecord,
 ) -> Outcome {
     let view = View {
         head,
@@ -243,6 +293,7 @@ async fn route(
     if let Some(page) = &fe.stats
         && let Some(out) = stats_page(rt, page, head, conn, keep_local, fe).await
     {
+        stats_logged(rec);
         return out;
     }
     for (action, cond) in &fe.http_request {
@@ -258,6 +309,7 @@ async fn route(
                 body: text,
             } => {
                 fe.state.counters.intercepted.fetch_add(1, Relaxed);
+                rec.term(b'L', b'R');
                 return local_response(
                     conn,
                     *status,
@@ -270,6 +322,7 @@ async fn route(
             }
             HttpRequestAction::Deny { status } => {
                 fe.state.counters.dreq.fetch_add(1, Relaxed);
+                rec.term(b'P', b'R');
                 return deny(conn, *status, fe, keep_local).await;
             }
         }
@@ -281,15 +334,27 @@ async fn route(
         .map(|(b, _)| b)
         .or(fe.default_backend.as_ref());
     let Some(be) = backend else {
+        rec.term(b'S', b'C');
         return forward::send_error(conn, 503, fe, keep_local).await;
     };
+    rec.to_backend(be);
     if let Some(page) = &be.stats
         && fe.stats.as_ref() != Some(page)
         && let Some(out) = stats_page(rt, page, head, conn, keep_local, fe).await
     {
+        stats_logged(rec);
         return out;
     }
-    forward::forward(fe, be, head, body, conn, keep).await
+    forward::forward(fe, be, head, body, conn, keep, rec).await
+}
+
+/// The stats page answered: `<STATS>`, `LR--`, all timers 0 (HAProxy).
+fn stats_logged(rec: &mut LogRecord) {
+    rec.server = SrvName::Stats;
+    rec.term(b'L', b'R');
+    rec.t_queue = 0;
+    rec.t_connect = 0;
+    rec.t_resp = 0;
 }
 
 async fn stats_page(

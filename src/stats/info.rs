@@ -116,13 +116,11 @@ pub fn info_fields(rt: &Runtime, snap: &Snapshot) -> Vec<(&'static str, String)>
     put("Jobs", (conns + listeners as u64).to_string());
     put("Unstoppable Jobs", zero.clone());
     put("Listeners", listeners.to_string());
-    for k in [
-        "ActivePeers",
-        "ConnectedPeers",
-        "DroppedLogs",
-        "BusyPolling",
-        "FailedResolutions",
-    ] {
+    for k in ["ActivePeers", "ConnectedPeers"] {
+        put(k, zero.clone());
+    }
+    put("DroppedLogs", crate::log::dropped().to_string());
+    for k in ["BusyPolling", "FailedResolutions"] {
         put(k, zero.clone());
     }
     put("TotalBytesOut", p.bytes_out.load(Relaxed).to_string());

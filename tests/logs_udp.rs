@@ -1,0 +1,426 @@
+//! Access and event logs over UDP, compared line by line with HAProxy
+//! 2.6's formats (reference §4). Each expectation is a mask: `{…}` stands
+//! for a variable part (dates, ports, pids, timers that depend on the
+//! machine, byte counts that depend on the backend's headers); everything
+//! else must match to the byte. Every mask is also checked against the
+//! line real HAProxy 2.6.12 sent for the same request (captured with
+//! `tests/oracle/logs_oracle.sh`), so the masks cannot drift from
+//! HAProxy's format.
+
+mod support;
+
+use std::net::UdpSocket;
+use std::time::{Duration, Instant};
+
+use support::*;
+
+/// Does `line` match `mask`, where each `{...}` matches any run of
+/// characters (possibly empty)?
+fn matches(mask: &str, line: &str) -> bool {
+    fn go(m: &[u8], l: &[u8]) -> bool {
+        match m.first() {
+            None => l.is_empty(),
+            Some(b'{') => {
+                let close = m.iter().position(|&c| c == b'}').expect("unclosed {");
+                let rest = &m[close + 1..];
+                (0..=l.len()).any(|i| go(rest, &l[i..]))
+            }
+            Some(&c) => l.first() == Some(&c) && go(&m[1..], &l[1..]),
+        }
+    }
+    go(mask.as_bytes(), line.as_bytes())
+}
+
+fn assert_line(mask: &str, line: &str) {
+    assert!(
+        matches(mask, line),
+        "log line does not match HAProxy's format\n mask: {mask:?}\n line: {line:?}"
+    );
+}
+
+/// A UDP syslog listener on 127.0.0.1.
+struct Syslog {
+    sock: UdpSocket,
+}
+
+impl Syslog {
+    fn new() -> Syslog {
+        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        sock.set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
+        Syslog { sock }
+    }
+    fn addr(&self) -> String {
+        self.sock.local_addr().unwrap().to_string()
+    }
+    /// Waits for `n` datagrams (at most 10 s), returns them as text.
+    fn take(&self, n: usize) -> Vec<String> {
+        let end = Instant::now() + Duration::from_secs(10);
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 70000];
+        while out.len() < n && Instant::now() < end {
+            if let Ok(len) = self.sock.recv(&mut buf) {
+                out.push(String::from_utf8_lossy(&buf[..len]).into_owned());
+            }
+        }
+        assert_eq!(out.len(), n, "expected {n} log lines, got {out:#?}");
+        out
+    }
+    /// Collects lines until each mask of `want` matched one (at most
+    /// 10 s); returns all lines seen.
+    fn until(&self, want: &[&str]) -> Vec<String> {
+        let end = Instant::now() + Duration::from_secs(10);
+        let mut out: Vec<String> = Vec::new();
+        let mut buf = vec![0u8; 70000];
+        while !want.iter().all(|m| out.iter().any(|l| matches(m, l))) {
+            assert!(Instant::now() < end, "missing {want:#?} in {out:#?}");
+            if let Ok(len) = self.sock.recv(&mut buf) {
+                out.push(String::from_utf8_lossy(&buf[..len]).into_owned());
+            }
+        }
+        out
+    }
+
+    /// Nothing more arrives within `d`.
+    fn quiet(&self, d: Duration) -> Vec<String> {
+        let end = Instant::now() + d;
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 70000];
+        while Instant::now() < end {
+            if let Ok(len) = self.sock.recv(&mut buf) {
+                out.push(String::from_utf8_lossy(&buf[..len]).into_owned());
+            }
+        }
+        out
+    }
+}
+
+/// Lines real HAProxy 2.6.12 sent (`log 127.0.0.1:17514 local0`, frontend
+/// `fe` with `option httplog`), used to check the masks.
+const HAPROXY: &[&str] = &[
+    "<134>Nov 30 06:24:27 haproxy[16199]: 127.0.0.1:57682 [30/Nov/2026:06:24:26.069] fe be/s1 0/0/1002/19/1021 404 500 - - ---- 1/1/0/0/1 0/0 \"GET /x?y=1 HTTP/1.1\"\n",
+    "<134>Nov 30 06:24:27 haproxy[16199]: 127.0.0.1:57692 [30/Nov/2026:06:24:27.108] fe fe/<NOSRV> 0/-1/-1/-1/0 200 73 - - LR-- 1/1/0/0/0 0/0 \"GET /ret HTTP/1.1\"\n",
+    "<134>Nov 30 06:24:27 haproxy[16199]: 127.0.0.1:57698 [30/Nov/2026:06:24:27.121] fe fe/<NOSRV> 0/-1/-1/-1/0 403 192 - - PR-- 1/1/0/0/0 0/0 \"GET /deny HTTP/1.1\"\n",
+    "<134>Nov 30 06:24:27 haproxy[16199]: 127.0.0.1:57712 [30/Nov/2026:06:24:27.130] fe nosrv/<NOSRV> 0/-1/-1/-1/0 503 217 - - SC-- 1/1/0/0/0 0/0 \"GET /nosrv HTTP/1.1\"\n",
+    "<134>Nov 30 06:24:44 haproxy[18863]: 127.0.0.1:43110 [30/Nov/2026:06:24:44.132] fe fe/<NOSRV> -1/-1/-1/-1/0 400 0 - - PR-- 1/1/0/0/0 0/0 \"<BADREQ>\"\n",
+    "<134>Nov 30 06:24:45 haproxy[18863]: 127.0.0.1:43126 [30/Nov/2026:06:24:44.633] fe fe/<NOSRV> -1/-1/-1/-1/1001 408 0 - - cR-- 1/1/0/0/0 0/0 \"<BADREQ>\"\n",
+    "<134>Nov 30 06:24:27 haproxy[16199]: 127.0.0.1:47544 [30/Nov/2026:06:24:27.189] stats stats/<STATS> 0/0/0/0/0 200 39970 - - LR-- 1/1/0/0/0 0/0 \"GET /st HTTP/1.1\"\n",
+    "<134>Nov 30 06:24:27 haproxy[16199]: 127.0.0.1 - - [30/Nov/2026:06:24:27 +0000] \"GET /x?y=1 HTTP/1.1\" 404 500 \"\" \"\" 47504 152 \"clffe\" \"be\" \"s1\" 0 0 0 1 1 ---- 1 1 0 0 0 0 0 \"\" \"\" \n",
+    "<129>Nov 30 06:24:43 haproxy[18863]: Server nosrv/d1 is DOWN, reason: Layer4 connection problem, info: \"Connection refused\", check duration: 0ms. 0 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue.\n",
+    "<128>Nov 30 06:24:43 haproxy[18863]: backend nosrv has no server available!\n",
+    "<134>Nov 30 06:35:17 haproxy[23027]: 127.0.0.1:52890 [30/Nov/2026:06:35:17.093] fe fe/<NOSRV> -1/-1/-1/-1/0 400 0 - - CR-- 1/1/0/0/0 0/0 \"<BADREQ>\"\n",
+];
+
+const HDR: &str = "{mon} {day} {hh}:{mm}:{ss} {tag}[{pid}]: ";
+
+fn mask(pri: u32, body: &str) -> String {
+    format!("<{pri}>{HDR}{body}\n")
+}
+
+/// Each mask matches one real HAProxy line.
+#[test]
+fn masks_match_haproxy_lines() {
+    for (i, m) in masks().iter().enumerate() {
+        assert_line(m, HAPROXY[i]);
+    }
+}
+
+fn masks() -> Vec<String> {
+    let ts = "[{d}/{M}/{y}:{h}:{m}:{s}.{ms}]";
+    vec![
+        mask(
+            134,
+            &format!(
+                "127.0.0.1:{{p}} {ts} fe be/s1 {{TR}}/{{Tw}}/{{tc}}/{{tr}}/{{ta}} 404 {{b}} - - ---- 1/1/0/0/{{rc}} 0/0 \"GET /x?y=1 HTTP/1.1\""
+            ),
+        ),
+        mask(
+            134,
+            &format!(
+                "127.0.0.1:{{p}} {ts} fe fe/<NOSRV> {{TR}}/-1/-1/-1/{{ta}} 200 {{b}} - - LR-- 1/1/0/0/0 0/0 \"GET /ret HTTP/1.1\""
+            ),
+        ),
+        mask(
+            134,
+            &format!(
+                "127.0.0.1:{{p}} {ts} fe fe/<NOSRV> {{TR}}/-1/-1/-1/{{ta}} 403 {{b}} - - PR-- 1/1/0/0/0 0/0 \"GET /deny HTTP/1.1\""
+            ),
+        ),
+        mask(
+            134,
+            &format!(
+                "127.0.0.1:{{p}} {ts} fe nosrv/<NOSRV> {{TR}}/-1/-1/-1/{{ta}} 503 {{b}} - - SC-- 1/1/0/0/0 0/0 \"GET /nosrv HTTP/1.1\""
+            ),
+        ),
+        mask(
+            134,
+            &format!(
+                "127.0.0.1:{{p}} {ts} fe fe/<NOSRV> -1/-1/-1/-1/{{ta}} 400 {{b}} - - PR-- 1/1/0/0/0 0/0 \"<BADREQ>\""
+            ),
+        ),
+        mask(
+            134,
+            &format!(
+                "127.0.0.1:{{p}} {ts} fe fe/<NOSRV> -1/-1/-1/-1/10{{ta}} 408 0 - - cR-- 1/1/0/0/0 0/0 \"<BADREQ>\""
+            ),
+        ),
+        mask(
+            134,
+            &format!(
+                "127.0.0.1:{{p}} {ts} stats stats/<STATS> {{TR}}/0/0/0/{{ta}} 200 {{b}} - - LR-- 1/1/0/0/0 0/0 \"GET /st HTTP/1.1\""
+            ),
+        ),
+        mask(
+            134,
+            "127.0.0.1 - - [{d}/{M}/{y}:{h}:{m}:{s} +0000] \"GET /x?y=1 HTTP/1.1\" 404 {b} \"\" \"\" {p} {ms} \"clffe\" \"be\" \"s1\" {TR} {Tw} {tc} {tr} {ta} ---- {ac} 1 0 0 0 0 0 \"\" \"\" ",
+        ),
+        mask(
+            129,
+            "Server nosrv/d1 is DOWN, reason: Layer4 connection problem, info: \"Connection refused\", check duration: {ms}ms.{rest}",
+        ),
+        mask(128, "backend nosrv has no server available!"),
+        // A connection closed before sending anything (the harness's
+        // readiness probes do that).
+        mask(
+            134,
+            &format!(
+                "127.0.0.1:{{p}} {ts} {{fe}} {{fe}}/<NOSRV> -1/-1/-1/-1/{{ta}} 400 0 - - CR-- {{ac}}/{{fc}}/0/0/0 0/0 \"<BADREQ>\""
+            ),
+        ),
+    ]
+}
+
+fn config(log: &str, be: &Backend, dead: u16, fe_port: u16, clf_port: u16, st_port: u16) -> String {
+    format!(
+        "global
+    log {log} local0
+
+defaults
+    mode http
+    log global
+    timeout client 5s
+    timeout server 5s
+    timeout connect 1s
+    timeout http-request 1s
+
+frontend fe
+    bind 127.0.0.1:{fe_port}
+    option httplog
+    http-request return status 200 content-type text/plain string ok if {{ path /ret }}
+    http-request deny if {{ path /deny }}
+    use_backend nosrv if {{ path /nosrv }}
+    default_backend be
+
+frontend clffe
+    bind 127.0.0.1:{clf_port}
+    option httplog clf
+    default_backend be
+
+listen stats
+    bind 127.0.0.1:{st_port}
+    option httplog
+    stats enable
+    stats uri /st
+
+backend be
+    server s1 {be}
+
+backend nosrv
+    server d1 127.0.0.1:{dead} check inter 100ms fall 1
+",
+        be = be.hostport()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn httplog_lines_match_haproxy() {
+    let syslog = Syslog::new();
+    let be = Backend::start("s1").await;
+    let [fe, clf, st, dead]: [u16; 4] = free_ports(4).try_into().unwrap();
+    let _sluice = Sluice::start(&config(&syslog.addr(), &be, dead, fe, clf, st));
+    let mut m = masks();
+    // HAProxy's oracle backend answered 404 to /x, the test backend 200.
+    m[0] = m[0].replace(" 404 ", " 200 ");
+    m[7] = m[7].replace(" 404 ", " 200 ");
+    // The check finds d1 dead: its DOWN event, then "no server available";
+    // the harness's readiness probes (connect, close) are logged CR--.
+    let mut seen = syslog.until(&[&m[8], &m[9]]);
+    seen.extend(syslog.quiet(Duration::from_millis(200)));
+    for l in &seen {
+        assert!(
+            [&m[8], &m[9], &m[10]].iter().any(|m| matches(m, l)) || l.contains(" CR-- "),
+            "unexpected line {l:?}"
+        );
+        assert!(l.contains(" sluice["), "default tag is sluice: {l}");
+    }
+    let down = seen.iter().position(|l| matches(&m[8], l)).unwrap();
+    let none = seen.iter().position(|l| matches(&m[9], l)).unwrap();
+    assert!(down < none, "{seen:#?}");
+
+    let addr = |p: u16| format!("127.0.0.1:{p}").parse().unwrap();
+    get(addr(fe), "/x?y=1").await;
+    assert_line(&m[0], &syslog.take(1)[0]);
+    get(addr(fe), "/ret").await;
+    assert_line(&m[1], &syslog.take(1)[0]);
+    get(addr(fe), "/deny").await;
+    assert_line(&m[2], &syslog.take(1)[0]);
+    get(addr(fe), "/nosrv").await;
+    assert_line(&m[3], &syslog.take(1)[0]);
+    let mut c = HttpConn::connect(addr(fe)).await;
+    let _ = c.raw(b"GARBAGE\r\n\r\n", false).await;
+    assert_line(&m[4], &syslog.take(1)[0]);
+    // Connected, silent: 408 after timeout http-request, nothing sent.
+    let silent = tokio::net::TcpStream::connect(addr(fe)).await.unwrap();
+    let line = syslog.take(1).remove(0);
+    assert_line(&m[5], &line);
+    drop(silent);
+    get(addr(st), "/st").await;
+    assert_line(&m[6], &syslog.take(1)[0]);
+    get(addr(clf), "/x?y=1").await;
+    assert_line(&m[7], &syslog.take(1)[0]);
+
+    // Keep-alive: one line per request, same client port.
+    let mut c = HttpConn::connect(addr(fe)).await;
+    c.get("/ret").await;
+    c.get("/x?y=1").await;
+    let two = syslog.take(2);
+    assert_line(&m[1], &two[0]);
+    assert_line(&m[0], &two[1]);
+    let port = |l: &str| l.split(' ').nth(4).map(|s| s.to_string());
+    assert_eq!(port(&two[0]), port(&two[1]));
+}
+
+/// Formats of the `log` line and severities: rfc5424 with `len`, raw,
+/// short, priority; `log-separate-errors` raises errors to `err`;
+/// `dontlognull` hides connections that sent nothing; `log-tag`;
+/// `log-format` with the common variables and fetches; `no log`.
+#[tokio::test(flavor = "multi_thread")]
+async fn formats_options_and_log_format() {
+    let s5424 = Syslog::new();
+    let raw = Syslog::new();
+    let short = Syslog::new();
+    let prio = Syslog::new();
+    let be = Backend::start("s1").await;
+    let [p1, p2, p3, p4]: [u16; 4] = free_ports(4).try_into().unwrap();
+    let cfg = format!(
+        "global
+    log {a} len 100 format rfc5424 local1 info
+    log {b} format raw local0
+    log {c} format short local0
+    log {d} format priority local0 notice
+    log-tag edge
+
+defaults
+    mode http
+    log global
+    timeout client 5s
+    timeout server 5s
+    timeout connect 1s
+    timeout http-request 300ms
+
+frontend fe
+    bind 127.0.0.1:{p1}
+    option httplog
+    option log-separate-errors
+    option dontlognull
+    http-request deny if {{ path /deny }}
+    default_backend be
+
+frontend fmt
+    bind 127.0.0.1:{p2}
+    log-format \"%ci:%cp %{{+Q}}r %ST %{{+Q}}[src] %[req.hdr(host),lower] %b %s %HM %HU %HP %HV %trg %U %ts %fi %fp %si %sp %ID %%\"
+    default_backend be
+
+frontend quiet
+    bind 127.0.0.1:{p3}
+    no log
+    option httplog
+    default_backend be
+
+frontend tagged
+    bind 127.0.0.1:{p4}
+    log-tag fe-tag
+    option httplog
+    default_backend be
+
+backend be
+    server s1 {be}
+",
+        a = s5424.addr(),
+        b = raw.addr(),
+        c = short.addr(),
+        d = prio.addr(),
+        be = be.hostport()
+    );
+    let _sluice = Sluice::start(&cfg);
+    let addr = |p: u16| format!("127.0.0.1:{p}").parse().unwrap();
+    // Readiness probes: p1 has dontlognull, the others log them (CR--).
+    for l in raw.quiet(Duration::from_millis(300)) {
+        assert!(l.contains("CR--") || l.contains("\"<BADREQ>\" 400"), "{l}");
+        assert!(!l.contains(" fe fe/"), "dontlognull: {l}");
+    }
+    for s in [&s5424, &short, &prio] {
+        s.quiet(Duration::from_millis(10));
+    }
+
+    get(addr(p1), "/ok").await;
+    let l = s5424.take(1).remove(0);
+    // HAProxy: `<142>1 2026-11-30T06:24:27.091901+00:00 - haproxy 16199 - - ...`
+    // cut to `len` bytes, then the line feed.
+    assert_line(
+        "<142>1 {y}-{mo}-{d}T{h}:{m}:{s}.{us}+00:00 - edge {pid} - - 127.0.0.1:{p} [{t}\n",
+        &l,
+    );
+    assert_eq!(l.len(), 101, "{l:?}");
+    let l = raw.take(1).remove(0);
+    assert_line(
+        "127.0.0.1:{p} [{t}] fe be/s1 {TR}/{Tw}/{tc}/{tr}/{ta} 200 {b} - - ---- 1/1/0/0/0 0/0 \"GET /ok HTTP/1.1\"\n",
+        &l,
+    );
+    assert_line(
+        "<6>127.0.0.1:{p} [{t}] fe be/s1 {rest}\n",
+        &short.take(1)[0],
+    );
+    // The priority target only takes notice and worse.
+    get(addr(p1), "/deny").await;
+    assert_line(
+        "<3>127.0.0.1:{p} [{t}] fe fe/<NOSRV> {rest} 403 {b} - - PR-- {rest2}\n",
+        &short.take(1)[0],
+    );
+    assert_line(
+        "<131>127.0.0.1:{p} [{t}] fe fe/<NOSRV> {rest} 403 {rest2}\n",
+        &prio.take(1)[0],
+    );
+    raw.take(1);
+    s5424.take(1);
+
+    // dontlognull: a connection that sends nothing is not logged.
+    let silent = tokio::net::TcpStream::connect(addr(p1)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    drop(silent);
+    assert!(raw.quiet(Duration::from_millis(300)).is_empty());
+
+    let mut c = HttpConn::connect(addr(p2)).await;
+    c.raw(
+        b"GET /a/b?c=d HTTP/1.1\r\nHost: WWW.Example.ORG\r\n\r\n",
+        false,
+    )
+    .await
+    .unwrap();
+    let l = raw.take(1).remove(0);
+    let want = format!(
+        "127.0.0.1:{{p}} \"GET /a/b?c=d HTTP/1.1\" 200 \"127.0.0.1\" www.example.org be s1 GET /a/b?c=d /a/b HTTP/1.1 {{d}}/{{M}}/{{y}}:{{h}}:{{m}}:{{s}} +0000 {{u}} -- 127.0.0.1 {p2} 127.0.0.1 {} - %\n",
+        be.addr.port()
+    );
+    assert_line(&want, &l);
+    s5424.take(1);
+    short.take(1);
+
+    // `no log`: nothing at all.
+    get(addr(p3), "/").await;
+    assert!(raw.quiet(Duration::from_millis(300)).is_empty());
+
+    get(addr(p4), "/").await;
+    let l = s5424.take(1).remove(0);
+    assert_line("<142>1 {date} - fe-tag {pid} - - 127.0.0.1:{rest}\n", &l);
+}
