@@ -57,6 +57,18 @@ pub struct Global {
     pub zero_warning: bool,
     /// `log` targets and `log-tag`.
     pub log: crate::log::config::GlobalLog,
+    /// `hard-stop-after <time>`: how long a soft stop (or connections of
+    /// a replaced generation) may last.
+    pub hard_stop_after: Option<Duration>,
+    /// `user` / `uid`, `group` / `gid`: dropped to after binding.
+    pub user: Option<IdSpec>,
+    pub group: Option<IdSpec>,
+    /// `chroot <dir>`.
+    pub chroot: Option<PathBuf>,
+    /// `ulimit-n <n>`.
+    pub ulimit_n: Option<u32>,
+    /// `cpu-map` lines, in order.
+    pub cpu_map: Vec<CpuMap>,
     /// `tune.bufsize` (default 16384) and `tune.maxrewrite` (default 1024):
     /// a message head may use the buffer minus the rewrite reserve.
     pub tune_bufsize: Option<u32>,
@@ -77,6 +89,23 @@ impl Global {
             .min(bufsize / 2);
         (bufsize - rewrite) as usize
     }
+}
+
+/// A user or group, by name (resolved at start-up) or by number.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdSpec {
+    Name(String),
+    Id(u32),
+}
+
+/// One `cpu-map [auto:]<group>[/<threads>] <cpus>...` line: which threads
+/// (1-based; `None` = all) get which CPUs; with `auto`, the threads and
+/// CPUs are paired one to one in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuMap {
+    pub auto: bool,
+    pub threads: Option<Vec<u32>>,
+    pub cpus: Vec<usize>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
@@ -107,6 +136,9 @@ pub struct StatsSocket {
     /// Set for TCP sockets (`ipv4@host:port`, `ipv6@...`); `path` then
     /// holds the address as written.
     pub tcp: Option<SocketAddr>,
+    /// `expose-fd listeners`: the listening sockets can be taken over by a
+    /// new process started with `-x <this socket>`.
+    pub expose_fd: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -726,6 +726,58 @@ impl<'r> State<'r> {
                 ),
             },
             "daemon" => self.global.daemon = true,
+            "hard-stop-after" => {
+                let v = arg.unwrap_or("");
+                match parse_time(v) {
+                    Ok(d) => self.global.hard_stop_after = Some(d),
+                    Err(e) => self.alert(loc, time_error_message("hard-stop-after", v, &e)),
+                }
+            }
+            "user" | "group" => match arg.filter(|a| !a.is_empty()) {
+                Some(n) => {
+                    let spec = Some(IdSpec::Name(n.to_string()));
+                    if k == "user" {
+                        self.global.user = spec;
+                    } else {
+                        self.global.group = spec;
+                    }
+                }
+                None => self.alert(loc, format!("'{k}' expects a {k} name as an argument.")),
+            },
+            "uid" | "gid" => match arg.and_then(parse_u32) {
+                Some(n) => {
+                    if k == "uid" {
+                        self.global.user = Some(IdSpec::Id(n));
+                    } else {
+                        self.global.group = Some(IdSpec::Id(n));
+                    }
+                }
+                None => self.alert(
+                    loc,
+                    format!(
+                        "'{k}' expects an integer argument (got '{}').",
+                        arg.unwrap_or("")
+                    ),
+                ),
+            },
+            "chroot" => match arg.filter(|a| !a.is_empty()) {
+                Some(d) => self.global.chroot = Some(PathBuf::from(d)),
+                None => self.alert(loc, "'chroot' expects a directory as an argument."),
+            },
+            "ulimit-n" => match arg.and_then(parse_u32).filter(|n| *n > 0) {
+                Some(n) => self.global.ulimit_n = Some(n),
+                None => self.alert(
+                    loc,
+                    format!(
+                        "'ulimit-n' expects a positive integer argument (got '{}').",
+                        arg.unwrap_or("")
+                    ),
+                ),
+            },
+            "cpu-map" => match parse_cpu_map(&words[1..]) {
+                Ok(m) => self.global.cpu_map.push(m),
+                Err(e) => self.alert(loc, format!("cpu-map: {e}")),
+            },
             "zero-warning" => self.global.zero_warning = true,
             "pidfile" => match arg.filter(|a| !a.is_empty()) {
                 Some(p) => self.global.pidfile = Some(PathBuf::from(p)),
@@ -802,6 +854,7 @@ impl<'r> State<'r> {
             level: CliLevel::default(),
             loc: loc.clone(),
             tcp: None,
+            expose_fd: false,
         };
         if let Some(path) = target.strip_prefix("unix@") {
             sock.path = PathBuf::from(path);
@@ -860,6 +913,14 @@ impl<'r> State<'r> {
                             );
                         }
                     }
+                }
+                "expose-fd" if val == Some("listeners") => sock.expose_fd = true,
+                "expose-fd" => {
+                    ok = false;
+                    self.alert(
+                        loc,
+                        "'stats socket' : 'expose-fd' only supports 'listeners'.",
+                    );
                 }
                 other if kw::BIND_UNSUPPORTED.contains(&other) => {
                     ok = false;
@@ -1902,5 +1963,91 @@ pub fn type_str(kind: ProxyKind) -> &'static str {
         ProxyKind::Frontend => "frontend",
         ProxyKind::Backend => "backend",
         ProxyKind::Listen => "listener",
+    }
+}
+
+/// `cpu-map [auto:]<group>[/<threads>] <cpus>...` (HAProxy 2.6 syntax;
+/// sluice has one thread group, so the group is `1`, `all`, `odd` or
+/// `even` only as far as they include 1).
+pub(crate) fn parse_cpu_map(args: &[String]) -> Result<CpuMap, String> {
+    let Some(first) = args.first() else {
+        return Err("expects a thread group and a CPU set.".to_string());
+    };
+    let (auto, spec) = match first.strip_prefix("auto:") {
+        Some(rest) => (true, rest),
+        None => (false, first.as_str()),
+    };
+    let (group, threads) = match spec.split_once('/') {
+        Some((g, t)) => (g, Some(t)),
+        None => (spec, None),
+    };
+    let group_ok = match group {
+        "all" | "odd" | "1" => true,
+        g => parse_set(g).is_ok_and(|s| s.contains(&1)),
+    };
+    if !group_ok {
+        return Err(format!(
+            "invalid thread group '{group}' (sluice has a single thread group, '1')."
+        ));
+    }
+    let threads = match threads {
+        None | Some("all") => None,
+        Some(t) => Some(
+            parse_set(t)
+                .map_err(|e| format!("invalid thread set '{t}': {e}"))?
+                .into_iter()
+                .map(|n| n as u32)
+                .filter(|n| *n > 0)
+                .collect::<Vec<_>>(),
+        ),
+    };
+    if args.len() < 2 {
+        return Err("expects a CPU set after the thread set.".to_string());
+    }
+    let mut cpus = Vec::new();
+    for a in &args[1..] {
+        for part in a.split(',') {
+            cpus.extend(parse_set(part).map_err(|e| format!("invalid CPU set '{a}': {e}"))?);
+        }
+    }
+    if auto
+        && let Some(t) = &threads
+        && t.len() != cpus.len()
+    {
+        return Err(format!(
+            "'auto:' needs as many CPUs as threads ({} threads, {} CPUs).",
+            t.len(),
+            cpus.len()
+        ));
+    }
+    Ok(CpuMap {
+        auto,
+        threads,
+        cpus,
+    })
+}
+
+/// `n`, `n-m`, `odd`, `even` (odd/even over 1..=64).
+fn parse_set(s: &str) -> Result<Vec<usize>, String> {
+    match s {
+        "odd" => return Ok((1..=64).step_by(2).collect()),
+        "even" => return Ok((2..=64).step_by(2).collect()),
+        _ => {}
+    }
+    let num = |x: &str| {
+        x.parse::<usize>()
+            .ok()
+            .filter(|n| *n < 1024)
+            .ok_or_else(|| format!("'{x}' is not a number below 1024"))
+    };
+    match s.split_once('-') {
+        Some((a, b)) => {
+            let (a, b) = (num(a)?, num(b)?);
+            if a > b {
+                return Err(format!("range {a}-{b} is reversed"));
+            }
+            Ok((a..=b).collect())
+        }
+        None => Ok(vec![num(s)?]),
     }
 }

@@ -254,7 +254,7 @@ fn sections_and_capabilities() {
     let text = "global
     stats socket /run/s.sock mode 600 level admin
     stats socket ipv4@127.0.0.1:9999
-    stats socket /run/t.sock expose-fd listeners
+    stats socket /run/t.sock expose-fd sessions
     stats timeout 2m
     pidfile /run/x.pid
     description hello   world
@@ -291,9 +291,7 @@ frontend fe3
     let m = messages(&l);
     let has = |s: &str| m.iter().any(|x| x.contains(s));
     assert!(
-        has(
-            "parsing [s.cfg:4] : 'stats socket' : 'expose-fd' option is not supported by sluice yet"
-        ),
+        has("parsing [s.cfg:4] : 'stats socket' : 'expose-fd' only supports 'listeners'."),
         "{m:#?}"
     );
     assert!(has(
@@ -577,4 +575,64 @@ global
         ["[NOTICE]   (1) : config : parsing [c.cfg:16]: 'else'."]
     );
     assert_eq!(l.config.expect("config").global.maxconn, Some(11));
+}
+
+#[test]
+fn life_cycle_keywords() {
+    use super::model::{CpuMap, IdSpec};
+    let l = parse(
+        "g.cfg",
+        "global
+    hard-stop-after 30s
+    user nobody
+    gid 99
+    chroot /var/empty
+    ulimit-n 65536
+    cpu-map 1/all 0-1
+    cpu-map auto:1/1-2 2 3
+    stats socket /run/x.sock level admin expose-fd listeners
+frontend fe
+    bind :80
+",
+    );
+    let c = l.config.expect("valid");
+    let g = &c.global;
+    assert_eq!(g.hard_stop_after, Some(std::time::Duration::from_secs(30)));
+    assert_eq!(g.user, Some(IdSpec::Name("nobody".into())));
+    assert_eq!(g.group, Some(IdSpec::Id(99)));
+    assert_eq!(g.ulimit_n, Some(65536));
+    assert_eq!(
+        g.cpu_map,
+        vec![
+            CpuMap {
+                auto: false,
+                threads: None,
+                cpus: vec![0, 1]
+            },
+            CpuMap {
+                auto: true,
+                threads: Some(vec![1, 2]),
+                cpus: vec![2, 3]
+            },
+        ]
+    );
+    assert!(g.stats_sockets[0].expose_fd);
+    let bad = parse(
+        "b.cfg",
+        "global
+    cpu-map auto:1/1-3 0-1
+    cpu-map 2/1 0
+",
+    );
+    let m = messages(&bad);
+    assert!(
+        m.iter()
+            .any(|x| x.contains("[b.cfg:2] : cpu-map: 'auto:' needs as many CPUs as threads")),
+        "{m:#?}"
+    );
+    assert!(
+        m.iter()
+            .any(|x| x.contains("[b.cfg:3] : cpu-map: invalid thread group '2'")),
+        "{m:#?}"
+    );
 }
