@@ -18,6 +18,10 @@ const USAGE: &str = "Usage : sluice [-f <cfgfile|cfgdir>]* [ -vdVD ] [ -c ] [ -q
         -dW fails if any warning is emitted (as the global 'zero-warning')
         --dump prints the effective merged configuration on stdout (with -c)
         -p writes pids of all children to this file
+        -sf/-st [pid ]* finishes/terminates old pids once started (SIGUSR1/SIGTERM)
+        -x <unix_socket> takes the listening sockets over from an old process
+        -Ws master-worker mode with systemd notify support ; -W master-worker mode
+        -L <name> sets the local peer name (shown as 'node' when no node is set)
         -f <file|dir> adds a configuration file, the *.cfg files of a directory in byte order,
            or a split layout (global.cfg, defaults.cfg, frontend.cfg, frontend.d/, backend.d/)
 ";
@@ -36,6 +40,20 @@ pub struct Options {
     pub zero_warning: bool,
     /// `--dump`: print the effective configuration.
     pub dump: bool,
+    /// `-sf <pid>...`: old processes told to finish (SIGUSR1) once ready.
+    pub finish_pids: Vec<i32>,
+    /// `-st <pid>...`: old processes told to stop (SIGTERM) once ready.
+    pub terminate_pids: Vec<i32>,
+    /// `-x <socket>`: take the listening sockets of the process behind
+    /// this stats socket (`expose-fd listeners`).
+    pub takeover: Option<PathBuf>,
+    /// `-Ws`: systemd `Type=notify` (stays in the foreground).
+    pub systemd: bool,
+    /// `-W`: master-worker mode; sluice is one process, so this only keeps
+    /// it in the foreground.
+    pub master_worker: bool,
+    /// `-L <name>`: the local peer name.
+    pub local_peer: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -66,6 +84,25 @@ pub fn parse_args(args: &[String]) -> Result<Options, UsageError> {
             "-q" => o.quiet = true,
             "-dW" => o.zero_warning = true,
             "--dump" => o.dump = true,
+            "-sf" | "-st" => {
+                // Every following argument that is a pid.
+                let mut pids = Vec::new();
+                while let Some(p) = it.as_slice().first().and_then(|w| w.parse::<i32>().ok()) {
+                    if p > 0 {
+                        pids.push(p);
+                    }
+                    it.next();
+                }
+                if a == "-sf" {
+                    o.finish_pids.extend(pids);
+                } else {
+                    o.terminate_pids.extend(pids);
+                }
+            }
+            "-x" => o.takeover = Some(PathBuf::from(value("-x")?)),
+            "-Ws" => o.systemd = true,
+            "-W" => o.master_worker = true,
+            "-L" => o.local_peer = Some(value("-L")?),
             "-v" | "-V" => o.version = o.version.max(1),
             "-vv" => o.version = 2,
             "--" => {
@@ -175,14 +212,36 @@ pub fn main_with_args(args: &[String]) -> i32 {
     run(cfg, &opts)
 }
 
+/// A listening socket ready to serve: frontend, address, socket.
+type Bound = (Arc<str>, SocketAddr, std::net::TcpListener);
+
 /// Binds every listener (before daemonizing, so errors reach the terminal),
 /// then serves until a stop signal.
 fn run(cfg: Config, opts: &Options) -> i32 {
     let pid = std::process::id();
-    let mut bound: Vec<(Arc<str>, SocketAddr, std::net::TcpListener)> = Vec::new();
+    // Sockets handed over by an old process (-x), by address.
+    let mut taken: Vec<(SocketAddr, std::net::TcpListener)> = Vec::new();
+    if let Some(sock) = &opts.takeover {
+        match crate::takeover::fetch(sock) {
+            Ok(list) => taken = list,
+            Err(e) => warn(
+                pid,
+                &format!(
+                    "Failed to get the sockets from the old process ({}): {e}; binding them instead.",
+                    sock.display()
+                ),
+            ),
+        }
+    }
+    let mut bound: Vec<Bound> = Vec::new();
     for p in cfg.proxies.iter().filter(|p| p.kind.has_frontend()) {
         for b in &p.binds {
             for addr in &b.addrs {
+                if let Some(i) = taken.iter().position(|(a, _)| a == addr) {
+                    let (_, l) = taken.swap_remove(i);
+                    bound.push((Arc::from(p.name.as_str()), *addr, l));
+                    continue;
+                }
                 match crate::listener::bind_std(*addr) {
                     Ok(l) => bound.push((Arc::from(p.name.as_str()), *addr, l)),
                     Err(e) => {
@@ -201,18 +260,28 @@ fn run(cfg: Config, opts: &Options) -> i32 {
             }
         }
     }
-    if (opts.daemon || cfg.global.daemon)
-        && let Err(e) = crate::process::daemonize()
-    {
+    // Handed-over sockets the new configuration does not use close here.
+    drop(taken);
+    raise_fd_limit(&cfg, pid);
+    let ids = match resolve_ids(&cfg) {
+        Ok(ids) => ids,
+        Err(e) => {
+            alert(pid, &e);
+            return 1;
+        }
+    };
+    let daemon = (opts.daemon || cfg.global.daemon) && !opts.systemd && !opts.master_worker;
+    if daemon && let Err(e) = crate::process::daemonize() {
         alert(pid, &format!("cannot go to background: {e}"));
         return 1;
     }
     let pidfile = opts.pidfile.clone().or(cfg.global.pidfile.clone());
+    let my_pid = std::process::id();
     if let Some(path) = &pidfile
-        && let Err(e) = std::fs::write(path, format!("{}\n", std::process::id()))
+        && let Err(e) = std::fs::write(path, format!("{my_pid}\n"))
     {
         alert(
-            std::process::id(),
+            my_pid,
             &format!("cannot create pidfile {}: {e}", path.display()),
         );
         return 1;
@@ -223,31 +292,143 @@ fn run(cfg: Config, opts: &Options) -> i32 {
         .map(|n| n as usize)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
-        .enable_all()
-        .build()
-    {
+    let affinity = thread_cpus(&cfg.global.cpu_map, threads);
+    let started = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.worker_threads(threads).enable_all();
+    if !affinity.is_empty() {
+        // The runtime starts its workers first, so the first `threads`
+        // threads to start are the workers 1..=threads.
+        builder.on_thread_start(move || {
+            let n = started.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            if let Some(cpus) = affinity.get(&n)
+                && let Err(e) = crate::process::pin_current_thread(cpus)
+            {
+                tracing::warn!("cpu-map: thread {n}: {e}");
+            }
+        });
+    }
+    let runtime = match builder.build() {
         Ok(r) => r,
         Err(e) => {
             alert(pid, &format!("cannot start the runtime: {e}"));
             return 1;
         }
     };
-    let code = runtime.block_on(serve(cfg, opts.files.clone(), bound, threads as u32));
+    let code = runtime.block_on(serve(cfg, opts.clone(), bound, threads as u32, ids));
     if let Some(path) = &pidfile {
-        let _ = std::fs::remove_file(path);
+        // A successor (-sf) may have written its own pid there already.
+        if std::fs::read_to_string(path).is_ok_and(|t| t.trim() == my_pid.to_string()) {
+            let _ = std::fs::remove_file(path);
+        }
     }
+    // Connections still open at a hard stop are not waited for.
+    runtime.shutdown_background();
     code
+}
+
+/// `ulimit-n`, or what `maxconn` needs: two descriptors per connection
+/// (client and server side) and a margin for listeners, checks and the CLI.
+fn raise_fd_limit(cfg: &Config, pid: u32) {
+    let maxconn = cfg
+        .global
+        .maxconn
+        .unwrap_or(crate::routing::DEFAULT_MAXCONN) as u64;
+    let want = match cfg.global.ulimit_n {
+        Some(n) => n as u64,
+        None => {
+            let listeners: usize = cfg.proxies.iter().map(|p| p.binds.len()).sum();
+            let servers: usize = cfg.proxies.iter().map(|p| p.servers.len()).sum();
+            maxconn * 2 + listeners as u64 + servers as u64 + 100
+        }
+    };
+    let result = match cfg.global.ulimit_n {
+        Some(n) => crate::process::set_nofile(n as u64),
+        None => crate::process::raise_nofile(want),
+    };
+    match result {
+        Ok(got) if got < want => warn(
+            pid,
+            &format!("[sluice.main()] Cannot raise FD limit to {want}, limit is {got}."),
+        ),
+        Ok(_) => {}
+        Err(e) => warn(
+            pid,
+            &format!("[sluice.main()] Cannot raise FD limit to {want}: {e}."),
+        ),
+    }
+}
+
+/// The uid and gid to drop to, resolved before a chroot hides the user
+/// database.
+fn resolve_ids(cfg: &Config) -> Result<(Option<u32>, Option<u32>), String> {
+    use crate::config::model::IdSpec;
+    let mut gid = None;
+    let uid = match &cfg.global.user {
+        None => None,
+        Some(IdSpec::Id(u)) => Some(*u),
+        Some(IdSpec::Name(n)) => match crate::process::lookup_user(n) {
+            Some((u, g)) => {
+                gid = Some(g);
+                Some(u)
+            }
+            None => return Err(format!("[sluice.main()] Cannot find user id for '{n}'.")),
+        },
+    };
+    match &cfg.global.group {
+        None => {}
+        Some(IdSpec::Id(g)) => gid = Some(*g),
+        Some(IdSpec::Name(n)) => match crate::process::lookup_group(n) {
+            Some(g) => gid = Some(g),
+            None => return Err(format!("[sluice.main()] Cannot find group id for '{n}'.")),
+        },
+    }
+    Ok((uid, gid))
+}
+
+/// The CPUs of each worker thread (1-based) after every `cpu-map` line.
+pub fn thread_cpus(
+    maps: &[crate::config::model::CpuMap],
+    threads: usize,
+) -> std::collections::HashMap<usize, Vec<usize>> {
+    let mut out = std::collections::HashMap::new();
+    for m in maps {
+        let list: Vec<usize> = match &m.threads {
+            Some(t) => t.iter().map(|&t| t as usize).collect(),
+            None => (1..=threads).collect(),
+        };
+        for (k, t) in list.into_iter().enumerate() {
+            if t == 0 || t > threads {
+                continue;
+            }
+            let cpus = if m.auto {
+                match m.cpus.get(k) {
+                    Some(&c) => vec![c],
+                    None => continue,
+                }
+            } else {
+                m.cpus.clone()
+            };
+            out.insert(t, cpus);
+        }
+    }
+    out
+}
+
+fn warn(pid: u32, msg: &str) {
+    eprintln!("{:<10} ({pid}) : {msg}", "[WARNING]");
 }
 
 async fn serve(
     cfg: Config,
-    sources: Vec<PathBuf>,
-    bound: Vec<(Arc<str>, SocketAddr, std::net::TcpListener)>,
+    opts: Options,
+    bound: Vec<Bound>,
     threads: u32,
+    (uid, gid): (Option<u32>, Option<u32>),
 ) -> i32 {
     let pid = std::process::id();
+    // Installed first: a stop signal during start-up is not lost.
+    let mut signals = crate::process::StopSignals::install();
     crate::backend::counters::start_coarse_clock();
     let rt = Runtime::new(&cfg, threads);
     crate::log::event::attach(&rt);
@@ -272,6 +453,25 @@ async fn serve(
         }
     }
     drop(snap);
+    // Everything is bound: chroot, then drop privileges.
+    let mut sources = opts.files.clone();
+    if let Some(dir) = &cfg.global.chroot {
+        sources = sources_in_chroot(&sources, dir);
+        if let Err(e) = crate::process::chroot(dir) {
+            alert(
+                pid,
+                &format!("[sluice.main()] Cannot chroot({}): {e}.", dir.display()),
+            );
+            return 1;
+        }
+    }
+    if let Err(e) = crate::process::drop_privileges(uid, gid) {
+        alert(
+            pid,
+            &format!("[sluice.main()] Cannot drop privileges: {e}."),
+        );
+        return 1;
+    }
     let sup = match crate::reload::Supervisor::start(rt.clone(), sources, global_max, bound) {
         Ok(sup) => sup,
         Err(e) => {
@@ -279,10 +479,105 @@ async fn serve(
             return 1;
         }
     };
-    tokio::spawn(crate::reload::reload_on_signals(sup));
+    if let Some(peer) = &opts.local_peer {
+        crate::process::set_local_peer(peer);
+    }
+    tokio::spawn(crate::reload::reload_on_signals(sup.clone()));
     tracing::info!("sluice {VERSION} started (pid {pid})");
-    crate::process::wait_for_stop().await;
-    0
+    crate::process::sd_notify(&format!("READY=1\nMAINPID={pid}\n"));
+    // Ready: old processes may go.
+    for (pids, sig, how) in [
+        (&opts.finish_pids, libc::SIGUSR1, "finish"),
+        (&opts.terminate_pids, libc::SIGTERM, "terminate"),
+    ] {
+        for (p, e) in crate::process::signal_pids(pids, sig) {
+            warn(
+                pid,
+                &format!("Failed to send the {how} signal to old pid {p}: {e}."),
+            );
+        }
+    }
+    match signals.next().await {
+        crate::process::StopKind::Immediate => 0,
+        crate::process::StopKind::Soft => soft_stop(&sup, &rt, &mut signals).await,
+    }
+}
+
+/// With `chroot`, the `-f` sources as a reload will see them: a path
+/// under the new root loses that prefix (others stay, and a reload will
+/// report them missing).
+fn sources_in_chroot(sources: &[PathBuf], dir: &std::path::Path) -> Vec<PathBuf> {
+    let root = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    sources
+        .iter()
+        .map(|s| {
+            let abs = std::fs::canonicalize(s).unwrap_or_else(|_| s.clone());
+            match abs.strip_prefix(&root) {
+                Ok(rest) => PathBuf::from("/").join(rest),
+                Err(_) => s.clone(),
+            }
+        })
+        .collect()
+}
+
+/// SIGTERM / SIGUSR1: stop accepting, close idle connections, let the
+/// requests in flight finish (each response says `connection: close`),
+/// exit 0 when no connection is left, or at `hard-stop-after`. SIGINT
+/// meanwhile exits at once.
+async fn soft_stop(
+    sup: &crate::reload::Supervisor,
+    rt: &Arc<Runtime>,
+    signals: &mut crate::process::StopSignals,
+) -> i32 {
+    crate::process::sd_notify("STOPPING=1\n");
+    crate::process::begin_soft_stop();
+    sup.stop_listening().await;
+    let snap = rt.snapshot();
+    for p in &snap.proxies {
+        let fe = p.frontend.as_ref().map_or(0, |f| {
+            f.state
+                .counters
+                .conn_tot
+                .load(std::sync::atomic::Ordering::Relaxed)
+        });
+        let be = p.backend.as_ref().map_or(0, |b| {
+            b.state
+                .counters
+                .stot
+                .load(std::sync::atomic::Ordering::Relaxed)
+        });
+        tracing::warn!(
+            "Proxy {} stopped (cumulated conns: FE: {fe}, BE: {be}).",
+            p.name
+        );
+    }
+    let closed = crate::http::park::close_all();
+    tracing::debug!("soft stop: {closed} idle connection(s) closed");
+    let deadline = snap
+        .global
+        .hard_stop_after
+        .map(|d| tokio::time::Instant::now() + d);
+    drop(snap);
+    loop {
+        let open = rt.process.conns.cur();
+        if open == 0 {
+            return 0;
+        }
+        if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+            tracing::warn!(
+                "hard-stop-after expired: exiting with {open} connection(s) still open."
+            );
+            return 0;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(std::time::Duration::from_millis(20)) => {}
+            kind = signals.next() => {
+                if kind == crate::process::StopKind::Immediate {
+                    return 0;
+                }
+            }
+        }
+    }
 }
 
 /// Binds one `stats socket` (UNIX path or `ipv4@`/`ipv6@` address) and
@@ -295,6 +590,14 @@ fn start_stats_socket(
         Some(addr) => {
             let listener = crate::listener::bind_std(addr)?;
             tokio::spawn(crate::stats::cli::serve_tcp(
+                listener,
+                sock.level,
+                rt.clone(),
+            ));
+        }
+        None if sock.expose_fd => {
+            let listener = crate::stats::cli::bind_unix(sock)?;
+            tokio::spawn(crate::takeover::serve_exposing(
                 listener,
                 sock.level,
                 rt.clone(),
@@ -339,9 +642,22 @@ mod tests {
         assert!(o.check_only && o.debug);
         assert_eq!(o.pidfile, Some(PathBuf::from("x.pid")));
         assert!(matches!(
-            parse_args(&args(&["-x"])),
+            parse_args(&args(&["-Z"])),
             Err(UsageError::Unknown(_))
         ));
+        assert!(matches!(
+            parse_args(&args(&["-f", "a", "-x"])),
+            Err(UsageError::MissingArgument(_))
+        ));
+        let o = parse_args(&args(&[
+            "-f", "a", "-sf", "12", "34", "-x", "/s.sock", "-st", "56", "-Ws", "-L", "p1", "-db",
+        ]))
+        .unwrap();
+        assert_eq!(o.finish_pids, vec![12, 34]);
+        assert_eq!(o.terminate_pids, vec![56]);
+        assert_eq!(o.takeover, Some(PathBuf::from("/s.sock")));
+        assert!(o.systemd && o.debug);
+        assert_eq!(o.local_peer.as_deref(), Some("p1"));
         assert!(matches!(
             parse_args(&args(&["-f"])),
             Err(UsageError::MissingArgument(_))

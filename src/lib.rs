@@ -14,4 +14,5 @@ pub mod reload;
 pub mod routing;
 pub mod runtime;
 pub mod stats;
+pub mod takeover;
 pub mod tcp;

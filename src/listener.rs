@@ -3,6 +3,7 @@
 //! kernel's backlog instead of being accepted and reset.
 
 use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -29,6 +30,10 @@ pub struct Binding {
 pub struct ListenerCtl {
     binding: ArcSwap<Binding>,
     stop: Notify,
+    /// The listening socket, valid while the accept loop runs (for
+    /// handing it to a new process with `-x`).
+    fd: RawFd,
+    addr: SocketAddr,
 }
 
 impl ListenerCtl {
@@ -40,6 +45,18 @@ impl ListenerCtl {
     pub fn stop(&self) {
         self.stop.notify_one();
     }
+
+    pub fn raw_fd(&self) -> RawFd {
+        self.fd
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn frontend(&self) -> Arc<str> {
+        self.binding.load().frontend.clone()
+    }
 }
 
 /// Starts accepting on `l` (a socket from [`bind_std`]).
@@ -49,10 +66,14 @@ pub fn spawn(
     binding: Binding,
     global: Arc<Semaphore>,
 ) -> std::io::Result<Arc<ListenerCtl>> {
+    let fd = l.as_raw_fd();
+    let addr = l.local_addr()?;
     let listener = TcpListener::from_std(l)?;
     let ctl = Arc::new(ListenerCtl {
         binding: ArcSwap::from_pointee(binding),
         stop: Notify::new(),
+        fd,
+        addr,
     });
     tokio::spawn(accept_loop(rt, listener, global, ctl.clone()));
     Ok(ctl)
@@ -162,6 +183,8 @@ impl Drop for ClientConn {
 pub fn bind_std(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     socket.set_reuse_address(true)?;
+    // As HAProxy: a new process (`-sf`) can bind next to the old one.
+    set_reuse_port(&socket)?;
     if addr.is_ipv6() {
         socket.set_only_v6(true)?;
     }
@@ -169,4 +192,55 @@ pub fn bind_std(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
     socket.listen(BACKLOG)?;
     socket.set_nonblocking(true)?;
     Ok(socket.into())
+}
+
+fn set_reuse_port(socket: &Socket) -> std::io::Result<()> {
+    let one: libc::c_int = 1;
+    // SAFETY: setsockopt on an open socket with a valid int option.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_REUSEPORT,
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Takes an inherited or handed-over listening socket: checks that it is a
+/// listening TCP socket and makes it non-blocking.
+pub fn adopt_fd(fd: RawFd) -> std::io::Result<std::net::TcpListener> {
+    use std::os::fd::FromRawFd;
+    let mut val: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt with a valid int buffer; fails cleanly on a
+    // descriptor that is not open or not a socket.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_ACCEPTCONN,
+            (&mut val as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if val == 0 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a listening socket",
+        ));
+    }
+    // SAFETY: the descriptor is open, a listening socket, and from now on
+    // owned by the returned value.
+    let l = unsafe { std::net::TcpListener::from_raw_fd(fd) };
+    l.set_nonblocking(true)?;
+    Ok(l)
 }

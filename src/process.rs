@@ -1,4 +1,9 @@
-//! Process life cycle: daemonizing and stop signals.
+//! Process life cycle: daemonizing, stop signals and the soft-stop state,
+//! privileges, resource limits, CPU affinity, and systemd notifications.
+
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+
+use tokio::sync::Notify;
 
 /// Forks into the background: the parent exits 0, the child starts a new
 /// session with its standard streams on /dev/null. Must run before any
@@ -28,19 +33,312 @@ pub fn daemonize() -> std::io::Result<()> {
     Ok(())
 }
 
-/// Resolves on SIGTERM or SIGINT.
-pub async fn wait_for_stop() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        // Without signal handlers, run until killed.
-        std::future::pending::<()>().await;
+// ---------------------------------------------------------------------------
+// Stopping
+
+static STOPPING: AtomicBool = AtomicBool::new(false);
+static STOP: Notify = Notify::const_new();
+
+/// Whether a soft stop has begun: listeners are closed, connections finish
+/// their current request and close instead of waiting for another.
+#[inline]
+pub fn stopping() -> bool {
+    STOPPING.load(SeqCst)
+}
+
+/// Enters soft stop and wakes every connection waiting for a request.
+pub fn begin_soft_stop() {
+    STOPPING.store(true, SeqCst);
+    STOP.notify_waiters();
+}
+
+/// Resolves once a soft stop has begun (at once if it already has).
+pub async fn stop_begun() {
+    let notified = STOP.notified();
+    tokio::pin!(notified);
+    notified.as_mut().enable();
+    if stopping() {
+        return;
+    }
+    notified.await;
+}
+
+/// What a stop signal asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopKind {
+    /// SIGTERM, SIGUSR1: stop accepting, finish what is in flight, exit.
+    Soft,
+    /// SIGINT: exit now.
+    Immediate,
+}
+
+/// The stop signals, installed once.
+pub struct StopSignals {
+    term: Option<tokio::signal::unix::Signal>,
+    usr1: Option<tokio::signal::unix::Signal>,
+    int: Option<tokio::signal::unix::Signal>,
+}
+
+impl StopSignals {
+    pub fn install() -> StopSignals {
+        use tokio::signal::unix::{SignalKind, signal};
+        StopSignals {
+            term: signal(SignalKind::terminate()).ok(),
+            usr1: signal(SignalKind::user_defined1()).ok(),
+            int: signal(SignalKind::interrupt()).ok(),
+        }
+    }
+
+    /// The next stop signal.
+    pub async fn next(&mut self) -> StopKind {
+        async fn recv(s: &mut Option<tokio::signal::unix::Signal>) {
+            match s {
+                Some(s) => {
+                    if s.recv().await.is_none() {
+                        std::future::pending::<()>().await
+                    }
+                }
+                None => std::future::pending::<()>().await,
+            }
+        }
+        tokio::select! {
+            _ = recv(&mut self.term) => StopKind::Soft,
+            _ = recv(&mut self.usr1) => StopKind::Soft,
+            _ = recv(&mut self.int) => StopKind::Immediate,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Privileges, chroot, limits
+
+/// Resolves `user`/`group` names (before a chroot hides /etc/passwd).
+pub fn lookup_user(name: &str) -> Option<(u32, u32)> {
+    let c = std::ffi::CString::new(name).ok()?;
+    // SAFETY: getpwnam returns a pointer into static storage or null; it is
+    // read at once, before any other passwd call (start-up is
+    // single-threaded here).
+    unsafe {
+        let pw = libc::getpwnam(c.as_ptr());
+        if pw.is_null() {
+            return None;
+        }
+        Some(((*pw).pw_uid, (*pw).pw_gid))
+    }
+}
+
+pub fn lookup_group(name: &str) -> Option<u32> {
+    let c = std::ffi::CString::new(name).ok()?;
+    // SAFETY: as in lookup_user.
+    unsafe {
+        let gr = libc::getgrnam(c.as_ptr());
+        if gr.is_null() {
+            return None;
+        }
+        Some((*gr).gr_gid)
+    }
+}
+
+fn os_err(what: &str) -> std::io::Error {
+    let e = std::io::Error::last_os_error();
+    std::io::Error::new(e.kind(), format!("{what}: {e}"))
+}
+
+/// `chroot <dir>`: enters the directory and makes it the root.
+pub fn chroot(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::other("chroot path contains a NUL byte"))?;
+    // SAFETY: plain system calls on a valid C string.
+    unsafe {
+        if libc::chdir(c.as_ptr()) != 0 {
+            return Err(os_err("chdir"));
+        }
+        if libc::chroot(c.as_ptr()) != 0 {
+            return Err(os_err("chroot"));
+        }
+        if libc::chdir(c"/".as_ptr()) != 0 {
+            return Err(os_err("chdir /"));
+        }
+    }
+    Ok(())
+}
+
+/// Drops to `gid` then `uid` (supplementary groups cleared first). glibc
+/// applies set*id to every thread of the process.
+pub fn drop_privileges(uid: Option<u32>, gid: Option<u32>) -> std::io::Result<()> {
+    // SAFETY: plain system calls.
+    unsafe {
+        if let Some(g) = gid {
+            if libc::getuid() == 0 && libc::setgroups(0, std::ptr::null()) != 0 {
+                return Err(os_err("setgroups"));
+            }
+            if libc::setgid(g) != 0 {
+                return Err(os_err(&format!("setgid({g})")));
+            }
+        }
+        if let Some(u) = uid
+            && libc::setuid(u) != 0
+        {
+            return Err(os_err(&format!("setuid({u})")));
+        }
+    }
+    Ok(())
+}
+
+/// Raises the soft `RLIMIT_NOFILE` to `want` (up to the hard limit, or
+/// past it when privileged). Returns the limit in force afterwards.
+pub fn raise_nofile(want: u64) -> std::io::Result<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a valid rlimit structure.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Err(os_err("getrlimit"));
+    }
+    if lim.rlim_cur >= want {
+        return Ok(lim.rlim_cur);
+    }
+    let wanted = libc::rlimit {
+        rlim_cur: want,
+        rlim_max: lim.rlim_max.max(want),
+    };
+    // SAFETY: as above.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &wanted) } == 0 {
+        return Ok(want);
+    }
+    // Unprivileged: up to the hard limit.
+    let capped = libc::rlimit {
+        rlim_cur: want.min(lim.rlim_max),
+        rlim_max: lim.rlim_max,
+    };
+    // SAFETY: as above.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &capped) } != 0 {
+        return Err(os_err("setrlimit"));
+    }
+    Ok(capped.rlim_cur)
+}
+
+/// `ulimit-n <n>`: sets the soft `RLIMIT_NOFILE` to exactly `n` (raising
+/// the hard limit too when privileged). Returns the limit in force.
+pub fn set_nofile(n: u64) -> std::io::Result<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a valid rlimit structure.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Err(os_err("getrlimit"));
+    }
+    if n > lim.rlim_max {
+        return raise_nofile(n);
+    }
+    let wanted = libc::rlimit {
+        rlim_cur: n,
+        rlim_max: lim.rlim_max,
+    };
+    // SAFETY: as above.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &wanted) } != 0 {
+        return Err(os_err("setrlimit"));
+    }
+    Ok(n)
+}
+
+// ---------------------------------------------------------------------------
+// CPU affinity
+
+/// Pins the calling thread to `cpus` (sched_setaffinity on thread 0 = self).
+pub fn pin_current_thread(cpus: &[usize]) -> std::io::Result<()> {
+    if cpus.is_empty() {
+        return Ok(());
+    }
+    // SAFETY: cpu_set_t is plain data; CPU_SET writes within it for CPU
+    // numbers below CPU_SETSIZE (checked).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            if c < libc::CPU_SETSIZE as usize {
+                libc::CPU_SET(c, &mut set);
+            }
+        }
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(os_err("sched_setaffinity"));
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// systemd notify
+
+/// Sends one `sd_notify` datagram to `$NOTIFY_SOCKET` (a path, or an
+/// abstract name starting with `@`), if set. Errors are ignored, as
+/// sd_notify callers do.
+pub fn sd_notify(state: &str) {
+    let Some(target) = std::env::var_os("NOTIFY_SOCKET") else {
         return;
     };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
+    let Ok(sock) = std::os::unix::net::UnixDatagram::unbound() else {
+        return;
+    };
+    let target = target.to_string_lossy().into_owned();
+    let r = if let Some(name) = target.strip_prefix('@') {
+        use std::os::linux::net::SocketAddrExt;
+        std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
+            .and_then(|a| sock.send_to_addr(state.as_bytes(), &a))
+    } else {
+        sock.send_to(state.as_bytes(), &target)
+    };
+    if let Err(e) = r {
+        tracing::debug!("sd_notify to {target}: {e}");
     }
+}
+
+/// CLOCK_MONOTONIC in microseconds (for `RELOADING=1` + `MONOTONIC_USEC`).
+pub fn monotonic_usec() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000 + ts.tv_nsec as u64 / 1_000
+}
+
+/// Tells systemd a reload begins.
+pub fn notify_reloading() {
+    sd_notify(&format!(
+        "RELOADING=1\nMONOTONIC_USEC={}\n",
+        monotonic_usec()
+    ));
+}
+
+// ---------------------------------------------------------------------------
+// Signalling other processes (-sf / -st)
+
+/// Sends `sig` to each pid; returns the pids that could not be signalled.
+pub fn signal_pids(pids: &[i32], sig: libc::c_int) -> Vec<(i32, std::io::Error)> {
+    let mut failed = Vec::new();
+    for &p in pids {
+        // SAFETY: plain system call.
+        if unsafe { libc::kill(p, sig) } != 0 {
+            failed.push((p, std::io::Error::last_os_error()));
+        }
+    }
+    failed
+}
+
+// ---------------------------------------------------------------------------
+// Local peer name (-L)
+
+static LOCAL_PEER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+pub fn set_local_peer(name: &str) {
+    let _ = LOCAL_PEER.set(name.to_string());
+}
+
+/// `-L <name>`, if given.
+pub fn local_peer() -> Option<&'static str> {
+    LOCAL_PEER.get().map(String::as_str)
 }

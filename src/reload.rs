@@ -14,6 +14,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
@@ -142,6 +143,7 @@ impl Supervisor {
     /// serialised: a second trigger waits for the first to finish.
     pub async fn reload(&self) -> ReloadReport {
         let mut st = self.state.lock().await;
+        crate::process::notify_reloading();
         self.reloads
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let sources = self.sources.clone();
@@ -190,6 +192,10 @@ impl Supervisor {
         let old = self.rt.snapshot();
         let new = self.rt.apply(&cfg);
         report.changes = diff(&old, &new);
+        drain_removed(&old, &new);
+        if let Some(after) = new.global.hard_stop_after {
+            expire_generations_below(new.generation, after);
+        }
         report.generation = new.generation;
         report.ok = true;
 
@@ -240,7 +246,37 @@ impl Supervisor {
         self.finish(report)
     }
 
+    /// Soft stop: every listener stops accepting (their sockets close) and
+    /// no reload can open new ones.
+    pub async fn stop_listening(&self) {
+        let mut st = self.state.lock().await;
+        for (_, ctl) in st.listeners.drain() {
+            ctl.stop();
+        }
+        // Keep the lock held for good: a reload after this would bind again.
+        std::mem::forget(st);
+    }
+
+    /// Copies of the listening sockets in service, for a new process that
+    /// takes them over (`-x`): address, frontend and a duplicated
+    /// descriptor (closed when dropped).
+    pub async fn listener_dups(&self) -> Vec<(SocketAddr, Arc<str>, std::os::fd::OwnedFd)> {
+        use std::os::fd::BorrowedFd;
+        let st = self.state.lock().await;
+        st.listeners
+            .values()
+            .filter_map(|c| {
+                // SAFETY: the accept loop owns the socket and only closes
+                // it after stop(), which needs the lock held here.
+                let fd = unsafe { BorrowedFd::borrow_raw(c.raw_fd()) };
+                Some((c.addr(), c.frontend(), fd.try_clone_to_owned().ok()?))
+            })
+            .collect()
+    }
+
     fn finish(&self, report: ReloadReport) -> ReloadReport {
+        // systemd: the reload is over, whatever its outcome.
+        crate::process::sd_notify("READY=1\n");
         if report.ok {
             tracing::info!(
                 "Reload complete: generation {} ({} change(s)).",
@@ -255,6 +291,65 @@ impl Supervisor {
         }
         *crate::backend::lock(&self.last) = Some(report.clone());
         report
+    }
+}
+
+/// Servers that the new snapshot no longer has are drained: no new request
+/// goes to them, their requests in flight finish, their idle pooled
+/// connections close. The backend queues are then served by every server
+/// of the new snapshot that has a free slot (a server added by the reload
+/// takes queued requests at once).
+fn drain_removed(old: &Snapshot, new: &Snapshot) {
+    for ob in old.backends() {
+        let nb = new.backend(&ob.name);
+        for s in &ob.servers {
+            let kept =
+                nb.is_some_and(|nb| nb.servers.iter().any(|n| Arc::ptr_eq(&n.state, &s.state)));
+            if !kept {
+                s.state.retire();
+            }
+        }
+    }
+    for be in new.backends() {
+        for s in &be.servers {
+            crate::backend::Queue::dispatch_to(&s.state, &be.state);
+        }
+    }
+}
+
+/// Requests started under a generation below this one are cut when they
+/// are still running (`hard-stop-after` after the reload that replaced it).
+static EXPIRED_BELOW: AtomicU64 = AtomicU64::new(0);
+static EXPIRY: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+fn expire_generations_below(generation: u64, after: std::time::Duration) {
+    tokio::spawn(async move {
+        tokio::time::sleep(after).await;
+        let before = EXPIRED_BELOW.fetch_max(generation, SeqCst);
+        if before < generation {
+            tracing::warn!(
+                "hard-stop-after: closing connections still serving requests of generations before {generation}."
+            );
+        }
+        EXPIRY.notify_waiters();
+    });
+}
+
+/// Runs `fut` (one request started under `generation`) unless that
+/// generation expires first; None when it was cut.
+pub async fn bounded<F: std::future::Future>(generation: u64, fut: F) -> Option<F::Output> {
+    tokio::pin!(fut);
+    loop {
+        let notified = EXPIRY.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if EXPIRED_BELOW.load(SeqCst) > generation {
+            return None;
+        }
+        tokio::select! {
+            out = &mut fut => return Some(out),
+            _ = &mut notified => {}
+        }
     }
 }
 

@@ -181,3 +181,106 @@ async fn hup_reload_opens_and_closes_listeners() {
     );
     assert_eq!(kept.get("/kept").await.status, 200);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removed_server_is_drained_and_its_queue_redispatched() {
+    let s1 = Backend::start("s1").await;
+    let s2 = Backend::start("s2").await;
+    let port = free_port();
+    let conf = |servers: &str| {
+        format!(
+            "global
+    stats socket @DIR@/stats.sock level admin
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 30s
+    timeout server 30s
+    timeout queue 20s
+frontend fe
+    bind 127.0.0.1:{port}
+    default_backend be
+backend be
+{servers}"
+        )
+    };
+    let s = Sluice::start(&conf(&format!(
+        "    server s1 {} maxconn 1\n",
+        s1.hostport()
+    )));
+    let sock = s.stats_socket();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    s1.set_gated(true);
+    let mut reqs = Vec::new();
+    for i in 0..3 {
+        reqs.push(tokio::spawn(async move {
+            HttpConn::connect(addr).await.get(&format!("/r{i}")).await
+        }));
+        if i == 0 {
+            s1.wait_started("/r0", Duration::from_secs(10)).await;
+        }
+    }
+    // Two requests wait in the queue behind s1's only slot.
+    wait_until(Duration::from_secs(10), "two queued", || {
+        let sock = sock.clone();
+        async move { show_stat(&sock).await.num("be", "BACKEND", "qcur") == 2 }
+    })
+    .await;
+    rewrite(&s, &conf(&format!("    server s2 {}\n", s2.hostport())));
+    let reply = cli(&sock, "reload").await;
+    assert!(reply.contains("server be/s1 removed"), "{reply}");
+    // The queued requests go to s2 at once; s1's request is still running.
+    let mut served = Vec::new();
+    for r in reqs.drain(1..) {
+        let r = within(Duration::from_secs(10), "queued request", r)
+            .await
+            .unwrap();
+        assert_eq!(r.status, 200);
+        served.push(r.backend());
+    }
+    assert_eq!(served, ["s2", "s2"]);
+    assert_eq!(s1.in_flight(), 1);
+    s1.release(1);
+    let r = within(Duration::from_secs(10), "in-flight request", reqs.remove(0))
+        .await
+        .unwrap();
+    assert_eq!((r.status, r.backend().as_str()), (200, "s1"));
+    assert_eq!(s1.hits(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hard_stop_after_bounds_requests_of_a_replaced_generation() {
+    let s1 = Backend::start("s1").await;
+    let port = free_port();
+    let text = cfg(port, &[(&s1, 1)], None)
+        .replace("level admin\n", "level admin\n    hard-stop-after 300ms\n");
+    let s = Sluice::start(&text);
+    let sock = s.stats_socket();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    s1.set_gated(true);
+    let stuck = tokio::spawn(async move {
+        HttpConn::connect(addr)
+            .await
+            .send("GET", "/stuck", b"")
+            .await
+    });
+    s1.wait_started("/stuck", Duration::from_secs(10)).await;
+    // Without a reload, the request may take as long as it needs.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!stuck.is_finished());
+    rewrite(&s, &text.replace("weight 1", "weight 2"));
+    let t = Instant::now();
+    assert!(cli(&sock, "reload").await.starts_with("Success=1"));
+    let r = within(Duration::from_secs(10), "cut request", stuck)
+        .await
+        .unwrap();
+    assert!(r.is_err(), "{r:?}");
+    assert!(
+        t.elapsed() >= Duration::from_millis(250),
+        "{:?}",
+        t.elapsed()
+    );
+    s1.set_gated(false);
+    s1.release(1);
+    assert_eq!(get(addr, "/new").await.status, 200);
+}

@@ -78,6 +78,9 @@ pub struct ServerState {
     pub shutdown_on_down: AtomicBool,
     /// Wakes the sessions to cut when the server goes DOWN.
     pub kill: tokio::sync::Notify,
+    /// Removed by a reload: no new request goes to it; the requests it
+    /// serves finish, and its slots are not handed to queued requests.
+    retired: AtomicBool,
 }
 
 pub const OBSERVE_L4: u8 = 1;
@@ -111,6 +114,7 @@ impl ServerState {
             observe: AtomicU8::new(0),
             shutdown_on_down: AtomicBool::new(false),
             kill: tokio::sync::Notify::new(),
+            retired: AtomicBool::new(false),
         }
     }
 
@@ -126,7 +130,8 @@ impl ServerState {
     /// UP (not NOLB) and a non-zero weight. Relaxed loads only.
     #[inline]
     pub fn usable(&self) -> bool {
-        self.admin.load(Relaxed) & ADMF_NO_LB == 0
+        !self.retired.load(Relaxed)
+            && self.admin.load(Relaxed) & ADMF_NO_LB == 0
             && self.health.is_running()
             && self.weight.load(Relaxed) > 0
     }
@@ -135,7 +140,10 @@ impl ServerState {
     /// [`usable`](Self::usable), else 0.
     #[inline]
     pub fn lb_weight(&self) -> u32 {
-        if self.admin.load(Relaxed) & ADMF_NO_LB != 0 || !self.health.is_running() {
+        if self.admin.load(Relaxed) & ADMF_NO_LB != 0
+            || !self.health.is_running()
+            || self.retired.load(Relaxed)
+        {
             return 0;
         }
         self.weight.load(Relaxed)
@@ -202,6 +210,18 @@ impl ServerState {
         self.health.status_text_admin(admin & ADMF_FDRAIN != 0)
     }
 
+    /// A reload removed the server: out of load balancing, idle pooled
+    /// connections closed; requests in flight finish.
+    pub fn retire(&self) {
+        self.retired.store(true, Relaxed);
+        let addr = self.addr();
+        self.pool.store(Arc::new(Pool::new(addr)));
+    }
+
+    pub fn is_retired(&self) -> bool {
+        self.retired.load(Relaxed)
+    }
+
     /// `set server .. addr`: new connections go to `addr`; idle connections
     /// to the old address are dropped with the old pool.
     pub fn set_addr(&self, addr: SocketAddr) {
@@ -255,6 +275,8 @@ impl BackendState {
         if s.addr() != addr {
             s.pool.store(Arc::new(Pool::new(addr)));
         }
+        // Back in a configuration after a reload had removed it.
+        s.retired.store(false, Relaxed);
         s.health.set_rise_fall(rise, fall);
         s.health.set_checked(checked);
         s

@@ -93,7 +93,9 @@ impl Drop for SlotGuard {
             // A request waits for this very server (hash-based balancing).
             server.released.notify_one();
         }
-        if backend.queue.len.load(SeqCst) == 0 {
+        // A server a reload removed takes no queued request: the queue is
+        // served by the servers still in the configuration.
+        if backend.queue.len.load(SeqCst) == 0 || server.is_retired() {
             return;
         }
         let mut w = lock(&backend.queue.inner);

@@ -581,7 +581,8 @@ async fn relay_response(
             return send_error(client, 502, fe, keep_client).await;
         }
     };
-    let keep = keep_client && body != BodyKind::UntilClose;
+    // A soft stop that began during the request: the response says close.
+    let keep = keep_client && body != BodyKind::UntilClose && !crate::process::stopping();
     let mut head = downstream_head(&resp, body, keep, client_minor(req));
     let head_len = head.len() as u64;
     rec.log_early(fe, status, bytes_out + head_len, req);

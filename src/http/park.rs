@@ -131,6 +131,10 @@ pub fn park(
     peer: SocketAddr,
     idle_left: Option<Duration>,
 ) -> Result<(), (ClientConn, TcpStream)> {
+    if crate::process::stopping() {
+        // Closing is what a stopping process does with idle connections.
+        return Ok(());
+    }
     let Some(lot) = lot() else {
         return Err((client, stream));
     };
@@ -143,6 +147,11 @@ pub fn park(
     let deadline = idle_left.map(|d| Instant::now() + d);
     lot.parked_since_trim.fetch_add(1, Relaxed);
     let mut slots = lock(&lot.slots);
+    // Checked under the lock that close_all takes after the flag is set,
+    // so no connection is parked after the lot was emptied.
+    if crate::process::stopping() {
+        return Ok(());
+    }
     let key = slots.insert(Parked {
         stream: std_stream,
         client,
@@ -256,6 +265,44 @@ fn expire(lot: &Lot) {
         unregister(lot, p);
     }
     // Dropping the records closes the sockets and releases the clients.
+}
+
+/// Closes every parked connection (soft stop: idle keep-alive connections
+/// are closed, as HAProxy does). Returns how many were closed. A
+/// connection woken at the same moment is served by its new task, which
+/// closes it after its request since the process is stopping.
+pub fn close_all() -> usize {
+    let Some(Some(lot)) = LOT.get() else {
+        return 0;
+    };
+    let all: Vec<Parked> = {
+        let mut slots = lock(&lot.slots);
+        let n = slots.entries.len();
+        (0..n).filter_map(|k| slots.remove(k)).collect()
+    };
+    let mut closed = 0;
+    for p in all {
+        unregister(lot, &p);
+        // A request that has just arrived is served (closing over unread
+        // bytes would reset the connection); its task closes it after.
+        let mut probe = [0u8; 1];
+        if matches!(p.stream.peek(&mut probe), Ok(n) if n > 0) {
+            let Parked {
+                stream,
+                client,
+                peer,
+                ..
+            } = p;
+            if let Ok(stream) = TcpStream::from_std(stream) {
+                tokio::spawn(super::service::serve_connection(
+                    client, stream, peer, false,
+                ));
+            }
+            continue;
+        }
+        closed += 1;
+    }
+    closed
 }
 
 /// After many connections were parked, the tasks they left are free heap

@@ -66,6 +66,17 @@ pub async fn serve_connection(
     let mut first = fresh;
     loop {
         if conn.buf.is_empty() {
+            // Soft stop: an idle connection (new or keep-alive) is closed,
+            // unless its request is already here: closing over unread
+            // bytes would reset it.
+            if crate::process::stopping() {
+                match conn.stream.try_read_buf(&mut conn.buf) {
+                    Ok(n) if n > 0 => {}
+                    _ => return,
+                }
+            }
+        }
+        if conn.buf.is_empty() {
             let idle = client.rt.with_snapshot(|snap| {
                 let fe = snap.frontends().find(|f| *f.name == *client.frontend)?;
                 Some(if first {
@@ -79,9 +90,9 @@ pub async fn serve_connection(
             // Wait a little in the task; a client that stays silent longer
             // is parked outside the runtime until it speaks again.
             let grace = idle.map_or(park::GRACE, |t| t.min(park::GRACE));
-            if !wait_readable(&conn.stream, Some(grace)).await {
+            if !wait_readable_or_stop(&conn.stream, Some(grace)).await {
                 let left = idle.map(|t| t.saturating_sub(grace));
-                if left == Some(Duration::ZERO) {
+                if left == Some(Duration::ZERO) || crate::process::stopping() {
                     return;
                 }
                 let BufConn { stream, .. } = conn;
@@ -89,22 +100,46 @@ pub async fn serve_connection(
                     Ok(()) => return,
                     Err((c, s)) => {
                         // Parking unavailable: wait here for the rest.
-                        if !wait_readable(&s, left).await {
+                        if !wait_readable_or_stop(&s, left).await {
                             return;
                         }
                         return Box::pin(serve_connection(c, s, peer, first)).await;
                     }
                 }
             }
+            // Readable: read the first bytes here, where a soft stop can
+            // still close the connection before a request has begun.
+            tokio::select! {
+                r = conn.fill(idle) => match r {
+                    Ok(n) if n > 0 => {}
+                    _ => return,
+                },
+                _ = crate::process::stop_begun() => {
+                    match conn.stream.try_read_buf(&mut conn.buf) {
+                        Ok(n) if n > 0 => {}
+                        _ => return,
+                    }
+                }
+            }
         }
-        let keep = Box::pin(handle_request(
+        // The generation the request starts under, if `hard-stop-after`
+        // bounds how long it may outlive a reload.
+        let bound = client
+            .rt
+            .with_snapshot(|snap| snap.global.hard_stop_after.map(|_| snap.generation));
+        let request = Box::pin(handle_request(
             &client.rt,
             &client.frontend,
             &mut conn,
             peer,
             first,
-        ))
-        .await;
+        ));
+        let keep = match bound {
+            None => request.await,
+            Some(generation) => crate::reload::bounded(generation, request)
+                .await
+                .unwrap_or(false),
+        };
         if !keep {
             return;
         }
@@ -112,6 +147,34 @@ pub async fn serve_connection(
         // connection is parked.
         first = false;
     }
+}
+
+/// [`wait_readable`], cut short (false) when a soft stop begins with
+/// nothing received.
+async fn wait_readable_or_stop(stream: &TcpStream, timeout: Option<Duration>) -> bool {
+    tokio::select! {
+        r = wait_readable(stream, timeout) => r,
+        _ = crate::process::stop_begun() => {
+            // Bytes already here are served, not reset.
+            has_pending(stream)
+        }
+    }
+}
+
+/// Whether the client has sent bytes not read yet (a non-blocking peek).
+fn has_pending(stream: &TcpStream) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut probe = [0u8; 1];
+    // SAFETY: recv into a one-byte buffer; MSG_PEEK leaves the byte queued.
+    let n = unsafe {
+        libc::recv(
+            stream.as_raw_fd(),
+            probe.as_mut_ptr().cast(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    n > 0
 }
 
 /// Waits until the client sends something (or closes), at most `timeout`.
@@ -232,8 +295,10 @@ async fn handle_request(
     // Both Transfer-Encoding and Content-Length: served, then closed.
     let smuggling_risk =
         body == BodyKind::Chunked && head.values("content-length").next().is_some();
-    let keep_client =
-        head.wants_keep_alive() && fe.conn_mode != HttpConnMode::Close && !smuggling_risk;
+    let keep_client = head.wants_keep_alive()
+        && fe.conn_mode != HttpConnMode::Close
+        && !smuggling_risk
+        && !crate::process::stopping();
 
     let out = route(rt, &fe, &head, body, conn, peer, keep_client, &mut rec).await;
     account(rt, &fe, &out);

@@ -45,6 +45,9 @@ pub fn info_fields(rt: &Runtime, snap: &Snapshot) -> Vec<(&'static str, String)>
         .global
         .node
         .clone()
+        // HAProxy's local peer name defaults to the host name too; -L
+        // names the node when the config does not.
+        .or_else(|| crate::process::local_peer().map(str::to_string))
         .unwrap_or_else(hostname)
         .replace(['\n', '\r'], " ");
 

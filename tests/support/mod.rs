@@ -335,6 +335,20 @@ impl Sluice {
         std::fs::read_to_string(&self.stderr_path).unwrap_or_default()
     }
 
+    /// Waits for the process to exit on its own, at most `deadline`.
+    pub fn wait_exit(&mut self, deadline: Duration) -> Option<ExitStatus> {
+        let end = Instant::now() + deadline;
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                return Some(st);
+            }
+            if Instant::now() >= end {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Panics if the process has exited.
     pub fn assert_running(&mut self) {
         if let Some(st) = self.child.try_wait().unwrap() {
@@ -673,7 +687,13 @@ async fn handle(
         .lock()
         .unwrap()
         .push(Event::Start(method.clone(), path.clone()));
-    let delay = st.delay_ms.load(SeqCst);
+    // `.../sleep/<ms>...`: this request alone waits that long.
+    let own_delay = path
+        .split_once("/sleep/")
+        .map(|(_, rest)| rest)
+        .and_then(|r| r.split(['/', '?']).next())
+        .and_then(|ms| ms.parse::<u64>().ok());
+    let delay = own_delay.unwrap_or_else(|| st.delay_ms.load(SeqCst));
     if delay > 0 {
         tokio::time::sleep(Duration::from_millis(delay)).await;
     }

@@ -1,0 +1,355 @@
+//! Process life cycle: soft stop (SIGTERM, SIGUSR1), immediate stop
+//! (SIGINT), hard-stop-after, systemd notify, privileges, cpu-map, fd
+//! limits, -L, and binary upgrades with -x / -sf.
+
+mod support;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use support::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+fn cfg(port: u16, be: &Backend, global_extra: &str) -> String {
+    format!(
+        "global
+    stats socket @DIR@/stats.sock level admin
+{global_extra}
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 30s
+    timeout server 30s
+frontend fe
+    bind 127.0.0.1:{port}
+    default_backend be
+backend be
+    server {} {}
+",
+        be.name,
+        be.hostport()
+    )
+}
+
+fn kill(pid: u32, sig: &str) {
+    let st = std::process::Command::new("kill")
+        .args([&format!("-{sig}"), &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(st.success(), "kill -{sig} {pid}");
+}
+
+/// Reads until EOF (true) or the deadline (false).
+async fn closed_by_peer(s: &mut tokio::net::TcpStream, deadline: Duration) -> bool {
+    let mut buf = [0u8; 256];
+    matches!(
+        tokio::time::timeout(deadline, s.read(&mut buf)).await,
+        Ok(Ok(0)) | Ok(Err(_))
+    )
+}
+
+async fn soft_stop_with(sig: &str) {
+    let mut b = Backend::start("s1").await;
+    let port = free_port();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let mut s = Sluice::start(&cfg(port, &b, ""));
+    // An idle keep-alive connection, parked after its first request.
+    let mut idle = HttpConn::connect(addr).await;
+    assert_eq!(idle.get("/first").await.status, 200);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    // A raw idle connection that never sent anything.
+    let mut silent = tokio::net::TcpStream::connect(addr).await.unwrap();
+    // A request in flight.
+    b.set_gated(true);
+    let slow = tokio::spawn(async move {
+        let mut c = HttpConn::connect(addr).await;
+        c.get("/slow").await
+    });
+    b.wait_started("/slow", Duration::from_secs(10)).await;
+
+    kill(s.pid(), sig);
+    // New connections are refused once listeners are closed.
+    wait_until(Duration::from_secs(10), "listener closed", || async move {
+        tokio::net::TcpStream::connect(addr).await.is_err()
+    })
+    .await;
+    assert!(
+        closed_by_peer(&mut silent, Duration::from_secs(5)).await,
+        "idle connection not closed"
+    );
+    let r = idle.send("GET", "/after", b"").await;
+    assert!(
+        r.is_err(),
+        "parked keep-alive connection still served: {r:?}"
+    );
+    // Still running: the in-flight request holds it.
+    s.assert_running();
+    b.release(1);
+    let r = within(Duration::from_secs(10), "slow request", slow)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("connection"), Some("close"), "{}", r.head);
+    let st = s
+        .wait_exit(Duration::from_secs(10))
+        .expect("exits after soft stop");
+    assert_eq!(st.code(), Some(0), "{}", s.stderr());
+    let err = s.stderr();
+    assert!(
+        err.contains("Proxy fe stopped (cumulated conns: FE: ") && err.contains(", BE: 0).\n"),
+        "{err}"
+    );
+    assert!(
+        err.contains("Proxy be stopped (cumulated conns: FE: 0, BE: 2)."),
+        "{err}"
+    );
+    b.kill().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_soft_stop_finishes_in_flight_and_closes_idle() {
+    soft_stop_with("TERM").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigusr1_soft_stop_as_haproxy() {
+    soft_stop_with("USR1").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigint_exits_at_once_and_hard_stop_after_bounds_soft_stop() {
+    let b = Backend::start("s1").await;
+    b.set_gated(true);
+    let port = free_port();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+
+    let mut s = Sluice::start(&cfg(port, &b, ""));
+    let _hung =
+        tokio::spawn(async move { HttpConn::connect(addr).await.send("GET", "/x", b"").await });
+    b.wait_started("/x", Duration::from_secs(10)).await;
+    kill(s.pid(), "INT");
+    let st = s.wait_exit(Duration::from_secs(5)).expect("SIGINT exits");
+    assert_eq!(st.code(), Some(0));
+
+    let mut s = Sluice::start(&cfg(port, &b, "    hard-stop-after 500ms"));
+    let _hung =
+        tokio::spawn(async move { HttpConn::connect(addr).await.send("GET", "/y", b"").await });
+    b.wait_started("/y", Duration::from_secs(10)).await;
+    let t = std::time::Instant::now();
+    kill(s.pid(), "TERM");
+    let st = s
+        .wait_exit(Duration::from_secs(10))
+        .expect("hard-stop-after exits");
+    assert_eq!(st.code(), Some(0));
+    assert!(
+        t.elapsed() >= Duration::from_millis(450),
+        "{:?}",
+        t.elapsed()
+    );
+    assert!(
+        s.stderr().contains("hard-stop-after expired"),
+        "{}",
+        s.stderr()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn systemd_notify_ready_reloading_stopping_and_pidfile() {
+    let b = Backend::start("s1").await;
+    let port = free_port();
+    let dir = TempDir::new("notify");
+    let sock_path = dir.join("notify.sock");
+    let notify = std::os::unix::net::UnixDatagram::bind(&sock_path).unwrap();
+    notify
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let pidfile = dir.join("sluice.pid");
+    let mut s = Sluice::builder(&cfg(port, &b, ""))
+        .arg("-Ws")
+        .arg("-p")
+        .arg(pidfile.to_str().unwrap())
+        .env("NOTIFY_SOCKET", sock_path.to_str().unwrap())
+        .start();
+    let recv = || {
+        let mut buf = [0u8; 512];
+        let n = notify.recv(&mut buf).expect("notify datagram");
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    };
+    let ready = recv();
+    assert!(ready.starts_with("READY=1\n"), "{ready}");
+    assert_eq!(
+        std::fs::read_to_string(&pidfile).unwrap().trim(),
+        s.pid().to_string()
+    );
+    let reply = cli(&s.stats_socket(), "reload").await;
+    assert!(reply.starts_with("Success=1"), "{reply}");
+    let reloading = recv();
+    assert!(
+        reloading.starts_with("RELOADING=1\nMONOTONIC_USEC="),
+        "{reloading}"
+    );
+    assert_eq!(recv(), "READY=1\n");
+    kill(s.pid(), "TERM");
+    assert_eq!(recv(), "STOPPING=1\n");
+    assert_eq!(
+        s.wait_exit(Duration::from_secs(10)).unwrap().code(),
+        Some(0)
+    );
+    assert!(!pidfile.exists(), "pidfile left behind");
+}
+
+fn proc_status(pid: u32, field: &str) -> String {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn privileges_chroot_limits_cpu_map_and_local_peer() {
+    let b = Backend::start("s1").await;
+    let port = free_port();
+    let root = unsafe { libc::getuid() } == 0;
+    let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut extra = String::from("    nbthread 2\n    ulimit-n 3000\n");
+    if ncpu >= 2 {
+        extra.push_str("    cpu-map auto:1/1-2 0-1\n");
+    }
+    let jail = TempDir::new("jail");
+    if root {
+        extra.push_str(&format!(
+            "    uid 65534\n    gid 65534\n    chroot {}\n",
+            jail.path().display()
+        ));
+    }
+    let s = Sluice::builder(&cfg(port, &b, &extra))
+        .arg("-L")
+        .arg("peer-a")
+        .start();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    assert_eq!(get(addr, "/").await.status, 200);
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", s.pid())).unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    assert!(line.split_whitespace().nth(3) == Some("3000"), "{line}");
+    let info = cli(&s.stats_socket(), "show info").await;
+    assert!(info.contains("\nnode: peer-a\n"), "{info}");
+    if root {
+        let uid = proc_status(s.pid(), "Uid");
+        assert!(uid.split_whitespace().all(|u| u == "65534"), "Uid: {uid}");
+        let gid = proc_status(s.pid(), "Gid");
+        assert!(gid.split_whitespace().all(|g| g == "65534"), "Gid: {gid}");
+        let cwd_root = std::fs::read_link(format!("/proc/{}/root", s.pid())).unwrap();
+        assert_eq!(cwd_root, jail.path());
+    }
+    if ncpu >= 2 {
+        let mut seen = Vec::new();
+        for t in std::fs::read_dir(format!("/proc/{}/task", s.pid())).unwrap() {
+            let p = t.unwrap().path();
+            let st = std::fs::read_to_string(p.join("status")).unwrap_or_default();
+            if let Some(l) = st
+                .lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            {
+                seen.push(l.trim().to_string());
+            }
+        }
+        assert!(
+            seen.contains(&"0".to_string()) && seen.contains(&"1".to_string()),
+            "{seen:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binary_upgrade_takes_listeners_over_with_x_and_sf() {
+    let b = Backend::start("s1").await;
+    let port = free_port();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let text = cfg(port, &b, "").replace(
+        "stats.sock level admin",
+        "stats.sock level admin expose-fd listeners",
+    );
+    let mut old = Sluice::start(&text);
+    let sock = old.stats_socket();
+    // The CLI still answers ordinary commands on an expose-fd socket.
+    assert!(cli(&sock, "show info").await.contains("Pid: "));
+    // Client load through the hand-over: every request must succeed.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut load = Vec::new();
+    for _ in 0..2 {
+        let stop = stop.clone();
+        load.push(tokio::spawn(async move {
+            let mut n = 0;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let mut c = tokio::net::TcpStream::connect(addr).await.expect("connect");
+                c.write_all(b"GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+                    .await
+                    .unwrap();
+                let mut out = Vec::new();
+                c.read_to_end(&mut out).await.expect("read");
+                assert!(
+                    out.starts_with(b"HTTP/1.1 200"),
+                    "{}",
+                    String::from_utf8_lossy(&out)
+                );
+                n += 1;
+            }
+            n
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The new process must not be able to bind by itself: prove it took
+    // the sockets over by giving it the same config (same port).
+    let new_dir = TempDir::new("new");
+    let new_cfg = new_dir.write(
+        "new.cfg",
+        &text
+            .replace("@DIR@", new_dir.path().to_str().unwrap())
+            .replace("expose-fd listeners", ""),
+    );
+    let new = std::process::Command::new(bin())
+        .args([
+            "-f",
+            new_cfg.to_str().unwrap(),
+            "-d",
+            "-x",
+            sock.to_str().unwrap(),
+            "-sf",
+        ])
+        .arg(old.pid().to_string())
+        .stderr(std::fs::File::create(new_dir.join("stderr")).unwrap())
+        .spawn()
+        .unwrap();
+    struct KillOnDrop(std::process::Child);
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _new = KillOnDrop(new);
+    let st = old
+        .wait_exit(Duration::from_secs(15))
+        .expect("old process finishes");
+    assert_eq!(st.code(), Some(0), "{}", old.stderr());
+    assert!(
+        old.stderr().contains("Handed 1 listening socket(s) over"),
+        "{}",
+        old.stderr()
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut total = 0;
+    for l in load {
+        total += l.await.expect("no failed request during the hand-over");
+    }
+    assert!(total > 0);
+    let err = std::fs::read_to_string(new_dir.join("stderr")).unwrap();
+    assert!(!err.contains("Failed to get the sockets"), "{err}");
+    assert_eq!(get(addr, "/after").await.status, 200);
+}
