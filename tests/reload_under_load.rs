@@ -1,0 +1,314 @@
+//! Reloads under load lose nothing: keep-alive and new-connection clients
+//! and long requests run while the configuration is reloaded many times,
+//! alternating two variants (a server added and removed, a weight changed,
+//! an ACL changed). Zero failed requests, zero resets, every long request
+//! completes, every response came from a server valid under a snapshot the
+//! request may have been routed with, and `show stat` counters never go
+//! backwards. `SLUICE_RELOADS` sets the number of reloads (default 30;
+//! `bench/reload_under_load.sh` runs 100).
+
+mod support;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
+use std::time::{Duration, Instant};
+
+use support::*;
+
+struct Servers {
+    s1: Backend,
+    s2: Backend,
+    s3: Backend,
+    a1: Backend,
+}
+
+/// Generation 1 and every odd one: variant A; even ones: variant B.
+fn variant(port: u16, sv: &Servers, generation: u64) -> String {
+    let a = generation % 2 == 1;
+    let mut c = format!(
+        "global
+    stats socket @DIR@/stats.sock level admin
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 30s
+    timeout server 30s
+    timeout queue 20s
+frontend fe
+    bind 127.0.0.1:{port}
+"
+    );
+    // The ACL changes: /api goes to the api backend in A only.
+    c.push_str(if a {
+        "    acl is_api path_beg /api\n"
+    } else {
+        "    acl is_api path_beg /v2\n"
+    });
+    c.push_str("    use_backend api if is_api\n    default_backend be\nbackend be\n");
+    if a {
+        c.push_str(&format!(
+            "    server s1 {} weight 1 maxconn 4\n    server s2 {} weight 1 maxconn 4\n",
+            sv.s1.hostport(),
+            sv.s2.hostport()
+        ));
+    } else {
+        c.push_str(&format!(
+            "    server s1 {} weight 3 maxconn 4\n    server s3 {} weight 1 maxconn 4\n",
+            sv.s1.hostport(),
+            sv.s3.hostport()
+        ));
+    }
+    c.push_str(&format!(
+        "backend api\n    server a1 {}\n",
+        sv.a1.hostport()
+    ));
+    c
+}
+
+/// The servers that may answer `path` under `generation`.
+fn valid(generation: u64, path: &str) -> &'static [&'static str] {
+    let a = generation % 2 == 1;
+    match (a, path.starts_with("/api")) {
+        (true, true) => &["a1"],
+        (true, false) => &["s1", "s2"],
+        (false, _) => &["s1", "s3"],
+    }
+}
+
+#[derive(Default)]
+struct Tally {
+    ok: AtomicUsize,
+    long_ok: AtomicUsize,
+    failures: Mutex<Vec<String>>,
+    resets: AtomicUsize,
+}
+
+struct Gen {
+    /// Highest generation known applied (CLI reply received).
+    applied: AtomicU64,
+    /// Highest generation that may be applied (reload requested).
+    pending: AtomicU64,
+}
+
+impl Tally {
+    fn fail(&self, what: String) {
+        let mut f = self.failures.lock().unwrap();
+        if f.len() < 20 {
+            f.push(what);
+        } else if f.len() == 20 {
+            f.push("...".into());
+        }
+    }
+}
+
+/// Checks one exchange; `a0` is the generation applied before sending.
+fn check(
+    t: &Tally,
+    gens: &Gen,
+    a0: u64,
+    path: &str,
+    r: std::io::Result<Response>,
+    long: bool,
+) -> bool {
+    let p1 = gens.pending.load(SeqCst);
+    match r {
+        Err(e) => {
+            if e.kind() == std::io::ErrorKind::ConnectionReset {
+                t.resets.fetch_add(1, SeqCst);
+            }
+            t.fail(format!("{path}: {e}"));
+            false
+        }
+        Ok(resp) if resp.status != 200 => {
+            t.fail(format!("{path}: status {}\n{}", resp.status, resp.head));
+            false
+        }
+        Ok(resp) => {
+            let who = resp.header("x-backend").unwrap_or("").to_string();
+            if !(a0..=p1).any(|g| valid(g, path).contains(&who.as_str())) {
+                t.fail(format!(
+                    "{path}: answered by {who}, valid under no generation in {a0}..={p1}"
+                ));
+                return false;
+            }
+            t.ok.fetch_add(1, SeqCst);
+            if long {
+                t.long_ok.fetch_add(1, SeqCst);
+            }
+            true
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn reloads_under_load_lose_nothing() {
+    let reloads: u64 = std::env::var("SLUICE_RELOADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(30);
+    let sv = Servers {
+        s1: Backend::start("s1").await,
+        s2: Backend::start("s2").await,
+        s3: Backend::start("s3").await,
+        a1: Backend::start("a1").await,
+    };
+    let port = free_port();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let s = Sluice::start(&variant(port, &sv, 1));
+    let sock = s.stats_socket();
+    let tally = Arc::new(Tally::default());
+    let gens = Arc::new(Gen {
+        applied: AtomicU64::new(1),
+        pending: AtomicU64::new(1),
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut tasks = Vec::new();
+
+    // Keep-alive clients.
+    for k in 0..4 {
+        let (t, g, stop) = (tally.clone(), gens.clone(), stop.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut conn = HttpConn::connect(addr).await;
+            let mut i = 0u64;
+            while !stop.load(SeqCst) {
+                let path = if i.is_multiple_of(3) {
+                    format!("/api/k{k}/{i}")
+                } else {
+                    format!("/x/k{k}/{i}")
+                };
+                let a0 = g.applied.load(SeqCst);
+                let r = within(REQ_DEADLINE, &path, conn.send("GET", &path, b"")).await;
+                if !check(&t, &g, a0, &path, r, false) || conn.is_closed() {
+                    conn = HttpConn::connect(addr).await;
+                }
+                i += 1;
+            }
+        }));
+    }
+    // New-connection clients.
+    for k in 0..2 {
+        let (t, g, stop) = (tally.clone(), gens.clone(), stop.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut i = 0u64;
+            while !stop.load(SeqCst) {
+                let path = if i.is_multiple_of(2) {
+                    format!("/api/n{k}/{i}")
+                } else {
+                    format!("/n{k}/{i}")
+                };
+                let a0 = g.applied.load(SeqCst);
+                let mut conn = HttpConn::connect(addr).await;
+                let req = format!("GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n");
+                let r = within(REQ_DEADLINE, &path, conn.raw(req.as_bytes(), false)).await;
+                check(&t, &g, a0, &path, r, false);
+                i += 1;
+            }
+        }));
+    }
+    // Long requests, on keep-alive connections, across many reloads.
+    for k in 0..3 {
+        let (t, g, stop) = (tally.clone(), gens.clone(), stop.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut conn = HttpConn::connect(addr).await;
+            let mut i = 0u64;
+            while !stop.load(SeqCst) {
+                let path = if k == 2 {
+                    format!("/api/sleep/1200/l{k}/{i}")
+                } else {
+                    format!("/sleep/1200/l{k}/{i}")
+                };
+                let a0 = g.applied.load(SeqCst);
+                let r = within(REQ_DEADLINE, &path, conn.send("GET", &path, b"")).await;
+                if !check(&t, &g, a0, &path, r, true) || conn.is_closed() {
+                    conn = HttpConn::connect(addr).await;
+                }
+                i += 1;
+            }
+        }));
+    }
+
+    // Reload loop: CLI `reload` mostly, SIGUSR2 every fifth time.
+    let started = Instant::now();
+    let mut last_req_tot = 0u64;
+    let mut last_s1 = 0u64;
+    for n in 1..=reloads {
+        let next = 1 + n;
+        let dir = s.path("");
+        let dir = dir.to_str().unwrap().trim_end_matches('/');
+        std::fs::write(
+            s.path("sluice.cfg"),
+            variant(port, &sv, next).replace("@DIR@", dir),
+        )
+        .unwrap();
+        gens.pending.store(next, SeqCst);
+        if n.is_multiple_of(5) {
+            let st = std::process::Command::new("kill")
+                .args(["-USR2", &s.pid().to_string()])
+                .status()
+                .unwrap();
+            assert!(st.success());
+            wait_until(Duration::from_secs(10), "reload by SIGUSR2", || {
+                let sock = sock.clone();
+                async move {
+                    cli(&sock, "show info")
+                        .await
+                        .contains(&format!("\nGeneration: {next}\n"))
+                }
+            })
+            .await;
+        } else {
+            let reply = cli(&sock, "reload").await;
+            assert!(
+                reply.starts_with(&format!("Success=1\ngeneration={next}\n")),
+                "{reply}"
+            );
+        }
+        gens.applied.store(next, SeqCst);
+        // Counters never go backwards.
+        let stat = show_stat(&sock).await;
+        let req_tot = stat.num("fe", "FRONTEND", "req_tot");
+        let s1 = stat.num("be", "s1", "stot");
+        assert!(
+            req_tot >= last_req_tot,
+            "req_tot {last_req_tot} -> {req_tot}"
+        );
+        assert!(s1 >= last_s1, "s1 stot {last_s1} -> {s1}");
+        (last_req_tot, last_s1) = (req_tot, s1);
+        tokio::time::sleep(Duration::from_millis(60)).await;
+    }
+    // Let the long requests started under the last reloads finish.
+    stop.store(true, SeqCst);
+    for t in tasks {
+        within(Duration::from_secs(30), "client task", t)
+            .await
+            .expect("client task panicked");
+    }
+    let failures = tally.failures.lock().unwrap().clone();
+    let ok = tally.ok.load(SeqCst);
+    let long_ok = tally.long_ok.load(SeqCst);
+    eprintln!(
+        "{reloads} reloads in {:?}: {ok} requests ok ({long_ok} long), {} failed, {} resets",
+        started.elapsed(),
+        failures.len(),
+        tally.resets.load(SeqCst)
+    );
+    assert!(
+        failures.is_empty(),
+        "failed requests:\n{}",
+        failures.join("\n")
+    );
+    assert_eq!(tally.resets.load(SeqCst), 0);
+    assert!(long_ok >= 3, "long requests completed: {long_ok}");
+    assert!(ok > reloads as usize * 5, "too little load: {ok}");
+    // Servers of both variants served.
+    for b in [&sv.s1, &sv.s2, &sv.s3, &sv.a1] {
+        assert!(b.hits() > 0, "{} never served", b.name);
+    }
+    let report = cli(&sock, "show reload").await;
+    assert!(
+        report.contains(&format!("generation: {}", reloads + 1)),
+        "{report}"
+    );
+}
