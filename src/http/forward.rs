@@ -636,6 +636,9 @@ async fn relay_response(
         && resp.wants_keep_alive()
         && upstream.buf.is_empty()
         && be.http_reuse != HttpReuse::Never;
+    // The response head points into the read buffer: drop it first.
+    drop(resp);
+    upstream.release_buffer();
     if reusable {
         pool.put(upstream.stream);
     }

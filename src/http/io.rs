@@ -4,6 +4,7 @@
 //! idle keep-alive connection gives its buffer back, so thousands of idle
 //! clients cost little more than their sockets.
 
+use std::cell::RefCell;
 use std::io;
 use std::time::Duration;
 
@@ -79,7 +80,45 @@ pub async fn with_timeout<T>(
     }
 }
 
+thread_local! {
+    /// Spare read buffers of this thread, most recently used last: a new
+    /// message reads into a buffer that is still in the CPU cache, and no
+    /// connection holds a buffer between messages.
+    static SPARE: RefCell<Vec<BytesMut>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Spare buffers kept per thread at most.
+const SPARE_MAX: usize = 32;
+
+fn take_buffer() -> BytesMut {
+    SPARE
+        .with(|s| s.borrow_mut().pop())
+        .unwrap_or_else(|| BytesMut::with_capacity(READ_CHUNK))
+}
+
+/// Gives an emptied buffer back for reuse. Once the message heads that
+/// pointed into it are gone it is unique again, and `reserve` reclaims its
+/// whole allocation without allocating.
+fn give_buffer(mut buf: BytesMut) {
+    buf.clear();
+    buf.reserve(READ_CHUNK);
+    SPARE.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.len() < SPARE_MAX {
+            s.push(buf);
+        }
+    });
+}
+
 impl BufConn {
+    /// Returns the read buffer to the thread's spares when nothing is
+    /// pending in it (call once the message heads using it are dropped).
+    pub fn release_buffer(&mut self) {
+        if self.buf.is_empty() && self.buf.capacity() > 0 {
+            give_buffer(std::mem::take(&mut self.buf));
+        }
+    }
+
     pub fn new(stream: TcpStream) -> Self {
         BufConn {
             stream,
@@ -90,7 +129,11 @@ impl BufConn {
     /// Reads more bytes into the buffer; Ok(0) at end of stream.
     pub async fn fill(&mut self, timeout: Option<Duration>) -> Result<usize, RelayError> {
         if self.buf.capacity() - self.buf.len() < 1024 {
-            self.buf.reserve(READ_CHUNK);
+            if self.buf.is_empty() {
+                self.buf = take_buffer();
+            } else {
+                self.buf.reserve(READ_CHUNK);
+            }
         }
         match with_timeout(timeout, self.stream.read_buf(&mut self.buf)).await {
             None => Err(RelayError::ReadTimeout),
@@ -145,14 +188,61 @@ impl BufConn {
 
 pub async fn write_all(
     stream: &mut TcpStream,
-    data: &[u8],
+    mut data: &[u8],
     timeout: Option<Duration>,
 ) -> Result<(), RelayError> {
+    // Most writes fit the socket buffer at once: try without arming a
+    // timer, which would cost a clock read and a timer-wheel entry.
+    match stream.try_write(data) {
+        Ok(n) if n == data.len() => return Ok(()),
+        Ok(n) => data = &data[n..],
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+        Err(e) => return Err(RelayError::Write(e)),
+    }
     match with_timeout(timeout, stream.write_all(data)).await {
         None => Err(RelayError::WriteTimeout),
         Some(Err(e)) => Err(RelayError::Write(e)),
         Some(Ok(())) => Ok(()),
     }
+}
+
+/// Writes `a` then `b` with vectored writes until both are out.
+async fn write_two(
+    dst: &mut TcpStream,
+    a: &[u8],
+    b: &[u8],
+    timeout: Option<Duration>,
+) -> Result<(), RelayError> {
+    let (mut a, mut b) = (a, b);
+    // As in `write_all`: first without a timer.
+    match dst.try_write_vectored(&[std::io::IoSlice::new(a), std::io::IoSlice::new(b)]) {
+        Ok(n) if n < a.len() => a = &a[n..],
+        Ok(n) => {
+            b = &b[n - a.len()..];
+            a = &[];
+        }
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+        Err(e) => return Err(RelayError::Write(e)),
+    }
+    while !a.is_empty() {
+        let bufs = [std::io::IoSlice::new(a), std::io::IoSlice::new(b)];
+        let n = match with_timeout(timeout, dst.write_vectored(&bufs)).await {
+            None => return Err(RelayError::WriteTimeout),
+            Some(Err(e)) => return Err(RelayError::Write(e)),
+            Some(Ok(0)) => return Err(RelayError::Write(io::ErrorKind::WriteZero.into())),
+            Some(Ok(n)) => n,
+        };
+        if n < a.len() {
+            a = &a[n..];
+        } else {
+            b = &b[n - a.len()..];
+            a = &[];
+        }
+    }
+    if b.is_empty() {
+        return Ok(());
+    }
+    write_all(dst, b, timeout).await
 }
 
 /// Relays a message to `dst`: first `head` (already serialized), then the
@@ -230,8 +320,9 @@ impl Outgoing<'_> {
             }
             return write_all(self.dst, chunk, self.write_timeout).await;
         }
-        self.head.extend_from_slice(chunk);
-        let r = write_all(self.dst, self.head, self.write_timeout).await;
+        // Head and first body bytes in one system call, without copying
+        // the body behind the head.
+        let r = write_two(self.dst, self.head, chunk, self.write_timeout).await;
         self.head.clear();
         r
     }

@@ -76,7 +76,10 @@ pub async fn serve_connection(
                 }
             }
         }
-        if conn.buf.is_empty() {
+        // A first request is awaited inside `handle_request` (where a
+        // silent client gets HAProxy's 408 log line at `timeout
+        // http-request`); only keep-alive waits happen here, and park.
+        if conn.buf.is_empty() && !first {
             let idle = client.rt.with_snapshot(|snap| {
                 let fe = snap.frontends().find(|f| *f.name == *client.frontend)?;
                 Some(if first {
@@ -143,8 +146,7 @@ pub async fn serve_connection(
         if !keep {
             return;
         }
-        // The read buffer stays for the next request; it goes when the
-        // connection is parked.
+        conn.release_buffer();
         first = false;
     }
 }
@@ -225,7 +227,22 @@ async fn handle_request(
         }
     }
     let head_timeout = fe.timeouts.http_request.or(fe.timeouts.client);
-    let raw = match conn.read_head(fe.max_head, head_timeout).await {
+    // A new connection that has sent nothing yet is closed by a soft stop.
+    let awaited = if first && conn.buf.is_empty() {
+        tokio::select! {
+            r = conn.read_head(fe.max_head, head_timeout) => Some(r),
+            _ = crate::process::stop_begun() => None,
+        }
+    } else {
+        Some(conn.read_head(fe.max_head, head_timeout).await)
+    };
+    let read = match awaited {
+        Some(r) => r,
+        // Bytes already here are served, not reset.
+        None if has_pending(&conn.stream) => conn.read_head(fe.max_head, head_timeout).await,
+        None => return false,
+    };
+    let raw = match read {
         Ok(raw) => raw,
         Err(HeadError::Closed) => {
             // A client leaving between requests is normal; one that never
