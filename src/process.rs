@@ -37,7 +37,19 @@ pub fn daemonize() -> std::io::Result<()> {
 // Stopping
 
 static STOPPING: AtomicBool = AtomicBool::new(false);
-static STOP: Notify = Notify::const_new();
+/// Connections waiting for a request register here to be woken by a soft
+/// stop. A `Notify` keeps its waiters under a mutex, so one shared by every
+/// connection would be a global lock taken per request: waiters are spread
+/// over shards, each thread registering on its own one.
+static STOP: [Notify; STOP_SHARDS] = [const { Notify::const_new() }; STOP_SHARDS];
+const STOP_SHARDS: usize = 16;
+
+thread_local! {
+    static STOP_SHARD: usize = {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % STOP_SHARDS
+    };
+}
 
 /// Whether a soft stop has begun: listeners are closed, connections finish
 /// their current request and close instead of waiting for another.
@@ -49,12 +61,15 @@ pub fn stopping() -> bool {
 /// Enters soft stop and wakes every connection waiting for a request.
 pub fn begin_soft_stop() {
     STOPPING.store(true, SeqCst);
-    STOP.notify_waiters();
+    for shard in &STOP {
+        shard.notify_waiters();
+    }
 }
 
 /// Resolves once a soft stop has begun (at once if it already has).
 pub async fn stop_begun() {
-    let notified = STOP.notified();
+    let shard = STOP_SHARD.with(|s| *s);
+    let notified = STOP[shard].notified();
     tokio::pin!(notified);
     notified.as_mut().enable();
     if stopping() {
