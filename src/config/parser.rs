@@ -1814,7 +1814,9 @@ impl<'r> State<'r> {
                     check = false;
                     1
                 }
-                other if lbkw::SERVER_KEYWORDS.contains(&other) => {
+                // The arms above take the basic options; the rest of the
+                // supported table is balancing and check options.
+                other if kw::SERVER_SUPPORTED.contains(&other) => {
                     lb.params = params;
                     match self.server_lb_option(loc, ctx, other, v, &mut lb) {
                         Some(step) => {

@@ -6,27 +6,6 @@ use std::time::Duration;
 
 use super::*;
 
-/// Server options handled here (besides weight/maxconn/check/inter/rise/fall).
-pub(super) const SERVER_KEYWORDS: &[&str] = &[
-    "backup",
-    "no-backup",
-    "disabled",
-    "enabled",
-    "maxqueue",
-    "minconn",
-    "slowstart",
-    "fastinter",
-    "downinter",
-    "addr",
-    "port",
-    "id",
-    "on-marked-down",
-    "on-marked-up",
-    "observe",
-    "error-limit",
-    "on-error",
-];
-
 impl State<'_> {
     fn lb_at(&mut self, loc: &Loc, ctx: Option<&str>, msg: String) {
         let d = match ctx {
