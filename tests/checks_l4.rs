@@ -1,0 +1,106 @@
+//! Layer-4 checks end to end: a server whose accept queue is full never
+//! completes the TCP handshake and goes DOWN with L4TOUT; one that refuses
+//! goes DOWN with L4CON ("Connection refused"); neither gets traffic.
+
+mod support;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use support::*;
+
+async fn wait_check(sock: &Path, sv: &str, status: &str, check: &str) -> Csv {
+    let end = Instant::now() + Duration::from_secs(15);
+    loop {
+        let csv = show_stat(sock).await;
+        let last = (
+            csv.get("be", sv, "status"),
+            csv.get("be", sv, "check_status"),
+        );
+        if last.0 == status && last.1 == check {
+            return csv;
+        }
+        assert!(
+            Instant::now() < end,
+            "be/{sv}: {last:?}, expected ({status}, {check})"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A listening socket that never accepts, with its backlog filled, so
+/// further handshakes are dropped by the kernel (no SYN-ACK).
+fn black_hole() -> (
+    std::net::SocketAddr,
+    Vec<std::net::TcpStream>,
+    socket2::Socket,
+) {
+    use socket2::{Domain, Socket, Type};
+    let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    s.bind(
+        &"127.0.0.1:0"
+            .parse::<std::net::SocketAddr>()
+            .unwrap()
+            .into(),
+    )
+    .unwrap();
+    s.listen(0).unwrap();
+    let addr = s.local_addr().unwrap().as_socket().unwrap();
+    // Fill the accept queue: with backlog 0, a connection or two.
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        let c = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+        c.set_nonblocking(true).unwrap();
+        let _ = c.connect(&addr.into());
+        held.push(std::net::TcpStream::from(c));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    (addr, held, s)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn l4tout_and_l4con() {
+    let (hole, _held, _sock) = black_hole();
+    let refused = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let live = Backend::start("ok").await;
+    let port = free_port();
+    let s = Sluice::start(&format!(
+        "global
+    stats socket @DIR@/stats.sock level admin
+defaults
+    mode http
+    timeout connect 300ms
+    timeout client 30s
+    timeout server 30s
+frontend fe
+    bind 127.0.0.1:{port}
+    default_backend be
+backend be
+    server hole {hole} check inter 200ms fall 1 rise 1
+    server refused {refused} check inter 200ms fall 1 rise 1
+    server ok {} check inter 200ms fall 1 rise 1
+",
+        live.hostport()
+    ));
+    let sock = s.stats_socket();
+    let csv = wait_check(&sock, "hole", "DOWN", "L4TOUT").await;
+    assert_eq!(csv.get("be", "hole", "check_desc"), "Layer4 timeout");
+    let csv = wait_check(&sock, "refused", "DOWN", "L4CON").await;
+    assert_eq!(
+        csv.get("be", "refused", "check_desc"),
+        "Layer4 connection problem"
+    );
+    assert_eq!(csv.get("be", "refused", "last_chk"), "Connection refused");
+    let csv = wait_check(&sock, "ok", "UP", "L4OK").await;
+    assert_eq!(csv.get("be", "BACKEND", "status"), "UP");
+    // Only the live server gets traffic.
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    for i in 0..6 {
+        let r = get(addr, &format!("/{i}")).await;
+        assert_eq!(r.status, 200);
+        assert_eq!(r.backend(), "ok");
+    }
+}
