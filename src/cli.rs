@@ -236,6 +236,22 @@ fn run(cfg: Config, opts: &Options) -> i32 {
     let mut bound: Vec<Bound> = Vec::new();
     for p in cfg.proxies.iter().filter(|p| p.kind.has_frontend()) {
         for b in &p.binds {
+            if let Some(fd) = b.fd {
+                match crate::listener::adopt_inherited(fd) {
+                    Ok((addr, l)) => bound.push((Arc::from(p.name.as_str()), addr, l)),
+                    Err(e) => {
+                        alert(
+                            pid,
+                            &format!(
+                                "Starting frontend {}: cannot use 'fd@{fd}' ({e}) [{}]",
+                                p.name, b.loc
+                            ),
+                        );
+                        return 1;
+                    }
+                }
+                continue;
+            }
             for addr in &b.addrs {
                 if let Some(i) = taken.iter().position(|(a, _)| a == addr) {
                     let (_, l) = taken.swap_remove(i);

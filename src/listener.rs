@@ -212,6 +212,28 @@ fn set_reuse_port(socket: &Socket) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Listening sockets inherited through `fd@<n>` binds, by descriptor, with
+/// the address each was found listening on.
+static INHERITED: std::sync::Mutex<Vec<(RawFd, SocketAddr)>> = std::sync::Mutex::new(Vec::new());
+
+/// Adopts the inherited descriptor `fd` of a `bind fd@<n>` (systemd socket
+/// activation, a supervisor that opened the port): it must be an open,
+/// listening TCP socket; its address is read from the socket itself.
+pub fn adopt_inherited(fd: RawFd) -> std::io::Result<(SocketAddr, std::net::TcpListener)> {
+    let l = adopt_fd(fd)?;
+    let addr = l.local_addr()?;
+    crate::backend::lock(&INHERITED).push((fd, addr));
+    Ok((addr, l))
+}
+
+/// The address of the socket inherited as `fd`, if it was adopted at start.
+pub fn inherited_addr(fd: RawFd) -> Option<SocketAddr> {
+    crate::backend::lock(&INHERITED)
+        .iter()
+        .find(|(f, _)| *f == fd)
+        .map(|(_, a)| *a)
+}
+
 /// Takes an inherited or handed-over listening socket: checks that it is a
 /// listening TCP socket and makes it non-blocking.
 pub fn adopt_fd(fd: RawFd) -> std::io::Result<std::net::TcpListener> {

@@ -359,9 +359,15 @@ fn binds(cfg: &Config) -> Vec<(Arc<str>, SocketAddr)> {
         .filter(|p| p.kind.has_frontend())
         .flat_map(|p| {
             let name: Arc<str> = Arc::from(p.name.as_str());
+            // An inherited socket (`fd@n`) stands for the address it was
+            // found listening on at start: a reload keeps it, never
+            // re-binds it.
             p.binds
                 .iter()
-                .flat_map(|b| b.addrs.iter().copied())
+                .flat_map(|b| match b.fd {
+                    Some(fd) => crate::listener::inherited_addr(fd).into_iter().collect(),
+                    None => b.addrs.clone(),
+                })
                 .map(move |a| (name.clone(), a))
         })
         .collect()

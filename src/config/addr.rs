@@ -28,7 +28,6 @@ pub struct HostPorts<'a> {
 const UNSUPPORTED_PREFIXES: &[&str] = &[
     "unix@",
     "abns@",
-    "fd@",
     "sockpair@",
     "udp@",
     "udp4@",

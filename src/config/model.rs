@@ -318,6 +318,8 @@ pub struct Bind {
     pub text: String,
     /// Resolved addresses (a host name may give several).
     pub addrs: Vec<SocketAddr>,
+    /// `fd@<n>`: an inherited listening socket (no address to bind).
+    pub fd: Option<i32>,
     pub loc: Loc,
 }
 

@@ -1378,10 +1378,31 @@ impl<'r> State<'r> {
             .cloned()
             .unwrap_or_else(|| text.clone());
         for item in text.split(',') {
+            // An inherited listening socket (systemd, a supervisor): checked
+            // when sluice starts, where the descriptor exists.
+            if let Some(n) = item.strip_prefix("fd@") {
+                match n.parse::<i32>() {
+                    Ok(fd) if fd >= 0 => binds.push(Bind {
+                        text: item.to_string(),
+                        addrs: Vec::new(),
+                        fd: Some(fd),
+                        loc: loc.clone(),
+                    }),
+                    _ => {
+                        ok = false;
+                        self.alert(
+                            loc,
+                            format!("'bind' : invalid file descriptor '{n}' in '{shown}'"),
+                        );
+                    }
+                }
+                continue;
+            }
             match addr::bind_addrs(item, &shown, self.resolve) {
                 Ok(addrs) => binds.push(Bind {
                     text: item.to_string(),
                     addrs,
+                    fd: None,
                     loc: loc.clone(),
                 }),
                 Err(e) => {
@@ -1396,6 +1417,7 @@ impl<'r> State<'r> {
             binds = vec![Bind {
                 text: text.clone(),
                 addrs: Vec::new(),
+                fd: None,
                 loc: loc.clone(),
             }];
         }
