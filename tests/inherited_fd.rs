@@ -1,6 +1,6 @@
 //! `bind fd@<n>`: sluice accepts on a listening socket it inherited (as
 //! under systemd socket activation), with the number coming from the
-//! environment; a descriptor that is not a listening socket is a clear
+//! environment, and keeps it across a reload; a descriptor that is not a listening socket is a clear
 //! start-up error naming the config line.
 
 mod support;
@@ -54,6 +54,15 @@ backend be
     }
     let csv = show_stat(&s.stats_socket()).await;
     assert_eq!(csv.num("be", "s1", "stot"), 3);
+    // A reload keeps the inherited socket (it is never closed or re-bound).
+    let reply = cli(&s.stats_socket(), "reload").await;
+    assert!(reply.starts_with("Success=1"), "{reply}");
+    assert!(
+        !reply.contains("listener"),
+        "no listener opened or closed: {reply}"
+    );
+    let r = get(addr, "/after-reload").await;
+    assert_eq!(r.status, 200);
     drop(listener);
 }
 
