@@ -450,7 +450,7 @@ pub const STATS_PROXY_UNSUPPORTED: &[&str] = &[
     "show-modules",
 ];
 
-pub const HTTP_REQUEST_SUPPORTED: &[&str] = &["return", "deny"];
+pub const HTTP_REQUEST_SUPPORTED: &[&str] = &["return", "deny", "use-service"];
 
 pub const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
     "allow",
@@ -482,7 +482,6 @@ pub const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
     "set-map",
     "del-map",
     "lua",
-    "use-service",
     "cache-use",
     "early-hint",
     "normalize-uri",

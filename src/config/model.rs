@@ -333,6 +333,9 @@ pub enum HttpRequestAction {
     },
     /// `http-request deny [deny_status <code>]`
     Deny { status: u16 },
+    /// `http-request use-service prometheus-exporter`: the metrics in
+    /// HAProxy's exporter format (`crate::stats::prometheus`).
+    PrometheusExporter,
 }
 
 #[derive(Debug, Clone)]

@@ -1588,10 +1588,10 @@ impl<'r> State<'r> {
             );
         }
         let args = &words[2..cond_at];
-        let parsed = if action == "deny" {
-            self.deny_args(loc, args)
-        } else {
-            return_args(args)
+        let parsed = match action {
+            "deny" => self.deny_args(loc, args),
+            "use-service" => use_service_args(args),
+            _ => return_args(args),
         };
         match parsed {
             Ok(a) => self.px().http_request.push(HttpRequestRule {
@@ -1928,6 +1928,21 @@ impl<'r> State<'r> {
             _ => None,
         }
         .unwrap_or_default()
+    }
+}
+
+/// `http-request use-service <name>`: sluice has HAProxy's
+/// `prometheus-exporter` service.
+fn use_service_args(args: &[String]) -> Result<HttpRequestAction, String> {
+    match args {
+        [name] if name == "prometheus-exporter" => Ok(HttpRequestAction::PrometheusExporter),
+        [name] => Err(format!(
+            "'use-service' expects a service name, 'prometheus-exporter' is the only one sluice has (got '{name}')"
+        )),
+        [] => Err("'use-service' expects a service name".to_string()),
+        [_, extra, ..] => Err(format!(
+            "unexpected keyword '{extra}' (expects 'if' or 'unless')"
+        )),
     }
 }
 

@@ -407,6 +407,11 @@ async fn route(
                 rec.term(b'P', b'R');
                 return deny(conn, *status, fe, keep_local).await;
             }
+            HttpRequestAction::PrometheusExporter => {
+                fe.state.counters.intercepted.fetch_add(1, Relaxed);
+                rec.term(b'L', b'R');
+                return prometheus(rt, head, conn, keep_local, fe).await;
+            }
         }
     }
     let backend: Option<&Arc<BackendRt>> = fe
@@ -468,6 +473,49 @@ async fn stats_page(
         bytes_out: head.len() as u64,
         body_in: 0,
     })
+}
+
+/// `http-request use-service prometheus-exporter`: the exposition (with
+/// the `scope` filter of the query string), or 400 for an unknown scope.
+async fn prometheus(
+    rt: &Runtime,
+    head: &Head,
+    conn: &mut BufConn,
+    keep: bool,
+    fe: &FrontendRt,
+) -> Outcome {
+    use crate::stats::prometheus as promex;
+    let target = String::from_utf8_lossy(head.target());
+    match promex::Scopes::from_target(&target) {
+        Ok(scopes) => {
+            let body = promex::render(rt, scopes);
+            let mut out = BytesMut::with_capacity(160 + body.len());
+            out.put_slice(
+                format!(
+                    "HTTP/1.1 200 OK\r\ncache-control: no-cache\r\ncontent-type: {}\r\ncontent-length: {}\r\n",
+                    promex::CONTENT_TYPE,
+                    body.len()
+                )
+                .as_bytes(),
+            );
+            if !keep {
+                out.put_slice(b"connection: close\r\n");
+            }
+            out.put_slice(b"\r\n");
+            out.put_slice(body.as_bytes());
+            let ok = io::write_all(&mut conn.stream, &out, fe.timeouts.client)
+                .await
+                .is_ok();
+            Outcome {
+                status: Some(200),
+                keep_client: keep && ok,
+                bytes_out: out.len() as u64,
+                body_in: 0,
+            }
+        }
+        // HAProxy answers its built-in 400 page and closes.
+        Err(_) => forward::send_error(conn, 400, fe, false).await,
+    }
 }
 
 async fn local_response(

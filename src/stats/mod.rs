@@ -7,6 +7,7 @@ pub mod cli;
 pub mod csv;
 pub mod info;
 pub mod page;
+pub mod prometheus;
 
 pub use cli::{Reply, bind_unix, execute, serve_unix};
 pub use csv::{CsvOptions, render_csv};
