@@ -602,6 +602,22 @@ fn start_stats_socket(
     sock: &crate::config::model::StatsSocket,
     rt: &Arc<Runtime>,
 ) -> std::io::Result<()> {
+    if let Some(fd) = sock.fd {
+        return match crate::listener::adopt_any(fd)? {
+            crate::listener::Inherited::Tcp(l) => {
+                tokio::spawn(crate::stats::cli::serve_tcp(l, sock.level, rt.clone()));
+                Ok(())
+            }
+            crate::listener::Inherited::Unix(l) => {
+                tokio::spawn(crate::stats::cli::serve_unix_listener(
+                    l,
+                    sock.level,
+                    rt.clone(),
+                ));
+                Ok(())
+            }
+        };
+    }
     match sock.tcp {
         Some(addr) => {
             let listener = crate::listener::bind_std(addr)?;

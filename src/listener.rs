@@ -234,6 +234,30 @@ pub fn inherited_addr(fd: RawFd) -> Option<SocketAddr> {
         .map(|(_, a)| *a)
 }
 
+/// An inherited listening socket of either family.
+pub enum Inherited {
+    Tcp(std::net::TcpListener),
+    Unix(std::os::unix::net::UnixListener),
+}
+
+/// Adopts inherited descriptor `fd` (a `stats socket fd@<n>`), whatever its
+/// family: it must be a listening stream socket.
+pub fn adopt_any(fd: RawFd) -> std::io::Result<Inherited> {
+    use std::os::fd::FromRawFd;
+    let l = adopt_fd(fd)?;
+    if l.local_addr().is_ok() {
+        return Ok(Inherited::Tcp(l));
+    }
+    // Not an inet socket: take it back as a UNIX one.
+    let fd = std::os::fd::IntoRawFd::into_raw_fd(l);
+    // SAFETY: the descriptor is a listening socket we own (checked by
+    // `adopt_fd`), now handed to the UNIX listener.
+    let u = unsafe { std::os::unix::net::UnixListener::from_raw_fd(fd) };
+    u.local_addr()?;
+    u.set_nonblocking(true)?;
+    Ok(Inherited::Unix(u))
+}
+
 /// Takes an inherited or handed-over listening socket: checks that it is a
 /// listening TCP socket and makes it non-blocking.
 pub fn adopt_fd(fd: RawFd) -> std::io::Result<std::net::TcpListener> {

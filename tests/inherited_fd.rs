@@ -90,3 +90,43 @@ fn a_descriptor_that_is_not_a_listening_socket_is_refused() {
     assert!(err.contains("fd.cfg:7]"), "names the config line: {err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_on_an_inherited_unix_socket() {
+    let be = Backend::start("s1").await;
+    let dir = std::env::temp_dir().join(format!("sluice-cli-fd-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("cli.sock");
+    let _ = std::fs::remove_file(&path);
+    let unix = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let fd = unix.as_raw_fd();
+    inheritable(fd);
+    let port = free_port();
+    let cfg = format!(
+        "global
+    stats socket \"fd@${{SLUICE_CLI_FD}}\" level admin
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 30s
+    timeout server 30s
+frontend fe
+    bind 127.0.0.1:{port}
+    default_backend be
+backend be
+    server s1 {}
+",
+        be.hostport()
+    );
+    let _s = Sluice::builder(&cfg)
+        .env("SLUICE_CLI_FD", &fd.to_string())
+        .start();
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    assert_eq!(get(addr, "/").await.status, 200);
+    // The test never accepts on its copy: the answer comes from sluice.
+    let csv = show_stat(&path).await;
+    assert_eq!(csv.num("be", "s1", "stot"), 1);
+    assert_eq!(cli(&path, "show cli level").await, "admin\n\n");
+    drop(unix);
+    let _ = std::fs::remove_dir_all(&dir);
+}

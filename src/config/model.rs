@@ -139,6 +139,8 @@ pub struct StatsSocket {
     /// `expose-fd listeners`: the listening sockets can be taken over by a
     /// new process started with `-x <this socket>`.
     pub expose_fd: bool,
+    /// `fd@<n>`: an inherited listening socket (UNIX or TCP).
+    pub fd: Option<i32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

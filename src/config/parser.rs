@@ -855,8 +855,19 @@ impl<'r> State<'r> {
             loc: loc.clone(),
             tcp: None,
             expose_fd: false,
+            fd: None,
         };
-        if let Some(path) = target.strip_prefix("unix@") {
+        if let Some(n) = target.strip_prefix("fd@") {
+            match n.parse::<i32>() {
+                Ok(fd) if fd >= 0 => sock.fd = Some(fd),
+                _ => {
+                    return self.alert(
+                        loc,
+                        format!("'stats socket' : invalid file descriptor '{n}' in '{target}'"),
+                    );
+                }
+            }
+        } else if let Some(path) = target.strip_prefix("unix@") {
             sock.path = PathBuf::from(path);
         } else if target.starts_with("ipv4@") || target.starts_with("ipv6@") {
             match addr::bind_addrs(target, target, self.resolve) {

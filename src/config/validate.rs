@@ -181,7 +181,7 @@ pub fn duplicate_binds(config: &Config, diags: &mut Vec<Diagnostic>) {
 /// `cannot bind UNIX socket`).
 pub fn stats_socket_dirs(config: &Config, check: super::DirCheck<'_>, diags: &mut Vec<Diagnostic>) {
     for s in &config.global.stats_sockets {
-        if s.tcp.is_some() {
+        if s.tcp.is_some() || s.fd.is_some() {
             continue;
         }
         let dir = s.path.parent().unwrap_or(std::path::Path::new("."));
