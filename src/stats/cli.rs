@@ -1158,14 +1158,7 @@ pub async fn serve_unix_listener(
 ) -> io::Result<()> {
     listener.set_nonblocking(true)?;
     let listener = tokio::net::UnixListener::from_std(listener)?;
-    let slots = Arc::new(Semaphore::new(MAX_CLI_CONNS));
-    loop {
-        let permit = slots.clone().acquire_owned().await;
-        match listener.accept().await {
-            Ok((stream, _)) => spawn_conn(stream, level, rt.clone(), permit.ok()),
-            Err(e) => accept_failed(e).await,
-        }
-    }
+    accept_loop(|| listener.accept(), level, rt).await
 }
 
 /// The same over TCP (`stats socket ipv4@host:port`).
@@ -1176,10 +1169,23 @@ pub async fn serve_tcp(
 ) -> io::Result<()> {
     listener.set_nonblocking(true)?;
     let listener = tokio::net::TcpListener::from_std(listener)?;
+    accept_loop(|| listener.accept(), level, rt).await
+}
+
+/// One accept loop for both socket families.
+async fn accept_loop<S, A, F>(
+    accept: impl Fn() -> F,
+    level: CliLevel,
+    rt: Arc<Runtime>,
+) -> io::Result<()>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    F: std::future::Future<Output = io::Result<(S, A)>>,
+{
     let slots = Arc::new(Semaphore::new(MAX_CLI_CONNS));
     loop {
         let permit = slots.clone().acquire_owned().await;
-        match listener.accept().await {
+        match accept().await {
             Ok((stream, _)) => spawn_conn(stream, level, rt.clone(), permit.ok()),
             Err(e) => accept_failed(e).await,
         }
