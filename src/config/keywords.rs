@@ -436,14 +436,9 @@ pub const BIND_UNSUPPORTED: &[&str] = &[
 ];
 
 pub const STATS_PROXY_UNSUPPORTED: &[&str] = &[
-    "auth",
-    "realm",
-    "refresh",
     "scope",
-    "show-legends",
     "show-node",
     "show-desc",
-    "hide-version",
     "admin",
     "http-request",
     "bind-process",

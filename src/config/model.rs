@@ -308,10 +308,34 @@ pub struct StatsPage {
     /// URI prefix; any request whose URI begins with it is answered by the
     /// stats page.
     pub uri: String,
+    /// `stats auth user:pass` (repeatable): HTTP Basic accounts; none = no
+    /// authentication.
+    pub auth: Vec<String>,
+    /// `stats realm`: the realm of the 401 (default `HAProxy Statistics`).
+    pub realm: Option<String>,
+    /// `stats refresh <time>`: the `refresh:` header, in seconds.
+    pub refresh: Option<u64>,
+    /// `stats hide-version`
+    pub hide_version: bool,
+    /// `stats show-legends`: addr/cookie/algo filled in.
+    pub show_legends: bool,
 }
 
 impl StatsPage {
     pub const DEFAULT_URI: &'static str = "/haproxy?stats";
+    pub const DEFAULT_REALM: &'static str = "HAProxy Statistics";
+
+    /// `stats enable`: the default URI, nothing else.
+    pub fn enabled() -> StatsPage {
+        StatsPage {
+            uri: Self::DEFAULT_URI.to_string(),
+            auth: Vec::new(),
+            realm: None,
+            refresh: None,
+            hide_version: false,
+            show_legends: false,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -1322,25 +1322,49 @@ impl<'r> State<'r> {
         }
     }
 
+    /// The section's stats page, enabled with the defaults if it was not.
+    fn stats_page(&mut self) -> &mut StatsPage {
+        self.px().stats.get_or_insert_with(StatsPage::enabled)
+    }
+
     fn kw_stats(&mut self, loc: &Loc, words: &[String]) {
         if !self.cap(loc, "stats", true, true, true) {
             return;
         }
+        let arg = words.get(2).filter(|a| !a.is_empty()).cloned();
         match words.get(1).map(String::as_str) {
             Some("enable") => {
-                let p = self.px();
-                if p.stats.is_none() {
-                    p.stats = Some(StatsPage {
-                        uri: StatsPage::DEFAULT_URI.to_string(),
-                    });
-                }
+                self.stats_page();
             }
-            Some("uri") => match words.get(2).filter(|u| !u.is_empty()) {
-                Some(u) => {
-                    self.px().stats = Some(StatsPage { uri: u.clone() });
-                }
+            Some("uri") => match arg {
+                Some(u) => self.stats_page().uri = u,
                 None => self.alert(loc, "'uri' needs an URI prefix."),
             },
+            Some("realm") => match arg {
+                Some(r) => self.stats_page().realm = Some(r),
+                None => self.alert(loc, "'realm' needs an realm name."),
+            },
+            Some("auth") => match arg.filter(|a| a.contains(':')) {
+                Some(a) => self.stats_page().auth.push(a),
+                None => self.alert(loc, "'auth' needs a user:password account."),
+            },
+            Some("refresh") => {
+                let text = arg.unwrap_or_default();
+                // A bare number is in seconds here.
+                let secs = if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+                    text.parse::<u64>().ok()
+                } else {
+                    crate::config::units::parse_time(&text)
+                        .ok()
+                        .map(|d| d.as_secs())
+                };
+                match secs {
+                    Some(s) => self.stats_page().refresh = Some(s),
+                    None => self.alert(loc, "'refresh' needs a valid interval."),
+                }
+            }
+            Some("hide-version") => self.stats_page().hide_version = true,
+            Some("show-legends") => self.stats_page().show_legends = true,
             Some(sub) if kw::STATS_PROXY_UNSUPPORTED.contains(&sub) => {
                 self.unsupported(loc, &format!("stats {sub}"))
             }

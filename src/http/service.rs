@@ -456,9 +456,30 @@ async fn stats_page(
     let suffix = target.strip_prefix(page.uri.as_bytes())?;
     let suffix = String::from_utf8_lossy(suffix);
     fe.state.counters.intercepted.fetch_add(1, Relaxed);
-    let (status, ctype, body) = crate::stats::page::respond(&suffix, rt);
+    use crate::stats::page as stats_page;
+    let authorization = head.values("authorization").next();
+    let (status, ctype, body, extra) = if stats_page::authorized(page, authorization) {
+        let (status, ctype, body) = stats_page::respond(&suffix, rt, page);
+        let extra = page
+            .refresh
+            .filter(|_| !suffix.contains(";norefresh"))
+            .map(|s| format!("refresh: {s}\r\n"));
+        (status, ctype, body, extra)
+    } else {
+        // HAProxy's 401: its page and the realm's challenge.
+        let challenge = format!("www-authenticate: {}\r\n", stats_page::challenge(page));
+        (
+            401,
+            "text/html",
+            stats_page::UNAUTHORIZED_BODY.to_string(),
+            Some(challenge),
+        )
+    };
     let mut head = BytesMut::new();
     head.put_slice(format!("HTTP/1.1 {} {}\r\ncache-control: no-cache\r\ncontent-type: {}\r\ncontent-length: {}\r\n", status, errors::reason(status), ctype, body.len()).as_bytes());
+    if let Some(h) = extra {
+        head.put_slice(h.as_bytes());
+    }
     if !keep {
         head.put_slice(b"connection: close\r\n");
     }

@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use crate::config::model::StatsPage;
 use crate::runtime::Runtime;
 
 use super::csv::{self, CsvOptions, Row};
@@ -11,14 +12,13 @@ use super::info;
 
 /// `suffix` is the request target after the `stats uri` prefix, e.g.
 /// `;csv`, `;up`, `` or `?x=1`. Returns status, content type and body.
-pub fn respond(suffix: &str, rt: &Runtime) -> (u16, &'static str, String) {
+pub fn respond(suffix: &str, rt: &Runtime, page: &StatsPage) -> (u16, &'static str, String) {
     // HAProxy looks for `;option` anywhere after the prefix.
     let opts: Vec<&str> = suffix.split(';').skip(1).map(option_name).collect();
     let csv_opts = CsvOptions {
-        // `stats show-legends` is not modelled: addr/algo stay empty, as on
-        // a default HAProxy page.
-        show_legends: false,
+        show_legends: page.show_legends,
         only_up: opts.contains(&"up"),
+        no_maint: opts.contains(&"no-maint"),
         ..CsvOptions::default()
     };
     let snap = rt.snapshot();
@@ -27,7 +27,62 @@ pub fn respond(suffix: &str, rt: &Runtime) -> (u16, &'static str, String) {
         return (200, "text/plain", csv::render_csv(rt, &snap, csv_opts));
     }
     let rows = csv::rows(rt, &snap, csv_opts);
-    (200, "text/html", html(rt, &snap, &rows))
+    if opts.contains(&"json") {
+        return (200, "application/json", csv::render_json(&rows));
+    }
+    (200, "text/html", html(rt, &snap, &rows, page))
+}
+
+/// Whether the request's `Authorization` header value carries one of the
+/// page's `stats auth` accounts (always true without accounts).
+pub fn authorized(page: &StatsPage, authorization: Option<&[u8]>) -> bool {
+    if page.auth.is_empty() {
+        return true;
+    }
+    let Some(value) = authorization else {
+        return false;
+    };
+    let value = String::from_utf8_lossy(value);
+    let value = value.trim();
+    let Some((scheme, creds)) = value.split_once(' ') else {
+        return false;
+    };
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return false;
+    }
+    let creds = creds.trim();
+    page.auth.iter().any(|a| base64(a.as_bytes()) == creds)
+}
+
+/// The `www-authenticate` value of the 401.
+pub fn challenge(page: &StatsPage) -> String {
+    let realm = page.realm.as_deref().unwrap_or(StatsPage::DEFAULT_REALM);
+    format!("Basic realm=\"{}\"", realm.replace('"', "\\\""))
+}
+
+/// HAProxy's 401 page, byte for byte (112 bytes).
+pub const UNAUTHORIZED_BODY: &str = "<html><body><h1>401 Unauthorized</h1>\nYou need a valid user and password to access this content.\n</body></html>\n";
+
+/// Standard base64 with padding.
+fn base64(data: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
+    for chunk in data.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }
 
 /// `csv`, `up`... from one `;`-separated piece (stops at `&`, `?`, `/`, `=`
@@ -106,7 +161,7 @@ const COLUMNS: &[&str] = &[
     "Check",
 ];
 
-fn html(rt: &Runtime, snap: &crate::routing::Snapshot, rows: &[Row]) -> String {
+fn html(rt: &Runtime, snap: &crate::routing::Snapshot, rows: &[Row], page: &StatsPage) -> String {
     let mut out = String::new();
     let p = &rt.process;
     let _ = write!(
@@ -114,9 +169,13 @@ fn html(rt: &Runtime, snap: &crate::routing::Snapshot, rows: &[Row]) -> String {
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>Statistics Report for sluice</title><style>{CSS}</style></head><body>\n\
-         <h1>Statistics Report for sluice {ver}</h1>\n\
+         <h1>Statistics Report for sluice{ver}</h1>\n\
          <p class=info>pid {pid}, uptime {up}, {thr} threads, current conns {cur}, maxconn {max}, total requests {req}</p>\n",
-        ver = esc(info::VERSION),
+        ver = if page.hide_version {
+            String::new()
+        } else {
+            format!(" {}", esc(info::VERSION))
+        },
         pid = p.pid,
         up = info::format_uptime(rt.uptime_secs()),
         thr = rt.nbthread,
@@ -209,24 +268,68 @@ mod tests {
     #[test]
     fn csv_page_is_the_cli_csv_without_legends_or_empty_line() {
         let rt = fixture::runtime();
-        let (status, ctype, body) = respond(";csv", &rt);
+        let (status, ctype, body) = respond(";csv", &rt, &StatsPage::enabled());
         assert_eq!((status, ctype), (200, "text/plain"));
         assert!(body.starts_with(csv::HEADER));
         assert!(body.ends_with(",\n") && !body.ends_with("\n\n"));
         assert!(!body.contains("127.0.0.1") && !body.contains("roundrobin"));
-        assert_eq!(respond(";csv;norefresh", &rt).2, body);
+        assert_eq!(
+            respond(";csv;norefresh", &rt, &StatsPage::enabled()).2,
+            body
+        );
     }
 
     #[test]
     fn html_page_has_a_table_per_proxy() {
         let rt = fixture::runtime();
-        let (status, ctype, body) = respond("", &rt);
+        let (status, ctype, body) = respond("", &rt, &StatsPage::enabled());
         assert_eq!((status, ctype), (200, "text/html"));
         assert_eq!(body.matches("<table>").count(), 3);
         assert!(body.contains("<h2>web_be</h2>"));
         assert!(body.contains("<td class=up>UP 1/3</td>"));
         assert!(body.contains("<td class=up>OPEN</td>"));
         assert!(body.contains("name=\"viewport\""));
+    }
+
+    #[test]
+    fn legends_json_and_hidden_version() {
+        let rt = fixture::runtime();
+        let page = StatsPage {
+            show_legends: true,
+            hide_version: true,
+            ..StatsPage::enabled()
+        };
+        let (_, _, csv) = respond(";csv", &rt, &page);
+        assert!(csv.contains("127.0.0.1:17001") && csv.contains("roundrobin"));
+        let (status, ctype, json) = respond(";json", &rt, &page);
+        assert_eq!((status, ctype), (200, "application/json"));
+        assert!(
+            json.starts_with("[[{\"objType\":\"Frontend\""),
+            "{json:.80}"
+        );
+        let (_, _, html) = respond("", &rt, &page);
+        assert!(html.contains("<h1>Statistics Report for sluice</h1>"));
+        let (_, _, html) = respond("", &rt, &StatsPage::enabled());
+        assert!(html.contains(&format!("Statistics Report for sluice {}<", info::VERSION)));
+    }
+
+    #[test]
+    fn basic_auth() {
+        assert_eq!(base64(b"admin:secret"), "YWRtaW46c2VjcmV0");
+        assert_eq!(base64(b"a"), "YQ==");
+        assert_eq!(base64(b"ab"), "YWI=");
+        let page = StatsPage {
+            auth: vec!["admin:secret".into(), "bob:pw".into()],
+            ..StatsPage::enabled()
+        };
+        assert!(authorized(&StatsPage::enabled(), None));
+        assert!(!authorized(&page, None));
+        assert!(authorized(&page, Some(b"Basic YWRtaW46c2VjcmV0")));
+        assert!(authorized(&page, Some(b"basic Ym9iOnB3")));
+        assert!(!authorized(&page, Some(b"Basic YWRtaW46d3Jvbmc=")));
+        assert!(!authorized(&page, Some(b"Bearer YWRtaW46c2VjcmV0")));
+        assert_eq!(challenge(&page), "Basic realm=\"HAProxy Statistics\"");
+        assert_eq!(UNAUTHORIZED_BODY.len(), 112);
     }
 
     #[test]
