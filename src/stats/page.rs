@@ -125,6 +125,10 @@ fn status_class(status: &str) -> &'static str {
         "up"
     } else if status.starts_with("DOWN") {
         "down"
+    } else if status.starts_with("MAINT") {
+        "maint"
+    } else if status.starts_with("DRAIN") || status.starts_with("NOLB") {
+        "drain"
     } else {
         "other"
     }
@@ -137,7 +141,7 @@ table{border-collapse:collapse;font-size:0.85em;white-space:nowrap}\
 th,td{border:1px solid #ccc;padding:2px 6px;text-align:right}\
 th{background:#eee}td.name{text-align:left;font-weight:bold}\
 tr.fe td,tr.be td{background:#f0f0f8}\
-td.up{background:#c8f0c8}td.down{background:#f4b8b8}td.other{background:#f4e4a0}\
+td.up{background:#c8f0c8}td.down{background:#f4b8b8}td.drain{background:#a8c8f4}td.maint{background:#c8a8e8}td.other{background:#f4e4a0}\
 td.check{text-align:left}";
 
 const COLUMNS: &[&str] = &[
@@ -341,6 +345,10 @@ mod tests {
         assert_eq!(human("356400"), "4d3h");
         assert_eq!(human(""), "");
         assert_eq!(status_class("DOWN 1/2"), "down");
-        assert_eq!(status_class("MAINT"), "other");
+        assert_eq!(status_class("MAINT"), "maint");
+        assert_eq!(status_class("MAINT (resolution)"), "maint");
+        assert_eq!(status_class("DRAIN"), "drain");
+        assert_eq!(status_class("NOLB"), "drain");
+        assert_eq!(status_class("UNKNOWN"), "other");
     }
 }
