@@ -9,8 +9,8 @@ use crate::acl::eval::{AclSet, CompiledCond};
 use crate::backend::{BackendState, FrontendState, Registry, ServerState};
 use crate::balance::Lb;
 use crate::config::model::{
-    Balance, CheckKind, CheckParams, Config, Global, HttpConnMode, HttpRequestAction, HttpReuse,
-    Mode, ProxyKind, StatsPage, Timeouts,
+    Balance, CheckKind, CheckParams, Config, ForwardFor, Global, HttpConnMode, HttpRequestAction,
+    HttpResponseAction, HttpReuse, Mode, ProxyKind, StatsPage, Timeouts,
 };
 
 #[derive(Debug)]
@@ -50,6 +50,10 @@ pub struct FrontendRt {
     pub http_request: Vec<(HttpRequestAction, Option<CompiledCond>)>,
     pub switching: Vec<(Arc<BackendRt>, CompiledCond)>,
     pub default_backend: Option<Arc<BackendRt>>,
+    pub http_response: Vec<(HttpResponseAction, Option<CompiledCond>)>,
+    pub forwardfor: Option<ForwardFor>,
+    /// `errorfile`: complete responses by status.
+    pub errorfiles: Vec<(u16, bytes::Bytes)>,
     pub stats: Option<StatsPage>,
     /// Access log, when the frontend has somewhere to log to.
     pub log: Option<Arc<crate::log::FrontendLog>>,
@@ -73,6 +77,11 @@ pub struct BackendRt {
     pub lb: Lb,
     /// What active checks do (TCP connect, `option httpchk`, `tcp-check`).
     pub check: CheckKind,
+    /// The backend's own ACLs, for its `http-response` conditions.
+    pub acls: AclSet,
+    pub http_response: Vec<(HttpResponseAction, Option<CompiledCond>)>,
+    pub forwardfor: Option<ForwardFor>,
+    pub errorfiles: Vec<(u16, bytes::Bytes)>,
     pub stats: Option<StatsPage>,
     /// Targets of state-change events (`log` lines), if any.
     pub log: Option<Arc<crate::log::LogSetup>>,
@@ -179,6 +188,8 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
             .zip(&p.servers)
             .map(|(s, c)| (s.sid, s.weight, s.backup, c.opts.slowstart))
             .collect();
+        let be_acls = AclSet::new(&p.acls);
+        let be_response = response_rules(&p.http_response, &be_acls);
         let fullconn = p
             .fullconn
             .unwrap_or_else(|| fullconn_for(config, &p.name, global_maxconn));
@@ -197,6 +208,10 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                 balance: p.balance.clone(),
                 lb: Lb::new(&p.balance, p.hash_type, p.allbackups, &lb_servers),
                 check: p.check_kind(),
+                acls: be_acls,
+                http_response: be_response,
+                forwardfor: p.forwardfor.clone(),
+                errorfiles: p.errorfiles.clone(),
                 servers,
                 stats: p.stats.clone(),
                 log: crate::log::LogSetup::compile(&p.log, &config.global.log).map(Arc::new),
@@ -231,6 +246,7 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                 .iter()
                 .filter_map(|u| Some((find_backend(&u.backend)?, acls.compile(&u.cond))))
                 .collect();
+            let fe_response = response_rules(&p.http_response, &acls);
             // A listen section's default backend is itself.
             let default_backend = match &p.default_backend {
                 Some((name, _)) => find_backend(name),
@@ -255,6 +271,9 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                 http_request,
                 switching,
                 default_backend,
+                http_response: fe_response,
+                forwardfor: p.forwardfor.clone(),
+                errorfiles: p.errorfiles.clone(),
                 stats: p.stats.clone(),
                 log: crate::log::FrontendLog::compile(&p.log, &config.global.log),
             })
@@ -273,6 +292,16 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
         global: config.global.clone(),
         proxies,
     }
+}
+
+fn response_rules(
+    rules: &[crate::config::model::HttpResponseRule],
+    acls: &AclSet,
+) -> Vec<(HttpResponseAction, Option<CompiledCond>)> {
+    rules
+        .iter()
+        .map(|r| (r.action.clone(), r.cond.as_ref().map(|c| acls.compile(c))))
+        .collect()
 }
 
 /// Server ids (`puid`, the `sid` column): `id <n>` where given, the others

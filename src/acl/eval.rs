@@ -197,7 +197,7 @@ fn trim(v: &[u8]) -> &[u8] {
     &v[start..end]
 }
 
-fn ip_matches(ip: IpAddr, p: &Pattern) -> bool {
+pub fn ip_matches(ip: IpAddr, p: &Pattern) -> bool {
     let Pattern::Net { addr, prefix } = p else {
         return false;
     };

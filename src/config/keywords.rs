@@ -146,18 +146,18 @@ pub const PROXY_SUPPORTED: &[&str] = &[
     "log",
     "log-format",
     "log-tag",
+    "errorfile",
+    "http-response",
 ];
 
 pub const PROXY_UNSUPPORTED: &[&str] = &[
     "log-format-sd",
     "capture",
     "cookie",
-    "errorfile",
     "errorfiles",
     "errorloc",
     "errorloc302",
     "errorloc303",
-    "http-response",
     "http-after-response",
     "http-error",
     "tcp-request",
@@ -235,10 +235,10 @@ pub const OPTIONS_SUPPORTED: &[&str] = &[
     "dontlognull",
     "log-separate-errors",
     "logasap",
+    "forwardfor",
 ];
 
 pub const OPTIONS_UNSUPPORTED: &[&str] = &[
-    "forwardfor",
     "redispatch",
     "abortonclose",
     "checkcache",
@@ -445,22 +445,28 @@ pub const STATS_PROXY_UNSUPPORTED: &[&str] = &[
     "show-modules",
 ];
 
-pub const HTTP_REQUEST_SUPPORTED: &[&str] = &["return", "deny", "use-service"];
-
-pub const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
+pub const HTTP_REQUEST_SUPPORTED: &[&str] = &[
+    "return",
+    "deny",
+    "use-service",
     "allow",
-    "auth",
     "redirect",
-    "tarpit",
     "set-header",
     "add-header",
     "del-header",
+    "set-path",
+    "set-query",
+];
+
+pub const HTTP_RESPONSE_SUPPORTED: &[&str] = &["set-header", "add-header", "del-header", "deny"];
+
+pub const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
+    "auth",
+    "tarpit",
     "replace-header",
     "replace-value",
-    "set-path",
     "set-pathq",
     "set-uri",
-    "set-query",
     "set-method",
     "set-var",
     "unset-var",

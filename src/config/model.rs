@@ -362,6 +362,72 @@ pub enum HttpRequestAction {
     /// `http-request use-service prometheus-exporter`: the metrics in
     /// HAProxy's exporter format (`crate::stats::prometheus`).
     PrometheusExporter,
+    /// `http-request allow`: stops the evaluation of the rules.
+    Allow,
+    /// `http-request set-header <name> <fmt>` (name kept as written).
+    SetHeader { name: String, fmt: LogFmt },
+    /// `http-request add-header <name> <fmt>`
+    AddHeader { name: String, fmt: LogFmt },
+    /// `http-request del-header <name>`
+    DelHeader { name: String },
+    /// `http-request set-path <fmt>`
+    SetPath(LogFmt),
+    /// `http-request set-query <fmt>`
+    SetQuery(LogFmt),
+    /// `http-request redirect location|prefix|scheme <fmt> [code <n>]`
+    Redirect {
+        kind: RedirectKind,
+        fmt: LogFmt,
+        code: u16,
+    },
+}
+
+/// What a `redirect` rule builds its Location from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RedirectKind {
+    Location,
+    Prefix,
+    Scheme,
+}
+
+/// A log-format string as the header rules use it: literal text and the
+/// few sample fetches sluice evaluates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogFmt(pub Vec<FmtPart>);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FmtPart {
+    Lit(String),
+    /// `%[src]`, `%ci`: the client's address.
+    Src,
+    /// `%[req.hdr(<name>)]`: the last value of a request header.
+    ReqHdr(String),
+}
+
+/// `http-response set-header|add-header|del-header|deny`.
+#[derive(Debug, Clone)]
+pub enum HttpResponseAction {
+    SetHeader { name: String, fmt: LogFmt },
+    AddHeader { name: String, fmt: LogFmt },
+    DelHeader { name: String },
+    Deny,
+}
+
+#[derive(Debug, Clone)]
+pub struct HttpResponseRule {
+    pub action: HttpResponseAction,
+    pub cond: Option<Condition>,
+    pub loc: Loc,
+}
+
+/// `option forwardfor [except <net>] [header <name>] [if-none]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForwardFor {
+    /// Clients in this network get no header.
+    pub except: Option<(std::net::IpAddr, u8)>,
+    /// Header name, lower-cased as HAProxy emits it.
+    pub header: String,
+    pub if_none: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -495,6 +561,11 @@ pub struct Proxy {
     /// ACL definitions in order; a repeated name adds patterns (ORed).
     pub acls: Vec<AclDef>,
     pub http_request: Vec<HttpRequestRule>,
+    pub http_response: Vec<HttpResponseRule>,
+    /// `option forwardfor` (None: off).
+    pub forwardfor: Option<ForwardFor>,
+    /// `errorfile <code> <file>`: the response each code is answered with.
+    pub errorfiles: Vec<(u16, bytes::Bytes)>,
     pub use_backends: Vec<UseBackend>,
     pub default_backend: Option<(String, Loc)>,
     pub servers: Vec<Server>,
@@ -525,6 +596,9 @@ impl Proxy {
             binds: Vec::new(),
             acls: Vec::new(),
             http_request: Vec::new(),
+            http_response: Vec::new(),
+            forwardfor: None,
+            errorfiles: Vec::new(),
             use_backends: Vec::new(),
             default_backend: None,
             servers: Vec::new(),

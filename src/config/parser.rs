@@ -630,6 +630,8 @@ impl<'r> State<'r> {
         p.retries = d.retries;
         p.http_reuse = d.http_reuse;
         p.conn_mode = d.conn_mode;
+        p.forwardfor = d.forwardfor.clone();
+        p.errorfiles = d.errorfiles.clone();
         p.stats = d.stats.clone();
         p.log = d.log.clone();
         if kind.has_frontend() {
@@ -1094,6 +1096,8 @@ impl<'r> State<'r> {
                 }
             }
             "http-request" => self.kw_http_request(loc, words),
+            "http-response" => self.kw_http_response(loc, words),
+            "errorfile" => self.kw_errorfile(loc, words),
             "server" => self.kw_server(loc, words),
             "default-server" => self.kw_default_server(loc, words),
             "log" | "log-format" | "log-tag" => self.kw_log(loc, words),
@@ -1285,6 +1289,9 @@ impl<'r> State<'r> {
             "httplog" | "tcplog" | "dontlognull" | "log-separate-errors" | "logasap"
         ) {
             return self.log_option(loc, words, neg);
+        }
+        if name == "forwardfor" {
+            return self.forwardfor_option(loc, words, neg);
         }
         if self.lb_option(loc, words, neg) {
             return;
@@ -1626,7 +1633,8 @@ impl<'r> State<'r> {
         let parsed = match action {
             "deny" => self.deny_args(loc, args),
             "use-service" => use_service_args(args),
-            _ => return_args(args),
+            "return" => return_args(args),
+            _ => rewrite_args(action, args),
         };
         match parsed {
             Ok(a) => self.px().http_request.push(HttpRequestRule {
@@ -1639,6 +1647,150 @@ impl<'r> State<'r> {
                 self.alert(loc, m)
             }
         }
+    }
+
+    /// `option forwardfor [except <net>] [header <name>] [if-none]`.
+    fn forwardfor_option(&mut self, loc: &Loc, words: &[String], neg: bool) {
+        if !self.cap(loc, "option forwardfor", true, true, true) {
+            return;
+        }
+        if neg {
+            self.px().forwardfor = None;
+            return;
+        }
+        let mut ff = ForwardFor {
+            except: None,
+            header: "x-forwarded-for".into(),
+            if_none: false,
+        };
+        let mut i = 2;
+        while let Some(w) = words.get(i) {
+            match w.as_str() {
+                "except" => {
+                    let v = words.get(i + 1).map_or("", String::as_str);
+                    match crate::acl::parse::parse_net(v) {
+                        Some(crate::acl::Pattern::Net { addr, prefix }) => {
+                            ff.except = Some((addr, prefix));
+                        }
+                        _ => {
+                            return self.alert(
+                                loc,
+                                format!("'option forwardfor' : invalid address/mask '{v}' after 'except'."),
+                            );
+                        }
+                    }
+                    i += 2;
+                }
+                "header" => {
+                    let v = words.get(i + 1).map_or("", String::as_str);
+                    if v.is_empty() || !v.bytes().all(is_token_byte) {
+                        return self
+                            .alert(loc, "'option forwardfor' : 'header' expects a header name.");
+                    }
+                    ff.header = v.to_ascii_lowercase();
+                    i += 2;
+                }
+                "if-none" => {
+                    ff.if_none = true;
+                    i += 1;
+                }
+                other => {
+                    return self.alert(
+                        loc,
+                        format!("'option forwardfor' : unknown parameter '{other}'. Supported parameters are 'except', 'header' and 'if-none'."),
+                    );
+                }
+            }
+        }
+        self.px().forwardfor = Some(ff);
+    }
+
+    /// `http-response set-header|add-header|del-header|deny [if|unless ...]`.
+    fn kw_http_response(&mut self, loc: &Loc, words: &[String]) {
+        if !self.cap(loc, "http-response", false, true, true) {
+            return;
+        }
+        let action = words.get(1).map_or("", String::as_str);
+        if !kw::HTTP_RESPONSE_SUPPORTED.contains(&action) {
+            return self.unsupported(loc, &format!("http-response {action}"));
+        }
+        let cond_at = words
+            .iter()
+            .position(|w| w == "if" || w == "unless")
+            .unwrap_or(words.len());
+        let cond = if cond_at < words.len() {
+            match self.condition(loc, &words[cond_at..]) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    let m = format!(
+                        "error detected while parsing an 'http-response {action}' condition : {e}{}",
+                        stop(&e)
+                    );
+                    return self.alert(loc, m);
+                }
+            }
+        } else {
+            None
+        };
+        let args = &words[2..cond_at];
+        let parsed = match rewrite_args(action, args) {
+            Ok(HttpRequestAction::SetHeader { name, fmt }) => {
+                Ok(HttpResponseAction::SetHeader { name, fmt })
+            }
+            Ok(HttpRequestAction::AddHeader { name, fmt }) => {
+                Ok(HttpResponseAction::AddHeader { name, fmt })
+            }
+            Ok(HttpRequestAction::DelHeader { name }) => Ok(HttpResponseAction::DelHeader { name }),
+            Ok(_) if args.is_empty() => Ok(HttpResponseAction::Deny),
+            Ok(_) => Err(format!("unexpected keyword '{}'", args[0])),
+            Err(e) => Err(e),
+        };
+        match parsed {
+            Ok(a) => self.px().http_response.push(HttpResponseRule {
+                action: a,
+                cond,
+                loc: loc.clone(),
+            }),
+            Err(e) => self.alert(
+                loc,
+                format!("error detected while parsing 'http-response {action}' rule : {e}."),
+            ),
+        }
+    }
+
+    /// `errorfile <code> <file>`: the file is read now, whole; it is the
+    /// complete HTTP response sent for that code.
+    fn kw_errorfile(&mut self, loc: &Loc, words: &[String]) {
+        if !self.cap(loc, "errorfile", true, true, true) {
+            return;
+        }
+        let (Some(code), Some(path)) = (words.get(1), words.get(2)) else {
+            return self.alert(loc, "'errorfile' expects <code> and <file> as arguments.");
+        };
+        let Some(code) = parse_u32(code)
+            .and_then(|c| u16::try_from(c).ok())
+            .filter(|c| ERROR_PAGE_CODES.contains(c))
+        else {
+            return self.warn(
+                loc,
+                format!("status code '{code}' not handled, error customization will be ignored."),
+            );
+        };
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(_) => {
+                return self.alert(loc, format!("errorfile : error opening file '{path}'."));
+            }
+        };
+        let Some(page) = crate::http::errors::load_errorfile(&bytes) else {
+            return self.alert(
+                loc,
+                format!("unable to parse the custom error message file '{path}' for code {code} : not a valid HTTP response."),
+            );
+        };
+        let p = self.px();
+        p.errorfiles.retain(|(c, _)| *c != code);
+        p.errorfiles.push((code, page));
     }
 
     fn deny_args(&mut self, loc: &Loc, args: &[String]) -> Result<HttpRequestAction, String> {
@@ -1979,6 +2131,149 @@ fn use_service_args(args: &[String]) -> Result<HttpRequestAction, String> {
             "unexpected keyword '{extra}' (expects 'if' or 'unless')"
         )),
     }
+}
+
+fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// A log-format string: literal text, `%[src]`, `%[req.hdr(<name>)]`,
+/// `%ci`, `%%`.
+pub fn parse_logfmt(text: &str) -> Result<LogFmt, String> {
+    let mut parts = Vec::new();
+    let mut lit = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find('%') {
+        lit.push_str(&rest[..i]);
+        rest = &rest[i + 1..];
+        let part = if let Some(r) = rest.strip_prefix('%') {
+            lit.push('%');
+            rest = r;
+            continue;
+        } else if let Some(r) = rest.strip_prefix("ci") {
+            rest = r;
+            FmtPart::Src
+        } else if let Some(r) = rest.strip_prefix('[') {
+            let end = r
+                .find(']')
+                .ok_or_else(|| format!("missing ']' in log-format '{text}'"))?;
+            let expr = &r[..end];
+            rest = &r[end + 1..];
+            if expr == "src" {
+                FmtPart::Src
+            } else if let Some(name) = expr
+                .strip_prefix("req.hdr(")
+                .or_else(|| expr.strip_prefix("hdr("))
+                .and_then(|n| n.strip_suffix(')'))
+                .filter(|n| !n.is_empty() && n.bytes().all(is_token_byte))
+            {
+                FmtPart::ReqHdr(name.to_ascii_lowercase())
+            } else {
+                return Err(format!(
+                    "sample fetch '{expr}' is not supported by sluice yet in a log-format"
+                ));
+            }
+        } else {
+            return Err(format!(
+                "log-format variable in '{text}' is not supported by sluice yet (only %ci, %[src], %[req.hdr(<name>)])"
+            ));
+        };
+        if !lit.is_empty() {
+            parts.push(FmtPart::Lit(std::mem::take(&mut lit)));
+        }
+        parts.push(part);
+    }
+    lit.push_str(rest);
+    if !lit.is_empty() {
+        parts.push(FmtPart::Lit(lit));
+    }
+    Ok(LogFmt(parts))
+}
+
+/// Arguments of the header, path and redirect actions.
+fn rewrite_args(action: &str, args: &[String]) -> Result<HttpRequestAction, String> {
+    let name = |i: usize| -> Result<String, String> {
+        let n = args.get(i).map_or("", String::as_str);
+        if n.is_empty() || !n.bytes().all(is_token_byte) {
+            return Err(format!("expects a header name (got '{n}')"));
+        }
+        Ok(n.to_string())
+    };
+    let exact = |n: usize| -> Result<(), String> {
+        if args.len() != n {
+            return Err(format!("expects exactly {n} argument(s)"));
+        }
+        Ok(())
+    };
+    Ok(match action {
+        "allow" | "deny" => {
+            exact(0)?;
+            HttpRequestAction::Allow
+        }
+        "set-header" | "add-header" => {
+            exact(2)?;
+            let (name, fmt) = (name(0)?, parse_logfmt(&args[1])?);
+            if action == "set-header" {
+                HttpRequestAction::SetHeader { name, fmt }
+            } else {
+                HttpRequestAction::AddHeader { name, fmt }
+            }
+        }
+        "del-header" => {
+            exact(1)?;
+            HttpRequestAction::DelHeader { name: name(0)? }
+        }
+        "set-path" | "set-query" => {
+            exact(1)?;
+            let fmt = parse_logfmt(&args[0])?;
+            if action == "set-path" {
+                HttpRequestAction::SetPath(fmt)
+            } else {
+                HttpRequestAction::SetQuery(fmt)
+            }
+        }
+        "redirect" => {
+            let kind = match args.first().map(String::as_str) {
+                Some("location") => RedirectKind::Location,
+                Some("prefix") => RedirectKind::Prefix,
+                Some("scheme") => RedirectKind::Scheme,
+                _ => {
+                    return Err(
+                        "expects 'location', 'prefix' or 'scheme' followed by a value".into(),
+                    );
+                }
+            };
+            let value = args
+                .get(1)
+                .ok_or_else(|| format!("'{}' expects an argument", args[0]))?;
+            let fmt = parse_logfmt(value)?;
+            let mut code = 302;
+            let mut i = 2;
+            while let Some(w) = args.get(i) {
+                match w.as_str() {
+                    "code" => {
+                        let v = args.get(i + 1).map_or("", String::as_str);
+                        code = parse_u32(v)
+                            .and_then(|c| u16::try_from(c).ok())
+                            .filter(|c| matches!(c, 301 | 302 | 303 | 307 | 308))
+                            .ok_or_else(|| {
+                                format!(
+                                    "'code' expects one of 301, 302, 303, 307 or 308 (got '{v}')"
+                                )
+                            })?;
+                        i += 2;
+                    }
+                    other => {
+                        return Err(format!(
+                            "redirect option '{other}' is not supported by sluice yet (only 'code')"
+                        ));
+                    }
+                }
+            }
+            HttpRequestAction::Redirect { kind, fmt, code }
+        }
+        _ => return Err(format!("unknown action '{action}'")),
+    })
 }
 
 fn return_args(args: &[String]) -> Result<HttpRequestAction, String> {

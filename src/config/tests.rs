@@ -278,7 +278,7 @@ backend be
     http-request deny deny_status 429 unless LOCALHOST
     http-request deny
     http-request deny deny_status 418
-    http-request redirect location /x
+    http-request tarpit
     http-request return string x
 listen
 userlist admins
@@ -319,7 +319,7 @@ frontend fe3
         "[WARNING]  (1) : config : parsing [s.cfg:27] : status code 418 not handled, using default code 403."
     ));
     assert!(has(
-        "parsing [s.cfg:28] : 'http-request redirect' is not supported by sluice yet"
+        "parsing [s.cfg:28] : 'http-request tarpit' is not supported by sluice yet"
     ));
     assert!(has(
         "parsing [s.cfg:29] : error detected in backend 'be' while parsing 'http-request return' rule : a content type must be defined when non-empty payload is configured."

@@ -85,6 +85,35 @@ pub fn response(code: u16) -> &'static [u8] {
         .unwrap_or(b"")
 }
 
+/// An `errorfile`: the file is a complete HTTP response. HAProxy parses
+/// it when loading the configuration and emits it through its HTX layer,
+/// so header names go out in lower case; the status line and the body are
+/// kept as written. None when the file does not start with a response head.
+pub fn load_errorfile(file: &[u8]) -> Option<bytes::Bytes> {
+    let end = super::h1::head_end(file)?;
+    let mut hdrs = [httparse::EMPTY_HEADER; super::h1::MAX_HEADERS];
+    let mut resp = httparse::Response::new(&mut hdrs);
+    if !resp.parse(&file[..end]).ok()?.is_complete() {
+        return None;
+    }
+    let first_end = memchr::memchr(b'\n', file)?;
+    let first = file[..first_end]
+        .strip_suffix(b"\r")
+        .unwrap_or(&file[..first_end]);
+    let mut out = Vec::with_capacity(file.len());
+    out.extend_from_slice(first);
+    out.extend_from_slice(b"\r\n");
+    for h in resp.headers.iter() {
+        out.extend(h.name.bytes().map(|b| b.to_ascii_lowercase()));
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(h.value);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(&file[end..]);
+    Some(out.into())
+}
+
 fn render(code: u16, reason: &str, text: &str) -> Vec<u8> {
     let body = format!("<html><body><h1>{code} {reason}</h1>\n{text}\n</body></html>\n");
     let head = if from_h1_parser(code) {

@@ -7,12 +7,16 @@ use std::time::{Duration, Instant};
 use bytes::{BufMut, BytesMut};
 use tokio::net::TcpStream;
 
+use std::net::IpAddr;
+
 use super::errors;
 use super::h1::{BodyKind, Head};
 use super::io::{self, BufConn, HeadError, RelayError};
+use super::rules::{self, Edits};
+use crate::acl::eval::RequestView;
 use crate::backend::{Counters, ServerState};
 use crate::balance::{self, PickError};
-use crate::config::model::{HttpConnMode, HttpReuse};
+use crate::config::model::{ForwardFor, HttpConnMode, HttpResponseAction, HttpReuse};
 use crate::log::LogRecord;
 use crate::routing::{BackendRt, FrontendRt};
 
@@ -33,7 +37,26 @@ pub struct Outcome {
 /// `keep` says whether the connection could go on (the request was read
 /// whole); 400 and 408 close it anyway, as in HAProxy.
 pub async fn send_error(client: &mut BufConn, code: u16, fe: &FrontendRt, keep: bool) -> Outcome {
-    let page = errors::response(code);
+    send_error_be(client, code, fe, None, keep).await
+}
+
+/// [`send_error`] once a backend is chosen: its `errorfile` comes first,
+/// then the frontend's, then the built-in page. A custom page is sent as
+/// loaded and the connection closed after it (the file may frame its body
+/// by the close).
+pub async fn send_error_be(
+    client: &mut BufConn,
+    code: u16,
+    fe: &FrontendRt,
+    be: Option<&BackendRt>,
+    keep: bool,
+) -> Outcome {
+    let custom = be
+        .and_then(|b| b.errorfiles.iter().find(|(c, _)| *c == code))
+        .or_else(|| fe.errorfiles.iter().find(|(c, _)| *c == code))
+        .map(|(_, page)| &page[..]);
+    let keep = keep && custom.is_none();
+    let page = custom.unwrap_or_else(|| errors::response(code));
     let ok = io::write_all(&mut client.stream, page, fe.timeouts.client)
         .await
         .is_ok();
@@ -49,11 +72,34 @@ fn add(c: &AtomicU64, n: u64) {
     c.fetch_add(n, Relaxed);
 }
 
+/// What the frontend learnt about a request before forwarding it: the
+/// client's address and the edits of its `http-request` rules (None when
+/// no rule changed anything).
+pub struct ReqCtx<'a> {
+    pub src: IpAddr,
+    pub edits: Option<&'a Edits>,
+}
+
 /// The request head as it goes to the server.
-fn upstream_head(req: &Head, body: BodyKind, close: bool) -> BytesMut {
+fn upstream_head(
+    req: &Head,
+    body: BodyKind,
+    close: bool,
+    ff: Option<&ForwardFor>,
+    ctx: &ReqCtx<'_>,
+) -> BytesMut {
     let mut out = BytesMut::new();
-    req.write_forwarded(&mut out);
+    match ctx.edits {
+        None => req.write_forwarded(&mut out),
+        Some(e) => req.write_forwarded_with(&mut out, e.target.as_deref(), |n| e.drops(n)),
+    }
     put_framing(&mut out, body);
+    if let Some(e) = ctx.edits {
+        e.put_added(&mut out);
+    }
+    if let Some(ff) = ff {
+        rules::put_forwarded_for(&mut out, ff, ctx.src, req, ctx.edits);
+    }
     if req.requests_upgrade() {
         // A protocol switch (WebSocket) needs its hop-by-hop pair kept.
         for v in req.values("upgrade") {
@@ -98,9 +144,18 @@ fn put_decimal(out: &mut BytesMut, mut n: u64) {
 }
 
 /// The response head as it goes to the client.
-fn downstream_head(resp: &Head, body: BodyKind, keep: bool, client_minor: u8) -> BytesMut {
+fn downstream_head(
+    resp: &Head,
+    body: BodyKind,
+    keep: bool,
+    client_minor: u8,
+    edits: Option<&Edits>,
+) -> BytesMut {
     let mut out = BytesMut::new();
-    resp.write_forwarded(&mut out);
+    match edits {
+        None => resp.write_forwarded(&mut out),
+        Some(e) => resp.write_forwarded_with(&mut out, None, |n| e.drops(n)),
+    }
     match body {
         BodyKind::Length(_) | BodyKind::Chunked => put_framing(&mut out, body),
         BodyKind::None => {
@@ -116,6 +171,9 @@ fn downstream_head(resp: &Head, body: BodyKind, keep: bool, client_minor: u8) ->
             }
         }
         BodyKind::UntilClose => {}
+    }
+    if let Some(e) = edits {
+        e.put_added(&mut out);
     }
     if !keep {
         out.put_slice(b"connection: close\r\n");
@@ -159,6 +217,7 @@ impl Rows<'_> {
 }
 
 /// Forwards `req` (whose body is still in `client`) to a server of `be`.
+#[allow(clippy::too_many_arguments)]
 pub async fn forward(
     fe: &FrontendRt,
     be: &Arc<BackendRt>,
@@ -167,6 +226,7 @@ pub async fn forward(
     client: &mut BufConn,
     keep_client: bool,
     rec: &mut LogRecord,
+    ctx: &ReqCtx<'_>,
 ) -> Outcome {
     let bc = &be.state.counters;
     bc.count_request();
@@ -190,7 +250,14 @@ pub async fn forward(
                 rec.term(b's', b'Q');
             }
             bc.count_status(503);
-            return send_error(client, 503, fe, keep_client && body == BodyKind::None).await;
+            return send_error_be(
+                client,
+                503,
+                fe,
+                Some(be),
+                keep_client && body == BodyKind::None,
+            )
+            .await;
         }
     };
     let server: Arc<ServerState> = slot.server().clone();
@@ -221,6 +288,7 @@ pub async fn forward(
         keep_client,
         (started, queue_ms),
         rec,
+        ctx,
     );
     let out = if server.shutdown_on_down.load(Relaxed) {
         // `on-marked-down shutdown-sessions`: the session ends when the
@@ -282,10 +350,13 @@ async fn exchange(
     keep_client: bool,
     (started, queue_ms): (Instant, u32),
     rec: &mut LogRecord,
+    ctx: &ReqCtx<'_>,
 ) -> Outcome {
     let server_close =
         be.conn_mode != HttpConnMode::KeepAlive || fe.conn_mode != HttpConnMode::KeepAlive;
-    let head = upstream_head(req, body, server_close);
+    // `option forwardfor`: the backend's settings, else the frontend's.
+    let ff = be.forwardfor.as_ref().or(fe.forwardfor.as_ref());
+    let head = upstream_head(req, body, server_close, ff, ctx);
     let pool = server.pool.load_full();
     let mut attempts_left = be.retries;
     let mut reuse_ok = be.http_reuse != HttpReuse::Never;
@@ -320,10 +391,11 @@ async fn exchange(
                             rec.retries = be.retries;
                             rec.term(b'S', b'C');
                             rows.each(|c| c.count_status(503));
-                            return send_error(
+                            return send_error_be(
                                 client,
                                 503,
                                 fe,
+                                Some(be),
                                 keep_client && body == BodyKind::None,
                             )
                             .await;
@@ -355,7 +427,14 @@ async fn exchange(
             add(&rows.be.eresp, 1);
             add(&server.counters.eresp, 1);
             rows.each(|c| c.count_status(502));
-            return send_error(client, 502, fe, keep_client && body == BodyKind::None).await;
+            return send_error_be(
+                client,
+                502,
+                fe,
+                Some(be),
+                keep_client && body == BodyKind::None,
+            )
+            .await;
         }
         rows.each(|c| add(&c.bin, req.raw.len() as u64));
         if body != BodyKind::None && !body_sent {
@@ -405,13 +484,13 @@ async fn exchange(
                             rec.term(b'C', b'D');
                         }
                         rows.each(|c| c.count_status(code));
-                        return send_error(client, code, fe, false).await;
+                        return send_error_be(client, code, fe, Some(be), false).await;
                     }
                     add(&rows.be.srv_abrt, 1);
                     add(&server.counters.srv_abrt, 1);
                     rec.term(b'S', b'D');
                     rows.each(|c| c.count_status(502));
-                    return send_error(client, 502, fe, false).await;
+                    return send_error_be(client, 502, fe, Some(be), false).await;
                 }
             }
         }
@@ -424,7 +503,7 @@ async fn exchange(
                     add(&server.counters.eresp, 1);
                     rec.term(b'P', b'H');
                     rows.each(|c| c.count_status(502));
-                    return send_error(client, 502, fe, keep_client).await;
+                    return send_error_be(client, 502, fe, Some(be), keep_client).await;
                 }
             },
             Err(HeadError::Closed) if reused && !body_sent => {
@@ -438,7 +517,7 @@ async fn exchange(
                 add(&rows.be.eresp, 1);
                 add(&server.counters.eresp, 1);
                 rows.each(|c| c.count_status(504));
-                return send_error(client, 504, fe, keep_client).await;
+                return send_error_be(client, 504, fe, Some(be), keep_client).await;
             }
             Err(_) => {
                 rec.term(b'S', b'H');
@@ -447,7 +526,7 @@ async fn exchange(
                 add(&rows.be.srv_abrt, 1);
                 add(&server.counters.srv_abrt, 1);
                 rows.each(|c| c.count_status(502));
-                return send_error(client, 502, fe, keep_client).await;
+                return send_error_be(client, 502, fe, Some(be), keep_client).await;
             }
         }
     };
@@ -467,6 +546,7 @@ async fn exchange(
         &pool,
         server_close,
         rec,
+        ctx,
     )
     .await;
     out.body_in = body_in;
@@ -492,11 +572,12 @@ async fn relay_response(
     pool: &crate::backend::Pool,
     server_close: bool,
     rec: &mut LogRecord,
+    ctx: &ReqCtx<'_>,
 ) -> Outcome {
     let mut bytes_out = 0u64;
     // Interim 1xx answers are relayed as they come, then the final one.
     while (100..200).contains(&resp.status) && resp.status != 101 {
-        let head = downstream_head(&resp, BodyKind::None, true, 1);
+        let head = downstream_head(&resp, BodyKind::None, true, 1, None);
         if io::write_all(&mut client.stream, &head, fe.timeouts.client)
             .await
             .is_err()
@@ -516,13 +597,13 @@ async fn relay_response(
                 Err(_) => {
                     rec.term(b'P', b'H');
                     rows.each(|c| add(&c.eresp, 1));
-                    return send_error(client, 502, fe, keep_client).await;
+                    return send_error_be(client, 502, fe, Some(be), keep_client).await;
                 }
             },
             Err(_) => {
                 rec.term(b'S', b'H');
                 rows.each(|c| add(&c.eresp, 1));
-                return send_error(client, 502, fe, keep_client).await;
+                return send_error_be(client, 502, fe, Some(be), keep_client).await;
             }
         };
     }
@@ -533,7 +614,7 @@ async fn relay_response(
         rec.term(b'P', b'H');
         rows.each(|c| add(&c.eresp, 1));
         rows.each(|c| c.count_status(502));
-        return send_error(client, 502, fe, keep_client).await;
+        return send_error_be(client, 502, fe, Some(be), keep_client).await;
     }
     rows.each(|c| c.count_status(status));
 
@@ -578,12 +659,28 @@ async fn relay_response(
             rec.term(b'P', b'H');
             add(&rows.be.eresp, 1);
             add(&rows.srv.eresp, 1);
-            return send_error(client, 502, fe, keep_client).await;
+            return send_error_be(client, 502, fe, Some(be), keep_client).await;
         }
     };
     // A soft stop that began during the request: the response says close.
     let keep = keep_client && body != BodyKind::UntilClose && !crate::process::stopping();
-    let mut head = downstream_head(&resp, body, keep, client_minor(req));
+    // `http-response` rules: the backend's, then the frontend's.
+    let edits = if be.http_response.is_empty() && fe.http_response.is_empty() {
+        None
+    } else {
+        match response_edits(fe, be, req, ctx.src) {
+            Ok(e) => e,
+            Err(()) => {
+                // `http-response deny`: the server's answer is dropped.
+                rec.term(b'P', b'H');
+                add(&rows.be.dresp, 1);
+                add(&rows.srv.dresp, 1);
+                drop(resp);
+                return deny_response(client, fe, be, keep_client).await;
+            }
+        }
+    };
+    let mut head = downstream_head(&resp, body, keep, client_minor(req), edits.as_ref());
     let head_len = head.len() as u64;
     rec.log_early(fe, status, bytes_out + head_len, req);
     let relayed = io::relay_message(
@@ -607,7 +704,7 @@ async fn relay_response(
                     // Bad from its first body bytes: nothing was sent to
                     // the client yet, which gets a 502 instead.
                     rec.term(b'P', b'H');
-                    return send_error(client, 502, fe, keep_client).await;
+                    return send_error_be(client, 502, fe, Some(be), keep_client).await;
                 }
             }
             if e.source_side() {
@@ -648,6 +745,102 @@ async fn relay_response(
         bytes_out,
         body_in: 0,
     }
+}
+
+/// `http-response deny`: HAProxy's 502 page; the client connection stays
+/// open if it could (the request was read whole), else the page says
+/// `connection: close`.
+async fn deny_response(
+    client: &mut BufConn,
+    fe: &FrontendRt,
+    be: &BackendRt,
+    keep: bool,
+) -> Outcome {
+    if be
+        .errorfiles
+        .iter()
+        .chain(&fe.errorfiles)
+        .any(|(c, _)| *c == 502)
+    {
+        return send_error_be(client, 502, fe, Some(be), false).await;
+    }
+    let page = errors::response(502);
+    let mut out = BytesMut::with_capacity(page.len() + 24);
+    match (keep, memchr::memmem::find(page, b"\r\n\r\n")) {
+        (false, Some(end)) => {
+            out.put_slice(&page[..end + 2]);
+            out.put_slice(b"connection: close\r\n");
+            out.put_slice(&page[end + 2..]);
+        }
+        _ => out.put_slice(page),
+    }
+    let ok = io::write_all(&mut client.stream, &out, fe.timeouts.client)
+        .await
+        .is_ok();
+    Outcome {
+        status: Some(502),
+        keep_client: ok && keep,
+        bytes_out: if ok { out.len() as u64 } else { 0 },
+        body_in: 0,
+    }
+}
+
+/// A request as response-rule conditions see it.
+struct ReqView<'a> {
+    head: &'a Head,
+    src: IpAddr,
+}
+
+impl RequestView for ReqView<'_> {
+    fn method(&self) -> &[u8] {
+        self.head.method()
+    }
+    fn target(&self) -> &[u8] {
+        self.head.target()
+    }
+    fn header_values<'a>(&'a self, name: &str, out: &mut Vec<&'a [u8]>) {
+        for (n, v) in self.head.headers() {
+            if n.eq_ignore_ascii_case(name.as_bytes()) {
+                out.push(v);
+            }
+        }
+    }
+    fn src(&self) -> Option<IpAddr> {
+        Some(self.src)
+    }
+}
+
+/// Runs the `http-response` rules; Err when one denies the response.
+fn response_edits(
+    fe: &FrontendRt,
+    be: &BackendRt,
+    req: &Head,
+    src: IpAddr,
+) -> Result<Option<Edits>, ()> {
+    let view = ReqView { head: req, src };
+    let mut edits: Option<Edits> = None;
+    let sets = [(&be.http_response, &be.acls), (&fe.http_response, &fe.acls)];
+    for (rules_, acls) in sets {
+        for (action, cond) in rules_ {
+            if let Some(c) = cond
+                && !acls.eval(c, &view)
+            {
+                continue;
+            }
+            let e = edits.get_or_insert_with(Edits::default);
+            match action {
+                HttpResponseAction::SetHeader { name, fmt } => {
+                    e.set_header(name, rules::eval(fmt, req, src))
+                }
+                HttpResponseAction::AddHeader { name, fmt } => {
+                    e.add_header(name, rules::eval(fmt, req, src))
+                }
+                HttpResponseAction::DelHeader { name } => e.del_header(name),
+                HttpResponseAction::Deny => return Err(()),
+            }
+        }
+    }
+    Ok(edits)
 }
 
 fn client_minor(req: &Head) -> u8 {

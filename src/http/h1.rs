@@ -415,10 +415,30 @@ impl Head {
     /// then `extra` lines. The caller adds framing headers and the blank
     /// line through `extra`.
     pub fn write_forwarded(&self, out: &mut BytesMut) {
+        self.write_forwarded_with(out, None, |_| false);
+    }
+
+    /// [`write_forwarded`](Self::write_forwarded) with rule edits: another
+    /// request target, and the headers `drop` names left out.
+    #[inline]
+    pub fn write_forwarded_with(
+        &self,
+        out: &mut BytesMut,
+        target: Option<&[u8]>,
+        drop: impl Fn(&[u8]) -> bool,
+    ) {
         // The head rarely grows: room for it and the framing lines sluice
         // adds, in one allocation.
-        out.reserve(self.raw.len() + 96);
-        self.put_first_line(out);
+        out.reserve(self.raw.len() + 96 + target.map_or(0, <[u8]>::len));
+        match target {
+            Some(t) => {
+                out.put_slice(self.method());
+                out.put_u8(b' ');
+                out.put_slice(t);
+                out.put_slice(b" HTTP/1.1");
+            }
+            None => self.put_first_line(out),
+        }
         out.put_slice(b"\r\n");
         // Connection listing anything beyond the usual tokens is rare; only
         // then does each header need checking against it.
@@ -426,6 +446,7 @@ impl Head {
         for h in &self.headers {
             if h.kind.dropped_when_forwarding()
                 || (named_extra && self.connection_has_name(self.slice(h.name)))
+                || drop(self.slice(h.name))
             {
                 continue;
             }

@@ -5,4 +5,5 @@ pub mod forward;
 pub mod h1;
 pub mod io;
 pub mod park;
+pub mod rules;
 pub mod service;

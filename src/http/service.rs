@@ -16,6 +16,7 @@ use super::forward::{self, Outcome};
 use super::h1::{self, BodyKind, Head};
 use super::io::{self, BufConn, HeadError};
 use super::park;
+use super::rules;
 use crate::acl::eval::RequestView;
 use crate::config::model::{HttpConnMode, HttpRequestAction, StatsPage};
 use crate::listener::ClientConn;
@@ -378,6 +379,9 @@ async fn route(
         stats_logged(rec);
         return out;
     }
+    // Edits of the header and path rules: created by the first rule that
+    // applies, so a request no rule touches allocates nothing.
+    let mut edits: Option<rules::Edits> = None;
     for (action, cond) in &fe.http_request {
         if let Some(c) = cond
             && !fe.acls.eval(c, &view)
@@ -385,6 +389,52 @@ async fn route(
             continue;
         }
         match action {
+            HttpRequestAction::Allow => break,
+            HttpRequestAction::SetHeader { name, fmt } => {
+                let v = rules::eval(fmt, head, peer.ip());
+                edits
+                    .get_or_insert_with(Default::default)
+                    .set_header(name, v);
+            }
+            HttpRequestAction::AddHeader { name, fmt } => {
+                let v = rules::eval(fmt, head, peer.ip());
+                edits
+                    .get_or_insert_with(Default::default)
+                    .add_header(name, v);
+            }
+            HttpRequestAction::DelHeader { name } => {
+                edits.get_or_insert_with(Default::default).del_header(name);
+            }
+            HttpRequestAction::SetPath(fmt) | HttpRequestAction::SetQuery(fmt) => {
+                let v = rules::eval(fmt, head, peer.ip());
+                let e = edits.get_or_insert_with(Default::default);
+                let cur = e.target.as_deref().unwrap_or(head.target());
+                e.target = Some(if matches!(action, HttpRequestAction::SetPath(_)) {
+                    rules::set_path(cur, &v)
+                } else {
+                    rules::set_query(cur, &v)
+                });
+            }
+            HttpRequestAction::Redirect { kind, fmt, code } => {
+                fe.state.counters.intercepted.fetch_add(1, Relaxed);
+                rec.term(b'L', b'R');
+                let v = rules::eval(fmt, head, peer.ip());
+                let target = edits
+                    .as_ref()
+                    .and_then(|e| e.target.as_deref())
+                    .unwrap_or(head.target());
+                let loc = rules::location(*kind, &v, head, target);
+                let resp = rules::redirect_response(*code, &loc, keep_local);
+                let ok = io::write_all(&mut conn.stream, &resp, fe.timeouts.client)
+                    .await
+                    .is_ok();
+                return Outcome {
+                    status: Some(*code),
+                    keep_client: keep_local && ok,
+                    bytes_out: resp.len() as u64,
+                    body_in: 0,
+                };
+            }
             HttpRequestAction::Return {
                 status,
                 content_type,
@@ -432,7 +482,11 @@ async fn route(
         stats_logged(rec);
         return out;
     }
-    forward::forward(fe, be, head, body, conn, keep, rec).await
+    let ctx = forward::ReqCtx {
+        src: peer.ip(),
+        edits: edits.as_ref(),
+    };
+    forward::forward(fe, be, head, body, conn, keep, rec, &ctx).await
 }
 
 /// The stats page answered: `<STATS>`, `LR--`, all timers 0 (HAProxy).

@@ -1,0 +1,275 @@
+//! Header and URI rewrites of `http-request` / `http-response` rules and
+//! `option forwardfor`, applied while the forwarded head is written: the
+//! received head stays as it is, the rules only collect edits. A request
+//! that no rule touches carries no edits (nothing is allocated).
+
+use std::fmt::Write as _;
+use std::net::IpAddr;
+
+use bytes::{BufMut, BytesMut};
+
+use super::h1::Head;
+use crate::config::model::{FmtPart, ForwardFor, LogFmt, RedirectKind};
+
+/// Edits to a message head, in rule order.
+#[derive(Debug, Default)]
+pub struct Edits {
+    /// New request target (set-path / set-query).
+    pub target: Option<Vec<u8>>,
+    /// Lower-case names of the received headers to leave out.
+    pub del: Vec<String>,
+    /// Headers added after the received ones: lower-case name, value.
+    pub add: Vec<(String, Vec<u8>)>,
+}
+
+impl Edits {
+    /// `del-header`: the received ones and those added before.
+    pub fn del_header(&mut self, name: &str) {
+        let lower = name.to_ascii_lowercase();
+        self.add.retain(|(n, _)| *n != lower);
+        if !self.del.contains(&lower) {
+            self.del.push(lower);
+        }
+    }
+
+    /// `set-header`: delete, then add at the end.
+    pub fn set_header(&mut self, name: &str, value: Vec<u8>) {
+        self.del_header(name);
+        self.add_header(name, value);
+    }
+
+    pub fn add_header(&mut self, name: &str, value: Vec<u8>) {
+        self.add.push((name.to_ascii_lowercase(), value));
+    }
+
+    /// Whether a received header named `name` is dropped.
+    pub fn drops(&self, name: &[u8]) -> bool {
+        self.del
+            .iter()
+            .any(|d| name.eq_ignore_ascii_case(d.as_bytes()))
+    }
+
+    /// Whether the message has a header `name` once the edits are applied.
+    pub fn has(&self, head: &Head, name: &str) -> bool {
+        self.add.iter().any(|(n, _)| n.eq_ignore_ascii_case(name))
+            || (!self.drops(name.as_bytes()) && head.values(name).next().is_some())
+    }
+
+    /// Writes the added header lines.
+    pub fn put_added(&self, out: &mut BytesMut) {
+        for (n, v) in &self.add {
+            out.put_slice(n.as_bytes());
+            out.put_slice(b": ");
+            out.put_slice(v);
+            out.put_slice(b"\r\n");
+        }
+    }
+}
+
+/// Evaluates a log-format string for the request `req` from `src`.
+pub fn eval(fmt: &LogFmt, req: &Head, src: IpAddr) -> Vec<u8> {
+    let mut out = Vec::new();
+    for part in &fmt.0 {
+        match part {
+            FmtPart::Lit(s) => out.extend_from_slice(s.as_bytes()),
+            FmtPart::Src => out.extend_from_slice(ip_text(src).as_bytes()),
+            FmtPart::ReqHdr(name) => {
+                // req.hdr(): the last comma-separated value of the header.
+                if let Some(v) = req
+                    .values(name)
+                    .flat_map(|v| v.split(|&b| b == b','))
+                    .last()
+                {
+                    out.extend_from_slice(trim(v));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn trim(v: &[u8]) -> &[u8] {
+    let start = v
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(v.len());
+    let end = v
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(start, |e| e + 1);
+    &v[start..end]
+}
+
+/// An address as HAProxy prints it (an IPv4-mapped IPv6 as IPv4).
+fn ip_text(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => v6.to_string(),
+        },
+        v4 => v4.to_string(),
+    }
+}
+
+/// Where the path of a request target starts and ends (the query and
+/// fragment excluded).
+fn path_span(target: &[u8]) -> (usize, usize) {
+    let start = if target.first() == Some(&b'/') {
+        0
+    } else if let Some(p) = target.windows(3).position(|w| w == b"://") {
+        let rest = p + 3;
+        target[rest..]
+            .iter()
+            .position(|&b| b == b'/')
+            .map_or(target.len(), |i| rest + i)
+    } else {
+        0
+    };
+    let end = target[start..]
+        .iter()
+        .position(|&b| b == b'?' || b == b'#')
+        .map_or(target.len(), |i| start + i);
+    (start, end)
+}
+
+/// `set-path`: the new path, the query kept.
+pub fn set_path(target: &[u8], path: &[u8]) -> Vec<u8> {
+    let (s, e) = path_span(target);
+    let mut t = Vec::with_capacity(target.len() + path.len());
+    t.extend_from_slice(&target[..s]);
+    t.extend_from_slice(path);
+    t.extend_from_slice(&target[e..]);
+    t
+}
+
+/// `set-query`: the new query string (without its `?`).
+pub fn set_query(target: &[u8], query: &[u8]) -> Vec<u8> {
+    let (_, e) = path_span(target);
+    let frag = target[e..]
+        .iter()
+        .position(|&b| b == b'#')
+        .map_or(target.len(), |i| e + i);
+    let mut t = Vec::with_capacity(target.len() + query.len() + 1);
+    t.extend_from_slice(&target[..e]);
+    t.push(b'?');
+    t.extend_from_slice(query);
+    t.extend_from_slice(&target[frag..]);
+    t
+}
+
+/// The Location of a `redirect` rule.
+pub fn location(kind: RedirectKind, value: &[u8], req: &Head, target: &[u8]) -> Vec<u8> {
+    let (s, _) = path_span(target);
+    let uri = &target[s..];
+    let mut loc = Vec::with_capacity(value.len() + uri.len() + 16);
+    match kind {
+        RedirectKind::Location => loc.extend_from_slice(value),
+        RedirectKind::Prefix => {
+            // A prefix of "/" adds nothing (HAProxy avoids the double slash).
+            if value != b"/" {
+                loc.extend_from_slice(value);
+            }
+            loc.extend_from_slice(uri);
+        }
+        RedirectKind::Scheme => {
+            loc.extend_from_slice(value);
+            loc.extend_from_slice(b"://");
+            if let Some(h) = req.values("host").next() {
+                loc.extend_from_slice(h);
+            }
+            loc.extend_from_slice(uri);
+        }
+    }
+    loc
+}
+
+/// HAProxy's redirect response: no body, `cache-control: no-cache` for
+/// the statuses a cache must not keep (302, 303, 307).
+pub fn redirect_response(code: u16, location: &[u8], keep: bool) -> BytesMut {
+    let mut out = BytesMut::with_capacity(128 + location.len());
+    let _ = write!(
+        out,
+        "HTTP/1.1 {code} {}\r\ncontent-length: 0\r\nlocation: ",
+        super::errors::reason(code)
+    );
+    out.put_slice(location);
+    out.put_slice(b"\r\n");
+    if matches!(code, 302 | 303 | 307) {
+        out.put_slice(b"cache-control: no-cache\r\n");
+    }
+    if !keep {
+        out.put_slice(b"connection: close\r\n");
+    }
+    out.put_slice(b"\r\n");
+    out
+}
+
+/// `option forwardfor`: writes the header line unless the client is in
+/// the `except` network or (`if-none`) the request already has one.
+pub fn put_forwarded_for(
+    out: &mut BytesMut,
+    ff: &ForwardFor,
+    src: IpAddr,
+    req: &Head,
+    edits: Option<&Edits>,
+) {
+    if let Some((addr, prefix)) = ff.except
+        && crate::acl::eval::ip_matches(src, &crate::acl::Pattern::Net { addr, prefix })
+    {
+        return;
+    }
+    if ff.if_none {
+        let present = match edits {
+            Some(e) => e.has(req, &ff.header),
+            None => req.values(&ff.header).next().is_some(),
+        };
+        if present {
+            return;
+        }
+    }
+    out.put_slice(ff.header.as_bytes());
+    out.put_slice(b": ");
+    let _ = write!(out, "{}", MappedIp(src));
+    out.put_slice(b"\r\n");
+}
+
+/// Displays an IPv4-mapped IPv6 address as IPv4, without allocating.
+struct MappedIp(IpAddr);
+
+impl std::fmt::Display for MappedIp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => v4.fmt(f),
+                None => v6.fmt(f),
+            },
+            v4 => v4.fmt(f),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_and_queries() {
+        assert_eq!(set_path(b"/a/b?x=1", b"/n"), b"/n?x=1");
+        assert_eq!(set_path(b"/a", b"/n"), b"/n");
+        assert_eq!(set_path(b"http://h/a?q", b"/n"), b"http://h/n?q");
+        assert_eq!(set_query(b"/a?x=1", b"y=2"), b"/a?y=2");
+        assert_eq!(set_query(b"/a", b"y=2"), b"/a?y=2");
+    }
+
+    #[test]
+    fn redirect_bytes() {
+        assert_eq!(
+            &redirect_response(302, b"/loc", false)[..],
+            b"HTTP/1.1 302 Found\r\ncontent-length: 0\r\nlocation: /loc\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n"
+        );
+        assert_eq!(
+            &redirect_response(301, b"/pre/r2?k", true)[..],
+            b"HTTP/1.1 301 Moved Permanently\r\ncontent-length: 0\r\nlocation: /pre/r2?k\r\n\r\n"
+        );
+    }
+}

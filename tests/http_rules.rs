@@ -1,0 +1,276 @@
+//! `option forwardfor`, `http-request` / `http-response` header, path and
+//! redirect rules and `errorfile`: the exact bytes the backend received
+//! and the client got, as HAProxy 2.6 produces them (each expected value
+//! below was captured from haproxy 2.6 with the same configuration, in
+//! front of the same raw backend; sluice keeps the received header name
+//! case where HAProxy lower-cases, so requests here use lower-case names).
+
+mod support;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use support::*;
+
+const DENIED_CLOSE: &str = "HTTP/1.1 502 Bad Gateway\r\ncontent-length: 107\r\ncache-control: no-cache\r\ncontent-type: text/html\r\nconnection: close\r\n\r\n<html><body><h1>502 Bad Gateway</h1>\nThe server returned an invalid or incomplete response.\n</body></html>\n";
+const DENIED: &str = "HTTP/1.1 502 Bad Gateway\r\ncontent-length: 107\r\ncache-control: no-cache\r\ncontent-type: text/html\r\n\r\n<html><body><h1>502 Bad Gateway</h1>\nThe server returned an invalid or incomplete response.\n</body></html>\n";
+const OK: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nx-srv: a\r\n\r\nok";
+
+/// A backend that records every request head (GETs only) and answers OK.
+struct RawBackend {
+    addr: SocketAddr,
+    got: Arc<Mutex<Vec<Vec<u8>>>>,
+}
+
+impl RawBackend {
+    async fn start() -> RawBackend {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let g = got.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut s, _)) = l.accept().await else {
+                    return;
+                };
+                let g = g.clone();
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 16384];
+                    loop {
+                        while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            let head: Vec<u8> = buf.drain(..end + 4).collect();
+                            g.lock().unwrap().push(head);
+                            if s.write_all(OK).await.is_err() {
+                                return;
+                            }
+                        }
+                        match s.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                });
+            }
+        });
+        RawBackend { addr, got }
+    }
+
+    fn take(&self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut self.got.lock().unwrap())
+    }
+}
+
+/// Sends `req` on a new connection and returns everything received until
+/// the server closes or stays silent for 500 ms.
+async fn send(port: u16, req: &[u8]) -> Vec<u8> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    s.write_all(req).await.unwrap();
+    let mut out = Vec::new();
+    let mut chunk = [0u8; 16384];
+    loop {
+        match tokio::time::timeout(Duration::from_millis(500), s.read(&mut chunk)).await {
+            Ok(Ok(n)) if n > 0 => out.extend_from_slice(&chunk[..n]),
+            _ => return out,
+        }
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn cfg(ports: &[u16], be: SocketAddr, errorfile: &str) -> String {
+    format!(
+        "defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind 127.0.0.1:{p0}
+    option forwardfor
+    http-request set-header X-A %[src]
+    http-request add-header X-B \"v %[req.hdr(host)] %ci\"
+    http-request del-header X-Del
+    http-request set-path /new if {{ path /p }}
+    http-request set-query a=1 if {{ path /q }}
+    http-request redirect location /loc if {{ path /r1 }}
+    http-request redirect prefix /pre code 301 if {{ path /r2 }}
+    http-request redirect scheme https code 308 if {{ path /r3 }}
+    http-response set-header X-R yes
+    http-response add-header X-R2 two
+    http-response del-header X-Srv
+    default_backend be
+frontend fe2
+    bind 127.0.0.1:{p1}
+    option forwardfor except 127.0.0.0/8
+    default_backend be
+frontend fe3
+    bind 127.0.0.1:{p2}
+    option forwardfor header X-Client if-none
+    default_backend be
+frontend fe4
+    bind 127.0.0.1:{p3}
+    errorfile 503 {errorfile}
+    default_backend nobe
+frontend fe5
+    bind 127.0.0.1:{p4}
+    http-request allow if {{ path /allowed }}
+    http-request add-header X-After-Allow 1
+    http-response deny if {{ src 127.0.0.1 }}
+    default_backend be
+backend nobe
+backend be
+    server s {be}
+",
+        p0 = ports[0],
+        p1 = ports[1],
+        p2 = ports[2],
+        p3 = ports[3],
+        p4 = ports[4],
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rules_forwardfor_redirects_errorfile_as_haproxy() {
+    let be = RawBackend::start().await;
+    let dir = TempDir::new("http-rules");
+    let page = dir.write(
+        "503.http",
+        "HTTP/1.0 503 Custom\r\nCache-Control: no-cache\r\nContent-Type: text/plain\r\n\r\nsorry\n",
+    );
+    let ports = free_ports(5);
+    let _s = Sluice::start(&cfg(&ports, be.addr, page.to_str().unwrap()));
+
+    // Header rules and forwardfor: added in rule order, then the
+    // X-Forwarded-For line; a client's own X-Forwarded-For is kept.
+    let r = send(
+        ports[0],
+        b"GET /x?y HTTP/1.1\r\nhost: h\r\nx-del: 1\r\nx-forwarded-for: 9.9.9.9\r\nconnection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(
+        text(&r),
+        "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nx-r: yes\r\nx-r2: two\r\nconnection: close\r\n\r\nok"
+    );
+    assert_eq!(
+        text(&be.take().concat()),
+        "GET /x?y HTTP/1.1\r\nhost: h\r\nx-forwarded-for: 9.9.9.9\r\nx-a: 127.0.0.1\r\nx-b: v h 127.0.0.1\r\nx-forwarded-for: 127.0.0.1\r\n\r\n"
+    );
+
+    // set-path keeps the query; set-query keeps the path.
+    let r = send(ports[0], b"GET /p?k HTTP/1.1\r\nhost: h\r\n\r\n").await;
+    assert_eq!(
+        text(&r),
+        "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nx-r: yes\r\nx-r2: two\r\n\r\nok"
+    );
+    let r = send(ports[0], b"GET /q?k HTTP/1.1\r\nhost: h\r\n\r\n").await;
+    assert!(text(&r).starts_with("HTTP/1.1 200 OK\r\n"));
+    assert_eq!(
+        text(&be.take().concat()),
+        "GET /new?k HTTP/1.1\r\nhost: h\r\nx-a: 127.0.0.1\r\nx-b: v h 127.0.0.1\r\nx-forwarded-for: 127.0.0.1\r\n\r\n\
+         GET /q?a=1 HTTP/1.1\r\nhost: h\r\nx-a: 127.0.0.1\r\nx-b: v h 127.0.0.1\r\nx-forwarded-for: 127.0.0.1\r\n\r\n"
+    );
+
+    // Redirects: HAProxy's exact answers, nothing reaches the server.
+    let cases: [(&[u8], &str); 5] = [
+        (
+            b"GET /r1?k HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n",
+            "HTTP/1.1 302 Found\r\ncontent-length: 0\r\nlocation: /loc\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n",
+        ),
+        (
+            b"GET /r2?k HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n",
+            "HTTP/1.1 301 Moved Permanently\r\ncontent-length: 0\r\nlocation: /pre/r2?k\r\nconnection: close\r\n\r\n",
+        ),
+        (
+            b"GET /r3?k HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n",
+            "HTTP/1.1 308 Permanent Redirect\r\ncontent-length: 0\r\nlocation: https://h/r3?k\r\nconnection: close\r\n\r\n",
+        ),
+        (
+            // Keep-alive: no connection header, the connection stays open.
+            b"GET /r2?k HTTP/1.1\r\nhost: h\r\n\r\n",
+            "HTTP/1.1 301 Moved Permanently\r\ncontent-length: 0\r\nlocation: /pre/r2?k\r\n\r\n",
+        ),
+        (
+            b"GET /r1 HTTP/1.0\r\nhost: h\r\n\r\n",
+            "HTTP/1.1 302 Found\r\ncontent-length: 0\r\nlocation: /loc\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n",
+        ),
+    ];
+    for (req, want) in cases {
+        assert_eq!(text(&send(ports[0], req).await), want, "{}", text(req));
+    }
+    assert!(be.take().is_empty(), "a redirect reached the server");
+
+    // except 127.0.0.0/8: no header for a local client.
+    send(
+        ports[1],
+        b"GET / HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n",
+    )
+    .await;
+    // header X-Client if-none: added when absent, not when present.
+    send(
+        ports[2],
+        b"GET / HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n",
+    )
+    .await;
+    send(
+        ports[2],
+        b"GET / HTTP/1.1\r\nhost: h\r\nx-client: 1\r\nconnection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(
+        text(&be.take().concat()),
+        "GET / HTTP/1.1\r\nhost: h\r\n\r\n\
+         GET / HTTP/1.1\r\nhost: h\r\nx-client: 127.0.0.1\r\n\r\n\
+         GET / HTTP/1.1\r\nhost: h\r\nx-client: 1\r\n\r\n"
+    );
+
+    // errorfile: the file's response (header names lower-cased, as
+    // HAProxy emits a parsed errorfile), then the connection is closed.
+    for req in [
+        &b"GET / HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n"[..],
+        b"GET / HTTP/1.1\r\nhost: h\r\n\r\n",
+    ] {
+        assert_eq!(
+            text(&send(ports[3], req).await),
+            "HTTP/1.0 503 Custom\r\ncache-control: no-cache\r\ncontent-type: text/plain\r\n\r\nsorry\n"
+        );
+    }
+
+    // allow stops the rules; http-response deny: the server's answer is
+    // replaced by the 502 page and the connection closed.
+    let r = send(
+        ports[4],
+        b"GET /allowed HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(text(&r), DENIED_CLOSE);
+    let r = send(ports[4], b"GET /other HTTP/1.1\r\nhost: h\r\n\r\n").await;
+    assert_eq!(text(&r), DENIED);
+    assert_eq!(
+        text(&be.take().concat()),
+        "GET /allowed HTTP/1.1\r\nhost: h\r\n\r\nGET /other HTTP/1.1\r\nhost: h\r\nx-after-allow: 1\r\n\r\n"
+    );
+}
+
+#[test]
+fn missing_errorfile_is_a_config_error_with_its_line() {
+    let dir = TempDir::new("http-rules-cfg");
+    let cfg = dir.write(
+        "s.cfg",
+        "defaults\n    mode http\nfrontend fe\n    bind 127.0.0.1:1\n    errorfile 503 /nonexistent/503.http\n",
+    );
+    let out = run_sluice(&["-c", "-f", cfg.to_str().unwrap()], None);
+    assert_ne!(out.code(), Some(0));
+    assert!(
+        out.stderr
+            .contains("s.cfg:5] : errorfile : error opening file '/nonexistent/503.http'."),
+        "{}",
+        out.stderr
+    );
+}
