@@ -274,3 +274,38 @@ fn missing_errorfile_is_a_config_error_with_its_line() {
         out.stderr
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replace_header_as_haproxy() {
+    let be = RawBackend::start().await;
+    let port = free_port();
+    let _s = Sluice::start(&format!(
+        "defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind 127.0.0.1:{port}
+    http-request add-header X-Added abc-1
+    http-request replace-header X-Added (abc)-(\\d) \\2-\\1
+    http-request replace-header Cookie foo=([^;]*);(.*) foo=\\1;ip=%[src];\\2
+    http-request replace-header X-None nomatch x
+    default_backend be
+backend be
+    server s {}
+",
+        be.addr
+    ));
+    send(
+        port,
+        b"GET / HTTP/1.1\r\nhost: h\r\ncookie: foo=foobar; expires=x\r\nx-z: 1\r\ncookie: bar=1\r\nx-none: keep\r\nconnection: close\r\n\r\n",
+    )
+    .await;
+    // Captured from haproxy 2.6: matching values replaced whole, in place;
+    // an added header is rewritten too.
+    assert_eq!(
+        text(&be.take().concat()),
+        "GET / HTTP/1.1\r\nhost: h\r\ncookie: foo=foobar;ip=127.0.0.1; expires=x\r\nx-z: 1\r\ncookie: bar=1\r\nx-none: keep\r\nx-added: 1-abc\r\n\r\n"
+    );
+}

@@ -454,6 +454,7 @@ pub const HTTP_REQUEST_SUPPORTED: &[&str] = &[
     "set-header",
     "add-header",
     "del-header",
+    "replace-header",
     "set-path",
     "set-query",
 ];
@@ -463,7 +464,6 @@ pub const HTTP_RESPONSE_SUPPORTED: &[&str] = &["set-header", "add-header", "del-
 pub const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
     "auth",
     "tarpit",
-    "replace-header",
     "replace-value",
     "set-pathq",
     "set-uri",

@@ -370,6 +370,13 @@ pub enum HttpRequestAction {
     AddHeader { name: String, fmt: LogFmt },
     /// `http-request del-header <name>`
     DelHeader { name: String },
+    /// `http-request replace-header <name> <regex> <fmt>`: a value the
+    /// regex matches is replaced whole by `<fmt>` (`\1`... back-references).
+    ReplaceHeader {
+        name: String,
+        re: regex::bytes::Regex,
+        fmt: LogFmt,
+    },
     /// `http-request set-path <fmt>`
     SetPath(LogFmt),
     /// `http-request set-query <fmt>`

@@ -2223,6 +2223,16 @@ fn rewrite_args(action: &str, args: &[String]) -> Result<HttpRequestAction, Stri
             exact(1)?;
             HttpRequestAction::DelHeader { name: name(0)? }
         }
+        "replace-header" => {
+            exact(3)?;
+            let re = regex::bytes::Regex::new(&args[1])
+                .map_err(|e| format!("invalid regex '{}' : {e}", args[1]))?;
+            HttpRequestAction::ReplaceHeader {
+                name: name(0)?,
+                re,
+                fmt: parse_logfmt(&args[2])?,
+            }
+        }
         "set-path" | "set-query" => {
             exact(1)?;
             let fmt = parse_logfmt(&args[0])?;

@@ -91,7 +91,9 @@ fn upstream_head(
     let mut out = BytesMut::new();
     match ctx.edits {
         None => req.write_forwarded(&mut out),
-        Some(e) => req.write_forwarded_with(&mut out, e.target.as_deref(), |n| e.drops(n)),
+        Some(e) => {
+            req.write_forwarded_with(&mut out, e.target.as_deref(), |n| e.drops(n), &e.replaced)
+        }
     }
     put_framing(&mut out, body);
     if let Some(e) = ctx.edits {
@@ -154,7 +156,7 @@ fn downstream_head(
     let mut out = BytesMut::new();
     match edits {
         None => resp.write_forwarded(&mut out),
-        Some(e) => resp.write_forwarded_with(&mut out, None, |n| e.drops(n)),
+        Some(e) => resp.write_forwarded_with(&mut out, None, |n| e.drops(n), &e.replaced),
     }
     match body {
         BodyKind::Length(_) | BodyKind::Chunked => put_framing(&mut out, body),

@@ -415,7 +415,7 @@ impl Head {
     /// then `extra` lines. The caller adds framing headers and the blank
     /// line through `extra`.
     pub fn write_forwarded(&self, out: &mut BytesMut) {
-        self.write_forwarded_with(out, None, |_| false);
+        self.write_forwarded_with(out, None, |_| false, &[]);
     }
 
     /// [`write_forwarded`](Self::write_forwarded) with rule edits: another
@@ -426,6 +426,7 @@ impl Head {
         out: &mut BytesMut,
         target: Option<&[u8]>,
         drop: impl Fn(&[u8]) -> bool,
+        replaced: &[(usize, Vec<u8>)],
     ) {
         // The head rarely grows: room for it and the framing lines sluice
         // adds, in one allocation.
@@ -443,11 +444,18 @@ impl Head {
         // Connection listing anything beyond the usual tokens is rare; only
         // then does each header need checking against it.
         let named_extra = self.connection_names_headers();
-        for h in &self.headers {
+        for (i, h) in self.headers.iter().enumerate() {
             if h.kind.dropped_when_forwarding()
                 || (named_extra && self.connection_has_name(self.slice(h.name)))
                 || drop(self.slice(h.name))
             {
+                continue;
+            }
+            if let Some((_, v)) = replaced.iter().find(|(j, _)| *j == i) {
+                out.put_slice(self.slice(h.name));
+                out.put_slice(b": ");
+                out.put_slice(v);
+                out.put_slice(b"\r\n");
                 continue;
             }
             out.put_slice(self.slice(h.line));

@@ -20,6 +20,8 @@ pub struct Edits {
     pub del: Vec<String>,
     /// Headers added after the received ones: lower-case name, value.
     pub add: Vec<(String, Vec<u8>)>,
+    /// New values of received headers, by position (`replace-header`).
+    pub replaced: Vec<(usize, Vec<u8>)>,
 }
 
 impl Edits {
@@ -29,6 +31,40 @@ impl Edits {
         self.add.retain(|(n, _)| *n != lower);
         if !self.del.contains(&lower) {
             self.del.push(lower);
+        }
+    }
+
+    /// `replace-header`: every value of `name` (received or added) that
+    /// `re` matches is replaced whole by `fmt`, `\N` standing for the
+    /// regex's groups.
+    pub fn replace_header(
+        &mut self,
+        head: &Head,
+        name: &str,
+        re: &regex::bytes::Regex,
+        fmt: &[u8],
+    ) {
+        if !self.drops(name.as_bytes()) {
+            for (i, (n, v)) in head.headers().enumerate() {
+                if !n.eq_ignore_ascii_case(name.as_bytes()) {
+                    continue;
+                }
+                let cur = match self.replaced.iter().position(|(j, _)| *j == i) {
+                    Some(k) => self.replaced[k].1.clone(),
+                    None => v.to_vec(),
+                };
+                if let Some(new) = substitute(re, &cur, fmt) {
+                    self.replaced.retain(|(j, _)| *j != i);
+                    self.replaced.push((i, new));
+                }
+            }
+        }
+        for (n, v) in &mut self.add {
+            if n.eq_ignore_ascii_case(name)
+                && let Some(new) = substitute(re, v, fmt)
+            {
+                *v = new;
+            }
         }
     }
 
@@ -64,6 +100,26 @@ impl Edits {
             out.put_slice(b"\r\n");
         }
     }
+}
+
+/// The value `fmt` gives for `value` if `re` matches it, with `\0`..`\9`
+/// replaced by the groups.
+fn substitute(re: &regex::bytes::Regex, value: &[u8], fmt: &[u8]) -> Option<Vec<u8>> {
+    let caps = re.captures(value)?;
+    let mut out = Vec::with_capacity(fmt.len() + value.len());
+    let mut i = 0;
+    while i < fmt.len() {
+        if fmt[i] == b'\\' && i + 1 < fmt.len() && fmt[i + 1].is_ascii_digit() {
+            if let Some(m) = caps.get((fmt[i + 1] - b'0') as usize) {
+                out.extend_from_slice(m.as_bytes());
+            }
+            i += 2;
+        } else {
+            out.push(fmt[i]);
+            i += 1;
+        }
+    }
+    Some(out)
 }
 
 /// Evaluates a log-format string for the request `req` from `src`.

@@ -405,6 +405,12 @@ async fn route(
             HttpRequestAction::DelHeader { name } => {
                 edits.get_or_insert_with(Default::default).del_header(name);
             }
+            HttpRequestAction::ReplaceHeader { name, re, fmt } => {
+                let v = rules::eval(fmt, head, peer.ip());
+                edits
+                    .get_or_insert_with(Default::default)
+                    .replace_header(head, name, re, &v);
+            }
             HttpRequestAction::SetPath(fmt) | HttpRequestAction::SetQuery(fmt) => {
                 let v = rules::eval(fmt, head, peer.ip());
                 let e = edits.get_or_insert_with(Default::default);
