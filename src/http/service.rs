@@ -152,6 +152,10 @@ pub async fn serve_connection(
     }
 }
 
+/// How long a soft stop waits for the first request of a connection it
+/// accepted just before stopping.
+const STOP_FIRST_BYTES: Duration = Duration::from_secs(1);
+
 /// [`wait_readable`], cut short (false) when a soft stop begins with
 /// nothing received.
 async fn wait_readable_or_stop(stream: &TcpStream, timeout: Option<Duration>) -> bool {
@@ -241,7 +245,18 @@ async fn handle_request(
         Some(r) => r,
         // Bytes already here are served, not reset.
         None if has_pending(&conn.stream) => conn.read_head(fe.max_head, head_timeout).await,
-        None => return false,
+        // A client accepted just before the stop has usually not sent its
+        // request yet: it gets a moment to do so before being closed, so a
+        // hand-over or a stop never answers a fresh request with nothing.
+        None => {
+            let window = head_timeout.map_or(STOP_FIRST_BYTES, |t| t.min(STOP_FIRST_BYTES));
+            match tokio::time::timeout(window, conn.stream.readable()).await {
+                Ok(Ok(())) if has_pending(&conn.stream) => {
+                    conn.read_head(fe.max_head, head_timeout).await
+                }
+                _ => return false,
+            }
+        }
     };
     let raw = match read {
         Ok(raw) => raw,
