@@ -1466,6 +1466,36 @@ impl<'r> State<'r> {
         self.px().binds.extend(binds);
     }
 
+    /// Splits the `if|unless <cond>` off a rule line: where it starts (the
+    /// line's end when there is none) and the parsed condition. A bad
+    /// condition is reported here (None).
+    fn rule_condition(
+        &mut self,
+        loc: &Loc,
+        words: &[String],
+        rule: &str,
+        action: &str,
+    ) -> Option<(usize, Option<Condition>)> {
+        let cond_at = words
+            .iter()
+            .position(|w| w == "if" || w == "unless")
+            .unwrap_or(words.len());
+        if cond_at == words.len() {
+            return Some((cond_at, None));
+        }
+        match self.condition(loc, &words[cond_at..]) {
+            Ok(c) => Some((cond_at, Some(c))),
+            Err(e) => {
+                let m = format!(
+                    "error detected while parsing an '{rule} {action}' condition : {e}{}",
+                    stop(&e)
+                );
+                self.alert(loc, m);
+                None
+            }
+        }
+    }
+
     fn kw_acl(&mut self, loc: &Loc, words: &[String]) {
         if !self.cap(loc, "acl", false, true, true) {
             return;
@@ -1604,24 +1634,8 @@ impl<'r> State<'r> {
                 "error detected in {t} '{pname}' while parsing 'http-request {action}' rule : {msg}."
             )
         };
-        // Split off the condition.
-        let cond_at = words
-            .iter()
-            .position(|w| w == "if" || w == "unless")
-            .unwrap_or(words.len());
-        let cond = if cond_at < words.len() {
-            match self.condition(loc, &words[cond_at..]) {
-                Ok(c) => Some(c),
-                Err(e) => {
-                    let m = format!(
-                        "error detected while parsing an 'http-request {action}' condition : {e}{}",
-                        stop(&e)
-                    );
-                    return self.alert(loc, m);
-                }
-            }
-        } else {
-            None
+        let Some((cond_at, cond)) = self.rule_condition(loc, words, "http-request", action) else {
+            return;
         };
         if matches!(self.section, Section::Proxy(_)) && !self.px().use_backends.is_empty() {
             self.warn(
@@ -1714,23 +1728,8 @@ impl<'r> State<'r> {
         if !kw::HTTP_RESPONSE_SUPPORTED.contains(&action) {
             return self.unsupported(loc, &format!("http-response {action}"));
         }
-        let cond_at = words
-            .iter()
-            .position(|w| w == "if" || w == "unless")
-            .unwrap_or(words.len());
-        let cond = if cond_at < words.len() {
-            match self.condition(loc, &words[cond_at..]) {
-                Ok(c) => Some(c),
-                Err(e) => {
-                    let m = format!(
-                        "error detected while parsing an 'http-response {action}' condition : {e}{}",
-                        stop(&e)
-                    );
-                    return self.alert(loc, m);
-                }
-            }
-        } else {
-            None
+        let Some((cond_at, cond)) = self.rule_condition(loc, words, "http-response", action) else {
+            return;
         };
         let args = &words[2..cond_at];
         let parsed = match rewrite_args(action, args) {

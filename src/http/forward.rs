@@ -13,7 +13,7 @@ use super::errors;
 use super::h1::{BodyKind, Head};
 use super::io::{self, BufConn, HeadError, RelayError};
 use super::rules::{self, Edits};
-use crate::acl::eval::RequestView;
+use super::service::View;
 use crate::backend::{Counters, ServerState};
 use crate::balance::{self, PickError};
 use crate::config::model::{ForwardFor, HttpConnMode, HttpResponseAction, HttpReuse};
@@ -787,31 +787,6 @@ async fn deny_response(
     }
 }
 
-/// A request as response-rule conditions see it.
-struct ReqView<'a> {
-    head: &'a Head,
-    src: IpAddr,
-}
-
-impl RequestView for ReqView<'_> {
-    fn method(&self) -> &[u8] {
-        self.head.method()
-    }
-    fn target(&self) -> &[u8] {
-        self.head.target()
-    }
-    fn header_values<'a>(&'a self, name: &str, out: &mut Vec<&'a [u8]>) {
-        for (n, v) in self.head.headers() {
-            if n.eq_ignore_ascii_case(name.as_bytes()) {
-                out.push(v);
-            }
-        }
-    }
-    fn src(&self) -> Option<IpAddr> {
-        Some(self.src)
-    }
-}
-
 /// Runs the `http-response` rules; Err when one denies the response.
 fn response_edits(
     fe: &FrontendRt,
@@ -819,7 +794,7 @@ fn response_edits(
     req: &Head,
     src: IpAddr,
 ) -> Result<Option<Edits>, ()> {
-    let view = ReqView { head: req, src };
+    let view = View { head: req, src };
     let mut edits: Option<Edits> = None;
     let sets = [(&be.http_response, &be.acls), (&fe.http_response, &fe.acls)];
     for (rules_, acls) in sets {

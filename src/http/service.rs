@@ -24,10 +24,10 @@ use crate::log::{LogRecord, SrvName};
 use crate::routing::{BackendRt, FrontendRt};
 use crate::runtime::Runtime;
 
-/// A request as conditions see it.
-struct View<'a> {
-    head: &'a Head,
-    src: IpAddr,
+/// A request as conditions see it (request and response rules alike).
+pub(super) struct View<'a> {
+    pub(super) head: &'a Head,
+    pub(super) src: IpAddr,
 }
 
 impl RequestView for View<'_> {
