@@ -77,8 +77,10 @@ pub struct BackendRt {
     pub lb: Lb,
     /// What active checks do (TCP connect, `option httpchk`, `tcp-check`).
     pub check: CheckKind,
-    /// The backend's own ACLs, for its `http-response` conditions.
+    /// The backend's own ACLs, for its rules' conditions.
     pub acls: AclSet,
+    /// `http-request` rules of a backend section, run after the frontend's.
+    pub http_request: Vec<(HttpRequestAction, Option<CompiledCond>)>,
     pub http_response: Vec<(HttpResponseAction, Option<CompiledCond>)>,
     pub forwardfor: Option<ForwardFor>,
     pub errorfiles: Vec<(u16, bytes::Bytes)>,
@@ -189,6 +191,7 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
             .map(|(s, c)| (s.sid, s.weight, s.backup, c.opts.slowstart))
             .collect();
         let be_acls = AclSet::new(&p.acls);
+        let be_request = request_rules(&p.http_request, &be_acls);
         let be_response = response_rules(&p.http_response, &be_acls);
         let fullconn = p
             .fullconn
@@ -209,6 +212,7 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                 lb: Lb::new(&p.balance, p.hash_type, p.allbackups, &lb_servers),
                 check: p.check_kind(),
                 acls: be_acls,
+                http_request: be_request,
                 http_response: be_response,
                 forwardfor: p.forwardfor.clone(),
                 errorfiles: p.errorfiles.clone(),
@@ -236,11 +240,7 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
         };
         let frontend = p.kind.has_frontend().then(|| {
             let acls = AclSet::new(&p.acls);
-            let http_request = p
-                .http_request
-                .iter()
-                .map(|r| (r.action.clone(), r.cond.as_ref().map(|c| acls.compile(c))))
-                .collect();
+            let http_request = request_rules(&p.http_request, &acls);
             let switching = p
                 .use_backends
                 .iter()
@@ -292,6 +292,16 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
         global: config.global.clone(),
         proxies,
     }
+}
+
+fn request_rules(
+    rules: &[crate::config::model::HttpRequestRule],
+    acls: &AclSet,
+) -> Vec<(HttpRequestAction, Option<CompiledCond>)> {
+    rules
+        .iter()
+        .map(|r| (r.action.clone(), r.cond.as_ref().map(|c| acls.compile(c))))
+        .collect()
 }
 
 fn response_rules(

@@ -409,6 +409,16 @@ pub enum FmtPart {
     Src,
     /// `%[req.hdr(<name>)]`: the last value of a request header.
     ReqHdr(String),
+    /// `%[method]`.
+    Method,
+    /// `%[path]`: the target's path, without the query.
+    Path,
+    /// `%[query]`: the query string, without its `?`.
+    Query,
+    /// `%[url]`: the request target as received.
+    Url,
+    /// `%[base]`: the Host header followed by the path.
+    Base,
 }
 
 /// `http-response set-header|add-header|del-header|deny`.

@@ -2137,7 +2137,7 @@ fn is_token_byte(b: u8) -> bool {
 }
 
 /// A log-format string: literal text, `%[src]`, `%[req.hdr(<name>)]`,
-/// `%ci`, `%%`.
+/// `%[method]`, `%[path]`, `%[query]`, `%[url]`, `%[base]`, `%ci`, `%%`.
 pub fn parse_logfmt(text: &str) -> Result<LogFmt, String> {
     let mut parts = Vec::new();
     let mut lit = String::new();
@@ -2158,8 +2158,16 @@ pub fn parse_logfmt(text: &str) -> Result<LogFmt, String> {
                 .ok_or_else(|| format!("missing ']' in log-format '{text}'"))?;
             let expr = &r[..end];
             rest = &r[end + 1..];
-            if expr == "src" {
-                FmtPart::Src
+            if let Some(part) = match expr {
+                "src" => Some(FmtPart::Src),
+                "method" => Some(FmtPart::Method),
+                "path" => Some(FmtPart::Path),
+                "query" => Some(FmtPart::Query),
+                "url" => Some(FmtPart::Url),
+                "base" => Some(FmtPart::Base),
+                _ => None,
+            } {
+                part
             } else if let Some(name) = expr
                 .strip_prefix("req.hdr(")
                 .or_else(|| expr.strip_prefix("hdr("))

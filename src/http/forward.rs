@@ -10,7 +10,7 @@ use tokio::net::TcpStream;
 use std::net::IpAddr;
 
 use super::errors;
-use super::h1::{BodyKind, Head};
+use super::h1::{BodyKind, FramingLine, Head};
 use super::io::{self, BufConn, HeadError, RelayError};
 use super::rules::{self, Edits};
 use super::service::View;
@@ -89,13 +89,20 @@ fn upstream_head(
     ctx: &ReqCtx<'_>,
 ) -> BytesMut {
     let mut out = BytesMut::new();
-    match ctx.edits {
-        None => req.write_forwarded(&mut out),
-        Some(e) => {
-            req.write_forwarded_with(&mut out, e.target.as_deref(), |n| e.drops(n), &e.replaced)
-        }
+    let framing = FramingLine::of(body);
+    let placed = match ctx.edits {
+        None => req.write_forwarded(&mut out, &framing),
+        Some(e) => req.write_forwarded_with(
+            &mut out,
+            e.target.as_deref(),
+            |n| e.drops(n),
+            &e.replaced,
+            &framing,
+        ),
+    };
+    if !placed {
+        out.put_slice(framing.bytes());
     }
-    put_framing(&mut out, body);
     if let Some(e) = ctx.edits {
         e.put_added(&mut out);
     }
@@ -117,34 +124,6 @@ fn upstream_head(
     out
 }
 
-/// The framing header of a body sluice re-delimits itself.
-fn put_framing(out: &mut BytesMut, body: BodyKind) {
-    match body {
-        BodyKind::Length(n) => {
-            out.put_slice(b"content-length: ");
-            put_decimal(out, n);
-            out.put_slice(b"\r\n");
-        }
-        BodyKind::Chunked => out.put_slice(b"transfer-encoding: chunked\r\n"),
-        BodyKind::None | BodyKind::UntilClose => {}
-    }
-}
-
-/// Writes `n` in decimal without a temporary string.
-fn put_decimal(out: &mut BytesMut, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.put_slice(&digits[i..]);
-}
-
 /// The response head as it goes to the client.
 fn downstream_head(
     resp: &Head,
@@ -153,26 +132,23 @@ fn downstream_head(
     client_minor: u8,
     edits: Option<&Edits>,
 ) -> BytesMut {
+    let framing = match body {
+        BodyKind::Length(_) | BodyKind::Chunked => FramingLine::of(body),
+        // HEAD and 304 answers keep the length they announce; 1xx and 204
+        // must not carry one (RFC 9110 §8.6).
+        BodyKind::None if resp.status >= 200 && resp.status != 204 => match resp.content_length() {
+            Ok(Some(n)) => FramingLine::of(BodyKind::Length(n)),
+            _ => FramingLine::of(BodyKind::None),
+        },
+        BodyKind::None | BodyKind::UntilClose => FramingLine::of(BodyKind::None),
+    };
     let mut out = BytesMut::new();
-    match edits {
-        None => resp.write_forwarded(&mut out),
-        Some(e) => resp.write_forwarded_with(&mut out, None, |n| e.drops(n), &e.replaced),
-    }
-    match body {
-        BodyKind::Length(_) | BodyKind::Chunked => put_framing(&mut out, body),
-        BodyKind::None => {
-            // HEAD and 304 answers keep the length they announce; 1xx and
-            // 204 must not carry one (RFC 9110 §8.6).
-            if resp.status >= 200
-                && resp.status != 204
-                && let Some(v) = resp.values("content-length").next()
-            {
-                out.put_slice(b"content-length: ");
-                out.put_slice(v);
-                out.put_slice(b"\r\n");
-            }
-        }
-        BodyKind::UntilClose => {}
+    let placed = match edits {
+        None => resp.write_forwarded(&mut out, &framing),
+        Some(e) => resp.write_forwarded_with(&mut out, None, |n| e.drops(n), &e.replaced, &framing),
+    };
+    if !placed {
+        out.put_slice(framing.bytes());
     }
     if let Some(e) = edits {
         e.put_added(&mut out);
@@ -831,9 +807,12 @@ mod tests {
     #[test]
     fn decimal_lengths() {
         for n in [0u64, 7, 10, 15360, u64::MAX] {
-            let mut out = BytesMut::new();
-            put_decimal(&mut out, n);
-            assert_eq!(&out[..], n.to_string().as_bytes());
+            let line = FramingLine::of(BodyKind::Length(n));
+            assert_eq!(line.bytes(), format!("content-length: {n}\r\n").as_bytes());
         }
+        assert_eq!(
+            FramingLine::of(BodyKind::Chunked).bytes(),
+            b"transfer-encoding: chunked\r\n"
+        );
     }
 }

@@ -111,6 +111,61 @@ impl Kind {
     }
 }
 
+/// The framing header line of a body sluice delimits itself, built on the
+/// stack: `content-length: <n>` or `transfer-encoding: chunked`.
+pub struct FramingLine {
+    buf: [u8; 40],
+    len: usize,
+}
+
+impl FramingLine {
+    pub fn of(body: BodyKind) -> FramingLine {
+        let mut line = FramingLine {
+            buf: [0; 40],
+            len: 0,
+        };
+        match body {
+            BodyKind::Length(n) => {
+                line.put(b"content-length: ");
+                let mut digits = [0u8; 20];
+                let mut i = digits.len();
+                let mut n = n;
+                loop {
+                    i -= 1;
+                    digits[i] = b'0' + (n % 10) as u8;
+                    n /= 10;
+                    if n == 0 {
+                        break;
+                    }
+                }
+                line.put(&digits[i..]);
+                line.put(b"\r\n");
+            }
+            BodyKind::Chunked => line.put(b"transfer-encoding: chunked\r\n"),
+            BodyKind::None | BodyKind::UntilClose => {}
+        }
+        line
+    }
+
+    /// The kind of header it replaces in place.
+    fn replaces(&self) -> Option<Kind> {
+        match self.buf.first() {
+            _ if self.len == 0 => None,
+            Some(b'c') => Some(Kind::ContentLength),
+            _ => Some(Kind::TransferEncoding),
+        }
+    }
+
+    fn put(&mut self, b: &[u8]) {
+        self.buf[self.len..self.len + b.len()].copy_from_slice(b);
+        self.len += b.len();
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
 /// A parsed request or response head.
 #[derive(Debug, Clone)]
 pub struct Head {
@@ -316,7 +371,7 @@ impl Head {
     }
 
     /// Content-Length: every value must be plain digits and all equal.
-    fn content_length(&self) -> Result<Option<u64>, H1Error> {
+    pub fn content_length(&self) -> Result<Option<u64>, H1Error> {
         let mut found: Option<u64> = None;
         for v in self.values_of(Kind::ContentLength) {
             for part in v.split(|&b| b == b',') {
@@ -414,12 +469,17 @@ impl Head {
     /// except hop-by-hop ones (and those the `Connection` header names),
     /// then `extra` lines. The caller adds framing headers and the blank
     /// line through `extra`.
-    pub fn write_forwarded(&self, out: &mut BytesMut) {
-        self.write_forwarded_with(out, None, |_| false, &[]);
+    pub fn write_forwarded(&self, out: &mut BytesMut, framing: &FramingLine) -> bool {
+        self.write_forwarded_with(out, None, |_| false, &[], framing)
     }
 
     /// [`write_forwarded`](Self::write_forwarded) with rule edits: another
     /// request target, and the headers `drop` names left out.
+    ///
+    /// `framing` (the `content-length` or `transfer-encoding` line sluice
+    /// frames the body with) takes the place of the first received header
+    /// of its kind, so header order survives as in HAProxy; returns whether
+    /// it was written there (if not, the caller appends it).
     #[inline]
     pub fn write_forwarded_with(
         &self,
@@ -427,7 +487,8 @@ impl Head {
         target: Option<&[u8]>,
         drop: impl Fn(&[u8]) -> bool,
         replaced: &[(usize, Vec<u8>)],
-    ) {
+        framing: &FramingLine,
+    ) -> bool {
         // The head rarely grows: room for it and the framing lines sluice
         // adds, in one allocation.
         out.reserve(self.raw.len() + 96 + target.map_or(0, <[u8]>::len));
@@ -444,9 +505,16 @@ impl Head {
         // Connection listing anything beyond the usual tokens is rare; only
         // then does each header need checking against it.
         let named_extra = self.connection_names_headers();
+        let mut in_place = framing.replaces();
         for (i, h) in self.headers.iter().enumerate() {
-            if h.kind.dropped_when_forwarding()
-                || (named_extra && self.connection_has_name(self.slice(h.name)))
+            if h.kind.dropped_when_forwarding() {
+                if in_place == Some(h.kind) {
+                    out.put_slice(framing.bytes());
+                    in_place = None;
+                }
+                continue;
+            }
+            if (named_extra && self.connection_has_name(self.slice(h.name)))
                 || drop(self.slice(h.name))
             {
                 continue;
@@ -461,6 +529,7 @@ impl Head {
             out.put_slice(self.slice(h.line));
             out.put_slice(b"\r\n");
         }
+        in_place.is_none()
     }
 
     /// Whether a `Connection` header names something other than `close`,
@@ -815,7 +884,7 @@ mod tests {
     fn forwards_without_hop_by_hop() {
         let h = req("GET / HTTP/1.1\r\nHost: a\r\nConnection: close, X-Secret\r\nX-Secret: 1\r\nKeep-Alive: 5\r\nAccept: */*\r\n\r\n").unwrap();
         let mut out = BytesMut::new();
-        h.write_forwarded(&mut out);
+        h.write_forwarded(&mut out, &FramingLine::of(BodyKind::None));
         assert_eq!(&out[..], b"GET / HTTP/1.1\r\nHost: a\r\nAccept: */*\r\n");
     }
 

@@ -130,18 +130,45 @@ pub fn eval(fmt: &LogFmt, req: &Head, src: IpAddr) -> Vec<u8> {
             FmtPart::Lit(s) => out.extend_from_slice(s.as_bytes()),
             FmtPart::Src => out.extend_from_slice(ip_text(src).as_bytes()),
             FmtPart::ReqHdr(name) => {
-                // req.hdr(): the last comma-separated value of the header.
-                if let Some(v) = req
-                    .values(name)
-                    .flat_map(|v| v.split(|&b| b == b','))
-                    .last()
-                {
-                    out.extend_from_slice(trim(v));
+                if let Some(v) = last_value(req, name) {
+                    out.extend_from_slice(v);
                 }
+            }
+            FmtPart::Method => out.extend_from_slice(req.method()),
+            FmtPart::Url => out.extend_from_slice(req.target()),
+            FmtPart::Path => {
+                let (s, e) = path_span(req.target());
+                out.extend_from_slice(&req.target()[s..e]);
+            }
+            FmtPart::Query => out.extend_from_slice(query_of(req.target())),
+            FmtPart::Base => {
+                if let Some(host) = last_value(req, "host") {
+                    out.extend_from_slice(host);
+                }
+                let (s, e) = path_span(req.target());
+                out.extend_from_slice(&req.target()[s..e]);
             }
         }
     }
     out
+}
+
+/// `req.hdr(<name>)`: the last comma-separated value of the header.
+fn last_value<'h>(req: &'h Head, name: &'h str) -> Option<&'h [u8]> {
+    req.values(name)
+        .flat_map(|v| v.split(|&b| b == b','))
+        .last()
+        .map(trim)
+}
+
+/// The query string of a target, without its `?` (and any fragment).
+fn query_of(target: &[u8]) -> &[u8] {
+    let (_, e) = path_span(target);
+    let rest = &target[e..];
+    match rest.strip_prefix(b"?") {
+        Some(q) => q.split(|&b| b == b'#').next().unwrap_or(q),
+        None => b"",
+    }
 }
 
 fn trim(v: &[u8]) -> &[u8] {

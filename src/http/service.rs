@@ -17,7 +17,8 @@ use super::h1::{self, BodyKind, Head};
 use super::io::{self, BufConn, HeadError};
 use super::park;
 use super::rules;
-use crate::acl::eval::RequestView;
+use crate::acl::eval::{AclSet, CompiledCond, RequestView};
+use crate::backend::counters::Counters;
 use crate::config::model::{HttpConnMode, HttpRequestAction, StatsPage};
 use crate::listener::ClientConn;
 use crate::log::{LogRecord, SrvName};
@@ -395,95 +396,20 @@ async fn route(
         return out;
     }
     // Edits of the header and path rules: created by the first rule that
-    // applies, so a request no rule touches allocates nothing.
+    // applies, so a request no rule touches allocates nothing. The
+    // frontend's rules run first, then the backend's, on the same edits.
     let mut edits: Option<rules::Edits> = None;
-    for (action, cond) in &fe.http_request {
-        if let Some(c) = cond
-            && !fe.acls.eval(c, &view)
-        {
-            continue;
-        }
-        match action {
-            HttpRequestAction::Allow => break,
-            HttpRequestAction::SetHeader { name, fmt } => {
-                let v = rules::eval(fmt, head, peer.ip());
-                edits
-                    .get_or_insert_with(Default::default)
-                    .set_header(name, v);
-            }
-            HttpRequestAction::AddHeader { name, fmt } => {
-                let v = rules::eval(fmt, head, peer.ip());
-                edits
-                    .get_or_insert_with(Default::default)
-                    .add_header(name, v);
-            }
-            HttpRequestAction::DelHeader { name } => {
-                edits.get_or_insert_with(Default::default).del_header(name);
-            }
-            HttpRequestAction::ReplaceHeader { name, re, fmt } => {
-                let v = rules::eval(fmt, head, peer.ip());
-                edits
-                    .get_or_insert_with(Default::default)
-                    .replace_header(head, name, re, &v);
-            }
-            HttpRequestAction::SetPath(fmt) | HttpRequestAction::SetQuery(fmt) => {
-                let v = rules::eval(fmt, head, peer.ip());
-                let e = edits.get_or_insert_with(Default::default);
-                let cur = e.target.as_deref().unwrap_or(head.target());
-                e.target = Some(if matches!(action, HttpRequestAction::SetPath(_)) {
-                    rules::set_path(cur, &v)
-                } else {
-                    rules::set_query(cur, &v)
-                });
-            }
-            HttpRequestAction::Redirect { kind, fmt, code } => {
-                fe.state.counters.intercepted.fetch_add(1, Relaxed);
-                rec.term(b'L', b'R');
-                let v = rules::eval(fmt, head, peer.ip());
-                let target = edits
-                    .as_ref()
-                    .and_then(|e| e.target.as_deref())
-                    .unwrap_or(head.target());
-                let loc = rules::location(*kind, &v, head, target);
-                let resp = rules::redirect_response(*code, &loc, keep_local);
-                let ok = io::write_all(&mut conn.stream, &resp, fe.timeouts.client)
-                    .await
-                    .is_ok();
-                return Outcome {
-                    status: Some(*code),
-                    keep_client: keep_local && ok,
-                    bytes_out: resp.len() as u64,
-                    body_in: 0,
-                };
-            }
-            HttpRequestAction::Return {
-                status,
-                content_type,
-                body: text,
-            } => {
-                fe.state.counters.intercepted.fetch_add(1, Relaxed);
-                rec.term(b'L', b'R');
-                return local_response(
-                    conn,
-                    *status,
-                    content_type.as_deref(),
-                    text.as_deref().unwrap_or("").as_bytes(),
-                    keep_local,
-                    fe,
-                )
-                .await;
-            }
-            HttpRequestAction::Deny { status } => {
-                fe.state.counters.dreq.fetch_add(1, Relaxed);
-                rec.term(b'P', b'R');
-                return deny(conn, *status, fe, keep_local).await;
-            }
-            HttpRequestAction::PrometheusExporter => {
-                fe.state.counters.intercepted.fetch_add(1, Relaxed);
-                rec.term(b'L', b'R');
-                return prometheus(rt, head, conn, keep_local, fe).await;
-            }
-        }
+    let mut req = RuleRun {
+        rt,
+        fe,
+        view: &view,
+        conn,
+        keep_local,
+        rec,
+        edits: &mut edits,
+    };
+    if let Some(out) = req.apply(&fe.http_request, &fe.acls, None).await {
+        return out;
     }
     let backend: Option<&Arc<BackendRt>> = fe
         .switching
@@ -503,11 +429,156 @@ async fn route(
         stats_logged(rec);
         return out;
     }
+    // A `listen` section is its own backend: its rules ran above already.
+    if be.iid != fe.iid && !be.http_request.is_empty() {
+        let mut req = RuleRun {
+            rt,
+            fe,
+            view: &view,
+            conn,
+            keep_local,
+            rec,
+            edits: &mut edits,
+        };
+        if let Some(out) = req.apply(&be.http_request, &be.acls, Some(be)).await {
+            return out;
+        }
+    }
     let ctx = forward::ReqCtx {
         src: peer.ip(),
         edits: edits.as_ref(),
     };
     forward::forward(fe, be, head, body, conn, keep, rec, &ctx).await
+}
+
+/// One pass of `http-request` rules (the frontend's, then the backend's)
+/// over a request: header and path edits accumulate in `edits`; a rule that
+/// answers the client itself (deny, redirect, return, a service) ends it.
+struct RuleRun<'r, 'a> {
+    rt: &'r Runtime,
+    fe: &'r FrontendRt,
+    view: &'r View<'a>,
+    conn: &'r mut BufConn,
+    keep_local: bool,
+    rec: &'r mut LogRecord,
+    edits: &'r mut Option<rules::Edits>,
+}
+
+impl RuleRun<'_, '_> {
+    /// Runs `rules` under `acls`; `be` is set for a backend's rules, whose
+    /// denials and interceptions count on the backend too, as in HAProxy.
+    /// Returns the outcome when a rule answered the request.
+    async fn apply(
+        &mut self,
+        rules: &[(HttpRequestAction, Option<CompiledCond>)],
+        acls: &AclSet,
+        be: Option<&BackendRt>,
+    ) -> Option<Outcome> {
+        let fe = self.fe;
+        let head = self.view.head;
+        let src = self.view.src;
+        for (action, cond) in rules {
+            if let Some(c) = cond
+                && !acls.eval(c, self.view)
+            {
+                continue;
+            }
+            match action {
+                HttpRequestAction::Allow => return None,
+                HttpRequestAction::SetHeader { name, fmt } => {
+                    let v = rules::eval(fmt, head, src);
+                    self.edits
+                        .get_or_insert_with(Default::default)
+                        .set_header(name, v);
+                }
+                HttpRequestAction::AddHeader { name, fmt } => {
+                    let v = rules::eval(fmt, head, src);
+                    self.edits
+                        .get_or_insert_with(Default::default)
+                        .add_header(name, v);
+                }
+                HttpRequestAction::DelHeader { name } => {
+                    self.edits
+                        .get_or_insert_with(Default::default)
+                        .del_header(name);
+                }
+                HttpRequestAction::ReplaceHeader { name, re, fmt } => {
+                    let v = rules::eval(fmt, head, src);
+                    self.edits
+                        .get_or_insert_with(Default::default)
+                        .replace_header(head, name, re, &v);
+                }
+                HttpRequestAction::SetPath(fmt) | HttpRequestAction::SetQuery(fmt) => {
+                    let v = rules::eval(fmt, head, src);
+                    let e = self.edits.get_or_insert_with(Default::default);
+                    let cur = e.target.as_deref().unwrap_or(head.target());
+                    e.target = Some(if matches!(action, HttpRequestAction::SetPath(_)) {
+                        rules::set_path(cur, &v)
+                    } else {
+                        rules::set_query(cur, &v)
+                    });
+                }
+                HttpRequestAction::Redirect { kind, fmt, code } => {
+                    self.count(be, |c| &c.intercepted);
+                    self.rec.term(b'L', b'R');
+                    let v = rules::eval(fmt, head, src);
+                    let target = self
+                        .edits
+                        .as_ref()
+                        .and_then(|e| e.target.as_deref())
+                        .unwrap_or(head.target());
+                    let loc = rules::location(*kind, &v, head, target);
+                    let resp = rules::redirect_response(*code, &loc, self.keep_local);
+                    let ok = io::write_all(&mut self.conn.stream, &resp, fe.timeouts.client)
+                        .await
+                        .is_ok();
+                    return Some(Outcome {
+                        status: Some(*code),
+                        keep_client: self.keep_local && ok,
+                        bytes_out: resp.len() as u64,
+                        body_in: 0,
+                    });
+                }
+                HttpRequestAction::Return {
+                    status,
+                    content_type,
+                    body: text,
+                } => {
+                    self.count(be, |c| &c.intercepted);
+                    self.rec.term(b'L', b'R');
+                    return Some(
+                        local_response(
+                            self.conn,
+                            *status,
+                            content_type.as_deref(),
+                            text.as_deref().unwrap_or("").as_bytes(),
+                            self.keep_local,
+                            fe,
+                        )
+                        .await,
+                    );
+                }
+                HttpRequestAction::Deny { status } => {
+                    self.count(be, |c| &c.dreq);
+                    self.rec.term(b'P', b'R');
+                    return Some(deny(self.conn, *status, fe, be, self.keep_local).await);
+                }
+                HttpRequestAction::PrometheusExporter => {
+                    self.count(be, |c| &c.intercepted);
+                    self.rec.term(b'L', b'R');
+                    return Some(prometheus(self.rt, head, self.conn, self.keep_local, fe).await);
+                }
+            }
+        }
+        None
+    }
+
+    fn count(&self, be: Option<&BackendRt>, which: fn(&Counters) -> &AtomicU64) {
+        which(&self.fe.state.counters).fetch_add(1, Relaxed);
+        if let Some(be) = be {
+            which(&be.state.counters).fetch_add(1, Relaxed);
+        }
+    }
 }
 
 /// The stats page answered: `<STATS>`, `LR--`, all timers 0 (HAProxy).
@@ -655,6 +726,12 @@ async fn local_response(
 
 /// `http-request deny`: the built-in page of the status (the config only
 /// accepts statuses that have one).
-async fn deny(conn: &mut BufConn, status: u16, fe: &FrontendRt, keep: bool) -> Outcome {
-    forward::send_error(conn, status, fe, keep).await
+async fn deny(
+    conn: &mut BufConn,
+    status: u16,
+    fe: &FrontendRt,
+    be: Option<&BackendRt>,
+    keep: bool,
+) -> Outcome {
+    forward::send_error_be(conn, status, fe, be, keep).await
 }
