@@ -219,8 +219,8 @@ type Bound = (Arc<str>, SocketAddr, std::net::TcpListener);
 /// then serves until a stop signal.
 fn run(cfg: Config, opts: &Options) -> i32 {
     let pid = std::process::id();
-    // Sockets handed over by an old process (-x), by address.
-    let mut taken: Vec<(SocketAddr, std::net::TcpListener)> = Vec::new();
+    // Sockets handed over by an old process (-x).
+    let mut taken: Vec<crate::takeover::Received> = Vec::new();
     if let Some(sock) = &opts.takeover {
         match crate::takeover::fetch(sock) {
             Ok(list) => taken = list,
@@ -239,23 +239,32 @@ fn run(cfg: Config, opts: &Options) -> i32 {
             if let Some(fd) = b.fd {
                 match crate::listener::adopt_inherited(fd) {
                     Ok((addr, l)) => bound.push((Arc::from(p.name.as_str()), addr, l)),
-                    Err(e) => {
-                        alert(
-                            pid,
-                            &format!(
-                                "Starting frontend {}: cannot use 'fd@{fd}' ({e}) [{}]",
-                                p.name, b.loc
-                            ),
-                        );
-                        return 1;
-                    }
+                    Err(e) => match taken.iter().position(|r| r.inherited_as == Some(fd)) {
+                        // Not passed to this process, but the old one (-x)
+                        // had inherited it.
+                        Some(i) => {
+                            let r = taken.swap_remove(i);
+                            crate::listener::record_inherited(fd, r.addr);
+                            bound.push((Arc::from(p.name.as_str()), r.addr, r.listener));
+                        }
+                        None => {
+                            alert(
+                                pid,
+                                &format!(
+                                    "Starting frontend {}: cannot use 'fd@{fd}' ({e}) [{}]",
+                                    p.name, b.loc
+                                ),
+                            );
+                            return 1;
+                        }
+                    },
                 }
                 continue;
             }
             for addr in &b.addrs {
-                if let Some(i) = taken.iter().position(|(a, _)| a == addr) {
-                    let (_, l) = taken.swap_remove(i);
-                    bound.push((Arc::from(p.name.as_str()), *addr, l));
+                if let Some(i) = taken.iter().position(|r| r.addr == *addr) {
+                    let r = taken.swap_remove(i);
+                    bound.push((Arc::from(p.name.as_str()), *addr, r.listener));
                     continue;
                 }
                 match crate::listener::bind_std(*addr) {

@@ -226,6 +226,20 @@ pub fn adopt_inherited(fd: RawFd) -> std::io::Result<(SocketAddr, std::net::TcpL
     Ok((addr, l))
 }
 
+/// Records that the socket listening on `addr` stands for `bind fd@<fd>`:
+/// one received from an old process (`-x`), which had inherited it.
+pub fn record_inherited(fd: RawFd, addr: SocketAddr) {
+    crate::backend::lock(&INHERITED).push((fd, addr));
+}
+
+/// The `fd@<n>` a listening address was inherited as, if it was.
+pub fn inherited_as(addr: SocketAddr) -> Option<RawFd> {
+    crate::backend::lock(&INHERITED)
+        .iter()
+        .find(|(_, a)| *a == addr)
+        .map(|(f, _)| *f)
+}
+
 /// The address of the socket inherited as `fd`, if it was adopted at start.
 pub fn inherited_addr(fd: RawFd) -> Option<SocketAddr> {
     crate::backend::lock(&INHERITED)

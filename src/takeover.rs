@@ -122,7 +122,12 @@ async fn send_listeners(stream: UnixStream) -> std::io::Result<()> {
     stream.set_write_timeout(Some(Duration::from_secs(10)))?;
     tokio::task::spawn_blocking(move || -> std::io::Result<()> {
         for (addr, frontend, fd) in &list {
-            let line = format!("{addr} {frontend}\n");
+            // An inherited socket says which `fd@<n>` it stands for, so a
+            // successor that was not passed that descriptor still finds it.
+            let line = match crate::listener::inherited_as(*addr) {
+                Some(n) => format!("{addr} {frontend} fd@{n}\n"),
+                None => format!("{addr} {frontend}\n"),
+            };
             send_fd(&stream, line.as_bytes(), fd.as_raw_fd())?;
         }
         tracing::info!(
@@ -160,30 +165,43 @@ fn send_fd(stream: &StdUnixStream, payload: &[u8], fd: RawFd) -> std::io::Result
     Ok(())
 }
 
+/// A listening socket received from an old process.
+pub struct Received {
+    pub addr: SocketAddr,
+    /// The `fd@<n>` the old process had inherited it as, if it had.
+    pub inherited_as: Option<RawFd>,
+    pub listener: std::net::TcpListener,
+}
+
 /// `-x <socket>`: asks the process behind `path` for its listening sockets.
 /// Returns them with the address each is bound to.
-pub fn fetch(path: &Path) -> std::io::Result<Vec<(SocketAddr, std::net::TcpListener)>> {
+pub fn fetch(path: &Path) -> std::io::Result<Vec<Received>> {
     let mut stream = StdUnixStream::connect(path)?;
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     std::io::Write::write_all(&mut stream, b"_getsocks\n")?;
-    // Until the old process closes: each message carries one socket (the
-    // payload line only documents it; the address is read from the socket).
-    let mut fds: Vec<OwnedFd> = Vec::new();
+    // Until the old process closes: each message carries one socket and a
+    // line naming it (the address itself is read from the socket).
+    let mut got: Vec<(Option<RawFd>, OwnedFd)> = Vec::new();
     loop {
-        let (n, got) = recv_fds(&stream)?;
-        fds.extend(got);
-        if n == 0 {
+        let (line, fds) = recv_fds(&stream)?;
+        if line.is_empty() && fds.is_empty() {
             break;
         }
+        let tag = inherited_tag(&line);
+        got.extend(fds.into_iter().map(|fd| (tag, fd)));
     }
     let mut out = Vec::new();
-    for fd in fds {
+    for (inherited_as, fd) in got {
         let raw = fd.as_raw_fd();
         std::mem::forget(fd);
         match crate::listener::adopt_fd(raw) {
             Ok(l) => {
                 let addr = l.local_addr()?;
-                out.push((addr, l));
+                out.push(Received {
+                    addr,
+                    inherited_as,
+                    listener: l,
+                });
             }
             Err(e) => {
                 // SAFETY: still ours: adopt_fd failed before taking it.
@@ -200,8 +218,18 @@ pub fn fetch(path: &Path) -> std::io::Result<Vec<(SocketAddr, std::net::TcpListe
     Ok(out)
 }
 
-/// One recvmsg: bytes of payload read, descriptors received.
-fn recv_fds(stream: &StdUnixStream) -> std::io::Result<(usize, Vec<OwnedFd>)> {
+/// The `fd@<n>` at the end of a `<addr> <frontend> [fd@<n>]` line.
+fn inherited_tag(line: &[u8]) -> Option<RawFd> {
+    let text = std::str::from_utf8(line).ok()?;
+    text.split_whitespace()
+        .nth(2)?
+        .strip_prefix("fd@")?
+        .parse()
+        .ok()
+}
+
+/// One recvmsg: the payload read, descriptors received.
+fn recv_fds(stream: &StdUnixStream) -> std::io::Result<(Vec<u8>, Vec<OwnedFd>)> {
     let mut data = [0u8; 512];
     let mut iov = [IoSliceMut::new(&mut data)];
     // SAFETY: CMSG_SPACE is a pure computation.
@@ -232,6 +260,6 @@ fn recv_fds(stream: &StdUnixStream) -> std::io::Result<(usize, Vec<OwnedFd>)> {
             }
             cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
         }
-        Ok((n as usize, fds))
+        Ok((data[..n as usize].to_vec(), fds))
     }
 }

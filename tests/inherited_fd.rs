@@ -6,6 +6,7 @@
 mod support;
 
 use std::os::fd::AsRawFd;
+use std::time::Duration;
 
 use support::*;
 
@@ -129,4 +130,163 @@ backend be
     assert_eq!(cli(&path, "show cli level").await, "admin\n\n");
     drop(unix);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Makes `fd` close-on-exec again, so later children do not inherit it.
+fn not_inheritable(fd: i32) {
+    // SAFETY: fcntl on a descriptor this test owns.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFD);
+        assert!(flags >= 0);
+        assert_eq!(libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC), 0);
+    }
+}
+
+/// A binary upgrade (`-x` + `-sf`) carries an inherited socket: the new
+/// process was not passed the descriptor (as when an operator runs the
+/// upgrade by hand under a supervisor that only passed it to the first
+/// one), gets it from the old process, serves on it and keeps it across
+/// its own reload.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hand_over_carries_an_inherited_socket() {
+    let be = Backend::start("s1").await;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let fd = listener.as_raw_fd();
+    let cfg = |dir: &str, expose: &str| {
+        format!(
+            "global
+    stats socket {dir}/stats.sock level admin {expose}
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 30s
+    timeout server 30s
+frontend fe
+    bind \"fd@${{SLUICE_TEST_FD}}\"
+    default_backend be
+backend be
+    server s1 {}
+",
+            be.hostport()
+        )
+    };
+    inheritable(fd);
+    let old = Sluice::builder(&cfg("@DIR@", "expose-fd listeners"))
+        .env("SLUICE_TEST_FD", &fd.to_string())
+        .start();
+    not_inheritable(fd);
+    assert_eq!(get(addr, "/old").await.status, 200);
+    let old_sock = old.stats_socket();
+
+    let new_dir = TempDir::new("handover");
+    let new_cfg = new_dir.write("new.cfg", &cfg(new_dir.path().to_str().unwrap(), ""));
+    let new_sock = new_dir.join("stats.sock");
+    let mut new = std::process::Command::new(bin())
+        .args(["-f", new_cfg.to_str().unwrap(), "-d", "-x"])
+        .arg(&old_sock)
+        .arg("-sf")
+        .arg(old.pid().to_string())
+        .env("SLUICE_TEST_FD", fd.to_string())
+        .stderr(std::fs::File::create(new_dir.join("stderr")).unwrap())
+        .spawn()
+        .unwrap();
+    let new_pid = new.id();
+    let mut old = old;
+    let st = old
+        .wait_exit(Duration::from_secs(15))
+        .expect("the old process finishes");
+    assert_eq!(st.code(), Some(0), "{}", old.stderr());
+    let err = || std::fs::read_to_string(new_dir.join("stderr")).unwrap_or_default();
+    assert!(
+        new.try_wait().unwrap().is_none(),
+        "new process died: {}",
+        err()
+    );
+    // Only the new process can answer now (the test never accepts).
+    let r = get(addr, "/new").await;
+    assert_eq!(r.status, 200, "{}", err());
+    let info = cli(&new_sock, "show info").await;
+    assert!(info.contains(&format!("\nPid: {new_pid}\n")), "{info}");
+    // Its reload keeps the socket it was handed.
+    let reply = cli(&new_sock, "reload").await;
+    assert!(reply.starts_with("Success=1"), "{reply}");
+    assert!(!reply.contains("listener"), "{reply}");
+    assert_eq!(get(addr, "/after-reload").await.status, 200);
+    let _ = new.kill();
+    let _ = new.wait();
+    drop(listener);
+}
+
+/// systemd socket activation with a named socket: `bind fd@<name>` finds
+/// the descriptor by its name in `LISTEN_FDNAMES` (descriptors from 3), when
+/// `LISTEN_PID` is sluice's own pid; an unknown name is a start-up error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn systemd_named_socket() {
+    use std::os::unix::process::CommandExt;
+    let be = Backend::start("s1").await;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let fd = listener.as_raw_fd();
+    let dir = TempDir::new("sd");
+    let cfg = |name: &str| {
+        format!(
+            "defaults
+    mode http
+    timeout connect 5s
+    timeout client 30s
+    timeout server 30s
+frontend fe
+    bind fd@{name}
+    default_backend be
+backend be
+    server s1 {}
+",
+            be.hostport()
+        )
+    };
+    let spawn = |path: &std::path::Path, stderr: &str| {
+        let mut cmd = std::process::Command::new("sh");
+        // As systemd does: the sockets from descriptor 3 on, LISTEN_PID the
+        // service's own pid (the shell execs sluice, keeping its pid).
+        cmd.args([
+            "-c",
+            "LISTEN_PID=$$ LISTEN_FDS=2 LISTEN_FDNAMES=admin:web exec \"$0\" -f \"$1\" -d",
+            &bin(),
+            path.to_str().unwrap(),
+        ])
+        .stderr(std::fs::File::create(dir.join(stderr)).unwrap());
+        // SAFETY: dup2 is async-signal-safe; both descriptors are valid.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::dup2(fd, 4) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        cmd.spawn().unwrap()
+    };
+    let mut bad = spawn(&dir.write("bad.cfg", &cfg("nosuch")), "bad.err");
+    assert_eq!(bad.wait().unwrap().code(), Some(1));
+    let err = std::fs::read_to_string(dir.join("bad.err")).unwrap();
+    assert!(
+        err.contains("no socket named 'nosuch' among those systemd passed (admin, web)"),
+        "{err}"
+    );
+    assert!(err.contains("bad.cfg:7]"), "{err}");
+
+    let mut child = spawn(&dir.write("good.cfg", &cfg("web")), "good.err");
+    // The socket listens already: the request waits in its backlog until
+    // sluice accepts it.
+    let r = within(
+        Duration::from_secs(20),
+        "sluice to serve fd@web",
+        get(addr, "/sd"),
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    assert!(child.try_wait().unwrap().is_none());
+    let _ = child.kill();
+    let _ = child.wait();
 }

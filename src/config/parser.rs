@@ -860,14 +860,9 @@ impl<'r> State<'r> {
             fd: None,
         };
         if let Some(n) = target.strip_prefix("fd@") {
-            match n.parse::<i32>() {
-                Ok(fd) if fd >= 0 => sock.fd = Some(fd),
-                _ => {
-                    return self.alert(
-                        loc,
-                        format!("'stats socket' : invalid file descriptor '{n}' in '{target}'"),
-                    );
-                }
+            match addr::fd_ref(n) {
+                Ok(fd) => sock.fd = Some(fd),
+                Err(e) => return self.alert(loc, format!("'stats socket' : {e} in '{target}'")),
             }
         } else if let Some(path) = target.strip_prefix("unix@") {
             sock.path = PathBuf::from(path);
@@ -1423,19 +1418,16 @@ impl<'r> State<'r> {
             // An inherited listening socket (systemd, a supervisor): checked
             // when sluice starts, where the descriptor exists.
             if let Some(n) = item.strip_prefix("fd@") {
-                match n.parse::<i32>() {
-                    Ok(fd) if fd >= 0 => binds.push(Bind {
+                match addr::fd_ref(n) {
+                    Ok(fd) => binds.push(Bind {
                         text: item.to_string(),
                         addrs: Vec::new(),
                         fd: Some(fd),
                         loc: loc.clone(),
                     }),
-                    _ => {
+                    Err(e) => {
                         ok = false;
-                        self.alert(
-                            loc,
-                            format!("'bind' : invalid file descriptor '{n}' in '{shown}'"),
-                        );
+                        self.alert(loc, format!("'bind' : {e} in '{shown}'"));
                     }
                 }
                 continue;
