@@ -169,6 +169,52 @@ pub fn system_resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>, String> 
         .map_err(|e| e.to_string())
 }
 
+/// The descriptor an `fd@<ref>` address names: a number, or the name of a
+/// socket systemd passed (`FileDescriptorName=` in the `.socket` unit, seen
+/// in `LISTEN_FDNAMES`; the passed descriptors start at 3).
+pub fn fd_ref(r: &str) -> Result<i32, String> {
+    if let Ok(fd) = r.parse::<i32>() {
+        return if fd >= 0 {
+            Ok(fd)
+        } else {
+            Err(format!("invalid file descriptor '{r}'"))
+        };
+    }
+    let names = systemd_fd_names();
+    match names.iter().position(|n| n == r) {
+        Some(i) => Ok(3 + i as i32),
+        None if names.is_empty() => Err(format!(
+            "invalid file descriptor '{r}' (not a number, and systemd passed no named sockets: LISTEN_FDNAMES is unset or not for this process)"
+        )),
+        None => Err(format!(
+            "no socket named '{r}' among those systemd passed ({})",
+            names.join(", ")
+        )),
+    }
+}
+
+/// Names of the sockets passed by systemd socket activation, in descriptor
+/// order. Read once, when the first configuration is parsed (before sluice
+/// goes to the background), so reloads resolve the same names. As with
+/// sd_listen_fds(3), they count only if `LISTEN_PID` is this process.
+fn systemd_fd_names() -> &'static [String] {
+    static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| {
+        let ours = std::env::var("LISTEN_PID")
+            .ok()
+            .and_then(|p| p.trim().parse::<u32>().ok())
+            == Some(std::process::id());
+        let count = std::env::var("LISTEN_FDS")
+            .ok()
+            .and_then(|n| n.trim().parse::<usize>().ok())
+            .unwrap_or(0);
+        match std::env::var("LISTEN_FDNAMES") {
+            Ok(names) if ours => names.split(':').take(count).map(str::to_string).collect(),
+            _ => Vec::new(),
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -221,50 +267,4 @@ mod tests {
         assert!(b("[::1").is_err());
         assert!(split("1.2.3.4:80-81", false).is_err());
     }
-}
-
-/// The descriptor an `fd@<ref>` address names: a number, or the name of a
-/// socket systemd passed (`FileDescriptorName=` in the `.socket` unit, seen
-/// in `LISTEN_FDNAMES`; the passed descriptors start at 3).
-pub fn fd_ref(r: &str) -> Result<i32, String> {
-    if let Ok(fd) = r.parse::<i32>() {
-        return if fd >= 0 {
-            Ok(fd)
-        } else {
-            Err(format!("invalid file descriptor '{r}'"))
-        };
-    }
-    let names = systemd_fd_names();
-    match names.iter().position(|n| n == r) {
-        Some(i) => Ok(3 + i as i32),
-        None if names.is_empty() => Err(format!(
-            "invalid file descriptor '{r}' (not a number, and systemd passed no named sockets: LISTEN_FDNAMES is unset or not for this process)"
-        )),
-        None => Err(format!(
-            "no socket named '{r}' among those systemd passed ({})",
-            names.join(", ")
-        )),
-    }
-}
-
-/// Names of the sockets passed by systemd socket activation, in descriptor
-/// order. Read once, when the first configuration is parsed (before sluice
-/// goes to the background), so reloads resolve the same names. As with
-/// sd_listen_fds(3), they count only if `LISTEN_PID` is this process.
-fn systemd_fd_names() -> &'static [String] {
-    static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-    NAMES.get_or_init(|| {
-        let ours = std::env::var("LISTEN_PID")
-            .ok()
-            .and_then(|p| p.trim().parse::<u32>().ok())
-            == Some(std::process::id());
-        let count = std::env::var("LISTEN_FDS")
-            .ok()
-            .and_then(|n| n.trim().parse::<usize>().ok())
-            .unwrap_or(0);
-        match std::env::var("LISTEN_FDNAMES") {
-            Ok(names) if ours => names.split(':').take(count).map(str::to_string).collect(),
-            _ => Vec::new(),
-        }
-    })
 }
