@@ -2,7 +2,8 @@
 //! and long requests run while the configuration is reloaded many times,
 //! alternating two variants (a server added and removed, a weight changed,
 //! an ACL changed). Zero failed requests, zero resets, every long request
-//! completes, every response came from a server valid under a snapshot the
+//! completes, a WebSocket stays open and echoing throughout, every
+//! response came from a server valid under a snapshot the
 //! request may have been routed with, and `show stat` counters never go
 //! backwards. `SLUICE_RELOADS` sets the number of reloads (default 30;
 //! `bench/reload_under_load.sh` runs 100).
@@ -22,6 +23,8 @@ struct Servers {
     s2: Backend,
     s3: Backend,
     a1: Backend,
+    /// A WebSocket echo server (the `ws` backend, same in both variants).
+    ws: SocketAddr,
 }
 
 /// Generation 1 and every odd one: variant A; even ones: variant B.
@@ -46,7 +49,9 @@ frontend fe
     } else {
         "    acl is_api path_beg /v2\n"
     });
-    c.push_str("    use_backend api if is_api\n    default_backend be\nbackend be\n");
+    c.push_str(
+        "    use_backend ws if { path_beg /ws }\n    use_backend api if is_api\n    default_backend be\nbackend be\n",
+    );
     if a {
         c.push_str(&format!(
             "    server s1 {} weight 1 maxconn 4\n    server s2 {} weight 1 maxconn 4\n",
@@ -61,8 +66,9 @@ frontend fe
         ));
     }
     c.push_str(&format!(
-        "backend api\n    server a1 {}\n",
-        sv.a1.hostport()
+        "backend api\n    server a1 {}\nbackend ws\n    server w1 {}\n",
+        sv.a1.hostport(),
+        sv.ws
     ));
     c
 }
@@ -153,6 +159,7 @@ async fn reloads_under_load_lose_nothing() {
         s2: Backend::start("s2").await,
         s3: Backend::start("s3").await,
         a1: Backend::start("a1").await,
+        ws: ws::echo_backend().await,
     };
     let port = free_port();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
@@ -229,6 +236,30 @@ async fn reloads_under_load_lose_nothing() {
         }));
     }
 
+    // A WebSocket open across every reload, exchanging messages all along.
+    let ws_exchanges = Arc::new(AtomicUsize::new(0));
+    {
+        let (n, stop) = (ws_exchanges.clone(), stop.clone());
+        tasks.push(tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            let mut c = tokio::net::TcpStream::connect(addr).await.unwrap();
+            c.write_all(b"GET /ws/chat HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+                .await
+                .unwrap();
+            let head = ws::read_until(&mut c, b"\r\n\r\n").await;
+            assert!(head.starts_with(b"HTTP/1.1 101 "), "no upgrade");
+            let mut i = 0u64;
+            while !stop.load(SeqCst) {
+                let msg = format!("<msg {i}>");
+                c.write_all(msg.as_bytes()).await.expect("websocket write");
+                ws::read_until(&mut c, msg.to_ascii_uppercase().as_bytes()).await;
+                n.fetch_add(1, SeqCst);
+                i += 1;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }));
+    }
+
     // Reload loop: CLI `reload` mostly, SIGUSR2 every fifth time.
     let started = Instant::now();
     let mut last_req_tot = 0u64;
@@ -301,6 +332,9 @@ async fn reloads_under_load_lose_nothing() {
     );
     assert_eq!(tally.resets.load(SeqCst), 0);
     assert!(long_ok >= 3, "long requests completed: {long_ok}");
+    // The WebSocket lived through every reload and kept exchanging.
+    let ws_n = ws_exchanges.load(SeqCst);
+    assert!(ws_n > reloads as usize, "websocket exchanges: {ws_n}");
     assert!(ok > reloads as usize * 5, "too little load: {ok}");
     // Servers of both variants served.
     for b in [&sv.s1, &sv.s2, &sv.s3, &sv.a1] {

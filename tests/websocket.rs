@@ -8,75 +8,11 @@ use std::time::{Duration, Instant};
 
 use support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-
-/// Accepts the upgrade if the request carries it, then echoes bytes
-/// upper-cased.
-async fn ws_backend() -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut s, _)) = l.accept().await else {
-                return;
-            };
-            tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut b = [0u8; 4096];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                    let Ok(n) = s.read(&mut b).await else { return };
-                    if n == 0 {
-                        return;
-                    }
-                    head.extend_from_slice(&b[..n]);
-                }
-                let text = String::from_utf8_lossy(&head).to_ascii_lowercase();
-                if !(text.contains("\r\nupgrade: websocket\r\n")
-                    && text.contains("\r\nconnection: upgrade\r\n"))
-                {
-                    let _ = s
-                        .write_all(
-                            b"HTTP/1.1 400 Bad Request\r\ncontent-length: 10\r\n\r\nno upgrade",
-                        )
-                        .await;
-                    return;
-                }
-                let _ = s
-                    .write_all(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n")
-                    .await;
-                loop {
-                    let Ok(n) = s.read(&mut b).await else { return };
-                    if n == 0 {
-                        return;
-                    }
-                    let up: Vec<u8> = b[..n].to_ascii_uppercase();
-                    if s.write_all(&up).await.is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    addr
-}
-
-async fn read_until(c: &mut TcpStream, marker: &[u8]) -> Vec<u8> {
-    let mut got = Vec::new();
-    let mut b = [0u8; 4096];
-    while !got.windows(marker.len()).any(|w| w == marker) {
-        let n = tokio::time::timeout(Duration::from_secs(10), c.read(&mut b))
-            .await
-            .expect("no data within 10 s")
-            .unwrap();
-        assert!(n > 0, "closed; got {:?}", String::from_utf8_lossy(&got));
-        got.extend_from_slice(&b[..n]);
-    }
-    got
-}
+use tokio::net::TcpStream;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn websocket_tunnel_and_tunnel_timeout() {
-    let be = ws_backend().await;
+    let be = ws::echo_backend().await;
     let port = free_port();
     let _s = Sluice::start(&format!(
         "defaults
@@ -97,7 +33,7 @@ backend be
     c.write_all(b"GET /chat HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
         .await
         .unwrap();
-    let head = read_until(&mut c, b"\r\n\r\n").await;
+    let head = ws::read_until(&mut c, b"\r\n\r\n").await;
     assert!(
         head.starts_with(b"HTTP/1.1 101 "),
         "{}",
@@ -105,7 +41,7 @@ backend be
     );
     for msg in ["hello", "again"] {
         c.write_all(msg.as_bytes()).await.unwrap();
-        let back = read_until(&mut c, msg.to_ascii_uppercase().as_bytes()).await;
+        let back = ws::read_until(&mut c, msg.to_ascii_uppercase().as_bytes()).await;
         assert!(back.ends_with(msg.to_ascii_uppercase().as_bytes()));
     }
     // Idle past `timeout tunnel` (500 ms), well before `timeout client`.

@@ -16,6 +16,8 @@
 
 #![allow(dead_code)]
 
+pub mod ws;
+
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::io::Read;
