@@ -40,6 +40,8 @@ pub struct FrontendRt {
     pub iid: u32,
     /// Largest request head (tune.bufsize - tune.maxrewrite).
     pub max_head: usize,
+    /// `tune.bufsize`: how much of a refused request is captured.
+    pub bufsize: usize,
     pub state: Arc<FrontendState>,
     pub mode: Mode,
     pub maxconn: u32,
@@ -65,6 +67,8 @@ pub struct BackendRt {
     pub iid: u32,
     /// Largest response head (tune.bufsize - tune.maxrewrite).
     pub max_head: usize,
+    /// `tune.bufsize`: how much of a refused response is captured.
+    pub bufsize: usize,
     pub state: Arc<BackendState>,
     pub mode: Mode,
     pub timeouts: Timeouts,
@@ -202,6 +206,7 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                 name: p.name.clone(),
                 iid: first_iid + i as u32,
                 max_head: config.global.max_head(),
+                bufsize: config.global.bufsize(),
                 state,
                 mode: p.mode,
                 timeouts: p.timeouts,
@@ -257,6 +262,7 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                 name: p.name.clone(),
                 iid,
                 max_head: config.global.max_head(),
+                bufsize: config.global.bufsize(),
                 state: registry.frontend(&p.name),
                 mode: p.mode,
                 maxconn: p.maxconn.unwrap_or(global_maxconn),

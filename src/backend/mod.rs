@@ -24,6 +24,8 @@ pub use queue::{Queue, SlotGuard};
 pub struct FrontendState {
     pub name: String,
     pub counters: Counters,
+    /// The last refused request (`show errors`).
+    pub errors: crate::http::capture::ErrorSlot,
 }
 
 /// `srv_admin_state` bits (HAProxy's `SRV_ADMF_*`), as `show servers state`
@@ -234,6 +236,8 @@ impl ServerState {
 pub struct BackendState {
     pub name: String,
     pub counters: Counters,
+    /// The last refused response (`show errors`).
+    pub errors: crate::http::capture::ErrorSlot,
     /// Requests waiting for a server slot, FIFO.
     pub queue: Queue,
     servers: Mutex<HashMap<String, Arc<ServerState>>>,
@@ -298,7 +302,7 @@ impl Registry {
             .or_insert_with(|| {
                 Arc::new(FrontendState {
                     name: name.to_string(),
-                    counters: Counters::default(),
+                    ..Default::default()
                 })
             })
             .clone()

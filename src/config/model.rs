@@ -79,6 +79,11 @@ impl Global {
     pub const DEFAULT_BUFSIZE: u32 = 16384;
     pub const DEFAULT_MAXREWRITE: u32 = 1024;
 
+    /// `tune.bufsize`.
+    pub fn bufsize(&self) -> usize {
+        self.tune_bufsize.unwrap_or(Self::DEFAULT_BUFSIZE) as usize
+    }
+
     /// The largest message head accepted: bufsize - maxrewrite, where
     /// HAProxy caps maxrewrite at half the buffer.
     pub fn max_head(&self) -> usize {

@@ -9,8 +9,10 @@ use tokio::net::TcpStream;
 
 use std::net::IpAddr;
 
+use super::capture;
+use super::error_spot::{self, ErrorSpot};
 use super::errors;
-use super::h1::{BodyKind, FramingLine, Head};
+use super::h1::{BodyKind, FramingLine, H1Error, Head};
 use super::io::{self, BufConn, HeadError, RelayError};
 use super::rules::{self, Edits};
 use super::service::View;
@@ -453,8 +455,10 @@ async fn exchange(
                         } else {
                             400
                         };
-                        if matches!(e, RelayError::Framing(_)) {
+                        if let RelayError::Framing(_, spot) = &e {
                             add(&fe.state.counters.ereq, 1);
+                            let src = client.stream.peer_addr().ok();
+                            capture::request_error(fe, Some(be), src, &[&client.buf], *spot);
                             rec.term(b'P', b'D');
                         } else if code == 408 {
                             rec.term(b'c', b'D');
@@ -474,16 +478,19 @@ async fn exchange(
         }
         let sent_at = Instant::now();
         match up.read_head(be.max_head, be.timeouts.server).await {
-            Ok(raw) => match Head::parse_response(raw) {
+            Ok(raw) => match Head::parse_response_keeping(raw) {
                 Ok(resp) => break (up, resp, ms(sent_at.elapsed())),
-                Err(_) => {
-                    add(&rows.be.eresp, 1);
-                    add(&server.counters.eresp, 1);
-                    rec.term(b'P', b'H');
-                    rows.each(|c| c.count_status(502));
-                    return send_error_be(client, 502, fe, Some(be), keep_client).await;
+                Err((e, raw)) => {
+                    let spot = error_spot::locate(&raw, true, &e);
+                    capture_response(fe, be, server, client, &[&raw, &up.buf], spot);
+                    return bad_response(fe, be, rows, client, rec, keep_client).await;
                 }
             },
+            Err(HeadError::TooLarge) => {
+                let spot = error_spot::locate(&up.buf, true, &H1Error::TooLarge);
+                capture_response(fe, be, server, client, &[&up.buf], spot);
+                return bad_response(fe, be, rows, client, rec, keep_client).await;
+            }
             Err(HeadError::Closed) if reused && !body_sent => {
                 // The server closed an idle connection just as we reused it;
                 // nothing reached it, so the request can be replayed.
@@ -515,6 +522,7 @@ async fn exchange(
     let mut out = relay_response(
         fe,
         be,
+        server,
         rows,
         req,
         resp,
@@ -533,6 +541,35 @@ async fn exchange(
     out
 }
 
+/// Keeps a response `be` refused for `show errors`.
+fn capture_response(
+    fe: &FrontendRt,
+    be: &BackendRt,
+    server: &ServerState,
+    client: &BufConn,
+    parts: &[&[u8]],
+    spot: ErrorSpot,
+) {
+    let src = client.stream.peer_addr().ok();
+    capture::response_error(be, fe, server, src, parts, spot);
+}
+
+/// A response refused by the parser (bad head, framing, too large): counted
+/// in `eresp`, logged `PH--`, and the client gets a 502 instead.
+async fn bad_response(
+    fe: &FrontendRt,
+    be: &BackendRt,
+    rows: &Rows<'_>,
+    client: &mut BufConn,
+    rec: &mut LogRecord,
+    keep_client: bool,
+) -> Outcome {
+    rows.each(|c| add(&c.eresp, 1));
+    rec.term(b'P', b'H');
+    rows.each(|c| c.count_status(502));
+    send_error_be(client, 502, fe, Some(be), keep_client).await
+}
+
 fn ms(d: Duration) -> u32 {
     d.as_millis().min(u32::MAX as u128) as u32
 }
@@ -541,6 +578,7 @@ fn ms(d: Duration) -> u32 {
 async fn relay_response(
     fe: &FrontendRt,
     be: &BackendRt,
+    server: &ServerState,
     rows: &Rows<'_>,
     req: &Head,
     mut resp: Head,
@@ -570,17 +608,23 @@ async fn relay_response(
         }
         bytes_out += head.len() as u64;
         resp = match upstream.read_head(be.max_head, be.timeouts.server).await {
-            Ok(raw) => match Head::parse_response(raw) {
+            Ok(raw) => match Head::parse_response_keeping(raw) {
                 Ok(r) => r,
-                Err(_) => {
-                    rec.term(b'P', b'H');
-                    rows.each(|c| add(&c.eresp, 1));
-                    return send_error_be(client, 502, fe, Some(be), keep_client).await;
+                Err((e, raw)) => {
+                    let spot = error_spot::locate(&raw, true, &e);
+                    capture_response(fe, be, server, client, &[&raw, &upstream.buf], spot);
+                    return bad_response(fe, be, rows, client, rec, keep_client).await;
                 }
             },
+            Err(HeadError::TooLarge) => {
+                let spot = error_spot::locate(&upstream.buf, true, &H1Error::TooLarge);
+                capture_response(fe, be, server, client, &[&upstream.buf], spot);
+                return bad_response(fe, be, rows, client, rec, keep_client).await;
+            }
             Err(_) => {
                 rec.term(b'S', b'H');
                 rows.each(|c| add(&c.eresp, 1));
+                rows.each(|c| c.count_status(502));
                 return send_error_be(client, 502, fe, Some(be), keep_client).await;
             }
         };
@@ -589,14 +633,12 @@ async fn relay_response(
     // A 101 opens a tunnel only for a request that asked for an upgrade;
     // an unsolicited one would let the client's next bytes bypass parsing.
     if status == 101 && !req.requests_upgrade() {
-        rec.term(b'P', b'H');
-        rows.each(|c| add(&c.eresp, 1));
-        rows.each(|c| c.count_status(502));
-        return send_error_be(client, 502, fe, Some(be), keep_client).await;
+        let spot = ErrorSpot::at(9, error_spot::state::RPCODE);
+        capture_response(fe, be, server, client, &[&resp.raw, &upstream.buf], spot);
+        return bad_response(fe, be, rows, client, rec, keep_client).await;
     }
-    rows.each(|c| c.count_status(status));
-
     if status == 101 {
+        rows.each(|c| c.count_status(status));
         // Protocol switch: relay the raw bytes both ways until either side
         // closes (WebSocket and friends).
         let mut head = BytesMut::new();
@@ -633,13 +675,13 @@ async fn relay_response(
 
     let body = match resp.response_body(req.method()) {
         Ok(b) => b,
-        Err(_) => {
-            rec.term(b'P', b'H');
-            add(&rows.be.eresp, 1);
-            add(&rows.srv.eresp, 1);
-            return send_error_be(client, 502, fe, Some(be), keep_client).await;
+        Err(e) => {
+            let spot = error_spot::locate(&resp.raw, true, &e);
+            capture_response(fe, be, server, client, &[&resp.raw, &upstream.buf], spot);
+            return bad_response(fe, be, rows, client, rec, keep_client).await;
         }
     };
+    rows.each(|c| c.count_status(status));
     // A soft stop that began during the request: the response says close.
     let keep = keep_client && body != BodyKind::UntilClose && !crate::process::stopping();
     // `http-response` rules: the backend's, then the frontend's.
@@ -676,8 +718,9 @@ async fn relay_response(
             true
         }
         Err(e) => {
-            if matches!(e, RelayError::Framing(_)) {
+            if let RelayError::Framing(_, spot) = &e {
                 rows.each(|c| add(&c.eresp, 1));
+                capture_response(fe, be, server, client, &[&upstream.buf], *spot);
                 if !head.is_empty() {
                     // Bad from its first body bytes: nothing was sent to
                     // the client yet, which gets a 502 instead.

@@ -275,18 +275,16 @@ impl Head {
 
     /// Parses a request head (the bytes up to and including the blank line).
     pub fn parse_request(raw: Bytes) -> Result<Head, H1Error> {
-        let mut hdrs = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut req = httparse::Request::new(&mut hdrs);
-        let status = req.parse(&raw).map_err(|e| map_err(e, &raw))?;
-        if status.is_partial() {
-            return Err(H1Error::Syntax(raw.len()));
-        }
-        let (Some(method), Some(path), Some(minor)) = (req.method, req.path, req.version) else {
-            return Err(H1Error::Syntax(0));
+        Self::parse_request_keeping(raw).map_err(|(e, _)| e)
+    }
+
+    /// [`parse_request`](Self::parse_request), giving the bytes back when
+    /// they are refused (for `show errors`).
+    pub fn parse_request_keeping(raw: Bytes) -> Result<Head, (H1Error, Bytes)> {
+        let (method, target, minor, headers) = match request_parts(&raw) {
+            Ok(p) => p,
+            Err(e) => return Err((e, raw)),
         };
-        let method = span(&raw, method.as_bytes());
-        let target = span(&raw, path.as_bytes());
-        let headers = positions(&raw, req.headers)?;
         let head = Head {
             method,
             target,
@@ -295,8 +293,10 @@ impl Head {
             headers,
             raw,
         };
-        head.check_target()?;
-        Ok(head)
+        match head.check_target() {
+            Ok(()) => Ok(head),
+            Err(e) => Err((e, head.raw)),
+        }
     }
 
     /// Request-target forms (RFC 9112 §3.2) and Host (§3.2, RFC 9110 §7.2):
@@ -345,21 +345,16 @@ impl Head {
 
     /// Parses a response head.
     pub fn parse_response(raw: Bytes) -> Result<Head, H1Error> {
-        let mut hdrs = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut resp = httparse::Response::new(&mut hdrs);
-        let status = resp.parse(&raw).map_err(|e| map_err(e, &raw))?;
-        if status.is_partial() {
-            return Err(H1Error::Syntax(raw.len()));
-        }
-        let (Some(code), Some(minor)) = (resp.code, resp.version) else {
-            return Err(H1Error::Syntax(0));
+        Self::parse_response_keeping(raw).map_err(|(e, _)| e)
+    }
+
+    /// [`parse_response`](Self::parse_response), giving the bytes back
+    /// when they are refused (for `show errors`).
+    pub fn parse_response_keeping(raw: Bytes) -> Result<Head, (H1Error, Bytes)> {
+        let (code, reason, minor, headers) = match response_parts(&raw) {
+            Ok(p) => p,
+            Err(e) => return Err((e, raw)),
         };
-        // An empty reason may be a slice outside `raw`: do not locate it.
-        let reason = match resp.reason {
-            Some(r) if !r.is_empty() => span(&raw, r.as_bytes()),
-            _ => (0, 0),
-        };
-        let headers = positions(&raw, resp.headers)?;
         Ok(Head {
             method: (0, 0),
             target: reason,
@@ -583,6 +578,43 @@ impl Head {
     }
 }
 
+type Span = (u32, u32);
+
+/// Method, target, minor version and headers of a request head.
+fn request_parts(raw: &[u8]) -> Result<(Span, Span, u8, Vec<HeaderPos>), H1Error> {
+    let mut hdrs = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut hdrs);
+    let status = req.parse(raw).map_err(|e| map_err(e, raw, false))?;
+    if status.is_partial() {
+        return Err(H1Error::Syntax(raw.len()));
+    }
+    let (Some(method), Some(path), Some(minor)) = (req.method, req.path, req.version) else {
+        return Err(H1Error::Syntax(0));
+    };
+    let method = span(raw, method.as_bytes());
+    let target = span(raw, path.as_bytes());
+    Ok((method, target, minor, positions(raw, req.headers)?))
+}
+
+/// Status, reason, minor version and headers of a response head.
+fn response_parts(raw: &[u8]) -> Result<(u16, Span, u8, Vec<HeaderPos>), H1Error> {
+    let mut hdrs = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut resp = httparse::Response::new(&mut hdrs);
+    let status = resp.parse(raw).map_err(|e| map_err(e, raw, true))?;
+    if status.is_partial() {
+        return Err(H1Error::Syntax(raw.len()));
+    }
+    let (Some(code), Some(minor)) = (resp.code, resp.version) else {
+        return Err(H1Error::Syntax(0));
+    };
+    // An empty reason may be a slice outside `raw`: do not locate it.
+    let reason = match resp.reason {
+        Some(r) if !r.is_empty() => span(raw, r.as_bytes()),
+        _ => (0, 0),
+    };
+    Ok((code, reason, minor, positions(raw, resp.headers)?))
+}
+
 /// Transfer-Encoding elements: tokens, none empty, `chunked` once and last.
 fn check_codings(codings: &[&[u8]]) -> Result<(), H1Error> {
     let chunked = codings
@@ -666,19 +698,12 @@ fn positions(raw: &[u8], headers: &[httparse::Header<'_>]) -> Result<Vec<HeaderP
     Ok(out)
 }
 
-fn map_err(e: httparse::Error, raw: &[u8]) -> H1Error {
+fn map_err(e: httparse::Error, raw: &[u8], response: bool) -> H1Error {
     match e {
         httparse::Error::TooManyHeaders => H1Error::TooManyHeaders,
         httparse::Error::Version => H1Error::Version,
-        _ => H1Error::Syntax(first_bad_byte(raw)),
+        _ => H1Error::Syntax(super::error_spot::first_bad_byte(raw, response)),
     }
-}
-
-/// A best guess at the first offending byte, for `show errors`.
-fn first_bad_byte(raw: &[u8]) -> usize {
-    raw.iter()
-        .position(|&b| b == 0 || (b < 0x20 && b != b'\r' && b != b'\n' && b != b'\t') || b == 0x7f)
-        .unwrap_or(0)
 }
 
 pub fn trim(v: &[u8]) -> &[u8] {
@@ -707,6 +732,8 @@ pub struct ChunkedDecoder {
     state: ChunkState,
     /// Data bytes left in the current chunk.
     remaining: u64,
+    /// Offset, in the last input fed, of the byte refused (for `show errors`).
+    err_at: usize,
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -742,10 +769,34 @@ impl ChunkedDecoder {
     /// Consumes from `input`; returns how many bytes belong to the body.
     /// Stops at the end of the body (the rest belongs to the next message).
     pub fn feed(&mut self, input: &[u8]) -> Result<usize, H1Error> {
-        use ChunkState::*;
         let mut i = 0;
-        while i < input.len() {
-            let b = input[i];
+        self.run(input, &mut i).inspect_err(|_| self.err_at = i)
+    }
+
+    /// Where the last `feed` failed, as `show errors` reports it: the
+    /// offset in that input and HAProxy's parser state.
+    pub fn error_spot(&self) -> super::error_spot::ErrorSpot {
+        use super::error_spot::state;
+        let st = match self.state {
+            ChunkState::Data => state::DATA,
+            ChunkState::DataCr | ChunkState::DataLf => state::CHUNK_CRLF,
+            ChunkState::TrailerStart
+            | ChunkState::TrailerName
+            | ChunkState::TrailerValue
+            | ChunkState::TrailerLf
+            | ChunkState::FinalLf => state::TRAILERS,
+            _ => state::CHUNK_SIZE,
+        };
+        let mut spot = super::error_spot::ErrorSpot::at(self.err_at, st);
+        spot.flags |= super::error_spot::flags::CHNK;
+        spot.chunk_len = self.remaining;
+        spot
+    }
+
+    fn run(&mut self, input: &[u8], i: &mut usize) -> Result<usize, H1Error> {
+        use ChunkState::*;
+        while *i < input.len() {
+            let b = input[*i];
             self.state = match self.state {
                 SizeStart => {
                     let d = hex(b).ok_or(H1Error::BadChunk)?;
@@ -779,9 +830,9 @@ impl ChunkedDecoder {
                     }
                 }
                 Data => {
-                    let take = (self.remaining).min((input.len() - i) as u64) as usize;
+                    let take = (self.remaining).min((input.len() - *i) as u64) as usize;
                     self.remaining -= take as u64;
-                    i += take;
+                    *i += take;
                     if self.remaining == 0 {
                         self.state = DataCr;
                     }
@@ -797,14 +848,14 @@ impl ChunkedDecoder {
                 TrailerLf if b == b'\n' => TrailerStart,
                 FinalLf if b == b'\n' => {
                     self.state = Done;
-                    return Ok(i + 1);
+                    return Ok(*i + 1);
                 }
-                Done => return Ok(i),
+                Done => return Ok(*i),
                 _ => return Err(H1Error::BadChunk),
             };
-            i += 1;
+            *i += 1;
         }
-        Ok(i)
+        Ok(*i)
     }
 
     /// The byte after a chunk size's digits.
@@ -821,8 +872,9 @@ impl ChunkedDecoder {
 /// Checks the framing of the chunked body bytes that arrived with the head,
 /// before anything is sent to a server: a body that is bad from its first
 /// bytes never reaches one.
-pub fn check_chunked_prefix(buf: &[u8]) -> Result<(), H1Error> {
-    ChunkedDecoder::default().feed(buf).map(|_| ())
+pub fn check_chunked_prefix(buf: &[u8]) -> Result<(), super::error_spot::ErrorSpot> {
+    let mut dec = ChunkedDecoder::default();
+    dec.feed(buf).map(|_| ()).map_err(|_| dec.error_spot())
 }
 
 fn hex(b: u8) -> Option<u8> {

@@ -12,6 +12,7 @@ use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use super::error_spot::ErrorSpot;
 use super::h1::{self, BodyKind, ChunkedDecoder, H1Error};
 
 /// Size of one read; also the relay chunk.
@@ -30,8 +31,9 @@ pub enum RelayError {
     WriteTimeout,
     #[error("peer closed before the end of the body")]
     Truncated,
+    /// Where the body went wrong, offset in the source's read buffer.
     #[error("bad framing: {0}")]
-    Framing(H1Error),
+    Framing(H1Error, ErrorSpot),
 }
 
 impl RelayError {
@@ -42,7 +44,7 @@ impl RelayError {
             RelayError::Read(_)
                 | RelayError::ReadTimeout
                 | RelayError::Truncated
-                | RelayError::Framing(_)
+                | RelayError::Framing(..)
         )
     }
 }
@@ -285,7 +287,9 @@ pub async fn relay_message(
                 if src.buf.is_empty() && out.fill_src(src, read_timeout).await? == 0 {
                     return Err(RelayError::Truncated);
                 }
-                let n = dec.feed(&src.buf).map_err(RelayError::Framing)?;
+                let n = dec
+                    .feed(&src.buf)
+                    .map_err(|e| RelayError::Framing(e, dec.error_spot()))?;
                 let chunk = src.buf.split_to(n);
                 out.send(&chunk).await?;
                 total += n as u64;

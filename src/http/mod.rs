@@ -1,5 +1,7 @@
 //! The HTTP/1 data plane: the frontend service, forwarding, error pages.
 
+pub mod capture;
+pub mod error_spot;
 pub mod errors;
 pub mod forward;
 pub mod h1;

@@ -11,9 +11,11 @@ use std::time::Duration;
 use bytes::{BufMut, BytesMut};
 use tokio::net::TcpStream;
 
+use super::capture;
+use super::error_spot;
 use super::errors;
 use super::forward::{self, Outcome};
-use super::h1::{self, BodyKind, Head};
+use super::h1::{self, BodyKind, H1Error, Head};
 use super::io::{self, BufConn, HeadError};
 use super::park;
 use super::rules;
@@ -290,13 +292,12 @@ async fn handle_request(
             log_end(&fe, &mut rec, Some(&out), None);
             return false;
         }
-        Err(_) => {
-            fc.ereq.fetch_add(1, Relaxed);
-            let out = forward::send_error(conn, 400, &fe, false).await;
-            account(rt, &fe, &out);
-            rec.term(b'P', b'R');
-            log_end(&fe, &mut rec, Some(&out), None);
-            return false;
+        Err(e) => {
+            if matches!(e, HeadError::TooLarge) {
+                let spot = error_spot::locate(&conn.buf, false, &H1Error::TooLarge);
+                capture::request_error(&fe, None, Some(peer), &[&conn.buf], spot);
+            }
+            return refused(rt, &fe, conn, &mut rec, 400).await;
         }
     };
     rec.head_received();
@@ -306,24 +307,34 @@ async fn handle_request(
     add(&fc.bin, head_len);
     // A head or framing that is refused, or a chunked body already bad in
     // the bytes that came with the head: answered here, nothing reaches a
-    // server (400, or 405 / 422, see H1Error::request_status).
-    let parsed = Head::parse_request(raw).and_then(|head| {
-        let body = head.request_body()?;
-        if body == BodyKind::Chunked {
-            h1::check_chunked_prefix(&conn.buf)?;
-        }
-        Ok((head, body))
-    });
-    let (head, body) = match parsed {
-        Ok(hb) => hb,
-        Err(e) => {
-            fc.ereq.fetch_add(1, Relaxed);
-            let out = forward::send_error(conn, e.request_status(), &fe, false).await;
-            account(rt, &fe, &out);
+    // server (400, or 405 / 422, see H1Error::request_status). The bytes
+    // are kept for `show errors`.
+    let head = match Head::parse_request_keeping(raw) {
+        Ok(head) => head,
+        Err((e, raw)) => {
+            let spot = error_spot::locate(&raw, false, &e);
+            capture::request_error(&fe, None, Some(peer), &[&raw, &conn.buf], spot);
             rec.t_req = -1;
-            rec.term(b'P', b'R');
-            log_end(&fe, &mut rec, Some(&out), None);
-            return false;
+            return refused(rt, &fe, conn, &mut rec, e.request_status()).await;
+        }
+    };
+    let framing = head.request_body().map_err(|e| {
+        let spot = error_spot::locate(&head.raw, false, &e);
+        (e.request_status(), spot)
+    });
+    let framing = framing.and_then(|body| {
+        if body == BodyKind::Chunked {
+            h1::check_chunked_prefix(&conn.buf)
+                .map_err(|spot| (400, spot.shifted(head.raw.len())))?;
+        }
+        Ok(body)
+    });
+    let body = match framing {
+        Ok(body) => body,
+        Err((status, spot)) => {
+            capture::request_error(&fe, None, Some(peer), &[&head.raw, &conn.buf], spot);
+            rec.t_req = -1;
+            return refused(rt, &fe, conn, &mut rec, status).await;
         }
     };
     // Both Transfer-Encoding and Content-Length: served, then closed.
@@ -338,6 +349,29 @@ async fn handle_request(
     account(rt, &fe, &out);
     log_end(&fe, &mut rec, Some(&out), Some(&head));
     out.keep_client
+}
+
+/// A request refused before it was routed (the parser's verdict): counted
+/// in `ereq`, answered with the error page, logged as HAProxy logs what its
+/// H1 parser refuses (`PR--`, `<BADREQ>`, 0 bytes: the page is not counted
+/// in the log), and the connection closed.
+async fn refused(
+    rt: &Runtime,
+    fe: &FrontendRt,
+    conn: &mut BufConn,
+    rec: &mut LogRecord,
+    status: u16,
+) -> bool {
+    fe.state.counters.ereq.fetch_add(1, Relaxed);
+    let out = forward::send_error(conn, status, fe, false).await;
+    account(rt, fe, &out);
+    rec.term(b'P', b'R');
+    let logged = Outcome {
+        bytes_out: 0,
+        ..out
+    };
+    log_end(fe, rec, Some(&logged), None);
+    false
 }
 
 /// Completes the access log record with the outcome and emits it, when

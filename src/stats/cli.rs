@@ -208,6 +208,13 @@ static COMMANDS: &[Command] = &[
         run: cmd_show_env,
     },
     Command {
+        words: &["show", "errors"],
+        usage: "show errors [<px>] [request|response]",
+        desc: "report last request and/or response errors for each proxy",
+        level: CliLevel::Operator,
+        run: cmd_show_errors,
+    },
+    Command {
         words: &["show", "info"],
         usage: "show info [desc|json|typed|float]*",
         desc: "report information about the running process",
@@ -547,6 +554,13 @@ fn cmd_show_backend(ctx: &mut Ctx<'_>, _: &[String]) -> Output {
     text(out)
 }
 
+fn cmd_show_errors(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    match super::errors::parse_filter(&ctx.snap, args) {
+        Ok(filter) => text(super::errors::render(&ctx.snap, filter)),
+        Err(e) => text(e),
+    }
+}
+
 fn cmd_show_info(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
     // The last of `typed` / `json` wins, as in HAProxy; `desc` and `float`
     // are accepted and ignored (no descriptions, integers only).
@@ -563,7 +577,7 @@ fn cmd_show_info(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
 }
 
 /// C `atoi`: leading sign and digits, 0 when there are none.
-fn atoi(s: &str) -> i64 {
+pub(super) fn atoi(s: &str) -> i64 {
     let (neg, digits) = match s.strip_prefix('-') {
         Some(rest) => (true, rest),
         None => (false, s.strip_prefix('+').unwrap_or(s)),

@@ -5,6 +5,7 @@
 
 pub mod cli;
 pub mod csv;
+pub mod errors;
 pub mod info;
 pub mod page;
 pub mod prometheus;
