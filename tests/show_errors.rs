@@ -227,6 +227,9 @@ async fn refused_response_is_counted_and_captured_with_its_server() {
     assert_eq!(stat.num("web_be", "s1", "eresp"), 1);
     assert_eq!(stat.num("web_be", "BACKEND", "hrsp_5xx"), 1);
     assert_eq!(stat.num("web_be", "BACKEND", "hrsp_2xx"), 0);
+    // The server sent no valid status: its row counts none (as haproxy).
+    assert_eq!(stat.num("web_be", "s1", "hrsp_5xx"), 0);
+    assert_eq!(stat.num("web_fe", "FRONTEND", "hrsp_5xx"), 1);
     assert_eq!(stat.num("web_fe", "FRONTEND", "ereq"), 0);
 }
 
@@ -253,19 +256,66 @@ async fn bad_chunk_after_routing_is_captured_with_its_backend() {
     })
     .await;
     assert!(r.starts_with("HTTP/1.1 400 Bad request\r\n"), "{r}");
-    let out = show(&sl, "show errors").await;
-    assert!(
-        out.contains("] frontend web_fe (#2): invalid request\n  backend web_be (#3), server <NONE> (#-1), event #0"),
-        "{out}"
-    );
-    assert!(out.contains("error at position 10\n"), "{out}");
-    assert!(out.contains("H1 msg state MSG_CHUNK_SIZE(26)"), "{out}");
-    assert!(
-        out.contains("  00000  5\\r\\n\n  00003  hello\\r\\n\n  00010  ZZ\\r\\n\n"),
-        "{out}"
-    );
+    assert_eq!(show(&sl, "show errors").await, BAD_CHUNK_CAPTURE);
     let stat = show_stat(&sl.path("admin.sock")).await;
     assert_eq!(stat.num("web_fe", "FRONTEND", "ereq"), 1);
+    assert_eq!(stat.num("web_be", "BACKEND", "hrsp_4xx"), 1);
+    assert_eq!(stat.num("web_be", "s1", "hrsp_4xx"), 0);
+}
+
+/// haproxy 2.6.12 after `POST /` with `transfer-encoding: chunked`, then,
+/// once the head was forwarded, `5\r\nhello\r\nZZ\r\n`: only the body
+/// bytes are in the buffer.
+const BAD_CHUNK_CAPTURE: &str = "Total events captured on [DATE] : 1
+ \n[DATE] frontend web_fe (#2): invalid request
+  backend web_be (#3), server <NONE> (#-1), event #0, src 127.0.0.1:PORT
+  buffer starts at 0 (including 0 out), 16370 free,
+  len 14, wraps at 16336, error at position 10
+  H1 connection flags 0x00002200, H1 stream flags 0x00000810
+  H1 msg state MSG_CHUNK_SIZE(26), H1 msg flags 0x00011712
+  H1 chunk len 0 bytes, H1 body len 5 bytes :
+  \n  00000  5\\r\\n
+  00003  hello\\r\\n
+  00010  ZZ\\r\\n
+
+";
+
+/// haproxy 2.6.12 after a server answered a chunked body whose second
+/// chunk size is `ZZ` (its client got a 502): head and body in the buffer.
+const BAD_CHUNK_RESPONSE_CAPTURE: &str = "Total events captured on [DATE] : 1
+ \n[DATE] backend web_be (#3): invalid response
+  frontend web_fe (#2), server s1 (#1), event #0, src 127.0.0.1:PORT
+  buffer starts at 0 (including 0 out), 16326 free,
+  len 58, wraps at 16336, error at position 54
+  H1 connection flags 0x80002200, H1 stream flags 0x00004810
+  H1 msg state MSG_CHUNK_SIZE(26), H1 msg flags 0x00011716
+  H1 chunk len 0 bytes, H1 body len 2 bytes :
+  \n  00000  HTTP/1.1 200 OK\\r\\n
+  00017  Transfer-Encoding: chunked\\r\\n
+  00045  \\r\\n
+  00047  2\\r\\n
+  00050  ok\\r\\n
+  00054  ZZ\\r\\n
+
+";
+
+#[tokio::test]
+async fn bad_chunk_in_a_response_is_captured_with_its_head() {
+    let be = raw_backend(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\nZZ\r\n")
+        .await;
+    let fe = free_port();
+    let sl = Sluice::start(&cfg(fe, be));
+
+    let r = exchange(
+        fe,
+        b"GET /chunk HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n",
+    )
+    .await;
+    assert!(r.starts_with("HTTP/1.1 502 Bad Gateway\r\n"), "{r}");
+    assert_eq!(show(&sl, "show errors").await, BAD_CHUNK_RESPONSE_CAPTURE);
+    let stat = show_stat(&sl.path("admin.sock")).await;
+    assert_eq!(stat.num("web_be", "BACKEND", "eresp"), 1);
+    assert_eq!(stat.num("web_be", "s1", "eresp"), 1);
 }
 
 /// A request head larger than the buffer: 400, counted, captured (cut at
@@ -293,4 +343,41 @@ async fn head_too_large_is_captured_up_to_the_buffer_size() {
     assert!(out.contains("  00086+ aaaa"), "continuation line: {out}");
     let stat = show_stat(&sl.path("admin.sock")).await;
     assert_eq!(stat.num("web_fe", "FRONTEND", "ereq"), 1);
+}
+
+/// The log line of a refused request is HAProxy's (reference §4.3):
+/// `<NOSRV>`, timers not reached `-1`, status 400, 0 bytes (the page comes
+/// from the parser, not from the stream), `PR--`, `"<BADREQ>"`.
+#[tokio::test]
+async fn refused_request_logs_badreq_as_haproxy() {
+    let udp = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let log_port = udp.local_addr().unwrap().port();
+    let be = raw_backend(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").await;
+    let fe = free_port();
+    let c = cfg(fe, be).replace(
+        "defaults\n",
+        &format!(
+            "    log 127.0.0.1:{log_port} local0\n\ndefaults\n    log global\n    option httplog\n"
+        ),
+    );
+    let _sl = Sluice::start(&c);
+
+    exchange(fe, b"GARBAGE\x01REQ\r\n\r\n").await;
+    let line = within(Duration::from_secs(5), "the access log line", async {
+        let mut buf = [0u8; 2048];
+        loop {
+            let n = udp.recv(&mut buf).await.unwrap();
+            let l = String::from_utf8_lossy(&buf[..n]).into_owned();
+            // Readiness probes log `CR--` lines: skip them.
+            if l.contains("PR--") {
+                return l;
+            }
+        }
+    })
+    .await;
+    let re = regex::Regex::new(
+        r#"^<134>\w{3} [ \d]\d \d\d:\d\d:\d\d sluice\[\d+\]: 127\.0\.0\.1:\d+ \[[^\]]+\] web_fe web_fe/<NOSRV> -1/-1/-1/-1/\d+ 400 0 - - PR-- \d+/\d+/0/0/0 0/0 "<BADREQ>"\n$"#,
+    )
+    .unwrap();
+    assert!(re.is_match(&line), "{line:?}");
 }

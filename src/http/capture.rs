@@ -25,14 +25,18 @@ pub fn events() -> u32 {
     EVENTS.load(Relaxed)
 }
 
-/// HAProxy 2.6's H1 connection and stream flags for a typical refused
-/// request (a client connection) and response (a server connection): the
-/// values real haproxy prints in these positions. They are its internals;
-/// sluice prints them so the layout and typical values are the same.
-pub const REQ_CONN_FLAGS: u32 = 0x0000_0100;
-pub const REQ_STREAM_FLAGS: u32 = 0x0000_0810;
-pub const RESP_CONN_FLAGS: u32 = 0x8000_2200;
-pub const RESP_STREAM_FLAGS: u32 = 0x0000_4818;
+/// HAProxy 2.6's H1 connection and stream flags, `(connection, stream)`,
+/// as real haproxy 2.6.12 prints them for a refused request head, request
+/// body, response head and response body. They are its internals: sluice
+/// prints the usual values so the layout and what scripts see match.
+pub fn h1_flags(response: bool, in_body: bool) -> (u32, u32) {
+    match (response, in_body) {
+        (false, false) => (0x0000_0100, 0x0000_0810),
+        (false, true) => (0x0000_2200, 0x0000_0810),
+        (true, false) => (0x8000_2200, 0x0000_4818),
+        (true, true) => (0x8000_2200, 0x0000_4810),
+    }
+}
 
 /// One refused message.
 #[derive(Debug)]

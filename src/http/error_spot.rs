@@ -77,6 +77,9 @@ pub mod flags {
     /// `H1_MF_NO_PHDR` and `H1_MF_CLEAN_CONN_HDR`: set on every message
     /// HAProxy 2.6's H1 mux parses.
     pub const ALWAYS: u32 = 0x1400;
+    /// What haproxy 2.6.12 prints for a refused chunked HTTP/1.1 body
+    /// (`XFER_LEN`, `XFER_ENC`, `TE_CHUNKED`, ... on top of the above).
+    pub const CHUNKED_BODY: u32 = 0x0001_1712;
 }
 
 /// Where a message was refused and what the parser knew at that point.
@@ -92,6 +95,9 @@ pub struct ErrorSpot {
     pub chunk_len: u64,
     /// Declared body length (`H1 body len`).
     pub body_len: u64,
+    /// In the body (the head was accepted): HAProxy's connection and
+    /// stream flags differ then.
+    pub in_body: bool,
 }
 
 impl ErrorSpot {
@@ -103,6 +109,7 @@ impl ErrorSpot {
             flags: flags::ALWAYS,
             chunk_len: 0,
             body_len: 0,
+            in_body: false,
         }
     }
 
@@ -172,6 +179,7 @@ pub fn locate(raw: &[u8], response: bool, err: &H1Error) -> ErrorSpot {
         flags,
         chunk_len: len,
         body_len: len,
+        in_body: false,
     }
 }
 

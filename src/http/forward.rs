@@ -465,7 +465,12 @@ async fn exchange(
                         } else {
                             rec.term(b'C', b'D');
                         }
-                        rows.each(|c| c.count_status(code));
+                        if matches!(e, RelayError::Framing(..)) {
+                            // sluice's answer, not the server's (HAProxy).
+                            rows.be.count_status(code);
+                        } else {
+                            rows.each(|c| c.count_status(code));
+                        }
                         return send_error_be(client, code, fe, Some(be), false).await;
                     }
                     add(&rows.be.srv_abrt, 1);
@@ -566,7 +571,8 @@ async fn bad_response(
 ) -> Outcome {
     rows.each(|c| add(&c.eresp, 1));
     rec.term(b'P', b'H');
-    rows.each(|c| c.count_status(502));
+    // The server sent no valid status: its row counts none (HAProxy).
+    rows.be.count_status(502);
     send_error_be(client, 502, fe, Some(be), keep_client).await
 }
 
@@ -720,7 +726,14 @@ async fn relay_response(
         Err(e) => {
             if let RelayError::Framing(_, spot) = &e {
                 rows.each(|c| add(&c.eresp, 1));
-                capture_response(fe, be, server, client, &[&upstream.buf], *spot);
+                if head.is_empty() {
+                    capture_response(fe, be, server, client, &[&upstream.buf], *spot);
+                } else {
+                    // Nothing relayed yet: the head is part of what was
+                    // refused, as in HAProxy's buffer.
+                    let spot = spot.shifted(resp.raw.len());
+                    capture_response(fe, be, server, client, &[&resp.raw, &upstream.buf], spot);
+                }
                 if !head.is_empty() {
                     // Bad from its first body bytes: nothing was sent to
                     // the client yet, which gets a 502 instead.

@@ -734,6 +734,8 @@ pub struct ChunkedDecoder {
     remaining: u64,
     /// Offset, in the last input fed, of the byte refused (for `show errors`).
     err_at: usize,
+    /// Data bytes announced by the chunk sizes so far (for `show errors`).
+    body_len: u64,
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -788,8 +790,10 @@ impl ChunkedDecoder {
             _ => state::CHUNK_SIZE,
         };
         let mut spot = super::error_spot::ErrorSpot::at(self.err_at, st);
-        spot.flags |= super::error_spot::flags::CHNK;
+        spot.flags = super::error_spot::flags::CHUNKED_BODY;
+        spot.in_body = true;
         spot.chunk_len = self.remaining;
+        spot.body_len = self.body_len;
         spot
     }
 
@@ -826,6 +830,7 @@ impl ChunkedDecoder {
                     if self.remaining == 0 {
                         TrailerStart
                     } else {
+                        self.body_len = self.body_len.saturating_add(self.remaining);
                         Data
                     }
                 }

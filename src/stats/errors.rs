@@ -4,9 +4,7 @@
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 
-use crate::http::capture::{
-    self, Capture, REQ_CONN_FLAGS, REQ_STREAM_FLAGS, RESP_CONN_FLAGS, RESP_STREAM_FLAGS,
-};
+use crate::http::capture::{self, Capture};
 use crate::http::error_spot::state_name;
 use crate::log::time::{Date, date_clf_ms};
 use crate::routing::Snapshot;
@@ -101,12 +99,8 @@ fn entry(out: &mut String, name: &str, iid: u32, response: bool, c: &Capture, on
         None => ("0.0.0.0".to_string(), 0),
     };
     let len = c.bytes.len();
-    let (conn_flags, stream_flags) = if response {
-        (RESP_CONN_FLAGS, RESP_STREAM_FLAGS)
-    } else {
-        (REQ_CONN_FLAGS, REQ_STREAM_FLAGS)
-    };
     let s = &c.spot;
+    let (conn_flags, stream_flags) = capture::h1_flags(response, s.in_body);
     let _ = write!(
         out,
         ", server {srv} (#{sid}), event #{ev}, src {ip}:{port}\n  \
