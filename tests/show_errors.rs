@@ -316,6 +316,8 @@ async fn bad_chunk_in_a_response_is_captured_with_its_head() {
     let stat = show_stat(&sl.path("admin.sock")).await;
     assert_eq!(stat.num("web_be", "BACKEND", "eresp"), 1);
     assert_eq!(stat.num("web_be", "s1", "eresp"), 1);
+    assert_eq!(stat.num("web_be", "BACKEND", "hrsp_5xx"), 1);
+    assert_eq!(stat.num("web_be", "s1", "hrsp_5xx"), 0);
 }
 
 /// A request head larger than the buffer: 400, counted, captured (cut at

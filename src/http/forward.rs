@@ -725,21 +725,16 @@ async fn relay_response(
         }
         Err(e) => {
             if let RelayError::Framing(_, spot) = &e {
-                rows.each(|c| add(&c.eresp, 1));
-                if head.is_empty() {
-                    capture_response(fe, be, server, client, &[&upstream.buf], *spot);
-                } else {
-                    // Nothing relayed yet: the head is part of what was
-                    // refused, as in HAProxy's buffer.
-                    let spot = spot.shifted(resp.raw.len());
-                    capture_response(fe, be, server, client, &[&resp.raw, &upstream.buf], spot);
-                }
                 if !head.is_empty() {
                     // Bad from its first body bytes: nothing was sent to
-                    // the client yet, which gets a 502 instead.
-                    rec.term(b'P', b'H');
-                    return send_error_be(client, 502, fe, Some(be), keep_client).await;
+                    // the client yet, which gets a 502 instead. The head is
+                    // part of what was refused, as in HAProxy's buffer.
+                    let spot = spot.shifted(resp.raw.len());
+                    capture_response(fe, be, server, client, &[&resp.raw, &upstream.buf], spot);
+                    return bad_response(fe, be, rows, client, rec, keep_client).await;
                 }
+                rows.each(|c| add(&c.eresp, 1));
+                capture_response(fe, be, server, client, &[&upstream.buf], *spot);
             }
             if e.source_side() {
                 rec.term(
