@@ -508,6 +508,7 @@ async fn serve(
         crate::process::set_local_peer(peer);
     }
     tokio::spawn(crate::reload::reload_on_signals(sup.clone()));
+    tokio::spawn(crate::reload::pause_on_signals(sup.clone()));
     tracing::info!("sluice {VERSION} started (pid {pid})");
     crate::process::sd_notify(&format!("READY=1\nMAINPID={pid}\n"));
     // Ready: old processes may go.

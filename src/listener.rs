@@ -30,6 +30,10 @@ pub struct Binding {
 pub struct ListenerCtl {
     binding: ArcSwap<Binding>,
     stop: Notify,
+    /// SIGTTOU / SIGTTIN: whether the socket should stop listening, and
+    /// the accept loop's wake-up when that changes.
+    paused: std::sync::atomic::AtomicBool,
+    pause_changed: Notify,
     /// The listening socket, valid while the accept loop runs (for
     /// handing it to a new process with `-x`).
     fd: RawFd,
@@ -48,6 +52,20 @@ impl ListenerCtl {
 
     pub fn raw_fd(&self) -> RawFd {
         self.fd
+    }
+
+    /// SIGTTOU, as in HAProxy: the socket stops listening (so another
+    /// process may take the port; the kernel resets what waited in the
+    /// backlog) but stays bound, ready to listen again.
+    pub fn pause(&self) {
+        self.paused.store(true, Relaxed);
+        self.pause_changed.notify_one();
+    }
+
+    /// SIGTTIN: a paused socket listens again.
+    pub fn resume(&self) {
+        self.paused.store(false, Relaxed);
+        self.pause_changed.notify_one();
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -72,6 +90,8 @@ pub fn spawn(
     let ctl = Arc::new(ListenerCtl {
         binding: ArcSwap::from_pointee(binding),
         stop: Notify::new(),
+        paused: std::sync::atomic::AtomicBool::new(false),
+        pause_changed: Notify::new(),
         fd,
         addr,
     });
@@ -83,16 +103,24 @@ pub fn spawn(
 /// binding's limit its frontend.
 async fn accept_loop(
     rt: Arc<Runtime>,
-    listener: TcpListener,
+    mut listener: TcpListener,
     global: Arc<Semaphore>,
     ctl: Arc<ListenerCtl>,
 ) {
     loop {
+        if ctl.paused.load(Relaxed) {
+            match pause_until_resumed(listener, &ctl).await {
+                Some(l) => listener = l,
+                None => return,
+            }
+            continue;
+        }
         let binding = ctl.binding.load_full();
         // Take both permits before accepting, so an over-limit connection
         // stays in the backlog.
         let accepted = tokio::select! {
             _ = ctl.stop.notified() => return,
+            _ = ctl.pause_changed.notified() => continue,
             r = async {
                 let g = global.clone().acquire_owned().await.ok()?;
                 let l = binding.limit.clone().acquire_owned().await.ok()?;
@@ -121,6 +149,48 @@ async fn accept_loop(
             Mode::Tcp => {
                 tokio::spawn(crate::tcp::serve(client, stream, peer));
             }
+        }
+    }
+}
+
+/// Stops listening until resumed (or stopped: None). The socket leaves the
+/// reactor meanwhile, and re-enters it listening again, so no readiness
+/// seen while it was shut down lingers.
+async fn pause_until_resumed(l: TcpListener, ctl: &ListenerCtl) -> Option<TcpListener> {
+    let std = match l.into_std() {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!("Listener {}: cannot pause: {e}", ctl.addr);
+            return None;
+        }
+    };
+    // SAFETY: shutdown on the listening socket this loop owns.
+    if unsafe { libc::shutdown(ctl.fd, libc::SHUT_RD) } < 0 {
+        let e = std::io::Error::last_os_error();
+        tracing::error!("Listener {}: cannot pause: {e}", ctl.addr);
+    } else {
+        tracing::warn!("Paused listener {} (SIGTTOU).", ctl.addr);
+    }
+    while ctl.paused.load(Relaxed) {
+        tokio::select! {
+            _ = ctl.stop.notified() => return None,
+            _ = ctl.pause_changed.notified() => {}
+        }
+    }
+    // SAFETY: listen on the bound socket this loop owns.
+    if unsafe { libc::listen(ctl.fd, BACKLOG) } < 0 {
+        let e = std::io::Error::last_os_error();
+        tracing::error!("Listener {}: cannot listen again: {e}", ctl.addr);
+        return None;
+    }
+    match TcpListener::from_std(std) {
+        Ok(l) => {
+            tracing::warn!("Resumed listener {} (SIGTTIN).", ctl.addr);
+            Some(l)
+        }
+        Err(e) => {
+            tracing::error!("Listener {}: cannot listen again: {e}", ctl.addr);
+            None
         }
     }
 }

@@ -449,6 +449,32 @@ pub async fn reload_on_signals(sup: Arc<Supervisor>) {
     }
 }
 
+/// SIGTTOU pauses every listener, SIGTTIN resumes them (HAProxy's signals
+/// for handing ports to another process and taking them back).
+pub async fn pause_on_signals(sup: Arc<Supervisor>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut ttou), Ok(mut ttin)) = (
+        signal(SignalKind::from_raw(libc::SIGTTOU)),
+        signal(SignalKind::from_raw(libc::SIGTTIN)),
+    ) else {
+        return;
+    };
+    loop {
+        let pause = tokio::select! {
+            _ = ttou.recv() => true,
+            _ = ttin.recv() => false,
+        };
+        let st = sup.state.lock().await;
+        for ctl in st.listeners.values() {
+            if pause {
+                ctl.pause();
+            } else {
+                ctl.resume();
+            }
+        }
+    }
+}
+
 /// The text of `show reload`.
 pub fn render_report(r: Option<&ReloadReport>, generation: u64) -> String {
     let Some(r) = r else {

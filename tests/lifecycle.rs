@@ -1,6 +1,6 @@
 //! Process life cycle: soft stop (SIGTERM, SIGUSR1), immediate stop
 //! (SIGINT), hard-stop-after, systemd notify, privileges, cpu-map, fd
-//! limits, -L, and binary upgrades with -x / -sf.
+//! limits, -L, binary upgrades with -x / -sf, and SIGTTOU / SIGTTIN.
 
 mod support;
 
@@ -352,4 +352,45 @@ async fn binary_upgrade_takes_listeners_over_with_x_and_sf() {
     let err = std::fs::read_to_string(new_dir.join("stderr")).unwrap();
     assert!(!err.contains("Failed to get the sockets"), "{err}");
     assert_eq!(get(addr, "/after").await.status, 200);
+}
+
+/// SIGTTOU pauses the listeners as HAProxy does (the port stops listening,
+/// so another process could bind it; open connections go on), SIGTTIN
+/// resumes them on the same socket.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigttou_pauses_and_sigttin_resumes_listeners() {
+    let be = Backend::start("s1").await;
+    let port = free_port();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let s = Sluice::start(&cfg(port, &be, ""));
+    let mut open = HttpConn::connect(addr).await;
+    assert_eq!(open.get("/before").await.status, 200);
+    kill(s.pid(), "TTOU");
+    wait_until(
+        Duration::from_secs(10),
+        "the port to stop listening",
+        || async {
+            matches!(
+                tokio::net::TcpStream::connect(addr).await,
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused
+            )
+        },
+    )
+    .await;
+    // A connection accepted before the pause is still served.
+    assert_eq!(open.get("/during").await.status, 200);
+    kill(s.pid(), "TTIN");
+    let r = within(Duration::from_secs(10), "served after SIGTTIN", async {
+        loop {
+            if tokio::net::TcpStream::connect(addr).await.is_ok() {
+                return get(addr, "/after").await;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert_eq!(r.status, 200);
+    let err = s.stderr();
+    assert!(err.contains("Paused listener"), "{err}");
+    assert!(err.contains("Resumed listener"), "{err}");
 }

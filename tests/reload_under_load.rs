@@ -2,10 +2,9 @@
 //! and long requests run while the configuration is reloaded many times,
 //! alternating two variants (a server added and removed, a weight changed,
 //! an ACL changed). Zero failed requests, zero resets, every long request
-//! completes, a WebSocket stays open and echoing throughout, every
-//! response came from a server valid under a snapshot the
-//! request may have been routed with, and `show stat` counters never go
-//! backwards. `SLUICE_RELOADS` sets the number of reloads (default 30;
+//! completes, a WebSocket stays open and echoing throughout, every response
+//! came from a server valid under a snapshot the request may have been
+//! routed with, and `show stat` counters never go backwards. `SLUICE_RELOADS` sets the number of reloads (default 30;
 //! `bench/reload_under_load.sh` runs 100).
 
 mod support;
