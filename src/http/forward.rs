@@ -396,6 +396,9 @@ async fn exchange(
             }
         };
         let mut up = BufConn::new(stream);
+        // Connected: an error from here on logs the connect time (HAProxy's
+        // `0/0/0/-1/...` for a 504), not -1.
+        rec.t_connect = connect_ms as i64;
         if let Err(e) = io::write_all(&mut up.stream, &head, be.timeouts.server).await {
             if reused {
                 // A pooled connection the server had closed: try a new one.

@@ -23,8 +23,14 @@ use crate::listener::ClientConn;
 /// before it is parked. Back-to-back keep-alive traffic never parks.
 pub const GRACE: Duration = Duration::from_millis(250);
 
-/// How often expired parked connections are closed.
+/// How often the lot is swept when no parked connection has a deadline
+/// sooner (memory is given back on each sweep).
 const SWEEP: Duration = Duration::from_millis(500);
+
+/// The least time between two sweeps: a parked connection is closed at
+/// most this late after its idle timeout, and many connections expiring
+/// at nearly the same time cost one scan, not one each.
+const SWEEP_GAP: Duration = Duration::from_millis(20);
 
 struct Parked {
     stream: std::net::TcpStream,
@@ -39,6 +45,10 @@ struct Parked {
 struct Slots {
     entries: Vec<Option<Parked>>,
     free: Vec<usize>,
+    /// When the sweeper will next look for expired connections (None: at
+    /// its regular pace); a connection parked with an earlier deadline
+    /// brings the sweep forward.
+    next_due: Option<Instant>,
 }
 
 impl Slots {
@@ -91,6 +101,8 @@ struct Lot {
     slots: Mutex<Slots>,
     /// Connections parked since memory was last given back.
     parked_since_trim: AtomicUsize,
+    /// Wakes the sweeper when a deadline sooner than its next sweep arrives.
+    resched: tokio::sync::Notify,
 }
 
 static LOT: OnceLock<Option<Arc<Lot>>> = OnceLock::new();
@@ -116,6 +128,7 @@ fn lot() -> Option<&'static Arc<Lot>> {
             epoll: EpollFd(fd),
             slots: Mutex::new(Slots::default()),
             parked_since_trim: AtomicUsize::new(0),
+            resched: tokio::sync::Notify::new(),
         });
         tokio::spawn(run(lot.clone()));
         Some(lot)
@@ -152,6 +165,12 @@ pub fn park(
     if crate::process::stopping() {
         return Ok(());
     }
+    if let Some(d) = deadline
+        && slots.next_due.is_none_or(|due| d < due)
+    {
+        slots.next_due = Some(d);
+        lot.resched.notify_one();
+    }
     let key = slots.insert(Parked {
         stream: std_stream,
         client,
@@ -185,8 +204,7 @@ async fn run(lot: Arc<Lot>) {
     let Ok(afd) = (unsafe { AsyncFd::register(RawEpoll(lot.epoll.0)) }) else {
         return;
     };
-    let mut sweep = tokio::time::interval(SWEEP);
-    sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut due = Instant::now() + SWEEP;
     let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
     loop {
         tokio::select! {
@@ -206,9 +224,19 @@ async fn run(lot: Arc<Lot>) {
                 }
                 guard.clear_ready();
             }
-            _ = sweep.tick() => {
-                expire(&lot);
+            _ = lot.resched.notified() => {
+                // An earlier deadline arrived: sweep then (not sooner than
+                // the gap allows).
+                let soonest = Instant::now() + SWEEP_GAP;
+                if let Some(d) = lock(&lot.slots).next_due {
+                    due = due.min(d.max(soonest));
+                }
+            }
+            _ = tokio::time::sleep_until(due.into()) => {
+                let next = expire(&lot);
                 give_back_memory(&lot);
+                let now = Instant::now();
+                due = next.map_or(now + SWEEP, |d| d.max(now + SWEEP_GAP));
             }
         }
     }
@@ -244,27 +272,35 @@ fn wake(lot: &Lot, key: usize) {
     }
 }
 
-fn expire(lot: &Lot) {
+/// Closes the expired connections; returns the earliest deadline left.
+fn expire(lot: &Lot) -> Option<Instant> {
     let now = Instant::now();
-    let expired: Vec<Parked> = {
+    let (expired, next): (Vec<Parked>, Option<Instant>) = {
         let mut slots = lock(&lot.slots);
-        let keys: Vec<usize> = slots
+        let mut keys: Vec<usize> = Vec::new();
+        let mut next: Option<Instant> = None;
+        for (i, d) in slots
             .entries
             .iter()
             .enumerate()
-            .filter(|(_, e)| {
-                e.as_ref()
-                    .and_then(|p| p.deadline)
-                    .is_some_and(|d| d <= now)
-            })
-            .map(|(i, _)| i)
-            .collect();
-        keys.into_iter().filter_map(|k| slots.remove(k)).collect()
+            .filter_map(|(i, e)| Some((i, e.as_ref()?.deadline?)))
+        {
+            if d <= now {
+                keys.push(i);
+            } else if next.is_none_or(|n| d < n) {
+                next = Some(d);
+            }
+        }
+        slots.next_due = next;
+        let expired = keys.into_iter().filter_map(|k| slots.remove(k)).collect();
+        (expired, next)
     };
     for p in &expired {
         unregister(lot, p);
     }
     // Dropping the records closes the sockets and releases the clients.
+    drop(expired);
+    next
 }
 
 /// Closes every parked connection (soft stop: idle keep-alive connections

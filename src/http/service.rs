@@ -278,18 +278,20 @@ async fn handle_request(
             if conn.buf.is_empty() && !first {
                 return false;
             }
+            // HAProxy's connection layer answers the 408 itself, before any
+            // stream exists, even to a client that sent nothing at all
+            // (unless `option http-ignore-probes`): the page is sent but
+            // neither logged nor counted as bytes out (`408 0 ... cR--`).
             rec.term(b'c', b'R');
-            if conn.buf.is_empty() {
-                // Nothing at all was sent: close without a word, as HAProxy.
-                rec.null = true;
-                rec.status = 408;
-                log_end(&fe, &mut rec, None, None);
-                return false;
-            }
+            rec.null = conn.buf.is_empty();
+            rec.status = 408;
+            // Counted as a request that failed (req_tot, ereq, hrsp_4xx).
+            fc.count_request();
+            rt.count_request();
             fc.ereq.fetch_add(1, Relaxed);
-            let out = forward::send_error(conn, 408, &fe, false).await;
-            account(rt, &fe, &out);
-            log_end(&fe, &mut rec, Some(&out), None);
+            forward::send_error(conn, 408, &fe, false).await;
+            fc.count_status(408);
+            log_end(&fe, &mut rec, None, None);
             return false;
         }
         Err(e) => {
