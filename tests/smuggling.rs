@@ -19,117 +19,14 @@
 mod support;
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use support::raw::{OK, RawBackend, complete_request, find};
 use support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
-const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
-
-// ---------------------------------------------------------------------------
-// Raw backend
-
-#[derive(Default)]
-struct Recorder {
-    /// Every byte received, across connections, in arrival order.
-    got: Vec<u8>,
-    /// What to answer to each complete request.
-    resp: Vec<u8>,
-}
-
-struct RawBackend {
-    addr: SocketAddr,
-    st: Arc<Mutex<Recorder>>,
-}
-
-impl RawBackend {
-    async fn start() -> RawBackend {
-        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = l.local_addr().unwrap();
-        let st = Arc::new(Mutex::new(Recorder {
-            got: Vec::new(),
-            resp: OK.to_vec(),
-        }));
-        let st2 = st.clone();
-        tokio::spawn(async move {
-            loop {
-                let Ok((s, _)) = l.accept().await else { return };
-                tokio::spawn(serve_raw(s, st2.clone()));
-            }
-        });
-        RawBackend { addr, st }
-    }
-
-    fn take(&self) -> Vec<u8> {
-        std::mem::take(&mut self.st.lock().unwrap().got)
-    }
-
-    fn answer(&self, resp: &[u8]) {
-        self.st.lock().unwrap().resp = resp.to_vec();
-    }
-}
-
-/// Records bytes; answers after each request whose framing it can follow
-/// (it only ever sees what sluice forwards, which is well-formed).
-async fn serve_raw(mut s: TcpStream, st: Arc<Mutex<Recorder>>) {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 65536];
-    loop {
-        let n = match s.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => n,
-        };
-        st.lock().unwrap().got.extend_from_slice(&chunk[..n]);
-        buf.extend_from_slice(&chunk[..n]);
-        while let Some(len) = complete_request(&buf) {
-            buf.drain(..len);
-            let resp = st.lock().unwrap().resp.clone();
-            if s.write_all(&resp).await.is_err() {
-                return;
-            }
-        }
-    }
-}
-
-fn find(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {
-    hay.get(from..)?
-        .windows(needle.len())
-        .position(|w| w == needle)
-        .map(|p| p + from)
-}
-
-/// Length of the first complete request (CRLF heads, CL or chunked), if any.
-fn complete_request(buf: &[u8]) -> Option<usize> {
-    let e = find(buf, b"\r\n\r\n", 0)?;
-    let head = String::from_utf8_lossy(&buf[..e]).to_ascii_lowercase();
-    let field = |name: &str| {
-        head.lines()
-            .skip(1)
-            .filter_map(|l| l.split_once(':'))
-            .find(|(k, _)| k.trim() == name)
-            .map(|(_, v)| v.trim().to_string())
-    };
-    let mut p = e + 4;
-    if field("transfer-encoding").is_some_and(|v| v.ends_with("chunked")) {
-        loop {
-            let le = find(buf, b"\r\n", p)?;
-            let size_txt = String::from_utf8_lossy(&buf[p..le]);
-            let size = usize::from_str_radix(size_txt.split(';').next()?.trim(), 16).ok()?;
-            p = le + 2;
-            if size == 0 {
-                return find(buf, b"\r\n\r\n", p - 2).map(|x| x + 4);
-            }
-            p += size + 2;
-            if p > buf.len() {
-                return None;
-            }
-        }
-    }
-    let n: usize = field("content-length").map_or(0, |v| v.parse().unwrap_or(0));
-    (buf.len() >= p + n).then_some(p + n)
-}
+// The raw backend (records every byte, answers OK): tests/support/raw.rs.
 
 // ---------------------------------------------------------------------------
 // Raw client

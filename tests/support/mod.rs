@@ -16,6 +16,7 @@
 
 #![allow(dead_code)]
 
+pub mod raw;
 pub mod ws;
 
 use std::collections::HashMap;
