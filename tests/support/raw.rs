@@ -62,13 +62,14 @@ impl RawBackend {
         std::mem::take(&mut self.st.lock().unwrap().got)
     }
 
-    /// The bytes each connection received so far (accept order), and
-    /// forgets them.
+    /// The bytes each connection received since the last take (accept
+    /// order; connections that received nothing are left out).
     pub fn take_conns(&self) -> Vec<Vec<u8>> {
         let mut g = self.st.lock().unwrap();
         g.got.clear();
-        std::mem::take(&mut g.conns)
-            .into_iter()
+        g.conns
+            .iter_mut()
+            .map(std::mem::take)
             .filter(|c| !c.is_empty())
             .collect()
     }
