@@ -9,7 +9,9 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use arc_swap::ArcSwap;
 use socket2::{Domain, Protocol, Socket, Type};
-use tokio::net::TcpListener;
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
+use tokio::net::TcpStream;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 use crate::backend::FrontendState;
@@ -86,7 +88,8 @@ pub fn spawn(
 ) -> std::io::Result<Arc<ListenerCtl>> {
     let fd = l.as_raw_fd();
     let addr = l.local_addr()?;
-    let listener = TcpListener::from_std(l)?;
+    l.set_nonblocking(true)?;
+    let listener = register(l)?;
     let ctl = Arc::new(ListenerCtl {
         binding: ArcSwap::from_pointee(binding),
         stop: Notify::new(),
@@ -101,9 +104,14 @@ pub fn spawn(
 
 /// Accepts connections until stopped. `global` caps the whole process, the
 /// binding's limit its frontend.
+///
+/// The loop waits for a pending connection before it takes the two slots,
+/// and accepts only once it holds them: past either limit the connection
+/// stays in the kernel's backlog, and an idle listener holds no slot that
+/// a busy one (of the same frontend or another) could use.
 async fn accept_loop(
     rt: Arc<Runtime>,
-    mut listener: TcpListener,
+    mut listener: AsyncFd<std::net::TcpListener>,
     global: Arc<Semaphore>,
     ctl: Arc<ListenerCtl>,
 ) {
@@ -115,31 +123,47 @@ async fn accept_loop(
             }
             continue;
         }
+        let ready = tokio::select! {
+            _ = ctl.stop.notified() => return,
+            _ = ctl.pause_changed.notified() => continue,
+            r = listener.readable() => r,
+        };
+        let Ok(mut ready) = ready else { return };
         let binding = ctl.binding.load_full();
-        // Take both permits before accepting, so an over-limit connection
-        // stays in the backlog.
-        let accepted = tokio::select! {
+        // The frontend's slot first: waiting for it holds nothing another
+        // frontend needs.
+        let permits = tokio::select! {
             _ = ctl.stop.notified() => return,
             _ = ctl.pause_changed.notified() => continue,
             r = async {
-                let g = global.clone().acquire_owned().await.ok()?;
                 let l = binding.limit.clone().acquire_owned().await.ok()?;
-                Some((g, l, listener.accept().await))
+                let g = global.clone().acquire_owned().await.ok()?;
+                Some([g, l])
             } => r,
         };
-        let Some((g, l, result)) = accepted else {
-            return;
-        };
-        let (stream, peer) = match result {
-            Ok(x) => x,
-            Err(e) => {
+        let Some(permits) = permits else { return };
+        let (stream, peer) = match ready.try_io(|l| l.get_ref().accept()) {
+            Ok(Ok(x)) => x,
+            // Nothing pending after all (the client left): wait again.
+            Err(_would_block) => continue,
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionAborted => continue,
+            Ok(Err(e)) => {
                 // EMFILE and friends: back off briefly rather than spin.
                 tracing::warn!("accept on frontend {}: {e}", binding.frontend);
                 tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                 continue;
             }
         };
-        let (client, mode) = ClientConn::open(&rt, &binding.frontend, [g, l]);
+        drop(ready);
+        let stream = match stream
+            .set_nonblocking(true)
+            .and_then(|()| TcpStream::from_std(stream))
+        {
+            Ok(s) => s,
+            // Unusable socket: dropping it closes the connection.
+            Err(_) => continue,
+        };
+        let (client, mode) = ClientConn::open(&rt, &binding.frontend, permits);
         match mode {
             Mode::Http => {
                 tokio::spawn(crate::http::service::serve_connection(
@@ -153,17 +177,22 @@ async fn accept_loop(
     }
 }
 
+/// Registers a non-blocking listening socket with the reactor, for
+/// readiness only (the loop accepts itself, once it holds its slots).
+fn register(l: std::net::TcpListener) -> std::io::Result<AsyncFd<std::net::TcpListener>> {
+    // SAFETY: the AsyncFd owns the listener, whose descriptor stays open
+    // and the same until the AsyncFd is dropped or taken apart.
+    unsafe { AsyncFd::register_with_interest(l, Interest::READABLE) }.map_err(|e| e.into_parts().1)
+}
+
 /// Stops listening until resumed (or stopped: None). The socket leaves the
 /// reactor meanwhile, and re-enters it listening again, so no readiness
 /// seen while it was shut down lingers.
-async fn pause_until_resumed(l: TcpListener, ctl: &ListenerCtl) -> Option<TcpListener> {
-    let std = match l.into_std() {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::error!("Listener {}: cannot pause: {e}", ctl.addr);
-            return None;
-        }
-    };
+async fn pause_until_resumed(
+    l: AsyncFd<std::net::TcpListener>,
+    ctl: &ListenerCtl,
+) -> Option<AsyncFd<std::net::TcpListener>> {
+    let std = l.into_inner();
     // SAFETY: shutdown on the listening socket this loop owns.
     if unsafe { libc::shutdown(ctl.fd, libc::SHUT_RD) } < 0 {
         let e = std::io::Error::last_os_error();
@@ -183,7 +212,7 @@ async fn pause_until_resumed(l: TcpListener, ctl: &ListenerCtl) -> Option<TcpLis
         tracing::error!("Listener {}: cannot listen again: {e}", ctl.addr);
         return None;
     }
-    match TcpListener::from_std(std) {
+    match register(std) {
         Ok(l) => {
             tracing::warn!("Resumed listener {} (SIGTTIN).", ctl.addr);
             Some(l)

@@ -220,7 +220,9 @@ async fn chunked_trailers_relayed_both_ways() {
     let be = RawBackend::start().await;
     let port = free_port();
     let _s = Sluice::start(&cfg(port, be.addr, ""));
-    be.answer(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-Resp-T: 2\r\n\r\n");
+    be.answer(
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-Resp-T: 2\r\n\r\n",
+    );
     let mut c = connect(port).await;
     let r = send(
         &mut c,

@@ -126,8 +126,12 @@ async fn slowloris_gets_408_at_the_http_request_deadline() {
         if c.write_all(&[*b]).await.is_err() {
             break;
         }
-        let r = read_until_quiet(&mut c, Duration::from_millis(200), Duration::from_millis(200))
-            .await;
+        let r = read_until_quiet(
+            &mut c,
+            Duration::from_millis(200),
+            Duration::from_millis(200),
+        )
+        .await;
         got.extend_from_slice(&r.bytes);
         if r.closed_after.is_some() {
             closed = Some(started.elapsed());

@@ -1,0 +1,197 @@
+//! `maxconn` on a frontend and in `global`: past the limit a new
+//! connection is not accepted (nor reset): it waits in the kernel's accept
+//! backlog and is served as soon as a slot frees. `show stat` never counts
+//! more than the limit in `scur` and shows it as the frontend's `slim`.
+
+mod support;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use support::raw::read_until_quiet;
+use support::*;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+
+fn addr(port: u16) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], port))
+}
+
+/// Two busy connections (their requests held by the gated backend) fill
+/// the limit; a third one, on `third_port`, waits unanswered and unreset
+/// until the first is done and closed, then is served.
+async fn third_waits_in_backlog(s: &Sluice, b: &Backend, ports: [u16; 3], fes: [&str; 3]) {
+    b.set_gated(true);
+    let mut busy = Vec::new();
+    for (i, p) in ports[..2].iter().enumerate() {
+        let mut c = TcpStream::connect(addr(*p)).await.unwrap();
+        c.write_all(format!("GET /busy{i} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        b.wait_started(&format!("/busy{i}"), Duration::from_secs(5))
+            .await;
+        busy.push(c);
+    }
+    // The kernel completes the handshake (the backlog), sluice does not
+    // accept: the request stays unread.
+    let mut third = TcpStream::connect(addr(ports[2])).await.unwrap();
+    third
+        .write_all(b"GET /third HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    // Let time pass: nothing may answer, close or reset the third one.
+    let r = read_until_quiet(
+        &mut third,
+        Duration::from_millis(500),
+        Duration::from_millis(500),
+    )
+    .await;
+    assert!(
+        r.bytes.is_empty() && r.closed_after.is_none(),
+        "{}",
+        r.text()
+    );
+    assert_eq!(
+        b.in_flight(),
+        2,
+        "the third request did not reach the server"
+    );
+    let csv = show_stat(&s.stats_socket()).await;
+    let scur: u64 = fes
+        .iter()
+        .collect::<std::collections::BTreeSet<_>>()
+        .iter()
+        .map(|fe| csv.num(fe, "FRONTEND", "scur"))
+        .sum();
+    assert_eq!(scur, 2, "scur counts the two accepted connections only");
+
+    // The first busy client gets its answer and leaves: a slot frees.
+    b.release(1);
+    let mut first = busy.remove(0);
+    let r = read_until_quiet(
+        &mut first,
+        Duration::from_millis(300),
+        Duration::from_secs(5),
+    )
+    .await;
+    assert!(r.text().starts_with("HTTP/1.1 200 OK\r\n"), "{}", r.text());
+    drop(first);
+    b.wait_started("/third", Duration::from_secs(5)).await;
+    b.release(2);
+    let r = read_until_quiet(
+        &mut third,
+        Duration::from_millis(300),
+        Duration::from_secs(5),
+    )
+    .await;
+    assert!(r.text().starts_with("HTTP/1.1 200 OK\r\n"), "{}", r.text());
+    assert!(r.closed_after.is_none(), "served with keep-alive");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frontend_maxconn_keeps_excess_in_backlog() {
+    let b = Backend::start("s1").await;
+    let port = free_port();
+    let s = Sluice::start(&format!(
+        "global
+    stats socket @DIR@/stats.sock level admin
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 10s
+    timeout server 10s
+frontend fe
+    bind 127.0.0.1:{port}
+    maxconn 2
+    default_backend be
+backend be
+    server s1 {}
+",
+        b.hostport()
+    ));
+    third_waits_in_backlog(&s, &b, [port; 3], ["fe"; 3]).await;
+    let csv = show_stat(&s.stats_socket()).await;
+    assert_eq!(csv.num("fe", "FRONTEND", "slim"), 2);
+    assert_eq!(csv.num("fe", "FRONTEND", "smax"), 2, "never more than 2");
+}
+
+/// `global maxconn 2` caps the process across frontends (the stats socket
+/// has its own limit), and is each frontend's default `slim`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn global_maxconn_caps_all_frontends() {
+    let b = Backend::start("s1").await;
+    let (p1, p2) = (free_port(), free_port());
+    let s = Sluice::start(&format!(
+        "global
+    maxconn 2
+    stats socket @DIR@/stats.sock level admin
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 10s
+    timeout server 10s
+frontend fe1
+    bind 127.0.0.1:{p1}
+    default_backend be
+frontend fe2
+    bind 127.0.0.1:{p2}
+    default_backend be
+backend be
+    server s1 {}
+",
+        b.hostport()
+    ));
+    third_waits_in_backlog(&s, &b, [p1, p2, p1], ["fe1", "fe2", "fe1"]).await;
+    let csv = show_stat(&s.stats_socket()).await;
+    for fe in ["fe1", "fe2"] {
+        assert_eq!(csv.num(fe, "FRONTEND", "slim"), 2, "{fe}");
+    }
+    let info = cli(&s.stats_socket(), "show info").await;
+    assert!(info.contains("\nMaxconn: 2\n"), "{info}");
+}
+
+/// An idle listener holds no slot: with `global maxconn 1` and two
+/// frontends, consecutive connections to the same frontend are served
+/// (an accept loop that took the process's only slot before a connection
+/// arrived would leave the other frontend waiting forever).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_listeners_hold_no_slot() {
+    let b = Backend::start("s1").await;
+    let (p1, p2) = (free_port(), free_port());
+    let _s = Sluice::start(&format!(
+        "global
+    maxconn 1
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 10s
+    timeout server 10s
+frontend fe1
+    bind 127.0.0.1:{p1}
+    default_backend be
+frontend fe2
+    bind 127.0.0.1:{p2}
+    default_backend be
+backend be
+    server s1 {}
+",
+        b.hostport()
+    ));
+    for p in [p1, p1, p2, p2, p1, p2, p2, p1, p1] {
+        let r = within(
+            Duration::from_secs(3),
+            "a request with the only slot free",
+            async {
+                let mut c = HttpConn::connect(addr(p)).await;
+                c.raw(
+                    b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                    false,
+                )
+                .await
+            },
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status, 200);
+    }
+}
