@@ -47,6 +47,8 @@ pub struct FrontendRt {
     pub maxconn: u32,
     pub timeouts: Timeouts,
     pub conn_mode: HttpConnMode,
+    /// `option http-ignore-probes`.
+    pub ignore_probes: bool,
     pub binds: Vec<SocketAddr>,
     pub acls: AclSet,
     pub http_request: Vec<(HttpRequestAction, Option<CompiledCond>)>,
@@ -268,6 +270,7 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                 maxconn: p.maxconn.unwrap_or(global_maxconn),
                 timeouts: p.timeouts,
                 conn_mode: p.conn_mode,
+                ignore_probes: p.ignore_probes,
                 binds: p
                     .binds
                     .iter()

@@ -236,6 +236,7 @@ pub const OPTIONS_SUPPORTED: &[&str] = &[
     "log-separate-errors",
     "logasap",
     "forwardfor",
+    "http-ignore-probes",
 ];
 
 pub const OPTIONS_UNSUPPORTED: &[&str] = &[
@@ -248,7 +249,6 @@ pub const OPTIONS_UNSUPPORTED: &[&str] = &[
     "contstats",
     "dontlog-normal",
     "http-buffer-request",
-    "http-ignore-probes",
     "http-no-delay",
     "http-pretend-keepalive",
     "http-use-proxy-header",

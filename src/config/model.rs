@@ -578,6 +578,9 @@ pub struct Proxy {
     pub retries: u32,
     pub http_reuse: HttpReuse,
     pub conn_mode: HttpConnMode,
+    /// `option http-ignore-probes`: a connection that sends nothing gets
+    /// no 408, no log line and no counter.
+    pub ignore_probes: bool,
     pub stats: Option<StatsPage>,
     pub binds: Vec<Bind>,
     /// ACL definitions in order; a repeated name adds patterns (ORed).
@@ -614,6 +617,7 @@ impl Proxy {
             retries: 3,
             http_reuse: HttpReuse::default(),
             conn_mode: HttpConnMode::default(),
+            ignore_probes: false,
             stats: None,
             binds: Vec::new(),
             acls: Vec::new(),

@@ -630,6 +630,7 @@ impl<'r> State<'r> {
         p.retries = d.retries;
         p.http_reuse = d.http_reuse;
         p.conn_mode = d.conn_mode;
+        p.ignore_probes = d.ignore_probes;
         p.forwardfor = d.forwardfor.clone();
         p.errorfiles = d.errorfiles.clone();
         p.stats = d.stats.clone();
@@ -1289,6 +1290,18 @@ impl<'r> State<'r> {
             return self.forwardfor_option(loc, words, neg);
         }
         if self.lb_option(loc, words, neg) {
+            return;
+        }
+        if name == "http-ignore-probes" {
+            if words.len() > 2 {
+                return self.alert(
+                    loc,
+                    "'option http-ignore-probes' does not expect any argument.",
+                );
+            }
+            if self.cap(loc, "option http-ignore-probes", true, true, false) {
+                self.px().ignore_probes = !neg;
+            }
             return;
         }
         let mode = match name.as_str() {

@@ -265,8 +265,10 @@ async fn handle_request(
         Ok(raw) => raw,
         Err(HeadError::Closed) => {
             // A client leaving between requests is normal; one that never
-            // sent a whole request is logged as HAProxy does (CR--, 400).
-            if first || !conn.buf.is_empty() {
+            // sent a whole request is logged as HAProxy does (CR--, 400),
+            // unless it sent nothing and probes are ignored.
+            let probe = conn.buf.is_empty() && fe.ignore_probes;
+            if (first || !conn.buf.is_empty()) && !probe {
                 rec.null = conn.buf.is_empty();
                 rec.term(b'C', b'R');
                 rec.status = 400;
@@ -275,7 +277,7 @@ async fn handle_request(
             return false;
         }
         Err(HeadError::Timeout) => {
-            if conn.buf.is_empty() && !first {
+            if conn.buf.is_empty() && (!first || fe.ignore_probes) {
                 return false;
             }
             // HAProxy's connection layer answers the 408 itself, before any
