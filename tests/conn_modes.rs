@@ -178,7 +178,7 @@ Upgrade: h2c\r\nX-Keep: y\r\n\r\n",
     .await;
     assert_eq!(
         r.text(),
-        "HTTP/1.1 200 OK\r\nX-Keep: y\r\ncontent-length: 2\r\n\r\nok"
+        "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nX-Keep: y\r\n\r\nok"
     );
     assert_eq!(
         text(&be.take()),
@@ -264,7 +264,7 @@ GET /304 HTTP/1.1\r\nHost: x\r\n\r\nGET /ok HTTP/1.1\r\nHost: x\r\n\r\n",
         r.text(),
         "HTTP/1.1 200 OK\r\ncontent-length: 7\r\n\r\n\
 HTTP/1.1 204 No Content\r\n\r\n\
-HTTP/1.1 304 Not Modified\r\nETag: \"x\"\r\ncontent-length: 7\r\n\r\n\
+HTTP/1.1 304 Not Modified\r\ncontent-length: 7\r\nETag: \"x\"\r\n\r\n\
 HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"
     );
     assert!(r.closed_after.is_none());
