@@ -165,6 +165,14 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                     s.opts.shutdown_on_down,
                     std::sync::atomic::Ordering::Relaxed,
                 );
+                let cut_by_active = s.opts.backup
+                    && p.servers
+                        .iter()
+                        .any(|o| !o.opts.backup && o.opts.shutdown_backup_on_up);
+                st.cuttable.store(
+                    s.opts.shutdown_on_down || cut_by_active,
+                    std::sync::atomic::Ordering::Relaxed,
+                );
                 if fresh && s.opts.disabled {
                     // `disabled`: starts in maintenance (a reload keeps the
                     // state an operator set since).

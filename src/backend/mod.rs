@@ -78,6 +78,10 @@ pub struct ServerState {
     pub observe: AtomicU8,
     /// `on-marked-down shutdown-sessions`.
     pub shutdown_on_down: AtomicBool,
+    /// Live sessions listen for [`kill`](Self::kill): the server has
+    /// `on-marked-down shutdown-sessions`, or it is a backup of a backend
+    /// where an active server has `on-marked-up shutdown-backup-sessions`.
+    pub cuttable: AtomicBool,
     /// Wakes the sessions to cut when the server goes DOWN.
     pub kill: tokio::sync::Notify,
     /// Removed by a reload: no new request goes to it; the requests it
@@ -115,6 +119,7 @@ impl ServerState {
             check_soon: tokio::sync::Notify::new(),
             observe: AtomicU8::new(0),
             shutdown_on_down: AtomicBool::new(false),
+            cuttable: AtomicBool::new(false),
             kill: tokio::sync::Notify::new(),
             retired: AtomicBool::new(false),
         }
@@ -218,6 +223,13 @@ impl ServerState {
         self.retired.store(true, Relaxed);
         let addr = self.addr();
         self.pool.store(Arc::new(Pool::new(addr)));
+    }
+
+    /// Ends the sessions this server serves now (they must have seen
+    /// [`cuttable`](Self::cuttable) set when they started).
+    pub fn cut_sessions(&self) {
+        self.kill_epoch.fetch_add(1, Relaxed);
+        self.kill.notify_waiters();
     }
 
     pub fn is_retired(&self) -> bool {

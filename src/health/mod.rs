@@ -456,8 +456,7 @@ fn down_event(
     let cut = server.shutdown_on_down.load(Relaxed);
     let active = server.inflight();
     if cut {
-        server.kill_epoch.fetch_add(1, Relaxed);
-        server.kill.notify_waiters();
+        server.cut_sessions();
     }
     tracing::error!(
         target: "sluice::event",
@@ -481,10 +480,18 @@ fn down_event(
     }
 }
 
-/// Logs a server coming UP (`notice`).
+/// Logs a server coming UP (`notice`), and with `on-marked-up
+/// shutdown-backup-sessions` ends the sessions of the backend's backup
+/// servers (HAProxy's `srv_shutdown_backup_streams`).
 fn report_up(rt: &Runtime, server: &ServerState, status: CheckStatus, code: Option<u16>, ms: u64) {
     let (act, bck, queued) = rt.with_snapshot(|snap| match snap.backend(&server.backend) {
         Some(be) => {
+            let me = be.servers.iter().find(|s| std::ptr::eq(&*s.state, server));
+            if me.is_some_and(|s| s.opts.shutdown_backup_on_up) {
+                for b in be.servers.iter().filter(|s| s.backup) {
+                    b.state.cut_sessions();
+                }
+            }
             let (a, b) = counts(be);
             (a, b, be.state.queue.len())
         }

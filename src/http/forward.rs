@@ -270,9 +270,10 @@ pub async fn forward(
         rec,
         ctx,
     );
-    let out = if server.shutdown_on_down.load(Relaxed) {
-        // `on-marked-down shutdown-sessions`: the session ends when the
-        // server is marked DOWN.
+    let out = if server.cuttable.load(Relaxed) {
+        // `on-marked-down shutdown-sessions` (the session ends when the
+        // server is marked DOWN) or `on-marked-up shutdown-backup-sessions`
+        // of an active server (it ends when that one comes UP).
         let killed = server.kill.notified();
         tokio::pin!(killed);
         killed.as_mut().enable();

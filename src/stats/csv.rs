@@ -5,7 +5,7 @@
 //! some treat an empty cell ("not applicable") differently from `0`.
 
 use std::net::SocketAddr;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use crate::backend::Counters;
@@ -627,10 +627,18 @@ fn server_row(p: &ProxyRt, be: &BackendRt, sv: &ServerRt, opts: CsvOptions) -> R
     r.set("wredis", get(&c.wredis));
     r.set("status", st.status_text());
     let weight = st.weight.load(Relaxed);
-    r.set("weight", weight);
-    // No `backup` servers in sluice yet: every server is active.
-    r.set("act", 1);
-    r.set("bck", 0);
+    let idx = be
+        .servers
+        .iter()
+        .position(|s| Arc::ptr_eq(&s.state, st))
+        .unwrap_or(0);
+    let (eweight, throttle) = be.lb.shown_weight(&be.servers, idx);
+    r.set("weight", eweight);
+    if let Some(t) = throttle {
+        r.set("throttle", t);
+    }
+    r.set("act", u32::from(!sv.backup));
+    r.set("bck", u32::from(sv.backup));
     r.set("lastchg", h.lastchg());
     r.set("lbtot", get(&c.lbtot));
     r.set("rate", c.sess_rate.rate());
@@ -719,11 +727,7 @@ fn backend_row(p: &ProxyRt, be: &BackendRt, opts: CsvOptions, uptime: u64) -> Ro
     r.set("wretr", get(&c.wretr));
     r.set("wredis", get(&c.wredis));
 
-    let usable: Vec<&ServerRt> = be.servers.iter().filter(|s| s.state.usable()).collect();
-    let weight: u64 = usable
-        .iter()
-        .map(|s| u64::from(s.state.weight.load(Relaxed)))
-        .sum();
+    let (weight, act, bck) = be.lb.shown_totals(&be.servers);
     let mut status = if weight > 0 || be.servers.is_empty() {
         "UP".to_string()
     } else {
@@ -736,8 +740,8 @@ fn backend_row(p: &ProxyRt, be: &BackendRt, opts: CsvOptions, uptime: u64) -> Ro
     }
     r.set("status", status);
     r.set("weight", weight);
-    r.set("act", usable.len());
-    r.set("bck", 0);
+    r.set("act", act);
+    r.set("bck", bck);
     // Backend-level transitions are not recorded yet.
     r.set("chkdown", 0);
     r.set("lastchg", backend_lastchg(be, weight > 0, uptime));
