@@ -142,15 +142,16 @@ impl Lb {
     /// (HAProxy: `cur_eweight` scaled back to the user's weight, rounded
     /// up; the throttle percentage only while slowstart ramps it).
     pub fn shown_weight(&self, servers: &[ServerRt], i: usize) -> (u32, Option<u32>) {
+        // A DOWN or MAINT server keeps its weight here, as in HAProxy.
         let st = &servers[i].state;
-        let user = st.lb_weight().min(256);
+        let user = st.weight.load(Relaxed).min(256);
         let ramp = if self.map_based() {
             16
         } else {
             st.health.ramp16(self.slowstart[i])
         };
         let ramping = user > 0 && st.health.ramp_percent(self.slowstart[i]) < 100;
-        let throttle = ramping.then(|| (100 * user * ramp).div_ceil(16 * user));
+        let throttle = ramping.then(|| (100 * user * ramp + 15) / (16 * user));
         ((user * ramp).div_ceil(16), throttle)
     }
 

@@ -5,8 +5,8 @@
 //! some treat an empty cell ("not applicable") differently from `0`.
 
 use std::net::SocketAddr;
-use std::sync::{Arc, LazyLock};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, LazyLock};
 
 use crate::backend::Counters;
 use crate::backend::health::CheckStatus;
