@@ -215,8 +215,9 @@ async fn http_check(
 ) -> (CheckStatus, Option<u16>, String) {
     let deadline = Instant::now() + timeout;
     let mut req = format!("{} {} {}\r\n", hc.method, hc.uri, hc.version);
+    // Header names go out lower-cased, as HAProxy's HTX/H1 path sends them.
     for (n, v) in &hc.headers {
-        req.push_str(&format!("{n}: {v}\r\n"));
+        req.push_str(&format!("{}: {v}\r\n", n.to_ascii_lowercase()));
     }
     if !hc.body.is_empty() {
         req.push_str(&format!("content-length: {}\r\n", hc.body.len()));

@@ -1,0 +1,361 @@
+//! Health checks beyond the basics (issue #5): `http-check send` puts
+//! HAProxy 2.6's bytes on the wire, every `http-check expect` form with and
+//! without `!`, `option tcp-check` scripts against a raw TCP server,
+//! flapping damped by rise/fall, and passive checks (`observe layer7` +
+//! `error-limit` + each `on-error`) taking a server out before the next
+//! active check.
+
+mod support;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpListener;
+
+use support::*;
+
+const DEADLINE: Duration = Duration::from_secs(10);
+
+/// A server answering the n-th connection (from 0) with `reply(n)` after
+/// reading the request, then closing; it records what it read.
+struct Scripted {
+    addr: SocketAddr,
+    requests: Arc<Mutex<Vec<Vec<u8>>>>,
+    count: Arc<AtomicUsize>,
+}
+
+impl Scripted {
+    async fn start(reply: impl Fn(usize) -> String + Send + Sync + 'static) -> Scripted {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let count = Arc::new(AtomicUsize::new(0));
+        let (rq, cnt, reply) = (requests.clone(), count.clone(), Arc::new(reply));
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut s, _)) = l.accept().await else {
+                    continue;
+                };
+                let n = cnt.fetch_add(1, SeqCst);
+                let (rq, reply) = (rq.clone(), reply.clone());
+                tokio::spawn(async move {
+                    let mut got = Vec::new();
+                    let mut buf = [0u8; 2048];
+                    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match s.read(&mut buf).await {
+                            Ok(0) | Err(_) => break,
+                            Ok(k) => got.extend_from_slice(&buf[..k]),
+                        }
+                    }
+                    rq.lock().unwrap().push(got);
+                    let _ = s.write_all(reply(n).as_bytes()).await;
+                });
+            }
+        });
+        Scripted {
+            addr,
+            requests,
+            count,
+        }
+    }
+
+    /// Always the same answer: `status` with `body`.
+    async fn fixed(status: &'static str, body: &'static str) -> Scripted {
+        Scripted::start(move |_| http(status, body)).await
+    }
+}
+
+fn http(status: &str, body: &str) -> String {
+    format!(
+        "HTTP/1.1 {status}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+const HEAD: &str = "global
+    stats socket @DIR@/stats.sock mode 600 level admin
+
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 30s
+    timeout server 30s
+    timeout check 500ms
+";
+
+async fn wait_check(sock: &Path, px: &str, sv: &str, status: &str, check: &str) -> Csv {
+    let end = std::time::Instant::now() + DEADLINE;
+    loop {
+        let csv = show_stat(sock).await;
+        let last = (csv.get(px, sv, "status"), csv.get(px, sv, "check_status"));
+        if last.0 == status && last.1 == check {
+            return csv;
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "{px}/{sv}: {last:?}, expected ({status}, {check})"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_check_send_and_every_expect_form() {
+    let rec = Scripted::fixed("200 OK", "ok").await;
+    let s503 = Scripted::fixed("503 Service Unavailable", "").await;
+    let s200 = Scripted::fixed("200 OK", "all ok").await;
+    let err = Scripted::fixed("200 OK", "status: error").await;
+    let ready = Scripted::fixed("200 OK", "ready now").await;
+    let mut cfg = format!(
+        "{HEAD}
+backend send
+    option httpchk
+    http-check send meth GET uri /health ver HTTP/1.1 hdr Host example.com hdr X-Check yes
+    http-check expect rstatus ^2
+    server rec {} check inter 100ms rise 1 fall 1
+",
+        rec.addr
+    );
+    let cases = [
+        // (name, expect, server, status, check_status)
+        ("st503", "status 503", &s503, "UP", "L7OK"),
+        ("notst200", "! status 200", &s200, "DOWN", "L7STS"),
+        ("rst5", "rstatus ^5", &s503, "UP", "L7OK"),
+        ("notrst2", "! rstatus ^2", &s200, "DOWN", "L7STS"),
+        ("str", "string ok", &s200, "UP", "L7OK"),
+        ("strmiss", "string ok", &err, "DOWN", "L7RSP"),
+        ("notstr", "! string error", &err, "DOWN", "L7RSP"),
+        ("notstrok", "! string error", &s200, "UP", "L7OK"),
+        ("rstr", "rstring '^ready$'", &ready, "DOWN", "L7RSP"),
+        ("rstr2", "rstring ^ready", &ready, "UP", "L7OK"),
+    ];
+    for (name, expect, srv, _, _) in &cases {
+        cfg.push_str(&format!(
+            "
+backend {name}
+    option httpchk GET /
+    http-check expect {expect}
+    server s {} check inter 100ms rise 1 fall 1
+",
+            srv.addr
+        ));
+    }
+    let s = Sluice::start(&cfg);
+    let sock = s.stats_socket();
+    let csv = wait_check(&sock, "send", "rec", "UP", "L7OK").await;
+    assert_eq!(csv.get("send", "rec", "check_code"), "200");
+    // Byte for byte what haproxy 2.6.12 sends for this `http-check send`.
+    let first = rec.requests.lock().unwrap()[0].clone();
+    assert_eq!(
+        String::from_utf8_lossy(&first),
+        "GET /health HTTP/1.1\r\nhost: example.com\r\nx-check: yes\r\nconnection: close\r\n\r\n"
+    );
+    for (name, expect, _, status, check) in &cases {
+        let end = std::time::Instant::now() + DEADLINE;
+        loop {
+            let csv = show_stat(&sock).await;
+            let got = (
+                csv.get(name, "s", "status"),
+                csv.get(name, "s", "check_status"),
+            );
+            // Past INI with the first check's verdict.
+            if got.0 == *status && got.1 == *check {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < end,
+                "expect {expect}: {got:?}, want ({status}, {check})"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// A check target that alternates good and bad answers is damped by
+/// rise/fall: with `rise 2 fall 2`, one that started good stays UP and one
+/// that started bad stays DOWN, however long it flaps; with `rise 1 fall 1`
+/// every answer flips the state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flapping_is_damped_by_rise_and_fall() {
+    let ok = || http("200 OK", "");
+    let ko = || http("500 Internal Server Error", "");
+    // Good first: 2 good checks (full health 3), then bad, good, bad...
+    let up = Scripted::start(move |n| if n < 2 || n % 2 == 0 { ok() } else { ko() }).await;
+    // Bad first, then good, bad, good...
+    let down = Scripted::start(move |n| if n % 2 == 1 { ok() } else { ko() }).await;
+    let undamped = Scripted::start(move |n| if n % 2 == 0 { ok() } else { ko() }).await;
+    let cfg = format!(
+        "{HEAD}
+backend be
+    option httpchk GET /
+    server up {} check inter 50ms rise 2 fall 2
+    server down {} check inter 50ms rise 2 fall 2
+    server undamped {} check inter 50ms rise 1 fall 1
+",
+        up.addr, down.addr, undamped.addr
+    );
+    let s = Sluice::start(&cfg);
+    let sock = s.stats_socket();
+    wait_until(DEADLINE, "20 flaps of each", || async {
+        [&up, &down, &undamped]
+            .iter()
+            .all(|s| s.count.load(SeqCst) >= 22)
+    })
+    .await;
+    let csv = show_stat(&sock).await;
+    let get = |sv: &str, f: &str| csv.get("be", sv, f);
+    assert!(
+        get("up", "status").starts_with("UP"),
+        "{}",
+        get("up", "status")
+    );
+    assert_eq!(get("up", "chkdown"), "0");
+    assert!(get("up", "chkfail").parse::<u64>().unwrap() >= 9);
+    assert!(
+        get("down", "status").starts_with("DOWN"),
+        "{}",
+        get("down", "status")
+    );
+    assert_eq!(get("down", "chkdown"), "1", "down once, at the first check");
+    // Without damping the state follows every check.
+    assert!(
+        get("undamped", "chkdown").parse::<u64>().unwrap() >= 9,
+        "undamped went down {} times",
+        get("undamped", "chkdown")
+    );
+}
+
+/// A line-protocol server: greets with `+OK ready`, answers `PING` with
+/// `+PONG` (or `-ERR`, keeping the connection open, when `healthy` is
+/// false).
+async fn line_server(healthy: bool) -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((s, _)) = l.accept().await else {
+                continue;
+            };
+            tokio::spawn(async move {
+                let (r, mut w) = s.into_split();
+                let _ = w.write_all(b"+OK ready\r\n").await;
+                let mut lines = BufReader::new(r).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    let reply: &[u8] = match (line.as_str(), healthy) {
+                        ("PING", true) => b"+PONG\r\n",
+                        _ => b"-ERR\r\n",
+                    };
+                    let _ = w.write_all(reply).await;
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tcp_check_connect_send_expect_against_a_raw_server() {
+    let good = line_server(true).await;
+    let bad = line_server(false).await;
+    let cfg = format!(
+        "{HEAD}
+backend be
+    mode tcp
+    option tcp-check
+    tcp-check connect
+    tcp-check expect string +OK
+    tcp-check send PING\\r\\n
+    tcp-check expect string +PONG
+    server good {good} check inter 100ms rise 1 fall 1
+    server bad {bad} check inter 100ms rise 1 fall 1
+
+backend portcheck
+    mode tcp
+    option tcp-check
+    tcp-check connect port {}
+    tcp-check expect string +OK
+    server p 127.0.0.1:1 check inter 100ms rise 1 fall 1
+",
+        good.port()
+    );
+    let s = Sluice::start(&cfg);
+    let sock = s.stats_socket();
+    let csv = wait_check(&sock, "be", "good", "UP", "L7OK").await;
+    assert_eq!(csv.get("be", "good", "check_desc"), "Layer7 check passed");
+    // The wrong answer leaves `expect` waiting for more until `timeout
+    // check`: L7TOUT, as haproxy 2.6 reports it for the same script.
+    let csv = wait_check(&sock, "be", "bad", "DOWN", "L7TOUT").await;
+    assert_eq!(csv.get("be", "bad", "check_desc"), "Layer7 timeout");
+    // `tcp-check connect port` checks another port than the server's.
+    wait_check(&sock, "portcheck", "p", "UP", "L7OK").await;
+}
+
+/// `observe layer7` + `error-limit 2`: a server answering 500 to live
+/// traffic while its active check (TCP) still passes is taken out by the
+/// traffic itself, long before the next regular check (`inter 10s`): at
+/// once with `mark-down`, after two rounds with `sudden-death`, after
+/// `fall` rounds with `fail-check` (HAProxy's `__health_adjust`). The
+/// servers first climb to full health (`fastinter 100ms` while not full);
+/// the burst of errors takes less than that `fastinter`, after which each
+/// `on-error` asks for the next check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observe_layer7_takes_a_5xx_server_out_before_the_next_check() {
+    let good = Backend::start("good").await;
+    let bad = Scripted::start(|_| http("500 Internal Server Error", "boom")).await;
+    let modes = [("mark-down", 2), ("sudden-death", 4), ("fail-check", 6)];
+    let ports = free_ports(modes.len());
+    let mut cfg = HEAD.to_string();
+    for (i, (mode, _)) in modes.iter().enumerate() {
+        cfg.push_str(&format!(
+            "
+listen {mode}
+    bind 127.0.0.1:{}
+    server bad {} check inter 10s fastinter 100ms rise 2 fall 3 observe layer7 error-limit 2 on-error {mode}
+    server good {}
+",
+            ports[i],
+            bad.addr,
+            good.hostport()
+        ));
+    }
+    let s = Sluice::start(&cfg);
+    let sock = s.stats_socket();
+    for (px, errors) in modes {
+        // Full health: rise + fall - 1.
+        let end = std::time::Instant::now() + DEADLINE;
+        while show_stat(&sock).await.get(px, "bad", "check_health") != "4" {
+            assert!(std::time::Instant::now() < end, "{px}: full health");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let i = modes.iter().position(|m| m.0 == px).unwrap();
+        let addr = SocketAddr::from(([127, 0, 0, 1], ports[i]));
+        let mut c = HttpConn::connect(addr).await;
+        let mut fives = 0;
+        while fives < errors {
+            if c.is_closed() {
+                c = HttpConn::connect(addr).await;
+            }
+            if c.get("/").await.status == 500 {
+                fives += 1;
+            }
+            if fives == errors - 1 {
+                assert!(
+                    server_status(&sock, px, "bad").await.starts_with("UP"),
+                    "{px}: still UP before its last error"
+                );
+            }
+        }
+        let csv = show_stat(&sock).await;
+        assert_eq!(csv.get(px, "bad", "status"), "DOWN", "{px}");
+        assert_eq!(csv.get(px, "bad", "check_status"), "HANA", "{px}");
+        assert_eq!(csv.get(px, "bad", "check_desc"), "Health analyze", "{px}");
+        for _ in 0..5 {
+            let r = get(addr, "/").await;
+            assert_eq!((r.status, r.backend()), (200, "good".to_string()), "{px}");
+        }
+    }
+}
