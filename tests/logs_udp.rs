@@ -427,3 +427,77 @@ backend be
     let l = s5424.take(1).remove(0);
     assert_line("<142>1 {date} - fe-tag {pid} - - 127.0.0.1:{rest}\n", &l);
 }
+
+/// What haproxy 2.6.12 logged when `s1` (TCP check, `rise 1 fall 1`) of a
+/// backend with another active server and a backup died and came back.
+const HAPROXY_DOWN_UP: [&str; 2] = [
+    "<129>Nov 30 08:20:16 haproxy[11161]: Server be/s1 is DOWN, reason: Layer4 connection problem, info: \"Connection refused\", check duration: 0ms. 1 active and 1 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue.\n",
+    "<133>Nov 30 08:20:17 haproxy[11161]: Server be/s1 is UP, reason: Layer4 check passed, check duration: 0ms. 2 active and 1 backup servers online. 0 sessions requeued, 0 total in queue.\n",
+];
+
+/// A server going DOWN is told at `alert` with the reason and the active
+/// and backup servers left; coming back UP at `notice` with the servers
+/// online; the backend keeps servers so there is no `emerg` line.
+#[tokio::test(flavor = "multi_thread")]
+async fn server_down_and_up_events_count_active_and_backup_servers() {
+    let want = [
+        mask(
+            129,
+            "Server be/s1 is DOWN, reason: Layer4 connection problem, info: \"Connection refused\", check duration: {ms}ms. 1 active and 1 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue.",
+        ),
+        mask(
+            133,
+            "Server be/s1 is UP, reason: Layer4 check passed, check duration: {ms}ms. 2 active and 1 backup servers online. 0 sessions requeued, 0 total in queue.",
+        ),
+    ];
+    for (m, l) in want.iter().zip(HAPROXY_DOWN_UP) {
+        assert_line(m, l);
+    }
+    let syslog = Syslog::new();
+    let mut s1 = Backend::start("s1").await;
+    let s2 = Backend::start("s2").await;
+    let b1 = Backend::start("b1").await;
+    let port = free_port();
+    let cfg = format!(
+        "global
+    log {} local0
+
+defaults
+    mode http
+    log global
+    timeout client 5s
+    timeout server 5s
+    timeout connect 1s
+
+frontend fe
+    bind 127.0.0.1:{port}
+    default_backend be
+
+backend be
+    server s1 {} check inter 100ms rise 1 fall 1
+    server s2 {} check inter 100ms rise 1 fall 1
+    server b1 {} backup check inter 100ms
+",
+        syslog.addr(),
+        s1.hostport(),
+        s2.hostport(),
+        b1.hostport()
+    );
+    let _sluice = Sluice::start(&cfg);
+    s1.kill().await;
+    let seen = syslog.until(&[&want[0]]);
+    s1.restart().await;
+    let mut rest = syslog.until(&[&want[1]]);
+    rest.extend(syslog.quiet(Duration::from_millis(300)));
+    // Every event line (alert, notice, emerg) is one of the two; the
+    // others are the harness's connections (info).
+    let events: Vec<&String> = seen
+        .iter()
+        .chain(&rest)
+        .filter(|l| !l.starts_with("<134>"))
+        .collect();
+    assert_eq!(events.len(), 2, "{events:#?}");
+    for (m, l) in want.iter().zip(events) {
+        assert_line(m, l);
+    }
+}
