@@ -106,6 +106,7 @@ async fn wait_check(sock: &Path, px: &str, sv: &str, status: &str, check: &str) 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_check_send_and_every_expect_form() {
     let rec = Scripted::fixed("200 OK", "ok").await;
+    let post = Scripted::fixed("200 OK", "").await;
     let s503 = Scripted::fixed("503 Service Unavailable", "").await;
     let s200 = Scripted::fixed("200 OK", "all ok").await;
     let err = Scripted::fixed("200 OK", "status: error").await;
@@ -117,8 +118,13 @@ backend send
     http-check send meth GET uri /health ver HTTP/1.1 hdr Host example.com hdr X-Check yes
     http-check expect rstatus ^2
     server rec {} check inter 100ms rise 1 fall 1
+
+backend post
+    option httpchk
+    http-check send meth POST uri /c ver HTTP/1.1 hdr Host h body ping
+    server rec {} check inter 100ms rise 1 fall 1
 ",
-        rec.addr
+        rec.addr, post.addr
     );
     let cases = [
         // (name, expect, server, status, check_status)
@@ -153,6 +159,14 @@ backend {name}
     assert_eq!(
         String::from_utf8_lossy(&first),
         "GET /health HTTP/1.1\r\nhost: example.com\r\nx-check: yes\r\nconnection: close\r\n\r\n"
+    );
+    wait_check(&sock, "post", "rec", "UP", "L7OK").await;
+    // The server read what came with the head: the body, sent at once.
+    let first = post.requests.lock().unwrap()[0].clone();
+    assert_eq!(
+        String::from_utf8_lossy(&first),
+        "POST /c HTTP/1.1\r\nhost: h\r\ncontent-length: 4\r\nconnection: close\r\n\r\nping",
+        "as haproxy 2.6.12 sends it"
     );
     for (name, expect, _, status, check) in &cases {
         let end = std::time::Instant::now() + DEADLINE;
@@ -358,4 +372,53 @@ listen {mode}
             assert_eq!((r.status, r.backend()), (200, "good".to_string()), "{px}");
         }
     }
+}
+
+/// `on-error fastinter`: errors seen on live traffic do not count as a
+/// failed check, they bring the next active check forward: with `inter
+/// 10s fastinter 100ms`, a server whose check URI started failing goes
+/// DOWN (L7STS) within a second once traffic saw its 500s, not after
+/// 10 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observe_on_error_fastinter_brings_the_next_check_forward() {
+    let healthy = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let h = healthy.clone();
+    let srv = Scripted::start(move |_| {
+        if h.load(SeqCst) {
+            http("200 OK", "")
+        } else {
+            http("500 Internal Server Error", "")
+        }
+    })
+    .await;
+    let port = free_port();
+    let cfg = format!(
+        "{HEAD}
+listen px
+    bind 127.0.0.1:{port}
+    option httpchk GET /
+    server s {} check inter 10s fastinter 100ms rise 1 fall 2 observe layer7 error-limit 1 on-error fastinter
+",
+        srv.addr
+    );
+    let s = Sluice::start(&cfg);
+    let sock = s.stats_socket();
+    let end = std::time::Instant::now() + DEADLINE;
+    while show_stat(&sock).await.get("px", "s", "check_health") != "2" {
+        assert!(std::time::Instant::now() < end, "full health");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let checks = srv.count.load(SeqCst);
+    healthy.store(false, SeqCst);
+    let r = get(SocketAddr::from(([127, 0, 0, 1], port)), "/").await;
+    assert_eq!(r.status, 500);
+    let started = std::time::Instant::now();
+    wait_check(&sock, "px", "s", "DOWN", "L7STS").await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "DOWN after {:?}, sooner than inter",
+        started.elapsed()
+    );
+    // Two failed checks (fall 2) after the request, at the fast pace.
+    assert!(srv.count.load(SeqCst) >= checks + 1 + 2);
 }

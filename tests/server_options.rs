@@ -525,3 +525,49 @@ async fn futures_join<const N: usize>(names: [&str; N]) -> Vec<Backend> {
     }
     v
 }
+
+/// `minconn 2 maxconn 10` with `fullconn 100`: while the backend is far
+/// from full load the server takes max(minconn, beconn × maxconn /
+/// fullconn) = 2 requests at once; the third waits in the queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn minconn_and_fullconn_limit_a_lightly_loaded_server() {
+    let s1 = Backend::start("s1").await;
+    let port = free_port();
+    let cfg = format!(
+        "{}
+backend be
+    fullconn 100
+    server s1 {} minconn 2 maxconn 10
+",
+        head(port),
+        s1.hostport()
+    );
+    let s = Sluice::start(&cfg);
+    let sock = s.stats_socket();
+    s1.set_gated(true);
+    let reqs: Vec<_> = (0..3)
+        .map(|i| {
+            tokio::spawn(try_get(
+                port,
+                if i == 0 {
+                    "/a"
+                } else if i == 1 {
+                    "/b"
+                } else {
+                    "/c"
+                },
+            ))
+        })
+        .collect();
+    wait_field(&sock, "be", "BACKEND", "qcur", "1").await;
+    assert_eq!(s1.in_flight(), 2, "dynamic maxconn is minconn");
+    let csv = show_stat(&sock).await;
+    assert_eq!(csv.get("be", "s1", "slim"), "10");
+    assert_eq!(csv.get("be", "BACKEND", "slim"), "100");
+    s1.release(3);
+    for r in reqs {
+        let r = within(DEADLINE, "answer", r).await.unwrap();
+        assert_eq!(r.map(|r| r.status), Some(200));
+    }
+    assert_eq!(s1.max_in_flight(), 2);
+}
