@@ -422,3 +422,44 @@ listen px
     // Two failed checks (fall 2) after the request, at the fast pace.
     assert!(srv.count.load(SeqCst) >= checks + 1 + 2);
 }
+
+/// `observe layer4`: connection failures on live traffic count (here the
+/// traffic port refuses while the check port answers): after
+/// `error-limit 2` the server is DOWN with HANA, before its next check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observe_layer4_counts_refused_connections() {
+    let good = Backend::start("good").await;
+    let check = Scripted::fixed("200 OK", "").await;
+    let dead = free_port();
+    let port = free_port();
+    let cfg = format!(
+        "{HEAD}
+listen px
+    bind 127.0.0.1:{port}
+    retries 0
+    server dead 127.0.0.1:{dead} check port {} inter 10s observe layer4 error-limit 2 on-error mark-down
+    server good {}
+",
+        check.addr.port(),
+        good.hostport()
+    );
+    let s = Sluice::start(&cfg);
+    let sock = s.stats_socket();
+    wait_check(&sock, "px", "dead", "UP", "L4OK").await;
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let mut failed = 0;
+    for _ in 0..20 {
+        if get(addr, "/").await.status != 200 {
+            failed += 1;
+        }
+        if server_status(&sock, "px", "dead").await.starts_with("DOWN") {
+            break;
+        }
+    }
+    assert_eq!(failed, 2, "error-limit 2");
+    wait_check(&sock, "px", "dead", "DOWN", "HANA").await;
+    for _ in 0..4 {
+        let r = get(addr, "/").await;
+        assert_eq!((r.status, r.backend()), (200, "good".to_string()));
+    }
+}

@@ -422,7 +422,8 @@ backend be
         s1.hostport(),
         s2.hostport()
     );
-    let _s = Sluice::start(&cfg);
+    let s = Sluice::start(&cfg);
+    let sock = s.stats_socket();
     s1.set_gated(true);
     s2.set_gated(true);
     // Two slow requests, one per server (both idle: taken in turn).
@@ -438,7 +439,8 @@ backend be
     // slow requests load s1 twice as much as s2 would be.
     s2.set_gated(false);
     s2.release(1);
-    wait_until(DEADLINE, "s2 idle", || async { s2.in_flight() == 0 }).await;
+    // Idle for sluice too: its answer relayed, its slot given back.
+    wait_field(&sock, "be", "s2", "scur", "0").await;
     let before = s1.hits();
     for _ in 0..10 {
         let r = get(addr(port), "/quick").await;
