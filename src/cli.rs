@@ -296,14 +296,14 @@ fn run(cfg: Config, opts: &Options) -> i32 {
         }
     };
     let daemon = (opts.daemon || cfg.global.daemon) && !opts.systemd && !opts.master_worker;
-    if daemon && let Err(e) = crate::process::daemonize() {
+    let pidfile = opts.pidfile.clone().or(cfg.global.pidfile.clone());
+    if daemon && let Err(e) = crate::process::daemonize(pidfile.as_deref()) {
         alert(pid, &format!("cannot go to background: {e}"));
         return 1;
     }
-    let pidfile = opts.pidfile.clone().or(cfg.global.pidfile.clone());
     let my_pid = std::process::id();
     if let Some(path) = &pidfile
-        && let Err(e) = std::fs::write(path, format!("{my_pid}\n"))
+        && let Err(e) = crate::process::write_pidfile(path, my_pid)
     {
         alert(
             my_pid,

@@ -8,14 +8,22 @@ use tokio::sync::Notify;
 /// Forks into the background: the parent exits 0, the child starts a new
 /// session with its standard streams on /dev/null. Must run before any
 /// thread is started.
-pub fn daemonize() -> std::io::Result<()> {
+pub fn daemonize(pidfile: Option<&std::path::Path>) -> std::io::Result<()> {
     // SAFETY: called before the tokio runtime or any other thread exists,
     // so the child inherits a consistent single-threaded state.
     unsafe {
         match libc::fork() {
             -1 => return Err(std::io::Error::last_os_error()),
             0 => {}
-            _ => libc::_exit(0),
+            child => {
+                // As HAProxy: the pid file names the daemon before the
+                // command returns, so `sluice -D -p f && cat f` works.
+                let code = match pidfile.map(|p| write_pidfile(p, child as u32)) {
+                    Some(Err(_)) => 1,
+                    _ => 0,
+                };
+                libc::_exit(code)
+            }
         }
         if libc::setsid() == -1 {
             return Err(std::io::Error::last_os_error());
@@ -31,6 +39,17 @@ pub fn daemonize() -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Writes the pid file whole or not at all (a temporary file renamed over
+/// it), so a reader never sees it empty or half written.
+pub fn write_pidfile(path: &std::path::Path, pid: u32) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".{pid}.tmp"));
+    std::fs::write(&tmp, format!("{pid}\n"))?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
 }
 
 // ---------------------------------------------------------------------------

@@ -394,3 +394,43 @@ async fn sigttou_pauses_and_sigttin_resumes_listeners() {
     assert!(err.contains("Paused listener"), "{err}");
     assert!(err.contains("Resumed listener"), "{err}");
 }
+
+/// `-D -p <file>`: the command returns once the daemon runs, with the pid
+/// file already naming it (HAProxy's parent writes it before exiting).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn daemon_mode_writes_the_pid_file_before_returning() {
+    let be = Backend::start("s1").await;
+    let port = free_port();
+    let dir = TempDir::new("daemon");
+    let cfg = dir.write(
+        "d.cfg",
+        &cfg(port, &be, "").replace("@DIR@", dir.path().to_str().unwrap()),
+    );
+    let pidfile = dir.join("d.pid");
+    let out = run_sluice(
+        &[
+            "-D",
+            "-f",
+            cfg.to_str().unwrap(),
+            "-p",
+            pidfile.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let text = std::fs::read_to_string(&pidfile).expect("pid file written before -D returns");
+    let pid: u32 = text.trim().parse().expect("a pid");
+    struct Kill(u32);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("kill")
+                .args(["-INT", &self.0.to_string()])
+                .status();
+        }
+    }
+    let _daemon = Kill(pid);
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    assert_eq!(get(addr, "/d").await.status, 200);
+    let info = cli(&dir.join("stats.sock"), "show info").await;
+    assert!(info.contains(&format!("\nPid: {pid}\n")), "{info}");
+}

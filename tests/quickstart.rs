@@ -103,8 +103,19 @@ fn pidfile_flag_writes_the_pid() {
         .arg("-p")
         .arg(pidfile.to_str().unwrap())
         .start();
-    let text = std::fs::read_to_string(&pidfile).expect("pidfile written");
-    assert_eq!(text.trim(), s.pid().to_string());
+    // Written once the listeners are bound (as HAProxy), so possibly just
+    // after the port accepts; never seen half written.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let text = loop {
+        match std::fs::read_to_string(&pidfile) {
+            Ok(t) => break t,
+            Err(_) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(10))
+            }
+            Err(e) => panic!("no pid file: {e}"),
+        }
+    };
+    assert_eq!(text, format!("{}\n", s.pid()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
