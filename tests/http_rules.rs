@@ -8,61 +8,23 @@
 mod support;
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
+use support::raw::RawBackend;
 use support::*;
 
 const DENIED_CLOSE: &str = "HTTP/1.1 502 Bad Gateway\r\ncontent-length: 107\r\ncache-control: no-cache\r\ncontent-type: text/html\r\nconnection: close\r\n\r\n<html><body><h1>502 Bad Gateway</h1>\nThe server returned an invalid or incomplete response.\n</body></html>\n";
 const DENIED: &str = "HTTP/1.1 502 Bad Gateway\r\ncontent-length: 107\r\ncache-control: no-cache\r\ncontent-type: text/html\r\n\r\n<html><body><h1>502 Bad Gateway</h1>\nThe server returned an invalid or incomplete response.\n</body></html>\n";
 const OK: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nx-srv: a\r\n\r\nok";
 
-/// A backend that records every request head (GETs only) and answers OK.
-struct RawBackend {
-    addr: SocketAddr,
-    got: Arc<Mutex<Vec<Vec<u8>>>>,
-}
-
-impl RawBackend {
-    async fn start() -> RawBackend {
-        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = l.local_addr().unwrap();
-        let got = Arc::new(Mutex::new(Vec::new()));
-        let g = got.clone();
-        tokio::spawn(async move {
-            loop {
-                let Ok((mut s, _)) = l.accept().await else {
-                    return;
-                };
-                let g = g.clone();
-                tokio::spawn(async move {
-                    let mut buf = Vec::new();
-                    let mut chunk = [0u8; 16384];
-                    loop {
-                        while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                            let head: Vec<u8> = buf.drain(..end + 4).collect();
-                            g.lock().unwrap().push(head);
-                            if s.write_all(OK).await.is_err() {
-                                return;
-                            }
-                        }
-                        match s.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                        }
-                    }
-                });
-            }
-        });
-        RawBackend { addr, got }
-    }
-
-    fn take(&self) -> Vec<Vec<u8>> {
-        std::mem::take(&mut self.got.lock().unwrap())
-    }
+/// The raw recording backend (tests/support/raw.rs), answering [`OK`].
+async fn raw_backend() -> RawBackend {
+    let be = RawBackend::start().await;
+    be.answer(OK);
+    be
 }
 
 /// Sends `req` on a new connection and returns everything received until
@@ -138,7 +100,7 @@ backend be
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rules_forwardfor_redirects_errorfile_as_haproxy() {
-    let be = RawBackend::start().await;
+    let be = raw_backend().await;
     let dir = TempDir::new("http-rules");
     let page = dir.write(
         "503.http",
@@ -159,7 +121,7 @@ async fn rules_forwardfor_redirects_errorfile_as_haproxy() {
         "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nx-r: yes\r\nx-r2: two\r\nconnection: close\r\n\r\nok"
     );
     assert_eq!(
-        text(&be.take().concat()),
+        text(&be.take()),
         "GET /x?y HTTP/1.1\r\nhost: h\r\nx-forwarded-for: 9.9.9.9\r\nx-a: 127.0.0.1\r\nx-b: v h 127.0.0.1\r\nx-forwarded-for: 127.0.0.1\r\n\r\n"
     );
 
@@ -172,7 +134,7 @@ async fn rules_forwardfor_redirects_errorfile_as_haproxy() {
     let r = send(ports[0], b"GET /q?k HTTP/1.1\r\nhost: h\r\n\r\n").await;
     assert!(text(&r).starts_with("HTTP/1.1 200 OK\r\n"));
     assert_eq!(
-        text(&be.take().concat()),
+        text(&be.take()),
         "GET /new?k HTTP/1.1\r\nhost: h\r\nx-a: 127.0.0.1\r\nx-b: v h 127.0.0.1\r\nx-forwarded-for: 127.0.0.1\r\n\r\n\
          GET /q?a=1 HTTP/1.1\r\nhost: h\r\nx-a: 127.0.0.1\r\nx-b: v h 127.0.0.1\r\nx-forwarded-for: 127.0.0.1\r\n\r\n"
     );
@@ -224,7 +186,7 @@ async fn rules_forwardfor_redirects_errorfile_as_haproxy() {
     )
     .await;
     assert_eq!(
-        text(&be.take().concat()),
+        text(&be.take()),
         "GET / HTTP/1.1\r\nhost: h\r\n\r\n\
          GET / HTTP/1.1\r\nhost: h\r\nx-client: 127.0.0.1\r\n\r\n\
          GET / HTTP/1.1\r\nhost: h\r\nx-client: 1\r\n\r\n"
@@ -253,7 +215,7 @@ async fn rules_forwardfor_redirects_errorfile_as_haproxy() {
     let r = send(ports[4], b"GET /other HTTP/1.1\r\nhost: h\r\n\r\n").await;
     assert_eq!(text(&r), DENIED);
     assert_eq!(
-        text(&be.take().concat()),
+        text(&be.take()),
         "GET /allowed HTTP/1.1\r\nhost: h\r\n\r\nGET /other HTTP/1.1\r\nhost: h\r\nx-after-allow: 1\r\n\r\n"
     );
 }
@@ -277,7 +239,7 @@ fn missing_errorfile_is_a_config_error_with_its_line() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replace_header_as_haproxy() {
-    let be = RawBackend::start().await;
+    let be = raw_backend().await;
     let port = free_port();
     let _s = Sluice::start(&format!(
         "defaults
@@ -305,7 +267,7 @@ backend be
     // Captured from haproxy 2.6: matching values replaced whole, in place;
     // an added header is rewritten too.
     assert_eq!(
-        text(&be.take().concat()),
+        text(&be.take()),
         "GET / HTTP/1.1\r\nhost: h\r\ncookie: foo=foobar;ip=127.0.0.1; expires=x\r\nx-z: 1\r\ncookie: bar=1\r\nx-none: keep\r\nx-added: 1-abc\r\n\r\n"
     );
 }
@@ -317,7 +279,7 @@ backend be
 /// captured from haproxy 2.6 with the same configuration.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn backend_section_rules_as_haproxy() {
-    let be = RawBackend::start().await;
+    let be = raw_backend().await;
     let ports = free_ports(2);
     let s = Sluice::start(&format!(
         "global
@@ -355,7 +317,10 @@ listen l
     assert_eq!(text(&send(ports[0], req("/l").as_bytes()).await), ok);
     assert_eq!(text(&send(ports[1], req("/y").as_bytes()).await), ok);
     assert_eq!(
-        be.take().iter().map(|h| text(h)).collect::<Vec<_>>(),
+        be.take_requests()
+            .iter()
+            .map(|h| text(h))
+            .collect::<Vec<_>>(),
         [
             "GET /be/x HTTP/1.1\r\nhost: a\r\nx-fe: 1\r\nx-be: 2\r\n\r\n",
             "GET /l HTTP/1.1\r\nhost: a\r\nx-fe: 1\r\nx-l: 3\r\n\r\n",
@@ -373,7 +338,7 @@ listen l
 /// absolute URI, which sluice forwards as received).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn request_fetches_in_rule_formats_as_haproxy() {
-    let be = RawBackend::start().await;
+    let be = raw_backend().await;
     let port = free_port();
     let _s = Sluice::start(&format!(
         "defaults
@@ -393,7 +358,10 @@ backend be
     send(port, b"GET /a/b?x=1&y HTTP/1.1\r\nhost: h\r\n\r\n").await;
     send(port, b"GET /noq HTTP/1.1\r\nhost: h\r\n\r\n").await;
     assert_eq!(
-        be.take().iter().map(|h| text(h)).collect::<Vec<_>>(),
+        be.take_requests()
+            .iter()
+            .map(|h| text(h))
+            .collect::<Vec<_>>(),
         [
             "GET /a/b?x=1&y HTTP/1.1\r\nhost: h\r\nx-f: GET /a/b x=1&y /a/b?x=1&y h/a/b\r\n\r\n",
             "GET /noq HTTP/1.1\r\nhost: h\r\nx-f: GET /noq  /noq h/noq\r\n\r\n",

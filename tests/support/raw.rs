@@ -62,6 +62,18 @@ impl RawBackend {
         std::mem::take(&mut self.st.lock().unwrap().got)
     }
 
+    /// The requests received since the last take, each whole (in arrival
+    /// order; for requests that all fit one connection's bytes, as a
+    /// test's sequential requests do).
+    pub fn take_requests(&self) -> Vec<Vec<u8>> {
+        let mut all = self.take();
+        let mut out = Vec::new();
+        while let Some(n) = complete_request(&all) {
+            out.push(all.drain(..n).collect());
+        }
+        out
+    }
+
     /// The bytes each connection received since the last take (accept
     /// order; connections that received nothing are left out).
     pub fn take_conns(&self) -> Vec<Vec<u8>> {
