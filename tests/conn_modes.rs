@@ -16,6 +16,8 @@
 //!   server's `100 Continue`; sluice answers it itself once the request
 //!   head reached the server, and sends the body without the expectation.
 //!   The client sees the same bytes.
+//!
+//! The HAProxy side: `tests/oracle/modes_oracle.py /usr/sbin/haproxy modes`.
 
 mod support;
 

@@ -20,6 +20,7 @@
 //! Already covered elsewhere: keep-alive expiry of a parked connection
 //! (keepalive_idle.rs), `timeout queue` (queue.rs), `timeout tunnel`
 //! (websocket.rs), the `cR--` log line of a silent connection (logs_udp.rs).
+//! The HAProxy side: `tests/oracle/modes_oracle.py /usr/sbin/haproxy timeouts`.
 
 mod support;
 
