@@ -75,14 +75,34 @@ pub async fn serve(client: ClientConn, stream: TcpStream, peer: SocketAddr) {
     bc.session_start();
     let rows = [&fe.state.counters, bc, &server.counters];
     let mut stream = stream;
+    // `on-marked-down shutdown-sessions` (or an active server's
+    // `on-marked-up shutdown-backup-sessions`) ends the connection.
+    let killed = server.kill.notified();
+    tokio::pin!(killed);
+    let cuttable = server.cuttable.load(Relaxed);
+    if cuttable {
+        killed.as_mut().enable();
+    }
     if let Some(mut upstream) = connect(&be, &server.pool.load().addr(), &rows).await {
-        let (c2s, s2c) = relay(
+        let relayed = relay(
             &mut stream,
             &mut upstream,
             fe.timeouts_for_tcp(),
             be.timeouts_for_tcp(),
-        )
-        .await;
+        );
+        let (c2s, s2c) = if cuttable {
+            tokio::select! {
+                r = relayed => r,
+                _ = killed => {
+                    // The bytes relayed so far are not counted.
+                    add(&server.counters.srv_abrt, 1);
+                    add(&bc.srv_abrt, 1);
+                    (0, 0)
+                }
+            }
+        } else {
+            relayed.await
+        };
         for c in rows {
             add(&c.bin, c2s);
             add(&c.bout, s2c);

@@ -573,3 +573,83 @@ backend be
     }
     assert_eq!(s1.max_in_flight(), 2);
 }
+
+/// `mode tcp` (long-lived connections, the main use of the option):
+/// `on-marked-down shutdown-sessions` closes the client's connection when
+/// the server is marked DOWN; without it the connection stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_sessions_in_tcp_mode() {
+    // An echo server.
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let echo = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = l.accept().await {
+            tokio::spawn(async move {
+                let (mut r, mut w) = s.split();
+                let _ = tokio::io::copy(&mut r, &mut w).await;
+            });
+        }
+    });
+    let (c1, c2) = (
+        CheckTarget::start(true).await,
+        CheckTarget::start(true).await,
+    );
+    let (p1, p2) = (free_port(), free_port());
+    let cfg = format!(
+        "global
+    stats socket @DIR@/stats.sock mode 600 level admin
+
+defaults
+    mode tcp
+    timeout connect 2s
+    timeout client 30s
+    timeout server 30s
+
+listen cut
+    bind 127.0.0.1:{p1}
+    option httpchk GET /
+    server s {echo} check port {} inter 100ms rise 1 fall 1 on-marked-down shutdown-sessions
+
+listen keep
+    bind 127.0.0.1:{p2}
+    option httpchk GET /
+    server s {echo} check port {} inter 100ms rise 1 fall 1
+",
+        c1.port, c2.port
+    );
+    let s = Sluice::start(&cfg);
+    let sock = s.stats_socket();
+    wait_field(&sock, "cut", "s", "check_status", "L7OK").await;
+    wait_field(&sock, "keep", "s", "check_status", "L7OK").await;
+    let mut conns = Vec::new();
+    for p in [p1, p2] {
+        let mut c = tokio::net::TcpStream::connect(addr(p)).await.unwrap();
+        c.write_all(b"hi").await.unwrap();
+        let mut buf = [0u8; 2];
+        within(DEADLINE, "echo", c.read_exact(&mut buf))
+            .await
+            .unwrap();
+        assert_eq!(&buf, b"hi");
+        conns.push(c);
+    }
+    c1.set(false);
+    c2.set(false);
+    wait_field(&sock, "cut", "s", "status", "DOWN").await;
+    wait_field(&sock, "keep", "s", "status", "DOWN").await;
+    let mut buf = [0u8; 16];
+    let n = within(
+        DEADLINE,
+        "the cut connection closes",
+        conns[0].read(&mut buf),
+    )
+    .await;
+    assert!(matches!(n, Ok(0) | Err(_)), "closed: {n:?}");
+    assert_eq!(show_stat(&sock).await.get("cut", "s", "srv_abrt"), "1");
+    // The other one still echoes.
+    conns[1].write_all(b"yo").await.unwrap();
+    let mut buf = [0u8; 2];
+    within(DEADLINE, "echo", conns[1].read_exact(&mut buf))
+        .await
+        .unwrap();
+    assert_eq!(&buf, b"yo");
+}
