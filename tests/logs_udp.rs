@@ -501,3 +501,115 @@ backend be
         assert_line(m, l);
     }
 }
+
+/// What haproxy 2.6.12 logged for these CLI commands, in this order, on
+/// servers s1, s2 and backup b1 (the `{…}` parts of the masks aside).
+const HAPROXY_ADMIN: &[(&str, &[&str])] = &[
+    (
+        "disable server be/s1",
+        &[
+            "<129>Nov 30 08:43:18 haproxy[20227]: Server be/s1 is going DOWN for maintenance. 1 active and 1 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue.\n",
+        ],
+    ),
+    (
+        "enable server be/s1",
+        &[
+            "<133>Nov 30 08:43:19 haproxy[20227]: Server be/s1 is UP/READY (leaving forced maintenance).\n",
+        ],
+    ),
+    (
+        "set server be/s2 state drain",
+        &[
+            "<133>Nov 30 08:43:19 haproxy[20227]: Server be/s2 enters drain state. 1 active and 1 backup servers online. 0 sessions requeued, 0 total in queue.\n",
+        ],
+    ),
+    (
+        "set server be/s2 state ready",
+        &["<133>Nov 30 08:43:19 haproxy[20227]: Server be/s2 is UP (leaving forced drain).\n"],
+    ),
+    (
+        "disable server be/s1",
+        &[
+            "<129>Nov 30 08:43:20 haproxy[20227]: Server be/s1 is going DOWN for maintenance. 1 active and 1 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue.\n",
+        ],
+    ),
+    (
+        "set server be/s2 state maint",
+        &[
+            "<129>Nov 30 08:43:21 haproxy[20227]: Server be/s2 is going DOWN for maintenance. 0 active and 1 backup servers left. Running on backup. 0 sessions active, 0 requeued, 0 remaining in queue.\n",
+        ],
+    ),
+    (
+        "set server be/b1 state maint",
+        &[
+            "<129>Nov 30 08:43:21 haproxy[20227]: Backup Server be/b1 is going DOWN for maintenance. 0 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue.\n",
+            "<128>Nov 30 08:43:21 haproxy[20227]: backend be has no server available!\n",
+        ],
+    ),
+    (
+        "set server be/b1 state ready",
+        &[
+            "<133>Nov 30 08:43:21 haproxy[20227]: Backup Server be/b1 is UP/READY (leaving forced maintenance).\n",
+        ],
+    ),
+];
+
+/// Admin changes from the CLI are told like HAProxy's: maintenance at
+/// `alert` with the servers left ("Running on backup." when only backups
+/// are), `emerg` when none is left, drain and the way back at `notice`,
+/// "Backup Server" for backups.
+#[tokio::test(flavor = "multi_thread")]
+async fn cli_admin_changes_are_logged_as_haproxy() {
+    let syslog = Syslog::new();
+    let b = Backend::start("b").await;
+    let port = free_port();
+    let cfg = format!(
+        "global
+    log {} local0
+    stats socket @DIR@/stats.sock mode 600 level admin
+
+defaults
+    mode http
+    log global
+    timeout client 5s
+    timeout server 5s
+    timeout connect 1s
+
+frontend fe
+    bind 127.0.0.1:{port}
+    default_backend be
+
+backend be
+    server s1 {b} check inter 100ms
+    server s2 {b}
+    server b1 {b} backup
+",
+        syslog.addr(),
+        b = b.hostport()
+    );
+    let s = Sluice::start(&cfg);
+    let sock = s.stats_socket();
+    for (cmd, lines) in HAPROXY_ADMIN {
+        assert_eq!(cli(&sock, cmd).await, "\n", "{cmd}");
+        // Event lines only: the harness's probe connections log at info.
+        let mut got = Vec::new();
+        while got.len() < lines.len() {
+            got.extend(
+                syslog
+                    .take(1)
+                    .into_iter()
+                    .filter(|l| !l.starts_with("<134>")),
+            );
+        }
+        for (g, want) in got.iter().zip(*lines) {
+            // The HAProxy line with its header masked.
+            let body = want.split_once("]: ").unwrap().1.trim_end_matches('\n');
+            let pri: u32 = want[1..4].parse().unwrap();
+            let m = mask(pri, body);
+            assert_line(&m, want);
+            assert_line(&m, g);
+        }
+    }
+    let rest = syslog.quiet(Duration::from_millis(200));
+    assert!(rest.iter().all(|l| l.starts_with("<134>")), "{rest:#?}");
+}

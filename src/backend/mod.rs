@@ -172,15 +172,17 @@ impl ServerState {
     /// `set server .. state ready|drain|maint`, `disable|enable server`.
     /// Maintenance and drain exclude each other, as in HAProxy: entering
     /// one leaves the other. Entering maintenance pauses checks and takes
-    /// the server DOWN; leaving it brings it UP at health `rise`.
-    pub fn set_admin(&self, to: AdminState) {
+    /// the server DOWN; leaving it brings it UP at health `rise`. Returns
+    /// the admin bits before (the caller tells the change, see
+    /// `health::admin_event`).
+    pub fn set_admin(&self, to: AdminState) -> u8 {
         let bits = match to {
             AdminState::Ready => 0,
             AdminState::Drain => ADMF_FDRAIN,
             AdminState::Maint => ADMF_FMAINT,
         };
         // Out of load balancing first, health after; back in: the reverse.
-        let before = if bits & ADMF_FMAINT != 0 {
+        if bits & ADMF_FMAINT != 0 {
             let before = self.admin.swap(bits, Relaxed);
             if before & ADMF_FMAINT == 0 {
                 self.health.enter_maint();
@@ -191,20 +193,6 @@ impl ServerState {
                 self.health.leave_maint();
             }
             self.admin.swap(bits, Relaxed)
-        };
-        if before != bits {
-            tracing::info!(
-                "Server {}/{} {}.",
-                self.backend,
-                self.name,
-                match to {
-                    AdminState::Ready if before & ADMF_FMAINT != 0 =>
-                        "is UP (leaving forced maintenance)",
-                    AdminState::Ready => "is leaving forced drain",
-                    AdminState::Drain => "enters drain mode",
-                    AdminState::Maint => "is going DOWN for maintenance",
-                }
-            );
         }
     }
 

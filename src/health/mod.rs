@@ -21,10 +21,11 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::backend::AdminState;
 use crate::backend::ServerState;
 use crate::backend::health::{CheckStatus, Transition};
 use crate::config::model::{CheckKind, CheckParams, ExpectKind, HttpCheck, TcpCheckRule};
-use crate::routing::BackendRt;
+use crate::routing::{BackendRt, ServerRt};
 use crate::runtime::Runtime;
 
 /// Starts a checker task for every server of the current snapshot that has
@@ -439,16 +440,38 @@ pub fn report_down(
     detail: &str,
     ms: Option<u64>,
 ) {
-    let (act, bck) = rt.with_snapshot(|snap| {
-        snap.backend(&server.backend)
-            .map_or((0, 0), |be| counts(be))
+    let (act, bck, backup) = rt.with_snapshot(|snap| {
+        snap.backend(&server.backend).map_or((0, 0, false), |be| {
+            let (a, b) = counts(be);
+            (a, b, is_backup(be, server))
+        })
     });
-    down_event(server, (act, bck), status, code, detail, ms);
+    down_event(server, (act, bck, backup), status, code, detail, ms);
+}
+
+fn is_backup(be: &BackendRt, server: &ServerState) -> bool {
+    be.servers
+        .iter()
+        .any(|s| s.backup && std::ptr::eq(&*s.state, server))
+}
+
+/// How HAProxy names a server in its events: `Backup Server` for backups.
+fn server_word(backup: bool) -> &'static str {
+    if backup { "Backup Server" } else { "Server" }
+}
+
+/// HAProxy's note when only backup servers are left.
+fn on_backup(act: usize, bck: usize) -> &'static str {
+    if act == 0 && bck > 0 {
+        " Running on backup."
+    } else {
+        ""
+    }
 }
 
 fn down_event(
     server: &ServerState,
-    (act, bck): (usize, usize),
+    (act, bck, backup): (usize, usize, bool),
     status: CheckStatus,
     code: Option<u16>,
     detail: &str,
@@ -462,12 +485,14 @@ fn down_event(
     tracing::error!(
         target: "sluice::event",
         severity = "alert",
-        "Server {}/{} is DOWN, {}. {} active and {} backup servers left. {} sessions active, 0 requeued, {} remaining in queue.",
+        "{} {}/{} is DOWN, {}. {} active and {} backup servers left.{} {} sessions active, 0 requeued, {} remaining in queue.",
+        server_word(backup),
         server.backend,
         server.name,
         reason(status, code, detail, ms),
         act,
         bck,
+        on_backup(act, bck),
         active,
         server.waiters.load(Relaxed),
     );
@@ -485,7 +510,7 @@ fn down_event(
 /// shutdown-backup-sessions` ends the sessions of the backend's backup
 /// servers (HAProxy's `srv_shutdown_backup_streams`).
 fn report_up(rt: &Runtime, server: &ServerState, status: CheckStatus, code: Option<u16>, ms: u64) {
-    let (act, bck, queued) = rt.with_snapshot(|snap| match snap.backend(&server.backend) {
+    let (act, bck, queued, backup) = rt.with_snapshot(|snap| match snap.backend(&server.backend) {
         Some(be) => {
             let me = be.servers.iter().find(|s| std::ptr::eq(&*s.state, server));
             if me.is_some_and(|s| s.opts.shutdown_backup_on_up) {
@@ -494,21 +519,76 @@ fn report_up(rt: &Runtime, server: &ServerState, status: CheckStatus, code: Opti
                 }
             }
             let (a, b) = counts(be);
-            (a, b, be.state.queue.len())
+            (a, b, be.state.queue.len(), is_backup(be, server))
         }
-        None => (0, 0, 0),
+        None => (0, 0, 0, false),
     });
     tracing::info!(
         target: "sluice::event",
         severity = "notice",
-        "Server {}/{} is UP, {}. {} active and {} backup servers online. 0 sessions requeued, {} total in queue.",
+        "{} {}/{} is UP, {}. {} active and {} backup servers online.{} 0 sessions requeued, {} total in queue.",
+        server_word(backup),
         server.backend,
         server.name,
         reason(status, code, "", Some(ms)),
         act,
         bck,
+        on_backup(act, bck),
         queued,
     );
+}
+
+/// Tells an admin change made from the CLI (`set server .. state`,
+/// `disable|enable server`) in HAProxy 2.6's words: maintenance at
+/// `alert` with the servers left (and `emerg` when none is), drain and
+/// the way back at `notice`. Entering maintenance cuts the sessions with
+/// `on-marked-down shutdown-sessions`, as HAProxy does.
+pub fn admin_event(be: &BackendRt, s: &ServerRt, before: u8, to: AdminState) {
+    use crate::backend::{ADMF_FDRAIN, ADMF_FMAINT};
+    let st = &s.state;
+    let who = format!("{} {}/{}", server_word(s.backup), be.name, st.name);
+    let (act, bck) = counts(be);
+    match to {
+        AdminState::Maint if before & ADMF_FMAINT == 0 => {
+            if st.shutdown_on_down.load(Relaxed) {
+                st.cut_sessions();
+            }
+            tracing::error!(
+                target: "sluice::event",
+                severity = "alert",
+                "{who} is going DOWN for maintenance. {act} active and {bck} backup servers left.{} {} sessions active, 0 requeued, {} remaining in queue.",
+                on_backup(act, bck),
+                st.inflight(),
+                st.waiters.load(Relaxed),
+            );
+            if act + bck == 0 {
+                tracing::error!(
+                    target: "sluice::event",
+                    severity = "emerg",
+                    "backend {} has no server available!",
+                    be.name
+                );
+            }
+        }
+        AdminState::Drain if before & ADMF_FDRAIN == 0 => tracing::info!(
+            target: "sluice::event",
+            severity = "notice",
+            "{who} enters drain state. {act} active and {bck} backup servers online.{} 0 sessions requeued, {} total in queue.",
+            on_backup(act, bck),
+            be.state.queue.len(),
+        ),
+        AdminState::Ready if before & ADMF_FMAINT != 0 => tracing::info!(
+            target: "sluice::event",
+            severity = "notice",
+            "{who} is UP/READY (leaving forced maintenance)."
+        ),
+        AdminState::Ready if before & ADMF_FDRAIN != 0 => tracing::info!(
+            target: "sluice::event",
+            severity = "notice",
+            "{who} is UP (leaving forced drain)."
+        ),
+        _ => {}
+    }
 }
 
 /// A live-traffic outcome of `server` (`observe layer4|layer7`): an error
@@ -542,7 +622,15 @@ pub fn observe(be: &BackendRt, server: &ServerState, error: Option<&str>) {
         OnError::MarkDown => server.health.passive_failure(false, true, detail.clone()),
     };
     if t == Some(Transition::WentDown) {
-        down_event(server, counts(be), CheckStatus::Hana, None, &detail, None);
+        let (act, bck) = counts(be);
+        down_event(
+            server,
+            (act, bck, s.backup),
+            CheckStatus::Hana,
+            None,
+            &detail,
+            None,
+        );
     }
     server.check_soon.notify_one();
 }

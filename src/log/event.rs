@@ -58,7 +58,8 @@ pub struct Class<'a> {
 
 /// Recognizes HAProxy's state-change messages.
 pub fn classify(msg: &str) -> Option<Class<'_>> {
-    if let Some(rest) = msg.strip_prefix("Server ") {
+    let server_msg = msg.strip_prefix("Backup ").unwrap_or(msg);
+    if let Some(rest) = server_msg.strip_prefix("Server ") {
         let (proxy, _) = rest.split_once('/')?;
         let down = rest.contains(" is DOWN") || rest.contains(" is going DOWN");
         return Some(Class {

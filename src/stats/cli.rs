@@ -780,8 +780,9 @@ fn cmd_set_weight(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
 
 fn set_admin(ctx: &Ctx<'_>, args: &[String], to: AdminState) -> Output {
     match find_server(&ctx.snap, args.first()) {
-        Ok((_, s)) => {
-            s.state.set_admin(to);
+        Ok((be, s)) => {
+            let before = s.state.set_admin(to);
+            crate::health::admin_event(be, s, before, to);
             text("")
         }
         Err(e) => text(e),
@@ -815,8 +816,8 @@ fn cmd_enable_health(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
 const SET_SERVER_USAGE: &str = "usage: set server <backend>/<server> addr | agent | agent-addr | agent-port | agent-send | check-addr | check-port | fqdn | health | ssl | state | weight\n";
 
 fn cmd_set_server(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
-    let s = match find_server(&ctx.snap, args.first()) {
-        Ok((_, s)) => s,
+    let (be, s) = match find_server(&ctx.snap, args.first()) {
+        Ok(found) => found,
         Err(e) => return text(e),
     };
     let arg = |i: usize| args.get(i).map(String::as_str);
@@ -833,7 +834,8 @@ fn cmd_set_server(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
                     );
                 }
             };
-            s.state.set_admin(to);
+            let before = s.state.set_admin(to);
+            crate::health::admin_event(be, s, before, to);
             text("")
         }
         Some("health") => {
