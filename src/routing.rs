@@ -58,7 +58,7 @@ pub struct FrontendRt {
     pub forwardfor: Option<ForwardFor>,
     /// `errorfile`: complete responses by status.
     pub errorfiles: Vec<(u16, bytes::Bytes)>,
-    pub stats: Option<StatsPage>,
+    pub stats: Option<StatsRt>,
     /// Access log, when the frontend has somewhere to log to.
     pub log: Option<Arc<crate::log::FrontendLog>>,
 }
@@ -90,7 +90,7 @@ pub struct BackendRt {
     pub http_response: Vec<(HttpResponseAction, Option<CompiledCond>)>,
     pub forwardfor: Option<ForwardFor>,
     pub errorfiles: Vec<(u16, bytes::Bytes)>,
-    pub stats: Option<StatsPage>,
+    pub stats: Option<StatsRt>,
     /// Targets of state-change events (`log` lines), if any.
     pub log: Option<Arc<crate::log::LogSetup>>,
     /// `fullconn`: the BACKEND row's `slim`.
@@ -207,6 +207,7 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
         let be_acls = AclSet::new(&p.acls);
         let be_request = request_rules(&p.http_request, &be_acls);
         let be_response = response_rules(&p.http_response, &be_acls);
+        let be_stats = stats_rt(p.stats.as_ref(), &be_acls);
         let fullconn = p
             .fullconn
             .unwrap_or_else(|| fullconn_for(config, &p.name, global_maxconn));
@@ -232,7 +233,7 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                 forwardfor: p.forwardfor.clone(),
                 errorfiles: p.errorfiles.clone(),
                 servers,
-                stats: p.stats.clone(),
+                stats: be_stats,
                 log: crate::log::LogSetup::compile(&p.log, &config.global.log).map(Arc::new),
                 fullconn,
             }),
@@ -262,6 +263,7 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                 .filter_map(|u| Some((find_backend(&u.backend)?, acls.compile(&u.cond))))
                 .collect();
             let fe_response = response_rules(&p.http_response, &acls);
+            let fe_stats = stats_rt(p.stats.as_ref(), &acls);
             // A listen section's default backend is itself.
             let default_backend = match &p.default_backend {
                 Some((name, _)) => find_backend(name),
@@ -291,7 +293,7 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                 http_response: fe_response,
                 forwardfor: p.forwardfor.clone(),
                 errorfiles: p.errorfiles.clone(),
-                stats: p.stats.clone(),
+                stats: fe_stats,
                 log: crate::log::FrontendLog::compile(&p.log, &config.global.log),
             })
         });
@@ -309,6 +311,22 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
         global: config.global.clone(),
         proxies,
     }
+}
+
+/// A section's stats page with its `stats admin` conditions compiled
+/// against the section's ACLs.
+#[derive(Debug)]
+pub struct StatsRt {
+    pub page: StatsPage,
+    pub admin: Vec<CompiledCond>,
+}
+
+fn stats_rt(page: Option<&StatsPage>, acls: &AclSet) -> Option<StatsRt> {
+    let page = page?;
+    Some(StatsRt {
+        admin: page.admin.iter().map(|c| acls.compile(c)).collect(),
+        page: page.clone(),
+    })
 }
 
 fn request_rules(

@@ -163,3 +163,174 @@ async fn without_auth_the_page_is_open_and_shows_the_version() {
     let csv = raw(addr, "GET /st;csv HTTP/1.1\r\nhost: x\r\n\r\n").await;
     assert!(!csv.text().contains("roundrobin"));
 }
+
+/// `stats admin` allowed for requests carrying `x-admin: yes` from
+/// 127.0.0.1 (a named ACL and an anonymous one), two live servers, a
+/// stats socket to read `show stat`.
+async fn start_admin() -> (Sluice, SocketAddr, Backend, Backend) {
+    let s1 = Backend::start("s1").await;
+    let s2 = Backend::start("s2").await;
+    let port = free_port();
+    let cfg = format!(
+        "global
+    stats socket @DIR@/admin.sock mode 600 level admin
+
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 30s
+    timeout server 30s
+
+backend web_be
+    server s1 {a1}
+    server s2 {a2}
+
+listen stats
+    bind 127.0.0.1:{port}
+    stats uri /st
+    acl local src 127.0.0.1
+    stats admin if local {{ hdr(x-admin) yes }}
+",
+        a1 = s1.hostport(),
+        a2 = s2.hostport()
+    );
+    (
+        Sluice::start(&cfg),
+        SocketAddr::from(([127, 0, 0, 1], port)),
+        s1,
+        s2,
+    )
+}
+
+fn post(path: &str, form: &str, admin: bool) -> String {
+    format!(
+        "POST {path} HTTP/1.1\r\nhost: x\r\n{}content-type: application/x-www-form-urlencoded\r\ncontent-length: {}\r\n\r\n{form}",
+        if admin { "x-admin: yes\r\n" } else { "" },
+        form.len()
+    )
+}
+
+/// HAProxy 2.6's redirect, byte for byte (captured from haproxy 2.6.12
+/// for the same form).
+fn see_other(location: &str) -> String {
+    format!(
+        "HTTP/1.1 303 See Other\r\ncache-control: no-cache\r\ncontent-type: text/plain\r\ncontent-length: 0\r\nlocation: {location}\r\n\r\n"
+    )
+}
+
+async fn status(sl: &Sluice, sv: &str) -> String {
+    server_status(&sl.path("admin.sock"), "web_be", sv).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_form_applies_actions_as_the_cli() {
+    let (sl, addr, _b1, _b2) = start_admin().await;
+    let be_id = show_stat(&sl.path("admin.sock"))
+        .await
+        .get("web_be", "BACKEND", "iid");
+    // The page offers the form only when the condition holds.
+    let page = raw(addr, "GET /st HTTP/1.1\r\nhost: x\r\nx-admin: yes\r\n\r\n").await;
+    let html = page.text();
+    assert!(
+        html.contains("<input class='web_be-checkbox' type=\"checkbox\" name=\"s\" value=\"s1\">")
+    );
+    assert!(html.contains(&format!(
+        "<input type=\"hidden\" name=\"b\" value=\"#{be_id}\">"
+    )));
+    let plain = raw(addr, "GET /st HTTP/1.1\r\nhost: x\r\n\r\n").await;
+    assert!(!plain.text().contains("checkbox") && !plain.text().contains("<form"));
+
+    // Both servers to DRAIN, as the form posts it (`b=#<id>` last).
+    let mut c = HttpConn::connect(addr).await;
+    let form = format!("s=s1&s=s2&action=drain&b=%23{be_id}");
+    let r = c
+        .raw(post("/st", &form, true).as_bytes(), false)
+        .await
+        .expect("303");
+    assert_eq!(r.status, 303);
+    assert_eq!(r.head, see_other("/st;st=DONE"));
+    assert_eq!(status(&sl, "s1").await, "DRAIN");
+    assert_eq!(status(&sl, "s2").await, "DRAIN");
+    // The connection goes on: the redirect's target shows the message.
+    let r = c
+        .raw(b"GET /st;st=DONE HTTP/1.1\r\nhost: x\r\n\r\n", false)
+        .await
+        .expect("page");
+    assert!(
+        r.text().contains("Action processed successfully."),
+        "{}",
+        r.text()
+    );
+
+    // MAINT by backend name, one unknown server: PART; `;up` is kept.
+    let r = raw(
+        addr,
+        &post("/st;up", "s=s1&s=nope&action=maint&b=web_be", true),
+    )
+    .await;
+    assert_eq!(r.head, see_other("/st;st=PART;up"));
+    assert_eq!(status(&sl, "s1").await, "MAINT");
+    assert_eq!(status(&sl, "s2").await, "DRAIN");
+    // Not allowed (no x-admin header): DENY, nothing changes, the
+    // connection goes on (the form was read and dropped, as HAProxy).
+    let r = c
+        .raw(
+            post("/st", "s=s1&s=s2&action=ready&b=web_be", false).as_bytes(),
+            false,
+        )
+        .await
+        .expect("303");
+    assert_eq!(r.head, see_other("/st;st=DENY"));
+    let r = c
+        .raw(b"GET /st;csv HTTP/1.1\r\nhost: x\r\n\r\n", false)
+        .await
+        .expect("csv");
+    assert_eq!(r.status, 200);
+    assert_eq!(status(&sl, "s1").await, "MAINT");
+    assert_eq!(status(&sl, "s2").await, "DRAIN");
+    // Bad action, unknown backend: ERRP; no server: NONE.
+    for (form, code) in [
+        ("s=s1&action=bogus&b=web_be", "ERRP"),
+        ("s=s1&action=ready&b=nope", "ERRP"),
+        ("action=ready&b=web_be", "NONE"),
+    ] {
+        let r = raw(addr, &post("/st", form, true)).await;
+        assert_eq!(r.head, see_other(&format!("/st;st={code}")), "{form}");
+    }
+    assert_eq!(status(&sl, "s1").await, "MAINT");
+    // A body larger than the buffer: EXCD, nothing read or applied.
+    let big = format!("{}action=ready&b=web_be", "s=s1&".repeat(4000));
+    let r = raw(addr, &post("/st", &big, true)).await;
+    assert_eq!(
+        r.head.replace("\r\nconnection: close", ""),
+        see_other("/st;st=EXCD")
+    );
+    assert_eq!(status(&sl, "s1").await, "MAINT");
+    // Back to READY: UP again.
+    let r = raw(addr, &post("/st", "s=s1&s=s2&action=ready&b=web_be", true)).await;
+    assert_eq!(r.head, see_other("/st;st=DONE"));
+    assert_eq!(status(&sl, "s1").await, "no check");
+    assert_eq!(status(&sl, "s2").await, "no check");
+    let page = raw(addr, "GET /st;st=DENY HTTP/1.1\r\nhost: x\r\n\r\n").await;
+    assert!(page.text().contains("<b>Action denied.</b>"));
+}
+
+#[test]
+fn stats_admin_needs_a_condition() {
+    let dir = TempDir::new("stats-admin");
+    dir.write(
+        "s.cfg",
+        "defaults
+    mode http
+listen stats
+    bind 127.0.0.1:0
+    stats uri /st
+    stats admin
+",
+    );
+    let out = run_sluice(&["-c", "-f", "s.cfg"], Some(dir.path())).stderr;
+    assert!(
+        out.contains("'stats admin' requires either 'if' or 'unless' followed by a condition."),
+        "{out}"
+    );
+}

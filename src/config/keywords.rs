@@ -439,7 +439,6 @@ pub const STATS_PROXY_UNSUPPORTED: &[&str] = &[
     "scope",
     "show-node",
     "show-desc",
-    "admin",
     "http-request",
     "bind-process",
     "show-modules",

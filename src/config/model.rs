@@ -324,6 +324,9 @@ pub struct StatsPage {
     pub hide_version: bool,
     /// `stats show-legends`: addr/cookie/algo filled in.
     pub show_legends: bool,
+    /// `stats admin if|unless <cond>` (repeatable): the page offers and
+    /// accepts server actions when any of them holds for the request.
+    pub admin: Vec<Condition>,
 }
 
 impl StatsPage {
@@ -339,6 +342,7 @@ impl StatsPage {
             refresh: None,
             hide_version: false,
             show_legends: false,
+            admin: Vec::new(),
         }
     }
 }

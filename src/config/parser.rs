@@ -1380,6 +1380,7 @@ impl<'r> State<'r> {
             }
             Some("hide-version") => self.stats_page().hide_version = true,
             Some("show-legends") => self.stats_page().show_legends = true,
+            Some("admin") => self.stats_admin(loc, words),
             Some(sub) if kw::STATS_PROXY_UNSUPPORTED.contains(&sub) => {
                 self.unsupported(loc, &format!("stats {sub}"))
             }
@@ -1390,6 +1391,27 @@ impl<'r> State<'r> {
             _ => self.alert(
                 loc,
                 "'stats' expects 'admin', 'uri', 'realm', 'auth', 'scope', 'enable', 'hide-version', 'show-node', 'show-desc' or 'show-legends'.",
+            ),
+        }
+    }
+
+    /// `stats admin if|unless <cond>`: HAProxy's messages; the condition's
+    /// ACLs are the section's, as for any rule.
+    fn stats_admin(&mut self, loc: &Loc, words: &[String]) {
+        if self.proxy_kind().is_none() {
+            return self.alert(loc, "'stats admin' not allowed in 'defaults' section.");
+        }
+        if !matches!(words.get(2).map(String::as_str), Some("if" | "unless")) {
+            return self.alert(
+                loc,
+                "'stats admin' requires either 'if' or 'unless' followed by a condition.",
+            );
+        }
+        match self.condition(loc, &words[2..]) {
+            Ok(c) => self.stats_page().admin.push(c),
+            Err(e) => self.alert(
+                loc,
+                format!("error detected while parsing a 'stats admin' rule : {e}."),
             ),
         }
     }

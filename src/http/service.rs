@@ -21,10 +21,10 @@ use super::park;
 use super::rules;
 use crate::acl::eval::{AclSet, CompiledCond, RequestView};
 use crate::backend::counters::Counters;
-use crate::config::model::{HttpConnMode, HttpRequestAction, StatsPage};
+use crate::config::model::{HttpConnMode, HttpRequestAction};
 use crate::listener::ClientConn;
 use crate::log::{LogRecord, SrvName};
-use crate::routing::{BackendRt, FrontendRt};
+use crate::routing::{BackendRt, FrontendRt, StatsRt};
 use crate::runtime::Runtime;
 
 /// A request as conditions see it (request and response rules alike).
@@ -427,8 +427,8 @@ async fn route(
     // cannot carry another request after it.
     let keep_local = keep && body == BodyKind::None;
 
-    if let Some(page) = &fe.stats
-        && let Some(out) = stats_page(rt, page, head, conn, keep_local, fe).await
+    if let Some(stats) = &fe.stats
+        && let Some(out) = stats_page(rt, stats, &fe.acls, &view, body, conn, keep, fe).await
     {
         stats_logged(rec);
         return out;
@@ -460,9 +460,9 @@ async fn route(
         return forward::send_error(conn, 503, fe, keep_local).await;
     };
     rec.to_backend(be);
-    if let Some(page) = &be.stats
-        && fe.stats.as_ref() != Some(page)
-        && let Some(out) = stats_page(rt, page, head, conn, keep_local, fe).await
+    if let Some(stats) = &be.stats
+        && fe.stats.as_ref().map(|s| &s.page) != Some(&stats.page)
+        && let Some(out) = stats_page(rt, stats, &be.acls, &view, body, conn, keep, fe).await
     {
         stats_logged(rec);
         return out;
@@ -628,37 +628,145 @@ fn stats_logged(rec: &mut LogRecord) {
     rec.t_resp = 0;
 }
 
+/// The stats page, when the request's URI starts with its prefix: the
+/// page itself (GET, HEAD), or an admin form's POST answered with
+/// HAProxy's 303 to `<uri>;st=<result>`.
+#[allow(clippy::too_many_arguments)]
 async fn stats_page(
     rt: &Runtime,
-    page: &StatsPage,
-    head: &Head,
+    stats: &StatsRt,
+    acls: &AclSet,
+    view: &View<'_>,
+    body: BodyKind,
     conn: &mut BufConn,
     keep: bool,
     fe: &FrontendRt,
 ) -> Option<Outcome> {
-    let target = head.target();
-    let suffix = target.strip_prefix(page.uri.as_bytes())?;
+    use crate::stats::admin::{self, StCode};
+    use crate::stats::page as stats_page;
+    let page = &stats.page;
+    let head = view.head;
+    // Other methods go on to the backend, as in HAProxy.
+    if !matches!(head.method(), b"GET" | b"HEAD" | b"POST") {
+        return None;
+    }
+    let suffix = head.target().strip_prefix(page.uri.as_bytes())?;
     let suffix = String::from_utf8_lossy(suffix);
     fe.state.counters.intercepted.fetch_add(1, Relaxed);
-    use crate::stats::page as stats_page;
+    // Without reading the body, the connection cannot go on.
+    let keep_local = keep && body == BodyKind::None;
     let authorization = head.values("authorization").next();
-    let (status, ctype, body, extra) = if stats_page::authorized(page, authorization) {
-        let (status, ctype, body) = stats_page::respond(&suffix, rt, page);
+    if !stats_page::authorized(page, authorization) {
+        // HAProxy's 401: its page and the realm's challenge.
+        let challenge = format!("www-authenticate: {}\r\n", stats_page::challenge(page));
+        let body = stats_page::UNAUTHORIZED_BODY;
+        return Some(
+            stats_reply(
+                conn,
+                401,
+                "text/html",
+                body,
+                Some(&challenge),
+                keep_local,
+                fe,
+            )
+            .await,
+        );
+    }
+    let admin = stats.admin.iter().any(|c| acls.eval(c, view));
+    if head.method() != b"POST" {
+        let (status, ctype, body) = stats_page::respond(&suffix, rt, page, admin);
         let extra = page
             .refresh
             .filter(|_| !suffix.contains(";norefresh"))
             .map(|s| format!("refresh: {s}\r\n"));
-        (status, ctype, body, extra)
-    } else {
-        // HAProxy's 401: its page and the realm's challenge.
-        let challenge = format!("www-authenticate: {}\r\n", stats_page::challenge(page));
-        (
-            401,
-            "text/html",
-            stats_page::UNAUTHORIZED_BODY.to_string(),
-            Some(challenge),
-        )
+        return Some(
+            stats_reply(conn, status, ctype, &body, extra.as_deref(), keep_local, fe).await,
+        );
+    }
+    // A denied form is read too (and dropped), so that the connection
+    // goes on as with HAProxy.
+    let (code, keep, body_in) = match read_form(conn, head, body, fe).await {
+        Ok(form) if admin => {
+            let snap = rt.snapshot();
+            (admin::process_post(&form, &snap), keep, form.len() as u64)
+        }
+        Ok(form) => (StCode::Deny, keep, form.len() as u64),
+        Err(_) if !admin => (StCode::Deny, false, 0),
+        Err(code) => (code, false, 0),
     };
+    let location = stats_page::redirect_location(page, &suffix, code);
+    let mut out = BytesMut::new();
+    out.put_slice(format!("HTTP/1.1 303 See Other\r\ncache-control: no-cache\r\ncontent-type: text/plain\r\ncontent-length: 0\r\nlocation: {location}\r\n").as_bytes());
+    if !keep {
+        out.put_slice(b"connection: close\r\n");
+    }
+    out.put_slice(b"\r\n");
+    let ok = io::write_all(&mut conn.stream, &out, fe.timeouts.client)
+        .await
+        .is_ok();
+    Some(Outcome {
+        status: Some(303),
+        keep_client: keep && ok,
+        bytes_out: out.len() as u64,
+        body_in,
+    })
+}
+
+/// The body of an admin POST. It must fit the buffer with the head
+/// (HAProxy's `EXCD` otherwise, and the body is not read); a chunked one
+/// is refused as HAProxy's message for `IVAL` says.
+async fn read_form(
+    conn: &mut BufConn,
+    head: &Head,
+    body: BodyKind,
+    fe: &FrontendRt,
+) -> Result<bytes::Bytes, crate::stats::admin::StCode> {
+    use crate::stats::admin::StCode;
+    let len = match body {
+        BodyKind::None => return Ok(bytes::Bytes::new()),
+        BodyKind::Length(n) => n,
+        BodyKind::Chunked | BodyKind::UntilClose => return Err(StCode::Ival),
+    };
+    if head.raw.len() as u64 + len > fe.max_head as u64 {
+        return Err(StCode::Excd);
+    }
+    let len = len as usize;
+    if conn.buf.len() < len
+        && head
+            .values("expect")
+            .any(|v| h1::trim(v).eq_ignore_ascii_case(b"100-continue"))
+    {
+        // The client waits for this before sending the form (curl does
+        // for a large one), as HAProxy's stats applet sends it.
+        io::write_all(
+            &mut conn.stream,
+            b"HTTP/1.1 100 Continue\r\n\r\n",
+            fe.timeouts.client,
+        )
+        .await
+        .map_err(|_| StCode::Unkn)?;
+    }
+    while conn.buf.len() < len {
+        match conn.fill(fe.timeouts.client).await {
+            Ok(n) if n > 0 => {}
+            // The client left or stalled: nothing is applied.
+            _ => return Err(StCode::Unkn),
+        }
+    }
+    Ok(conn.buf.split_to(len).freeze())
+}
+
+/// A complete local stats response (page or 401).
+async fn stats_reply(
+    conn: &mut BufConn,
+    status: u16,
+    ctype: &str,
+    body: &str,
+    extra: Option<&str>,
+    keep: bool,
+    fe: &FrontendRt,
+) -> Outcome {
     let mut head = BytesMut::new();
     head.put_slice(format!("HTTP/1.1 {} {}\r\ncache-control: no-cache\r\ncontent-type: {}\r\ncontent-length: {}\r\n", status, errors::reason(status), ctype, body.len()).as_bytes());
     if let Some(h) = extra {
@@ -672,12 +780,12 @@ async fn stats_page(
     let ok = io::write_all(&mut conn.stream, &head, fe.timeouts.client)
         .await
         .is_ok();
-    Some(Outcome {
+    Outcome {
         status: Some(status),
         keep_client: keep && ok,
         bytes_out: head.len() as u64,
         body_in: 0,
-    })
+    }
 }
 
 /// `http-request use-service prometheus-exporter`: the exposition (with

@@ -19,6 +19,7 @@ use crate::config::model::{CliLevel, StatsSocket};
 use crate::routing::{BackendRt, ServerRt, Snapshot};
 use crate::runtime::Runtime;
 
+use super::admin::{self, ServerAction};
 use super::csv::{self, CsvOptions, Filter};
 use super::info;
 
@@ -781,8 +782,7 @@ fn cmd_set_weight(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
 fn set_admin(ctx: &Ctx<'_>, args: &[String], to: AdminState) -> Output {
     match find_server(&ctx.snap, args.first()) {
         Ok((be, s)) => {
-            let before = s.state.set_admin(to);
-            crate::health::admin_event(be, s, before, to);
+            admin::apply(be, s, ServerAction::State(to));
             text("")
         }
         Err(e) => text(e),
@@ -799,7 +799,7 @@ fn cmd_enable_server(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
 
 fn set_health_checks(ctx: &Ctx<'_>, args: &[String], on: bool) -> Output {
     match find_server(&ctx.snap, args.first()) {
-        Ok((_, s)) if s.state.health.set_check_enabled(on) => text(""),
+        Ok((be, s)) if admin::apply(be, s, ServerAction::Checks(on)) => text(""),
         Ok(_) => text("Health check was not configured on this server, cannot enable.\n"),
         Err(e) => text(e),
     }
@@ -834,8 +834,7 @@ fn cmd_set_server(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
                     );
                 }
             };
-            let before = s.state.set_admin(to);
-            crate::health::admin_event(be, s, before, to);
+            admin::apply(be, s, ServerAction::State(to));
             text("")
         }
         Some("health") => {
@@ -849,7 +848,7 @@ fn cmd_set_server(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
                     );
                 }
             };
-            s.state.health.force(to);
+            admin::apply(be, s, ServerAction::Health(to));
             text("")
         }
         Some("addr") => set_addr(s, arg(2), arg(3), arg(4)),

@@ -3,6 +3,7 @@
 //! atomic counters and the current snapshot; nothing here is on the
 //! request path.
 
+pub mod admin;
 pub mod cli;
 pub mod csv;
 pub mod errors;

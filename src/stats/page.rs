@@ -7,12 +7,20 @@ use std::fmt::Write as _;
 use crate::config::model::StatsPage;
 use crate::runtime::Runtime;
 
+use super::admin::StCode;
 use super::csv::{self, CsvOptions, Row};
 use super::info;
 
 /// `suffix` is the request target after the `stats uri` prefix, e.g.
 /// `;csv`, `;up`, `` or `?x=1`. Returns status, content type and body.
-pub fn respond(suffix: &str, rt: &Runtime, page: &StatsPage) -> (u16, &'static str, String) {
+/// `admin`: a `stats admin` condition holds for the request (the HTML then
+/// has the server checkboxes and action forms).
+pub fn respond(
+    suffix: &str,
+    rt: &Runtime,
+    page: &StatsPage,
+    admin: bool,
+) -> (u16, &'static str, String) {
     // HAProxy looks for `;option` anywhere after the prefix.
     let opts: Vec<&str> = suffix.split(';').skip(1).map(option_name).collect();
     let csv_opts = CsvOptions {
@@ -30,7 +38,47 @@ pub fn respond(suffix: &str, rt: &Runtime, page: &StatsPage) -> (u16, &'static s
     if opts.contains(&"json") {
         return (200, "application/json", csv::render_json(&rows));
     }
-    (200, "text/html", html(rt, &snap, &rows, page))
+    let view = HtmlView {
+        page,
+        admin,
+        st: StCode::from_suffix(suffix),
+        uri_opts: uri_options(page, suffix),
+    };
+    (200, "text/html", html(rt, &snap, &rows, &view))
+}
+
+/// Where a POST sends the browser (HAProxy's 303): the page with the
+/// result in `;st=`, keeping `;up` and `;norefresh`.
+pub fn redirect_location(page: &StatsPage, suffix: &str, code: StCode) -> String {
+    format!(
+        "{}{}{}",
+        page.uri,
+        format_args!(";st={}", code.as_str()),
+        uri_options(page, suffix)
+    )
+}
+
+/// `;up` and `;norefresh` (this one only with `stats refresh`) as
+/// HAProxy carries them over in its links and redirects.
+fn uri_options(page: &StatsPage, suffix: &str) -> &'static str {
+    match (
+        suffix.contains(";up"),
+        page.refresh.is_some() && suffix.contains(";norefresh"),
+    ) {
+        (false, false) => "",
+        (true, false) => ";up",
+        (false, true) => ";norefresh",
+        (true, true) => ";up;norefresh",
+    }
+}
+
+/// What the HTML depends on besides the rows.
+struct HtmlView<'a> {
+    page: &'a StatsPage,
+    admin: bool,
+    /// The `;st=` of a redirect after a POST.
+    st: Option<StCode>,
+    uri_opts: &'static str,
 }
 
 /// Whether the request's `Authorization` header value carries one of the
@@ -142,7 +190,10 @@ th,td{border:1px solid #ccc;padding:2px 6px;text-align:right}\
 th{background:#eee}td.name{text-align:left;font-weight:bold}\
 tr.fe td,tr.be td{background:#f0f0f8}\
 td.up{background:#c8f0c8}td.down{background:#f4b8b8}td.drain{background:#a8c8f4}td.maint{background:#c8a8e8}td.other{background:#f4e4a0}\
-td.check{text-align:left}";
+td.check{text-align:left}\
+.msg{padding:4px 8px;margin:0.5em 0;border:1px solid #ccc}.msg.ok{background:#c8f0c8}\
+.msg.warn{background:#f4e4a0}.msg.err{background:#f4b8b8}.msg.other{background:#eee}\
+.act{margin:0.3em 0;font-size:0.9em}";
 
 const COLUMNS: &[&str] = &[
     "Name",
@@ -165,7 +216,8 @@ const COLUMNS: &[&str] = &[
     "Check",
 ];
 
-fn html(rt: &Runtime, snap: &crate::routing::Snapshot, rows: &[Row], page: &StatsPage) -> String {
+fn html(rt: &Runtime, snap: &crate::routing::Snapshot, rows: &[Row], view: &HtmlView) -> String {
+    let page = view.page;
     let mut out = String::new();
     let p = &rt.process;
     let _ = write!(
@@ -190,30 +242,84 @@ fn html(rt: &Runtime, snap: &crate::routing::Snapshot, rows: &[Row], page: &Stat
             .unwrap_or(crate::routing::DEFAULT_MAXCONN),
         req = p.cum_req.load(std::sync::atomic::Ordering::Relaxed),
     );
+    if let Some(st) = view.st {
+        let (class, msg) = st.message();
+        let _ = writeln!(
+            out,
+            "<div class=\"msg {class}\"><a href=\"{uri}{opts}\" title=\"Remove this message\">[X]</a> {msg}</div>",
+            uri = esc(&page.uri),
+            opts = view.uri_opts,
+        );
+    }
+    // The backend whose table is open, when it has an admin form.
     let mut current: Option<&str> = None;
+    let mut form: Option<u32> = None;
     for r in rows {
         let px = r.get("pxname");
         if current != Some(px) {
             if current.is_some() {
-                out.push_str("</table></div>\n");
+                close_table(&mut out, form);
             }
             current = Some(px);
-            let _ = write!(out, "<h2>{}</h2>\n<div class=wrap><table><tr>", esc(px));
+            form = snap
+                .backend(px)
+                .filter(|b| view.admin && !b.servers.is_empty())
+                .map(|b| b.iid);
+            let _ = writeln!(out, "<h2>{}</h2>", esc(px));
+            if form.is_some() {
+                out.push_str("<form method=\"post\">");
+            }
+            out.push_str("<div class=wrap><table class=px><tr>");
+            if form.is_some() {
+                // HAProxy's select-all box.
+                let _ = write!(
+                    out,
+                    "<th><input type=\"checkbox\" onclick=\"for(c in document.getElementsByClassName('{p}-checkbox')) document.getElementsByClassName('{p}-checkbox').item(c).checked = this.checked\"></th>",
+                    p = esc(px)
+                );
+            } else if view.admin {
+                out.push_str("<th></th>");
+            }
             for c in COLUMNS {
                 let _ = write!(out, "<th>{c}</th>");
             }
             out.push_str("</tr>\n");
         }
-        row_html(&mut out, r);
+        row_html(&mut out, r, view.admin);
     }
     if current.is_some() {
-        out.push_str("</table></div>\n");
+        close_table(&mut out, form);
     }
     out.push_str("</body></html>\n");
     out
 }
 
-fn row_html(out: &mut String, r: &Row) {
+/// Ends a proxy's table, with HAProxy's action form for a backend when
+/// the request may administer it (`b=#<id>`, as HAProxy's form posts).
+fn close_table(out: &mut String, form: Option<u32>) {
+    out.push_str("</table></div>\n");
+    if let Some(iid) = form {
+        let _ = writeln!(
+            out,
+            "<div class=act>Choose the action to perform on the checked servers : <select name=action>{ACTIONS}</select><input type=\"hidden\" name=\"b\" value=\"#{iid}\">&nbsp;<input type=\"submit\" value=\"Apply\"></div></form>"
+        );
+    }
+}
+
+/// HAProxy 2.6's action list, less the agent actions (sluice has no agent
+/// checks).
+const ACTIONS: &str = "<option value=\"\"></option>\
+<option value=\"ready\">Set state to READY</option>\
+<option value=\"drain\">Set state to DRAIN</option>\
+<option value=\"maint\">Set state to MAINT</option>\
+<option value=\"dhlth\">Health: disable checks</option>\
+<option value=\"ehlth\">Health: enable checks</option>\
+<option value=\"hrunn\">Health: force UP</option>\
+<option value=\"hnolb\">Health: force NOLB</option>\
+<option value=\"hdown\">Health: force DOWN</option>\
+<option value=\"shutdown\">Kill Sessions</option>";
+
+fn row_html(out: &mut String, r: &Row, admin: bool) {
     let class = match r.kind() {
         "0" => " class=fe",
         "1" => " class=be",
@@ -237,9 +343,22 @@ fn row_html(out: &mut String, r: &Row) {
         (s, code, d) => format!("{s} {code}: {d}"),
     };
     let lastchg = human(r.get("lastchg"));
+    let _ = write!(out, "<tr{class}>");
+    if admin {
+        if r.kind() == "2" {
+            let _ = write!(
+                out,
+                "<td><input class='{}-checkbox' type=\"checkbox\" name=\"s\" value=\"{}\"></td>",
+                esc(r.get("pxname")),
+                esc(r.get("svname"))
+            );
+        } else {
+            out.push_str("<td></td>");
+        }
+    }
     let _ = write!(
         out,
-        "<tr{class}><td class=name>{name}</td><td class={sc}>{status}</td><td>{lastchg}</td><td>{w}</td><td>{queue}</td>",
+        "<td class=name>{name}</td><td class={sc}>{status}</td><td>{lastchg}</td><td>{w}</td><td>{queue}</td>",
         name = esc(r.get("svname")),
         sc = status_class(status),
         status = esc(status),
@@ -272,13 +391,13 @@ mod tests {
     #[test]
     fn csv_page_is_the_cli_csv_without_legends_or_empty_line() {
         let rt = fixture::runtime();
-        let (status, ctype, body) = respond(";csv", &rt, &StatsPage::enabled());
+        let (status, ctype, body) = respond(";csv", &rt, &StatsPage::enabled(), false);
         assert_eq!((status, ctype), (200, "text/plain"));
         assert!(body.starts_with(csv::HEADER));
         assert!(body.ends_with(",\n") && !body.ends_with("\n\n"));
         assert!(!body.contains("127.0.0.1") && !body.contains("roundrobin"));
         assert_eq!(
-            respond(";csv;norefresh", &rt, &StatsPage::enabled()).2,
+            respond(";csv;norefresh", &rt, &StatsPage::enabled(), false).2,
             body
         );
     }
@@ -286,13 +405,46 @@ mod tests {
     #[test]
     fn html_page_has_a_table_per_proxy() {
         let rt = fixture::runtime();
-        let (status, ctype, body) = respond("", &rt, &StatsPage::enabled());
+        let (status, ctype, body) = respond("", &rt, &StatsPage::enabled(), false);
         assert_eq!((status, ctype), (200, "text/html"));
-        assert_eq!(body.matches("<table>").count(), 3);
+        assert_eq!(body.matches("<table class=px>").count(), 3);
+        assert!(!body.contains("checkbox"));
         assert!(body.contains("<h2>web_be</h2>"));
         assert!(body.contains("<td class=up>UP 1/3</td>"));
         assert!(body.contains("<td class=up>OPEN</td>"));
         assert!(body.contains("name=\"viewport\""));
+    }
+
+    #[test]
+    fn admin_form_and_result_message() {
+        let rt = fixture::runtime();
+        let iid = rt.snapshot().backend("web_be").expect("web_be").iid;
+        let (_, _, html) = respond(";st=DONE", &rt, &StatsPage::enabled(), true);
+        assert!(html.contains("<div class=\"msg ok\"><a href=\"/haproxy?stats\" title=\"Remove this message\">[X]</a> Action processed successfully.</div>"), "{html}");
+        assert!(html.contains(
+            "<td><input class='web_be-checkbox' type=\"checkbox\" name=\"s\" value=\"s2\"></td>"
+        ));
+        assert!(html.contains(&format!(
+            "<input type=\"hidden\" name=\"b\" value=\"#{iid}\">"
+        )));
+        // One form: the frontend and the server-less `stats` have none.
+        assert_eq!(html.matches("<form method=\"post\">").count(), 1);
+        assert_eq!(html.matches("</form>").count(), 1);
+        let page = StatsPage {
+            refresh: Some(5),
+            ..StatsPage::enabled()
+        };
+        let (_, _, html) = respond(";up;norefresh;st=DENY", &rt, &page, false);
+        assert!(html.contains("<div class=\"msg err\"><a href=\"/haproxy?stats;up;norefresh\" title=\"Remove this message\">[X]</a> <b>Action denied.</b></div>"));
+        assert!(!html.contains("<form"));
+        assert_eq!(
+            redirect_location(&page, ";up;norefresh", StCode::Part),
+            "/haproxy?stats;st=PART;up;norefresh"
+        );
+        assert_eq!(
+            redirect_location(&StatsPage::enabled(), ";norefresh;st=DONE", StCode::Excd),
+            "/haproxy?stats;st=EXCD"
+        );
     }
 
     #[test]
@@ -303,17 +455,17 @@ mod tests {
             hide_version: true,
             ..StatsPage::enabled()
         };
-        let (_, _, csv) = respond(";csv", &rt, &page);
+        let (_, _, csv) = respond(";csv", &rt, &page, false);
         assert!(csv.contains("127.0.0.1:17001") && csv.contains("roundrobin"));
-        let (status, ctype, json) = respond(";json", &rt, &page);
+        let (status, ctype, json) = respond(";json", &rt, &page, false);
         assert_eq!((status, ctype), (200, "application/json"));
         assert!(
             json.starts_with("[[{\"objType\":\"Frontend\""),
             "{json:.80}"
         );
-        let (_, _, html) = respond("", &rt, &page);
+        let (_, _, html) = respond("", &rt, &page, false);
         assert!(html.contains("<h1>Statistics Report for sluice</h1>"));
-        let (_, _, html) = respond("", &rt, &StatsPage::enabled());
+        let (_, _, html) = respond("", &rt, &StatsPage::enabled(), false);
         assert!(html.contains(&format!("Statistics Report for sluice {}<", info::VERSION)));
     }
 
