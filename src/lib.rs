@@ -13,6 +13,7 @@ pub mod process;
 pub mod reload;
 pub mod routing;
 pub mod runtime;
+pub mod sessions;
 pub mod stats;
 pub mod takeover;
 pub mod tcp;

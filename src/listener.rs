@@ -163,7 +163,7 @@ async fn accept_loop(
             // Unusable socket: dropping it closes the connection.
             Err(_) => continue,
         };
-        let (client, mode) = ClientConn::open(&rt, &binding.frontend, permits);
+        let (client, mode) = ClientConn::open(&rt, &binding.frontend, permits, &stream, peer);
         match mode {
             Mode::Http => {
                 tokio::spawn(crate::http::service::serve_connection(
@@ -232,6 +232,8 @@ pub struct ClientConn {
     pub frontend: Arc<str>,
     fe_state: Option<Arc<FrontendState>>,
     _permits: [OwnedSemaphorePermit; 2],
+    /// Its `show sess` entry (a pointer: idle connections stay small).
+    pub stream: crate::sessions::Slot,
 }
 
 impl ClientConn {
@@ -241,12 +243,14 @@ impl ClientConn {
         rt: &Arc<Runtime>,
         frontend: &Arc<str>,
         permits: [OwnedSemaphorePermit; 2],
+        stream: &tokio::net::TcpStream,
+        peer: std::net::SocketAddr,
     ) -> (Self, Mode) {
-        let (fe_state, mode) =
+        let (fe_state, mode, fe_iid) =
             rt.with_snapshot(
                 |snap| match snap.frontends().find(|f| *f.name == **frontend) {
-                    Some(f) => (Some(f.state.clone()), f.mode),
-                    None => (None, Mode::Http),
+                    Some(f) => (Some(f.state.clone()), f.mode, f.iid),
+                    None => (None, Mode::Http, 0),
                 },
             );
         let p = &rt.process;
@@ -264,6 +268,7 @@ impl ClientConn {
             frontend: frontend.clone(),
             fe_state,
             _permits: permits,
+            stream: crate::sessions::Slot::register(peer, fe_iid, stream.as_raw_fd()),
         };
         (client, mode)
     }

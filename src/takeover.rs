@@ -52,7 +52,13 @@ pub async fn serve_exposing(
                     tracing::warn!("handing listening sockets over failed: {e}");
                 }
             } else {
-                crate::stats::cli::handle_conn(stream, level, rt).await;
+                crate::stats::cli::handle_conn(
+                    stream,
+                    crate::stats::sess::CliOrigin::Unix,
+                    level,
+                    rt,
+                )
+                .await;
             }
         });
     }

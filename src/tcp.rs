@@ -53,9 +53,13 @@ pub async fn serve(client: ClientConn, stream: TcpStream, peer: SocketAddr) {
     let Some(fe) = snap.frontends().find(|f| *f.name == *client.frontend) else {
         return;
     };
+    // A TCP connection is one stream for its whole life (`show sess`).
+    let entry = client.stream.entry();
+    entry.begin();
     let Some(be) = pick_backend(fe, peer) else {
         return;
     };
+    entry.to_backend(be.iid);
     let bc = &be.state.counters;
     let key = balance::LbKey {
         src: Some(peer.ip()),
@@ -71,6 +75,7 @@ pub async fn serve(client: ClientConn, stream: TcpStream, peer: SocketAddr) {
         }
     };
     let server = slot.server().clone();
+    entry.to_server(&server);
     server.counters.session_start();
     bc.session_start();
     let rows = [&fe.state.counters, bc, &server.counters];

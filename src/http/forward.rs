@@ -80,6 +80,8 @@ fn add(c: &AtomicU64, n: u64) {
 pub struct ReqCtx<'a> {
     pub src: IpAddr,
     pub edits: Option<&'a Edits>,
+    /// The connection's `show sess` entry.
+    pub stream: &'a crate::sessions::StreamEntry,
 }
 
 /// The request head as it goes to the server.
@@ -251,6 +253,7 @@ pub async fn forward(
     let queue_ms = ms(started.elapsed());
     rec.t_queue = queue_ms as i64;
     rec.to_server(&server);
+    ctx.stream.to_server(&server);
     let observe = server.observe.load(Relaxed);
     let econ_before = if observe != 0 {
         server.counters.econ.load(Relaxed)

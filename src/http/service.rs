@@ -26,6 +26,7 @@ use crate::listener::ClientConn;
 use crate::log::{LogRecord, SrvName};
 use crate::routing::{BackendRt, FrontendRt, StatsRt};
 use crate::runtime::Runtime;
+use crate::sessions::StreamEntry;
 
 /// A request as conditions see it (request and response rules alike).
 pub(super) struct View<'a> {
@@ -137,6 +138,7 @@ pub async fn serve_connection(
         let request = Box::pin(handle_request(
             &client.rt,
             &client.frontend,
+            client.stream.entry(),
             &mut conn,
             peer,
             first,
@@ -215,6 +217,7 @@ async fn wait_readable(stream: &TcpStream, timeout: Option<Duration>) -> bool {
 async fn handle_request(
     rt: &Runtime,
     frontend: &str,
+    stream: &StreamEntry,
     conn: &mut BufConn,
     peer: SocketAddr,
     first: bool,
@@ -349,7 +352,16 @@ async fn handle_request(
         && !smuggling_risk
         && !crate::process::stopping();
 
-    let out = route(rt, &fe, &head, body, conn, peer, keep_client, &mut rec).await;
+    // From here to the answer the request is a stream `show sess` lists.
+    stream.begin();
+    let req = Req {
+        head: &head,
+        body,
+        peer,
+        stream,
+    };
+    let out = route(rt, &fe, &req, conn, keep_client, &mut rec).await;
+    stream.end();
     account(rt, &fe, &out);
     log_end(&fe, &mut rec, Some(&out), Some(&head));
     out.keep_client
@@ -408,17 +420,23 @@ fn account(rt: &Runtime, fe: &FrontendRt, out: &Outcome) {
     add(&rt.process.bytes_out, out.bytes_out);
 }
 
-#[allow(clippy::too_many_arguments)]
+/// A request as routing sees it.
+struct Req<'a> {
+    head: &'a Head,
+    body: BodyKind,
+    peer: SocketAddr,
+    stream: &'a StreamEntry,
+}
+
 async fn route(
     rt: &Runtime,
     fe: &Arc<FrontendRt>,
-    head: &Head,
-    body: BodyKind,
+    rq: &Req<'_>,
     conn: &mut BufConn,
-    peer: SocketAddr,
     keep: bool,
     rec: &mut LogRecord,
 ) -> Outcome {
+    let (head, body, peer) = (rq.head, rq.body, rq.peer);
     let view = View {
         head,
         src: peer.ip(),
@@ -460,6 +478,7 @@ async fn route(
         return forward::send_error(conn, 503, fe, keep_local).await;
     };
     rec.to_backend(be);
+    rq.stream.to_backend(be.iid);
     if let Some(stats) = &be.stats
         && fe.stats.as_ref().map(|s| &s.page) != Some(&stats.page)
         && let Some(out) = stats_page(rt, stats, &be.acls, &view, body, conn, keep, fe).await
@@ -485,6 +504,7 @@ async fn route(
     let ctx = forward::ReqCtx {
         src: peer.ip(),
         edits: edits.as_ref(),
+        stream: rq.stream,
     };
     forward::forward(fe, be, head, body, conn, keep, rec, &ctx).await
 }

@@ -22,6 +22,7 @@ use crate::runtime::Runtime;
 use super::admin::{self, ServerAction};
 use super::csv::{self, CsvOptions, Filter};
 use super::info;
+use super::sess::CliOrigin;
 
 /// `stats timeout` default.
 pub const DEFAULT_STATS_TIMEOUT: Duration = Duration::from_secs(10);
@@ -230,6 +231,13 @@ static COMMANDS: &[Command] = &[
         run: cmd_show_servers_state,
     },
     Command {
+        words: &["show", "sess"],
+        usage: "show sess [id]",
+        desc: "report the list of current sessions or dump this exact session",
+        level: CliLevel::Operator,
+        run: cmd_show_sess,
+    },
+    Command {
         words: &["show", "stat"],
         usage: "show stat [desc|json|no-maint|typed|up]*",
         desc: "report counters for each proxy and server",
@@ -298,6 +306,9 @@ struct Ctx<'a> {
     level: CliLevel,
     rt: &'a Runtime,
     snap: Arc<Snapshot>,
+    /// The session's client and address (its own `show sess` line).
+    origin: CliOrigin,
+    me: usize,
 }
 
 fn text(s: impl Into<String>) -> Output {
@@ -311,10 +322,24 @@ fn text(s: impl Into<String>) -> Output {
 /// the input: unknown words get the suggestion text, bad arguments an error
 /// line.
 pub fn execute(line: &str, level: CliLevel, rt: &Runtime) -> Reply {
+    execute_from(line, level, rt, CliOrigin::Unix, 0)
+}
+
+/// [`execute`] for a session coming from `origin`, `me` naming it in
+/// `show sess`.
+pub fn execute_from(
+    line: &str,
+    level: CliLevel,
+    rt: &Runtime,
+    origin: CliOrigin,
+    me: usize,
+) -> Reply {
     let mut ctx = Ctx {
         level,
         rt,
         snap: rt.snapshot(),
+        origin,
+        me,
     };
     let line = line.strip_suffix('\r').unwrap_or(line);
     let mut outputs = Vec::new();
@@ -594,6 +619,10 @@ pub(super) fn atoi(s: &str) -> i64 {
 }
 
 const STAT_KEYWORDS: &[&str] = &["typed", "json", "desc", "up", "no-maint"];
+
+fn cmd_show_sess(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    text(super::sess::render(&ctx.snap, args, ctx.origin, ctx.me))
+}
 
 fn cmd_show_stat(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
     let mut args = args;
@@ -1173,7 +1202,13 @@ pub async fn serve_unix_listener(
 ) -> io::Result<()> {
     listener.set_nonblocking(true)?;
     let listener = tokio::net::UnixListener::from_std(listener)?;
-    accept_loop(|| listener.accept(), level, rt).await
+    let l = &listener;
+    accept_loop(
+        move || async move { l.accept().await.map(|(s, _)| (s, CliOrigin::Unix)) },
+        level,
+        rt,
+    )
+    .await
 }
 
 /// The same over TCP (`stats socket ipv4@host:port`).
@@ -1184,24 +1219,30 @@ pub async fn serve_tcp(
 ) -> io::Result<()> {
     listener.set_nonblocking(true)?;
     let listener = tokio::net::TcpListener::from_std(listener)?;
-    accept_loop(|| listener.accept(), level, rt).await
+    let l = &listener;
+    accept_loop(
+        move || async move { l.accept().await.map(|(s, a)| (s, CliOrigin::Tcp(a))) },
+        level,
+        rt,
+    )
+    .await
 }
 
 /// One accept loop for both socket families.
-async fn accept_loop<S, A, F>(
+async fn accept_loop<S, F>(
     accept: impl Fn() -> F,
     level: CliLevel,
     rt: Arc<Runtime>,
 ) -> io::Result<()>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-    F: std::future::Future<Output = io::Result<(S, A)>>,
+    F: std::future::Future<Output = io::Result<(S, CliOrigin)>>,
 {
     let slots = Arc::new(Semaphore::new(MAX_CLI_CONNS));
     loop {
         let permit = slots.clone().acquire_owned().await;
         match accept().await {
-            Ok((stream, _)) => spawn_conn(stream, level, rt.clone(), permit.ok()),
+            Ok((stream, origin)) => spawn_conn(stream, origin, level, rt.clone(), permit.ok()),
             Err(e) => accept_failed(e).await,
         }
     }
@@ -1209,6 +1250,7 @@ where
 
 fn spawn_conn<S>(
     stream: S,
+    origin: CliOrigin,
     level: CliLevel,
     rt: Arc<Runtime>,
     permit: Option<tokio::sync::OwnedSemaphorePermit>,
@@ -1216,7 +1258,7 @@ fn spawn_conn<S>(
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     tokio::spawn(async move {
-        handle_conn(stream, level, rt).await;
+        handle_conn(stream, origin, level, rt).await;
         drop(permit);
     });
 }
@@ -1231,7 +1273,7 @@ async fn accept_failed(e: io::Error) {
 /// `quit`, on idle timeout (`stats timeout`), on EOF, or — when not in
 /// prompt mode — as soon as every received line has been answered and
 /// nothing more is buffered.
-pub async fn handle_conn<S>(mut stream: S, level: CliLevel, rt: Arc<Runtime>)
+pub async fn handle_conn<S>(mut stream: S, origin: CliOrigin, level: CliLevel, rt: Arc<Runtime>)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
@@ -1253,7 +1295,9 @@ where
         while let Some(pos) = buf.iter().position(|&b| b == b'\n') {
             let raw: Vec<u8> = buf.drain(..=pos).collect();
             let line = String::from_utf8_lossy(&raw[..raw.len() - 1]);
-            let reply = execute(&line, level, &rt);
+            // The session's `show sess` pointer: its read buffer's address.
+            let me = chunk.as_ptr() as usize;
+            let reply = execute_from(&line, level, &rt, origin, me);
             level = reply.level;
             for o in &reply.outputs {
                 if let Effect::SetTimeout(t) = o.effect {

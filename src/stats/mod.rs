@@ -10,6 +10,7 @@ pub mod errors;
 pub mod info;
 pub mod page;
 pub mod prometheus;
+pub mod sess;
 
 pub use cli::{Reply, bind_unix, execute, serve_unix};
 pub use csv::{CsvOptions, render_csv};
