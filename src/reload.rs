@@ -190,9 +190,9 @@ impl Supervisor {
             }
         }
         let old = self.rt.snapshot();
-        let new = self.rt.apply(&cfg);
+        let new = self.rt.apply(&cfg, retire_removed);
         report.changes = diff(&old, &new);
-        drain_removed(&old, &new);
+        dispatch_queues(&new);
         if let Some(after) = new.global.hard_stop_after {
             expire_generations_below(new.generation, after);
         }
@@ -296,10 +296,9 @@ impl Supervisor {
 
 /// Servers that the new snapshot no longer has are drained: no new request
 /// goes to them, their requests in flight finish, their idle pooled
-/// connections close. The backend queues are then served by every server
-/// of the new snapshot that has a free slot (a server added by the reload
-/// takes queued requests at once).
-fn drain_removed(old: &Snapshot, new: &Snapshot) {
+/// connections close. Runs before the new snapshot is visible, so a slot a
+/// removed server frees is never handed to a request routed with it.
+fn retire_removed(old: &Snapshot, new: &Snapshot) {
     for ob in old.backends() {
         let nb = new.backend(&ob.name);
         for s in &ob.servers {
@@ -310,6 +309,11 @@ fn drain_removed(old: &Snapshot, new: &Snapshot) {
             }
         }
     }
+}
+
+/// Queued requests go to the servers of the new snapshot that have room
+/// (new servers, raised limits).
+fn dispatch_queues(new: &Snapshot) {
     for be in new.backends() {
         for s in &be.servers {
             crate::backend::Queue::dispatch_to(&s.state, &be.state);

@@ -79,9 +79,18 @@ impl Runtime {
     }
 
     /// Compiles `config` over the same runtime state and swaps it in.
-    pub fn apply(&self, config: &Config) -> Arc<Snapshot> {
-        let next = self.snapshot().generation + 1;
-        let snap = Arc::new(routing::compile(config, &self.registry, next));
+    /// Compiles `config` into the next snapshot and swaps it in, running
+    /// `before_swap(old, new)` before requests can see it (a reload retires
+    /// removed servers there, so no request routed with the new snapshot is
+    /// ever handed one of them).
+    pub fn apply(
+        &self,
+        config: &Config,
+        before_swap: impl FnOnce(&Snapshot, &Snapshot),
+    ) -> Arc<Snapshot> {
+        let old = self.snapshot();
+        let snap = Arc::new(routing::compile(config, &self.registry, old.generation + 1));
+        before_swap(&old, &snap);
         self.snapshot.store(snap.clone());
         snap
     }

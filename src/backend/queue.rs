@@ -24,10 +24,29 @@ pub struct Queue {
     len: AtomicUsize,
 }
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Waiters {
-    list: VecDeque<(u64, oneshot::Sender<SlotGuard>)>,
+    list: VecDeque<Waiter>,
     next_id: u64,
+}
+
+impl std::fmt::Debug for Waiters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Waiters")
+            .field("len", &self.list.len())
+            .finish()
+    }
+}
+
+/// Which servers a waiting request may be given: those of the snapshot it
+/// was routed with (a reload may change the backend's servers while it
+/// waits).
+pub type Accepts = Box<dyn Fn(&ServerState) -> bool + Send + Sync>;
+
+struct Waiter {
+    id: u64,
+    tx: oneshot::Sender<SlotGuard>,
+    accepts: Accepts,
 }
 
 /// `timeout queue` expired before a slot was free.
@@ -104,7 +123,8 @@ impl Drop for SlotGuard {
 }
 
 impl Waiters {
-    /// Hands free slots to waiters, oldest first, while `try_take` finds one.
+    /// Hands free slots to waiters, oldest first, while `try_take` finds one:
+    /// each slot goes to the oldest waiter that may use its server.
     fn dispatch(&mut self, backend: &BackendState, try_take: &dyn Fn() -> Option<SlotGuard>) {
         // A slot whose waiter gave up already goes to the next one.
         let mut returned: Option<SlotGuard> = None;
@@ -119,13 +139,19 @@ impl Waiters {
                 Some(slot) => slot,
                 None => return,
             };
-            let Some((_, tx)) = self.list.pop_front() else {
+            let Some(pos) = self.list.iter().position(|w| (w.accepts)(slot.server())) else {
+                // Only requests routed before a reload that removed this
+                // server wait: they need another one.
+                slot.release_quietly();
+                return;
+            };
+            let Some(w) = self.list.remove(pos) else {
                 slot.release_quietly();
                 return;
             };
             backend.queue.len.store(self.list.len(), SeqCst);
             backend.counters.queue.dec();
-            if let Err(back) = tx.send(slot) {
+            if let Err(back) = w.tx.send(slot) {
                 returned = Some(back);
             }
         }
@@ -151,10 +177,12 @@ impl Queue {
         self.len() == 0
     }
 
-    /// Waits in FIFO order for a slot found by `try_pick`, at most `timeout`.
+    /// Waits in FIFO order for a slot found by `try_pick`, at most `timeout`,
+    /// on a server `accepts` allows.
     pub async fn wait_for_slot(
         backend: &Arc<BackendState>,
         try_pick: impl Fn() -> Option<SlotGuard>,
+        accepts: Accepts,
         timeout: Option<Duration>,
     ) -> Result<SlotGuard, QueueTimeout> {
         let q = &backend.queue;
@@ -168,7 +196,7 @@ impl Queue {
             let (tx, rx) = oneshot::channel();
             let id = w.next_id;
             w.next_id += 1;
-            w.list.push_back((id, tx));
+            w.list.push_back(Waiter { id, tx, accepts });
             q.len.store(w.list.len(), SeqCst);
             backend.counters.queue.inc();
             // A slot freed before we were visible must not be missed.
@@ -184,7 +212,7 @@ impl Queue {
         }
         // Timed out: leave the queue, unless a slot was handed over just now.
         let mut w = lock(&q.inner);
-        if let Some(pos) = w.list.iter().position(|(i, _)| *i == id) {
+        if let Some(pos) = w.list.iter().position(|x| x.id == id) {
             w.list.remove(pos);
             q.len.store(w.list.len(), SeqCst);
             backend.counters.queue.dec();

@@ -788,6 +788,7 @@ pub async fn acquire(be: &Arc<BackendRt>, key: &LbKey<'_>) -> Result<SlotGuard, 
         Pick::Full => Queue::wait_for_slot(
             &be.state,
             || pick_any(be, key),
+            members_of(be),
             be.timeouts.queue_or_connect(),
         )
         .await
@@ -796,6 +797,21 @@ pub async fn acquire(be: &Arc<BackendRt>, key: &LbKey<'_>) -> Result<SlotGuard, 
     slot.server().counters.lbtot.fetch_add(1, Relaxed);
     be.state.counters.lbtot.fetch_add(1, Relaxed);
     Ok(slot)
+}
+
+/// The servers a request queued with this snapshot of `be` may be given:
+/// its own snapshot's, whatever a reload does meanwhile; once a reload has
+/// removed all of those, the servers the backend has now (the queue of a
+/// removed server is redispatched, not left to time out).
+fn members_of(be: &Arc<BackendRt>) -> crate::backend::queue::Accepts {
+    let be = be.clone();
+    Box::new(move |s| {
+        let own = be
+            .servers
+            .iter()
+            .any(|r| std::ptr::eq(Arc::as_ptr(&r.state), s));
+        own || (!s.is_retired() && be.servers.iter().all(|r| r.state.is_retired()))
+    })
 }
 
 /// The server a hash-based backend would choose for `key` now, without
