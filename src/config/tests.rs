@@ -636,3 +636,51 @@ frontend fe
         "{m:#?}"
     );
 }
+
+/// `default-server` carries every balancing and check option of `server`
+/// (issue #5); a server line overrides what it repeats.
+#[test]
+fn default_server_carries_every_server_option() {
+    let l = parse(
+        "ds.cfg",
+        "defaults
+    mode http
+    timeout client 1s
+    timeout connect 1s
+    timeout server 1s
+backend be
+    default-server check inter 3s fastinter 500ms downinter 5s rise 4 fall 5 addr 127.0.0.9 port 8080 weight 0 maxconn 9 maxqueue 4 minconn 2 slowstart 10s backup disabled on-marked-down shutdown-sessions on-marked-up shutdown-backup-sessions observe layer7 error-limit 3 on-error sudden-death
+    server a 127.0.0.1:1
+    server b 127.0.0.1:2 weight 7 port 9090 on-error mark-down id 12
+",
+    );
+    let c = l.config.unwrap_or_else(|| panic!("{:?}", l.diagnostics));
+    let be = &c.proxies[0];
+    let a = &be.servers[0];
+    let chk = a.check.expect("check from default-server");
+    assert_eq!(
+        (chk.inter, chk.fastinter, chk.downinter, chk.rise, chk.fall),
+        (
+            Duration::from_secs(3),
+            Some(Duration::from_millis(500)),
+            Some(Duration::from_secs(5)),
+            4,
+            5
+        )
+    );
+    assert_eq!(chk.addr, Some("127.0.0.9".parse().unwrap()));
+    assert_eq!(chk.port, Some(8080));
+    assert_eq!((a.weight, a.maxconn), (0, 9));
+    let o = &a.opts;
+    assert_eq!((o.maxqueue, o.minconn), (4, 2));
+    assert_eq!(o.slowstart, Some(Duration::from_secs(10)));
+    assert!(o.backup && o.disabled && o.shutdown_on_down && o.shutdown_backup_on_up);
+    assert_eq!(o.observe, Some(Observe::Layer7));
+    assert_eq!((o.error_limit, o.on_error), (3, OnError::SuddenDeath));
+    let b = &be.servers[1];
+    assert_eq!(b.weight, 7);
+    assert_eq!(b.check.expect("check").port, Some(9090));
+    assert_eq!(b.opts.on_error, OnError::MarkDown);
+    assert_eq!(b.id, Some(12));
+    assert_eq!(b.opts.maxqueue, 4, "the rest still from default-server");
+}
