@@ -75,6 +75,9 @@ pub struct BackendRt {
     pub mode: Mode,
     pub timeouts: Timeouts,
     pub retries: u32,
+    /// `option redispatch [<interval>]` (None: off).
+    pub redispatch: Option<i32>,
+    pub retry_on: crate::config::model::RetryOn,
     pub http_reuse: HttpReuse,
     pub conn_mode: HttpConnMode,
     pub balance: Balance,
@@ -222,6 +225,8 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                 mode: p.mode,
                 timeouts: p.timeouts,
                 retries: p.retries,
+                redispatch: p.redispatch,
+                retry_on: p.retry_on,
                 http_reuse: p.http_reuse,
                 conn_mode: p.conn_mode,
                 balance: p.balance.clone(),

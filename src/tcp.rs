@@ -12,7 +12,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::acl::eval::RequestView;
-use crate::backend::Counters;
+use crate::backend::retry::{self, Retries, Seat};
 use crate::balance::{self, PickError};
 use crate::listener::ClientConn;
 use crate::routing::{BackendRt, FrontendRt};
@@ -74,21 +74,23 @@ pub async fn serve(client: ClientConn, stream: TcpStream, peer: SocketAddr) {
             return;
         }
     };
-    let server = slot.server().clone();
-    entry.to_server(&server);
-    server.counters.session_start();
+    let mut seat = Seat::new(slot);
+    entry.to_server(seat.server());
     bc.session_start();
-    let rows = [&fe.state.counters, bc, &server.counters];
+    let mut tries = Retries::default();
     let mut stream = stream;
-    // `on-marked-down shutdown-sessions` (or an active server's
-    // `on-marked-up shutdown-backup-sessions`) ends the connection.
-    let killed = server.kill.notified();
-    tokio::pin!(killed);
-    let cuttable = server.cuttable.load(Relaxed);
-    if cuttable {
-        killed.as_mut().enable();
-    }
-    if let Some(mut upstream) = connect(&be, &server.pool.load().addr(), &rows).await {
+    if let Ok(mut upstream) = retry::connect(&be, &key, &mut seat, &mut tries).await {
+        // The server that accepted (a redispatch may have changed it).
+        let server = seat.server().clone();
+        entry.to_server(&server);
+        // `on-marked-down shutdown-sessions` (or an active server's
+        // `on-marked-up shutdown-backup-sessions`) ends the connection.
+        let killed = server.kill.notified();
+        tokio::pin!(killed);
+        let cuttable = server.cuttable.load(Relaxed);
+        if cuttable {
+            killed.as_mut().enable();
+        }
         let relayed = relay(
             &mut stream,
             &mut upstream,
@@ -108,48 +110,14 @@ pub async fn serve(client: ClientConn, stream: TcpStream, peer: SocketAddr) {
         } else {
             relayed.await
         };
-        for c in rows {
+        for c in [&fe.state.counters, bc, &server.counters] {
             add(&c.bin, c2s);
             add(&c.bout, s2c);
         }
         add(&client.rt.process.bytes_out, s2c);
     }
-    server.counters.session_end();
     bc.session_end();
-    drop(slot);
-}
-
-/// Connects to the server, retrying `retries` times after HAProxy's
-/// turn-around pause.
-async fn connect(be: &BackendRt, addr: &SocketAddr, rows: &[&Counters; 3]) -> Option<TcpStream> {
-    let (_, bc, sc) = (rows[0], rows[1], rows[2]);
-    let mut left = be.retries;
-    loop {
-        add(&sc.connect, 1);
-        add(&bc.connect, 1);
-        let attempt = match be.timeouts.connect {
-            Some(t) => tokio::time::timeout(t, TcpStream::connect(addr)).await.ok(),
-            None => Some(TcpStream::connect(addr).await),
-        };
-        if let Some(Ok(s)) = attempt {
-            let _ = s.set_nodelay(true);
-            return Some(s);
-        }
-        add(&sc.econ, 1);
-        add(&bc.econ, 1);
-        if left == 0 {
-            return None;
-        }
-        left -= 1;
-        add(&sc.wretr, 1);
-        add(&bc.wretr, 1);
-        let pause = be
-            .timeouts
-            .connect
-            .unwrap_or(Duration::from_secs(1))
-            .min(Duration::from_secs(1));
-        tokio::time::sleep(pause).await;
-    }
+    drop(seat);
 }
 
 /// Relays both ways until both directions have ended. Each direction reads

@@ -6,6 +6,7 @@ pub mod counters;
 pub mod health;
 pub mod pool;
 pub mod queue;
+pub mod retry;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;

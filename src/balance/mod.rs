@@ -459,19 +459,40 @@ fn build_ring(weights: &[u32], ids: &[u32]) -> Vec<(u32, u16)> {
     ring
 }
 
-/// `chash_get_server_hash`: the closest point, the previous one on a tie.
+/// `chash_get_server_hash`: the closest point's server, the previous one on
+/// a tie.
 fn ring_lookup(ring: &[(u32, u16)], h: u32) -> Option<usize> {
+    ring_point(ring, h).map(|p| ring[p].1 as usize)
+}
+
+/// The index of the point [`ring_lookup`] takes.
+fn ring_point(ring: &[(u32, u16)], h: u32) -> Option<usize> {
     if ring.is_empty() {
         return None;
     }
     let ni = ring.partition_point(|&(k, _)| k < h);
     let ni = if ni == ring.len() { 0 } else { ni };
     let pi = if ni == 0 { ring.len() - 1 } else { ni - 1 };
-    let (nk, ns) = ring[ni];
-    let (pk, ps) = ring[pi];
+    let (nk, _) = ring[ni];
+    let (pk, _) = ring[pi];
     let dp = h.wrapping_sub(pk);
     let dn = nk.wrapping_sub(h);
-    Some(if dp <= dn { ps } else { ns } as usize)
+    Some(if dp <= dn { pi } else { ni })
+}
+
+/// `chash_get_server_hash` with `avoid`: from the point the key chose, the
+/// next point (clockwise) of another server, with a free slot.
+fn ring_avoiding(be: &BackendRt, key: &LbKey<'_>, avoid: &ServerState) -> Option<SlotGuard> {
+    let lb = &be.lb;
+    let g = lb.group(&be.servers);
+    let t = lb.table(&be.servers, g);
+    let used = t.weights.iter().filter(|&&w| w > 0).count();
+    let start = ring_point(&t.ring, lb.key_hash(key, used)?)?;
+    let n = t.ring.len();
+    (0..n)
+        .map(|k| t.ring[(start + k) % n].1 as usize)
+        .filter(|&i| !std::ptr::eq(&*be.servers[i].state, avoid))
+        .find_map(|i| take(be, i))
 }
 
 /// The path of a request target (`path-only`): the absolute form loses its
@@ -767,12 +788,45 @@ async fn wait_for_server(
 /// usable servers are at their `maxconn`; hash-based algorithms wait for
 /// the server the key chose.
 pub async fn acquire(be: &Arc<BackendRt>, key: &LbKey<'_>) -> Result<SlotGuard, PickError> {
+    acquire_avoiding(be, key, None).await
+}
+
+/// [`acquire`] for a redispatch: another server than `avoid` (the one that
+/// just failed) when the algorithm offers one, as HAProxy's pickers skip
+/// their `avoid` server; `avoid` itself when it is the only choice.
+pub async fn acquire_avoiding(
+    be: &Arc<BackendRt>,
+    key: &LbKey<'_>,
+    avoid: Option<&ServerState>,
+) -> Result<SlotGuard, PickError> {
+    let pick = || {
+        let mut p = try_pick(be, key);
+        let Some(avoid) = avoid else {
+            return p;
+        };
+        for _ in 1..be.servers.len() {
+            match &p {
+                // The avoided slot is released only once the next pick
+                // holds its own, so a second pick sees it busy.
+                Pick::Got(s) if std::ptr::eq(&**s.server(), avoid) => p = try_pick(be, key),
+                _ => break,
+            }
+        }
+        if let Pick::Got(s) = &p
+            && std::ptr::eq(&**s.server(), avoid)
+            && lb_consistent_hash(be)
+            && let Some(other) = ring_avoiding(be, key, avoid)
+        {
+            p = Pick::Got(other);
+        }
+        p
+    };
     let first = if be.state.queue.is_empty() {
-        try_pick(be, key)
+        pick()
     } else {
         // Others wait already: join the queue behind them (FIFO), except
         // when the key names a server.
-        match try_pick(be, key) {
+        match pick() {
             Pick::Got(s) if be.lb.hashing() => Pick::Got(s),
             Pick::Got(s) => {
                 drop(s);
@@ -812,6 +866,12 @@ fn members_of(be: &Arc<BackendRt>) -> crate::backend::queue::Accepts {
             .any(|r| std::ptr::eq(Arc::as_ptr(&r.state), s));
         own || (!s.is_retired() && be.servers.iter().all(|r| r.state.is_retired()))
     })
+}
+
+/// A key hashed on the consistent ring (a map-based hash has no way
+/// around its server, as in HAProxy).
+fn lb_consistent_hash(be: &BackendRt) -> bool {
+    be.lb.hashing() && be.lb.consistent()
 }
 
 /// The server a hash-based backend would choose for `key` now, without

@@ -129,6 +129,7 @@ pub const PROXY_SUPPORTED: &[&str] = &[
     "balance",
     "maxconn",
     "retries",
+    "retry-on",
     "http-reuse",
     "option",
     "stats",
@@ -201,7 +202,6 @@ pub const PROXY_UNSUPPORTED: &[&str] = &[
     "server-state-file-name",
     "max-keep-alive-queue",
     "max-session-srv-conns",
-    "retry-on",
     "use-fcgi-app",
     "dynamic-cookie-key",
     "srvtcpka-cnt",
@@ -237,10 +237,10 @@ pub const OPTIONS_SUPPORTED: &[&str] = &[
     "logasap",
     "forwardfor",
     "http-ignore-probes",
+    "redispatch",
 ];
 
 pub const OPTIONS_UNSUPPORTED: &[&str] = &[
-    "redispatch",
     "abortonclose",
     "checkcache",
     "clitcpka",

@@ -289,6 +289,73 @@ pub struct HashType {
     pub avalanche: bool,
 }
 
+/// `retry-on`: the failures after which a request is tried again, as
+/// HAProxy's `PR_RE_*` bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryOn(pub u32);
+
+impl RetryOn {
+    pub const CONN_FAILURE: u32 = 1 << 0;
+    pub const EMPTY_RESPONSE: u32 = 1 << 1;
+    pub const JUNK_RESPONSE: u32 = 1 << 2;
+    pub const RESPONSE_TIMEOUT: u32 = 1 << 3;
+    pub const EARLY_ERROR: u32 = 1 << 4;
+    /// Retryable statuses, one bit each after the failure bits.
+    pub const STATUSES: [u16; 10] = [401, 403, 404, 408, 425, 500, 501, 502, 503, 504];
+    const STATUS_SHIFT: u32 = 8;
+
+    /// The bit of a retryable status (`None` for a status HAProxy never
+    /// retries on).
+    pub fn status_bit(status: u16) -> Option<u32> {
+        let i = Self::STATUSES.iter().position(|&s| s == status)?;
+        Some(1 << (Self::STATUS_SHIFT + i as u32))
+    }
+
+    /// Parses one `retry-on` keyword into its bits.
+    pub fn keyword(word: &str) -> Option<u32> {
+        Some(match word {
+            "none" => 0,
+            "conn-failure" => Self::CONN_FAILURE,
+            "empty-response" => Self::EMPTY_RESPONSE,
+            "junk-response" => Self::JUNK_RESPONSE,
+            "response-timeout" => Self::RESPONSE_TIMEOUT,
+            "0rtt-rejected" => Self::EARLY_ERROR,
+            "all-retryable-errors" => {
+                Self::CONN_FAILURE
+                    | Self::EMPTY_RESPONSE
+                    | Self::JUNK_RESPONSE
+                    | Self::RESPONSE_TIMEOUT
+                    | Self::EARLY_ERROR
+                    | [500, 502, 503, 504]
+                        .iter()
+                        .filter_map(|&s| Self::status_bit(s))
+                        .fold(0, |a, b| a | b)
+            }
+            _ => Self::status_bit(word.parse().ok()?)?,
+        })
+    }
+
+    pub fn has(self, bit: u32) -> bool {
+        self.0 & bit != 0
+    }
+
+    pub fn on_status(self, status: u16) -> bool {
+        Self::status_bit(status).is_some_and(|b| self.has(b))
+    }
+
+    /// Anything beyond connection failures: the request must be kept to
+    /// be replayed after it was sent (HAProxy's `TX_L7_RETRY`).
+    pub fn layer7(self) -> bool {
+        self.0 & !Self::CONN_FAILURE != 0
+    }
+}
+
+impl Default for RetryOn {
+    fn default() -> Self {
+        RetryOn(Self::CONN_FAILURE)
+    }
+}
+
 /// `http-reuse` policy for idle server connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum HttpReuse {
@@ -580,6 +647,11 @@ pub struct Proxy {
     /// Frontend `maxconn` (defaults to the global one).
     pub maxconn: Option<u32>,
     pub retries: u32,
+    /// `option redispatch [<interval>]`: None when off, else HAProxy's
+    /// `redispatch_after` (-1 by default: the last retry).
+    pub redispatch: Option<i32>,
+    /// `retry-on` (default `conn-failure`).
+    pub retry_on: RetryOn,
     pub http_reuse: HttpReuse,
     pub conn_mode: HttpConnMode,
     /// `option http-ignore-probes`: a connection that sends nothing gets
@@ -619,6 +691,8 @@ impl Proxy {
             tcp_check: Vec::new(),
             maxconn: None,
             retries: 3,
+            redispatch: None,
+            retry_on: RetryOn::default(),
             http_reuse: HttpReuse::default(),
             conn_mode: HttpConnMode::default(),
             ignore_probes: false,

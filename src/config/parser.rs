@@ -19,6 +19,7 @@ use crate::acl::parse::{
 use crate::acl::{AclDef, Condition};
 
 mod lbkw;
+mod retrykw;
 
 /// A server whose host still has to be resolved (after validation).
 #[derive(Debug, Clone)]
@@ -628,6 +629,8 @@ impl<'r> State<'r> {
         p.http_check = d.http_check.clone();
         p.tcp_check = d.tcp_check.clone();
         p.retries = d.retries;
+        p.redispatch = d.redispatch;
+        p.retry_on = d.retry_on;
         p.http_reuse = d.http_reuse;
         p.conn_mode = d.conn_mode;
         p.ignore_probes = d.ignore_probes;
@@ -1055,6 +1058,7 @@ impl<'r> State<'r> {
                     }
                 }
             }
+            "retry-on" => self.kw_retry_on(loc, words),
             "http-reuse" => {
                 if self.cap(loc, k, true, false, true) {
                     let v = match arg {
@@ -1288,6 +1292,9 @@ impl<'r> State<'r> {
         }
         if name == "forwardfor" {
             return self.forwardfor_option(loc, words, neg);
+        }
+        if name == "redispatch" {
+            return self.redispatch_option(loc, words, neg);
         }
         if self.lb_option(loc, words, neg) {
             return;

@@ -5,7 +5,6 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use bytes::{BufMut, BytesMut};
-use tokio::net::TcpStream;
 
 use std::net::IpAddr;
 
@@ -16,9 +15,10 @@ use super::h1::{BodyKind, FramingLine, H1Error, Head};
 use super::io::{self, BufConn, HeadError, RelayError};
 use super::rules::{self, Edits};
 use super::service::View;
+use crate::backend::retry::{self, ConnectError, Retries, Seat};
 use crate::backend::{Counters, ServerState};
 use crate::balance::{self, PickError};
-use crate::config::model::{ForwardFor, HttpConnMode, HttpResponseAction, HttpReuse};
+use crate::config::model::{ForwardFor, HttpConnMode, HttpResponseAction, HttpReuse, RetryOn};
 use crate::log::LogRecord;
 use crate::routing::{BackendRt, FrontendRt};
 
@@ -166,24 +166,6 @@ fn downstream_head(
     out
 }
 
-async fn connect(
-    addr: std::net::SocketAddr,
-    timeout: Option<Duration>,
-) -> std::io::Result<TcpStream> {
-    match io::with_timeout(timeout, TcpStream::connect(addr)).await {
-        None => Err(std::io::Error::new(
-            std::io::ErrorKind::TimedOut,
-            "connect timeout",
-        )),
-        Some(r) => {
-            let s = r?;
-            let _ = s.set_nodelay(true);
-            Ok(s)
-        }
-    }
-}
-
-/// The three rows an exchange counts on.
 /// The backend and server rows an exchange counts on (the frontend row is
 /// counted by the service, once per request, whatever answered it).
 struct Rows<'a> {
@@ -196,6 +178,39 @@ impl Rows<'_> {
         f(self.be);
         f(self.srv);
     }
+}
+
+/// Methods whose replay has the effect of one request (RFC 9110 §9.2.2):
+/// the only ones replayed after a reused connection broke with the request
+/// possibly received.
+fn idempotent(method: &[u8]) -> bool {
+    matches!(
+        method,
+        b"GET" | b"HEAD" | b"OPTIONS" | b"TRACE" | b"PUT" | b"DELETE"
+    )
+}
+
+/// No server for the request (none usable, queue full or timed out), at
+/// first or on a redispatch: HAProxy's 503 with `SC` or `sQ`.
+async fn no_server(
+    e: PickError,
+    fe: &FrontendRt,
+    be: &BackendRt,
+    client: &mut BufConn,
+    keep: bool,
+    started: Instant,
+    rec: &mut LogRecord,
+) -> Outcome {
+    let bc = &be.state.counters;
+    if e == PickError::NoServer {
+        add(&bc.econ, 1);
+        rec.term(b'S', b'C');
+    } else {
+        rec.t_queue = ms(started.elapsed()) as i64;
+        rec.term(b's', b'Q');
+    }
+    bc.count_status(503);
+    send_error_be(client, 503, fe, Some(be), keep).await
 }
 
 /// Forwards `req` (whose body is still in `client`) to a server of `be`.
@@ -224,47 +239,25 @@ pub async fn forward(
     let slot = match balance::acquire(be, &key).await {
         Ok(slot) => slot,
         Err(e) => {
-            if e == PickError::NoServer {
-                add(&bc.econ, 1);
-                rec.term(b'S', b'C');
-            } else {
-                rec.t_queue = ms(started.elapsed()) as i64;
-                rec.term(b's', b'Q');
-            }
-            bc.count_status(503);
-            return send_error_be(
-                client,
-                503,
-                fe,
-                Some(be),
-                keep_client && body == BodyKind::None,
-            )
-            .await;
+            let keep = keep_client && body == BodyKind::None;
+            return no_server(e, fe, be, client, keep, started, rec).await;
         }
     };
-    let server: Arc<ServerState> = slot.server().clone();
-    let rows = Rows {
-        be: bc,
-        srv: &server.counters,
-    };
-    server.counters.session_start();
+    let mut seat = Seat::new(slot);
+    let first: Arc<ServerState> = seat.server().clone();
     bc.session_start();
-    server.counters.count_request();
+    first.counters.count_request();
     let queue_ms = ms(started.elapsed());
     rec.t_queue = queue_ms as i64;
-    rec.to_server(&server);
-    ctx.stream.to_server(&server);
-    let observe = server.observe.load(Relaxed);
-    let econ_before = if observe != 0 {
-        server.counters.econ.load(Relaxed)
-    } else {
-        0
-    };
+    rec.to_server(&first);
+    ctx.stream.to_server(&first);
+    let mut tries = Retries::default();
     let fut = exchange(
         fe,
         be,
-        &server,
-        &rows,
+        &key,
+        &mut seat,
+        &mut tries,
         req,
         body,
         client,
@@ -273,46 +266,41 @@ pub async fn forward(
         rec,
         ctx,
     );
-    let out = if server.cuttable.load(Relaxed) {
+    let (out, conn_failed) = if first.cuttable.load(Relaxed) {
         // `on-marked-down shutdown-sessions` (the session ends when the
         // server is marked DOWN) or `on-marked-up shutdown-backup-sessions`
         // of an active server (it ends when that one comes UP).
-        let killed = server.kill.notified();
+        let killed = first.kill.notified();
         tokio::pin!(killed);
         killed.as_mut().enable();
         tokio::select! {
             o = fut => o,
             _ = killed => {
-                add(&server.counters.srv_abrt, 1);
+                add(&first.counters.srv_abrt, 1);
                 add(&bc.srv_abrt, 1);
-                Outcome { status: None, keep_client: false, bytes_out: 0, body_in: 0 }
+                (Outcome { status: None, keep_client: false, bytes_out: 0, body_in: 0 }, false)
             }
         }
     } else {
         fut.await
     };
-    if observe != 0 {
-        observe_outcome(be, &server, observe, econ_before, out.status);
+    rec.retries = tries.done;
+    rec.redispatched = tries.redispatched;
+    let server = seat.server();
+    let observe = server.observe.load(Relaxed);
+    // Failed connections were reported to `observe` one by one.
+    if observe != 0 && !conn_failed {
+        observe_outcome(be, server, observe, out.status);
     }
-    server.counters.session_end();
     bc.session_end();
-    drop(slot);
+    drop(seat);
     out
 }
 
 /// `observe layer4|layer7`: tells the health analyzer how the exchange
-/// went (a failed connection; for layer7 also a 5xx other than 501/505, or
-/// a broken answer).
-fn observe_outcome(
-    be: &BackendRt,
-    server: &ServerState,
-    observe: u8,
-    econ_before: u64,
-    status: Option<u16>,
-) {
-    let error = if server.counters.econ.load(Relaxed) != econ_before {
-        Some("Connection error")
-    } else if observe == crate::backend::OBSERVE_L7
+/// went (for layer7 a 5xx other than 501/505 is an error).
+fn observe_outcome(be: &BackendRt, server: &ServerState, observe: u8, status: Option<u16>) {
+    let error = if observe == crate::backend::OBSERVE_L7
         && status.is_some_and(|s| (500..600).contains(&s) && s != 501 && s != 505)
     {
         Some("Wrong HTTP status")
@@ -322,12 +310,24 @@ fn observe_outcome(
     crate::health::observe(be, server, error);
 }
 
+/// Sends the request to the seat's server and reads the response head,
+/// retrying as `retries`, `option redispatch` and `retry-on` allow, then
+/// relays the response. Returns the outcome and whether it ended because
+/// no connection could be made.
+///
+/// Replays: a reused idle connection that turns out closed is replayed
+/// once on a new connection (not counted as a retry) when nothing can have
+/// been acted on: the request could not be written, or the method is
+/// idempotent and no body was sent. `retry-on` beyond `conn-failure`
+/// (statuses, empty, junk or late responses) replays only requests without
+/// a body: sluice streams bodies and keeps no copy to send twice.
 #[allow(clippy::too_many_arguments)]
 async fn exchange(
     fe: &FrontendRt,
-    be: &BackendRt,
-    server: &ServerState,
-    rows: &Rows<'_>,
+    be: &Arc<BackendRt>,
+    key: &balance::LbKey<'_>,
+    seat: &mut Seat,
+    tries: &mut Retries,
     req: &Head,
     body: BodyKind,
     client: &mut BufConn,
@@ -335,93 +335,99 @@ async fn exchange(
     (started, queue_ms): (Instant, u32),
     rec: &mut LogRecord,
     ctx: &ReqCtx<'_>,
-) -> Outcome {
+) -> (Outcome, bool) {
+    let bc = &be.state.counters;
     let server_close =
         be.conn_mode != HttpConnMode::KeepAlive || fe.conn_mode != HttpConnMode::KeepAlive;
     // `option forwardfor`: the backend's settings, else the frontend's.
     let ff = be.forwardfor.as_ref().or(fe.forwardfor.as_ref());
     let head = upstream_head(req, body, server_close, ff, ctx);
-    let pool = server.pool.load_full();
-    let mut attempts_left = be.retries;
+    let l7_retries = be.retry_on.layer7() && body == BodyKind::None;
     let mut reuse_ok = be.http_reuse != HttpReuse::Never;
     // Set once the body has been consumed from the client: after that the
     // request cannot be replayed.
     let mut body_sent = false;
     let mut body_in = 0u64;
     let mut connect_ms = 0u32;
+    let keep_on_error = keep_client && body == BodyKind::None;
 
     let (upstream, resp, response_ms) = loop {
-        let pooled = if reuse_ok { pool.take() } else { None };
+        let pooled = if reuse_ok {
+            seat.server().pool.load().take()
+        } else {
+            None
+        };
         let reused = pooled.is_some();
         let stream = match pooled {
             Some(s) => {
-                add(&server.counters.reuse, 1);
-                add(&rows.be.reuse, 1);
+                seat.attempt();
+                add(&seat.server().counters.reuse, 1);
+                add(&bc.reuse, 1);
                 s
             }
             None => {
-                add(&server.counters.connect, 1);
-                add(&rows.be.connect, 1);
+                let before = seat.server().clone();
                 let t = Instant::now();
-                match connect(pool.addr(), be.timeouts.connect).await {
+                match retry::connect(be, key, seat, tries).await {
                     Ok(s) => {
                         connect_ms = ms(t.elapsed());
+                        note_move(&before, seat, rec, ctx);
                         s
                     }
-                    Err(_) => {
-                        add(&server.counters.econ, 1);
-                        add(&rows.be.econ, 1);
-                        if attempts_left == 0 {
-                            rec.retries = be.retries;
-                            rec.term(b'S', b'C');
-                            rows.each(|c| c.count_status(503));
-                            return send_error_be(
-                                client,
-                                503,
-                                fe,
-                                Some(be),
-                                keep_client && body == BodyKind::None,
-                            )
-                            .await;
-                        }
-                        attempts_left -= 1;
-                        add(&server.counters.wretr, 1);
-                        add(&rows.be.wretr, 1);
-                        // HAProxy's turn-around timer before retrying.
-                        let pause = be
-                            .timeouts
-                            .connect
-                            .unwrap_or(Duration::from_secs(1))
-                            .min(Duration::from_secs(1));
-                        tokio::time::sleep(pause).await;
-                        continue;
+                    Err(ConnectError::Pick(e)) => {
+                        let out = no_server(e, fe, be, client, keep_on_error, started, rec);
+                        return (out.await, true);
+                    }
+                    Err(ConnectError::Exhausted { timeout }) => {
+                        rec.term(if timeout { b's' } else { b'S' }, b'C');
+                        // HAProxy counts its own 503 on the backend only.
+                        bc.count_status(503);
+                        let out = send_error_be(client, 503, fe, Some(be), keep_on_error);
+                        return (out.await, true);
                     }
                 }
             }
+        };
+        let server = seat.server().clone();
+        let rows = Rows {
+            be: bc,
+            srv: &server.counters,
         };
         let mut up = BufConn::new(stream);
         // Connected: an error from here on logs the connect time (HAProxy's
         // `0/0/0/-1/...` for a 504), not -1.
         rec.t_connect = connect_ms as i64;
-        if let Err(e) = io::write_all(&mut up.stream, &head, be.timeouts.server).await {
+        if io::write_all(&mut up.stream, &head, be.timeouts.server)
+            .await
+            .is_err()
+        {
             if reused {
-                // A pooled connection the server had closed: try a new one.
+                // A pooled connection the server had closed: nothing got
+                // through, replay on a new one.
                 reuse_ok = false;
                 continue;
             }
-            let _ = e;
+            drop(up);
+            if l7_retries
+                && be.retry_on.has(RetryOn::EMPTY_RESPONSE)
+                && let Some(next) = tries.after_l7_failure(be, &server)
+            {
+                match tries.apply(next, be, key, seat).await {
+                    Ok(()) => {
+                        note_move(&server, seat, rec, ctx);
+                        continue;
+                    }
+                    Err(e) => {
+                        let out = no_server(e, fe, be, client, keep_on_error, started, rec);
+                        return (out.await, false);
+                    }
+                }
+            }
             rec.term(b'S', b'H');
-            add(&rows.be.eresp, 1);
-            add(&server.counters.eresp, 1);
+            rows.each(|c| add(&c.eresp, 1));
             rows.each(|c| c.count_status(502));
-            return send_error_be(
-                client,
-                502,
-                fe,
-                Some(be),
-                keep_client && body == BodyKind::None,
-            )
-            .await;
+            let out = send_error_be(client, 502, fe, Some(be), keep_on_error).await;
+            return (out, false);
         }
         rows.each(|c| add(&c.bin, req.raw.len() as u64));
         if body != BodyKind::None && !body_sent {
@@ -455,8 +461,7 @@ async fn exchange(
                 }
                 Err(e) => {
                     if e.source_side() {
-                        add(&rows.be.cli_abrt, 1);
-                        add(&server.counters.cli_abrt, 1);
+                        rows.each(|c| add(&c.cli_abrt, 1));
                         let code = if matches!(e, RelayError::ReadTimeout) {
                             408
                         } else {
@@ -478,64 +483,115 @@ async fn exchange(
                         } else {
                             rows.each(|c| c.count_status(code));
                         }
-                        return send_error_be(client, code, fe, Some(be), false).await;
+                        let out = send_error_be(client, code, fe, Some(be), false).await;
+                        return (out, false);
                     }
-                    add(&rows.be.srv_abrt, 1);
-                    add(&server.counters.srv_abrt, 1);
+                    rows.each(|c| add(&c.srv_abrt, 1));
                     rec.term(b'S', b'D');
                     rows.each(|c| c.count_status(502));
-                    return send_error_be(client, 502, fe, Some(be), false).await;
+                    let out = send_error_be(client, 502, fe, Some(be), false).await;
+                    return (out, false);
                 }
             }
         }
         let sent_at = Instant::now();
-        match up.read_head(be.max_head, be.timeouts.server).await {
+        // What went wrong: the `retry-on` bit, the status sent instead
+        // (REFUSED: a head the parser refused, kept for `show errors`), the
+        // log's termination state, and whether it is a server abort.
+        let (bit, code, term, abort) = match up.read_head(be.max_head, be.timeouts.server).await {
             Ok(raw) => match Head::parse_response_keeping(raw) {
-                Ok(resp) => break (up, resp, ms(sent_at.elapsed())),
+                Ok(resp) => {
+                    // A status `retry-on` names: the answer is dropped with
+                    // its connection and the request sent again; the last
+                    // one allowed is relayed as is.
+                    if l7_retries
+                        && be.retry_on.on_status(resp.status)
+                        && let Some(next) = tries.after_l7_failure(be, &server)
+                    {
+                        drop(resp);
+                        drop(up);
+                        match tries.apply(next, be, key, seat).await {
+                            Ok(()) => {
+                                note_move(&server, seat, rec, ctx);
+                                continue;
+                            }
+                            Err(e) => {
+                                let out = no_server(e, fe, be, client, keep_on_error, started, rec);
+                                return (out.await, false);
+                            }
+                        }
+                    }
+                    break (up, resp, ms(sent_at.elapsed()));
+                }
                 Err((e, raw)) => {
                     let spot = error_spot::locate(&raw, true, &e);
-                    capture_response(fe, be, server, client, &[&raw, &up.buf], spot);
-                    return bad_response(fe, be, rows, client, rec, keep_client).await;
+                    capture_response(fe, be, &server, client, &[&raw, &up.buf], spot);
+                    (RetryOn::JUNK_RESPONSE, REFUSED, *b"PH", false)
                 }
             },
             Err(HeadError::TooLarge) => {
                 let spot = error_spot::locate(&up.buf, true, &H1Error::TooLarge);
-                capture_response(fe, be, server, client, &[&up.buf], spot);
-                return bad_response(fe, be, rows, client, rec, keep_client).await;
+                capture_response(fe, be, &server, client, &[&up.buf], spot);
+                (RetryOn::JUNK_RESPONSE, REFUSED, *b"PH", false)
             }
-            Err(HeadError::Closed) if reused && !body_sent => {
-                // The server closed an idle connection just as we reused it;
-                // nothing reached it, so the request can be replayed.
+            Err(HeadError::Closed) if reused && !body_sent && idempotent(req.method()) => {
+                // The server closed an idle connection just as it was
+                // reused: an idempotent request is replayed once.
                 reuse_ok = false;
                 continue;
             }
-            Err(HeadError::Timeout) => {
-                rec.term(b's', b'H');
-                add(&rows.be.eresp, 1);
-                add(&server.counters.eresp, 1);
-                rows.each(|c| c.count_status(504));
-                return send_error_be(client, 504, fe, Some(be), keep_client).await;
+            Err(HeadError::Closed | HeadError::Io(_)) => {
+                (RetryOn::EMPTY_RESPONSE, 502, *b"SH", true)
             }
-            Err(_) => {
-                rec.term(b'S', b'H');
-                add(&rows.be.eresp, 1);
-                add(&server.counters.eresp, 1);
-                add(&rows.be.srv_abrt, 1);
-                add(&server.counters.srv_abrt, 1);
-                rows.each(|c| c.count_status(502));
-                return send_error_be(client, 502, fe, Some(be), keep_client).await;
+            Err(HeadError::Timeout) => (RetryOn::RESPONSE_TIMEOUT, 504, *b"sH", false),
+            Err(HeadError::Truncated) => (RetryOn::JUNK_RESPONSE, 502, *b"SH", true),
+        };
+        drop(up);
+        if l7_retries
+            && be.retry_on.has(bit)
+            && let Some(next) = tries.after_l7_failure(be, &server)
+        {
+            match tries.apply(next, be, key, seat).await {
+                Ok(()) => {
+                    note_move(&server, seat, rec, ctx);
+                    continue;
+                }
+                Err(e) => {
+                    let out = no_server(e, fe, be, client, keep_on_error, started, rec);
+                    return (out.await, false);
+                }
             }
         }
+        if code == REFUSED {
+            let out = bad_response(fe, be, &rows, client, rec, keep_client).await;
+            return (out, false);
+        }
+        rec.term(term[0], term[1]);
+        rows.each(|c| add(&c.eresp, 1));
+        if abort {
+            rows.each(|c| add(&c.srv_abrt, 1));
+        }
+        rows.each(|c| c.count_status(code));
+        let out = send_error_be(client, code, fe, Some(be), keep_client).await;
+        return (out, false);
     };
 
     rec.t_connect = connect_ms as i64;
     rec.t_resp = response_ms as i64;
-    rec.retries = be.retries - attempts_left;
+    // Set before relaying: `option logasap` logs at the response head.
+    rec.retries = tries.done;
+    rec.redispatched = tries.redispatched;
+    let server = seat.server().clone();
+    let rows = Rows {
+        be: bc,
+        srv: &server.counters,
+    };
+    let pool = server.pool.load_full();
     let mut out = relay_response(
         fe,
         be,
-        server,
-        rows,
+        &server,
+        &rows,
         req,
         resp,
         upstream,
@@ -550,7 +606,20 @@ async fn exchange(
     out.body_in = body_in;
     let total_ms = ms(started.elapsed());
     rows.each(|c| c.record_times(queue_ms, connect_ms, response_ms, total_ms));
-    out
+    (out, false)
+}
+
+/// The response head was refused by the parser (see [`bad_response`]).
+const REFUSED: u16 = 0;
+
+/// After a redispatch: the new server counts the request, the log and
+/// `show sess` name it.
+fn note_move(before: &Arc<ServerState>, seat: &Seat, rec: &mut LogRecord, ctx: &ReqCtx<'_>) {
+    if !Arc::ptr_eq(before, seat.server()) {
+        seat.server().counters.count_request();
+        rec.to_server(seat.server());
+        ctx.stream.to_server(seat.server());
+    }
 }
 
 /// Keeps a response `be` refused for `show errors`.

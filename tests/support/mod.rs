@@ -1136,3 +1136,33 @@ pub async fn server_status(path: &Path, px: &str, sv: &str) -> String {
         None => "<no row>".to_string(),
     }
 }
+
+/// A listening socket that never accepts, with its backlog filled, so
+/// further handshakes are dropped by the kernel (no SYN-ACK).
+pub fn black_hole() -> (
+    std::net::SocketAddr,
+    Vec<std::net::TcpStream>,
+    socket2::Socket,
+) {
+    use socket2::{Domain, Socket, Type};
+    let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    s.bind(
+        &"127.0.0.1:0"
+            .parse::<std::net::SocketAddr>()
+            .unwrap()
+            .into(),
+    )
+    .unwrap();
+    s.listen(0).unwrap();
+    let addr = s.local_addr().unwrap().as_socket().unwrap();
+    // Fill the accept queue: with backlog 0, a connection or two.
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        let c = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+        c.set_nonblocking(true).unwrap();
+        let _ = c.connect(&addr.into());
+        held.push(std::net::TcpStream::from(c));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    (addr, held, s)
+}
