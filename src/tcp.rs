@@ -79,7 +79,11 @@ pub async fn serve(client: ClientConn, stream: TcpStream, peer: SocketAddr) {
     bc.session_start();
     let mut tries = Retries::default();
     let mut stream = stream;
-    if let Ok(mut upstream) = retry::connect(&be, &key, &mut seat, &mut tries).await {
+    let connected = retry::connect(&be, &key, &mut seat, &mut tries).await;
+    if let Err(retry::ConnectError::Pick(PickError::NoServer)) = connected {
+        add(&bc.econ, 1);
+    }
+    if let Ok(mut upstream) = connected {
         // The server that accepted (a redispatch may have changed it).
         let server = seat.server().clone();
         entry.to_server(&server);

@@ -814,10 +814,20 @@ pub async fn acquire_avoiding(
         }
         if let Pick::Got(s) = &p
             && std::ptr::eq(&**s.server(), avoid)
-            && lb_consistent_hash(be)
-            && let Some(other) = ring_avoiding(be, key, avoid)
         {
-            p = Pick::Got(other);
+            // Still the same: a map-based hash has no way around its
+            // server (as in HAProxy), a consistent one takes the next
+            // point, any other algorithm the first other usable server.
+            let other = if !be.lb.hashing() {
+                first_other(be, avoid)
+            } else if be.lb.consistent() {
+                ring_avoiding(be, key, avoid)
+            } else {
+                None
+            };
+            if let Some(o) = other {
+                p = Pick::Got(o);
+            }
         }
         p
     };
@@ -868,10 +878,18 @@ fn members_of(be: &Arc<BackendRt>) -> crate::backend::queue::Accepts {
     })
 }
 
-/// A key hashed on the consistent ring (a map-based hash has no way
-/// around its server, as in HAProxy).
-fn lb_consistent_hash(be: &BackendRt) -> bool {
-    be.lb.hashing() && be.lb.consistent()
+/// The first server by id, other than `avoid`, that takes load now and has
+/// a free slot.
+fn first_other(be: &BackendRt, avoid: &ServerState) -> Option<SlotGuard> {
+    let lb = &be.lb;
+    let g = lb.group(&be.servers);
+    lb.by_id
+        .iter()
+        .map(|&i| i as usize)
+        .filter(|&i| {
+            lb.eweight(&be.servers, g, i) > 0 && !std::ptr::eq(&*be.servers[i].state, avoid)
+        })
+        .find_map(|i| take(be, i))
 }
 
 /// The server a hash-based backend would choose for `key` now, without
