@@ -8,13 +8,9 @@
 mod support;
 
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::time::{Duration, Instant};
 
 use support::*;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 
 fn is_haproxy() -> bool {
     bin().contains("haproxy")
@@ -69,89 +65,24 @@ async fn wait_no_session(s: &Sluice, rows: &[&str]) {
     .await;
 }
 
-/// What a scripted server does with the n-th request it reads (0-based,
-/// over all its connections), given the request's index on its connection.
-#[derive(Clone, Copy, Debug)]
-enum Act {
-    /// Answer with this status, keeping the connection open.
-    Answer(u16),
-    /// Close the connection without answering.
-    Close,
+/// An answer with `status`, numbered `n` (header `x-request`).
+fn answer(status: u16, n: usize) -> Vec<u8> {
+    format!("HTTP/1.1 {status} X\r\ncontent-length: 0\r\nx-request: {n}\r\n\r\n").into_bytes()
 }
 
-/// A raw HTTP/1.1 server driven by `script(n, nth_on_conn)`; counts the
-/// requests it read.
-struct Scripted {
-    addr: SocketAddr,
-    seen: Arc<AtomicUsize>,
+/// Requests `raw` received since the last call.
+fn requests(raw: &raw::RawBackend) -> usize {
+    let got = raw.take();
+    got.windows(11).filter(|w| w == b" HTTP/1.1\r\n").count()
 }
 
-impl Scripted {
-    async fn start(script: fn(usize, usize) -> Act) -> Scripted {
-        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = l.local_addr().unwrap();
-        let seen = Arc::new(AtomicUsize::new(0));
-        let count = seen.clone();
-        tokio::spawn(async move {
-            loop {
-                let Ok((mut c, _)) = l.accept().await else {
-                    return;
-                };
-                let count = count.clone();
-                tokio::spawn(async move {
-                    let mut buf = Vec::new();
-                    let mut on_conn = 0;
-                    loop {
-                        // One request head, and its content-length body.
-                        let end = loop {
-                            if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                                break p + 4;
-                            }
-                            let mut chunk = [0u8; 4096];
-                            match c.read(&mut chunk).await {
-                                Ok(0) | Err(_) => return,
-                                Ok(k) => buf.extend_from_slice(&chunk[..k]),
-                            }
-                        };
-                        let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-                        let len: usize = head
-                            .lines()
-                            .find_map(|l| l.strip_prefix("content-length:"))
-                            .and_then(|v| v.trim().parse().ok())
-                            .unwrap_or(0);
-                        while buf.len() < end + len {
-                            let mut chunk = [0u8; 4096];
-                            match c.read(&mut chunk).await {
-                                Ok(0) | Err(_) => return,
-                                Ok(k) => buf.extend_from_slice(&chunk[..k]),
-                            }
-                        }
-                        buf.drain(..end + len);
-                        let n = count.fetch_add(1, SeqCst);
-                        match script(n, on_conn) {
-                            Act::Close => return,
-                            Act::Answer(code) => {
-                                let body = format!("{code} from request {n}\n");
-                                let resp = format!(
-                                    "HTTP/1.1 {code} X\r\ncontent-length: {}\r\nx-request: {n}\r\n\r\n{body}",
-                                    body.len()
-                                );
-                                if c.write_all(resp.as_bytes()).await.is_err() {
-                                    return;
-                                }
-                            }
-                        }
-                        on_conn += 1;
-                    }
-                });
-            }
-        });
-        Scripted { addr, seen }
-    }
-
-    fn seen(&self) -> usize {
-        self.seen.load(SeqCst)
-    }
+/// A raw server answering `script` in order (an empty entry: close without
+/// answering), then 200.
+async fn scripted(script: &[Vec<u8>]) -> raw::RawBackend {
+    let srv = raw::RawBackend::start().await;
+    let refs: Vec<&[u8]> = script.iter().map(Vec::as_slice).collect();
+    srv.script(&refs);
+    srv
 }
 
 /// A port nothing listens on: connections are refused.
@@ -379,18 +310,15 @@ async fn redispatch_interval_one_moves_the_first_retry() {
     assert_eq!((wretr, wredis), ([0, 0, 0], [1, 0, 1]));
 }
 
-/// 503 to every even request (the first of each pair), 200 otherwise.
-fn busy_every_other(n: usize, _: usize) -> Act {
-    if n.is_multiple_of(2) {
-        Act::Answer(503)
-    } else {
-        Act::Answer(200)
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retry_on_503_replays_requests_without_a_body() {
-    let srv = Scripted::start(busy_every_other).await;
+    // 503 to the first of each pair of requests, 200 to the second.
+    let srv = scripted(
+        &(0..6)
+            .map(|n| answer(if n % 2 == 0 { 503 } else { 200 }, n))
+            .collect::<Vec<_>>(),
+    )
+    .await;
     let port = free_port();
     let s = Sluice::start(&cfg(
         port,
@@ -399,7 +327,7 @@ async fn retry_on_503_replays_requests_without_a_body() {
     ));
     let r = get(fe_addr(port), "/").await;
     assert_eq!((r.status, r.header("x-request")), (200, Some("1")));
-    assert_eq!(srv.seen(), 2);
+    assert_eq!(requests(&srv), 2);
     // HAProxy counts an L7 retry twice in wretr: once when it decides to
     // retry, once when the same server is chosen again.
     assert_eq!(counters(&s, &["s1", "BACKEND"], "wretr").await, [2, 2]);
@@ -407,20 +335,21 @@ async fn retry_on_503_replays_requests_without_a_body() {
     // method for retry-on).
     let r = request(fe_addr(port), "POST", "/", b"").await;
     assert_eq!((r.status, r.header("x-request")), (200, Some("3")));
-    assert_eq!(srv.seen(), 4);
+    assert_eq!(requests(&srv), 2);
     if !is_haproxy() {
         // sluice keeps no copy of a body it streams: a POST with a body
         // gets the server's 503 (HAProxy would replay it from its buffer).
         let r = request(fe_addr(port), "POST", "/", b"hello").await;
         assert_eq!((r.status, r.header("x-request")), (503, Some("4")));
-        assert_eq!(srv.seen(), 5);
+        assert_eq!(requests(&srv), 1);
     }
     wait_no_session(&s, &["s1", "BACKEND"]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retry_on_503_with_redispatch_goes_to_another_server() {
-    let srv = Scripted::start(|_, _| Act::Answer(503)).await;
+    let srv = raw::RawBackend::start().await;
+    srv.answer(&answer(503, 0));
     let live = Backend::start("live").await;
     let port = free_port();
     let s = Sluice::start(&cfg(
@@ -438,7 +367,7 @@ async fn retry_on_503_with_redispatch_goes_to_another_server() {
     }
     // Each request tries `busy` first (round robin), which is counted
     // once in wretr (the retry) and once in wredis (another server).
-    assert_eq!(srv.seen(), 2);
+    assert_eq!(requests(&srv), 2);
     let rows = ["busy", "live", "BACKEND"];
     assert_eq!(counters(&s, &rows, "wretr").await, [2, 0, 2]);
     assert_eq!(counters(&s, &rows, "wredis").await, [2, 0, 2]);
@@ -448,7 +377,7 @@ async fn retry_on_503_with_redispatch_goes_to_another_server() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retries_exhausted_on_503_relay_the_last_answer() {
-    let srv = Scripted::start(|_, _| Act::Answer(503)).await;
+    let srv = scripted(&[answer(503, 0), answer(503, 1), answer(503, 2)]).await;
     let port = free_port();
     let s = Sluice::start(&cfg(
         port,
@@ -460,18 +389,14 @@ async fn retries_exhausted_on_503_relay_the_last_answer() {
     ));
     let r = get(fe_addr(port), "/").await;
     assert_eq!((r.status, r.header("x-request")), (503, Some("2")));
-    assert_eq!(srv.seen(), 3);
+    assert_eq!(requests(&srv), 3);
     assert_eq!(counters(&s, &["s1", "BACKEND"], "wretr").await, [4, 4]);
-}
-
-/// Closes the first connection's first request without answering.
-fn close_first(n: usize, _: usize) -> Act {
-    if n == 0 { Act::Close } else { Act::Answer(200) }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retry_on_empty_response() {
-    let srv = Scripted::start(close_first).await;
+    // The first request is dropped without an answer.
+    let srv = scripted(&[Vec::new(), answer(200, 1)]).await;
     let port = free_port();
     let s = Sluice::start(&cfg(
         port,
@@ -484,24 +409,13 @@ async fn retry_on_empty_response() {
     assert_eq!(counters(&s, &["s1", "BACKEND"], "eresp").await, [0, 0]);
 
     // The default (`conn-failure`) does not retry it: 502.
-    let srv = Scripted::start(close_first).await;
+    let srv = scripted(&[Vec::new()]).await;
     let port = free_port();
     let s = Sluice::start(&cfg(port, "1s", &format!("    server s1 {}", srv.addr)));
     let r = get(fe_addr(port), "/").await;
     assert_eq!(r.status, 502);
-    assert_eq!(srv.seen(), 1);
+    assert_eq!(requests(&srv), 1);
     assert_eq!(counters(&s, &["s1", "BACKEND"], "wretr").await, [0, 0]);
-}
-
-/// Answers the first request of each connection and closes the connection
-/// when a second one arrives on it: the server dropping an idle keep-alive
-/// connection just as it gets reused.
-fn one_per_connection(_: usize, nth_on_conn: usize) -> Act {
-    if nth_on_conn == 0 {
-        Act::Answer(200)
-    } else {
-        Act::Close
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -511,33 +425,34 @@ async fn pooled_connection_closed_by_the_server_replays_an_idempotent_request() 
         // reused connection; the scenario is sluice's.
         return;
     }
-    let srv = Scripted::start(one_per_connection).await;
+    // Each second request on a connection is dropped unanswered: the
+    // server closing an idle keep-alive connection just as it is reused.
+    let srv = scripted(&[answer(200, 0), Vec::new(), answer(200, 2), Vec::new()]).await;
     let port = free_port();
     let s = Sluice::start(&cfg(port, "1s", &format!("    server s1 {}", srv.addr)));
-    // Two client connections: the second request goes over the pooled
-    // server connection, which the server closes on it.
+    let sock = s.stats_socket();
+    let idle = || {
+        let sock = sock.clone();
+        async move { show_stat(&sock).await.num("be", "s1", "idle_conn_cur") == 1 }
+    };
     let r = get(fe_addr(port), "/").await;
     assert_eq!((r.status, r.header("x-request")), (200, Some("0")));
-    wait_until(Duration::from_secs(5), "one idle server connection", || {
-        let sock = s.stats_socket();
-        async move {
-            let csv = show_stat(&sock).await;
-            csv.num("be", "s1", "idle_conn_cur") == 1 || csv.num("be", "s1", "hrsp_2xx") == 1
-        }
-    })
-    .await;
+    wait_until(Duration::from_secs(5), "one idle server connection", idle).await;
+    // A new client connection: the request goes over the pooled server
+    // connection, which the server drops, and is replayed on a new one.
     let r = get(fe_addr(port), "/again").await;
     assert_eq!((r.status, r.header("x-request")), (200, Some("2")));
-    assert_eq!(srv.seen(), 3);
+    assert_eq!(requests(&srv), 3);
     let rows = ["s1", "BACKEND"];
     assert_eq!(counters(&s, &rows, "reuse").await, [1, 1]);
     // A transparent replay, not a retry.
     assert_eq!(counters(&s, &rows, "wretr").await, [0, 0]);
 
     // A POST (even bodiless) could have been acted on: not replayed.
+    wait_until(Duration::from_secs(5), "one idle server connection", idle).await;
     let r = request(fe_addr(port), "POST", "/post", b"").await;
     assert_eq!(r.status, 502);
-    assert_eq!(srv.seen(), 4);
+    assert_eq!(requests(&srv), 1);
     wait_no_session(&s, &rows).await;
 }
 

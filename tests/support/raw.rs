@@ -98,7 +98,9 @@ impl RawBackend {
         g.script.clear();
     }
 
-    /// Answers for the next requests, one each, in order.
+    /// Answers for the next requests, one each, in order. An empty answer
+    /// closes the connection without a byte (a server that drops the
+    /// request).
     pub fn script(&self, answers: &[&[u8]]) {
         self.st.lock().unwrap().script = answers.iter().map(|a| a.to_vec()).collect();
     }
@@ -150,7 +152,7 @@ async fn serve_raw(mut s: TcpStream, idx: usize, st: Arc<Mutex<Recorder>>) {
                 let next = g.script.pop_front();
                 next.unwrap_or_else(|| g.resp.clone())
             };
-            if s.write_all(&resp).await.is_err() {
+            if resp.is_empty() || s.write_all(&resp).await.is_err() {
                 return;
             }
         }
