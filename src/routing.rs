@@ -52,6 +52,8 @@ pub struct FrontendRt {
     pub binds: Vec<SocketAddr>,
     pub acls: AclSet,
     pub http_request: Vec<(HttpRequestAction, Option<CompiledCond>)>,
+    /// `monitor-uri`, with the `monitor fail` condition.
+    pub monitor: Option<(String, Option<CompiledCond>)>,
     pub switching: Vec<(Arc<BackendRt>, CompiledCond)>,
     pub default_backend: Option<Arc<BackendRt>>,
     pub http_response: Vec<(HttpResponseAction, Option<CompiledCond>)>,
@@ -208,7 +210,7 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
             .map(|(s, c)| (s.sid, s.weight, s.backup, c.opts.slowstart))
             .collect();
         let be_acls = AclSet::new(&p.acls);
-        let be_request = request_rules(&p.http_request, &be_acls);
+        let be_request = request_rules(p, &be_acls);
         let be_response = response_rules(&p.http_response, &be_acls);
         let be_stats = stats_rt(p.stats.as_ref(), &be_acls);
         let fullconn = p
@@ -261,7 +263,11 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
         };
         let frontend = p.kind.has_frontend().then(|| {
             let acls = AclSet::new(&p.acls);
-            let http_request = request_rules(&p.http_request, &acls);
+            let http_request = request_rules(p, &acls);
+            let monitor = p.monitor_uri.clone().map(|uri| {
+                let fail = p.monitor_fail.as_ref().map(|c| acls.compile(c));
+                (uri, fail)
+            });
             let switching = p
                 .use_backends
                 .iter()
@@ -293,6 +299,7 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                     .collect(),
                 acls,
                 http_request,
+                monitor,
                 switching,
                 default_backend,
                 http_response: fe_response,
@@ -334,12 +341,15 @@ fn stats_rt(page: Option<&StatsPage>, acls: &AclSet) -> Option<StatsRt> {
     })
 }
 
+/// A proxy's `http-request` rules, then its `redirect` rules (HAProxy
+/// processes them in that order).
 fn request_rules(
-    rules: &[crate::config::model::HttpRequestRule],
+    p: &crate::config::model::Proxy,
     acls: &AclSet,
 ) -> Vec<(HttpRequestAction, Option<CompiledCond>)> {
-    rules
+    p.http_request
         .iter()
+        .chain(&p.redirects)
         .map(|r| (r.action.clone(), r.cond.as_ref().map(|c| acls.compile(c))))
         .collect()
 }

@@ -368,3 +368,96 @@ backend be
         ]
     );
 }
+
+/// `monitor-uri` / `monitor fail` and the `redirect` keyword (literal
+/// target, `code`, `drop-query`), byte for byte as haproxy 2.6 answers
+/// with the same configuration; the monitor URI must match exactly, and
+/// the answers count in `hrsp_*` as haproxy counts them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn monitor_uri_and_redirect_keyword_as_haproxy() {
+    let be = raw_backend().await;
+    let ports = free_ports(2);
+    let s = Sluice::start(&format!(
+        "global
+    stats socket @DIR@/s.sock level admin
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind 127.0.0.1:{p0}
+    monitor-uri /health
+    monitor fail if {{ src 10.0.0.1 }}
+    redirect scheme https code 301 if {{ path_beg /secure }}
+    redirect prefix /new drop-query if {{ path_beg /old }}
+    redirect location /moved if {{ path /here }}
+    default_backend be
+frontend fe2
+    bind 127.0.0.1:{p1}
+    monitor-uri /health
+    monitor fail if {{ src 127.0.0.1 }}
+    default_backend be
+backend be
+    server s1 {addr}
+",
+        p0 = ports[0],
+        p1 = ports[1],
+        addr = be.addr,
+    ));
+    let req = |p: &str| format!("GET {p} HTTP/1.1\r\nhost: a\r\n\r\n");
+    let port = ports[0];
+    let got = |p: &str| {
+        let r = req(p);
+        async move { text(&send(port, r.as_bytes()).await) }
+    };
+    assert_eq!(
+        got("/health").await,
+        "HTTP/1.1 200 OK\r\ncontent-length: 58\r\ncache-control: no-cache\r\ncontent-type: text/html\r\n\r\n<html><body><h1>200 OK</h1>\nService ready.\n</body></html>\n"
+    );
+    assert_eq!(
+        got("/secure/x?q=1").await,
+        "HTTP/1.1 301 Moved Permanently\r\ncontent-length: 0\r\nlocation: https://a/secure/x?q=1\r\n\r\n"
+    );
+    assert_eq!(
+        got("/old/x?q=1").await,
+        "HTTP/1.1 302 Found\r\ncontent-length: 0\r\nlocation: /new/old/x\r\ncache-control: no-cache\r\n\r\n"
+    );
+    assert_eq!(
+        got("/here").await,
+        "HTTP/1.1 302 Found\r\ncontent-length: 0\r\nlocation: /moved\r\ncache-control: no-cache\r\n\r\n"
+    );
+    // Not the exact URI: forwarded.
+    assert_eq!(got("/health?x").await.as_bytes(), OK);
+    let failing = text(&send(ports[1], req("/health").as_bytes()).await);
+    assert!(
+        failing.starts_with("HTTP/1.1 503 Service Unavailable\r\n"),
+        "{failing}"
+    );
+    let csv = show_stat(&s.stats_socket()).await;
+    assert_eq!(csv.get("fe", "FRONTEND", "hrsp_2xx"), "2");
+    assert_eq!(csv.get("fe", "FRONTEND", "hrsp_3xx"), "3");
+    assert_eq!(csv.get("fe2", "FRONTEND", "hrsp_5xx"), "1");
+    assert_eq!(csv.get("be", "BACKEND", "hrsp_2xx"), "1");
+}
+
+#[test]
+fn redirect_after_http_request_rules_warns_as_haproxy() {
+    let dir = TempDir::new("redir");
+    let cfg = dir.write(
+        "r.cfg",
+        "defaults\n    mode http\n    timeout connect 1s\n    timeout client 1s\n    timeout server 1s\nfrontend fe\n    bind 127.0.0.1:0\n    redirect location /x if { path /y }\n    http-request add-header x-a 1\n    redirect bogus /z\n",
+    );
+    let out = run_sluice(&["-c", "-f", cfg.to_str().unwrap()], None);
+    assert_eq!(out.code(), Some(1), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("parsing [") && out.stderr.contains("r.cfg:9] : a 'http-request' rule placed after a 'redirect' rule will still be processed before."),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("r.cfg:10] : error detected while parsing redirect rule : expects 'location', 'prefix' or 'scheme' followed by a value."),
+        "{}",
+        out.stderr
+    );
+}

@@ -121,6 +121,9 @@ pub const GLOBAL_UNSUPPORTED: &[&str] = &[
 
 /// Proxy keywords sluice implements.
 pub const PROXY_SUPPORTED: &[&str] = &[
+    "redirect",
+    "monitor-uri",
+    "monitor",
     "mode",
     "timeout",
     "clitimeout",
@@ -169,7 +172,6 @@ pub const PROXY_UNSUPPORTED: &[&str] = &[
     "stick match",
     "stick store-request",
     "stick store-response",
-    "redirect",
     "compression",
     "dispatch",
     "hash-balance-factor",
@@ -177,9 +179,6 @@ pub const PROXY_UNSUPPORTED: &[&str] = &[
     "external-check",
     "force-persist",
     "ignore-persist",
-    "monitor-uri",
-    "monitor",
-    "monitor fail",
     "rate-limit",
     "persist",
     "server-template",

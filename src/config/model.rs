@@ -457,11 +457,16 @@ pub enum HttpRequestAction {
     SetPath(LogFmt),
     /// `http-request set-query <fmt>`
     SetQuery(LogFmt),
-    /// `http-request redirect location|prefix|scheme <fmt> [code <n>]`
+    /// `http-request redirect location|prefix|scheme <fmt> [code <n>]
+    /// [drop-query] [append-slash]`, and the `redirect` keyword.
     Redirect {
         kind: RedirectKind,
         fmt: LogFmt,
         code: u16,
+        /// `drop-query`: the query string is not carried over.
+        drop_query: bool,
+        /// `append-slash`: a `/` is added to a path that lacks one.
+        append_slash: bool,
     },
 }
 
@@ -662,6 +667,12 @@ pub struct Proxy {
     /// ACL definitions in order; a repeated name adds patterns (ORed).
     pub acls: Vec<AclDef>,
     pub http_request: Vec<HttpRequestRule>,
+    /// `redirect` rules: run after the `http-request` rules.
+    pub redirects: Vec<HttpRequestRule>,
+    /// `monitor-uri <uri>`: answered 200 by sluice itself, not logged.
+    pub monitor_uri: Option<String>,
+    /// `monitor fail if|unless <cond>`: the monitor URI answers 503.
+    pub monitor_fail: Option<Condition>,
     pub http_response: Vec<HttpResponseRule>,
     /// `option forwardfor` (None: off).
     pub forwardfor: Option<ForwardFor>,
@@ -700,6 +711,9 @@ impl Proxy {
             binds: Vec::new(),
             acls: Vec::new(),
             http_request: Vec::new(),
+            redirects: Vec::new(),
+            monitor_uri: None,
+            monitor_fail: None,
             http_response: Vec::new(),
             forwardfor: None,
             errorfiles: Vec::new(),

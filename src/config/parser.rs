@@ -637,6 +637,9 @@ impl<'r> State<'r> {
         p.forwardfor = d.forwardfor.clone();
         p.errorfiles = d.errorfiles.clone();
         p.stats = d.stats.clone();
+        if kind.has_frontend() {
+            p.monitor_uri = d.monitor_uri.clone();
+        }
         p.log = d.log.clone();
         if kind.has_frontend() {
             p.maxconn = d.maxconn;
@@ -1096,6 +1099,9 @@ impl<'r> State<'r> {
                 }
             }
             "http-request" => self.kw_http_request(loc, words),
+            "redirect" => self.kw_redirect(loc, words),
+            "monitor-uri" => self.kw_monitor_uri(loc, words),
+            "monitor" => self.kw_monitor(loc, words),
             "http-response" => self.kw_http_response(loc, words),
             "errorfile" => self.kw_errorfile(loc, words),
             "server" => self.kw_server(loc, words),
@@ -1671,7 +1677,12 @@ impl<'r> State<'r> {
         let Some((cond_at, cond)) = self.rule_condition(loc, words, "http-request", action) else {
             return;
         };
-        if matches!(self.section, Section::Proxy(_)) && !self.px().use_backends.is_empty() {
+        if matches!(self.section, Section::Proxy(_)) && !self.px().redirects.is_empty() {
+            self.warn(
+                loc,
+                "a 'http-request' rule placed after a 'redirect' rule will still be processed before.",
+            );
+        } else if matches!(self.section, Section::Proxy(_)) && !self.px().use_backends.is_empty() {
             self.warn(
                 loc,
                 "a 'http-request' rule placed after a 'use_backend' rule will still be processed before.",
@@ -1694,6 +1705,64 @@ impl<'r> State<'r> {
                 let m = wrap(self, e);
                 self.alert(loc, m)
             }
+        }
+    }
+
+    /// `redirect location|prefix|scheme <to> [code <n>] [drop-query]
+    /// [append-slash] [if|unless <cond>]`: `<to>` is taken literally (the
+    /// `http-request redirect` form takes a log-format).
+    fn kw_redirect(&mut self, loc: &Loc, words: &[String]) {
+        if !self.cap(loc, "redirect", false, true, true) {
+            return;
+        }
+        let Some((cond_at, cond)) = self.rule_condition(loc, words, "redirect", "") else {
+            return;
+        };
+        if !self.px().use_backends.is_empty() {
+            self.warn(
+                loc,
+                "a 'redirect' rule placed after a 'use_backend' rule will still be processed before.",
+            );
+        }
+        match redirect_args(&words[1..cond_at], false) {
+            Ok(action) => self.px().redirects.push(HttpRequestRule {
+                action,
+                cond,
+                loc: loc.clone(),
+            }),
+            Err(e) => self.alert(
+                loc,
+                format!("error detected while parsing redirect rule : {e}."),
+            ),
+        }
+    }
+
+    /// `monitor-uri <uri>`.
+    fn kw_monitor_uri(&mut self, loc: &Loc, words: &[String]) {
+        if !self.cap(loc, "monitor-uri", true, true, false) {
+            return;
+        }
+        match words.get(1).filter(|u| !u.is_empty()) {
+            Some(uri) if words.len() == 2 => self.px().monitor_uri = Some(uri.clone()),
+            _ => self.alert(loc, "'monitor-uri' expects an URI."),
+        }
+    }
+
+    /// `monitor fail if|unless <cond>`.
+    fn kw_monitor(&mut self, loc: &Loc, words: &[String]) {
+        if !self.cap(loc, "monitor", false, true, false) {
+            return;
+        }
+        if words.get(1).map(String::as_str) != Some("fail")
+            || !matches!(words.get(2).map(String::as_str), Some("if" | "unless"))
+        {
+            return self.alert(
+                loc,
+                "'monitor' expects 'fail' followed by 'if' or 'unless' and a condition.",
+            );
+        }
+        if let Some((_, Some(cond))) = self.rule_condition(loc, words, "monitor", "fail") {
+            self.px().monitor_fail = Some(cond);
         }
     }
 
@@ -2283,47 +2352,67 @@ fn rewrite_args(action: &str, args: &[String]) -> Result<HttpRequestAction, Stri
                 HttpRequestAction::SetQuery(fmt)
             }
         }
-        "redirect" => {
-            let kind = match args.first().map(String::as_str) {
-                Some("location") => RedirectKind::Location,
-                Some("prefix") => RedirectKind::Prefix,
-                Some("scheme") => RedirectKind::Scheme,
-                _ => {
-                    return Err(
-                        "expects 'location', 'prefix' or 'scheme' followed by a value".into(),
-                    );
-                }
-            };
-            let value = args
-                .get(1)
-                .ok_or_else(|| format!("'{}' expects an argument", args[0]))?;
-            let fmt = parse_logfmt(value)?;
-            let mut code = 302;
-            let mut i = 2;
-            while let Some(w) = args.get(i) {
-                match w.as_str() {
-                    "code" => {
-                        let v = args.get(i + 1).map_or("", String::as_str);
-                        code = parse_u32(v)
-                            .and_then(|c| u16::try_from(c).ok())
-                            .filter(|c| matches!(c, 301 | 302 | 303 | 307 | 308))
-                            .ok_or_else(|| {
-                                format!(
-                                    "'code' expects one of 301, 302, 303, 307 or 308 (got '{v}')"
-                                )
-                            })?;
-                        i += 2;
-                    }
-                    other => {
-                        return Err(format!(
-                            "redirect option '{other}' is not supported by sluice yet (only 'code')"
-                        ));
-                    }
-                }
-            }
-            HttpRequestAction::Redirect { kind, fmt, code }
-        }
+        "redirect" => redirect_args(args, true)?,
         _ => return Err(format!("unknown action '{action}'")),
+    })
+}
+
+/// Arguments of `http-request redirect` and of the `redirect` keyword:
+/// `location|prefix|scheme <to> [code <n>] [drop-query] [append-slash]`;
+/// `<to>` is a log-format for `http-request redirect`, literal otherwise.
+fn redirect_args(args: &[String], logfmt: bool) -> Result<HttpRequestAction, String> {
+    let kind = match args.first().map(String::as_str) {
+        Some("location") => RedirectKind::Location,
+        Some("prefix") => RedirectKind::Prefix,
+        Some("scheme") => RedirectKind::Scheme,
+        _ => {
+            return Err("expects 'location', 'prefix' or 'scheme' followed by a value".into());
+        }
+    };
+    let value = args
+        .get(1)
+        .ok_or_else(|| format!("'{}' expects an argument", args[0]))?;
+    let fmt = if logfmt {
+        parse_logfmt(value)?
+    } else {
+        LogFmt(vec![FmtPart::Lit(value.clone())])
+    };
+    let (mut drop_query, mut append_slash) = (false, false);
+    let mut code = 302;
+    let mut i = 2;
+    while let Some(w) = args.get(i) {
+        match w.as_str() {
+            "code" => {
+                let v = args.get(i + 1).map_or("", String::as_str);
+                code = parse_u32(v)
+                    .and_then(|c| u16::try_from(c).ok())
+                    .filter(|c| matches!(c, 301 | 302 | 303 | 307 | 308))
+                    .ok_or_else(|| {
+                        format!("'code' expects one of 301, 302, 303, 307 or 308 (got '{v}')")
+                    })?;
+                i += 2;
+            }
+            "drop-query" => {
+                drop_query = true;
+                i += 1;
+            }
+            "append-slash" => {
+                append_slash = true;
+                i += 1;
+            }
+            other => {
+                return Err(format!(
+                    "redirect option '{other}' is not supported by sluice yet (only 'code', 'drop-query', 'append-slash')"
+                ));
+            }
+        }
+    }
+    Ok(HttpRequestAction::Redirect {
+        kind,
+        fmt,
+        code,
+        drop_query,
+        append_slash,
     })
 }
 

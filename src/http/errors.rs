@@ -6,7 +6,9 @@
 
 use std::sync::OnceLock;
 
-const CODES: [(u16, &str, &str); 9] = [
+const CODES: [(u16, &str, &str); 10] = [
+    // `monitor-uri`'s answer.
+    (200, "OK", "Service ready."),
     (400, "Bad request", "Your browser sent an invalid request."),
     (
         403,

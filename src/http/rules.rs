@@ -241,9 +241,23 @@ pub fn set_query(target: &[u8], query: &[u8]) -> Vec<u8> {
 }
 
 /// The Location of a `redirect` rule.
-pub fn location(kind: RedirectKind, value: &[u8], req: &Head, target: &[u8]) -> Vec<u8> {
-    let (s, _) = path_span(target);
-    let uri = &target[s..];
+pub fn location(
+    kind: RedirectKind,
+    value: &[u8],
+    req: &Head,
+    target: &[u8],
+    (drop_query, append_slash): (bool, bool),
+) -> Vec<u8> {
+    let (s, e) = path_span(target);
+    // The path, with `append-slash`, then the query unless `drop-query`.
+    let mut uri = target[s..e].to_vec();
+    if append_slash && !uri.ends_with(b"/") {
+        uri.push(b'/');
+    }
+    if !drop_query {
+        uri.extend_from_slice(&target[e..]);
+    }
+    let uri = &uri[..];
     let mut loc = Vec::with_capacity(value.len() + uri.len() + 16);
     match kind {
         RedirectKind::Location => loc.extend_from_slice(value),

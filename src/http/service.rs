@@ -445,6 +445,16 @@ async fn route(
     // cannot carry another request after it.
     let keep_local = keep && body == BodyKind::None;
 
+    // `monitor-uri`: the exact URI is answered here, before any rule, and
+    // not logged (HAProxy); `monitor fail` turns the answer into a 503.
+    if let Some((uri, fail)) = &fe.monitor
+        && head.target() == uri.as_bytes()
+    {
+        rec.logged = true;
+        let failing = fail.as_ref().is_some_and(|c| fe.acls.eval(c, &view));
+        let code = if failing { 503 } else { 200 };
+        return forward::send_error(conn, code, fe, keep_local).await;
+    }
     if let Some(stats) = &fe.stats
         && let Some(out) = stats_page(rt, stats, &fe.acls, &view, body, conn, keep, fe).await
     {
@@ -576,7 +586,13 @@ impl RuleRun<'_, '_> {
                         rules::set_query(cur, &v)
                     });
                 }
-                HttpRequestAction::Redirect { kind, fmt, code } => {
+                HttpRequestAction::Redirect {
+                    kind,
+                    fmt,
+                    code,
+                    drop_query,
+                    append_slash,
+                } => {
                     self.count(be, |c| &c.intercepted);
                     self.rec.term(b'L', b'R');
                     let v = rules::eval(fmt, head, src);
@@ -585,7 +601,8 @@ impl RuleRun<'_, '_> {
                         .as_ref()
                         .and_then(|e| e.target.as_deref())
                         .unwrap_or(head.target());
-                    let loc = rules::location(*kind, &v, head, target);
+                    let loc =
+                        rules::location(*kind, &v, head, target, (*drop_query, *append_slash));
                     let resp = rules::redirect_response(*code, &loc, self.keep_local);
                     let ok = io::write_all(&mut self.conn.stream, &resp, fe.timeouts.client)
                         .await
