@@ -157,6 +157,8 @@ async fn all_servers_down_gives_haproxy_503() {
     let csv = show_stat(&sock).await;
     assert_eq!(csv.get("be", "BACKEND", "status"), "DOWN");
     assert_eq!(csv.num("be", "BACKEND", "act"), 0);
+    // The backend went down once (HAProxy's BACKEND chkdown).
+    assert_eq!(csv.num("be", "BACKEND", "chkdown"), 1);
 
     // New connection and keep-alive connection both get the exact 503.
     assert_haproxy_503(&get(addr, "/").await);

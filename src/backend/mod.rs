@@ -241,6 +241,9 @@ pub struct BackendState {
     pub errors: crate::http::capture::ErrorSlot,
     /// Requests waiting for a server slot, FIFO.
     pub queue: Queue,
+    /// Times the backend lost its last usable server (`chkdown` of the
+    /// BACKEND row).
+    pub went_down: std::sync::atomic::AtomicU64,
     servers: Mutex<HashMap<String, Arc<ServerState>>>,
 }
 

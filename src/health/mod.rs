@@ -443,6 +443,9 @@ pub fn report_down(
     let (act, bck, backup) = rt.with_snapshot(|snap| {
         snap.backend(&server.backend).map_or((0, 0, false), |be| {
             let (a, b) = counts(be);
+            if a + b == 0 {
+                be.state.went_down.fetch_add(1, Relaxed);
+            }
             (a, b, is_backup(be, server))
         })
     });
@@ -562,6 +565,7 @@ pub fn admin_event(be: &BackendRt, s: &ServerRt, before: u8, to: AdminState) {
                 st.waiters.load(Relaxed),
             );
             if act + bck == 0 {
+                be.state.went_down.fetch_add(1, Relaxed);
                 tracing::error!(
                     target: "sluice::event",
                     severity = "emerg",

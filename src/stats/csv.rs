@@ -742,8 +742,7 @@ fn backend_row(p: &ProxyRt, be: &BackendRt, opts: CsvOptions, uptime: u64) -> Ro
     r.set("weight", weight);
     r.set("act", act);
     r.set("bck", bck);
-    // Backend-level transitions are not recorded yet.
-    r.set("chkdown", 0);
+    r.set("chkdown", be.state.went_down.load(Relaxed));
     r.set("lastchg", backend_lastchg(be, weight > 0, uptime));
     if let Some(d) = be.servers.iter().map(|s| s.state.health.downtime()).min() {
         // The backend is down only while every server is: its downtime is
