@@ -159,6 +159,20 @@ async fn without_auth_the_page_is_open_and_shows_the_version() {
     assert_eq!(r.status, 200);
     assert!(r.text().contains("<h1>Statistics Report for sluice 0."));
     assert_eq!(r.header("refresh"), None);
+    // HEAD: the page's headers without its body; the connection goes on.
+    let mut c = HttpConn::connect(addr).await;
+    let h = c
+        .raw(b"HEAD /st HTTP/1.1\r\nhost: x\r\n\r\n", true)
+        .await
+        .expect("HEAD");
+    assert_eq!((h.status, h.body.len()), (200, 0));
+    assert!(h.header("content-length").is_some_and(|l| l != "0"));
+    let g = c
+        .raw(b"GET /st;csv HTTP/1.1\r\nhost: x\r\n\r\n", false)
+        .await
+        .expect("GET after HEAD");
+    assert_eq!(g.status, 200);
+    assert!(g.text().starts_with("# pxname,"));
     // Legends stay empty by default, as on HAProxy's page.
     let csv = raw(addr, "GET /st;csv HTTP/1.1\r\nhost: x\r\n\r\n").await;
     assert!(!csv.text().contains("roundrobin"));

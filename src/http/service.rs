@@ -697,18 +697,14 @@ async fn stats_page(
         // HAProxy's 401: its page and the realm's challenge.
         let challenge = format!("www-authenticate: {}\r\n", stats_page::challenge(page));
         let body = stats_page::UNAUTHORIZED_BODY;
-        return Some(
-            stats_reply(
-                conn,
-                401,
-                "text/html",
-                body,
-                Some(&challenge),
-                keep_local,
-                fe,
-            )
-            .await,
-        );
+        let reply = StatsReply {
+            status: 401,
+            ctype: "text/html",
+            body,
+            extra: Some(&challenge),
+            head_only: head.method() == b"HEAD",
+        };
+        return Some(stats_reply(conn, reply, keep_local, fe).await);
     }
     let admin = stats.admin.iter().any(|c| acls.eval(c, view));
     if head.method() != b"POST" {
@@ -717,9 +713,14 @@ async fn stats_page(
             .refresh
             .filter(|_| !suffix.contains(";norefresh"))
             .map(|s| format!("refresh: {s}\r\n"));
-        return Some(
-            stats_reply(conn, status, ctype, &body, extra.as_deref(), keep_local, fe).await,
-        );
+        let reply = StatsReply {
+            status,
+            ctype,
+            body: &body,
+            extra: extra.as_deref(),
+            head_only: head.method() == b"HEAD",
+        };
+        return Some(stats_reply(conn, reply, keep_local, fe).await);
     }
     // A denied form is read too (and dropped), so that the connection
     // goes on as with HAProxy.
@@ -794,16 +795,30 @@ async fn read_form(
     Ok(conn.buf.split_to(len).freeze())
 }
 
-/// A complete local stats response (page or 401).
+/// A local stats response (page or 401).
+struct StatsReply<'a> {
+    status: u16,
+    ctype: &'a str,
+    body: &'a str,
+    /// More header lines, CRLF-terminated.
+    extra: Option<&'a str>,
+    /// HEAD: the GET's headers (its length included), no body.
+    head_only: bool,
+}
+
 async fn stats_reply(
     conn: &mut BufConn,
-    status: u16,
-    ctype: &str,
-    body: &str,
-    extra: Option<&str>,
+    reply: StatsReply<'_>,
     keep: bool,
     fe: &FrontendRt,
 ) -> Outcome {
+    let StatsReply {
+        status,
+        ctype,
+        body,
+        extra,
+        head_only,
+    } = reply;
     let mut head = BytesMut::new();
     head.put_slice(format!("HTTP/1.1 {} {}\r\ncache-control: no-cache\r\ncontent-type: {}\r\ncontent-length: {}\r\n", status, errors::reason(status), ctype, body.len()).as_bytes());
     if let Some(h) = extra {
@@ -813,7 +828,9 @@ async fn stats_reply(
         head.put_slice(b"connection: close\r\n");
     }
     head.put_slice(b"\r\n");
-    head.put_slice(body.as_bytes());
+    if !head_only {
+        head.put_slice(body.as_bytes());
+    }
     let ok = io::write_all(&mut conn.stream, &head, fe.timeouts.client)
         .await
         .is_ok();
