@@ -183,18 +183,19 @@ async fn queue_timeout_defaults_to_timeout_connect() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn slow_backend_three_concurrent_requests() {
-    // A real sleeping backend: 2 s per request, `timeout queue 3s`, three
-    // requests at once. The first is served, the second waits ~2 s and is
-    // served, the third would wait ~4 s and times out with a 503. Timing
-    // based, hence the 1 s margins on both sides; the third is sent once the
-    // second is known to be queued.
+    // A real sleeping backend: 3 s per request, `timeout queue 4s`, three
+    // requests at once. The first is served, the second waits under 3 s
+    // and is served, the third would wait ~6 s and times out with a 503.
+    // Timing based: the second has a margin of at least 1 s, the third
+    // fails as long as it is queued within 2 s of the first (it is sent
+    // once the second is known to be queued).
     let backend = Backend::start("slow1").await;
-    backend.set_delay(Duration::from_millis(2000));
+    backend.set_delay(Duration::from_millis(3000));
     let port = free_port();
     let s = Sluice::start(&cfg(
         port,
         &backend,
-        "    timeout connect 5s\n    timeout queue 3s",
+        "    timeout connect 5s\n    timeout queue 4s",
     ));
     let sock = s.stats_socket();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
