@@ -249,7 +249,12 @@ impl ClientConn {
         let (fe_state, mode, fe_iid) =
             rt.with_snapshot(
                 |snap| match snap.frontends().find(|f| *f.name == **frontend) {
-                    Some(f) => (Some(f.state.clone()), f.mode, f.iid),
+                    Some(f) => {
+                        if f.tcpka {
+                            let _ = socket2::SockRef::from(stream).set_keepalive(true);
+                        }
+                        (Some(f.state.clone()), f.mode, f.iid)
+                    }
                     None => (None, Mode::Http, 0),
                 },
             );

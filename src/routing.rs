@@ -52,6 +52,8 @@ pub struct FrontendRt {
     pub binds: Vec<SocketAddr>,
     pub acls: AclSet,
     pub http_request: Vec<(HttpRequestAction, Option<CompiledCond>)>,
+    /// `option clitcpka` (or `tcpka`): SO_KEEPALIVE on client connections.
+    pub tcpka: bool,
     /// `monitor-uri`, with the `monitor fail` condition.
     pub monitor: Option<(String, Option<CompiledCond>)>,
     pub switching: Vec<(Arc<BackendRt>, CompiledCond)>,
@@ -77,6 +79,8 @@ pub struct BackendRt {
     pub mode: Mode,
     pub timeouts: Timeouts,
     pub retries: u32,
+    /// `option srvtcpka` (or `tcpka`): SO_KEEPALIVE on server connections.
+    pub tcpka: bool,
     /// `option redispatch [<interval>]` (None: off).
     pub redispatch: Option<i32>,
     pub retry_on: crate::config::model::RetryOn,
@@ -227,6 +231,7 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                 mode: p.mode,
                 timeouts: p.timeouts,
                 retries: p.retries,
+                tcpka: p.tcpka.server,
                 redispatch: p.redispatch,
                 retry_on: p.retry_on,
                 http_reuse: p.http_reuse,
@@ -300,6 +305,7 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                 acls,
                 http_request,
                 monitor,
+                tcpka: p.tcpka.client,
                 switching,
                 default_backend,
                 http_response: fe_response,

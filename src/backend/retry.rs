@@ -238,7 +238,7 @@ pub async fn connect(
         let server = seat.server.clone();
         add(&server.counters.connect);
         add(&be.state.counters.connect);
-        let timed_out = match connect_once(server.addr(), be.timeouts.connect).await {
+        let timed_out = match connect_once(server.addr(), be.timeouts.connect, be.tcpka).await {
             Ok(s) => return Ok(s),
             Err(e) => e.kind() == std::io::ErrorKind::TimedOut,
         };
@@ -258,9 +258,12 @@ pub async fn connect(
 }
 
 /// One TCP connection attempt bounded by `timeout connect`.
+/// With `keepalive` (`option srvtcpka`), the socket sends TCP keep-alive
+/// probes.
 pub async fn connect_once(
     addr: SocketAddr,
     timeout: Option<Duration>,
+    keepalive: bool,
 ) -> std::io::Result<TcpStream> {
     let attempt = match timeout {
         Some(t) => tokio::time::timeout(t, TcpStream::connect(addr))
@@ -275,5 +278,8 @@ pub async fn connect_once(
     };
     let s = attempt?;
     let _ = s.set_nodelay(true);
+    if keepalive {
+        let _ = socket2::SockRef::from(&s).set_keepalive(true);
+    }
     Ok(s)
 }

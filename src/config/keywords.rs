@@ -223,6 +223,10 @@ pub const PROXY_UNSUPPORTED: &[&str] = &[
 ];
 
 pub const OPTIONS_SUPPORTED: &[&str] = &[
+    "forceclose",
+    "tcpka",
+    "clitcpka",
+    "srvtcpka",
     "http-keep-alive",
     "http-server-close",
     "httpclose",
@@ -239,38 +243,82 @@ pub const OPTIONS_SUPPORTED: &[&str] = &[
     "redispatch",
 ];
 
+/// Options of old configurations that need no work from sluice: accepted
+/// with a warning giving the reason, so such a file still starts.
+pub const OPTIONS_IGNORED: &[(&str, &str)] = &[
+    ("contstats", "sluice updates its counters continuously"),
+    (
+        "http-no-delay",
+        "sluice sends what it has at once (TCP_NODELAY is always set)",
+    ),
+    (
+        "http-use-htx",
+        "HTX was HAProxy 2.0's switch to its internal HTTP representation",
+    ),
+    (
+        "splice-auto",
+        "sluice relays bodies through user space with bounded buffers",
+    ),
+    (
+        "splice-request",
+        "sluice relays bodies through user space with bounded buffers",
+    ),
+    (
+        "splice-response",
+        "sluice relays bodies through user space with bounded buffers",
+    ),
+    (
+        "http-pretend-keepalive",
+        "sluice speaks keep-alive to servers unless the connection mode says otherwise",
+    ),
+    (
+        "socket-stats",
+        "sluice has no per-listener rows in show stat yet",
+    ),
+    (
+        "tcp-smart-accept",
+        "a kernel accept optimisation sluice does not use",
+    ),
+    (
+        "tcp-smart-connect",
+        "a kernel connect optimisation sluice does not use",
+    ),
+    (
+        "http-buffer-request",
+        "sluice streams request bodies to the server without waiting for them",
+    ),
+    (
+        "log-health-checks",
+        "sluice logs server state changes, not every check",
+    ),
+    (
+        "independent-streams",
+        "sluice already times each direction of a transfer on its own",
+    ),
+    ("nolinger", "sluice closes sockets normally"),
+    (
+        "prefer-last-server",
+        "sluice balances each request with the configured algorithm",
+    ),
+    (
+        "abortonclose",
+        "sluice does not abort queued requests whose client closed (HAProxy's behaviour without the option)",
+    ),
+];
+
 pub const OPTIONS_UNSUPPORTED: &[&str] = &[
-    "abortonclose",
     "checkcache",
-    "clitcpka",
-    "srvtcpka",
-    "tcpka",
-    "contstats",
     "dontlog-normal",
-    "http-buffer-request",
-    "http-no-delay",
-    "http-pretend-keepalive",
     "http-use-proxy-header",
-    "http-use-htx",
-    "independent-streams",
     "ldap-check",
-    "log-health-checks",
     "mysql-check",
-    "nolinger",
     "originalto",
     "persist",
     "pgsql-check",
-    "prefer-last-server",
     "redis-check",
     "smtpchk",
-    "socket-stats",
-    "splice-auto",
-    "splice-request",
-    "splice-response",
     "spop-check",
     "ssl-hello-chk",
-    "tcp-smart-accept",
-    "tcp-smart-connect",
     "transparent",
     "idle-close-on-response",
     "disable-h2-upgrade",
@@ -282,7 +330,6 @@ pub const OPTIONS_UNSUPPORTED: &[&str] = &[
     "http-restrict-req-hdr-names",
     "httpslog",
     "log-health-check",
-    "forceclose",
     "http-tunnel",
 ];
 

@@ -171,6 +171,13 @@ impl ProxyKind {
     }
 }
 
+/// Which sides get SO_KEEPALIVE (`option tcpka|clitcpka|srvtcpka`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TcpKeepAlive {
+    pub client: bool,
+    pub server: bool,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Mode {
     /// HAProxy's default when no `mode` is given.
@@ -669,6 +676,9 @@ pub struct Proxy {
     pub http_request: Vec<HttpRequestRule>,
     /// `redirect` rules: run after the `http-request` rules.
     pub redirects: Vec<HttpRequestRule>,
+    /// `option clitcpka` / `srvtcpka` (`tcpka`: both): TCP keep-alive
+    /// probes on client / server connections.
+    pub tcpka: TcpKeepAlive,
     /// `monitor-uri <uri>`: answered 200 by sluice itself, not logged.
     pub monitor_uri: Option<String>,
     /// `monitor fail if|unless <cond>`: the monitor URI answers 503.
@@ -712,6 +722,7 @@ impl Proxy {
             acls: Vec::new(),
             http_request: Vec::new(),
             redirects: Vec::new(),
+            tcpka: TcpKeepAlive::default(),
             monitor_uri: None,
             monitor_fail: None,
             http_response: Vec::new(),

@@ -635,6 +635,7 @@ impl<'r> State<'r> {
         p.conn_mode = d.conn_mode;
         p.ignore_probes = d.ignore_probes;
         p.forwardfor = d.forwardfor.clone();
+        p.tcpka = d.tcpka;
         p.errorfiles = d.errorfiles.clone();
         p.stats = d.stats.clone();
         if kind.has_frontend() {
@@ -1305,6 +1306,9 @@ impl<'r> State<'r> {
         if self.lb_option(loc, words, neg) {
             return;
         }
+        if let Some(done) = self.legacy_or_socket_option(loc, name, words, neg) {
+            return done;
+        }
         if name == "http-ignore-probes" {
             if words.len() > 2 {
                 return self.alert(
@@ -1764,6 +1768,62 @@ impl<'r> State<'r> {
         if let Some((_, Some(cond))) = self.rule_condition(loc, words, "monitor", "fail") {
             self.px().monitor_fail = Some(cond);
         }
+    }
+
+    /// Options an old configuration carries that need no work from sluice
+    /// (accepted with a warning saying so), `option forceclose` (HAProxy
+    /// 1.x's `httpclose`), and the TCP keep-alive options. None when `name`
+    /// is none of them.
+    fn legacy_or_socket_option(
+        &mut self,
+        loc: &Loc,
+        name: &str,
+        words: &[String],
+        neg: bool,
+    ) -> Option<()> {
+        if let Some((_, why)) = kw::OPTIONS_IGNORED.iter().find(|(n, _)| *n == name) {
+            self.warn(
+                loc,
+                format!("'option {name}' is accepted and ignored: {why}."),
+            );
+            return Some(());
+        }
+        if words.len() > 2 && matches!(name, "forceclose" | "tcpka" | "clitcpka" | "srvtcpka") {
+            self.alert(
+                loc,
+                format!("'option {name}' does not expect any argument."),
+            );
+            return Some(());
+        }
+        match name {
+            "forceclose" => {
+                self.warn(
+                    loc,
+                    "'option forceclose' is deprecated in favor of 'option httpclose' (HAProxy 1.x); it is handled as 'option httpclose'.",
+                );
+                let p = self.px();
+                p.conn_mode = if neg {
+                    HttpConnMode::KeepAlive
+                } else {
+                    HttpConnMode::Close
+                };
+            }
+            "tcpka" | "clitcpka" | "srvtcpka" => {
+                let (fe, be) = (name != "srvtcpka", name != "clitcpka");
+                if !self.cap(loc, &format!("option {name}"), true, fe, be) {
+                    return Some(());
+                }
+                let p = self.px();
+                if name != "srvtcpka" {
+                    p.tcpka.client = !neg;
+                }
+                if name != "clitcpka" {
+                    p.tcpka.server = !neg;
+                }
+            }
+            _ => return None,
+        }
+        Some(())
     }
 
     /// `option forwardfor [except <net>] [header <name>] [if-none]`.
