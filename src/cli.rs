@@ -11,7 +11,7 @@ use crate::runtime::Runtime;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-const USAGE: &str = "Usage : sluice [-f <cfgfile|cfgdir>]* [ -vdVD ] [ -c ] [ -q ] [ -dW ] [ --dump ] [ -p <pidfile> ] [ -- <cfgfile>* ]
+pub const USAGE: &str = "Usage : sluice [-f <cfgfile|cfgdir>]* [ -vdVD ] [ -c ] [ -q ] [ -dW ] [ --dump ] [ -p <pidfile> ] [ -- <cfgfile>* ]
         -v displays version ; -vv shows known build options.
         -d enters debug mode (foreground, logs to stderr) ; -db only disables background mode.
         -D goes daemon ; -c checks the configuration and exits ; -q quiet mode (no output)
@@ -121,9 +121,67 @@ fn version_text(level: u8) -> String {
     let mut s =
         format!("sluice version {VERSION} - a reverse proxy that speaks HAProxy's language\n");
     if level >= 2 {
-        s.push_str("Build options :\n  TLS: none yet\n  HTTP/1.1 engine: own codec on httparse\n  Runtime: tokio multi-threaded\n");
+        s.push_str(&build_options());
     }
     s
+}
+
+/// `-vv`: what a bug report needs, laid out as `haproxy -vv`.
+fn build_options() -> String {
+    let tls = match env!("SLUICE_RUSTLS_VERSION") {
+        "" => "none".to_string(),
+        v => format!("rustls {v} (ring provider)"),
+    };
+    format!(
+        "Git revision: {rev}\n\
+         Speaks: HAProxy {dialect} configuration, stats CSV, CLI and logs\n\
+         Running on: {uname}\n\
+         Build options :\n  \
+         TARGET  = {target}\n  \
+         PROFILE = {profile} (opt-level {opt}, debuginfo {debug})\n  \
+         RUSTC   = {rustc}\n\
+         \n\
+         Feature list : {features}\n\
+         \n\
+         Built with TLS : {tls}\n\
+         Built with HTTP/2 : no (HTTP/1.1 only, own codec on httparse)\n\
+         Built with the Prometheus exporter as a service : yes\n\
+         Built with systemd notify support : yes (sd_notify protocol built in, no libsystemd)\n\
+         Built with multi-threading support : yes (tokio multi-threaded runtime)\n",
+        rev = env!("SLUICE_GIT_REV"),
+        dialect = config::cond::DIALECT_VERSION,
+        uname = running_on(),
+        target = env!("SLUICE_TARGET"),
+        profile = env!("SLUICE_PROFILE"),
+        opt = env!("SLUICE_OPT_LEVEL"),
+        debug = env!("SLUICE_DEBUGINFO"),
+        rustc = env!("SLUICE_RUSTC_VERSION"),
+        features = config::cond::FEATURES,
+    )
+}
+
+/// The kernel, as HAProxy's "Running on:" line (`uname -srvm`).
+fn running_on() -> String {
+    // SAFETY: utsname is plain bytes; uname fills it or fails.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return "unknown".to_string();
+    }
+    let field = |f: &[libc::c_char]| {
+        let bytes: Vec<u8> = f
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    format!(
+        "{} {} {} {}",
+        field(&u.sysname),
+        field(&u.release),
+        field(&u.version),
+        field(&u.machine)
+    )
 }
 
 fn alert(pid: u32, msg: &str) {
