@@ -9,6 +9,7 @@ pub mod health;
 pub mod http;
 pub mod listener;
 pub mod log;
+pub mod manpage;
 pub mod process;
 pub mod reload;
 pub mod routing;
