@@ -46,10 +46,20 @@ fn main() {
     // (empty when the build has none).
     println!("cargo:rerun-if-changed=Cargo.lock");
     let lock = std::fs::read_to_string("Cargo.lock").unwrap_or_default();
-    println!(
-        "cargo:rustc-env=SLUICE_RUSTLS_VERSION={}",
-        locked_version(&lock, "rustls").unwrap_or_default()
-    );
+    let tls = match locked_version(&lock, "rustls") {
+        None => String::new(),
+        Some(v) => {
+            // rustls's crypto provider: aws-lc-rs when it is in the build
+            // at all, else ring.
+            let provider = if locked_version(&lock, "aws-lc-rs").is_some() {
+                "aws-lc-rs"
+            } else {
+                "ring"
+            };
+            format!("rustls {v} ({provider} provider)")
+        }
+    };
+    println!("cargo:rustc-env=SLUICE_TLS={tls}");
 }
 
 /// Rebuilds when HEAD moves (a commit, a checkout), without rebuilding on

@@ -128,9 +128,9 @@ fn version_text(level: u8) -> String {
 
 /// `-vv`: what a bug report needs, laid out as `haproxy -vv`.
 fn build_options() -> String {
-    let tls = match env!("SLUICE_RUSTLS_VERSION") {
-        "" => "none".to_string(),
-        v => format!("rustls {v} (ring provider)"),
+    let tls = match env!("SLUICE_TLS") {
+        "" => "none",
+        t => t,
     };
     format!(
         "Git revision: {rev}\n\
