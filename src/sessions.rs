@@ -162,6 +162,53 @@ fn lock(m: &'static Mutex<Shard>) -> std::sync::MutexGuard<'static, Shard> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// `shutdown sessions server`: closes the client connection of every
+/// stream on `server` (its relay then ends both sides). Returns how many.
+///
+/// The descriptor is checked against the entry's peer address first: an
+/// entry being released may still name a descriptor the kernel has just
+/// given to another connection, which must not be touched.
+pub fn shut_down_streams_of(server: *const crate::backend::ServerState) -> usize {
+    let mut n = 0;
+    for shard in &REGISTRY {
+        let segments = lock(shard).segments.clone();
+        for e in segments.iter().flat_map(|s| s.iter()) {
+            if e.started.load(Relaxed) == 0 || e.srv.load(Relaxed) != server as usize {
+                continue;
+            }
+            let fd = e.fd.load(Relaxed);
+            if peer_of(fd) == Some(e.peer()) {
+                // SAFETY: shutdown on a descriptor whose peer matches the
+                // stream's: the connection is the one registered.
+                unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+/// The peer address of socket `fd` (getpeername).
+fn peer_of(fd: i32) -> Option<SocketAddr> {
+    use std::os::fd::BorrowedFd;
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: only borrowed for the getpeername call; an fd that is not a
+    // socket (or closed) makes it fail.
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    let sock = socket2::SockRef::from(&fd);
+    let addr = sock.peer_addr().ok()?.as_socket()?;
+    // An IPv4 peer on an IPv6 socket shows as IPv4-mapped, as the entry does.
+    Some(match addr {
+        SocketAddr::V6(a) => match a.ip().to_ipv4_mapped() {
+            Some(v4) => SocketAddr::new(IpAddr::V4(v4), a.port()),
+            None => addr,
+        },
+        v4 => v4,
+    })
+}
+
 /// A request in progress, as read for `show sess`.
 #[derive(Debug, Clone)]
 pub struct Stream {

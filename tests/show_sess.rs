@@ -129,3 +129,78 @@ backend other_be
     // The idle keep-alive connection was never listed and still serves.
     assert_eq!(idle.get("/x").await.status, 200);
 }
+
+/// `shutdown sessions server <b>/<s>`: the client connections of that
+/// server's streams are closed at once; other servers' streams go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_sessions_server_closes_its_streams() {
+    let slow = Backend::start("slow").await;
+    let other = Backend::start("other").await;
+    slow.set_gated(true);
+    other.set_gated(true);
+    let port = free_port();
+    let sl = Sluice::start(&format!(
+        "global
+    stats socket @DIR@/admin.sock mode 600 level admin
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 30s
+    timeout server 30s
+frontend web_fe
+    bind 127.0.0.1:{port}
+    use_backend slow_be if {{ path_beg /slow }}
+    default_backend other_be
+backend slow_be
+    server m1 {a}
+backend other_be
+    server o1 {b}
+",
+        a = slow.hostport(),
+        b = other.hostport()
+    ));
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let sock = sl.path("admin.sock");
+    let mut cut = Vec::new();
+    for i in 0..2 {
+        let mut c = tokio::net::TcpStream::connect(addr).await.unwrap();
+        tokio::io::AsyncWriteExt::write_all(
+            &mut c,
+            format!("GET /slow/{i} HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes(),
+        )
+        .await
+        .unwrap();
+        slow.wait_started(&format!("/slow/{i}"), Duration::from_secs(5))
+            .await;
+        cut.push(c);
+    }
+    let mut kept = HttpConn::connect(addr).await;
+    let kept_req = tokio::spawn(async move { kept.get("/other").await });
+    other.wait_started("/other", Duration::from_secs(5)).await;
+
+    assert_eq!(
+        cli(&sock, "shutdown sessions server slow_be/m1").await,
+        "\n"
+    );
+    for mut c in cut {
+        let mut b = [0u8; 64];
+        let r = within(
+            Duration::from_secs(5),
+            "the cut connection to close",
+            tokio::io::AsyncReadExt::read(&mut c, &mut b),
+        )
+        .await;
+        assert!(matches!(r, Ok(0) | Err(_)), "still open: {r:?}");
+    }
+    // The other server's stream is untouched and completes.
+    other.release(1);
+    let r = within(Duration::from_secs(5), "/other", kept_req)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        cli(&sock, "shutdown sessions server slow_be/nope").await,
+        "No such server.\n\n"
+    );
+    slow.release(2);
+}

@@ -21,14 +21,14 @@ pub enum ServerAction {
     /// The page's agent actions: sluice has no agent checks, so these never
     /// alter a server (as on a HAProxy server without `agent-check`).
     Agent,
-    /// `shutdown sessions server`, the page's "Kill Sessions": not
-    /// supported yet, so it alters nothing.
+    /// `shutdown sessions server`, the page's "Kill Sessions": the client
+    /// connections of the server's streams are shut down.
     Shutdown,
 }
 
 /// Applies `action` to `s`; false when it could not apply (enabling
-/// checks that are not configured, agent actions, shutdown), which the
-/// page counts as an unaltered server.
+/// checks that are not configured, agent actions), which the page counts
+/// as an unaltered server.
 pub fn apply(be: &BackendRt, s: &ServerRt, action: ServerAction) -> bool {
     match action {
         ServerAction::State(to) => {
@@ -43,7 +43,12 @@ pub fn apply(be: &BackendRt, s: &ServerRt, action: ServerAction) -> bool {
             s.state.health.force(to);
             true
         }
-        ServerAction::Agent | ServerAction::Shutdown => false,
+        ServerAction::Shutdown => {
+            crate::sessions::shut_down_streams_of(std::sync::Arc::as_ptr(&s.state));
+            s.state.cut_sessions();
+            true
+        }
+        ServerAction::Agent => false,
     }
 }
 

@@ -998,9 +998,16 @@ fn cmd_set_maxconn_global(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
     )
 }
 
+/// `shutdown sessions server <b>/<s>`: the client connection of every
+/// stream on the server is shut down at once (the server side of a request
+/// still waiting for its answer ends with that answer or `timeout server`,
+/// unless the server has `on-marked-down shutdown-sessions`).
 fn cmd_shutdown_sessions(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
     match find_server(&ctx.snap, args.first()) {
-        Ok(_) => text("'shutdown sessions server' is not supported by sluice yet.\n"),
+        Ok((be, s)) => {
+            crate::stats::admin::apply(be, s, crate::stats::admin::ServerAction::Shutdown);
+            text("")
+        }
         Err(e) => text(e),
     }
 }
@@ -1708,7 +1715,7 @@ mod tests {
             r("shutdown sessions server web_be"),
             "Require 'backend/server'.\n\n"
         );
-        assert!(r("shutdown sessions server web_be/s1").contains("not supported"));
+        assert_eq!(r("shutdown sessions server web_be/s1"), "\n");
         let path = std::env::var("PATH").unwrap_or_default();
         assert_eq!(r("show env PATH"), format!("PATH={path}\n\n"));
         assert_eq!(
