@@ -93,6 +93,14 @@ status=0
 wait "$pid" || status=$?
 [ "$status" -eq 0 ] || { cat "$out/run.log"; fail "sluice exited $status after SIGTERM"; }
 
+step "reinstall (the upgrade path): the user and an edited conffile stay"
+echo "# edited by test.sh" >>/etc/sluice/sluice.cfg
+uid="$(id -u sluice)"
+dpkg -i --force-confold "$deb" >/dev/null
+[ "$(id -u sluice)" = "$uid" ] || fail "user sluice changed on reinstall"
+grep -q '^# edited by test.sh$' /etc/sluice/sluice.cfg || fail "edited conffile replaced"
+/usr/sbin/sluice -c -q -f /etc/sluice/sluice.cfg || fail "sluice -c after reinstall"
+
 step "man pages"
 for page in 1/sluice.1 5/sluice.cfg.5; do
     file="/usr/share/man/man${page%%/*}/${page#*/}.gz"
