@@ -54,6 +54,8 @@ pub struct FrontendRt {
     pub http_request: Vec<(HttpRequestAction, Option<CompiledCond>)>,
     /// `option clitcpka` (or `tcpka`): SO_KEEPALIVE on client connections.
     pub tcpka: bool,
+    /// `capture request|response header` for the access log.
+    pub captures: crate::config::model::HeaderCaptures,
     /// `monitor-uri`, with the `monitor fail` condition.
     pub monitor: Option<(String, Option<CompiledCond>)>,
     pub switching: Vec<(Arc<BackendRt>, CompiledCond)>,
@@ -306,6 +308,7 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                 http_request,
                 monitor,
                 tcpka: p.tcpka.client,
+                captures: p.captures.clone(),
                 switching,
                 default_backend,
                 http_response: fe_response,

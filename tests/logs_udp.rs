@@ -613,3 +613,66 @@ backend be
     let rest = syslog.quiet(Duration::from_millis(200));
     assert!(rest.iter().all(|l| l.starts_with("<134>")), "{rest:#?}");
 }
+
+/// `capture request|response header`: `%hr` / `%hs` in the httplog line as
+/// haproxy 2.6 prints them (captured from it with the same configuration):
+/// the last value, cut to `len`, `#XX` escapes, `|` between headers, and
+/// empty response captures when no server answered.
+#[tokio::test(flavor = "multi_thread")]
+async fn captured_headers_in_httplog_as_haproxy() {
+    let syslog = Syslog::new();
+    let be = Backend::start("s1").await;
+    let port = free_port();
+    let _s = Sluice::start(&format!(
+        "defaults
+    mode http
+    log {log} local0
+    option httplog
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind 127.0.0.1:{port}
+    capture request header Host len 8
+    capture request header User-Agent len 20
+    capture response header X-Backend len 4
+    capture response header X-Nope len 4
+    http-request return status 200 content-type text/plain string ok if {{ path /ret }}
+    default_backend be
+backend be
+    server s1 {hp}
+",
+        log = syslog.addr(),
+        hp = be.hostport()
+    ));
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    // The harness's readiness probes log CR-- lines first: skip them.
+    let next = || loop {
+        let l = syslog.take(1).remove(0);
+        if !l.contains(" CR-- ") {
+            return l;
+        }
+    };
+    let mut c = HttpConn::connect(addr).await;
+    c.raw(
+        b"GET /a HTTP/1.1\r\nhost: averyverylonghost.example\r\nuser-agent: curl/8 {x|y} \"q\" #h\r\n\r\n",
+        false,
+    )
+    .await
+    .unwrap();
+    let line = next();
+    assert!(
+        line.ends_with(
+            " 0/0 {averyver|curl/8 #7Bx#7Cy#7D #22q#22 #23h} {s1|} \"GET /a HTTP/1.1\"\n"
+        ),
+        "{line:?}"
+    );
+    c.raw(b"GET /ret HTTP/1.1\r\nhost: h\r\n\r\n", false)
+        .await
+        .unwrap();
+    let line = next();
+    assert!(
+        line.ends_with(" 0/0 {h|} {|} \"GET /ret HTTP/1.1\"\n") && line.contains(" LR-- "),
+        "{line:?}"
+    );
+}

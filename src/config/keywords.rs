@@ -121,6 +121,7 @@ pub const GLOBAL_UNSUPPORTED: &[&str] = &[
 
 /// Proxy keywords sluice implements.
 pub const PROXY_SUPPORTED: &[&str] = &[
+    "capture",
     "redirect",
     "monitor-uri",
     "monitor",
@@ -156,7 +157,6 @@ pub const PROXY_SUPPORTED: &[&str] = &[
 
 pub const PROXY_UNSUPPORTED: &[&str] = &[
     "log-format-sd",
-    "capture",
     "cookie",
     "errorfiles",
     "errorloc",

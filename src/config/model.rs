@@ -171,6 +171,14 @@ impl ProxyKind {
     }
 }
 
+/// Headers a frontend captures for its logs (`%hr`, `%hs`): names (lower
+/// case) and the most bytes kept of each value.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HeaderCaptures {
+    pub request: Vec<(String, usize)>,
+    pub response: Vec<(String, usize)>,
+}
+
 /// Which sides get SO_KEEPALIVE (`option tcpka|clitcpka|srvtcpka`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TcpKeepAlive {
@@ -676,6 +684,8 @@ pub struct Proxy {
     pub http_request: Vec<HttpRequestRule>,
     /// `redirect` rules: run after the `http-request` rules.
     pub redirects: Vec<HttpRequestRule>,
+    /// `capture request|response header <name> len <n>`, in order.
+    pub captures: HeaderCaptures,
     /// `option clitcpka` / `srvtcpka` (`tcpka`: both): TCP keep-alive
     /// probes on client / server connections.
     pub tcpka: TcpKeepAlive,
@@ -722,6 +732,7 @@ impl Proxy {
             acls: Vec::new(),
             http_request: Vec::new(),
             redirects: Vec::new(),
+            captures: HeaderCaptures::default(),
             tcpka: TcpKeepAlive::default(),
             monitor_uri: None,
             monitor_fail: None,

@@ -1102,6 +1102,7 @@ impl<'r> State<'r> {
             "http-request" => self.kw_http_request(loc, words),
             "redirect" => self.kw_redirect(loc, words),
             "monitor-uri" => self.kw_monitor_uri(loc, words),
+            "capture" => self.kw_capture(loc, words),
             "monitor" => self.kw_monitor(loc, words),
             "http-response" => self.kw_http_response(loc, words),
             "errorfile" => self.kw_errorfile(loc, words),
@@ -1738,6 +1739,50 @@ impl<'r> State<'r> {
                 loc,
                 format!("error detected while parsing redirect rule : {e}."),
             ),
+        }
+    }
+
+    /// `capture request|response header <name> len <n>`; `capture cookie`
+    /// is not supported yet.
+    fn kw_capture(&mut self, loc: &Loc, words: &[String]) {
+        let what = words.get(1).map_or("", String::as_str);
+        if what == "cookie" {
+            return self.unsupported(loc, "capture cookie");
+        }
+        if !matches!(what, "request" | "response")
+            || words.get(2).map(String::as_str) != Some("header")
+        {
+            return self.alert(
+                loc,
+                "'capture' expects 'cookie', 'request header' or 'response header'.",
+            );
+        }
+        if !self.cap(loc, "capture", false, true, false) {
+            return;
+        }
+        let name = words.get(3).filter(|n| !n.is_empty());
+        let len = match (words.get(4).map(String::as_str), words.get(5)) {
+            (Some("len"), Some(n)) => parse_u32(n).filter(|&n| n > 0),
+            _ => None,
+        };
+        let (Some(name), Some(len)) = (name, len) else {
+            return self.alert(
+                loc,
+                format!("'capture {what} header' expects <header name> 'len' <len>."),
+            );
+        };
+        if words.len() > 6 {
+            return self.alert(
+                loc,
+                format!("'capture {what} header' does not expect any other argument."),
+            );
+        }
+        let entry = (name.to_ascii_lowercase(), len as usize);
+        let c = &mut self.px().captures;
+        if what == "request" {
+            c.request.push(entry);
+        } else {
+            c.response.push(entry);
         }
     }
 

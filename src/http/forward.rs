@@ -712,6 +712,7 @@ async fn relay_response(
         };
     }
     let status = resp.status;
+    rec.captured_resp = crate::log::capture_headers(&fe.captures.response, &resp);
     // A 101 opens a tunnel only for a request that asked for an upgrade;
     // an unsolicited one would let the client's next bytes bypass parsing.
     if status == 101 && !req.requests_upgrade() {

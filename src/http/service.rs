@@ -352,6 +352,12 @@ async fn handle_request(
         && !smuggling_risk
         && !crate::process::stopping();
 
+    rec.captured_req = crate::log::capture_headers(&fe.captures.request, &head);
+    // A request answered without a server response shows empty response
+    // captures (`{|}`), as HAProxy allocates them with the stream.
+    if !fe.captures.response.is_empty() {
+        rec.captured_resp = Some("|".repeat(fe.captures.response.len() - 1));
+    }
     // From here to the answer the request is a stream `show sess` lists.
     stream.begin();
     let req = Req {

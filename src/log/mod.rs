@@ -151,9 +151,40 @@ pub struct LogRecord {
     /// Client address and the local address it connected to.
     pub client: Option<SocketAddr>,
     pub local: Option<SocketAddr>,
+    /// `capture request|response header` values as `%hr` / `%hs` print
+    /// them inside their braces (None: nothing captured).
+    pub captured_req: Option<String>,
+    pub captured_resp: Option<String>,
 }
 
 static REQ_ID: AtomicU64 = AtomicU64::new(0);
+
+/// `capture request|response header`: the last value of each listed header
+/// (empty when absent), cut to its length, with HAProxy's `#XX` escapes for
+/// control bytes, non-ASCII and `"#{|}`, joined by `|`. None without
+/// captures, so a request allocates nothing for them.
+pub fn capture_headers(list: &[(String, usize)], head: &Head) -> Option<String> {
+    if list.is_empty() {
+        return None;
+    }
+    let mut out = String::new();
+    for (i, (name, len)) in list.iter().enumerate() {
+        if i > 0 {
+            out.push('|');
+        }
+        let Some(v) = head.values(name).last() else {
+            continue;
+        };
+        for &b in &v[..v.len().min(*len)] {
+            if b < 0x20 || b >= 0x7f || matches!(b, b'"' | b'#' | b'{' | b'|' | b'}') {
+                out.push_str(&format!("#{b:02X}"));
+            } else {
+                out.push(b as char);
+            }
+        }
+    }
+    Some(out)
+}
 
 impl LogRecord {
     /// A record for a request starting now; `logging` says whether the
@@ -185,6 +216,8 @@ impl LogRecord {
             },
             client: None,
             local: None,
+            captured_req: None,
+            captured_resp: None,
         }
     }
 
@@ -390,10 +423,18 @@ impl Source for Line<'_> {
             }
             Var::SrvQueue => out.num(rec.srv_queue as i64),
             Var::BeQueue => out.num(rec.be_queue as i64),
-            Var::CapturedReqHeaders
-            | Var::CapturedRespHeaders
-            | Var::CapturedReqHeadersLong
-            | Var::CapturedRespHeadersLong => out.nothing(),
+            Var::CapturedReqHeaders | Var::CapturedRespHeaders => {
+                let c = if var == Var::CapturedReqHeaders {
+                    &rec.captured_req
+                } else {
+                    &rec.captured_resp
+                };
+                match c {
+                    Some(c) => out.raw(&format!("{{{c}}}")),
+                    None => out.nothing(),
+                }
+            }
+            Var::CapturedReqHeadersLong | Var::CapturedRespHeadersLong => out.nothing(),
             Var::RequestLine => match self.request_line() {
                 Some(l) => out.text(Some(&l)),
                 None => out.text(Some("<BADREQ>")),
