@@ -461,3 +461,38 @@ fn redirect_after_http_request_rules_warns_as_haproxy() {
         out.stderr
     );
 }
+
+/// `%f` / `%b` / `%s` and `%[fe_name]` / `%[be_name]` / `%[srv_name]` in
+/// rule formats (the `X-Served-By` idiom), as haproxy 2.6 evaluates them in
+/// frontend and backend request rules and in response rules.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_and_server_names_in_rule_formats_as_haproxy() {
+    let be = raw_backend().await;
+    let port = free_port();
+    let _s = Sluice::start(&format!(
+        "defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind 127.0.0.1:{port}
+    http-request set-header x-f \"%f %b %s %[fe_name]\"
+    http-response set-header x-srv \"%s %b %f %[srv_name] %[be_name]\"
+    default_backend be
+backend be
+    http-request set-header x-b \"%f %b %s\"
+    server s1 {}
+",
+        be.addr
+    ));
+    let got = text(&send(port, b"GET /a HTTP/1.1\r\nhost: h\r\n\r\n").await);
+    assert_eq!(
+        got,
+        "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nx-srv: s1 be fe s1 be\r\n\r\nok"
+    );
+    assert_eq!(
+        text(&be.take()),
+        "GET /a HTTP/1.1\r\nhost: h\r\nx-f: fe fe <NOSRV> fe\r\nx-b: fe be <NOSRV>\r\n\r\n"
+    );
+}

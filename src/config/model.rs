@@ -515,6 +515,13 @@ pub enum FmtPart {
     Url,
     /// `%[base]`: the Host header followed by the path.
     Base,
+    /// `%f`, `%[fe_name]`: the frontend's name.
+    Frontend,
+    /// `%b`, `%[be_name]`: the backend's name (the frontend's before one
+    /// is chosen, as in HAProxy).
+    Backend,
+    /// `%s`, `%[srv_name]`: the server's name (`<NOSRV>` before one is).
+    Server,
 }
 
 /// `http-response set-header|add-header|del-header|deny`.

@@ -2360,6 +2360,17 @@ pub fn parse_logfmt(text: &str) -> Result<LogFmt, String> {
         } else if let Some(r) = rest.strip_prefix("ci") {
             rest = r;
             FmtPart::Src
+        } else if let Some((part, r)) = [
+            ("ft", FmtPart::Frontend),
+            ("f", FmtPart::Frontend),
+            ("b", FmtPart::Backend),
+            ("s", FmtPart::Server),
+        ]
+        .into_iter()
+        .find_map(|(p, part)| rest.strip_prefix(p).map(|r| (part, r)))
+        {
+            rest = r;
+            part
         } else if let Some(r) = rest.strip_prefix('[') {
             let end = r
                 .find(']')
@@ -2373,6 +2384,9 @@ pub fn parse_logfmt(text: &str) -> Result<LogFmt, String> {
                 "query" => Some(FmtPart::Query),
                 "url" => Some(FmtPart::Url),
                 "base" => Some(FmtPart::Base),
+                "fe_name" => Some(FmtPart::Frontend),
+                "be_name" => Some(FmtPart::Backend),
+                "srv_name" => Some(FmtPart::Server),
                 _ => None,
             } {
                 part

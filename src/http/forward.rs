@@ -771,7 +771,7 @@ async fn relay_response(
     let edits = if be.http_response.is_empty() && fe.http_response.is_empty() {
         None
     } else {
-        match response_edits(fe, be, req, ctx.src) {
+        match response_edits(fe, be, &server.name, req, ctx.src) {
             Ok(e) => e,
             Err(()) => {
                 // `http-response deny`: the server's answer is dropped.
@@ -895,10 +895,18 @@ async fn deny_response(
 fn response_edits(
     fe: &FrontendRt,
     be: &BackendRt,
+    server: &str,
     req: &Head,
     src: IpAddr,
 ) -> Result<Option<Edits>, ()> {
     let view = View { head: req, src };
+    let cx = rules::FmtCtx {
+        req,
+        src,
+        frontend: &fe.name,
+        backend: Some(&be.name),
+        server: Some(server),
+    };
     let mut edits: Option<Edits> = None;
     let sets = [(&be.http_response, &be.acls), (&fe.http_response, &fe.acls)];
     for (rules_, acls) in sets {
@@ -911,10 +919,10 @@ fn response_edits(
             let e = edits.get_or_insert_with(Edits::default);
             match action {
                 HttpResponseAction::SetHeader { name, fmt } => {
-                    e.set_header(name, rules::eval(fmt, req, src))
+                    e.set_header(name, rules::eval(fmt, &cx))
                 }
                 HttpResponseAction::AddHeader { name, fmt } => {
-                    e.add_header(name, rules::eval(fmt, req, src))
+                    e.add_header(name, rules::eval(fmt, &cx))
                 }
                 HttpResponseAction::DelHeader { name } => e.del_header(name),
                 HttpResponseAction::Deny => return Err(()),

@@ -122,11 +122,26 @@ fn substitute(re: &regex::bytes::Regex, value: &[u8], fmt: &[u8]) -> Option<Vec<
     Some(out)
 }
 
-/// Evaluates a log-format string for the request `req` from `src`.
-pub fn eval(fmt: &LogFmt, req: &Head, src: IpAddr) -> Vec<u8> {
+/// What a rule's log-format string is evaluated against: the request, its
+/// client, and the names of where it is in its journey.
+pub struct FmtCtx<'a> {
+    pub req: &'a Head,
+    pub src: IpAddr,
+    pub frontend: &'a str,
+    /// The backend once chosen (`%b` is the frontend's name before).
+    pub backend: Option<&'a str>,
+    pub server: Option<&'a str>,
+}
+
+/// Evaluates a log-format string.
+pub fn eval(fmt: &LogFmt, cx: &FmtCtx<'_>) -> Vec<u8> {
+    let (req, src) = (cx.req, cx.src);
     let mut out = Vec::new();
     for part in &fmt.0 {
         match part {
+            FmtPart::Frontend => out.extend_from_slice(cx.frontend.as_bytes()),
+            FmtPart::Backend => out.extend_from_slice(cx.backend.unwrap_or(cx.frontend).as_bytes()),
+            FmtPart::Server => out.extend_from_slice(cx.server.unwrap_or("<NOSRV>").as_bytes()),
             FmtPart::Lit(s) => out.extend_from_slice(s.as_bytes()),
             FmtPart::Src => out.extend_from_slice(ip_text(src).as_bytes()),
             FmtPart::ReqHdr(name) => {

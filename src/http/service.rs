@@ -550,7 +550,13 @@ impl RuleRun<'_, '_> {
     ) -> Option<Outcome> {
         let fe = self.fe;
         let head = self.view.head;
-        let src = self.view.src;
+        let cx = rules::FmtCtx {
+            req: head,
+            src: self.view.src,
+            frontend: &fe.name,
+            backend: be.map(|b| b.name.as_str()),
+            server: None,
+        };
         for (action, cond) in rules {
             if let Some(c) = cond
                 && !acls.eval(c, self.view)
@@ -560,13 +566,13 @@ impl RuleRun<'_, '_> {
             match action {
                 HttpRequestAction::Allow => return None,
                 HttpRequestAction::SetHeader { name, fmt } => {
-                    let v = rules::eval(fmt, head, src);
+                    let v = rules::eval(fmt, &cx);
                     self.edits
                         .get_or_insert_with(Default::default)
                         .set_header(name, v);
                 }
                 HttpRequestAction::AddHeader { name, fmt } => {
-                    let v = rules::eval(fmt, head, src);
+                    let v = rules::eval(fmt, &cx);
                     self.edits
                         .get_or_insert_with(Default::default)
                         .add_header(name, v);
@@ -577,13 +583,13 @@ impl RuleRun<'_, '_> {
                         .del_header(name);
                 }
                 HttpRequestAction::ReplaceHeader { name, re, fmt } => {
-                    let v = rules::eval(fmt, head, src);
+                    let v = rules::eval(fmt, &cx);
                     self.edits
                         .get_or_insert_with(Default::default)
                         .replace_header(head, name, re, &v);
                 }
                 HttpRequestAction::SetPath(fmt) | HttpRequestAction::SetQuery(fmt) => {
-                    let v = rules::eval(fmt, head, src);
+                    let v = rules::eval(fmt, &cx);
                     let e = self.edits.get_or_insert_with(Default::default);
                     let cur = e.target.as_deref().unwrap_or(head.target());
                     e.target = Some(if matches!(action, HttpRequestAction::SetPath(_)) {
@@ -601,7 +607,7 @@ impl RuleRun<'_, '_> {
                 } => {
                     self.count(be, |c| &c.intercepted);
                     self.rec.term(b'L', b'R');
-                    let v = rules::eval(fmt, head, src);
+                    let v = rules::eval(fmt, &cx);
                     let target = self
                         .edits
                         .as_ref()
