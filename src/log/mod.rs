@@ -176,7 +176,7 @@ pub fn capture_headers(list: &[(String, usize)], head: &Head) -> Option<String> 
             continue;
         };
         for &b in &v[..v.len().min(*len)] {
-            if b < 0x20 || b >= 0x7f || matches!(b, b'"' | b'#' | b'{' | b'|' | b'}') {
+            if !(0x20..0x7f).contains(&b) || matches!(b, b'"' | b'#' | b'{' | b'|' | b'}') {
                 out.push_str(&format!("#{b:02X}"));
             } else {
                 out.push(b as char);
