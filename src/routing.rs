@@ -106,6 +106,10 @@ pub struct BackendRt {
     pub log: Option<Arc<crate::log::LogSetup>>,
     /// `fullconn`: the BACKEND row's `slim`.
     pub fullconn: u32,
+    /// `cookie <name> ...`: cookie-based persistence (HTTP only).
+    pub cookie: Option<Arc<crate::config::model::CookiePersist>>,
+    /// `option persist`: a cookie naming a DOWN server still goes to it.
+    pub persist: bool,
 }
 
 #[derive(Debug)]
@@ -128,6 +132,8 @@ pub struct ServerRt {
     /// `slowstart` in seconds (0 = none).
     pub slowstart_secs: u32,
     pub opts: crate::config::model::ServerOpts,
+    /// `cookie <value>`: the persistence cookie value naming it.
+    pub cookie: Option<Box<str>>,
 }
 
 /// HAProxy's default when neither global nor frontend sets `maxconn`
@@ -207,6 +213,7 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                     maxqueue: s.opts.maxqueue,
                     slowstart_secs: s.opts.slowstart.map_or(0, |d| d.as_secs().max(1) as u32),
                     opts: s.opts,
+                    cookie: s.cookie.as_deref().map(Box::from),
                 }
             })
             .collect();
@@ -250,6 +257,8 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                 stats: be_stats,
                 log: crate::log::LogSetup::compile(&p.log, &config.global.log).map(Arc::new),
                 fullconn,
+                cookie: p.cookie.clone(),
+                persist: p.persist,
             }),
         ));
     }

@@ -31,6 +31,7 @@ fn config() -> Config {
         check: Some(CheckParams::default()),
         opts: Default::default(),
         id: None,
+        cookie: None,
         loc: loc(),
     }];
     cfg.proxies = vec![be];

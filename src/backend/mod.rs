@@ -144,6 +144,16 @@ impl ServerState {
             && self.weight.load(Relaxed) > 0
     }
 
+    /// Takes the requests a persistence cookie sends to it (HAProxy: not
+    /// `SRV_ST_STOPPED`): UP or NOLB, not in maintenance; a draining
+    /// server keeps its persistent sessions.
+    #[inline]
+    pub fn takes_persistent(&self) -> bool {
+        !self.retired.load(Relaxed)
+            && self.admin.load(Relaxed) & ADMF_FMAINT == 0
+            && self.health.is_up()
+    }
+
     /// The weight load balancing uses now: the current weight when
     /// [`usable`](Self::usable), else 0.
     #[inline]

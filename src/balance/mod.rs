@@ -750,6 +750,7 @@ async fn wait_for_server(
     be: &BackendRt,
     i: usize,
     timeout: Option<Duration>,
+    persistent: bool,
 ) -> Result<SlotGuard, PickError> {
     let s = &be.servers[i];
     let st: &Arc<ServerState> = &s.state;
@@ -766,7 +767,7 @@ async fn wait_for_server(
             if let Some(slot) = take(be, i) {
                 return Ok(slot);
             }
-            if !st.usable() {
+            if !(st.usable() || persistent && st.takes_persistent()) {
                 return Err(PickError::NoServer);
             }
             notified.await;
@@ -848,7 +849,7 @@ pub async fn acquire_avoiding(
     let slot = match first {
         Pick::Got(slot) => slot,
         Pick::NoServer => return Err(PickError::NoServer),
-        Pick::Wait(i) => wait_for_server(be, i, be.timeouts.queue_or_connect()).await?,
+        Pick::Wait(i) => wait_for_server(be, i, be.timeouts.queue_or_connect(), false).await?,
         Pick::Full => Queue::wait_for_slot(
             &be.state,
             || pick_any(be, key),
@@ -861,6 +862,19 @@ pub async fn acquire_avoiding(
     slot.server().counters.lbtot.fetch_add(1, Relaxed);
     be.state.counters.lbtot.fetch_add(1, Relaxed);
     Ok(slot)
+}
+
+/// A slot on server `i`, the one a persistence cookie named: no balancing
+/// (and no `lbtot`), but its `maxconn` holds and the request waits in its
+/// queue as HAProxy's assigned-server path does; `QueueFull` once its
+/// `maxqueue` is reached.
+pub async fn acquire_server(be: &BackendRt, i: usize) -> Result<SlotGuard, PickError> {
+    if be.servers[i].state.waiters.load(Relaxed) == 0
+        && let Some(slot) = take(be, i)
+    {
+        return Ok(slot);
+    }
+    wait_for_server(be, i, be.timeouts.queue_or_connect(), true).await
 }
 
 /// The servers a request queued with this snapshot of `be` may be given:

@@ -122,6 +122,7 @@ pub const GLOBAL_UNSUPPORTED: &[&str] = &[
 /// Proxy keywords sluice implements.
 pub const PROXY_SUPPORTED: &[&str] = &[
     "capture",
+    "cookie",
     "redirect",
     "monitor-uri",
     "monitor",
@@ -157,7 +158,6 @@ pub const PROXY_SUPPORTED: &[&str] = &[
 
 pub const PROXY_UNSUPPORTED: &[&str] = &[
     "log-format-sd",
-    "cookie",
     "errorfiles",
     "errorloc",
     "errorloc302",
@@ -241,6 +241,7 @@ pub const OPTIONS_SUPPORTED: &[&str] = &[
     "forwardfor",
     "http-ignore-probes",
     "redispatch",
+    "persist",
 ];
 
 /// Options of old configurations that need no work from sluice: accepted
@@ -313,7 +314,6 @@ pub const OPTIONS_UNSUPPORTED: &[&str] = &[
     "ldap-check",
     "mysql-check",
     "originalto",
-    "persist",
     "pgsql-check",
     "redis-check",
     "smtpchk",
@@ -334,6 +334,7 @@ pub const OPTIONS_UNSUPPORTED: &[&str] = &[
 ];
 
 pub const SERVER_SUPPORTED: &[&str] = &[
+    "cookie",
     "weight",
     "maxconn",
     "check",
@@ -361,7 +362,6 @@ pub const SERVER_SUPPORTED: &[&str] = &[
 ];
 
 pub const SERVER_UNSUPPORTED: &[&str] = &[
-    "cookie",
     "ssl",
     "verify",
     "verifyhost",

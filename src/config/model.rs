@@ -609,6 +609,8 @@ pub struct Server {
     pub opts: ServerOpts,
     /// `id <n>`: explicit server id (`sid`); others are numbered around it.
     pub id: Option<u32>,
+    /// `cookie <value>`: the persistence cookie value naming this server.
+    pub cookie: Option<String>,
     pub loc: Loc,
 }
 
@@ -708,6 +710,10 @@ pub struct Proxy {
     pub use_backends: Vec<UseBackend>,
     pub default_backend: Option<(String, Loc)>,
     pub servers: Vec<Server>,
+    /// `cookie <name> ...`: cookie-based persistence.
+    pub cookie: Option<Arc<CookiePersist>>,
+    /// `option persist`: a cookie naming a DOWN server still goes to it.
+    pub persist: bool,
     /// `log`, `no log`, `log-format`, `option httplog` & co.
     pub log: crate::log::config::ProxyLog,
 }
@@ -749,8 +755,47 @@ impl Proxy {
             use_backends: Vec::new(),
             default_backend: None,
             servers: Vec::new(),
+            cookie: None,
+            persist: false,
             log: Default::default(),
         }
+    }
+}
+
+/// How the persistence cookie is handled (`cookie <name> <mode>`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CookieMode {
+    /// No mode word: the cookie is only read (the server sets it).
+    #[default]
+    Passive,
+    Insert,
+    Rewrite,
+    Prefix,
+}
+
+/// `cookie <name> [rewrite|insert|prefix] [indirect] [nocache] [postonly]
+/// [preserve] [httponly] [secure] [domain <d>]* [attr <a>]*`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CookiePersist {
+    pub name: String,
+    pub mode: CookieMode,
+    pub indirect: bool,
+    pub nocache: bool,
+    pub postonly: bool,
+    pub preserve: bool,
+    pub httponly: bool,
+    pub secure: bool,
+    /// `domain` values in order.
+    pub domains: Vec<String>,
+    /// `attr` values in order.
+    pub attrs: Vec<String>,
+}
+
+impl CookiePersist {
+    /// HAProxy's `PR_CK_ANY`: a mode or `indirect` is set; only then does
+    /// the log's termination state show the persistence characters.
+    pub fn logged(&self) -> bool {
+        self.mode != CookieMode::Passive || self.indirect
     }
 }
 

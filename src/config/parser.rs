@@ -18,6 +18,7 @@ use crate::acl::parse::{
 };
 use crate::acl::{AclDef, Condition};
 
+mod cookiekw;
 mod lbkw;
 mod retrykw;
 
@@ -55,7 +56,7 @@ impl Section {
 
 /// What a `default-server` line sets, inherited by the `server` lines that
 /// follow it (and by proxies using the `defaults` section it is in).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerDefaults {
     pub weight: u32,
     pub maxconn: u32,
@@ -64,6 +65,8 @@ pub struct ServerDefaults {
     pub opts: ServerOpts,
     /// `id` (server lines only).
     pub id: Option<u32>,
+    /// `cookie <value>`.
+    pub cookie: Option<String>,
 }
 
 impl Default for ServerDefaults {
@@ -78,6 +81,7 @@ impl Default for ServerDefaults {
                 ..ServerOpts::default()
             },
             id: None,
+            cookie: None,
         }
     }
 }
@@ -615,7 +619,7 @@ impl<'r> State<'r> {
             self.diags.push(Diagnostic::alert(Some(loc.clone()), msg));
         }
         let (d, sd) = match from.and_then(|i| self.defaults.get(i)) {
-            Some(d) => (d.proxy.clone(), d.server),
+            Some(d) => (d.proxy.clone(), d.server.clone()),
             None => (default_template(), ServerDefaults::default()),
         };
         let mut p = Proxy::new(name.clone(), kind, loc.clone());
@@ -674,7 +678,7 @@ impl<'r> State<'r> {
                 let what = format!("defaults '{name}'");
                 if let Some(i) = self.named_defaults(loc, d, &what) {
                     set.proxy = self.defaults[i].proxy.clone();
-                    set.server = self.defaults[i].server;
+                    set.server = self.defaults[i].server.clone();
                 }
             }
             (Some(other), _) => {
@@ -1063,6 +1067,7 @@ impl<'r> State<'r> {
                 }
             }
             "retry-on" => self.kw_retry_on(loc, words),
+            "cookie" => self.kw_cookie(loc, words),
             "http-reuse" => {
                 if self.cap(loc, k, true, false, true) {
                     let v = match arg {
@@ -1303,6 +1308,9 @@ impl<'r> State<'r> {
         }
         if name == "redispatch" {
             return self.redispatch_option(loc, words, neg);
+        }
+        if name == "persist" {
+            return self.persist_option(loc, words, neg);
         }
         if self.lb_option(loc, words, neg) {
             return;
@@ -2073,10 +2081,10 @@ impl<'r> State<'r> {
             }
         };
         let base = match self.section {
-            Section::Proxy(i) => self.server_defaults.get(i).copied().unwrap_or_default(),
+            Section::Proxy(i) => self.server_defaults.get(i).cloned().unwrap_or_default(),
             _ => ServerDefaults::default(),
         };
-        let sd = match self.server_options(loc, &words[3..], base, name, Some(&ctx)) {
+        let sd = match self.server_options(loc, &words[3..], base.clone(), name, Some(&ctx)) {
             Some(sd) => sd,
             None => {
                 ok = false;
@@ -2084,7 +2092,7 @@ impl<'r> State<'r> {
             }
         };
         let (weight, maxconn, check, params) = (sd.weight, sd.maxconn, sd.check, sd.params);
-        let (opts, id) = (sd.opts, sd.id);
+        let (opts, id, cookie) = (sd.opts, sd.id, sd.cookie);
         if let Some(other) = self.px().servers.iter().find(|s| s.name == *name) {
             let line = other.loc.line;
             let t = self.proxy_kind().map_or("backend", type_str);
@@ -2108,6 +2116,7 @@ impl<'r> State<'r> {
             check: check.then_some(params),
             opts,
             id,
+            cookie,
             loc: loc.clone(),
         };
         let host = hp.host.to_string();
@@ -2153,6 +2162,7 @@ impl<'r> State<'r> {
         let mut maxconn = base.maxconn;
         let mut check = base.check;
         let mut params = base.params;
+        let mut cookie = base.cookie.clone();
         let mut lb = base;
         let mut ok = true;
         let mut i = 0;
@@ -2226,6 +2236,17 @@ impl<'r> State<'r> {
                     check = true;
                     1
                 }
+                "cookie" => {
+                    match v.filter(|v| !v.is_empty()) {
+                        Some(v) => cookie = Some(v.to_string()),
+                        None => {
+                            at(self, "'cookie' expects <value> as argument..".to_string());
+                            ok = false;
+                            break;
+                        }
+                    }
+                    2
+                }
                 "no-check" => {
                     check = false;
                     1
@@ -2279,6 +2300,7 @@ impl<'r> State<'r> {
             params,
             opts: lb.opts,
             id: lb.id,
+            cookie,
         })
     }
 
@@ -2317,8 +2339,8 @@ impl<'r> State<'r> {
 
     fn current_server_defaults(&self) -> ServerDefaults {
         match self.section {
-            Section::Proxy(i) => self.server_defaults.get(i).copied(),
-            Section::Defaults(i) => self.defaults.get(i).map(|d| d.server),
+            Section::Proxy(i) => self.server_defaults.get(i).cloned(),
+            Section::Defaults(i) => self.defaults.get(i).map(|d| d.server.clone()),
             _ => None,
         }
         .unwrap_or_default()

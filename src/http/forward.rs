@@ -9,6 +9,7 @@ use bytes::{BufMut, BytesMut};
 use std::net::IpAddr;
 
 use super::capture;
+use super::cookie;
 use super::error_spot::{self, ErrorSpot};
 use super::errors;
 use super::h1::{BodyKind, FramingLine, H1Error, Head};
@@ -82,6 +83,9 @@ pub struct ReqCtx<'a> {
     pub edits: Option<&'a Edits>,
     /// The connection's `show sess` entry.
     pub stream: &'a crate::sessions::StreamEntry,
+    /// The server (index in the backend) a persistence cookie sent the
+    /// request to; set by [`forward`].
+    pub persisted: Option<usize>,
 }
 
 /// The request head as it goes to the server.
@@ -99,7 +103,7 @@ fn upstream_head(
         Some(e) => req.write_forwarded_with(
             &mut out,
             e.target.as_deref(),
-            |n| e.drops(n),
+            |i, n| e.drops_at(i, n),
             &e.replaced,
             &framing,
         ),
@@ -149,7 +153,13 @@ fn downstream_head(
     let mut out = BytesMut::new();
     let placed = match edits {
         None => resp.write_forwarded(&mut out, &framing),
-        Some(e) => resp.write_forwarded_with(&mut out, None, |n| e.drops(n), &e.replaced, &framing),
+        Some(e) => resp.write_forwarded_with(
+            &mut out,
+            None,
+            |i, n| e.drops_at(i, n),
+            &e.replaced,
+            &framing,
+        ),
     };
     if !placed {
         out.put_slice(framing.bytes());
@@ -236,7 +246,49 @@ pub async fn forward(
         src,
         head: Some(req),
     };
-    let slot = match balance::acquire(be, &key).await {
+    // `cookie`: a request naming a server goes to it, its `Cookie` header
+    // edited as the mode says.
+    let client_cookie = be
+        .cookie
+        .as_deref()
+        .and_then(|ck| cookie::client_side(ck, be, req, ctx.edits));
+    let cookie_edits;
+    let mut cookie_ctx = ReqCtx {
+        src: ctx.src,
+        edits: ctx.edits,
+        stream: ctx.stream,
+        persisted: None,
+    };
+    if let Some(cc) = &client_cookie {
+        if be.cookie.as_deref().is_some_and(|ck| ck.logged()) {
+            rec.persist = [cc.state, cookie::SCK_NONE];
+        }
+        cookie_ctx.persisted = cc.server;
+        if !cc.rewrites.is_empty() {
+            let mut e = ctx.edits.cloned().unwrap_or_default();
+            for (i, v) in &cc.rewrites {
+                e.set_at(*i, v.clone());
+            }
+            cookie_edits = e;
+            cookie_ctx.edits = Some(&cookie_edits);
+        }
+    } else if be.cookie.as_deref().is_some_and(|ck| ck.logged()) {
+        rec.persist = [cookie::CK_NONE, cookie::SCK_NONE];
+    }
+    let acquired = match cookie_ctx.persisted {
+        Some(i) => match balance::acquire_server(be, i).await {
+            // The server's queue is full: with `option redispatch` the
+            // request is balanced instead (persistence is lost), as HAProxy.
+            Err(PickError::QueueFull) if be.redispatch.is_some() => {
+                cookie_ctx.persisted = None;
+                balance::acquire(be, &key).await
+            }
+            r => r,
+        },
+        None => balance::acquire(be, &key).await,
+    };
+    let ctx = &cookie_ctx;
+    let slot = match acquired {
         Ok(slot) => slot,
         Err(e) => {
             let keep = keep_client && body == BodyKind::None;
@@ -783,6 +835,21 @@ async fn relay_response(
             }
         }
     };
+    let mut edits = edits;
+    if let Some(ck) = be.cookie.as_deref()
+        && let Some(i) = be
+            .servers
+            .iter()
+            .position(|s| std::ptr::eq(&*s.state, server))
+    {
+        // `direct`: the cookie chose this server (not a redispatch).
+        let direct = ctx.persisted == Some(i);
+        let own = be.servers[i].cookie.as_deref();
+        let sck = cookie::server_side(ck, own, direct, req, &resp, &mut edits);
+        if ck.logged() {
+            rec.persist[1] = sck;
+        }
+    }
     let mut head = downstream_head(&resp, body, keep, client_minor(req), edits.as_ref());
     let head_len = head.len() as u64;
     rec.log_early(fe, status, bytes_out + head_len, req);

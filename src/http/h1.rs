@@ -465,11 +465,12 @@ impl Head {
     /// then `extra` lines. The caller adds framing headers and the blank
     /// line through `extra`.
     pub fn write_forwarded(&self, out: &mut BytesMut, framing: &FramingLine) -> bool {
-        self.write_forwarded_with(out, None, |_| false, &[], framing)
+        self.write_forwarded_with(out, None, |_, _| false, &[], framing)
     }
 
     /// [`write_forwarded`](Self::write_forwarded) with rule edits: another
-    /// request target, and the headers `drop` names left out.
+    /// request target, and the headers `drop` names left out (it is given
+    /// each header's position and name).
     ///
     /// `framing` (the `content-length` or `transfer-encoding` line sluice
     /// frames the body with) takes the place of the first received header
@@ -480,7 +481,7 @@ impl Head {
         &self,
         out: &mut BytesMut,
         target: Option<&[u8]>,
-        drop: impl Fn(&[u8]) -> bool,
+        drop: impl Fn(usize, &[u8]) -> bool,
         replaced: &[(usize, Vec<u8>)],
         framing: &FramingLine,
     ) -> bool {
@@ -510,7 +511,7 @@ impl Head {
                 continue;
             }
             if (named_extra && self.connection_has_name(self.slice(h.name)))
-                || drop(self.slice(h.name))
+                || drop(i, self.slice(h.name))
             {
                 continue;
             }

@@ -1,6 +1,7 @@
 //! The HTTP/1 data plane: the frontend service, forwarding, error pages.
 
 pub mod capture;
+pub mod cookie;
 pub mod error_spot;
 pub mod errors;
 pub mod forward;

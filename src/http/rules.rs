@@ -12,7 +12,7 @@ use super::h1::Head;
 use crate::config::model::{FmtPart, ForwardFor, LogFmt, RedirectKind};
 
 /// Edits to a message head, in rule order.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Edits {
     /// New request target (set-path / set-query).
     pub target: Option<Vec<u8>>,
@@ -22,6 +22,9 @@ pub struct Edits {
     pub add: Vec<(String, Vec<u8>)>,
     /// New values of received headers, by position (`replace-header`).
     pub replaced: Vec<(usize, Vec<u8>)>,
+    /// Positions of single received headers to leave out (a persistence
+    /// cookie header left empty).
+    pub del_at: Vec<usize>,
 }
 
 impl Edits {
@@ -83,6 +86,31 @@ impl Edits {
         self.del
             .iter()
             .any(|d| name.eq_ignore_ascii_case(d.as_bytes()))
+    }
+
+    /// Whether the received header at position `i`, named `name`, is
+    /// dropped.
+    pub fn drops_at(&self, i: usize, name: &[u8]) -> bool {
+        self.del_at.contains(&i) || self.drops(name)
+    }
+
+    /// The value the received header at position `i` has now: its
+    /// replacement if any, else `received`.
+    pub fn value_at<'a>(&'a self, i: usize, received: &'a [u8]) -> &'a [u8] {
+        match self.replaced.iter().find(|(j, _)| *j == i) {
+            Some((_, v)) => v,
+            None => received,
+        }
+    }
+
+    /// Sets the value of the received header at position `i` (None: the
+    /// header is left out).
+    pub fn set_at(&mut self, i: usize, value: Option<Vec<u8>>) {
+        self.replaced.retain(|(j, _)| *j != i);
+        match value {
+            Some(v) => self.replaced.push((i, v)),
+            None => self.del_at.push(i),
+        }
     }
 
     /// Whether the message has a header `name` once the edits are applied.

@@ -521,6 +521,7 @@ async fn route(
         src: peer.ip(),
         edits: edits.as_ref(),
         stream: rq.stream,
+        persisted: None,
     };
     forward::forward(fe, be, head, body, conn, keep, rec, &ctx).await
 }

@@ -136,6 +136,9 @@ pub struct LogRecord {
     pub bytes_in: u64,
     /// Termination state: cause and phase, `--` when normal.
     pub term: [u8; 2],
+    /// Its persistence cookie characters (request, response): `--` when
+    /// the backend has no `cookie` mode.
+    pub persist: [u8; 2],
     pub backend: Option<Arc<BackendRt>>,
     pub server: SrvName,
     pub retries: u32,
@@ -201,6 +204,7 @@ impl LogRecord {
             bytes_out: 0,
             bytes_in: 0,
             term: *b"--",
+            persist: *b"--",
             backend: None,
             server: SrvName::None,
             retries: 0,
@@ -401,7 +405,7 @@ impl Source for Line<'_> {
             Var::TermState => out.raw(std::str::from_utf8(&rec.term).unwrap_or("--")),
             Var::TermStateCookie => {
                 out.raw(std::str::from_utf8(&rec.term).unwrap_or("--"));
-                out.raw("--");
+                out.raw(std::str::from_utf8(&rec.persist).unwrap_or("--"));
             }
             Var::ActConn => out.num(self.actconn as i64),
             Var::FeConn => out.num(self.fe.state.counters.sess.cur() as i64),

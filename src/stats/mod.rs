@@ -42,6 +42,7 @@ pub(crate) mod fixture {
             check: Some(CheckParams::default()),
             opts: Default::default(),
             id: None,
+            cookie: None,
             loc: loc(),
         }
     }
