@@ -163,6 +163,11 @@ async fn down_server_rebalances_draining_server_keeps_sessions() {
     );
     let s = Sluice::start(&config(port, "cookie SRV insert indirect", &servers, ""));
     let sock = s.path("admin.sock");
+    // `show stat` (admin level) shows the cookie values and name.
+    let csv = show_stat(&sock).await;
+    assert_eq!(csv.get("be", "s1", "cookie"), "s1");
+    assert_eq!(csv.get("be", "s2", "cookie"), "s2");
+    assert_eq!(csv.get("be", "BACKEND", "cookie"), "SRV");
 
     cli(&sock, "disable server be/s1").await;
     for _ in 0..3 {
@@ -245,6 +250,15 @@ async fn insert_indirect_bytes_match_haproxy() {
         ("SRV=s1", None),
         ("SRV=s1; b=2", Some("b=2")),
         ("a=1; SRV=s2", Some("a=1")),
+        ("a=1, SRV=s2", Some("a=1")),
+        ("SRV=s2, a=1", Some("a=1")),
+        ("SRV = s2 ; b=1", Some("b=1")),
+        // Spaces around `=` go, in every cookie of the header.
+        ("a = 1 ; SRV=s2", Some("a=1 ")),
+        ("a =1;SRV=s2 ;  b= 2", Some("a=1; b=2")),
+        // RFC 2109 attributes go with the cookie before them.
+        ("$Version=1; SRV=s2; $Path=/", None),
+        ("$Version=1; SRV=s2; $Path=/; c=3", Some("$Version=1; c=3")),
     ] {
         raw.take();
         let got = send(port, &req_with_cookie(Some(sent))).await;
@@ -375,6 +389,11 @@ async fn log_shows_persistence_characters() {
                 (Some("SRV=s2"), "--VN"),
                 (Some("SRV=zz"), "--II"),
                 (Some("SRV="), "--II"),
+                // The first cookie naming a usable server wins.
+                (Some("SRV=zz; SRV=s2"), "--VN"),
+                (Some("SRV=s1; SRV=s2"), "--VN"),
+                // s3 is in maintenance: balanced, a new cookie.
+                (Some("SRV=s3"), "--DI"),
             ][..],
         ),
         (
@@ -391,7 +410,7 @@ async fn log_shows_persistence_characters() {
         raw.answer(APP_COOKIE);
         let port = free_port();
         let servers = format!(
-            "    server s1 {0} cookie s1\n    server s2 {0} cookie s2\n",
+            "    server s1 {0} cookie s1\n    server s2 {0} cookie s2\n    server s3 127.0.0.1:1 cookie s3 disabled\n",
             raw.addr
         );
         let global = "    log stdout format raw daemon";

@@ -12,19 +12,19 @@ use crate::config::model::{CookieMode, CookiePersist};
 use crate::routing::BackendRt;
 
 /// The log's request persistence character (HAProxy's `sess_cookie`):
-/// no cookie, invalid, for a DOWN server, valid, unused.
+/// no cookie, invalid, for a DOWN server, valid. (HAProxy's `U`, unused,
+/// needs `use-server`, which sluice does not have.)
 pub const CK_NONE: u8 = b'N';
 const CK_INVALID: u8 = b'I';
 const CK_DOWN: u8 = b'D';
 const CK_VALID: u8 = b'V';
-const CK_UNUSED: u8 = b'U';
 
 /// What the request's persistence cookie says.
 #[derive(Debug)]
 pub struct ClientCookie {
     /// The server (index in the backend) the cookie sends the request to.
     pub server: Option<usize>,
-    /// The log character: `N I D V U`.
+    /// The log character: `N I D V`.
     pub state: u8,
     /// `Cookie` headers to rewrite: position, new value (None: removed).
     pub rewrites: Vec<(usize, Option<Vec<u8>>)>,
@@ -69,7 +69,7 @@ pub fn client_side(
 
 /// One `Cookie` header value: updates `c` for each persistence cookie
 /// found; returns the header's new value if it changes (Some(None): the
-/// header goes, nothing else was in it).
+/// header goes, nothing but removed cookies was in it).
 fn scan_header(
     ck: &CookiePersist,
     be: &BackendRt,
@@ -78,32 +78,69 @@ fn scan_header(
 ) -> Option<Option<Vec<u8>>> {
     // Changes by cookie position; allocated only once one is needed.
     let mut changes: Vec<(usize, Option<Vec<u8>>)> = Vec::new();
+    // `$Path`-style attributes (RFC 2109) belong to the cookie before
+    // them: they go when it goes.
+    let mut removing = false;
     for (n, (_, seg)) in segments(value).enumerate() {
-        if let Some(change) = segment(ck, be, seg, c) {
+        if trim(seg).first() == Some(&b'$') {
+            if removing {
+                changes.push((n, None));
+            }
+            continue;
+        }
+        let change = segment(ck, be, seg, c);
+        removing = matches!(change, Some(None));
+        if let Some(change) = change {
             changes.push((n, change));
         }
     }
     if changes.is_empty() {
         return None;
     }
+    Some(rebuild(value, &changes))
+}
+
+/// The header value once `changes` are applied, spaced as HAProxy's
+/// `http_del_hdr_value` leaves it: a removed run takes the delimiter
+/// before it and the spaces around it away, the next cookie then follows
+/// its own delimiter and one space; None when no cookie is left.
+fn rebuild(value: &[u8], changes: &[(usize, Option<Vec<u8>>)]) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(value.len());
+    let mut cookie_left = false;
+    // A removed run is pending (not yet closed by a kept cookie).
+    let mut removed = false;
     for (n, (delim, seg)) in segments(value).enumerate() {
         let seg = match changes.iter().find(|(m, _)| *m == n) {
-            Some((_, None)) => continue,
+            Some((_, None)) => {
+                removed = true;
+                continue;
+            }
             Some((_, Some(new))) => &new[..],
             None => seg,
         };
-        if out.is_empty() {
-            // The first cookie kept starts the header: no delimiter, no
-            // leading space.
-            out.extend_from_slice(&seg[seg.iter().position(|&b| !is_sp(b)).unwrap_or(seg.len())..]);
+        cookie_left |= trim(seg).first().is_some_and(|&b| b != b'$');
+        if removed {
+            let body = &seg[seg.iter().position(|&b| !is_sp(b)).unwrap_or(seg.len())..];
+            if !out.is_empty() {
+                while out.last().is_some_and(|&b| is_sp(b)) {
+                    out.pop();
+                }
+                out.extend(delim);
+                out.push(b' ');
+            }
+            out.extend_from_slice(body);
+            removed = false;
         } else {
-            out.extend(delim);
+            if n > 0 {
+                out.extend(delim);
+            }
             out.extend_from_slice(seg);
         }
     }
-    let t = trim(&out);
-    Some((!t.is_empty()).then(|| t.to_vec()))
+    // A run removed at the end goes from its delimiter on: the spaces
+    // before that delimiter stay (haproxy 2.6.12 forwards `a=1 ` for
+    // `a = 1 ; SRV=s2`).
+    cookie_left.then_some(out)
 }
 
 /// The cookies of a `Cookie` header value: each with the delimiter before
@@ -126,8 +163,9 @@ fn segments(value: &[u8]) -> impl Iterator<Item = (Option<u8>, &[u8])> {
     })
 }
 
-/// One `name=value` of a `Cookie` header. Returns None to keep it as is,
-/// Some(None) to remove it, Some(Some(new)) to replace it.
+/// One `name=value` of a `Cookie` header (not a `$` attribute). Returns
+/// None to keep it as is, Some(None) to remove it, Some(Some(new)) to
+/// replace it. As HAProxy, spaces around `=` are taken out of any cookie.
 fn segment(
     ck: &CookiePersist,
     be: &BackendRt,
@@ -137,10 +175,24 @@ fn segment(
     let lead = seg.iter().position(|&b| !is_sp(b)).unwrap_or(seg.len());
     let body = &seg[lead..];
     let eq = body.iter().position(|&b| b == b'=')?;
-    if body.first() == Some(&b'$') || trim(&body[..eq]) != ck.name.as_bytes() {
-        return None;
+    let name = trim(&body[..eq]);
+    let after = &body[eq + 1..];
+    let vstart = after.iter().position(|&b| !is_sp(b)).unwrap_or(after.len());
+    // The value and any spaces before the next delimiter.
+    let rest = &after[vstart..];
+    let spaced = name.len() != eq || vstart > 0;
+    let rebuilt = |value: &[u8]| {
+        let mut new = Vec::with_capacity(seg.len());
+        new.extend_from_slice(&seg[..lead]);
+        new.extend_from_slice(name);
+        new.push(b'=');
+        new.extend_from_slice(value);
+        Some(Some(new))
+    };
+    if name != ck.name.as_bytes() {
+        return if spaced { rebuilt(rest) } else { None };
     }
-    let val = trim(&body[eq + 1..]);
+    let val = trim(rest);
     let delim = if ck.mode == CookieMode::Prefix {
         val.iter().position(|&b| b == b'~')
     } else {
@@ -148,9 +200,8 @@ fn segment(
     };
     let id = &val[..delim.unwrap_or(val.len())];
     if c.server.is_some() {
-        // Only the first valid persistence cookie counts (HAProxy's
-        // SF_ASSIGNED): the others are unused.
-        c.state = CK_UNUSED;
+        // The first cookie naming a usable server wins; later ones change
+        // nothing (haproxy 2.6.12 logs `V` for `SRV=s1; SRV=s2`).
     } else if id.is_empty() {
         c.state = CK_INVALID;
     } else {
@@ -173,15 +224,10 @@ fn segment(
         }
     }
     match (ck.mode, delim) {
-        (CookieMode::Prefix, Some(d)) => {
-            // The server's own value goes on without the `<server>~`.
-            let mut new = Vec::with_capacity(seg.len());
-            new.extend_from_slice(&seg[..lead]);
-            new.extend_from_slice(&body[..eq + 1]);
-            new.extend_from_slice(&val[d + 1..]);
-            Some(Some(new))
-        }
+        // The server's own value goes on without the `<server>~`.
+        (CookieMode::Prefix, Some(d)) => rebuilt(&rest[d + 1..]),
         (CookieMode::Insert, _) if ck.indirect => Some(None),
+        _ if spaced => rebuilt(rest),
         _ => None,
     }
 }
@@ -374,6 +420,26 @@ mod tests {
         assert_eq!(own_value(&c, b"SRV = abc ;x"), Some((6, 9)));
         assert_eq!(own_value(&c, b"SRVX=abc"), None);
         assert_eq!(own_value(&c, b"SRV; x=1"), None);
+    }
+
+    /// Removals spaced as haproxy 2.6.12 forwards them.
+    #[test]
+    fn removed_cookies_leave_haproxy_spacing() {
+        let del = |v: &str, gone: &[usize]| {
+            let ch: Vec<_> = gone.iter().map(|&n| (n, None)).collect();
+            rebuild(v.as_bytes(), &ch).map(|o| String::from_utf8(o).unwrap())
+        };
+        assert_eq!(del("a=1;SRV=s2;b=2", &[1]).as_deref(), Some("a=1; b=2"));
+        assert_eq!(del("a=1; SRV=s2; b=2", &[1]).as_deref(), Some("a=1; b=2"));
+        assert_eq!(del("a=1, SRV=s2; b=2", &[1]).as_deref(), Some("a=1; b=2"));
+        assert_eq!(del("SRV=s2, a=1", &[0]).as_deref(), Some("a=1"));
+        assert_eq!(del("a=1 ; SRV=s2", &[1]).as_deref(), Some("a=1 "));
+        assert_eq!(del("SRV=s2", &[0]), None);
+        assert_eq!(del("$V=1; SRV=s2; $P=/", &[1, 2]), None);
+        assert_eq!(
+            del("$V=1; SRV=s2; $P=/; c=3", &[1, 2]).as_deref(),
+            Some("$V=1; c=3")
+        );
     }
 
     #[test]

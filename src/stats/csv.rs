@@ -678,6 +678,9 @@ fn server_row(p: &ProxyRt, be: &BackendRt, sv: &ServerRt, opts: CsvOptions) -> R
     times(&mut r, c);
     if opts.show_legends {
         r.set("addr", addr_text(st.addr()));
+        if let Some(c) = &sv.cookie {
+            r.set("cookie", c);
+        }
     }
     r.set("connect", get(&c.connect));
     r.set("reuse", get(&c.reuse));
@@ -764,6 +767,9 @@ fn backend_row(p: &ProxyRt, be: &BackendRt, opts: CsvOptions, uptime: u64) -> Ro
     times(&mut r, c);
     if opts.show_legends {
         r.set("algo", be.balance.as_str());
+        if let Some(ck) = &be.cookie {
+            r.set("cookie", &ck.name);
+        }
     }
     r.set("connect", get(&c.connect));
     r.set("reuse", get(&c.reuse));
