@@ -542,3 +542,31 @@ async fn persistent_request_waits_for_its_full_server() {
     assert_eq!(second.await.unwrap().backend(), "s1");
     assert_eq!(b2.hits(), 0);
 }
+
+/// In a TCP backend the cookie is ignored with HAProxy 2.6's warnings;
+/// `option persist` takes no argument.
+#[test]
+fn tcp_backend_cookie_warnings_and_persist_argument() {
+    let tcp = "defaults\n    mode tcp\n    timeout connect 1s\n    timeout client 1s\n    timeout server 1s\nbackend b\n    cookie SRV insert\n    server s1 127.0.0.1:80 cookie s1\nfrontend f\n    bind 127.0.0.1:8080\n    default_backend b\n";
+    let dir = TempDir::new("cfg");
+    dir.write("t.cfg", tcp);
+    let out = run_sluice(&["-c", "-f", "t.cfg"], Some(dir.path()));
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    for w in [
+        " : config : cookie will be ignored for backend 'b' (needs 'mode http').\n",
+        " : config : backend 'b' : ignoring cookie for server 's1' as HTTP mode is disabled.\n",
+    ] {
+        assert!(out.stderr.contains(w), "want {w:?} in\n{}", out.stderr);
+    }
+    let text = format!("{DEFAULTS}backend b\n    option persist foo\n");
+    dir.write("p.cfg", &text);
+    let out = run_sluice(&["-c", "-f", "p.cfg"], Some(dir.path()));
+    assert_eq!(out.code(), Some(1));
+    assert!(
+        out.stderr.contains(
+            "parsing [p.cfg:7] : 'option persist' cannot handle unexpected argument 'foo'.\n"
+        ),
+        "{}",
+        out.stderr
+    );
+}

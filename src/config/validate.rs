@@ -43,6 +43,7 @@ pub fn check(config: &mut Config, diags: &mut Vec<Diagnostic>) {
             }
         }
         missing_timeouts(p, diags);
+        tcp_cookies(p, diags);
     }
     duplicate_binds(config, diags);
 }
@@ -138,6 +139,35 @@ fn missing_timeouts(p: &Proxy, diags: &mut Vec<Diagnostic>) {
                 "missing timeouts for {} '{}'.\n   | While not properly invalid, you will certainly encounter various problems\n   | with such a configuration. To fix this, please ensure that all following\n   | timeouts are set to a non-zero value: 'client', 'connect', 'server'.",
                 type_str(p.kind),
                 p.name
+            ),
+        ));
+    }
+}
+
+/// A `cookie` (or a server's `cookie <value>`) in a TCP backend is
+/// ignored, with HAProxy 2.6's warnings.
+fn tcp_cookies(p: &Proxy, diags: &mut Vec<Diagnostic>) {
+    if !p.kind.has_backend() || p.mode == Mode::Http {
+        return;
+    }
+    if p.cookie.is_some() {
+        diags.push(Diagnostic::warning(
+            Some(p.loc.clone()),
+            format!(
+                "cookie will be ignored for {} '{}' (needs 'mode http').",
+                type_str(p.kind),
+                p.name
+            ),
+        ));
+    }
+    for s in p.servers.iter().filter(|s| s.cookie.is_some()) {
+        diags.push(Diagnostic::warning(
+            Some(s.loc.clone()),
+            format!(
+                "{} '{}' : ignoring cookie for server '{}' as HTTP mode is disabled.",
+                type_str(p.kind),
+                p.name,
+                s.name
             ),
         ));
     }

@@ -116,8 +116,11 @@ impl State<'_> {
 
     /// `[no] option persist`.
     pub(super) fn persist_option(&mut self, loc: &Loc, words: &[String], neg: bool) {
-        if words.len() > 2 {
-            return self.alert(loc, "'option persist' does not expect any argument.");
+        if let Some(extra) = words.get(2) {
+            return self.alert(
+                loc,
+                format!("'option persist' cannot handle unexpected argument '{extra}'."),
+            );
         }
         if self.cap(loc, "option persist", true, false, true) {
             self.px().persist = !neg;
