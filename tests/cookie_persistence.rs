@@ -570,3 +570,30 @@ fn tcp_backend_cookie_warnings_and_persist_argument() {
         out.stderr
     );
 }
+
+/// `postonly`: only the answer to a POST gets the cookie; `preserve`: a
+/// server that sets the cookie itself (a logout) is left alone and nothing
+/// is inserted (bytes as haproxy 2.6.12).
+#[tokio::test(flavor = "multi_thread")]
+async fn postonly_and_preserve() {
+    let plain = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+    let (_raw, port, _s) = raw_setup("cookie SRV insert postonly preserve", plain).await;
+    let got = send(port, &req_with_cookie(None)).await;
+    assert_eq!(
+        text(&got),
+        "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok"
+    );
+    let post = b"POST / HTTP/1.1\r\nhost: h\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
+    let got = send(port, post).await;
+    assert_eq!(
+        text(&got),
+        "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nset-cookie: SRV=s2; path=/\r\nconnection: close\r\n\r\nok"
+    );
+    let logout = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nset-cookie: SRV=; Max-Age=0\r\n\r\nok";
+    let (_raw, port, _s) = raw_setup("cookie SRV insert preserve", logout).await;
+    let got = send(port, &req_with_cookie(None)).await;
+    assert_eq!(
+        text(&got),
+        "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nset-cookie: SRV=; Max-Age=0\r\nconnection: close\r\n\r\nok"
+    );
+}
