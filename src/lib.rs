@@ -11,6 +11,7 @@ pub mod listener;
 pub mod log;
 pub mod manpage;
 pub mod process;
+pub mod proxy_proto;
 pub mod reload;
 pub mod routing;
 pub mod runtime;
