@@ -1,5 +1,6 @@
 //! sluice: a reverse proxy and load balancer that speaks HAProxy's language.
 
+pub mod accept;
 pub mod acl;
 pub mod backend;
 pub mod balance;
@@ -19,3 +20,4 @@ pub mod sessions;
 pub mod stats;
 pub mod takeover;
 pub mod tcp;
+pub mod tcp_rules;

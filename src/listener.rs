@@ -163,7 +163,14 @@ async fn accept_loop(
             // Unusable socket: dropping it closes the connection.
             Err(_) => continue,
         };
-        let (client, mode) = ClientConn::open(&rt, &binding.frontend, permits, &stream, peer);
+        let (client, mode, screen) =
+            ClientConn::open(&rt, &binding.frontend, permits, &stream, peer, ctl.addr);
+        if let Some(screen) = screen {
+            tokio::spawn(crate::accept::serve_screened(
+                client, stream, peer, mode, screen,
+            ));
+            continue;
+        }
         match mode {
             Mode::Http => {
                 tokio::spawn(crate::http::service::serve_connection(
@@ -230,32 +237,46 @@ async fn pause_until_resumed(
 pub struct ClientConn {
     pub rt: Arc<Runtime>,
     pub frontend: Arc<str>,
+    /// The frontend's state, once the connection counts as one of its
+    /// sessions (`scur`, `stot`): from accept, or once `tcp-request
+    /// connection` rules and the PROXY header let it through.
     fe_state: Option<Arc<FrontendState>>,
     _permits: [OwnedSemaphorePermit; 2],
     /// Its `show sess` entry (a pointer: idle connections stay small).
     pub stream: crate::sessions::Slot,
+    /// The address the client connected to, as a PROXY protocol header
+    /// told it (None: the socket's own). Boxed: idle connections stay
+    /// small, and most have none.
+    dst: Option<Box<SocketAddr>>,
 }
 
 impl ClientConn {
-    /// Counts a new connection on `frontend`; also says which mode the
-    /// frontend runs in.
+    /// Counts a new connection on `frontend` (accepted on `local`); also
+    /// says which mode the frontend runs in, and what has to screen the
+    /// connection before it is served (its session then starts later).
     fn open(
         rt: &Arc<Runtime>,
         frontend: &Arc<str>,
         permits: [OwnedSemaphorePermit; 2],
         stream: &tokio::net::TcpStream,
         peer: std::net::SocketAddr,
-    ) -> (Self, Mode) {
-        let (fe_state, mode, fe_iid) =
+        local: SocketAddr,
+    ) -> (Self, Mode, Option<crate::accept::Screen>) {
+        let (fe_state, mode, fe_iid, screen) =
             rt.with_snapshot(
                 |snap| match snap.frontends().find(|f| *f.name == **frontend) {
                     Some(f) => {
                         if f.tcpka {
                             let _ = socket2::SockRef::from(stream).set_keepalive(true);
                         }
-                        (Some(f.state.clone()), f.mode, f.iid)
+                        (
+                            Some(f.state.clone()),
+                            f.mode,
+                            f.iid,
+                            crate::accept::Screen::of(f, local),
+                        )
                     }
-                    None => (None, Mode::Http, 0),
+                    None => (None, Mode::Http, 0, None),
                 },
             );
         let p = &rt.process;
@@ -266,16 +287,38 @@ impl ClientConn {
         if let Some(st) = &fe_state {
             st.counters.conn_tot.fetch_add(1, Relaxed);
             st.counters.conn_rate.hit();
-            st.counters.session_start();
         }
-        let client = ClientConn {
+        let mut client = ClientConn {
             rt: rt.clone(),
             frontend: frontend.clone(),
-            fe_state,
+            fe_state: None,
             _permits: permits,
             stream: crate::sessions::Slot::register(peer, fe_iid, stream.as_raw_fd()),
+            dst: None,
         };
-        (client, mode)
+        if let Some(st) = fe_state
+            && screen.is_none()
+        {
+            client.start_session(st);
+        }
+        (client, mode, screen)
+    }
+
+    /// The address the client connected to, when a PROXY header said it.
+    pub fn dst(&self) -> Option<SocketAddr> {
+        self.dst.as_deref().copied()
+    }
+
+    pub fn set_dst(&mut self, dst: SocketAddr) {
+        self.dst = Some(Box::new(dst));
+    }
+
+    /// Counts the connection as a session of its frontend (`st`).
+    pub fn start_session(&mut self, st: Arc<FrontendState>) {
+        if self.fe_state.is_none() {
+            st.counters.session_start();
+            self.fe_state = Some(st);
+        }
     }
 }
 

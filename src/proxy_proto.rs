@@ -103,7 +103,7 @@ fn parse_v1(buf: &[u8]) -> Result<Parsed, PpError> {
     };
     let line = &buf[..end];
     let origin = match v1_line(line) {
-        Ok((rest, origin)) if rest.is_empty() => origin,
+        Ok((b"", origin)) => origin,
         Ok(_) => return Err(PpError::BadHeader),
         Err(_) => {
             return Err(
@@ -266,6 +266,81 @@ fn tlvs(mut i: In<'_>) -> Result<(), nom::Err<nom::error::Error<In<'_>>>> {
         i = rest;
     }
     Ok(())
+}
+
+/// Reads the PROXY header opening `stream`, consuming exactly its bytes
+/// (what follows stays in the socket for the protocol behind it), within
+/// `limit` (`timeout client`). On failure, also says whether any byte came
+/// (`option dontlognull` hides silent connections).
+pub async fn read_header(
+    stream: &mut tokio::net::TcpStream,
+    limit: Option<std::time::Duration>,
+) -> Result<Origin, (PpError, bool)> {
+    let read = async {
+        use tokio::io::AsyncReadExt;
+        let mut got: Vec<u8> = Vec::new();
+        let mut peeked = [0u8; 512];
+        loop {
+            let n = match stream.peek(&mut peeked).await {
+                Ok(0) if got.is_empty() => return Err((PpError::Empty, false)),
+                Ok(0) => return Err((PpError::Truncated, true)),
+                Ok(n) => n,
+                Err(_) => return Err((PpError::Abort, !got.is_empty())),
+            };
+            let seen = got.len();
+            got.extend_from_slice(&peeked[..n]);
+            // Only the header's own bytes are taken off the socket: all of
+            // what was peeked while incomplete, the rest of it once
+            // complete.
+            let (take, done) = match parse(&got) {
+                Ok(Parsed::Complete { len, origin }) => (len - seen, Some(origin)),
+                Ok(Parsed::Incomplete) => (n, None),
+                Err(e) => return Err((e, true)),
+            };
+            if stream.read_exact(&mut peeked[..take]).await.is_err() {
+                return Err((PpError::Abort, true));
+            }
+            if let Some(origin) = done {
+                return Ok(origin);
+            }
+        }
+    };
+    match limit {
+        Some(t) => tokio::time::timeout(t, read)
+            .await
+            .unwrap_or(Err((PpError::Timeout, false))),
+        None => read.await,
+    }
+}
+
+/// The header a `send-proxy` (1) / `send-proxy-v2` (2) server gets for a
+/// client at `peer` that connected to `dst` (or to `client`'s local
+/// address); None without the option.
+pub fn for_server(
+    version: u8,
+    peer: SocketAddr,
+    dst: Option<SocketAddr>,
+    client: &tokio::net::TcpStream,
+) -> Option<Vec<u8>> {
+    if version == 0 {
+        return None;
+    }
+    let dst = dst.or_else(|| client.local_addr().ok())?;
+    Some(if version == 2 {
+        v2_header(peer, dst)
+    } else {
+        v1_header(peer, dst)
+    })
+}
+
+/// The header a health check of a `send-proxy` server starts with, as
+/// HAProxy 2.6 sends it: v1 tells the check connection's own addresses,
+/// v2 is a LOCAL command.
+pub fn for_check(version: u8, conn: &tokio::net::TcpStream) -> Option<Vec<u8>> {
+    if version == 2 {
+        return Some([&V2_SIG[..], &[0x20, 0x00, 0x00, 0x00]].concat());
+    }
+    Some(v1_header(conn.local_addr().ok()?, conn.peer_addr().ok()?))
 }
 
 /// The v1 line HAProxy sends for a client `src` connected to `dst`

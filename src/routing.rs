@@ -50,6 +50,12 @@ pub struct FrontendRt {
     /// `option http-ignore-probes`.
     pub ignore_probes: bool,
     pub binds: Vec<SocketAddr>,
+    /// Listening addresses with `accept-proxy`.
+    pub accept_proxy: Vec<SocketAddr>,
+    /// `tcp-request connection` / `content` rules, `inspect-delay`.
+    pub tcp_connection: crate::tcp_rules::Rules,
+    pub tcp_content: crate::tcp_rules::Rules,
+    pub inspect_delay: Option<std::time::Duration>,
     pub acls: AclSet,
     pub http_request: Vec<(HttpRequestAction, Option<CompiledCond>)>,
     /// `option clitcpka` (or `tcpka`): SO_KEEPALIVE on client connections.
@@ -99,6 +105,9 @@ pub struct BackendRt {
     /// `http-request` rules of a backend section, run after the frontend's.
     pub http_request: Vec<(HttpRequestAction, Option<CompiledCond>)>,
     pub http_response: Vec<(HttpResponseAction, Option<CompiledCond>)>,
+    /// `tcp-request content` rules of a backend section (mode tcp), run
+    /// after the frontend's once the backend is chosen.
+    pub tcp_content: crate::tcp_rules::Rules,
     pub forwardfor: Option<ForwardFor>,
     pub errorfiles: Vec<(u16, bytes::Bytes)>,
     pub stats: Option<StatsRt>,
@@ -178,6 +187,8 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                     },
                     std::sync::atomic::Ordering::Relaxed,
                 );
+                st.send_proxy
+                    .store(s.opts.send_proxy, std::sync::atomic::Ordering::Relaxed);
                 st.shutdown_on_down.store(
                     s.opts.shutdown_on_down,
                     std::sync::atomic::Ordering::Relaxed,
@@ -248,6 +259,7 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                 balance: p.balance.clone(),
                 lb: Lb::new(&p.balance, p.hash_type, p.allbackups, &lb_servers),
                 check: p.check_kind(),
+                tcp_content: tcp_rules(&p.tcp_content, &be_acls),
                 acls: be_acls,
                 http_request: be_request,
                 http_response: be_response,
@@ -313,6 +325,18 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                     .iter()
                     .flat_map(|b| b.addrs.iter().copied())
                     .collect(),
+                accept_proxy: p
+                    .binds
+                    .iter()
+                    .filter(|b| b.accept_proxy)
+                    .flat_map(|b| match b.fd {
+                        Some(fd) => crate::listener::inherited_addr(fd).into_iter().collect(),
+                        None => b.addrs.clone(),
+                    })
+                    .collect(),
+                tcp_connection: tcp_rules(&p.tcp_connection, &acls),
+                tcp_content: tcp_rules(&p.tcp_content, &acls),
+                inspect_delay: p.inspect_delay,
                 acls,
                 http_request,
                 monitor,
@@ -357,6 +381,13 @@ fn stats_rt(page: Option<&StatsPage>, acls: &AclSet) -> Option<StatsRt> {
         admin: page.admin.iter().map(|c| acls.compile(c)).collect(),
         page: page.clone(),
     })
+}
+
+fn tcp_rules(rules: &[crate::config::model::TcpRule], acls: &AclSet) -> crate::tcp_rules::Rules {
+    rules
+        .iter()
+        .map(|r| (r.action, r.cond.as_ref().map(|c| acls.compile(c))))
+        .collect()
 }
 
 /// A proxy's `http-request` rules, then its `redirect` rules (HAProxy

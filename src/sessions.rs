@@ -90,6 +90,19 @@ impl StreamEntry {
         self.started.store(0, Relaxed);
     }
 
+    /// The client's address: the socket's peer, or what a PROXY protocol
+    /// header said.
+    pub fn set_peer(&self, peer: SocketAddr) {
+        let (ip, v6) = match peer.ip() {
+            IpAddr::V4(a) => (a.to_ipv6_mapped(), 0),
+            IpAddr::V6(a) => (a, 1 << 16),
+        };
+        let bits = u128::from(ip);
+        self.ip[0].store((bits >> 64) as u64, Relaxed);
+        self.ip[1].store(bits as u64, Relaxed);
+        self.port.store(u32::from(peer.port()) | v6, Relaxed);
+    }
+
     fn peer(&self) -> SocketAddr {
         let hi = self.ip[0].load(Relaxed);
         let lo = self.ip[1].load(Relaxed);
@@ -125,14 +138,7 @@ impl Slot {
                 }
             }
         };
-        let (ip, v6) = match peer.ip() {
-            IpAddr::V4(a) => (a.to_ipv6_mapped(), 0),
-            IpAddr::V6(a) => (a, 1 << 16),
-        };
-        let bits = u128::from(ip);
-        entry.ip[0].store((bits >> 64) as u64, Relaxed);
-        entry.ip[1].store(bits as u64, Relaxed);
-        entry.port.store(u32::from(peer.port()) | v6, Relaxed);
+        entry.set_peer(peer);
         entry.fe_iid.store(fe_iid, Relaxed);
         entry.fd.store(fd, Relaxed);
         entry.calls.store(0, Relaxed);

@@ -2,48 +2,54 @@
 //! balancing, `maxconn` queueing and health checks as HTTP, with half-close
 //! carried across (a side that finishes sending shuts the other side's write
 //! half, and the relay ends when both directions are done).
+//!
+//! Before choosing, `tcp-request content` rules run on the bytes buffered
+//! within `tcp-request inspect-delay` (when a condition reads them, e.g.
+//! `req.ssl_sni`); those bytes go to the server first. The session ends
+//! with HAProxy's `option tcplog` line.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::acl::eval::RequestView;
 use crate::backend::retry::{self, Retries, Seat};
 use crate::balance::{self, PickError};
 use crate::listener::ClientConn;
+use crate::log::LogRecord;
 use crate::routing::{BackendRt, FrontendRt};
+use crate::tcp_rules::View;
 
-/// What a TCP-mode condition can look at: the client address only.
-struct View(IpAddr);
-
-impl RequestView for View {
-    fn method(&self) -> &[u8] {
-        b""
-    }
-    fn target(&self) -> &[u8] {
-        b""
-    }
-    fn header_values<'a>(&'a self, _: &str, _: &mut Vec<&'a [u8]>) {}
-    fn src(&self) -> Option<IpAddr> {
-        Some(self.0)
-    }
-}
+/// Most request bytes held for content inspection (HAProxy's buffer).
+const INSPECT_MAX: usize = 16 * 1024;
 
 fn add(c: &AtomicU64, n: u64) {
     c.fetch_add(n, Relaxed);
 }
 
-fn pick_backend(fe: &FrontendRt, peer: SocketAddr) -> Option<Arc<BackendRt>> {
-    let view = View(peer.ip());
+fn pick_backend(fe: &FrontendRt, view: &View<'_>) -> Option<Arc<BackendRt>> {
     fe.switching
         .iter()
-        .find(|(_, c)| fe.acls.eval(c, &view))
+        .find(|(_, c)| fe.acls.eval(c, view))
         .map(|(b, _)| b.clone())
         .or_else(|| fe.default_backend.clone())
+}
+
+/// Reads what the client sends until the payload fetches can decide, the
+/// inspect delay ends, the client stops sending or the buffer is full.
+async fn inspect(stream: &mut TcpStream, buf: &mut Vec<u8>, delay: Duration) {
+    let deadline = tokio::time::Instant::now() + delay;
+    let mut chunk = [0u8; 4096];
+    while crate::tcp_rules::hello_incomplete(buf) && buf.len() < INSPECT_MAX {
+        let room = (INSPECT_MAX - buf.len()).min(chunk.len());
+        match tokio::time::timeout_at(deadline, stream.read(&mut chunk[..room])).await {
+            Ok(Ok(n)) if n > 0 => buf.extend_from_slice(&chunk[..n]),
+            _ => return,
+        }
+    }
 }
 
 /// Serves one TCP-mode client connection to its end.
@@ -53,75 +59,190 @@ pub async fn serve(client: ClientConn, stream: TcpStream, peer: SocketAddr) {
     let Some(fe) = snap.frontends().find(|f| *f.name == *client.frontend) else {
         return;
     };
+    let mut rec = LogRecord::new(fe.log.is_some());
+    if rec.enabled() {
+        rec.set_addrs(peer, client.dst().or_else(|| stream.local_addr().ok()));
+        crate::log::emit_connect(fe, peer, rec.local);
+    }
     // A TCP connection is one stream for its whole life (`show sess`).
     let entry = client.stream.entry();
     entry.begin();
-    let Some(be) = pick_backend(fe, peer) else {
+    let mut stream = stream;
+    let mut payload = Vec::new();
+    if let Some(delay) = fe.inspect_delay
+        && fe.acls.reads_payload()
+    {
+        inspect(&mut stream, &mut payload, delay).await;
+    }
+    let view = View {
+        src: peer.ip(),
+        payload: &payload,
+    };
+    let fc = &fe.state.counters;
+    if !crate::tcp_rules::allowed(&fe.tcp_content, &fe.acls, &view) {
+        add(&fc.dreq, 1);
+        rec.term(b'P', b'R');
+        rec.null = payload.is_empty();
+        crate::log::emit(fe, &mut rec, None, false);
+        return;
+    }
+    let Some(be) = pick_backend(fe, &view) else {
+        rec.term(b'S', b'C');
+        crate::log::emit(fe, &mut rec, None, false);
         return;
     };
     entry.to_backend(be.iid);
+    rec.to_backend(&be);
     let bc = &be.state.counters;
+    if be.iid != fe.iid && !crate::tcp_rules::allowed(&be.tcp_content, &be.acls, &view) {
+        add(&bc.dreq, 1);
+        rec.term(b'P', b'R');
+        crate::log::emit(fe, &mut rec, None, false);
+        return;
+    }
     let key = balance::LbKey {
         src: Some(peer.ip()),
         head: None,
     };
+    let queued = Instant::now();
     let slot = match balance::acquire(&be, &key).await {
         Ok(slot) => slot,
         Err(e) => {
-            if e == PickError::NoServer {
-                add(&bc.econ, 1);
+            match e {
+                PickError::NoServer => {
+                    add(&bc.econ, 1);
+                    rec.term(b'S', b'C');
+                }
+                PickError::QueueTimeout => rec.term(b's', b'Q'),
+                PickError::QueueFull => rec.term(b'S', b'Q'),
             }
+            crate::log::emit(fe, &mut rec, None, false);
             return;
         }
     };
+    rec.t_queue = ms(queued.elapsed());
     let mut seat = Seat::new(slot);
     entry.to_server(seat.server());
     bc.session_start();
     let mut tries = Retries::default();
-    let mut stream = stream;
+    let connecting = Instant::now();
     let connected = retry::connect(&be, &key, &mut seat, &mut tries).await;
-    if let Err(retry::ConnectError::Pick(PickError::NoServer)) = connected {
-        add(&bc.econ, 1);
-    }
-    if let Ok(mut upstream) = connected {
-        // The server that accepted (a redispatch may have changed it).
-        let server = seat.server().clone();
-        entry.to_server(&server);
-        // `on-marked-down shutdown-sessions` (or an active server's
-        // `on-marked-up shutdown-backup-sessions`) ends the connection.
-        let killed = server.kill.notified();
-        tokio::pin!(killed);
-        let cuttable = server.cuttable.load(Relaxed);
-        if cuttable {
-            killed.as_mut().enable();
-        }
-        let relayed = relay(
-            &mut stream,
-            &mut upstream,
-            fe.timeouts_for_tcp(),
-            be.timeouts_for_tcp(),
-        );
-        let (c2s, s2c) = if cuttable {
-            tokio::select! {
-                r = relayed => r,
-                _ = killed => {
-                    // The bytes relayed so far are not counted.
-                    add(&server.counters.srv_abrt, 1);
-                    add(&bc.srv_abrt, 1);
-                    (0, 0)
-                }
+    rec.retries = tries.done;
+    rec.redispatched = tries.redispatched;
+    // The server that accepted, or the last one tried (a redispatch may
+    // have changed it).
+    let server = seat.server().clone();
+    entry.to_server(&server);
+    rec.to_server(&server);
+    match connected {
+        Err(e) => {
+            if let retry::ConnectError::Pick(PickError::NoServer) = e {
+                add(&bc.econ, 1);
             }
-        } else {
-            relayed.await
-        };
-        for c in [&fe.state.counters, bc, &server.counters] {
-            add(&c.bin, c2s);
-            add(&c.bout, s2c);
+            match e {
+                retry::ConnectError::Exhausted { timeout: true } => rec.term(b's', b'C'),
+                _ => rec.term(b'S', b'C'),
+            }
         }
-        add(&client.rt.process.bytes_out, s2c);
+        Ok(mut upstream) => {
+            rec.t_connect = ms(connecting.elapsed());
+            // `on-marked-down shutdown-sessions` (or an active server's
+            // `on-marked-up shutdown-backup-sessions`) ends the connection.
+            let killed = server.kill.notified();
+            tokio::pin!(killed);
+            let cuttable = server.cuttable.load(Relaxed);
+            if cuttable {
+                killed.as_mut().enable();
+            }
+            let proxy_header = crate::proxy_proto::for_server(
+                server.send_proxy.load(Relaxed),
+                peer,
+                client.dst(),
+                &stream,
+            );
+            let first = [proxy_header.as_deref().unwrap_or(b""), &payload].concat();
+            let wrote = first.is_empty() || upstream.write_all(&first).await.is_ok();
+            let (c2s, s2c) = if !wrote {
+                let failed = Relayed {
+                    end: End::WriteError,
+                    ..Relayed::default()
+                };
+                (Relayed::default(), failed)
+            } else {
+                let relayed = relay_ends(
+                    &mut stream,
+                    &mut upstream,
+                    fe.timeouts_for_tcp(),
+                    be.timeouts_for_tcp(),
+                );
+                if cuttable {
+                    tokio::select! {
+                        r = relayed => r,
+                        _ = &mut killed => {
+                            // The bytes relayed so far are not counted.
+                            add(&server.counters.srv_abrt, 1);
+                            add(&bc.srv_abrt, 1);
+                            rec.term(b'D', b'D');
+                            Default::default()
+                        }
+                    }
+                } else {
+                    relayed.await
+                }
+            };
+            let c2s_total = c2s.bytes + payload.len() as u64;
+            for c in [fc, bc, &server.counters] {
+                add(&c.bin, c2s_total);
+                add(&c.bout, s2c.bytes);
+            }
+            add(&client.rt.process.bytes_out, s2c.bytes);
+            rec.bytes_in = c2s_total;
+            rec.bytes_out = s2c.bytes;
+            rec.null = c2s_total == 0;
+            if let Some(t) = termination(&c2s, &s2c) {
+                rec.term(t[0], t[1]);
+            }
+        }
     }
     bc.session_end();
     drop(seat);
+    crate::log::emit(fe, &mut rec, None, false);
+}
+
+fn ms(d: Duration) -> i64 {
+    d.as_millis().min(i64::MAX as u128) as i64
+}
+
+/// How a relayed TCP session ended, as HAProxy's termination state tells
+/// it: a side's timeout (`cD`, `sD`) or error (`CD`, `SD`) first; both
+/// sides closing cleanly is `--`.
+fn termination(c2s: &Relayed, s2c: &Relayed) -> Option<[u8; 2]> {
+    match (c2s.end, s2c.end) {
+        (End::Timeout, _) => Some(*b"cD"),
+        (_, End::Timeout) => Some(*b"sD"),
+        (End::ReadError, _) | (_, End::WriteError) => Some(*b"CD"),
+        (_, End::ReadError) | (End::WriteError, _) => Some(*b"SD"),
+        _ => None,
+    }
+}
+
+/// Why one direction of a relay stopped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum End {
+    /// The sending side closed (or the relay was cut).
+    #[default]
+    Eof,
+    /// Nothing came within the side's inactivity timeout.
+    Timeout,
+    ReadError,
+    WriteError,
+}
+
+/// One direction of a relay: bytes carried and how it ended.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Relayed {
+    pub bytes: u64,
+    pub end: End,
 }
 
 /// Relays both ways until both directions have ended. Each direction reads
@@ -134,6 +255,17 @@ pub async fn relay(
     a_idle: Option<Duration>,
     b_idle: Option<Duration>,
 ) -> (u64, u64) {
+    let (ab, ba) = relay_ends(a, b, a_idle, b_idle).await;
+    (ab.bytes, ba.bytes)
+}
+
+/// [`relay`], also telling how each direction ended.
+pub async fn relay_ends(
+    a: &mut TcpStream,
+    b: &mut TcpStream,
+    a_idle: Option<Duration>,
+    b_idle: Option<Duration>,
+) -> (Relayed, Relayed) {
     let (ar, aw) = a.split();
     let (br, bw) = b.split();
     tokio::join!(pump(ar, bw, a_idle), pump(br, aw, b_idle))
@@ -143,30 +275,30 @@ async fn pump(
     mut from: impl AsyncRead + Unpin,
     mut to: impl AsyncWrite + Unpin,
     idle: Option<Duration>,
-) -> u64 {
+) -> Relayed {
     let mut buf = vec![0u8; 16 * 1024];
     let mut total = 0u64;
-    loop {
+    let end = loop {
         let read = match idle {
             Some(t) => match tokio::time::timeout(t, from.read(&mut buf)).await {
                 Ok(r) => r,
-                Err(_) => break,
+                Err(_) => break End::Timeout,
             },
             None => from.read(&mut buf).await,
         };
         let n = match read {
-            Ok(0) | Err(_) => break,
+            Ok(0) => break End::Eof,
+            Err(_) => break End::ReadError,
             Ok(n) => n,
         };
         if to.write_all(&buf[..n]).await.is_err() {
-            break;
+            break End::WriteError;
         }
         total += n as u64;
-    }
+    };
     let _ = to.shutdown().await;
-    total
+    Relayed { bytes: total, end }
 }
-
 impl FrontendRt {
     /// Client-side inactivity in TCP mode: `timeout tunnel` if set (the
     /// connection is a tunnel from the start), else `timeout client`.

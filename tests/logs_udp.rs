@@ -9,91 +9,10 @@
 
 mod support;
 
-use std::net::UdpSocket;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use support::syslog::*;
 use support::*;
-
-/// Does `line` match `mask`, where each `{...}` matches any run of
-/// characters (possibly empty)?
-fn matches(mask: &str, line: &str) -> bool {
-    fn go(m: &[u8], l: &[u8]) -> bool {
-        match m.first() {
-            None => l.is_empty(),
-            Some(b'{') => {
-                let close = m.iter().position(|&c| c == b'}').expect("unclosed {");
-                let rest = &m[close + 1..];
-                (0..=l.len()).any(|i| go(rest, &l[i..]))
-            }
-            Some(&c) => l.first() == Some(&c) && go(&m[1..], &l[1..]),
-        }
-    }
-    go(mask.as_bytes(), line.as_bytes())
-}
-
-fn assert_line(mask: &str, line: &str) {
-    assert!(
-        matches(mask, line),
-        "log line does not match HAProxy's format\n mask: {mask:?}\n line: {line:?}"
-    );
-}
-
-/// A UDP syslog listener on 127.0.0.1.
-struct Syslog {
-    sock: UdpSocket,
-}
-
-impl Syslog {
-    fn new() -> Syslog {
-        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
-        sock.set_read_timeout(Some(Duration::from_millis(100)))
-            .unwrap();
-        Syslog { sock }
-    }
-    fn addr(&self) -> String {
-        self.sock.local_addr().unwrap().to_string()
-    }
-    /// Waits for `n` datagrams (at most 10 s), returns them as text.
-    fn take(&self, n: usize) -> Vec<String> {
-        let end = Instant::now() + Duration::from_secs(10);
-        let mut out = Vec::new();
-        let mut buf = vec![0u8; 70000];
-        while out.len() < n && Instant::now() < end {
-            if let Ok(len) = self.sock.recv(&mut buf) {
-                out.push(String::from_utf8_lossy(&buf[..len]).into_owned());
-            }
-        }
-        assert_eq!(out.len(), n, "expected {n} log lines, got {out:#?}");
-        out
-    }
-    /// Collects lines until each mask of `want` matched one (at most
-    /// 10 s); returns all lines seen.
-    fn until(&self, want: &[&str]) -> Vec<String> {
-        let end = Instant::now() + Duration::from_secs(10);
-        let mut out: Vec<String> = Vec::new();
-        let mut buf = vec![0u8; 70000];
-        while !want.iter().all(|m| out.iter().any(|l| matches(m, l))) {
-            assert!(Instant::now() < end, "missing {want:#?} in {out:#?}");
-            if let Ok(len) = self.sock.recv(&mut buf) {
-                out.push(String::from_utf8_lossy(&buf[..len]).into_owned());
-            }
-        }
-        out
-    }
-
-    /// Nothing more arrives within `d`.
-    fn quiet(&self, d: Duration) -> Vec<String> {
-        let end = Instant::now() + d;
-        let mut out = Vec::new();
-        let mut buf = vec![0u8; 70000];
-        while Instant::now() < end {
-            if let Ok(len) = self.sock.recv(&mut buf) {
-                out.push(String::from_utf8_lossy(&buf[..len]).into_owned());
-            }
-        }
-        out
-    }
-}
 
 /// Lines real HAProxy 2.6.12 sent (`log 127.0.0.1:17514 local0`, frontend
 /// `fe` with `option httplog`), used to check the masks.

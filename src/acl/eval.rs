@@ -13,6 +13,11 @@ pub trait RequestView {
     /// Values of header `name` (lower-case), each occurrence once.
     fn header_values<'a>(&'a self, name: &str, out: &mut Vec<&'a [u8]>);
     fn src(&self) -> Option<IpAddr>;
+    /// The request bytes buffered before any protocol parsing (`mode
+    /// tcp` content inspection); empty elsewhere.
+    fn payload(&self) -> &[u8] {
+        b""
+    }
 }
 
 /// One named ACL with all its `acl` lines merged (they OR together).
@@ -72,6 +77,15 @@ impl AclSet {
         AclSet { acls }
     }
 
+    /// Whether some ACL reads the buffered request bytes (`req.ssl_sni`,
+    /// `req.ssl_hello_type`): content inspection then waits for them.
+    pub fn reads_payload(&self) -> bool {
+        self.acls
+            .iter()
+            .flat_map(|a| &a.tests)
+            .any(|t| matches!(t.fetch, Fetch::ReqSslSni | Fetch::ReqSslHelloType))
+    }
+
     pub fn index(&self, name: &str) -> Option<usize> {
         self.acls.iter().position(|a| a.name == name)
     }
@@ -122,6 +136,11 @@ impl AclTest {
                 Some(ip) => self.patterns.iter().any(|p| ip_matches(ip, p)),
                 None => false,
             },
+            Fetch::ReqSslSni => {
+                crate::tcp_rules::ssl_sni(req.payload()).is_some_and(|sni| self.match_bytes(sni))
+            }
+            Fetch::ReqSslHelloType => crate::tcp_rules::ssl_hello_type(req.payload())
+                .is_some_and(|t| self.match_bytes(t.to_string().as_bytes())),
             Fetch::Method => self.match_bytes(req.method()),
             Fetch::Url => self.match_bytes(req.target()),
             Fetch::Path => self.match_bytes(path_of(req.target())),

@@ -25,6 +25,12 @@ pub enum Fetch {
     Hdr(String),
     /// The client's IP address.
     Src,
+    /// `req.ssl_sni`: the server name of a TLS ClientHello in the request
+    /// bytes buffered so far (`mode tcp`, `tcp-request inspect-delay`).
+    ReqSslSni,
+    /// `req.ssl_hello_type`: the handshake type of the first TLS record
+    /// (1 = ClientHello), matched as a decimal string.
+    ReqSslHelloType,
 }
 
 /// How the fetched sample is compared with the patterns.

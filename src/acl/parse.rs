@@ -119,6 +119,10 @@ fn fetch_of(criterion: &str) -> Result<(Fetch, MatchMethod), String> {
         "hdr_end" => hdr(MatchMethod::End),
         "hdr_sub" => hdr(MatchMethod::Sub),
         "src" => no_arg(Fetch::Src, MatchMethod::Ip),
+        "req.ssl_sni" | "req_ssl_sni" => no_arg(Fetch::ReqSslSni, MatchMethod::Str),
+        "req.ssl_hello_type" | "req_ssl_hello_type" => {
+            no_arg(Fetch::ReqSslHelloType, MatchMethod::Str)
+        }
         _ if UNSUPPORTED_FETCHES.contains(&kw) => Err(format!(
             "fetch method '{kw}' is not supported by sluice yet in ACL expression '{criterion}'"
         )),

@@ -258,6 +258,8 @@ pub struct Counters {
     pub lbtot: AtomicU64,
     /// Frontend: accepted connections.
     pub conn_tot: AtomicU64,
+    /// Connections refused by `tcp-request connection` rules (frontend).
+    pub dcon: AtomicU64,
     pub intercepted: AtomicU64,
     /// Connection attempts to servers / reuses of idle ones.
     pub connect: AtomicU64,
@@ -355,7 +357,7 @@ impl Counters {
     /// `clear counters all`: every cumulative counter, average and max back
     /// to 0. Gauges keep their current value (those sessions still exist).
     pub fn clear_all(&self) {
-        let cum: [&AtomicU64; 19] = [
+        let cum: [&AtomicU64; 20] = [
             &self.stot,
             &self.bin,
             &self.bout,
@@ -371,6 +373,7 @@ impl Counters {
             &self.srv_abrt,
             &self.lbtot,
             &self.conn_tot,
+            &self.dcon,
             &self.intercepted,
             &self.connect,
             &self.reuse,

@@ -79,6 +79,9 @@ pub struct ServerState {
     pub observe: AtomicU8,
     /// `on-marked-down shutdown-sessions`.
     pub shutdown_on_down: AtomicBool,
+    /// `send-proxy` (1) / `send-proxy-v2` (2), 0 none (set from the
+    /// config, read per connection).
+    pub send_proxy: AtomicU8,
     /// Live sessions listen for [`kill`](Self::kill): the server has
     /// `on-marked-down shutdown-sessions`, or it is a backup of a backend
     /// where an active server has `on-marked-up shutdown-backup-sessions`.
@@ -120,6 +123,7 @@ impl ServerState {
             check_soon: tokio::sync::Notify::new(),
             observe: AtomicU8::new(0),
             shutdown_on_down: AtomicBool::new(false),
+            send_proxy: AtomicU8::new(0),
             cuttable: AtomicBool::new(false),
             kill: tokio::sync::Notify::new(),
             retired: AtomicBool::new(false),

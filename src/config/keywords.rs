@@ -154,6 +154,7 @@ pub const PROXY_SUPPORTED: &[&str] = &[
     "log-tag",
     "errorfile",
     "http-response",
+    "tcp-request",
 ];
 
 pub const PROXY_UNSUPPORTED: &[&str] = &[
@@ -164,7 +165,6 @@ pub const PROXY_UNSUPPORTED: &[&str] = &[
     "errorloc303",
     "http-after-response",
     "http-error",
-    "tcp-request",
     "tcp-response",
     "stick-table",
     "stick",
@@ -335,6 +335,10 @@ pub const OPTIONS_UNSUPPORTED: &[&str] = &[
 
 pub const SERVER_SUPPORTED: &[&str] = &[
     "cookie",
+    "send-proxy",
+    "send-proxy-v2",
+    "no-send-proxy",
+    "no-send-proxy-v2",
     "weight",
     "maxconn",
     "check",
@@ -370,8 +374,6 @@ pub const SERVER_UNSUPPORTED: &[&str] = &[
     "sni",
     "alpn",
     "proto",
-    "send-proxy",
-    "send-proxy-v2",
     "agent-check",
     "agent-port",
     "agent-inter",
@@ -426,13 +428,15 @@ pub const SERVER_UNSUPPORTED: &[&str] = &[
     "crl-file",
 ];
 
+/// Options of a `bind` line sluice takes.
+pub const BIND_SUPPORTED: &[&str] = &["accept-proxy"];
+
 pub const BIND_UNSUPPORTED: &[&str] = &[
     "ssl",
     "crt",
     "crt-list",
     "alpn",
     "npn",
-    "accept-proxy",
     "accept-netscaler-cip",
     "maxconn",
     "name",

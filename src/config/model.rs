@@ -438,6 +438,23 @@ pub struct Bind {
     /// `fd@<n>`: an inherited listening socket (no address to bind).
     pub fd: Option<i32>,
     pub loc: Loc,
+    /// `accept-proxy`: connections start with a PROXY protocol header.
+    pub accept_proxy: bool,
+}
+
+/// What a `tcp-request connection|content` rule does when it applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TcpAction {
+    Accept,
+    Reject,
+}
+
+/// One `tcp-request connection|content <action> [if|unless <cond>]` line.
+#[derive(Debug, Clone)]
+pub struct TcpRule {
+    pub action: TcpAction,
+    pub cond: Option<Condition>,
+    pub loc: Loc,
 }
 
 #[derive(Debug, Clone)]
@@ -651,6 +668,9 @@ pub struct ServerOpts {
     /// Consecutive live errors before `on-error` applies (default 10).
     pub error_limit: u32,
     pub on_error: OnError,
+    /// `send-proxy` (1) / `send-proxy-v2` (2): the PROXY protocol header
+    /// written first on each new connection to the server; 0 none.
+    pub send_proxy: u8,
 }
 
 #[derive(Debug, Clone)]
@@ -703,6 +723,12 @@ pub struct Proxy {
     /// `monitor fail if|unless <cond>`: the monitor URI answers 503.
     pub monitor_fail: Option<Condition>,
     pub http_response: Vec<HttpResponseRule>,
+    /// `tcp-request connection` rules (at accept, on the real peer).
+    pub tcp_connection: Vec<TcpRule>,
+    /// `tcp-request content` rules (on the buffered request bytes).
+    pub tcp_content: Vec<TcpRule>,
+    /// `tcp-request inspect-delay`: how long content rules wait for data.
+    pub inspect_delay: Option<Duration>,
     /// `option forwardfor` (None: off).
     pub forwardfor: Option<ForwardFor>,
     /// `errorfile <code> <file>`: the response each code is answered with.
@@ -749,6 +775,9 @@ impl Proxy {
             tcpka: TcpKeepAlive::default(),
             monitor_uri: None,
             monitor_fail: None,
+            tcp_connection: Vec::new(),
+            tcp_content: Vec::new(),
+            inspect_delay: None,
             http_response: Vec::new(),
             forwardfor: None,
             errorfiles: Vec::new(),

@@ -21,6 +21,7 @@ use crate::acl::{AclDef, Condition};
 mod cookiekw;
 mod lbkw;
 mod retrykw;
+mod tcpkw;
 
 /// A server whose host still has to be resolved (after validation).
 #[derive(Debug, Clone)]
@@ -1109,6 +1110,7 @@ impl<'r> State<'r> {
             "monitor-uri" => self.kw_monitor_uri(loc, words),
             "capture" => self.kw_capture(loc, words),
             "monitor" => self.kw_monitor(loc, words),
+            "tcp-request" => self.kw_tcp_request(loc, words),
             "http-response" => self.kw_http_response(loc, words),
             "errorfile" => self.kw_errorfile(loc, words),
             "server" => self.kw_server(loc, words),
@@ -1453,19 +1455,34 @@ impl<'r> State<'r> {
             );
         };
         let mut ok = true;
-        if let Some(param) = words.get(2) {
-            ok = false;
-            if kw::BIND_UNSUPPORTED.contains(&param.as_str()) {
-                self.alert(
-                    loc,
-                    format!("'bind {text}' : '{param}' option is not supported by sluice yet"),
-                );
-            } else {
-                let sugg = suggest::suffix(param, kw::BIND_UNSUPPORTED.iter().copied());
-                self.alert(
-                    loc,
-                    format!("'bind {text}' unknown keyword '{param}'{sugg}"),
-                );
+        let mut accept_proxy = false;
+        // The bind options ([`kw::BIND_SUPPORTED`]).
+        for param in &words[2..] {
+            match param.as_str() {
+                "accept-proxy" => accept_proxy = true,
+                p if kw::BIND_UNSUPPORTED.contains(&p) => {
+                    ok = false;
+                    self.alert(
+                        loc,
+                        format!("'bind {text}' : '{param}' option is not supported by sluice yet"),
+                    );
+                    break;
+                }
+                _ => {
+                    ok = false;
+                    let sugg = suggest::suffix(
+                        param,
+                        kw::BIND_SUPPORTED
+                            .iter()
+                            .chain(kw::BIND_UNSUPPORTED)
+                            .copied(),
+                    );
+                    self.alert(
+                        loc,
+                        format!("'bind {text}' unknown keyword '{param}'{sugg}"),
+                    );
+                    break;
+                }
             }
         }
         let mut binds = Vec::new();
@@ -1485,6 +1502,7 @@ impl<'r> State<'r> {
                         addrs: Vec::new(),
                         fd: Some(fd),
                         loc: loc.clone(),
+                        accept_proxy,
                     }),
                     Err(e) => {
                         ok = false;
@@ -1499,6 +1517,7 @@ impl<'r> State<'r> {
                     addrs,
                     fd: None,
                     loc: loc.clone(),
+                    accept_proxy,
                 }),
                 Err(e) => {
                     ok = false;
@@ -1514,6 +1533,7 @@ impl<'r> State<'r> {
                 addrs: Vec::new(),
                 fd: None,
                 loc: loc.clone(),
+                accept_proxy,
             }];
         }
         self.px().binds.extend(binds);

@@ -162,8 +162,20 @@ async fn connect(
 ) -> Result<TcpStream, (CheckStatus, String)> {
     let addr = check_addr(server, &plan.params, port);
     match tokio::time::timeout(plan.connect_timeout, TcpStream::connect(addr)).await {
-        Ok(Ok(s)) => {
+        Ok(Ok(mut s)) => {
             let _ = s.set_nodelay(true);
+            // `send-proxy[-v2]` servers get the header on checks too, unless
+            // the check goes elsewhere (`addr` / `port`), as in HAProxy.
+            let version = server.send_proxy.load(Relaxed);
+            let elsewhere =
+                port.is_some() || plan.params.port.is_some() || plan.params.addr.is_some();
+            if version != 0
+                && !elsewhere
+                && let Some(h) = crate::proxy_proto::for_check(version, &s)
+                && s.write_all(&h).await.is_err()
+            {
+                return Err((CheckStatus::L4Con, "Write error".to_string()));
+            }
             Ok(s)
         }
         Ok(Err(e)) => {

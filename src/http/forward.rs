@@ -80,6 +80,10 @@ fn add(c: &AtomicU64, n: u64) {
 /// no rule changed anything).
 pub struct ReqCtx<'a> {
     pub src: IpAddr,
+    /// The client and the address it connected to (None: the client
+    /// socket's own), for `send-proxy`.
+    pub peer: std::net::SocketAddr,
+    pub dst: Option<std::net::SocketAddr>,
     pub edits: Option<&'a Edits>,
     /// The connection's `show sess` entry.
     pub stream: &'a crate::sessions::StreamEntry,
@@ -404,7 +408,10 @@ async fn exchange(
     let keep_on_error = keep_client && body == BodyKind::None;
 
     let (upstream, resp, response_ms) = loop {
-        let pooled = if reuse_ok {
+        // `send-proxy`: a server connection tells one client's address, so
+        // it is never shared (HAProxy only reuses one for an identical PROXY
+        // line, in practice the same client connection).
+        let pooled = if reuse_ok && seat.server().send_proxy.load(Relaxed) == 0 {
             seat.server().pool.load().take()
         } else {
             None
@@ -446,6 +453,23 @@ async fn exchange(
             srv: &server.counters,
         };
         let mut up = BufConn::new(stream);
+        if !reused
+            && let Some(h) = &crate::proxy_proto::for_server(
+                server.send_proxy.load(Relaxed),
+                ctx.peer,
+                ctx.dst,
+                &client.stream,
+            )
+            && io::write_all(&mut up.stream, h, be.timeouts.server)
+                .await
+                .is_err()
+        {
+            rec.term(b'S', b'C');
+            rows.each(|c| add(&c.eresp, 1));
+            rows.each(|c| c.count_status(502));
+            let out = send_error_be(client, 502, fe, Some(be), false).await;
+            return (out, false);
+        }
         // Connected: an error from here on logs the connect time (HAProxy's
         // `0/0/0/-1/...` for a 504), not -1.
         rec.t_connect = connect_ms as i64;
@@ -905,7 +929,8 @@ async fn relay_response(
         && body != BodyKind::UntilClose
         && resp.wants_keep_alive()
         && upstream.buf.is_empty()
-        && be.http_reuse != HttpReuse::Never;
+        && be.http_reuse != HttpReuse::Never
+        && server.send_proxy.load(Relaxed) == 0;
     // The response head points into the read buffer: drop it first.
     drop(resp);
     upstream.release_buffer();

@@ -140,7 +140,7 @@ pub async fn serve_connection(
             &client.frontend,
             client.stream.entry(),
             &mut conn,
-            peer,
+            (peer, client.dst()),
             first,
         ));
         let keep = match bound {
@@ -219,7 +219,7 @@ async fn handle_request(
     frontend: &str,
     stream: &StreamEntry,
     conn: &mut BufConn,
-    peer: SocketAddr,
+    (peer, dst): (SocketAddr, Option<SocketAddr>),
     first: bool,
 ) -> bool {
     // The snapshot is loaded once per request and used to its end.
@@ -232,7 +232,7 @@ async fn handle_request(
     // record is a few plain stores and nothing is formatted.
     let mut rec = LogRecord::new(fe.log.is_some());
     if rec.enabled() {
-        rec.set_addrs(peer, conn.stream.local_addr().ok());
+        rec.set_addrs(peer, dst.or_else(|| conn.stream.local_addr().ok()));
         if first {
             crate::log::emit_connect(&fe, peer, rec.local);
         }
@@ -364,6 +364,7 @@ async fn handle_request(
         head: &head,
         body,
         peer,
+        dst,
         stream,
     };
     let out = route(rt, &fe, &req, conn, keep_client, &mut rec).await;
@@ -431,6 +432,8 @@ struct Req<'a> {
     head: &'a Head,
     body: BodyKind,
     peer: SocketAddr,
+    /// The address the client connected to, from a PROXY header.
+    dst: Option<SocketAddr>,
     stream: &'a StreamEntry,
 }
 
@@ -519,6 +522,8 @@ async fn route(
     }
     let ctx = forward::ReqCtx {
         src: peer.ip(),
+        peer,
+        dst: rq.dst,
         edits: edits.as_ref(),
         stream: rq.stream,
         persisted: None,

@@ -560,3 +560,29 @@ pub fn emit_connect(fe: &FrontendRt, client: SocketAddr, local: Option<SocketAdd
     let msg = format!("Connect from {client} to {to} ({}/{mode})", fe.name);
     flog.setup.send(config::INFO, &Date::now(), &msg);
 }
+
+/// HAProxy's line for a connection that failed before becoming a session
+/// (a bad PROXY header): `<client> [<accept date>] <frontend>/<listener>:
+/// <reason>`, sent only when the frontend has a log format, and not for a
+/// connection that sent nothing under `option dontlognull`.
+pub fn emit_conn_error(
+    fe: &FrontendRt,
+    client: SocketAddr,
+    accepted: SystemTime,
+    luid: usize,
+    reason: &dyn std::fmt::Display,
+    got_bytes: bool,
+) {
+    let Some(flog) = fe.log.as_ref() else { return };
+    if flog.format.is_none() || (flog.dontlognull && !got_bytes) {
+        return;
+    }
+    let mut msg = String::with_capacity(128);
+    msg.push_str(&client.to_string());
+    msg.push_str(" [");
+    time::date_clf_ms(&Date::from(accepted), &mut msg);
+    msg.push_str("] ");
+    msg.push_str(&fe.name);
+    msg.push_str(&format!("/{luid}: {reason}"));
+    flog.setup.send(config::INFO, &Date::now(), &msg);
+}

@@ -593,7 +593,8 @@ fn frontend_row(p: &ProxyRt, fe: &FrontendRt) -> Row {
         r.set("intercepted", get(&c.intercepted));
         r.zero(&["cache_lookups", "cache_hits"]);
     }
-    r.zero(&["dcon", "dses"]);
+    r.set("dcon", get(&c.dcon));
+    r.zero(&["dses"]);
     r.zero(MODULE_FIELDS_FE_BE);
     r
 }

@@ -17,6 +17,7 @@
 #![allow(dead_code)]
 
 pub mod raw;
+pub mod syslog;
 pub mod ws;
 
 use std::collections::HashMap;

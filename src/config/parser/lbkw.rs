@@ -54,6 +54,9 @@ impl State<'_> {
         };
         let o = &mut sd.opts;
         match w {
+            "send-proxy" => o.send_proxy = 1,
+            "send-proxy-v2" => o.send_proxy = 2,
+            "no-send-proxy" | "no-send-proxy-v2" => o.send_proxy = 0,
             "backup" => o.backup = true,
             "no-backup" => o.backup = false,
             "disabled" => o.disabled = true,
