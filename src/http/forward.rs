@@ -259,6 +259,8 @@ pub async fn forward(
     let cookie_edits;
     let mut cookie_ctx = ReqCtx {
         src: ctx.src,
+        peer: ctx.peer,
+        dst: ctx.dst,
         edits: ctx.edits,
         stream: ctx.stream,
         persisted: None,
