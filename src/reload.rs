@@ -14,7 +14,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
@@ -42,6 +42,8 @@ pub struct Supervisor {
     rt: Arc<Runtime>,
     sources: Vec<PathBuf>,
     global_max: Arc<Semaphore>,
+    /// The limit `global_max` stands for now (`set maxconn global`).
+    global_now: AtomicU32,
     state: tokio::sync::Mutex<Bound>,
     last: Mutex<Option<ReloadReport>>,
     reloads: std::sync::atomic::AtomicU64,
@@ -80,6 +82,7 @@ impl Supervisor {
         let sup = Arc::new(Supervisor {
             rt,
             sources,
+            global_now: AtomicU32::new(global_max.available_permits() as u32),
             global_max,
             state: tokio::sync::Mutex::new(Bound::default()),
             last: Mutex::new(None),
@@ -111,23 +114,45 @@ impl Supervisor {
     }
 
     fn limit_for(&self, st: &mut Bound, snap: &Snapshot, frontend: &str) -> Arc<Semaphore> {
-        let maxconn = snap
-            .frontends()
-            .find(|f| &*f.name == frontend)
+        let fe = snap.frontends().find(|f| &*f.name == frontend);
+        let maxconn = fe
             .map_or(crate::routing::DEFAULT_MAXCONN, |f| f.maxconn)
             .max(1);
+        if let Some(f) = fe {
+            f.state.maxconn_now.store(maxconn, SeqCst);
+        }
         let entry = st
             .limits
             .entry(frontend.to_string())
             .or_insert_with(|| (Arc::new(Semaphore::new(maxconn as usize)), maxconn));
-        // Resize in place: connections holding permits keep them.
-        if entry.1 < maxconn {
-            entry.0.add_permits((maxconn - entry.1) as usize);
-        } else if entry.1 > maxconn {
-            entry.0.forget_permits((entry.1 - maxconn) as usize);
-        }
+        resize_limit(&entry.0, entry.1, maxconn);
         entry.1 = maxconn;
         entry.0.clone()
+    }
+
+    /// `set maxconn frontend <name> <n>` (until the next reload applies
+    /// the configuration's). Err when a reload holds the listeners.
+    pub fn set_frontend_maxconn(&self, fe: &crate::routing::FrontendRt, n: u32) -> Result<(), ()> {
+        let mut st = self.state.try_lock().map_err(|_| ())?;
+        let n = n.max(1);
+        if let Some(entry) = st.limits.get_mut(&*fe.name) {
+            resize_limit(&entry.0, entry.1, n);
+            entry.1 = n;
+        }
+        fe.state.maxconn_now.store(n, SeqCst);
+        Ok(())
+    }
+
+    /// `set maxconn global <n>` (at most the start-up `maxconn`).
+    pub fn set_global_maxconn(&self, n: u32) {
+        let n = n.max(1);
+        let before = self.global_now.swap(n, SeqCst);
+        resize_limit(&self.global_max, before, n);
+    }
+
+    /// The global `maxconn` in force (`show info` Maxconn).
+    pub fn global_maxconn(&self) -> u32 {
+        self.global_now.load(SeqCst)
     }
 
     pub fn last_report(&self) -> Option<ReloadReport> {
@@ -475,6 +500,28 @@ pub async fn pause_on_signals(sup: Arc<Supervisor>) {
             } else {
                 ctl.resume();
             }
+        }
+    }
+}
+
+/// Changes a connection limit in place: connections holding permits keep
+/// them. Lowering takes the permits that are free now, and the rest as
+/// connections close (new ones wait meanwhile), so the new limit holds
+/// once the excess has drained.
+fn resize_limit(sem: &Arc<Semaphore>, from: u32, to: u32) {
+    if to > from {
+        sem.add_permits((to - from) as usize);
+    } else if from > to {
+        let want = (from - to) as usize;
+        let got = sem.forget_permits(want);
+        if got < want {
+            let sem = sem.clone();
+            let rest = (want - got) as u32;
+            tokio::spawn(async move {
+                if let Ok(p) = sem.acquire_many_owned(rest).await {
+                    p.forget();
+                }
+            });
         }
     }
 }

@@ -195,3 +195,82 @@ backend be
         assert_eq!(r.status, 200);
     }
 }
+
+/// `set maxconn frontend` and `set maxconn global` at run time, with
+/// HAProxy 2.6's replies: the frontend's `slim` and `show info` Maxconn
+/// follow (Hard_maxconn stays), a lowered frontend limit holds new
+/// connections in the backlog, and raising it lets them in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn maxconn_changed_at_run_time() {
+    let b = Backend::start("s1").await;
+    let port = free_port();
+    let s = Sluice::start(&format!(
+        "global
+    maxconn 100
+    stats socket @DIR@/s.sock level admin
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 30s
+    timeout server 30s
+frontend fe
+    bind 127.0.0.1:{port}
+    maxconn 50
+    default_backend be
+backend be
+    server s1 {}
+",
+        b.hostport()
+    ));
+    let sock = s.stats_socket();
+    assert_eq!(cli(&sock, "set maxconn frontend fe 1").await, "\n");
+    assert_eq!(cli(&sock, "set maxconn global 20").await, "\n");
+    assert_eq!(
+        cli(&sock, "set maxconn global 200").await,
+        "Value out of range.\n\n"
+    );
+    assert_eq!(
+        cli(&sock, "set maxconn frontend nofe 3").await,
+        "No such frontend.\n\n"
+    );
+    assert_eq!(show_stat(&sock).await.get("fe", "FRONTEND", "slim"), "1");
+    let info = cli(&sock, "show info").await;
+    assert!(
+        info.contains("\nMaxconn: 20\nHard_maxconn: 100\n"),
+        "{info}"
+    );
+
+    // One busy connection fills the lowered limit: the next one waits.
+    b.set_gated(true);
+    let mut busy = TcpStream::connect(addr(port)).await.unwrap();
+    busy.write_all(b"GET /busy HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    b.wait_started("/busy", Duration::from_secs(5)).await;
+    let mut next = TcpStream::connect(addr(port)).await.unwrap();
+    next.write_all(b"GET /next HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let r = read_until_quiet(
+        &mut next,
+        Duration::from_millis(400),
+        Duration::from_millis(400),
+    )
+    .await;
+    assert!(r.bytes.is_empty(), "{}", r.text());
+    assert_eq!(b.in_flight(), 1);
+    // Raised again: it is accepted and served (the backend still gated
+    // for /busy, released for everything).
+    assert_eq!(cli(&sock, "set maxconn frontend fe 5").await, "\n");
+    b.wait_started("/next", Duration::from_secs(5)).await;
+    b.set_gated(false);
+    b.release(2);
+    let r = read_until_quiet(
+        &mut next,
+        Duration::from_secs(5),
+        Duration::from_millis(200),
+    )
+    .await;
+    assert!(r.text().starts_with("HTTP/1.1 200"), "{}", r.text());
+    assert_eq!(show_stat(&sock).await.get("fe", "FRONTEND", "slim"), "5");
+}

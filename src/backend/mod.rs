@@ -25,6 +25,9 @@ pub use queue::{Queue, SlotGuard};
 pub struct FrontendState {
     pub name: String,
     pub counters: Counters,
+    /// The `maxconn` in force (the configuration's, or `set maxconn
+    /// frontend`): the FRONTEND row's `slim`. 0 until the listeners start.
+    pub maxconn_now: std::sync::atomic::AtomicU32,
     /// The last refused request (`show errors`).
     pub errors: crate::http::capture::ErrorSlot,
 }

@@ -973,12 +973,20 @@ fn cmd_set_maxconn_frontend(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
     if args.get(1).is_none() {
         return text("Integer value expected.\n");
     }
-    if atoi(&args[1]) < 0 {
+    let v = atoi(&args[1]);
+    if v < 0 {
         return text("Value out of range.\n");
     }
-    text(
-        "'set maxconn frontend' is not supported by sluice yet: a frontend's maxconn is fixed at start-up.\n",
-    )
+    let (Some(fe), Some(sup)) = (
+        ctx.snap.frontends().find(|f| f.name == *name),
+        crate::reload::supervisor(),
+    ) else {
+        return text("");
+    };
+    match sup.set_frontend_maxconn(fe, v.min(i64::from(u32::MAX)) as u32) {
+        Ok(()) => text(""),
+        Err(()) => text("A reload is in progress; try again.\n"),
+    }
 }
 
 fn cmd_set_maxconn_global(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
@@ -990,12 +998,14 @@ fn cmd_set_maxconn_global(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
         .global
         .maxconn
         .unwrap_or(crate::routing::DEFAULT_MAXCONN);
-    if atoi(v) > i64::from(hard) {
+    let v = atoi(v);
+    if v > i64::from(hard) || v < 0 {
         return text("Value out of range.\n");
     }
-    text(
-        "'set maxconn global' is not supported by sluice yet: the global maxconn is fixed at start-up.\n",
-    )
+    if let Some(sup) = crate::reload::supervisor() {
+        sup.set_global_maxconn(v as u32);
+    }
+    text("")
 }
 
 /// `shutdown sessions server <b>/<s>`: the client connection of every
@@ -1697,10 +1707,12 @@ mod tests {
             r("set maxconn frontend web_fe"),
             "Integer value expected.\n\n"
         );
-        assert!(r("set maxconn frontend web_fe 10").contains("not supported"));
+        // No supervisor in this unit test: accepted, applied by the
+        // running process (tests/maxconn.rs).
+        assert_eq!(r("set maxconn frontend web_fe 10"), "\n");
         assert_eq!(r("set maxconn global"), "Expects an integer value.\n\n");
         assert_eq!(r("set maxconn global 99999"), "Value out of range.\n\n");
-        assert!(r("set maxconn global 100").contains("not supported"));
+        assert_eq!(r("set maxconn global 100"), "\n");
         assert_eq!(r("set timeout"), "'set timeout' only supports 'cli'.\n\n");
         assert_eq!(r("set timeout cli"), "Expects an integer value.\n\n");
         assert_eq!(r("set timeout cli abc"), "Invalid timeout value.\n\n");

@@ -569,7 +569,8 @@ fn frontend_row(p: &ProxyRt, fe: &FrontendRt) -> Row {
     common(&mut r, p, "FRONTEND", 0, 0, fe.mode);
     r.set("scur", c.sess.cur());
     r.set("smax", c.sess.max());
-    r.set("slim", fe.maxconn);
+    let now = fe.state.maxconn_now.load(Relaxed);
+    r.set("slim", if now > 0 { now } else { fe.maxconn });
     r.set("stot", get(&c.stot));
     r.set("bin", get(&c.bin));
     r.set("bout", get(&c.bout));

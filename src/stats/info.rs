@@ -68,7 +68,8 @@ pub fn info_fields(rt: &Runtime, snap: &Snapshot) -> Vec<(&'static str, String)>
     }
     put("Ulimit-n", nofile.to_string());
     put("Maxsock", nofile.to_string());
-    put("Maxconn", maxconn.to_string());
+    let now = crate::reload::supervisor().map_or(maxconn, |s| s.global_maxconn());
+    put("Maxconn", now.to_string());
     put("Hard_maxconn", maxconn.to_string());
     put("CurrConns", conns.to_string());
     put("CumConns", p.cum_conns.load(Relaxed).to_string());
