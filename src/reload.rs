@@ -131,16 +131,18 @@ impl Supervisor {
     }
 
     /// `set maxconn frontend <name> <n>` (until the next reload applies
-    /// the configuration's). Err when a reload holds the listeners.
-    pub fn set_frontend_maxconn(&self, fe: &crate::routing::FrontendRt, n: u32) -> Result<(), ()> {
-        let mut st = self.state.try_lock().map_err(|_| ())?;
+    /// the configuration's). False when a reload holds the listeners.
+    pub fn set_frontend_maxconn(&self, fe: &crate::routing::FrontendRt, n: u32) -> bool {
+        let Ok(mut st) = self.state.try_lock() else {
+            return false;
+        };
         let n = n.max(1);
         if let Some(entry) = st.limits.get_mut(&*fe.name) {
             resize_limit(&entry.0, entry.1, n);
             entry.1 = n;
         }
         fe.state.maxconn_now.store(n, SeqCst);
-        Ok(())
+        true
     }
 
     /// `set maxconn global <n>` (at most the start-up `maxconn`).

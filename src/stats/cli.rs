@@ -983,9 +983,10 @@ fn cmd_set_maxconn_frontend(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
     ) else {
         return text("");
     };
-    match sup.set_frontend_maxconn(fe, v.min(i64::from(u32::MAX)) as u32) {
-        Ok(()) => text(""),
-        Err(()) => text("A reload is in progress; try again.\n"),
+    if sup.set_frontend_maxconn(fe, v.min(i64::from(u32::MAX)) as u32) {
+        text("")
+    } else {
+        text("A reload is in progress; try again.\n")
     }
 }
 
