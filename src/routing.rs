@@ -12,6 +12,7 @@ use crate::config::model::{
     Balance, CheckKind, CheckParams, Config, ForwardFor, Global, HttpConnMode, HttpRequestAction,
     HttpResponseAction, HttpReuse, Mode, ProxyKind, StatsPage, Timeouts,
 };
+use crate::http::legacy::LegacyRt;
 
 #[derive(Debug)]
 pub struct Snapshot {
@@ -57,11 +58,19 @@ pub struct FrontendRt {
     pub tcp_content: crate::tcp_rules::Rules,
     pub inspect_delay: Option<std::time::Duration>,
     pub acls: AclSet,
+    /// `block`, `http-request` and `redirect` rules, in that order.
     pub http_request: Vec<(HttpRequestAction, Option<CompiledCond>)>,
     /// `option clitcpka` (or `tcpka`): SO_KEEPALIVE on client connections.
     pub tcpka: bool,
     /// `capture request|response header` for the access log.
     pub captures: crate::config::model::HeaderCaptures,
+    /// Where in `http_request` the legacy `req*` filters run (before the
+    /// `redirect` rules).
+    pub legacy_at: usize,
+    /// `reqadd`, `reqrep`... (None without any).
+    pub legacy_req: Option<Box<LegacyRt>>,
+    /// `rspadd`, `rsprep`... (None without any).
+    pub legacy_rsp: Option<Box<LegacyRt>>,
     /// `monitor-uri`, with the `monitor fail` condition.
     pub monitor: Option<(String, Option<CompiledCond>)>,
     pub switching: Vec<(Arc<BackendRt>, CompiledCond)>,
@@ -102,8 +111,13 @@ pub struct BackendRt {
     pub check: CheckKind,
     /// The backend's own ACLs, for its rules' conditions.
     pub acls: AclSet,
-    /// `http-request` rules of a backend section, run after the frontend's.
+    /// `block`, `http-request` and `redirect` rules of a backend section,
+    /// run after the frontend's.
     pub http_request: Vec<(HttpRequestAction, Option<CompiledCond>)>,
+    /// See [`FrontendRt::legacy_at`].
+    pub legacy_at: usize,
+    pub legacy_req: Option<Box<LegacyRt>>,
+    pub legacy_rsp: Option<Box<LegacyRt>>,
     pub http_response: Vec<(HttpResponseAction, Option<CompiledCond>)>,
     /// `tcp-request content` rules of a backend section (mode tcp), run
     /// after the frontend's once the backend is chosen.
@@ -260,8 +274,11 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                 lb: Lb::new(&p.balance, p.hash_type, p.allbackups, &lb_servers),
                 check: p.check_kind(),
                 tcp_content: tcp_rules(&p.tcp_content, &be_acls),
-                acls: be_acls,
                 http_request: be_request,
+                legacy_at: p.blocks.len() + p.http_request.len(),
+                legacy_req: LegacyRt::compile(&p.legacy_req, &be_acls),
+                legacy_rsp: LegacyRt::compile(&p.legacy_rsp, &be_acls),
+                acls: be_acls,
                 http_response: be_response,
                 forwardfor: p.forwardfor.clone(),
                 errorfiles: p.errorfiles.clone(),
@@ -337,6 +354,9 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                 tcp_connection: tcp_rules(&p.tcp_connection, &acls),
                 tcp_content: tcp_rules(&p.tcp_content, &acls),
                 inspect_delay: p.inspect_delay,
+                legacy_at: p.blocks.len() + p.http_request.len(),
+                legacy_req: LegacyRt::compile(&p.legacy_req, &acls),
+                legacy_rsp: LegacyRt::compile(&p.legacy_rsp, &acls),
                 acls,
                 http_request,
                 monitor,
@@ -396,8 +416,9 @@ fn request_rules(
     p: &crate::config::model::Proxy,
     acls: &AclSet,
 ) -> Vec<(HttpRequestAction, Option<CompiledCond>)> {
-    p.http_request
+    p.blocks
         .iter()
+        .chain(&p.http_request)
         .chain(&p.redirects)
         .map(|r| (r.action.clone(), r.cond.as_ref().map(|c| acls.compile(c))))
         .collect()

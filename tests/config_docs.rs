@@ -51,6 +51,7 @@ fn every_supported_keyword_is_documented() {
         "http-request ",
     );
     assert_documented(&p, "Directives", kw::DIRECTIVES, "");
+    assert_documented(&p, "Legacy keywords", kw::PROXY_LEGACY, "");
 }
 
 #[test]

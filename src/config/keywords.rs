@@ -157,6 +157,32 @@ pub const PROXY_SUPPORTED: &[&str] = &[
     "tcp-request",
 ];
 
+/// The header-rewriting keywords HAProxy 2.1 removed, accepted with
+/// HAProxy 2.0's deprecation warning (see `parser/legacykw.rs`).
+pub const PROXY_LEGACY: &[&str] = &[
+    "reqadd",
+    "reqdel",
+    "reqidel",
+    "reqrep",
+    "reqirep",
+    "reqallow",
+    "reqiallow",
+    "reqdeny",
+    "reqideny",
+    "reqtarpit",
+    "reqitarpit",
+    "reqpass",
+    "reqipass",
+    "rspadd",
+    "rspdel",
+    "rspidel",
+    "rsprep",
+    "rspirep",
+    "rspdeny",
+    "rspideny",
+    "block",
+];
+
 pub const PROXY_UNSUPPORTED: &[&str] = &[
     "log-format-sd",
     "errorfiles",
@@ -209,16 +235,6 @@ pub const PROXY_UNSUPPORTED: &[&str] = &[
     "clitcpka-cnt",
     "clitcpka-idle",
     "clitcpka-intvl",
-    "reqadd",
-    "reqdel",
-    "reqrep",
-    "rspadd",
-    "rspdel",
-    "rsprep",
-    "reqallow",
-    "reqdeny",
-    "reqtarpit",
-    "block",
     "appsession",
 ];
 
@@ -559,7 +575,7 @@ pub const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
     "set-bandwidth-limit",
 ];
 
-pub const TIMEOUTS_UNSUPPORTED: &[&str] = &["client-fin", "server-fin", "tarpit"];
+pub const TIMEOUTS_UNSUPPORTED: &[&str] = &["client-fin", "server-fin"];
 
 /// `balance` algorithms sluice does not implement yet.
 pub const BALANCE_UNSUPPORTED: &[&str] = &["hash", "rdp-cookie"];
@@ -568,6 +584,7 @@ pub const BALANCE_UNSUPPORTED: &[&str] = &["hash", "rdp-cookie"];
 pub fn proxy_keywords() -> impl Iterator<Item = &'static str> {
     PROXY_SUPPORTED
         .iter()
+        .chain(PROXY_LEGACY)
         .chain(PROXY_UNSUPPORTED)
         .copied()
         .filter(|k| !k.contains(' '))

@@ -215,6 +215,8 @@ pub struct Timeouts {
     pub http_keep_alive: Option<Duration>,
     pub check: Option<Duration>,
     pub tunnel: Option<Duration>,
+    /// `timeout tarpit` (falls back to `timeout connect`).
+    pub tarpit: Option<Duration>,
 }
 
 impl Timeouts {
@@ -550,6 +552,56 @@ pub enum HttpResponseAction {
     Deny,
 }
 
+/// What a `req*` / `rsp*` filter of HAProxy ≤ 2.0 does to the head line
+/// its regex matches (HAProxy 1.8's `ACT_*`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LegacyAction {
+    /// `reqallow`: later allow/deny/tarpit/pass filters are skipped.
+    Allow,
+    /// `reqdeny` (403) / `rspdeny` (502).
+    Deny,
+    /// `reqtarpit`: held for `timeout tarpit`, then 500.
+    Tarpit,
+    /// `reqpass`: no later `req*` filter of the proxy runs.
+    Pass,
+    /// `reqdel` / `rspdel`: the header line is removed.
+    Remove,
+    /// `reqrep` / `rsprep`: the line becomes this string, `\N` standing
+    /// for the regex's groups.
+    Replace(Vec<u8>),
+}
+
+/// One `req*` / `rsp*` filter line.
+#[derive(Debug, Clone)]
+pub struct LegacyFilter {
+    pub re: regex::bytes::Regex,
+    pub action: LegacyAction,
+    pub cond: Option<Condition>,
+    pub loc: Loc,
+}
+
+/// `reqadd` / `rspadd`: a literal header line added after the others.
+#[derive(Debug, Clone)]
+pub struct LegacyAdd {
+    pub line: Vec<u8>,
+    pub cond: Option<Condition>,
+    pub loc: Loc,
+}
+
+/// The header-rewriting keywords HAProxy 2.1 removed, for one direction:
+/// the filters in order, then the added lines.
+#[derive(Debug, Clone, Default)]
+pub struct LegacyRules {
+    pub filters: Vec<LegacyFilter>,
+    pub adds: Vec<LegacyAdd>,
+}
+
+impl LegacyRules {
+    pub fn is_empty(&self) -> bool {
+        self.filters.is_empty() && self.adds.is_empty()
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct HttpResponseRule {
     pub action: HttpResponseAction,
@@ -711,6 +763,15 @@ pub struct Proxy {
     /// ACL definitions in order; a repeated name adds patterns (ORed).
     pub acls: Vec<AclDef>,
     pub http_request: Vec<HttpRequestRule>,
+    /// `block [{if|unless} <cond>]` (HAProxy ≤ 2.2): `http-request deny`
+    /// rules run before all `http-request` rules.
+    pub blocks: Vec<HttpRequestRule>,
+    /// `reqadd`, `reqdel`, `reqrep`... (HAProxy ≤ 2.0): run after the
+    /// `http-request` rules, before the `redirect` rules.
+    pub legacy_req: LegacyRules,
+    /// `rspadd`, `rspdel`, `rsprep`, `rspdeny`: run after the
+    /// `http-response` rules.
+    pub legacy_rsp: LegacyRules,
     /// `redirect` rules: run after the `http-request` rules.
     pub redirects: Vec<HttpRequestRule>,
     /// `capture request|response header <name> len <n>`, in order.
@@ -770,6 +831,9 @@ impl Proxy {
             binds: Vec::new(),
             acls: Vec::new(),
             http_request: Vec::new(),
+            blocks: Vec::new(),
+            legacy_req: LegacyRules::default(),
+            legacy_rsp: LegacyRules::default(),
             redirects: Vec::new(),
             captures: HeaderCaptures::default(),
             tcpka: TcpKeepAlive::default(),

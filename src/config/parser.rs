@@ -20,6 +20,7 @@ use crate::acl::{AclDef, Condition};
 
 mod cookiekw;
 mod lbkw;
+mod legacykw;
 mod retrykw;
 mod tcpkw;
 
@@ -156,6 +157,9 @@ pub struct State<'r> {
     missing_acl: Option<String>,
     /// Target of proxy keywords outside any usable section (never read).
     scratch: Proxy,
+    /// Legacy keyword families already warned about (HAProxy 2.0 warns
+    /// once per family).
+    legacy_warned: Vec<&'static str>,
 }
 
 /// Outcome of a keyword handler: diagnostics were pushed as needed.
@@ -201,6 +205,7 @@ impl<'r> State<'r> {
             missing_acls: Vec::new(),
             missing_acl: None,
             scratch: default_template(),
+            legacy_warned: Vec::new(),
         }
     }
 
@@ -1040,6 +1045,7 @@ impl<'r> State<'r> {
             "mode" => self.kw_mode(loc, arg),
             "timeout" => self.kw_timeout(loc, words),
             "clitimeout" | "srvtimeout" | "contimeout" => self.kw_legacy_timeout(loc, words),
+            _ if legacykw::is_legacy(k) => self.kw_legacy_rewrite(loc, words),
             "balance" => self.kw_balance(loc, words),
             "hash-type" => self.kw_hash_type(loc, words),
             "fullconn" => self.kw_fullconn(loc, words),
@@ -1144,7 +1150,7 @@ impl<'r> State<'r> {
         // (field selector, frontend-side?, backend-side?)
         let (fe, be) = match name {
             "client" => (true, false),
-            "http-request" | "http-keep-alive" => (true, true),
+            "http-request" | "http-keep-alive" | "tarpit" => (true, true),
             "server" | "connect" | "queue" | "check" | "tunnel" => (false, true),
             _ if kw::TIMEOUTS_UNSUPPORTED.contains(&name) => {
                 return self.unsupported(loc, &format!("timeout {name}"));
@@ -1187,6 +1193,7 @@ impl<'r> State<'r> {
             "http-request" => t.http_request = v,
             "http-keep-alive" => t.http_keep_alive = v,
             "check" => t.check = v,
+            "tarpit" => t.tarpit = v,
             _ => t.tunnel = v,
         }
     }

@@ -14,6 +14,7 @@ use super::error_spot::{self, ErrorSpot};
 use super::errors;
 use super::h1::{BodyKind, FramingLine, H1Error, Head};
 use super::io::{self, BufConn, HeadError, RelayError};
+use super::legacy;
 use super::rules::{self, Edits};
 use super::service::View;
 use crate::backend::retry::{self, ConnectError, Retries, Seat};
@@ -845,19 +846,32 @@ async fn relay_response(
     rows.each(|c| c.count_status(status));
     // A soft stop that began during the request: the response says close.
     let keep = keep_client && body != BodyKind::UntilClose && !crate::process::stopping();
-    // `http-response` rules: the backend's, then the frontend's.
-    let edits = if be.http_response.is_empty() && fe.http_response.is_empty() {
+    // `http-response` rules and legacy `rsp*` filters: the backend's,
+    // then the frontend's.
+    let edits = if be.http_response.is_empty()
+        && fe.http_response.is_empty()
+        && be.legacy_rsp.is_none()
+        && fe.legacy_rsp.is_none()
+    {
         None
     } else {
-        match response_edits(fe, be, &server.name, req, ctx.src) {
+        match response_edits(fe, be, &server.name, req, ctx.src, &mut resp) {
             Ok(e) => e,
-            Err(()) => {
-                // `http-response deny`: the server's answer is dropped.
+            Err(RespRefused::Denied) => {
+                // `http-response deny`, `rspdeny`: the server's answer is
+                // dropped.
                 rec.term(b'P', b'H');
                 add(&rows.be.dresp, 1);
                 add(&rows.srv.dresp, 1);
                 drop(resp);
                 return deny_response(client, fe, be, keep_client).await;
+            }
+            Err(RespRefused::Invalid) => {
+                // An `rsprep` that broke the head: HAProxy 1.8's
+                // `return_bad_resp` (the status was counted already).
+                rows.each(|c| add(&c.eresp, 1));
+                rec.term(b'P', b'H');
+                return send_error_be(client, 502, fe, Some(be), keep_client).await;
             }
         }
     };
@@ -985,14 +999,25 @@ async fn deny_response(
     }
 }
 
-/// Runs the `http-response` rules; Err when one denies the response.
+/// Why the response rules refused a response.
+enum RespRefused {
+    /// `http-response deny`, `rspdeny`.
+    Denied,
+    /// An `rsprep` left a head that does not parse.
+    Invalid,
+}
+
+/// Runs the `http-response` rules then the `rsp*` filters of the backend,
+/// then of the frontend (once for a `listen` section). The filters may
+/// replace `resp` with their rewrite.
 fn response_edits(
     fe: &FrontendRt,
     be: &BackendRt,
     server: &str,
     req: &Head,
     src: IpAddr,
-) -> Result<Option<Edits>, ()> {
+    resp: &mut Head,
+) -> Result<Option<Edits>, RespRefused> {
     let view = View { head: req, src };
     let cx = rules::FmtCtx {
         req,
@@ -1002,8 +1027,16 @@ fn response_edits(
         server: Some(server),
     };
     let mut edits: Option<Edits> = None;
-    let sets = [(&be.http_response, &be.acls), (&fe.http_response, &fe.acls)];
-    for (rules_, acls) in sets {
+    let fe_legacy = if fe.iid == be.iid {
+        None
+    } else {
+        fe.legacy_rsp.as_deref()
+    };
+    let sets = [
+        (&be.http_response, &be.acls, be.legacy_rsp.as_deref()),
+        (&fe.http_response, &fe.acls, fe_legacy),
+    ];
+    for (rules_, acls, legacy_rsp) in sets {
         for (action, cond) in rules_ {
             if let Some(c) = cond
                 && !acls.eval(c, &view)
@@ -1019,8 +1052,21 @@ fn response_edits(
                     e.add_header(name, rules::eval(fmt, &cx))
                 }
                 HttpResponseAction::DelHeader { name } => e.del_header(name),
-                HttpResponseAction::Deny => return Err(()),
+                HttpResponseAction::Deny => return Err(RespRefused::Denied),
             }
+        }
+        let Some(l) = legacy_rsp else {
+            continue;
+        };
+        // There is no `rspallow`: the flag stays down.
+        match legacy::apply(l, resp, edits.as_ref(), acls, &view, &mut false) {
+            legacy::Verdict::Pass(None) => {}
+            legacy::Verdict::Pass(Some(h)) => {
+                *resp = h;
+                edits = None;
+            }
+            legacy::Verdict::Deny | legacy::Verdict::Tarpit => return Err(RespRefused::Denied),
+            legacy::Verdict::Invalid => return Err(RespRefused::Invalid),
         }
     }
     Ok(edits)

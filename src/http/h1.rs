@@ -241,6 +241,13 @@ impl Head {
             .map(|h| (self.slice(h.name), self.slice(h.value)))
     }
 
+    /// Each header's name and whole line (without its line end), in order.
+    pub fn header_lines(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.headers
+            .iter()
+            .map(|h| (self.slice(h.name), self.slice(h.line)))
+    }
+
     /// Values of every header named `name` (case-insensitive).
     pub fn values<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> + 'a {
         let kind = Kind::of(name.as_bytes());

@@ -7,6 +7,7 @@ pub mod errors;
 pub mod forward;
 pub mod h1;
 pub mod io;
+pub mod legacy;
 pub mod park;
 pub mod rules;
 pub mod service;

@@ -132,7 +132,7 @@ impl Edits {
 
 /// The value `fmt` gives for `value` if `re` matches it, with `\0`..`\9`
 /// replaced by the groups.
-fn substitute(re: &regex::bytes::Regex, value: &[u8], fmt: &[u8]) -> Option<Vec<u8>> {
+pub(super) fn substitute(re: &regex::bytes::Regex, value: &[u8], fmt: &[u8]) -> Option<Vec<u8>> {
     let caps = re.captures(value)?;
     let mut out = Vec::with_capacity(fmt.len() + value.len());
     let mut i = 0;

@@ -17,11 +17,12 @@ use super::errors;
 use super::forward::{self, Outcome};
 use super::h1::{self, BodyKind, H1Error, Head};
 use super::io::{self, BufConn, HeadError};
+use super::legacy::{self, LegacyRt};
 use super::park;
 use super::rules;
 use crate::acl::eval::{AclSet, CompiledCond, RequestView};
 use crate::backend::counters::Counters;
-use crate::config::model::{HttpConnMode, HttpRequestAction};
+use crate::config::model::{HttpConnMode, HttpRequestAction, Timeouts};
 use crate::listener::ClientConn;
 use crate::log::{LogRecord, SrvName};
 use crate::routing::{BackendRt, FrontendRt, StatsRt};
@@ -474,18 +475,28 @@ async fn route(
     // applies, so a request no rule touches allocates nothing. The
     // frontend's rules run first, then the backend's, on the same edits.
     let mut edits: Option<rules::Edits> = None;
-    let mut req = RuleRun {
+    // The head as the legacy `req*` filters rewrote it, if they did (the
+    // frontend's, then the backend's); and their "allowed" verdict.
+    let (mut fe_head, mut be_head) = (None, None);
+    let mut allowed = false;
+    let mut run = RuleRun {
         rt,
         fe,
-        view: &view,
+        src: peer.ip(),
         conn,
         keep_local,
         rec,
         edits: &mut edits,
+        allowed: &mut allowed,
     };
-    if let Some(out) = req.apply(&fe.http_request, &fe.acls, None).await {
-        return out;
-    }
+    let head = match run.stage(head, &mut fe_head, Stage::frontend(fe)).await {
+        Ok(h) => h,
+        Err(out) => return out,
+    };
+    let view = View {
+        head,
+        src: peer.ip(),
+    };
     let backend: Option<&Arc<BackendRt>> = fe
         .switching
         .iter()
@@ -506,20 +517,24 @@ async fn route(
         return out;
     }
     // A `listen` section is its own backend: its rules ran above already.
-    if be.iid != fe.iid && !be.http_request.is_empty() {
-        let mut req = RuleRun {
+    let head = if be.iid != fe.iid && (!be.http_request.is_empty() || be.legacy_req.is_some()) {
+        let mut run = RuleRun {
             rt,
             fe,
-            view: &view,
+            src: peer.ip(),
             conn,
             keep_local,
             rec,
             edits: &mut edits,
+            allowed: &mut allowed,
         };
-        if let Some(out) = req.apply(&be.http_request, &be.acls, Some(be)).await {
-            return out;
+        match run.stage(head, &mut be_head, Stage::backend(be)).await {
+            Ok(h) => h,
+            Err(out) => return out,
         }
-    }
+    } else {
+        head
+    };
     let ctx = forward::ReqCtx {
         src: peer.ip(),
         peer,
@@ -531,41 +546,141 @@ async fn route(
     forward::forward(fe, be, head, body, conn, keep, rec, &ctx).await
 }
 
+/// One proxy's request rules: `block` and `http-request` rules, then the
+/// legacy `req*` filters, then `redirect` rules.
+struct Stage<'p> {
+    rules: &'p [(HttpRequestAction, Option<CompiledCond>)],
+    legacy_at: usize,
+    legacy: Option<&'p LegacyRt>,
+    acls: &'p AclSet,
+    /// Set for a backend's rules.
+    be: Option<&'p BackendRt>,
+    timeouts: &'p Timeouts,
+}
+
+impl<'p> Stage<'p> {
+    fn frontend(fe: &'p FrontendRt) -> Self {
+        Stage {
+            rules: &fe.http_request,
+            legacy_at: fe.legacy_at,
+            legacy: fe.legacy_req.as_deref(),
+            acls: &fe.acls,
+            be: None,
+            timeouts: &fe.timeouts,
+        }
+    }
+
+    fn backend(be: &'p BackendRt) -> Self {
+        Stage {
+            rules: &be.http_request,
+            legacy_at: be.legacy_at,
+            legacy: be.legacy_req.as_deref(),
+            acls: &be.acls,
+            be: Some(be),
+            timeouts: &be.timeouts,
+        }
+    }
+}
+
 /// One pass of `http-request` rules (the frontend's, then the backend's)
 /// over a request: header and path edits accumulate in `edits`; a rule that
 /// answers the client itself (deny, redirect, return, a service) ends it.
-struct RuleRun<'r, 'a> {
+struct RuleRun<'r> {
     rt: &'r Runtime,
     fe: &'r FrontendRt,
-    view: &'r View<'a>,
+    src: IpAddr,
     conn: &'r mut BufConn,
     keep_local: bool,
     rec: &'r mut LogRecord,
     edits: &'r mut Option<rules::Edits>,
+    /// `reqallow` matched (HAProxy's per-request flag).
+    allowed: &'r mut bool,
 }
 
-impl RuleRun<'_, '_> {
+impl RuleRun<'_> {
+    /// Runs one proxy's rules on `head`; gives the head the request goes
+    /// on with (`head`, or the legacy filters' rewrite, kept in `slot`),
+    /// or the outcome when a rule answered the request.
+    async fn stage<'h>(
+        &mut self,
+        head: &'h Head,
+        slot: &'h mut Option<Head>,
+        st: Stage<'_>,
+    ) -> Result<&'h Head, Outcome> {
+        let src = self.src;
+        let view = View { head, src };
+        let (before, after) = st.rules.split_at(st.legacy_at.min(st.rules.len()));
+        if let Some(out) = self.apply(&view, before, st.acls, st.be).await {
+            return Err(out);
+        }
+        let Some(l) = st.legacy else {
+            return match self.apply(&view, after, st.acls, st.be).await {
+                Some(out) => Err(out),
+                None => Ok(head),
+            };
+        };
+        let verdict = legacy::apply(l, head, self.edits.as_ref(), st.acls, &view, self.allowed);
+        let head: &'h Head = match verdict {
+            legacy::Verdict::Pass(None) => head,
+            legacy::Verdict::Pass(Some(h)) => {
+                // The rules' edits are part of the rewritten head now.
+                *self.edits = None;
+                &*slot.insert(h)
+            }
+            legacy::Verdict::Deny => {
+                self.count(st.be, |c| &c.dreq);
+                self.rec.term(b'P', b'R');
+                return Err(deny(self.conn, 403, self.fe, st.be, self.keep_local).await);
+            }
+            legacy::Verdict::Tarpit => return Err(self.tarpit(st.be, st.timeouts).await),
+            legacy::Verdict::Invalid => {
+                // HAProxy 1.8's `return_bad_req`: 400, a failed request.
+                self.fe.state.counters.ereq.fetch_add(1, Relaxed);
+                self.rec.term(b'P', b'R');
+                return Err(forward::send_error_be(self.conn, 400, self.fe, st.be, false).await);
+            }
+        };
+        let view = View { head, src };
+        match self.apply(&view, after, st.acls, st.be).await {
+            Some(out) => Err(out),
+            None => Ok(head),
+        }
+    }
+
+    /// `reqtarpit`: the request is held for `timeout tarpit` (else
+    /// `timeout connect`, else not at all), then answered 500 and the
+    /// connection closed; logged `PT` (HAProxy).
+    async fn tarpit(&mut self, be: Option<&BackendRt>, t: &Timeouts) -> Outcome {
+        self.count(be, |c| &c.dreq);
+        self.rec.term(b'P', b'T');
+        if let Some(d) = t.tarpit.or(t.connect) {
+            tokio::time::sleep(d).await;
+        }
+        forward::send_error_be(self.conn, 500, self.fe, be, false).await
+    }
+
     /// Runs `rules` under `acls`; `be` is set for a backend's rules, whose
     /// denials and interceptions count on the backend too, as in HAProxy.
     /// Returns the outcome when a rule answered the request.
     async fn apply(
         &mut self,
+        view: &View<'_>,
         rules: &[(HttpRequestAction, Option<CompiledCond>)],
         acls: &AclSet,
         be: Option<&BackendRt>,
     ) -> Option<Outcome> {
         let fe = self.fe;
-        let head = self.view.head;
+        let head = view.head;
         let cx = rules::FmtCtx {
             req: head,
-            src: self.view.src,
+            src: view.src,
             frontend: &fe.name,
             backend: be.map(|b| b.name.as_str()),
             server: None,
         };
         for (action, cond) in rules {
             if let Some(c) = cond
-                && !acls.eval(c, self.view)
+                && !acls.eval(c, view)
             {
                 continue;
             }

@@ -1,0 +1,372 @@
+//! The `req*` / `rsp*` header filters of HAProxy ≤ 2.0 (`reqrep`,
+//! `reqdel`, `reqdeny`, `rspadd`...), with HAProxy 1.8's semantics: each
+//! filter's regex is tried on the start line, then on every header line
+//! (`name: value` as received), in configuration order.
+//!
+//! They work on lines, not on named headers, and may rewrite the request
+//! line, so they run on a copy of the head as it stands (the received one
+//! with the edits of the rules run before folded in) and, when they change
+//! it, the result is parsed again: a rewrite that leaves an invalid head is
+//! refused (400 for a request, 502 for a response), as HAProxy 1.8 does.
+//! A proxy without such filters has none compiled: nothing here runs.
+
+use bytes::Bytes;
+
+use super::h1::{self, Head};
+use super::rules::{self, Edits};
+use crate::acl::eval::{AclSet, CompiledCond, RequestView};
+use crate::config::model::{LegacyAction, LegacyRules};
+
+/// A proxy's filters and added lines for one direction, conditions
+/// compiled against the proxy's ACLs.
+#[derive(Debug)]
+pub struct LegacyRt {
+    filters: Vec<(regex::bytes::Regex, LegacyAction, Option<CompiledCond>)>,
+    adds: Vec<(Vec<u8>, Option<CompiledCond>)>,
+}
+
+impl LegacyRt {
+    /// None when the proxy has no such rule (the common case).
+    pub fn compile(rules: &LegacyRules, acls: &AclSet) -> Option<Box<LegacyRt>> {
+        if rules.is_empty() {
+            return None;
+        }
+        let cond = |c: &Option<crate::acl::Condition>| c.as_ref().map(|c| acls.compile(c));
+        Some(Box::new(LegacyRt {
+            filters: rules
+                .filters
+                .iter()
+                .map(|f| (f.re.clone(), f.action.clone(), cond(&f.cond)))
+                .collect(),
+            adds: rules
+                .adds
+                .iter()
+                .map(|a| (a.line.clone(), cond(&a.cond)))
+                .collect(),
+        }))
+    }
+}
+
+/// What the filters decided.
+#[derive(Debug)]
+pub enum Verdict {
+    /// The message goes on: as it was (None), or as rewritten.
+    Pass(Option<Head>),
+    /// `reqdeny` (403) / `rspdeny` (502).
+    Deny,
+    /// `reqtarpit`.
+    Tarpit,
+    /// A rewrite left a head that does not parse.
+    Invalid,
+}
+
+/// Runs `l` over `head` (with `edits`, the changes of the rules run
+/// before, folded in). `allowed` is HAProxy's per-transaction "allowed"
+/// flag: set by `reqallow`, it makes later allow/deny/tarpit/pass filters
+/// (this proxy's and the backend's) be skipped. Conditions see the
+/// request as `view` shows it.
+pub fn apply(
+    l: &LegacyRt,
+    head: &Head,
+    edits: Option<&Edits>,
+    acls: &AclSet,
+    view: &dyn RequestView,
+    allowed: &mut bool,
+) -> Verdict {
+    let mut lines = head_lines(head, edits);
+    let mut changed = edits.is_some();
+    'filters: for (re, action, cond) in &l.filters {
+        let verdict_kind = matches!(
+            action,
+            LegacyAction::Allow | LegacyAction::Deny | LegacyAction::Tarpit | LegacyAction::Pass
+        );
+        if *allowed && verdict_kind {
+            continue;
+        }
+        if let Some(c) = cond
+            && !acls.eval(c, view)
+        {
+            continue;
+        }
+        // `del` never applies to the start line.
+        let mut i = usize::from(*action == LegacyAction::Remove);
+        while i < lines.len() {
+            if !re.is_match(&lines[i]) {
+                i += 1;
+                continue;
+            }
+            match action {
+                LegacyAction::Allow => {
+                    *allowed = true;
+                    break;
+                }
+                LegacyAction::Deny => return Verdict::Deny,
+                LegacyAction::Tarpit => return Verdict::Tarpit,
+                LegacyAction::Pass => break 'filters,
+                LegacyAction::Remove => {
+                    lines.remove(i);
+                    changed = true;
+                }
+                LegacyAction::Replace(fmt) => {
+                    if let Some(new) = rules::substitute(re, &lines[i], fmt) {
+                        lines[i] = new;
+                        changed = true;
+                    }
+                    // A rewritten start line ends this filter (HAProxy).
+                    if i == 0 {
+                        break;
+                    }
+                    i += 1;
+                }
+            }
+        }
+    }
+    for (line, cond) in &l.adds {
+        if cond.as_ref().is_none_or(|c| acls.eval(c, view)) {
+            lines.push(line.clone());
+            changed = true;
+        }
+    }
+    if !changed {
+        return Verdict::Pass(None);
+    }
+    match rebuild(&lines, head.status != 0) {
+        Some(h) => Verdict::Pass(Some(h)),
+        None => Verdict::Invalid,
+    }
+}
+
+/// The head as lines without their line ends: the start line, then each
+/// header line (edited ones rewritten, dropped ones left out, added ones
+/// last).
+fn head_lines(head: &Head, edits: Option<&Edits>) -> Vec<Vec<u8>> {
+    let mut lines = Vec::with_capacity(head.header_lines().size_hint().0 + 4);
+    let mut first = Vec::with_capacity(64);
+    if head.status == 0 {
+        first.extend_from_slice(head.method());
+        first.push(b' ');
+        first.extend_from_slice(
+            edits
+                .and_then(|e| e.target.as_deref())
+                .unwrap_or(head.target()),
+        );
+        first.extend_from_slice(if head.minor == 0 {
+            b" HTTP/1.0"
+        } else {
+            b" HTTP/1.1"
+        });
+    } else {
+        first.extend_from_slice(if head.minor == 0 {
+            b"HTTP/1.0 "
+        } else {
+            b"HTTP/1.1 "
+        });
+        first.extend_from_slice(format!("{:03} ", head.status).as_bytes());
+        first.extend_from_slice(head.reason());
+    }
+    lines.push(first);
+    for (i, (name, line)) in head.header_lines().enumerate() {
+        let Some(e) = edits else {
+            lines.push(line.to_vec());
+            continue;
+        };
+        if e.drops(name) {
+            continue;
+        }
+        match e.replaced.iter().find(|(j, _)| *j == i) {
+            Some((_, v)) => lines.push([name, b": ", v].concat()),
+            None => lines.push(line.to_vec()),
+        }
+    }
+    if let Some(e) = edits {
+        for (n, v) in &e.add {
+            lines.push([n.as_bytes(), b": ", v].concat());
+        }
+    }
+    lines
+}
+
+/// Parses the rewritten lines as a head; None if they are not one (a
+/// replacement that broke the start line, or that put a blank line in).
+fn rebuild(lines: &[Vec<u8>], response: bool) -> Option<Head> {
+    let len = lines.iter().map(|l| l.len() + 2).sum::<usize>() + 2;
+    let mut raw = Vec::with_capacity(len);
+    for l in lines {
+        raw.extend_from_slice(l);
+        raw.extend_from_slice(b"\r\n");
+    }
+    raw.extend_from_slice(b"\r\n");
+    if h1::head_end(&raw) != Some(raw.len()) {
+        return None;
+    }
+    let raw = Bytes::from(raw);
+    let head = if response {
+        Head::parse_response(raw)
+    } else {
+        Head::parse_request(raw)
+    };
+    head.ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::model::{LegacyAdd, LegacyFilter, Loc};
+
+    struct NoView;
+    impl RequestView for NoView {
+        fn method(&self) -> &[u8] {
+            b""
+        }
+        fn target(&self) -> &[u8] {
+            b""
+        }
+        fn header_values<'a>(&'a self, _: &str, _: &mut Vec<&'a [u8]>) {}
+        fn src(&self) -> Option<std::net::IpAddr> {
+            None
+        }
+    }
+
+    fn loc() -> Loc {
+        Loc {
+            file: std::sync::Arc::from("t"),
+            line: 1,
+        }
+    }
+
+    fn rules(filters: &[(&str, bool, LegacyAction)], adds: &[&str]) -> LegacyRules {
+        LegacyRules {
+            filters: filters
+                .iter()
+                .map(|(re, icase, action)| LegacyFilter {
+                    re: regex::bytes::RegexBuilder::new(re)
+                        .case_insensitive(*icase)
+                        .build()
+                        .expect("regex"),
+                    action: action.clone(),
+                    cond: None,
+                    loc: loc(),
+                })
+                .collect(),
+            adds: adds
+                .iter()
+                .map(|a| LegacyAdd {
+                    line: a.as_bytes().to_vec(),
+                    cond: None,
+                    loc: loc(),
+                })
+                .collect(),
+        }
+    }
+
+    fn run(r: &LegacyRules, raw: &str, allowed: &mut bool) -> Verdict {
+        let acls = AclSet::new(&[]);
+        let l = LegacyRt::compile(r, &acls).expect("rules");
+        let head = Head::parse_request(Bytes::from(raw.to_string())).expect("head");
+        apply(&l, &head, None, &acls, &NoView, allowed)
+    }
+
+    fn raw_of(v: Verdict) -> String {
+        match v {
+            Verdict::Pass(Some(h)) => String::from_utf8_lossy(&h.raw).into_owned(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn rewrites_request_line_and_headers() {
+        let r = rules(
+            &[
+                (
+                    r"^([^ :]*) /static/(.*)",
+                    false,
+                    LegacyAction::Replace(br"\1 /\2".to_vec()),
+                ),
+                ("^x-drop:", true, LegacyAction::Remove),
+            ],
+            &["X-Added: yes"],
+        );
+        let out = run(
+            &r,
+            "GET /static/a.css HTTP/1.1\r\nHost: h\r\nX-Drop: 1\r\nx-drop: 2\r\n\r\n",
+            &mut false,
+        );
+        assert_eq!(
+            raw_of(out),
+            "GET /a.css HTTP/1.1\r\nHost: h\r\nX-Added: yes\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn verdicts_follow_haproxy_1_8() {
+        let deny = |icase| rules(&[("^user-agent: bot", icase, LegacyAction::Deny)], &[]);
+        let req = "GET / HTTP/1.1\r\nUser-Agent: Bot\r\n\r\n";
+        assert!(matches!(run(&deny(true), req, &mut false), Verdict::Deny));
+        assert!(matches!(
+            run(&deny(false), req, &mut false),
+            Verdict::Pass(None)
+        ));
+        // An earlier allow skips a later deny.
+        let r = rules(
+            &[
+                ("^Host: www", false, LegacyAction::Allow),
+                ("^Host:", false, LegacyAction::Deny),
+            ],
+            &[],
+        );
+        let mut allowed = false;
+        assert!(matches!(
+            run(&r, "GET / HTTP/1.1\r\nHost: www.a\r\n\r\n", &mut allowed),
+            Verdict::Pass(None)
+        ));
+        assert!(allowed);
+        assert!(matches!(
+            run(&r, "GET / HTTP/1.1\r\nHost: a\r\n\r\n", &mut false),
+            Verdict::Deny
+        ));
+        // A pass stops the later filters.
+        let r = rules(
+            &[
+                ("^Host: ok", false, LegacyAction::Pass),
+                ("^Host:", false, LegacyAction::Tarpit),
+            ],
+            &[],
+        );
+        assert!(matches!(
+            run(&r, "GET / HTTP/1.1\r\nHost: ok\r\n\r\n", &mut false),
+            Verdict::Pass(None)
+        ));
+        assert!(matches!(
+            run(&r, "GET / HTTP/1.1\r\nHost: ko\r\n\r\n", &mut false),
+            Verdict::Tarpit
+        ));
+    }
+
+    #[test]
+    fn a_broken_request_line_is_invalid() {
+        let r = rules(
+            &[(
+                "^GET (.*)",
+                false,
+                LegacyAction::Replace(br"GET\1".to_vec()),
+            )],
+            &[],
+        );
+        assert!(matches!(
+            run(&r, "GET / HTTP/1.1\r\nHost: h\r\n\r\n", &mut false),
+            Verdict::Invalid
+        ));
+        let r = rules(
+            &[(
+                "^Host:",
+                false,
+                LegacyAction::Replace(b"Host: a\r\n\r\nX".to_vec()),
+            )],
+            &[],
+        );
+        assert!(matches!(
+            run(&r, "GET / HTTP/1.1\r\nHost: h\r\n\r\n", &mut false),
+            Verdict::Invalid
+        ));
+    }
+}
