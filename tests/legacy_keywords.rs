@@ -398,7 +398,9 @@ async fn response_rewrites_and_deny() {
 }
 
 /// An old (HAProxy 1.4-style) configuration: 1.x timeouts, `block`,
-/// `reqirep`, `reqadd`, `rspidel`; it passes `-c` and routes as it did.
+/// `reqirep`, `reqadd`, `rspidel`, `rspadd`; it passes `-c` and routes as
+/// it did. The `listen` section's response rules run once (it is its own
+/// frontend and backend).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_old_config_routes_as_before() {
     let (web, api) = (RawBackend::start().await, RawBackend::start().await);
@@ -418,6 +420,8 @@ listen www
     reqirep ^Host:\\ api\\.old\\.example Host:\\ api.example
     reqadd X-Forwarded-Proto:\\ http
     rspidel ^X-Powered-By:
+    rspadd X-Served-By:\\ www
+    http-response add-header X-Frame-Options DENY
     use_backend api if is_api
     server web1 {}
 
@@ -440,7 +444,7 @@ backend api
     .await;
     assert_eq!(
         got,
-        "HTTP/1.1 200 OK\r\ncontent-length: 3\r\nconnection: close\r\n\r\napi"
+        "HTTP/1.1 200 OK\r\ncontent-length: 3\r\nx-frame-options: DENY\r\nX-Served-By: www\r\nconnection: close\r\n\r\napi"
     );
     assert_eq!(
         api.take_requests()
@@ -454,7 +458,10 @@ backend api
         "GET / HTTP/1.1\r\nHost: www.example\r\nConnection: close\r\n\r\n",
     )
     .await;
-    assert!(got.starts_with("HTTP/1.1 200 OK\r\n"), "{got}");
+    assert_eq!(
+        got,
+        "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nx-frame-options: DENY\r\nX-Served-By: www\r\nconnection: close\r\n\r\nok"
+    );
     assert_eq!(web.take_requests().len(), 1);
     assert!(api.take().is_empty());
 }

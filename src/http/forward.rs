@@ -1027,14 +1027,20 @@ fn response_edits(
         server: Some(server),
     };
     let mut edits: Option<Edits> = None;
+    // A `listen` section is its own frontend: its rules run once.
+    let fe_rules: &[_] = if fe.iid == be.iid {
+        &[]
+    } else {
+        &fe.http_response
+    };
     let fe_legacy = if fe.iid == be.iid {
         None
     } else {
         fe.legacy_rsp.as_deref()
     };
     let sets = [
-        (&be.http_response, &be.acls, be.legacy_rsp.as_deref()),
-        (&fe.http_response, &fe.acls, fe_legacy),
+        (&be.http_response[..], &be.acls, be.legacy_rsp.as_deref()),
+        (fe_rules, &fe.acls, fe_legacy),
     ];
     for (rules_, acls, legacy_rsp) in sets {
         for (action, cond) in rules_ {
