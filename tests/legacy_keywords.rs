@@ -117,9 +117,18 @@ backend be
     warned(19, &dep("rspidel", "http-response del-header"));
     warned(20, &dep("rsprep", "http-response replace-header"));
     warned(21, &dep("rspideny", "http-response deny"));
+    // HAProxy 2.0's `warnif_misplaced_reqxxx`: filters run before `reqadd`.
+    warned(
+        11,
+        "a 'reqrep' rule placed after a 'reqadd' rule will still be processed before.",
+    );
     // `reqirep` (line 12) and `reqdel` (line 24) are of families already
     // warned about.
-    assert!(!out.stderr.contains(&format!("[{p}:12]")), "{}", out.stderr);
+    assert!(
+        !out.stderr.contains(&format!("[{p}:12] : The")),
+        "{}",
+        out.stderr
+    );
     assert!(!out.stderr.contains(&format!("[{p}:24]")), "{}", out.stderr);
     assert_eq!(
         out.stderr.matches("deprecated").count(),

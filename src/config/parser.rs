@@ -1717,17 +1717,7 @@ impl<'r> State<'r> {
         let Some((cond_at, cond)) = self.rule_condition(loc, words, "http-request", action) else {
             return;
         };
-        if matches!(self.section, Section::Proxy(_)) && !self.px().redirects.is_empty() {
-            self.warn(
-                loc,
-                "a 'http-request' rule placed after a 'redirect' rule will still be processed before.",
-            );
-        } else if matches!(self.section, Section::Proxy(_)) && !self.px().use_backends.is_empty() {
-            self.warn(
-                loc,
-                "a 'http-request' rule placed after a 'use_backend' rule will still be processed before.",
-            );
-        }
+        self.warn_misplaced(loc, "http-request", legacykw::ReqStage::HttpRequest);
         let args = &words[2..cond_at];
         let parsed = match action {
             "deny" => self.deny_args(loc, args),
@@ -1758,12 +1748,7 @@ impl<'r> State<'r> {
         let Some((cond_at, cond)) = self.rule_condition(loc, words, "redirect", "") else {
             return;
         };
-        if !self.px().use_backends.is_empty() {
-            self.warn(
-                loc,
-                "a 'redirect' rule placed after a 'use_backend' rule will still be processed before.",
-            );
-        }
+        self.warn_misplaced(loc, "redirect", legacykw::ReqStage::Redirect);
         match redirect_args(&words[1..cond_at], false) {
             Ok(action) => self.px().redirects.push(HttpRequestRule {
                 action,

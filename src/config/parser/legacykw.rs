@@ -118,7 +118,59 @@ fn deprecation(k: &str, s: &Shape) -> (&'static str, String) {
     }
 }
 
+/// The request rule kinds in the order HAProxy runs them, whatever order
+/// they are written in.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum ReqStage {
+    Block,
+    HttpRequest,
+    ReqXxx,
+    ReqAdd,
+    Redirect,
+    UseBackend,
+}
+
 impl State<'_> {
+    /// HAProxy 2.0's `warnif_misplaced_*`: a rule written after one that
+    /// runs after it gets a warning naming the first such kind.
+    pub(super) fn warn_misplaced(&mut self, loc: &Loc, keyword: &str, stage: ReqStage) {
+        if !matches!(self.section, Section::Proxy(_)) {
+            return;
+        }
+        let p = self.px();
+        let later = [
+            (
+                ReqStage::HttpRequest,
+                !p.http_request.is_empty(),
+                "an 'http-request'",
+            ),
+            (
+                ReqStage::ReqXxx,
+                !p.legacy_req.filters.is_empty(),
+                "a 'reqxxx'",
+            ),
+            (
+                ReqStage::ReqAdd,
+                !p.legacy_req.adds.is_empty(),
+                "a 'reqadd'",
+            ),
+            (ReqStage::Redirect, !p.redirects.is_empty(), "a 'redirect'"),
+            (
+                ReqStage::UseBackend,
+                !p.use_backends.is_empty(),
+                "a 'use_backend'",
+            ),
+        ];
+        if let Some((_, _, what)) = later.iter().find(|(s, present, _)| *s > stage && *present) {
+            self.warn(
+                loc,
+                format!(
+                    "a '{keyword}' rule placed after {what} rule will still be processed before."
+                ),
+            );
+        }
+    }
+
     /// `reqxxx` / `rspxxx` / `block`, with HAProxy 1.8's arguments.
     pub(super) fn kw_legacy_rewrite(&mut self, loc: &Loc, words: &[String]) {
         let k = words[0].as_str();
@@ -182,6 +234,14 @@ impl State<'_> {
                 );
             }
         };
+        if !s.response {
+            let stage = if s.action == Act::Add {
+                ReqStage::ReqAdd
+            } else {
+                ReqStage::ReqXxx
+            };
+            self.warn_misplaced(loc, k, stage);
+        }
         if s.action == Act::Add {
             let add = LegacyAdd {
                 line: arg(1).as_bytes().to_vec(),
@@ -264,6 +324,7 @@ impl State<'_> {
                 );
             }
         };
+        self.warn_misplaced(loc, "block", ReqStage::Block);
         self.px().blocks.push(HttpRequestRule {
             action: HttpRequestAction::Deny { status: 403 },
             cond,
