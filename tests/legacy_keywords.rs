@@ -38,7 +38,9 @@ fn text(b: &[u8]) -> String {
 
 fn one_backend(port: u16, be: SocketAddr, fe_rules: &str, be_rules: &str) -> String {
     format!(
-        "{DEFAULTS}
+        "global
+    stats socket @DIR@/s.sock level admin
+{DEFAULTS}
 frontend fe
     bind 127.0.0.1:{port}
 {fe_rules}
@@ -317,7 +319,7 @@ async fn deny_allow_and_pass() {
     let rules = "    reqiallow ^Host:\\ www\\.
     reqipass ^User-Agent:\\ friendly
     reqideny ^User-Agent:\\ .*bot";
-    let _s = Sluice::start(&one_backend(port, be.addr, rules, ""));
+    let s = Sluice::start(&one_backend(port, be.addr, rules, ""));
 
     let req = |host: &str, ua: &str| {
         format!("GET / HTTP/1.1\r\nHost: {host}\r\nUser-Agent: {ua}\r\nConnection: close\r\n\r\n")
@@ -330,6 +332,10 @@ async fn deny_allow_and_pass() {
     let got = exchange(port, &req("a.example", "friendly bot")).await;
     assert!(got.starts_with("HTTP/1.1 200 OK\r\n"), "{got}");
     assert_eq!(be.take_requests().len(), 2);
+    // The denial counts as a denied request of the frontend (HAProxy).
+    let csv = show_stat(&s.stats_socket()).await;
+    assert_eq!(csv.get("fe", "FRONTEND", "dreq"), "1");
+    assert_eq!(csv.get("fe", "FRONTEND", "hrsp_4xx"), "1");
 }
 
 /// `reqtarpit`: held for `timeout tarpit`, then a 500, connection closed,
@@ -367,10 +373,13 @@ async fn broken_request_line_is_refused() {
     let be = RawBackend::start().await;
     let port = free_port();
     let rules = "    reqrep ^GET\\ (.*) GET\\1";
-    let _s = Sluice::start(&one_backend(port, be.addr, rules, ""));
+    let s = Sluice::start(&one_backend(port, be.addr, rules, ""));
     let got = exchange(port, "GET /x HTTP/1.1\r\nHost: h\r\n\r\n").await;
     assert!(got.starts_with("HTTP/1.1 400 Bad request\r\n"), "{got}");
     assert!(be.take().is_empty());
+    // A failed request of the frontend (`ereq`), as HAProxy counts it.
+    let csv = show_stat(&s.stats_socket()).await;
+    assert_eq!(csv.get("fe", "FRONTEND", "ereq"), "1");
 }
 
 /// Response filters: `rspidel`, `rsprep` (with a back-reference), `rspadd`
@@ -385,7 +394,7 @@ async fn response_rewrites_and_deny() {
     rspadd X-Via:\\ sluice
     rspideny ^Content-Type:\\ .*/ms-word
     rsprep ^HTTP/1.1\\ 299(.*) HTTP/1.1\\ 2\\1";
-    let _s = Sluice::start(&one_backend(port, be.addr, rules, ""));
+    let s = Sluice::start(&one_backend(port, be.addr, rules, ""));
     let get = "GET / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n";
 
     be.answer(b"HTTP/1.1 302 Found\r\nServer: apache\r\nLocation: http://127.0.0.1:8080/x?y\r\nContent-Length: 0\r\n\r\n");
@@ -404,6 +413,12 @@ async fn response_rewrites_and_deny() {
     be.answer(b"HTTP/1.1 299 Odd\r\nContent-Length: 2\r\n\r\nok");
     let got = exchange(port, get).await;
     assert!(got.starts_with("HTTP/1.1 502 Bad Gateway\r\n"), "{got}");
+    // The denied response counts on the backend and the server (`dresp`),
+    // the broken one as a response error (`eresp`).
+    let csv = show_stat(&s.stats_socket()).await;
+    assert_eq!(csv.get("be", "BACKEND", "dresp"), "1");
+    assert_eq!(csv.get("be", "s1", "dresp"), "1");
+    assert_eq!(csv.get("be", "BACKEND", "eresp"), "1");
 }
 
 /// An old (HAProxy 1.4-style) configuration: 1.x timeouts, `block`,
