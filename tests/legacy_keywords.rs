@@ -346,7 +346,7 @@ async fn tarpit_delays_then_answers_500() {
     let port = free_port();
     let rules = "    timeout tarpit 300ms
     reqitarpit ^User-Agent:\\ .*scanner";
-    let _s = Sluice::start(&one_backend(port, be.addr, rules, ""));
+    let s = Sluice::start(&one_backend(port, be.addr, rules, ""));
     let start = Instant::now();
     let got = exchange(
         port,
@@ -363,6 +363,9 @@ async fn tarpit_delays_then_answers_500() {
         "{got}"
     );
     assert!(be.take().is_empty());
+    // Counted as a denied request (HAProxy's tarpit).
+    let csv = show_stat(&s.stats_socket()).await;
+    assert_eq!(csv.get("fe", "FRONTEND", "dreq"), "1");
 }
 
 /// A `reqrep` that breaks the request line: the rewritten head is parsed
