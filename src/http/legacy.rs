@@ -74,7 +74,9 @@ pub fn apply(
     allowed: &mut bool,
 ) -> Verdict {
     let mut lines = head_lines(head, edits);
-    let mut changed = edits.is_some();
+    // Unchanged by the filters, the head goes on as it was, the rules'
+    // edits still to be applied when it is forwarded.
+    let mut changed = false;
     'filters: for (re, action, cond) in &l.filters {
         let verdict_kind = matches!(
             action,
@@ -340,6 +342,24 @@ mod tests {
             run(&r, "GET / HTTP/1.1\r\nHost: ko\r\n\r\n", &mut false),
             Verdict::Tarpit
         ));
+    }
+
+    #[test]
+    fn response_without_reason() {
+        let r = rules(&[("^Server:", false, LegacyAction::Remove)], &[]);
+        let acls = AclSet::new(&[]);
+        let l = LegacyRt::compile(&r, &acls).expect("rules");
+        let head = Head::parse_response(Bytes::from_static(
+            b"HTTP/1.1 204\r\nServer: x\r\nA: b\r\n\r\n",
+        ))
+        .expect("head");
+        match apply(&l, &head, None, &acls, &NoView, &mut false) {
+            Verdict::Pass(Some(h)) => {
+                assert_eq!(h.status, 204);
+                assert_eq!(&h.raw[..], b"HTTP/1.1 204 \r\nA: b\r\n\r\n");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
