@@ -71,10 +71,11 @@ pub async fn serve_connection(
     let mut conn = BufConn::new(stream);
     let mut first = fresh;
     loop {
-        if conn.buf.is_empty() {
-            // Soft stop: an idle connection (new or keep-alive) is closed,
-            // unless its request is already here: closing over unread
-            // bytes would reset it.
+        if conn.buf.is_empty() && !first {
+            // Soft stop: an idle keep-alive connection is closed, unless
+            // its next request is already here: closing over unread bytes
+            // would reset it. (A new connection gets a short window for its
+            // first request in `handle_request`.)
             if crate::process::stopping() {
                 match conn.stream.try_read_buf(&mut conn.buf) {
                     Ok(n) if n > 0 => {}
