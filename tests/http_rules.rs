@@ -496,3 +496,83 @@ backend be
         "GET /a HTTP/1.1\r\nhost: h\r\nx-f: fe fe <NOSRV> fe\r\nx-b: fe be <NOSRV>\r\n\r\n"
     );
 }
+
+/// `http-request deny deny_status <code>` for every code HAProxy 2.6 has a
+/// built-in page for: the same page, byte for byte (captured from haproxy
+/// 2.6.12; its 407 page says "Unauthorized" and its 501 text starts with a
+/// dot).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deny_status_pages_as_haproxy() {
+    let pages: &[(u16, &str, &str)] = &[
+        (
+            401,
+            "Unauthorized",
+            "You need a valid user and password to access this content.",
+        ),
+        (404, "Not Found", "The resource could not be found."),
+        (
+            407,
+            "Unauthorized",
+            "You need a valid user and password to access this content.",
+        ),
+        (
+            410,
+            "Gone",
+            "The resource is no longer available and will not be available again.",
+        ),
+        (
+            413,
+            "Payload Too Large",
+            "The request entity exceeds the maximum allowed.",
+        ),
+        (
+            421,
+            "Misdirected Request",
+            "Request sent to a non-authoritative server.",
+        ),
+        (425, "Too Early", "Your browser sent early data."),
+        (
+            429,
+            "Too Many Requests",
+            "You have sent too many requests in a given amount of time.",
+        ),
+        (
+            501,
+            "Not Implemented",
+            ".The server does not support the functionality required to fulfill the request.",
+        ),
+    ];
+    let port = free_port();
+    let rules: String = pages
+        .iter()
+        .map(|(c, _, _)| format!("    http-request deny deny_status {c} if {{ path /{c} }}\n"))
+        .collect();
+    let _s = Sluice::start(&format!(
+        "defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind 127.0.0.1:{port}
+{rules}    default_backend be
+backend be
+    server s1 127.0.0.1:9
+"
+    ));
+    for (code, reason, msg) in pages {
+        let body = format!("<html><body><h1>{code} {reason}</h1>\n{msg}\n</body></html>\n");
+        let want = format!(
+            "HTTP/1.1 {code} {reason}\r\ncontent-length: {}\r\ncache-control: no-cache\r\ncontent-type: text/html\r\n\r\n{body}",
+            body.len()
+        );
+        let got = text(
+            &send(
+                port,
+                format!("GET /{code} HTTP/1.1\r\nhost: h\r\n\r\n").as_bytes(),
+            )
+            .await,
+        );
+        assert_eq!(got, want);
+    }
+}

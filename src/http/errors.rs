@@ -6,10 +6,49 @@
 
 use std::sync::OnceLock;
 
-const CODES: [(u16, &str, &str); 10] = [
+const CODES: [(u16, &str, &str); 19] = [
     // `monitor-uri`'s answer.
     (200, "OK", "Service ready."),
     (400, "Bad request", "Your browser sent an invalid request."),
+    (
+        401,
+        "Unauthorized",
+        "You need a valid user and password to access this content.",
+    ),
+    (404, "Not Found", "The resource could not be found."),
+    // HAProxy's 407 page says "Unauthorized" too.
+    (
+        407,
+        "Unauthorized",
+        "You need a valid user and password to access this content.",
+    ),
+    (
+        410,
+        "Gone",
+        "The resource is no longer available and will not be available again.",
+    ),
+    (
+        413,
+        "Payload Too Large",
+        "The request entity exceeds the maximum allowed.",
+    ),
+    (
+        421,
+        "Misdirected Request",
+        "Request sent to a non-authoritative server.",
+    ),
+    (425, "Too Early", "Your browser sent early data."),
+    (
+        429,
+        "Too Many Requests",
+        "You have sent too many requests in a given amount of time.",
+    ),
+    // The leading dot is HAProxy 2.6's, byte for byte.
+    (
+        501,
+        "Not Implemented",
+        ".The server does not support the functionality required to fulfill the request.",
+    ),
     (
         403,
         "Forbidden",
