@@ -102,16 +102,17 @@ fn operator_docs_commands_run_as_written() {
         ("APP2", ports[2].to_string()),
         ("TMPDIR", dir.path().display().to_string()),
     ];
-    // Whatever happens, no daemon is left behind.
-    struct StopDaemon(std::path::PathBuf);
-    impl Drop for StopDaemon {
+    // Whatever happens, no daemon is left behind: every pid the pid file
+    // named (the upgrade replaces it) is stopped at the end.
+    struct StopDaemons(Vec<String>);
+    impl Drop for StopDaemons {
         fn drop(&mut self) {
-            if let Ok(pid) = std::fs::read_to_string(&self.0) {
-                let _ = Command::new("kill").args(["-INT", pid.trim()]).status();
+            for pid in &self.0 {
+                let _ = Command::new("kill").args(["-INT", pid]).status();
             }
         }
     }
-    let _stop = StopDaemon(pidfile.clone());
+    let mut daemons = StopDaemons(Vec::new());
     let pages = [
         ("docs/operations.md", ops.clone()),
         (
@@ -124,6 +125,12 @@ fn operator_docs_commands_run_as_written() {
         for (i, b) in blocks(page, "sh").iter().enumerate() {
             run_block(name, i + 1, b, &env);
             ran += 1;
+            if let Ok(pid) = std::fs::read_to_string(&pidfile) {
+                let pid = pid.trim().to_string();
+                if !daemons.0.contains(&pid) {
+                    daemons.0.push(pid);
+                }
+            }
         }
     }
     assert!(ran >= 10, "only {ran} sh blocks found");
