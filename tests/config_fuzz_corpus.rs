@@ -2,23 +2,12 @@
 //! harness on stable Rust, so CI catches a panic the fuzzer once found;
 //! then a short deterministic mutation run over the same seeds.
 
-use std::path::Path;
+mod support;
+
+use support::fuzz::{Rng, rounds};
 
 fn corpus() -> Vec<(String, Vec<u8>)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/config");
-    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
-        .expect("fuzz/corpus/config")
-        .flatten()
-        .filter(|e| e.path().is_file())
-        .map(|e| {
-            (
-                e.file_name().to_string_lossy().into_owned(),
-                std::fs::read(e.path()).unwrap_or_default(),
-            )
-        })
-        .collect();
-    out.sort();
-    out
+    support::fuzz::corpus("config")
 }
 
 #[test]
@@ -28,21 +17,6 @@ fn corpus_replays_without_panic() {
     for (name, data) in &seeds {
         let r = std::panic::catch_unwind(|| sluice::config::exercise(data));
         assert!(r.is_ok(), "panic on fuzz/corpus/config/{name}");
-    }
-}
-
-/// xorshift64*: a tiny deterministic generator, no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
     }
 }
 
@@ -126,10 +100,7 @@ fn mutate(rng: &mut Rng, data: &mut Vec<u8>, seeds: &[(String, Vec<u8>)]) {
 #[test]
 fn mutations_of_the_corpus_never_panic() {
     let seeds = corpus();
-    let rounds: usize = std::env::var("SLUICE_FUZZ_ROUNDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(400);
+    let rounds = rounds(400);
     let mut rng = Rng(0x5EED_CAFE_F00D_u64);
     for round in 0..rounds {
         let mut data = seeds[rng.below(seeds.len())].1.clone();

@@ -2,23 +2,12 @@
 //! through the fuzz harness on stable Rust, then a short deterministic
 //! mutation run over the same seeds (`SLUICE_FUZZ_ROUNDS=<n>` for more).
 
-use std::path::Path;
+mod support;
+
+use support::fuzz::{Rng, rounds};
 
 fn corpus() -> Vec<(String, Vec<u8>)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/proxy_header");
-    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
-        .expect("fuzz/corpus/proxy_header")
-        .flatten()
-        .filter(|e| e.path().is_file())
-        .map(|e| {
-            (
-                e.file_name().to_string_lossy().into_owned(),
-                std::fs::read(e.path()).unwrap_or_default(),
-            )
-        })
-        .collect();
-    out.sort();
-    out
+    support::fuzz::corpus("proxy_header")
 }
 
 #[test]
@@ -40,21 +29,6 @@ fn corpus_replays_without_panic() {
     assert!(complete >= 8 && complete < seeds.len(), "{complete}");
 }
 
-/// xorshift64*: a tiny deterministic generator, no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
 const INTERESTING: &[&[u8]] = &[
     b"\r\n", b"\r", b"\n", b" ", b"PROXY ", b"TCP4 ", b"TCP6 ", b"UNKNOWN", b":", b"::", b".",
     b"65535", b"65536", b"0", b"\x00", b"\xff", b"\x21", b"\x20", b"\x11", b"\x31",
@@ -63,10 +37,7 @@ const INTERESTING: &[&[u8]] = &[
 #[test]
 fn mutations_of_the_corpus_never_panic() {
     let seeds = corpus();
-    let rounds: usize = std::env::var("SLUICE_FUZZ_ROUNDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(5000);
+    let rounds = rounds(5000);
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     for round in 0..rounds {
         let mut data = seeds[rng.below(seeds.len())].1.clone();

@@ -16,6 +16,7 @@
 
 #![allow(dead_code)]
 
+pub mod fuzz;
 pub mod raw;
 pub mod syslog;
 pub mod ws;
