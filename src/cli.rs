@@ -360,7 +360,9 @@ fn run(cfg: Config, opts: &Options) -> i32 {
         return 1;
     }
     let my_pid = std::process::id();
+    // A daemon's pid file was written by its parent before it returned.
     if let Some(path) = &pidfile
+        && !daemon
         && let Err(e) = crate::process::write_pidfile(path, my_pid)
     {
         alert(

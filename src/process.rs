@@ -18,8 +18,19 @@ pub fn daemonize(pidfile: Option<&std::path::Path>) -> std::io::Result<()> {
             child => {
                 // As HAProxy: the pid file names the daemon before the
                 // command returns, so `sluice -D -p f && cat f` works.
+                // The child leaves the file alone: two writers racing on it
+                // could make either one fail.
                 let code = match pidfile.map(|p| write_pidfile(p, child as u32)) {
-                    Some(Err(_)) => 1,
+                    Some(Err(e)) => {
+                        let p = pidfile.map(|p| p.display().to_string()).unwrap_or_default();
+                        eprintln!(
+                            "{:<10} ({}) : cannot create pidfile {p}: {e}",
+                            "[ALERT]",
+                            std::process::id()
+                        );
+                        libc::kill(child, libc::SIGKILL);
+                        1
+                    }
                     _ => 0,
                 };
                 libc::_exit(code)
@@ -44,8 +55,10 @@ pub fn daemonize(pidfile: Option<&std::path::Path>) -> std::io::Result<()> {
 /// Writes the pid file whole or not at all (a temporary file renamed over
 /// it), so a reader never sees it empty or half written.
 pub fn write_pidfile(path: &std::path::Path, pid: u32) -> std::io::Result<()> {
+    // Named after the writer, not the pid written: no two processes ever
+    // share a temporary file.
     let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".{pid}.tmp"));
+    tmp.push(format!(".{}.tmp", std::process::id()));
     std::fs::write(&tmp, format!("{pid}\n"))?;
     std::fs::rename(&tmp, path).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);

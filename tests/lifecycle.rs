@@ -434,3 +434,52 @@ async fn daemon_mode_writes_the_pid_file_before_returning() {
     let info = cli(&dir.join("stats.sock"), "show info").await;
     assert!(info.contains(&format!("\nPid: {pid}\n")), "{info}");
 }
+
+/// A pid file that cannot be written fails `-D` with HAProxy's alert and
+/// exit code 1, and leaves no daemon behind serving without it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn daemon_mode_fails_whole_when_the_pid_file_cannot_be_written() {
+    let be = Backend::start("s1").await;
+    let port = free_port();
+    let dir = TempDir::new("daemon-nopid");
+    let cfg = dir.write(
+        "d.cfg",
+        &cfg(port, &be, "").replace("@DIR@", dir.path().to_str().unwrap()),
+    );
+    let pidfile = dir.join("missing-dir/d.pid");
+    let out = run_sluice(
+        &[
+            "-D",
+            "-f",
+            cfg.to_str().unwrap(),
+            "-p",
+            pidfile.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(out.code(), Some(1), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("[ALERT]") && out.stderr.contains("cannot create pidfile"),
+        "{}",
+        out.stderr
+    );
+    // The daemon was stopped before it could serve: its stats socket never
+    // answers, and the port is free again once the kill is reaped.
+    let sock = dir.join("stats.sock");
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "port {port} still held by a daemon"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        tokio::net::UnixStream::connect(&sock).await.is_err(),
+        "a daemon answers on {}",
+        sock.display()
+    );
+}
