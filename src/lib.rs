@@ -17,6 +17,7 @@ pub mod reload;
 pub mod routing;
 pub mod runtime;
 pub mod sessions;
+pub mod splice;
 pub mod stats;
 pub mod takeover;
 pub mod tcp;

@@ -43,6 +43,9 @@ pub struct FrontendRt {
     pub max_head: usize,
     /// `tune.bufsize`: how much of a refused request is captured.
     pub bufsize: usize,
+    /// `nosplice`, `tune.pipesize`, `maxpipes`: how TCP relays and
+    /// tunnels move their bytes.
+    pub splice: crate::splice::Tune,
     pub state: Arc<FrontendState>,
     pub mode: Mode,
     pub maxconn: u32,
@@ -331,6 +334,7 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                 iid,
                 max_head: config.global.max_head(),
                 bufsize: config.global.bufsize(),
+                splice: config.global.splice(),
                 state: registry.frontend(&p.name),
                 mode: p.mode,
                 maxconn: p.maxconn.unwrap_or(global_maxconn),

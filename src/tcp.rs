@@ -174,6 +174,7 @@ pub async fn serve(client: ClientConn, stream: TcpStream, peer: SocketAddr) {
                     &mut upstream,
                     fe.timeouts_for_tcp(),
                     be.timeouts_for_tcp(),
+                    fe.splice,
                 );
                 if cuttable {
                     tokio::select! {
@@ -248,14 +249,17 @@ pub struct Relayed {
 /// Relays both ways until both directions have ended. Each direction reads
 /// with its side's inactivity timeout; when one side finishes sending, the
 /// other side's write half is shut down. Returns (a to b, b to a) byte
-/// counts. Used for `mode tcp` and for HTTP protocol switches (101).
+/// counts. Used for `mode tcp` and for HTTP protocol switches (101). On
+/// Linux the bytes go through the kernel with splice(2) unless `tune` says
+/// `nosplice` (see [`crate::splice`]).
 pub async fn relay(
     a: &mut TcpStream,
     b: &mut TcpStream,
     a_idle: Option<Duration>,
     b_idle: Option<Duration>,
+    tune: crate::splice::Tune,
 ) -> (u64, u64) {
-    let (ab, ba) = relay_ends(a, b, a_idle, b_idle).await;
+    let (ab, ba) = relay_ends(a, b, a_idle, b_idle, tune).await;
     (ab.bytes, ba.bytes)
 }
 
@@ -265,7 +269,18 @@ pub async fn relay_ends(
     b: &mut TcpStream,
     a_idle: Option<Duration>,
     b_idle: Option<Duration>,
+    tune: crate::splice::Tune,
 ) -> (Relayed, Relayed) {
+    #[cfg(target_os = "linux")]
+    if !tune.disabled {
+        let (a, b) = (&*a, &*b);
+        return tokio::join!(
+            crate::splice::pump(a, b, a_idle, tune),
+            crate::splice::pump(b, a, b_idle, tune)
+        );
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = tune;
     let (ar, aw) = a.split();
     let (br, bw) = b.split();
     tokio::join!(pump(ar, bw, a_idle), pump(br, aw, b_idle))

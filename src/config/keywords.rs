@@ -49,6 +49,9 @@ pub const GLOBAL_SUPPORTED: &[&str] = &[
     "cpu-map",
     "tune.bufsize",
     "tune.maxrewrite",
+    "tune.pipesize",
+    "nosplice",
+    "maxpipes",
 ];
 
 pub const GLOBAL_UNSUPPORTED: &[&str] = &[
@@ -81,12 +84,10 @@ pub const GLOBAL_UNSUPPORTED: &[&str] = &[
     "maxconnrate",
     "maxsessrate",
     "maxsslrate",
-    "maxpipes",
     "maxzlibmem",
     "noepoll",
     "nopoll",
     "nokqueue",
-    "nosplice",
     "nogetaddrinfo",
     "noreuseport",
     "insecure-fork-wanted",
@@ -258,6 +259,9 @@ pub const OPTIONS_SUPPORTED: &[&str] = &[
     "http-ignore-probes",
     "redispatch",
     "persist",
+    "splice-auto",
+    "splice-request",
+    "splice-response",
 ];
 
 /// Options of old configurations that need no work from sluice: accepted
@@ -271,18 +275,6 @@ pub const OPTIONS_IGNORED: &[(&str, &str)] = &[
     (
         "http-use-htx",
         "HTX was HAProxy 2.0's switch to its internal HTTP representation",
-    ),
-    (
-        "splice-auto",
-        "sluice relays bodies through user space with bounded buffers",
-    ),
-    (
-        "splice-request",
-        "sluice relays bodies through user space with bounded buffers",
-    ),
-    (
-        "splice-response",
-        "sluice relays bodies through user space with bounded buffers",
     ),
     (
         "http-pretend-keepalive",

@@ -73,11 +73,18 @@ pub struct Global {
     /// a message head may use the buffer minus the rewrite reserve.
     pub tune_bufsize: Option<u32>,
     pub tune_maxrewrite: Option<u32>,
+    /// `nosplice`, `tune.pipesize`, `maxpipes`.
+    pub splice: crate::splice::Tune,
 }
 
 impl Global {
     pub const DEFAULT_BUFSIZE: u32 = 16384;
     pub const DEFAULT_MAXREWRITE: u32 = 1024;
+
+    /// How relays move bytes (`nosplice`, `tune.pipesize`, `maxpipes`).
+    pub fn splice(&self) -> crate::splice::Tune {
+        self.splice
+    }
 
     /// `tune.bufsize`.
     pub fn bufsize(&self) -> usize {

@@ -746,6 +746,12 @@ impl<'r> State<'r> {
                 ),
             },
             "daemon" => self.global.daemon = true,
+            "nosplice" => self.global.splice.disabled = true,
+            "tune.pipesize" | "maxpipes" => match arg.and_then(parse_u32).filter(|n| *n > 0) {
+                Some(n) if k == "maxpipes" => self.global.splice.maxpipes = Some(n),
+                Some(n) => self.global.splice.pipesize = Some(n),
+                None => self.alert(loc, format!("'{k}' expects a positive integer argument.")),
+            },
             "hard-stop-after" => {
                 let v = arg.unwrap_or("");
                 match parse_time(v) {
@@ -1861,6 +1867,9 @@ impl<'r> State<'r> {
             return Some(());
         }
         match name {
+            // sluice splices wherever it can on its own (`nosplice` turns
+            // it off): the options ask for what is already done.
+            "splice-auto" | "splice-request" | "splice-response" => {}
             "forceclose" => {
                 self.warn(
                     loc,

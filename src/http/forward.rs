@@ -824,6 +824,7 @@ async fn relay_response(
                 .or(be.timeouts.tunnel)
                 .or(fe.timeouts.client),
             be.timeouts.tunnel.or(be.timeouts.server),
+            fe.splice,
         )
         .await;
         rows.each(|c| add(&c.bin, c2s));

@@ -74,16 +74,16 @@ pub fn info_fields(rt: &Runtime, snap: &Snapshot) -> Vec<(&'static str, String)>
     put("CurrConns", conns.to_string());
     put("CumConns", p.cum_conns.load(Relaxed).to_string());
     put("CumReq", p.cum_req.load(Relaxed).to_string());
-    for k in [
-        "MaxSslConns",
-        "CurrSslConns",
-        "CumSslConns",
-        "Maxpipes",
-        "PipesUsed",
-        "PipesFree",
-    ] {
+    for k in ["MaxSslConns", "CurrSslConns", "CumSslConns"] {
         put(k, zero.clone());
     }
+    let (pipes_used, pipes_free, spliced_out) = crate::splice::usage();
+    put(
+        "Maxpipes",
+        snap.global.splice.maxpipes.unwrap_or(0).to_string(),
+    );
+    put("PipesUsed", pipes_used.to_string());
+    put("PipesFree", pipes_free.to_string());
     put("ConnRate", p.conn_rate.rate().to_string());
     put("ConnRateLimit", zero.clone());
     put("MaxConnRate", p.conn_rate.max().to_string());
@@ -129,7 +129,7 @@ pub fn info_fields(rt: &Runtime, snap: &Snapshot) -> Vec<(&'static str, String)>
     }
     put("TotalBytesOut", p.bytes_out.load(Relaxed).to_string());
     // Upstream's typo, kept: scripts match the key as HAProxy spells it.
-    put("TotalSplicdedBytesOut", zero.clone());
+    put("TotalSplicdedBytesOut", spliced_out.to_string());
     put("BytesOutRate", zero.clone());
     put("DebugCommandsIssued", zero.clone());
     put("CumRecvLogs", zero.clone());

@@ -1,0 +1,282 @@
+//! Kernel-side relaying between two plain sockets: on Linux, one direction
+//! of a `mode tcp` relay (or of a protocol-switch tunnel) moves bytes from
+//! the source socket into a pipe and from the pipe to the destination with
+//! splice(2), so the payload never crosses into user space.
+//!
+//! A direction holds a pipe only while bytes are in flight: it waits for
+//! readability without one, takes a pipe from a small per-thread spare list
+//! (or creates one), and gives it back as soon as the source has nothing
+//! more to read and the pipe is empty. An idle connection therefore costs
+//! no pipe. When no pipe can be had (`maxpipes`, or the process is out of
+//! descriptors) the direction carries that burst through a user-space
+//! buffer instead.
+//!
+//! `global nosplice` turns all of this off (the relay then copies as on
+//! other systems).
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+
+/// Splice settings from the `global` section.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tune {
+    /// `nosplice`: always copy through user space.
+    pub disabled: bool,
+    /// `tune.pipesize`: the capacity asked of new pipes (kernel default,
+    /// 64 KiB, when unset).
+    pub pipesize: Option<u32>,
+    /// `maxpipes`: most pipes in existence at once (in use or spare).
+    pub maxpipes: Option<u32>,
+}
+
+/// Pipes in existence, in use or spare (`show info` PipesUsed + PipesFree).
+static PIPES: AtomicUsize = AtomicUsize::new(0);
+/// Spare pipes over all threads (`show info` PipesFree).
+static PIPES_FREE: AtomicUsize = AtomicUsize::new(0);
+/// Bytes written to a socket from a pipe (`show info`
+/// TotalSplicdedBytesOut).
+static SPLICED_OUT: AtomicU64 = AtomicU64::new(0);
+
+/// (pipes in use, spare pipes, bytes spliced out) for `show info`.
+pub fn usage() -> (usize, usize, u64) {
+    let free = PIPES_FREE.load(Relaxed);
+    let all = PIPES.load(Relaxed);
+    (all.saturating_sub(free), free, SPLICED_OUT.load(Relaxed))
+}
+
+#[cfg(target_os = "linux")]
+pub use linux::pump;
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use std::cell::RefCell;
+    use std::io;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+    use std::sync::atomic::Ordering::Relaxed;
+    use std::time::Duration;
+
+    use tokio::io::Interest;
+    use tokio::net::TcpStream;
+
+    use super::{PIPES, PIPES_FREE, SPLICED_OUT, Tune};
+    use crate::tcp::{End, Relayed};
+
+    /// Spare pipes kept per thread at most.
+    const SPARE_MAX: usize = 16;
+    /// A pipe's capacity when the kernel does not tell.
+    const DEFAULT_PIPE: usize = 64 * 1024;
+    /// The user-space buffer of a burst that got no pipe.
+    const COPY_CHUNK: usize = 16 * 1024;
+
+    thread_local! {
+        /// Empty pipes of this thread, ready for the next burst.
+        static SPARE: RefCell<Vec<Pipe>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// Both ends of a pipe, non-blocking; always empty when spare.
+    struct Pipe {
+        read: OwnedFd,
+        write: OwnedFd,
+        capacity: usize,
+    }
+
+    impl Drop for Pipe {
+        fn drop(&mut self) {
+            PIPES.fetch_sub(1, Relaxed);
+        }
+    }
+
+    impl Pipe {
+        /// A spare pipe of this thread, else a new one; None when
+        /// `maxpipes` is reached or pipe2(2) fails.
+        fn take(tune: &Tune) -> Option<Pipe> {
+            if let Some(p) = SPARE.with(|s| s.borrow_mut().pop()) {
+                PIPES_FREE.fetch_sub(1, Relaxed);
+                return Some(p);
+            }
+            let before = PIPES.fetch_add(1, Relaxed);
+            if tune.maxpipes.is_some_and(|m| before >= m as usize) {
+                PIPES.fetch_sub(1, Relaxed);
+                return None;
+            }
+            let mut fds: [libc::c_int; 2] = [-1; 2];
+            // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+            if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) } != 0 {
+                PIPES.fetch_sub(1, Relaxed);
+                return None;
+            }
+            // SAFETY: pipe2 succeeded, so both descriptors are open and
+            // owned by nobody else.
+            let (read, write) =
+                unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+            let capacity = match tune.pipesize {
+                // SAFETY: plain fcntl on a descriptor we own; a refused
+                // size (above /proc/sys/fs/pipe-max-size) keeps the
+                // default.
+                Some(size) => unsafe {
+                    libc::fcntl(write.as_raw_fd(), libc::F_SETPIPE_SZ, size as libc::c_int)
+                },
+                // SAFETY: as above.
+                None => unsafe { libc::fcntl(write.as_raw_fd(), libc::F_GETPIPE_SZ) },
+            };
+            let capacity = usize::try_from(capacity)
+                .ok()
+                .filter(|c| *c > 0)
+                .unwrap_or(DEFAULT_PIPE);
+            Some(Pipe {
+                read,
+                write,
+                capacity,
+            })
+        }
+
+        /// Keeps an emptied pipe for the next burst of this thread.
+        fn give_back(self) {
+            SPARE.with(|s| {
+                let mut s = s.borrow_mut();
+                if s.len() < SPARE_MAX {
+                    PIPES_FREE.fetch_add(1, Relaxed);
+                    s.push(self);
+                }
+            });
+        }
+    }
+
+    /// What carries one burst from the source to the destination.
+    enum Carrier {
+        Pipe(Pipe),
+        /// No pipe could be had: a user-space buffer and how much of it
+        /// the last read filled.
+        Buffer(Box<[u8]>, usize),
+    }
+
+    impl Carrier {
+        fn take(tune: &Tune) -> Carrier {
+            match Pipe::take(tune) {
+                Some(p) => Carrier::Pipe(p),
+                None => Carrier::Buffer(vec![0; COPY_CHUNK].into_boxed_slice(), 0),
+            }
+        }
+
+        /// Moves what the source has (up to the carrier's size) in; Ok(0)
+        /// at the end of the stream. Only called when empty, so EAGAIN
+        /// means the source has nothing, never that the pipe is full.
+        fn fill(&mut self, from: RawFd) -> io::Result<usize> {
+            match self {
+                Carrier::Pipe(p) => splice(from, p.write.as_raw_fd(), p.capacity),
+                Carrier::Buffer(buf, len) => {
+                    // SAFETY: reads at most buf.len() bytes into buf.
+                    let n = unsafe { libc::read(from, buf.as_mut_ptr().cast(), buf.len()) };
+                    let n = ret(n)?;
+                    *len = n;
+                    Ok(n)
+                }
+            }
+        }
+
+        /// Moves out up to the last `left` bytes filled.
+        fn drain(&mut self, to: RawFd, left: usize) -> io::Result<usize> {
+            match self {
+                Carrier::Pipe(p) => splice(p.read.as_raw_fd(), to, left),
+                Carrier::Buffer(buf, len) => {
+                    let out = &buf[*len - left..*len];
+                    // SAFETY: writes from a live slice of its own length.
+                    let n = unsafe { libc::write(to, out.as_ptr().cast(), out.len()) };
+                    ret(n)
+                }
+            }
+        }
+
+        /// Ends a burst whose bytes all went out.
+        fn release(self) {
+            if let Carrier::Pipe(p) = self {
+                p.give_back();
+            }
+        }
+    }
+
+    fn ret(n: isize) -> io::Result<usize> {
+        usize::try_from(n).map_err(|_| io::Error::last_os_error())
+    }
+
+    fn splice(from: RawFd, to: RawFd, len: usize) -> io::Result<usize> {
+        // SAFETY: both descriptors are open for the duration of the call;
+        // null offsets mean "current position", as sockets and pipes need.
+        let n = unsafe {
+            libc::splice(
+                from,
+                std::ptr::null_mut(),
+                to,
+                std::ptr::null_mut(),
+                len,
+                libc::SPLICE_F_MOVE | libc::SPLICE_F_NONBLOCK,
+            )
+        };
+        ret(n)
+    }
+
+    /// Relays one direction, `from` to `to`, until `from` ends, fails or
+    /// stays silent for `idle`; then shuts `to`'s write half (after every
+    /// byte read went out). Counts the bytes written to `to`.
+    pub async fn pump(
+        from: &TcpStream,
+        to: &TcpStream,
+        idle: Option<Duration>,
+        tune: Tune,
+    ) -> Relayed {
+        let mut total = 0u64;
+        let end = 'relay: loop {
+            // Nothing in flight: wait for the next bytes holding no pipe.
+            let ready = match idle {
+                Some(t) => match tokio::time::timeout(t, from.readable()).await {
+                    Ok(r) => r,
+                    Err(_) => break End::Timeout,
+                },
+                None => from.readable().await,
+            };
+            if ready.is_err() {
+                break End::ReadError;
+            }
+            let mut carrier = Carrier::take(&tune);
+            loop {
+                let n = match from.try_io(Interest::READABLE, || carrier.fill(from.as_raw_fd())) {
+                    Ok(0) => {
+                        carrier.release();
+                        break 'relay End::Eof;
+                    }
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        carrier.release();
+                        continue 'relay;
+                    }
+                    Err(_) => {
+                        carrier.release();
+                        break 'relay End::ReadError;
+                    }
+                };
+                let mut left = n;
+                while left > 0 {
+                    match to.try_io(Interest::WRITABLE, || carrier.drain(to.as_raw_fd(), left)) {
+                        // Nothing taken although asked: the socket is gone.
+                        Ok(0) => break 'relay End::WriteError,
+                        Ok(m) => {
+                            left -= m;
+                            total += m as u64;
+                            if matches!(carrier, Carrier::Pipe(_)) {
+                                SPLICED_OUT.fetch_add(m as u64, Relaxed);
+                            }
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                            if to.writable().await.is_err() {
+                                break 'relay End::WriteError;
+                            }
+                        }
+                        // The carrier still holds bytes: dropped, not kept.
+                        Err(_) => break 'relay End::WriteError,
+                    }
+                }
+            }
+        };
+        let _ = socket2::SockRef::from(to).shutdown(std::net::Shutdown::Write);
+        Relayed { bytes: total, end }
+    }
+}

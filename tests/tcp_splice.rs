@@ -1,0 +1,266 @@
+//! `mode tcp` bulk relaying: multi-megabyte transfers both ways at once
+//! arrive byte-exact with exact `bin`/`bout` and tcplog `%B`, whether the
+//! bytes go through kernel pipes (splice(2), the default on Linux) or
+//! through user space (`nosplice`); a client's half-close still gets the
+//! server's reply; a server reset mid-transfer ends the session cleanly.
+
+mod support;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use support::syslog::*;
+use support::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+const UP: usize = 3 << 20;
+const DOWN: usize = 5 << 20;
+
+/// Deterministic bytes that differ per direction and do not repeat with
+/// any short period, so a lost, doubled or reordered chunk shows.
+fn pattern(len: usize, seed: u32) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        })
+        .collect()
+}
+
+fn fnv(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf29ce484222325u64, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x100000001b3)
+    })
+}
+
+/// A server that, once the client sent a first byte, streams `DOWN` bytes
+/// while reading everything the client sends; after the client's end of
+/// stream it answers `got:<len>:<fnv>` and closes. A client that sends
+/// nothing (the harness's readiness probe) gets nothing.
+async fn bulk_server() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((s, _)) = l.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                let (mut r, mut w) = s.into_split();
+                let mut got = vec![0u8; 1];
+                if !matches!(r.read(&mut got).await, Ok(1)) {
+                    return;
+                }
+                let sender =
+                    tokio::spawn(async move { w.write_all(&pattern(DOWN, 2)).await.map(|_| w) });
+                let _ = r.read_to_end(&mut got).await;
+                let Ok(Ok(mut w)) = sender.await else {
+                    return;
+                };
+                let trailer = format!("got:{}:{:x}", got.len(), fnv(&got));
+                let _ = w.write_all(trailer.as_bytes()).await;
+            });
+        }
+    });
+    addr
+}
+
+/// Relays `UP` bytes up and `DOWN` down at once; returns `show info`'s
+/// TotalSplicdedBytesOut and the total relayed.
+async fn bulk_both_ways(global_extra: &str) -> (u64, u64) {
+    let server = bulk_server().await;
+    let log = Syslog::new();
+    let port = free_port();
+    let s = Sluice::start(&format!(
+        "global
+    stats socket @DIR@/stats.sock level admin
+    log {log} local0
+{global_extra}
+defaults
+    mode tcp
+    log global
+    option tcplog
+    option dontlognull
+    timeout connect 2s
+    timeout client 10s
+    timeout server 10s
+frontend fe
+    bind 127.0.0.1:{port}
+    default_backend be
+backend be
+    server s1 {server}
+",
+        log = log.addr()
+    ));
+    let up = pattern(UP, 1);
+    let c = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], port)))
+        .await
+        .unwrap();
+    let (mut r, mut w) = c.into_split();
+    let sent = up.clone();
+    // Sending and receiving at once: both directions are full at the
+    // same time; the client then half-closes and still reads the reply.
+    let writer = tokio::spawn(async move {
+        w.write_all(&sent).await.unwrap();
+        w.shutdown().await.unwrap();
+        w
+    });
+    let mut down = Vec::new();
+    within(
+        Duration::from_secs(30),
+        "relay finished",
+        r.read_to_end(&mut down),
+    )
+    .await
+    .unwrap();
+    let _w = writer.await.unwrap();
+    let trailer = format!("got:{}:{:x}", UP, fnv(&up));
+    assert_eq!(down.len(), DOWN + trailer.len(), "bytes to the client");
+    assert!(
+        down[..DOWN] == pattern(DOWN, 2)[..],
+        "server's bytes arrive intact and in order"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&down[DOWN..]),
+        trailer,
+        "the server received exactly the client's bytes, then answered the half-close"
+    );
+    let bout = (DOWN + trailer.len()) as u64;
+    // The log line is sent once the counters are updated.
+    log.until(&[&format!("{{}} fe be/s1 {{}}/{{}}/{{}} {bout} -- {{}}")]);
+    let st = show_stat(&s.stats_socket()).await;
+    for (px, sv) in [("fe", "FRONTEND"), ("be", "BACKEND"), ("be", "s1")] {
+        assert_eq!(st.num(px, sv, "bin"), UP as u64, "{px}/{sv} bin");
+        assert_eq!(st.num(px, sv, "bout"), bout, "{px}/{sv} bout");
+    }
+    let info = cli(&s.stats_socket(), "show info").await;
+    let spliced = info
+        .lines()
+        .find_map(|l| l.strip_prefix("TotalSplicdedBytesOut: "))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no TotalSplicdedBytesOut in {info}"));
+    (spliced, UP as u64 + bout)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bulk_both_ways_spliced() {
+    let (spliced, total) = bulk_both_ways("").await;
+    if cfg!(target_os = "linux") {
+        assert_eq!(spliced, total, "every byte went through a pipe");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bulk_both_ways_copied_with_nosplice() {
+    let (spliced, _) = bulk_both_ways("    nosplice").await;
+    assert_eq!(spliced, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn small_pipes_and_maxpipes_still_relay_everything() {
+    // Pipes of one page, and only one pipe for the whole process: the
+    // other direction's bursts go through a user-space buffer.
+    let (spliced, total) = bulk_both_ways("    tune.pipesize 4096\n    maxpipes 1").await;
+    if cfg!(target_os = "linux") {
+        assert!(0 < spliced && spliced <= total, "{spliced} of {total}");
+    }
+}
+
+/// A server that greets with "hi", reads about 1 MB, then resets the
+/// connection (RST, SO_LINGER 0) while the client is still sending.
+async fn resetting_server() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut s, _)) = l.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                let mut first = [0u8; 1];
+                if !matches!(s.read(&mut first).await, Ok(1)) {
+                    return;
+                }
+                let _ = s.write_all(b"hi").await;
+                let mut buf = vec![0u8; 64 * 1024];
+                let mut got = 1;
+                while got < 1 << 20 {
+                    match s.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => got += n,
+                    }
+                }
+                let _ = socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO));
+                drop(s);
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_reset_mid_transfer_closes_the_client_side() {
+    let server = resetting_server().await;
+    let log = Syslog::new();
+    let port = free_port();
+    let mut s = Sluice::start(&format!(
+        "global
+    stats socket @DIR@/stats.sock level admin
+    log {log} local0
+defaults
+    mode tcp
+    log global
+    option tcplog
+    option dontlognull
+    timeout connect 2s
+    timeout client 10s
+    timeout server 10s
+listen fe
+    bind 127.0.0.1:{port}
+    server s1 {server}
+",
+        log = log.addr()
+    ));
+    let c = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], port)))
+        .await
+        .unwrap();
+    let (mut r, mut w) = c.into_split();
+    // Sends until the connection breaks.
+    let writer = tokio::spawn(async move {
+        let chunk = pattern(256 * 1024, 3);
+        let mut sent = 0u64;
+        while w.write_all(&chunk).await.is_ok() {
+            sent += chunk.len() as u64;
+        }
+        sent
+    });
+    let mut down = Vec::new();
+    // The reset reaches the client as an end of stream (or a reset).
+    let _ = within(
+        Duration::from_secs(10),
+        "client side closed",
+        r.read_to_end(&mut down),
+    )
+    .await;
+    assert_eq!(down, b"hi");
+    drop(r);
+    let sent = within(Duration::from_secs(10), "client writes fail", writer)
+        .await
+        .unwrap();
+    let lines = log.until(&["{} fe fe/s1 {}/{}/{} 2 SD {}"]);
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    let st = show_stat(&s.stats_socket()).await;
+    let bin = st.num("fe", "s1", "bin");
+    assert!(
+        (1 << 20) <= bin && bin <= sent + (1 << 20),
+        "bin {bin}: at least what the server read, at most what was sent ({sent})"
+    );
+    assert_eq!(st.num("fe", "s1", "bout"), 2);
+    assert_eq!(st.num("fe", "FRONTEND", "scur"), 0);
+    assert_eq!(st.num("fe", "s1", "scur"), 0);
+    s.assert_running();
+}
