@@ -48,6 +48,7 @@ pub async fn serve_screened(
     mut peer: SocketAddr,
     mode: Mode,
     screen: Screen,
+    tls: Option<crate::listener::TlsAccept>,
 ) {
     let accepted = SystemTime::now();
     let limit = {
@@ -97,8 +98,5 @@ pub async fn serve_screened(
             return;
         }
     }
-    match mode {
-        Mode::Http => crate::http::service::serve_connection(client, stream, peer, true).await,
-        Mode::Tcp => crate::tcp::serve(client, stream, peer).await,
-    }
+    crate::listener::serve_accepted(client, stream, peer, mode, tls).await
 }

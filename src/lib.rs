@@ -22,3 +22,4 @@ pub mod stats;
 pub mod takeover;
 pub mod tcp;
 pub mod tcp_rules;
+pub mod tls;

@@ -17,6 +17,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use crate::backend::FrontendState;
 use crate::config::model::Mode;
 use crate::runtime::Runtime;
+use crate::tls::Stream;
 
 /// Accept backlog of every listener.
 const BACKLOG: i32 = 1024;
@@ -163,23 +164,82 @@ async fn accept_loop(
             // Unusable socket: dropping it closes the connection.
             Err(_) => continue,
         };
-        let (client, mode, screen) =
+        let (client, mode, screen, tls) =
             ClientConn::open(&rt, &binding.frontend, permits, &stream, peer, ctl.addr);
         if let Some(screen) = screen {
             tokio::spawn(crate::accept::serve_screened(
-                client, stream, peer, mode, screen,
+                client, stream, peer, mode, screen, tls,
             ));
             continue;
         }
-        match mode {
-            Mode::Http => {
-                tokio::spawn(crate::http::service::serve_connection(
-                    client, stream, peer, true,
-                ));
+        tokio::spawn(serve_accepted(client, stream, peer, mode, tls));
+    }
+}
+
+/// Serves a connection once accepted and screened (PROXY header, `tcp-request
+/// connection` rules): TLS first on a `bind ... ssl` listener.
+pub(crate) async fn serve_accepted(
+    client: ClientConn,
+    stream: TcpStream,
+    peer: SocketAddr,
+    mode: Mode,
+    tls: Option<TlsAccept>,
+) {
+    match (tls, mode) {
+        (None, Mode::Http) => {
+            crate::http::service::serve_connection(client, Stream::Tcp(stream), peer, true, None)
+                .await
+        }
+        (None, Mode::Tcp) => crate::tcp::serve(client, stream, peer).await,
+        (Some(tls), mode) => tls_accept(client, stream, peer, tls, mode).await,
+    }
+}
+
+/// The TLS handshake of a client on a `bind ... ssl` listener, then the
+/// connection is served as any other. A failed handshake is counted
+/// (`ssl_failed_handshake`) and logged; the connection just closes.
+async fn tls_accept(
+    client: ClientConn,
+    stream: TcpStream,
+    peer: SocketAddr,
+    tls: TlsAccept,
+    mode: Mode,
+) {
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls.config);
+    let handshake = crate::http::io::with_timeout(tls.handshake_timeout, acceptor.accept(stream));
+    let fe = client.fe_state().cloned();
+    let counters = fe.as_ref().map(|s| &s.counters);
+    match handshake.await {
+        Some(Ok(tls)) => {
+            if let Some(c) = counters {
+                c.ssl_sess.fetch_add(1, Relaxed);
             }
-            Mode::Tcp => {
-                tokio::spawn(crate::tcp::serve(client, stream, peer));
+            let facts = Box::new(crate::tls::TlsFacts::of(tls.get_ref().1));
+            let stream = Stream::Tls(Box::new(tokio_rustls::TlsStream::Server(tls)));
+            match mode {
+                Mode::Http => {
+                    crate::http::service::serve_connection(client, stream, peer, true, Some(facts))
+                        .await
+                }
+                // TLS termination in `mode tcp` is not done yet: closed.
+                Mode::Tcp => {
+                    drop(stream);
+                    tracing::warn!(
+                        "frontend {}: 'ssl' on a 'mode tcp' frontend is not supported yet, connection closed",
+                        client.frontend
+                    );
+                }
             }
+        }
+        failed => {
+            if let Some(c) = counters {
+                c.ssl_failed_handshake.fetch_add(1, Relaxed);
+            }
+            let (reason, empty) = match failed {
+                Some(Err(e)) => (e.to_string(), e.kind() == std::io::ErrorKind::UnexpectedEof),
+                _ => ("timeout".to_string(), false),
+            };
+            crate::log::emit_handshake_failure(&client.rt, &client.frontend, peer, &reason, empty);
         }
     }
 }
@@ -250,6 +310,13 @@ pub struct ClientConn {
     dst: Option<Box<SocketAddr>>,
 }
 
+/// The TLS of a `bind ... ssl` listener, for an accepted connection.
+pub struct TlsAccept {
+    config: Arc<rustls::ServerConfig>,
+    /// The handshake's bound: `timeout client`.
+    handshake_timeout: Option<std::time::Duration>,
+}
+
 impl ClientConn {
     /// Counts a new connection on `frontend` (accepted on `local`); also
     /// says which mode the frontend runs in, and what has to screen the
@@ -261,8 +328,8 @@ impl ClientConn {
         stream: &tokio::net::TcpStream,
         peer: std::net::SocketAddr,
         local: SocketAddr,
-    ) -> (Self, Mode, Option<crate::accept::Screen>) {
-        let (fe_state, mode, fe_iid, screen) =
+    ) -> (Self, Mode, Option<crate::accept::Screen>, Option<TlsAccept>) {
+        let (fe_state, mode, fe_iid, screen, tls) =
             rt.with_snapshot(
                 |snap| match snap.frontends().find(|f| *f.name == **frontend) {
                     Some(f) => {
@@ -274,9 +341,16 @@ impl ClientConn {
                             f.mode,
                             f.iid,
                             crate::accept::Screen::of(f, local),
+                            f.tls_binds
+                                .iter()
+                                .find(|(a, _)| *a == local)
+                                .map(|(_, c)| TlsAccept {
+                                    config: c.clone(),
+                                    handshake_timeout: f.timeouts.client,
+                                }),
                         )
                     }
-                    None => (None, Mode::Http, 0, None),
+                    None => (None, Mode::Http, 0, None, None),
                 },
             );
         let p = &rt.process;
@@ -301,7 +375,7 @@ impl ClientConn {
         {
             client.start_session(st);
         }
-        (client, mode, screen)
+        (client, mode, screen, tls)
     }
 
     /// The address the client connected to, when a PROXY header said it.
@@ -311,6 +385,11 @@ impl ClientConn {
 
     pub fn set_dst(&mut self, dst: SocketAddr) {
         self.dst = Some(Box::new(dst));
+    }
+
+    /// The frontend's state, once the connection is one of its sessions.
+    pub fn fe_state(&self) -> Option<&Arc<FrontendState>> {
+        self.fe_state.as_ref()
     }
 
     /// Counts the connection as a session of its frontend (`st`).

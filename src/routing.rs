@@ -39,6 +39,10 @@ pub struct ProxyRt {
 pub struct FrontendRt {
     pub name: String,
     pub iid: u32,
+    /// The TLS configuration of each `bind ... ssl` address (a listener
+    /// finds its own here at each accept, so a reload's certificates serve
+    /// the next handshake).
+    pub tls_binds: Vec<(std::net::SocketAddr, Arc<rustls::ServerConfig>)>,
     /// Largest request head (tune.bufsize - tune.maxrewrite).
     pub max_head: usize,
     /// `tune.bufsize`: how much of a refused request is captured.
@@ -191,7 +195,14 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
             .map(|(j, s)| {
                 let params = s.check.unwrap_or_default();
                 let fresh = !state.has_server(&s.name);
-                let st = state.server(&s.name, s.addr, s.check.is_some(), params.rise, params.fall);
+                let st = state.server(
+                    &s.name,
+                    s.addr,
+                    s.tls.as_ref(),
+                    s.check.is_some(),
+                    params.rise,
+                    params.fall,
+                );
                 st.weight
                     .store(s.weight, std::sync::atomic::Ordering::Relaxed);
                 st.maxconn
@@ -332,6 +343,7 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
             Arc::new(FrontendRt {
                 name: p.name.clone(),
                 iid,
+                tls_binds: tls_binds(p),
                 max_head: config.global.max_head(),
                 bufsize: config.global.bufsize(),
                 splice: config.global.splice(),
@@ -495,4 +507,21 @@ impl Snapshot {
     pub fn backend(&self, name: &str) -> Option<&Arc<BackendRt>> {
         self.backends().find(|b| b.name == name)
     }
+}
+
+/// The TLS configurations of a proxy's listening addresses.
+fn tls_binds(
+    p: &crate::config::model::Proxy,
+) -> Vec<(std::net::SocketAddr, Arc<rustls::ServerConfig>)> {
+    let mut out = Vec::new();
+    for b in &p.binds {
+        let Some(tls) = &b.tls else { continue };
+        for a in &b.addrs {
+            out.push((*a, tls.clone()));
+        }
+        if let Some(a) = b.fd.and_then(crate::listener::inherited_addr) {
+            out.push((a, tls.clone()));
+        }
+    }
+    out
 }

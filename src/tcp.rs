@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::tls::Stream;
+
 use crate::backend::retry::{self, Retries, Seat};
 use crate::balance::{self, PickError};
 use crate::listener::ClientConn;
@@ -126,7 +128,7 @@ pub async fn serve(client: ClientConn, stream: TcpStream, peer: SocketAddr) {
     bc.session_start();
     let mut tries = Retries::default();
     let connecting = Instant::now();
-    let connected = retry::connect(&be, &key, &mut seat, &mut tries).await;
+    let connected = retry::connect(&be, &key, &mut seat, &mut tries, None).await;
     rec.retries = tries.done;
     rec.redispatched = tries.redispatched;
     // The server that accepted, or the last one tried (a redispatch may
@@ -144,7 +146,15 @@ pub async fn serve(client: ClientConn, stream: TcpStream, peer: SocketAddr) {
                 _ => rec.term(b'S', b'C'),
             }
         }
-        Ok(mut upstream) => {
+        // TLS to servers in `mode tcp` is not done yet.
+        Ok(Stream::Tls(_)) => {
+            tracing::warn!(
+                "backend {}: 'ssl' servers in 'mode tcp' are not supported yet, connection closed",
+                be.name
+            );
+            rec.term(b'S', b'C');
+        }
+        Ok(Stream::Tcp(mut upstream)) => {
             rec.t_connect = ms(connecting.elapsed());
             // `on-marked-down shutdown-sessions` (or an active server's
             // `on-marked-up shutdown-backup-sessions`) ends the connection.
@@ -253,6 +263,23 @@ pub struct Relayed {
 /// Linux the bytes go through the kernel with splice(2) unless `tune` says
 /// `nosplice` (see [`crate::splice`]).
 pub async fn relay(
+    a: &mut Stream,
+    b: &mut Stream,
+    a_idle: Option<Duration>,
+    b_idle: Option<Duration>,
+    tune: crate::splice::Tune,
+) -> (u64, u64) {
+    if let (Stream::Tcp(a), Stream::Tcp(b)) = (&mut *a, &mut *b) {
+        return relay_tcp(a, b, a_idle, b_idle, tune).await;
+    }
+    // TLS on a side: its read and write halves share the TLS session.
+    let (ar, aw) = tokio::io::split(a);
+    let (br, bw) = tokio::io::split(b);
+    let (ab, ba) = tokio::join!(pump(ar, bw, a_idle), pump(br, aw, b_idle));
+    (ab.bytes, ba.bytes)
+}
+
+async fn relay_tcp(
     a: &mut TcpStream,
     b: &mut TcpStream,
     a_idle: Option<Duration>,

@@ -44,6 +44,7 @@ fn every_supported_keyword_is_documented() {
     assert_documented(&p, "Proxy keywords", kw::PROXY_SUPPORTED, "");
     assert_documented(&p, "Options", kw::OPTIONS_SUPPORTED, "option ");
     assert_documented(&p, "Server options", kw::SERVER_SUPPORTED, "");
+    assert_documented(&p, "Bind options", kw::BIND_SUPPORTED, "");
     assert_documented(
         &p,
         "http-request actions",

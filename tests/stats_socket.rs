@@ -33,6 +33,7 @@ fn config() -> Config {
         id: None,
         cookie: None,
         loc: loc(),
+        tls: None,
     }];
     cfg.proxies = vec![be];
     cfg

@@ -18,6 +18,10 @@ pub trait RequestView {
     fn payload(&self) -> &[u8] {
         b""
     }
+    /// The client connection's TLS (None: plain TCP).
+    fn tls(&self) -> Option<&crate::tls::TlsFacts> {
+        None
+    }
 }
 
 /// One named ACL with all its `acl` lines merged (they OR together).
@@ -141,6 +145,16 @@ impl AclTest {
             }
             Fetch::ReqSslHelloType => crate::tcp_rules::ssl_hello_type(req.payload())
                 .is_some_and(|t| self.match_bytes(t.to_string().as_bytes())),
+            Fetch::SslFc => req.tls().is_some(),
+            Fetch::SslCUsed => req.tls().is_some_and(|t| t.client_cert),
+            Fetch::SslFcSni => match req.tls().and_then(|t| t.sni.as_deref()) {
+                Some(sni) => self.match_bytes(sni.as_bytes()),
+                None => false,
+            },
+            Fetch::SslFcProtocol => match req.tls() {
+                Some(t) => self.match_bytes(t.protocol.as_bytes()),
+                None => false,
+            },
             Fetch::Method => self.match_bytes(req.method()),
             Fetch::Url => self.match_bytes(req.target()),
             Fetch::Path => self.match_bytes(path_of(req.target())),
@@ -181,7 +195,7 @@ impl AclTest {
                     sample.len() >= pat.len() && eq(&sample[sample.len() - pat.len()..], pat)
                 }
                 MatchMethod::Sub => pat.is_empty() || sample.windows(pat.len()).any(|w| eq(w, pat)),
-                MatchMethod::Ip => false,
+                MatchMethod::Ip | MatchMethod::Bool => false,
             }
         })
     }

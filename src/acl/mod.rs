@@ -31,6 +31,14 @@ pub enum Fetch {
     /// `req.ssl_hello_type`: the handshake type of the first TLS record
     /// (1 = ClientHello), matched as a decimal string.
     ReqSslHelloType,
+    /// `ssl_fc`: the client connection is TLS (boolean).
+    SslFc,
+    /// `ssl_fc_sni`: the SNI the client sent.
+    SslFcSni,
+    /// `ssl_fc_protocol`: `TLSv1.2` / `TLSv1.3`.
+    SslFcProtocol,
+    /// `ssl_c_used`: the client presented a certificate (boolean).
+    SslCUsed,
 }
 
 /// How the fetched sample is compared with the patterns.
@@ -38,6 +46,8 @@ pub enum Fetch {
 pub enum MatchMethod {
     /// Exact string equality.
     Str,
+    /// A boolean sample: true matches (patterns are not used).
+    Bool,
     /// Sample begins with the pattern.
     Beg,
     /// Sample ends with the pattern.

@@ -47,9 +47,6 @@ const UNSUPPORTED_FETCHES: &[&str] = &[
     "req.len",
     "req.payload",
     "src_port",
-    "ssl_fc",
-    "ssl_fc_sni",
-    "ssl_c_used",
     "url_dir",
     "url_dom",
     "url_ip",
@@ -123,6 +120,10 @@ fn fetch_of(criterion: &str) -> Result<(Fetch, MatchMethod), String> {
         "req.ssl_hello_type" | "req_ssl_hello_type" => {
             no_arg(Fetch::ReqSslHelloType, MatchMethod::Str)
         }
+        "ssl_fc" => no_arg(Fetch::SslFc, MatchMethod::Bool),
+        "ssl_c_used" => no_arg(Fetch::SslCUsed, MatchMethod::Bool),
+        "ssl_fc_sni" => no_arg(Fetch::SslFcSni, MatchMethod::Str),
+        "ssl_fc_protocol" => no_arg(Fetch::SslFcProtocol, MatchMethod::Str),
         _ if UNSUPPORTED_FETCHES.contains(&kw) => Err(format!(
             "fetch method '{kw}' is not supported by sluice yet in ACL expression '{criterion}'"
         )),
@@ -140,7 +141,8 @@ fn match_method(name: &str) -> Result<MatchMethod, String> {
         "end" => Ok(MatchMethod::End),
         "sub" => Ok(MatchMethod::Sub),
         "ip" => Ok(MatchMethod::Ip),
-        "found" | "bool" | "int" | "bin" | "len" | "reg" | "dir" | "dom" => Err(format!(
+        "bool" => Ok(MatchMethod::Bool),
+        "found" | "int" | "bin" | "len" | "reg" | "dir" | "dom" => Err(format!(
             "match method '{name}' is not supported by sluice yet"
         )),
         _ => Err(format!("unknown pattern matching method '{name}'")),
@@ -224,11 +226,15 @@ pub fn parse_acl(name: &str, words: &[String], loc: Loc) -> Result<AclDef, Strin
     }
     // Matchers that cannot read the fetched sample type.
     let is_ip_fetch = fetch == Fetch::Src;
-    if is_ip_fetch != (matcher == MatchMethod::Ip) {
+    let is_bool_fetch = matches!(fetch, Fetch::SslFc | Fetch::SslCUsed);
+    if is_ip_fetch != (matcher == MatchMethod::Ip)
+        || is_bool_fetch != (matcher == MatchMethod::Bool)
+    {
         return Err(format!(
             "matching method '{}' cannot be used with fetch '{criterion}'",
             match matcher {
                 MatchMethod::Ip => "ip",
+                MatchMethod::Bool => "bool",
                 MatchMethod::Str | MatchMethod::Method => "str",
                 MatchMethod::Beg => "beg",
                 MatchMethod::End => "end",

@@ -264,6 +264,10 @@ pub struct Counters {
     /// Connection attempts to servers / reuses of idle ones.
     pub connect: AtomicU64,
     pub reuse: AtomicU64,
+    /// TLS handshakes completed / failed (frontend: with clients; server
+    /// and backend: with servers).
+    pub ssl_sess: AtomicU64,
+    pub ssl_failed_handshake: AtomicU64,
     /// Unix time of the last session, 0 = never.
     pub last_sess: AtomicU64,
     pub sess_rate: FreqCtr,

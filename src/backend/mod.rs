@@ -117,7 +117,7 @@ impl ServerState {
             admin: AtomicU8::new(0),
             inflight: AtomicU32::new(0),
             maxconn: AtomicU32::new(0),
-            pool: ArcSwap::from_pointee(Pool::new(addr)),
+            pool: ArcSwap::from_pointee(Pool::new(addr, None)),
             checker: AtomicBool::new(false),
             waiters: AtomicU32::new(0),
             released: tokio::sync::Notify::new(),
@@ -227,8 +227,9 @@ impl ServerState {
     /// connections closed; requests in flight finish.
     pub fn retire(&self) {
         self.retired.store(true, Relaxed);
-        let addr = self.addr();
-        self.pool.store(Arc::new(Pool::new(addr)));
+        let old = self.pool.load();
+        self.pool
+            .store(Arc::new(Pool::new(old.addr(), old.tls().cloned())));
     }
 
     /// Ends the sessions this server serves now (they must have seen
@@ -245,7 +246,8 @@ impl ServerState {
     /// `set server .. addr`: new connections go to `addr`; idle connections
     /// to the old address are dropped with the old pool.
     pub fn set_addr(&self, addr: SocketAddr) {
-        self.pool.store(Arc::new(Pool::new(addr)));
+        let tls = self.pool.load().tls().cloned();
+        self.pool.store(Arc::new(Pool::new(addr, tls)));
     }
 }
 
@@ -280,10 +282,12 @@ impl BackendState {
     /// The state of server `name`, created on first use. An address change
     /// gives the server a fresh pool (idle connections to the old address
     /// must not be reused); everything else is kept.
+    #[allow(clippy::too_many_arguments)]
     pub fn server(
         &self,
         name: &str,
         addr: SocketAddr,
+        tls: Option<&Arc<crate::tls::upstream::UpstreamTls>>,
         checked: bool,
         rise: u32,
         fall: u32,
@@ -297,8 +301,8 @@ impl BackendState {
                 ))
             })
             .clone();
-        if s.addr() != addr {
-            s.pool.store(Arc::new(Pool::new(addr)));
+        if !s.pool.load().same_peer(addr, tls) {
+            s.pool.store(Arc::new(Pool::new(addr, tls.cloned())));
         }
         // Back in a configuration after a reload had removed it.
         s.retired.store(false, Relaxed);

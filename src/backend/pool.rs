@@ -1,25 +1,56 @@
-//! Idle keep-alive connections to one server address.
+//! Idle keep-alive connections to one server, and new connections to it.
+//!
+//! A pool stands for one peer identity: the address and, for TLS, the
+//! verification, CA, client certificate, ALPN and SNI settings (see
+//! [`UpstreamTls::identity`]). A change of any of them gives the server a
+//! new pool, so connections made under other settings are never reused.
+//! With an SNI taken from the request, each idle connection also carries
+//! the name it was opened for and is only reused for that name.
 
 use std::net::SocketAddr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::net::TcpStream;
 
 use super::lock;
+use crate::tls::Stream;
+use crate::tls::upstream::{SniSpec, UpstreamTls};
 
 /// How many idle connections one server keeps at most.
 const MAX_IDLE: usize = 1024;
 
 #[derive(Debug)]
+struct Idle {
+    stream: Stream,
+    /// The SNI it was opened with, when the SNI comes from the request.
+    sni: Option<Box<str>>,
+}
+
+#[derive(Debug)]
 pub struct Pool {
     addr: SocketAddr,
-    idle: Mutex<Vec<TcpStream>>,
+    tls: Option<Arc<UpstreamTls>>,
+    idle: Mutex<Vec<Idle>>,
+}
+
+/// Why a new connection to a server failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// The TCP connection (a timeout is `ErrorKind::TimedOut`).
+    #[error("{0}")]
+    Tcp(std::io::Error),
+    #[error("SSL handshake failure ({0})")]
+    Tls(std::io::Error),
+    #[error("SSL handshake timeout")]
+    TlsTimeout,
 }
 
 impl Pool {
-    pub fn new(addr: SocketAddr) -> Self {
+    pub fn new(addr: SocketAddr, tls: Option<Arc<UpstreamTls>>) -> Self {
         Pool {
             addr,
+            tls,
             idle: Mutex::new(Vec::new()),
         }
     }
@@ -28,32 +59,89 @@ impl Pool {
         self.addr
     }
 
+    pub fn tls(&self) -> Option<&Arc<UpstreamTls>> {
+        self.tls.as_ref()
+    }
+
+    /// Whether this pool stands for the same peer as (`addr`, `tls`).
+    pub fn same_peer(&self, addr: SocketAddr, tls: Option<&Arc<UpstreamTls>>) -> bool {
+        self.addr == addr
+            && match (&self.tls, tls) {
+                (None, None) => true,
+                (Some(a), Some(b)) => a.identity == b.identity,
+                _ => false,
+            }
+    }
+
+    /// The SNI a request with Host `host` gets on this pool's connections,
+    /// when it depends on the request (None otherwise).
+    pub fn request_sni<'a>(&'a self, host: Option<&'a [u8]>) -> Option<&'a str> {
+        let t = self.tls.as_ref()?;
+        match t.sni {
+            Some(SniSpec::Host) => t.sni_for(host),
+            _ => None,
+        }
+    }
+
     pub fn idle_count(&self) -> usize {
         lock(&self.idle).len()
     }
 
-    /// An idle connection that is still clean, most recently used first.
+    /// An idle connection that is still clean, most recently used first,
+    /// opened for `sni` when the SNI depends on the request.
     ///
     /// Each candidate is probed with a real `recv(MSG_PEEK)`: the reactor's
     /// readiness flag may not have caught up with bytes that arrived while
     /// the connection sat here, and a stray response read as the answer to
     /// the next request would hand one client another's response. A
     /// connection the server closed, or that holds unsolicited bytes, is
-    /// dropped.
-    pub fn take(&self) -> Option<TcpStream> {
+    /// dropped. (On TLS the probe sees records, e.g. a close_notify, the
+    /// same way.)
+    pub fn take(&self, sni: Option<&str>) -> Option<Stream> {
         loop {
-            let conn = lock(&self.idle).pop()?;
-            if is_clean(&conn) {
-                return Some(conn);
+            let conn = {
+                let mut idle = lock(&self.idle);
+                let pos = idle.iter().rposition(|c| c.sni.as_deref() == sni)?;
+                idle.remove(pos)
+            };
+            if is_clean(conn.stream.tcp()) {
+                return Some(conn.stream);
             }
         }
     }
 
     /// Keeps `conn` for reuse (up to the idle limit).
-    pub fn put(&self, conn: TcpStream) {
+    pub fn put(&self, stream: Stream, sni: Option<&str>) {
         let mut idle = lock(&self.idle);
         if idle.len() < MAX_IDLE {
-            idle.push(conn);
+            idle.push(Idle {
+                stream,
+                sni: sni.map(Into::into),
+            });
+        }
+    }
+
+    /// A new connection to the server: TCP, then the TLS handshake when
+    /// the server has `ssl` (`host`: the request's Host, for an SNI taken
+    /// from it). `timeout` bounds each step (`timeout connect`);
+    /// `keepalive`: TCP keep-alive probes (`option srvtcpka`).
+    pub async fn connect(
+        &self,
+        timeout: Option<Duration>,
+        keepalive: bool,
+        host: Option<&[u8]>,
+    ) -> Result<Stream, ConnectError> {
+        let tcp = super::retry::connect_once(self.addr, timeout, keepalive)
+            .await
+            .map_err(ConnectError::Tcp)?;
+        let Some(tls) = &self.tls else {
+            return Ok(Stream::Tcp(tcp));
+        };
+        let sni = tls.sni_for(host);
+        match crate::http::io::with_timeout(timeout, tls.handshake(tcp, self.addr, sni)).await {
+            None => Err(ConnectError::TlsTimeout),
+            Some(Err(e)) => Err(ConnectError::Tls(e)),
+            Some(Ok(s)) => Ok(s),
         }
     }
 }
@@ -73,4 +161,38 @@ fn is_clean(conn: &TcpStream) -> bool {
         )
     };
     n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::WouldBlock
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tls::upstream::ServerTlsOpts;
+
+    fn tls(sni: &str) -> Arc<UpstreamTls> {
+        let opts = ServerTlsOpts {
+            enabled: true,
+            verify_required: false,
+            sni: Some(SniSpec::Fixed(sni.to_string())),
+            ..Default::default()
+        };
+        match UpstreamTls::new(&opts, &mut Vec::new()) {
+            Ok(t) => Arc::new(t),
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn a_pool_stands_for_one_peer_identity() {
+        let addr: SocketAddr = ([127, 0, 0, 1], 443).into();
+        let other: SocketAddr = ([127, 0, 0, 1], 444).into();
+        let a = tls("a.test");
+        let pool = Pool::new(addr, Some(a.clone()));
+        assert!(pool.same_peer(addr, Some(&a)));
+        assert!(pool.same_peer(addr, Some(&tls("a.test"))), "same settings");
+        assert!(!pool.same_peer(other, Some(&a)), "another address");
+        assert!(!pool.same_peer(addr, None), "plain TCP");
+        assert!(!pool.same_peer(addr, Some(&tls("b.test"))), "another SNI");
+        assert!(!Pool::new(addr, None).same_peer(addr, Some(&a)));
+        assert!(Pool::new(addr, None).same_peer(addr, None));
+    }
 }

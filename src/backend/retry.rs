@@ -16,10 +16,12 @@ use std::time::Duration;
 
 use tokio::net::TcpStream;
 
+use super::pool::ConnectError as PoolError;
 use super::{Counters, ServerState, SlotGuard};
 use crate::balance::{self, LbKey, PickError};
 use crate::config::model::RetryOn;
 use crate::routing::BackendRt;
+use crate::tls::Stream;
 
 fn add(c: &AtomicU64) {
     c.fetch_add(1, Relaxed);
@@ -227,20 +229,42 @@ fn active_servers(be: &BackendRt) -> usize {
 /// the policy says. Counts `connect` per attempt and `econ` (on the last
 /// server and the backend) when it gives up, as HAProxy counts
 /// `failed_conns`; each failure feeds `observe layer4`.
+///
+/// A server with `ssl` is connected over TLS (`host`: the request's Host,
+/// for an SNI taken from it); a failed handshake is a failed connection,
+/// also counted in `ssl_failed_handshake` and logged with its reason.
 pub async fn connect(
     be: &Arc<BackendRt>,
     key: &LbKey<'_>,
     seat: &mut Seat,
     tries: &mut Retries,
-) -> Result<TcpStream, ConnectError> {
+    host: Option<&[u8]>,
+) -> Result<Stream, ConnectError> {
     loop {
         seat.attempt();
         let server = seat.server.clone();
         add(&server.counters.connect);
         add(&be.state.counters.connect);
-        let timed_out = match connect_once(server.addr(), be.timeouts.connect, be.tcpka).await {
-            Ok(s) => return Ok(s),
-            Err(e) => e.kind() == std::io::ErrorKind::TimedOut,
+        let pool = server.pool.load_full();
+        let timed_out = match pool.connect(be.timeouts.connect, be.tcpka, host).await {
+            Ok(s) => {
+                if s.is_tls() {
+                    add(&server.counters.ssl_sess);
+                    add(&be.state.counters.ssl_sess);
+                }
+                return Ok(s);
+            }
+            Err(e @ (PoolError::Tls(_) | PoolError::TlsTimeout)) => {
+                add(&server.counters.ssl_failed_handshake);
+                add(&be.state.counters.ssl_failed_handshake);
+                tracing::warn!(
+                    "Connection to server {}/{} failed: {e}.",
+                    be.name,
+                    server.name
+                );
+                matches!(e, PoolError::TlsTimeout)
+            }
+            Err(PoolError::Tcp(e)) => e.kind() == std::io::ErrorKind::TimedOut,
         };
         if server.observe.load(Relaxed) != 0 {
             crate::health::observe(be, &server, Some("Connection error"));

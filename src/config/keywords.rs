@@ -52,22 +52,22 @@ pub const GLOBAL_SUPPORTED: &[&str] = &[
     "tune.pipesize",
     "nosplice",
     "maxpipes",
-];
-
-pub const GLOBAL_UNSUPPORTED: &[&str] = &[
-    "log-send-hostname",
-    "master-worker",
     "ssl-default-bind-ciphers",
     "ssl-default-bind-ciphersuites",
     "ssl-default-bind-options",
     "ssl-default-server-ciphers",
     "ssl-default-server-ciphersuites",
     "ssl-default-server-options",
-    "ssl-dh-param-file",
     "ssl-server-verify",
-    "ssl-engine",
     "ca-base",
     "crt-base",
+];
+
+pub const GLOBAL_UNSUPPORTED: &[&str] = &[
+    "log-send-hostname",
+    "master-worker",
+    "ssl-dh-param-file",
+    "ssl-engine",
     "lua-load",
     "lua-prepend-path",
     "spread-checks",
@@ -371,16 +371,21 @@ pub const SERVER_SUPPORTED: &[&str] = &[
     "observe",
     "error-limit",
     "on-error",
-];
-
-pub const SERVER_UNSUPPORTED: &[&str] = &[
     "ssl",
     "verify",
-    "verifyhost",
     "ca-file",
     "crt",
     "sni",
     "alpn",
+    "no-ssl",
+    "ciphers",
+    "ciphersuites",
+    "ssl-min-ver",
+    "ssl-max-ver",
+];
+
+pub const SERVER_UNSUPPORTED: &[&str] = &[
+    "verifyhost",
     "proto",
     "agent-check",
     "agent-port",
@@ -398,7 +403,6 @@ pub const SERVER_UNSUPPORTED: &[&str] = &[
     "check-sni",
     "check-alpn",
     "check-proto",
-    "no-ssl",
     "redir",
     "source",
     "namespace",
@@ -414,8 +418,6 @@ pub const SERVER_UNSUPPORTED: &[&str] = &[
     "stick",
     "tcp-ut",
     "allow-0rtt",
-    "ciphers",
-    "ciphersuites",
     "check-via-socks4",
     "health-check",
     "force-sslv3",
@@ -428,26 +430,56 @@ pub const SERVER_UNSUPPORTED: &[&str] = &[
     "no-tlsv11",
     "no-tlsv12",
     "no-tlsv13",
-    "ssl-min-ver",
-    "ssl-max-ver",
     "ssl-reuse",
     "no-ssl-reuse",
     "npn",
     "crl-file",
 ];
 
-/// Options of a `bind` line sluice takes.
-pub const BIND_SUPPORTED: &[&str] = &["accept-proxy"];
-
-pub const BIND_UNSUPPORTED: &[&str] = &[
+/// Options of a `bind` line sluice takes (PROXY protocol, TLS termination).
+pub const BIND_SUPPORTED: &[&str] = &[
+    "accept-proxy",
     "ssl",
     "crt",
     "crt-list",
     "alpn",
+    "ssl-min-ver",
+    "ssl-max-ver",
+    "ciphers",
+    "ciphersuites",
+    "verify",
+    "ca-file",
+    "name",
+    "no-sslv3",
+    "no-tlsv10",
+    "no-tlsv11",
+    "no-tlsv12",
+    "no-tlsv13",
+    "no-tls-tickets",
+    "force-tlsv12",
+    "prefer-client-ciphers",
+    "strict-sni",
+];
+
+/// The TLS options of a `server` line (also in [`SERVER_SUPPORTED`]).
+pub const SERVER_TLS: &[&str] = &[
+    "ssl",
+    "no-ssl",
+    "verify",
+    "ca-file",
+    "crt",
+    "sni",
+    "alpn",
+    "ssl-min-ver",
+    "ssl-max-ver",
+    "ciphers",
+    "ciphersuites",
+];
+
+pub const BIND_UNSUPPORTED: &[&str] = &[
     "npn",
     "accept-netscaler-cip",
     "maxconn",
-    "name",
     "id",
     "process",
     "thread",
@@ -470,20 +502,9 @@ pub const BIND_UNSUPPORTED: &[&str] = &[
     "namespace",
     "mss",
     "tcp-ut",
-    "ca-file",
-    "verify",
-    "ciphers",
-    "ciphersuites",
     "curves",
     "ecdhe",
-    "strict-sni",
-    "no-sslv3",
-    "no-tlsv10",
-    "no-tlsv11",
-    "ssl-min-ver",
-    "ssl-max-ver",
     "allow-0rtt",
-    "prefer-client-ciphers",
     "proto",
     "quic-cc-algo",
     "generate-certificates",

@@ -75,6 +75,26 @@ pub struct Global {
     pub tune_maxrewrite: Option<u32>,
     /// `nosplice`, `tune.pipesize`, `maxpipes`.
     pub splice: crate::splice::Tune,
+    /// TLS defaults: `ssl-default-bind-options` (words, applied before
+    /// each bind line's own), `ssl-default-bind-ciphers` /
+    /// `-ciphersuites`, their `server` twins, `ssl-server-verify`,
+    /// `crt-base` / `ca-base`.
+    pub ssl: GlobalSsl,
+}
+
+/// The TLS defaults of the global section.
+#[derive(Debug, Clone, Default)]
+pub struct GlobalSsl {
+    pub bind_options: Vec<String>,
+    pub bind_ciphers: Option<String>,
+    pub bind_ciphersuites: Option<String>,
+    pub server_options: Vec<String>,
+    pub server_ciphers: Option<String>,
+    pub server_ciphersuites: Option<String>,
+    /// `ssl-server-verify none`: servers are not verified by default.
+    pub server_verify_none: bool,
+    pub crt_base: Option<PathBuf>,
+    pub ca_base: Option<PathBuf>,
 }
 
 impl Global {
@@ -449,6 +469,8 @@ pub struct Bind {
     pub loc: Loc,
     /// `accept-proxy`: connections start with a PROXY protocol header.
     pub accept_proxy: bool,
+    /// `ssl`: the listener's TLS configuration, certificates loaded.
+    pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
 }
 
 /// What a `tcp-request connection|content` rule does when it applies.
@@ -688,6 +710,8 @@ pub struct Server {
     /// `cookie <value>`: the persistence cookie value naming this server.
     pub cookie: Option<String>,
     pub loc: Loc,
+    /// `ssl`: TLS to the server.
+    pub tls: Option<std::sync::Arc<crate::tls::upstream::UpstreamTls>>,
 }
 
 /// `observe layer4|layer7`: passive health from live traffic.

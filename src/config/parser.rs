@@ -22,6 +22,7 @@ mod cookiekw;
 mod lbkw;
 mod legacykw;
 mod retrykw;
+mod sslkw;
 mod tcpkw;
 
 /// A server whose host still has to be resolved (after validation).
@@ -69,6 +70,8 @@ pub struct ServerDefaults {
     pub id: Option<u32>,
     /// `cookie <value>`.
     pub cookie: Option<String>,
+    /// `ssl` and its options (None: plain TCP).
+    pub tls: Option<crate::tls::upstream::ServerTlsOpts>,
 }
 
 impl Default for ServerDefaults {
@@ -84,6 +87,7 @@ impl Default for ServerDefaults {
             },
             id: None,
             cookie: None,
+            tls: None,
         }
     }
 }
@@ -832,6 +836,15 @@ impl<'r> State<'r> {
                 Ok(t) => self.global.log.tag = Some(t),
                 Err(e) => self.alert(loc, e),
             },
+            "ssl-default-bind-options"
+            | "ssl-default-bind-ciphers"
+            | "ssl-default-bind-ciphersuites"
+            | "ssl-default-server-options"
+            | "ssl-default-server-ciphers"
+            | "ssl-default-server-ciphersuites"
+            | "ssl-server-verify"
+            | "crt-base"
+            | "ca-base" => self.global_ssl(loc, words),
             _ if k.starts_with("tune.") || kw::GLOBAL_UNSUPPORTED.contains(&k) => {
                 self.unsupported(loc, k)
             }
@@ -1467,37 +1480,10 @@ impl<'r> State<'r> {
                 "'bind' expects {<path>|[addr1]:port1[-end1]}{,[addr]:port[-end]}... as arguments.",
             );
         };
-        let mut ok = true;
-        let mut accept_proxy = false;
-        // The bind options ([`kw::BIND_SUPPORTED`]).
-        for param in &words[2..] {
-            match param.as_str() {
-                "accept-proxy" => accept_proxy = true,
-                p if kw::BIND_UNSUPPORTED.contains(&p) => {
-                    ok = false;
-                    self.alert(
-                        loc,
-                        format!("'bind {text}' : '{param}' option is not supported by sluice yet"),
-                    );
-                    break;
-                }
-                _ => {
-                    ok = false;
-                    let sugg = suggest::suffix(
-                        param,
-                        kw::BIND_SUPPORTED
-                            .iter()
-                            .chain(kw::BIND_UNSUPPORTED)
-                            .copied(),
-                    );
-                    self.alert(
-                        loc,
-                        format!("'bind {text}' unknown keyword '{param}'{sugg}"),
-                    );
-                    break;
-                }
-            }
-        }
+        let (mut ok, tls, accept_proxy) = match self.bind_options(loc, text, &words[2..]) {
+            Ok((tls, proxy)) => (true, tls, proxy),
+            Err(()) => (false, None, false),
+        };
         let mut binds = Vec::new();
         // HAProxy quotes the argument as written (variables unexpanded).
         let shown = self
@@ -1516,6 +1502,7 @@ impl<'r> State<'r> {
                         fd: Some(fd),
                         loc: loc.clone(),
                         accept_proxy,
+                        tls: tls.clone(),
                     }),
                     Err(e) => {
                         ok = false;
@@ -1531,6 +1518,7 @@ impl<'r> State<'r> {
                     fd: None,
                     loc: loc.clone(),
                     accept_proxy,
+                    tls: tls.clone(),
                 }),
                 Err(e) => {
                     ok = false;
@@ -1547,6 +1535,7 @@ impl<'r> State<'r> {
                 fd: None,
                 loc: loc.clone(),
                 accept_proxy,
+                tls: None,
             }];
         }
         self.px().binds.extend(binds);
@@ -2114,6 +2103,17 @@ impl<'r> State<'r> {
         };
         let (weight, maxconn, check, params) = (sd.weight, sd.maxconn, sd.check, sd.params);
         let (opts, id, cookie) = (sd.opts, sd.id, sd.cookie);
+        let tls = match &sd.tls {
+            None => None,
+            Some(t) => match self.server_tls(t) {
+                Ok(u) => u,
+                Err(msg) => {
+                    at(self, msg);
+                    ok = false;
+                    None
+                }
+            },
+        };
         if let Some(other) = self.px().servers.iter().find(|s| s.name == *name) {
             let line = other.loc.line;
             let t = self.proxy_kind().map_or("backend", type_str);
@@ -2139,6 +2139,7 @@ impl<'r> State<'r> {
             id,
             cookie,
             loc: loc.clone(),
+            tls,
         };
         let host = hp.host.to_string();
         let family = hp.family;
@@ -2184,6 +2185,7 @@ impl<'r> State<'r> {
         let mut check = base.check;
         let mut params = base.params;
         let mut cookie = base.cookie.clone();
+        let mut tls = base.tls.clone();
         let mut lb = base;
         let mut ok = true;
         let mut i = 0;
@@ -2272,6 +2274,16 @@ impl<'r> State<'r> {
                     check = false;
                     1
                 }
+                other if kw::SERVER_TLS.contains(&other) => {
+                    match self.server_tls_option(other, v, &mut tls) {
+                        Ok(step) => step,
+                        Err(msg) => {
+                            at(self, msg);
+                            ok = false;
+                            break;
+                        }
+                    }
+                }
                 // The arms above take the basic options; the rest of the
                 // supported table is balancing and check options.
                 other if kw::SERVER_SUPPORTED.contains(&other) => {
@@ -2322,6 +2334,7 @@ impl<'r> State<'r> {
             opts: lb.opts,
             id: lb.id,
             cookie,
+            tls,
         })
     }
 

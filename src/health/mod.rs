@@ -22,6 +22,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::backend::AdminState;
+use crate::tls::Stream;
+
 use crate::backend::ServerState;
 use crate::backend::health::{CheckStatus, Transition};
 use crate::config::model::{CheckKind, CheckParams, ExpectKind, HttpCheck, TcpCheckRule};
@@ -143,6 +145,8 @@ async fn run_check(server: &ServerState, plan: &Plan) -> Outcome {
     let ms = |s: Instant| s.elapsed().as_millis() as u64;
     let (status, code, detail) = match &plan.kind {
         CheckKind::Tcp => match connect(server, plan, None).await {
+            // Over TLS the check passed the handshake: layer 6.
+            Ok(Stream::Tls(_)) => (CheckStatus::L6Ok, None, String::new()),
             Ok(_) => (CheckStatus::L4Ok, None, String::new()),
             Err((st, d)) => (st, None, d),
         },
@@ -159,9 +163,9 @@ async fn connect(
     server: &ServerState,
     plan: &Plan,
     port: Option<u16>,
-) -> Result<TcpStream, (CheckStatus, String)> {
+) -> Result<Stream, (CheckStatus, String)> {
     let addr = check_addr(server, &plan.params, port);
-    match tokio::time::timeout(plan.connect_timeout, TcpStream::connect(addr)).await {
+    let tcp = match tokio::time::timeout(plan.connect_timeout, TcpStream::connect(addr)).await {
         Ok(Ok(mut s)) => {
             let _ = s.set_nodelay(true);
             // `send-proxy[-v2]` servers get the header on checks too, unless
@@ -176,16 +180,38 @@ async fn connect(
             {
                 return Err((CheckStatus::L4Con, "Write error".to_string()));
             }
-            Ok(s)
+            s
         }
         Ok(Err(e)) => {
             let detail = match e.kind() {
                 std::io::ErrorKind::ConnectionRefused => "Connection refused".to_string(),
                 _ => e.to_string(),
             };
-            Err((CheckStatus::L4Con, detail))
+            return Err((CheckStatus::L4Con, detail));
         }
-        Err(_) => Err((CheckStatus::L4Tout, String::new())),
+        Err(_) => return Err((CheckStatus::L4Tout, String::new())),
+    };
+    // `ssl` on the server: checks go over TLS too, unless they were sent
+    // elsewhere (`port` / `addr`), as HAProxy does without `check-ssl`.
+    let pool = server.pool.load();
+    let Some(tls) = pool.tls().filter(|_| addr == server.addr()) else {
+        return Ok(Stream::Tcp(tcp));
+    };
+    match tokio::time::timeout(
+        plan.connect_timeout,
+        tls.handshake(tcp, addr, tls.sni_for(None)),
+    )
+    .await
+    {
+        Ok(Ok(s)) => Ok(s),
+        Ok(Err(e)) => {
+            server
+                .counters
+                .ssl_failed_handshake
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Err((CheckStatus::L6Rsp, format!("SSL handshake failure ({e})")))
+        }
+        Err(_) => Err((CheckStatus::L6Tout, String::new())),
     }
 }
 
@@ -195,7 +221,7 @@ const MAX_CHECK_RESPONSE: usize = 16384;
 /// Reads until `done(buf)` holds, the peer closes, or the deadline.
 /// Returns (buffer, timed out).
 async fn read_until(
-    conn: &mut TcpStream,
+    conn: &mut Stream,
     deadline: Instant,
     done: impl Fn(&[u8]) -> bool,
 ) -> (Vec<u8>, bool) {
@@ -222,7 +248,7 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 async fn http_check(
-    mut conn: TcpStream,
+    mut conn: Stream,
     hc: &HttpCheck,
     timeout: Duration,
 ) -> (CheckStatus, Option<u16>, String) {
@@ -237,7 +263,7 @@ async fn http_check(
     }
     req.push_str("connection: close\r\n\r\n");
     req.push_str(&hc.body);
-    if conn.write_all(req.as_bytes()).await.is_err() {
+    if conn.write_all(req.as_bytes()).await.is_err() || conn.flush().await.is_err() {
         return (CheckStatus::L7Rsp, None, "Write error".into());
     }
     // Body checks read to the end; status checks only need the head.
@@ -311,7 +337,7 @@ async fn tcp_check(
     plan: &Plan,
     rules: &[TcpCheckRule],
 ) -> (CheckStatus, Option<u16>, String) {
-    let mut conn: Option<TcpStream> = None;
+    let mut conn: Option<Stream> = None;
     let deadline = |t: Duration| Instant::now() + t;
     let mut buf: Vec<u8> = Vec::new();
     let mut data_step = false;
@@ -344,7 +370,7 @@ async fn tcp_check(
                     return (CheckStatus::L7Rsp, None, "no connection".into());
                 };
                 data_step = true;
-                if c.write_all(data).await.is_err() {
+                if c.write_all(data).await.is_err() || c.flush().await.is_err() {
                     return (
                         CheckStatus::L7Rsp,
                         None,

@@ -91,6 +91,8 @@ pub struct ReqCtx<'a> {
     /// The server (index in the backend) a persistence cookie sent the
     /// request to; set by [`forward`].
     pub persisted: Option<usize>,
+    /// The client connection's TLS (conditions of `http-response` rules).
+    pub tls: Option<&'a crate::tls::TlsFacts>,
 }
 
 /// The request head as it goes to the server.
@@ -244,7 +246,9 @@ pub async fn forward(
     bc.count_request();
     let started = Instant::now();
     let src = match be.balance {
-        crate::config::model::Balance::Source => client.stream.peer_addr().ok().map(|a| a.ip()),
+        crate::config::model::Balance::Source => {
+            client.stream.tcp().peer_addr().ok().map(|a| a.ip())
+        }
         _ => None,
     };
     let key = balance::LbKey {
@@ -265,6 +269,7 @@ pub async fn forward(
         edits: ctx.edits,
         stream: ctx.stream,
         persisted: None,
+        tls: ctx.tls,
     };
     if let Some(cc) = &client_cookie {
         if be.cookie.as_deref().is_some_and(|ck| ck.logged()) {
@@ -410,12 +415,15 @@ async fn exchange(
     let mut connect_ms = 0u32;
     let keep_on_error = keep_client && body == BodyKind::None;
 
+    // The request's Host: the SNI to servers with `sni req.hdr(host)`.
+    let host = req.values("host").next();
     let (upstream, resp, response_ms) = loop {
         // `send-proxy`: a server connection tells one client's address, so
         // it is never shared (HAProxy only reuses one for an identical PROXY
         // line, in practice the same client connection).
         let pooled = if reuse_ok && seat.server().send_proxy.load(Relaxed) == 0 {
-            seat.server().pool.load().take()
+            let pool = seat.server().pool.load();
+            pool.take(pool.request_sni(host))
         } else {
             None
         };
@@ -430,7 +438,7 @@ async fn exchange(
             None => {
                 let before = seat.server().clone();
                 let t = Instant::now();
-                match retry::connect(be, key, seat, tries).await {
+                match retry::connect(be, key, seat, tries, host).await {
                     Ok(s) => {
                         connect_ms = ms(t.elapsed());
                         note_move(&before, seat, rec, ctx);
@@ -461,7 +469,7 @@ async fn exchange(
                 server.send_proxy.load(Relaxed),
                 ctx.peer,
                 ctx.dst,
-                &client.stream,
+                client.stream.tcp(),
             )
             && io::write_all(&mut up.stream, h, be.timeouts.server)
                 .await
@@ -548,7 +556,7 @@ async fn exchange(
                         };
                         if let RelayError::Framing(_, spot) = &e {
                             add(&fe.state.counters.ereq, 1);
-                            let src = client.stream.peer_addr().ok();
+                            let src = client.stream.tcp().peer_addr().ok();
                             capture::request_error(fe, Some(be), src, &[&client.buf], *spot);
                             rec.term(b'P', b'D');
                         } else if code == 408 {
@@ -710,7 +718,7 @@ fn capture_response(
     parts: &[&[u8]],
     spot: ErrorSpot,
 ) {
-    let src = client.stream.peer_addr().ok();
+    let src = client.stream.tcp().peer_addr().ok();
     capture::response_error(be, fe, server, src, parts, spot);
 }
 
@@ -856,7 +864,7 @@ async fn relay_response(
     {
         None
     } else {
-        match response_edits(fe, be, &server.name, req, ctx.src, &mut resp) {
+        match response_edits(fe, be, &server.name, req, ctx.src, ctx.tls, &mut resp) {
             Ok(e) => e,
             Err(RespRefused::Denied) => {
                 // `http-response deny`, `rspdeny`: the server's answer is
@@ -952,7 +960,7 @@ async fn relay_response(
     drop(resp);
     upstream.release_buffer();
     if reusable {
-        pool.put(upstream.stream);
+        pool.put(upstream.stream, pool.request_sni(req.values("host").next()));
     }
     Outcome {
         status: Some(status),
@@ -1017,9 +1025,14 @@ fn response_edits(
     server: &str,
     req: &Head,
     src: IpAddr,
+    tls: Option<&crate::tls::TlsFacts>,
     resp: &mut Head,
 ) -> Result<Option<Edits>, RespRefused> {
-    let view = View { head: req, src };
+    let view = View {
+        head: req,
+        src,
+        tls,
+    };
     let cx = rules::FmtCtx {
         req,
         src,

@@ -8,6 +8,7 @@ use std::cell::RefCell;
 use std::io;
 use std::time::Duration;
 
+use crate::tls::Stream;
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -68,7 +69,7 @@ pub enum HeadError {
 /// A stream with the bytes read from it but not consumed yet.
 #[derive(Debug)]
 pub struct BufConn {
-    pub stream: TcpStream,
+    pub stream: Stream,
     pub buf: BytesMut,
 }
 
@@ -121,7 +122,7 @@ impl BufConn {
         }
     }
 
-    pub fn new(stream: TcpStream) -> Self {
+    pub fn new(stream: Stream) -> Self {
         BufConn {
             stream,
             buf: BytesMut::new(),
@@ -189,6 +190,17 @@ impl BufConn {
 }
 
 pub async fn write_all(
+    stream: &mut Stream,
+    data: &[u8],
+    timeout: Option<Duration>,
+) -> Result<(), RelayError> {
+    match stream {
+        Stream::Tcp(s) => write_all_tcp(s, data, timeout).await,
+        Stream::Tls(_) => write_all_flushed(stream, &[data], timeout).await,
+    }
+}
+
+async fn write_all_tcp(
     stream: &mut TcpStream,
     mut data: &[u8],
     timeout: Option<Duration>,
@@ -208,13 +220,38 @@ pub async fn write_all(
     }
 }
 
+/// TLS: the parts go into the TLS session (one record each at most per
+/// 16 KiB), then the records are flushed to the socket: rustls keeps what
+/// the socket did not take, so a write is complete only once flushed.
+async fn write_all_flushed(
+    stream: &mut Stream,
+    parts: &[&[u8]],
+    timeout: Option<Duration>,
+) -> Result<(), RelayError> {
+    let fut = async {
+        for p in parts {
+            stream.write_all(p).await?;
+        }
+        stream.flush().await
+    };
+    match with_timeout(timeout, fut).await {
+        None => Err(RelayError::WriteTimeout),
+        Some(Err(e)) => Err(RelayError::Write(e)),
+        Some(Ok(())) => Ok(()),
+    }
+}
+
 /// Writes `a` then `b` with vectored writes until both are out.
 async fn write_two(
-    dst: &mut TcpStream,
+    dst: &mut Stream,
     a: &[u8],
     b: &[u8],
     timeout: Option<Duration>,
 ) -> Result<(), RelayError> {
+    let dst = match dst {
+        Stream::Tcp(s) => s,
+        Stream::Tls(_) => return write_all_flushed(dst, &[a, b], timeout).await,
+    };
     let (mut a, mut b) = (a, b);
     // As in `write_all`: first without a timer.
     match dst.try_write_vectored(&[std::io::IoSlice::new(a), std::io::IoSlice::new(b)]) {
@@ -244,7 +281,7 @@ async fn write_two(
     if b.is_empty() {
         return Ok(());
     }
-    write_all(dst, b, timeout).await
+    write_all_tcp(dst, b, timeout).await
 }
 
 /// Relays a message to `dst`: first `head` (already serialized), then the
@@ -256,7 +293,7 @@ async fn write_two(
 pub async fn relay_message(
     head: &mut BytesMut,
     src: &mut BufConn,
-    dst: &mut TcpStream,
+    dst: &mut Stream,
     kind: BodyKind,
     read_timeout: Option<Duration>,
     write_timeout: Option<Duration>,
@@ -312,7 +349,7 @@ pub async fn relay_message(
 /// can go with it.
 struct Outgoing<'a> {
     head: &'a mut BytesMut,
-    dst: &'a mut TcpStream,
+    dst: &'a mut Stream,
     write_timeout: Option<Duration>,
 }
 

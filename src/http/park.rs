@@ -267,7 +267,11 @@ fn wake(lot: &Lot, key: usize) {
     } = p;
     if let Ok(stream) = TcpStream::from_std(stream) {
         tokio::spawn(super::service::serve_connection(
-            client, stream, peer, false,
+            client,
+            crate::tls::Stream::Tcp(stream),
+            peer,
+            false,
+            None,
         ));
     }
 }
@@ -331,7 +335,11 @@ pub fn close_all() -> usize {
             } = p;
             if let Ok(stream) = TcpStream::from_std(stream) {
                 tokio::spawn(super::service::serve_connection(
-                    client, stream, peer, false,
+                    client,
+                    crate::tls::Stream::Tcp(stream),
+                    peer,
+                    false,
+                    None,
                 ));
             }
             continue;

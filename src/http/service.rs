@@ -11,6 +11,8 @@ use std::time::Duration;
 use bytes::{BufMut, BytesMut};
 use tokio::net::TcpStream;
 
+use crate::tls::{Stream, TlsFacts};
+
 use super::capture;
 use super::error_spot;
 use super::errors;
@@ -33,6 +35,8 @@ use crate::sessions::StreamEntry;
 pub(super) struct View<'a> {
     pub(super) head: &'a Head,
     pub(super) src: IpAddr,
+    /// The client connection's TLS, if any.
+    pub(super) tls: Option<&'a TlsFacts>,
 }
 
 impl RequestView for View<'_> {
@@ -52,6 +56,9 @@ impl RequestView for View<'_> {
     fn src(&self) -> Option<IpAddr> {
         Some(self.src)
     }
+    fn tls(&self) -> Option<&TlsFacts> {
+        self.tls
+    }
 }
 
 /// Serves one client connection until it closes or stops being reusable.
@@ -61,12 +68,13 @@ impl RequestView for View<'_> {
 /// after each request, and the read buffer is released.
 pub async fn serve_connection(
     client: ClientConn,
-    stream: TcpStream,
+    stream: Stream,
     peer: SocketAddr,
     fresh: bool,
+    tls: Option<Box<TlsFacts>>,
 ) {
     if fresh {
-        let _ = stream.set_nodelay(true);
+        let _ = stream.tcp().set_nodelay(true);
     }
     let mut conn = BufConn::new(stream);
     let mut first = fresh;
@@ -97,15 +105,30 @@ pub async fn serve_connection(
             });
             // The frontend is gone (a reload removed it): close.
             let Some(idle) = idle else { return };
-            // Wait a little in the task; a client that stays silent longer
-            // is parked outside the runtime until it speaks again.
-            let grace = idle.map_or(park::GRACE, |t| t.min(park::GRACE));
-            if !wait_readable_or_stop(&conn.stream, Some(grace)).await {
+            if conn.stream.is_tls() {
+                // A TLS connection is not parked: rustls holds its state
+                // (keys, buffers) in this task. Bytes it already decrypted
+                // are served at once; else wait for the socket.
+                if !conn.stream.has_buffered_plaintext()
+                    && !wait_readable_or_stop(conn.stream.tcp(), idle).await
+                {
+                    return;
+                }
+            } else if !wait_readable_or_stop(
+                conn.stream.tcp(),
+                Some(idle.map_or(park::GRACE, |t| t.min(park::GRACE))),
+            )
+            .await
+            {
+                // Waited a little in the task; a client that stays silent
+                // longer is parked outside the runtime until it speaks.
+                let grace = idle.map_or(park::GRACE, |t| t.min(park::GRACE));
                 let left = idle.map(|t| t.saturating_sub(grace));
                 if left == Some(Duration::ZERO) || crate::process::stopping() {
                     return;
                 }
                 let BufConn { stream, .. } = conn;
+                let Stream::Tcp(stream) = stream else { return };
                 match park::park(client, stream, peer, left) {
                     Ok(()) => return,
                     Err((c, s)) => {
@@ -113,7 +136,8 @@ pub async fn serve_connection(
                         if !wait_readable_or_stop(&s, left).await {
                             return;
                         }
-                        return Box::pin(serve_connection(c, s, peer, first)).await;
+                        return Box::pin(serve_connection(c, Stream::Tcp(s), peer, first, None))
+                            .await;
                     }
                 }
             }
@@ -144,6 +168,7 @@ pub async fn serve_connection(
             &mut conn,
             (peer, client.dst()),
             first,
+            tls.as_deref(),
         ));
         let keep = match bound {
             None => request.await,
@@ -223,6 +248,7 @@ async fn handle_request(
     conn: &mut BufConn,
     (peer, dst): (SocketAddr, Option<SocketAddr>),
     first: bool,
+    tls: Option<&TlsFacts>,
 ) -> bool {
     // The snapshot is loaded once per request and used to its end.
     let snap = rt.snapshot();
@@ -234,7 +260,8 @@ async fn handle_request(
     // record is a few plain stores and nothing is formatted.
     let mut rec = LogRecord::new(fe.log.is_some());
     if rec.enabled() {
-        rec.set_addrs(peer, dst.or_else(|| conn.stream.local_addr().ok()));
+        rec.tls = tls.is_some();
+        rec.set_addrs(peer, dst.or_else(|| conn.stream.tcp().local_addr().ok()));
         if first {
             crate::log::emit_connect(&fe, peer, rec.local);
         }
@@ -252,14 +279,14 @@ async fn handle_request(
     let read = match awaited {
         Some(r) => r,
         // Bytes already here are served, not reset.
-        None if has_pending(&conn.stream) => conn.read_head(fe.max_head, head_timeout).await,
+        None if has_pending(conn.stream.tcp()) => conn.read_head(fe.max_head, head_timeout).await,
         // A client accepted just before the stop has usually not sent its
         // request yet: it gets a moment to do so before being closed, so a
         // hand-over or a stop never answers a fresh request with nothing.
         None => {
             let window = head_timeout.map_or(STOP_FIRST_BYTES, |t| t.min(STOP_FIRST_BYTES));
-            match tokio::time::timeout(window, conn.stream.readable()).await {
-                Ok(Ok(())) if has_pending(&conn.stream) => {
+            match tokio::time::timeout(window, conn.stream.tcp().readable()).await {
+                Ok(Ok(())) if has_pending(conn.stream.tcp()) => {
                     conn.read_head(fe.max_head, head_timeout).await
                 }
                 _ => return false,
@@ -368,6 +395,7 @@ async fn handle_request(
         peer,
         dst,
         stream,
+        tls,
     };
     let out = route(rt, &fe, &req, conn, keep_client, &mut rec).await;
     stream.end();
@@ -437,6 +465,8 @@ struct Req<'a> {
     /// The address the client connected to, from a PROXY header.
     dst: Option<SocketAddr>,
     stream: &'a StreamEntry,
+    /// The client connection's TLS, if any.
+    tls: Option<&'a TlsFacts>,
 }
 
 async fn route(
@@ -447,10 +477,11 @@ async fn route(
     keep: bool,
     rec: &mut LogRecord,
 ) -> Outcome {
-    let (head, body, peer) = (rq.head, rq.body, rq.peer);
+    let (head, body, peer, tls) = (rq.head, rq.body, rq.peer, rq.tls);
     let view = View {
         head,
         src: peer.ip(),
+        tls,
     };
     // A local answer does not read the request body, so the connection
     // cannot carry another request after it.
@@ -484,6 +515,7 @@ async fn route(
         rt,
         fe,
         src: peer.ip(),
+        tls,
         conn,
         keep_local,
         rec,
@@ -497,6 +529,7 @@ async fn route(
     let view = View {
         head,
         src: peer.ip(),
+        tls,
     };
     let backend: Option<&Arc<BackendRt>> = fe
         .switching
@@ -523,6 +556,7 @@ async fn route(
             rt,
             fe,
             src: peer.ip(),
+            tls,
             conn,
             keep_local,
             rec,
@@ -543,6 +577,7 @@ async fn route(
         edits: edits.as_ref(),
         stream: rq.stream,
         persisted: None,
+        tls,
     };
     forward::forward(fe, be, head, body, conn, keep, rec, &ctx).await
 }
@@ -590,6 +625,7 @@ struct RuleRun<'r> {
     rt: &'r Runtime,
     fe: &'r FrontendRt,
     src: IpAddr,
+    tls: Option<&'r TlsFacts>,
     conn: &'r mut BufConn,
     keep_local: bool,
     rec: &'r mut LogRecord,
@@ -608,8 +644,8 @@ impl RuleRun<'_> {
         slot: &'h mut Option<Head>,
         st: Stage<'_>,
     ) -> Result<&'h Head, Outcome> {
-        let src = self.src;
-        let view = View { head, src };
+        let (src, tls) = (self.src, self.tls);
+        let view = View { head, src, tls };
         let (before, after) = st.rules.split_at(st.legacy_at.min(st.rules.len()));
         if let Some(out) = self.apply(&view, before, st.acls, st.be).await {
             return Err(out);
@@ -641,7 +677,7 @@ impl RuleRun<'_> {
                 return Err(forward::send_error_be(self.conn, 400, self.fe, st.be, false).await);
             }
         };
-        let view = View { head, src };
+        let view = View { head, src, tls };
         match self.apply(&view, after, st.acls, st.be).await {
             Some(out) => Err(out),
             None => Ok(head),

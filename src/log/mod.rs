@@ -158,6 +158,8 @@ pub struct LogRecord {
     /// them inside their braces (None: nothing captured).
     pub captured_req: Option<String>,
     pub captured_resp: Option<String>,
+    /// The client connection is TLS (`%ft` is the frontend name with `~`).
+    pub tls: bool,
 }
 
 static REQ_ID: AtomicU64 = AtomicU64::new(0);
@@ -222,6 +224,7 @@ impl LogRecord {
             local: None,
             captured_req: None,
             captured_resp: None,
+            tls: false,
         }
     }
 
@@ -365,7 +368,9 @@ impl Source for Line<'_> {
                 Some(a) => out.num(a.port() as i64),
                 None => out.text(None),
             },
-            Var::Frontend | Var::FrontendTransport => out.text(Some(&self.fe.name)),
+            Var::Frontend => out.text(Some(&self.fe.name)),
+            Var::FrontendTransport if rec.tls => out.text(Some(&format!("{}~", self.fe.name))),
+            Var::FrontendTransport => out.text(Some(&self.fe.name)),
             Var::Backend => out.text(Some(self.backend_name())),
             Var::Server => out.text(Some(match &rec.server {
                 SrvName::None => "<NOSRV>",
@@ -585,4 +590,38 @@ pub fn emit_conn_error(
     msg.push_str(&fe.name);
     msg.push_str(&format!("/{luid}: {reason}"));
     flog.setup.send(config::INFO, &Date::now(), &msg);
+}
+
+/// A client whose TLS handshake failed: HAProxy's connection-error line
+/// (`<client> [<accept date>] <frontend>/<bind>: SSL handshake failure`),
+/// sent to the frontend's log targets, and a warning on sluice's own log
+/// with rustls' reason.
+pub fn emit_handshake_failure(
+    rt: &crate::runtime::Runtime,
+    frontend: &str,
+    client: SocketAddr,
+    reason: &str,
+    empty: bool,
+) {
+    tracing::info!("{client}: SSL handshake failure on frontend {frontend}: {reason}");
+    // A client that closed without sending anything (a TCP probe) is
+    // counted but not logged, as HAProxy does.
+    if empty {
+        return;
+    }
+    rt.with_snapshot(|snap| {
+        let Some(fe) = snap.frontends().find(|f| *f.name == *frontend) else {
+            return;
+        };
+        let Some(flog) = fe.log.as_ref() else { return };
+        let date = Date::now();
+        let mut msg = String::with_capacity(96);
+        msg.push_str(&client.to_string());
+        msg.push_str(" [");
+        time::date_clf_ms(&date, &mut msg);
+        msg.push_str("] ");
+        msg.push_str(&fe.name);
+        msg.push_str("/1: SSL handshake failure");
+        flog.setup.send(config::INFO, &date, &msg);
+    });
 }

@@ -597,7 +597,14 @@ fn frontend_row(p: &ProxyRt, fe: &FrontendRt) -> Row {
     r.set("dcon", get(&c.dcon));
     r.zero(&["dses"]);
     r.zero(MODULE_FIELDS_FE_BE);
+    ssl_counts(&mut r, c);
     r
+}
+
+/// The ssl module's columns sluice tracks.
+fn ssl_counts(r: &mut Row, c: &Counters) {
+    r.set("ssl_sess", get(&c.ssl_sess));
+    r.set("ssl_failed_handshake", get(&c.ssl_failed_handshake));
 }
 
 /// `ip:port`, IPv6 in brackets (SocketAddr's Display does exactly that).
@@ -694,6 +701,7 @@ fn server_row(p: &ProxyRt, be: &BackendRt, sv: &ServerRt, opts: CsvOptions) -> R
     r.set("need_conn_est", 0);
     r.set("uweight", weight);
     r.zero(&SSL_FIELDS);
+    ssl_counts(&mut r, c);
     r
 }
 
@@ -783,6 +791,7 @@ fn backend_row(p: &ProxyRt, be: &BackendRt, opts: CsvOptions, uptime: u64) -> Ro
         "agg_check_status",
     ]);
     r.zero(MODULE_FIELDS_FE_BE);
+    ssl_counts(&mut r, c);
     r
 }
 

@@ -44,6 +44,7 @@ pub(crate) mod fixture {
             id: None,
             cookie: None,
             loc: loc(),
+            tls: None,
         }
     }
 

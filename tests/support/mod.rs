@@ -254,6 +254,12 @@ impl SluiceBuilder {
         self
     }
 
+    /// The private temp dir (what `@DIR@` stands for).
+    #[allow(dead_code)]
+    pub fn dir_path(&self) -> &Path {
+        self.dir.path()
+    }
+
     pub fn cwd(mut self, p: &Path) -> Self {
         self.cwd = Some(p.to_path_buf());
         self
@@ -851,8 +857,9 @@ pub async fn get(addr: SocketAddr, path: &str) -> Response {
     request(addr, "GET", path, b"").await
 }
 
-async fn read_response(
-    r: &mut BufReader<TcpStream>,
+/// Reads one response from any buffered stream (plain or TLS).
+pub async fn read_response<R: tokio::io::AsyncBufRead + Unpin>(
+    r: &mut R,
     head_request: bool,
 ) -> std::io::Result<Response> {
     use std::io::{Error, ErrorKind};

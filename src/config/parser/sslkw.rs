@@ -1,0 +1,425 @@
+//! TLS keywords: the options of `bind ... ssl`, the TLS options of
+//! `server` lines, and the `ssl-*` defaults of the global section.
+//! Certificates are loaded here, so a bad file is reported at its line.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::*;
+use crate::tls::upstream::{ServerTlsOpts, SniSpec, UpstreamTls};
+use crate::tls::{BindTls, LoadedCert, TlsVersion, Verify, certs};
+
+/// Bind options that take no argument and change nothing with rustls
+/// (the protocols they disable are never offered, or they are tuning).
+const BIND_NOOPS: &[&str] = &[
+    "no-sslv3",
+    "no-tlsv10",
+    "no-tlsv11",
+    "force-tlsv12",
+    "prefer-client-ciphers",
+];
+
+impl State<'_> {
+    fn base_path(base: Option<&PathBuf>, p: &str) -> PathBuf {
+        match base {
+            Some(b) if !p.starts_with('/') => b.join(p),
+            _ => PathBuf::from(p),
+        }
+    }
+
+    /// The options after the address of a `bind` line: the TLS
+    /// configuration when `ssl` is set. Err after reporting.
+    pub(super) fn bind_options(
+        &mut self,
+        loc: &Loc,
+        text: &str,
+        words: &[String],
+    ) -> Result<(Option<Arc<rustls::ServerConfig>>, bool), ()> {
+        let g = self.global.ssl.clone();
+        let mut ssl = false;
+        let mut certs: Vec<LoadedCert> = Vec::new();
+        let mut crt_given = false;
+        let mut bt = BindTls::default();
+        bt.suites.ciphers = g.bind_ciphers.clone();
+        bt.suites.ciphersuites = g.bind_ciphersuites.clone();
+        let mut alpn: Option<String> = None;
+        let mut ca_file: Option<PathBuf> = None;
+        let mut warnings = Vec::new();
+        let mut ok = true;
+        let mut accept_proxy = false;
+        // `ssl-default-bind-options` come first, the line's own override.
+        let defaults: Vec<String> = g.bind_options.clone();
+        for (from_global, list) in [(true, &defaults[..]), (false, words)] {
+            let mut i = 0;
+            while let Some(w) = list.get(i) {
+                let arg = list.get(i + 1).map(String::as_str);
+                let need = |this: &mut Self| -> Option<&str> {
+                    match arg {
+                        Some(a) if !a.is_empty() => Some(a),
+                        _ => {
+                            this.alert(loc, format!("'bind {text}' : '{w}' : missing value."));
+                            None
+                        }
+                    }
+                };
+                let step = match w.as_str() {
+                    "ssl" => {
+                        ssl = true;
+                        1
+                    }
+                    "accept-proxy" => {
+                        accept_proxy = true;
+                        1
+                    }
+                    "crt" | "crt-list" => {
+                        crt_given = true;
+                        let Some(a) = need(self) else {
+                            ok = false;
+                            break;
+                        };
+                        let path = Self::base_path(g.crt_base.as_ref(), a);
+                        let loaded = if w == "crt-list" {
+                            certs::load_crt_list(&path, g.crt_base.as_deref())
+                        } else if path.is_dir() {
+                            certs::load_dir(&path)
+                        } else {
+                            certs::load_pem(&path).map(|c| vec![c])
+                        };
+                        match loaded {
+                            Ok(c) => certs.extend(c),
+                            Err(e) => {
+                                self.alert(loc, format!("'bind {text}' : {e}."));
+                                ok = false;
+                            }
+                        }
+                        2
+                    }
+                    "alpn" => {
+                        let Some(a) = need(self) else {
+                            ok = false;
+                            break;
+                        };
+                        alpn = Some(a.to_string());
+                        2
+                    }
+                    "ssl-min-ver" | "ssl-max-ver" => {
+                        let Some(a) = need(self) else {
+                            ok = false;
+                            break;
+                        };
+                        match TlsVersion::parse(a) {
+                            Some(v) if w == "ssl-min-ver" => bt.suites.min_ver = Some(v),
+                            Some(v) => bt.suites.max_ver = Some(v),
+                            None => {
+                                self.alert(
+                                    loc,
+                                    format!("'bind {text}' : '{w}' : unknown value '{a}', expects 'SSLv3', 'TLSv1.0', 'TLSv1.1', 'TLSv1.2' or 'TLSv1.3'."),
+                                );
+                                ok = false;
+                            }
+                        }
+                        2
+                    }
+                    "strict-sni" => {
+                        bt.strict_sni = true;
+                        1
+                    }
+                    "no-tls-tickets" => {
+                        bt.no_tickets = true;
+                        1
+                    }
+                    "no-tlsv12" => {
+                        bt.suites.min_ver = Some(TlsVersion::Tls13);
+                        1
+                    }
+                    "no-tlsv13" => {
+                        bt.suites.max_ver = Some(TlsVersion::Tls12);
+                        1
+                    }
+                    "ciphers" | "ciphersuites" => {
+                        let Some(a) = need(self) else {
+                            ok = false;
+                            break;
+                        };
+                        if w == "ciphers" {
+                            bt.suites.ciphers = Some(a.to_string());
+                        } else {
+                            bt.suites.ciphersuites = Some(a.to_string());
+                        }
+                        2
+                    }
+                    "verify" => {
+                        let Some(a) = need(self) else {
+                            ok = false;
+                            break;
+                        };
+                        bt.verify = match a {
+                            "none" => Verify::None,
+                            "optional" => Verify::Optional,
+                            "required" => Verify::Required,
+                            _ => {
+                                self.alert(
+                                    loc,
+                                    format!("'bind {text}' : 'verify' : unknown verify method '{a}', only 'none', 'optional', and 'required' are supported."),
+                                );
+                                ok = false;
+                                Verify::None
+                            }
+                        };
+                        2
+                    }
+                    "ca-file" => {
+                        let Some(a) = need(self) else {
+                            ok = false;
+                            break;
+                        };
+                        ca_file = Some(Self::base_path(g.ca_base.as_ref(), a));
+                        2
+                    }
+                    // `name <n>` only labels the listener.
+                    "name" => 2,
+                    noop if BIND_NOOPS.contains(&noop) => 1,
+                    other if from_global => {
+                        self.alert(
+                            loc,
+                            format!("'ssl-default-bind-options' : unknown or unsupported option '{other}'."),
+                        );
+                        ok = false;
+                        break;
+                    }
+                    other if kw::BIND_UNSUPPORTED.contains(&other) => {
+                        self.alert(
+                            loc,
+                            format!(
+                                "'bind {text}' : '{other}' option is not supported by sluice yet"
+                            ),
+                        );
+                        ok = false;
+                        break;
+                    }
+                    other => {
+                        let sugg = suggest::suffix(
+                            other,
+                            kw::BIND_SUPPORTED
+                                .iter()
+                                .chain(kw::BIND_UNSUPPORTED)
+                                .copied(),
+                        );
+                        self.alert(
+                            loc,
+                            format!("'bind {text}' unknown keyword '{other}'{sugg}"),
+                        );
+                        ok = false;
+                        break;
+                    }
+                };
+                i += step;
+            }
+        }
+        if !ok {
+            return Err(());
+        }
+        if !ssl {
+            if crt_given {
+                self.warn(
+                    loc,
+                    format!("'bind {text}' : 'crt' given without 'ssl': the listener is plain TCP, add 'ssl' to enable TLS."),
+                );
+            }
+            return Ok((None, accept_proxy));
+        }
+        if certs.is_empty() {
+            let px = self.px().name.clone();
+            self.alert(
+                loc,
+                format!(
+                    "Proxy '{px}': no SSL certificate specified for bind '{text}' (use 'crt')."
+                ),
+            );
+            return Err(());
+        }
+        if let Some(ca) = &ca_file {
+            match certs::load_ca(ca) {
+                Ok(roots) => bt.ca = Some(Arc::new(roots)),
+                Err(e) => {
+                    self.alert(loc, format!("'bind {text}' : {e}."));
+                    return Err(());
+                }
+            }
+        }
+        bt.alpn = match &alpn {
+            Some(list) => crate::tls::alpn_protocols(list, &mut warnings),
+            None => Vec::new(),
+        };
+        bt.certs = certs;
+        let built = bt.server_config(&mut warnings);
+        for w in warnings {
+            self.warn(loc, format!("'bind {text}' : {w}"));
+        }
+        match built {
+            Ok(cfg) => Ok((Some(cfg), accept_proxy)),
+            Err(e) => {
+                self.alert(loc, format!("'bind {text}' : {e}"));
+                Err(())
+            }
+        }
+    }
+
+    /// One TLS option of a `server` / `default-server` line; returns the
+    /// number of words used.
+    pub(super) fn server_tls_option(
+        &mut self,
+        w: &str,
+        v: Option<&str>,
+        tls: &mut Option<ServerTlsOpts>,
+    ) -> Result<usize, String> {
+        let g = &self.global.ssl;
+        let need = || match v {
+            Some(a) if !a.is_empty() => Ok(a),
+            _ => Err(format!("'{w}' expects an argument.")),
+        };
+        // Options other than `ssl` itself may come before it (HAProxy
+        // keeps them for when `ssl` is set); they are kept the same way.
+        if tls.is_none() {
+            let mut t = ServerTlsOpts {
+                enabled: false,
+                verify_required: !g.server_verify_none,
+                suites: crate::tls::Suites {
+                    ciphers: g.server_ciphers.clone(),
+                    ciphersuites: g.server_ciphersuites.clone(),
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            // `ssl-default-server-options`: the version bounds.
+            let mut it = g.server_options.iter();
+            while let Some(o) = it.next() {
+                match o.as_str() {
+                    "ssl-min-ver" => {
+                        t.suites.min_ver = it.next().and_then(|v| TlsVersion::parse(v))
+                    }
+                    "ssl-max-ver" => {
+                        t.suites.max_ver = it.next().and_then(|v| TlsVersion::parse(v))
+                    }
+                    "no-tlsv12" => t.suites.min_ver = Some(TlsVersion::Tls13),
+                    "no-tlsv13" => t.suites.max_ver = Some(TlsVersion::Tls12),
+                    _ => {}
+                }
+            }
+            *tls = Some(t);
+        }
+        let Some(t) = tls.as_mut() else {
+            return Err(format!("'{w}' : internal error"));
+        };
+        Ok(match w {
+            "ssl" => {
+                t.enabled = true;
+                1
+            }
+            "no-ssl" => {
+                t.enabled = false;
+                1
+            }
+            "verify" => {
+                t.verify_required = match need()? {
+                    "none" => false,
+                    "required" => true,
+                    other => {
+                        return Err(format!(
+                            "'verify' : unknown verify method '{other}', only 'none' and 'required' are supported."
+                        ));
+                    }
+                };
+                2
+            }
+            "ca-file" => {
+                let p = Self::base_path(g.ca_base.as_ref(), need()?);
+                t.ca_file = Some(p.display().to_string());
+                2
+            }
+            "crt" => {
+                let p = Self::base_path(g.crt_base.as_ref(), need()?);
+                t.crt = Some(p.display().to_string());
+                2
+            }
+            "sni" => {
+                let e = need()?;
+                t.sni = Some(SniSpec::parse(e).ok_or_else(|| {
+                    format!("'sni' : sluice supports 'str(<name>)' and 'req.hdr(host)' only (got '{e}').")
+                })?);
+                2
+            }
+            "alpn" => {
+                t.alpn = Some(need()?.to_string());
+                2
+            }
+            "ssl-min-ver" | "ssl-max-ver" => {
+                let a = need()?;
+                let v = TlsVersion::parse(a).ok_or_else(|| {
+                    format!("'{w}' : unknown value '{a}', expects 'SSLv3', 'TLSv1.0', 'TLSv1.1', 'TLSv1.2' or 'TLSv1.3'.")
+                })?;
+                if w == "ssl-min-ver" {
+                    t.suites.min_ver = Some(v);
+                } else {
+                    t.suites.max_ver = Some(v);
+                }
+                2
+            }
+            "ciphers" => {
+                t.suites.ciphers = Some(need()?.to_string());
+                2
+            }
+            "ciphersuites" => {
+                t.suites.ciphersuites = Some(need()?.to_string());
+                2
+            }
+            _ => 1,
+        })
+    }
+
+    /// The TLS of a server line, built (CA and client certificate loaded).
+    pub(super) fn server_tls(
+        &mut self,
+        opts: &ServerTlsOpts,
+    ) -> Result<Option<Arc<UpstreamTls>>, String> {
+        if !opts.enabled {
+            return Ok(None);
+        }
+        let mut warnings = Vec::new();
+        let built = UpstreamTls::new(opts, &mut warnings);
+        for w in warnings {
+            tracing::warn!("server option: {w}");
+        }
+        built.map(|u| Some(Arc::new(u)))
+    }
+
+    /// `ssl-default-*`, `ssl-server-verify`, `crt-base`, `ca-base` in the
+    /// global section.
+    pub(super) fn global_ssl(&mut self, loc: &Loc, words: &[String]) {
+        let k = words[0].as_str();
+        let arg = words.get(1).map(String::as_str).filter(|a| !a.is_empty());
+        let Some(a) = arg else {
+            return self.alert(loc, format!("'{k}' expects an argument."));
+        };
+        let g = &mut self.global.ssl;
+        match k {
+            "ssl-default-bind-options" => g.bind_options = words[1..].to_vec(),
+            "ssl-default-server-options" => g.server_options = words[1..].to_vec(),
+            "ssl-default-bind-ciphers" => g.bind_ciphers = Some(a.to_string()),
+            "ssl-default-bind-ciphersuites" => g.bind_ciphersuites = Some(a.to_string()),
+            "ssl-default-server-ciphers" => g.server_ciphers = Some(a.to_string()),
+            "ssl-default-server-ciphersuites" => g.server_ciphersuites = Some(a.to_string()),
+            "crt-base" => g.crt_base = Some(Path::new(a).to_path_buf()),
+            "ca-base" => g.ca_base = Some(Path::new(a).to_path_buf()),
+            "ssl-server-verify" => match a {
+                "none" => g.server_verify_none = true,
+                "required" => g.server_verify_none = false,
+                _ => self.alert(
+                    loc,
+                    "'ssl-server-verify' expects 'none' or 'required' as argument.",
+                ),
+            },
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,316 @@
+//! TLS with rustls: termination on `bind ... ssl` and TLS to servers
+//! (`server ... ssl`). Certificates are loaded and configurations built
+//! when the configuration is parsed, so a bad file is an error at its line
+//! (at `-c` time too) and a reload brings new certificates in with the new
+//! snapshot: new handshakes use them, established connections keep theirs.
+
+pub mod certs;
+pub mod stream;
+pub mod upstream;
+
+use std::sync::Arc;
+
+use rustls::crypto::CryptoProvider;
+use rustls::crypto::ring as provider;
+use rustls::{ProtocolVersion, SupportedCipherSuite};
+
+pub use certs::{CertError, LoadedCert};
+pub use stream::Stream;
+
+/// A TLS version as HAProxy names it (`ssl-min-ver` / `ssl-max-ver`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum TlsVersion {
+    Ssl3,
+    Tls10,
+    Tls11,
+    Tls12,
+    Tls13,
+}
+
+impl TlsVersion {
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "SSLv3" => TlsVersion::Ssl3,
+            "TLSv1.0" => TlsVersion::Tls10,
+            "TLSv1.1" => TlsVersion::Tls11,
+            "TLSv1.2" => TlsVersion::Tls12,
+            "TLSv1.3" => TlsVersion::Tls13,
+            _ => return None,
+        })
+    }
+}
+
+/// `verify` on a bind line (client certificates).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Verify {
+    #[default]
+    None,
+    Optional,
+    Required,
+}
+
+/// The TLS settings shared by both sides: versions and suites.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Suites {
+    pub min_ver: Option<TlsVersion>,
+    pub max_ver: Option<TlsVersion>,
+    /// `ciphers`: OpenSSL names of TLS 1.2 suites, `:`-separated.
+    pub ciphers: Option<String>,
+    /// `ciphersuites`: TLS 1.3 suite names, `:`-separated.
+    pub ciphersuites: Option<String>,
+}
+
+/// The rustls names of the TLS 1.2 suites, by their OpenSSL names.
+const TLS12_NAMES: &[(&str, SupportedCipherSuite)] = &[
+    (
+        "ECDHE-ECDSA-AES128-GCM-SHA256",
+        provider::cipher_suite::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+    ),
+    (
+        "ECDHE-RSA-AES128-GCM-SHA256",
+        provider::cipher_suite::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+    ),
+    (
+        "ECDHE-ECDSA-AES256-GCM-SHA384",
+        provider::cipher_suite::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+    ),
+    (
+        "ECDHE-RSA-AES256-GCM-SHA384",
+        provider::cipher_suite::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+    ),
+    (
+        "ECDHE-ECDSA-CHACHA20-POLY1305",
+        provider::cipher_suite::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+    ),
+    (
+        "ECDHE-RSA-CHACHA20-POLY1305",
+        provider::cipher_suite::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+    ),
+];
+
+const TLS13_NAMES: &[(&str, SupportedCipherSuite)] = &[
+    (
+        "TLS_AES_128_GCM_SHA256",
+        provider::cipher_suite::TLS13_AES_128_GCM_SHA256,
+    ),
+    (
+        "TLS_AES_256_GCM_SHA384",
+        provider::cipher_suite::TLS13_AES_256_GCM_SHA384,
+    ),
+    (
+        "TLS_CHACHA20_POLY1305_SHA256",
+        provider::cipher_suite::TLS13_CHACHA20_POLY1305_SHA256,
+    ),
+];
+
+impl Suites {
+    /// The crypto provider and versions these settings allow. `warnings`
+    /// collects what rustls cannot do (skipped, not fatal); an error is a
+    /// setting that leaves nothing usable.
+    pub fn build(
+        &self,
+        warnings: &mut Vec<String>,
+    ) -> Result<
+        (
+            Arc<CryptoProvider>,
+            Vec<&'static rustls::SupportedProtocolVersion>,
+        ),
+        String,
+    > {
+        let min = self.min_ver.unwrap_or(TlsVersion::Tls12);
+        let max = self.max_ver.unwrap_or(TlsVersion::Tls13);
+        if min < TlsVersion::Tls12 {
+            warnings.push(format!(
+                "'ssl-min-ver {}' : sluice (rustls) does not do TLS versions below TLSv1.2, TLSv1.2 is the minimum.",
+                version_name(min)
+            ));
+        }
+        if max < TlsVersion::Tls12 {
+            return Err(format!(
+                "'ssl-max-ver {}' : sluice (rustls) does not do TLS versions below TLSv1.2.",
+                version_name(max)
+            ));
+        }
+        if min > max {
+            return Err("'ssl-min-ver' is above 'ssl-max-ver'.".to_string());
+        }
+        let mut versions = Vec::new();
+        if min <= TlsVersion::Tls12 {
+            versions.push(&rustls::version::TLS12);
+        }
+        if max >= TlsVersion::Tls13 {
+            versions.push(&rustls::version::TLS13);
+        }
+        let tls12 = match &self.ciphers {
+            None => TLS12_NAMES.iter().map(|(_, s)| *s).collect(),
+            Some(list) => pick(list, TLS12_NAMES, "ciphers", warnings),
+        };
+        let tls13 = match &self.ciphersuites {
+            None => TLS13_NAMES.iter().map(|(_, s)| *s).collect(),
+            Some(list) => pick(list, TLS13_NAMES, "ciphersuites", warnings),
+        };
+        if versions.contains(&&rustls::version::TLS12) && tls12.is_empty() {
+            if versions.len() == 1 {
+                return Err(format!(
+                    "no cipher usable by sluice (rustls) in 'ciphers {}'",
+                    self.ciphers.as_deref().unwrap_or("")
+                ));
+            }
+            versions.retain(|v| v.version != ProtocolVersion::TLSv1_2);
+        }
+        if versions.contains(&&rustls::version::TLS13) && tls13.is_empty() {
+            if versions.len() == 1 {
+                return Err(format!(
+                    "no cipher suite usable by sluice (rustls) in 'ciphersuites {}'",
+                    self.ciphersuites.as_deref().unwrap_or("")
+                ));
+            }
+            versions.retain(|v| v.version != ProtocolVersion::TLSv1_3);
+        }
+        let provider = CryptoProvider {
+            cipher_suites: tls13.into_iter().chain(tls12).collect(),
+            ..provider::default_provider()
+        };
+        Ok((Arc::new(provider), versions))
+    }
+}
+
+/// The suites of `list` rustls has, in the list's order; the others are
+/// reported (OpenSSL keywords like `HIGH` or `!aNULL` included).
+fn pick(
+    list: &str,
+    table: &[(&str, SupportedCipherSuite)],
+    what: &str,
+    warnings: &mut Vec<String>,
+) -> Vec<SupportedCipherSuite> {
+    let mut out = Vec::new();
+    let mut skipped = Vec::new();
+    for name in list.split(':').filter(|n| !n.is_empty()) {
+        match table.iter().find(|(n, _)| *n == name) {
+            Some((_, s)) if !out.contains(s) => out.push(*s),
+            Some(_) => {}
+            None if name.starts_with('!') || name.starts_with('-') => {}
+            None => skipped.push(name),
+        }
+    }
+    if !skipped.is_empty() {
+        warnings.push(format!(
+            "'{what}' : sluice (rustls) ignores '{}' (supported: {}).",
+            skipped.join(":"),
+            table.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(":")
+        ));
+    }
+    out
+}
+
+pub fn version_name(v: TlsVersion) -> &'static str {
+    match v {
+        TlsVersion::Ssl3 => "SSLv3",
+        TlsVersion::Tls10 => "TLSv1.0",
+        TlsVersion::Tls11 => "TLSv1.1",
+        TlsVersion::Tls12 => "TLSv1.2",
+        TlsVersion::Tls13 => "TLSv1.3",
+    }
+}
+
+/// ALPN protocols sluice speaks, from an `alpn` list. `h2` is not spoken
+/// yet: it is dropped with a warning (never negotiated, so a client falls
+/// back to HTTP/1.1).
+pub fn alpn_protocols(list: &str, warnings: &mut Vec<String>) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for p in list.split(',').filter(|p| !p.is_empty()) {
+        match p {
+            "http/1.1" | "http/1.0" => out.push(p.as_bytes().to_vec()),
+            other => warnings.push(format!(
+                "'alpn' : protocol '{other}' is not implemented by sluice yet, it is not offered."
+            )),
+        }
+    }
+    out
+}
+
+/// A `bind ... ssl` line's settings.
+#[derive(Debug, Clone, Default)]
+pub struct BindTls {
+    pub certs: Vec<LoadedCert>,
+    pub alpn: Vec<Vec<u8>>,
+    pub suites: Suites,
+    pub verify: Verify,
+    pub ca: Option<Arc<rustls::RootCertStore>>,
+    /// `strict-sni`: refuse clients whose SNI names no certificate.
+    pub strict_sni: bool,
+    /// `no-tls-tickets`: no TLS 1.3 session tickets are sent.
+    pub no_tickets: bool,
+}
+
+impl BindTls {
+    /// The rustls configuration of the listener.
+    pub fn server_config(
+        &self,
+        warnings: &mut Vec<String>,
+    ) -> Result<Arc<rustls::ServerConfig>, String> {
+        let (provider, versions) = self.suites.build(warnings)?;
+        let resolver = certs::SniResolver::new(&self.certs, self.strict_sni)
+            .ok_or_else(|| "no certificate loaded".to_string())?;
+        let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+            .with_protocol_versions(&versions)
+            .map_err(|e| e.to_string())?;
+        let builder = match (self.verify, &self.ca) {
+            (Verify::None, _) => builder.with_no_client_auth(),
+            (_, None) => {
+                return Err(
+                    "verify is enabled but no CA file specified (use 'ca-file').".to_string(),
+                );
+            }
+            (v, Some(roots)) => {
+                let b = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                    roots.clone(),
+                    provider,
+                );
+                let b = if v == Verify::Optional {
+                    b.allow_unauthenticated()
+                } else {
+                    b
+                };
+                builder.with_client_cert_verifier(b.build().map_err(|e| e.to_string())?)
+            }
+        };
+        let mut cfg = builder.with_cert_resolver(Arc::new(resolver));
+        cfg.alpn_protocols = self.alpn.clone();
+        if self.no_tickets {
+            cfg.send_tls13_tickets = 0;
+        }
+        Ok(Arc::new(cfg))
+    }
+}
+
+/// What the ACL fetches of a TLS client connection read, taken once after
+/// the handshake.
+#[derive(Debug, Clone, Default)]
+pub struct TlsFacts {
+    pub sni: Option<Box<str>>,
+    /// `ssl_fc_protocol`: `TLSv1.2` or `TLSv1.3`.
+    pub protocol: &'static str,
+    /// `ssl_c_used`: the client presented a certificate.
+    pub client_cert: bool,
+}
+
+impl TlsFacts {
+    pub fn of(conn: &rustls::ServerConnection) -> Self {
+        TlsFacts {
+            sni: conn.server_name().map(Into::into),
+            protocol: match conn.protocol_version() {
+                Some(ProtocolVersion::TLSv1_3) => "TLSv1.3",
+                Some(ProtocolVersion::TLSv1_2) => "TLSv1.2",
+                _ => "",
+            },
+            client_cert: conn.peer_certificates().is_some_and(|c| !c.is_empty()),
+        }
+    }
+}
+
+/// The crypto provider every TLS configuration builds on: installed once
+/// as the process default, so rustls never has to guess one.
+pub fn install_provider() {
+    let _ = provider::default_provider().install_default();
+}

@@ -1,0 +1,752 @@
+//! TLS with rustls: termination on `bind ... ssl` (certificates picked by
+//! SNI, versions, handshake failures counted and survived, `ssl_fc`
+//! fetches, certificates replaced by a reload) and TLS to servers (`server
+//! ... ssl` with verification). Certificates are made at test time.
+
+mod support;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
+use rustls::pki_types::{CertificateDer, ServerName};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::client::TlsStream;
+
+use support::*;
+
+/// A test CA that signs leaf certificates.
+struct Ca {
+    issuer: CertifiedIssuer<'static, KeyPair>,
+}
+
+impl Ca {
+    fn new(name: &str) -> Ca {
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.distinguished_name.push(DnType::CommonName, name);
+        let issuer = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
+        Ca { issuer }
+    }
+
+    fn pem(&self) -> String {
+        self.issuer.pem()
+    }
+
+    /// A PEM holding the certificate then its key (HAProxy's layout).
+    fn leaf(&self, names: &[&str]) -> String {
+        let key = KeyPair::generate().unwrap();
+        let mut params =
+            CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+                .unwrap();
+        params
+            .distinguished_name
+            .push(DnType::CommonName, names.first().copied().unwrap_or("x"));
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        format!("{}{}", cert.pem(), key.serialize_pem())
+    }
+
+    fn roots(&self) -> rustls::RootCertStore {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(self.issuer.der().clone()).unwrap();
+        roots
+    }
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+fn client_config(roots: rustls::RootCertStore) -> Arc<rustls::ClientConfig> {
+    let mut cfg = rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Arc::new(cfg)
+}
+
+/// Accepts any certificate: for looking at what the server presents.
+#[derive(Debug)]
+struct AnyCert;
+
+impl rustls::client::danger::ServerCertVerifier for AnyCert {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            m,
+            c,
+            d,
+            &provider().signature_verification_algorithms,
+        )
+    }
+    fn verify_tls13_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            m,
+            c,
+            d,
+            &provider().signature_verification_algorithms,
+        )
+    }
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        provider()
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+fn any_cert_config() -> Arc<rustls::ClientConfig> {
+    Arc::new(
+        rustls::ClientConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AnyCert))
+            .with_no_client_auth(),
+    )
+}
+
+async fn tls_connect(
+    addr: SocketAddr,
+    sni: &str,
+    cfg: Arc<rustls::ClientConfig>,
+) -> std::io::Result<TlsStream<TcpStream>> {
+    let tcp = TcpStream::connect(addr).await?;
+    let name = ServerName::try_from(sni.to_string()).unwrap();
+    within(
+        REQ_DEADLINE,
+        "TLS handshake",
+        tokio_rustls::TlsConnector::from(cfg).connect(name, tcp),
+    )
+    .await
+}
+
+/// The names of the certificate the server presented.
+fn presented_names(s: &TlsStream<TcpStream>) -> Vec<String> {
+    let certs = s.get_ref().1.peer_certificates().expect("a certificate");
+    sluice::tls::certs::cert_names(&certs[0])
+}
+
+fn presented_der(s: &TlsStream<TcpStream>) -> Vec<u8> {
+    s.get_ref().1.peer_certificates().expect("a certificate")[0].to_vec()
+}
+
+/// A GET over an established TLS connection (keep-alive).
+async fn tls_get(s: &mut BufReader<TlsStream<TcpStream>>, path: &str) -> Response {
+    let req = format!("GET {path} HTTP/1.1\r\nhost: site.test\r\n\r\n");
+    s.get_mut().write_all(req.as_bytes()).await.unwrap();
+    within(REQ_DEADLINE, "TLS response", read_response(s, false))
+        .await
+        .unwrap()
+}
+
+fn addr(port: u16) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], port))
+}
+
+fn have_curl() -> bool {
+    std::process::Command::new("curl")
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// curl's status code and body (`-k` unless a CA is given).
+fn curl(args: &[&str]) -> (String, String) {
+    let out = std::process::Command::new("curl")
+        .args(["-s", "-m", "10", "-o", "-", "-w", "\n%{http_code}"])
+        .args(args)
+        .output()
+        .expect("run curl");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
+    (code.to_string(), body.to_string())
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terminates_tls_for_rustls_and_curl_clients() {
+    let ca = Ca::new("sluice test CA");
+    let be = Backend::start("app").await;
+    let port = free_port();
+    let dir = TempDir::new("tls");
+    let pem = write(dir.path(), "site.pem", &ca.leaf(&["site.test"]));
+    let s = Sluice::start(&format!(
+        "global
+    stats socket @DIR@/stats.sock level admin
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind 127.0.0.1:{port} ssl crt {pem} alpn h2,http/1.1
+    http-request set-header x-proto https if {{ ssl_fc }}
+    default_backend be
+backend be
+    server app {}
+",
+        be.hostport()
+    ));
+    // The harness's readiness probe connected without a handshake: a
+    // failed one, counted.
+    wait_until(Duration::from_secs(5), "the probe counted", || async {
+        show_stat(&s.stats_socket())
+            .await
+            .num("fe", "FRONTEND", "ssl_failed_handshake")
+            == 1
+    })
+    .await;
+    let first = show_stat(&s.stats_socket()).await;
+    let before = first.num("fe", "FRONTEND", "ssl_sess");
+    let failed = first.num("fe", "FRONTEND", "ssl_failed_handshake");
+    let tls = tls_connect(addr(port), "site.test", client_config(ca.roots()))
+        .await
+        .unwrap();
+    // ALPN: h2 is not spoken yet, so only http/1.1 is negotiated.
+    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"http/1.1"[..]));
+    let mut conn = BufReader::new(tls);
+    for i in 0..3 {
+        let r = tls_get(&mut conn, &format!("/r{i}")).await;
+        assert_eq!(r.status, 200, "{}", r.head);
+        assert_eq!(r.backend(), "app");
+    }
+    assert_eq!(be.hits(), 3);
+    let stat = show_stat(&s.stats_socket()).await;
+    assert_eq!(stat.num("fe", "FRONTEND", "ssl_sess"), before + 1);
+    assert_eq!(stat.num("fe", "FRONTEND", "ssl_failed_handshake"), failed);
+    if have_curl() {
+        let ca_file = write(dir.path(), "ca.pem", &ca.pem());
+        let resolve = format!("site.test:{port}:127.0.0.1");
+        let url = format!("https://site.test:{port}/curl");
+        let (code, _) = curl(&["--cacert", &ca_file, "--resolve", &resolve, &url]);
+        assert_eq!(code, "200", "curl through sluice with the CA");
+        assert_eq!(be.hits(), 4);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sni_picks_the_certificate_from_a_directory() {
+    let ca = Ca::new("sni CA");
+    let (port, strict) = (free_port(), free_port());
+    let dir = TempDir::new("tlsdir");
+    let certs = dir.path().join("certs");
+    std::fs::create_dir(&certs).unwrap();
+    write(&certs, "a.pem", &ca.leaf(&["a.test"]));
+    write(&certs, "b.pem", &ca.leaf(&["*.b.test"]));
+    write(&certs, "c.pem", &ca.leaf(&["c.test", "www.c.test"]));
+    let _s = Sluice::start(&format!(
+        "defaults
+    mode http
+    timeout client 5s
+frontend fe
+    bind 127.0.0.1:{port} ssl crt {0}
+    bind 127.0.0.1:{strict} ssl crt {0} strict-sni
+    http-request return status 200 content-type text/plain string sni-b if {{ ssl_fc_sni -m end .b.test }}
+    http-request return status 200 content-type text/plain string other
+",
+        certs.display()
+    ));
+    for (sni, want) in [
+        ("a.test", "a.test"),
+        ("x.b.test", "*.b.test"),
+        ("www.c.test", "c.test"),
+        // Unknown name: the default, the directory's first certificate.
+        ("nobody.test", "a.test"),
+    ] {
+        let tls = tls_connect(addr(port), sni, any_cert_config())
+            .await
+            .unwrap();
+        let names = presented_names(&tls);
+        assert_eq!(names.first().map(String::as_str), Some(want), "SNI {sni}");
+        let mut conn = BufReader::new(tls);
+        let r = tls_get(&mut conn, "/").await;
+        let expected = if sni.ends_with(".b.test") {
+            "sni-b"
+        } else {
+            "other"
+        };
+        assert_eq!(r.text(), expected, "ssl_fc_sni for {sni}");
+    }
+    // The client verifying against the CA accepts the wildcard.
+    let tls = tls_connect(addr(port), "deep.b.test", client_config(ca.roots())).await;
+    assert!(tls.is_ok(), "{tls:?}");
+    // `strict-sni`: an unknown name gets no certificate at all.
+    assert!(
+        tls_connect(addr(strict), "nobody.test", any_cert_config())
+            .await
+            .is_err()
+    );
+    let tls = tls_connect(addr(strict), "a.test", any_cert_config())
+        .await
+        .unwrap();
+    assert_eq!(presented_names(&tls), ["a.test"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_handshakes_are_counted_and_survived() {
+    let ca = Ca::new("fail CA");
+    let port = free_port();
+    let dir = TempDir::new("tlsfail");
+    let pem = write(dir.path(), "site.pem", &ca.leaf(&["site.test"]));
+    let s = Sluice::start(&format!(
+        "global
+    stats socket @DIR@/stats.sock level admin
+defaults
+    mode http
+    timeout client 5s
+frontend fe
+    bind 127.0.0.1:{port} ssl crt {pem} ssl-min-ver TLSv1.3
+    http-request return status 200 content-type text/plain string fine if {{ ssl_fc_protocol TLSv1.3 }}
+"
+    ));
+    let sock = s.stats_socket();
+    let before = show_stat(&sock)
+        .await
+        .num("fe", "FRONTEND", "ssl_failed_handshake");
+    // A plaintext HTTP client on the TLS port.
+    let mut plain = TcpStream::connect(addr(port)).await.unwrap();
+    plain
+        .write_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = Vec::new();
+    let _ = within(
+        REQ_DEADLINE,
+        "plaintext closed",
+        plain.read_to_end(&mut buf),
+    )
+    .await;
+    assert!(
+        !String::from_utf8_lossy(&buf).contains("HTTP/1.1 200"),
+        "a plaintext request is not served"
+    );
+    // A TLS 1.2-only client against `ssl-min-ver TLSv1.3`.
+    let tls12 = Arc::new(
+        rustls::ClientConfig::builder_with_provider(provider())
+            .with_protocol_versions(&[&rustls::version::TLS12])
+            .unwrap()
+            .with_root_certificates(ca.roots())
+            .with_no_client_auth(),
+    );
+    assert!(tls_connect(addr(port), "site.test", tls12).await.is_err());
+    let mut expected = before + 2;
+    if have_curl() {
+        // TLS 1.1 (curl / OpenSSL): refused, rustls does not do it.
+        let url = format!("https://127.0.0.1:{port}/");
+        let (code, _) = curl(&["-k", "--tlsv1.1", "--tls-max", "1.1", &url]);
+        assert_eq!(code, "000", "a TLS 1.1 client gets no response");
+        expected += 1;
+    }
+    wait_until(Duration::from_secs(5), "failures counted", || async {
+        show_stat(&sock)
+            .await
+            .num("fe", "FRONTEND", "ssl_failed_handshake")
+            >= expected
+    })
+    .await;
+    // The process is fine and serves the next client.
+    let tls = tls_connect(addr(port), "site.test", client_config(ca.roots()))
+        .await
+        .unwrap();
+    let mut conn = BufReader::new(tls);
+    let r = tls_get(&mut conn, "/").await;
+    assert_eq!((r.status, r.text().as_str()), (200, "fine"));
+    assert!(
+        s.stderr().contains("SSL handshake failure"),
+        "{}",
+        s.stderr()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redirect_to_https_unless_ssl_fc() {
+    let ca = Ca::new("redirect CA");
+    let be = Backend::start("app").await;
+    let (plain, secure) = (free_port(), free_port());
+    let dir = TempDir::new("tlsredir");
+    let pem = write(dir.path(), "site.pem", &ca.leaf(&["site.test"]));
+    let _s = Sluice::start(&format!(
+        "defaults
+    mode http
+    timeout connect 2s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind 127.0.0.1:{plain}
+    bind 127.0.0.1:{secure} ssl crt {pem}
+    http-request redirect scheme https unless {{ ssl_fc }}
+    default_backend be
+backend be
+    server app {}
+",
+        be.hostport()
+    ));
+    let mut c = HttpConn::connect(addr(plain)).await;
+    let r = c
+        .raw(b"GET /page?x=1 HTTP/1.1\r\nhost: site.test\r\n\r\n", false)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 302);
+    assert_eq!(r.header("location"), Some("https://site.test/page?x=1"));
+    assert_eq!(be.hits(), 0);
+    let tls = tls_connect(addr(secure), "site.test", client_config(ca.roots()))
+        .await
+        .unwrap();
+    let mut conn = BufReader::new(tls);
+    let r = tls_get(&mut conn, "/page").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(be.hits(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reload_serves_a_replaced_certificate_and_keeps_connections() {
+    let ca = Ca::new("reload CA");
+    let be = Backend::start("app").await;
+    let port = free_port();
+    let cfg = format!(
+        "global
+    stats socket @DIR@/stats.sock level admin
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 10s
+    timeout server 5s
+frontend fe
+    bind 127.0.0.1:{port} ssl crt @DIR@/site.pem
+    default_backend be
+backend be
+    server app {}
+",
+        be.hostport()
+    );
+    // The file must exist before start: written where @DIR@ points.
+    let s = {
+        let b = Sluice::builder(&cfg);
+        std::fs::write(b.dir_path().join("site.pem"), ca.leaf(&["site.test"])).unwrap();
+        b.start()
+    };
+    let old = tls_connect(addr(port), "site.test", client_config(ca.roots()))
+        .await
+        .unwrap();
+    let old_der = presented_der(&old);
+    let mut old = BufReader::new(old);
+    assert_eq!(tls_get(&mut old, "/before").await.status, 200);
+    // A new certificate (new key) for the same name, then a reload.
+    std::fs::write(s.path("site.pem"), ca.leaf(&["site.test"])).unwrap();
+    let reply = cli(&s.stats_socket(), "reload").await;
+    assert!(reply.starts_with("Success=1"), "{reply}");
+    let fresh = tls_connect(addr(port), "site.test", client_config(ca.roots()))
+        .await
+        .unwrap();
+    assert_ne!(
+        presented_der(&fresh),
+        old_der,
+        "new handshakes get the new certificate"
+    );
+    let mut fresh = BufReader::new(fresh);
+    assert_eq!(tls_get(&mut fresh, "/new").await.status, 200);
+    // The connection made before the reload goes on.
+    assert_eq!(tls_get(&mut old, "/after").await.status, 200);
+    assert_eq!(be.hits(), 3);
+}
+
+/// A TLS HTTP server for the server-side tests: answers every request with
+/// 200 and the SNI it was reached with.
+async fn tls_backend(pem: &str) -> SocketAddr {
+    let chain: Vec<CertificateDer<'static>> =
+        rustls::pki_types::pem::PemObject::pem_slice_iter(pem.as_bytes())
+            .collect::<Result<_, _>>()
+            .unwrap();
+    let key = rustls::pki_types::pem::PemObject::from_pem_slice(pem.as_bytes()).unwrap();
+    let cfg = rustls::ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(cfg));
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let a = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = l.accept().await else {
+                return;
+            };
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let sni = tls.get_ref().1.server_name().unwrap_or("-").to_string();
+                let mut r = BufReader::new(tls);
+                loop {
+                    let mut head = String::new();
+                    loop {
+                        let mut line = String::new();
+                        match tokio::io::AsyncBufReadExt::read_line(&mut r, &mut line).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(_) => {}
+                        }
+                        head.push_str(&line);
+                        if line == "\r\n" {
+                            break;
+                        }
+                    }
+                    let body = format!("sni={sni}");
+                    let resp = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nx-backend: tls\r\n\r\n{body}",
+                        body.len()
+                    );
+                    if r.get_mut().write_all(resp.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    a
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_to_servers_with_verification() {
+    let ca = Ca::new("backend CA");
+    let other_ca = Ca::new("someone else");
+    let upstream = tls_backend(&ca.leaf(&["backend.test"])).await;
+    let port = free_port();
+    let dir = TempDir::new("tlsup");
+    let ca_file = write(dir.path(), "ca.pem", &ca.pem());
+    let wrong_ca = write(dir.path(), "other.pem", &other_ca.pem());
+    let s = Sluice::start(&format!(
+        "global
+    stats socket @DIR@/stats.sock level admin
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 5s
+    timeout server 5s
+    timeout check 1s
+frontend fe
+    bind 127.0.0.1:{port}
+    use_backend bad if {{ path_beg /bad }}
+    default_backend good
+backend good
+    server up {upstream} ssl verify required ca-file {ca_file} sni str(backend.test)
+backend bad
+    retries 0
+    server up {upstream} ssl ca-file {wrong_ca} sni str(backend.test)
+backend badchk
+    server up {upstream} ssl ca-file {wrong_ca} sni str(backend.test) check inter 100ms fall 1
+"
+    ));
+    let sock = s.stats_socket();
+    let mut c = HttpConn::connect(addr(port)).await;
+    for _ in 0..3 {
+        let r = c.get("/ok").await;
+        assert_eq!(r.status, 200, "{}", r.head);
+        assert_eq!(r.text(), "sni=backend.test");
+    }
+    let stat = show_stat(&sock).await;
+    // One TLS connection, reused from the pool.
+    assert_eq!(stat.num("good", "up", "ssl_sess"), 1);
+    assert_eq!(stat.num("good", "up", "reuse"), 2);
+    // A server whose certificate does not verify: 503, and the check says why.
+    let r = get(addr(port), "/bad").await;
+    assert_eq!(r.status, 503);
+    wait_until(
+        Duration::from_secs(5),
+        "check reports the TLS failure",
+        || async {
+            let st = show_stat(&sock).await;
+            st.get("badchk", "up", "check_status") == "L6RSP"
+                && st
+                    .get("badchk", "up", "last_chk")
+                    .contains("SSL handshake failure")
+        },
+    )
+    .await;
+    assert!(
+        show_stat(&sock)
+            .await
+            .num("bad", "up", "ssl_failed_handshake")
+            >= 1
+    );
+    assert!(
+        s.stderr()
+            .contains("Connection to server bad/up failed: SSL handshake failure"),
+        "{}",
+        s.stderr()
+    );
+}
+
+#[test]
+fn tls_config_errors_name_the_line_and_the_reason() {
+    let dir = TempDir::new("tlscfg");
+    let ca = Ca::new("cfg CA");
+    write(dir.path(), "good.pem", &ca.leaf(&["site.test"]));
+    write(dir.path(), "nokey.pem", &ca.pem());
+    write(dir.path(), "garbage.pem", "not a certificate\n");
+    let check = |body: &str| {
+        let text = format!(
+            "defaults\n    mode http\n    timeout client 1s\n    timeout server 1s\n    timeout connect 1s\n{body}"
+        );
+        std::fs::write(dir.join("t.cfg"), text).unwrap();
+        run_sluice(&["-c", "-f", "t.cfg"], Some(dir.path()))
+    };
+    let out = check("frontend fe\n    bind 127.0.0.1:1 ssl crt nokey.pem\n");
+    assert_ne!(out.code(), Some(0));
+    assert!(
+        out.stderr.contains("[t.cfg:7]")
+            && out
+                .stderr
+                .contains("unable to load SSL private key from PEM file 'nokey.pem'"),
+        "{}",
+        out.stderr
+    );
+    let out = check("frontend fe\n    bind 127.0.0.1:1 ssl crt garbage.pem\n");
+    assert_ne!(out.code(), Some(0));
+    assert!(
+        out.stderr.contains("[t.cfg:7]") && out.stderr.contains("garbage.pem"),
+        "{}",
+        out.stderr
+    );
+    let out = check("frontend fe\n    bind 127.0.0.1:1 ssl crt missing.pem\n");
+    assert_ne!(out.code(), Some(0));
+    assert!(out.stderr.contains("'missing.pem'"), "{}", out.stderr);
+    let out = check("frontend fe\n    bind 127.0.0.1:1 ssl\n");
+    assert!(
+        out.stderr.contains("no SSL certificate specified for bind"),
+        "{}",
+        out.stderr
+    );
+    let out = check("frontend fe\n    bind 127.0.0.1:1 ssl crt good.pem bogus-opt\n");
+    assert!(
+        out.stderr
+            .contains("'bind 127.0.0.1:1' unknown keyword 'bogus-opt'"),
+        "{}",
+        out.stderr
+    );
+    // HAProxy 2.6: `verify required` is the default, and needs a CA.
+    let out = check("backend be\n    server s 127.0.0.1:1 ssl\n");
+    assert_ne!(out.code(), Some(0));
+    assert!(
+        out.stderr.contains("[t.cfg:7]")
+            && out
+                .stderr
+                .contains("verify is enabled by default but no CA file specified"),
+        "{}",
+        out.stderr
+    );
+    let out = check("listen be\n    bind 127.0.0.1:1\n    server s 127.0.0.1:1 ssl verify none\n");
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let out = check(
+        "frontend fe\n    bind 127.0.0.1:1 ssl crt good.pem ciphers ECDHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-SHA alpn h2,http/1.1\n",
+    );
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("ignores 'DHE-RSA-AES256-SHA'"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("protocol 'h2' is not implemented"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// Log lines of a TLS frontend, as haproxy 2.6 writes them (checked
+/// against it): a plaintext client on the TLS port is
+/// `<client> [<date>] fe/1: SSL handshake failure`, a client that closed
+/// without a byte is not logged, and `%ft` of a TLS request is `fe~`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handshake_failures_and_tls_requests_are_logged_as_haproxy() {
+    let ca = Ca::new("log CA");
+    let sys = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    sys.set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let port = free_port();
+    let dir = TempDir::new("tlslog");
+    let pem = write(dir.path(), "site.pem", &ca.leaf(&["site.test"]));
+    let _s = Sluice::start(&format!(
+        "global
+    log {} local0
+defaults
+    mode http
+    log global
+    option httplog
+    timeout client 5s
+frontend fe
+    bind 127.0.0.1:{port} ssl crt {pem}
+    http-request return status 200 content-type text/plain string ok
+",
+        sys.local_addr().unwrap()
+    ));
+    let mut plain = TcpStream::connect(addr(port)).await.unwrap();
+    let local = plain.local_addr().unwrap();
+    plain
+        .write_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut sink = Vec::new();
+    let _ = within(REQ_DEADLINE, "closed", plain.read_to_end(&mut sink)).await;
+    let tls = tls_connect(addr(port), "site.test", client_config(ca.roots()))
+        .await
+        .unwrap();
+    let mut conn = BufReader::new(tls);
+    assert_eq!(tls_get(&mut conn, "/").await.status, 200);
+    let lines = tokio::task::spawn_blocking(move || {
+        let mut out: Vec<String> = Vec::new();
+        let mut buf = vec![0u8; 4096];
+        let end = std::time::Instant::now() + Duration::from_secs(10);
+        while out.len() < 2 && std::time::Instant::now() < end {
+            if let Ok(n) = sys.recv(&mut buf) {
+                out.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+            }
+        }
+        // Nothing more comes (the readiness probe sent no byte).
+        std::thread::sleep(Duration::from_millis(200));
+        if let Ok(n) = sys.recv(&mut buf) {
+            out.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+        }
+        out
+    })
+    .await
+    .unwrap();
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    let failure = format!("]: {local} [");
+    assert!(
+        lines[0].contains(&failure) && lines[0].ends_with("] fe/1: SSL handshake failure\n"),
+        "{lines:#?}"
+    );
+    assert!(lines[1].contains("] fe~ fe/<NOSRV> "), "{lines:#?}");
+}
