@@ -315,17 +315,17 @@ pub async fn read_header(
 
 /// The header a `send-proxy` (1) / `send-proxy-v2` (2) server gets for a
 /// client at `peer` that connected to `dst` (or to `client`'s local
-/// address); None without the option.
+/// address, asked only when needed); None without the option.
 pub fn for_server(
     version: u8,
     peer: SocketAddr,
     dst: Option<SocketAddr>,
-    client: &tokio::net::TcpStream,
+    client_local: impl FnOnce() -> Option<SocketAddr>,
 ) -> Option<Vec<u8>> {
     if version == 0 {
         return None;
     }
-    let dst = dst.or_else(|| client.local_addr().ok())?;
+    let dst = dst.or_else(client_local)?;
     Some(if version == 2 {
         v2_header(peer, dst)
     } else {

@@ -60,6 +60,10 @@ pub struct FrontendRt {
     pub binds: Vec<SocketAddr>,
     /// Listening addresses with `accept-proxy`.
     pub accept_proxy: Vec<SocketAddr>,
+    /// Listening addresses with `proto h1` or `proto h2`.
+    pub bind_protos: Vec<(SocketAddr, crate::config::model::BindProto)>,
+    /// The HTTP/2 settings and limits of its connections.
+    pub h2: crate::http::h2::Limits,
     /// `tcp-request connection` / `content` rules, `inspect-delay`.
     pub tcp_connection: crate::tcp_rules::Rules,
     pub tcp_content: crate::tcp_rules::Rules,
@@ -367,6 +371,19 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                         None => b.addrs.clone(),
                     })
                     .collect(),
+                bind_protos: p
+                    .binds
+                    .iter()
+                    .filter(|b| b.proto != crate::config::model::BindProto::Auto)
+                    .flat_map(|b| {
+                        let addrs = match b.fd {
+                            Some(fd) => crate::listener::inherited_addr(fd).into_iter().collect(),
+                            None => b.addrs.clone(),
+                        };
+                        addrs.into_iter().map(move |a| (a, b.proto))
+                    })
+                    .collect(),
+                h2: crate::http::h2::Limits::of(&config.global),
                 tcp_connection: tcp_rules(&p.tcp_connection, &acls),
                 tcp_content: tcp_rules(&p.tcp_content, &acls),
                 inspect_delay: p.inspect_delay,

@@ -147,7 +147,7 @@ pub async fn serve(client: ClientConn, stream: TcpStream, peer: SocketAddr) {
             }
         }
         // TLS to servers in `mode tcp` is not done yet.
-        Ok(Stream::Tls(_)) => {
+        Ok(Stream::Tls(_) | Stream::Pipe(_)) => {
             tracing::warn!(
                 "backend {}: 'ssl' servers in 'mode tcp' are not supported yet, connection closed",
                 be.name
@@ -168,7 +168,7 @@ pub async fn serve(client: ClientConn, stream: TcpStream, peer: SocketAddr) {
                 server.send_proxy.load(Relaxed),
                 peer,
                 client.dst(),
-                &stream,
+                || stream.local_addr().ok(),
             );
             let first = [proxy_header.as_deref().unwrap_or(b""), &payload].concat();
             let wrote = first.is_empty() || upstream.write_all(&first).await.is_ok();

@@ -268,6 +268,17 @@ pub struct Counters {
     /// and backend: with servers).
     pub ssl_sess: AtomicU64,
     pub ssl_failed_handshake: AtomicU64,
+    /// HTTP/2 on the client side (frontend): streams opened (HEADERS),
+    /// DATA frames received, connections closed for a protocol error (or
+    /// a flood), streams reset for one, GOAWAYs sent for an error,
+    /// connections open and in all.
+    pub h2_headers_rcvd: AtomicU64,
+    pub h2_data_rcvd: AtomicU64,
+    pub h2_conn_protocol_errors: AtomicU64,
+    pub h2_strm_protocol_errors: AtomicU64,
+    pub h2_goaway_resp: AtomicU64,
+    pub h2_open_connections: Gauge,
+    pub h2_total_connections: AtomicU64,
     /// Unix time of the last session, 0 = never.
     pub last_sess: AtomicU64,
     pub sess_rate: FreqCtr,

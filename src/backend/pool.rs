@@ -104,7 +104,7 @@ impl Pool {
                 let pos = idle.iter().rposition(|c| c.sni.as_deref() == sni)?;
                 idle.remove(pos)
             };
-            if is_clean(conn.stream.tcp()) {
+            if conn.stream.tcp().is_some_and(is_clean) {
                 return Some(conn.stream);
             }
         }

@@ -52,6 +52,10 @@ pub const GLOBAL_SUPPORTED: &[&str] = &[
     "tune.pipesize",
     "nosplice",
     "maxpipes",
+    "tune.h2.header-table-size",
+    "tune.h2.initial-window-size",
+    "tune.h2.max-concurrent-streams",
+    "tune.h2.max-frame-size",
     "ssl-default-bind-ciphers",
     "ssl-default-bind-ciphersuites",
     "ssl-default-bind-options",
@@ -459,6 +463,7 @@ pub const BIND_SUPPORTED: &[&str] = &[
     "force-tlsv12",
     "prefer-client-ciphers",
     "strict-sni",
+    "proto",
 ];
 
 /// The TLS options of a `server` line (also in [`SERVER_SUPPORTED`]).
@@ -505,7 +510,6 @@ pub const BIND_UNSUPPORTED: &[&str] = &[
     "curves",
     "ecdhe",
     "allow-0rtt",
-    "proto",
     "quic-cc-algo",
     "generate-certificates",
     "crl-file",

@@ -80,6 +80,39 @@ pub struct Global {
     /// `-ciphersuites`, their `server` twins, `ssl-server-verify`,
     /// `crt-base` / `ca-base`.
     pub ssl: GlobalSsl,
+    /// `tune.h2.*`: the HTTP/2 settings sluice announces.
+    pub h2: H2Tune,
+}
+
+/// `tune.h2.header-table-size`, `tune.h2.initial-window-size`,
+/// `tune.h2.max-concurrent-streams`, `tune.h2.max-frame-size` (None: the
+/// HAProxy 2.6 default).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct H2Tune {
+    pub header_table_size: Option<u32>,
+    pub initial_window_size: Option<u32>,
+    pub max_concurrent_streams: Option<u32>,
+    pub max_frame_size: Option<u32>,
+}
+
+impl H2Tune {
+    pub const DEFAULT_HEADER_TABLE_SIZE: u32 = 4096;
+    pub const DEFAULT_INITIAL_WINDOW_SIZE: u32 = 65535;
+    pub const DEFAULT_MAX_CONCURRENT_STREAMS: u32 = 100;
+    pub const DEFAULT_MAX_FRAME_SIZE: u32 = 16384;
+}
+
+/// `bind ... proto <name>`: the protocol a listener speaks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum BindProto {
+    /// HTTP/1, or HTTP/2 when the client starts with its preface (or
+    /// picks `h2` by ALPN), as HAProxy does without `proto`.
+    #[default]
+    Auto,
+    /// `proto h1`: HTTP/1 only.
+    H1,
+    /// `proto h2`: HTTP/2 only (cleartext: with prior knowledge).
+    H2,
 }
 
 /// The TLS defaults of the global section.
@@ -471,6 +504,8 @@ pub struct Bind {
     pub accept_proxy: bool,
     /// `ssl`: the listener's TLS configuration, certificates loaded.
     pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+    /// `proto h1|h2`.
+    pub proto: BindProto,
 }
 
 /// What a `tcp-request connection|content` rule does when it applies.

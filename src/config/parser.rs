@@ -749,6 +749,10 @@ impl<'r> State<'r> {
                     "'tune.maxrewrite' expects a positive integer argument.",
                 ),
             },
+            "tune.h2.header-table-size"
+            | "tune.h2.initial-window-size"
+            | "tune.h2.max-concurrent-streams"
+            | "tune.h2.max-frame-size" => self.tune_h2(loc, k, arg),
             "daemon" => self.global.daemon = true,
             "nosplice" => self.global.splice.disabled = true,
             "tune.pipesize" | "maxpipes" => match arg.and_then(parse_u32).filter(|n| *n > 0) {
@@ -1470,6 +1474,33 @@ impl<'r> State<'r> {
         }
     }
 
+    /// One `tune.h2.*` keyword, with HAProxy 2.6's bounds.
+    fn tune_h2(&mut self, loc: &Loc, k: &str, arg: Option<&str>) {
+        let (min, max) = match k {
+            // HPACK's dynamic table: HAProxy caps it at 64 KiB.
+            "tune.h2.header-table-size" => (0, 65536),
+            // RFC 9113 §6.5.2: at most 2^31-1.
+            "tune.h2.initial-window-size" => (0, (1 << 31) - 1),
+            "tune.h2.max-concurrent-streams" => (1, u32::MAX),
+            // RFC 9113 §6.5.2: 16384 to 2^24-1.
+            _ => (16384, (1 << 24) - 1),
+        };
+        let Some(v) = arg.and_then(parse_u32).filter(|v| (min..=max).contains(v)) else {
+            return self.alert(
+                loc,
+                format!("'{k}' expects a numeric value between {min} and {max}."),
+            );
+        };
+        let t = &mut self.global.h2;
+        let slot = match k {
+            "tune.h2.header-table-size" => &mut t.header_table_size,
+            "tune.h2.initial-window-size" => &mut t.initial_window_size,
+            "tune.h2.max-concurrent-streams" => &mut t.max_concurrent_streams,
+            _ => &mut t.max_frame_size,
+        };
+        *slot = Some(v);
+    }
+
     fn kw_bind(&mut self, loc: &Loc, words: &[String]) {
         if !self.cap(loc, "bind", false, true, false) {
             return;
@@ -1480,9 +1511,9 @@ impl<'r> State<'r> {
                 "'bind' expects {<path>|[addr1]:port1[-end1]}{,[addr]:port[-end]}... as arguments.",
             );
         };
-        let (mut ok, tls, accept_proxy) = match self.bind_options(loc, text, &words[2..]) {
-            Ok((tls, proxy)) => (true, tls, proxy),
-            Err(()) => (false, None, false),
+        let (mut ok, tls, accept_proxy, proto) = match self.bind_options(loc, text, &words[2..]) {
+            Ok((tls, proxy, proto)) => (true, tls, proxy, proto),
+            Err(()) => (false, None, false, BindProto::Auto),
         };
         let mut binds = Vec::new();
         // HAProxy quotes the argument as written (variables unexpanded).
@@ -1503,6 +1534,7 @@ impl<'r> State<'r> {
                         loc: loc.clone(),
                         accept_proxy,
                         tls: tls.clone(),
+                        proto,
                     }),
                     Err(e) => {
                         ok = false;
@@ -1519,6 +1551,7 @@ impl<'r> State<'r> {
                     loc: loc.clone(),
                     accept_proxy,
                     tls: tls.clone(),
+                    proto,
                 }),
                 Err(e) => {
                     ok = false;
@@ -1536,6 +1569,7 @@ impl<'r> State<'r> {
                 loc: loc.clone(),
                 accept_proxy,
                 tls: None,
+                proto,
             }];
         }
         self.px().binds.extend(binds);

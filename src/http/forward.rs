@@ -246,9 +246,7 @@ pub async fn forward(
     bc.count_request();
     let started = Instant::now();
     let src = match be.balance {
-        crate::config::model::Balance::Source => {
-            client.stream.tcp().peer_addr().ok().map(|a| a.ip())
-        }
+        crate::config::model::Balance::Source => client.stream.peer_addr().ok().map(|a| a.ip()),
         _ => None,
     };
     let key = balance::LbKey {
@@ -469,7 +467,7 @@ async fn exchange(
                 server.send_proxy.load(Relaxed),
                 ctx.peer,
                 ctx.dst,
-                client.stream.tcp(),
+                || client.stream.local_addr().ok(),
             )
             && io::write_all(&mut up.stream, h, be.timeouts.server)
                 .await
@@ -556,7 +554,7 @@ async fn exchange(
                         };
                         if let RelayError::Framing(_, spot) = &e {
                             add(&fe.state.counters.ereq, 1);
-                            let src = client.stream.tcp().peer_addr().ok();
+                            let src = client.stream.peer_addr().ok();
                             capture::request_error(fe, Some(be), src, &[&client.buf], *spot);
                             rec.term(b'P', b'D');
                         } else if code == 408 {
@@ -718,7 +716,7 @@ fn capture_response(
     parts: &[&[u8]],
     spot: ErrorSpot,
 ) {
-    let src = client.stream.tcp().peer_addr().ok();
+    let src = client.stream.peer_addr().ok();
     capture::response_error(be, fe, server, src, parts, spot);
 }
 

@@ -776,6 +776,16 @@ impl ChunkedDecoder {
         self.state == ChunkState::Done
     }
 
+    /// Data bytes the decoder expects next (0 outside a chunk's data):
+    /// what a consumer that wants the payload takes as it is.
+    pub fn data_left(&self) -> u64 {
+        if self.state == ChunkState::Data {
+            self.remaining
+        } else {
+            0
+        }
+    }
+
     /// Consumes from `input`; returns how many bytes belong to the body.
     /// Stops at the end of the body (the rest belongs to the next message).
     pub fn feed(&mut self, input: &[u8]) -> Result<usize, H1Error> {

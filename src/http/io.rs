@@ -196,7 +196,7 @@ pub async fn write_all(
 ) -> Result<(), RelayError> {
     match stream {
         Stream::Tcp(s) => write_all_tcp(s, data, timeout).await,
-        Stream::Tls(_) => write_all_flushed(stream, &[data], timeout).await,
+        Stream::Tls(_) | Stream::Pipe(_) => write_all_flushed(stream, &[data], timeout).await,
     }
 }
 
@@ -250,7 +250,7 @@ async fn write_two(
 ) -> Result<(), RelayError> {
     let dst = match dst {
         Stream::Tcp(s) => s,
-        Stream::Tls(_) => return write_all_flushed(dst, &[a, b], timeout).await,
+        Stream::Tls(_) | Stream::Pipe(_) => return write_all_flushed(dst, &[a, b], timeout).await,
     };
     let (mut a, mut b) = (a, b);
     // As in `write_all`: first without a timer.

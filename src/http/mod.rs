@@ -6,6 +6,7 @@ pub mod error_spot;
 pub mod errors;
 pub mod forward;
 pub mod h1;
+pub mod h2;
 pub mod io;
 pub mod legacy;
 pub mod park;

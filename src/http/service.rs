@@ -24,7 +24,7 @@ use super::park;
 use super::rules;
 use crate::acl::eval::{AclSet, CompiledCond, RequestView};
 use crate::backend::counters::Counters;
-use crate::config::model::{HttpConnMode, HttpRequestAction, Timeouts};
+use crate::config::model::{BindProto, HttpConnMode, HttpRequestAction, Timeouts};
 use crate::listener::ClientConn;
 use crate::log::{LogRecord, SrvName};
 use crate::routing::{BackendRt, FrontendRt, StatsRt};
@@ -73,9 +73,20 @@ pub async fn serve_connection(
     fresh: bool,
     tls: Option<Box<TlsFacts>>,
 ) {
-    if fresh {
-        let _ = stream.tcp().set_nodelay(true);
+    if fresh && let Some(tcp) = stream.tcp() {
+        let _ = tcp.set_nodelay(true);
     }
+    let proto = if fresh {
+        bind_proto(&client, &stream)
+    } else {
+        BindProto::Auto
+    };
+    // `bind ... proto h2`, or TLS that chose h2 by ALPN.
+    if fresh && (proto == BindProto::H2 || tls.as_ref().is_some_and(|t| t.h2)) {
+        return super::h2::serve(client, stream, bytes::Bytes::new(), peer, tls).await;
+    }
+    // A cleartext client may start with the HTTP/2 preface instead.
+    let mut upgradable = fresh && proto == BindProto::Auto && !stream.is_tls();
     let mut conn = BufConn::new(stream);
     let mut first = fresh;
     loop {
@@ -133,7 +144,7 @@ pub async fn serve_connection(
                     Ok(()) => return,
                     Err((c, s)) => {
                         // Parking unavailable: wait here for the rest.
-                        if !wait_readable_or_stop(&s, left).await {
+                        if !wait_readable_or_stop(Some(&s), left).await {
                             return;
                         }
                         return Box::pin(serve_connection(c, Stream::Tcp(s), peer, first, None))
@@ -161,6 +172,12 @@ pub async fn serve_connection(
         let bound = client
             .rt
             .with_snapshot(|snap| snap.global.hard_stop_after.map(|_| snap.generation));
+        let mut to_h2 = false;
+        let via = if upgradable {
+            Via::Http1Upgradable(&mut to_h2)
+        } else {
+            Via::Http1
+        };
         let request = Box::pin(handle_request(
             &client.rt,
             &client.frontend,
@@ -169,6 +186,7 @@ pub async fn serve_connection(
             (peer, client.dst()),
             first,
             tls.as_deref(),
+            via,
         ));
         let keep = match bound {
             None => request.await,
@@ -176,12 +194,44 @@ pub async fn serve_connection(
                 .await
                 .unwrap_or(false),
         };
+        if to_h2 {
+            let BufConn { stream, buf } = conn;
+            return super::h2::serve(client, stream, buf.freeze(), peer, tls).await;
+        }
         if !keep {
             return;
         }
         conn.release_buffer();
         first = false;
+        upgradable = false;
     }
+}
+
+/// The `proto` of the listener that accepted `stream`: the one with its
+/// local address, else the wildcard one on its port. Looked up only on
+/// frontends that have a `proto` at all.
+fn bind_proto(client: &ClientConn, stream: &Stream) -> BindProto {
+    client
+        .rt
+        .with_snapshot(|snap| {
+            let fe = snap.frontends().find(|f| *f.name == *client.frontend)?;
+            if fe.bind_protos.is_empty() {
+                return None;
+            }
+            let local = stream.local_addr().ok()?;
+            let on_port = |wild: bool| {
+                fe.bind_protos.iter().find(|(a, _)| {
+                    a.port() == local.port()
+                        && if wild {
+                            a.ip().is_unspecified()
+                        } else {
+                            a.ip() == local.ip()
+                        }
+                })
+            };
+            on_port(false).or_else(|| on_port(true)).map(|(_, p)| *p)
+        })
+        .unwrap_or_default()
 }
 
 /// How long a soft stop waits for the first request of a connection it
@@ -189,8 +239,9 @@ pub async fn serve_connection(
 const STOP_FIRST_BYTES: Duration = Duration::from_secs(1);
 
 /// [`wait_readable`], cut short (false) when a soft stop begins with
-/// nothing received.
-async fn wait_readable_or_stop(stream: &TcpStream, timeout: Option<Duration>) -> bool {
+/// nothing received. False at once without a socket.
+async fn wait_readable_or_stop(stream: Option<&TcpStream>, timeout: Option<Duration>) -> bool {
+    let Some(stream) = stream else { return false };
     tokio::select! {
         r = wait_readable(stream, timeout) => r,
         _ = crate::process::stop_begun() => {
@@ -239,9 +290,23 @@ async fn wait_readable(stream: &TcpStream, timeout: Option<Duration>) -> bool {
     }
 }
 
+/// How a request comes to [`handle_request`].
+pub(crate) enum Via<'a> {
+    /// An HTTP/1 connection.
+    Http1,
+    /// The first request of a cleartext HTTP/1 connection, which turns to
+    /// HTTP/2 if it is the HTTP/2 preface (set to true, the preface put
+    /// back in the buffer), as HAProxy does.
+    Http1Upgradable(&'a mut bool),
+    /// A stream of an HTTP/2 connection (`<scheme>://<authority>` for the
+    /// log).
+    Http2 { origin: &'a str },
+}
+
 /// Reads, routes and answers one request; returns whether the connection
 /// may carry another.
-async fn handle_request(
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn handle_request(
     rt: &Runtime,
     frontend: &str,
     stream: &StreamEntry,
@@ -249,6 +314,7 @@ async fn handle_request(
     (peer, dst): (SocketAddr, Option<SocketAddr>),
     first: bool,
     tls: Option<&TlsFacts>,
+    via: Via<'_>,
 ) -> bool {
     // The snapshot is loaded once per request and used to its end.
     let snap = rt.snapshot();
@@ -261,7 +327,10 @@ async fn handle_request(
     let mut rec = LogRecord::new(fe.log.is_some());
     if rec.enabled() {
         rec.tls = tls.is_some();
-        rec.set_addrs(peer, dst.or_else(|| conn.stream.tcp().local_addr().ok()));
+        if let Via::Http2 { origin } = via {
+            rec.h2_origin = Some(origin.into());
+        }
+        rec.set_addrs(peer, dst.or_else(|| conn.stream.local_addr().ok()));
         if first {
             crate::log::emit_connect(&fe, peer, rec.local);
         }
@@ -279,21 +348,38 @@ async fn handle_request(
     let read = match awaited {
         Some(r) => r,
         // Bytes already here are served, not reset.
-        None if has_pending(conn.stream.tcp()) => conn.read_head(fe.max_head, head_timeout).await,
+        None if conn.stream.tcp().is_some_and(has_pending) => {
+            conn.read_head(fe.max_head, head_timeout).await
+        }
         // A client accepted just before the stop has usually not sent its
         // request yet: it gets a moment to do so before being closed, so a
         // hand-over or a stop never answers a fresh request with nothing.
         None => {
             let window = head_timeout.map_or(STOP_FIRST_BYTES, |t| t.min(STOP_FIRST_BYTES));
-            match tokio::time::timeout(window, conn.stream.tcp().readable()).await {
-                Ok(Ok(())) if has_pending(conn.stream.tcp()) => {
-                    conn.read_head(fe.max_head, head_timeout).await
-                }
+            let Some(tcp) = conn.stream.tcp() else {
+                return false;
+            };
+            match tokio::time::timeout(window, tcp.readable()).await {
+                Ok(Ok(())) if has_pending(tcp) => conn.read_head(fe.max_head, head_timeout).await,
                 _ => return false,
             }
         }
     };
     let raw = match read {
+        // The HTTP/2 preface on a connection that may switch to it: the
+        // bytes go back in front of the rest for the HTTP/2 server.
+        Ok(raw)
+            if raw[..] == *super::h2::PREFACE_HEAD && matches!(via, Via::Http1Upgradable(_)) =>
+        {
+            let mut all = BytesMut::with_capacity(raw.len() + conn.buf.len());
+            all.put_slice(&raw);
+            all.put_slice(&conn.buf);
+            conn.buf = all;
+            if let Via::Http1Upgradable(upgrade) = via {
+                *upgrade = true;
+            }
+            return false;
+        }
         Ok(raw) => raw,
         Err(HeadError::Closed) => {
             // A client leaving between requests is normal; one that never

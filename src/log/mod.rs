@@ -160,6 +160,10 @@ pub struct LogRecord {
     pub captured_resp: Option<String>,
     /// The client connection is TLS (`%ft` is the frontend name with `~`).
     pub tls: bool,
+    /// A request of an HTTP/2 stream: `<scheme>://<authority>`, which
+    /// `%r` puts before the path with the version `HTTP/2.0`, as HAProxy
+    /// 2.6 logs the absolute URI of HTTP/2 requests.
+    pub h2_origin: Option<Box<str>>,
 }
 
 static REQ_ID: AtomicU64 = AtomicU64::new(0);
@@ -225,6 +229,7 @@ impl LogRecord {
             captured_req: None,
             captured_resp: None,
             tls: false,
+            h2_origin: None,
         }
     }
 
@@ -329,13 +334,24 @@ impl Line<'_> {
         let mut s = String::with_capacity(h.method().len() + h.target().len() + 10);
         s.push_str(&String::from_utf8_lossy(h.method()));
         s.push(' ');
+        if let Some(origin) = &self.rec.h2_origin {
+            s.push_str(origin);
+        }
         s.push_str(&String::from_utf8_lossy(h.target()));
-        s.push_str(if h.minor == 0 {
-            " HTTP/1.0"
-        } else {
-            " HTTP/1.1"
-        });
+        s.push(' ');
+        s.push_str(self.version(h));
         Some(s)
+    }
+
+    /// `%HV`: the client's protocol version.
+    fn version(&self, h: &Head) -> &'static str {
+        if self.rec.h2_origin.is_some() {
+            "HTTP/2.0"
+        } else if h.minor == 0 {
+            "HTTP/1.0"
+        } else {
+            "HTTP/1.1"
+        }
     }
 
     fn target(&self) -> Option<String> {
@@ -464,10 +480,7 @@ impl Source for Line<'_> {
                     .map(|t| t.find('?').map_or(String::new(), |i| t[i..].to_string()))
                     .as_deref(),
             ),
-            Var::Version => out.text(
-                self.head
-                    .map(|h| if h.minor == 0 { "HTTP/1.0" } else { "HTTP/1.1" }),
-            ),
+            Var::Version => out.text(self.head.map(|h| self.version(h))),
             Var::Hostname => out.text(Some(hostname())),
             Var::Pid => out.num(std::process::id() as i64),
             Var::UniqueId => out.text(None),

@@ -598,6 +598,7 @@ fn frontend_row(p: &ProxyRt, fe: &FrontendRt) -> Row {
     r.zero(&["dses"]);
     r.zero(MODULE_FIELDS_FE_BE);
     ssl_counts(&mut r, c);
+    h2_counts(&mut r, c);
     r
 }
 
@@ -605,6 +606,23 @@ fn frontend_row(p: &ProxyRt, fe: &FrontendRt) -> Row {
 fn ssl_counts(r: &mut Row, c: &Counters) {
     r.set("ssl_sess", get(&c.ssl_sess));
     r.set("ssl_failed_handshake", get(&c.ssl_failed_handshake));
+}
+
+/// The h2 module's columns sluice tracks (client side, frontend rows).
+fn h2_counts(r: &mut Row, c: &Counters) {
+    r.set("h2_headers_rcvd", get(&c.h2_headers_rcvd));
+    r.set("h2_data_rcvd", get(&c.h2_data_rcvd));
+    r.set(
+        "h2_detected_conn_protocol_errors",
+        get(&c.h2_conn_protocol_errors),
+    );
+    r.set(
+        "h2_detected_strm_protocol_errors",
+        get(&c.h2_strm_protocol_errors),
+    );
+    r.set("h2_goaway_resp", get(&c.h2_goaway_resp));
+    r.set("h2_open_connections", c.h2_open_connections.cur());
+    r.set("h2_total_connections", get(&c.h2_total_connections));
 }
 
 /// `ip:port`, IPv6 in brackets (SocketAddr's Display does exactly that).

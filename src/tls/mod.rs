@@ -213,14 +213,16 @@ pub fn version_name(v: TlsVersion) -> &'static str {
     }
 }
 
-/// ALPN protocols sluice speaks, from an `alpn` list. `h2` is not spoken
-/// yet: it is dropped with a warning (never negotiated, so a client falls
-/// back to HTTP/1.1).
-pub fn alpn_protocols(list: &str, warnings: &mut Vec<String>) -> Vec<Vec<u8>> {
+/// ALPN protocols sluice speaks, from an `alpn` list. `h2` is spoken
+/// where `h2` says so (a `bind` line: the connection is then served as
+/// HTTP/2); elsewhere it is dropped with a warning (never negotiated, so
+/// the peer falls back to HTTP/1.1).
+pub fn alpn_protocols(list: &str, h2: bool, warnings: &mut Vec<String>) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     for p in list.split(',').filter(|p| !p.is_empty()) {
         match p {
             "http/1.1" | "http/1.0" => out.push(p.as_bytes().to_vec()),
+            "h2" if h2 => out.push(p.as_bytes().to_vec()),
             other => warnings.push(format!(
                 "'alpn' : protocol '{other}' is not implemented by sluice yet, it is not offered."
             )),
@@ -293,6 +295,8 @@ pub struct TlsFacts {
     pub protocol: &'static str,
     /// `ssl_c_used`: the client presented a certificate.
     pub client_cert: bool,
+    /// ALPN chose `h2`: the connection speaks HTTP/2.
+    pub h2: bool,
 }
 
 impl TlsFacts {
@@ -305,6 +309,7 @@ impl TlsFacts {
                 _ => "",
             },
             client_cert: conn.peer_certificates().is_some_and(|c| !c.is_empty()),
+            h2: conn.alpn_protocol() == Some(b"h2"),
         }
     }
 }

@@ -1,4 +1,6 @@
-//! The byte stream of a connection: plain TCP or TLS over TCP.
+//! The byte stream of a connection: plain TCP, TLS over TCP, or the
+//! in-process pipe an HTTP/2 stream is served through (see
+//! `crate::http::h2`).
 //!
 //! An enum rather than a trait object: the plain arm is the `TcpStream`
 //! itself, so the plain-TCP hot path (the `try_write` fast path, reads into
@@ -7,9 +9,11 @@
 //! does not carry rustls' size.
 
 use std::io;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use tokio::io::DuplexStream;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsStream;
@@ -18,15 +22,47 @@ use tokio_rustls::TlsStream;
 pub enum Stream {
     Tcp(TcpStream),
     Tls(Box<TlsStream<TcpStream>>),
+    /// One HTTP/2 stream as the HTTP/1 pipeline sees it: the request's
+    /// HTTP/1 form comes out of it, the HTTP/1 response goes into it.
+    Pipe(Box<Pipe>),
+}
+
+/// The pipeline's end of an HTTP/2 stream, with the addresses of the
+/// connection that carries it: the request is read from `rx`, the response
+/// written to `tx` (two pipes, so that either side can end on its own).
+#[derive(Debug)]
+pub struct Pipe {
+    pub rx: DuplexStream,
+    pub tx: DuplexStream,
+    pub peer: SocketAddr,
+    pub local: SocketAddr,
 }
 
 impl Stream {
-    /// The TCP socket underneath (addresses, options, readiness).
+    /// The TCP socket underneath (options, readiness); None for an
+    /// HTTP/2 stream's pipe.
     #[inline]
-    pub fn tcp(&self) -> &TcpStream {
+    pub fn tcp(&self) -> Option<&TcpStream> {
         match self {
-            Stream::Tcp(s) => s,
-            Stream::Tls(s) => s.get_ref().0,
+            Stream::Tcp(s) => Some(s),
+            Stream::Tls(s) => Some(s.get_ref().0),
+            Stream::Pipe(_) => None,
+        }
+    }
+
+    /// The client's address as the socket sees it.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        match self {
+            Stream::Pipe(p) => Ok(p.peer),
+            _ => self.tcp().ok_or(io::ErrorKind::NotConnected)?.peer_addr(),
+        }
+    }
+
+    /// The local address the connection came in on.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        match self {
+            Stream::Pipe(p) => Ok(p.local),
+            _ => self.tcp().ok_or(io::ErrorKind::NotConnected)?.local_addr(),
         }
     }
 
@@ -50,7 +86,7 @@ impl Stream {
     pub fn try_read_buf(&self, buf: &mut bytes::BytesMut) -> io::Result<usize> {
         match self {
             Stream::Tcp(s) => s.try_read_buf(buf),
-            Stream::Tls(_) => Err(io::ErrorKind::WouldBlock.into()),
+            Stream::Tls(_) | Stream::Pipe(_) => Err(io::ErrorKind::WouldBlock.into()),
         }
     }
 }
@@ -65,6 +101,7 @@ impl AsyncRead for Stream {
         match self.get_mut() {
             Stream::Tcp(s) => Pin::new(s).poll_read(cx, buf),
             Stream::Tls(s) => Pin::new(&mut **s).poll_read(cx, buf),
+            Stream::Pipe(p) => Pin::new(&mut p.rx).poll_read(cx, buf),
         }
     }
 }
@@ -79,6 +116,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Tcp(s) => Pin::new(s).poll_write(cx, buf),
             Stream::Tls(s) => Pin::new(&mut **s).poll_write(cx, buf),
+            Stream::Pipe(p) => Pin::new(&mut p.tx).poll_write(cx, buf),
         }
     }
 
@@ -90,6 +128,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Tcp(s) => Pin::new(s).poll_write_vectored(cx, bufs),
             Stream::Tls(s) => Pin::new(&mut **s).poll_write_vectored(cx, bufs),
+            Stream::Pipe(p) => Pin::new(&mut p.tx).poll_write_vectored(cx, bufs),
         }
     }
 
@@ -97,6 +136,7 @@ impl AsyncWrite for Stream {
         match self {
             Stream::Tcp(s) => s.is_write_vectored(),
             Stream::Tls(s) => s.is_write_vectored(),
+            Stream::Pipe(p) => p.tx.is_write_vectored(),
         }
     }
 
@@ -104,6 +144,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Tcp(s) => Pin::new(s).poll_flush(cx),
             Stream::Tls(s) => Pin::new(&mut **s).poll_flush(cx),
+            Stream::Pipe(p) => Pin::new(&mut p.tx).poll_flush(cx),
         }
     }
 
@@ -111,6 +152,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Tcp(s) => Pin::new(s).poll_shutdown(cx),
             Stream::Tls(s) => Pin::new(&mut **s).poll_shutdown(cx),
+            Stream::Pipe(p) => Pin::new(&mut p.tx).poll_shutdown(cx),
         }
     }
 }

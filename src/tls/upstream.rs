@@ -105,7 +105,7 @@ impl UpstreamTls {
             None => builder.with_no_client_auth(),
         };
         if let Some(list) = &opts.alpn {
-            config.alpn_protocols = super::alpn_protocols(list, warnings);
+            config.alpn_protocols = super::alpn_protocols(list, false, warnings);
         }
         let identity = format!(
             "verify={};ca={}#{:x};crt={}#{:x};sni={:?};alpn={:?};suites={:?}/{:?}/{:?}/{:?}",

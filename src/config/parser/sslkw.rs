@@ -34,7 +34,7 @@ impl State<'_> {
         loc: &Loc,
         text: &str,
         words: &[String],
-    ) -> Result<(Option<Arc<rustls::ServerConfig>>, bool), ()> {
+    ) -> Result<(Option<Arc<rustls::ServerConfig>>, bool, BindProto), ()> {
         let g = self.global.ssl.clone();
         let mut ssl = false;
         let mut certs: Vec<LoadedCert> = Vec::new();
@@ -47,6 +47,7 @@ impl State<'_> {
         let mut warnings = Vec::new();
         let mut ok = true;
         let mut accept_proxy = false;
+        let mut proto = BindProto::Auto;
         // `ssl-default-bind-options` come first, the line's own override.
         let defaults: Vec<String> = g.bind_options.clone();
         for (from_global, list) in [(true, &defaults[..]), (false, words)] {
@@ -100,6 +101,25 @@ impl State<'_> {
                             break;
                         };
                         alpn = Some(a.to_string());
+                        2
+                    }
+                    "proto" => {
+                        let Some(a) = need(self) else {
+                            ok = false;
+                            break;
+                        };
+                        proto = match a {
+                            "h1" => BindProto::H1,
+                            "h2" => BindProto::H2,
+                            _ => {
+                                self.alert(
+                                    loc,
+                                    format!("'bind {text}' : 'proto' : unknown MUX protocol '{a}' (sluice knows 'h1' and 'h2')."),
+                                );
+                                ok = false;
+                                break;
+                            }
+                        };
                         2
                     }
                     "ssl-min-ver" | "ssl-max-ver" => {
@@ -226,7 +246,7 @@ impl State<'_> {
                     format!("'bind {text}' : 'crt' given without 'ssl': the listener is plain TCP, add 'ssl' to enable TLS."),
                 );
             }
-            return Ok((None, accept_proxy));
+            return Ok((None, accept_proxy, proto));
         }
         if certs.is_empty() {
             let px = self.px().name.clone();
@@ -248,7 +268,7 @@ impl State<'_> {
             }
         }
         bt.alpn = match &alpn {
-            Some(list) => crate::tls::alpn_protocols(list, &mut warnings),
+            Some(list) => crate::tls::alpn_protocols(list, true, &mut warnings),
             None => Vec::new(),
         };
         bt.certs = certs;
@@ -257,7 +277,7 @@ impl State<'_> {
             self.warn(loc, format!("'bind {text}' : {w}"));
         }
         match built {
-            Ok(cfg) => Ok((Some(cfg), accept_proxy)),
+            Ok(cfg) => Ok((Some(cfg), accept_proxy, proto)),
             Err(e) => {
                 self.alert(loc, format!("'bind {text}' : {e}"));
                 Err(())

@@ -1,0 +1,283 @@
+//! HTTP/2 on the client side (RFC 9113), on the `h2` crate.
+//!
+//! A connection is served as HTTP/2 when its listener says `proto h2`,
+//! when TLS negotiated `h2` by ALPN, or when a cleartext client starts
+//! with the HTTP/2 preface (as HAProxy upgrades an HTTP/1 listener).
+//!
+//! Each stream goes through the very pipeline an HTTP/1 request goes
+//! through (`service::handle_request`: rules, routing, balancing, queues,
+//! retries, counters, logs, error pages): the stream's request is written
+//! in its HTTP/1.1 form into an in-process pipe the pipeline reads as its
+//! client connection, and the HTTP/1 response the pipeline writes back is
+//! translated into HTTP/2 frames (HAProxy 1.8 converted HTTP/2 to HTTP/1
+//! the same way). Bodies stream both ways through the pipe, one buffer at
+//! a time, under HTTP/2 flow control.
+//!
+//! Limits are set explicitly (see [`Limits`]): concurrent streams, header
+//! list size (which also bounds a CONTINUATION sequence), windows, and the
+//! reset counters that stop a rapid-reset (CVE-2023-44487) or
+//! MadeYouReset (CVE-2025-8671) flood with a GOAWAY.
+
+mod convert;
+mod stream;
+
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::{Buf, Bytes};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::task::JoinSet;
+
+use crate::config::model::{Global, H2Tune};
+use crate::listener::ClientConn;
+use crate::tls::{Stream, TlsFacts};
+
+/// What a client sends first on an HTTP/2 connection (RFC 9113 §3.4).
+pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// The head an HTTP/1 parser sees of the preface: its first line and the
+/// blank line after it.
+pub const PREFACE_HEAD: &[u8] = b"PRI * HTTP/2.0\r\n\r\n";
+
+/// Streams refused by the client (RST_STREAM) before they were accepted,
+/// beyond which the connection is closed with GOAWAY ENHANCE_YOUR_CALM:
+/// the rapid-reset defence (h2's own default, set here so it is visible).
+const MAX_PENDING_ACCEPT_RESET_STREAMS: usize = 20;
+
+/// Streams sluice had to reset because the client broke the protocol on
+/// them (malformed headers, flow-control violations...), per connection,
+/// beyond which the connection is closed: the MadeYouReset defence.
+const MAX_LOCAL_ERROR_RESET_STREAMS: usize = 100;
+
+/// Locally reset streams remembered (to ignore their late frames).
+const MAX_CONCURRENT_RESET_STREAMS: usize = 10;
+const RESET_STREAM_DURATION: Duration = Duration::from_secs(10);
+
+/// Response bytes buffered per stream ahead of the client's window.
+const MAX_SEND_BUFFER: usize = 64 * 1024;
+
+/// How long a closing connection (idle timeout, soft stop) is given to
+/// deliver its GOAWAY and finish.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
+
+/// The HTTP/2 settings and limits of a frontend's connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// SETTINGS_MAX_CONCURRENT_STREAMS (`tune.h2.max-concurrent-streams`).
+    pub max_concurrent_streams: u32,
+    /// SETTINGS_INITIAL_WINDOW_SIZE (`tune.h2.initial-window-size`), also
+    /// the connection's receive window.
+    pub initial_window_size: u32,
+    /// SETTINGS_HEADER_TABLE_SIZE (`tune.h2.header-table-size`).
+    pub header_table_size: u32,
+    /// SETTINGS_MAX_FRAME_SIZE (`tune.h2.max-frame-size`).
+    pub max_frame_size: u32,
+    /// SETTINGS_MAX_HEADER_LIST_SIZE: a request's headers must fit the
+    /// buffer an HTTP/1 head fits (`tune.bufsize - tune.maxrewrite`), as
+    /// in HAProxy. A larger header block, CONTINUATION frames included,
+    /// is refused; a much larger one closes the connection.
+    pub max_header_list_size: u32,
+}
+
+impl Limits {
+    pub fn of(g: &Global) -> Limits {
+        let t = &g.h2;
+        Limits {
+            max_concurrent_streams: t
+                .max_concurrent_streams
+                .unwrap_or(H2Tune::DEFAULT_MAX_CONCURRENT_STREAMS),
+            initial_window_size: t
+                .initial_window_size
+                .unwrap_or(H2Tune::DEFAULT_INITIAL_WINDOW_SIZE),
+            header_table_size: t
+                .header_table_size
+                .unwrap_or(H2Tune::DEFAULT_HEADER_TABLE_SIZE),
+            max_frame_size: t.max_frame_size.unwrap_or(H2Tune::DEFAULT_MAX_FRAME_SIZE),
+            max_header_list_size: g.max_head() as u32,
+        }
+    }
+
+    fn builder(&self) -> h2::server::Builder {
+        let mut b = h2::server::Builder::new();
+        b.max_concurrent_streams(self.max_concurrent_streams)
+            .initial_window_size(self.initial_window_size)
+            .initial_connection_window_size(self.initial_window_size.max(65535))
+            .header_table_size(self.header_table_size)
+            .max_frame_size(self.max_frame_size)
+            .max_header_list_size(self.max_header_list_size)
+            .max_pending_accept_reset_streams(MAX_PENDING_ACCEPT_RESET_STREAMS)
+            .max_local_error_reset_streams(Some(MAX_LOCAL_ERROR_RESET_STREAMS))
+            .max_concurrent_reset_streams(MAX_CONCURRENT_RESET_STREAMS)
+            .reset_stream_duration(RESET_STREAM_DURATION)
+            .max_send_buffer_size(MAX_SEND_BUFFER);
+        b
+    }
+}
+
+/// The client connection's byte stream, with bytes already read from it
+/// (the preface an HTTP/1 parser took for a request head) put back first.
+struct Rewind {
+    prefix: Bytes,
+    inner: Stream,
+}
+
+impl AsyncRead for Rewind {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if this.prefix.has_remaining() {
+            let n = this.prefix.len().min(buf.remaining());
+            buf.put_slice(&this.prefix[..n]);
+            this.prefix.advance(n);
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut this.inner).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Rewind {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+    }
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+/// Serves an HTTP/2 client connection until it closes. `prefix` holds
+/// bytes already read from `stream` (part of the preface, or empty).
+pub async fn serve(
+    client: ClientConn,
+    stream: Stream,
+    prefix: Bytes,
+    peer: SocketAddr,
+    tls: Option<Box<TlsFacts>>,
+) {
+    let Some((limits, handshake_timeout, state)) = client.rt.with_snapshot(|snap| {
+        let fe = snap.frontends().find(|f| *f.name == *client.frontend)?;
+        Some((
+            fe.h2,
+            fe.timeouts.http_request.or(fe.timeouts.client),
+            fe.state.clone(),
+        ))
+    }) else {
+        return;
+    };
+    let c = &state.counters;
+    // The address the client reached: a PROXY header's, else the socket's.
+    let local = client
+        .dst()
+        .or_else(|| stream.local_addr().ok())
+        .unwrap_or(peer);
+    let io = Rewind {
+        prefix,
+        inner: stream,
+    };
+    let handshake = limits.builder().handshake::<_, Bytes>(io);
+    let mut conn = match crate::http::io::with_timeout(handshake_timeout, handshake).await {
+        Some(Ok(conn)) => conn,
+        // Not HTTP/2 (no preface), or silent: closed.
+        Some(Err(_)) => {
+            c.h2_conn_protocol_errors.fetch_add(1, Relaxed);
+            return;
+        }
+        None => return,
+    };
+    c.h2_total_connections.fetch_add(1, Relaxed);
+    c.h2_open_connections.inc();
+    let client = Arc::new(client);
+    let tls: Option<Arc<TlsFacts>> = tls.map(Arc::from);
+    let mut streams = JoinSet::new();
+    let mut closing = false;
+    loop {
+        // Idle (no stream in flight): `timeout http-keep-alive`, as for an
+        // HTTP/1 connection between requests.
+        let idle = if streams.is_empty() && !closing {
+            client
+                .rt
+                .with_snapshot(|snap| {
+                    snap.frontends()
+                        .find(|f| *f.name == *client.frontend)
+                        .map(|f| f.timeouts.keep_alive())
+                })
+                .unwrap_or(Some(Duration::ZERO))
+        } else if closing && streams.is_empty() {
+            Some(CLOSE_GRACE)
+        } else {
+            None
+        };
+        tokio::select! {
+            next = conn.accept() => match next {
+                Some(Ok((req, respond))) => {
+                    c.h2_headers_rcvd.fetch_add(1, Relaxed);
+                    streams.spawn(stream::serve(
+                        client.clone(),
+                        req,
+                        respond,
+                        (peer, local),
+                        tls.clone(),
+                    ));
+                }
+                Some(Err(e)) => {
+                    if e.is_go_away() && !e.is_remote() {
+                        // sluice closed it for a protocol violation or a
+                        // flood (rapid reset, CONTINUATION, MadeYouReset).
+                        c.h2_conn_protocol_errors.fetch_add(1, Relaxed);
+                        c.h2_goaway_resp.fetch_add(1, Relaxed);
+                    }
+                    break;
+                }
+                None => break,
+            },
+            Some(_) = streams.join_next(), if !streams.is_empty() => {}
+            _ = sleep(idle), if idle.is_some() => {
+                if closing {
+                    break;
+                }
+                conn.graceful_shutdown();
+                closing = true;
+            }
+            _ = crate::process::stop_begun(), if !closing => {
+                conn.graceful_shutdown();
+                closing = true;
+            }
+        }
+    }
+    // Streams still running can no longer reach the client: their
+    // pipelines see the pipe close and end as client aborts.
+    drop(conn);
+    while streams.join_next().await.is_some() {}
+    c.h2_open_connections.dec();
+}
+
+async fn sleep(d: Option<Duration>) {
+    match d {
+        Some(d) => tokio::time::sleep(d).await,
+        None => std::future::pending().await,
+    }
+}

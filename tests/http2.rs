@@ -1,0 +1,582 @@
+//! HTTP/2 from clients (issue #8 item 3): `bind ... proto h2` (h2c with
+//! prior knowledge), the preface on a plain HTTP listener, `h2` by ALPN
+//! over TLS. Each stream goes through the HTTP/1 pipeline to HTTP/1.1
+//! servers: the bytes a raw backend receives are asserted (they are what
+//! haproxy 2.6.12 sends for the same requests), rules and ACLs apply,
+//! bodies stream, a malformed stream is reset alone and a rapid-reset
+//! flood is stopped with GOAWAY while the process goes on serving.
+
+mod support;
+
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use support::raw::RawBackend;
+use support::syslog::*;
+use support::*;
+
+fn addr(port: u16) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], port))
+}
+
+/// An HTTP/2 client connection (h2c, prior knowledge).
+async fn h2_connect(port: u16) -> h2::client::SendRequest<Bytes> {
+    let tcp = TcpStream::connect(addr(port)).await.unwrap();
+    let (send, conn) = h2::client::handshake(tcp).await.unwrap();
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    send
+}
+
+/// A response read whole: status, headers, body.
+struct H2Response {
+    status: u16,
+    headers: http::HeaderMap,
+    body: Vec<u8>,
+}
+
+async fn h2_read(resp: h2::client::ResponseFuture) -> H2Response {
+    let resp = within(Duration::from_secs(5), "the response", resp)
+        .await
+        .unwrap();
+    let (parts, mut body) = resp.into_parts();
+    let mut out = Vec::new();
+    while let Some(chunk) = body.data().await {
+        let chunk = chunk.unwrap();
+        let _ = body.flow_control().release_capacity(chunk.len());
+        out.extend_from_slice(&chunk);
+    }
+    H2Response {
+        status: parts.status.as_u16(),
+        headers: parts.headers,
+        body: out,
+    }
+}
+
+/// Sends a request without a body on `send`.
+async fn h2_get(
+    send: &mut h2::client::SendRequest<Bytes>,
+    uri: &str,
+    headers: &[(&str, &str)],
+) -> H2Response {
+    let mut req = http::Request::builder().method("GET").uri(uri);
+    for (n, v) in headers {
+        req = req.header(*n, *v);
+    }
+    let ready = send.clone().ready().await.unwrap();
+    *send = ready;
+    let (resp, _) = send.send_request(req.body(()).unwrap(), true).unwrap();
+    h2_read(resp).await
+}
+
+/// Whether a command-line tool runs here; under CI it must (`.ci/run`
+/// installs it).
+fn have(tool: &str, arg: &str) -> bool {
+    let ok = Command::new(tool)
+        .arg(arg)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        assert!(
+            std::env::var("CI").is_err(),
+            "{tool} is required under CI (.ci/run installs it)"
+        );
+        eprintln!("{tool} not installed: part of the test skipped");
+    }
+    ok
+}
+
+/// curl's body then `%{http_code} %{http_version}` for `args` (run off
+/// the test's runtime, which serves the backends).
+async fn curl(args: &[&str]) -> String {
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new("curl")
+            .args(["-s", "-m", "5", "-w", "\n%{http_code} %{http_version}"])
+            .args(&args)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+const H2_FRONTEND: &str = "defaults
+    mode http
+    timeout connect 2s
+    timeout client 5s
+    timeout server 5s
+";
+
+/// What haproxy 2.6.12 sends its server for this request (captured with
+/// curl --http2-prior-knowledge against `bind ... proto h2`): origin-form
+/// target, `host` from `:authority` first, the fields in order, the
+/// cookie crumbs merged into one field at the end; the server's
+/// `connection` / `keep-alive` never reach the client; the log shows the
+/// absolute URI and `HTTP/2.0`.
+#[tokio::test]
+async fn h2c_request_reaches_the_server_in_http1_form() {
+    let be = RawBackend::start().await;
+    be.answer(b"HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\nX-A: b\r\nContent-Length: 2\r\n\r\nok");
+    let syslog = Syslog::new();
+    let port = free_port();
+    let s = Sluice::start(&format!(
+        "global
+    log {} local0
+{H2_FRONTEND}    log global
+    option httplog
+frontend fe
+    bind 127.0.0.1:{port} proto h2
+    default_backend be
+backend be
+    server s1 {}
+",
+        syslog.addr(),
+        be.addr
+    ));
+    let mut send = h2_connect(port).await;
+    let r = h2_get(
+        &mut send,
+        "http://site.test/p?q=1",
+        &[("cookie", "a=1"), ("x-up", "Hi"), ("cookie", "b=2")],
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, b"ok");
+    assert_eq!(r.headers.get("x-a").map(|v| v.as_bytes()), Some(&b"b"[..]));
+    assert!(r.headers.get("connection").is_none() && r.headers.get("keep-alive").is_none());
+    let got = be.take_requests();
+    assert_eq!(
+        String::from_utf8_lossy(&got[0]),
+        "GET /p?q=1 HTTP/1.1\r\nhost: site.test\r\nx-up: Hi\r\ncookie: a=1; b=2\r\n\r\n"
+    );
+    let lines = syslog.take(1);
+    assert!(
+        lines[0].ends_with("\"GET http://site.test/p?q=1 HTTP/2.0\"\n"),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[0].contains(" fe be/s1 "), "{}", lines[0]);
+    drop(s);
+}
+
+/// curl with prior knowledge on `proto h2`, and on a plain listener
+/// (HAProxy switches to HTTP/2 when a client starts with the preface);
+/// HTTP/1 still works there, and `proto h1` does not switch.
+#[tokio::test]
+async fn curl_prior_knowledge_and_the_preface_on_a_plain_listener() {
+    if !have("curl", "--version") {
+        return;
+    }
+    let be = Backend::start("app").await;
+    let [p2, p_any, p1] = free_ports(3)[..] else {
+        unreachable!()
+    };
+    let _s = Sluice::start(&format!(
+        "{H2_FRONTEND}frontend fe
+    bind 127.0.0.1:{p2} proto h2
+    bind 127.0.0.1:{p_any}
+    bind 127.0.0.1:{p1} proto h1
+    default_backend be
+backend be
+    server app {}
+",
+        be.hostport()
+    ));
+    let pk = "--http2-prior-knowledge";
+    for port in [p2, p_any] {
+        let out = curl(&[pk, &format!("http://127.0.0.1:{port}/x")]).await;
+        assert!(out.ends_with("\n200 2"), "port {port}: {out}");
+    }
+    let out = curl(&[&format!("http://127.0.0.1:{p_any}/h1")]).await;
+    assert!(out.ends_with("\n200 1.1"), "{out}");
+    // `proto h1`: the preface is an HTTP/1 request it refuses.
+    let out = curl(&[pk, &format!("http://127.0.0.1:{p1}/x")]).await;
+    assert!(!out.ends_with("\n200 2"), "{out}");
+    assert_eq!(be.hits(), 3);
+}
+
+/// h2load: thousands of requests over several connections and streams,
+/// all answered 2xx, and the counters of `show stat` agree.
+#[tokio::test]
+async fn h2load_many_streams_counted_in_show_stat() {
+    if !have("h2load", "--version") {
+        return;
+    }
+    let be = Backend::start("app").await;
+    let port = free_port();
+    let s = Sluice::start(&format!(
+        "global
+    stats socket @DIR@/stats.sock level admin
+{H2_FRONTEND}frontend fe
+    bind 127.0.0.1:{port} proto h2
+    default_backend be
+backend be
+    server app {}
+",
+        be.hostport()
+    ));
+    let before = show_stat(&s.stats_socket()).await;
+    let n = 2000;
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new("h2load")
+            .args(["-n", &n.to_string(), "-c", "4", "-m", "10"])
+            .arg(format!("http://127.0.0.1:{port}/load"))
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("status codes: {n} 2xx, 0 3xx, 0 4xx, 0 5xx")),
+        "{text}"
+    );
+    let after = show_stat(&s.stats_socket()).await;
+    let delta = |px: &str, sv: &str, f: &str| after.num(px, sv, f) - before.num(px, sv, f);
+    assert_eq!(delta("fe", "FRONTEND", "req_tot"), n);
+    assert_eq!(delta("fe", "FRONTEND", "hrsp_2xx"), n);
+    assert_eq!(delta("fe", "FRONTEND", "h2_headers_rcvd"), n);
+    assert_eq!(delta("fe", "FRONTEND", "h2_total_connections"), 4);
+    wait_until(Duration::from_secs(5), "h2 connections closed", || async {
+        show_stat(&s.stats_socket())
+            .await
+            .num("fe", "FRONTEND", "h2_open_connections")
+            == 0
+    })
+    .await;
+    assert_eq!(delta("be", "BACKEND", "req_tot"), n);
+    assert_eq!(delta("be", "app", "hrsp_2xx"), n);
+    assert_eq!(be.hits() as u64, n);
+}
+
+/// A request body streams through: the server has the first DATA frame's
+/// bytes before the client sends the rest; without a length it goes
+/// chunked, with one as is.
+#[tokio::test]
+async fn request_bodies_stream_to_the_server() {
+    let be = RawBackend::start().await;
+    let port = free_port();
+    let _s = Sluice::start(&format!(
+        "{H2_FRONTEND}frontend fe
+    bind 127.0.0.1:{port} proto h2
+    default_backend be
+backend be
+    server s1 {}
+",
+        be.addr
+    ));
+    let mut send = h2_connect(port).await;
+    let req = http::Request::builder()
+        .method("POST")
+        .uri("http://site.test/up")
+        .body(())
+        .unwrap();
+    send = send.ready().await.unwrap();
+    let (resp, mut body) = send.send_request(req, false).unwrap();
+    body.send_data(Bytes::from_static(b"hello"), false).unwrap();
+    let mut got = Vec::new();
+    wait_until(
+        Duration::from_secs(5),
+        "the first part at the server",
+        || {
+            got.extend(be.take());
+            let seen = support::raw::find(&got, b"hello", 0).is_some();
+            async move { seen }
+        },
+    )
+    .await;
+    body.send_data(Bytes::from_static(b" world"), true).unwrap();
+    let r = h2_read(resp).await;
+    assert_eq!(r.status, 200);
+    got.extend(be.take());
+    assert_eq!(
+        String::from_utf8_lossy(&got),
+        "POST /up HTTP/1.1\r\nhost: site.test\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
+    );
+    // With a content-length: forwarded as it is.
+    let req = http::Request::builder()
+        .method("POST")
+        .uri("http://site.test/up2")
+        .header("content-length", "3")
+        .body(())
+        .unwrap();
+    send = send.ready().await.unwrap();
+    let (resp, mut body) = send.send_request(req, false).unwrap();
+    body.send_data(Bytes::from_static(b"abc"), true).unwrap();
+    assert_eq!(h2_read(resp).await.status, 200);
+    assert_eq!(
+        String::from_utf8_lossy(&be.take()),
+        "POST /up2 HTTP/1.1\r\nhost: site.test\r\ncontent-length: 3\r\n\r\nabc"
+    );
+}
+
+/// `http-request deny` and `use_backend` ACLs see an HTTP/2 request as
+/// an HTTP/1 one (`:authority` as Host), on one connection.
+#[tokio::test]
+async fn rules_and_acl_routing_apply_to_streams() {
+    let web = Backend::start("web").await;
+    let api = Backend::start("api").await;
+    let port = free_port();
+    let _s = Sluice::start(&format!(
+        "{H2_FRONTEND}frontend fe
+    bind 127.0.0.1:{port} proto h2
+    http-request deny if {{ path_beg /admin }}
+    use_backend api if {{ hdr(host) -m beg api. }}
+    default_backend web
+backend web
+    server web {}
+backend api
+    server api {}
+",
+        web.hostport(),
+        api.hostport()
+    ));
+    let mut send = h2_connect(port).await;
+    let r = h2_get(&mut send, "http://api.test/v1", &[]).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.headers["x-backend"], "api");
+    let r = h2_get(&mut send, "http://www.test/", &[]).await;
+    assert_eq!(r.headers["x-backend"], "web");
+    let r = h2_get(&mut send, "http://www.test/admin/x", &[]).await;
+    assert_eq!(r.status, 403);
+    assert!(String::from_utf8_lossy(&r.body).contains("403 Forbidden"));
+    // The connection goes on after the denial.
+    let r = h2_get(&mut send, "http://api.test/v2", &[]).await;
+    assert_eq!(r.status, 200);
+    assert_eq!((web.hits(), api.hits()), (1, 2));
+}
+
+/// Raw HTTP/2 frames, for what a well-behaved client library refuses to
+/// send.
+mod frames {
+    pub const HEADERS: u8 = 1;
+    pub const RST_STREAM: u8 = 3;
+    pub const SETTINGS: u8 = 4;
+    pub const GOAWAY: u8 = 7;
+    pub const END_STREAM: u8 = 1;
+    pub const END_HEADERS: u8 = 4;
+
+    pub fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+        let len = payload.len() as u32;
+        let mut f = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags];
+        f.extend_from_slice(&stream.to_be_bytes());
+        f.extend_from_slice(payload);
+        f
+    }
+
+    /// The preface and an empty SETTINGS.
+    pub fn start() -> Vec<u8> {
+        let mut out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+        out.extend(frame(SETTINGS, 0, 0, &[]));
+        out
+    }
+
+    /// HPACK for `GET http://h/` (static-table entries) plus `extra`
+    /// literal fields (without indexing, new names, no Huffman).
+    pub fn get_block(extra: &[(&str, &str)]) -> Vec<u8> {
+        // :method GET, :scheme http, :path /, then :authority "h".
+        let mut b = vec![0x82, 0x86, 0x84, 0x01, 1, b'h'];
+        for (n, v) in extra {
+            b.push(0);
+            b.push(n.len() as u8);
+            b.extend_from_slice(n.as_bytes());
+            b.push(v.len() as u8);
+            b.extend_from_slice(v.as_bytes());
+        }
+        b
+    }
+
+    /// Frames (type, flags, stream, payload) from `buf`, whole ones only.
+    pub fn parse(buf: &[u8]) -> Vec<(u8, u8, u32, Vec<u8>)> {
+        let mut out = Vec::new();
+        let mut p = 0;
+        while buf.len() >= p + 9 {
+            let len = (buf[p] as usize) << 16 | (buf[p + 1] as usize) << 8 | buf[p + 2] as usize;
+            if buf.len() < p + 9 + len {
+                break;
+            }
+            let stream =
+                u32::from_be_bytes([buf[p + 5], buf[p + 6], buf[p + 7], buf[p + 8]]) & 0x7fff_ffff;
+            out.push((
+                buf[p + 3],
+                buf[p + 4],
+                stream,
+                buf[p + 9..p + 9 + len].to_vec(),
+            ));
+            p += 9 + len;
+        }
+        out
+    }
+}
+
+/// Reads frames from `c` until `done` says so (or 5 s pass).
+async fn read_frames(
+    c: &mut TcpStream,
+    done: impl Fn(&[(u8, u8, u32, Vec<u8>)]) -> bool,
+) -> Vec<(u8, u8, u32, Vec<u8>)> {
+    let mut buf = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let frames = frames::parse(&buf);
+        if done(&frames) {
+            return frames;
+        }
+        let mut chunk = [0u8; 16384];
+        match tokio::time::timeout_at(deadline, c.read(&mut chunk)).await {
+            Ok(Ok(n)) if n > 0 => buf.extend_from_slice(&chunk[..n]),
+            _ => return frames,
+        }
+    }
+}
+
+/// A stream with a connection-specific field is malformed (RFC 9113
+/// §8.2.2): it alone is reset (PROTOCOL_ERROR) and never reaches the
+/// server; the next stream on the same connection is served.
+#[tokio::test]
+async fn a_malformed_stream_is_reset_alone() {
+    use frames::*;
+    let be = Backend::start("app").await;
+    let port = free_port();
+    let _s = Sluice::start(&format!(
+        "{H2_FRONTEND}frontend fe
+    bind 127.0.0.1:{port} proto h2
+    default_backend be
+backend be
+    server app {}
+",
+        be.hostport()
+    ));
+    let mut c = TcpStream::connect(addr(port)).await.unwrap();
+    let mut out = start();
+    let flags = END_STREAM | END_HEADERS;
+    out.extend(frame(
+        HEADERS,
+        flags,
+        1,
+        &get_block(&[("connection", "close")]),
+    ));
+    out.extend(frame(HEADERS, flags, 3, &get_block(&[("x-ok", "1")])));
+    c.write_all(&out).await.unwrap();
+    let got = read_frames(&mut c, |f| {
+        f.iter().any(|(t, _, s, _)| *t == RST_STREAM && *s == 1)
+            && f.iter()
+                .any(|(_, fl, s, _)| *s == 3 && fl & END_STREAM != 0)
+    })
+    .await;
+    let rst = got
+        .iter()
+        .find(|(t, _, s, _)| *t == RST_STREAM && *s == 1)
+        .unwrap_or_else(|| panic!("no RST_STREAM on stream 1: {got:?}"));
+    assert_eq!(rst.3, 1u32.to_be_bytes(), "PROTOCOL_ERROR");
+    let h3 = got
+        .iter()
+        .find(|(t, _, s, _)| *t == HEADERS && *s == 3)
+        .unwrap_or_else(|| panic!("no response on stream 3: {got:?}"));
+    // :status 200 is entry 8 of the static table.
+    assert_eq!(h3.3[0], 0x88, "status 200");
+    assert!(!got.iter().any(|(t, ..)| *t == GOAWAY), "{got:?}");
+    assert_eq!(be.hits(), 1);
+}
+
+/// Rapid reset (CVE-2023-44487): streams opened and cancelled at once,
+/// by hundreds. The connection is closed with GOAWAY ENHANCE_YOUR_CALM,
+/// and the process goes on serving other clients.
+#[tokio::test]
+async fn a_rapid_reset_flood_gets_goaway() {
+    use frames::*;
+    let be = Backend::start("app").await;
+    let port = free_port();
+    let _s = Sluice::start(&format!(
+        "{H2_FRONTEND}frontend fe
+    bind 127.0.0.1:{port} proto h2
+    default_backend be
+backend be
+    server app {}
+",
+        be.hostport()
+    ));
+    let mut c = TcpStream::connect(addr(port)).await.unwrap();
+    let mut out = start();
+    let block = get_block(&[]);
+    for i in 0..500u32 {
+        let id = 2 * i + 1;
+        out.extend(frame(HEADERS, END_STREAM | END_HEADERS, id, &block));
+        // CANCEL (8).
+        out.extend(frame(RST_STREAM, 0, id, &8u32.to_be_bytes()));
+    }
+    // The server may close before reading everything.
+    let _ = c.write_all(&out).await;
+    let got = read_frames(&mut c, |f| f.iter().any(|(t, ..)| *t == GOAWAY)).await;
+    let goaway = got
+        .iter()
+        .find(|(t, ..)| *t == GOAWAY)
+        .unwrap_or_else(|| panic!("no GOAWAY: {got:?}"));
+    // Last stream id (4 bytes), then the error code: ENHANCE_YOUR_CALM.
+    assert_eq!(goaway.3[4..8], 0xbu32.to_be_bytes(), "{goaway:?}");
+    assert!(be.hits() < 500, "{} streams reached the server", be.hits());
+    // Others are served.
+    let mut send = h2_connect(port).await;
+    assert_eq!(h2_get(&mut send, "http://h/after", &[]).await.status, 200);
+}
+
+/// TLS with `alpn h2,http/1.1`: a client that picks `h2` is served
+/// HTTP/2, one that picks `http/1.1` HTTP/1.1, on the same listener; the
+/// log line of the HTTP/2 request says `https://` and `HTTP/2.0`.
+#[tokio::test]
+async fn alpn_h2_over_tls() {
+    if !have("curl", "--version") {
+        return;
+    }
+    let key = rcgen::generate_simple_self_signed(vec!["site.test".to_string()]).unwrap();
+    let dir = TempDir::new("h2tls");
+    let pem = dir.write(
+        "site.pem",
+        &format!("{}{}", key.cert.pem(), key.signing_key.serialize_pem()),
+    );
+    let be = Backend::start("app").await;
+    let syslog = Syslog::new();
+    let port = free_port();
+    let _s = Sluice::start(&format!(
+        "global
+    log {} local0
+{H2_FRONTEND}    log global
+    option httplog
+frontend fe
+    bind 127.0.0.1:{port} ssl crt {} alpn h2,http/1.1
+    default_backend be
+backend be
+    server app {}
+",
+        syslog.addr(),
+        pem.display(),
+        be.hostport()
+    ));
+    let url = format!("https://site.test:{port}/secure");
+    let resolve = format!("site.test:{port}:127.0.0.1");
+    let out = curl(&["-k", "--http2", "--resolve", &resolve, &url]).await;
+    assert!(out.ends_with("\n200 2"), "{out}");
+    let out = curl(&["-k", "--http1.1", "--resolve", &resolve, &url]).await;
+    assert!(out.ends_with("\n200 1.1"), "{out}");
+    assert_eq!(be.hits(), 2);
+    let lines = syslog.take(2);
+    let h2 = lines
+        .iter()
+        .find(|l| l.contains("HTTP/2.0"))
+        .unwrap_or_else(|| panic!("{lines:?}"));
+    assert!(
+        h2.ends_with(&format!(
+            "\"GET https://site.test:{port}/secure HTTP/2.0\"\n"
+        )),
+        "{h2}"
+    );
+}
