@@ -57,6 +57,8 @@ pub struct FrontendRt {
     pub conn_mode: HttpConnMode,
     /// `option http-ignore-probes`.
     pub ignore_probes: bool,
+    /// `option disable-h2-upgrade`.
+    pub disable_h2_upgrade: bool,
     pub binds: Vec<SocketAddr>,
     /// Listening addresses with `accept-proxy`.
     pub accept_proxy: Vec<SocketAddr>,
@@ -357,6 +359,7 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                 timeouts: p.timeouts,
                 conn_mode: p.conn_mode,
                 ignore_probes: p.ignore_probes,
+                disable_h2_upgrade: p.disable_h2_upgrade,
                 binds: p
                     .binds
                     .iter()

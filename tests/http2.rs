@@ -205,6 +205,36 @@ backend be
     assert_eq!(be.hits(), 3);
 }
 
+/// `option disable-h2-upgrade`: the preface on a plain listener is no
+/// longer taken as HTTP/2; `proto h2` still is.
+#[tokio::test]
+async fn disable_h2_upgrade_keeps_plain_listeners_http1() {
+    if !have("curl", "--version") {
+        return;
+    }
+    let be = Backend::start("app").await;
+    let [p_any, p2] = free_ports(2)[..] else {
+        unreachable!()
+    };
+    let _s = Sluice::start(&format!(
+        "{H2_FRONTEND}frontend fe
+    option disable-h2-upgrade
+    bind 127.0.0.1:{p_any}
+    bind 127.0.0.1:{p2} proto h2
+    default_backend be
+backend be
+    server app {}
+",
+        be.hostport()
+    ));
+    let pk = "--http2-prior-knowledge";
+    let out = curl(&[pk, &format!("http://127.0.0.1:{p_any}/x")]).await;
+    assert!(!out.ends_with("\n200 2"), "{out}");
+    let out = curl(&[pk, &format!("http://127.0.0.1:{p2}/x")]).await;
+    assert!(out.ends_with("\n200 2"), "{out}");
+    assert_eq!(be.hits(), 1);
+}
+
 /// h2load: thousands of requests over several connections and streams,
 /// all answered 2xx, and the counters of `show stat` agree.
 #[tokio::test]

@@ -824,6 +824,9 @@ pub struct Proxy {
     /// `option http-ignore-probes`: a connection that sends nothing gets
     /// no 408, no log line and no counter.
     pub ignore_probes: bool,
+    /// `option disable-h2-upgrade`: a cleartext HTTP/1 listener does not
+    /// switch to HTTP/2 on the preface.
+    pub disable_h2_upgrade: bool,
     pub stats: Option<StatsPage>,
     pub binds: Vec<Bind>,
     /// ACL definitions in order; a repeated name adds patterns (ORed).
@@ -893,6 +896,7 @@ impl Proxy {
             http_reuse: HttpReuse::default(),
             conn_mode: HttpConnMode::default(),
             ignore_probes: false,
+            disable_h2_upgrade: false,
             stats: None,
             binds: Vec::new(),
             acls: Vec::new(),

@@ -1350,6 +1350,18 @@ impl<'r> State<'r> {
         if let Some(done) = self.legacy_or_socket_option(loc, name, words, neg) {
             return done;
         }
+        if name == "disable-h2-upgrade" {
+            if words.len() > 2 {
+                return self.alert(
+                    loc,
+                    "'option disable-h2-upgrade' does not expect any argument.",
+                );
+            }
+            if self.cap(loc, "option disable-h2-upgrade", true, true, false) {
+                self.px().disable_h2_upgrade = !neg;
+            }
+            return;
+        }
         if name == "http-ignore-probes" {
             if words.len() > 2 {
                 return self.alert(

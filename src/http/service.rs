@@ -208,15 +208,21 @@ pub async fn serve_connection(
 }
 
 /// The `proto` of the listener that accepted `stream`: the one with its
-/// local address, else the wildcard one on its port. Looked up only on
-/// frontends that have a `proto` at all.
+/// local address, else the wildcard one on its port (looked up only on
+/// frontends that have a `proto` at all). `option disable-h2-upgrade`
+/// makes the others HTTP/1 only.
 fn bind_proto(client: &ClientConn, stream: &Stream) -> BindProto {
     client
         .rt
         .with_snapshot(|snap| {
             let fe = snap.frontends().find(|f| *f.name == *client.frontend)?;
+            let other = if fe.disable_h2_upgrade {
+                BindProto::H1
+            } else {
+                BindProto::Auto
+            };
             if fe.bind_protos.is_empty() {
-                return None;
+                return Some(other);
             }
             let local = stream.local_addr().ok()?;
             let on_port = |wild: bool| {
@@ -229,7 +235,11 @@ fn bind_proto(client: &ClientConn, stream: &Stream) -> BindProto {
                         }
                 })
             };
-            on_port(false).or_else(|| on_port(true)).map(|(_, p)| *p)
+            Some(
+                on_port(false)
+                    .or_else(|| on_port(true))
+                    .map_or(other, |(_, p)| *p),
+            )
         })
         .unwrap_or_default()
 }
@@ -369,7 +379,7 @@ pub(crate) async fn handle_request(
         // The HTTP/2 preface on a connection that may switch to it: the
         // bytes go back in front of the rest for the HTTP/2 server.
         Ok(raw)
-            if raw[..] == *super::h2::PREFACE_HEAD && matches!(via, Via::Http1Upgradable(_)) =>
+            if matches!(via, Via::Http1Upgradable(_)) && raw[..] == *super::h2::PREFACE_HEAD =>
         {
             let mut all = BytesMut::with_capacity(raw.len() + conn.buf.len());
             all.put_slice(&raw);
