@@ -537,6 +537,7 @@ async fn exchange(
                 body,
                 fe.timeouts.client,
                 be.timeouts.server,
+                fe.splice,
             )
             .await
             {
@@ -907,6 +908,7 @@ async fn relay_response(
         body,
         be.timeouts.server,
         fe.timeouts.client,
+        fe.splice,
     )
     .await;
     let ok = match relayed {

@@ -19,6 +19,12 @@ use super::h1::{self, BodyKind, ChunkedDecoder, H1Error};
 /// Size of one read; also the relay chunk.
 const READ_CHUNK: usize = 16 * 1024;
 
+/// A body of known length with at least this much still to come goes
+/// socket to socket through the kernel (splice(2) on Linux); below it the
+/// copy, which can share a write with the head, costs less.
+#[cfg(target_os = "linux")]
+const SPLICE_MIN: u64 = 64 * 1024;
+
 /// Which side of a relay failed.
 #[derive(Debug, thiserror::Error)]
 pub enum RelayError {
@@ -289,7 +295,8 @@ async fn write_two(
 /// The head goes out in the same write as the body bytes already buffered,
 /// which saves a system call on every small response. Returns the number of
 /// body bytes relayed; bytes after the body stay in `src.buf` (a pipelined
-/// next message).
+/// next message). A long body of known length is spliced unless `tune`
+/// says `nosplice`.
 pub async fn relay_message(
     head: &mut BytesMut,
     src: &mut BufConn,
@@ -297,7 +304,10 @@ pub async fn relay_message(
     kind: BodyKind,
     read_timeout: Option<Duration>,
     write_timeout: Option<Duration>,
+    tune: crate::splice::Tune,
 ) -> Result<u64, RelayError> {
+    #[cfg(not(target_os = "linux"))]
+    let _ = tune;
     let mut out = Outgoing {
         head,
         dst,
@@ -308,6 +318,15 @@ pub async fn relay_message(
         BodyKind::None => {}
         BodyKind::Length(mut left) => {
             while left > 0 {
+                #[cfg(target_os = "linux")]
+                if src.buf.is_empty() && left >= SPLICE_MIN && !tune.disabled {
+                    out.send(&[]).await?;
+                    let (from, to) = (&src.stream, &*out.dst);
+                    crate::splice::transfer(from, to, left, read_timeout, write_timeout, tune)
+                        .await?;
+                    total += left;
+                    break;
+                }
                 if src.buf.is_empty() && out.fill_src(src, read_timeout).await? == 0 {
                     return Err(RelayError::Truncated);
                 }
