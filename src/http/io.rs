@@ -318,14 +318,21 @@ pub async fn relay_message(
         BodyKind::None => {}
         BodyKind::Length(mut left) => {
             while left > 0 {
+                // Plain sockets both sides only: TLS bytes must be
+                // decrypted and encrypted in user space.
                 #[cfg(target_os = "linux")]
-                if src.buf.is_empty() && left >= SPLICE_MIN && !tune.disabled {
+                if let (Stream::Tcp(from), Stream::Tcp(_)) = (&src.stream, &*out.dst)
+                    && src.buf.is_empty()
+                    && left >= SPLICE_MIN
+                    && !tune.disabled
+                {
                     out.send(&[]).await?;
-                    let (from, to) = (&src.stream, &*out.dst);
-                    crate::splice::transfer(from, to, left, read_timeout, write_timeout, tune)
-                        .await?;
-                    total += left;
-                    break;
+                    if let Stream::Tcp(to) = &*out.dst {
+                        crate::splice::transfer(from, to, left, read_timeout, write_timeout, tune)
+                            .await?;
+                        total += left;
+                        break;
+                    }
                 }
                 if src.buf.is_empty() && out.fill_src(src, read_timeout).await? == 0 {
                     return Err(RelayError::Truncated);
