@@ -98,5 +98,5 @@ pub async fn serve_screened(
             return;
         }
     }
-    crate::listener::serve_accepted(client, stream, peer, mode, tls).await
+    crate::listener::spawn_accepted(client, stream, peer, mode, tls)
 }

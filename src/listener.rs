@@ -172,13 +172,16 @@ async fn accept_loop(
             ));
             continue;
         }
-        tokio::spawn(serve_accepted(client, stream, peer, mode, tls));
+        spawn_accepted(client, stream, peer, mode, tls);
     }
 }
 
 /// Serves a connection once accepted and screened (PROXY header, `tcp-request
-/// connection` rules): TLS first on a `bind ... ssl` listener.
-pub(crate) async fn serve_accepted(
+/// connection` rules): TLS first on a `bind ... ssl` listener. Each kind
+/// gets a task of its own future: one async fn over the three would make
+/// every task as big as the largest (the TLS handshake's), and an idle
+/// plain connection pays for it while it waits.
+pub(crate) fn spawn_accepted(
     client: ClientConn,
     stream: TcpStream,
     peer: SocketAddr,
@@ -187,11 +190,20 @@ pub(crate) async fn serve_accepted(
 ) {
     match (tls, mode) {
         (None, Mode::Http) => {
-            crate::http::service::serve_connection(client, Stream::Tcp(stream), peer, true, None)
-                .await
+            tokio::spawn(crate::http::service::serve_connection(
+                client,
+                Stream::Tcp(stream),
+                peer,
+                true,
+                None,
+            ));
         }
-        (None, Mode::Tcp) => crate::tcp::serve(client, stream, peer).await,
-        (Some(tls), mode) => tls_accept(client, stream, peer, tls, mode).await,
+        (None, Mode::Tcp) => {
+            tokio::spawn(crate::tcp::serve(client, stream, peer));
+        }
+        (Some(tls), mode) => {
+            tokio::spawn(tls_accept(client, stream, peer, tls, mode));
+        }
     }
 }
 

@@ -44,12 +44,18 @@ fn pick_backend(fe: &FrontendRt, view: &View<'_>) -> Option<Arc<BackendRt>> {
 /// inspect delay ends, the client stops sending or the buffer is full.
 async fn inspect(stream: &mut TcpStream, buf: &mut Vec<u8>, delay: Duration) {
     let deadline = tokio::time::Instant::now() + delay;
-    let mut chunk = [0u8; 4096];
+    // Read straight into `buf`: a chunk array here would be part of the
+    // connection's task for its whole life, relay included.
     while crate::tcp_rules::hello_incomplete(buf) && buf.len() < INSPECT_MAX {
-        let room = (INSPECT_MAX - buf.len()).min(chunk.len());
-        match tokio::time::timeout_at(deadline, stream.read(&mut chunk[..room])).await {
-            Ok(Ok(n)) if n > 0 => buf.extend_from_slice(&chunk[..n]),
-            _ => return,
+        let start = buf.len();
+        buf.resize((start + 4096).min(INSPECT_MAX), 0);
+        let read = tokio::time::timeout_at(deadline, stream.read(&mut buf[start..])).await;
+        match read {
+            Ok(Ok(n)) if n > 0 => buf.truncate(start + n),
+            _ => {
+                buf.truncate(start);
+                return;
+            }
         }
     }
 }
