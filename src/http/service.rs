@@ -85,7 +85,14 @@ pub async fn serve_connection(
     if fresh && (proto == BindProto::H2 || tls.as_ref().is_some_and(|t| t.h2)) {
         // Boxed, as below: the HTTP/2 engine's state would otherwise be
         // part of every HTTP/1 connection's task, idle ones included.
-        return Box::pin(super::h2::serve(client, stream, bytes::Bytes::new(), peer, tls)).await;
+        return Box::pin(super::h2::serve(
+            client,
+            stream,
+            bytes::Bytes::new(),
+            peer,
+            tls,
+        ))
+        .await;
     }
     // A cleartext client may start with the HTTP/2 preface instead.
     let mut upgradable = fresh && proto == BindProto::Auto && !stream.is_tls();
