@@ -205,6 +205,7 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                     &s.name,
                     s.addr,
                     s.tls.as_ref(),
+                    s.opts.h2,
                     s.check.is_some(),
                     params.rise,
                     params.fall,

@@ -610,3 +610,234 @@ backend be
         "{h2}"
     );
 }
+
+/// What an HTTP/2 test server saw of one request.
+#[derive(Debug, Clone)]
+struct Seen {
+    method: String,
+    uri: String,
+    headers: http::HeaderMap,
+    body: Vec<u8>,
+}
+
+type SeenList = std::sync::Arc<std::sync::Mutex<Vec<Seen>>>;
+
+/// An HTTP/2 server (h2c with prior knowledge, or TLS with ALPN `h2`)
+/// answering `200` with `h2 <path>` and recording each request; `conns`
+/// counts its TCP connections.
+struct H2Server {
+    addr: SocketAddr,
+    seen: SeenList,
+    conns: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl H2Server {
+    async fn start(tls: Option<std::sync::Arc<rustls::ServerConfig>>) -> H2Server {
+        use std::sync::atomic::Ordering::Relaxed;
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let conns = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (s2, c2) = (seen.clone(), conns.clone());
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = l.accept().await {
+                c2.fetch_add(1, Relaxed);
+                let seen = s2.clone();
+                match &tls {
+                    None => {
+                        tokio::spawn(serve_h2(tcp, seen));
+                    }
+                    Some(cfg) => {
+                        let acceptor = tokio_rustls::TlsAcceptor::from(cfg.clone());
+                        tokio::spawn(async move {
+                            if let Ok(s) = acceptor.accept(tcp).await {
+                                serve_h2(s, seen).await;
+                            }
+                        });
+                    }
+                }
+            }
+        });
+        H2Server { addr, seen, conns }
+    }
+}
+
+async fn serve_h2<IO>(io: IO, seen: SeenList)
+where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let Ok(mut conn) = h2::server::handshake(io).await else {
+        return;
+    };
+    while let Some(Ok((req, mut respond))) = conn.accept().await {
+        let seen = seen.clone();
+        let seen = seen.clone();
+        tokio::spawn(async move {
+            let (parts, mut body) = req.into_parts();
+            let mut got = Vec::new();
+            while let Some(Ok(d)) = body.data().await {
+                let _ = body.flow_control().release_capacity(d.len());
+                got.extend_from_slice(&d);
+            }
+            let text = format!("h2 {}", parts.uri.path());
+            seen.lock().unwrap().push(Seen {
+                method: parts.method.to_string(),
+                uri: parts.uri.to_string(),
+                headers: parts.headers,
+                body: got,
+            });
+            let resp = http::Response::builder()
+                .status(200)
+                .header("x-proto", "h2")
+                .body(())
+                .unwrap();
+            if let Ok(mut s) = respond.send_response(resp, false) {
+                let _ = s.send_data(Bytes::from(text), true);
+            }
+        });
+    }
+}
+
+/// `server ... proto h2`: HTTP/1.1 clients' requests go to the server as
+/// streams of one shared HTTP/2 connection (`Host` as `:authority`,
+/// without connection-specific fields), bodies included, and the answers
+/// come back in HTTP/1.1.
+#[tokio::test]
+async fn server_proto_h2_shares_one_connection() {
+    let srv = H2Server::start(None).await;
+    let port = free_port();
+    let _s = Sluice::start(&format!(
+        "{H2_FRONTEND}frontend fe
+    bind 127.0.0.1:{port}
+    default_backend be
+backend be
+    server s1 {} proto h2
+",
+        srv.addr
+    ));
+    let mut c = HttpConn::connect(addr(port)).await;
+    for i in 0..4 {
+        let r = c
+            .raw(
+                format!("GET /r{i}?q=1 HTTP/1.1\r\nhost: site.test\r\nconnection: keep-alive\r\nx-up: Hi\r\n\r\n")
+                    .as_bytes(),
+                false,
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.status, 200, "{}", r.head);
+        assert_eq!(r.text(), format!("h2 /r{i}"));
+        assert_eq!(r.header("x-proto"), Some("h2"));
+    }
+    let r = c
+        .raw(
+            b"POST /up HTTP/1.1\r\nhost: site.test\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+            false,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.head);
+    // An HTTP/2 client too (the preface switches the plain listener).
+    let mut send = h2_connect(port).await;
+    let r = h2_get(&mut send, "http://other.test/via-h2", &[]).await;
+    assert_eq!(r.body, b"h2 /via-h2");
+    let seen = srv.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 6);
+    assert_eq!(seen[0].method, "GET");
+    assert_eq!(seen[0].uri, "http://site.test/r0?q=1");
+    assert_eq!(seen[0].headers["x-up"], "Hi");
+    assert!(seen[0].headers.get("connection").is_none());
+    assert_eq!(
+        (seen[4].method.as_str(), &seen[4].body[..]),
+        ("POST", &b"hello"[..])
+    );
+    assert_eq!(seen[5].uri, "http://other.test/via-h2");
+    assert_eq!(srv.conns.load(std::sync::atomic::Ordering::Relaxed), 1);
+}
+
+/// The HTTP/2 keywords at `-c` time: `tune.h2.*` in range, `proto` on
+/// bind and server lines, and `send-proxy` refused with `proto h2`.
+#[test]
+fn h2_keywords_are_checked() {
+    let dir = TempDir::new("h2cfg");
+    let check = |text: &str| {
+        let path = dir.write("t.cfg", text);
+        run_sluice(&["-c", "-f", path.to_str().unwrap()], None)
+    };
+    let good = "global
+    tune.h2.max-concurrent-streams 50
+    tune.h2.initial-window-size 1048576
+    tune.h2.header-table-size 8192
+    tune.h2.max-frame-size 32768
+defaults
+    mode http
+    option disable-h2-upgrade
+frontend fe
+    bind 127.0.0.1:1 proto h2
+    bind 127.0.0.1:2 proto h1
+    default_backend be
+backend be
+    server s1 127.0.0.1:3 proto h2
+    server s2 127.0.0.1:4 proto h1
+";
+    let out = check(good);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let out = check("global\n    tune.h2.max-frame-size 100\n");
+    assert_ne!(out.code(), Some(0));
+    assert!(
+        out.stderr.contains(
+            "'tune.h2.max-frame-size' expects a numeric value between 16384 and 16777215."
+        ),
+        "{}",
+        out.stderr
+    );
+    let out = check("frontend fe\n    mode http\n    bind 127.0.0.1:1 proto h3\n");
+    assert_ne!(out.code(), Some(0));
+    assert!(
+        out.stderr.contains("unknown MUX protocol 'h3'"),
+        "{}",
+        out.stderr
+    );
+    let out = check("backend be\n    mode http\n    server s1 127.0.0.1:3 proto h2 send-proxy\n");
+    assert_ne!(out.code(), Some(0));
+    assert!(
+        out.stderr
+            .contains("'send-proxy' and 'proto h2' cannot be combined"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// `server ... ssl verify none proto h2`: HTTP/2 over TLS to the server,
+/// `h2` offered by ALPN (the test server only speaks h2).
+#[tokio::test]
+async fn server_proto_h2_over_tls() {
+    let key = rcgen::generate_simple_self_signed(vec!["srv.test".to_string()]).unwrap();
+    let cert = rustls::pki_types::CertificateDer::from(key.cert.der().to_vec());
+    let pk = rustls::pki_types::PrivateKeyDer::try_from(key.signing_key.serialize_der()).unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert], pk)
+        .unwrap();
+    cfg.alpn_protocols = vec![b"h2".to_vec()];
+    let srv = H2Server::start(Some(std::sync::Arc::new(cfg))).await;
+    let port = free_port();
+    let _s = Sluice::start(&format!(
+        "{H2_FRONTEND}frontend fe
+    bind 127.0.0.1:{port}
+    default_backend be
+backend be
+    server s1 {} ssl verify none proto h2
+",
+        srv.addr
+    ));
+    let r = get(addr(port), "/secure").await;
+    assert_eq!(r.status, 200, "{}", r.head);
+    assert_eq!(r.text(), "h2 /secure");
+    let seen = srv.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    assert!(seen[0].uri.starts_with("https://"), "{}", seen[0].uri);
+}

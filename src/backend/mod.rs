@@ -117,7 +117,7 @@ impl ServerState {
             admin: AtomicU8::new(0),
             inflight: AtomicU32::new(0),
             maxconn: AtomicU32::new(0),
-            pool: ArcSwap::from_pointee(Pool::new(addr, None)),
+            pool: ArcSwap::from_pointee(Pool::new(addr, None, false)),
             checker: AtomicBool::new(false),
             waiters: AtomicU32::new(0),
             released: tokio::sync::Notify::new(),
@@ -228,8 +228,11 @@ impl ServerState {
     pub fn retire(&self) {
         self.retired.store(true, Relaxed);
         let old = self.pool.load();
-        self.pool
-            .store(Arc::new(Pool::new(old.addr(), old.tls().cloned())));
+        self.pool.store(Arc::new(Pool::new(
+            old.addr(),
+            old.tls().cloned(),
+            old.is_h2(),
+        )));
     }
 
     /// Ends the sessions this server serves now (they must have seen
@@ -246,8 +249,9 @@ impl ServerState {
     /// `set server .. addr`: new connections go to `addr`; idle connections
     /// to the old address are dropped with the old pool.
     pub fn set_addr(&self, addr: SocketAddr) {
-        let tls = self.pool.load().tls().cloned();
-        self.pool.store(Arc::new(Pool::new(addr, tls)));
+        let old = self.pool.load();
+        let (tls, h2) = (old.tls().cloned(), old.is_h2());
+        self.pool.store(Arc::new(Pool::new(addr, tls, h2)));
     }
 }
 
@@ -288,6 +292,7 @@ impl BackendState {
         name: &str,
         addr: SocketAddr,
         tls: Option<&Arc<crate::tls::upstream::UpstreamTls>>,
+        h2: bool,
         checked: bool,
         rise: u32,
         fall: u32,
@@ -301,8 +306,8 @@ impl BackendState {
                 ))
             })
             .clone();
-        if !s.pool.load().same_peer(addr, tls) {
-            s.pool.store(Arc::new(Pool::new(addr, tls.cloned())));
+        if !s.pool.load().same_peer(addr, tls, h2) {
+            s.pool.store(Arc::new(Pool::new(addr, tls.cloned(), h2)));
         }
         // Back in a configuration after a reload had removed it.
         s.retired.store(false, Relaxed);

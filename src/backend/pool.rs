@@ -32,6 +32,15 @@ pub struct Pool {
     addr: SocketAddr,
     tls: Option<Arc<UpstreamTls>>,
     idle: Mutex<Vec<Idle>>,
+    /// `proto h2`: the HTTP/2 connection all requests share (nothing is
+    /// kept in `idle` then).
+    h2: Option<crate::http::h2::upstream::Shared>,
+}
+
+impl From<std::io::Error> for ConnectError {
+    fn from(e: std::io::Error) -> Self {
+        ConnectError::Tcp(e)
+    }
 }
 
 /// Why a new connection to a server failed.
@@ -47,12 +56,18 @@ pub enum ConnectError {
 }
 
 impl Pool {
-    pub fn new(addr: SocketAddr, tls: Option<Arc<UpstreamTls>>) -> Self {
+    pub fn new(addr: SocketAddr, tls: Option<Arc<UpstreamTls>>, h2: bool) -> Self {
         Pool {
             addr,
             tls,
             idle: Mutex::new(Vec::new()),
+            h2: h2.then(Default::default),
         }
+    }
+
+    /// The server speaks HTTP/2 (`proto h2`).
+    pub fn is_h2(&self) -> bool {
+        self.h2.is_some()
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -63,9 +78,11 @@ impl Pool {
         self.tls.as_ref()
     }
 
-    /// Whether this pool stands for the same peer as (`addr`, `tls`).
-    pub fn same_peer(&self, addr: SocketAddr, tls: Option<&Arc<UpstreamTls>>) -> bool {
+    /// Whether this pool stands for the same peer as (`addr`, `tls`,
+    /// HTTP/2 or not).
+    pub fn same_peer(&self, addr: SocketAddr, tls: Option<&Arc<UpstreamTls>>, h2: bool) -> bool {
         self.addr == addr
+            && self.is_h2() == h2
             && match (&self.tls, tls) {
                 (None, None) => true,
                 (Some(a), Some(b)) => a.identity == b.identity,
@@ -124,8 +141,32 @@ impl Pool {
     /// A new connection to the server: TCP, then the TLS handshake when
     /// the server has `ssl` (`host`: the request's Host, for an SNI taken
     /// from it). `timeout` bounds each step (`timeout connect`);
-    /// `keepalive`: TCP keep-alive probes (`option srvtcpka`).
+    /// `keepalive`: TCP keep-alive probes (`option srvtcpka`). For an
+    /// HTTP/2 server, a stream of its shared connection (made first if
+    /// needed), in the guise of a connection carrying one HTTP/1.1
+    /// exchange; `io_timeout` (`timeout server`) bounds its waits.
     pub async fn connect(
+        &self,
+        timeout: Option<Duration>,
+        keepalive: bool,
+        host: Option<&[u8]>,
+        io_timeout: Option<Duration>,
+    ) -> Result<Stream, ConnectError> {
+        let Some(shared) = &self.h2 else {
+            return self.connect_io(timeout, keepalive, host).await;
+        };
+        let send = shared
+            .sender(timeout, || self.connect_io(timeout, keepalive, host))
+            .await?;
+        Ok(crate::http::h2::upstream::bridge(
+            send,
+            self.addr,
+            self.tls.is_some(),
+            io_timeout,
+        ))
+    }
+
+    async fn connect_io(
         &self,
         timeout: Option<Duration>,
         keepalive: bool,
@@ -175,7 +216,7 @@ mod tests {
             sni: Some(SniSpec::Fixed(sni.to_string())),
             ..Default::default()
         };
-        match UpstreamTls::new(&opts, &mut Vec::new()) {
+        match UpstreamTls::new(&opts, false, &mut Vec::new()) {
             Ok(t) => Arc::new(t),
             Err(e) => panic!("{e}"),
         }
@@ -186,13 +227,23 @@ mod tests {
         let addr: SocketAddr = ([127, 0, 0, 1], 443).into();
         let other: SocketAddr = ([127, 0, 0, 1], 444).into();
         let a = tls("a.test");
-        let pool = Pool::new(addr, Some(a.clone()));
-        assert!(pool.same_peer(addr, Some(&a)));
-        assert!(pool.same_peer(addr, Some(&tls("a.test"))), "same settings");
-        assert!(!pool.same_peer(other, Some(&a)), "another address");
-        assert!(!pool.same_peer(addr, None), "plain TCP");
-        assert!(!pool.same_peer(addr, Some(&tls("b.test"))), "another SNI");
-        assert!(!Pool::new(addr, None).same_peer(addr, Some(&a)));
-        assert!(Pool::new(addr, None).same_peer(addr, None));
+        let pool = Pool::new(addr, Some(a.clone()), false);
+        assert!(pool.same_peer(addr, Some(&a), false));
+        assert!(
+            pool.same_peer(addr, Some(&tls("a.test")), false),
+            "same settings"
+        );
+        assert!(!pool.same_peer(other, Some(&a), false), "another address");
+        assert!(!pool.same_peer(addr, None, false), "plain TCP");
+        assert!(
+            !pool.same_peer(addr, Some(&tls("b.test")), false),
+            "another SNI"
+        );
+        assert!(!Pool::new(addr, None, false).same_peer(addr, Some(&a), false));
+        assert!(Pool::new(addr, None, false).same_peer(addr, None, false));
+        assert!(
+            !Pool::new(addr, None, false).same_peer(addr, None, true),
+            "HTTP/2 or not"
+        );
     }
 }

@@ -246,7 +246,10 @@ pub async fn connect(
         add(&server.counters.connect);
         add(&be.state.counters.connect);
         let pool = server.pool.load_full();
-        let timed_out = match pool.connect(be.timeouts.connect, be.tcpka, host).await {
+        let timed_out = match pool
+            .connect(be.timeouts.connect, be.tcpka, host, be.timeouts.server)
+            .await
+        {
             Ok(s) => {
                 if s.is_tls() {
                     add(&server.counters.ssl_sess);

@@ -346,6 +346,7 @@ pub const OPTIONS_UNSUPPORTED: &[&str] = &[
 ];
 
 pub const SERVER_SUPPORTED: &[&str] = &[
+    "proto",
     "cookie",
     "send-proxy",
     "send-proxy-v2",
@@ -390,7 +391,6 @@ pub const SERVER_SUPPORTED: &[&str] = &[
 
 pub const SERVER_UNSUPPORTED: &[&str] = &[
     "verifyhost",
-    "proto",
     "agent-check",
     "agent-port",
     "agent-inter",

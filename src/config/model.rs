@@ -789,6 +789,8 @@ pub struct ServerOpts {
     /// `send-proxy` (1) / `send-proxy-v2` (2): the PROXY protocol header
     /// written first on each new connection to the server; 0 none.
     pub send_proxy: u8,
+    /// `proto h2`: HTTP/2 to the server (h2c in clear).
+    pub h2: bool,
 }
 
 #[derive(Debug, Clone)]

@@ -2151,7 +2151,7 @@ impl<'r> State<'r> {
         let (opts, id, cookie) = (sd.opts, sd.id, sd.cookie);
         let tls = match &sd.tls {
             None => None,
-            Some(t) => match self.server_tls(t) {
+            Some(t) => match self.server_tls(t, opts.h2) {
                 Ok(u) => u,
                 Err(msg) => {
                     at(self, msg);
@@ -2160,6 +2160,15 @@ impl<'r> State<'r> {
                 }
             },
         };
+        if opts.h2 && opts.send_proxy != 0 {
+            // One HTTP/2 connection carries many clients' requests: it
+            // cannot start with one client's PROXY header.
+            at(
+                self,
+                "'send-proxy' and 'proto h2' cannot be combined by sluice (a shared HTTP/2 connection tells no single client).".to_string(),
+            );
+            ok = false;
+        }
         if let Some(other) = self.px().servers.iter().find(|s| s.name == *name) {
             let line = other.loc.line;
             let t = self.proxy_kind().map_or("backend", type_str);

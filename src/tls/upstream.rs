@@ -74,7 +74,9 @@ fn file_hash(path: &str) -> u64 {
 }
 
 impl UpstreamTls {
-    pub fn new(opts: &ServerTlsOpts, warnings: &mut Vec<String>) -> Result<Self, String> {
+    /// `h2`: the server speaks HTTP/2 (`proto h2`): `h2` is offered by
+    /// ALPN (alone when the line has no `alpn`).
+    pub fn new(opts: &ServerTlsOpts, h2: bool, warnings: &mut Vec<String>) -> Result<Self, String> {
         let (provider, versions) = opts.suites.build(warnings)?;
         let verifier: Arc<dyn ServerCertVerifier> = if opts.verify_required {
             let Some(ca) = &opts.ca_file else {
@@ -104,8 +106,10 @@ impl UpstreamTls {
             }
             None => builder.with_no_client_auth(),
         };
-        if let Some(list) = &opts.alpn {
-            config.alpn_protocols = super::alpn_protocols(list, false, warnings);
+        match &opts.alpn {
+            Some(list) => config.alpn_protocols = super::alpn_protocols(list, h2, warnings),
+            None if h2 => config.alpn_protocols = vec![b"h2".to_vec()],
+            None => {}
         }
         let identity = format!(
             "verify={};ca={}#{:x};crt={}#{:x};sni={:?};alpn={:?};suites={:?}/{:?}/{:?}/{:?}",

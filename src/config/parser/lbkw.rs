@@ -54,6 +54,21 @@ impl State<'_> {
         };
         let o = &mut sd.opts;
         match w {
+            "proto" => {
+                o.h2 = match val {
+                    "h2" => true,
+                    "h1" => false,
+                    _ => {
+                        self.lb_at(
+                            loc,
+                            ctx,
+                            format!("'proto' : unknown MUX protocol '{val}' (sluice knows 'h1' and 'h2')."),
+                        );
+                        return None;
+                    }
+                };
+                return Some(2);
+            }
             "send-proxy" => o.send_proxy = 1,
             "send-proxy-v2" => o.send_proxy = 2,
             "no-send-proxy" | "no-send-proxy-v2" => o.send_proxy = 0,

@@ -397,16 +397,18 @@ impl State<'_> {
         })
     }
 
-    /// The TLS of a server line, built (CA and client certificate loaded).
+    /// The TLS of a server line, built (CA and client certificate
+    /// loaded); `h2`: the server has `proto h2`.
     pub(super) fn server_tls(
         &mut self,
         opts: &ServerTlsOpts,
+        h2: bool,
     ) -> Result<Option<Arc<UpstreamTls>>, String> {
         if !opts.enabled {
             return Ok(None);
         }
         let mut warnings = Vec::new();
-        let built = UpstreamTls::new(opts, &mut warnings);
+        let built = UpstreamTls::new(opts, h2, &mut warnings);
         for w in warnings {
             tracing::warn!("server option: {w}");
         }

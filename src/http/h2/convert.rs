@@ -162,6 +162,62 @@ pub(super) fn response(resp: &Head) -> Option<http::Response<()>> {
     Some(out)
 }
 
+/// The HTTP/2 request of an HTTP/1.1 one, for a `proto h2` server:
+/// `:authority` from `Host` (else the server's address), `:scheme` from
+/// the server's TLS, the fields without the connection-specific ones and
+/// those `Connection` names. None when it cannot be expressed.
+pub(super) fn h2_request(
+    head: &Head,
+    server: std::net::SocketAddr,
+    https: bool,
+) -> Option<http::Request<()>> {
+    let method = http::Method::from_bytes(head.method()).ok()?;
+    let target = std::str::from_utf8(head.target()).ok()?;
+    let uri: http::Uri = if target.starts_with('/') {
+        let authority = match head.values("host").next() {
+            Some(h) => std::str::from_utf8(crate::http::h1::trim(h))
+                .ok()?
+                .to_string(),
+            None => server.to_string(),
+        };
+        let scheme = if https { "https" } else { "http" };
+        format!("{scheme}://{authority}{target}").parse().ok()?
+    } else {
+        // Absolute form (or `*`): as it is.
+        target.parse().ok()?
+    };
+    let mut req = http::Request::new(());
+    *req.method_mut() = method;
+    *req.uri_mut() = uri;
+    let named: Vec<&[u8]> = head
+        .values("connection")
+        .flat_map(|v| v.split(|&b| b == b','))
+        .map(crate::http::h1::trim)
+        .filter(|t| !t.is_empty())
+        .collect();
+    let headers = req.headers_mut();
+    for (name, value) in head.headers() {
+        let Ok(name) = HeaderName::from_bytes(name) else {
+            continue;
+        };
+        if connection_specific(&name)
+            || name == header::HOST
+            || name == header::TRAILER
+            || (name == header::TE && !value.eq_ignore_ascii_case(b"trailers"))
+            || named
+                .iter()
+                .any(|n| n.eq_ignore_ascii_case(name.as_str().as_bytes()))
+        {
+            continue;
+        }
+        let Ok(value) = HeaderValue::from_bytes(value) else {
+            continue;
+        };
+        headers.append(name, value);
+    }
+    Some(req)
+}
+
 /// Takes the data out of a chunked body (the pipeline checked its
 /// framing already; a fault here still only ends the stream).
 #[derive(Default)]

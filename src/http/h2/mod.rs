@@ -20,6 +20,7 @@
 
 mod convert;
 mod stream;
+pub mod upstream;
 
 use std::io;
 use std::net::SocketAddr;

@@ -19,7 +19,7 @@ use crate::tls::stream::Pipe;
 use crate::tls::{Stream, TlsFacts};
 
 /// Bytes the pipe holds each way: one relay buffer.
-const PIPE_BUF: usize = 16 * 1024;
+pub(super) const PIPE_BUF: usize = 16 * 1024;
 
 /// Serves one stream: its request through the pipeline, the pipeline's
 /// response back to the client.
@@ -92,7 +92,13 @@ pub(super) async fn serve(
         }
     };
     let head_only = parts.method == http::Method::HEAD;
-    let upload = upload(body, req_pipe, h1req.chunked, &counters.counters, timeout);
+    let upload = upload(
+        body,
+        req_pipe,
+        h1req.chunked,
+        Some(&counters.counters),
+        timeout,
+    );
     let download = download(resp_pipe, respond, head_only, timeout);
     let main = async { tokio::join!(pipeline, download) };
     tokio::pin!(main, upload);
@@ -105,14 +111,15 @@ pub(super) async fn serve(
     }
 }
 
-/// Copies the request body from the stream into the pipe (as chunks when
-/// it goes chunked), releasing flow-control window only for what the pipe
-/// took: a slow server slows the client down, nothing piles up.
-async fn upload(
+/// Copies a body from a stream into a pipe (as chunks when it goes
+/// chunked), releasing flow-control window only for what the pipe took: a
+/// slow reader slows the sender down, nothing piles up. (A client's
+/// request body here; a server's response body for `upstream`.)
+pub(super) async fn upload(
     mut body: RecvStream,
     mut pipe: impl AsyncWrite + Unpin,
     chunked: bool,
-    counters: &crate::backend::Counters,
+    counters: Option<&crate::backend::Counters>,
     timeout: Option<Duration>,
 ) {
     let mut ok = true;
@@ -131,7 +138,9 @@ async fn upload(
                     break;
                 }
             };
-            counters.h2_data_rcvd.fetch_add(1, Relaxed);
+            if let Some(c) = counters {
+                c.h2_data_rcvd.fetch_add(1, Relaxed);
+            }
             if data.is_empty() {
                 continue;
             }
@@ -162,7 +171,7 @@ async fn upload(
 }
 
 /// Why the response relay stopped early.
-enum Cut {
+pub(super) enum Cut {
     /// The pipeline ended before a complete response (the client aborted,
     /// the server failed mid-body): the stream is reset.
     Pipeline,
@@ -225,7 +234,10 @@ async fn download(
 
 /// Reads until a whole head is in `buf` and splits it off; None when the
 /// pipe closed first.
-async fn read_head(pipe: &mut (impl AsyncRead + Unpin), buf: &mut BytesMut) -> Option<Bytes> {
+pub(super) async fn read_head(
+    pipe: &mut (impl AsyncRead + Unpin),
+    buf: &mut BytesMut,
+) -> Option<Bytes> {
     loop {
         if let Some(end) = h1::head_end(buf) {
             return Some(buf.split_to(end).freeze());
@@ -241,7 +253,7 @@ async fn read_head(pipe: &mut (impl AsyncRead + Unpin), buf: &mut BytesMut) -> O
 }
 
 /// The body, as the pipeline frames it, to DATA frames.
-async fn relay_body(
+pub(super) async fn relay_body(
     pipe: &mut (impl AsyncRead + Unpin),
     buf: &mut BytesMut,
     send: &mut SendStream<Bytes>,
