@@ -390,6 +390,11 @@ impl ClientConn {
         (client, mode, screen, tls)
     }
 
+    /// The frontend's state, once the connection is one of its sessions.
+    pub fn frontend_state(&self) -> Option<&Arc<FrontendState>> {
+        self.fe_state.as_ref()
+    }
+
     /// The address the client connected to, when a PROXY header said it.
     pub fn dst(&self) -> Option<SocketAddr> {
         self.dst.as_deref().copied()

@@ -236,19 +236,23 @@ backend be
 }
 
 /// h2load: thousands of requests over several connections and streams,
-/// all answered 2xx, and the counters of `show stat` agree.
+/// all answered 2xx, and the counters of `show stat` agree (the h2 ones,
+/// and the h1 ones for an HTTP/1 request next to them).
 #[tokio::test]
 async fn h2load_many_streams_counted_in_show_stat() {
     if !have("h2load", "--version") {
         return;
     }
     let be = Backend::start("app").await;
-    let port = free_port();
+    let [port, p1] = free_ports(2)[..] else {
+        unreachable!()
+    };
     let s = Sluice::start(&format!(
         "global
     stats socket @DIR@/stats.sock level admin
 {H2_FRONTEND}frontend fe
     bind 127.0.0.1:{port} proto h2
+    bind 127.0.0.1:{p1}
     default_backend be
 backend be
     server app {}
@@ -271,10 +275,13 @@ backend be
         text.contains(&format!("status codes: {n} 2xx, 0 3xx, 0 4xx, 0 5xx")),
         "{text}"
     );
+    assert_eq!(get(addr(p1), "/h1").await.status, 200);
     let after = show_stat(&s.stats_socket()).await;
     let delta = |px: &str, sv: &str, f: &str| after.num(px, sv, f) - before.num(px, sv, f);
-    assert_eq!(delta("fe", "FRONTEND", "req_tot"), n);
-    assert_eq!(delta("fe", "FRONTEND", "hrsp_2xx"), n);
+    assert_eq!(delta("fe", "FRONTEND", "req_tot"), n + 1);
+    assert_eq!(delta("fe", "FRONTEND", "hrsp_2xx"), n + 1);
+    assert_eq!(delta("fe", "FRONTEND", "h1_total_streams"), 1);
+    assert!(delta("fe", "FRONTEND", "h1_total_connections") >= 1);
     assert_eq!(delta("fe", "FRONTEND", "h2_headers_rcvd"), n);
     assert_eq!(delta("fe", "FRONTEND", "h2_total_connections"), 4);
     wait_until(Duration::from_secs(5), "h2 connections closed", || async {
@@ -284,9 +291,9 @@ backend be
             == 0
     })
     .await;
-    assert_eq!(delta("be", "BACKEND", "req_tot"), n);
-    assert_eq!(delta("be", "app", "hrsp_2xx"), n);
-    assert_eq!(be.hits() as u64, n);
+    assert_eq!(delta("be", "BACKEND", "req_tot"), n + 1);
+    assert_eq!(delta("be", "app", "hrsp_2xx"), n + 1);
+    assert_eq!(be.hits() as u64, n + 1);
 }
 
 /// A request body streams through: the server has the first DATA frame's
@@ -840,4 +847,55 @@ backend be
     let seen = srv.seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 1);
     assert!(seen[0].uri.starts_with("https://"), "{}", seen[0].uri);
+}
+
+/// The limits are announced in the server's SETTINGS: the `tune.h2.*`
+/// values, and a header list bounded by `tune.bufsize - tune.maxrewrite`.
+#[tokio::test]
+async fn settings_announce_the_limits() {
+    use frames::*;
+    let be = Backend::start("app").await;
+    let port = free_port();
+    let _s = Sluice::start(&format!(
+        "global
+    tune.h2.max-concurrent-streams 7
+    tune.h2.initial-window-size 100000
+    tune.h2.max-frame-size 32768
+    tune.bufsize 20000
+{H2_FRONTEND}frontend fe
+    bind 127.0.0.1:{port} proto h2
+    default_backend be
+backend be
+    server app {}
+",
+        be.hostport()
+    ));
+    let mut c = TcpStream::connect(addr(port)).await.unwrap();
+    c.write_all(&start()).await.unwrap();
+    let got = read_frames(&mut c, |f| {
+        f.iter().any(|(t, fl, ..)| *t == SETTINGS && fl & 1 == 0)
+    })
+    .await;
+    let (_, _, _, payload) = got
+        .iter()
+        .find(|(t, fl, ..)| *t == SETTINGS && fl & 1 == 0)
+        .unwrap_or_else(|| panic!("no SETTINGS: {got:?}"));
+    let settings: Vec<(u16, u32)> = payload
+        .chunks(6)
+        .map(|s| {
+            (
+                u16::from_be_bytes([s[0], s[1]]),
+                u32::from_be_bytes([s[2], s[3], s[4], s[5]]),
+            )
+        })
+        .collect();
+    for want in [
+        (0x1, 4096),         // HEADER_TABLE_SIZE
+        (0x3, 7),            // MAX_CONCURRENT_STREAMS
+        (0x4, 100000),       // INITIAL_WINDOW_SIZE
+        (0x5, 32768),        // MAX_FRAME_SIZE
+        (0x6, 20000 - 1024), // MAX_HEADER_LIST_SIZE
+    ] {
+        assert!(settings.contains(&want), "{want:?} not in {settings:?}");
+    }
 }

@@ -279,6 +279,9 @@ pub struct Counters {
     pub h2_goaway_resp: AtomicU64,
     pub h2_open_connections: Gauge,
     pub h2_total_connections: AtomicU64,
+    /// HTTP/1 client connections (frontend) and the requests they carried.
+    pub h1_total_connections: AtomicU64,
+    pub h1_total_streams: AtomicU64,
     /// Unix time of the last session, 0 = never.
     pub last_sess: AtomicU64,
     pub sess_rate: FreqCtr,

@@ -96,6 +96,9 @@ pub async fn serve_connection(
     }
     // A cleartext client may start with the HTTP/2 preface instead.
     let mut upgradable = fresh && proto == BindProto::Auto && !stream.is_tls();
+    if fresh && let Some(st) = client.frontend_state() {
+        st.counters.h1_total_connections.fetch_add(1, Relaxed);
+    }
     let mut conn = BufConn::new(stream);
     let mut first = fresh;
     loop {
@@ -444,6 +447,9 @@ pub(crate) async fn handle_request(
     rec.head_received();
     fc.count_request();
     rt.count_request();
+    if !matches!(via, Via::Http2 { .. }) {
+        fc.h1_total_streams.fetch_add(1, Relaxed);
+    }
     let head_len = raw.len() as u64;
     add(&fc.bin, head_len);
     // A head or framing that is refused, or a chunked body already bad in

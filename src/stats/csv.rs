@@ -598,7 +598,10 @@ fn frontend_row(p: &ProxyRt, fe: &FrontendRt) -> Row {
     r.zero(&["dses"]);
     r.zero(MODULE_FIELDS_FE_BE);
     ssl_counts(&mut r, c);
-    h2_counts(&mut r, c);
+    if fe.mode == Mode::Http {
+        h2_counts(&mut r, c);
+        h1_counts(&mut r, c);
+    }
     r
 }
 
@@ -606,6 +609,16 @@ fn frontend_row(p: &ProxyRt, fe: &FrontendRt) -> Row {
 fn ssl_counts(r: &mut Row, c: &Counters) {
     r.set("ssl_sess", get(&c.ssl_sess));
     r.set("ssl_failed_handshake", get(&c.ssl_failed_handshake));
+}
+
+/// The h1 module's columns sluice tracks (client side, frontend rows):
+/// connections and requests; the open connections are the sessions that
+/// are not HTTP/2 (connections still in their TLS handshake count too).
+fn h1_counts(r: &mut Row, c: &Counters) {
+    let open = c.sess.cur().saturating_sub(c.h2_open_connections.cur());
+    r.set("h1_open_connections", open);
+    r.set("h1_total_connections", get(&c.h1_total_connections));
+    r.set("h1_total_streams", get(&c.h1_total_streams));
 }
 
 /// The h2 module's columns sluice tracks (client side, frontend rows).
