@@ -152,10 +152,12 @@ pub async fn serve(client: ClientConn, stream: TcpStream, peer: SocketAddr) {
                 _ => rec.term(b'S', b'C'),
             }
         }
-        // TLS to servers in `mode tcp` is not done yet.
-        Ok(Stream::Tls(_) | Stream::Pipe(_)) => {
+        // TLS to servers in `mode tcp` is not done yet; `proto h2` is
+        // HTTP only.
+        Ok(s @ (Stream::Tls(_) | Stream::Pipe(_))) => {
+            let what = if s.is_tls() { "'ssl'" } else { "'proto h2'" };
             tracing::warn!(
-                "backend {}: 'ssl' servers in 'mode tcp' are not supported yet, connection closed",
+                "backend {}: {what} servers in 'mode tcp' are not supported, connection closed",
                 be.name
             );
             rec.term(b'S', b'C');
