@@ -199,7 +199,7 @@ pub(crate) fn spawn_accepted(
             ));
         }
         (None, Mode::Tcp) => {
-            tokio::spawn(crate::tcp::serve(client, stream, peer));
+            tokio::spawn(crate::tcp::serve(client, Stream::Tcp(stream), peer));
         }
         (Some(tls), mode) => {
             tokio::spawn(tls_accept(client, stream, peer, tls, mode));
@@ -233,14 +233,7 @@ async fn tls_accept(
                     crate::http::service::serve_connection(client, stream, peer, true, Some(facts))
                         .await
                 }
-                // TLS termination in `mode tcp` is not done yet: closed.
-                Mode::Tcp => {
-                    drop(stream);
-                    tracing::warn!(
-                        "frontend {}: 'ssl' on a 'mode tcp' frontend is not supported yet, connection closed",
-                        client.frontend
-                    );
-                }
+                Mode::Tcp => crate::tcp::serve(client, stream, peer).await,
             }
         }
         failed => {

@@ -42,7 +42,7 @@ fn pick_backend(fe: &FrontendRt, view: &View<'_>) -> Option<Arc<BackendRt>> {
 
 /// Reads what the client sends until the payload fetches can decide, the
 /// inspect delay ends, the client stops sending or the buffer is full.
-async fn inspect(stream: &mut TcpStream, buf: &mut Vec<u8>, delay: Duration) {
+async fn inspect(stream: &mut Stream, buf: &mut Vec<u8>, delay: Duration) {
     let deadline = tokio::time::Instant::now() + delay;
     // Read straight into `buf`: a chunk array here would be part of the
     // connection's task for its whole life, relay included.
@@ -61,8 +61,13 @@ async fn inspect(stream: &mut TcpStream, buf: &mut Vec<u8>, delay: Duration) {
 }
 
 /// Serves one TCP-mode client connection to its end.
-pub async fn serve(client: ClientConn, stream: TcpStream, peer: SocketAddr) {
-    let _ = stream.set_nodelay(true);
+/// The client's stream is a plain socket, or TLS on a `bind ... ssl`
+/// listener (terminated here, relayed in clear or re-encrypted to `ssl`
+/// servers).
+pub async fn serve(client: ClientConn, stream: Stream, peer: SocketAddr) {
+    if let Some(tcp) = stream.tcp() {
+        let _ = tcp.set_nodelay(true);
+    }
     let snap = client.rt.snapshot();
     let Some(fe) = snap.frontends().find(|f| *f.name == *client.frontend) else {
         return;
@@ -152,17 +157,15 @@ pub async fn serve(client: ClientConn, stream: TcpStream, peer: SocketAddr) {
                 _ => rec.term(b'S', b'C'),
             }
         }
-        // TLS to servers in `mode tcp` is not done yet; `proto h2` is
-        // HTTP only.
-        Ok(s @ (Stream::Tls(_) | Stream::Pipe(_))) => {
-            let what = if s.is_tls() { "'ssl'" } else { "'proto h2'" };
+        // `proto h2` is HTTP only.
+        Ok(Stream::Pipe(_)) => {
             tracing::warn!(
-                "backend {}: {what} servers in 'mode tcp' are not supported, connection closed",
+                "backend {}: 'proto h2' servers in 'mode tcp' are not supported, connection closed",
                 be.name
             );
             rec.term(b'S', b'C');
         }
-        Ok(Stream::Tcp(mut upstream)) => {
+        Ok(mut upstream) => {
             rec.t_connect = ms(connecting.elapsed());
             // `on-marked-down shutdown-sessions` (or an active server's
             // `on-marked-up shutdown-backup-sessions`) ends the connection.
@@ -179,7 +182,10 @@ pub async fn serve(client: ClientConn, stream: TcpStream, peer: SocketAddr) {
                 || stream.local_addr().ok(),
             );
             let first = [proxy_header.as_deref().unwrap_or(b""), &payload].concat();
-            let wrote = first.is_empty() || upstream.write_all(&first).await.is_ok();
+            let wrote = first.is_empty()
+                || crate::http::io::write_all(&mut upstream, &first, be.timeouts.server)
+                    .await
+                    .is_ok();
             let (c2s, s2c) = if !wrote {
                 let failed = Relayed {
                     end: End::WriteError,
@@ -277,29 +283,29 @@ pub async fn relay(
     b_idle: Option<Duration>,
     tune: crate::splice::Tune,
 ) -> (u64, u64) {
-    if let (Stream::Tcp(a), Stream::Tcp(b)) = (&mut *a, &mut *b) {
-        return relay_tcp(a, b, a_idle, b_idle, tune).await;
-    }
-    // TLS on a side: its read and write halves share the TLS session.
-    let (ar, aw) = tokio::io::split(a);
-    let (br, bw) = tokio::io::split(b);
-    let (ab, ba) = tokio::join!(pump(ar, bw, a_idle), pump(br, aw, b_idle));
-    (ab.bytes, ba.bytes)
-}
-
-async fn relay_tcp(
-    a: &mut TcpStream,
-    b: &mut TcpStream,
-    a_idle: Option<Duration>,
-    b_idle: Option<Duration>,
-    tune: crate::splice::Tune,
-) -> (u64, u64) {
     let (ab, ba) = relay_ends(a, b, a_idle, b_idle, tune).await;
     (ab.bytes, ba.bytes)
 }
 
 /// [`relay`], also telling how each direction ended.
 pub async fn relay_ends(
+    a: &mut Stream,
+    b: &mut Stream,
+    a_idle: Option<Duration>,
+    b_idle: Option<Duration>,
+    tune: crate::splice::Tune,
+) -> (Relayed, Relayed) {
+    if let (Stream::Tcp(a), Stream::Tcp(b)) = (&mut *a, &mut *b) {
+        return relay_tcp(a, b, a_idle, b_idle, tune).await;
+    }
+    // TLS on a side: its read and write halves share the TLS session.
+    let (ar, aw) = tokio::io::split(a);
+    let (br, bw) = tokio::io::split(b);
+    tokio::join!(pump(ar, bw, a_idle), pump(br, aw, b_idle))
+}
+
+/// Two plain sockets: spliced in the kernel where it can be.
+async fn relay_tcp(
     a: &mut TcpStream,
     b: &mut TcpStream,
     a_idle: Option<Duration>,

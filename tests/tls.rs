@@ -748,3 +748,85 @@ frontend fe
     );
     assert!(lines[1].contains("] fe~ fe/<NOSRV> "), "{lines:#?}");
 }
+
+/// A plain TCP server that sends back what it reads, until the peer closes.
+async fn echo_server() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let a = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = l.accept().await {
+            tokio::spawn(async move {
+                let (mut r, mut w) = s.split();
+                let _ = tokio::io::copy(&mut r, &mut w).await;
+                let _ = w.shutdown().await;
+            });
+        }
+    });
+    a
+}
+
+/// `mode tcp` terminates TLS on `bind ... ssl` (the server sees clear
+/// bytes, half-close carried) and originates it to `server ... ssl`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mode_tcp_terminates_and_originates_tls() {
+    let ca = Ca::new("tcp CA");
+    let echo = echo_server().await;
+    let upstream = tls_backend(&ca.leaf(&["backend.test"])).await;
+    let (tls_in, clear_in) = (free_port(), free_port());
+    let dir = TempDir::new("tlstcp");
+    let pem = write(dir.path(), "site.pem", &ca.leaf(&["site.test"]));
+    let ca_file = write(dir.path(), "ca.pem", &ca.pem());
+    let s = Sluice::start(&format!(
+        "global
+    stats socket @DIR@/stats.sock level admin
+defaults
+    mode tcp
+    timeout connect 2s
+    timeout client 5s
+    timeout server 5s
+frontend tls_in
+    bind 127.0.0.1:{tls_in} ssl crt {pem}
+    default_backend echo
+backend echo
+    server e {echo}
+frontend clear_in
+    bind 127.0.0.1:{clear_in}
+    default_backend up
+backend up
+    server up {upstream} ssl verify required ca-file {ca_file} sni str(backend.test)
+"
+    ));
+    let sock = s.stats_socket();
+    let mut tls = tls_connect(addr(tls_in), "site.test", client_config(ca.roots()))
+        .await
+        .unwrap();
+    tls.write_all(b"ping over tls").await.unwrap();
+    // close_notify: the echo server sees the end and closes in turn.
+    tls.shutdown().await.unwrap();
+    let mut back = Vec::new();
+    within(REQ_DEADLINE, "echo", tls.read_to_end(&mut back))
+        .await
+        .unwrap();
+    assert_eq!(back, b"ping over tls");
+    wait_until(Duration::from_secs(5), "session ended", || async {
+        let st = show_stat(&sock).await;
+        st.num("tls_in", "FRONTEND", "scur") == 0 && st.num("tls_in", "FRONTEND", "bin") == 13
+    })
+    .await;
+    let st = show_stat(&sock).await;
+    assert_eq!(st.num("tls_in", "FRONTEND", "bout"), 13);
+    assert!(st.num("tls_in", "FRONTEND", "ssl_sess") >= 1);
+    // Clear in, TLS (verified, with SNI) to the server.
+    let mut c = TcpStream::connect(addr(clear_in)).await.unwrap();
+    c.write_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut r = BufReader::new(c);
+    let resp = within(REQ_DEADLINE, "response", read_response(&mut r, false))
+        .await
+        .unwrap();
+    assert_eq!(resp.status, 200, "{}", resp.head);
+    assert_eq!(resp.text(), "sni=backend.test");
+    // (The harness's readiness probe made one too.)
+    assert!(show_stat(&sock).await.num("up", "up", "ssl_sess") >= 1);
+}
