@@ -5,6 +5,7 @@
 mod support;
 
 use std::net::SocketAddr;
+use std::path::Path;
 use std::time::Duration;
 
 use support::*;
@@ -395,19 +396,13 @@ async fn sigttou_pauses_and_sigttin_resumes_listeners() {
     assert!(err.contains("Resumed listener"), "{err}");
 }
 
-/// `-D -p <file>`: the command returns once the daemon runs, with the pid
-/// file already naming it (HAProxy's parent writes it before exiting).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn daemon_mode_writes_the_pid_file_before_returning() {
-    let be = Backend::start("s1").await;
-    let port = free_port();
-    let dir = TempDir::new("daemon");
+/// `sluice -D -f <cfg> -p <pidfile>` on the test config in `dir`.
+fn start_daemon(dir: &TempDir, port: u16, be: &Backend, pidfile: &Path) -> RunOutput {
     let cfg = dir.write(
         "d.cfg",
-        &cfg(port, &be, "").replace("@DIR@", dir.path().to_str().unwrap()),
+        &cfg(port, be, "").replace("@DIR@", dir.path().to_str().unwrap()),
     );
-    let pidfile = dir.join("d.pid");
-    let out = run_sluice(
+    run_sluice(
         &[
             "-D",
             "-f",
@@ -416,7 +411,18 @@ async fn daemon_mode_writes_the_pid_file_before_returning() {
             pidfile.to_str().unwrap(),
         ],
         None,
-    );
+    )
+}
+
+/// `-D -p <file>`: the command returns once the daemon runs, with the pid
+/// file already naming it (HAProxy's parent writes it before exiting).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn daemon_mode_writes_the_pid_file_before_returning() {
+    let be = Backend::start("s1").await;
+    let port = free_port();
+    let dir = TempDir::new("daemon");
+    let pidfile = dir.join("d.pid");
+    let out = start_daemon(&dir, port, &be, &pidfile);
     assert_eq!(out.code(), Some(0), "{}", out.stderr);
     let text = std::fs::read_to_string(&pidfile).expect("pid file written before -D returns");
     let pid: u32 = text.trim().parse().expect("a pid");
@@ -442,21 +448,7 @@ async fn daemon_mode_fails_whole_when_the_pid_file_cannot_be_written() {
     let be = Backend::start("s1").await;
     let port = free_port();
     let dir = TempDir::new("daemon-nopid");
-    let cfg = dir.write(
-        "d.cfg",
-        &cfg(port, &be, "").replace("@DIR@", dir.path().to_str().unwrap()),
-    );
-    let pidfile = dir.join("missing-dir/d.pid");
-    let out = run_sluice(
-        &[
-            "-D",
-            "-f",
-            cfg.to_str().unwrap(),
-            "-p",
-            pidfile.to_str().unwrap(),
-        ],
-        None,
-    );
+    let out = start_daemon(&dir, port, &be, &dir.join("missing-dir/d.pid"));
     assert_eq!(out.code(), Some(1), "{}", out.stderr);
     assert!(
         out.stderr.contains("[ALERT]") && out.stderr.contains("cannot create pidfile"),
