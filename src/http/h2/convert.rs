@@ -318,6 +318,25 @@ mod tests {
     }
 
     #[test]
+    fn http1_request_to_a_server_in_http2() {
+        let raw = bytes::Bytes::from_static(
+            b"POST /p?q=1 HTTP/1.1\r\nHost: site.test\r\nConnection: close, x-hop\r\nX-Hop: 1\r\nKeep-Alive: 5\r\nTE: gzip\r\nX-Up: Hi\r\nContent-Length: 2\r\n\r\n",
+        );
+        let head = Head::parse_request(raw).unwrap_or_else(|e| panic!("{e}"));
+        let server: std::net::SocketAddr = ([127, 0, 0, 1], 8080).into();
+        let req = h2_request(&head, server, true).unwrap_or_else(|| panic!("no request"));
+        assert_eq!(req.method(), "POST");
+        assert_eq!(req.uri(), "https://site.test/p?q=1");
+        let names: Vec<&str> = req.headers().keys().map(|k| k.as_str()).collect();
+        assert_eq!(names, ["x-up", "content-length"]);
+        // Without Host: the server's address.
+        let raw = bytes::Bytes::from_static(b"GET / HTTP/1.1\r\n\r\n");
+        let head = Head::parse_request(raw).unwrap_or_else(|e| panic!("{e}"));
+        let req = h2_request(&head, server, false).unwrap_or_else(|| panic!("no request"));
+        assert_eq!(req.uri(), "http://127.0.0.1:8080/");
+    }
+
+    #[test]
     fn dechunking() {
         let mut d = Dechunker::default();
         let mut input = BytesMut::from(&b"5\r\nhello\r\n3;ext=1\r\nabc\r\n0\r\nx-t: 1\r\n\r\n"[..]);
