@@ -12,10 +12,16 @@ fn main() {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter)),
         );
     // State changes also go to the configured syslog targets, whatever
-    // SLUICE_LOG filters out of stderr.
+    // SLUICE_LOG filters out of stderr. That layer looks at INFO and up
+    // only, and says so: a layer without a filter would make every
+    // callsite live, and the h2 crate's trace spans cost a third of the
+    // CPU of an HTTP/2 request when they are built for nothing.
     let _ = tracing_subscriber::registry()
         .with(stderr)
-        .with(sluice::log::event::EventLayer)
+        .with(
+            sluice::log::event::EventLayer
+                .with_filter(tracing_subscriber::filter::LevelFilter::INFO),
+        )
         .try_init();
     std::process::exit(sluice::cli::main_with_args(&args));
 }
