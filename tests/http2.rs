@@ -396,6 +396,7 @@ backend api
 /// Raw HTTP/2 frames, for what a well-behaved client library refuses to
 /// send.
 mod frames {
+    pub const DATA: u8 = 0;
     pub const HEADERS: u8 = 1;
     pub const RST_STREAM: u8 = 3;
     pub const SETTINGS: u8 = 4;
@@ -521,6 +522,16 @@ backend be
         .unwrap_or_else(|| panic!("no response on stream 3: {got:?}"));
     // :status 200 is entry 8 of the static table.
     assert_eq!(h3.3[0], 0x88, "status 200");
+    // A body of known length ends on its one DATA frame (as HAProxy).
+    let data: Vec<_> = got
+        .iter()
+        .filter(|(t, _, s, _)| *t == DATA && *s == 3)
+        .collect();
+    assert_eq!(data.len(), 1, "{data:?}");
+    assert!(
+        data[0].1 & END_STREAM != 0 && !data[0].3.is_empty(),
+        "{data:?}"
+    );
     assert!(!got.iter().any(|(t, ..)| *t == GOAWAY), "{got:?}");
     assert_eq!(be.hits(), 1);
 }

@@ -224,11 +224,8 @@ async fn download(
         return;
     }
     match relay_body(&mut pipe, &mut buf, &mut send, body, timeout).await {
-        Ok(()) => {
-            let _ = send.send_data(Bytes::new(), true);
-        }
+        Ok(()) | Err(Cut::Client) => {}
         Err(Cut::Pipeline) => send.send_reset(Reason::INTERNAL_ERROR),
-        Err(Cut::Client) => {}
     }
 }
 
@@ -252,7 +249,9 @@ pub(super) async fn read_head(
     }
 }
 
-/// The body, as the pipeline frames it, to DATA frames.
+/// The body, as the pipeline frames it, to DATA frames, and the end of
+/// the stream: on the last DATA frame when the length is known, else on an
+/// empty one.
 pub(super) async fn relay_body(
     pipe: &mut (impl AsyncRead + Unpin),
     buf: &mut BytesMut,
@@ -268,16 +267,16 @@ pub(super) async fn relay_body(
     loop {
         if let Some(d) = &mut dechunk {
             while let Some(data) = d.next(buf).map_err(|_| Cut::Pipeline)? {
-                send_data(send, data, timeout).await?;
+                send_data(send, data, timeout, false).await?;
             }
             if d.is_done() {
-                return Ok(());
+                return end_stream(send);
             }
         } else if !buf.is_empty() {
             let n = (buf.len() as u64).min(left) as usize;
             let data = buf.split_to(n).freeze();
             left -= n as u64;
-            send_data(send, data, timeout).await?;
+            send_data(send, data, timeout, left == 0).await?;
         }
         if left == 0 {
             return Ok(());
@@ -288,19 +287,24 @@ pub(super) async fn relay_body(
             _ = poll_fn(|cx| send.poll_reset(cx)) => return Err(Cut::Client),
         };
         match read {
-            Ok(0) if body == BodyKind::UntilClose => return Ok(()),
+            Ok(0) if body == BodyKind::UntilClose => return end_stream(send),
             Ok(0) | Err(_) => return Err(Cut::Pipeline),
             Ok(_) => {}
         }
     }
 }
 
-/// Sends `data` as the client's window allows, waiting at most `timeout`
-/// (`timeout client`) for each grant.
+fn end_stream(send: &mut SendStream<Bytes>) -> Result<(), Cut> {
+    send.send_data(Bytes::new(), true).map_err(|_| Cut::Client)
+}
+
+/// Sends `data` as the peer's window allows, waiting at most `timeout`
+/// for each grant; `end`: the last piece ends the stream.
 async fn send_data(
     send: &mut SendStream<Bytes>,
     mut data: Bytes,
     timeout: Option<Duration>,
+    end: bool,
 ) -> Result<(), Cut> {
     while !data.is_empty() {
         send.reserve_capacity(data.len());
@@ -313,7 +317,8 @@ async fn send_data(
             continue;
         }
         let chunk = data.split_to(n.min(data.len()));
-        send.send_data(chunk, false).map_err(|_| Cut::Client)?;
+        send.send_data(chunk, end && data.is_empty())
+            .map_err(|_| Cut::Client)?;
     }
     Ok(())
 }

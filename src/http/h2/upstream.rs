@@ -127,10 +127,8 @@ async fn exchange(
         }
         if relay_body(&mut req_pipe, &mut buf, &mut out, body, timeout)
             .await
-            .is_ok()
+            .is_err()
         {
-            let _ = out.send_data(Bytes::new(), true);
-        } else {
             out.send_reset(h2::Reason::CANCEL);
         }
     };
