@@ -60,6 +60,8 @@ fn main() {
         }
     };
     println!("cargo:rustc-env=SLUICE_TLS={tls}");
+    let h2 = locked_version(&lock, "h2").map_or(String::new(), |v| format!("h2 {v}"));
+    println!("cargo:rustc-env=SLUICE_H2={h2}");
 }
 
 /// Rebuilds when HEAD moves (a commit, a checkout), without rebuilding on

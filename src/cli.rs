@@ -144,7 +144,7 @@ fn build_options() -> String {
          Feature list : {features}\n\
          \n\
          Built with TLS : {tls}\n\
-         Built with HTTP/2 : no (HTTP/1.1 only, own codec on httparse)\n\
+         Built with HTTP/2 : {h2}\n\
          Built with the Prometheus exporter as a service : yes\n\
          Built with systemd notify support : yes (sd_notify protocol built in, no libsystemd)\n\
          Built with multi-threading support : yes (tokio multi-threaded runtime)\n",
@@ -157,6 +157,10 @@ fn build_options() -> String {
         debug = env!("SLUICE_DEBUGINFO"),
         rustc = env!("SLUICE_RUSTC_VERSION"),
         features = config::cond::FEATURES,
+        h2 = match env!("SLUICE_H2") {
+            "" => "no".to_string(),
+            v => format!("yes ({v}: clients by ALPN, h2c and the preface; servers with proto h2)"),
+        },
     )
 }
 

@@ -62,7 +62,7 @@ fn vv_prints_the_build_facts() {
         tls.ends_with(": none") || tls.contains("rustls 0."),
         "{tls:?}"
     );
-    assert!(line("Built with HTTP/2 : ").contains("no"));
+    assert!(line("Built with HTTP/2 : ").contains(": yes (h2 0."));
     assert!(line("Built with the Prometheus exporter").ends_with("yes"));
     assert!(line("Built with systemd notify support : ").contains("yes"));
 }
