@@ -318,12 +318,13 @@ mod linux {
     }
 
     /// Relays one direction, `from` to `to`, until `from` ends, fails or
-    /// stays silent for `idle`; then shuts `to`'s write half (after every
+    /// stays silent for `idle`, or `to` takes nothing for `write_idle`; then shuts `to`'s write half (after every
     /// byte read went out). Counts the bytes written to `to`.
     pub async fn pump(
         from: &TcpStream,
         to: &TcpStream,
         idle: Option<Duration>,
+        write_idle: Option<Duration>,
         tune: Tune,
     ) -> Relayed {
         let mut total = 0u64;
@@ -336,7 +337,7 @@ mod linux {
             }
             let mut carrier = Carrier::take(&tune);
             loop {
-                match move_some(from, to, &mut carrier, usize::MAX, None).await {
+                match move_some(from, to, &mut carrier, usize::MAX, write_idle).await {
                     Ok(0) => {
                         carrier.release();
                         continue 'relay;
@@ -352,6 +353,7 @@ mod linux {
                         break 'relay End::ReadError;
                     }
                     // The carrier still holds bytes: dropped, not kept.
+                    Err(Stop::WriteTimeout) => break 'relay End::WriteTimeout,
                     Err(_) => break 'relay End::WriteError,
                 }
             }

@@ -243,8 +243,8 @@ fn ms(d: Duration) -> i64 {
 /// sides closing cleanly is `--`.
 fn termination(c2s: &Relayed, s2c: &Relayed) -> Option<[u8; 2]> {
     match (c2s.end, s2c.end) {
-        (End::Timeout, _) => Some(*b"cD"),
-        (_, End::Timeout) => Some(*b"sD"),
+        (End::Timeout, _) | (_, End::WriteTimeout) => Some(*b"cD"),
+        (_, End::Timeout) | (End::WriteTimeout, _) => Some(*b"sD"),
         (End::ReadError, _) | (_, End::WriteError) => Some(*b"CD"),
         (_, End::ReadError) | (End::WriteError, _) => Some(*b"SD"),
         _ => None,
@@ -259,6 +259,9 @@ pub enum End {
     Eof,
     /// Nothing came within the side's inactivity timeout.
     Timeout,
+    /// The receiving side took nothing within its inactivity timeout (a
+    /// peer that stopped reading).
+    WriteTimeout,
     ReadError,
     WriteError,
 }
@@ -271,7 +274,8 @@ pub struct Relayed {
 }
 
 /// Relays both ways until both directions have ended. Each direction reads
-/// with its side's inactivity timeout; when one side finishes sending, the
+/// with its source's inactivity timeout and writes with its
+/// destination's; when one side finishes sending, the
 /// other side's write half is shut down. Returns (a to b, b to a) byte
 /// counts. Used for `mode tcp` and for HTTP protocol switches (101). On
 /// Linux the bytes go through the kernel with splice(2) unless `tune` says
@@ -301,7 +305,7 @@ pub async fn relay_ends(
     // TLS on a side: its read and write halves share the TLS session.
     let (ar, aw) = tokio::io::split(a);
     let (br, bw) = tokio::io::split(b);
-    tokio::join!(pump(ar, bw, a_idle), pump(br, aw, b_idle))
+    tokio::join!(pump(ar, bw, a_idle, b_idle), pump(br, aw, b_idle, a_idle))
 }
 
 /// Two plain sockets: spliced in the kernel where it can be.
@@ -316,21 +320,22 @@ async fn relay_tcp(
     if !tune.disabled {
         let (a, b) = (&*a, &*b);
         return tokio::join!(
-            crate::splice::pump(a, b, a_idle, tune),
-            crate::splice::pump(b, a, b_idle, tune)
+            crate::splice::pump(a, b, a_idle, b_idle, tune),
+            crate::splice::pump(b, a, b_idle, a_idle, tune)
         );
     }
     #[cfg(not(target_os = "linux"))]
     let _ = tune;
     let (ar, aw) = a.split();
     let (br, bw) = b.split();
-    tokio::join!(pump(ar, bw, a_idle), pump(br, aw, b_idle))
+    tokio::join!(pump(ar, bw, a_idle, b_idle), pump(br, aw, b_idle, a_idle))
 }
 
 async fn pump(
     mut from: impl AsyncRead + Unpin,
     mut to: impl AsyncWrite + Unpin,
     idle: Option<Duration>,
+    write_idle: Option<Duration>,
 ) -> Relayed {
     let mut buf = vec![0u8; 16 * 1024];
     let mut total = 0u64;
@@ -347,8 +352,10 @@ async fn pump(
             Err(_) => break End::ReadError,
             Ok(n) => n,
         };
-        if to.write_all(&buf[..n]).await.is_err() {
-            break End::WriteError;
+        match crate::http::io::with_timeout(write_idle, to.write_all(&buf[..n])).await {
+            None => break End::WriteTimeout,
+            Some(Err(_)) => break End::WriteError,
+            Some(Ok(())) => {}
         }
         total += n as u64;
     };

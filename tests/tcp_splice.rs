@@ -393,3 +393,85 @@ backend be
         assert!(spliced >= UP as u64, "{spliced}");
     }
 }
+
+/// A server that reads nothing (it holds the connection open, silent).
+async fn deaf_server() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((s, _)) = l.accept().await {
+            held.push(s);
+        }
+    });
+    addr
+}
+
+/// A server that stops reading while the client keeps sending: once its
+/// socket buffers are full, nothing moves for `timeout server` and the
+/// session ends `sD` (HAProxy's server-side timeout during data), for the
+/// spliced and the copying relay alike.
+async fn stalled_server_times_out(global_extra: &str) {
+    let server = deaf_server().await;
+    let log = Syslog::new();
+    let port = free_port();
+    let mut s = Sluice::start(&format!(
+        "global
+    stats socket @DIR@/stats.sock level admin
+    log {log} local0
+{global_extra}
+defaults
+    mode tcp
+    log global
+    option tcplog
+    option dontlognull
+    timeout connect 2s
+    timeout client 10s
+    timeout server 300ms
+listen fe
+    bind 127.0.0.1:{port}
+    server s1 {server}
+",
+        log = log.addr()
+    ));
+    let c = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], port)))
+        .await
+        .unwrap();
+    let (mut r, mut w) = c.into_split();
+    let writer = tokio::spawn(async move {
+        let chunk = pattern(256 * 1024, 5);
+        while w.write_all(&chunk).await.is_ok() {}
+    });
+    // The client's side is closed by sluice once the server timed out.
+    let mut down = Vec::new();
+    let _ = within(
+        Duration::from_secs(10),
+        "client side closed",
+        r.read_to_end(&mut down),
+    )
+    .await;
+    assert!(down.is_empty());
+    drop(r);
+    within(Duration::from_secs(10), "client writes fail", writer)
+        .await
+        .unwrap();
+    let lines = log.until(&["{} fe fe/s1 {}/{}/{} {} sD {}"]);
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert_eq!(
+        show_stat(&s.stats_socket())
+            .await
+            .num("fe", "FRONTEND", "scur"),
+        0
+    );
+    s.assert_running();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_that_stops_reading_times_out_spliced() {
+    stalled_server_times_out("").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_that_stops_reading_times_out_copied() {
+    stalled_server_times_out("    nosplice").await;
+}
