@@ -128,26 +128,27 @@ pub(super) fn request(
     })
 }
 
-/// The HTTP/2 response of an HTTP/1 one: its status and fields, without
-/// the connection-specific ones and those `Connection` names. A field
-/// HTTP/2 cannot carry (a name that is not a token) is dropped.
-pub(super) fn response(resp: &Head) -> Option<http::Response<()>> {
-    let mut out = http::Response::new(());
-    *out.status_mut() = http::StatusCode::from_u16(resp.status).ok()?;
-    let named: Vec<&[u8]> = resp
+/// Copies an HTTP/1 message's fields into an HTTP/2 one, leaving out the
+/// connection-specific ones, those its `Connection` header names, those
+/// `skip` refuses, and any HTTP/2 cannot carry (a name that is not a
+/// token, a value with forbidden bytes).
+fn copy_fields(
+    head: &Head,
+    headers: &mut http::HeaderMap,
+    skip: impl Fn(&HeaderName, &[u8]) -> bool,
+) {
+    let named: Vec<&[u8]> = head
         .values("connection")
         .flat_map(|v| v.split(|&b| b == b','))
         .map(crate::http::h1::trim)
         .filter(|t| !t.is_empty())
         .collect();
-    let headers = out.headers_mut();
-    for (name, value) in resp.headers() {
+    for (name, value) in head.headers() {
         let Ok(name) = HeaderName::from_bytes(name) else {
             continue;
         };
         if connection_specific(&name)
-            || name == header::TE
-            || name == header::TRAILER
+            || skip(&name, value)
             || named
                 .iter()
                 .any(|n| n.eq_ignore_ascii_case(name.as_str().as_bytes()))
@@ -159,6 +160,17 @@ pub(super) fn response(resp: &Head) -> Option<http::Response<()>> {
         };
         headers.append(name, value);
     }
+}
+
+/// The HTTP/2 response of an HTTP/1 one: its status and fields, without
+/// the connection-specific ones and those `Connection` names. A field
+/// HTTP/2 cannot carry (a name that is not a token) is dropped.
+pub(super) fn response(resp: &Head) -> Option<http::Response<()>> {
+    let mut out = http::Response::new(());
+    *out.status_mut() = http::StatusCode::from_u16(resp.status).ok()?;
+    copy_fields(resp, out.headers_mut(), |name, _| {
+        name == header::TE || name == header::TRAILER
+    });
     Some(out)
 }
 
@@ -189,32 +201,11 @@ pub(super) fn h2_request(
     let mut req = http::Request::new(());
     *req.method_mut() = method;
     *req.uri_mut() = uri;
-    let named: Vec<&[u8]> = head
-        .values("connection")
-        .flat_map(|v| v.split(|&b| b == b','))
-        .map(crate::http::h1::trim)
-        .filter(|t| !t.is_empty())
-        .collect();
-    let headers = req.headers_mut();
-    for (name, value) in head.headers() {
-        let Ok(name) = HeaderName::from_bytes(name) else {
-            continue;
-        };
-        if connection_specific(&name)
-            || name == header::HOST
+    copy_fields(head, req.headers_mut(), |name, value| {
+        name == header::HOST
             || name == header::TRAILER
             || (name == header::TE && !value.eq_ignore_ascii_case(b"trailers"))
-            || named
-                .iter()
-                .any(|n| n.eq_ignore_ascii_case(name.as_str().as_bytes()))
-        {
-            continue;
-        }
-        let Ok(value) = HeaderValue::from_bytes(value) else {
-            continue;
-        };
-        headers.append(name, value);
-    }
+    });
     Some(req)
 }
 
