@@ -382,29 +382,15 @@ fn run(cfg: Config, opts: &Options) -> i32 {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
     let affinity = thread_cpus(&cfg.global.cpu_map, threads);
-    let started = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let mut builder = tokio::runtime::Builder::new_multi_thread();
-    builder.worker_threads(threads).enable_all();
-    if !affinity.is_empty() {
-        // The runtime starts its workers first, so the first `threads`
-        // threads to start are the workers 1..=threads.
-        builder.on_thread_start(move || {
-            let n = started.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-            if let Some(cpus) = affinity.get(&n)
-                && let Err(e) = crate::process::pin_current_thread(cpus)
-            {
-                tracing::warn!("cpu-map: thread {n}: {e}");
-            }
-        });
-    }
-    let runtime = match builder.build() {
+    let runtimes = match crate::workers::build(threads, &affinity) {
         Ok(r) => r,
         Err(e) => {
             alert(pid, &format!("cannot start the runtime: {e}"));
             return 1;
         }
     };
-    let code = runtime.block_on(serve(cfg, opts.clone(), bound, threads as u32, ids));
+    crate::workers::install(&runtimes);
+    let code = runtimes[0].block_on(serve(cfg, opts.clone(), bound, threads as u32, ids));
     if let Some(path) = &pidfile {
         // A successor (-sf) may have written its own pid there already.
         if std::fs::read_to_string(path).is_ok_and(|t| t.trim() == my_pid.to_string()) {
@@ -412,7 +398,9 @@ fn run(cfg: Config, opts: &Options) -> i32 {
         }
     }
     // Connections still open at a hard stop are not waited for.
-    runtime.shutdown_background();
+    for r in runtimes {
+        r.shutdown_background();
+    }
     code
 }
 

@@ -23,3 +23,4 @@ pub mod takeover;
 pub mod tcp;
 pub mod tcp_rules;
 pub mod tls;
+pub mod workers;

@@ -156,6 +156,9 @@ async fn accept_loop(
             }
         };
         drop(ready);
+        // The connection lives on the runtime it is registered with here,
+        // and its tasks run there (see `workers`).
+        let _on = crate::workers::enter_next();
         let stream = match stream
             .set_nonblocking(true)
             .and_then(|()| TcpStream::from_std(stream))

@@ -17,7 +17,8 @@ use super::lock;
 use crate::tls::Stream;
 use crate::tls::upstream::{SniSpec, UpstreamTls};
 
-/// How many idle connections one server keeps at most.
+/// How many idle connections one server keeps at most (shared out evenly
+/// over the runtimes' lists).
 const MAX_IDLE: usize = 1024;
 
 #[derive(Debug)]
@@ -31,7 +32,11 @@ struct Idle {
 pub struct Pool {
     addr: SocketAddr,
     tls: Option<Arc<UpstreamTls>>,
-    idle: Mutex<Vec<Idle>>,
+    /// Idle connections, one list per runtime (`workers`): a connection is
+    /// registered with the reactor of the runtime that opened it, so it is
+    /// only reused there (elsewhere, each of its wake-ups would cross
+    /// threads).
+    idle: Box<[Mutex<Vec<Idle>>]>,
     /// `proto h2`: the HTTP/2 connection all requests share (nothing is
     /// kept in `idle` then).
     h2: Option<crate::http::h2::upstream::Shared>,
@@ -60,7 +65,9 @@ impl Pool {
         Pool {
             addr,
             tls,
-            idle: Mutex::new(Vec::new()),
+            idle: (0..crate::workers::count())
+                .map(|_| Mutex::new(Vec::new()))
+                .collect(),
             h2: h2.then(Default::default),
         }
     }
@@ -101,7 +108,12 @@ impl Pool {
     }
 
     pub fn idle_count(&self) -> usize {
-        lock(&self.idle).len()
+        self.idle.iter().map(|l| lock(l).len()).sum()
+    }
+
+    /// The idle list of the calling thread's runtime.
+    fn local_idle(&self) -> &Mutex<Vec<Idle>> {
+        &self.idle[crate::workers::current() % self.idle.len()]
     }
 
     /// An idle connection that is still clean, most recently used first,
@@ -114,10 +126,31 @@ impl Pool {
     /// connection the server closed, or that holds unsolicited bytes, is
     /// dropped. (On TLS the probe sees records, e.g. a close_notify, the
     /// same way.)
+    ///
+    /// The calling runtime's own list comes first; when it has none, one is
+    /// taken from another runtime's list, as HAProxy's threads take idle
+    /// connections from each other, and moved to this runtime's reactor.
     pub fn take(&self, sni: Option<&str>) -> Option<Stream> {
+        let here = crate::workers::current() % self.idle.len();
+        if let Some(s) = self.take_from(here, sni) {
+            return Some(s);
+        }
+        (1..self.idle.len())
+            .map(|k| (here + k) % self.idle.len())
+            .find_map(|i| {
+                loop {
+                    let s = self.take_from(i, sni)?;
+                    if let Some(s) = adopt(s) {
+                        break Some(s);
+                    }
+                }
+            })
+    }
+
+    fn take_from(&self, list: usize, sni: Option<&str>) -> Option<Stream> {
         loop {
             let conn = {
-                let mut idle = lock(&self.idle);
+                let mut idle = lock(&self.idle[list]);
                 let pos = idle.iter().rposition(|c| c.sni.as_deref() == sni)?;
                 idle.remove(pos)
             };
@@ -129,8 +162,8 @@ impl Pool {
 
     /// Keeps `conn` for reuse (up to the idle limit).
     pub fn put(&self, stream: Stream, sni: Option<&str>) {
-        let mut idle = lock(&self.idle);
-        if idle.len() < MAX_IDLE {
+        let mut idle = lock(self.local_idle());
+        if idle.len() < (MAX_IDLE / self.idle.len()).max(1) {
             idle.push(Idle {
                 stream,
                 sni: sni.map(Into::into),
@@ -184,6 +217,21 @@ impl Pool {
             Some(Err(e)) => Err(ConnectError::Tls(e)),
             Some(Ok(s)) => Ok(s),
         }
+    }
+}
+
+/// Moves a plain connection from another runtime's reactor to the calling
+/// one's, so that its wake-ups stay on this thread (None: it was lost on
+/// the way). A TLS connection stays where it is registered: it still works,
+/// each wake-up just crosses threads.
+fn adopt(s: Stream) -> Option<Stream> {
+    match s {
+        Stream::Tcp(t) => t
+            .into_std()
+            .and_then(TcpStream::from_std)
+            .ok()
+            .map(Stream::Tcp),
+        other => Some(other),
     }
 }
 

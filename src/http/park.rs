@@ -269,6 +269,8 @@ fn wake(lot: &Lot, key: usize) {
         peer,
         ..
     } = p;
+    // Back on one of the runtimes (the lot runs on the first).
+    let _on = crate::workers::enter_next();
     if let Ok(stream) = TcpStream::from_std(stream) {
         tokio::spawn(super::service::serve_connection(
             client,
@@ -337,6 +339,7 @@ pub fn close_all() -> usize {
                 peer,
                 ..
             } = p;
+            let _on = crate::workers::enter_next();
             if let Ok(stream) = TcpStream::from_std(stream) {
                 tokio::spawn(super::service::serve_connection(
                     client,

@@ -312,11 +312,17 @@ fn hostname() -> String {
 /// Tokio's live task count and global queue depth stand in for HAProxy's
 /// `Tasks` and `Run_queue` (0 outside a runtime, e.g. in unit tests).
 fn tokio_load() -> (usize, usize) {
+    let sum = |hs: &mut dyn Iterator<Item = &tokio::runtime::Handle>| {
+        hs.map(|h| h.metrics()).fold((0, 0), |(t, q), m| {
+            (t + m.num_alive_tasks(), q + m.global_queue_depth())
+        })
+    };
     match tokio::runtime::Handle::try_current() {
-        Ok(h) => {
-            let m = h.metrics();
-            (m.num_alive_tasks(), m.global_queue_depth())
+        // All runtimes (one per thread, see `workers`) when installed.
+        Ok(_) if !crate::workers::handles().is_empty() => {
+            sum(&mut crate::workers::handles().iter())
         }
+        Ok(h) => sum(&mut std::iter::once(&h)),
         Err(_) => (0, 0),
     }
 }
