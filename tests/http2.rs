@@ -910,3 +910,43 @@ backend be
         assert!(settings.contains(&want), "{want:?} not in {settings:?}");
     }
 }
+
+/// HTTP checks of a `proto h2` server speak HTTP/2 (HAProxy uses the
+/// server's protocol for checks unless `check-proto` says otherwise): an
+/// h2c-only server is UP with L7OK; the same server checked with
+/// `check-proto h1` fails its check.
+#[tokio::test]
+async fn checks_of_proto_h2_servers_speak_http2() {
+    let srv = H2Server::start(None).await;
+    let port = free_port();
+    let s = Sluice::start(&format!(
+        "global
+    stats socket @DIR@/stats.sock level admin
+{H2_FRONTEND}frontend fe
+    bind 127.0.0.1:{port}
+    default_backend be
+backend be
+    option httpchk GET /health
+    server h2 {0} proto h2 check inter 100ms rise 1 fall 1
+    server h1 {0} proto h2 check inter 100ms rise 1 fall 1 check-proto h1
+",
+        srv.addr
+    ));
+    let sock = s.stats_socket();
+    wait_until(Duration::from_secs(5), "both checked", || async {
+        let st = show_stat(&sock).await;
+        st.get("be", "h2", "check_status") == "L7OK" && st.get("be", "h1", "status") == "DOWN"
+    })
+    .await;
+    let st = show_stat(&sock).await;
+    assert_eq!(st.get("be", "h2", "status"), "UP");
+    assert_eq!(st.get("be", "h2", "check_code"), "200");
+    assert_ne!(st.get("be", "h1", "check_status"), "L7OK");
+    let seen = srv.seen.lock().unwrap().clone();
+    assert!(
+        seen.iter()
+            .any(|r| r.method == "GET" && r.uri.ends_with("/health")),
+        "{:?}",
+        seen.iter().map(|r| &r.uri).collect::<Vec<_>>()
+    );
+}

@@ -347,6 +347,7 @@ pub const OPTIONS_UNSUPPORTED: &[&str] = &[
 
 pub const SERVER_SUPPORTED: &[&str] = &[
     "proto",
+    "check-proto",
     "cookie",
     "send-proxy",
     "send-proxy-v2",
@@ -406,7 +407,6 @@ pub const SERVER_UNSUPPORTED: &[&str] = &[
     "check-send-proxy",
     "check-sni",
     "check-alpn",
-    "check-proto",
     "redir",
     "source",
     "namespace",

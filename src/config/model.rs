@@ -711,6 +711,9 @@ pub struct CheckParams {
     pub addr: Option<std::net::IpAddr>,
     /// `port <port>`: check this port instead of the server's.
     pub port: Option<u16>,
+    /// `check-proto h1|h2`: the protocol of HTTP checks (None: the
+    /// server's `proto`, as HAProxy).
+    pub proto_h2: Option<bool>,
 }
 
 impl Default for CheckParams {
@@ -723,6 +726,7 @@ impl Default for CheckParams {
             fall: 3,
             addr: None,
             port: None,
+            proto_h2: None,
         }
     }
 }

@@ -151,7 +151,10 @@ async fn run_check(server: &ServerState, plan: &Plan) -> Outcome {
             Err((st, d)) => (st, None, d),
         },
         CheckKind::Http(hc) => match connect(server, plan, None).await {
-            Ok(conn) => http_check(conn, hc, plan.read_timeout).await,
+            Ok(conn) => match over_h2(server, plan, conn).await {
+                Ok(conn) => http_check(conn, hc, plan.read_timeout).await,
+                Err(e) => (CheckStatus::L7Rsp, None, format!("HTTP/2 error ({e})")),
+            },
             Err((st, d)) => (st, None, d),
         },
         CheckKind::TcpCheck(rules) => tcp_check(server, plan, rules).await,
@@ -213,6 +216,18 @@ async fn connect(
         }
         Err(_) => Err((CheckStatus::L6Tout, String::new())),
     }
+}
+
+/// HTTP checks of a `proto h2` server (or with `check-proto h2`) speak
+/// HTTP/2, on a connection of their own, as HAProxy's.
+async fn over_h2(server: &ServerState, plan: &Plan, conn: Stream) -> std::io::Result<Stream> {
+    let pool = server.pool.load();
+    if !plan.params.proto_h2.unwrap_or(pool.is_h2()) {
+        return Ok(conn);
+    }
+    let https = conn.is_tls();
+    let peer = check_addr(server, &plan.params, None);
+    crate::http::h2::upstream::one_exchange(conn, peer, https, Some(plan.read_timeout)).await
 }
 
 /// Largest response read by a check.

@@ -69,6 +69,21 @@ impl State<'_> {
                 };
                 return Some(2);
             }
+            "check-proto" => {
+                sd.params.proto_h2 = match val {
+                    "h2" => Some(true),
+                    "h1" => Some(false),
+                    _ => {
+                        self.lb_at(
+                            loc,
+                            ctx,
+                            format!("'check-proto' : unknown MUX protocol '{val}' (sluice knows 'h1' and 'h2')."),
+                        );
+                        return None;
+                    }
+                };
+                return Some(2);
+            }
             "send-proxy" => o.send_proxy = 1,
             "send-proxy-v2" => o.send_proxy = 2,
             "no-send-proxy" | "no-send-proxy-v2" => o.send_proxy = 0,

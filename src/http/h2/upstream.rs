@@ -48,25 +48,52 @@ impl Shared {
         }
         let mut slot = self.send.lock().await;
         let io = connect().await?;
-        let handshake = h2::client::Builder::new()
-            .max_send_buffer_size(64 * 1024)
-            .handshake::<_, Bytes>(io);
-        let (send, conn) = match crate::http::io::with_timeout(timeout, handshake).await {
-            Some(Ok(pair)) => pair,
-            Some(Err(e)) => return Err(std::io::Error::other(e).into()),
-            None => return Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into()),
-        };
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
+        let send = handshake(io, timeout).await?;
         *slot = Some(send.clone());
         drop(slot);
-        match crate::http::io::with_timeout(timeout, send.ready()).await {
-            Some(Ok(s)) => Ok(s),
-            Some(Err(e)) => Err(std::io::Error::other(e).into()),
-            None => Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into()),
-        }
+        Ok(ready(send, timeout).await?)
     }
+}
+
+/// A new HTTP/2 connection over `io` (its frames driven by a task of its
+/// own, which ends when the last sender is dropped).
+async fn handshake(io: Stream, timeout: Option<Duration>) -> std::io::Result<SendRequest<Bytes>> {
+    let handshake = h2::client::Builder::new()
+        .max_send_buffer_size(64 * 1024)
+        .handshake::<_, Bytes>(io);
+    let (send, conn) = match crate::http::io::with_timeout(timeout, handshake).await {
+        Some(Ok(pair)) => pair,
+        Some(Err(e)) => return Err(std::io::Error::other(e)),
+        None => return Err(std::io::ErrorKind::TimedOut.into()),
+    };
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    Ok(send)
+}
+
+async fn ready(
+    send: SendRequest<Bytes>,
+    timeout: Option<Duration>,
+) -> std::io::Result<SendRequest<Bytes>> {
+    match crate::http::io::with_timeout(timeout, send.ready()).await {
+        Some(Ok(s)) => Ok(s),
+        Some(Err(e)) => Err(std::io::Error::other(e)),
+        None => Err(std::io::ErrorKind::TimedOut.into()),
+    }
+}
+
+/// A connection of its own for one exchange (a health check of a `proto
+/// h2` server, as HAProxy makes them): HTTP/2 over `io`, in the guise of
+/// a connection carrying one HTTP/1.1 exchange (see [`bridge`]).
+pub async fn one_exchange(
+    io: Stream,
+    server: SocketAddr,
+    https: bool,
+    timeout: Option<Duration>,
+) -> std::io::Result<Stream> {
+    let send = ready(handshake(io, timeout).await?, timeout).await?;
+    Ok(bridge(send, server, https, timeout))
 }
 
 /// A pipe the forwarding code uses as a connection to the server: its
