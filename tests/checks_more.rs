@@ -363,8 +363,14 @@ listen {mode}
                 );
             }
         }
+        // The server is marked down as the last error is seen, which may
+        // be just after its 500 reached the client: wait for it (a DOWN
+        // server is checked again only after `downinter`, 10 s here).
+        wait_until(DEADLINE, "marked down", || async {
+            server_status(&sock, px, "bad").await == "DOWN"
+        })
+        .await;
         let csv = show_stat(&sock).await;
-        assert_eq!(csv.get(px, "bad", "status"), "DOWN", "{px}");
         assert_eq!(csv.get(px, "bad", "check_status"), "HANA", "{px}");
         assert_eq!(csv.get(px, "bad", "check_desc"), "Health analyze", "{px}");
         for _ in 0..5 {
