@@ -562,8 +562,17 @@ backend be
         })
         .collect();
     wait_field(&sock, "be", "BACKEND", "qcur", "1").await;
-    assert_eq!(s1.in_flight(), 2, "dynamic maxconn is minconn");
+    // The two admitted requests may still be on their way to the server.
+    wait_until(DEADLINE, "two requests at the server", || async {
+        s1.in_flight() == 2
+    })
+    .await;
     let csv = show_stat(&sock).await;
+    assert_eq!(
+        csv.get("be", "BACKEND", "qcur"),
+        "1",
+        "dynamic maxconn is minconn"
+    );
     assert_eq!(csv.get("be", "s1", "slim"), "10");
     assert_eq!(csv.get("be", "BACKEND", "slim"), "100");
     s1.release(3);
