@@ -12,7 +12,7 @@ use std::time::Duration;
 use support::syslog::*;
 use support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 const UP: usize = 3 << 20;
 const DOWN: usize = 5 << 20;
@@ -42,31 +42,21 @@ fn fnv(data: &[u8]) -> u64 {
 /// stream it answers `got:<len>:<fnv>` and closes. A client that sends
 /// nothing (the harness's readiness probe) gets nothing.
 async fn bulk_server() -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    tokio::spawn(async move {
-        loop {
-            let Ok((s, _)) = l.accept().await else {
-                return;
-            };
-            tokio::spawn(async move {
-                let (mut r, mut w) = s.into_split();
-                let mut got = vec![0u8; 1];
-                if !matches!(r.read(&mut got).await, Ok(1)) {
-                    return;
-                }
-                let sender =
-                    tokio::spawn(async move { w.write_all(&pattern(DOWN, 2)).await.map(|_| w) });
-                let _ = r.read_to_end(&mut got).await;
-                let Ok(Ok(mut w)) = sender.await else {
-                    return;
-                };
-                let trailer = format!("got:{}:{:x}", got.len(), fnv(&got));
-                let _ = w.write_all(trailer.as_bytes()).await;
-            });
+    tcp_server(|s| async move {
+        let (mut r, mut w) = s.into_split();
+        let mut got = vec![0u8; 1];
+        if !matches!(r.read(&mut got).await, Ok(1)) {
+            return;
         }
-    });
-    addr
+        let sender = tokio::spawn(async move { w.write_all(&pattern(DOWN, 2)).await.map(|_| w) });
+        let _ = r.read_to_end(&mut got).await;
+        let Ok(Ok(mut w)) = sender.await else {
+            return;
+        };
+        let trailer = format!("got:{}:{:x}", got.len(), fnv(&got));
+        let _ = w.write_all(trailer.as_bytes()).await;
+    })
+    .await
 }
 
 /// Relays `UP` bytes up and `DOWN` down at once; returns `show info`'s
@@ -173,44 +163,40 @@ async fn small_pipes_and_maxpipes_still_relay_everything() {
 /// A server that greets with "hi", reads about 1 MB, then resets the
 /// connection (RST, SO_LINGER 0) while the client is still sending.
 async fn resetting_server() -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut s, _)) = l.accept().await else {
-                return;
-            };
-            tokio::spawn(async move {
-                let mut first = [0u8; 1];
-                if !matches!(s.read(&mut first).await, Ok(1)) {
-                    return;
-                }
-                let _ = s.write_all(b"hi").await;
-                let mut buf = vec![0u8; 64 * 1024];
-                let mut got = 1;
-                while got < 1 << 20 {
-                    match s.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => got += n,
-                    }
-                }
-                let _ = socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO));
-                drop(s);
-            });
+    tcp_server(|mut s| async move {
+        let mut first = [0u8; 1];
+        if !matches!(s.read(&mut first).await, Ok(1)) {
+            return;
         }
-    });
-    addr
+        let _ = s.write_all(b"hi").await;
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut got = 1;
+        while got < 1 << 20 {
+            match s.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => got += n,
+            }
+        }
+        let _ = socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO));
+        drop(s);
+    })
+    .await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn server_reset_mid_transfer_closes_the_client_side() {
-    let server = resetting_server().await;
+/// `listen fe` in mode tcp to `server`, logging tcplog lines to a syslog
+/// sink; `timeout server` as given.
+fn tcplog_listen(
+    server: SocketAddr,
+    global_extra: &str,
+    server_timeout: &str,
+) -> (Sluice, Syslog, u16) {
     let log = Syslog::new();
     let port = free_port();
-    let mut s = Sluice::start(&format!(
+    let s = Sluice::start(&format!(
         "global
     stats socket @DIR@/stats.sock level admin
     log {log} local0
+{global_extra}
 defaults
     mode tcp
     log global
@@ -218,13 +204,20 @@ defaults
     option dontlognull
     timeout connect 2s
     timeout client 10s
-    timeout server 10s
+    timeout server {server_timeout}
 listen fe
     bind 127.0.0.1:{port}
     server s1 {server}
 ",
         log = log.addr()
     ));
+    (s, log, port)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_reset_mid_transfer_closes_the_client_side() {
+    let server = resetting_server().await;
+    let (mut s, log, port) = tcplog_listen(server, "", "10s");
     let c = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], port)))
         .await
         .unwrap();
@@ -303,41 +296,32 @@ async fn message(s: &mut TcpStream, buf: &mut Vec<u8>) -> (String, Vec<u8>) {
 /// An HTTP/1.1 keep-alive server: `POST` gets its body echoed, anything
 /// else a 2-byte "ok".
 async fn echo_http() -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    tokio::spawn(async move {
+    tcp_server(|mut s| async move {
+        let mut buf = Vec::new();
         loop {
-            let Ok((mut s, _)) = l.accept().await else {
-                return;
-            };
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                loop {
-                    let mut probe = [0u8; 1];
-                    if buf.is_empty() {
-                        match s.read(&mut probe).await {
-                            Ok(1) => buf.push(probe[0]),
-                            _ => return,
-                        }
-                    }
-                    let (head, body) = message(&mut s, &mut buf).await;
-                    let body = if head.starts_with("POST") {
-                        body
-                    } else {
-                        b"ok".to_vec()
-                    };
-                    let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n", body.len());
-                    if s.write_all(&[head.as_bytes(), &body].concat())
-                        .await
-                        .is_err()
-                    {
-                        return;
-                    }
+            let mut probe = [0u8; 1];
+            if buf.is_empty() {
+                match s.read(&mut probe).await {
+                    Ok(1) => buf.push(probe[0]),
+                    _ => return,
                 }
-            });
+            }
+            let (head, body) = message(&mut s, &mut buf).await;
+            let body = if head.starts_with("POST") {
+                body
+            } else {
+                b"ok".to_vec()
+            };
+            let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n", body.len());
+            if s.write_all(&[head.as_bytes(), &body].concat())
+                .await
+                .is_err()
+            {
+                return;
+            }
         }
-    });
-    addr
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -396,15 +380,11 @@ backend be
 
 /// A server that reads nothing (it holds the connection open, silent).
 async fn deaf_server() -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((s, _)) = l.accept().await {
-            held.push(s);
-        }
-    });
-    addr
+    tcp_server(|s| async move {
+        let _held = s;
+        std::future::pending::<()>().await
+    })
+    .await
 }
 
 /// A server that stops reading while the client keeps sending: once its
@@ -413,27 +393,7 @@ async fn deaf_server() -> SocketAddr {
 /// spliced and the copying relay alike.
 async fn stalled_server_times_out(global_extra: &str) {
     let server = deaf_server().await;
-    let log = Syslog::new();
-    let port = free_port();
-    let mut s = Sluice::start(&format!(
-        "global
-    stats socket @DIR@/stats.sock level admin
-    log {log} local0
-{global_extra}
-defaults
-    mode tcp
-    log global
-    option tcplog
-    option dontlognull
-    timeout connect 2s
-    timeout client 10s
-    timeout server 300ms
-listen fe
-    bind 127.0.0.1:{port}
-    server s1 {server}
-",
-        log = log.addr()
-    ));
+    let (mut s, log, port) = tcplog_listen(server, global_extra, "300ms");
     let c = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], port)))
         .await
         .unwrap();

@@ -751,18 +751,12 @@ frontend fe
 
 /// A plain TCP server that sends back what it reads, until the peer closes.
 async fn echo_server() -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let a = l.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut s, _)) = l.accept().await {
-            tokio::spawn(async move {
-                let (mut r, mut w) = s.split();
-                let _ = tokio::io::copy(&mut r, &mut w).await;
-                let _ = w.shutdown().await;
-            });
-        }
-    });
-    a
+    tcp_server(|mut s| async move {
+        let (mut r, mut w) = s.split();
+        let _ = tokio::io::copy(&mut r, &mut w).await;
+        let _ = w.shutdown().await;
+    })
+    .await
 }
 
 /// `mode tcp` terminates TLS on `bind ... ssl` (the server sees clear

@@ -63,6 +63,23 @@ pub const BODY_503: &str = "<html><body><h1>503 Service Unavailable</h1>\nNo ser
 // Ports, temp dirs, waiting
 
 /// A free ephemeral port on 127.0.0.1 (bound, then released right away).
+/// A raw TCP server on an ephemeral 127.0.0.1 port: each accepted
+/// connection is handed to `handler` in a task of its own.
+pub async fn tcp_server<F, Fut>(handler: F) -> SocketAddr
+where
+    F: Fn(TcpStream) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((s, _)) = l.accept().await {
+            tokio::spawn(handler(s));
+        }
+    });
+    addr
+}
+
 pub fn free_port() -> u16 {
     StdListener::bind("127.0.0.1:0")
         .expect("bind 127.0.0.1:0")
