@@ -477,15 +477,11 @@ async fn read_frames(
     }
 }
 
-/// A stream with a connection-specific field is malformed (RFC 9113
-/// §8.2.2): it alone is reset (PROTOCOL_ERROR) and never reaches the
-/// server; the next stream on the same connection is served.
-#[tokio::test]
-async fn a_malformed_stream_is_reset_alone() {
-    use frames::*;
+/// sluice with `bind ... proto h2` in front of one HTTP/1 backend.
+async fn h2c_to_app() -> (Backend, Sluice, u16) {
     let be = Backend::start("app").await;
     let port = free_port();
-    let _s = Sluice::start(&format!(
+    let s = Sluice::start(&format!(
         "{H2_FRONTEND}frontend fe
     bind 127.0.0.1:{port} proto h2
     default_backend be
@@ -494,6 +490,16 @@ backend be
 ",
         be.hostport()
     ));
+    (be, s, port)
+}
+
+/// A stream with a connection-specific field is malformed (RFC 9113
+/// §8.2.2): it alone is reset (PROTOCOL_ERROR) and never reaches the
+/// server; the next stream on the same connection is served.
+#[tokio::test]
+async fn a_malformed_stream_is_reset_alone() {
+    use frames::*;
+    let (be, _s, port) = h2c_to_app().await;
     let mut c = TcpStream::connect(addr(port)).await.unwrap();
     let mut out = start();
     let flags = END_STREAM | END_HEADERS;
@@ -542,17 +548,7 @@ backend be
 #[tokio::test]
 async fn a_rapid_reset_flood_gets_goaway() {
     use frames::*;
-    let be = Backend::start("app").await;
-    let port = free_port();
-    let _s = Sluice::start(&format!(
-        "{H2_FRONTEND}frontend fe
-    bind 127.0.0.1:{port} proto h2
-    default_backend be
-backend be
-    server app {}
-",
-        be.hostport()
-    ));
+    let (be, _s, port) = h2c_to_app().await;
     let mut c = TcpStream::connect(addr(port)).await.unwrap();
     let mut out = start();
     let block = get_block(&[]);

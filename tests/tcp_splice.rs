@@ -63,29 +63,16 @@ async fn bulk_server() -> SocketAddr {
 /// TotalSplicdedBytesOut and the total relayed.
 async fn bulk_both_ways(global_extra: &str) -> (u64, u64) {
     let server = bulk_server().await;
-    let log = Syslog::new();
-    let port = free_port();
-    let s = Sluice::start(&format!(
-        "global
-    stats socket @DIR@/stats.sock level admin
-    log {log} local0
-{global_extra}
-defaults
-    mode tcp
-    log global
-    option tcplog
-    option dontlognull
-    timeout connect 2s
-    timeout client 10s
-    timeout server 10s
-frontend fe
+    let (s, log, port) = tcplog_sluice(global_extra, "10s", |port| {
+        format!(
+            "frontend fe
     bind 127.0.0.1:{port}
     default_backend be
 backend be
     server s1 {server}
-",
-        log = log.addr()
-    ));
+"
+        )
+    });
     let up = pattern(UP, 1);
     let c = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], port)))
         .await
@@ -183,12 +170,12 @@ async fn resetting_server() -> SocketAddr {
     .await
 }
 
-/// `listen fe` in mode tcp to `server`, logging tcplog lines to a syslog
-/// sink; `timeout server` as given.
-fn tcplog_listen(
-    server: SocketAddr,
+/// sluice in mode tcp with tcplog lines going to a syslog sink, the
+/// proxies `proxies(port)` gives, `timeout server` as given.
+fn tcplog_sluice(
     global_extra: &str,
     server_timeout: &str,
+    proxies: impl Fn(u16) -> String,
 ) -> (Sluice, Syslog, u16) {
     let log = Syslog::new();
     let port = free_port();
@@ -205,13 +192,27 @@ defaults
     timeout connect 2s
     timeout client 10s
     timeout server {server_timeout}
-listen fe
-    bind 127.0.0.1:{port}
-    server s1 {server}
-",
+{}",
+        proxies(port),
         log = log.addr()
     ));
     (s, log, port)
+}
+
+/// `listen fe` to `server`, see [`tcplog_sluice`].
+fn tcplog_listen(
+    server: SocketAddr,
+    global_extra: &str,
+    server_timeout: &str,
+) -> (Sluice, Syslog, u16) {
+    tcplog_sluice(global_extra, server_timeout, |port| {
+        format!(
+            "listen fe
+    bind 127.0.0.1:{port}
+    server s1 {server}
+"
+        )
+    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
