@@ -167,12 +167,19 @@ fn addr(port: u16) -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], port))
 }
 
+/// Whether curl runs here; under CI it must (`.ci/run` installs it), so
+/// the curl half of a test is never skipped there.
 fn have_curl() -> bool {
-    std::process::Command::new("curl")
+    let ok = std::process::Command::new("curl")
         .arg("--version")
         .stdout(std::process::Stdio::null())
         .status()
-        .is_ok_and(|s| s.success())
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok || std::env::var_os("CI").is_none(),
+        "curl is required under CI (.ci/run installs it)"
+    );
+    ok
 }
 
 /// curl's status code and body (`-k` unless a CA is given).
