@@ -17,10 +17,12 @@ pub const USAGE: &str = "Usage : sluice [-f <cfgfile|cfgdir>]* [ -vdVD ] [ -c ] 
         -D goes daemon ; -c checks the configuration and exits ; -q quiet mode (no output)
         -dW fails if any warning is emitted (as the global 'zero-warning')
         --dump prints the effective merged configuration on stdout (with -c)
-        -p writes pids of all children to this file
-        -sf/-st [pid ]* finishes/terminates old pids once started (SIGUSR1/SIGTERM)
+        -p <pidfile> writes sluice's pid to this file (one process: no children), removed at exit
+        -sf [pid ]* once ready, tells old pids to finish (SIGUSR1: soft stop, requests in flight end)
+        -st [pid ]* once ready, terminates old pids (SIGINT: immediate stop, requests in flight are cut)
         -x <unix_socket> takes the listening sockets over from an old process
-        -Ws master-worker mode with systemd notify support ; -W master-worker mode
+        -Ws stays in the foreground and speaks systemd's Type=notify (READY, RELOADING, STOPPING)
+        -W stays in the foreground (sluice is one process: no master, reloads happen in place)
         -L <name> sets the local peer name (shown as 'node' when no node is set)
         -f <file|dir> adds a configuration file, the *.cfg files of a directory in byte order,
            or a split layout (global.cfg, defaults.cfg, frontend.cfg, frontend.d/, backend.d/)
@@ -42,7 +44,8 @@ pub struct Options {
     pub dump: bool,
     /// `-sf <pid>...`: old processes told to finish (SIGUSR1) once ready.
     pub finish_pids: Vec<i32>,
-    /// `-st <pid>...`: old processes told to stop (SIGTERM) once ready.
+    /// `-st <pid>...`: old processes stopped at once (SIGINT) once ready:
+    /// HAProxy's `-st` terminates, where `-sf` lets requests finish.
     pub terminate_pids: Vec<i32>,
     /// `-x <socket>`: take the listening sockets of the process behind
     /// this stats socket (`expose-fd listeners`).
@@ -566,7 +569,8 @@ async fn serve(
     // Ready: old processes may go.
     for (pids, sig, how) in [
         (&opts.finish_pids, libc::SIGUSR1, "finish"),
-        (&opts.terminate_pids, libc::SIGTERM, "terminate"),
+        // SIGINT, not SIGTERM: in sluice SIGTERM is a soft stop (as SIGUSR1).
+        (&opts.terminate_pids, libc::SIGINT, "terminate"),
     ] {
         for (p, e) in crate::process::signal_pids(pids, sig) {
             warn(

@@ -1,6 +1,6 @@
 //! Process life cycle: soft stop (SIGTERM, SIGUSR1), immediate stop
 //! (SIGINT), hard-stop-after, systemd notify, privileges, cpu-map, fd
-//! limits, -L, binary upgrades with -x / -sf, and SIGTTOU / SIGTTIN.
+//! limits, -L, binary upgrades with -x / -sf / -st, and SIGTTOU / SIGTTIN.
 
 mod support;
 
@@ -353,6 +353,78 @@ async fn binary_upgrade_takes_listeners_over_with_x_and_sf() {
     let err = std::fs::read_to_string(new_dir.join("stderr")).unwrap();
     assert!(!err.contains("Failed to get the sockets"), "{err}");
     assert_eq!(get(addr, "/after").await.status, 200);
+}
+
+/// A binary upgrade while a request is in flight on the old process:
+/// `-sf` lets it finish (soft stop), `-st` cuts it (immediate stop), as
+/// HAProxy's "finish" and "terminate".
+async fn upgrade_with_request_in_flight(flag: &str) {
+    let b = Backend::start("s1").await;
+    b.set_gated(true);
+    let port = free_port();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let text = cfg(port, &b, "").replace(
+        "stats.sock level admin",
+        "stats.sock level admin expose-fd listeners",
+    );
+    let mut old = Sluice::start(&text);
+    let slow = tokio::spawn(async move {
+        HttpConn::connect(addr)
+            .await
+            .send("GET", "/slow", b"")
+            .await
+    });
+    b.wait_started("/slow", Duration::from_secs(10)).await;
+    let new = Sluice::builder(&text.replace(" expose-fd listeners", ""))
+        .arg("-x")
+        .arg(old.stats_socket().to_str().unwrap())
+        .arg(flag)
+        .arg(&old.pid().to_string())
+        .start();
+    if flag == "-st" {
+        let st = old
+            .wait_exit(Duration::from_secs(5))
+            .expect("-st stops the old process at once");
+        assert_eq!(st.code(), Some(0), "{}", old.stderr());
+        let r = within(Duration::from_secs(5), "cut request", slow)
+            .await
+            .unwrap();
+        assert!(r.is_err(), "request in flight not cut by -st: {r:?}");
+    } else {
+        // The old process waits for its request in flight.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        old.assert_running();
+        b.release(1);
+        let r = within(Duration::from_secs(10), "slow request", slow)
+            .await
+            .unwrap()
+            .expect("request in flight finishes under -sf");
+        assert_eq!(r.status, 200);
+        assert_eq!(r.header("connection"), Some("close"), "{}", r.head);
+        let st = old
+            .wait_exit(Duration::from_secs(10))
+            .expect("old process finishes");
+        assert_eq!(st.code(), Some(0), "{}", old.stderr());
+    }
+    assert!(
+        old.stderr().contains("Handed 1 listening socket(s) over"),
+        "{}",
+        old.stderr()
+    );
+    // The new process serves on the same port.
+    b.set_gated(false);
+    assert_eq!(get(addr, "/after").await.status, 200);
+    drop(new);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upgrade_with_sf_lets_the_old_request_finish() {
+    upgrade_with_request_in_flight("-sf").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upgrade_with_st_stops_the_old_process_at_once() {
+    upgrade_with_request_in_flight("-st").await;
 }
 
 /// SIGTTOU pauses the listeners as HAProxy does (the port stops listening,
