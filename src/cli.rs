@@ -285,10 +285,10 @@ type Bound = (Arc<str>, SocketAddr, std::net::TcpListener);
 fn run(cfg: Config, opts: &Options) -> i32 {
     let pid = std::process::id();
     // Sockets handed over by an old process (-x).
-    let mut taken: Vec<crate::takeover::Received> = Vec::new();
+    let mut taken = crate::takeover::Handover::default();
     if let Some(sock) = &opts.takeover {
         match crate::takeover::fetch(sock) {
-            Ok(list) => taken = list,
+            Ok(h) => taken = h,
             Err(e) => warn(
                 pid,
                 &format!(
@@ -302,34 +302,28 @@ fn run(cfg: Config, opts: &Options) -> i32 {
     for p in cfg.proxies.iter().filter(|p| p.kind.has_frontend()) {
         for b in &p.binds {
             if let Some(fd) = b.fd {
-                match crate::listener::adopt_inherited(fd) {
+                let got =
+                    inherited_or_handed(fd, &mut taken, crate::listener::adopt_inherited, |s| {
+                        crate::listener::tcp_inherited(fd, s)
+                    });
+                match got {
                     Ok((addr, l)) => bound.push((Arc::from(p.name.as_str()), addr, l)),
-                    Err(e) => match taken.iter().position(|r| r.inherited_as == Some(fd)) {
-                        // Not passed to this process, but the old one (-x)
-                        // had inherited it.
-                        Some(i) => {
-                            let r = taken.swap_remove(i);
-                            crate::listener::record_inherited(fd, r.addr);
-                            bound.push((Arc::from(p.name.as_str()), r.addr, r.listener));
-                        }
-                        None => {
-                            alert(
-                                pid,
-                                &format!(
-                                    "Starting frontend {}: cannot use 'fd@{fd}' ({e}) [{}]",
-                                    p.name, b.loc
-                                ),
-                            );
-                            return 1;
-                        }
-                    },
+                    Err(e) => {
+                        alert(
+                            pid,
+                            &format!(
+                                "Starting frontend {}: cannot use 'fd@{fd}' ({e}) [{}]",
+                                p.name, b.loc
+                            ),
+                        );
+                        return 1;
+                    }
                 }
                 continue;
             }
             for addr in &b.addrs {
-                if let Some(i) = taken.iter().position(|r| r.addr == *addr) {
-                    let r = taken.swap_remove(i);
-                    bound.push((Arc::from(p.name.as_str()), *addr, r.listener));
+                if let Some(l) = taken.take_tcp(*addr) {
+                    bound.push((Arc::from(p.name.as_str()), *addr, l));
                     continue;
                 }
                 match crate::listener::bind_std(*addr) {
@@ -405,6 +399,30 @@ fn run(cfg: Config, opts: &Options) -> i32 {
         r.shutdown_background();
     }
     code
+}
+
+/// The socket behind `fd@<fd>`: the descriptor this process inherited as
+/// that number (`own`), else the one the old process (`-x`) had inherited
+/// as `fd@<fd>` (`handed`), as when the supervisor passed it to the first
+/// process only. A number that a received socket now holds was not passed.
+fn inherited_or_handed<T>(
+    fd: std::os::fd::RawFd,
+    taken: &mut crate::takeover::Handover,
+    own: impl FnOnce(std::os::fd::RawFd) -> std::io::Result<T>,
+    handed: impl FnOnce(crate::listener::Inherited) -> std::io::Result<T>,
+) -> std::io::Result<T> {
+    let err = if taken.occupies(fd) {
+        std::io::Error::from_raw_os_error(libc::EBADF)
+    } else {
+        match own(fd) {
+            Ok(x) => return Ok(x),
+            Err(e) => e,
+        }
+    };
+    match taken.take_inherited(fd) {
+        Some(s) => handed(s),
+        None => Err(err),
+    }
 }
 
 /// `ulimit-n`, or what `maxconn` needs: two descriptors per connection

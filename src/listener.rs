@@ -464,10 +464,34 @@ static INHERITED: std::sync::Mutex<Vec<(RawFd, SocketAddr)>> = std::sync::Mutex:
 /// activation, a supervisor that opened the port): it must be an open,
 /// listening TCP socket; its address is read from the socket itself.
 pub fn adopt_inherited(fd: RawFd) -> std::io::Result<(SocketAddr, std::net::TcpListener)> {
-    let l = adopt_fd(fd)?;
-    let addr = l.local_addr()?;
-    crate::backend::lock(&INHERITED).push((fd, addr));
-    Ok((addr, l))
+    // Checked first: a UNIX socket refused here stays open, as it was.
+    if listening_family(fd)? == libc::AF_UNIX {
+        return Err(unix_for_a_frontend());
+    }
+    tcp_inherited(fd, adopt_any(fd)?)
+}
+
+/// Takes an adopted socket for `bind fd@<fd>`: TCP only; records its
+/// address as standing for `fd@<fd>`.
+pub fn tcp_inherited(
+    fd: RawFd,
+    socket: Inherited,
+) -> std::io::Result<(SocketAddr, std::net::TcpListener)> {
+    match socket {
+        Inherited::Tcp(l) => {
+            let addr = l.local_addr()?;
+            record_inherited(fd, addr);
+            Ok((addr, l))
+        }
+        Inherited::Unix(_) => Err(unix_for_a_frontend()),
+    }
+}
+
+fn unix_for_a_frontend() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        "a UNIX socket, where a frontend needs a TCP one",
+    )
 }
 
 /// Records that the socket listening on `addr` stands for `bind fd@<fd>`:
@@ -498,53 +522,70 @@ pub enum Inherited {
     Unix(std::os::unix::net::UnixListener),
 }
 
-/// Adopts inherited descriptor `fd` (a `stats socket fd@<n>`), whatever its
-/// family: it must be a listening stream socket.
-pub fn adopt_any(fd: RawFd) -> std::io::Result<Inherited> {
-    use std::os::fd::FromRawFd;
-    let l = adopt_fd(fd)?;
-    if l.local_addr().is_ok() {
-        return Ok(Inherited::Tcp(l));
+impl Inherited {
+    pub fn raw_fd(&self) -> RawFd {
+        match self {
+            Inherited::Tcp(l) => l.as_raw_fd(),
+            Inherited::Unix(l) => l.as_raw_fd(),
+        }
     }
-    // Not an inet socket: take it back as a UNIX one.
-    let fd = std::os::fd::IntoRawFd::into_raw_fd(l);
-    // SAFETY: the descriptor is a listening socket we own (checked by
-    // `adopt_fd`), now handed to the UNIX listener.
-    let u = unsafe { std::os::unix::net::UnixListener::from_raw_fd(fd) };
-    u.local_addr()?;
-    u.set_nonblocking(true)?;
-    Ok(Inherited::Unix(u))
 }
 
-/// Takes an inherited or handed-over listening socket: checks that it is a
-/// listening TCP socket and makes it non-blocking.
-pub fn adopt_fd(fd: RawFd) -> std::io::Result<std::net::TcpListener> {
+/// Adopts the inherited or handed-over descriptor `fd`, whatever its
+/// family: it must be an open, listening TCP or UNIX stream socket. It is
+/// made non-blocking. On error the descriptor is left as it was.
+pub fn adopt_any(fd: RawFd) -> std::io::Result<Inherited> {
     use std::os::fd::FromRawFd;
-    let mut val: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: getsockopt with a valid int buffer; fails cleanly on a
-    // descriptor that is not open or not a socket.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_ACCEPTCONN,
-            (&mut val as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    if rc != 0 {
+    let family = listening_family(fd)?;
+    if ![libc::AF_INET, libc::AF_INET6, libc::AF_UNIX].contains(&family) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a TCP or UNIX socket",
+        ));
+    }
+    // SAFETY: fcntl on an open descriptor.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
         return Err(std::io::Error::last_os_error());
     }
-    if val == 0 {
+    // SAFETY (both arms): the descriptor is open, a listening socket of
+    // that family, and from now on owned by the returned value.
+    match family {
+        libc::AF_INET | libc::AF_INET6 => Ok(Inherited::Tcp(unsafe {
+            std::net::TcpListener::from_raw_fd(fd)
+        })),
+        _ => Ok(Inherited::Unix(unsafe {
+            std::os::unix::net::UnixListener::from_raw_fd(fd)
+        })),
+    }
+}
+
+/// The address family of `fd`, which must be an open listening socket.
+fn listening_family(fd: RawFd) -> std::io::Result<libc::c_int> {
+    let int_opt = |opt: libc::c_int| -> std::io::Result<libc::c_int> {
+        let mut val: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: getsockopt with a valid int buffer; fails cleanly on a
+        // descriptor that is not open or not a socket.
+        let rc = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                opt,
+                (&mut val as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(val)
+    };
+    if int_opt(libc::SO_ACCEPTCONN)? == 0 {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
             "not a listening socket",
         ));
     }
-    // SAFETY: the descriptor is open, a listening socket, and from now on
-    // owned by the returned value.
-    let l = unsafe { std::net::TcpListener::from_raw_fd(fd) };
-    l.set_nonblocking(true)?;
-    Ok(l)
+    int_opt(libc::SO_DOMAIN)
 }

@@ -173,15 +173,53 @@ fn send_fd(stream: &StdUnixStream, payload: &[u8], fd: RawFd) -> std::io::Result
 
 /// A listening socket received from an old process.
 pub struct Received {
-    pub addr: SocketAddr,
     /// The `fd@<n>` the old process had inherited it as, if it had.
     pub inherited_as: Option<RawFd>,
-    pub listener: std::net::TcpListener,
+    pub socket: crate::listener::Inherited,
+}
+
+/// The listening sockets a new process received with `-x`.
+#[derive(Default)]
+pub struct Handover {
+    sockets: Vec<Received>,
+}
+
+impl Handover {
+    /// Whether descriptor number `fd` holds one of the received sockets.
+    /// They took the lowest numbers free when they arrived, so `fd` was not
+    /// open then: this process was not passed `fd@<fd>`, and adopting that
+    /// number would take a received socket for an inherited one.
+    pub fn occupies(&self, fd: RawFd) -> bool {
+        self.sockets.iter().any(|r| r.socket.raw_fd() == fd)
+    }
+
+    /// The socket the old process had inherited as `fd@<fd>`.
+    pub fn take_inherited(&mut self, fd: RawFd) -> Option<crate::listener::Inherited> {
+        let i = self
+            .sockets
+            .iter()
+            .position(|r| r.inherited_as == Some(fd))?;
+        Some(self.sockets.swap_remove(i).socket)
+    }
+
+    /// The TCP socket listening on `addr`, preferring one that was not an
+    /// inherited one (that stays for its `fd@` bind).
+    pub fn take_tcp(&mut self, addr: SocketAddr) -> Option<std::net::TcpListener> {
+        let on_addr = |r: &Received| matches!(&r.socket, crate::listener::Inherited::Tcp(l) if l.local_addr().ok() == Some(addr));
+        let i = self
+            .sockets
+            .iter()
+            .position(|r| r.inherited_as.is_none() && on_addr(r))
+            .or_else(|| self.sockets.iter().position(on_addr))?;
+        match self.sockets.swap_remove(i).socket {
+            crate::listener::Inherited::Tcp(l) => Some(l),
+            crate::listener::Inherited::Unix(_) => None,
+        }
+    }
 }
 
 /// `-x <socket>`: asks the process behind `path` for its listening sockets.
-/// Returns them with the address each is bound to.
-pub fn fetch(path: &Path) -> std::io::Result<Vec<Received>> {
+pub fn fetch(path: &Path) -> std::io::Result<Handover> {
     let mut stream = StdUnixStream::connect(path)?;
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     std::io::Write::write_all(&mut stream, b"_getsocks\n")?;
@@ -196,32 +234,27 @@ pub fn fetch(path: &Path) -> std::io::Result<Vec<Received>> {
         let tag = inherited_tag(&line);
         got.extend(fds.into_iter().map(|fd| (tag, fd)));
     }
-    let mut out = Vec::new();
+    let mut sockets = Vec::new();
     for (inherited_as, fd) in got {
-        let raw = fd.as_raw_fd();
-        std::mem::forget(fd);
-        match crate::listener::adopt_fd(raw) {
-            Ok(l) => {
-                let addr = l.local_addr()?;
-                out.push(Received {
-                    addr,
-                    inherited_as,
-                    listener: l,
-                });
-            }
+        let raw = std::os::fd::IntoRawFd::into_raw_fd(fd);
+        match crate::listener::adopt_any(raw) {
+            Ok(socket) => sockets.push(Received {
+                inherited_as,
+                socket,
+            }),
             Err(e) => {
-                // SAFETY: still ours: adopt_fd failed before taking it.
+                // SAFETY: still ours: adopt_any failed before taking it.
                 unsafe { libc::close(raw) };
                 tracing::warn!("-x: a received descriptor is unusable: {e}");
             }
         }
     }
-    if out.is_empty() {
+    if sockets.is_empty() {
         return Err(std::io::Error::other(
             "no listening socket received (is 'expose-fd listeners' set, at level admin?)",
         ));
     }
-    Ok(out)
+    Ok(Handover { sockets })
 }
 
 /// The `fd@<n>` at the end of a `<addr> <frontend> [fd@<n>]` line.

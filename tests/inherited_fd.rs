@@ -182,39 +182,136 @@ backend be
     let new_dir = TempDir::new("handover");
     let new_cfg = new_dir.write("new.cfg", &cfg(new_dir.path().to_str().unwrap(), ""));
     let new_sock = new_dir.join("stats.sock");
-    let mut new = std::process::Command::new(bin())
-        .args(["-f", new_cfg.to_str().unwrap(), "-d", "-x"])
-        .arg(&old_sock)
-        .arg("-sf")
-        .arg(old.pid().to_string())
-        .env("SLUICE_TEST_FD", fd.to_string())
-        .stderr(std::fs::File::create(new_dir.join("stderr")).unwrap())
-        .spawn()
-        .unwrap();
-    let new_pid = new.id();
-    let mut old = old;
-    let st = old
-        .wait_exit(Duration::from_secs(15))
-        .expect("the old process finishes");
-    assert_eq!(st.code(), Some(0), "{}", old.stderr());
-    let err = || std::fs::read_to_string(new_dir.join("stderr")).unwrap_or_default();
-    assert!(
-        new.try_wait().unwrap().is_none(),
-        "new process died: {}",
-        err()
-    );
+    let new = Successor::start(&new_cfg, &old_sock, old, &[("SLUICE_TEST_FD", fd)]);
     // Only the new process can answer now (the test never accepts).
     let r = get(addr, "/new").await;
-    assert_eq!(r.status, 200, "{}", err());
-    let info = cli(&new_sock, "show info").await;
-    assert!(info.contains(&format!("\nPid: {new_pid}\n")), "{info}");
+    assert_eq!(r.status, 200, "{}", new.stderr());
+    new.assert_serves_cli(&new_sock).await;
     // Its reload keeps the socket it was handed.
     let reply = cli(&new_sock, "reload").await;
     assert!(reply.starts_with("Success=1"), "{reply}");
     assert!(!reply.contains("listener"), "{reply}");
     assert_eq!(get(addr, "/after-reload").await.status, 200);
-    let _ = new.kill();
-    let _ = new.wait();
+    drop(listener);
+}
+
+/// A new process started with `-x <old_sock> -sf <old pid>`, passed no
+/// descriptor at all (descriptors 3 to 15 closed), once the old process
+/// has handed its sockets over and exited.
+struct Successor {
+    child: std::process::Child,
+    dir: TempDir,
+}
+
+impl Successor {
+    fn start(
+        cfg: &std::path::Path,
+        old_sock: &std::path::Path,
+        mut old: Sluice,
+        env: &[(&str, i32)],
+    ) -> Successor {
+        let dir = TempDir::new("successor");
+        let mut cmd = std::process::Command::new(bin());
+        cmd.args(["-f", cfg.to_str().unwrap(), "-d", "-x"])
+            .arg(old_sock)
+            .arg("-sf")
+            .arg(old.pid().to_string())
+            .envs(env.iter().map(|(k, v)| (k, v.to_string())))
+            .stderr(std::fs::File::create(dir.join("stderr")).unwrap());
+        pass_fds(&mut cmd, Vec::new());
+        let mut new = Successor {
+            child: cmd.spawn().unwrap(),
+            dir,
+        };
+        // The old process finishes once the new one is ready; a new one
+        // that dies fails the test at once.
+        let deadline = std::time::Instant::now() + Duration::from_secs(15);
+        let st = loop {
+            if let Some(st) = new.child.try_wait().unwrap() {
+                panic!("new process died ({st}): {}", new.stderr());
+            }
+            if let Some(st) = old.wait_exit(Duration::from_millis(20)) {
+                break st;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the old process did not finish: {}",
+                new.stderr()
+            );
+        };
+        assert_eq!(st.code(), Some(0), "{}", old.stderr());
+        new
+    }
+
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(self.dir.join("stderr")).unwrap_or_default()
+    }
+
+    /// The CLI on `sock` is the new process's.
+    async fn assert_serves_cli(&self, sock: &std::path::Path) {
+        let info = cli(sock, "show info").await;
+        let pid = self.child.id();
+        assert!(
+            info.contains(&format!("\nPid: {pid}\n")),
+            "{info}\n{}",
+            self.stderr()
+        );
+    }
+}
+
+impl Drop for Successor {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The same with the inherited socket at a low number (4, as systemd's
+/// second socket), next to an ordinary bind. The sockets the new process
+/// receives take the lowest free numbers, 4 among them: `fd@4` must still
+/// name the socket the old process had inherited as 4, not whatever
+/// received socket now sits at 4 (that made the new process die with
+/// "File exists").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hand_over_with_a_low_descriptor_number() {
+    let be = Backend::start("s1").await;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let port = free_port();
+    let cfg = |dir: &str, expose: &str| {
+        format!(
+            "global
+    stats socket {dir}/stats.sock level admin {expose}
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 30s
+    timeout server 30s
+frontend fe
+    bind fd@4
+    default_backend be
+frontend plain
+    bind 127.0.0.1:{port}
+    default_backend be
+backend be
+    server s1 {}
+",
+            be.hostport()
+        )
+    };
+    let old = Sluice::builder(&cfg("@DIR@", "expose-fd listeners"))
+        .pass_fd(listener.as_raw_fd(), 4)
+        .start();
+    assert_eq!(get(addr, "/old").await.status, 200);
+    let old_sock = old.stats_socket();
+    let new_dir = TempDir::new("handover-low");
+    let new_cfg = new_dir.write("new.cfg", &cfg(new_dir.path().to_str().unwrap(), ""));
+    let new = Successor::start(&new_cfg, &old_sock, old, &[]);
+    // Only the new process can answer now (the test never accepts).
+    assert_eq!(get(addr, "/fd4").await.status, 200, "{}", new.stderr());
+    let plain = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    assert_eq!(get(plain, "/plain").await.status, 200);
+    new.assert_serves_cli(&new_dir.join("stats.sock")).await;
     drop(listener);
 }
 

@@ -49,6 +49,40 @@ pub fn bin() -> String {
     std::env::var("SLUICE_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_sluice").to_string())
 }
 
+/// Passes descriptors to `cmd`'s child at the numbers given, as systemd
+/// does: `(ours, theirs)` makes our `ours` its inheritable `theirs`. Every
+/// other descriptor from 3 to 15 is closed in the child, so low numbers are
+/// exactly as given, whatever another test made inheritable meanwhile.
+#[allow(dead_code)]
+pub fn pass_fds(cmd: &mut Command, fds: Vec<(i32, i32)>) {
+    use std::os::unix::process::CommandExt;
+    assert!(fds.len() <= 8 && fds.iter().all(|&(_, t)| (3..=15).contains(&t)));
+    // SAFETY: only async-signal-safe calls (fcntl, dup2, close) on
+    // descriptors of the child; no allocation.
+    unsafe {
+        cmd.pre_exec(move || {
+            // Out of the way first: a target may be another source.
+            let mut high = [-1; 8];
+            for (i, &(ours, _)) in fds.iter().enumerate() {
+                high[i] = libc::fcntl(ours, libc::F_DUPFD_CLOEXEC, 100);
+                if high[i] < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            for n in 3..=15 {
+                libc::close(n);
+            }
+            for (i, &(_, theirs)) in fds.iter().enumerate() {
+                // dup2 clears close-on-exec on the copy.
+                if libc::dup2(high[i], theirs) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
 /// How long sluice may take to start listening.
 pub const START_DEADLINE: Duration = Duration::from_secs(20);
 
@@ -253,9 +287,18 @@ pub struct SluiceBuilder {
     env: Vec<(String, String)>,
     extra_ready: Vec<Ready>,
     cwd: Option<PathBuf>,
+    fds: Vec<(i32, i32)>,
 }
 
 impl SluiceBuilder {
+    /// Passes our descriptor `ours` to sluice as its descriptor `theirs`
+    /// (see [`pass_fds`]).
+    #[allow(dead_code)]
+    pub fn pass_fd(mut self, ours: i32, theirs: i32) -> Self {
+        self.fds.push((ours, theirs));
+        self
+    }
+
     pub fn arg(mut self, a: &str) -> Self {
         self.args.push(a.to_string());
         self
@@ -299,6 +342,9 @@ impl SluiceBuilder {
         if let Some(c) = &self.cwd {
             cmd.current_dir(c);
         }
+        if !self.fds.is_empty() {
+            pass_fds(&mut cmd, self.fds);
+        }
         let child = cmd.spawn().expect("spawn sluice");
         let mut s = Sluice {
             child,
@@ -327,6 +373,7 @@ impl Sluice {
             env: Vec::new(),
             extra_ready: Vec::new(),
             cwd: None,
+            fds: Vec::new(),
         }
     }
 
@@ -342,6 +389,7 @@ impl Sluice {
             env: Vec::new(),
             extra_ready: Vec::new(),
             cwd: None,
+            fds: Vec::new(),
         }
     }
 
