@@ -469,3 +469,128 @@ listen px
         assert_eq!((r.status, r.backend()), (200, "good".to_string()));
     }
 }
+
+/// `http-check disable-on-404`, the graceful-drain idiom, as haproxy 2.6.12
+/// does it: a 404 to the check of an UP server puts it in NOLB with
+/// `L7OKC` (code 404, "Layer7 check conditionally passed", empty
+/// last_chk); it takes no new traffic, but the request in progress
+/// finishes and a client its persistence cookie names is still served;
+/// a 200 brings it back UP. A 404 to a DOWN server is a plain `L7STS`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disable_on_404_drains_through_nolb_and_back() {
+    use std::sync::atomic::AtomicU16;
+    let (a, b) = (Backend::start("a").await, Backend::start("b").await);
+    // `a`'s check answers what `answer` says (checks go there by `port`).
+    let answer = Arc::new(AtomicU16::new(200));
+    let ans = answer.clone();
+    let a_check = Scripted::start(move |_| match ans.load(SeqCst) {
+        404 => http("404 Not Found", ""),
+        _ => http("200 OK", ""),
+    })
+    .await;
+    let b_check = Scripted::fixed("200 OK", "").await;
+    // DOWN at the first check (500), then 404 for ever.
+    let c_check = Scripted::start(|n| match n {
+        0 => http("500 Internal Server Error", ""),
+        _ => http("404 Not Found", ""),
+    })
+    .await;
+    let port = free_port();
+    let cfg = format!(
+        "{HEAD}
+frontend fe
+    bind 127.0.0.1:{port}
+    default_backend be
+
+backend be
+    cookie SRV insert indirect nocache
+    option httpchk GET /health
+    http-check disable-on-404
+    server a {} cookie a check port {} inter 100ms rise 1 fall 2
+    server b {} cookie b check port {} inter 100ms rise 1 fall 2
+    server c 127.0.0.1:1 check port {} inter 100ms rise 1 fall 2
+",
+        a.addr,
+        a_check.addr.port(),
+        b.addr,
+        b_check.addr.port(),
+        c_check.addr.port(),
+    );
+    let s = Sluice::start(&cfg);
+    let sock = s.stats_socket();
+    let fe = SocketAddr::from(([127, 0, 0, 1], port));
+    wait_check(&sock, "be", "a", "UP", "L7OK").await;
+    wait_check(&sock, "be", "b", "UP", "L7OK").await;
+    let csv = wait_check(&sock, "be", "c", "DOWN", "L7STS").await;
+    let cookie_a = |path: &str| {
+        format!("GET {path} HTTP/1.1\r\nhost: h\r\ncookie: SRV=a\r\n\r\n").into_bytes()
+    };
+    // A request in progress on `a` when it starts draining.
+    a.set_gated(true);
+    let held_req = cookie_a("/held");
+    let held = tokio::spawn(async move { HttpConn::connect(fe).await.raw(&held_req, false).await });
+    a.wait_started("/held", DEADLINE).await;
+
+    answer.store(404, SeqCst);
+    let csv_nolb = wait_check(&sock, "be", "a", "NOLB", "L7OKC").await;
+    let get = |f: &str| csv_nolb.get("be", "a", f);
+    assert_eq!(get("check_code"), "404");
+    assert_eq!(get("check_desc"), "Layer7 check conditionally passed");
+    assert_eq!(get("last_chk"), "", "as haproxy 2.6.12");
+    assert_eq!((get("chkdown"), get("downtime")), ("0".into(), "0".into()));
+    assert_eq!(get("weight"), "1", "NOLB keeps its weight in show stat");
+    // No new traffic for `a`.
+    for _ in 0..6 {
+        let r = request(fe, "GET", "/new", b"").await;
+        assert_eq!((r.status, r.backend()), (200, "b".to_string()));
+    }
+    // The held request finishes, and the persistent client is kept.
+    a.set_gated(false);
+    a.release(1);
+    let r = within(DEADLINE, "held request", held)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((r.status, r.backend()), (200, "a".to_string()));
+    let r = HttpConn::connect(fe)
+        .await
+        .raw(&cookie_a("/sticky"), false)
+        .await
+        .unwrap();
+    assert_eq!((r.status, r.backend()), (200, "a".to_string()));
+    // The 404 of a DOWN server is a failure: `c` stays DOWN, code 404.
+    wait_until(DEADLINE, "c's 404 answered", || async {
+        show_stat(&sock).await.get("be", "c", "check_code") == "404"
+    })
+    .await;
+    let csv_c = show_stat(&sock).await;
+    assert_eq!(
+        (
+            csv_c.get("be", "c", "status"),
+            csv_c.get("be", "c", "check_status")
+        ),
+        ("DOWN".to_string(), "L7STS".to_string())
+    );
+    assert_eq!(csv.get("be", "c", "check_code"), "500");
+
+    answer.store(200, SeqCst);
+    wait_check(&sock, "be", "a", "UP", "L7OK").await;
+    let mut to_a = 0;
+    for _ in 0..6 {
+        let r = request(fe, "GET", "/again", b"").await;
+        assert_eq!(r.status, 200);
+        to_a += usize::from(r.backend() == "a");
+    }
+    assert_eq!(to_a, 3, "roundrobin over a and b again");
+    // Told at notice as haproxy: stopping, then UP again.
+    let err = s.stderr();
+    assert!(
+        err.contains("Server be/a is stopping, reason: Layer7 check conditionally passed, code: 404, check duration: ")
+            && err.contains("ms. 1 active and 0 backup servers online. 0 sessions requeued, 0 total in queue."),
+        "{err}"
+    );
+    assert!(
+        err.contains("Server be/a is UP, reason: Layer7 check passed, code: 200"),
+        "{err}"
+    );
+}

@@ -117,6 +117,12 @@ pub const OP_STOPPED: u8 = 0;
 pub const OP_RUNNING: u8 = 2;
 pub const OP_STOPPING: u8 = 3;
 
+/// The operational state a passing check leaves a server in: NOLB after
+/// a conditional pass, else UP.
+fn op_after(conditional: bool) -> u8 {
+    if conditional { OP_STOPPING } else { OP_RUNNING }
+}
+
 /// `set server <b>/<s> health up|stopping|down`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Forced {
@@ -130,6 +136,11 @@ pub enum Forced {
 pub enum Transition {
     WentDown,
     WentUp,
+    /// UP to NOLB: a check passed only conditionally (`L7OKC`, from
+    /// `http-check disable-on-404`).
+    WentStopping,
+    /// NOLB back to UP after a check that passed outright.
+    Resumed,
 }
 
 #[derive(Debug)]
@@ -269,6 +280,18 @@ impl Health {
         self.op.store(op, Relaxed);
     }
 
+    /// Between UP and NOLB: no down period ends, but it is a state change
+    /// (`lastchg` restarts, HAProxy's `last_change`) and coming back to UP
+    /// restarts `slowstart`, as HAProxy's `srv_set_running` does.
+    fn change_up_state(&self, op: u8) {
+        let now = now_secs();
+        if op == OP_RUNNING {
+            self.came_up.store(now, Relaxed);
+        }
+        self.last_change.store(now, Relaxed);
+        self.op.store(op, Relaxed);
+    }
+
     /// `set server .. health up|stopping|down`: moves the state machine as
     /// HAProxy does (`up`/`stopping`: health to its maximum; `down`: 0). The
     /// check status is kept. In maintenance only the health value changes.
@@ -361,19 +384,27 @@ impl Health {
         g.detail = detail;
         let (rise, fall) = (g.rise, g.fall);
         let was_up = self.is_up();
+        let conditional = status == CheckStatus::L7OkC;
         let mut transition = None;
         if status.is_ok() {
-            if g.health < rise + fall - 1 {
+            // A conditional pass cannot make the first step up from 0
+            // (HAProxy's CHK_RES_CONDPASS).
+            if g.health < rise + fall - 1 && (!conditional || g.health > 0) {
                 g.health += 1;
             }
             if g.health >= rise {
                 g.health = rise + fall - 1;
-                if !was_up {
-                    transition = Some(Transition::WentUp);
-                } else if self.op.load(Relaxed) == OP_STOPPING {
-                    // A passing check at full health ends NOLB.
-                    self.op.store(OP_RUNNING, Relaxed);
-                }
+                let op = self.op.load(Relaxed);
+                transition = if !was_up {
+                    Some(Transition::WentUp)
+                } else if conditional && op == OP_RUNNING {
+                    Some(Transition::WentStopping)
+                } else if !conditional && op == OP_STOPPING {
+                    // A check that passes outright ends NOLB.
+                    Some(Transition::Resumed)
+                } else {
+                    None
+                };
             }
         } else if g.health > 0 {
             if was_up {
@@ -389,7 +420,9 @@ impl Health {
         }
         match transition {
             Some(Transition::WentDown) => self.go_down(),
-            Some(Transition::WentUp) => self.go_up(OP_RUNNING),
+            Some(Transition::WentUp) => self.go_up(op_after(conditional)),
+            Some(Transition::WentStopping) => self.change_up_state(OP_STOPPING),
+            Some(Transition::Resumed) => self.change_up_state(OP_RUNNING),
             None => {}
         }
         transition
@@ -562,6 +595,31 @@ mod tests {
         assert_eq!(h.status_text(), "UP");
         assert_eq!(h.chkfail.load(Relaxed), 3);
         assert_eq!(h.chkdown.load(Relaxed), 1);
+    }
+
+    #[test]
+    fn a_conditional_pass_puts_an_up_server_in_nolb_and_a_pass_ends_it() {
+        let okc = |h: &Health| h.record(CheckStatus::L7OkC, Some(404), 0, String::new());
+        let h = Health::new(true, 2, 3);
+        let changed = h.last_change.load(Relaxed);
+        assert_eq!(okc(&h), Some(Transition::WentStopping));
+        assert_eq!(h.status_text(), "NOLB");
+        assert!(h.is_up() && !h.is_running());
+        assert!(h.last_change.load(Relaxed) >= changed);
+        assert_eq!(okc(&h), None, "already NOLB");
+        fail(&h);
+        assert_eq!(h.status_text(), "NOLB 2/3");
+        assert_eq!(okc(&h), None, "back to full health, still NOLB");
+        assert_eq!(h.status_text(), "NOLB");
+        assert_eq!(ok(&h), Some(Transition::Resumed));
+        assert_eq!(h.status_text(), "UP");
+        assert_eq!((h.downtime(), h.chkdown.load(Relaxed)), (0, 0));
+        // From DOWN, a conditional pass cannot make the first step.
+        fail(&h);
+        fail(&h);
+        assert_eq!(fail(&h), Some(Transition::WentDown));
+        assert_eq!(okc(&h), None);
+        assert_eq!(h.status_text(), "DOWN");
     }
 
     #[test]

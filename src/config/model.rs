@@ -1010,6 +1010,9 @@ pub struct HttpCheck {
     pub body: String,
     /// `http-check expect`; None: 2xx and 3xx pass.
     pub expect: Option<Expect>,
+    /// `http-check disable-on-404`: a 404 to the check of a server that is
+    /// not DOWN passes "conditionally" (L7OKC) and puts it in NOLB.
+    pub disable_on_404: bool,
 }
 
 impl Default for HttpCheck {
@@ -1021,6 +1024,7 @@ impl Default for HttpCheck {
             headers: Vec::new(),
             body: String::new(),
             expect: None,
+            disable_on_404: false,
         }
     }
 }

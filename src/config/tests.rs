@@ -684,3 +684,26 @@ backend be
     assert_eq!(b.id, Some(12));
     assert_eq!(b.opts.maxqueue, 4, "the rest still from default-server");
 }
+
+#[test]
+fn http_check_disable_on_404_is_inherited_and_takes_no_argument() {
+    let l = parse(
+        "d.cfg",
+        "defaults
+mode http
+http-check disable-on-404
+backend be
+option httpchk GET /health
+server a 127.0.0.1:8080 check
+",
+    );
+    let c = l.config.expect("config");
+    assert!(c.proxies[0].http_check.disable_on_404);
+    let l = parse("x.cfg", "backend be\nhttp-check disable-on-404 x\n");
+    assert!(
+        messages(&l).iter().any(|m| m
+            .ends_with("parsing [x.cfg:2] : 'http-check' cannot handle unexpected argument 'x'.")),
+        "{:#?}",
+        messages(&l)
+    );
+}

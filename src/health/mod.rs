@@ -109,7 +109,10 @@ async fn check_loop(rt: Arc<Runtime>, server: Arc<ServerState>, offset: Duration
                 Some(Transition::WentDown) => {
                     report_down(&rt, &server, status, code, &detail, Some(ms))
                 }
-                Some(Transition::WentUp) => report_up(&rt, &server, status, code, ms),
+                Some(Transition::WentUp | Transition::Resumed) => {
+                    report_up(&rt, &server, status, code, ms)
+                }
+                Some(Transition::WentStopping) => report_stopping(&rt, &server, code, ms),
                 None => {}
             }
         }
@@ -152,7 +155,12 @@ async fn run_check(server: &ServerState, plan: &Plan) -> Outcome {
         },
         CheckKind::Http(hc) => match connect(server, plan, None).await {
             Ok(conn) => match over_h2(server, plan, conn).await {
-                Ok(conn) => http_check(conn, hc, plan.read_timeout).await,
+                Ok(conn) => {
+                    // HAProxy takes a 404 as "stopping" only from a server
+                    // that is not DOWN.
+                    let drain_on_404 = hc.disable_on_404 && server.health.is_up();
+                    http_check(conn, hc, plan.read_timeout, drain_on_404).await
+                }
                 Err(e) => (CheckStatus::L7Rsp, None, format!("HTTP/2 error ({e})")),
             },
             Err((st, d)) => (st, None, d),
@@ -262,10 +270,13 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
+/// One HTTP check on `conn`. With `drain_on_404`, a 404 passes
+/// conditionally (`L7OKC`) whatever `http-check expect` says.
 async fn http_check(
     mut conn: Stream,
     hc: &HttpCheck,
     timeout: Duration,
+    drain_on_404: bool,
 ) -> (CheckStatus, Option<u16>, String) {
     let deadline = Instant::now() + timeout;
     let mut req = format!("{} {} {}\r\n", hc.method, hc.uri, hc.version);
@@ -313,11 +324,15 @@ async fn http_check(
             };
         }
     };
+    if drain_on_404 && code == 404 {
+        return (CheckStatus::L7OkC, Some(code), String::new());
+    }
     let body = find(&buf, b"\r\n\r\n").map_or(&buf[..0], |i| &buf[i + 4..]);
     match &hc.expect {
         None => {
             if (200..400).contains(&code) {
-                (CheckStatus::L7Ok, Some(code), reason)
+                // A passing HTTP check leaves `last_chk` empty (haproxy 2.6.12).
+                (CheckStatus::L7Ok, Some(code), String::new())
             } else {
                 (CheckStatus::L7Sts, Some(code), reason)
             }
@@ -330,7 +345,7 @@ async fn http_check(
                 ExpectKind::RString(re) => expect::matches(re, body),
             };
             if hit != e.negate {
-                return (CheckStatus::L7Ok, Some(code), reason);
+                return (CheckStatus::L7Ok, Some(code), String::new());
             }
             match &e.kind {
                 ExpectKind::Status(_) | ExpectKind::RStatus(_) => {
@@ -592,6 +607,43 @@ fn report_up(rt: &Runtime, server: &ServerState, status: CheckStatus, code: Opti
         on_backup(act, bck),
         queued,
     );
+}
+
+/// Logs a server going to NOLB after an `L7OKC` check (`http-check
+/// disable-on-404`), at `notice` as HAProxy's `srv_set_stopping`, and the
+/// backend losing its last server that takes new traffic (`emerg`).
+fn report_stopping(rt: &Runtime, server: &ServerState, code: Option<u16>, ms: u64) {
+    let (act, bck, queued, backup) = rt.with_snapshot(|snap| match snap.backend(&server.backend) {
+        Some(be) => {
+            let (a, b) = counts(be);
+            if a + b == 0 {
+                be.state.went_down.fetch_add(1, Relaxed);
+            }
+            (a, b, be.state.queue.len(), is_backup(be, server))
+        }
+        None => (0, 0, 0, false),
+    });
+    tracing::info!(
+        target: "sluice::event",
+        severity = "notice",
+        "{} {}/{} is stopping, {}. {} active and {} backup servers online.{} 0 sessions requeued, {} total in queue.",
+        server_word(backup),
+        server.backend,
+        server.name,
+        reason(CheckStatus::L7OkC, code, "", Some(ms)),
+        act,
+        bck,
+        on_backup(act, bck),
+        queued,
+    );
+    if act + bck == 0 {
+        tracing::error!(
+            target: "sluice::event",
+            severity = "emerg",
+            "backend {} has no server available!",
+            server.backend
+        );
+    }
 }
 
 /// Tells an admin change made from the CLI (`set server .. state`,

@@ -62,10 +62,13 @@ pub fn classify(msg: &str) -> Option<Class<'_>> {
     if let Some(rest) = server_msg.strip_prefix("Server ") {
         let (proxy, _) = rest.split_once('/')?;
         let down = rest.contains(" is DOWN") || rest.contains(" is going DOWN");
+        // NOLB (`is stopping`) is told at notice, but may leave the backend
+        // without a server for new traffic all the same.
+        let stopping = rest.contains(" is stopping");
         return Some(Class {
             proxy,
             severity: if down { ALERT } else { NOTICE },
-            went_down: down,
+            went_down: down || stopping,
         });
     }
     if let Some(rest) = msg.strip_prefix("Proxy ")
@@ -146,6 +149,8 @@ mod tests {
                 .severity,
             WARNING
         );
+        let c = classify("Server be/s1 is stopping, reason: Layer7 check conditionally passed, code: 404, check duration: 0ms.").unwrap();
+        assert_eq!((c.severity, c.went_down), (NOTICE, true));
         assert_eq!(classify("sluice started"), None);
     }
 }

@@ -694,7 +694,10 @@ fn server_row(p: &ProxyRt, be: &BackendRt, sv: &ServerRt, opts: CsvOptions) -> R
         let i = h.info();
         r.set("check_status", i.status.code());
         // HAProxy prints a code only for statuses carrying L5-7 data.
-        if matches!(i.status, CheckStatus::L7Ok | CheckStatus::L7Sts) {
+        if matches!(
+            i.status,
+            CheckStatus::L7Ok | CheckStatus::L7OkC | CheckStatus::L7Sts
+        ) {
             r.set("check_code", i.code.unwrap_or(0));
         }
         if !matches!(i.status, CheckStatus::Unk | CheckStatus::Ini)

@@ -565,7 +565,16 @@ impl State<'_> {
                 Ok(e) => hc.expect = Some(e),
                 Err(m) => return self.alert(loc, format!("'http-check expect' : {m}")),
             },
-            "connect" | "disable-on-404" | "send-state" | "comment" | "set-var" | "unset-var" => {
+            "disable-on-404" => {
+                if let Some(extra) = words.get(2) {
+                    return self.alert(
+                        loc,
+                        format!("'http-check' cannot handle unexpected argument '{extra}'."),
+                    );
+                }
+                hc.disable_on_404 = true;
+            }
+            "connect" | "send-state" | "comment" | "set-var" | "unset-var" => {
                 return self.unsupported(loc, &format!("http-check {sub}"));
             }
             _ => {
