@@ -344,6 +344,40 @@ fn run(cfg: Config, opts: &Options) -> i32 {
             }
         }
     }
+    // Inherited CLI sockets, taken now: once the runtime opens descriptors
+    // of its own, a number that was not passed may name one of those.
+    let mut cli_sockets = Vec::new();
+    for sock in &cfg.global.stats_sockets {
+        let Some(fd) = sock.fd else {
+            cli_sockets.push(None);
+            continue;
+        };
+        match inherited_or_handed(fd, &mut taken, crate::listener::adopt_any, Ok) {
+            Ok(s) => {
+                if sock.expose_fd && matches!(s, crate::listener::Inherited::Tcp(_)) {
+                    warn(
+                        pid,
+                        &format!(
+                            "Starting proxy GLOBAL: 'expose-fd listeners' ignored on 'fd@{fd}', a TCP socket (descriptors pass over UNIX sockets only) [{}]",
+                            sock.loc
+                        ),
+                    );
+                }
+                crate::takeover::hand_over_cli(fd, &s);
+                cli_sockets.push(Some(s));
+            }
+            Err(e) => {
+                alert(
+                    pid,
+                    &format!(
+                        "Starting proxy GLOBAL: cannot use 'fd@{fd}' ({e}) [{}]",
+                        sock.loc
+                    ),
+                );
+                return 1;
+            }
+        }
+    }
     // Handed-over sockets the new configuration does not use close here.
     drop(taken);
     raise_fd_limit(&cfg, pid);
@@ -387,7 +421,14 @@ fn run(cfg: Config, opts: &Options) -> i32 {
         }
     };
     crate::workers::install(&runtimes);
-    let code = runtimes[0].block_on(serve(cfg, opts.clone(), bound, threads as u32, ids));
+    let code = runtimes[0].block_on(serve(
+        cfg,
+        opts.clone(),
+        bound,
+        cli_sockets,
+        threads as u32,
+        ids,
+    ));
     if let Some(path) = &pidfile {
         // A successor (-sf) may have written its own pid there already.
         if std::fs::read_to_string(path).is_ok_and(|t| t.trim() == my_pid.to_string()) {
@@ -521,6 +562,7 @@ async fn serve(
     cfg: Config,
     opts: Options,
     bound: Vec<Bound>,
+    cli_sockets: Vec<Option<crate::listener::Inherited>>,
     threads: u32,
     (uid, gid): (Option<u32>, Option<u32>),
 ) -> i32 {
@@ -536,8 +578,8 @@ async fn serve(
             .maxconn
             .unwrap_or(crate::routing::DEFAULT_MAXCONN) as usize,
     ));
-    for sock in &cfg.global.stats_sockets {
-        if let Err(e) = start_stats_socket(sock, &rt) {
+    for (sock, inherited) in cfg.global.stats_sockets.iter().zip(cli_sockets) {
+        if let Err(e) = start_stats_socket(sock, inherited, &rt) {
             let what = match sock.tcp {
                 Some(addr) => format!("cannot bind socket ({}) [{addr}]", errno_text(&e)),
                 None => format!(
@@ -680,27 +722,37 @@ async fn soft_stop(
     }
 }
 
-/// Binds one `stats socket` (UNIX path or `ipv4@`/`ipv6@` address) and
-/// serves the CLI on it.
+/// Binds one `stats socket` (UNIX path or `ipv4@`/`ipv6@` address), or
+/// takes the `inherited` one of a `stats socket fd@<n>`, and serves the CLI
+/// on it.
 fn start_stats_socket(
     sock: &crate::config::model::StatsSocket,
+    inherited: Option<crate::listener::Inherited>,
     rt: &Arc<Runtime>,
 ) -> std::io::Result<()> {
-    if let Some(fd) = sock.fd {
-        return match crate::listener::adopt_any(fd)? {
-            crate::listener::Inherited::Tcp(l) => {
-                tokio::spawn(crate::stats::cli::serve_tcp(l, sock.level, rt.clone()));
-                Ok(())
-            }
-            crate::listener::Inherited::Unix(l) => {
-                tokio::spawn(crate::stats::cli::serve_unix_listener(
-                    l,
-                    sock.level,
-                    rt.clone(),
-                ));
-                Ok(())
-            }
-        };
+    use crate::listener::Inherited;
+    match inherited {
+        Some(Inherited::Tcp(l)) => {
+            tokio::spawn(crate::stats::cli::serve_tcp(l, sock.level, rt.clone()));
+            return Ok(());
+        }
+        Some(Inherited::Unix(l)) if sock.expose_fd => {
+            tokio::spawn(crate::takeover::serve_exposing(l, sock.level, rt.clone()));
+            return Ok(());
+        }
+        Some(Inherited::Unix(l)) => {
+            tokio::spawn(crate::stats::cli::serve_unix_listener(
+                l,
+                sock.level,
+                rt.clone(),
+            ));
+            return Ok(());
+        }
+        // Taken (or refused) at start, in `run`.
+        None if sock.fd.is_some() => {
+            return Err(std::io::Error::from_raw_os_error(libc::EBADF));
+        }
+        None => {}
     }
     match sock.tcp {
         Some(addr) => {

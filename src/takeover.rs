@@ -109,6 +109,7 @@ async fn send_listeners(stream: UnixStream) -> std::io::Result<()> {
         return Ok(());
     };
     let list = sup.listener_dups().await;
+    let cli = cli_dups();
     // Consume the command (only peeked so far): unread bytes at close
     // would reset the connection under the receiver.
     let mut line = Vec::new();
@@ -136,9 +137,16 @@ async fn send_listeners(stream: UnixStream) -> std::io::Result<()> {
             };
             send_fd(&stream, line.as_bytes(), fd.as_raw_fd())?;
         }
+        for (n, fd) in &cli {
+            send_fd(
+                &stream,
+                format!("cli GLOBAL fd@{n}\n").as_bytes(),
+                fd.as_raw_fd(),
+            )?;
+        }
         tracing::info!(
             "Handed {} listening socket(s) over to a new process.",
-            list.len()
+            list.len() + cli.len()
         );
         Ok(())
     })
@@ -171,6 +179,30 @@ fn send_fd(stream: &StdUnixStream, payload: &[u8], fd: RawFd) -> std::io::Result
     Ok(())
 }
 
+/// The CLI sockets inherited as `stats socket fd@<n>`: `n` and a duplicate,
+/// handed over with the frontends' sockets (HAProxy's `_getsocks` sends its
+/// CLI sockets too), so a successor that was not passed `n` still serves
+/// the CLI on it. They live as long as the process.
+static INHERITED_CLI: std::sync::Mutex<Vec<(RawFd, OwnedFd)>> = std::sync::Mutex::new(Vec::new());
+
+/// Keeps `socket`, inherited as `stats socket fd@<n>`, for hand-overs.
+pub fn hand_over_cli(n: RawFd, socket: &crate::listener::Inherited) {
+    // SAFETY: `socket` is open for the duration of the borrow.
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(socket.raw_fd()) };
+    match fd.try_clone_to_owned() {
+        Ok(dup) => crate::backend::lock(&INHERITED_CLI).push((n, dup)),
+        Err(e) => tracing::warn!("stats socket fd@{n} will not be handed over (-x): {e}"),
+    }
+}
+
+/// Copies of the inherited CLI sockets, to send.
+fn cli_dups() -> Vec<(RawFd, OwnedFd)> {
+    crate::backend::lock(&INHERITED_CLI)
+        .iter()
+        .filter_map(|(n, fd)| Some((*n, fd.try_clone().ok()?)))
+        .collect()
+}
+
 /// A listening socket received from an old process.
 pub struct Received {
     /// The `fd@<n>` the old process had inherited it as, if it had.
@@ -182,6 +214,9 @@ pub struct Received {
 #[derive(Default)]
 pub struct Handover {
     sockets: Vec<Received>,
+    /// The numbers they arrived at, kept after they are taken (a taken one
+    /// now serves something else under that number).
+    numbers: Vec<RawFd>,
 }
 
 impl Handover {
@@ -190,7 +225,7 @@ impl Handover {
     /// open then: this process was not passed `fd@<fd>`, and adopting that
     /// number would take a received socket for an inherited one.
     pub fn occupies(&self, fd: RawFd) -> bool {
-        self.sockets.iter().any(|r| r.socket.raw_fd() == fd)
+        self.numbers.contains(&fd)
     }
 
     /// The socket the old process had inherited as `fd@<fd>`.
@@ -254,7 +289,8 @@ pub fn fetch(path: &Path) -> std::io::Result<Handover> {
             "no listening socket received (is 'expose-fd listeners' set, at level admin?)",
         ));
     }
-    Ok(Handover { sockets })
+    let numbers = sockets.iter().map(|r| r.socket.raw_fd()).collect();
+    Ok(Handover { sockets, numbers })
 }
 
 /// The `fd@<n>` at the end of a `<addr> <frontend> [fd@<n>]` line.

@@ -67,29 +67,80 @@ backend be
     drop(listener);
 }
 
+/// Starts sluice on `cfg` (written as `fd.cfg`) with descriptors passed as
+/// `(ours, theirs)`; it must refuse to start: returns its stderr.
+fn start_error(cfg: &str, fds: Vec<(i32, i32)>) -> String {
+    let dir = TempDir::new("fd-err");
+    let path = dir.write("fd.cfg", cfg);
+    let mut cmd = std::process::Command::new(bin());
+    cmd.arg("-f").arg(&path);
+    pass_fds(&mut cmd, fds);
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    err
+}
+
+/// A `bind fd@` or `stats socket fd@` descriptor that is not open, not a
+/// listening socket, or (for a frontend) not a TCP one is a start-up error
+/// that says why and names the config line.
 #[test]
 fn a_descriptor_that_is_not_a_listening_socket_is_refused() {
-    let dir = std::env::temp_dir().join(format!("sluice-fd-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let cfg = dir.join("fd.cfg");
-    std::fs::write(
-        &cfg,
-        "defaults\n    mode http\n    timeout connect 1s\n    timeout client 1s\n    timeout server 1s\nfrontend fe\n    bind fd@987\n    default_backend be\nbackend be\n    server s1 127.0.0.1:9\n",
-    )
-    .unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .arg("-f")
-        .arg(&cfg)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains("Starting frontend fe: cannot use 'fd@987'"),
-        "{err}"
-    );
-    assert!(err.contains("fd.cfg:7]"), "names the config line: {err}");
-    let _ = std::fs::remove_dir_all(&dir);
+    let defaults = "defaults\n    mode http\n    timeout connect 1s\n    timeout client 1s\n    timeout server 1s\n";
+    let bind = |fd: &str| {
+        format!(
+            "{defaults}frontend fe\n    bind {fd}\n    default_backend be\nbackend be\n    server s1 127.0.0.1:9\n"
+        )
+    };
+    let cli = |fd: &str| {
+        format!(
+            "global\n    stats socket {fd} level admin expose-fd listeners\n{defaults}frontend fe\n    bind 127.0.0.1:{}\n",
+            free_port()
+        )
+    };
+    let unlistened =
+        socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    let dir = TempDir::new("fd-unix");
+    let unix = std::os::unix::net::UnixListener::bind(dir.join("u.sock")).unwrap();
+    let file = std::fs::File::create(dir.join("plain")).unwrap();
+    let cases = [
+        (
+            bind("fd@987"),
+            vec![],
+            "Starting frontend fe: cannot use 'fd@987' (Bad file descriptor (os error 9)) [",
+            "fd.cfg:7]",
+        ),
+        (
+            bind("fd@4"),
+            vec![(unlistened.as_raw_fd(), 4)],
+            "Starting frontend fe: cannot use 'fd@4' (not a listening socket) [",
+            "fd.cfg:7]",
+        ),
+        (
+            bind("fd@4"),
+            vec![(unix.as_raw_fd(), 4)],
+            "Starting frontend fe: cannot use 'fd@4' (a UNIX socket, where a frontend needs a TCP one) [",
+            "fd.cfg:7]",
+        ),
+        (
+            cli("fd@987"),
+            vec![],
+            "Starting proxy GLOBAL: cannot use 'fd@987' (Bad file descriptor (os error 9)) [",
+            "fd.cfg:2]",
+        ),
+        (
+            cli("fd@4"),
+            vec![(file.as_raw_fd(), 4)],
+            "Starting proxy GLOBAL: cannot use 'fd@4' (Socket operation on non-socket (os error 88)) [",
+            "fd.cfg:2]",
+        ),
+    ];
+    for (cfg, fds, what, line) in cases {
+        let err = start_error(&cfg, fds);
+        assert!(err.contains(what), "{err}");
+        assert!(err.contains(line), "names the config line: {err}");
+        assert!(!err.contains("cannot bind"), "{err}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -386,4 +437,75 @@ backend be
     assert!(child.try_wait().unwrap().is_none());
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// One CLI command over a TCP stats socket.
+async fn tcp_cli(addr: std::net::SocketAddr, cmd: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    within(Duration::from_secs(10), "the TCP CLI", async {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.write_all(format!("{cmd}\n").as_bytes()).await.unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        out
+    })
+    .await
+}
+
+/// `stats socket fd@<n>`, UNIX or TCP, at low numbers: with `expose-fd
+/// listeners` the UNIX one serves `-x`, and the hand-over carries both to
+/// a new process that was not passed them (the sockets it receives take
+/// numbers 4 to 7), which then serves the CLI on both at their levels.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hand_over_carries_inherited_cli_sockets() {
+    let be = Backend::start("s1").await;
+    let web = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = web.local_addr().unwrap();
+    let dir = TempDir::new("cli-fd");
+    let path = dir.join("cli.sock");
+    let unix = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let tcp_addr = tcp.local_addr().unwrap();
+    let port = free_port();
+    let cfg = format!(
+        "global
+    stats socket fd@5 level admin expose-fd listeners
+    stats socket fd@6 level operator
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 30s
+    timeout server 30s
+frontend fe
+    bind fd@4
+    default_backend be
+frontend plain
+    bind 127.0.0.1:{port}
+    default_backend be
+backend be
+    server s1 {}
+",
+        be.hostport()
+    );
+    let old = Sluice::builder(&cfg)
+        .pass_fd(web.as_raw_fd(), 4)
+        .pass_fd(unix.as_raw_fd(), 5)
+        .pass_fd(tcp.as_raw_fd(), 6)
+        .start();
+    assert_eq!(cli(&path, "show cli level").await, "admin\n\n");
+    assert_eq!(tcp_cli(tcp_addr, "show cli level").await, "operator\n\n");
+    let new_cfg = dir.write("new.cfg", &cfg);
+    let new = Successor::start(&new_cfg, &path, old, &[]);
+    // Only the new process can answer now (the test never accepts).
+    assert_eq!(get(addr, "/fd4").await.status, 200, "{}", new.stderr());
+    let plain = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    assert_eq!(get(plain, "/plain").await.status, 200);
+    new.assert_serves_cli(&path).await;
+    assert_eq!(cli(&path, "show cli level").await, "admin\n\n");
+    let info = tcp_cli(tcp_addr, "show info").await;
+    assert!(
+        info.contains(&format!("\nPid: {}\n", new.child.id())),
+        "{info}"
+    );
+    assert_eq!(tcp_cli(tcp_addr, "show cli level").await, "operator\n\n");
 }

@@ -991,6 +991,12 @@ impl<'r> State<'r> {
             }
             i += 2;
         }
+        if sock.expose_fd && sock.tcp.is_some() {
+            self.warn(
+                loc,
+                "'stats socket' : 'expose-fd listeners' is ignored on a TCP socket (descriptors pass over UNIX sockets only).",
+            );
+        }
         if ok {
             self.global.stats_sockets.push(sock);
         }
