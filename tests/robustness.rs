@@ -115,8 +115,8 @@ async fn ten_thousand_aborted_exchanges_leak_nothing() {
 defaults
     mode http
     timeout connect 5s
-    timeout client 10s
-    timeout server 10s
+    timeout client 120s
+    timeout server 120s
 frontend fe
     bind 127.0.0.1:{port}
     default_backend be
