@@ -576,3 +576,327 @@ backend be
         assert_eq!(got, want);
     }
 }
+
+/// `http-request return` and `deny` with HAProxy's reply arguments
+/// (`lf-string`, `file`, `lf-file`, `hdr`, `content-type`), and
+/// `http-response deny` with its own reply or another status's page: each
+/// answer byte for byte as haproxy 2.6.12 sent it for the same rules
+/// (reason phrases from HAProxy's own table: "Bad Gateway or Proxy
+/// Error", "I'm a teapot").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reply_arguments_as_haproxy() {
+    let be = raw_backend().await;
+    let dir = TempDir::new("replies");
+    let file = dir.write("body.txt", "hello file\n");
+    let lf_file = dir.write("lf.txt", "file %[src] %[req.hdr(host)]\n");
+    let (port, port2, port3) = (free_port(), free_port(), free_port());
+    let _s = Sluice::start(&format!(
+        "defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind 127.0.0.1:{port}
+    http-request return status 200 content-type text/plain lf-string \"hi %[src] %[req.hdr(host)] %ci\" hdr X-A \"a %[path]\" hdr X-B b if {{ path /lf }}
+    http-request return status 201 content-type \"text/plain; charset=utf-8\" file {file} if {{ path /file }}
+    http-request return status 202 content-type text/plain lf-file {lf_file} if {{ path /lffile }}
+    http-request return status 404 hdr X-C c if {{ path /nohdr }}
+    http-request return content-type text/html string \"<p>x</p>\" hdr Cache-Control no-cache if {{ path /html }}
+    http-request deny deny_status 429 content-type text/plain string \"slow down\" hdr Retry-After 10 if {{ path /a }}
+    http-request deny hdr X-D d if {{ path /b }}
+    http-request deny status 403 content-type text/plain lf-string \"no %[src]\" if {{ path /c }}
+    http-request deny deny_status 418 content-type text/plain string \"tea\" if {{ path /d }}
+    default_backend be
+frontend fe2
+    bind 127.0.0.1:{port2}
+    default_backend be2
+frontend fe3
+    bind 127.0.0.1:{port3}
+    default_backend be3
+backend be
+    server s1 {be}
+backend be2
+    http-response deny content-type text/plain lf-string \"resp denied %[src]\" hdr X-R r if {{ src 127.0.0.1 }}
+    server s1 {be}
+backend be3
+    http-response deny deny_status 503 if {{ src 127.0.0.1 }}
+    server s1 {be}
+",
+        file = file.display(),
+        lf_file = lf_file.display(),
+        be = be.addr,
+    ));
+    let cases: &[(&str, &str)] = &[
+        (
+            "/lf",
+            "HTTP/1.1 200 OK\r\nx-a: a /lf\r\nx-b: b\r\ncontent-length: 29\r\ncontent-type: text/plain\r\n\r\nhi 127.0.0.1 ex.com 127.0.0.1",
+        ),
+        (
+            "/file",
+            "HTTP/1.1 201 Created\r\ncontent-length: 11\r\ncontent-type: text/plain; charset=utf-8\r\n\r\nhello file\n",
+        ),
+        (
+            "/lffile",
+            "HTTP/1.1 202 Accepted\r\ncontent-length: 22\r\ncontent-type: text/plain\r\n\r\nfile 127.0.0.1 ex.com\n",
+        ),
+        (
+            "/nohdr",
+            "HTTP/1.1 404 Not Found\r\nx-c: c\r\ncontent-length: 0\r\n\r\n",
+        ),
+        (
+            "/html",
+            "HTTP/1.1 200 OK\r\ncache-control: no-cache\r\ncontent-length: 8\r\ncontent-type: text/html\r\n\r\n<p>x</p>",
+        ),
+        (
+            "/a",
+            "HTTP/1.1 429 Too Many Requests\r\nretry-after: 10\r\ncontent-length: 9\r\ncontent-type: text/plain\r\n\r\nslow down",
+        ),
+        (
+            "/b",
+            "HTTP/1.1 403 Forbidden\r\nx-d: d\r\ncontent-length: 0\r\n\r\n",
+        ),
+        (
+            "/c",
+            "HTTP/1.1 403 Forbidden\r\ncontent-length: 12\r\ncontent-type: text/plain\r\n\r\nno 127.0.0.1",
+        ),
+        (
+            "/d",
+            "HTTP/1.1 418 I'm a teapot\r\ncontent-length: 3\r\ncontent-type: text/plain\r\n\r\ntea",
+        ),
+    ];
+    for (path, want) in cases {
+        let got = send(
+            port,
+            format!("GET {path} HTTP/1.1\r\nhost: ex.com\r\n\r\n").as_bytes(),
+        )
+        .await;
+        assert_eq!(text(&got), *want, "{path}");
+    }
+    assert!(be.take_requests().is_empty(), "a reply reached the server");
+
+    let got = send(port2, b"GET /f HTTP/1.1\r\nhost: ex.com\r\n\r\n").await;
+    assert_eq!(
+        text(&got),
+        "HTTP/1.1 502 Bad Gateway or Proxy Error\r\nx-r: r\r\ncontent-length: 21\r\ncontent-type: text/plain\r\n\r\nresp denied 127.0.0.1"
+    );
+    let got = send(port3, b"GET /g HTTP/1.1\r\nhost: ex.com\r\n\r\n").await;
+    assert_eq!(
+        text(&got),
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-length: 107\r\ncache-control: no-cache\r\ncontent-type: text/html\r\n\r\n<html><body><h1>503 Service Unavailable</h1>\nNo server is available to handle this request.\n</body></html>\n"
+    );
+    assert_eq!(
+        be.take_requests().len(),
+        2,
+        "the denied responses' requests"
+    );
+}
+
+/// The reply arguments at `-c` time, with HAProxy 2.6's texts: a payload
+/// without a content type, two payloads, a missing file, `hdr` fields the
+/// reply always sets itself, a content type without a payload, and a
+/// deny status that has no error page.
+#[test]
+fn reply_arguments_are_checked_as_haproxy() {
+    let dir = TempDir::new("replycheck");
+    let check = |rule: &str| {
+        let path = dir.write(
+            "t.cfg",
+            &format!(
+                "defaults\n  mode http\n  timeout client 1s\n  timeout server 1s\n  timeout connect 1s\nfrontend fe\n  bind 127.0.0.1:1\n  http-request {rule}\n"
+            ),
+        );
+        let out = run_sluice(&["-c", "-f", path.to_str().unwrap()], None);
+        (out.code(), out.stderr)
+    };
+    let cases: &[(&str, i32, &str)] = &[
+        (
+            "return status 200 lf-string x",
+            1,
+            "while parsing 'http-request return' rule : a content type must be defined with a log-format payload.",
+        ),
+        (
+            "return status 200 content-type a/b string x lf-string y",
+            1,
+            "unexpected 'lf-string' argument, 'string' already defined.",
+        ),
+        (
+            "return status 200 content-type text/plain file /nonexistent/x",
+            1,
+            "error opening file '/nonexistent/x'.",
+        ),
+        ("return status 100", 1, "Unexpected status code '100'."),
+        (
+            "return status 200 hdr X",
+            1,
+            "'hdr' expects <name> and <value> as arguments.",
+        ),
+        (
+            "return status 200 hdr content-length 3",
+            0,
+            "header 'content-length' always ignored by the http reply.",
+        ),
+        (
+            "return status 200 content-type text/plain",
+            0,
+            "content-type 'text/plain' ignored by the http reply because neither errorfile nor payload defined.",
+        ),
+        (
+            "deny deny_status 418",
+            1,
+            "status code '418' not handled by default with 'default-errorfiles' argument.",
+        ),
+        ("deny deny_status 418 hdr x y", 0, ""),
+        (
+            "return status 204 content-type a/b string x",
+            1,
+            "No body expected for 204 responses.",
+        ),
+    ];
+    for (rule, code, msg) in cases {
+        let (got, err) = check(rule);
+        assert_eq!(got, Some(*code), "{rule}: {err}");
+        assert!(err.contains(msg), "{rule}: {err}");
+    }
+}
+
+/// `http-request tarpit`: held for `timeout tarpit`, then the reply (its
+/// own, or the 500 page), the connection closed without announcing it, as
+/// haproxy 2.6.12 does; counted in dreq.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tarpit_rule_as_haproxy() {
+    let port = free_port();
+    let s = Sluice::start(&format!(
+        "global
+    stats socket @DIR@/stats.sock level admin
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+    timeout tarpit 300ms
+frontend fe
+    bind 127.0.0.1:{port}
+    http-request tarpit deny_status 429 content-type text/plain string \"later\" if {{ path /a }}
+    http-request tarpit if {{ path /b }}
+    http-request return status 200
+"
+    ));
+    for (path, want) in [
+        (
+            "/a",
+            "HTTP/1.1 429 Too Many Requests\r\ncontent-length: 5\r\ncontent-type: text/plain\r\n\r\nlater",
+        ),
+        (
+            "/b",
+            "HTTP/1.1 500 Internal Server Error\r\ncontent-length: 97\r\ncache-control: no-cache\r\ncontent-type: text/html\r\n\r\n<html><body><h1>500 Internal Server Error</h1>\nAn internal server error occurred.\n</body></html>\n",
+        ),
+    ] {
+        let mut c = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+        let t0 = std::time::Instant::now();
+        c.write_all(format!("GET {path} HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        let mut got = Vec::new();
+        // Read to the close: a kept connection would time this out.
+        within(
+            Duration::from_secs(3),
+            "tarpit close",
+            c.read_to_end(&mut got),
+        )
+        .await
+        .unwrap();
+        assert!(
+            t0.elapsed() >= Duration::from_millis(280),
+            "{path}: not held"
+        );
+        assert_eq!(text(&got), want, "{path}");
+    }
+    let csv = show_stat(&s.stats_socket()).await;
+    assert_eq!(csv.num("fe", "FRONTEND", "dreq"), 2);
+}
+
+/// Three behaviours users rely on, as haproxy 2.6.12 shows them: a
+/// `set-header` replaces a header the client sent (anti-spoofing: one
+/// value, the proxy's, after the other headers); a backend's `errorfile`
+/// wins over the frontend's once the backend is chosen, the frontend's
+/// serves the frontend's own denials; and `append-slash` (where sluice
+/// puts the slash on the path, not after the query as HAProxy does).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_header_errorfile_precedence_and_append_slash() {
+    let be = raw_backend().await;
+    let dir = TempDir::new("precedence");
+    let fe_page = dir.write(
+        "fe.http",
+        "HTTP/1.0 503 FE\r\ncontent-type: text/plain\r\n\r\nfe page\n",
+    );
+    let be_page = dir.write(
+        "be.http",
+        "HTTP/1.0 503 BE\r\ncontent-type: text/plain\r\n\r\nbe page\n",
+    );
+    let (p1, p2, p3) = (free_port(), free_port(), free_port());
+    let _s = Sluice::start(&format!(
+        "defaults
+    mode http
+    retries 0
+    timeout connect 1s
+    timeout client 5s
+    timeout server 5s
+frontend spoof
+    bind 127.0.0.1:{p1}
+    http-request set-header X-Real-IP %[src]
+    default_backend up
+frontend pages
+    bind 127.0.0.1:{p2}
+    errorfile 503 {fe}
+    http-request deny deny_status 503 if {{ path /deny }}
+    default_backend dead
+frontend slash
+    bind 127.0.0.1:{p3}
+    http-request redirect prefix /p append-slash
+backend up
+    server s1 {addr}
+backend dead
+    errorfile 503 {be_}
+    server s1 127.0.0.1:9
+",
+        fe = fe_page.display(),
+        be_ = be_page.display(),
+        addr = be.addr,
+    ));
+    send(
+        p1,
+        b"GET / HTTP/1.1\r\nhost: h\r\nx-real-ip: 6.6.6.6\r\nx-o: 1\r\nx-real-ip: 7.7.7.7\r\n\r\n",
+    )
+    .await;
+    assert_eq!(
+        text(&be.take()),
+        "GET / HTTP/1.1\r\nhost: h\r\nx-o: 1\r\nx-real-ip: 127.0.0.1\r\n\r\n"
+    );
+
+    let page = |name: &str| {
+        format!(
+            "HTTP/1.0 503 {name}\r\ncontent-type: text/plain\r\n\r\n{} page\n",
+            name.to_lowercase()
+        )
+    };
+    let got = send(p2, b"GET /deny HTTP/1.1\r\nhost: h\r\n\r\n").await;
+    assert_eq!(text(&got), page("FE"));
+    let got = send(p2, b"GET /x HTTP/1.1\r\nhost: h\r\n\r\n").await;
+    assert_eq!(text(&got), page("BE"));
+
+    for (target, location) in [("/a?x=1", "/p/a/?x=1"), ("/a", "/p/a/"), ("/a/", "/p/a/")] {
+        let got = send(
+            p3,
+            format!("GET {target} HTTP/1.1\r\nhost: h\r\n\r\n").as_bytes(),
+        )
+        .await;
+        assert_eq!(
+            text(&got),
+            format!(
+                "HTTP/1.1 302 Found\r\ncontent-length: 0\r\nlocation: {location}\r\ncache-control: no-cache\r\n\r\n"
+            ),
+            "{target}"
+        );
+    }
+}

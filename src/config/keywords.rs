@@ -530,6 +530,7 @@ pub const STATS_PROXY_UNSUPPORTED: &[&str] = &[
 pub const HTTP_REQUEST_SUPPORTED: &[&str] = &[
     "return",
     "deny",
+    "tarpit",
     "use-service",
     "allow",
     "redirect",
@@ -545,7 +546,6 @@ pub const HTTP_RESPONSE_SUPPORTED: &[&str] = &["set-header", "add-header", "del-
 
 pub const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
     "auth",
-    "tarpit",
     "replace-value",
     "set-pathq",
     "set-uri",

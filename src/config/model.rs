@@ -525,14 +525,15 @@ pub struct TcpRule {
 
 #[derive(Debug, Clone)]
 pub enum HttpRequestAction {
-    /// `http-request return status <code> [content-type <t>] [string <s>]`
-    Return {
-        status: u16,
-        content_type: Option<String>,
-        body: Option<String>,
-    },
-    /// `http-request deny [deny_status <code>]`
-    Deny { status: u16 },
+    /// `http-request return [status <code>] [content-type <t>]
+    /// [string|lf-string|file|lf-file <x>] [hdr <name> <fmt>]...`
+    Return(HttpReply),
+    /// `http-request deny [deny_status <code>] [<reply arguments>]`: the
+    /// error page of the status unless the reply has its own content.
+    Deny(HttpReply),
+    /// `http-request tarpit [deny_status <code>] [<reply arguments>]`: a
+    /// deny answered after `timeout tarpit` (500 by default).
+    Tarpit(HttpReply),
     /// `http-request use-service prometheus-exporter`: the metrics in
     /// HAProxy's exporter format (`crate::stats::prometheus`).
     PrometheusExporter,
@@ -576,6 +577,44 @@ pub enum RedirectKind {
     Scheme,
 }
 
+/// The answer of `http-request return|deny` and `http-response deny`
+/// (HAProxy's `http_reply`).
+#[derive(Debug, Clone)]
+pub struct HttpReply {
+    pub status: u16,
+    /// Sent only with a non-empty payload (HAProxy ignores it otherwise).
+    pub content_type: Option<String>,
+    pub body: ReplyBody,
+    /// `hdr <name> <fmt>`, names lower-cased as HAProxy sends them, in
+    /// the order written.
+    pub headers: Vec<(String, LogFmt)>,
+}
+
+impl HttpReply {
+    /// A reply with nothing but the error page of `status`.
+    pub fn error_page(status: u16) -> Self {
+        HttpReply {
+            status,
+            content_type: None,
+            body: ReplyBody::ErrorPage,
+            headers: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum ReplyBody {
+    /// The error page of the status (`errorfile` or the built-in one):
+    /// a deny without reply arguments.
+    ErrorPage,
+    /// `string`, `file`, or nothing: sent as is.
+    Static(Vec<u8>),
+    /// `lf-string`, `lf-file`: evaluated for each request.
+    Format(LogFmt),
+    /// `errorfile <file>`: a whole HTTP response, sent as is.
+    Message(Vec<u8>),
+}
+
 /// A log-format string as the header rules use it: literal text and the
 /// few sample fetches sluice evaluates.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -610,10 +649,19 @@ pub enum FmtPart {
 /// `http-response set-header|add-header|del-header|deny`.
 #[derive(Debug, Clone)]
 pub enum HttpResponseAction {
-    SetHeader { name: String, fmt: LogFmt },
-    AddHeader { name: String, fmt: LogFmt },
-    DelHeader { name: String },
-    Deny,
+    SetHeader {
+        name: String,
+        fmt: LogFmt,
+    },
+    AddHeader {
+        name: String,
+        fmt: LogFmt,
+    },
+    DelHeader {
+        name: String,
+    },
+    /// `http-response deny [deny_status <code>] [<reply arguments>]`.
+    Deny(HttpReply),
 }
 
 /// What a `req*` / `rsp*` filter of HAProxy ≤ 2.0 does to the head line

@@ -1767,9 +1767,14 @@ impl<'r> State<'r> {
         self.warn_misplaced(loc, "http-request", legacykw::ReqStage::HttpRequest);
         let args = &words[2..cond_at];
         let parsed = match action {
-            "deny" => self.deny_args(loc, args),
+            "deny" => self.deny_args(loc, args, 403).map(HttpRequestAction::Deny),
+            "tarpit" => self
+                .deny_args(loc, args, 500)
+                .map(HttpRequestAction::Tarpit),
             "use-service" => use_service_args(args),
-            "return" => return_args(args),
+            "return" => self
+                .reply_args(loc, args, 200)
+                .map(HttpRequestAction::Return),
             _ => rewrite_args(action, args),
         };
         match parsed {
@@ -2010,17 +2015,10 @@ impl<'r> State<'r> {
             return;
         };
         let args = &words[2..cond_at];
-        let parsed = match rewrite_args(action, args) {
-            Ok(HttpRequestAction::SetHeader { name, fmt }) => {
-                Ok(HttpResponseAction::SetHeader { name, fmt })
-            }
-            Ok(HttpRequestAction::AddHeader { name, fmt }) => {
-                Ok(HttpResponseAction::AddHeader { name, fmt })
-            }
-            Ok(HttpRequestAction::DelHeader { name }) => Ok(HttpResponseAction::DelHeader { name }),
-            Ok(_) if args.is_empty() => Ok(HttpResponseAction::Deny),
-            Ok(_) => Err(format!("unexpected keyword '{}'", args[0])),
-            Err(e) => Err(e),
+        let parsed = if action == "deny" {
+            self.deny_args(loc, args, 502).map(HttpResponseAction::Deny)
+        } else {
+            response_rewrite(action, args)
         };
         match parsed {
             Ok(a) => self.px().http_response.push(HttpResponseRule {
@@ -2034,7 +2032,6 @@ impl<'r> State<'r> {
             ),
         }
     }
-
     /// `errorfile <code> <file>`: the file is read now, whole; it is the
     /// complete HTTP response sent for that code.
     fn kw_errorfile(&mut self, loc: &Loc, words: &[String]) {
@@ -2070,42 +2067,240 @@ impl<'r> State<'r> {
         p.errorfiles.push((code, page));
     }
 
-    fn deny_args(&mut self, loc: &Loc, args: &[String]) -> Result<HttpRequestAction, String> {
-        let mut status = 403;
+    /// `deny [deny_status <code>] [<reply arguments>]`, for `http-request`
+    /// and `http-response`: without reply arguments, the error page of the
+    /// status (which must have one, as HAProxy checks).
+    fn deny_args(
+        &mut self,
+        loc: &Loc,
+        args: &[String],
+        default_status: u16,
+    ) -> Result<HttpReply, String> {
+        let mut status = default_status;
+        let mut rest = args;
+        if let [w, v, tail @ ..] = args
+            && w == "deny_status"
+        {
+            status = parse_u32(v)
+                .and_then(|c| u16::try_from(c).ok())
+                .filter(|c| (200..=599).contains(c))
+                .ok_or_else(|| format!("Unexpected status code '{v}'"))?;
+            rest = tail;
+        } else if args.first().is_some_and(|w| w == "deny_status") {
+            return Err("'deny_status' expects <status_code> as argument".into());
+        }
+        if rest.is_empty() {
+            if !ERROR_PAGE_CODES.contains(&status) {
+                return Err(format!(
+                    "status code '{status}' not handled by default with 'default-errorfiles' argument."
+                ));
+            }
+            return Ok(HttpReply::error_page(status));
+        }
+        self.reply_args(loc, rest, status)
+    }
+
+    /// HAProxy's http reply arguments (`http_parse_http_reply`): `status`,
+    /// `content-type`, one payload among `string`, `lf-string`, `file`,
+    /// `lf-file`, `errorfile`, `default-errorfiles`, and `hdr <name> <fmt>`
+    /// lines. Texts of errors and warnings are HAProxy 2.6's.
+    fn reply_args(
+        &mut self,
+        loc: &Loc,
+        args: &[String],
+        default_status: u16,
+    ) -> Result<HttpReply, String> {
+        enum Payload {
+            Empty,
+            Raw(Vec<u8>),
+            Format(String),
+            ErrorPage,
+            Message(Vec<u8>),
+        }
+        let mut status = default_status;
+        let mut content_type: Option<String> = None;
+        let mut payload = Payload::Empty;
+        let mut payload_kw: Option<&str> = None;
+        let mut headers = Vec::new();
+        let bufsize = self.global.tune_bufsize.unwrap_or(16384) as u64;
         let mut i = 0;
         while let Some(w) = args.get(i) {
-            match w.as_str() {
-                "deny_status" | "status" => {
-                    let v = args.get(i + 1).map_or("", String::as_str);
-                    let code = parse_u32(v)
+            let v = args
+                .get(i + 1)
+                .map(String::as_str)
+                .filter(|v| !v.is_empty());
+            let missing = |what: &str| format!("'{w}' expects {what} as argument");
+            let w = w.as_str();
+            if matches!(
+                w,
+                "string"
+                    | "lf-string"
+                    | "file"
+                    | "lf-file"
+                    | "errorfile"
+                    | "errorfiles"
+                    | "default-errorfiles"
+            ) {
+                if let Some(first) = payload_kw {
+                    return Err(format!(
+                        "unexpected '{w}' argument, '{first}' already defined"
+                    ));
+                }
+                payload_kw = Some(w);
+            }
+            let read_file = |v: Option<&str>| -> Result<Vec<u8>, String> {
+                let path = v.ok_or_else(|| missing("<file>"))?;
+                let bytes =
+                    std::fs::read(path).map_err(|_| format!("error opening file '{path}'"))?;
+                if bytes.len() as u64 > bufsize {
+                    return Err(format!(
+                        "file '{path}' exceeds the buffer size ({} > {bufsize})",
+                        bytes.len()
+                    ));
+                }
+                Ok(bytes)
+            };
+            match w {
+                "status" => {
+                    let v = v.ok_or_else(|| missing("<status_code>"))?;
+                    status = parse_u32(v)
                         .and_then(|c| u16::try_from(c).ok())
                         .filter(|c| (200..=599).contains(c))
-                        .ok_or_else(|| {
-                            format!("'{w}' expects a status code between 200 and 599 (got '{v}')")
-                        })?;
-                    if ERROR_PAGE_CODES.contains(&code) {
-                        status = code;
-                    } else {
+                        .ok_or_else(|| format!("Unexpected status code '{v}'"))?;
+                }
+                "content-type" => {
+                    content_type = Some(v.ok_or_else(|| missing("<ctype>"))?.to_string());
+                }
+                "string" => payload = Payload::Raw(v.ok_or_else(|| missing("<str>"))?.into()),
+                "lf-string" => {
+                    payload = Payload::Format(v.ok_or_else(|| missing("<fmt>"))?.to_string());
+                }
+                "file" => payload = Payload::Raw(read_file(v)?),
+                "lf-file" => {
+                    let bytes = read_file(v)?;
+                    payload = Payload::Format(String::from_utf8_lossy(&bytes).into_owned());
+                }
+                "default-errorfiles" => {
+                    payload = Payload::ErrorPage;
+                    i += 1;
+                    continue;
+                }
+                "errorfile" => {
+                    let path = v.ok_or_else(|| missing("<fmt>"))?;
+                    let bytes =
+                        std::fs::read(path).map_err(|_| format!("error opening file '{path}'"))?;
+                    let page = crate::http::errors::load_errorfile(&bytes).ok_or_else(|| {
+                        format!("unable to parse the custom error message file '{path}' : not a valid HTTP response")
+                    })?;
+                    payload = Payload::Message(page.to_vec());
+                }
+                "errorfiles" => {
+                    return Err(
+                        "'errorfiles' (http-errors sections) is not supported by sluice yet".into(),
+                    );
+                }
+                "hdr" => {
+                    let (Some(name), Some(value)) = (v, args.get(i + 2)) else {
+                        return Err("'hdr' expects <name> and <value> as arguments".into());
+                    };
+                    if value.is_empty() {
+                        return Err("'hdr' expects <name> and <value> as arguments".into());
+                    }
+                    if ["content-length", "transfer-encoding", "content-type"]
+                        .iter()
+                        .any(|h| h.eq_ignore_ascii_case(name))
+                    {
                         self.warn(
                             loc,
-                            format!("status code {code} not handled, using default code 403."),
+                            format!("header '{name}' always ignored by the http reply."),
                         );
-                        status = 403;
+                    } else if !name.bytes().all(is_token_byte) {
+                        return Err(format!("'hdr' expects a header name (got '{name}')"));
+                    } else {
+                        headers.push((name.to_ascii_lowercase(), parse_logfmt(value)?));
                     }
-                    i += 2;
-                }
-                "content-type" | "string" | "lf-string" | "file" | "lf-file" | "errorfile"
-                | "errorfiles" | "hdr" | "default-errorfiles" => {
-                    return Err(format!("'{w}' is not supported by sluice yet for 'deny'"));
+                    i += 3;
+                    continue;
                 }
                 other => {
                     return Err(format!(
-                        "unexpected keyword '{other}' (expects 'deny_status <code>', then 'if' or 'unless')"
+                        "unexpected keyword '{other}' (expects 'status', 'content-type', 'string', 'lf-string', 'file', 'lf-file', 'errorfile', 'default-errorfiles' or 'hdr', then 'if' or 'unless')"
                     ));
                 }
             }
+            i += 2;
         }
-        Ok(HttpRequestAction::Deny { status })
+        let no_body = |what: &str| format!("No body expected for {status} responses{what}");
+        let body = match payload {
+            Payload::Empty => {
+                if let Some(t) = content_type.take() {
+                    self.warn(
+                        loc,
+                        format!("content-type '{t}' ignored by the http reply because neither errorfile nor payload defined."),
+                    );
+                }
+                ReplyBody::Static(Vec::new())
+            }
+            Payload::ErrorPage | Payload::Message(_) => {
+                if matches!(payload, Payload::ErrorPage) && !ERROR_PAGE_CODES.contains(&status) {
+                    return Err(format!(
+                        "status code '{status}' not handled by default with 'default-errorfiles' argument."
+                    ));
+                }
+                if let Some(t) = content_type.take() {
+                    self.warn(
+                        loc,
+                        format!("content-type '{t}' ignored by the http reply when used with an erorrfile."),
+                    );
+                }
+                if !headers.is_empty() {
+                    headers.clear();
+                    self.warn(
+                        loc,
+                        "hdr parameters ignored by the http reply when used with an erorrfile.",
+                    );
+                }
+                match payload {
+                    Payload::Message(page) => ReplyBody::Message(page),
+                    _ => ReplyBody::ErrorPage,
+                }
+            }
+            Payload::Raw(bytes) => {
+                if matches!(status, 204 | 304) && !bytes.is_empty() {
+                    return Err(no_body(""));
+                }
+                if content_type.is_none() && !bytes.is_empty() {
+                    return Err(
+                        "a content type must be defined when non-empty payload is configured"
+                            .into(),
+                    );
+                }
+                if bytes.is_empty()
+                    && let Some(t) = content_type.take()
+                {
+                    self.warn(
+                        loc,
+                        format!("content-type '{t}' ignored by the http reply when used with an empty payload."),
+                    );
+                }
+                ReplyBody::Static(bytes)
+            }
+            Payload::Format(text) => {
+                if matches!(status, 204 | 304) {
+                    return Err(no_body(""));
+                }
+                if content_type.is_none() {
+                    return Err("a content type must be defined with a log-format payload".into());
+                }
+                ReplyBody::Format(parse_logfmt(&text)?)
+            }
+        };
+        Ok(HttpReply {
+            status,
+            content_type,
+            body,
+            headers,
+        })
     }
 
     // ---------------------------------------------------------------- server
@@ -2652,49 +2847,18 @@ fn redirect_args(args: &[String], logfmt: bool) -> Result<HttpRequestAction, Str
     })
 }
 
-fn return_args(args: &[String]) -> Result<HttpRequestAction, String> {
-    let mut status = 200u16;
-    let mut content_type = None;
-    let mut body = None;
-    let mut i = 0;
-    while let Some(w) = args.get(i) {
-        let v = args.get(i + 1);
-        let need = |v: Option<&String>| {
-            v.cloned()
-                .ok_or_else(|| format!("'{w}' expects an argument"))
-        };
-        match w.as_str() {
-            "status" => {
-                let v = need(v)?;
-                status = parse_u32(&v)
-                    .and_then(|c| u16::try_from(c).ok())
-                    .filter(|c| (200..=599).contains(c))
-                    .ok_or_else(|| {
-                        format!("status code must be between 200 and 599 (got '{v}')")
-                    })?;
-            }
-            "content-type" => content_type = Some(need(v)?),
-            "string" => body = Some(need(v)?),
-            "lf-string" | "file" | "lf-file" | "errorfile" | "errorfiles" | "hdr"
-            | "default-errorfiles" => {
-                return Err(format!("'{w}' is not supported by sluice yet for 'return'"));
-            }
-            other => {
-                return Err(format!(
-                    "unexpected keyword '{other}' (expects 'status', 'content-type' or 'string', then 'if' or 'unless')"
-                ));
-            }
+/// `http-response set-header|add-header|del-header`.
+fn response_rewrite(action: &str, args: &[String]) -> Result<HttpResponseAction, String> {
+    match rewrite_args(action, args)? {
+        HttpRequestAction::SetHeader { name, fmt } => {
+            Ok(HttpResponseAction::SetHeader { name, fmt })
         }
-        i += 2;
+        HttpRequestAction::AddHeader { name, fmt } => {
+            Ok(HttpResponseAction::AddHeader { name, fmt })
+        }
+        HttpRequestAction::DelHeader { name } => Ok(HttpResponseAction::DelHeader { name }),
+        _ => Err(format!("unexpected action '{action}'")),
     }
-    if body.as_ref().is_some_and(|b| !b.is_empty()) && content_type.is_none() {
-        return Err("a content type must be defined when non-empty payload is configured".into());
-    }
-    Ok(HttpRequestAction::Return {
-        status,
-        content_type,
-        body,
-    })
 }
 
 /// The final period of a message, unless it ends with a suggestion.

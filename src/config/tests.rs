@@ -316,11 +316,9 @@ frontend fe3
         "parsing [s.cfg:21] : 'bind' ignored because backend 'be' has no frontend capability."
     ));
     assert!(has(
-        "[WARNING]  (1) : config : parsing [s.cfg:27] : status code 418 not handled, using default code 403."
+        "[ALERT]    (1) : config : parsing [s.cfg:27] : error detected in backend 'be' while parsing 'http-request deny' rule : status code '418' not handled by default with 'default-errorfiles' argument.."
     ));
-    assert!(has(
-        "parsing [s.cfg:28] : 'http-request tarpit' is not supported by sluice yet"
-    ));
+    assert!(!has("s.cfg:28"), "http-request tarpit is valid: {m:#?}");
     assert!(has(
         "parsing [s.cfg:29] : error detected in backend 'be' while parsing 'http-request return' rule : a content type must be defined when non-empty payload is configured."
     ));
@@ -349,8 +347,12 @@ frontend fe3
     assert_eq!(be.stats.as_ref().unwrap().uri, "/st");
     assert_eq!(be.http_request.len(), 4);
     assert!(matches!(
-        be.http_request[1].action,
-        HttpRequestAction::Deny { status: 429 }
+        &be.http_request[1].action,
+        HttpRequestAction::Deny(HttpReply {
+            status: 429,
+            body: ReplyBody::ErrorPage,
+            ..
+        })
     ));
     assert!(be.acls.iter().any(|a| a.name == "TRUE"));
     assert!(be.acls.iter().any(|a| a.name == "LOCALHOST"));

@@ -20,7 +20,9 @@ use super::service::View;
 use crate::backend::retry::{self, ConnectError, Retries, Seat};
 use crate::backend::{Counters, ServerState};
 use crate::balance::{self, PickError};
-use crate::config::model::{ForwardFor, HttpConnMode, HttpResponseAction, HttpReuse, RetryOn};
+use crate::config::model::{
+    ForwardFor, HttpConnMode, HttpReply, HttpResponseAction, HttpReuse, RetryOn,
+};
 use crate::log::LogRecord;
 use crate::routing::{BackendRt, FrontendRt};
 
@@ -865,14 +867,21 @@ async fn relay_response(
     } else {
         match response_edits(fe, be, &server.name, req, ctx.src, ctx.tls, &mut resp) {
             Ok(e) => e,
-            Err(RespRefused::Denied) => {
+            Err(RespRefused::Denied(reply)) => {
                 // `http-response deny`, `rspdeny`: the server's answer is
                 // dropped.
                 rec.term(b'P', b'H');
                 add(&rows.be.dresp, 1);
                 add(&rows.srv.dresp, 1);
                 drop(resp);
-                return deny_response(client, fe, be, keep_client).await;
+                let cx = rules::FmtCtx {
+                    req,
+                    src: ctx.src,
+                    frontend: &fe.name,
+                    backend: Some(&be.name),
+                    server: Some(&server.name),
+                };
+                return deny_response(client, fe, be, keep_client, reply, &cx).await;
             }
             Err(RespRefused::Invalid) => {
                 // An `rsprep` that broke the head: HAProxy 1.8's
@@ -970,38 +979,36 @@ async fn relay_response(
     }
 }
 
-/// `http-response deny`: HAProxy's 502 page; the client connection stays
-/// open if it could (the request was read whole), else the page says
+/// `http-response deny` (its reply, or the error page of its status,
+/// 502 by default) and `rspdeny` (502). The client connection stays open
+/// if it could (the request was read whole), else the answer says
 /// `connection: close`.
 async fn deny_response(
     client: &mut BufConn,
     fe: &FrontendRt,
     be: &BackendRt,
     keep: bool,
+    reply: Option<&HttpReply>,
+    cx: &rules::FmtCtx<'_>,
 ) -> Outcome {
-    if be
-        .errorfiles
-        .iter()
-        .chain(&fe.errorfiles)
-        .any(|(c, _)| *c == 502)
-    {
-        return send_error_be(client, 502, fe, Some(be), false).await;
-    }
-    let page = errors::response(502);
-    let mut out = BytesMut::with_capacity(page.len() + 24);
-    match (keep, memchr::memmem::find(page, b"\r\n\r\n")) {
-        (false, Some(end)) => {
-            out.put_slice(&page[..end + 2]);
-            out.put_slice(b"connection: close\r\n");
-            out.put_slice(&page[end + 2..]);
+    let status = reply.map_or(502, |r| r.status);
+    let out = match reply.and_then(|r| super::reply::render(r, cx, keep)) {
+        Some(out) => out,
+        None if be
+            .errorfiles
+            .iter()
+            .chain(&fe.errorfiles)
+            .any(|(c, _)| *c == status) =>
+        {
+            return send_error_be(client, status, fe, Some(be), false).await;
         }
-        _ => out.put_slice(page),
-    }
+        None => super::reply::with_close(errors::response(status), keep),
+    };
     let ok = io::write_all(&mut client.stream, &out, fe.timeouts.client)
         .await
         .is_ok();
     Outcome {
-        status: Some(502),
+        status: Some(status),
         keep_client: ok && keep,
         bytes_out: if ok { out.len() as u64 } else { 0 },
         body_in: 0,
@@ -1009,9 +1016,9 @@ async fn deny_response(
 }
 
 /// Why the response rules refused a response.
-enum RespRefused {
-    /// `http-response deny`, `rspdeny`.
-    Denied,
+enum RespRefused<'r> {
+    /// `http-response deny` (with its reply), `rspdeny` (without).
+    Denied(Option<&'r HttpReply>),
     /// An `rsprep` left a head that does not parse.
     Invalid,
 }
@@ -1019,15 +1026,15 @@ enum RespRefused {
 /// Runs the `http-response` rules then the `rsp*` filters of the backend,
 /// then of the frontend (once for a `listen` section). The filters may
 /// replace `resp` with their rewrite.
-fn response_edits(
-    fe: &FrontendRt,
-    be: &BackendRt,
+fn response_edits<'r>(
+    fe: &'r FrontendRt,
+    be: &'r BackendRt,
     server: &str,
     req: &Head,
     src: IpAddr,
     tls: Option<&crate::tls::TlsFacts>,
     resp: &mut Head,
-) -> Result<Option<Edits>, RespRefused> {
+) -> Result<Option<Edits>, RespRefused<'r>> {
     let view = View {
         head: req,
         src,
@@ -1072,7 +1079,7 @@ fn response_edits(
                     e.add_header(name, rules::eval(fmt, &cx))
                 }
                 HttpResponseAction::DelHeader { name } => e.del_header(name),
-                HttpResponseAction::Deny => return Err(RespRefused::Denied),
+                HttpResponseAction::Deny(reply) => return Err(RespRefused::Denied(Some(reply))),
             }
         }
         let Some(l) = legacy_rsp else {
@@ -1085,7 +1092,9 @@ fn response_edits(
                 *resp = h;
                 edits = None;
             }
-            legacy::Verdict::Deny | legacy::Verdict::Tarpit => return Err(RespRefused::Denied),
+            legacy::Verdict::Deny | legacy::Verdict::Tarpit => {
+                return Err(RespRefused::Denied(None));
+            }
             legacy::Verdict::Invalid => return Err(RespRefused::Invalid),
         }
     }

@@ -10,5 +10,6 @@ pub mod h2;
 pub mod io;
 pub mod legacy;
 pub mod park;
+pub mod reply;
 pub mod rules;
 pub mod service;

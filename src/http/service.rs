@@ -24,7 +24,7 @@ use super::park;
 use super::rules;
 use crate::acl::eval::{AclSet, CompiledCond, RequestView};
 use crate::backend::counters::Counters;
-use crate::config::model::{BindProto, HttpConnMode, HttpRequestAction, Timeouts};
+use crate::config::model::{BindProto, HttpConnMode, HttpReply, HttpRequestAction, Timeouts};
 use crate::listener::ClientConn;
 use crate::log::{LogRecord, SrvName};
 use crate::routing::{BackendRt, FrontendRt, StatsRt};
@@ -758,11 +758,11 @@ impl RuleRun<'_> {
         let (src, tls) = (self.src, self.tls);
         let view = View { head, src, tls };
         let (before, after) = st.rules.split_at(st.legacy_at.min(st.rules.len()));
-        if let Some(out) = self.apply(&view, before, st.acls, st.be).await {
+        if let Some(out) = self.apply(&view, before, st.acls, st.be, st.timeouts).await {
             return Err(out);
         }
         let Some(l) = st.legacy else {
-            return match self.apply(&view, after, st.acls, st.be).await {
+            return match self.apply(&view, after, st.acls, st.be, st.timeouts).await {
                 Some(out) => Err(out),
                 None => Ok(head),
             };
@@ -778,9 +778,16 @@ impl RuleRun<'_> {
             legacy::Verdict::Deny => {
                 self.count(st.be, |c| &c.dreq);
                 self.rec.term(b'P', b'R');
-                return Err(deny(self.conn, 403, self.fe, st.be, self.keep_local).await);
+                return Err(forward::send_error_be(
+                    self.conn,
+                    403,
+                    self.fe,
+                    st.be,
+                    self.keep_local,
+                )
+                .await);
             }
-            legacy::Verdict::Tarpit => return Err(self.tarpit(st.be, st.timeouts).await),
+            legacy::Verdict::Tarpit => return Err(self.tarpit(st.be, st.timeouts, None).await),
             legacy::Verdict::Invalid => {
                 // HAProxy 1.8's `return_bad_req`: 400, a failed request.
                 self.fe.state.counters.ereq.fetch_add(1, Relaxed);
@@ -789,22 +796,58 @@ impl RuleRun<'_> {
             }
         };
         let view = View { head, src, tls };
-        match self.apply(&view, after, st.acls, st.be).await {
+        match self.apply(&view, after, st.acls, st.be, st.timeouts).await {
             Some(out) => Err(out),
             None => Ok(head),
         }
     }
 
-    /// `reqtarpit`: the request is held for `timeout tarpit` (else
-    /// `timeout connect`, else not at all), then answered 500 and the
-    /// connection closed; logged `PT` (HAProxy).
-    async fn tarpit(&mut self, be: Option<&BackendRt>, t: &Timeouts) -> Outcome {
+    /// `reqtarpit`, `http-request tarpit`: the request is held for
+    /// `timeout tarpit` (else `timeout connect`, else not at all), then
+    /// answered (500 by default) and the connection closed; logged `PT`
+    /// (HAProxy).
+    async fn tarpit(
+        &mut self,
+        be: Option<&BackendRt>,
+        t: &Timeouts,
+        reply: Option<(&HttpReply, &rules::FmtCtx<'_>)>,
+    ) -> Outcome {
         self.count(be, |c| &c.dreq);
         self.rec.term(b'P', b'T');
         if let Some(d) = t.tarpit.or(t.connect) {
             tokio::time::sleep(d).await;
         }
-        forward::send_error_be(self.conn, 500, self.fe, be, false).await
+        match reply {
+            // HAProxy closes after a tarpit without announcing it.
+            Some((reply, cx)) => Outcome {
+                keep_client: false,
+                ..self.reply(reply, cx, be, true).await
+            },
+            None => forward::send_error_be(self.conn, 500, self.fe, be, false).await,
+        }
+    }
+
+    /// Sends the answer of a `return` or `deny` rule: its own content, or
+    /// the error page of its status (`errorfile` first).
+    async fn reply(
+        &mut self,
+        reply: &HttpReply,
+        cx: &rules::FmtCtx<'_>,
+        be: Option<&BackendRt>,
+        keep: bool,
+    ) -> Outcome {
+        let Some(out) = crate::http::reply::render(reply, cx, keep) else {
+            return forward::send_error_be(self.conn, reply.status, self.fe, be, keep).await;
+        };
+        let ok = io::write_all(&mut self.conn.stream, &out, self.fe.timeouts.client)
+            .await
+            .is_ok();
+        Outcome {
+            status: Some(reply.status),
+            keep_client: keep && ok,
+            bytes_out: out.len() as u64,
+            body_in: 0,
+        }
     }
 
     /// Runs `rules` under `acls`; `be` is set for a backend's rules, whose
@@ -816,6 +859,7 @@ impl RuleRun<'_> {
         rules: &[(HttpRequestAction, Option<CompiledCond>)],
         acls: &AclSet,
         be: Option<&BackendRt>,
+        timeouts: &Timeouts,
     ) -> Option<Outcome> {
         let fe = self.fe;
         let head = view.head;
@@ -895,29 +939,18 @@ impl RuleRun<'_> {
                         body_in: 0,
                     });
                 }
-                HttpRequestAction::Return {
-                    status,
-                    content_type,
-                    body: text,
-                } => {
+                HttpRequestAction::Return(reply) => {
                     self.count(be, |c| &c.intercepted);
                     self.rec.term(b'L', b'R');
-                    return Some(
-                        local_response(
-                            self.conn,
-                            *status,
-                            content_type.as_deref(),
-                            text.as_deref().unwrap_or("").as_bytes(),
-                            self.keep_local,
-                            fe,
-                        )
-                        .await,
-                    );
+                    return Some(self.reply(reply, &cx, be, self.keep_local).await);
                 }
-                HttpRequestAction::Deny { status } => {
+                HttpRequestAction::Deny(reply) => {
                     self.count(be, |c| &c.dreq);
                     self.rec.term(b'P', b'R');
-                    return Some(deny(self.conn, *status, fe, be, self.keep_local).await);
+                    return Some(self.reply(reply, &cx, be, self.keep_local).await);
+                }
+                HttpRequestAction::Tarpit(reply) => {
+                    return Some(self.tarpit(be, timeouts, Some((reply, &cx))).await);
                 }
                 HttpRequestAction::PrometheusExporter => {
                     self.count(be, |c| &c.intercepted);
@@ -1164,55 +1197,4 @@ async fn prometheus(
         // HAProxy answers its built-in 400 page and closes.
         Err(_) => forward::send_error(conn, 400, fe, false).await,
     }
-}
-
-async fn local_response(
-    conn: &mut BufConn,
-    status: u16,
-    ctype: Option<&str>,
-    body: &[u8],
-    keep: bool,
-    fe: &FrontendRt,
-) -> Outcome {
-    let mut out = BytesMut::with_capacity(128 + body.len());
-    out.put_slice(
-        format!(
-            "HTTP/1.1 {} {}\r\ncontent-length: {}\r\n",
-            status,
-            errors::reason(status),
-            body.len()
-        )
-        .as_bytes(),
-    );
-    if let Some(t) = ctype {
-        out.put_slice(b"content-type: ");
-        out.put_slice(t.as_bytes());
-        out.put_slice(b"\r\n");
-    }
-    if !keep {
-        out.put_slice(b"connection: close\r\n");
-    }
-    out.put_slice(b"\r\n");
-    out.put_slice(body);
-    let ok = io::write_all(&mut conn.stream, &out, fe.timeouts.client)
-        .await
-        .is_ok();
-    Outcome {
-        status: Some(status),
-        keep_client: keep && ok,
-        bytes_out: out.len() as u64,
-        body_in: 0,
-    }
-}
-
-/// `http-request deny`: the built-in page of the status (the config only
-/// accepts statuses that have one).
-async fn deny(
-    conn: &mut BufConn,
-    status: u16,
-    fe: &FrontendRt,
-    be: Option<&BackendRt>,
-    keep: bool,
-) -> Outcome {
-    forward::send_error_be(conn, status, fe, be, keep).await
 }

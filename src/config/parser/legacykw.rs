@@ -326,7 +326,7 @@ impl State<'_> {
         };
         self.warn_misplaced(loc, "block", ReqStage::Block);
         self.px().blocks.push(HttpRequestRule {
-            action: HttpRequestAction::Deny { status: 403 },
+            action: HttpRequestAction::Deny(HttpReply::error_page(403)),
             cond,
             loc: loc.clone(),
         });

@@ -199,18 +199,14 @@ enum Framing {
     Chunked,
 }
 
-/// The HTTP/1.1 head of an HTTP/2 response.
+/// The HTTP/1.1 head of an HTTP/2 response. HTTP/2 has no reason phrase
+/// and HAProxy 2.6 makes none up: the status line ends after the code and
+/// its space (allowed by RFC 9112), as clients of haproxy see it.
 fn h1_response(parts: &http::response::Parts, framing: Framing) -> BytesMut {
     let mut out = BytesMut::with_capacity(256);
-    let s = parts.status;
-    out.put_slice(
-        format!(
-            "HTTP/1.1 {} {}\r\n",
-            s.as_str(),
-            s.canonical_reason().unwrap_or("")
-        )
-        .as_bytes(),
-    );
+    out.put_slice(b"HTTP/1.1 ");
+    out.put_slice(parts.status.as_str().as_bytes());
+    out.put_slice(b" \r\n");
     for (n, v) in &parts.headers {
         out.put_slice(n.as_str().as_bytes());
         out.put_slice(b": ");

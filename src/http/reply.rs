@@ -1,0 +1,69 @@
+//! The answers `http-request return|deny` and `http-response deny` make up
+//! from their own arguments (HAProxy's `http_reply`): the status line, the
+//! `hdr` fields, then `content-length` and `content-type`, then the payload.
+//! A deny without reply arguments sends the error page of its status
+//! instead, through the error-page path (`errorfile` first).
+
+use bytes::{BufMut, BytesMut};
+
+use super::errors;
+use super::rules::{self, FmtCtx};
+use crate::config::model::{HttpReply, ReplyBody};
+
+/// The bytes of `reply`, or `None` when it is the error page of its status.
+/// `keep` says whether the client connection stays open after it.
+pub fn render(reply: &HttpReply, cx: &FmtCtx<'_>, keep: bool) -> Option<BytesMut> {
+    let evaluated;
+    let body: &[u8] = match &reply.body {
+        ReplyBody::ErrorPage => return None,
+        ReplyBody::Message(page) => return Some(with_close(page, keep)),
+        ReplyBody::Static(bytes) => bytes,
+        ReplyBody::Format(fmt) => {
+            evaluated = rules::eval(fmt, cx);
+            &evaluated
+        }
+    };
+    let mut out = BytesMut::with_capacity(128 + body.len());
+    out.put_slice(b"HTTP/1.1 ");
+    out.put_slice(reply.status.to_string().as_bytes());
+    out.put_u8(b' ');
+    out.put_slice(errors::http_reason(reply.status).as_bytes());
+    out.put_slice(b"\r\n");
+    for (name, fmt) in &reply.headers {
+        out.put_slice(name.as_bytes());
+        out.put_slice(b": ");
+        out.put_slice(&rules::eval(fmt, cx));
+        out.put_slice(b"\r\n");
+    }
+    out.put_slice(b"content-length: ");
+    out.put_slice(body.len().to_string().as_bytes());
+    out.put_slice(b"\r\n");
+    if let Some(t) = &reply.content_type
+        && !body.is_empty()
+    {
+        out.put_slice(b"content-type: ");
+        out.put_slice(t.as_bytes());
+        out.put_slice(b"\r\n");
+    }
+    if !keep {
+        out.put_slice(b"connection: close\r\n");
+    }
+    out.put_slice(b"\r\n");
+    out.put_slice(body);
+    Some(out)
+}
+
+/// A whole response (an error page) with `connection: close` added at the
+/// end of its head when the connection is not kept.
+pub fn with_close(page: &[u8], keep: bool) -> BytesMut {
+    let mut out = BytesMut::with_capacity(page.len() + 24);
+    match (keep, memchr::memmem::find(page, b"\r\n\r\n")) {
+        (false, Some(end)) => {
+            out.put_slice(&page[..end + 2]);
+            out.put_slice(b"connection: close\r\n");
+            out.put_slice(&page[end + 2..]);
+        }
+        _ => out.put_slice(page),
+    }
+    out
+}
