@@ -612,7 +612,13 @@ async fn serve(
         );
         return 1;
     }
-    let sup = match crate::reload::Supervisor::start(rt.clone(), sources, global_max, bound) {
+    let sup = match crate::reload::Supervisor::start(
+        rt.clone(),
+        sources,
+        global_max,
+        bound,
+        crate::reload_diff::ConfigPrint::of(&cfg),
+    ) {
         Ok(sup) => sup,
         Err(e) => {
             alert(pid, &format!("cannot start listeners: {e}"));

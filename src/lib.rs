@@ -14,6 +14,7 @@ pub mod manpage;
 pub mod process;
 pub mod proxy_proto;
 pub mod reload;
+pub mod reload_diff;
 pub mod routing;
 pub mod runtime;
 pub mod sessions;

@@ -11,7 +11,7 @@
 //! bind changes nothing; removed addresses stop accepting and their open
 //! connections finish.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
@@ -22,6 +22,7 @@ use tokio::sync::Semaphore;
 
 use crate::config::{self, model::Config};
 use crate::listener::{self, Binding, ListenerCtl};
+use crate::reload_diff::ConfigPrint;
 use crate::routing::Snapshot;
 use crate::runtime::Runtime;
 
@@ -46,6 +47,8 @@ pub struct Supervisor {
     global_now: AtomicU32,
     state: tokio::sync::Mutex<Bound>,
     last: Mutex<Option<ReloadReport>>,
+    /// The configuration in force, as `show reload` compares it.
+    applied: Mutex<ConfigPrint>,
     reloads: std::sync::atomic::AtomicU64,
 }
 
@@ -78,6 +81,7 @@ impl Supervisor {
         sources: Vec<PathBuf>,
         global_max: Arc<Semaphore>,
         bound: Vec<(Arc<str>, SocketAddr, std::net::TcpListener)>,
+        applied: ConfigPrint,
     ) -> std::io::Result<Arc<Supervisor>> {
         let sup = Arc::new(Supervisor {
             rt,
@@ -86,6 +90,7 @@ impl Supervisor {
             global_max,
             state: tokio::sync::Mutex::new(Bound::default()),
             last: Mutex::new(None),
+            applied: Mutex::new(applied),
             reloads: std::sync::atomic::AtomicU64::new(0),
         });
         {
@@ -216,9 +221,11 @@ impl Supervisor {
                 }
             }
         }
-        let old = self.rt.snapshot();
         let new = self.rt.apply(&cfg, retire_removed);
-        report.changes = diff(&old, &new);
+        let print = ConfigPrint::of(&cfg);
+        report.changes =
+            std::mem::replace(&mut *crate::backend::lock(&self.applied), print.clone())
+                .changes_to(&print);
         dispatch_queues(&new);
         if let Some(after) = new.global.hard_stop_after {
             expire_generations_below(new.generation, after);
@@ -402,63 +409,6 @@ fn binds(cfg: &Config) -> Vec<(Arc<str>, SocketAddr)> {
                 .map(move |a| (name.clone(), a))
         })
         .collect()
-}
-
-/// What changed between two snapshots, in words.
-fn diff(old: &Snapshot, new: &Snapshot) -> Vec<String> {
-    let mut out = Vec::new();
-    let names = |s: &Snapshot| {
-        s.proxies
-            .iter()
-            .map(|p| format!("{} {}", p.kind.keyword(), p.name))
-            .collect::<BTreeSet<_>>()
-    };
-    let (a, b) = (names(old), names(new));
-    for p in b.difference(&a) {
-        out.push(format!("{p} added"));
-    }
-    for p in a.difference(&b) {
-        out.push(format!("{p} removed"));
-    }
-    for nb in new.backends() {
-        let Some(ob) = old.backend(&nb.name) else {
-            continue;
-        };
-        for s in &nb.servers {
-            match ob.servers.iter().find(|o| o.name == s.name) {
-                None => out.push(format!("server {}/{} added", nb.name, s.name)),
-                Some(o) => {
-                    let mut what = Vec::new();
-                    if o.addr != s.addr {
-                        what.push(format!("address {} -> {}", o.addr, s.addr));
-                    }
-                    if o.weight != s.weight {
-                        what.push(format!("weight {} -> {}", o.weight, s.weight));
-                    }
-                    if o.maxconn != s.maxconn {
-                        what.push(format!("maxconn {} -> {}", o.maxconn, s.maxconn));
-                    }
-                    if o.check != s.check {
-                        what.push("check parameters".to_string());
-                    }
-                    if !what.is_empty() {
-                        out.push(format!(
-                            "server {}/{} modified: {}",
-                            nb.name,
-                            s.name,
-                            what.join(", ")
-                        ));
-                    }
-                }
-            }
-        }
-        for o in &ob.servers {
-            if !nb.servers.iter().any(|s| s.name == o.name) {
-                out.push(format!("server {}/{} removed", nb.name, o.name));
-            }
-        }
-    }
-    out
 }
 
 /// Reloads on SIGHUP and SIGUSR2 (HAProxy's master-worker reload signal).

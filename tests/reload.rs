@@ -286,3 +286,52 @@ async fn hard_stop_after_bounds_requests_of_a_replaced_generation() {
     s1.release(1);
     assert_eq!(get(addr, "/new").await.status, 200);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn show_reload_names_modified_proxies() {
+    let s1 = Backend::start("s1").await;
+    let port = free_port();
+    let base = cfg(port, &[(&s1, 1)], None);
+    let s = Sluice::start(&base);
+    let sock = s.stats_socket();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    assert_eq!(get(addr, "/admin").await.status, 200);
+
+    // Rules and a timeout change; no proxy or server is added or removed.
+    let changed = base
+        .replace(
+            "    default_backend be\n",
+            "    acl is_admin path_beg /admin\n    http-request deny if is_admin\n    default_backend be\n",
+        )
+        .replace("backend be\n", "backend be\n    timeout server 7s\n");
+    rewrite(&s, &changed);
+    let reply = cli(&sock, "reload").await;
+    assert!(reply.starts_with("Success=1\ngeneration=2\n"), "{reply}");
+    assert_eq!(get(addr, "/admin").await.status, 403);
+    let report = cli(&sock, "show reload").await;
+    assert!(
+        report.contains("  frontend fe modified: ACLs, http-request rules\n"),
+        "{report}"
+    );
+    assert!(
+        report.contains("  backend be modified: timeouts\n"),
+        "{report}"
+    );
+    assert!(!report.contains("server "), "{report}");
+
+    // Routing: a use_backend rule and a new backend it names.
+    let routed = changed.replace(
+        "    default_backend be\n",
+        "    acl is_two path_beg /two\n    use_backend be2 if is_two\n    default_backend be\n",
+    ) + &format!("backend be2\n    server s1 {}\n", s1.hostport());
+    rewrite(&s, &routed);
+    assert!(cli(&sock, "reload").await.starts_with("Success=1"));
+    let report = cli(&sock, "show reload").await;
+    assert!(report.contains("  backend be2 added\n"), "{report}");
+    assert!(
+        report.contains("  frontend fe modified: ACLs, use_backend rules\n"),
+        "{report}"
+    );
+    assert!(!report.contains("backend be modified"), "{report}");
+    assert_eq!(get(addr, "/two").await.status, 200);
+}
