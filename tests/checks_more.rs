@@ -189,6 +189,51 @@ backend {name}
     }
 }
 
+/// Every `option httpchk` form puts haproxy 2.6.12's bytes on the wire
+/// (captured from it with the same config): the bare form, a URI alone,
+/// method and URI, the old `HTTP/1.1\r\nHost:` trick; HTTP/1.0 checks
+/// carry no `connection` header, HTTP/1.1 ones ask to close.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn httpchk_forms_put_haproxys_bytes_on_the_wire() {
+    let forms = [
+        ("option httpchk", "OPTIONS / HTTP/1.0\r\n\r\n"),
+        ("option httpchk /h", "OPTIONS /h HTTP/1.0\r\n\r\n"),
+        (
+            "option httpchk GET /health\n    http-check send hdr X-A b",
+            "GET /health HTTP/1.0\r\nx-a: b\r\n\r\n",
+        ),
+        (
+            "option httpchk POST /p\n    http-check send body hello",
+            "POST /p HTTP/1.0\r\ncontent-length: 5\r\n\r\nhello",
+        ),
+        (
+            "option httpchk GET /x HTTP/1.1\\r\\nHost:\\ www",
+            "GET /x HTTP/1.1\r\nhost: www\r\nconnection: close\r\n\r\n",
+        ),
+        (
+            "option httpchk HEAD /h HTTP/1.0\n    http-check send hdr Host foo",
+            "HEAD /h HTTP/1.0\r\nhost: foo\r\n\r\n",
+        ),
+    ];
+    let mut recorders = Vec::new();
+    let mut cfg = HEAD.to_string();
+    for (i, (lines, _)) in forms.iter().enumerate() {
+        let rec = Scripted::fixed("200 OK", "").await;
+        cfg.push_str(&format!(
+            "\nbackend b{i}\n    {lines}\n    server s {} check inter 100ms\n",
+            rec.addr
+        ));
+        recorders.push(rec);
+    }
+    let s = Sluice::start(&cfg);
+    let sock = s.stats_socket();
+    for (i, (lines, bytes)) in forms.iter().enumerate() {
+        wait_check(&sock, &format!("b{i}"), "s", "UP", "L7OK").await;
+        let first = recorders[i].requests.lock().unwrap()[0].clone();
+        assert_eq!(String::from_utf8_lossy(&first), *bytes, "{lines}");
+    }
+}
+
 /// A check target that alternates good and bad answers is damped by
 /// rise/fall: with `rise 2 fall 2`, one that started good stays UP and one
 /// that started bad stays DOWN, however long it flaps; with `rise 1 fall 1`

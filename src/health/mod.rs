@@ -287,7 +287,12 @@ async fn http_check(
     if !hc.body.is_empty() {
         req.push_str(&format!("content-length: {}\r\n", hc.body.len()));
     }
-    req.push_str("connection: close\r\n\r\n");
+    // HTTP/1.1 checks ask to close; HTTP/1.0 ones close by default and
+    // haproxy 2.6.12 sends no `connection` header with them.
+    if !hc.version.eq_ignore_ascii_case("HTTP/1.0") {
+        req.push_str("connection: close\r\n");
+    }
+    req.push_str("\r\n");
     req.push_str(&hc.body);
     if conn.write_all(req.as_bytes()).await.is_err() || conn.flush().await.is_err() {
         return (CheckStatus::L7Rsp, None, "Write error".into());
