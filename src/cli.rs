@@ -235,6 +235,9 @@ pub fn main_with_args(args: &[String]) -> i32 {
         return 0;
     }
     let pid = std::process::id();
+    if opts.check_only {
+        config::addr::set_check_only();
+    }
     let loaded = config::load(&opts.files);
     if opts.dump {
         print!("{}", config::dump(&loaded.statements));

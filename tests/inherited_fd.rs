@@ -509,3 +509,63 @@ backend be
     );
     assert_eq!(tcp_cli(tcp_addr, "show cli level").await, "operator\n\n");
 }
+
+/// `sluice -c` (the packaged unit's ExecStartPre= and ExecReload=) runs
+/// without the service's systemd sockets: an `fd@<name>` it cannot resolve
+/// is a notice, not an error, as a number it does not open is; a real start
+/// still refuses it.
+#[test]
+fn check_mode_accepts_systemd_names_it_cannot_resolve() {
+    let dir = TempDir::new("fd-check");
+    let cfg = dir.write(
+        "sd.cfg",
+        "global
+    stats socket fd@admin level admin
+defaults
+    mode http
+    timeout connect 1s
+    timeout client 1s
+    timeout server 1s
+frontend fe
+    bind fd@www,fd@987
+    default_backend be
+backend be
+    server s1 127.0.0.1:9
+",
+    );
+    let cfg = cfg.to_str().unwrap();
+    let out = run_sluice(&["-c", "-f", cfg], None);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    assert_eq!(out.stdout, "Configuration file is valid\n");
+    for (line, what) in [
+        ("sd.cfg:2", "'stats socket' : 'fd@admin'"),
+        ("sd.cfg:9", "'bind' : 'fd@www'"),
+    ] {
+        assert!(
+            out.stderr.lines().any(|l| l.starts_with("[NOTICE]")
+                && l.contains(line)
+                && l.contains(what)
+                && l.contains("not checked by -c")),
+            "{}",
+            out.stderr
+        );
+    }
+    assert!(
+        !out.stderr.contains("[WARNING]") && !out.stderr.contains("[ALERT]"),
+        "{}",
+        out.stderr
+    );
+    // The packaged unit's form: quiet, and zero-warning still passes.
+    let out = run_sluice(&["-c", "-q", "-dW", "-f", cfg], None);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    assert_eq!(out.stdout + &out.stderr, "");
+    // Starting is another matter: the name must resolve.
+    let out = run_sluice(&["-f", cfg], None);
+    assert_eq!(out.code(), Some(1));
+    assert!(
+        out.stderr
+            .contains("sd.cfg:2] : 'stats socket' : invalid file descriptor 'admin'"),
+        "{}",
+        out.stderr
+    );
+}

@@ -169,6 +169,35 @@ pub fn system_resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>, String> 
         .map_err(|e| e.to_string())
 }
 
+/// Stands for an `fd@<name>` that the check mode (`-c`) cannot resolve: the
+/// names are systemd's for the service's main process only, not for the
+/// `ExecStartPre=`/`ExecReload=` check. Never used to start.
+pub const UNRESOLVED_FD: i32 = -1;
+
+static CHECK_ONLY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `-c`: configurations are only checked, never started; an `fd@<name>`
+/// this process cannot resolve is accepted (see [`fd_ref_checked`]).
+pub fn set_check_only() {
+    CHECK_ONLY.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// [`fd_ref`], except that under `-c` a name it cannot resolve gives
+/// `Ok(Err(why))`: [`UNRESOLVED_FD`], to report as a notice. Like HAProxy's
+/// `-c`, the check opens no socket; the name is resolved at start-up.
+pub fn fd_ref_checked(r: &str) -> Result<Result<i32, String>, String> {
+    match fd_ref(r) {
+        Ok(fd) => Ok(Ok(fd)),
+        Err(why)
+            if CHECK_ONLY.load(std::sync::atomic::Ordering::Relaxed)
+                && r.parse::<i32>().is_err() =>
+        {
+            Ok(Err(why))
+        }
+        Err(why) => Err(why),
+    }
+}
+
 /// The descriptor an `fd@<ref>` address names: a number, or the name of a
 /// socket systemd passed (`FileDescriptorName=` in the `.socket` unit, seen
 /// in `LISTEN_FDNAMES`; the passed descriptors start at 3).

@@ -204,7 +204,8 @@ pub struct StatsSocket {
     /// `expose-fd listeners`: the listening sockets can be taken over by a
     /// new process started with `-x <this socket>`.
     pub expose_fd: bool,
-    /// `fd@<n>`: an inherited listening socket (UNIX or TCP).
+    /// `fd@<n>`: an inherited listening socket (UNIX or TCP);
+    /// `addr::UNRESOLVED_FD` under `-c` for a name it cannot resolve.
     pub fd: Option<i32>,
 }
 
@@ -497,7 +498,8 @@ pub struct Bind {
     pub text: String,
     /// Resolved addresses (a host name may give several).
     pub addrs: Vec<SocketAddr>,
-    /// `fd@<n>`: an inherited listening socket (no address to bind).
+    /// `fd@<n>`: an inherited listening socket (no address to bind);
+    /// `addr::UNRESOLVED_FD` under `-c` for a name it cannot resolve.
     pub fd: Option<i32>,
     pub loc: Loc,
     /// `accept-proxy`: connections start with a PROXY protocol header.

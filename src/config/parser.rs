@@ -229,6 +229,16 @@ impl<'r> State<'r> {
             .push(Diagnostic::parsing(Level::Warning, loc, msg));
     }
 
+    /// `-c` met an `fd@<name>` it cannot resolve: a notice, not an error
+    /// (the check runs without the service's systemd sockets).
+    fn unresolved_fd(&mut self, loc: &Loc, what: &str, text: &str, why: &str) {
+        self.diags.push(Diagnostic::parsing(
+            Level::Notice,
+            loc,
+            format!("'{what}' : '{text}' : {why}; not checked by -c, it must resolve when sluice starts."),
+        ));
+    }
+
     fn tight(&mut self, level: Level, loc: &Loc, msg: impl std::fmt::Display) {
         self.diags.push(Diagnostic::parsing_tight(level, loc, msg));
     }
@@ -901,8 +911,12 @@ impl<'r> State<'r> {
             fd: None,
         };
         if let Some(n) = target.strip_prefix("fd@") {
-            match addr::fd_ref(n) {
-                Ok(fd) => sock.fd = Some(fd),
+            match addr::fd_ref_checked(n) {
+                Ok(Ok(fd)) => sock.fd = Some(fd),
+                Ok(Err(why)) => {
+                    self.unresolved_fd(loc, "stats socket", target, &why);
+                    sock.fd = Some(addr::UNRESOLVED_FD);
+                }
                 Err(e) => return self.alert(loc, format!("'stats socket' : {e} in '{target}'")),
             }
         } else if let Some(path) = target.strip_prefix("unix@") {
@@ -1544,7 +1558,15 @@ impl<'r> State<'r> {
             // An inherited listening socket (systemd, a supervisor): checked
             // when sluice starts, where the descriptor exists.
             if let Some(n) = item.strip_prefix("fd@") {
-                match addr::fd_ref(n) {
+                let fd = match addr::fd_ref_checked(n) {
+                    Ok(Ok(fd)) => Ok(fd),
+                    Ok(Err(why)) => {
+                        self.unresolved_fd(loc, "bind", item, &why);
+                        Ok(addr::UNRESOLVED_FD)
+                    }
+                    Err(e) => Err(e),
+                };
+                match fd {
                     Ok(fd) => binds.push(Bind {
                         text: item.to_string(),
                         addrs: Vec::new(),
