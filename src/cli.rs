@@ -585,11 +585,19 @@ async fn serve(
         if let Err(e) = start_stats_socket(sock, inherited, &rt) {
             let what = match sock.tcp {
                 Some(addr) => format!("cannot bind socket ({}) [{addr}]", errno_text(&e)),
-                None => format!(
-                    "cannot bind UNIX socket ({}) [{}]",
-                    errno_text(&e),
-                    sock.path.display()
-                ),
+                None => match e
+                    .get_ref()
+                    .and_then(|i| i.downcast_ref::<crate::stats::cli::SocketOwnershipError>())
+                {
+                    Some(own) => {
+                        format!("{own} ({}) [{}]", errno_text(&own.0), sock.path.display())
+                    }
+                    None => format!(
+                        "cannot bind UNIX socket ({}) [{}]",
+                        errno_text(&e),
+                        sock.path.display()
+                    ),
+                },
             };
             alert(pid, &format!("Starting proxy GLOBAL: {what}"));
             return 1;
@@ -793,6 +801,14 @@ fn start_stats_socket(
 }
 
 fn errno_text(e: &std::io::Error) -> String {
+    // An OS error shows as "<strerror> (os error N)": keep the strerror text
+    // HAProxy prints (EPERM and EACCES share an ErrorKind but not a text).
+    if e.raw_os_error().is_some() {
+        let text = e.to_string();
+        if let Some(cut) = text.find(" (os error ") {
+            return text[..cut].to_string();
+        }
+    }
     match e.kind() {
         std::io::ErrorKind::AddrInUse => "Address already in use".to_string(),
         std::io::ErrorKind::PermissionDenied => "Permission denied".to_string(),

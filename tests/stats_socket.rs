@@ -63,7 +63,7 @@ async fn show_stat_over_a_unix_socket() {
     let path = sock_path("stat");
     // A stale socket file from an earlier run is replaced.
     drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
-    let listener = bind_unix_at(&path, Some(0o600)).unwrap();
+    let listener = bind_unix_at(&path, Some(0o600), (None, None)).unwrap();
     {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();

@@ -196,6 +196,11 @@ pub struct StatsSocket {
     pub path: PathBuf,
     /// `mode <octal>` for the UNIX socket file.
     pub mode: Option<u32>,
+    /// `uid <n>` / `user <name>` and `gid <n>` / `group <name>`: the owner
+    /// given to the UNIX socket file after bind (names resolved when the
+    /// configuration is parsed, as HAProxy does). `None` leaves it as is.
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
     pub level: CliLevel,
     pub loc: Loc,
     /// Set for TCP sockets (`ipv4@host:port`, `ipv6@...`); `path` then

@@ -904,6 +904,8 @@ impl<'r> State<'r> {
         let mut sock = StatsSocket {
             path: PathBuf::from(target),
             mode: None,
+            uid: None,
+            gid: None,
             level: CliLevel::default(),
             loc: loc.clone(),
             tcp: None,
@@ -977,6 +979,21 @@ impl<'r> State<'r> {
                         }
                     }
                 }
+                "uid" | "gid" | "user" | "group" => match socket_owner(w, val) {
+                    Ok(_) if sock.tcp.is_some() => {
+                        ok = false;
+                        self.alert(
+                            loc,
+                            format!("'stats socket' : '{w}' only applies to UNIX sockets."),
+                        );
+                    }
+                    Ok(id) if w == "uid" || w == "user" => sock.uid = Some(id),
+                    Ok(id) => sock.gid = Some(id),
+                    Err(e) => {
+                        ok = false;
+                        self.alert(loc, format!("'stats socket' : {e}"));
+                    }
+                },
                 "expose-fd" if val == Some("listeners") => sock.expose_fd = true,
                 "expose-fd" => {
                     ok = false;
@@ -991,12 +1008,15 @@ impl<'r> State<'r> {
                         loc,
                         format!("'stats socket' : '{other}' option is not supported by sluice yet"),
                     );
-                    // Skip its probable value to avoid a second error.
-                    i += 1;
+                    // The loop's step skips its probable value, which
+                    // would otherwise raise a second error.
                 }
                 other => {
                     ok = false;
-                    let sugg = suggest::suffix(other, ["level", "mode"]);
+                    let sugg = suggest::suffix(
+                        other,
+                        ["level", "mode", "uid", "gid", "user", "group", "expose-fd"],
+                    );
                     self.alert(
                         loc,
                         format!("'stats socket' : unknown keyword '{other}'{sugg}"),
@@ -2884,6 +2904,31 @@ fn response_rewrite(action: &str, args: &[String]) -> Result<HttpResponseAction,
 }
 
 /// The final period of a message, unless it ends with a suggestion.
+/// The id named by a `stats socket` `uid`/`gid`/`user`/`group` option, with
+/// HAProxy's error texts. A non-numeric `uid`/`gid` is an error (HAProxy's
+/// `atol` would silently read it as 0, that is root).
+fn socket_owner(kw: &str, val: Option<&str>) -> Result<u32, String> {
+    let val = val.filter(|v| !v.is_empty());
+    match kw {
+        "user" | "group" => {
+            let Some(name) = val else {
+                return Err(format!("'{kw}' : missing {kw} name"));
+            };
+            let id = if kw == "user" {
+                crate::process::lookup_user(name).map(|(uid, _)| uid)
+            } else {
+                crate::process::lookup_group(name)
+            };
+            id.ok_or_else(|| format!("'{kw}' : unknown {kw} name '{name}'"))
+        }
+        _ => match val {
+            None => Err(format!("'{kw}' : missing value")),
+            Some(v) => parse_u32(v)
+                .ok_or_else(|| format!("'{kw}' : invalid value '{v}' (integer expected)")),
+        },
+    }
+}
+
 fn stop(msg: &str) -> &'static str {
     if msg.ends_with('?') { "" } else { "." }
 }

@@ -451,6 +451,51 @@ fn directives_and_env() {
 }
 
 #[test]
+fn stats_socket_owner_options() {
+    // root (uid and gid 0) exists on every system this runs on.
+    let text = "global
+    stats socket /run/a.sock user root group root mode 640
+    stats socket /run/b.sock uid 65534 gid 12
+    stats socket /run/c.sock user no-such-user-here
+    stats socket /run/d.sock group
+    stats socket /run/e.sock uid abc
+    stats socket ipv4@127.0.0.1:9999 uid 0
+    stats socket /run/f.sock v6only x level admin
+    stats socket /run/g.sock user root
+";
+    let l = parse("o.cfg", text);
+    let m = messages(&l);
+    let want = [
+        "parsing [o.cfg:4] : 'stats socket' : 'user' : unknown user name 'no-such-user-here'",
+        "parsing [o.cfg:5] : 'stats socket' : 'group' : missing group name",
+        "parsing [o.cfg:6] : 'stats socket' : 'uid' : invalid value 'abc' (integer expected)",
+        "parsing [o.cfg:7] : 'stats socket' : 'uid' only applies to UNIX sockets.",
+        // One error only: the unsupported option's value is skipped, and
+        // the option after it is read.
+        "parsing [o.cfg:8] : 'stats socket' : 'v6only' option is not supported by sluice yet",
+    ];
+    for w in want {
+        assert!(m.iter().any(|x| x.contains(w)), "{w}\n{m:#?}");
+    }
+    let parse_errors = m.iter().filter(|x| x.contains("parsing [")).count();
+    assert_eq!(parse_errors, want.len(), "{m:#?}");
+    let mut st = parser::State::new(&resolve);
+    st.parse_file("o.cfg", text, &env, false);
+    let s = &st.global.stats_sockets;
+    assert_eq!(s.len(), 3);
+    assert_eq!(
+        (s[0].uid, s[0].gid, s[0].mode),
+        (Some(0), Some(0), Some(0o640))
+    );
+    assert_eq!(
+        (s[1].uid, s[1].gid, s[1].mode),
+        (Some(65534), Some(12), None)
+    );
+    // `user` sets the owner only, not the group (as HAProxy).
+    assert_eq!((s[2].uid, s[2].gid), (Some(0), None));
+}
+
+#[test]
 fn garbage_never_panics() {
     let samples = [
         "\u{0}\u{1}\u{ff}",

@@ -1136,10 +1136,11 @@ fn cmd_show_servers_state(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
 // ---------------------------------------------------------------------------
 // UNIX socket
 
-/// Binds `sock` (a UNIX socket) like HAProxy: at `<path>.<pid>.tmp`, `mode`
-/// applied, then renamed over `<path>`, so a stale socket from an earlier
-/// run is replaced atomically and clients never see a missing path. Call it
-/// before serving to report bind errors at start-up.
+/// Binds `sock` (a UNIX socket) like HAProxy: at `<path>.<pid>.tmp`, owner
+/// (`uid`/`gid`) and `mode` applied, then renamed over `<path>`, so a
+/// stale socket from an earlier run is replaced atomically and clients
+/// never see a missing path. Call it before serving to report bind errors
+/// at start-up.
 pub fn bind_unix(sock: &StatsSocket) -> io::Result<std::os::unix::net::UnixListener> {
     let path = sock.path.to_string_lossy();
     if sock.tcp.is_some() || path.starts_with("ipv4@") || path.starts_with("ipv6@") {
@@ -1153,13 +1154,15 @@ pub fn bind_unix(sock: &StatsSocket) -> io::Result<std::os::unix::net::UnixListe
         Some(p) => PathBuf::from(p),
         None => sock.path.clone(),
     };
-    bind_unix_at(&path, sock.mode)
+    bind_unix_at(&path, sock.mode, (sock.uid, sock.gid))
 }
 
-/// [`bind_unix`] on an explicit path and file mode.
+/// [`bind_unix`] on an explicit path, file mode and owner (`None` keeps the
+/// creator's uid or gid).
 pub fn bind_unix_at(
     path: &Path,
     mode: Option<u32>,
+    (uid, gid): (Option<u32>, Option<u32>),
 ) -> io::Result<std::os::unix::net::UnixListener> {
     // Only ever replace a socket: a regular file at that path is someone
     // else's data (most likely a typo in the config).
@@ -1175,6 +1178,12 @@ pub fn bind_unix_at(
     let _ = std::fs::remove_file(&tmp);
     let listener = std::os::unix::net::UnixListener::bind(&tmp)?;
     let finish = || -> io::Result<()> {
+        // As HAProxy: owner, then mode, on the temporary name, so the
+        // socket appears at `path` with its final permissions.
+        if uid.is_some() || gid.is_some() {
+            std::os::unix::fs::chown(&tmp, uid, gid)
+                .map_err(|e| io::Error::new(e.kind(), SocketOwnershipError(e)))?;
+        }
         if let Some(mode) = mode {
             std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))?;
         }
@@ -1187,6 +1196,14 @@ pub fn bind_unix_at(
     listener.set_nonblocking(true)?;
     Ok(listener)
 }
+
+/// The owner given by `uid`/`gid`/`user`/`group` could not be set (as a
+/// non-root process giving the socket to another user). Carried inside the
+/// `io::Error` of [`bind_unix`] so the start-up alert can say so as
+/// HAProxy does.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot change UNIX socket ownership")]
+pub struct SocketOwnershipError(#[source] pub io::Error);
 
 fn tmp_path(path: &Path) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
