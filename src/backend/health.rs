@@ -333,10 +333,15 @@ impl Health {
     }
 
     /// Leaving maintenance: UP at health `rise` ("start OK but check
-    /// immediately", so one failed check takes it down again).
+    /// immediately", so one failed check takes it down again). A server
+    /// without checks keeps health 0, as HAProxy shows it in `show servers
+    /// state`.
     pub fn leave_maint(&self) {
+        let checked = self.is_checked();
         let mut g = self.lock();
-        g.health = g.rise;
+        if checked {
+            g.health = g.rise;
+        }
         if !self.is_up() {
             self.go_up(OP_RUNNING);
         } else {

@@ -32,6 +32,7 @@ pub const MAX_REQUEST: usize = 16384;
 pub const MAX_CLI_CONNS: usize = 10;
 
 const UNKNOWN: &str = "Unknown command, but maybe one of the following ones is a better match:\n";
+const UNKNOWN_ALL: &str = "Unknown command. Please enter one of the following commands only:\n";
 const VALID: &str = "The following commands are valid at this level:\n";
 const DENIED: &str = "Permission denied\n";
 
@@ -343,12 +344,7 @@ pub fn execute_from(
     };
     let line = line.strip_suffix('\r').unwrap_or(line);
     let mut outputs = Vec::new();
-    let commands = split_line(line);
-    if commands.is_empty() {
-        // An empty line still gets its (empty) response, like HAProxy.
-        outputs.push(text(""));
-    }
-    for words in commands {
+    for words in split_line(line) {
         let out = dispatch(&mut ctx, &words);
         let quit = out.effect == Effect::Quit;
         outputs.push(sanitize(out));
@@ -377,6 +373,8 @@ fn sanitize(mut o: Output) -> Output {
 
 /// Splits a line into commands (on unescaped `;`) and words (on unescaped
 /// blanks); `\` makes the next character literal. There is no quoting.
+/// Empty commands are kept (an empty line, `a;;b`, `a;`): HAProxy answers
+/// each with its "Unknown command" help.
 pub fn split_line(line: &str) -> Vec<Vec<String>> {
     let mut cmds = Vec::new();
     let mut words: Vec<String> = Vec::new();
@@ -402,9 +400,7 @@ pub fn split_line(line: &str) -> Vec<Vec<String>> {
                     words.push(std::mem::take(&mut word));
                     in_word = false;
                 }
-                if !words.is_empty() {
-                    cmds.push(std::mem::take(&mut words));
-                }
+                cmds.push(std::mem::take(&mut words));
             }
             _ => {
                 word.push(c);
@@ -415,9 +411,7 @@ pub fn split_line(line: &str) -> Vec<Vec<String>> {
     if in_word {
         words.push(word);
     }
-    if !words.is_empty() {
-        cmds.push(words);
-    }
+    cmds.push(words);
     cmds
 }
 
@@ -448,9 +442,28 @@ fn visible(level: CliLevel) -> impl Iterator<Item = &'static Command> {
 }
 
 /// HAProxy's reply to an unknown command: the help lines of the closest
-/// commands (all commands if none is close).
+/// commands (every command if none is close); for an empty command, every
+/// command under HAProxy's other header.
 fn unknown_command(words: &[String], level: CliLevel) -> String {
     let typed = words.join(" ");
+    tracing::debug!(command = %typed, "unknown CLI command");
+    let mut out = String::new();
+    if words.is_empty() {
+        visible(level).for_each(|c| help_line(&mut out, c));
+        return format!("{UNKNOWN_ALL}{out}");
+    }
+    if !close_commands(&mut out, words, level) {
+        visible(level).for_each(|c| help_line(&mut out, c));
+    }
+    format!("{UNKNOWN}{out}")
+}
+
+/// Appends the help lines of the (at most 5) commands closest to `words`;
+/// false if none is close.
+fn close_commands(out: &mut String, words: &[String], level: CliLevel) -> bool {
+    if words.is_empty() {
+        return false;
+    }
     let mut scored: Vec<(usize, &Command)> = visible(level)
         .filter_map(|c| {
             let n = c.words.len().min(words.len());
@@ -463,17 +476,8 @@ fn unknown_command(words: &[String], level: CliLevel) -> String {
         })
         .collect();
     scored.sort_by_key(|(d, _)| *d);
-    let mut out = String::from(UNKNOWN);
-    if scored.is_empty() {
-        visible(level).for_each(|c| help_line(&mut out, c));
-    } else {
-        scored
-            .iter()
-            .take(5)
-            .for_each(|(_, c)| help_line(&mut out, c));
-    }
-    tracing::debug!(command = %typed, "unknown CLI command");
-    out
+    scored.iter().take(5).for_each(|(_, c)| help_line(out, c));
+    !scored.is_empty()
 }
 
 fn levenshtein(a: &str, b: &str) -> usize {
@@ -499,11 +503,13 @@ fn cmd_help(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
                 .all(|(a, w)| w.starts_with(a.as_str()))
         })
         .collect();
-    if listed.is_empty() {
-        return text(unknown_command(args, ctx.level));
-    }
     out.push_str(VALID);
-    listed.iter().for_each(|c| help_line(&mut out, c));
+    if !listed.is_empty() {
+        listed.iter().for_each(|c| help_line(&mut out, c));
+    } else if !close_commands(&mut out, args, ctx.level) {
+        // `help <nothing close>`: HAProxy lists every command.
+        visible(ctx.level).for_each(|c| help_line(&mut out, c));
+    }
     text(out)
 }
 
@@ -1312,6 +1318,22 @@ pub async fn handle_conn<S>(mut stream: S, origin: CliOrigin, level: CliLevel, r
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
+    // HAProxy counts CLI sessions in the process totals: CumConns, ConnRate
+    // and SessRate at accept, CumReq when the session ends (CurrConns not:
+    // its CLI listeners are unlimited). `show info` moves with every query
+    // there, and scripts comparing two readings see the same.
+    struct CountedSession<'a>(&'a Runtime);
+    impl Drop for CountedSession<'_> {
+        fn drop(&mut self) {
+            self.0.count_request();
+        }
+    }
+    let p = &rt.process;
+    p.cum_conns
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    p.conn_rate.hit();
+    p.sess_rate.hit();
+    let _counted = CountedSession(&rt);
     let mut idle = rt
         .snapshot()
         .global
@@ -1419,9 +1441,9 @@ mod tests {
     fn escapes_and_separators() {
         assert_eq!(
             split_line(r"a b\ c;d\;e  f;;"),
-            vec![vec!["a", "b c"], vec!["d;e", "f"]]
+            vec![vec!["a", "b c"], vec!["d;e", "f"], vec![], vec![]]
         );
-        assert!(split_line("   ").is_empty());
+        assert_eq!(split_line("   "), vec![Vec::<String>::new()]);
         assert_eq!(split_line("x\\"), vec![vec!["x"]]);
     }
 
