@@ -209,11 +209,25 @@ fn inline(text: &str, in_code: &mut bool) -> String {
 /// Literal text: backslashes shown, hyphens as minus signs (so flags and
 /// keywords copy and paste).
 fn code(text: &str) -> String {
-    text.replace('\\', "\\e").replace('-', "\\-")
+    unicode(&text.replace('\\', "\\e").replace('-', "\\-"))
 }
 
 fn escape(text: &str) -> String {
-    guard(&text.replace('\\', "\\e"))
+    guard(&unicode(&text.replace('\\', "\\e")))
+}
+
+/// Non-ASCII characters as groff's `\[uXXXX]` escapes (raw UTF-8 is
+/// "invalid input" to troff).
+fn unicode(text: &str) -> String {
+    if text.is_ascii() {
+        return text.to_string();
+    }
+    text.chars()
+        .map(|c| match c {
+            c if c.is_ascii() => c.to_string(),
+            c => format!("\\[u{:04X}]", u32::from(c)),
+        })
+        .collect()
 }
 
 /// A line starting with `.` or `'` would be read as a request.
