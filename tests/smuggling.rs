@@ -753,6 +753,11 @@ fn cases() -> Vec<Case> {
             "relays `HTTP/1.1 2000 OK`",
         ),
         bad_response(
+            "resp-status-000",
+            b"HTTP/1.1 000 OK\r\n\r\nbody",
+            "relays `HTTP/1.1 000 OK`",
+        ),
+        bad_response(
             "resp-garbage",
             b"garbage\r\n\r\n",
             "502, keeps the client connection",

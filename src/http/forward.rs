@@ -149,16 +149,7 @@ fn downstream_head(
     client_minor: u8,
     edits: Option<&Edits>,
 ) -> BytesMut {
-    let framing = match body {
-        BodyKind::Length(_) | BodyKind::Chunked => FramingLine::of(body),
-        // HEAD and 304 answers keep the length they announce; 1xx and 204
-        // must not carry one (RFC 9110 §8.6).
-        BodyKind::None if resp.status >= 200 && resp.status != 204 => match resp.content_length() {
-            Ok(Some(n)) => FramingLine::of(BodyKind::Length(n)),
-            _ => FramingLine::of(BodyKind::None),
-        },
-        BodyKind::None | BodyKind::UntilClose => FramingLine::of(BodyKind::None),
-    };
+    let framing = resp.response_framing(body);
     let mut out = BytesMut::new();
     let placed = match edits {
         None => resp.write_forwarded(&mut out, &framing),
