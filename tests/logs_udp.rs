@@ -595,3 +595,78 @@ backend be
         "{line:?}"
     );
 }
+
+/// HAProxy 2.6.12 with `log <a> format rfc3164 local0 info notice` and
+/// `log <b> local0`, a server DOWN and its backend left without servers:
+/// the explicit rfc3164 format adds the host name (`localhost`), the
+/// default one does not; `minlevel notice` lowers the alert and emerg
+/// lines to notice (`<133>`), the default target keeps `<129>`/`<128>`.
+const HAPROXY_RFC3164_MINLEVEL: [&str; 4] = [
+    "<133>Nov 30 14:03:04 localhost haproxy[30749]: Server dead/d1 is DOWN, reason: Layer4 connection problem, info: \"Connection refused\", check duration: 0ms. 0 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue.\n",
+    "<133>Nov 30 14:03:04 localhost haproxy[30749]: backend dead has no server available!\n",
+    "<129>Nov 30 14:03:04 haproxy[30749]: Server dead/d1 is DOWN, reason: Layer4 connection problem, info: \"Connection refused\", check duration: 0ms. 0 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue.\n",
+    "<128>Nov 30 14:03:04 haproxy[30749]: backend dead has no server available!\n",
+];
+
+#[tokio::test(flavor = "multi_thread")]
+async fn explicit_rfc3164_and_minlevel() {
+    let host = "{mon} {day} {hh}:{mm}:{ss} localhost {tag}[{pid}]: ";
+    let down = "Server dead/d1 is DOWN, reason: Layer4 connection problem, info: \"Connection refused\", check duration: {ms}ms. 0 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue.";
+    let empty = "backend dead has no server available!";
+    let capped = [
+        format!("<133>{host}{down}\n"),
+        format!("<133>{host}{empty}\n"),
+    ];
+    let plain = [mask(129, down), mask(128, empty)];
+    for (m, l) in capped.iter().chain(&plain).zip(HAPROXY_RFC3164_MINLEVEL) {
+        assert_line(m, l);
+    }
+    let a = Syslog::new();
+    let b = Syslog::new();
+    let be = Backend::start("s1").await;
+    let dead = free_port();
+    let port = free_port();
+    let cfg = format!(
+        "global
+    log {} format rfc3164 local0 info notice
+    log {} local0
+
+defaults
+    mode http
+    log global
+    option httplog
+    timeout client 5s
+    timeout server 5s
+    timeout connect 1s
+
+frontend fe
+    bind 127.0.0.1:{port}
+    default_backend be
+
+backend be
+    server s1 {}
+
+backend dead
+    server d1 127.0.0.1:{dead} check inter 100ms rise 1 fall 1
+",
+        a.addr(),
+        b.addr(),
+        be.hostport()
+    );
+    let _sluice = Sluice::start(&cfg);
+    let seen_a = a.until(&[&capped[0], &capped[1]]);
+    let seen_b = b.until(&[&plain[0], &plain[1]]);
+    // Traffic stays at info (`<134>`), with the host name on `a` only.
+    get(format!("127.0.0.1:{port}").parse().unwrap(), "/r").await;
+    let req = "{}\"GET /r HTTP/1.1\"";
+    let la = a.until(&[&format!("<134>{host}{req}\n")]);
+    let lb = b.until(&[&mask(134, req)]);
+    // Nothing on `a` above notice, nothing without the host name.
+    for l in seen_a.iter().chain(&la) {
+        assert!(l.starts_with("<133>") || l.starts_with("<134>"), "{l}");
+        assert!(matches(&format!("<{{p}}>{host}{{m}}"), l), "{l}");
+    }
+    for l in seen_b.iter().chain(&lb) {
+        assert!(!l.contains(" localhost "), "{l}");
+    }
+}

@@ -134,11 +134,32 @@ async fn queued_requests_are_served_fifo_one_at_a_time() {
     assert_eq!(backend_qcur(&sock).await, Some(0));
 }
 
+/// HAProxy 2.6.12's log line for a request that timed out in the queue
+/// (`timeout queue 1s`, server `maxconn 1` busy).
+const HAPROXY_SQ: &str = "<134>Nov 30 14:01:47 haproxy[29824]: 127.0.0.1:37222 [30/Nov/2026:14:01:46.703] fe qbe/<NOSRV> 0/1002/-1/-1/1002 503 217 - - sQ-- 2/2/1/0/0 0/1 \"GET /late HTTP/1.1\"\n";
+
+/// Two known differences are masked: `%B`, where HAProxy logs 217 for the
+/// 214 bytes of its 503 page on the wire (sluice logs the bytes sent), and
+/// `%sq/%bq`, where HAProxy counts the requests that left the queue while
+/// this one waited, itself included (`0/1` here), and sluice logs `0/0`.
+fn sq_mask(tag: &str) -> String {
+    format!(
+        "<134>{{mon}} {{day}} {{hh}}:{{mm}}:{{ss}} {tag}[{{pid}}]: 127.0.0.1:{{p}} [{{date}}] fe qbe/<NOSRV> 0/{{Tw}}/-1/-1/{{Ta}} 503 {{B}} - - sQ-- {{ac}}/{{fc}}/1/0/0 {{sq}}/{{bq}} \"GET /late HTTP/1.1\"\n"
+    )
+}
+
+#[test]
+fn sq_mask_matches_haproxy_line() {
+    support::syslog::assert_line(&sq_mask("haproxy"), HAPROXY_SQ);
+}
+
 async fn queue_timeout_gives_503(timeouts: &str) {
     let backend = Backend::start("slow1").await;
     backend.set_gated(true);
     let port = free_port();
-    let _s = Sluice::start(&cfg(port, &backend, timeouts));
+    let syslog = support::syslog::Syslog::new();
+    let logs = format!("    log {} local0\n    option httplog\n", syslog.addr());
+    let _s = Sluice::start(&cfg(port, &backend, &format!("{logs}{timeouts}")));
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
 
     let first = tokio::spawn(async move { get(addr, "/first").await });
@@ -160,6 +181,19 @@ async fn queue_timeout_gives_503(timeouts: &str) {
         1,
         "the timed-out request reached the server"
     );
+    // Logged as HAProxy does: no server, the queue wait in Tw, `sQ--`.
+    let lines = syslog.until(&[&sq_mask("sluice")]);
+    let l = lines.iter().find(|l| l.contains("sQ--")).unwrap();
+    let tw: u64 = l
+        .split(' ')
+        .find(|w| w.starts_with("0/"))
+        .unwrap()
+        .split('/')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1000..4000).contains(&tw), "Tw {tw}: {l}");
 
     // The request holding the slot is unaffected.
     backend.release(1);
