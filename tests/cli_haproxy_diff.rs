@@ -42,7 +42,7 @@ pub const INTENDED_DIFFERENCES: &[(&str, &str)] = &[
     ),
     (
         "show info Tasks, Jobs, Run_queue, Idle_pct, PoolAlloc/PoolUsed, TotalBytesOut, BytesOutRate",
-        "engine internals: tokio tasks and queue instead of HAProxy's scheduler, no memory pools; HAProxy also counts the CLI's own output bytes",
+        "engine internals: Tasks and Run_queue are tokio's (live tasks, global queue depth) instead of HAProxy's scheduler; Idle_pct is a lifetime average from getrusage where HAProxy measures the last second; no memory pools; HAProxy's byte figures also count the CLI's own output",
     ),
     (
         "show info Generation, Last_reload_sec, Last_reload_status",
