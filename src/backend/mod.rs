@@ -204,6 +204,7 @@ impl ServerState {
             let before = self.admin.swap(bits, Relaxed);
             if before & ADMF_FMAINT == 0 {
                 self.health.enter_maint();
+                self.pool.load().drop_idle();
             }
             before
         } else {

@@ -160,6 +160,15 @@ impl Pool {
         }
     }
 
+    /// Closes every idle connection: the server entered maintenance, and
+    /// HAProxy drops its idle connections then (`srv_icur` 0), so none
+    /// outlives an operator taking the server out.
+    pub fn drop_idle(&self) {
+        for list in self.idle.iter() {
+            lock(list).clear();
+        }
+    }
+
     /// Keeps `conn` for reuse (up to the idle limit).
     pub fn put(&self, stream: Stream, sni: Option<&str>) {
         let mut idle = lock(self.local_idle());
