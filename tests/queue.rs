@@ -144,7 +144,7 @@ const HAPROXY_SQ: &str = "<134>Nov 30 14:01:47 haproxy[29824]: 127.0.0.1:37222 [
 /// this one waited, itself included (`0/1` here), and sluice logs `0/0`.
 fn sq_mask(tag: &str) -> String {
     format!(
-        "<134>{{mon}} {{day}} {{hh}}:{{mm}}:{{ss}} {tag}[{{pid}}]: 127.0.0.1:{{p}} [{{date}}] fe qbe/<NOSRV> 0/{{Tw}}/-1/-1/{{Ta}} 503 {{B}} - - sQ-- {{ac}}/{{fc}}/1/0/0 {{sq}}/{{bq}} \"GET /late HTTP/1.1\"\n"
+        "<134>{{mon}} {{day}} {{hh}}:{{mm}}:{{ss}} {tag}[{{pid}}]: 127.0.0.1:{{p}} [{{date}}] fe qbe/<NOSRV> {{TR}}/{{Tw}}/-1/-1/{{Ta}} 503 {{B}} - - sQ-- {{ac}}/{{fc}}/1/0/0 {{sq}}/{{bq}} \"GET /late HTTP/1.1\"\n"
     )
 }
 
@@ -186,7 +186,8 @@ async fn queue_timeout_gives_503(timeouts: &str) {
     let l = lines.iter().find(|l| l.contains("sQ--")).unwrap();
     let tw: u64 = l
         .split(' ')
-        .find(|w| w.starts_with("0/"))
+        .skip_while(|w| *w != "qbe/<NOSRV>")
+        .nth(1)
         .unwrap()
         .split('/')
         .nth(1)
