@@ -6,7 +6,6 @@
 
 mod support;
 
-use std::path::Path;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -37,25 +36,6 @@ async fn raw_server(reply: Option<&'static str>) -> std::net::SocketAddr {
         }
     });
     addr
-}
-
-async fn wait_check(sock: &Path, sv: &str, status: &str, check: &str) -> Csv {
-    let end = std::time::Instant::now() + Duration::from_secs(15);
-    loop {
-        let csv = show_stat(sock).await;
-        let last = (
-            csv.get("be", sv, "status"),
-            csv.get("be", sv, "check_status"),
-        );
-        if last.0 == status && last.1 == check {
-            return csv;
-        }
-        assert!(
-            std::time::Instant::now() < end,
-            "be/{sv}: {last:?}, expected ({status}, {check})"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -98,13 +78,13 @@ backend be2
     );
     let s = Sluice::start(&cfg);
     let sock = s.stats_socket();
-    let csv = wait_check(&sock, "good", "UP", "L7OK").await;
+    let csv = wait_check(&sock, "be", "good", "UP", "L7OK").await;
     assert_eq!(csv.get("be", "good", "check_code"), "200");
     assert_eq!(csv.get("be", "good", "check_desc"), "Layer7 check passed");
-    let csv = wait_check(&sock, "bad", "DOWN", "L7STS").await;
+    let csv = wait_check(&sock, "be", "bad", "DOWN", "L7STS").await;
     assert_eq!(csv.get("be", "bad", "check_code"), "500");
     assert_eq!(csv.get("be", "bad", "check_desc"), "Layer7 wrong status");
-    let csv = wait_check(&sock, "hang", "DOWN", "L7TOUT").await;
+    let csv = wait_check(&sock, "be", "hang", "DOWN", "L7TOUT").await;
     assert_eq!(csv.get("be", "hang", "check_desc"), "Layer7 timeout");
     let csv = show_stat(&sock).await;
     assert_eq!(csv.get("be2", "body", "status"), "DOWN");

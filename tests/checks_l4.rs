@@ -4,29 +4,7 @@
 
 mod support;
 
-use std::path::Path;
-use std::time::{Duration, Instant};
-
 use support::*;
-
-async fn wait_check(sock: &Path, sv: &str, status: &str, check: &str) -> Csv {
-    let end = Instant::now() + Duration::from_secs(15);
-    loop {
-        let csv = show_stat(sock).await;
-        let last = (
-            csv.get("be", sv, "status"),
-            csv.get("be", sv, "check_status"),
-        );
-        if last.0 == status && last.1 == check {
-            return csv;
-        }
-        assert!(
-            Instant::now() < end,
-            "be/{sv}: {last:?}, expected ({status}, {check})"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn l4tout_and_l4con() {
@@ -56,15 +34,15 @@ backend be
         live.hostport()
     ));
     let sock = s.stats_socket();
-    let csv = wait_check(&sock, "hole", "DOWN", "L4TOUT").await;
+    let csv = wait_check(&sock, "be", "hole", "DOWN", "L4TOUT").await;
     assert_eq!(csv.get("be", "hole", "check_desc"), "Layer4 timeout");
-    let csv = wait_check(&sock, "refused", "DOWN", "L4CON").await;
+    let csv = wait_check(&sock, "be", "refused", "DOWN", "L4CON").await;
     assert_eq!(
         csv.get("be", "refused", "check_desc"),
         "Layer4 connection problem"
     );
     assert_eq!(csv.get("be", "refused", "last_chk"), "Connection refused");
-    let csv = wait_check(&sock, "ok", "UP", "L4OK").await;
+    let csv = wait_check(&sock, "be", "ok", "UP", "L4OK").await;
     assert_eq!(csv.get("be", "BACKEND", "status"), "UP");
     // Only the live server gets traffic.
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));

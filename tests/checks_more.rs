@@ -8,7 +8,6 @@
 mod support;
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -86,22 +85,6 @@ defaults
     timeout server 30s
     timeout check 500ms
 ";
-
-async fn wait_check(sock: &Path, px: &str, sv: &str, status: &str, check: &str) -> Csv {
-    let end = std::time::Instant::now() + DEADLINE;
-    loop {
-        let csv = show_stat(sock).await;
-        let last = (csv.get(px, sv, "status"), csv.get(px, sv, "check_status"));
-        if last.0 == status && last.1 == check {
-            return csv;
-        }
-        assert!(
-            std::time::Instant::now() < end,
-            "{px}/{sv}: {last:?}, expected ({status}, {check})"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_check_send_and_every_expect_form() {

@@ -1,7 +1,8 @@
 //! TLS with rustls: termination on `bind ... ssl` (certificates picked by
 //! SNI, versions, handshake failures counted and survived, `ssl_fc`
 //! fetches, certificates replaced by a reload) and TLS to servers (`server
-//! ... ssl` with verification). Certificates are made at test time.
+//! ... ssl` with verification, and its checks: L6OK, L6TOUT, L6RSP).
+//! Certificates are made at test time.
 
 mod support;
 
@@ -614,6 +615,44 @@ backend badchk
         "{}",
         s.stderr()
     );
+}
+
+/// A TCP check of an `ssl` server runs the TLS handshake too, as
+/// HAProxy's: a server completing it is UP with `L6OK` ("Layer6 check
+/// passed"); one that accepts TCP but never answers the ClientHello is
+/// DOWN with `L6TOUT` ("Layer6 timeout") once `timeout connect` (300 ms,
+/// inter is 3 s) has passed, as its check_duration shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_checks_report_l6ok_and_l6tout() {
+    let ca = Ca::new("check CA");
+    let upstream = tls_backend(&ca.leaf(&["backend.test"])).await;
+    let mute = tcp_server(|s| async move {
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        drop(s);
+    })
+    .await;
+    let dir = TempDir::new("tlschk");
+    let ca_file = write(dir.path(), "ca.pem", &ca.pem());
+    let s = Sluice::start(&format!(
+        "global
+    stats socket @DIR@/stats.sock level admin
+defaults
+    mode http
+    timeout connect 300ms
+    timeout client 5s
+    timeout server 5s
+backend be
+    server tls {upstream} ssl verify required ca-file {ca_file} sni str(backend.test) check inter 100ms rise 1 fall 1
+    server mute {mute} ssl verify none check inter 3s fall 1
+"
+    ));
+    let sock = s.stats_socket();
+    let csv = wait_check(&sock, "be", "tls", "UP", "L6OK").await;
+    assert_eq!(csv.get("be", "tls", "check_desc"), "Layer6 check passed");
+    let csv = wait_check(&sock, "be", "mute", "DOWN", "L6TOUT").await;
+    assert_eq!(csv.get("be", "mute", "check_desc"), "Layer6 timeout");
+    let ms = csv.num("be", "mute", "check_duration");
+    assert!((290..1500).contains(&ms), "L6TOUT after {ms} ms");
 }
 
 #[test]

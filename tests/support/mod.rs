@@ -1196,6 +1196,24 @@ pub async fn show_stat(path: &Path) -> Csv {
     Csv::parse(&text)
 }
 
+/// Polls `show stat` until server `px/sv` shows `status` with
+/// `check_status` (10 s at most) and returns that CSV.
+pub async fn wait_check(sock: &Path, px: &str, sv: &str, status: &str, check: &str) -> Csv {
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        let csv = show_stat(sock).await;
+        let last = (csv.get(px, sv, "status"), csv.get(px, sv, "check_status"));
+        if last.0 == status && last.1 == check {
+            return csv;
+        }
+        assert!(
+            Instant::now() < end,
+            "{px}/{sv}: {last:?}, expected ({status}, {check})"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// `status` of server `px/sv`, or an explanatory placeholder when the socket
 /// does not answer CSV (so that polling loops keep going until their
 /// deadline).
