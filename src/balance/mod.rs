@@ -958,29 +958,57 @@ mod tests {
 
     /// Picks `n` times, releasing each slot at once; counts per server.
     fn spread(be: &BackendRt, n: usize, key: impl Fn(usize) -> String) -> Vec<usize> {
+        spread_requests(be, n, |i| {
+            (None, format!("GET {} HTTP/1.1\r\nhost: h\r\n", key(i)))
+        })
+    }
+
+    /// Picks `n` times for the requests `req(i)` gives (client address and
+    /// request head without its final empty line), releasing each slot at
+    /// once; counts per server.
+    fn spread_requests(
+        be: &BackendRt,
+        n: usize,
+        req: impl Fn(usize) -> (Option<std::net::IpAddr>, String),
+    ) -> Vec<usize> {
         let mut c = vec![0; be.servers.len()];
         for i in 0..n {
-            let k = key(i);
-            let head = Head::parse_request(bytes::Bytes::from(format!(
-                "GET {k} HTTP/1.1\r\nhost: h\r\n\r\n"
-            )))
-            .unwrap();
+            let (src, text) = req(i);
+            let head = Head::parse_request(bytes::Bytes::from(format!("{text}\r\n"))).unwrap();
             let key = LbKey {
-                src: None,
+                src,
                 head: Some(&head),
             };
             match try_pick(be, &key) {
-                Pick::Got(s) => {
-                    c[be.servers
-                        .iter()
-                        .position(|x| Arc::ptr_eq(&x.state, s.server()))
-                        .unwrap()] += 1
-                }
+                Pick::Got(s) => c[index_of(be, &s)] += 1,
                 _ => panic!("no pick"),
             }
         }
         c
     }
+
+    fn index_of(be: &BackendRt, s: &SlotGuard) -> usize {
+        be.servers
+            .iter()
+            .position(|x| Arc::ptr_eq(&x.state, s.server()))
+            .unwrap()
+    }
+
+    /// The requests each hashing algorithm reads its key from, key `i`.
+    fn hash_key_request(algo: &str, i: usize) -> (Option<std::net::IpAddr>, String) {
+        let src = std::net::IpAddr::from([10, (i >> 16) as u8, (i >> 8) as u8, i as u8]);
+        match algo {
+            "source" => (Some(src), "GET / HTTP/1.1\r\nhost: h\r\n".into()),
+            "uri" => (None, format!("GET /obj/{i} HTTP/1.1\r\nhost: h\r\n")),
+            "url_param id" => (None, format!("GET /p?id={i} HTTP/1.1\r\nhost: h\r\n")),
+            _ => (
+                None,
+                format!("GET / HTTP/1.1\r\nhost: h\r\nx-key: k{i}\r\n"),
+            ),
+        }
+    }
+
+    const HASHES: [&str; 4] = ["source", "uri", "url_param id", "hdr(x-key)"];
 
     fn within_1pct(c: &[usize], w: &[u32]) {
         let tot: usize = c.iter().sum();
@@ -1013,20 +1041,130 @@ mod tests {
                 _ => within_1pct(&c, &w),
             }
         }
-        for algo in ["uri", "uri\n hash-type consistent"] {
+        // Every map-based hash: the key lands on a map of 6 slots.
+        for algo in HASHES {
             let be = backend(&format!(" balance {algo}\n{}", servers(&w, "")));
-            let c = spread(&be, 60_000, |i| format!("/obj/{i}"));
-            if algo == "uri" {
-                within_1pct(&c, &w);
-            } else {
-                // A ring of 16 points per weight unit is coarser.
-                let tot = 60_000.0;
-                for (i, &n) in c.iter().enumerate() {
-                    let want = tot * f64::from(w[i]) / 6.0;
-                    assert!((n as f64 - want).abs() <= tot * 0.05, "{c:?}");
-                }
+            let c = spread_requests(&be, 60_000, |i| hash_key_request(algo, i));
+            within_1pct(&c, &w);
+        }
+    }
+
+    /// `hash-type consistent` cannot meet 1% at weights 1:2:3: HAProxy's
+    /// ring has only 16 points per weight unit (96 here), placed by hashing
+    /// the server ids, so each server owns an uneven share of the hash
+    /// space. sluice keeps HAProxy's ring bit for bit (the same key goes to
+    /// the same server, `tests/balance_hash_haproxy.rs`), and so its
+    /// deviation. With ids 1, 2, 3 the ring gives the servers 21.5%, 32.1%
+    /// and 46.4% of the hash space instead of 16.7%, 33.3% and 50%, and
+    /// 60,000 keys of every kind (source, uri, url_param, hdr) follow those
+    /// shares within 1% (measured: 21.3-21.6% for the weight-1 server):
+    /// up to 4.9 points off the weights, documented under `hash-type` in
+    /// docs/configuration.md.
+    #[test]
+    fn consistent_hashing_deviates_as_haproxys_ring_does() {
+        let w = [1u32, 2, 3];
+        // Effective weights: 16 per unit of the configured weight.
+        let ring = build_ring(&[16, 32, 48], &[1, 2, 3]);
+        assert_eq!(ring.len(), 96);
+        // A key goes to the closest point: each gap between two points is
+        // shared half and half by their owners.
+        let mut owned = [0f64; 3];
+        for (i, &(k, s)) in ring.iter().enumerate() {
+            let (next, owner) = ring[(i + 1) % ring.len()];
+            let gap = f64::from(next.wrapping_sub(k)) / 2.0;
+            owned[s as usize] += gap;
+            owned[owner as usize] += gap;
+        }
+        let space = 2f64.powi(32);
+        let ring_share: Vec<f64> = owned.iter().map(|o| o / space).collect();
+        for (i, share) in ring_share.iter().enumerate() {
+            let dev = share - f64::from(w[i]) / 6.0;
+            assert!(dev.abs() <= 0.05, "ring share {ring_share:?}");
+        }
+        assert!(
+            ring_share[0] - 1.0 / 6.0 > 0.04,
+            "the known deviation: {ring_share:?}"
+        );
+        for algo in HASHES {
+            let be = backend(&format!(
+                " balance {algo}\n hash-type consistent\n{}",
+                servers(&w, "")
+            ));
+            let c = spread_requests(&be, 60_000, |i| hash_key_request(algo, i));
+            for i in 0..3 {
+                let got = c[i] as f64 / 60_000.0;
+                assert!(
+                    (got - ring_share[i]).abs() <= 0.01,
+                    "{algo}: server {i} {got:.4}, ring share {ring_share:?}: {c:?}"
+                );
+                assert!((got - f64::from(w[i]) / 6.0).abs() <= 0.05, "{algo}: {c:?}");
             }
         }
+    }
+
+    /// Leastconn under equal load (every request lasts as long, 60 at a
+    /// time): the servers' shares follow their weights 1:2:3 within 1%,
+    /// since each gets requests in proportion to the load it may carry.
+    #[test]
+    fn leastconn_under_equal_load_splits_1_2_3_within_1pct() {
+        let w = [1, 2, 3];
+        let be = backend(&format!(" balance leastconn\n{}", servers(&w, "")));
+        let key = LbKey::default();
+        let mut in_flight = std::collections::VecDeque::new();
+        let mut c = vec![0; 3];
+        for _ in 0..60_000 {
+            if in_flight.len() == 60 {
+                in_flight.pop_front();
+            }
+            let Pick::Got(s) = try_pick(&be, &key) else {
+                panic!("no pick")
+            };
+            c[index_of(&be, &s)] += 1;
+            in_flight.push_back(s);
+        }
+        within_1pct(&c, &w);
+        // And the load in flight is itself 10:20:30.
+        let mut held = vec![0; 3];
+        for s in &in_flight {
+            held[index_of(&be, s)] += 1;
+        }
+        assert_eq!(held, [10, 20, 30]);
+    }
+
+    /// `random(2)` (power of two choices) prefers the less loaded of its two
+    /// draws: with one request held on a server of two equal ones, that
+    /// server gets only the picks where both draws fell on it (1/4), where
+    /// `random(1)` gives it half; and requests that all stay in flight stay
+    /// spread evenly over 4 servers (a gap of a few), where single draws
+    /// drift apart.
+    #[test]
+    fn random_2_prefers_the_less_loaded_draw() {
+        let key = LbKey::default();
+        for (draws, share) in [(2, 0.25), (1, 0.5)] {
+            let be = backend(&format!(
+                " balance random({draws})\n{}",
+                servers(&[1, 1], "")
+            ));
+            let Pick::Got(held) = try_pick(&be, &key) else {
+                panic!()
+            };
+            let busy = index_of(&be, &held);
+            let c = spread(&be, 60_000, |_| "/".into());
+            let got = c[busy] as f64 / 60_000.0;
+            assert!((got - share).abs() <= 0.01, "random({draws}): {c:?}");
+        }
+        let be = backend(&format!(" balance random(2)\n{}", servers(&[1; 4], "")));
+        let mut held = Vec::new();
+        let mut load = [0i64; 4];
+        for _ in 0..4_000 {
+            let Pick::Got(s) = try_pick(&be, &key) else {
+                panic!()
+            };
+            load[index_of(&be, &s)] += 1;
+            held.push(s);
+        }
+        let gap = load.iter().max().unwrap() - load.iter().min().unwrap();
+        assert!(gap <= 12, "in flight {load:?}");
     }
 
     #[test]
