@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Reloads under load, longer than CI runs it: client load on 127.0.0.1
+# Reloads under load (the test CI runs, in a release build and with as many
+# reloads as asked): client load on 127.0.0.1
 # (keep-alive and new connections, long requests) while the config is
 # reloaded N times (default 100), alternating two variants (a server added
 # and removed, a weight changed, an ACL changed). Fails on any failed
