@@ -2,7 +2,9 @@
 //! (this build) with `examples/couchdb/sluice.cfg` in front, on free ports.
 //! The script asserts each step itself (writes on the master, alternating
 //! reads on the replicas, a killed replica DOWN and reads still served, its
-//! return UP) and exits non-zero otherwise; this test checks its exit status,
+//! return UP, a reload by `kill -USR2 $(cat pidfile)` after an edit of the
+//! config that `show stat` shows with every counter kept) and exits non-zero
+//! otherwise; this test checks its exit status,
 //! the lines that show those steps, and that it stopped everything it started.
 //!
 //! Needs node, curl, socat and `npm ci --ignore-scripts` in
@@ -133,6 +135,10 @@ fn couchdb_example_runs_end_to_end() {
         "log: Server slave_backend/couchdb3 is DOWN",
         "served by: couchdb2 couchdb2 couchdb2",
         "log: Server slave_backend/couchdb3 is UP",
+        "config: server couchdb3 \"127.0.0.1:${COUCHDB3_PORT-5986}\" weight 3 maxconn 512 check",
+        "Generation: 2\n",
+        "Last_reload_status: success\n",
+        "  server slave_backend/couchdb3 modified: weight 1 -> 3\n",
         "All steps passed.",
     ] {
         assert!(out.contains(want), "missing {want:?} in:\n{all}");
@@ -141,7 +147,7 @@ fn couchdb_example_runs_end_to_end() {
         .lines()
         .filter_map(|l| l.trim().strip_prefix("served by: "))
         .collect();
-    assert_eq!(served.len(), 3, "{all}");
+    assert_eq!(served.len(), 4, "{all}");
     for rotation in [served[0], served[2]] {
         assert!(
             rotation == "couchdb2 couchdb3 couchdb2 couchdb3"
@@ -156,7 +162,30 @@ fn couchdb_example_runs_end_to_end() {
         .filter(|w| w.starts_with(&["slave_backend", "couchdb3"]))
         .collect();
     let states: Vec<&str> = couchdb3.iter().map(|w| w[2]).collect();
-    assert_eq!(states, ["UP", "UP", "DOWN", "UP"], "{all}");
+    assert_eq!(states, ["UP", "UP", "DOWN", "UP", "UP"], "{all}");
+    // The weight column: 1 until the reload, 3 after it.
+    let weights: Vec<&str> = couchdb3.iter().map(|w| w[8]).collect();
+    assert_eq!(weights, ["1", "1", "1", "1", "3"], "{all}");
+    // After the reload, the counters went on from where they were: each
+    // server's stot in the reload's table equals the one before.
+    let kept: Vec<&str> = out
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.ends_with(" (kept)"))
+        .collect();
+    assert_eq!(kept.len(), 3, "{all}");
+    for line in &kept {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        // <backend/server> stot <before> -> <after> (kept)
+        let (before, after): (u64, u64) = (w[2].parse().unwrap(), w[4].parse().unwrap());
+        assert!(before > 0 && after == before, "{line}\n{all}");
+    }
+    // Weight 3 to 1: six of the eight reads after the reload on couchdb3.
+    assert_eq!(
+        served[3].split(' ').filter(|n| *n == "couchdb3").count(),
+        6,
+        "{all}"
+    );
     assert_eq!(couchdb3[2].last(), Some(&"L4CON"), "{all}");
     assert!(
         couchdb3.iter().all(|w| w[5] == "512"),

@@ -1,6 +1,9 @@
 //! The reference user's workflow: run the CouchDB config with a pidfile,
 //! serve traffic, add a replica to the file, `kill -USR2 $(cat pidfile)`,
-//! and see the new server in the stats CSV with the old counters intact.
+//! and see the new server in `show stat` (on the stats socket the operator
+//! added) and on the stats page with the old counters intact.
+//! `examples/couchdb/run.sh` does the same with real CouchDB-compatible
+//! nodes (a weight change).
 
 mod support;
 
@@ -13,8 +16,13 @@ fn couchdb_cfg(port: u16, servers: &[(&str, String)]) -> String {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/conf/couchdb.cfg");
     let mut text = std::fs::read_to_string(path).expect("read conf/couchdb.cfg");
     text = text.replace("localhost:8080", &format!("localhost:{port}"));
-    // What the operator's init script passes as -p, here in the config.
-    text = text.replacen("global\n", "global\npidfile @DIR@/sluice.pid\n", 1);
+    // What the operator's init script passes as -p, here in the config, and
+    // the runtime API the operator adds.
+    text = text.replacen(
+        "global\n",
+        "global\npidfile @DIR@/sluice.pid\nstats socket @DIR@/stats.sock level admin\n",
+        1,
+    );
     for (from, to) in servers {
         text = text.replace(from, to);
     }
@@ -68,19 +76,25 @@ async fn usr2_from_the_pidfile_adds_a_replica_keeping_counters() {
         .unwrap();
     assert!(st.success());
 
+    let sock = s.stats_socket();
     let deadline = Instant::now() + Duration::from_secs(10);
     let after = loop {
-        let c = csv(addr).await;
+        let c = show_stat(&sock).await;
         if c.try_row("slave_backend", "couchdb4").is_some() {
             break c;
         }
         assert!(Instant::now() < deadline, "couchdb4 never appeared");
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    // Old counters intact (the stats page requests count on the frontend
-    // only), new server in place.
-    assert!(after.num("slave_backend", "couchdb2", "stot") >= 5);
+    // Old counters intact, new server in place.
+    assert_eq!(after.num("slave_backend", "couchdb2", "stot"), 5);
+    assert_eq!(after.num("slave_backend", "couchdb3", "stot"), 5);
     assert_eq!(after.num("master_backend", "couchdb1", "stot"), 1);
+    assert_eq!(after.num("slave_backend", "couchdb4", "stot"), 0);
+    // The stats page says the same.
+    let page = csv(addr).await;
+    assert_eq!(page.num("slave_backend", "couchdb2", "stot"), 5);
+    assert!(page.try_row("slave_backend", "couchdb4").is_some());
     let mut seen = Vec::new();
     for i in 0..6 {
         seen.push(get(addr, &format!("/db/after{i}")).await.backend());

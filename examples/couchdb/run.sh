@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The CouchDB example, end to end on one machine: three CouchDB-compatible
 # nodes (pouchdb-server, in memory), sluice in front with sluice.cfg, and a
-# walk-through of writes, replication, reads, `show stat`, and a replica that
-# dies and comes back. See README.md for what each step shows.
+# walk-through of writes, replication, reads, `show stat`, a replica that
+# dies and comes back, and a reload (the config edited, `kill -USR2` from the
+# pid file) that keeps every counter. See README.md for what each step shows.
 #
 #   (cd examples/couchdb && npm ci --ignore-scripts)   # once
 #   cargo build --release                              # or SLUICE_BIN=...
@@ -51,6 +52,10 @@ export COUCHDB_SLUICE_SOCK="$work/sluice.sock"
 # sluice.cfg); its stderr: its own messages.
 sluice_log="$work/sluice.log"
 sluice_err="$work/sluice.err"
+# The configuration sluice runs (a copy: step 8 edits it) and its pid file.
+cfg="$work/sluice.cfg"
+pidfile="$work/sluice.pid"
+cp "$here/sluice.cfg" "$cfg"
 declare -A pids=()
 
 cleanup() {
@@ -103,13 +108,13 @@ cli() { echo "$1" | socat -t 5 stdio "unix-connect:$COUCHDB_SLUICE_SOCK"; }
 show_stat() {
     cli "show stat" | awk -F, '
         NR == 1 { sub(/^# /, ""); for (i = 1; i <= NF; i++) col[$i] = i
-                  printf "    %-15s %-9s %-8s %4s %4s %4s %5s %5s %s\n",
+                  printf "    %-15s %-9s %-8s %4s %4s %4s %5s %5s %6s %s\n",
                          "pxname", "svname", "status", "scur", "smax", "slim",
-                         "stot", "qcur", "check_status"; next }
-        NF > 1  { printf "    %-15s %-9s %-8s %4s %4s %4s %5s %5s %s\n",
+                         "stot", "qcur", "weight", "check_status"; next }
+        NF > 1  { printf "    %-15s %-9s %-8s %4s %4s %4s %5s %5s %6s %s\n",
                          $col["pxname"], $col["svname"], $col["status"],
                          $col["scur"], $col["smax"], $col["slim"], $col["stot"],
-                         $col["qcur"], $col["check_status"] }'
+                         $col["qcur"], $col["weight"], $col["check_status"] }'
 }
 
 # status_is <backend> <server> <status>: the server's status is exactly that
@@ -119,6 +124,14 @@ status_is() {
         $1 == px && $2 == sv && $18 == want { found = 1 }
         END { exit !found }'
 }
+
+# stat <backend> <server> <column>: one field of `show stat`.
+stat() {
+    cli "show stat" | awk -F, -v px="$1" -v sv="$2" -v name="$3" '
+        NR == 1 { sub(/^# /, ""); for (i = 1; i <= NF; i++) col[$i] = i; next }
+        $1 == px && $2 == sv { print $col[name] }'
+}
+stat_is() { [ "$(stat "$1" "$2" "$3")" = "$4" ]; }
 
 log_lines() { grep -c "$1" "$sluice_log" || true; }
 # log_grew <pattern> <count>: more than <count> log lines match the pattern.
@@ -170,9 +183,9 @@ for n in 1 2 3; do
     info "couchdb$n: http://127.0.0.1:${!port_var}/ $(curl -s "http://127.0.0.1:${!port_var}/" | cut -c1-60)..."
 done
 
-say "Starting sluice: $SLUICE_BIN -f $here/sluice.cfg (proxy on $proxy)"
-"$SLUICE_BIN" -c -f "$here/sluice.cfg" | sed 's/^/    /'
-"$SLUICE_BIN" -f "$here/sluice.cfg" >"$sluice_log" 2>"$sluice_err" &
+say "Starting sluice: $SLUICE_BIN -f $cfg -p $pidfile (a copy of sluice.cfg; proxy on $proxy)"
+"$SLUICE_BIN" -c -f "$cfg" | sed 's/^/    /'
+"$SLUICE_BIN" -f "$cfg" -p "$pidfile" >"$sluice_log" 2>"$sluice_err" &
 pids[sluice]=$!
 wait_for "the stats socket" cli "show info"
 for sv in master_backend/couchdb1 slave_backend/couchdb2 slave_backend/couchdb3; do
@@ -232,6 +245,30 @@ case $seen in
 *couchdb2*couchdb3* | *couchdb3*couchdb2*) ;;
 *) fail "couchdb3 did not rejoin the rotation: $seen" ;;
 esac
+
+say "8. Reload: give couchdb3 weight 3 in the config, then kill -USR2 \$(cat $pidfile)"
+declare -A stot_before=()
+for sv in master_backend/couchdb1 slave_backend/couchdb2 slave_backend/couchdb3; do
+    stot_before[$sv]=$(stat "${sv%/*}" "${sv#*/}" stot)
+done
+sed -i 's/^\(    server couchdb3 .*\) weight 1 /\1 weight 3 /' "$cfg"
+grep '^    server couchdb3 ' "$cfg" | sed 's/^ */    config: /'
+"$SLUICE_BIN" -c -f "$cfg" | sed 's/^/    /'
+kill -USR2 "$(cat "$pidfile")"
+wait_for "the reload (couchdb3 at weight 3)" stat_is slave_backend couchdb3 weight 3
+cli "show info" | grep -E '^(Generation|Last_reload_status):' | sed 's/^/    /'
+cli "show reload" | sed '/^$/d; s/^/    /'
+show_stat
+for sv in master_backend/couchdb1 slave_backend/couchdb2 slave_backend/couchdb3; do
+    now=$(stat "${sv%/*}" "${sv#*/}" stot)
+    [ "$now" -ge "${stot_before[$sv]}" ] || fail "$sv stot went from ${stot_before[$sv]} to $now"
+    info "$sv stot ${stot_before[$sv]} -> $now (kept)"
+done
+status_is slave_backend couchdb3 UP || fail "couchdb3 is no longer UP after the reload"
+info "reads now go 3 to 1 to couchdb3:"
+read_docs 8
+n3=$(tr ' ' '\n' <<<"$seen" | grep -c '^couchdb3$' || true)
+[ "$n3" -eq 6 ] || fail "couchdb3 served $n3 of 8 reads at weight 3 (want 6): $seen"
 
 say "The access log (option httplog) of the walk-through"
 grep -E '"(GET|PUT|POST|DELETE) ' "$sluice_log" | sed 's/^/    /'
