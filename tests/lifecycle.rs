@@ -1,6 +1,8 @@
 //! Process life cycle: soft stop (SIGTERM, SIGUSR1), immediate stop
 //! (SIGINT), hard-stop-after, systemd notify, privileges, cpu-map, fd
-//! limits, -L, binary upgrades with -x / -sf / -st, and SIGTTOU / SIGTTIN.
+//! limits (ulimit-n, raised from maxconn), nbthread, user/group/uid/gid and
+//! chroot (as root; under CI through sudo -n when not root), the daemon
+//! keyword, -L, binary upgrades with -x / -sf / -st, and SIGTTOU / SIGTTIN.
 
 mod support;
 
@@ -208,22 +210,169 @@ fn proc_status(pid: u32, field: &str) -> String {
         .to_string()
 }
 
+/// True when the calling test may go on as root. Not root: under CI, the
+/// test is run again as root through `sudo -n` (and false is returned:
+/// that run did it); without sudo, under CI, a failure that says why;
+/// outside CI, false with a message (skipped).
+fn as_root(test: &str) -> bool {
+    if unsafe { libc::getuid() } == 0 {
+        return true;
+    }
+    let ci = std::env::var_os("CI").is_some();
+    let sudo = std::process::Command::new("sudo")
+        .args(["-n", "true"])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if ci && sudo {
+        let exe = std::env::current_exe().expect("test binary path");
+        let st = std::process::Command::new("sudo")
+            .args(["-n", "--preserve-env=CI,PATH"])
+            .arg(exe)
+            .args([test, "--exact", "--test-threads=1", "--nocapture"])
+            .status()
+            .expect("run sudo -n");
+        assert!(st.success(), "{test}, run as root through sudo -n, failed");
+        return false;
+    }
+    assert!(
+        !ci,
+        "{test} needs root (uid/gid/user/group/chroot, a port below 1024): under CI run the \
+         tests as root (.ci/run does) or allow `sudo -n`"
+    );
+    eprintln!("skipping {test}: not root and no CI (it needs root)");
+    false
+}
+
+/// The `Uid:`/`Gid:` lines' four ids all equal to `id`.
+fn assert_ids(pid: u32, field: &str, id: &str) {
+    let ids = proc_status(pid, field);
+    assert!(
+        ids.split_whitespace().all(|u| u == id) && ids.split_whitespace().count() == 4,
+        "{field}: {ids}"
+    );
+}
+
+/// The names of the process's threads.
+fn thread_names(pid: u32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .map(|c| c.trim().to_string())
+        .collect()
+}
+
+/// `uid`/`gid` by number and `chroot`: dropped after binding (root only).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn privileges_chroot_limits_cpu_map_and_local_peer() {
+async fn uid_gid_and_chroot_are_applied_after_binding() {
+    if !as_root("uid_gid_and_chroot_are_applied_after_binding") {
+        return;
+    }
     let b = Backend::start("s1").await;
     let port = free_port();
-    let root = unsafe { libc::getuid() } == 0;
+    let jail = TempDir::new("jail");
+    let extra = format!(
+        "    uid 65534\n    gid 65534\n    chroot {}\n",
+        jail.path().display()
+    );
+    let s = Sluice::start(&cfg(port, &b, &extra));
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    assert_eq!(get(addr, "/").await.status, 200);
+    assert_ids(s.pid(), "Uid", "65534");
+    assert_ids(s.pid(), "Gid", "65534");
+    assert_eq!(
+        proc_status(s.pid(), "Groups"),
+        "",
+        "supplementary groups kept"
+    );
+    let root = std::fs::read_link(format!("/proc/{}/root", s.pid())).unwrap();
+    assert_eq!(root, jail.path());
+    // The stats socket was made before the chroot and still answers.
+    assert!(cli(&s.stats_socket(), "show info").await.contains("Pid: "));
+}
+
+/// `user`/`group` by name, and a port below 1024 the unprivileged user
+/// could not bind: it was bound before the drop (root only).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn user_and_group_by_name_after_binding_a_privileged_port() {
+    if !as_root("user_and_group_by_name_after_binding_a_privileged_port") {
+        return;
+    }
+    let b = Backend::start("s1").await;
+    let unprivileged_from: u16 =
+        std::fs::read_to_string("/proc/sys/net/ipv4/ip_unprivileged_port_start")
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or(1024);
+    // A free port below 1024 (we are root: we may bind it to see).
+    let low = (600..1000)
+        .find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
+        .expect("a free port below 1000");
+    let (user, group) = ("nobody", "nogroup");
+    let uid = std::process::Command::new("id")
+        .args(["-u", user])
+        .output()
+        .unwrap();
+    let uid = String::from_utf8_lossy(&uid.stdout).trim().to_string();
+    let gid = std::process::Command::new("getent")
+        .args(["group", group])
+        .output()
+        .unwrap();
+    let gid = String::from_utf8_lossy(&gid.stdout)
+        .split(':')
+        .nth(2)
+        .map(|g| g.trim().to_string())
+        .unwrap_or_default();
+    assert!(
+        !uid.is_empty() && !gid.is_empty(),
+        "no user {user} or group {group}"
+    );
+    let s = Sluice::start(&cfg(
+        low,
+        &b,
+        &format!("    user {user}\n    group {group}\n"),
+    ));
+    assert_eq!(
+        get(SocketAddr::from(([127, 0, 0, 1], low)), "/")
+            .await
+            .status,
+        200
+    );
+    assert_ids(s.pid(), "Uid", &uid);
+    assert_ids(s.pid(), "Gid", &gid);
+    if unprivileged_from > low {
+        // Now unprivileged, it could not bind that port any more: a
+        // reload that adds a second port below 1024 is refused.
+        let other = (low + 1..1000)
+            .find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
+            .expect("a second free port below 1000");
+        let text = cfg(low, &b, &format!("    user {user}\n    group {group}\n")).replace(
+            &format!("    bind 127.0.0.1:{low}\n"),
+            &format!("    bind 127.0.0.1:{low}\n    bind 127.0.0.1:{other}\n"),
+        );
+        let dir = s.path("");
+        std::fs::write(
+            s.path("sluice.cfg"),
+            text.replace("@DIR@", dir.to_str().unwrap().trim_end_matches('/')),
+        )
+        .unwrap();
+        let reply = cli(&s.stats_socket(), "reload").await;
+        assert!(reply.starts_with("Success=0\n"), "{reply}");
+        assert!(reply.contains("Permission denied"), "{reply}");
+    }
+}
+
+/// `nbthread`: that many worker threads (`sluice-1`..`sluice-N`, the
+/// names of the per-thread runtimes); `ulimit-n`; `cpu-map` pins workers
+/// to CPUs; `-L` names the local peer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nbthread_ulimit_cpu_map_and_local_peer() {
+    let b = Backend::start("s1").await;
+    let port = free_port();
     let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut extra = String::from("    nbthread 2\n    ulimit-n 3000\n");
+    let mut extra = String::from("    nbthread 3\n    ulimit-n 3000\n");
     if ncpu >= 2 {
         extra.push_str("    cpu-map auto:1/1-2 0-1\n");
-    }
-    let jail = TempDir::new("jail");
-    if root {
-        extra.push_str(&format!(
-            "    uid 65534\n    gid 65534\n    chroot {}\n",
-            jail.path().display()
-        ));
     }
     let s = Sluice::builder(&cfg(port, &b, &extra))
         .arg("-L")
@@ -239,14 +388,17 @@ async fn privileges_chroot_limits_cpu_map_and_local_peer() {
     assert!(line.split_whitespace().nth(3) == Some("3000"), "{line}");
     let info = cli(&s.stats_socket(), "show info").await;
     assert!(info.contains("\nnode: peer-a\n"), "{info}");
-    if root {
-        let uid = proc_status(s.pid(), "Uid");
-        assert!(uid.split_whitespace().all(|u| u == "65534"), "Uid: {uid}");
-        let gid = proc_status(s.pid(), "Gid");
-        assert!(gid.split_whitespace().all(|g| g == "65534"), "Gid: {gid}");
-        let cwd_root = std::fs::read_link(format!("/proc/{}/root", s.pid())).unwrap();
-        assert_eq!(cwd_root, jail.path());
-    }
+    assert!(info.contains("\nNbthread: 3\n"), "{info}");
+    let mut workers: Vec<String> = thread_names(s.pid())
+        .into_iter()
+        .filter(|n| {
+            n.strip_prefix("sluice-")
+                .is_some_and(|k| k.parse::<u32>().is_ok())
+        })
+        .collect();
+    workers.sort();
+    workers.dedup();
+    assert_eq!(workers, ["sluice-1", "sluice-2", "sluice-3"]);
     if ncpu >= 2 {
         let mut seen = Vec::new();
         for t in std::fs::read_dir(format!("/proc/{}/task", s.pid())).unwrap() {
@@ -264,6 +416,80 @@ async fn privileges_chroot_limits_cpu_map_and_local_peer() {
             "{seen:?}"
         );
     }
+}
+
+/// Without `ulimit-n`, the fd limit is raised from `maxconn` (HAProxy's
+/// 2 x maxconn plus listeners, servers and a margin). sluice is started
+/// with a soft limit below its hard one, so raising needs no privilege.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn maxconn_raises_the_fd_limit() {
+    use std::os::unix::process::CommandExt;
+    let b = Backend::start("s1").await;
+    let port = free_port();
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) }, 0);
+    let hard = lim.rlim_max;
+    let soft = (hard / 2).min(4096);
+    // Enough connections to need more than that soft limit.
+    let maxconn = soft / 2 + 500;
+    let want = 2 * maxconn + 1 + 1 + 100;
+    assert!(want <= hard, "hard fd limit {hard} too low for this test");
+    let dir = TempDir::new("fdlimit");
+    let text = cfg(port, &b, &format!("    maxconn {maxconn}\n"))
+        .replace("@DIR@", dir.path().to_str().unwrap());
+    let path = dir.write("s.cfg", &text);
+    let mut cmd = std::process::Command::new(bin());
+    cmd.args(["-f", path.to_str().unwrap(), "-d"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(dir.join("stderr")).unwrap());
+    // SAFETY: only setrlimit, async-signal-safe, between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let l = libc::rlimit {
+                rlim_cur: soft,
+                rlim_max: hard,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &l) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    struct KillOnDrop(std::process::Child);
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let child = KillOnDrop(cmd.spawn().expect("spawn sluice"));
+    let sock = dir.join("stats.sock");
+    wait_until(Duration::from_secs(10), "stats socket", || {
+        let sock = sock.clone();
+        async move { tokio::net::UnixStream::connect(&sock).await.is_ok() }
+    })
+    .await;
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", child.0.id())).unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    assert_eq!(
+        line.split_whitespace().nth(3),
+        Some(want.to_string().as_str()),
+        "maxconn {maxconn}, started with {soft}: {line}"
+    );
+    let info = cli(&sock, "show info").await;
+    assert!(info.contains(&format!("\nMaxconn: {maxconn}\n")), "{info}");
+    assert_eq!(
+        get(SocketAddr::from(([127, 0, 0, 1], port)), "/")
+            .await
+            .status,
+        200
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -546,4 +772,56 @@ async fn daemon_mode_fails_whole_when_the_pid_file_cannot_be_written() {
         "a daemon answers on {}",
         sock.display()
     );
+}
+
+/// The `daemon` and `pidfile` keywords do what `-D -p` do: the command
+/// returns once the daemon serves, the pid file naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn daemon_keyword_goes_to_the_background() {
+    let be = Backend::start("s1").await;
+    let port = free_port();
+    let dir = TempDir::new("daemon-kw");
+    let pidfile = dir.join("kw.pid");
+    let text = cfg(
+        port,
+        &be,
+        &format!("    daemon\n    pidfile {}\n", pidfile.display()),
+    )
+    .replace("@DIR@", dir.path().to_str().unwrap());
+    let path = dir.write("kw.cfg", &text);
+    let out = run_sluice(&["-f", path.to_str().unwrap()], None);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let pid: u32 = std::fs::read_to_string(&pidfile)
+        .expect("pid file written before the command returns")
+        .trim()
+        .parse()
+        .expect("a pid");
+    struct Stop(u32);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("kill")
+                .args(["-INT", &self.0.to_string()])
+                .status();
+        }
+    }
+    let _daemon = Stop(pid);
+    assert_eq!(
+        get(SocketAddr::from(([127, 0, 0, 1], port)), "/kw")
+            .await
+            .status,
+        200
+    );
+    let info = cli(&dir.join("stats.sock"), "show info").await;
+    assert!(info.contains(&format!("\nPid: {pid}\n")), "{info}");
+    // Detached: its own session, not the test's.
+    let sid = |p: &str| {
+        std::fs::read_to_string(format!("/proc/{p}/stat"))
+            .ok()
+            .and_then(|t| {
+                let after = t.rsplit_once(')')?.1.to_string();
+                after.split_whitespace().nth(3).map(str::to_string)
+            })
+            .unwrap_or_default()
+    };
+    assert_ne!(sid(&pid.to_string()), sid("self"));
 }
