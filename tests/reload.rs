@@ -1,6 +1,8 @@
 //! Reload without restart (SIGUSR2, SIGHUP, CLI `reload`): a valid config
-//! is applied with counters, health and open listeners kept; an invalid one
-//! changes nothing and says why.
+//! is applied with counters, health and open listeners kept, from files or
+//! a directory; an invalid one (errors, or a port that cannot be bound)
+//! changes nothing and says why, on the CLI and in the log. `show reload`
+//! names what changed. (What servers keep: tests/reload_state.rs.)
 
 mod support;
 
@@ -334,4 +336,139 @@ async fn show_reload_names_modified_proxies() {
     );
     assert!(!report.contains("backend be modified"), "{report}");
     assert_eq!(get(addr, "/two").await.status, 200);
+}
+
+/// `-f <directory>`: a reload reads the directory again, so a file added
+/// to it is loaded (here a `listen` section with its own port).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reload_of_a_directory_picks_up_a_new_file() {
+    let s1 = Backend::start("s1").await;
+    let s2 = Backend::start("s2").await;
+    let ports = free_ports(2);
+    let confd = TempDir::new("confd");
+    confd.write(
+        "10-be.cfg",
+        &format!("backend be\n    server s1 {}\n", s1.hostport()),
+    );
+    // The main file: global, defaults and the frontend; the backends are
+    // in the directory.
+    let main = cfg(ports[0], &[], None).replace("\nbackend be\n", "\n");
+    let s = Sluice::builder(&main)
+        .arg("-f")
+        .arg(confd.path().to_str().unwrap())
+        .start();
+    let sock = s.stats_socket();
+    assert_eq!(
+        get(SocketAddr::from(([127, 0, 0, 1], ports[0])), "/")
+            .await
+            .backend(),
+        "s1"
+    );
+
+    confd.write(
+        "20-extra.cfg",
+        &format!(
+            "listen extra\n    bind 127.0.0.1:{}\n    server s2 {}\n",
+            ports[1],
+            s2.hostport()
+        ),
+    );
+    signal(s.pid(), "USR2");
+    wait_generation(&sock, 2).await;
+    let extra = SocketAddr::from(([127, 0, 0, 1], ports[1]));
+    assert_eq!(get(extra, "/new").await.backend(), "s2");
+    let report = cli(&sock, "show reload").await;
+    assert!(report.contains("  listen extra added\n"), "{report}");
+    assert!(
+        report.contains(&format!("  listener {extra} opened for frontend extra\n")),
+        "{report}"
+    );
+}
+
+/// A bad configuration sent by SIGUSR2 changes nothing; its errors go to
+/// the log (stderr here) with their file:line, and `show info` says the
+/// reload failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_reload_by_signal_logs_its_errors_and_changes_nothing() {
+    let s1 = Backend::start("s1").await;
+    let port = free_port();
+    let s = Sluice::start(&cfg(port, &[(&s1, 1)], None));
+    let sock = s.stats_socket();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+
+    let mut broken = cfg(port, &[(&s1, 5)], None);
+    broken.push_str("    sever s9 127.0.0.1:1\n");
+    rewrite(&s, &broken);
+    signal(s.pid(), "USR2");
+    wait_until(Duration::from_secs(10), "the failed reload", || {
+        let sock = sock.clone();
+        async move {
+            cli(&sock, "show info")
+                .await
+                .contains("\nLast_reload_status: failed\n")
+        }
+    })
+    .await;
+    let info = cli(&sock, "show info").await;
+    assert!(info.contains("\nGeneration: 1\n"), "{info}");
+    let err = s.stderr();
+    let cfg_path = s.path("sluice.cfg");
+    assert!(
+        err.contains(&format!(
+            "parsing [{}:13] : unknown keyword 'sever'",
+            cfg_path.display()
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("Reload refused: the running configuration is unchanged."),
+        "{err}"
+    );
+    // The weight change in the same file was not applied either.
+    assert_eq!(show_stat(&sock).await.num("be", "s1", "weight"), 1);
+    assert_eq!(get(addr, "/").await.status, 200);
+    let report = cli(&sock, "show reload").await;
+    assert!(report.contains("last reload: failed"), "{report}");
+    assert!(report.contains("unknown keyword 'sever'"), "{report}");
+}
+
+/// A reload whose new bind cannot be opened (the port is taken) is refused
+/// as a whole, as HAProxy's new process would fail to start: nothing of
+/// the new configuration applies and the old one keeps serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reload_with_a_port_taken_is_refused_as_a_whole() {
+    let s1 = Backend::start("s1").await;
+    let port = free_port();
+    let s = Sluice::start(&cfg(port, &[(&s1, 1)], None));
+    let sock = s.stats_socket();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken_port = taken.local_addr().unwrap().port();
+
+    rewrite(&s, &cfg(port, &[(&s1, 4)], Some(taken_port)));
+    let reply = cli(&sock, "reload").await;
+    assert!(reply.starts_with("Success=0\n"), "{reply}");
+    assert!(
+        reply.contains("Starting frontend fe: cannot bind socket (Address already in use")
+            && reply.contains(&format!("[127.0.0.1:{taken_port}]")),
+        "{reply}"
+    );
+    let info = cli(&sock, "show info").await;
+    assert!(info.contains("\nGeneration: 1\n"), "{info}");
+    assert!(info.contains("\nLast_reload_status: failed\n"), "{info}");
+    assert_eq!(show_stat(&sock).await.num("be", "s1", "weight"), 1);
+    assert_eq!(get(addr, "/").await.status, 200);
+    assert!(s.stderr().contains("cannot bind socket"), "{}", s.stderr());
+
+    // Once the port is free, the same file reloads.
+    drop(taken);
+    let reply = cli(&sock, "reload").await;
+    assert!(reply.starts_with("Success=1\ngeneration=2\n"), "{reply}");
+    assert_eq!(show_stat(&sock).await.num("be", "s1", "weight"), 4);
+    assert_eq!(
+        get(SocketAddr::from(([127, 0, 0, 1], taken_port)), "/")
+            .await
+            .status,
+        200
+    );
 }
