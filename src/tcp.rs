@@ -126,7 +126,10 @@ pub async fn serve(client: ClientConn, stream: Stream, peer: SocketAddr) {
                     add(&bc.econ, 1);
                     rec.term(b'S', b'C');
                 }
-                PickError::QueueTimeout => rec.term(b's', b'Q'),
+                PickError::QueueTimeout { be_queue } => {
+                    rec.be_queue = be_queue;
+                    rec.term(b's', b'Q')
+                }
                 PickError::QueueFull => rec.term(b'S', b'Q'),
             }
             crate::log::emit(fe, &mut rec, None, false);
@@ -134,6 +137,7 @@ pub async fn serve(client: ClientConn, stream: Stream, peer: SocketAddr) {
         }
     };
     rec.t_queue = ms(queued.elapsed());
+    rec.be_queue = slot.queue_position();
     let mut seat = Seat::new(slot);
     entry.to_server(seat.server());
     bc.session_start();

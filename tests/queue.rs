@@ -73,10 +73,14 @@ async fn queued_requests_are_served_fifo_one_at_a_time() {
     let backend = Backend::start("slow1").await;
     backend.set_gated(true);
     let port = free_port();
+    let syslog = support::syslog::Syslog::new();
     let s = Sluice::start(&cfg(
         port,
         &backend,
-        "    timeout connect 5s\n    timeout queue 10s",
+        &format!(
+            "    log {} local0\n    option httplog\n    timeout connect 5s\n    timeout queue 10s",
+            syslog.addr()
+        ),
     ));
     let sock = s.stats_socket();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
@@ -132,19 +136,30 @@ async fn queued_requests_are_served_fifo_one_at_a_time() {
         .collect();
     assert_eq!(order, ["/1", "/2", "/3"], "completion order");
     assert_eq!(backend_qcur(&sock).await, Some(0));
+
+    // `%sq/%bq` as HAProxy 2.6.12 logs them in the same sequence (captured:
+    // `0/0`, `0/1`, `0/2`): the requests served from the backend queue
+    // while each waited, plus itself.
+    let bq = |p: &str| {
+        format!(
+            "{{}} fe qbe/slow1 {{}} 200 {{}} - - ---- {{}} 0/{} \"GET {p} HTTP/1.1\"\n",
+            &p[1..].parse::<u32>().unwrap() - 1
+        )
+    };
+    let want = [bq("/1"), bq("/2"), bq("/3")];
+    syslog.until(&[&want[0], &want[1], &want[2]]);
 }
 
 /// HAProxy 2.6.12's log line for a request that timed out in the queue
 /// (`timeout queue 1s`, server `maxconn 1` busy).
 const HAPROXY_SQ: &str = "<134>Nov 30 14:01:47 haproxy[29824]: 127.0.0.1:37222 [30/Nov/2026:14:01:46.703] fe qbe/<NOSRV> 0/1002/-1/-1/1002 503 217 - - sQ-- 2/2/1/0/0 0/1 \"GET /late HTTP/1.1\"\n";
 
-/// Two known differences are masked: `%B`, where HAProxy logs 217 for the
-/// 214 bytes of its 503 page on the wire (sluice logs the bytes sent), and
-/// `%sq/%bq`, where HAProxy counts the requests that left the queue while
-/// this one waited, itself included (`0/1` here), and sluice logs `0/0`.
+/// `%B` is masked: HAProxy logs 217 for the 214 bytes of its 503 page on
+/// the wire (sluice logs the bytes sent). `%bq` is 1: the request was the
+/// first in the backend queue.
 fn sq_mask(tag: &str) -> String {
     format!(
-        "<134>{{mon}} {{day}} {{hh}}:{{mm}}:{{ss}} {tag}[{{pid}}]: 127.0.0.1:{{p}} [{{date}}] fe qbe/<NOSRV> {{TR}}/{{Tw}}/-1/-1/{{Ta}} 503 {{B}} - - sQ-- {{ac}}/{{fc}}/1/0/0 {{sq}}/{{bq}} \"GET /late HTTP/1.1\"\n"
+        "<134>{{mon}} {{day}} {{hh}}:{{mm}}:{{ss}} {tag}[{{pid}}]: 127.0.0.1:{{p}} [{{date}}] fe qbe/<NOSRV> {{TR}}/{{Tw}}/-1/-1/{{Ta}} 503 {{B}} - - sQ-- {{ac}}/{{fc}}/1/0/0 0/1 \"GET /late HTTP/1.1\"\n"
     )
 }
 

@@ -28,6 +28,9 @@ pub struct Queue {
 struct Waiters {
     list: VecDeque<Waiter>,
     next_id: u64,
+    /// Requests handed a slot from the queue so far (HAProxy's queue
+    /// `idx`): a request's position for `%bq` is counted from it.
+    dispatched: u64,
 }
 
 impl std::fmt::Debug for Waiters {
@@ -47,16 +50,32 @@ struct Waiter {
     id: u64,
     tx: oneshot::Sender<SlotGuard>,
     accepts: Accepts,
+    /// `Waiters::dispatched` when it joined.
+    entered: u64,
 }
 
-/// `timeout queue` expired before a slot was free.
+impl Waiters {
+    /// HAProxy's `%bq` for a waiter leaving the queue now: the requests
+    /// served from the queue while it waited, plus one for itself (1 for
+    /// the first in line, whether it is served or times out).
+    fn position(&self, entered: u64) -> u32 {
+        u32::try_from(self.dispatched - entered + 1).unwrap_or(u32::MAX)
+    }
+}
+
+/// `timeout queue` expired before a slot was free; `position` is the
+/// request's `%bq`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct QueueTimeout;
+pub struct QueueTimeout {
+    pub position: u32,
+}
 
 /// A server slot held for the time of one request.
 #[derive(Debug)]
 pub struct SlotGuard {
     held: Option<(Arc<ServerState>, Arc<BackendState>)>,
+    /// The request's `%bq`: 0 unless it waited in the backend queue.
+    queue_position: u32,
 }
 
 impl SlotGuard {
@@ -82,7 +101,14 @@ impl SlotGuard {
         }
         Some(SlotGuard {
             held: Some((server.clone(), backend.clone())),
+            queue_position: 0,
         })
+    }
+
+    /// `%bq`: how far back in the backend queue the request was (see
+    /// [`Waiters::position`]); 0 when it did not wait there.
+    pub fn queue_position(&self) -> u32 {
+        self.queue_position
     }
 
     pub fn server(&self) -> &Arc<ServerState> {
@@ -135,7 +161,7 @@ impl Waiters {
                 }
                 return;
             }
-            let slot = match returned.take().or_else(try_take) {
+            let mut slot = match returned.take().or_else(try_take) {
                 Some(slot) => slot,
                 None => return,
             };
@@ -151,7 +177,10 @@ impl Waiters {
             };
             backend.queue.len.store(self.list.len(), SeqCst);
             backend.counters.queue.dec();
-            if let Err(back) = w.tx.send(slot) {
+            slot.queue_position = self.position(w.entered);
+            self.dispatched += 1;
+            if let Err(mut back) = w.tx.send(slot) {
+                back.queue_position = 0;
                 returned = Some(back);
             }
         }
@@ -196,7 +225,13 @@ impl Queue {
             let (tx, rx) = oneshot::channel();
             let id = w.next_id;
             w.next_id += 1;
-            w.list.push_back(Waiter { id, tx, accepts });
+            let entered = w.dispatched;
+            w.list.push_back(Waiter {
+                id,
+                tx,
+                accepts,
+                entered,
+            });
             q.len.store(w.list.len(), SeqCst);
             backend.counters.queue.inc();
             // A slot freed before we were visible must not be missed.
@@ -213,12 +248,13 @@ impl Queue {
         // Timed out: leave the queue, unless a slot was handed over just now.
         let mut w = lock(&q.inner);
         if let Some(pos) = w.list.iter().position(|x| x.id == id) {
-            w.list.remove(pos);
+            let gone = w.list.remove(pos);
             q.len.store(w.list.len(), SeqCst);
             backend.counters.queue.dec();
-            return Err(QueueTimeout);
+            let position = gone.map_or(1, |g| w.position(g.entered));
+            return Err(QueueTimeout { position });
         }
         drop(w);
-        rx.try_recv().map_err(|_| QueueTimeout)
+        rx.try_recv().map_err(|_| QueueTimeout { position: 1 })
     }
 }

@@ -37,8 +37,9 @@ use crate::routing::{BackendRt, ServerRt};
 pub enum PickError {
     /// No server is usable (all DOWN, in maintenance or weight 0).
     NoServer,
-    /// All usable servers stayed full until `timeout queue`.
-    QueueTimeout,
+    /// All usable servers stayed full until `timeout queue`; `be_queue`:
+    /// the request's `%bq` (0 when it waited for one server only).
+    QueueTimeout { be_queue: u32 },
     /// The chosen server's queue is at its `maxqueue`.
     QueueFull,
 }
@@ -776,7 +777,7 @@ async fn wait_for_server(
     let r = match timeout {
         Some(t) => tokio::time::timeout(t, wait)
             .await
-            .unwrap_or(Err(PickError::QueueTimeout)),
+            .unwrap_or(Err(PickError::QueueTimeout { be_queue: 0 })),
         None => wait.await,
     };
     st.waiters.fetch_sub(1, Relaxed);
@@ -857,7 +858,9 @@ pub async fn acquire_avoiding(
             be.timeouts.queue_or_connect(),
         )
         .await
-        .map_err(|_| PickError::QueueTimeout)?,
+        .map_err(|t| PickError::QueueTimeout {
+            be_queue: t.position,
+        })?,
     };
     slot.server().counters.lbtot.fetch_add(1, Relaxed);
     be.state.counters.lbtot.fetch_add(1, Relaxed);

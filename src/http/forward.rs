@@ -216,6 +216,9 @@ async fn no_server(
         add(&bc.econ, 1);
         rec.term(b'S', b'C');
     } else {
+        if let PickError::QueueTimeout { be_queue } = e {
+            rec.be_queue = be_queue;
+        }
         rec.t_queue = ms(started.elapsed()) as i64;
         rec.term(b's', b'Q');
     }
@@ -298,6 +301,7 @@ pub async fn forward(
             return no_server(e, fe, be, client, keep, started, rec).await;
         }
     };
+    rec.be_queue = slot.queue_position();
     let mut seat = Seat::new(slot);
     let first: Arc<ServerState> = seat.server().clone();
     bc.session_start();
