@@ -238,6 +238,8 @@ pub fn main_with_args(args: &[String]) -> i32 {
     if opts.check_only {
         config::addr::set_check_only();
     }
+    // Still single-threaded here: the runtime starts in `run`.
+    crate::process::export_startup_env(&opts.files, opts.local_peer.as_deref(), VERSION);
     let loaded = config::load(&opts.files);
     if opts.dump {
         print!("{}", config::dump(&loaded.statements));
@@ -277,6 +279,7 @@ pub fn main_with_args(args: &[String]) -> i32 {
         }
         return 0;
     }
+    crate::process::export_cli_env(&cfg.global.stats_sockets);
     run(cfg, &opts)
 }
 

@@ -389,3 +389,67 @@ pub fn set_local_peer(name: &str) {
 pub fn local_peer() -> Option<&'static str> {
     LOCAL_PEER.get().map(String::as_str)
 }
+
+// ---------------------------------------------------------------------------
+// HAProxy's environment variables
+
+/// Sets the variables HAProxy 2.6 exports before reading its configuration
+/// (so `"${HAPROXY_LOCALPEER}"` works in it, and `show env` lists them):
+/// `HAPROXY_LOCALPEER` (`-L`, else the host name), `HAPROXY_CFGFILES`
+/// (the `-f` arguments, `;`-separated) and `HAPROXY_STARTUP_VERSION`
+/// (sluice's version).
+///
+/// Call it before any thread is started: the environment is not
+/// synchronised.
+pub fn export_startup_env(files: &[std::path::PathBuf], local_peer: Option<&str>, version: &str) {
+    let peer = local_peer.map_or_else(hostname, str::to_string);
+    let files: Vec<String> = files
+        .iter()
+        .map(|f| f.to_string_lossy().into_owned())
+        .collect();
+    // In HAProxy's order (`show env` lists them so).
+    set_env("HAPROXY_STARTUP_VERSION", version);
+    set_env("HAPROXY_LOCALPEER", &peer);
+    set_env("HAPROXY_CFGFILES", &files.join(";"));
+}
+
+/// `HAPROXY_CLI`: the stats sockets, `;`-separated, as HAProxy sets it once
+/// its configuration is read (`unix@<path>`, `ipv4@<addr>:<port>`, ...).
+/// Same threading rule as [`export_startup_env`].
+pub fn export_cli_env(sockets: &[crate::config::model::StatsSocket]) {
+    let list: Vec<String> = sockets
+        .iter()
+        .map(|s| match (s.tcp, s.fd) {
+            (Some(addr @ std::net::SocketAddr::V4(_)), _) => format!("ipv4@{addr}"),
+            (Some(addr), _) => format!("ipv6@{addr}"),
+            (None, Some(fd)) => format!("fd@{fd}"),
+            (None, None) => {
+                let p = s.path.to_string_lossy();
+                let p = p.strip_prefix("unix@").unwrap_or(&p);
+                format!("unix@{p}")
+            }
+        })
+        .collect();
+    if !list.is_empty() {
+        set_env("HAPROXY_CLI", &list.join(";"));
+    }
+}
+
+fn set_env(key: &str, value: &str) {
+    // SAFETY: called from the start-up path before the runtime or any
+    // other thread exists (see the callers), so nothing reads the
+    // environment concurrently.
+    unsafe { std::env::set_var(key, value) };
+}
+
+/// The machine's host name (empty if it cannot be read).
+pub fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most `buf.len()` bytes into `buf`.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return String::new();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}

@@ -48,7 +48,7 @@ pub fn info_fields(rt: &Runtime, snap: &Snapshot) -> Vec<(&'static str, String)>
         // HAProxy's local peer name defaults to the host name too; -L
         // names the node when the config does not.
         .or_else(|| crate::process::local_peer().map(str::to_string))
-        .unwrap_or_else(hostname)
+        .unwrap_or_else(crate::process::hostname)
         .replace(['\n', '\r'], " ");
 
     let mut v: Vec<(&'static str, String)> = Vec::with_capacity(72);
@@ -295,18 +295,6 @@ fn nofile_limit() -> u64 {
     #[allow(clippy::unnecessary_cast)]
     let cur = lim.rlim_cur as u64;
     if rc == 0 { cur } else { 0 }
-}
-
-fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for its length; the result is
-    // NUL-terminated when it fits, and we stop at the first NUL anyway.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return String::new();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
 /// Tokio's live task count and global queue depth stand in for HAProxy's
