@@ -42,6 +42,7 @@ pub async fn serve_exposing(
             }
         };
         let rt = rt.clone();
+        crate::stats::cli::count_accepted(&rt);
         tokio::spawn(async move {
             if asks_for_sockets(&stream).await {
                 if level < CliLevel::Admin {

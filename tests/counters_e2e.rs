@@ -66,6 +66,14 @@ async fn counters_after_traffic() {
     let sock = sl.stats_socket();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
 
+    // The harness's readiness probe of the frontend is accepted (and
+    // counted) asynchronously: wait for it, so CumConns is stable.
+    let sock2 = sock.clone();
+    wait_until(DEADLINE, "the readiness probe counted", || {
+        let sock = sock2.clone();
+        async move { show_stat(&sock).await.num("fe", "FRONTEND", "conn_tot") == 1 }
+    })
+    .await;
     // Three requests, each on its own connection, each answered after 200 ms.
     let before = info(&sock).await;
     let (conns0, reqs0) = (before("CumConns"), before("CumReq"));

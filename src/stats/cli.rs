@@ -1298,10 +1298,23 @@ fn spawn_conn<S>(
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    count_accepted(&rt);
     tokio::spawn(async move {
         handle_conn(stream, origin, level, rt).await;
         drop(permit);
     });
+}
+
+/// HAProxy counts CLI sessions in the process totals: CumConns, ConnRate
+/// and SessRate at accept (here, in the accept loop, so two readings of
+/// `show info` see every earlier connection), CumReq when the session ends
+/// ([`handle_conn`]); CurrConns not, its CLI listeners being unlimited.
+pub fn count_accepted(rt: &Runtime) {
+    let p = &rt.process;
+    p.cum_conns
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    p.conn_rate.hit();
+    p.sess_rate.hit();
 }
 
 async fn accept_failed(e: io::Error) {
@@ -1318,21 +1331,14 @@ pub async fn handle_conn<S>(mut stream: S, origin: CliOrigin, level: CliLevel, r
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    // HAProxy counts CLI sessions in the process totals: CumConns, ConnRate
-    // and SessRate at accept, CumReq when the session ends (CurrConns not:
-    // its CLI listeners are unlimited). `show info` moves with every query
-    // there, and scripts comparing two readings see the same.
+    // The session counts in CumReq when it ends, however it ends (see
+    // `count_accepted` for the rest).
     struct CountedSession<'a>(&'a Runtime);
     impl Drop for CountedSession<'_> {
         fn drop(&mut self) {
             self.0.count_request();
         }
     }
-    let p = &rt.process;
-    p.cum_conns
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    p.conn_rate.hit();
-    p.sess_rate.hit();
     let _counted = CountedSession(&rt);
     let mut idle = rt
         .snapshot()
