@@ -170,6 +170,8 @@ pub struct ServerRt {
     pub opts: crate::config::model::ServerOpts,
     /// `cookie <value>`: the persistence cookie value naming it.
     pub cookie: Option<Box<str>>,
+    /// `check-ssl`: the TLS its checks use.
+    pub check_tls: Option<Arc<crate::tls::upstream::UpstreamTls>>,
 }
 
 /// HAProxy's default when neither global nor frontend sets `maxconn`
@@ -260,6 +262,7 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                     slowstart_secs: s.opts.slowstart.map_or(0, |d| d.as_secs().max(1) as u32),
                     opts: s.opts,
                     cookie: s.cookie.as_deref().map(Box::from),
+                    check_tls: s.check_tls.clone(),
                 }
             })
             .collect();

@@ -34,6 +34,7 @@ fn config() -> Config {
         cookie: None,
         loc: loc(),
         tls: None,
+        check_tls: None,
     }];
     cfg.proxies = vec![be];
     cfg

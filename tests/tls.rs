@@ -621,7 +621,8 @@ backend badchk
 /// HAProxy's: a server completing it is UP with `L6OK` ("Layer6 check
 /// passed"); one that accepts TCP but never answers the ClientHello is
 /// DOWN with `L6TOUT` ("Layer6 timeout") once `timeout connect` (300 ms,
-/// inter is 3 s) has passed, as its check_duration shows.
+/// inter is 3 s) has passed, as its check_duration shows. `check-ssl`
+/// does the same for checks sent elsewhere (`port`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_checks_report_l6ok_and_l6tout() {
     let ca = Ca::new("check CA");
@@ -644,7 +645,11 @@ defaults
 backend be
     server tls {upstream} ssl verify required ca-file {ca_file} sni str(backend.test) check inter 100ms rise 1 fall 1
     server mute {mute} ssl verify none check inter 3s fall 1
-"
+backend portchk
+    server viassl 127.0.0.1:1 check check-ssl port {port} ca-file {ca_file} sni str(backend.test) inter 100ms rise 1
+    server plain 127.0.0.1:1 check port {port} inter 100ms rise 1
+",
+        port = upstream.port()
     ));
     let sock = s.stats_socket();
     let csv = wait_check(&sock, "be", "tls", "UP", "L6OK").await;
@@ -653,6 +658,11 @@ backend be
     assert_eq!(csv.get("be", "mute", "check_desc"), "Layer6 timeout");
     let ms = csv.num("be", "mute", "check_duration");
     assert!((290..1500).contains(&ms), "L6TOUT after {ms} ms");
+    // `check-ssl`: the check sent to another port (of a server without
+    // `ssl`) runs the handshake, verified with the server's `ca-file`;
+    // without it the same check is a plain TCP connect.
+    wait_check(&sock, "portchk", "viassl", "UP", "L6OK").await;
+    wait_check(&sock, "portchk", "plain", "UP", "L4OK").await;
 }
 
 #[test]

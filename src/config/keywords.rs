@@ -348,6 +348,8 @@ pub const OPTIONS_UNSUPPORTED: &[&str] = &[
 pub const SERVER_SUPPORTED: &[&str] = &[
     "proto",
     "check-proto",
+    "check-ssl",
+    "no-check-ssl",
     "cookie",
     "send-proxy",
     "send-proxy-v2",
@@ -403,7 +405,6 @@ pub const SERVER_UNSUPPORTED: &[&str] = &[
     "resolve-prefer",
     "resolve-net",
     "resolve-opts",
-    "check-ssl",
     "check-send-proxy",
     "check-sni",
     "check-alpn",

@@ -769,6 +769,9 @@ pub struct CheckParams {
     /// `check-proto h1|h2`: the protocol of HTTP checks (None: the
     /// server's `proto`, as HAProxy).
     pub proto_h2: Option<bool>,
+    /// `check-ssl`: checks over TLS (the server's TLS options) even when
+    /// the server has no `ssl` or checks go elsewhere (`addr`/`port`).
+    pub ssl: bool,
 }
 
 impl Default for CheckParams {
@@ -782,6 +785,7 @@ impl Default for CheckParams {
             addr: None,
             port: None,
             proto_h2: None,
+            ssl: false,
         }
     }
 }
@@ -806,6 +810,8 @@ pub struct Server {
     pub loc: Loc,
     /// `ssl`: TLS to the server.
     pub tls: Option<std::sync::Arc<crate::tls::upstream::UpstreamTls>>,
+    /// `check-ssl`: the TLS of the checks, built from the same options.
+    pub check_tls: Option<std::sync::Arc<crate::tls::upstream::UpstreamTls>>,
 }
 
 /// `observe layer4|layer7`: passive health from live traffic.

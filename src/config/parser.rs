@@ -2403,6 +2403,24 @@ impl<'r> State<'r> {
                 }
             },
         };
+        // `check-ssl`: the server's TLS options, enabled for the checks.
+        let check_tls = match &sd.tls {
+            Some(t) if params.ssl && check => {
+                let t = crate::tls::upstream::ServerTlsOpts {
+                    enabled: true,
+                    ..t.clone()
+                };
+                match self.server_tls(&t, false) {
+                    Ok(u) => u,
+                    Err(msg) => {
+                        at(self, msg);
+                        ok = false;
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
         if opts.h2 && opts.send_proxy != 0 {
             // One HTTP/2 connection carries many clients' requests: it
             // cannot start with one client's PROXY header.
@@ -2438,6 +2456,7 @@ impl<'r> State<'r> {
             cookie,
             loc: loc.clone(),
             tls,
+            check_tls,
         };
         let host = hp.host.to_string();
         let family = hp.family;
@@ -2570,6 +2589,14 @@ impl<'r> State<'r> {
                 }
                 "no-check" => {
                     check = false;
+                    1
+                }
+                "check-ssl" | "no-check-ssl" => {
+                    params.ssl = w == "check-ssl";
+                    if tls.is_none() {
+                        // The TLS options with their defaults, for the checks.
+                        let _ = self.server_tls_option(w, None, &mut tls);
+                    }
                     1
                 }
                 other if kw::SERVER_TLS.contains(&other) => {

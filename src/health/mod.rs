@@ -23,6 +23,7 @@ use tokio::net::TcpStream;
 
 use crate::backend::AdminState;
 use crate::tls::Stream;
+use crate::tls::upstream::UpstreamTls;
 
 use crate::backend::ServerState;
 use crate::backend::health::{CheckStatus, Transition};
@@ -61,6 +62,8 @@ struct Plan {
     connect_timeout: Duration,
     /// `timeout check` after the connection, else inter.
     read_timeout: Duration,
+    /// `check-ssl`: checks over TLS with these settings.
+    check_tls: Option<Arc<UpstreamTls>>,
 }
 
 fn plan_now(rt: &Runtime, server: &Arc<ServerState>) -> Option<Plan> {
@@ -78,6 +81,7 @@ fn plan_now(rt: &Runtime, server: &Arc<ServerState>) -> Option<Plan> {
             kind: be.check.clone(),
             connect_timeout,
             read_timeout,
+            check_tls: s.check_tls.clone(),
         })
     })
 }
@@ -202,10 +206,15 @@ async fn connect(
         }
         Err(_) => return Err((CheckStatus::L4Tout, String::new())),
     };
-    // `ssl` on the server: checks go over TLS too, unless they were sent
-    // elsewhere (`port` / `addr`), as HAProxy does without `check-ssl`.
+    // `check-ssl`: over TLS wherever the check goes. Else `ssl` on the
+    // server: checks go over TLS too, unless they were sent elsewhere
+    // (`port` / `addr`), as HAProxy does.
     let pool = server.pool.load();
-    let Some(tls) = pool.tls().filter(|_| addr == server.addr()) else {
+    let tls = match &plan.check_tls {
+        Some(t) => Some(t),
+        None => pool.tls().filter(|_| addr == server.addr()),
+    };
+    let Some(tls) = tls else {
         return Ok(Stream::Tcp(tcp));
     };
     match tokio::time::timeout(

@@ -45,6 +45,7 @@ pub(crate) mod fixture {
             cookie: None,
             loc: loc(),
             tls: None,
+            check_tls: None,
         }
     }
 
