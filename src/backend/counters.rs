@@ -282,6 +282,9 @@ pub struct Counters {
     /// HTTP/1 client connections (frontend) and the requests they carried.
     pub h1_total_connections: AtomicU64,
     pub h1_total_streams: AtomicU64,
+    /// The bytes of those connections, in and out (as `bin`/`bout`).
+    pub h1_bytes_in: AtomicU64,
+    pub h1_bytes_out: AtomicU64,
     /// Unix time of the last session, 0 = never.
     pub last_sess: AtomicU64,
     pub sess_rate: FreqCtr,
@@ -362,7 +365,9 @@ impl Counters {
         t.total_max.fetch_max(total, Relaxed);
     }
 
-    /// `clear counters`: only the max values.
+    /// `clear counters`: the max values, and the h1/h2 columns: HAProxy's
+    /// stats modules are "clearable", reset by `clear counters` with or
+    /// without `all` (their open-connection gauges stay).
     pub fn clear_max(&self) {
         self.sess.clear_max();
         self.queue.clear_max();
@@ -370,6 +375,21 @@ impl Counters {
         self.req_rate.clear_max();
         self.conn_rate.clear_max();
         self.times.clear_max();
+        let modules: [&AtomicU64; 10] = [
+            &self.h1_total_connections,
+            &self.h1_total_streams,
+            &self.h1_bytes_in,
+            &self.h1_bytes_out,
+            &self.h2_headers_rcvd,
+            &self.h2_data_rcvd,
+            &self.h2_conn_protocol_errors,
+            &self.h2_strm_protocol_errors,
+            &self.h2_goaway_resp,
+            &self.h2_total_connections,
+        ];
+        for a in modules {
+            a.store(0, Relaxed);
+        }
     }
 
     /// `clear counters all`: every cumulative counter, average and max back

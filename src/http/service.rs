@@ -338,6 +338,8 @@ pub(crate) async fn handle_request(
     tls: Option<&TlsFacts>,
     via: Via<'_>,
 ) -> bool {
+    // HTTP/1 connections also count in the h1_* columns.
+    let h1 = !matches!(via, Via::Http2 { .. });
     // The snapshot is loaded once per request and used to its end.
     let snap = rt.snapshot();
     let Some(fe) = snap.frontends().find(|f| *f.name == *frontend).cloned() else {
@@ -441,17 +443,18 @@ pub(crate) async fn handle_request(
                 let spot = error_spot::locate(&conn.buf, false, &H1Error::TooLarge);
                 capture::request_error(&fe, None, Some(peer), &[&conn.buf], spot);
             }
-            return refused(rt, &fe, conn, &mut rec, 400).await;
+            return refused(rt, &fe, conn, &mut rec, 400, h1).await;
         }
     };
     rec.head_received();
     fc.count_request();
     rt.count_request();
-    if !matches!(via, Via::Http2 { .. }) {
-        fc.h1_total_streams.fetch_add(1, Relaxed);
-    }
     let head_len = raw.len() as u64;
     add(&fc.bin, head_len);
+    if h1 {
+        fc.h1_total_streams.fetch_add(1, Relaxed);
+        add(&fc.h1_bytes_in, head_len);
+    }
     // A head or framing that is refused, or a chunked body already bad in
     // the bytes that came with the head: answered here, nothing reaches a
     // server (400, or 405 / 422, see H1Error::request_status). The bytes
@@ -462,7 +465,7 @@ pub(crate) async fn handle_request(
             let spot = error_spot::locate(&raw, false, &e);
             capture::request_error(&fe, None, Some(peer), &[&raw, &conn.buf], spot);
             rec.t_req = -1;
-            return refused(rt, &fe, conn, &mut rec, e.request_status()).await;
+            return refused(rt, &fe, conn, &mut rec, e.request_status(), h1).await;
         }
     };
     let framing = head.request_body().map_err(|e| {
@@ -481,7 +484,7 @@ pub(crate) async fn handle_request(
         Err((status, spot)) => {
             capture::request_error(&fe, None, Some(peer), &[&head.raw, &conn.buf], spot);
             rec.t_req = -1;
-            return refused(rt, &fe, conn, &mut rec, status).await;
+            return refused(rt, &fe, conn, &mut rec, status, h1).await;
         }
     };
     // Both Transfer-Encoding and Content-Length: served, then closed.
@@ -510,7 +513,7 @@ pub(crate) async fn handle_request(
     };
     let out = route(rt, &fe, &req, conn, keep_client, &mut rec).await;
     stream.end();
-    account(rt, &fe, &out);
+    account(rt, &fe, &out, h1);
     log_end(&fe, &mut rec, Some(&out), Some(&head));
     out.keep_client
 }
@@ -525,10 +528,11 @@ async fn refused(
     conn: &mut BufConn,
     rec: &mut LogRecord,
     status: u16,
+    h1: bool,
 ) -> bool {
     fe.state.counters.ereq.fetch_add(1, Relaxed);
     let out = forward::send_error(conn, status, fe, false).await;
-    account(rt, fe, &out);
+    account(rt, fe, &out, h1);
     rec.term(b'P', b'R');
     let logged = Outcome {
         bytes_out: 0,
@@ -558,7 +562,10 @@ fn add(c: &AtomicU64, n: u64) {
     c.fetch_add(n, Relaxed);
 }
 
-fn account(rt: &Runtime, fe: &FrontendRt, out: &Outcome) {
+/// Counts a request's outcome on its frontend (`h1`: it came over HTTP/1,
+/// so its bytes also go to `h1_bytes_in/out`, the wire bytes HAProxy's h1
+/// module counts there).
+fn account(rt: &Runtime, fe: &FrontendRt, out: &Outcome, h1: bool) {
     let fc = &fe.state.counters;
     if let Some(status) = out.status {
         fc.count_status(status);
@@ -566,6 +573,10 @@ fn account(rt: &Runtime, fe: &FrontendRt, out: &Outcome) {
     add(&fc.bin, out.body_in);
     add(&fc.bout, out.bytes_out);
     add(&rt.process.bytes_out, out.bytes_out);
+    if h1 {
+        add(&fc.h1_bytes_in, out.body_in);
+        add(&fc.h1_bytes_out, out.bytes_out);
+    }
 }
 
 /// A request as routing sees it.

@@ -612,13 +612,16 @@ fn ssl_counts(r: &mut Row, c: &Counters) {
 }
 
 /// The h1 module's columns sluice tracks (client side, frontend rows):
-/// connections and requests; the open connections are the sessions that
-/// are not HTTP/2 (connections still in their TLS handshake count too).
+/// connections, requests and their bytes; the open connections are the
+/// sessions that are not HTTP/2 (connections still in their TLS handshake
+/// count too).
 fn h1_counts(r: &mut Row, c: &Counters) {
     let open = c.sess.cur().saturating_sub(c.h2_open_connections.cur());
     r.set("h1_open_connections", open);
     r.set("h1_total_connections", get(&c.h1_total_connections));
     r.set("h1_total_streams", get(&c.h1_total_streams));
+    r.set("h1_bytes_in", get(&c.h1_bytes_in));
+    r.set("h1_bytes_out", get(&c.h1_bytes_out));
 }
 
 /// The h2 module's columns sluice tracks (client side, frontend rows).
