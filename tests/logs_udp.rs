@@ -670,3 +670,86 @@ backend dead
         assert!(!l.contains(" localhost "), "{l}");
     }
 }
+
+/// HAProxy 2.6.12 with `option log-separate-errors`: a 503 for a backend
+/// without servers (`SC--`) and a server's 501 (`----`) are logged at
+/// `err` (`<131>`), a 200 at `info`.
+const HAPROXY_SEPARATE_ERRORS: [&str; 3] = [
+    "<131>Nov 30 14:43:52 haproxy[2627]: 127.0.0.1:50794 [30/Nov/2026:14:43:52.656] fe nosrv/<NOSRV> 0/-1/-1/-1/0 503 217 - - SC-- 1/1/0/0/0 0/0 \"GET /nosrv HTTP/1.1\"\n",
+    "<134>Nov 30 14:43:52 haproxy[2627]: 127.0.0.1:50804 [30/Nov/2026:14:43:52.664] fe be/s1 0/0/0/1/1 200 1541 - - ---- 1/1/0/0/0 0/0 \"GET / HTTP/1.1\"\n",
+    "<131>Nov 30 14:43:52 haproxy[2627]: 127.0.0.1:50810 [30/Nov/2026:14:43:52.672] fe be/s1 0/0/0/1/1 501 533 - - ---- 1/1/0/0/0 0/0 \"FOO / HTTP/1.1\"\n",
+];
+
+#[tokio::test(flavor = "multi_thread")]
+async fn log_separate_errors_raises_5xx_to_err() {
+    let line = |pri: u32, route: &str, term: &str, status: &str, req: &str| {
+        mask(
+            pri,
+            &format!(
+                "127.0.0.1:{{p}} [{{date}}] fe {route} {{timers}} {status} {{B}} - - {term} {{conns}} 0/0 \"{req} HTTP/1.1\""
+            ),
+        )
+    };
+    let want = [
+        line(131, "nosrv/<NOSRV>", "SC--", "503", "GET /nosrv"),
+        line(134, "be/s1", "----", "200", "GET /"),
+        line(131, "be/s1", "----", "501", "FOO /"),
+    ];
+    for (m, l) in want.iter().zip(HAPROXY_SEPARATE_ERRORS) {
+        assert_line(m, l);
+    }
+    // A server answering 200 to GET and 501 to anything else.
+    let server = tcp_server(|mut s| async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut buf = vec![0u8; 4096];
+        let mut got = Vec::new();
+        while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+            match s.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            }
+        }
+        let status = if got.starts_with(b"GET ") {
+            "200 OK"
+        } else {
+            "501 Not Implemented"
+        };
+        let resp = format!("HTTP/1.1 {status}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+        let _ = s.write_all(resp.as_bytes()).await;
+    })
+    .await;
+    let syslog = Syslog::new();
+    let port = free_port();
+    let cfg = format!(
+        "global
+    log {} local0
+
+defaults
+    mode http
+    log global
+    option httplog
+    option log-separate-errors
+    option dontlognull
+    timeout client 5s
+    timeout server 5s
+    timeout connect 1s
+
+frontend fe
+    bind 127.0.0.1:{port}
+    use_backend nosrv if {{ path /nosrv }}
+    default_backend be
+
+backend be
+    server s1 {server}
+
+backend nosrv
+",
+        syslog.addr()
+    );
+    let _sluice = Sluice::start(&cfg);
+    let addr = format!("127.0.0.1:{port}").parse().unwrap();
+    assert_eq!(get(addr, "/nosrv").await.status, 503);
+    assert_eq!(get(addr, "/").await.status, 200);
+    assert_eq!(request(addr, "FOO", "/", b"").await.status, 501);
+    syslog.until(&[&want[0], &want[1], &want[2]]);
+}
