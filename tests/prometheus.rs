@@ -320,3 +320,71 @@ async fn scope_filter() {
     assert_eq!(r.status, 200);
     assert!(r.text().starts_with("# HELP haproxy_frontend_"));
 }
+
+/// The same config under the real HAProxy 2.6: sluice exposes the same
+/// metric families with the same types, and the same series (names and
+/// label sets), so dashboards built on HAProxy's exporter find everything.
+/// Values are not compared; `haproxy_process_build_info`'s `version`
+/// label is each program's own. Required when `CI` is set; skipped with a
+/// message when /usr/sbin/haproxy is not installed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn families_and_series_match_haproxy() {
+    const HAPROXY: &str = "/usr/sbin/haproxy";
+    if !std::path::Path::new(HAPROXY).exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "haproxy is required in CI (.ci/run installs it)"
+        );
+        eprintln!("skipping: {HAPROXY} not installed");
+        return;
+    }
+    let s = setup().await;
+    // The same config for haproxy, on another port.
+    let port = free_port();
+    let dir = TempDir::new("prom");
+    let sluice_cfg = std::fs::read_to_string(&s._s.cfg).unwrap();
+    let cfg = sluice_cfg.replace(
+        &format!("bind 127.0.0.1:{}", s.fe.port()),
+        &format!("bind 127.0.0.1:{port}"),
+    );
+    assert_ne!(cfg, sluice_cfg);
+    let path = dir.write("h.cfg", &cfg);
+    let mut child = std::process::Command::new(HAPROXY)
+        .arg("-f")
+        .arg(&path)
+        .arg("-db")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn haproxy");
+    let h = SocketAddr::from(([127, 0, 0, 1], port));
+    wait_until(START_DEADLINE, "haproxy listening", || async move {
+        tokio::net::TcpStream::connect(h).await.is_ok()
+    })
+    .await;
+    let (hs, ss) = (scrape(h, "").await, scrape(s.fe, "").await);
+    let _ = child.kill();
+    let _ = child.wait();
+
+    assert_eq!(hs.types, ss.types, "families or types differ");
+    let series = |sc: &Scrape| -> std::collections::BTreeSet<String> {
+        sc.samples
+            .keys()
+            .map(|k| match k.split_once("version=\"") {
+                Some((head, rest)) => {
+                    let tail = rest.split_once('"').map_or("", |(_, t)| t);
+                    format!("{head}version=\"<v>\"{tail}")
+                }
+                None => k.clone(),
+            })
+            .collect()
+    };
+    let (hset, sset) = (series(&hs), series(&ss));
+    let only_h: Vec<_> = hset.difference(&sset).collect();
+    let only_s: Vec<_> = sset.difference(&hset).collect();
+    assert!(
+        only_h.is_empty() && only_s.is_empty(),
+        "series only in haproxy: {only_h:#?}\nonly in sluice: {only_s:#?}"
+    );
+    assert!(hs.types.len() > 150, "{} families", hs.types.len());
+}
