@@ -192,6 +192,10 @@ fn running_on() -> String {
 }
 
 fn alert(pid: u32, msg: &str) {
+    // HAProxy's -q silences even start-up alerts: the exit code tells.
+    if QUIET.load(std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
     eprintln!("{:<10} ({pid}) : {msg}", "[ALERT]");
 }
 
@@ -240,6 +244,7 @@ pub fn main_with_args(args: &[String]) -> i32 {
     }
     // Still single-threaded here: the runtime starts in `run`.
     crate::process::export_startup_env(&opts.files, opts.local_peer.as_deref(), VERSION);
+    QUIET.store(opts.quiet, std::sync::atomic::Ordering::Relaxed);
     let loaded = config::load(&opts.files);
     if opts.dump {
         print!("{}", config::dump(&loaded.statements));
@@ -560,7 +565,13 @@ pub fn thread_cpus(
     out
 }
 
+/// `-q`: nothing is printed, warnings nor alerts (as HAProxy's -q).
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 fn warn(pid: u32, msg: &str) {
+    if QUIET.load(std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
     eprintln!("{:<10} ({pid}) : {msg}", "[WARNING]");
 }
 

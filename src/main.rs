@@ -1,7 +1,14 @@
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let debug = args.iter().any(|a| a == "-d" || a == "-db");
-    let filter = if debug { "debug" } else { "info" };
+    // -q: as HAProxy's, nothing on the terminal once started (its notices,
+    // warnings and the "Proxy stopped" lines); SLUICE_LOG still wins.
+    let quiet = args.iter().any(|a| a == "-q");
+    let filter = match (quiet, debug) {
+        (true, _) => "off",
+        (false, true) => "debug",
+        (false, false) => "info",
+    };
     use tracing_subscriber::prelude::*;
     let stderr = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)

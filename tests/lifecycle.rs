@@ -825,3 +825,53 @@ async fn daemon_keyword_goes_to_the_background() {
     };
     assert_ne!(sid(&pid.to_string()), sid("self"));
 }
+
+/// `-q`, as HAProxy 2.6's: nothing on the terminal from a real start to a
+/// soft stop (the config warning, the "started" line, the "Proxy stopped"
+/// lines), nor for a start that fails (the exit code says it). Without it
+/// those lines are there.
+#[test]
+fn quiet_mode_prints_nothing_from_start_to_stop() {
+    let port = free_port();
+    // No timeouts: a warning at parse time.
+    let cfg = format!(
+        "global\n    stats socket @DIR@/stats.sock level admin\nfrontend fe\n    mode http\n    bind 127.0.0.1:{port}\n"
+    );
+    for quiet in [false, true] {
+        let mut b = Sluice::builder(&cfg);
+        if quiet {
+            b = b.arg("-q");
+        }
+        let mut s = b.start();
+        kill(s.pid(), "USR1");
+        let st = s.wait_exit(Duration::from_secs(10)).expect("soft stop");
+        assert_eq!(st.code(), Some(0));
+        let err = s.stderr();
+        if quiet {
+            assert_eq!(err, "");
+        } else {
+            for line in ["[WARNING]", " started (pid ", "Proxy fe stopped"] {
+                assert!(err.contains(line), "{line}: {err}");
+            }
+        }
+    }
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dir = TempDir::new("quiet");
+    let cfg = dir.write(
+        "busy.cfg",
+        &format!(
+            "defaults\n    mode http\n    timeout client 1s\n    timeout server 1s\n    timeout connect 1s\nfrontend fe\n    bind {}\n",
+            busy.local_addr().unwrap()
+        ),
+    );
+    let out = run_sluice(&["-q", "-f", cfg.to_str().unwrap()], None);
+    assert_eq!(out.code(), Some(1));
+    assert_eq!(out.stdout + &out.stderr, "");
+    let out = run_sluice(&["-f", cfg.to_str().unwrap()], None);
+    assert!(
+        out.stderr
+            .contains("cannot bind socket (Address already in use)"),
+        "{}",
+        out.stderr
+    );
+}
