@@ -46,6 +46,8 @@ backend be
     let s = Sluice::builder(&cfg)
         .env("SLUICE_TEST_FD", &fd.to_string())
         .start();
+    // Other children of this test binary must not inherit it.
+    not_inheritable(fd);
     // The test never accepts on its copy: a response can only come from
     // sluice.
     for i in 0..3 {
@@ -173,6 +175,7 @@ backend be
     let _s = Sluice::builder(&cfg)
         .env("SLUICE_CLI_FD", &fd.to_string())
         .start();
+    not_inheritable(fd);
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
     assert_eq!(get(addr, "/").await.status, 200);
     // The test never accepts on its copy: the answer comes from sluice.
@@ -568,4 +571,39 @@ backend be
         "{}",
         out.stderr
     );
+}
+
+/// A `listen` section in `mode tcp` serves on an inherited socket too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mode_tcp_listen_on_an_inherited_socket() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let echo = tcp_server(|mut s| async move {
+        let (mut r, mut w) = s.split();
+        let _ = tokio::io::copy(&mut r, &mut w).await;
+    })
+    .await;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let _s = Sluice::builder(&format!(
+        "global
+    stats socket @DIR@/stats.sock level admin
+listen px
+    mode tcp
+    timeout connect 5s
+    timeout client 30s
+    timeout server 30s
+    bind fd@4
+    server echo {echo}
+"
+    ))
+    .pass_fd(listener.as_raw_fd(), 4)
+    .start();
+    // The test never accepts on its copy: the echo comes through sluice.
+    let mut c = tokio::net::TcpStream::connect(addr).await.unwrap();
+    c.write_all(b"ping\n").await.unwrap();
+    let mut got = [0u8; 5];
+    within(Duration::from_secs(10), "the echo", c.read_exact(&mut got))
+        .await
+        .unwrap();
+    assert_eq!(&got, b"ping\n");
 }
