@@ -472,3 +472,47 @@ async fn reload_with_a_port_taken_is_refused_as_a_whole() {
         200
     );
 }
+
+/// Connections waiting in the kernel's accept backlog while a reload
+/// happens (the frontend is at its `maxconn`, so none is accepted) are
+/// accepted afterwards on the same socket: none is reset or lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_in_the_backlog_survive_a_reload() {
+    let s1 = Backend::start("s1").await;
+    let port = free_port();
+    let text = |w: u32| {
+        cfg(port, &[(&s1, w)], None).replace(
+            "    default_backend be\n",
+            "    maxconn 1\n    default_backend be\n",
+        )
+    };
+    let s = Sluice::start(&text(1));
+    let sock = s.stats_socket();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    s1.set_gated(true);
+    let send = |path: String| {
+        tokio::spawn(async move { HttpConn::connect(addr).await.send("GET", &path, b"").await })
+    };
+    let mut reqs = vec![send("/held".into())];
+    s1.wait_started("/held", Duration::from_secs(10)).await;
+    // Three more: connected by the kernel, not accepted by sluice.
+    for i in 0..3 {
+        reqs.push(send(format!("/backlog{i}")));
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(s1.hits(), 1, "a backlog connection was served early");
+    assert_eq!(show_stat(&sock).await.num("fe", "FRONTEND", "scur"), 1);
+
+    rewrite(&s, &text(2));
+    let reply = cli(&sock, "reload").await;
+    assert!(reply.starts_with("Success=1\ngeneration=2\n"), "{reply}");
+    s1.release(4);
+    for r in reqs {
+        let r = within(Duration::from_secs(10), "request", r)
+            .await
+            .unwrap()
+            .expect("no reset, no loss");
+        assert_eq!(r.status, 200);
+    }
+    assert_eq!(s1.hits(), 4);
+}
