@@ -268,21 +268,19 @@ pub fn main_with_args(args: &[String]) -> i32 {
     if opts.check_only {
         let listens =
             cfg.proxies.iter().any(|p| !p.binds.is_empty()) || !cfg.global.stats_sockets.is_empty();
-        if !listens {
-            if !opts.quiet {
-                println!(
-                    "Configuration file has no error but will not start (no listener) => exit(2)."
-                );
-            }
-            return 2;
-        }
         if !opts.quiet {
             if has_warnings {
                 println!("Warnings were found.");
             }
-            println!("Configuration file is valid");
+            if listens {
+                println!("Configuration file is valid");
+            } else {
+                println!(
+                    "Configuration file has no error but will not start (no listener) => exit(2)."
+                );
+            }
         }
-        return 0;
+        return if listens { 0 } else { 2 };
     }
     crate::process::export_cli_env(&cfg.global.stats_sockets);
     run(cfg, &opts)

@@ -502,6 +502,7 @@ impl State<'_> {
                     return true;
                 }
                 p.check_type = CheckType::Http;
+                let mut hidden_headers = false;
                 // option httpchk [<method>] [<uri>] [<version>] (one word:
                 // the URI).
                 let hc = &mut p.http_check;
@@ -514,6 +515,7 @@ impl State<'_> {
                         hc.uri = a[1].clone();
                         if let Some(v) = a.get(2) {
                             // "HTTP/1.1\r\nHost: x" is the old way of adding headers.
+                            hidden_headers = v.contains("\r\n");
                             let mut parts = v.split("\r\n");
                             hc.version = parts.next().unwrap_or("HTTP/1.0").to_string();
                             for h in parts {
@@ -523,6 +525,13 @@ impl State<'_> {
                             }
                         }
                     }
+                }
+                if hidden_headers {
+                    self.tight(
+                        Level::Warning,
+                        loc,
+                        "'option httpchk' : hiding headers or body at the end of the version string is deprecated. Please, consider to use 'http-check send' directive instead.",
+                    );
                 }
             }
         }
