@@ -197,6 +197,18 @@ async fn httpchk_forms_put_haproxys_bytes_on_the_wire() {
             "option httpchk HEAD /h HTTP/1.0\n    http-check send hdr Host foo",
             "HEAD /h HTTP/1.0\r\nhost: foo\r\n\r\n",
         ),
+        (
+            "option httpchk HEAD /health",
+            "HEAD /health HTTP/1.0\r\n\r\n",
+        ),
+        (
+            "option httpchk GET /health HTTP/1.1",
+            "GET /health HTTP/1.1\r\nconnection: close\r\n\r\n",
+        ),
+        (
+            "option httpchk OPTIONS * HTTP/1.1\n    http-check send hdr Host example.org",
+            "OPTIONS * HTTP/1.1\r\nhost: example.org\r\nconnection: close\r\n\r\n",
+        ),
     ];
     let mut recorders = Vec::new();
     let mut cfg = HEAD.to_string();
@@ -215,6 +227,29 @@ async fn httpchk_forms_put_haproxys_bytes_on_the_wire() {
         let first = recorders[i].requests.lock().unwrap()[0].clone();
         assert_eq!(String::from_utf8_lossy(&first), *bytes, "{lines}");
     }
+}
+
+/// Headers hidden in the version string get HAProxy 2.6's deprecation
+/// warning (the check still sends them, above); `-c` then says what
+/// haproxy says of a listener-less file with warnings (exit 2).
+#[test]
+fn headers_in_the_version_string_are_deprecated_as_haproxy_says() {
+    let dir = TempDir::new("httpchk-warn");
+    let path = dir.write(
+        "c.cfg",
+        "defaults\n  mode http\n  timeout client 1s\n  timeout server 1s\n  timeout connect 1s\nbackend b\n  option httpchk GET / HTTP/1.1\\r\\nHost:\\ x\n  server s 127.0.0.1:1 check\n",
+    );
+    let out = run_sluice(&["-c", "-f", path.to_str().unwrap()], None);
+    assert_eq!(out.code(), Some(2), "{}", out.stderr);
+    assert_eq!(
+        out.stdout,
+        "Warnings were found.\nConfiguration file has no error but will not start (no listener) => exit(2).\n"
+    );
+    assert!(
+        out.stderr.contains("c.cfg:7]: 'option httpchk' : hiding headers or body at the end of the version string is deprecated. Please, consider to use 'http-check send' directive instead."),
+        "{}",
+        out.stderr
+    );
 }
 
 /// A check target that alternates good and bad answers is damped by
