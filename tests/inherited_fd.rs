@@ -456,7 +456,8 @@ async fn tcp_cli(addr: std::net::SocketAddr, cmd: &str) -> String {
 }
 
 /// `stats socket fd@<n>`, UNIX or TCP, at low numbers: with `expose-fd
-/// listeners` the UNIX one serves `-x`, and the hand-over carries both to
+/// listeners` the UNIX one serves `-x` (on the TCP one it is ignored with a
+/// warning), and the hand-over carries both to
 /// a new process that was not passed them (the sockets it receives take
 /// numbers 4 to 7), which then serves the CLI on both at their levels.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -473,7 +474,7 @@ async fn hand_over_carries_inherited_cli_sockets() {
     let cfg = format!(
         "global
     stats socket fd@5 level admin expose-fd listeners
-    stats socket fd@6 level operator
+    stats socket fd@6 level operator expose-fd listeners
 defaults
     mode http
     timeout connect 5s
@@ -497,6 +498,13 @@ backend be
         .start();
     assert_eq!(cli(&path, "show cli level").await, "admin\n\n");
     assert_eq!(tcp_cli(tcp_addr, "show cli level").await, "operator\n\n");
+    // Descriptors cannot pass over TCP: said, not silently ignored.
+    assert!(
+        old.stderr()
+            .contains("'expose-fd listeners' ignored on 'fd@6', a TCP socket"),
+        "{}",
+        old.stderr()
+    );
     let new_cfg = dir.write("new.cfg", &cfg);
     let new = Successor::start(&new_cfg, &path, old, &[]);
     // Only the new process can answer now (the test never accepts).
