@@ -110,6 +110,28 @@ impl RawBackend {
     }
 }
 
+/// The length of the PROXY header (v1 or v2) `buf` starts with: `Some(0)`
+/// when it starts with something else, `None` while it may still be one.
+fn proxy_header_len(buf: &[u8]) -> Option<usize> {
+    const V2: &[u8] = b"\r\n\r\n\x00\r\nQUIT\n";
+    let n = buf.len();
+    if buf.starts_with(V2) {
+        let len = buf.get(14..16)?;
+        let total = 16 + u16::from_be_bytes([len[0], len[1]]) as usize;
+        return (n >= total).then_some(total);
+    }
+    if n < V2.len() && V2.starts_with(buf) {
+        return None;
+    }
+    if buf.starts_with(b"PROXY ") {
+        return find(buf, b"\r\n", 0).map(|e| e + 2);
+    }
+    if n < 6 && b"PROXY ".starts_with(buf) {
+        return None;
+    }
+    Some(0)
+}
+
 /// Records bytes; answers after each request whose framing it can follow
 /// (it only ever sees what sluice forwards, which is well-formed). A
 /// request that announces `Expect: 100-continue` gets `100 Continue` once
@@ -118,6 +140,7 @@ async fn serve_raw(mut s: TcpStream, idx: usize, st: Arc<Mutex<Recorder>>) {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 65536];
     let mut continued = false;
+    let mut first = true;
     loop {
         let n = match s.read(&mut chunk).await {
             Ok(0) | Err(_) => return,
@@ -129,6 +152,19 @@ async fn serve_raw(mut s: TcpStream, idx: usize, st: Arc<Mutex<Recorder>>) {
             g.conns[idx].extend_from_slice(&chunk[..n]);
         }
         buf.extend_from_slice(&chunk[..n]);
+        if first {
+            // A PROXY header (`send-proxy`) is recorded, not a request: the
+            // v2 signature starts with a blank line, which would otherwise
+            // read as a complete empty request and be answered early.
+            match proxy_header_len(&buf) {
+                Some(0) => first = false,
+                Some(len) => {
+                    buf.drain(..len);
+                    first = false;
+                }
+                None => continue,
+            }
+        }
         if !continued
             && complete_request(&buf).is_none()
             && let Some(e) = find(&buf, b"\r\n\r\n", 0)
