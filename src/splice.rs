@@ -265,13 +265,17 @@ mod linux {
 
     /// Moves what `from` has now, at most `limit` bytes, through `carrier`
     /// to `to`, waiting (at most `write_timeout` each time) while `to` is
-    /// full. Returns the bytes moved, 0 when `from` has nothing right now.
+    /// full. Returns the bytes moved, 0 when `from` has nothing right now;
+    /// `written` counts every byte `to` took as it goes, so bytes written
+    /// before a failure are counted too (a server that resets mid-stream
+    /// did receive them).
     async fn move_some(
         from: &TcpStream,
         to: &TcpStream,
         carrier: &mut Carrier,
         limit: usize,
         write_timeout: Option<Duration>,
+        written: &mut u64,
     ) -> Result<usize, Stop> {
         let n = match from.try_io(Interest::READABLE, || carrier.fill(from.as_raw_fd(), limit)) {
             Ok(0) => return Err(Stop::Eof),
@@ -286,6 +290,7 @@ mod linux {
                 Ok(0) => return Err(Stop::Write(io::ErrorKind::WriteZero.into())),
                 Ok(m) => {
                     left -= m;
+                    *written += m as u64;
                     if matches!(carrier, Carrier::Pipe(_)) {
                         SPLICED_OUT.fetch_add(m as u64, Relaxed);
                     }
@@ -337,12 +342,12 @@ mod linux {
             }
             let mut carrier = Carrier::take(&tune);
             loop {
-                match move_some(from, to, &mut carrier, usize::MAX, write_idle).await {
+                match move_some(from, to, &mut carrier, usize::MAX, write_idle, &mut total).await {
                     Ok(0) => {
                         carrier.release();
                         continue 'relay;
                     }
-                    Ok(n) => total += n as u64,
+                    Ok(_) => {}
                     Err(Stop::Eof) => {
                         carrier.release();
                         break 'relay End::Eof;
@@ -384,7 +389,8 @@ mod linux {
             let mut carrier = Carrier::take(&tune);
             loop {
                 let limit = usize::try_from(left).unwrap_or(usize::MAX);
-                match move_some(from, to, &mut carrier, limit, write_timeout).await {
+                let mut written = 0;
+                match move_some(from, to, &mut carrier, limit, write_timeout, &mut written).await {
                     Ok(0) => break,
                     Ok(n) => {
                         left -= n as u64;

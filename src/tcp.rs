@@ -356,12 +356,25 @@ async fn pump(
             Err(_) => break End::ReadError,
             Ok(n) => n,
         };
-        match crate::http::io::with_timeout(write_idle, to.write_all(&buf[..n])).await {
-            None => break End::WriteTimeout,
-            Some(Err(_)) => break End::WriteError,
-            Some(Ok(())) => {}
+        // Counted as written, so bytes that went out before a failure
+        // count too; the timeout bounds each wait for room.
+        let mut off = 0;
+        let failed = loop {
+            if off == n {
+                break None;
+            }
+            match crate::http::io::with_timeout(write_idle, to.write(&buf[off..n])).await {
+                None => break Some(End::WriteTimeout),
+                Some(Ok(0) | Err(_)) => break Some(End::WriteError),
+                Some(Ok(m)) => {
+                    off += m;
+                    total += m as u64;
+                }
+            }
+        };
+        if let Some(end) = failed {
+            break end;
         }
-        total += n as u64;
     };
     let _ = to.shutdown().await;
     Relayed { bytes: total, end }

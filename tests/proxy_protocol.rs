@@ -343,7 +343,11 @@ listen plain
                 .map(str::to_string),
         );
     }
-    assert_eq!(paths, ["GET /a HTTP/1.1", "GET /b HTTP/1.1"], "{conns_seen:?}");
+    assert_eq!(
+        paths,
+        ["GET /a HTTP/1.1", "GET /b HTTP/1.1"],
+        "{conns_seen:?}"
+    );
 }
 
 /// Health checks of a `send-proxy` server start with the header too, as
