@@ -126,8 +126,12 @@ pub async fn serve(client: ClientConn, stream: Stream, peer: SocketAddr) {
                     add(&bc.econ, 1);
                     rec.term(b'S', b'C');
                 }
-                PickError::QueueTimeout { be_queue } => {
+                PickError::QueueTimeout {
+                    be_queue,
+                    srv_queue,
+                } => {
                     rec.be_queue = be_queue;
+                    rec.srv_queue = srv_queue;
                     rec.term(b's', b'Q')
                 }
                 PickError::QueueFull => rec.term(b'S', b'Q'),
@@ -138,6 +142,7 @@ pub async fn serve(client: ClientConn, stream: Stream, peer: SocketAddr) {
     };
     rec.t_queue = ms(queued.elapsed());
     rec.be_queue = slot.queue_position();
+    rec.srv_queue = slot.srv_queue_position();
     let mut seat = Seat::new(slot);
     entry.to_server(seat.server());
     bc.session_start();

@@ -269,3 +269,70 @@ async fn slow_backend_three_concurrent_requests() {
     assert_eq!(backend.max_in_flight(), 1);
     assert_eq!(backend.hits(), 2);
 }
+
+/// `%sq`: requests waiting for the server a hash chose wait in that
+/// server's queue; HAProxy 2.6.12 logs for each the requests served from
+/// it while it waited, plus one (captured with `balance uri` and a busy
+/// `maxconn 1` server: `0/0` for the one served at once, `1/0` for the
+/// first that waited, `2/0` for later ones).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn server_queue_position_is_logged() {
+    let backend = Backend::start("slow1").await;
+    backend.set_gated(true);
+    let port = free_port();
+    let syslog = support::syslog::Syslog::new();
+    let cfg = format!(
+        "global
+    stats socket @DIR@/stats.sock mode 600 level admin
+
+defaults
+    mode http
+    log {} local0
+    option httplog
+    timeout client 30s
+    timeout server 30s
+    timeout connect 5s
+    timeout queue 10s
+
+frontend fe
+    bind 127.0.0.1:{port}
+    default_backend hbe
+
+backend hbe
+    balance uri
+    server slow1 {} maxconn 1
+",
+        syslog.addr(),
+        backend.hostport()
+    );
+    let s = Sluice::start(&cfg);
+    let sock = s.stats_socket();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let send =
+        |q: &'static str| tokio::spawn(async move { get(addr, &format!("/same?{q}")).await });
+    let server_qcur = |n: u64| {
+        let sock = sock.clone();
+        async move {
+            wait_until(DEADLINE, &format!("slow1 qcur {n}"), || {
+                let sock = sock.clone();
+                async move { show_stat(&sock).await.num("hbe", "slow1", "qcur") == n }
+            })
+            .await
+        }
+    };
+    let a = send("a");
+    backend.wait_started("/same?a", DEADLINE).await;
+    let b = send("b");
+    server_qcur(1).await;
+    let c = send("c");
+    server_qcur(2).await;
+    backend.set_gated(false);
+    backend.release(3);
+    for h in [a, b, c] {
+        assert_eq!(within(DEADLINE, "queued", h).await.unwrap().status, 200);
+    }
+    let line = |q: &str, sq: u32| {
+        format!("{{}} fe hbe/slow1 {{}} 200 {{}} - - ---- {{}} {sq}/0 \"GET /same?{q} HTTP/1.1\"\n")
+    };
+    syslog.until(&[&line("a", 0), &line("b", 1), &line("c", 2)]);
+}

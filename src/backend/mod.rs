@@ -10,7 +10,7 @@ pub mod retry;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
@@ -69,6 +69,9 @@ pub struct ServerState {
     /// Requests waiting for a slot on this very server (hash-based
     /// balancing), and their wake-up.
     pub(crate) waiters: AtomicU32,
+    /// Requests given a slot after waiting for this server (HAProxy's
+    /// server queue `idx`), for `%sq`.
+    pub(crate) queue_served: AtomicU64,
     pub(crate) released: tokio::sync::Notify,
     /// Consecutive live-traffic errors (`observe`).
     pub consec_errors: AtomicU32,
@@ -120,6 +123,7 @@ impl ServerState {
             pool: ArcSwap::from_pointee(Pool::new(addr, None, false)),
             checker: AtomicBool::new(false),
             waiters: AtomicU32::new(0),
+            queue_served: AtomicU64::new(0),
             released: tokio::sync::Notify::new(),
             consec_errors: AtomicU32::new(0),
             kill_epoch: AtomicU32::new(0),

@@ -76,6 +76,8 @@ pub struct SlotGuard {
     held: Option<(Arc<ServerState>, Arc<BackendState>)>,
     /// The request's `%bq`: 0 unless it waited in the backend queue.
     queue_position: u32,
+    /// The request's `%sq`: 0 unless it waited for this very server.
+    srv_queue_position: u32,
 }
 
 impl SlotGuard {
@@ -102,6 +104,7 @@ impl SlotGuard {
         Some(SlotGuard {
             held: Some((server.clone(), backend.clone())),
             queue_position: 0,
+            srv_queue_position: 0,
         })
     }
 
@@ -109,6 +112,16 @@ impl SlotGuard {
     /// [`Waiters::position`]); 0 when it did not wait there.
     pub fn queue_position(&self) -> u32 {
         self.queue_position
+    }
+
+    /// `%sq`: the same for the server's own queue (a request that waited
+    /// for the server a hash or a cookie chose).
+    pub fn srv_queue_position(&self) -> u32 {
+        self.srv_queue_position
+    }
+
+    pub(crate) fn set_srv_queue_position(&mut self, n: u32) {
+        self.srv_queue_position = n;
     }
 
     pub fn server(&self) -> &Arc<ServerState> {

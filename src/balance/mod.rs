@@ -37,9 +37,9 @@ use crate::routing::{BackendRt, ServerRt};
 pub enum PickError {
     /// No server is usable (all DOWN, in maintenance or weight 0).
     NoServer,
-    /// All usable servers stayed full until `timeout queue`; `be_queue`:
-    /// the request's `%bq` (0 when it waited for one server only).
-    QueueTimeout { be_queue: u32 },
+    /// All usable servers stayed full until `timeout queue`; `be_queue` /
+    /// `srv_queue`: the request's `%bq` / `%sq`.
+    QueueTimeout { be_queue: u32, srv_queue: u32 },
     /// The chosen server's queue is at its `maxqueue`.
     QueueFull,
 }
@@ -760,12 +760,17 @@ async fn wait_for_server(
     }
     st.waiters.fetch_add(1, Relaxed);
     st.counters.queue.inc();
+    // `%sq` as HAProxy counts it: the requests served from this server's
+    // queue while this one waited, plus one for itself.
+    let entered = st.queue_served.load(Relaxed);
+    let position = |now: u64| u32::try_from(now.wrapping_sub(entered) + 1).unwrap_or(u32::MAX);
     let wait = async {
         loop {
             let notified = st.released.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if let Some(slot) = take(be, i) {
+            if let Some(mut slot) = take(be, i) {
+                slot.set_srv_queue_position(position(st.queue_served.fetch_add(1, Relaxed)));
                 return Ok(slot);
             }
             if !(st.usable() || persistent && st.takes_persistent()) {
@@ -777,7 +782,10 @@ async fn wait_for_server(
     let r = match timeout {
         Some(t) => tokio::time::timeout(t, wait)
             .await
-            .unwrap_or(Err(PickError::QueueTimeout { be_queue: 0 })),
+            .unwrap_or(Err(PickError::QueueTimeout {
+                be_queue: 0,
+                srv_queue: position(st.queue_served.load(Relaxed)),
+            })),
         None => wait.await,
     };
     st.waiters.fetch_sub(1, Relaxed);
@@ -860,6 +868,7 @@ pub async fn acquire_avoiding(
         .await
         .map_err(|t| PickError::QueueTimeout {
             be_queue: t.position,
+            srv_queue: 0,
         })?,
     };
     slot.server().counters.lbtot.fetch_add(1, Relaxed);

@@ -216,8 +216,13 @@ async fn no_server(
         add(&bc.econ, 1);
         rec.term(b'S', b'C');
     } else {
-        if let PickError::QueueTimeout { be_queue } = e {
+        if let PickError::QueueTimeout {
+            be_queue,
+            srv_queue,
+        } = e
+        {
             rec.be_queue = be_queue;
+            rec.srv_queue = srv_queue;
         }
         rec.t_queue = ms(started.elapsed()) as i64;
         rec.term(b's', b'Q');
@@ -302,6 +307,7 @@ pub async fn forward(
         }
     };
     rec.be_queue = slot.queue_position();
+    rec.srv_queue = slot.srv_queue_position();
     let mut seat = Seat::new(slot);
     let first: Arc<ServerState> = seat.server().clone();
     bc.session_start();
