@@ -4,7 +4,7 @@
 
 mod support;
 
-use support::fuzz::{Rng, rounds};
+use support::fuzz::{mutation_run, rounds};
 
 fn corpus() -> Vec<(String, Vec<u8>)> {
     support::fuzz::corpus("proxy_header")
@@ -36,27 +36,11 @@ const INTERESTING: &[&[u8]] = &[
 
 #[test]
 fn mutations_of_the_corpus_never_panic() {
-    let seeds = corpus();
-    let rounds = rounds(5000);
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-    for round in 0..rounds {
-        let mut data = seeds[rng.below(seeds.len())].1.clone();
-        for _ in 0..=rng.below(3) {
-            let at = rng.below(data.len() + 1);
-            match rng.below(4) {
-                0 => {
-                    let tok = INTERESTING[rng.below(INTERESTING.len())];
-                    data.splice(at..at, tok.iter().copied());
-                }
-                1 if !data.is_empty() => {
-                    let end = (at + rng.below(8)).min(data.len());
-                    data.drain(at.min(end)..end);
-                }
-                2 if at < data.len() => data[at] = rng.next() as u8,
-                _ => data.truncate(at),
-            }
-        }
-        let r = std::panic::catch_unwind(|| sluice::proxy_proto::exercise(&data));
-        assert!(r.is_ok(), "panic at round {round} on input {data:?}");
-    }
+    mutation_run(
+        &corpus(),
+        INTERESTING,
+        rounds(5000),
+        0x9E37_79B9_7F4A_7C15,
+        sluice::proxy_proto::exercise,
+    );
 }

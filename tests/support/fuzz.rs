@@ -46,3 +46,37 @@ impl Rng {
         (self.next() % n.max(1) as u64) as usize
     }
 }
+
+/// A deterministic mutation run over `seeds` for a binary protocol:
+/// each round takes a seed, applies one to three edits (insert one of
+/// `interesting`, delete a few bytes, overwrite a byte, truncate), and
+/// runs `exercise` on the result; a panic fails with the round and input.
+pub fn mutation_run(
+    seeds: &[(String, Vec<u8>)],
+    interesting: &[&[u8]],
+    rounds: usize,
+    seed: u64,
+    exercise: impl Fn(&[u8]) + std::panic::RefUnwindSafe,
+) {
+    let mut rng = Rng(seed);
+    for round in 0..rounds {
+        let mut data = seeds[rng.below(seeds.len())].1.clone();
+        for _ in 0..=rng.below(3) {
+            let at = rng.below(data.len() + 1);
+            match rng.below(4) {
+                0 => {
+                    let tok = interesting[rng.below(interesting.len())];
+                    data.splice(at..at, tok.iter().copied());
+                }
+                1 if !data.is_empty() => {
+                    let end = (at + rng.below(8)).min(data.len());
+                    data.drain(at.min(end)..end);
+                }
+                2 if at < data.len() => data[at] = rng.next() as u8,
+                _ => data.truncate(at),
+            }
+        }
+        let r = std::panic::catch_unwind(|| exercise(&data));
+        assert!(r.is_ok(), "panic at round {round} on input {data:?}");
+    }
+}
