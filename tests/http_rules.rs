@@ -18,6 +18,13 @@ use support::*;
 
 const DENIED_CLOSE: &str = "HTTP/1.1 502 Bad Gateway\r\ncontent-length: 107\r\ncache-control: no-cache\r\ncontent-type: text/html\r\nconnection: close\r\n\r\n<html><body><h1>502 Bad Gateway</h1>\nThe server returned an invalid or incomplete response.\n</body></html>\n";
 const DENIED: &str = "HTTP/1.1 502 Bad Gateway\r\ncontent-length: 107\r\ncache-control: no-cache\r\ncontent-type: text/html\r\n\r\n<html><body><h1>502 Bad Gateway</h1>\nThe server returned an invalid or incomplete response.\n</body></html>\n";
+/// The `defaults` section most tests here start with.
+const DEFAULTS: &str = "defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+";
 const OK: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nx-srv: a\r\n\r\nok";
 
 /// The raw recording backend (tests/support/raw.rs), answering [`OK`].
@@ -48,12 +55,7 @@ fn text(b: &[u8]) -> String {
 
 fn cfg(ports: &[u16], be: SocketAddr, errorfile: &str) -> String {
     format!(
-        "defaults
-    mode http
-    timeout connect 5s
-    timeout client 5s
-    timeout server 5s
-frontend fe
+        "{DEFAULTS}frontend fe
     bind 127.0.0.1:{p0}
     option forwardfor
     http-request set-header X-A %[src]
@@ -242,12 +244,7 @@ async fn replace_header_as_haproxy() {
     let be = raw_backend().await;
     let port = free_port();
     let _s = Sluice::start(&format!(
-        "defaults
-    mode http
-    timeout connect 5s
-    timeout client 5s
-    timeout server 5s
-frontend fe
+        "{DEFAULTS}frontend fe
     bind 127.0.0.1:{port}
     http-request add-header X-Added abc-1
     http-request replace-header X-Added (abc)-(\\d) \\2-\\1
@@ -341,12 +338,7 @@ async fn request_fetches_in_rule_formats_as_haproxy() {
     let be = raw_backend().await;
     let port = free_port();
     let _s = Sluice::start(&format!(
-        "defaults
-    mode http
-    timeout connect 5s
-    timeout client 5s
-    timeout server 5s
-frontend fe
+        "{DEFAULTS}frontend fe
     bind 127.0.0.1:{port}
     http-request set-header x-f \"%[method] %[path] %[query] %[url] %[base]\"
     default_backend be
@@ -470,12 +462,7 @@ async fn proxy_and_server_names_in_rule_formats_as_haproxy() {
     let be = raw_backend().await;
     let port = free_port();
     let _s = Sluice::start(&format!(
-        "defaults
-    mode http
-    timeout connect 5s
-    timeout client 5s
-    timeout server 5s
-frontend fe
+        "{DEFAULTS}frontend fe
     bind 127.0.0.1:{port}
     http-request set-header x-f \"%f %b %s %[fe_name]\"
     http-response set-header x-srv \"%s %b %f %[srv_name] %[be_name]\"
@@ -548,12 +535,7 @@ async fn deny_status_pages_as_haproxy() {
         .map(|(c, _, _)| format!("    http-request deny deny_status {c} if {{ path /{c} }}\n"))
         .collect();
     let _s = Sluice::start(&format!(
-        "defaults
-    mode http
-    timeout connect 5s
-    timeout client 5s
-    timeout server 5s
-frontend fe
+        "{DEFAULTS}frontend fe
     bind 127.0.0.1:{port}
 {rules}    default_backend be
 backend be
@@ -591,12 +573,7 @@ async fn reply_arguments_as_haproxy() {
     let lf_file = dir.write("lf.txt", "file %[src] %[req.hdr(host)]\n");
     let (port, port2, port3) = (free_port(), free_port(), free_port());
     let _s = Sluice::start(&format!(
-        "defaults
-    mode http
-    timeout connect 5s
-    timeout client 5s
-    timeout server 5s
-frontend fe
+        "{DEFAULTS}frontend fe
     bind 127.0.0.1:{port}
     http-request return status 200 content-type text/plain lf-string \"hi %[src] %[req.hdr(host)] %ci\" hdr X-A \"a %[path]\" hdr X-B b if {{ path /lf }}
     http-request return status 201 content-type \"text/plain; charset=utf-8\" file {file} if {{ path /file }}
