@@ -275,6 +275,9 @@ async fn pooled_connections_are_reused_after_a_reload_and_renewed_on_a_new_addre
     assert_eq!(show_stat(&sock).await.num("be", "s1", "idle_conn_cur"), 0);
     for i in 0..3 {
         assert_eq!(get(addr, &format!("/new{i}")).await.backend(), "b");
+        // The server connection goes back to the pool just after the
+        // response: the next request must find it there.
+        wait_stat(&sock, "s1", "idle_conn_cur", "1").await;
     }
     assert_eq!((a.hits(), b.hits()), (2, 3));
     let csv = show_stat(&sock).await;
