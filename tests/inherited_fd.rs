@@ -326,17 +326,11 @@ impl Drop for Successor {
 /// name the socket the old process had inherited as 4, not whatever
 /// received socket now sits at 4 (that made the new process die with
 /// "File exists").
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hand_over_with_a_low_descriptor_number() {
-    let be = Backend::start("s1").await;
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let port = free_port();
-    let cfg = |dir: &str, expose: &str| {
-        format!(
-            "global
-    stats socket {dir}/stats.sock level admin {expose}
-defaults
+/// The proxies of the hand-over tests: `fe` on the inherited `fd@4`,
+/// `plain` on `port`, both to `be`.
+fn fd4_and_plain(port: u16, be: &Backend) -> String {
+    format!(
+        "defaults
     mode http
     timeout connect 5s
     timeout client 30s
@@ -350,7 +344,20 @@ frontend plain
 backend be
     server s1 {}
 ",
-            be.hostport()
+        be.hostport()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hand_over_with_a_low_descriptor_number() {
+    let be = Backend::start("s1").await;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let port = free_port();
+    let cfg = |dir: &str, expose: &str| {
+        format!(
+            "global\n    stats socket {dir}/stats.sock level admin {expose}\n{}",
+            fd4_and_plain(port, &be)
         )
     };
     let old = Sluice::builder(&cfg("@DIR@", "expose-fd listeners"))
@@ -475,21 +482,8 @@ async fn hand_over_carries_inherited_cli_sockets() {
         "global
     stats socket fd@5 level admin expose-fd listeners
     stats socket fd@6 level operator expose-fd listeners
-defaults
-    mode http
-    timeout connect 5s
-    timeout client 30s
-    timeout server 30s
-frontend fe
-    bind fd@4
-    default_backend be
-frontend plain
-    bind 127.0.0.1:{port}
-    default_backend be
-backend be
-    server s1 {}
-",
-        be.hostport()
+{}",
+        fd4_and_plain(port, &be)
     );
     let old = Sluice::builder(&cfg)
         .pass_fd(web.as_raw_fd(), 4)

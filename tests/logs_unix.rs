@@ -168,15 +168,12 @@ backend be
     .await;
 }
 
-/// `log stdout format raw`: the line on sluice's standard output.
-#[tokio::test(flavor = "multi_thread")]
-async fn stdout_target() {
-    let be = Backend::start("s1").await;
-    let port = free_port();
-    let cfg = format!(
+/// An httplog frontend on `port` in front of `be`, logging through the
+/// `global` log lines given.
+fn std_stream_cfg(logs: &str, port: u16, be: &Backend) -> String {
+    format!(
         "global
-    log stdout format raw daemon
-
+{logs}
 defaults
     mode http
     log global
@@ -194,7 +191,15 @@ backend be
     server s1 {}
 ",
         be.hostport()
-    );
+    )
+}
+
+/// `log stdout format raw`: the line on sluice's standard output.
+#[tokio::test(flavor = "multi_thread")]
+async fn stdout_target() {
+    let be = Backend::start("s1").await;
+    let port = free_port();
+    let cfg = std_stream_cfg("    log stdout format raw daemon\n", port, &be);
     let s = Sluice::start(&cfg);
     let addr = format!("127.0.0.1:{port}").parse().unwrap();
     get(addr, "/out").await;
@@ -218,28 +223,10 @@ backend be
 async fn stderr_target() {
     let be = Backend::start("s1").await;
     let port = free_port();
-    let cfg = format!(
-        "global
-    log stderr format raw daemon
-    log stderr format raw local0 notice
-
-defaults
-    mode http
-    log global
-    option httplog
-    option dontlognull
-    timeout client 5s
-    timeout server 5s
-    timeout connect 1s
-
-frontend fe
-    bind 127.0.0.1:{port}
-    default_backend be
-
-backend be
-    server s1 {}
-",
-        be.hostport()
+    let cfg = std_stream_cfg(
+        "    log stderr format raw daemon\n    log stderr format raw local0 notice\n",
+        port,
+        &be,
     );
     let s = Sluice::start(&cfg);
     let addr = format!("127.0.0.1:{port}").parse().unwrap();
