@@ -1005,7 +1005,19 @@ async fn deny_response(
         }
         None => super::reply::with_close(errors::response(status), keep),
     };
-    let ok = io::write_all(&mut client.stream, &out, fe.timeouts.client)
+    send_answer(client, &out, status, keep, fe).await
+}
+
+/// Sends an answer sluice made up (a reply, a page) whose head already
+/// says whether the connection stays open (`keep`).
+pub async fn send_answer(
+    client: &mut BufConn,
+    out: &[u8],
+    status: u16,
+    keep: bool,
+    fe: &FrontendRt,
+) -> Outcome {
+    let ok = io::write_all(&mut client.stream, out, fe.timeouts.client)
         .await
         .is_ok();
     Outcome {

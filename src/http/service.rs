@@ -850,15 +850,7 @@ impl RuleRun<'_> {
         let Some(out) = crate::http::reply::render(reply, cx, keep) else {
             return forward::send_error_be(self.conn, reply.status, self.fe, be, keep).await;
         };
-        let ok = io::write_all(&mut self.conn.stream, &out, self.fe.timeouts.client)
-            .await
-            .is_ok();
-        Outcome {
-            status: Some(reply.status),
-            keep_client: keep && ok,
-            bytes_out: out.len() as u64,
-            body_in: 0,
-        }
+        forward::send_answer(self.conn, &out, reply.status, keep, self.fe).await
     }
 
     /// Runs `rules` under `acls`; `be` is set for a backend's rules, whose
@@ -940,15 +932,9 @@ impl RuleRun<'_> {
                     let loc =
                         rules::location(*kind, &v, head, target, (*drop_query, *append_slash));
                     let resp = rules::redirect_response(*code, &loc, self.keep_local);
-                    let ok = io::write_all(&mut self.conn.stream, &resp, fe.timeouts.client)
-                        .await
-                        .is_ok();
-                    return Some(Outcome {
-                        status: Some(*code),
-                        keep_client: self.keep_local && ok,
-                        bytes_out: resp.len() as u64,
-                        body_in: 0,
-                    });
+                    return Some(
+                        forward::send_answer(self.conn, &resp, *code, self.keep_local, fe).await,
+                    );
                 }
                 HttpRequestAction::Return(reply) => {
                     self.count(be, |c| &c.intercepted);
@@ -1065,14 +1051,9 @@ async fn stats_page(
         out.put_slice(b"connection: close\r\n");
     }
     out.put_slice(b"\r\n");
-    let ok = io::write_all(&mut conn.stream, &out, fe.timeouts.client)
-        .await
-        .is_ok();
     Some(Outcome {
-        status: Some(303),
-        keep_client: keep && ok,
-        bytes_out: out.len() as u64,
         body_in,
+        ..forward::send_answer(conn, &out, 303, keep, fe).await
     })
 }
 
@@ -1195,15 +1176,7 @@ async fn prometheus(
             }
             out.put_slice(b"\r\n");
             out.put_slice(body.as_bytes());
-            let ok = io::write_all(&mut conn.stream, &out, fe.timeouts.client)
-                .await
-                .is_ok();
-            Outcome {
-                status: Some(200),
-                keep_client: keep && ok,
-                bytes_out: out.len() as u64,
-                body_in: 0,
-            }
+            forward::send_answer(conn, &out, 200, keep, fe).await
         }
         // HAProxy answers its built-in 400 page and closes.
         Err(_) => forward::send_error(conn, 400, fe, false).await,
