@@ -560,15 +560,8 @@ async fn binary_upgrade_takes_listeners_over_with_x_and_sf() {
         }
     }
     let _new = KillOnDrop(new);
-    let st = old
-        .wait_exit(Duration::from_secs(15))
-        .expect("old process finishes");
-    assert_eq!(st.code(), Some(0), "{}", old.stderr());
-    assert!(
-        old.stderr().contains("Handed 1 listening socket(s) over"),
-        "{}",
-        old.stderr()
-    );
+    old_exits_cleanly(&mut old, Duration::from_secs(15), "old process finishes");
+    assert_handed_over(&old);
     tokio::time::sleep(Duration::from_millis(200)).await;
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
     let mut total = 0;
@@ -608,10 +601,11 @@ async fn upgrade_with_request_in_flight(flag: &str) {
         .arg(&old.pid().to_string())
         .start();
     if flag == "-st" {
-        let st = old
-            .wait_exit(Duration::from_secs(5))
-            .expect("-st stops the old process at once");
-        assert_eq!(st.code(), Some(0), "{}", old.stderr());
+        old_exits_cleanly(
+            &mut old,
+            Duration::from_secs(5),
+            "-st stops the old process at once",
+        );
         let r = within(Duration::from_secs(5), "cut request", slow)
             .await
             .unwrap();
@@ -627,16 +621,9 @@ async fn upgrade_with_request_in_flight(flag: &str) {
             .expect("request in flight finishes under -sf");
         assert_eq!(r.status, 200);
         assert_eq!(r.header("connection"), Some("close"), "{}", r.head);
-        let st = old
-            .wait_exit(Duration::from_secs(10))
-            .expect("old process finishes");
-        assert_eq!(st.code(), Some(0), "{}", old.stderr());
+        old_exits_cleanly(&mut old, Duration::from_secs(10), "old process finishes");
     }
-    assert!(
-        old.stderr().contains("Handed 1 listening socket(s) over"),
-        "{}",
-        old.stderr()
-    );
+    assert_handed_over(&old);
     // The new process serves on the same port.
     b.set_gated(false);
     assert_eq!(get(addr, "/after").await.status, 200);
@@ -873,5 +860,21 @@ fn quiet_mode_prints_nothing_from_start_to_stop() {
             .contains("cannot bind socket (Address already in use)"),
         "{}",
         out.stderr
+    );
+}
+
+/// The old process of an upgrade exits 0 within `wait`; `why` names what
+/// should have ended it.
+fn old_exits_cleanly(old: &mut Sluice, wait: Duration, why: &str) {
+    let st = old.wait_exit(wait).expect(why);
+    assert_eq!(st.code(), Some(0), "{}", old.stderr());
+}
+
+/// The old process said it handed its listening socket over.
+fn assert_handed_over(old: &Sluice) {
+    assert!(
+        old.stderr().contains("Handed 1 listening socket(s) over"),
+        "{}",
+        old.stderr()
     );
 }

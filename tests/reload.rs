@@ -193,19 +193,8 @@ async fn removed_server_is_drained_and_its_queue_redispatched() {
     let port = free_port();
     let conf = |servers: &str| {
         format!(
-            "global
-    stats socket @DIR@/stats.sock level admin
-defaults
-    mode http
-    timeout connect 5s
-    timeout client 30s
-    timeout server 30s
-    timeout queue 20s
-frontend fe
-    bind 127.0.0.1:{port}
-    default_backend be
-backend be
-{servers}"
+            "{}    default_backend be\nbackend be\n{servers}",
+            reload_test_head(port)
         )
     };
     let s = Sluice::start(&conf(&format!(

@@ -16,19 +16,8 @@ use support::*;
 /// more lines of the backend.
 fn cfg(port: u16, be_extra: &str, servers: &[String]) -> String {
     let mut c = format!(
-        "global
-    stats socket @DIR@/stats.sock level admin
-defaults
-    mode http
-    timeout connect 5s
-    timeout client 30s
-    timeout server 30s
-    timeout queue 20s
-frontend fe
-    bind 127.0.0.1:{port}
-    default_backend be
-backend be
-{be_extra}"
+        "{}    default_backend be\nbackend be\n{be_extra}",
+        reload_test_head(port)
     );
     for s in servers {
         c.push_str(&format!("    {s}\n"));

@@ -30,19 +30,7 @@ struct Servers {
 /// Generation 1 and every odd one: variant A; even ones: variant B.
 fn variant(port: u16, sv: &Servers, generation: u64) -> String {
     let a = generation % 2 == 1;
-    let mut c = format!(
-        "global
-    stats socket @DIR@/stats.sock level admin
-defaults
-    mode http
-    timeout connect 5s
-    timeout client 30s
-    timeout server 30s
-    timeout queue 20s
-frontend fe
-    bind 127.0.0.1:{port}
-"
-    );
+    let mut c = reload_test_head(port);
     // The ACL changes: /api goes to the api backend in A only.
     c.push_str(if a {
         "    acl is_api path_beg /api\n"

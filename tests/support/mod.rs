@@ -114,6 +114,25 @@ where
     addr
 }
 
+/// The start the reload tests share: an admin stats socket, HTTP defaults
+/// (30 s client and server, 20 s queue) and frontend `fe` on `port`; the
+/// frontend's other lines follow.
+pub fn reload_test_head(port: u16) -> String {
+    format!(
+        "global
+    stats socket @DIR@/stats.sock level admin
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 30s
+    timeout server 30s
+    timeout queue 20s
+frontend fe
+    bind 127.0.0.1:{port}
+"
+    )
+}
+
 pub fn free_port() -> u16 {
     StdListener::bind("127.0.0.1:0")
         .expect("bind 127.0.0.1:0")
