@@ -25,6 +25,7 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener as StdListener, TcpStream as StdStream, ToSocketAddrs};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream as StdUnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -55,10 +56,28 @@ pub fn bin() -> String {
 /// exactly as given, whatever another test made inheritable meanwhile.
 #[allow(dead_code)]
 pub fn pass_fds(cmd: &mut Command, fds: Vec<(i32, i32)>) {
+    pass_fds_keeping(cmd, fds, Vec::new());
+}
+
+/// Lets `cmd`'s child inherit these listening sockets under their own
+/// numbers (what their `fd@N` text says), and nothing else of ours.
+pub fn inherit(cmd: &mut Command, listens: &[&Listen]) {
+    pass_fds_keeping(cmd, Vec::new(), listens.iter().map(|l| l.fd()).collect());
+}
+
+/// [`pass_fds`], and also `keep`: descriptors the child inherits under the
+/// same number (a [`Listen`]'s `fd@N`). Only the child's copies lose
+/// close-on-exec, so children of concurrent tests never inherit them.
+fn pass_fds_keeping(cmd: &mut Command, fds: Vec<(i32, i32)>, keep: Vec<i32>) {
     use std::os::unix::process::CommandExt;
     assert!(fds.len() <= 8 && fds.iter().all(|&(_, t)| (3..=15).contains(&t)));
+    assert!(
+        fds.iter().all(|&(_, t)| !keep.contains(&t)),
+        "harness: a passed descriptor would land on an inherited Listen"
+    );
     // SAFETY: only async-signal-safe calls (fcntl, dup2, close) on
-    // descriptors of the child; no allocation.
+    // descriptors of the child; no allocation (both vectors were built
+    // before the fork).
     unsafe {
         cmd.pre_exec(move || {
             // Out of the way first: a target may be another source.
@@ -69,12 +88,21 @@ pub fn pass_fds(cmd: &mut Command, fds: Vec<(i32, i32)>) {
                     return Err(std::io::Error::last_os_error());
                 }
             }
-            for n in 3..=15 {
-                libc::close(n);
+            if !fds.is_empty() {
+                for n in 3..=15 {
+                    if !keep.contains(&n) {
+                        libc::close(n);
+                    }
+                }
             }
             for (i, &(_, theirs)) in fds.iter().enumerate() {
                 // dup2 clears close-on-exec on the copy.
                 if libc::dup2(high[i], theirs) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            for &fd in &keep {
+                if libc::fcntl(fd, libc::F_SETFD, 0) < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
             }
@@ -96,7 +124,155 @@ pub const BODY_503: &str = "<html><body><h1>503 Service Unavailable</h1>\nNo ser
 // ---------------------------------------------------------------------------
 // Ports, temp dirs, waiting
 
-/// A free ephemeral port on 127.0.0.1 (bound, then released right away).
+/// Listening sockets of this test binary that a spawned process may
+/// inherit, by descriptor, with their addresses: how the harness finds the
+/// `fd@N` of a config and what to wait for.
+static LISTENS: Mutex<Vec<(RawFd, SocketAddr)>> = Mutex::new(Vec::new());
+
+fn listen_addr(fd: RawFd) -> Option<SocketAddr> {
+    let held = LISTENS.lock().unwrap_or_else(|e| e.into_inner());
+    held.iter().find(|(f, _)| *f == fd).map(|(_, a)| *a)
+}
+
+/// A socket listening on an ephemeral 127.0.0.1 port, bound by the test
+/// and handed to sluice already listening: written into a config it reads
+/// `fd@N`, and [`Sluice`] (or [`inherit`]) passes descriptor `N` to the
+/// child. No other test can take the port in between, since it is never
+/// free. The test keeps its copy (it never accepts on it): connections
+/// only ever reach the process it was passed to.
+pub struct Listen {
+    listener: StdListener,
+    addr: SocketAddr,
+}
+
+impl Listen {
+    pub fn new() -> Listen {
+        let listener = StdListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let addr = listener
+            .local_addr()
+            .expect("local_addr of a bound listener");
+        LISTENS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((listener.as_raw_fd(), addr));
+        Listen { listener, addr }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    pub fn fd(&self) -> RawFd {
+        self.listener.as_raw_fd()
+    }
+}
+
+impl Default for Listen {
+    fn default() -> Self {
+        Listen::new()
+    }
+}
+
+/// `fd@N`, the `bind` address of the socket.
+impl std::fmt::Display for Listen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "fd@{}", self.fd())
+    }
+}
+
+impl Drop for Listen {
+    fn drop(&mut self) {
+        // Unregistered before the descriptor closes (the fields drop after
+        // this): its number may be reused at once by another test.
+        let fd = self.fd();
+        LISTENS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(f, _)| *f != fd);
+    }
+}
+
+/// `n` [`Listen`]s.
+pub fn listens(n: usize) -> Vec<Listen> {
+    (0..n).map(|_| Listen::new()).collect()
+}
+
+/// A 127.0.0.1 port held for the test's life without listening: bound
+/// (SO_REUSEADDR) so the kernel gives it to no other socket, neither an
+/// ephemeral bind nor an outgoing connection, while a process that binds
+/// the number itself with SO_REUSEADDR (sluice, haproxy, a backend's
+/// restart) still can. For the few tests that need a number before anything
+/// listens (a config's address across a reload or an upgrade, a refused
+/// port, an address named in a message); connections to it are refused
+/// until something listens.
+pub struct Port {
+    _sock: socket2::Socket,
+    addr: SocketAddr,
+}
+
+impl Port {
+    pub fn new() -> Port {
+        use socket2::{Domain, Socket, Type};
+        let sock = Socket::new(Domain::IPV4, Type::STREAM, None).expect("socket");
+        sock.set_reuse_address(true).expect("SO_REUSEADDR");
+        let any: SocketAddr = "127.0.0.1:0".parse().expect("literal address");
+        sock.bind(&any.into()).expect("bind 127.0.0.1:0");
+        let addr = sock
+            .local_addr()
+            .ok()
+            .and_then(|a| a.as_socket())
+            .expect("local_addr of a bound socket");
+        Port { _sock: sock, addr }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+}
+
+impl Default for Port {
+    fn default() -> Self {
+        Port::new()
+    }
+}
+
+/// The number alone, as the configs' `127.0.0.1:{port}` expect.
+impl std::fmt::Display for Port {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.addr.port())
+    }
+}
+
+/// A held [`Port`] and its number: `let (_hold, port) = hold_port();`
+/// keeps the port until the end of the scope (a shadowed `_hold` lives on).
+pub fn hold_port() -> (Port, u16) {
+    let p = Port::new();
+    let n = p.port();
+    (p, n)
+}
+
+/// `N` distinct held ports and their numbers.
+pub fn hold_ports<const N: usize>() -> (Vec<Port>, [u16; N]) {
+    let held: Vec<Port> = (0..N).map(|_| Port::new()).collect();
+    let nums = std::array::from_fn(|i| held[i].port());
+    (held, nums)
+}
+
+/// `n` distinct held ports and their numbers, `n` known at run time.
+pub fn hold_port_vec(n: usize) -> (Vec<Port>, Vec<u16>) {
+    let held: Vec<Port> = (0..n).map(|_| Port::new()).collect();
+    let nums = held.iter().map(Port::port).collect();
+    (held, nums)
+}
+
 /// A raw TCP server on an ephemeral 127.0.0.1 port: each accepted
 /// connection is handed to `handler` in a task of its own.
 pub async fn tcp_server<F, Fut>(handler: F) -> SocketAddr
@@ -115,8 +291,8 @@ where
 }
 
 /// The start the reload tests share: an admin stats socket, HTTP defaults
-/// (30 s client and server, 20 s queue) and frontend `fe` on `port`; the
-/// frontend's other lines follow.
+/// (30 s client and server, 20 s queue) and frontend `fe` on `port` (a
+/// [`Port`]'s: the reloads keep the address); the frontend's other lines follow.
 pub fn reload_test_head(port: u16) -> String {
     format!(
         "global
@@ -131,24 +307,6 @@ frontend fe
     bind 127.0.0.1:{port}
 "
     )
-}
-
-pub fn free_port() -> u16 {
-    StdListener::bind("127.0.0.1:0")
-        .expect("bind 127.0.0.1:0")
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// `n` distinct free ports (all held until every one is chosen).
-pub fn free_ports(n: usize) -> Vec<u16> {
-    let held: Vec<StdListener> = (0..n)
-        .map(|_| StdListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0"))
-        .collect();
-    held.iter()
-        .map(|l| l.local_addr().unwrap().port())
-        .collect()
 }
 
 /// A private directory under the system temp dir, removed on drop. Its path
@@ -361,8 +519,9 @@ impl SluiceBuilder {
         if let Some(c) = &self.cwd {
             cmd.current_dir(c);
         }
-        if !self.fds.is_empty() {
-            pass_fds(&mut cmd, self.fds);
+        let keep = listen_fds(&self.cfg_text, &env);
+        if !self.fds.is_empty() || !keep.is_empty() {
+            pass_fds_keeping(&mut cmd, self.fds, keep);
         }
         let child = cmd.spawn().expect("spawn sluice");
         let mut s = Sluice {
@@ -546,8 +705,9 @@ fn unquote(w: &str) -> String {
     w.trim_matches(|c| c == '"' || c == '\'').to_string()
 }
 
-/// Every `bind` address and `stats socket` of a config.
-pub fn ready_targets(cfg: &str, env: &HashMap<String, String>) -> Vec<Ready> {
+/// The address words of every `bind` and `stats socket` of a config, each
+/// `a,b` list split, `${VAR}`s expanded.
+fn listener_words(cfg: &str, env: &HashMap<String, String>) -> Vec<String> {
     let mut out = Vec::new();
     for line in cfg.lines() {
         let line = line.split('#').next().unwrap_or("");
@@ -560,24 +720,49 @@ pub fn ready_targets(cfg: &str, env: &HashMap<String, String>) -> Vec<Ready> {
             [s, k, a, ..] if s == "stats" && k == "socket" => a.clone(),
             _ => continue,
         };
-        for a in addr_word.split(',') {
-            let a = a.strip_prefix("ipv4@").unwrap_or(a);
-            if let Some(p) = a.strip_prefix("unix@") {
-                out.push(Ready::Unix(PathBuf::from(p)));
-            } else if a.starts_with('/') {
-                out.push(Ready::Unix(PathBuf::from(a)));
-            } else if let Some((host, port)) = a.rsplit_once(':') {
-                let host = match host {
-                    "" | "*" | "0.0.0.0" => "127.0.0.1",
-                    h => h,
-                };
-                if let Some(sa) = format!("{host}:{port}")
-                    .to_socket_addrs()
-                    .ok()
-                    .and_then(|mut it| it.find(|s| s.is_ipv4()))
-                {
-                    out.push(Ready::Tcp(sa));
-                }
+        out.extend(addr_word.split(',').map(str::to_string));
+    }
+    out
+}
+
+/// The [`Listen`]s a config names as `bind fd@N`: what its process must
+/// inherit.
+pub fn listen_fds(cfg: &str, env: &HashMap<String, String>) -> Vec<RawFd> {
+    let mut out: Vec<RawFd> = listener_words(cfg, env)
+        .iter()
+        .filter_map(|a| a.strip_prefix("fd@")?.parse().ok())
+        .filter(|&fd| listen_addr(fd).is_some())
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Every `bind` address and `stats socket` of a config (a [`Listen`]'s
+/// `fd@N` stands for its address).
+pub fn ready_targets(cfg: &str, env: &HashMap<String, String>) -> Vec<Ready> {
+    let mut out = Vec::new();
+    for a in listener_words(cfg, env) {
+        let a = a.strip_prefix("ipv4@").unwrap_or(&a);
+        if let Some(fd) = a.strip_prefix("fd@") {
+            if let Some(addr) = fd.parse().ok().and_then(listen_addr) {
+                out.push(Ready::Tcp(addr));
+            }
+        } else if let Some(p) = a.strip_prefix("unix@") {
+            out.push(Ready::Unix(PathBuf::from(p)));
+        } else if a.starts_with('/') {
+            out.push(Ready::Unix(PathBuf::from(a)));
+        } else if let Some((host, port)) = a.rsplit_once(':') {
+            let host = match host {
+                "" | "*" | "0.0.0.0" => "127.0.0.1",
+                h => h,
+            };
+            if let Some(sa) = format!("{host}:{port}")
+                .to_socket_addrs()
+                .ok()
+                .and_then(|mut it| it.find(|s| s.is_ipv4()))
+            {
+                out.push(Ready::Tcp(sa));
             }
         }
     }
@@ -614,6 +799,8 @@ pub struct Backend {
     pub addr: SocketAddr,
     st: Arc<BackendState>,
     task: Option<JoinHandle<()>>,
+    /// Holds the port while killed, so that a restart finds it free.
+    _port: Port,
 }
 
 fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
@@ -626,8 +813,9 @@ fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
 impl Backend {
     /// Starts a backend on a fresh ephemeral port. Needs a tokio runtime.
     pub async fn start(name: &str) -> Backend {
-        let listener = listen("127.0.0.1:0".parse().unwrap()).expect("bind backend");
-        let addr = listener.local_addr().unwrap();
+        let port = Port::new();
+        let addr = port.addr();
+        let listener = listen(addr).expect("bind backend");
         let st = Arc::new(BackendState {
             name: name.to_string(),
             hits: AtomicUsize::new(0),
@@ -645,6 +833,7 @@ impl Backend {
             addr,
             st,
             task: Some(task),
+            _port: port,
         }
     }
 
@@ -714,20 +903,11 @@ impl Backend {
         }
     }
 
-    /// Listens again on the same port.
+    /// Listens again on the same port (held all along: see [`Port`]).
     pub async fn restart(&mut self) {
         assert!(self.task.is_none(), "backend {} still running", self.name);
-        let end = Instant::now() + Duration::from_secs(10);
-        let listener = loop {
-            match listen(self.addr) {
-                Ok(l) => break l,
-                Err(e) if Instant::now() < end => {
-                    let _ = e;
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
-                Err(e) => panic!("cannot rebind {} on {}: {e}", self.name, self.addr),
-            }
-        };
+        let listener = listen(self.addr)
+            .unwrap_or_else(|e| panic!("cannot rebind {} on {}: {e}", self.name, self.addr));
         self.task = Some(tokio::spawn(serve(listener, self.st.clone())));
     }
 }
@@ -1276,4 +1456,24 @@ pub fn black_hole() -> (
     }
     std::thread::sleep(Duration::from_millis(100));
     (addr, held, s)
+}
+
+/// A free ephemeral port on 127.0.0.1 (bound, then released right away):
+/// racy, kept only until every test holds a [`Port`] or a [`Listen`].
+pub fn free_port() -> u16 {
+    StdListener::bind("127.0.0.1:0")
+        .expect("bind 127.0.0.1:0")
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `n` distinct free ports (racy, as [`free_port`]).
+pub fn free_ports(n: usize) -> Vec<u16> {
+    let held: Vec<StdListener> = (0..n)
+        .map(|_| StdListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0"))
+        .collect();
+    held.iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect()
 }
