@@ -128,7 +128,7 @@ backend be
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_client_holds_back_a_fast_server() {
     let ends = backend().await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let _s = Sluice::start(&cfg(port, ends.addr));
     let mut c = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
     c.write_all(b"GET /down HTTP/1.1\r\nhost: x\r\n\r\n")
@@ -158,7 +158,7 @@ async fn slow_client_holds_back_a_fast_server() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_server_holds_back_a_fast_client() {
     let ends = backend().await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let _s = Sluice::start(&cfg(port, ends.addr));
     let c = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
     let (_r, mut w) = c.into_split();

@@ -87,7 +87,7 @@ fn longest_runs(seq: &[String]) -> std::collections::HashMap<String, usize> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn weights_1_2_3_exact_shares_interleaved_in_order() {
     let b = backends(3).await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let _s = Sluice::start(&cfg(port, &[(&b[0], 1), (&b[1], 2), (&b[2], 3)]));
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
 
@@ -139,7 +139,7 @@ async fn weights_1_2_3_exact_shares_interleaved_in_order() {
 async fn weights_3_1_and_1_2_follow_haproxy_order() {
     for (weights, want) in [([3u32, 1], ORDER_3_1), ([1, 2], ORDER_1_2)] {
         let b = backends(2).await;
-        let port = free_port();
+        let (_hold, port) = hold_port();
         let _s = Sluice::start(&cfg(port, &[(&b[0], weights[0]), (&b[1], weights[1])]));
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let n = want.split(' ').count();
@@ -156,7 +156,7 @@ async fn weights_3_1_and_1_2_follow_haproxy_order() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn equal_weights_alternate_across_clients() {
     let b = backends(2).await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let _s = Sluice::start(&cfg(port, &[(&b[0], 1), (&b[1], 1)]));
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     // Two interleaved keep-alive clients share one rotation.
@@ -187,7 +187,7 @@ async fn equal_weights_alternate_across_clients() {
 async fn random_weights_1_2_3_within_1pct_over_60000() {
     for (algo, clients) in [("random(1)", 4)] {
         let b = backends(3).await;
-        let port = free_port();
+        let (_hold, port) = hold_port();
         let _s = Sluice::start(&cfg_algo(port, algo, &[(&b[0], 1), (&b[1], 2), (&b[2], 3)]));
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let total = 60_000;
@@ -246,7 +246,7 @@ async fn hits_after(
 async fn static_rr_and_map_hash_follow_weights_1_2_3() {
     for (algo, exact) in [("static-rr", true), ("url_param id", false)] {
         let b = backends(3).await;
-        let port = free_port();
+        let (_hold, port) = hold_port();
         let _s = Sluice::start(&cfg_algo(port, algo, &[(&b[0], 1), (&b[1], 2), (&b[2], 3)]));
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let total = 6_000;
@@ -273,7 +273,7 @@ async fn static_rr_and_map_hash_follow_weights_1_2_3() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_2_prefers_the_idle_server() {
     let b = backends(2).await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     // Each server gets `cookie <its name>`.
     let cfg = cfg_algo(port, "random(2)", &[(&b[0], 1), (&b[1], 1)])
         .replace(

@@ -239,7 +239,7 @@ async fn hash_algorithms_choose_the_same_server_as_haproxy() {
     ];
     let n = cases().len();
     // One call: ports of separate calls may repeat.
-    let ports = free_ports(2 * n);
+    let (_hold, ports) = hold_port_vec(2 * n);
     let (hp, sp) = ports.split_at(n);
     let dir = TempDir::new("hadiff");
     let hcfg = dir.write("haproxy.cfg", &config(hp, &servers));

@@ -47,7 +47,7 @@ async fn httpchk_statuses_as_haproxy_reports_them() {
     .await;
     let hang = raw_server(None).await;
     let body = raw_server(Some("HTTP/1.0 200 OK\r\n\r\nstatus: degraded\n")).await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "global
     stats socket @DIR@/stats.sock mode 600 level admin

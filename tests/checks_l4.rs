@@ -14,7 +14,7 @@ async fn l4tout_and_l4con() {
         l.local_addr().unwrap()
     };
     let live = Backend::start("ok").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&format!(
         "global
     stats socket @DIR@/stats.sock level admin

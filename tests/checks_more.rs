@@ -384,7 +384,7 @@ async fn observe_layer7_takes_a_5xx_server_out_before_the_next_check() {
     let good = Backend::start("good").await;
     let bad = Scripted::start(|_| http("500 Internal Server Error", "boom")).await;
     let modes = [("mark-down", 2), ("sudden-death", 4), ("fail-check", 6)];
-    let ports = free_ports(modes.len());
+    let (_hold, ports) = hold_port_vec(modes.len());
     let mut cfg = HEAD.to_string();
     for (i, (mode, _)) in modes.iter().enumerate() {
         cfg.push_str(&format!(
@@ -460,7 +460,7 @@ async fn observe_on_error_fastinter_brings_the_next_check_forward() {
         }
     })
     .await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "{HEAD}
 listen px
@@ -499,8 +499,8 @@ listen px
 async fn observe_layer4_counts_refused_connections() {
     let good = Backend::start("good").await;
     let check = Scripted::fixed("200 OK", "").await;
-    let dead = free_port();
-    let port = free_port();
+    let (_hold, dead) = hold_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "{HEAD}
 listen px
@@ -558,7 +558,7 @@ async fn disable_on_404_drains_through_nolb_and_back() {
         _ => http("404 Not Found", ""),
     })
     .await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "{HEAD}
 frontend fe

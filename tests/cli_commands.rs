@@ -69,7 +69,7 @@ async fn admin_states_weights_and_addresses_steer_traffic() {
     let s1 = Backend::start("s1").await;
     let s2 = Backend::start("s2").await;
     let s3 = Backend::start("s3").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let sl = Sluice::start(&cfg(port, &[&s1, &s2]));
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let admin = sl.path("admin.sock");
@@ -147,7 +147,7 @@ async fn admin_states_weights_and_addresses_steer_traffic() {
 async fn every_command_answers_with_one_empty_line_framing() {
     let s1 = Backend::start("s1").await;
     let s2 = Backend::start("s2").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let sl = Sluice::start(&cfg(port, &[&s1, &s2]));
     let admin = sl.path("admin.sock");
     let user = sl.path("user.sock");

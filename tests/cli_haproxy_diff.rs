@@ -126,7 +126,7 @@ impl Drop for Daemon {
 impl Daemon {
     fn start(bin: &str, s1: &str, s2: &str) -> Daemon {
         let dir = TempDir::new("diff");
-        let port = free_port();
+        let (_hold, port) = hold_port();
         let cfg = CFG
             .replace("@DIR@", dir.path().to_str().unwrap())
             .replace("@PORT@", &port.to_string())

@@ -110,9 +110,7 @@ async fn read_to_close<R: AsyncReadExt + Unpin>(r: &mut R, limit: Duration) -> (
 
 #[tokio::test]
 async fn tcp_stats_socket_with_levels() {
-    let [admin, user] = free_ports(2)[..] else {
-        unreachable!()
-    };
+    let (_hold, [admin, user]) = hold_ports::<2>();
     let cfg = format!(
         "global\n    stats socket ipv4@127.0.0.1:{admin} level admin\n    stats socket ipv4@127.0.0.1:{user} level user\n\
          backend be\n    server s1 127.0.0.1:1\n"

@@ -77,7 +77,7 @@ fn assert_rejected(name: &str, text: &str) -> String {
 
 #[test]
 fn unknown_keyword_with_did_you_mean() {
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "{DEFAULTS}
 frontend fe
@@ -113,7 +113,7 @@ fn unknown_global_keyword() {
 
 #[test]
 fn unknown_server_keyword_suggests() {
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "{DEFAULTS}
 frontend fe
@@ -160,7 +160,7 @@ fn bad_bind_address() {
 
 #[test]
 fn unknown_backend_in_use_backend() {
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "{DEFAULTS}
 frontend fe
@@ -182,7 +182,7 @@ backend be
 
 #[test]
 fn unknown_default_backend() {
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg =
         format!("{DEFAULTS}\nfrontend fe\n    bind 127.0.0.1:{port}\n    default_backend nope2\n");
     let err = assert_rejected("db.cfg", &cfg);
@@ -205,7 +205,7 @@ fn unmatched_quote() {
 
 #[test]
 fn all_errors_of_a_file_in_one_run() {
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "global
     foobar 1
@@ -278,7 +278,7 @@ fn directory_loads_cfg_files_in_byte_order() {
 #[test]
 fn directory_and_repeated_f_make_one_config() {
     let dir = TempDir::new("cfgdir");
-    let port = free_port();
+    let (_hold, port) = hold_port();
     dir.write("confd/00-defaults.cfg", DEFAULTS);
     dir.write(
         "confd/10-frontend.cfg",
@@ -303,7 +303,7 @@ fn directory_and_repeated_f_make_one_config() {
 
 #[test]
 fn valid_config_check_mode() {
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "{DEFAULTS}\nfrontend fe\n    bind 127.0.0.1:{port}\n    default_backend be\nbackend be\n    server s1 127.0.0.1:1\n"
     );

@@ -85,7 +85,7 @@ async fn connection_modes() {
     ];
     for (name, option, upstream, client_closed) in cases {
         let be = RawBackend::start().await;
-        let port = free_port();
+        let (_hold, port) = hold_port();
         let _s = Sluice::start(&cfg(port, be.addr, option));
         let mut c = connect(port).await;
         let first = send(&mut c, GET_A).await;
@@ -115,7 +115,7 @@ async fn connection_modes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http10_clients() {
     let be = RawBackend::start().await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let _s = Sluice::start(&cfg(port, be.addr, ""));
     let mut c = connect(port).await;
     let r = send(&mut c, b"GET /a HTTP/1.0\r\nHost: x\r\n\r\n").await;
@@ -163,7 +163,7 @@ async fn http10_clients() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hop_by_hop_headers_are_removed() {
     let be = RawBackend::start().await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let _s = Sluice::start(&cfg(port, be.addr, ""));
     be.answer(
         b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: x-foo, keep-alive\r\nX-Foo: 1\r\n\
@@ -197,7 +197,7 @@ Upgrade: h2c\r\nX-Keep: y\r\n\r\n",
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expect_100_continue() {
     let be = RawBackend::start().await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let _s = Sluice::start(&cfg(port, be.addr, ""));
     let mut c = connect(port).await;
     let interim = send(
@@ -220,7 +220,7 @@ async fn expect_100_continue() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chunked_trailers_relayed_both_ways() {
     let be = RawBackend::start().await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let _s = Sluice::start(&cfg(port, be.addr, ""));
     be.answer(
         b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-Resp-T: 2\r\n\r\n",
@@ -248,7 +248,7 @@ async fn chunked_trailers_relayed_both_ways() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bodiless_responses_keep_the_connection() {
     let be = RawBackend::start().await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let _s = Sluice::start(&cfg(port, be.addr, ""));
     be.script(&[
         b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\n",

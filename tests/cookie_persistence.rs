@@ -97,7 +97,7 @@ fn text(b: &[u8]) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn insert_sticks_to_the_named_server() {
     let (b1, b2) = (Backend::start("s1").await, Backend::start("s2").await);
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let servers = format!(
         "    server s1 {} cookie s1\n    server s2 {} cookie s2\n",
         b1.hostport(),
@@ -155,7 +155,7 @@ async fn insert_sticks_to_the_named_server() {
 #[tokio::test(flavor = "multi_thread")]
 async fn down_server_rebalances_draining_server_keeps_sessions() {
     let (b1, b2) = (Backend::start("s1").await, Backend::start("s2").await);
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let servers = format!(
         "    server s1 {} cookie s1\n    server s2 {} cookie s2\n",
         b1.hostport(),
@@ -194,7 +194,7 @@ async fn down_server_rebalances_draining_server_keeps_sessions() {
 #[tokio::test(flavor = "multi_thread")]
 async fn killed_backend_with_checks_loses_its_sessions() {
     let (mut b1, b2) = (Backend::start("s1").await, Backend::start("s2").await);
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let servers = format!(
         "    server s1 {} cookie s1 check inter 100 fall 1 rise 1\n    server s2 {} cookie s2 check inter 100 fall 1 rise 1\n",
         b1.hostport(),
@@ -219,7 +219,7 @@ async fn killed_backend_with_checks_loses_its_sessions() {
 async fn raw_setup(cookie_line: &str, answer: &[u8]) -> (RawBackend, u16, Sluice) {
     let raw = RawBackend::start().await;
     raw.answer(answer);
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let servers = format!(
         "    server s1 {0} cookie s1\n    server s2 {0} cookie s2\n",
         raw.addr
@@ -408,7 +408,7 @@ async fn log_shows_persistence_characters() {
     ] {
         let raw = RawBackend::start().await;
         raw.answer(APP_COOKIE);
-        let port = free_port();
+        let (_hold, port) = hold_port();
         let servers = format!(
             "    server s1 {0} cookie s1\n    server s2 {0} cookie s2\n    server s3 127.0.0.1:1 cookie s3 disabled\n",
             raw.addr
@@ -512,7 +512,7 @@ fn config_errors_as_haproxy_words_them() {
 #[tokio::test(flavor = "multi_thread")]
 async fn persistent_request_waits_for_its_full_server() {
     let (b1, b2) = (Backend::start("s1").await, Backend::start("s2").await);
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let servers = format!(
         "    server s1 {} cookie s1 maxconn 1\n    server s2 {} cookie s2\n",
         b1.hostport(),

@@ -91,7 +91,7 @@ fn couchdb_example_runs_end_to_end() {
         eprintln!("skipping the CouchDB example: {why}");
         return;
     }
-    let ports = free_ports(4);
+    let (_hold, ports) = hold_ports::<4>();
     let tmp = TempDir::new("couchdb-example");
     let mut child = Command::new("bash")
         .arg(Path::new(EXAMPLE).join("run.sh"))

@@ -42,7 +42,7 @@ async fn usr2_from_the_pidfile_adds_a_replica_keeping_counters() {
     let r1 = Backend::start("couchdb2").await;
     let r2 = Backend::start("couchdb3").await;
     let r3 = Backend::start("couchdb4").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let base = vec![
         ("couchdb1:5984", master.hostport()),
         ("couchdb2:5984", r1.hostport()),

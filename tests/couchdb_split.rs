@@ -45,7 +45,7 @@ async fn setup() -> Setup {
     let master = Backend::start("couchdb1").await;
     let r1 = Backend::start("couchdb2").await;
     let r2 = Backend::start("couchdb3").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = couchdb_cfg(port, &master.hostport(), &r1.hostport(), &r2.hostport());
     let sluice = Sluice::start(&cfg);
     Setup {
@@ -178,14 +178,10 @@ async fn check_mode_accepts_with_warnings_only() {
     let r1 = Backend::start("couchdb2").await;
     let r2 = Backend::start("couchdb3").await;
     let dir = TempDir::new("couch");
+    let (_hold, port) = hold_port();
     let cfg = dir.write(
         "couchdb.cfg",
-        &couchdb_cfg(
-            free_port(),
-            &master.hostport(),
-            &r1.hostport(),
-            &r2.hostport(),
-        ),
+        &couchdb_cfg(port, &master.hostport(), &r1.hostport(), &r2.hostport()),
     );
     let out =
         tokio::task::spawn_blocking(move || run_sluice(&["-c", "-f", cfg.to_str().unwrap()], None))

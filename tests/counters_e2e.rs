@@ -61,7 +61,7 @@ fn signed(csv: &Csv, px: &str, sv: &str, col: &str) -> i64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn counters_after_traffic() {
     let backend = Backend::start("s1").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let sl = Sluice::start(&cfg(port, &backend));
     let sock = sl.stats_socket();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));

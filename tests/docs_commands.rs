@@ -91,7 +91,7 @@ fn operator_docs_commands_run_as_written() {
         .expect("docs/operations.md has a haproxy block");
     let dir = TempDir::new("docs");
     let cfg = dir.write("sluice.cfg", &cfg_text);
-    let ports = free_ports(3);
+    let (_hold, ports) = hold_ports::<3>();
     let pidfile = dir.join("sluice.pid");
     let env = [
         ("CFG", cfg.display().to_string()),

@@ -65,7 +65,7 @@ async fn dead_server_goes_down_gets_no_traffic_and_comes_back() {
         Backend::start("s2").await,
         Backend::start("s3").await,
     ];
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&cfg(port, &[&b[0], &b[1], &b[2]]));
     let sock = s.stats_socket();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
@@ -142,7 +142,7 @@ async fn dead_server_goes_down_gets_no_traffic_and_comes_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn all_servers_down_gives_haproxy_503() {
     let mut b = [Backend::start("s1").await, Backend::start("s2").await];
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&cfg(port, &[&b[0], &b[1]]));
     let sock = s.stats_socket();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
@@ -181,8 +181,8 @@ async fn server_that_never_answers_checks_goes_down() {
     // A server on a port nobody listens on starts UP (no check has run yet)
     // and the first failed check marks it DOWN: it then never gets traffic.
     let live = Backend::start("s1").await;
-    let dead_port = free_port();
-    let port = free_port();
+    let (_hold, dead_port) = hold_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "global
     stats socket @DIR@/stats.sock mode 600 level admin

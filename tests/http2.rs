@@ -128,7 +128,7 @@ async fn h2c_request_reaches_the_server_in_http1_form() {
     let be = RawBackend::start().await;
     be.answer(b"HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\nX-A: b\r\nContent-Length: 2\r\n\r\nok");
     let syslog = Syslog::new();
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&format!(
         "global
     log {} local0
@@ -178,9 +178,7 @@ async fn curl_prior_knowledge_and_the_preface_on_a_plain_listener() {
         return;
     }
     let be = Backend::start("app").await;
-    let [p2, p_any, p1] = free_ports(3)[..] else {
-        unreachable!()
-    };
+    let (_hold, [p2, p_any, p1]) = hold_ports::<3>();
     let _s = Sluice::start(&format!(
         "{H2_FRONTEND}frontend fe
     bind 127.0.0.1:{p2} proto h2
@@ -213,9 +211,7 @@ async fn disable_h2_upgrade_keeps_plain_listeners_http1() {
         return;
     }
     let be = Backend::start("app").await;
-    let [p_any, p2] = free_ports(2)[..] else {
-        unreachable!()
-    };
+    let (_hold, [p_any, p2]) = hold_ports::<2>();
     let _s = Sluice::start(&format!(
         "{H2_FRONTEND}frontend fe
     option disable-h2-upgrade
@@ -244,9 +240,7 @@ async fn h2load_many_streams_counted_in_show_stat() {
         return;
     }
     let be = Backend::start("app").await;
-    let [port, p1] = free_ports(2)[..] else {
-        unreachable!()
-    };
+    let (_hold, [port, p1]) = hold_ports::<2>();
     let s = Sluice::start(&format!(
         "global
     stats socket @DIR@/stats.sock level admin
@@ -302,7 +296,7 @@ backend be
 #[tokio::test]
 async fn request_bodies_stream_to_the_server() {
     let be = RawBackend::start().await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let _s = Sluice::start(&format!(
         "{H2_FRONTEND}frontend fe
     bind 127.0.0.1:{port} proto h2
@@ -363,7 +357,7 @@ backend be
 async fn rules_and_acl_routing_apply_to_streams() {
     let web = Backend::start("web").await;
     let api = Backend::start("api").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let _s = Sluice::start(&format!(
         "{H2_FRONTEND}frontend fe
     bind 127.0.0.1:{port} proto h2
@@ -480,7 +474,7 @@ async fn read_frames(
 /// sluice with `bind ... proto h2` in front of one HTTP/1 backend.
 async fn h2c_to_app() -> (Backend, Sluice, u16) {
     let be = Backend::start("app").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&format!(
         "{H2_FRONTEND}frontend fe
     bind 127.0.0.1:{port} proto h2
@@ -589,7 +583,7 @@ async fn alpn_h2_over_tls() {
     );
     let be = Backend::start("app").await;
     let syslog = Syslog::new();
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let _s = Sluice::start(&format!(
         "global
     log {} local0
@@ -719,7 +713,7 @@ where
 #[tokio::test]
 async fn server_proto_h2_shares_one_connection() {
     let srv = H2Server::start(None).await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let _s = Sluice::start(&format!(
         "{H2_FRONTEND}frontend fe
     bind 127.0.0.1:{port}
@@ -840,7 +834,7 @@ async fn server_proto_h2_over_tls() {
         .unwrap();
     cfg.alpn_protocols = vec![b"h2".to_vec()];
     let srv = H2Server::start(Some(std::sync::Arc::new(cfg))).await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let _s = Sluice::start(&format!(
         "{H2_FRONTEND}frontend fe
     bind 127.0.0.1:{port}
@@ -864,7 +858,7 @@ backend be
 async fn settings_announce_the_limits() {
     use frames::*;
     let be = Backend::start("app").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let _s = Sluice::start(&format!(
         "global
     tune.h2.max-concurrent-streams 7
@@ -916,7 +910,7 @@ backend be
 #[tokio::test]
 async fn checks_of_proto_h2_servers_speak_http2() {
     let srv = H2Server::start(None).await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&format!(
         "global
     stats socket @DIR@/stats.sock level admin

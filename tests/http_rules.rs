@@ -108,7 +108,7 @@ async fn rules_forwardfor_redirects_errorfile_as_haproxy() {
         "503.http",
         "HTTP/1.0 503 Custom\r\nCache-Control: no-cache\r\nContent-Type: text/plain\r\n\r\nsorry\n",
     );
-    let ports = free_ports(5);
+    let (_hold, ports) = hold_ports::<5>();
     let _s = Sluice::start(&cfg(&ports, be.addr, page.to_str().unwrap()));
 
     // Header rules and forwardfor: added in rule order, then the
@@ -242,7 +242,7 @@ fn missing_errorfile_is_a_config_error_with_its_line() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replace_header_as_haproxy() {
     let be = raw_backend().await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let _s = Sluice::start(&format!(
         "{DEFAULTS}frontend fe
     bind 127.0.0.1:{port}
@@ -277,7 +277,7 @@ backend be
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn backend_section_rules_as_haproxy() {
     let be = raw_backend().await;
-    let ports = free_ports(2);
+    let (_hold, ports) = hold_ports::<2>();
     let s = Sluice::start(&format!(
         "global
     stats socket @DIR@/s.sock level admin
@@ -336,7 +336,7 @@ listen l
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn request_fetches_in_rule_formats_as_haproxy() {
     let be = raw_backend().await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let _s = Sluice::start(&format!(
         "{DEFAULTS}frontend fe
     bind 127.0.0.1:{port}
@@ -368,7 +368,7 @@ backend be
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn monitor_uri_and_redirect_keyword_as_haproxy() {
     let be = raw_backend().await;
-    let ports = free_ports(2);
+    let (_hold, ports) = hold_ports::<2>();
     let s = Sluice::start(&format!(
         "global
     stats socket @DIR@/s.sock level admin
@@ -460,7 +460,7 @@ fn redirect_after_http_request_rules_warns_as_haproxy() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn proxy_and_server_names_in_rule_formats_as_haproxy() {
     let be = raw_backend().await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let _s = Sluice::start(&format!(
         "{DEFAULTS}frontend fe
     bind 127.0.0.1:{port}
@@ -529,7 +529,7 @@ async fn deny_status_pages_as_haproxy() {
             ".The server does not support the functionality required to fulfill the request.",
         ),
     ];
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let rules: String = pages
         .iter()
         .map(|(c, _, _)| format!("    http-request deny deny_status {c} if {{ path /{c} }}\n"))
@@ -571,7 +571,7 @@ async fn reply_arguments_as_haproxy() {
     let dir = TempDir::new("replies");
     let file = dir.write("body.txt", "hello file\n");
     let lf_file = dir.write("lf.txt", "file %[src] %[req.hdr(host)]\n");
-    let (port, port2, port3) = (free_port(), free_port(), free_port());
+    let (_hold, [port, port2, port3]) = hold_ports::<3>();
     let _s = Sluice::start(&format!(
         "{DEFAULTS}frontend fe
     bind 127.0.0.1:{port}
@@ -742,7 +742,7 @@ fn reply_arguments_are_checked_as_haproxy() {
 /// haproxy 2.6.12 does; counted in dreq.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tarpit_rule_as_haproxy() {
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&format!(
         "global
     stats socket @DIR@/stats.sock level admin
@@ -811,7 +811,7 @@ async fn set_header_errorfile_precedence_and_append_slash() {
         "be.http",
         "HTTP/1.0 503 BE\r\ncontent-type: text/plain\r\n\r\nbe page\n",
     );
-    let (p1, p2, p3) = (free_port(), free_port(), free_port());
+    let (_hold, [p1, p2, p3]) = hold_ports::<3>();
     let _s = Sluice::start(&format!(
         "defaults
     mode http

@@ -94,10 +94,10 @@ fn a_descriptor_that_is_not_a_listening_socket_is_refused() {
             "{defaults}frontend fe\n    bind {fd}\n    default_backend be\nbackend be\n    server s1 127.0.0.1:9\n"
         )
     };
+    let (_hold, port) = hold_port();
     let cli = |fd: &str| {
         format!(
-            "global\n    stats socket {fd} level admin expose-fd listeners\n{defaults}frontend fe\n    bind 127.0.0.1:{}\n",
-            free_port()
+            "global\n    stats socket {fd} level admin expose-fd listeners\n{defaults}frontend fe\n    bind 127.0.0.1:{port}\n"
         )
     };
     let unlistened =
@@ -155,7 +155,7 @@ async fn cli_on_an_inherited_unix_socket() {
     let unix = std::os::unix::net::UnixListener::bind(&path).unwrap();
     let fd = unix.as_raw_fd();
     inheritable(fd);
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "global
     stats socket \"fd@${{SLUICE_CLI_FD}}\" level admin
@@ -353,7 +353,7 @@ async fn hand_over_with_a_low_descriptor_number() {
     let be = Backend::start("s1").await;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = |dir: &str, expose: &str| {
         format!(
             "global\n    stats socket {dir}/stats.sock level admin {expose}\n{}",
@@ -477,7 +477,7 @@ async fn hand_over_carries_inherited_cli_sockets() {
     let unix = std::os::unix::net::UnixListener::bind(&path).unwrap();
     let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let tcp_addr = tcp.local_addr().unwrap();
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "global
     stats socket fd@5 level admin expose-fd listeners

@@ -34,7 +34,7 @@ backend be
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parked_connection_is_served_again() {
     let b = Backend::start("s1").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&cfg(port, &b, "30s"));
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let mut conns = Vec::new();
@@ -66,7 +66,7 @@ async fn parked_connection_is_served_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keep_alive_timeout_closes_parked_connection() {
     let b = Backend::start("s1").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&cfg(port, &b, "1s"));
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let mut raw = tokio::net::TcpStream::connect(addr).await.unwrap();

@@ -195,7 +195,7 @@ backend be
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn request_rewrites_reach_the_server() {
     let be = RawBackend::start().await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let rules = "    acl api path_beg /api
     reqrep ^([^\\ :]*)\\ /static/(.*) \\1\\ /\\2
     reqirep ^host:\\ www.mydomain.com Host:\\ www
@@ -240,7 +240,7 @@ async fn request_rewrites_reach_the_server() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn filters_run_between_http_request_rules_and_redirects() {
     let (b1, b2) = (RawBackend::start().await, RawBackend::start().await);
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "{DEFAULTS}
 frontend fe
@@ -315,7 +315,7 @@ backend b2
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deny_allow_and_pass() {
     let be = RawBackend::start().await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let rules = "    reqiallow ^Host:\\ www\\.
     reqipass ^User-Agent:\\ friendly
     reqideny ^User-Agent:\\ .*bot";
@@ -343,7 +343,7 @@ async fn deny_allow_and_pass() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tarpit_delays_then_answers_500() {
     let be = RawBackend::start().await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let rules = "    timeout tarpit 300ms
     reqitarpit ^User-Agent:\\ .*scanner";
     let s = Sluice::start(&one_backend(port, be.addr, rules, ""));
@@ -374,7 +374,7 @@ async fn tarpit_delays_then_answers_500() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn broken_request_line_is_refused() {
     let be = RawBackend::start().await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let rules = "    reqrep ^GET\\ (.*) GET\\1";
     let s = Sluice::start(&one_backend(port, be.addr, rules, ""));
     let got = exchange(port, "GET /x HTTP/1.1\r\nHost: h\r\n\r\n").await;
@@ -391,7 +391,7 @@ async fn broken_request_line_is_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn response_rewrites_and_deny() {
     let be = RawBackend::start().await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let rules = "    rspidel ^Server:
     rsprep ^Location:\\ http://127.0.0.1:8080(.*) Location:\\ https://www.example\\1
     rspadd X-Via:\\ sluice
@@ -431,7 +431,7 @@ async fn response_rewrites_and_deny() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_old_config_routes_as_before() {
     let (web, api) = (RawBackend::start().await, RawBackend::start().await);
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "defaults
     mode http

@@ -53,7 +53,7 @@ async fn closed_by_peer(s: &mut tokio::net::TcpStream, deadline: Duration) -> bo
 
 async fn soft_stop_with(sig: &str) {
     let mut b = Backend::start("s1").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let mut s = Sluice::start(&cfg(port, &b, ""));
     // An idle keep-alive connection, parked after its first request.
@@ -123,7 +123,7 @@ async fn sigusr1_soft_stop_as_haproxy() {
 async fn sigint_exits_at_once_and_hard_stop_after_bounds_soft_stop() {
     let b = Backend::start("s1").await;
     b.set_gated(true);
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
 
     let mut s = Sluice::start(&cfg(port, &b, ""));
@@ -159,7 +159,7 @@ async fn sigint_exits_at_once_and_hard_stop_after_bounds_soft_stop() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn systemd_notify_ready_reloading_stopping_and_pidfile() {
     let b = Backend::start("s1").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let dir = TempDir::new("notify");
     let sock_path = dir.join("notify.sock");
     let notify = std::os::unix::net::UnixDatagram::bind(&sock_path).unwrap();
@@ -269,7 +269,7 @@ async fn uid_gid_and_chroot_are_applied_after_binding() {
         return;
     }
     let b = Backend::start("s1").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let jail = TempDir::new("jail");
     let extra = format!(
         "    uid 65534\n    gid 65534\n    chroot {}\n",
@@ -368,7 +368,7 @@ async fn user_and_group_by_name_after_binding_a_privileged_port() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nbthread_ulimit_cpu_map_and_local_peer() {
     let b = Backend::start("s1").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut extra = String::from("    nbthread 3\n    ulimit-n 3000\n");
     if ncpu >= 2 {
@@ -425,7 +425,7 @@ async fn nbthread_ulimit_cpu_map_and_local_peer() {
 async fn maxconn_raises_the_fd_limit() {
     use std::os::unix::process::CommandExt;
     let b = Backend::start("s1").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -495,7 +495,7 @@ async fn maxconn_raises_the_fd_limit() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn binary_upgrade_takes_listeners_over_with_x_and_sf() {
     let b = Backend::start("s1").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let text = cfg(port, &b, "").replace(
         "stats.sock level admin",
@@ -580,7 +580,7 @@ async fn binary_upgrade_takes_listeners_over_with_x_and_sf() {
 async fn upgrade_with_request_in_flight(flag: &str) {
     let b = Backend::start("s1").await;
     b.set_gated(true);
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let text = cfg(port, &b, "").replace(
         "stats.sock level admin",
@@ -646,7 +646,7 @@ async fn upgrade_with_st_stops_the_old_process_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigttou_pauses_and_sigttin_resumes_listeners() {
     let be = Backend::start("s1").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let s = Sluice::start(&cfg(port, &be, ""));
     let mut open = HttpConn::connect(addr).await;
@@ -704,7 +704,7 @@ fn start_daemon(dir: &TempDir, port: u16, be: &Backend, pidfile: &Path) -> RunOu
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn daemon_mode_writes_the_pid_file_before_returning() {
     let be = Backend::start("s1").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let dir = TempDir::new("daemon");
     let pidfile = dir.join("d.pid");
     let out = start_daemon(&dir, port, &be, &pidfile);
@@ -731,7 +731,7 @@ async fn daemon_mode_writes_the_pid_file_before_returning() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn daemon_mode_fails_whole_when_the_pid_file_cannot_be_written() {
     let be = Backend::start("s1").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let dir = TempDir::new("daemon-nopid");
     let out = start_daemon(&dir, port, &be, &dir.join("missing-dir/d.pid"));
     assert_eq!(out.code(), Some(1), "{}", out.stderr);
@@ -766,7 +766,7 @@ async fn daemon_mode_fails_whole_when_the_pid_file_cannot_be_written() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn daemon_keyword_goes_to_the_background() {
     let be = Backend::start("s1").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let dir = TempDir::new("daemon-kw");
     let pidfile = dir.join("kw.pid");
     let text = cfg(
@@ -819,7 +819,7 @@ async fn daemon_keyword_goes_to_the_background() {
 /// those lines are there.
 #[test]
 fn quiet_mode_prints_nothing_from_start_to_stop() {
-    let port = free_port();
+    let (_hold, port) = hold_port();
     // No timeouts: a warning at parse time.
     let cfg = format!(
         "global\n    stats socket @DIR@/stats.sock level admin\nfrontend fe\n    mode http\n    bind 127.0.0.1:{port}\n"

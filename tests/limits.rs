@@ -40,7 +40,7 @@ fn head_of(len: usize) -> Vec<u8> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn head_limit_follows_tune_bufsize() {
     let b = Backend::start("s1").await;
-    let ports = free_ports(2);
+    let (_hold, ports) = hold_ports::<2>();
     let _small = Sluice::start(&cfg(ports[0], &b, "    maxconn 100"));
     let _large = Sluice::start(&cfg(
         ports[1],

@@ -158,7 +158,7 @@ backend nosrv
 async fn httplog_lines_match_haproxy() {
     let syslog = Syslog::new();
     let be = Backend::start("s1").await;
-    let [fe, clf, st, dead]: [u16; 4] = free_ports(4).try_into().unwrap();
+    let (_hold, [fe, clf, st, dead]) = hold_ports::<4>();
     let _sluice = Sluice::start(&config(&syslog.addr(), &be, dead, fe, clf, st));
     let mut m = masks();
     // HAProxy's oracle backend answered 404 to /x, the test backend 200.
@@ -223,7 +223,7 @@ async fn formats_options_and_log_format() {
     let short = Syslog::new();
     let prio = Syslog::new();
     let be = Backend::start("s1").await;
-    let [p1, p2, p3, p4]: [u16; 4] = free_ports(4).try_into().unwrap();
+    let (_hold, [p1, p2, p3, p4]) = hold_ports::<4>();
     let cfg = format!(
         "global
     log {a} len 100 format rfc5424 local1 info
@@ -376,7 +376,7 @@ async fn server_down_and_up_events_count_active_and_backup_servers() {
     let mut s1 = Backend::start("s1").await;
     let s2 = Backend::start("s2").await;
     let b1 = Backend::start("b1").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "global
     log {} local0
@@ -481,7 +481,7 @@ const HAPROXY_ADMIN: &[(&str, &[&str])] = &[
 async fn cli_admin_changes_are_logged_as_haproxy() {
     let syslog = Syslog::new();
     let b = Backend::start("b").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "global
     log {} local0
@@ -541,7 +541,7 @@ backend be
 async fn captured_headers_in_httplog_as_haproxy() {
     let syslog = Syslog::new();
     let be = Backend::start("s1").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let _s = Sluice::start(&format!(
         "defaults
     mode http
@@ -624,8 +624,8 @@ async fn explicit_rfc3164_and_minlevel() {
     let a = Syslog::new();
     let b = Syslog::new();
     let be = Backend::start("s1").await;
-    let dead = free_port();
-    let port = free_port();
+    let (_hold, dead) = hold_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "global
     log {} format rfc3164 local0 info notice
@@ -719,7 +719,7 @@ async fn log_separate_errors_raises_5xx_to_err() {
     })
     .await;
     let syslog = Syslog::new();
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "global
     log {} local0

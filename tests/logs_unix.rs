@@ -69,7 +69,7 @@ async fn unix_datagram_target() {
     let path = dir.join("log.sock");
     let sock = UnixDatagram::bind(&path).unwrap();
     let be = Backend::start("s1").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "global
     log {} local1 notice
@@ -122,7 +122,7 @@ backend be
 #[tokio::test(flavor = "multi_thread")]
 async fn dead_target_drops_and_counts() {
     let be = Backend::start("s1").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "global
     log @DIR@/nobody.sock local0
@@ -198,7 +198,7 @@ backend be
 #[tokio::test(flavor = "multi_thread")]
 async fn stdout_target() {
     let be = Backend::start("s1").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = std_stream_cfg("    log stdout format raw daemon\n", port, &be);
     let s = Sluice::start(&cfg);
     let addr = format!("127.0.0.1:{port}").parse().unwrap();
@@ -222,7 +222,7 @@ async fn stdout_target() {
 #[tokio::test(flavor = "multi_thread")]
 async fn stderr_target() {
     let be = Backend::start("s1").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = std_stream_cfg(
         "    log stderr format raw daemon\n    log stderr format raw local0 notice\n",
         port,
