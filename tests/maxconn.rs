@@ -91,7 +91,7 @@ async fn third_waits_in_backlog(s: &Sluice, b: &Backend, ports: [u16; 3], fes: [
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn frontend_maxconn_keeps_excess_in_backlog() {
     let b = Backend::start("s1").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&format!(
         "global
     stats socket @DIR@/stats.sock level admin
@@ -120,7 +120,7 @@ backend be
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn global_maxconn_caps_all_frontends() {
     let b = Backend::start("s1").await;
-    let (p1, p2) = (free_port(), free_port());
+    let (_hold, [p1, p2]) = hold_ports::<2>();
     let s = Sluice::start(&format!(
         "global
     maxconn 2
@@ -157,7 +157,7 @@ backend be
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_listeners_hold_no_slot() {
     let b = Backend::start("s1").await;
-    let (p1, p2) = (free_port(), free_port());
+    let (_hold, [p1, p2]) = hold_ports::<2>();
     let _s = Sluice::start(&format!(
         "global
     maxconn 1
@@ -203,7 +203,7 @@ backend be
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn maxconn_changed_at_run_time() {
     let b = Backend::start("s1").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&format!(
         "global
     maxconn 100

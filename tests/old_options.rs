@@ -76,7 +76,7 @@ fn keepalive_timers(filter: &str) -> usize {
 async fn tcpka_sets_keepalive_on_client_and_server_sockets() {
     let be = Backend::start("s1").await;
     let be_port: u16 = be.hostport().rsplit(':').next().unwrap().parse().unwrap();
-    let ports = free_ports(2);
+    let (_hold, ports) = hold_ports::<2>();
     let _s = Sluice::start(&format!(
         "defaults
     mode http

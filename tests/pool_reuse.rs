@@ -60,7 +60,7 @@ async fn stray_bytes_on_an_idle_server_connection_are_never_relayed() {
         }
     });
 
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let _s = Sluice::start(&format!(
         "defaults
     mode http

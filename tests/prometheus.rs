@@ -177,7 +177,7 @@ struct Setup {
 async fn setup() -> Setup {
     let s1 = Backend::start("s1").await;
     let s2 = Backend::start("s2").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "defaults
     mode http
@@ -340,7 +340,7 @@ async fn families_and_series_match_haproxy() {
     }
     let s = setup().await;
     // The same config for haproxy, on another port.
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let dir = TempDir::new("prom");
     let sluice_cfg = std::fs::read_to_string(&s._s.cfg).unwrap();
     let cfg = sluice_cfg.replace(

@@ -51,7 +51,7 @@ fn header<'a>(req: &'a str, name: &str) -> Option<&'a str> {
 async fn accept_proxy_v1_v2_src_acl_forwardfor_and_logs() {
     let be = RawBackend::start().await;
     let log = Syslog::new();
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let _s = Sluice::start(&format!(
         "global
     stats socket @DIR@/stats.sock level admin
@@ -143,7 +143,7 @@ backend be
 async fn malformed_headers_close_the_connection_and_are_logged() {
     let be = RawBackend::start().await;
     let log = Syslog::new();
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&format!(
         "global
     stats socket @DIR@/stats.sock level admin
@@ -250,7 +250,7 @@ async fn send_proxy_writes_haproxy_bytes() {
     let (tcp_srv, mut conns) = recorder().await;
     let http_srv = RawBackend::start().await;
     let (tcp_port, http_port, plain_port) = {
-        let p = free_ports(3);
+        let (_hold, p) = hold_ports::<3>();
         (p[0], p[1], p[2])
     };
     let _s = Sluice::start(&format!(
@@ -357,7 +357,7 @@ listen plain
 async fn checks_of_send_proxy_servers_send_the_header() {
     let v1 = RawBackend::start().await;
     let v2 = RawBackend::start().await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let _s = Sluice::start(&format!(
         "defaults
     mode http

@@ -72,7 +72,7 @@ fn position(events: &[Event], e: &Event) -> usize {
 async fn queued_requests_are_served_fifo_one_at_a_time() {
     let backend = Backend::start("slow1").await;
     backend.set_gated(true);
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let syslog = support::syslog::Syslog::new();
     let s = Sluice::start(&cfg(
         port,
@@ -171,7 +171,7 @@ fn sq_mask_matches_haproxy_line() {
 async fn queue_timeout_gives_503(timeouts: &str) {
     let backend = Backend::start("slow1").await;
     backend.set_gated(true);
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let syslog = support::syslog::Syslog::new();
     let logs = format!("    log {} local0\n    option httplog\n", syslog.addr());
     let _s = Sluice::start(&cfg(port, &backend, &format!("{logs}{timeouts}")));
@@ -243,7 +243,7 @@ async fn slow_backend_three_concurrent_requests() {
     // once the second is known to be queued).
     let backend = Backend::start("slow1").await;
     backend.set_delay(Duration::from_millis(3000));
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&cfg(
         port,
         &backend,
@@ -279,7 +279,7 @@ async fn slow_backend_three_concurrent_requests() {
 async fn server_queue_position_is_logged() {
     let backend = Backend::start("slow1").await;
     backend.set_gated(true);
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let syslog = support::syslog::Syslog::new();
     let cfg = format!(
         "global

@@ -27,7 +27,7 @@ fn quickstart_passes_check_mode() {
 async fn quickstart_serves_both_apps_alternately() {
     // Same file, ports chosen by the test through the environment overrides
     // the config documents (so a busy 8080 cannot break the suite).
-    let ports = free_ports(3);
+    let (_hold, ports) = hold_ports::<3>();
     let dir = TempDir::new("qs");
     let sock = dir.join("sluice.sock");
     let addr = SocketAddr::from(([127, 0, 0, 1], ports[0]));
@@ -92,7 +92,7 @@ fn version_flag() {
 
 #[test]
 fn pidfile_flag_writes_the_pid() {
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let dir = TempDir::new("pid");
     let pidfile = dir.join("sluice.pid");
     let cfg = format!(
@@ -120,7 +120,7 @@ fn pidfile_flag_writes_the_pid() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_request_return_answers_locally() {
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "defaults\n    mode http\n    timeout connect 5s\n    timeout client 5s\n    timeout server 5s\n\
          frontend fe\n    bind 127.0.0.1:{port}\n    \

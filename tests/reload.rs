@@ -79,7 +79,7 @@ async fn wait_generation(sock: &std::path::Path, g: u64) {
 async fn usr2_reload_adds_a_server_and_keeps_counters() {
     let s1 = Backend::start("s1").await;
     let s2 = Backend::start("s2").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&cfg(port, &[(&s1, 1)], None));
     let sock = s.stats_socket();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
@@ -117,7 +117,7 @@ async fn usr2_reload_adds_a_server_and_keeps_counters() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_config_changes_nothing_and_cli_reload_says_why() {
     let s1 = Backend::start("s1").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&cfg(port, &[(&s1, 1)], None));
     let sock = s.stats_socket();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
@@ -155,7 +155,7 @@ async fn invalid_config_changes_nothing_and_cli_reload_says_why() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hup_reload_opens_and_closes_listeners() {
     let s1 = Backend::start("s1").await;
-    let ports = free_ports(2);
+    let (_hold, ports) = hold_ports::<2>();
     let (p1, p2) = (ports[0], ports[1]);
     let s = Sluice::start(&cfg(p1, &[(&s1, 1)], None));
     let sock = s.stats_socket();
@@ -190,7 +190,7 @@ async fn hup_reload_opens_and_closes_listeners() {
 async fn removed_server_is_drained_and_its_queue_redispatched() {
     let s1 = Backend::start("s1").await;
     let s2 = Backend::start("s2").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let conf = |servers: &str| {
         format!(
             "{}    default_backend be\nbackend be\n{servers}",
@@ -244,7 +244,7 @@ async fn removed_server_is_drained_and_its_queue_redispatched() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hard_stop_after_bounds_requests_of_a_replaced_generation() {
     let s1 = Backend::start("s1").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let text = cfg(port, &[(&s1, 1)], None)
         .replace("level admin\n", "level admin\n    hard-stop-after 300ms\n");
     let s = Sluice::start(&text);
@@ -281,7 +281,7 @@ async fn hard_stop_after_bounds_requests_of_a_replaced_generation() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn show_reload_names_modified_proxies() {
     let s1 = Backend::start("s1").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let base = cfg(port, &[(&s1, 1)], None);
     let s = Sluice::start(&base);
     let sock = s.stats_socket();
@@ -333,7 +333,7 @@ async fn show_reload_names_modified_proxies() {
 async fn reload_of_a_directory_picks_up_a_new_file() {
     let s1 = Backend::start("s1").await;
     let s2 = Backend::start("s2").await;
-    let ports = free_ports(2);
+    let (_hold, ports) = hold_ports::<2>();
     let confd = TempDir::new("confd");
     confd.write(
         "10-be.cfg",
@@ -380,7 +380,7 @@ async fn reload_of_a_directory_picks_up_a_new_file() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_reload_by_signal_logs_its_errors_and_changes_nothing() {
     let s1 = Backend::start("s1").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&cfg(port, &[(&s1, 1)], None));
     let sock = s.stats_socket();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
@@ -427,7 +427,7 @@ async fn bad_reload_by_signal_logs_its_errors_and_changes_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reload_with_a_port_taken_is_refused_as_a_whole() {
     let s1 = Backend::start("s1").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&cfg(port, &[(&s1, 1)], None));
     let sock = s.stats_socket();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
@@ -468,7 +468,7 @@ async fn reload_with_a_port_taken_is_refused_as_a_whole() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_in_the_backlog_survive_a_reload() {
     let s1 = Backend::start("s1").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let text = |w: u32| {
         cfg(port, &[(&s1, w)], None).replace(
             "    default_backend be\n",

@@ -50,7 +50,7 @@ async fn wait_stat(sock: &Path, sv: &str, col: &str, want: &str) {
 async fn health_state_and_check_counters_survive_reloads() {
     let s1 = Backend::start("s1").await;
     let mut s2 = Backend::start("s2").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let (h1, h2) = (s1.hostport(), s2.hostport());
     let text = |w: u32| {
@@ -122,7 +122,7 @@ async fn maint_and_drain_set_over_the_cli_survive_a_reload() {
         Backend::start("s2").await,
         Backend::start("s3").await,
     ];
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let text = |w3: u32| {
         let lines: Vec<String> = b
@@ -163,7 +163,7 @@ async fn maint_and_drain_set_over_the_cli_survive_a_reload() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_servers_slot_and_queue_survive_a_reload() {
     let s1 = Backend::start("s1").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let text = |w: u32| {
         cfg(
@@ -223,7 +223,7 @@ async fn a_full_servers_slot_and_queue_survive_a_reload() {
 async fn pooled_connections_are_reused_after_a_reload_and_renewed_on_a_new_address() {
     let a = Backend::start("a").await;
     let b = Backend::start("b").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let text = |to: &Backend, w: u32| {
         cfg(

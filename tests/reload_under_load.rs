@@ -149,7 +149,7 @@ async fn reloads_under_load_lose_nothing() {
         a1: Backend::start("a1").await,
         ws: ws::echo_backend().await,
     };
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let s = Sluice::start(&variant(port, &sv, 1));
     let sock = s.stats_socket();

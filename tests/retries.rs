@@ -84,15 +84,18 @@ async fn scripted(script: &[Vec<u8>]) -> raw::RawBackend {
     srv
 }
 
-/// A port nothing listens on: connections are refused.
+/// A port nothing listens on: connections are refused. Held (never
+/// listening) until the test binary exits, so that no other test's
+/// listener can get the number meanwhile.
 fn closed_port() -> String {
-    format!("127.0.0.1:{}", free_port())
+    let held: &'static Port = Box::leak(Box::new(Port::new()));
+    held.addr().to_string()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refused_connection_is_redispatched_to_a_live_server() {
     let live = Backend::start("live").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let syslog = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     syslog
         .set_read_timeout(Some(Duration::from_secs(5)))
@@ -157,7 +160,7 @@ async fn refused_connection_is_redispatched_to_a_live_server() {
 async fn redispatch_leaves_the_failed_server_with_every_algorithm() {
     let live = Backend::start("live").await;
     for algo in ["first", "leastconn", "static-rr", "random"] {
-        let port = free_port();
+        let (_hold, port) = hold_port();
         let s = Sluice::start(&cfg(
             port,
             "1s",
@@ -185,7 +188,7 @@ async fn redispatch_leaves_the_failed_server_with_every_algorithm() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn all_servers_refusing_give_503_after_the_retries() {
-    let port = free_port();
+    let (_hold, port) = hold_port();
     // Without redispatch: `retries 2` on the same server, each after the
     // turn-around pause of min(timeout connect, 1 s).
     let s = Sluice::start(&cfg(
@@ -214,7 +217,7 @@ async fn all_servers_refusing_give_503_after_the_retries() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redispatch_among_refusing_servers_alternates_then_503() {
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&cfg(
         port,
         "1s",
@@ -238,7 +241,7 @@ async fn redispatch_among_refusing_servers_alternates_then_503() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connect_timeout_is_retried_then_503() {
     let (hole, _held, _sock) = black_hole();
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&cfg(
         port,
         "200ms",
@@ -267,7 +270,7 @@ async fn connect_timeout_is_retried_then_503() {
 async fn silent_server_behind_a_hash(interval: &str) -> (Duration, [u64; 3], [u64; 3]) {
     let (hole, _held, _sock) = black_hole();
     let live = Backend::start("live").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&cfg(
         port,
         "100ms",
@@ -318,7 +321,7 @@ async fn retry_on_503_replays_requests_without_a_body() {
             .collect::<Vec<_>>(),
     )
     .await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&cfg(
         port,
         "1s",
@@ -350,7 +353,7 @@ async fn retry_on_503_with_redispatch_goes_to_another_server() {
     let srv = raw::RawBackend::start().await;
     srv.answer(&answer(503, 0));
     let live = Backend::start("live").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&cfg(
         port,
         "1s",
@@ -377,7 +380,7 @@ async fn retry_on_503_with_redispatch_goes_to_another_server() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retries_exhausted_on_503_relay_the_last_answer() {
     let srv = scripted(&[answer(503, 0), answer(503, 1), answer(503, 2)]).await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&cfg(
         port,
         "1s",
@@ -396,7 +399,7 @@ async fn retries_exhausted_on_503_relay_the_last_answer() {
 async fn retry_on_empty_response() {
     // The first request is dropped without an answer.
     let srv = scripted(&[Vec::new(), answer(200, 1)]).await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&cfg(
         port,
         "1s",
@@ -409,7 +412,7 @@ async fn retry_on_empty_response() {
 
     // The default (`conn-failure`) does not retry it: 502.
     let srv = scripted(&[Vec::new()]).await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&cfg(port, "1s", &format!("    server s1 {}", srv.addr)));
     let r = get(fe_addr(port), "/").await;
     assert_eq!(r.status, 502);
@@ -427,7 +430,7 @@ async fn pooled_connection_closed_by_the_server_replays_an_idempotent_request() 
     // Each second request on a connection is dropped unanswered: the
     // server closing an idle keep-alive connection just as it is reused.
     let srv = scripted(&[answer(200, 0), Vec::new(), answer(200, 2), Vec::new()]).await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&cfg(port, "1s", &format!("    server s1 {}", srv.addr)));
     let sock = s.stats_socket();
     let idle = || {
@@ -458,7 +461,7 @@ async fn pooled_connection_closed_by_the_server_replays_an_idempotent_request() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tcp_mode_redispatches_a_refused_connection() {
     let live = Backend::start("live").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let text = format!(
         "global
     stats socket @DIR@/stats.sock mode 600 level admin

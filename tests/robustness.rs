@@ -108,7 +108,7 @@ async fn abort_one(addr: SocketAddr, k: usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_thousand_aborted_exchanges_leak_nothing() {
     let be = backend().await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&format!(
         "global
     stats socket @DIR@/stats.sock level admin

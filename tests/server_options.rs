@@ -121,7 +121,7 @@ async fn try_get(port: u16, path: &str) -> Option<Response> {
 async fn killed_server_under_load_gives_no_5xx_once_marked_down() {
     let s1 = Backend::start("s1").await;
     let mut s2 = Backend::start("s2").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "{}
 backend be
@@ -195,7 +195,7 @@ async fn shutdown_sessions_cuts_open_sessions_of_a_server_marked_down() {
         CheckTarget::start(true).await,
         CheckTarget::start(true).await,
     );
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "{}
 backend be
@@ -252,7 +252,7 @@ async fn shutdown_backup_sessions_when_the_active_server_comes_up() {
     let act = Backend::start("act").await;
     let bck = Backend::start("bck").await;
     let check = CheckTarget::start(false).await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "{}
 backend be
@@ -291,7 +291,7 @@ async fn slowstart_ramps_the_weight_of_a_server_coming_back() {
     let s1 = Backend::start("s1").await;
     let s2 = Backend::start("s2").await;
     let check = CheckTarget::start(true).await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "{}
 backend be
@@ -368,7 +368,7 @@ backend be
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn maxqueue_full_gives_503_at_once() {
     let s1 = Backend::start("s1").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "{}
     timeout queue 20s
@@ -410,7 +410,7 @@ backend be
 async fn leastconn_prefers_the_idle_server_under_slow_requests() {
     let s1 = Backend::start("s1").await;
     let s2 = Backend::start("s2").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "{}
 backend be
@@ -461,7 +461,7 @@ backend be
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn backup_servers_and_allbackups_in_show_stat_and_traffic() {
     let b: Vec<Backend> = futures_join(["a1", "a2", "b1", "b2", "c1", "c2"]).await;
-    let (port, port2) = (free_port(), free_port());
+    let (_hold, [port, port2]) = hold_ports::<2>();
     let cfg = format!(
         "{}
 frontend fe2
@@ -534,7 +534,7 @@ async fn futures_join<const N: usize>(names: [&str; N]) -> Vec<Backend> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn minconn_and_fullconn_limit_a_lightly_loaded_server() {
     let s1 = Backend::start("s1").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "{}
 backend be
@@ -603,7 +603,7 @@ async fn shutdown_sessions_in_tcp_mode() {
         CheckTarget::start(true).await,
         CheckTarget::start(true).await,
     );
-    let (p1, p2) = (free_port(), free_port());
+    let (_hold, [p1, p2]) = hold_ports::<2>();
     let cfg = format!(
         "global
     stats socket @DIR@/stats.sock mode 600 level admin

@@ -141,7 +141,7 @@ async fn show(sl: &Sluice, cmd: &str) -> String {
 #[tokio::test]
 async fn refused_requests_are_counted_and_captured_as_haproxy_shows_them() {
     let be = raw_backend(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").await;
-    let fe = free_port();
+    let (_hold, fe) = hold_port();
     let sl = Sluice::start(&cfg(fe, be));
 
     // Nothing captured yet: the empty form.
@@ -195,7 +195,7 @@ async fn refused_requests_are_counted_and_captured_as_haproxy_shows_them() {
 #[tokio::test]
 async fn refused_response_is_counted_and_captured_with_its_server() {
     let be = raw_backend(BAD_RESPONSE).await;
-    let fe = free_port();
+    let (_hold, fe) = hold_port();
     let sl = Sluice::start(&cfg(fe, be));
 
     let r = exchange(
@@ -239,7 +239,7 @@ async fn refused_response_is_counted_and_captured_with_its_server() {
 #[tokio::test]
 async fn bad_chunk_after_routing_is_captured_with_its_backend() {
     let be = raw_backend(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").await;
-    let fe = free_port();
+    let (_hold, fe) = hold_port();
     let sl = Sluice::start(&cfg(fe, be));
 
     let r = within(Duration::from_secs(5), "chunked exchange", async {
@@ -303,7 +303,7 @@ const BAD_CHUNK_RESPONSE_CAPTURE: &str = "Total events captured on [DATE] : 1
 async fn bad_chunk_in_a_response_is_captured_with_its_head() {
     let be = raw_backend(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\nZZ\r\n")
         .await;
-    let fe = free_port();
+    let (_hold, fe) = hold_port();
     let sl = Sluice::start(&cfg(fe, be));
 
     let r = exchange(
@@ -325,7 +325,7 @@ async fn bad_chunk_in_a_response_is_captured_with_its_head() {
 #[tokio::test]
 async fn head_too_large_is_captured_up_to_the_buffer_size() {
     let be = raw_backend(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").await;
-    let fe = free_port();
+    let (_hold, fe) = hold_port();
     let sl = Sluice::start(&cfg(fe, be));
 
     let mut req = b"GET / HTTP/1.1\r\nx-long: ".to_vec();
@@ -355,7 +355,7 @@ async fn refused_request_logs_badreq_as_haproxy() {
     let udp = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
     let log_port = udp.local_addr().unwrap().port();
     let be = raw_backend(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").await;
-    let fe = free_port();
+    let (_hold, fe) = hold_port();
     let c = cfg(fe, be).replace(
         "defaults\n",
         &format!(

@@ -22,7 +22,7 @@ async fn requests_in_flight_are_listed_then_gone() {
     let slow = Backend::start("slow").await;
     let other = Backend::start("other").await;
     slow.set_gated(true);
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "global
     stats socket @DIR@/admin.sock mode 600 level admin
@@ -138,7 +138,7 @@ async fn shutdown_sessions_server_closes_its_streams() {
     let other = Backend::start("other").await;
     slow.set_gated(true);
     other.set_gated(true);
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let sl = Sluice::start(&format!(
         "global
     stats socket @DIR@/admin.sock mode 600 level admin

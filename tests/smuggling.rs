@@ -844,7 +844,7 @@ async fn counts(sock: &std::path::Path) -> Counts {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn smuggling_table() {
     let be = RawBackend::start().await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = CFG
         .replace("@PORT@", &port.to_string())
         .replace("@BACKEND@", &be.addr.to_string());

@@ -18,7 +18,7 @@ struct Setup {
 async fn setup() -> Setup {
     let s1 = Backend::start("s1").await;
     let s2 = Backend::start("s2").await;
-    let ports = free_ports(2);
+    let (_hold, ports) = hold_ports::<2>();
     let cfg = format!(
         "global
     maxconn 4096
@@ -413,7 +413,7 @@ async fn stats_uri_in_a_frontend_is_served() {
     // `stats uri` is valid in frontend sections too (HAProxy 2.6 serves it
     // there; reference §1.9 "in any proxy").
     let b = Backend::start("s1").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "defaults
     mode http

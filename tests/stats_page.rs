@@ -11,7 +11,7 @@ use support::*;
 
 async fn start(extra: &str) -> (Sluice, SocketAddr, Backend) {
     let s1 = Backend::start("s1").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "defaults
     mode http
@@ -184,7 +184,7 @@ async fn without_auth_the_page_is_open_and_shows_the_version() {
 async fn start_admin() -> (Sluice, SocketAddr, Backend, Backend) {
     let s1 = Backend::start("s1").await;
     let s2 = Backend::start("s2").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "global
     stats socket @DIR@/admin.sock mode 600 level admin

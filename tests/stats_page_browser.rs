@@ -99,7 +99,7 @@ async fn chromium_renders_the_page() {
         Backend::start("drain").await,
         Backend::start("maint").await,
     );
-    let ports = free_ports(3);
+    let (_hold, ports) = hold_ports::<3>();
     let (dead, web, port) = (ports[0], ports[1], ports[2]);
     let cfg = format!(
         "global

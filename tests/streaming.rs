@@ -145,7 +145,7 @@ fn peak_rss_kib(pid: u32) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_gib_up_and_down_in_bounded_memory() {
     let be = backend().await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&format!(
         "defaults
     mode http

@@ -47,7 +47,7 @@ async fn exchange(addr: SocketAddr, payload: &[u8]) -> Vec<u8> {
 async fn tcp_relay_round_robin_half_close_and_counters() {
     let a = echo_server("a").await;
     let b = echo_server("b").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&format!(
         "global
     stats socket @DIR@/stats.sock level admin

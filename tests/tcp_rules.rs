@@ -98,7 +98,7 @@ async fn connection_rules_reject_by_src_in_tcp_and_http() {
     let srv = named_server("s", 1).await;
     let http = Backend::start("h").await;
     let (tport, hport) = {
-        let p = free_ports(2);
+        let (_hold, p) = hold_ports::<2>();
         (p[0], p[1])
     };
     let s = Sluice::start(&format!(
@@ -173,7 +173,7 @@ async fn sni_routing_content_rules_and_tcplog() {
     let aa = named_server("aa", len).await;
     let bb = named_server("bb", len).await;
     let log = Syslog::new();
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&format!(
         "global
     stats socket @DIR@/stats.sock level admin
@@ -252,10 +252,10 @@ async fn tcplog_termination_states() {
             held.push(s);
         }
     });
-    let dead = free_port();
+    let (_hold, dead) = hold_port();
     let log = Syslog::new();
     let (p1, p2) = {
-        let p = free_ports(2);
+        let (_hold, p) = hold_ports::<2>();
         (p[0], p[1])
     };
     let _s = Sluice::start(&format!(

@@ -178,7 +178,7 @@ fn tcplog_sluice(
     proxies: impl Fn(u16) -> String,
 ) -> (Sluice, Syslog, u16) {
     let log = Syslog::new();
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&format!(
         "global
     stats socket @DIR@/stats.sock level admin
@@ -332,7 +332,7 @@ async fn echo_http() -> SocketAddr {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_bodies_of_known_length_are_spliced_and_stop_at_their_end() {
     let server = echo_http().await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&format!(
         "global
     stats socket @DIR@/stats.sock level admin

@@ -14,7 +14,7 @@ use support::*;
 async fn an_idle_server_connection_serves_clients_of_every_thread() {
     let be = RawBackend::start().await;
     be.answer(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&format!(
         "global
     nbthread 4

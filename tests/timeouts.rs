@@ -109,7 +109,7 @@ fn ms(d: Duration) -> u128 {
 async fn slowloris_gets_408_at_the_http_request_deadline() {
     let be = RawBackend::start().await;
     let log = Syslog::new();
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let _s = Sluice::start(&cfg(
         port,
         be.addr,
@@ -169,7 +169,7 @@ async fn silent_connection_gets_408_then_close() {
     ] {
         let be = RawBackend::start().await;
         let log = Syslog::new();
-        let port = free_port();
+        let (_hold, port) = hold_port();
         let s = Sluice::start(&cfg(port, be.addr, &log.addr(), timeouts));
         let mut c = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
         let r = read_until_quiet(&mut c, Duration::from_secs(4), Duration::from_secs(4)).await;
@@ -197,7 +197,7 @@ async fn silent_connection_gets_408_then_close() {
 async fn ignored_probe_is_closed_silently() {
     let be = RawBackend::start().await;
     let log = Syslog::new();
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&cfg(
         port,
         be.addr,
@@ -225,7 +225,7 @@ async fn ignored_probe_is_closed_silently() {
 async fn client_stalling_mid_body_gets_408() {
     let be = RawBackend::start().await;
     let log = Syslog::new();
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&cfg(
         port,
         be.addr,
@@ -264,7 +264,7 @@ async fn client_stalling_mid_body_gets_408() {
 async fn silent_server_gets_504_and_connection_survives() {
     let be = RawBackend::start().await;
     let log = Syslog::new();
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let s = Sluice::start(&cfg(
         port,
         be.addr,
@@ -304,7 +304,7 @@ async fn keep_alive_timeout_is_kept_before_and_after_parking() {
     for (keep_alive, ka_ms) in [("100ms", 100u128), ("400ms", 400)] {
         let be = RawBackend::start().await;
         let log = Syslog::new();
-        let port = free_port();
+        let (_hold, port) = hold_port();
         let _s = Sluice::start(&cfg(
             port,
             be.addr,

@@ -205,7 +205,7 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
 async fn terminates_tls_for_rustls_and_curl_clients() {
     let ca = Ca::new("sluice test CA");
     let be = Backend::start("app").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let dir = TempDir::new("tls");
     let pem = write(dir.path(), "site.pem", &ca.leaf(&["site.test"]));
     let s = Sluice::start(&format!(
@@ -266,7 +266,7 @@ backend be
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sni_picks_the_certificate_from_a_directory() {
     let ca = Ca::new("sni CA");
-    let (port, strict) = (free_port(), free_port());
+    let (_hold, [port, strict]) = hold_ports::<2>();
     let dir = TempDir::new("tlsdir");
     let certs = dir.path().join("certs");
     std::fs::create_dir(&certs).unwrap();
@@ -324,7 +324,7 @@ frontend fe
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_handshakes_are_counted_and_survived() {
     let ca = Ca::new("fail CA");
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let dir = TempDir::new("tlsfail");
     let pem = write(dir.path(), "site.pem", &ca.leaf(&["site.test"]));
     let s = Sluice::start(&format!(
@@ -401,7 +401,7 @@ frontend fe
 async fn redirect_to_https_unless_ssl_fc() {
     let ca = Ca::new("redirect CA");
     let be = Backend::start("app").await;
-    let (plain, secure) = (free_port(), free_port());
+    let (_hold, [plain, secure]) = hold_ports::<2>();
     let dir = TempDir::new("tlsredir");
     let pem = write(dir.path(), "site.pem", &ca.leaf(&["site.test"]));
     let _s = Sluice::start(&format!(
@@ -441,7 +441,7 @@ backend be
 async fn reload_serves_a_replaced_certificate_and_keeps_connections() {
     let ca = Ca::new("reload CA");
     let be = Backend::start("app").await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let cfg = format!(
         "global
     stats socket @DIR@/stats.sock level admin
@@ -551,7 +551,7 @@ async fn tls_to_servers_with_verification() {
     let ca = Ca::new("backend CA");
     let other_ca = Ca::new("someone else");
     let upstream = tls_backend(&ca.leaf(&["backend.test"])).await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let dir = TempDir::new("tlsup");
     let ca_file = write(dir.path(), "ca.pem", &ca.pem());
     let wrong_ca = write(dir.path(), "other.pem", &other_ca.pem());
@@ -748,7 +748,7 @@ async fn handshake_failures_and_tls_requests_are_logged_as_haproxy() {
     let sys = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     sys.set_read_timeout(Some(Duration::from_millis(100)))
         .unwrap();
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let dir = TempDir::new("tlslog");
     let pem = write(dir.path(), "site.pem", &ca.leaf(&["site.test"]));
     let _s = Sluice::start(&format!(
@@ -822,7 +822,7 @@ async fn mode_tcp_terminates_and_originates_tls() {
     let ca = Ca::new("tcp CA");
     let echo = echo_server().await;
     let upstream = tls_backend(&ca.leaf(&["backend.test"])).await;
-    let (tls_in, clear_in) = (free_port(), free_port());
+    let (_hold, [tls_in, clear_in]) = hold_ports::<2>();
     let dir = TempDir::new("tlstcp");
     let pem = write(dir.path(), "site.pem", &ca.leaf(&["site.test"]));
     let ca_file = write(dir.path(), "ca.pem", &ca.pem());

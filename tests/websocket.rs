@@ -13,7 +13,7 @@ use tokio::net::TcpStream;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn websocket_tunnel_and_tunnel_timeout() {
     let be = ws::echo_backend().await;
-    let port = free_port();
+    let (_hold, port) = hold_port();
     let _s = Sluice::start(&format!(
         "defaults
     mode http

@@ -1457,23 +1457,3 @@ pub fn black_hole() -> (
     std::thread::sleep(Duration::from_millis(100));
     (addr, held, s)
 }
-
-/// A free ephemeral port on 127.0.0.1 (bound, then released right away):
-/// racy, kept only until every test holds a [`Port`] or a [`Listen`].
-pub fn free_port() -> u16 {
-    StdListener::bind("127.0.0.1:0")
-        .expect("bind 127.0.0.1:0")
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// `n` distinct free ports (racy, as [`free_port`]).
-pub fn free_ports(n: usize) -> Vec<u16> {
-    let held: Vec<StdListener> = (0..n)
-        .map(|_| StdListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0"))
-        .collect();
-    held.iter()
-        .map(|l| l.local_addr().unwrap().port())
-        .collect()
-}
