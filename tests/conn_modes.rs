@@ -29,7 +29,8 @@ use support::*;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-fn cfg(port: u16, be: SocketAddr, options: &str) -> String {
+/// `fe` is handed to sluice already listening (`bind fd@N`).
+fn cfg(fe: &Listen, be: SocketAddr, options: &str) -> String {
     format!(
         "defaults
     mode http
@@ -38,7 +39,7 @@ fn cfg(port: u16, be: SocketAddr, options: &str) -> String {
     timeout server 5s
 {options}
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     default_backend be
 backend be
     server s1 {be}
@@ -85,8 +86,9 @@ async fn connection_modes() {
     ];
     for (name, option, upstream, client_closed) in cases {
         let be = RawBackend::start().await;
-        let (_hold, port) = hold_port();
-        let _s = Sluice::start(&cfg(port, be.addr, option));
+        let fe = Listen::new();
+        let port = fe.port();
+        let _s = Sluice::start(&cfg(&fe, be.addr, option));
         let mut c = connect(port).await;
         let first = send(&mut c, GET_A).await;
         if client_closed {
@@ -115,8 +117,9 @@ async fn connection_modes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http10_clients() {
     let be = RawBackend::start().await;
-    let (_hold, port) = hold_port();
-    let _s = Sluice::start(&cfg(port, be.addr, ""));
+    let fe = Listen::new();
+    let port = fe.port();
+    let _s = Sluice::start(&cfg(&fe, be.addr, ""));
     let mut c = connect(port).await;
     let r = send(&mut c, b"GET /a HTTP/1.0\r\nHost: x\r\n\r\n").await;
     assert_eq!(
@@ -163,8 +166,9 @@ async fn http10_clients() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hop_by_hop_headers_are_removed() {
     let be = RawBackend::start().await;
-    let (_hold, port) = hold_port();
-    let _s = Sluice::start(&cfg(port, be.addr, ""));
+    let fe = Listen::new();
+    let port = fe.port();
+    let _s = Sluice::start(&cfg(&fe, be.addr, ""));
     be.answer(
         b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: x-foo, keep-alive\r\nX-Foo: 1\r\n\
 Keep-Alive: timeout=5\r\nProxy-Connection: keep-alive\r\nUpgrade: h2c\r\nTrailer: X-T\r\n\
@@ -197,8 +201,9 @@ Upgrade: h2c\r\nX-Keep: y\r\n\r\n",
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expect_100_continue() {
     let be = RawBackend::start().await;
-    let (_hold, port) = hold_port();
-    let _s = Sluice::start(&cfg(port, be.addr, ""));
+    let fe = Listen::new();
+    let port = fe.port();
+    let _s = Sluice::start(&cfg(&fe, be.addr, ""));
     let mut c = connect(port).await;
     let interim = send(
         &mut c,
@@ -220,8 +225,9 @@ async fn expect_100_continue() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chunked_trailers_relayed_both_ways() {
     let be = RawBackend::start().await;
-    let (_hold, port) = hold_port();
-    let _s = Sluice::start(&cfg(port, be.addr, ""));
+    let fe = Listen::new();
+    let port = fe.port();
+    let _s = Sluice::start(&cfg(&fe, be.addr, ""));
     be.answer(
         b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-Resp-T: 2\r\n\r\n",
     );
@@ -248,8 +254,9 @@ async fn chunked_trailers_relayed_both_ways() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bodiless_responses_keep_the_connection() {
     let be = RawBackend::start().await;
-    let (_hold, port) = hold_port();
-    let _s = Sluice::start(&cfg(port, be.addr, ""));
+    let fe = Listen::new();
+    let port = fe.port();
+    let _s = Sluice::start(&cfg(&fe, be.addr, ""));
     be.script(&[
         b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\n",
         b"HTTP/1.1 204 No Content\r\n\r\n",
