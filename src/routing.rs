@@ -364,31 +364,20 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                 conn_mode: p.conn_mode,
                 ignore_probes: p.ignore_probes,
                 disable_h2_upgrade: p.disable_h2_upgrade,
-                binds: p
-                    .binds
-                    .iter()
-                    .flat_map(|b| b.addrs.iter().copied())
-                    .collect(),
+                // An inherited `fd@` socket is a listener too (HAProxy counts
+                // it in `show info` and numbers it among the frontend's).
+                binds: p.binds.iter().flat_map(bind_addrs).collect(),
                 accept_proxy: p
                     .binds
                     .iter()
                     .filter(|b| b.accept_proxy)
-                    .flat_map(|b| match b.fd {
-                        Some(fd) => crate::listener::inherited_addr(fd).into_iter().collect(),
-                        None => b.addrs.clone(),
-                    })
+                    .flat_map(bind_addrs)
                     .collect(),
                 bind_protos: p
                     .binds
                     .iter()
                     .filter(|b| b.proto != crate::config::model::BindProto::Auto)
-                    .flat_map(|b| {
-                        let addrs = match b.fd {
-                            Some(fd) => crate::listener::inherited_addr(fd).into_iter().collect(),
-                            None => b.addrs.clone(),
-                        };
-                        addrs.into_iter().map(move |a| (a, b.proto))
-                    })
+                    .flat_map(|b| bind_addrs(b).into_iter().map(move |a| (a, b.proto)))
                     .collect(),
                 h2: crate::http::h2::Limits::of(&config.global),
                 tcp_connection: tcp_rules(&p.tcp_connection, &acls),
@@ -534,6 +523,15 @@ impl Snapshot {
 }
 
 /// The TLS configurations of a proxy's listening addresses.
+/// The addresses a `bind` line listens on: those it names, or for `fd@N`
+/// the one the inherited socket was found listening on.
+fn bind_addrs(b: &crate::config::model::Bind) -> Vec<SocketAddr> {
+    match b.fd {
+        Some(fd) => crate::listener::inherited_addr(fd).into_iter().collect(),
+        None => b.addrs.clone(),
+    }
+}
+
 fn tls_binds(
     p: &crate::config::model::Proxy,
 ) -> Vec<(std::net::SocketAddr, Arc<rustls::ServerConfig>)> {

@@ -100,7 +100,7 @@ defaults
     timeout server 30s
 
 frontend web_fe
-    bind 127.0.0.1:@PORT@
+    bind @BIND@
     default_backend web_be
 
 backend web_be
@@ -114,6 +114,9 @@ struct Daemon {
     child: Child,
     dir: TempDir,
     port: u16,
+    /// The frontend's socket, handed to the process as `fd@N`: HAProxy
+    /// and sluice adopt the same kind of socket.
+    _fe: Listen,
 }
 
 impl Drop for Daemon {
@@ -126,15 +129,18 @@ impl Drop for Daemon {
 impl Daemon {
     fn start(bin: &str, s1: &str, s2: &str) -> Daemon {
         let dir = TempDir::new("diff");
-        let (_hold, port) = hold_port();
+        let fe = Listen::new();
+        let port = fe.port();
         let cfg = CFG
             .replace("@DIR@", dir.path().to_str().unwrap())
-            .replace("@PORT@", &port.to_string())
+            .replace("@BIND@", &fe.to_string())
             .replace("@S1@", s1)
             .replace("@S2@", s2);
         let path = dir.write("c.cfg", &cfg);
         // The same small environment for both, so `show env` can be compared.
-        let child = Command::new(bin)
+        let mut cmd = Command::new(bin);
+        inherit(&mut cmd, &[&fe]);
+        let child = cmd
             .arg("-f")
             .arg(&path)
             .arg("-db")
@@ -146,7 +152,12 @@ impl Daemon {
             .stderr(std::fs::File::create(dir.join("stderr")).unwrap())
             .spawn()
             .unwrap_or_else(|e| panic!("spawn {bin}: {e}"));
-        let d = Daemon { child, dir, port };
+        let d = Daemon {
+            child,
+            dir,
+            port,
+            _fe: fe,
+        };
         let end = Instant::now() + START_DEADLINE;
         for s in ["admin", "oper", "user"] {
             while std::os::unix::net::UnixStream::connect(d.sock(s)).is_err() {
