@@ -340,16 +340,19 @@ async fn families_and_series_match_haproxy() {
     }
     let s = setup().await;
     // The same config for haproxy, on another port.
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let dir = TempDir::new("prom");
     let sluice_cfg = std::fs::read_to_string(&s._s.cfg).unwrap();
     let cfg = sluice_cfg.replace(
         &format!("bind 127.0.0.1:{}", s.fe.port()),
-        &format!("bind 127.0.0.1:{port}"),
+        &format!("bind {fe}"),
     );
     assert_ne!(cfg, sluice_cfg);
     let path = dir.write("h.cfg", &cfg);
-    let mut child = std::process::Command::new(HAPROXY)
+    let mut cmd = std::process::Command::new(HAPROXY);
+    inherit(&mut cmd, &[&fe]);
+    let mut child = cmd
         .arg("-f")
         .arg(&path)
         .arg("-db")
@@ -358,10 +361,7 @@ async fn families_and_series_match_haproxy() {
         .spawn()
         .expect("spawn haproxy");
     let h = SocketAddr::from(([127, 0, 0, 1], port));
-    wait_until(START_DEADLINE, "haproxy listening", || async move {
-        tokio::net::TcpStream::connect(h).await.is_ok()
-    })
-    .await;
+    fe.wait_accepting(&mut child);
     let (hs, ss) = (scrape(h, "").await, scrape(s.fe, "").await);
     let _ = child.kill();
     let _ = child.wait();

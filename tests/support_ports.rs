@@ -108,3 +108,16 @@ async fn a_killed_backend_keeps_its_port_until_restarted() {
     assert!(out.starts_with("HTTP/1.1 200"), "{out}");
     assert!(out.ends_with("s1\n"), "{out}");
 }
+
+/// A Listen accepts from the start (the test holds it listening), so
+/// readiness cannot be a connect: it is the child taking a probe off the
+/// queue. A child that never accepts is not taken for ready.
+#[test]
+#[should_panic(expected = "exited (exit status: 0) before accepting")]
+fn a_child_that_never_accepts_is_not_ready() {
+    let fe = Listen::new();
+    let mut cmd = std::process::Command::new("true");
+    inherit(&mut cmd, &[&fe]);
+    let mut child = cmd.spawn().expect("spawn true");
+    fe.wait_accepting(&mut child);
+}

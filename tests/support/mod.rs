@@ -171,6 +171,67 @@ impl Listen {
     }
 }
 
+/// How many connections wait in the accept queue of listening socket `fd`
+/// (TCP_INFO's `tcpi_unacked`, for a listener).
+fn accept_queue(fd: RawFd) -> std::io::Result<u32> {
+    // SAFETY: getsockopt on an open descriptor, into a zeroed tcp_info of
+    // the size given.
+    unsafe {
+        let mut info: libc::tcp_info = std::mem::zeroed();
+        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+        let rc = libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        );
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(info.tcpi_unacked)
+    }
+}
+
+/// Whether the process a [`Listen`] was passed to accepts on it: a probe
+/// connection (kept in `probes` between calls) has left the accept queue.
+/// The test never accepts on its copy, so only that process can take it.
+fn probe_taken(probes: &mut HashMap<RawFd, StdStream>, fd: RawFd, addr: SocketAddr) -> bool {
+    if let std::collections::hash_map::Entry::Vacant(e) = probes.entry(fd) {
+        match StdStream::connect_timeout(&addr, Duration::from_millis(200)) {
+            Ok(c) => {
+                e.insert(c);
+            }
+            Err(_) => return false,
+        }
+    }
+    accept_queue(fd).is_ok_and(|n| n == 0)
+}
+
+impl Listen {
+    /// Waits until `child`, given this socket, accepts on it (see
+    /// [`Ready::Inherited`]); panics if it exits first or after
+    /// [`START_DEADLINE`].
+    pub fn wait_accepting(&self, child: &mut Child) {
+        let end = Instant::now() + START_DEADLINE;
+        let mut probes = HashMap::new();
+        while !probe_taken(&mut probes, self.fd(), self.addr) {
+            if let Ok(Some(st)) = child.try_wait() {
+                panic!(
+                    "the process exited ({st}) before accepting on {}",
+                    self.addr
+                );
+            }
+            assert!(
+                Instant::now() < end,
+                "nothing accepted on {} within {START_DEADLINE:?}",
+                self.addr
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
 impl Default for Listen {
     fn default() -> Self {
         Listen::new()
@@ -444,6 +505,9 @@ pub fn run_sluice(args: &[&str], cwd: Option<&Path>) -> RunOutput {
 pub enum Ready {
     Tcp(SocketAddr),
     Unix(PathBuf),
+    /// A [`Listen`] (its descriptor here): it accepts connections from the
+    /// start, so the process is ready once it takes them off its queue.
+    Inherited(RawFd, SocketAddr),
 }
 
 /// A running sluice process, killed on drop.
@@ -617,6 +681,7 @@ impl Sluice {
         );
         let end = Instant::now() + START_DEADLINE;
         let mut pending = self.ready.clone();
+        let mut probes = HashMap::new();
         while !pending.is_empty() {
             if let Some(st) = self.child.try_wait().unwrap() {
                 panic!(
@@ -627,6 +692,7 @@ impl Sluice {
             pending.retain(|r| match r {
                 Ready::Tcp(a) => StdStream::connect_timeout(a, Duration::from_millis(200)).is_err(),
                 Ready::Unix(p) => StdUnixStream::connect(p).is_err(),
+                Ready::Inherited(fd, a) => !probe_taken(&mut probes, *fd, *a),
             });
             if pending.is_empty() {
                 break;
@@ -746,7 +812,7 @@ pub fn ready_targets(cfg: &str, env: &HashMap<String, String>) -> Vec<Ready> {
         let a = a.strip_prefix("ipv4@").unwrap_or(&a);
         if let Some(fd) = a.strip_prefix("fd@") {
             if let Some(addr) = fd.parse().ok().and_then(listen_addr) {
-                out.push(Ready::Tcp(addr));
+                out.push(Ready::Inherited(fd.parse().unwrap_or(-1), addr));
             }
         } else if let Some(p) = a.strip_prefix("unix@") {
             out.push(Ready::Unix(PathBuf::from(p)));
