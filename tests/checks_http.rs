@@ -47,7 +47,8 @@ async fn httpchk_statuses_as_haproxy_reports_them() {
     .await;
     let hang = raw_server(None).await;
     let body = raw_server(Some("HTTP/1.0 200 OK\r\n\r\nstatus: degraded\n")).await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let cfg = format!(
         "global
     stats socket @DIR@/stats.sock mode 600 level admin
@@ -60,7 +61,7 @@ defaults
     timeout check 300ms
 
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     default_backend be
 
 backend be

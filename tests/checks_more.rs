@@ -460,11 +460,12 @@ async fn observe_on_error_fastinter_brings_the_next_check_forward() {
         }
     })
     .await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let cfg = format!(
         "{HEAD}
 listen px
-    bind 127.0.0.1:{port}
+    bind {fe}
     option httpchk GET /
     server s {} check inter 10s fastinter 100ms rise 1 fall 2 observe layer7 error-limit 1 on-error fastinter
 ",

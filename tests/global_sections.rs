@@ -8,7 +8,7 @@ use support::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn global_sections_merge() {
     let be = Backend::start("s1").await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
     let s = Sluice::start(&format!(
         "global
     maxconn 100
@@ -22,7 +22,7 @@ global
     maxconn 200
     stats socket @DIR@/two.sock level user
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     default_backend be
 backend be
     server s1 {}

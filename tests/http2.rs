@@ -128,14 +128,15 @@ async fn h2c_request_reaches_the_server_in_http1_form() {
     let be = RawBackend::start().await;
     be.answer(b"HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\nX-A: b\r\nContent-Length: 2\r\n\r\nok");
     let syslog = Syslog::new();
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let s = Sluice::start(&format!(
         "global
     log {} local0
 {H2_FRONTEND}    log global
     option httplog
 frontend fe
-    bind 127.0.0.1:{port} proto h2
+    bind {fe} proto h2
     default_backend be
 backend be
     server s1 {}
@@ -296,10 +297,11 @@ backend be
 #[tokio::test]
 async fn request_bodies_stream_to_the_server() {
     let be = RawBackend::start().await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let _s = Sluice::start(&format!(
         "{H2_FRONTEND}frontend fe
-    bind 127.0.0.1:{port} proto h2
+    bind {fe} proto h2
     default_backend be
 backend be
     server s1 {}
@@ -357,10 +359,11 @@ backend be
 async fn rules_and_acl_routing_apply_to_streams() {
     let web = Backend::start("web").await;
     let api = Backend::start("api").await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let _s = Sluice::start(&format!(
         "{H2_FRONTEND}frontend fe
-    bind 127.0.0.1:{port} proto h2
+    bind {fe} proto h2
     http-request deny if {{ path_beg /admin }}
     use_backend api if {{ hdr(host) -m beg api. }}
     default_backend web
@@ -474,10 +477,11 @@ async fn read_frames(
 /// sluice with `bind ... proto h2` in front of one HTTP/1 backend.
 async fn h2c_to_app() -> (Backend, Sluice, u16) {
     let be = Backend::start("app").await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let s = Sluice::start(&format!(
         "{H2_FRONTEND}frontend fe
-    bind 127.0.0.1:{port} proto h2
+    bind {fe} proto h2
     default_backend be
 backend be
     server app {}
@@ -583,14 +587,15 @@ async fn alpn_h2_over_tls() {
     );
     let be = Backend::start("app").await;
     let syslog = Syslog::new();
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let _s = Sluice::start(&format!(
         "global
     log {} local0
 {H2_FRONTEND}    log global
     option httplog
 frontend fe
-    bind 127.0.0.1:{port} ssl crt {} alpn h2,http/1.1
+    bind {fe} ssl crt {} alpn h2,http/1.1
     default_backend be
 backend be
     server app {}
@@ -713,10 +718,11 @@ where
 #[tokio::test]
 async fn server_proto_h2_shares_one_connection() {
     let srv = H2Server::start(None).await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let _s = Sluice::start(&format!(
         "{H2_FRONTEND}frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     default_backend be
 backend be
     server s1 {} proto h2
@@ -834,10 +840,11 @@ async fn server_proto_h2_over_tls() {
         .unwrap();
     cfg.alpn_protocols = vec![b"h2".to_vec()];
     let srv = H2Server::start(Some(std::sync::Arc::new(cfg))).await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let _s = Sluice::start(&format!(
         "{H2_FRONTEND}frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     default_backend be
 backend be
     server s1 {} ssl verify none proto h2
@@ -858,7 +865,8 @@ backend be
 async fn settings_announce_the_limits() {
     use frames::*;
     let be = Backend::start("app").await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let _s = Sluice::start(&format!(
         "global
     tune.h2.max-concurrent-streams 7
@@ -866,7 +874,7 @@ async fn settings_announce_the_limits() {
     tune.h2.max-frame-size 32768
     tune.bufsize 20000
 {H2_FRONTEND}frontend fe
-    bind 127.0.0.1:{port} proto h2
+    bind {fe} proto h2
     default_backend be
 backend be
     server app {}
@@ -910,12 +918,12 @@ backend be
 #[tokio::test]
 async fn checks_of_proto_h2_servers_speak_http2() {
     let srv = H2Server::start(None).await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
     let s = Sluice::start(&format!(
         "global
     stats socket @DIR@/stats.sock level admin
 {H2_FRONTEND}frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     default_backend be
 backend be
     option httpchk GET /health

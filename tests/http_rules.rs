@@ -242,10 +242,11 @@ fn missing_errorfile_is_a_config_error_with_its_line() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replace_header_as_haproxy() {
     let be = raw_backend().await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let _s = Sluice::start(&format!(
         "{DEFAULTS}frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     http-request add-header X-Added abc-1
     http-request replace-header X-Added (abc)-(\\d) \\2-\\1
     http-request replace-header Cookie foo=([^;]*);(.*) foo=\\1;ip=%[src];\\2
@@ -336,10 +337,11 @@ listen l
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn request_fetches_in_rule_formats_as_haproxy() {
     let be = raw_backend().await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let _s = Sluice::start(&format!(
         "{DEFAULTS}frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     http-request set-header x-f \"%[method] %[path] %[query] %[url] %[base]\"
     default_backend be
 backend be
@@ -460,10 +462,11 @@ fn redirect_after_http_request_rules_warns_as_haproxy() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn proxy_and_server_names_in_rule_formats_as_haproxy() {
     let be = raw_backend().await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let _s = Sluice::start(&format!(
         "{DEFAULTS}frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     http-request set-header x-f \"%f %b %s %[fe_name]\"
     http-response set-header x-srv \"%s %b %f %[srv_name] %[be_name]\"
     default_backend be
@@ -529,14 +532,15 @@ async fn deny_status_pages_as_haproxy() {
             ".The server does not support the functionality required to fulfill the request.",
         ),
     ];
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let rules: String = pages
         .iter()
         .map(|(c, _, _)| format!("    http-request deny deny_status {c} if {{ path /{c} }}\n"))
         .collect();
     let _s = Sluice::start(&format!(
         "{DEFAULTS}frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
 {rules}    default_backend be
 backend be
     server s1 127.0.0.1:9
@@ -742,7 +746,8 @@ fn reply_arguments_are_checked_as_haproxy() {
 /// haproxy 2.6.12 does; counted in dreq.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tarpit_rule_as_haproxy() {
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let s = Sluice::start(&format!(
         "global
     stats socket @DIR@/stats.sock level admin
@@ -753,7 +758,7 @@ defaults
     timeout server 5s
     timeout tarpit 300ms
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     http-request tarpit deny_status 429 content-type text/plain string \"later\" if {{ path /a }}
     http-request tarpit if {{ path /b }}
     http-request return status 200

@@ -240,11 +240,12 @@ async fn request_rewrites_reach_the_server() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn filters_run_between_http_request_rules_and_redirects() {
     let (b1, b2) = (RawBackend::start().await, RawBackend::start().await);
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let cfg = format!(
         "{DEFAULTS}
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     http-request deny deny_status 405 if {{ path_beg /admin }}
     block if {{ path_beg /admin/secret }}
     http-request set-header X-Stage rules

@@ -376,7 +376,7 @@ async fn server_down_and_up_events_count_active_and_backup_servers() {
     let mut s1 = Backend::start("s1").await;
     let s2 = Backend::start("s2").await;
     let b1 = Backend::start("b1").await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
     let cfg = format!(
         "global
     log {} local0
@@ -389,7 +389,7 @@ defaults
     timeout connect 1s
 
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     default_backend be
 
 backend be
@@ -481,7 +481,7 @@ const HAPROXY_ADMIN: &[(&str, &[&str])] = &[
 async fn cli_admin_changes_are_logged_as_haproxy() {
     let syslog = Syslog::new();
     let b = Backend::start("b").await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
     let cfg = format!(
         "global
     log {} local0
@@ -495,7 +495,7 @@ defaults
     timeout connect 1s
 
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     default_backend be
 
 backend be
@@ -541,7 +541,8 @@ backend be
 async fn captured_headers_in_httplog_as_haproxy() {
     let syslog = Syslog::new();
     let be = Backend::start("s1").await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let _s = Sluice::start(&format!(
         "defaults
     mode http
@@ -551,7 +552,7 @@ async fn captured_headers_in_httplog_as_haproxy() {
     timeout client 5s
     timeout server 5s
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     capture request header Host len 8
     capture request header User-Agent len 20
     capture response header X-Backend len 4
@@ -719,7 +720,8 @@ async fn log_separate_errors_raises_5xx_to_err() {
     })
     .await;
     let syslog = Syslog::new();
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let cfg = format!(
         "global
     log {} local0
@@ -735,7 +737,7 @@ defaults
     timeout connect 1s
 
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     use_backend nosrv if {{ path /nosrv }}
     default_backend be
 

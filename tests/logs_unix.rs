@@ -69,7 +69,8 @@ async fn unix_datagram_target() {
     let path = dir.join("log.sock");
     let sock = UnixDatagram::bind(&path).unwrap();
     let be = Backend::start("s1").await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let cfg = format!(
         "global
     log {} local1 notice
@@ -82,7 +83,7 @@ defaults
     timeout connect 1s
 
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     log global
     option httplog
     option logasap
@@ -122,7 +123,8 @@ backend be
 #[tokio::test(flavor = "multi_thread")]
 async fn dead_target_drops_and_counts() {
     let be = Backend::start("s1").await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let cfg = format!(
         "global
     log @DIR@/nobody.sock local0
@@ -138,7 +140,7 @@ defaults
     timeout connect 1s
 
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     default_backend be
 
 backend be

@@ -91,7 +91,8 @@ async fn third_waits_in_backlog(s: &Sluice, b: &Backend, ports: [u16; 3], fes: [
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn frontend_maxconn_keeps_excess_in_backlog() {
     let b = Backend::start("s1").await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let s = Sluice::start(&format!(
         "global
     stats socket @DIR@/stats.sock level admin
@@ -101,7 +102,7 @@ defaults
     timeout client 10s
     timeout server 10s
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     maxconn 2
     default_backend be
 backend be
@@ -203,7 +204,8 @@ backend be
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn maxconn_changed_at_run_time() {
     let b = Backend::start("s1").await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let s = Sluice::start(&format!(
         "global
     maxconn 100
@@ -214,7 +216,7 @@ defaults
     timeout client 30s
     timeout server 30s
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     maxconn 50
     default_backend be
 backend be

@@ -51,7 +51,8 @@ fn header<'a>(req: &'a str, name: &str) -> Option<&'a str> {
 async fn accept_proxy_v1_v2_src_acl_forwardfor_and_logs() {
     let be = RawBackend::start().await;
     let log = Syslog::new();
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let _s = Sluice::start(&format!(
         "global
     stats socket @DIR@/stats.sock level admin
@@ -65,7 +66,7 @@ defaults
     timeout client 2s
     timeout server 2s
 frontend fe
-    bind 127.0.0.1:{port} accept-proxy
+    bind {fe} accept-proxy
     acl blocked src 10.9.9.0/24
     http-request deny if blocked
     default_backend be
@@ -143,7 +144,8 @@ backend be
 async fn malformed_headers_close_the_connection_and_are_logged() {
     let be = RawBackend::start().await;
     let log = Syslog::new();
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let s = Sluice::start(&format!(
         "global
     stats socket @DIR@/stats.sock level admin
@@ -156,7 +158,7 @@ defaults
     timeout client 300ms
     timeout server 2s
 frontend fe
-    bind 127.0.0.1:{port} accept-proxy
+    bind {fe} accept-proxy
     default_backend be
 backend be
     server s1 {be}
@@ -357,7 +359,7 @@ listen plain
 async fn checks_of_send_proxy_servers_send_the_header() {
     let v1 = RawBackend::start().await;
     let v2 = RawBackend::start().await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
     let _s = Sluice::start(&format!(
         "defaults
     mode http
@@ -365,7 +367,7 @@ async fn checks_of_send_proxy_servers_send_the_header() {
     timeout client 2s
     timeout server 2s
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     default_backend b1
 backend b1
     option httpchk GET /chk

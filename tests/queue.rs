@@ -279,7 +279,8 @@ async fn slow_backend_three_concurrent_requests() {
 async fn server_queue_position_is_logged() {
     let backend = Backend::start("slow1").await;
     backend.set_gated(true);
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let syslog = support::syslog::Syslog::new();
     let cfg = format!(
         "global
@@ -295,7 +296,7 @@ defaults
     timeout queue 10s
 
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     default_backend hbe
 
 backend hbe

@@ -92,12 +92,12 @@ fn version_flag() {
 
 #[test]
 fn pidfile_flag_writes_the_pid() {
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
     let dir = TempDir::new("pid");
     let pidfile = dir.join("sluice.pid");
     let cfg = format!(
         "defaults\n    mode http\n    timeout connect 5s\n    timeout client 5s\n    timeout server 5s\n\
-         frontend fe\n    bind 127.0.0.1:{port}\n    http-request return status 200 content-type text/plain string ok\n"
+         frontend fe\n    bind {fe}\n    http-request return status 200 content-type text/plain string ok\n"
     );
     let s = Sluice::builder(&cfg)
         .arg("-p")
@@ -120,10 +120,11 @@ fn pidfile_flag_writes_the_pid() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_request_return_answers_locally() {
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let cfg = format!(
         "defaults\n    mode http\n    timeout connect 5s\n    timeout client 5s\n    timeout server 5s\n\
-         frontend fe\n    bind 127.0.0.1:{port}\n    \
+         frontend fe\n    bind {fe}\n    \
          http-request return status 201 content-type text/plain string \"made here\\n\"\n"
     );
     let _s = Sluice::start(&cfg);

@@ -461,7 +461,8 @@ async fn pooled_connection_closed_by_the_server_replays_an_idempotent_request() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tcp_mode_redispatches_a_refused_connection() {
     let live = Backend::start("live").await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let text = format!(
         "global
     stats socket @DIR@/stats.sock mode 600 level admin
@@ -473,7 +474,7 @@ defaults
     timeout server 5s
 
 listen be
-    bind 127.0.0.1:{port}
+    bind {fe}
     balance roundrobin
     option redispatch
     server dead {}

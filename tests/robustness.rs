@@ -108,7 +108,8 @@ async fn abort_one(addr: SocketAddr, k: usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_thousand_aborted_exchanges_leak_nothing() {
     let be = backend().await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let s = Sluice::start(&format!(
         "global
     stats socket @DIR@/stats.sock level admin
@@ -118,7 +119,7 @@ defaults
     timeout client 120s
     timeout server 120s
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     default_backend be
 backend be
     server s1 {be} maxconn 20

@@ -22,7 +22,8 @@ async fn requests_in_flight_are_listed_then_gone() {
     let slow = Backend::start("slow").await;
     let other = Backend::start("other").await;
     slow.set_gated(true);
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let cfg = format!(
         "global
     stats socket @DIR@/admin.sock mode 600 level admin
@@ -35,7 +36,7 @@ defaults
     timeout server 30s
 
 frontend web_fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     use_backend slow_be if {{ path_beg /slow }}
     default_backend other_be
 
@@ -138,7 +139,8 @@ async fn shutdown_sessions_server_closes_its_streams() {
     let other = Backend::start("other").await;
     slow.set_gated(true);
     other.set_gated(true);
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let sl = Sluice::start(&format!(
         "global
     stats socket @DIR@/admin.sock mode 600 level admin
@@ -148,7 +150,7 @@ defaults
     timeout client 30s
     timeout server 30s
 frontend web_fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     use_backend slow_be if {{ path_beg /slow }}
     default_backend other_be
 backend slow_be

@@ -413,7 +413,8 @@ async fn stats_uri_in_a_frontend_is_served() {
     // `stats uri` is valid in frontend sections too (HAProxy 2.6 serves it
     // there; reference §1.9 "in any proxy").
     let b = Backend::start("s1").await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let cfg = format!(
         "defaults
     mode http
@@ -421,7 +422,7 @@ async fn stats_uri_in_a_frontend_is_served() {
     timeout client 30s
     timeout server 30s
 frontend www
-    bind 127.0.0.1:{port}
+    bind {fe}
     stats uri /stats
     default_backend apps
 backend apps

@@ -11,7 +11,8 @@ use support::*;
 
 async fn start(extra: &str) -> (Sluice, SocketAddr, Backend) {
     let s1 = Backend::start("s1").await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let cfg = format!(
         "defaults
     mode http
@@ -24,7 +25,7 @@ backend web_be
     server s1 {a}
 
 listen stats
-    bind 127.0.0.1:{port}
+    bind {fe}
     stats uri /st
 {extra}",
         a = s1.hostport()
@@ -184,7 +185,8 @@ async fn without_auth_the_page_is_open_and_shows_the_version() {
 async fn start_admin() -> (Sluice, SocketAddr, Backend, Backend) {
     let s1 = Backend::start("s1").await;
     let s2 = Backend::start("s2").await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let cfg = format!(
         "global
     stats socket @DIR@/admin.sock mode 600 level admin
@@ -200,7 +202,7 @@ backend web_be
     server s2 {a2}
 
 listen stats
-    bind 127.0.0.1:{port}
+    bind {fe}
     stats uri /st
     acl local src 127.0.0.1
     stats admin if local {{ hdr(x-admin) yes }}

@@ -145,7 +145,8 @@ fn peak_rss_kib(pid: u32) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_gib_up_and_down_in_bounded_memory() {
     let be = backend().await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let s = Sluice::start(&format!(
         "defaults
     mode http
@@ -153,7 +154,7 @@ async fn one_gib_up_and_down_in_bounded_memory() {
     timeout client 60s
     timeout server 60s
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     default_backend be
 backend be
     server s1 {be}

@@ -47,7 +47,8 @@ async fn exchange(addr: SocketAddr, payload: &[u8]) -> Vec<u8> {
 async fn tcp_relay_round_robin_half_close_and_counters() {
     let a = echo_server("a").await;
     let b = echo_server("b").await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let s = Sluice::start(&format!(
         "global
     stats socket @DIR@/stats.sock level admin
@@ -57,7 +58,7 @@ defaults
     timeout client 30s
     timeout server 30s
 listen db
-    bind 127.0.0.1:{port}
+    bind {fe}
     balance roundrobin
     server a {a} check inter 200ms
     server b {b} check inter 200ms

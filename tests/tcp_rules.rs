@@ -173,7 +173,8 @@ async fn sni_routing_content_rules_and_tcplog() {
     let aa = named_server("aa", len).await;
     let bb = named_server("bb", len).await;
     let log = Syslog::new();
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let s = Sluice::start(&format!(
         "global
     stats socket @DIR@/stats.sock level admin
@@ -187,7 +188,7 @@ defaults
     timeout client 2s
     timeout server 2s
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     tcp-request inspect-delay 3s
     tcp-request content reject if {{ req.ssl_sni -i z.example }}
     tcp-request content accept if {{ req_ssl_hello_type 1 }}

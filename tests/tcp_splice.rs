@@ -332,7 +332,8 @@ async fn echo_http() -> SocketAddr {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_bodies_of_known_length_are_spliced_and_stop_at_their_end() {
     let server = echo_http().await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let s = Sluice::start(&format!(
         "global
     stats socket @DIR@/stats.sock level admin
@@ -342,7 +343,7 @@ defaults
     timeout client 10s
     timeout server 10s
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     default_backend be
 backend be
     server s1 {server}

@@ -14,7 +14,8 @@ use support::*;
 async fn an_idle_server_connection_serves_clients_of_every_thread() {
     let be = RawBackend::start().await;
     be.answer(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let s = Sluice::start(&format!(
         "global
     nbthread 4
@@ -26,7 +27,7 @@ defaults
     timeout server 5s
     http-reuse always
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     default_backend be
 backend be
     server s1 {}

@@ -205,7 +205,8 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
 async fn terminates_tls_for_rustls_and_curl_clients() {
     let ca = Ca::new("sluice test CA");
     let be = Backend::start("app").await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let dir = TempDir::new("tls");
     let pem = write(dir.path(), "site.pem", &ca.leaf(&["site.test"]));
     let s = Sluice::start(&format!(
@@ -217,7 +218,7 @@ defaults
     timeout client 5s
     timeout server 5s
 frontend fe
-    bind 127.0.0.1:{port} ssl crt {pem} alpn http/1.1
+    bind {fe} ssl crt {pem} alpn http/1.1
     http-request set-header x-proto https if {{ ssl_fc }}
     default_backend be
 backend be
@@ -324,7 +325,8 @@ frontend fe
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_handshakes_are_counted_and_survived() {
     let ca = Ca::new("fail CA");
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let dir = TempDir::new("tlsfail");
     let pem = write(dir.path(), "site.pem", &ca.leaf(&["site.test"]));
     let s = Sluice::start(&format!(
@@ -334,7 +336,7 @@ defaults
     mode http
     timeout client 5s
 frontend fe
-    bind 127.0.0.1:{port} ssl crt {pem} ssl-min-ver TLSv1.3
+    bind {fe} ssl crt {pem} ssl-min-ver TLSv1.3
     http-request return status 200 content-type text/plain string fine if {{ ssl_fc_protocol TLSv1.3 }}
 "
     ));
@@ -551,7 +553,8 @@ async fn tls_to_servers_with_verification() {
     let ca = Ca::new("backend CA");
     let other_ca = Ca::new("someone else");
     let upstream = tls_backend(&ca.leaf(&["backend.test"])).await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let dir = TempDir::new("tlsup");
     let ca_file = write(dir.path(), "ca.pem", &ca.pem());
     let wrong_ca = write(dir.path(), "other.pem", &other_ca.pem());
@@ -565,7 +568,7 @@ defaults
     timeout server 5s
     timeout check 1s
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     use_backend bad if {{ path_beg /bad }}
     default_backend good
 backend good
@@ -748,7 +751,8 @@ async fn handshake_failures_and_tls_requests_are_logged_as_haproxy() {
     let sys = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     sys.set_read_timeout(Some(Duration::from_millis(100)))
         .unwrap();
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let dir = TempDir::new("tlslog");
     let pem = write(dir.path(), "site.pem", &ca.leaf(&["site.test"]));
     let _s = Sluice::start(&format!(
@@ -760,7 +764,7 @@ defaults
     option httplog
     timeout client 5s
 frontend fe
-    bind 127.0.0.1:{port} ssl crt {pem}
+    bind {fe} ssl crt {pem}
     http-request return status 200 content-type text/plain string ok
 ",
         sys.local_addr().unwrap()

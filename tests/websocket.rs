@@ -13,7 +13,8 @@ use tokio::net::TcpStream;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn websocket_tunnel_and_tunnel_timeout() {
     let be = ws::echo_backend().await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let _s = Sluice::start(&format!(
         "defaults
     mode http
@@ -22,7 +23,7 @@ async fn websocket_tunnel_and_tunnel_timeout() {
     timeout server 30s
     timeout tunnel 500ms
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     default_backend be
 backend be
     server ws {be}
