@@ -9,10 +9,10 @@ use support::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn l4tout_and_l4con() {
     let (hole, _held, _sock) = black_hole();
-    let refused = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap()
-    };
+    // Held, never listening: refused all along, and no other test's
+    // listener can get the number.
+    let refused_port = Port::new();
+    let refused = refused_port.addr();
     let live = Backend::start("ok").await;
     let (_hold, port) = hold_port();
     let s = Sluice::start(&format!(
