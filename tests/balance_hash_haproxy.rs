@@ -13,7 +13,6 @@ mod support;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpSocket;
@@ -29,16 +28,6 @@ impl Drop for Haproxy {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
-    }
-}
-
-fn wait_listening(ports: &[u16]) {
-    let end = Instant::now() + START_DEADLINE;
-    for &p in ports {
-        while std::net::TcpStream::connect(("127.0.0.1", p)).is_err() {
-            assert!(Instant::now() < end, "haproxy did not listen on {p}");
-            std::thread::sleep(Duration::from_millis(10));
-        }
     }
 }
 
@@ -155,14 +144,16 @@ fn cases() -> Vec<Case> {
 
 /// One config: a frontend per case, each with its own backend over the
 /// same servers (weights 1, 2, 3 and an explicit id on the last).
-fn config(ports: &[u16], servers: &[Backend]) -> String {
+/// Each frontend gets its socket as `bind fd@N` (the haproxy and the
+/// sluice configs are given different ones).
+fn config(fronts: &[Listen], servers: &[Backend]) -> String {
     let mut c = String::from(
         "defaults\n    mode http\n    timeout connect 5s\n    timeout client 30s\n    timeout server 30s\n\n",
     );
     for (k, case) in cases().iter().enumerate() {
         c.push_str(&format!(
-            "frontend f{k}\n    bind 127.0.0.1:{}\n    default_backend b{k}\n\nbackend b{k}\n    {}\n",
-            ports[k], case.lines
+            "frontend f{k}\n    bind {}\n    default_backend b{k}\n\nbackend b{k}\n    {}\n",
+            fronts[k], case.lines
         ));
         for (j, s) in servers.iter().enumerate() {
             if j == 1 && case.with_disabled {
@@ -238,12 +229,13 @@ async fn hash_algorithms_choose_the_same_server_as_haproxy() {
         Backend::start("s4").await,
     ];
     let n = cases().len();
-    // One call: ports of separate calls may repeat.
-    let (_hold, ports) = hold_port_vec(2 * n);
-    let (hp, sp) = ports.split_at(n);
+    let fronts = listens(2 * n);
+    let (hp, sp) = fronts.split_at(n);
     let dir = TempDir::new("hadiff");
     let hcfg = dir.write("haproxy.cfg", &config(hp, &servers));
-    let child = Command::new(HAPROXY)
+    let mut cmd = Command::new(HAPROXY);
+    inherit(&mut cmd, &hp.iter().collect::<Vec<_>>());
+    let mut child = cmd
         .arg("-f")
         .arg(&hcfg)
         .arg("-db")
@@ -252,14 +244,16 @@ async fn hash_algorithms_choose_the_same_server_as_haproxy() {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn haproxy");
+    for l in hp {
+        l.wait_accepting(&mut child);
+    }
     let _hap = Haproxy(child);
-    wait_listening(hp);
     let _s = Sluice::start(&config(sp, &servers));
 
     let mut report = Vec::new();
     for (k, case) in cases().iter().enumerate() {
-        let want = servers_for(hp[k], case).await;
-        let got = servers_for(sp[k], case).await;
+        let want = servers_for(hp[k].port(), case).await;
+        let got = servers_for(sp[k].port(), case).await;
         let distinct: std::collections::BTreeSet<&String> = want.iter().collect();
         assert!(
             distinct.len() >= 3,
