@@ -109,7 +109,7 @@ async fn settled(counter: &AtomicU64) -> u64 {
     panic!("counter still moving after 20 s: {last}");
 }
 
-fn cfg(port: u16, be: SocketAddr) -> String {
+fn cfg(fe: &Listen, be: SocketAddr) -> String {
     format!(
         "defaults
     mode http
@@ -117,7 +117,7 @@ fn cfg(port: u16, be: SocketAddr) -> String {
     timeout client 30s
     timeout server 30s
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     default_backend be
 backend be
     server s {be}
@@ -128,8 +128,9 @@ backend be
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_client_holds_back_a_fast_server() {
     let ends = backend().await;
-    let (_hold, port) = hold_port();
-    let _s = Sluice::start(&cfg(port, ends.addr));
+    let fe = Listen::new();
+    let port = fe.port();
+    let _s = Sluice::start(&cfg(&fe, ends.addr));
     let mut c = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
     c.write_all(b"GET /down HTTP/1.1\r\nhost: x\r\n\r\n")
         .await
@@ -158,8 +159,9 @@ async fn slow_client_holds_back_a_fast_server() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_server_holds_back_a_fast_client() {
     let ends = backend().await;
-    let (_hold, port) = hold_port();
-    let _s = Sluice::start(&cfg(port, ends.addr));
+    let fe = Listen::new();
+    let port = fe.port();
+    let _s = Sluice::start(&cfg(&fe, ends.addr));
     let c = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
     let (_r, mut w) = c.into_split();
     let written = Arc::new(AtomicU64::new(0));

@@ -30,11 +30,11 @@ fn reference_sequences_are_rotations_of_the_fresh_orders() {
     assert_eq!(rotated(ORDER_1_2, 2), "s1 s2 s2 s1 s2 s2 s1 s2 s2");
 }
 
-fn cfg(port: u16, servers: &[(&Backend, u32)]) -> String {
-    cfg_algo(port, "roundrobin", servers)
+fn cfg(fe: &Listen, servers: &[(&Backend, u32)]) -> String {
+    cfg_algo(fe, "roundrobin", servers)
 }
 
-fn cfg_algo(port: u16, algo: &str, servers: &[(&Backend, u32)]) -> String {
+fn cfg_algo(fe: &Listen, algo: &str, servers: &[(&Backend, u32)]) -> String {
     let mut c = format!(
         "defaults
     mode http
@@ -43,7 +43,7 @@ fn cfg_algo(port: u16, algo: &str, servers: &[(&Backend, u32)]) -> String {
     timeout server 30s
 
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     default_backend be
 
 backend be
@@ -87,8 +87,9 @@ fn longest_runs(seq: &[String]) -> std::collections::HashMap<String, usize> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn weights_1_2_3_exact_shares_interleaved_in_order() {
     let b = backends(3).await;
-    let (_hold, port) = hold_port();
-    let _s = Sluice::start(&cfg(port, &[(&b[0], 1), (&b[1], 2), (&b[2], 3)]));
+    let fe = Listen::new();
+    let port = fe.port();
+    let _s = Sluice::start(&cfg(&fe, &[(&b[0], 1), (&b[1], 2), (&b[2], 3)]));
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
 
     let total = 6000;
@@ -139,8 +140,9 @@ async fn weights_1_2_3_exact_shares_interleaved_in_order() {
 async fn weights_3_1_and_1_2_follow_haproxy_order() {
     for (weights, want) in [([3u32, 1], ORDER_3_1), ([1, 2], ORDER_1_2)] {
         let b = backends(2).await;
-        let (_hold, port) = hold_port();
-        let _s = Sluice::start(&cfg(port, &[(&b[0], weights[0]), (&b[1], weights[1])]));
+        let fe = Listen::new();
+        let port = fe.port();
+        let _s = Sluice::start(&cfg(&fe, &[(&b[0], weights[0]), (&b[1], weights[1])]));
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let n = want.split(' ').count();
         let mut seen = Vec::new();
@@ -156,8 +158,9 @@ async fn weights_3_1_and_1_2_follow_haproxy_order() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn equal_weights_alternate_across_clients() {
     let b = backends(2).await;
-    let (_hold, port) = hold_port();
-    let _s = Sluice::start(&cfg(port, &[(&b[0], 1), (&b[1], 1)]));
+    let fe = Listen::new();
+    let port = fe.port();
+    let _s = Sluice::start(&cfg(&fe, &[(&b[0], 1), (&b[1], 1)]));
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     // Two interleaved keep-alive clients share one rotation.
     let mut c1 = HttpConn::connect(addr).await;
@@ -187,8 +190,9 @@ async fn equal_weights_alternate_across_clients() {
 async fn random_weights_1_2_3_within_1pct_over_60000() {
     for (algo, clients) in [("random(1)", 4)] {
         let b = backends(3).await;
-        let (_hold, port) = hold_port();
-        let _s = Sluice::start(&cfg_algo(port, algo, &[(&b[0], 1), (&b[1], 2), (&b[2], 3)]));
+        let fe = Listen::new();
+        let port = fe.port();
+        let _s = Sluice::start(&cfg_algo(&fe, algo, &[(&b[0], 1), (&b[1], 2), (&b[2], 3)]));
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let total = 60_000;
         let mut tasks = Vec::new();
@@ -246,8 +250,9 @@ async fn hits_after(
 async fn static_rr_and_map_hash_follow_weights_1_2_3() {
     for (algo, exact) in [("static-rr", true), ("url_param id", false)] {
         let b = backends(3).await;
-        let (_hold, port) = hold_port();
-        let _s = Sluice::start(&cfg_algo(port, algo, &[(&b[0], 1), (&b[1], 2), (&b[2], 3)]));
+        let fe = Listen::new();
+        let port = fe.port();
+        let _s = Sluice::start(&cfg_algo(&fe, algo, &[(&b[0], 1), (&b[1], 2), (&b[2], 3)]));
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let total = 6_000;
         let hits = hits_after(addr, &b, total, |i| format!("/p?id=user{i}")).await;
@@ -273,9 +278,10 @@ async fn static_rr_and_map_hash_follow_weights_1_2_3() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_2_prefers_the_idle_server() {
     let b = backends(2).await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     // Each server gets `cookie <its name>`.
-    let cfg = cfg_algo(port, "random(2)", &[(&b[0], 1), (&b[1], 1)])
+    let cfg = cfg_algo(&fe, "random(2)", &[(&b[0], 1), (&b[1], 1)])
         .replace(
             "    balance random(2)\n",
             "    balance random(2)\n    cookie SRV\n",

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use support::*;
 
-fn cfg(port: u16, servers: &[&Backend]) -> String {
+fn cfg(fe: &Listen, servers: &[&Backend]) -> String {
     let mut c = format!(
         "global
     stats socket @DIR@/admin.sock mode 600 level admin
@@ -25,7 +25,7 @@ defaults
     timeout server 30s
 
 frontend web_fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     default_backend web_be
 
 backend web_be
@@ -69,8 +69,9 @@ async fn admin_states_weights_and_addresses_steer_traffic() {
     let s1 = Backend::start("s1").await;
     let s2 = Backend::start("s2").await;
     let s3 = Backend::start("s3").await;
-    let (_hold, port) = hold_port();
-    let sl = Sluice::start(&cfg(port, &[&s1, &s2]));
+    let fe = Listen::new();
+    let port = fe.port();
+    let sl = Sluice::start(&cfg(&fe, &[&s1, &s2]));
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let admin = sl.path("admin.sock");
     let user = sl.path("user.sock");
@@ -147,8 +148,8 @@ async fn admin_states_weights_and_addresses_steer_traffic() {
 async fn every_command_answers_with_one_empty_line_framing() {
     let s1 = Backend::start("s1").await;
     let s2 = Backend::start("s2").await;
-    let (_hold, port) = hold_port();
-    let sl = Sluice::start(&cfg(port, &[&s1, &s2]));
+    let fe = Listen::new();
+    let sl = Sluice::start(&cfg(&fe, &[&s1, &s2]));
     let admin = sl.path("admin.sock");
     let user = sl.path("user.sock");
 

@@ -25,14 +25,14 @@ const DEFAULTS: &str = "defaults
 
 /// A frontend on `port` in front of backend `be` with `cookie_line` and the
 /// given `server` lines.
-fn config(port: u16, cookie_line: &str, servers: &str, extra_global: &str) -> String {
+fn config(fe: &Listen, cookie_line: &str, servers: &str, extra_global: &str) -> String {
     format!(
         "global
     stats socket @DIR@/admin.sock level admin
 {extra_global}
 {DEFAULTS}
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     default_backend be
 
 backend be
@@ -97,14 +97,15 @@ fn text(b: &[u8]) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn insert_sticks_to_the_named_server() {
     let (b1, b2) = (Backend::start("s1").await, Backend::start("s2").await);
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let servers = format!(
         "    server s1 {} cookie s1\n    server s2 {} cookie s2\n",
         b1.hostport(),
         b2.hostport()
     );
     let _s = Sluice::start(&config(
-        port,
+        &fe,
         "cookie SRV insert indirect nocache",
         &servers,
         "",
@@ -155,13 +156,14 @@ async fn insert_sticks_to_the_named_server() {
 #[tokio::test(flavor = "multi_thread")]
 async fn down_server_rebalances_draining_server_keeps_sessions() {
     let (b1, b2) = (Backend::start("s1").await, Backend::start("s2").await);
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let servers = format!(
         "    server s1 {} cookie s1\n    server s2 {} cookie s2\n",
         b1.hostport(),
         b2.hostport()
     );
-    let s = Sluice::start(&config(port, "cookie SRV insert indirect", &servers, ""));
+    let s = Sluice::start(&config(&fe, "cookie SRV insert indirect", &servers, ""));
     let sock = s.path("admin.sock");
     // `show stat` (admin level) shows the cookie values and name.
     let csv = show_stat(&sock).await;
@@ -194,13 +196,14 @@ async fn down_server_rebalances_draining_server_keeps_sessions() {
 #[tokio::test(flavor = "multi_thread")]
 async fn killed_backend_with_checks_loses_its_sessions() {
     let (mut b1, b2) = (Backend::start("s1").await, Backend::start("s2").await);
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let servers = format!(
         "    server s1 {} cookie s1 check inter 100 fall 1 rise 1\n    server s2 {} cookie s2 check inter 100 fall 1 rise 1\n",
         b1.hostport(),
         b2.hostport()
     );
-    let s = Sluice::start(&config(port, "cookie SRV insert indirect", &servers, ""));
+    let s = Sluice::start(&config(&fe, "cookie SRV insert indirect", &servers, ""));
     let sock = s.path("admin.sock");
     assert_eq!(get_with_cookie(port, Some("SRV=s1")).await.backend(), "s1");
     b1.kill().await;
@@ -219,12 +222,13 @@ async fn killed_backend_with_checks_loses_its_sessions() {
 async fn raw_setup(cookie_line: &str, answer: &[u8]) -> (RawBackend, u16, Sluice) {
     let raw = RawBackend::start().await;
     raw.answer(answer);
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let servers = format!(
         "    server s1 {0} cookie s1\n    server s2 {0} cookie s2\n",
         raw.addr
     );
-    let s = Sluice::start(&config(port, cookie_line, &servers, ""));
+    let s = Sluice::start(&config(&fe, cookie_line, &servers, ""));
     (raw, port, s)
 }
 
@@ -408,13 +412,14 @@ async fn log_shows_persistence_characters() {
     ] {
         let raw = RawBackend::start().await;
         raw.answer(APP_COOKIE);
-        let (_hold, port) = hold_port();
+        let fe = Listen::new();
+        let port = fe.port();
         let servers = format!(
             "    server s1 {0} cookie s1\n    server s2 {0} cookie s2\n    server s3 127.0.0.1:1 cookie s3 disabled\n",
             raw.addr
         );
         let global = "    log stdout format raw daemon";
-        let cfg = config(port, line, &servers, global).replace(
+        let cfg = config(&fe, line, &servers, global).replace(
             "defaults\n    mode http\n",
             "defaults\n    mode http\n    log global\n    option httplog\n",
         );
@@ -512,13 +517,14 @@ fn config_errors_as_haproxy_words_them() {
 #[tokio::test(flavor = "multi_thread")]
 async fn persistent_request_waits_for_its_full_server() {
     let (b1, b2) = (Backend::start("s1").await, Backend::start("s2").await);
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let servers = format!(
         "    server s1 {} cookie s1 maxconn 1\n    server s2 {} cookie s2\n",
         b1.hostport(),
         b2.hostport()
     );
-    let s = Sluice::start(&config(port, "cookie SRV insert indirect", &servers, ""));
+    let s = Sluice::start(&config(&fe, "cookie SRV insert indirect", &servers, ""));
     let sock = s.path("admin.sock");
     b1.set_gated(true);
     let req = |path: &'static str| async move {

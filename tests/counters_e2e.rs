@@ -15,7 +15,7 @@ use support::*;
 
 const DEADLINE: Duration = Duration::from_secs(10);
 
-fn cfg(port: u16, server: &Backend) -> String {
+fn cfg(fe: &Listen, server: &Backend) -> String {
     format!(
         "global
     stats socket @DIR@/stats.sock mode 600 level admin
@@ -27,7 +27,7 @@ defaults
     timeout server 30s
 
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     default_backend be
 
 backend be
@@ -61,8 +61,9 @@ fn signed(csv: &Csv, px: &str, sv: &str, col: &str) -> i64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn counters_after_traffic() {
     let backend = Backend::start("s1").await;
-    let (_hold, port) = hold_port();
-    let sl = Sluice::start(&cfg(port, &backend));
+    let fe = Listen::new();
+    let port = fe.port();
+    let sl = Sluice::start(&cfg(&fe, &backend));
     let sock = sl.stats_socket();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
 

@@ -14,7 +14,7 @@ use support::*;
 /// machines.
 const STATE_DEADLINE: Duration = Duration::from_secs(15);
 
-fn cfg(port: u16, servers: &[&Backend]) -> String {
+fn cfg(fe: &Listen, servers: &[&Backend]) -> String {
     let mut c = format!(
         "global
     stats socket @DIR@/stats.sock mode 600 level admin
@@ -26,7 +26,7 @@ defaults
     timeout server 30s
 
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     default_backend be
 
 backend be
@@ -65,8 +65,9 @@ async fn dead_server_goes_down_gets_no_traffic_and_comes_back() {
         Backend::start("s2").await,
         Backend::start("s3").await,
     ];
-    let (_hold, port) = hold_port();
-    let s = Sluice::start(&cfg(port, &[&b[0], &b[1], &b[2]]));
+    let fe = Listen::new();
+    let port = fe.port();
+    let s = Sluice::start(&cfg(&fe, &[&b[0], &b[1], &b[2]]));
     let sock = s.stats_socket();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
 
@@ -142,8 +143,9 @@ async fn dead_server_goes_down_gets_no_traffic_and_comes_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn all_servers_down_gives_haproxy_503() {
     let mut b = [Backend::start("s1").await, Backend::start("s2").await];
-    let (_hold, port) = hold_port();
-    let s = Sluice::start(&cfg(port, &[&b[0], &b[1]]));
+    let fe = Listen::new();
+    let port = fe.port();
+    let s = Sluice::start(&cfg(&fe, &[&b[0], &b[1]]));
     let sock = s.stats_socket();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     wait_status(&sock, "s1", "UP").await;

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use support::*;
 use tokio::io::AsyncReadExt;
 
-fn cfg(port: u16, b: &Backend, keep_alive: &str) -> String {
+fn cfg(fe: &Listen, b: &Backend, keep_alive: &str) -> String {
     format!(
         "global
     stats socket @DIR@/stats.sock level admin
@@ -22,7 +22,7 @@ defaults
     timeout server 30s
     timeout http-keep-alive {keep_alive}
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     default_backend be
 backend be
     server s1 {}
@@ -34,8 +34,9 @@ backend be
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parked_connection_is_served_again() {
     let b = Backend::start("s1").await;
-    let (_hold, port) = hold_port();
-    let s = Sluice::start(&cfg(port, &b, "30s"));
+    let fe = Listen::new();
+    let port = fe.port();
+    let s = Sluice::start(&cfg(&fe, &b, "30s"));
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let mut conns = Vec::new();
     for i in 0..20 {
@@ -66,8 +67,9 @@ async fn parked_connection_is_served_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keep_alive_timeout_closes_parked_connection() {
     let b = Backend::start("s1").await;
-    let (_hold, port) = hold_port();
-    let s = Sluice::start(&cfg(port, &b, "1s"));
+    let fe = Listen::new();
+    let port = fe.port();
+    let s = Sluice::start(&cfg(&fe, &b, "1s"));
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let mut raw = tokio::net::TcpStream::connect(addr).await.unwrap();
     use tokio::io::AsyncWriteExt;

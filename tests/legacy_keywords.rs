@@ -36,13 +36,13 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-fn one_backend(port: u16, be: SocketAddr, fe_rules: &str, be_rules: &str) -> String {
+fn one_backend(fe: &Listen, be: SocketAddr, fe_rules: &str, be_rules: &str) -> String {
     format!(
         "global
     stats socket @DIR@/s.sock level admin
 {DEFAULTS}
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
 {fe_rules}
     default_backend be
 backend be
@@ -195,14 +195,15 @@ backend be
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn request_rewrites_reach_the_server() {
     let be = RawBackend::start().await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let rules = "    acl api path_beg /api
     reqrep ^([^\\ :]*)\\ /static/(.*) \\1\\ /\\2
     reqirep ^host:\\ www.mydomain.com Host:\\ www
     reqidel ^X-Forwarded-For:
     reqadd X-Proto:\\ SSL if api
     reqadd X-Legacy:\\ yes";
-    let _s = Sluice::start(&one_backend(port, be.addr, rules, ""));
+    let _s = Sluice::start(&one_backend(&fe, be.addr, rules, ""));
 
     let got = exchange(
         port,
@@ -316,11 +317,12 @@ backend b2
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deny_allow_and_pass() {
     let be = RawBackend::start().await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let rules = "    reqiallow ^Host:\\ www\\.
     reqipass ^User-Agent:\\ friendly
     reqideny ^User-Agent:\\ .*bot";
-    let s = Sluice::start(&one_backend(port, be.addr, rules, ""));
+    let s = Sluice::start(&one_backend(&fe, be.addr, rules, ""));
 
     let req = |host: &str, ua: &str| {
         format!("GET / HTTP/1.1\r\nHost: {host}\r\nUser-Agent: {ua}\r\nConnection: close\r\n\r\n")
@@ -344,10 +346,11 @@ async fn deny_allow_and_pass() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tarpit_delays_then_answers_500() {
     let be = RawBackend::start().await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let rules = "    timeout tarpit 300ms
     reqitarpit ^User-Agent:\\ .*scanner";
-    let s = Sluice::start(&one_backend(port, be.addr, rules, ""));
+    let s = Sluice::start(&one_backend(&fe, be.addr, rules, ""));
     let start = Instant::now();
     let got = exchange(
         port,
@@ -375,9 +378,10 @@ async fn tarpit_delays_then_answers_500() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn broken_request_line_is_refused() {
     let be = RawBackend::start().await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let rules = "    reqrep ^GET\\ (.*) GET\\1";
-    let s = Sluice::start(&one_backend(port, be.addr, rules, ""));
+    let s = Sluice::start(&one_backend(&fe, be.addr, rules, ""));
     let got = exchange(port, "GET /x HTTP/1.1\r\nHost: h\r\n\r\n").await;
     assert!(got.starts_with("HTTP/1.1 400 Bad request\r\n"), "{got}");
     assert!(be.take().is_empty());
@@ -392,13 +396,14 @@ async fn broken_request_line_is_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn response_rewrites_and_deny() {
     let be = RawBackend::start().await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let rules = "    rspidel ^Server:
     rsprep ^Location:\\ http://127.0.0.1:8080(.*) Location:\\ https://www.example\\1
     rspadd X-Via:\\ sluice
     rspideny ^Content-Type:\\ .*/ms-word
     rsprep ^HTTP/1.1\\ 299(.*) HTTP/1.1\\ 2\\1";
-    let s = Sluice::start(&one_backend(port, be.addr, rules, ""));
+    let s = Sluice::start(&one_backend(&fe, be.addr, rules, ""));
     let get = "GET / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n";
 
     be.answer(b"HTTP/1.1 302 Found\r\nServer: apache\r\nLocation: http://127.0.0.1:8080/x?y\r\nContent-Length: 0\r\n\r\n");

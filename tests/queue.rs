@@ -16,7 +16,7 @@ use support::*;
 
 const DEADLINE: Duration = Duration::from_secs(10);
 
-fn cfg(port: u16, server: &Backend, timeouts: &str) -> String {
+fn cfg(fe: &Listen, server: &Backend, timeouts: &str) -> String {
     format!(
         "global
     stats socket @DIR@/stats.sock mode 600 level admin
@@ -28,7 +28,7 @@ defaults
 {timeouts}
 
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     default_backend qbe
 
 backend qbe
@@ -72,10 +72,11 @@ fn position(events: &[Event], e: &Event) -> usize {
 async fn queued_requests_are_served_fifo_one_at_a_time() {
     let backend = Backend::start("slow1").await;
     backend.set_gated(true);
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let syslog = support::syslog::Syslog::new();
     let s = Sluice::start(&cfg(
-        port,
+        &fe,
         &backend,
         &format!(
             "    log {} local0\n    option httplog\n    timeout connect 5s\n    timeout queue 10s",
@@ -171,10 +172,11 @@ fn sq_mask_matches_haproxy_line() {
 async fn queue_timeout_gives_503(timeouts: &str) {
     let backend = Backend::start("slow1").await;
     backend.set_gated(true);
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let syslog = support::syslog::Syslog::new();
     let logs = format!("    log {} local0\n    option httplog\n", syslog.addr());
-    let _s = Sluice::start(&cfg(port, &backend, &format!("{logs}{timeouts}")));
+    let _s = Sluice::start(&cfg(&fe, &backend, &format!("{logs}{timeouts}")));
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
 
     let first = tokio::spawn(async move { get(addr, "/first").await });
@@ -243,9 +245,10 @@ async fn slow_backend_three_concurrent_requests() {
     // once the second is known to be queued).
     let backend = Backend::start("slow1").await;
     backend.set_delay(Duration::from_millis(3000));
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let s = Sluice::start(&cfg(
-        port,
+        &fe,
         &backend,
         "    timeout connect 30s\n    timeout queue 4s",
     ));

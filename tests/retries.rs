@@ -18,7 +18,7 @@ fn is_haproxy() -> bool {
 
 /// A config with a stats socket, frontend `fe` on `port` and backend `be`
 /// made of `be_lines`.
-fn cfg(port: u16, connect_timeout: &str, be_lines: &str) -> String {
+fn cfg(fe: &Listen, connect_timeout: &str, be_lines: &str) -> String {
     format!(
         "global
     stats socket @DIR@/stats.sock mode 600 level admin
@@ -30,7 +30,7 @@ defaults
     timeout server 5s
 
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     default_backend be
 
 backend be
@@ -95,13 +95,14 @@ fn closed_port() -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refused_connection_is_redispatched_to_a_live_server() {
     let live = Backend::start("live").await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let syslog = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     syslog
         .set_read_timeout(Some(Duration::from_secs(5)))
         .unwrap();
     let text = cfg(
-        port,
+        &fe,
         "1s",
         &format!(
             "    balance roundrobin\n    option redispatch\n    server dead {}\n    server live {}",
@@ -160,9 +161,10 @@ async fn refused_connection_is_redispatched_to_a_live_server() {
 async fn redispatch_leaves_the_failed_server_with_every_algorithm() {
     let live = Backend::start("live").await;
     for algo in ["first", "leastconn", "static-rr", "random"] {
-        let (_hold, port) = hold_port();
+        let fe = Listen::new();
+        let port = fe.port();
         let s = Sluice::start(&cfg(
-            port,
+            &fe,
             "1s",
             &format!(
                 "    balance {algo}\n    option redispatch\n    server dead {}\n    server live {}",
@@ -188,11 +190,12 @@ async fn redispatch_leaves_the_failed_server_with_every_algorithm() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn all_servers_refusing_give_503_after_the_retries() {
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     // Without redispatch: `retries 2` on the same server, each after the
     // turn-around pause of min(timeout connect, 1 s).
     let s = Sluice::start(&cfg(
-        port,
+        &fe,
         "150ms",
         &format!("    retries 2\n    server dead {}", closed_port()),
     ));
@@ -217,9 +220,10 @@ async fn all_servers_refusing_give_503_after_the_retries() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redispatch_among_refusing_servers_alternates_then_503() {
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let s = Sluice::start(&cfg(
-        port,
+        &fe,
         "1s",
         &format!(
             "    retries 2\n    option redispatch\n    server a {}\n    server b {}",
@@ -241,9 +245,10 @@ async fn redispatch_among_refusing_servers_alternates_then_503() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connect_timeout_is_retried_then_503() {
     let (hole, _held, _sock) = black_hole();
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let s = Sluice::start(&cfg(
-        port,
+        &fe,
         "200ms",
         &format!("    retries 2\n    server silent {hole}"),
     ));
@@ -270,9 +275,10 @@ async fn connect_timeout_is_retried_then_503() {
 async fn silent_server_behind_a_hash(interval: &str) -> (Duration, [u64; 3], [u64; 3]) {
     let (hole, _held, _sock) = black_hole();
     let live = Backend::start("live").await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let s = Sluice::start(&cfg(
-        port,
+        &fe,
         "100ms",
         &format!(
             "    balance uri\n    hash-type consistent\n    retries 2\n    option redispatch {interval}\n    server silent {hole}\n    server live {}",
@@ -321,9 +327,10 @@ async fn retry_on_503_replays_requests_without_a_body() {
             .collect::<Vec<_>>(),
     )
     .await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let s = Sluice::start(&cfg(
-        port,
+        &fe,
         "1s",
         &format!("    retry-on 503\n    server s1 {}", srv.addr),
     ));
@@ -353,9 +360,10 @@ async fn retry_on_503_with_redispatch_goes_to_another_server() {
     let srv = raw::RawBackend::start().await;
     srv.answer(&answer(503, 0));
     let live = Backend::start("live").await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let s = Sluice::start(&cfg(
-        port,
+        &fe,
         "1s",
         &format!(
             "    retry-on 503\n    option redispatch\n    server busy {}\n    server live {}",
@@ -380,9 +388,10 @@ async fn retry_on_503_with_redispatch_goes_to_another_server() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retries_exhausted_on_503_relay_the_last_answer() {
     let srv = scripted(&[answer(503, 0), answer(503, 1), answer(503, 2)]).await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let s = Sluice::start(&cfg(
-        port,
+        &fe,
         "1s",
         &format!(
             "    retries 2\n    retry-on 503\n    server s1 {}",
@@ -399,9 +408,10 @@ async fn retries_exhausted_on_503_relay_the_last_answer() {
 async fn retry_on_empty_response() {
     // The first request is dropped without an answer.
     let srv = scripted(&[Vec::new(), answer(200, 1)]).await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let s = Sluice::start(&cfg(
-        port,
+        &fe,
         "1s",
         &format!("    retry-on empty-response\n    server s1 {}", srv.addr),
     ));
@@ -412,8 +422,9 @@ async fn retry_on_empty_response() {
 
     // The default (`conn-failure`) does not retry it: 502.
     let srv = scripted(&[Vec::new()]).await;
-    let (_hold, port) = hold_port();
-    let s = Sluice::start(&cfg(port, "1s", &format!("    server s1 {}", srv.addr)));
+    let fe = Listen::new();
+    let port = fe.port();
+    let s = Sluice::start(&cfg(&fe, "1s", &format!("    server s1 {}", srv.addr)));
     let r = get(fe_addr(port), "/").await;
     assert_eq!(r.status, 502);
     assert_eq!(requests(&srv), 1);
@@ -430,8 +441,9 @@ async fn pooled_connection_closed_by_the_server_replays_an_idempotent_request() 
     // Each second request on a connection is dropped unanswered: the
     // server closing an idle keep-alive connection just as it is reused.
     let srv = scripted(&[answer(200, 0), Vec::new(), answer(200, 2), Vec::new()]).await;
-    let (_hold, port) = hold_port();
-    let s = Sluice::start(&cfg(port, "1s", &format!("    server s1 {}", srv.addr)));
+    let fe = Listen::new();
+    let port = fe.port();
+    let s = Sluice::start(&cfg(&fe, "1s", &format!("    server s1 {}", srv.addr)));
     let sock = s.stats_socket();
     let idle = || {
         let sock = sock.clone();

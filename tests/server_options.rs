@@ -66,7 +66,7 @@ impl CheckTarget {
     }
 }
 
-fn head(port: u16) -> String {
+fn head(fe: &Listen) -> String {
     format!(
         "global
     stats socket @DIR@/stats.sock mode 600 level admin
@@ -78,7 +78,7 @@ defaults
     timeout server 30s
 
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     default_backend be
 "
     )
@@ -121,14 +121,15 @@ async fn try_get(port: u16, path: &str) -> Option<Response> {
 async fn killed_server_under_load_gives_no_5xx_once_marked_down() {
     let s1 = Backend::start("s1").await;
     let mut s2 = Backend::start("s2").await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let cfg = format!(
         "{}
 backend be
     server s1 {} check inter 100ms rise 2 fall 2
     server s2 {} check inter 100ms rise 2 fall 2
 ",
-        head(port),
+        head(&fe),
         s1.hostport(),
         s2.hostport()
     );
@@ -195,7 +196,8 @@ async fn shutdown_sessions_cuts_open_sessions_of_a_server_marked_down() {
         CheckTarget::start(true).await,
         CheckTarget::start(true).await,
     );
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let cfg = format!(
         "{}
 backend be
@@ -204,7 +206,7 @@ backend be
     server s1 {} id 1 maxconn 1 check port {} inter 100ms rise 1 fall 1 on-marked-down shutdown-sessions
     server s2 {} id 2 maxconn 1 check port {} inter 100ms rise 1 fall 1
 ",
-        head(port),
+        head(&fe),
         s1.hostport(),
         c1.port,
         s2.hostport(),
@@ -252,7 +254,8 @@ async fn shutdown_backup_sessions_when_the_active_server_comes_up() {
     let act = Backend::start("act").await;
     let bck = Backend::start("bck").await;
     let check = CheckTarget::start(false).await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let cfg = format!(
         "{}
 backend be
@@ -260,7 +263,7 @@ backend be
     server act {} check port {} inter 100ms rise 1 fall 1 on-marked-up shutdown-backup-sessions
     server bck {} backup
 ",
-        head(port),
+        head(&fe),
         act.hostport(),
         check.port,
         bck.hostport()
@@ -291,7 +294,8 @@ async fn slowstart_ramps_the_weight_of_a_server_coming_back() {
     let s1 = Backend::start("s1").await;
     let s2 = Backend::start("s2").await;
     let check = CheckTarget::start(true).await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let cfg = format!(
         "{}
 backend be
@@ -299,7 +303,7 @@ backend be
     server s1 {} weight 100
     server s2 {} weight 100 check port {} inter 100ms rise 1 fall 1 slowstart 3s
 ",
-        head(port),
+        head(&fe),
         s1.hostport(),
         s2.hostport(),
         check.port
@@ -368,7 +372,8 @@ backend be
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn maxqueue_full_gives_503_at_once() {
     let s1 = Backend::start("s1").await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let cfg = format!(
         "{}
     timeout queue 20s
@@ -377,7 +382,7 @@ backend be
     balance uri
     server s1 {} maxconn 1 maxqueue 1
 ",
-        head(port),
+        head(&fe),
         s1.hostport()
     );
     let s = Sluice::start(&cfg);
@@ -410,7 +415,8 @@ backend be
 async fn leastconn_prefers_the_idle_server_under_slow_requests() {
     let s1 = Backend::start("s1").await;
     let s2 = Backend::start("s2").await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let cfg = format!(
         "{}
 backend be
@@ -418,7 +424,7 @@ backend be
     server s1 {}
     server s2 {}
 ",
-        head(port),
+        head(&fe),
         s1.hostport(),
         s2.hostport()
     );
@@ -461,11 +467,12 @@ backend be
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn backup_servers_and_allbackups_in_show_stat_and_traffic() {
     let b: Vec<Backend> = futures_join(["a1", "a2", "b1", "b2", "c1", "c2"]).await;
-    let (_hold, [port, port2]) = hold_ports::<2>();
+    let [fe, fe2] = [Listen::new(), Listen::new()];
+    let (port, port2) = (fe.port(), fe2.port());
     let cfg = format!(
         "{}
 frontend fe2
-    bind 127.0.0.1:{port2}
+    bind {fe2}
     default_backend all
 
 backend be
@@ -479,7 +486,7 @@ backend all
     server c1 {} weight 4 backup
     server c2 {} weight 5 backup
 ",
-        head(port),
+        head(&fe),
         b[0].hostport(),
         b[1].hostport(),
         b[2].hostport(),
@@ -534,14 +541,15 @@ async fn futures_join<const N: usize>(names: [&str; N]) -> Vec<Backend> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn minconn_and_fullconn_limit_a_lightly_loaded_server() {
     let s1 = Backend::start("s1").await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let cfg = format!(
         "{}
 backend be
     fullconn 100
     server s1 {} minconn 2 maxconn 10
 ",
-        head(port),
+        head(&fe),
         s1.hostport()
     );
     let s = Sluice::start(&cfg);

@@ -41,7 +41,7 @@ const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n";
 
 /// A frontend with `timeouts` (lines of the defaults section) in front of
 /// `be`, logging to `log` (a UDP address) in httplog format.
-fn cfg(port: u16, be: SocketAddr, log: &str, timeouts: &str) -> String {
+fn cfg(fe: &Listen, be: SocketAddr, log: &str, timeouts: &str) -> String {
     format!(
         "global
     stats socket @DIR@/stats.sock level admin
@@ -52,7 +52,7 @@ defaults
     timeout connect 2s
 {timeouts}
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     default_backend be
 backend be
     server s1 {be}
@@ -109,9 +109,10 @@ fn ms(d: Duration) -> u128 {
 async fn slowloris_gets_408_at_the_http_request_deadline() {
     let be = RawBackend::start().await;
     let log = Syslog::new();
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let _s = Sluice::start(&cfg(
-        port,
+        &fe,
         be.addr,
         &log.addr(),
         "    timeout client 5s\n    timeout server 5s\n    timeout http-request 1s",
@@ -169,8 +170,9 @@ async fn silent_connection_gets_408_then_close() {
     ] {
         let be = RawBackend::start().await;
         let log = Syslog::new();
-        let (_hold, port) = hold_port();
-        let s = Sluice::start(&cfg(port, be.addr, &log.addr(), timeouts));
+        let fe = Listen::new();
+        let port = fe.port();
+        let s = Sluice::start(&cfg(&fe, be.addr, &log.addr(), timeouts));
         let mut c = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
         let r = read_until_quiet(&mut c, Duration::from_secs(4), Duration::from_secs(4)).await;
         let closed = r.closed_after.expect("closed");
@@ -197,9 +199,10 @@ async fn silent_connection_gets_408_then_close() {
 async fn ignored_probe_is_closed_silently() {
     let be = RawBackend::start().await;
     let log = Syslog::new();
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let s = Sluice::start(&cfg(
-        port,
+        &fe,
         be.addr,
         &log.addr(),
         "    option http-ignore-probes\n    timeout client 5s\n    timeout server 5s\n    timeout http-request 400ms",
@@ -225,9 +228,10 @@ async fn ignored_probe_is_closed_silently() {
 async fn client_stalling_mid_body_gets_408() {
     let be = RawBackend::start().await;
     let log = Syslog::new();
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let s = Sluice::start(&cfg(
-        port,
+        &fe,
         be.addr,
         &log.addr(),
         "    timeout client 500ms\n    timeout server 5s",
@@ -264,9 +268,10 @@ async fn client_stalling_mid_body_gets_408() {
 async fn silent_server_gets_504_and_connection_survives() {
     let be = RawBackend::start().await;
     let log = Syslog::new();
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let s = Sluice::start(&cfg(
-        port,
+        &fe,
         be.addr,
         &log.addr(),
         "    timeout client 5s\n    timeout server 500ms",
@@ -304,9 +309,10 @@ async fn keep_alive_timeout_is_kept_before_and_after_parking() {
     for (keep_alive, ka_ms) in [("100ms", 100u128), ("400ms", 400)] {
         let be = RawBackend::start().await;
         let log = Syslog::new();
-        let (_hold, port) = hold_port();
+        let fe = Listen::new();
+        let port = fe.port();
         let _s = Sluice::start(&cfg(
-            port,
+            &fe,
             be.addr,
             &log.addr(),
             &format!(
