@@ -251,10 +251,7 @@ async fn recorder() -> (SocketAddr, tokio::sync::mpsc::UnboundedReceiver<Vec<u8>
 async fn send_proxy_writes_haproxy_bytes() {
     let (tcp_srv, mut conns) = recorder().await;
     let http_srv = RawBackend::start().await;
-    let (tcp_port, http_port, plain_port) = {
-        let (_hold, p) = hold_ports::<3>();
-        (p[0], p[1], p[2])
-    };
+    let (_hold, [tcp_port, http_port, plain_port]) = hold_ports::<3>();
     let _s = Sluice::start(&format!(
         "defaults
     timeout connect 2s

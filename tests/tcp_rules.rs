@@ -97,10 +97,7 @@ fn hello_renamed(from: &str, to: &str) -> Vec<u8> {
 async fn connection_rules_reject_by_src_in_tcp_and_http() {
     let srv = named_server("s", 1).await;
     let http = Backend::start("h").await;
-    let (tport, hport) = {
-        let (_hold, p) = hold_ports::<2>();
-        (p[0], p[1])
-    };
+    let (_hold, [tport, hport]) = hold_ports::<2>();
     let s = Sluice::start(&format!(
         "global
     stats socket @DIR@/stats.sock level admin
@@ -255,10 +252,7 @@ async fn tcplog_termination_states() {
     });
     let (_hold, dead) = hold_port();
     let log = Syslog::new();
-    let (p1, p2) = {
-        let (_hold, p) = hold_ports::<2>();
-        (p[0], p[1])
-    };
+    let (_hold, [p1, p2]) = hold_ports::<2>();
     let _s = Sluice::start(&format!(
         "global
     log {log} local0
