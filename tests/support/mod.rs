@@ -1,8 +1,14 @@
 //! Test harness shared by the integration tests.
 //!
+//! * [`Listen`] / [`Port`]: where a test's frontends listen. A `Listen` is a
+//!   socket the test binds and hands to sluice as `bind fd@N`; a `Port` is a
+//!   number the test holds bound (never listening) for sluice to bind, when
+//!   the config must name an address. Never a number picked then released:
+//!   another test could get it meanwhile.
 //! * [`Sluice`]: runs the built binary on a config (written to a private temp
-//!   dir), waits until every `bind` address and `stats socket` of the config
-//!   accepts connections, kills the process on drop.
+//!   dir), passes it the config's [`Listen`]s, waits until every `bind`
+//!   address and `stats socket` of the config accepts connections, kills the
+//!   process on drop.
 //! * [`Backend`]: a small real HTTP/1.1 server (hyper) answering with its own
 //!   name (body `<name>\n`, header `x-backend: <name>`), counting requests and
 //!   concurrency, optionally slow or gated, killable and restartable on the
