@@ -14,7 +14,8 @@ async fn l4tout_and_l4con() {
     let refused_port = Port::new();
     let refused = refused_port.addr();
     let live = Backend::start("ok").await;
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let s = Sluice::start(&format!(
         "global
     stats socket @DIR@/stats.sock level admin
@@ -24,7 +25,7 @@ defaults
     timeout client 30s
     timeout server 30s
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     default_backend be
 backend be
     server hole {hole} check inter 200ms fall 1 rise 1

@@ -501,11 +501,12 @@ async fn observe_layer4_counts_refused_connections() {
     let good = Backend::start("good").await;
     let check = Scripted::fixed("200 OK", "").await;
     let (_hold, dead) = hold_port();
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let cfg = format!(
         "{HEAD}
 listen px
-    bind 127.0.0.1:{port}
+    bind {fe}
     retries 0
     server dead 127.0.0.1:{dead} check port {} inter 10s observe layer4 error-limit 2 on-error mark-down
     server good {}
@@ -559,11 +560,12 @@ async fn disable_on_404_drains_through_nolb_and_back() {
         _ => http("404 Not Found", ""),
     })
     .await;
-    let (_hold, port) = hold_port();
+    let fe_port = Listen::new();
+    let port = fe_port.port();
     let cfg = format!(
         "{HEAD}
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe_port}
     default_backend be
 
 backend be

@@ -184,7 +184,8 @@ async fn server_that_never_answers_checks_goes_down() {
     // and the first failed check marks it DOWN: it then never gets traffic.
     let live = Backend::start("s1").await;
     let (_hold, dead_port) = hold_port();
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let cfg = format!(
         "global
     stats socket @DIR@/stats.sock mode 600 level admin
@@ -194,7 +195,7 @@ defaults
     timeout client 30s
     timeout server 30s
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     default_backend be
 backend be
     server s1 {} check inter 200ms rise 2 fall 2

@@ -179,12 +179,13 @@ async fn curl_prior_knowledge_and_the_preface_on_a_plain_listener() {
         return;
     }
     let be = Backend::start("app").await;
-    let (_hold, [p2, p_any, p1]) = hold_ports::<3>();
+    let (fe_p2, fe_p_any, fe_p1) = (Listen::new(), Listen::new(), Listen::new());
+    let (p2, p_any, p1) = (fe_p2.port(), fe_p_any.port(), fe_p1.port());
     let _s = Sluice::start(&format!(
         "{H2_FRONTEND}frontend fe
-    bind 127.0.0.1:{p2} proto h2
-    bind 127.0.0.1:{p_any}
-    bind 127.0.0.1:{p1} proto h1
+    bind {fe_p2} proto h2
+    bind {fe_p_any}
+    bind {fe_p1} proto h1
     default_backend be
 backend be
     server app {}
@@ -212,12 +213,13 @@ async fn disable_h2_upgrade_keeps_plain_listeners_http1() {
         return;
     }
     let be = Backend::start("app").await;
-    let (_hold, [p_any, p2]) = hold_ports::<2>();
+    let (fe_p_any, fe_p2) = (Listen::new(), Listen::new());
+    let (p_any, p2) = (fe_p_any.port(), fe_p2.port());
     let _s = Sluice::start(&format!(
         "{H2_FRONTEND}frontend fe
     option disable-h2-upgrade
-    bind 127.0.0.1:{p_any}
-    bind 127.0.0.1:{p2} proto h2
+    bind {fe_p_any}
+    bind {fe_p2} proto h2
     default_backend be
 backend be
     server app {}

@@ -575,10 +575,11 @@ async fn reply_arguments_as_haproxy() {
     let dir = TempDir::new("replies");
     let file = dir.write("body.txt", "hello file\n");
     let lf_file = dir.write("lf.txt", "file %[src] %[req.hdr(host)]\n");
-    let (_hold, [port, port2, port3]) = hold_ports::<3>();
+    let (fe, fe_port2, fe_port3) = (Listen::new(), Listen::new(), Listen::new());
+    let (port, port2, port3) = (fe.port(), fe_port2.port(), fe_port3.port());
     let _s = Sluice::start(&format!(
         "{DEFAULTS}frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     http-request return status 200 content-type text/plain lf-string \"hi %[src] %[req.hdr(host)] %ci\" hdr X-A \"a %[path]\" hdr X-B b if {{ path /lf }}
     http-request return status 201 content-type \"text/plain; charset=utf-8\" file {file} if {{ path /file }}
     http-request return status 202 content-type text/plain lf-file {lf_file} if {{ path /lffile }}
@@ -590,10 +591,10 @@ async fn reply_arguments_as_haproxy() {
     http-request deny deny_status 418 content-type text/plain string \"tea\" if {{ path /d }}
     default_backend be
 frontend fe2
-    bind 127.0.0.1:{port2}
+    bind {fe_port2}
     default_backend be2
 frontend fe3
-    bind 127.0.0.1:{port3}
+    bind {fe_port3}
     default_backend be3
 backend be
     server s1 {be}
@@ -816,7 +817,8 @@ async fn set_header_errorfile_precedence_and_append_slash() {
         "be.http",
         "HTTP/1.0 503 BE\r\ncontent-type: text/plain\r\n\r\nbe page\n",
     );
-    let (_hold, [p1, p2, p3]) = hold_ports::<3>();
+    let (fe_p1, fe_p2, fe_p3) = (Listen::new(), Listen::new(), Listen::new());
+    let (p1, p2, p3) = (fe_p1.port(), fe_p2.port(), fe_p3.port());
     let _s = Sluice::start(&format!(
         "defaults
     mode http
@@ -825,16 +827,16 @@ async fn set_header_errorfile_precedence_and_append_slash() {
     timeout client 5s
     timeout server 5s
 frontend spoof
-    bind 127.0.0.1:{p1}
+    bind {fe_p1}
     http-request set-header X-Real-IP %[src]
     default_backend up
 frontend pages
-    bind 127.0.0.1:{p2}
+    bind {fe_p2}
     errorfile 503 {fe}
     http-request deny deny_status 503 if {{ path /deny }}
     default_backend dead
 frontend slash
-    bind 127.0.0.1:{p3}
+    bind {fe_p3}
     http-request redirect prefix /p append-slash
 backend up
     server s1 {addr}

@@ -223,7 +223,8 @@ async fn formats_options_and_log_format() {
     let short = Syslog::new();
     let prio = Syslog::new();
     let be = Backend::start("s1").await;
-    let (_hold, [p1, p2, p3, p4]) = hold_ports::<4>();
+    let (fe_p1, fe_p2, fe_p3, fe_p4) = (Listen::new(), Listen::new(), Listen::new(), Listen::new());
+    let (p1, p2, p3, p4) = (fe_p1.port(), fe_p2.port(), fe_p3.port(), fe_p4.port());
     let cfg = format!(
         "global
     log {a} len 100 format rfc5424 local1 info
@@ -241,7 +242,7 @@ defaults
     timeout http-request 300ms
 
 frontend fe
-    bind 127.0.0.1:{p1}
+    bind {fe_p1}
     option httplog
     option log-separate-errors
     option dontlognull
@@ -249,18 +250,18 @@ frontend fe
     default_backend be
 
 frontend fmt
-    bind 127.0.0.1:{p2}
+    bind {fe_p2}
     log-format \"%ci:%cp %{{+Q}}r %ST %{{+Q}}[src] %[req.hdr(host),lower] %b %s %HM %HU %HP %HV %trg %U %ts %fi %fp %si %sp %ID %%\"
     default_backend be
 
 frontend quiet
-    bind 127.0.0.1:{p3}
+    bind {fe_p3}
     no log
     option httplog
     default_backend be
 
 frontend tagged
-    bind 127.0.0.1:{p4}
+    bind {fe_p4}
     log-tag fe-tag
     option httplog
     default_backend be
@@ -626,7 +627,8 @@ async fn explicit_rfc3164_and_minlevel() {
     let b = Syslog::new();
     let be = Backend::start("s1").await;
     let (_hold, dead) = hold_port();
-    let (_hold, port) = hold_port();
+    let fe = Listen::new();
+    let port = fe.port();
     let cfg = format!(
         "global
     log {} format rfc3164 local0 info notice
@@ -641,7 +643,7 @@ defaults
     timeout connect 1s
 
 frontend fe
-    bind 127.0.0.1:{port}
+    bind {fe}
     default_backend be
 
 backend be

@@ -121,7 +121,8 @@ backend be
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn global_maxconn_caps_all_frontends() {
     let b = Backend::start("s1").await;
-    let (_hold, [p1, p2]) = hold_ports::<2>();
+    let (fe_p1, fe_p2) = (Listen::new(), Listen::new());
+    let (p1, p2) = (fe_p1.port(), fe_p2.port());
     let s = Sluice::start(&format!(
         "global
     maxconn 2
@@ -132,10 +133,10 @@ defaults
     timeout client 10s
     timeout server 10s
 frontend fe1
-    bind 127.0.0.1:{p1}
+    bind {fe_p1}
     default_backend be
 frontend fe2
-    bind 127.0.0.1:{p2}
+    bind {fe_p2}
     default_backend be
 backend be
     server s1 {}
@@ -158,7 +159,8 @@ backend be
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_listeners_hold_no_slot() {
     let b = Backend::start("s1").await;
-    let (_hold, [p1, p2]) = hold_ports::<2>();
+    let (fe_p1, fe_p2) = (Listen::new(), Listen::new());
+    let (p1, p2) = (fe_p1.port(), fe_p2.port());
     let _s = Sluice::start(&format!(
         "global
     maxconn 1
@@ -168,10 +170,10 @@ defaults
     timeout client 10s
     timeout server 10s
 frontend fe1
-    bind 127.0.0.1:{p1}
+    bind {fe_p1}
     default_backend be
 frontend fe2
-    bind 127.0.0.1:{p2}
+    bind {fe_p2}
     default_backend be
 backend be
     server s1 {}

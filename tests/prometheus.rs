@@ -170,6 +170,8 @@ fn parse(text: &str) -> Scrape {
 struct Setup {
     _s: Sluice,
     fe: SocketAddr,
+    /// The frontend's socket, passed to sluice as `bind fd@N`.
+    fe_listen: Listen,
     _s1: Backend,
     _s2: Backend,
 }
@@ -177,7 +179,8 @@ struct Setup {
 async fn setup() -> Setup {
     let s1 = Backend::start("s1").await;
     let s2 = Backend::start("s2").await;
-    let (_hold, port) = hold_port();
+    let fe_listen = Listen::new();
+    let port = fe_listen.port();
     let cfg = format!(
         "defaults
     mode http
@@ -186,7 +189,7 @@ async fn setup() -> Setup {
     timeout server 30s
 
 frontend web_fe
-    bind 127.0.0.1:{port}
+    bind {fe_listen}
     http-request use-service prometheus-exporter if {{ path /metrics }}
     default_backend web_be
 
@@ -201,6 +204,7 @@ backend web_be
     Setup {
         _s: Sluice::start(&cfg),
         fe: SocketAddr::from(([127, 0, 0, 1], port)),
+        fe_listen,
         _s1: s1,
         _s2: s2,
     }
@@ -344,10 +348,7 @@ async fn families_and_series_match_haproxy() {
     let port = fe.port();
     let dir = TempDir::new("prom");
     let sluice_cfg = std::fs::read_to_string(&s._s.cfg).unwrap();
-    let cfg = sluice_cfg.replace(
-        &format!("bind 127.0.0.1:{}", s.fe.port()),
-        &format!("bind {fe}"),
-    );
+    let cfg = sluice_cfg.replace(&format!("bind {}", s.fe_listen), &format!("bind {fe}"));
     assert_ne!(cfg, sluice_cfg);
     let path = dir.write("h.cfg", &cfg);
     let mut cmd = std::process::Command::new(HAPROXY);

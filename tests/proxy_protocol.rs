@@ -251,7 +251,12 @@ async fn recorder() -> (SocketAddr, tokio::sync::mpsc::UnboundedReceiver<Vec<u8>
 async fn send_proxy_writes_haproxy_bytes() {
     let (tcp_srv, mut conns) = recorder().await;
     let http_srv = RawBackend::start().await;
-    let (_hold, [tcp_port, http_port, plain_port]) = hold_ports::<3>();
+    let (fe_tcp_port, fe_http_port, fe_plain_port) = (Listen::new(), Listen::new(), Listen::new());
+    let (tcp_port, http_port, plain_port) = (
+        fe_tcp_port.port(),
+        fe_http_port.port(),
+        fe_plain_port.port(),
+    );
     let _s = Sluice::start(&format!(
         "defaults
     timeout connect 2s
@@ -259,15 +264,15 @@ async fn send_proxy_writes_haproxy_bytes() {
     timeout server 2s
 listen tcpv1
     mode tcp
-    bind 127.0.0.1:{tcp_port} accept-proxy
+    bind {fe_tcp_port} accept-proxy
     server s1 {tcp_srv} send-proxy
 listen httpv2
     mode http
-    bind 127.0.0.1:{http_port} accept-proxy
+    bind {fe_http_port} accept-proxy
     server s1 {} send-proxy-v2
 listen plain
     mode tcp
-    bind 127.0.0.1:{plain_port}
+    bind {fe_plain_port}
     server s1 {tcp_srv} send-proxy
 ",
         http_srv.addr

@@ -69,7 +69,8 @@ const RESPONSE_CAPTURE: &str = "Total events captured on [DATE] : 1
 
 const EMPTY: &str = "Total events captured on [DATE] : 0\n\n";
 
-fn cfg(fe: u16, be: SocketAddr) -> String {
+/// `front` is handed to sluice already listening (`bind fd@N`).
+fn cfg(front: &Listen, be: SocketAddr) -> String {
     format!(
         "global
     stats socket @DIR@/admin.sock level admin
@@ -83,7 +84,7 @@ defaults
     timeout server 5s
 
 frontend web_fe
-    bind 127.0.0.1:{fe}
+    bind {front}
     default_backend web_be
 
 backend web_be
@@ -141,8 +142,9 @@ async fn show(sl: &Sluice, cmd: &str) -> String {
 #[tokio::test]
 async fn refused_requests_are_counted_and_captured_as_haproxy_shows_them() {
     let be = raw_backend(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").await;
-    let (_hold, fe) = hold_port();
-    let sl = Sluice::start(&cfg(fe, be));
+    let front = Listen::new();
+    let fe = front.port();
+    let sl = Sluice::start(&cfg(&front, be));
 
     // Nothing captured yet: the empty form.
     assert_eq!(show(&sl, "show errors").await, EMPTY);
@@ -195,8 +197,9 @@ async fn refused_requests_are_counted_and_captured_as_haproxy_shows_them() {
 #[tokio::test]
 async fn refused_response_is_counted_and_captured_with_its_server() {
     let be = raw_backend(BAD_RESPONSE).await;
-    let (_hold, fe) = hold_port();
-    let sl = Sluice::start(&cfg(fe, be));
+    let front = Listen::new();
+    let fe = front.port();
+    let sl = Sluice::start(&cfg(&front, be));
 
     let r = exchange(
         fe,
@@ -239,8 +242,9 @@ async fn refused_response_is_counted_and_captured_with_its_server() {
 #[tokio::test]
 async fn bad_chunk_after_routing_is_captured_with_its_backend() {
     let be = raw_backend(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").await;
-    let (_hold, fe) = hold_port();
-    let sl = Sluice::start(&cfg(fe, be));
+    let front = Listen::new();
+    let fe = front.port();
+    let sl = Sluice::start(&cfg(&front, be));
 
     let r = within(Duration::from_secs(5), "chunked exchange", async {
         let mut s = TcpStream::connect(("127.0.0.1", fe)).await.unwrap();
@@ -303,8 +307,9 @@ const BAD_CHUNK_RESPONSE_CAPTURE: &str = "Total events captured on [DATE] : 1
 async fn bad_chunk_in_a_response_is_captured_with_its_head() {
     let be = raw_backend(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\nZZ\r\n")
         .await;
-    let (_hold, fe) = hold_port();
-    let sl = Sluice::start(&cfg(fe, be));
+    let front = Listen::new();
+    let fe = front.port();
+    let sl = Sluice::start(&cfg(&front, be));
 
     let r = exchange(
         fe,
@@ -325,8 +330,9 @@ async fn bad_chunk_in_a_response_is_captured_with_its_head() {
 #[tokio::test]
 async fn head_too_large_is_captured_up_to_the_buffer_size() {
     let be = raw_backend(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").await;
-    let (_hold, fe) = hold_port();
-    let sl = Sluice::start(&cfg(fe, be));
+    let front = Listen::new();
+    let fe = front.port();
+    let sl = Sluice::start(&cfg(&front, be));
 
     let mut req = b"GET / HTTP/1.1\r\nx-long: ".to_vec();
     req.extend(std::iter::repeat_n(b'a', 20_000));
@@ -355,8 +361,9 @@ async fn refused_request_logs_badreq_as_haproxy() {
     let udp = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
     let log_port = udp.local_addr().unwrap().port();
     let be = raw_backend(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").await;
-    let (_hold, fe) = hold_port();
-    let c = cfg(fe, be).replace(
+    let front = Listen::new();
+    let fe = front.port();
+    let c = cfg(&front, be).replace(
         "defaults\n",
         &format!(
             "    log 127.0.0.1:{log_port} local0\n\ndefaults\n    log global\n    option httplog\n"

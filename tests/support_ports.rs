@@ -121,3 +121,19 @@ fn a_child_that_never_accepts_is_not_ready() {
     let mut child = cmd.spawn().expect("spawn true");
     fe.wait_accepting(&mut child);
 }
+
+/// Each readiness probe is closed once taken: under `maxconn 1` a probe
+/// kept open would hold the only slot while the next listener's probe
+/// waits for it (until `timeout client`, past the start deadline).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_probes_hold_no_slot() {
+    let be = Backend::start("s1").await;
+    let (fe1, fe2) = (Listen::new(), Listen::new());
+    let _s = Sluice::start(&format!(
+        "global\n    maxconn 1\ndefaults\n    mode http\n    timeout connect 5s\n    timeout client 60s\n    timeout server 60s\nfrontend fe1\n    bind {fe1}\n    default_backend be\nfrontend fe2\n    bind {fe2}\n    default_backend be\nbackend be\n    server s1 {}\n",
+        be.hostport()
+    ));
+    for fe in [&fe1, &fe2] {
+        assert_eq!(get(fe.addr(), "/").await.backend(), "s1");
+    }
+}

@@ -97,7 +97,8 @@ fn hello_renamed(from: &str, to: &str) -> Vec<u8> {
 async fn connection_rules_reject_by_src_in_tcp_and_http() {
     let srv = named_server("s", 1).await;
     let http = Backend::start("h").await;
-    let (_hold, [tport, hport]) = hold_ports::<2>();
+    let (fe_tport, fe_hport) = (Listen::new(), Listen::new());
+    let (tport, hport) = (fe_tport.port(), fe_hport.port());
     let s = Sluice::start(&format!(
         "global
     stats socket @DIR@/stats.sock level admin
@@ -107,12 +108,12 @@ defaults
     timeout server 2s
 listen tcpfe
     mode tcp
-    bind 127.0.0.1:{tport}
+    bind {fe_tport}
     tcp-request connection reject if {{ src 127.0.0.2 }}
     server s1 {srv}
 frontend httpfe
     mode http
-    bind 127.0.0.1:{hport}
+    bind {fe_hport}
     acl bad src 127.0.0.2
     tcp-request connection reject if bad
     default_backend h

@@ -267,7 +267,8 @@ backend be
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sni_picks_the_certificate_from_a_directory() {
     let ca = Ca::new("sni CA");
-    let (_hold, [port, strict]) = hold_ports::<2>();
+    let (fe, fe_strict) = (Listen::new(), Listen::new());
+    let (port, strict) = (fe.port(), fe_strict.port());
     let dir = TempDir::new("tlsdir");
     let certs = dir.path().join("certs");
     std::fs::create_dir(&certs).unwrap();
@@ -279,8 +280,8 @@ async fn sni_picks_the_certificate_from_a_directory() {
     mode http
     timeout client 5s
 frontend fe
-    bind 127.0.0.1:{port} ssl crt {0}
-    bind 127.0.0.1:{strict} ssl crt {0} strict-sni
+    bind {fe} ssl crt {0}
+    bind {fe_strict} ssl crt {0} strict-sni
     http-request return status 200 content-type text/plain string sni-b if {{ ssl_fc_sni -m end .b.test }}
     http-request return status 200 content-type text/plain string other
 ",
@@ -403,7 +404,8 @@ frontend fe
 async fn redirect_to_https_unless_ssl_fc() {
     let ca = Ca::new("redirect CA");
     let be = Backend::start("app").await;
-    let (_hold, [plain, secure]) = hold_ports::<2>();
+    let (fe_plain, fe_secure) = (Listen::new(), Listen::new());
+    let (plain, secure) = (fe_plain.port(), fe_secure.port());
     let dir = TempDir::new("tlsredir");
     let pem = write(dir.path(), "site.pem", &ca.leaf(&["site.test"]));
     let _s = Sluice::start(&format!(
@@ -413,8 +415,8 @@ async fn redirect_to_https_unless_ssl_fc() {
     timeout client 5s
     timeout server 5s
 frontend fe
-    bind 127.0.0.1:{plain}
-    bind 127.0.0.1:{secure} ssl crt {pem}
+    bind {fe_plain}
+    bind {fe_secure} ssl crt {pem}
     http-request redirect scheme https unless {{ ssl_fc }}
     default_backend be
 backend be
@@ -826,7 +828,8 @@ async fn mode_tcp_terminates_and_originates_tls() {
     let ca = Ca::new("tcp CA");
     let echo = echo_server().await;
     let upstream = tls_backend(&ca.leaf(&["backend.test"])).await;
-    let (_hold, [tls_in, clear_in]) = hold_ports::<2>();
+    let (fe_tls_in, fe_clear_in) = (Listen::new(), Listen::new());
+    let (tls_in, clear_in) = (fe_tls_in.port(), fe_clear_in.port());
     let dir = TempDir::new("tlstcp");
     let pem = write(dir.path(), "site.pem", &ca.leaf(&["site.test"]));
     let ca_file = write(dir.path(), "ca.pem", &ca.pem());
@@ -839,12 +842,12 @@ defaults
     timeout client 5s
     timeout server 5s
 frontend tls_in
-    bind 127.0.0.1:{tls_in} ssl crt {pem}
+    bind {fe_tls_in} ssl crt {pem}
     default_backend echo
 backend echo
     server e {echo}
 frontend clear_in
-    bind 127.0.0.1:{clear_in}
+    bind {fe_clear_in}
     default_backend up
 backend up
     server up {upstream} ssl verify required ca-file {ca_file} sni str(backend.test)

@@ -200,7 +200,8 @@ fn accept_queue(fd: RawFd) -> std::io::Result<u32> {
 }
 
 /// Whether the process a [`Listen`] was passed to accepts on it: a probe
-/// connection (kept in `probes` between calls) has left the accept queue.
+/// connection (kept in `probes` between calls, until taken) has left the
+/// accept queue.
 /// The test never accepts on its copy, so only that process can take it.
 fn probe_taken(probes: &mut HashMap<RawFd, StdStream>, fd: RawFd, addr: SocketAddr) -> bool {
     if let std::collections::hash_map::Entry::Vacant(e) = probes.entry(fd) {
@@ -211,7 +212,13 @@ fn probe_taken(probes: &mut HashMap<RawFd, StdStream>, fd: RawFd, addr: SocketAd
             Err(_) => return false,
         }
     }
-    accept_queue(fd).is_ok_and(|n| n == 0)
+    let taken = accept_queue(fd).is_ok_and(|n| n == 0);
+    if taken {
+        // Closed at once: under a small `maxconn` the probe holds a slot
+        // another listener's probe may be waiting for.
+        probes.remove(&fd);
+    }
+    taken
 }
 
 impl Listen {
