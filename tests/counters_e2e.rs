@@ -52,6 +52,29 @@ async fn info(sock: &Path) -> impl Fn(&str) -> u64 {
     }
 }
 
+/// `GET path` with `connection: close`, read until sluice closes. The
+/// close comes once the exchange is over and the server's slot (maxconn 1)
+/// released; a response alone does not say so, and on a loaded machine
+/// the next request could find the slot still taken and queue (qtime).
+async fn get_to_close(addr: SocketAddr, path: &str) -> Response {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+    within(DEADLINE, &format!("GET {path} to the close"), async {
+        let mut c = BufReader::new(tokio::net::TcpStream::connect(addr).await.unwrap());
+        c.get_mut()
+            .write_all(
+                format!("GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").as_bytes(),
+            )
+            .await
+            .unwrap();
+        let r = read_response(&mut c, false).await.unwrap();
+        let mut rest = Vec::new();
+        c.read_to_end(&mut rest).await.unwrap();
+        assert!(rest.is_empty(), "bytes after the response: {rest:?}");
+        r
+    })
+    .await
+}
+
 fn signed(csv: &Csv, px: &str, sv: &str, col: &str) -> i64 {
     let v = csv.get(px, sv, col);
     v.parse()
@@ -80,7 +103,7 @@ async fn counters_after_traffic() {
     let (conns0, reqs0) = (before("CumConns"), before("CumReq"));
     backend.set_delay(Duration::from_millis(200));
     for i in 0..3 {
-        assert_eq!(get(addr, &format!("/{i}")).await.status, 200);
+        assert_eq!(get_to_close(addr, &format!("/{i}")).await.status, 200);
     }
     backend.set_delay(Duration::ZERO);
 
