@@ -61,7 +61,7 @@ mod linux {
     use tokio::io::Interest;
     use tokio::net::TcpStream;
 
-    use super::{PIPES_FREE, PIPES_USED, SPLICED_OUT, Tune};
+    use crate::splice::{PIPES_FREE, PIPES_USED, SPLICED_OUT, Tune};
     use crate::http::io::RelayError;
     use crate::tcp::{End, Relayed};
 

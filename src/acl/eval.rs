@@ -3,7 +3,7 @@
 
 use std::net::IpAddr;
 
-use super::{AclDef, Condition, Fetch, MatchMethod, Pattern};
+use crate::acl::{AclDef, Condition, Fetch, MatchMethod, Pattern};
 
 /// What a condition may look at in a request.
 pub trait RequestView {

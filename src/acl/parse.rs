@@ -5,7 +5,7 @@
 
 use std::net::IpAddr;
 
-use super::{AclDef, AclTerm, Condition, Fetch, MatchMethod, Pattern};
+use crate::acl::{AclDef, AclTerm, Condition, Fetch, MatchMethod, Pattern};
 use crate::config::model::Loc;
 
 /// ACL fetches HAProxy knows that sluice does not evaluate (yet); naming

@@ -5,7 +5,7 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering::Relaxed};
 
-use super::counters::now_secs;
+use crate::backend::counters::now_secs;
 
 /// Check result codes (`check_status`) with HAProxy's descriptions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

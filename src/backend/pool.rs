@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tokio::net::TcpStream;
 
-use super::lock;
+use crate::backend::lock;
 use crate::tls::Stream;
 use crate::tls::upstream::{SniSpec, UpstreamTls};
 
@@ -214,7 +214,7 @@ impl Pool {
         keepalive: bool,
         host: Option<&[u8]>,
     ) -> Result<Stream, ConnectError> {
-        let tcp = super::retry::connect_once(self.addr, timeout, keepalive)
+        let tcp = crate::backend::retry::connect_once(self.addr, timeout, keepalive)
             .await
             .map_err(ConnectError::Tcp)?;
         let Some(tls) = &self.tls else {

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use super::{BackendState, ServerState, lock};
+use crate::backend::{BackendState, ServerState, lock};
 
 #[derive(Debug, Default)]
 pub struct Queue {

@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use tokio::net::TcpStream;
 
-use super::pool::ConnectError as PoolError;
-use super::{Counters, ServerState, SlotGuard};
+use crate::backend::pool::ConnectError as PoolError;
+use crate::backend::{Counters, ServerState, SlotGuard};
 use crate::balance::{self, LbKey, PickError};
 use crate::config::model::RetryOn;
 use crate::routing::BackendRt;

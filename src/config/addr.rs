@@ -3,7 +3,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-use super::units::parse_uint;
+use crate::config::units::parse_uint;
 
 /// The resolver callback given to `parse_texts`.
 pub type Resolver<'a> = &'a dyn Fn(&str, u16) -> Result<Vec<SocketAddr>, String>;

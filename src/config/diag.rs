@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use super::model::Loc;
+use crate::config::model::Loc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Level {
@@ -104,7 +104,7 @@ pub const FATAL_ERRORS: &str = "Fatal errors found in configuration.";
 /// The whole report as HAProxy prints it to stderr, one diagnostic per
 /// line(s), each terminated by a newline. The closing lines (`Error(s) found
 /// in configuration file : f`, `Fatal errors found in configuration.`) are
-/// already part of the list produced by [`super::parse_texts`].
+/// already part of the list produced by [`crate::config::parse_texts`].
 pub fn render_report(diags: &[Diagnostic], pid: u32) -> String {
     let mut out = String::new();
     for d in diags {

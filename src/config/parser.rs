@@ -5,14 +5,14 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::addr::{self, Family, Resolver};
-use super::cond;
-use super::diag::{Diagnostic, Level};
-use super::keywords as kw;
-use super::lexer::{LexCtx, split_line_raw};
-use super::model::*;
-use super::suggest;
-use super::units::{parse_time, parse_u32, time_error_message};
+use crate::config::addr::{self, Family, Resolver};
+use crate::config::cond;
+use crate::config::diag::{Diagnostic, Level};
+use crate::config::keywords as kw;
+use crate::config::lexer::{LexCtx, split_line_raw};
+use crate::config::model::*;
+use crate::config::suggest;
+use crate::config::units::{parse_time, parse_u32, time_error_message};
 use crate::acl::parse::{
     PREDEFINED, PREDEFINED_UNSUPPORTED, check_acl_name, parse_acl, parse_condition_at, predefined,
 };
@@ -358,7 +358,7 @@ impl<'r> State<'r> {
             Ok(false) => Branch::Waiting,
             Err(e) => {
                 let line = format!("{} {text}", words[0]);
-                let (shown, caret) = super::lexer::caret_line(&line, words[0].len() + 1 + e.pos);
+                let (shown, caret) = crate::config::lexer::caret_line(&line, words[0].len() + 1 + e.pos);
                 let msg = format!(
                     "{} in '{}' at position {}:\n  {shown}\n  {:>width$}",
                     e.message,

@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use super::model::*;
+use crate::config::model::*;
 use super::*;
 
 fn env(name: &str) -> Option<String> {
@@ -626,7 +626,7 @@ global
 
 #[test]
 fn life_cycle_keywords() {
-    use super::model::{CpuMap, IdSpec};
+    use crate::config::model::{CpuMap, IdSpec};
     let l = parse(
         "g.cfg",
         "global

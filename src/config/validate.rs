@@ -2,10 +2,10 @@
 //! `check_config_validity()` subset): backend references, modes, timeouts,
 //! listeners, and the frontend `maxconn` default.
 
-use super::diag::Diagnostic;
-use super::model::{Config, Mode, Proxy, ProxyKind};
-use super::parser::type_str;
-use super::suggest;
+use crate::config::diag::Diagnostic;
+use crate::config::model::{Config, Mode, Proxy, ProxyKind};
+use crate::config::parser::type_str;
+use crate::config::suggest;
 
 pub fn check(config: &mut Config, diags: &mut Vec<Diagnostic>) {
     if let Some(global) = config.global.maxconn {
@@ -177,7 +177,7 @@ fn tcp_cookies(p: &Proxy, diags: &mut Vec<Diagnostic>) {
 /// SO_REUSEPORT, so the second listener could never be bound; HAProxy
 /// accepts this and shares the port between the listeners).
 pub fn duplicate_binds(config: &Config, diags: &mut Vec<Diagnostic>) {
-    let mut seen: Vec<(std::net::SocketAddr, &Proxy, &super::model::Bind)> = Vec::new();
+    let mut seen: Vec<(std::net::SocketAddr, &Proxy, &crate::config::model::Bind)> = Vec::new();
     for p in config.proxies.iter().filter(|p| p.kind.has_frontend()) {
         for b in &p.binds {
             for a in &b.addrs {
@@ -188,7 +188,7 @@ pub fn duplicate_binds(config: &Config, diags: &mut Vec<Diagnostic>) {
                 });
                 if let Some((o, op, ob)) = clash {
                     diags.push(Diagnostic::parsing(
-                        super::diag::Level::Alert,
+                        crate::config::diag::Level::Alert,
                         &b.loc,
                         format!(
                             "'bind {}' : address {a} overlaps {o} already bound by {} '{}' at {}; sluice listens once per address (a sluice check: HAProxy accepts this and shares the port between both listeners).",
@@ -209,7 +209,7 @@ pub fn duplicate_binds(config: &Config, diags: &mut Vec<Diagnostic>) {
 /// UNIX `stats socket` paths whose directory cannot hold the socket
 /// (sluice checks at -c time; HAProxy fails only at startup with
 /// `cannot bind UNIX socket`).
-pub fn stats_socket_dirs(config: &Config, check: super::DirCheck<'_>, diags: &mut Vec<Diagnostic>) {
+pub fn stats_socket_dirs(config: &Config, check: crate::config::DirCheck<'_>, diags: &mut Vec<Diagnostic>) {
     for s in &config.global.stats_sockets {
         if s.tcp.is_some() || s.fd.is_some() {
             continue;
@@ -217,7 +217,7 @@ pub fn stats_socket_dirs(config: &Config, check: super::DirCheck<'_>, diags: &mu
         let dir = s.path.parent().unwrap_or(std::path::Path::new("."));
         if let Err(why) = check(dir) {
             diags.push(Diagnostic::parsing(
-                super::diag::Level::Alert,
+                crate::config::diag::Level::Alert,
                 &s.loc,
                 format!(
                     "'stats socket {}' : cannot create the socket: {why} (a sluice check at -c time; HAProxy only fails at startup).",

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use super::error_spot::ErrorSpot;
+use crate::http::error_spot::ErrorSpot;
 use crate::backend::ServerState;
 use crate::routing::{BackendRt, FrontendRt};
 
@@ -119,7 +119,7 @@ pub fn response_error(
     parts: &[&[u8]],
     mut spot: ErrorSpot,
 ) {
-    spot.flags |= super::error_spot::flags::RESP;
+    spot.flags |= crate::http::error_spot::flags::RESP;
     let sid = be
         .servers
         .iter()

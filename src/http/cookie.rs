@@ -6,8 +6,8 @@
 //! Nothing is allocated for a request without a `Cookie` header, nor for a
 //! response that needs no cookie change.
 
-use super::h1::Head;
-use super::rules::Edits;
+use crate::http::h1::Head;
+use crate::http::rules::Edits;
 use crate::config::model::{CookieMode, CookiePersist};
 use crate::routing::BackendRt;
 

@@ -6,7 +6,7 @@
 //! the refused head once more with HAProxy's grammar to find the byte. It
 //! only runs on the error path.
 
-use super::h1::{H1Error, MAX_HEADERS};
+use crate::http::h1::{H1Error, MAX_HEADERS};
 
 /// HAProxy 2.6's `enum h1m_state` values this module can report.
 pub mod state {
@@ -348,7 +348,7 @@ fn headers(raw: &[u8], mut i: usize, w: &mut Walk) -> Result<(), (usize, u8)> {
             }
             i += 1;
         }
-        let value = super::h1::trim(&raw[value_start..i]);
+        let value = crate::http::h1::trim(&raw[value_start..i]);
         note_header(w, name, value, value_start);
         match (raw.get(i), raw.get(i + 1)) {
             (Some(b'\n'), _) => i += 1,

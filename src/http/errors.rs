@@ -131,8 +131,8 @@ pub fn response(code: u16) -> &'static [u8] {
 /// so header names go out in lower case; the status line and the body are
 /// kept as written. None when the file does not start with a response head.
 pub fn load_errorfile(file: &[u8]) -> Option<bytes::Bytes> {
-    let end = super::h1::head_end(file)?;
-    let mut hdrs = [httparse::EMPTY_HEADER; super::h1::MAX_HEADERS];
+    let end = crate::http::h1::head_end(file)?;
+    let mut hdrs = [httparse::EMPTY_HEADER; crate::http::h1::MAX_HEADERS];
     let mut resp = httparse::Response::new(&mut hdrs);
     if !resp.parse(&file[..end]).ok()?.is_complete() {
         return None;

@@ -8,15 +8,15 @@ use bytes::{BufMut, BytesMut};
 
 use std::net::IpAddr;
 
-use super::capture;
-use super::cookie;
-use super::error_spot::{self, ErrorSpot};
-use super::errors;
-use super::h1::{BodyKind, FramingLine, H1Error, Head};
-use super::io::{self, BufConn, HeadError, RelayError};
-use super::legacy;
-use super::rules::{self, Edits};
-use super::service::View;
+use crate::http::capture;
+use crate::http::cookie;
+use crate::http::error_spot::{self, ErrorSpot};
+use crate::http::errors;
+use crate::http::h1::{BodyKind, FramingLine, H1Error, Head};
+use crate::http::io::{self, BufConn, HeadError, RelayError};
+use crate::http::legacy;
+use crate::http::rules::{self, Edits};
+use crate::http::service::View;
 use crate::backend::retry::{self, ConnectError, Retries, Seat};
 use crate::backend::{Counters, ServerState};
 use crate::balance::{self, PickError};
@@ -993,7 +993,7 @@ async fn deny_response(
     cx: &rules::FmtCtx<'_>,
 ) -> Outcome {
     let status = reply.map_or(502, |r| r.status);
-    let out = match reply.and_then(|r| super::reply::render(r, cx, keep)) {
+    let out = match reply.and_then(|r| crate::http::reply::render(r, cx, keep)) {
         Some(out) => out,
         None if be
             .errorfiles
@@ -1003,7 +1003,7 @@ async fn deny_response(
         {
             return send_error_be(client, status, fe, Some(be), false).await;
         }
-        None => super::reply::with_close(errors::response(status), keep),
+        None => crate::http::reply::with_close(errors::response(status), keep),
     };
     send_answer(client, &out, status, keep, fe).await
 }

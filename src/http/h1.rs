@@ -732,7 +732,7 @@ fn map_err(e: httparse::Error, raw: &[u8], response: bool) -> H1Error {
     match e {
         httparse::Error::TooManyHeaders => H1Error::TooManyHeaders,
         httparse::Error::Version => H1Error::Version,
-        _ => H1Error::Syntax(super::error_spot::first_bad_byte(raw, response)),
+        _ => H1Error::Syntax(crate::http::error_spot::first_bad_byte(raw, response)),
     }
 }
 
@@ -817,8 +817,8 @@ impl ChunkedDecoder {
 
     /// Where the last `feed` failed, as `show errors` reports it: the
     /// offset in that input and HAProxy's parser state.
-    pub fn error_spot(&self) -> super::error_spot::ErrorSpot {
-        use super::error_spot::state;
+    pub fn error_spot(&self) -> crate::http::error_spot::ErrorSpot {
+        use crate::http::error_spot::state;
         let st = match self.state {
             ChunkState::Data => state::DATA,
             ChunkState::DataCr | ChunkState::DataLf => state::CHUNK_CRLF,
@@ -829,8 +829,8 @@ impl ChunkedDecoder {
             | ChunkState::FinalLf => state::TRAILERS,
             _ => state::CHUNK_SIZE,
         };
-        let mut spot = super::error_spot::ErrorSpot::at(self.err_at, st);
-        spot.flags = super::error_spot::flags::CHUNKED_BODY;
+        let mut spot = crate::http::error_spot::ErrorSpot::at(self.err_at, st);
+        spot.flags = crate::http::error_spot::flags::CHUNKED_BODY;
         spot.in_body = true;
         spot.chunk_len = self.remaining;
         spot.body_len = self.body_len;
@@ -917,7 +917,7 @@ impl ChunkedDecoder {
 /// Checks the framing of the chunked body bytes that arrived with the head,
 /// before anything is sent to a server: a body that is bad from its first
 /// bytes never reaches one.
-pub fn check_chunked_prefix(buf: &[u8]) -> Result<(), super::error_spot::ErrorSpot> {
+pub fn check_chunked_prefix(buf: &[u8]) -> Result<(), crate::http::error_spot::ErrorSpot> {
     let mut dec = ChunkedDecoder::default();
     dec.feed(buf).map(|_| ()).map_err(|_| dec.error_spot())
 }
@@ -960,7 +960,7 @@ pub fn exercise(data: &[u8]) {
         let head = match parse(raw.clone()) {
             Ok(h) => h,
             Err(e) => {
-                let _ = super::error_spot::locate(&raw, response, &e);
+                let _ = crate::http::error_spot::locate(&raw, response, &e);
                 continue;
             }
         };
@@ -972,7 +972,7 @@ pub fn exercise(data: &[u8]) {
         let body = match body {
             Ok(b) => b,
             Err(e) => {
-                let _ = super::error_spot::locate(&raw, response, &e);
+                let _ = crate::http::error_spot::locate(&raw, response, &e);
                 continue;
             }
         };

@@ -13,8 +13,8 @@ use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::error_spot::ErrorSpot;
-use super::h1::{self, BodyKind, ChunkedDecoder, H1Error};
+use crate::http::error_spot::ErrorSpot;
+use crate::http::h1::{self, BodyKind, ChunkedDecoder, H1Error};
 
 /// Size of one read; also the relay chunk.
 const READ_CHUNK: usize = 16 * 1024;

@@ -12,8 +12,8 @@
 
 use bytes::Bytes;
 
-use super::h1::{self, Head};
-use super::rules::{self, Edits};
+use crate::http::h1::{self, Head};
+use crate::http::rules::{self, Edits};
 use crate::acl::eval::{AclSet, CompiledCond, RequestView};
 use crate::config::model::{LegacyAction, LegacyRules};
 

@@ -272,7 +272,7 @@ fn wake(lot: &Lot, key: usize) {
     // Back on one of the runtimes (the lot runs on the first).
     let _on = crate::workers::enter_next();
     if let Ok(stream) = TcpStream::from_std(stream) {
-        tokio::spawn(super::service::serve_connection(
+        tokio::spawn(crate::http::service::serve_connection(
             client,
             crate::tls::Stream::Tcp(stream),
             peer,
@@ -341,7 +341,7 @@ pub fn close_all() -> usize {
             } = p;
             let _on = crate::workers::enter_next();
             if let Ok(stream) = TcpStream::from_std(stream) {
-                tokio::spawn(super::service::serve_connection(
+                tokio::spawn(crate::http::service::serve_connection(
                     client,
                     crate::tls::Stream::Tcp(stream),
                     peer,

@@ -6,8 +6,8 @@
 
 use bytes::{BufMut, BytesMut};
 
-use super::errors;
-use super::rules::{self, FmtCtx};
+use crate::http::errors;
+use crate::http::rules::{self, FmtCtx};
 use crate::config::model::{HttpReply, ReplyBody};
 
 /// The bytes of `reply`, or `None` when it is the error page of its status.

@@ -8,7 +8,7 @@ use std::net::IpAddr;
 
 use bytes::{BufMut, BytesMut};
 
-use super::h1::Head;
+use crate::http::h1::Head;
 use crate::config::model::{FmtPart, ForwardFor, LogFmt, RedirectKind};
 
 /// Edits to a message head, in rule order.
@@ -330,7 +330,7 @@ pub fn redirect_response(code: u16, location: &[u8], keep: bool) -> BytesMut {
     let _ = write!(
         out,
         "HTTP/1.1 {code} {}\r\ncontent-length: 0\r\nlocation: ",
-        super::errors::reason(code)
+        crate::http::errors::reason(code)
     );
     out.put_slice(location);
     out.put_slice(b"\r\n");

@@ -13,15 +13,15 @@ use tokio::net::TcpStream;
 
 use crate::tls::{Stream, TlsFacts};
 
-use super::capture;
-use super::error_spot;
-use super::errors;
-use super::forward::{self, Outcome};
-use super::h1::{self, BodyKind, H1Error, Head};
-use super::io::{self, BufConn, HeadError};
-use super::legacy::{self, LegacyRt};
-use super::park;
-use super::rules;
+use crate::http::capture;
+use crate::http::error_spot;
+use crate::http::errors;
+use crate::http::forward::{self, Outcome};
+use crate::http::h1::{self, BodyKind, H1Error, Head};
+use crate::http::io::{self, BufConn, HeadError};
+use crate::http::legacy::{self, LegacyRt};
+use crate::http::park;
+use crate::http::rules;
 use crate::acl::eval::{AclSet, CompiledCond, RequestView};
 use crate::backend::counters::Counters;
 use crate::config::model::{BindProto, HttpConnMode, HttpReply, HttpRequestAction, Timeouts};
@@ -85,7 +85,7 @@ pub async fn serve_connection(
     if fresh && (proto == BindProto::H2 || tls.as_ref().is_some_and(|t| t.h2)) {
         // Boxed, as below: the HTTP/2 engine's state would otherwise be
         // part of every HTTP/1 connection's task, idle ones included.
-        return Box::pin(super::h2::serve(
+        return Box::pin(crate::http::h2::serve(
             client,
             stream,
             bytes::Bytes::new(),
@@ -208,7 +208,7 @@ pub async fn serve_connection(
         };
         if to_h2 {
             let BufConn { stream, buf } = conn;
-            return Box::pin(super::h2::serve(client, stream, buf.freeze(), peer, tls)).await;
+            return Box::pin(crate::http::h2::serve(client, stream, buf.freeze(), peer, tls)).await;
         }
         if !keep {
             return;
@@ -393,7 +393,7 @@ pub(crate) async fn handle_request(
         // The HTTP/2 preface on a connection that may switch to it: the
         // bytes go back in front of the rest for the HTTP/2 server.
         Ok(raw)
-            if matches!(via, Via::Http1Upgradable(_)) && raw[..] == *super::h2::PREFACE_HEAD =>
+            if matches!(via, Via::Http1Upgradable(_)) && raw[..] == *crate::http::h2::PREFACE_HEAD =>
         {
             let mut all = BytesMut::with_capacity(raw.len() + conn.buf.len());
             all.put_slice(&raw);

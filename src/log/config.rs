@@ -342,7 +342,7 @@ pub fn parse_log_format(words: &[String]) -> Result<LogFormatKind, String> {
             words[2]
         ));
     }
-    super::format::LogFormat::compile(f)
+    crate::log::format::LogFormat::compile(f)
         .map_err(|e| format!("failed to parse log-format : {e}"))?;
     Ok(LogFormatKind::Custom(f.clone()))
 }

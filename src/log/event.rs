@@ -11,8 +11,8 @@ use tracing::field::{Field, Visit};
 use tracing::{Event, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
 
-use super::config::{ALERT, EMERG, NOTICE, WARNING};
-use super::time::Date;
+use crate::log::config::{ALERT, EMERG, NOTICE, WARNING};
+use crate::log::time::Date;
 use crate::runtime::Runtime;
 
 static RUNTIME: OnceLock<Weak<Runtime>> = OnceLock::new();

@@ -9,7 +9,7 @@
 
 use std::fmt::Write as _;
 
-use super::time::{Date, date_clf_ms, date_gmt, date_local_tz};
+use crate::log::time::{Date, date_clf_ms, date_gmt, date_local_tz};
 
 /// A value of the log line, by HAProxy's variable name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

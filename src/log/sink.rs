@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::sync::{Arc, OnceLock};
 
-use super::config::{Format, LogTarget, Sink};
-use super::time::{Date, iso_date, syslog_date};
+use crate::log::config::{Format, LogTarget, Sink};
+use crate::log::time::{Date, iso_date, syslog_date};
 
 /// Lines queued for the logger thread at most.
 const QUEUE: usize = 8192;

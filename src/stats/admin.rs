@@ -180,7 +180,7 @@ pub fn process_post(body: &[u8], snap: &Snapshot) -> StCode {
         match k.as_str() {
             "b" if backend.is_none() => {
                 let found = snap.backends().find(|b| match v.strip_prefix('#') {
-                    Some(id) => super::cli::atoi(id) == i64::from(b.iid),
+                    Some(id) => crate::stats::cli::atoi(id) == i64::from(b.iid),
                     None => b.name == v,
                 });
                 match found {

@@ -19,10 +19,10 @@ use crate::config::model::{CliLevel, StatsSocket};
 use crate::routing::{BackendRt, ServerRt, Snapshot};
 use crate::runtime::Runtime;
 
-use super::admin::{self, ServerAction};
-use super::csv::{self, CsvOptions, Filter};
-use super::info;
-use super::sess::CliOrigin;
+use crate::stats::admin::{self, ServerAction};
+use crate::stats::csv::{self, CsvOptions, Filter};
+use crate::stats::info;
+use crate::stats::sess::CliOrigin;
 
 /// `stats timeout` default.
 pub const DEFAULT_STATS_TIMEOUT: Duration = Duration::from_secs(10);
@@ -587,8 +587,8 @@ fn cmd_show_backend(ctx: &mut Ctx<'_>, _: &[String]) -> Output {
 }
 
 fn cmd_show_errors(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
-    match super::errors::parse_filter(&ctx.snap, args) {
-        Ok(filter) => text(super::errors::render(&ctx.snap, filter)),
+    match crate::stats::errors::parse_filter(&ctx.snap, args) {
+        Ok(filter) => text(crate::stats::errors::render(&ctx.snap, filter)),
         Err(e) => text(e),
     }
 }
@@ -627,7 +627,7 @@ pub(super) fn atoi(s: &str) -> i64 {
 const STAT_KEYWORDS: &[&str] = &["typed", "json", "desc", "up", "no-maint"];
 
 fn cmd_show_sess(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
-    text(super::sess::render(&ctx.snap, args, ctx.origin, ctx.me))
+    text(crate::stats::sess::render(&ctx.snap, args, ctx.origin, ctx.me))
 }
 
 fn cmd_show_stat(ctx: &mut Ctx<'_>, args: &[String]) -> Output {

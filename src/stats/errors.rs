@@ -30,7 +30,7 @@ pub fn parse_filter(snap: &Snapshot, args: &[String]) -> Result<ErrorsFilter, &'
         Some(a) => {
             let id = match snap.proxies.iter().find(|p| p.name == *a) {
                 Some(p) => i64::from(p.iid),
-                None => super::cli::atoi(a),
+                None => crate::stats::cli::atoi(a),
             };
             if id == 0 {
                 return Err("No such proxy.\n");

@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering::Relaxed;
 
-use super::csv;
+use crate::stats::csv;
 use crate::routing::{DEFAULT_MAXCONN, Snapshot};
 use crate::runtime::Runtime;
 

@@ -7,9 +7,9 @@ use std::fmt::Write as _;
 use crate::config::model::StatsPage;
 use crate::runtime::Runtime;
 
-use super::admin::StCode;
-use super::csv::{self, CsvOptions, Row};
-use super::info;
+use crate::stats::admin::StCode;
+use crate::stats::csv::{self, CsvOptions, Row};
+use crate::stats::info;
 
 /// `suffix` is the request target after the `stats uri` prefix, e.g.
 /// `;csv`, `;up`, `` or `?x=1`. Returns status, content type and body.

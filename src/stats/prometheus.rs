@@ -11,8 +11,8 @@ use std::fmt::Write as _;
 
 use crate::runtime::Runtime;
 
-use super::csv::{self, CsvOptions, Row};
-use super::info;
+use crate::stats::csv::{self, CsvOptions, Row};
+use crate::stats::info;
 
 /// The `content-type` HAProxy's exporter answers with.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4";

@@ -14,7 +14,7 @@ use rustls::sign::CertifiedKey;
 use rustls::{CertificateError, DigitallySignedStruct, SignatureScheme};
 use tokio::net::TcpStream;
 
-use super::{Stream, Suites, certs};
+use crate::tls::{Stream, Suites, certs};
 
 /// `sni <expr>` of a server line.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -107,7 +107,7 @@ impl UpstreamTls {
             None => builder.with_no_client_auth(),
         };
         match &opts.alpn {
-            Some(list) => config.alpn_protocols = super::alpn_protocols(list, h2, warnings),
+            Some(list) => config.alpn_protocols = crate::tls::alpn_protocols(list, h2, warnings),
             None if h2 => config.alpn_protocols = vec![b"h2".to_vec()],
             None => {}
         }

@@ -11,7 +11,7 @@ use h2::server::SendResponse;
 use h2::{Reason, RecvStream, SendStream};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use super::convert::{self, Dechunker};
+use crate::http::h2::convert::{self, Dechunker};
 use crate::http::h1::{self, BodyKind, Head};
 use crate::http::io::{BufConn, with_timeout};
 use crate::listener::ClientConn;

@@ -14,8 +14,8 @@ use h2::client::SendRequest;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::Mutex;
 
-use super::convert;
-use super::stream::{PIPE_BUF, read_head, relay_body, upload};
+use crate::http::h2::convert;
+use crate::http::h2::stream::{PIPE_BUF, read_head, relay_body, upload};
 use crate::http::h1::{BodyKind, Head};
 use crate::tls::Stream;
 use crate::tls::stream::Pipe;
