@@ -26,9 +26,9 @@ fn main() {
     let _ = tracing_subscriber::registry()
         .with(stderr)
         .with(
-            sluice::log::event::EventLayer
+            sluice::observe::log::event::EventLayer
                 .with_filter(tracing_subscriber::filter::LevelFilter::INFO),
         )
         .try_init();
-    std::process::exit(sluice::cli::main_with_args(&args));
+    std::process::exit(sluice::control::startup::main_with_args(&args));
 }

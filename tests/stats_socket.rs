@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sluice::config::model::{CheckParams, CliLevel, Config, Loc, Mode, Proxy, ProxyKind, Server};
-use sluice::runtime::Runtime;
-use sluice::stats::cli::{bind_unix_at, serve_unix_listener};
+use sluice::control::cli::{bind_unix_at, serve_unix_listener};
+use sluice::snapshot::runtime::Runtime;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 

@@ -141,9 +141,9 @@ impl AclTest {
                 None => false,
             },
             Fetch::ReqSslSni => {
-                crate::tcp_rules::ssl_sni(req.payload()).is_some_and(|sni| self.match_bytes(sni))
+                crate::tcp::rules::ssl_sni(req.payload()).is_some_and(|sni| self.match_bytes(sni))
             }
-            Fetch::ReqSslHelloType => crate::tcp_rules::ssl_hello_type(req.payload())
+            Fetch::ReqSslHelloType => crate::tcp::rules::ssl_hello_type(req.payload())
                 .is_some_and(|t| self.match_bytes(t.to_string().as_bytes())),
             Fetch::SslFc => req.tls().is_some(),
             Fetch::SslCUsed => req.tls().is_some_and(|t| t.client_cert),

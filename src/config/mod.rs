@@ -5,6 +5,8 @@
 //! handlers per section (with `defaults` inheritance), [`validate`] does the
 //! cross-proxy checks, then server host names are resolved.
 
+pub mod log;
+
 pub mod addr;
 pub mod cond;
 pub mod diag;

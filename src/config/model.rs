@@ -56,7 +56,7 @@ pub struct Global {
     /// `zero-warning`: warnings make the configuration fail (as -dW).
     pub zero_warning: bool,
     /// `log` targets and `log-tag`.
-    pub log: crate::log::config::GlobalLog,
+    pub log: crate::config::log::GlobalLog,
     /// `hard-stop-after <time>`: how long a soft stop (or connections of
     /// a replaced generation) may last.
     pub hard_stop_after: Option<Duration>,
@@ -74,7 +74,7 @@ pub struct Global {
     pub tune_bufsize: Option<u32>,
     pub tune_maxrewrite: Option<u32>,
     /// `nosplice`, `tune.pipesize`, `maxpipes`.
-    pub splice: crate::splice::Tune,
+    pub splice: crate::wire::splice::Tune,
     /// TLS defaults: `ssl-default-bind-options` (words, applied before
     /// each bind line's own), `ssl-default-bind-ciphers` /
     /// `-ciphersuites`, their `server` twins, `ssl-server-verify`,
@@ -135,7 +135,7 @@ impl Global {
     pub const DEFAULT_MAXREWRITE: u32 = 1024;
 
     /// How relays move bytes (`nosplice`, `tune.pipesize`, `maxpipes`).
-    pub fn splice(&self) -> crate::splice::Tune {
+    pub fn splice(&self) -> crate::wire::splice::Tune {
         self.splice
     }
 
@@ -542,7 +542,7 @@ pub enum HttpRequestAction {
     /// deny answered after `timeout tarpit` (500 by default).
     Tarpit(HttpReply),
     /// `http-request use-service prometheus-exporter`: the metrics in
-    /// HAProxy's exporter format (`crate::stats::prometheus`).
+    /// HAProxy's exporter format (`crate::observe::stats::prometheus`).
     PrometheusExporter,
     /// `http-request allow`: stops the evaluation of the rules.
     Allow,
@@ -938,7 +938,7 @@ pub struct Proxy {
     /// `option persist`: a cookie naming a DOWN server still goes to it.
     pub persist: bool,
     /// `log`, `no log`, `log-format`, `option httplog` & co.
-    pub log: crate::log::config::ProxyLog,
+    pub log: crate::config::log::ProxyLog,
 }
 
 impl Proxy {

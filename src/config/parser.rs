@@ -5,6 +5,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::acl::parse::{
+    PREDEFINED, PREDEFINED_UNSUPPORTED, check_acl_name, parse_acl, parse_condition_at, predefined,
+};
+use crate::acl::{AclDef, Condition};
 use crate::config::addr::{self, Family, Resolver};
 use crate::config::cond;
 use crate::config::diag::{Diagnostic, Level};
@@ -13,10 +17,6 @@ use crate::config::lexer::{LexCtx, split_line_raw};
 use crate::config::model::*;
 use crate::config::suggest;
 use crate::config::units::{parse_time, parse_u32, time_error_message};
-use crate::acl::parse::{
-    PREDEFINED, PREDEFINED_UNSUPPORTED, check_acl_name, parse_acl, parse_condition_at, predefined,
-};
-use crate::acl::{AclDef, Condition};
 
 mod cookiekw;
 mod lbkw;
@@ -358,7 +358,8 @@ impl<'r> State<'r> {
             Ok(false) => Branch::Waiting,
             Err(e) => {
                 let line = format!("{} {text}", words[0]);
-                let (shown, caret) = crate::config::lexer::caret_line(&line, words[0].len() + 1 + e.pos);
+                let (shown, caret) =
+                    crate::config::lexer::caret_line(&line, words[0].len() + 1 + e.pos);
                 let msg = format!(
                     "{} in '{}' at position {}:\n  {shown}\n  {:>width$}",
                     e.message,
@@ -839,14 +840,14 @@ impl<'r> State<'r> {
                 }
             }
             "stats" => self.global_stats(loc, words),
-            "log" => match crate::log::config::parse_log(words) {
-                Ok(crate::log::config::LogLine::Target(t)) => self.global.log.targets.push(t),
-                Ok(crate::log::config::LogLine::Global) => {
+            "log" => match crate::config::log::parse_log(words) {
+                Ok(crate::config::log::LogLine::Target(t)) => self.global.log.targets.push(t),
+                Ok(crate::config::log::LogLine::Global) => {
                     self.alert(loc, "log : 'global' is only allowed in proxies")
                 }
                 Err(e) => self.alert(loc, e),
             },
-            "log-tag" => match crate::log::config::parse_log_tag(words) {
+            "log-tag" => match crate::config::log::parse_log_tag(words) {
                 Ok(t) => self.global.log.tag = Some(t),
                 Err(e) => self.alert(loc, e),
             },
@@ -1293,7 +1294,7 @@ impl<'r> State<'r> {
 
     /// `log`, `log-format`, `log-tag` in a proxy.
     fn kw_log(&mut self, loc: &Loc, words: &[String]) {
-        use crate::log::config as lc;
+        use crate::config::log as lc;
         let k = words[0].as_str();
         match k {
             "log" => match lc::parse_log(words) {
@@ -1329,7 +1330,7 @@ impl<'r> State<'r> {
     /// `option httplog [clf]`, `option tcplog`, `option dontlognull`,
     /// `option log-separate-errors`, `option logasap`.
     fn log_option(&mut self, loc: &Loc, words: &[String], neg: bool) {
-        use crate::log::config as lc;
+        use crate::config::log as lc;
         let name = words[1].as_str();
         if matches!(name, "httplog" | "tcplog") {
             if neg {
@@ -2098,7 +2099,7 @@ impl<'r> State<'r> {
                 return self.alert(loc, format!("errorfile : error opening file '{path}'."));
             }
         };
-        let Some(page) = crate::http::errors::load_errorfile(&bytes) else {
+        let Some(page) = crate::wire::error_pages::load_errorfile(&bytes) else {
             return self.alert(
                 loc,
                 format!("unable to parse the custom error message file '{path}' for code {code} : not a valid HTTP response."),
@@ -2231,7 +2232,7 @@ impl<'r> State<'r> {
                     let path = v.ok_or_else(|| missing("<fmt>"))?;
                     let bytes =
                         std::fs::read(path).map_err(|_| format!("error opening file '{path}'"))?;
-                    let page = crate::http::errors::load_errorfile(&bytes).ok_or_else(|| {
+                    let page = crate::wire::error_pages::load_errorfile(&bytes).ok_or_else(|| {
                         format!("unable to parse the custom error message file '{path}' : not a valid HTTP response")
                     })?;
                     payload = Payload::Message(page.to_vec());
@@ -2942,9 +2943,9 @@ fn socket_owner(kw: &str, val: Option<&str>) -> Result<u32, String> {
                 return Err(format!("'{kw}' : missing {kw} name"));
             };
             let id = if kw == "user" {
-                crate::process::lookup_user(name).map(|(uid, _)| uid)
+                crate::sys::process::lookup_user(name).map(|(uid, _)| uid)
             } else {
-                crate::process::lookup_group(name)
+                crate::sys::process::lookup_group(name)
             };
             id.ok_or_else(|| format!("'{kw}' : unknown {kw} name '{name}'"))
         }

@@ -4,8 +4,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::config::model::*;
 use super::*;
+use crate::config::model::*;
 
 fn env(name: &str) -> Option<String> {
     match name {

@@ -209,7 +209,11 @@ pub fn duplicate_binds(config: &Config, diags: &mut Vec<Diagnostic>) {
 /// UNIX `stats socket` paths whose directory cannot hold the socket
 /// (sluice checks at -c time; HAProxy fails only at startup with
 /// `cannot bind UNIX socket`).
-pub fn stats_socket_dirs(config: &Config, check: crate::config::DirCheck<'_>, diags: &mut Vec<Diagnostic>) {
+pub fn stats_socket_dirs(
+    config: &Config,
+    check: crate::config::DirCheck<'_>,
+    diags: &mut Vec<Diagnostic>,
+) {
     for s in &config.global.stats_sockets {
         if s.tcp.is_some() || s.fd.is_some() {
             continue;

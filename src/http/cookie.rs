@@ -6,10 +6,10 @@
 //! Nothing is allocated for a request without a `Cookie` header, nor for a
 //! response that needs no cookie change.
 
-use crate::http::h1::Head;
-use crate::http::rules::Edits;
 use crate::config::model::{CookieMode, CookiePersist};
-use crate::routing::BackendRt;
+use crate::http::rules::Edits;
+use crate::snapshot::BackendRt;
+use crate::wire::h1::Head;
 
 /// The log's request persistence character (HAProxy's `sess_cookie`):
 /// no cookie, invalid, for a DOWN server, valid. (HAProxy's `U`, unused,

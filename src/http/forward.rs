@@ -8,23 +8,23 @@ use bytes::{BufMut, BytesMut};
 
 use std::net::IpAddr;
 
-use crate::http::capture;
-use crate::http::cookie;
-use crate::http::error_spot::{self, ErrorSpot};
-use crate::http::errors;
-use crate::http::h1::{BodyKind, FramingLine, H1Error, Head};
-use crate::http::io::{self, BufConn, HeadError, RelayError};
-use crate::http::legacy;
-use crate::http::rules::{self, Edits};
-use crate::http::service::View;
-use crate::backend::retry::{self, ConnectError, Retries, Seat};
-use crate::backend::{Counters, ServerState};
-use crate::balance::{self, PickError};
 use crate::config::model::{
     ForwardFor, HttpConnMode, HttpReply, HttpResponseAction, HttpReuse, RetryOn,
 };
-use crate::log::LogRecord;
-use crate::routing::{BackendRt, FrontendRt};
+use crate::http::cookie;
+use crate::http::legacy;
+use crate::http::rules::{self, Edits};
+use crate::http::service::View;
+use crate::observe::log::LogRecord;
+use crate::snapshot::{BackendRt, FrontendRt};
+use crate::state::capture;
+use crate::state::{Counters, ServerState};
+use crate::upstream::balance::{self, PickError};
+use crate::upstream::retry::{self, ConnectError, Retries, Seat};
+use crate::wire::error_pages;
+use crate::wire::error_spot::{self, ErrorSpot};
+use crate::wire::h1::{BodyKind, FramingLine, H1Error, Head};
+use crate::wire::io::{self, BufConn, HeadError, RelayError};
 
 /// What happened to the exchange, for the client connection's next step.
 #[derive(Debug)]
@@ -62,13 +62,13 @@ pub async fn send_error_be(
         .or_else(|| fe.errorfiles.iter().find(|(c, _)| *c == code))
         .map(|(_, page)| &page[..]);
     let keep = keep && custom.is_none();
-    let page = custom.unwrap_or_else(|| errors::response(code));
+    let page = custom.unwrap_or_else(|| error_pages::response(code));
     let ok = io::write_all(&mut client.stream, page, fe.timeouts.client)
         .await
         .is_ok();
     Outcome {
         status: Some(code),
-        keep_client: ok && keep && !errors::closes(code),
+        keep_client: ok && keep && !error_pages::closes(code),
         bytes_out: if ok { page.len() as u64 } else { 0 },
         body_in: 0,
     }
@@ -89,7 +89,7 @@ pub struct ReqCtx<'a> {
     pub dst: Option<std::net::SocketAddr>,
     pub edits: Option<&'a Edits>,
     /// The connection's `show sess` entry.
-    pub stream: &'a crate::sessions::StreamEntry,
+    pub stream: &'a crate::state::sessions::StreamEntry,
     /// The server (index in the backend) a persistence cookie sent the
     /// request to; set by [`forward`].
     pub persisted: Option<usize>,
@@ -365,14 +365,14 @@ pub async fn forward(
 /// `observe layer4|layer7`: tells the health analyzer how the exchange
 /// went (for layer7 a 5xx other than 501/505 is an error).
 fn observe_outcome(be: &BackendRt, server: &ServerState, observe: u8, status: Option<u16>) {
-    let error = if observe == crate::backend::OBSERVE_L7
+    let error = if observe == crate::state::OBSERVE_L7
         && status.is_some_and(|s| (500..600).contains(&s) && s != 501 && s != 505)
     {
         Some("Wrong HTTP status")
     } else {
         None
     };
-    crate::health::observe(be, server, error);
+    crate::upstream::check::observe(be, server, error);
 }
 
 /// Sends the request to the seat's server and reads the response head,
@@ -466,7 +466,7 @@ async fn exchange(
         };
         let mut up = BufConn::new(stream);
         if !reused
-            && let Some(h) = &crate::proxy_proto::for_server(
+            && let Some(h) = &crate::wire::proxy_proto::for_server(
                 server.send_proxy.load(Relaxed),
                 ctx.peer,
                 ctx.dst,
@@ -756,7 +756,7 @@ async fn relay_response(
     mut upstream: BufConn,
     client: &mut BufConn,
     keep_client: bool,
-    pool: &crate::backend::Pool,
+    pool: &crate::state::Pool,
     server_close: bool,
     rec: &mut LogRecord,
     ctx: &ReqCtx<'_>,
@@ -801,7 +801,7 @@ async fn relay_response(
         };
     }
     let status = resp.status;
-    rec.captured_resp = crate::log::capture_headers(&fe.captures.response, &resp);
+    rec.captured_resp = crate::observe::log::capture_headers(&fe.captures.response, &resp);
     // A 101 opens a tunnel only for a request that asked for an upgrade;
     // an unsolicited one would let the client's next bytes bypass parsing.
     if status == 101 && !req.requests_upgrade() {
@@ -856,7 +856,7 @@ async fn relay_response(
     };
     rows.each(|c| c.count_status(status));
     // A soft stop that began during the request: the response says close.
-    let keep = keep_client && body != BodyKind::UntilClose && !crate::process::stopping();
+    let keep = keep_client && body != BodyKind::UntilClose && !crate::sys::process::stopping();
     // `http-response` rules and legacy `rsp*` filters: the backend's,
     // then the frontend's.
     let edits = if be.http_response.is_empty()
@@ -1003,7 +1003,7 @@ async fn deny_response(
         {
             return send_error_be(client, status, fe, Some(be), false).await;
         }
-        None => crate::http::reply::with_close(errors::response(status), keep),
+        None => crate::http::reply::with_close(error_pages::response(status), keep),
     };
     send_answer(client, &out, status, keep, fe).await
 }

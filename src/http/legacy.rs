@@ -12,10 +12,10 @@
 
 use bytes::Bytes;
 
-use crate::http::h1::{self, Head};
-use crate::http::rules::{self, Edits};
 use crate::acl::eval::{AclSet, CompiledCond, RequestView};
 use crate::config::model::{LegacyAction, LegacyRules};
+use crate::http::rules::{self, Edits};
+use crate::wire::h1::{self, Head};
 
 /// A proxy's filters and added lines for one direction, conditions
 /// compiled against the proxy's ACLs.

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use tokio::io::unix::AsyncFd;
 use tokio::net::TcpStream;
 
-use crate::listener::ClientConn;
+use crate::frontend::listener::ClientConn;
 
 /// How long a connection stays in its task, waiting for the next request,
 /// before it is parked. Back-to-back keep-alive traffic (and a page's
@@ -148,7 +148,7 @@ pub fn park(
     peer: SocketAddr,
     idle_left: Option<Duration>,
 ) -> Result<(), (ClientConn, TcpStream)> {
-    if crate::process::stopping() {
+    if crate::sys::process::stopping() {
         // Closing is what a stopping process does with idle connections.
         return Ok(());
     }
@@ -166,7 +166,7 @@ pub fn park(
     let mut slots = lock(&lot.slots);
     // Checked under the lock that close_all takes after the flag is set,
     // so no connection is parked after the lot was emptied.
-    if crate::process::stopping() {
+    if crate::sys::process::stopping() {
         return Ok(());
     }
     if let Some(d) = deadline
@@ -270,7 +270,7 @@ fn wake(lot: &Lot, key: usize) {
         ..
     } = p;
     // Back on one of the runtimes (the lot runs on the first).
-    let _on = crate::workers::enter_next();
+    let _on = crate::sys::workers::enter_next();
     if let Ok(stream) = TcpStream::from_std(stream) {
         tokio::spawn(crate::http::service::serve_connection(
             client,
@@ -339,7 +339,7 @@ pub fn close_all() -> usize {
                 peer,
                 ..
             } = p;
-            let _on = crate::workers::enter_next();
+            let _on = crate::sys::workers::enter_next();
             if let Ok(stream) = TcpStream::from_std(stream) {
                 tokio::spawn(crate::http::service::serve_connection(
                     client,

@@ -6,9 +6,9 @@
 
 use bytes::{BufMut, BytesMut};
 
-use crate::http::errors;
-use crate::http::rules::{self, FmtCtx};
 use crate::config::model::{HttpReply, ReplyBody};
+use crate::http::rules::{self, FmtCtx};
+use crate::wire::error_pages;
 
 /// The bytes of `reply`, or `None` when it is the error page of its status.
 /// `keep` says whether the client connection stays open after it.
@@ -27,7 +27,7 @@ pub fn render(reply: &HttpReply, cx: &FmtCtx<'_>, keep: bool) -> Option<BytesMut
     out.put_slice(b"HTTP/1.1 ");
     out.put_slice(reply.status.to_string().as_bytes());
     out.put_u8(b' ');
-    out.put_slice(errors::http_reason(reply.status).as_bytes());
+    out.put_slice(error_pages::http_reason(reply.status).as_bytes());
     out.put_slice(b"\r\n");
     for (name, fmt) in &reply.headers {
         out.put_slice(name.as_bytes());

@@ -8,8 +8,8 @@ use std::net::IpAddr;
 
 use bytes::{BufMut, BytesMut};
 
-use crate::http::h1::Head;
 use crate::config::model::{FmtPart, ForwardFor, LogFmt, RedirectKind};
+use crate::wire::h1::Head;
 
 /// Edits to a message head, in rule order.
 #[derive(Debug, Default, Clone)]
@@ -330,7 +330,7 @@ pub fn redirect_response(code: u16, location: &[u8], keep: bool) -> BytesMut {
     let _ = write!(
         out,
         "HTTP/1.1 {code} {}\r\ncontent-length: 0\r\nlocation: ",
-        crate::http::errors::reason(code)
+        crate::wire::error_pages::reason(code)
     );
     out.put_slice(location);
     out.put_slice(b"\r\n");

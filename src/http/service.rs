@@ -13,23 +13,23 @@ use tokio::net::TcpStream;
 
 use crate::tls::{Stream, TlsFacts};
 
-use crate::http::capture;
-use crate::http::error_spot;
-use crate::http::errors;
+use crate::acl::eval::{AclSet, CompiledCond, RequestView};
+use crate::config::model::{BindProto, HttpConnMode, HttpReply, HttpRequestAction, Timeouts};
+use crate::frontend::listener::ClientConn;
 use crate::http::forward::{self, Outcome};
-use crate::http::h1::{self, BodyKind, H1Error, Head};
-use crate::http::io::{self, BufConn, HeadError};
 use crate::http::legacy::{self, LegacyRt};
 use crate::http::park;
 use crate::http::rules;
-use crate::acl::eval::{AclSet, CompiledCond, RequestView};
-use crate::backend::counters::Counters;
-use crate::config::model::{BindProto, HttpConnMode, HttpReply, HttpRequestAction, Timeouts};
-use crate::listener::ClientConn;
-use crate::log::{LogRecord, SrvName};
-use crate::routing::{BackendRt, FrontendRt, StatsRt};
-use crate::runtime::Runtime;
-use crate::sessions::StreamEntry;
+use crate::observe::log::{LogRecord, SrvName};
+use crate::snapshot::runtime::Runtime;
+use crate::snapshot::{BackendRt, FrontendRt, StatsRt};
+use crate::state::capture;
+use crate::state::counters::Counters;
+use crate::state::sessions::StreamEntry;
+use crate::wire::error_pages;
+use crate::wire::error_spot;
+use crate::wire::h1::{self, BodyKind, H1Error, Head};
+use crate::wire::io::{self, BufConn, HeadError};
 
 /// A request as conditions see it (request and response rules alike).
 pub(super) struct View<'a> {
@@ -107,7 +107,7 @@ pub async fn serve_connection(
             // its next request is already here: closing over unread bytes
             // would reset it. (A new connection gets a short window for its
             // first request in `handle_request`.)
-            if crate::process::stopping() {
+            if crate::sys::process::stopping() {
                 match conn.stream.try_read_buf(&mut conn.buf) {
                     Ok(n) if n > 0 => {}
                     _ => return,
@@ -147,7 +147,7 @@ pub async fn serve_connection(
                 // longer is parked outside the runtime until it speaks.
                 let grace = idle.map_or(park::GRACE, |t| t.min(park::GRACE));
                 let left = idle.map(|t| t.saturating_sub(grace));
-                if left == Some(Duration::ZERO) || crate::process::stopping() {
+                if left == Some(Duration::ZERO) || crate::sys::process::stopping() {
                     return;
                 }
                 let BufConn { stream, .. } = conn;
@@ -171,7 +171,7 @@ pub async fn serve_connection(
                     Ok(n) if n > 0 => {}
                     _ => return,
                 },
-                _ = crate::process::stop_begun() => {
+                _ = crate::sys::process::stop_begun() => {
                     match conn.stream.try_read_buf(&mut conn.buf) {
                         Ok(n) if n > 0 => {}
                         _ => return,
@@ -202,13 +202,20 @@ pub async fn serve_connection(
         ));
         let keep = match bound {
             None => request.await,
-            Some(generation) => crate::reload::bounded(generation, request)
+            Some(generation) => crate::control::reload::bounded(generation, request)
                 .await
                 .unwrap_or(false),
         };
         if to_h2 {
             let BufConn { stream, buf } = conn;
-            return Box::pin(crate::http::h2::serve(client, stream, buf.freeze(), peer, tls)).await;
+            return Box::pin(crate::http::h2::serve(
+                client,
+                stream,
+                buf.freeze(),
+                peer,
+                tls,
+            ))
+            .await;
         }
         if !keep {
             return;
@@ -266,7 +273,7 @@ async fn wait_readable_or_stop(stream: Option<&TcpStream>, timeout: Option<Durat
     let Some(stream) = stream else { return false };
     tokio::select! {
         r = wait_readable(stream, timeout) => r,
-        _ = crate::process::stop_begun() => {
+        _ = crate::sys::process::stop_begun() => {
             // Bytes already here are served, not reset.
             has_pending(stream)
         }
@@ -356,7 +363,7 @@ pub(crate) async fn handle_request(
         }
         rec.set_addrs(peer, dst.or_else(|| conn.stream.local_addr().ok()));
         if first {
-            crate::log::emit_connect(&fe, peer, rec.local);
+            crate::observe::log::emit_connect(&fe, peer, rec.local);
         }
     }
     let head_timeout = fe.timeouts.http_request.or(fe.timeouts.client);
@@ -364,7 +371,7 @@ pub(crate) async fn handle_request(
     let awaited = if first && conn.buf.is_empty() {
         tokio::select! {
             r = conn.read_head(fe.max_head, head_timeout) => Some(r),
-            _ = crate::process::stop_begun() => None,
+            _ = crate::sys::process::stop_begun() => None,
         }
     } else {
         Some(conn.read_head(fe.max_head, head_timeout).await)
@@ -393,7 +400,8 @@ pub(crate) async fn handle_request(
         // The HTTP/2 preface on a connection that may switch to it: the
         // bytes go back in front of the rest for the HTTP/2 server.
         Ok(raw)
-            if matches!(via, Via::Http1Upgradable(_)) && raw[..] == *crate::http::h2::PREFACE_HEAD =>
+            if matches!(via, Via::Http1Upgradable(_))
+                && raw[..] == *crate::http::h2::PREFACE_HEAD =>
         {
             let mut all = BytesMut::with_capacity(raw.len() + conn.buf.len());
             all.put_slice(&raw);
@@ -493,9 +501,9 @@ pub(crate) async fn handle_request(
     let keep_client = head.wants_keep_alive()
         && fe.conn_mode != HttpConnMode::Close
         && !smuggling_risk
-        && !crate::process::stopping();
+        && !crate::sys::process::stopping();
 
-    rec.captured_req = crate::log::capture_headers(&fe.captures.request, &head);
+    rec.captured_req = crate::observe::log::capture_headers(&fe.captures.request, &head);
     // A request answered without a server response shows empty response
     // captures (`{|}`), as HAProxy allocates them with the stream.
     if !fe.captures.response.is_empty() {
@@ -555,7 +563,7 @@ fn log_end(fe: &FrontendRt, rec: &mut LogRecord, out: Option<&Outcome>, head: Op
         rec.bytes_out = out.bytes_out;
         rec.bytes_in = out.body_in + head.map_or(0, |h| h.raw.len() as u64);
     }
-    crate::log::emit(fe, rec, head, false);
+    crate::observe::log::emit(fe, rec, head, false);
 }
 
 fn add(c: &AtomicU64, n: u64) {
@@ -990,8 +998,8 @@ async fn stats_page(
     keep: bool,
     fe: &FrontendRt,
 ) -> Option<Outcome> {
-    use crate::stats::admin::{self, StCode};
-    use crate::stats::page as stats_page;
+    use crate::observe::stats::admin::{self, StCode};
+    use crate::observe::stats::page as stats_page;
     let page = &stats.page;
     let head = view.head;
     // Other methods go on to the backend, as in HAProxy.
@@ -1065,8 +1073,8 @@ async fn read_form(
     head: &Head,
     body: BodyKind,
     fe: &FrontendRt,
-) -> Result<bytes::Bytes, crate::stats::admin::StCode> {
-    use crate::stats::admin::StCode;
+) -> Result<bytes::Bytes, crate::observe::stats::admin::StCode> {
+    use crate::observe::stats::admin::StCode;
     let len = match body {
         BodyKind::None => return Ok(bytes::Bytes::new()),
         BodyKind::Length(n) => n,
@@ -1126,7 +1134,7 @@ async fn stats_reply(
         head_only,
     } = reply;
     let mut head = BytesMut::new();
-    head.put_slice(format!("HTTP/1.1 {} {}\r\ncache-control: no-cache\r\ncontent-type: {}\r\ncontent-length: {}\r\n", status, errors::reason(status), ctype, body.len()).as_bytes());
+    head.put_slice(format!("HTTP/1.1 {} {}\r\ncache-control: no-cache\r\ncontent-type: {}\r\ncontent-length: {}\r\n", status, error_pages::reason(status), ctype, body.len()).as_bytes());
     if let Some(h) = extra {
         head.put_slice(h.as_bytes());
     }
@@ -1157,7 +1165,7 @@ async fn prometheus(
     keep: bool,
     fe: &FrontendRt,
 ) -> Outcome {
-    use crate::stats::prometheus as promex;
+    use crate::observe::stats::prometheus as promex;
     let target = String::from_utf8_lossy(head.target());
     match promex::Scopes::from_target(&target) {
         Ok(scopes) => {

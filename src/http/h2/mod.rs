@@ -18,9 +18,7 @@
 //! reset counters that stop a rapid-reset (CVE-2023-44487) or
 //! MadeYouReset (CVE-2025-8671) flood with a GOAWAY.
 
-mod convert;
-mod stream;
-pub mod upstream;
+pub(crate) mod stream;
 
 use std::io;
 use std::net::SocketAddr;
@@ -35,7 +33,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::task::JoinSet;
 
 use crate::config::model::{Global, H2Tune};
-use crate::listener::ClientConn;
+use crate::frontend::listener::ClientConn;
 use crate::tls::{Stream, TlsFacts};
 
 /// What a client sends first on an HTTP/2 connection (RFC 9113 §3.4).
@@ -200,7 +198,7 @@ pub async fn serve(
         inner: stream,
     };
     let handshake = limits.builder().handshake::<_, Bytes>(io);
-    let mut conn = match crate::http::io::with_timeout(handshake_timeout, handshake).await {
+    let mut conn = match crate::wire::io::with_timeout(handshake_timeout, handshake).await {
         Some(Ok(conn)) => conn,
         // Not HTTP/2 (no preface), or silent: closed.
         Some(Err(_)) => {
@@ -263,7 +261,7 @@ pub async fn serve(
                 conn.graceful_shutdown();
                 closing = true;
             }
-            _ = crate::process::stop_begun(), if !closing => {
+            _ = crate::sys::process::stop_begun(), if !closing => {
                 conn.graceful_shutdown();
                 closing = true;
             }

@@ -1,0 +1,641 @@
+//! Access and event logs, as HAProxy 2.6 writes them.
+//!
+//! * [`config`]: the `log` / `log-tag` / `log-format` / logging options.
+//! * [`format`]: compiled `log-format` strings (`option httplog` & co are
+//!   HAProxy's own strings).
+//! * [`LogRecord`]: a small plain struct filled along a request's path
+//!   (timers, names, termination state) and emitted once at its end, or at
+//!   the response headers with `option logasap`.
+//! * [`sink`]: the logger thread behind a bounded channel; lines that do
+//!   not fit, or that a target refuses, are dropped and counted.
+//! * [`event`]: state changes (server UP/DOWN, maintenance, no server
+//!   left) from `tracing` to the syslog targets, at HAProxy's severities.
+
+pub mod event;
+pub mod format;
+pub mod sink;
+pub mod time;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, OnceLock};
+use std::time::{Instant, SystemTime};
+
+use crate::config::log::{GlobalLog, LogTarget, ProxyLog, Sink};
+use crate::snapshot::{BackendRt, FrontendRt};
+use crate::state::ServerState;
+use crate::wire::h1::Head;
+use format::{Fetch, LogFormat, Source, Value, Var};
+use time::Date;
+
+pub use sink::dropped;
+
+/// The program name in syslog headers unless `log-tag` says otherwise.
+pub const DEFAULT_TAG: &str = "sluice";
+
+/// Where a proxy's lines go, and under which tag.
+#[derive(Debug)]
+pub struct LogSetup {
+    pub targets: Vec<(LogTarget, Arc<Sink>)>,
+    pub tag: Arc<str>,
+}
+
+impl LogSetup {
+    /// The setup of a proxy, or `None` when it logs nowhere.
+    pub fn compile(p: &ProxyLog, g: &GlobalLog) -> Option<LogSetup> {
+        if !p.has_targets(g) {
+            return None;
+        }
+        let targets = p
+            .all_targets(g)
+            .into_iter()
+            .map(|t| {
+                let s = Arc::new(t.sink.clone());
+                (t, s)
+            })
+            .collect();
+        let tag = p
+            .tag
+            .clone()
+            .or_else(|| g.tag.clone())
+            .unwrap_or_else(|| DEFAULT_TAG.to_string());
+        Some(LogSetup {
+            targets,
+            tag: Arc::from(tag),
+        })
+    }
+
+    /// Sends `msg` at `severity` to every target that accepts it.
+    pub fn send(&self, severity: u8, date: &Date, msg: &str) {
+        let pid = std::process::id();
+        for (t, sink) in &self.targets {
+            if let Some(sev) = t.severity(severity) {
+                sink::send(sink, sink::frame(t, sev, &self.tag, pid, date, msg));
+            }
+        }
+    }
+}
+
+/// A frontend's access log: targets, format and options.
+#[derive(Debug)]
+pub struct FrontendLog {
+    pub setup: LogSetup,
+    /// `None`: no log format, HAProxy's "Connect from" line at accept.
+    pub format: Option<LogFormat>,
+    pub dontlognull: bool,
+    pub separate_errors: bool,
+    pub logasap: bool,
+    /// `%lc`.
+    counter: AtomicU64,
+}
+
+impl FrontendLog {
+    pub fn compile(p: &ProxyLog, g: &GlobalLog) -> Option<Arc<FrontendLog>> {
+        let setup = LogSetup::compile(p, g)?;
+        let format = p
+            .format
+            .as_ref()
+            .and_then(|f| LogFormat::compile(f.text()).ok());
+        Some(Arc::new(FrontendLog {
+            setup,
+            format,
+            dontlognull: p.dontlognull,
+            separate_errors: p.separate_errors,
+            logasap: p.logasap,
+            counter: AtomicU64::new(0),
+        }))
+    }
+}
+
+/// Which server a request went to, for `%s`.
+#[derive(Debug, Default)]
+pub enum SrvName {
+    #[default]
+    None,
+    /// The stats page answered (`<STATS>`).
+    Stats,
+    Server(Arc<ServerState>),
+}
+
+/// One request as its log line tells it. Filled along the request path
+/// (plain stores, nothing allocated), emitted once.
+#[derive(Debug)]
+pub struct LogRecord {
+    /// Wall-clock request start; `None` when the frontend does not log.
+    pub accept: Option<SystemTime>,
+    pub start: Instant,
+    /// Request head received, ms (`TR`); -1 = never complete.
+    pub t_req: i64,
+    /// Queue wait (`Tw`), server connect (`Tc`), response headers (`Tr`).
+    pub t_queue: i64,
+    pub t_connect: i64,
+    pub t_resp: i64,
+    pub status: i64,
+    pub bytes_out: u64,
+    pub bytes_in: u64,
+    /// Termination state: cause and phase, `--` when normal.
+    pub term: [u8; 2],
+    /// Its persistence cookie characters (request, response): `--` when
+    /// the backend has no `cookie` mode.
+    pub persist: [u8; 2],
+    pub backend: Option<Arc<BackendRt>>,
+    pub server: SrvName,
+    pub retries: u32,
+    pub redispatched: bool,
+    pub srv_queue: u32,
+    pub be_queue: u32,
+    /// Nothing at all came from the client (`option dontlognull`).
+    pub null: bool,
+    /// Already logged (`option logasap`).
+    pub logged: bool,
+    /// `%rt`.
+    pub req_id: u64,
+    /// Client address and the local address it connected to.
+    pub client: Option<SocketAddr>,
+    pub local: Option<SocketAddr>,
+    /// `capture request|response header` values as `%hr` / `%hs` print
+    /// them inside their braces (None: nothing captured).
+    pub captured_req: Option<String>,
+    pub captured_resp: Option<String>,
+    /// The client connection is TLS (`%ft` is the frontend name with `~`).
+    pub tls: bool,
+    /// A request of an HTTP/2 stream: `<scheme>://<authority>`, which
+    /// `%r` puts before the path with the version `HTTP/2.0`, as HAProxy
+    /// 2.6 logs the absolute URI of HTTP/2 requests.
+    pub h2_origin: Option<Box<str>>,
+}
+
+static REQ_ID: AtomicU64 = AtomicU64::new(0);
+
+/// `capture request|response header`: the last value of each listed header
+/// (empty when absent), cut to its length, with HAProxy's `#XX` escapes for
+/// control bytes, non-ASCII and `"#{|}`, joined by `|`. None without
+/// captures, so a request allocates nothing for them.
+pub fn capture_headers(list: &[(String, usize)], head: &Head) -> Option<String> {
+    if list.is_empty() {
+        return None;
+    }
+    let mut out = String::new();
+    for (i, (name, len)) in list.iter().enumerate() {
+        if i > 0 {
+            out.push('|');
+        }
+        let Some(v) = head.values(name).last() else {
+            continue;
+        };
+        for &b in &v[..v.len().min(*len)] {
+            if !(0x20..0x7f).contains(&b) || matches!(b, b'"' | b'#' | b'{' | b'|' | b'}') {
+                out.push_str(&format!("#{b:02X}"));
+            } else {
+                out.push(b as char);
+            }
+        }
+    }
+    Some(out)
+}
+
+impl LogRecord {
+    /// A record for a request starting now; `logging` says whether the
+    /// frontend logs at all (only then is the wall clock read).
+    pub fn new(logging: bool) -> LogRecord {
+        LogRecord {
+            accept: logging.then(SystemTime::now),
+            start: Instant::now(),
+            t_req: -1,
+            t_queue: -1,
+            t_connect: -1,
+            t_resp: -1,
+            status: -1,
+            bytes_out: 0,
+            bytes_in: 0,
+            term: *b"--",
+            persist: *b"--",
+            backend: None,
+            server: SrvName::None,
+            retries: 0,
+            redispatched: false,
+            srv_queue: 0,
+            be_queue: 0,
+            null: false,
+            logged: false,
+            req_id: if logging {
+                REQ_ID.fetch_add(1, Relaxed)
+            } else {
+                0
+            },
+            client: None,
+            local: None,
+            captured_req: None,
+            captured_resp: None,
+            tls: false,
+            h2_origin: None,
+        }
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.accept.is_some()
+    }
+
+    /// Sets the termination state unless one was set already (the first
+    /// cause is the one HAProxy reports).
+    pub fn term(&mut self, cause: u8, phase: u8) {
+        if self.term == *b"--" {
+            self.term = [cause, phase];
+        }
+    }
+
+    /// Marks the request head as received now.
+    pub fn head_received(&mut self) {
+        self.t_req = ms_since(self.start);
+    }
+
+    /// The backend this request goes to, with no server yet.
+    pub fn to_backend(&mut self, be: &Arc<BackendRt>) {
+        if self.enabled() {
+            self.backend = Some(be.clone());
+        }
+    }
+
+    /// The server chosen for this request.
+    pub fn to_server(&mut self, s: &Arc<ServerState>) {
+        if self.enabled() {
+            self.server = SrvName::Server(s.clone());
+        }
+    }
+
+    /// Where the request comes from (set when logging).
+    pub fn set_addrs(&mut self, client: SocketAddr, local: Option<SocketAddr>) {
+        self.client = Some(client);
+        self.local = local;
+    }
+
+    /// `option logasap`: log now, when the response headers are in, with
+    /// the bytes sent so far (`+` prefixed, as HAProxy).
+    pub fn log_early(&mut self, fe: &FrontendRt, status: u16, head_bytes: u64, req: &Head) {
+        if self.enabled() && fe.log.as_ref().is_some_and(|l| l.logasap) {
+            self.status = status as i64;
+            self.bytes_out = head_bytes;
+            emit(fe, self, Some(req), true);
+        }
+    }
+
+    /// Is this an error for `option log-separate-errors`?
+    fn is_error(&self) -> bool {
+        self.term[0] != b'-' || self.retries > 0 || self.status >= 500
+    }
+}
+
+fn ms_since(t: Instant) -> i64 {
+    t.elapsed().as_millis().min(i64::MAX as u128) as i64
+}
+
+fn hostname() -> &'static str {
+    static H: OnceLock<String> = OnceLock::new();
+    H.get_or_init(|| {
+        let mut buf = [0u8; 256];
+        // SAFETY: the buffer outlives the call and its length is given.
+        let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+        if r != 0 {
+            return "localhost".to_string();
+        }
+        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+        String::from_utf8_lossy(&buf[..end]).into_owned()
+    })
+}
+
+/// What a line is made of when it is emitted.
+pub struct Line<'a> {
+    pub fe: &'a FrontendRt,
+    pub rec: &'a LogRecord,
+    pub head: Option<&'a Head>,
+    pub client: SocketAddr,
+    pub local: Option<SocketAddr>,
+    /// `%ac`: connections of the process now.
+    pub actconn: u64,
+    /// `Tt`, ms since the request started.
+    pub total: i64,
+    pub date: Date,
+    pub log_counter: u64,
+    /// An early `option logasap` line: `Ta` and `B` are prefixed with `+`.
+    pub logasap_early: bool,
+}
+
+impl Line<'_> {
+    fn backend_name(&self) -> &str {
+        match &self.rec.backend {
+            Some(b) => &b.name,
+            None => &self.fe.name,
+        }
+    }
+
+    fn request_line(&self) -> Option<String> {
+        let h = self.head?;
+        let mut s = String::with_capacity(h.method().len() + h.target().len() + 10);
+        s.push_str(&String::from_utf8_lossy(h.method()));
+        s.push(' ');
+        if let Some(origin) = &self.rec.h2_origin {
+            s.push_str(origin);
+        }
+        s.push_str(&String::from_utf8_lossy(h.target()));
+        s.push(' ');
+        s.push_str(self.version(h));
+        Some(s)
+    }
+
+    /// `%HV`: the client's protocol version.
+    fn version(&self, h: &Head) -> &'static str {
+        if self.rec.h2_origin.is_some() {
+            "HTTP/2.0"
+        } else if h.minor == 0 {
+            "HTTP/1.0"
+        } else {
+            "HTTP/1.1"
+        }
+    }
+
+    fn target(&self) -> Option<String> {
+        self.head
+            .map(|h| String::from_utf8_lossy(h.target()).into_owned())
+    }
+}
+
+fn server_addr(rec: &LogRecord) -> Option<SocketAddr> {
+    match &rec.server {
+        SrvName::Server(s) => Some(s.addr()),
+        _ => None,
+    }
+}
+
+impl Source for Line<'_> {
+    fn var(&self, var: Var, out: &mut Value<'_>) {
+        let rec = self.rec;
+        match var {
+            Var::ClientIp => out.text(Some(&self.client.ip().to_string())),
+            Var::ClientPort => out.num(self.client.port() as i64),
+            Var::FrontendIp => out.text(self.local.map(|a| a.ip().to_string()).as_deref()),
+            Var::FrontendPort => match self.local {
+                Some(a) => out.num(a.port() as i64),
+                None => out.text(None),
+            },
+            Var::BackendSrcIp | Var::BackendSrcPort => out.text(None),
+            Var::ServerIp => out.text(server_addr(rec).map(|a| a.ip().to_string()).as_deref()),
+            Var::ServerPort => match server_addr(rec) {
+                Some(a) => out.num(a.port() as i64),
+                None => out.text(None),
+            },
+            Var::Frontend => out.text(Some(&self.fe.name)),
+            Var::FrontendTransport if rec.tls => out.text(Some(&format!("{}~", self.fe.name))),
+            Var::FrontendTransport => out.text(Some(&self.fe.name)),
+            Var::Backend => out.text(Some(self.backend_name())),
+            Var::Server => out.text(Some(match &rec.server {
+                SrvName::None => "<NOSRV>",
+                SrvName::Stats => "<STATS>",
+                SrvName::Server(s) => &s.name,
+            })),
+            Var::AcceptDate
+            | Var::RequestDate
+            | Var::RequestDateGmt
+            | Var::RequestDateLocal
+            | Var::AcceptDateGmt
+            | Var::AcceptDateLocal => out.date(&self.date, var),
+            Var::AcceptUnix => out.num(self.date.unix),
+            Var::AcceptMs => out.raw(&format!("{:03}", self.date.millis())),
+            Var::TReq | Var::TQ => out.num(rec.t_req),
+            Var::TQueue => out.num(rec.t_queue),
+            Var::TConnect => out.num(rec.t_connect),
+            Var::TResp => out.num(rec.t_resp),
+            Var::TActive | Var::TTotal => {
+                if self.logasap_early {
+                    out.raw(&format!("+{}", self.total));
+                } else {
+                    out.num(self.total);
+                }
+            }
+            Var::THandshake | Var::TIdle => out.num(0),
+            Var::Status => out.num(rec.status),
+            Var::BytesOut => {
+                if self.logasap_early {
+                    out.raw(&format!("+{}", rec.bytes_out));
+                } else {
+                    out.num(rec.bytes_out as i64);
+                }
+            }
+            Var::BytesIn => out.num(rec.bytes_in as i64),
+            Var::CapturedReqCookie | Var::CapturedRespCookie => out.text(None),
+            Var::TermState => out.raw(std::str::from_utf8(&rec.term).unwrap_or("--")),
+            Var::TermStateCookie => {
+                out.raw(std::str::from_utf8(&rec.term).unwrap_or("--"));
+                out.raw(std::str::from_utf8(&rec.persist).unwrap_or("--"));
+            }
+            Var::ActConn => out.num(self.actconn as i64),
+            Var::FeConn => out.num(self.fe.state.counters.sess.cur() as i64),
+            Var::BeConn => out.num(
+                rec.backend
+                    .as_ref()
+                    .map_or(0, |b| b.state.counters.sess.cur() as i64),
+            ),
+            Var::SrvConn => out.num(match &rec.server {
+                SrvName::Server(s) => s.counters.sess.cur() as i64,
+                _ => 0,
+            }),
+            Var::Retries => {
+                if rec.redispatched {
+                    out.raw(&format!("+{}", rec.retries));
+                } else {
+                    out.num(rec.retries as i64);
+                }
+            }
+            Var::SrvQueue => out.num(rec.srv_queue as i64),
+            Var::BeQueue => out.num(rec.be_queue as i64),
+            Var::CapturedReqHeaders | Var::CapturedRespHeaders => {
+                let c = if var == Var::CapturedReqHeaders {
+                    &rec.captured_req
+                } else {
+                    &rec.captured_resp
+                };
+                match c {
+                    Some(c) => out.raw(&format!("{{{c}}}")),
+                    None => out.nothing(),
+                }
+            }
+            Var::CapturedReqHeadersLong | Var::CapturedRespHeadersLong => out.nothing(),
+            Var::RequestLine => match self.request_line() {
+                Some(l) => out.text(Some(&l)),
+                None => out.text(Some("<BADREQ>")),
+            },
+            Var::Method => out.text(
+                self.head
+                    .map(|h| String::from_utf8_lossy(h.method()).into_owned())
+                    .as_deref(),
+            ),
+            Var::Uri => out.text(self.target().as_deref()),
+            Var::Path => out.text(
+                self.target()
+                    .map(|t| t.split('?').next().unwrap_or("").to_string())
+                    .as_deref(),
+            ),
+            Var::Query => out.text(
+                self.target()
+                    .map(|t| t.find('?').map_or(String::new(), |i| t[i..].to_string()))
+                    .as_deref(),
+            ),
+            Var::Version => out.text(self.head.map(|h| self.version(h))),
+            Var::Hostname => out.text(Some(hostname())),
+            Var::Pid => out.num(std::process::id() as i64),
+            Var::UniqueId => out.text(None),
+            Var::RequestCounter => out.num(rec.req_id as i64),
+            Var::LogCounter => out.num(self.log_counter as i64),
+            Var::SslVersion | Var::SslCipher => out.text(None),
+        }
+    }
+
+    fn fetch(&self, fetch: &Fetch) -> Option<String> {
+        let h = self.head;
+        match fetch {
+            Fetch::Src => Some(self.client.ip().to_string()),
+            Fetch::SrcPort => Some(self.client.port().to_string()),
+            Fetch::Dst => self.local.map(|a| a.ip().to_string()),
+            Fetch::DstPort => self.local.map(|a| a.port().to_string()),
+            Fetch::Method => h.map(|h| String::from_utf8_lossy(h.method()).into_owned()),
+            Fetch::Url => self.target(),
+            Fetch::Path => self
+                .target()
+                .map(|t| t.split('?').next().unwrap_or("").to_string()),
+            Fetch::Query => self
+                .target()
+                .and_then(|t| t.split_once('?').map(|(_, q)| q.to_string())),
+            Fetch::ReqVer => h.map(|h| if h.minor == 0 { "1.0" } else { "1.1" }.to_string()),
+            Fetch::Status => (self.rec.status >= 0).then(|| self.rec.status.to_string()),
+            Fetch::FeName => Some(self.fe.name.clone()),
+            Fetch::BeName => self.rec.backend.as_ref().map(|b| b.name.clone()),
+            Fetch::SrvName => match &self.rec.server {
+                SrvName::Server(s) => Some(s.name.clone()),
+                _ => None,
+            },
+            Fetch::ReqHdr(name) | Fetch::ReqFhdr(name) => {
+                let h = h?;
+                let v = h.values(name).last()?;
+                let s = String::from_utf8_lossy(v).into_owned();
+                if matches!(fetch, Fetch::ReqHdr(_)) {
+                    // hdr() splits on commas: the last value.
+                    Some(s.rsplit(',').next().unwrap_or("").trim().to_string())
+                } else {
+                    Some(s)
+                }
+            }
+            Fetch::Captured => None,
+        }
+    }
+}
+
+/// Emits the access log line of a request (at its end, or early with
+/// `option logasap`). Does nothing when the frontend does not log, the
+/// line was logged already, or `dontlognull` hides it.
+pub fn emit(fe: &FrontendRt, rec: &mut LogRecord, head: Option<&Head>, early: bool) {
+    let Some(flog) = fe.log.as_ref() else { return };
+    let Some(accept) = rec.accept else { return };
+    let Some(client) = rec.client else { return };
+    if rec.logged || (rec.null && flog.dontlognull) {
+        return;
+    }
+    let Some(format) = &flog.format else { return };
+    rec.logged = early;
+    let line = Line {
+        fe,
+        rec,
+        head,
+        client,
+        local: rec.local,
+        actconn: event::runtime().map_or(0, |rt| rt.process.conns.cur()),
+        total: ms_since(rec.start),
+        date: Date::from(accept),
+        log_counter: flog.counter.fetch_add(1, Relaxed),
+        logasap_early: early,
+    };
+    let mut msg = String::with_capacity(256);
+    format.render(&line, &mut msg);
+    let severity = if flog.separate_errors && rec.is_error() {
+        crate::config::log::ERR
+    } else {
+        crate::config::log::INFO
+    };
+    flog.setup.send(severity, &Date::now(), &msg);
+}
+
+/// HAProxy's line for a frontend with log targets but no log format,
+/// sent when a connection is accepted.
+pub fn emit_connect(fe: &FrontendRt, client: SocketAddr, local: Option<SocketAddr>) {
+    let Some(flog) = fe.log.as_ref() else { return };
+    if flog.format.is_some() {
+        return;
+    }
+    let to = local.map_or_else(|| "-".to_string(), |a| a.to_string());
+    let mode = match fe.mode {
+        crate::config::model::Mode::Http => "HTTP",
+        crate::config::model::Mode::Tcp => "TCP",
+    };
+    let msg = format!("Connect from {client} to {to} ({}/{mode})", fe.name);
+    flog.setup
+        .send(crate::config::log::INFO, &Date::now(), &msg);
+}
+
+/// HAProxy's line for a connection that failed before becoming a session
+/// (a bad PROXY header): `<client> [<accept date>] <frontend>/<listener>:
+/// <reason>`, sent only when the frontend has a log format, and not for a
+/// connection that sent nothing under `option dontlognull`.
+pub fn emit_conn_error(
+    fe: &FrontendRt,
+    client: SocketAddr,
+    accepted: SystemTime,
+    luid: usize,
+    reason: &dyn std::fmt::Display,
+    got_bytes: bool,
+) {
+    let Some(flog) = fe.log.as_ref() else { return };
+    if flog.format.is_none() || (flog.dontlognull && !got_bytes) {
+        return;
+    }
+    let mut msg = String::with_capacity(128);
+    msg.push_str(&client.to_string());
+    msg.push_str(" [");
+    time::date_clf_ms(&Date::from(accepted), &mut msg);
+    msg.push_str("] ");
+    msg.push_str(&fe.name);
+    msg.push_str(&format!("/{luid}: {reason}"));
+    flog.setup
+        .send(crate::config::log::INFO, &Date::now(), &msg);
+}
+
+/// A client whose TLS handshake failed: HAProxy's connection-error line
+/// (`<client> [<accept date>] <frontend>/<bind>: SSL handshake failure`),
+/// sent to the frontend's log targets, and a warning on sluice's own log
+/// with rustls' reason.
+pub fn emit_handshake_failure(
+    rt: &crate::snapshot::runtime::Runtime,
+    frontend: &str,
+    client: SocketAddr,
+    reason: &str,
+    empty: bool,
+) {
+    tracing::info!("{client}: SSL handshake failure on frontend {frontend}: {reason}");
+    // A client that closed without sending anything (a TCP probe) is
+    // counted but not logged, as HAProxy does.
+    if empty {
+        return;
+    }
+    rt.with_snapshot(|snap| {
+        let Some(fe) = snap.frontends().find(|f| *f.name == *frontend) else {
+            return;
+        };
+        let Some(flog) = fe.log.as_ref() else { return };
+        let date = Date::now();
+        let mut msg = String::with_capacity(96);
+        msg.push_str(&client.to_string());
+        msg.push_str(" [");
+        time::date_clf_ms(&date, &mut msg);
+        msg.push_str("] ");
+        msg.push_str(&fe.name);
+        msg.push_str("/1: SSL handshake failure");
+        flog.setup.send(crate::config::log::INFO, &date, &msg);
+    });
+}

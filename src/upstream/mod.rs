@@ -1,0 +1,10 @@
+//! Upstream: the server side of an exchange. Server choice (`balance`),
+//! connections and their idle pool (`pool`, `h2` for HTTP/2 servers),
+//! the retry and redispatch policy (`retry`) and active health checks
+//! (`check`). Reads the snapshot and runtime state; knows no client side.
+
+pub mod balance;
+pub mod check;
+pub mod h2;
+pub mod pool;
+pub mod retry;
