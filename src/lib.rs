@@ -3,13 +3,14 @@
 //! The modules are layers; a layer imports only from the layers below it
 //! (`ARCHITECTURE.md` is the map, `tests/layers.rs` holds the line):
 //! `control` > `frontend` > `http`, `tcp` > `upstream` > `observe` >
-//! `snapshot` > `state` > `config`, `acl` > `wire`, `tls` > `sys`.
+//! `snapshot` > `state` > `config` > `acl` > `wire`, `tls`, `loc` > `sys`.
 
 pub mod acl;
 pub mod config;
 pub mod control;
 pub mod frontend;
 pub mod http;
+pub mod loc;
 pub mod observe;
 pub mod snapshot;
 pub mod state;

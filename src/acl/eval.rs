@@ -266,7 +266,7 @@ pub fn ip_matches(ip: IpAddr, p: &Pattern) -> bool {
 mod tests {
     use super::*;
     use crate::acl::AclTerm;
-    use crate::config::model::Loc;
+    use crate::loc::Loc;
 
     struct Req {
         method: &'static str,

@@ -9,7 +9,7 @@ pub mod parse;
 
 use std::net::IpAddr;
 
-use crate::config::model::Loc;
+use crate::loc::Loc;
 
 /// The sample an ACL reads from the request.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,7 +6,7 @@
 use std::net::IpAddr;
 
 use crate::acl::{AclDef, AclTerm, Condition, Fetch, MatchMethod, Pattern};
-use crate::config::model::Loc;
+use crate::loc::Loc;
 
 /// ACL fetches HAProxy knows that sluice does not evaluate (yet); naming
 /// them gives a clearer error than "unknown fetch method".

@@ -8,19 +8,7 @@ use std::time::Duration;
 
 use crate::acl::{AclDef, Condition};
 
-/// Where a statement was written: the original file and line, never a line
-/// of some merged text.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Loc {
-    pub file: Arc<str>,
-    pub line: u32,
-}
-
-impl std::fmt::Display for Loc {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.file, self.line)
-    }
-}
+pub use crate::loc::Loc;
 
 #[derive(Debug, Clone, Default)]
 pub struct Config {
