@@ -6,9 +6,9 @@ use std::sync::Arc;
 /// Where a statement was written: the original file and line, never a line
 /// of some merged text.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Loc {
-    pub file: Arc<str>,
-    pub line: u32,
+pub(crate) struct Loc {
+    pub(crate) file: Arc<str>,
+    pub(crate) line: u32,
 }
 
 impl std::fmt::Display for Loc {

@@ -151,7 +151,7 @@ fn match_method(name: &str) -> Result<MatchMethod, String> {
 
 /// An IP pattern: an address, or `address/prefix` (prefix length or a
 /// dotted IPv4 mask).
-pub fn parse_net(text: &str) -> Option<Pattern> {
+pub(crate) fn parse_net(text: &str) -> Option<Pattern> {
     let (addr, prefix) = match text.split_once('/') {
         Some((a, p)) => (a, Some(p)),
         None => (text, None),
@@ -183,7 +183,7 @@ pub fn parse_net(text: &str) -> Option<Pattern> {
 
 /// `acl <name> <criterion> [flags] [--] <values...>`: `words` are the words
 /// after the name.
-pub fn parse_acl(name: &str, words: &[String], loc: Loc) -> Result<AclDef, String> {
+pub(crate) fn parse_acl(name: &str, words: &[String], loc: Loc) -> Result<AclDef, String> {
     let Some(criterion) = words.first() else {
         return Err("missing ACL expression".to_string());
     };
@@ -267,7 +267,7 @@ pub fn parse_acl(name: &str, words: &[String], loc: Loc) -> Result<AclDef, Strin
 
 /// Is `name` a valid ACL name (`[A-Za-z0-9_.:-]+`)? Returns the first bad
 /// character otherwise.
-pub fn check_acl_name(name: &str) -> Result<(), char> {
+pub(crate) fn check_acl_name(name: &str) -> Result<(), char> {
     match name
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '-')))
@@ -278,7 +278,7 @@ pub fn check_acl_name(name: &str) -> Result<(), char> {
 }
 
 /// HAProxy's predefined ACLs sluice can express with its fetches.
-pub const PREDEFINED: &[&str] = &[
+pub(crate) const PREDEFINED: &[&str] = &[
     "TRUE",
     "FALSE",
     "LOCALHOST",
@@ -295,7 +295,7 @@ pub const PREDEFINED: &[&str] = &[
 ];
 
 /// Predefined ACLs HAProxy has and sluice cannot express yet.
-pub const PREDEFINED_UNSUPPORTED: &[&str] = &[
+pub(crate) const PREDEFINED_UNSUPPORTED: &[&str] = &[
     "HTTP",
     "HTTP_1.0",
     "HTTP_1.1",
@@ -308,7 +308,7 @@ pub const PREDEFINED_UNSUPPORTED: &[&str] = &[
 ];
 
 /// The definition of a predefined ACL, built from ordinary fetches.
-pub fn predefined(name: &str, loc: Loc) -> Option<AclDef> {
+pub(crate) fn predefined(name: &str, loc: Loc) -> Option<AclDef> {
     let strs = |v: &[&str]| v.iter().map(|s| Pattern::Str(s.to_string())).collect();
     let (fetch, matcher, patterns) = match name {
         // Every request has a target, and every target begins with "".
@@ -341,8 +341,9 @@ pub fn predefined(name: &str, loc: Loc) -> Option<AclDef> {
     })
 }
 
+#[cfg(test)]
 /// `if|unless <cond>` without anonymous ACLs (see [`parse_condition_at`]).
-pub fn parse_condition(words: &[String]) -> Result<Condition, String> {
+pub(crate) fn parse_condition(words: &[String]) -> Result<Condition, String> {
     if words.iter().any(|w| w == "{") {
         return Err("anonymous ACLs need a location: use parse_condition_at".to_string());
     }
@@ -356,7 +357,10 @@ pub fn parse_condition(words: &[String]) -> Result<Condition, String> {
 /// `if|unless <cond>`: terms are `[!]acl` (juxtaposition = AND, `or`/`||`
 /// between groups) or anonymous ACLs `{ <criterion> [flags] <values> }`,
 /// returned as extra definitions with names no config can spell.
-pub fn parse_condition_at(words: &[String], loc: &Loc) -> Result<(Condition, Vec<AclDef>), String> {
+pub(crate) fn parse_condition_at(
+    words: &[String],
+    loc: &Loc,
+) -> Result<(Condition, Vec<AclDef>), String> {
     let unless = match words.first().map(String::as_str) {
         Some("if") => false,
         Some("unless") => true,

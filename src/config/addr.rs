@@ -9,7 +9,7 @@ use crate::config::units::parse_uint;
 pub type Resolver<'a> = &'a dyn Fn(&str, u16) -> Result<Vec<SocketAddr>, String>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Family {
+pub(crate) enum Family {
     Any,
     V4,
     V6,
@@ -17,11 +17,11 @@ pub enum Family {
 
 /// An address split into its parts, before resolution.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HostPorts<'a> {
-    pub family: Family,
-    pub host: &'a str,
+pub(crate) struct HostPorts<'a> {
+    pub(crate) family: Family,
+    pub(crate) host: &'a str,
     /// First and last port (equal unless a `a-b` range was given).
-    pub ports: (u16, u16),
+    pub(crate) ports: (u16, u16),
 }
 
 /// Address prefixes HAProxy knows but sluice cannot listen on / connect to.
@@ -43,7 +43,7 @@ const UNSUPPORTED_PREFIXES: &[&str] = &[
 ];
 
 /// Split `[family@]host:port[-port]`. `allow_range` is false for servers.
-pub fn split(text: &str, allow_range: bool) -> Result<HostPorts<'_>, String> {
+pub(crate) fn split(text: &str, allow_range: bool) -> Result<HostPorts<'_>, String> {
     if text.starts_with('/') {
         return Err(format!(
             "UNIX socket addresses ('{text}') are not supported by sluice yet"
@@ -126,7 +126,7 @@ fn literal_ip(host: &str, family: Family) -> Option<IpAddr> {
 /// Resolve the host to one IP as HAProxy does (first answer of the wanted
 /// family; IPv4 preferred when no family is forced, matching what glibc
 /// gives HAProxy for `localhost`).
-pub fn resolve_host(
+pub(crate) fn resolve_host(
     host: &str,
     family: Family,
     port: u16,
@@ -151,7 +151,11 @@ pub fn resolve_host(
 }
 
 /// One `bind` address item (no commas) to socket addresses.
-pub fn bind_addrs(text: &str, raw: &str, resolve: Resolver<'_>) -> Result<Vec<SocketAddr>, String> {
+pub(crate) fn bind_addrs(
+    text: &str,
+    raw: &str,
+    resolve: Resolver<'_>,
+) -> Result<Vec<SocketAddr>, String> {
     let hp = split(text, true)?;
     let ip = resolve_host(hp.host, hp.family, hp.ports.0, resolve)
         .map_err(|_| format!("invalid address: '{}' in '{raw}'", hp.host))?;
@@ -161,7 +165,7 @@ pub fn bind_addrs(text: &str, raw: &str, resolve: Resolver<'_>) -> Result<Vec<So
 }
 
 /// The system resolver (`getaddrinfo` through std).
-pub fn system_resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>, String> {
+pub(crate) fn system_resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>, String> {
     use std::net::ToSocketAddrs;
     (host, port)
         .to_socket_addrs()
@@ -172,20 +176,20 @@ pub fn system_resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>, String> 
 /// Stands for an `fd@<name>` that the check mode (`-c`) cannot resolve: the
 /// names are systemd's for the service's main process only, not for the
 /// `ExecStartPre=`/`ExecReload=` check. Never used to start.
-pub const UNRESOLVED_FD: i32 = -1;
+pub(crate) const UNRESOLVED_FD: i32 = -1;
 
 static CHECK_ONLY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// `-c`: configurations are only checked, never started; an `fd@<name>`
 /// this process cannot resolve is accepted (see [`fd_ref_checked`]).
-pub fn set_check_only() {
+pub(crate) fn set_check_only() {
     CHECK_ONLY.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// [`fd_ref`], except that under `-c` a name it cannot resolve gives
 /// `Ok(Err(why))`: [`UNRESOLVED_FD`], to report as a notice. Like HAProxy's
 /// `-c`, the check opens no socket; the name is resolved at start-up.
-pub fn fd_ref_checked(r: &str) -> Result<Result<i32, String>, String> {
+pub(crate) fn fd_ref_checked(r: &str) -> Result<Result<i32, String>, String> {
     match fd_ref(r) {
         Ok(fd) => Ok(Ok(fd)),
         Err(why)
@@ -201,7 +205,7 @@ pub fn fd_ref_checked(r: &str) -> Result<Result<i32, String>, String> {
 /// The descriptor an `fd@<ref>` address names: a number, or the name of a
 /// socket systemd passed (`FileDescriptorName=` in the `.socket` unit, seen
 /// in `LISTEN_FDNAMES`; the passed descriptors start at 3).
-pub fn fd_ref(r: &str) -> Result<i32, String> {
+pub(crate) fn fd_ref(r: &str) -> Result<i32, String> {
     if let Ok(fd) = r.parse::<i32>() {
         return if fd >= 0 {
             Ok(fd)

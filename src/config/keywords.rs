@@ -11,7 +11,7 @@ pub const DIRECTIVES: &[&str] = &[
 ];
 
 /// HAProxy sections sluice does not support.
-pub const UNSUPPORTED_SECTIONS: &[&str] = &[
+pub(crate) const UNSUPPORTED_SECTIONS: &[&str] = &[
     "userlist",
     "peers",
     "resolvers",
@@ -67,7 +67,7 @@ pub const GLOBAL_SUPPORTED: &[&str] = &[
     "crt-base",
 ];
 
-pub const GLOBAL_UNSUPPORTED: &[&str] = &[
+pub(crate) const GLOBAL_UNSUPPORTED: &[&str] = &[
     "log-send-hostname",
     "master-worker",
     "ssl-dh-param-file",
@@ -188,7 +188,7 @@ pub const PROXY_LEGACY: &[&str] = &[
     "block",
 ];
 
-pub const PROXY_UNSUPPORTED: &[&str] = &[
+pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "log-format-sd",
     "errorfiles",
     "errorloc",
@@ -271,7 +271,7 @@ pub const OPTIONS_SUPPORTED: &[&str] = &[
 
 /// Options of old configurations that need no work from sluice: accepted
 /// with a warning giving the reason, so such a file still starts.
-pub const OPTIONS_IGNORED: &[(&str, &str)] = &[
+pub(crate) const OPTIONS_IGNORED: &[(&str, &str)] = &[
     ("contstats", "sluice updates its counters continuously"),
     (
         "http-no-delay",
@@ -320,7 +320,7 @@ pub const OPTIONS_IGNORED: &[(&str, &str)] = &[
     ),
 ];
 
-pub const OPTIONS_UNSUPPORTED: &[&str] = &[
+pub(crate) const OPTIONS_UNSUPPORTED: &[&str] = &[
     "checkcache",
     "dontlog-normal",
     "http-use-proxy-header",
@@ -392,7 +392,7 @@ pub const SERVER_SUPPORTED: &[&str] = &[
     "ssl-max-ver",
 ];
 
-pub const SERVER_UNSUPPORTED: &[&str] = &[
+pub(crate) const SERVER_UNSUPPORTED: &[&str] = &[
     "verifyhost",
     "agent-check",
     "agent-port",
@@ -468,7 +468,7 @@ pub const BIND_SUPPORTED: &[&str] = &[
 ];
 
 /// The TLS options of a `server` line (also in [`SERVER_SUPPORTED`]).
-pub const SERVER_TLS: &[&str] = &[
+pub(crate) const SERVER_TLS: &[&str] = &[
     "ssl",
     "no-ssl",
     "verify",
@@ -482,7 +482,7 @@ pub const SERVER_TLS: &[&str] = &[
     "ciphersuites",
 ];
 
-pub const BIND_UNSUPPORTED: &[&str] = &[
+pub(crate) const BIND_UNSUPPORTED: &[&str] = &[
     "npn",
     "accept-netscaler-cip",
     "maxconn",
@@ -519,7 +519,7 @@ pub const BIND_UNSUPPORTED: &[&str] = &[
     "label",
 ];
 
-pub const STATS_PROXY_UNSUPPORTED: &[&str] = &[
+pub(crate) const STATS_PROXY_UNSUPPORTED: &[&str] = &[
     "scope",
     "show-node",
     "show-desc",
@@ -543,9 +543,10 @@ pub const HTTP_REQUEST_SUPPORTED: &[&str] = &[
     "set-query",
 ];
 
-pub const HTTP_RESPONSE_SUPPORTED: &[&str] = &["set-header", "add-header", "del-header", "deny"];
+pub(crate) const HTTP_RESPONSE_SUPPORTED: &[&str] =
+    &["set-header", "add-header", "del-header", "deny"];
 
-pub const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
+pub(crate) const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
     "auth",
     "replace-value",
     "set-pathq",
@@ -593,13 +594,10 @@ pub const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
     "set-bandwidth-limit",
 ];
 
-pub const TIMEOUTS_UNSUPPORTED: &[&str] = &["client-fin", "server-fin"];
-
-/// `balance` algorithms sluice does not implement yet.
-pub const BALANCE_UNSUPPORTED: &[&str] = &["hash", "rdp-cookie"];
+pub(crate) const TIMEOUTS_UNSUPPORTED: &[&str] = &["client-fin", "server-fin"];
 
 /// Every keyword a proxy section may start with, for suggestions.
-pub fn proxy_keywords() -> impl Iterator<Item = &'static str> {
+pub(crate) fn proxy_keywords() -> impl Iterator<Item = &'static str> {
     PROXY_SUPPORTED
         .iter()
         .chain(PROXY_LEGACY)
@@ -608,6 +606,6 @@ pub fn proxy_keywords() -> impl Iterator<Item = &'static str> {
         .filter(|k| !k.contains(' '))
 }
 
-pub fn global_keywords() -> impl Iterator<Item = &'static str> {
+pub(crate) fn global_keywords() -> impl Iterator<Item = &'static str> {
     GLOBAL_SUPPORTED.iter().chain(GLOBAL_UNSUPPORTED).copied()
 }

@@ -13,19 +13,19 @@ use nom::sequence::{delimited, pair, preceded};
 use nom::{IResult, Parser};
 
 /// HAProxy's MAX_LINE_ARGS.
-pub const MAX_WORDS: usize = 64;
+pub(crate) const MAX_WORDS: usize = 64;
 
 /// Context for pseudo variables and the environment.
-pub struct LexCtx<'a> {
-    pub file: &'a str,
-    pub line: u32,
+pub(crate) struct LexCtx<'a> {
+    pub(crate) file: &'a str,
+    pub(crate) line: u32,
     /// Current section keyword (for `$.SECTION`).
-    pub section: &'a str,
-    pub env: &'a dyn Fn(&str) -> Option<String>,
+    pub(crate) section: &'a str,
+    pub(crate) env: &'a dyn Fn(&str) -> Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LexErrorKind {
+pub(crate) enum LexErrorKind {
     Quote,
     Brace,
     VarName,
@@ -42,15 +42,15 @@ pub enum LexErrorKind {
 /// A lexing error; `pos` is the byte offset in the raw line (indentation
 /// included) of the offending character or opening quote/brace.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LexError {
-    pub kind: LexErrorKind,
-    pub pos: usize,
+pub(crate) struct LexError {
+    pub(crate) kind: LexErrorKind,
+    pub(crate) pos: usize,
 }
 
 impl LexError {
     /// HAProxy's message (without the `parsing [f:l]: ` prefix): a first line
     /// with the 1-based position, then the line and a caret under the error.
-    pub fn message(&self, raw: &str) -> String {
+    pub(crate) fn message(&self, raw: &str) -> String {
         let what = match &self.kind {
             LexErrorKind::Quote => "unmatched quote",
             LexErrorKind::Brace => "unmatched brace in environment variable name",
@@ -108,7 +108,7 @@ fn sanitize_for_printing(line: &str, pos: usize, width: usize) -> (String, usize
 
 /// `line` made printable and cut around byte `pos`, with the caret column:
 /// for messages that show a line with a `^` under the error.
-pub fn caret_line(line: &str, pos: usize) -> (String, usize) {
+pub(crate) fn caret_line(line: &str, pos: usize) -> (String, usize) {
     sanitize_for_printing(line, pos.min(line.len()), 80)
 }
 
@@ -302,19 +302,20 @@ impl Words {
 /// A word and the source text it came from (before unquoting and variable
 /// expansion), which some HAProxy messages quote.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Word {
-    pub text: String,
-    pub raw: String,
+pub(crate) struct Word {
+    pub(crate) text: String,
+    pub(crate) raw: String,
 }
 
+#[cfg(test)]
 /// Split one raw line (without its newline) into words. An empty result
 /// means a blank or comment-only line.
-pub fn split_line(raw: &str, ctx: &LexCtx<'_>) -> Result<Vec<String>, LexError> {
+pub(crate) fn split_line(raw: &str, ctx: &LexCtx<'_>) -> Result<Vec<String>, LexError> {
     split_line_raw(raw, ctx).map(|ws| ws.into_iter().map(|w| w.text).collect())
 }
 
 /// [`split_line`], keeping each word's source text.
-pub fn split_line_raw(raw: &str, ctx: &LexCtx<'_>) -> Result<Vec<Word>, LexError> {
+pub(crate) fn split_line_raw(raw: &str, ctx: &LexCtx<'_>) -> Result<Vec<Word>, LexError> {
     let raw = line_content(raw);
     let start = raw.trim_start_matches(is_space);
     let pos_of = |rest: &str| raw.len() - rest.len();

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 /// Where a log line goes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Sink {
+pub(crate) enum Sink {
     /// `127.0.0.1[:514]`, `udp@host:port`, `ipv4@`, `ipv6@`.
     Udp(SocketAddr),
     /// `/dev/log`, `unix@/path`: a UNIX datagram socket.
@@ -20,7 +20,7 @@ pub enum Sink {
 
 /// The `format` of a log target (HAProxy's names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Format {
+pub(crate) enum Format {
     /// RFC3164 without the host name (HAProxy's default).
     #[default]
     Local,
@@ -54,64 +54,64 @@ impl Format {
     }
 }
 
-pub const FACILITIES: [&str; 24] = [
+pub(crate) const FACILITIES: [&str; 24] = [
     "kern", "user", "mail", "daemon", "auth", "syslog", "lpr", "news", "uucp", "cron", "auth2",
     "ftp", "ntp", "audit", "alert", "cron2", "local0", "local1", "local2", "local3", "local4",
     "local5", "local6", "local7",
 ];
 
-pub const LEVELS: [&str; 8] = [
+pub(crate) const LEVELS: [&str; 8] = [
     "emerg", "alert", "crit", "err", "warning", "notice", "info", "debug",
 ];
 
 /// Syslog severities used by sluice.
-pub const EMERG: u8 = 0;
-pub const ALERT: u8 = 1;
-pub const ERR: u8 = 3;
-pub const WARNING: u8 = 4;
-pub const NOTICE: u8 = 5;
-pub const INFO: u8 = 6;
+pub(crate) const EMERG: u8 = 0;
+pub(crate) const ALERT: u8 = 1;
+pub(crate) const ERR: u8 = 3;
+pub(crate) const WARNING: u8 = 4;
+pub(crate) const NOTICE: u8 = 5;
+pub(crate) const INFO: u8 = 6;
 
 /// One `log <target> ...` line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LogTarget {
-    pub sink: Sink,
+pub(crate) struct LogTarget {
+    pub(crate) sink: Sink,
     /// Longest datagram, line feed included (`len`, 80..65535, default 1024).
-    pub len: usize,
-    pub format: Format,
-    pub facility: u8,
+    pub(crate) len: usize,
+    pub(crate) format: Format,
+    pub(crate) facility: u8,
     /// Messages less severe than this are not sent.
-    pub level: u8,
+    pub(crate) level: u8,
     /// More severe messages are lowered to this level.
-    pub minlevel: u8,
+    pub(crate) minlevel: u8,
 }
 
 impl LogTarget {
     /// The severity this target sends a message of severity `sev` at, or
     /// `None` when it filters it out.
-    pub fn severity(&self, sev: u8) -> Option<u8> {
+    pub(crate) fn severity(&self, sev: u8) -> Option<u8> {
         (sev <= self.level).then_some(sev.max(self.minlevel))
     }
 }
 
 /// A parsed `log` line: `log global` or a target.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LogLine {
+pub(crate) enum LogLine {
     Global,
     Target(LogTarget),
 }
 
 /// Logging settings of the `global` section.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct GlobalLog {
-    pub targets: Vec<LogTarget>,
+pub(crate) struct GlobalLog {
+    pub(crate) targets: Vec<LogTarget>,
     /// `log-tag`: the program name in the syslog header (default `sluice`).
-    pub tag: Option<String>,
+    pub(crate) tag: Option<String>,
 }
 
 /// The log format a proxy asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LogFormatKind {
+pub(crate) enum LogFormatKind {
     Http,
     HttpClf,
     Tcp,
@@ -120,7 +120,7 @@ pub enum LogFormatKind {
 
 impl LogFormatKind {
     /// The format string (HAProxy's built-in ones).
-    pub fn text(&self) -> &str {
+    pub(crate) fn text(&self) -> &str {
         match self {
             LogFormatKind::Http => HTTPLOG_FORMAT,
             LogFormatKind::HttpClf => CLF_HTTPLOG_FORMAT,
@@ -131,40 +131,37 @@ impl LogFormatKind {
 }
 
 /// HAProxy 2.6's `option httplog` format.
-pub const HTTPLOG_FORMAT: &str = "%ci:%cp [%tr] %ft %b/%s %TR/%Tw/%Tc/%Tr/%Ta %ST %B %CC %CS %tsc %ac/%fc/%bc/%sc/%rc %sq/%bq %hr %hs %{+Q}r";
+pub(crate) const HTTPLOG_FORMAT: &str = "%ci:%cp [%tr] %ft %b/%s %TR/%Tw/%Tc/%Tr/%Ta %ST %B %CC %CS %tsc %ac/%fc/%bc/%sc/%rc %sq/%bq %hr %hs %{+Q}r";
 /// HAProxy 2.6's `option httplog clf` format.
-pub const CLF_HTTPLOG_FORMAT: &str = "%{+Q}o %{-Q}ci - - [%trg] %r %ST %B \"\" \"\" %cp %ms %ft %b %s %TR %Tw %Tc %Tr %Ta %tsc %ac %fc %bc %sc %rc %sq %bq %CC %CS %hrl %hsl";
+pub(crate) const CLF_HTTPLOG_FORMAT: &str = "%{+Q}o %{-Q}ci - - [%trg] %r %ST %B \"\" \"\" %cp %ms %ft %b %s %TR %Tw %Tc %Tr %Ta %tsc %ac %fc %bc %sc %rc %sq %bq %CC %CS %hrl %hsl";
 /// HAProxy 2.6's `option tcplog` format.
-pub const TCPLOG_FORMAT: &str =
-    "%ci:%cp [%t] %ft %b/%s %Tw/%Tc/%Tt %B %ts %ac/%fc/%bc/%sc/%rc %sq/%bq";
-/// HAProxy's default format, used with log targets but no log format.
-pub const DEFAULT_FORMAT: &str =
+pub(crate) const TCPLOG_FORMAT: &str =
     "%ci:%cp [%t] %ft %b/%s %Tw/%Tc/%Tt %B %ts %ac/%fc/%bc/%sc/%rc %sq/%bq";
 
 /// Logging settings of one proxy (inherited from `defaults` as a whole).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ProxyLog {
+pub(crate) struct ProxyLog {
     /// `log global` in effect: the global targets apply.
-    pub global: bool,
+    pub(crate) global: bool,
     /// The proxy's own `log` lines.
-    pub targets: Vec<LogTarget>,
+    pub(crate) targets: Vec<LogTarget>,
     /// `option httplog [clf]`, `option tcplog`, `log-format`.
-    pub format: Option<LogFormatKind>,
-    pub dontlognull: bool,
-    pub separate_errors: bool,
-    pub logasap: bool,
+    pub(crate) format: Option<LogFormatKind>,
+    pub(crate) dontlognull: bool,
+    pub(crate) separate_errors: bool,
+    pub(crate) logasap: bool,
     /// `log-tag` of the proxy.
-    pub tag: Option<String>,
+    pub(crate) tag: Option<String>,
 }
 
 impl ProxyLog {
     /// Does this proxy have somewhere to log to?
-    pub fn has_targets(&self, global: &GlobalLog) -> bool {
+    pub(crate) fn has_targets(&self, global: &GlobalLog) -> bool {
         !self.targets.is_empty() || (self.global && !global.targets.is_empty())
     }
 
     /// Every target in effect: the global ones first when `log global`.
-    pub fn all_targets(&self, global: &GlobalLog) -> Vec<LogTarget> {
+    pub(crate) fn all_targets(&self, global: &GlobalLog) -> Vec<LogTarget> {
         let mut v = Vec::new();
         if self.global {
             v.extend(global.targets.iter().cloned());
@@ -175,7 +172,7 @@ impl ProxyLog {
 
     /// Applies a logging option (`option <name>`, negated with `no`).
     /// Returns false when `name` is not a logging option.
-    pub fn set_option(&mut self, name: &str, on: bool) -> bool {
+    pub(crate) fn set_option(&mut self, name: &str, on: bool) -> bool {
         match name {
             "dontlognull" => self.dontlognull = on,
             "log-separate-errors" => self.separate_errors = on,
@@ -187,7 +184,7 @@ impl ProxyLog {
 }
 
 /// Parses the words of a `log` line (`words[0] == "log"`).
-pub fn parse_log(words: &[String]) -> Result<LogLine, String> {
+pub(crate) fn parse_log(words: &[String]) -> Result<LogLine, String> {
     if words.get(1).is_some_and(|w| w == "global") && words.len() == 2 {
         return Ok(LogLine::Global);
     }
@@ -315,7 +312,7 @@ fn parse_sink(t: &str) -> Result<Sink, String> {
 }
 
 /// Parses `log-tag <tag>` (`words[0] == "log-tag"`).
-pub fn parse_log_tag(words: &[String]) -> Result<String, String> {
+pub(crate) fn parse_log_tag(words: &[String]) -> Result<String, String> {
     match words.get(1).filter(|t| !t.is_empty()) {
         Some(t) => Ok(t.clone()),
         None => Err("'log-tag' expects a tag for use in syslog.".to_string()),
@@ -323,7 +320,7 @@ pub fn parse_log_tag(words: &[String]) -> Result<String, String> {
 }
 
 /// Parses `option httplog [clf]`.
-pub fn parse_httplog(words: &[String]) -> Result<LogFormatKind, String> {
+pub(crate) fn parse_httplog(words: &[String]) -> Result<LogFormatKind, String> {
     match words.get(2).map(String::as_str) {
         None => Ok(LogFormatKind::Http),
         Some("clf") if words.len() == 3 => Ok(LogFormatKind::HttpClf),
@@ -332,7 +329,7 @@ pub fn parse_httplog(words: &[String]) -> Result<LogFormatKind, String> {
 }
 
 /// Parses `log-format <string>`, checking the string compiles.
-pub fn parse_log_format(words: &[String]) -> Result<LogFormatKind, String> {
+pub(crate) fn parse_log_format(words: &[String]) -> Result<LogFormatKind, String> {
     let Some(f) = words.get(1) else {
         return Err("log-format expects an argument.".to_string());
     };

@@ -27,12 +27,12 @@ mod tcpkw;
 
 /// A server whose host still has to be resolved (after validation).
 #[derive(Debug, Clone)]
-pub struct PendingServer {
-    pub proxy: usize,
-    pub server: usize,
-    pub host: String,
-    pub family: Family,
-    pub port: u16,
+pub(crate) struct PendingServer {
+    pub(crate) proxy: usize,
+    pub(crate) server: usize,
+    pub(crate) host: String,
+    pub(crate) family: Family,
+    pub(crate) port: u16,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,18 +60,18 @@ impl Section {
 /// What a `default-server` line sets, inherited by the `server` lines that
 /// follow it (and by proxies using the `defaults` section it is in).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerDefaults {
-    pub weight: u32,
-    pub maxconn: u32,
-    pub check: bool,
-    pub params: CheckParams,
-    pub opts: ServerOpts,
+pub(crate) struct ServerDefaults {
+    pub(crate) weight: u32,
+    pub(crate) maxconn: u32,
+    pub(crate) check: bool,
+    pub(crate) params: CheckParams,
+    pub(crate) opts: ServerOpts,
     /// `id` (server lines only).
-    pub id: Option<u32>,
+    pub(crate) id: Option<u32>,
     /// `cookie <value>`.
-    pub cookie: Option<String>,
+    pub(crate) cookie: Option<String>,
     /// `ssl` and its options (None: plain TCP).
-    pub tls: Option<crate::tls::upstream::ServerTlsOpts>,
+    pub(crate) tls: Option<crate::tls::upstream::ServerTlsOpts>,
 }
 
 impl Default for ServerDefaults {
@@ -128,22 +128,22 @@ const MAX_NESTED_CONDS: usize = 10;
 
 /// A statement that took effect, for `--dump`.
 #[derive(Debug, Clone)]
-pub struct Statement {
-    pub loc: Loc,
-    pub words: Vec<String>,
+pub(crate) struct Statement {
+    pub(crate) loc: Loc,
+    pub(crate) words: Vec<String>,
     /// Starts a section (printed without indentation).
-    pub header: bool,
+    pub(crate) header: bool,
 }
 
-pub struct State<'r> {
-    pub diags: Vec<Diagnostic>,
-    pub global: Global,
-    pub proxies: Vec<Proxy>,
-    pub pending: Vec<PendingServer>,
+pub(crate) struct State<'r> {
+    pub(crate) diags: Vec<Diagnostic>,
+    pub(crate) global: Global,
+    pub(crate) proxies: Vec<Proxy>,
+    pub(crate) pending: Vec<PendingServer>,
     /// Every statement in effect, in order.
-    pub statements: Vec<Statement>,
+    pub(crate) statements: Vec<Statement>,
     /// An `.alert` directive stopped the parsing (HAProxy aborts there).
-    pub aborted: bool,
+    pub(crate) aborted: bool,
     /// All `defaults` sections so far; the last one is the implicit
     /// defaults of new proxies.
     defaults: Vec<DefaultsSet>,
@@ -192,7 +192,7 @@ const ERROR_PAGE_CODES: &[u16] = &[
 ];
 
 impl<'r> State<'r> {
-    pub fn new(resolve: Resolver<'r>) -> Self {
+    pub(crate) fn new(resolve: Resolver<'r>) -> Self {
         State {
             diags: Vec::new(),
             global: Global::default(),
@@ -251,7 +251,7 @@ impl<'r> State<'r> {
     /// section boundary (HAProxy's rule); with it, lines before the first
     /// section keyword continue the section the previous file ended in
     /// (the split-directory layout).
-    pub fn parse_file(
+    pub(crate) fn parse_file(
         &mut self,
         name: &str,
         text: &str,
@@ -323,7 +323,7 @@ impl<'r> State<'r> {
 
     /// Work that needs every file: notes on ACLs used before their
     /// declaration.
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         for (di, pi, name) in std::mem::take(&mut self.missing_acls) {
             let Some(def) = self
                 .proxies
@@ -1821,11 +1821,10 @@ impl<'r> State<'r> {
             _ => rewrite_args(action, args),
         };
         match parsed {
-            Ok(a) => self.px().http_request.push(HttpRequestRule {
-                action: a,
-                cond,
-                loc: loc.clone(),
-            }),
+            Ok(a) => self
+                .px()
+                .http_request
+                .push(HttpRequestRule { action: a, cond }),
             Err(e) => {
                 let m = wrap(self, e);
                 self.alert(loc, m)
@@ -1845,11 +1844,7 @@ impl<'r> State<'r> {
         };
         self.warn_misplaced(loc, "redirect", legacykw::ReqStage::Redirect);
         match redirect_args(&words[1..cond_at], false) {
-            Ok(action) => self.px().redirects.push(HttpRequestRule {
-                action,
-                cond,
-                loc: loc.clone(),
-            }),
+            Ok(action) => self.px().redirects.push(HttpRequestRule { action, cond }),
             Err(e) => self.alert(
                 loc,
                 format!("error detected while parsing redirect rule : {e}."),
@@ -2064,11 +2059,10 @@ impl<'r> State<'r> {
             response_rewrite(action, args)
         };
         match parsed {
-            Ok(a) => self.px().http_response.push(HttpResponseRule {
-                action: a,
-                cond,
-                loc: loc.clone(),
-            }),
+            Ok(a) => self
+                .px()
+                .http_response
+                .push(HttpResponseRule { action: a, cond }),
             Err(e) => self.alert(
                 loc,
                 format!("error detected while parsing 'http-response {action}' rule : {e}."),
@@ -2728,7 +2722,7 @@ fn is_token_byte(b: u8) -> bool {
 
 /// A log-format string: literal text, `%[src]`, `%[req.hdr(<name>)]`,
 /// `%[method]`, `%[path]`, `%[query]`, `%[url]`, `%[base]`, `%ci`, `%%`.
-pub fn parse_logfmt(text: &str) -> Result<LogFmt, String> {
+pub(crate) fn parse_logfmt(text: &str) -> Result<LogFmt, String> {
     let mut parts = Vec::new();
     let mut lit = String::new();
     let mut rest = text;
@@ -2962,7 +2956,7 @@ fn stop(msg: &str) -> &'static str {
 }
 
 /// HAProxy's `proxy_type_str()`.
-pub fn type_str(kind: ProxyKind) -> &'static str {
+pub(crate) fn type_str(kind: ProxyKind) -> &'static str {
     match kind {
         ProxyKind::Frontend => "frontend",
         ProxyKind::Backend => "backend",

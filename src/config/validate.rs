@@ -7,7 +7,7 @@ use crate::config::model::{Config, Mode, Proxy, ProxyKind};
 use crate::config::parser::type_str;
 use crate::config::suggest;
 
-pub fn check(config: &mut Config, diags: &mut Vec<Diagnostic>) {
+pub(crate) fn check(config: &mut Config, diags: &mut Vec<Diagnostic>) {
     if let Some(global) = config.global.maxconn {
         for p in &mut config.proxies {
             if p.kind.has_frontend() && p.maxconn.is_none() {
@@ -176,7 +176,7 @@ fn tcp_cookies(p: &Proxy, diags: &mut Vec<Diagnostic>) {
 /// Two `bind` lines on one address (sluice-only check: sluice does not use
 /// SO_REUSEPORT, so the second listener could never be bound; HAProxy
 /// accepts this and shares the port between the listeners).
-pub fn duplicate_binds(config: &Config, diags: &mut Vec<Diagnostic>) {
+pub(crate) fn duplicate_binds(config: &Config, diags: &mut Vec<Diagnostic>) {
     let mut seen: Vec<(std::net::SocketAddr, &Proxy, &crate::config::model::Bind)> = Vec::new();
     for p in config.proxies.iter().filter(|p| p.kind.has_frontend()) {
         for b in &p.binds {
@@ -209,7 +209,7 @@ pub fn duplicate_binds(config: &Config, diags: &mut Vec<Diagnostic>) {
 /// UNIX `stats socket` paths whose directory cannot hold the socket
 /// (sluice checks at -c time; HAProxy fails only at startup with
 /// `cannot bind UNIX socket`).
-pub fn stats_socket_dirs(
+pub(crate) fn stats_socket_dirs(
     config: &Config,
     check: crate::config::DirCheck<'_>,
     diags: &mut Vec<Diagnostic>,

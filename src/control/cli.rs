@@ -25,11 +25,11 @@ use crate::observe::stats::info;
 use crate::observe::stats::sess::CliOrigin;
 
 /// `stats timeout` default.
-pub const DEFAULT_STATS_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_STATS_TIMEOUT: Duration = Duration::from_secs(10);
 /// A request line must fit HAProxy's `tune.bufsize`.
-pub const MAX_REQUEST: usize = 16384;
+pub(crate) const MAX_REQUEST: usize = 16384;
 /// `stats maxconn` default: concurrent CLI connections per socket.
-pub const MAX_CLI_CONNS: usize = 10;
+pub(crate) const MAX_CLI_CONNS: usize = 10;
 
 const UNKNOWN: &str = "Unknown command, but maybe one of the following ones is a better match:\n";
 const UNKNOWN_ALL: &str = "Unknown command. Please enter one of the following commands only:\n";
@@ -41,7 +41,7 @@ const DENIED: &str = "Permission denied\n";
 
 /// What the session must do after printing a command's output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Effect {
+pub(crate) enum Effect {
     None,
     /// `prompt`: toggle interactive mode.
     TogglePrompt,
@@ -54,23 +54,23 @@ pub enum Effect {
 /// One command's output: complete lines, each ending in `\n`, never an empty
 /// line (the empty line is the end-of-response marker the framing adds).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Output {
-    pub text: String,
-    pub effect: Effect,
+pub(crate) struct Output {
+    pub(crate) text: String,
+    pub(crate) effect: Effect,
 }
 
 /// The outputs of one input line (one per `;`-separated command) and the
 /// session level after it (`user` / `operator` lower it).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reply {
-    pub outputs: Vec<Output>,
-    pub level: CliLevel,
+pub(crate) struct Reply {
+    pub(crate) outputs: Vec<Output>,
+    pub(crate) level: CliLevel,
 }
 
 impl Reply {
     /// The bytes to send: each output followed by `\n` (the empty line), or
     /// by `\n> ` in prompt mode. Stops at `quit`; the flag says to close.
-    pub fn render(&self, prompt: &mut bool) -> (String, bool) {
+    pub(crate) fn render(&self, prompt: &mut bool) -> (String, bool) {
         let mut out = String::new();
         for o in &self.outputs {
             match o.effect {
@@ -319,16 +319,17 @@ fn text(s: impl Into<String>) -> Output {
     }
 }
 
+#[cfg(test)]
 /// Runs one input line (without its `\n`) at `level`. Never panics, whatever
 /// the input: unknown words get the suggestion text, bad arguments an error
 /// line.
-pub fn execute(line: &str, level: CliLevel, rt: &Runtime) -> Reply {
+pub(crate) fn execute(line: &str, level: CliLevel, rt: &Runtime) -> Reply {
     execute_from(line, level, rt, CliOrigin::Unix, 0)
 }
 
 /// [`execute`] for a session coming from `origin`, `me` naming it in
 /// `show sess`.
-pub fn execute_from(
+pub(crate) fn execute_from(
     line: &str,
     level: CliLevel,
     rt: &Runtime,
@@ -375,7 +376,7 @@ fn sanitize(mut o: Output) -> Output {
 /// blanks); `\` makes the next character literal. There is no quoting.
 /// Empty commands are kept (an empty line, `a;;b`, `a;`): HAProxy answers
 /// each with its "Unknown command" help.
-pub fn split_line(line: &str) -> Vec<Vec<String>> {
+pub(crate) fn split_line(line: &str) -> Vec<Vec<String>> {
     let mut cmds = Vec::new();
     let mut words: Vec<String> = Vec::new();
     let mut word = String::new();
@@ -1110,7 +1111,7 @@ fn cmd_show_servers_state(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
             let h = &st.health;
             let info = h.info();
             let result = match info.status {
-                CheckStatus::Unk | CheckStatus::Ini => 0,
+                CheckStatus::Ini => 0,
                 c if c.is_ok() => 3,
                 _ => 2,
             };
@@ -1156,7 +1157,7 @@ fn cmd_show_servers_state(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
 /// stale socket from an earlier run is replaced atomically and clients
 /// never see a missing path. Call it before serving to report bind errors
 /// at start-up.
-pub fn bind_unix(sock: &StatsSocket) -> io::Result<std::os::unix::net::UnixListener> {
+pub(crate) fn bind_unix(sock: &StatsSocket) -> io::Result<std::os::unix::net::UnixListener> {
     let path = sock.path.to_string_lossy();
     if sock.tcp.is_some() || path.starts_with("ipv4@") || path.starts_with("ipv6@") {
         return Err(io::Error::new(
@@ -1218,7 +1219,7 @@ pub fn bind_unix_at(
 /// HAProxy does.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot change UNIX socket ownership")]
-pub struct SocketOwnershipError(#[source] pub io::Error);
+pub(crate) struct SocketOwnershipError(#[source] pub io::Error);
 
 fn tmp_path(path: &Path) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
@@ -1226,15 +1227,9 @@ fn tmp_path(path: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// Binds `sock` and serves it until the task is dropped.
-pub async fn serve_unix(sock: &StatsSocket, rt: Arc<Runtime>) -> io::Result<()> {
-    let listener = bind_unix(sock)?;
-    serve_unix_listener(listener, sock.level, rt).await
-}
-
 /// Serves a socket from [`bind_unix`] at `sock.level` (owned arguments, so
 /// the future can be spawned directly).
-pub async fn serve_listener(
+pub(crate) async fn serve_listener(
     listener: std::os::unix::net::UnixListener,
     sock: StatsSocket,
     rt: Arc<Runtime>,
@@ -1262,7 +1257,7 @@ pub async fn serve_unix_listener(
 }
 
 /// The same over TCP (`stats socket ipv4@host:port`).
-pub async fn serve_tcp(
+pub(crate) async fn serve_tcp(
     listener: std::net::TcpListener,
     level: CliLevel,
     rt: Arc<Runtime>,
@@ -1318,7 +1313,7 @@ fn spawn_conn<S>(
 /// and SessRate at accept (here, in the accept loop, so two readings of
 /// `show info` see every earlier connection), CumReq when the session ends
 /// ([`handle_conn`]); CurrConns not, its CLI listeners being unlimited.
-pub fn count_accepted(rt: &Runtime) {
+pub(crate) fn count_accepted(rt: &Runtime) {
     let p = &rt.process;
     p.cum_conns
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -1336,8 +1331,12 @@ async fn accept_failed(e: io::Error) {
 /// `quit`, on idle timeout (`stats timeout`), on EOF, or — when not in
 /// prompt mode — as soon as every received line has been answered and
 /// nothing more is buffered.
-pub async fn handle_conn<S>(mut stream: S, origin: CliOrigin, level: CliLevel, rt: Arc<Runtime>)
-where
+pub(crate) async fn handle_conn<S>(
+    mut stream: S,
+    origin: CliOrigin,
+    level: CliLevel,
+    rt: Arc<Runtime>,
+) where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     // The session counts in CumReq when it ends, however it ends (see

@@ -5,6 +5,6 @@
 
 pub mod cli;
 pub mod manpage;
-pub mod reload;
+pub(crate) mod reload;
 pub mod startup;
-pub mod takeover;
+pub(crate) mod takeover;

@@ -28,18 +28,18 @@ use crate::snapshot::runtime::Runtime;
 
 /// The outcome of the last reload, for `show info` and `show reload`.
 #[derive(Debug, Clone, Default)]
-pub struct ReloadReport {
+pub(crate) struct ReloadReport {
     /// Unix time of the attempt.
-    pub when: u64,
-    pub ok: bool,
+    pub(crate) when: u64,
+    pub(crate) ok: bool,
     /// The generation serving after the attempt.
-    pub generation: u64,
-    pub changes: Vec<String>,
+    pub(crate) generation: u64,
+    pub(crate) changes: Vec<String>,
     /// Errors (with file:line) when the reload was refused.
-    pub errors: Vec<String>,
+    pub(crate) errors: Vec<String>,
 }
 
-pub struct Supervisor {
+pub(crate) struct Supervisor {
     rt: Arc<Runtime>,
     sources: Vec<PathBuf>,
     global_max: Arc<Semaphore>,
@@ -62,7 +62,7 @@ struct Bound {
 static SUPERVISOR: OnceLock<Arc<Supervisor>> = OnceLock::new();
 
 /// The running supervisor, if the process serves (not in `-c` mode).
-pub fn supervisor() -> Option<&'static Arc<Supervisor>> {
+pub(crate) fn supervisor() -> Option<&'static Arc<Supervisor>> {
     SUPERVISOR.get()
 }
 
@@ -76,7 +76,7 @@ fn unix_now() -> u64 {
 impl Supervisor {
     /// Starts serving `bound` (sockets bound before daemonizing) for the
     /// snapshot already in `rt`.
-    pub fn start(
+    pub(crate) fn start(
         rt: Arc<Runtime>,
         sources: Vec<PathBuf>,
         global_max: Arc<Semaphore>,
@@ -137,7 +137,7 @@ impl Supervisor {
 
     /// `set maxconn frontend <name> <n>` (until the next reload applies
     /// the configuration's). False when a reload holds the listeners.
-    pub fn set_frontend_maxconn(&self, fe: &crate::snapshot::FrontendRt, n: u32) -> bool {
+    pub(crate) fn set_frontend_maxconn(&self, fe: &crate::snapshot::FrontendRt, n: u32) -> bool {
         let Ok(mut st) = self.state.try_lock() else {
             return false;
         };
@@ -151,29 +151,24 @@ impl Supervisor {
     }
 
     /// `set maxconn global <n>` (at most the start-up `maxconn`).
-    pub fn set_global_maxconn(&self, n: u32) {
+    pub(crate) fn set_global_maxconn(&self, n: u32) {
         let n = n.max(1);
         let before = self.global_now.swap(n, SeqCst);
         resize_limit(&self.global_max, before, n);
     }
 
     /// The global `maxconn` in force (`show info` Maxconn).
-    pub fn global_maxconn(&self) -> u32 {
+    pub(crate) fn global_maxconn(&self) -> u32 {
         self.global_now.load(SeqCst)
     }
 
-    pub fn last_report(&self) -> Option<ReloadReport> {
+    pub(crate) fn last_report(&self) -> Option<ReloadReport> {
         crate::state::lock(&self.last).clone()
-    }
-
-    /// Number of reload attempts so far.
-    pub fn reload_count(&self) -> u64 {
-        self.reloads.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Reads the sources again and applies them if valid. Reloads are
     /// serialised: a second trigger waits for the first to finish.
-    pub async fn reload(&self) -> ReloadReport {
+    pub(crate) async fn reload(&self) -> ReloadReport {
         let mut st = self.state.lock().await;
         crate::sys::process::notify_reloading();
         self.reloads
@@ -281,7 +276,7 @@ impl Supervisor {
 
     /// Soft stop: every listener stops accepting (their sockets close) and
     /// no reload can open new ones.
-    pub async fn stop_listening(&self) {
+    pub(crate) async fn stop_listening(&self) {
         let mut st = self.state.lock().await;
         for (_, ctl) in st.listeners.drain() {
             ctl.stop();
@@ -293,7 +288,7 @@ impl Supervisor {
     /// Copies of the listening sockets in service, for a new process that
     /// takes them over (`-x`): address, frontend and a duplicated
     /// descriptor (closed when dropped).
-    pub async fn listener_dups(&self) -> Vec<(SocketAddr, Arc<str>, std::os::fd::OwnedFd)> {
+    pub(crate) async fn listener_dups(&self) -> Vec<(SocketAddr, Arc<str>, std::os::fd::OwnedFd)> {
         use std::os::fd::BorrowedFd;
         let st = self.state.lock().await;
         st.listeners
@@ -374,7 +369,7 @@ fn expire_generations_below(generation: u64, after: std::time::Duration) {
 
 /// Runs `fut` (one request started under `generation`) unless that
 /// generation expires first; None when it was cut.
-pub async fn bounded<F: std::future::Future>(generation: u64, fut: F) -> Option<F::Output> {
+pub(crate) async fn bounded<F: std::future::Future>(generation: u64, fut: F) -> Option<F::Output> {
     tokio::pin!(fut);
     loop {
         let notified = EXPIRY.notified();
@@ -413,7 +408,7 @@ fn binds(cfg: &Config) -> Vec<(Arc<str>, SocketAddr)> {
 }
 
 /// Reloads on SIGHUP and SIGUSR2 (HAProxy's master-worker reload signal).
-pub async fn reload_on_signals(sup: Arc<Supervisor>) {
+pub(crate) async fn reload_on_signals(sup: Arc<Supervisor>) {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut hup), Ok(mut usr2)) = (
         signal(SignalKind::hangup()),
@@ -433,7 +428,7 @@ pub async fn reload_on_signals(sup: Arc<Supervisor>) {
 
 /// SIGTTOU pauses every listener, SIGTTIN resumes them (HAProxy's signals
 /// for handing ports to another process and taking them back).
-pub async fn pause_on_signals(sup: Arc<Supervisor>) {
+pub(crate) async fn pause_on_signals(sup: Arc<Supervisor>) {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut ttou), Ok(mut ttin)) = (
         signal(SignalKind::from_raw(libc::SIGTTOU)),
@@ -480,7 +475,7 @@ fn resize_limit(sem: &Arc<Semaphore>, from: u32, to: u32) {
 }
 
 /// The text of `show reload`.
-pub fn render_report(r: Option<&ReloadReport>, generation: u64) -> String {
+pub(crate) fn render_report(r: Option<&ReloadReport>, generation: u64) -> String {
     let Some(r) = r else {
         return format!("generation: {generation}\nlast reload: none\n");
     };

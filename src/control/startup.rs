@@ -9,9 +9,9 @@ use tokio::sync::Semaphore;
 use crate::config::{self, model::Config};
 use crate::snapshot::runtime::Runtime;
 
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub(crate) const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-pub const USAGE: &str = "Usage : sluice [-f <cfgfile|cfgdir>]* [ -vdVD ] [ -c ] [ -q ] [ -dW ] [ --dump ] [ -p <pidfile> ] [ -- <cfgfile>* ]
+pub(crate) const USAGE: &str = "Usage : sluice [-f <cfgfile|cfgdir>]* [ -vdVD ] [ -c ] [ -q ] [ -dW ] [ --dump ] [ -p <pidfile> ] [ -- <cfgfile>* ]
         -v displays version ; -vv shows known build options.
         -d enters debug mode (foreground, logs to stderr) ; -db only disables background mode.
         -D goes daemon ; -c checks the configuration and exits ; -q quiet mode (no output)
@@ -30,37 +30,37 @@ pub const USAGE: &str = "Usage : sluice [-f <cfgfile|cfgdir>]* [ -vdVD ] [ -c ] 
 
 /// What the command line asks for.
 #[derive(Debug, Default, Clone)]
-pub struct Options {
-    pub files: Vec<PathBuf>,
-    pub check_only: bool,
-    pub debug: bool,
-    pub daemon: bool,
-    pub quiet: bool,
-    pub pidfile: Option<PathBuf>,
-    pub version: u8,
+pub(crate) struct Options {
+    pub(crate) files: Vec<PathBuf>,
+    pub(crate) check_only: bool,
+    pub(crate) debug: bool,
+    pub(crate) daemon: bool,
+    pub(crate) quiet: bool,
+    pub(crate) pidfile: Option<PathBuf>,
+    pub(crate) version: u8,
     /// `-dW`: warnings are fatal.
-    pub zero_warning: bool,
+    pub(crate) zero_warning: bool,
     /// `--dump`: print the effective configuration.
-    pub dump: bool,
+    pub(crate) dump: bool,
     /// `-sf <pid>...`: old processes told to finish (SIGUSR1) once ready.
-    pub finish_pids: Vec<i32>,
+    pub(crate) finish_pids: Vec<i32>,
     /// `-st <pid>...`: old processes stopped at once (SIGINT) once ready:
     /// HAProxy's `-st` terminates, where `-sf` lets requests finish.
-    pub terminate_pids: Vec<i32>,
+    pub(crate) terminate_pids: Vec<i32>,
     /// `-x <socket>`: take the listening sockets of the process behind
     /// this stats socket (`expose-fd listeners`).
-    pub takeover: Option<PathBuf>,
+    pub(crate) takeover: Option<PathBuf>,
     /// `-Ws`: systemd `Type=notify` (stays in the foreground).
-    pub systemd: bool,
+    pub(crate) systemd: bool,
     /// `-W`: master-worker mode; sluice is one process, so this only keeps
     /// it in the foreground.
-    pub master_worker: bool,
+    pub(crate) master_worker: bool,
     /// `-L <name>`: the local peer name.
-    pub local_peer: Option<String>,
+    pub(crate) local_peer: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum UsageError {
+pub(crate) enum UsageError {
     #[error("option '{0}' requires an argument")]
     MissingArgument(String),
     #[error("unknown option '{0}'")]
@@ -69,7 +69,7 @@ pub enum UsageError {
     NoConfig,
 }
 
-pub fn parse_args(args: &[String]) -> Result<Options, UsageError> {
+pub(crate) fn parse_args(args: &[String]) -> Result<Options, UsageError> {
     let mut o = Options::default();
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -201,7 +201,7 @@ fn alert(pid: u32, msg: &str) {
 
 /// The diagnostics as HAProxy prints them: its two NOTICE lines (version,
 /// executable) come right before the first warning or alert.
-pub fn report(diags: &[config::Diagnostic], pid: u32) -> String {
+pub(crate) fn report(diags: &[config::Diagnostic], pid: u32) -> String {
     let mut out = String::new();
     let mut introduced = false;
     for d in diags {
@@ -537,7 +537,7 @@ fn resolve_ids(cfg: &Config) -> Result<(Option<u32>, Option<u32>), String> {
 }
 
 /// The CPUs of each worker thread (1-based) after every `cpu-map` line.
-pub fn thread_cpus(
+pub(crate) fn thread_cpus(
     maps: &[crate::config::model::CpuMap],
     threads: usize,
 ) -> std::collections::HashMap<usize, Vec<usize>> {

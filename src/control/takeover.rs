@@ -25,7 +25,7 @@ use crate::snapshot::runtime::Runtime;
 const COMMAND: &[u8] = b"_getsocks";
 
 /// Serves a stats socket with `expose-fd listeners`.
-pub async fn serve_exposing(
+pub(crate) async fn serve_exposing(
     listener: std::os::unix::net::UnixListener,
     level: CliLevel,
     rt: Arc<Runtime>,
@@ -187,7 +187,7 @@ fn send_fd(stream: &StdUnixStream, payload: &[u8], fd: RawFd) -> std::io::Result
 static INHERITED_CLI: std::sync::Mutex<Vec<(RawFd, OwnedFd)>> = std::sync::Mutex::new(Vec::new());
 
 /// Keeps `socket`, inherited as `stats socket fd@<n>`, for hand-overs.
-pub fn hand_over_cli(n: RawFd, socket: &crate::frontend::listener::Inherited) {
+pub(crate) fn hand_over_cli(n: RawFd, socket: &crate::frontend::listener::Inherited) {
     // SAFETY: `socket` is open for the duration of the borrow.
     let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(socket.raw_fd()) };
     match fd.try_clone_to_owned() {
@@ -205,15 +205,15 @@ fn cli_dups() -> Vec<(RawFd, OwnedFd)> {
 }
 
 /// A listening socket received from an old process.
-pub struct Received {
+pub(crate) struct Received {
     /// The `fd@<n>` the old process had inherited it as, if it had.
-    pub inherited_as: Option<RawFd>,
-    pub socket: crate::frontend::listener::Inherited,
+    pub(crate) inherited_as: Option<RawFd>,
+    pub(crate) socket: crate::frontend::listener::Inherited,
 }
 
 /// The listening sockets a new process received with `-x`.
 #[derive(Default)]
-pub struct Handover {
+pub(crate) struct Handover {
     sockets: Vec<Received>,
     /// The numbers they arrived at, kept after they are taken (a taken one
     /// now serves something else under that number).
@@ -225,12 +225,15 @@ impl Handover {
     /// They took the lowest numbers free when they arrived, so `fd` was not
     /// open then: this process was not passed `fd@<fd>`, and adopting that
     /// number would take a received socket for an inherited one.
-    pub fn occupies(&self, fd: RawFd) -> bool {
+    pub(crate) fn occupies(&self, fd: RawFd) -> bool {
         self.numbers.contains(&fd)
     }
 
     /// The socket the old process had inherited as `fd@<fd>`.
-    pub fn take_inherited(&mut self, fd: RawFd) -> Option<crate::frontend::listener::Inherited> {
+    pub(crate) fn take_inherited(
+        &mut self,
+        fd: RawFd,
+    ) -> Option<crate::frontend::listener::Inherited> {
         let i = self
             .sockets
             .iter()
@@ -240,7 +243,7 @@ impl Handover {
 
     /// The TCP socket listening on `addr`, preferring one that was not an
     /// inherited one (that stays for its `fd@` bind).
-    pub fn take_tcp(&mut self, addr: SocketAddr) -> Option<std::net::TcpListener> {
+    pub(crate) fn take_tcp(&mut self, addr: SocketAddr) -> Option<std::net::TcpListener> {
         let on_addr = |r: &Received| matches!(&r.socket, crate::frontend::listener::Inherited::Tcp(l) if l.local_addr().ok() == Some(addr));
         let i = self
             .sockets
@@ -255,7 +258,7 @@ impl Handover {
 }
 
 /// `-x <socket>`: asks the process behind `path` for its listening sockets.
-pub fn fetch(path: &Path) -> std::io::Result<Handover> {
+pub(crate) fn fetch(path: &Path) -> std::io::Result<Handover> {
     let mut stream = StdUnixStream::connect(path)?;
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     std::io::Write::write_all(&mut stream, b"_getsocks\n")?;

@@ -17,7 +17,7 @@ use crate::wire::proxy_proto::{self, Origin};
 
 /// What screens a connection accepted on one listener.
 #[derive(Debug, Clone, Copy)]
-pub struct Screen {
+pub(crate) struct Screen {
     accept_proxy: bool,
     /// The listener's number in its frontend, from 1 (HAProxy's `luid`,
     /// in connection error lines).
@@ -26,7 +26,7 @@ pub struct Screen {
 
 impl Screen {
     /// None when nothing screens connections on `local`.
-    pub fn of(fe: &FrontendRt, local: SocketAddr) -> Option<Screen> {
+    pub(crate) fn of(fe: &FrontendRt, local: SocketAddr) -> Option<Screen> {
         let accept_proxy = fe.accept_proxy.contains(&local);
         let http_content = fe.mode == Mode::Http && !fe.tcp_content.is_empty();
         if !accept_proxy && fe.tcp_connection.is_empty() && !http_content {
@@ -42,7 +42,7 @@ impl Screen {
 }
 
 /// Screens the connection, then serves it in the frontend's mode.
-pub async fn serve_screened(
+pub(crate) async fn serve_screened(
     mut client: ClientConn,
     mut stream: TcpStream,
     mut peer: SocketAddr,

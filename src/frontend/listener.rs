@@ -24,13 +24,13 @@ const BACKLOG: i32 = 1024;
 
 /// Which frontend a listening socket serves, and that frontend's limit. A
 /// reload may point an open socket at another frontend without closing it.
-pub struct Binding {
-    pub frontend: Arc<str>,
-    pub limit: Arc<Semaphore>,
+pub(crate) struct Binding {
+    pub(crate) frontend: Arc<str>,
+    pub(crate) limit: Arc<Semaphore>,
 }
 
 /// Control of one accept loop.
-pub struct ListenerCtl {
+pub(crate) struct ListenerCtl {
     binding: ArcSwap<Binding>,
     stop: Notify,
     /// SIGTTOU / SIGTTIN: whether the socket should stop listening, and
@@ -44,44 +44,44 @@ pub struct ListenerCtl {
 }
 
 impl ListenerCtl {
-    pub fn rebind(&self, b: Binding) {
+    pub(crate) fn rebind(&self, b: Binding) {
         self.binding.store(Arc::new(b));
     }
 
     /// Stops accepting; the socket closes, open connections go on.
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         self.stop.notify_one();
     }
 
-    pub fn raw_fd(&self) -> RawFd {
+    pub(crate) fn raw_fd(&self) -> RawFd {
         self.fd
     }
 
     /// SIGTTOU, as in HAProxy: the socket stops listening (so another
     /// process may take the port; the kernel resets what waited in the
     /// backlog) but stays bound, ready to listen again.
-    pub fn pause(&self) {
+    pub(crate) fn pause(&self) {
         self.paused.store(true, Relaxed);
         self.pause_changed.notify_one();
     }
 
     /// SIGTTIN: a paused socket listens again.
-    pub fn resume(&self) {
+    pub(crate) fn resume(&self) {
         self.paused.store(false, Relaxed);
         self.pause_changed.notify_one();
     }
 
-    pub fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
     }
 
-    pub fn frontend(&self) -> Arc<str> {
+    pub(crate) fn frontend(&self) -> Arc<str> {
         self.binding.load().frontend.clone()
     }
 }
 
 /// Starts accepting on `l` (a socket from [`bind_std`]).
-pub fn spawn(
+pub(crate) fn spawn(
     rt: Arc<Runtime>,
     l: std::net::TcpListener,
     binding: Binding,
@@ -308,16 +308,16 @@ async fn pause_until_resumed(
 /// What one client connection holds for its whole life. Opening it counts
 /// the connection; dropping it closes the books and frees the `maxconn`
 /// permits, whatever way the connection ended.
-pub struct ClientConn {
-    pub rt: Arc<Runtime>,
-    pub frontend: Arc<str>,
+pub(crate) struct ClientConn {
+    pub(crate) rt: Arc<Runtime>,
+    pub(crate) frontend: Arc<str>,
     /// The frontend's state, once the connection counts as one of its
     /// sessions (`scur`, `stot`): from accept, or once `tcp-request
     /// connection` rules and the PROXY header let it through.
     fe_state: Option<Arc<FrontendState>>,
     _permits: [OwnedSemaphorePermit; 2],
     /// Its `show sess` entry (a pointer: idle connections stay small).
-    pub stream: crate::state::sessions::Slot,
+    pub(crate) stream: crate::state::sessions::Slot,
     /// The address the client connected to, as a PROXY protocol header
     /// told it (None: the socket's own). Boxed: idle connections stay
     /// small, and most have none.
@@ -325,7 +325,7 @@ pub struct ClientConn {
 }
 
 /// The TLS of a `bind ... ssl` listener, for an accepted connection.
-pub struct TlsAccept {
+pub(crate) struct TlsAccept {
     config: Arc<rustls::ServerConfig>,
     /// The handshake's bound: `timeout client`.
     handshake_timeout: Option<std::time::Duration>,
@@ -398,26 +398,26 @@ impl ClientConn {
     }
 
     /// The frontend's state, once the connection is one of its sessions.
-    pub fn frontend_state(&self) -> Option<&Arc<FrontendState>> {
+    pub(crate) fn frontend_state(&self) -> Option<&Arc<FrontendState>> {
         self.fe_state.as_ref()
     }
 
     /// The address the client connected to, when a PROXY header said it.
-    pub fn dst(&self) -> Option<SocketAddr> {
+    pub(crate) fn dst(&self) -> Option<SocketAddr> {
         self.dst.as_deref().copied()
     }
 
-    pub fn set_dst(&mut self, dst: SocketAddr) {
+    pub(crate) fn set_dst(&mut self, dst: SocketAddr) {
         self.dst = Some(Box::new(dst));
     }
 
     /// The frontend's state, once the connection is one of its sessions.
-    pub fn fe_state(&self) -> Option<&Arc<FrontendState>> {
+    pub(crate) fn fe_state(&self) -> Option<&Arc<FrontendState>> {
         self.fe_state.as_ref()
     }
 
     /// Counts the connection as a session of its frontend (`st`).
-    pub fn start_session(&mut self, st: Arc<FrontendState>) {
+    pub(crate) fn start_session(&mut self, st: Arc<FrontendState>) {
         if self.fe_state.is_none() {
             st.counters.session_start();
             self.fe_state = Some(st);
@@ -435,7 +435,7 @@ impl Drop for ClientConn {
 }
 
 /// Binds a listening socket without a runtime (before daemonizing).
-pub fn bind_std(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
+pub(crate) fn bind_std(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     socket.set_reuse_address(true)?;
     // As HAProxy: a new process (`-sf`) can bind next to the old one.
@@ -474,7 +474,7 @@ static INHERITED: std::sync::Mutex<Vec<(RawFd, SocketAddr)>> = std::sync::Mutex:
 /// Adopts the inherited descriptor `fd` of a `bind fd@<n>` (systemd socket
 /// activation, a supervisor that opened the port): it must be an open,
 /// listening TCP socket; its address is read from the socket itself.
-pub fn adopt_inherited(fd: RawFd) -> std::io::Result<(SocketAddr, std::net::TcpListener)> {
+pub(crate) fn adopt_inherited(fd: RawFd) -> std::io::Result<(SocketAddr, std::net::TcpListener)> {
     // Checked first: a UNIX socket refused here stays open, as it was.
     if listening_family(fd)? == libc::AF_UNIX {
         return Err(unix_for_a_frontend());
@@ -484,7 +484,7 @@ pub fn adopt_inherited(fd: RawFd) -> std::io::Result<(SocketAddr, std::net::TcpL
 
 /// Takes an adopted socket for `bind fd@<fd>`: TCP only; records its
 /// address as standing for `fd@<fd>`.
-pub fn tcp_inherited(
+pub(crate) fn tcp_inherited(
     fd: RawFd,
     socket: Inherited,
 ) -> std::io::Result<(SocketAddr, std::net::TcpListener)> {
@@ -507,12 +507,12 @@ fn unix_for_a_frontend() -> std::io::Error {
 
 /// Records that the socket listening on `addr` stands for `bind fd@<fd>`:
 /// one received from an old process (`-x`), which had inherited it.
-pub fn record_inherited(fd: RawFd, addr: SocketAddr) {
+pub(crate) fn record_inherited(fd: RawFd, addr: SocketAddr) {
     crate::state::lock(&INHERITED).push((fd, addr));
 }
 
 /// The `fd@<n>` a listening address was inherited as, if it was.
-pub fn inherited_as(addr: SocketAddr) -> Option<RawFd> {
+pub(crate) fn inherited_as(addr: SocketAddr) -> Option<RawFd> {
     crate::state::lock(&INHERITED)
         .iter()
         .find(|(_, a)| *a == addr)
@@ -520,7 +520,7 @@ pub fn inherited_as(addr: SocketAddr) -> Option<RawFd> {
 }
 
 /// The address of the socket inherited as `fd`, if it was adopted at start.
-pub fn inherited_addr(fd: RawFd) -> Option<SocketAddr> {
+pub(crate) fn inherited_addr(fd: RawFd) -> Option<SocketAddr> {
     crate::state::lock(&INHERITED)
         .iter()
         .find(|(f, _)| *f == fd)
@@ -528,13 +528,13 @@ pub fn inherited_addr(fd: RawFd) -> Option<SocketAddr> {
 }
 
 /// An inherited listening socket of either family.
-pub enum Inherited {
+pub(crate) enum Inherited {
     Tcp(std::net::TcpListener),
     Unix(std::os::unix::net::UnixListener),
 }
 
 impl Inherited {
-    pub fn raw_fd(&self) -> RawFd {
+    pub(crate) fn raw_fd(&self) -> RawFd {
         match self {
             Inherited::Tcp(l) => l.as_raw_fd(),
             Inherited::Unix(l) => l.as_raw_fd(),
@@ -545,7 +545,7 @@ impl Inherited {
 /// Adopts the inherited or handed-over descriptor `fd`, whatever its
 /// family: it must be an open, listening TCP or UNIX stream socket. It is
 /// made non-blocking. On error the descriptor is left as it was.
-pub fn adopt_any(fd: RawFd) -> std::io::Result<Inherited> {
+pub(crate) fn adopt_any(fd: RawFd) -> std::io::Result<Inherited> {
     use std::os::fd::FromRawFd;
     let family = listening_family(fd)?;
     if ![libc::AF_INET, libc::AF_INET6, libc::AF_UNIX].contains(&family) {

@@ -2,5 +2,5 @@
 //! `tcp-request connection` rules and the PROXY header, TLS handshakes;
 //! then each connection is handed to a protocol engine (`http` or `tcp`).
 
-pub mod accept;
-pub mod listener;
+pub(crate) mod accept;
+pub(crate) mod listener;

@@ -28,21 +28,26 @@ use crate::wire::io::{self, BufConn, HeadError, RelayError};
 
 /// What happened to the exchange, for the client connection's next step.
 #[derive(Debug)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// Status sent to the client, if a response was sent.
-    pub status: Option<u16>,
+    pub(crate) status: Option<u16>,
     /// Whether the client connection can carry another request.
-    pub keep_client: bool,
+    pub(crate) keep_client: bool,
     /// Bytes sent to the client.
-    pub bytes_out: u64,
+    pub(crate) bytes_out: u64,
     /// Bytes of request body read from the client.
-    pub body_in: u64,
+    pub(crate) body_in: u64,
 }
 
 /// Sends a complete local response (error page) and reports it.
 /// `keep` says whether the connection could go on (the request was read
 /// whole); 400 and 408 close it anyway, as in HAProxy.
-pub async fn send_error(client: &mut BufConn, code: u16, fe: &FrontendRt, keep: bool) -> Outcome {
+pub(crate) async fn send_error(
+    client: &mut BufConn,
+    code: u16,
+    fe: &FrontendRt,
+    keep: bool,
+) -> Outcome {
     send_error_be(client, code, fe, None, keep).await
 }
 
@@ -50,7 +55,7 @@ pub async fn send_error(client: &mut BufConn, code: u16, fe: &FrontendRt, keep: 
 /// then the frontend's, then the built-in page. A custom page is sent as
 /// loaded and the connection closed after it (the file may frame its body
 /// by the close).
-pub async fn send_error_be(
+pub(crate) async fn send_error_be(
     client: &mut BufConn,
     code: u16,
     fe: &FrontendRt,
@@ -81,20 +86,20 @@ fn add(c: &AtomicU64, n: u64) {
 /// What the frontend learnt about a request before forwarding it: the
 /// client's address and the edits of its `http-request` rules (None when
 /// no rule changed anything).
-pub struct ReqCtx<'a> {
-    pub src: IpAddr,
+pub(crate) struct ReqCtx<'a> {
+    pub(crate) src: IpAddr,
     /// The client and the address it connected to (None: the client
     /// socket's own), for `send-proxy`.
-    pub peer: std::net::SocketAddr,
-    pub dst: Option<std::net::SocketAddr>,
-    pub edits: Option<&'a Edits>,
+    pub(crate) peer: std::net::SocketAddr,
+    pub(crate) dst: Option<std::net::SocketAddr>,
+    pub(crate) edits: Option<&'a Edits>,
     /// The connection's `show sess` entry.
-    pub stream: &'a crate::state::sessions::StreamEntry,
+    pub(crate) stream: &'a crate::state::sessions::StreamEntry,
     /// The server (index in the backend) a persistence cookie sent the
     /// request to; set by [`forward`].
-    pub persisted: Option<usize>,
+    pub(crate) persisted: Option<usize>,
     /// The client connection's TLS (conditions of `http-response` rules).
-    pub tls: Option<&'a crate::tls::TlsFacts>,
+    pub(crate) tls: Option<&'a crate::tls::TlsFacts>,
 }
 
 /// The request head as it goes to the server.
@@ -233,7 +238,7 @@ async fn no_server(
 
 /// Forwards `req` (whose body is still in `client`) to a server of `be`.
 #[allow(clippy::too_many_arguments)]
-pub async fn forward(
+pub(crate) async fn forward(
     fe: &FrontendRt,
     be: &Arc<BackendRt>,
     req: &Head,
@@ -314,7 +319,7 @@ pub async fn forward(
     first.counters.count_request();
     let queue_ms = ms(started.elapsed());
     rec.t_queue = queue_ms as i64;
-    rec.to_server(&first);
+    rec.assign_server(&first);
     ctx.stream.to_server(&first);
     let mut tries = Retries::default();
     let fut = exchange(
@@ -706,7 +711,7 @@ const REFUSED: u16 = 0;
 fn note_move(before: &Arc<ServerState>, seat: &Seat, rec: &mut LogRecord, ctx: &ReqCtx<'_>) {
     if !Arc::ptr_eq(before, seat.server()) {
         seat.server().counters.count_request();
-        rec.to_server(seat.server());
+        rec.assign_server(seat.server());
         ctx.stream.to_server(seat.server());
     }
 }
@@ -1010,7 +1015,7 @@ async fn deny_response(
 
 /// Sends an answer sluice made up (a reply, a page) whose head already
 /// says whether the connection stays open (`keep`).
-pub async fn send_answer(
+pub(crate) async fn send_answer(
     client: &mut BufConn,
     out: &[u8],
     status: u16,

@@ -25,7 +25,7 @@ use crate::frontend::listener::ClientConn;
 /// waiting out the grace are the high-water mark of the heap: with 250 ms,
 /// 5,000 connections opened in a second cost about 600 B each once idle;
 /// with 50 ms, about 450 B (bench/smoke.sh's idle test at 5,000).
-pub const GRACE: Duration = Duration::from_millis(50);
+pub(crate) const GRACE: Duration = Duration::from_millis(50);
 
 /// How often the lot is swept when no parked connection has a deadline
 /// sooner (memory is given back on each sweep).
@@ -142,7 +142,7 @@ fn lot() -> Option<&'static Arc<Lot>> {
 
 /// Parks an idle connection. Gives it back if it cannot be parked, so the
 /// caller can keep serving it.
-pub fn park(
+pub(crate) fn park(
     client: ClientConn,
     stream: TcpStream,
     peer: SocketAddr,
@@ -317,7 +317,7 @@ fn expire(lot: &Lot) -> Option<Instant> {
 /// are closed, as HAProxy does). Returns how many were closed. A
 /// connection woken at the same moment is served by its new task, which
 /// closes it after its request since the process is stopping.
-pub fn close_all() -> usize {
+pub(crate) fn close_all() -> usize {
     let Some(Some(lot)) = LOT.get() else {
         return 0;
     };
@@ -365,17 +365,5 @@ fn give_back_memory(lot: &Lot) {
         // SAFETY: malloc_trim only releases free memory; it has no
         // preconditions.
         unsafe { libc::malloc_trim(0) };
-    }
-}
-
-/// Number of connections parked now (for tests and `show info`).
-pub fn parked_count() -> usize {
-    match LOT.get() {
-        Some(Some(lot)) => lock(&lot.slots)
-            .entries
-            .iter()
-            .filter(|e| e.is_some())
-            .count(),
-        _ => 0,
     }
 }

@@ -12,7 +12,7 @@ use crate::wire::error_pages;
 
 /// The bytes of `reply`, or `None` when it is the error page of its status.
 /// `keep` says whether the client connection stays open after it.
-pub fn render(reply: &HttpReply, cx: &FmtCtx<'_>, keep: bool) -> Option<BytesMut> {
+pub(crate) fn render(reply: &HttpReply, cx: &FmtCtx<'_>, keep: bool) -> Option<BytesMut> {
     let evaluated;
     let body: &[u8] = match &reply.body {
         ReplyBody::ErrorPage => return None,
@@ -55,7 +55,7 @@ pub fn render(reply: &HttpReply, cx: &FmtCtx<'_>, keep: bool) -> Option<BytesMut
 
 /// A whole response (an error page) with `connection: close` added at the
 /// end of its head when the connection is not kept.
-pub fn with_close(page: &[u8], keep: bool) -> BytesMut {
+pub(crate) fn with_close(page: &[u8], keep: bool) -> BytesMut {
     let mut out = BytesMut::with_capacity(page.len() + 24);
     match (keep, memchr::memmem::find(page, b"\r\n\r\n")) {
         (false, Some(end)) => {

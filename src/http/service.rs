@@ -66,7 +66,7 @@ impl RequestView for View<'_> {
 /// While the client is idle between requests this future holds only the
 /// socket and a few pointers: the per-request work is boxed and dropped
 /// after each request, and the read buffer is released.
-pub async fn serve_connection(
+pub(crate) async fn serve_connection(
     client: ClientConn,
     stream: Stream,
     peer: SocketAddr,
@@ -671,7 +671,7 @@ async fn route(
         rec.term(b'S', b'C');
         return forward::send_error(conn, 503, fe, keep_local).await;
     };
-    rec.to_backend(be);
+    rec.assign_backend(be);
     rq.stream.to_backend(be.iid);
     if let Some(stats) = &be.stats
         && fe.stats.as_ref().map(|s| &s.page) != Some(&stats.page)

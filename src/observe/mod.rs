@@ -4,4 +4,4 @@
 //! runtime state; never on the path that decides where a request goes.
 
 pub mod log;
-pub mod stats;
+pub(crate) mod stats;

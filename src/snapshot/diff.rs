@@ -14,7 +14,7 @@ use crate::config::model::{Config, Proxy, Server};
 
 /// The comparable form of a whole configuration.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ConfigPrint {
+pub(crate) struct ConfigPrint {
     global: String,
     /// By `"<kind> <name>"` (a frontend and a backend may share a name).
     proxies: BTreeMap<String, ProxyPrint>,
@@ -60,7 +60,7 @@ fn strip_locs(text: &str) -> String {
 }
 
 impl ConfigPrint {
-    pub fn of(cfg: &Config) -> ConfigPrint {
+    pub(crate) fn of(cfg: &Config) -> ConfigPrint {
         ConfigPrint {
             global: print(&cfg.global),
             proxies: cfg
@@ -79,7 +79,7 @@ impl ConfigPrint {
     /// The changes from `self` to `new`, one line each: proxies added and
     /// removed, proxies modified (with the aspects that changed), servers
     /// added, removed and modified.
-    pub fn changes_to(&self, new: &ConfigPrint) -> Vec<String> {
+    pub(crate) fn changes_to(&self, new: &ConfigPrint) -> Vec<String> {
         let mut out = Vec::new();
         if self.global != new.global {
             out.push("global section modified".to_string());

@@ -2,7 +2,7 @@
 //! loads the current snapshot once and uses it to the end; a reload builds
 //! a new one over the same runtime state and swaps it in.
 
-pub mod diff;
+pub(crate) mod diff;
 pub mod runtime;
 
 use std::net::SocketAddr;
@@ -18,172 +18,168 @@ use crate::state::{BackendState, FrontendState, Registry, ServerState};
 use crate::upstream::balance::Lb;
 
 #[derive(Debug)]
-pub struct Snapshot {
-    pub generation: u64,
-    pub global: Global,
+pub(crate) struct Snapshot {
+    pub(crate) generation: u64,
+    pub(crate) global: Global,
     /// Every proxy in declaration order, as `show stat` lists them.
-    pub proxies: Vec<ProxyRt>,
+    pub(crate) proxies: Vec<ProxyRt>,
 }
 
 /// One `frontend`, `backend` or `listen` section.
 #[derive(Debug)]
-pub struct ProxyRt {
-    pub name: String,
+pub(crate) struct ProxyRt {
+    pub(crate) name: String,
     /// Proxy id (`iid`): numbered from 1 in declaration order, from 2 when
     /// a global stats socket exists (HAProxy's CLI proxy takes 1).
-    pub iid: u32,
-    pub kind: ProxyKind,
-    pub mode: Mode,
-    pub frontend: Option<Arc<FrontendRt>>,
-    pub backend: Option<Arc<BackendRt>>,
+    pub(crate) iid: u32,
+    pub(crate) frontend: Option<Arc<FrontendRt>>,
+    pub(crate) backend: Option<Arc<BackendRt>>,
 }
 
 #[derive(Debug)]
-pub struct FrontendRt {
-    pub name: String,
-    pub iid: u32,
+pub(crate) struct FrontendRt {
+    pub(crate) name: String,
+    pub(crate) iid: u32,
     /// The TLS configuration of each `bind ... ssl` address (a listener
     /// finds its own here at each accept, so a reload's certificates serve
     /// the next handshake).
-    pub tls_binds: Vec<(std::net::SocketAddr, Arc<rustls::ServerConfig>)>,
+    pub(crate) tls_binds: Vec<(std::net::SocketAddr, Arc<rustls::ServerConfig>)>,
     /// Largest request head (tune.bufsize - tune.maxrewrite).
-    pub max_head: usize,
+    pub(crate) max_head: usize,
     /// `tune.bufsize`: how much of a refused request is captured.
-    pub bufsize: usize,
+    pub(crate) bufsize: usize,
     /// `nosplice`, `tune.pipesize`, `maxpipes`: how TCP relays and
     /// tunnels move their bytes.
-    pub splice: crate::wire::splice::Tune,
-    pub state: Arc<FrontendState>,
-    pub mode: Mode,
-    pub maxconn: u32,
-    pub timeouts: Timeouts,
-    pub conn_mode: HttpConnMode,
+    pub(crate) splice: crate::wire::splice::Tune,
+    pub(crate) state: Arc<FrontendState>,
+    pub(crate) mode: Mode,
+    pub(crate) maxconn: u32,
+    pub(crate) timeouts: Timeouts,
+    pub(crate) conn_mode: HttpConnMode,
     /// `option http-ignore-probes`.
-    pub ignore_probes: bool,
+    pub(crate) ignore_probes: bool,
     /// `option disable-h2-upgrade`.
-    pub disable_h2_upgrade: bool,
-    pub binds: Vec<SocketAddr>,
+    pub(crate) disable_h2_upgrade: bool,
+    pub(crate) binds: Vec<SocketAddr>,
     /// Listening addresses with `accept-proxy`.
-    pub accept_proxy: Vec<SocketAddr>,
+    pub(crate) accept_proxy: Vec<SocketAddr>,
     /// Listening addresses with `proto h1` or `proto h2`.
-    pub bind_protos: Vec<(SocketAddr, crate::config::model::BindProto)>,
+    pub(crate) bind_protos: Vec<(SocketAddr, crate::config::model::BindProto)>,
     /// The HTTP/2 settings and limits of its connections.
-    pub h2: crate::http::h2::Limits,
+    pub(crate) h2: crate::http::h2::Limits,
     /// `tcp-request connection` / `content` rules, `inspect-delay`.
-    pub tcp_connection: crate::tcp::rules::Rules,
-    pub tcp_content: crate::tcp::rules::Rules,
-    pub inspect_delay: Option<std::time::Duration>,
-    pub acls: AclSet,
+    pub(crate) tcp_connection: crate::tcp::rules::Rules,
+    pub(crate) tcp_content: crate::tcp::rules::Rules,
+    pub(crate) inspect_delay: Option<std::time::Duration>,
+    pub(crate) acls: AclSet,
     /// `block`, `http-request` and `redirect` rules, in that order.
-    pub http_request: Vec<(HttpRequestAction, Option<CompiledCond>)>,
+    pub(crate) http_request: Vec<(HttpRequestAction, Option<CompiledCond>)>,
     /// `option clitcpka` (or `tcpka`): SO_KEEPALIVE on client connections.
-    pub tcpka: bool,
+    pub(crate) tcpka: bool,
     /// `capture request|response header` for the access log.
-    pub captures: crate::config::model::HeaderCaptures,
+    pub(crate) captures: crate::config::model::HeaderCaptures,
     /// Where in `http_request` the legacy `req*` filters run (before the
     /// `redirect` rules).
-    pub legacy_at: usize,
+    pub(crate) legacy_at: usize,
     /// `reqadd`, `reqrep`... (None without any).
-    pub legacy_req: Option<Box<LegacyRt>>,
+    pub(crate) legacy_req: Option<Box<LegacyRt>>,
     /// `rspadd`, `rsprep`... (None without any).
-    pub legacy_rsp: Option<Box<LegacyRt>>,
+    pub(crate) legacy_rsp: Option<Box<LegacyRt>>,
     /// `monitor-uri`, with the `monitor fail` condition.
-    pub monitor: Option<(String, Option<CompiledCond>)>,
-    pub switching: Vec<(Arc<BackendRt>, CompiledCond)>,
-    pub default_backend: Option<Arc<BackendRt>>,
-    pub http_response: Vec<(HttpResponseAction, Option<CompiledCond>)>,
-    pub forwardfor: Option<ForwardFor>,
+    pub(crate) monitor: Option<(String, Option<CompiledCond>)>,
+    pub(crate) switching: Vec<(Arc<BackendRt>, CompiledCond)>,
+    pub(crate) default_backend: Option<Arc<BackendRt>>,
+    pub(crate) http_response: Vec<(HttpResponseAction, Option<CompiledCond>)>,
+    pub(crate) forwardfor: Option<ForwardFor>,
     /// `errorfile`: complete responses by status.
-    pub errorfiles: Vec<(u16, bytes::Bytes)>,
-    pub stats: Option<StatsRt>,
+    pub(crate) errorfiles: Vec<(u16, bytes::Bytes)>,
+    pub(crate) stats: Option<StatsRt>,
     /// Access log, when the frontend has somewhere to log to.
-    pub log: Option<Arc<crate::observe::log::FrontendLog>>,
+    pub(crate) log: Option<Arc<crate::observe::log::FrontendLog>>,
 }
 
 #[derive(Debug)]
-pub struct BackendRt {
-    pub name: String,
-    pub iid: u32,
+pub(crate) struct BackendRt {
+    pub(crate) name: String,
+    pub(crate) iid: u32,
     /// Largest response head (tune.bufsize - tune.maxrewrite).
-    pub max_head: usize,
+    pub(crate) max_head: usize,
     /// `tune.bufsize`: how much of a refused response is captured.
-    pub bufsize: usize,
-    pub state: Arc<BackendState>,
-    pub mode: Mode,
-    pub timeouts: Timeouts,
-    pub retries: u32,
+    pub(crate) bufsize: usize,
+    pub(crate) state: Arc<BackendState>,
+    pub(crate) mode: Mode,
+    pub(crate) timeouts: Timeouts,
+    pub(crate) retries: u32,
     /// `option srvtcpka` (or `tcpka`): SO_KEEPALIVE on server connections.
-    pub tcpka: bool,
+    pub(crate) tcpka: bool,
     /// `option redispatch [<interval>]` (None: off).
-    pub redispatch: Option<i32>,
-    pub retry_on: crate::config::model::RetryOn,
-    pub http_reuse: HttpReuse,
-    pub conn_mode: HttpConnMode,
-    pub balance: Balance,
-    pub servers: Vec<ServerRt>,
+    pub(crate) redispatch: Option<i32>,
+    pub(crate) retry_on: crate::config::model::RetryOn,
+    pub(crate) http_reuse: HttpReuse,
+    pub(crate) conn_mode: HttpConnMode,
+    pub(crate) balance: Balance,
+    pub(crate) servers: Vec<ServerRt>,
     /// Balancing state (algorithm, map/ring, round-robin position).
-    pub lb: Lb,
+    pub(crate) lb: Lb,
     /// What active checks do (TCP connect, `option httpchk`, `tcp-check`).
-    pub check: CheckKind,
+    pub(crate) check: CheckKind,
     /// The backend's own ACLs, for its rules' conditions.
-    pub acls: AclSet,
+    pub(crate) acls: AclSet,
     /// `block`, `http-request` and `redirect` rules of a backend section,
     /// run after the frontend's.
-    pub http_request: Vec<(HttpRequestAction, Option<CompiledCond>)>,
+    pub(crate) http_request: Vec<(HttpRequestAction, Option<CompiledCond>)>,
     /// See [`FrontendRt::legacy_at`].
-    pub legacy_at: usize,
-    pub legacy_req: Option<Box<LegacyRt>>,
-    pub legacy_rsp: Option<Box<LegacyRt>>,
-    pub http_response: Vec<(HttpResponseAction, Option<CompiledCond>)>,
+    pub(crate) legacy_at: usize,
+    pub(crate) legacy_req: Option<Box<LegacyRt>>,
+    pub(crate) legacy_rsp: Option<Box<LegacyRt>>,
+    pub(crate) http_response: Vec<(HttpResponseAction, Option<CompiledCond>)>,
     /// `tcp-request content` rules of a backend section (mode tcp), run
     /// after the frontend's once the backend is chosen.
-    pub tcp_content: crate::tcp::rules::Rules,
-    pub forwardfor: Option<ForwardFor>,
-    pub errorfiles: Vec<(u16, bytes::Bytes)>,
-    pub stats: Option<StatsRt>,
+    pub(crate) tcp_content: crate::tcp::rules::Rules,
+    pub(crate) forwardfor: Option<ForwardFor>,
+    pub(crate) errorfiles: Vec<(u16, bytes::Bytes)>,
+    pub(crate) stats: Option<StatsRt>,
     /// Targets of state-change events (`log` lines), if any.
-    pub log: Option<Arc<crate::observe::log::LogSetup>>,
+    pub(crate) log: Option<Arc<crate::observe::log::LogSetup>>,
     /// `fullconn`: the BACKEND row's `slim`.
-    pub fullconn: u32,
+    pub(crate) fullconn: u32,
     /// `cookie <name> ...`: cookie-based persistence (HTTP only).
-    pub cookie: Option<Arc<crate::config::model::CookiePersist>>,
+    pub(crate) cookie: Option<Arc<crate::config::model::CookiePersist>>,
     /// `option persist`: a cookie naming a DOWN server still goes to it.
-    pub persist: bool,
+    pub(crate) persist: bool,
 }
 
 #[derive(Debug)]
-pub struct ServerRt {
+pub(crate) struct ServerRt {
     /// Position in the backend, from 1 (`sid`).
-    pub sid: u32,
-    pub name: String,
-    pub state: Arc<ServerState>,
-    pub addr: SocketAddr,
+    pub(crate) sid: u32,
+    pub(crate) name: String,
+    pub(crate) state: Arc<ServerState>,
     /// Configured weight (`uweight` at start).
-    pub weight: u32,
-    pub maxconn: u32,
-    pub check: Option<CheckParams>,
+    pub(crate) weight: u32,
+    pub(crate) check: Option<CheckParams>,
     /// `backup`: used only when no active server is.
-    pub backup: bool,
+    pub(crate) backup: bool,
     /// `minconn` (dynamic maxconn floor, 0 = static).
-    pub minconn: u32,
+    pub(crate) minconn: u32,
     /// `maxqueue` (0 = unlimited).
-    pub maxqueue: u32,
+    pub(crate) maxqueue: u32,
     /// `slowstart` in seconds (0 = none).
-    pub slowstart_secs: u32,
-    pub opts: crate::config::model::ServerOpts,
+    pub(crate) slowstart_secs: u32,
+    pub(crate) opts: crate::config::model::ServerOpts,
     /// `cookie <value>`: the persistence cookie value naming it.
-    pub cookie: Option<Box<str>>,
+    pub(crate) cookie: Option<Box<str>>,
     /// `check-ssl`: the TLS its checks use.
-    pub check_tls: Option<Arc<crate::tls::upstream::UpstreamTls>>,
+    pub(crate) check_tls: Option<Arc<crate::tls::upstream::UpstreamTls>>,
 }
 
 /// HAProxy's default when neither global nor frontend sets `maxconn`
 /// (it derives its own from the fd limit; sluice picks a fixed safe value).
-pub const DEFAULT_MAXCONN: u32 = 4096;
+pub(crate) const DEFAULT_MAXCONN: u32 = 4096;
 
 /// Builds the snapshot for `config`, creating or reusing runtime state in
 /// `registry` by name.
-pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapshot {
+pub(crate) fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapshot {
     let first_iid = if config.global.stats_sockets.is_empty() {
         1
     } else {
@@ -255,9 +251,7 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                     sid: sids[j],
                     name: s.name.clone(),
                     state: st,
-                    addr: s.addr,
                     weight: s.weight,
-                    maxconn: s.maxconn,
                     check: s.check,
                     backup: s.opts.backup,
                     minconn,
@@ -422,8 +416,6 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
         proxies.push(ProxyRt {
             name: p.name.clone(),
             iid,
-            kind: p.kind,
-            mode: p.mode,
             frontend,
             backend,
         });
@@ -438,9 +430,9 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
 /// A section's stats page with its `stats admin` conditions compiled
 /// against the section's ACLs.
 #[derive(Debug)]
-pub struct StatsRt {
-    pub page: StatsPage,
-    pub admin: Vec<CompiledCond>,
+pub(crate) struct StatsRt {
+    pub(crate) page: StatsPage,
+    pub(crate) admin: Vec<CompiledCond>,
 }
 
 fn stats_rt(page: Option<&StatsPage>, acls: &AclSet) -> Option<StatsRt> {
@@ -528,15 +520,15 @@ fn fullconn_for(config: &Config, backend: &str, global_maxconn: u32) -> u32 {
 }
 
 impl Snapshot {
-    pub fn frontends(&self) -> impl Iterator<Item = &Arc<FrontendRt>> {
+    pub(crate) fn frontends(&self) -> impl Iterator<Item = &Arc<FrontendRt>> {
         self.proxies.iter().filter_map(|p| p.frontend.as_ref())
     }
 
-    pub fn backends(&self) -> impl Iterator<Item = &Arc<BackendRt>> {
+    pub(crate) fn backends(&self) -> impl Iterator<Item = &Arc<BackendRt>> {
         self.proxies.iter().filter_map(|p| p.backend.as_ref())
     }
 
-    pub fn backend(&self, name: &str) -> Option<&Arc<BackendRt>> {
+    pub(crate) fn backend(&self, name: &str) -> Option<&Arc<BackendRt>> {
         self.backends().find(|b| b.name == name)
     }
 }

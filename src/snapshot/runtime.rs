@@ -14,17 +14,17 @@ use crate::state::counters::{FreqCtr, Gauge};
 
 /// Process figures for `show info`.
 #[derive(Debug)]
-pub struct ProcessCounters {
-    pub started: Instant,
-    pub start_unix: u64,
-    pub pid: u32,
+pub(crate) struct ProcessCounters {
+    pub(crate) started: Instant,
+    pub(crate) start_unix: u64,
+    pub(crate) pid: u32,
     /// Client connections open now / max.
-    pub conns: Gauge,
-    pub cum_conns: AtomicU64,
-    pub cum_req: AtomicU64,
-    pub conn_rate: FreqCtr,
-    pub sess_rate: FreqCtr,
-    pub bytes_out: AtomicU64,
+    pub(crate) conns: Gauge,
+    pub(crate) cum_conns: AtomicU64,
+    pub(crate) cum_req: AtomicU64,
+    pub(crate) conn_rate: FreqCtr,
+    pub(crate) sess_rate: FreqCtr,
+    pub(crate) bytes_out: AtomicU64,
 }
 
 impl Default for ProcessCounters {
@@ -49,10 +49,10 @@ impl Default for ProcessCounters {
 #[derive(Debug)]
 pub struct Runtime {
     snapshot: ArcSwap<Snapshot>,
-    pub registry: Registry,
-    pub process: ProcessCounters,
+    pub(crate) registry: Registry,
+    pub(crate) process: ProcessCounters,
     /// Worker threads of the tokio runtime (`Nbthread`).
-    pub nbthread: u32,
+    pub(crate) nbthread: u32,
 }
 
 impl Runtime {
@@ -68,13 +68,13 @@ impl Runtime {
     }
 
     /// The snapshot to use for one request (or one CLI command).
-    pub fn snapshot(&self) -> Arc<Snapshot> {
+    pub(crate) fn snapshot(&self) -> Arc<Snapshot> {
         self.snapshot.load_full()
     }
 
     /// Runs `f` on the current snapshot without taking a reference count
     /// (for short, synchronous looks).
-    pub fn with_snapshot<R>(&self, f: impl FnOnce(&Snapshot) -> R) -> R {
+    pub(crate) fn with_snapshot<R>(&self, f: impl FnOnce(&Snapshot) -> R) -> R {
         f(&self.snapshot.load())
     }
 
@@ -83,7 +83,7 @@ impl Runtime {
     /// `before_swap(old, new)` before requests can see it (a reload retires
     /// removed servers there, so no request routed with the new snapshot is
     /// ever handed one of them).
-    pub fn apply(
+    pub(crate) fn apply(
         &self,
         config: &Config,
         before_swap: impl FnOnce(&Snapshot, &Snapshot),
@@ -99,11 +99,11 @@ impl Runtime {
         snap
     }
 
-    pub fn uptime_secs(&self) -> u64 {
+    pub(crate) fn uptime_secs(&self) -> u64 {
         self.process.started.elapsed().as_secs()
     }
 
-    pub fn count_request(&self) {
+    pub(crate) fn count_request(&self) {
         self.process.cum_req.fetch_add(1, Relaxed);
     }
 }

@@ -21,7 +21,7 @@ use crate::wire::error_spot::ErrorSpot;
 static EVENTS: AtomicU32 = AtomicU32::new(0);
 
 /// The total number of errors captured so far.
-pub fn events() -> u32 {
+pub(crate) fn events() -> u32 {
     EVENTS.load(Relaxed)
 }
 
@@ -29,7 +29,7 @@ pub fn events() -> u32 {
 /// as real haproxy 2.6.12 prints them for a refused request head, request
 /// body, response head and response body. They are its internals: sluice
 /// prints the usual values so the layout and what scripts see match.
-pub fn h1_flags(response: bool, in_body: bool) -> (u32, u32) {
+pub(crate) fn h1_flags(response: bool, in_body: bool) -> (u32, u32) {
     match (response, in_body) {
         (false, false) => (0x0000_0100, 0x0000_0810),
         (false, true) => (0x0000_2200, 0x0000_0810),
@@ -40,29 +40,29 @@ pub fn h1_flags(response: bool, in_body: bool) -> (u32, u32) {
 
 /// One refused message.
 #[derive(Debug)]
-pub struct Capture {
-    pub when: SystemTime,
-    pub event: u32,
+pub(crate) struct Capture {
+    pub(crate) when: SystemTime,
+    pub(crate) event: u32,
     /// The other side's proxy (the backend of a request, the frontend of a
     /// response): name and id, if one was known.
-    pub other: Option<(String, u32)>,
+    pub(crate) other: Option<(String, u32)>,
     /// The server of a response: name and id.
-    pub server: Option<(String, u32)>,
+    pub(crate) server: Option<(String, u32)>,
     /// The client's address.
-    pub src: Option<SocketAddr>,
+    pub(crate) src: Option<SocketAddr>,
     /// `tune.bufsize`: the most bytes captured, and the base of `free`.
-    pub bufsize: usize,
+    pub(crate) bufsize: usize,
     /// The bytes as received, at most `bufsize`.
-    pub bytes: Box<[u8]>,
-    pub spot: ErrorSpot,
+    pub(crate) bytes: Box<[u8]>,
+    pub(crate) spot: ErrorSpot,
 }
 
 /// The last capture of one kind on one proxy.
 #[derive(Debug, Default)]
-pub struct ErrorSlot(Mutex<Option<Arc<Capture>>>);
+pub(crate) struct ErrorSlot(Mutex<Option<Arc<Capture>>>);
 
 impl ErrorSlot {
-    pub fn last(&self) -> Option<Arc<Capture>> {
+    pub(crate) fn last(&self) -> Option<Arc<Capture>> {
         self.0
             .lock()
             .map(|g| g.clone())
@@ -91,7 +91,7 @@ fn gather(parts: &[&[u8]], max: usize) -> Box<[u8]> {
 
 /// A request `fe` refused: `parts` are the bytes received, `be` the
 /// backend already chosen, if any.
-pub fn request_error(
+pub(crate) fn request_error(
     fe: &FrontendRt,
     be: Option<&BackendRt>,
     src: Option<SocketAddr>,
@@ -111,7 +111,7 @@ pub fn request_error(
 }
 
 /// A response `be` refused from `server`, for a client of `fe`.
-pub fn response_error(
+pub(crate) fn response_error(
     be: &BackendRt,
     fe: &FrontendRt,
     server: &ServerState,

@@ -20,7 +20,7 @@ fn system_secs() -> u64 {
 /// refreshes ten times a second (see [`start_coarse_clock`]) rather than
 /// from a system call; without the ticker (tests, `-c`) it asks the system.
 #[inline]
-pub fn now_secs() -> u64 {
+pub(crate) fn now_secs() -> u64 {
     match COARSE_SECS.load(Relaxed) {
         0 => system_secs(),
         s => s,
@@ -28,7 +28,7 @@ pub fn now_secs() -> u64 {
 }
 
 /// Starts the ticker behind [`now_secs`]; call once inside the runtime.
-pub fn start_coarse_clock() {
+pub(crate) fn start_coarse_clock() {
     COARSE_SECS.store(system_secs(), Relaxed);
     tokio::spawn(async {
         let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
@@ -43,7 +43,7 @@ pub fn start_coarse_clock() {
 /// the current second's count and the previous one's, packed so that one
 /// atomic holds a consistent pair.
 #[derive(Default, Debug)]
-pub struct FreqCtr {
+pub(crate) struct FreqCtr {
     /// High 32 bits: second (mod 2^32); low 32 bits: count in that second.
     cur: AtomicU64,
     prev: AtomicU32,
@@ -51,7 +51,7 @@ pub struct FreqCtr {
 }
 
 impl FreqCtr {
-    pub fn hit(&self) {
+    pub(crate) fn hit(&self) {
         let sec = now_secs() as u32;
         let mut cur = self.cur.load(Relaxed);
         loop {
@@ -81,7 +81,7 @@ impl FreqCtr {
     /// Rate over the last second: events counted in the current second,
     /// plus the previous second's weighted by what remains of it, as HAProxy
     /// approximates; here simply the larger of the two whole seconds' view.
-    pub fn rate(&self) -> u32 {
+    pub(crate) fn rate(&self) -> u32 {
         let sec = now_secs() as u32;
         let cur = self.cur.load(Relaxed);
         let (s, n) = ((cur >> 32) as u32, cur as u32);
@@ -94,53 +94,53 @@ impl FreqCtr {
         }
     }
 
-    pub fn max(&self) -> u32 {
+    pub(crate) fn max(&self) -> u32 {
         self.max.load(Relaxed)
     }
 
-    pub fn clear_max(&self) {
+    pub(crate) fn clear_max(&self) {
         self.max.store(0, Relaxed);
     }
 }
 
 /// A gauge with its high-water mark (scur/smax, qcur/qmax).
 #[derive(Default, Debug)]
-pub struct Gauge {
+pub(crate) struct Gauge {
     cur: AtomicU64,
     max: AtomicU64,
 }
 
 impl Gauge {
-    pub fn inc(&self) {
+    pub(crate) fn inc(&self) {
         let v = self.cur.fetch_add(1, Relaxed) + 1;
         self.max.fetch_max(v, Relaxed);
     }
-    pub fn dec(&self) {
+    pub(crate) fn dec(&self) {
         // Never wrap below zero, whatever a caller's bug.
         let _ = self
             .cur
             .fetch_update(Relaxed, Relaxed, |v| Some(v.saturating_sub(1)));
     }
-    pub fn cur(&self) -> u64 {
+    pub(crate) fn cur(&self) -> u64 {
         self.cur.load(Relaxed)
     }
-    pub fn max(&self) -> u64 {
+    pub(crate) fn max(&self) -> u64 {
         self.max.load(Relaxed)
     }
-    pub fn clear_max(&self) {
+    pub(crate) fn clear_max(&self) {
         self.max.store(self.cur(), Relaxed);
     }
 }
 
 /// How many recent requests the time averages cover (HAProxy's
 /// `TIME_STATS_SAMPLES`).
-pub const TIME_SAMPLES: u64 = 1024;
+pub(crate) const TIME_SAMPLES: u64 = 1024;
 
 /// A sliding average over the last [`TIME_SAMPLES`] values, HAProxy's
 /// `swrate`: the sum decays by one average per new value once the window
 /// is full. Lock-free: one compare-and-swap loop per value.
 #[derive(Default, Debug)]
-pub struct SwRate {
+pub(crate) struct SwRate {
     sum: AtomicU64,
 }
 
@@ -159,7 +159,7 @@ impl SwRate {
 
     /// The average over the last `min(samples, TIME_SAMPLES)` values
     /// (rounded up, as HAProxy's `swrate_avg`), 0 without samples.
-    pub fn avg(&self, samples: u64) -> u64 {
+    pub(crate) fn avg(&self, samples: u64) -> u64 {
         let w = samples.min(TIME_SAMPLES);
         if w == 0 {
             return 0;
@@ -175,22 +175,22 @@ impl SwRate {
 /// qtime/ctime/rtime/ttime of a backend or server: averages over the last
 /// 1024 requests and the maxima, in milliseconds.
 #[derive(Default, Debug)]
-pub struct Times {
+pub(crate) struct Times {
     /// Requests measured so far.
-    pub samples: AtomicU64,
-    pub queue: SwRate,
-    pub connect: SwRate,
-    pub response: SwRate,
-    pub total: SwRate,
-    pub queue_max: AtomicU32,
-    pub connect_max: AtomicU32,
-    pub response_max: AtomicU32,
-    pub total_max: AtomicU32,
+    pub(crate) samples: AtomicU64,
+    pub(crate) queue: SwRate,
+    pub(crate) connect: SwRate,
+    pub(crate) response: SwRate,
+    pub(crate) total: SwRate,
+    pub(crate) queue_max: AtomicU32,
+    pub(crate) connect_max: AtomicU32,
+    pub(crate) response_max: AtomicU32,
+    pub(crate) total_max: AtomicU32,
 }
 
 impl Times {
     /// `[qtime, ctime, rtime, ttime]` averages.
-    pub fn averages(&self) -> [u64; 4] {
+    pub(crate) fn averages(&self) -> [u64; 4] {
         let n = self.samples.load(Relaxed);
         [
             self.queue.avg(n),
@@ -201,7 +201,7 @@ impl Times {
     }
 
     /// `[qtime_max, ctime_max, rtime_max, ttime_max]`.
-    pub fn maxima(&self) -> [u32; 4] {
+    pub(crate) fn maxima(&self) -> [u32; 4] {
         [
             self.queue_max.load(Relaxed),
             self.connect_max.load(Relaxed),
@@ -232,83 +232,83 @@ impl Times {
 
 /// Counters of one stats row (frontend, backend or server).
 #[derive(Default, Debug)]
-pub struct Counters {
+pub(crate) struct Counters {
     /// Current / max sessions (frontend: client connections; backend and
     /// server: requests being served).
-    pub sess: Gauge,
+    pub(crate) sess: Gauge,
     /// Queued requests (backend and server).
-    pub queue: Gauge,
+    pub(crate) queue: Gauge,
     /// Cumulative sessions.
-    pub stot: AtomicU64,
-    pub bin: AtomicU64,
-    pub bout: AtomicU64,
-    pub dreq: AtomicU64,
-    pub dresp: AtomicU64,
-    pub ereq: AtomicU64,
-    pub econ: AtomicU64,
-    pub eresp: AtomicU64,
-    pub wretr: AtomicU64,
-    pub wredis: AtomicU64,
+    pub(crate) stot: AtomicU64,
+    pub(crate) bin: AtomicU64,
+    pub(crate) bout: AtomicU64,
+    pub(crate) dreq: AtomicU64,
+    pub(crate) dresp: AtomicU64,
+    pub(crate) ereq: AtomicU64,
+    pub(crate) econ: AtomicU64,
+    pub(crate) eresp: AtomicU64,
+    pub(crate) wretr: AtomicU64,
+    pub(crate) wredis: AtomicU64,
     /// hrsp_1xx .. hrsp_5xx, hrsp_other.
-    pub hrsp: [AtomicU64; 6],
-    pub req_tot: AtomicU64,
-    pub cli_abrt: AtomicU64,
-    pub srv_abrt: AtomicU64,
+    pub(crate) hrsp: [AtomicU64; 6],
+    pub(crate) req_tot: AtomicU64,
+    pub(crate) cli_abrt: AtomicU64,
+    pub(crate) srv_abrt: AtomicU64,
     /// Times this backend/server was chosen by load balancing.
-    pub lbtot: AtomicU64,
+    pub(crate) lbtot: AtomicU64,
     /// Frontend: accepted connections.
-    pub conn_tot: AtomicU64,
+    pub(crate) conn_tot: AtomicU64,
     /// Connections refused by `tcp-request connection` rules (frontend).
-    pub dcon: AtomicU64,
-    pub intercepted: AtomicU64,
+    pub(crate) dcon: AtomicU64,
+    pub(crate) intercepted: AtomicU64,
     /// Connection attempts to servers / reuses of idle ones.
-    pub connect: AtomicU64,
-    pub reuse: AtomicU64,
+    pub(crate) connect: AtomicU64,
+    pub(crate) reuse: AtomicU64,
     /// TLS handshakes completed / failed (frontend: with clients; server
     /// and backend: with servers).
-    pub ssl_sess: AtomicU64,
-    pub ssl_failed_handshake: AtomicU64,
+    pub(crate) ssl_sess: AtomicU64,
+    pub(crate) ssl_failed_handshake: AtomicU64,
     /// HTTP/2 on the client side (frontend): streams opened (HEADERS),
     /// DATA frames received, connections closed for a protocol error (or
     /// a flood), streams reset for one, GOAWAYs sent for an error,
     /// connections open and in all.
-    pub h2_headers_rcvd: AtomicU64,
-    pub h2_data_rcvd: AtomicU64,
-    pub h2_conn_protocol_errors: AtomicU64,
-    pub h2_strm_protocol_errors: AtomicU64,
-    pub h2_goaway_resp: AtomicU64,
-    pub h2_open_connections: Gauge,
-    pub h2_total_connections: AtomicU64,
+    pub(crate) h2_headers_rcvd: AtomicU64,
+    pub(crate) h2_data_rcvd: AtomicU64,
+    pub(crate) h2_conn_protocol_errors: AtomicU64,
+    pub(crate) h2_strm_protocol_errors: AtomicU64,
+    pub(crate) h2_goaway_resp: AtomicU64,
+    pub(crate) h2_open_connections: Gauge,
+    pub(crate) h2_total_connections: AtomicU64,
     /// HTTP/1 client connections (frontend) and the requests they carried.
-    pub h1_total_connections: AtomicU64,
-    pub h1_total_streams: AtomicU64,
+    pub(crate) h1_total_connections: AtomicU64,
+    pub(crate) h1_total_streams: AtomicU64,
     /// The bytes of those connections, in and out (as `bin`/`bout`).
-    pub h1_bytes_in: AtomicU64,
-    pub h1_bytes_out: AtomicU64,
+    pub(crate) h1_bytes_in: AtomicU64,
+    pub(crate) h1_bytes_out: AtomicU64,
     /// Unix time of the last session, 0 = never.
-    pub last_sess: AtomicU64,
-    pub sess_rate: FreqCtr,
-    pub req_rate: FreqCtr,
-    pub conn_rate: FreqCtr,
+    pub(crate) last_sess: AtomicU64,
+    pub(crate) sess_rate: FreqCtr,
+    pub(crate) req_rate: FreqCtr,
+    pub(crate) conn_rate: FreqCtr,
     /// qtime/ctime/rtime/ttime (backend and server rows).
-    pub times: Times,
+    pub(crate) times: Times,
 }
 
 impl Counters {
     /// A new session starts on this row.
-    pub fn session_start(&self) {
+    pub(crate) fn session_start(&self) {
         self.sess.inc();
         self.stot.fetch_add(1, Relaxed);
         self.sess_rate.hit();
         self.last_sess.store(now_secs(), Relaxed);
     }
 
-    pub fn session_end(&self) {
+    pub(crate) fn session_end(&self) {
         self.sess.dec();
     }
 
     /// Count an HTTP response status in hrsp_*.
-    pub fn count_status(&self, status: u16) {
+    pub(crate) fn count_status(&self, status: u16) {
         let idx = match status {
             100..=199 => 0,
             200..=299 => 1,
@@ -320,21 +320,22 @@ impl Counters {
         self.hrsp[idx].fetch_add(1, Relaxed);
     }
 
-    pub fn count_request(&self) {
+    pub(crate) fn count_request(&self) {
         self.req_tot.fetch_add(1, Relaxed);
         self.req_rate.hit();
     }
 
-    pub fn add(counter: &AtomicU64, n: u64) {
+    pub(crate) fn add(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Relaxed);
     }
 
-    pub fn get(counter: &AtomicU64) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn get(counter: &AtomicU64) -> u64 {
         counter.load(Relaxed)
     }
 
     /// Seconds since the last session, or -1 if there never was one.
-    pub fn lastsess_age(&self) -> i64 {
+    pub(crate) fn lastsess_age(&self) -> i64 {
         match self.last_sess.load(Relaxed) {
             0 => -1,
             t => now_secs().saturating_sub(t) as i64,
@@ -352,7 +353,7 @@ impl Counters {
     ///
     /// Requests that got no response from a server are not recorded.
     /// Lock-free; a few atomic operations.
-    pub fn record_times(&self, queue: u32, connect: u32, response: u32, total: u32) {
+    pub(crate) fn record_times(&self, queue: u32, connect: u32, response: u32, total: u32) {
         let t = &self.times;
         let seen = t.samples.fetch_add(1, Relaxed);
         t.queue.add(queue, seen);
@@ -368,7 +369,7 @@ impl Counters {
     /// `clear counters`: the max values, and the h1/h2 columns: HAProxy's
     /// stats modules are "clearable", reset by `clear counters` with or
     /// without `all` (their open-connection gauges stay).
-    pub fn clear_max(&self) {
+    pub(crate) fn clear_max(&self) {
         self.sess.clear_max();
         self.queue.clear_max();
         self.sess_rate.clear_max();
@@ -394,7 +395,7 @@ impl Counters {
 
     /// `clear counters all`: every cumulative counter, average and max back
     /// to 0. Gauges keep their current value (those sessions still exist).
-    pub fn clear_all(&self) {
+    pub(crate) fn clear_all(&self) {
         let cum: [&AtomicU64; 20] = [
             &self.stot,
             &self.bin,

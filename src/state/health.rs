@@ -9,10 +9,8 @@ use crate::state::counters::now_secs;
 
 /// Check result codes (`check_status`) with HAProxy's descriptions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CheckStatus {
-    Unk,
+pub(crate) enum CheckStatus {
     Ini,
-    SockErr,
     L4Ok,
     L4Tout,
     L4Con,
@@ -28,11 +26,9 @@ pub enum CheckStatus {
 }
 
 impl CheckStatus {
-    pub fn code(self) -> &'static str {
+    pub(crate) fn code(self) -> &'static str {
         match self {
-            CheckStatus::Unk => "UNK",
             CheckStatus::Ini => "INI",
-            CheckStatus::SockErr => "SOCKERR",
             CheckStatus::L4Ok => "L4OK",
             CheckStatus::L4Tout => "L4TOUT",
             CheckStatus::L4Con => "L4CON",
@@ -48,11 +44,9 @@ impl CheckStatus {
         }
     }
 
-    pub fn desc(self) -> &'static str {
+    pub(crate) fn desc(self) -> &'static str {
         match self {
-            CheckStatus::Unk => "Unknown",
             CheckStatus::Ini => "Initializing",
-            CheckStatus::SockErr => "Socket error",
             CheckStatus::L4Ok => "Layer4 check passed",
             CheckStatus::L4Tout => "Layer4 timeout",
             CheckStatus::L4Con => "Layer4 connection problem",
@@ -68,7 +62,7 @@ impl CheckStatus {
         }
     }
 
-    pub fn is_ok(self) -> bool {
+    pub(crate) fn is_ok(self) -> bool {
         matches!(
             self,
             CheckStatus::L4Ok | CheckStatus::L6Ok | CheckStatus::L7Ok | CheckStatus::L7OkC
@@ -76,11 +70,9 @@ impl CheckStatus {
     }
 
     /// Numeric value used by `show servers state`.
-    pub fn number(self) -> u32 {
+    pub(crate) fn number(self) -> u32 {
         match self {
-            CheckStatus::Unk => 0,
             CheckStatus::Ini => 1,
-            CheckStatus::SockErr => 5,
             CheckStatus::L4Ok => 6,
             CheckStatus::L4Tout => 7,
             CheckStatus::L4Con => 8,
@@ -99,23 +91,23 @@ impl CheckStatus {
 
 /// The last check's outcome and the state machine's position.
 #[derive(Debug, Clone)]
-pub struct CheckInfo {
-    pub status: CheckStatus,
+pub(crate) struct CheckInfo {
+    pub(crate) status: CheckStatus,
     /// L7 status code, if any.
-    pub code: Option<u16>,
+    pub(crate) code: Option<u16>,
     /// Milliseconds the last check took (None before the first).
-    pub duration_ms: Option<u64>,
+    pub(crate) duration_ms: Option<u64>,
     /// Detail of the last check (`Connection refused`).
-    pub detail: String,
-    pub health: u32,
-    pub rise: u32,
-    pub fall: u32,
+    pub(crate) detail: String,
+    pub(crate) health: u32,
+    pub(crate) rise: u32,
+    pub(crate) fall: u32,
 }
 
 /// `srv_op_state` of `show servers state`: the operational state.
-pub const OP_STOPPED: u8 = 0;
-pub const OP_RUNNING: u8 = 2;
-pub const OP_STOPPING: u8 = 3;
+pub(crate) const OP_STOPPED: u8 = 0;
+pub(crate) const OP_RUNNING: u8 = 2;
+pub(crate) const OP_STOPPING: u8 = 3;
 
 /// The operational state a passing check leaves a server in: NOLB after
 /// a conditional pass, else UP.
@@ -125,7 +117,7 @@ fn op_after(conditional: bool) -> u8 {
 
 /// `set server <b>/<s> health up|stopping|down`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Forced {
+pub(crate) enum Forced {
     Up,
     Stopping,
     Down,
@@ -133,7 +125,7 @@ pub enum Forced {
 
 /// A state change the checker should report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Transition {
+pub(crate) enum Transition {
     WentDown,
     WentUp,
     /// UP to NOLB: a check passed only conditionally (`L7OKC`, from
@@ -144,7 +136,7 @@ pub enum Transition {
 }
 
 #[derive(Debug)]
-pub struct Health {
+pub(crate) struct Health {
     /// Operational state: [`OP_STOPPED`] (DOWN), [`OP_RUNNING`] (UP) or
     /// [`OP_STOPPING`] (NOLB: up but no new traffic).
     op: AtomicU8,
@@ -160,15 +152,15 @@ pub struct Health {
     last_change: AtomicU64,
     /// Seconds spent DOWN, summed over finished down periods.
     downtime: AtomicU64,
-    pub chkfail: AtomicU64,
-    pub chkdown: AtomicU64,
+    pub(crate) chkfail: AtomicU64,
+    pub(crate) chkdown: AtomicU64,
     /// Unix time the server last came back UP (0: never since start), for
     /// `slowstart`.
     came_up: AtomicU64,
 }
 
 impl Health {
-    pub fn new(checked: bool, rise: u32, fall: u32) -> Self {
+    pub(crate) fn new(checked: bool, rise: u32, fall: u32) -> Self {
         let rise = rise.max(1);
         let fall = fall.max(1);
         Health {
@@ -198,30 +190,30 @@ impl Health {
     /// Not DOWN (UP or NOLB): what `show stat up` keeps and what counts
     /// as a down period.
     #[inline]
-    pub fn is_up(&self) -> bool {
+    pub(crate) fn is_up(&self) -> bool {
         self.op.load(Relaxed) != OP_STOPPED
     }
 
     /// UP and taking new traffic (not NOLB). Read on every request: one
     /// relaxed load.
     #[inline]
-    pub fn is_running(&self) -> bool {
+    pub(crate) fn is_running(&self) -> bool {
         self.op.load(Relaxed) == OP_RUNNING
     }
 
     /// `srv_op_state`: 0 stopped, 2 running, 3 stopping.
-    pub fn op_state(&self) -> u8 {
+    pub(crate) fn op_state(&self) -> u8 {
         self.op.load(Relaxed)
     }
 
     /// Checks are configured (`check` on the server line).
-    pub fn is_checked(&self) -> bool {
+    pub(crate) fn is_checked(&self) -> bool {
         self.checked.load(Relaxed)
     }
 
     /// A reload configured checks on (or off). Turned off, the server is
     /// taken as UP again, as on a fresh start without `check`.
-    pub fn set_checked(&self, on: bool) {
+    pub(crate) fn set_checked(&self, on: bool) {
         if self.checked.swap(on, Relaxed) == on || on {
             return;
         }
@@ -235,23 +227,23 @@ impl Health {
 
     /// Checks configured and not disabled by `disable health`
     /// (HAProxy's `CHK_ST_ENABLED`).
-    pub fn check_enabled(&self) -> bool {
+    pub(crate) fn check_enabled(&self) -> bool {
         self.is_checked() && self.enabled.load(Relaxed)
     }
 
     /// Checks paused by maintenance (`CHK_ST_PAUSED`).
-    pub fn is_paused(&self) -> bool {
+    pub(crate) fn is_paused(&self) -> bool {
         self.paused.load(Relaxed)
     }
 
     /// Check results count: enabled and not paused.
-    pub fn checks_active(&self) -> bool {
+    pub(crate) fn checks_active(&self) -> bool {
         self.check_enabled() && !self.is_paused()
     }
 
     /// `enable health` / `disable health`. Returns false when checks are not
     /// configured on the server (enabling is refused then).
-    pub fn set_check_enabled(&self, on: bool) -> bool {
+    pub(crate) fn set_check_enabled(&self, on: bool) -> bool {
         if on && !self.is_checked() {
             return false;
         }
@@ -295,7 +287,7 @@ impl Health {
     /// `set server .. health up|stopping|down`: moves the state machine as
     /// HAProxy does (`up`/`stopping`: health to its maximum; `down`: 0). The
     /// check status is kept. In maintenance only the health value changes.
-    pub fn force(&self, to: Forced) {
+    pub(crate) fn force(&self, to: Forced) {
         let mut g = self.lock();
         let max = g.rise + g.fall - 1;
         g.health = if to == Forced::Down { 0 } else { max };
@@ -323,7 +315,7 @@ impl Health {
 
     /// Entering maintenance: checks paused, health 0, DOWN (counted in
     /// `chkdown` as HAProxy does).
-    pub fn enter_maint(&self) {
+    pub(crate) fn enter_maint(&self) {
         let mut g = self.lock();
         self.paused.store(true, Relaxed);
         g.health = 0;
@@ -336,7 +328,7 @@ impl Health {
     /// immediately", so one failed check takes it down again). A server
     /// without checks keeps health 0, as HAProxy shows it in `show servers
     /// state`.
-    pub fn leave_maint(&self) {
+    pub(crate) fn leave_maint(&self) {
         let checked = self.is_checked();
         let mut g = self.lock();
         if checked {
@@ -350,7 +342,7 @@ impl Health {
         self.paused.store(false, Relaxed);
     }
 
-    pub fn info(&self) -> CheckInfo {
+    pub(crate) fn info(&self) -> CheckInfo {
         match self.info.lock() {
             Ok(g) => g.clone(),
             Err(p) => p.into_inner().clone(),
@@ -359,7 +351,7 @@ impl Health {
 
     /// Keep rise/fall in step with a reloaded config, without touching the
     /// state itself.
-    pub fn set_rise_fall(&self, rise: u32, fall: u32) {
+    pub(crate) fn set_rise_fall(&self, rise: u32, fall: u32) {
         let mut g = match self.info.lock() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
@@ -372,7 +364,7 @@ impl Health {
 
     /// Apply one check result; returns the transition it caused, if any.
     /// Ignored while checks are disabled or paused (maintenance).
-    pub fn record(
+    pub(crate) fn record(
         &self,
         status: CheckStatus,
         code: Option<u16>,
@@ -437,7 +429,7 @@ impl Health {
     /// `BE_WEIGHT_SCALE` steps): 16 unless the server came back UP less
     /// than `slowstart` seconds ago. Never at process start.
     #[inline]
-    pub fn ramp16(&self, slowstart_secs: u32) -> u32 {
+    pub(crate) fn ramp16(&self, slowstart_secs: u32) -> u32 {
         if slowstart_secs == 0 {
             return 16;
         }
@@ -454,7 +446,7 @@ impl Health {
 
     /// Percentage of `maxconn` allowed during slowstart (HAProxy's
     /// `srv_dynamic_maxconn`): 100 outside the ramp.
-    pub fn ramp_percent(&self, slowstart_secs: u32) -> u32 {
+    pub(crate) fn ramp_percent(&self, slowstart_secs: u32) -> u32 {
         let up = self.came_up.load(Relaxed);
         if slowstart_secs == 0 || up == 0 {
             return 100;
@@ -470,7 +462,7 @@ impl Health {
     /// HAProxy's `__health_adjust`: `fail-check` counts one failed check,
     /// `sudden-death` first leaves a single check before DOWN, `mark-down`
     /// takes the server DOWN now. The status becomes HANA.
-    pub fn passive_failure(
+    pub(crate) fn passive_failure(
         &self,
         sudden_death: bool,
         mark_down: bool,
@@ -506,12 +498,12 @@ impl Health {
     }
 
     /// Seconds since the last state change.
-    pub fn lastchg(&self) -> u64 {
+    pub(crate) fn lastchg(&self) -> u64 {
         now_secs().saturating_sub(self.last_change.load(Relaxed))
     }
 
     /// Total seconds down, including the current down period.
-    pub fn downtime(&self) -> u64 {
+    pub(crate) fn downtime(&self) -> u64 {
         let past = self.downtime.load(Relaxed);
         if self.is_up() {
             past
@@ -523,7 +515,7 @@ impl Health {
     /// The `status` column outside maintenance (HAProxy's `srv_hlt_st`):
     /// `UP`, `UP 1/3`, `DOWN`, `DOWN 1/2`, `NOLB`, `NOLB 2/3`, `DRAIN`,
     /// `DRAIN 2/3`, `no check`. `drain`: the server is in DRAIN admin state.
-    pub fn status_text_admin(&self, drain: bool) -> String {
+    pub(crate) fn status_text_admin(&self, drain: bool) -> String {
         let i = self.info();
         let max = i.rise + i.fall - 1;
         let checks = self.check_enabled();
@@ -556,8 +548,9 @@ impl Health {
         }
     }
 
+    #[cfg(test)]
     /// [`Health::status_text_admin`] for a server in no admin state.
-    pub fn status_text(&self) -> String {
+    pub(crate) fn status_text(&self) -> String {
         self.status_text_admin(false)
     }
 }

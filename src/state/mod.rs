@@ -2,12 +2,12 @@
 //! counters, health, maxconn slots and the queue, the upstream pool. A
 //! reload compiles a new snapshot that points at the same state objects.
 
-pub mod capture;
-pub mod sessions;
+pub(crate) mod capture;
+pub(crate) mod sessions;
 
-pub mod counters;
-pub mod health;
-pub mod queue;
+pub(crate) mod counters;
+pub(crate) mod health;
+pub(crate) mod queue;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -16,33 +16,32 @@ use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
 
-pub use crate::upstream::pool::Pool;
-pub use counters::Counters;
-pub use health::Health;
-pub use queue::{Queue, SlotGuard};
+pub(crate) use crate::upstream::pool::Pool;
+pub(crate) use counters::Counters;
+pub(crate) use health::Health;
+pub(crate) use queue::{Queue, SlotGuard};
 
 /// State of a frontend (the FRONTEND row).
 #[derive(Debug, Default)]
-pub struct FrontendState {
-    pub name: String,
-    pub counters: Counters,
+pub(crate) struct FrontendState {
+    pub(crate) counters: Counters,
     /// The `maxconn` in force (the configuration's, or `set maxconn
     /// frontend`): the FRONTEND row's `slim`. 0 until the listeners start.
-    pub maxconn_now: std::sync::atomic::AtomicU32,
+    pub(crate) maxconn_now: std::sync::atomic::AtomicU32,
     /// The last refused request (`show errors`).
-    pub errors: crate::state::capture::ErrorSlot,
+    pub(crate) errors: crate::state::capture::ErrorSlot,
 }
 
 /// `srv_admin_state` bits (HAProxy's `SRV_ADMF_*`), as `show servers state`
 /// prints them. sluice sets the forced ones from the CLI.
-pub const ADMF_FMAINT: u8 = 0x01;
-pub const ADMF_FDRAIN: u8 = 0x08;
+pub(crate) const ADMF_FMAINT: u8 = 0x01;
+pub(crate) const ADMF_FDRAIN: u8 = 0x08;
 /// Admin bits that keep a server out of load balancing.
 const ADMF_NO_LB: u8 = ADMF_FMAINT | ADMF_FDRAIN;
 
 /// The admin state a CLI command asks for (`set server .. state ..`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AdminState {
+pub(crate) enum AdminState {
     Ready,
     Drain,
     Maint,
@@ -50,21 +49,21 @@ pub enum AdminState {
 
 /// State of one server.
 #[derive(Debug)]
-pub struct ServerState {
-    pub name: String,
-    pub backend: String,
-    pub counters: Counters,
-    pub health: Health,
+pub(crate) struct ServerState {
+    pub(crate) name: String,
+    pub(crate) backend: String,
+    pub(crate) counters: Counters,
+    pub(crate) health: Health,
     /// Current (user) weight; 0 takes the server out of load balancing.
-    pub weight: AtomicU32,
+    pub(crate) weight: AtomicU32,
     /// [`ADMF_FMAINT`] / [`ADMF_FDRAIN`]: maintenance and drain.
     admin: AtomicU8,
     /// Requests being served now, against `maxconn`.
     pub(crate) inflight: AtomicU32,
     /// 0 = unlimited.
-    pub maxconn: AtomicU32,
+    pub(crate) maxconn: AtomicU32,
     /// Idle connections to the server's current address.
-    pub pool: ArcSwap<Pool>,
+    pub(crate) pool: ArcSwap<Pool>,
     /// A checker task runs for this server.
     pub(crate) checker: AtomicBool,
     /// Requests waiting for a slot on this very server (hash-based
@@ -75,36 +74,36 @@ pub struct ServerState {
     pub(crate) queue_served: AtomicU64,
     pub(crate) released: tokio::sync::Notify,
     /// Consecutive live-traffic errors (`observe`).
-    pub consec_errors: AtomicU32,
+    pub(crate) consec_errors: AtomicU32,
     /// Live sessions can be cut (`on-marked-down shutdown-sessions`):
     /// bumped on each cut; a session started under an older value ends.
-    pub kill_epoch: AtomicU32,
+    pub(crate) kill_epoch: AtomicU32,
     /// A checker asked for a fast check now (`on-error fastinter`).
     pub(crate) check_soon: tokio::sync::Notify,
     /// `observe`: 0 none, [`OBSERVE_L4`] or [`OBSERVE_L7`] (set from the
     /// config, read per request).
-    pub observe: AtomicU8,
+    pub(crate) observe: AtomicU8,
     /// `on-marked-down shutdown-sessions`.
-    pub shutdown_on_down: AtomicBool,
+    pub(crate) shutdown_on_down: AtomicBool,
     /// `send-proxy` (1) / `send-proxy-v2` (2), 0 none (set from the
     /// config, read per connection).
-    pub send_proxy: AtomicU8,
+    pub(crate) send_proxy: AtomicU8,
     /// Live sessions listen for [`kill`](Self::kill): the server has
     /// `on-marked-down shutdown-sessions`, or it is a backup of a backend
     /// where an active server has `on-marked-up shutdown-backup-sessions`.
-    pub cuttable: AtomicBool,
+    pub(crate) cuttable: AtomicBool,
     /// Wakes the sessions to cut when the server goes DOWN.
-    pub kill: tokio::sync::Notify,
+    pub(crate) kill: tokio::sync::Notify,
     /// Removed by a reload: no new request goes to it; the requests it
     /// serves finish, and its slots are not handed to queued requests.
     retired: AtomicBool,
 }
 
-pub const OBSERVE_L4: u8 = 1;
-pub const OBSERVE_L7: u8 = 2;
+pub(crate) const OBSERVE_L4: u8 = 1;
+pub(crate) const OBSERVE_L7: u8 = 2;
 
 impl ServerState {
-    pub fn new(
+    pub(crate) fn new(
         backend: &str,
         name: &str,
         addr: SocketAddr,
@@ -138,18 +137,18 @@ impl ServerState {
         }
     }
 
-    pub fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         self.pool.load().addr()
     }
 
-    pub fn inflight(&self) -> u32 {
+    pub(crate) fn inflight(&self) -> u32 {
         self.inflight.load(Relaxed)
     }
 
     /// Takes part in load balancing: neither in maintenance nor draining,
     /// UP (not NOLB) and a non-zero weight. Relaxed loads only.
     #[inline]
-    pub fn usable(&self) -> bool {
+    pub(crate) fn usable(&self) -> bool {
         !self.retired.load(Relaxed)
             && self.admin.load(Relaxed) & ADMF_NO_LB == 0
             && self.health.is_running()
@@ -160,7 +159,7 @@ impl ServerState {
     /// `SRV_ST_STOPPED`): UP or NOLB, not in maintenance; a draining
     /// server keeps its persistent sessions.
     #[inline]
-    pub fn takes_persistent(&self) -> bool {
+    pub(crate) fn takes_persistent(&self) -> bool {
         !self.retired.load(Relaxed)
             && self.admin.load(Relaxed) & ADMF_FMAINT == 0
             && self.health.is_up()
@@ -169,7 +168,7 @@ impl ServerState {
     /// The weight load balancing uses now: the current weight when
     /// [`usable`](Self::usable), else 0.
     #[inline]
-    pub fn lb_weight(&self) -> u32 {
+    pub(crate) fn lb_weight(&self) -> u32 {
         if self.admin.load(Relaxed) & ADMF_NO_LB != 0
             || !self.health.is_running()
             || self.retired.load(Relaxed)
@@ -180,15 +179,16 @@ impl ServerState {
     }
 
     /// `srv_admin_state` bits.
-    pub fn admin(&self) -> u8 {
+    pub(crate) fn admin(&self) -> u8 {
         self.admin.load(Relaxed)
     }
 
-    pub fn is_maint(&self) -> bool {
+    pub(crate) fn is_maint(&self) -> bool {
         self.admin() & ADMF_FMAINT != 0
     }
 
-    pub fn is_drain(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_drain(&self) -> bool {
         self.admin() & ADMF_FDRAIN != 0
     }
 
@@ -198,7 +198,7 @@ impl ServerState {
     /// the server DOWN; leaving it brings it UP at health `rise`. Returns
     /// the admin bits before (the caller tells the change, see
     /// `health::admin_event`).
-    pub fn set_admin(&self, to: AdminState) -> u8 {
+    pub(crate) fn set_admin(&self, to: AdminState) -> u8 {
         let bits = match to {
             AdminState::Ready => 0,
             AdminState::Drain => ADMF_FDRAIN,
@@ -221,7 +221,7 @@ impl ServerState {
     }
 
     /// The `status` column of `show stat`.
-    pub fn status_text(&self) -> String {
+    pub(crate) fn status_text(&self) -> String {
         let admin = self.admin();
         if admin & ADMF_FMAINT != 0 {
             return "MAINT".to_string();
@@ -231,7 +231,7 @@ impl ServerState {
 
     /// A reload removed the server: out of load balancing, idle pooled
     /// connections closed; requests in flight finish.
-    pub fn retire(&self) {
+    pub(crate) fn retire(&self) {
         self.retired.store(true, Relaxed);
         let old = self.pool.load();
         self.pool.store(Arc::new(Pool::new(
@@ -243,18 +243,18 @@ impl ServerState {
 
     /// Ends the sessions this server serves now (they must have seen
     /// [`cuttable`](Self::cuttable) set when they started).
-    pub fn cut_sessions(&self) {
+    pub(crate) fn cut_sessions(&self) {
         self.kill_epoch.fetch_add(1, Relaxed);
         self.kill.notify_waiters();
     }
 
-    pub fn is_retired(&self) -> bool {
+    pub(crate) fn is_retired(&self) -> bool {
         self.retired.load(Relaxed)
     }
 
     /// `set server .. addr`: new connections go to `addr`; idle connections
     /// to the old address are dropped with the old pool.
-    pub fn set_addr(&self, addr: SocketAddr) {
+    pub(crate) fn set_addr(&self, addr: SocketAddr) {
         let old = self.pool.load();
         let (tls, h2) = (old.tls().cloned(), old.is_h2());
         self.pool.store(Arc::new(Pool::new(addr, tls, h2)));
@@ -263,21 +263,21 @@ impl ServerState {
 
 /// State of a backend (the BACKEND row) and its queue.
 #[derive(Debug, Default)]
-pub struct BackendState {
-    pub name: String,
-    pub counters: Counters,
+pub(crate) struct BackendState {
+    pub(crate) name: String,
+    pub(crate) counters: Counters,
     /// The last refused response (`show errors`).
-    pub errors: crate::state::capture::ErrorSlot,
+    pub(crate) errors: crate::state::capture::ErrorSlot,
     /// Requests waiting for a server slot, FIFO.
-    pub queue: Queue,
+    pub(crate) queue: Queue,
     /// Times the backend lost its last usable server (`chkdown` of the
     /// BACKEND row).
-    pub went_down: std::sync::atomic::AtomicU64,
+    pub(crate) went_down: std::sync::atomic::AtomicU64,
     servers: Mutex<HashMap<String, Arc<ServerState>>>,
 }
 
 impl BackendState {
-    pub fn new(name: &str) -> Self {
+    pub(crate) fn new(name: &str) -> Self {
         BackendState {
             name: name.to_string(),
             ..Default::default()
@@ -285,7 +285,7 @@ impl BackendState {
     }
 
     /// Whether server `name` has a state already (an earlier generation).
-    pub fn has_server(&self, name: &str) -> bool {
+    pub(crate) fn has_server(&self, name: &str) -> bool {
         lock(&self.servers).contains_key(name)
     }
 
@@ -293,7 +293,7 @@ impl BackendState {
     /// gives the server a fresh pool (idle connections to the old address
     /// must not be reused); everything else is kept.
     #[allow(clippy::too_many_arguments)]
-    pub fn server(
+    pub(crate) fn server(
         &self,
         name: &str,
         addr: SocketAddr,
@@ -326,25 +326,24 @@ impl BackendState {
 /// Every runtime state object by name. Only touched when a snapshot is
 /// compiled (start-up, reload), never per request.
 #[derive(Debug, Default)]
-pub struct Registry {
+pub(crate) struct Registry {
     frontends: Mutex<HashMap<String, Arc<FrontendState>>>,
     backends: Mutex<HashMap<String, Arc<BackendState>>>,
 }
 
 impl Registry {
-    pub fn frontend(&self, name: &str) -> Arc<FrontendState> {
+    pub(crate) fn frontend(&self, name: &str) -> Arc<FrontendState> {
         lock(&self.frontends)
             .entry(name.to_string())
             .or_insert_with(|| {
                 Arc::new(FrontendState {
-                    name: name.to_string(),
                     ..Default::default()
                 })
             })
             .clone()
     }
 
-    pub fn backend(&self, name: &str) -> Arc<BackendState> {
+    pub(crate) fn backend(&self, name: &str) -> Arc<BackendState> {
         lock(&self.backends)
             .entry(name.to_string())
             .or_insert_with(|| Arc::new(BackendState::new(name)))

@@ -18,7 +18,7 @@ use tokio::sync::oneshot;
 use crate::state::{BackendState, ServerState, lock};
 
 #[derive(Debug, Default)]
-pub struct Queue {
+pub(crate) struct Queue {
     inner: Mutex<Waiters>,
     /// Mirrors the waiter count so the release path can skip the lock.
     len: AtomicUsize,
@@ -44,7 +44,7 @@ impl std::fmt::Debug for Waiters {
 /// Which servers a waiting request may be given: those of the snapshot it
 /// was routed with (a reload may change the backend's servers while it
 /// waits).
-pub type Accepts = Box<dyn Fn(&ServerState) -> bool + Send + Sync>;
+pub(crate) type Accepts = Box<dyn Fn(&ServerState) -> bool + Send + Sync>;
 
 struct Waiter {
     id: u64,
@@ -66,13 +66,13 @@ impl Waiters {
 /// `timeout queue` expired before a slot was free; `position` is the
 /// request's `%bq`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct QueueTimeout {
-    pub position: u32,
+pub(crate) struct QueueTimeout {
+    pub(crate) position: u32,
 }
 
 /// A server slot held for the time of one request.
 #[derive(Debug)]
-pub struct SlotGuard {
+pub(crate) struct SlotGuard {
     held: Option<(Arc<ServerState>, Arc<BackendState>)>,
     /// The request's `%bq`: 0 unless it waited in the backend queue.
     queue_position: u32,
@@ -82,13 +82,16 @@ pub struct SlotGuard {
 
 impl SlotGuard {
     /// Takes a slot on `server` if it has one free (always, when unlimited).
-    pub fn try_take(server: &Arc<ServerState>, backend: &Arc<BackendState>) -> Option<SlotGuard> {
+    pub(crate) fn try_take(
+        server: &Arc<ServerState>,
+        backend: &Arc<BackendState>,
+    ) -> Option<SlotGuard> {
         Self::try_take_max(server, backend, server.maxconn.load(SeqCst))
     }
 
     /// [`try_take`](Self::try_take) against a limit computed by the caller
     /// (dynamic maxconn: `minconn`/`fullconn`, `slowstart`); 0 = unlimited.
-    pub fn try_take_max(
+    pub(crate) fn try_take_max(
         server: &Arc<ServerState>,
         backend: &Arc<BackendState>,
         max: u32,
@@ -110,13 +113,13 @@ impl SlotGuard {
 
     /// `%bq`: how far back in the backend queue the request was (see
     /// [`Waiters::position`]); 0 when it did not wait there.
-    pub fn queue_position(&self) -> u32 {
+    pub(crate) fn queue_position(&self) -> u32 {
         self.queue_position
     }
 
     /// `%sq`: the same for the server's own queue (a request that waited
     /// for the server a hash or a cookie chose).
-    pub fn srv_queue_position(&self) -> u32 {
+    pub(crate) fn srv_queue_position(&self) -> u32 {
         self.srv_queue_position
     }
 
@@ -124,7 +127,7 @@ impl SlotGuard {
         self.srv_queue_position = n;
     }
 
-    pub fn server(&self) -> &Arc<ServerState> {
+    pub(crate) fn server(&self) -> &Arc<ServerState> {
         match &self.held {
             Some((s, _)) => s,
             // `held` is only emptied inside drop.
@@ -203,7 +206,7 @@ impl Waiters {
 impl Queue {
     /// Hands free slots of `server` to waiting requests, oldest first
     /// (after its `maxconn` was raised at run time).
-    pub fn dispatch_to(server: &Arc<ServerState>, backend: &Arc<BackendState>) {
+    pub(crate) fn dispatch_to(server: &Arc<ServerState>, backend: &Arc<BackendState>) {
         if backend.queue.is_empty() || !server.usable() {
             return;
         }
@@ -211,17 +214,17 @@ impl Queue {
         w.dispatch(backend, &|| SlotGuard::try_take(server, backend));
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len.load(SeqCst)
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// Waits in FIFO order for a slot found by `try_pick`, at most `timeout`,
     /// on a server `accepts` allows.
-    pub async fn wait_for_slot(
+    pub(crate) async fn wait_for_slot(
         backend: &Arc<BackendState>,
         try_pick: impl Fn() -> Option<SlotGuard>,
         accepts: Accepts,

@@ -36,7 +36,7 @@ static REGISTRY: [Mutex<Shard>; SHARDS] = [const {
 /// (a reused entry may be read while it is being filled; `show sess` then
 /// shows a mix of two connections at worst).
 #[derive(Debug, Default)]
-pub struct StreamEntry {
+pub(crate) struct StreamEntry {
     /// The peer's address as IPv6 (IPv4-mapped for IPv4), big endian.
     ip: [AtomicU64; 2],
     /// The chosen server's state address (0: none yet), only compared
@@ -70,29 +70,29 @@ fn now_s() -> u32 {
 
 impl StreamEntry {
     /// A request begins (its head arrived).
-    pub fn begin(&self) {
+    pub(crate) fn begin(&self) {
         self.be_iid.store(0, Relaxed);
         self.srv.store(0, Relaxed);
         self.calls.fetch_add(1, Relaxed);
         self.started.store(now_s(), Relaxed);
     }
 
-    pub fn to_backend(&self, iid: u32) {
+    pub(crate) fn to_backend(&self, iid: u32) {
         self.be_iid.store(iid, Relaxed);
     }
 
-    pub fn to_server(&self, server: &Arc<crate::state::ServerState>) {
+    pub(crate) fn to_server(&self, server: &Arc<crate::state::ServerState>) {
         self.srv.store(Arc::as_ptr(server) as usize, Relaxed);
     }
 
     /// The request is over: the connection is no stream any more.
-    pub fn end(&self) {
+    pub(crate) fn end(&self) {
         self.started.store(0, Relaxed);
     }
 
     /// The client's address: the socket's peer, or what a PROXY protocol
     /// header said.
-    pub fn set_peer(&self, peer: SocketAddr) {
+    pub(crate) fn set_peer(&self, peer: SocketAddr) {
         let (ip, v6) = match peer.ip() {
             IpAddr::V4(a) => (a.to_ipv6_mapped(), 0),
             IpAddr::V6(a) => (a, 1 << 16),
@@ -118,10 +118,10 @@ impl StreamEntry {
 
 /// A registered entry; dropping it unregisters the connection.
 #[derive(Debug)]
-pub struct Slot(&'static StreamEntry);
+pub(crate) struct Slot(&'static StreamEntry);
 
 impl Slot {
-    pub fn register(peer: SocketAddr, fe_iid: u32, fd: i32) -> Slot {
+    pub(crate) fn register(peer: SocketAddr, fe_iid: u32, fd: i32) -> Slot {
         let entry = {
             let mut shard = lock(shard_of(fd));
             match shard.free.pop() {
@@ -146,7 +146,7 @@ impl Slot {
         Slot(entry)
     }
 
-    pub fn entry(&self) -> &'static StreamEntry {
+    pub(crate) fn entry(&self) -> &'static StreamEntry {
         self.0
     }
 }
@@ -174,7 +174,7 @@ fn lock(m: &'static Mutex<Shard>) -> std::sync::MutexGuard<'static, Shard> {
 /// The descriptor is checked against the entry's peer address first: an
 /// entry being released may still name a descriptor the kernel has just
 /// given to another connection, which must not be touched.
-pub fn shut_down_streams_of(server: *const crate::state::ServerState) -> usize {
+pub(crate) fn shut_down_streams_of(server: *const crate::state::ServerState) -> usize {
     let mut n = 0;
     for shard in &REGISTRY {
         let segments = lock(shard).segments.clone();
@@ -217,22 +217,22 @@ fn peer_of(fd: i32) -> Option<SocketAddr> {
 
 /// A request in progress, as read for `show sess`.
 #[derive(Debug, Clone)]
-pub struct Stream {
-    pub ptr: usize,
-    pub peer: SocketAddr,
-    pub fe_iid: u32,
-    pub fd: i32,
+pub(crate) struct Stream {
+    pub(crate) ptr: usize,
+    pub(crate) peer: SocketAddr,
+    pub(crate) fe_iid: u32,
+    pub(crate) fd: i32,
     /// When the request began (wall clock).
-    pub started: SystemTime,
-    pub age_secs: u64,
-    pub be_iid: u32,
+    pub(crate) started: SystemTime,
+    pub(crate) age_secs: u64,
+    pub(crate) be_iid: u32,
     /// Compare with `Arc::as_ptr` of a snapshot's `ServerState`s.
-    pub srv: usize,
-    pub calls: u32,
+    pub(crate) srv: usize,
+    pub(crate) calls: u32,
 }
 
 /// Every request in progress, oldest first.
-pub fn in_progress() -> Vec<Stream> {
+pub(crate) fn in_progress() -> Vec<Stream> {
     let now = now_s();
     let wall = SystemTime::now();
     let mut out = Vec::new();
@@ -263,7 +263,7 @@ pub fn in_progress() -> Vec<Stream> {
 
 /// HAProxy's `human_time(t, 1)`: at most two units, `0s` for zero
 /// (`1s`, `2m28s`, `3h5m`, `1d2h`).
-pub fn human_time(t: u64) -> String {
+pub(crate) fn human_time(t: u64) -> String {
     const MINUTE: u64 = 60;
     const HOUR: u64 = 3600;
     const DAY: u64 = 86400;

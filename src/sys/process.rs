@@ -8,7 +8,7 @@ use tokio::sync::Notify;
 /// Forks into the background: the parent exits 0, the child starts a new
 /// session with its standard streams on /dev/null. Must run before any
 /// thread is started.
-pub fn daemonize(pidfile: Option<&std::path::Path>) -> std::io::Result<()> {
+pub(crate) fn daemonize(pidfile: Option<&std::path::Path>) -> std::io::Result<()> {
     // SAFETY: called before the tokio runtime or any other thread exists,
     // so the child inherits a consistent single-threaded state.
     unsafe {
@@ -54,7 +54,7 @@ pub fn daemonize(pidfile: Option<&std::path::Path>) -> std::io::Result<()> {
 
 /// Writes the pid file whole or not at all (a temporary file renamed over
 /// it), so a reader never sees it empty or half written.
-pub fn write_pidfile(path: &std::path::Path, pid: u32) -> std::io::Result<()> {
+pub(crate) fn write_pidfile(path: &std::path::Path, pid: u32) -> std::io::Result<()> {
     // Named after the writer, not the pid written: no two processes ever
     // share a temporary file.
     let mut tmp = path.as_os_str().to_owned();
@@ -86,12 +86,12 @@ thread_local! {
 /// Whether a soft stop has begun: listeners are closed, connections finish
 /// their current request and close instead of waiting for another.
 #[inline]
-pub fn stopping() -> bool {
+pub(crate) fn stopping() -> bool {
     STOPPING.load(SeqCst)
 }
 
 /// Enters soft stop and wakes every connection waiting for a request.
-pub fn begin_soft_stop() {
+pub(crate) fn begin_soft_stop() {
     STOPPING.store(true, SeqCst);
     for shard in &STOP {
         shard.notify_waiters();
@@ -99,7 +99,7 @@ pub fn begin_soft_stop() {
 }
 
 /// Resolves once a soft stop has begun (at once if it already has).
-pub async fn stop_begun() {
+pub(crate) async fn stop_begun() {
     let shard = STOP_SHARD.with(|s| *s);
     let notified = STOP[shard].notified();
     tokio::pin!(notified);
@@ -112,7 +112,7 @@ pub async fn stop_begun() {
 
 /// What a stop signal asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopKind {
+pub(crate) enum StopKind {
     /// SIGTERM, SIGUSR1: stop accepting, finish what is in flight, exit.
     Soft,
     /// SIGINT: exit now.
@@ -120,14 +120,14 @@ pub enum StopKind {
 }
 
 /// The stop signals, installed once.
-pub struct StopSignals {
+pub(crate) struct StopSignals {
     term: Option<tokio::signal::unix::Signal>,
     usr1: Option<tokio::signal::unix::Signal>,
     int: Option<tokio::signal::unix::Signal>,
 }
 
 impl StopSignals {
-    pub fn install() -> StopSignals {
+    pub(crate) fn install() -> StopSignals {
         use tokio::signal::unix::{SignalKind, signal};
         StopSignals {
             term: signal(SignalKind::terminate()).ok(),
@@ -137,7 +137,7 @@ impl StopSignals {
     }
 
     /// The next stop signal.
-    pub async fn next(&mut self) -> StopKind {
+    pub(crate) async fn next(&mut self) -> StopKind {
         async fn recv(s: &mut Option<tokio::signal::unix::Signal>) {
             match s {
                 Some(s) => {
@@ -160,7 +160,7 @@ impl StopSignals {
 // Privileges, chroot, limits
 
 /// Resolves `user`/`group` names (before a chroot hides /etc/passwd).
-pub fn lookup_user(name: &str) -> Option<(u32, u32)> {
+pub(crate) fn lookup_user(name: &str) -> Option<(u32, u32)> {
     let c = std::ffi::CString::new(name).ok()?;
     // SAFETY: getpwnam returns a pointer into static storage or null; it is
     // read at once, before any other passwd call (start-up is
@@ -174,7 +174,7 @@ pub fn lookup_user(name: &str) -> Option<(u32, u32)> {
     }
 }
 
-pub fn lookup_group(name: &str) -> Option<u32> {
+pub(crate) fn lookup_group(name: &str) -> Option<u32> {
     let c = std::ffi::CString::new(name).ok()?;
     // SAFETY: as in lookup_user.
     unsafe {
@@ -192,7 +192,7 @@ fn os_err(what: &str) -> std::io::Error {
 }
 
 /// `chroot <dir>`: enters the directory and makes it the root.
-pub fn chroot(dir: &std::path::Path) -> std::io::Result<()> {
+pub(crate) fn chroot(dir: &std::path::Path) -> std::io::Result<()> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
         .map_err(|_| std::io::Error::other("chroot path contains a NUL byte"))?;
@@ -213,7 +213,7 @@ pub fn chroot(dir: &std::path::Path) -> std::io::Result<()> {
 
 /// Drops to `gid` then `uid` (supplementary groups cleared first). glibc
 /// applies set*id to every thread of the process.
-pub fn drop_privileges(uid: Option<u32>, gid: Option<u32>) -> std::io::Result<()> {
+pub(crate) fn drop_privileges(uid: Option<u32>, gid: Option<u32>) -> std::io::Result<()> {
     // SAFETY: plain system calls.
     unsafe {
         if let Some(g) = gid {
@@ -235,7 +235,7 @@ pub fn drop_privileges(uid: Option<u32>, gid: Option<u32>) -> std::io::Result<()
 
 /// Raises the soft `RLIMIT_NOFILE` to `want` (up to the hard limit, or
 /// past it when privileged). Returns the limit in force afterwards.
-pub fn raise_nofile(want: u64) -> std::io::Result<u64> {
+pub(crate) fn raise_nofile(want: u64) -> std::io::Result<u64> {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -269,7 +269,7 @@ pub fn raise_nofile(want: u64) -> std::io::Result<u64> {
 
 /// `ulimit-n <n>`: sets the soft `RLIMIT_NOFILE` to exactly `n` (raising
 /// the hard limit too when privileged). Returns the limit in force.
-pub fn set_nofile(n: u64) -> std::io::Result<u64> {
+pub(crate) fn set_nofile(n: u64) -> std::io::Result<u64> {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -296,7 +296,7 @@ pub fn set_nofile(n: u64) -> std::io::Result<u64> {
 // CPU affinity
 
 /// Pins the calling thread to `cpus` (sched_setaffinity on thread 0 = self).
-pub fn pin_current_thread(cpus: &[usize]) -> std::io::Result<()> {
+pub(crate) fn pin_current_thread(cpus: &[usize]) -> std::io::Result<()> {
     if cpus.is_empty() {
         return Ok(());
     }
@@ -322,7 +322,7 @@ pub fn pin_current_thread(cpus: &[usize]) -> std::io::Result<()> {
 /// Sends one `sd_notify` datagram to `$NOTIFY_SOCKET` (a path, or an
 /// abstract name starting with `@`), if set. Errors are ignored, as
 /// sd_notify callers do.
-pub fn sd_notify(state: &str) {
+pub(crate) fn sd_notify(state: &str) {
     let Some(target) = std::env::var_os("NOTIFY_SOCKET") else {
         return;
     };
@@ -343,7 +343,7 @@ pub fn sd_notify(state: &str) {
 }
 
 /// CLOCK_MONOTONIC in microseconds (for `RELOADING=1` + `MONOTONIC_USEC`).
-pub fn monotonic_usec() -> u64 {
+pub(crate) fn monotonic_usec() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -354,7 +354,7 @@ pub fn monotonic_usec() -> u64 {
 }
 
 /// Tells systemd a reload begins.
-pub fn notify_reloading() {
+pub(crate) fn notify_reloading() {
     sd_notify(&format!(
         "RELOADING=1\nMONOTONIC_USEC={}\n",
         monotonic_usec()
@@ -365,7 +365,7 @@ pub fn notify_reloading() {
 // Signalling other processes (-sf / -st)
 
 /// Sends `sig` to each pid; returns the pids that could not be signalled.
-pub fn signal_pids(pids: &[i32], sig: libc::c_int) -> Vec<(i32, std::io::Error)> {
+pub(crate) fn signal_pids(pids: &[i32], sig: libc::c_int) -> Vec<(i32, std::io::Error)> {
     let mut failed = Vec::new();
     for &p in pids {
         // SAFETY: plain system call.
@@ -381,12 +381,12 @@ pub fn signal_pids(pids: &[i32], sig: libc::c_int) -> Vec<(i32, std::io::Error)>
 
 static LOCAL_PEER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
-pub fn set_local_peer(name: &str) {
+pub(crate) fn set_local_peer(name: &str) {
     let _ = LOCAL_PEER.set(name.to_string());
 }
 
 /// `-L <name>`, if given.
-pub fn local_peer() -> Option<&'static str> {
+pub(crate) fn local_peer() -> Option<&'static str> {
     LOCAL_PEER.get().map(String::as_str)
 }
 
@@ -401,7 +401,11 @@ pub fn local_peer() -> Option<&'static str> {
 ///
 /// Call it before any thread is started: the environment is not
 /// synchronised.
-pub fn export_startup_env(files: &[std::path::PathBuf], local_peer: Option<&str>, version: &str) {
+pub(crate) fn export_startup_env(
+    files: &[std::path::PathBuf],
+    local_peer: Option<&str>,
+    version: &str,
+) {
     let peer = local_peer.map_or_else(hostname, str::to_string);
     let files: Vec<String> = files
         .iter()
@@ -416,7 +420,7 @@ pub fn export_startup_env(files: &[std::path::PathBuf], local_peer: Option<&str>
 /// `HAPROXY_CLI`: the stats sockets, `;`-separated, as HAProxy sets it once
 /// its configuration is read (`unix@<path>`, `ipv4@<addr>:<port>`, ...).
 /// Same threading rule as [`export_startup_env`].
-pub fn export_cli_env(sockets: &[crate::config::model::StatsSocket]) {
+pub(crate) fn export_cli_env(sockets: &[crate::config::model::StatsSocket]) {
     let list: Vec<String> = sockets
         .iter()
         .map(|s| match (s.tcp, s.fd) {
@@ -443,7 +447,7 @@ fn set_env(key: &str, value: &str) {
 }
 
 /// The machine's host name (empty if it cannot be read).
-pub fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: gethostname writes at most `buf.len()` bytes into `buf`.
     let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };

@@ -37,7 +37,7 @@ thread_local! {
 /// (0-based) to the CPUs of thread `n + 1` (`cpu-map`). Threads a runtime
 /// starts later for blocking work are not pinned, except through the
 /// CPUs they inherit.
-pub fn build(
+pub(crate) fn build(
     threads: usize,
     affinity: &HashMap<usize, Vec<usize>>,
 ) -> std::io::Result<Vec<Runtime>> {
@@ -65,17 +65,17 @@ pub fn build(
 }
 
 /// Makes `runtimes` the ones connections are dealt to (once per process).
-pub fn install(runtimes: &[Runtime]) {
+pub(crate) fn install(runtimes: &[Runtime]) {
     let _ = HANDLES.set(runtimes.iter().map(|r| r.handle().clone()).collect());
 }
 
 /// How many runtimes serve connections (1 before [`install`]).
-pub fn count() -> usize {
+pub(crate) fn count() -> usize {
     HANDLES.get().map_or(1, |h| h.len().max(1))
 }
 
 /// The runtime the calling thread works for (0 outside the workers).
-pub fn current() -> usize {
+pub(crate) fn current() -> usize {
     INDEX.with(Cell::get) % count()
 }
 
@@ -83,7 +83,7 @@ pub fn current() -> usize {
 /// lives, sockets register with its reactor and `tokio::spawn` runs tasks
 /// on it. None (stay where we are) before [`install`] or with one runtime.
 /// The guard must not be held across an `.await`.
-pub fn enter_next() -> Option<EnterGuard<'static>> {
+pub(crate) fn enter_next() -> Option<EnterGuard<'static>> {
     let handles = HANDLES.get()?;
     if handles.len() < 2 {
         return None;
@@ -93,6 +93,6 @@ pub fn enter_next() -> Option<EnterGuard<'static>> {
 }
 
 /// Every runtime's handle (for figures summed over all of them).
-pub fn handles() -> &'static [Handle] {
+pub(crate) fn handles() -> &'static [Handle] {
     HANDLES.get().map_or(&[], Vec::as_slice)
 }

@@ -8,7 +8,7 @@
 //! `req.ssl_sni`); those bytes go to the server first. The session ends
 //! with HAProxy's `option tcplog` line.
 
-pub mod rules;
+pub(crate) mod rules;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -66,7 +66,7 @@ async fn inspect(stream: &mut Stream, buf: &mut Vec<u8>, delay: Duration) {
 /// The client's stream is a plain socket, or TLS on a `bind ... ssl`
 /// listener (terminated here, relayed in clear or re-encrypted to `ssl`
 /// servers).
-pub async fn serve(client: ClientConn, stream: Stream, peer: SocketAddr) {
+pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: SocketAddr) {
     if let Some(tcp) = stream.tcp() {
         let _ = tcp.set_nodelay(true);
     }
@@ -107,7 +107,7 @@ pub async fn serve(client: ClientConn, stream: Stream, peer: SocketAddr) {
         return;
     };
     entry.to_backend(be.iid);
-    rec.to_backend(&be);
+    rec.assign_backend(&be);
     let bc = &be.state.counters;
     if be.iid != fe.iid && !crate::tcp::rules::allowed(&be.tcp_content, &be.acls, &view) {
         add(&bc.dreq, 1);
@@ -157,7 +157,7 @@ pub async fn serve(client: ClientConn, stream: Stream, peer: SocketAddr) {
     // have changed it).
     let server = seat.server().clone();
     entry.to_server(&server);
-    rec.to_server(&server);
+    rec.assign_server(&server);
     match connected {
         Err(e) => {
             if let retry::ConnectError::Pick(PickError::NoServer) = e {
@@ -264,7 +264,7 @@ fn termination(c2s: &Relayed, s2c: &Relayed) -> Option<[u8; 2]> {
 
 /// Why one direction of a relay stopped.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum End {
+pub(crate) enum End {
     /// The sending side closed (or the relay was cut).
     #[default]
     Eof,
@@ -279,9 +279,9 @@ pub enum End {
 
 /// One direction of a relay: bytes carried and how it ended.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Relayed {
-    pub bytes: u64,
-    pub end: End,
+pub(crate) struct Relayed {
+    pub(crate) bytes: u64,
+    pub(crate) end: End,
 }
 
 /// Relays both ways until both directions have ended. Each direction reads
@@ -291,7 +291,7 @@ pub struct Relayed {
 /// counts. Used for `mode tcp` and for HTTP protocol switches (101). On
 /// Linux the bytes go through the kernel with splice(2) unless `tune` says
 /// `nosplice` (see [`crate::wire::splice`]).
-pub async fn relay(
+pub(crate) async fn relay(
     a: &mut Stream,
     b: &mut Stream,
     a_idle: Option<Duration>,
@@ -303,7 +303,7 @@ pub async fn relay(
 }
 
 /// [`relay`], also telling how each direction ended.
-pub async fn relay_ends(
+pub(crate) async fn relay_ends(
     a: &mut Stream,
     b: &mut Stream,
     a_idle: Option<Duration>,
@@ -389,7 +389,7 @@ async fn pump(
 impl FrontendRt {
     /// Client-side inactivity in TCP mode: `timeout tunnel` if set (the
     /// connection is a tunnel from the start), else `timeout client`.
-    pub fn timeouts_for_tcp(&self) -> Option<Duration> {
+    pub(crate) fn timeouts_for_tcp(&self) -> Option<Duration> {
         self.timeouts.tunnel.or(self.timeouts.client)
     }
 }
@@ -397,7 +397,7 @@ impl FrontendRt {
 impl BackendRt {
     /// Server-side inactivity in TCP mode: `timeout tunnel`, else `timeout
     /// server`.
-    pub fn timeouts_for_tcp(&self) -> Option<Duration> {
+    pub(crate) fn timeouts_for_tcp(&self) -> Option<Duration> {
         self.timeouts.tunnel.or(self.timeouts.server)
     }
 }

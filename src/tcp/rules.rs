@@ -9,13 +9,13 @@ use crate::acl::eval::{AclSet, CompiledCond, RequestView};
 use crate::config::model::TcpAction;
 
 /// Compiled rules of one proxy, in order.
-pub type Rules = Vec<(TcpAction, Option<CompiledCond>)>;
+pub(crate) type Rules = Vec<(TcpAction, Option<CompiledCond>)>;
 
 /// What a TCP rule can look at: the client address and the bytes
 /// buffered so far.
-pub struct View<'a> {
-    pub src: IpAddr,
-    pub payload: &'a [u8],
+pub(crate) struct View<'a> {
+    pub(crate) src: IpAddr,
+    pub(crate) payload: &'a [u8],
 }
 
 impl RequestView for View<'_> {
@@ -36,7 +36,7 @@ impl RequestView for View<'_> {
 
 /// Runs `rules` in order: the first that applies decides; none applying
 /// accepts (HAProxy's default).
-pub fn allowed(rules: &Rules, acls: &AclSet, view: &View<'_>) -> bool {
+pub(crate) fn allowed(rules: &Rules, acls: &AclSet, view: &View<'_>) -> bool {
     for (action, cond) in rules {
         if cond.as_ref().is_none_or(|c| acls.eval(c, view)) {
             return *action == TcpAction::Accept;
@@ -47,7 +47,7 @@ pub fn allowed(rules: &Rules, acls: &AclSet, view: &View<'_>) -> bool {
 
 /// `tcp-request connection` rules of `fe` for a client at `peer` (before
 /// any byte is read: only `src` means anything).
-pub fn connection_allowed(fe: &crate::snapshot::FrontendRt, peer: SocketAddr) -> bool {
+pub(crate) fn connection_allowed(fe: &crate::snapshot::FrontendRt, peer: SocketAddr) -> bool {
     let view = View {
         src: peer.ip(),
         payload: b"",
@@ -57,7 +57,7 @@ pub fn connection_allowed(fe: &crate::snapshot::FrontendRt, peer: SocketAddr) ->
 
 /// Whether more bytes could change what the payload fetches return: no
 /// byte yet, or a TLS record whose handshake message is not whole.
-pub fn hello_incomplete(buf: &[u8]) -> bool {
+pub(crate) fn hello_incomplete(buf: &[u8]) -> bool {
     let Some(&first) = buf.first() else {
         return true;
     };
@@ -75,7 +75,7 @@ pub fn hello_incomplete(buf: &[u8]) -> bool {
 /// `req.ssl_hello_type`: the handshake type of the first record, once
 /// its handshake message is whole (HAProxy's checks: an SSLv3+ record of
 /// type 20..23 or 255 holding at least a handshake header).
-pub fn ssl_hello_type(buf: &[u8]) -> Option<u8> {
+pub(crate) fn ssl_hello_type(buf: &[u8]) -> Option<u8> {
     let &first = buf.first()?;
     if !((0x14..=0x17).contains(&first) || first == 0xff) || buf.len() < 9 {
         return None;
@@ -92,7 +92,7 @@ pub fn ssl_hello_type(buf: &[u8]) -> Option<u8> {
 
 /// `req.ssl_sni`: the host name of the server_name extension of a
 /// ClientHello held whole in the first record.
-pub fn ssl_sni(buf: &[u8]) -> Option<&[u8]> {
+pub(crate) fn ssl_sni(buf: &[u8]) -> Option<&[u8]> {
     let mut r = Reader(buf);
     if r.u8()? != 0x16 || r.u8()? != 3 {
         return None;

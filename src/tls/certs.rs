@@ -15,7 +15,7 @@ use rustls::sign::CertifiedKey;
 /// Why a certificate could not be loaded (the message is the reason shown
 /// at the config line).
 #[derive(Debug, thiserror::Error)]
-pub enum CertError {
+pub(crate) enum CertError {
     #[error("unable to load SSL certificate from PEM file '{0}': {1}")]
     Read(String, std::io::Error),
     #[error("unable to load SSL certificate from PEM file '{0}': no certificate found")]
@@ -40,15 +40,15 @@ pub enum CertError {
 
 /// One loaded certificate with the names it answers to.
 #[derive(Debug, Clone)]
-pub struct LoadedCert {
-    pub key: Arc<CertifiedKey>,
+pub(crate) struct LoadedCert {
+    pub(crate) key: Arc<CertifiedKey>,
     /// Exact names and `*.suffix` wildcards, lower-case.
-    pub names: Vec<String>,
+    pub(crate) names: Vec<String>,
 }
 
 /// Loads a PEM holding a chain (leaf first) and its private key. When the
 /// file has no key, `<file>.key` is tried, as HAProxy does.
-pub fn load_pem(path: &Path) -> Result<LoadedCert, CertError> {
+pub(crate) fn load_pem(path: &Path) -> Result<LoadedCert, CertError> {
     let shown = path.display().to_string();
     let data = std::fs::read(path).map_err(|e| CertError::Read(shown.clone(), e))?;
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&data)
@@ -85,7 +85,7 @@ pub fn load_pem(path: &Path) -> Result<LoadedCert, CertError> {
 
 /// Files of a `crt <dir>`: every regular file, in name order, except the
 /// companions HAProxy skips (`.key`, `.ocsp`, `.issuer`, `.sctl`).
-pub fn load_dir(dir: &Path) -> Result<Vec<LoadedCert>, CertError> {
+pub(crate) fn load_dir(dir: &Path) -> Result<Vec<LoadedCert>, CertError> {
     let shown = dir.display().to_string();
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| CertError::Dir(shown.clone(), e))?
@@ -112,7 +112,10 @@ pub fn load_dir(dir: &Path) -> Result<Vec<LoadedCert>, CertError> {
 /// A `crt-list` file: `<pem> [[ssl options]] [sni filter ...]` per line;
 /// `#` comments and blank lines skipped. Filters replace the certificate's
 /// own names; negative filters (`!name`) are ignored.
-pub fn load_crt_list(list: &Path, base: Option<&Path>) -> Result<Vec<LoadedCert>, CertError> {
+pub(crate) fn load_crt_list(
+    list: &Path,
+    base: Option<&Path>,
+) -> Result<Vec<LoadedCert>, CertError> {
     let shown = list.display().to_string();
     let text = std::fs::read_to_string(list).map_err(|e| CertError::Read(shown.clone(), e))?;
     let mut out = Vec::new();
@@ -166,7 +169,7 @@ pub fn load_crt_list(list: &Path, base: Option<&Path>) -> Result<Vec<LoadedCert>
 /// Picks the certificate by SNI: an exact name first, then a wildcard
 /// covering the first label, else the default (the first loaded).
 #[derive(Debug)]
-pub struct SniResolver {
+pub(crate) struct SniResolver {
     exact: HashMap<String, Arc<CertifiedKey>>,
     wildcard: HashMap<String, Arc<CertifiedKey>>,
     default: Arc<CertifiedKey>,
@@ -176,7 +179,7 @@ pub struct SniResolver {
 
 impl SniResolver {
     /// None when `certs` is empty.
-    pub fn new(certs: &[LoadedCert], strict: bool) -> Option<Self> {
+    pub(crate) fn new(certs: &[LoadedCert], strict: bool) -> Option<Self> {
         let default = certs.first()?.key.clone();
         let mut exact = HashMap::new();
         let mut wildcard = HashMap::new();
@@ -225,7 +228,7 @@ impl ResolvesServerCert for SniResolver {
 }
 
 /// Loads a CA bundle (`ca-file`).
-pub fn load_ca(path: &Path) -> Result<rustls::RootCertStore, CertError> {
+pub(crate) fn load_ca(path: &Path) -> Result<rustls::RootCertStore, CertError> {
     let shown = path.display().to_string();
     let data = std::fs::read(path).map_err(|e| CertError::Ca(shown.clone(), e.to_string()))?;
     let mut roots = rustls::RootCertStore::empty();

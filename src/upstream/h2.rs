@@ -23,14 +23,14 @@ use crate::wire::h2_convert;
 /// The shared connection of a server, established on first use and
 /// again when it broke.
 #[derive(Debug, Default)]
-pub struct Shared {
+pub(crate) struct Shared {
     send: Mutex<Option<SendRequest<Bytes>>>,
 }
 
 impl Shared {
     /// A sender ready for one more stream: the live connection's, else a
     /// new connection made over `connect()`'s byte stream.
-    pub async fn sender<F, Fut, E>(
+    pub(crate) async fn sender<F, Fut, E>(
         &self,
         timeout: Option<Duration>,
         connect: F,
@@ -86,7 +86,7 @@ async fn ready(
 /// A connection of its own for one exchange (a health check of a `proto
 /// h2` server, as HAProxy makes them): HTTP/2 over `io`, in the guise of
 /// a connection carrying one HTTP/1.1 exchange (see [`bridge`]).
-pub async fn one_exchange(
+pub(crate) async fn one_exchange(
     io: Stream,
     server: SocketAddr,
     https: bool,
@@ -98,7 +98,7 @@ pub async fn one_exchange(
 
 /// A pipe the forwarding code uses as a connection to the server: its
 /// request goes out as a stream of `send`.
-pub fn bridge(
+pub(crate) fn bridge(
     send: SendRequest<Bytes>,
     server: SocketAddr,
     https: bool,

@@ -3,8 +3,8 @@
 //! the retry and redispatch policy (`retry`) and active health checks
 //! (`check`). Reads the snapshot and runtime state; knows no client side.
 
-pub mod balance;
-pub mod check;
-pub mod h2;
-pub mod pool;
-pub mod retry;
+pub(crate) mod balance;
+pub(crate) mod check;
+pub(crate) mod h2;
+pub(crate) mod pool;
+pub(crate) mod retry;

@@ -29,7 +29,7 @@ struct Idle {
 }
 
 #[derive(Debug)]
-pub struct Pool {
+pub(crate) struct Pool {
     addr: SocketAddr,
     tls: Option<Arc<UpstreamTls>>,
     /// Idle connections, one list per runtime (`workers`): a connection is
@@ -50,7 +50,7 @@ impl From<std::io::Error> for ConnectError {
 
 /// Why a new connection to a server failed.
 #[derive(Debug, thiserror::Error)]
-pub enum ConnectError {
+pub(crate) enum ConnectError {
     /// The TCP connection (a timeout is `ErrorKind::TimedOut`).
     #[error("{0}")]
     Tcp(std::io::Error),
@@ -61,7 +61,7 @@ pub enum ConnectError {
 }
 
 impl Pool {
-    pub fn new(addr: SocketAddr, tls: Option<Arc<UpstreamTls>>, h2: bool) -> Self {
+    pub(crate) fn new(addr: SocketAddr, tls: Option<Arc<UpstreamTls>>, h2: bool) -> Self {
         Pool {
             addr,
             tls,
@@ -73,21 +73,26 @@ impl Pool {
     }
 
     /// The server speaks HTTP/2 (`proto h2`).
-    pub fn is_h2(&self) -> bool {
+    pub(crate) fn is_h2(&self) -> bool {
         self.h2.is_some()
     }
 
-    pub fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
     }
 
-    pub fn tls(&self) -> Option<&Arc<UpstreamTls>> {
+    pub(crate) fn tls(&self) -> Option<&Arc<UpstreamTls>> {
         self.tls.as_ref()
     }
 
     /// Whether this pool stands for the same peer as (`addr`, `tls`,
     /// HTTP/2 or not).
-    pub fn same_peer(&self, addr: SocketAddr, tls: Option<&Arc<UpstreamTls>>, h2: bool) -> bool {
+    pub(crate) fn same_peer(
+        &self,
+        addr: SocketAddr,
+        tls: Option<&Arc<UpstreamTls>>,
+        h2: bool,
+    ) -> bool {
         self.addr == addr
             && self.is_h2() == h2
             && match (&self.tls, tls) {
@@ -99,7 +104,7 @@ impl Pool {
 
     /// The SNI a request with Host `host` gets on this pool's connections,
     /// when it depends on the request (None otherwise).
-    pub fn request_sni<'a>(&'a self, host: Option<&'a [u8]>) -> Option<&'a str> {
+    pub(crate) fn request_sni<'a>(&'a self, host: Option<&'a [u8]>) -> Option<&'a str> {
         let t = self.tls.as_ref()?;
         match t.sni {
             Some(SniSpec::Host) => t.sni_for(host),
@@ -107,7 +112,7 @@ impl Pool {
         }
     }
 
-    pub fn idle_count(&self) -> usize {
+    pub(crate) fn idle_count(&self) -> usize {
         self.idle.iter().map(|l| lock(l).len()).sum()
     }
 
@@ -130,7 +135,7 @@ impl Pool {
     /// The calling runtime's own list comes first; when it has none, one is
     /// taken from another runtime's list, as HAProxy's threads take idle
     /// connections from each other, and moved to this runtime's reactor.
-    pub fn take(&self, sni: Option<&str>) -> Option<Stream> {
+    pub(crate) fn take(&self, sni: Option<&str>) -> Option<Stream> {
         let here = crate::sys::workers::current() % self.idle.len();
         if let Some(s) = self.take_from(here, sni) {
             return Some(s);
@@ -163,14 +168,14 @@ impl Pool {
     /// Closes every idle connection: the server entered maintenance, and
     /// HAProxy drops its idle connections then (`srv_icur` 0), so none
     /// outlives an operator taking the server out.
-    pub fn drop_idle(&self) {
+    pub(crate) fn drop_idle(&self) {
         for list in self.idle.iter() {
             lock(list).clear();
         }
     }
 
     /// Keeps `conn` for reuse (up to the idle limit).
-    pub fn put(&self, stream: Stream, sni: Option<&str>) {
+    pub(crate) fn put(&self, stream: Stream, sni: Option<&str>) {
         let mut idle = lock(self.local_idle());
         if idle.len() < (MAX_IDLE / self.idle.len()).max(1) {
             idle.push(Idle {
@@ -187,7 +192,7 @@ impl Pool {
     /// HTTP/2 server, a stream of its shared connection (made first if
     /// needed), in the guise of a connection carrying one HTTP/1.1
     /// exchange; `io_timeout` (`timeout server`) bounds its waits.
-    pub async fn connect(
+    pub(crate) async fn connect(
         &self,
         timeout: Option<Duration>,
         keepalive: bool,

@@ -31,7 +31,7 @@ fn add(c: &AtomicU64) {
 /// current-session gauge: releasing it (or dropping it) ends the session
 /// on the server and frees the slot for the queue.
 #[derive(Debug)]
-pub struct Seat {
+pub(crate) struct Seat {
     server: Arc<ServerState>,
     slot: Option<SlotGuard>,
     /// A connection was already tried or taken from the pool.
@@ -39,7 +39,7 @@ pub struct Seat {
 }
 
 impl Seat {
-    pub fn new(slot: SlotGuard) -> Seat {
+    pub(crate) fn new(slot: SlotGuard) -> Seat {
         let server = slot.server().clone();
         server.counters.session_start();
         Seat {
@@ -51,7 +51,7 @@ impl Seat {
 
     /// One more connection to the server for this request: HAProxy counts
     /// every attempt after the first in the server's `stot` too.
-    pub fn attempt(&mut self) {
+    pub(crate) fn attempt(&mut self) {
         if self.used {
             Counters::add(&self.server.counters.stot, 1);
         }
@@ -59,7 +59,7 @@ impl Seat {
     }
 
     /// The server of the slot (the last one held, once released).
-    pub fn server(&self) -> &Arc<ServerState> {
+    pub(crate) fn server(&self) -> &Arc<ServerState> {
         &self.server
     }
 
@@ -79,16 +79,16 @@ impl Drop for Seat {
 
 /// What to do after a failure that may be retried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Next {
+pub(crate) struct Next {
     /// Go through load balancing again (`option redispatch`).
-    pub redispatch: bool,
+    pub(crate) redispatch: bool,
     /// HAProxy's turn-around timer before the attempt.
-    pub pause: Option<Duration>,
+    pub(crate) pause: Option<Duration>,
 }
 
 /// Why no connection could be had.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConnectError {
+pub(crate) enum ConnectError {
     /// Every allowed attempt failed; `timeout` when the last one stroke
     /// `timeout connect` (log `sC`), else it was refused or unreachable
     /// (`SC`).
@@ -99,11 +99,11 @@ pub enum ConnectError {
 
 /// The retries of one request or session.
 #[derive(Debug, Default)]
-pub struct Retries {
+pub(crate) struct Retries {
     /// Retries done (HAProxy's `conn_retries`), the log's `retries` field.
-    pub done: u32,
+    pub(crate) done: u32,
     /// Another server took over at least once (the log shows `+N`).
-    pub redispatched: bool,
+    pub(crate) redispatched: bool,
 }
 
 impl Retries {
@@ -112,7 +112,7 @@ impl Retries {
     /// `conn-failure`. A refused connection retried on the same server
     /// waits min(`timeout connect`, 1 s) first, as does any retry when no
     /// other active server exists; a connection timeout is retried at once.
-    pub fn after_conn_failure(
+    pub(crate) fn after_conn_failure(
         &mut self,
         be: &BackendRt,
         server: &ServerState,
@@ -135,7 +135,11 @@ impl Retries {
     /// After a response `retry-on` names (HAProxy's `do_l7_retry`): None
     /// when no retry is left. HAProxy counts such a retry in `wretr` once
     /// more when it picks the server again.
-    pub fn after_l7_failure(&mut self, be: &BackendRt, server: &ServerState) -> Option<Next> {
+    pub(crate) fn after_l7_failure(
+        &mut self,
+        be: &BackendRt,
+        server: &ServerState,
+    ) -> Option<Next> {
         if self.done >= be.retries {
             return None;
         }
@@ -177,7 +181,7 @@ impl Retries {
     /// (queue and health included), avoiding that server when another
     /// one can serve. Counts `wredis` when the server changed, `wretr` when
     /// the same one came back. Returns whether the server changed.
-    pub async fn redispatch(
+    pub(crate) async fn redispatch(
         &mut self,
         be: &Arc<BackendRt>,
         key: &LbKey<'_>,
@@ -200,7 +204,7 @@ impl Retries {
     }
 
     /// Waits the turn-around pause and redispatches when `next` says so.
-    pub async fn apply(
+    pub(crate) async fn apply(
         &mut self,
         next: Next,
         be: &Arc<BackendRt>,
@@ -233,7 +237,7 @@ fn active_servers(be: &BackendRt) -> usize {
 /// A server with `ssl` is connected over TLS (`host`: the request's Host,
 /// for an SNI taken from it); a failed handshake is a failed connection,
 /// also counted in `ssl_failed_handshake` and logged with its reason.
-pub async fn connect(
+pub(crate) async fn connect(
     be: &Arc<BackendRt>,
     key: &LbKey<'_>,
     seat: &mut Seat,
@@ -287,7 +291,7 @@ pub async fn connect(
 /// One TCP connection attempt bounded by `timeout connect`.
 /// With `keepalive` (`option srvtcpka`), the socket sends TCP keep-alive
 /// probes.
-pub async fn connect_once(
+pub(crate) async fn connect_once(
     addr: SocketAddr,
     timeout: Option<Duration>,
     keepalive: bool,

@@ -91,14 +91,8 @@ const CODES: [(u16, &str, &str); 19] = [
     ),
 ];
 
-/// Codes for which HAProxy has a built-in page. Other `deny_status` codes
-/// fall back to the 403 page with their own status line.
-pub fn has_page(code: u16) -> bool {
-    CODES.iter().any(|(c, _, _)| *c == code)
-}
-
 /// Whether the response closes the client connection.
-pub fn closes(code: u16) -> bool {
+pub(crate) fn closes(code: u16) -> bool {
     matches!(code, 400 | 408 | 422)
 }
 
@@ -110,7 +104,7 @@ fn from_h1_parser(code: u16) -> bool {
 }
 
 /// The full response bytes for `code`.
-pub fn response(code: u16) -> &'static [u8] {
+pub(crate) fn response(code: u16) -> &'static [u8] {
     static PAGES: OnceLock<Vec<(u16, Vec<u8>)>> = OnceLock::new();
     let pages = PAGES.get_or_init(|| {
         CODES
@@ -130,7 +124,7 @@ pub fn response(code: u16) -> &'static [u8] {
 /// it when loading the configuration and emits it through its HTX layer,
 /// so header names go out in lower case; the status line and the body are
 /// kept as written. None when the file does not start with a response head.
-pub fn load_errorfile(file: &[u8]) -> Option<bytes::Bytes> {
+pub(crate) fn load_errorfile(file: &[u8]) -> Option<bytes::Bytes> {
     let end = crate::wire::h1::head_end(file)?;
     let mut hdrs = [httparse::EMPTY_HEADER; crate::wire::h1::MAX_HEADERS];
     let mut resp = httparse::Response::new(&mut hdrs);
@@ -179,7 +173,7 @@ fn render(code: u16, reason: &str, text: &str) -> Vec<u8> {
 }
 
 /// The standard reason phrase for a status code.
-pub fn reason(code: u16) -> &'static str {
+pub(crate) fn reason(code: u16) -> &'static str {
     match code {
         100 => "Continue",
         200 => "OK",
@@ -217,7 +211,7 @@ pub fn reason(code: u16) -> &'static str {
 /// status alone (`http_get_reason()`: `http-request return`, `deny` with a
 /// reply); it differs from [`reason`] in places ("Moved Temporarily",
 /// "Request Time-out", ...), which is what HAProxy users see.
-pub fn http_reason(code: u16) -> &'static str {
+pub(crate) fn http_reason(code: u16) -> &'static str {
     match code {
         200 => "OK",
         201 => "Created",

@@ -9,28 +9,28 @@
 use crate::wire::h1::{H1Error, MAX_HEADERS};
 
 /// HAProxy 2.6's `enum h1m_state` values this module can report.
-pub mod state {
-    pub const RQMETH: u8 = 2;
-    pub const RQURI: u8 = 4;
-    pub const RQVER: u8 = 6;
-    pub const RQLINE_END: u8 = 7;
-    pub const RPVER: u8 = 10;
-    pub const RPCODE: u8 = 12;
-    pub const RPREASON: u8 = 14;
-    pub const RPLINE_END: u8 = 15;
-    pub const HDR_NAME: u8 = 17;
-    pub const HDR_VAL: u8 = 22;
-    pub const HDR_L2_LF: u8 = 23;
-    pub const HDR_L2_LWS: u8 = 24;
-    pub const LAST_LF: u8 = 25;
-    pub const CHUNK_SIZE: u8 = 26;
-    pub const DATA: u8 = 27;
-    pub const CHUNK_CRLF: u8 = 28;
-    pub const TRAILERS: u8 = 29;
+pub(crate) mod state {
+    pub(crate) const RQMETH: u8 = 2;
+    pub(crate) const RQURI: u8 = 4;
+    pub(crate) const RQVER: u8 = 6;
+    pub(crate) const RQLINE_END: u8 = 7;
+    pub(crate) const RPVER: u8 = 10;
+    pub(crate) const RPCODE: u8 = 12;
+    pub(crate) const RPREASON: u8 = 14;
+    pub(crate) const RPLINE_END: u8 = 15;
+    pub(crate) const HDR_NAME: u8 = 17;
+    pub(crate) const HDR_VAL: u8 = 22;
+    pub(crate) const HDR_L2_LF: u8 = 23;
+    pub(crate) const HDR_L2_LWS: u8 = 24;
+    pub(crate) const LAST_LF: u8 = 25;
+    pub(crate) const CHUNK_SIZE: u8 = 26;
+    pub(crate) const DATA: u8 = 27;
+    pub(crate) const CHUNK_CRLF: u8 = 28;
+    pub(crate) const TRAILERS: u8 = 29;
 }
 
 /// `h1m_state_str()`: the name HAProxy prints for a state.
-pub fn state_name(s: u8) -> &'static str {
+pub(crate) fn state_name(s: u8) -> &'static str {
     const NAMES: [&str; 32] = [
         "MSG_RQBEFORE",
         "MSG_RQBEFORE_CR",
@@ -69,40 +69,40 @@ pub fn state_name(s: u8) -> &'static str {
 }
 
 /// HAProxy's `H1_MF_*` message flags sluice can tell.
-pub mod flags {
-    pub const CLEN: u32 = 0x0001;
-    pub const CHNK: u32 = 0x0002;
-    pub const RESP: u32 = 0x0004;
-    pub const VER_11: u32 = 0x0010;
+pub(crate) mod flags {
+    pub(crate) const CLEN: u32 = 0x0001;
+    pub(crate) const CHNK: u32 = 0x0002;
+    pub(crate) const RESP: u32 = 0x0004;
+    pub(crate) const VER_11: u32 = 0x0010;
     /// `H1_MF_NO_PHDR` and `H1_MF_CLEAN_CONN_HDR`: set on every message
     /// HAProxy 2.6's H1 mux parses.
-    pub const ALWAYS: u32 = 0x1400;
+    pub(crate) const ALWAYS: u32 = 0x1400;
     /// What haproxy 2.6.12 prints for a refused chunked HTTP/1.1 body
     /// (`XFER_LEN`, `XFER_ENC`, `TE_CHUNKED`, ... on top of the above).
-    pub const CHUNKED_BODY: u32 = 0x0001_1712;
+    pub(crate) const CHUNKED_BODY: u32 = 0x0001_1712;
 }
 
 /// Where a message was refused and what the parser knew at that point.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ErrorSpot {
+pub(crate) struct ErrorSpot {
     /// Offset of the first offending byte in the captured bytes.
-    pub pos: usize,
+    pub(crate) pos: usize,
     /// The parser state (`enum h1m_state`).
-    pub state: u8,
+    pub(crate) state: u8,
     /// `H1_MF_*` flags.
-    pub flags: u32,
+    pub(crate) flags: u32,
     /// Content-Length or current chunk size (`H1 chunk len`).
-    pub chunk_len: u64,
+    pub(crate) chunk_len: u64,
     /// Declared body length (`H1 body len`).
-    pub body_len: u64,
+    pub(crate) body_len: u64,
     /// In the body (the head was accepted): HAProxy's connection and
     /// stream flags differ then.
-    pub in_body: bool,
+    pub(crate) in_body: bool,
 }
 
 impl ErrorSpot {
     /// An error at `pos` in `state`, nothing else known.
-    pub fn at(pos: usize, state: u8) -> ErrorSpot {
+    pub(crate) fn at(pos: usize, state: u8) -> ErrorSpot {
         ErrorSpot {
             pos,
             state,
@@ -114,7 +114,7 @@ impl ErrorSpot {
     }
 
     /// The same spot, `by` bytes further (bytes captured before it).
-    pub fn shifted(mut self, by: usize) -> ErrorSpot {
+    pub(crate) fn shifted(mut self, by: usize) -> ErrorSpot {
         self.pos += by;
         self
     }
@@ -141,7 +141,7 @@ fn is_tchar(b: u8) -> bool {
 
 /// Locates the error `err` found in the message `raw` (a request head, or a
 /// response head when `response`), as HAProxy's parser would report it.
-pub fn locate(raw: &[u8], response: bool, err: &H1Error) -> ErrorSpot {
+pub(crate) fn locate(raw: &[u8], response: bool, err: &H1Error) -> ErrorSpot {
     let w = walk(raw, response);
     let mut flags = w.flags;
     if w.content_length.is_some() {
@@ -184,7 +184,7 @@ pub fn locate(raw: &[u8], response: bool, err: &H1Error) -> ErrorSpot {
 }
 
 /// The offset of the first byte HAProxy's grammar refuses in `raw`.
-pub fn first_bad_byte(raw: &[u8], response: bool) -> usize {
+pub(crate) fn first_bad_byte(raw: &[u8], response: bool) -> usize {
     let w = walk(raw, response);
     w.syntax.map_or(w.end, |(p, _)| p)
 }

@@ -10,11 +10,11 @@ use bytes::{BufMut, Bytes, BytesMut};
 /// At most this many header fields in one message: HAProxy 2.6
 /// (`tune.http.maxhdr` 101, the start line included) accepts 100 and
 /// refuses 101, with a 400 for a request and a 502 for a response.
-pub const MAX_HEADERS: usize = 100;
+pub(crate) const MAX_HEADERS: usize = 100;
 
 /// Why a message was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum H1Error {
+pub(crate) enum H1Error {
     #[error("invalid message syntax at byte {0}")]
     Syntax(usize),
     #[error("message head too large")]
@@ -49,7 +49,7 @@ impl H1Error {
     /// The status a client gets for a request refused for this reason, as
     /// HAProxy 2.6 answers (400 for everything its H1 parser refuses, 422
     /// for a transfer coding it does not handle); 405 for CONNECT.
-    pub fn request_status(&self) -> u16 {
+    pub(crate) fn request_status(&self) -> u16 {
         match self {
             H1Error::MethodNotAllowed => 405,
             H1Error::UnsupportedCoding => 422,
@@ -60,7 +60,7 @@ impl H1Error {
 
 /// Where a header's name and value sit in the head buffer.
 #[derive(Debug, Clone, Copy)]
-pub struct HeaderPos {
+pub(crate) struct HeaderPos {
     name: (u32, u32),
     value: (u32, u32),
     /// The whole line, without its CRLF.
@@ -113,13 +113,13 @@ impl Kind {
 
 /// The framing header line of a body sluice delimits itself, built on the
 /// stack: `content-length: <n>` or `transfer-encoding: chunked`.
-pub struct FramingLine {
+pub(crate) struct FramingLine {
     buf: [u8; 40],
     len: usize,
 }
 
 impl FramingLine {
-    pub fn of(body: BodyKind) -> FramingLine {
+    pub(crate) fn of(body: BodyKind) -> FramingLine {
         let mut line = FramingLine {
             buf: [0; 40],
             len: 0,
@@ -161,30 +161,30 @@ impl FramingLine {
         self.len += b.len();
     }
 
-    pub fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         &self.buf[..self.len]
     }
 }
 
 /// A parsed request or response head.
 #[derive(Debug, Clone)]
-pub struct Head {
+pub(crate) struct Head {
     /// The head exactly as received, up to and including the blank line.
-    pub raw: Bytes,
+    pub(crate) raw: Bytes,
     /// Request: method; response: empty.
     method: (u32, u32),
     /// Request: target; response: reason phrase.
     target: (u32, u32),
     /// Response status code (0 for requests).
-    pub status: u16,
+    pub(crate) status: u16,
     /// Minor version: 0 for HTTP/1.0, 1 for HTTP/1.1.
-    pub minor: u8,
+    pub(crate) minor: u8,
     headers: Vec<HeaderPos>,
 }
 
 /// How a message body is delimited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BodyKind {
+pub(crate) enum BodyKind {
     None,
     Length(u64),
     Chunked,
@@ -223,33 +223,33 @@ impl Head {
         &self.raw[a as usize..b as usize]
     }
 
-    pub fn method(&self) -> &[u8] {
+    pub(crate) fn method(&self) -> &[u8] {
         self.slice(self.method)
     }
 
-    pub fn target(&self) -> &[u8] {
+    pub(crate) fn target(&self) -> &[u8] {
         self.slice(self.target)
     }
 
-    pub fn reason(&self) -> &[u8] {
+    pub(crate) fn reason(&self) -> &[u8] {
         self.slice(self.target)
     }
 
-    pub fn headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+    pub(crate) fn headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
         self.headers
             .iter()
             .map(|h| (self.slice(h.name), self.slice(h.value)))
     }
 
     /// Each header's name and whole line (without its line end), in order.
-    pub fn header_lines(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+    pub(crate) fn header_lines(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
         self.headers
             .iter()
             .map(|h| (self.slice(h.name), self.slice(h.line)))
     }
 
     /// Values of every header named `name` (case-insensitive).
-    pub fn values<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> + 'a {
+    pub(crate) fn values<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> + 'a {
         let kind = Kind::of(name.as_bytes());
         self.headers
             .iter()
@@ -273,7 +273,7 @@ impl Head {
     }
 
     /// Whether any `Connection` header lists `token`.
-    pub fn connection_has(&self, token: &str) -> bool {
+    pub(crate) fn connection_has(&self, token: &str) -> bool {
         self.values_of(Kind::Connection).any(|v| {
             v.split(|&b| b == b',')
                 .any(|t| trim(t).eq_ignore_ascii_case(token.as_bytes()))
@@ -281,13 +281,13 @@ impl Head {
     }
 
     /// Parses a request head (the bytes up to and including the blank line).
-    pub fn parse_request(raw: Bytes) -> Result<Head, H1Error> {
+    pub(crate) fn parse_request(raw: Bytes) -> Result<Head, H1Error> {
         Self::parse_request_keeping(raw).map_err(|(e, _)| e)
     }
 
     /// [`parse_request`](Self::parse_request), giving the bytes back when
     /// they are refused (for `show errors`).
-    pub fn parse_request_keeping(raw: Bytes) -> Result<Head, (H1Error, Bytes)> {
+    pub(crate) fn parse_request_keeping(raw: Bytes) -> Result<Head, (H1Error, Bytes)> {
         let (method, target, minor, headers) = match request_parts(&raw) {
             Ok(p) => p,
             Err(e) => return Err((e, raw)),
@@ -346,18 +346,18 @@ impl Head {
 
     /// Whether this request asks for a protocol switch (`Upgrade` named
     /// by `Connection`): only then may a 101 answer open a tunnel.
-    pub fn requests_upgrade(&self) -> bool {
+    pub(crate) fn requests_upgrade(&self) -> bool {
         self.values_of(Kind::Upgrade).next().is_some() && self.connection_has("upgrade")
     }
 
     /// Parses a response head.
-    pub fn parse_response(raw: Bytes) -> Result<Head, H1Error> {
+    pub(crate) fn parse_response(raw: Bytes) -> Result<Head, H1Error> {
         Self::parse_response_keeping(raw).map_err(|(e, _)| e)
     }
 
     /// [`parse_response`](Self::parse_response), giving the bytes back
     /// when they are refused (for `show errors`).
-    pub fn parse_response_keeping(raw: Bytes) -> Result<Head, (H1Error, Bytes)> {
+    pub(crate) fn parse_response_keeping(raw: Bytes) -> Result<Head, (H1Error, Bytes)> {
         let (code, reason, minor, headers) = match response_parts(&raw) {
             Ok(p) => p,
             Err(e) => return Err((e, raw)),
@@ -373,7 +373,7 @@ impl Head {
     }
 
     /// Content-Length: every value must be plain digits and all equal.
-    pub fn content_length(&self) -> Result<Option<u64>, H1Error> {
+    pub(crate) fn content_length(&self) -> Result<Option<u64>, H1Error> {
         let mut found: Option<u64> = None;
         for v in self.values_of(Kind::ContentLength) {
             for part in v.split(|&b| b == b',') {
@@ -415,7 +415,7 @@ impl Head {
     /// (`gzip, chunked`, valid per RFC 9112) is a 422, as HAProxy 2.6
     /// answers. Transfer-Encoding on HTTP/1.0 is a 400 (RFC 9112 §6.1 calls
     /// its framing faulty; HAProxy forwards it chunked and closes).
-    pub fn request_body(&self) -> Result<BodyKind, H1Error> {
+    pub(crate) fn request_body(&self) -> Result<BodyKind, H1Error> {
         if let Some(codings) = self.transfer_codings() {
             if self.minor == 0 {
                 return Err(H1Error::BadTransferEncoding);
@@ -433,7 +433,7 @@ impl Head {
     }
 
     /// How the response body is delimited, given the request method.
-    pub fn response_body(&self, request_method: &[u8]) -> Result<BodyKind, H1Error> {
+    pub(crate) fn response_body(&self, request_method: &[u8]) -> Result<BodyKind, H1Error> {
         if request_method == b"HEAD"
             || (100..200).contains(&self.status)
             || self.status == 204
@@ -462,7 +462,7 @@ impl Head {
     /// its body: HEAD and 304 answers keep the length they announce (and a
     /// 200 its `content-length: 0`); 1xx and 204 must not carry one (RFC
     /// 9110 §8.6).
-    pub fn response_framing(&self, body: BodyKind) -> FramingLine {
+    pub(crate) fn response_framing(&self, body: BodyKind) -> FramingLine {
         match body {
             BodyKind::Length(_) | BodyKind::Chunked => FramingLine::of(body),
             BodyKind::None if self.status >= 200 && self.status != 204 => {
@@ -476,7 +476,7 @@ impl Head {
     }
 
     /// Whether the peer wants the connection kept open after this message.
-    pub fn wants_keep_alive(&self) -> bool {
+    pub(crate) fn wants_keep_alive(&self) -> bool {
         if self.minor == 0 {
             self.connection_has("keep-alive")
         } else {
@@ -488,7 +488,7 @@ impl Head {
     /// except hop-by-hop ones (and those the `Connection` header names),
     /// then `extra` lines. The caller adds framing headers and the blank
     /// line through `extra`.
-    pub fn write_forwarded(&self, out: &mut BytesMut, framing: &FramingLine) -> bool {
+    pub(crate) fn write_forwarded(&self, out: &mut BytesMut, framing: &FramingLine) -> bool {
         self.write_forwarded_with(out, None, |_, _| false, &[], framing)
     }
 
@@ -501,7 +501,7 @@ impl Head {
     /// of its kind, so header order survives as in HAProxy; returns whether
     /// it was written there (if not, the caller appends it).
     #[inline]
-    pub fn write_forwarded_with(
+    pub(crate) fn write_forwarded_with(
         &self,
         out: &mut BytesMut,
         target: Option<&[u8]>,
@@ -736,7 +736,7 @@ fn map_err(e: httparse::Error, raw: &[u8], response: bool) -> H1Error {
     }
 }
 
-pub fn trim(v: &[u8]) -> &[u8] {
+pub(crate) fn trim(v: &[u8]) -> &[u8] {
     let start = v
         .iter()
         .position(|b| *b != b' ' && *b != b'\t')
@@ -758,7 +758,7 @@ pub fn trim(v: &[u8]) -> &[u8] {
 /// allows it in the head), CRLF after each chunk's data, and trailer lines
 /// that are well-formed fields.
 #[derive(Debug, Default)]
-pub struct ChunkedDecoder {
+pub(crate) struct ChunkedDecoder {
     state: ChunkState,
     /// Data bytes left in the current chunk.
     remaining: u64,
@@ -794,13 +794,13 @@ enum ChunkState {
 }
 
 impl ChunkedDecoder {
-    pub fn is_done(&self) -> bool {
+    pub(crate) fn is_done(&self) -> bool {
         self.state == ChunkState::Done
     }
 
     /// Data bytes the decoder expects next (0 outside a chunk's data):
     /// what a consumer that wants the payload takes as it is.
-    pub fn data_left(&self) -> u64 {
+    pub(crate) fn data_left(&self) -> u64 {
         if self.state == ChunkState::Data {
             self.remaining
         } else {
@@ -810,14 +810,14 @@ impl ChunkedDecoder {
 
     /// Consumes from `input`; returns how many bytes belong to the body.
     /// Stops at the end of the body (the rest belongs to the next message).
-    pub fn feed(&mut self, input: &[u8]) -> Result<usize, H1Error> {
+    pub(crate) fn feed(&mut self, input: &[u8]) -> Result<usize, H1Error> {
         let mut i = 0;
         self.run(input, &mut i).inspect_err(|_| self.err_at = i)
     }
 
     /// Where the last `feed` failed, as `show errors` reports it: the
     /// offset in that input and HAProxy's parser state.
-    pub fn error_spot(&self) -> crate::wire::error_spot::ErrorSpot {
+    pub(crate) fn error_spot(&self) -> crate::wire::error_spot::ErrorSpot {
         use crate::wire::error_spot::state;
         let st = match self.state {
             ChunkState::Data => state::DATA,
@@ -917,7 +917,7 @@ impl ChunkedDecoder {
 /// Checks the framing of the chunked body bytes that arrived with the head,
 /// before anything is sent to a server: a body that is bad from its first
 /// bytes never reaches one.
-pub fn check_chunked_prefix(buf: &[u8]) -> Result<(), crate::wire::error_spot::ErrorSpot> {
+pub(crate) fn check_chunked_prefix(buf: &[u8]) -> Result<(), crate::wire::error_spot::ErrorSpot> {
     let mut dec = ChunkedDecoder::default();
     dec.feed(buf).map(|_| ()).map_err(|_| dec.error_spot())
 }

@@ -10,11 +10,11 @@ use crate::wire::h1::{ChunkedDecoder, H1Error, Head};
 /// A request in its HTTP/1.1 form.
 pub(crate) struct Http1Request {
     /// Request line and headers, up to the blank line.
-    pub head: BytesMut,
+    pub(crate) head: BytesMut,
     /// `<scheme>://<authority>` for the log (empty without them).
-    pub origin: String,
+    pub(crate) origin: String,
     /// The body goes chunked: the client sent one without a length.
-    pub chunked: bool,
+    pub(crate) chunked: bool,
 }
 
 /// Why a stream's request cannot be forwarded (the stream is reset with
@@ -217,13 +217,13 @@ pub(crate) struct Dechunker {
 }
 
 impl Dechunker {
-    pub fn is_done(&self) -> bool {
+    pub(crate) fn is_done(&self) -> bool {
         self.dec.is_done()
     }
 
     /// Consumes from the front of `input`; returns the data bytes taken
     /// (possibly none: framing only) or the framing error.
-    pub fn next(&mut self, input: &mut BytesMut) -> Result<Option<bytes::Bytes>, H1Error> {
+    pub(crate) fn next(&mut self, input: &mut BytesMut) -> Result<Option<bytes::Bytes>, H1Error> {
         while !input.is_empty() && !self.dec.is_done() {
             let data = self.dec.data_left();
             if data > 0 {

@@ -27,7 +27,7 @@ const SPLICE_MIN: u64 = 64 * 1024;
 
 /// Which side of a relay failed.
 #[derive(Debug, thiserror::Error)]
-pub enum RelayError {
+pub(crate) enum RelayError {
     #[error("reading: {0}")]
     Read(io::Error),
     #[error("writing: {0}")]
@@ -45,7 +45,7 @@ pub enum RelayError {
 
 impl RelayError {
     /// Whether the source (the side being read) is to blame.
-    pub fn source_side(&self) -> bool {
+    pub(crate) fn source_side(&self) -> bool {
         matches!(
             self,
             RelayError::Read(_)
@@ -58,7 +58,7 @@ impl RelayError {
 
 /// Why no head could be read.
 #[derive(Debug, thiserror::Error)]
-pub enum HeadError {
+pub(crate) enum HeadError {
     /// Closed cleanly before any byte of a new message.
     #[error("closed")]
     Closed,
@@ -74,12 +74,12 @@ pub enum HeadError {
 
 /// A stream with the bytes read from it but not consumed yet.
 #[derive(Debug)]
-pub struct BufConn {
-    pub stream: Stream,
-    pub buf: BytesMut,
+pub(crate) struct BufConn {
+    pub(crate) stream: Stream,
+    pub(crate) buf: BytesMut,
 }
 
-pub async fn with_timeout<T>(
+pub(crate) async fn with_timeout<T>(
     t: Option<Duration>,
     fut: impl std::future::Future<Output = T>,
 ) -> Option<T> {
@@ -122,13 +122,13 @@ fn give_buffer(mut buf: BytesMut) {
 impl BufConn {
     /// Returns the read buffer to the thread's spares when nothing is
     /// pending in it (call once the message heads using it are dropped).
-    pub fn release_buffer(&mut self) {
+    pub(crate) fn release_buffer(&mut self) {
         if self.buf.is_empty() && self.buf.capacity() > 0 {
             give_buffer(std::mem::take(&mut self.buf));
         }
     }
 
-    pub fn new(stream: Stream) -> Self {
+    pub(crate) fn new(stream: Stream) -> Self {
         BufConn {
             stream,
             buf: BytesMut::new(),
@@ -136,7 +136,7 @@ impl BufConn {
     }
 
     /// Reads more bytes into the buffer; Ok(0) at end of stream.
-    pub async fn fill(&mut self, timeout: Option<Duration>) -> Result<usize, RelayError> {
+    pub(crate) async fn fill(&mut self, timeout: Option<Duration>) -> Result<usize, RelayError> {
         if self.buf.capacity() - self.buf.len() < 1024 {
             if self.buf.is_empty() {
                 self.buf = take_buffer();
@@ -154,7 +154,7 @@ impl BufConn {
     /// Reads until a complete head (ending with a blank line) is buffered
     /// and splits it off. `max` bounds the head size; `timeout` bounds the
     /// whole wait.
-    pub async fn read_head(
+    pub(crate) async fn read_head(
         &mut self,
         max: usize,
         timeout: Option<Duration>,
@@ -195,7 +195,7 @@ impl BufConn {
     }
 }
 
-pub async fn write_all(
+pub(crate) async fn write_all(
     stream: &mut Stream,
     data: &[u8],
     timeout: Option<Duration>,
@@ -297,7 +297,7 @@ async fn write_two(
 /// body bytes relayed; bytes after the body stay in `src.buf` (a pipelined
 /// next message). A long body of known length is spliced unless `tune`
 /// says `nosplice`.
-pub async fn relay_message(
+pub(crate) async fn relay_message(
     head: &mut BytesMut,
     src: &mut BufConn,
     dst: &mut Stream,

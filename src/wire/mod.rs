@@ -3,10 +3,10 @@
 //! pages, the PROXY protocol, buffered connection halves and relaying,
 //! kernel splicing. Everything above it reads and writes through here.
 
-pub mod error_pages;
-pub mod error_spot;
+pub(crate) mod error_pages;
+pub(crate) mod error_spot;
 pub mod h1;
-pub mod h2_convert;
-pub mod io;
+pub(crate) mod h2_convert;
+pub(crate) mod io;
 pub mod proxy_proto;
-pub mod splice;
+pub(crate) mod splice;

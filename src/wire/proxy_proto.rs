@@ -18,7 +18,7 @@ use nom::number::complete::{be_u8, be_u16, be_u32, be_u128};
 use nom::sequence::preceded;
 
 /// The 12-byte signature opening a version 2 header.
-pub const V2_SIG: &[u8; 12] = b"\r\n\r\n\0\r\nQUIT\n";
+pub(crate) const V2_SIG: &[u8; 12] = b"\r\n\r\n\0\r\nQUIT\n";
 /// Longest v1 line, CRLF included.
 const V1_MAX: usize = 107;
 /// Longest v2 header accepted: HAProxy reads it into one buffer
@@ -272,7 +272,7 @@ fn tlvs(mut i: In<'_>) -> Result<(), nom::Err<nom::error::Error<In<'_>>>> {
 /// (what follows stays in the socket for the protocol behind it), within
 /// `limit` (`timeout client`). On failure, also says whether any byte came
 /// (`option dontlognull` hides silent connections).
-pub async fn read_header(
+pub(crate) async fn read_header(
     stream: &mut tokio::net::TcpStream,
     limit: Option<std::time::Duration>,
 ) -> Result<Origin, (PpError, bool)> {
@@ -316,7 +316,7 @@ pub async fn read_header(
 /// The header a `send-proxy` (1) / `send-proxy-v2` (2) server gets for a
 /// client at `peer` that connected to `dst` (or to `client`'s local
 /// address, asked only when needed); None without the option.
-pub fn for_server(
+pub(crate) fn for_server(
     version: u8,
     peer: SocketAddr,
     dst: Option<SocketAddr>,
@@ -336,7 +336,7 @@ pub fn for_server(
 /// The header a health check of a `send-proxy` server starts with, as
 /// HAProxy 2.6 sends it: v1 tells the check connection's own addresses,
 /// v2 is a LOCAL command.
-pub fn for_check(version: u8, conn: &tokio::net::TcpStream) -> Option<Vec<u8>> {
+pub(crate) fn for_check(version: u8, conn: &tokio::net::TcpStream) -> Option<Vec<u8>> {
     if version == 2 {
         return Some([&V2_SIG[..], &[0x20, 0x00, 0x00, 0x00]].concat());
     }
@@ -345,7 +345,7 @@ pub fn for_check(version: u8, conn: &tokio::net::TcpStream) -> Option<Vec<u8>> {
 
 /// The v1 line HAProxy sends for a client `src` connected to `dst`
 /// (`UNKNOWN` when the families differ).
-pub fn v1_header(src: SocketAddr, dst: SocketAddr) -> Vec<u8> {
+pub(crate) fn v1_header(src: SocketAddr, dst: SocketAddr) -> Vec<u8> {
     let (src, dst) = same_family(src, dst);
     let line = match (src, dst) {
         (SocketAddr::V4(s), SocketAddr::V4(d)) => format!(
@@ -368,7 +368,7 @@ pub fn v1_header(src: SocketAddr, dst: SocketAddr) -> Vec<u8> {
 }
 
 /// The v2 header HAProxy sends (PROXY command, TCP over IPv4/IPv6, no TLV).
-pub fn v2_header(src: SocketAddr, dst: SocketAddr) -> Vec<u8> {
+pub(crate) fn v2_header(src: SocketAddr, dst: SocketAddr) -> Vec<u8> {
     let (src, dst) = same_family(src, dst);
     let mut out = Vec::with_capacity(52);
     out.extend_from_slice(V2_SIG);

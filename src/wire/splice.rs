@@ -19,14 +19,14 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 /// Splice settings from the `global` section.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Tune {
+pub(crate) struct Tune {
     /// `nosplice`: always copy through user space.
-    pub disabled: bool,
+    pub(crate) disabled: bool,
     /// `tune.pipesize`: the capacity asked of new pipes (kernel default,
     /// 64 KiB, when unset).
-    pub pipesize: Option<u32>,
+    pub(crate) pipesize: Option<u32>,
     /// `maxpipes`: most pipes in existence at once (in use or spare).
-    pub maxpipes: Option<u32>,
+    pub(crate) maxpipes: Option<u32>,
 }
 
 /// Pipes carrying a burst now (`show info` PipesUsed; what `maxpipes`
@@ -39,7 +39,7 @@ static PIPES_FREE: AtomicUsize = AtomicUsize::new(0);
 static SPLICED_OUT: AtomicU64 = AtomicU64::new(0);
 
 /// (pipes in use, spare pipes, bytes spliced out) for `show info`.
-pub fn usage() -> (usize, usize, u64) {
+pub(crate) fn usage() -> (usize, usize, u64) {
     (
         PIPES_USED.load(Relaxed),
         PIPES_FREE.load(Relaxed),
@@ -48,7 +48,7 @@ pub fn usage() -> (usize, usize, u64) {
 }
 
 #[cfg(target_os = "linux")]
-pub use linux::{pump, transfer};
+pub(crate) use linux::{pump, transfer};
 
 #[cfg(target_os = "linux")]
 mod linux {
@@ -254,7 +254,7 @@ mod linux {
 
     /// Why bytes stopped moving.
     #[derive(Debug)]
-    pub enum Stop {
+    pub(crate) enum Stop {
         /// The source ended (no byte in flight).
         Eof,
         Read(io::Error),
@@ -325,7 +325,7 @@ mod linux {
     /// Relays one direction, `from` to `to`, until `from` ends, fails or
     /// stays silent for `idle`, or `to` takes nothing for `write_idle`; then shuts `to`'s write half (after every
     /// byte read went out). Counts the bytes written to `to`.
-    pub async fn pump(
+    pub(crate) async fn pump(
         from: &TcpStream,
         to: &TcpStream,
         idle: Option<Duration>,
@@ -371,7 +371,7 @@ mod linux {
     /// length: not one byte more, the next message stays in the socket).
     /// `read_timeout` bounds each wait for the source, `write_timeout` each
     /// wait for the destination.
-    pub async fn transfer(
+    pub(crate) async fn transfer(
         from: &TcpStream,
         to: &TcpStream,
         len: u64,

@@ -36,12 +36,9 @@ use crate::config::model::{Global, H2Tune};
 use crate::frontend::listener::ClientConn;
 use crate::tls::{Stream, TlsFacts};
 
-/// What a client sends first on an HTTP/2 connection (RFC 9113 §3.4).
-pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-
 /// The head an HTTP/1 parser sees of the preface: its first line and the
 /// blank line after it.
-pub const PREFACE_HEAD: &[u8] = b"PRI * HTTP/2.0\r\n\r\n";
+pub(crate) const PREFACE_HEAD: &[u8] = b"PRI * HTTP/2.0\r\n\r\n";
 
 /// Streams refused by the client (RST_STREAM) before they were accepted,
 /// beyond which the connection is closed with GOAWAY ENHANCE_YOUR_CALM:
@@ -66,25 +63,25 @@ const CLOSE_GRACE: Duration = Duration::from_secs(1);
 
 /// The HTTP/2 settings and limits of a frontend's connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// SETTINGS_MAX_CONCURRENT_STREAMS (`tune.h2.max-concurrent-streams`).
-    pub max_concurrent_streams: u32,
+    pub(crate) max_concurrent_streams: u32,
     /// SETTINGS_INITIAL_WINDOW_SIZE (`tune.h2.initial-window-size`), also
     /// the connection's receive window.
-    pub initial_window_size: u32,
+    pub(crate) initial_window_size: u32,
     /// SETTINGS_HEADER_TABLE_SIZE (`tune.h2.header-table-size`).
-    pub header_table_size: u32,
+    pub(crate) header_table_size: u32,
     /// SETTINGS_MAX_FRAME_SIZE (`tune.h2.max-frame-size`).
-    pub max_frame_size: u32,
+    pub(crate) max_frame_size: u32,
     /// SETTINGS_MAX_HEADER_LIST_SIZE: a request's headers must fit the
     /// buffer an HTTP/1 head fits (`tune.bufsize - tune.maxrewrite`), as
     /// in HAProxy. A larger header block, CONTINUATION frames included,
     /// is refused; a much larger one closes the connection.
-    pub max_header_list_size: u32,
+    pub(crate) max_header_list_size: u32,
 }
 
 impl Limits {
-    pub fn of(g: &Global) -> Limits {
+    pub(crate) fn of(g: &Global) -> Limits {
         let t = &g.h2;
         Limits {
             max_concurrent_streams: t
@@ -170,7 +167,7 @@ impl AsyncWrite for Rewind {
 
 /// Serves an HTTP/2 client connection until it closes. `prefix` holds
 /// bytes already read from `stream` (part of the preface, or empty).
-pub async fn serve(
+pub(crate) async fn serve(
     client: ClientConn,
     stream: Stream,
     prefix: Bytes,

@@ -18,12 +18,12 @@ use crate::snapshot::runtime::Runtime;
 static RUNTIME: OnceLock<Weak<Runtime>> = OnceLock::new();
 
 /// Lets events find the current configuration's log targets.
-pub fn attach(rt: &std::sync::Arc<Runtime>) {
+pub(crate) fn attach(rt: &std::sync::Arc<Runtime>) {
     let _ = RUNTIME.set(std::sync::Arc::downgrade(rt));
 }
 
 /// The process runtime, once [`attach`]ed.
-pub fn runtime() -> Option<std::sync::Arc<Runtime>> {
+pub(crate) fn runtime() -> Option<std::sync::Arc<Runtime>> {
     RUNTIME.get().and_then(Weak::upgrade)
 }
 
@@ -50,14 +50,14 @@ impl Visit for Message {
 /// What an event is about: the proxy whose targets get it, the severity,
 /// and whether it may have left the backend without any server.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Class<'a> {
-    pub proxy: &'a str,
-    pub severity: u8,
-    pub went_down: bool,
+pub(crate) struct Class<'a> {
+    pub(crate) proxy: &'a str,
+    pub(crate) severity: u8,
+    pub(crate) went_down: bool,
 }
 
 /// Recognizes HAProxy's state-change messages.
-pub fn classify(msg: &str) -> Option<Class<'_>> {
+pub(crate) fn classify(msg: &str) -> Option<Class<'_>> {
     let server_msg = msg.strip_prefix("Backup ").unwrap_or(msg);
     if let Some(rest) = server_msg.strip_prefix("Server ") {
         let (proxy, _) = rest.split_once('/')?;

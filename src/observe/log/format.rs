@@ -13,7 +13,7 @@ use crate::observe::log::time::{Date, date_clf_ms, date_gmt, date_local_tz};
 
 /// A value of the log line, by HAProxy's variable name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Var {
+pub(crate) enum Var {
     ClientIp,
     ClientPort,
     FrontendIp,
@@ -141,7 +141,7 @@ const VARS: &[(&str, Var)] = &[
 
 /// A sample fetch usable in `%[...]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Fetch {
+pub(crate) enum Fetch {
     Src,
     SrcPort,
     Dst,
@@ -164,7 +164,7 @@ pub enum Fetch {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Conv {
+pub(crate) enum Conv {
     Lower,
     Upper,
 }
@@ -186,18 +186,18 @@ enum Node {
 
 /// A compiled `log-format`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LogFormat {
+pub(crate) struct LogFormat {
     nodes: Vec<Node>,
 }
 
 /// Everything a log line may show, gathered when it is emitted.
-pub trait Source {
+pub(crate) trait Source {
     fn var(&self, var: Var, out: &mut Value<'_>);
     fn fetch(&self, fetch: &Fetch) -> Option<String>;
 }
 
 /// Where a variable writes its value.
-pub struct Value<'a> {
+pub(crate) struct Value<'a> {
     out: &'a mut String,
     quote: bool,
     /// Something was written.
@@ -206,7 +206,7 @@ pub struct Value<'a> {
 
 impl Value<'_> {
     /// A text value; `None` prints `-` (or `""` when quoted).
-    pub fn text(&mut self, s: Option<&str>) {
+    pub(crate) fn text(&mut self, s: Option<&str>) {
         match (s, self.quote) {
             (Some(s), true) => {
                 self.out.push('"');
@@ -220,15 +220,15 @@ impl Value<'_> {
         self.wrote = true;
     }
     /// A value that is never quoted (numbers, dates, flags).
-    pub fn raw(&mut self, s: &str) {
+    pub(crate) fn raw(&mut self, s: &str) {
         self.out.push_str(s);
         self.wrote = true;
     }
-    pub fn num(&mut self, n: i64) {
+    pub(crate) fn num(&mut self, n: i64) {
         let _ = write!(self.out, "{n}");
         self.wrote = true;
     }
-    pub fn date(&mut self, d: &Date, kind: Var) {
+    pub(crate) fn date(&mut self, d: &Date, kind: Var) {
         match kind {
             Var::AcceptDateGmt | Var::RequestDateGmt => date_gmt(d, self.out),
             Var::AcceptDateLocal | Var::RequestDateLocal => date_local_tz(d, self.out),
@@ -237,12 +237,12 @@ impl Value<'_> {
         self.wrote = true;
     }
     /// Nothing (absent captures).
-    pub fn nothing(&mut self) {}
+    pub(crate) fn nothing(&mut self) {}
 }
 
 impl LogFormat {
     /// Compiles a format string; the error reads as HAProxy's.
-    pub fn compile(src: &str) -> Result<LogFormat, String> {
+    pub(crate) fn compile(src: &str) -> Result<LogFormat, String> {
         let b = src.as_bytes();
         let mut nodes = Vec::new();
         let mut text = String::new();
@@ -345,15 +345,8 @@ impl LogFormat {
         Ok(LogFormat { nodes })
     }
 
-    /// Does the format use this variable?
-    pub fn uses(&self, var: Var) -> bool {
-        self.nodes
-            .iter()
-            .any(|n| matches!(n, Node::Var { var: v, .. } if *v == var))
-    }
-
     /// Renders one line (without line feed) into `out`.
-    pub fn render(&self, src: &dyn Source, out: &mut String) {
+    pub(crate) fn render(&self, src: &dyn Source, out: &mut String) {
         let mut last_space = true;
         for node in &self.nodes {
             match node {

@@ -12,9 +12,9 @@
 //!   left) from `tracing` to the syslog targets, at HAProxy's severities.
 
 pub mod event;
-pub mod format;
-pub mod sink;
-pub mod time;
+pub(crate) mod format;
+pub(crate) mod sink;
+pub(crate) mod time;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -28,21 +28,21 @@ use crate::wire::h1::Head;
 use format::{Fetch, LogFormat, Source, Value, Var};
 use time::Date;
 
-pub use sink::dropped;
+pub(crate) use sink::dropped;
 
 /// The program name in syslog headers unless `log-tag` says otherwise.
-pub const DEFAULT_TAG: &str = "sluice";
+pub(crate) const DEFAULT_TAG: &str = "sluice";
 
 /// Where a proxy's lines go, and under which tag.
 #[derive(Debug)]
-pub struct LogSetup {
-    pub targets: Vec<(LogTarget, Arc<Sink>)>,
-    pub tag: Arc<str>,
+pub(crate) struct LogSetup {
+    pub(crate) targets: Vec<(LogTarget, Arc<Sink>)>,
+    pub(crate) tag: Arc<str>,
 }
 
 impl LogSetup {
     /// The setup of a proxy, or `None` when it logs nowhere.
-    pub fn compile(p: &ProxyLog, g: &GlobalLog) -> Option<LogSetup> {
+    pub(crate) fn compile(p: &ProxyLog, g: &GlobalLog) -> Option<LogSetup> {
         if !p.has_targets(g) {
             return None;
         }
@@ -66,7 +66,7 @@ impl LogSetup {
     }
 
     /// Sends `msg` at `severity` to every target that accepts it.
-    pub fn send(&self, severity: u8, date: &Date, msg: &str) {
+    pub(crate) fn send(&self, severity: u8, date: &Date, msg: &str) {
         let pid = std::process::id();
         for (t, sink) in &self.targets {
             if let Some(sev) = t.severity(severity) {
@@ -78,19 +78,19 @@ impl LogSetup {
 
 /// A frontend's access log: targets, format and options.
 #[derive(Debug)]
-pub struct FrontendLog {
-    pub setup: LogSetup,
+pub(crate) struct FrontendLog {
+    pub(crate) setup: LogSetup,
     /// `None`: no log format, HAProxy's "Connect from" line at accept.
-    pub format: Option<LogFormat>,
-    pub dontlognull: bool,
-    pub separate_errors: bool,
-    pub logasap: bool,
+    pub(crate) format: Option<LogFormat>,
+    pub(crate) dontlognull: bool,
+    pub(crate) separate_errors: bool,
+    pub(crate) logasap: bool,
     /// `%lc`.
     counter: AtomicU64,
 }
 
 impl FrontendLog {
-    pub fn compile(p: &ProxyLog, g: &GlobalLog) -> Option<Arc<FrontendLog>> {
+    pub(crate) fn compile(p: &ProxyLog, g: &GlobalLog) -> Option<Arc<FrontendLog>> {
         let setup = LogSetup::compile(p, g)?;
         let format = p
             .format
@@ -109,7 +109,7 @@ impl FrontendLog {
 
 /// Which server a request went to, for `%s`.
 #[derive(Debug, Default)]
-pub enum SrvName {
+pub(crate) enum SrvName {
     #[default]
     None,
     /// The stats page answered (`<STATS>`).
@@ -120,49 +120,49 @@ pub enum SrvName {
 /// One request as its log line tells it. Filled along the request path
 /// (plain stores, nothing allocated), emitted once.
 #[derive(Debug)]
-pub struct LogRecord {
+pub(crate) struct LogRecord {
     /// Wall-clock request start; `None` when the frontend does not log.
-    pub accept: Option<SystemTime>,
-    pub start: Instant,
+    pub(crate) accept: Option<SystemTime>,
+    pub(crate) start: Instant,
     /// Request head received, ms (`TR`); -1 = never complete.
-    pub t_req: i64,
+    pub(crate) t_req: i64,
     /// Queue wait (`Tw`), server connect (`Tc`), response headers (`Tr`).
-    pub t_queue: i64,
-    pub t_connect: i64,
-    pub t_resp: i64,
-    pub status: i64,
-    pub bytes_out: u64,
-    pub bytes_in: u64,
+    pub(crate) t_queue: i64,
+    pub(crate) t_connect: i64,
+    pub(crate) t_resp: i64,
+    pub(crate) status: i64,
+    pub(crate) bytes_out: u64,
+    pub(crate) bytes_in: u64,
     /// Termination state: cause and phase, `--` when normal.
-    pub term: [u8; 2],
+    pub(crate) term: [u8; 2],
     /// Its persistence cookie characters (request, response): `--` when
     /// the backend has no `cookie` mode.
-    pub persist: [u8; 2],
-    pub backend: Option<Arc<BackendRt>>,
-    pub server: SrvName,
-    pub retries: u32,
-    pub redispatched: bool,
-    pub srv_queue: u32,
-    pub be_queue: u32,
+    pub(crate) persist: [u8; 2],
+    pub(crate) backend: Option<Arc<BackendRt>>,
+    pub(crate) server: SrvName,
+    pub(crate) retries: u32,
+    pub(crate) redispatched: bool,
+    pub(crate) srv_queue: u32,
+    pub(crate) be_queue: u32,
     /// Nothing at all came from the client (`option dontlognull`).
-    pub null: bool,
+    pub(crate) null: bool,
     /// Already logged (`option logasap`).
-    pub logged: bool,
+    pub(crate) logged: bool,
     /// `%rt`.
-    pub req_id: u64,
+    pub(crate) req_id: u64,
     /// Client address and the local address it connected to.
-    pub client: Option<SocketAddr>,
-    pub local: Option<SocketAddr>,
+    pub(crate) client: Option<SocketAddr>,
+    pub(crate) local: Option<SocketAddr>,
     /// `capture request|response header` values as `%hr` / `%hs` print
     /// them inside their braces (None: nothing captured).
-    pub captured_req: Option<String>,
-    pub captured_resp: Option<String>,
+    pub(crate) captured_req: Option<String>,
+    pub(crate) captured_resp: Option<String>,
     /// The client connection is TLS (`%ft` is the frontend name with `~`).
-    pub tls: bool,
+    pub(crate) tls: bool,
     /// A request of an HTTP/2 stream: `<scheme>://<authority>`, which
     /// `%r` puts before the path with the version `HTTP/2.0`, as HAProxy
     /// 2.6 logs the absolute URI of HTTP/2 requests.
-    pub h2_origin: Option<Box<str>>,
+    pub(crate) h2_origin: Option<Box<str>>,
 }
 
 static REQ_ID: AtomicU64 = AtomicU64::new(0);
@@ -171,7 +171,7 @@ static REQ_ID: AtomicU64 = AtomicU64::new(0);
 /// (empty when absent), cut to its length, with HAProxy's `#XX` escapes for
 /// control bytes, non-ASCII and `"#{|}`, joined by `|`. None without
 /// captures, so a request allocates nothing for them.
-pub fn capture_headers(list: &[(String, usize)], head: &Head) -> Option<String> {
+pub(crate) fn capture_headers(list: &[(String, usize)], head: &Head) -> Option<String> {
     if list.is_empty() {
         return None;
     }
@@ -197,7 +197,7 @@ pub fn capture_headers(list: &[(String, usize)], head: &Head) -> Option<String> 
 impl LogRecord {
     /// A record for a request starting now; `logging` says whether the
     /// frontend logs at all (only then is the wall clock read).
-    pub fn new(logging: bool) -> LogRecord {
+    pub(crate) fn new(logging: bool) -> LogRecord {
         LogRecord {
             accept: logging.then(SystemTime::now),
             start: Instant::now(),
@@ -232,46 +232,46 @@ impl LogRecord {
         }
     }
 
-    pub fn enabled(&self) -> bool {
+    pub(crate) fn enabled(&self) -> bool {
         self.accept.is_some()
     }
 
     /// Sets the termination state unless one was set already (the first
     /// cause is the one HAProxy reports).
-    pub fn term(&mut self, cause: u8, phase: u8) {
+    pub(crate) fn term(&mut self, cause: u8, phase: u8) {
         if self.term == *b"--" {
             self.term = [cause, phase];
         }
     }
 
     /// Marks the request head as received now.
-    pub fn head_received(&mut self) {
+    pub(crate) fn head_received(&mut self) {
         self.t_req = ms_since(self.start);
     }
 
     /// The backend this request goes to, with no server yet.
-    pub fn to_backend(&mut self, be: &Arc<BackendRt>) {
+    pub(crate) fn assign_backend(&mut self, be: &Arc<BackendRt>) {
         if self.enabled() {
             self.backend = Some(be.clone());
         }
     }
 
     /// The server chosen for this request.
-    pub fn to_server(&mut self, s: &Arc<ServerState>) {
+    pub(crate) fn assign_server(&mut self, s: &Arc<ServerState>) {
         if self.enabled() {
             self.server = SrvName::Server(s.clone());
         }
     }
 
     /// Where the request comes from (set when logging).
-    pub fn set_addrs(&mut self, client: SocketAddr, local: Option<SocketAddr>) {
+    pub(crate) fn set_addrs(&mut self, client: SocketAddr, local: Option<SocketAddr>) {
         self.client = Some(client);
         self.local = local;
     }
 
     /// `option logasap`: log now, when the response headers are in, with
     /// the bytes sent so far (`+` prefixed, as HAProxy).
-    pub fn log_early(&mut self, fe: &FrontendRt, status: u16, head_bytes: u64, req: &Head) {
+    pub(crate) fn log_early(&mut self, fe: &FrontendRt, status: u16, head_bytes: u64, req: &Head) {
         if self.enabled() && fe.log.as_ref().is_some_and(|l| l.logasap) {
             self.status = status as i64;
             self.bytes_out = head_bytes;
@@ -304,20 +304,20 @@ fn hostname() -> &'static str {
 }
 
 /// What a line is made of when it is emitted.
-pub struct Line<'a> {
-    pub fe: &'a FrontendRt,
-    pub rec: &'a LogRecord,
-    pub head: Option<&'a Head>,
-    pub client: SocketAddr,
-    pub local: Option<SocketAddr>,
+pub(crate) struct Line<'a> {
+    pub(crate) fe: &'a FrontendRt,
+    pub(crate) rec: &'a LogRecord,
+    pub(crate) head: Option<&'a Head>,
+    pub(crate) client: SocketAddr,
+    pub(crate) local: Option<SocketAddr>,
     /// `%ac`: connections of the process now.
-    pub actconn: u64,
+    pub(crate) actconn: u64,
     /// `Tt`, ms since the request started.
-    pub total: i64,
-    pub date: Date,
-    pub log_counter: u64,
+    pub(crate) total: i64,
+    pub(crate) date: Date,
+    pub(crate) log_counter: u64,
     /// An early `option logasap` line: `Ta` and `B` are prefixed with `+`.
-    pub logasap_early: bool,
+    pub(crate) logasap_early: bool,
 }
 
 impl Line<'_> {
@@ -531,7 +531,7 @@ impl Source for Line<'_> {
 /// Emits the access log line of a request (at its end, or early with
 /// `option logasap`). Does nothing when the frontend does not log, the
 /// line was logged already, or `dontlognull` hides it.
-pub fn emit(fe: &FrontendRt, rec: &mut LogRecord, head: Option<&Head>, early: bool) {
+pub(crate) fn emit(fe: &FrontendRt, rec: &mut LogRecord, head: Option<&Head>, early: bool) {
     let Some(flog) = fe.log.as_ref() else { return };
     let Some(accept) = rec.accept else { return };
     let Some(client) = rec.client else { return };
@@ -564,7 +564,7 @@ pub fn emit(fe: &FrontendRt, rec: &mut LogRecord, head: Option<&Head>, early: bo
 
 /// HAProxy's line for a frontend with log targets but no log format,
 /// sent when a connection is accepted.
-pub fn emit_connect(fe: &FrontendRt, client: SocketAddr, local: Option<SocketAddr>) {
+pub(crate) fn emit_connect(fe: &FrontendRt, client: SocketAddr, local: Option<SocketAddr>) {
     let Some(flog) = fe.log.as_ref() else { return };
     if flog.format.is_some() {
         return;
@@ -583,7 +583,7 @@ pub fn emit_connect(fe: &FrontendRt, client: SocketAddr, local: Option<SocketAdd
 /// (a bad PROXY header): `<client> [<accept date>] <frontend>/<listener>:
 /// <reason>`, sent only when the frontend has a log format, and not for a
 /// connection that sent nothing under `option dontlognull`.
-pub fn emit_conn_error(
+pub(crate) fn emit_conn_error(
     fe: &FrontendRt,
     client: SocketAddr,
     accepted: SystemTime,
@@ -610,7 +610,7 @@ pub fn emit_conn_error(
 /// (`<client> [<accept date>] <frontend>/<bind>: SSL handshake failure`),
 /// sent to the frontend's log targets, and a warning on sluice's own log
 /// with rustls' reason.
-pub fn emit_handshake_failure(
+pub(crate) fn emit_handshake_failure(
     rt: &crate::snapshot::runtime::Runtime,
     frontend: &str,
     client: SocketAddr,

@@ -21,7 +21,7 @@ static DROPPED: AtomicU64 = AtomicU64::new(0);
 static SENDER: OnceLock<SyncSender<Msg>> = OnceLock::new();
 
 /// Log lines dropped so far (`DroppedLogs`).
-pub fn dropped() -> u64 {
+pub(crate) fn dropped() -> u64 {
     DROPPED.load(Relaxed)
 }
 
@@ -31,7 +31,7 @@ struct Msg {
 }
 
 /// Queues one datagram for `sink`; never waits.
-pub fn send(sink: &Arc<Sink>, data: Vec<u8>) {
+pub(crate) fn send(sink: &Arc<Sink>, data: Vec<u8>) {
     let tx = SENDER.get_or_init(start);
     match tx.try_send(Msg {
         sink: sink.clone(),
@@ -127,7 +127,7 @@ fn run(rx: Receiver<Msg>) {
 
 /// Builds the datagram for `target`: the header its `format` asks for, the
 /// message, cut to `len` bytes, and a line feed.
-pub fn frame(
+pub(crate) fn frame(
     target: &LogTarget,
     severity: u8,
     tag: &str,

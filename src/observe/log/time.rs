@@ -10,9 +10,9 @@ const MONTHS: [&str; 12] = [
 
 /// A broken-down wall-clock time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Date {
-    pub unix: i64,
-    pub micros: u32,
+pub(crate) struct Date {
+    pub(crate) unix: i64,
+    pub(crate) micros: u32,
     year: i32,
     mon: u8,
     day: u8,
@@ -30,11 +30,11 @@ pub struct Date {
 }
 
 impl Date {
-    pub fn now() -> Date {
+    pub(crate) fn now() -> Date {
         Date::from(SystemTime::now())
     }
 
-    pub fn from(t: SystemTime) -> Date {
+    pub(crate) fn from(t: SystemTime) -> Date {
         let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
         let unix = d.as_secs() as i64;
         let tt = unix as libc::time_t;
@@ -64,13 +64,13 @@ impl Date {
         }
     }
 
-    pub fn millis(&self) -> u32 {
+    pub(crate) fn millis(&self) -> u32 {
         self.micros / 1000
     }
 }
 
 /// `30/Nov/2026:03:47:35.273` (local time): `%t`, `%tr`.
-pub fn date_clf_ms(d: &Date, out: &mut String) {
+pub(crate) fn date_clf_ms(d: &Date, out: &mut String) {
     let _ = write!(
         out,
         "{:02}/{}/{:04}:{:02}:{:02}:{:02}.{:03}",
@@ -85,7 +85,7 @@ pub fn date_clf_ms(d: &Date, out: &mut String) {
 }
 
 /// `30/Nov/2026:03:47:35 +0000` (UTC): `%T`, `%trg`.
-pub fn date_gmt(d: &Date, out: &mut String) {
+pub(crate) fn date_gmt(d: &Date, out: &mut String) {
     let _ = write!(
         out,
         "{:02}/{}/{:04}:{:02}:{:02}:{:02} +0000",
@@ -99,7 +99,7 @@ pub fn date_gmt(d: &Date, out: &mut String) {
 }
 
 /// `30/Nov/2026:04:47:35 +0100` (local time with its offset): `%Tl`, `%trl`.
-pub fn date_local_tz(d: &Date, out: &mut String) {
+pub(crate) fn date_local_tz(d: &Date, out: &mut String) {
     let off = d.gmtoff;
     let sign = if off < 0 { '-' } else { '+' };
     let a = off.unsigned_abs();
@@ -119,7 +119,7 @@ pub fn date_local_tz(d: &Date, out: &mut String) {
 }
 
 /// `Nov 30 03:47:35`, day space-padded (RFC 3164 header, local time).
-pub fn syslog_date(d: &Date, out: &mut String) {
+pub(crate) fn syslog_date(d: &Date, out: &mut String) {
     let _ = write!(
         out,
         "{} {:2} {:02}:{:02}:{:02}",
@@ -132,7 +132,7 @@ pub fn syslog_date(d: &Date, out: &mut String) {
 }
 
 /// `2026-11-30T03:47:35.273901+00:00` (RFC 5424 and ISO headers).
-pub fn iso_date(d: &Date, out: &mut String) {
+pub(crate) fn iso_date(d: &Date, out: &mut String) {
     let off = d.gmtoff;
     let sign = if off < 0 { '-' } else { '+' };
     let a = off.unsigned_abs();

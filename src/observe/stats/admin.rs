@@ -9,7 +9,7 @@ use crate::state::health::Forced;
 
 /// One action on one server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ServerAction {
+pub(crate) enum ServerAction {
     /// `set server ... state ready|drain|maint`; the page's `ready`,
     /// `drain`, `maint`.
     State(AdminState),
@@ -29,7 +29,7 @@ pub enum ServerAction {
 /// Applies `action` to `s`; false when it could not apply (enabling
 /// checks that are not configured, agent actions), which the page counts
 /// as an unaltered server.
-pub fn apply(be: &BackendRt, s: &ServerRt, action: ServerAction) -> bool {
+pub(crate) fn apply(be: &BackendRt, s: &ServerRt, action: ServerAction) -> bool {
     match action {
         ServerAction::State(to) => {
             let before = s.state.set_admin(to);
@@ -74,7 +74,7 @@ fn parse_action(v: &str) -> Option<ServerAction> {
 /// The result of a POST, carried by the redirect's `;st=` (HAProxy's
 /// `stat_status_codes`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StCode {
+pub(crate) enum StCode {
     Done,
     Part,
     None,
@@ -97,7 +97,7 @@ impl StCode {
         StCode::Ival,
     ];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             StCode::Done => "DONE",
             StCode::Part => "PART",
@@ -112,7 +112,7 @@ impl StCode {
 
     /// The code of a page URI: after the first `;st=`, four letters
     /// (HAProxy needs four bytes there; anything else is `UNKN`).
-    pub fn from_suffix(suffix: &str) -> Option<StCode> {
+    pub(crate) fn from_suffix(suffix: &str) -> Option<StCode> {
         let at = suffix.find(";st=")?;
         let code = suffix.as_bytes().get(at + 4..at + 8)?;
         Some(
@@ -125,7 +125,7 @@ impl StCode {
 
     /// HAProxy's message (HTML) and whether it reads as success, warning
     /// or error (the CSS class).
-    pub fn message(self) -> (&'static str, &'static str) {
+    pub(crate) fn message(self) -> (&'static str, &'static str) {
         match self {
             StCode::Done => ("ok", "Action processed successfully."),
             StCode::None => ("warn", "Nothing has changed."),
@@ -159,7 +159,7 @@ const MAX_PARAM: usize = 2048;
 /// action, every `s=` a server of that backend. DONE when every named
 /// server was altered, PART when some were, ERRP when none were (or a
 /// parameter is bad), NONE when no server was named.
-pub fn process_post(body: &[u8], snap: &Snapshot) -> StCode {
+pub(crate) fn process_post(body: &[u8], snap: &Snapshot) -> StCode {
     let mut backend: Option<&BackendRt> = None;
     let mut action: Option<ServerAction> = None;
     let mut servers: Vec<String> = Vec::new();

@@ -16,14 +16,14 @@ use crate::state::health::CheckStatus;
 
 /// HAProxy 2.6.12's header, byte for byte: 103 static fields, the `-`
 /// separator, the ssl/h2/h1 module fields of that build, trailing comma.
-pub const HEADER: &str = "# pxname,svname,qcur,qmax,scur,smax,slim,stot,bin,bout,dreq,dresp,ereq,econ,eresp,wretr,wredis,status,weight,act,bck,chkfail,chkdown,lastchg,downtime,qlimit,pid,iid,sid,throttle,lbtot,tracked,type,rate,rate_lim,rate_max,check_status,check_code,check_duration,hrsp_1xx,hrsp_2xx,hrsp_3xx,hrsp_4xx,hrsp_5xx,hrsp_other,hanafail,req_rate,req_rate_max,req_tot,cli_abrt,srv_abrt,comp_in,comp_out,comp_byp,comp_rsp,lastsess,last_chk,last_agt,qtime,ctime,rtime,ttime,agent_status,agent_code,agent_duration,check_desc,agent_desc,check_rise,check_fall,check_health,agent_rise,agent_fall,agent_health,addr,cookie,mode,algo,conn_rate,conn_rate_max,conn_tot,intercepted,dcon,dses,wrew,connect,reuse,cache_lookups,cache_hits,srv_icur,src_ilim,qtime_max,ctime_max,rtime_max,ttime_max,eint,idle_conn_cur,safe_conn_cur,used_conn_cur,need_conn_est,uweight,agg_server_status,agg_server_check_status,agg_check_status,-,ssl_sess,ssl_reused_sess,ssl_failed_handshake,h2_headers_rcvd,h2_data_rcvd,h2_settings_rcvd,h2_rst_stream_rcvd,h2_goaway_rcvd,h2_detected_conn_protocol_errors,h2_detected_strm_protocol_errors,h2_rst_stream_resp,h2_goaway_resp,h2_open_connections,h2_backend_open_streams,h2_total_connections,h2_backend_total_streams,h1_open_connections,h1_open_streams,h1_total_connections,h1_total_streams,h1_bytes_in,h1_bytes_out,h1_spliced_bytes_in,h1_spliced_bytes_out,\n";
+pub(crate) const HEADER: &str = "# pxname,svname,qcur,qmax,scur,smax,slim,stot,bin,bout,dreq,dresp,ereq,econ,eresp,wretr,wredis,status,weight,act,bck,chkfail,chkdown,lastchg,downtime,qlimit,pid,iid,sid,throttle,lbtot,tracked,type,rate,rate_lim,rate_max,check_status,check_code,check_duration,hrsp_1xx,hrsp_2xx,hrsp_3xx,hrsp_4xx,hrsp_5xx,hrsp_other,hanafail,req_rate,req_rate_max,req_tot,cli_abrt,srv_abrt,comp_in,comp_out,comp_byp,comp_rsp,lastsess,last_chk,last_agt,qtime,ctime,rtime,ttime,agent_status,agent_code,agent_duration,check_desc,agent_desc,check_rise,check_fall,check_health,agent_rise,agent_fall,agent_health,addr,cookie,mode,algo,conn_rate,conn_rate_max,conn_tot,intercepted,dcon,dses,wrew,connect,reuse,cache_lookups,cache_hits,srv_icur,src_ilim,qtime_max,ctime_max,rtime_max,ttime_max,eint,idle_conn_cur,safe_conn_cur,used_conn_cur,need_conn_est,uweight,agg_server_status,agg_server_check_status,agg_check_status,-,ssl_sess,ssl_reused_sess,ssl_failed_handshake,h2_headers_rcvd,h2_data_rcvd,h2_settings_rcvd,h2_rst_stream_rcvd,h2_goaway_rcvd,h2_detected_conn_protocol_errors,h2_detected_strm_protocol_errors,h2_rst_stream_resp,h2_goaway_resp,h2_open_connections,h2_backend_open_streams,h2_total_connections,h2_backend_total_streams,h1_open_connections,h1_open_streams,h1_total_connections,h1_total_streams,h1_bytes_in,h1_bytes_out,h1_spliced_bytes_in,h1_spliced_bytes_out,\n";
 
 /// Number of columns (the `-` separator included).
-pub const NFIELDS: usize = 128;
+pub(crate) const NFIELDS: usize = 128;
 
 /// Column names in header order, derived from [`HEADER`] so the two can
 /// never disagree.
-pub static FIELDS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+pub(crate) static FIELDS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
     HEADER
         .trim_start_matches("# ")
         .trim_end_matches('\n')
@@ -42,13 +42,13 @@ const SSL_FIELDS: [&str; 3] = ["ssl_sess", "ssl_reused_sess", "ssl_failed_handsh
 
 /// Row selection of `show stat <iid|proxy> <type> <sid>` (all by default).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Filter {
+pub(crate) struct Filter {
     /// Proxy id, -1 = every proxy.
-    pub iid: i64,
+    pub(crate) iid: i64,
     /// Bitmask: 1 frontends, 2 backends, 4 servers (-1 = all).
-    pub types: i64,
+    pub(crate) types: i64,
     /// Server id, -1 = every server.
-    pub sid: i64,
+    pub(crate) sid: i64,
 }
 
 impl Default for Filter {
@@ -77,21 +77,21 @@ impl Filter {
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CsvOptions {
+pub(crate) struct CsvOptions {
     /// Fill `addr`, `cookie`, `algo` (CLI level operator/admin, or
     /// `stats show-legends` on the HTTP page).
-    pub show_legends: bool,
-    pub filter: Filter,
+    pub(crate) show_legends: bool,
+    pub(crate) filter: Filter,
     /// `up`: list only servers that are not DOWN nor in maintenance, and
     /// append ` (up/total)` to the BACKEND status.
-    pub only_up: bool,
+    pub(crate) only_up: bool,
     /// `no-maint`: hide servers in maintenance.
-    pub no_maint: bool,
+    pub(crate) no_maint: bool,
 }
 
 /// One row: a cell per column, `None` = empty.
 #[derive(Debug, Clone)]
-pub struct Row {
+pub(crate) struct Row {
     cells: Vec<Option<String>>,
 }
 
@@ -120,19 +120,19 @@ impl Row {
     }
 
     /// The cell of column `name`, "" when empty or unknown.
-    pub fn get(&self, name: &str) -> &str {
+    pub(crate) fn get(&self, name: &str) -> &str {
         field_index(name)
             .and_then(|i| self.cells[i].as_deref())
             .unwrap_or("")
     }
 
     /// `0` FRONTEND, `1` BACKEND, `2` server.
-    pub fn kind(&self) -> &str {
+    pub(crate) fn kind(&self) -> &str {
         self.get("type")
     }
 
     /// The CSV line, trailing comma and `\n` included.
-    pub fn to_csv(&self) -> String {
+    pub(crate) fn to_csv(&self) -> String {
         let mut out = String::new();
         for c in &self.cells {
             if let Some(v) = c {
@@ -165,7 +165,7 @@ fn push_csv_field(out: &mut String, v: &str) {
 
 /// The whole CSV: header and selected rows, every line ending in `,\n`, no
 /// trailing empty line (the CLI framing adds it, the HTTP page must not).
-pub fn render_csv(rt: &Runtime, snap: &Snapshot, opts: CsvOptions) -> String {
+pub(crate) fn render_csv(rt: &Runtime, snap: &Snapshot, opts: CsvOptions) -> String {
     let mut out = String::from(HEADER);
     for row in rows(rt, snap, opts) {
         out.push_str(&row.to_csv());
@@ -174,7 +174,7 @@ pub fn render_csv(rt: &Runtime, snap: &Snapshot, opts: CsvOptions) -> String {
 }
 
 /// The rows `render_csv` prints, for other renderers (the HTML page).
-pub fn rows(rt: &Runtime, snap: &Snapshot, opts: CsvOptions) -> Vec<Row> {
+pub(crate) fn rows(rt: &Runtime, snap: &Snapshot, opts: CsvOptions) -> Vec<Row> {
     let mut out = Vec::new();
     let f = opts.filter;
     for p in snap.proxies.iter().filter(|p| f.proxy(p.iid)) {
@@ -367,7 +367,7 @@ fn typed_fields(row: &Row) -> Vec<TypedField<'_>> {
 
 /// `show stat typed`: one `F.<iid>.<sid>.<pos>.<name>.1:<tags>:<type>:<value>`
 /// line per present cell, rows one after the other.
-pub fn render_typed(rows: &[Row]) -> String {
+pub(crate) fn render_typed(rows: &[Row]) -> String {
     let mut out = String::new();
     for row in rows {
         for f in typed_fields(row) {
@@ -389,7 +389,7 @@ pub fn render_typed(rows: &[Row]) -> String {
 
 /// `show stat json`: an array of rows, each an array of field objects, no
 /// whitespace, one line.
-pub fn render_json(rows: &[Row]) -> String {
+pub(crate) fn render_json(rows: &[Row]) -> String {
     let mut out = String::from("[");
     for (n, row) in rows.iter().enumerate() {
         if n > 0 {
@@ -432,7 +432,7 @@ fn one_line(v: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// `{"origin":..,"nature":..,"scope":..}` from the 3-letter tags.
-pub fn json_tags(tags: &str) -> String {
+pub(crate) fn json_tags(tags: &str) -> String {
     let mut c = tags.chars();
     let origin = match c.next() {
         Some('M') => "Metric",
@@ -468,7 +468,7 @@ pub fn json_tags(tags: &str) -> String {
 }
 
 /// `{"type":"u32","value":0}`; numbers bare, strings JSON-escaped.
-pub fn json_value(ty: &str, v: &str) -> String {
+pub(crate) fn json_value(ty: &str, v: &str) -> String {
     let numeric = match ty {
         "u32" | "u64" => v.parse::<u64>().is_ok(),
         "s32" | "s64" => v.parse::<i64>().is_ok(),
@@ -482,7 +482,7 @@ pub fn json_value(ty: &str, v: &str) -> String {
 }
 
 /// A JSON string literal.
-pub fn json_string(v: &str) -> String {
+pub(crate) fn json_string(v: &str) -> String {
     let mut out = String::with_capacity(v.len() + 2);
     out.push('"');
     for ch in v.chars() {
@@ -703,7 +703,7 @@ fn server_row(p: &ProxyRt, be: &BackendRt, sv: &ServerRt, opts: CsvOptions) -> R
         ) {
             r.set("check_code", i.code.unwrap_or(0));
         }
-        if !matches!(i.status, CheckStatus::Unk | CheckStatus::Ini)
+        if !matches!(i.status, CheckStatus::Ini)
             && let Some(d) = i.duration_ms
         {
             r.set("check_duration", d);

@@ -15,16 +15,16 @@ const HTX_HEADER: usize = 48;
 
 /// Which captures to show.
 #[derive(Debug, Clone, Copy)]
-pub struct ErrorsFilter {
+pub(crate) struct ErrorsFilter {
     /// Only captures on this proxy id, or whose other side has it.
-    pub iid: Option<u32>,
-    pub requests: bool,
-    pub responses: bool,
+    pub(crate) iid: Option<u32>,
+    pub(crate) requests: bool,
+    pub(crate) responses: bool,
 }
 
 /// Parses `[<iid>|<proxy>] [request|response]` as HAProxy does: a name is
 /// looked up, anything else read with `atoi`; 0 is `No such proxy.`.
-pub fn parse_filter(snap: &Snapshot, args: &[String]) -> Result<ErrorsFilter, &'static str> {
+pub(crate) fn parse_filter(snap: &Snapshot, args: &[String]) -> Result<ErrorsFilter, &'static str> {
     let iid = match args.first() {
         None => None,
         Some(a) => {
@@ -48,7 +48,7 @@ pub fn parse_filter(snap: &Snapshot, args: &[String]) -> Result<ErrorsFilter, &'
 }
 
 /// The whole output (without the final empty line the CLI adds).
-pub fn render(snap: &Snapshot, filter: ErrorsFilter) -> String {
+pub(crate) fn render(snap: &Snapshot, filter: ErrorsFilter) -> String {
     let mut out = String::from("Total events captured on [");
     date_clf_ms(&Date::now(), &mut out);
     let _ = writeln!(out, "] : {}", capture::events());
@@ -125,7 +125,7 @@ fn entry(out: &mut String, name: &str, iid: u32, response: bool, c: &Capture, on
 /// The bytes, HAProxy's `dump_text_line` way: each line prefixed by its
 /// offset, a line ends after `\n` or when 80 columns are used (the rest
 /// continues on a line marked `+`), non-printables escaped.
-pub fn dump(out: &mut String, buf: &[u8]) {
+pub(crate) fn dump(out: &mut String, buf: &[u8]) {
     let mut ptr = 0;
     let mut bol = 0;
     while ptr < buf.len() {

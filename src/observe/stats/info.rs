@@ -11,17 +11,17 @@ use crate::snapshot::runtime::Runtime;
 use crate::snapshot::{DEFAULT_MAXCONN, Snapshot};
 
 /// The version every interface reports (`show version`, `Version:`).
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub(crate) const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// `Release_date` in HAProxy's `YYYY/MM/DD` form; a release build may set
 /// `SLUICE_RELEASE_DATE` at compile time.
-pub const RELEASE_DATE: &str = match option_env!("SLUICE_RELEASE_DATE") {
+pub(crate) const RELEASE_DATE: &str = match option_env!("SLUICE_RELEASE_DATE") {
     Some(d) => d,
     None => "2026/11/30",
 };
 
 /// `0d 0h00m08s`, HAProxy's uptime format.
-pub fn format_uptime(secs: u64) -> String {
+pub(crate) fn format_uptime(secs: u64) -> String {
     format!(
         "{}d {}h{:02}m{:02}s",
         secs / 86400,
@@ -32,7 +32,7 @@ pub fn format_uptime(secs: u64) -> String {
 }
 
 /// `Name: value` pairs in output order. Values never contain a line break.
-pub fn info_fields(rt: &Runtime, snap: &Snapshot) -> Vec<(&'static str, String)> {
+pub(crate) fn info_fields(rt: &Runtime, snap: &Snapshot) -> Vec<(&'static str, String)> {
     let p = &rt.process;
     let uptime = rt.uptime_secs();
     let maxconn = snap.global.maxconn.unwrap_or(DEFAULT_MAXCONN);
@@ -239,7 +239,7 @@ const INFO_META: &[(&str, usize, &str)] = &[
 ];
 
 /// `show info typed`: `<pos>.<name>.1:<tags>:<type>:<value>` per key.
-pub fn render_info_typed(rt: &Runtime, snap: &Snapshot) -> String {
+pub(crate) fn render_info_typed(rt: &Runtime, snap: &Snapshot) -> String {
     let mut out = String::new();
     for (k, v) in info_fields(rt, snap) {
         let (pos, tags, ty) = info_meta(k);
@@ -249,7 +249,7 @@ pub fn render_info_typed(rt: &Runtime, snap: &Snapshot) -> String {
 }
 
 /// `show info json`: one flat array of field objects on one line.
-pub fn render_info_json(rt: &Runtime, snap: &Snapshot) -> String {
+pub(crate) fn render_info_json(rt: &Runtime, snap: &Snapshot) -> String {
     let mut out = String::from("[");
     for (n, (k, v)) in info_fields(rt, snap).into_iter().enumerate() {
         let (pos, tags, ty) = info_meta(k);
@@ -276,7 +276,7 @@ fn info_meta(key: &str) -> (usize, &'static str, &'static str) {
 }
 
 /// The `show info` text, one `Key: value` line each.
-pub fn render_info(rt: &Runtime, snap: &Snapshot) -> String {
+pub(crate) fn render_info(rt: &Runtime, snap: &Snapshot) -> String {
     let mut out = String::new();
     for (k, v) in info_fields(rt, snap) {
         let _ = writeln!(out, "{k}: {v}");

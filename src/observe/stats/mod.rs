@@ -3,15 +3,13 @@
 //! atomic counters and the current snapshot; nothing here is on the
 //! request path.
 
-pub mod admin;
-pub mod csv;
-pub mod errors;
-pub mod info;
-pub mod page;
-pub mod prometheus;
-pub mod sess;
-
-pub use csv::{CsvOptions, render_csv};
+pub(crate) mod admin;
+pub(crate) mod csv;
+pub(crate) mod errors;
+pub(crate) mod info;
+pub(crate) mod page;
+pub(crate) mod prometheus;
+pub(crate) mod sess;
 
 /// A small hand-built config shared by the unit tests: `web_fe` → `web_be`
 /// (s1 with `maxconn 512`, s2 unlimited, both checked) and a `listen stats`
@@ -47,7 +45,7 @@ pub(crate) mod fixture {
         }
     }
 
-    pub fn config() -> Config {
+    pub(crate) fn config() -> Config {
         let mut cfg = Config::default();
         cfg.global.maxconn = Some(4096);
         let mut fe = Proxy::new("web_fe".into(), ProxyKind::Frontend, loc());
@@ -62,7 +60,7 @@ pub(crate) mod fixture {
         cfg
     }
 
-    pub fn runtime() -> Arc<Runtime> {
+    pub(crate) fn runtime() -> Arc<Runtime> {
         Runtime::new(&config(), 2)
     }
 }

@@ -15,7 +15,7 @@ use crate::observe::stats::info;
 /// `;csv`, `;up`, `` or `?x=1`. Returns status, content type and body.
 /// `admin`: a `stats admin` condition holds for the request (the HTML then
 /// has the server checkboxes and action forms).
-pub fn respond(
+pub(crate) fn respond(
     suffix: &str,
     rt: &Runtime,
     page: &StatsPage,
@@ -49,7 +49,7 @@ pub fn respond(
 
 /// Where a POST sends the browser (HAProxy's 303): the page with the
 /// result in `;st=`, keeping `;up` and `;norefresh`.
-pub fn redirect_location(page: &StatsPage, suffix: &str, code: StCode) -> String {
+pub(crate) fn redirect_location(page: &StatsPage, suffix: &str, code: StCode) -> String {
     format!(
         "{}{}{}",
         page.uri,
@@ -83,7 +83,7 @@ struct HtmlView<'a> {
 
 /// Whether the request's `Authorization` header value carries one of the
 /// page's `stats auth` accounts (always true without accounts).
-pub fn authorized(page: &StatsPage, authorization: Option<&[u8]>) -> bool {
+pub(crate) fn authorized(page: &StatsPage, authorization: Option<&[u8]>) -> bool {
     if page.auth.is_empty() {
         return true;
     }
@@ -103,13 +103,13 @@ pub fn authorized(page: &StatsPage, authorization: Option<&[u8]>) -> bool {
 }
 
 /// The `www-authenticate` value of the 401.
-pub fn challenge(page: &StatsPage) -> String {
+pub(crate) fn challenge(page: &StatsPage) -> String {
     let realm = page.realm.as_deref().unwrap_or(StatsPage::DEFAULT_REALM);
     format!("Basic realm=\"{}\"", realm.replace('"', "\\\""))
 }
 
 /// HAProxy's 401 page, byte for byte (112 bytes).
-pub const UNAUTHORIZED_BODY: &str = "<html><body><h1>401 Unauthorized</h1>\nYou need a valid user and password to access this content.\n</body></html>\n";
+pub(crate) const UNAUTHORIZED_BODY: &str = "<html><body><h1>401 Unauthorized</h1>\nYou need a valid user and password to access this content.\n</body></html>\n";
 
 /// Standard base64 with padding.
 fn base64(data: &[u8]) -> String {

@@ -15,7 +15,7 @@ use crate::observe::stats::csv::{self, CsvOptions, Row};
 use crate::observe::stats::info;
 
 /// The `content-type` HAProxy's exporter answers with.
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4";
+pub(crate) const CONTENT_TYPE: &str = "text/plain; version=0.0.4";
 
 /// One metric: full name, type, help text, and where its value comes from:
 /// a `show info` key (process), a `show stat` column (proxies; `/ms` =
@@ -39,13 +39,13 @@ const fn m(name: &'static str, ty: &'static str, help: &'static str, src: &'stat
 
 /// Which sections a scrape asks for (`?scope=...`, `no-maint`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Scopes {
-    pub process: bool,
-    pub frontend: bool,
-    pub backend: bool,
-    pub server: bool,
+pub(crate) struct Scopes {
+    pub(crate) process: bool,
+    pub(crate) frontend: bool,
+    pub(crate) backend: bool,
+    pub(crate) server: bool,
     /// `no-maint`: servers in maintenance are left out.
-    pub no_maint: bool,
+    pub(crate) no_maint: bool,
 }
 
 impl Default for Scopes {
@@ -65,7 +65,7 @@ impl Scopes {
     /// No `scope` parameter selects everything; each `scope` adds one
     /// section (`global`, `frontend`, `backend`, `server`, `*` = all, empty
     /// = none). An unknown scope is an error (HAProxy answers 400).
-    pub fn from_target(target: &str) -> Result<Scopes, String> {
+    pub(crate) fn from_target(target: &str) -> Result<Scopes, String> {
         let mut s = Scopes::default();
         let Some((_, query)) = target.split_once('?') else {
             return Ok(s);
@@ -116,7 +116,7 @@ const CHECK_STATES: [&str; 16] = [
 ];
 
 /// The whole exposition for `scopes`.
-pub fn render(rt: &Runtime, scopes: Scopes) -> String {
+pub(crate) fn render(rt: &Runtime, scopes: Scopes) -> String {
     let snap = rt.snapshot();
     let mut out = String::new();
     if scopes.process {

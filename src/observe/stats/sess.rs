@@ -20,7 +20,7 @@ use crate::state::sessions::{self, Stream, human_time};
 
 /// Who is on the CLI connection running the command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CliOrigin {
+pub(crate) enum CliOrigin {
     /// A UNIX stats socket.
     Unix,
     /// `stats socket ipv4@...`: the client's address.
@@ -65,7 +65,7 @@ fn tail(out: &mut String, fd: i32) {
 
 /// `args` are the words after `show sess`; `me` is the CLI session's own
 /// address (its `<ptr>`).
-pub fn render(snap: &Snapshot, args: &[String], origin: CliOrigin, me: usize) -> String {
+pub(crate) fn render(snap: &Snapshot, args: &[String], origin: CliOrigin, me: usize) -> String {
     let streams = sessions::in_progress();
     let mut out = String::new();
     match args.first().map(String::as_str) {

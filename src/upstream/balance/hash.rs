@@ -4,7 +4,7 @@
 
 use crate::config::model::HashFn;
 
-pub fn sdbm(key: &[u8]) -> u32 {
+pub(crate) fn sdbm(key: &[u8]) -> u32 {
     key.iter().fold(0u32, |h, &c| {
         u32::from(c)
             .wrapping_add(h << 6)
@@ -13,13 +13,13 @@ pub fn sdbm(key: &[u8]) -> u32 {
     })
 }
 
-pub fn djb2(key: &[u8]) -> u32 {
+pub(crate) fn djb2(key: &[u8]) -> u32 {
     key.iter().fold(5381u32, |h, &c| {
         (h << 5).wrapping_add(h).wrapping_add(u32::from(c))
     })
 }
 
-pub fn wt6(key: &[u8]) -> u32 {
+pub(crate) fn wt6(key: &[u8]) -> u32 {
     let (mut h0, mut h1) = (0xa53c965au32, 0x5ca6953au32);
     let (mut step0, mut step1) = (6u32, 18u32);
     for &b in key {
@@ -36,7 +36,7 @@ pub fn wt6(key: &[u8]) -> u32 {
     h0 ^ h1
 }
 
-pub fn crc32(key: &[u8]) -> u32 {
+pub(crate) fn crc32(key: &[u8]) -> u32 {
     let mut h = !0u32;
     for &b in key {
         h ^= u32::from(b);
@@ -48,7 +48,7 @@ pub fn crc32(key: &[u8]) -> u32 {
 }
 
 /// Bob Jenkins' full avalanche, then HAProxy's multiplication by a prime.
-pub fn full_hash(mut a: u32) -> u32 {
+pub(crate) fn full_hash(mut a: u32) -> u32 {
     a = a.wrapping_add(0x7ed55d16).wrapping_add(a << 12);
     a = (a ^ 0xc761c23c) ^ (a >> 19);
     a = a.wrapping_add(0x165667b1).wrapping_add(a << 5);
@@ -59,7 +59,7 @@ pub fn full_hash(mut a: u32) -> u32 {
 }
 
 /// HAProxy's `gen_hash` (the function chosen by `hash-type`).
-pub fn gen_hash(func: HashFn, key: &[u8]) -> u32 {
+pub(crate) fn gen_hash(func: HashFn, key: &[u8]) -> u32 {
     match func {
         HashFn::Sdbm => sdbm(key),
         HashFn::Djb2 => djb2(key),

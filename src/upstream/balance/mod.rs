@@ -23,8 +23,8 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 
-pub use hash::{full_hash, gen_hash};
-pub use roundrobin::RoundRobin;
+pub(crate) use hash::{full_hash, gen_hash};
+pub(crate) use roundrobin::RoundRobin;
 
 use crate::config::model::{Balance, HashType};
 use crate::snapshot::{BackendRt, ServerRt};
@@ -34,7 +34,7 @@ use crate::wire::h1::Head;
 
 /// Why a request got no server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PickError {
+pub(crate) enum PickError {
     /// No server is usable (all DOWN, in maintenance or weight 0).
     NoServer,
     /// All usable servers stayed full until `timeout queue`; `be_queue` /
@@ -46,11 +46,11 @@ pub enum PickError {
 
 /// What hash-based algorithms read from the request.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct LbKey<'a> {
+pub(crate) struct LbKey<'a> {
     /// The client address (`balance source`).
-    pub src: Option<IpAddr>,
+    pub(crate) src: Option<IpAddr>,
     /// The request head (`uri`, `url_param`, `hdr`).
-    pub head: Option<&'a Head>,
+    pub(crate) head: Option<&'a Head>,
 }
 
 /// HAProxy's `SRV_EWGHT_RANGE`: chash points are keyed `id * 4096 + n`.
@@ -72,7 +72,7 @@ struct Table {
 
 /// The per-backend balancing state.
 #[derive(Debug)]
-pub struct Lb {
+pub(crate) struct Lb {
     algo: Balance,
     hash_type: HashType,
     allbackups: bool,
@@ -104,7 +104,7 @@ enum Group {
 }
 
 impl Lb {
-    pub fn new(
+    pub(crate) fn new(
         algo: &Balance,
         hash_type: HashType,
         allbackups: bool,
@@ -142,7 +142,7 @@ impl Lb {
     /// Server `i`'s `weight` and `throttle` columns of `show stat`
     /// (HAProxy: `cur_eweight` scaled back to the user's weight, rounded
     /// up; the throttle percentage only while slowstart ramps it).
-    pub fn shown_weight(&self, servers: &[ServerRt], i: usize) -> (u32, Option<u32>) {
+    pub(crate) fn shown_weight(&self, servers: &[ServerRt], i: usize) -> (u32, Option<u32>) {
         // A DOWN or MAINT server keeps its weight here, as in HAProxy.
         let st = &servers[i].state;
         let user = st.weight.load(Relaxed).min(256);
@@ -160,7 +160,7 @@ impl Lb {
     /// the servers taking the load now (the active ones, else the first
     /// backup or all of them with `allbackups`), the usable active and
     /// backup servers (HAProxy's `tot_weight`, `srv_act`, `srv_bck`).
-    pub fn shown_totals(&self, servers: &[ServerRt]) -> (u64, usize, usize) {
+    pub(crate) fn shown_totals(&self, servers: &[ServerRt]) -> (u64, usize, usize) {
         let g = self.group(servers);
         let mut weight = 0u64;
         let (mut act, mut bck) = (0, 0);
@@ -797,14 +797,14 @@ async fn wait_for_server(
 /// most `timeout queue`, which defaults to `timeout connect`) while all
 /// usable servers are at their `maxconn`; hash-based algorithms wait for
 /// the server the key chose.
-pub async fn acquire(be: &Arc<BackendRt>, key: &LbKey<'_>) -> Result<SlotGuard, PickError> {
+pub(crate) async fn acquire(be: &Arc<BackendRt>, key: &LbKey<'_>) -> Result<SlotGuard, PickError> {
     acquire_avoiding(be, key, None).await
 }
 
 /// [`acquire`] for a redispatch: another server than `avoid` (the one that
 /// just failed) when the algorithm offers one, as HAProxy's pickers skip
 /// their `avoid` server; `avoid` itself when it is the only choice.
-pub async fn acquire_avoiding(
+pub(crate) async fn acquire_avoiding(
     be: &Arc<BackendRt>,
     key: &LbKey<'_>,
     avoid: Option<&ServerState>,
@@ -880,7 +880,7 @@ pub async fn acquire_avoiding(
 /// (and no `lbtot`), but its `maxconn` holds and the request waits in its
 /// queue as HAProxy's assigned-server path does; `QueueFull` once its
 /// `maxqueue` is reached.
-pub async fn acquire_server(be: &BackendRt, i: usize) -> Result<SlotGuard, PickError> {
+pub(crate) async fn acquire_server(be: &BackendRt, i: usize) -> Result<SlotGuard, PickError> {
     if be.servers[i].state.waiters.load(Relaxed) == 0
         && let Some(slot) = take(be, i)
     {
@@ -918,9 +918,10 @@ fn first_other(be: &BackendRt, avoid: &ServerState) -> Option<SlotGuard> {
         .find_map(|i| take(be, i))
 }
 
+#[cfg(test)]
 /// The server a hash-based backend would choose for `key` now, without
 /// taking a slot (tests, diagnostics).
-pub fn server_for(be: &BackendRt, key: &LbKey<'_>) -> Option<usize> {
+pub(crate) fn server_for(be: &BackendRt, key: &LbKey<'_>) -> Option<usize> {
     let lb = &be.lb;
     let g = lb.group(&be.servers);
     if g == Group::None || !lb.hashing() {

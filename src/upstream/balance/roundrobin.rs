@@ -53,7 +53,7 @@ struct State {
 }
 
 #[derive(Debug)]
-pub struct RoundRobin {
+pub(crate) struct RoundRobin {
     state: Mutex<State>,
 }
 
@@ -199,19 +199,20 @@ impl State {
 
 impl RoundRobin {
     /// A balancer over servers with these initial (user) weights.
-    pub fn new(weights: &[u32]) -> Self {
+    pub(crate) fn new(weights: &[u32]) -> Self {
         let e: Vec<u32> = weights.iter().map(|&w| w.min(256) * WEIGHT_SCALE).collect();
         RoundRobin {
             state: Mutex::new(State::new(&e)),
         }
     }
 
+    #[cfg(test)]
     /// Picks the next server. `weight(i)` is server `i`'s current weight,
     /// 0 when it takes no part (DOWN, maintenance, drain, weight 0);
     /// `take(i)` tries to take a slot on it (false when it is at its
     /// maxconn). When any weight changed since the last pick, the order
     /// restarts as on a fresh start with the new weights.
-    pub fn pick(
+    pub(crate) fn pick(
         &self,
         weight: impl Fn(usize) -> u32,
         take: impl FnMut(usize) -> bool,
@@ -221,7 +222,7 @@ impl RoundRobin {
 
     /// [`pick`](Self::pick) with effective weights (HAProxy's `eweight`:
     /// user weight × 16, ramped during `slowstart`).
-    pub fn pick_scaled(
+    pub(crate) fn pick_scaled(
         &self,
         eweight: impl Fn(usize) -> u32,
         mut take: impl FnMut(usize) -> bool,

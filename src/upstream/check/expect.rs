@@ -119,7 +119,7 @@ fn here(p: &[(Atom, Rep)], s: &[u8], end: bool) -> bool {
 }
 
 /// Whether `re` matches somewhere in `s`.
-pub fn matches(re: &str, s: &[u8]) -> bool {
+pub(crate) fn matches(re: &str, s: &[u8]) -> bool {
     let (start, p, end) = parse(re.as_bytes());
     if start {
         return here(&p, s, end);

@@ -35,7 +35,7 @@ use crate::state::health::{CheckStatus, Transition};
 /// `check` and no checker yet. A checker follows its server across reloads
 /// (new parameters apply at its next check) and ends when the server is
 /// removed or loses `check`.
-pub fn spawn_checks(rt: &Arc<Runtime>) {
+pub(crate) fn spawn_checks(rt: &Arc<Runtime>) {
     let snap = rt.snapshot();
     let servers: Vec<(Arc<ServerState>, Duration)> = snap
         .backends()
@@ -514,7 +514,7 @@ fn reason(status: CheckStatus, code: Option<u16>, detail: &str, ms: Option<u64>)
 /// Logs a server going DOWN (`alert`), then the backend losing its last
 /// server (`emerg`), and cuts the server's sessions with
 /// `on-marked-down shutdown-sessions`.
-pub fn report_down(
+pub(crate) fn report_down(
     rt: &Runtime,
     server: &ServerState,
     status: CheckStatus,
@@ -665,7 +665,7 @@ fn report_stopping(rt: &Runtime, server: &ServerState, code: Option<u16>, ms: u6
 /// `alert` with the servers left (and `emerg` when none is), drain and
 /// the way back at `notice`. Entering maintenance cuts the sessions with
 /// `on-marked-down shutdown-sessions`, as HAProxy does.
-pub fn admin_event(be: &BackendRt, s: &ServerRt, before: u8, to: AdminState) {
+pub(crate) fn admin_event(be: &BackendRt, s: &ServerRt, before: u8, to: AdminState) {
     use crate::state::{ADMF_FDRAIN, ADMF_FMAINT};
     let st = &s.state;
     let who = format!("{} {}/{}", server_word(s.backup), be.name, st.name);
@@ -718,7 +718,7 @@ pub fn admin_event(be: &BackendRt, s: &ServerRt, before: u8, to: AdminState) {
 /// (connection failure for layer4; also 5xx and broken answers for
 /// layer7) or a success. After `error-limit` consecutive errors, `on-error`
 /// applies, and the next active check comes after `fastinter`.
-pub fn observe(be: &BackendRt, server: &ServerState, error: Option<&str>) {
+pub(crate) fn observe(be: &BackendRt, server: &ServerState, error: Option<&str>) {
     let Some(s) = be.servers.iter().find(|s| std::ptr::eq(&*s.state, server)) else {
         return;
     };
