@@ -87,11 +87,11 @@ const CASES: &[Case] = &[
         path: "couchdb-legacy.cfg",
         sluice: 0,
         says: Some(
-            "parsing [couchdb-legacy.cfg:9] : the 'clitimeout' directive is now deprecated in favor of 'timeout client', and will not be supported in future versions.",
+            "parsing [couchdb-legacy.cfg:9] : the 'clitimeout' directive is not supported anymore since HAProxy 2.1. Use 'timeout client'.",
         ),
         haproxy: Haproxy::Differs(
             1,
-            "legacy keywords (clitimeout, srvtimeout, contimeout, nbproc): HAProxy 2.6 refuses them, sluice accepts them with HAProxy 1.5-style deprecation warnings",
+            "legacy keywords (clitimeout, srvtimeout, contimeout, nbproc): HAProxy 2.6 refuses them, sluice accepts them, warning with HAProxy 2.6's texts",
         ),
     },
     Case {

@@ -1273,7 +1273,8 @@ impl<'r> State<'r> {
         self.set_timeout(loc, name, value);
     }
 
-    /// HAProxy ≤ 2.0 aliases, accepted with 1.5–2.0's deprecation warning.
+    /// HAProxy ≤ 2.0 aliases. HAProxy 2.6 refuses them with this text;
+    /// sluice prints it as a warning and applies the value.
     fn kw_legacy_timeout(&mut self, loc: &Loc, words: &[String]) {
         let k = words[0].as_str();
         let modern = match k {
@@ -1284,7 +1285,7 @@ impl<'r> State<'r> {
         self.warn(
             loc,
             format!(
-                "the '{k}' directive is now deprecated in favor of 'timeout {modern}', and will not be supported in future versions."
+                "the '{k}' directive is not supported anymore since HAProxy 2.1. Use 'timeout {modern}'."
             ),
         );
         let value = words.get(1).map_or("", String::as_str);

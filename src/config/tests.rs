@@ -68,7 +68,7 @@ fn couchdb_config_parses_with_only_warnings() {
     );
     assert_eq!(
         msgs[1],
-        "[WARNING]  (1) : config : parsing [couch.cfg:6] : the 'clitimeout' directive is now deprecated in favor of 'timeout client', and will not be supported in future versions."
+        "[WARNING]  (1) : config : parsing [couch.cfg:6] : the 'clitimeout' directive is not supported anymore since HAProxy 2.1. Use 'timeout client'."
     );
     assert!(msgs[0].contains("parsing [couch.cfg:3] : nbproc is not supported by sluice"));
     assert_eq!(msgs.len(), 4);
