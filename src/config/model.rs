@@ -63,6 +63,10 @@ pub struct Global {
     /// `user` / `uid`, `group` / `gid`: dropped to after binding.
     pub user: Option<IdSpec>,
     pub group: Option<IdSpec>,
+    /// Where `user` / `group` named their id (the look-up's messages
+    /// point there).
+    pub user_loc: Option<Loc>,
+    pub group_loc: Option<Loc>,
     /// `chroot <dir>`.
     pub chroot: Option<PathBuf>,
     /// `ulimit-n <n>`.

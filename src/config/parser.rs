@@ -782,8 +782,10 @@ impl<'r> State<'r> {
                     let spec = Some(IdSpec::Name(n.to_string()));
                     if k == "user" {
                         self.global.user = spec;
+                        self.global.user_loc = Some(loc.clone());
                     } else {
                         self.global.group = spec;
+                        self.global.group_loc = Some(loc.clone());
                     }
                 }
                 None => self.alert(loc, format!("'{k}' expects a {k} name as an argument.")),
