@@ -3,7 +3,8 @@ fn main() {
     let debug = args.iter().any(|a| a == "-d" || a == "-db");
     // -q: as HAProxy's, nothing on the terminal once started (its notices,
     // warnings and the "Proxy stopped" lines); SLUICE_LOG still wins.
-    let quiet = args.iter().any(|a| a == "-q");
+    // -V (verbose) cancels it, as in HAProxy.
+    let quiet = args.iter().any(|a| a == "-q") && !args.iter().any(|a| a == "-V");
     let filter = match (quiet, debug) {
         (true, _) => "off",
         (false, true) => "debug",

@@ -186,6 +186,11 @@ pub(crate) fn set_check_only() {
     CHECK_ONLY.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// Is this process only checking configurations (`-c`)?
+pub(crate) fn check_only() -> bool {
+    CHECK_ONLY.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// [`fd_ref`], except that under `-c` a name it cannot resolve gives
 /// `Ok(Err(why))`: [`UNRESOLVED_FD`], to report as a notice. Like HAProxy's
 /// `-c`, the check opens no socket; the name is resolved at start-up.

@@ -307,7 +307,6 @@ pub(crate) struct Word {
     pub(crate) raw: String,
 }
 
-#[cfg(test)]
 /// Split one raw line (without its newline) into words. An empty result
 /// means a blank or comment-only line.
 pub(crate) fn split_line(raw: &str, ctx: &LexCtx<'_>) -> Result<Vec<String>, LexError> {

@@ -194,7 +194,13 @@ pub(crate) fn parse_sources(
     resolve: addr::Resolver<'_>,
     dir_check: Option<DirCheck<'_>>,
 ) -> Loaded {
+    let flags = overrides();
     let mut st = parser::State::new(resolve);
+    if flags.ssl_verify_none {
+        // Before parsing, as HAProxy's -dV: a later `ssl-server-verify`
+        // line still wins.
+        st.global.ssl.server_verify_none = true;
+    }
     for f in files {
         st.parse_file(&f.name, &f.text, env, f.continues);
     }
@@ -213,6 +219,7 @@ pub(crate) fn parse_sources(
         proxies: st.proxies,
     };
     let mut diags = st.diags;
+    flags.apply(&mut config);
     validate::check(&mut config, &mut diags);
     if let Some(check) = dir_check {
         validate::stats_socket_dirs(&config, check, &mut diags);
@@ -220,7 +227,14 @@ pub(crate) fn parse_sources(
     let fatal_before_resolution = diags.iter().any(Diagnostic::is_alert);
 
     let mut unresolved = false;
-    for p in &st.pending {
+    // As HAProxy, names are resolved only for an otherwise valid
+    // configuration: a broken one fails at once, without waiting on DNS.
+    let pending = if fatal_before_resolution {
+        &[][..]
+    } else {
+        &st.pending[..]
+    };
+    for p in pending {
         let Some(proxy) = config.proxies.get_mut(p.proxy) else {
             continue;
         };
@@ -230,6 +244,16 @@ pub(crate) fn parse_sources(
         };
         match addr::resolve_host(&p.host, p.family, p.port, resolve) {
             Ok(ip) => server.addr = SocketAddr::new(ip, p.port),
+            Err(_) if flags.resolve_dont_fail => {
+                // -dr: the server starts in maintenance, without address.
+                server.opts.disabled = true;
+                diags.push(Diagnostic::at(
+                    Level::Warning,
+                    &server.loc,
+                    &format!("server {pname}/{}", server.name),
+                    format!("could not resolve address '{}', disabling server.", p.host),
+                ));
+            }
             Err(_) => {
                 unresolved = true;
                 diags.push(Diagnostic::at(
@@ -256,6 +280,50 @@ pub(crate) fn parse_sources(
         diagnostics: diags,
         statements,
     }
+}
+
+/// What command-line flags change in every configuration loaded, reloads
+/// included (HAProxy applies its flags to each load).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Overrides {
+    /// `-n <maxconn>`: the global `maxconn`, over the configuration's.
+    pub(crate) maxconn: Option<u32>,
+    /// `-N <maxpconn>`: the `maxconn` of frontends that set none.
+    pub(crate) maxpconn: Option<u32>,
+    /// `-dS`: as `nosplice`.
+    pub(crate) no_splice: bool,
+    /// `-dV`: as `ssl-server-verify none`, unless the configuration says.
+    pub(crate) ssl_verify_none: bool,
+    /// `-dr`: an unresolvable server name disables that server (warning)
+    /// instead of failing the configuration.
+    pub(crate) resolve_dont_fail: bool,
+}
+
+impl Overrides {
+    fn apply(&self, config: &mut model::Config) {
+        if let Some(n) = self.maxconn {
+            config.global.maxconn = Some(n);
+        }
+        if let Some(n) = self.maxpconn {
+            for p in config.proxies.iter_mut().filter(|p| p.kind.has_frontend()) {
+                p.maxconn.get_or_insert(n);
+            }
+        }
+        if self.no_splice {
+            config.global.splice.disabled = true;
+        }
+    }
+}
+
+static OVERRIDES: std::sync::OnceLock<Overrides> = std::sync::OnceLock::new();
+
+/// Set once, from the command line, before the first load.
+pub(crate) fn set_overrides(o: Overrides) {
+    let _ = OVERRIDES.set(o);
+}
+
+fn overrides() -> Overrides {
+    OVERRIDES.get().cloned().unwrap_or_default()
 }
 
 /// Can a UNIX socket be created in `dir`? It must exist, be a directory,

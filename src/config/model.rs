@@ -17,8 +17,6 @@ pub struct Config {
     pub(crate) proxies: Vec<Proxy>,
 }
 
-impl Config {}
-
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Global {
     pub(crate) maxconn: Option<u32>,
@@ -40,6 +38,10 @@ pub(crate) struct Global {
     /// `user` / `uid`, `group` / `gid`: dropped to after binding.
     pub(crate) user: Option<IdSpec>,
     pub(crate) group: Option<IdSpec>,
+    /// Where `user` / `group` named their id (the look-up's messages
+    /// point there).
+    pub(crate) user_loc: Option<Loc>,
+    pub(crate) group_loc: Option<Loc>,
     /// `chroot <dir>`.
     pub(crate) chroot: Option<PathBuf>,
     /// `ulimit-n <n>`.

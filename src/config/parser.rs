@@ -783,8 +783,10 @@ impl<'r> State<'r> {
                     let spec = Some(IdSpec::Name(n.to_string()));
                     if k == "user" {
                         self.global.user = spec;
+                        self.global.user_loc = Some(loc.clone());
                     } else {
                         self.global.group = spec;
+                        self.global.group_loc = Some(loc.clone());
                     }
                 }
                 None => self.alert(loc, format!("'{k}' expects a {k} name as an argument.")),
@@ -1274,7 +1276,8 @@ impl<'r> State<'r> {
         self.set_timeout(loc, name, value);
     }
 
-    /// HAProxy ≤ 2.0 aliases, accepted with 1.5–2.0's deprecation warning.
+    /// HAProxy ≤ 2.0 aliases. HAProxy 2.6 refuses them with this text;
+    /// sluice prints it as a warning and applies the value.
     fn kw_legacy_timeout(&mut self, loc: &Loc, words: &[String]) {
         let k = words[0].as_str();
         let modern = match k {
@@ -1285,7 +1288,7 @@ impl<'r> State<'r> {
         self.warn(
             loc,
             format!(
-                "the '{k}' directive is now deprecated in favor of 'timeout {modern}', and will not be supported in future versions."
+                "the '{k}' directive is not supported anymore since HAProxy 2.1. Use 'timeout {modern}'."
             ),
         );
         let value = words.get(1).map_or("", String::as_str);

@@ -206,25 +206,37 @@ pub(crate) fn duplicate_binds(config: &Config, diags: &mut Vec<Diagnostic>) {
     }
 }
 
-/// UNIX `stats socket` paths whose directory cannot hold the socket
-/// (sluice checks at -c time; HAProxy fails only at startup with
-/// `cannot bind UNIX socket`).
+/// UNIX `stats socket` paths whose directory cannot hold the socket. At
+/// start this fails before anything is bound (HAProxy fails later, at
+/// bind, with `cannot bind UNIX socket`). Under `-c` it is only a notice:
+/// the check may run on another machine than the one that will serve (a
+/// CI box, an image build), and HAProxy's `-c` does not look at the
+/// directory at all, so the outcome (exit status, `-dW`) stays the same.
 pub(crate) fn stats_socket_dirs(
     config: &Config,
     check: crate::config::DirCheck<'_>,
     diags: &mut Vec<Diagnostic>,
 ) {
+    let checking = crate::config::addr::check_only();
     for s in &config.global.stats_sockets {
         if s.tcp.is_some() || s.fd.is_some() {
             continue;
         }
         let dir = s.path.parent().unwrap_or(std::path::Path::new("."));
         if let Err(why) = check(dir) {
+            let (level, tail) = if checking {
+                (
+                    crate::config::diag::Level::Notice,
+                    "starting on this machine would fail (-c does not fail for this, as HAProxy's)",
+                )
+            } else {
+                (crate::config::diag::Level::Alert, "cannot start")
+            };
             diags.push(Diagnostic::parsing(
-                crate::config::diag::Level::Alert,
+                level,
                 &s.loc,
                 format!(
-                    "'stats socket {}' : cannot create the socket: {why} (a sluice check at -c time; HAProxy only fails at startup).",
+                    "'stats socket {}' : cannot create the socket: {why}; {tail}.",
                     s.path.display()
                 ),
             ));

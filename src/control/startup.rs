@@ -14,8 +14,15 @@ pub(crate) const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub(crate) const USAGE: &str = "Usage : sluice [-f <cfgfile|cfgdir>]* [ -vdVD ] [ -c ] [ -q ] [ -dW ] [ --dump ] [ -p <pidfile> ] [ -- <cfgfile>* ]
         -v displays version ; -vv shows known build options.
         -d enters debug mode (foreground, logs to stderr) ; -db only disables background mode.
-        -D goes daemon ; -c checks the configuration and exits ; -q quiet mode (no output)
+        -V enters verbose mode (cancels -q)
+        -D goes daemon ; -C <dir> changes to this directory before loading files.
+        -c checks the configuration and exits ; -q quiet mode (no output)
+        -cc <condition> evaluates a condition as '.if' does and exits (0 true, 1 false, 2 error)
         -dW fails if any warning is emitted (as the global 'zero-warning')
+        -dr ignores server address resolution failures (such servers start in maintenance)
+        -dS disables splice (as 'nosplice') ; -dV disables TLS verification of servers (as 'ssl-server-verify none')
+        -dL lists the loaded object files after the check
+        -n <maxconn> sets the global maxconn ; -N <maxpconn> sets the maxconn of frontends that set none
         --dump prints the effective merged configuration on stdout (with -c)
         -p <pidfile> writes sluice's pid to this file (one process: no children), removed at exit
         -sf [pid ]* once ready, tells old pids to finish (SIGUSR1: soft stop, requests in flight end)
@@ -26,6 +33,7 @@ pub(crate) const USAGE: &str = "Usage : sluice [-f <cfgfile|cfgdir>]* [ -vdVD ] 
         -L <name> sets the local peer name (shown as 'node' when no node is set)
         -f <file|dir> adds a configuration file, the *.cfg files of a directory in byte order,
            or a split layout (global.cfg, defaults.cfg, frontend.cfg, frontend.d/, backend.d/)
+        -m <megs> is accepted without effect, as are -S <bind>, -dM[<opts>], -dK<classes>, -dD, -de, -dp, -dG, -dR
 ";
 
 /// What the command line asks for.
@@ -36,6 +44,8 @@ pub(crate) struct Options {
     pub(crate) debug: bool,
     pub(crate) daemon: bool,
     pub(crate) quiet: bool,
+    /// `-V`: verbose; as in HAProxy, it cancels `-q` whatever the order.
+    pub(crate) verbose: bool,
     pub(crate) pidfile: Option<PathBuf>,
     pub(crate) version: u8,
     /// `-dW`: warnings are fatal.
@@ -57,6 +67,17 @@ pub(crate) struct Options {
     pub(crate) master_worker: bool,
     /// `-L <name>`: the local peer name.
     pub(crate) local_peer: Option<String>,
+    /// `-cc <condition>`: evaluate it and exit.
+    pub(crate) check_condition: Option<String>,
+    /// `-C <dir>`: the directory to change to before loading files.
+    pub(crate) change_dir: Option<PathBuf>,
+    /// `-dL`: list the loaded object files after the check.
+    pub(crate) dump_libs: bool,
+    /// `-S <bind>`: HAProxy's master CLI; sluice has no master, so these
+    /// are only reported.
+    pub(crate) master_cli: Vec<String>,
+    /// `-n`, `-N`, `-dS`, `-dV`, `-dr`: applied to every load.
+    pub(crate) overrides: config::Overrides,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -67,34 +88,101 @@ pub(crate) enum UsageError {
     Unknown(String),
     #[error("no configuration file given (use -f)")]
     NoConfig,
+    #[error("option '{0}' expects a number, not '{1}'")]
+    NotANumber(String, String),
+    #[error(
+        "'{0}' is not a configuration file option: configuration files follow -f, or all come after --"
+    )]
+    Stray(String),
+    /// HAProxy's own message for a pid list it cannot read.
+    #[error("{0} option: some bytes unconsumed in PID list {{{1}}}")]
+    BadPid(String, String),
+    #[error("{0} option: pids are positive numbers, not '{1}'")]
+    NonPositivePid(String, String),
 }
+
+/// Flags of HAProxy 2.6 that sluice accepts without effect, each with why
+/// (docs/migrating-from-haproxy.md lists them). HAProxy itself reads a
+/// flag by its first letters (`-dI` is `-d` there, `-cx` is `-c`); sluice
+/// takes only these spellings, so a typo never switches mode silently.
+const NO_EFFECT: &[&str] = &[
+    // Diagnostic mode: HAProxy's extra [DIAG] lines for suspicious
+    // statements; sluice has no such checks beyond its warnings.
+    "-dD",
+    // Pollers and getaddrinfo(): sluice uses tokio's epoll and the libc
+    // resolver, with no other to fall back to.
+    "-de", "-dp", "-dG", // SO_REUSEPORT: sluice never sets it.
+    "-dR",
+];
 
 pub(crate) fn parse_args(args: &[String]) -> Result<Options, UsageError> {
     let mut o = Options::default();
-    let mut it = args.iter();
+    let mut it = args.iter().peekable();
     while let Some(a) = it.next() {
         let mut value = |flag: &str| {
             it.next()
                 .cloned()
                 .ok_or_else(|| UsageError::MissingArgument(flag.to_string()))
         };
+        let number = |flag: &str, v: String| {
+            v.parse::<u32>()
+                .map_err(|_| UsageError::NotANumber(flag.to_string(), v))
+        };
         match a.as_str() {
+            // As HAProxy: the version comes at once, whatever follows.
+            "-v" => {
+                o.version = 1;
+                return Ok(o);
+            }
+            "-vv" => {
+                o.version = 2;
+                return Ok(o);
+            }
             "-f" => o.files.push(PathBuf::from(value("-f")?)),
             "-p" => o.pidfile = Some(PathBuf::from(value("-p")?)),
             "-c" => o.check_only = true,
+            "-cc" => o.check_condition = Some(value("-cc")?),
+            "-C" => o.change_dir = Some(PathBuf::from(value("-C")?)),
             "-d" | "-db" => o.debug = true,
             "-D" => o.daemon = true,
             "-q" => o.quiet = true,
+            "-V" => o.verbose = true,
             "-dW" => o.zero_warning = true,
+            "-dr" => o.overrides.resolve_dont_fail = true,
+            "-dS" => o.overrides.no_splice = true,
+            "-dV" => o.overrides.ssl_verify_none = true,
+            "-dL" => o.dump_libs = true,
+            "-n" => {
+                let v = value("-n")?;
+                // 0 is HAProxy's "not set".
+                o.overrides.maxconn = Some(number("-n", v)?).filter(|&n| n > 0);
+            }
+            "-N" => {
+                let v = value("-N")?;
+                o.overrides.maxpconn = Some(number("-N", v)?).filter(|&n| n > 0);
+            }
+            "-m" => {
+                // HAProxy's limit is on the address space (RLIMIT_AS), which
+                // tokio's per-thread reservations would exhaust long before
+                // the memory in use: accepted, checked, not applied.
+                let v = value("-m")?;
+                number("-m", v)?;
+            }
+            "-S" => o.master_cli.push(value("-S")?),
             "--dump" => o.dump = true,
             "-sf" | "-st" => {
-                // Every following argument that is a pid.
+                // Every following word that is not a flag, as HAProxy.
                 let mut pids = Vec::new();
-                while let Some(p) = it.as_slice().first().and_then(|w| w.parse::<i32>().ok()) {
-                    if p > 0 {
-                        pids.push(p);
-                    }
-                    it.next();
+                while let Some(w) = it.next_if(|w| !w.starts_with('-')) {
+                    let p = w.trim_end().parse::<i64>().map_err(|_| {
+                        let rest = w.trim_start_matches(|c: char| c.is_ascii_digit());
+                        UsageError::BadPid(a.clone(), rest.to_string())
+                    })?;
+                    let p = i32::try_from(p)
+                        .ok()
+                        .filter(|&p| p > 0)
+                        .ok_or_else(|| UsageError::NonPositivePid(a.clone(), w.clone()))?;
+                    pids.push(p);
                 }
                 if a == "-sf" {
                     o.finish_pids.extend(pids);
@@ -106,18 +194,83 @@ pub(crate) fn parse_args(args: &[String]) -> Result<Options, UsageError> {
             "-Ws" => o.systemd = true,
             "-W" => o.master_worker = true,
             "-L" => o.local_peer = Some(value("-L")?),
-            "-v" | "-V" => o.version = o.version.max(1),
-            "-vv" => o.version = 2,
             "--" => {
                 o.files.extend(it.by_ref().map(PathBuf::from));
             }
+            // Memory debugging options and keyword dumps of HAProxy's C
+            // internals (pools, registered keyword classes).
+            f if f.starts_with("-dM") || f.starts_with("-dK") => {}
+            f if NO_EFFECT.contains(&f) => {}
+            f if !f.starts_with('-') => return Err(UsageError::Stray(f.to_string())),
             other => return Err(UsageError::Unknown(other.to_string())),
         }
     }
-    if o.files.is_empty() && o.version == 0 {
+    if o.files.is_empty() && o.check_condition.is_none() {
         return Err(UsageError::NoConfig);
     }
     Ok(o)
+}
+
+/// `-cc <condition>`: HAProxy splits the text into words as a config line
+/// (quotes, `${VAR}`), joins them with spaces and evaluates them as `.if`.
+/// Exit status 0 when true, 1 when false, 2 when it cannot be evaluated.
+fn check_condition(text: &str, quiet: bool) -> i32 {
+    let env = |name: &str| std::env::var(name).ok();
+    let ctx = config::lexer::LexCtx {
+        file: "",
+        line: 0,
+        section: "",
+        env: &env,
+    };
+    let failed = |msg: String| {
+        if !quiet {
+            let pid = std::process::id();
+            let d = config::Diagnostic::alert(None, msg);
+            eprint!("{}", report(&[d], pid));
+        }
+        2
+    };
+    let words = match config::lexer::split_line(text, &ctx) {
+        Ok(w) => w,
+        Err(e) => {
+            use config::lexer::LexErrorKind as K;
+            return failed(match e.kind {
+                K::Quote => "Syntax Error in condition: Unmatched quote.".to_string(),
+                K::Hex => "Syntax Error in condition: Truncated or invalid hexadecimal sequence."
+                    .to_string(),
+                K::TooMany { .. } => "Error in condition: Too many words.".to_string(),
+                _ => format!("Syntax Error in condition: {}", e.message(text)),
+            });
+        }
+    };
+    match config::cond::eval(&words.join(" "), &env) {
+        Ok(true) => 0,
+        Ok(false) => 1,
+        Err(e) => failed(format!("Failed to evaluate condition: {}", e.message)),
+    }
+}
+
+/// `-dL`: the executable and the shared objects mapped into this process,
+/// as HAProxy lists them.
+fn loaded_objects() -> String {
+    let mut out = String::from("List of loaded object files:\n");
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    let mut seen: Vec<&str> = Vec::new();
+    if let Ok(exe) = std::env::current_exe() {
+        out.push_str(&format!("{}\n", exe.display()));
+    }
+    for line in maps.lines() {
+        // address perms offset dev inode path
+        let Some(path) = line.split_whitespace().nth(5) else {
+            continue;
+        };
+        if path.starts_with('/') && path.contains(".so") && !seen.contains(&path) {
+            seen.push(path);
+            out.push_str(path);
+            out.push('\n');
+        }
+    }
+    out
 }
 
 fn version_text(level: u8) -> String {
@@ -238,26 +391,55 @@ pub fn main_with_args(args: &[String]) -> i32 {
         print!("{}", version_text(opts.version));
         return 0;
     }
+    // -V cancels -q, whichever comes first (as in HAProxy).
+    let quiet = opts.quiet && !opts.verbose;
+    if let Some(cond) = &opts.check_condition {
+        return check_condition(cond, quiet);
+    }
     let pid = std::process::id();
+    QUIET.store(quiet, std::sync::atomic::Ordering::Relaxed);
+    if let Some(dir) = &opts.change_dir
+        && let Err(e) = std::env::set_current_dir(dir)
+    {
+        alert(
+            pid,
+            &format!(
+                "Could not change to directory {} : {}",
+                dir.display(),
+                errno_text(&e)
+            ),
+        );
+        return 1;
+    }
     if opts.check_only {
         config::addr::set_check_only();
     }
+    config::set_overrides(opts.overrides.clone());
     // Still single-threaded here: the runtime starts in `run`.
     crate::sys::process::export_startup_env(&opts.files, opts.local_peer.as_deref(), VERSION);
-    QUIET.store(opts.quiet, std::sync::atomic::Ordering::Relaxed);
-    let loaded = config::load(&opts.files);
+    let mut loaded = config::load(&opts.files);
+    if let Some(cfg) = &loaded.config {
+        let machine = machine_checks(cfg, &opts);
+        if machine.iter().any(config::Diagnostic::is_alert) {
+            loaded.config = None;
+        }
+        loaded.diagnostics.extend(machine);
+    }
     if opts.dump {
         print!("{}", config::dump(&loaded.statements));
     }
-    if !opts.quiet {
+    if !quiet {
         eprint!("{}", report(&loaded.diagnostics, pid));
     }
     let has_warnings = loaded.has_warnings();
     let Some(cfg) = loaded.config else {
         return 1;
     };
+    if opts.dump_libs {
+        print!("{}", loaded_objects());
+    }
     if has_warnings && (opts.zero_warning || cfg.global.zero_warning) {
-        if !opts.quiet {
+        if !quiet {
             alert(
                 pid,
                 "config : Some warnings were found and 'zero-warning' is set. Aborting.",
@@ -268,7 +450,7 @@ pub fn main_with_args(args: &[String]) -> i32 {
     if opts.check_only {
         let listens =
             cfg.proxies.iter().any(|p| !p.binds.is_empty()) || !cfg.global.stats_sockets.is_empty();
-        if !opts.quiet {
+        if !quiet {
             if has_warnings {
                 println!("Warnings were found.");
             }
@@ -284,6 +466,66 @@ pub fn main_with_args(args: &[String]) -> i32 {
     }
     crate::sys::process::export_cli_env(&cfg.global.stats_sockets);
     run(cfg, &opts)
+}
+
+/// Checks of the machine rather than of the text, made once the
+/// configuration is otherwise valid, at the first load only (a reload runs
+/// after `chroot`, where the user database may be out of sight): the
+/// `user` / `group` names, and the master CLI sluice does not have. Under
+/// `-c` a missing user or group is a warning, for the check may run on a
+/// CI box or in an image build that lacks it (HAProxy's `-c` fails); at
+/// start it is fatal, as in HAProxy.
+fn machine_checks(cfg: &Config, opts: &Options) -> Vec<config::Diagnostic> {
+    use crate::config::model::IdSpec;
+    let mut out = Vec::new();
+    let level = if opts.check_only {
+        config::Level::Warning
+    } else {
+        config::Level::Alert
+    };
+    let ids = [
+        ("user", &cfg.global.user, &cfg.global.user_loc),
+        ("group", &cfg.global.group, &cfg.global.group_loc),
+    ];
+    for (what, spec, loc) in ids {
+        let (Some(IdSpec::Name(name)), Some(loc)) = (spec, loc) else {
+            continue;
+        };
+        // getpwnam/getgrnam leave errno alone when the name is simply not
+        // there: HAProxy's message then ends in "(0:Success)".
+        // SAFETY: errno is this thread's; nothing else runs yet.
+        unsafe { *libc::__errno_location() = 0 };
+        let found = if what == "user" {
+            crate::sys::process::lookup_user(name).is_some()
+        } else {
+            crate::sys::process::lookup_group(name).is_some()
+        };
+        if !found {
+            let e = std::io::Error::last_os_error();
+            let text = e.to_string();
+            let text = text.split(" (os error").next().unwrap_or_default();
+            out.push(config::Diagnostic::parsing(
+                level,
+                loc,
+                format!(
+                    "cannot find {what} id for '{name}' ({}:{text})",
+                    e.raw_os_error().unwrap_or(0)
+                ),
+            ));
+        }
+    }
+    if !opts.master_cli.is_empty() {
+        let msg = if opts.master_worker || opts.systemd {
+            "a master CLI socket was defined (-S), but sluice has no master process: it is not started (a 'stats socket' serves the CLI)."
+        } else {
+            "a master CLI socket was defined, but master-worker mode (-W) is not enabled."
+        };
+        out.push(config::Diagnostic::warning(None, msg));
+    }
+    if level == config::Level::Alert && out.iter().any(config::Diagnostic::is_alert) {
+        out.push(config::Diagnostic::alert(None, config::diag::FATAL_ERRORS));
+    }
+    out
 }
 
 /// A listening socket ready to serve: frontend, address, socket.
@@ -875,5 +1117,59 @@ mod tests {
         ));
         let o = parse_args(&args(&["--", "a", "b"])).unwrap();
         assert_eq!(o.files.len(), 2);
+    }
+
+    #[test]
+    fn haproxy_flags() {
+        // -V is verbose, not the version: the check still happens.
+        let o = parse_args(&args(&["-c", "-V", "-f", "a"])).unwrap();
+        assert!(o.check_only && o.verbose && o.version == 0);
+        // -v stops the parsing, as HAProxy prints the version at once.
+        let o = parse_args(&args(&["-c", "-v", "-Z"])).unwrap();
+        assert_eq!(o.version, 1);
+        let o = parse_args(&args(&[
+            "-cc",
+            "1",
+            "-C",
+            "/d",
+            "-n",
+            "100",
+            "-N",
+            "10",
+            "-m",
+            "64",
+            "-dr",
+            "-dS",
+            "-dV",
+            "-dL",
+            "-dM0x51,no-merge",
+            "-dKcfg",
+            "-dD",
+            "-de",
+            "-dp",
+            "-dG",
+            "-dR",
+            "-S",
+            "/m",
+        ]))
+        .unwrap();
+        assert_eq!(o.check_condition.as_deref(), Some("1"));
+        assert_eq!(o.change_dir, Some(PathBuf::from("/d")));
+        assert_eq!(o.overrides.maxconn, Some(100));
+        assert_eq!(o.overrides.maxpconn, Some(10));
+        assert!(o.overrides.resolve_dont_fail && o.overrides.no_splice);
+        assert!(o.overrides.ssl_verify_none && o.dump_libs);
+        assert_eq!(o.master_cli, vec!["/m".to_string()]);
+        for bad in [
+            &["-n", "x", "-f", "a"][..],
+            &["-dI", "-f", "a"],
+            &["-f", "a", "b"],
+        ] {
+            assert!(parse_args(&args(bad)).is_err(), "{bad:?}");
+        }
+        assert!(matches!(
+            parse_args(&args(&["-f", "a", "-sf", "12x"])),
+            Err(UsageError::BadPid(_, rest)) if rest == "x"
+        ));
     }
 }
