@@ -143,6 +143,12 @@ const CASES: &[Case] = &[
         ),
     },
     Case {
+        path: "haproxy-forms.cfg",
+        sluice: 0,
+        says: Some("Configuration file is valid"),
+        haproxy: Haproxy::Same,
+    },
+    Case {
         path: "split-site",
         sluice: 0,
         says: Some("Configuration file is valid"),

@@ -373,7 +373,8 @@ pub fn parse_condition_at(words: &[String], loc: &Loc) -> Result<(Condition, Vec
     let mut i = 1;
     while let Some(w) = words.get(i) {
         i += 1;
-        if w == "or" || w == "||" {
+        // HAProxy compares `or` without regard to case (`OR` works).
+        if w.eq_ignore_ascii_case("or") || w == "||" {
             if groups.last().is_some_and(Vec::is_empty) {
                 return Err("missing ACL before 'or'".to_string());
             }
