@@ -904,7 +904,10 @@ impl<'r> State<'r> {
             | "ssl-server-verify"
             | "crt-base"
             | "ca-base" => self.global_ssl(loc, words),
-            _ if k.starts_with("tune.") || kw::GLOBAL_UNSUPPORTED.contains(&k) => {
+            _ if k.starts_with("tune.")
+                || kw::GLOBAL_UNSUPPORTED.contains(&k)
+                || kw::haproxy_has(kw::Kind::Global, k) =>
+            {
                 self.unsupported(loc, k)
             }
             _ => {
@@ -1237,7 +1240,9 @@ impl<'r> State<'r> {
             "server" => self.kw_server(loc, words),
             "default-server" => self.kw_default_server(loc, words),
             "log" | "log-format" | "log-tag" => self.kw_log(loc, words),
-            _ if kw::PROXY_UNSUPPORTED.contains(&k) => self.unsupported(loc, k),
+            _ if kw::PROXY_UNSUPPORTED.contains(&k) || kw::haproxy_has(kw::Kind::Proxy, k) => {
+                self.unsupported(loc, k)
+            }
             _ => {
                 let section = match self.proxy_kind() {
                     Some(kind) => kind.keyword(),
@@ -1470,7 +1475,7 @@ impl<'r> State<'r> {
             "http-keep-alive" => HttpConnMode::KeepAlive,
             "http-server-close" => HttpConnMode::ServerClose,
             "httpclose" => HttpConnMode::Close,
-            n if kw::OPTIONS_UNSUPPORTED.contains(&n) => {
+            n if kw::OPTIONS_UNSUPPORTED.contains(&n) || kw::haproxy_has(kw::Kind::Option, n) => {
                 return self.unsupported(loc, &format!("option {n}"));
             }
             n => {
@@ -1837,7 +1842,9 @@ impl<'r> State<'r> {
         }
         let action = words.get(1).map_or("", String::as_str);
         if !kw::HTTP_REQUEST_SUPPORTED.contains(&action) {
-            if kw::HTTP_REQUEST_UNSUPPORTED.contains(&action) {
+            if kw::HTTP_REQUEST_UNSUPPORTED.contains(&action)
+                || kw::haproxy_has(kw::Kind::HttpRequest, action)
+            {
                 return self.unsupported(loc, &format!("http-request {action}"));
             }
             let sugg = suggest::suffix(
@@ -2112,7 +2119,20 @@ impl<'r> State<'r> {
         }
         let action = words.get(1).map_or("", String::as_str);
         if !kw::HTTP_RESPONSE_SUPPORTED.contains(&action) {
-            return self.unsupported(loc, &format!("http-response {action}"));
+            if kw::haproxy_has(kw::Kind::HttpResponse, action) {
+                return self.unsupported(loc, &format!("http-response {action}"));
+            }
+            let sugg = suggest::suffix(
+                action,
+                kw::HTTP_RESPONSE_SUPPORTED
+                    .iter()
+                    .copied()
+                    .chain(kw::haproxy26(kw::Kind::HttpResponse)),
+            );
+            return self.alert(
+                loc,
+                format!("'http-response' expects 'deny', 'set-header' or another HAProxy action, but got '{action}'{sugg}"),
+            );
         }
         let Some((cond_at, cond)) = self.rule_condition(loc, words, "http-response", action) else {
             return;
@@ -2702,7 +2722,10 @@ impl<'r> State<'r> {
                         }
                     }
                 }
-                other if kw::SERVER_UNSUPPORTED.contains(&other) => {
+                other
+                    if kw::SERVER_UNSUPPORTED.contains(&other)
+                        || kw::haproxy_has(kw::Kind::Server, other) =>
+                {
                     at(self, format!("'{other}' is not supported by sluice yet"));
                     ok = false;
                     // The rest of the line cannot be interpreted reliably.
