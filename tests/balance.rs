@@ -285,8 +285,8 @@ async fn random_2_prefers_the_idle_server() {
             Some(rest) => format!("{l} cookie {}", rest.split(' ').next().unwrap_or("")),
             None => l.to_string(),
         })
-        .collect::<Vec<_>>()
-        .join("\n");
+        .map(|l| l + "\n")
+        .collect::<String>();
     let _s = Sluice::start(&cfg);
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let slow = tokio::spawn(async move {

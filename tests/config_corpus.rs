@@ -144,6 +144,12 @@ const CASES: &[Case] = &[
         haproxy: Haproxy::Same,
     },
     Case {
+        path: "haproxy-forms.cfg",
+        sluice: 0,
+        says: Some("Configuration file is valid"),
+        haproxy: Haproxy::Same,
+    },
+    Case {
         path: "split-site",
         sluice: 0,
         says: Some("Configuration file is valid"),

@@ -72,8 +72,9 @@ const UNSUPPORTED_FETCHES: &[&str] = &[
 ];
 
 /// Known fetches (without their `(arg)` part) for the "unknown fetch" check.
-fn fetch_of(criterion: &str) -> Result<(Fetch, MatchMethod), String> {
-    let (kw, arg) = match criterion.split_once('(') {
+/// `fetch_text` is the fetch part of `criterion` (which messages quote).
+fn fetch_of(fetch_text: &str, criterion: &str) -> Result<(Fetch, MatchMethod), String> {
+    let (kw, arg) = match fetch_text.split_once('(') {
         Some((kw, rest)) => match rest.strip_suffix(')') {
             Some(arg) => (kw, Some(arg)),
             None => {
@@ -82,7 +83,7 @@ fn fetch_of(criterion: &str) -> Result<(Fetch, MatchMethod), String> {
                 ));
             }
         },
-        None => (criterion, None),
+        None => (fetch_text, None),
     };
     let no_arg = |f: Fetch, m: MatchMethod| match arg {
         None | Some("") => Ok((f, m)),
@@ -124,13 +125,38 @@ fn fetch_of(criterion: &str) -> Result<(Fetch, MatchMethod), String> {
         "ssl_c_used" => no_arg(Fetch::SslCUsed, MatchMethod::Bool),
         "ssl_fc_sni" => no_arg(Fetch::SslFcSni, MatchMethod::Str),
         "ssl_fc_protocol" => no_arg(Fetch::SslFcProtocol, MatchMethod::Str),
-        _ if UNSUPPORTED_FETCHES.contains(&kw) => Err(format!(
-            "fetch method '{kw}' is not supported by sluice yet in ACL expression '{criterion}'"
-        )),
+        _ if UNSUPPORTED_FETCHES.contains(&kw)
+            || crate::config::keywords::haproxy_has(crate::config::keywords::Kind::Fetch, kw) =>
+        {
+            Err(format!(
+                "fetch method '{kw}' is not supported by sluice yet in ACL expression '{criterion}'"
+            ))
+        }
         _ => Err(format!(
             "unknown fetch method '{kw}' in ACL expression '{criterion}'"
         )),
     }
+}
+
+/// Splits `fetch(a,b),conv(c),conv2` at the commas outside parentheses:
+/// the fetch, then each converter.
+fn split_converters(criterion: &str) -> (&str, Vec<&str>) {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0usize, 0usize);
+    for (i, c) in criterion.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                parts.push(&criterion[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&criterion[start..]);
+    let fetch = parts.remove(0);
+    (fetch, parts)
 }
 
 /// `-m <method>` values.
@@ -187,12 +213,21 @@ pub(crate) fn parse_acl(name: &str, words: &[String], loc: Loc) -> Result<AclDef
     let Some(criterion) = words.first() else {
         return Err("missing ACL expression".to_string());
     };
-    if criterion.contains(',') && !criterion.contains('(') {
-        return Err(format!(
-            "converters are not supported by sluice yet in ACL expression '{criterion}'"
-        ));
+    // `fetch(args),conv1(args),conv2`: the fetch is checked first, so that
+    // the message names what is missing (the fetch, else a converter).
+    let (fetch_text, convs) = split_converters(criterion);
+    let (fetch, mut matcher) = fetch_of(fetch_text, criterion)?;
+    if let Some(conv) = convs.first() {
+        let name = conv.split('(').next().unwrap_or(conv);
+        use crate::config::keywords::{Kind, haproxy_has};
+        return Err(if haproxy_has(Kind::Converter, name) {
+            format!(
+                "converter '{name}' is not supported by sluice yet in ACL expression '{criterion}'"
+            )
+        } else {
+            format!("unknown converter '{name}' in ACL expression '{criterion}'")
+        });
     }
-    let (fetch, mut matcher) = fetch_of(criterion)?;
     let mut ignore_case = false;
     let mut i = 1;
     // Flags come first; `--` ends them, the first non-flag starts values.
@@ -377,7 +412,8 @@ pub(crate) fn parse_condition_at(
     let mut i = 1;
     while let Some(w) = words.get(i) {
         i += 1;
-        if w == "or" || w == "||" {
+        // HAProxy compares `or` without regard to case (`OR` works).
+        if w.eq_ignore_ascii_case("or") || w == "||" {
             if groups.last().is_some_and(Vec::is_empty) {
                 return Err("missing ACL before 'or'".to_string());
             }

@@ -24,6 +24,47 @@ pub(crate) struct HostPorts<'a> {
     pub(crate) ports: (u16, u16),
 }
 
+/// Environment variables in an address, as HAProxy expands every address
+/// word once more after the line was split (so `bind ${ADDR}:80` works
+/// unquoted, where the lexer leaves `$` alone): `$NAME` or `${NAME}`, an
+/// unset variable giving nothing; no `-default` form. A `$` that starts no
+/// name is dropped, as HAProxy does.
+pub(crate) fn env_expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> String {
+    if !text.contains('$') {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let (braced, name_start) = match after.strip_prefix('{') {
+            Some(r) => (true, r),
+            None => (false, after),
+        };
+        let len = name_start
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(name_start.len());
+        let (name, mut tail) = name_start.split_at(len);
+        if braced && let Some(t) = tail.strip_prefix('}') {
+            tail = t;
+        }
+        if !name.is_empty()
+            && let Some(v) = env(name)
+        {
+            out.push_str(&v);
+        }
+        rest = tail;
+    }
+    out.push_str(rest);
+    out
+}
+
+/// HAProxy's error for an address word that expanded to nothing.
+pub(crate) fn empty_address(word: &str) -> String {
+    format!("'{word}' resolves to an empty address (environment variable missing?)")
+}
+
 /// Address prefixes HAProxy knows but sluice cannot listen on / connect to.
 const UNSUPPORTED_PREFIXES: &[&str] = &[
     "unix@",
@@ -42,8 +83,37 @@ const UNSUPPORTED_PREFIXES: &[&str] = &[
     "rhttp@",
 ];
 
+/// A server address: the host and its port, 0 when none is given (the
+/// connection then goes to the port the client connected to, as HAProxy
+/// does).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ServerAddr {
+    pub(crate) family: Family,
+    pub(crate) host: String,
+    pub(crate) port: u16,
+}
+
+/// Split a server's `[family@]host[:port]`; no port, an empty one or `0`
+/// all mean the client's destination port.
+pub(crate) fn split_server(text: &str) -> Result<ServerAddr, String> {
+    let hp = split_inner(text, false, true)?;
+    Ok(ServerAddr {
+        family: hp.family,
+        host: hp.host.to_string(),
+        port: hp.ports.0,
+    })
+}
+
 /// Split `[family@]host:port[-port]`. `allow_range` is false for servers.
 pub(crate) fn split(text: &str, allow_range: bool) -> Result<HostPorts<'_>, String> {
+    split_inner(text, allow_range, false)
+}
+
+fn split_inner(
+    text: &str,
+    allow_range: bool,
+    port_optional: bool,
+) -> Result<HostPorts<'_>, String> {
     if text.starts_with('/') {
         return Err(format!(
             "UNIX socket addresses ('{text}') are not supported by sluice yet"
@@ -67,6 +137,7 @@ pub(crate) fn split(text: &str, allow_range: bool) -> Result<HostPorts<'_>, Stri
         };
         match after.strip_prefix(':') {
             Some(p) => (h, p),
+            None if after.is_empty() && port_optional => (h, ""),
             None if after.is_empty() => {
                 return Err(format!("missing port specification in '{text}'"));
             }
@@ -76,9 +147,22 @@ pub(crate) fn split(text: &str, allow_range: bool) -> Result<HostPorts<'_>, Stri
         // The port is what follows the last colon (`::1:80` is [::1]:80).
         match rest.rsplit_once(':') {
             Some((h, p)) => (h, p),
+            None if port_optional => (rest, ""),
             None => return Err(format!("missing port specification in '{text}'")),
         }
     };
+    if port_optional && (port.starts_with('+') || port.starts_with('-')) {
+        return Err(format!(
+            "port offsets ('{port}' in '{text}') are not supported by sluice yet"
+        ));
+    }
+    if port_optional && (port.is_empty() || port == "0") {
+        return Ok(HostPorts {
+            family,
+            host,
+            ports: (0, 0),
+        });
+    }
     if port.is_empty() {
         return Err(format!("missing port specification in '{text}'"));
     }
@@ -276,6 +360,22 @@ mod tests {
     }
 
     #[test]
+    fn env_expand_like_haproxy() {
+        let env = |n: &str| match n {
+            "A" => Some("127.0.0.1".to_string()),
+            "P" => Some("80".to_string()),
+            _ => None,
+        };
+        assert_eq!(env_expand("$A:$P", &env), "127.0.0.1:80");
+        assert_eq!(env_expand("${A}:${P}", &env), "127.0.0.1:80");
+        assert_eq!(env_expand("$UNSET:$UNSET", &env), ":");
+        assert_eq!(env_expand("${UNSET}", &env), "");
+        assert_eq!(env_expand("x$", &env), "x");
+        assert_eq!(env_expand("${A-x}", &env), "127.0.0.1-x}");
+        assert_eq!(env_expand("plain:1", &env), "plain:1");
+    }
+
+    #[test]
     fn forms() {
         assert_eq!(one(":80"), "0.0.0.0:80");
         assert_eq!(one("*:80"), "0.0.0.0:80");
@@ -304,5 +404,17 @@ mod tests {
         assert!(b("ipv4@::1:80").is_err());
         assert!(b("[::1").is_err());
         assert!(split("1.2.3.4:80-81", false).is_err());
+        let srv = |t: &str| split_server(t).map(|a| (a.host, a.port));
+        assert_eq!(srv("0.0.0.0"), Ok(("0.0.0.0".into(), 0)));
+        assert_eq!(srv(":"), Ok(("".into(), 0)));
+        assert_eq!(srv(":0"), Ok(("".into(), 0)));
+        assert_eq!(srv("[::1]"), Ok(("::1".into(), 0)));
+        assert_eq!(srv("host.example:8080"), Ok(("host.example".into(), 8080)));
+        assert!(srv("1.2.3.4:x").is_err());
+        assert!(
+            srv("1.2.3.4:+1000")
+                .unwrap_err()
+                .contains("not supported by sluice yet")
+        );
     }
 }

@@ -297,9 +297,10 @@ fn parse_sink(t: &str) -> Result<Sink, String> {
             .parse::<u16>()
             .map_err(|_| format!("log : invalid port '{p}'"))?,
     };
-    if host.is_empty() {
-        return Err(format!("log : invalid address: '{t}'"));
-    }
+    // No host (`log :514`, or `log ${HOST}:` with HOST unset): the
+    // wildcard address, as HAProxy takes it; the kernel delivers that to
+    // this machine.
+    let host = if host.is_empty() { "0.0.0.0" } else { host };
     if let Ok(ip) = host.parse::<std::net::IpAddr>() {
         return Ok(Sink::Udp(SocketAddr::new(ip, port)));
     }

@@ -152,6 +152,9 @@ pub(crate) struct State<'r> {
     section: Section,
     conds: Vec<CondFrame>,
     resolve: Resolver<'r>,
+    /// The environment of the file being parsed: addresses expand their
+    /// variables themselves (see [`addr::env_expand`]).
+    env: Option<Env<'r>>,
     /// Source text of the current line's words (for messages quoting it).
     raw_words: Vec<String>,
     /// `no such ACL` errors: (diagnostic index, proxy index, ACL name), to
@@ -165,6 +168,10 @@ pub(crate) struct State<'r> {
     /// once per family).
     legacy_warned: Vec<&'static str>,
 }
+
+/// Looks up an environment variable (injected, so tests choose the
+/// environment).
+type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 
 /// Outcome of a keyword handler: diagnostics were pushed as needed.
 type Handled = ();
@@ -205,6 +212,7 @@ impl<'r> State<'r> {
             section: Section::None,
             conds: Vec::new(),
             resolve,
+            env: None,
             raw_words: Vec::new(),
             missing_acls: Vec::new(),
             missing_acl: None,
@@ -243,6 +251,28 @@ impl<'r> State<'r> {
         self.diags.push(Diagnostic::parsing_tight(level, loc, msg));
     }
 
+    /// An address word with its environment variables expanded; `Err`
+    /// with HAProxy's message when nothing is left (an unset variable).
+    fn addr_word(&self, word: &str) -> Result<String, String> {
+        let expanded = match self.env {
+            Some(env) => addr::env_expand(word, env),
+            None => word.to_string(),
+        };
+        if expanded.is_empty() {
+            return Err(addr::empty_address(word));
+        }
+        Ok(expanded)
+    }
+
+    /// A `log` line with its target's variables expanded.
+    fn log_words(&self, words: &[String]) -> Result<Vec<String>, String> {
+        let mut w = words.to_vec();
+        if let Some(target) = w.get_mut(1).filter(|t| !t.is_empty() && *t != "global") {
+            *target = self.addr_word(target).map_err(|e| format!("log : {e}"))?;
+        }
+        Ok(w)
+    }
+
     fn unsupported(&mut self, loc: &Loc, what: &str) {
         self.alert(loc, format!("'{what}' is not supported by sluice yet"));
     }
@@ -251,16 +281,11 @@ impl<'r> State<'r> {
     /// section boundary (HAProxy's rule); with it, lines before the first
     /// section keyword continue the section the previous file ended in
     /// (the split-directory layout).
-    pub(crate) fn parse_file(
-        &mut self,
-        name: &str,
-        text: &str,
-        env: &dyn Fn(&str) -> Option<String>,
-        continues: bool,
-    ) {
+    pub(crate) fn parse_file(&mut self, name: &str, text: &str, env: Env<'r>, continues: bool) {
         if self.aborted {
             return;
         }
+        self.env = Some(env);
         let file: Arc<str> = Arc::from(name);
         if !continues {
             self.section = Section::None;
@@ -305,6 +330,23 @@ impl<'r> State<'r> {
             if self.aborted {
                 break;
             }
+        }
+        // HAProxy 2.6 refuses a file whose last line has no LF: it may have
+        // been cut short while being written. The line itself was parsed.
+        if !text.is_empty() && !text.ends_with('\n') && !self.aborted {
+            let loc = Loc {
+                file: file.clone(),
+                line: last_line.max(1),
+            };
+            let len = lines.rsplit('\n').next().map_or(0, str::len);
+            self.tight(
+                Level::Alert,
+                &loc,
+                format!(
+                    "Missing LF on last line, file might have been truncated at position {}.",
+                    len + 1
+                ),
+            );
         }
         if !self.conds.is_empty() && !self.aborted {
             let loc = Loc {
@@ -842,7 +884,10 @@ impl<'r> State<'r> {
                 }
             }
             "stats" => self.global_stats(loc, words),
-            "log" => match crate::config::log::parse_log(words) {
+            "log" => match self
+                .log_words(words)
+                .and_then(|w| crate::config::log::parse_log(&w))
+            {
                 Ok(crate::config::log::LogLine::Target(t)) => self.global.log.targets.push(t),
                 Ok(crate::config::log::LogLine::Global) => {
                     self.alert(loc, "log : 'global' is only allowed in proxies")
@@ -862,7 +907,10 @@ impl<'r> State<'r> {
             | "ssl-server-verify"
             | "crt-base"
             | "ca-base" => self.global_ssl(loc, words),
-            _ if k.starts_with("tune.") || kw::GLOBAL_UNSUPPORTED.contains(&k) => {
+            _ if k.starts_with("tune.")
+                || kw::GLOBAL_UNSUPPORTED.contains(&k)
+                || kw::haproxy_has(kw::Kind::Global, k) =>
+            {
                 self.unsupported(loc, k)
             }
             _ => {
@@ -904,6 +952,11 @@ impl<'r> State<'r> {
         let Some(target) = words.get(2).filter(|t| !t.is_empty()) else {
             return self.alert(loc, "'stats socket' requires a path or an address.");
         };
+        let target = match self.addr_word(target) {
+            Ok(t) => t,
+            Err(e) => return self.alert(loc, format!("'stats socket' : {e}")),
+        };
+        let target = &target;
         let mut sock = StatsSocket {
             path: PathBuf::from(target),
             mode: None,
@@ -934,13 +987,15 @@ impl<'r> State<'r> {
                 }
                 Err(e) => return self.alert(loc, format!("'stats socket' : {e}")),
             }
-        } else if !target.starts_with('/') && !target.contains('/') && target.contains(':') {
-            return self.alert(
-                loc,
-                format!(
-                    "'stats socket' : '{target}': use 'ipv4@' or 'ipv6@' for a TCP socket, or a UNIX socket path."
-                ),
-            );
+        } else if !target.contains('/') && target.contains(':') {
+            // No slash: HAProxy reads `host:port` as a TCP address.
+            match addr::bind_addrs(target, target, self.resolve) {
+                Ok(a) if a.len() == 1 => sock.tcp = a.first().copied(),
+                Ok(_) => {
+                    return self.alert(loc, "'stats socket' : port ranges are not allowed.");
+                }
+                Err(e) => return self.alert(loc, format!("'stats socket' : {e}")),
+            }
         }
         let mut i = 3;
         let mut ok = true;
@@ -1188,7 +1243,9 @@ impl<'r> State<'r> {
             "server" => self.kw_server(loc, words),
             "default-server" => self.kw_default_server(loc, words),
             "log" | "log-format" | "log-tag" => self.kw_log(loc, words),
-            _ if kw::PROXY_UNSUPPORTED.contains(&k) => self.unsupported(loc, k),
+            _ if kw::PROXY_UNSUPPORTED.contains(&k) || kw::haproxy_has(kw::Kind::Proxy, k) => {
+                self.unsupported(loc, k)
+            }
             _ => {
                 let section = match self.proxy_kind() {
                     Some(kind) => kind.keyword(),
@@ -1300,7 +1357,7 @@ impl<'r> State<'r> {
         use crate::config::log as lc;
         let k = words[0].as_str();
         match k {
-            "log" => match lc::parse_log(words) {
+            "log" => match self.log_words(words).and_then(|w| lc::parse_log(&w)) {
                 Ok(lc::LogLine::Global) => self.px().log.global = true,
                 Ok(lc::LogLine::Target(t)) => self.px().log.targets.push(t),
                 Err(e) => self.alert(loc, e),
@@ -1422,7 +1479,7 @@ impl<'r> State<'r> {
             "http-keep-alive" => HttpConnMode::KeepAlive,
             "http-server-close" => HttpConnMode::ServerClose,
             "httpclose" => HttpConnMode::Close,
-            n if kw::OPTIONS_UNSUPPORTED.contains(&n) => {
+            n if kw::OPTIONS_UNSUPPORTED.contains(&n) || kw::haproxy_has(kw::Kind::Option, n) => {
                 return self.unsupported(loc, &format!("option {n}"));
             }
             n => {
@@ -1579,6 +1636,15 @@ impl<'r> State<'r> {
             .cloned()
             .unwrap_or_else(|| text.clone());
         for item in text.split(',') {
+            let item = match self.addr_word(item) {
+                Ok(i) => i,
+                Err(e) => {
+                    ok = false;
+                    self.alert(loc, format!("'bind' : {e}"));
+                    continue;
+                }
+            };
+            let item = item.as_str();
             // An inherited listening socket (systemd, a supervisor): checked
             // when sluice starts, where the descriptor exists.
             if let Some(n) = item.strip_prefix("fd@") {
@@ -1780,7 +1846,9 @@ impl<'r> State<'r> {
         }
         let action = words.get(1).map_or("", String::as_str);
         if !kw::HTTP_REQUEST_SUPPORTED.contains(&action) {
-            if kw::HTTP_REQUEST_UNSUPPORTED.contains(&action) {
+            if kw::HTTP_REQUEST_UNSUPPORTED.contains(&action)
+                || kw::haproxy_has(kw::Kind::HttpRequest, action)
+            {
                 return self.unsupported(loc, &format!("http-request {action}"));
             }
             let sugg = suggest::suffix(
@@ -2050,7 +2118,20 @@ impl<'r> State<'r> {
         }
         let action = words.get(1).map_or("", String::as_str);
         if !kw::HTTP_RESPONSE_SUPPORTED.contains(&action) {
-            return self.unsupported(loc, &format!("http-response {action}"));
+            if kw::haproxy_has(kw::Kind::HttpResponse, action) {
+                return self.unsupported(loc, &format!("http-response {action}"));
+            }
+            let sugg = suggest::suffix(
+                action,
+                kw::HTTP_RESPONSE_SUPPORTED
+                    .iter()
+                    .copied()
+                    .chain(kw::haproxy26(kw::Kind::HttpResponse)),
+            );
+            return self.alert(
+                loc,
+                format!("'http-response' expects 'deny', 'set-header' or another HAProxy action, but got '{action}'{sugg}"),
+            );
         }
         let Some((cond_at, cond)) = self.rule_condition(loc, words, "http-response", action) else {
             return;
@@ -2369,7 +2450,10 @@ impl<'r> State<'r> {
             );
             ok = false;
         }
-        let hp = match addr::split(addr_text, false) {
+        let hp = match self
+            .addr_word(addr_text)
+            .and_then(|a| addr::split_server(&a))
+        {
             Ok(hp) => Some(hp),
             Err(e) => {
                 at(self, e);
@@ -2428,6 +2512,20 @@ impl<'r> State<'r> {
             );
             ok = false;
         }
+        if opts.h2
+            && let Some(hp) = &hp
+            && (hp.port == 0 || hp.host.is_empty() || hp.host == "*" || hp.host == "0.0.0.0")
+        {
+            // One HTTP/2 connection is shared by all clients: it cannot
+            // follow each client's destination.
+            at(
+                self,
+                format!(
+                    "'proto h2' needs a fixed address and port, not '{addr_text}' (taken from each client connection)."
+                ),
+            );
+            ok = false;
+        }
         if let Some(other) = self.px().servers.iter().find(|s| s.name == *name) {
             let line = other.loc.line;
             let t = self.proxy_kind().map_or("backend", type_str);
@@ -2441,7 +2539,7 @@ impl<'r> State<'r> {
         if !ok {
             return;
         }
-        let port = hp.ports.0;
+        let port = hp.port;
         let server = Server {
             name: name.clone(),
             addr_text: addr_text.clone(),
@@ -2456,7 +2554,7 @@ impl<'r> State<'r> {
             tls,
             check_tls,
         };
-        let host = hp.host.to_string();
+        let host = hp.host;
         let family = hp.family;
         let proxy = match self.section {
             Section::Proxy(i) => i,
@@ -2622,7 +2720,10 @@ impl<'r> State<'r> {
                         }
                     }
                 }
-                other if kw::SERVER_UNSUPPORTED.contains(&other) => {
+                other
+                    if kw::SERVER_UNSUPPORTED.contains(&other)
+                        || kw::haproxy_has(kw::Kind::Server, other) =>
+                {
                     at(self, format!("'{other}' is not supported by sluice yet"));
                     ok = false;
                     // The rest of the line cannot be interpreted reliably.

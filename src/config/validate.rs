@@ -44,6 +44,7 @@ pub(crate) fn check(config: &mut Config, diags: &mut Vec<Diagnostic>) {
         }
         missing_timeouts(p, diags);
         tcp_cookies(p, diags);
+        portless_checks(p, diags);
     }
     duplicate_binds(config, diags);
 }
@@ -238,6 +239,28 @@ pub(crate) fn stats_socket_dirs(
                 format!(
                     "'stats socket {}' : cannot create the socket: {why}; {tail}.",
                     s.path.display()
+                ),
+            ));
+        }
+    }
+}
+
+/// A server without a port takes the client's; its checks have no client,
+/// so HAProxy requires a `port` for them. (`tcp-check connect port` rules
+/// can give it too: such proxies are left to their rules.)
+fn portless_checks(p: &Proxy, diags: &mut Vec<Diagnostic>) {
+    if !p.tcp_check.is_empty() {
+        return;
+    }
+    for s in &p.servers {
+        if s.addr.port() == 0 && s.check.is_some_and(|c| c.port.is_none()) {
+            diags.push(Diagnostic::alert(
+                None,
+                format!(
+                    "config: {} '{}': server '{}' has neither service port nor check port.",
+                    type_str(p.kind),
+                    p.name,
+                    s.name
                 ),
             ));
         }

@@ -444,7 +444,8 @@ async fn exchange(
             None => {
                 let before = seat.server().clone();
                 let t = Instant::now();
-                match retry::connect(be, key, seat, tries, host).await {
+                let dst = ctx.dst.or_else(|| client.stream.local_addr().ok());
+                match retry::connect(be, key, seat, tries, host, dst).await {
                     Ok(s) => {
                         connect_ms = ms(t.elapsed());
                         note_move(&before, seat, rec, ctx);

@@ -150,7 +150,8 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: SocketAddr) 
     bc.session_start();
     let mut tries = Retries::default();
     let connecting = Instant::now();
-    let connected = retry::connect(&be, &key, &mut seat, &mut tries, None).await;
+    let dst = client.dst().or_else(|| stream.local_addr().ok());
+    let connected = retry::connect(&be, &key, &mut seat, &mut tries, None, dst).await;
     rec.retries = tries.done;
     rec.redispatched = tries.redispatched;
     // The server that accepted, or the last one tried (a redispatch may

@@ -81,6 +81,30 @@ impl Pool {
         self.addr
     }
 
+    /// The server's address depends on each client connection: port 0
+    /// (none was given) takes the port the client connected to, an
+    /// unspecified IP (`0.0.0.0`, `::`) its destination IP, as HAProxy
+    /// forwards for transparent and forward proxies.
+    pub(crate) fn is_dynamic(&self) -> bool {
+        self.addr.port() == 0 || self.addr.ip().is_unspecified()
+    }
+
+    /// Where a connection for a client that connected to `dst` goes.
+    pub(crate) fn target(&self, dst: Option<SocketAddr>) -> SocketAddr {
+        let Some(dst) = dst else { return self.addr };
+        let ip = if self.addr.ip().is_unspecified() {
+            dst.ip()
+        } else {
+            self.addr.ip()
+        };
+        let port = if self.addr.port() == 0 {
+            dst.port()
+        } else {
+            self.addr.port()
+        };
+        SocketAddr::new(ip, port)
+    }
+
     pub(crate) fn tls(&self) -> Option<&Arc<UpstreamTls>> {
         self.tls.as_ref()
     }
@@ -176,6 +200,11 @@ impl Pool {
 
     /// Keeps `conn` for reuse (up to the idle limit).
     pub(crate) fn put(&self, stream: Stream, sni: Option<&str>) {
+        // Its connections go to different places: one kept here could be
+        // handed to a client that connected elsewhere.
+        if self.is_dynamic() {
+            return;
+        }
         let mut idle = lock(self.local_idle());
         if idle.len() < (MAX_IDLE / self.idle.len()).max(1) {
             idle.push(Idle {
@@ -191,19 +220,22 @@ impl Pool {
     /// `keepalive`: TCP keep-alive probes (`option srvtcpka`). For an
     /// HTTP/2 server, a stream of its shared connection (made first if
     /// needed), in the guise of a connection carrying one HTTP/1.1
-    /// exchange; `io_timeout` (`timeout server`) bounds its waits.
+    /// exchange; `io_timeout` (`timeout server`) bounds its waits. `dst`:
+    /// the address the client connected to, for a [dynamic](Self::is_dynamic)
+    /// server.
     pub(crate) async fn connect(
         &self,
         timeout: Option<Duration>,
         keepalive: bool,
         host: Option<&[u8]>,
         io_timeout: Option<Duration>,
+        dst: Option<SocketAddr>,
     ) -> Result<Stream, ConnectError> {
         let Some(shared) = &self.h2 else {
-            return self.connect_io(timeout, keepalive, host).await;
+            return self.connect_io(timeout, keepalive, host, dst).await;
         };
         let send = shared
-            .sender(timeout, || self.connect_io(timeout, keepalive, host))
+            .sender(timeout, || self.connect_io(timeout, keepalive, host, dst))
             .await?;
         Ok(crate::upstream::h2::bridge(
             send,
@@ -218,15 +250,17 @@ impl Pool {
         timeout: Option<Duration>,
         keepalive: bool,
         host: Option<&[u8]>,
+        dst: Option<SocketAddr>,
     ) -> Result<Stream, ConnectError> {
-        let tcp = crate::upstream::retry::connect_once(self.addr, timeout, keepalive)
+        let addr = self.target(dst);
+        let tcp = crate::upstream::retry::connect_once(addr, timeout, keepalive)
             .await
             .map_err(ConnectError::Tcp)?;
         let Some(tls) = &self.tls else {
             return Ok(Stream::Tcp(tcp));
         };
         let sni = tls.sni_for(host);
-        match crate::wire::io::with_timeout(timeout, tls.handshake(tcp, self.addr, sni)).await {
+        match crate::wire::io::with_timeout(timeout, tls.handshake(tcp, addr, sni)).await {
             None => Err(ConnectError::TlsTimeout),
             Some(Err(e)) => Err(ConnectError::Tls(e)),
             Some(Ok(s)) => Ok(s),

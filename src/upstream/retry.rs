@@ -237,12 +237,15 @@ fn active_servers(be: &BackendRt) -> usize {
 /// A server with `ssl` is connected over TLS (`host`: the request's Host,
 /// for an SNI taken from it); a failed handshake is a failed connection,
 /// also counted in `ssl_failed_handshake` and logged with its reason.
+/// `dst`: the address the client connected to (a server without a port or
+/// with address `0.0.0.0` takes it from there).
 pub(crate) async fn connect(
     be: &Arc<BackendRt>,
     key: &LbKey<'_>,
     seat: &mut Seat,
     tries: &mut Retries,
     host: Option<&[u8]>,
+    dst: Option<SocketAddr>,
 ) -> Result<Stream, ConnectError> {
     loop {
         seat.attempt();
@@ -251,7 +254,7 @@ pub(crate) async fn connect(
         add(&be.state.counters.connect);
         let pool = server.pool.load_full();
         let timed_out = match pool
-            .connect(be.timeouts.connect, be.tcpka, host, be.timeouts.server)
+            .connect(be.timeouts.connect, be.tcpka, host, be.timeouts.server, dst)
             .await
         {
             Ok(s) => {

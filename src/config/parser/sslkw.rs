@@ -207,7 +207,10 @@ impl State<'_> {
                         ok = false;
                         break;
                     }
-                    other if kw::BIND_UNSUPPORTED.contains(&other) => {
+                    other
+                        if kw::BIND_UNSUPPORTED.contains(&other)
+                            || kw::haproxy_has(kw::Kind::Bind, other) =>
+                    {
                         self.alert(
                             loc,
                             format!(
