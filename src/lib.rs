@@ -3,12 +3,13 @@
 //! The modules are layers; a layer imports only from the layers below it
 //! (`ARCHITECTURE.md` is the map, `tests/layers.rs` holds the line):
 //! `control` > `frontend` > `http`, `tcp` > `upstream` > `observe` >
-//! `snapshot` > `state` > `config` > `acl` > `wire`, `tls`, `loc` > `sys`.
+//! `snapshot` > `state` > `config` > `acl` > `wire`, `tls`, `loc`, `haproxy26` > `sys`.
 
 pub mod acl;
 pub mod config;
 pub mod control;
 pub mod frontend;
+pub mod haproxy26;
 pub mod http;
 pub mod loc;
 pub mod observe;

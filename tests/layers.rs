@@ -22,7 +22,7 @@ const LAYERS: &[&[&str]] = &[
     &["state"],
     &["config"],
     &["acl"],
-    &["wire", "tls", "loc"],
+    &["wire", "tls", "loc", "haproxy26"],
     &["sys"],
 ];
 

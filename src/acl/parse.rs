@@ -126,7 +126,7 @@ fn fetch_of(fetch_text: &str, criterion: &str) -> Result<(Fetch, MatchMethod), S
         "ssl_fc_sni" => no_arg(Fetch::SslFcSni, MatchMethod::Str),
         "ssl_fc_protocol" => no_arg(Fetch::SslFcProtocol, MatchMethod::Str),
         _ if UNSUPPORTED_FETCHES.contains(&kw)
-            || crate::config::keywords::haproxy_has(crate::config::keywords::Kind::Fetch, kw) =>
+            || crate::haproxy26::haproxy_has(crate::haproxy26::Kind::Fetch, kw) =>
         {
             Err(format!(
                 "fetch method '{kw}' is not supported by sluice yet in ACL expression '{criterion}'"
@@ -219,7 +219,7 @@ pub(crate) fn parse_acl(name: &str, words: &[String], loc: Loc) -> Result<AclDef
     let (fetch, mut matcher) = fetch_of(fetch_text, criterion)?;
     if let Some(conv) = convs.first() {
         let name = conv.split('(').next().unwrap_or(conv);
-        use crate::config::keywords::{Kind, haproxy_has};
+        use crate::haproxy26::{Kind, haproxy_has};
         return Err(if haproxy_has(Kind::Converter, name) {
             format!(
                 "converter '{name}' is not supported by sluice yet in ACL expression '{criterion}'"

@@ -93,6 +93,22 @@ pub(crate) fn parse_u32(text: &str) -> Option<u32> {
     parse_uint(text).and_then(|v| u32::try_from(v).ok())
 }
 
+/// C `atoi`: leading sign and digits, 0 when there are none.
+pub(crate) fn atoi(s: &str) -> i64 {
+    let (neg, digits) = match s.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    let n = digits
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .fold(0i64, |acc, c| {
+            acc.saturating_mul(10)
+                .saturating_add(i64::from(c as u8 - b'0'))
+        });
+    if neg { -n } else { n }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -180,7 +180,7 @@ pub(crate) fn process_post(body: &[u8], snap: &Snapshot) -> StCode {
         match k.as_str() {
             "b" if backend.is_none() => {
                 let found = snap.backends().find(|b| match v.strip_prefix('#') {
-                    Some(id) => crate::control::cli::atoi(id) == i64::from(b.iid),
+                    Some(id) => crate::config::units::atoi(id) == i64::from(b.iid),
                     None => b.name == v,
                 });
                 match found {

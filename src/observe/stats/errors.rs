@@ -30,7 +30,7 @@ pub(crate) fn parse_filter(snap: &Snapshot, args: &[String]) -> Result<ErrorsFil
         Some(a) => {
             let id = match snap.proxies.iter().find(|p| p.name == *a) {
                 Some(p) => i64::from(p.iid),
-                None => crate::control::cli::atoi(a),
+                None => crate::config::units::atoi(a),
             };
             if id == 0 {
                 return Err("No such proxy.\n");
