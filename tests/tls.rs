@@ -72,8 +72,12 @@ fn client_config(roots: rustls::RootCertStore) -> Arc<rustls::ClientConfig> {
 }
 
 /// Accepts any certificate: for looking at what the server presents.
+/// `signatures`: the handshake signatures are still checked (webpki
+/// parses the certificate for that, and refuses some OpenSSL accepts).
 #[derive(Debug)]
-struct AnyCert;
+struct AnyCert {
+    signatures: bool,
+}
 
 impl rustls::client::danger::ServerCertVerifier for AnyCert {
     fn verify_server_cert(
@@ -92,6 +96,9 @@ impl rustls::client::danger::ServerCertVerifier for AnyCert {
         c: &CertificateDer<'_>,
         d: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        if !self.signatures {
+            return Ok(rustls::client::danger::HandshakeSignatureValid::assertion());
+        }
         rustls::crypto::verify_tls12_signature(
             m,
             c,
@@ -105,6 +112,9 @@ impl rustls::client::danger::ServerCertVerifier for AnyCert {
         c: &CertificateDer<'_>,
         d: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        if !self.signatures {
+            return Ok(rustls::client::danger::HandshakeSignatureValid::assertion());
+        }
         rustls::crypto::verify_tls13_signature(
             m,
             c,
@@ -120,12 +130,16 @@ impl rustls::client::danger::ServerCertVerifier for AnyCert {
 }
 
 fn any_cert_config() -> Arc<rustls::ClientConfig> {
+    any_cert_config_with(true)
+}
+
+fn any_cert_config_with(signatures: bool) -> Arc<rustls::ClientConfig> {
     Arc::new(
         rustls::ClientConfig::builder_with_provider(provider())
             .with_safe_default_protocol_versions()
             .unwrap()
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AnyCert))
+            .with_custom_certificate_verifier(Arc::new(AnyCert { signatures }))
             .with_no_client_auth(),
     )
 }
@@ -879,4 +893,68 @@ backend up
     assert_eq!(resp.text(), "sni=backend.test");
     // (The harness's readiness probe made one too.)
     assert!(show_stat(&sock).await.num("up", "up", "ssl_sess") >= 1);
+}
+
+/// Certificates OpenSSL (so haproxy 2.6, checked against it) loads with
+/// their key: an X.509 v1 certificate and one with a critical extension
+/// nobody knows are valid, and served; a key that is not the
+/// certificate's is refused with HAProxy's message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn certificates_haproxy_loads_are_loaded_and_served() {
+    let dir = TempDir::new("tlspem");
+    let v1 = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/x509-v1-ec.pem");
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(vec!["crit.test".to_string()]).unwrap();
+    let mut ext = rcgen::CustomExtension::from_oid_content(&[1, 2, 3, 4], vec![0x05, 0x00]);
+    ext.set_criticality(true);
+    params.custom_extensions.push(ext);
+    let cert = params.self_signed(&key).unwrap();
+    let crit = write(
+        dir.path(),
+        "crit.pem",
+        &format!("{}{}", cert.pem(), key.serialize_pem()),
+    );
+    let other = KeyPair::generate().unwrap();
+    write(
+        dir.path(),
+        "mismatch.pem",
+        &format!("{}{}", cert.pem(), other.serialize_pem()),
+    );
+    std::fs::write(
+        dir.join("bad.cfg"),
+        "defaults\n    mode http\n    timeout client 1s\nfrontend fe\n    bind 127.0.0.1:1 ssl crt mismatch.pem\n",
+    )
+    .unwrap();
+    let out = run_sluice(&["-c", "-f", "bad.cfg"], Some(dir.path()));
+    assert_ne!(out.code(), Some(0));
+    assert!(
+        out.stderr.contains("[bad.cfg:5]")
+            && out.stderr.contains(
+                "inconsistencies between private key and certificate loaded from PEM file 'mismatch.pem'"
+            ),
+        "{}",
+        out.stderr
+    );
+    let (p1, p2) = (free_port(), free_port());
+    let _s = Sluice::start(&format!(
+        "defaults
+    mode http
+    timeout client 5s
+frontend fe
+    bind 127.0.0.1:{p1} ssl crt {}
+    bind 127.0.0.1:{p2} ssl crt {crit}
+    http-request return status 200 content-type text/plain string ok
+",
+        v1.display()
+    ));
+    for (port, name) in [(p1, "v1.test"), (p2, "crit.test")] {
+        // webpki (rustls' client) refuses these certificates: their
+        // signatures are not checked, only what is served.
+        let tls = tls_connect(addr(port), name, any_cert_config_with(false))
+            .await
+            .unwrap();
+        assert_eq!(presented_names(&tls), [name]);
+        let mut conn = BufReader::new(tls);
+        assert_eq!(tls_get(&mut conn, "/").await.text(), "ok");
+    }
 }

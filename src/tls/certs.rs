@@ -74,9 +74,17 @@ pub fn load_pem(path: &Path) -> Result<LoadedCert, CertError> {
     let signer = rustls::crypto::ring::sign::any_supported_type(&key)
         .map_err(|e| CertError::BadKey(shown.clone(), e.to_string()))?;
     let names = cert_names(&chain[0]);
+    // The key must be the leaf's: compared here on the public key alone.
+    // rustls' own `keys_match` parses the whole certificate with webpki
+    // first, which refuses valid certificates OpenSSL (so HAProxy) loads:
+    // X.509 v1 ones, ones with a critical extension webpki does not know.
+    if !signer
+        .public_key()
+        .is_some_and(|spki| same_public_key(&spki, &chain[0]))
+    {
+        return Err(CertError::Mismatch(shown));
+    }
     let key = CertifiedKey::new(chain, signer);
-    key.keys_match()
-        .map_err(|_| CertError::Mismatch(shown.clone()))?;
     Ok(LoadedCert {
         key: Arc::new(key),
         names,
@@ -305,6 +313,51 @@ fn parse_names(cert: &[u8]) -> Option<Vec<String>> {
         }
     }
     Some(names)
+}
+
+/// Whether the SubjectPublicKeyInfo `spki` (as the signing key gives it)
+/// is the one of certificate `cert`: same algorithm, same curve for EC
+/// keys, same key bits. The parameters of an RSA key are not compared:
+/// they are NULL or absent, both meaning none.
+fn same_public_key(spki: &[u8], cert: &[u8]) -> bool {
+    const RSA: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01];
+    let (Some(key), Some(cert)) = (spki_parts(spki), cert_spki(cert).and_then(spki_parts)) else {
+        return false;
+    };
+    key.oid == cert.oid && key.bits == cert.bits && (key.oid == RSA || key.params == cert.params)
+}
+
+/// The pieces of a SubjectPublicKeyInfo that tell keys apart.
+struct SpkiParts<'a> {
+    oid: &'a [u8],
+    /// The algorithm's parameters (the curve of an EC key): tag, value.
+    params: Option<(u8, &'a [u8])>,
+    bits: &'a [u8],
+}
+
+fn spki_parts(spki: &[u8]) -> Option<SpkiParts<'_>> {
+    let (_, body, _) = tlv(spki)?;
+    let (_, alg, rest) = tlv(body)?;
+    let (_, bits, _) = tlv(rest)?;
+    let (_, oid, params) = tlv(alg)?;
+    let params = tlv(params).map(|(t, v, _)| (t, v));
+    Some(SpkiParts { oid, params, bits })
+}
+
+/// The SubjectPublicKeyInfo of a certificate, tag and length included.
+fn cert_spki(cert: &[u8]) -> Option<&[u8]> {
+    let (_, cert_body, _) = tlv(cert)?;
+    let (_, mut tbs, _) = tlv(cert_body)?;
+    // version [0] (absent in a v1 certificate), serial, signature, issuer,
+    // validity, subject, then the key.
+    if tbs.first() == Some(&0xa0) {
+        tbs = tlv(tbs)?.2;
+    }
+    for _ in 0..5 {
+        tbs = tlv(tbs)?.2;
+    }
+    let (_, _, rest) = tlv(tbs)?;
+    Some(&tbs[..tbs.len() - rest.len()])
 }
 
 /// One DER tag-length-value: (tag, value, rest).
