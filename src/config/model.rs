@@ -856,6 +856,9 @@ pub struct ServerOpts {
     pub send_proxy: u8,
     /// `proto h2`: HTTP/2 to the server (h2c in clear).
     pub h2: bool,
+    /// `srv_use_ssl` of `show servers state`, as HAProxy keeps it: 1 for
+    /// `ssl`, -1 for `no-ssl`, 0 when neither was said.
+    pub use_ssl: i8,
 }
 
 #[derive(Debug, Clone)]

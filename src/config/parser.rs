@@ -2391,7 +2391,12 @@ impl<'r> State<'r> {
             }
         };
         let (weight, maxconn, check, params) = (sd.weight, sd.maxconn, sd.check, sd.params);
-        let (opts, id, cookie) = (sd.opts, sd.id, sd.cookie);
+        let (mut opts, id, cookie) = (sd.opts, sd.id, sd.cookie);
+        opts.use_ssl = match &sd.tls {
+            Some(t) if t.enabled => 1,
+            Some(t) if t.no_ssl => -1,
+            _ => 0,
+        };
         let tls = match &sd.tls {
             None => None,
             Some(t) => match self.server_tls(t, opts.h2) {

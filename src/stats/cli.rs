@@ -1117,7 +1117,7 @@ fn cmd_show_servers_state(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
             let addr = st.addr();
             let _ = writeln!(
                 out,
-                "{} {} {} {} {} {} {} {} {} {} {} {} {} {} 0 0 0 - {} - 0 0 - - 0",
+                "{} {} {} {} {} {} {} {} {} {} {} {} {} {} 0 0 0 - {} - {} 0 - - 0",
                 be.iid,
                 be.name,
                 s.sid,
@@ -1132,7 +1132,8 @@ fn cmd_show_servers_state(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
                 result,
                 info.health,
                 check_state,
-                addr.port()
+                addr.port(),
+                s.opts.use_ssl
             );
         }
     }

@@ -43,6 +43,8 @@ pub struct ServerTlsOpts {
     /// `ssl` given (options without it are kept for a later `ssl`, as in
     /// a `default-server` line).
     pub enabled: bool,
+    /// `no-ssl` said last (`show servers state` tells it from nothing said).
+    pub no_ssl: bool,
     pub verify_required: bool,
     pub ca_file: Option<String>,
     pub sni: Option<SniSpec>,

@@ -334,10 +334,12 @@ impl State<'_> {
         Ok(match w {
             "ssl" => {
                 t.enabled = true;
+                t.no_ssl = false;
                 1
             }
             "no-ssl" => {
                 t.enabled = false;
+                t.no_ssl = true;
                 1
             }
             "verify" => {
