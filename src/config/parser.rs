@@ -2098,7 +2098,15 @@ impl<'r> State<'r> {
                 return self.alert(loc, format!("errorfile : error opening file '{path}'."));
             }
         };
-        let Some(page) = crate::http::errors::load_errorfile(&bytes) else {
+        // An empty file (`errorfile 408 /dev/null`, which HAProxy's
+        // documentation recommends) is an empty answer: the connection is
+        // closed without a byte.
+        let page = if bytes.is_empty() {
+            Some(bytes::Bytes::new())
+        } else {
+            crate::http::errors::load_errorfile(&bytes)
+        };
+        let Some(page) = page else {
             return self.alert(
                 loc,
                 format!("unable to parse the custom error message file '{path}' for code {code} : not a valid HTTP response."),
