@@ -1077,6 +1077,10 @@ pub struct HttpCheck {
     /// `http-check disable-on-404`: a 404 to the check of a server that is
     /// not DOWN passes "conditionally" (L7OKC) and puts it in NOLB.
     pub disable_on_404: bool,
+    /// The request and expect rules came from `defaults` (the section has
+    /// written none): its own `option httpchk` or `http-check` rule then
+    /// starts them afresh, as HAProxy gives it a rule set of its own.
+    pub inherited: bool,
 }
 
 impl Default for HttpCheck {
@@ -1089,6 +1093,7 @@ impl Default for HttpCheck {
             body: String::new(),
             expect: None,
             disable_on_404: false,
+            inherited: false,
         }
     }
 }

@@ -650,7 +650,10 @@ impl<'r> State<'r> {
         p.allbackups = d.allbackups;
         p.fullconn = d.fullconn;
         p.check_type = d.check_type;
-        p.http_check = d.http_check.clone();
+        p.http_check = crate::config::model::HttpCheck {
+            inherited: true,
+            ..d.http_check.clone()
+        };
         p.tcp_check = d.tcp_check.clone();
         p.retries = d.retries;
         p.redispatch = d.redispatch;
