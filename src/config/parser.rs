@@ -862,6 +862,19 @@ impl<'r> State<'r> {
             | "ssl-server-verify"
             | "crt-base"
             | "ca-base" => self.global_ssl(loc, words),
+            _ if kw::GLOBAL_TUNE_IGNORED.iter().any(|(n, _)| *n == k) => {
+                let why = kw::GLOBAL_TUNE_IGNORED
+                    .iter()
+                    .find_map(|(n, why)| (*n == k).then_some(*why))
+                    .unwrap_or_default();
+                // A notice, not a warning: nothing is lost by ignoring it,
+                // and `zero-warning` configurations keep starting.
+                self.diags.push(Diagnostic::parsing(
+                    Level::Notice,
+                    loc,
+                    format!("'{k}' is accepted and ignored: {why}."),
+                ));
+            }
             _ if k.starts_with("tune.") || kw::GLOBAL_UNSUPPORTED.contains(&k) => {
                 self.unsupported(loc, k)
             }
