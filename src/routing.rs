@@ -42,7 +42,7 @@ pub struct FrontendRt {
     /// The TLS configuration of each `bind ... ssl` address (a listener
     /// finds its own here at each accept, so a reload's certificates serve
     /// the next handshake).
-    pub tls_binds: Vec<(std::net::SocketAddr, Arc<rustls::ServerConfig>)>,
+    pub tls_binds: Vec<(std::net::SocketAddr, Arc<crate::tls::ListenTls>)>,
     /// Largest request head (tune.bufsize - tune.maxrewrite).
     pub max_head: usize,
     /// `tune.bufsize`: how much of a refused request is captured.
@@ -536,7 +536,7 @@ impl Snapshot {
 /// The TLS configurations of a proxy's listening addresses.
 fn tls_binds(
     p: &crate::config::model::Proxy,
-) -> Vec<(std::net::SocketAddr, Arc<rustls::ServerConfig>)> {
+) -> Vec<(std::net::SocketAddr, Arc<crate::tls::ListenTls>)> {
     let mut out = Vec::new();
     for b in &p.binds {
         let Some(tls) = &b.tls else { continue };

@@ -510,7 +510,7 @@ pub struct Bind {
     /// `accept-proxy`: connections start with a PROXY protocol header.
     pub accept_proxy: bool,
     /// `ssl`: the listener's TLS configuration, certificates loaded.
-    pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+    pub tls: Option<std::sync::Arc<crate::tls::ListenTls>>,
     /// `proto h1|h2`.
     pub proto: BindProto,
 }

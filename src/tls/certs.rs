@@ -32,8 +32,10 @@ pub enum CertError {
     Dir(String, std::io::Error),
     #[error("no certificate found in directory '{0}'")]
     EmptyDir(String),
-    #[error("crt-list '{0}' line {1}: {2}")]
+    #[error("'crt-list' : parsing [{0}:{1}]: {2}")]
     CrtList(String, usize, String),
+    #[error("'crt-list' : no certificate in '{0}'")]
+    EmptyCrtList(String),
     #[error("unable to load CA file '{0}': {1}")]
     Ca(String, String),
 }
@@ -44,6 +46,103 @@ pub struct LoadedCert {
     pub key: Arc<CertifiedKey>,
     /// Exact names and `*.suffix` wildcards, lower-case.
     pub names: Vec<String>,
+    /// The `!name` filters of its crt-list line: names its own wildcards
+    /// do not cover (HAProxy's exclusions are per line).
+    pub excluded: Vec<String>,
+    /// The `[...]` options of its crt-list line, if any.
+    pub opts: Option<Arc<LineOpts>>,
+}
+
+/// The `[...]` options of a crt-list line: they override the bind line's
+/// for the handshakes that pick the line's certificate (and for those that
+/// get the default certificate, when it is the line's).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LineOpts {
+    pub alpn: Option<String>,
+    pub min_ver: Option<super::TlsVersion>,
+    pub max_ver: Option<super::TlsVersion>,
+    pub verify: Option<super::Verify>,
+    pub ca_file: Option<PathBuf>,
+    pub ciphers: Option<String>,
+    pub ciphersuites: Option<String>,
+}
+
+/// The crt-list options HAProxy 2.6 allows that sluice cannot honour
+/// (rustls has no NPN, no CRL on this path, no per-line curves; early
+/// data would need sluice to replay-protect requests).
+const LINE_UNSUPPORTED: &[(&str, usize)] = &[
+    ("allow-0rtt", 0),
+    ("ca-verify-file", 1),
+    ("crl-file", 1),
+    ("curves", 1),
+    ("ecdhe", 1),
+    ("no-ca-names", 0),
+    ("npn", 1),
+];
+
+impl LineOpts {
+    /// Parses the words between `[` and `]`; the error is the reason.
+    fn parse(words: &[&str], ca_base: Option<&Path>) -> Result<LineOpts, String> {
+        let mut o = LineOpts::default();
+        let mut i = 0;
+        while let Some(&w) = words.get(i) {
+            if let Some((_, skip)) = LINE_UNSUPPORTED.iter().find(|(k, _)| *k == w) {
+                if i + skip >= words.len() {
+                    return Err(format!("ssl args out of '[]' for {w}"));
+                }
+                return Err(format!("'{w}' is not supported by sluice"));
+            }
+            let known = [
+                "alpn",
+                "ca-file",
+                "ciphers",
+                "ciphersuites",
+                "ssl-min-ver",
+                "ssl-max-ver",
+                "verify",
+            ];
+            if !known.contains(&w) {
+                return Err(format!("unknown ssl keyword {w}"));
+            }
+            let Some(&a) = words.get(i + 1) else {
+                return Err(format!("ssl args out of '[]' for {w}"));
+            };
+            match w {
+                "alpn" => o.alpn = Some(a.to_string()),
+                "ca-file" => {
+                    o.ca_file = Some(match ca_base {
+                        Some(b) if !a.starts_with('/') => b.join(a),
+                        _ => PathBuf::from(a),
+                    })
+                }
+                "ciphers" => o.ciphers = Some(a.to_string()),
+                "ciphersuites" => o.ciphersuites = Some(a.to_string()),
+                "verify" => {
+                    o.verify = Some(match a {
+                        "none" => super::Verify::None,
+                        "optional" => super::Verify::Optional,
+                        "required" => super::Verify::Required,
+                        _ => {
+                            return Err(format!(
+                                "'verify' : unknown verify method '{a}', only 'none', 'optional', and 'required' are supported"
+                            ));
+                        }
+                    })
+                }
+                _ => {
+                    let v = super::TlsVersion::parse(a)
+                        .ok_or_else(|| format!("'{a}' : unknown ssl/tls version"))?;
+                    if w == "ssl-min-ver" {
+                        o.min_ver = Some(v);
+                    } else {
+                        o.max_ver = Some(v);
+                    }
+                }
+            }
+            i += 2;
+        }
+        Ok(o)
+    }
 }
 
 /// Loads a PEM holding a chain (leaf first) and its private key. When the
@@ -88,6 +187,8 @@ pub fn load_pem(path: &Path) -> Result<LoadedCert, CertError> {
     Ok(LoadedCert {
         key: Arc::new(key),
         names,
+        excluded: Vec::new(),
+        opts: None,
     })
 }
 
@@ -117,67 +218,120 @@ pub fn load_dir(dir: &Path) -> Result<Vec<LoadedCert>, CertError> {
     Ok(certs)
 }
 
-/// A `crt-list` file: `<pem> [[ssl options]] [sni filter ...]` per line;
-/// `#` comments and blank lines skipped. Filters replace the certificate's
-/// own names; negative filters (`!name`) are ignored.
-pub fn load_crt_list(list: &Path, base: Option<&Path>) -> Result<Vec<LoadedCert>, CertError> {
+/// A `crt-list` file: `<pem|dir> [[<ssl options>]] [[!]<sni filter> ...]`
+/// per line; `#` comments and blank lines skipped. Filters replace the
+/// certificate's own names (a line with only `!` filters has none);
+/// `!name` keeps the line's wildcards off `name`, `!*` does nothing (it
+/// only keeps the certificate's own names out), as in HAProxy 2.6.
+/// Relative paths are under `crt_base` (certificates) and `ca_base`
+/// (`ca-file`).
+pub fn load_crt_list(
+    list: &Path,
+    crt_base: Option<&Path>,
+    ca_base: Option<&Path>,
+) -> Result<Vec<LoadedCert>, CertError> {
     let shown = list.display().to_string();
     let text = std::fs::read_to_string(list).map_err(|e| CertError::Read(shown.clone(), e))?;
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
+        let at = |msg: String| CertError::CrtList(shown.clone(), n + 1, msg);
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let mut words = line.split_whitespace();
-        let Some(file) = words.next() else { continue };
+        let (file, opts, filters) = split_line(line).map_err(|m| at(m.to_string()))?;
+        let opts = match opts {
+            Some(words) => Some(Arc::new(LineOpts::parse(&words, ca_base).map_err(at)?)),
+            None => None,
+        };
         let mut path = PathBuf::from(file);
         if path.is_relative()
-            && let Some(b) = base
+            && let Some(b) = crt_base
         {
             path = b.join(path);
         }
-        let rest: Vec<&str> = words.collect();
-        let filters: Vec<&str> = if rest.first().is_some_and(|w| w.starts_with('[')) {
-            // Per-line ssl options are not supported: say so.
-            return Err(CertError::CrtList(
-                shown,
-                n + 1,
-                "per-certificate '[...]' options are not supported by sluice yet".into(),
-            ));
-        } else {
-            rest
-        };
         let certs = if path.is_dir() {
             load_dir(&path)?
         } else {
             vec![load_pem(&path)?]
         };
+        let lower = |f: &str| f.to_ascii_lowercase();
+        let positive: Vec<String> = filters
+            .iter()
+            .filter(|f| !f.starts_with('!'))
+            .map(|f| lower(f))
+            .collect();
+        let excluded: Vec<String> = filters
+            .iter()
+            .filter_map(|f| f.strip_prefix('!'))
+            .filter(|f| !f.starts_with('*'))
+            .map(lower)
+            .collect();
         for mut c in certs {
-            let positive: Vec<String> = filters
-                .iter()
-                .filter(|f| !f.starts_with('!'))
-                .map(|f| f.to_ascii_lowercase())
-                .collect();
-            if !positive.is_empty() {
-                c.names = positive;
+            if !filters.is_empty() {
+                c.names = positive.clone();
             }
+            c.excluded = excluded.clone();
+            c.opts = opts.clone();
             out.push(c);
         }
     }
     if out.is_empty() {
-        return Err(CertError::CrtList(shown, 0, "no certificate".into()));
+        return Err(CertError::EmptyCrtList(shown));
     }
     Ok(out)
 }
 
-/// Picks the certificate by SNI: an exact name first, then a wildcard
-/// covering the first label, else the default (the first loaded).
+/// A crt-list line's certificate, `[...]` words and filters, with
+/// HAProxy's complaints about misplaced brackets.
+/// A crt-list line cut in three: certificate, `[...]` words, filters.
+type LineParts<'a> = (&'a str, Option<Vec<&'a str>>, Vec<&'a str>);
+
+fn split_line(line: &str) -> Result<LineParts<'_>, &'static str> {
+    let Some(open) = line.find('[') else {
+        if line.contains(']') {
+            return Err("missing '['");
+        }
+        let mut words = line.split_whitespace();
+        let file = words.next().unwrap_or_default();
+        return Ok((file, None, words.collect()));
+    };
+    let (head, rest) = (&line[..open], &line[open + 1..]);
+    let mut head_words = head.split_whitespace();
+    let Some(file) = head_words.next() else {
+        return Err("file must start with a cert");
+    };
+    if head_words.next().is_some() || head.contains(']') {
+        return Err("the '[...]' options must follow the certificate");
+    }
+    let Some(close) = rest.find(']') else {
+        return Err("missing ']'");
+    };
+    let (inside, after) = (&rest[..close], &rest[close + 1..]);
+    if inside.contains('[') || after.contains('[') {
+        return Err("too many '['");
+    }
+    if after.contains(']') {
+        return Err("too many ']'");
+    }
+    Ok((
+        file,
+        Some(inside.split_whitespace().collect()),
+        after.split_whitespace().collect(),
+    ))
+}
+
+/// Picks the certificate by SNI, as HAProxy 2.6: an exact name first (the
+/// first certificate naming it), then a wildcard covering the first label
+/// (unless that certificate's line excludes the name), else the default
+/// (the first loaded).
 #[derive(Debug)]
 pub struct SniResolver {
-    exact: HashMap<String, Arc<CertifiedKey>>,
-    wildcard: HashMap<String, Arc<CertifiedKey>>,
-    default: Arc<CertifiedKey>,
+    keys: Vec<Arc<CertifiedKey>>,
+    excluded: Vec<Vec<String>>,
+    exact: HashMap<String, usize>,
+    /// By suffix (`example.com` for `*.example.com`), in load order.
+    wildcard: HashMap<String, Vec<usize>>,
     /// `strict-sni`: no default, a client must name a known host.
     strict: bool,
 }
@@ -185,50 +339,60 @@ pub struct SniResolver {
 impl SniResolver {
     /// None when `certs` is empty.
     pub fn new(certs: &[LoadedCert], strict: bool) -> Option<Self> {
-        let default = certs.first()?.key.clone();
+        certs.first()?;
         let mut exact = HashMap::new();
-        let mut wildcard = HashMap::new();
-        for c in certs {
+        let mut wildcard: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, c) in certs.iter().enumerate() {
             for n in &c.names {
-                // The first certificate naming a host wins, as in HAProxy.
                 match n.strip_prefix("*.") {
-                    Some(suffix) => wildcard.entry(suffix.to_string()),
-                    None => exact.entry(n.clone()),
+                    Some(suffix) => wildcard.entry(suffix.to_string()).or_default().push(i),
+                    None => {
+                        // The first certificate naming a host wins.
+                        exact.entry(n.clone()).or_insert(i);
+                    }
                 }
-                .or_insert_with(|| c.key.clone());
             }
         }
         Some(SniResolver {
+            keys: certs.iter().map(|c| c.key.clone()).collect(),
+            excluded: certs.iter().map(|c| c.excluded.clone()).collect(),
             exact,
             wildcard,
-            default,
             strict,
         })
     }
 
-    fn lookup(&self, sni: &str) -> Option<Arc<CertifiedKey>> {
+    /// The index of the certificate for `sni` (None: no name matches).
+    pub fn pick(&self, sni: &str) -> Option<usize> {
         let sni = sni.trim_end_matches('.').to_ascii_lowercase();
-        if let Some(k) = self.exact.get(&sni) {
-            return Some(k.clone());
+        if let Some(&i) = self.exact.get(&sni) {
+            return Some(i);
         }
-        if let Some((_, parent)) = sni.split_once('.')
-            && let Some(k) = self.wildcard.get(parent)
-        {
-            return Some(k.clone());
+        let (_, parent) = sni.split_once('.')?;
+        self.wildcard
+            .get(parent)?
+            .iter()
+            .copied()
+            .find(|&i| !self.excluded[i].contains(&sni))
+    }
+
+    /// The certificate index a handshake naming `sni` gets: the match, else
+    /// the default (index 0) unless `strict-sni`.
+    pub fn choose(&self, sni: Option<&str>) -> Option<usize> {
+        match sni.and_then(|n| self.pick(n)) {
+            Some(i) => Some(i),
+            None if self.strict => None,
+            None => Some(0),
         }
-        None
     }
 }
 
 impl ResolvesServerCert for SniResolver {
     fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        let found = hello.server_name().and_then(|n| self.lookup(n));
-        match found {
-            Some(k) => Some(k),
-            // Strict: the handshake fails (counted as a failed one).
-            None if self.strict => None,
-            None => Some(self.default.clone()),
-        }
+        // Strict with no match: no certificate, the handshake fails
+        // (counted as a failed one).
+        self.choose(hello.server_name())
+            .map(|i| self.keys[i].clone())
     }
 }
 
