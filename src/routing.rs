@@ -122,6 +122,8 @@ pub struct BackendRt {
     pub lb: Lb,
     /// What active checks do (TCP connect, `option httpchk`, `tcp-check`).
     pub check: CheckKind,
+    /// `option log-health-checks`.
+    pub log_health_checks: bool,
     /// The backend's own ACLs, for its rules' conditions.
     pub acls: AclSet,
     /// `block`, `http-request` and `redirect` rules of a backend section,
@@ -297,6 +299,7 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                 balance: p.balance.clone(),
                 lb: Lb::new(&p.balance, p.hash_type, p.allbackups, &lb_servers),
                 check: p.check_kind(),
+                log_health_checks: p.log_health_checks,
                 tcp_content: tcp_rules(&p.tcp_content, &be_acls),
                 http_request: be_request,
                 legacy_at: p.blocks.len() + p.http_request.len(),

@@ -336,6 +336,7 @@ pub const OPTIONS_SUPPORTED: &[&str] = &[
     "httplog",
     "tcplog",
     "dontlognull",
+    "log-health-checks",
     "log-separate-errors",
     "logasap",
     "forwardfor",
@@ -379,10 +380,6 @@ pub const OPTIONS_IGNORED: &[(&str, &str)] = &[
     (
         "http-buffer-request",
         "sluice streams request bodies to the server without waiting for them",
-    ),
-    (
-        "log-health-checks",
-        "sluice logs server state changes, not every check",
     ),
     (
         "independent-streams",

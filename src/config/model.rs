@@ -873,6 +873,9 @@ pub struct Proxy {
     /// `option allbackups`: all usable backups share the load, not only the
     /// first one.
     pub allbackups: bool,
+    /// `option log-health-checks`: every change of a check's result is
+    /// logged, not only the server's state changes.
+    pub log_health_checks: bool,
     /// `fullconn` (None: HAProxy's default, 10% of the frontends' maxconn).
     pub fullconn: Option<u32>,
     /// Active check type (`option httpchk`, `option tcp-check`).
@@ -955,6 +958,7 @@ impl Proxy {
             balance: Balance::default(),
             hash_type: HashType::default(),
             allbackups: false,
+            log_health_checks: false,
             fullconn: None,
             check_type: CheckType::default(),
             http_check: HttpCheck::default(),

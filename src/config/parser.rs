@@ -648,6 +648,7 @@ impl<'r> State<'r> {
         p.balance = d.balance.clone();
         p.hash_type = d.hash_type;
         p.allbackups = d.allbackups;
+        p.log_health_checks = d.log_health_checks;
         p.fullconn = d.fullconn;
         p.check_type = d.check_type;
         p.http_check = crate::config::model::HttpCheck {
@@ -1405,6 +1406,18 @@ impl<'r> State<'r> {
         }
         if let Some(done) = self.legacy_or_socket_option(loc, name, words, neg) {
             return done;
+        }
+        if name == "log-health-checks" {
+            if words.len() > 2 {
+                return self.alert(
+                    loc,
+                    "'option log-health-checks' does not expect any argument.",
+                );
+            }
+            if self.cap(loc, "option log-health-checks", true, false, true) {
+                self.px().log_health_checks = !neg;
+            }
+            return;
         }
         if name == "disable-h2-upgrade" {
             if words.len() > 2 {
