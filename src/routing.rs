@@ -59,6 +59,8 @@ pub struct FrontendRt {
     pub ignore_probes: bool,
     /// `option disable-h2-upgrade`.
     pub disable_h2_upgrade: bool,
+    /// `option accept-invalid-http-request`.
+    pub accept_invalid_req: bool,
     pub binds: Vec<SocketAddr>,
     /// Listening addresses with `accept-proxy`.
     pub accept_proxy: Vec<SocketAddr>,
@@ -124,6 +126,8 @@ pub struct BackendRt {
     pub check: CheckKind,
     /// `option log-health-checks`.
     pub log_health_checks: bool,
+    /// `option accept-invalid-http-response`.
+    pub accept_invalid_resp: bool,
     /// The backend's own ACLs, for its rules' conditions.
     pub acls: AclSet,
     /// `block`, `http-request` and `redirect` rules of a backend section,
@@ -300,6 +304,7 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                 lb: Lb::new(&p.balance, p.hash_type, p.allbackups, &lb_servers),
                 check: p.check_kind(),
                 log_health_checks: p.log_health_checks,
+                accept_invalid_resp: p.accept_invalid_resp,
                 tcp_content: tcp_rules(&p.tcp_content, &be_acls),
                 http_request: be_request,
                 legacy_at: p.blocks.len() + p.http_request.len(),
@@ -367,6 +372,7 @@ pub fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapsho
                 conn_mode: p.conn_mode,
                 ignore_probes: p.ignore_probes,
                 disable_h2_upgrade: p.disable_h2_upgrade,
+                accept_invalid_req: p.accept_invalid_req,
                 binds: p
                     .binds
                     .iter()

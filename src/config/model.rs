@@ -900,6 +900,10 @@ pub struct Proxy {
     /// `option disable-h2-upgrade`: a cleartext HTTP/1 listener does not
     /// switch to HTTP/2 on the preface.
     pub disable_h2_upgrade: bool,
+    /// `option accept-invalid-http-request` (frontends) and
+    /// `accept-invalid-http-response` (backends): HAProxy's relaxed parsing.
+    pub accept_invalid_req: bool,
+    pub accept_invalid_resp: bool,
     pub stats: Option<StatsPage>,
     pub binds: Vec<Bind>,
     /// ACL definitions in order; a repeated name adds patterns (ORed).
@@ -971,6 +975,8 @@ impl Proxy {
             conn_mode: HttpConnMode::default(),
             ignore_probes: false,
             disable_h2_upgrade: false,
+            accept_invalid_req: false,
+            accept_invalid_resp: false,
             stats: None,
             binds: Vec::new(),
             acls: Vec::new(),

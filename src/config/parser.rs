@@ -649,6 +649,8 @@ impl<'r> State<'r> {
         p.hash_type = d.hash_type;
         p.allbackups = d.allbackups;
         p.log_health_checks = d.log_health_checks;
+        p.accept_invalid_req = d.accept_invalid_req;
+        p.accept_invalid_resp = d.accept_invalid_resp;
         p.fullconn = d.fullconn;
         p.check_type = d.check_type;
         p.http_check = crate::config::model::HttpCheck {
@@ -1406,6 +1408,29 @@ impl<'r> State<'r> {
         }
         if let Some(done) = self.legacy_or_socket_option(loc, name, words, neg) {
             return done;
+        }
+        if let Some(req) = match name.as_str() {
+            "accept-invalid-http-request" => Some(true),
+            "accept-invalid-http-response" => Some(false),
+            _ => None,
+        } {
+            if words.len() > 2 {
+                return self.alert(
+                    loc,
+                    format!("'option {name}' does not expect any argument."),
+                );
+            }
+            // The request side is the frontend's, the response side the
+            // backend's, as in HAProxy.
+            if self.cap(loc, &format!("option {name}"), true, req, !req) {
+                let p = self.px();
+                if req {
+                    p.accept_invalid_req = !neg;
+                } else {
+                    p.accept_invalid_resp = !neg;
+                }
+            }
+            return;
         }
         if name == "log-health-checks" {
             if words.len() > 2 {
