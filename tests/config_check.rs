@@ -405,3 +405,51 @@ fn resolution_only_when_otherwise_valid_and_dr() {
         out.stderr
     );
 }
+
+/// `tune.*` keywords with no meaning for sluice (rustls has no DHE, tokio
+/// schedules on its own, ...) are accepted with a notice giving the
+/// reason, as haproxy 2.6 accepts them; `-dW` does not make them fatal.
+/// A `tune.*` keyword that would matter and is not done stays an error.
+#[test]
+fn meaningless_tune_keywords_are_accepted_with_a_notice() {
+    let dir = TempDir::new("chk");
+    dir.write(
+        "t.cfg",
+        &format!(
+            "global\n    tune.ssl.default-dh-param 2048\n    tune.sched.low-latency on\n{DEFAULTS}listen l\n    bind 127.0.0.1:18802\n    server s 127.0.0.1:18803\n"
+        ),
+    );
+    for args in [&["-c", "-f", "t.cfg"][..], &["-c", "-dW", "-f", "t.cfg"]] {
+        let out = run_sluice(args, Some(dir.path()));
+        assert_eq!(out.code(), Some(0), "{}", out.stderr);
+        assert_eq!(out.stdout, "Configuration file is valid\n");
+        assert!(
+            out.stderr.contains("[NOTICE]") && out.stderr.contains(
+                "parsing [t.cfg:2] : 'tune.ssl.default-dh-param' is accepted and ignored: rustls has no DHE cipher suites, so no Diffie-Hellman parameters are used."
+            ),
+            "{}",
+            out.stderr
+        );
+        assert!(
+            out.stderr.contains(
+                "parsing [t.cfg:3] : 'tune.sched.low-latency' is accepted and ignored: sluice runs on tokio's scheduler, not HAProxy's run queue."
+            ),
+            "{}",
+            out.stderr
+        );
+    }
+    dir.write(
+        "k.cfg",
+        &format!("global\n    tune.ssl.keylog on\n{DEFAULTS}listen l\n    bind 127.0.0.1:18802\n    server s 127.0.0.1:18803\n"),
+    );
+    let out = run_sluice(&["-c", "-f", "k.cfg"], Some(dir.path()));
+    assert_ne!(out.code(), Some(0));
+    assert!(
+        alerts(&out.stderr)
+            .iter()
+            .any(|l| l
+                .ends_with("parsing [k.cfg:2] : 'tune.ssl.keylog' is not supported by sluice yet")),
+        "{}",
+        out.stderr
+    );
+}

@@ -930,3 +930,141 @@ async fn smuggling_table() {
         failures.join("\n")
     );
 }
+
+/// A server that answers each request by its path: `/badname` with an
+/// invalid header name, `/badver` with version `HTTP/1.10`, else plainly.
+async fn lax_test_server() -> SocketAddr {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = l.accept().await {
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 2048];
+                while find(&buf, b"\r\n\r\n", 0).is_none() {
+                    match s.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let resp: &[u8] = if buf.starts_with(b"GET /badname ") {
+                    b"HTTP/1.1 200 OK\r\nX{Y: 1\r\ncontent-length: 2\r\n\r\nok"
+                } else if buf.starts_with(b"GET /badver ") {
+                    b"HTTP/1.10 200 OK\r\ncontent-length: 2\r\n\r\nok"
+                } else {
+                    b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"
+                };
+                let _ = s.write_all(resp).await;
+            });
+        }
+    });
+    addr
+}
+
+/// The first line a raw request gets back (empty: closed without one).
+async fn status_line(addr: SocketAddr, req: &[u8]) -> String {
+    let mut c = TcpStream::connect(addr).await.unwrap();
+    c.write_all(req).await.unwrap();
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 1024];
+    let read = async {
+        while find(&got, b"\r\n", 0).is_none() {
+            match c.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got.extend_from_slice(&chunk[..n]),
+            }
+        }
+    };
+    within(REQ_DEADLINE, "status line", read).await;
+    let end = find(&got, b"\r\n", 0).unwrap_or(got.len());
+    String::from_utf8_lossy(&got[..end]).into_owned()
+}
+
+/// `option accept-invalid-http-request` / `-response` relax what HAProxy
+/// 2.6 relaxes (each rule checked against it: refused without, let
+/// through with): in requests, any byte but CR, LF and `:` in a header
+/// name, bytes above 127 in the target, other versions (HTTP/0.9,
+/// `HTTP/1.10`, `RTSP/1.0`); in responses, header names likewise and
+/// versions of several digits. Set in `defaults`, `no option` cancels
+/// them in a section. A name that is a framing header but for such bytes
+/// (`Transfer-Encoding :`) stays refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn accept_invalid_http_options_relax_haproxys_rules() {
+    let server = lax_test_server().await;
+    let (strict, lax) = (free_port(), free_port());
+    let _s = Sluice::start(&format!(
+        "defaults
+    mode http
+    timeout client 5s
+    timeout server 5s
+    timeout connect 2s
+    option accept-invalid-http-request
+    option accept-invalid-http-response
+frontend strict
+    bind 127.0.0.1:{strict}
+    no option accept-invalid-http-request
+    default_backend strict_be
+frontend lax
+    bind 127.0.0.1:{lax}
+    default_backend lax_be
+backend strict_be
+    no option accept-invalid-http-response
+    server s {server}
+backend lax_be
+    server s {server}
+"
+    ));
+    let (strict, lax) = (addr_of(strict), addr_of(lax));
+    for (req, relaxed) in [
+        (
+            &b"GET / HTTP/1.1\r\nHost: x\r\nX{Y: 1\r\n\r\n"[..],
+            "HTTP/1.1 200 OK",
+        ),
+        (
+            b"GET / HTTP/1.1\r\nHost: x\r\nX Y: 1\r\n\r\n",
+            "HTTP/1.1 200 OK",
+        ),
+        (
+            b"GET /caf\xc3\xa9 HTTP/1.1\r\nHost: x\r\n\r\n",
+            "HTTP/1.1 200 OK",
+        ),
+        (b"GET / HTTP/1.10\r\nHost: x\r\n\r\n", "HTTP/1.1 200 OK"),
+        (b"GET / RTSP/1.0\r\nHost: x\r\n\r\n", "HTTP/1.1 200 OK"),
+        (b"GET /\r\n\r\n", "HTTP/1.1 200 OK"),
+        // Responses: the server's answer to these paths is invalid.
+        (
+            b"GET /badname HTTP/1.1\r\nHost: x\r\n\r\n",
+            "HTTP/1.1 200 OK",
+        ),
+        (
+            b"GET /badver HTTP/1.1\r\nHost: x\r\n\r\n",
+            "HTTP/1.1 200 OK",
+        ),
+    ] {
+        let refused = if req.starts_with(b"GET /bad") {
+            "HTTP/1.1 502 Bad Gateway"
+        } else {
+            "HTTP/1.1 400 Bad request"
+        };
+        let shown = String::from_utf8_lossy(req);
+        assert_eq!(status_line(strict, req).await, refused, "strict: {shown:?}");
+        assert_eq!(status_line(lax, req).await, relaxed, "relaxed: {shown:?}");
+    }
+    // Still refused when relaxed: a disguised framing header, controls in
+    // the target.
+    for req in [
+        &b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding : chunked\r\n\r\n0\r\n\r\n"[..],
+        b"GET /a\x01b HTTP/1.1\r\nHost: x\r\n\r\n",
+    ] {
+        let shown = String::from_utf8_lossy(req);
+        assert_eq!(
+            status_line(lax, req).await,
+            "HTTP/1.1 400 Bad request",
+            "{shown:?}"
+        );
+    }
+}
+
+fn addr_of(port: u16) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], port))
+}

@@ -67,6 +67,85 @@ pub const GLOBAL_SUPPORTED: &[&str] = &[
     "crt-base",
 ];
 
+/// `tune.*` keywords of HAProxy 2.6 that have no meaning for sluice
+/// (rustls, tokio): accepted with a notice giving the reason, so that a
+/// tuned HAProxy configuration still starts.
+pub(crate) const GLOBAL_TUNE_IGNORED: &[(&str, &str)] = &[
+    (
+        "tune.ssl.default-dh-param",
+        "rustls has no DHE cipher suites, so no Diffie-Hellman parameters are used",
+    ),
+    (
+        "tune.ssl.force-private-cache",
+        "sluice's TLS session cache is private to its process already",
+    ),
+    (
+        "tune.ssl.ssl-ctx-cache-size",
+        "sluice generates no certificates, so it keeps no cache of them",
+    ),
+    (
+        "tune.ssl.capture-buffer-size",
+        "sluice has no ssl_fc_cipherlist_* fetches that would read a captured ClientHello",
+    ),
+    (
+        "tune.ssl.capture-cipherlist-size",
+        "sluice has no ssl_fc_cipherlist_* fetches that would read a captured ClientHello",
+    ),
+    (
+        "tune.fd.edge-triggered",
+        "the tokio reactor always polls edge-triggered",
+    ),
+    (
+        "tune.maxpollevents",
+        "the tokio reactor sizes its own event batches",
+    ),
+    (
+        "tune.runqueue-depth",
+        "sluice runs on tokio's scheduler, not HAProxy's run queue",
+    ),
+    (
+        "tune.sched.low-latency",
+        "sluice runs on tokio's scheduler, not HAProxy's run queue",
+    ),
+    (
+        "tune.fail-alloc",
+        "a test aid of HAProxy's memory pools, which sluice does not have",
+    ),
+    (
+        "tune.buffers.limit",
+        "sluice has no shared pool of buffers, each connection holds its own",
+    ),
+    (
+        "tune.buffers.reserve",
+        "sluice has no shared pool of buffers, each connection holds its own",
+    ),
+    (
+        "tune.listener.multi-queue",
+        "sluice deals accepted connections to its threads on its own",
+    ),
+    ("tune.lua.forced-yield", "sluice runs no Lua"),
+    ("tune.lua.maxmem", "sluice runs no Lua"),
+    ("tune.lua.service-timeout", "sluice runs no Lua"),
+    ("tune.lua.session-timeout", "sluice runs no Lua"),
+    ("tune.lua.task-timeout", "sluice runs no Lua"),
+    ("tune.zlib.memlevel", "sluice does not compress"),
+    ("tune.zlib.windowsize", "sluice does not compress"),
+    ("tune.comp.maxlevel", "sluice does not compress"),
+    (
+        "tune.quic.frontend.conn-tx-buffers.limit",
+        "sluice does not speak QUIC",
+    ),
+    (
+        "tune.quic.frontend.max-idle-timeout",
+        "sluice does not speak QUIC",
+    ),
+    (
+        "tune.quic.frontend.max-streams-bidi",
+        "sluice does not speak QUIC",
+    ),
+    ("tune.quic.retry-threshold", "sluice does not speak QUIC"),
+];
+
 pub(crate) const GLOBAL_UNSUPPORTED: &[&str] = &[
     "log-send-hostname",
     "master-worker",
@@ -257,6 +336,9 @@ pub const OPTIONS_SUPPORTED: &[&str] = &[
     "httplog",
     "tcplog",
     "dontlognull",
+    "accept-invalid-http-request",
+    "accept-invalid-http-response",
+    "log-health-checks",
     "log-separate-errors",
     "logasap",
     "forwardfor",
@@ -302,10 +384,6 @@ pub(crate) const OPTIONS_IGNORED: &[(&str, &str)] = &[
         "sluice streams request bodies to the server without waiting for them",
     ),
     (
-        "log-health-checks",
-        "sluice logs server state changes, not every check",
-    ),
-    (
         "independent-streams",
         "sluice already times each direction of a transfer on its own",
     ),
@@ -336,8 +414,6 @@ pub(crate) const OPTIONS_UNSUPPORTED: &[&str] = &[
     "idle-close-on-response",
     "h1-case-adjust-bogus-client",
     "h1-case-adjust-bogus-server",
-    "accept-invalid-http-request",
-    "accept-invalid-http-response",
     "external-check",
     "http-restrict-req-hdr-names",
     "httpslog",
@@ -607,7 +683,11 @@ pub(crate) fn proxy_keywords() -> impl Iterator<Item = &'static str> {
 }
 
 pub(crate) fn global_keywords() -> impl Iterator<Item = &'static str> {
-    GLOBAL_SUPPORTED.iter().chain(GLOBAL_UNSUPPORTED).copied()
+    GLOBAL_SUPPORTED
+        .iter()
+        .chain(GLOBAL_UNSUPPORTED)
+        .copied()
+        .chain(GLOBAL_TUNE_IGNORED.iter().map(|(k, _)| *k))
 }
 
 pub(crate) use crate::haproxy26::{Kind, haproxy_has, haproxy26};

@@ -489,7 +489,7 @@ pub(crate) struct Bind {
     /// `accept-proxy`: connections start with a PROXY protocol header.
     pub(crate) accept_proxy: bool,
     /// `ssl`: the listener's TLS configuration, certificates loaded.
-    pub(crate) tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+    pub(crate) tls: Option<std::sync::Arc<crate::tls::ListenTls>>,
     /// `proto h1|h2`.
     pub(crate) proto: BindProto,
 }
@@ -833,6 +833,9 @@ pub(crate) struct ServerOpts {
     pub(crate) send_proxy: u8,
     /// `proto h2`: HTTP/2 to the server (h2c in clear).
     pub(crate) h2: bool,
+    /// `srv_use_ssl` of `show servers state`, as HAProxy keeps it: 1 for
+    /// `ssl`, -1 for `no-ssl`, 0 when neither was said.
+    pub(crate) use_ssl: i8,
 }
 
 #[derive(Debug, Clone)]
@@ -847,6 +850,9 @@ pub(crate) struct Proxy {
     /// `option allbackups`: all usable backups share the load, not only the
     /// first one.
     pub(crate) allbackups: bool,
+    /// `option log-health-checks`: every change of a check's result is
+    /// logged, not only the server's state changes.
+    pub(crate) log_health_checks: bool,
     /// `fullconn` (None: HAProxy's default, 10% of the frontends' maxconn).
     pub(crate) fullconn: Option<u32>,
     /// Active check type (`option httpchk`, `option tcp-check`).
@@ -871,6 +877,10 @@ pub(crate) struct Proxy {
     /// `option disable-h2-upgrade`: a cleartext HTTP/1 listener does not
     /// switch to HTTP/2 on the preface.
     pub(crate) disable_h2_upgrade: bool,
+    /// `option accept-invalid-http-request` (frontends) and
+    /// `accept-invalid-http-response` (backends): HAProxy's relaxed parsing.
+    pub(crate) accept_invalid_req: bool,
+    pub(crate) accept_invalid_resp: bool,
     pub(crate) stats: Option<StatsPage>,
     pub(crate) binds: Vec<Bind>,
     /// ACL definitions in order; a repeated name adds patterns (ORed).
@@ -929,6 +939,7 @@ impl Proxy {
             balance: Balance::default(),
             hash_type: HashType::default(),
             allbackups: false,
+            log_health_checks: false,
             fullconn: None,
             check_type: CheckType::default(),
             http_check: HttpCheck::default(),
@@ -941,6 +952,8 @@ impl Proxy {
             conn_mode: HttpConnMode::default(),
             ignore_probes: false,
             disable_h2_upgrade: false,
+            accept_invalid_req: false,
+            accept_invalid_resp: false,
             stats: None,
             binds: Vec::new(),
             acls: Vec::new(),
@@ -1051,6 +1064,10 @@ pub(crate) struct HttpCheck {
     /// `http-check disable-on-404`: a 404 to the check of a server that is
     /// not DOWN passes "conditionally" (L7OKC) and puts it in NOLB.
     pub(crate) disable_on_404: bool,
+    /// The request and expect rules came from `defaults` (the section has
+    /// written none): its own `option httpchk` or `http-check` rule then
+    /// starts them afresh, as HAProxy gives it a rule set of its own.
+    pub(crate) inherited: bool,
 }
 
 impl Default for HttpCheck {
@@ -1063,6 +1080,7 @@ impl Default for HttpCheck {
             body: String::new(),
             expect: None,
             disable_on_404: false,
+            inherited: false,
         }
     }
 }

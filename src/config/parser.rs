@@ -691,9 +691,15 @@ impl<'r> State<'r> {
         p.balance = d.balance.clone();
         p.hash_type = d.hash_type;
         p.allbackups = d.allbackups;
+        p.log_health_checks = d.log_health_checks;
+        p.accept_invalid_req = d.accept_invalid_req;
+        p.accept_invalid_resp = d.accept_invalid_resp;
         p.fullconn = d.fullconn;
         p.check_type = d.check_type;
-        p.http_check = d.http_check.clone();
+        p.http_check = crate::config::model::HttpCheck {
+            inherited: true,
+            ..d.http_check.clone()
+        };
         p.tcp_check = d.tcp_check.clone();
         p.retries = d.retries;
         p.redispatch = d.redispatch;
@@ -907,6 +913,19 @@ impl<'r> State<'r> {
             | "ssl-server-verify"
             | "crt-base"
             | "ca-base" => self.global_ssl(loc, words),
+            _ if kw::GLOBAL_TUNE_IGNORED.iter().any(|(n, _)| *n == k) => {
+                let why = kw::GLOBAL_TUNE_IGNORED
+                    .iter()
+                    .find_map(|(n, why)| (*n == k).then_some(*why))
+                    .unwrap_or_default();
+                // A notice, not a warning: nothing is lost by ignoring it,
+                // and `zero-warning` configurations keep starting.
+                self.diags.push(Diagnostic::parsing(
+                    Level::Notice,
+                    loc,
+                    format!("'{k}' is accepted and ignored: {why}."),
+                ));
+            }
             _ if k.starts_with("tune.")
                 || kw::GLOBAL_UNSUPPORTED.contains(&k)
                 || kw::haproxy_has(kw::Kind::Global, k) =>
@@ -1450,6 +1469,41 @@ impl<'r> State<'r> {
         }
         if let Some(done) = self.legacy_or_socket_option(loc, name, words, neg) {
             return done;
+        }
+        if let Some(req) = match name.as_str() {
+            "accept-invalid-http-request" => Some(true),
+            "accept-invalid-http-response" => Some(false),
+            _ => None,
+        } {
+            if words.len() > 2 {
+                return self.alert(
+                    loc,
+                    format!("'option {name}' does not expect any argument."),
+                );
+            }
+            // The request side is the frontend's, the response side the
+            // backend's, as in HAProxy.
+            if self.cap(loc, &format!("option {name}"), true, req, !req) {
+                let p = self.px();
+                if req {
+                    p.accept_invalid_req = !neg;
+                } else {
+                    p.accept_invalid_resp = !neg;
+                }
+            }
+            return;
+        }
+        if name == "log-health-checks" {
+            if words.len() > 2 {
+                return self.alert(
+                    loc,
+                    "'option log-health-checks' does not expect any argument.",
+                );
+            }
+            if self.cap(loc, "option log-health-checks", true, false, true) {
+                self.px().log_health_checks = !neg;
+            }
+            return;
         }
         if name == "disable-h2-upgrade" {
             if words.len() > 2 {
@@ -2177,7 +2231,15 @@ impl<'r> State<'r> {
                 return self.alert(loc, format!("errorfile : error opening file '{path}'."));
             }
         };
-        let Some(page) = crate::wire::error_pages::load_errorfile(&bytes) else {
+        // An empty file (`errorfile 408 /dev/null`, which HAProxy's
+        // documentation recommends) is an empty answer: the connection is
+        // closed without a byte.
+        let page = if bytes.is_empty() {
+            Some(bytes::Bytes::new())
+        } else {
+            crate::wire::error_pages::load_errorfile(&bytes)
+        };
+        let Some(page) = page else {
             return self.alert(
                 loc,
                 format!("unable to parse the custom error message file '{path}' for code {code} : not a valid HTTP response."),
@@ -2473,7 +2535,12 @@ impl<'r> State<'r> {
             }
         };
         let (weight, maxconn, check, params) = (sd.weight, sd.maxconn, sd.check, sd.params);
-        let (opts, id, cookie) = (sd.opts, sd.id, sd.cookie);
+        let (mut opts, id, cookie) = (sd.opts, sd.id, sd.cookie);
+        opts.use_ssl = match &sd.tls {
+            Some(t) if t.enabled => 1,
+            Some(t) if t.no_ssl => -1,
+            _ => 0,
+        };
         let tls = match &sd.tls {
             None => None,
             Some(t) => match self.server_tls(t, opts.h2) {

@@ -220,8 +220,22 @@ async fn tls_accept(
     tls: TlsAccept,
     mode: Mode,
 ) {
-    let acceptor = tokio_rustls::TlsAcceptor::from(tls.config);
-    let handshake = crate::wire::io::with_timeout(tls.handshake_timeout, acceptor.accept(stream));
+    let handshake = async {
+        if tls.config.per_cert.is_none() {
+            return tokio_rustls::TlsAcceptor::from(tls.config.config.clone())
+                .accept(stream)
+                .await;
+        }
+        // crt-list lines with options: the ClientHello's SNI picks the
+        // line, whose configuration (versions, ALPN, verify) the
+        // handshake then goes on with.
+        let start =
+            tokio_rustls::LazyConfigAcceptor::new(rustls::server::Acceptor::default(), stream)
+                .await?;
+        let config = tls.config.pick(start.client_hello().server_name());
+        start.into_stream(config).await
+    };
+    let handshake = crate::wire::io::with_timeout(tls.handshake_timeout, handshake);
     let fe = client.fe_state().cloned();
     let counters = fe.as_ref().map(|s| &s.counters);
     match handshake.await {
@@ -326,7 +340,7 @@ pub(crate) struct ClientConn {
 
 /// The TLS of a `bind ... ssl` listener, for an accepted connection.
 pub(crate) struct TlsAccept {
-    config: Arc<rustls::ServerConfig>,
+    config: Arc<crate::tls::ListenTls>,
     /// The handshake's bound: `timeout client`.
     handshake_timeout: Option<std::time::Duration>,
 }

@@ -594,7 +594,7 @@ async fn exchange(
         // (REFUSED: a head the parser refused, kept for `show errors`), the
         // log's termination state, and whether it is a server abort.
         let (bit, code, term, abort) = match up.read_head(be.max_head, be.timeouts.server).await {
-            Ok(raw) => match Head::parse_response_keeping(raw) {
+            Ok(raw) => match Head::parse_response_lax(raw, be.accept_invalid_resp) {
                 Ok(resp) => {
                     // A status `retry-on` names: the answer is dropped with
                     // its connection and the request sent again; the last
@@ -785,7 +785,7 @@ async fn relay_response(
         }
         bytes_out += head.len() as u64;
         resp = match upstream.read_head(be.max_head, be.timeouts.server).await {
-            Ok(raw) => match Head::parse_response_keeping(raw) {
+            Ok(raw) => match Head::parse_response_lax(raw, be.accept_invalid_resp) {
                 Ok(r) => r,
                 Err((e, raw)) => {
                     let spot = error_spot::locate(&raw, true, &e);

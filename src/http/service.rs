@@ -467,7 +467,7 @@ pub(crate) async fn handle_request(
     // the bytes that came with the head: answered here, nothing reaches a
     // server (400, or 405 / 422, see H1Error::request_status). The bytes
     // are kept for `show errors`.
-    let head = match Head::parse_request_keeping(raw) {
+    let head = match Head::parse_request_lax(raw, fe.accept_invalid_req) {
         Ok(head) => head,
         Err((e, raw)) => {
             let spot = error_spot::locate(&raw, false, &e);

@@ -43,7 +43,7 @@ pub(crate) struct FrontendRt {
     /// The TLS configuration of each `bind ... ssl` address (a listener
     /// finds its own here at each accept, so a reload's certificates serve
     /// the next handshake).
-    pub(crate) tls_binds: Vec<(std::net::SocketAddr, Arc<rustls::ServerConfig>)>,
+    pub(crate) tls_binds: Vec<(std::net::SocketAddr, Arc<crate::tls::ListenTls>)>,
     /// Largest request head (tune.bufsize - tune.maxrewrite).
     pub(crate) max_head: usize,
     /// `tune.bufsize`: how much of a refused request is captured.
@@ -60,6 +60,8 @@ pub(crate) struct FrontendRt {
     pub(crate) ignore_probes: bool,
     /// `option disable-h2-upgrade`.
     pub(crate) disable_h2_upgrade: bool,
+    /// `option accept-invalid-http-request`.
+    pub(crate) accept_invalid_req: bool,
     pub(crate) binds: Vec<SocketAddr>,
     /// Listening addresses with `accept-proxy`.
     pub(crate) accept_proxy: Vec<SocketAddr>,
@@ -123,6 +125,10 @@ pub(crate) struct BackendRt {
     pub(crate) lb: Lb,
     /// What active checks do (TCP connect, `option httpchk`, `tcp-check`).
     pub(crate) check: CheckKind,
+    /// `option log-health-checks`.
+    pub(crate) log_health_checks: bool,
+    /// `option accept-invalid-http-response`.
+    pub(crate) accept_invalid_resp: bool,
     /// The backend's own ACLs, for its rules' conditions.
     pub(crate) acls: AclSet,
     /// `block`, `http-request` and `redirect` rules of a backend section,
@@ -294,6 +300,8 @@ pub(crate) fn compile(config: &Config, registry: &Registry, generation: u64) -> 
                 balance: p.balance.clone(),
                 lb: Lb::new(&p.balance, p.hash_type, p.allbackups, &lb_servers),
                 check: p.check_kind(),
+                log_health_checks: p.log_health_checks,
+                accept_invalid_resp: p.accept_invalid_resp,
                 tcp_content: tcp_rules(&p.tcp_content, &be_acls),
                 http_request: be_request,
                 legacy_at: p.blocks.len() + p.http_request.len(),
@@ -362,6 +370,7 @@ pub(crate) fn compile(config: &Config, registry: &Registry, generation: u64) -> 
                 conn_mode: p.conn_mode,
                 ignore_probes: p.ignore_probes,
                 disable_h2_upgrade: p.disable_h2_upgrade,
+                accept_invalid_req: p.accept_invalid_req,
                 binds: p
                     .binds
                     .iter()
@@ -536,7 +545,7 @@ impl Snapshot {
 /// The TLS configurations of a proxy's listening addresses.
 fn tls_binds(
     p: &crate::config::model::Proxy,
-) -> Vec<(std::net::SocketAddr, Arc<rustls::ServerConfig>)> {
+) -> Vec<(std::net::SocketAddr, Arc<crate::tls::ListenTls>)> {
     let mut out = Vec::new();
     for b in &p.binds {
         let Some(tls) = &b.tls else { continue };

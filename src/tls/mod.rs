@@ -14,7 +14,7 @@ use rustls::crypto::CryptoProvider;
 use rustls::crypto::ring as provider;
 use rustls::{ProtocolVersion, SupportedCipherSuite};
 
-pub(crate) use certs::LoadedCert;
+pub(crate) use certs::{LineOpts, LoadedCert};
 pub(crate) use stream::Stream;
 
 /// A TLS version as HAProxy names it (`ssl-min-ver` / `ssl-max-ver`).
@@ -284,6 +284,116 @@ impl BindTls {
         }
         Ok(Arc::new(cfg))
     }
+}
+
+/// The TLS of a listener: one rustls configuration, or, when crt-list
+/// lines carry `[...]` options, one per certificate, picked by the SNI
+/// of the ClientHello before the handshake goes on.
+#[derive(Debug)]
+pub(crate) struct ListenTls {
+    /// Every handshake's when `per_cert` is None; else the one of
+    /// `strict-sni` handshakes that name no certificate (it has none for
+    /// them: the handshake fails as with a single configuration).
+    pub(crate) config: Arc<rustls::ServerConfig>,
+    pub(crate) per_cert: Option<PerCert>,
+}
+
+/// The configurations of a listener whose crt-list lines have options.
+#[derive(Debug)]
+pub(crate) struct PerCert {
+    resolver: certs::SniResolver,
+    /// By certificate index, each serving its certificate only.
+    configs: Vec<Arc<rustls::ServerConfig>>,
+}
+
+impl ListenTls {
+    /// The configuration of a handshake whose ClientHello names `sni`.
+    pub(crate) fn pick(&self, sni: Option<&str>) -> Arc<rustls::ServerConfig> {
+        match &self.per_cert {
+            None => self.config.clone(),
+            Some(p) => p
+                .resolver
+                .choose(sni)
+                .and_then(|i| p.configs.get(i).cloned())
+                .unwrap_or_else(|| self.config.clone()),
+        }
+    }
+}
+
+impl BindTls {
+    /// The listener's TLS: the bind line's configuration, plus one per
+    /// certificate when some crt-list line has options (each line's
+    /// options over the bind line's).
+    pub(crate) fn listen_tls(&self, warnings: &mut Vec<String>) -> Result<ListenTls, String> {
+        let config = self.server_config(warnings)?;
+        if self.certs.iter().all(|c| c.opts.is_none()) {
+            return Ok(ListenTls {
+                config,
+                per_cert: None,
+            });
+        }
+        let resolver = certs::SniResolver::new(&self.certs, self.strict_sni)
+            .ok_or_else(|| "no certificate loaded".to_string())?;
+        let mut configs = Vec::with_capacity(self.certs.len());
+        for c in &self.certs {
+            let mut one = BindTls {
+                certs: vec![LoadedCert {
+                    names: Vec::new(),
+                    excluded: Vec::new(),
+                    opts: None,
+                    ..c.clone()
+                }],
+                strict_sni: false,
+                ..self.clone()
+            };
+            // Lines sharing options would repeat the same warnings: each
+            // is said once.
+            let mut said = Vec::new();
+            if let Some(o) = &c.opts {
+                apply_line_opts(&mut one, o, &mut said)?;
+            }
+            configs.push(one.server_config(&mut said)?);
+            for w in said {
+                if !warnings.contains(&w) {
+                    warnings.push(w);
+                }
+            }
+        }
+        Ok(ListenTls {
+            config,
+            per_cert: Some(PerCert { resolver, configs }),
+        })
+    }
+}
+
+/// A crt-list line's options over a copy of the bind line's settings.
+fn apply_line_opts(
+    t: &mut BindTls,
+    o: &LineOpts,
+    warnings: &mut Vec<String>,
+) -> Result<(), String> {
+    if let Some(a) = &o.alpn {
+        t.alpn = alpn_protocols(a, true, warnings);
+    }
+    if o.min_ver.is_some() {
+        t.suites.min_ver = o.min_ver;
+    }
+    if o.max_ver.is_some() {
+        t.suites.max_ver = o.max_ver;
+    }
+    if o.ciphers.is_some() {
+        t.suites.ciphers = o.ciphers.clone();
+    }
+    if o.ciphersuites.is_some() {
+        t.suites.ciphersuites = o.ciphersuites.clone();
+    }
+    if let Some(v) = o.verify {
+        t.verify = v;
+    }
+    if let Some(ca) = &o.ca_file {
+        t.ca = Some(Arc::new(certs::load_ca(ca).map_err(|e| e.to_string())?));
+    }
+    Ok(())
 }
 
 /// What the ACL fetches of a TLS client connection read, taken once after

@@ -43,6 +43,8 @@ pub(crate) struct ServerTlsOpts {
     /// `ssl` given (options without it are kept for a later `ssl`, as in
     /// a `default-server` line).
     pub(crate) enabled: bool,
+    /// `no-ssl` said last (`show servers state` tells it from nothing said).
+    pub(crate) no_ssl: bool,
     pub(crate) verify_required: bool,
     pub(crate) ca_file: Option<String>,
     pub(crate) sni: Option<SniSpec>,

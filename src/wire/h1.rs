@@ -288,10 +288,31 @@ impl Head {
     /// [`parse_request`](Self::parse_request), giving the bytes back when
     /// they are refused (for `show errors`).
     pub(crate) fn parse_request_keeping(raw: Bytes) -> Result<Head, (H1Error, Bytes)> {
-        let (method, target, minor, headers) = match request_parts(&raw) {
+        Self::parse_request_lax(raw, false)
+    }
+
+    /// [`parse_request_keeping`](Self::parse_request_keeping); `lax`:
+    /// `option accept-invalid-http-request`, which lets through what
+    /// HAProxy 2.6 then lets through: any byte but CR, LF and `:` in a
+    /// header name, bytes above 127 in the target, and any version (none:
+    /// HTTP/0.9, `HTTP/1.10`, `RTSP/1.0`; served as HTTP/1.0).
+    pub(crate) fn parse_request_lax(raw: Bytes, lax: bool) -> Result<Head, (H1Error, Bytes)> {
+        let parts = match request_parts(&raw) {
+            Err(e) if lax && e != H1Error::TooManyHeaders => lax_request_parts(&raw).map_err(|_| e),
+            other => other,
+        };
+        let (method, target, minor, headers) = match parts {
             Ok(p) => p,
             Err(e) => return Err((e, raw)),
         };
+        // HAProxy refuses bytes above 127 in the target unless relaxed.
+        if !lax
+            && let Some(i) = raw[target.0 as usize..target.1 as usize]
+                .iter()
+                .position(|&b| b >= 0x80)
+        {
+            return Err((H1Error::Syntax(target.0 as usize + i), raw));
+        }
         let head = Head {
             method,
             target,
@@ -358,7 +379,21 @@ impl Head {
     /// [`parse_response`](Self::parse_response), giving the bytes back
     /// when they are refused (for `show errors`).
     pub(crate) fn parse_response_keeping(raw: Bytes) -> Result<Head, (H1Error, Bytes)> {
-        let (code, reason, minor, headers) = match response_parts(&raw) {
+        Self::parse_response_lax(raw, false)
+    }
+
+    /// [`parse_response_keeping`](Self::parse_response_keeping); `lax`:
+    /// `option accept-invalid-http-response`, which lets through, as
+    /// HAProxy 2.6: any byte but CR, LF and `:` in a header name, and
+    /// versions of several digits (`HTTP/1.10`, served as HTTP/1.0).
+    pub(crate) fn parse_response_lax(raw: Bytes, lax: bool) -> Result<Head, (H1Error, Bytes)> {
+        let parts = match response_parts(&raw) {
+            Err(e) if lax && e != H1Error::TooManyHeaders => {
+                lax_response_parts(&raw).map_err(|_| e)
+            }
+            other => other,
+        };
+        let (code, reason, minor, headers) = match parts {
             Ok(p) => p,
             Err(e) => return Err((e, raw)),
         };
@@ -643,6 +678,122 @@ fn response_parts(raw: &[u8]) -> Result<(u16, Span, u8, Vec<HeaderPos>), H1Error
         _ => (0, 0),
     };
     Ok((code, reason, minor, positions(raw, resp.headers)?))
+}
+
+/// The first line of a head and where the header lines start.
+fn first_line(raw: &[u8]) -> Option<(&[u8], usize)> {
+    let lf = memchr::memchr(b'\n', raw)?;
+    let line = &raw[..lf];
+    Some((line.strip_suffix(b"\r").unwrap_or(line), lf + 1))
+}
+
+/// A request head the strict parser refused, read the relaxed way of
+/// `accept-invalid-http-request`.
+fn lax_request_parts(raw: &[u8]) -> Result<(Span, Span, u8, Vec<HeaderPos>), H1Error> {
+    let (line, rest) = first_line(raw).ok_or(H1Error::Syntax(0))?;
+    let mut words = line.splitn(3, |&b| b == b' ');
+    let method = words.next().unwrap_or_default();
+    let target = words.next().unwrap_or_default();
+    let version = words.next().unwrap_or_default();
+    if method.is_empty() || !method.iter().all(|&b| is_tchar(b)) {
+        return Err(H1Error::Syntax(0));
+    }
+    // Controls, space and DEL stay refused in the target and version.
+    let visible = |s: &[u8]| s.iter().all(|&b| b > b' ' && b != 0x7f);
+    if target.is_empty() || !visible(target) || !visible(version) {
+        return Err(H1Error::Syntax(0));
+    }
+    let minor = u8::from(version == b"HTTP/1.1");
+    let method = span(raw, method);
+    let target = span(raw, target);
+    Ok((method, target, minor, lax_headers(raw, rest)?))
+}
+
+/// A response head the strict parser refused, read the relaxed way of
+/// `accept-invalid-http-response`: `HTTP/<digits>.<digits> <3 digits>`.
+fn lax_response_parts(raw: &[u8]) -> Result<(u16, Span, u8, Vec<HeaderPos>), H1Error> {
+    let (line, rest) = first_line(raw).ok_or(H1Error::Syntax(0))?;
+    let mut words = line.splitn(3, |&b| b == b' ');
+    let version = words.next().unwrap_or_default();
+    let code = words.next().unwrap_or_default();
+    let reason = words.next().unwrap_or_default();
+    let digits = |s: &[u8]| !s.is_empty() && s.iter().all(u8::is_ascii_digit);
+    let numbers = version.strip_prefix(b"HTTP/").and_then(|v| {
+        let dot = memchr::memchr(b'.', v)?;
+        Some(digits(&v[..dot]) && digits(&v[dot + 1..]))
+    });
+    if numbers != Some(true) || code.len() != 3 || !digits(code) {
+        return Err(H1Error::Syntax(0));
+    }
+    let code = code.iter().fold(0u16, |n, &d| n * 10 + u16::from(d - b'0'));
+    if code < 100 || !reason.iter().all(|&b| is_value_byte(b)) {
+        return Err(H1Error::Syntax(0));
+    }
+    let minor = u8::from(version == b"HTTP/1.1");
+    let reason = if reason.is_empty() {
+        (0, 0)
+    } else {
+        span(raw, reason)
+    };
+    Ok((code, reason, minor, lax_headers(raw, rest)?))
+}
+
+/// Header lines from `at` to the empty line: a name is any bytes but CR,
+/// LF and `:` (HAProxy's relaxed rule), the value is checked as always. A
+/// name that only differs from `Content-Length` or `Transfer-Encoding` by
+/// such bytes (`Transfer-Encoding :`) is still refused: forwarded, a
+/// server could read it as the framing header sluice did not see.
+fn lax_headers(raw: &[u8], mut at: usize) -> Result<Vec<HeaderPos>, H1Error> {
+    let mut out = Vec::new();
+    loop {
+        let lf = memchr::memchr(b'\n', &raw[at..])
+            .map(|p| at + p)
+            .ok_or(H1Error::Syntax(at))?;
+        let end = if lf > at && raw[lf - 1] == b'\r' {
+            lf - 1
+        } else {
+            lf
+        };
+        let line = &raw[at..end];
+        if line.is_empty() {
+            return Ok(out);
+        }
+        if out.len() == MAX_HEADERS {
+            return Err(H1Error::TooManyHeaders);
+        }
+        let colon = memchr::memchr(b':', line).ok_or(H1Error::Syntax(at))?;
+        let name = &line[..colon];
+        let squeezed: Vec<u8> = name.iter().copied().filter(|&b| is_tchar(b)).collect();
+        if name.is_empty()
+            || line[0] == b' '
+            || line[0] == b'\t'
+            || name.contains(&b'\r')
+            || (squeezed.len() != name.len()
+                && matches!(
+                    Kind::of(&squeezed),
+                    Kind::ContentLength | Kind::TransferEncoding
+                ))
+        {
+            return Err(H1Error::Syntax(at));
+        }
+        let value = trim(&line[colon + 1..]);
+        if let Some(bad) = value.iter().position(|&b| !is_value_byte(b)) {
+            return Err(H1Error::Syntax(at + colon + 1 + bad));
+        }
+        let name_span = span(raw, name);
+        let value_span = if value.is_empty() {
+            (name_span.1, name_span.1)
+        } else {
+            span(raw, value)
+        };
+        out.push(HeaderPos {
+            name: name_span,
+            value: value_span,
+            line: (at as u32, end as u32),
+            kind: Kind::of(name),
+        });
+        at = lf + 1;
+    }
 }
 
 /// Transfer-Encoding elements: tokens, none empty, `chunked` once and last.

@@ -633,7 +633,7 @@ pub(super) fn cmd_show_servers_state(ctx: &mut Ctx<'_>, args: &[String]) -> Outp
             let addr = st.addr();
             let _ = writeln!(
                 out,
-                "{} {} {} {} {} {} {} {} {} {} {} {} {} {} 0 0 0 - {} - 0 0 - - 0",
+                "{} {} {} {} {} {} {} {} {} {} {} {} {} {} 0 0 0 - {} - {} 0 - - 0",
                 be.iid,
                 be.name,
                 s.sid,
@@ -648,7 +648,8 @@ pub(super) fn cmd_show_servers_state(ctx: &mut Ctx<'_>, args: &[String]) -> Outp
                 result,
                 info.health,
                 check_state,
-                addr.port()
+                addr.port(),
+                s.opts.use_ssl
             );
         }
     }

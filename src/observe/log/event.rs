@@ -71,6 +71,16 @@ pub(crate) fn classify(msg: &str) -> Option<Class<'_>> {
             went_down: down || stopping,
         });
     }
+    // `option log-health-checks`: `Health check for [backup ]server b/s ...`.
+    if let Some(rest) = msg.strip_prefix("Health check for ") {
+        let rest = rest.strip_prefix("backup ").unwrap_or(rest);
+        let (proxy, _) = rest.strip_prefix("server ")?.split_once('/')?;
+        return Some(Class {
+            proxy,
+            severity: NOTICE,
+            went_down: false,
+        });
+    }
     if let Some(rest) = msg.strip_prefix("Proxy ")
         && let Some(proxy) = rest
             .strip_suffix(" stopped.")

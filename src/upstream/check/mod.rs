@@ -29,6 +29,7 @@ use crate::config::model::{CheckKind, CheckParams, ExpectKind, HttpCheck, TcpChe
 use crate::snapshot::runtime::Runtime;
 use crate::snapshot::{BackendRt, ServerRt};
 use crate::state::ServerState;
+use crate::state::health::CheckInfo;
 use crate::state::health::{CheckStatus, Transition};
 
 /// Starts a checker task for every server of the current snapshot that has
@@ -64,6 +65,8 @@ struct Plan {
     read_timeout: Duration,
     /// `check-ssl`: checks over TLS with these settings.
     check_tls: Option<Arc<UpstreamTls>>,
+    /// `option log-health-checks`.
+    log_checks: bool,
 }
 
 fn plan_now(rt: &Runtime, server: &Arc<ServerState>) -> Option<Plan> {
@@ -82,6 +85,7 @@ fn plan_now(rt: &Runtime, server: &Arc<ServerState>) -> Option<Plan> {
             connect_timeout,
             read_timeout,
             check_tls: s.check_tls.clone(),
+            log_checks: be.log_health_checks,
         })
     })
 }
@@ -109,12 +113,20 @@ async fn check_loop(rt: Arc<Runtime>, server: Arc<ServerState>, offset: Duration
         let started = Instant::now();
         if server.health.checks_active() {
             let (status, code, detail, ms) = run_check(&server, &plan).await;
-            match server.health.record(status, code, ms, detail.clone()) {
+            let before = server.health.info();
+            let transition = server.health.record(status, code, ms, detail.clone());
+            if plan.log_checks {
+                log_check(&rt, &server, &before, ms);
+            }
+            // With `log-health-checks` the check's line told the reason:
+            // the state change line does not repeat it (as HAProxy).
+            let quiet = plan.log_checks;
+            match transition {
                 Some(Transition::WentDown) => {
-                    report_down(&rt, &server, status, code, &detail, Some(ms))
+                    report_down(&rt, &server, (status, code, &detail, Some(ms)), quiet)
                 }
                 Some(Transition::WentUp | Transition::Resumed) => {
-                    report_up(&rt, &server, status, code, ms)
+                    report_up(&rt, &server, status, code, ms, quiet)
                 }
                 Some(Transition::WentStopping) => report_stopping(&rt, &server, code, ms),
                 None => {}
@@ -491,6 +503,66 @@ fn counts(be: &BackendRt) -> (usize, usize) {
     (act, bck)
 }
 
+/// `option log-health-checks`: a check whose result differs from the
+/// previous one, or that moved the health counter, is logged at `notice`
+/// (and to stderr) in HAProxy 2.6's words: `Health check for server b/s
+/// succeeded|failed, <reason>, status: <n>/<of> UP|DRAIN|DOWN.`
+fn log_check(rt: &Runtime, server: &ServerState, before: &CheckInfo, ms: u64) {
+    let after = server.health.info();
+    if after.status == before.status && after.health == before.health {
+        return;
+    }
+    let backup = rt.with_snapshot(|snap| {
+        snap.backend(&server.backend)
+            .is_some_and(|be| is_backup(be, server))
+    });
+    let (h, rise, fall) = (after.health, after.rise, after.fall);
+    let (n, of, state) = if h >= rise {
+        let state = if server.weight.load(Relaxed) == 0 {
+            "DRAIN"
+        } else {
+            "UP"
+        };
+        (h - rise + 1, fall, state)
+    } else {
+        (h, rise, "DOWN")
+    };
+    tracing::warn!(
+        target: "sluice::event",
+        severity = "notice",
+        "Health check for {}server {}/{} {}{}, {}, status: {n}/{of} {state}.",
+        if backup { "backup " } else { "" },
+        server.backend,
+        server.name,
+        if after.status == CheckStatus::L7OkC {
+            "conditionally "
+        } else {
+            ""
+        },
+        if after.status.is_ok() {
+            "succeeded"
+        } else {
+            "failed"
+        },
+        reason(after.status, after.code, &after.detail, Some(ms)),
+    );
+}
+
+/// `, <reason>` after a server's state change, or nothing when `quiet`.
+fn told_reason(
+    quiet: bool,
+    status: CheckStatus,
+    code: Option<u16>,
+    detail: &str,
+    ms: Option<u64>,
+) -> String {
+    if quiet {
+        String::new()
+    } else {
+        format!(", {}", reason(status, code, detail, ms))
+    }
+}
+
 /// HAProxy's reason text: `reason: <desc>[, code: <n>][, info: "<d>"]`.
 fn reason(status: CheckStatus, code: Option<u16>, detail: &str, ms: Option<u64>) -> String {
     let mut r = format!("reason: {}", status.desc());
@@ -514,13 +586,12 @@ fn reason(status: CheckStatus, code: Option<u16>, detail: &str, ms: Option<u64>)
 /// Logs a server going DOWN (`alert`), then the backend losing its last
 /// server (`emerg`), and cuts the server's sessions with
 /// `on-marked-down shutdown-sessions`.
+/// `quiet`: the reason is left out (`log-health-checks` told it).
 pub(crate) fn report_down(
     rt: &Runtime,
     server: &ServerState,
-    status: CheckStatus,
-    code: Option<u16>,
-    detail: &str,
-    ms: Option<u64>,
+    (status, code, detail, ms): (CheckStatus, Option<u16>, &str, Option<u64>),
+    quiet: bool,
 ) {
     let (act, bck, backup) = rt.with_snapshot(|snap| {
         snap.backend(&server.backend).map_or((0, 0, false), |be| {
@@ -531,7 +602,12 @@ pub(crate) fn report_down(
             (a, b, is_backup(be, server))
         })
     });
-    down_event(server, (act, bck, backup), status, code, detail, ms);
+    down_event(
+        server,
+        (act, bck, backup),
+        (status, code, detail, ms),
+        quiet,
+    );
 }
 
 fn is_backup(be: &BackendRt, server: &ServerState) -> bool {
@@ -557,10 +633,8 @@ fn on_backup(act: usize, bck: usize) -> &'static str {
 fn down_event(
     server: &ServerState,
     (act, bck, backup): (usize, usize, bool),
-    status: CheckStatus,
-    code: Option<u16>,
-    detail: &str,
-    ms: Option<u64>,
+    (status, code, detail, ms): (CheckStatus, Option<u16>, &str, Option<u64>),
+    quiet: bool,
 ) {
     let cut = server.shutdown_on_down.load(Relaxed);
     let active = server.inflight();
@@ -570,11 +644,11 @@ fn down_event(
     tracing::error!(
         target: "sluice::event",
         severity = "alert",
-        "{} {}/{} is DOWN, {}. {} active and {} backup servers left.{} {} sessions active, 0 requeued, {} remaining in queue.",
+        "{} {}/{} is DOWN{}. {} active and {} backup servers left.{} {} sessions active, 0 requeued, {} remaining in queue.",
         server_word(backup),
         server.backend,
         server.name,
-        reason(status, code, detail, ms),
+        told_reason(quiet, status, code, detail, ms),
         act,
         bck,
         on_backup(act, bck),
@@ -594,7 +668,14 @@ fn down_event(
 /// Logs a server coming UP (`notice`), and with `on-marked-up
 /// shutdown-backup-sessions` ends the sessions of the backend's backup
 /// servers (HAProxy's `srv_shutdown_backup_streams`).
-fn report_up(rt: &Runtime, server: &ServerState, status: CheckStatus, code: Option<u16>, ms: u64) {
+fn report_up(
+    rt: &Runtime,
+    server: &ServerState,
+    status: CheckStatus,
+    code: Option<u16>,
+    ms: u64,
+    quiet: bool,
+) {
     let (act, bck, queued, backup) = rt.with_snapshot(|snap| match snap.backend(&server.backend) {
         Some(be) => {
             let me = be.servers.iter().find(|s| std::ptr::eq(&*s.state, server));
@@ -611,11 +692,11 @@ fn report_up(rt: &Runtime, server: &ServerState, status: CheckStatus, code: Opti
     tracing::info!(
         target: "sluice::event",
         severity = "notice",
-        "{} {}/{} is UP, {}. {} active and {} backup servers online.{} 0 sessions requeued, {} total in queue.",
+        "{} {}/{} is UP{}. {} active and {} backup servers online.{} 0 sessions requeued, {} total in queue.",
         server_word(backup),
         server.backend,
         server.name,
-        reason(status, code, "", Some(ms)),
+        told_reason(quiet, status, code, "", Some(ms)),
         act,
         bck,
         on_backup(act, bck),
@@ -749,10 +830,8 @@ pub(crate) fn observe(be: &BackendRt, server: &ServerState, error: Option<&str>)
         down_event(
             server,
             (act, bck, s.backup),
-            CheckStatus::Hana,
-            None,
-            &detail,
-            None,
+            (CheckStatus::Hana, None, &detail, None),
+            false,
         );
     }
     server.check_soon.notify_one();
