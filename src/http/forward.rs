@@ -246,8 +246,10 @@ pub async fn forward(
     let bc = &be.state.counters;
     bc.count_request();
     let started = Instant::now();
+    // `balance source` hashes the client the frontend knows (the PROXY
+    // header's under `accept-proxy`), not the socket's peer: HAProxy does.
     let src = match be.balance {
-        crate::config::model::Balance::Source => client.stream.peer_addr().ok().map(|a| a.ip()),
+        crate::config::model::Balance::Source => Some(ctx.src),
         _ => None,
     };
     let key = balance::LbKey {
