@@ -811,6 +811,16 @@ async fn relay_response(
         capture_response(fe, be, server, client, &[&resp.raw, &upstream.buf], spot);
         return bad_response(fe, be, rows, client, rec, keep_client).await;
     }
+    // A switch to WebSocket without the server's `Sec-WebSocket-Accept`
+    // is not one the client can accept: a 502, as HAProxy answers.
+    if status == 101
+        && resp.upgrades_to_websocket()
+        && resp.values("sec-websocket-accept").next().is_none()
+    {
+        let spot = ErrorSpot::at(resp.raw.len().saturating_sub(1), error_spot::state::LAST_LF);
+        capture_response(fe, be, server, client, &[&resp.raw, &upstream.buf], spot);
+        return bad_response(fe, be, rows, client, rec, keep_client).await;
+    }
     if status == 101 {
         rows.each(|c| c.count_status(status));
         // Protocol switch: relay the raw bytes both ways until either side

@@ -323,10 +323,7 @@ impl Head {
         }
         // A WebSocket upgrade without its key is refused, as HAProxy does.
         if self.requests_upgrade()
-            && self.values_of(Kind::Upgrade).any(|v| {
-                v.split(|&b| b == b',')
-                    .any(|t| trim(t).eq_ignore_ascii_case(b"websocket"))
-            })
+            && self.upgrades_to_websocket()
             && self.values("sec-websocket-key").next().is_none()
         {
             return Err(H1Error::BadTarget);
@@ -342,6 +339,14 @@ impl Head {
                 }
             }
         }
+    }
+
+    /// Whether `Upgrade` names `websocket` (a request's or a 101's).
+    pub(crate) fn upgrades_to_websocket(&self) -> bool {
+        self.values_of(Kind::Upgrade).any(|v| {
+            v.split(|&b| b == b',')
+                .any(|t| trim(t).eq_ignore_ascii_case(b"websocket"))
+        })
     }
 
     /// Whether this request asks for a protocol switch (`Upgrade` named
