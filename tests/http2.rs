@@ -948,3 +948,51 @@ backend be
         seen.iter().map(|r| &r.uri).collect::<Vec<_>>()
     );
 }
+
+/// The connection's receive window is opened to 2^31-1 at once, as
+/// HAProxy 2.6 opens it (one WINDOW_UPDATE of 0x7fff0000 on stream 0):
+/// 50 small bodies (100,000 bytes in all, more than the 65,535 the
+/// connection starts with) are sent at once without any further
+/// WINDOW_UPDATE, and all 50 are answered.
+#[tokio::test]
+async fn many_small_bodies_never_wait_for_a_window_update() {
+    use frames::*;
+    const WINDOW_UPDATE: u8 = 8;
+    let (be, _s, port) = h2c_to_app().await;
+    let mut c = TcpStream::connect(addr(port)).await.unwrap();
+    c.write_all(&start()).await.unwrap();
+    let got = read_frames(&mut c, |f| {
+        f.iter().any(|(t, _, s, _)| *t == WINDOW_UPDATE && *s == 0)
+    })
+    .await;
+    let inc: u64 = got
+        .iter()
+        .filter(|(t, _, s, _)| *t == WINDOW_UPDATE && *s == 0)
+        .map(|(.., p)| u64::from(u32::from_be_bytes([p[0], p[1], p[2], p[3]])))
+        .sum();
+    assert_eq!(65535 + inc, (1 << 31) - 1, "connection window: {got:?}");
+    // :method POST, :scheme http, :path /, :authority h.
+    let post = [0x83, 0x86, 0x84, 0x01, 1, b'h'];
+    let mut out = Vec::new();
+    for i in 0..50u32 {
+        out.extend(frame(HEADERS, END_HEADERS, 2 * i + 1, &post));
+        out.extend(frame(DATA, END_STREAM, 2 * i + 1, &[b'x'; 2000]));
+    }
+    c.write_all(&out).await.unwrap();
+    let ended = |f: &[(u8, u8, u32, Vec<u8>)]| {
+        f.iter()
+            .filter(|(t, fl, s, _)| {
+                *s != 0 && (*t == DATA || *t == HEADERS) && fl & END_STREAM != 0
+            })
+            .count()
+    };
+    let got = read_frames(&mut c, |f| ended(f) == 50).await;
+    assert_eq!(
+        ended(&got),
+        50,
+        "{:?}",
+        got.iter().map(|f| (f.0, f.2)).collect::<Vec<_>>()
+    );
+    assert!(!got.iter().any(|(t, ..)| *t == GOAWAY || *t == RST_STREAM));
+    assert_eq!(be.hits(), 50);
+}
