@@ -996,3 +996,57 @@ async fn many_small_bodies_never_wait_for_a_window_update() {
     assert!(!got.iter().any(|(t, ..)| *t == GOAWAY || *t == RST_STREAM));
     assert_eq!(be.hits(), 50);
 }
+
+/// A `:scheme` that is not a URI scheme (empty, or starting with a digit)
+/// is answered 400 and counted in `ereq` / `hrsp_4xx`, as haproxy 2.6.12
+/// answers and counts it; a well-formed unusual one (`foo`) is served.
+#[tokio::test]
+async fn a_malformed_scheme_is_a_400() {
+    use frames::*;
+    let be = Backend::start("app").await;
+    let port = free_port();
+    let s = Sluice::start(&format!(
+        "global
+    stats socket @DIR@/stats.sock level admin
+{H2_FRONTEND}frontend fe
+    bind 127.0.0.1:{port} proto h2
+    default_backend be
+backend be
+    server app {}
+",
+        be.hostport()
+    ));
+    let block = |scheme: &str| {
+        // :method GET, :scheme <literal> (name: static entry 6), :path /,
+        // :authority h.
+        let mut b = vec![0x82, 0x06, scheme.len() as u8];
+        b.extend_from_slice(scheme.as_bytes());
+        b.extend_from_slice(&[0x84, 0x01, 1, b'h']);
+        b
+    };
+    let mut c = TcpStream::connect(addr(port)).await.unwrap();
+    let mut out = start();
+    let flags = END_STREAM | END_HEADERS;
+    out.extend(frame(HEADERS, flags, 1, &block("")));
+    out.extend(frame(HEADERS, flags, 3, &block("1http")));
+    out.extend(frame(HEADERS, flags, 5, &block("foo")));
+    c.write_all(&out).await.unwrap();
+    let ended = |f: &[(u8, u8, u32, Vec<u8>)], s: u32| {
+        f.iter()
+            .any(|(_, fl, id, _)| *id == s && fl & END_STREAM != 0)
+    };
+    let got = read_frames(&mut c, |f| [1, 3, 5].iter().all(|&s| ended(f, s))).await;
+    let status = |s: u32| {
+        got.iter()
+            .find(|(t, _, id, _)| *t == HEADERS && *id == s)
+            .map(|(.., p)| p[0])
+            .unwrap_or_else(|| panic!("no response on stream {s}: {got:?}"))
+    };
+    // :status 400 and 200 are entries 12 and 8 of the static table.
+    assert_eq!((status(1), status(3), status(5)), (0x8c, 0x8c, 0x88));
+    assert!(!got.iter().any(|(t, ..)| *t == RST_STREAM || *t == GOAWAY));
+    assert_eq!(be.hits(), 1);
+    let csv = show_stat(&s.stats_socket()).await;
+    assert_eq!(csv.num("fe", "FRONTEND", "ereq"), 2);
+    assert_eq!(csv.num("fe", "FRONTEND", "hrsp_4xx"), 2);
+}
