@@ -1050,3 +1050,115 @@ backend be
     assert_eq!(csv.num("fe", "FRONTEND", "ereq"), 2);
     assert_eq!(csv.num("fe", "FRONTEND", "hrsp_4xx"), 2);
 }
+
+/// An HTTP/2 server for upgrades: with `connect` it announces
+/// SETTINGS_ENABLE_CONNECT_PROTOCOL and takes an extended CONNECT
+/// (`:protocol`) with a 200, then echoes the tunnel's bytes upper-cased;
+/// it records each request's method, `:protocol` and headers.
+async fn ws_h2_server(connect: bool) -> (SocketAddr, SeenList) {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let seen = SeenList::default();
+    let seen2 = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = l.accept().await {
+            let seen = seen2.clone();
+            tokio::spawn(async move {
+                let mut b = h2::server::Builder::new();
+                if connect {
+                    b.enable_connect_protocol();
+                }
+                let Ok(mut conn) = b.handshake::<_, Bytes>(tcp).await else {
+                    return;
+                };
+                while let Some(Ok((req, mut respond))) = conn.accept().await {
+                    let seen = seen.clone();
+                    tokio::spawn(async move {
+                        let (parts, mut body) = req.into_parts();
+                        let proto = parts
+                            .extensions
+                            .get::<h2::ext::Protocol>()
+                            .map(|p| p.as_str().to_string())
+                            .unwrap_or_default();
+                        seen.lock().unwrap().push(Seen {
+                            method: format!("{} {proto}", parts.method),
+                            uri: parts.uri.to_string(),
+                            headers: parts.headers,
+                            body: Vec::new(),
+                        });
+                        let resp = http::Response::builder().status(200).body(()).unwrap();
+                        let Ok(mut s) = respond.send_response(resp, false) else {
+                            return;
+                        };
+                        while let Some(Ok(d)) = body.data().await {
+                            let _ = body.flow_control().release_capacity(d.len());
+                            let _ = s.send_data(Bytes::from(d.to_ascii_uppercase()), false);
+                        }
+                        let _ = s.send_data(Bytes::new(), true);
+                    });
+                }
+            });
+        }
+    });
+    (addr, seen)
+}
+
+/// An HTTP/1 WebSocket upgrade to a `proto h2` server goes out as an
+/// extended CONNECT (RFC 8441, `:protocol websocket`) and its 200 comes
+/// back as the 101 haproxy 2.6.12 makes of it (`connection: upgrade`,
+/// `upgrade: websocket`, and the accept key of the client's key, which
+/// the HTTP/2 server has no use for); the tunnel then carries bytes both
+/// ways. A server that does not announce extended CONNECT gets nothing:
+/// the client gets a 502, as from haproxy.
+#[tokio::test]
+async fn an_upgrade_to_an_h2_server_is_an_extended_connect() {
+    let (with, seen) = ws_h2_server(true).await;
+    let (without, seen_without) = ws_h2_server(false).await;
+    let ports = free_ports(2);
+    let _s = Sluice::start(&format!(
+        "{H2_FRONTEND}frontend fe
+    bind 127.0.0.1:{p0}
+    default_backend be
+frontend fe2
+    bind 127.0.0.1:{p1}
+    default_backend be2
+backend be
+    server s1 {with} proto h2
+backend be2
+    server s1 {without} proto h2
+",
+        p0 = ports[0],
+        p1 = ports[1],
+    ));
+    let upgrade = b"GET /chat HTTP/1.1\r\nHost: ws.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+    let mut c = TcpStream::connect(addr(ports[0])).await.unwrap();
+    c.write_all(upgrade).await.unwrap();
+    let head = ws::read_until(&mut c, b"\r\n\r\n").await;
+    assert_eq!(
+        String::from_utf8_lossy(&head),
+        "HTTP/1.1 101 \r\nsec-websocket-accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\nconnection: upgrade\r\nupgrade: websocket\r\n\r\n"
+    );
+    for msg in ["hello", "again"] {
+        c.write_all(msg.as_bytes()).await.unwrap();
+        let back = ws::read_until(&mut c, msg.to_ascii_uppercase().as_bytes()).await;
+        assert!(back.ends_with(msg.to_ascii_uppercase().as_bytes()));
+    }
+    {
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0].method, "CONNECT websocket");
+        assert_eq!(seen[0].uri, "http://ws.test/chat");
+        assert!(seen[0].headers.get("upgrade").is_none());
+        assert_eq!(seen[0].headers["sec-websocket-version"], "13");
+    }
+
+    let mut c = TcpStream::connect(addr(ports[1])).await.unwrap();
+    c.write_all(upgrade).await.unwrap();
+    let head = ws::read_until(&mut c, b"\r\n\r\n").await;
+    assert!(
+        head.starts_with(b"HTTP/1.1 502 "),
+        "{}",
+        String::from_utf8_lossy(&head)
+    );
+    assert!(seen_without.lock().unwrap().is_empty());
+}
