@@ -251,8 +251,10 @@ pub(crate) async fn forward(
     let bc = &be.state.counters;
     bc.count_request();
     let started = Instant::now();
+    // `balance source` hashes the client the frontend knows (the PROXY
+    // header's under `accept-proxy`), not the socket's peer: HAProxy does.
     let src = match be.balance {
-        crate::config::model::Balance::Source => client.stream.peer_addr().ok().map(|a| a.ip()),
+        crate::config::model::Balance::Source => Some(ctx.src),
         _ => None,
     };
     let key = balance::LbKey {
@@ -812,6 +814,16 @@ async fn relay_response(
     // an unsolicited one would let the client's next bytes bypass parsing.
     if status == 101 && !req.requests_upgrade() {
         let spot = ErrorSpot::at(9, error_spot::state::RPCODE);
+        capture_response(fe, be, server, client, &[&resp.raw, &upstream.buf], spot);
+        return bad_response(fe, be, rows, client, rec, keep_client).await;
+    }
+    // A switch to WebSocket without the server's `Sec-WebSocket-Accept`
+    // is not one the client can accept: a 502, as HAProxy answers.
+    if status == 101
+        && resp.upgrades_to_websocket()
+        && resp.values("sec-websocket-accept").next().is_none()
+    {
+        let spot = ErrorSpot::at(resp.raw.len().saturating_sub(1), error_spot::state::LAST_LF);
         capture_response(fe, be, server, client, &[&resp.raw, &upstream.buf], spot);
         return bad_response(fe, be, rows, client, rec, keep_client).await;
     }

@@ -618,9 +618,13 @@ async fn route(
     let keep_local = keep && body == BodyKind::None;
 
     // `monitor-uri`: the exact URI is answered here, before any rule, and
-    // not logged (HAProxy); `monitor fail` turns the answer into a 503.
+    // not logged (HAProxy); `monitor fail` turns the answer into a 503. A
+    // path (`/health`) also matches the path of an absolute-form target
+    // (`http://host/health`), as in HAProxy 2.6.
     if let Some((uri, fail)) = &fe.monitor
-        && head.target() == uri.as_bytes()
+        && (head.target() == uri.as_bytes()
+            || (uri.starts_with('/')
+                && crate::upstream::balance::path_of(head.target()) == uri.as_bytes()))
     {
         rec.logged = true;
         let failing = fail.as_ref().is_some_and(|c| fe.acls.eval(c, &view));

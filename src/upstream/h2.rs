@@ -61,14 +61,22 @@ async fn handshake(io: Stream, timeout: Option<Duration>) -> std::io::Result<Sen
     let handshake = h2::client::Builder::new()
         .max_send_buffer_size(64 * 1024)
         .handshake::<_, Bytes>(io);
-    let (send, conn) = match crate::wire::io::with_timeout(timeout, handshake).await {
+    let (send, mut conn) = match crate::wire::io::with_timeout(timeout, handshake).await {
         Some(Ok(pair)) => pair,
         Some(Err(e)) => return Err(std::io::Error::other(e)),
         None => return Err(std::io::ErrorKind::TimedOut.into()),
     };
+    let ping = conn.ping_pong();
     tokio::spawn(async move {
         let _ = conn.await;
     });
+    // The server's SETTINGS come before its answer to a PING: once the
+    // PONG is in, the first request knows what the server allows (the
+    // extended CONNECT an upgrade needs). A server that does not answer
+    // still gets its requests (their own timeouts apply).
+    if let Some(mut ping) = ping {
+        let _ = crate::wire::io::with_timeout(timeout, ping.ping(h2::Ping::opaque())).await;
+    }
     Ok(send)
 }
 
@@ -139,10 +147,29 @@ async fn exchange(
     let Ok(head) = Head::parse_request(raw) else {
         return;
     };
-    let body = head.request_body().unwrap_or(BodyKind::None);
-    let Some(req) = h2_convert::h2_request(&head, server, https) else {
+    let mut body = head.request_body().unwrap_or(BodyKind::None);
+    let Some(mut req) = h2_convert::h2_request(&head, server, https) else {
         return;
     };
+    // An HTTP/1 upgrade (WebSocket) becomes an extended CONNECT (RFC
+    // 8441) with the first protocol `Upgrade` names, as HAProxy 2.6 sends
+    // it; a server that did not announce SETTINGS_ENABLE_CONNECT_PROTOCOL
+    // cannot take it and the client gets a 502, as from HAProxy.
+    let upgrade = upgrade_protocol(&head);
+    let ws_key = head
+        .values("sec-websocket-key")
+        .next()
+        .map(|k| crate::wire::h1::trim(k).to_vec());
+    if let Some(proto) = &upgrade {
+        if !send.is_extended_connect_protocol_enabled() {
+            return;
+        }
+        *req.method_mut() = http::Method::CONNECT;
+        req.extensions_mut()
+            .insert(h2::ext::Protocol::from(proto.as_str()));
+        // The tunnel's bytes follow until the client closes.
+        body = BodyKind::UntilClose;
+    }
     let head_only = head.method() == b"HEAD";
     drop(head);
     let Ok((resp, mut out)) = send.send_request(req, body == BodyKind::None) else {
@@ -164,6 +191,18 @@ async fn exchange(
             return;
         };
         let (parts, recv) = resp.into_parts();
+        // A 2xx to the extended CONNECT is the 101 of the upgrade (any
+        // other answer is relayed as it is, as HAProxy relays it).
+        if let Some(proto) = &upgrade
+            && parts.status.is_success()
+        {
+            let head = switching_protocols(&parts, proto, ws_key.as_deref());
+            if resp_pipe.write_all(&head).await.is_err() {
+                return;
+            }
+            upload(recv, &mut resp_pipe, false, None, timeout).await;
+            return;
+        }
         let no_body = head_only || matches!(parts.status.as_u16(), 100..=199 | 204 | 304);
         let has_length = parts.headers.contains_key(http::header::CONTENT_LENGTH);
         let framing = if no_body || has_length {
@@ -187,6 +226,60 @@ async fn exchange(
         .await;
     };
     tokio::join!(send_body, receive);
+}
+
+/// The first protocol of an upgrade request's `Upgrade` (HAProxy keeps
+/// only that one, at most 15 bytes), if the request asks for a switch.
+fn upgrade_protocol(head: &Head) -> Option<String> {
+    if !head.requests_upgrade() {
+        return None;
+    }
+    let v = head.values("upgrade").next()?;
+    let first = v.split(|&b| b == b',').next().unwrap_or(b"");
+    let first = crate::wire::h1::trim(first);
+    let first = &first[..first.len().min(15)];
+    let p = std::str::from_utf8(first).ok()?;
+    (!p.is_empty()).then(|| p.to_string())
+}
+
+/// The HTTP/1.1 `101` an accepted extended CONNECT stands for: the
+/// server's fields, `connection: upgrade` and `upgrade: <protocol>`, and,
+/// for a WebSocket whose server sent no `Sec-WebSocket-Accept` (HTTP/2 has
+/// no use for it, RFC 8441 §5), the one the client's key calls for (RFC
+/// 6455 §4.2.2), as HAProxy computes it.
+fn switching_protocols(
+    parts: &http::response::Parts,
+    proto: &str,
+    ws_key: Option<&[u8]>,
+) -> BytesMut {
+    let mut out = BytesMut::with_capacity(256);
+    out.put_slice(b"HTTP/1.1 101 \r\n");
+    for (n, v) in &parts.headers {
+        out.put_slice(n.as_str().as_bytes());
+        out.put_slice(b": ");
+        out.put_slice(v.as_bytes());
+        out.put_slice(b"\r\n");
+    }
+    if let Some(key) = ws_key
+        && proto.eq_ignore_ascii_case("websocket")
+        && !parts.headers.contains_key("sec-websocket-accept")
+    {
+        out.put_slice(b"sec-websocket-accept: ");
+        out.put_slice(websocket_accept(key).as_bytes());
+        out.put_slice(b"\r\n");
+    }
+    out.put_slice(b"connection: upgrade\r\nupgrade: ");
+    out.put_slice(proto.as_bytes());
+    out.put_slice(b"\r\n\r\n");
+    out
+}
+
+/// RFC 6455 §4.2.2: base64(SHA-1(key + the protocol's GUID)).
+fn websocket_accept(key: &[u8]) -> String {
+    let mut ctx = ring::digest::Context::new(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY);
+    ctx.update(key);
+    ctx.update(b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11");
+    crate::observe::stats::page::base64(ctx.finish().as_ref())
 }
 
 /// How the HTTP/1.1 response delimits its body.

@@ -344,10 +344,7 @@ impl Head {
         }
         // A WebSocket upgrade without its key is refused, as HAProxy does.
         if self.requests_upgrade()
-            && self.values_of(Kind::Upgrade).any(|v| {
-                v.split(|&b| b == b',')
-                    .any(|t| trim(t).eq_ignore_ascii_case(b"websocket"))
-            })
+            && self.upgrades_to_websocket()
             && self.values("sec-websocket-key").next().is_none()
         {
             return Err(H1Error::BadTarget);
@@ -363,6 +360,14 @@ impl Head {
                 }
             }
         }
+    }
+
+    /// Whether `Upgrade` names `websocket` (a request's or a 101's).
+    pub(crate) fn upgrades_to_websocket(&self) -> bool {
+        self.values_of(Kind::Upgrade).any(|v| {
+            v.split(|&b| b == b',')
+                .any(|t| trim(t).eq_ignore_ascii_case(b"websocket"))
+        })
     }
 
     /// Whether this request asks for a protocol switch (`Upgrade` named
@@ -900,8 +905,9 @@ pub(crate) fn trim(v: &[u8]) -> &[u8] {
 }
 
 /// Incremental checker of a chunked body: it is fed the raw bytes as they
-/// arrive and says how many of them belong to the body, so the body can be
-/// relayed verbatim while its framing is verified.
+/// arrive and says how many of them belong to the body and where chunk
+/// data starts, so the body can be relayed re-chunked while its framing is
+/// verified.
 ///
 /// Strict RFC 9112 §7.1 grammar: hex size (leading zeros allowed, no sign,
 /// no `0x`, at most 64 bits), optional whitespace, extensions of visible
@@ -917,6 +923,9 @@ pub(crate) struct ChunkedDecoder {
     err_at: usize,
     /// Data bytes announced by the chunk sizes so far (for `show errors`).
     body_len: u64,
+    /// Offset, in the last input fed, where the trailer section starts
+    /// (just after the last chunk's size line), if it started there.
+    trailers_at: Option<usize>,
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -963,7 +972,36 @@ impl ChunkedDecoder {
     /// Stops at the end of the body (the rest belongs to the next message).
     pub(crate) fn feed(&mut self, input: &[u8]) -> Result<usize, H1Error> {
         let mut i = 0;
-        self.run(input, &mut i).inspect_err(|_| self.err_at = i)
+        self.trailers_at = None;
+        self.run(input, &mut i, false)
+            .inspect_err(|_| self.err_at = i)
+    }
+
+    /// Like [`feed`](Self::feed) from offset `from` of `input`, but stops
+    /// where chunk data starts ([`data_left`](Self::data_left) > 0), so
+    /// that a re-encoder can take the data and drop the framing it
+    /// consumed. Returns the offset reached; offsets (also the error's and
+    /// [`trailers_at`](Self::trailers_at)) are in `input`.
+    pub(crate) fn feed_framing(&mut self, input: &[u8], from: usize) -> Result<usize, H1Error> {
+        let mut i = from;
+        self.trailers_at = None;
+        self.run(input, &mut i, true)
+            .inspect_err(|_| self.err_at = i)
+    }
+
+    /// Where, in the input of the last feed, the trailer section (the
+    /// trailer fields and the final CRLF) began, if it began there.
+    pub(crate) fn trailers_at(&self) -> Option<usize> {
+        self.trailers_at
+    }
+
+    /// In the trailer section (after the last chunk's size line).
+    pub(crate) fn in_trailers(&self) -> bool {
+        use ChunkState::*;
+        matches!(
+            self.state,
+            TrailerStart | TrailerName | TrailerValue | TrailerLf | FinalLf
+        )
     }
 
     /// Where the last `feed` failed, as `show errors` reports it: the
@@ -988,9 +1026,12 @@ impl ChunkedDecoder {
         spot
     }
 
-    fn run(&mut self, input: &[u8], i: &mut usize) -> Result<usize, H1Error> {
+    fn run(&mut self, input: &[u8], i: &mut usize, stop_at_data: bool) -> Result<usize, H1Error> {
         use ChunkState::*;
         while *i < input.len() {
+            if stop_at_data && self.state == Data {
+                return Ok(*i);
+            }
             let b = input[*i];
             self.state = match self.state {
                 SizeStart => {
@@ -1019,6 +1060,7 @@ impl ChunkedDecoder {
                         return Err(H1Error::BadChunk);
                     }
                     if self.remaining == 0 {
+                        self.trailers_at = Some(*i + 1);
                         TrailerStart
                     } else {
                         self.body_len = self.body_len.saturating_add(self.remaining);

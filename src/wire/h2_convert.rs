@@ -45,6 +45,13 @@ fn target_ok(t: &[u8]) -> bool {
     !t.is_empty() && t.iter().all(|&b| b > 0x20 && b != 0x7f)
 }
 
+/// RFC 3986 §3.1: a letter, then letters, digits, `+`, `-` or `.`.
+fn scheme_ok(s: &[u8]) -> bool {
+    s.first().is_some_and(|b| b.is_ascii_alphabetic())
+        && s.iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+}
+
 /// The HTTP/1.1 request of an HTTP/2 stream: `:method :path HTTP/1.1`,
 /// `host` from `:authority` (which wins over a `host` field, HAProxy
 /// 2.6 drops the latter), the fields in their order, the cookie crumbs
@@ -67,6 +74,17 @@ pub(crate) fn request(
     if !target_ok(target.as_bytes()) || authority.is_some_and(|a| !target_ok(a.as_bytes())) {
         return Err(Malformed::BadTarget);
     }
+    // A `:scheme` that is no URI scheme gets a 400 from HAProxy 2.6 (not a
+    // reset). The h2 crate resets the stream itself for bytes no scheme
+    // may hold, but lets an empty scheme or one starting with a digit
+    // through. Such a request goes on in absolute form, which the HTTP/1
+    // parser refuses as any bad target: a 400, counted in `ereq`, logged
+    // and captured for `show errors`, as HAProxy counts it.
+    let bad_scheme = match (uri.scheme_str(), authority) {
+        (Some(s), Some(a)) if !scheme_ok(s.as_bytes()) => Some(format!("{s}://{a}{target}")),
+        _ => None,
+    };
+    let target = bad_scheme.as_deref().unwrap_or(target);
     let mut head = BytesMut::with_capacity(256);
     head.put_slice(method.as_bytes());
     head.put_u8(b' ');

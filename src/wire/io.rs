@@ -247,6 +247,51 @@ async fn write_all_flushed(
     }
 }
 
+/// Writes `parts` in order with vectored writes until all are out.
+async fn write_parts(
+    dst: &mut Stream,
+    parts: &[&[u8]],
+    timeout: Option<Duration>,
+) -> Result<(), RelayError> {
+    let dst = match dst {
+        Stream::Tcp(s) => s,
+        Stream::Tls(_) | Stream::Pipe(_) => return write_all_flushed(dst, parts, timeout).await,
+    };
+    let mut parts: Vec<&[u8]> = parts.iter().copied().filter(|p| !p.is_empty()).collect();
+    // Drops the `n` bytes written from the front of `parts`.
+    fn advance(parts: &mut Vec<&[u8]>, mut n: usize) {
+        let mut done = 0;
+        for p in parts.iter_mut() {
+            if n < p.len() {
+                *p = &p[n..];
+                break;
+            }
+            n -= p.len();
+            done += 1;
+        }
+        parts.drain(..done);
+    }
+    fn slices<'a>(parts: &[&'a [u8]]) -> Vec<std::io::IoSlice<'a>> {
+        parts.iter().map(|p| std::io::IoSlice::new(p)).collect()
+    }
+    // As in `write_all`: first without a timer.
+    match dst.try_write_vectored(&slices(&parts)) {
+        Ok(n) => advance(&mut parts, n),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+        Err(e) => return Err(RelayError::Write(e)),
+    }
+    while !parts.is_empty() {
+        let n = match with_timeout(timeout, dst.write_vectored(&slices(&parts))).await {
+            None => return Err(RelayError::WriteTimeout),
+            Some(Err(e)) => return Err(RelayError::Write(e)),
+            Some(Ok(0)) => return Err(RelayError::Write(io::ErrorKind::WriteZero.into())),
+            Some(Ok(n)) => n,
+        };
+        advance(&mut parts, n);
+    }
+    Ok(())
+}
+
 /// Writes `a` then `b` with vectored writes until both are out.
 async fn write_two(
     dst: &mut Stream,
@@ -352,17 +397,64 @@ pub(crate) async fn relay_message(
             }
         }
         BodyKind::Chunked => {
+            // Re-chunked as HAProxy does: the peer never sees the sender's
+            // chunk-size text (leading zeros, sizes a 32-bit parser would
+            // truncate) nor its extensions, only sizes of sluice's own:
+            // what one read brought is one chunk. Trailers pass as they are.
             let mut dec = ChunkedDecoder::default();
+            // The last chunk and trailers, sent once the body is complete.
+            let mut tail = BytesMut::new();
+            // The data of several chunks in one read, joined.
+            let mut joined = BytesMut::new();
             while !dec.is_done() {
                 if src.buf.is_empty() && out.fill_src(src, read_timeout).await? == 0 {
                     return Err(RelayError::Truncated);
                 }
-                let n = dec
-                    .feed(&src.buf)
-                    .map_err(|e| RelayError::Framing(e, dec.error_spot()))?;
-                let chunk = src.buf.split_to(n);
-                out.send(&chunk).await?;
-                total += n as u64;
+                let mut data: Option<std::ops::Range<usize>> = None;
+                let mut pos = 0;
+                while pos < src.buf.len() && !dec.is_done() {
+                    let left = dec.data_left();
+                    if left > 0 {
+                        let take = ((src.buf.len() - pos) as u64).min(left) as usize;
+                        let r = pos..pos + take;
+                        // Inside a chunk's data: cannot fail.
+                        dec.feed(&src.buf[r.clone()])
+                            .map_err(|e| RelayError::Framing(e, dec.error_spot()))?;
+                        match data.take() {
+                            None => data = Some(r),
+                            Some(first) => {
+                                if joined.is_empty() {
+                                    joined.extend_from_slice(&src.buf[first]);
+                                }
+                                joined.extend_from_slice(&src.buf[r]);
+                                data = Some(0..0);
+                            }
+                        }
+                        pos += take;
+                        continue;
+                    }
+                    let was_in_trailers = dec.in_trailers();
+                    let end = dec
+                        .feed_framing(&src.buf, pos)
+                        .map_err(|e| RelayError::Framing(e, dec.error_spot()))?;
+                    if let Some(at) = dec.trailers_at() {
+                        tail.extend_from_slice(b"0\r\n");
+                        tail.extend_from_slice(&src.buf[at..end]);
+                    } else if was_in_trailers {
+                        tail.extend_from_slice(&src.buf[pos..end]);
+                    }
+                    pos = end;
+                }
+                let body: &[u8] = match data {
+                    None => b"",
+                    Some(r) if joined.is_empty() => &src.buf[r],
+                    Some(_) => &joined,
+                };
+                let end: &[u8] = if dec.is_done() { &tail } else { b"" };
+                out.send_chunk(body, end).await?;
+                joined.clear();
+                let _ = src.buf.split_to(pos);
+                total += pos as u64;
             }
         }
         BodyKind::UntilClose => loop {
@@ -397,6 +489,32 @@ impl Outgoing<'_> {
         // Head and first body bytes in one system call, without copying
         // the body behind the head.
         let r = write_two(self.dst, self.head, chunk, self.write_timeout).await;
+        self.head.clear();
+        r
+    }
+
+    /// A piece of a re-chunked body: `data` as one chunk (none when
+    /// empty), then `end` (the last chunk and trailers, or nothing), in as
+    /// few system calls as the socket allows (behind the head if it is
+    /// still held: the size line is copied after it).
+    async fn send_chunk(&mut self, data: &[u8], end: &[u8]) -> Result<(), RelayError> {
+        // HAProxy's own chunk sizes: upper-case hex, no leading zeros.
+        let size = if data.is_empty() {
+            String::new()
+        } else {
+            format!("{:X}\r\n", data.len())
+        };
+        let crlf: &[u8] = if data.is_empty() { b"" } else { b"\r\n" };
+        if self.head.is_empty() {
+            return write_parts(
+                self.dst,
+                &[size.as_bytes(), data, crlf, end],
+                self.write_timeout,
+            )
+            .await;
+        }
+        self.head.extend_from_slice(size.as_bytes());
+        let r = write_parts(self.dst, &[self.head, data, crlf, end], self.write_timeout).await;
         self.head.clear();
         r
     }

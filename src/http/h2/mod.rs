@@ -54,6 +54,14 @@ const MAX_LOCAL_ERROR_RESET_STREAMS: usize = 100;
 const MAX_CONCURRENT_RESET_STREAMS: usize = 10;
 const RESET_STREAM_DURATION: Duration = Duration::from_secs(10);
 
+/// The connection-level receive window: 2^31-1, as HAProxy 2.6 opens it
+/// (a first WINDOW_UPDATE of 0x7fff0000 on stream 0). Each stream's own
+/// window still bounds what a stream may send ahead of the server; a
+/// connection window of only 64 KiB, returned by halves, left a client
+/// sending many small bodies waiting for WINDOW_UPDATEs HAProxy never
+/// makes it wait for.
+const CONNECTION_WINDOW: u32 = (1 << 31) - 1;
+
 /// Response bytes buffered per stream ahead of the client's window.
 const MAX_SEND_BUFFER: usize = 64 * 1024;
 
@@ -66,8 +74,9 @@ const CLOSE_GRACE: Duration = Duration::from_secs(1);
 pub(crate) struct Limits {
     /// SETTINGS_MAX_CONCURRENT_STREAMS (`tune.h2.max-concurrent-streams`).
     pub(crate) max_concurrent_streams: u32,
-    /// SETTINGS_INITIAL_WINDOW_SIZE (`tune.h2.initial-window-size`), also
-    /// the connection's receive window.
+    /// SETTINGS_INITIAL_WINDOW_SIZE (`tune.h2.initial-window-size`): each
+    /// stream's receive window. (The connection's is the largest there
+    /// is, see [`CONNECTION_WINDOW`].)
     pub(crate) initial_window_size: u32,
     /// SETTINGS_HEADER_TABLE_SIZE (`tune.h2.header-table-size`).
     pub(crate) header_table_size: u32,
@@ -102,7 +111,7 @@ impl Limits {
         let mut b = h2::server::Builder::new();
         b.max_concurrent_streams(self.max_concurrent_streams)
             .initial_window_size(self.initial_window_size)
-            .initial_connection_window_size(self.initial_window_size.max(65535))
+            .initial_connection_window_size(CONNECTION_WINDOW)
             .header_table_size(self.header_table_size)
             .max_frame_size(self.max_frame_size)
             .max_header_list_size(self.max_header_list_size)

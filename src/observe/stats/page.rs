@@ -30,11 +30,19 @@ pub(crate) fn respond(
         ..CsvOptions::default()
     };
     let snap = rt.snapshot();
+    let scope = scope(suffix);
+    let mut rows = csv::rows(rt, &snap, csv_opts);
+    if let Some(sc) = scope {
+        rows.retain(|r| in_scope(r.get("pxname"), sc));
+    }
     if opts.contains(&"csv") {
         // Same text as the CLI, without the CLI's terminating empty line.
-        return (200, "text/plain", csv::render_csv(rt, &snap, csv_opts));
+        let mut out = String::from(csv::HEADER);
+        for r in &rows {
+            out.push_str(&r.to_csv());
+        }
+        return (200, "text/plain", out);
     }
-    let rows = csv::rows(rt, &snap, csv_opts);
     if opts.contains(&"json") {
         return (200, "application/json", csv::render_json(&rows));
     }
@@ -43,18 +51,54 @@ pub(crate) fn respond(
         admin,
         st: StCode::from_suffix(suffix),
         uri_opts: uri_options(page, suffix),
+        scope,
     };
     (200, "text/html", html(rt, &snap, &rows, &view))
+}
+
+/// HAProxy's longest `scope=` text (`STAT_SCOPE_TXT_MAXLEN`).
+const SCOPE_MAX: usize = 20;
+
+/// The `scope=<text>` of the page's URI (`;scope=be`, or `?scope=be` as
+/// the page's scope box submits it), as HAProxy 2.6 reads it: the first
+/// `scope=` after the prefix with at least two bytes after it, the text up
+/// to `;`, `&` or a space, cut at 20 bytes; none when the text holds a
+/// byte outside letters, digits, `.`, `:`, `_` and `-`.
+fn scope(suffix: &str) -> Option<&str> {
+    let b = suffix.as_bytes();
+    let at = (0..(b.len() + 1).saturating_sub(8)).find(|&i| b[i..].starts_with(b"scope="))?;
+    let text = &suffix[at + 6..];
+    let end = text.find([';', '&', ' ']).unwrap_or(text.len());
+    let mut text = &text[..end];
+    if text.len() > SCOPE_MAX {
+        // ASCII checked below: a cut inside a multi-byte char is refused.
+        text = text.get(..SCOPE_MAX)?;
+    }
+    let valid = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | ':' | '_' | '-');
+    (!text.is_empty() && text.chars().all(valid)).then_some(text)
+}
+
+/// A proxy is shown when its name contains the scope, in any case.
+fn in_scope(pxname: &str, scope: &str) -> bool {
+    pxname
+        .to_ascii_lowercase()
+        .contains(&scope.to_ascii_lowercase())
+}
+
+/// `?scope=<text>` as HAProxy appends it to its links and redirects.
+fn scope_query(scope: Option<&str>) -> String {
+    scope.map(|s| format!("?scope={s}")).unwrap_or_default()
 }
 
 /// Where a POST sends the browser (HAProxy's 303): the page with the
 /// result in `;st=`, keeping `;up` and `;norefresh`.
 pub(crate) fn redirect_location(page: &StatsPage, suffix: &str, code: StCode) -> String {
     format!(
-        "{}{}{}",
+        "{}{}{}{}",
         page.uri,
         format_args!(";st={}", code.as_str()),
-        uri_options(page, suffix)
+        uri_options(page, suffix),
+        scope_query(scope(suffix))
     )
 }
 
@@ -79,6 +123,8 @@ struct HtmlView<'a> {
     /// The `;st=` of a redirect after a POST.
     st: Option<StCode>,
     uri_opts: &'static str,
+    /// The `scope=` filter, kept in the links.
+    scope: Option<&'a str>,
 }
 
 /// Whether the request's `Authorization` header value carries one of the
@@ -112,7 +158,7 @@ pub(crate) fn challenge(page: &StatsPage) -> String {
 pub(crate) const UNAUTHORIZED_BODY: &str = "<html><body><h1>401 Unauthorized</h1>\nYou need a valid user and password to access this content.\n</body></html>\n";
 
 /// Standard base64 with padding.
-fn base64(data: &[u8]) -> String {
+pub(crate) fn base64(data: &[u8]) -> String {
     const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
     for chunk in data.chunks(3) {
@@ -242,13 +288,20 @@ fn html(rt: &Runtime, snap: &crate::snapshot::Snapshot, rows: &[Row], view: &Htm
             .unwrap_or(crate::snapshot::DEFAULT_MAXCONN),
         req = p.cum_req.load(std::sync::atomic::Ordering::Relaxed),
     );
+    // HAProxy's scope box: its form GETs `?scope=<text>`.
+    let _ = writeln!(
+        out,
+        "<form method=\"GET\">Scope : <input value=\"{}\" name=\"scope\" size=\"8\" maxlength=\"{SCOPE_MAX}\" tabindex=\"1\"/></form>",
+        view.scope.unwrap_or("")
+    );
     if let Some(st) = view.st {
         let (class, msg) = st.message();
         let _ = writeln!(
             out,
-            "<div class=\"msg {class}\"><a href=\"{uri}{opts}\" title=\"Remove this message\">[X]</a> {msg}</div>",
+            "<div class=\"msg {class}\"><a href=\"{uri}{opts}{scope}\" title=\"Remove this message\">[X]</a> {msg}</div>",
             uri = esc(&page.uri),
             opts = view.uri_opts,
+            scope = scope_query(view.scope),
         );
     }
     // The backend whose table is open, when it has an admin form.
@@ -427,24 +480,56 @@ mod tests {
         assert!(html.contains(&format!(
             "<input type=\"hidden\" name=\"b\" value=\"#{iid}\">"
         )));
-        // One form: the frontend and the server-less `stats` have none.
+        // One form: the frontend and the server-less `stats` have none
+        // (the other one is the scope box).
         assert_eq!(html.matches("<form method=\"post\">").count(), 1);
-        assert_eq!(html.matches("</form>").count(), 1);
+        assert_eq!(html.matches("<form method=\"GET\">").count(), 1);
+        assert_eq!(html.matches("</form>").count(), 2);
         let page = StatsPage {
             refresh: Some(5),
             ..StatsPage::enabled()
         };
         let (_, _, html) = respond(";up;norefresh;st=DENY", &rt, &page, false);
         assert!(html.contains("<div class=\"msg err\"><a href=\"/haproxy?stats;up;norefresh\" title=\"Remove this message\">[X]</a> <b>Action denied.</b></div>"));
-        assert!(!html.contains("<form"));
+        assert!(!html.contains("<form method=\"post\""));
         assert_eq!(
             redirect_location(&page, ";up;norefresh", StCode::Part),
             "/haproxy?stats;st=PART;up;norefresh"
+        );
+        // The scope is kept as HAProxy keeps it, last.
+        assert_eq!(
+            redirect_location(&page, ";up;scope=web", StCode::Done),
+            "/haproxy?stats;st=DONE;up?scope=web"
+        );
+        let (_, _, html) = respond(";st=DONE;scope=web", &rt, &page, false);
+        assert!(
+            html.contains("<a href=\"/haproxy?stats?scope=web\" title=\"Remove this message\">"),
+            "{html}"
         );
         assert_eq!(
             redirect_location(&StatsPage::enabled(), ";norefresh;st=DONE", StCode::Excd),
             "/haproxy?stats;st=EXCD"
         );
+    }
+
+    #[test]
+    fn scope_is_read_as_haproxy_reads_it() {
+        assert_eq!(scope(";scope=web"), Some("web"));
+        assert_eq!(scope("?scope=web;csv"), Some("web"));
+        assert_eq!(scope(";csv;scope=a.b:c_d-e&x=1"), Some("a.b:c_d-e"));
+        // Cut at 20 bytes.
+        assert_eq!(
+            scope(";scope=abcdefghijklmnopqrstuvwxyz"),
+            Some("abcdefghijklmnopqrst")
+        );
+        // HAProxy's loop stops 8 bytes before the end: one byte of text
+        // at the end is not seen.
+        assert_eq!(scope(";scope=w"), None);
+        assert_eq!(scope(";scope=w;"), Some("w"));
+        for bad in [";scope=we*", ";scope=a%20b", ";scope=", ";csv"] {
+            assert_eq!(scope(bad), None, "{bad}");
+        }
+        assert!(in_scope("Web_BE", "web") && !in_scope("stats", "web"));
     }
 
     #[test]

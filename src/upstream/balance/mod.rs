@@ -496,9 +496,10 @@ fn ring_avoiding(be: &BackendRt, key: &LbKey<'_>, avoid: &ServerState) -> Option
         .find_map(|i| take(be, i))
 }
 
-/// The path of a request target (`path-only`): the absolute form loses its
-/// scheme and authority, the query is kept.
-fn path_of(uri: &[u8]) -> &[u8] {
+/// The path of a request target (`path-only`, `monitor-uri`): the absolute
+/// form loses its scheme and authority, the query is kept (HAProxy's
+/// `http_parse_path`).
+pub(crate) fn path_of(uri: &[u8]) -> &[u8] {
     if uri.first() == Some(&b'/') || uri == b"*" {
         return uri;
     }
