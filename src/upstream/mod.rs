@@ -8,3 +8,82 @@ pub(crate) mod check;
 pub(crate) mod h2;
 pub(crate) mod pool;
 pub(crate) mod retry;
+
+use crate::observe::outcome::{Cause, Phase, Term};
+use crate::upstream::balance::PickError;
+
+/// Why the upstream side could not give an exchange a server connection:
+/// the one error of the upstream boundary, for HTTP and TCP alike. It
+/// carries its source (the socket's or the TLS layer's `io::Error`, or the
+/// reason no server was picked) and tells whether a retry may follow and
+/// which termination state the exchange logs.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ConnectError {
+    /// One TCP connection attempt (a timeout is `ErrorKind::TimedOut`).
+    #[error("{0}")]
+    Tcp(#[source] std::io::Error),
+    /// One TLS handshake with the server.
+    #[error("SSL handshake failure ({0})")]
+    Tls(#[source] std::io::Error),
+    #[error("SSL handshake timeout")]
+    TlsTimeout,
+    /// No server for the exchange, at first or on a redispatch.
+    #[error("{0}")]
+    Pick(#[from] PickError),
+    /// Every attempt `retries` allows failed; the last one's error.
+    #[error("no attempt left ({last})")]
+    Exhausted {
+        #[source]
+        last: Box<ConnectError>,
+    },
+}
+
+impl From<std::io::Error> for ConnectError {
+    fn from(e: std::io::Error) -> Self {
+        ConnectError::Tcp(e)
+    }
+}
+
+impl ConnectError {
+    /// One attempt failed and the retry policy may try again; a pick that
+    /// found no server, or attempts exhausted, end the exchange.
+    pub(crate) fn retryable(&self) -> bool {
+        matches!(
+            self,
+            ConnectError::Tcp(_) | ConnectError::Tls(_) | ConnectError::TlsTimeout
+        )
+    }
+
+    /// The attempt stroke `timeout connect` (HAProxy's `sC`, else `SC`).
+    pub(crate) fn timed_out(&self) -> bool {
+        match self {
+            ConnectError::Tcp(e) => e.kind() == std::io::ErrorKind::TimedOut,
+            ConnectError::TlsTimeout => true,
+            ConnectError::Tls(_) => false,
+            ConnectError::Pick(_) => false,
+            ConnectError::Exhausted { last } => last.timed_out(),
+        }
+    }
+
+    /// The termination state of an exchange that ends on this error.
+    pub(crate) fn term(&self) -> Term {
+        match self {
+            ConnectError::Pick(p) => p.term(),
+            e if e.timed_out() => Term::new(Cause::ServerTimeout, Phase::Connect),
+            _ => Term::new(Cause::Server, Phase::Connect),
+        }
+    }
+}
+
+impl PickError {
+    /// The termination state of an exchange that got no server: `SC` (none
+    /// usable), `sQ` (queued until `timeout queue`), `SQ` (the server's
+    /// queue at its `maxqueue`), in HTTP and TCP mode alike, as HAProxy.
+    pub(crate) fn term(self) -> Term {
+        match self {
+            PickError::NoServer => Term::new(Cause::Server, Phase::Connect),
+            PickError::QueueTimeout { .. } => Term::new(Cause::ServerTimeout, Phase::Queue),
+            PickError::QueueFull => Term::new(Cause::Server, Phase::Queue),
+        }
+    }
+}

@@ -33,14 +33,17 @@ use crate::state::{ServerState, SlotGuard};
 use crate::wire::h1::Head;
 
 /// Why a request got no server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum PickError {
     /// No server is usable (all DOWN, in maintenance or weight 0).
+    #[error("no server available")]
     NoServer,
     /// All usable servers stayed full until `timeout queue`; `be_queue` /
     /// `srv_queue`: the request's `%bq` / `%sq`.
+    #[error("timeout in queue")]
     QueueTimeout { be_queue: u32, srv_queue: u32 },
     /// The chosen server's queue is at its `maxqueue`.
+    #[error("server queue full")]
     QueueFull,
 }
 
