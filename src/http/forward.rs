@@ -204,28 +204,10 @@ async fn no_server(
     started: Instant,
     rec: &mut LogRecord,
 ) -> Outcome {
-    if e == PickError::NoServer {
-        rec.tally.econ |= Rows::BE;
-    }
-    if let PickError::QueueTimeout {
-        be_queue,
-        srv_queue,
-    } = e
-    {
-        rec.be_queue = be_queue;
-        rec.srv_queue = srv_queue;
-    }
-    if e != PickError::NoServer {
+    e.record(be, rec);
+    if matches!(e, PickError::QueueTimeout { .. }) {
         rec.t_queue = ms(started.elapsed()) as i64;
-        rec.end(
-            PickError::QueueTimeout {
-                be_queue: 0,
-                srv_queue: 0,
-            }
-            .term(),
-        );
     }
-    rec.end(e.term());
     rec.tally.status(503, Rows::BE);
     send_error_be(client, 503, fe, Some(be), keep).await
 }
@@ -289,7 +271,7 @@ pub(crate) async fn forward(
         Some(i) => match balance::acquire_server(be, i).await {
             // The server's queue is full: with `option redispatch` the
             // request is balanced instead (persistence is lost), as HAProxy.
-            Err(PickError::QueueFull) if be.redispatch.is_some() => {
+            Err(PickError::QueueFull { .. }) if be.redispatch.is_some() => {
                 cookie_ctx.persisted = None;
                 balance::acquire(be, &key).await
             }

@@ -121,18 +121,7 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: SocketAddr) 
     let slot = match balance::acquire(&be, &key).await {
         Ok(slot) => slot,
         Err(e) => {
-            if e == PickError::NoServer {
-                rec.tally.econ = Rows::BE;
-            }
-            if let PickError::QueueTimeout {
-                be_queue,
-                srv_queue,
-            } = e
-            {
-                rec.be_queue = be_queue;
-                rec.srv_queue = srv_queue;
-            }
-            rec.end(e.term());
+            e.record(&be, &mut rec);
             outcome::finish(fe, process, &mut rec, None, None);
             return;
         }

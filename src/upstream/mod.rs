@@ -9,7 +9,9 @@ pub(crate) mod h2;
 pub(crate) mod pool;
 pub(crate) mod retry;
 
-use crate::observe::outcome::{Cause, Phase, Term};
+use crate::observe::log::LogRecord;
+use crate::observe::outcome::{Cause, Phase, Rows, Term};
+use crate::snapshot::BackendRt;
 use crate::upstream::balance::PickError;
 
 /// Why the upstream side could not give an exchange a server connection:
@@ -83,7 +85,32 @@ impl PickError {
         match self {
             PickError::NoServer => Term::new(Cause::Server, Phase::Connect),
             PickError::QueueTimeout { .. } => Term::new(Cause::ServerTimeout, Phase::Queue),
-            PickError::QueueFull => Term::new(Cause::Server, Phase::Queue),
+            PickError::QueueFull { .. } => Term::new(Cause::Server, Phase::Queue),
         }
+    }
+
+    /// Records on an exchange's outcome that it got no server from `be`,
+    /// the same for HTTP and TCP: the termination state, the queue
+    /// positions of a queue timeout, and `econ` (HAProxy's `failed_conns`)
+    /// on the backend, and on the server whose queue was full, which the
+    /// log names (`be/srv ... SQ`, as HAProxy 2.6).
+    pub(crate) fn record(self, be: &BackendRt, rec: &mut LogRecord) {
+        match self {
+            PickError::NoServer => rec.tally.econ |= Rows::BE,
+            PickError::QueueTimeout {
+                be_queue,
+                srv_queue,
+            } => {
+                rec.be_queue = be_queue;
+                rec.srv_queue = srv_queue;
+            }
+            PickError::QueueFull { server } => {
+                if let Some(s) = be.servers.get(server) {
+                    rec.assign_server(&s.state);
+                    rec.tally.econ |= Rows::BE_SRV;
+                }
+            }
+        }
+        rec.end(self.term());
     }
 }

@@ -42,9 +42,10 @@ pub(crate) enum PickError {
     /// `srv_queue`: the request's `%bq` / `%sq`.
     #[error("timeout in queue")]
     QueueTimeout { be_queue: u32, srv_queue: u32 },
-    /// The chosen server's queue is at its `maxqueue`.
+    /// The chosen server's queue is at its `maxqueue`; `server`: its index
+    /// in the backend (HAProxy logs it and counts the failure on it).
     #[error("server queue full")]
-    QueueFull,
+    QueueFull { server: usize },
 }
 
 /// What hash-based algorithms read from the request.
@@ -759,7 +760,7 @@ async fn wait_for_server(
     let s = &be.servers[i];
     let st: &Arc<ServerState> = &s.state;
     if s.maxqueue != 0 && st.waiters.load(Relaxed) >= s.maxqueue {
-        return Err(PickError::QueueFull);
+        return Err(PickError::QueueFull { server: i });
     }
     st.waiters.fetch_add(1, Relaxed);
     st.counters.queue.inc();
