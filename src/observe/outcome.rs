@@ -427,3 +427,76 @@ pub(crate) fn finish(
     }
     emit(fe, rec, head, false);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn get(c: &AtomicU64) -> u64 {
+        c.load(Relaxed)
+    }
+
+    #[test]
+    fn termination_states_are_haproxy_characters() {
+        let t = |c, p| Term::new(c, p).code();
+        assert_eq!(&t(Cause::Server, Phase::Queue), b"SQ");
+        assert_eq!(&t(Cause::ServerTimeout, Phase::Queue), b"sQ");
+        assert_eq!(&t(Cause::ClientTimeout, Phase::Request), b"cR");
+        assert_eq!(&t(Cause::Proxy, Phase::Headers), b"PH");
+        assert_eq!(&t(Cause::Local, Phase::Request), b"LR");
+        assert_eq!(&t(Cause::Down, Phase::Data), b"DD");
+        assert_eq!(&t(Cause::Proxy, Phase::Tarpit), b"PT");
+        assert_eq!(&t(Cause::Client, Phase::Connect), b"CC");
+    }
+
+    #[test]
+    fn the_first_termination_state_is_kept() {
+        let mut rec = LogRecord::new(false);
+        assert_eq!(&rec.term_code(), b"--");
+        assert!(!rec.is_error());
+        rec.term(Cause::Server, Phase::Headers);
+        rec.term(Cause::Client, Phase::Data);
+        assert_eq!(&rec.term_code(), b"SH");
+        assert!(rec.is_error());
+    }
+
+    #[test]
+    fn each_row_counts_what_the_tally_gives_it() {
+        let t = Tally {
+            eresp: Rows::BE_SRV,
+            dreq: Rows::FE_BE,
+            srv_status: Some(200),
+            be_status: Some((502, Rows::BE)),
+            fe_in: 10,
+            fe_out: 20,
+            srv_in: 30,
+            srv_out: 40,
+            times: Some([1, 2, 3, 4]),
+            h1: true,
+            ..Tally::default()
+        };
+        let (fe, be, srv) = (
+            Counters::default(),
+            Counters::default(),
+            Counters::default(),
+        );
+        count_on(&fe, Rows::FE, &t, Some(502));
+        count_on(&be, Rows::BE, &t, Some(502));
+        count_on(&srv, Rows::SRV, &t, Some(502));
+        assert_eq!([get(&fe.eresp), get(&be.eresp), get(&srv.eresp)], [0, 1, 1]);
+        assert_eq!([get(&fe.dreq), get(&be.dreq), get(&srv.dreq)], [1, 1, 0]);
+        // The frontend counts what the client got; the backend the
+        // server's status and its own 502; the server only its own status.
+        let hrsp = |c: &Counters| [get(&c.hrsp[1]), get(&c.hrsp[4])];
+        assert_eq!(hrsp(&fe), [0, 1]);
+        assert_eq!(hrsp(&be), [1, 1]);
+        assert_eq!(hrsp(&srv), [1, 0]);
+        assert_eq!([get(&fe.bin), get(&fe.bout)], [10, 20]);
+        assert_eq!([get(&fe.h1_bytes_in), get(&fe.h1_bytes_out)], [10, 20]);
+        assert_eq!([get(&be.bin), get(&be.bout)], [30, 40]);
+        assert_eq!([get(&srv.bin), get(&srv.bout)], [30, 40]);
+        assert_eq!(fe.times.averages(), [0; 4]);
+        assert_eq!(be.times.averages(), [1, 2, 3, 4]);
+        assert_eq!(srv.times.maxima(), [1, 2, 3, 4]);
+    }
+}

@@ -114,3 +114,47 @@ impl PickError {
         rec.end(self.term());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+    use std::io;
+
+    #[test]
+    fn one_attempt_may_be_retried_a_final_error_not() {
+        let refused = || ConnectError::from(io::Error::from(io::ErrorKind::ConnectionRefused));
+        assert!(refused().retryable());
+        assert!(ConnectError::TlsTimeout.retryable());
+        let exhausted = ConnectError::Exhausted {
+            last: Box::new(refused()),
+        };
+        assert!(!exhausted.retryable());
+        assert!(!ConnectError::Pick(PickError::NoServer).retryable());
+        // The source chain reaches the socket's error.
+        let src = exhausted.source().and_then(|e| e.source());
+        assert_eq!(
+            src.and_then(|e| e.downcast_ref::<io::Error>())
+                .map(io::Error::kind),
+            Some(io::ErrorKind::ConnectionRefused)
+        );
+    }
+
+    #[test]
+    fn termination_states_of_upstream_errors() {
+        let code = |e: ConnectError| e.term().code();
+        let timeout = io::Error::from(io::ErrorKind::TimedOut);
+        let exhausted = |e| ConnectError::Exhausted { last: Box::new(e) };
+        assert_eq!(&code(exhausted(ConnectError::Tcp(timeout))), b"sC");
+        assert_eq!(&code(exhausted(ConnectError::TlsTimeout)), b"sC");
+        let refused = io::Error::from(io::ErrorKind::ConnectionRefused);
+        assert_eq!(&code(exhausted(ConnectError::Tcp(refused))), b"SC");
+        assert_eq!(&code(PickError::NoServer.into()), b"SC");
+        assert_eq!(&code(PickError::QueueFull { server: 0 }.into()), b"SQ");
+        let late = PickError::QueueTimeout {
+            be_queue: 1,
+            srv_queue: 0,
+        };
+        assert_eq!(&code(late.into()), b"sQ");
+    }
+}
