@@ -16,11 +16,13 @@ use crate::http::legacy;
 use crate::http::rules::{self, Edits};
 use crate::http::service::View;
 use crate::observe::log::LogRecord;
+use crate::observe::outcome::{Cause, Phase, Rows, Term};
 use crate::snapshot::{BackendRt, FrontendRt};
+use crate::state::ServerState;
 use crate::state::capture;
-use crate::state::{Counters, ServerState};
+use crate::upstream::ConnectError;
 use crate::upstream::balance::{self, PickError};
-use crate::upstream::retry::{self, ConnectError, Retries, Seat};
+use crate::upstream::retry::{self, Retries, Seat};
 use crate::wire::error_pages;
 use crate::wire::error_spot::{self, ErrorSpot};
 use crate::wire::h1::{BodyKind, FramingLine, H1Error, Head};
@@ -181,20 +183,6 @@ fn downstream_head(
     out
 }
 
-/// The backend and server rows an exchange counts on (the frontend row is
-/// counted by the service, once per request, whatever answered it).
-struct Rows<'a> {
-    be: &'a Counters,
-    srv: &'a Counters,
-}
-
-impl Rows<'_> {
-    fn each(&self, f: impl Fn(&Counters)) {
-        f(self.be);
-        f(self.srv);
-    }
-}
-
 /// Methods whose replay has the effect of one request (RFC 9110 §9.2.2):
 /// the only ones replayed after a reused connection broke with the request
 /// possibly received.
@@ -206,7 +194,7 @@ fn idempotent(method: &[u8]) -> bool {
 }
 
 /// No server for the request (none usable, queue full or timed out), at
-/// first or on a redispatch: HAProxy's 503 with `SC` or `sQ`.
+/// first or on a redispatch: HAProxy's 503 with `SC`, `SQ` or `sQ`.
 async fn no_server(
     e: PickError,
     fe: &FrontendRt,
@@ -216,23 +204,11 @@ async fn no_server(
     started: Instant,
     rec: &mut LogRecord,
 ) -> Outcome {
-    let bc = &be.state.counters;
-    if e == PickError::NoServer {
-        add(&bc.econ, 1);
-        rec.term(b'S', b'C');
-    } else {
-        if let PickError::QueueTimeout {
-            be_queue,
-            srv_queue,
-        } = e
-        {
-            rec.be_queue = be_queue;
-            rec.srv_queue = srv_queue;
-        }
+    e.record(be, rec);
+    if matches!(e, PickError::QueueTimeout { .. }) {
         rec.t_queue = ms(started.elapsed()) as i64;
-        rec.term(b's', b'Q');
     }
-    bc.count_status(503);
+    rec.tally.status(503, Rows::BE);
     send_error_be(client, 503, fe, Some(be), keep).await
 }
 
@@ -297,7 +273,7 @@ pub(crate) async fn forward(
         Some(i) => match balance::acquire_server(be, i).await {
             // The server's queue is full: with `option redispatch` the
             // request is balanced instead (persistence is lost), as HAProxy.
-            Err(PickError::QueueFull) if be.redispatch.is_some() => {
+            Err(PickError::QueueFull { .. }) if be.redispatch.is_some() => {
                 cookie_ctx.persisted = None;
                 balance::acquire(be, &key).await
             }
@@ -348,8 +324,7 @@ pub(crate) async fn forward(
         tokio::select! {
             o = fut => o,
             _ = killed => {
-                add(&first.counters.srv_abrt, 1);
-                add(&bc.srv_abrt, 1);
+                rec.tally.srv_abrt |= Rows::BE_SRV;
                 (Outcome { status: None, keep_client: false, bytes_out: 0, body_in: 0 }, false)
             }
         }
@@ -457,10 +432,11 @@ async fn exchange(
                         let out = no_server(e, fe, be, client, keep_on_error, started, rec);
                         return (out.await, true);
                     }
-                    Err(ConnectError::Exhausted { timeout }) => {
-                        rec.term(if timeout { b's' } else { b'S' }, b'C');
+                    Err(e) => {
+                        rec.end(e.term());
+                        rec.retryable = e.retryable();
                         // HAProxy counts its own 503 on the backend only.
-                        bc.count_status(503);
+                        rec.tally.status(503, Rows::BE);
                         let out = send_error_be(client, 503, fe, Some(be), keep_on_error);
                         return (out.await, true);
                     }
@@ -468,10 +444,6 @@ async fn exchange(
             }
         };
         let server = seat.server().clone();
-        let rows = Rows {
-            be: bc,
-            srv: &server.counters,
-        };
         let mut up = BufConn::new(stream);
         if !reused
             && let Some(h) = &crate::wire::proxy_proto::for_server(
@@ -484,9 +456,9 @@ async fn exchange(
                 .await
                 .is_err()
         {
-            rec.term(b'S', b'C');
-            rows.each(|c| add(&c.eresp, 1));
-            rows.each(|c| c.count_status(502));
+            rec.term(Cause::Server, Phase::Connect);
+            rec.tally.eresp |= Rows::BE_SRV;
+            rec.tally.status(502, Rows::BE_SRV);
             let out = send_error_be(client, 502, fe, Some(be), false).await;
             return (out, false);
         }
@@ -519,13 +491,13 @@ async fn exchange(
                     }
                 }
             }
-            rec.term(b'S', b'H');
-            rows.each(|c| add(&c.eresp, 1));
-            rows.each(|c| c.count_status(502));
+            rec.term(Cause::Server, Phase::Headers);
+            rec.tally.eresp |= Rows::BE_SRV;
+            rec.tally.status(502, Rows::BE_SRV);
             let out = send_error_be(client, 502, fe, Some(be), keep_on_error).await;
             return (out, false);
         }
-        rows.each(|c| add(&c.bin, req.raw.len() as u64));
+        rec.tally.srv_in += req.raw.len() as u64;
         if body != BodyKind::None && !body_sent {
             if req
                 .values("expect")
@@ -553,39 +525,39 @@ async fn exchange(
             .await
             {
                 Ok(n) => {
-                    rows.each(|c| add(&c.bin, n));
+                    rec.tally.srv_in += n;
                     body_in = n;
                 }
                 Err(e) => {
                     if e.source_side() {
-                        rows.each(|c| add(&c.cli_abrt, 1));
+                        rec.tally.cli_abrt |= Rows::BE_SRV;
                         let code = if matches!(e, RelayError::ReadTimeout) {
                             408
                         } else {
                             400
                         };
                         if let RelayError::Framing(_, spot) = &e {
-                            add(&fe.state.counters.ereq, 1);
+                            rec.tally.ereq |= Rows::FE;
                             let src = client.stream.peer_addr().ok();
                             capture::request_error(fe, Some(be), src, &[&client.buf], *spot);
-                            rec.term(b'P', b'D');
+                            rec.term(Cause::Proxy, Phase::Data);
                         } else if code == 408 {
-                            rec.term(b'c', b'D');
+                            rec.term(Cause::ClientTimeout, Phase::Data);
                         } else {
-                            rec.term(b'C', b'D');
+                            rec.term(Cause::Client, Phase::Data);
                         }
                         if matches!(e, RelayError::Framing(..)) {
                             // sluice's answer, not the server's (HAProxy).
-                            rows.be.count_status(code);
+                            rec.tally.status(code, Rows::BE);
                         } else {
-                            rows.each(|c| c.count_status(code));
+                            rec.tally.status(code, Rows::BE_SRV);
                         }
                         let out = send_error_be(client, code, fe, Some(be), false).await;
                         return (out, false);
                     }
-                    rows.each(|c| add(&c.srv_abrt, 1));
-                    rec.term(b'S', b'D');
-                    rows.each(|c| c.count_status(502));
+                    rec.tally.srv_abrt |= Rows::BE_SRV;
+                    rec.term(Cause::Server, Phase::Data);
+                    rec.tally.status(502, Rows::BE_SRV);
                     let out = send_error_be(client, 502, fe, Some(be), false).await;
                     return (out, false);
                 }
@@ -623,13 +595,13 @@ async fn exchange(
                 Err((e, raw)) => {
                     let spot = error_spot::locate(&raw, true, &e);
                     capture_response(fe, be, &server, client, &[&raw, &up.buf], spot);
-                    (RetryOn::JUNK_RESPONSE, REFUSED, *b"PH", false)
+                    (RetryOn::JUNK_RESPONSE, REFUSED, BAD_RESPONSE, false)
                 }
             },
             Err(HeadError::TooLarge) => {
                 let spot = error_spot::locate(&up.buf, true, &H1Error::TooLarge);
                 capture_response(fe, be, &server, client, &[&up.buf], spot);
-                (RetryOn::JUNK_RESPONSE, REFUSED, *b"PH", false)
+                (RetryOn::JUNK_RESPONSE, REFUSED, BAD_RESPONSE, false)
             }
             Err(HeadError::Closed) if reused && !body_sent && idempotent(req.method()) => {
                 // The server closed an idle connection just as it was
@@ -638,10 +610,15 @@ async fn exchange(
                 continue;
             }
             Err(HeadError::Closed | HeadError::Io(_)) => {
-                (RetryOn::EMPTY_RESPONSE, 502, *b"SH", true)
+                (RetryOn::EMPTY_RESPONSE, 502, SERVER_HEADERS, true)
             }
-            Err(HeadError::Timeout) => (RetryOn::RESPONSE_TIMEOUT, 504, *b"sH", false),
-            Err(HeadError::Truncated) => (RetryOn::JUNK_RESPONSE, 502, *b"SH", true),
+            Err(HeadError::Timeout) => (
+                RetryOn::RESPONSE_TIMEOUT,
+                504,
+                Term::new(Cause::ServerTimeout, Phase::Headers),
+                false,
+            ),
+            Err(HeadError::Truncated) => (RetryOn::JUNK_RESPONSE, 502, SERVER_HEADERS, true),
         };
         drop(up);
         if l7_retries
@@ -660,15 +637,15 @@ async fn exchange(
             }
         }
         if code == REFUSED {
-            let out = bad_response(fe, be, &rows, client, rec, keep_client).await;
+            let out = bad_response(fe, be, client, rec, keep_client).await;
             return (out, false);
         }
-        rec.term(term[0], term[1]);
-        rows.each(|c| add(&c.eresp, 1));
+        rec.end(term);
+        rec.tally.eresp |= Rows::BE_SRV;
         if abort {
-            rows.each(|c| add(&c.srv_abrt, 1));
+            rec.tally.srv_abrt |= Rows::BE_SRV;
         }
-        rows.each(|c| c.count_status(code));
+        rec.tally.status(code, Rows::BE_SRV);
         let out = send_error_be(client, code, fe, Some(be), keep_client).await;
         return (out, false);
     };
@@ -679,16 +656,11 @@ async fn exchange(
     rec.retries = tries.done;
     rec.redispatched = tries.redispatched;
     let server = seat.server().clone();
-    let rows = Rows {
-        be: bc,
-        srv: &server.counters,
-    };
     let pool = server.pool.load_full();
     let mut out = relay_response(
         fe,
         be,
         &server,
-        &rows,
         req,
         resp,
         upstream,
@@ -702,12 +674,17 @@ async fn exchange(
     .await;
     out.body_in = body_in;
     let total_ms = ms(started.elapsed());
-    rows.each(|c| c.record_times(queue_ms, connect_ms, response_ms, total_ms));
+    rec.tally.times = Some([queue_ms, connect_ms, response_ms, total_ms]);
     (out, false)
 }
 
 /// The response head was refused by the parser (see [`bad_response`]).
 const REFUSED: u16 = 0;
+
+/// `PH`: the proxy refused the server's response.
+const BAD_RESPONSE: Term = Term::new(Cause::Proxy, Phase::Headers);
+/// `SH`: the server closed or broke its response head.
+const SERVER_HEADERS: Term = Term::new(Cause::Server, Phase::Headers);
 
 /// After a redispatch: the new server counts the request, the log and
 /// `show sess` name it.
@@ -737,15 +714,14 @@ fn capture_response(
 async fn bad_response(
     fe: &FrontendRt,
     be: &BackendRt,
-    rows: &Rows<'_>,
     client: &mut BufConn,
     rec: &mut LogRecord,
     keep_client: bool,
 ) -> Outcome {
-    rows.each(|c| add(&c.eresp, 1));
-    rec.term(b'P', b'H');
+    rec.tally.eresp |= Rows::BE_SRV;
+    rec.end(BAD_RESPONSE);
     // The server sent no valid status: its row counts none (HAProxy).
-    rows.be.count_status(502);
+    rec.tally.status(502, Rows::BE);
     send_error_be(client, 502, fe, Some(be), keep_client).await
 }
 
@@ -758,7 +734,6 @@ async fn relay_response(
     fe: &FrontendRt,
     be: &BackendRt,
     server: &ServerState,
-    rows: &Rows<'_>,
     req: &Head,
     mut resp: Head,
     mut upstream: BufConn,
@@ -777,7 +752,7 @@ async fn relay_response(
             .await
             .is_err()
         {
-            rec.term(b'C', b'H');
+            rec.term(Cause::Client, Phase::Headers);
             return Outcome {
                 status: None,
                 keep_client: false,
@@ -792,18 +767,18 @@ async fn relay_response(
                 Err((e, raw)) => {
                     let spot = error_spot::locate(&raw, true, &e);
                     capture_response(fe, be, server, client, &[&raw, &upstream.buf], spot);
-                    return bad_response(fe, be, rows, client, rec, keep_client).await;
+                    return bad_response(fe, be, client, rec, keep_client).await;
                 }
             },
             Err(HeadError::TooLarge) => {
                 let spot = error_spot::locate(&upstream.buf, true, &H1Error::TooLarge);
                 capture_response(fe, be, server, client, &[&upstream.buf], spot);
-                return bad_response(fe, be, rows, client, rec, keep_client).await;
+                return bad_response(fe, be, client, rec, keep_client).await;
             }
             Err(_) => {
-                rec.term(b'S', b'H');
-                rows.each(|c| add(&c.eresp, 1));
-                rows.each(|c| c.count_status(502));
+                rec.end(SERVER_HEADERS);
+                rec.tally.eresp |= Rows::BE_SRV;
+                rec.tally.status(502, Rows::BE_SRV);
                 return send_error_be(client, 502, fe, Some(be), keep_client).await;
             }
         };
@@ -815,7 +790,7 @@ async fn relay_response(
     if status == 101 && !req.requests_upgrade() {
         let spot = ErrorSpot::at(9, error_spot::state::RPCODE);
         capture_response(fe, be, server, client, &[&resp.raw, &upstream.buf], spot);
-        return bad_response(fe, be, rows, client, rec, keep_client).await;
+        return bad_response(fe, be, client, rec, keep_client).await;
     }
     // A switch to WebSocket without the server's `Sec-WebSocket-Accept`
     // is not one the client can accept: a 502, as HAProxy answers.
@@ -825,10 +800,10 @@ async fn relay_response(
     {
         let spot = ErrorSpot::at(resp.raw.len().saturating_sub(1), error_spot::state::LAST_LF);
         capture_response(fe, be, server, client, &[&resp.raw, &upstream.buf], spot);
-        return bad_response(fe, be, rows, client, rec, keep_client).await;
+        return bad_response(fe, be, client, rec, keep_client).await;
     }
     if status == 101 {
-        rows.each(|c| c.count_status(status));
+        rec.tally.srv_status = Some(status);
         // Protocol switch: relay the raw bytes both ways until either side
         // closes (WebSocket and friends).
         let mut head = BytesMut::new();
@@ -855,7 +830,7 @@ async fn relay_response(
             fe.splice,
         )
         .await;
-        rows.each(|c| add(&c.bin, c2s));
+        rec.tally.srv_in += c2s;
         return Outcome {
             status: Some(101),
             keep_client: false,
@@ -869,10 +844,10 @@ async fn relay_response(
         Err(e) => {
             let spot = error_spot::locate(&resp.raw, true, &e);
             capture_response(fe, be, server, client, &[&resp.raw, &upstream.buf], spot);
-            return bad_response(fe, be, rows, client, rec, keep_client).await;
+            return bad_response(fe, be, client, rec, keep_client).await;
         }
     };
-    rows.each(|c| c.count_status(status));
+    rec.tally.srv_status = Some(status);
     // A soft stop that began during the request: the response says close.
     let keep = keep_client && body != BodyKind::UntilClose && !crate::sys::process::stopping();
     // `http-response` rules and legacy `rsp*` filters: the backend's,
@@ -889,9 +864,8 @@ async fn relay_response(
             Err(RespRefused::Denied(reply)) => {
                 // `http-response deny`, `rspdeny`: the server's answer is
                 // dropped.
-                rec.term(b'P', b'H');
-                add(&rows.be.dresp, 1);
-                add(&rows.srv.dresp, 1);
+                rec.end(BAD_RESPONSE);
+                rec.tally.dresp |= Rows::BE_SRV;
                 drop(resp);
                 let cx = rules::FmtCtx {
                     req,
@@ -905,8 +879,8 @@ async fn relay_response(
             Err(RespRefused::Invalid) => {
                 // An `rsprep` that broke the head: HAProxy 1.8's
                 // `return_bad_resp` (the status was counted already).
-                rows.each(|c| add(&c.eresp, 1));
-                rec.term(b'P', b'H');
+                rec.tally.eresp |= Rows::BE_SRV;
+                rec.end(BAD_RESPONSE);
                 return send_error_be(client, 502, fe, Some(be), keep_client).await;
             }
         }
@@ -952,31 +926,29 @@ async fn relay_response(
                     // part of what was refused, as in HAProxy's buffer.
                     let spot = spot.shifted(resp.raw.len());
                     capture_response(fe, be, server, client, &[&resp.raw, &upstream.buf], spot);
-                    return bad_response(fe, be, rows, client, rec, keep_client).await;
+                    return bad_response(fe, be, client, rec, keep_client).await;
                 }
-                rows.each(|c| add(&c.eresp, 1));
+                rec.tally.eresp |= Rows::BE_SRV;
                 capture_response(fe, be, server, client, &[&upstream.buf], *spot);
             }
             if e.source_side() {
                 rec.term(
                     if matches!(e, RelayError::ReadTimeout) {
-                        b's'
+                        Cause::ServerTimeout
                     } else {
-                        b'S'
+                        Cause::Server
                     },
-                    b'D',
+                    Phase::Data,
                 );
-                add(&rows.be.srv_abrt, 1);
-                add(&rows.srv.srv_abrt, 1);
+                rec.tally.srv_abrt |= Rows::BE_SRV;
             } else {
-                rec.term(b'C', b'D');
-                add(&rows.be.cli_abrt, 1);
-                add(&rows.srv.cli_abrt, 1);
+                rec.term(Cause::Client, Phase::Data);
+                rec.tally.cli_abrt |= Rows::BE_SRV;
             }
             false
         }
     };
-    rows.each(|c| add(&c.bout, bytes_out));
+    rec.tally.srv_out = bytes_out;
     let reusable = ok
         && !server_close
         && body != BodyKind::UntilClose

@@ -4,7 +4,7 @@
 use std::future::{Future, poll_fn};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::task::Poll;
 use std::time::Duration;
 
@@ -21,10 +21,10 @@ use crate::http::legacy::{self, LegacyRt};
 use crate::http::park;
 use crate::http::rules;
 use crate::observe::log::{LogRecord, SrvName};
+use crate::observe::outcome::{self, Cause, Phase, Rows};
 use crate::snapshot::runtime::Runtime;
 use crate::snapshot::{BackendRt, FrontendRt, StatsRt};
 use crate::state::capture;
-use crate::state::counters::Counters;
 use crate::state::sessions::StreamEntry;
 use crate::wire::error_pages;
 use crate::wire::error_spot;
@@ -356,6 +356,7 @@ pub(crate) async fn handle_request(
     // The access log: decided once per request; without a log target the
     // record is a few plain stores and nothing is formatted.
     let mut rec = LogRecord::new(fe.log.is_some());
+    rec.tally.h1 = h1;
     if rec.enabled() {
         rec.tls = tls.is_some();
         if let Via::Http2 { origin } = via {
@@ -420,9 +421,9 @@ pub(crate) async fn handle_request(
             let probe = conn.buf.is_empty() && fe.ignore_probes;
             if (first || !conn.buf.is_empty()) && !probe {
                 rec.null = conn.buf.is_empty();
-                rec.term(b'C', b'R');
+                rec.term(Cause::Client, Phase::Request);
                 rec.status = 400;
-                log_end(&fe, &mut rec, None, None);
+                outcome::finish(&fe, &rt.process, &mut rec, None, None);
             }
             return false;
         }
@@ -434,16 +435,15 @@ pub(crate) async fn handle_request(
             // stream exists, even to a client that sent nothing at all
             // (unless `option http-ignore-probes`): the page is sent but
             // neither logged nor counted as bytes out (`408 0 ... cR--`).
-            rec.term(b'c', b'R');
+            rec.term(Cause::ClientTimeout, Phase::Request);
             rec.null = conn.buf.is_empty();
             rec.status = 408;
             // Counted as a request that failed (req_tot, ereq, hrsp_4xx).
             fc.count_request();
             rt.count_request();
-            fc.ereq.fetch_add(1, Relaxed);
+            rec.tally.ereq = Rows::FE;
             forward::send_error(conn, 408, &fe, false).await;
-            fc.count_status(408);
-            log_end(&fe, &mut rec, None, None);
+            outcome::finish(&fe, &rt.process, &mut rec, Some(408), None);
             return false;
         }
         Err(e) => {
@@ -451,17 +451,15 @@ pub(crate) async fn handle_request(
                 let spot = error_spot::locate(&conn.buf, false, &H1Error::TooLarge);
                 capture::request_error(&fe, None, Some(peer), &[&conn.buf], spot);
             }
-            return refused(rt, &fe, conn, &mut rec, 400, h1).await;
+            return refused(rt, &fe, conn, &mut rec, 400).await;
         }
     };
     rec.head_received();
     fc.count_request();
     rt.count_request();
-    let head_len = raw.len() as u64;
-    add(&fc.bin, head_len);
+    rec.tally.fe_in = raw.len() as u64;
     if h1 {
         fc.h1_total_streams.fetch_add(1, Relaxed);
-        add(&fc.h1_bytes_in, head_len);
     }
     // A head or framing that is refused, or a chunked body already bad in
     // the bytes that came with the head: answered here, nothing reaches a
@@ -473,7 +471,7 @@ pub(crate) async fn handle_request(
             let spot = error_spot::locate(&raw, false, &e);
             capture::request_error(&fe, None, Some(peer), &[&raw, &conn.buf], spot);
             rec.t_req = -1;
-            return refused(rt, &fe, conn, &mut rec, e.request_status(), h1).await;
+            return refused(rt, &fe, conn, &mut rec, e.request_status()).await;
         }
     };
     let framing = head.request_body().map_err(|e| {
@@ -492,7 +490,7 @@ pub(crate) async fn handle_request(
         Err((status, spot)) => {
             capture::request_error(&fe, None, Some(peer), &[&head.raw, &conn.buf], spot);
             rec.t_req = -1;
-            return refused(rt, &fe, conn, &mut rec, status, h1).await;
+            return refused(rt, &fe, conn, &mut rec, status).await;
         }
     };
     // Both Transfer-Encoding and Content-Length: served, then closed.
@@ -521,8 +519,7 @@ pub(crate) async fn handle_request(
     };
     let out = route(rt, &fe, &req, conn, keep_client, &mut rec).await;
     stream.end();
-    account(rt, &fe, &out, h1);
-    log_end(&fe, &mut rec, Some(&out), Some(&head));
+    finish(rt, &fe, &mut rec, &out, Some(&head));
     out.keep_client
 }
 
@@ -536,55 +533,30 @@ async fn refused(
     conn: &mut BufConn,
     rec: &mut LogRecord,
     status: u16,
-    h1: bool,
 ) -> bool {
-    fe.state.counters.ereq.fetch_add(1, Relaxed);
+    rec.tally.ereq = Rows::FE;
     let out = forward::send_error(conn, status, fe, false).await;
-    account(rt, fe, &out, h1);
-    rec.term(b'P', b'R');
-    let logged = Outcome {
-        bytes_out: 0,
-        ..out
-    };
-    log_end(fe, rec, Some(&logged), None);
+    rec.term(Cause::Proxy, Phase::Request);
+    rec.status = i64::from(status);
+    // The page is counted in `bout` but not in the log's bytes.
+    rec.tally.fe_out += out.bytes_out;
+    outcome::finish(fe, &rt.process, rec, out.status, None);
     false
 }
 
-/// Completes the access log record with the outcome and emits it, when
-/// the frontend logs.
-fn log_end(fe: &FrontendRt, rec: &mut LogRecord, out: Option<&Outcome>, head: Option<&Head>) {
-    if !rec.enabled() {
-        return;
+/// The end of a request: what the client got, added to the exchange's
+/// outcome, goes to the end stage (counters and the log line). Its bytes
+/// count on the frontend (and, over HTTP/1, in `h1_bytes_in/out`, the wire
+/// bytes HAProxy's h1 module counts there).
+fn finish(rt: &Runtime, fe: &FrontendRt, rec: &mut LogRecord, out: &Outcome, head: Option<&Head>) {
+    if let Some(s) = out.status {
+        rec.status = i64::from(s);
     }
-    if let Some(out) = out {
-        if let Some(s) = out.status {
-            rec.status = s as i64;
-        }
-        rec.bytes_out = out.bytes_out;
-        rec.bytes_in = out.body_in + head.map_or(0, |h| h.raw.len() as u64);
-    }
-    crate::observe::log::emit(fe, rec, head, false);
-}
-
-fn add(c: &AtomicU64, n: u64) {
-    c.fetch_add(n, Relaxed);
-}
-
-/// Counts a request's outcome on its frontend (`h1`: it came over HTTP/1,
-/// so its bytes also go to `h1_bytes_in/out`, the wire bytes HAProxy's h1
-/// module counts there).
-fn account(rt: &Runtime, fe: &FrontendRt, out: &Outcome, h1: bool) {
-    let fc = &fe.state.counters;
-    if let Some(status) = out.status {
-        fc.count_status(status);
-    }
-    add(&fc.bin, out.body_in);
-    add(&fc.bout, out.bytes_out);
-    add(&rt.process.bytes_out, out.bytes_out);
-    if h1 {
-        add(&fc.h1_bytes_in, out.body_in);
-        add(&fc.h1_bytes_out, out.bytes_out);
-    }
+    rec.tally.fe_in += out.body_in;
+    rec.tally.fe_out += out.bytes_out;
+    rec.bytes_out = out.bytes_out;
+    rec.bytes_in = out.body_in + head.map_or(0, |h| h.raw.len() as u64);
+    outcome::finish(fe, &rt.process, rec, out.status, head);
 }
 
 /// A request as routing sees it.
@@ -672,7 +644,7 @@ async fn route(
         .map(|(b, _)| b)
         .or(fe.default_backend.as_ref());
     let Some(be) = backend else {
-        rec.term(b'S', b'C');
+        rec.term(Cause::Server, Phase::Connect);
         return forward::send_error(conn, 503, fe, keep_local).await;
     };
     rec.assign_backend(be);
@@ -799,8 +771,8 @@ impl RuleRun<'_> {
                 &*slot.insert(h)
             }
             legacy::Verdict::Deny => {
-                self.count(st.be, |c| &c.dreq);
-                self.rec.term(b'P', b'R');
+                self.rec.tally.dreq = rows(st.be);
+                self.rec.term(Cause::Proxy, Phase::Request);
                 return Err(forward::send_error_be(
                     self.conn,
                     403,
@@ -813,8 +785,8 @@ impl RuleRun<'_> {
             legacy::Verdict::Tarpit => return Err(self.tarpit(st.be, st.timeouts, None).await),
             legacy::Verdict::Invalid => {
                 // HAProxy 1.8's `return_bad_req`: 400, a failed request.
-                self.fe.state.counters.ereq.fetch_add(1, Relaxed);
-                self.rec.term(b'P', b'R');
+                self.rec.tally.ereq = Rows::FE;
+                self.rec.term(Cause::Proxy, Phase::Request);
                 return Err(forward::send_error_be(self.conn, 400, self.fe, st.be, false).await);
             }
         };
@@ -835,8 +807,8 @@ impl RuleRun<'_> {
         t: &Timeouts,
         reply: Option<(&HttpReply, &rules::FmtCtx<'_>)>,
     ) -> Outcome {
-        self.count(be, |c| &c.dreq);
-        self.rec.term(b'P', b'T');
+        self.rec.tally.dreq = rows(be);
+        self.rec.term(Cause::Proxy, Phase::Tarpit);
         if let Some(d) = t.tarpit.or(t.connect) {
             tokio::time::sleep(d).await;
         }
@@ -933,8 +905,8 @@ impl RuleRun<'_> {
                     drop_query,
                     append_slash,
                 } => {
-                    self.count(be, |c| &c.intercepted);
-                    self.rec.term(b'L', b'R');
+                    self.rec.tally.intercepted = rows(be);
+                    self.rec.term(Cause::Local, Phase::Request);
                     let v = rules::eval(fmt, &cx);
                     let target = self
                         .edits
@@ -949,40 +921,41 @@ impl RuleRun<'_> {
                     );
                 }
                 HttpRequestAction::Return(reply) => {
-                    self.count(be, |c| &c.intercepted);
-                    self.rec.term(b'L', b'R');
+                    self.rec.tally.intercepted = rows(be);
+                    self.rec.term(Cause::Local, Phase::Request);
                     return Some(self.reply(reply, &cx, be, self.keep_local).await);
                 }
                 HttpRequestAction::Deny(reply) => {
-                    self.count(be, |c| &c.dreq);
-                    self.rec.term(b'P', b'R');
+                    self.rec.tally.dreq = rows(be);
+                    self.rec.term(Cause::Proxy, Phase::Request);
                     return Some(self.reply(reply, &cx, be, self.keep_local).await);
                 }
                 HttpRequestAction::Tarpit(reply) => {
                     return Some(self.tarpit(be, timeouts, Some((reply, &cx))).await);
                 }
                 HttpRequestAction::PrometheusExporter => {
-                    self.count(be, |c| &c.intercepted);
-                    self.rec.term(b'L', b'R');
+                    self.rec.tally.intercepted = rows(be);
+                    self.rec.term(Cause::Local, Phase::Request);
                     return Some(prometheus(self.rt, head, self.conn, self.keep_local, fe).await);
                 }
             }
         }
         None
     }
-
-    fn count(&self, be: Option<&BackendRt>, which: fn(&Counters) -> &AtomicU64) {
-        which(&self.fe.state.counters).fetch_add(1, Relaxed);
-        if let Some(be) = be {
-            which(&be.state.counters).fetch_add(1, Relaxed);
-        }
-    }
 }
 
-/// The stats page answered: `<STATS>`, `LR--`, all timers 0 (HAProxy).
+/// The rows a rule's denial or interception counts on: the frontend's,
+/// and the backend's for a backend's rules, as in HAProxy.
+fn rows(be: Option<&BackendRt>) -> Rows {
+    if be.is_some() { Rows::FE_BE } else { Rows::FE }
+}
+
+/// The stats page answered: `<STATS>`, `LR--`, all timers 0 (HAProxy);
+/// an interception on the frontend.
 fn stats_logged(rec: &mut LogRecord) {
     rec.server = SrvName::Stats;
-    rec.term(b'L', b'R');
+    rec.tally.intercepted = Rows::FE;
+    rec.term(Cause::Local, Phase::Request);
     rec.t_queue = 0;
     rec.t_connect = 0;
     rec.t_resp = 0;
@@ -1012,7 +985,6 @@ async fn stats_page(
     }
     let suffix = head.target().strip_prefix(page.uri.as_bytes())?;
     let suffix = String::from_utf8_lossy(suffix);
-    fe.state.counters.intercepted.fetch_add(1, Relaxed);
     // Without reading the body, the connection cannot go on.
     let keep_local = keep && body == BodyKind::None;
     let authorization = head.values("authorization").next();

@@ -12,7 +12,7 @@ pub(crate) mod rules;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -22,17 +22,15 @@ use crate::tls::Stream;
 
 use crate::frontend::listener::ClientConn;
 use crate::observe::log::LogRecord;
+use crate::observe::outcome::{self, Cause, Phase, Rows, Term};
 use crate::snapshot::{BackendRt, FrontendRt};
 use crate::tcp::rules::View;
+use crate::upstream::ConnectError;
 use crate::upstream::balance::{self, PickError};
 use crate::upstream::retry::{self, Retries, Seat};
 
 /// Most request bytes held for content inspection (HAProxy's buffer).
 const INSPECT_MAX: usize = 16 * 1024;
-
-fn add(c: &AtomicU64, n: u64) {
-    c.fetch_add(n, Relaxed);
-}
 
 fn pick_backend(fe: &FrontendRt, view: &View<'_>) -> Option<Arc<BackendRt>> {
     fe.switching
@@ -93,26 +91,26 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: SocketAddr) 
         src: peer.ip(),
         payload: &payload,
     };
-    let fc = &fe.state.counters;
+    let process = &client.rt.process;
     if !crate::tcp::rules::allowed(&fe.tcp_content, &fe.acls, &view) {
-        add(&fc.dreq, 1);
-        rec.term(b'P', b'R');
+        rec.tally.dreq = Rows::FE;
+        rec.term(Cause::Proxy, Phase::Request);
         rec.null = payload.is_empty();
-        crate::observe::log::emit(fe, &mut rec, None, false);
+        outcome::finish(fe, process, &mut rec, None, None);
         return;
     }
     let Some(be) = pick_backend(fe, &view) else {
-        rec.term(b'S', b'C');
-        crate::observe::log::emit(fe, &mut rec, None, false);
+        rec.term(Cause::Server, Phase::Connect);
+        outcome::finish(fe, process, &mut rec, None, None);
         return;
     };
     entry.to_backend(be.iid);
     rec.assign_backend(&be);
     let bc = &be.state.counters;
     if be.iid != fe.iid && !crate::tcp::rules::allowed(&be.tcp_content, &be.acls, &view) {
-        add(&bc.dreq, 1);
-        rec.term(b'P', b'R');
-        crate::observe::log::emit(fe, &mut rec, None, false);
+        rec.tally.dreq = Rows::BE;
+        rec.term(Cause::Proxy, Phase::Request);
+        outcome::finish(fe, process, &mut rec, None, None);
         return;
     }
     let key = balance::LbKey {
@@ -123,22 +121,8 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: SocketAddr) 
     let slot = match balance::acquire(&be, &key).await {
         Ok(slot) => slot,
         Err(e) => {
-            match e {
-                PickError::NoServer => {
-                    add(&bc.econ, 1);
-                    rec.term(b'S', b'C');
-                }
-                PickError::QueueTimeout {
-                    be_queue,
-                    srv_queue,
-                } => {
-                    rec.be_queue = be_queue;
-                    rec.srv_queue = srv_queue;
-                    rec.term(b's', b'Q')
-                }
-                PickError::QueueFull => rec.term(b'S', b'Q'),
-            }
-            crate::observe::log::emit(fe, &mut rec, None, false);
+            e.record(&be, &mut rec);
+            outcome::finish(fe, process, &mut rec, None, None);
             return;
         }
     };
@@ -161,13 +145,15 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: SocketAddr) 
     rec.assign_server(&server);
     match connected {
         Err(e) => {
-            if let retry::ConnectError::Pick(PickError::NoServer) = e {
-                add(&bc.econ, 1);
+            if let ConnectError::Pick(PickError::NoServer) = e {
+                rec.tally.econ = Rows::BE;
             }
-            match e {
-                retry::ConnectError::Exhausted { timeout: true } => rec.term(b's', b'C'),
-                _ => rec.term(b'S', b'C'),
-            }
+            // A queue on the redispatch is logged as a connect failure.
+            rec.end(match &e {
+                ConnectError::Pick(_) => Term::new(Cause::Server, Phase::Connect),
+                e => e.term(),
+            });
+            rec.retryable = e.retryable();
         }
         // `proto h2` is HTTP only.
         Ok(Stream::Pipe(_)) => {
@@ -175,7 +161,7 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: SocketAddr) 
                 "backend {}: 'proto h2' servers in 'mode tcp' are not supported, connection closed",
                 be.name
             );
-            rec.term(b'S', b'C');
+            rec.term(Cause::Server, Phase::Connect);
         }
         Ok(mut upstream) => {
             rec.t_connect = ms(connecting.elapsed());
@@ -217,9 +203,8 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: SocketAddr) 
                         r = relayed => r,
                         _ = &mut killed => {
                             // The bytes relayed so far are not counted.
-                            add(&server.counters.srv_abrt, 1);
-                            add(&bc.srv_abrt, 1);
-                            rec.term(b'D', b'D');
+                            rec.tally.srv_abrt = Rows::BE_SRV;
+                            rec.term(Cause::Down, Phase::Data);
                             Default::default()
                         }
                     }
@@ -228,22 +213,20 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: SocketAddr) 
                 }
             };
             let c2s_total = c2s.bytes + payload.len() as u64;
-            for c in [fc, bc, &server.counters] {
-                add(&c.bin, c2s_total);
-                add(&c.bout, s2c.bytes);
-            }
-            add(&client.rt.process.bytes_out, s2c.bytes);
+            let t = &mut rec.tally;
+            (t.fe_in, t.srv_in) = (c2s_total, c2s_total);
+            (t.fe_out, t.srv_out) = (s2c.bytes, s2c.bytes);
             rec.bytes_in = c2s_total;
             rec.bytes_out = s2c.bytes;
             rec.null = c2s_total == 0;
             if let Some(t) = termination(&c2s, &s2c) {
-                rec.term(t[0], t[1]);
+                rec.end(t);
             }
         }
     }
     bc.session_end();
     drop(seat);
-    crate::observe::log::emit(fe, &mut rec, None, false);
+    outcome::finish(fe, process, &mut rec, None, None);
 }
 
 fn ms(d: Duration) -> i64 {
@@ -253,14 +236,15 @@ fn ms(d: Duration) -> i64 {
 /// How a relayed TCP session ended, as HAProxy's termination state tells
 /// it: a side's timeout (`cD`, `sD`) or error (`CD`, `SD`) first; both
 /// sides closing cleanly is `--`.
-fn termination(c2s: &Relayed, s2c: &Relayed) -> Option<[u8; 2]> {
-    match (c2s.end, s2c.end) {
-        (End::Timeout, _) | (_, End::WriteTimeout) => Some(*b"cD"),
-        (_, End::Timeout) | (End::WriteTimeout, _) => Some(*b"sD"),
-        (End::ReadError, _) | (_, End::WriteError) => Some(*b"CD"),
-        (_, End::ReadError) | (End::WriteError, _) => Some(*b"SD"),
-        _ => None,
-    }
+fn termination(c2s: &Relayed, s2c: &Relayed) -> Option<Term> {
+    let cause = match (c2s.end, s2c.end) {
+        (End::Timeout, _) | (_, End::WriteTimeout) => Cause::ClientTimeout,
+        (_, End::Timeout) | (End::WriteTimeout, _) => Cause::ServerTimeout,
+        (End::ReadError, _) | (_, End::WriteError) => Cause::Client,
+        (_, End::ReadError) | (End::WriteError, _) => Cause::Server,
+        _ => return None,
+    };
+    Some(Term::new(cause, Phase::Data))
 }
 
 /// Why one direction of a relay stopped.

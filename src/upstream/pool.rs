@@ -16,6 +16,7 @@ use tokio::net::TcpStream;
 use crate::state::lock;
 use crate::tls::Stream;
 use crate::tls::upstream::{SniSpec, UpstreamTls};
+use crate::upstream::ConnectError;
 
 /// How many idle connections one server keeps at most (shared out evenly
 /// over the runtimes' lists).
@@ -40,24 +41,6 @@ pub(crate) struct Pool {
     /// `proto h2`: the HTTP/2 connection all requests share (nothing is
     /// kept in `idle` then).
     h2: Option<crate::upstream::h2::Shared>,
-}
-
-impl From<std::io::Error> for ConnectError {
-    fn from(e: std::io::Error) -> Self {
-        ConnectError::Tcp(e)
-    }
-}
-
-/// Why a new connection to a server failed.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum ConnectError {
-    /// The TCP connection (a timeout is `ErrorKind::TimedOut`).
-    #[error("{0}")]
-    Tcp(std::io::Error),
-    #[error("SSL handshake failure ({0})")]
-    Tls(std::io::Error),
-    #[error("SSL handshake timeout")]
-    TlsTimeout,
 }
 
 impl Pool {

@@ -20,8 +20,8 @@ use crate::config::model::RetryOn;
 use crate::snapshot::BackendRt;
 use crate::state::{Counters, ServerState, SlotGuard};
 use crate::tls::Stream;
+use crate::upstream::ConnectError;
 use crate::upstream::balance::{self, LbKey, PickError};
-use crate::upstream::pool::ConnectError as PoolError;
 
 fn add(c: &AtomicU64) {
     c.fetch_add(1, Relaxed);
@@ -84,17 +84,6 @@ pub(crate) struct Next {
     pub(crate) redispatch: bool,
     /// HAProxy's turn-around timer before the attempt.
     pub(crate) pause: Option<Duration>,
-}
-
-/// Why no connection could be had.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ConnectError {
-    /// Every allowed attempt failed; `timeout` when the last one stroke
-    /// `timeout connect` (log `sC`), else it was refused or unreachable
-    /// (`SC`).
-    Exhausted { timeout: bool },
-    /// A redispatch found no server or queued too long.
-    Pick(PickError),
 }
 
 /// The retries of one request or session.
@@ -253,7 +242,7 @@ pub(crate) async fn connect(
         add(&server.counters.connect);
         add(&be.state.counters.connect);
         let pool = server.pool.load_full();
-        let timed_out = match pool
+        let failed = match pool
             .connect(be.timeouts.connect, be.tcpka, host, be.timeouts.server, dst)
             .await
         {
@@ -264,30 +253,29 @@ pub(crate) async fn connect(
                 }
                 return Ok(s);
             }
-            Err(e @ (PoolError::Tls(_) | PoolError::TlsTimeout)) => {
-                add(&server.counters.ssl_failed_handshake);
-                add(&be.state.counters.ssl_failed_handshake);
-                tracing::warn!(
-                    "Connection to server {}/{} failed: {e}.",
-                    be.name,
-                    server.name
-                );
-                matches!(e, PoolError::TlsTimeout)
-            }
-            Err(PoolError::Tcp(e)) => e.kind() == std::io::ErrorKind::TimedOut,
+            Err(e) => e,
         };
+        if matches!(failed, ConnectError::Tls(_) | ConnectError::TlsTimeout) {
+            add(&server.counters.ssl_failed_handshake);
+            add(&be.state.counters.ssl_failed_handshake);
+            tracing::warn!(
+                "Connection to server {}/{} failed: {failed}.",
+                be.name,
+                server.name
+            );
+        }
+        let timed_out = failed.timed_out();
         if server.observe.load(Relaxed) != 0 {
             crate::upstream::check::observe(be, &server, Some("Connection error"));
         }
         let Some(next) = tries.after_conn_failure(be, &server, !timed_out) else {
             add(&server.counters.econ);
             add(&be.state.counters.econ);
-            return Err(ConnectError::Exhausted { timeout: timed_out });
+            return Err(ConnectError::Exhausted {
+                last: Box::new(failed),
+            });
         };
-        tries
-            .apply(next, be, key, seat)
-            .await
-            .map_err(ConnectError::Pick)?;
+        tries.apply(next, be, key, seat).await?;
     }
 }
 

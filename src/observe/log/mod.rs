@@ -3,9 +3,9 @@
 //! * [`config`]: the `log` / `log-tag` / `log-format` / logging options.
 //! * [`format`]: compiled `log-format` strings (`option httplog` & co are
 //!   HAProxy's own strings).
-//! * [`LogRecord`]: a small plain struct filled along a request's path
-//!   (timers, names, termination state) and emitted once at its end, or at
-//!   the response headers with `option logasap`.
+//! * [`LogRecord`] (defined with the end stage in `observe::outcome`): the
+//!   exchange's outcome, emitted once at its end, or at the response
+//!   headers with `option logasap`.
 //! * [`sink`]: the logger thread behind a bounded channel; lines that do
 //!   not fit, or that a target refuses, are dropped and counted.
 //! * [`event`]: state changes (server UP/DOWN, maintenance, no server
@@ -19,15 +19,16 @@ pub(crate) mod time;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};
-use std::time::{Instant, SystemTime};
+use std::time::SystemTime;
 
 use crate::config::log::{GlobalLog, LogTarget, ProxyLog, Sink};
-use crate::snapshot::{BackendRt, FrontendRt};
-use crate::state::ServerState;
+use crate::snapshot::FrontendRt;
 use crate::wire::h1::Head;
 use format::{Fetch, LogFormat, Source, Value, Var};
 use time::Date;
 
+use crate::observe::outcome::ms_since;
+pub(crate) use crate::observe::outcome::{LogRecord, SrvName};
 pub(crate) use sink::dropped;
 
 /// The program name in syslog headers unless `log-tag` says otherwise.
@@ -107,66 +108,6 @@ impl FrontendLog {
     }
 }
 
-/// Which server a request went to, for `%s`.
-#[derive(Debug, Default)]
-pub(crate) enum SrvName {
-    #[default]
-    None,
-    /// The stats page answered (`<STATS>`).
-    Stats,
-    Server(Arc<ServerState>),
-}
-
-/// One request as its log line tells it. Filled along the request path
-/// (plain stores, nothing allocated), emitted once.
-#[derive(Debug)]
-pub(crate) struct LogRecord {
-    /// Wall-clock request start; `None` when the frontend does not log.
-    pub(crate) accept: Option<SystemTime>,
-    pub(crate) start: Instant,
-    /// Request head received, ms (`TR`); -1 = never complete.
-    pub(crate) t_req: i64,
-    /// Queue wait (`Tw`), server connect (`Tc`), response headers (`Tr`).
-    pub(crate) t_queue: i64,
-    pub(crate) t_connect: i64,
-    pub(crate) t_resp: i64,
-    pub(crate) status: i64,
-    pub(crate) bytes_out: u64,
-    pub(crate) bytes_in: u64,
-    /// Termination state: cause and phase, `--` when normal.
-    pub(crate) term: [u8; 2],
-    /// Its persistence cookie characters (request, response): `--` when
-    /// the backend has no `cookie` mode.
-    pub(crate) persist: [u8; 2],
-    pub(crate) backend: Option<Arc<BackendRt>>,
-    pub(crate) server: SrvName,
-    pub(crate) retries: u32,
-    pub(crate) redispatched: bool,
-    pub(crate) srv_queue: u32,
-    pub(crate) be_queue: u32,
-    /// Nothing at all came from the client (`option dontlognull`).
-    pub(crate) null: bool,
-    /// Already logged (`option logasap`).
-    pub(crate) logged: bool,
-    /// `%rt`.
-    pub(crate) req_id: u64,
-    /// Client address and the local address it connected to.
-    pub(crate) client: Option<SocketAddr>,
-    pub(crate) local: Option<SocketAddr>,
-    /// `capture request|response header` values as `%hr` / `%hs` print
-    /// them inside their braces (None: nothing captured).
-    pub(crate) captured_req: Option<String>,
-    pub(crate) captured_resp: Option<String>,
-    /// The client connection is TLS (`%ft` is the frontend name with `~`).
-    pub(crate) tls: bool,
-    /// A request of an HTTP/2 stream: `<scheme>://<authority>`, which
-    /// `%r` puts before the path with the version `HTTP/2.0`, as HAProxy
-    /// 2.6 logs the absolute URI of HTTP/2 requests.
-    pub(crate) h2_origin: Option<Box<str>>,
-}
-
-static REQ_ID: AtomicU64 = AtomicU64::new(0);
-
 /// `capture request|response header`: the last value of each listed header
 /// (empty when absent), cut to its length, with HAProxy's `#XX` escapes for
 /// control bytes, non-ASCII and `"#{|}`, joined by `|`. None without
@@ -192,101 +133,6 @@ pub(crate) fn capture_headers(list: &[(String, usize)], head: &Head) -> Option<S
         }
     }
     Some(out)
-}
-
-impl LogRecord {
-    /// A record for a request starting now; `logging` says whether the
-    /// frontend logs at all (only then is the wall clock read).
-    pub(crate) fn new(logging: bool) -> LogRecord {
-        LogRecord {
-            accept: logging.then(SystemTime::now),
-            start: Instant::now(),
-            t_req: -1,
-            t_queue: -1,
-            t_connect: -1,
-            t_resp: -1,
-            status: -1,
-            bytes_out: 0,
-            bytes_in: 0,
-            term: *b"--",
-            persist: *b"--",
-            backend: None,
-            server: SrvName::None,
-            retries: 0,
-            redispatched: false,
-            srv_queue: 0,
-            be_queue: 0,
-            null: false,
-            logged: false,
-            req_id: if logging {
-                REQ_ID.fetch_add(1, Relaxed)
-            } else {
-                0
-            },
-            client: None,
-            local: None,
-            captured_req: None,
-            captured_resp: None,
-            tls: false,
-            h2_origin: None,
-        }
-    }
-
-    pub(crate) fn enabled(&self) -> bool {
-        self.accept.is_some()
-    }
-
-    /// Sets the termination state unless one was set already (the first
-    /// cause is the one HAProxy reports).
-    pub(crate) fn term(&mut self, cause: u8, phase: u8) {
-        if self.term == *b"--" {
-            self.term = [cause, phase];
-        }
-    }
-
-    /// Marks the request head as received now.
-    pub(crate) fn head_received(&mut self) {
-        self.t_req = ms_since(self.start);
-    }
-
-    /// The backend this request goes to, with no server yet.
-    pub(crate) fn assign_backend(&mut self, be: &Arc<BackendRt>) {
-        if self.enabled() {
-            self.backend = Some(be.clone());
-        }
-    }
-
-    /// The server chosen for this request.
-    pub(crate) fn assign_server(&mut self, s: &Arc<ServerState>) {
-        if self.enabled() {
-            self.server = SrvName::Server(s.clone());
-        }
-    }
-
-    /// Where the request comes from (set when logging).
-    pub(crate) fn set_addrs(&mut self, client: SocketAddr, local: Option<SocketAddr>) {
-        self.client = Some(client);
-        self.local = local;
-    }
-
-    /// `option logasap`: log now, when the response headers are in, with
-    /// the bytes sent so far (`+` prefixed, as HAProxy).
-    pub(crate) fn log_early(&mut self, fe: &FrontendRt, status: u16, head_bytes: u64, req: &Head) {
-        if self.enabled() && fe.log.as_ref().is_some_and(|l| l.logasap) {
-            self.status = status as i64;
-            self.bytes_out = head_bytes;
-            emit(fe, self, Some(req), true);
-        }
-    }
-
-    /// Is this an error for `option log-separate-errors`?
-    fn is_error(&self) -> bool {
-        self.term[0] != b'-' || self.retries > 0 || self.status >= 500
-    }
-}
-
-fn ms_since(t: Instant) -> i64 {
-    t.elapsed().as_millis().min(i64::MAX as u128) as i64
 }
 
 fn hostname() -> &'static str {
@@ -422,9 +268,9 @@ impl Source for Line<'_> {
             }
             Var::BytesIn => out.num(rec.bytes_in as i64),
             Var::CapturedReqCookie | Var::CapturedRespCookie => out.text(None),
-            Var::TermState => out.raw(std::str::from_utf8(&rec.term).unwrap_or("--")),
+            Var::TermState => out.raw(std::str::from_utf8(&rec.term_code()).unwrap_or("--")),
             Var::TermStateCookie => {
-                out.raw(std::str::from_utf8(&rec.term).unwrap_or("--"));
+                out.raw(std::str::from_utf8(&rec.term_code()).unwrap_or("--"));
                 out.raw(std::str::from_utf8(&rec.persist).unwrap_or("--"));
             }
             Var::ActConn => out.num(self.actconn as i64),

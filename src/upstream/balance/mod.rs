@@ -33,15 +33,19 @@ use crate::state::{ServerState, SlotGuard};
 use crate::wire::h1::Head;
 
 /// Why a request got no server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum PickError {
     /// No server is usable (all DOWN, in maintenance or weight 0).
+    #[error("no server available")]
     NoServer,
     /// All usable servers stayed full until `timeout queue`; `be_queue` /
     /// `srv_queue`: the request's `%bq` / `%sq`.
+    #[error("timeout in queue")]
     QueueTimeout { be_queue: u32, srv_queue: u32 },
-    /// The chosen server's queue is at its `maxqueue`.
-    QueueFull,
+    /// The chosen server's queue is at its `maxqueue`; `server`: its index
+    /// in the backend (HAProxy logs it and counts the failure on it).
+    #[error("server queue full")]
+    QueueFull { server: usize },
 }
 
 /// What hash-based algorithms read from the request.
@@ -757,7 +761,7 @@ async fn wait_for_server(
     let s = &be.servers[i];
     let st: &Arc<ServerState> = &s.state;
     if s.maxqueue != 0 && st.waiters.load(Relaxed) >= s.maxqueue {
-        return Err(PickError::QueueFull);
+        return Err(PickError::QueueFull { server: i });
     }
     st.waiters.fetch_add(1, Relaxed);
     st.counters.queue.inc();
