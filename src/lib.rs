@@ -1,27 +1,22 @@
 //! sluice: a reverse proxy and load balancer that speaks HAProxy's language.
+//!
+//! The modules are layers; a layer imports only from the layers below it
+//! (`ARCHITECTURE.md` is the map, `tests/layers.rs` holds the line):
+//! `control` > `frontend` > `http`, `tcp` > `upstream` > `observe` >
+//! `snapshot` > `state` > `config` > `acl` > `wire`, `tls`, `loc`, `haproxy26` > `sys`.
 
-pub mod accept;
 pub mod acl;
-pub mod backend;
-pub mod balance;
-pub mod cli;
 pub mod config;
-pub mod health;
+pub mod control;
+pub mod frontend;
+pub mod haproxy26;
 pub mod http;
-pub mod listener;
-pub mod log;
-pub mod manpage;
-pub mod process;
-pub mod proxy_proto;
-pub mod reload;
-pub mod reload_diff;
-pub mod routing;
-pub mod runtime;
-pub mod sessions;
-pub mod splice;
-pub mod stats;
-pub mod takeover;
+pub mod loc;
+pub mod observe;
+pub mod snapshot;
+pub mod state;
+pub mod sys;
 pub mod tcp;
-pub mod tcp_rules;
 pub mod tls;
-pub mod workers;
+pub mod upstream;
+pub mod wire;

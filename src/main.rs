@@ -3,7 +3,8 @@ fn main() {
     let debug = args.iter().any(|a| a == "-d" || a == "-db");
     // -q: as HAProxy's, nothing on the terminal once started (its notices,
     // warnings and the "Proxy stopped" lines); SLUICE_LOG still wins.
-    let quiet = args.iter().any(|a| a == "-q");
+    // -V (verbose) cancels it, as in HAProxy.
+    let quiet = args.iter().any(|a| a == "-q") && !args.iter().any(|a| a == "-V");
     let filter = match (quiet, debug) {
         (true, _) => "off",
         (false, true) => "debug",
@@ -26,9 +27,9 @@ fn main() {
     let _ = tracing_subscriber::registry()
         .with(stderr)
         .with(
-            sluice::log::event::EventLayer
+            sluice::observe::log::event::EventLayer
                 .with_filter(tracing_subscriber::filter::LevelFilter::INFO),
         )
         .try_init();
-    std::process::exit(sluice::cli::main_with_args(&args));
+    std::process::exit(sluice::control::startup::main_with_args(&args));
 }

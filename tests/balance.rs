@@ -185,7 +185,7 @@ async fn equal_weights_alternate_across_clients() {
 /// several draws the least loaded per unit of weight wins, which under
 /// concurrency favours whichever server is idle whatever its weight (the
 /// point of power-of-two choices): those shares are proven on 60,000 picks
-/// of idle servers by the unit test in src/balance/mod.rs.
+/// of idle servers by the unit test in src/upstream/balance/mod.rs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_weights_1_2_3_within_1pct_over_60000() {
     for (algo, clients) in [("random(1)", 4)] {
@@ -245,7 +245,7 @@ async fn hits_after(
 /// `static-rr` and a map-based hash (`url_param`) over real requests:
 /// static-rr gives weights 1:2:3 exactly on 6,000 requests; 6,000
 /// distinct `url_param` keys split within 1% (the 60,000-pick proof of
-/// every map-based hash is the unit test in src/balance/mod.rs).
+/// every map-based hash is the unit test in src/upstream/balance/mod.rs).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn static_rr_and_map_hash_follow_weights_1_2_3() {
     for (algo, exact) in [("static-rr", true), ("url_param id", false)] {
@@ -291,8 +291,8 @@ async fn random_2_prefers_the_idle_server() {
             Some(rest) => format!("{l} cookie {}", rest.split(' ').next().unwrap_or("")),
             None => l.to_string(),
         })
-        .collect::<Vec<_>>()
-        .join("\n");
+        .map(|l| l + "\n")
+        .collect::<String>();
     let _s = Sluice::start(&cfg);
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let slow = tokio::spawn(async move {

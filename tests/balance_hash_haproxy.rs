@@ -274,3 +274,186 @@ async fn hash_algorithms_choose_the_same_server_as_haproxy() {
     }
     assert!(report.is_empty(), "{}", report.join("\n"));
 }
+
+/// The `n`th client address the PROXY protocol announces: IPv4 for even
+/// `n`, IPv6 (a few of them IPv4-mapped) for odd `n`.
+fn proxied_src(n: usize) -> std::net::IpAddr {
+    if n.is_multiple_of(2) {
+        Ipv4Addr::new(
+            10 + (n % 5) as u8,
+            (n / 7) as u8,
+            (n * 13 % 256) as u8,
+            1 + n as u8 / 2,
+        )
+        .into()
+    } else if n % 10 == 3 {
+        Ipv4Addr::new(192, 168, (n / 3) as u8, n as u8)
+            .to_ipv6_mapped()
+            .into()
+    } else {
+        std::net::Ipv6Addr::new(
+            0x2001,
+            0xdb8,
+            n as u16,
+            0,
+            (n * 977) as u16,
+            0,
+            (n * 31) as u16,
+            1 + n as u16,
+        )
+        .into()
+    }
+}
+
+/// A PROXY header announcing `src`: version 1 text for every other
+/// address, version 2 binary for the rest.
+fn proxy_header(n: usize, src: std::net::IpAddr) -> Vec<u8> {
+    use std::net::IpAddr;
+    if n % 4 < 2 {
+        let (fam, dst) = match src {
+            IpAddr::V4(_) => ("TCP4", "127.0.0.1"),
+            IpAddr::V6(_) => ("TCP6", "::1"),
+        };
+        return format!("PROXY {fam} {src} {dst} {} 80\r\n", 1024 + n).into_bytes();
+    }
+    let mut h = b"\r\n\r\n\x00\r\nQUIT\n".to_vec();
+    let (fam, addrs): (u8, Vec<u8>) = match src {
+        IpAddr::V4(a) => (0x11, [a.octets().as_slice(), &[127, 0, 0, 1]].concat()),
+        IpAddr::V6(a) => (
+            0x21,
+            [
+                a.octets().as_slice(),
+                &std::net::Ipv6Addr::LOCALHOST.octets(),
+            ]
+            .concat(),
+        ),
+    };
+    h.extend_from_slice(&[0x21, fam]);
+    h.extend_from_slice(&(addrs.len() as u16 + 4).to_be_bytes());
+    h.extend_from_slice(&addrs);
+    h.extend_from_slice(&(1024 + n as u16).to_be_bytes());
+    h.extend_from_slice(&80u16.to_be_bytes());
+    h
+}
+
+/// Sends a request behind a PROXY header; the server that answered.
+async fn send_proxied(port: u16, n: usize) -> String {
+    let mut s = within(
+        REQ_DEADLINE,
+        "connect",
+        tokio::net::TcpStream::connect(("127.0.0.1", port)),
+    )
+    .await
+    .unwrap();
+    let mut req = proxy_header(n, proxied_src(n));
+    req.extend_from_slice(b"GET / HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n");
+    s.write_all(&req).await.unwrap();
+    let mut out = Vec::new();
+    within(REQ_DEADLINE, "response", s.read_to_end(&mut out))
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&out);
+    text.lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("x-backend: ")
+                .map(|v| v.trim().to_string())
+        })
+        .unwrap_or_else(|| panic!("no x-backend in {text}"))
+}
+
+/// `balance source` behind `bind ... accept-proxy`: the address the
+/// PROXY header announces (not the socket's 127.0.0.1) is the key, and
+/// 200 of them (IPv4, IPv6, IPv4-mapped IPv6; v1 and v2 headers) reach
+/// the same servers (weights 1, 2, 1, 3) as under HAProxy 2.6, map-based
+/// and consistent, in HTTP and TCP mode.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn source_hash_behind_accept_proxy_matches_haproxy() {
+    if !Path::new(HAPROXY).exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{HAPROXY} is needed on CI"
+        );
+        eprintln!("skipped: {HAPROXY} is not installed");
+        return;
+    }
+    const ADDRS: usize = 200;
+    let servers = [
+        Backend::start("s1").await,
+        Backend::start("s2").await,
+        Backend::start("s3").await,
+        Backend::start("s4").await,
+    ];
+    let cases = [
+        ("http-map", "http", "hash-type map-based"),
+        ("http-consistent", "http", "hash-type consistent"),
+        ("tcp-map", "tcp", "hash-type map-based"),
+        ("tcp-consistent", "tcp", "hash-type consistent"),
+    ];
+    let config = |fronts: &[Listen]| {
+        let mut c = String::from(
+            "defaults\n    timeout connect 5s\n    timeout client 30s\n    timeout server 30s\n\n",
+        );
+        for (k, (_, mode, hash)) in cases.iter().enumerate() {
+            c.push_str(&format!(
+                "listen p{k}\n    mode {mode}\n    bind {} accept-proxy\n    balance source\n    {hash}\n",
+                fronts[k]
+            ));
+            for (j, s) in servers.iter().enumerate() {
+                c.push_str(&format!(
+                    "    server {} {} weight {}\n",
+                    s.name,
+                    s.hostport(),
+                    [1, 2, 1, 3][j]
+                ));
+            }
+            c.push('\n');
+        }
+        c
+    };
+    let fronts = listens(2 * cases.len());
+    let (hp, sp) = fronts.split_at(cases.len());
+    let dir = TempDir::new("hapxy");
+    let hcfg = dir.write("haproxy.cfg", &config(hp));
+    let mut cmd = Command::new(HAPROXY);
+    inherit(&mut cmd, &hp.iter().collect::<Vec<_>>());
+    let mut child = cmd
+        .arg("-f")
+        .arg(&hcfg)
+        .arg("-db")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn haproxy");
+    for l in hp {
+        l.wait_accepting(&mut child);
+    }
+    let _hap = Haproxy(child);
+    let _s = Sluice::start(&config(sp));
+
+    let mut report = Vec::new();
+    for (k, (name, _, _)) in cases.iter().enumerate() {
+        let (mut want, mut got) = (Vec::new(), Vec::new());
+        for n in 0..ADDRS {
+            want.push(send_proxied(hp[k].port(), n).await);
+            got.push(send_proxied(sp[k].port(), n).await);
+        }
+        let distinct: std::collections::BTreeSet<&String> = want.iter().collect();
+        assert!(
+            distinct.len() == 4,
+            "{name}: haproxy spread the addresses over {distinct:?} only"
+        );
+        let diff: Vec<usize> = (0..ADDRS).filter(|&n| want[n] != got[n]).collect();
+        if let Some(&n) = diff.first() {
+            report.push(format!(
+                "{name}: {} of {ADDRS} addresses differ (first: {}, haproxy {} sluice {})",
+                diff.len(),
+                proxied_src(n),
+                want[n],
+                got[n]
+            ));
+        }
+    }
+    assert!(report.is_empty(), "{}", report.join("\n"));
+}

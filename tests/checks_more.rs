@@ -391,7 +391,7 @@ async fn observe_layer7_takes_a_5xx_server_out_before_the_next_check() {
             "
 listen {mode}
     bind 127.0.0.1:{}
-    server bad {} check inter 10s fastinter 100ms rise 2 fall 3 observe layer7 error-limit 2 on-error {mode}
+    server bad {} check inter 10s fastinter 5s rise 2 fall 3 observe layer7 error-limit 2 on-error {mode}
     server good {}
 ",
             ports[i],
@@ -427,8 +427,11 @@ listen {mode}
             }
         }
         // The server is marked down as the last error is seen, which may
-        // be just after its 500 reached the client: wait for it (a DOWN
-        // server is checked again only after `downinter`, 10 s here).
+        // be just after its 500 reached the client: wait for it. `on-error`
+        // brings the next check to `fastinter` after the error, and this
+        // server passes TCP checks: a fastinter of 100 ms would let it come
+        // back UP within two checks, before a slow machine sent the
+        // requests below (as HAProxy would too); 5 s keeps it DOWN.
         wait_until(DEADLINE, "marked down", || async {
             server_status(&sock, px, "bad").await == "DOWN"
         })

@@ -107,6 +107,18 @@ backend web_be
     balance roundrobin
     server s1 @S1@
     server s2 @S2@ check inter 1h
+
+# srv_use_ssl of `show servers state`: 0 when nothing is said, 1 for
+# `ssl`, -1 for `no-ssl` (also inherited from `default-server`).
+backend tls_be
+    server plain 127.0.0.1:9
+    server on 127.0.0.1:9 ssl verify none
+    server off 127.0.0.1:9 ssl verify none no-ssl
+
+backend tls_inherited
+    default-server no-ssl
+    server off 127.0.0.1:9
+    server on 127.0.0.1:9 ssl verify none
 ";
 
 /// One proxy process (haproxy or sluice) with its private directory.
@@ -289,6 +301,7 @@ fn script() -> Vec<(&'static str, &'static str, Cmp)> {
         ("admin", "show servers state\n", ServersState),
         ("admin", "show servers state web_be\n", ServersState),
         ("admin", "show servers state nosuch\n", Exact),
+        ("admin", "show servers state tls_be\n", ServersState),
         ("admin", "show stat\n", Csv),
         ("admin", "show stat typed\n", Typed),
         ("admin", "show stat json\n", Json),

@@ -4,6 +4,8 @@
 
 mod support;
 
+use std::path::Path;
+
 use support::*;
 
 const DEFAULTS: &str = "defaults
@@ -223,21 +225,230 @@ fn dump_reads_back_to_the_same_configuration() {
 }
 
 #[test]
-fn stats_socket_directory_is_checked() {
+fn stats_socket_directory_is_a_notice_at_check_and_fatal_at_start() {
     let dir = TempDir::new("sock");
     dir.write(
         "s.cfg",
         &format!("global\n    stats socket {}/missing/admin.sock level admin\n{DEFAULTS}frontend fe\n    bind 127.0.0.1:18840\n", dir.path().display()),
     );
-    let out = run_sluice(&["-c", "-f", "s.cfg"], Some(dir.path()));
-    assert_eq!(out.code(), Some(1));
+    // As HAProxy's -c: valid, no warning (so -dW passes too); sluice says
+    // what starting here would meet.
+    for args in [&["-c", "-f", "s.cfg"][..], &["-c", "-dW", "-f", "s.cfg"]] {
+        let out = run_sluice(args, Some(dir.path()));
+        assert_eq!(out.code(), Some(0), "{args:?}: {}", out.stderr);
+        assert_eq!(out.stdout, "Configuration file is valid\n");
+        let line = out.stderr.lines().next().unwrap_or_default();
+        assert!(
+            line.starts_with("[NOTICE]")
+                && line.contains("parsing [s.cfg:2] : 'stats socket ")
+                && line.contains("/missing' does not exist; starting on this machine would fail"),
+            "{}",
+            out.stderr
+        );
+    }
+    // Starting fails before anything is bound.
+    let out = run_sluice(&["-f", "s.cfg"], Some(dir.path()));
+    assert_eq!(out.code(), Some(1), "{}", out.stderr);
     assert!(
-        out.stderr.contains("parsing [s.cfg:2] : 'stats socket "),
+        alerts(&out.stderr)
+            .iter()
+            .any(|l| l.contains("parsing [s.cfg:2] : 'stats socket ")
+                && l.contains("/missing' does not exist; cannot start.")),
+        "{}",
+        out.stderr
+    );
+}
+
+/// `-V` is HAProxy's verbose flag (the version is `-v`): `-c -V` checks.
+#[test]
+fn check_with_verbose_still_checks() {
+    let dir = TempDir::new("cv");
+    dir.write("bad.cfg", "global\n    foobar\n");
+    let out = run_sluice(&["-c", "-V", "-f", "bad.cfg"], Some(dir.path()));
+    assert_eq!(out.code(), Some(1), "{}", out.stdout);
+    assert!(!out.stdout.contains("version"), "{}", out.stdout);
+    assert!(
+        out.stderr
+            .contains("parsing [bad.cfg:2] : unknown keyword 'foobar' in 'global' section"),
+        "{}",
+        out.stderr
+    );
+    // -V cancels -q, in either order.
+    dir.write(
+        "ok.cfg",
+        &format!(
+            "{DEFAULTS}frontend fe\n    bind 127.0.0.1:18841\n    http-request return status 200\n"
+        ),
+    );
+    for args in [["-c", "-q", "-V"], ["-c", "-V", "-q"]] {
+        let mut a = args.to_vec();
+        a.extend(["-f", "ok.cfg"]);
+        let out = run_sluice(&a, Some(dir.path()));
+        assert_eq!(out.code(), Some(0));
+        assert_eq!(out.stdout, "Configuration file is valid\n", "{a:?}");
+    }
+}
+
+/// The packaged configuration checks on a machine that is not its target
+/// (no /run/sluice, no user sluice): exit 0.
+#[test]
+fn packaged_config_checks_on_any_machine() {
+    let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("packaging/etc/sluice.cfg");
+    let out = run_sluice(&["-c", "-f", &cfg.display().to_string()], None);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    assert!(
+        out.stdout.ends_with("Configuration file is valid\n"),
+        "{}",
+        out.stdout
+    );
+}
+
+/// A `user` / `group` this machine lacks: a warning at -c (the check may
+/// run where the account is not created yet; HAProxy's -c fails), fatal at
+/// start with HAProxy's text.
+#[test]
+fn missing_user_warns_at_check_and_fails_at_start() {
+    let dir = TempDir::new("user");
+    dir.write(
+        "u.cfg",
+        &format!("global\n    user nosuchuser-sluice-test\n    group nosuchgroup-sluice-test\n{DEFAULTS}frontend fe\n    bind 127.0.0.1:18842\n    http-request return status 200\n"),
+    );
+    let out = run_sluice(&["-c", "-f", "u.cfg"], Some(dir.path()));
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    assert_eq!(
+        out.stdout,
+        "Warnings were found.\nConfiguration file is valid\n"
+    );
+    for (line, what, name) in [
+        (2, "user", "nosuchuser-sluice-test"),
+        (3, "group", "nosuchgroup-sluice-test"),
+    ] {
+        let want = format!(
+            ") : config : parsing [u.cfg:{line}] : cannot find {what} id for '{name}' (0:Success)"
+        );
+        assert!(
+            out.stderr
+                .lines()
+                .any(|l| l.starts_with("[WARNING]") && l.ends_with(&want)),
+            "{want}\n{}",
+            out.stderr
+        );
+    }
+    let out = run_sluice(&["-f", "u.cfg"], Some(dir.path()));
+    assert_eq!(out.code(), Some(1), "{}", out.stderr);
+    let a = alerts(&out.stderr);
+    assert!(
+        a.iter().any(|l| l.ends_with(
+            "parsing [u.cfg:2] : cannot find user id for 'nosuchuser-sluice-test' (0:Success)"
+        )),
         "{}",
         out.stderr
     );
     assert!(
-        out.stderr.contains("/missing' does not exist"),
+        a.last()
+            .is_some_and(|l| l.ends_with("Fatal errors found in configuration."))
+    );
+}
+
+/// Server names are resolved only for an otherwise valid configuration
+/// (as HAProxy): a broken one fails without a look-up; `-dr` turns an
+/// unresolvable name into a warning and a disabled server.
+#[test]
+fn resolution_only_when_otherwise_valid_and_dr() {
+    let dir = TempDir::new("res");
+    let backend = "backend be\n    server s1 nosuchhost.invalid:80\n";
+    dir.write(
+        "broken.cfg",
+        &format!(
+            "{DEFAULTS}frontend fe\n    bind 127.0.0.1:18843\n    default_backend nope\n{backend}"
+        ),
+    );
+    let out = run_sluice(&["-c", "-f", "broken.cfg"], Some(dir.path()));
+    assert_eq!(out.code(), Some(1));
+    assert!(
+        out.stderr
+            .contains("unable to find required default_backend: 'nope'"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("could not resolve"), "{}", out.stderr);
+    assert!(
+        !out.stderr.contains("Failed to initialize server(s) addr."),
+        "{}",
+        out.stderr
+    );
+
+    dir.write(
+        "ok.cfg",
+        &format!(
+            "{DEFAULTS}frontend fe\n    bind 127.0.0.1:18843\n    default_backend be\n{backend}"
+        ),
+    );
+    let out = run_sluice(&["-c", "-f", "ok.cfg"], Some(dir.path()));
+    assert_eq!(out.code(), Some(1));
+    assert!(
+        out.stderr.contains(
+            "[ok.cfg:10] : 'server be/s1' : could not resolve address 'nosuchhost.invalid'."
+        ),
+        "{}",
+        out.stderr
+    );
+    let out = run_sluice(&["-c", "-dr", "-f", "ok.cfg"], Some(dir.path()));
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    assert_eq!(
+        out.stdout,
+        "Warnings were found.\nConfiguration file is valid\n"
+    );
+    assert!(
+        out.stderr.lines().any(|l| l.starts_with("[WARNING]") && l.ends_with("[ok.cfg:10] : 'server be/s1' : could not resolve address 'nosuchhost.invalid', disabling server.")),
+        "{}",
+        out.stderr
+    );
+}
+
+/// `tune.*` keywords with no meaning for sluice (rustls has no DHE, tokio
+/// schedules on its own, ...) are accepted with a notice giving the
+/// reason, as haproxy 2.6 accepts them; `-dW` does not make them fatal.
+/// A `tune.*` keyword that would matter and is not done stays an error.
+#[test]
+fn meaningless_tune_keywords_are_accepted_with_a_notice() {
+    let dir = TempDir::new("chk");
+    dir.write(
+        "t.cfg",
+        &format!(
+            "global\n    tune.ssl.default-dh-param 2048\n    tune.sched.low-latency on\n{DEFAULTS}listen l\n    bind 127.0.0.1:18802\n    server s 127.0.0.1:18803\n"
+        ),
+    );
+    for args in [&["-c", "-f", "t.cfg"][..], &["-c", "-dW", "-f", "t.cfg"]] {
+        let out = run_sluice(args, Some(dir.path()));
+        assert_eq!(out.code(), Some(0), "{}", out.stderr);
+        assert_eq!(out.stdout, "Configuration file is valid\n");
+        assert!(
+            out.stderr.contains("[NOTICE]") && out.stderr.contains(
+                "parsing [t.cfg:2] : 'tune.ssl.default-dh-param' is accepted and ignored: rustls has no DHE cipher suites, so no Diffie-Hellman parameters are used."
+            ),
+            "{}",
+            out.stderr
+        );
+        assert!(
+            out.stderr.contains(
+                "parsing [t.cfg:3] : 'tune.sched.low-latency' is accepted and ignored: sluice runs on tokio's scheduler, not HAProxy's run queue."
+            ),
+            "{}",
+            out.stderr
+        );
+    }
+    dir.write(
+        "k.cfg",
+        &format!("global\n    tune.ssl.keylog on\n{DEFAULTS}listen l\n    bind 127.0.0.1:18802\n    server s 127.0.0.1:18803\n"),
+    );
+    let out = run_sluice(&["-c", "-f", "k.cfg"], Some(dir.path()));
+    assert_ne!(out.code(), Some(0));
+    assert!(
+        alerts(&out.stderr)
+            .iter()
+            .any(|l| l
+                .ends_with("parsing [k.cfg:2] : 'tune.ssl.keylog' is not supported by sluice yet")),
         "{}",
         out.stderr
     );

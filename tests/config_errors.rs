@@ -335,3 +335,118 @@ fn missing_file_is_an_error() {
     assert_eq!(out.code(), Some(1), "stderr:\n{}", out.stderr);
     assert!(out.stderr.contains("does-not-exist.cfg"), "{}", out.stderr);
 }
+
+/// HAProxy 2.6 refuses a file whose last line has no LF (it may have been
+/// cut short), after reading that line, with the line's length + 1.
+#[test]
+fn missing_lf_on_last_line() {
+    let err = assert_rejected("nolf.cfg", "global\n    maxconn 10");
+    assert!(
+        alerts(&err)[0].ends_with(
+            " : config : parsing [nolf.cfg:2]: Missing LF on last line, file might have been truncated at position 15."
+        ),
+        "stderr:\n{err}"
+    );
+    // The same text with its LF is fine.
+    let ok = run_cfg("lf.cfg", "global\n    maxconn 10\n", &["-c"]);
+    assert_ne!(ok.code(), Some(1), "stderr:\n{}", ok.stderr);
+}
+
+/// Unset variables in addresses: an address left empty is refused with
+/// HAProxy's words, one that keeps its `:` is the wildcard address.
+#[test]
+fn address_emptied_by_unset_variable() {
+    let (_held, port) = hold_port();
+    let cfg = format!(
+        "{DEFAULTS}
+frontend fe
+    bind 127.0.0.1:{port}
+    bind $SLUICE_TEST_UNSET_VAR
+    default_backend be
+backend be
+    server s1 ${{SLUICE_TEST_UNSET_VAR}}
+    server s2 $SLUICE_TEST_UNSET_VAR:$SLUICE_TEST_UNSET_VAR
+"
+    );
+    let err = assert_rejected("empty.cfg", &cfg);
+    let al = alerts(&err);
+    assert!(
+        al[0].ends_with(
+            "parsing [empty.cfg:9] : 'bind' : '$SLUICE_TEST_UNSET_VAR' resolves to an empty address (environment variable missing?)"
+        ),
+        "stderr:\n{err}"
+    );
+    assert!(
+        al[1].ends_with(
+            "[empty.cfg:12] : 'server be/s1' : '${SLUICE_TEST_UNSET_VAR}' resolves to an empty address (environment variable missing?)"
+        ),
+        "stderr:\n{err}"
+    );
+    // s2 (`:`) is accepted: only the two lines above are reported.
+    assert_eq!(
+        al.iter().filter(|l| l.contains("empty.cfg:")).count(),
+        2,
+        "stderr:\n{err}"
+    );
+}
+
+/// What HAProxy 2.6 has and sluice lacks is "not supported by sluice yet"
+/// at its file:line, never "unknown" or a "did you mean": a sample of each
+/// kind of the list generated from HAProxy's manual.
+#[test]
+fn haproxy_keywords_sluice_lacks_are_not_supported_yet() {
+    let (_held, port) = hold_port();
+    let cfg = format!(
+        "global
+    lua-load /etc/sluice/x.lua
+{DEFAULTS}
+frontend fe
+    bind 127.0.0.1:{port} v6only
+    http-request set-var(txn.x) str(a)
+    http-response set-status 503
+    option mysql-check
+    stick-table type ip size 1m
+    acl a base,map_reg(/etc/x.map) -m found
+    acl b src,ipmask(24) 10.0.0.0
+    default_backend be
+backend be
+    server s1 127.0.0.1:1 resolvers dns
+"
+    );
+    let err = assert_rejected("ns.cfg", &cfg);
+    let al = alerts(&err);
+    for (line, want) in [
+        (2, "'lua-load' is not supported by sluice yet"),
+        (10, "'v6only' option is not supported by sluice yet"),
+        (
+            11,
+            "'http-request set-var(txn.x)' is not supported by sluice yet",
+        ),
+        (
+            12,
+            "'http-response set-status' is not supported by sluice yet",
+        ),
+        (13, "'option mysql-check' is not supported by sluice yet"),
+        (14, "'stick-table' is not supported by sluice yet"),
+        (
+            15,
+            "fetch method 'base' is not supported by sluice yet in ACL expression 'base,map_reg(/etc/x.map)'",
+        ),
+        (
+            16,
+            "converter 'ipmask' is not supported by sluice yet in ACL expression 'src,ipmask(24)'",
+        ),
+        (
+            19,
+            "'server be/s1' : 'resolvers' is not supported by sluice yet",
+        ),
+    ] {
+        let at = format!("ns.cfg:{line}]");
+        let l = al
+            .iter()
+            .find(|l| l.contains(&at))
+            .unwrap_or_else(|| panic!("no alert at {at}; stderr:\n{err}"));
+        assert!(l.contains(want), "{at}: {l:?} lacks {want:?}");
+        assert!(!l.contains("unknown") && !l.contains("did you mean"), "{l}");
+    }
+}

@@ -214,7 +214,7 @@ async fn check_mode_accepts_with_warnings_only() {
     }
     assert!(
         out.stderr
-            .contains("is now deprecated in favor of 'timeout client'"),
+            .contains("the 'clitimeout' directive is not supported anymore since HAProxy 2.1. Use 'timeout client'."),
         "stderr:\n{}",
         out.stderr
     );

@@ -16,9 +16,9 @@ fn corpus_replays_without_panic() {
     assert!(seeds.len() >= 30, "corpus too small: {}", seeds.len());
     let mut heads = 0;
     for (name, data) in &seeds {
-        let r = std::panic::catch_unwind(|| sluice::http::h1::exercise(data));
+        let r = std::panic::catch_unwind(|| sluice::wire::h1::exercise(data));
         assert!(r.is_ok(), "panic on fuzz/corpus/h1/{name}");
-        if sluice::http::h1::head_end(data).is_some() {
+        if sluice::wire::h1::head_end(data).is_some() {
             heads += 1;
         }
     }
@@ -57,6 +57,6 @@ fn mutations_of_the_corpus_never_panic() {
         INTERESTING,
         rounds(20_000),
         0x9E37_79B9_7F4A_7C15,
-        sluice::http::h1::exercise,
+        sluice::wire::h1::exercise,
     );
 }

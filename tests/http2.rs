@@ -952,3 +952,217 @@ backend be
         seen.iter().map(|r| &r.uri).collect::<Vec<_>>()
     );
 }
+
+/// The connection's receive window is opened to 2^31-1 at once, as
+/// HAProxy 2.6 opens it (one WINDOW_UPDATE of 0x7fff0000 on stream 0):
+/// 50 small bodies (100,000 bytes in all, more than the 65,535 the
+/// connection starts with) are sent at once without any further
+/// WINDOW_UPDATE, and all 50 are answered.
+#[tokio::test]
+async fn many_small_bodies_never_wait_for_a_window_update() {
+    use frames::*;
+    const WINDOW_UPDATE: u8 = 8;
+    let (be, _s, port) = h2c_to_app().await;
+    let mut c = TcpStream::connect(addr(port)).await.unwrap();
+    c.write_all(&start()).await.unwrap();
+    let got = read_frames(&mut c, |f| {
+        f.iter().any(|(t, _, s, _)| *t == WINDOW_UPDATE && *s == 0)
+    })
+    .await;
+    let inc: u64 = got
+        .iter()
+        .filter(|(t, _, s, _)| *t == WINDOW_UPDATE && *s == 0)
+        .map(|(.., p)| u64::from(u32::from_be_bytes([p[0], p[1], p[2], p[3]])))
+        .sum();
+    assert_eq!(65535 + inc, (1 << 31) - 1, "connection window: {got:?}");
+    // :method POST, :scheme http, :path /, :authority h.
+    let post = [0x83, 0x86, 0x84, 0x01, 1, b'h'];
+    let mut out = Vec::new();
+    for i in 0..50u32 {
+        out.extend(frame(HEADERS, END_HEADERS, 2 * i + 1, &post));
+        out.extend(frame(DATA, END_STREAM, 2 * i + 1, &[b'x'; 2000]));
+    }
+    c.write_all(&out).await.unwrap();
+    let ended = |f: &[(u8, u8, u32, Vec<u8>)]| {
+        f.iter()
+            .filter(|(t, fl, s, _)| {
+                *s != 0 && (*t == DATA || *t == HEADERS) && fl & END_STREAM != 0
+            })
+            .count()
+    };
+    let got = read_frames(&mut c, |f| ended(f) == 50).await;
+    assert_eq!(
+        ended(&got),
+        50,
+        "{:?}",
+        got.iter().map(|f| (f.0, f.2)).collect::<Vec<_>>()
+    );
+    assert!(!got.iter().any(|(t, ..)| *t == GOAWAY || *t == RST_STREAM));
+    assert_eq!(be.hits(), 50);
+}
+
+/// A `:scheme` that is not a URI scheme (empty, or starting with a digit)
+/// is answered 400 and counted in `ereq` / `hrsp_4xx`, as haproxy 2.6.12
+/// answers and counts it; a well-formed unusual one (`foo`) is served.
+#[tokio::test]
+async fn a_malformed_scheme_is_a_400() {
+    use frames::*;
+    let be = Backend::start("app").await;
+    let (_held, port) = hold_port();
+    let s = Sluice::start(&format!(
+        "global
+    stats socket @DIR@/stats.sock level admin
+{H2_FRONTEND}frontend fe
+    bind 127.0.0.1:{port} proto h2
+    default_backend be
+backend be
+    server app {}
+",
+        be.hostport()
+    ));
+    let block = |scheme: &str| {
+        // :method GET, :scheme <literal> (name: static entry 6), :path /,
+        // :authority h.
+        let mut b = vec![0x82, 0x06, scheme.len() as u8];
+        b.extend_from_slice(scheme.as_bytes());
+        b.extend_from_slice(&[0x84, 0x01, 1, b'h']);
+        b
+    };
+    let mut c = TcpStream::connect(addr(port)).await.unwrap();
+    let mut out = start();
+    let flags = END_STREAM | END_HEADERS;
+    out.extend(frame(HEADERS, flags, 1, &block("")));
+    out.extend(frame(HEADERS, flags, 3, &block("1http")));
+    out.extend(frame(HEADERS, flags, 5, &block("foo")));
+    c.write_all(&out).await.unwrap();
+    let ended = |f: &[(u8, u8, u32, Vec<u8>)], s: u32| {
+        f.iter()
+            .any(|(_, fl, id, _)| *id == s && fl & END_STREAM != 0)
+    };
+    let got = read_frames(&mut c, |f| [1, 3, 5].iter().all(|&s| ended(f, s))).await;
+    let status = |s: u32| {
+        got.iter()
+            .find(|(t, _, id, _)| *t == HEADERS && *id == s)
+            .map(|(.., p)| p[0])
+            .unwrap_or_else(|| panic!("no response on stream {s}: {got:?}"))
+    };
+    // :status 400 and 200 are entries 12 and 8 of the static table.
+    assert_eq!((status(1), status(3), status(5)), (0x8c, 0x8c, 0x88));
+    assert!(!got.iter().any(|(t, ..)| *t == RST_STREAM || *t == GOAWAY));
+    assert_eq!(be.hits(), 1);
+    let csv = show_stat(&s.stats_socket()).await;
+    assert_eq!(csv.num("fe", "FRONTEND", "ereq"), 2);
+    assert_eq!(csv.num("fe", "FRONTEND", "hrsp_4xx"), 2);
+}
+
+/// An HTTP/2 server for upgrades: with `connect` it announces
+/// SETTINGS_ENABLE_CONNECT_PROTOCOL and takes an extended CONNECT
+/// (`:protocol`) with a 200, then echoes the tunnel's bytes upper-cased;
+/// it records each request's method, `:protocol` and headers.
+async fn ws_h2_server(connect: bool) -> (SocketAddr, SeenList) {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let seen = SeenList::default();
+    let seen2 = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = l.accept().await {
+            let seen = seen2.clone();
+            tokio::spawn(async move {
+                let mut b = h2::server::Builder::new();
+                if connect {
+                    b.enable_connect_protocol();
+                }
+                let Ok(mut conn) = b.handshake::<_, Bytes>(tcp).await else {
+                    return;
+                };
+                while let Some(Ok((req, mut respond))) = conn.accept().await {
+                    let seen = seen.clone();
+                    tokio::spawn(async move {
+                        let (parts, mut body) = req.into_parts();
+                        let proto = parts
+                            .extensions
+                            .get::<h2::ext::Protocol>()
+                            .map(|p| p.as_str().to_string())
+                            .unwrap_or_default();
+                        seen.lock().unwrap().push(Seen {
+                            method: format!("{} {proto}", parts.method),
+                            uri: parts.uri.to_string(),
+                            headers: parts.headers,
+                            body: Vec::new(),
+                        });
+                        let resp = http::Response::builder().status(200).body(()).unwrap();
+                        let Ok(mut s) = respond.send_response(resp, false) else {
+                            return;
+                        };
+                        while let Some(Ok(d)) = body.data().await {
+                            let _ = body.flow_control().release_capacity(d.len());
+                            let _ = s.send_data(Bytes::from(d.to_ascii_uppercase()), false);
+                        }
+                        let _ = s.send_data(Bytes::new(), true);
+                    });
+                }
+            });
+        }
+    });
+    (addr, seen)
+}
+
+/// An HTTP/1 WebSocket upgrade to a `proto h2` server goes out as an
+/// extended CONNECT (RFC 8441, `:protocol websocket`) and its 200 comes
+/// back as the 101 haproxy 2.6.12 makes of it (`connection: upgrade`,
+/// `upgrade: websocket`, and the accept key of the client's key, which
+/// the HTTP/2 server has no use for); the tunnel then carries bytes both
+/// ways. A server that does not announce extended CONNECT gets nothing:
+/// the client gets a 502, as from haproxy.
+#[tokio::test]
+async fn an_upgrade_to_an_h2_server_is_an_extended_connect() {
+    let (with, seen) = ws_h2_server(true).await;
+    let (without, seen_without) = ws_h2_server(false).await;
+    let (_held, ports) = hold_port_vec(2);
+    let _s = Sluice::start(&format!(
+        "{H2_FRONTEND}frontend fe
+    bind 127.0.0.1:{p0}
+    default_backend be
+frontend fe2
+    bind 127.0.0.1:{p1}
+    default_backend be2
+backend be
+    server s1 {with} proto h2
+backend be2
+    server s1 {without} proto h2
+",
+        p0 = ports[0],
+        p1 = ports[1],
+    ));
+    let upgrade = b"GET /chat HTTP/1.1\r\nHost: ws.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+    let mut c = TcpStream::connect(addr(ports[0])).await.unwrap();
+    c.write_all(upgrade).await.unwrap();
+    let head = ws::read_until(&mut c, b"\r\n\r\n").await;
+    assert_eq!(
+        String::from_utf8_lossy(&head),
+        "HTTP/1.1 101 \r\nsec-websocket-accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\nconnection: upgrade\r\nupgrade: websocket\r\n\r\n"
+    );
+    for msg in ["hello", "again"] {
+        c.write_all(msg.as_bytes()).await.unwrap();
+        let back = ws::read_until(&mut c, msg.to_ascii_uppercase().as_bytes()).await;
+        assert!(back.ends_with(msg.to_ascii_uppercase().as_bytes()));
+    }
+    {
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0].method, "CONNECT websocket");
+        assert_eq!(seen[0].uri, "http://ws.test/chat");
+        assert!(seen[0].headers.get("upgrade").is_none());
+        assert_eq!(seen[0].headers["sec-websocket-version"], "13");
+    }
+
+    let mut c = TcpStream::connect(addr(ports[1])).await.unwrap();
+    c.write_all(upgrade).await.unwrap();
+    let head = ws::read_until(&mut c, b"\r\n\r\n").await;
+    assert!(
+        head.starts_with(b"HTTP/1.1 502 "),
+        "{}",
+        String::from_utf8_lossy(&head)
+    );
+    assert!(seen_without.lock().unwrap().is_empty());
+}

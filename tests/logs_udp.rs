@@ -757,3 +757,116 @@ backend nosrv
     assert_eq!(request(addr, "FOO", "/", b"").await.status, 501);
     syslog.until(&[&want[0], &want[1], &want[2]]);
 }
+
+/// What haproxy 2.6.12 logged with `option log-health-checks` (`rise 2
+/// fall 2`) for a server answering the check 500, then 200, then 500.
+const HAPROXY_HEALTH_CHECKS: &[&str] = &[
+    "<133>Dec  1 19:44:00 haproxy[15636]: Health check for server b/s1 failed, reason: Layer7 wrong status, code: 500, info: \"Internal Server Error\", check duration: 6ms, status: 0/2 DOWN.\n",
+    "<129>Dec  1 19:44:00 haproxy[15636]: Server b/s1 is DOWN. 0 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue.\n",
+    "<128>Dec  1 19:44:00 haproxy[15636]: backend b has no server available!\n",
+    "<133>Dec  1 19:44:01 haproxy[15636]: Health check for server b/s1 succeeded, reason: Layer7 check passed, code: 200, check duration: 0ms, status: 1/2 DOWN.\n",
+    "<133>Dec  1 19:44:01 haproxy[15636]: Health check for server b/s1 succeeded, reason: Layer7 check passed, code: 200, check duration: 0ms, status: 2/2 UP.\n",
+    "<133>Dec  1 19:44:01 haproxy[15636]: Server b/s1 is UP. 1 active and 0 backup servers online. 0 sessions requeued, 0 total in queue.\n",
+    "<133>Dec  1 19:44:02 haproxy[15636]: Health check for server b/s1 failed, reason: Layer7 wrong status, code: 500, info: \"Internal Server Error\", check duration: 0ms, status: 1/2 UP.\n",
+    "<133>Dec  1 19:44:02 haproxy[15636]: Health check for server b/s1 failed, reason: Layer7 wrong status, code: 500, info: \"Internal Server Error\", check duration: 0ms, status: 0/2 DOWN.\n",
+    "<129>Dec  1 19:44:02 haproxy[15636]: Server b/s1 is DOWN. 0 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue.\n",
+    "<128>Dec  1 19:44:02 haproxy[15636]: backend b has no server available!\n",
+];
+
+/// `option log-health-checks`: each check whose result changed, or that
+/// moved the health counter, is logged at notice as HAProxy 2.6 does
+/// (`status: <n>/<of> UP|DOWN`), repeated identical results are not, and
+/// the DOWN/UP lines then leave the reason out. Without the option only
+/// the state changes are logged, with their reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_health_checks_logs_each_check_change_as_haproxy() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU16, Ordering::SeqCst};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let code = Arc::new(AtomicU16::new(500));
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let c = code.clone();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = l.accept().await {
+            let mut buf = [0u8; 1024];
+            let _ = s.read(&mut buf).await;
+            let resp = match c.load(SeqCst) {
+                200 => "HTTP/1.0 200 OK\r\ncontent-length: 0\r\n\r\n",
+                _ => "HTTP/1.0 500 Internal Server Error\r\ncontent-length: 0\r\n\r\n",
+            };
+            let _ = s.write_all(resp.as_bytes()).await;
+        }
+    });
+    let want: Vec<String> = [
+        (133, "Health check for server b/s1 failed, reason: Layer7 wrong status, code: 500, info: \"Internal Server Error\", check duration: {ms}ms, status: 0/2 DOWN."),
+        (129, "Server b/s1 is DOWN. 0 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue."),
+        (128, "backend b has no server available!"),
+        (133, "Health check for server b/s1 succeeded, reason: Layer7 check passed, code: 200, check duration: {ms}ms, status: 1/2 DOWN."),
+        (133, "Health check for server b/s1 succeeded, reason: Layer7 check passed, code: 200, check duration: {ms}ms, status: 2/2 UP."),
+        (133, "Server b/s1 is UP. 1 active and 0 backup servers online. 0 sessions requeued, 0 total in queue."),
+        (133, "Health check for server b/s1 failed, reason: Layer7 wrong status, code: 500, info: \"Internal Server Error\", check duration: {ms}ms, status: 1/2 UP."),
+        (133, "Health check for server b/s1 failed, reason: Layer7 wrong status, code: 500, info: \"Internal Server Error\", check duration: {ms}ms, status: 0/2 DOWN."),
+        (129, "Server b/s1 is DOWN. 0 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue."),
+        (128, "backend b has no server available!"),
+    ]
+    .iter()
+    .map(|(p, b)| mask(*p, b))
+    .collect();
+    for (m, l) in want.iter().zip(HAPROXY_HEALTH_CHECKS) {
+        assert_line(m, l);
+    }
+    let syslog = Syslog::new();
+    let (_held, port) = hold_port();
+    let cfg = |opt: &str| {
+        format!(
+            "global
+    log {} local0
+defaults
+    mode http
+    log global
+    timeout client 5s
+    timeout server 5s
+    timeout connect 1s
+frontend f
+    bind 127.0.0.1:{port}
+    default_backend b
+backend b
+    {opt}
+    option httpchk GET /
+    server s1 {addr} check inter 100ms rise 2 fall 2
+",
+            syslog.addr()
+        )
+    };
+    let sluice = Sluice::start(&cfg("option log-health-checks"));
+    let mut seen = syslog.until(&[&want[2]]);
+    // Failing again and again changes nothing: no line.
+    seen.extend(syslog.quiet(Duration::from_millis(400)));
+    code.store(200, SeqCst);
+    seen.extend(syslog.until(&[&want[5]]));
+    seen.extend(syslog.quiet(Duration::from_millis(400)));
+    code.store(500, SeqCst);
+    seen.extend(syslog.until(&[&want[9]]));
+    seen.extend(syslog.quiet(Duration::from_millis(300)));
+    let events: Vec<&String> = seen.iter().filter(|l| !l.starts_with("<134>")).collect();
+    assert_eq!(events.len(), want.len(), "{events:#?}");
+    for (m, l) in want.iter().zip(&events) {
+        assert_line(m, l);
+    }
+    drop(sluice);
+    // Without the option: the state change only, with its reason.
+    code.store(500, SeqCst);
+    let syslog2 = Syslog::new();
+    let _s = Sluice::start(&cfg("").replace(&syslog.addr(), &syslog2.addr()));
+    let down = mask(
+        129,
+        "Server b/s1 is DOWN, reason: Layer7 wrong status, code: 500, info: \"Internal Server Error\", check duration: {ms}ms. 0 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue.",
+    );
+    let mut seen = syslog2.until(&[&down]);
+    seen.extend(syslog2.quiet(Duration::from_millis(300)));
+    assert!(
+        !seen.iter().any(|l| l.contains("Health check for")),
+        "{seen:#?}"
+    );
+}

@@ -1,4 +1,4 @@
-//! The man pages under `packaging/man/` are generated (src/manpage.rs) from
+//! The man pages under `packaging/man/` are generated (src/control/manpage.rs) from
 //! `docs/configuration.md`, `packaging/man/sluice.1.md` and the usage text;
 //! this test regenerates them and fails when the committed pages differ, so
 //! they cannot drift. `SLUICE_BLESS_MAN=1 cargo test --test man_pages`
@@ -60,7 +60,7 @@ fn renders_cleanly(page: &Path) {
 
 #[test]
 fn sluice_1_is_generated_and_renders() {
-    let page = sluice::manpage::sluice_1(&read("packaging/man/sluice.1.md"));
+    let page = sluice::control::manpage::sluice_1(&read("packaging/man/sluice.1.md"));
     // Every flag of the usage text is an OPTIONS entry.
     for flag in [
         "-f", "-c", "-q", "-vv", "-dW", "--dump", "-p", "-sf", "-x", "-Ws", "-L",
@@ -79,7 +79,7 @@ fn sluice_1_is_generated_and_renders() {
 
 #[test]
 fn sluice_cfg_5_is_generated_and_renders() {
-    let page = sluice::manpage::sluice_cfg_5(&read("docs/configuration.md"));
+    let page = sluice::control::manpage::sluice_cfg_5(&read("docs/configuration.md"));
     for section in [
         "FILES AND SYNTAX",
         "SECTIONS",

@@ -16,11 +16,11 @@ fn corpus_replays_without_panic() {
     assert!(seeds.len() >= 20, "corpus too small: {}", seeds.len());
     let mut complete = 0;
     for (name, data) in &seeds {
-        let r = std::panic::catch_unwind(|| sluice::proxy_proto::exercise(data));
+        let r = std::panic::catch_unwind(|| sluice::wire::proxy_proto::exercise(data));
         assert!(r.is_ok(), "panic on fuzz/corpus/proxy_header/{name}");
         if matches!(
-            sluice::proxy_proto::parse(data),
-            Ok(sluice::proxy_proto::Parsed::Complete { .. })
+            sluice::wire::proxy_proto::parse(data),
+            Ok(sluice::wire::proxy_proto::Parsed::Complete { .. })
         ) {
             complete += 1;
         }
@@ -41,6 +41,6 @@ fn mutations_of_the_corpus_never_panic() {
         INTERESTING,
         rounds(5000),
         0x9E37_79B9_7F4A_7C15,
-        sluice::proxy_proto::exercise,
+        sluice::wire::proxy_proto::exercise,
     );
 }

@@ -340,3 +340,133 @@ backend hbe
     };
     syslog.until(&[&line("a", 0), &line("b", 1), &line("c", 2)]);
 }
+
+/// A server whose queue is at its `maxqueue` (HAProxy's `SRV_STATUS_FULL`):
+/// `balance source` is a hash, so each request waits for the one server
+/// the key chose, `maxconn 1 maxqueue 1` lets one wait there.
+fn full_queue_cfg(port: u16, server: &Backend, mode: &str, log: &str) -> String {
+    format!(
+        "global
+    stats socket @DIR@/stats.sock mode 600 level admin
+
+defaults
+    mode {mode}
+    log {log} local0
+    option {mode}log
+    timeout client 30s
+    timeout server 30s
+    timeout connect 5s
+    timeout queue 10s
+
+frontend fe
+    bind 127.0.0.1:{port}
+    default_backend qbe
+
+backend qbe
+    balance source
+    server slow1 {} maxconn 1 maxqueue 1
+",
+        server.hostport()
+    )
+}
+
+/// HAProxy 2.6's lines for the request that found the queue full, HTTP
+/// and TCP mode (the same config as [`full_queue_cfg`]): the server is
+/// named, no queue time (`Tw` -1), `SQ` in both modes.
+const HAPROXY_HTTP_FULL: &str = "<134>Dec  1 20:09:03 haproxy[29701]: 127.0.0.1:49544 [01/Dec/2026:20:09:03.750] fe qbe/slow1 0/-1/-1/-1/0 503 217 - - SQ-- 3/3/2/1/0 0/0 \"GET /3 HTTP/1.1\"\n";
+const HAPROXY_TCP_FULL: &str = "<134>Dec  1 20:09:24 haproxy[1134]: 127.0.0.1:53936 [01/Dec/2026:20:09:24.054] fe qbe/slow1 -1/-1/0 0 SQ 3/3/2/1/0 0/0\n";
+
+/// `%B` is masked as in [`sq_mask`]; `%bc` too: sluice counts a request
+/// on the backend once it has a server slot, HAProxy from the queue on.
+fn full_mask(tag: &str, http: bool) -> String {
+    let head = format!(
+        "<134>{{mon}} {{day}} {{hh}}:{{mm}}:{{ss}} {tag}[{{pid}}]: 127.0.0.1:{{p}} [{{date}}] fe qbe/slow1 "
+    );
+    if http {
+        format!(
+            "{head}{{TR}}/-1/-1/-1/{{Ta}} 503 {{B}} - - SQ-- {{ac}}/{{fc}}/{{bc}}/1/0 0/0 \"GET /3 HTTP/1.1\"\n"
+        )
+    } else {
+        format!("{head}-1/-1/{{Tt}} 0 SQ {{ac}}/{{fc}}/{{bc}}/1/0 0/0\n")
+    }
+}
+
+#[test]
+fn full_queue_masks_match_haproxy_lines() {
+    support::syslog::assert_line(&full_mask("haproxy", true), HAPROXY_HTTP_FULL);
+    support::syslog::assert_line(&full_mask("haproxy", false), HAPROXY_TCP_FULL);
+}
+
+/// One request holds the server, a second waits in its queue, a third
+/// finds the queue full: it ends at once, logged `SQ` naming the server in
+/// HTTP and TCP mode alike, and counted in `econ` on the server and the
+/// backend, as HAProxy 2.6 does (the HTTP path used to log `sQ--` with
+/// `<NOSRV>` and the TCP one `<NOSRV>`, neither counting it).
+async fn full_server_queue(mode: &str) {
+    let http = mode == "http";
+    let backend = Backend::start("slow1").await;
+    backend.set_gated(true);
+    let (_held, port) = hold_port();
+    let syslog = support::syslog::Syslog::new();
+    let s = Sluice::start(&full_queue_cfg(port, &backend, mode, &syslog.addr()));
+    let sock = s.stats_socket();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    // The raw request and all the client receives until the proxy closes.
+    let exchange = |path: &'static str| {
+        tokio::spawn(async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let mut c = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let req = format!("GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n");
+            c.write_all(req.as_bytes()).await.unwrap();
+            let mut got = Vec::new();
+            let _ = c.read_to_end(&mut got).await;
+            String::from_utf8_lossy(&got).into_owned()
+        })
+    };
+    let server_qcur = |n: u64| {
+        let sock = sock.clone();
+        async move {
+            wait_until(DEADLINE, &format!("slow1 qcur {n}"), || {
+                let sock = sock.clone();
+                async move { show_stat(&sock).await.num("qbe", "slow1", "qcur") == n }
+            })
+            .await
+        }
+    };
+    let a = exchange("/1");
+    backend.wait_started("/1", DEADLINE).await;
+    let b = exchange("/2");
+    server_qcur(1).await;
+    let got = within(DEADLINE, "/3", exchange("/3")).await.unwrap();
+    if http {
+        assert!(got.starts_with("HTTP/1.1 503 "), "{got}");
+    } else {
+        assert_eq!(got, "", "a TCP session that got no server is closed");
+    }
+    syslog.until(&[&full_mask("sluice", http)]);
+    let st = show_stat(&sock).await;
+    assert_eq!(st.num("qbe", "slow1", "econ"), 1, "server econ");
+    assert_eq!(st.num("qbe", "BACKEND", "econ"), 1, "backend econ");
+    if http {
+        // sluice's 503 counts on the backend, not on the server.
+        assert_eq!(st.num("qbe", "BACKEND", "hrsp_5xx"), 1);
+        assert_eq!(st.num("qbe", "slow1", "hrsp_5xx"), 0);
+    }
+    backend.set_gated(false);
+    backend.release(2);
+    for (name, h) in [("/1", a), ("/2", b)] {
+        let got = within(DEADLINE, name, h).await.unwrap();
+        assert!(got.starts_with("HTTP/1.1 200 "), "{name}: {got}");
+    }
+    assert_eq!(backend.hits(), 2, "the refused request reached the server");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn full_server_queue_is_sq_in_http_mode() {
+    full_server_queue("http").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn full_server_queue_is_sq_in_tcp_mode() {
+    full_server_queue("tcp").await;
+}

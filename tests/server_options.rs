@@ -670,3 +670,73 @@ listen keep
         .unwrap();
     assert_eq!(&buf, b"yo");
 }
+
+/// A server that answers every request with the address it was reached
+/// on (`<ip>:<port>` in the body), listening on 127.0.0.2.
+async fn where_reached() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.2:0").await.unwrap();
+    let at = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = l.accept().await {
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let body = s.local_addr().map(|a| a.to_string()).unwrap_or_default();
+                let resp = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = s.write_all(resp.as_bytes()).await;
+            });
+        }
+    });
+    at
+}
+
+/// `server s 127.0.0.2` has no port: HAProxy connects to the port the
+/// client connected to (here the frontend's own port, on another IP).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_without_port_takes_the_client_destination_port() {
+    let srv = where_reached().await;
+    let port = srv.port();
+    let cfg = format!(
+        "defaults\n    mode http\n    timeout connect 2s\n    timeout client 5s\n    timeout server 5s\n\
+         frontend fe\n    bind 127.0.0.1:{port}\n    default_backend be\n\
+         backend be\n    server s 127.0.0.2\n"
+    );
+    let _s = Sluice::start(&cfg);
+    for _ in 0..2 {
+        let r = get(addr(port), "/").await;
+        assert_eq!(r.status, 200);
+        assert_eq!(r.text(), format!("127.0.0.2:{port}"));
+    }
+}
+
+/// `server s 0.0.0.0` in a forward proxy: the connection goes to the
+/// destination the client asked for, here the one its PROXY header names,
+/// on that destination's port.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_0000_forwards_to_the_client_destination() {
+    let srv = where_reached().await;
+    let (_held, port) = hold_port();
+    let cfg = format!(
+        "defaults\n    mode http\n    timeout connect 2s\n    timeout client 5s\n    timeout server 5s\n\
+         frontend fe\n    bind 127.0.0.1:{port} accept-proxy\n    default_backend be\n\
+         backend be\n    server s 0.0.0.0\n"
+    );
+    let _s = Sluice::start(&cfg);
+    let mut c = HttpConn::connect(addr(port)).await;
+    let req = format!(
+        "PROXY TCP4 192.0.2.7 127.0.0.2 40000 {}\r\nGET / HTTP/1.1\r\nhost: h\r\n\r\n",
+        srv.port()
+    );
+    let r = c.raw(req.as_bytes(), false).await.unwrap();
+    assert_eq!(r.status, 200);
+    assert_eq!(r.text(), srv.to_string());
+}

@@ -1,43 +1,24 @@
 //! The stats socket end to end, in process: bind a UNIX socket in a temp
 //! dir, talk HAProxy's line protocol to it with a real client.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use sluice::config::model::{CheckParams, CliLevel, Config, Loc, Mode, Proxy, ProxyKind, Server};
-use sluice::runtime::Runtime;
-use sluice::stats::cli::{bind_unix_at, serve_unix_listener};
+use sluice::config::model::{CliLevel, Config};
+use sluice::control::cli::{bind_unix_at, serve_unix_listener};
+use sluice::snapshot::runtime::Runtime;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 
-fn loc() -> Loc {
-    Loc {
-        file: Arc::from("test.cfg"),
-        line: 1,
-    }
-}
-
+/// One listen section with one checked server, from config text as a user
+/// writes it (the server is never reached: checks are not started here).
 fn config() -> Config {
-    let mut cfg = Config::default();
-    cfg.global.maxconn = Some(4096);
-    let mut be = Proxy::new("web_be".into(), ProxyKind::Listen, loc());
-    be.mode = Mode::Http;
-    be.servers = vec![Server {
-        name: "s1".into(),
-        addr_text: "127.0.0.1:17001".into(),
-        addr: ([127, 0, 0, 1], 17001).into(),
-        weight: 1,
-        maxconn: 0,
-        check: Some(CheckParams::default()),
-        opts: Default::default(),
-        id: None,
-        cookie: None,
-        loc: loc(),
-        tls: None,
-        check_tls: None,
-    }];
-    cfg.proxies = vec![be];
-    cfg
+    let text = "global\n    maxconn 4096\n\nlisten web_be\n    mode http\n    server s1 127.0.0.1:17001 check\n";
+    let loaded = sluice::config::parse_texts(
+        &[("test.cfg".to_string(), text.to_string())],
+        &|_| None,
+        &|_, _| Err("no resolver in this test".to_string()),
+    );
+    loaded.config.expect("the test config is valid")
 }
 
 /// A socket path in a fresh directory under the system temp dir.

@@ -193,6 +193,37 @@ async fn silent_connection_gets_408_then_close() {
     }
 }
 
+/// `errorfile 408 /dev/null` (HAProxy's documented way to close silently,
+/// checked against haproxy 2.6): accepted, and the connection that sends
+/// nothing, or half a head, is closed at the deadline without a byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errorfile_dev_null_closes_without_a_byte() {
+    let be = RawBackend::start().await;
+    let log = Syslog::new();
+    let fe = Listen::new();
+    let port = fe.port();
+    let _s = Sluice::start(&cfg(
+        &fe,
+        be.addr,
+        &log.addr(),
+        "    timeout client 5s\n    timeout server 5s\n    timeout http-request 500ms\n    errorfile 408 /dev/null",
+    ));
+    for sent in [&b""[..], b"GET / HTTP/1.1\r\nHost: x\r\n"] {
+        let mut c = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+        c.write_all(sent).await.unwrap();
+        let r = read_until_quiet(&mut c, Duration::from_secs(4), Duration::from_secs(4)).await;
+        let closed = r.closed_after.expect("closed");
+        assert_eq!(r.text(), "", "after {sent:?}");
+        assert!(
+            ms(closed) >= 450 && ms(closed) < 2000,
+            "closed after {closed:?}"
+        );
+    }
+    // And the proxy serves the next client.
+    let mut c = HttpConn::connect(SocketAddr::from(([127, 0, 0, 1], port))).await;
+    assert_eq!(c.get("/").await.status, 200);
+}
+
 /// `option http-ignore-probes`: the silent connection is closed at the
 /// same deadline without a word, a log line or a counter.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

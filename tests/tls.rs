@@ -72,8 +72,12 @@ fn client_config(roots: rustls::RootCertStore) -> Arc<rustls::ClientConfig> {
 }
 
 /// Accepts any certificate: for looking at what the server presents.
+/// `signatures`: the handshake signatures are still checked (webpki
+/// parses the certificate for that, and refuses some OpenSSL accepts).
 #[derive(Debug)]
-struct AnyCert;
+struct AnyCert {
+    signatures: bool,
+}
 
 impl rustls::client::danger::ServerCertVerifier for AnyCert {
     fn verify_server_cert(
@@ -92,6 +96,9 @@ impl rustls::client::danger::ServerCertVerifier for AnyCert {
         c: &CertificateDer<'_>,
         d: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        if !self.signatures {
+            return Ok(rustls::client::danger::HandshakeSignatureValid::assertion());
+        }
         rustls::crypto::verify_tls12_signature(
             m,
             c,
@@ -105,6 +112,9 @@ impl rustls::client::danger::ServerCertVerifier for AnyCert {
         c: &CertificateDer<'_>,
         d: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        if !self.signatures {
+            return Ok(rustls::client::danger::HandshakeSignatureValid::assertion());
+        }
         rustls::crypto::verify_tls13_signature(
             m,
             c,
@@ -120,12 +130,16 @@ impl rustls::client::danger::ServerCertVerifier for AnyCert {
 }
 
 fn any_cert_config() -> Arc<rustls::ClientConfig> {
+    any_cert_config_with(true)
+}
+
+fn any_cert_config_with(signatures: bool) -> Arc<rustls::ClientConfig> {
     Arc::new(
         rustls::ClientConfig::builder_with_provider(provider())
             .with_safe_default_protocol_versions()
             .unwrap()
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AnyCert))
+            .with_custom_certificate_verifier(Arc::new(AnyCert { signatures }))
             .with_no_client_auth(),
     )
 }
@@ -886,4 +900,262 @@ backend up
     assert_eq!(resp.text(), "sni=backend.test");
     // (The harness's readiness probe made one too.)
     assert!(show_stat(&sock).await.num("up", "up", "ssl_sess") >= 1);
+}
+
+/// Certificates OpenSSL (so haproxy 2.6, checked against it) loads with
+/// their key: an X.509 v1 certificate and one with a critical extension
+/// nobody knows are valid, and served; a key that is not the
+/// certificate's is refused with HAProxy's message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn certificates_haproxy_loads_are_loaded_and_served() {
+    let dir = TempDir::new("tlspem");
+    let v1 = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/x509-v1-ec.pem");
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(vec!["crit.test".to_string()]).unwrap();
+    let mut ext = rcgen::CustomExtension::from_oid_content(&[1, 2, 3, 4], vec![0x05, 0x00]);
+    ext.set_criticality(true);
+    params.custom_extensions.push(ext);
+    let cert = params.self_signed(&key).unwrap();
+    let crit = write(
+        dir.path(),
+        "crit.pem",
+        &format!("{}{}", cert.pem(), key.serialize_pem()),
+    );
+    let other = KeyPair::generate().unwrap();
+    write(
+        dir.path(),
+        "mismatch.pem",
+        &format!("{}{}", cert.pem(), other.serialize_pem()),
+    );
+    std::fs::write(
+        dir.join("bad.cfg"),
+        "defaults\n    mode http\n    timeout client 1s\nfrontend fe\n    bind 127.0.0.1:1 ssl crt mismatch.pem\n",
+    )
+    .unwrap();
+    let out = run_sluice(&["-c", "-f", "bad.cfg"], Some(dir.path()));
+    assert_ne!(out.code(), Some(0));
+    assert!(
+        out.stderr.contains("[bad.cfg:5]")
+            && out.stderr.contains(
+                "inconsistencies between private key and certificate loaded from PEM file 'mismatch.pem'"
+            ),
+        "{}",
+        out.stderr
+    );
+    let (_held, [p1, p2]) = hold_ports::<2>();
+    let _s = Sluice::start(&format!(
+        "defaults
+    mode http
+    timeout client 5s
+frontend fe
+    bind 127.0.0.1:{p1} ssl crt {}
+    bind 127.0.0.1:{p2} ssl crt {crit}
+    http-request return status 200 content-type text/plain string ok
+",
+        v1.display()
+    ));
+    for (port, name) in [(p1, "v1.test"), (p2, "crit.test")] {
+        // webpki (rustls' client) refuses these certificates: their
+        // signatures are not checked, only what is served.
+        let tls = tls_connect(addr(port), name, any_cert_config_with(false))
+            .await
+            .unwrap();
+        assert_eq!(presented_names(&tls), [name]);
+        let mut conn = BufReader::new(tls);
+        assert_eq!(tls_get(&mut conn, "/").await.text(), "ok");
+    }
+}
+
+/// A rustls client accepting any server certificate, with these versions,
+/// ALPN protocols and client certificate (a PEM: chain then key).
+fn client_with(
+    versions: &[&'static rustls::SupportedProtocolVersion],
+    alpn: &[&str],
+    client_pem: Option<&str>,
+) -> Arc<rustls::ClientConfig> {
+    use rustls::pki_types::PrivateKeyDer;
+    use rustls::pki_types::pem::PemObject;
+    let b = rustls::ClientConfig::builder_with_provider(provider())
+        .with_protocol_versions(versions)
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AnyCert { signatures: true }));
+    let mut cfg = match client_pem {
+        None => b.with_no_client_auth(),
+        Some(pem) => {
+            let chain = CertificateDer::pem_slice_iter(pem.as_bytes())
+                .collect::<Result<Vec<_>, _>>()
+                .unwrap();
+            let key = PrivateKeyDer::from_pem_slice(pem.as_bytes()).unwrap();
+            b.with_client_auth_cert(chain, key).unwrap()
+        }
+    };
+    cfg.alpn_protocols = alpn.iter().map(|p| p.as_bytes().to_vec()).collect();
+    Arc::new(cfg)
+}
+
+/// Whether a request over `tls` gets an answer (a client certificate the
+/// server refuses in TLS 1.3 shows after the handshake, at the first read).
+async fn answers(tls: TlsStream<TcpStream>) -> bool {
+    let mut conn = BufReader::new(tls);
+    let req = b"GET / HTTP/1.1\r\nhost: site.test\r\n\r\n";
+    if conn.get_mut().write_all(req).await.is_err() {
+        return false;
+    }
+    let mut first = [0u8; 12];
+    let read = within(REQ_DEADLINE, "TLS answer", conn.read_exact(&mut first)).await;
+    read.is_ok() && first.starts_with(b"HTTP/1.1 200")
+}
+
+/// `crt-list` lines with `[...]` options and SNI filters, as HAProxy 2.6
+/// reads them: each line's options (ALPN, versions, client certificate
+/// verification) apply to the handshakes whose SNI picks its certificate,
+/// the first line's to those getting the default; `!*` keeps the default
+/// certificate's own names out; `!name` keeps the line's wildcard off one
+/// name. Options rustls cannot honour, or unknown ones, are errors naming
+/// the crt-list file and line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crt_list_line_options_apply_to_the_handshakes_they_pick() {
+    use rustls::version::{TLS12, TLS13};
+    let ca = Ca::new("crt-list CA");
+    let client_ca = Ca::new("client CA");
+    let dir = TempDir::new("crtlist");
+    write(dir.path(), "default.pem", &ca.leaf(&["default.test"]));
+    write(dir.path(), "a.pem", &ca.leaf(&["a.test"]));
+    write(dir.path(), "w.pem", &ca.leaf(&["*.w.test"]));
+    write(dir.path(), "m.pem", &ca.leaf(&["m.test"]));
+    write(dir.path(), "client-ca.pem", &client_ca.pem());
+    let client = client_ca.leaf(&["client.test"]);
+    let list = write(
+        dir.path(),
+        "list.txt",
+        &format!(
+            "# the default certificate, by no name of its own
+default.pem !*
+a.pem [alpn h2,http/1.1 ssl-min-ver TLSv1.3] a.test
+{0}/w.pem [ssl-max-ver TLSv1.2] *.w.test !bad.w.test
+
+m.pem [verify required ca-file {0}/client-ca.pem] m.test
+",
+            dir.path().display()
+        ),
+    );
+    let (_held, port) = hold_port();
+    let _s = Sluice::builder(&format!(
+        "global
+    crt-base {0}
+defaults
+    mode http
+    timeout client 5s
+frontend fe
+    bind 127.0.0.1:{port} ssl crt-list {list} alpn http/1.1
+    http-request return status 200 content-type text/plain string ok
+",
+        dir.path().display()
+    ))
+    .start();
+    let both = &[&TLS12, &TLS13][..];
+    let h2 = &["h2", "http/1.1"][..];
+    // a.test: its line's ALPN (h2) and minimum version (TLS 1.3).
+    let tls = tls_connect(addr(port), "a.test", client_with(both, h2, None))
+        .await
+        .unwrap();
+    assert_eq!(presented_names(&tls), ["a.test"]);
+    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+    assert!(
+        tls_connect(addr(port), "a.test", client_with(&[&TLS12], h2, None))
+            .await
+            .is_err(),
+        "TLS 1.2 to a TLS 1.3-only line"
+    );
+    // The default certificate (no SNI match, `!*`): the bind line's ALPN.
+    for sni in ["default.test", "nobody.test"] {
+        let tls = tls_connect(addr(port), sni, client_with(both, h2, None))
+            .await
+            .unwrap();
+        assert_eq!(presented_names(&tls), ["default.test"], "{sni}");
+        assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"http/1.1"[..]));
+        assert!(answers(tls).await);
+    }
+    // The wildcard line: TLS 1.2 at most; `!bad.w.test` is not its.
+    let tls = tls_connect(addr(port), "x.w.test", client_with(both, h2, None))
+        .await
+        .unwrap();
+    assert_eq!(presented_names(&tls), ["*.w.test"]);
+    assert_eq!(
+        tls.get_ref().1.protocol_version(),
+        Some(rustls::ProtocolVersion::TLSv1_2)
+    );
+    assert!(answers(tls).await);
+    let tls = tls_connect(addr(port), "bad.w.test", client_with(both, h2, None))
+        .await
+        .unwrap();
+    assert_eq!(presented_names(&tls), ["default.test"]);
+    assert_eq!(
+        tls.get_ref().1.protocol_version(),
+        Some(rustls::ProtocolVersion::TLSv1_3)
+    );
+    // m.test verifies client certificates against its line's CA.
+    let tls = tls_connect(addr(port), "m.test", client_with(both, h2, None))
+        .await
+        .unwrap();
+    assert!(!answers(tls).await, "no client certificate");
+    let tls = tls_connect(addr(port), "m.test", client_with(both, h2, Some(&client)))
+        .await
+        .unwrap();
+    assert!(answers(tls).await, "a client certificate of the CA");
+    // The other lines ask for none.
+    let tls = tls_connect(addr(port), "x.w.test", client_with(both, h2, None))
+        .await
+        .unwrap();
+    assert!(answers(tls).await);
+
+    let check = |line: &str| {
+        std::fs::write(dir.join("bad.txt"), format!("# one\n{line}\n")).unwrap();
+        std::fs::write(
+            dir.join("t.cfg"),
+            "defaults\n    mode http\n    timeout client 1s\nfrontend fe\n    bind 127.0.0.1:1 ssl crt-list bad.txt\n",
+        )
+        .unwrap();
+        run_sluice(&["-c", "-f", "t.cfg"], Some(dir.path()))
+    };
+    for (line, why) in [
+        ("a.pem [npn h2] a.test", "'npn' is not supported by sluice"),
+        (
+            "a.pem [allow-0rtt]",
+            "'allow-0rtt' is not supported by sluice",
+        ),
+        ("a.pem [no-tlsv10] a.test", "unknown ssl keyword no-tlsv10"),
+        ("a.pem [alpn]", "ssl args out of '[]' for alpn"),
+        (
+            "a.pem [verify sometimes]",
+            "'verify' : unknown verify method 'sometimes'",
+        ),
+        (
+            "a.pem [ssl-min-ver TLSv9]",
+            "'TLSv9' : unknown ssl/tls version",
+        ),
+        ("[alpn h2] a.pem", "file must start with a cert"),
+        ("a.pem [alpn h2 a.test", "missing ']'"),
+    ] {
+        let out = check(line);
+        assert_ne!(out.code(), Some(0), "{line}");
+        assert!(
+            out.stderr.contains("parsing [t.cfg:5]")
+                && out
+                    .stderr
+                    .contains(&format!("'crt-list' : parsing [bad.txt:2]: {why}")),
+            "{line}: {}",
+            out.stderr
+        );
+    }
+    let out = check(
+        "a.pem [alpn h2,http/1.1 ciphers ECDHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-SHA] a.test",
+    );
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("ignores 'DHE-RSA-AES256-SHA'"),
+        "{}",
+        out.stderr
+    );
 }

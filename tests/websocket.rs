@@ -60,3 +60,44 @@ backend be
     );
     assert!(idle < Duration::from_secs(10), "closed after {idle:?}");
 }
+
+/// A `101` switching to WebSocket without `Sec-WebSocket-Accept` is not
+/// relayed: the client gets a 502, as from HAProxy 2.6 (which checks the
+/// header's presence, not its value); with it, the 101 passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn websocket_101_without_accept_is_a_502() {
+    let be = support::raw::RawBackend::start().await;
+    let (_held, port) = hold_port();
+    let _s = Sluice::start(&format!(
+        "defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind 127.0.0.1:{port}
+    default_backend be
+backend be
+    server s1 {}
+",
+        be.addr
+    ));
+    be.answer(
+        b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+    );
+    let mut c = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    let head = upgrade(&mut c).await;
+    assert!(head.starts_with("HTTP/1.1 502 "), "{head}");
+
+    be.answer(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: zz\r\n\r\n");
+    let mut c = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    let head = upgrade(&mut c).await;
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+}
+
+async fn upgrade(c: &mut TcpStream) -> String {
+    c.write_all(b"GET /chat HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+        .await
+        .unwrap();
+    String::from_utf8_lossy(&ws::read_until(c, b"\r\n\r\n").await).into_owned()
+}

@@ -1,4 +1,4 @@
-//! Arbitrary bytes through the HTTP/1 codec (see `sluice::http::h1::exercise`):
+//! Arbitrary bytes through the HTTP/1 codec (see `sluice::wire::h1::exercise`):
 //! requests and responses parsed, framed, forwarded and chunk-decoded
 //! without a panic, and a forwarded head parsing back with its framing.
 
@@ -7,5 +7,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    sluice::http::h1::exercise(data);
+    sluice::wire::h1::exercise(data);
 });

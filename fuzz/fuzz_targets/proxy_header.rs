@@ -1,5 +1,5 @@
 //! Arbitrary bytes through the PROXY protocol header parser (v1 and v2,
-//! see `sluice::proxy_proto::exercise`): no panic, every prefix of a
+//! see `sluice::wire::proxy_proto::exercise`): no panic, every prefix of a
 //! complete header is incomplete, and a parsed origin re-encodes to
 //! headers that parse back to it.
 
@@ -8,5 +8,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    sluice::proxy_proto::exercise(data);
+    sluice::wire::proxy_proto::exercise(data);
 });

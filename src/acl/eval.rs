@@ -3,10 +3,10 @@
 
 use std::net::IpAddr;
 
-use super::{AclDef, Condition, Fetch, MatchMethod, Pattern};
+use crate::acl::{AclDef, Condition, Fetch, MatchMethod, Pattern};
 
 /// What a condition may look at in a request.
-pub trait RequestView {
+pub(crate) trait RequestView {
     fn method(&self) -> &[u8];
     /// The request target as sent.
     fn target(&self) -> &[u8];
@@ -26,8 +26,8 @@ pub trait RequestView {
 
 /// One named ACL with all its `acl` lines merged (they OR together).
 #[derive(Debug, Clone)]
-pub struct CompiledAcl {
-    pub name: String,
+pub(crate) struct CompiledAcl {
+    pub(crate) name: String,
     tests: Vec<AclTest>,
 }
 
@@ -41,19 +41,19 @@ struct AclTest {
 
 /// The ACLs of one proxy, by index.
 #[derive(Debug, Clone, Default)]
-pub struct AclSet {
+pub(crate) struct AclSet {
     acls: Vec<CompiledAcl>,
 }
 
 /// A condition whose ACL references are indices into an [`AclSet`].
 #[derive(Debug, Clone)]
-pub struct CompiledCond {
+pub(crate) struct CompiledCond {
     unless: bool,
     groups: Vec<Vec<(usize, bool)>>,
 }
 
 impl AclSet {
-    pub fn new(defs: &[AclDef]) -> Self {
+    pub(crate) fn new(defs: &[AclDef]) -> Self {
         let mut acls: Vec<CompiledAcl> = Vec::new();
         for d in defs {
             let patterns = d
@@ -83,20 +83,20 @@ impl AclSet {
 
     /// Whether some ACL reads the buffered request bytes (`req.ssl_sni`,
     /// `req.ssl_hello_type`): content inspection then waits for them.
-    pub fn reads_payload(&self) -> bool {
+    pub(crate) fn reads_payload(&self) -> bool {
         self.acls
             .iter()
             .flat_map(|a| &a.tests)
             .any(|t| matches!(t.fetch, Fetch::ReqSslSni | Fetch::ReqSslHelloType))
     }
 
-    pub fn index(&self, name: &str) -> Option<usize> {
+    pub(crate) fn index(&self, name: &str) -> Option<usize> {
         self.acls.iter().position(|a| a.name == name)
     }
 
     /// Resolves names; the config validator has already reported unknown
     /// ones, so an unknown name here is simply false.
-    pub fn compile(&self, cond: &Condition) -> CompiledCond {
+    pub(crate) fn compile(&self, cond: &Condition) -> CompiledCond {
         CompiledCond {
             unless: cond.unless,
             groups: cond
@@ -111,7 +111,7 @@ impl AclSet {
         }
     }
 
-    pub fn eval(&self, cond: &CompiledCond, req: &dyn RequestView) -> bool {
+    pub(crate) fn eval(&self, cond: &CompiledCond, req: &dyn RequestView) -> bool {
         let any = cond.groups.iter().any(|group| {
             group.iter().all(|&(idx, negated)| {
                 let hit = self.acls.get(idx).is_some_and(|a| a.matches(req));
@@ -141,9 +141,9 @@ impl AclTest {
                 None => false,
             },
             Fetch::ReqSslSni => {
-                crate::tcp_rules::ssl_sni(req.payload()).is_some_and(|sni| self.match_bytes(sni))
+                crate::tcp::rules::ssl_sni(req.payload()).is_some_and(|sni| self.match_bytes(sni))
             }
-            Fetch::ReqSslHelloType => crate::tcp_rules::ssl_hello_type(req.payload())
+            Fetch::ReqSslHelloType => crate::tcp::rules::ssl_hello_type(req.payload())
                 .is_some_and(|t| self.match_bytes(t.to_string().as_bytes())),
             Fetch::SslFc => req.tls().is_some(),
             Fetch::SslCUsed => req.tls().is_some_and(|t| t.client_cert),
@@ -203,7 +203,7 @@ impl AclTest {
 
 /// The path of a request target: origin form up to `?`; for the absolute
 /// form, the part after the authority.
-pub fn path_of(target: &[u8]) -> &[u8] {
+pub(crate) fn path_of(target: &[u8]) -> &[u8] {
     let mut t = target;
     if let Some(pos) = t.windows(3).position(|w| w == b"://") {
         let rest = &t[pos + 3..];
@@ -230,7 +230,7 @@ fn trim(v: &[u8]) -> &[u8] {
     &v[start..end]
 }
 
-pub fn ip_matches(ip: IpAddr, p: &Pattern) -> bool {
+pub(crate) fn ip_matches(ip: IpAddr, p: &Pattern) -> bool {
     let Pattern::Net { addr, prefix } = p else {
         return false;
     };
@@ -266,7 +266,7 @@ pub fn ip_matches(ip: IpAddr, p: &Pattern) -> bool {
 mod tests {
     use super::*;
     use crate::acl::AclTerm;
-    use crate::config::model::Loc;
+    use crate::loc::Loc;
 
     struct Req {
         method: &'static str,

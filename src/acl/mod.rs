@@ -4,16 +4,16 @@
 //! `parse` turns config words into these types (pure, used by `config`);
 //! `eval` tests a compiled condition against a request on the data plane.
 
-pub mod eval;
-pub mod parse;
+pub(crate) mod eval;
+pub(crate) mod parse;
 
 use std::net::IpAddr;
 
-use crate::config::model::Loc;
+use crate::loc::Loc;
 
 /// The sample an ACL reads from the request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Fetch {
+pub(crate) enum Fetch {
     /// The request method.
     Method,
     /// The path part of the URI (no query string).
@@ -43,7 +43,7 @@ pub enum Fetch {
 
 /// How the fetched sample is compared with the patterns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MatchMethod {
+pub(crate) enum MatchMethod {
     /// Exact string equality.
     Str,
     /// A boolean sample: true matches (patterns are not used).
@@ -63,7 +63,7 @@ pub enum MatchMethod {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Pattern {
+pub(crate) enum Pattern {
     Str(String),
     /// An address and prefix length (`10.0.0.0/8`; a bare address is /32 or /128).
     Net {
@@ -74,27 +74,27 @@ pub enum Pattern {
 
 /// One `acl <name> <criterion> [flags] <values...>` line.
 #[derive(Debug, Clone)]
-pub struct AclDef {
-    pub name: String,
-    pub fetch: Fetch,
-    pub matcher: MatchMethod,
+pub(crate) struct AclDef {
+    pub(crate) name: String,
+    pub(crate) fetch: Fetch,
+    pub(crate) matcher: MatchMethod,
     /// `-i`: patterns compare case-insensitively.
-    pub ignore_case: bool,
-    pub patterns: Vec<Pattern>,
-    pub loc: Loc,
+    pub(crate) ignore_case: bool,
+    pub(crate) patterns: Vec<Pattern>,
+    pub(crate) loc: Loc,
 }
 
 /// A reference to a named ACL inside a condition, possibly negated with `!`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AclTerm {
-    pub name: String,
-    pub negated: bool,
+pub(crate) struct AclTerm {
+    pub(crate) name: String,
+    pub(crate) negated: bool,
 }
 
 /// `if|unless <cond>`: an OR of AND-groups (juxtaposition = AND, `or`/`||`
 /// separates groups). `unless` negates the whole result.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Condition {
-    pub unless: bool,
-    pub groups: Vec<Vec<AclTerm>>,
+pub(crate) struct Condition {
+    pub(crate) unless: bool,
+    pub(crate) groups: Vec<Vec<AclTerm>>,
 }

@@ -5,8 +5,8 @@
 
 use std::net::IpAddr;
 
-use super::{AclDef, AclTerm, Condition, Fetch, MatchMethod, Pattern};
-use crate::config::model::Loc;
+use crate::acl::{AclDef, AclTerm, Condition, Fetch, MatchMethod, Pattern};
+use crate::loc::Loc;
 
 /// ACL fetches HAProxy knows that sluice does not evaluate (yet); naming
 /// them gives a clearer error than "unknown fetch method".
@@ -72,8 +72,9 @@ const UNSUPPORTED_FETCHES: &[&str] = &[
 ];
 
 /// Known fetches (without their `(arg)` part) for the "unknown fetch" check.
-fn fetch_of(criterion: &str) -> Result<(Fetch, MatchMethod), String> {
-    let (kw, arg) = match criterion.split_once('(') {
+/// `fetch_text` is the fetch part of `criterion` (which messages quote).
+fn fetch_of(fetch_text: &str, criterion: &str) -> Result<(Fetch, MatchMethod), String> {
+    let (kw, arg) = match fetch_text.split_once('(') {
         Some((kw, rest)) => match rest.strip_suffix(')') {
             Some(arg) => (kw, Some(arg)),
             None => {
@@ -82,7 +83,7 @@ fn fetch_of(criterion: &str) -> Result<(Fetch, MatchMethod), String> {
                 ));
             }
         },
-        None => (criterion, None),
+        None => (fetch_text, None),
     };
     let no_arg = |f: Fetch, m: MatchMethod| match arg {
         None | Some("") => Ok((f, m)),
@@ -124,13 +125,38 @@ fn fetch_of(criterion: &str) -> Result<(Fetch, MatchMethod), String> {
         "ssl_c_used" => no_arg(Fetch::SslCUsed, MatchMethod::Bool),
         "ssl_fc_sni" => no_arg(Fetch::SslFcSni, MatchMethod::Str),
         "ssl_fc_protocol" => no_arg(Fetch::SslFcProtocol, MatchMethod::Str),
-        _ if UNSUPPORTED_FETCHES.contains(&kw) => Err(format!(
-            "fetch method '{kw}' is not supported by sluice yet in ACL expression '{criterion}'"
-        )),
+        _ if UNSUPPORTED_FETCHES.contains(&kw)
+            || crate::haproxy26::haproxy_has(crate::haproxy26::Kind::Fetch, kw) =>
+        {
+            Err(format!(
+                "fetch method '{kw}' is not supported by sluice yet in ACL expression '{criterion}'"
+            ))
+        }
         _ => Err(format!(
             "unknown fetch method '{kw}' in ACL expression '{criterion}'"
         )),
     }
+}
+
+/// Splits `fetch(a,b),conv(c),conv2` at the commas outside parentheses:
+/// the fetch, then each converter.
+fn split_converters(criterion: &str) -> (&str, Vec<&str>) {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0usize, 0usize);
+    for (i, c) in criterion.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                parts.push(&criterion[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&criterion[start..]);
+    let fetch = parts.remove(0);
+    (fetch, parts)
 }
 
 /// `-m <method>` values.
@@ -151,7 +177,7 @@ fn match_method(name: &str) -> Result<MatchMethod, String> {
 
 /// An IP pattern: an address, or `address/prefix` (prefix length or a
 /// dotted IPv4 mask).
-pub fn parse_net(text: &str) -> Option<Pattern> {
+pub(crate) fn parse_net(text: &str) -> Option<Pattern> {
     let (addr, prefix) = match text.split_once('/') {
         Some((a, p)) => (a, Some(p)),
         None => (text, None),
@@ -183,16 +209,25 @@ pub fn parse_net(text: &str) -> Option<Pattern> {
 
 /// `acl <name> <criterion> [flags] [--] <values...>`: `words` are the words
 /// after the name.
-pub fn parse_acl(name: &str, words: &[String], loc: Loc) -> Result<AclDef, String> {
+pub(crate) fn parse_acl(name: &str, words: &[String], loc: Loc) -> Result<AclDef, String> {
     let Some(criterion) = words.first() else {
         return Err("missing ACL expression".to_string());
     };
-    if criterion.contains(',') && !criterion.contains('(') {
-        return Err(format!(
-            "converters are not supported by sluice yet in ACL expression '{criterion}'"
-        ));
+    // `fetch(args),conv1(args),conv2`: the fetch is checked first, so that
+    // the message names what is missing (the fetch, else a converter).
+    let (fetch_text, convs) = split_converters(criterion);
+    let (fetch, mut matcher) = fetch_of(fetch_text, criterion)?;
+    if let Some(conv) = convs.first() {
+        let name = conv.split('(').next().unwrap_or(conv);
+        use crate::haproxy26::{Kind, haproxy_has};
+        return Err(if haproxy_has(Kind::Converter, name) {
+            format!(
+                "converter '{name}' is not supported by sluice yet in ACL expression '{criterion}'"
+            )
+        } else {
+            format!("unknown converter '{name}' in ACL expression '{criterion}'")
+        });
     }
-    let (fetch, mut matcher) = fetch_of(criterion)?;
     let mut ignore_case = false;
     let mut i = 1;
     // Flags come first; `--` ends them, the first non-flag starts values.
@@ -267,7 +302,7 @@ pub fn parse_acl(name: &str, words: &[String], loc: Loc) -> Result<AclDef, Strin
 
 /// Is `name` a valid ACL name (`[A-Za-z0-9_.:-]+`)? Returns the first bad
 /// character otherwise.
-pub fn check_acl_name(name: &str) -> Result<(), char> {
+pub(crate) fn check_acl_name(name: &str) -> Result<(), char> {
     match name
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '-')))
@@ -278,7 +313,7 @@ pub fn check_acl_name(name: &str) -> Result<(), char> {
 }
 
 /// HAProxy's predefined ACLs sluice can express with its fetches.
-pub const PREDEFINED: &[&str] = &[
+pub(crate) const PREDEFINED: &[&str] = &[
     "TRUE",
     "FALSE",
     "LOCALHOST",
@@ -295,7 +330,7 @@ pub const PREDEFINED: &[&str] = &[
 ];
 
 /// Predefined ACLs HAProxy has and sluice cannot express yet.
-pub const PREDEFINED_UNSUPPORTED: &[&str] = &[
+pub(crate) const PREDEFINED_UNSUPPORTED: &[&str] = &[
     "HTTP",
     "HTTP_1.0",
     "HTTP_1.1",
@@ -308,7 +343,7 @@ pub const PREDEFINED_UNSUPPORTED: &[&str] = &[
 ];
 
 /// The definition of a predefined ACL, built from ordinary fetches.
-pub fn predefined(name: &str, loc: Loc) -> Option<AclDef> {
+pub(crate) fn predefined(name: &str, loc: Loc) -> Option<AclDef> {
     let strs = |v: &[&str]| v.iter().map(|s| Pattern::Str(s.to_string())).collect();
     let (fetch, matcher, patterns) = match name {
         // Every request has a target, and every target begins with "".
@@ -341,8 +376,9 @@ pub fn predefined(name: &str, loc: Loc) -> Option<AclDef> {
     })
 }
 
+#[cfg(test)]
 /// `if|unless <cond>` without anonymous ACLs (see [`parse_condition_at`]).
-pub fn parse_condition(words: &[String]) -> Result<Condition, String> {
+pub(crate) fn parse_condition(words: &[String]) -> Result<Condition, String> {
     if words.iter().any(|w| w == "{") {
         return Err("anonymous ACLs need a location: use parse_condition_at".to_string());
     }
@@ -356,7 +392,10 @@ pub fn parse_condition(words: &[String]) -> Result<Condition, String> {
 /// `if|unless <cond>`: terms are `[!]acl` (juxtaposition = AND, `or`/`||`
 /// between groups) or anonymous ACLs `{ <criterion> [flags] <values> }`,
 /// returned as extra definitions with names no config can spell.
-pub fn parse_condition_at(words: &[String], loc: &Loc) -> Result<(Condition, Vec<AclDef>), String> {
+pub(crate) fn parse_condition_at(
+    words: &[String],
+    loc: &Loc,
+) -> Result<(Condition, Vec<AclDef>), String> {
     let unless = match words.first().map(String::as_str) {
         Some("if") => false,
         Some("unless") => true,
@@ -373,7 +412,8 @@ pub fn parse_condition_at(words: &[String], loc: &Loc) -> Result<(Condition, Vec
     let mut i = 1;
     while let Some(w) = words.get(i) {
         i += 1;
-        if w == "or" || w == "||" {
+        // HAProxy compares `or` without regard to case (`OR` works).
+        if w.eq_ignore_ascii_case("or") || w == "||" {
             if groups.last().is_some_and(Vec::is_empty) {
                 return Err("missing ACL before 'or'".to_string());
             }

@@ -3,13 +3,13 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-use super::units::parse_uint;
+use crate::config::units::parse_uint;
 
 /// The resolver callback given to `parse_texts`.
 pub type Resolver<'a> = &'a dyn Fn(&str, u16) -> Result<Vec<SocketAddr>, String>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Family {
+pub(crate) enum Family {
     Any,
     V4,
     V6,
@@ -17,11 +17,52 @@ pub enum Family {
 
 /// An address split into its parts, before resolution.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HostPorts<'a> {
-    pub family: Family,
-    pub host: &'a str,
+pub(crate) struct HostPorts<'a> {
+    pub(crate) family: Family,
+    pub(crate) host: &'a str,
     /// First and last port (equal unless a `a-b` range was given).
-    pub ports: (u16, u16),
+    pub(crate) ports: (u16, u16),
+}
+
+/// Environment variables in an address, as HAProxy expands every address
+/// word once more after the line was split (so `bind ${ADDR}:80` works
+/// unquoted, where the lexer leaves `$` alone): `$NAME` or `${NAME}`, an
+/// unset variable giving nothing; no `-default` form. A `$` that starts no
+/// name is dropped, as HAProxy does.
+pub(crate) fn env_expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> String {
+    if !text.contains('$') {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let (braced, name_start) = match after.strip_prefix('{') {
+            Some(r) => (true, r),
+            None => (false, after),
+        };
+        let len = name_start
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(name_start.len());
+        let (name, mut tail) = name_start.split_at(len);
+        if braced && let Some(t) = tail.strip_prefix('}') {
+            tail = t;
+        }
+        if !name.is_empty()
+            && let Some(v) = env(name)
+        {
+            out.push_str(&v);
+        }
+        rest = tail;
+    }
+    out.push_str(rest);
+    out
+}
+
+/// HAProxy's error for an address word that expanded to nothing.
+pub(crate) fn empty_address(word: &str) -> String {
+    format!("'{word}' resolves to an empty address (environment variable missing?)")
 }
 
 /// Address prefixes HAProxy knows but sluice cannot listen on / connect to.
@@ -42,8 +83,37 @@ const UNSUPPORTED_PREFIXES: &[&str] = &[
     "rhttp@",
 ];
 
+/// A server address: the host and its port, 0 when none is given (the
+/// connection then goes to the port the client connected to, as HAProxy
+/// does).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ServerAddr {
+    pub(crate) family: Family,
+    pub(crate) host: String,
+    pub(crate) port: u16,
+}
+
+/// Split a server's `[family@]host[:port]`; no port, an empty one or `0`
+/// all mean the client's destination port.
+pub(crate) fn split_server(text: &str) -> Result<ServerAddr, String> {
+    let hp = split_inner(text, false, true)?;
+    Ok(ServerAddr {
+        family: hp.family,
+        host: hp.host.to_string(),
+        port: hp.ports.0,
+    })
+}
+
 /// Split `[family@]host:port[-port]`. `allow_range` is false for servers.
-pub fn split(text: &str, allow_range: bool) -> Result<HostPorts<'_>, String> {
+pub(crate) fn split(text: &str, allow_range: bool) -> Result<HostPorts<'_>, String> {
+    split_inner(text, allow_range, false)
+}
+
+fn split_inner(
+    text: &str,
+    allow_range: bool,
+    port_optional: bool,
+) -> Result<HostPorts<'_>, String> {
     if text.starts_with('/') {
         return Err(format!(
             "UNIX socket addresses ('{text}') are not supported by sluice yet"
@@ -67,6 +137,7 @@ pub fn split(text: &str, allow_range: bool) -> Result<HostPorts<'_>, String> {
         };
         match after.strip_prefix(':') {
             Some(p) => (h, p),
+            None if after.is_empty() && port_optional => (h, ""),
             None if after.is_empty() => {
                 return Err(format!("missing port specification in '{text}'"));
             }
@@ -76,9 +147,22 @@ pub fn split(text: &str, allow_range: bool) -> Result<HostPorts<'_>, String> {
         // The port is what follows the last colon (`::1:80` is [::1]:80).
         match rest.rsplit_once(':') {
             Some((h, p)) => (h, p),
+            None if port_optional => (rest, ""),
             None => return Err(format!("missing port specification in '{text}'")),
         }
     };
+    if port_optional && (port.starts_with('+') || port.starts_with('-')) {
+        return Err(format!(
+            "port offsets ('{port}' in '{text}') are not supported by sluice yet"
+        ));
+    }
+    if port_optional && (port.is_empty() || port == "0") {
+        return Ok(HostPorts {
+            family,
+            host,
+            ports: (0, 0),
+        });
+    }
     if port.is_empty() {
         return Err(format!("missing port specification in '{text}'"));
     }
@@ -126,7 +210,7 @@ fn literal_ip(host: &str, family: Family) -> Option<IpAddr> {
 /// Resolve the host to one IP as HAProxy does (first answer of the wanted
 /// family; IPv4 preferred when no family is forced, matching what glibc
 /// gives HAProxy for `localhost`).
-pub fn resolve_host(
+pub(crate) fn resolve_host(
     host: &str,
     family: Family,
     port: u16,
@@ -151,7 +235,11 @@ pub fn resolve_host(
 }
 
 /// One `bind` address item (no commas) to socket addresses.
-pub fn bind_addrs(text: &str, raw: &str, resolve: Resolver<'_>) -> Result<Vec<SocketAddr>, String> {
+pub(crate) fn bind_addrs(
+    text: &str,
+    raw: &str,
+    resolve: Resolver<'_>,
+) -> Result<Vec<SocketAddr>, String> {
     let hp = split(text, true)?;
     let ip = resolve_host(hp.host, hp.family, hp.ports.0, resolve)
         .map_err(|_| format!("invalid address: '{}' in '{raw}'", hp.host))?;
@@ -161,7 +249,7 @@ pub fn bind_addrs(text: &str, raw: &str, resolve: Resolver<'_>) -> Result<Vec<So
 }
 
 /// The system resolver (`getaddrinfo` through std).
-pub fn system_resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>, String> {
+pub(crate) fn system_resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>, String> {
     use std::net::ToSocketAddrs;
     (host, port)
         .to_socket_addrs()
@@ -172,20 +260,25 @@ pub fn system_resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>, String> 
 /// Stands for an `fd@<name>` that the check mode (`-c`) cannot resolve: the
 /// names are systemd's for the service's main process only, not for the
 /// `ExecStartPre=`/`ExecReload=` check. Never used to start.
-pub const UNRESOLVED_FD: i32 = -1;
+pub(crate) const UNRESOLVED_FD: i32 = -1;
 
 static CHECK_ONLY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// `-c`: configurations are only checked, never started; an `fd@<name>`
 /// this process cannot resolve is accepted (see [`fd_ref_checked`]).
-pub fn set_check_only() {
+pub(crate) fn set_check_only() {
     CHECK_ONLY.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Is this process only checking configurations (`-c`)?
+pub(crate) fn check_only() -> bool {
+    CHECK_ONLY.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// [`fd_ref`], except that under `-c` a name it cannot resolve gives
 /// `Ok(Err(why))`: [`UNRESOLVED_FD`], to report as a notice. Like HAProxy's
 /// `-c`, the check opens no socket; the name is resolved at start-up.
-pub fn fd_ref_checked(r: &str) -> Result<Result<i32, String>, String> {
+pub(crate) fn fd_ref_checked(r: &str) -> Result<Result<i32, String>, String> {
     match fd_ref(r) {
         Ok(fd) => Ok(Ok(fd)),
         Err(why)
@@ -201,7 +294,7 @@ pub fn fd_ref_checked(r: &str) -> Result<Result<i32, String>, String> {
 /// The descriptor an `fd@<ref>` address names: a number, or the name of a
 /// socket systemd passed (`FileDescriptorName=` in the `.socket` unit, seen
 /// in `LISTEN_FDNAMES`; the passed descriptors start at 3).
-pub fn fd_ref(r: &str) -> Result<i32, String> {
+pub(crate) fn fd_ref(r: &str) -> Result<i32, String> {
     if let Ok(fd) = r.parse::<i32>() {
         return if fd >= 0 {
             Ok(fd)
@@ -267,6 +360,22 @@ mod tests {
     }
 
     #[test]
+    fn env_expand_like_haproxy() {
+        let env = |n: &str| match n {
+            "A" => Some("127.0.0.1".to_string()),
+            "P" => Some("80".to_string()),
+            _ => None,
+        };
+        assert_eq!(env_expand("$A:$P", &env), "127.0.0.1:80");
+        assert_eq!(env_expand("${A}:${P}", &env), "127.0.0.1:80");
+        assert_eq!(env_expand("$UNSET:$UNSET", &env), ":");
+        assert_eq!(env_expand("${UNSET}", &env), "");
+        assert_eq!(env_expand("x$", &env), "x");
+        assert_eq!(env_expand("${A-x}", &env), "127.0.0.1-x}");
+        assert_eq!(env_expand("plain:1", &env), "plain:1");
+    }
+
+    #[test]
     fn forms() {
         assert_eq!(one(":80"), "0.0.0.0:80");
         assert_eq!(one("*:80"), "0.0.0.0:80");
@@ -295,5 +404,17 @@ mod tests {
         assert!(b("ipv4@::1:80").is_err());
         assert!(b("[::1").is_err());
         assert!(split("1.2.3.4:80-81", false).is_err());
+        let srv = |t: &str| split_server(t).map(|a| (a.host, a.port));
+        assert_eq!(srv("0.0.0.0"), Ok(("0.0.0.0".into(), 0)));
+        assert_eq!(srv(":"), Ok(("".into(), 0)));
+        assert_eq!(srv(":0"), Ok(("".into(), 0)));
+        assert_eq!(srv("[::1]"), Ok(("::1".into(), 0)));
+        assert_eq!(srv("host.example:8080"), Ok(("host.example".into(), 8080)));
+        assert!(srv("1.2.3.4:x").is_err());
+        assert!(
+            srv("1.2.3.4:+1000")
+                .unwrap_err()
+                .contains("not supported by sluice yet")
+        );
     }
 }

@@ -7,10 +7,10 @@
 
 /// The HAProxy version sluice's dialect follows, for `version_atleast()`
 /// and `version_before()`.
-pub const DIALECT_VERSION: &str = "2.6.12";
+pub(crate) const DIALECT_VERSION: &str = "2.6.12";
 
 /// Build features, in HAProxy's `+NAME` / `-NAME` form, for `feature()`.
-pub const FEATURES: &str = "+EPOLL +THREAD +GETADDRINFO +BACKTRACE +OPENSSL -LUA -PCRE -PCRE2 -ZLIB -SLZ +PROMEX -QUIC +SYSTEMD";
+pub(crate) const FEATURES: &str = "+EPOLL +THREAD +GETADDRINFO +BACKTRACE +OPENSSL -LUA -PCRE -PCRE2 -ZLIB -SLZ +PROMEX -QUIC +SYSTEMD";
 
 /// HAProxy's MAX_CFG_RECURSION.
 const MAX_DEPTH: i32 = 1024;
@@ -18,9 +18,9 @@ const MAX_DEPTH: i32 = 1024;
 /// A condition error: HAProxy's message and the 0-based byte offset in the
 /// joined text of the first bad character.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CondError {
-    pub message: String,
-    pub pos: usize,
+pub(crate) struct CondError {
+    pub(crate) message: String,
+    pub(crate) pos: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -371,7 +371,7 @@ fn eval_term(t: &Term, env: &dyn Fn(&str) -> Option<String>) -> bool {
 }
 
 /// `feature(NAME)`: `+NAME` listed in [`FEATURES`].
-pub fn has_feature(name: &str) -> bool {
+pub(crate) fn has_feature(name: &str) -> bool {
     !name.is_empty()
         && FEATURES
             .split(' ')
@@ -396,7 +396,7 @@ fn compare_version(current: &str, other: &str) -> std::cmp::Ordering {
 
 /// Evaluate the text of a `.if` / `.elif` line (the words after the
 /// directive, joined by single spaces). An empty text is false.
-pub fn eval(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<bool, CondError> {
+pub(crate) fn eval(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<bool, CondError> {
     if text.is_empty() {
         return Ok(false);
     }

@@ -8,10 +8,10 @@
 
 use std::fmt;
 
-use super::model::Loc;
+use crate::config::model::Loc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Level {
+pub(crate) enum Level {
     Notice,
     Warning,
     Alert,
@@ -19,7 +19,7 @@ pub enum Level {
 
 impl Level {
     /// The bracketed tag HAProxy prints.
-    pub fn tag(self) -> &'static str {
+    pub(crate) fn tag(self) -> &'static str {
         match self {
             Level::Notice => "[NOTICE]",
             Level::Warning => "[WARNING]",
@@ -29,15 +29,15 @@ impl Level {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Diagnostic {
-    pub level: Level,
-    pub loc: Option<Loc>,
+pub(crate) struct Diagnostic {
+    pub(crate) level: Level,
+    pub(crate) loc: Option<Loc>,
     /// Full text after `config : ` (may span several lines).
-    pub message: String,
+    pub(crate) message: String,
 }
 
 impl Diagnostic {
-    pub fn new(level: Level, loc: Option<Loc>, message: impl Into<String>) -> Self {
+    pub(crate) fn new(level: Level, loc: Option<Loc>, message: impl Into<String>) -> Self {
         Diagnostic {
             level,
             loc,
@@ -45,31 +45,32 @@ impl Diagnostic {
         }
     }
 
-    pub fn alert(loc: Option<Loc>, message: impl Into<String>) -> Self {
+    pub(crate) fn alert(loc: Option<Loc>, message: impl Into<String>) -> Self {
         Self::new(Level::Alert, loc, message)
     }
 
-    pub fn warning(loc: Option<Loc>, message: impl Into<String>) -> Self {
+    pub(crate) fn warning(loc: Option<Loc>, message: impl Into<String>) -> Self {
         Self::new(Level::Warning, loc, message)
     }
 
-    pub fn notice(loc: Option<Loc>, message: impl Into<String>) -> Self {
+    #[cfg(test)]
+    pub(crate) fn notice(loc: Option<Loc>, message: impl Into<String>) -> Self {
         Self::new(Level::Notice, loc, message)
     }
 
     /// `parsing [file:line] : <msg>` — the common keyword-level form.
-    pub fn parsing(level: Level, loc: &Loc, msg: impl fmt::Display) -> Self {
+    pub(crate) fn parsing(level: Level, loc: &Loc, msg: impl fmt::Display) -> Self {
         Self::new(level, Some(loc.clone()), format!("parsing [{loc}] : {msg}"))
     }
 
     /// `parsing [file:line]: <msg>` — the lexer/section-level form (no space
     /// before the colon, as HAProxy prints it).
-    pub fn parsing_tight(level: Level, loc: &Loc, msg: impl fmt::Display) -> Self {
+    pub(crate) fn parsing_tight(level: Level, loc: &Loc, msg: impl fmt::Display) -> Self {
         Self::new(level, Some(loc.clone()), format!("parsing [{loc}]: {msg}"))
     }
 
     /// `[file:line] : '<ctx>' : <msg>` — the server-line form.
-    pub fn at(level: Level, loc: &Loc, ctx: &str, msg: impl fmt::Display) -> Self {
+    pub(crate) fn at(level: Level, loc: &Loc, ctx: &str, msg: impl fmt::Display) -> Self {
         Self::new(
             level,
             Some(loc.clone()),
@@ -77,13 +78,13 @@ impl Diagnostic {
         )
     }
 
-    pub fn is_alert(&self) -> bool {
+    pub(crate) fn is_alert(&self) -> bool {
         self.level == Level::Alert
     }
 
     /// One diagnostic as HAProxy 2.6 writes it to stderr (no trailing
     /// newline; continuation lines of multi-line messages are kept as is).
-    pub fn render(&self, pid: u32) -> String {
+    pub(crate) fn render(&self, pid: u32) -> String {
         format!(
             "{:<10} ({pid}) : config : {}",
             self.level.tag(),
@@ -99,20 +100,7 @@ impl fmt::Display for Diagnostic {
 }
 
 /// The closing line HAProxy prints when parsing or checking failed.
-pub const FATAL_ERRORS: &str = "Fatal errors found in configuration.";
-
-/// The whole report as HAProxy prints it to stderr, one diagnostic per
-/// line(s), each terminated by a newline. The closing lines (`Error(s) found
-/// in configuration file : f`, `Fatal errors found in configuration.`) are
-/// already part of the list produced by [`super::parse_texts`].
-pub fn render_report(diags: &[Diagnostic], pid: u32) -> String {
-    let mut out = String::new();
-    for d in diags {
-        out.push_str(&d.render(pid));
-        out.push('\n');
-    }
-    out
-}
+pub(crate) const FATAL_ERRORS: &str = "Fatal errors found in configuration.";
 
 #[cfg(test)]
 mod tests {

@@ -11,7 +11,7 @@ pub const DIRECTIVES: &[&str] = &[
 ];
 
 /// HAProxy sections sluice does not support.
-pub const UNSUPPORTED_SECTIONS: &[&str] = &[
+pub(crate) const UNSUPPORTED_SECTIONS: &[&str] = &[
     "userlist",
     "peers",
     "resolvers",
@@ -67,7 +67,86 @@ pub const GLOBAL_SUPPORTED: &[&str] = &[
     "crt-base",
 ];
 
-pub const GLOBAL_UNSUPPORTED: &[&str] = &[
+/// `tune.*` keywords of HAProxy 2.6 that have no meaning for sluice
+/// (rustls, tokio): accepted with a notice giving the reason, so that a
+/// tuned HAProxy configuration still starts.
+pub(crate) const GLOBAL_TUNE_IGNORED: &[(&str, &str)] = &[
+    (
+        "tune.ssl.default-dh-param",
+        "rustls has no DHE cipher suites, so no Diffie-Hellman parameters are used",
+    ),
+    (
+        "tune.ssl.force-private-cache",
+        "sluice's TLS session cache is private to its process already",
+    ),
+    (
+        "tune.ssl.ssl-ctx-cache-size",
+        "sluice generates no certificates, so it keeps no cache of them",
+    ),
+    (
+        "tune.ssl.capture-buffer-size",
+        "sluice has no ssl_fc_cipherlist_* fetches that would read a captured ClientHello",
+    ),
+    (
+        "tune.ssl.capture-cipherlist-size",
+        "sluice has no ssl_fc_cipherlist_* fetches that would read a captured ClientHello",
+    ),
+    (
+        "tune.fd.edge-triggered",
+        "the tokio reactor always polls edge-triggered",
+    ),
+    (
+        "tune.maxpollevents",
+        "the tokio reactor sizes its own event batches",
+    ),
+    (
+        "tune.runqueue-depth",
+        "sluice runs on tokio's scheduler, not HAProxy's run queue",
+    ),
+    (
+        "tune.sched.low-latency",
+        "sluice runs on tokio's scheduler, not HAProxy's run queue",
+    ),
+    (
+        "tune.fail-alloc",
+        "a test aid of HAProxy's memory pools, which sluice does not have",
+    ),
+    (
+        "tune.buffers.limit",
+        "sluice has no shared pool of buffers, each connection holds its own",
+    ),
+    (
+        "tune.buffers.reserve",
+        "sluice has no shared pool of buffers, each connection holds its own",
+    ),
+    (
+        "tune.listener.multi-queue",
+        "sluice deals accepted connections to its threads on its own",
+    ),
+    ("tune.lua.forced-yield", "sluice runs no Lua"),
+    ("tune.lua.maxmem", "sluice runs no Lua"),
+    ("tune.lua.service-timeout", "sluice runs no Lua"),
+    ("tune.lua.session-timeout", "sluice runs no Lua"),
+    ("tune.lua.task-timeout", "sluice runs no Lua"),
+    ("tune.zlib.memlevel", "sluice does not compress"),
+    ("tune.zlib.windowsize", "sluice does not compress"),
+    ("tune.comp.maxlevel", "sluice does not compress"),
+    (
+        "tune.quic.frontend.conn-tx-buffers.limit",
+        "sluice does not speak QUIC",
+    ),
+    (
+        "tune.quic.frontend.max-idle-timeout",
+        "sluice does not speak QUIC",
+    ),
+    (
+        "tune.quic.frontend.max-streams-bidi",
+        "sluice does not speak QUIC",
+    ),
+    ("tune.quic.retry-threshold", "sluice does not speak QUIC"),
+];
+
+pub(crate) const GLOBAL_UNSUPPORTED: &[&str] = &[
     "log-send-hostname",
     "master-worker",
     "ssl-dh-param-file",
@@ -188,7 +267,7 @@ pub const PROXY_LEGACY: &[&str] = &[
     "block",
 ];
 
-pub const PROXY_UNSUPPORTED: &[&str] = &[
+pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "log-format-sd",
     "errorfiles",
     "errorloc",
@@ -257,6 +336,9 @@ pub const OPTIONS_SUPPORTED: &[&str] = &[
     "httplog",
     "tcplog",
     "dontlognull",
+    "accept-invalid-http-request",
+    "accept-invalid-http-response",
+    "log-health-checks",
     "log-separate-errors",
     "logasap",
     "forwardfor",
@@ -271,7 +353,7 @@ pub const OPTIONS_SUPPORTED: &[&str] = &[
 
 /// Options of old configurations that need no work from sluice: accepted
 /// with a warning giving the reason, so such a file still starts.
-pub const OPTIONS_IGNORED: &[(&str, &str)] = &[
+pub(crate) const OPTIONS_IGNORED: &[(&str, &str)] = &[
     ("contstats", "sluice updates its counters continuously"),
     (
         "http-no-delay",
@@ -302,10 +384,6 @@ pub const OPTIONS_IGNORED: &[(&str, &str)] = &[
         "sluice streams request bodies to the server without waiting for them",
     ),
     (
-        "log-health-checks",
-        "sluice logs server state changes, not every check",
-    ),
-    (
         "independent-streams",
         "sluice already times each direction of a transfer on its own",
     ),
@@ -320,7 +398,7 @@ pub const OPTIONS_IGNORED: &[(&str, &str)] = &[
     ),
 ];
 
-pub const OPTIONS_UNSUPPORTED: &[&str] = &[
+pub(crate) const OPTIONS_UNSUPPORTED: &[&str] = &[
     "checkcache",
     "dontlog-normal",
     "http-use-proxy-header",
@@ -336,8 +414,6 @@ pub const OPTIONS_UNSUPPORTED: &[&str] = &[
     "idle-close-on-response",
     "h1-case-adjust-bogus-client",
     "h1-case-adjust-bogus-server",
-    "accept-invalid-http-request",
-    "accept-invalid-http-response",
     "external-check",
     "http-restrict-req-hdr-names",
     "httpslog",
@@ -392,7 +468,7 @@ pub const SERVER_SUPPORTED: &[&str] = &[
     "ssl-max-ver",
 ];
 
-pub const SERVER_UNSUPPORTED: &[&str] = &[
+pub(crate) const SERVER_UNSUPPORTED: &[&str] = &[
     "verifyhost",
     "agent-check",
     "agent-port",
@@ -468,7 +544,7 @@ pub const BIND_SUPPORTED: &[&str] = &[
 ];
 
 /// The TLS options of a `server` line (also in [`SERVER_SUPPORTED`]).
-pub const SERVER_TLS: &[&str] = &[
+pub(crate) const SERVER_TLS: &[&str] = &[
     "ssl",
     "no-ssl",
     "verify",
@@ -482,7 +558,7 @@ pub const SERVER_TLS: &[&str] = &[
     "ciphersuites",
 ];
 
-pub const BIND_UNSUPPORTED: &[&str] = &[
+pub(crate) const BIND_UNSUPPORTED: &[&str] = &[
     "npn",
     "accept-netscaler-cip",
     "maxconn",
@@ -519,7 +595,7 @@ pub const BIND_UNSUPPORTED: &[&str] = &[
     "label",
 ];
 
-pub const STATS_PROXY_UNSUPPORTED: &[&str] = &[
+pub(crate) const STATS_PROXY_UNSUPPORTED: &[&str] = &[
     "scope",
     "show-node",
     "show-desc",
@@ -543,9 +619,10 @@ pub const HTTP_REQUEST_SUPPORTED: &[&str] = &[
     "set-query",
 ];
 
-pub const HTTP_RESPONSE_SUPPORTED: &[&str] = &["set-header", "add-header", "del-header", "deny"];
+pub(crate) const HTTP_RESPONSE_SUPPORTED: &[&str] =
+    &["set-header", "add-header", "del-header", "deny"];
 
-pub const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
+pub(crate) const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
     "auth",
     "replace-value",
     "set-pathq",
@@ -593,13 +670,10 @@ pub const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
     "set-bandwidth-limit",
 ];
 
-pub const TIMEOUTS_UNSUPPORTED: &[&str] = &["client-fin", "server-fin"];
-
-/// `balance` algorithms sluice does not implement yet.
-pub const BALANCE_UNSUPPORTED: &[&str] = &["hash", "rdp-cookie"];
+pub(crate) const TIMEOUTS_UNSUPPORTED: &[&str] = &["client-fin", "server-fin"];
 
 /// Every keyword a proxy section may start with, for suggestions.
-pub fn proxy_keywords() -> impl Iterator<Item = &'static str> {
+pub(crate) fn proxy_keywords() -> impl Iterator<Item = &'static str> {
     PROXY_SUPPORTED
         .iter()
         .chain(PROXY_LEGACY)
@@ -608,6 +682,12 @@ pub fn proxy_keywords() -> impl Iterator<Item = &'static str> {
         .filter(|k| !k.contains(' '))
 }
 
-pub fn global_keywords() -> impl Iterator<Item = &'static str> {
-    GLOBAL_SUPPORTED.iter().chain(GLOBAL_UNSUPPORTED).copied()
+pub(crate) fn global_keywords() -> impl Iterator<Item = &'static str> {
+    GLOBAL_SUPPORTED
+        .iter()
+        .chain(GLOBAL_UNSUPPORTED)
+        .copied()
+        .chain(GLOBAL_TUNE_IGNORED.iter().map(|(k, _)| *k))
 }
+
+pub(crate) use crate::haproxy26::{Kind, haproxy_has, haproxy26};

@@ -1,8 +1,10 @@
 //! One config line to words, following HAProxy 2.6's `parse_line()` rules
 //! (reference §2.1): unprotected blanks separate words, `#` starts a
 //! comment, `"weak"` and `'strong'` quotes, backslash escapes, `$VAR`
-//! expansion (quoted and unquoted), adjacent parts concatenate. There is no
-//! line continuation. Small nom parsers recognise each token; a loop glues
+//! expansion inside double quotes only (an unquoted `$` is plain text, as in
+//! `path_end \.de$` or a `$5$salt$hash` password; addresses expand their own
+//! variables, see `addr::env_expand`), adjacent parts concatenate. There is
+//! no line continuation. Small nom parsers recognise each token; a loop glues
 //! them into words because quote state spans tokens.
 
 use nom::branch::alt;
@@ -13,19 +15,19 @@ use nom::sequence::{delimited, pair, preceded};
 use nom::{IResult, Parser};
 
 /// HAProxy's MAX_LINE_ARGS.
-pub const MAX_WORDS: usize = 64;
+pub(crate) const MAX_WORDS: usize = 64;
 
 /// Context for pseudo variables and the environment.
-pub struct LexCtx<'a> {
-    pub file: &'a str,
-    pub line: u32,
+pub(crate) struct LexCtx<'a> {
+    pub(crate) file: &'a str,
+    pub(crate) line: u32,
     /// Current section keyword (for `$.SECTION`).
-    pub section: &'a str,
-    pub env: &'a dyn Fn(&str) -> Option<String>,
+    pub(crate) section: &'a str,
+    pub(crate) env: &'a dyn Fn(&str) -> Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LexErrorKind {
+pub(crate) enum LexErrorKind {
     Quote,
     Brace,
     VarName,
@@ -42,15 +44,15 @@ pub enum LexErrorKind {
 /// A lexing error; `pos` is the byte offset in the raw line (indentation
 /// included) of the offending character or opening quote/brace.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LexError {
-    pub kind: LexErrorKind,
-    pub pos: usize,
+pub(crate) struct LexError {
+    pub(crate) kind: LexErrorKind,
+    pub(crate) pos: usize,
 }
 
 impl LexError {
     /// HAProxy's message (without the `parsing [f:l]: ` prefix): a first line
     /// with the 1-based position, then the line and a caret under the error.
-    pub fn message(&self, raw: &str) -> String {
+    pub(crate) fn message(&self, raw: &str) -> String {
         let what = match &self.kind {
             LexErrorKind::Quote => "unmatched quote",
             LexErrorKind::Brace => "unmatched brace in environment variable name",
@@ -108,7 +110,7 @@ fn sanitize_for_printing(line: &str, pos: usize, width: usize) -> (String, usize
 
 /// `line` made printable and cut around byte `pos`, with the caret column:
 /// for messages that show a line with a `^` under the error.
-pub fn caret_line(line: &str, pos: usize) -> (String, usize) {
+pub(crate) fn caret_line(line: &str, pos: usize) -> (String, usize) {
     sanitize_for_printing(line, pos.min(line.len()), 80)
 }
 
@@ -144,7 +146,7 @@ fn sep(i: &str) -> IResult<&str, Tok<'_>> {
 
 fn plain(i: &str) -> IResult<&str, Tok<'_>> {
     map(
-        take_while1(|c: char| !is_space(c) && !matches!(c, '#' | '\'' | '"' | '\\' | '$')),
+        take_while1(|c: char| !is_space(c) && !matches!(c, '#' | '\'' | '"' | '\\')),
         Tok::Text,
     )
     .parse(i)
@@ -184,9 +186,8 @@ fn escape(i: &str, in_dquote: bool) -> Result<(&str, Tok<'_>), TokErr<'_>> {
         Some('#') => simple('#', 1),
         Some('\'') => simple('\'', 1),
         Some('"') => simple('"', 1),
-        // Unquoted `$` is expanded too (as 2.6 does), so `\$` protects it
-        // everywhere rather than only inside double quotes.
-        Some('$') => simple('$', 1),
+        // `\$` is an escape only where `$` is special: inside double quotes.
+        Some('$') if in_dquote => simple('$', 1),
         Some('x') => {
             let hex: IResult<&str, &str> =
                 recognize(pair(satisfy(is_hex), satisfy(is_hex))).parse(&after[1..]);
@@ -200,10 +201,7 @@ fn escape(i: &str, in_dquote: bool) -> Result<(&str, Tok<'_>), TokErr<'_>> {
         }
         // Not an escape sequence: the backslash is kept and the next
         // character is processed normally.
-        _ => {
-            let _ = in_dquote;
-            Ok((after, Tok::Text("\\")))
-        }
+        _ => Ok((after, Tok::Text("\\"))),
     }
 }
 
@@ -302,19 +300,19 @@ impl Words {
 /// A word and the source text it came from (before unquoting and variable
 /// expansion), which some HAProxy messages quote.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Word {
-    pub text: String,
-    pub raw: String,
+pub(crate) struct Word {
+    pub(crate) text: String,
+    pub(crate) raw: String,
 }
 
 /// Split one raw line (without its newline) into words. An empty result
 /// means a blank or comment-only line.
-pub fn split_line(raw: &str, ctx: &LexCtx<'_>) -> Result<Vec<String>, LexError> {
+pub(crate) fn split_line(raw: &str, ctx: &LexCtx<'_>) -> Result<Vec<String>, LexError> {
     split_line_raw(raw, ctx).map(|ws| ws.into_iter().map(|w| w.text).collect())
 }
 
 /// [`split_line`], keeping each word's source text.
-pub fn split_line_raw(raw: &str, ctx: &LexCtx<'_>) -> Result<Vec<Word>, LexError> {
+pub(crate) fn split_line_raw(raw: &str, ctx: &LexCtx<'_>) -> Result<Vec<Word>, LexError> {
     let raw = line_content(raw);
     let start = raw.trim_start_matches(is_space);
     let pos_of = |rest: &str| raw.len() - rest.len();
@@ -342,8 +340,6 @@ pub fn split_line_raw(raw: &str, ctx: &LexCtx<'_>) -> Result<Vec<Word>, LexError
             }
         } else if input.starts_with('\\') {
             escape(input, false)
-        } else if input.starts_with('$') {
-            variable(input)
         } else if let Some(r) = input.strip_prefix('"') {
             Ok((r, Tok::DQuote))
         } else if input.starts_with('#') {
@@ -508,30 +504,52 @@ mod tests {
 
     #[test]
     fn env_vars() {
-        assert_eq!(ok("bind ${MYADDR}:80"), ["bind", "127.0.0.1:80"]);
-        assert_eq!(ok("bind $MYADDR:80"), ["bind", "127.0.0.1:80"]);
+        assert_eq!(ok("bind \"${MYADDR}:80\""), ["bind", "127.0.0.1:80"]);
         assert_eq!(ok("bind \"$MYADDR\":80"), ["bind", "127.0.0.1:80"]);
-        assert_eq!(ok("bind ${UNSET}:80"), ["bind", ":80"]);
-        assert_eq!(ok("x ${UNSET-dflt val}"), ["x", "dflt val"]);
-        assert_eq!(ok("x ${MYADDR-dflt}"), ["x", "127.0.0.1"]);
-        assert_eq!(ok("x ${EMPTY-dflt}"), ["x"]);
+        assert_eq!(ok("bind \"${UNSET}:80\""), ["bind", ":80"]);
+        assert_eq!(ok("x \"${UNSET-dflt val}\""), ["x", "dflt val"]);
+        assert_eq!(ok("x \"${MYADDR-dflt}\""), ["x", "127.0.0.1"]);
+        assert_eq!(ok("x \"${EMPTY-dflt}\""), ["x"]);
         assert_eq!(ok("x \"${LIST[*]}\" y"), ["x", "a", "b", "c", "y"]);
         assert_eq!(ok("x \"${LIST}\""), ["x", "a  b c"]);
         assert_eq!(
-            ok("x $.LINE $.FILE $.SECTION"),
+            ok("x \"$.LINE\" \"$.FILE\" \"$.SECTION\""),
             ["x", "7", "t.cfg", "global"]
         );
-        assert_eq!(ok(r"x \$HOME"), ["x", "$HOME"]);
+        assert_eq!(ok(r#"x "\$HOME""#), ["x", "$HOME"]);
         let ctx = LexCtx {
             file: "t.cfg",
             line: 1,
             section: "",
             env: &env,
         };
-        let w = split_line_raw("  bind ${MYADDR}:17180 'a b'", &ctx).unwrap();
+        let w = split_line_raw("  bind \"${MYADDR}:17180\" 'a b'", &ctx).unwrap();
         assert_eq!(w[1].text, "127.0.0.1:17180");
-        assert_eq!(w[1].raw, "${MYADDR}:17180");
+        assert_eq!(w[1].raw, "\"${MYADDR}:17180\"");
         assert_eq!(w[2].raw, "'a b'");
+    }
+
+    /// Outside double quotes `$` is ordinary text, as HAProxy 2.6 reads it
+    /// (checked with `haproxy -c` and with the bytes of an
+    /// `http-request return string` reply): regex anchors, crypt(3)
+    /// hashes and even `$NAME` stay as written, and `\$` keeps its
+    /// backslash.
+    #[test]
+    fn unquoted_dollar_is_text() {
+        assert_eq!(
+            ok(r"acl de path_end \.de$"),
+            ["acl", "de", "path_end", r"\.de$"]
+        );
+        assert_eq!(ok("password $5$abc$def"), ["password", "$5$abc$def"]);
+        assert_eq!(ok("reqrep ^(.*)$ x"), ["reqrep", "^(.*)$", "x"]);
+        assert_eq!(ok("x a$ a$-b $$X"), ["x", "a$", "a$-b", "$$X"]);
+        assert_eq!(
+            ok("x a$MYADDR.b ${MYADDR}"),
+            ["x", "a$MYADDR.b", "${MYADDR}"]
+        );
+        assert_eq!(ok(r"x a\$HOME"), ["x", r"a\$HOME"]);
+        assert_eq!(ok(r"x $\ y"), ["x", "$ y"]);
+        assert_eq!(ok("x $\"MYADDR\""), ["x", "$MYADDR"]);
     }
 
     #[test]
@@ -547,15 +565,19 @@ mod tests {
         assert_eq!(lex(raw).unwrap_err().pos, 2);
         let raw = "    option \"a b \\";
         assert_eq!(lex(raw).unwrap_err().kind, LexErrorKind::Quote);
-        assert_eq!(lex("x ${FOO").unwrap_err().kind, LexErrorKind::Brace);
-        assert_eq!(lex("x ${FOO").unwrap_err().pos, 3);
-        assert_eq!(lex("x $1").unwrap_err().kind, LexErrorKind::VarName);
-        assert_eq!(lex("x $").unwrap_err().kind, LexErrorKind::VarName);
-        assert_eq!(lex("x $.FOO").unwrap_err().kind, LexErrorKind::VarName);
+        assert_eq!(lex("x \"${FOO\"").unwrap_err().kind, LexErrorKind::Brace);
+        assert_eq!(lex("x \"${FOO\"").unwrap_err().pos, 4);
+        assert_eq!(lex("x \"$1\"").unwrap_err().kind, LexErrorKind::VarName);
+        assert_eq!(lex("x \"$\"").unwrap_err().kind, LexErrorKind::VarName);
+        assert_eq!(lex("x \"$.FOO\"").unwrap_err().kind, LexErrorKind::VarName);
+        // HAProxy: `forbidden first char ... at position 36` for this line.
+        let raw = "    http-request set-header X-C \"a$\"";
+        let e = lex(raw).unwrap_err();
+        assert_eq!((e.kind.clone(), e.pos + 1), (LexErrorKind::VarName, 36));
         assert_eq!(lex(r"x \xZZ").unwrap_err().kind, LexErrorKind::Hex);
         assert_eq!(lex(r"x \x4").unwrap_err().kind, LexErrorKind::Hex);
         assert_eq!(
-            lex("x ${A[x]}").unwrap_err().kind,
+            lex("x \"${A[x]}\"").unwrap_err().kind,
             LexErrorKind::WrongExpand
         );
         let many = vec!["w"; 65].join(" ");

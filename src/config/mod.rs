@@ -5,21 +5,23 @@
 //! handlers per section (with `defaults` inheritance), [`validate`] does the
 //! cross-proxy checks, then server host names are resolved.
 
+pub(crate) mod log;
+
 pub mod addr;
-pub mod cond;
-pub mod diag;
+pub(crate) mod cond;
+pub(crate) mod diag;
 pub mod keywords;
-pub mod lexer;
+pub(crate) mod lexer;
 pub mod model;
-pub mod parser;
-pub mod suggest;
-pub mod units;
-pub mod validate;
+pub(crate) mod parser;
+pub(crate) mod suggest;
+pub(crate) mod units;
+pub(crate) mod validate;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-pub use diag::{Diagnostic, Level, render_report};
+pub(crate) use diag::{Diagnostic, Level};
 
 /// Result of loading a configuration.
 #[derive(Debug, Clone)]
@@ -28,14 +30,14 @@ pub struct Loaded {
     pub config: Option<model::Config>,
     /// In HAProxy's order, closing lines included; print with
     /// [`render_report`].
-    pub diagnostics: Vec<Diagnostic>,
+    pub(crate) diagnostics: Vec<Diagnostic>,
     /// The statements in effect (after `.if` blocks, with variables
     /// expanded), in load order; see [`dump`].
-    pub statements: Vec<parser::Statement>,
+    pub(crate) statements: Vec<parser::Statement>,
 }
 
 impl Loaded {
-    pub fn has_warnings(&self) -> bool {
+    pub(crate) fn has_warnings(&self) -> bool {
         self.diagnostics.iter().any(|d| d.level == Level::Warning)
     }
 }
@@ -43,23 +45,23 @@ impl Loaded {
 /// One file to load, and whether it continues the section the previous
 /// file ended in (only files of a split-directory layout do).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Source {
-    pub path: PathBuf,
-    pub continues: bool,
+pub(crate) struct Source {
+    pub(crate) path: PathBuf,
+    pub(crate) continues: bool,
 }
 
 /// A file's text, ready to parse.
 #[derive(Debug, Clone)]
-pub struct SourceText {
-    pub name: String,
-    pub text: String,
-    pub continues: bool,
+pub(crate) struct SourceText {
+    pub(crate) name: String,
+    pub(crate) text: String,
+    pub(crate) continues: bool,
 }
 
 /// The files of the split-directory layout, in load order, after the
 /// subdirectories are detected.
-pub const SPLIT_FILES: &[&str] = &["global.cfg", "defaults.cfg", "frontend.cfg"];
-pub const SPLIT_DIRS: &[&str] = &["frontend.d", "backend.d"];
+pub(crate) const SPLIT_FILES: &[&str] = &["global.cfg", "defaults.cfg", "frontend.cfg"];
+pub(crate) const SPLIT_DIRS: &[&str] = &["frontend.d", "backend.d"];
 
 /// Regular, non-hidden `*.cfg` files of `dir` in byte order (stat()
 /// follows symlinks, as HAProxy does).
@@ -83,7 +85,7 @@ fn cfg_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 
 /// Is `dir` a split-directory layout (it has `frontend.d/` or
 /// `backend.d/`)?
-pub fn is_split_layout(dir: &Path) -> bool {
+pub(crate) fn is_split_layout(dir: &Path) -> bool {
     SPLIT_DIRS.iter().any(|d| dir.join(d).is_dir())
 }
 
@@ -95,7 +97,7 @@ pub fn is_split_layout(dir: &Path) -> bool {
 /// the directory in byte order, each starting at a section boundary. Any
 /// other directory adds its `*.cfg` files in byte order, each starting at a
 /// section boundary (HAProxy's rule).
-pub fn expand_layout(paths: &[PathBuf]) -> Result<Vec<Source>, Diagnostic> {
+pub(crate) fn expand_layout(paths: &[PathBuf]) -> Result<Vec<Source>, Diagnostic> {
     let mut out = Vec::new();
     for path in paths {
         let cannot = |p: &Path, e: std::io::Error| {
@@ -155,8 +157,9 @@ pub fn expand_layout(paths: &[PathBuf]) -> Result<Vec<Source>, Diagnostic> {
     Ok(out)
 }
 
+#[cfg(test)]
 /// The files of [`expand_layout`], without the continuation flags.
-pub fn expand_sources(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostic> {
+pub(crate) fn expand_sources(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostic> {
     expand_layout(paths).map(|v| v.into_iter().map(|s| s.path).collect())
 }
 
@@ -181,17 +184,23 @@ pub fn parse_texts(
 
 /// Checks a UNIX stats socket's directory; `Err` explains why the socket
 /// cannot be created there.
-pub type DirCheck<'a> = &'a dyn Fn(&Path) -> Result<(), String>;
+pub(crate) type DirCheck<'a> = &'a dyn Fn(&Path) -> Result<(), String>;
 
 /// [`parse_texts`] with continuation flags and an optional file-system
 /// check of UNIX stats socket directories.
-pub fn parse_sources(
+pub(crate) fn parse_sources(
     files: &[SourceText],
     env: &dyn Fn(&str) -> Option<String>,
     resolve: addr::Resolver<'_>,
     dir_check: Option<DirCheck<'_>>,
 ) -> Loaded {
+    let flags = overrides();
     let mut st = parser::State::new(resolve);
+    if flags.ssl_verify_none {
+        // Before parsing, as HAProxy's -dV: a later `ssl-server-verify`
+        // line still wins.
+        st.global.ssl.server_verify_none = true;
+    }
     for f in files {
         st.parse_file(&f.name, &f.text, env, f.continues);
     }
@@ -210,6 +219,7 @@ pub fn parse_sources(
         proxies: st.proxies,
     };
     let mut diags = st.diags;
+    flags.apply(&mut config);
     validate::check(&mut config, &mut diags);
     if let Some(check) = dir_check {
         validate::stats_socket_dirs(&config, check, &mut diags);
@@ -217,7 +227,14 @@ pub fn parse_sources(
     let fatal_before_resolution = diags.iter().any(Diagnostic::is_alert);
 
     let mut unresolved = false;
-    for p in &st.pending {
+    // As HAProxy, names are resolved only for an otherwise valid
+    // configuration: a broken one fails at once, without waiting on DNS.
+    let pending = if fatal_before_resolution {
+        &[][..]
+    } else {
+        &st.pending[..]
+    };
+    for p in pending {
         let Some(proxy) = config.proxies.get_mut(p.proxy) else {
             continue;
         };
@@ -227,6 +244,16 @@ pub fn parse_sources(
         };
         match addr::resolve_host(&p.host, p.family, p.port, resolve) {
             Ok(ip) => server.addr = SocketAddr::new(ip, p.port),
+            Err(_) if flags.resolve_dont_fail => {
+                // -dr: the server starts in maintenance, without address.
+                server.opts.disabled = true;
+                diags.push(Diagnostic::at(
+                    Level::Warning,
+                    &server.loc,
+                    &format!("server {pname}/{}", server.name),
+                    format!("could not resolve address '{}', disabling server.", p.host),
+                ));
+            }
             Err(_) => {
                 unresolved = true;
                 diags.push(Diagnostic::at(
@@ -255,9 +282,53 @@ pub fn parse_sources(
     }
 }
 
+/// What command-line flags change in every configuration loaded, reloads
+/// included (HAProxy applies its flags to each load).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Overrides {
+    /// `-n <maxconn>`: the global `maxconn`, over the configuration's.
+    pub(crate) maxconn: Option<u32>,
+    /// `-N <maxpconn>`: the `maxconn` of frontends that set none.
+    pub(crate) maxpconn: Option<u32>,
+    /// `-dS`: as `nosplice`.
+    pub(crate) no_splice: bool,
+    /// `-dV`: as `ssl-server-verify none`, unless the configuration says.
+    pub(crate) ssl_verify_none: bool,
+    /// `-dr`: an unresolvable server name disables that server (warning)
+    /// instead of failing the configuration.
+    pub(crate) resolve_dont_fail: bool,
+}
+
+impl Overrides {
+    fn apply(&self, config: &mut model::Config) {
+        if let Some(n) = self.maxconn {
+            config.global.maxconn = Some(n);
+        }
+        if let Some(n) = self.maxpconn {
+            for p in config.proxies.iter_mut().filter(|p| p.kind.has_frontend()) {
+                p.maxconn.get_or_insert(n);
+            }
+        }
+        if self.no_splice {
+            config.global.splice.disabled = true;
+        }
+    }
+}
+
+static OVERRIDES: std::sync::OnceLock<Overrides> = std::sync::OnceLock::new();
+
+/// Set once, from the command line, before the first load.
+pub(crate) fn set_overrides(o: Overrides) {
+    let _ = OVERRIDES.set(o);
+}
+
+fn overrides() -> Overrides {
+    OVERRIDES.get().cloned().unwrap_or_default()
+}
+
 /// Can a UNIX socket be created in `dir`? It must exist, be a directory,
 /// and be writable and searchable by this process.
-pub fn socket_dir_check(dir: &Path) -> Result<(), String> {
+pub(crate) fn socket_dir_check(dir: &Path) -> Result<(), String> {
     let dir = if dir.as_os_str().is_empty() {
         Path::new(".")
     } else {
@@ -291,7 +362,7 @@ pub fn socket_dir_check(dir: &Path) -> Result<(), String> {
 
 /// Convenience: expand sources, read files, use std::env and real
 /// resolution (std::net::ToSocketAddrs), check stats socket directories.
-pub fn load(paths: &[PathBuf]) -> Loaded {
+pub(crate) fn load(paths: &[PathBuf]) -> Loaded {
     let failed = |d: Diagnostic| Loaded {
         config: None,
         diagnostics: vec![d],
@@ -328,7 +399,7 @@ pub fn load(paths: &[PathBuf]) -> Loaded {
 /// in load order, with each file's name in a comment where it starts,
 /// variables expanded and conditional blocks resolved. Words are quoted
 /// so that the text reads back to the same words.
-pub fn dump(statements: &[parser::Statement]) -> String {
+pub(crate) fn dump(statements: &[parser::Statement]) -> String {
     let mut out = String::new();
     let mut file: Option<&str> = None;
     for st in statements {
@@ -350,7 +421,7 @@ pub fn dump(statements: &[parser::Statement]) -> String {
 }
 
 /// Quote a word for the config language so that it lexes back to itself.
-pub fn quote_word(w: &str) -> String {
+pub(crate) fn quote_word(w: &str) -> String {
     let safe = |c: char| c.is_ascii_alphanumeric() || "_-./:@,+=%!{}()[]^*~?<>|&;`".contains(c);
     if !w.is_empty() && w.chars().all(safe) {
         return w.to_string();

@@ -8,103 +8,82 @@ use std::time::Duration;
 
 use crate::acl::{AclDef, Condition};
 
-/// Where a statement was written: the original file and line, never a line
-/// of some merged text.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Loc {
-    pub file: Arc<str>,
-    pub line: u32,
-}
-
-impl std::fmt::Display for Loc {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.file, self.line)
-    }
-}
+pub(crate) use crate::loc::Loc;
 
 #[derive(Debug, Clone, Default)]
 pub struct Config {
-    pub global: Global,
+    pub(crate) global: Global,
     /// Frontends, backends and listens in declaration order.
-    pub proxies: Vec<Proxy>,
-}
-
-impl Config {
-    pub fn proxy(&self, name: &str, want_backend: bool) -> Option<&Proxy> {
-        self.proxies.iter().find(|p| {
-            p.name == name
-                && if want_backend {
-                    p.kind.has_backend()
-                } else {
-                    p.kind.has_frontend()
-                }
-        })
-    }
+    pub(crate) proxies: Vec<Proxy>,
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct Global {
-    pub maxconn: Option<u32>,
-    pub nbthread: Option<u32>,
-    pub stats_sockets: Vec<StatsSocket>,
+pub(crate) struct Global {
+    pub(crate) maxconn: Option<u32>,
+    pub(crate) nbthread: Option<u32>,
+    pub(crate) stats_sockets: Vec<StatsSocket>,
     /// `stats timeout`: idle timeout of a CLI connection (default 10s).
-    pub stats_timeout: Option<Duration>,
-    pub daemon: bool,
-    pub pidfile: Option<PathBuf>,
-    pub node: Option<String>,
-    pub description: Option<String>,
+    pub(crate) stats_timeout: Option<Duration>,
+    pub(crate) daemon: bool,
+    pub(crate) pidfile: Option<PathBuf>,
+    pub(crate) node: Option<String>,
+    pub(crate) description: Option<String>,
     /// `zero-warning`: warnings make the configuration fail (as -dW).
-    pub zero_warning: bool,
+    pub(crate) zero_warning: bool,
     /// `log` targets and `log-tag`.
-    pub log: crate::log::config::GlobalLog,
+    pub(crate) log: crate::config::log::GlobalLog,
     /// `hard-stop-after <time>`: how long a soft stop (or connections of
     /// a replaced generation) may last.
-    pub hard_stop_after: Option<Duration>,
+    pub(crate) hard_stop_after: Option<Duration>,
     /// `user` / `uid`, `group` / `gid`: dropped to after binding.
-    pub user: Option<IdSpec>,
-    pub group: Option<IdSpec>,
+    pub(crate) user: Option<IdSpec>,
+    pub(crate) group: Option<IdSpec>,
+    /// Where `user` / `group` named their id (the look-up's messages
+    /// point there).
+    pub(crate) user_loc: Option<Loc>,
+    pub(crate) group_loc: Option<Loc>,
     /// `chroot <dir>`.
-    pub chroot: Option<PathBuf>,
+    pub(crate) chroot: Option<PathBuf>,
     /// `ulimit-n <n>`.
-    pub ulimit_n: Option<u32>,
+    pub(crate) ulimit_n: Option<u32>,
     /// `cpu-map` lines, in order.
-    pub cpu_map: Vec<CpuMap>,
+    pub(crate) cpu_map: Vec<CpuMap>,
     /// `tune.bufsize` (default 16384) and `tune.maxrewrite` (default 1024):
     /// a message head may use the buffer minus the rewrite reserve.
-    pub tune_bufsize: Option<u32>,
-    pub tune_maxrewrite: Option<u32>,
+    pub(crate) tune_bufsize: Option<u32>,
+    pub(crate) tune_maxrewrite: Option<u32>,
     /// `nosplice`, `tune.pipesize`, `maxpipes`.
-    pub splice: crate::splice::Tune,
+    pub(crate) splice: crate::wire::splice::Tune,
     /// TLS defaults: `ssl-default-bind-options` (words, applied before
     /// each bind line's own), `ssl-default-bind-ciphers` /
     /// `-ciphersuites`, their `server` twins, `ssl-server-verify`,
     /// `crt-base` / `ca-base`.
-    pub ssl: GlobalSsl,
+    pub(crate) ssl: GlobalSsl,
     /// `tune.h2.*`: the HTTP/2 settings sluice announces.
-    pub h2: H2Tune,
+    pub(crate) h2: H2Tune,
 }
 
 /// `tune.h2.header-table-size`, `tune.h2.initial-window-size`,
 /// `tune.h2.max-concurrent-streams`, `tune.h2.max-frame-size` (None: the
 /// HAProxy 2.6 default).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct H2Tune {
-    pub header_table_size: Option<u32>,
-    pub initial_window_size: Option<u32>,
-    pub max_concurrent_streams: Option<u32>,
-    pub max_frame_size: Option<u32>,
+pub(crate) struct H2Tune {
+    pub(crate) header_table_size: Option<u32>,
+    pub(crate) initial_window_size: Option<u32>,
+    pub(crate) max_concurrent_streams: Option<u32>,
+    pub(crate) max_frame_size: Option<u32>,
 }
 
 impl H2Tune {
-    pub const DEFAULT_HEADER_TABLE_SIZE: u32 = 4096;
-    pub const DEFAULT_INITIAL_WINDOW_SIZE: u32 = 65535;
-    pub const DEFAULT_MAX_CONCURRENT_STREAMS: u32 = 100;
-    pub const DEFAULT_MAX_FRAME_SIZE: u32 = 16384;
+    pub(crate) const DEFAULT_HEADER_TABLE_SIZE: u32 = 4096;
+    pub(crate) const DEFAULT_INITIAL_WINDOW_SIZE: u32 = 65535;
+    pub(crate) const DEFAULT_MAX_CONCURRENT_STREAMS: u32 = 100;
+    pub(crate) const DEFAULT_MAX_FRAME_SIZE: u32 = 16384;
 }
 
 /// `bind ... proto <name>`: the protocol a listener speaks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum BindProto {
+pub(crate) enum BindProto {
     /// HTTP/1, or HTTP/2 when the client starts with its preface (or
     /// picks `h2` by ALPN), as HAProxy does without `proto`.
     #[default]
@@ -117,36 +96,36 @@ pub enum BindProto {
 
 /// The TLS defaults of the global section.
 #[derive(Debug, Clone, Default)]
-pub struct GlobalSsl {
-    pub bind_options: Vec<String>,
-    pub bind_ciphers: Option<String>,
-    pub bind_ciphersuites: Option<String>,
-    pub server_options: Vec<String>,
-    pub server_ciphers: Option<String>,
-    pub server_ciphersuites: Option<String>,
+pub(crate) struct GlobalSsl {
+    pub(crate) bind_options: Vec<String>,
+    pub(crate) bind_ciphers: Option<String>,
+    pub(crate) bind_ciphersuites: Option<String>,
+    pub(crate) server_options: Vec<String>,
+    pub(crate) server_ciphers: Option<String>,
+    pub(crate) server_ciphersuites: Option<String>,
     /// `ssl-server-verify none`: servers are not verified by default.
-    pub server_verify_none: bool,
-    pub crt_base: Option<PathBuf>,
-    pub ca_base: Option<PathBuf>,
+    pub(crate) server_verify_none: bool,
+    pub(crate) crt_base: Option<PathBuf>,
+    pub(crate) ca_base: Option<PathBuf>,
 }
 
 impl Global {
-    pub const DEFAULT_BUFSIZE: u32 = 16384;
-    pub const DEFAULT_MAXREWRITE: u32 = 1024;
+    pub(crate) const DEFAULT_BUFSIZE: u32 = 16384;
+    pub(crate) const DEFAULT_MAXREWRITE: u32 = 1024;
 
     /// How relays move bytes (`nosplice`, `tune.pipesize`, `maxpipes`).
-    pub fn splice(&self) -> crate::splice::Tune {
+    pub(crate) fn splice(&self) -> crate::wire::splice::Tune {
         self.splice
     }
 
     /// `tune.bufsize`.
-    pub fn bufsize(&self) -> usize {
+    pub(crate) fn bufsize(&self) -> usize {
         self.tune_bufsize.unwrap_or(Self::DEFAULT_BUFSIZE) as usize
     }
 
     /// The largest message head accepted: bufsize - maxrewrite, where
     /// HAProxy caps maxrewrite at half the buffer.
-    pub fn max_head(&self) -> usize {
+    pub(crate) fn max_head(&self) -> usize {
         let bufsize = self.tune_bufsize.unwrap_or(Self::DEFAULT_BUFSIZE);
         let rewrite = self
             .tune_maxrewrite
@@ -158,7 +137,7 @@ impl Global {
 
 /// A user or group, by name (resolved at start-up) or by number.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum IdSpec {
+pub(crate) enum IdSpec {
     Name(String),
     Id(u32),
 }
@@ -167,10 +146,10 @@ pub enum IdSpec {
 /// (1-based; `None` = all) get which CPUs; with `auto`, the threads and
 /// CPUs are paired one to one in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CpuMap {
-    pub auto: bool,
-    pub threads: Option<Vec<u32>>,
-    pub cpus: Vec<usize>,
+pub(crate) struct CpuMap {
+    pub(crate) auto: bool,
+    pub(crate) threads: Option<Vec<u32>>,
+    pub(crate) cpus: Vec<usize>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
@@ -182,7 +161,7 @@ pub enum CliLevel {
 }
 
 impl CliLevel {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             CliLevel::User => "user",
             CliLevel::Operator => "operator",
@@ -192,43 +171,43 @@ impl CliLevel {
 }
 
 #[derive(Debug, Clone)]
-pub struct StatsSocket {
-    pub path: PathBuf,
+pub(crate) struct StatsSocket {
+    pub(crate) path: PathBuf,
     /// `mode <octal>` for the UNIX socket file.
-    pub mode: Option<u32>,
+    pub(crate) mode: Option<u32>,
     /// `uid <n>` / `user <name>` and `gid <n>` / `group <name>`: the owner
     /// given to the UNIX socket file after bind (names resolved when the
     /// configuration is parsed, as HAProxy does). `None` leaves it as is.
-    pub uid: Option<u32>,
-    pub gid: Option<u32>,
-    pub level: CliLevel,
-    pub loc: Loc,
+    pub(crate) uid: Option<u32>,
+    pub(crate) gid: Option<u32>,
+    pub(crate) level: CliLevel,
+    pub(crate) loc: Loc,
     /// Set for TCP sockets (`ipv4@host:port`, `ipv6@...`); `path` then
     /// holds the address as written.
-    pub tcp: Option<SocketAddr>,
+    pub(crate) tcp: Option<SocketAddr>,
     /// `expose-fd listeners`: the listening sockets can be taken over by a
     /// new process started with `-x <this socket>`.
-    pub expose_fd: bool,
+    pub(crate) expose_fd: bool,
     /// `fd@<n>`: an inherited listening socket (UNIX or TCP);
     /// `addr::UNRESOLVED_FD` under `-c` for a name it cannot resolve.
-    pub fd: Option<i32>,
+    pub(crate) fd: Option<i32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProxyKind {
+pub(crate) enum ProxyKind {
     Frontend,
     Backend,
     Listen,
 }
 
 impl ProxyKind {
-    pub fn has_frontend(self) -> bool {
+    pub(crate) fn has_frontend(self) -> bool {
         matches!(self, ProxyKind::Frontend | ProxyKind::Listen)
     }
-    pub fn has_backend(self) -> bool {
+    pub(crate) fn has_backend(self) -> bool {
         matches!(self, ProxyKind::Backend | ProxyKind::Listen)
     }
-    pub fn keyword(self) -> &'static str {
+    pub(crate) fn keyword(self) -> &'static str {
         match self {
             ProxyKind::Frontend => "frontend",
             ProxyKind::Backend => "backend",
@@ -240,20 +219,20 @@ impl ProxyKind {
 /// Headers a frontend captures for its logs (`%hr`, `%hs`): names (lower
 /// case) and the most bytes kept of each value.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct HeaderCaptures {
-    pub request: Vec<(String, usize)>,
-    pub response: Vec<(String, usize)>,
+pub(crate) struct HeaderCaptures {
+    pub(crate) request: Vec<(String, usize)>,
+    pub(crate) response: Vec<(String, usize)>,
 }
 
 /// Which sides get SO_KEEPALIVE (`option tcpka|clitcpka|srvtcpka`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct TcpKeepAlive {
-    pub client: bool,
-    pub server: bool,
+pub(crate) struct TcpKeepAlive {
+    pub(crate) client: bool,
+    pub(crate) server: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// HAProxy's default when no `mode` is given.
     #[default]
     Tcp,
@@ -261,7 +240,7 @@ pub enum Mode {
 }
 
 impl Mode {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Mode::Tcp => "tcp",
             Mode::Http => "http",
@@ -272,33 +251,33 @@ impl Mode {
 /// Timeouts as configured; `None` = not set (HAProxy treats that as infinite
 /// and warns for client/server/connect).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Timeouts {
-    pub client: Option<Duration>,
-    pub server: Option<Duration>,
-    pub connect: Option<Duration>,
-    pub queue: Option<Duration>,
-    pub http_request: Option<Duration>,
-    pub http_keep_alive: Option<Duration>,
-    pub check: Option<Duration>,
-    pub tunnel: Option<Duration>,
+pub(crate) struct Timeouts {
+    pub(crate) client: Option<Duration>,
+    pub(crate) server: Option<Duration>,
+    pub(crate) connect: Option<Duration>,
+    pub(crate) queue: Option<Duration>,
+    pub(crate) http_request: Option<Duration>,
+    pub(crate) http_keep_alive: Option<Duration>,
+    pub(crate) check: Option<Duration>,
+    pub(crate) tunnel: Option<Duration>,
     /// `timeout tarpit` (falls back to `timeout connect`).
-    pub tarpit: Option<Duration>,
+    pub(crate) tarpit: Option<Duration>,
 }
 
 impl Timeouts {
     /// `timeout queue` falls back to `timeout connect` (HAProxy rule).
-    pub fn queue_or_connect(&self) -> Option<Duration> {
+    pub(crate) fn queue_or_connect(&self) -> Option<Duration> {
         self.queue.or(self.connect)
     }
     /// `timeout http-keep-alive` falls back to http-request, then client.
-    pub fn keep_alive(&self) -> Option<Duration> {
+    pub(crate) fn keep_alive(&self) -> Option<Duration> {
         self.http_keep_alive.or(self.http_request).or(self.client)
     }
 }
 
 /// `balance <algorithm> [<arguments>]`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum Balance {
+pub(crate) enum Balance {
     #[default]
     RoundRobin,
     StaticRr,
@@ -330,7 +309,7 @@ pub enum Balance {
 
 impl Balance {
     /// The `algo` column of `show stat`.
-    pub fn as_str(&self) -> &'static str {
+    pub(crate) fn as_str(&self) -> &'static str {
         match self {
             Balance::RoundRobin => "roundrobin",
             Balance::StaticRr => "static-rr",
@@ -345,7 +324,7 @@ impl Balance {
     }
 
     /// Hash-based (the key decides the server).
-    pub fn is_hash(&self) -> bool {
+    pub(crate) fn is_hash(&self) -> bool {
         matches!(
             self,
             Balance::Source | Balance::Uri { .. } | Balance::UrlParam { .. } | Balance::Hdr { .. }
@@ -355,7 +334,7 @@ impl Balance {
 
 /// `hash-type` hash functions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum HashFn {
+pub(crate) enum HashFn {
     #[default]
     Sdbm,
     Djb2,
@@ -366,36 +345,36 @@ pub enum HashFn {
 /// `hash-type map-based|consistent [<function> [avalanche]]`. Without the
 /// keyword: map-based sdbm; `consistent` alone adds avalanche.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct HashType {
-    pub consistent: bool,
-    pub func: HashFn,
-    pub avalanche: bool,
+pub(crate) struct HashType {
+    pub(crate) consistent: bool,
+    pub(crate) func: HashFn,
+    pub(crate) avalanche: bool,
 }
 
 /// `retry-on`: the failures after which a request is tried again, as
 /// HAProxy's `PR_RE_*` bits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetryOn(pub u32);
+pub(crate) struct RetryOn(pub(crate) u32);
 
 impl RetryOn {
-    pub const CONN_FAILURE: u32 = 1 << 0;
-    pub const EMPTY_RESPONSE: u32 = 1 << 1;
-    pub const JUNK_RESPONSE: u32 = 1 << 2;
-    pub const RESPONSE_TIMEOUT: u32 = 1 << 3;
-    pub const EARLY_ERROR: u32 = 1 << 4;
+    pub(crate) const CONN_FAILURE: u32 = 1 << 0;
+    pub(crate) const EMPTY_RESPONSE: u32 = 1 << 1;
+    pub(crate) const JUNK_RESPONSE: u32 = 1 << 2;
+    pub(crate) const RESPONSE_TIMEOUT: u32 = 1 << 3;
+    pub(crate) const EARLY_ERROR: u32 = 1 << 4;
     /// Retryable statuses, one bit each after the failure bits.
-    pub const STATUSES: [u16; 10] = [401, 403, 404, 408, 425, 500, 501, 502, 503, 504];
+    pub(crate) const STATUSES: [u16; 10] = [401, 403, 404, 408, 425, 500, 501, 502, 503, 504];
     const STATUS_SHIFT: u32 = 8;
 
     /// The bit of a retryable status (`None` for a status HAProxy never
     /// retries on).
-    pub fn status_bit(status: u16) -> Option<u32> {
+    pub(crate) fn status_bit(status: u16) -> Option<u32> {
         let i = Self::STATUSES.iter().position(|&s| s == status)?;
         Some(1 << (Self::STATUS_SHIFT + i as u32))
     }
 
     /// Parses one `retry-on` keyword into its bits.
-    pub fn keyword(word: &str) -> Option<u32> {
+    pub(crate) fn keyword(word: &str) -> Option<u32> {
         Some(match word {
             "none" => 0,
             "conn-failure" => Self::CONN_FAILURE,
@@ -418,17 +397,17 @@ impl RetryOn {
         })
     }
 
-    pub fn has(self, bit: u32) -> bool {
+    pub(crate) fn has(self, bit: u32) -> bool {
         self.0 & bit != 0
     }
 
-    pub fn on_status(self, status: u16) -> bool {
+    pub(crate) fn on_status(self, status: u16) -> bool {
         Self::status_bit(status).is_some_and(|b| self.has(b))
     }
 
     /// Anything beyond connection failures: the request must be kept to
     /// be replayed after it was sent (HAProxy's `TX_L7_RETRY`).
-    pub fn layer7(self) -> bool {
+    pub(crate) fn layer7(self) -> bool {
         self.0 & !Self::CONN_FAILURE != 0
     }
 }
@@ -441,7 +420,7 @@ impl Default for RetryOn {
 
 /// `http-reuse` policy for idle server connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum HttpReuse {
+pub(crate) enum HttpReuse {
     Never,
     #[default]
     Safe,
@@ -451,7 +430,7 @@ pub enum HttpReuse {
 
 /// Connection handling modes (`option http-keep-alive` etc.).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum HttpConnMode {
+pub(crate) enum HttpConnMode {
     #[default]
     KeepAlive,
     ServerClose,
@@ -459,32 +438,32 @@ pub enum HttpConnMode {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StatsPage {
+pub(crate) struct StatsPage {
     /// URI prefix; any request whose URI begins with it is answered by the
     /// stats page.
-    pub uri: String,
+    pub(crate) uri: String,
     /// `stats auth user:pass` (repeatable): HTTP Basic accounts; none = no
     /// authentication.
-    pub auth: Vec<String>,
+    pub(crate) auth: Vec<String>,
     /// `stats realm`: the realm of the 401 (default `HAProxy Statistics`).
-    pub realm: Option<String>,
+    pub(crate) realm: Option<String>,
     /// `stats refresh <time>`: the `refresh:` header, in seconds.
-    pub refresh: Option<u64>,
+    pub(crate) refresh: Option<u64>,
     /// `stats hide-version`
-    pub hide_version: bool,
+    pub(crate) hide_version: bool,
     /// `stats show-legends`: addr/cookie/algo filled in.
-    pub show_legends: bool,
+    pub(crate) show_legends: bool,
     /// `stats admin if|unless <cond>` (repeatable): the page offers and
     /// accepts server actions when any of them holds for the request.
-    pub admin: Vec<Condition>,
+    pub(crate) admin: Vec<Condition>,
 }
 
 impl StatsPage {
-    pub const DEFAULT_URI: &'static str = "/haproxy?stats";
-    pub const DEFAULT_REALM: &'static str = "HAProxy Statistics";
+    pub(crate) const DEFAULT_URI: &'static str = "/haproxy?stats";
+    pub(crate) const DEFAULT_REALM: &'static str = "HAProxy Statistics";
 
     /// `stats enable`: the default URI, nothing else.
-    pub fn enabled() -> StatsPage {
+    pub(crate) fn enabled() -> StatsPage {
         StatsPage {
             uri: Self::DEFAULT_URI.to_string(),
             auth: Vec::new(),
@@ -498,40 +477,39 @@ impl StatsPage {
 }
 
 #[derive(Debug, Clone)]
-pub struct Bind {
+pub(crate) struct Bind {
     /// The address as written (for messages).
-    pub text: String,
+    pub(crate) text: String,
     /// Resolved addresses (a host name may give several).
-    pub addrs: Vec<SocketAddr>,
+    pub(crate) addrs: Vec<SocketAddr>,
     /// `fd@<n>`: an inherited listening socket (no address to bind);
     /// `addr::UNRESOLVED_FD` under `-c` for a name it cannot resolve.
-    pub fd: Option<i32>,
-    pub loc: Loc,
+    pub(crate) fd: Option<i32>,
+    pub(crate) loc: Loc,
     /// `accept-proxy`: connections start with a PROXY protocol header.
-    pub accept_proxy: bool,
+    pub(crate) accept_proxy: bool,
     /// `ssl`: the listener's TLS configuration, certificates loaded.
-    pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+    pub(crate) tls: Option<std::sync::Arc<crate::tls::ListenTls>>,
     /// `proto h1|h2`.
-    pub proto: BindProto,
+    pub(crate) proto: BindProto,
 }
 
 /// What a `tcp-request connection|content` rule does when it applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TcpAction {
+pub(crate) enum TcpAction {
     Accept,
     Reject,
 }
 
 /// One `tcp-request connection|content <action> [if|unless <cond>]` line.
 #[derive(Debug, Clone)]
-pub struct TcpRule {
-    pub action: TcpAction,
-    pub cond: Option<Condition>,
-    pub loc: Loc,
+pub(crate) struct TcpRule {
+    pub(crate) action: TcpAction,
+    pub(crate) cond: Option<Condition>,
 }
 
 #[derive(Debug, Clone)]
-pub enum HttpRequestAction {
+pub(crate) enum HttpRequestAction {
     /// `http-request return [status <code>] [content-type <t>]
     /// [string|lf-string|file|lf-file <x>] [hdr <name> <fmt>]...`
     Return(HttpReply),
@@ -542,7 +520,7 @@ pub enum HttpRequestAction {
     /// deny answered after `timeout tarpit` (500 by default).
     Tarpit(HttpReply),
     /// `http-request use-service prometheus-exporter`: the metrics in
-    /// HAProxy's exporter format (`crate::stats::prometheus`).
+    /// HAProxy's exporter format (`crate::observe::stats::prometheus`).
     PrometheusExporter,
     /// `http-request allow`: stops the evaluation of the rules.
     Allow,
@@ -578,7 +556,7 @@ pub enum HttpRequestAction {
 
 /// What a `redirect` rule builds its Location from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RedirectKind {
+pub(crate) enum RedirectKind {
     Location,
     Prefix,
     Scheme,
@@ -587,19 +565,19 @@ pub enum RedirectKind {
 /// The answer of `http-request return|deny` and `http-response deny`
 /// (HAProxy's `http_reply`).
 #[derive(Debug, Clone)]
-pub struct HttpReply {
-    pub status: u16,
+pub(crate) struct HttpReply {
+    pub(crate) status: u16,
     /// Sent only with a non-empty payload (HAProxy ignores it otherwise).
-    pub content_type: Option<String>,
-    pub body: ReplyBody,
+    pub(crate) content_type: Option<String>,
+    pub(crate) body: ReplyBody,
     /// `hdr <name> <fmt>`, names lower-cased as HAProxy sends them, in
     /// the order written.
-    pub headers: Vec<(String, LogFmt)>,
+    pub(crate) headers: Vec<(String, LogFmt)>,
 }
 
 impl HttpReply {
     /// A reply with nothing but the error page of `status`.
-    pub fn error_page(status: u16) -> Self {
+    pub(crate) fn error_page(status: u16) -> Self {
         HttpReply {
             status,
             content_type: None,
@@ -610,7 +588,7 @@ impl HttpReply {
 }
 
 #[derive(Debug, Clone)]
-pub enum ReplyBody {
+pub(crate) enum ReplyBody {
     /// The error page of the status (`errorfile` or the built-in one):
     /// a deny without reply arguments.
     ErrorPage,
@@ -625,10 +603,10 @@ pub enum ReplyBody {
 /// A log-format string as the header rules use it: literal text and the
 /// few sample fetches sluice evaluates.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LogFmt(pub Vec<FmtPart>);
+pub(crate) struct LogFmt(pub(crate) Vec<FmtPart>);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FmtPart {
+pub(crate) enum FmtPart {
     Lit(String),
     /// `%[src]`, `%ci`: the client's address.
     Src,
@@ -655,7 +633,7 @@ pub enum FmtPart {
 
 /// `http-response set-header|add-header|del-header|deny`.
 #[derive(Debug, Clone)]
-pub enum HttpResponseAction {
+pub(crate) enum HttpResponseAction {
     SetHeader {
         name: String,
         fmt: LogFmt,
@@ -674,7 +652,7 @@ pub enum HttpResponseAction {
 /// What a `req*` / `rsp*` filter of HAProxy ≤ 2.0 does to the head line
 /// its regex matches (HAProxy 1.8's `ACT_*`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LegacyAction {
+pub(crate) enum LegacyAction {
     /// `reqallow`: later allow/deny/tarpit/pass filters are skipped.
     Allow,
     /// `reqdeny` (403) / `rspdeny` (502).
@@ -692,86 +670,85 @@ pub enum LegacyAction {
 
 /// One `req*` / `rsp*` filter line.
 #[derive(Debug, Clone)]
-pub struct LegacyFilter {
-    pub re: regex::bytes::Regex,
-    pub action: LegacyAction,
-    pub cond: Option<Condition>,
-    pub loc: Loc,
+pub(crate) struct LegacyFilter {
+    pub(crate) re: regex::bytes::Regex,
+    pub(crate) action: LegacyAction,
+    pub(crate) cond: Option<Condition>,
 }
 
 /// `reqadd` / `rspadd`: a literal header line added after the others.
 #[derive(Debug, Clone)]
-pub struct LegacyAdd {
-    pub line: Vec<u8>,
-    pub cond: Option<Condition>,
-    pub loc: Loc,
+pub(crate) struct LegacyAdd {
+    pub(crate) line: Vec<u8>,
+    pub(crate) cond: Option<Condition>,
 }
 
 /// The header-rewriting keywords HAProxy 2.1 removed, for one direction:
 /// the filters in order, then the added lines.
 #[derive(Debug, Clone, Default)]
-pub struct LegacyRules {
-    pub filters: Vec<LegacyFilter>,
-    pub adds: Vec<LegacyAdd>,
+pub(crate) struct LegacyRules {
+    pub(crate) filters: Vec<LegacyFilter>,
+    pub(crate) adds: Vec<LegacyAdd>,
 }
 
 impl LegacyRules {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.filters.is_empty() && self.adds.is_empty()
     }
 }
 
 #[derive(Debug, Clone)]
-pub struct HttpResponseRule {
-    pub action: HttpResponseAction,
-    pub cond: Option<Condition>,
-    pub loc: Loc,
+pub(crate) struct HttpResponseRule {
+    pub(crate) action: HttpResponseAction,
+    pub(crate) cond: Option<Condition>,
 }
 
 /// `option forwardfor [except <net>] [header <name>] [if-none]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ForwardFor {
+pub(crate) struct ForwardFor {
     /// Clients in this network get no header.
-    pub except: Option<(std::net::IpAddr, u8)>,
+    pub(crate) except: Option<(std::net::IpAddr, u8)>,
     /// Header name, lower-cased as HAProxy emits it.
-    pub header: String,
-    pub if_none: bool,
+    pub(crate) header: String,
+    pub(crate) if_none: bool,
 }
 
 #[derive(Debug, Clone)]
-pub struct HttpRequestRule {
-    pub action: HttpRequestAction,
-    pub cond: Option<Condition>,
-    pub loc: Loc,
+pub(crate) struct HttpRequestRule {
+    pub(crate) action: HttpRequestAction,
+    pub(crate) cond: Option<Condition>,
 }
 
 #[derive(Debug, Clone)]
-pub struct UseBackend {
-    pub backend: String,
-    pub cond: Condition,
-    pub loc: Loc,
+pub(crate) struct UseBackend {
+    pub(crate) backend: String,
+    pub(crate) cond: Condition,
+    /// Where the rule was written. Only the unit tests read it today; it is
+    /// kept for the run-time messages of dynamic backend names.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) loc: Loc,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CheckParams {
-    pub inter: Duration,
+pub(crate) struct CheckParams {
+    pub(crate) inter: Duration,
     /// Interval while the server is in a transitional state (`UP 1/3`,
     /// `DOWN 1/2`); defaults to `inter`.
-    pub fastinter: Option<Duration>,
+    pub(crate) fastinter: Option<Duration>,
     /// Interval while the server is fully DOWN; defaults to `inter`.
-    pub downinter: Option<Duration>,
-    pub rise: u32,
-    pub fall: u32,
+    pub(crate) downinter: Option<Duration>,
+    pub(crate) rise: u32,
+    pub(crate) fall: u32,
     /// `addr <ip>`: check this address instead of the server's.
-    pub addr: Option<std::net::IpAddr>,
+    pub(crate) addr: Option<std::net::IpAddr>,
     /// `port <port>`: check this port instead of the server's.
-    pub port: Option<u16>,
+    pub(crate) port: Option<u16>,
     /// `check-proto h1|h2`: the protocol of HTTP checks (None: the
     /// server's `proto`, as HAProxy).
-    pub proto_h2: Option<bool>,
+    pub(crate) proto_h2: Option<bool>,
     /// `check-ssl`: checks over TLS (the server's TLS options) even when
     /// the server has no `ssl` or checks go elsewhere (`addr`/`port`).
-    pub ssl: bool,
+    pub(crate) ssl: bool,
 }
 
 impl Default for CheckParams {
@@ -791,39 +768,39 @@ impl Default for CheckParams {
 }
 
 #[derive(Debug, Clone)]
-pub struct Server {
-    pub name: String,
+pub(crate) struct Server {
+    pub(crate) name: String,
     /// `host:port` as written.
-    pub addr_text: String,
+    pub(crate) addr_text: String,
     /// Resolved at start-up.
-    pub addr: SocketAddr,
-    pub weight: u32,
+    pub(crate) addr: SocketAddr,
+    pub(crate) weight: u32,
     /// 0 = unlimited.
-    pub maxconn: u32,
+    pub(crate) maxconn: u32,
     /// `check` given: health checks enabled with these parameters.
-    pub check: Option<CheckParams>,
-    pub opts: ServerOpts,
+    pub(crate) check: Option<CheckParams>,
+    pub(crate) opts: ServerOpts,
     /// `id <n>`: explicit server id (`sid`); others are numbered around it.
-    pub id: Option<u32>,
+    pub(crate) id: Option<u32>,
     /// `cookie <value>`: the persistence cookie value naming this server.
-    pub cookie: Option<String>,
-    pub loc: Loc,
+    pub(crate) cookie: Option<String>,
+    pub(crate) loc: Loc,
     /// `ssl`: TLS to the server.
-    pub tls: Option<std::sync::Arc<crate::tls::upstream::UpstreamTls>>,
+    pub(crate) tls: Option<std::sync::Arc<crate::tls::upstream::UpstreamTls>>,
     /// `check-ssl`: the TLS of the checks, built from the same options.
-    pub check_tls: Option<std::sync::Arc<crate::tls::upstream::UpstreamTls>>,
+    pub(crate) check_tls: Option<std::sync::Arc<crate::tls::upstream::UpstreamTls>>,
 }
 
 /// `observe layer4|layer7`: passive health from live traffic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Observe {
+pub(crate) enum Observe {
     Layer4,
     Layer7,
 }
 
 /// `on-error`: what `error-limit` consecutive live errors do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum OnError {
+pub(crate) enum OnError {
     #[default]
     FailCheck,
     FastInter,
@@ -834,115 +811,125 @@ pub enum OnError {
 /// Load-balancing and life-cycle options of a server line (also set by
 /// `default-server`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ServerOpts {
-    pub backup: bool,
+pub(crate) struct ServerOpts {
+    pub(crate) backup: bool,
     /// Starts in maintenance (`disabled`).
-    pub disabled: bool,
+    pub(crate) disabled: bool,
     /// 0 = unlimited.
-    pub maxqueue: u32,
+    pub(crate) maxqueue: u32,
     /// Dynamic maxconn floor (with `fullconn`); 0 = none.
-    pub minconn: u32,
-    pub slowstart: Option<Duration>,
+    pub(crate) minconn: u32,
+    pub(crate) slowstart: Option<Duration>,
     /// `on-marked-down shutdown-sessions`.
-    pub shutdown_on_down: bool,
+    pub(crate) shutdown_on_down: bool,
     /// `on-marked-up shutdown-backup-sessions`.
-    pub shutdown_backup_on_up: bool,
-    pub observe: Option<Observe>,
+    pub(crate) shutdown_backup_on_up: bool,
+    pub(crate) observe: Option<Observe>,
     /// Consecutive live errors before `on-error` applies (default 10).
-    pub error_limit: u32,
-    pub on_error: OnError,
+    pub(crate) error_limit: u32,
+    pub(crate) on_error: OnError,
     /// `send-proxy` (1) / `send-proxy-v2` (2): the PROXY protocol header
     /// written first on each new connection to the server; 0 none.
-    pub send_proxy: u8,
+    pub(crate) send_proxy: u8,
     /// `proto h2`: HTTP/2 to the server (h2c in clear).
-    pub h2: bool,
+    pub(crate) h2: bool,
+    /// `srv_use_ssl` of `show servers state`, as HAProxy keeps it: 1 for
+    /// `ssl`, -1 for `no-ssl`, 0 when neither was said.
+    pub(crate) use_ssl: i8,
 }
 
 #[derive(Debug, Clone)]
-pub struct Proxy {
-    pub name: String,
-    pub kind: ProxyKind,
-    pub loc: Loc,
-    pub mode: Mode,
-    pub timeouts: Timeouts,
-    pub balance: Balance,
-    pub hash_type: HashType,
+pub(crate) struct Proxy {
+    pub(crate) name: String,
+    pub(crate) kind: ProxyKind,
+    pub(crate) loc: Loc,
+    pub(crate) mode: Mode,
+    pub(crate) timeouts: Timeouts,
+    pub(crate) balance: Balance,
+    pub(crate) hash_type: HashType,
     /// `option allbackups`: all usable backups share the load, not only the
     /// first one.
-    pub allbackups: bool,
+    pub(crate) allbackups: bool,
+    /// `option log-health-checks`: every change of a check's result is
+    /// logged, not only the server's state changes.
+    pub(crate) log_health_checks: bool,
     /// `fullconn` (None: HAProxy's default, 10% of the frontends' maxconn).
-    pub fullconn: Option<u32>,
+    pub(crate) fullconn: Option<u32>,
     /// Active check type (`option httpchk`, `option tcp-check`).
-    pub check_type: CheckType,
+    pub(crate) check_type: CheckType,
     /// The `option httpchk` request and `http-check` rules.
-    pub http_check: HttpCheck,
+    pub(crate) http_check: HttpCheck,
     /// `tcp-check` rules.
-    pub tcp_check: Vec<TcpCheckRule>,
+    pub(crate) tcp_check: Vec<TcpCheckRule>,
     /// Frontend `maxconn` (defaults to the global one).
-    pub maxconn: Option<u32>,
-    pub retries: u32,
+    pub(crate) maxconn: Option<u32>,
+    pub(crate) retries: u32,
     /// `option redispatch [<interval>]`: None when off, else HAProxy's
     /// `redispatch_after` (-1 by default: the last retry).
-    pub redispatch: Option<i32>,
+    pub(crate) redispatch: Option<i32>,
     /// `retry-on` (default `conn-failure`).
-    pub retry_on: RetryOn,
-    pub http_reuse: HttpReuse,
-    pub conn_mode: HttpConnMode,
+    pub(crate) retry_on: RetryOn,
+    pub(crate) http_reuse: HttpReuse,
+    pub(crate) conn_mode: HttpConnMode,
     /// `option http-ignore-probes`: a connection that sends nothing gets
     /// no 408, no log line and no counter.
-    pub ignore_probes: bool,
+    pub(crate) ignore_probes: bool,
     /// `option disable-h2-upgrade`: a cleartext HTTP/1 listener does not
     /// switch to HTTP/2 on the preface.
-    pub disable_h2_upgrade: bool,
-    pub stats: Option<StatsPage>,
-    pub binds: Vec<Bind>,
+    pub(crate) disable_h2_upgrade: bool,
+    /// `option accept-invalid-http-request` (frontends) and
+    /// `accept-invalid-http-response` (backends): HAProxy's relaxed parsing.
+    pub(crate) accept_invalid_req: bool,
+    pub(crate) accept_invalid_resp: bool,
+    pub(crate) stats: Option<StatsPage>,
+    pub(crate) binds: Vec<Bind>,
     /// ACL definitions in order; a repeated name adds patterns (ORed).
-    pub acls: Vec<AclDef>,
-    pub http_request: Vec<HttpRequestRule>,
+    pub(crate) acls: Vec<AclDef>,
+    pub(crate) http_request: Vec<HttpRequestRule>,
     /// `block [{if|unless} <cond>]` (HAProxy ≤ 2.2): `http-request deny`
     /// rules run before all `http-request` rules.
-    pub blocks: Vec<HttpRequestRule>,
+    pub(crate) blocks: Vec<HttpRequestRule>,
     /// `reqadd`, `reqdel`, `reqrep`... (HAProxy ≤ 2.0): run after the
     /// `http-request` rules, before the `redirect` rules.
-    pub legacy_req: LegacyRules,
+    pub(crate) legacy_req: LegacyRules,
     /// `rspadd`, `rspdel`, `rsprep`, `rspdeny`: run after the
     /// `http-response` rules.
-    pub legacy_rsp: LegacyRules,
+    pub(crate) legacy_rsp: LegacyRules,
     /// `redirect` rules: run after the `http-request` rules.
-    pub redirects: Vec<HttpRequestRule>,
+    pub(crate) redirects: Vec<HttpRequestRule>,
     /// `capture request|response header <name> len <n>`, in order.
-    pub captures: HeaderCaptures,
+    pub(crate) captures: HeaderCaptures,
     /// `option clitcpka` / `srvtcpka` (`tcpka`: both): TCP keep-alive
     /// probes on client / server connections.
-    pub tcpka: TcpKeepAlive,
+    pub(crate) tcpka: TcpKeepAlive,
     /// `monitor-uri <uri>`: answered 200 by sluice itself, not logged.
-    pub monitor_uri: Option<String>,
+    pub(crate) monitor_uri: Option<String>,
     /// `monitor fail if|unless <cond>`: the monitor URI answers 503.
-    pub monitor_fail: Option<Condition>,
-    pub http_response: Vec<HttpResponseRule>,
+    pub(crate) monitor_fail: Option<Condition>,
+    pub(crate) http_response: Vec<HttpResponseRule>,
     /// `tcp-request connection` rules (at accept, on the real peer).
-    pub tcp_connection: Vec<TcpRule>,
+    pub(crate) tcp_connection: Vec<TcpRule>,
     /// `tcp-request content` rules (on the buffered request bytes).
-    pub tcp_content: Vec<TcpRule>,
+    pub(crate) tcp_content: Vec<TcpRule>,
     /// `tcp-request inspect-delay`: how long content rules wait for data.
-    pub inspect_delay: Option<Duration>,
+    pub(crate) inspect_delay: Option<Duration>,
     /// `option forwardfor` (None: off).
-    pub forwardfor: Option<ForwardFor>,
+    pub(crate) forwardfor: Option<ForwardFor>,
     /// `errorfile <code> <file>`: the response each code is answered with.
-    pub errorfiles: Vec<(u16, bytes::Bytes)>,
-    pub use_backends: Vec<UseBackend>,
-    pub default_backend: Option<(String, Loc)>,
-    pub servers: Vec<Server>,
+    pub(crate) errorfiles: Vec<(u16, bytes::Bytes)>,
+    pub(crate) use_backends: Vec<UseBackend>,
+    pub(crate) default_backend: Option<(String, Loc)>,
+    pub(crate) servers: Vec<Server>,
     /// `cookie <name> ...`: cookie-based persistence.
-    pub cookie: Option<Arc<CookiePersist>>,
+    pub(crate) cookie: Option<Arc<CookiePersist>>,
     /// `option persist`: a cookie naming a DOWN server still goes to it.
-    pub persist: bool,
+    pub(crate) persist: bool,
     /// `log`, `no log`, `log-format`, `option httplog` & co.
-    pub log: crate::log::config::ProxyLog,
+    pub(crate) log: crate::config::log::ProxyLog,
 }
 
 impl Proxy {
-    pub fn new(name: String, kind: ProxyKind, loc: Loc) -> Self {
+    pub(crate) fn new(name: String, kind: ProxyKind, loc: Loc) -> Self {
         Proxy {
             name,
             kind,
@@ -952,6 +939,7 @@ impl Proxy {
             balance: Balance::default(),
             hash_type: HashType::default(),
             allbackups: false,
+            log_health_checks: false,
             fullconn: None,
             check_type: CheckType::default(),
             http_check: HttpCheck::default(),
@@ -964,6 +952,8 @@ impl Proxy {
             conn_mode: HttpConnMode::default(),
             ignore_probes: false,
             disable_h2_upgrade: false,
+            accept_invalid_req: false,
+            accept_invalid_resp: false,
             stats: None,
             binds: Vec::new(),
             acls: Vec::new(),
@@ -994,7 +984,7 @@ impl Proxy {
 
 /// How the persistence cookie is handled (`cookie <name> <mode>`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum CookieMode {
+pub(crate) enum CookieMode {
     /// No mode word: the cookie is only read (the server sets it).
     #[default]
     Passive,
@@ -1006,31 +996,31 @@ pub enum CookieMode {
 /// `cookie <name> [rewrite|insert|prefix] [indirect] [nocache] [postonly]
 /// [preserve] [httponly] [secure] [domain <d>]* [attr <a>]*`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct CookiePersist {
-    pub name: String,
-    pub mode: CookieMode,
-    pub indirect: bool,
-    pub nocache: bool,
-    pub postonly: bool,
-    pub preserve: bool,
-    pub httponly: bool,
-    pub secure: bool,
+pub(crate) struct CookiePersist {
+    pub(crate) name: String,
+    pub(crate) mode: CookieMode,
+    pub(crate) indirect: bool,
+    pub(crate) nocache: bool,
+    pub(crate) postonly: bool,
+    pub(crate) preserve: bool,
+    pub(crate) httponly: bool,
+    pub(crate) secure: bool,
     /// `domain` values in order.
-    pub domains: Vec<String>,
+    pub(crate) domains: Vec<String>,
     /// `attr` values in order.
-    pub attrs: Vec<String>,
+    pub(crate) attrs: Vec<String>,
 }
 
 impl CookiePersist {
     /// HAProxy's `PR_CK_ANY`: a mode or `indirect` is set; only then does
     /// the log's termination state show the persistence characters.
-    pub fn logged(&self) -> bool {
+    pub(crate) fn logged(&self) -> bool {
         self.mode != CookieMode::Passive || self.indirect
     }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum CheckType {
+pub(crate) enum CheckType {
     #[default]
     Tcp,
     Http,
@@ -1039,7 +1029,7 @@ pub enum CheckType {
 
 impl Proxy {
     /// What the active checks of this proxy's servers do.
-    pub fn check_kind(&self) -> CheckKind {
+    pub(crate) fn check_kind(&self) -> CheckKind {
         match self.check_type {
             CheckType::Tcp => CheckKind::Tcp,
             CheckType::Http => CheckKind::Http(self.http_check.clone()),
@@ -1050,7 +1040,7 @@ impl Proxy {
 
 /// What an active check does.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum CheckKind {
+pub(crate) enum CheckKind {
     /// A TCP connect.
     #[default]
     Tcp,
@@ -1061,19 +1051,23 @@ pub enum CheckKind {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HttpCheck {
-    pub method: String,
-    pub uri: String,
-    pub version: String,
+pub(crate) struct HttpCheck {
+    pub(crate) method: String,
+    pub(crate) uri: String,
+    pub(crate) version: String,
     /// `http-check send hdr <name> <value>`.
-    pub headers: Vec<(String, String)>,
+    pub(crate) headers: Vec<(String, String)>,
     /// `http-check send body <string>`.
-    pub body: String,
+    pub(crate) body: String,
     /// `http-check expect`; None: 2xx and 3xx pass.
-    pub expect: Option<Expect>,
+    pub(crate) expect: Option<Expect>,
     /// `http-check disable-on-404`: a 404 to the check of a server that is
     /// not DOWN passes "conditionally" (L7OKC) and puts it in NOLB.
-    pub disable_on_404: bool,
+    pub(crate) disable_on_404: bool,
+    /// The request and expect rules came from `defaults` (the section has
+    /// written none): its own `option httpchk` or `http-check` rule then
+    /// starts them afresh, as HAProxy gives it a rule set of its own.
+    pub(crate) inherited: bool,
 }
 
 impl Default for HttpCheck {
@@ -1086,19 +1080,20 @@ impl Default for HttpCheck {
             body: String::new(),
             expect: None,
             disable_on_404: false,
+            inherited: false,
         }
     }
 }
 
 /// `expect [!] <match> <pattern>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Expect {
-    pub negate: bool,
-    pub kind: ExpectKind,
+pub(crate) struct Expect {
+    pub(crate) negate: bool,
+    pub(crate) kind: ExpectKind,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ExpectKind {
+pub(crate) enum ExpectKind {
     /// `status <code>[,<code>...]` (ranges `200-399` allowed).
     Status(Vec<(u16, u16)>),
     /// `rstatus <regex>`, `rstring <regex>`: a small regex subset.
@@ -1108,7 +1103,7 @@ pub enum ExpectKind {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TcpCheckRule {
+pub(crate) enum TcpCheckRule {
     /// `tcp-check connect [port <n>]`.
     Connect { port: Option<u16> },
     /// `tcp-check send <string>` (`\r\n` escapes decoded).

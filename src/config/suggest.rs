@@ -59,7 +59,7 @@ fn distance(a: &[usize], b: &[usize]) -> usize {
 /// The candidate closest to `word`, if close enough (HAProxy's threshold:
 /// distance at most twice the length of both words). The first best
 /// candidate wins ties, as in HAProxy.
-pub fn best_match<'a, I>(word: &str, candidates: I) -> Option<&'a str>
+pub(crate) fn best_match<'a, I>(word: &str, candidates: I) -> Option<&'a str>
 where
     I: IntoIterator<Item = &'a str>,
 {
@@ -79,7 +79,7 @@ where
 }
 
 /// `; did you mean 'x' maybe ?` or the empty string.
-pub fn suffix<'a, I>(word: &str, candidates: I) -> String
+pub(crate) fn suffix<'a, I>(word: &str, candidates: I) -> String
 where
     I: IntoIterator<Item = &'a str>,
 {

@@ -8,7 +8,7 @@ const MAX_MS: u64 = i32::MAX as u64;
 /// Why a time value was refused; the caller words the message (it names the
 /// keyword).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TimeError {
+pub(crate) enum TimeError {
     Empty,
     /// First character that is neither a digit nor part of a known unit.
     BadChar(char),
@@ -18,7 +18,7 @@ pub enum TimeError {
 /// Parse `<digits>[us|ms|s|m|h|d]`; a bare number is milliseconds. The
 /// result is rounded up to whole milliseconds, so a non-zero value never
 /// turns into 0 (= infinite) by accident.
-pub fn parse_time(text: &str) -> Result<Duration, TimeError> {
+pub(crate) fn parse_time(text: &str) -> Result<Duration, TimeError> {
     if text.is_empty() {
         return Err(TimeError::Empty);
     }
@@ -69,7 +69,7 @@ fn first_bad_unit_char(unit: &str) -> char {
 }
 
 /// HAProxy-like message for a bad time argument of `kw` (e.g. `timeout client`).
-pub fn time_error_message(kw: &str, arg: &str, err: &TimeError) -> String {
+pub(crate) fn time_error_message(kw: &str, arg: &str, err: &TimeError) -> String {
     match err {
         TimeError::Empty => format!("'{kw}' expects an integer value (in milliseconds)"),
         TimeError::BadChar(c) => format!("unexpected character '{c}' in '{kw}'"),
@@ -81,7 +81,7 @@ pub fn time_error_message(kw: &str, arg: &str, err: &TimeError) -> String {
 
 /// A strict unsigned decimal integer (HAProxy's atol() would silently accept
 /// `10abc`; a proxy config deserves better).
-pub fn parse_uint(text: &str) -> Option<u64> {
+pub(crate) fn parse_uint(text: &str) -> Option<u64> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -89,8 +89,24 @@ pub fn parse_uint(text: &str) -> Option<u64> {
 }
 
 /// `parse_uint` limited to u32.
-pub fn parse_u32(text: &str) -> Option<u32> {
+pub(crate) fn parse_u32(text: &str) -> Option<u32> {
     parse_uint(text).and_then(|v| u32::try_from(v).ok())
+}
+
+/// C `atoi`: leading sign and digits, 0 when there are none.
+pub(crate) fn atoi(s: &str) -> i64 {
+    let (neg, digits) = match s.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    let n = digits
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .fold(0i64, |acc, c| {
+            acc.saturating_mul(10)
+                .saturating_add(i64::from(c as u8 - b'0'))
+        });
+    if neg { -n } else { n }
 }
 
 #[cfg(test)]

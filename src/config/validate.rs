@@ -2,12 +2,12 @@
 //! `check_config_validity()` subset): backend references, modes, timeouts,
 //! listeners, and the frontend `maxconn` default.
 
-use super::diag::Diagnostic;
-use super::model::{Config, Mode, Proxy, ProxyKind};
-use super::parser::type_str;
-use super::suggest;
+use crate::config::diag::Diagnostic;
+use crate::config::model::{Config, Mode, Proxy, ProxyKind};
+use crate::config::parser::type_str;
+use crate::config::suggest;
 
-pub fn check(config: &mut Config, diags: &mut Vec<Diagnostic>) {
+pub(crate) fn check(config: &mut Config, diags: &mut Vec<Diagnostic>) {
     if let Some(global) = config.global.maxconn {
         for p in &mut config.proxies {
             if p.kind.has_frontend() && p.maxconn.is_none() {
@@ -44,6 +44,7 @@ pub fn check(config: &mut Config, diags: &mut Vec<Diagnostic>) {
         }
         missing_timeouts(p, diags);
         tcp_cookies(p, diags);
+        portless_checks(p, diags);
     }
     duplicate_binds(config, diags);
 }
@@ -176,8 +177,8 @@ fn tcp_cookies(p: &Proxy, diags: &mut Vec<Diagnostic>) {
 /// Two `bind` lines on one address (sluice-only check: sluice does not use
 /// SO_REUSEPORT, so the second listener could never be bound; HAProxy
 /// accepts this and shares the port between the listeners).
-pub fn duplicate_binds(config: &Config, diags: &mut Vec<Diagnostic>) {
-    let mut seen: Vec<(std::net::SocketAddr, &Proxy, &super::model::Bind)> = Vec::new();
+pub(crate) fn duplicate_binds(config: &Config, diags: &mut Vec<Diagnostic>) {
+    let mut seen: Vec<(std::net::SocketAddr, &Proxy, &crate::config::model::Bind)> = Vec::new();
     for p in config.proxies.iter().filter(|p| p.kind.has_frontend()) {
         for b in &p.binds {
             for a in &b.addrs {
@@ -188,7 +189,7 @@ pub fn duplicate_binds(config: &Config, diags: &mut Vec<Diagnostic>) {
                 });
                 if let Some((o, op, ob)) = clash {
                     diags.push(Diagnostic::parsing(
-                        super::diag::Level::Alert,
+                        crate::config::diag::Level::Alert,
                         &b.loc,
                         format!(
                             "'bind {}' : address {a} overlaps {o} already bound by {} '{}' at {}; sluice listens once per address (a sluice check: HAProxy accepts this and shares the port between both listeners).",
@@ -206,22 +207,60 @@ pub fn duplicate_binds(config: &Config, diags: &mut Vec<Diagnostic>) {
     }
 }
 
-/// UNIX `stats socket` paths whose directory cannot hold the socket
-/// (sluice checks at -c time; HAProxy fails only at startup with
-/// `cannot bind UNIX socket`).
-pub fn stats_socket_dirs(config: &Config, check: super::DirCheck<'_>, diags: &mut Vec<Diagnostic>) {
+/// UNIX `stats socket` paths whose directory cannot hold the socket. At
+/// start this fails before anything is bound (HAProxy fails later, at
+/// bind, with `cannot bind UNIX socket`). Under `-c` it is only a notice:
+/// the check may run on another machine than the one that will serve (a
+/// CI box, an image build), and HAProxy's `-c` does not look at the
+/// directory at all, so the outcome (exit status, `-dW`) stays the same.
+pub(crate) fn stats_socket_dirs(
+    config: &Config,
+    check: crate::config::DirCheck<'_>,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let checking = crate::config::addr::check_only();
     for s in &config.global.stats_sockets {
         if s.tcp.is_some() || s.fd.is_some() {
             continue;
         }
         let dir = s.path.parent().unwrap_or(std::path::Path::new("."));
         if let Err(why) = check(dir) {
+            let (level, tail) = if checking {
+                (
+                    crate::config::diag::Level::Notice,
+                    "starting on this machine would fail (-c does not fail for this, as HAProxy's)",
+                )
+            } else {
+                (crate::config::diag::Level::Alert, "cannot start")
+            };
             diags.push(Diagnostic::parsing(
-                super::diag::Level::Alert,
+                level,
                 &s.loc,
                 format!(
-                    "'stats socket {}' : cannot create the socket: {why} (a sluice check at -c time; HAProxy only fails at startup).",
+                    "'stats socket {}' : cannot create the socket: {why}; {tail}.",
                     s.path.display()
+                ),
+            ));
+        }
+    }
+}
+
+/// A server without a port takes the client's; its checks have no client,
+/// so HAProxy requires a `port` for them. (`tcp-check connect port` rules
+/// can give it too: such proxies are left to their rules.)
+fn portless_checks(p: &Proxy, diags: &mut Vec<Diagnostic>) {
+    if !p.tcp_check.is_empty() {
+        return;
+    }
+    for s in &p.servers {
+        if s.addr.port() == 0 && s.check.is_some_and(|c| c.port.is_none()) {
+            diags.push(Diagnostic::alert(
+                None,
+                format!(
+                    "config: {} '{}': server '{}' has neither service port nor check port.",
+                    type_str(p.kind),
+                    p.name,
+                    s.name
                 ),
             ));
         }

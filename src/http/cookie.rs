@@ -6,28 +6,28 @@
 //! Nothing is allocated for a request without a `Cookie` header, nor for a
 //! response that needs no cookie change.
 
-use super::h1::Head;
-use super::rules::Edits;
 use crate::config::model::{CookieMode, CookiePersist};
-use crate::routing::BackendRt;
+use crate::http::rules::Edits;
+use crate::snapshot::BackendRt;
+use crate::wire::h1::Head;
 
 /// The log's request persistence character (HAProxy's `sess_cookie`):
 /// no cookie, invalid, for a DOWN server, valid. (HAProxy's `U`, unused,
 /// needs `use-server`, which sluice does not have.)
-pub const CK_NONE: u8 = b'N';
+pub(crate) const CK_NONE: u8 = b'N';
 const CK_INVALID: u8 = b'I';
 const CK_DOWN: u8 = b'D';
 const CK_VALID: u8 = b'V';
 
 /// What the request's persistence cookie says.
 #[derive(Debug)]
-pub struct ClientCookie {
+pub(crate) struct ClientCookie {
     /// The server (index in the backend) the cookie sends the request to.
-    pub server: Option<usize>,
+    pub(crate) server: Option<usize>,
     /// The log character: `N I D V`.
-    pub state: u8,
+    pub(crate) state: u8,
     /// `Cookie` headers to rewrite: position, new value (None: removed).
-    pub rewrites: Vec<(usize, Option<Vec<u8>>)>,
+    pub(crate) rewrites: Vec<(usize, Option<Vec<u8>>)>,
 }
 
 fn is_sp(b: u8) -> bool {
@@ -43,7 +43,7 @@ fn trim(v: &[u8]) -> &[u8] {
 /// Reads the `Cookie` headers of `req` (as `edits` left them) for the
 /// persistence cookie of `be`. None when the request carries no `Cookie`
 /// header at all (log `N`, balanced normally).
-pub fn client_side(
+pub(crate) fn client_side(
     ck: &CookiePersist,
     be: &BackendRt,
     req: &Head,
@@ -235,7 +235,7 @@ fn segment(
 /// The log's response persistence character (HAProxy's
 /// `sess_set_cookie`): none, found and left (passive), deleted, inserted,
 /// rewritten.
-pub const SCK_NONE: u8 = b'N';
+pub(crate) const SCK_NONE: u8 = b'N';
 const SCK_FOUND: u8 = b'P';
 const SCK_DELETED: u8 = b'D';
 const SCK_INSERTED: u8 = b'I';
@@ -245,7 +245,7 @@ const SCK_REPLACED: u8 = b'R';
 /// whose cookie value is `server_cookie`; `direct`: the request went to
 /// that server because its cookie named it. Header changes go into
 /// `edits` (created when needed). Returns the log character.
-pub fn server_side(
+pub(crate) fn server_side(
     ck: &CookiePersist,
     server_cookie: Option<&str>,
     direct: bool,

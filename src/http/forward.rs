@@ -8,41 +8,48 @@ use bytes::{BufMut, BytesMut};
 
 use std::net::IpAddr;
 
-use super::capture;
-use super::cookie;
-use super::error_spot::{self, ErrorSpot};
-use super::errors;
-use super::h1::{BodyKind, FramingLine, H1Error, Head};
-use super::io::{self, BufConn, HeadError, RelayError};
-use super::legacy;
-use super::rules::{self, Edits};
-use super::service::View;
-use crate::backend::retry::{self, ConnectError, Retries, Seat};
-use crate::backend::{Counters, ServerState};
-use crate::balance::{self, PickError};
 use crate::config::model::{
     ForwardFor, HttpConnMode, HttpReply, HttpResponseAction, HttpReuse, RetryOn,
 };
-use crate::log::LogRecord;
-use crate::routing::{BackendRt, FrontendRt};
+use crate::http::cookie;
+use crate::http::legacy;
+use crate::http::rules::{self, Edits};
+use crate::http::service::View;
+use crate::observe::log::LogRecord;
+use crate::observe::outcome::{Cause, Phase, Rows, Term};
+use crate::snapshot::{BackendRt, FrontendRt};
+use crate::state::ServerState;
+use crate::state::capture;
+use crate::upstream::ConnectError;
+use crate::upstream::balance::{self, PickError};
+use crate::upstream::retry::{self, Retries, Seat};
+use crate::wire::error_pages;
+use crate::wire::error_spot::{self, ErrorSpot};
+use crate::wire::h1::{BodyKind, FramingLine, H1Error, Head};
+use crate::wire::io::{self, BufConn, HeadError, RelayError};
 
 /// What happened to the exchange, for the client connection's next step.
 #[derive(Debug)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// Status sent to the client, if a response was sent.
-    pub status: Option<u16>,
+    pub(crate) status: Option<u16>,
     /// Whether the client connection can carry another request.
-    pub keep_client: bool,
+    pub(crate) keep_client: bool,
     /// Bytes sent to the client.
-    pub bytes_out: u64,
+    pub(crate) bytes_out: u64,
     /// Bytes of request body read from the client.
-    pub body_in: u64,
+    pub(crate) body_in: u64,
 }
 
 /// Sends a complete local response (error page) and reports it.
 /// `keep` says whether the connection could go on (the request was read
 /// whole); 400 and 408 close it anyway, as in HAProxy.
-pub async fn send_error(client: &mut BufConn, code: u16, fe: &FrontendRt, keep: bool) -> Outcome {
+pub(crate) async fn send_error(
+    client: &mut BufConn,
+    code: u16,
+    fe: &FrontendRt,
+    keep: bool,
+) -> Outcome {
     send_error_be(client, code, fe, None, keep).await
 }
 
@@ -50,7 +57,7 @@ pub async fn send_error(client: &mut BufConn, code: u16, fe: &FrontendRt, keep: 
 /// then the frontend's, then the built-in page. A custom page is sent as
 /// loaded and the connection closed after it (the file may frame its body
 /// by the close).
-pub async fn send_error_be(
+pub(crate) async fn send_error_be(
     client: &mut BufConn,
     code: u16,
     fe: &FrontendRt,
@@ -62,13 +69,13 @@ pub async fn send_error_be(
         .or_else(|| fe.errorfiles.iter().find(|(c, _)| *c == code))
         .map(|(_, page)| &page[..]);
     let keep = keep && custom.is_none();
-    let page = custom.unwrap_or_else(|| errors::response(code));
+    let page = custom.unwrap_or_else(|| error_pages::response(code));
     let ok = io::write_all(&mut client.stream, page, fe.timeouts.client)
         .await
         .is_ok();
     Outcome {
         status: Some(code),
-        keep_client: ok && keep && !errors::closes(code),
+        keep_client: ok && keep && !error_pages::closes(code),
         bytes_out: if ok { page.len() as u64 } else { 0 },
         body_in: 0,
     }
@@ -81,20 +88,20 @@ fn add(c: &AtomicU64, n: u64) {
 /// What the frontend learnt about a request before forwarding it: the
 /// client's address and the edits of its `http-request` rules (None when
 /// no rule changed anything).
-pub struct ReqCtx<'a> {
-    pub src: IpAddr,
+pub(crate) struct ReqCtx<'a> {
+    pub(crate) src: IpAddr,
     /// The client and the address it connected to (None: the client
     /// socket's own), for `send-proxy`.
-    pub peer: std::net::SocketAddr,
-    pub dst: Option<std::net::SocketAddr>,
-    pub edits: Option<&'a Edits>,
+    pub(crate) peer: std::net::SocketAddr,
+    pub(crate) dst: Option<std::net::SocketAddr>,
+    pub(crate) edits: Option<&'a Edits>,
     /// The connection's `show sess` entry.
-    pub stream: &'a crate::sessions::StreamEntry,
+    pub(crate) stream: &'a crate::state::sessions::StreamEntry,
     /// The server (index in the backend) a persistence cookie sent the
     /// request to; set by [`forward`].
-    pub persisted: Option<usize>,
+    pub(crate) persisted: Option<usize>,
     /// The client connection's TLS (conditions of `http-response` rules).
-    pub tls: Option<&'a crate::tls::TlsFacts>,
+    pub(crate) tls: Option<&'a crate::tls::TlsFacts>,
 }
 
 /// The request head as it goes to the server.
@@ -176,20 +183,6 @@ fn downstream_head(
     out
 }
 
-/// The backend and server rows an exchange counts on (the frontend row is
-/// counted by the service, once per request, whatever answered it).
-struct Rows<'a> {
-    be: &'a Counters,
-    srv: &'a Counters,
-}
-
-impl Rows<'_> {
-    fn each(&self, f: impl Fn(&Counters)) {
-        f(self.be);
-        f(self.srv);
-    }
-}
-
 /// Methods whose replay has the effect of one request (RFC 9110 §9.2.2):
 /// the only ones replayed after a reused connection broke with the request
 /// possibly received.
@@ -201,7 +194,7 @@ fn idempotent(method: &[u8]) -> bool {
 }
 
 /// No server for the request (none usable, queue full or timed out), at
-/// first or on a redispatch: HAProxy's 503 with `SC` or `sQ`.
+/// first or on a redispatch: HAProxy's 503 with `SC`, `SQ` or `sQ`.
 async fn no_server(
     e: PickError,
     fe: &FrontendRt,
@@ -211,29 +204,17 @@ async fn no_server(
     started: Instant,
     rec: &mut LogRecord,
 ) -> Outcome {
-    let bc = &be.state.counters;
-    if e == PickError::NoServer {
-        add(&bc.econ, 1);
-        rec.term(b'S', b'C');
-    } else {
-        if let PickError::QueueTimeout {
-            be_queue,
-            srv_queue,
-        } = e
-        {
-            rec.be_queue = be_queue;
-            rec.srv_queue = srv_queue;
-        }
+    e.record(be, rec);
+    if matches!(e, PickError::QueueTimeout { .. }) {
         rec.t_queue = ms(started.elapsed()) as i64;
-        rec.term(b's', b'Q');
     }
-    bc.count_status(503);
+    rec.tally.status(503, Rows::BE);
     send_error_be(client, 503, fe, Some(be), keep).await
 }
 
 /// Forwards `req` (whose body is still in `client`) to a server of `be`.
 #[allow(clippy::too_many_arguments)]
-pub async fn forward(
+pub(crate) async fn forward(
     fe: &FrontendRt,
     be: &Arc<BackendRt>,
     req: &Head,
@@ -246,8 +227,10 @@ pub async fn forward(
     let bc = &be.state.counters;
     bc.count_request();
     let started = Instant::now();
+    // `balance source` hashes the client the frontend knows (the PROXY
+    // header's under `accept-proxy`), not the socket's peer: HAProxy does.
     let src = match be.balance {
-        crate::config::model::Balance::Source => client.stream.peer_addr().ok().map(|a| a.ip()),
+        crate::config::model::Balance::Source => Some(ctx.src),
         _ => None,
     };
     let key = balance::LbKey {
@@ -290,7 +273,7 @@ pub async fn forward(
         Some(i) => match balance::acquire_server(be, i).await {
             // The server's queue is full: with `option redispatch` the
             // request is balanced instead (persistence is lost), as HAProxy.
-            Err(PickError::QueueFull) if be.redispatch.is_some() => {
+            Err(PickError::QueueFull { .. }) if be.redispatch.is_some() => {
                 cookie_ctx.persisted = None;
                 balance::acquire(be, &key).await
             }
@@ -314,7 +297,7 @@ pub async fn forward(
     first.counters.count_request();
     let queue_ms = ms(started.elapsed());
     rec.t_queue = queue_ms as i64;
-    rec.to_server(&first);
+    rec.assign_server(&first);
     ctx.stream.to_server(&first);
     let mut tries = Retries::default();
     let fut = exchange(
@@ -341,8 +324,7 @@ pub async fn forward(
         tokio::select! {
             o = fut => o,
             _ = killed => {
-                add(&first.counters.srv_abrt, 1);
-                add(&bc.srv_abrt, 1);
+                rec.tally.srv_abrt |= Rows::BE_SRV;
                 (Outcome { status: None, keep_client: false, bytes_out: 0, body_in: 0 }, false)
             }
         }
@@ -365,14 +347,14 @@ pub async fn forward(
 /// `observe layer4|layer7`: tells the health analyzer how the exchange
 /// went (for layer7 a 5xx other than 501/505 is an error).
 fn observe_outcome(be: &BackendRt, server: &ServerState, observe: u8, status: Option<u16>) {
-    let error = if observe == crate::backend::OBSERVE_L7
+    let error = if observe == crate::state::OBSERVE_L7
         && status.is_some_and(|s| (500..600).contains(&s) && s != 501 && s != 505)
     {
         Some("Wrong HTTP status")
     } else {
         None
     };
-    crate::health::observe(be, server, error);
+    crate::upstream::check::observe(be, server, error);
 }
 
 /// Sends the request to the seat's server and reads the response head,
@@ -439,7 +421,8 @@ async fn exchange(
             None => {
                 let before = seat.server().clone();
                 let t = Instant::now();
-                match retry::connect(be, key, seat, tries, host).await {
+                let dst = ctx.dst.or_else(|| client.stream.local_addr().ok());
+                match retry::connect(be, key, seat, tries, host, dst).await {
                     Ok(s) => {
                         connect_ms = ms(t.elapsed());
                         note_move(&before, seat, rec, ctx);
@@ -449,10 +432,11 @@ async fn exchange(
                         let out = no_server(e, fe, be, client, keep_on_error, started, rec);
                         return (out.await, true);
                     }
-                    Err(ConnectError::Exhausted { timeout }) => {
-                        rec.term(if timeout { b's' } else { b'S' }, b'C');
+                    Err(e) => {
+                        rec.end(e.term());
+                        rec.retryable = e.retryable();
                         // HAProxy counts its own 503 on the backend only.
-                        bc.count_status(503);
+                        rec.tally.status(503, Rows::BE);
                         let out = send_error_be(client, 503, fe, Some(be), keep_on_error);
                         return (out.await, true);
                     }
@@ -460,13 +444,9 @@ async fn exchange(
             }
         };
         let server = seat.server().clone();
-        let rows = Rows {
-            be: bc,
-            srv: &server.counters,
-        };
         let mut up = BufConn::new(stream);
         if !reused
-            && let Some(h) = &crate::proxy_proto::for_server(
+            && let Some(h) = &crate::wire::proxy_proto::for_server(
                 server.send_proxy.load(Relaxed),
                 ctx.peer,
                 ctx.dst,
@@ -476,9 +456,9 @@ async fn exchange(
                 .await
                 .is_err()
         {
-            rec.term(b'S', b'C');
-            rows.each(|c| add(&c.eresp, 1));
-            rows.each(|c| c.count_status(502));
+            rec.term(Cause::Server, Phase::Connect);
+            rec.tally.eresp |= Rows::BE_SRV;
+            rec.tally.status(502, Rows::BE_SRV);
             let out = send_error_be(client, 502, fe, Some(be), false).await;
             return (out, false);
         }
@@ -511,13 +491,13 @@ async fn exchange(
                     }
                 }
             }
-            rec.term(b'S', b'H');
-            rows.each(|c| add(&c.eresp, 1));
-            rows.each(|c| c.count_status(502));
+            rec.term(Cause::Server, Phase::Headers);
+            rec.tally.eresp |= Rows::BE_SRV;
+            rec.tally.status(502, Rows::BE_SRV);
             let out = send_error_be(client, 502, fe, Some(be), keep_on_error).await;
             return (out, false);
         }
-        rows.each(|c| add(&c.bin, req.raw.len() as u64));
+        rec.tally.srv_in += req.raw.len() as u64;
         if body != BodyKind::None && !body_sent {
             if req
                 .values("expect")
@@ -545,39 +525,39 @@ async fn exchange(
             .await
             {
                 Ok(n) => {
-                    rows.each(|c| add(&c.bin, n));
+                    rec.tally.srv_in += n;
                     body_in = n;
                 }
                 Err(e) => {
                     if e.source_side() {
-                        rows.each(|c| add(&c.cli_abrt, 1));
+                        rec.tally.cli_abrt |= Rows::BE_SRV;
                         let code = if matches!(e, RelayError::ReadTimeout) {
                             408
                         } else {
                             400
                         };
                         if let RelayError::Framing(_, spot) = &e {
-                            add(&fe.state.counters.ereq, 1);
+                            rec.tally.ereq |= Rows::FE;
                             let src = client.stream.peer_addr().ok();
                             capture::request_error(fe, Some(be), src, &[&client.buf], *spot);
-                            rec.term(b'P', b'D');
+                            rec.term(Cause::Proxy, Phase::Data);
                         } else if code == 408 {
-                            rec.term(b'c', b'D');
+                            rec.term(Cause::ClientTimeout, Phase::Data);
                         } else {
-                            rec.term(b'C', b'D');
+                            rec.term(Cause::Client, Phase::Data);
                         }
                         if matches!(e, RelayError::Framing(..)) {
                             // sluice's answer, not the server's (HAProxy).
-                            rows.be.count_status(code);
+                            rec.tally.status(code, Rows::BE);
                         } else {
-                            rows.each(|c| c.count_status(code));
+                            rec.tally.status(code, Rows::BE_SRV);
                         }
                         let out = send_error_be(client, code, fe, Some(be), false).await;
                         return (out, false);
                     }
-                    rows.each(|c| add(&c.srv_abrt, 1));
-                    rec.term(b'S', b'D');
-                    rows.each(|c| c.count_status(502));
+                    rec.tally.srv_abrt |= Rows::BE_SRV;
+                    rec.term(Cause::Server, Phase::Data);
+                    rec.tally.status(502, Rows::BE_SRV);
                     let out = send_error_be(client, 502, fe, Some(be), false).await;
                     return (out, false);
                 }
@@ -588,7 +568,7 @@ async fn exchange(
         // (REFUSED: a head the parser refused, kept for `show errors`), the
         // log's termination state, and whether it is a server abort.
         let (bit, code, term, abort) = match up.read_head(be.max_head, be.timeouts.server).await {
-            Ok(raw) => match Head::parse_response_keeping(raw) {
+            Ok(raw) => match Head::parse_response_lax(raw, be.accept_invalid_resp) {
                 Ok(resp) => {
                     // A status `retry-on` names: the answer is dropped with
                     // its connection and the request sent again; the last
@@ -615,13 +595,13 @@ async fn exchange(
                 Err((e, raw)) => {
                     let spot = error_spot::locate(&raw, true, &e);
                     capture_response(fe, be, &server, client, &[&raw, &up.buf], spot);
-                    (RetryOn::JUNK_RESPONSE, REFUSED, *b"PH", false)
+                    (RetryOn::JUNK_RESPONSE, REFUSED, BAD_RESPONSE, false)
                 }
             },
             Err(HeadError::TooLarge) => {
                 let spot = error_spot::locate(&up.buf, true, &H1Error::TooLarge);
                 capture_response(fe, be, &server, client, &[&up.buf], spot);
-                (RetryOn::JUNK_RESPONSE, REFUSED, *b"PH", false)
+                (RetryOn::JUNK_RESPONSE, REFUSED, BAD_RESPONSE, false)
             }
             Err(HeadError::Closed) if reused && !body_sent && idempotent(req.method()) => {
                 // The server closed an idle connection just as it was
@@ -630,10 +610,15 @@ async fn exchange(
                 continue;
             }
             Err(HeadError::Closed | HeadError::Io(_)) => {
-                (RetryOn::EMPTY_RESPONSE, 502, *b"SH", true)
+                (RetryOn::EMPTY_RESPONSE, 502, SERVER_HEADERS, true)
             }
-            Err(HeadError::Timeout) => (RetryOn::RESPONSE_TIMEOUT, 504, *b"sH", false),
-            Err(HeadError::Truncated) => (RetryOn::JUNK_RESPONSE, 502, *b"SH", true),
+            Err(HeadError::Timeout) => (
+                RetryOn::RESPONSE_TIMEOUT,
+                504,
+                Term::new(Cause::ServerTimeout, Phase::Headers),
+                false,
+            ),
+            Err(HeadError::Truncated) => (RetryOn::JUNK_RESPONSE, 502, SERVER_HEADERS, true),
         };
         drop(up);
         if l7_retries
@@ -652,15 +637,15 @@ async fn exchange(
             }
         }
         if code == REFUSED {
-            let out = bad_response(fe, be, &rows, client, rec, keep_client).await;
+            let out = bad_response(fe, be, client, rec, keep_client).await;
             return (out, false);
         }
-        rec.term(term[0], term[1]);
-        rows.each(|c| add(&c.eresp, 1));
+        rec.end(term);
+        rec.tally.eresp |= Rows::BE_SRV;
         if abort {
-            rows.each(|c| add(&c.srv_abrt, 1));
+            rec.tally.srv_abrt |= Rows::BE_SRV;
         }
-        rows.each(|c| c.count_status(code));
+        rec.tally.status(code, Rows::BE_SRV);
         let out = send_error_be(client, code, fe, Some(be), keep_client).await;
         return (out, false);
     };
@@ -671,16 +656,11 @@ async fn exchange(
     rec.retries = tries.done;
     rec.redispatched = tries.redispatched;
     let server = seat.server().clone();
-    let rows = Rows {
-        be: bc,
-        srv: &server.counters,
-    };
     let pool = server.pool.load_full();
     let mut out = relay_response(
         fe,
         be,
         &server,
-        &rows,
         req,
         resp,
         upstream,
@@ -694,19 +674,24 @@ async fn exchange(
     .await;
     out.body_in = body_in;
     let total_ms = ms(started.elapsed());
-    rows.each(|c| c.record_times(queue_ms, connect_ms, response_ms, total_ms));
+    rec.tally.times = Some([queue_ms, connect_ms, response_ms, total_ms]);
     (out, false)
 }
 
 /// The response head was refused by the parser (see [`bad_response`]).
 const REFUSED: u16 = 0;
 
+/// `PH`: the proxy refused the server's response.
+const BAD_RESPONSE: Term = Term::new(Cause::Proxy, Phase::Headers);
+/// `SH`: the server closed or broke its response head.
+const SERVER_HEADERS: Term = Term::new(Cause::Server, Phase::Headers);
+
 /// After a redispatch: the new server counts the request, the log and
 /// `show sess` name it.
 fn note_move(before: &Arc<ServerState>, seat: &Seat, rec: &mut LogRecord, ctx: &ReqCtx<'_>) {
     if !Arc::ptr_eq(before, seat.server()) {
         seat.server().counters.count_request();
-        rec.to_server(seat.server());
+        rec.assign_server(seat.server());
         ctx.stream.to_server(seat.server());
     }
 }
@@ -729,15 +714,14 @@ fn capture_response(
 async fn bad_response(
     fe: &FrontendRt,
     be: &BackendRt,
-    rows: &Rows<'_>,
     client: &mut BufConn,
     rec: &mut LogRecord,
     keep_client: bool,
 ) -> Outcome {
-    rows.each(|c| add(&c.eresp, 1));
-    rec.term(b'P', b'H');
+    rec.tally.eresp |= Rows::BE_SRV;
+    rec.end(BAD_RESPONSE);
     // The server sent no valid status: its row counts none (HAProxy).
-    rows.be.count_status(502);
+    rec.tally.status(502, Rows::BE);
     send_error_be(client, 502, fe, Some(be), keep_client).await
 }
 
@@ -750,13 +734,12 @@ async fn relay_response(
     fe: &FrontendRt,
     be: &BackendRt,
     server: &ServerState,
-    rows: &Rows<'_>,
     req: &Head,
     mut resp: Head,
     mut upstream: BufConn,
     client: &mut BufConn,
     keep_client: bool,
-    pool: &crate::backend::Pool,
+    pool: &crate::state::Pool,
     server_close: bool,
     rec: &mut LogRecord,
     ctx: &ReqCtx<'_>,
@@ -769,7 +752,7 @@ async fn relay_response(
             .await
             .is_err()
         {
-            rec.term(b'C', b'H');
+            rec.term(Cause::Client, Phase::Headers);
             return Outcome {
                 status: None,
                 keep_client: false,
@@ -779,38 +762,48 @@ async fn relay_response(
         }
         bytes_out += head.len() as u64;
         resp = match upstream.read_head(be.max_head, be.timeouts.server).await {
-            Ok(raw) => match Head::parse_response_keeping(raw) {
+            Ok(raw) => match Head::parse_response_lax(raw, be.accept_invalid_resp) {
                 Ok(r) => r,
                 Err((e, raw)) => {
                     let spot = error_spot::locate(&raw, true, &e);
                     capture_response(fe, be, server, client, &[&raw, &upstream.buf], spot);
-                    return bad_response(fe, be, rows, client, rec, keep_client).await;
+                    return bad_response(fe, be, client, rec, keep_client).await;
                 }
             },
             Err(HeadError::TooLarge) => {
                 let spot = error_spot::locate(&upstream.buf, true, &H1Error::TooLarge);
                 capture_response(fe, be, server, client, &[&upstream.buf], spot);
-                return bad_response(fe, be, rows, client, rec, keep_client).await;
+                return bad_response(fe, be, client, rec, keep_client).await;
             }
             Err(_) => {
-                rec.term(b'S', b'H');
-                rows.each(|c| add(&c.eresp, 1));
-                rows.each(|c| c.count_status(502));
+                rec.end(SERVER_HEADERS);
+                rec.tally.eresp |= Rows::BE_SRV;
+                rec.tally.status(502, Rows::BE_SRV);
                 return send_error_be(client, 502, fe, Some(be), keep_client).await;
             }
         };
     }
     let status = resp.status;
-    rec.captured_resp = crate::log::capture_headers(&fe.captures.response, &resp);
+    rec.captured_resp = crate::observe::log::capture_headers(&fe.captures.response, &resp);
     // A 101 opens a tunnel only for a request that asked for an upgrade;
     // an unsolicited one would let the client's next bytes bypass parsing.
     if status == 101 && !req.requests_upgrade() {
         let spot = ErrorSpot::at(9, error_spot::state::RPCODE);
         capture_response(fe, be, server, client, &[&resp.raw, &upstream.buf], spot);
-        return bad_response(fe, be, rows, client, rec, keep_client).await;
+        return bad_response(fe, be, client, rec, keep_client).await;
+    }
+    // A switch to WebSocket without the server's `Sec-WebSocket-Accept`
+    // is not one the client can accept: a 502, as HAProxy answers.
+    if status == 101
+        && resp.upgrades_to_websocket()
+        && resp.values("sec-websocket-accept").next().is_none()
+    {
+        let spot = ErrorSpot::at(resp.raw.len().saturating_sub(1), error_spot::state::LAST_LF);
+        capture_response(fe, be, server, client, &[&resp.raw, &upstream.buf], spot);
+        return bad_response(fe, be, client, rec, keep_client).await;
     }
     if status == 101 {
-        rows.each(|c| c.count_status(status));
+        rec.tally.srv_status = Some(status);
         // Protocol switch: relay the raw bytes both ways until either side
         // closes (WebSocket and friends).
         let mut head = BytesMut::new();
@@ -837,7 +830,7 @@ async fn relay_response(
             fe.splice,
         )
         .await;
-        rows.each(|c| add(&c.bin, c2s));
+        rec.tally.srv_in += c2s;
         return Outcome {
             status: Some(101),
             keep_client: false,
@@ -851,12 +844,12 @@ async fn relay_response(
         Err(e) => {
             let spot = error_spot::locate(&resp.raw, true, &e);
             capture_response(fe, be, server, client, &[&resp.raw, &upstream.buf], spot);
-            return bad_response(fe, be, rows, client, rec, keep_client).await;
+            return bad_response(fe, be, client, rec, keep_client).await;
         }
     };
-    rows.each(|c| c.count_status(status));
+    rec.tally.srv_status = Some(status);
     // A soft stop that began during the request: the response says close.
-    let keep = keep_client && body != BodyKind::UntilClose && !crate::process::stopping();
+    let keep = keep_client && body != BodyKind::UntilClose && !crate::sys::process::stopping();
     // `http-response` rules and legacy `rsp*` filters: the backend's,
     // then the frontend's.
     let edits = if be.http_response.is_empty()
@@ -871,9 +864,8 @@ async fn relay_response(
             Err(RespRefused::Denied(reply)) => {
                 // `http-response deny`, `rspdeny`: the server's answer is
                 // dropped.
-                rec.term(b'P', b'H');
-                add(&rows.be.dresp, 1);
-                add(&rows.srv.dresp, 1);
+                rec.end(BAD_RESPONSE);
+                rec.tally.dresp |= Rows::BE_SRV;
                 drop(resp);
                 let cx = rules::FmtCtx {
                     req,
@@ -887,8 +879,8 @@ async fn relay_response(
             Err(RespRefused::Invalid) => {
                 // An `rsprep` that broke the head: HAProxy 1.8's
                 // `return_bad_resp` (the status was counted already).
-                rows.each(|c| add(&c.eresp, 1));
-                rec.term(b'P', b'H');
+                rec.tally.eresp |= Rows::BE_SRV;
+                rec.end(BAD_RESPONSE);
                 return send_error_be(client, 502, fe, Some(be), keep_client).await;
             }
         }
@@ -934,31 +926,29 @@ async fn relay_response(
                     // part of what was refused, as in HAProxy's buffer.
                     let spot = spot.shifted(resp.raw.len());
                     capture_response(fe, be, server, client, &[&resp.raw, &upstream.buf], spot);
-                    return bad_response(fe, be, rows, client, rec, keep_client).await;
+                    return bad_response(fe, be, client, rec, keep_client).await;
                 }
-                rows.each(|c| add(&c.eresp, 1));
+                rec.tally.eresp |= Rows::BE_SRV;
                 capture_response(fe, be, server, client, &[&upstream.buf], *spot);
             }
             if e.source_side() {
                 rec.term(
                     if matches!(e, RelayError::ReadTimeout) {
-                        b's'
+                        Cause::ServerTimeout
                     } else {
-                        b'S'
+                        Cause::Server
                     },
-                    b'D',
+                    Phase::Data,
                 );
-                add(&rows.be.srv_abrt, 1);
-                add(&rows.srv.srv_abrt, 1);
+                rec.tally.srv_abrt |= Rows::BE_SRV;
             } else {
-                rec.term(b'C', b'D');
-                add(&rows.be.cli_abrt, 1);
-                add(&rows.srv.cli_abrt, 1);
+                rec.term(Cause::Client, Phase::Data);
+                rec.tally.cli_abrt |= Rows::BE_SRV;
             }
             false
         }
     };
-    rows.each(|c| add(&c.bout, bytes_out));
+    rec.tally.srv_out = bytes_out;
     let reusable = ok
         && !server_close
         && body != BodyKind::UntilClose
@@ -993,7 +983,7 @@ async fn deny_response(
     cx: &rules::FmtCtx<'_>,
 ) -> Outcome {
     let status = reply.map_or(502, |r| r.status);
-    let out = match reply.and_then(|r| super::reply::render(r, cx, keep)) {
+    let out = match reply.and_then(|r| crate::http::reply::render(r, cx, keep)) {
         Some(out) => out,
         None if be
             .errorfiles
@@ -1003,14 +993,14 @@ async fn deny_response(
         {
             return send_error_be(client, status, fe, Some(be), false).await;
         }
-        None => super::reply::with_close(errors::response(status), keep),
+        None => crate::http::reply::with_close(error_pages::response(status), keep),
     };
     send_answer(client, &out, status, keep, fe).await
 }
 
 /// Sends an answer sluice made up (a reply, a page) whose head already
 /// says whether the connection stays open (`keep`).
-pub async fn send_answer(
+pub(crate) async fn send_answer(
     client: &mut BufConn,
     out: &[u8],
     status: u16,

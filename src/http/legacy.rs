@@ -12,22 +12,22 @@
 
 use bytes::Bytes;
 
-use super::h1::{self, Head};
-use super::rules::{self, Edits};
 use crate::acl::eval::{AclSet, CompiledCond, RequestView};
 use crate::config::model::{LegacyAction, LegacyRules};
+use crate::http::rules::{self, Edits};
+use crate::wire::h1::{self, Head};
 
 /// A proxy's filters and added lines for one direction, conditions
 /// compiled against the proxy's ACLs.
 #[derive(Debug)]
-pub struct LegacyRt {
+pub(crate) struct LegacyRt {
     filters: Vec<(regex::bytes::Regex, LegacyAction, Option<CompiledCond>)>,
     adds: Vec<(Vec<u8>, Option<CompiledCond>)>,
 }
 
 impl LegacyRt {
     /// None when the proxy has no such rule (the common case).
-    pub fn compile(rules: &LegacyRules, acls: &AclSet) -> Option<Box<LegacyRt>> {
+    pub(crate) fn compile(rules: &LegacyRules, acls: &AclSet) -> Option<Box<LegacyRt>> {
         if rules.is_empty() {
             return None;
         }
@@ -49,7 +49,7 @@ impl LegacyRt {
 
 /// What the filters decided.
 #[derive(Debug)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// The message goes on: as it was (None), or as rewritten.
     Pass(Option<Head>),
     /// `reqdeny` (403) / `rspdeny` (502).
@@ -65,7 +65,7 @@ pub enum Verdict {
 /// flag: set by `reqallow`, it makes later allow/deny/tarpit/pass filters
 /// (this proxy's and the backend's) be skipped. Conditions see the
 /// request as `view` shows it.
-pub fn apply(
+pub(crate) fn apply(
     l: &LegacyRt,
     head: &Head,
     edits: Option<&Edits>,
@@ -213,7 +213,7 @@ fn rebuild(lines: &[Vec<u8>], response: bool) -> Option<Head> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::model::{LegacyAdd, LegacyFilter, Loc};
+    use crate::config::model::{LegacyAdd, LegacyFilter};
 
     struct NoView;
     impl RequestView for NoView {
@@ -229,13 +229,6 @@ mod tests {
         }
     }
 
-    fn loc() -> Loc {
-        Loc {
-            file: std::sync::Arc::from("t"),
-            line: 1,
-        }
-    }
-
     fn rules(filters: &[(&str, bool, LegacyAction)], adds: &[&str]) -> LegacyRules {
         LegacyRules {
             filters: filters
@@ -247,7 +240,6 @@ mod tests {
                         .expect("regex"),
                     action: action.clone(),
                     cond: None,
-                    loc: loc(),
                 })
                 .collect(),
             adds: adds
@@ -255,7 +247,6 @@ mod tests {
                 .map(|a| LegacyAdd {
                     line: a.as_bytes().to_vec(),
                     cond: None,
-                    loc: loc(),
                 })
                 .collect(),
         }

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use tokio::io::unix::AsyncFd;
 use tokio::net::TcpStream;
 
-use crate::listener::ClientConn;
+use crate::frontend::listener::ClientConn;
 
 /// How long a connection stays in its task, waiting for the next request,
 /// before it is parked. Back-to-back keep-alive traffic (and a page's
@@ -25,7 +25,7 @@ use crate::listener::ClientConn;
 /// waiting out the grace are the high-water mark of the heap: with 250 ms,
 /// 5,000 connections opened in a second cost about 600 B each once idle;
 /// with 50 ms, about 450 B (bench/smoke.sh's idle test at 5,000).
-pub const GRACE: Duration = Duration::from_millis(50);
+pub(crate) const GRACE: Duration = Duration::from_millis(50);
 
 /// How often the lot is swept when no parked connection has a deadline
 /// sooner (memory is given back on each sweep).
@@ -142,13 +142,13 @@ fn lot() -> Option<&'static Arc<Lot>> {
 
 /// Parks an idle connection. Gives it back if it cannot be parked, so the
 /// caller can keep serving it.
-pub fn park(
+pub(crate) fn park(
     client: ClientConn,
     stream: TcpStream,
     peer: SocketAddr,
     idle_left: Option<Duration>,
 ) -> Result<(), (ClientConn, TcpStream)> {
-    if crate::process::stopping() {
+    if crate::sys::process::stopping() {
         // Closing is what a stopping process does with idle connections.
         return Ok(());
     }
@@ -166,7 +166,7 @@ pub fn park(
     let mut slots = lock(&lot.slots);
     // Checked under the lock that close_all takes after the flag is set,
     // so no connection is parked after the lot was emptied.
-    if crate::process::stopping() {
+    if crate::sys::process::stopping() {
         return Ok(());
     }
     if let Some(d) = deadline
@@ -270,9 +270,9 @@ fn wake(lot: &Lot, key: usize) {
         ..
     } = p;
     // Back on one of the runtimes (the lot runs on the first).
-    let _on = crate::workers::enter_next();
+    let _on = crate::sys::workers::enter_next();
     if let Ok(stream) = TcpStream::from_std(stream) {
-        tokio::spawn(super::service::serve_connection(
+        tokio::spawn(crate::http::service::serve_connection(
             client,
             crate::tls::Stream::Tcp(stream),
             peer,
@@ -317,7 +317,7 @@ fn expire(lot: &Lot) -> Option<Instant> {
 /// are closed, as HAProxy does). Returns how many were closed. A
 /// connection woken at the same moment is served by its new task, which
 /// closes it after its request since the process is stopping.
-pub fn close_all() -> usize {
+pub(crate) fn close_all() -> usize {
     let Some(Some(lot)) = LOT.get() else {
         return 0;
     };
@@ -339,9 +339,9 @@ pub fn close_all() -> usize {
                 peer,
                 ..
             } = p;
-            let _on = crate::workers::enter_next();
+            let _on = crate::sys::workers::enter_next();
             if let Ok(stream) = TcpStream::from_std(stream) {
-                tokio::spawn(super::service::serve_connection(
+                tokio::spawn(crate::http::service::serve_connection(
                     client,
                     crate::tls::Stream::Tcp(stream),
                     peer,
@@ -365,17 +365,5 @@ fn give_back_memory(lot: &Lot) {
         // SAFETY: malloc_trim only releases free memory; it has no
         // preconditions.
         unsafe { libc::malloc_trim(0) };
-    }
-}
-
-/// Number of connections parked now (for tests and `show info`).
-pub fn parked_count() -> usize {
-    match LOT.get() {
-        Some(Some(lot)) => lock(&lot.slots)
-            .entries
-            .iter()
-            .filter(|e| e.is_some())
-            .count(),
-        _ => 0,
     }
 }

@@ -6,13 +6,13 @@
 
 use bytes::{BufMut, BytesMut};
 
-use super::errors;
-use super::rules::{self, FmtCtx};
 use crate::config::model::{HttpReply, ReplyBody};
+use crate::http::rules::{self, FmtCtx};
+use crate::wire::error_pages;
 
 /// The bytes of `reply`, or `None` when it is the error page of its status.
 /// `keep` says whether the client connection stays open after it.
-pub fn render(reply: &HttpReply, cx: &FmtCtx<'_>, keep: bool) -> Option<BytesMut> {
+pub(crate) fn render(reply: &HttpReply, cx: &FmtCtx<'_>, keep: bool) -> Option<BytesMut> {
     let evaluated;
     let body: &[u8] = match &reply.body {
         ReplyBody::ErrorPage => return None,
@@ -27,7 +27,7 @@ pub fn render(reply: &HttpReply, cx: &FmtCtx<'_>, keep: bool) -> Option<BytesMut
     out.put_slice(b"HTTP/1.1 ");
     out.put_slice(reply.status.to_string().as_bytes());
     out.put_u8(b' ');
-    out.put_slice(errors::http_reason(reply.status).as_bytes());
+    out.put_slice(error_pages::http_reason(reply.status).as_bytes());
     out.put_slice(b"\r\n");
     for (name, fmt) in &reply.headers {
         out.put_slice(name.as_bytes());
@@ -55,7 +55,7 @@ pub fn render(reply: &HttpReply, cx: &FmtCtx<'_>, keep: bool) -> Option<BytesMut
 
 /// A whole response (an error page) with `connection: close` added at the
 /// end of its head when the connection is not kept.
-pub fn with_close(page: &[u8], keep: bool) -> BytesMut {
+pub(crate) fn with_close(page: &[u8], keep: bool) -> BytesMut {
     let mut out = BytesMut::with_capacity(page.len() + 24);
     match (keep, memchr::memmem::find(page, b"\r\n\r\n")) {
         (false, Some(end)) => {

@@ -8,28 +8,28 @@ use std::net::IpAddr;
 
 use bytes::{BufMut, BytesMut};
 
-use super::h1::Head;
 use crate::config::model::{FmtPart, ForwardFor, LogFmt, RedirectKind};
+use crate::wire::h1::Head;
 
 /// Edits to a message head, in rule order.
 #[derive(Debug, Default, Clone)]
-pub struct Edits {
+pub(crate) struct Edits {
     /// New request target (set-path / set-query).
-    pub target: Option<Vec<u8>>,
+    pub(crate) target: Option<Vec<u8>>,
     /// Lower-case names of the received headers to leave out.
-    pub del: Vec<String>,
+    pub(crate) del: Vec<String>,
     /// Headers added after the received ones: lower-case name, value.
-    pub add: Vec<(String, Vec<u8>)>,
+    pub(crate) add: Vec<(String, Vec<u8>)>,
     /// New values of received headers, by position (`replace-header`).
-    pub replaced: Vec<(usize, Vec<u8>)>,
+    pub(crate) replaced: Vec<(usize, Vec<u8>)>,
     /// Positions of single received headers to leave out (a persistence
     /// cookie header left empty).
-    pub del_at: Vec<usize>,
+    pub(crate) del_at: Vec<usize>,
 }
 
 impl Edits {
     /// `del-header`: the received ones and those added before.
-    pub fn del_header(&mut self, name: &str) {
+    pub(crate) fn del_header(&mut self, name: &str) {
         let lower = name.to_ascii_lowercase();
         self.add.retain(|(n, _)| *n != lower);
         if !self.del.contains(&lower) {
@@ -40,7 +40,7 @@ impl Edits {
     /// `replace-header`: every value of `name` (received or added) that
     /// `re` matches is replaced whole by `fmt`, `\N` standing for the
     /// regex's groups.
-    pub fn replace_header(
+    pub(crate) fn replace_header(
         &mut self,
         head: &Head,
         name: &str,
@@ -72,17 +72,17 @@ impl Edits {
     }
 
     /// `set-header`: delete, then add at the end.
-    pub fn set_header(&mut self, name: &str, value: Vec<u8>) {
+    pub(crate) fn set_header(&mut self, name: &str, value: Vec<u8>) {
         self.del_header(name);
         self.add_header(name, value);
     }
 
-    pub fn add_header(&mut self, name: &str, value: Vec<u8>) {
+    pub(crate) fn add_header(&mut self, name: &str, value: Vec<u8>) {
         self.add.push((name.to_ascii_lowercase(), value));
     }
 
     /// Whether a received header named `name` is dropped.
-    pub fn drops(&self, name: &[u8]) -> bool {
+    pub(crate) fn drops(&self, name: &[u8]) -> bool {
         self.del
             .iter()
             .any(|d| name.eq_ignore_ascii_case(d.as_bytes()))
@@ -90,13 +90,13 @@ impl Edits {
 
     /// Whether the received header at position `i`, named `name`, is
     /// dropped.
-    pub fn drops_at(&self, i: usize, name: &[u8]) -> bool {
+    pub(crate) fn drops_at(&self, i: usize, name: &[u8]) -> bool {
         self.del_at.contains(&i) || self.drops(name)
     }
 
     /// The value the received header at position `i` has now: its
     /// replacement if any, else `received`.
-    pub fn value_at<'a>(&'a self, i: usize, received: &'a [u8]) -> &'a [u8] {
+    pub(crate) fn value_at<'a>(&'a self, i: usize, received: &'a [u8]) -> &'a [u8] {
         match self.replaced.iter().find(|(j, _)| *j == i) {
             Some((_, v)) => v,
             None => received,
@@ -105,7 +105,7 @@ impl Edits {
 
     /// Sets the value of the received header at position `i` (None: the
     /// header is left out).
-    pub fn set_at(&mut self, i: usize, value: Option<Vec<u8>>) {
+    pub(crate) fn set_at(&mut self, i: usize, value: Option<Vec<u8>>) {
         self.replaced.retain(|(j, _)| *j != i);
         match value {
             Some(v) => self.replaced.push((i, v)),
@@ -114,13 +114,13 @@ impl Edits {
     }
 
     /// Whether the message has a header `name` once the edits are applied.
-    pub fn has(&self, head: &Head, name: &str) -> bool {
+    pub(crate) fn has(&self, head: &Head, name: &str) -> bool {
         self.add.iter().any(|(n, _)| n.eq_ignore_ascii_case(name))
             || (!self.drops(name.as_bytes()) && head.values(name).next().is_some())
     }
 
     /// Writes the added header lines.
-    pub fn put_added(&self, out: &mut BytesMut) {
+    pub(crate) fn put_added(&self, out: &mut BytesMut) {
         for (n, v) in &self.add {
             out.put_slice(n.as_bytes());
             out.put_slice(b": ");
@@ -152,17 +152,17 @@ pub(super) fn substitute(re: &regex::bytes::Regex, value: &[u8], fmt: &[u8]) -> 
 
 /// What a rule's log-format string is evaluated against: the request, its
 /// client, and the names of where it is in its journey.
-pub struct FmtCtx<'a> {
-    pub req: &'a Head,
-    pub src: IpAddr,
-    pub frontend: &'a str,
+pub(crate) struct FmtCtx<'a> {
+    pub(crate) req: &'a Head,
+    pub(crate) src: IpAddr,
+    pub(crate) frontend: &'a str,
     /// The backend once chosen (`%b` is the frontend's name before).
-    pub backend: Option<&'a str>,
-    pub server: Option<&'a str>,
+    pub(crate) backend: Option<&'a str>,
+    pub(crate) server: Option<&'a str>,
 }
 
 /// Evaluates a log-format string.
-pub fn eval(fmt: &LogFmt, cx: &FmtCtx<'_>) -> Vec<u8> {
+pub(crate) fn eval(fmt: &LogFmt, cx: &FmtCtx<'_>) -> Vec<u8> {
     let (req, src) = (cx.req, cx.src);
     let mut out = Vec::new();
     for part in &fmt.0 {
@@ -259,7 +259,7 @@ fn path_span(target: &[u8]) -> (usize, usize) {
 }
 
 /// `set-path`: the new path, the query kept.
-pub fn set_path(target: &[u8], path: &[u8]) -> Vec<u8> {
+pub(crate) fn set_path(target: &[u8], path: &[u8]) -> Vec<u8> {
     let (s, e) = path_span(target);
     let mut t = Vec::with_capacity(target.len() + path.len());
     t.extend_from_slice(&target[..s]);
@@ -269,7 +269,7 @@ pub fn set_path(target: &[u8], path: &[u8]) -> Vec<u8> {
 }
 
 /// `set-query`: the new query string (without its `?`).
-pub fn set_query(target: &[u8], query: &[u8]) -> Vec<u8> {
+pub(crate) fn set_query(target: &[u8], query: &[u8]) -> Vec<u8> {
     let (_, e) = path_span(target);
     let frag = target[e..]
         .iter()
@@ -284,7 +284,7 @@ pub fn set_query(target: &[u8], query: &[u8]) -> Vec<u8> {
 }
 
 /// The Location of a `redirect` rule.
-pub fn location(
+pub(crate) fn location(
     kind: RedirectKind,
     value: &[u8],
     req: &Head,
@@ -325,12 +325,12 @@ pub fn location(
 
 /// HAProxy's redirect response: no body, `cache-control: no-cache` for
 /// the statuses a cache must not keep (302, 303, 307).
-pub fn redirect_response(code: u16, location: &[u8], keep: bool) -> BytesMut {
+pub(crate) fn redirect_response(code: u16, location: &[u8], keep: bool) -> BytesMut {
     let mut out = BytesMut::with_capacity(128 + location.len());
     let _ = write!(
         out,
         "HTTP/1.1 {code} {}\r\ncontent-length: 0\r\nlocation: ",
-        super::errors::reason(code)
+        crate::wire::error_pages::reason(code)
     );
     out.put_slice(location);
     out.put_slice(b"\r\n");
@@ -346,7 +346,7 @@ pub fn redirect_response(code: u16, location: &[u8], keep: bool) -> BytesMut {
 
 /// `option forwardfor`: writes the header line unless the client is in
 /// the `except` network or (`if-none`) the request already has one.
-pub fn put_forwarded_for(
+pub(crate) fn put_forwarded_for(
     out: &mut BytesMut,
     ff: &ForwardFor,
     src: IpAddr,

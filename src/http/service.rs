@@ -4,7 +4,7 @@
 use std::future::{Future, poll_fn};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::task::Poll;
 use std::time::Duration;
 
@@ -13,23 +13,23 @@ use tokio::net::TcpStream;
 
 use crate::tls::{Stream, TlsFacts};
 
-use super::capture;
-use super::error_spot;
-use super::errors;
-use super::forward::{self, Outcome};
-use super::h1::{self, BodyKind, H1Error, Head};
-use super::io::{self, BufConn, HeadError};
-use super::legacy::{self, LegacyRt};
-use super::park;
-use super::rules;
 use crate::acl::eval::{AclSet, CompiledCond, RequestView};
-use crate::backend::counters::Counters;
 use crate::config::model::{BindProto, HttpConnMode, HttpReply, HttpRequestAction, Timeouts};
-use crate::listener::ClientConn;
-use crate::log::{LogRecord, SrvName};
-use crate::routing::{BackendRt, FrontendRt, StatsRt};
-use crate::runtime::Runtime;
-use crate::sessions::StreamEntry;
+use crate::frontend::listener::ClientConn;
+use crate::http::forward::{self, Outcome};
+use crate::http::legacy::{self, LegacyRt};
+use crate::http::park;
+use crate::http::rules;
+use crate::observe::log::{LogRecord, SrvName};
+use crate::observe::outcome::{self, Cause, Phase, Rows};
+use crate::snapshot::runtime::Runtime;
+use crate::snapshot::{BackendRt, FrontendRt, StatsRt};
+use crate::state::capture;
+use crate::state::sessions::StreamEntry;
+use crate::wire::error_pages;
+use crate::wire::error_spot;
+use crate::wire::h1::{self, BodyKind, H1Error, Head};
+use crate::wire::io::{self, BufConn, HeadError};
 
 /// A request as conditions see it (request and response rules alike).
 pub(super) struct View<'a> {
@@ -66,7 +66,7 @@ impl RequestView for View<'_> {
 /// While the client is idle between requests this future holds only the
 /// socket and a few pointers: the per-request work is boxed and dropped
 /// after each request, and the read buffer is released.
-pub async fn serve_connection(
+pub(crate) async fn serve_connection(
     client: ClientConn,
     stream: Stream,
     peer: SocketAddr,
@@ -85,7 +85,7 @@ pub async fn serve_connection(
     if fresh && (proto == BindProto::H2 || tls.as_ref().is_some_and(|t| t.h2)) {
         // Boxed, as below: the HTTP/2 engine's state would otherwise be
         // part of every HTTP/1 connection's task, idle ones included.
-        return Box::pin(super::h2::serve(
+        return Box::pin(crate::http::h2::serve(
             client,
             stream,
             bytes::Bytes::new(),
@@ -107,7 +107,7 @@ pub async fn serve_connection(
             // its next request is already here: closing over unread bytes
             // would reset it. (A new connection gets a short window for its
             // first request in `handle_request`.)
-            if crate::process::stopping() {
+            if crate::sys::process::stopping() {
                 match conn.stream.try_read_buf(&mut conn.buf) {
                     Ok(n) if n > 0 => {}
                     _ => return,
@@ -147,7 +147,7 @@ pub async fn serve_connection(
                 // longer is parked outside the runtime until it speaks.
                 let grace = idle.map_or(park::GRACE, |t| t.min(park::GRACE));
                 let left = idle.map(|t| t.saturating_sub(grace));
-                if left == Some(Duration::ZERO) || crate::process::stopping() {
+                if left == Some(Duration::ZERO) || crate::sys::process::stopping() {
                     return;
                 }
                 let BufConn { stream, .. } = conn;
@@ -171,7 +171,7 @@ pub async fn serve_connection(
                     Ok(n) if n > 0 => {}
                     _ => return,
                 },
-                _ = crate::process::stop_begun() => {
+                _ = crate::sys::process::stop_begun() => {
                     match conn.stream.try_read_buf(&mut conn.buf) {
                         Ok(n) if n > 0 => {}
                         _ => return,
@@ -202,13 +202,20 @@ pub async fn serve_connection(
         ));
         let keep = match bound {
             None => request.await,
-            Some(generation) => crate::reload::bounded(generation, request)
+            Some(generation) => crate::control::reload::bounded(generation, request)
                 .await
                 .unwrap_or(false),
         };
         if to_h2 {
             let BufConn { stream, buf } = conn;
-            return Box::pin(super::h2::serve(client, stream, buf.freeze(), peer, tls)).await;
+            return Box::pin(crate::http::h2::serve(
+                client,
+                stream,
+                buf.freeze(),
+                peer,
+                tls,
+            ))
+            .await;
         }
         if !keep {
             return;
@@ -266,7 +273,7 @@ async fn wait_readable_or_stop(stream: Option<&TcpStream>, timeout: Option<Durat
     let Some(stream) = stream else { return false };
     tokio::select! {
         r = wait_readable(stream, timeout) => r,
-        _ = crate::process::stop_begun() => {
+        _ = crate::sys::process::stop_begun() => {
             // Bytes already here are served, not reset.
             has_pending(stream)
         }
@@ -349,6 +356,7 @@ pub(crate) async fn handle_request(
     // The access log: decided once per request; without a log target the
     // record is a few plain stores and nothing is formatted.
     let mut rec = LogRecord::new(fe.log.is_some());
+    rec.tally.h1 = h1;
     if rec.enabled() {
         rec.tls = tls.is_some();
         if let Via::Http2 { origin } = via {
@@ -356,7 +364,7 @@ pub(crate) async fn handle_request(
         }
         rec.set_addrs(peer, dst.or_else(|| conn.stream.local_addr().ok()));
         if first {
-            crate::log::emit_connect(&fe, peer, rec.local);
+            crate::observe::log::emit_connect(&fe, peer, rec.local);
         }
     }
     let head_timeout = fe.timeouts.http_request.or(fe.timeouts.client);
@@ -364,7 +372,7 @@ pub(crate) async fn handle_request(
     let awaited = if first && conn.buf.is_empty() {
         tokio::select! {
             r = conn.read_head(fe.max_head, head_timeout) => Some(r),
-            _ = crate::process::stop_begun() => None,
+            _ = crate::sys::process::stop_begun() => None,
         }
     } else {
         Some(conn.read_head(fe.max_head, head_timeout).await)
@@ -393,7 +401,8 @@ pub(crate) async fn handle_request(
         // The HTTP/2 preface on a connection that may switch to it: the
         // bytes go back in front of the rest for the HTTP/2 server.
         Ok(raw)
-            if matches!(via, Via::Http1Upgradable(_)) && raw[..] == *super::h2::PREFACE_HEAD =>
+            if matches!(via, Via::Http1Upgradable(_))
+                && raw[..] == *crate::http::h2::PREFACE_HEAD =>
         {
             let mut all = BytesMut::with_capacity(raw.len() + conn.buf.len());
             all.put_slice(&raw);
@@ -412,9 +421,9 @@ pub(crate) async fn handle_request(
             let probe = conn.buf.is_empty() && fe.ignore_probes;
             if (first || !conn.buf.is_empty()) && !probe {
                 rec.null = conn.buf.is_empty();
-                rec.term(b'C', b'R');
+                rec.term(Cause::Client, Phase::Request);
                 rec.status = 400;
-                log_end(&fe, &mut rec, None, None);
+                outcome::finish(&fe, &rt.process, &mut rec, None, None);
             }
             return false;
         }
@@ -426,16 +435,15 @@ pub(crate) async fn handle_request(
             // stream exists, even to a client that sent nothing at all
             // (unless `option http-ignore-probes`): the page is sent but
             // neither logged nor counted as bytes out (`408 0 ... cR--`).
-            rec.term(b'c', b'R');
+            rec.term(Cause::ClientTimeout, Phase::Request);
             rec.null = conn.buf.is_empty();
             rec.status = 408;
             // Counted as a request that failed (req_tot, ereq, hrsp_4xx).
             fc.count_request();
             rt.count_request();
-            fc.ereq.fetch_add(1, Relaxed);
+            rec.tally.ereq = Rows::FE;
             forward::send_error(conn, 408, &fe, false).await;
-            fc.count_status(408);
-            log_end(&fe, &mut rec, None, None);
+            outcome::finish(&fe, &rt.process, &mut rec, Some(408), None);
             return false;
         }
         Err(e) => {
@@ -443,29 +451,27 @@ pub(crate) async fn handle_request(
                 let spot = error_spot::locate(&conn.buf, false, &H1Error::TooLarge);
                 capture::request_error(&fe, None, Some(peer), &[&conn.buf], spot);
             }
-            return refused(rt, &fe, conn, &mut rec, 400, h1).await;
+            return refused(rt, &fe, conn, &mut rec, 400).await;
         }
     };
     rec.head_received();
     fc.count_request();
     rt.count_request();
-    let head_len = raw.len() as u64;
-    add(&fc.bin, head_len);
+    rec.tally.fe_in = raw.len() as u64;
     if h1 {
         fc.h1_total_streams.fetch_add(1, Relaxed);
-        add(&fc.h1_bytes_in, head_len);
     }
     // A head or framing that is refused, or a chunked body already bad in
     // the bytes that came with the head: answered here, nothing reaches a
     // server (400, or 405 / 422, see H1Error::request_status). The bytes
     // are kept for `show errors`.
-    let head = match Head::parse_request_keeping(raw) {
+    let head = match Head::parse_request_lax(raw, fe.accept_invalid_req) {
         Ok(head) => head,
         Err((e, raw)) => {
             let spot = error_spot::locate(&raw, false, &e);
             capture::request_error(&fe, None, Some(peer), &[&raw, &conn.buf], spot);
             rec.t_req = -1;
-            return refused(rt, &fe, conn, &mut rec, e.request_status(), h1).await;
+            return refused(rt, &fe, conn, &mut rec, e.request_status()).await;
         }
     };
     let framing = head.request_body().map_err(|e| {
@@ -484,7 +490,7 @@ pub(crate) async fn handle_request(
         Err((status, spot)) => {
             capture::request_error(&fe, None, Some(peer), &[&head.raw, &conn.buf], spot);
             rec.t_req = -1;
-            return refused(rt, &fe, conn, &mut rec, status, h1).await;
+            return refused(rt, &fe, conn, &mut rec, status).await;
         }
     };
     // Both Transfer-Encoding and Content-Length: served, then closed.
@@ -493,9 +499,9 @@ pub(crate) async fn handle_request(
     let keep_client = head.wants_keep_alive()
         && fe.conn_mode != HttpConnMode::Close
         && !smuggling_risk
-        && !crate::process::stopping();
+        && !crate::sys::process::stopping();
 
-    rec.captured_req = crate::log::capture_headers(&fe.captures.request, &head);
+    rec.captured_req = crate::observe::log::capture_headers(&fe.captures.request, &head);
     // A request answered without a server response shows empty response
     // captures (`{|}`), as HAProxy allocates them with the stream.
     if !fe.captures.response.is_empty() {
@@ -513,8 +519,7 @@ pub(crate) async fn handle_request(
     };
     let out = route(rt, &fe, &req, conn, keep_client, &mut rec).await;
     stream.end();
-    account(rt, &fe, &out, h1);
-    log_end(&fe, &mut rec, Some(&out), Some(&head));
+    finish(rt, &fe, &mut rec, &out, Some(&head));
     out.keep_client
 }
 
@@ -528,55 +533,30 @@ async fn refused(
     conn: &mut BufConn,
     rec: &mut LogRecord,
     status: u16,
-    h1: bool,
 ) -> bool {
-    fe.state.counters.ereq.fetch_add(1, Relaxed);
+    rec.tally.ereq = Rows::FE;
     let out = forward::send_error(conn, status, fe, false).await;
-    account(rt, fe, &out, h1);
-    rec.term(b'P', b'R');
-    let logged = Outcome {
-        bytes_out: 0,
-        ..out
-    };
-    log_end(fe, rec, Some(&logged), None);
+    rec.term(Cause::Proxy, Phase::Request);
+    rec.status = i64::from(status);
+    // The page is counted in `bout` but not in the log's bytes.
+    rec.tally.fe_out += out.bytes_out;
+    outcome::finish(fe, &rt.process, rec, out.status, None);
     false
 }
 
-/// Completes the access log record with the outcome and emits it, when
-/// the frontend logs.
-fn log_end(fe: &FrontendRt, rec: &mut LogRecord, out: Option<&Outcome>, head: Option<&Head>) {
-    if !rec.enabled() {
-        return;
+/// The end of a request: what the client got, added to the exchange's
+/// outcome, goes to the end stage (counters and the log line). Its bytes
+/// count on the frontend (and, over HTTP/1, in `h1_bytes_in/out`, the wire
+/// bytes HAProxy's h1 module counts there).
+fn finish(rt: &Runtime, fe: &FrontendRt, rec: &mut LogRecord, out: &Outcome, head: Option<&Head>) {
+    if let Some(s) = out.status {
+        rec.status = i64::from(s);
     }
-    if let Some(out) = out {
-        if let Some(s) = out.status {
-            rec.status = s as i64;
-        }
-        rec.bytes_out = out.bytes_out;
-        rec.bytes_in = out.body_in + head.map_or(0, |h| h.raw.len() as u64);
-    }
-    crate::log::emit(fe, rec, head, false);
-}
-
-fn add(c: &AtomicU64, n: u64) {
-    c.fetch_add(n, Relaxed);
-}
-
-/// Counts a request's outcome on its frontend (`h1`: it came over HTTP/1,
-/// so its bytes also go to `h1_bytes_in/out`, the wire bytes HAProxy's h1
-/// module counts there).
-fn account(rt: &Runtime, fe: &FrontendRt, out: &Outcome, h1: bool) {
-    let fc = &fe.state.counters;
-    if let Some(status) = out.status {
-        fc.count_status(status);
-    }
-    add(&fc.bin, out.body_in);
-    add(&fc.bout, out.bytes_out);
-    add(&rt.process.bytes_out, out.bytes_out);
-    if h1 {
-        add(&fc.h1_bytes_in, out.body_in);
-        add(&fc.h1_bytes_out, out.bytes_out);
-    }
+    rec.tally.fe_in += out.body_in;
+    rec.tally.fe_out += out.bytes_out;
+    rec.bytes_out = out.bytes_out;
+    rec.bytes_in = out.body_in + head.map_or(0, |h| h.raw.len() as u64);
+    outcome::finish(fe, &rt.process, rec, out.status, head);
 }
 
 /// A request as routing sees it.
@@ -610,9 +590,13 @@ async fn route(
     let keep_local = keep && body == BodyKind::None;
 
     // `monitor-uri`: the exact URI is answered here, before any rule, and
-    // not logged (HAProxy); `monitor fail` turns the answer into a 503.
+    // not logged (HAProxy); `monitor fail` turns the answer into a 503. A
+    // path (`/health`) also matches the path of an absolute-form target
+    // (`http://host/health`), as in HAProxy 2.6.
     if let Some((uri, fail)) = &fe.monitor
-        && head.target() == uri.as_bytes()
+        && (head.target() == uri.as_bytes()
+            || (uri.starts_with('/')
+                && crate::upstream::balance::path_of(head.target()) == uri.as_bytes()))
     {
         rec.logged = true;
         let failing = fail.as_ref().is_some_and(|c| fe.acls.eval(c, &view));
@@ -660,10 +644,10 @@ async fn route(
         .map(|(b, _)| b)
         .or(fe.default_backend.as_ref());
     let Some(be) = backend else {
-        rec.term(b'S', b'C');
+        rec.term(Cause::Server, Phase::Connect);
         return forward::send_error(conn, 503, fe, keep_local).await;
     };
-    rec.to_backend(be);
+    rec.assign_backend(be);
     rq.stream.to_backend(be.iid);
     if let Some(stats) = &be.stats
         && fe.stats.as_ref().map(|s| &s.page) != Some(&stats.page)
@@ -787,8 +771,8 @@ impl RuleRun<'_> {
                 &*slot.insert(h)
             }
             legacy::Verdict::Deny => {
-                self.count(st.be, |c| &c.dreq);
-                self.rec.term(b'P', b'R');
+                self.rec.tally.dreq = rows(st.be);
+                self.rec.term(Cause::Proxy, Phase::Request);
                 return Err(forward::send_error_be(
                     self.conn,
                     403,
@@ -801,8 +785,8 @@ impl RuleRun<'_> {
             legacy::Verdict::Tarpit => return Err(self.tarpit(st.be, st.timeouts, None).await),
             legacy::Verdict::Invalid => {
                 // HAProxy 1.8's `return_bad_req`: 400, a failed request.
-                self.fe.state.counters.ereq.fetch_add(1, Relaxed);
-                self.rec.term(b'P', b'R');
+                self.rec.tally.ereq = Rows::FE;
+                self.rec.term(Cause::Proxy, Phase::Request);
                 return Err(forward::send_error_be(self.conn, 400, self.fe, st.be, false).await);
             }
         };
@@ -823,8 +807,8 @@ impl RuleRun<'_> {
         t: &Timeouts,
         reply: Option<(&HttpReply, &rules::FmtCtx<'_>)>,
     ) -> Outcome {
-        self.count(be, |c| &c.dreq);
-        self.rec.term(b'P', b'T');
+        self.rec.tally.dreq = rows(be);
+        self.rec.term(Cause::Proxy, Phase::Tarpit);
         if let Some(d) = t.tarpit.or(t.connect) {
             tokio::time::sleep(d).await;
         }
@@ -921,8 +905,8 @@ impl RuleRun<'_> {
                     drop_query,
                     append_slash,
                 } => {
-                    self.count(be, |c| &c.intercepted);
-                    self.rec.term(b'L', b'R');
+                    self.rec.tally.intercepted = rows(be);
+                    self.rec.term(Cause::Local, Phase::Request);
                     let v = rules::eval(fmt, &cx);
                     let target = self
                         .edits
@@ -937,40 +921,41 @@ impl RuleRun<'_> {
                     );
                 }
                 HttpRequestAction::Return(reply) => {
-                    self.count(be, |c| &c.intercepted);
-                    self.rec.term(b'L', b'R');
+                    self.rec.tally.intercepted = rows(be);
+                    self.rec.term(Cause::Local, Phase::Request);
                     return Some(self.reply(reply, &cx, be, self.keep_local).await);
                 }
                 HttpRequestAction::Deny(reply) => {
-                    self.count(be, |c| &c.dreq);
-                    self.rec.term(b'P', b'R');
+                    self.rec.tally.dreq = rows(be);
+                    self.rec.term(Cause::Proxy, Phase::Request);
                     return Some(self.reply(reply, &cx, be, self.keep_local).await);
                 }
                 HttpRequestAction::Tarpit(reply) => {
                     return Some(self.tarpit(be, timeouts, Some((reply, &cx))).await);
                 }
                 HttpRequestAction::PrometheusExporter => {
-                    self.count(be, |c| &c.intercepted);
-                    self.rec.term(b'L', b'R');
+                    self.rec.tally.intercepted = rows(be);
+                    self.rec.term(Cause::Local, Phase::Request);
                     return Some(prometheus(self.rt, head, self.conn, self.keep_local, fe).await);
                 }
             }
         }
         None
     }
-
-    fn count(&self, be: Option<&BackendRt>, which: fn(&Counters) -> &AtomicU64) {
-        which(&self.fe.state.counters).fetch_add(1, Relaxed);
-        if let Some(be) = be {
-            which(&be.state.counters).fetch_add(1, Relaxed);
-        }
-    }
 }
 
-/// The stats page answered: `<STATS>`, `LR--`, all timers 0 (HAProxy).
+/// The rows a rule's denial or interception counts on: the frontend's,
+/// and the backend's for a backend's rules, as in HAProxy.
+fn rows(be: Option<&BackendRt>) -> Rows {
+    if be.is_some() { Rows::FE_BE } else { Rows::FE }
+}
+
+/// The stats page answered: `<STATS>`, `LR--`, all timers 0 (HAProxy);
+/// an interception on the frontend.
 fn stats_logged(rec: &mut LogRecord) {
     rec.server = SrvName::Stats;
-    rec.term(b'L', b'R');
+    rec.tally.intercepted = Rows::FE;
+    rec.term(Cause::Local, Phase::Request);
     rec.t_queue = 0;
     rec.t_connect = 0;
     rec.t_resp = 0;
@@ -990,8 +975,8 @@ async fn stats_page(
     keep: bool,
     fe: &FrontendRt,
 ) -> Option<Outcome> {
-    use crate::stats::admin::{self, StCode};
-    use crate::stats::page as stats_page;
+    use crate::observe::stats::admin::{self, StCode};
+    use crate::observe::stats::page as stats_page;
     let page = &stats.page;
     let head = view.head;
     // Other methods go on to the backend, as in HAProxy.
@@ -1000,7 +985,6 @@ async fn stats_page(
     }
     let suffix = head.target().strip_prefix(page.uri.as_bytes())?;
     let suffix = String::from_utf8_lossy(suffix);
-    fe.state.counters.intercepted.fetch_add(1, Relaxed);
     // Without reading the body, the connection cannot go on.
     let keep_local = keep && body == BodyKind::None;
     let authorization = head.values("authorization").next();
@@ -1065,8 +1049,8 @@ async fn read_form(
     head: &Head,
     body: BodyKind,
     fe: &FrontendRt,
-) -> Result<bytes::Bytes, crate::stats::admin::StCode> {
-    use crate::stats::admin::StCode;
+) -> Result<bytes::Bytes, crate::observe::stats::admin::StCode> {
+    use crate::observe::stats::admin::StCode;
     let len = match body {
         BodyKind::None => return Ok(bytes::Bytes::new()),
         BodyKind::Length(n) => n,
@@ -1126,7 +1110,7 @@ async fn stats_reply(
         head_only,
     } = reply;
     let mut head = BytesMut::new();
-    head.put_slice(format!("HTTP/1.1 {} {}\r\ncache-control: no-cache\r\ncontent-type: {}\r\ncontent-length: {}\r\n", status, errors::reason(status), ctype, body.len()).as_bytes());
+    head.put_slice(format!("HTTP/1.1 {} {}\r\ncache-control: no-cache\r\ncontent-type: {}\r\ncontent-length: {}\r\n", status, error_pages::reason(status), ctype, body.len()).as_bytes());
     if let Some(h) = extra {
         head.put_slice(h.as_bytes());
     }
@@ -1157,7 +1141,7 @@ async fn prometheus(
     keep: bool,
     fe: &FrontendRt,
 ) -> Outcome {
-    use crate::stats::prometheus as promex;
+    use crate::observe::stats::prometheus as promex;
     let target = String::from_utf8_lossy(head.target());
     match promex::Scopes::from_target(&target) {
         Ok(scopes) => {

@@ -15,7 +15,7 @@ use rustls::sign::CertifiedKey;
 /// Why a certificate could not be loaded (the message is the reason shown
 /// at the config line).
 #[derive(Debug, thiserror::Error)]
-pub enum CertError {
+pub(crate) enum CertError {
     #[error("unable to load SSL certificate from PEM file '{0}': {1}")]
     Read(String, std::io::Error),
     #[error("unable to load SSL certificate from PEM file '{0}': no certificate found")]
@@ -32,23 +32,122 @@ pub enum CertError {
     Dir(String, std::io::Error),
     #[error("no certificate found in directory '{0}'")]
     EmptyDir(String),
-    #[error("crt-list '{0}' line {1}: {2}")]
+    #[error("'crt-list' : parsing [{0}:{1}]: {2}")]
     CrtList(String, usize, String),
+    #[error("'crt-list' : no certificate in '{0}'")]
+    EmptyCrtList(String),
     #[error("unable to load CA file '{0}': {1}")]
     Ca(String, String),
 }
 
 /// One loaded certificate with the names it answers to.
 #[derive(Debug, Clone)]
-pub struct LoadedCert {
-    pub key: Arc<CertifiedKey>,
+pub(crate) struct LoadedCert {
+    pub(crate) key: Arc<CertifiedKey>,
     /// Exact names and `*.suffix` wildcards, lower-case.
-    pub names: Vec<String>,
+    pub(crate) names: Vec<String>,
+    /// The `!name` filters of its crt-list line: names its own wildcards
+    /// do not cover (HAProxy's exclusions are per line).
+    pub(crate) excluded: Vec<String>,
+    /// The `[...]` options of its crt-list line, if any.
+    pub(crate) opts: Option<Arc<LineOpts>>,
+}
+
+/// The `[...]` options of a crt-list line: they override the bind line's
+/// for the handshakes that pick the line's certificate (and for those that
+/// get the default certificate, when it is the line's).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct LineOpts {
+    pub(crate) alpn: Option<String>,
+    pub(crate) min_ver: Option<crate::tls::TlsVersion>,
+    pub(crate) max_ver: Option<crate::tls::TlsVersion>,
+    pub(crate) verify: Option<crate::tls::Verify>,
+    pub(crate) ca_file: Option<PathBuf>,
+    pub(crate) ciphers: Option<String>,
+    pub(crate) ciphersuites: Option<String>,
+}
+
+/// The crt-list options HAProxy 2.6 allows that sluice cannot honour
+/// (rustls has no NPN, no CRL on this path, no per-line curves; early
+/// data would need sluice to replay-protect requests).
+const LINE_UNSUPPORTED: &[(&str, usize)] = &[
+    ("allow-0rtt", 0),
+    ("ca-verify-file", 1),
+    ("crl-file", 1),
+    ("curves", 1),
+    ("ecdhe", 1),
+    ("no-ca-names", 0),
+    ("npn", 1),
+];
+
+impl LineOpts {
+    /// Parses the words between `[` and `]`; the error is the reason.
+    fn parse(words: &[&str], ca_base: Option<&Path>) -> Result<LineOpts, String> {
+        let mut o = LineOpts::default();
+        let mut i = 0;
+        while let Some(&w) = words.get(i) {
+            if let Some((_, skip)) = LINE_UNSUPPORTED.iter().find(|(k, _)| *k == w) {
+                if i + skip >= words.len() {
+                    return Err(format!("ssl args out of '[]' for {w}"));
+                }
+                return Err(format!("'{w}' is not supported by sluice"));
+            }
+            let known = [
+                "alpn",
+                "ca-file",
+                "ciphers",
+                "ciphersuites",
+                "ssl-min-ver",
+                "ssl-max-ver",
+                "verify",
+            ];
+            if !known.contains(&w) {
+                return Err(format!("unknown ssl keyword {w}"));
+            }
+            let Some(&a) = words.get(i + 1) else {
+                return Err(format!("ssl args out of '[]' for {w}"));
+            };
+            match w {
+                "alpn" => o.alpn = Some(a.to_string()),
+                "ca-file" => {
+                    o.ca_file = Some(match ca_base {
+                        Some(b) if !a.starts_with('/') => b.join(a),
+                        _ => PathBuf::from(a),
+                    })
+                }
+                "ciphers" => o.ciphers = Some(a.to_string()),
+                "ciphersuites" => o.ciphersuites = Some(a.to_string()),
+                "verify" => {
+                    o.verify = Some(match a {
+                        "none" => crate::tls::Verify::None,
+                        "optional" => crate::tls::Verify::Optional,
+                        "required" => crate::tls::Verify::Required,
+                        _ => {
+                            return Err(format!(
+                                "'verify' : unknown verify method '{a}', only 'none', 'optional', and 'required' are supported"
+                            ));
+                        }
+                    })
+                }
+                _ => {
+                    let v = crate::tls::TlsVersion::parse(a)
+                        .ok_or_else(|| format!("'{a}' : unknown ssl/tls version"))?;
+                    if w == "ssl-min-ver" {
+                        o.min_ver = Some(v);
+                    } else {
+                        o.max_ver = Some(v);
+                    }
+                }
+            }
+            i += 2;
+        }
+        Ok(o)
+    }
 }
 
 /// Loads a PEM holding a chain (leaf first) and its private key. When the
 /// file has no key, `<file>.key` is tried, as HAProxy does.
-pub fn load_pem(path: &Path) -> Result<LoadedCert, CertError> {
+pub(crate) fn load_pem(path: &Path) -> Result<LoadedCert, CertError> {
     let shown = path.display().to_string();
     let data = std::fs::read(path).map_err(|e| CertError::Read(shown.clone(), e))?;
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&data)
@@ -74,18 +173,28 @@ pub fn load_pem(path: &Path) -> Result<LoadedCert, CertError> {
     let signer = rustls::crypto::ring::sign::any_supported_type(&key)
         .map_err(|e| CertError::BadKey(shown.clone(), e.to_string()))?;
     let names = cert_names(&chain[0]);
+    // The key must be the leaf's: compared here on the public key alone.
+    // rustls' own `keys_match` parses the whole certificate with webpki
+    // first, which refuses valid certificates OpenSSL (so HAProxy) loads:
+    // X.509 v1 ones, ones with a critical extension webpki does not know.
+    if !signer
+        .public_key()
+        .is_some_and(|spki| same_public_key(&spki, &chain[0]))
+    {
+        return Err(CertError::Mismatch(shown));
+    }
     let key = CertifiedKey::new(chain, signer);
-    key.keys_match()
-        .map_err(|_| CertError::Mismatch(shown.clone()))?;
     Ok(LoadedCert {
         key: Arc::new(key),
         names,
+        excluded: Vec::new(),
+        opts: None,
     })
 }
 
 /// Files of a `crt <dir>`: every regular file, in name order, except the
 /// companions HAProxy skips (`.key`, `.ocsp`, `.issuer`, `.sctl`).
-pub fn load_dir(dir: &Path) -> Result<Vec<LoadedCert>, CertError> {
+pub(crate) fn load_dir(dir: &Path) -> Result<Vec<LoadedCert>, CertError> {
     let shown = dir.display().to_string();
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| CertError::Dir(shown.clone(), e))?
@@ -109,123 +218,186 @@ pub fn load_dir(dir: &Path) -> Result<Vec<LoadedCert>, CertError> {
     Ok(certs)
 }
 
-/// A `crt-list` file: `<pem> [[ssl options]] [sni filter ...]` per line;
-/// `#` comments and blank lines skipped. Filters replace the certificate's
-/// own names; negative filters (`!name`) are ignored.
-pub fn load_crt_list(list: &Path, base: Option<&Path>) -> Result<Vec<LoadedCert>, CertError> {
+/// A `crt-list` file: `<pem|dir> [[<ssl options>]] [[!]<sni filter> ...]`
+/// per line; `#` comments and blank lines skipped. Filters replace the
+/// certificate's own names (a line with only `!` filters has none);
+/// `!name` keeps the line's wildcards off `name`, `!*` does nothing (it
+/// only keeps the certificate's own names out), as in HAProxy 2.6.
+/// Relative paths are under `crt_base` (certificates) and `ca_base`
+/// (`ca-file`).
+pub(crate) fn load_crt_list(
+    list: &Path,
+    crt_base: Option<&Path>,
+    ca_base: Option<&Path>,
+) -> Result<Vec<LoadedCert>, CertError> {
     let shown = list.display().to_string();
     let text = std::fs::read_to_string(list).map_err(|e| CertError::Read(shown.clone(), e))?;
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
+        let at = |msg: String| CertError::CrtList(shown.clone(), n + 1, msg);
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let mut words = line.split_whitespace();
-        let Some(file) = words.next() else { continue };
+        let (file, opts, filters) = split_line(line).map_err(|m| at(m.to_string()))?;
+        let opts = match opts {
+            Some(words) => Some(Arc::new(LineOpts::parse(&words, ca_base).map_err(at)?)),
+            None => None,
+        };
         let mut path = PathBuf::from(file);
         if path.is_relative()
-            && let Some(b) = base
+            && let Some(b) = crt_base
         {
             path = b.join(path);
         }
-        let rest: Vec<&str> = words.collect();
-        let filters: Vec<&str> = if rest.first().is_some_and(|w| w.starts_with('[')) {
-            // Per-line ssl options are not supported: say so.
-            return Err(CertError::CrtList(
-                shown,
-                n + 1,
-                "per-certificate '[...]' options are not supported by sluice yet".into(),
-            ));
-        } else {
-            rest
-        };
         let certs = if path.is_dir() {
             load_dir(&path)?
         } else {
             vec![load_pem(&path)?]
         };
+        let lower = |f: &str| f.to_ascii_lowercase();
+        let positive: Vec<String> = filters
+            .iter()
+            .filter(|f| !f.starts_with('!'))
+            .map(|f| lower(f))
+            .collect();
+        let excluded: Vec<String> = filters
+            .iter()
+            .filter_map(|f| f.strip_prefix('!'))
+            .filter(|f| !f.starts_with('*'))
+            .map(lower)
+            .collect();
         for mut c in certs {
-            let positive: Vec<String> = filters
-                .iter()
-                .filter(|f| !f.starts_with('!'))
-                .map(|f| f.to_ascii_lowercase())
-                .collect();
-            if !positive.is_empty() {
-                c.names = positive;
+            if !filters.is_empty() {
+                c.names = positive.clone();
             }
+            c.excluded = excluded.clone();
+            c.opts = opts.clone();
             out.push(c);
         }
     }
     if out.is_empty() {
-        return Err(CertError::CrtList(shown, 0, "no certificate".into()));
+        return Err(CertError::EmptyCrtList(shown));
     }
     Ok(out)
 }
 
-/// Picks the certificate by SNI: an exact name first, then a wildcard
-/// covering the first label, else the default (the first loaded).
+/// A crt-list line's certificate, `[...]` words and filters, with
+/// HAProxy's complaints about misplaced brackets.
+/// A crt-list line cut in three: certificate, `[...]` words, filters.
+type LineParts<'a> = (&'a str, Option<Vec<&'a str>>, Vec<&'a str>);
+
+fn split_line(line: &str) -> Result<LineParts<'_>, &'static str> {
+    let Some(open) = line.find('[') else {
+        if line.contains(']') {
+            return Err("missing '['");
+        }
+        let mut words = line.split_whitespace();
+        let file = words.next().unwrap_or_default();
+        return Ok((file, None, words.collect()));
+    };
+    let (head, rest) = (&line[..open], &line[open + 1..]);
+    let mut head_words = head.split_whitespace();
+    let Some(file) = head_words.next() else {
+        return Err("file must start with a cert");
+    };
+    if head_words.next().is_some() || head.contains(']') {
+        return Err("the '[...]' options must follow the certificate");
+    }
+    let Some(close) = rest.find(']') else {
+        return Err("missing ']'");
+    };
+    let (inside, after) = (&rest[..close], &rest[close + 1..]);
+    if inside.contains('[') || after.contains('[') {
+        return Err("too many '['");
+    }
+    if after.contains(']') {
+        return Err("too many ']'");
+    }
+    Ok((
+        file,
+        Some(inside.split_whitespace().collect()),
+        after.split_whitespace().collect(),
+    ))
+}
+
+/// Picks the certificate by SNI, as HAProxy 2.6: an exact name first (the
+/// first certificate naming it), then a wildcard covering the first label
+/// (unless that certificate's line excludes the name), else the default
+/// (the first loaded).
 #[derive(Debug)]
-pub struct SniResolver {
-    exact: HashMap<String, Arc<CertifiedKey>>,
-    wildcard: HashMap<String, Arc<CertifiedKey>>,
-    default: Arc<CertifiedKey>,
+pub(crate) struct SniResolver {
+    keys: Vec<Arc<CertifiedKey>>,
+    excluded: Vec<Vec<String>>,
+    exact: HashMap<String, usize>,
+    /// By suffix (`example.com` for `*.example.com`), in load order.
+    wildcard: HashMap<String, Vec<usize>>,
     /// `strict-sni`: no default, a client must name a known host.
     strict: bool,
 }
 
 impl SniResolver {
     /// None when `certs` is empty.
-    pub fn new(certs: &[LoadedCert], strict: bool) -> Option<Self> {
-        let default = certs.first()?.key.clone();
+    pub(crate) fn new(certs: &[LoadedCert], strict: bool) -> Option<Self> {
+        certs.first()?;
         let mut exact = HashMap::new();
-        let mut wildcard = HashMap::new();
-        for c in certs {
+        let mut wildcard: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, c) in certs.iter().enumerate() {
             for n in &c.names {
-                // The first certificate naming a host wins, as in HAProxy.
                 match n.strip_prefix("*.") {
-                    Some(suffix) => wildcard.entry(suffix.to_string()),
-                    None => exact.entry(n.clone()),
+                    Some(suffix) => wildcard.entry(suffix.to_string()).or_default().push(i),
+                    None => {
+                        // The first certificate naming a host wins.
+                        exact.entry(n.clone()).or_insert(i);
+                    }
                 }
-                .or_insert_with(|| c.key.clone());
             }
         }
         Some(SniResolver {
+            keys: certs.iter().map(|c| c.key.clone()).collect(),
+            excluded: certs.iter().map(|c| c.excluded.clone()).collect(),
             exact,
             wildcard,
-            default,
             strict,
         })
     }
 
-    fn lookup(&self, sni: &str) -> Option<Arc<CertifiedKey>> {
+    /// The index of the certificate for `sni` (None: no name matches).
+    pub(crate) fn pick(&self, sni: &str) -> Option<usize> {
         let sni = sni.trim_end_matches('.').to_ascii_lowercase();
-        if let Some(k) = self.exact.get(&sni) {
-            return Some(k.clone());
+        if let Some(&i) = self.exact.get(&sni) {
+            return Some(i);
         }
-        if let Some((_, parent)) = sni.split_once('.')
-            && let Some(k) = self.wildcard.get(parent)
-        {
-            return Some(k.clone());
+        let (_, parent) = sni.split_once('.')?;
+        self.wildcard
+            .get(parent)?
+            .iter()
+            .copied()
+            .find(|&i| !self.excluded[i].contains(&sni))
+    }
+
+    /// The certificate index a handshake naming `sni` gets: the match, else
+    /// the default (index 0) unless `strict-sni`.
+    pub(crate) fn choose(&self, sni: Option<&str>) -> Option<usize> {
+        match sni.and_then(|n| self.pick(n)) {
+            Some(i) => Some(i),
+            None if self.strict => None,
+            None => Some(0),
         }
-        None
     }
 }
 
 impl ResolvesServerCert for SniResolver {
     fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        let found = hello.server_name().and_then(|n| self.lookup(n));
-        match found {
-            Some(k) => Some(k),
-            // Strict: the handshake fails (counted as a failed one).
-            None if self.strict => None,
-            None => Some(self.default.clone()),
-        }
+        // Strict with no match: no certificate, the handshake fails
+        // (counted as a failed one).
+        self.choose(hello.server_name())
+            .map(|i| self.keys[i].clone())
     }
 }
 
 /// Loads a CA bundle (`ca-file`).
-pub fn load_ca(path: &Path) -> Result<rustls::RootCertStore, CertError> {
+pub(crate) fn load_ca(path: &Path) -> Result<rustls::RootCertStore, CertError> {
     let shown = path.display().to_string();
     let data = std::fs::read(path).map_err(|e| CertError::Ca(shown.clone(), e.to_string()))?;
     let mut roots = rustls::RootCertStore::empty();
@@ -305,6 +477,51 @@ fn parse_names(cert: &[u8]) -> Option<Vec<String>> {
         }
     }
     Some(names)
+}
+
+/// Whether the SubjectPublicKeyInfo `spki` (as the signing key gives it)
+/// is the one of certificate `cert`: same algorithm, same curve for EC
+/// keys, same key bits. The parameters of an RSA key are not compared:
+/// they are NULL or absent, both meaning none.
+fn same_public_key(spki: &[u8], cert: &[u8]) -> bool {
+    const RSA: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01];
+    let (Some(key), Some(cert)) = (spki_parts(spki), cert_spki(cert).and_then(spki_parts)) else {
+        return false;
+    };
+    key.oid == cert.oid && key.bits == cert.bits && (key.oid == RSA || key.params == cert.params)
+}
+
+/// The pieces of a SubjectPublicKeyInfo that tell keys apart.
+struct SpkiParts<'a> {
+    oid: &'a [u8],
+    /// The algorithm's parameters (the curve of an EC key): tag, value.
+    params: Option<(u8, &'a [u8])>,
+    bits: &'a [u8],
+}
+
+fn spki_parts(spki: &[u8]) -> Option<SpkiParts<'_>> {
+    let (_, body, _) = tlv(spki)?;
+    let (_, alg, rest) = tlv(body)?;
+    let (_, bits, _) = tlv(rest)?;
+    let (_, oid, params) = tlv(alg)?;
+    let params = tlv(params).map(|(t, v, _)| (t, v));
+    Some(SpkiParts { oid, params, bits })
+}
+
+/// The SubjectPublicKeyInfo of a certificate, tag and length included.
+fn cert_spki(cert: &[u8]) -> Option<&[u8]> {
+    let (_, cert_body, _) = tlv(cert)?;
+    let (_, mut tbs, _) = tlv(cert_body)?;
+    // version [0] (absent in a v1 certificate), serial, signature, issuer,
+    // validity, subject, then the key.
+    if tbs.first() == Some(&0xa0) {
+        tbs = tlv(tbs)?.2;
+    }
+    for _ in 0..5 {
+        tbs = tlv(tbs)?.2;
+    }
+    let (_, _, rest) = tlv(tbs)?;
+    Some(&tbs[..tbs.len() - rest.len()])
 }
 
 /// One DER tag-length-value: (tag, value, rest).

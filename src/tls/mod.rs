@@ -5,8 +5,8 @@
 //! snapshot: new handshakes use them, established connections keep theirs.
 
 pub mod certs;
-pub mod stream;
-pub mod upstream;
+pub(crate) mod stream;
+pub(crate) mod upstream;
 
 use std::sync::Arc;
 
@@ -14,12 +14,12 @@ use rustls::crypto::CryptoProvider;
 use rustls::crypto::ring as provider;
 use rustls::{ProtocolVersion, SupportedCipherSuite};
 
-pub use certs::{CertError, LoadedCert};
-pub use stream::Stream;
+pub(crate) use certs::{LineOpts, LoadedCert};
+pub(crate) use stream::Stream;
 
 /// A TLS version as HAProxy names it (`ssl-min-ver` / `ssl-max-ver`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum TlsVersion {
+pub(crate) enum TlsVersion {
     Ssl3,
     Tls10,
     Tls11,
@@ -28,7 +28,7 @@ pub enum TlsVersion {
 }
 
 impl TlsVersion {
-    pub fn parse(s: &str) -> Option<Self> {
+    pub(crate) fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "SSLv3" => TlsVersion::Ssl3,
             "TLSv1.0" => TlsVersion::Tls10,
@@ -42,7 +42,7 @@ impl TlsVersion {
 
 /// `verify` on a bind line (client certificates).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Verify {
+pub(crate) enum Verify {
     #[default]
     None,
     Optional,
@@ -51,13 +51,13 @@ pub enum Verify {
 
 /// The TLS settings shared by both sides: versions and suites.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Suites {
-    pub min_ver: Option<TlsVersion>,
-    pub max_ver: Option<TlsVersion>,
+pub(crate) struct Suites {
+    pub(crate) min_ver: Option<TlsVersion>,
+    pub(crate) max_ver: Option<TlsVersion>,
     /// `ciphers`: OpenSSL names of TLS 1.2 suites, `:`-separated.
-    pub ciphers: Option<String>,
+    pub(crate) ciphers: Option<String>,
     /// `ciphersuites`: TLS 1.3 suite names, `:`-separated.
-    pub ciphersuites: Option<String>,
+    pub(crate) ciphersuites: Option<String>,
 }
 
 /// The rustls names of the TLS 1.2 suites, by their OpenSSL names.
@@ -107,7 +107,7 @@ impl Suites {
     /// The crypto provider and versions these settings allow. `warnings`
     /// collects what rustls cannot do (skipped, not fatal); an error is a
     /// setting that leaves nothing usable.
-    pub fn build(
+    pub(crate) fn build(
         &self,
         warnings: &mut Vec<String>,
     ) -> Result<
@@ -203,7 +203,7 @@ fn pick(
     out
 }
 
-pub fn version_name(v: TlsVersion) -> &'static str {
+pub(crate) fn version_name(v: TlsVersion) -> &'static str {
     match v {
         TlsVersion::Ssl3 => "SSLv3",
         TlsVersion::Tls10 => "TLSv1.0",
@@ -217,7 +217,7 @@ pub fn version_name(v: TlsVersion) -> &'static str {
 /// where `h2` says so (a `bind` line: the connection is then served as
 /// HTTP/2); elsewhere it is dropped with a warning (never negotiated, so
 /// the peer falls back to HTTP/1.1).
-pub fn alpn_protocols(list: &str, h2: bool, warnings: &mut Vec<String>) -> Vec<Vec<u8>> {
+pub(crate) fn alpn_protocols(list: &str, h2: bool, warnings: &mut Vec<String>) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     for p in list.split(',').filter(|p| !p.is_empty()) {
         match p {
@@ -233,21 +233,21 @@ pub fn alpn_protocols(list: &str, h2: bool, warnings: &mut Vec<String>) -> Vec<V
 
 /// A `bind ... ssl` line's settings.
 #[derive(Debug, Clone, Default)]
-pub struct BindTls {
-    pub certs: Vec<LoadedCert>,
-    pub alpn: Vec<Vec<u8>>,
-    pub suites: Suites,
-    pub verify: Verify,
-    pub ca: Option<Arc<rustls::RootCertStore>>,
+pub(crate) struct BindTls {
+    pub(crate) certs: Vec<LoadedCert>,
+    pub(crate) alpn: Vec<Vec<u8>>,
+    pub(crate) suites: Suites,
+    pub(crate) verify: Verify,
+    pub(crate) ca: Option<Arc<rustls::RootCertStore>>,
     /// `strict-sni`: refuse clients whose SNI names no certificate.
-    pub strict_sni: bool,
+    pub(crate) strict_sni: bool,
     /// `no-tls-tickets`: no TLS 1.3 session tickets are sent.
-    pub no_tickets: bool,
+    pub(crate) no_tickets: bool,
 }
 
 impl BindTls {
     /// The rustls configuration of the listener.
-    pub fn server_config(
+    pub(crate) fn server_config(
         &self,
         warnings: &mut Vec<String>,
     ) -> Result<Arc<rustls::ServerConfig>, String> {
@@ -286,21 +286,131 @@ impl BindTls {
     }
 }
 
+/// The TLS of a listener: one rustls configuration, or, when crt-list
+/// lines carry `[...]` options, one per certificate, picked by the SNI
+/// of the ClientHello before the handshake goes on.
+#[derive(Debug)]
+pub(crate) struct ListenTls {
+    /// Every handshake's when `per_cert` is None; else the one of
+    /// `strict-sni` handshakes that name no certificate (it has none for
+    /// them: the handshake fails as with a single configuration).
+    pub(crate) config: Arc<rustls::ServerConfig>,
+    pub(crate) per_cert: Option<PerCert>,
+}
+
+/// The configurations of a listener whose crt-list lines have options.
+#[derive(Debug)]
+pub(crate) struct PerCert {
+    resolver: certs::SniResolver,
+    /// By certificate index, each serving its certificate only.
+    configs: Vec<Arc<rustls::ServerConfig>>,
+}
+
+impl ListenTls {
+    /// The configuration of a handshake whose ClientHello names `sni`.
+    pub(crate) fn pick(&self, sni: Option<&str>) -> Arc<rustls::ServerConfig> {
+        match &self.per_cert {
+            None => self.config.clone(),
+            Some(p) => p
+                .resolver
+                .choose(sni)
+                .and_then(|i| p.configs.get(i).cloned())
+                .unwrap_or_else(|| self.config.clone()),
+        }
+    }
+}
+
+impl BindTls {
+    /// The listener's TLS: the bind line's configuration, plus one per
+    /// certificate when some crt-list line has options (each line's
+    /// options over the bind line's).
+    pub(crate) fn listen_tls(&self, warnings: &mut Vec<String>) -> Result<ListenTls, String> {
+        let config = self.server_config(warnings)?;
+        if self.certs.iter().all(|c| c.opts.is_none()) {
+            return Ok(ListenTls {
+                config,
+                per_cert: None,
+            });
+        }
+        let resolver = certs::SniResolver::new(&self.certs, self.strict_sni)
+            .ok_or_else(|| "no certificate loaded".to_string())?;
+        let mut configs = Vec::with_capacity(self.certs.len());
+        for c in &self.certs {
+            let mut one = BindTls {
+                certs: vec![LoadedCert {
+                    names: Vec::new(),
+                    excluded: Vec::new(),
+                    opts: None,
+                    ..c.clone()
+                }],
+                strict_sni: false,
+                ..self.clone()
+            };
+            // Lines sharing options would repeat the same warnings: each
+            // is said once.
+            let mut said = Vec::new();
+            if let Some(o) = &c.opts {
+                apply_line_opts(&mut one, o, &mut said)?;
+            }
+            configs.push(one.server_config(&mut said)?);
+            for w in said {
+                if !warnings.contains(&w) {
+                    warnings.push(w);
+                }
+            }
+        }
+        Ok(ListenTls {
+            config,
+            per_cert: Some(PerCert { resolver, configs }),
+        })
+    }
+}
+
+/// A crt-list line's options over a copy of the bind line's settings.
+fn apply_line_opts(
+    t: &mut BindTls,
+    o: &LineOpts,
+    warnings: &mut Vec<String>,
+) -> Result<(), String> {
+    if let Some(a) = &o.alpn {
+        t.alpn = alpn_protocols(a, true, warnings);
+    }
+    if o.min_ver.is_some() {
+        t.suites.min_ver = o.min_ver;
+    }
+    if o.max_ver.is_some() {
+        t.suites.max_ver = o.max_ver;
+    }
+    if o.ciphers.is_some() {
+        t.suites.ciphers = o.ciphers.clone();
+    }
+    if o.ciphersuites.is_some() {
+        t.suites.ciphersuites = o.ciphersuites.clone();
+    }
+    if let Some(v) = o.verify {
+        t.verify = v;
+    }
+    if let Some(ca) = &o.ca_file {
+        t.ca = Some(Arc::new(certs::load_ca(ca).map_err(|e| e.to_string())?));
+    }
+    Ok(())
+}
+
 /// What the ACL fetches of a TLS client connection read, taken once after
 /// the handshake.
 #[derive(Debug, Clone, Default)]
-pub struct TlsFacts {
-    pub sni: Option<Box<str>>,
+pub(crate) struct TlsFacts {
+    pub(crate) sni: Option<Box<str>>,
     /// `ssl_fc_protocol`: `TLSv1.2` or `TLSv1.3`.
-    pub protocol: &'static str,
+    pub(crate) protocol: &'static str,
     /// `ssl_c_used`: the client presented a certificate.
-    pub client_cert: bool,
+    pub(crate) client_cert: bool,
     /// ALPN chose `h2`: the connection speaks HTTP/2.
-    pub h2: bool,
+    pub(crate) h2: bool,
 }
 
 impl TlsFacts {
-    pub fn of(conn: &rustls::ServerConnection) -> Self {
+    pub(crate) fn of(conn: &rustls::ServerConnection) -> Self {
         TlsFacts {
             sni: conn.server_name().map(Into::into),
             protocol: match conn.protocol_version() {
@@ -312,10 +422,4 @@ impl TlsFacts {
             h2: conn.alpn_protocol() == Some(b"h2"),
         }
     }
-}
-
-/// The crypto provider every TLS configuration builds on: installed once
-/// as the process default, so rustls never has to guess one.
-pub fn install_provider() {
-    let _ = provider::default_provider().install_default();
 }

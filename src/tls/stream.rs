@@ -19,7 +19,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsStream;
 
 #[derive(Debug)]
-pub enum Stream {
+pub(crate) enum Stream {
     Tcp(TcpStream),
     Tls(Box<TlsStream<TcpStream>>),
     /// One HTTP/2 stream as the HTTP/1 pipeline sees it: the request's
@@ -31,18 +31,18 @@ pub enum Stream {
 /// connection that carries it: the request is read from `rx`, the response
 /// written to `tx` (two pipes, so that either side can end on its own).
 #[derive(Debug)]
-pub struct Pipe {
-    pub rx: DuplexStream,
-    pub tx: DuplexStream,
-    pub peer: SocketAddr,
-    pub local: SocketAddr,
+pub(crate) struct Pipe {
+    pub(crate) rx: DuplexStream,
+    pub(crate) tx: DuplexStream,
+    pub(crate) peer: SocketAddr,
+    pub(crate) local: SocketAddr,
 }
 
 impl Stream {
     /// The TCP socket underneath (options, readiness); None for an
     /// HTTP/2 stream's pipe.
     #[inline]
-    pub fn tcp(&self) -> Option<&TcpStream> {
+    pub(crate) fn tcp(&self) -> Option<&TcpStream> {
         match self {
             Stream::Tcp(s) => Some(s),
             Stream::Tls(s) => Some(s.get_ref().0),
@@ -51,7 +51,7 @@ impl Stream {
     }
 
     /// The client's address as the socket sees it.
-    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+    pub(crate) fn peer_addr(&self) -> io::Result<SocketAddr> {
         match self {
             Stream::Pipe(p) => Ok(p.peer),
             _ => self.tcp().ok_or(io::ErrorKind::NotConnected)?.peer_addr(),
@@ -59,20 +59,20 @@ impl Stream {
     }
 
     /// The local address the connection came in on.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+    pub(crate) fn local_addr(&self) -> io::Result<SocketAddr> {
         match self {
             Stream::Pipe(p) => Ok(p.local),
             _ => self.tcp().ok_or(io::ErrorKind::NotConnected)?.local_addr(),
         }
     }
 
-    pub fn is_tls(&self) -> bool {
+    pub(crate) fn is_tls(&self) -> bool {
         matches!(self, Stream::Tls(_))
     }
 
     /// Whether TLS has decrypted bytes buffered that the socket's readiness
     /// would not announce (always false for plain TCP).
-    pub fn has_buffered_plaintext(&mut self) -> bool {
+    pub(crate) fn has_buffered_plaintext(&mut self) -> bool {
         let Stream::Tls(s) = self else { return false };
         let state = match &mut **s {
             TlsStream::Server(s) => s.get_mut().1.process_new_packets(),
@@ -83,7 +83,7 @@ impl Stream {
 
     /// Non-blocking read of what is there (plain TCP only: a TLS stream
     /// reports `WouldBlock`, its bytes are read by the async path).
-    pub fn try_read_buf(&self, buf: &mut bytes::BytesMut) -> io::Result<usize> {
+    pub(crate) fn try_read_buf(&self, buf: &mut bytes::BytesMut) -> io::Result<usize> {
         match self {
             Stream::Tcp(s) => s.try_read_buf(buf),
             Stream::Tls(_) | Stream::Pipe(_) => Err(io::ErrorKind::WouldBlock.into()),

@@ -14,11 +14,11 @@ use rustls::sign::CertifiedKey;
 use rustls::{CertificateError, DigitallySignedStruct, SignatureScheme};
 use tokio::net::TcpStream;
 
-use super::{Stream, Suites, certs};
+use crate::tls::{Stream, Suites, certs};
 
 /// `sni <expr>` of a server line.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum SniSpec {
+pub(crate) enum SniSpec {
     /// `str(<name>)`
     Fixed(String),
     /// `req.hdr(host)` / `hdr(host)`: the request's Host, port removed.
@@ -26,7 +26,7 @@ pub enum SniSpec {
 }
 
 impl SniSpec {
-    pub fn parse(expr: &str) -> Option<Self> {
+    pub(crate) fn parse(expr: &str) -> Option<Self> {
         if let Some(name) = expr.strip_prefix("str(").and_then(|r| r.strip_suffix(')')) {
             return (!name.is_empty()).then(|| SniSpec::Fixed(name.to_string()));
         }
@@ -39,26 +39,28 @@ impl SniSpec {
 
 /// The TLS options of a server line.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ServerTlsOpts {
+pub(crate) struct ServerTlsOpts {
     /// `ssl` given (options without it are kept for a later `ssl`, as in
     /// a `default-server` line).
-    pub enabled: bool,
-    pub verify_required: bool,
-    pub ca_file: Option<String>,
-    pub sni: Option<SniSpec>,
-    pub alpn: Option<String>,
-    pub crt: Option<String>,
-    pub suites: Suites,
+    pub(crate) enabled: bool,
+    /// `no-ssl` said last (`show servers state` tells it from nothing said).
+    pub(crate) no_ssl: bool,
+    pub(crate) verify_required: bool,
+    pub(crate) ca_file: Option<String>,
+    pub(crate) sni: Option<SniSpec>,
+    pub(crate) alpn: Option<String>,
+    pub(crate) crt: Option<String>,
+    pub(crate) suites: Suites,
 }
 
 /// A server's TLS settings, ready to connect.
-pub struct UpstreamTls {
+pub(crate) struct UpstreamTls {
     config: Arc<rustls::ClientConfig>,
-    pub sni: Option<SniSpec>,
+    pub(crate) sni: Option<SniSpec>,
     /// Everything that tells two TLS peers apart besides the address:
     /// verification, CA and client certificate (their contents too), SNI,
     /// ALPN. Pools are replaced when it changes.
-    pub identity: String,
+    pub(crate) identity: String,
 }
 
 impl std::fmt::Debug for UpstreamTls {
@@ -76,7 +78,11 @@ fn file_hash(path: &str) -> u64 {
 impl UpstreamTls {
     /// `h2`: the server speaks HTTP/2 (`proto h2`): `h2` is offered by
     /// ALPN (alone when the line has no `alpn`).
-    pub fn new(opts: &ServerTlsOpts, h2: bool, warnings: &mut Vec<String>) -> Result<Self, String> {
+    pub(crate) fn new(
+        opts: &ServerTlsOpts,
+        h2: bool,
+        warnings: &mut Vec<String>,
+    ) -> Result<Self, String> {
         let (provider, versions) = opts.suites.build(warnings)?;
         let verifier: Arc<dyn ServerCertVerifier> = if opts.verify_required {
             let Some(ca) = &opts.ca_file else {
@@ -107,7 +113,7 @@ impl UpstreamTls {
             None => builder.with_no_client_auth(),
         };
         match &opts.alpn {
-            Some(list) => config.alpn_protocols = super::alpn_protocols(list, h2, warnings),
+            Some(list) => config.alpn_protocols = crate::tls::alpn_protocols(list, h2, warnings),
             None if h2 => config.alpn_protocols = vec![b"h2".to_vec()],
             None => {}
         }
@@ -133,7 +139,7 @@ impl UpstreamTls {
     }
 
     /// The SNI to send for a request whose Host is `host` (None: no SNI).
-    pub fn sni_for<'a>(&'a self, host: Option<&'a [u8]>) -> Option<&'a str> {
+    pub(crate) fn sni_for<'a>(&'a self, host: Option<&'a [u8]>) -> Option<&'a str> {
         match &self.sni {
             None => None,
             Some(SniSpec::Fixed(n)) => Some(n),
@@ -152,7 +158,7 @@ impl UpstreamTls {
     /// The TLS handshake over a connected socket. Without an SNI the
     /// address is the name (rustls then sends no SNI, as HAProxy without
     /// `sni`).
-    pub async fn handshake(
+    pub(crate) async fn handshake(
         &self,
         tcp: TcpStream,
         addr: SocketAddr,

@@ -8,6 +8,7 @@ backend. Used to decide the expectations of tests/smuggling.rs.
     python3 h1_oracle.py ../../target/debug/sluice
     CASES=cases2 python3 h1_oracle.py /usr/sbin/haproxy   # more cases
     CASES=cases3 python3 h1_oracle.py /usr/sbin/haproxy   # head size limits
+    CASES=cases4 python3 h1_oracle.py /usr/sbin/haproxy -v  # chunk re-framing
 
 The backend keeps per-connection records and reports the bytes received
 since the previous case, so pooled server connections are accounted for.

@@ -506,6 +506,7 @@ impl State<'_> {
                 // option httpchk [<method>] [<uri>] [<version>] (one word:
                 // the URI).
                 let hc = &mut p.http_check;
+                own_rules(hc);
                 let a: Vec<&String> = words.iter().skip(2).collect();
                 match a.len() {
                     0 => {}
@@ -545,6 +546,9 @@ impl State<'_> {
         }
         let sub = words.get(1).map_or("", String::as_str);
         let mut hc = self.px().http_check.clone();
+        if matches!(sub, "send" | "expect") {
+            own_rules(&mut hc);
+        }
         match sub {
             "send" => {
                 let mut i = 2;
@@ -649,6 +653,19 @@ impl State<'_> {
             }
         };
         self.px().tcp_check.push(rule);
+    }
+}
+
+/// A section's first own check rule (`option httpchk`, `http-check send`
+/// or `expect`): HAProxy gives the section a rule set of its own then, so
+/// the rules inherited from `defaults` are dropped. `disable-on-404` is an
+/// option, not a rule: it stays.
+fn own_rules(hc: &mut HttpCheck) {
+    if hc.inherited {
+        *hc = HttpCheck {
+            disable_on_404: hc.disable_on_404,
+            ..HttpCheck::default()
+        };
     }
 }
 

@@ -246,7 +246,6 @@ impl State<'_> {
             let add = LegacyAdd {
                 line: arg(1).as_bytes().to_vec(),
                 cond,
-                loc: loc.clone(),
             };
             let p = self.px();
             let rules = if s.response {
@@ -286,12 +285,7 @@ impl State<'_> {
                 ),
             );
         }
-        let filter = LegacyFilter {
-            re,
-            action,
-            cond,
-            loc: loc.clone(),
-        };
+        let filter = LegacyFilter { re, action, cond };
         let p = self.px();
         if s.response {
             p.legacy_rsp.filters.push(filter);
@@ -328,7 +322,6 @@ impl State<'_> {
         self.px().blocks.push(HttpRequestRule {
             action: HttpRequestAction::Deny(HttpReply::error_page(403)),
             cond,
-            loc: loc.clone(),
         });
     }
 }

@@ -34,7 +34,7 @@ impl State<'_> {
         loc: &Loc,
         text: &str,
         words: &[String],
-    ) -> Result<(Option<Arc<rustls::ServerConfig>>, bool, BindProto), ()> {
+    ) -> Result<(Option<Arc<crate::tls::ListenTls>>, bool, BindProto), ()> {
         let g = self.global.ssl.clone();
         let mut ssl = false;
         let mut certs: Vec<LoadedCert> = Vec::new();
@@ -80,7 +80,7 @@ impl State<'_> {
                         };
                         let path = Self::base_path(g.crt_base.as_ref(), a);
                         let loaded = if w == "crt-list" {
-                            certs::load_crt_list(&path, g.crt_base.as_deref())
+                            certs::load_crt_list(&path, g.crt_base.as_deref(), g.ca_base.as_deref())
                         } else if path.is_dir() {
                             certs::load_dir(&path)
                         } else {
@@ -207,7 +207,10 @@ impl State<'_> {
                         ok = false;
                         break;
                     }
-                    other if kw::BIND_UNSUPPORTED.contains(&other) => {
+                    other
+                        if kw::BIND_UNSUPPORTED.contains(&other)
+                            || kw::haproxy_has(kw::Kind::Bind, other) =>
+                    {
                         self.alert(
                             loc,
                             format!(
@@ -272,12 +275,12 @@ impl State<'_> {
             None => Vec::new(),
         };
         bt.certs = certs;
-        let built = bt.server_config(&mut warnings);
+        let built = bt.listen_tls(&mut warnings);
         for w in warnings {
             self.warn(loc, format!("'bind {text}' : {w}"));
         }
         match built {
-            Ok(cfg) => Ok((Some(cfg), accept_proxy, proto)),
+            Ok(cfg) => Ok((Some(Arc::new(cfg)), accept_proxy, proto)),
             Err(e) => {
                 self.alert(loc, format!("'bind {text}' : {e}"));
                 Err(())
@@ -334,10 +337,12 @@ impl State<'_> {
         Ok(match w {
             "ssl" => {
                 t.enabled = true;
+                t.no_ssl = false;
                 1
             }
             "no-ssl" => {
                 t.enabled = false;
+                t.no_ssl = true;
                 1
             }
             "verify" => {

@@ -106,7 +106,6 @@ impl State<'_> {
                 let rule = TcpRule {
                     action,
                     cond,
-                    loc: loc.clone(),
                 };
                 if what == "connection" {
                     self.px().tcp_connection.push(rule);

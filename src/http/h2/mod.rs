@@ -18,9 +18,7 @@
 //! reset counters that stop a rapid-reset (CVE-2023-44487) or
 //! MadeYouReset (CVE-2025-8671) flood with a GOAWAY.
 
-mod convert;
-mod stream;
-pub mod upstream;
+pub(crate) mod stream;
 
 use std::io;
 use std::net::SocketAddr;
@@ -35,15 +33,12 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::task::JoinSet;
 
 use crate::config::model::{Global, H2Tune};
-use crate::listener::ClientConn;
+use crate::frontend::listener::ClientConn;
 use crate::tls::{Stream, TlsFacts};
-
-/// What a client sends first on an HTTP/2 connection (RFC 9113 §3.4).
-pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 /// The head an HTTP/1 parser sees of the preface: its first line and the
 /// blank line after it.
-pub const PREFACE_HEAD: &[u8] = b"PRI * HTTP/2.0\r\n\r\n";
+pub(crate) const PREFACE_HEAD: &[u8] = b"PRI * HTTP/2.0\r\n\r\n";
 
 /// Streams refused by the client (RST_STREAM) before they were accepted,
 /// beyond which the connection is closed with GOAWAY ENHANCE_YOUR_CALM:
@@ -59,6 +54,14 @@ const MAX_LOCAL_ERROR_RESET_STREAMS: usize = 100;
 const MAX_CONCURRENT_RESET_STREAMS: usize = 10;
 const RESET_STREAM_DURATION: Duration = Duration::from_secs(10);
 
+/// The connection-level receive window: 2^31-1, as HAProxy 2.6 opens it
+/// (a first WINDOW_UPDATE of 0x7fff0000 on stream 0). Each stream's own
+/// window still bounds what a stream may send ahead of the server; a
+/// connection window of only 64 KiB, returned by halves, left a client
+/// sending many small bodies waiting for WINDOW_UPDATEs HAProxy never
+/// makes it wait for.
+const CONNECTION_WINDOW: u32 = (1 << 31) - 1;
+
 /// Response bytes buffered per stream ahead of the client's window.
 const MAX_SEND_BUFFER: usize = 64 * 1024;
 
@@ -68,25 +71,26 @@ const CLOSE_GRACE: Duration = Duration::from_secs(1);
 
 /// The HTTP/2 settings and limits of a frontend's connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// SETTINGS_MAX_CONCURRENT_STREAMS (`tune.h2.max-concurrent-streams`).
-    pub max_concurrent_streams: u32,
-    /// SETTINGS_INITIAL_WINDOW_SIZE (`tune.h2.initial-window-size`), also
-    /// the connection's receive window.
-    pub initial_window_size: u32,
+    pub(crate) max_concurrent_streams: u32,
+    /// SETTINGS_INITIAL_WINDOW_SIZE (`tune.h2.initial-window-size`): each
+    /// stream's receive window. (The connection's is the largest there
+    /// is, see [`CONNECTION_WINDOW`].)
+    pub(crate) initial_window_size: u32,
     /// SETTINGS_HEADER_TABLE_SIZE (`tune.h2.header-table-size`).
-    pub header_table_size: u32,
+    pub(crate) header_table_size: u32,
     /// SETTINGS_MAX_FRAME_SIZE (`tune.h2.max-frame-size`).
-    pub max_frame_size: u32,
+    pub(crate) max_frame_size: u32,
     /// SETTINGS_MAX_HEADER_LIST_SIZE: a request's headers must fit the
     /// buffer an HTTP/1 head fits (`tune.bufsize - tune.maxrewrite`), as
     /// in HAProxy. A larger header block, CONTINUATION frames included,
     /// is refused; a much larger one closes the connection.
-    pub max_header_list_size: u32,
+    pub(crate) max_header_list_size: u32,
 }
 
 impl Limits {
-    pub fn of(g: &Global) -> Limits {
+    pub(crate) fn of(g: &Global) -> Limits {
         let t = &g.h2;
         Limits {
             max_concurrent_streams: t
@@ -107,7 +111,7 @@ impl Limits {
         let mut b = h2::server::Builder::new();
         b.max_concurrent_streams(self.max_concurrent_streams)
             .initial_window_size(self.initial_window_size)
-            .initial_connection_window_size(self.initial_window_size.max(65535))
+            .initial_connection_window_size(CONNECTION_WINDOW)
             .header_table_size(self.header_table_size)
             .max_frame_size(self.max_frame_size)
             .max_header_list_size(self.max_header_list_size)
@@ -172,7 +176,7 @@ impl AsyncWrite for Rewind {
 
 /// Serves an HTTP/2 client connection until it closes. `prefix` holds
 /// bytes already read from `stream` (part of the preface, or empty).
-pub async fn serve(
+pub(crate) async fn serve(
     client: ClientConn,
     stream: Stream,
     prefix: Bytes,
@@ -200,7 +204,7 @@ pub async fn serve(
         inner: stream,
     };
     let handshake = limits.builder().handshake::<_, Bytes>(io);
-    let mut conn = match crate::http::io::with_timeout(handshake_timeout, handshake).await {
+    let mut conn = match crate::wire::io::with_timeout(handshake_timeout, handshake).await {
         Some(Ok(conn)) => conn,
         // Not HTTP/2 (no preface), or silent: closed.
         Some(Err(_)) => {
@@ -263,7 +267,7 @@ pub async fn serve(
                 conn.graceful_shutdown();
                 closing = true;
             }
-            _ = crate::process::stop_begun(), if !closing => {
+            _ = crate::sys::process::stop_begun(), if !closing => {
                 conn.graceful_shutdown();
                 closing = true;
             }

@@ -11,19 +11,19 @@ use h2::server::SendResponse;
 use h2::{Reason, RecvStream, SendStream};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use super::convert::{self, Dechunker};
-use crate::http::h1::{self, BodyKind, Head};
-use crate::http::io::{BufConn, with_timeout};
-use crate::listener::ClientConn;
+use crate::frontend::listener::ClientConn;
 use crate::tls::stream::Pipe;
 use crate::tls::{Stream, TlsFacts};
+use crate::wire::h1::{self, BodyKind, Head};
+use crate::wire::h2_convert::{self, Dechunker};
+use crate::wire::io::{BufConn, with_timeout};
 
 /// Bytes the pipe holds each way: one relay buffer.
-pub(super) const PIPE_BUF: usize = 16 * 1024;
+pub(crate) const PIPE_BUF: usize = 16 * 1024;
 
 /// Serves one stream: its request through the pipeline, the pipeline's
 /// response back to the client.
-pub(super) async fn serve(
+pub(crate) async fn serve(
     client: Arc<ClientConn>,
     req: http::Request<RecvStream>,
     mut respond: SendResponse<Bytes>,
@@ -39,7 +39,7 @@ pub(super) async fn serve(
     };
     let (parts, body) = req.into_parts();
     let has_body = !body.is_end_stream();
-    let h1req = match convert::request(&parts, has_body) {
+    let h1req = match h2_convert::request(&parts, has_body) {
         Ok(r) => r,
         Err(_) => {
             counters
@@ -84,7 +84,7 @@ pub(super) async fn serve(
                     request.await;
                 }
                 Some(generation) => {
-                    crate::reload::bounded(generation, request).await;
+                    crate::control::reload::bounded(generation, request).await;
                 }
             }
             // Dropping the pipeline's end tells the response relay the
@@ -115,11 +115,11 @@ pub(super) async fn serve(
 /// chunked), releasing flow-control window only for what the pipe took: a
 /// slow reader slows the sender down, nothing piles up. (A client's
 /// request body here; a server's response body for `upstream`.)
-pub(super) async fn upload(
+pub(crate) async fn upload(
     mut body: RecvStream,
     mut pipe: impl AsyncWrite + Unpin,
     chunked: bool,
-    counters: Option<&crate::backend::Counters>,
+    counters: Option<&crate::state::Counters>,
     timeout: Option<Duration>,
 ) {
     let mut ok = true;
@@ -171,7 +171,7 @@ pub(super) async fn upload(
 }
 
 /// Why the response relay stopped early.
-pub(super) enum Cut {
+pub(crate) enum Cut {
     /// The pipeline ended before a complete response (the client aborted,
     /// the server failed mid-body): the stream is reset.
     Pipeline,
@@ -211,7 +211,7 @@ async fn download(
     };
     let method: &[u8] = if head_only { b"HEAD" } else { b"GET" };
     let body = head.response_body(method).unwrap_or(BodyKind::UntilClose);
-    let Some(response) = convert::response(&head) else {
+    let Some(response) = h2_convert::response(&head) else {
         respond.send_reset(Reason::INTERNAL_ERROR);
         return;
     };
@@ -231,7 +231,7 @@ async fn download(
 
 /// Reads until a whole head is in `buf` and splits it off; None when the
 /// pipe closed first.
-pub(super) async fn read_head(
+pub(crate) async fn read_head(
     pipe: &mut (impl AsyncRead + Unpin),
     buf: &mut BytesMut,
 ) -> Option<Bytes> {
@@ -252,7 +252,7 @@ pub(super) async fn read_head(
 /// The body, as the pipeline frames it, to DATA frames, and the end of
 /// the stream: on the last DATA frame when the length is known, else on an
 /// empty one.
-pub(super) async fn relay_body(
+pub(crate) async fn relay_body(
     pipe: &mut (impl AsyncRead + Unpin),
     buf: &mut BytesMut,
     send: &mut SendStream<Bytes>,

@@ -1,0 +1,470 @@
+//! The `global` section's keywords: process settings, logging, `stats` and
+//! `stats socket`, `tune.*`, `cpu-map`.
+
+use super::*;
+
+impl State<'_> {
+    pub(super) fn global_line(&mut self, loc: &Loc, words: &[String]) {
+        let k = words[0].as_str();
+        let arg = words.get(1).map(String::as_str);
+        match k {
+            "maxconn" | "nbthread" => {
+                let Some(n) = arg.and_then(parse_u32).filter(|n| *n > 0) else {
+                    return self.alert(
+                        loc,
+                        format!(
+                            "'{k}' expects a positive integer argument (got '{}').",
+                            arg.unwrap_or("")
+                        ),
+                    );
+                };
+                if k == "maxconn" {
+                    self.global.maxconn = Some(n);
+                } else {
+                    self.global.nbthread = Some(n);
+                }
+            }
+            "nbproc" => {
+                let shown = arg.unwrap_or("");
+                self.warn(
+                    loc,
+                    format!(
+                        "nbproc is not supported by sluice: it runs one process and uses threads (see 'nbthread'); 'nbproc {shown}' is ignored."
+                    ),
+                );
+            }
+            "tune.bufsize" => match arg.and_then(parse_u32) {
+                // HAProxy takes a plain integer here (no size units); below
+                // 1 KiB no request head would fit.
+                Some(n) if n >= 1024 => self.global.tune_bufsize = Some(n),
+                _ => self.alert(
+                    loc,
+                    "'tune.bufsize' expects a positive integer argument (at least 1024).",
+                ),
+            },
+            "tune.maxrewrite" => match arg.and_then(parse_u32) {
+                Some(n) => self.global.tune_maxrewrite = Some(n),
+                None => self.alert(
+                    loc,
+                    "'tune.maxrewrite' expects a positive integer argument.",
+                ),
+            },
+            "tune.h2.header-table-size"
+            | "tune.h2.initial-window-size"
+            | "tune.h2.max-concurrent-streams"
+            | "tune.h2.max-frame-size" => self.tune_h2(loc, k, arg),
+            "daemon" => self.global.daemon = true,
+            "nosplice" => self.global.splice.disabled = true,
+            "tune.pipesize" | "maxpipes" => match arg.and_then(parse_u32).filter(|n| *n > 0) {
+                Some(n) if k == "maxpipes" => self.global.splice.maxpipes = Some(n),
+                Some(n) => self.global.splice.pipesize = Some(n),
+                None => self.alert(loc, format!("'{k}' expects a positive integer argument.")),
+            },
+            "hard-stop-after" => {
+                let v = arg.unwrap_or("");
+                match parse_time(v) {
+                    Ok(d) => self.global.hard_stop_after = Some(d),
+                    Err(e) => self.alert(loc, time_error_message("hard-stop-after", v, &e)),
+                }
+            }
+            "user" | "group" => match arg.filter(|a| !a.is_empty()) {
+                Some(n) => {
+                    let spec = Some(IdSpec::Name(n.to_string()));
+                    if k == "user" {
+                        self.global.user = spec;
+                        self.global.user_loc = Some(loc.clone());
+                    } else {
+                        self.global.group = spec;
+                        self.global.group_loc = Some(loc.clone());
+                    }
+                }
+                None => self.alert(loc, format!("'{k}' expects a {k} name as an argument.")),
+            },
+            "uid" | "gid" => match arg.and_then(parse_u32) {
+                Some(n) => {
+                    if k == "uid" {
+                        self.global.user = Some(IdSpec::Id(n));
+                    } else {
+                        self.global.group = Some(IdSpec::Id(n));
+                    }
+                }
+                None => self.alert(
+                    loc,
+                    format!(
+                        "'{k}' expects an integer argument (got '{}').",
+                        arg.unwrap_or("")
+                    ),
+                ),
+            },
+            "chroot" => match arg.filter(|a| !a.is_empty()) {
+                Some(d) => self.global.chroot = Some(PathBuf::from(d)),
+                None => self.alert(loc, "'chroot' expects a directory as an argument."),
+            },
+            "ulimit-n" => match arg.and_then(parse_u32).filter(|n| *n > 0) {
+                Some(n) => self.global.ulimit_n = Some(n),
+                None => self.alert(
+                    loc,
+                    format!(
+                        "'ulimit-n' expects a positive integer argument (got '{}').",
+                        arg.unwrap_or("")
+                    ),
+                ),
+            },
+            "cpu-map" => match parse_cpu_map(&words[1..]) {
+                Ok(m) => self.global.cpu_map.push(m),
+                Err(e) => self.alert(loc, format!("cpu-map: {e}")),
+            },
+            "zero-warning" => self.global.zero_warning = true,
+            "pidfile" => match arg.filter(|a| !a.is_empty()) {
+                Some(p) => self.global.pidfile = Some(PathBuf::from(p)),
+                None => self.alert(loc, "'pidfile' expects a file name as an argument."),
+            },
+            "node" => match arg {
+                Some(n) => self.global.node = Some(n.to_string()),
+                None => self.alert(loc, "'node' expects a name as an argument."),
+            },
+            "description" => {
+                if words.len() < 2 {
+                    self.alert(loc, "'description' expects a string argument.");
+                } else {
+                    self.global.description = Some(words[1..].join(" "));
+                }
+            }
+            "stats" => self.global_stats(loc, words),
+            "log" => match self
+                .log_words(words)
+                .and_then(|w| crate::config::log::parse_log(&w))
+            {
+                Ok(crate::config::log::LogLine::Target(t)) => self.global.log.targets.push(t),
+                Ok(crate::config::log::LogLine::Global) => {
+                    self.alert(loc, "log : 'global' is only allowed in proxies")
+                }
+                Err(e) => self.alert(loc, e),
+            },
+            "log-tag" => match crate::config::log::parse_log_tag(words) {
+                Ok(t) => self.global.log.tag = Some(t),
+                Err(e) => self.alert(loc, e),
+            },
+            "ssl-default-bind-options"
+            | "ssl-default-bind-ciphers"
+            | "ssl-default-bind-ciphersuites"
+            | "ssl-default-server-options"
+            | "ssl-default-server-ciphers"
+            | "ssl-default-server-ciphersuites"
+            | "ssl-server-verify"
+            | "crt-base"
+            | "ca-base" => self.global_ssl(loc, words),
+            _ if kw::GLOBAL_TUNE_IGNORED.iter().any(|(n, _)| *n == k) => {
+                let why = kw::GLOBAL_TUNE_IGNORED
+                    .iter()
+                    .find_map(|(n, why)| (*n == k).then_some(*why))
+                    .unwrap_or_default();
+                // A notice, not a warning: nothing is lost by ignoring it,
+                // and `zero-warning` configurations keep starting.
+                self.diags.push(Diagnostic::parsing(
+                    Level::Notice,
+                    loc,
+                    format!("'{k}' is accepted and ignored: {why}."),
+                ));
+            }
+            _ if k.starts_with("tune.")
+                || kw::GLOBAL_UNSUPPORTED.contains(&k)
+                || kw::haproxy_has(kw::Kind::Global, k) =>
+            {
+                self.unsupported(loc, k)
+            }
+            _ => {
+                let sugg = suggest::suffix(k, kw::global_keywords());
+                self.alert(
+                    loc,
+                    format!("unknown keyword '{k}' in 'global' section{sugg}"),
+                );
+            }
+        }
+    }
+
+    pub(super) fn global_stats(&mut self, loc: &Loc, words: &[String]) {
+        match words.get(1).map(String::as_str) {
+            Some("socket") => self.stats_socket(loc, words),
+            Some("timeout") => {
+                let v = words.get(2).map_or("", String::as_str);
+                match parse_time(v) {
+                    Ok(d) if !d.is_zero() => self.global.stats_timeout = Some(d),
+                    Ok(_) => self.alert(loc, "'stats timeout' expects a positive value"),
+                    Err(e) => self.alert(loc, time_error_message("stats timeout", v, &e)),
+                }
+            }
+            Some(sub @ ("maxconn" | "bind-process")) => {
+                let what = format!("stats {sub}");
+                self.unsupported(loc, &what)
+            }
+            other => self.alert(
+                loc,
+                format!(
+                    "'stats' only supports 'socket', 'maxconn', 'bind-process' and 'timeout' (got '{}').",
+                    other.unwrap_or("")
+                ),
+            ),
+        }
+    }
+
+    pub(super) fn stats_socket(&mut self, loc: &Loc, words: &[String]) {
+        let Some(target) = words.get(2).filter(|t| !t.is_empty()) else {
+            return self.alert(loc, "'stats socket' requires a path or an address.");
+        };
+        let target = match self.addr_word(target) {
+            Ok(t) => t,
+            Err(e) => return self.alert(loc, format!("'stats socket' : {e}")),
+        };
+        let target = &target;
+        let mut sock = StatsSocket {
+            path: PathBuf::from(target),
+            mode: None,
+            uid: None,
+            gid: None,
+            level: CliLevel::default(),
+            loc: loc.clone(),
+            tcp: None,
+            expose_fd: false,
+            fd: None,
+        };
+        if let Some(n) = target.strip_prefix("fd@") {
+            match addr::fd_ref_checked(n) {
+                Ok(Ok(fd)) => sock.fd = Some(fd),
+                Ok(Err(why)) => {
+                    self.unresolved_fd(loc, "stats socket", target, &why);
+                    sock.fd = Some(addr::UNRESOLVED_FD);
+                }
+                Err(e) => return self.alert(loc, format!("'stats socket' : {e} in '{target}'")),
+            }
+        } else if let Some(path) = target.strip_prefix("unix@") {
+            sock.path = PathBuf::from(path);
+        } else if target.starts_with("ipv4@") || target.starts_with("ipv6@") {
+            match addr::bind_addrs(target, target, self.resolve) {
+                Ok(a) if a.len() == 1 => sock.tcp = a.first().copied(),
+                Ok(_) => {
+                    return self.alert(loc, "'stats socket' : port ranges are not allowed.");
+                }
+                Err(e) => return self.alert(loc, format!("'stats socket' : {e}")),
+            }
+        } else if !target.contains('/') && target.contains(':') {
+            // No slash: HAProxy reads `host:port` as a TCP address.
+            match addr::bind_addrs(target, target, self.resolve) {
+                Ok(a) if a.len() == 1 => sock.tcp = a.first().copied(),
+                Ok(_) => {
+                    return self.alert(loc, "'stats socket' : port ranges are not allowed.");
+                }
+                Err(e) => return self.alert(loc, format!("'stats socket' : {e}")),
+            }
+        }
+        let mut i = 3;
+        let mut ok = true;
+        while let Some(w) = words.get(i) {
+            let val = words.get(i + 1).map(String::as_str);
+            match w.as_str() {
+                "level" => match val {
+                    Some("user") => sock.level = CliLevel::User,
+                    Some("operator") => sock.level = CliLevel::Operator,
+                    Some("admin") => sock.level = CliLevel::Admin,
+                    _ => {
+                        ok = false;
+                        self.alert(
+                            loc,
+                            "'stats socket' : 'level' only supports 'user', 'operator', and 'admin'.",
+                        );
+                    }
+                },
+                "mode" => {
+                    match val.and_then(|v| u32::from_str_radix(v, 8).ok().filter(|m| *m <= 0o7777))
+                    {
+                        Some(m) if sock.tcp.is_none() => sock.mode = Some(m),
+                        Some(_) => {
+                            ok = false;
+                            self.alert(
+                                loc,
+                                "'stats socket' : 'mode' only applies to UNIX sockets.",
+                            );
+                        }
+                        None => {
+                            ok = false;
+                            self.alert(
+                                loc,
+                                format!(
+                                    "'stats socket' : 'mode' : missing or invalid mode '{}' (octal integer expected)",
+                                    val.unwrap_or("")
+                                ),
+                            );
+                        }
+                    }
+                }
+                "uid" | "gid" | "user" | "group" => match socket_owner(w, val) {
+                    Ok(_) if sock.tcp.is_some() => {
+                        ok = false;
+                        self.alert(
+                            loc,
+                            format!("'stats socket' : '{w}' only applies to UNIX sockets."),
+                        );
+                    }
+                    Ok(id) if w == "uid" || w == "user" => sock.uid = Some(id),
+                    Ok(id) => sock.gid = Some(id),
+                    Err(e) => {
+                        ok = false;
+                        self.alert(loc, format!("'stats socket' : {e}"));
+                    }
+                },
+                "expose-fd" if val == Some("listeners") => sock.expose_fd = true,
+                "expose-fd" => {
+                    ok = false;
+                    self.alert(
+                        loc,
+                        "'stats socket' : 'expose-fd' only supports 'listeners'.",
+                    );
+                }
+                other if kw::BIND_UNSUPPORTED.contains(&other) => {
+                    ok = false;
+                    self.alert(
+                        loc,
+                        format!("'stats socket' : '{other}' option is not supported by sluice yet"),
+                    );
+                    // The loop's step skips its probable value, which
+                    // would otherwise raise a second error.
+                }
+                other => {
+                    ok = false;
+                    let sugg = suggest::suffix(
+                        other,
+                        ["level", "mode", "uid", "gid", "user", "group", "expose-fd"],
+                    );
+                    self.alert(
+                        loc,
+                        format!("'stats socket' : unknown keyword '{other}'{sugg}"),
+                    );
+                }
+            }
+            i += 2;
+        }
+        if sock.expose_fd && sock.tcp.is_some() {
+            self.warn(
+                loc,
+                "'stats socket' : 'expose-fd listeners' is ignored on a TCP socket (descriptors pass over UNIX sockets only).",
+            );
+        }
+        if ok {
+            self.global.stats_sockets.push(sock);
+        }
+    }
+
+    // ----------------------------------------------------------------- proxy
+}
+
+/// The final period of a message, unless it ends with a suggestion.
+/// The id named by a `stats socket` `uid`/`gid`/`user`/`group` option, with
+/// HAProxy's error texts. A non-numeric `uid`/`gid` is an error (HAProxy's
+/// `atol` would silently read it as 0, that is root).
+pub(super) fn socket_owner(kw: &str, val: Option<&str>) -> Result<u32, String> {
+    let val = val.filter(|v| !v.is_empty());
+    match kw {
+        "user" | "group" => {
+            let Some(name) = val else {
+                return Err(format!("'{kw}' : missing {kw} name"));
+            };
+            let id = if kw == "user" {
+                crate::sys::process::lookup_user(name).map(|(uid, _)| uid)
+            } else {
+                crate::sys::process::lookup_group(name)
+            };
+            id.ok_or_else(|| format!("'{kw}' : unknown {kw} name '{name}'"))
+        }
+        _ => match val {
+            None => Err(format!("'{kw}' : missing value")),
+            Some(v) => parse_u32(v)
+                .ok_or_else(|| format!("'{kw}' : invalid value '{v}' (integer expected)")),
+        },
+    }
+}
+
+/// `cpu-map [auto:]<group>[/<threads>] <cpus>...` (HAProxy 2.6 syntax;
+/// sluice has one thread group, so the group is `1`, `all`, `odd` or
+/// `even` only as far as they include 1).
+pub(crate) fn parse_cpu_map(args: &[String]) -> Result<CpuMap, String> {
+    let Some(first) = args.first() else {
+        return Err("expects a thread group and a CPU set.".to_string());
+    };
+    let (auto, spec) = match first.strip_prefix("auto:") {
+        Some(rest) => (true, rest),
+        None => (false, first.as_str()),
+    };
+    let (group, threads) = match spec.split_once('/') {
+        Some((g, t)) => (g, Some(t)),
+        None => (spec, None),
+    };
+    let group_ok = match group {
+        "all" | "odd" | "1" => true,
+        g => parse_set(g).is_ok_and(|s| s.contains(&1)),
+    };
+    if !group_ok {
+        return Err(format!(
+            "invalid thread group '{group}' (sluice has a single thread group, '1')."
+        ));
+    }
+    let threads = match threads {
+        None | Some("all") => None,
+        Some(t) => Some(
+            parse_set(t)
+                .map_err(|e| format!("invalid thread set '{t}': {e}"))?
+                .into_iter()
+                .map(|n| n as u32)
+                .filter(|n| *n > 0)
+                .collect::<Vec<_>>(),
+        ),
+    };
+    if args.len() < 2 {
+        return Err("expects a CPU set after the thread set.".to_string());
+    }
+    let mut cpus = Vec::new();
+    for a in &args[1..] {
+        for part in a.split(',') {
+            cpus.extend(parse_set(part).map_err(|e| format!("invalid CPU set '{a}': {e}"))?);
+        }
+    }
+    if auto
+        && let Some(t) = &threads
+        && t.len() != cpus.len()
+    {
+        return Err(format!(
+            "'auto:' needs as many CPUs as threads ({} threads, {} CPUs).",
+            t.len(),
+            cpus.len()
+        ));
+    }
+    Ok(CpuMap {
+        auto,
+        threads,
+        cpus,
+    })
+}
+
+/// `n`, `n-m`, `odd`, `even` (odd/even over 1..=64).
+pub(super) fn parse_set(s: &str) -> Result<Vec<usize>, String> {
+    match s {
+        "odd" => return Ok((1..=64).step_by(2).collect()),
+        "even" => return Ok((2..=64).step_by(2).collect()),
+        _ => {}
+    }
+    let num = |x: &str| {
+        x.parse::<usize>()
+            .ok()
+            .filter(|n| *n < 1024)
+            .ok_or_else(|| format!("'{x}' is not a number below 1024"))
+    };
+    match s.split_once('-') {
+        Some((a, b)) => {
+            let (a, b) = (num(a)?, num(b)?);
+            if a > b {
+                return Err(format!("range {a}-{b} is reversed"));
+            }
+            Ok((a..=b).collect())
+        }
+        None => Ok(vec![num(s)?]),
+    }
+}

@@ -1,0 +1,796 @@
+//! Proxy keywords of `frontend`, `backend`, `listen` and `defaults`: mode,
+//! timeouts, logging, `option`, the stats page, `bind`, `monitor`, and the
+//! socket and forwarding options.
+
+use super::rulekw::is_token_byte;
+use super::*;
+
+impl State<'_> {
+    pub(super) fn proxy_kind(&self) -> Option<ProxyKind> {
+        match self.section {
+            Section::Proxy(i) => self.proxies.get(i).map(|p| p.kind),
+            _ => None,
+        }
+    }
+
+    pub(super) fn px(&mut self) -> &mut Proxy {
+        match self.section {
+            Section::Proxy(i) if i < self.proxies.len() => &mut self.proxies[i],
+            Section::Defaults(i) if i < self.defaults.len() => &mut self.defaults[i].proxy,
+            _ => &mut self.scratch,
+        }
+    }
+
+    /// Is `keyword` usable here? `def`: allowed in defaults; `fe`/`be`:
+    /// meaningful with that capability. Reports and returns false if not.
+    pub(super) fn cap(&mut self, loc: &Loc, keyword: &str, def: bool, fe: bool, be: bool) -> bool {
+        let Some(kind) = self.proxy_kind() else {
+            if !def {
+                self.alert(
+                    loc,
+                    format!("'{keyword}' not allowed in 'defaults' section."),
+                );
+            }
+            return def;
+        };
+        if (fe && kind.has_frontend()) || (be && kind.has_backend()) {
+            return true;
+        }
+        let name = self.px().name.clone();
+        let missing = if fe { "no frontend" } else { "no backend" };
+        self.warn(
+            loc,
+            format!(
+                "'{keyword}' ignored because {} '{name}' has {missing} capability.",
+                type_str(kind)
+            ),
+        );
+        false
+    }
+
+    pub(super) fn proxy_line(&mut self, loc: &Loc, words: &[String]) {
+        let (neg, words) = if words[0] == "no" && words.len() > 1 {
+            (true, &words[1..])
+        } else {
+            (false, words)
+        };
+        let k = words[0].as_str();
+        if neg && k == "log" && words.len() == 1 {
+            // `no log`: this proxy logs nowhere (not even globally).
+            let l = &mut self.px().log;
+            l.global = false;
+            l.targets.clear();
+            return;
+        }
+        if neg && k != "option" {
+            let msg = format!("negation/default is not supported for {k}.");
+            self.diags
+                .push(Diagnostic::parsing_tight(Level::Alert, loc, msg));
+            return;
+        }
+        if k == "default" && words.get(1).is_some_and(|w| w == "option") {
+            return self.unsupported(loc, "default option");
+        }
+        let arg = words.get(1).map_or("", String::as_str);
+        match k {
+            "mode" => self.kw_mode(loc, arg),
+            "timeout" => self.kw_timeout(loc, words),
+            "clitimeout" | "srvtimeout" | "contimeout" => self.kw_legacy_timeout(loc, words),
+            _ if legacykw::is_legacy(k) => self.kw_legacy_rewrite(loc, words),
+            "balance" => self.kw_balance(loc, words),
+            "hash-type" => self.kw_hash_type(loc, words),
+            "fullconn" => self.kw_fullconn(loc, words),
+            "http-check" => self.kw_http_check(loc, words),
+            "tcp-check" => self.kw_tcp_check(loc, words),
+            "maxconn" => {
+                if self.cap(loc, k, true, true, false) {
+                    match parse_u32(arg) {
+                        Some(n) => self.px().maxconn = Some(n),
+                        None => self.alert(
+                            loc,
+                            format!("'{k}' expects an integer argument (got '{arg}')."),
+                        ),
+                    }
+                }
+            }
+            "retries" => {
+                if self.cap(loc, k, true, false, true) {
+                    match parse_u32(arg) {
+                        Some(n) => self.px().retries = n,
+                        None => self.alert(
+                            loc,
+                            format!("'{k}' expects an integer argument (got '{arg}')."),
+                        ),
+                    }
+                }
+            }
+            "retry-on" => self.kw_retry_on(loc, words),
+            "cookie" => self.kw_cookie(loc, words),
+            "http-reuse" => {
+                if self.cap(loc, k, true, false, true) {
+                    let v = match arg {
+                        "never" => HttpReuse::Never,
+                        "safe" => HttpReuse::Safe,
+                        "aggressive" => HttpReuse::Aggressive,
+                        "always" => HttpReuse::Always,
+                        _ => {
+                            return self.alert(
+                                loc,
+                                "'http-reuse' only supports 'never', 'safe', 'aggressive', 'always'",
+                            );
+                        }
+                    };
+                    self.px().http_reuse = v;
+                }
+            }
+            "option" => self.kw_option(loc, words, neg),
+            "stats" => self.kw_stats(loc, words),
+            "bind" => self.kw_bind(loc, words),
+            "acl" => self.kw_acl(loc, words),
+            "use_backend" => self.kw_use_backend(loc, words),
+            "default_backend" => {
+                if self.cap(loc, k, true, true, false) {
+                    if arg.is_empty() {
+                        return self.alert(loc, "'default_backend' expects a backend name.");
+                    }
+                    if words.len() > 2 {
+                        return self.alert(
+                            loc,
+                            format!("'default_backend' : unexpected argument '{}'.", words[2]),
+                        );
+                    }
+                    self.px().default_backend = Some((arg.to_string(), loc.clone()));
+                }
+            }
+            "http-request" => self.kw_http_request(loc, words),
+            "redirect" => self.kw_redirect(loc, words),
+            "monitor-uri" => self.kw_monitor_uri(loc, words),
+            "capture" => self.kw_capture(loc, words),
+            "monitor" => self.kw_monitor(loc, words),
+            "tcp-request" => self.kw_tcp_request(loc, words),
+            "http-response" => self.kw_http_response(loc, words),
+            "errorfile" => self.kw_errorfile(loc, words),
+            "server" => self.kw_server(loc, words),
+            "default-server" => self.kw_default_server(loc, words),
+            "log" | "log-format" | "log-tag" => self.kw_log(loc, words),
+            _ if kw::PROXY_UNSUPPORTED.contains(&k) || kw::haproxy_has(kw::Kind::Proxy, k) => {
+                self.unsupported(loc, k)
+            }
+            _ => {
+                let section = match self.proxy_kind() {
+                    Some(kind) => kind.keyword(),
+                    None => "defaults",
+                };
+                let sugg = suggest::suffix(k, kw::proxy_keywords());
+                self.alert(
+                    loc,
+                    format!("unknown keyword '{k}' in '{section}' section{sugg}"),
+                );
+            }
+        }
+    }
+
+    pub(super) fn kw_mode(&mut self, loc: &Loc, arg: &str) -> Handled {
+        match arg {
+            "http" => self.px().mode = Mode::Http,
+            "tcp" => self.px().mode = Mode::Tcp,
+            "health" | "log" | "spop" => self.unsupported(loc, &format!("mode {arg}")),
+            _ => self.alert(loc, format!("unknown proxy mode '{arg}'.")),
+        }
+    }
+
+    pub(super) fn set_timeout(&mut self, loc: &Loc, name: &str, value: &str) {
+        // (field selector, frontend-side?, backend-side?)
+        let (fe, be) = match name {
+            "client" => (true, false),
+            "http-request" | "http-keep-alive" | "tarpit" => (true, true),
+            "server" | "connect" | "queue" | "check" | "tunnel" => (false, true),
+            _ if kw::TIMEOUTS_UNSUPPORTED.contains(&name) => {
+                return self.unsupported(loc, &format!("timeout {name}"));
+            }
+            _ => {
+                return self.alert(
+                    loc,
+                    format!(
+                        "'timeout' supports 'client', 'server', 'connect', 'check', 'queue', 'http-keep-alive', 'http-request', 'tunnel', 'tarpit', 'client-fin' and 'server-fin' (got '{name}')"
+                    ),
+                );
+            }
+        };
+        let label = format!("timeout {name}");
+        let d = match parse_time(value) {
+            Ok(d) => d,
+            Err(e) => return self.alert(loc, time_error_message(&label, value, &e)),
+        };
+        if let Some(kind) = self.proxy_kind()
+            && !((fe && kind.has_frontend()) || (be && kind.has_backend()))
+        {
+            let pname = self.px().name.clone();
+            return self.warn(
+                loc,
+                format!(
+                    "'{label}' will be ignored because {} '{pname}' has no {} capability",
+                    type_str(kind),
+                    if be { "backend" } else { "frontend" }
+                ),
+            );
+        }
+        // 0 means "no timeout" (infinite), like an absent one.
+        let v = (!d.is_zero()).then_some(d);
+        let t = &mut self.px().timeouts;
+        match name {
+            "client" => t.client = v,
+            "server" => t.server = v,
+            "connect" => t.connect = v,
+            "queue" => t.queue = v,
+            "http-request" => t.http_request = v,
+            "http-keep-alive" => t.http_keep_alive = v,
+            "check" => t.check = v,
+            "tarpit" => t.tarpit = v,
+            _ => t.tunnel = v,
+        }
+    }
+
+    pub(super) fn kw_timeout(&mut self, loc: &Loc, words: &[String]) {
+        let name = words.get(1).map_or("", String::as_str);
+        let value = words.get(2).map_or("", String::as_str);
+        if words.len() > 3 {
+            return self.alert(
+                loc,
+                format!("'timeout {name}' : unexpected argument '{}'.", words[3]),
+            );
+        }
+        self.set_timeout(loc, name, value);
+    }
+
+    /// HAProxy ≤ 2.0 aliases. HAProxy 2.6 refuses them with this text;
+    /// sluice prints it as a warning and applies the value.
+    pub(super) fn kw_legacy_timeout(&mut self, loc: &Loc, words: &[String]) {
+        let k = words[0].as_str();
+        let modern = match k {
+            "clitimeout" => "client",
+            "srvtimeout" => "server",
+            _ => "connect",
+        };
+        self.warn(
+            loc,
+            format!(
+                "the '{k}' directive is not supported anymore since HAProxy 2.1. Use 'timeout {modern}'."
+            ),
+        );
+        let value = words.get(1).map_or("", String::as_str);
+        self.set_timeout(loc, modern, value);
+    }
+
+    /// `log`, `log-format`, `log-tag` in a proxy.
+    pub(super) fn kw_log(&mut self, loc: &Loc, words: &[String]) {
+        use crate::config::log as lc;
+        let k = words[0].as_str();
+        match k {
+            "log" => match self.log_words(words).and_then(|w| lc::parse_log(&w)) {
+                Ok(lc::LogLine::Global) => self.px().log.global = true,
+                Ok(lc::LogLine::Target(t)) => self.px().log.targets.push(t),
+                Err(e) => self.alert(loc, e),
+            },
+            "log-tag" => match lc::parse_log_tag(words) {
+                Ok(t) => self.px().log.tag = Some(t),
+                Err(e) => self.alert(loc, e),
+            },
+            _ => match lc::parse_log_format(words) {
+                Ok(f) => {
+                    if let Some(kind) = self.proxy_kind()
+                        && !kind.has_frontend()
+                    {
+                        let name = self.px().name.clone();
+                        return self.warn(
+                            loc,
+                            format!(
+                                "{} '{name}' : 'log-format' directive is ignored in backends.",
+                                type_str(kind)
+                            ),
+                        );
+                    }
+                    self.px().log.format = Some(f)
+                }
+                Err(e) => self.alert(loc, e),
+            },
+        }
+    }
+
+    /// `option httplog [clf]`, `option tcplog`, `option dontlognull`,
+    /// `option log-separate-errors`, `option logasap`.
+    pub(super) fn log_option(&mut self, loc: &Loc, words: &[String], neg: bool) {
+        use crate::config::log as lc;
+        let name = words[1].as_str();
+        if matches!(name, "httplog" | "tcplog") {
+            if neg {
+                return self.tight(
+                    Level::Alert,
+                    loc,
+                    format!("negation/default is not supported for option '{name}'."),
+                );
+            }
+            let f = if name == "tcplog" {
+                if words.len() > 2 {
+                    return self.alert(loc, "'option tcplog' does not expect any argument.");
+                }
+                Ok(lc::LogFormatKind::Tcp)
+            } else {
+                lc::parse_httplog(words)
+            };
+            match f {
+                Ok(f) => self.px().log.format = Some(f),
+                Err(e) => self.alert(loc, e),
+            }
+            return;
+        }
+        if words.len() > 2 {
+            return self.alert(
+                loc,
+                format!("'option {name}' does not expect any argument."),
+            );
+        }
+        if !self.cap(loc, &format!("option {name}"), true, true, false) {
+            return;
+        }
+        self.px().log.set_option(name, !neg);
+    }
+
+    pub(super) fn kw_option(&mut self, loc: &Loc, words: &[String], neg: bool) {
+        let Some(name) = words.get(1) else {
+            return self.alert(loc, "'option' expects an option name.");
+        };
+        if matches!(
+            name.as_str(),
+            "httplog" | "tcplog" | "dontlognull" | "log-separate-errors" | "logasap"
+        ) {
+            return self.log_option(loc, words, neg);
+        }
+        if name == "forwardfor" {
+            return self.forwardfor_option(loc, words, neg);
+        }
+        if name == "redispatch" {
+            return self.redispatch_option(loc, words, neg);
+        }
+        if name == "persist" {
+            return self.persist_option(loc, words, neg);
+        }
+        if self.lb_option(loc, words, neg) {
+            return;
+        }
+        if let Some(done) = self.legacy_or_socket_option(loc, name, words, neg) {
+            return done;
+        }
+        if let Some(req) = match name.as_str() {
+            "accept-invalid-http-request" => Some(true),
+            "accept-invalid-http-response" => Some(false),
+            _ => None,
+        } {
+            if words.len() > 2 {
+                return self.alert(
+                    loc,
+                    format!("'option {name}' does not expect any argument."),
+                );
+            }
+            // The request side is the frontend's, the response side the
+            // backend's, as in HAProxy.
+            if self.cap(loc, &format!("option {name}"), true, req, !req) {
+                let p = self.px();
+                if req {
+                    p.accept_invalid_req = !neg;
+                } else {
+                    p.accept_invalid_resp = !neg;
+                }
+            }
+            return;
+        }
+        if name == "log-health-checks" {
+            if words.len() > 2 {
+                return self.alert(
+                    loc,
+                    "'option log-health-checks' does not expect any argument.",
+                );
+            }
+            if self.cap(loc, "option log-health-checks", true, false, true) {
+                self.px().log_health_checks = !neg;
+            }
+            return;
+        }
+        if name == "disable-h2-upgrade" {
+            if words.len() > 2 {
+                return self.alert(
+                    loc,
+                    "'option disable-h2-upgrade' does not expect any argument.",
+                );
+            }
+            if self.cap(loc, "option disable-h2-upgrade", true, true, false) {
+                self.px().disable_h2_upgrade = !neg;
+            }
+            return;
+        }
+        if name == "http-ignore-probes" {
+            if words.len() > 2 {
+                return self.alert(
+                    loc,
+                    "'option http-ignore-probes' does not expect any argument.",
+                );
+            }
+            if self.cap(loc, "option http-ignore-probes", true, true, false) {
+                self.px().ignore_probes = !neg;
+            }
+            return;
+        }
+        let mode = match name.as_str() {
+            "http-keep-alive" => HttpConnMode::KeepAlive,
+            "http-server-close" => HttpConnMode::ServerClose,
+            "httpclose" => HttpConnMode::Close,
+            n if kw::OPTIONS_UNSUPPORTED.contains(&n) || kw::haproxy_has(kw::Kind::Option, n) => {
+                return self.unsupported(loc, &format!("option {n}"));
+            }
+            n => {
+                let sugg = suggest::suffix(
+                    n,
+                    kw::OPTIONS_SUPPORTED
+                        .iter()
+                        .chain(kw::OPTIONS_UNSUPPORTED)
+                        .copied(),
+                );
+                return self.alert(loc, format!("unknown option '{n}'{sugg}"));
+            }
+        };
+        if words.len() > 2 {
+            return self.alert(
+                loc,
+                format!("'option {name}' does not expect any argument."),
+            );
+        }
+        let p = self.px();
+        if !neg {
+            p.conn_mode = mode;
+        } else if p.conn_mode == mode {
+            // Cancelling the current mode returns to HAProxy's default.
+            p.conn_mode = HttpConnMode::KeepAlive;
+        }
+    }
+
+    /// The section's stats page, enabled with the defaults if it was not.
+    pub(super) fn stats_page(&mut self) -> &mut StatsPage {
+        self.px().stats.get_or_insert_with(StatsPage::enabled)
+    }
+
+    pub(super) fn kw_stats(&mut self, loc: &Loc, words: &[String]) {
+        if !self.cap(loc, "stats", true, true, true) {
+            return;
+        }
+        let arg = words.get(2).filter(|a| !a.is_empty()).cloned();
+        match words.get(1).map(String::as_str) {
+            Some("enable") => {
+                self.stats_page();
+            }
+            Some("uri") => match arg {
+                Some(u) => self.stats_page().uri = u,
+                None => self.alert(loc, "'uri' needs an URI prefix."),
+            },
+            Some("realm") => match arg {
+                Some(r) => self.stats_page().realm = Some(r),
+                None => self.alert(loc, "'realm' needs an realm name."),
+            },
+            Some("auth") => match arg.filter(|a| a.contains(':')) {
+                Some(a) => self.stats_page().auth.push(a),
+                None => self.alert(loc, "'auth' needs a user:password account."),
+            },
+            Some("refresh") => {
+                let text = arg.unwrap_or_default();
+                // A bare number is in seconds here.
+                let secs = if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+                    text.parse::<u64>().ok()
+                } else {
+                    crate::config::units::parse_time(&text)
+                        .ok()
+                        .map(|d| d.as_secs())
+                };
+                match secs {
+                    Some(s) => self.stats_page().refresh = Some(s),
+                    None => self.alert(loc, "'refresh' needs a valid interval."),
+                }
+            }
+            Some("hide-version") => self.stats_page().hide_version = true,
+            Some("show-legends") => self.stats_page().show_legends = true,
+            Some("admin") => self.stats_admin(loc, words),
+            Some(sub) if kw::STATS_PROXY_UNSUPPORTED.contains(&sub) => {
+                self.unsupported(loc, &format!("stats {sub}"))
+            }
+            Some("socket" | "timeout" | "maxconn") => self.alert(
+                loc,
+                format!("'stats {}' is only allowed in 'global' section.", words[1]),
+            ),
+            _ => self.alert(
+                loc,
+                "'stats' expects 'admin', 'uri', 'realm', 'auth', 'scope', 'enable', 'hide-version', 'show-node', 'show-desc' or 'show-legends'.",
+            ),
+        }
+    }
+
+    /// `stats admin if|unless <cond>`: HAProxy's messages; the condition's
+    /// ACLs are the section's, as for any rule.
+    pub(super) fn stats_admin(&mut self, loc: &Loc, words: &[String]) {
+        if self.proxy_kind().is_none() {
+            return self.alert(loc, "'stats admin' not allowed in 'defaults' section.");
+        }
+        if !matches!(words.get(2).map(String::as_str), Some("if" | "unless")) {
+            return self.alert(
+                loc,
+                "'stats admin' requires either 'if' or 'unless' followed by a condition.",
+            );
+        }
+        match self.condition(loc, &words[2..]) {
+            Ok(c) => self.stats_page().admin.push(c),
+            Err(e) => self.alert(
+                loc,
+                format!("error detected while parsing a 'stats admin' rule : {e}."),
+            ),
+        }
+    }
+
+    /// One `tune.h2.*` keyword, with HAProxy 2.6's bounds.
+    pub(super) fn tune_h2(&mut self, loc: &Loc, k: &str, arg: Option<&str>) {
+        let (min, max) = match k {
+            // HPACK's dynamic table: HAProxy caps it at 64 KiB.
+            "tune.h2.header-table-size" => (0, 65536),
+            // RFC 9113 §6.5.2: at most 2^31-1.
+            "tune.h2.initial-window-size" => (0, (1 << 31) - 1),
+            "tune.h2.max-concurrent-streams" => (1, u32::MAX),
+            // RFC 9113 §6.5.2: 16384 to 2^24-1.
+            _ => (16384, (1 << 24) - 1),
+        };
+        let Some(v) = arg.and_then(parse_u32).filter(|v| (min..=max).contains(v)) else {
+            return self.alert(
+                loc,
+                format!("'{k}' expects a numeric value between {min} and {max}."),
+            );
+        };
+        let t = &mut self.global.h2;
+        let slot = match k {
+            "tune.h2.header-table-size" => &mut t.header_table_size,
+            "tune.h2.initial-window-size" => &mut t.initial_window_size,
+            "tune.h2.max-concurrent-streams" => &mut t.max_concurrent_streams,
+            _ => &mut t.max_frame_size,
+        };
+        *slot = Some(v);
+    }
+
+    pub(super) fn kw_bind(&mut self, loc: &Loc, words: &[String]) {
+        if !self.cap(loc, "bind", false, true, false) {
+            return;
+        }
+        let Some(text) = words.get(1) else {
+            return self.alert(
+                loc,
+                "'bind' expects {<path>|[addr1]:port1[-end1]}{,[addr]:port[-end]}... as arguments.",
+            );
+        };
+        let (mut ok, tls, accept_proxy, proto) = match self.bind_options(loc, text, &words[2..]) {
+            Ok((tls, proxy, proto)) => (true, tls, proxy, proto),
+            Err(()) => (false, None, false, BindProto::Auto),
+        };
+        let mut binds = Vec::new();
+        // HAProxy quotes the argument as written (variables unexpanded).
+        let shown = self
+            .raw_words
+            .get(1)
+            .cloned()
+            .unwrap_or_else(|| text.clone());
+        for item in text.split(',') {
+            let item = match self.addr_word(item) {
+                Ok(i) => i,
+                Err(e) => {
+                    ok = false;
+                    self.alert(loc, format!("'bind' : {e}"));
+                    continue;
+                }
+            };
+            let item = item.as_str();
+            // An inherited listening socket (systemd, a supervisor): checked
+            // when sluice starts, where the descriptor exists.
+            if let Some(n) = item.strip_prefix("fd@") {
+                let fd = match addr::fd_ref_checked(n) {
+                    Ok(Ok(fd)) => Ok(fd),
+                    Ok(Err(why)) => {
+                        self.unresolved_fd(loc, "bind", item, &why);
+                        Ok(addr::UNRESOLVED_FD)
+                    }
+                    Err(e) => Err(e),
+                };
+                match fd {
+                    Ok(fd) => binds.push(Bind {
+                        text: item.to_string(),
+                        addrs: Vec::new(),
+                        fd: Some(fd),
+                        loc: loc.clone(),
+                        accept_proxy,
+                        tls: tls.clone(),
+                        proto,
+                    }),
+                    Err(e) => {
+                        ok = false;
+                        self.alert(loc, format!("'bind' : {e} in '{shown}'"));
+                    }
+                }
+                continue;
+            }
+            match addr::bind_addrs(item, &shown, self.resolve) {
+                Ok(addrs) => binds.push(Bind {
+                    text: item.to_string(),
+                    addrs,
+                    fd: None,
+                    loc: loc.clone(),
+                    accept_proxy,
+                    tls: tls.clone(),
+                    proto,
+                }),
+                Err(e) => {
+                    ok = false;
+                    self.alert(loc, format!("'bind' : {e}"));
+                }
+            }
+        }
+        if !ok {
+            // Keep a trace of the line so that validation does not also
+            // complain that the proxy has no bind at all.
+            binds = vec![Bind {
+                text: text.clone(),
+                addrs: Vec::new(),
+                fd: None,
+                loc: loc.clone(),
+                accept_proxy,
+                tls: None,
+                proto,
+            }];
+        }
+        self.px().binds.extend(binds);
+    }
+
+    /// `monitor-uri <uri>`.
+    pub(super) fn kw_monitor_uri(&mut self, loc: &Loc, words: &[String]) {
+        if !self.cap(loc, "monitor-uri", true, true, false) {
+            return;
+        }
+        match words.get(1).filter(|u| !u.is_empty()) {
+            Some(uri) if words.len() == 2 => self.px().monitor_uri = Some(uri.clone()),
+            _ => self.alert(loc, "'monitor-uri' expects an URI."),
+        }
+    }
+
+    /// `monitor fail if|unless <cond>`.
+    pub(super) fn kw_monitor(&mut self, loc: &Loc, words: &[String]) {
+        if !self.cap(loc, "monitor", false, true, false) {
+            return;
+        }
+        if words.get(1).map(String::as_str) != Some("fail")
+            || !matches!(words.get(2).map(String::as_str), Some("if" | "unless"))
+        {
+            return self.alert(
+                loc,
+                "'monitor' expects 'fail' followed by 'if' or 'unless' and a condition.",
+            );
+        }
+        if let Some((_, Some(cond))) = self.rule_condition(loc, words, "monitor", "fail") {
+            self.px().monitor_fail = Some(cond);
+        }
+    }
+
+    /// Options an old configuration carries that need no work from sluice
+    /// (accepted with a warning saying so), `option forceclose` (HAProxy
+    /// 1.x's `httpclose`), and the TCP keep-alive options. None when `name`
+    /// is none of them.
+    pub(super) fn legacy_or_socket_option(
+        &mut self,
+        loc: &Loc,
+        name: &str,
+        words: &[String],
+        neg: bool,
+    ) -> Option<()> {
+        if let Some((_, why)) = kw::OPTIONS_IGNORED.iter().find(|(n, _)| *n == name) {
+            self.warn(
+                loc,
+                format!("'option {name}' is accepted and ignored: {why}."),
+            );
+            return Some(());
+        }
+        if words.len() > 2 && matches!(name, "forceclose" | "tcpka" | "clitcpka" | "srvtcpka") {
+            self.alert(
+                loc,
+                format!("'option {name}' does not expect any argument."),
+            );
+            return Some(());
+        }
+        match name {
+            // sluice splices wherever it can on its own (`nosplice` turns
+            // it off): the options ask for what is already done.
+            "splice-auto" | "splice-request" | "splice-response" => {}
+            "forceclose" => {
+                self.warn(
+                    loc,
+                    "'option forceclose' is deprecated in favor of 'option httpclose' (HAProxy 1.x); it is handled as 'option httpclose'.",
+                );
+                let p = self.px();
+                p.conn_mode = if neg {
+                    HttpConnMode::KeepAlive
+                } else {
+                    HttpConnMode::Close
+                };
+            }
+            "tcpka" | "clitcpka" | "srvtcpka" => {
+                let (fe, be) = (name != "srvtcpka", name != "clitcpka");
+                if !self.cap(loc, &format!("option {name}"), true, fe, be) {
+                    return Some(());
+                }
+                let p = self.px();
+                if name != "srvtcpka" {
+                    p.tcpka.client = !neg;
+                }
+                if name != "clitcpka" {
+                    p.tcpka.server = !neg;
+                }
+            }
+            _ => return None,
+        }
+        Some(())
+    }
+
+    /// `option forwardfor [except <net>] [header <name>] [if-none]`.
+    pub(super) fn forwardfor_option(&mut self, loc: &Loc, words: &[String], neg: bool) {
+        if !self.cap(loc, "option forwardfor", true, true, true) {
+            return;
+        }
+        if neg {
+            self.px().forwardfor = None;
+            return;
+        }
+        let mut ff = ForwardFor {
+            except: None,
+            header: "x-forwarded-for".into(),
+            if_none: false,
+        };
+        let mut i = 2;
+        while let Some(w) = words.get(i) {
+            match w.as_str() {
+                "except" => {
+                    let v = words.get(i + 1).map_or("", String::as_str);
+                    match crate::acl::parse::parse_net(v) {
+                        Some(crate::acl::Pattern::Net { addr, prefix }) => {
+                            ff.except = Some((addr, prefix));
+                        }
+                        _ => {
+                            return self.alert(
+                                loc,
+                                format!("'option forwardfor' : invalid address/mask '{v}' after 'except'."),
+                            );
+                        }
+                    }
+                    i += 2;
+                }
+                "header" => {
+                    let v = words.get(i + 1).map_or("", String::as_str);
+                    if v.is_empty() || !v.bytes().all(is_token_byte) {
+                        return self
+                            .alert(loc, "'option forwardfor' : 'header' expects a header name.");
+                    }
+                    ff.header = v.to_ascii_lowercase();
+                    i += 2;
+                }
+                "if-none" => {
+                    ff.if_none = true;
+                    i += 1;
+                }
+                other => {
+                    return self.alert(
+                        loc,
+                        format!("'option forwardfor' : unknown parameter '{other}'. Supported parameters are 'except', 'header' and 'if-none'."),
+                    );
+                }
+            }
+        }
+        self.px().forwardfor = Some(ff);
+    }
+}

@@ -1,0 +1,819 @@
+//! Rules: `acl`, conditions, `use_backend`, `http-request`, `redirect`,
+//! `capture`, `http-response`, `errorfile` and the reply arguments of
+//! `return`/`deny`, and the argument parsers of their actions.
+
+use super::*;
+
+impl State<'_> {
+    /// Splits the `if|unless <cond>` off a rule line: where it starts (the
+    /// line's end when there is none) and the parsed condition. A bad
+    /// condition is reported here (None).
+    pub(super) fn rule_condition(
+        &mut self,
+        loc: &Loc,
+        words: &[String],
+        rule: &str,
+        action: &str,
+    ) -> Option<(usize, Option<Condition>)> {
+        let cond_at = words
+            .iter()
+            .position(|w| w == "if" || w == "unless")
+            .unwrap_or(words.len());
+        if cond_at == words.len() {
+            return Some((cond_at, None));
+        }
+        match self.condition(loc, &words[cond_at..]) {
+            Ok(c) => Some((cond_at, Some(c))),
+            Err(e) => {
+                let m = format!(
+                    "error detected while parsing an '{rule} {action}' condition : {e}{}",
+                    stop(&e)
+                );
+                self.alert(loc, m);
+                None
+            }
+        }
+    }
+
+    pub(super) fn kw_acl(&mut self, loc: &Loc, words: &[String]) {
+        if !self.cap(loc, "acl", false, true, true) {
+            return;
+        }
+        let Some(name) = words.get(1).filter(|n| !n.is_empty()) else {
+            return self.alert(loc, "'acl' expects an ACL name.");
+        };
+        if let Err(c) = check_acl_name(name) {
+            return self.alert(
+                loc,
+                format!("character '{c}' is not permitted in acl name '{name}'."),
+            );
+        }
+        match parse_acl(name, &words[2..], loc.clone()) {
+            Ok(def) => self.px().acls.push(def),
+            Err(e) => self.alert(
+                loc,
+                format!("error detected while parsing ACL '{name}' : {e}."),
+            ),
+        }
+    }
+
+    /// Parse `if|unless ...` and check that every ACL it names exists
+    /// already (HAProxy resolves them at parse time); anonymous and used
+    /// predefined ACLs are added to the proxy.
+    pub(super) fn condition(&mut self, loc: &Loc, words: &[String]) -> Result<Condition, String> {
+        let (cond, anon) = parse_condition_at(words, loc)?;
+        let mut extra: Vec<AclDef> = anon;
+        for term in cond.groups.iter().flatten() {
+            let known = self.px().acls.iter().any(|a| a.name == term.name)
+                || extra.iter().any(|a| a.name == term.name);
+            if known {
+                continue;
+            }
+            if PREDEFINED.contains(&term.name.as_str()) {
+                if let Some(def) = predefined(&term.name, loc.clone()) {
+                    extra.push(def);
+                }
+                continue;
+            }
+            if PREDEFINED_UNSUPPORTED.contains(&term.name.as_str()) {
+                return Err(format!(
+                    "predefined ACL '{}' is not supported by sluice yet",
+                    term.name
+                ));
+            }
+            let names: Vec<String> = self
+                .px()
+                .acls
+                .iter()
+                .filter(|a| !a.name.starts_with('{'))
+                .map(|a| a.name.clone())
+                .collect();
+            let sugg = suggest::suffix(
+                &term.name,
+                names
+                    .iter()
+                    .map(String::as_str)
+                    .chain(PREDEFINED.iter().copied()),
+            );
+            self.missing_acl = Some(term.name.clone());
+            return Err(format!("no such ACL : '{}'{sugg}", term.name));
+        }
+        self.px().acls.extend(extra);
+        Ok(cond)
+    }
+
+    pub(super) fn kw_use_backend(&mut self, loc: &Loc, words: &[String]) {
+        if !self.cap(loc, "use_backend", false, true, false) {
+            return;
+        }
+        let Some(name) = words.get(1).filter(|n| !n.is_empty()) else {
+            return self.alert(loc, "'use_backend' expects a backend name.");
+        };
+        if name.contains("%[") {
+            return self.unsupported(loc, "use_backend with a dynamic name");
+        }
+        let cond = if words.len() > 2 {
+            match self.condition(loc, &words[2..]) {
+                Ok(c) => c,
+                Err(e) => {
+                    return self.alert(
+                        loc,
+                        format!(
+                            "error detected while parsing switching rule : {e}{}",
+                            stop(&e)
+                        ),
+                    );
+                }
+            }
+        } else {
+            // Unconditional: "unless <nothing>" is always true.
+            Condition {
+                unless: true,
+                groups: Vec::new(),
+            }
+        };
+        let rule = UseBackend {
+            backend: name.clone(),
+            cond,
+            loc: loc.clone(),
+        };
+        self.px().use_backends.push(rule);
+    }
+
+    pub(super) fn kw_http_request(&mut self, loc: &Loc, words: &[String]) {
+        if !self.cap(loc, "http-request", false, true, true) {
+            return;
+        }
+        let action = words.get(1).map_or("", String::as_str);
+        if !kw::HTTP_REQUEST_SUPPORTED.contains(&action) {
+            if kw::HTTP_REQUEST_UNSUPPORTED.contains(&action)
+                || kw::haproxy_has(kw::Kind::HttpRequest, action)
+            {
+                return self.unsupported(loc, &format!("http-request {action}"));
+            }
+            let sugg = suggest::suffix(
+                action,
+                kw::HTTP_REQUEST_SUPPORTED
+                    .iter()
+                    .chain(kw::HTTP_REQUEST_UNSUPPORTED)
+                    .copied(),
+            );
+            return self.alert(
+                loc,
+                format!("'http-request' expects 'return', 'deny' or another HAProxy action, but got '{action}'{sugg}"),
+            );
+        }
+        let wrap = |this: &Self, msg: String| {
+            let (t, pname) = match this.section {
+                Section::Proxy(i) => this
+                    .proxies
+                    .get(i)
+                    .map_or(("proxy", ""), |p| (type_str(p.kind), p.name.as_str())),
+                _ => ("defaults", ""),
+            };
+            format!(
+                "error detected in {t} '{pname}' while parsing 'http-request {action}' rule : {msg}."
+            )
+        };
+        let Some((cond_at, cond)) = self.rule_condition(loc, words, "http-request", action) else {
+            return;
+        };
+        self.warn_misplaced(loc, "http-request", legacykw::ReqStage::HttpRequest);
+        let args = &words[2..cond_at];
+        let parsed = match action {
+            "deny" => self.deny_args(loc, args, 403).map(HttpRequestAction::Deny),
+            "tarpit" => self
+                .deny_args(loc, args, 500)
+                .map(HttpRequestAction::Tarpit),
+            "use-service" => use_service_args(args),
+            "return" => self
+                .reply_args(loc, args, 200)
+                .map(HttpRequestAction::Return),
+            _ => rewrite_args(action, args),
+        };
+        match parsed {
+            Ok(a) => self
+                .px()
+                .http_request
+                .push(HttpRequestRule { action: a, cond }),
+            Err(e) => {
+                let m = wrap(self, e);
+                self.alert(loc, m)
+            }
+        }
+    }
+
+    /// `redirect location|prefix|scheme <to> [code <n>] [drop-query]
+    /// [append-slash] [if|unless <cond>]`: `<to>` is taken literally (the
+    /// `http-request redirect` form takes a log-format).
+    pub(super) fn kw_redirect(&mut self, loc: &Loc, words: &[String]) {
+        if !self.cap(loc, "redirect", false, true, true) {
+            return;
+        }
+        let Some((cond_at, cond)) = self.rule_condition(loc, words, "redirect", "") else {
+            return;
+        };
+        self.warn_misplaced(loc, "redirect", legacykw::ReqStage::Redirect);
+        match redirect_args(&words[1..cond_at], false) {
+            Ok(action) => self.px().redirects.push(HttpRequestRule { action, cond }),
+            Err(e) => self.alert(
+                loc,
+                format!("error detected while parsing redirect rule : {e}."),
+            ),
+        }
+    }
+
+    /// `capture request|response header <name> len <n>`; `capture cookie`
+    /// is not supported yet.
+    pub(super) fn kw_capture(&mut self, loc: &Loc, words: &[String]) {
+        let what = words.get(1).map_or("", String::as_str);
+        if what == "cookie" {
+            return self.unsupported(loc, "capture cookie");
+        }
+        if !matches!(what, "request" | "response")
+            || words.get(2).map(String::as_str) != Some("header")
+        {
+            return self.alert(
+                loc,
+                "'capture' expects 'cookie', 'request header' or 'response header'.",
+            );
+        }
+        if !self.cap(loc, "capture", false, true, false) {
+            return;
+        }
+        let name = words.get(3).filter(|n| !n.is_empty());
+        let len = match (words.get(4).map(String::as_str), words.get(5)) {
+            (Some("len"), Some(n)) => parse_u32(n).filter(|&n| n > 0),
+            _ => None,
+        };
+        let (Some(name), Some(len)) = (name, len) else {
+            return self.alert(
+                loc,
+                format!("'capture {what} header' expects <header name> 'len' <len>."),
+            );
+        };
+        if words.len() > 6 {
+            return self.alert(
+                loc,
+                format!("'capture {what} header' does not expect any other argument."),
+            );
+        }
+        let entry = (name.to_ascii_lowercase(), len as usize);
+        let c = &mut self.px().captures;
+        if what == "request" {
+            c.request.push(entry);
+        } else {
+            c.response.push(entry);
+        }
+    }
+
+    /// `http-response set-header|add-header|del-header|deny [if|unless ...]`.
+    pub(super) fn kw_http_response(&mut self, loc: &Loc, words: &[String]) {
+        if !self.cap(loc, "http-response", false, true, true) {
+            return;
+        }
+        let action = words.get(1).map_or("", String::as_str);
+        if !kw::HTTP_RESPONSE_SUPPORTED.contains(&action) {
+            if kw::haproxy_has(kw::Kind::HttpResponse, action) {
+                return self.unsupported(loc, &format!("http-response {action}"));
+            }
+            let sugg = suggest::suffix(
+                action,
+                kw::HTTP_RESPONSE_SUPPORTED
+                    .iter()
+                    .copied()
+                    .chain(kw::haproxy26(kw::Kind::HttpResponse)),
+            );
+            return self.alert(
+                loc,
+                format!("'http-response' expects 'deny', 'set-header' or another HAProxy action, but got '{action}'{sugg}"),
+            );
+        }
+        let Some((cond_at, cond)) = self.rule_condition(loc, words, "http-response", action) else {
+            return;
+        };
+        let args = &words[2..cond_at];
+        let parsed = if action == "deny" {
+            self.deny_args(loc, args, 502).map(HttpResponseAction::Deny)
+        } else {
+            response_rewrite(action, args)
+        };
+        match parsed {
+            Ok(a) => self
+                .px()
+                .http_response
+                .push(HttpResponseRule { action: a, cond }),
+            Err(e) => self.alert(
+                loc,
+                format!("error detected while parsing 'http-response {action}' rule : {e}."),
+            ),
+        }
+    }
+    /// `errorfile <code> <file>`: the file is read now, whole; it is the
+    /// complete HTTP response sent for that code.
+    pub(super) fn kw_errorfile(&mut self, loc: &Loc, words: &[String]) {
+        if !self.cap(loc, "errorfile", true, true, true) {
+            return;
+        }
+        let (Some(code), Some(path)) = (words.get(1), words.get(2)) else {
+            return self.alert(loc, "'errorfile' expects <code> and <file> as arguments.");
+        };
+        let Some(code) = parse_u32(code)
+            .and_then(|c| u16::try_from(c).ok())
+            .filter(|c| ERROR_PAGE_CODES.contains(c))
+        else {
+            return self.warn(
+                loc,
+                format!("status code '{code}' not handled, error customization will be ignored."),
+            );
+        };
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(_) => {
+                return self.alert(loc, format!("errorfile : error opening file '{path}'."));
+            }
+        };
+        // An empty file (`errorfile 408 /dev/null`, which HAProxy's
+        // documentation recommends) is an empty answer: the connection is
+        // closed without a byte.
+        let page = if bytes.is_empty() {
+            Some(bytes::Bytes::new())
+        } else {
+            crate::wire::error_pages::load_errorfile(&bytes)
+        };
+        let Some(page) = page else {
+            return self.alert(
+                loc,
+                format!("unable to parse the custom error message file '{path}' for code {code} : not a valid HTTP response."),
+            );
+        };
+        let p = self.px();
+        p.errorfiles.retain(|(c, _)| *c != code);
+        p.errorfiles.push((code, page));
+    }
+
+    /// `deny [deny_status <code>] [<reply arguments>]`, for `http-request`
+    /// and `http-response`: without reply arguments, the error page of the
+    /// status (which must have one, as HAProxy checks).
+    pub(super) fn deny_args(
+        &mut self,
+        loc: &Loc,
+        args: &[String],
+        default_status: u16,
+    ) -> Result<HttpReply, String> {
+        let mut status = default_status;
+        let mut rest = args;
+        if let [w, v, tail @ ..] = args
+            && w == "deny_status"
+        {
+            status = parse_u32(v)
+                .and_then(|c| u16::try_from(c).ok())
+                .filter(|c| (200..=599).contains(c))
+                .ok_or_else(|| format!("Unexpected status code '{v}'"))?;
+            rest = tail;
+        } else if args.first().is_some_and(|w| w == "deny_status") {
+            return Err("'deny_status' expects <status_code> as argument".into());
+        }
+        if rest.is_empty() {
+            if !ERROR_PAGE_CODES.contains(&status) {
+                return Err(format!(
+                    "status code '{status}' not handled by default with 'default-errorfiles' argument."
+                ));
+            }
+            return Ok(HttpReply::error_page(status));
+        }
+        self.reply_args(loc, rest, status)
+    }
+
+    /// HAProxy's http reply arguments (`http_parse_http_reply`): `status`,
+    /// `content-type`, one payload among `string`, `lf-string`, `file`,
+    /// `lf-file`, `errorfile`, `default-errorfiles`, and `hdr <name> <fmt>`
+    /// lines. Texts of errors and warnings are HAProxy 2.6's.
+    pub(super) fn reply_args(
+        &mut self,
+        loc: &Loc,
+        args: &[String],
+        default_status: u16,
+    ) -> Result<HttpReply, String> {
+        enum Payload {
+            Empty,
+            Raw(Vec<u8>),
+            Format(String),
+            ErrorPage,
+            Message(Vec<u8>),
+        }
+        let mut status = default_status;
+        let mut content_type: Option<String> = None;
+        let mut payload = Payload::Empty;
+        let mut payload_kw: Option<&str> = None;
+        let mut headers = Vec::new();
+        let bufsize = self.global.tune_bufsize.unwrap_or(16384) as u64;
+        let mut i = 0;
+        while let Some(w) = args.get(i) {
+            let v = args
+                .get(i + 1)
+                .map(String::as_str)
+                .filter(|v| !v.is_empty());
+            let missing = |what: &str| format!("'{w}' expects {what} as argument");
+            let w = w.as_str();
+            if matches!(
+                w,
+                "string"
+                    | "lf-string"
+                    | "file"
+                    | "lf-file"
+                    | "errorfile"
+                    | "errorfiles"
+                    | "default-errorfiles"
+            ) {
+                if let Some(first) = payload_kw {
+                    return Err(format!(
+                        "unexpected '{w}' argument, '{first}' already defined"
+                    ));
+                }
+                payload_kw = Some(w);
+            }
+            let read_file = |v: Option<&str>| -> Result<Vec<u8>, String> {
+                let path = v.ok_or_else(|| missing("<file>"))?;
+                let bytes =
+                    std::fs::read(path).map_err(|_| format!("error opening file '{path}'"))?;
+                if bytes.len() as u64 > bufsize {
+                    return Err(format!(
+                        "file '{path}' exceeds the buffer size ({} > {bufsize})",
+                        bytes.len()
+                    ));
+                }
+                Ok(bytes)
+            };
+            match w {
+                "status" => {
+                    let v = v.ok_or_else(|| missing("<status_code>"))?;
+                    status = parse_u32(v)
+                        .and_then(|c| u16::try_from(c).ok())
+                        .filter(|c| (200..=599).contains(c))
+                        .ok_or_else(|| format!("Unexpected status code '{v}'"))?;
+                }
+                "content-type" => {
+                    content_type = Some(v.ok_or_else(|| missing("<ctype>"))?.to_string());
+                }
+                "string" => payload = Payload::Raw(v.ok_or_else(|| missing("<str>"))?.into()),
+                "lf-string" => {
+                    payload = Payload::Format(v.ok_or_else(|| missing("<fmt>"))?.to_string());
+                }
+                "file" => payload = Payload::Raw(read_file(v)?),
+                "lf-file" => {
+                    let bytes = read_file(v)?;
+                    payload = Payload::Format(String::from_utf8_lossy(&bytes).into_owned());
+                }
+                "default-errorfiles" => {
+                    payload = Payload::ErrorPage;
+                    i += 1;
+                    continue;
+                }
+                "errorfile" => {
+                    let path = v.ok_or_else(|| missing("<fmt>"))?;
+                    let bytes =
+                        std::fs::read(path).map_err(|_| format!("error opening file '{path}'"))?;
+                    let page = crate::wire::error_pages::load_errorfile(&bytes).ok_or_else(|| {
+                        format!("unable to parse the custom error message file '{path}' : not a valid HTTP response")
+                    })?;
+                    payload = Payload::Message(page.to_vec());
+                }
+                "errorfiles" => {
+                    return Err(
+                        "'errorfiles' (http-errors sections) is not supported by sluice yet".into(),
+                    );
+                }
+                "hdr" => {
+                    let (Some(name), Some(value)) = (v, args.get(i + 2)) else {
+                        return Err("'hdr' expects <name> and <value> as arguments".into());
+                    };
+                    if value.is_empty() {
+                        return Err("'hdr' expects <name> and <value> as arguments".into());
+                    }
+                    if ["content-length", "transfer-encoding", "content-type"]
+                        .iter()
+                        .any(|h| h.eq_ignore_ascii_case(name))
+                    {
+                        self.warn(
+                            loc,
+                            format!("header '{name}' always ignored by the http reply."),
+                        );
+                    } else if !name.bytes().all(is_token_byte) {
+                        return Err(format!("'hdr' expects a header name (got '{name}')"));
+                    } else {
+                        headers.push((name.to_ascii_lowercase(), parse_logfmt(value)?));
+                    }
+                    i += 3;
+                    continue;
+                }
+                other => {
+                    return Err(format!(
+                        "unexpected keyword '{other}' (expects 'status', 'content-type', 'string', 'lf-string', 'file', 'lf-file', 'errorfile', 'default-errorfiles' or 'hdr', then 'if' or 'unless')"
+                    ));
+                }
+            }
+            i += 2;
+        }
+        let no_body = |what: &str| format!("No body expected for {status} responses{what}");
+        let body = match payload {
+            Payload::Empty => {
+                if let Some(t) = content_type.take() {
+                    self.warn(
+                        loc,
+                        format!("content-type '{t}' ignored by the http reply because neither errorfile nor payload defined."),
+                    );
+                }
+                ReplyBody::Static(Vec::new())
+            }
+            Payload::ErrorPage | Payload::Message(_) => {
+                if matches!(payload, Payload::ErrorPage) && !ERROR_PAGE_CODES.contains(&status) {
+                    return Err(format!(
+                        "status code '{status}' not handled by default with 'default-errorfiles' argument."
+                    ));
+                }
+                if let Some(t) = content_type.take() {
+                    self.warn(
+                        loc,
+                        format!("content-type '{t}' ignored by the http reply when used with an erorrfile."),
+                    );
+                }
+                if !headers.is_empty() {
+                    headers.clear();
+                    self.warn(
+                        loc,
+                        "hdr parameters ignored by the http reply when used with an erorrfile.",
+                    );
+                }
+                match payload {
+                    Payload::Message(page) => ReplyBody::Message(page),
+                    _ => ReplyBody::ErrorPage,
+                }
+            }
+            Payload::Raw(bytes) => {
+                if matches!(status, 204 | 304) && !bytes.is_empty() {
+                    return Err(no_body(""));
+                }
+                if content_type.is_none() && !bytes.is_empty() {
+                    return Err(
+                        "a content type must be defined when non-empty payload is configured"
+                            .into(),
+                    );
+                }
+                if bytes.is_empty()
+                    && let Some(t) = content_type.take()
+                {
+                    self.warn(
+                        loc,
+                        format!("content-type '{t}' ignored by the http reply when used with an empty payload."),
+                    );
+                }
+                ReplyBody::Static(bytes)
+            }
+            Payload::Format(text) => {
+                if matches!(status, 204 | 304) {
+                    return Err(no_body(""));
+                }
+                if content_type.is_none() {
+                    return Err("a content type must be defined with a log-format payload".into());
+                }
+                ReplyBody::Format(parse_logfmt(&text)?)
+            }
+        };
+        Ok(HttpReply {
+            status,
+            content_type,
+            body,
+            headers,
+        })
+    }
+
+    // ---------------------------------------------------------------- server
+}
+
+/// `http-request use-service <name>`: sluice has HAProxy's
+/// `prometheus-exporter` service.
+pub(super) fn use_service_args(args: &[String]) -> Result<HttpRequestAction, String> {
+    match args {
+        [name] if name == "prometheus-exporter" => Ok(HttpRequestAction::PrometheusExporter),
+        [name] => Err(format!(
+            "'use-service' expects a service name, 'prometheus-exporter' is the only one sluice has (got '{name}')"
+        )),
+        [] => Err("'use-service' expects a service name".to_string()),
+        [_, extra, ..] => Err(format!(
+            "unexpected keyword '{extra}' (expects 'if' or 'unless')"
+        )),
+    }
+}
+
+pub(super) fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// A log-format string: literal text, `%[src]`, `%[req.hdr(<name>)]`,
+/// `%[method]`, `%[path]`, `%[query]`, `%[url]`, `%[base]`, `%ci`, `%%`.
+pub(crate) fn parse_logfmt(text: &str) -> Result<LogFmt, String> {
+    let mut parts = Vec::new();
+    let mut lit = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find('%') {
+        lit.push_str(&rest[..i]);
+        rest = &rest[i + 1..];
+        let part = if let Some(r) = rest.strip_prefix('%') {
+            lit.push('%');
+            rest = r;
+            continue;
+        } else if let Some(r) = rest.strip_prefix("ci") {
+            rest = r;
+            FmtPart::Src
+        } else if let Some((part, r)) = [
+            ("ft", FmtPart::Frontend),
+            ("f", FmtPart::Frontend),
+            ("b", FmtPart::Backend),
+            ("s", FmtPart::Server),
+        ]
+        .into_iter()
+        .find_map(|(p, part)| rest.strip_prefix(p).map(|r| (part, r)))
+        {
+            rest = r;
+            part
+        } else if let Some(r) = rest.strip_prefix('[') {
+            let end = r
+                .find(']')
+                .ok_or_else(|| format!("missing ']' in log-format '{text}'"))?;
+            let expr = &r[..end];
+            rest = &r[end + 1..];
+            if let Some(part) = match expr {
+                "src" => Some(FmtPart::Src),
+                "method" => Some(FmtPart::Method),
+                "path" => Some(FmtPart::Path),
+                "query" => Some(FmtPart::Query),
+                "url" => Some(FmtPart::Url),
+                "base" => Some(FmtPart::Base),
+                "fe_name" => Some(FmtPart::Frontend),
+                "be_name" => Some(FmtPart::Backend),
+                "srv_name" => Some(FmtPart::Server),
+                _ => None,
+            } {
+                part
+            } else if let Some(name) = expr
+                .strip_prefix("req.hdr(")
+                .or_else(|| expr.strip_prefix("hdr("))
+                .and_then(|n| n.strip_suffix(')'))
+                .filter(|n| !n.is_empty() && n.bytes().all(is_token_byte))
+            {
+                FmtPart::ReqHdr(name.to_ascii_lowercase())
+            } else {
+                return Err(format!(
+                    "sample fetch '{expr}' is not supported by sluice yet in a log-format"
+                ));
+            }
+        } else {
+            return Err(format!(
+                "log-format variable in '{text}' is not supported by sluice yet (only %ci, %[src], %[req.hdr(<name>)])"
+            ));
+        };
+        if !lit.is_empty() {
+            parts.push(FmtPart::Lit(std::mem::take(&mut lit)));
+        }
+        parts.push(part);
+    }
+    lit.push_str(rest);
+    if !lit.is_empty() {
+        parts.push(FmtPart::Lit(lit));
+    }
+    Ok(LogFmt(parts))
+}
+
+/// Arguments of the header, path and redirect actions.
+pub(super) fn rewrite_args(action: &str, args: &[String]) -> Result<HttpRequestAction, String> {
+    let name = |i: usize| -> Result<String, String> {
+        let n = args.get(i).map_or("", String::as_str);
+        if n.is_empty() || !n.bytes().all(is_token_byte) {
+            return Err(format!("expects a header name (got '{n}')"));
+        }
+        Ok(n.to_string())
+    };
+    let exact = |n: usize| -> Result<(), String> {
+        if args.len() != n {
+            return Err(format!("expects exactly {n} argument(s)"));
+        }
+        Ok(())
+    };
+    Ok(match action {
+        "allow" | "deny" => {
+            exact(0)?;
+            HttpRequestAction::Allow
+        }
+        "set-header" | "add-header" => {
+            exact(2)?;
+            let (name, fmt) = (name(0)?, parse_logfmt(&args[1])?);
+            if action == "set-header" {
+                HttpRequestAction::SetHeader { name, fmt }
+            } else {
+                HttpRequestAction::AddHeader { name, fmt }
+            }
+        }
+        "del-header" => {
+            exact(1)?;
+            HttpRequestAction::DelHeader { name: name(0)? }
+        }
+        "replace-header" => {
+            exact(3)?;
+            let re = regex::bytes::Regex::new(&args[1])
+                .map_err(|e| format!("invalid regex '{}' : {e}", args[1]))?;
+            HttpRequestAction::ReplaceHeader {
+                name: name(0)?,
+                re,
+                fmt: parse_logfmt(&args[2])?,
+            }
+        }
+        "set-path" | "set-query" => {
+            exact(1)?;
+            let fmt = parse_logfmt(&args[0])?;
+            if action == "set-path" {
+                HttpRequestAction::SetPath(fmt)
+            } else {
+                HttpRequestAction::SetQuery(fmt)
+            }
+        }
+        "redirect" => redirect_args(args, true)?,
+        _ => return Err(format!("unknown action '{action}'")),
+    })
+}
+
+/// Arguments of `http-request redirect` and of the `redirect` keyword:
+/// `location|prefix|scheme <to> [code <n>] [drop-query] [append-slash]`;
+/// `<to>` is a log-format for `http-request redirect`, literal otherwise.
+pub(super) fn redirect_args(args: &[String], logfmt: bool) -> Result<HttpRequestAction, String> {
+    let kind = match args.first().map(String::as_str) {
+        Some("location") => RedirectKind::Location,
+        Some("prefix") => RedirectKind::Prefix,
+        Some("scheme") => RedirectKind::Scheme,
+        _ => {
+            return Err("expects 'location', 'prefix' or 'scheme' followed by a value".into());
+        }
+    };
+    let value = args
+        .get(1)
+        .ok_or_else(|| format!("'{}' expects an argument", args[0]))?;
+    let fmt = if logfmt {
+        parse_logfmt(value)?
+    } else {
+        LogFmt(vec![FmtPart::Lit(value.clone())])
+    };
+    let (mut drop_query, mut append_slash) = (false, false);
+    let mut code = 302;
+    let mut i = 2;
+    while let Some(w) = args.get(i) {
+        match w.as_str() {
+            "code" => {
+                let v = args.get(i + 1).map_or("", String::as_str);
+                code = parse_u32(v)
+                    .and_then(|c| u16::try_from(c).ok())
+                    .filter(|c| matches!(c, 301 | 302 | 303 | 307 | 308))
+                    .ok_or_else(|| {
+                        format!("'code' expects one of 301, 302, 303, 307 or 308 (got '{v}')")
+                    })?;
+                i += 2;
+            }
+            "drop-query" => {
+                drop_query = true;
+                i += 1;
+            }
+            "append-slash" => {
+                append_slash = true;
+                i += 1;
+            }
+            other => {
+                return Err(format!(
+                    "redirect option '{other}' is not supported by sluice yet (only 'code', 'drop-query', 'append-slash')"
+                ));
+            }
+        }
+    }
+    Ok(HttpRequestAction::Redirect {
+        kind,
+        fmt,
+        code,
+        drop_query,
+        append_slash,
+    })
+}
+
+/// `http-response set-header|add-header|del-header`.
+pub(super) fn response_rewrite(
+    action: &str,
+    args: &[String],
+) -> Result<HttpResponseAction, String> {
+    match rewrite_args(action, args)? {
+        HttpRequestAction::SetHeader { name, fmt } => {
+            Ok(HttpResponseAction::SetHeader { name, fmt })
+        }
+        HttpRequestAction::AddHeader { name, fmt } => {
+            Ok(HttpResponseAction::AddHeader { name, fmt })
+        }
+        HttpRequestAction::DelHeader { name } => Ok(HttpResponseAction::DelHeader { name }),
+        _ => Err(format!("unexpected action '{action}'")),
+    }
+}

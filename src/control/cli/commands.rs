@@ -1,0 +1,657 @@
+//! The commands of the stats socket, one function each, as the table in
+//! the parent module names them. Replies are HAProxy 2.6's texts.
+
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+use crate::config::model::CliLevel;
+use crate::snapshot::{BackendRt, ServerRt, Snapshot};
+use crate::state::health::{CheckStatus, Forced};
+use crate::state::{AdminState, Queue};
+
+use crate::observe::stats::admin::{self, ServerAction};
+use crate::observe::stats::csv::{self, CsvOptions, Filter};
+use crate::observe::stats::info;
+
+use super::*;
+use crate::config::units::atoi;
+
+pub(super) fn cmd_help(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    let mut out = String::new();
+    let listed: Vec<&Command> = visible(ctx.level)
+        .filter(|c| {
+            args.iter()
+                .zip(c.words)
+                .all(|(a, w)| w.starts_with(a.as_str()))
+        })
+        .collect();
+    out.push_str(VALID);
+    if !listed.is_empty() {
+        listed.iter().for_each(|c| help_line(&mut out, c));
+    } else if !close_commands(&mut out, args, ctx.level) {
+        // `help <nothing close>`: HAProxy lists every command.
+        visible(ctx.level).for_each(|c| help_line(&mut out, c));
+    }
+    text(out)
+}
+
+pub(super) fn cmd_prompt(_: &mut Ctx<'_>, _: &[String]) -> Output {
+    Output {
+        text: String::new(),
+        effect: Effect::TogglePrompt,
+    }
+}
+
+pub(super) fn cmd_quit(_: &mut Ctx<'_>, _: &[String]) -> Output {
+    Output {
+        text: String::new(),
+        effect: Effect::Quit,
+    }
+}
+
+pub(super) fn cmd_operator(ctx: &mut Ctx<'_>, _: &[String]) -> Output {
+    ctx.level = ctx.level.min(CliLevel::Operator);
+    text("")
+}
+
+pub(super) fn cmd_user(ctx: &mut Ctx<'_>, _: &[String]) -> Output {
+    ctx.level = CliLevel::User;
+    text("")
+}
+
+pub(super) fn cmd_show_cli_level(ctx: &mut Ctx<'_>, _: &[String]) -> Output {
+    text(format!("{}\n", ctx.level.as_str()))
+}
+
+/// `reload`: answers with the outcome and, on failure, the errors.
+pub(super) fn cmd_reload(ctx: &mut Ctx<'_>, _: &[String]) -> Output {
+    let Some(sup) = crate::control::reload::supervisor() else {
+        return text("reload is not available in this process.\n");
+    };
+    // The dispatcher is synchronous; the reload runs to completion on this
+    // worker while the other workers keep serving.
+    let handle = tokio::runtime::Handle::current();
+    if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
+        return text("reload is not available in this process.\n");
+    }
+    let report = tokio::task::block_in_place(|| handle.block_on(sup.reload()));
+    let _ = ctx;
+    let mut out = if report.ok {
+        format!("Success=1\ngeneration={}\n", report.generation)
+    } else {
+        String::from("Success=0\n")
+    };
+    for c in &report.changes {
+        let _ = writeln!(out, "{c}");
+    }
+    for e in &report.errors {
+        let _ = writeln!(out, "{}", e.trim_end());
+    }
+    text(out)
+}
+
+pub(super) fn cmd_show_reload(ctx: &mut Ctx<'_>, _: &[String]) -> Output {
+    let generation = ctx.snap.generation;
+    let last = crate::control::reload::supervisor().and_then(|s| s.last_report());
+    text(crate::control::reload::render_report(
+        last.as_ref(),
+        generation,
+    ))
+}
+
+pub(super) fn cmd_show_version(_: &mut Ctx<'_>, _: &[String]) -> Output {
+    text(format!("{}\n", info::VERSION))
+}
+
+pub(super) fn cmd_show_backend(ctx: &mut Ctx<'_>, _: &[String]) -> Output {
+    let mut out = String::from("# name\n");
+    for b in ctx.snap.backends() {
+        let _ = writeln!(out, "{}", b.name);
+    }
+    text(out)
+}
+
+pub(super) fn cmd_show_errors(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    match crate::observe::stats::errors::parse_filter(&ctx.snap, args) {
+        Ok(filter) => text(crate::observe::stats::errors::render(&ctx.snap, filter)),
+        Err(e) => text(e),
+    }
+}
+
+pub(super) fn cmd_show_info(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    // The last of `typed` / `json` wins, as in HAProxy; `desc` and `float`
+    // are accepted and ignored (no descriptions, integers only).
+    let fmt = args
+        .iter()
+        .rev()
+        .find(|a| *a == "typed" || *a == "json")
+        .map(String::as_str);
+    text(match fmt {
+        Some("typed") => info::render_info_typed(ctx.rt, &ctx.snap),
+        Some(_) => info::render_info_json(ctx.rt, &ctx.snap),
+        None => info::render_info(ctx.rt, &ctx.snap),
+    })
+}
+
+const STAT_KEYWORDS: &[&str] = &["typed", "json", "desc", "up", "no-maint"];
+
+pub(super) fn cmd_show_sess(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    text(crate::observe::stats::sess::render(
+        &ctx.snap, args, ctx.origin, ctx.me,
+    ))
+}
+
+pub(super) fn cmd_show_stat(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    let mut args = args;
+    if args.first().is_some_and(|a| a == "domain") {
+        match args.get(1).map(String::as_str) {
+            Some("proxy") => args = &args[2..],
+            Some("dns") => return text("'show stat domain dns' is not supported by sluice.\n"),
+            _ => return text("Invalid statistics domain.\n"),
+        }
+    }
+    let mut opts = CsvOptions {
+        show_legends: ctx.level >= CliLevel::Operator,
+        ..CsvOptions::default()
+    };
+    // `<iid|proxy> <type> <sid>` come as a triplet, before any keyword.
+    if args.len() >= 3 && !STAT_KEYWORDS.contains(&args[0].as_str()) {
+        let iid = match ctx.snap.proxies.iter().find(|p| p.name == args[0]) {
+            Some(p) => i64::from(p.iid),
+            None => atoi(&args[0]),
+        };
+        if iid == 0 {
+            return text("No such proxy.\n");
+        }
+        opts.filter = Filter {
+            iid,
+            types: atoi(&args[1]),
+            sid: atoi(&args[2]),
+        };
+        args = &args[3..];
+    }
+    let mut fmt = "csv";
+    for a in args {
+        match a.as_str() {
+            "typed" => fmt = "typed",
+            "json" => fmt = "json",
+            "up" => opts.only_up = true,
+            "no-maint" => opts.no_maint = true,
+            // `desc` only adds descriptions to typed/json (not provided).
+            _ => {}
+        }
+    }
+    match fmt {
+        "typed" => text(csv::render_typed(&csv::rows(ctx.rt, &ctx.snap, opts))),
+        "json" => text(csv::render_json(&csv::rows(ctx.rt, &ctx.snap, opts))),
+        _ => text(csv::render_csv(ctx.rt, &ctx.snap, opts)),
+    }
+}
+
+/// `<backend>/<server>`, each a name or `#<id>`.
+fn find_server<'a>(
+    snap: &'a Snapshot,
+    arg: Option<&String>,
+) -> Result<(&'a BackendRt, &'a ServerRt), &'static str> {
+    let Some((bk, sv)) = arg.and_then(|a| a.split_once('/')) else {
+        return Err("Require 'backend/server'.\n");
+    };
+    let be = snap
+        .backends()
+        .find(|b| match bk.strip_prefix('#') {
+            Some(id) => atoi(id) == i64::from(b.iid),
+            None => b.name == bk,
+        })
+        .ok_or("No such backend.\n")?;
+    let s = be
+        .servers
+        .iter()
+        .find(|s| match sv.strip_prefix('#') {
+            Some(id) => atoi(id) == i64::from(s.sid),
+            None => s.name == sv,
+        })
+        .ok_or("No such server.\n")?;
+    Ok((be, s))
+}
+
+pub(super) fn cmd_get_weight(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    match find_server(&ctx.snap, args.first()) {
+        Ok((_, s)) => text(format!(
+            "{} (initial {})\n",
+            s.state.weight.load(Relaxed),
+            s.weight
+        )),
+        Err(e) => text(e),
+    }
+}
+
+pub(super) fn cmd_clear_counters(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    let all = args.first().is_some_and(|a| a == "all");
+    if all && ctx.level < CliLevel::Admin {
+        return text(DENIED);
+    }
+    let clear = |c: &crate::state::Counters| {
+        if all {
+            c.clear_all();
+        } else {
+            c.clear_max();
+        }
+    };
+    for p in &ctx.snap.proxies {
+        if let Some(fe) = &p.frontend {
+            clear(&fe.state.counters);
+        }
+        if let Some(be) = &p.backend {
+            clear(&be.state.counters);
+            for s in &be.servers {
+                clear(&s.state.counters);
+                if all {
+                    s.state.health.chkfail.store(0, Relaxed);
+                    s.state.health.chkdown.store(0, Relaxed);
+                }
+            }
+        }
+    }
+    let p = &ctx.rt.process;
+    p.conns.clear_max();
+    p.conn_rate.clear_max();
+    p.sess_rate.clear_max();
+    text("")
+}
+
+// ---------------------------------------------------------------------------
+// Server administration (reference §1.8)
+
+/// C `strtol(s, &end, 10)`: leading blanks, sign, digits. Returns the
+/// value (saturated) and the unparsed rest, or `None` when no digit was
+/// read (`end == s`).
+fn strtol(s: &str) -> Option<(i64, &str)> {
+    let t = s.trim_start_matches([' ', '\t']);
+    let (neg, body) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let digits = body.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return None;
+    }
+    let v = body[..digits].bytes().fold(0i64, |acc, d| {
+        acc.saturating_mul(10).saturating_add(i64::from(d - b'0'))
+    });
+    Some((if neg { -v } else { v }, &body[digits..]))
+}
+
+/// HAProxy's `server_parse_weight_change_request`: the new weight, or the
+/// exact error text (some of HAProxy's have no line feed; the framing's
+/// empty line then ends the line).
+fn parse_weight(arg: Option<&String>, initial: u32) -> Result<u32, &'static str> {
+    let Some(w) = arg else {
+        return Err("Require <weight> or <weight%>.\n");
+    };
+    let Some((v, rest)) = strtol(w) else {
+        return Err("Empty weight string empty or preceded by garbage");
+    };
+    if rest == "%" {
+        if v < 0 {
+            return Err("Relative weight must be positive.\n");
+        }
+        let v = v.min(25600);
+        return Ok((i64::from(initial) * v / 100).min(256) as u32);
+    }
+    if !(0..=256).contains(&v) {
+        return Err("Absolute weight can only be between 0 and 256 inclusive.\n");
+    }
+    if !rest.is_empty() {
+        return Err("Trailing garbage in weight string");
+    }
+    Ok(v as u32)
+}
+
+fn set_weight(s: &ServerRt, arg: Option<&String>) -> Output {
+    match parse_weight(arg, s.weight) {
+        Ok(w) => {
+            s.state.weight.store(w, Relaxed);
+            text("")
+        }
+        Err(e) => text(e),
+    }
+}
+
+pub(super) fn cmd_set_weight(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    match find_server(&ctx.snap, args.first()) {
+        Ok((_, s)) => set_weight(s, args.get(1)),
+        Err(e) => text(e),
+    }
+}
+
+fn set_admin(ctx: &Ctx<'_>, args: &[String], to: AdminState) -> Output {
+    match find_server(&ctx.snap, args.first()) {
+        Ok((be, s)) => {
+            admin::apply(be, s, ServerAction::State(to));
+            text("")
+        }
+        Err(e) => text(e),
+    }
+}
+
+pub(super) fn cmd_disable_server(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    set_admin(ctx, args, AdminState::Maint)
+}
+
+pub(super) fn cmd_enable_server(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    set_admin(ctx, args, AdminState::Ready)
+}
+
+fn set_health_checks(ctx: &Ctx<'_>, args: &[String], on: bool) -> Output {
+    match find_server(&ctx.snap, args.first()) {
+        Ok((be, s)) if admin::apply(be, s, ServerAction::Checks(on)) => text(""),
+        Ok(_) => text("Health check was not configured on this server, cannot enable.\n"),
+        Err(e) => text(e),
+    }
+}
+
+pub(super) fn cmd_disable_health(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    set_health_checks(ctx, args, false)
+}
+
+pub(super) fn cmd_enable_health(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    set_health_checks(ctx, args, true)
+}
+
+pub(super) const SET_SERVER_USAGE: &str = "usage: set server <backend>/<server> addr | agent | agent-addr | agent-port | agent-send | check-addr | check-port | fqdn | health | ssl | state | weight\n";
+
+pub(super) fn cmd_set_server(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    let (be, s) = match find_server(&ctx.snap, args.first()) {
+        Ok(found) => found,
+        Err(e) => return text(e),
+    };
+    let arg = |i: usize| args.get(i).map(String::as_str);
+    match arg(1) {
+        Some("weight") => set_weight(s, args.get(2)),
+        Some("state") => {
+            let to = match arg(2) {
+                Some("ready") => AdminState::Ready,
+                Some("drain") => AdminState::Drain,
+                Some("maint") => AdminState::Maint,
+                _ => {
+                    return text(
+                        "'set server <srv> state' expects 'ready', 'drain' and 'maint'.\n",
+                    );
+                }
+            };
+            admin::apply(be, s, ServerAction::State(to));
+            text("")
+        }
+        Some("health") => {
+            let to = match arg(2) {
+                Some("up") => Forced::Up,
+                Some("stopping") => Forced::Stopping,
+                Some("down") => Forced::Down,
+                _ => {
+                    return text(
+                        "'set server <srv> health' expects 'up', 'stopping', or 'down'.\n",
+                    );
+                }
+            };
+            admin::apply(be, s, ServerAction::Health(to));
+            text("")
+        }
+        Some("addr") => set_addr(s, arg(2), arg(3), arg(4)),
+        // No agent checks in sluice, as on a HAProxy server without `agent-check`.
+        Some("agent") | Some("agent-send") => {
+            text("agent checks are not enabled on this server.\n")
+        }
+        Some("agent-addr") | Some("agent-port") => {
+            text("agent checks are not enabled on this server")
+        }
+        Some("fqdn") => {
+            text("set server <b>/<s> fqdn failed because no resolution is configured.\n")
+        }
+        Some("ssl") => text(
+            "'set server <srv> ssl' cannot be set.  default-server should define ssl settings\n",
+        ),
+        Some(o @ ("check-addr" | "check-port")) => text(format!(
+            "'set server <srv> {o}' is not supported by sluice yet.\n"
+        )),
+        _ => text(SET_SERVER_USAGE),
+    }
+}
+
+/// `set server <b>/<s> addr <ip> [port <port>]` with HAProxy's report
+/// (`IP changed from '..' to '..', port changed from '..' to '..' by 'stats
+/// socket command'`). New connections go to the new address; idle pooled
+/// connections to the old one are dropped.
+fn set_addr(s: &ServerRt, ip: Option<&str>, port_kw: Option<&str>, port: Option<&str>) -> Output {
+    const BY: &str = " by 'stats socket command'\n";
+    let Some(ip) = ip else {
+        return text("set server <b>/<s> addr requires an address and optionally a port.\n");
+    };
+    let Ok(new_ip) = ip.parse::<std::net::IpAddr>() else {
+        return text(format!("Invalid addr '{ip}'{BY}"));
+    };
+    let old = s.state.addr();
+    let mut msg = if old.ip() == new_ip {
+        "no need to change the addr".to_string()
+    } else {
+        format!("IP changed from '{}' to '{new_ip}'", old.ip())
+    };
+    let mut new_port = old.port();
+    if port_kw == Some("port") {
+        let p = port.unwrap_or("");
+        match p.parse::<u16>() {
+            Ok(n) if n == old.port() => msg.push_str(", no need to change the port"),
+            Ok(n) => {
+                msg.push_str(&format!(", port changed from '{}' to '{n}'", old.port()));
+                new_port = n;
+            }
+            Err(_) => msg.push_str(&format!(", problem converting port '{p}' to an int")),
+        }
+    }
+    let new = std::net::SocketAddr::new(new_ip, new_port);
+    if new != old {
+        s.state.set_addr(new);
+    }
+    msg.push_str(BY);
+    text(msg)
+}
+
+pub(super) fn cmd_set_maxconn_server(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    let (be, s) = match find_server(&ctx.snap, args.first()) {
+        Ok(x) => x,
+        Err(e) => return text(e),
+    };
+    let Some(arg) = args.get(1) else {
+        return text("Require <maxconn>.\n");
+    };
+    let Some((v, rest)) = strtol(arg) else {
+        return text("maxconn string empty or preceded by garbage");
+    };
+    if !rest.is_empty() {
+        return text("Trailing garbage in maxconn string");
+    }
+    // Stored as HAProxy's unsigned field: -1 becomes 4294967295 (no limit).
+    let v = v as i32 as u32;
+    let before = s.state.maxconn.swap(v, Relaxed);
+    if v == 0 || (before != 0 && v > before) {
+        // More room: hand it to requests already waiting in the queue.
+        Queue::dispatch_to(&s.state, &be.state);
+    }
+    text("")
+}
+
+pub(super) fn cmd_set_maxconn_frontend(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    let Some(name) = args.first() else {
+        return text("A frontend name is expected.\n");
+    };
+    if !ctx.snap.frontends().any(|f| f.name == *name) {
+        return text("No such frontend.\n");
+    }
+    if args.get(1).is_none() {
+        return text("Integer value expected.\n");
+    }
+    let v = atoi(&args[1]);
+    if v < 0 {
+        return text("Value out of range.\n");
+    }
+    let (Some(fe), Some(sup)) = (
+        ctx.snap.frontends().find(|f| f.name == *name),
+        crate::control::reload::supervisor(),
+    ) else {
+        return text("");
+    };
+    if sup.set_frontend_maxconn(fe, v.min(i64::from(u32::MAX)) as u32) {
+        text("")
+    } else {
+        text("A reload is in progress; try again.\n")
+    }
+}
+
+pub(super) fn cmd_set_maxconn_global(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    let Some(v) = args.first() else {
+        return text("Expects an integer value.\n");
+    };
+    let hard = ctx
+        .snap
+        .global
+        .maxconn
+        .unwrap_or(crate::snapshot::DEFAULT_MAXCONN);
+    let v = atoi(v);
+    if v > i64::from(hard) || v < 0 {
+        return text("Value out of range.\n");
+    }
+    if let Some(sup) = crate::control::reload::supervisor() {
+        sup.set_global_maxconn(v as u32);
+    }
+    text("")
+}
+
+/// `shutdown sessions server <b>/<s>`: the client connection of every
+/// stream on the server is shut down at once (the server side of a request
+/// still waiting for its answer ends with that answer or `timeout server`,
+/// unless the server has `on-marked-down shutdown-sessions`).
+pub(super) fn cmd_shutdown_sessions(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    match find_server(&ctx.snap, args.first()) {
+        Ok((be, s)) => {
+            crate::observe::stats::admin::apply(
+                be,
+                s,
+                crate::observe::stats::admin::ServerAction::Shutdown,
+            );
+            text("")
+        }
+        Err(e) => text(e),
+    }
+}
+
+/// HAProxy's `parse_time_err` in seconds: digits and an optional unit
+/// (`us`, `ms`, `s`, `m`, `h`, `d`; seconds by default).
+fn parse_seconds(s: &str) -> Option<u64> {
+    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return None;
+    }
+    let n: u64 = s[..digits].parse().ok()?;
+    let us = match &s[digits..] {
+        "us" => n,
+        "ms" => n.checked_mul(1_000)?,
+        "" | "s" => n.checked_mul(1_000_000)?,
+        "m" => n.checked_mul(60_000_000)?,
+        "h" => n.checked_mul(3_600_000_000)?,
+        "d" => n.checked_mul(86_400_000_000)?,
+        _ => return None,
+    };
+    Some(us / 1_000_000)
+}
+
+pub(super) fn cmd_set_timeout(_: &mut Ctx<'_>, args: &[String]) -> Output {
+    if args.first().map(String::as_str) != Some("cli") {
+        return text("'set timeout' only supports 'cli'.\n");
+    }
+    let Some(v) = args.get(1) else {
+        return text("Expects an integer value.\n");
+    };
+    match parse_seconds(v) {
+        Some(secs) if secs >= 1 => Output {
+            text: String::new(),
+            effect: Effect::SetTimeout(Duration::from_secs(secs)),
+        },
+        _ => text("Invalid timeout value.\n"),
+    }
+}
+
+pub(super) fn cmd_show_env(_: &mut Ctx<'_>, args: &[String]) -> Output {
+    let mut out = String::new();
+    for (k, v) in std::env::vars_os() {
+        let (k, v) = (k.to_string_lossy(), v.to_string_lossy());
+        if args.first().is_none_or(|name| *name == k) {
+            let _ = writeln!(out, "{k}={}", v.replace(['\n', '\r'], " "));
+        }
+    }
+    if out.is_empty() && !args.is_empty() {
+        return text("Variable not found\n");
+    }
+    text(out)
+}
+
+/// `show servers state [<backend>]`: the `server-state-file` format
+/// (reference §1.7), version 1.
+pub(super) fn cmd_show_servers_state(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    let only = match args.first() {
+        Some(name) => match ctx.snap.backend(name) {
+            Some(b) => Some(b.name.as_str()),
+            None => return text("Can't find backend.\n"),
+        },
+        None => None,
+    };
+    let mut out = String::from(
+        "1\n# be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state srv_uweight srv_iweight srv_time_since_last_change srv_check_status srv_check_result srv_check_health srv_check_state srv_agent_state bk_f_forced_id srv_f_forced_id srv_fqdn srv_port srvrecord srv_use_ssl srv_check_port srv_check_addr srv_agent_addr srv_agent_port\n",
+    );
+    for be in ctx.snap.backends() {
+        if only.is_some_and(|n| n != be.name) {
+            continue;
+        }
+        for s in &be.servers {
+            let st = &s.state;
+            let h = &st.health;
+            let info = h.info();
+            let result = match info.status {
+                CheckStatus::Ini => 0,
+                c if c.is_ok() => 3,
+                _ => 2,
+            };
+            let check_state = if !h.is_checked() {
+                0
+            } else if !h.check_enabled() {
+                0x02
+            } else if h.is_paused() {
+                0x02 | 0x04 | 0x08
+            } else {
+                0x02 | 0x04
+            };
+            let addr = st.addr();
+            let _ = writeln!(
+                out,
+                "{} {} {} {} {} {} {} {} {} {} {} {} {} {} 0 0 0 - {} - {} 0 - - 0",
+                be.iid,
+                be.name,
+                s.sid,
+                s.name,
+                addr.ip(),
+                h.op_state(),
+                st.admin(),
+                st.weight.load(Relaxed),
+                s.weight,
+                h.lastchg(),
+                info.status.number(),
+                result,
+                info.health,
+                check_state,
+                addr.port(),
+                s.opts.use_ssl
+            );
+        }
+    }
+    text(out)
+}

@@ -1,0 +1,262 @@
+//! The stats socket's listeners: UNIX sockets bound HAProxy's way and TCP
+//! ones, accept loops bounded by `stats maxconn`, and one task per
+//! connection that frames lines and replies (prompt mode, timeouts).
+
+use std::io;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::Semaphore;
+
+use crate::config::model::{CliLevel, StatsSocket};
+use crate::snapshot::runtime::Runtime;
+
+use crate::observe::stats::sess::CliOrigin;
+
+use super::*;
+
+// ---------------------------------------------------------------------------
+// UNIX socket
+
+/// Binds `sock` (a UNIX socket) like HAProxy: at `<path>.<pid>.tmp`, owner
+/// (`uid`/`gid`) and `mode` applied, then renamed over `<path>`, so a
+/// stale socket from an earlier run is replaced atomically and clients
+/// never see a missing path. Call it before serving to report bind errors
+/// at start-up.
+pub(crate) fn bind_unix(sock: &StatsSocket) -> io::Result<std::os::unix::net::UnixListener> {
+    let path = sock.path.to_string_lossy();
+    if sock.tcp.is_some() || path.starts_with("ipv4@") || path.starts_with("ipv6@") {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "TCP stats sockets are served with serve_tcp",
+        ));
+    }
+    // `unix@/path` is HAProxy's explicit spelling of a UNIX path.
+    let path = match path.strip_prefix("unix@") {
+        Some(p) => PathBuf::from(p),
+        None => sock.path.clone(),
+    };
+    bind_unix_at(&path, sock.mode, (sock.uid, sock.gid))
+}
+
+/// [`bind_unix`] on an explicit path, file mode and owner (`None` keeps the
+/// creator's uid or gid).
+pub fn bind_unix_at(
+    path: &Path,
+    mode: Option<u32>,
+    (uid, gid): (Option<u32>, Option<u32>),
+) -> io::Result<std::os::unix::net::UnixListener> {
+    // Only ever replace a socket: a regular file at that path is someone
+    // else's data (most likely a typo in the config).
+    if let Ok(meta) = std::fs::symlink_metadata(path)
+        && !meta.file_type().is_socket()
+    {
+        return Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            format!("{} exists and is not a socket", path.display()),
+        ));
+    }
+    let tmp = tmp_path(path);
+    let _ = std::fs::remove_file(&tmp);
+    let listener = std::os::unix::net::UnixListener::bind(&tmp)?;
+    let finish = || -> io::Result<()> {
+        // As HAProxy: owner, then mode, on the temporary name, so the
+        // socket appears at `path` with its final permissions.
+        if uid.is_some() || gid.is_some() {
+            std::os::unix::fs::chown(&tmp, uid, gid)
+                .map_err(|e| io::Error::new(e.kind(), SocketOwnershipError(e)))?;
+        }
+        if let Some(mode) = mode {
+            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))?;
+        }
+        std::fs::rename(&tmp, path)
+    };
+    if let Err(e) = finish() {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    listener.set_nonblocking(true)?;
+    Ok(listener)
+}
+
+/// The owner given by `uid`/`gid`/`user`/`group` could not be set (as a
+/// non-root process giving the socket to another user). Carried inside the
+/// `io::Error` of [`bind_unix`] so the start-up alert can say so as
+/// HAProxy does.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot change UNIX socket ownership")]
+pub(crate) struct SocketOwnershipError(#[source] pub io::Error);
+
+fn tmp_path(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(format!(".{}.tmp", std::process::id()));
+    PathBuf::from(s)
+}
+
+/// Serves a socket from [`bind_unix`] at `sock.level` (owned arguments, so
+/// the future can be spawned directly).
+pub(crate) async fn serve_listener(
+    listener: std::os::unix::net::UnixListener,
+    sock: StatsSocket,
+    rt: Arc<Runtime>,
+) -> io::Result<()> {
+    serve_unix_listener(listener, sock.level, rt).await
+}
+
+/// Accept loop over a bound UNIX socket: one task per connection, at most
+/// [`MAX_CLI_CONNS`] at once (further clients wait in the backlog, as with
+/// HAProxy's `stats maxconn`).
+pub async fn serve_unix_listener(
+    listener: std::os::unix::net::UnixListener,
+    level: CliLevel,
+    rt: Arc<Runtime>,
+) -> io::Result<()> {
+    listener.set_nonblocking(true)?;
+    let listener = tokio::net::UnixListener::from_std(listener)?;
+    let l = &listener;
+    accept_loop(
+        move || async move { l.accept().await.map(|(s, _)| (s, CliOrigin::Unix)) },
+        level,
+        rt,
+    )
+    .await
+}
+
+/// The same over TCP (`stats socket ipv4@host:port`).
+pub(crate) async fn serve_tcp(
+    listener: std::net::TcpListener,
+    level: CliLevel,
+    rt: Arc<Runtime>,
+) -> io::Result<()> {
+    listener.set_nonblocking(true)?;
+    let listener = tokio::net::TcpListener::from_std(listener)?;
+    let l = &listener;
+    accept_loop(
+        move || async move { l.accept().await.map(|(s, a)| (s, CliOrigin::Tcp(a))) },
+        level,
+        rt,
+    )
+    .await
+}
+
+/// One accept loop for both socket families.
+async fn accept_loop<S, F>(
+    accept: impl Fn() -> F,
+    level: CliLevel,
+    rt: Arc<Runtime>,
+) -> io::Result<()>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    F: std::future::Future<Output = io::Result<(S, CliOrigin)>>,
+{
+    let slots = Arc::new(Semaphore::new(MAX_CLI_CONNS));
+    loop {
+        let permit = slots.clone().acquire_owned().await;
+        match accept().await {
+            Ok((stream, origin)) => spawn_conn(stream, origin, level, rt.clone(), permit.ok()),
+            Err(e) => accept_failed(e).await,
+        }
+    }
+}
+
+fn spawn_conn<S>(
+    stream: S,
+    origin: CliOrigin,
+    level: CliLevel,
+    rt: Arc<Runtime>,
+    permit: Option<tokio::sync::OwnedSemaphorePermit>,
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    count_accepted(&rt);
+    tokio::spawn(async move {
+        handle_conn(stream, origin, level, rt).await;
+        drop(permit);
+    });
+}
+
+/// HAProxy counts CLI sessions in the process totals: CumConns, ConnRate
+/// and SessRate at accept (here, in the accept loop, so two readings of
+/// `show info` see every earlier connection), CumReq when the session ends
+/// ([`handle_conn`]); CurrConns not, its CLI listeners being unlimited.
+pub(crate) fn count_accepted(rt: &Runtime) {
+    let p = &rt.process;
+    p.cum_conns
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    p.conn_rate.hit();
+    p.sess_rate.hit();
+}
+
+async fn accept_failed(e: io::Error) {
+    // Typically EMFILE: back off rather than spin, and keep serving.
+    tracing::warn!(error = %e, "stats socket accept failed");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+}
+
+/// One CLI connection: reads lines, runs them, writes replies. Closes after
+/// `quit`, on idle timeout (`stats timeout`), on EOF, or — when not in
+/// prompt mode — as soon as every received line has been answered and
+/// nothing more is buffered.
+pub(crate) async fn handle_conn<S>(
+    mut stream: S,
+    origin: CliOrigin,
+    level: CliLevel,
+    rt: Arc<Runtime>,
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    // The session counts in CumReq when it ends, however it ends (see
+    // `count_accepted` for the rest).
+    struct CountedSession<'a>(&'a Runtime);
+    impl Drop for CountedSession<'_> {
+        fn drop(&mut self) {
+            self.0.count_request();
+        }
+    }
+    let _counted = CountedSession(&rt);
+    let mut idle = rt
+        .snapshot()
+        .global
+        .stats_timeout
+        .unwrap_or(DEFAULT_STATS_TIMEOUT);
+    let mut level = level;
+    let mut prompt = false;
+    let mut buf: Vec<u8> = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = match tokio::time::timeout(idle, stream.read(&mut chunk)).await {
+            Ok(Ok(n)) if n > 0 => n,
+            _ => break, // EOF, error or idle timeout
+        };
+        buf.extend_from_slice(&chunk[..n]);
+        while let Some(pos) = buf.iter().position(|&b| b == b'\n') {
+            let raw: Vec<u8> = buf.drain(..=pos).collect();
+            let line = String::from_utf8_lossy(&raw[..raw.len() - 1]);
+            // The session's `show sess` pointer: its read buffer's address.
+            let me = chunk.as_ptr() as usize;
+            let reply = execute_from(&line, level, &rt, origin, me);
+            level = reply.level;
+            for o in &reply.outputs {
+                if let Effect::SetTimeout(t) = o.effect {
+                    idle = t;
+                }
+            }
+            let (out, quit) = reply.render(&mut prompt);
+            let wrote = tokio::time::timeout(idle, stream.write_all(out.as_bytes())).await;
+            if quit || !matches!(wrote, Ok(Ok(()))) {
+                return;
+            }
+        }
+        if buf.len() > MAX_REQUEST {
+            tracing::debug!("stats socket request larger than {MAX_REQUEST} bytes");
+            break;
+        }
+        if !prompt && buf.is_empty() {
+            break;
+        }
+    }
+    let _ = tokio::time::timeout(idle, stream.shutdown()).await;
+}

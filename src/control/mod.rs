@@ -1,0 +1,10 @@
+//! The control plane, on top of everything: the command line and start-up
+//! (`startup`), reloads (`reload`), socket hand-over to a new binary
+//! (`takeover`), the stats socket's command interpreter and server (`cli`)
+//! and the man pages (`manpage`).
+
+pub mod cli;
+pub mod manpage;
+pub(crate) mod reload;
+pub mod startup;
+pub(crate) mod takeover;

@@ -1,0 +1,495 @@
+//! Reload without restart: the `-f` sources are read again, validated as a
+//! whole, and only a valid configuration is applied, by compiling a new
+//! routing snapshot over the same runtime state and swapping it in.
+//!
+//! What a reload keeps: listening sockets whose address is unchanged (no
+//! accept gap), every counter, health state, slot, queue and pooled
+//! connection of servers that keep their backend and name, and every
+//! connection in flight (a request finishes under the snapshot it started
+//! with; a keep-alive connection picks up the new one at its next request).
+//! New addresses are bound before anything changes, so a reload that cannot
+//! bind changes nothing; removed addresses stop accepting and their open
+//! connections finish.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::SystemTime;
+
+use tokio::sync::Semaphore;
+
+use crate::config::{self, model::Config};
+use crate::frontend::listener::{self, Binding, ListenerCtl};
+use crate::snapshot::Snapshot;
+use crate::snapshot::diff::ConfigPrint;
+use crate::snapshot::runtime::Runtime;
+
+/// The outcome of the last reload, for `show info` and `show reload`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ReloadReport {
+    /// Unix time of the attempt.
+    pub(crate) when: u64,
+    pub(crate) ok: bool,
+    /// The generation serving after the attempt.
+    pub(crate) generation: u64,
+    pub(crate) changes: Vec<String>,
+    /// Errors (with file:line) when the reload was refused.
+    pub(crate) errors: Vec<String>,
+}
+
+pub(crate) struct Supervisor {
+    rt: Arc<Runtime>,
+    sources: Vec<PathBuf>,
+    global_max: Arc<Semaphore>,
+    /// The limit `global_max` stands for now (`set maxconn global`).
+    global_now: AtomicU32,
+    state: tokio::sync::Mutex<Bound>,
+    last: Mutex<Option<ReloadReport>>,
+    /// The configuration in force, as `show reload` compares it.
+    applied: Mutex<ConfigPrint>,
+    reloads: std::sync::atomic::AtomicU64,
+}
+
+/// Listeners and limits currently in force.
+#[derive(Default)]
+struct Bound {
+    listeners: HashMap<SocketAddr, Arc<ListenerCtl>>,
+    limits: HashMap<String, (Arc<Semaphore>, u32)>,
+}
+
+static SUPERVISOR: OnceLock<Arc<Supervisor>> = OnceLock::new();
+
+/// The running supervisor, if the process serves (not in `-c` mode).
+pub(crate) fn supervisor() -> Option<&'static Arc<Supervisor>> {
+    SUPERVISOR.get()
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+impl Supervisor {
+    /// Starts serving `bound` (sockets bound before daemonizing) for the
+    /// snapshot already in `rt`.
+    pub(crate) fn start(
+        rt: Arc<Runtime>,
+        sources: Vec<PathBuf>,
+        global_max: Arc<Semaphore>,
+        bound: Vec<(Arc<str>, SocketAddr, std::net::TcpListener)>,
+        applied: ConfigPrint,
+    ) -> std::io::Result<Arc<Supervisor>> {
+        let sup = Arc::new(Supervisor {
+            rt,
+            sources,
+            global_now: AtomicU32::new(global_max.available_permits() as u32),
+            global_max,
+            state: tokio::sync::Mutex::new(Bound::default()),
+            last: Mutex::new(None),
+            applied: Mutex::new(applied),
+            reloads: std::sync::atomic::AtomicU64::new(0),
+        });
+        {
+            let mut st = sup
+                .state
+                .try_lock()
+                .map_err(|_| std::io::Error::other("supervisor busy"))?;
+            let snap = sup.rt.snapshot();
+            for (name, addr, l) in bound {
+                let limit = sup.limit_for(&mut st, &snap, &name);
+                let ctl = listener::spawn(
+                    sup.rt.clone(),
+                    l,
+                    Binding {
+                        frontend: name,
+                        limit,
+                    },
+                    sup.global_max.clone(),
+                )?;
+                st.listeners.insert(addr, ctl);
+            }
+            crate::upstream::check::spawn_checks(&sup.rt);
+        }
+        let _ = SUPERVISOR.set(sup.clone());
+        Ok(sup)
+    }
+
+    fn limit_for(&self, st: &mut Bound, snap: &Snapshot, frontend: &str) -> Arc<Semaphore> {
+        let fe = snap.frontends().find(|f| &*f.name == frontend);
+        let maxconn = fe
+            .map_or(crate::snapshot::DEFAULT_MAXCONN, |f| f.maxconn)
+            .max(1);
+        if let Some(f) = fe {
+            f.state.maxconn_now.store(maxconn, SeqCst);
+        }
+        let entry = st
+            .limits
+            .entry(frontend.to_string())
+            .or_insert_with(|| (Arc::new(Semaphore::new(maxconn as usize)), maxconn));
+        resize_limit(&entry.0, entry.1, maxconn);
+        entry.1 = maxconn;
+        entry.0.clone()
+    }
+
+    /// `set maxconn frontend <name> <n>` (until the next reload applies
+    /// the configuration's). False when a reload holds the listeners.
+    pub(crate) fn set_frontend_maxconn(&self, fe: &crate::snapshot::FrontendRt, n: u32) -> bool {
+        let Ok(mut st) = self.state.try_lock() else {
+            return false;
+        };
+        let n = n.max(1);
+        if let Some(entry) = st.limits.get_mut(&*fe.name) {
+            resize_limit(&entry.0, entry.1, n);
+            entry.1 = n;
+        }
+        fe.state.maxconn_now.store(n, SeqCst);
+        true
+    }
+
+    /// `set maxconn global <n>` (at most the start-up `maxconn`).
+    pub(crate) fn set_global_maxconn(&self, n: u32) {
+        let n = n.max(1);
+        let before = self.global_now.swap(n, SeqCst);
+        resize_limit(&self.global_max, before, n);
+    }
+
+    /// The global `maxconn` in force (`show info` Maxconn).
+    pub(crate) fn global_maxconn(&self) -> u32 {
+        self.global_now.load(SeqCst)
+    }
+
+    pub(crate) fn last_report(&self) -> Option<ReloadReport> {
+        crate::state::lock(&self.last).clone()
+    }
+
+    /// Reads the sources again and applies them if valid. Reloads are
+    /// serialised: a second trigger waits for the first to finish.
+    pub(crate) async fn reload(&self) -> ReloadReport {
+        let mut st = self.state.lock().await;
+        crate::sys::process::notify_reloading();
+        self.reloads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let sources = self.sources.clone();
+        let loaded = tokio::task::spawn_blocking(move || config::load(&sources)).await;
+        let mut report = ReloadReport {
+            when: unix_now(),
+            generation: self.rt.snapshot().generation,
+            ..Default::default()
+        };
+        let pid = std::process::id();
+        let loaded = match loaded {
+            Ok(l) => l,
+            Err(e) => {
+                report.errors.push(format!("reload task failed: {e}"));
+                return self.finish(report);
+            }
+        };
+        let Some(cfg) = loaded.config else {
+            report.errors = loaded
+                .diagnostics
+                .iter()
+                .filter(|d| d.is_alert())
+                .map(|d| d.render(pid))
+                .collect();
+            return self.finish(report);
+        };
+        for d in &loaded.diagnostics {
+            tracing::warn!("{}", d.render(pid));
+        }
+        // Bind what is new before changing anything.
+        let mut fresh: Vec<(Arc<str>, SocketAddr, std::net::TcpListener)> = Vec::new();
+        for (name, addr) in binds(&cfg) {
+            if st.listeners.contains_key(&addr) || fresh.iter().any(|(_, a, _)| *a == addr) {
+                continue;
+            }
+            match listener::bind_std(addr) {
+                Ok(l) => fresh.push((name, addr, l)),
+                Err(e) => {
+                    report.errors.push(format!(
+                        "Starting frontend {name}: cannot bind socket ({e}) [{addr}]"
+                    ));
+                    return self.finish(report);
+                }
+            }
+        }
+        let new = self.rt.apply(&cfg, retire_removed);
+        let print = ConfigPrint::of(&cfg);
+        report.changes = std::mem::replace(&mut *crate::state::lock(&self.applied), print.clone())
+            .changes_to(&print);
+        dispatch_queues(&new);
+        if let Some(after) = new.global.hard_stop_after {
+            expire_generations_below(new.generation, after);
+        }
+        report.generation = new.generation;
+        report.ok = true;
+
+        // Listeners: keep, rebind to another frontend, open, or stop.
+        let wanted: HashMap<SocketAddr, Arc<str>> =
+            binds(&cfg).into_iter().map(|(n, a)| (a, n)).collect();
+        let current: Vec<SocketAddr> = st.listeners.keys().copied().collect();
+        for addr in current {
+            match wanted.get(&addr) {
+                Some(name) => {
+                    let limit = self.limit_for(&mut st, &new, name);
+                    if let Some(ctl) = st.listeners.get(&addr) {
+                        ctl.rebind(Binding {
+                            frontend: name.clone(),
+                            limit,
+                        });
+                    }
+                }
+                None => {
+                    if let Some(ctl) = st.listeners.remove(&addr) {
+                        ctl.stop();
+                        report.changes.push(format!("listener {addr} closed"));
+                    }
+                }
+            }
+        }
+        for (name, addr, l) in fresh {
+            let limit = self.limit_for(&mut st, &new, &name);
+            match listener::spawn(
+                self.rt.clone(),
+                l,
+                Binding {
+                    frontend: name.clone(),
+                    limit,
+                },
+                self.global_max.clone(),
+            ) {
+                Ok(ctl) => {
+                    st.listeners.insert(addr, ctl);
+                    report
+                        .changes
+                        .push(format!("listener {addr} opened for frontend {name}"));
+                }
+                Err(e) => report.errors.push(format!("frontend {name}: {e} [{addr}]")),
+            }
+        }
+        crate::upstream::check::spawn_checks(&self.rt);
+        self.finish(report)
+    }
+
+    /// Soft stop: every listener stops accepting (their sockets close) and
+    /// no reload can open new ones.
+    pub(crate) async fn stop_listening(&self) {
+        let mut st = self.state.lock().await;
+        for (_, ctl) in st.listeners.drain() {
+            ctl.stop();
+        }
+        // Keep the lock held for good: a reload after this would bind again.
+        std::mem::forget(st);
+    }
+
+    /// Copies of the listening sockets in service, for a new process that
+    /// takes them over (`-x`): address, frontend and a duplicated
+    /// descriptor (closed when dropped).
+    pub(crate) async fn listener_dups(&self) -> Vec<(SocketAddr, Arc<str>, std::os::fd::OwnedFd)> {
+        use std::os::fd::BorrowedFd;
+        let st = self.state.lock().await;
+        st.listeners
+            .values()
+            .filter_map(|c| {
+                // SAFETY: the accept loop owns the socket and only closes
+                // it after stop(), which needs the lock held here.
+                let fd = unsafe { BorrowedFd::borrow_raw(c.raw_fd()) };
+                Some((c.addr(), c.frontend(), fd.try_clone_to_owned().ok()?))
+            })
+            .collect()
+    }
+
+    fn finish(&self, report: ReloadReport) -> ReloadReport {
+        // systemd: the reload is over, whatever its outcome.
+        crate::sys::process::sd_notify("READY=1\n");
+        if report.ok {
+            tracing::info!(
+                "Reload complete: generation {} ({} change(s)).",
+                report.generation,
+                report.changes.len()
+            );
+        } else {
+            for e in &report.errors {
+                tracing::error!("{e}");
+            }
+            tracing::error!("Reload refused: the running configuration is unchanged.");
+        }
+        *crate::state::lock(&self.last) = Some(report.clone());
+        report
+    }
+}
+
+/// Servers that the new snapshot no longer has are drained: no new request
+/// goes to them, their requests in flight finish, their idle pooled
+/// connections close. Runs before the new snapshot is visible, so a slot a
+/// removed server frees is never handed to a request routed with it.
+fn retire_removed(old: &Snapshot, new: &Snapshot) {
+    for ob in old.backends() {
+        let nb = new.backend(&ob.name);
+        for s in &ob.servers {
+            let kept =
+                nb.is_some_and(|nb| nb.servers.iter().any(|n| Arc::ptr_eq(&n.state, &s.state)));
+            if !kept {
+                s.state.retire();
+            }
+        }
+    }
+}
+
+/// Queued requests go to the servers of the new snapshot that have room
+/// (new servers, raised limits).
+fn dispatch_queues(new: &Snapshot) {
+    for be in new.backends() {
+        for s in &be.servers {
+            crate::state::Queue::dispatch_to(&s.state, &be.state);
+        }
+    }
+}
+
+/// Requests started under a generation below this one are cut when they
+/// are still running (`hard-stop-after` after the reload that replaced it).
+static EXPIRED_BELOW: AtomicU64 = AtomicU64::new(0);
+static EXPIRY: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+fn expire_generations_below(generation: u64, after: std::time::Duration) {
+    tokio::spawn(async move {
+        tokio::time::sleep(after).await;
+        let before = EXPIRED_BELOW.fetch_max(generation, SeqCst);
+        if before < generation {
+            tracing::warn!(
+                "hard-stop-after: closing connections still serving requests of generations before {generation}."
+            );
+        }
+        EXPIRY.notify_waiters();
+    });
+}
+
+/// Runs `fut` (one request started under `generation`) unless that
+/// generation expires first; None when it was cut.
+pub(crate) async fn bounded<F: std::future::Future>(generation: u64, fut: F) -> Option<F::Output> {
+    tokio::pin!(fut);
+    loop {
+        let notified = EXPIRY.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if EXPIRED_BELOW.load(SeqCst) > generation {
+            return None;
+        }
+        tokio::select! {
+            out = &mut fut => return Some(out),
+            _ = &mut notified => {}
+        }
+    }
+}
+
+fn binds(cfg: &Config) -> Vec<(Arc<str>, SocketAddr)> {
+    cfg.proxies
+        .iter()
+        .filter(|p| p.kind.has_frontend())
+        .flat_map(|p| {
+            let name: Arc<str> = Arc::from(p.name.as_str());
+            // An inherited socket (`fd@n`) stands for the address it was
+            // found listening on at start: a reload keeps it, never
+            // re-binds it.
+            p.binds
+                .iter()
+                .flat_map(|b| match b.fd {
+                    Some(fd) => crate::frontend::listener::inherited_addr(fd)
+                        .into_iter()
+                        .collect(),
+                    None => b.addrs.clone(),
+                })
+                .map(move |a| (name.clone(), a))
+        })
+        .collect()
+}
+
+/// Reloads on SIGHUP and SIGUSR2 (HAProxy's master-worker reload signal).
+pub(crate) async fn reload_on_signals(sup: Arc<Supervisor>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut hup), Ok(mut usr2)) = (
+        signal(SignalKind::hangup()),
+        signal(SignalKind::user_defined2()),
+    ) else {
+        tracing::warn!("reload signals unavailable; use the CLI 'reload' command");
+        return;
+    };
+    loop {
+        tokio::select! {
+            _ = hup.recv() => {}
+            _ = usr2.recv() => {}
+        }
+        sup.reload().await;
+    }
+}
+
+/// SIGTTOU pauses every listener, SIGTTIN resumes them (HAProxy's signals
+/// for handing ports to another process and taking them back).
+pub(crate) async fn pause_on_signals(sup: Arc<Supervisor>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut ttou), Ok(mut ttin)) = (
+        signal(SignalKind::from_raw(libc::SIGTTOU)),
+        signal(SignalKind::from_raw(libc::SIGTTIN)),
+    ) else {
+        return;
+    };
+    loop {
+        let pause = tokio::select! {
+            _ = ttou.recv() => true,
+            _ = ttin.recv() => false,
+        };
+        let st = sup.state.lock().await;
+        for ctl in st.listeners.values() {
+            if pause {
+                ctl.pause();
+            } else {
+                ctl.resume();
+            }
+        }
+    }
+}
+
+/// Changes a connection limit in place: connections holding permits keep
+/// them. Lowering takes the permits that are free now, and the rest as
+/// connections close (new ones wait meanwhile), so the new limit holds
+/// once the excess has drained.
+fn resize_limit(sem: &Arc<Semaphore>, from: u32, to: u32) {
+    if to > from {
+        sem.add_permits((to - from) as usize);
+    } else if from > to {
+        let want = (from - to) as usize;
+        let got = sem.forget_permits(want);
+        if got < want {
+            let sem = sem.clone();
+            let rest = (want - got) as u32;
+            tokio::spawn(async move {
+                if let Ok(p) = sem.acquire_many_owned(rest).await {
+                    p.forget();
+                }
+            });
+        }
+    }
+}
+
+/// The text of `show reload`.
+pub(crate) fn render_report(r: Option<&ReloadReport>, generation: u64) -> String {
+    let Some(r) = r else {
+        return format!("generation: {generation}\nlast reload: none\n");
+    };
+    let mut s = format!(
+        "generation: {}\nlast reload: {} ({})\n",
+        r.generation,
+        if r.ok { "success" } else { "failed" },
+        r.when
+    );
+    for c in &r.changes {
+        s.push_str(&format!("  {c}\n"));
+    }
+    for e in &r.errors {
+        s.push_str(&format!("  error: {}\n", e.trim_end()));
+    }
+    s
+}

@@ -1,0 +1,616 @@
+//! Listening sockets (socket2: SO_REUSEADDR, a backlog) and accept loops
+//! that honour `maxconn`: past the limit, new connections wait in the
+//! kernel's backlog instead of being accepted and reset.
+
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+
+use arc_swap::ArcSwap;
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
+use tokio::net::TcpStream;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+
+use crate::config::model::Mode;
+use crate::snapshot::runtime::Runtime;
+use crate::state::FrontendState;
+use crate::tls::Stream;
+
+/// Accept backlog of every listener.
+const BACKLOG: i32 = 1024;
+
+/// Which frontend a listening socket serves, and that frontend's limit. A
+/// reload may point an open socket at another frontend without closing it.
+pub(crate) struct Binding {
+    pub(crate) frontend: Arc<str>,
+    pub(crate) limit: Arc<Semaphore>,
+}
+
+/// Control of one accept loop.
+pub(crate) struct ListenerCtl {
+    binding: ArcSwap<Binding>,
+    stop: Notify,
+    /// SIGTTOU / SIGTTIN: whether the socket should stop listening, and
+    /// the accept loop's wake-up when that changes.
+    paused: std::sync::atomic::AtomicBool,
+    pause_changed: Notify,
+    /// The listening socket, valid while the accept loop runs (for
+    /// handing it to a new process with `-x`).
+    fd: RawFd,
+    addr: SocketAddr,
+}
+
+impl ListenerCtl {
+    pub(crate) fn rebind(&self, b: Binding) {
+        self.binding.store(Arc::new(b));
+    }
+
+    /// Stops accepting; the socket closes, open connections go on.
+    pub(crate) fn stop(&self) {
+        self.stop.notify_one();
+    }
+
+    pub(crate) fn raw_fd(&self) -> RawFd {
+        self.fd
+    }
+
+    /// SIGTTOU, as in HAProxy: the socket stops listening (so another
+    /// process may take the port; the kernel resets what waited in the
+    /// backlog) but stays bound, ready to listen again.
+    pub(crate) fn pause(&self) {
+        self.paused.store(true, Relaxed);
+        self.pause_changed.notify_one();
+    }
+
+    /// SIGTTIN: a paused socket listens again.
+    pub(crate) fn resume(&self) {
+        self.paused.store(false, Relaxed);
+        self.pause_changed.notify_one();
+    }
+
+    pub(crate) fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub(crate) fn frontend(&self) -> Arc<str> {
+        self.binding.load().frontend.clone()
+    }
+}
+
+/// Starts accepting on `l` (a socket from [`bind_std`]).
+pub(crate) fn spawn(
+    rt: Arc<Runtime>,
+    l: std::net::TcpListener,
+    binding: Binding,
+    global: Arc<Semaphore>,
+) -> std::io::Result<Arc<ListenerCtl>> {
+    let fd = l.as_raw_fd();
+    let addr = l.local_addr()?;
+    l.set_nonblocking(true)?;
+    let listener = register(l)?;
+    let ctl = Arc::new(ListenerCtl {
+        binding: ArcSwap::from_pointee(binding),
+        stop: Notify::new(),
+        paused: std::sync::atomic::AtomicBool::new(false),
+        pause_changed: Notify::new(),
+        fd,
+        addr,
+    });
+    tokio::spawn(accept_loop(rt, listener, global, ctl.clone()));
+    Ok(ctl)
+}
+
+/// Accepts connections until stopped. `global` caps the whole process, the
+/// binding's limit its frontend.
+///
+/// The loop waits for a pending connection before it takes the two slots,
+/// and accepts only once it holds them: past either limit the connection
+/// stays in the kernel's backlog, and an idle listener holds no slot that
+/// a busy one (of the same frontend or another) could use.
+async fn accept_loop(
+    rt: Arc<Runtime>,
+    mut listener: AsyncFd<std::net::TcpListener>,
+    global: Arc<Semaphore>,
+    ctl: Arc<ListenerCtl>,
+) {
+    loop {
+        if ctl.paused.load(Relaxed) {
+            match pause_until_resumed(listener, &ctl).await {
+                Some(l) => listener = l,
+                None => return,
+            }
+            continue;
+        }
+        let ready = tokio::select! {
+            _ = ctl.stop.notified() => return,
+            _ = ctl.pause_changed.notified() => continue,
+            r = listener.readable() => r,
+        };
+        let Ok(mut ready) = ready else { return };
+        let binding = ctl.binding.load_full();
+        // The frontend's slot first: waiting for it holds nothing another
+        // frontend needs.
+        let permits = tokio::select! {
+            _ = ctl.stop.notified() => return,
+            _ = ctl.pause_changed.notified() => continue,
+            r = async {
+                let l = binding.limit.clone().acquire_owned().await.ok()?;
+                let g = global.clone().acquire_owned().await.ok()?;
+                Some([g, l])
+            } => r,
+        };
+        let Some(permits) = permits else { return };
+        let (stream, peer) = match ready.try_io(|l| l.get_ref().accept()) {
+            Ok(Ok(x)) => x,
+            // Nothing pending after all (the client left): wait again.
+            Err(_would_block) => continue,
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionAborted => continue,
+            Ok(Err(e)) => {
+                // EMFILE and friends: back off briefly rather than spin.
+                tracing::warn!("accept on frontend {}: {e}", binding.frontend);
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        drop(ready);
+        // The connection lives on the runtime it is registered with here,
+        // and its tasks run there (see `workers`).
+        let _on = crate::sys::workers::enter_next();
+        let stream = match stream
+            .set_nonblocking(true)
+            .and_then(|()| TcpStream::from_std(stream))
+        {
+            Ok(s) => s,
+            // Unusable socket: dropping it closes the connection.
+            Err(_) => continue,
+        };
+        let (client, mode, screen, tls) =
+            ClientConn::open(&rt, &binding.frontend, permits, &stream, peer, ctl.addr);
+        if let Some(screen) = screen {
+            tokio::spawn(crate::frontend::accept::serve_screened(
+                client, stream, peer, mode, screen, tls,
+            ));
+            continue;
+        }
+        spawn_accepted(client, stream, peer, mode, tls);
+    }
+}
+
+/// Serves a connection once accepted and screened (PROXY header, `tcp-request
+/// connection` rules): TLS first on a `bind ... ssl` listener. Each kind
+/// gets a task of its own future: one async fn over the three would make
+/// every task as big as the largest (the TLS handshake's), and an idle
+/// plain connection pays for it while it waits.
+pub(crate) fn spawn_accepted(
+    client: ClientConn,
+    stream: TcpStream,
+    peer: SocketAddr,
+    mode: Mode,
+    tls: Option<TlsAccept>,
+) {
+    match (tls, mode) {
+        (None, Mode::Http) => {
+            tokio::spawn(crate::http::service::serve_connection(
+                client,
+                Stream::Tcp(stream),
+                peer,
+                true,
+                None,
+            ));
+        }
+        (None, Mode::Tcp) => {
+            tokio::spawn(crate::tcp::serve(client, Stream::Tcp(stream), peer));
+        }
+        (Some(tls), mode) => {
+            tokio::spawn(tls_accept(client, stream, peer, tls, mode));
+        }
+    }
+}
+
+/// The TLS handshake of a client on a `bind ... ssl` listener, then the
+/// connection is served as any other. A failed handshake is counted
+/// (`ssl_failed_handshake`) and logged; the connection just closes.
+async fn tls_accept(
+    client: ClientConn,
+    stream: TcpStream,
+    peer: SocketAddr,
+    tls: TlsAccept,
+    mode: Mode,
+) {
+    let handshake = async {
+        if tls.config.per_cert.is_none() {
+            return tokio_rustls::TlsAcceptor::from(tls.config.config.clone())
+                .accept(stream)
+                .await;
+        }
+        // crt-list lines with options: the ClientHello's SNI picks the
+        // line, whose configuration (versions, ALPN, verify) the
+        // handshake then goes on with.
+        let start =
+            tokio_rustls::LazyConfigAcceptor::new(rustls::server::Acceptor::default(), stream)
+                .await?;
+        let config = tls.config.pick(start.client_hello().server_name());
+        start.into_stream(config).await
+    };
+    let handshake = crate::wire::io::with_timeout(tls.handshake_timeout, handshake);
+    let fe = client.fe_state().cloned();
+    let counters = fe.as_ref().map(|s| &s.counters);
+    match handshake.await {
+        Some(Ok(tls)) => {
+            if let Some(c) = counters {
+                c.ssl_sess.fetch_add(1, Relaxed);
+            }
+            let facts = Box::new(crate::tls::TlsFacts::of(tls.get_ref().1));
+            let stream = Stream::Tls(Box::new(tokio_rustls::TlsStream::Server(tls)));
+            match mode {
+                Mode::Http => {
+                    crate::http::service::serve_connection(client, stream, peer, true, Some(facts))
+                        .await
+                }
+                Mode::Tcp => crate::tcp::serve(client, stream, peer).await,
+            }
+        }
+        failed => {
+            if let Some(c) = counters {
+                c.ssl_failed_handshake.fetch_add(1, Relaxed);
+            }
+            let (reason, empty) = match failed {
+                Some(Err(e)) => (e.to_string(), e.kind() == std::io::ErrorKind::UnexpectedEof),
+                _ => ("timeout".to_string(), false),
+            };
+            crate::observe::log::emit_handshake_failure(
+                &client.rt,
+                &client.frontend,
+                peer,
+                &reason,
+                empty,
+            );
+        }
+    }
+}
+
+/// Registers a non-blocking listening socket with the reactor, for
+/// readiness only (the loop accepts itself, once it holds its slots).
+fn register(l: std::net::TcpListener) -> std::io::Result<AsyncFd<std::net::TcpListener>> {
+    // SAFETY: the AsyncFd owns the listener, whose descriptor stays open
+    // and the same until the AsyncFd is dropped or taken apart.
+    unsafe { AsyncFd::register_with_interest(l, Interest::READABLE) }.map_err(|e| e.into_parts().1)
+}
+
+/// Stops listening until resumed (or stopped: None). The socket leaves the
+/// reactor meanwhile, and re-enters it listening again, so no readiness
+/// seen while it was shut down lingers.
+async fn pause_until_resumed(
+    l: AsyncFd<std::net::TcpListener>,
+    ctl: &ListenerCtl,
+) -> Option<AsyncFd<std::net::TcpListener>> {
+    let std = l.into_inner();
+    // SAFETY: shutdown on the listening socket this loop owns.
+    if unsafe { libc::shutdown(ctl.fd, libc::SHUT_RD) } < 0 {
+        let e = std::io::Error::last_os_error();
+        tracing::error!("Listener {}: cannot pause: {e}", ctl.addr);
+    } else {
+        tracing::warn!("Paused listener {} (SIGTTOU).", ctl.addr);
+    }
+    while ctl.paused.load(Relaxed) {
+        tokio::select! {
+            _ = ctl.stop.notified() => return None,
+            _ = ctl.pause_changed.notified() => {}
+        }
+    }
+    // SAFETY: listen on the bound socket this loop owns.
+    if unsafe { libc::listen(ctl.fd, BACKLOG) } < 0 {
+        let e = std::io::Error::last_os_error();
+        tracing::error!("Listener {}: cannot listen again: {e}", ctl.addr);
+        return None;
+    }
+    match register(std) {
+        Ok(l) => {
+            tracing::warn!("Resumed listener {} (SIGTTIN).", ctl.addr);
+            Some(l)
+        }
+        Err(e) => {
+            tracing::error!("Listener {}: cannot listen again: {e}", ctl.addr);
+            None
+        }
+    }
+}
+
+/// What one client connection holds for its whole life. Opening it counts
+/// the connection; dropping it closes the books and frees the `maxconn`
+/// permits, whatever way the connection ended.
+pub(crate) struct ClientConn {
+    pub(crate) rt: Arc<Runtime>,
+    pub(crate) frontend: Arc<str>,
+    /// The frontend's state, once the connection counts as one of its
+    /// sessions (`scur`, `stot`): from accept, or once `tcp-request
+    /// connection` rules and the PROXY header let it through.
+    fe_state: Option<Arc<FrontendState>>,
+    _permits: [OwnedSemaphorePermit; 2],
+    /// Its `show sess` entry (a pointer: idle connections stay small).
+    pub(crate) stream: crate::state::sessions::Slot,
+    /// The address the client connected to, as a PROXY protocol header
+    /// told it (None: the socket's own). Boxed: idle connections stay
+    /// small, and most have none.
+    dst: Option<Box<SocketAddr>>,
+}
+
+/// The TLS of a `bind ... ssl` listener, for an accepted connection.
+pub(crate) struct TlsAccept {
+    config: Arc<crate::tls::ListenTls>,
+    /// The handshake's bound: `timeout client`.
+    handshake_timeout: Option<std::time::Duration>,
+}
+
+impl ClientConn {
+    /// Counts a new connection on `frontend` (accepted on `local`); also
+    /// says which mode the frontend runs in, and what has to screen the
+    /// connection before it is served (its session then starts later).
+    fn open(
+        rt: &Arc<Runtime>,
+        frontend: &Arc<str>,
+        permits: [OwnedSemaphorePermit; 2],
+        stream: &tokio::net::TcpStream,
+        peer: std::net::SocketAddr,
+        local: SocketAddr,
+    ) -> (
+        Self,
+        Mode,
+        Option<crate::frontend::accept::Screen>,
+        Option<TlsAccept>,
+    ) {
+        let (fe_state, mode, fe_iid, screen, tls) =
+            rt.with_snapshot(
+                |snap| match snap.frontends().find(|f| *f.name == **frontend) {
+                    Some(f) => {
+                        if f.tcpka {
+                            let _ = socket2::SockRef::from(stream).set_keepalive(true);
+                        }
+                        (
+                            Some(f.state.clone()),
+                            f.mode,
+                            f.iid,
+                            crate::frontend::accept::Screen::of(f, local),
+                            f.tls_binds
+                                .iter()
+                                .find(|(a, _)| *a == local)
+                                .map(|(_, c)| TlsAccept {
+                                    config: c.clone(),
+                                    handshake_timeout: f.timeouts.client,
+                                }),
+                        )
+                    }
+                    None => (None, Mode::Http, 0, None, None),
+                },
+            );
+        let p = &rt.process;
+        p.conns.inc();
+        p.cum_conns.fetch_add(1, Relaxed);
+        p.conn_rate.hit();
+        p.sess_rate.hit();
+        if let Some(st) = &fe_state {
+            st.counters.conn_tot.fetch_add(1, Relaxed);
+            st.counters.conn_rate.hit();
+        }
+        let mut client = ClientConn {
+            rt: rt.clone(),
+            frontend: frontend.clone(),
+            fe_state: None,
+            _permits: permits,
+            stream: crate::state::sessions::Slot::register(peer, fe_iid, stream.as_raw_fd()),
+            dst: None,
+        };
+        if let Some(st) = fe_state
+            && screen.is_none()
+        {
+            client.start_session(st);
+        }
+        (client, mode, screen, tls)
+    }
+
+    /// The frontend's state, once the connection is one of its sessions.
+    pub(crate) fn frontend_state(&self) -> Option<&Arc<FrontendState>> {
+        self.fe_state.as_ref()
+    }
+
+    /// The address the client connected to, when a PROXY header said it.
+    pub(crate) fn dst(&self) -> Option<SocketAddr> {
+        self.dst.as_deref().copied()
+    }
+
+    pub(crate) fn set_dst(&mut self, dst: SocketAddr) {
+        self.dst = Some(Box::new(dst));
+    }
+
+    /// The frontend's state, once the connection is one of its sessions.
+    pub(crate) fn fe_state(&self) -> Option<&Arc<FrontendState>> {
+        self.fe_state.as_ref()
+    }
+
+    /// Counts the connection as a session of its frontend (`st`).
+    pub(crate) fn start_session(&mut self, st: Arc<FrontendState>) {
+        if self.fe_state.is_none() {
+            st.counters.session_start();
+            self.fe_state = Some(st);
+        }
+    }
+}
+
+impl Drop for ClientConn {
+    fn drop(&mut self) {
+        if let Some(st) = &self.fe_state {
+            st.counters.session_end();
+        }
+        self.rt.process.conns.dec();
+    }
+}
+
+/// Binds a listening socket without a runtime (before daemonizing).
+pub(crate) fn bind_std(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    // As HAProxy: a new process (`-sf`) can bind next to the old one.
+    set_reuse_port(&socket)?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    socket.bind(&addr.into())?;
+    socket.listen(BACKLOG)?;
+    socket.set_nonblocking(true)?;
+    Ok(socket.into())
+}
+
+fn set_reuse_port(socket: &Socket) -> std::io::Result<()> {
+    let one: libc::c_int = 1;
+    // SAFETY: setsockopt on an open socket with a valid int option.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_REUSEPORT,
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Listening sockets inherited through `fd@<n>` binds, by descriptor, with
+/// the address each was found listening on.
+static INHERITED: std::sync::Mutex<Vec<(RawFd, SocketAddr)>> = std::sync::Mutex::new(Vec::new());
+
+/// Adopts the inherited descriptor `fd` of a `bind fd@<n>` (systemd socket
+/// activation, a supervisor that opened the port): it must be an open,
+/// listening TCP socket; its address is read from the socket itself.
+pub(crate) fn adopt_inherited(fd: RawFd) -> std::io::Result<(SocketAddr, std::net::TcpListener)> {
+    // Checked first: a UNIX socket refused here stays open, as it was.
+    if listening_family(fd)? == libc::AF_UNIX {
+        return Err(unix_for_a_frontend());
+    }
+    tcp_inherited(fd, adopt_any(fd)?)
+}
+
+/// Takes an adopted socket for `bind fd@<fd>`: TCP only; records its
+/// address as standing for `fd@<fd>`.
+pub(crate) fn tcp_inherited(
+    fd: RawFd,
+    socket: Inherited,
+) -> std::io::Result<(SocketAddr, std::net::TcpListener)> {
+    match socket {
+        Inherited::Tcp(l) => {
+            let addr = l.local_addr()?;
+            record_inherited(fd, addr);
+            Ok((addr, l))
+        }
+        Inherited::Unix(_) => Err(unix_for_a_frontend()),
+    }
+}
+
+fn unix_for_a_frontend() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        "a UNIX socket, where a frontend needs a TCP one",
+    )
+}
+
+/// Records that the socket listening on `addr` stands for `bind fd@<fd>`:
+/// one received from an old process (`-x`), which had inherited it.
+pub(crate) fn record_inherited(fd: RawFd, addr: SocketAddr) {
+    crate::state::lock(&INHERITED).push((fd, addr));
+}
+
+/// The `fd@<n>` a listening address was inherited as, if it was.
+pub(crate) fn inherited_as(addr: SocketAddr) -> Option<RawFd> {
+    crate::state::lock(&INHERITED)
+        .iter()
+        .find(|(_, a)| *a == addr)
+        .map(|(f, _)| *f)
+}
+
+/// The address of the socket inherited as `fd`, if it was adopted at start.
+pub(crate) fn inherited_addr(fd: RawFd) -> Option<SocketAddr> {
+    crate::state::lock(&INHERITED)
+        .iter()
+        .find(|(f, _)| *f == fd)
+        .map(|(_, a)| *a)
+}
+
+/// An inherited listening socket of either family.
+pub(crate) enum Inherited {
+    Tcp(std::net::TcpListener),
+    Unix(std::os::unix::net::UnixListener),
+}
+
+impl Inherited {
+    pub(crate) fn raw_fd(&self) -> RawFd {
+        match self {
+            Inherited::Tcp(l) => l.as_raw_fd(),
+            Inherited::Unix(l) => l.as_raw_fd(),
+        }
+    }
+}
+
+/// Adopts the inherited or handed-over descriptor `fd`, whatever its
+/// family: it must be an open, listening TCP or UNIX stream socket. It is
+/// made non-blocking. On error the descriptor is left as it was.
+pub(crate) fn adopt_any(fd: RawFd) -> std::io::Result<Inherited> {
+    use std::os::fd::FromRawFd;
+    let family = listening_family(fd)?;
+    if ![libc::AF_INET, libc::AF_INET6, libc::AF_UNIX].contains(&family) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a TCP or UNIX socket",
+        ));
+    }
+    // SAFETY: fcntl on an open descriptor.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY (both arms): the descriptor is open, a listening socket of
+    // that family, and from now on owned by the returned value.
+    match family {
+        libc::AF_INET | libc::AF_INET6 => Ok(Inherited::Tcp(unsafe {
+            std::net::TcpListener::from_raw_fd(fd)
+        })),
+        _ => Ok(Inherited::Unix(unsafe {
+            std::os::unix::net::UnixListener::from_raw_fd(fd)
+        })),
+    }
+}
+
+/// The address family of `fd`, which must be an open listening socket.
+fn listening_family(fd: RawFd) -> std::io::Result<libc::c_int> {
+    let int_opt = |opt: libc::c_int| -> std::io::Result<libc::c_int> {
+        let mut val: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: getsockopt with a valid int buffer; fails cleanly on a
+        // descriptor that is not open or not a socket.
+        let rc = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                opt,
+                (&mut val as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(val)
+    };
+    if int_opt(libc::SO_ACCEPTCONN)? == 0 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a listening socket",
+        ));
+    }
+    int_opt(libc::SO_DOMAIN)
+}

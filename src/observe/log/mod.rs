@@ -1,0 +1,487 @@
+//! Access and event logs, as HAProxy 2.6 writes them.
+//!
+//! * [`config`]: the `log` / `log-tag` / `log-format` / logging options.
+//! * [`format`]: compiled `log-format` strings (`option httplog` & co are
+//!   HAProxy's own strings).
+//! * [`LogRecord`] (defined with the end stage in `observe::outcome`): the
+//!   exchange's outcome, emitted once at its end, or at the response
+//!   headers with `option logasap`.
+//! * [`sink`]: the logger thread behind a bounded channel; lines that do
+//!   not fit, or that a target refuses, are dropped and counted.
+//! * [`event`]: state changes (server UP/DOWN, maintenance, no server
+//!   left) from `tracing` to the syslog targets, at HAProxy's severities.
+
+pub mod event;
+pub(crate) mod format;
+pub(crate) mod sink;
+pub(crate) mod time;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, OnceLock};
+use std::time::SystemTime;
+
+use crate::config::log::{GlobalLog, LogTarget, ProxyLog, Sink};
+use crate::snapshot::FrontendRt;
+use crate::wire::h1::Head;
+use format::{Fetch, LogFormat, Source, Value, Var};
+use time::Date;
+
+use crate::observe::outcome::ms_since;
+pub(crate) use crate::observe::outcome::{LogRecord, SrvName};
+pub(crate) use sink::dropped;
+
+/// The program name in syslog headers unless `log-tag` says otherwise.
+pub(crate) const DEFAULT_TAG: &str = "sluice";
+
+/// Where a proxy's lines go, and under which tag.
+#[derive(Debug)]
+pub(crate) struct LogSetup {
+    pub(crate) targets: Vec<(LogTarget, Arc<Sink>)>,
+    pub(crate) tag: Arc<str>,
+}
+
+impl LogSetup {
+    /// The setup of a proxy, or `None` when it logs nowhere.
+    pub(crate) fn compile(p: &ProxyLog, g: &GlobalLog) -> Option<LogSetup> {
+        if !p.has_targets(g) {
+            return None;
+        }
+        let targets = p
+            .all_targets(g)
+            .into_iter()
+            .map(|t| {
+                let s = Arc::new(t.sink.clone());
+                (t, s)
+            })
+            .collect();
+        let tag = p
+            .tag
+            .clone()
+            .or_else(|| g.tag.clone())
+            .unwrap_or_else(|| DEFAULT_TAG.to_string());
+        Some(LogSetup {
+            targets,
+            tag: Arc::from(tag),
+        })
+    }
+
+    /// Sends `msg` at `severity` to every target that accepts it.
+    pub(crate) fn send(&self, severity: u8, date: &Date, msg: &str) {
+        let pid = std::process::id();
+        for (t, sink) in &self.targets {
+            if let Some(sev) = t.severity(severity) {
+                sink::send(sink, sink::frame(t, sev, &self.tag, pid, date, msg));
+            }
+        }
+    }
+}
+
+/// A frontend's access log: targets, format and options.
+#[derive(Debug)]
+pub(crate) struct FrontendLog {
+    pub(crate) setup: LogSetup,
+    /// `None`: no log format, HAProxy's "Connect from" line at accept.
+    pub(crate) format: Option<LogFormat>,
+    pub(crate) dontlognull: bool,
+    pub(crate) separate_errors: bool,
+    pub(crate) logasap: bool,
+    /// `%lc`.
+    counter: AtomicU64,
+}
+
+impl FrontendLog {
+    pub(crate) fn compile(p: &ProxyLog, g: &GlobalLog) -> Option<Arc<FrontendLog>> {
+        let setup = LogSetup::compile(p, g)?;
+        let format = p
+            .format
+            .as_ref()
+            .and_then(|f| LogFormat::compile(f.text()).ok());
+        Some(Arc::new(FrontendLog {
+            setup,
+            format,
+            dontlognull: p.dontlognull,
+            separate_errors: p.separate_errors,
+            logasap: p.logasap,
+            counter: AtomicU64::new(0),
+        }))
+    }
+}
+
+/// `capture request|response header`: the last value of each listed header
+/// (empty when absent), cut to its length, with HAProxy's `#XX` escapes for
+/// control bytes, non-ASCII and `"#{|}`, joined by `|`. None without
+/// captures, so a request allocates nothing for them.
+pub(crate) fn capture_headers(list: &[(String, usize)], head: &Head) -> Option<String> {
+    if list.is_empty() {
+        return None;
+    }
+    let mut out = String::new();
+    for (i, (name, len)) in list.iter().enumerate() {
+        if i > 0 {
+            out.push('|');
+        }
+        let Some(v) = head.values(name).last() else {
+            continue;
+        };
+        for &b in &v[..v.len().min(*len)] {
+            if !(0x20..0x7f).contains(&b) || matches!(b, b'"' | b'#' | b'{' | b'|' | b'}') {
+                out.push_str(&format!("#{b:02X}"));
+            } else {
+                out.push(b as char);
+            }
+        }
+    }
+    Some(out)
+}
+
+fn hostname() -> &'static str {
+    static H: OnceLock<String> = OnceLock::new();
+    H.get_or_init(|| {
+        let mut buf = [0u8; 256];
+        // SAFETY: the buffer outlives the call and its length is given.
+        let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+        if r != 0 {
+            return "localhost".to_string();
+        }
+        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+        String::from_utf8_lossy(&buf[..end]).into_owned()
+    })
+}
+
+/// What a line is made of when it is emitted.
+pub(crate) struct Line<'a> {
+    pub(crate) fe: &'a FrontendRt,
+    pub(crate) rec: &'a LogRecord,
+    pub(crate) head: Option<&'a Head>,
+    pub(crate) client: SocketAddr,
+    pub(crate) local: Option<SocketAddr>,
+    /// `%ac`: connections of the process now.
+    pub(crate) actconn: u64,
+    /// `Tt`, ms since the request started.
+    pub(crate) total: i64,
+    pub(crate) date: Date,
+    pub(crate) log_counter: u64,
+    /// An early `option logasap` line: `Ta` and `B` are prefixed with `+`.
+    pub(crate) logasap_early: bool,
+}
+
+impl Line<'_> {
+    fn backend_name(&self) -> &str {
+        match &self.rec.backend {
+            Some(b) => &b.name,
+            None => &self.fe.name,
+        }
+    }
+
+    fn request_line(&self) -> Option<String> {
+        let h = self.head?;
+        let mut s = String::with_capacity(h.method().len() + h.target().len() + 10);
+        s.push_str(&String::from_utf8_lossy(h.method()));
+        s.push(' ');
+        if let Some(origin) = &self.rec.h2_origin {
+            s.push_str(origin);
+        }
+        s.push_str(&String::from_utf8_lossy(h.target()));
+        s.push(' ');
+        s.push_str(self.version(h));
+        Some(s)
+    }
+
+    /// `%HV`: the client's protocol version.
+    fn version(&self, h: &Head) -> &'static str {
+        if self.rec.h2_origin.is_some() {
+            "HTTP/2.0"
+        } else if h.minor == 0 {
+            "HTTP/1.0"
+        } else {
+            "HTTP/1.1"
+        }
+    }
+
+    fn target(&self) -> Option<String> {
+        self.head
+            .map(|h| String::from_utf8_lossy(h.target()).into_owned())
+    }
+}
+
+fn server_addr(rec: &LogRecord) -> Option<SocketAddr> {
+    match &rec.server {
+        SrvName::Server(s) => Some(s.addr()),
+        _ => None,
+    }
+}
+
+impl Source for Line<'_> {
+    fn var(&self, var: Var, out: &mut Value<'_>) {
+        let rec = self.rec;
+        match var {
+            Var::ClientIp => out.text(Some(&self.client.ip().to_string())),
+            Var::ClientPort => out.num(self.client.port() as i64),
+            Var::FrontendIp => out.text(self.local.map(|a| a.ip().to_string()).as_deref()),
+            Var::FrontendPort => match self.local {
+                Some(a) => out.num(a.port() as i64),
+                None => out.text(None),
+            },
+            Var::BackendSrcIp | Var::BackendSrcPort => out.text(None),
+            Var::ServerIp => out.text(server_addr(rec).map(|a| a.ip().to_string()).as_deref()),
+            Var::ServerPort => match server_addr(rec) {
+                Some(a) => out.num(a.port() as i64),
+                None => out.text(None),
+            },
+            Var::Frontend => out.text(Some(&self.fe.name)),
+            Var::FrontendTransport if rec.tls => out.text(Some(&format!("{}~", self.fe.name))),
+            Var::FrontendTransport => out.text(Some(&self.fe.name)),
+            Var::Backend => out.text(Some(self.backend_name())),
+            Var::Server => out.text(Some(match &rec.server {
+                SrvName::None => "<NOSRV>",
+                SrvName::Stats => "<STATS>",
+                SrvName::Server(s) => &s.name,
+            })),
+            Var::AcceptDate
+            | Var::RequestDate
+            | Var::RequestDateGmt
+            | Var::RequestDateLocal
+            | Var::AcceptDateGmt
+            | Var::AcceptDateLocal => out.date(&self.date, var),
+            Var::AcceptUnix => out.num(self.date.unix),
+            Var::AcceptMs => out.raw(&format!("{:03}", self.date.millis())),
+            Var::TReq | Var::TQ => out.num(rec.t_req),
+            Var::TQueue => out.num(rec.t_queue),
+            Var::TConnect => out.num(rec.t_connect),
+            Var::TResp => out.num(rec.t_resp),
+            Var::TActive | Var::TTotal => {
+                if self.logasap_early {
+                    out.raw(&format!("+{}", self.total));
+                } else {
+                    out.num(self.total);
+                }
+            }
+            Var::THandshake | Var::TIdle => out.num(0),
+            Var::Status => out.num(rec.status),
+            Var::BytesOut => {
+                if self.logasap_early {
+                    out.raw(&format!("+{}", rec.bytes_out));
+                } else {
+                    out.num(rec.bytes_out as i64);
+                }
+            }
+            Var::BytesIn => out.num(rec.bytes_in as i64),
+            Var::CapturedReqCookie | Var::CapturedRespCookie => out.text(None),
+            Var::TermState => out.raw(std::str::from_utf8(&rec.term_code()).unwrap_or("--")),
+            Var::TermStateCookie => {
+                out.raw(std::str::from_utf8(&rec.term_code()).unwrap_or("--"));
+                out.raw(std::str::from_utf8(&rec.persist).unwrap_or("--"));
+            }
+            Var::ActConn => out.num(self.actconn as i64),
+            Var::FeConn => out.num(self.fe.state.counters.sess.cur() as i64),
+            Var::BeConn => out.num(
+                rec.backend
+                    .as_ref()
+                    .map_or(0, |b| b.state.counters.sess.cur() as i64),
+            ),
+            Var::SrvConn => out.num(match &rec.server {
+                SrvName::Server(s) => s.counters.sess.cur() as i64,
+                _ => 0,
+            }),
+            Var::Retries => {
+                if rec.redispatched {
+                    out.raw(&format!("+{}", rec.retries));
+                } else {
+                    out.num(rec.retries as i64);
+                }
+            }
+            Var::SrvQueue => out.num(rec.srv_queue as i64),
+            Var::BeQueue => out.num(rec.be_queue as i64),
+            Var::CapturedReqHeaders | Var::CapturedRespHeaders => {
+                let c = if var == Var::CapturedReqHeaders {
+                    &rec.captured_req
+                } else {
+                    &rec.captured_resp
+                };
+                match c {
+                    Some(c) => out.raw(&format!("{{{c}}}")),
+                    None => out.nothing(),
+                }
+            }
+            Var::CapturedReqHeadersLong | Var::CapturedRespHeadersLong => out.nothing(),
+            Var::RequestLine => match self.request_line() {
+                Some(l) => out.text(Some(&l)),
+                None => out.text(Some("<BADREQ>")),
+            },
+            Var::Method => out.text(
+                self.head
+                    .map(|h| String::from_utf8_lossy(h.method()).into_owned())
+                    .as_deref(),
+            ),
+            Var::Uri => out.text(self.target().as_deref()),
+            Var::Path => out.text(
+                self.target()
+                    .map(|t| t.split('?').next().unwrap_or("").to_string())
+                    .as_deref(),
+            ),
+            Var::Query => out.text(
+                self.target()
+                    .map(|t| t.find('?').map_or(String::new(), |i| t[i..].to_string()))
+                    .as_deref(),
+            ),
+            Var::Version => out.text(self.head.map(|h| self.version(h))),
+            Var::Hostname => out.text(Some(hostname())),
+            Var::Pid => out.num(std::process::id() as i64),
+            Var::UniqueId => out.text(None),
+            Var::RequestCounter => out.num(rec.req_id as i64),
+            Var::LogCounter => out.num(self.log_counter as i64),
+            Var::SslVersion | Var::SslCipher => out.text(None),
+        }
+    }
+
+    fn fetch(&self, fetch: &Fetch) -> Option<String> {
+        let h = self.head;
+        match fetch {
+            Fetch::Src => Some(self.client.ip().to_string()),
+            Fetch::SrcPort => Some(self.client.port().to_string()),
+            Fetch::Dst => self.local.map(|a| a.ip().to_string()),
+            Fetch::DstPort => self.local.map(|a| a.port().to_string()),
+            Fetch::Method => h.map(|h| String::from_utf8_lossy(h.method()).into_owned()),
+            Fetch::Url => self.target(),
+            Fetch::Path => self
+                .target()
+                .map(|t| t.split('?').next().unwrap_or("").to_string()),
+            Fetch::Query => self
+                .target()
+                .and_then(|t| t.split_once('?').map(|(_, q)| q.to_string())),
+            Fetch::ReqVer => h.map(|h| if h.minor == 0 { "1.0" } else { "1.1" }.to_string()),
+            Fetch::Status => (self.rec.status >= 0).then(|| self.rec.status.to_string()),
+            Fetch::FeName => Some(self.fe.name.clone()),
+            Fetch::BeName => self.rec.backend.as_ref().map(|b| b.name.clone()),
+            Fetch::SrvName => match &self.rec.server {
+                SrvName::Server(s) => Some(s.name.clone()),
+                _ => None,
+            },
+            Fetch::ReqHdr(name) | Fetch::ReqFhdr(name) => {
+                let h = h?;
+                let v = h.values(name).last()?;
+                let s = String::from_utf8_lossy(v).into_owned();
+                if matches!(fetch, Fetch::ReqHdr(_)) {
+                    // hdr() splits on commas: the last value.
+                    Some(s.rsplit(',').next().unwrap_or("").trim().to_string())
+                } else {
+                    Some(s)
+                }
+            }
+            Fetch::Captured => None,
+        }
+    }
+}
+
+/// Emits the access log line of a request (at its end, or early with
+/// `option logasap`). Does nothing when the frontend does not log, the
+/// line was logged already, or `dontlognull` hides it.
+pub(crate) fn emit(fe: &FrontendRt, rec: &mut LogRecord, head: Option<&Head>, early: bool) {
+    let Some(flog) = fe.log.as_ref() else { return };
+    let Some(accept) = rec.accept else { return };
+    let Some(client) = rec.client else { return };
+    if rec.logged || (rec.null && flog.dontlognull) {
+        return;
+    }
+    let Some(format) = &flog.format else { return };
+    rec.logged = early;
+    let line = Line {
+        fe,
+        rec,
+        head,
+        client,
+        local: rec.local,
+        actconn: event::runtime().map_or(0, |rt| rt.process.conns.cur()),
+        total: ms_since(rec.start),
+        date: Date::from(accept),
+        log_counter: flog.counter.fetch_add(1, Relaxed),
+        logasap_early: early,
+    };
+    let mut msg = String::with_capacity(256);
+    format.render(&line, &mut msg);
+    let severity = if flog.separate_errors && rec.is_error() {
+        crate::config::log::ERR
+    } else {
+        crate::config::log::INFO
+    };
+    flog.setup.send(severity, &Date::now(), &msg);
+}
+
+/// HAProxy's line for a frontend with log targets but no log format,
+/// sent when a connection is accepted.
+pub(crate) fn emit_connect(fe: &FrontendRt, client: SocketAddr, local: Option<SocketAddr>) {
+    let Some(flog) = fe.log.as_ref() else { return };
+    if flog.format.is_some() {
+        return;
+    }
+    let to = local.map_or_else(|| "-".to_string(), |a| a.to_string());
+    let mode = match fe.mode {
+        crate::config::model::Mode::Http => "HTTP",
+        crate::config::model::Mode::Tcp => "TCP",
+    };
+    let msg = format!("Connect from {client} to {to} ({}/{mode})", fe.name);
+    flog.setup
+        .send(crate::config::log::INFO, &Date::now(), &msg);
+}
+
+/// HAProxy's line for a connection that failed before becoming a session
+/// (a bad PROXY header): `<client> [<accept date>] <frontend>/<listener>:
+/// <reason>`, sent only when the frontend has a log format, and not for a
+/// connection that sent nothing under `option dontlognull`.
+pub(crate) fn emit_conn_error(
+    fe: &FrontendRt,
+    client: SocketAddr,
+    accepted: SystemTime,
+    luid: usize,
+    reason: &dyn std::fmt::Display,
+    got_bytes: bool,
+) {
+    let Some(flog) = fe.log.as_ref() else { return };
+    if flog.format.is_none() || (flog.dontlognull && !got_bytes) {
+        return;
+    }
+    let mut msg = String::with_capacity(128);
+    msg.push_str(&client.to_string());
+    msg.push_str(" [");
+    time::date_clf_ms(&Date::from(accepted), &mut msg);
+    msg.push_str("] ");
+    msg.push_str(&fe.name);
+    msg.push_str(&format!("/{luid}: {reason}"));
+    flog.setup
+        .send(crate::config::log::INFO, &Date::now(), &msg);
+}
+
+/// A client whose TLS handshake failed: HAProxy's connection-error line
+/// (`<client> [<accept date>] <frontend>/<bind>: SSL handshake failure`),
+/// sent to the frontend's log targets, and a warning on sluice's own log
+/// with rustls' reason.
+pub(crate) fn emit_handshake_failure(
+    rt: &crate::snapshot::runtime::Runtime,
+    frontend: &str,
+    client: SocketAddr,
+    reason: &str,
+    empty: bool,
+) {
+    tracing::info!("{client}: SSL handshake failure on frontend {frontend}: {reason}");
+    // A client that closed without sending anything (a TCP probe) is
+    // counted but not logged, as HAProxy does.
+    if empty {
+        return;
+    }
+    rt.with_snapshot(|snap| {
+        let Some(fe) = snap.frontends().find(|f| *f.name == *frontend) else {
+            return;
+        };
+        let Some(flog) = fe.log.as_ref() else { return };
+        let date = Date::now();
+        let mut msg = String::with_capacity(96);
+        msg.push_str(&client.to_string());
+        msg.push_str(" [");
+        time::date_clf_ms(&date, &mut msg);
+        msg.push_str("] ");
+        msg.push_str(&fe.name);
+        msg.push_str("/1: SSL handshake failure");
+        flog.setup.send(crate::config::log::INFO, &date, &msg);
+    });
+}

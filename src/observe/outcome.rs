@@ -1,0 +1,502 @@
+//! One outcome per exchange, and the one end stage that counts and logs it.
+//!
+//! An exchange is an HTTP request (HTTP/1, or a stream of an HTTP/2
+//! connection) or a `mode tcp` session. Along its path the engines fill one
+//! [`LogRecord`] on the stack with what happened: the status, the
+//! termination state as a typed [`Term`] (HAProxy's two log characters:
+//! who ended it, in which phase), whether a retry may follow, bytes, timers,
+//! the backend and server, retries and redispatch, and the [`Tally`] of
+//! which failure and denial counters the exchange hits on which rows.
+//! [`finish`] is then called once: it is the only place that writes the
+//! per-exchange counters of the frontend, backend and server rows
+//! (`hrsp_*`, `ereq`, `dreq`, `dresp`, `eresp`, `econ`, `cli_abrt`,
+//! `srv_abrt`, `intercepted`, bytes, the qtime/ctime/rtime/ttime averages)
+//! and it emits the access log line, for HTTP and TCP alike.
+//!
+//! Counters of events that happen before the end stay where they happen,
+//! because a `show stat` taken while an exchange is in flight must see
+//! them: arrivals (`req_tot`, sessions, rates), load balancing (`lbtot`),
+//! and each connection attempt to a server (`connect`, `reuse`, TLS
+//! handshakes, `wretr`/`wredis` and the `econ` of giving up, counted by
+//! `upstream::retry` on the server attempted, which may not be the one the
+//! exchange ends on).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::{Instant, SystemTime};
+
+use crate::observe::log::emit;
+use crate::snapshot::{BackendRt, FrontendRt};
+use crate::state::{Counters, ServerState};
+use crate::wire::h1::Head;
+
+/// Who ended an exchange, which is also the side that failed (client,
+/// server, or the proxy itself): the first character of HAProxy's
+/// termination state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cause {
+    /// `C`: the client aborted or sent something broken on the wire.
+    Client,
+    /// `c`: the client timed out.
+    ClientTimeout,
+    /// `S`: the server aborted, refused, or no server could take it.
+    Server,
+    /// `s`: the server (or the queue for one) timed out.
+    ServerTimeout,
+    /// `P`: the proxy refused it (a deny, a request or response refused by
+    /// the parser).
+    Proxy,
+    /// `L`: the proxy answered locally (stats, redirect, return).
+    Local,
+    /// `D`: the server went DOWN (`on-marked-down shutdown-sessions`).
+    Down,
+}
+
+impl Cause {
+    fn code(self) -> u8 {
+        match self {
+            Cause::Client => b'C',
+            Cause::ClientTimeout => b'c',
+            Cause::Server => b'S',
+            Cause::ServerTimeout => b's',
+            Cause::Proxy => b'P',
+            Cause::Local => b'L',
+            Cause::Down => b'D',
+        }
+    }
+}
+
+/// Where an exchange was when it ended: the second character of HAProxy's
+/// termination state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// `R`: reading or processing the request.
+    Request,
+    /// `Q`: waiting in a queue for a server.
+    Queue,
+    /// `C`: connecting to the server.
+    Connect,
+    /// `H`: waiting for, or processing, the response headers.
+    Headers,
+    /// `D`: transferring data.
+    Data,
+    /// `T`: held by a tarpit.
+    Tarpit,
+}
+
+impl Phase {
+    fn code(self) -> u8 {
+        match self {
+            Phase::Request => b'R',
+            Phase::Queue => b'Q',
+            Phase::Connect => b'C',
+            Phase::Headers => b'H',
+            Phase::Data => b'D',
+            Phase::Tarpit => b'T',
+        }
+    }
+}
+
+/// A termination state other than the normal `--`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Term {
+    pub(crate) cause: Cause,
+    pub(crate) phase: Phase,
+}
+
+impl Term {
+    pub(crate) const fn new(cause: Cause, phase: Phase) -> Term {
+        Term { cause, phase }
+    }
+
+    /// The two characters of the log.
+    pub(crate) fn code(self) -> [u8; 2] {
+        [self.cause.code(), self.phase.code()]
+    }
+}
+
+/// The stats rows an event of an exchange counts on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Rows(u8);
+
+impl Rows {
+    pub(crate) const FE: Rows = Rows(1);
+    pub(crate) const BE: Rows = Rows(2);
+    pub(crate) const SRV: Rows = Rows(4);
+    pub(crate) const BE_SRV: Rows = Rows(2 | 4);
+    pub(crate) const FE_BE: Rows = Rows(1 | 2);
+
+    fn has(self, r: Rows) -> bool {
+        self.0 & r.0 != 0
+    }
+}
+
+impl std::ops::BitOrAssign for Rows {
+    fn bitor_assign(&mut self, r: Rows) {
+        self.0 |= r.0;
+    }
+}
+
+impl std::ops::BitOr for Rows {
+    type Output = Rows;
+    fn bitor(self, r: Rows) -> Rows {
+        Rows(self.0 | r.0)
+    }
+}
+
+/// What an exchange counts when it ends, besides its status on the
+/// frontend row: plain values filled on the way, written to the atomics
+/// by [`finish`] only.
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
+    pub(crate) ereq: Rows,
+    pub(crate) dreq: Rows,
+    pub(crate) dresp: Rows,
+    pub(crate) eresp: Rows,
+    pub(crate) econ: Rows,
+    pub(crate) intercepted: Rows,
+    pub(crate) cli_abrt: Rows,
+    pub(crate) srv_abrt: Rows,
+    /// The status the server answered, counted in `hrsp_*` on the backend
+    /// and server rows (the frontend row counts the status the client got,
+    /// which a response rule may have changed).
+    pub(crate) srv_status: Option<u16>,
+    /// A status sluice answered on the backend's behalf, and the rows that
+    /// count it.
+    pub(crate) be_status: Option<(u16, Rows)>,
+    /// Bytes from and to the client, on the frontend row (and the
+    /// process's `bytes_out`).
+    pub(crate) fe_in: u64,
+    pub(crate) fe_out: u64,
+    /// Bytes to and from the server, on the backend and server rows.
+    pub(crate) srv_in: u64,
+    pub(crate) srv_out: u64,
+    /// `[queue, connect, response, total]` ms of an exchange that got a
+    /// response from a server, for the backend's and server's averages.
+    pub(crate) times: Option<[u32; 4]>,
+    /// It came over HTTP/1: its bytes also count in `h1_bytes_in/out`.
+    pub(crate) h1: bool,
+}
+
+impl Tally {
+    /// The backend (and server) rows count `status` in `hrsp_*`.
+    pub(crate) fn status(&mut self, status: u16, rows: Rows) {
+        self.be_status = Some((status, rows));
+    }
+}
+
+/// Which server a request went to, for `%s`.
+#[derive(Debug, Default)]
+pub(crate) enum SrvName {
+    #[default]
+    None,
+    /// The stats page answered (`<STATS>`).
+    Stats,
+    Server(Arc<ServerState>),
+}
+
+/// One exchange as it ended: what its log line tells and what it counts.
+/// Filled along the request path (plain stores, nothing allocated), then
+/// handed to [`finish`] once.
+#[derive(Debug)]
+pub(crate) struct LogRecord {
+    /// Wall-clock request start; `None` when the frontend does not log.
+    pub(crate) accept: Option<SystemTime>,
+    pub(crate) start: Instant,
+    /// Request head received, ms (`TR`); -1 = never complete.
+    pub(crate) t_req: i64,
+    /// Queue wait (`Tw`), server connect (`Tc`), response headers (`Tr`).
+    pub(crate) t_queue: i64,
+    pub(crate) t_connect: i64,
+    pub(crate) t_resp: i64,
+    pub(crate) status: i64,
+    pub(crate) bytes_out: u64,
+    pub(crate) bytes_in: u64,
+    /// Termination state: cause and phase, None (`--`) when normal.
+    pub(crate) term: Option<Term>,
+    /// What ended it may be tried again (a retry may follow); set by the
+    /// upstream side's error.
+    pub(crate) retryable: bool,
+    /// The per-exchange counters it hits.
+    pub(crate) tally: Tally,
+    /// Its persistence cookie characters (request, response): `--` when
+    /// the backend has no `cookie` mode.
+    pub(crate) persist: [u8; 2],
+    pub(crate) backend: Option<Arc<BackendRt>>,
+    pub(crate) server: SrvName,
+    pub(crate) retries: u32,
+    pub(crate) redispatched: bool,
+    pub(crate) srv_queue: u32,
+    pub(crate) be_queue: u32,
+    /// Nothing at all came from the client (`option dontlognull`).
+    pub(crate) null: bool,
+    /// Already logged (`option logasap`).
+    pub(crate) logged: bool,
+    /// `%rt`.
+    pub(crate) req_id: u64,
+    /// Client address and the local address it connected to.
+    pub(crate) client: Option<SocketAddr>,
+    pub(crate) local: Option<SocketAddr>,
+    /// `capture request|response header` values as `%hr` / `%hs` print
+    /// them inside their braces (None: nothing captured).
+    pub(crate) captured_req: Option<String>,
+    pub(crate) captured_resp: Option<String>,
+    /// The client connection is TLS (`%ft` is the frontend name with `~`).
+    pub(crate) tls: bool,
+    /// A request of an HTTP/2 stream: `<scheme>://<authority>`, which
+    /// `%r` puts before the path with the version `HTTP/2.0`, as HAProxy
+    /// 2.6 logs the absolute URI of HTTP/2 requests.
+    pub(crate) h2_origin: Option<Box<str>>,
+}
+
+static REQ_ID: AtomicU64 = AtomicU64::new(0);
+
+impl LogRecord {
+    /// A record for a request starting now; `logging` says whether the
+    /// frontend logs at all (only then is the wall clock read).
+    pub(crate) fn new(logging: bool) -> LogRecord {
+        LogRecord {
+            accept: logging.then(SystemTime::now),
+            start: Instant::now(),
+            t_req: -1,
+            t_queue: -1,
+            t_connect: -1,
+            t_resp: -1,
+            status: -1,
+            bytes_out: 0,
+            bytes_in: 0,
+            term: None,
+            retryable: false,
+            tally: Tally::default(),
+            persist: *b"--",
+            backend: None,
+            server: SrvName::None,
+            retries: 0,
+            redispatched: false,
+            srv_queue: 0,
+            be_queue: 0,
+            null: false,
+            logged: false,
+            req_id: if logging {
+                REQ_ID.fetch_add(1, Relaxed)
+            } else {
+                0
+            },
+            client: None,
+            local: None,
+            captured_req: None,
+            captured_resp: None,
+            tls: false,
+            h2_origin: None,
+        }
+    }
+
+    pub(crate) fn enabled(&self) -> bool {
+        self.accept.is_some()
+    }
+
+    /// Sets the termination state unless one was set already (the first
+    /// cause is the one HAProxy reports).
+    pub(crate) fn term(&mut self, cause: Cause, phase: Phase) {
+        self.end(Term::new(cause, phase));
+    }
+
+    /// [`LogRecord::term`] of a typed state.
+    pub(crate) fn end(&mut self, t: Term) {
+        if self.term.is_none() {
+            self.term = Some(t);
+        }
+    }
+
+    /// The log's two characters, `--` when normal.
+    pub(crate) fn term_code(&self) -> [u8; 2] {
+        self.term.map_or(*b"--", Term::code)
+    }
+
+    /// Marks the request head as received now.
+    pub(crate) fn head_received(&mut self) {
+        self.t_req = ms_since(self.start);
+    }
+
+    /// The backend this request goes to, with no server yet. Kept whether
+    /// or not the frontend logs: the end stage counts on its row.
+    pub(crate) fn assign_backend(&mut self, be: &Arc<BackendRt>) {
+        self.backend = Some(be.clone());
+    }
+
+    /// The server chosen for this request (counted on by the end stage).
+    pub(crate) fn assign_server(&mut self, s: &Arc<ServerState>) {
+        self.server = SrvName::Server(s.clone());
+    }
+
+    /// Where the request comes from (set when logging).
+    pub(crate) fn set_addrs(&mut self, client: SocketAddr, local: Option<SocketAddr>) {
+        self.client = Some(client);
+        self.local = local;
+    }
+
+    /// `option logasap`: log now, when the response headers are in, with
+    /// the bytes sent so far (`+` prefixed, as HAProxy).
+    pub(crate) fn log_early(&mut self, fe: &FrontendRt, status: u16, head_bytes: u64, req: &Head) {
+        if self.enabled() && fe.log.as_ref().is_some_and(|l| l.logasap) {
+            self.status = status as i64;
+            self.bytes_out = head_bytes;
+            emit(fe, self, Some(req), true);
+        }
+    }
+
+    /// Is this an error for `option log-separate-errors`?
+    pub(crate) fn is_error(&self) -> bool {
+        self.term.is_some() || self.retries > 0 || self.status >= 500
+    }
+}
+
+pub(crate) fn ms_since(t: Instant) -> i64 {
+    t.elapsed().as_millis().min(i64::MAX as u128) as i64
+}
+
+fn add(c: &AtomicU64, n: u64) {
+    if n != 0 {
+        c.fetch_add(n, Relaxed);
+    }
+}
+
+/// The counters of one row and whether the exchange counts `rows` there.
+fn count_on(c: &Counters, row: Rows, t: &Tally, status: Option<u16>) {
+    let hit = |rows: Rows, counter: &AtomicU64| {
+        if rows.has(row) {
+            counter.fetch_add(1, Relaxed);
+        }
+    };
+    hit(t.ereq, &c.ereq);
+    hit(t.dreq, &c.dreq);
+    hit(t.dresp, &c.dresp);
+    hit(t.eresp, &c.eresp);
+    hit(t.econ, &c.econ);
+    hit(t.intercepted, &c.intercepted);
+    hit(t.cli_abrt, &c.cli_abrt);
+    hit(t.srv_abrt, &c.srv_abrt);
+    if row == Rows::FE {
+        if let Some(s) = status {
+            c.count_status(s);
+        }
+        add(&c.bin, t.fe_in);
+        add(&c.bout, t.fe_out);
+        if t.h1 {
+            add(&c.h1_bytes_in, t.fe_in);
+            add(&c.h1_bytes_out, t.fe_out);
+        }
+        return;
+    }
+    if let Some(s) = t.srv_status {
+        c.count_status(s);
+    }
+    if let Some((s, rows)) = t.be_status
+        && rows.has(row)
+    {
+        c.count_status(s);
+    }
+    add(&c.bin, t.srv_in);
+    add(&c.bout, t.srv_out);
+    if let Some([q, cn, r, tt]) = t.times {
+        c.record_times(q, cn, r, tt);
+    }
+}
+
+/// The end stage of every exchange, HTTP and TCP: counts `rec` on the
+/// frontend, its backend and its server (and the process's `bytes_out`),
+/// then emits the access log line (`head`: the request, for HTTP). Called
+/// once per exchange; `status` is what the client got, for the frontend's
+/// `hrsp_*` (the log's status is `rec.status`).
+pub(crate) fn finish(
+    fe: &FrontendRt,
+    process: &crate::snapshot::runtime::ProcessCounters,
+    rec: &mut LogRecord,
+    status: Option<u16>,
+    head: Option<&Head>,
+) {
+    let t = &rec.tally;
+    count_on(&fe.state.counters, Rows::FE, t, status);
+    add(&process.bytes_out, t.fe_out);
+    if let Some(be) = &rec.backend {
+        count_on(&be.state.counters, Rows::BE, t, status);
+    }
+    if let SrvName::Server(s) = &rec.server {
+        count_on(&s.counters, Rows::SRV, t, status);
+    }
+    emit(fe, rec, head, false);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn get(c: &AtomicU64) -> u64 {
+        c.load(Relaxed)
+    }
+
+    #[test]
+    fn termination_states_are_haproxy_characters() {
+        let t = |c, p| Term::new(c, p).code();
+        assert_eq!(&t(Cause::Server, Phase::Queue), b"SQ");
+        assert_eq!(&t(Cause::ServerTimeout, Phase::Queue), b"sQ");
+        assert_eq!(&t(Cause::ClientTimeout, Phase::Request), b"cR");
+        assert_eq!(&t(Cause::Proxy, Phase::Headers), b"PH");
+        assert_eq!(&t(Cause::Local, Phase::Request), b"LR");
+        assert_eq!(&t(Cause::Down, Phase::Data), b"DD");
+        assert_eq!(&t(Cause::Proxy, Phase::Tarpit), b"PT");
+        assert_eq!(&t(Cause::Client, Phase::Connect), b"CC");
+    }
+
+    #[test]
+    fn the_first_termination_state_is_kept() {
+        let mut rec = LogRecord::new(false);
+        assert_eq!(&rec.term_code(), b"--");
+        assert!(!rec.is_error());
+        rec.term(Cause::Server, Phase::Headers);
+        rec.term(Cause::Client, Phase::Data);
+        assert_eq!(&rec.term_code(), b"SH");
+        assert!(rec.is_error());
+    }
+
+    #[test]
+    fn each_row_counts_what_the_tally_gives_it() {
+        let t = Tally {
+            eresp: Rows::BE_SRV,
+            dreq: Rows::FE_BE,
+            srv_status: Some(200),
+            be_status: Some((502, Rows::BE)),
+            fe_in: 10,
+            fe_out: 20,
+            srv_in: 30,
+            srv_out: 40,
+            times: Some([1, 2, 3, 4]),
+            h1: true,
+            ..Tally::default()
+        };
+        let (fe, be, srv) = (
+            Counters::default(),
+            Counters::default(),
+            Counters::default(),
+        );
+        count_on(&fe, Rows::FE, &t, Some(502));
+        count_on(&be, Rows::BE, &t, Some(502));
+        count_on(&srv, Rows::SRV, &t, Some(502));
+        assert_eq!([get(&fe.eresp), get(&be.eresp), get(&srv.eresp)], [0, 1, 1]);
+        assert_eq!([get(&fe.dreq), get(&be.dreq), get(&srv.dreq)], [1, 1, 0]);
+        // The frontend counts what the client got; the backend the
+        // server's status and its own 502; the server only its own status.
+        let hrsp = |c: &Counters| [get(&c.hrsp[1]), get(&c.hrsp[4])];
+        assert_eq!(hrsp(&fe), [0, 1]);
+        assert_eq!(hrsp(&be), [1, 1]);
+        assert_eq!(hrsp(&srv), [1, 0]);
+        assert_eq!([get(&fe.bin), get(&fe.bout)], [10, 20]);
+        assert_eq!([get(&fe.h1_bytes_in), get(&fe.h1_bytes_out)], [10, 20]);
+        assert_eq!([get(&be.bin), get(&be.bout)], [30, 40]);
+        assert_eq!([get(&srv.bin), get(&srv.bout)], [30, 40]);
+        assert_eq!(fe.times.averages(), [0; 4]);
+        assert_eq!(be.times.averages(), [1, 2, 3, 4]);
+        assert_eq!(srv.times.maxima(), [1, 2, 3, 4]);
+    }
+}

@@ -1,0 +1,361 @@
+//! Runtime state that outlives a routing snapshot, keyed by stable names:
+//! counters, health, maxconn slots and the queue, the upstream pool. A
+//! reload compiles a new snapshot that points at the same state objects.
+
+pub(crate) mod capture;
+pub(crate) mod sessions;
+
+pub(crate) mod counters;
+pub(crate) mod health;
+pub(crate) mod queue;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
+
+pub(crate) use crate::upstream::pool::Pool;
+pub(crate) use counters::Counters;
+pub(crate) use health::Health;
+pub(crate) use queue::{Queue, SlotGuard};
+
+/// State of a frontend (the FRONTEND row).
+#[derive(Debug, Default)]
+pub(crate) struct FrontendState {
+    pub(crate) counters: Counters,
+    /// The `maxconn` in force (the configuration's, or `set maxconn
+    /// frontend`): the FRONTEND row's `slim`. 0 until the listeners start.
+    pub(crate) maxconn_now: std::sync::atomic::AtomicU32,
+    /// The last refused request (`show errors`).
+    pub(crate) errors: crate::state::capture::ErrorSlot,
+}
+
+/// `srv_admin_state` bits (HAProxy's `SRV_ADMF_*`), as `show servers state`
+/// prints them. sluice sets the forced ones from the CLI.
+pub(crate) const ADMF_FMAINT: u8 = 0x01;
+pub(crate) const ADMF_FDRAIN: u8 = 0x08;
+/// Admin bits that keep a server out of load balancing.
+const ADMF_NO_LB: u8 = ADMF_FMAINT | ADMF_FDRAIN;
+
+/// The admin state a CLI command asks for (`set server .. state ..`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AdminState {
+    Ready,
+    Drain,
+    Maint,
+}
+
+/// State of one server.
+#[derive(Debug)]
+pub(crate) struct ServerState {
+    pub(crate) name: String,
+    pub(crate) backend: String,
+    pub(crate) counters: Counters,
+    pub(crate) health: Health,
+    /// Current (user) weight; 0 takes the server out of load balancing.
+    pub(crate) weight: AtomicU32,
+    /// [`ADMF_FMAINT`] / [`ADMF_FDRAIN`]: maintenance and drain.
+    admin: AtomicU8,
+    /// Requests being served now, against `maxconn`.
+    pub(crate) inflight: AtomicU32,
+    /// 0 = unlimited.
+    pub(crate) maxconn: AtomicU32,
+    /// Idle connections to the server's current address.
+    pub(crate) pool: ArcSwap<Pool>,
+    /// A checker task runs for this server.
+    pub(crate) checker: AtomicBool,
+    /// Requests waiting for a slot on this very server (hash-based
+    /// balancing), and their wake-up.
+    pub(crate) waiters: AtomicU32,
+    /// Requests given a slot after waiting for this server (HAProxy's
+    /// server queue `idx`), for `%sq`.
+    pub(crate) queue_served: AtomicU64,
+    pub(crate) released: tokio::sync::Notify,
+    /// Consecutive live-traffic errors (`observe`).
+    pub(crate) consec_errors: AtomicU32,
+    /// Live sessions can be cut (`on-marked-down shutdown-sessions`):
+    /// bumped on each cut; a session started under an older value ends.
+    pub(crate) kill_epoch: AtomicU32,
+    /// A checker asked for a fast check now (`on-error fastinter`).
+    pub(crate) check_soon: tokio::sync::Notify,
+    /// `observe`: 0 none, [`OBSERVE_L4`] or [`OBSERVE_L7`] (set from the
+    /// config, read per request).
+    pub(crate) observe: AtomicU8,
+    /// `on-marked-down shutdown-sessions`.
+    pub(crate) shutdown_on_down: AtomicBool,
+    /// `send-proxy` (1) / `send-proxy-v2` (2), 0 none (set from the
+    /// config, read per connection).
+    pub(crate) send_proxy: AtomicU8,
+    /// Live sessions listen for [`kill`](Self::kill): the server has
+    /// `on-marked-down shutdown-sessions`, or it is a backup of a backend
+    /// where an active server has `on-marked-up shutdown-backup-sessions`.
+    pub(crate) cuttable: AtomicBool,
+    /// Wakes the sessions to cut when the server goes DOWN.
+    pub(crate) kill: tokio::sync::Notify,
+    /// Removed by a reload: no new request goes to it; the requests it
+    /// serves finish, and its slots are not handed to queued requests.
+    retired: AtomicBool,
+}
+
+pub(crate) const OBSERVE_L4: u8 = 1;
+pub(crate) const OBSERVE_L7: u8 = 2;
+
+impl ServerState {
+    pub(crate) fn new(
+        backend: &str,
+        name: &str,
+        addr: SocketAddr,
+        checked: bool,
+        rise: u32,
+        fall: u32,
+    ) -> Self {
+        ServerState {
+            name: name.to_string(),
+            backend: backend.to_string(),
+            counters: Counters::default(),
+            health: Health::new(checked, rise, fall),
+            weight: AtomicU32::new(1),
+            admin: AtomicU8::new(0),
+            inflight: AtomicU32::new(0),
+            maxconn: AtomicU32::new(0),
+            pool: ArcSwap::from_pointee(Pool::new(addr, None, false)),
+            checker: AtomicBool::new(false),
+            waiters: AtomicU32::new(0),
+            queue_served: AtomicU64::new(0),
+            released: tokio::sync::Notify::new(),
+            consec_errors: AtomicU32::new(0),
+            kill_epoch: AtomicU32::new(0),
+            check_soon: tokio::sync::Notify::new(),
+            observe: AtomicU8::new(0),
+            shutdown_on_down: AtomicBool::new(false),
+            send_proxy: AtomicU8::new(0),
+            cuttable: AtomicBool::new(false),
+            kill: tokio::sync::Notify::new(),
+            retired: AtomicBool::new(false),
+        }
+    }
+
+    pub(crate) fn addr(&self) -> SocketAddr {
+        self.pool.load().addr()
+    }
+
+    pub(crate) fn inflight(&self) -> u32 {
+        self.inflight.load(Relaxed)
+    }
+
+    /// Takes part in load balancing: neither in maintenance nor draining,
+    /// UP (not NOLB) and a non-zero weight. Relaxed loads only.
+    #[inline]
+    pub(crate) fn usable(&self) -> bool {
+        !self.retired.load(Relaxed)
+            && self.admin.load(Relaxed) & ADMF_NO_LB == 0
+            && self.health.is_running()
+            && self.weight.load(Relaxed) > 0
+    }
+
+    /// Takes the requests a persistence cookie sends to it (HAProxy: not
+    /// `SRV_ST_STOPPED`): UP or NOLB, not in maintenance; a draining
+    /// server keeps its persistent sessions.
+    #[inline]
+    pub(crate) fn takes_persistent(&self) -> bool {
+        !self.retired.load(Relaxed)
+            && self.admin.load(Relaxed) & ADMF_FMAINT == 0
+            && self.health.is_up()
+    }
+
+    /// The weight load balancing uses now: the current weight when
+    /// [`usable`](Self::usable), else 0.
+    #[inline]
+    pub(crate) fn lb_weight(&self) -> u32 {
+        if self.admin.load(Relaxed) & ADMF_NO_LB != 0
+            || !self.health.is_running()
+            || self.retired.load(Relaxed)
+        {
+            return 0;
+        }
+        self.weight.load(Relaxed)
+    }
+
+    /// `srv_admin_state` bits.
+    pub(crate) fn admin(&self) -> u8 {
+        self.admin.load(Relaxed)
+    }
+
+    pub(crate) fn is_maint(&self) -> bool {
+        self.admin() & ADMF_FMAINT != 0
+    }
+
+    #[cfg(test)]
+    pub(crate) fn is_drain(&self) -> bool {
+        self.admin() & ADMF_FDRAIN != 0
+    }
+
+    /// `set server .. state ready|drain|maint`, `disable|enable server`.
+    /// Maintenance and drain exclude each other, as in HAProxy: entering
+    /// one leaves the other. Entering maintenance pauses checks and takes
+    /// the server DOWN; leaving it brings it UP at health `rise`. Returns
+    /// the admin bits before (the caller tells the change, see
+    /// `health::admin_event`).
+    pub(crate) fn set_admin(&self, to: AdminState) -> u8 {
+        let bits = match to {
+            AdminState::Ready => 0,
+            AdminState::Drain => ADMF_FDRAIN,
+            AdminState::Maint => ADMF_FMAINT,
+        };
+        // Out of load balancing first, health after; back in: the reverse.
+        if bits & ADMF_FMAINT != 0 {
+            let before = self.admin.swap(bits, Relaxed);
+            if before & ADMF_FMAINT == 0 {
+                self.health.enter_maint();
+                self.pool.load().drop_idle();
+            }
+            before
+        } else {
+            if self.admin() & ADMF_FMAINT != 0 {
+                self.health.leave_maint();
+            }
+            self.admin.swap(bits, Relaxed)
+        }
+    }
+
+    /// The `status` column of `show stat`.
+    pub(crate) fn status_text(&self) -> String {
+        let admin = self.admin();
+        if admin & ADMF_FMAINT != 0 {
+            return "MAINT".to_string();
+        }
+        self.health.status_text_admin(admin & ADMF_FDRAIN != 0)
+    }
+
+    /// A reload removed the server: out of load balancing, idle pooled
+    /// connections closed; requests in flight finish.
+    pub(crate) fn retire(&self) {
+        self.retired.store(true, Relaxed);
+        let old = self.pool.load();
+        self.pool.store(Arc::new(Pool::new(
+            old.addr(),
+            old.tls().cloned(),
+            old.is_h2(),
+        )));
+    }
+
+    /// Ends the sessions this server serves now (they must have seen
+    /// [`cuttable`](Self::cuttable) set when they started).
+    pub(crate) fn cut_sessions(&self) {
+        self.kill_epoch.fetch_add(1, Relaxed);
+        self.kill.notify_waiters();
+    }
+
+    pub(crate) fn is_retired(&self) -> bool {
+        self.retired.load(Relaxed)
+    }
+
+    /// `set server .. addr`: new connections go to `addr`; idle connections
+    /// to the old address are dropped with the old pool.
+    pub(crate) fn set_addr(&self, addr: SocketAddr) {
+        let old = self.pool.load();
+        let (tls, h2) = (old.tls().cloned(), old.is_h2());
+        self.pool.store(Arc::new(Pool::new(addr, tls, h2)));
+    }
+}
+
+/// State of a backend (the BACKEND row) and its queue.
+#[derive(Debug, Default)]
+pub(crate) struct BackendState {
+    pub(crate) name: String,
+    pub(crate) counters: Counters,
+    /// The last refused response (`show errors`).
+    pub(crate) errors: crate::state::capture::ErrorSlot,
+    /// Requests waiting for a server slot, FIFO.
+    pub(crate) queue: Queue,
+    /// Times the backend lost its last usable server (`chkdown` of the
+    /// BACKEND row).
+    pub(crate) went_down: std::sync::atomic::AtomicU64,
+    servers: Mutex<HashMap<String, Arc<ServerState>>>,
+}
+
+impl BackendState {
+    pub(crate) fn new(name: &str) -> Self {
+        BackendState {
+            name: name.to_string(),
+            ..Default::default()
+        }
+    }
+
+    /// Whether server `name` has a state already (an earlier generation).
+    pub(crate) fn has_server(&self, name: &str) -> bool {
+        lock(&self.servers).contains_key(name)
+    }
+
+    /// The state of server `name`, created on first use. An address change
+    /// gives the server a fresh pool (idle connections to the old address
+    /// must not be reused); everything else is kept.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn server(
+        &self,
+        name: &str,
+        addr: SocketAddr,
+        tls: Option<&Arc<crate::tls::upstream::UpstreamTls>>,
+        h2: bool,
+        checked: bool,
+        rise: u32,
+        fall: u32,
+    ) -> Arc<ServerState> {
+        let mut map = lock(&self.servers);
+        let s = map
+            .entry(name.to_string())
+            .or_insert_with(|| {
+                Arc::new(ServerState::new(
+                    &self.name, name, addr, checked, rise, fall,
+                ))
+            })
+            .clone();
+        if !s.pool.load().same_peer(addr, tls, h2) {
+            s.pool.store(Arc::new(Pool::new(addr, tls.cloned(), h2)));
+        }
+        // Back in a configuration after a reload had removed it.
+        s.retired.store(false, Relaxed);
+        s.health.set_rise_fall(rise, fall);
+        s.health.set_checked(checked);
+        s
+    }
+}
+
+/// Every runtime state object by name. Only touched when a snapshot is
+/// compiled (start-up, reload), never per request.
+#[derive(Debug, Default)]
+pub(crate) struct Registry {
+    frontends: Mutex<HashMap<String, Arc<FrontendState>>>,
+    backends: Mutex<HashMap<String, Arc<BackendState>>>,
+}
+
+impl Registry {
+    pub(crate) fn frontend(&self, name: &str) -> Arc<FrontendState> {
+        lock(&self.frontends)
+            .entry(name.to_string())
+            .or_insert_with(|| {
+                Arc::new(FrontendState {
+                    ..Default::default()
+                })
+            })
+            .clone()
+    }
+
+    pub(crate) fn backend(&self, name: &str) -> Arc<BackendState> {
+        lock(&self.backends)
+            .entry(name.to_string())
+            .or_insert_with(|| Arc::new(BackendState::new(name)))
+            .clone()
+    }
+}
+
+/// Locks a mutex even if a panicking thread poisoned it: the maps hold
+/// plain data that stays consistent.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}

@@ -1,0 +1,5 @@
+//! The operating system: process life cycle (daemon, signals, privileges,
+//! limits, affinity, systemd notifications) and the worker threads.
+
+pub(crate) mod process;
+pub(crate) mod workers;

@@ -1,0 +1,388 @@
+//! `mode tcp`: a frontend that relays bytes to a server chosen by the same
+//! balancing, `maxconn` queueing and health checks as HTTP, with half-close
+//! carried across (a side that finishes sending shuts the other side's write
+//! half, and the relay ends when both directions are done).
+//!
+//! Before choosing, `tcp-request content` rules run on the bytes buffered
+//! within `tcp-request inspect-delay` (when a condition reads them, e.g.
+//! `req.ssl_sni`); those bytes go to the server first. The session ends
+//! with HAProxy's `option tcplog` line.
+
+pub(crate) mod rules;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::tls::Stream;
+
+use crate::frontend::listener::ClientConn;
+use crate::observe::log::LogRecord;
+use crate::observe::outcome::{self, Cause, Phase, Rows, Term};
+use crate::snapshot::{BackendRt, FrontendRt};
+use crate::tcp::rules::View;
+use crate::upstream::ConnectError;
+use crate::upstream::balance::{self, PickError};
+use crate::upstream::retry::{self, Retries, Seat};
+
+/// Most request bytes held for content inspection (HAProxy's buffer).
+const INSPECT_MAX: usize = 16 * 1024;
+
+fn pick_backend(fe: &FrontendRt, view: &View<'_>) -> Option<Arc<BackendRt>> {
+    fe.switching
+        .iter()
+        .find(|(_, c)| fe.acls.eval(c, view))
+        .map(|(b, _)| b.clone())
+        .or_else(|| fe.default_backend.clone())
+}
+
+/// Reads what the client sends until the payload fetches can decide, the
+/// inspect delay ends, the client stops sending or the buffer is full.
+async fn inspect(stream: &mut Stream, buf: &mut Vec<u8>, delay: Duration) {
+    let deadline = tokio::time::Instant::now() + delay;
+    // Read straight into `buf`: a chunk array here would be part of the
+    // connection's task for its whole life, relay included.
+    while crate::tcp::rules::hello_incomplete(buf) && buf.len() < INSPECT_MAX {
+        let start = buf.len();
+        buf.resize((start + 4096).min(INSPECT_MAX), 0);
+        let read = tokio::time::timeout_at(deadline, stream.read(&mut buf[start..])).await;
+        match read {
+            Ok(Ok(n)) if n > 0 => buf.truncate(start + n),
+            _ => {
+                buf.truncate(start);
+                return;
+            }
+        }
+    }
+}
+
+/// Serves one TCP-mode client connection to its end.
+/// The client's stream is a plain socket, or TLS on a `bind ... ssl`
+/// listener (terminated here, relayed in clear or re-encrypted to `ssl`
+/// servers).
+pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: SocketAddr) {
+    if let Some(tcp) = stream.tcp() {
+        let _ = tcp.set_nodelay(true);
+    }
+    let snap = client.rt.snapshot();
+    let Some(fe) = snap.frontends().find(|f| *f.name == *client.frontend) else {
+        return;
+    };
+    let mut rec = LogRecord::new(fe.log.is_some());
+    if rec.enabled() {
+        rec.set_addrs(peer, client.dst().or_else(|| stream.local_addr().ok()));
+        crate::observe::log::emit_connect(fe, peer, rec.local);
+    }
+    // A TCP connection is one stream for its whole life (`show sess`).
+    let entry = client.stream.entry();
+    entry.begin();
+    let mut stream = stream;
+    let mut payload = Vec::new();
+    if let Some(delay) = fe.inspect_delay
+        && fe.acls.reads_payload()
+    {
+        inspect(&mut stream, &mut payload, delay).await;
+    }
+    let view = View {
+        src: peer.ip(),
+        payload: &payload,
+    };
+    let process = &client.rt.process;
+    if !crate::tcp::rules::allowed(&fe.tcp_content, &fe.acls, &view) {
+        rec.tally.dreq = Rows::FE;
+        rec.term(Cause::Proxy, Phase::Request);
+        rec.null = payload.is_empty();
+        outcome::finish(fe, process, &mut rec, None, None);
+        return;
+    }
+    let Some(be) = pick_backend(fe, &view) else {
+        rec.term(Cause::Server, Phase::Connect);
+        outcome::finish(fe, process, &mut rec, None, None);
+        return;
+    };
+    entry.to_backend(be.iid);
+    rec.assign_backend(&be);
+    let bc = &be.state.counters;
+    if be.iid != fe.iid && !crate::tcp::rules::allowed(&be.tcp_content, &be.acls, &view) {
+        rec.tally.dreq = Rows::BE;
+        rec.term(Cause::Proxy, Phase::Request);
+        outcome::finish(fe, process, &mut rec, None, None);
+        return;
+    }
+    let key = balance::LbKey {
+        src: Some(peer.ip()),
+        head: None,
+    };
+    let queued = Instant::now();
+    let slot = match balance::acquire(&be, &key).await {
+        Ok(slot) => slot,
+        Err(e) => {
+            e.record(&be, &mut rec);
+            outcome::finish(fe, process, &mut rec, None, None);
+            return;
+        }
+    };
+    rec.t_queue = ms(queued.elapsed());
+    rec.be_queue = slot.queue_position();
+    rec.srv_queue = slot.srv_queue_position();
+    let mut seat = Seat::new(slot);
+    entry.to_server(seat.server());
+    bc.session_start();
+    let mut tries = Retries::default();
+    let connecting = Instant::now();
+    let dst = client.dst().or_else(|| stream.local_addr().ok());
+    let connected = retry::connect(&be, &key, &mut seat, &mut tries, None, dst).await;
+    rec.retries = tries.done;
+    rec.redispatched = tries.redispatched;
+    // The server that accepted, or the last one tried (a redispatch may
+    // have changed it).
+    let server = seat.server().clone();
+    entry.to_server(&server);
+    rec.assign_server(&server);
+    match connected {
+        Err(e) => {
+            if let ConnectError::Pick(PickError::NoServer) = e {
+                rec.tally.econ = Rows::BE;
+            }
+            // A queue on the redispatch is logged as a connect failure.
+            rec.end(match &e {
+                ConnectError::Pick(_) => Term::new(Cause::Server, Phase::Connect),
+                e => e.term(),
+            });
+            rec.retryable = e.retryable();
+        }
+        // `proto h2` is HTTP only.
+        Ok(Stream::Pipe(_)) => {
+            tracing::warn!(
+                "backend {}: 'proto h2' servers in 'mode tcp' are not supported, connection closed",
+                be.name
+            );
+            rec.term(Cause::Server, Phase::Connect);
+        }
+        Ok(mut upstream) => {
+            rec.t_connect = ms(connecting.elapsed());
+            // `on-marked-down shutdown-sessions` (or an active server's
+            // `on-marked-up shutdown-backup-sessions`) ends the connection.
+            let killed = server.kill.notified();
+            tokio::pin!(killed);
+            let cuttable = server.cuttable.load(Relaxed);
+            if cuttable {
+                killed.as_mut().enable();
+            }
+            let proxy_header = crate::wire::proxy_proto::for_server(
+                server.send_proxy.load(Relaxed),
+                peer,
+                client.dst(),
+                || stream.local_addr().ok(),
+            );
+            let first = [proxy_header.as_deref().unwrap_or(b""), &payload].concat();
+            let wrote = first.is_empty()
+                || crate::wire::io::write_all(&mut upstream, &first, be.timeouts.server)
+                    .await
+                    .is_ok();
+            let (c2s, s2c) = if !wrote {
+                let failed = Relayed {
+                    end: End::WriteError,
+                    ..Relayed::default()
+                };
+                (Relayed::default(), failed)
+            } else {
+                let relayed = relay_ends(
+                    &mut stream,
+                    &mut upstream,
+                    fe.timeouts_for_tcp(),
+                    be.timeouts_for_tcp(),
+                    fe.splice,
+                );
+                if cuttable {
+                    tokio::select! {
+                        r = relayed => r,
+                        _ = &mut killed => {
+                            // The bytes relayed so far are not counted.
+                            rec.tally.srv_abrt = Rows::BE_SRV;
+                            rec.term(Cause::Down, Phase::Data);
+                            Default::default()
+                        }
+                    }
+                } else {
+                    relayed.await
+                }
+            };
+            let c2s_total = c2s.bytes + payload.len() as u64;
+            let t = &mut rec.tally;
+            (t.fe_in, t.srv_in) = (c2s_total, c2s_total);
+            (t.fe_out, t.srv_out) = (s2c.bytes, s2c.bytes);
+            rec.bytes_in = c2s_total;
+            rec.bytes_out = s2c.bytes;
+            rec.null = c2s_total == 0;
+            if let Some(t) = termination(&c2s, &s2c) {
+                rec.end(t);
+            }
+        }
+    }
+    bc.session_end();
+    drop(seat);
+    outcome::finish(fe, process, &mut rec, None, None);
+}
+
+fn ms(d: Duration) -> i64 {
+    d.as_millis().min(i64::MAX as u128) as i64
+}
+
+/// How a relayed TCP session ended, as HAProxy's termination state tells
+/// it: a side's timeout (`cD`, `sD`) or error (`CD`, `SD`) first; both
+/// sides closing cleanly is `--`.
+fn termination(c2s: &Relayed, s2c: &Relayed) -> Option<Term> {
+    let cause = match (c2s.end, s2c.end) {
+        (End::Timeout, _) | (_, End::WriteTimeout) => Cause::ClientTimeout,
+        (_, End::Timeout) | (End::WriteTimeout, _) => Cause::ServerTimeout,
+        (End::ReadError, _) | (_, End::WriteError) => Cause::Client,
+        (_, End::ReadError) | (End::WriteError, _) => Cause::Server,
+        _ => return None,
+    };
+    Some(Term::new(cause, Phase::Data))
+}
+
+/// Why one direction of a relay stopped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum End {
+    /// The sending side closed (or the relay was cut).
+    #[default]
+    Eof,
+    /// Nothing came within the side's inactivity timeout.
+    Timeout,
+    /// The receiving side took nothing within its inactivity timeout (a
+    /// peer that stopped reading).
+    WriteTimeout,
+    ReadError,
+    WriteError,
+}
+
+/// One direction of a relay: bytes carried and how it ended.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Relayed {
+    pub(crate) bytes: u64,
+    pub(crate) end: End,
+}
+
+/// Relays both ways until both directions have ended. Each direction reads
+/// with its source's inactivity timeout and writes with its
+/// destination's; when one side finishes sending, the
+/// other side's write half is shut down. Returns (a to b, b to a) byte
+/// counts. Used for `mode tcp` and for HTTP protocol switches (101). On
+/// Linux the bytes go through the kernel with splice(2) unless `tune` says
+/// `nosplice` (see [`crate::wire::splice`]).
+pub(crate) async fn relay(
+    a: &mut Stream,
+    b: &mut Stream,
+    a_idle: Option<Duration>,
+    b_idle: Option<Duration>,
+    tune: crate::wire::splice::Tune,
+) -> (u64, u64) {
+    let (ab, ba) = relay_ends(a, b, a_idle, b_idle, tune).await;
+    (ab.bytes, ba.bytes)
+}
+
+/// [`relay`], also telling how each direction ended.
+pub(crate) async fn relay_ends(
+    a: &mut Stream,
+    b: &mut Stream,
+    a_idle: Option<Duration>,
+    b_idle: Option<Duration>,
+    tune: crate::wire::splice::Tune,
+) -> (Relayed, Relayed) {
+    if let (Stream::Tcp(a), Stream::Tcp(b)) = (&mut *a, &mut *b) {
+        return relay_tcp(a, b, a_idle, b_idle, tune).await;
+    }
+    // TLS on a side: its read and write halves share the TLS session.
+    let (ar, aw) = tokio::io::split(a);
+    let (br, bw) = tokio::io::split(b);
+    tokio::join!(pump(ar, bw, a_idle, b_idle), pump(br, aw, b_idle, a_idle))
+}
+
+/// Two plain sockets: spliced in the kernel where it can be.
+async fn relay_tcp(
+    a: &mut TcpStream,
+    b: &mut TcpStream,
+    a_idle: Option<Duration>,
+    b_idle: Option<Duration>,
+    tune: crate::wire::splice::Tune,
+) -> (Relayed, Relayed) {
+    #[cfg(target_os = "linux")]
+    if !tune.disabled {
+        let (a, b) = (&*a, &*b);
+        return tokio::join!(
+            crate::wire::splice::pump(a, b, a_idle, b_idle, tune),
+            crate::wire::splice::pump(b, a, b_idle, a_idle, tune)
+        );
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = tune;
+    let (ar, aw) = a.split();
+    let (br, bw) = b.split();
+    tokio::join!(pump(ar, bw, a_idle, b_idle), pump(br, aw, b_idle, a_idle))
+}
+
+async fn pump(
+    mut from: impl AsyncRead + Unpin,
+    mut to: impl AsyncWrite + Unpin,
+    idle: Option<Duration>,
+    write_idle: Option<Duration>,
+) -> Relayed {
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut total = 0u64;
+    let end = loop {
+        let read = match idle {
+            Some(t) => match tokio::time::timeout(t, from.read(&mut buf)).await {
+                Ok(r) => r,
+                Err(_) => break End::Timeout,
+            },
+            None => from.read(&mut buf).await,
+        };
+        let n = match read {
+            Ok(0) => break End::Eof,
+            Err(_) => break End::ReadError,
+            Ok(n) => n,
+        };
+        // Counted as written, so bytes that went out before a failure
+        // count too; the timeout bounds each wait for room.
+        let mut off = 0;
+        let failed = loop {
+            if off == n {
+                break None;
+            }
+            match crate::wire::io::with_timeout(write_idle, to.write(&buf[off..n])).await {
+                None => break Some(End::WriteTimeout),
+                Some(Ok(0) | Err(_)) => break Some(End::WriteError),
+                Some(Ok(m)) => {
+                    off += m;
+                    total += m as u64;
+                }
+            }
+        };
+        if let Some(end) = failed {
+            break end;
+        }
+    };
+    let _ = to.shutdown().await;
+    Relayed { bytes: total, end }
+}
+impl FrontendRt {
+    /// Client-side inactivity in TCP mode: `timeout tunnel` if set (the
+    /// connection is a tunnel from the start), else `timeout client`.
+    pub(crate) fn timeouts_for_tcp(&self) -> Option<Duration> {
+        self.timeouts.tunnel.or(self.timeouts.client)
+    }
+}
+
+impl BackendRt {
+    /// Server-side inactivity in TCP mode: `timeout tunnel`, else `timeout
+    /// server`.
+    pub(crate) fn timeouts_for_tcp(&self) -> Option<Duration> {
+        self.timeouts.tunnel.or(self.timeouts.server)
+    }
+}

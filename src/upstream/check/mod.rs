@@ -1,0 +1,874 @@
+//! Active health checks through HAProxy's rise/fall state machine (see
+//! `backend::health`): a TCP connect, an HTTP request (`option httpchk`,
+//! `http-check send|expect`) or a `tcp-check` script, every `inter` while
+//! the server is fully UP, `fastinter` while it is in a transition and
+//! `downinter` while it is fully DOWN. Checks of different servers start at
+//! spread-out offsets so they do not all fire at once; the data plane does
+//! no per-request work for them.
+//!
+//! State changes are told in HAProxy's words (reference §2.10, §4.4):
+//! server DOWN at `alert`, UP at `notice`, "backend has no server
+//! available!" at `emerg`, as tracing events of target `sluice::event` with
+//! a `severity` field (the syslog sink maps it to the syslog level).
+
+mod expect;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::state::AdminState;
+use crate::tls::Stream;
+use crate::tls::upstream::UpstreamTls;
+
+use crate::config::model::{CheckKind, CheckParams, ExpectKind, HttpCheck, TcpCheckRule};
+use crate::snapshot::runtime::Runtime;
+use crate::snapshot::{BackendRt, ServerRt};
+use crate::state::ServerState;
+use crate::state::health::CheckInfo;
+use crate::state::health::{CheckStatus, Transition};
+
+/// Starts a checker task for every server of the current snapshot that has
+/// `check` and no checker yet. A checker follows its server across reloads
+/// (new parameters apply at its next check) and ends when the server is
+/// removed or loses `check`.
+pub(crate) fn spawn_checks(rt: &Arc<Runtime>) {
+    let snap = rt.snapshot();
+    let servers: Vec<(Arc<ServerState>, Duration)> = snap
+        .backends()
+        .flat_map(|be| {
+            be.servers
+                .iter()
+                .filter_map(|s| Some((s.state.clone(), s.check?.inter)))
+        })
+        .filter(|(s, _)| !s.checker.swap(true, Relaxed))
+        .collect();
+    let n = servers.len().max(1) as u32;
+    for (i, (state, inter)) in servers.into_iter().enumerate() {
+        // Spread the first checks over one interval.
+        let offset = inter * i as u32 / n;
+        tokio::spawn(check_loop(rt.clone(), state, offset));
+    }
+}
+
+/// What one check needs, read from the current snapshot.
+struct Plan {
+    params: CheckParams,
+    kind: CheckKind,
+    /// min(timeout connect, inter), or inter.
+    connect_timeout: Duration,
+    /// `timeout check` after the connection, else inter.
+    read_timeout: Duration,
+    /// `check-ssl`: checks over TLS with these settings.
+    check_tls: Option<Arc<UpstreamTls>>,
+    /// `option log-health-checks`.
+    log_checks: bool,
+}
+
+fn plan_now(rt: &Runtime, server: &Arc<ServerState>) -> Option<Plan> {
+    rt.with_snapshot(|snap| {
+        let be = snap.backend(&server.backend)?;
+        let s = be.servers.iter().find(|s| Arc::ptr_eq(&s.state, server))?;
+        let params = s.check?;
+        let connect_timeout = be
+            .timeouts
+            .connect
+            .map_or(params.inter, |t| t.min(params.inter));
+        let read_timeout = be.timeouts.check.unwrap_or(params.inter);
+        Some(Plan {
+            params,
+            kind: be.check.clone(),
+            connect_timeout,
+            read_timeout,
+            check_tls: s.check_tls.clone(),
+            log_checks: be.log_health_checks,
+        })
+    })
+}
+
+/// HAProxy's `srv_getinter`: `inter` at full health, `downinter` when
+/// fully DOWN, `fastinter` in between.
+fn interval(server: &ServerState, p: &CheckParams) -> Duration {
+    let i = server.health.info();
+    if i.health >= i.rise + i.fall - 1 {
+        p.inter
+    } else if !server.health.is_up() && i.health == 0 {
+        p.downinter.unwrap_or(p.inter)
+    } else {
+        p.fastinter.unwrap_or(p.inter)
+    }
+}
+
+async fn check_loop(rt: Arc<Runtime>, server: Arc<ServerState>, offset: Duration) {
+    tokio::time::sleep(offset).await;
+    loop {
+        let Some(plan) = plan_now(&rt, &server) else {
+            server.checker.store(false, Relaxed);
+            return;
+        };
+        let started = Instant::now();
+        if server.health.checks_active() {
+            let (status, code, detail, ms) = run_check(&server, &plan).await;
+            let before = server.health.info();
+            let transition = server.health.record(status, code, ms, detail.clone());
+            if plan.log_checks {
+                log_check(&rt, &server, &before, ms);
+            }
+            // With `log-health-checks` the check's line told the reason:
+            // the state change line does not repeat it (as HAProxy).
+            let quiet = plan.log_checks;
+            match transition {
+                Some(Transition::WentDown) => {
+                    report_down(&rt, &server, (status, code, &detail, Some(ms)), quiet)
+                }
+                Some(Transition::WentUp | Transition::Resumed) => {
+                    report_up(&rt, &server, status, code, ms, quiet)
+                }
+                Some(Transition::WentStopping) => report_stopping(&rt, &server, code, ms),
+                None => {}
+            }
+        }
+        // Maintenance or `disable health`: no probe, same pace.
+        let next = interval(&server, &plan.params).saturating_sub(started.elapsed());
+        tokio::select! {
+            _ = tokio::time::sleep(next) => {}
+            // `on-error fastinter` and friends: check again soon.
+            _ = server.check_soon.notified() => {
+                let fast = plan.params.fastinter.unwrap_or(plan.params.inter);
+                tokio::time::sleep(fast.min(next)).await;
+            }
+        }
+    }
+}
+
+/// The address checks go to: the server's, with `addr`/`port` overrides.
+fn check_addr(server: &ServerState, p: &CheckParams, port: Option<u16>) -> SocketAddr {
+    let mut a = server.addr();
+    if let Some(ip) = p.addr {
+        a.set_ip(ip);
+    }
+    if let Some(port) = port.or(p.port) {
+        a.set_port(port);
+    }
+    a
+}
+
+type Outcome = (CheckStatus, Option<u16>, String, u64);
+
+async fn run_check(server: &ServerState, plan: &Plan) -> Outcome {
+    let start = Instant::now();
+    let ms = |s: Instant| s.elapsed().as_millis() as u64;
+    let (status, code, detail) = match &plan.kind {
+        CheckKind::Tcp => match connect(server, plan, None).await {
+            // Over TLS the check passed the handshake: layer 6.
+            Ok(Stream::Tls(_)) => (CheckStatus::L6Ok, None, String::new()),
+            Ok(_) => (CheckStatus::L4Ok, None, String::new()),
+            Err((st, d)) => (st, None, d),
+        },
+        CheckKind::Http(hc) => match connect(server, plan, None).await {
+            Ok(conn) => match over_h2(server, plan, conn).await {
+                Ok(conn) => {
+                    // HAProxy takes a 404 as "stopping" only from a server
+                    // that is not DOWN.
+                    let drain_on_404 = hc.disable_on_404 && server.health.is_up();
+                    http_check(conn, hc, plan.read_timeout, drain_on_404).await
+                }
+                Err(e) => (CheckStatus::L7Rsp, None, format!("HTTP/2 error ({e})")),
+            },
+            Err((st, d)) => (st, None, d),
+        },
+        CheckKind::TcpCheck(rules) => tcp_check(server, plan, rules).await,
+    };
+    (status, code, detail, ms(start))
+}
+
+async fn connect(
+    server: &ServerState,
+    plan: &Plan,
+    port: Option<u16>,
+) -> Result<Stream, (CheckStatus, String)> {
+    let addr = check_addr(server, &plan.params, port);
+    let tcp = match tokio::time::timeout(plan.connect_timeout, TcpStream::connect(addr)).await {
+        Ok(Ok(mut s)) => {
+            let _ = s.set_nodelay(true);
+            // `send-proxy[-v2]` servers get the header on checks too, unless
+            // the check goes elsewhere (`addr` / `port`), as in HAProxy.
+            let version = server.send_proxy.load(Relaxed);
+            let elsewhere =
+                port.is_some() || plan.params.port.is_some() || plan.params.addr.is_some();
+            if version != 0
+                && !elsewhere
+                && let Some(h) = crate::wire::proxy_proto::for_check(version, &s)
+                && s.write_all(&h).await.is_err()
+            {
+                return Err((CheckStatus::L4Con, "Write error".to_string()));
+            }
+            s
+        }
+        Ok(Err(e)) => {
+            let detail = match e.kind() {
+                std::io::ErrorKind::ConnectionRefused => "Connection refused".to_string(),
+                _ => e.to_string(),
+            };
+            return Err((CheckStatus::L4Con, detail));
+        }
+        Err(_) => return Err((CheckStatus::L4Tout, String::new())),
+    };
+    // `check-ssl`: over TLS wherever the check goes. Else `ssl` on the
+    // server: checks go over TLS too, unless they were sent elsewhere
+    // (`port` / `addr`), as HAProxy does.
+    let pool = server.pool.load();
+    let tls = match &plan.check_tls {
+        Some(t) => Some(t),
+        None => pool.tls().filter(|_| addr == server.addr()),
+    };
+    let Some(tls) = tls else {
+        return Ok(Stream::Tcp(tcp));
+    };
+    match tokio::time::timeout(
+        plan.connect_timeout,
+        tls.handshake(tcp, addr, tls.sni_for(None)),
+    )
+    .await
+    {
+        Ok(Ok(s)) => Ok(s),
+        Ok(Err(e)) => {
+            server
+                .counters
+                .ssl_failed_handshake
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Err((CheckStatus::L6Rsp, format!("SSL handshake failure ({e})")))
+        }
+        Err(_) => Err((CheckStatus::L6Tout, String::new())),
+    }
+}
+
+/// HTTP checks of a `proto h2` server (or with `check-proto h2`) speak
+/// HTTP/2, on a connection of their own, as HAProxy's.
+async fn over_h2(server: &ServerState, plan: &Plan, conn: Stream) -> std::io::Result<Stream> {
+    let pool = server.pool.load();
+    if !plan.params.proto_h2.unwrap_or(pool.is_h2()) {
+        return Ok(conn);
+    }
+    let https = conn.is_tls();
+    let peer = check_addr(server, &plan.params, None);
+    crate::upstream::h2::one_exchange(conn, peer, https, Some(plan.read_timeout)).await
+}
+
+/// Largest response read by a check.
+const MAX_CHECK_RESPONSE: usize = 16384;
+
+/// Reads until `done(buf)` holds, the peer closes, or the deadline.
+/// Returns (buffer, timed out).
+async fn read_until(
+    conn: &mut Stream,
+    deadline: Instant,
+    done: impl Fn(&[u8]) -> bool,
+) -> (Vec<u8>, bool) {
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 4096];
+    loop {
+        if done(&buf) || buf.len() >= MAX_CHECK_RESPONSE {
+            return (buf, false);
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, conn.read(&mut chunk)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return (buf, false),
+            Ok(Ok(n)) => buf.extend_from_slice(&chunk[..n]),
+            Err(_) => return (buf, true),
+        }
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() {
+        return Some(0);
+    }
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// One HTTP check on `conn`. With `drain_on_404`, a 404 passes
+/// conditionally (`L7OKC`) whatever `http-check expect` says.
+async fn http_check(
+    mut conn: Stream,
+    hc: &HttpCheck,
+    timeout: Duration,
+    drain_on_404: bool,
+) -> (CheckStatus, Option<u16>, String) {
+    let deadline = Instant::now() + timeout;
+    let mut req = format!("{} {} {}\r\n", hc.method, hc.uri, hc.version);
+    // Header names go out lower-cased, as HAProxy's HTX/H1 path sends them.
+    for (n, v) in &hc.headers {
+        req.push_str(&format!("{}: {v}\r\n", n.to_ascii_lowercase()));
+    }
+    if !hc.body.is_empty() {
+        req.push_str(&format!("content-length: {}\r\n", hc.body.len()));
+    }
+    // HTTP/1.1 checks ask to close; HTTP/1.0 ones close by default and
+    // haproxy 2.6.12 sends no `connection` header with them.
+    if !hc.version.eq_ignore_ascii_case("HTTP/1.0") {
+        req.push_str("connection: close\r\n");
+    }
+    req.push_str("\r\n");
+    req.push_str(&hc.body);
+    if conn.write_all(req.as_bytes()).await.is_err() || conn.flush().await.is_err() {
+        return (CheckStatus::L7Rsp, None, "Write error".into());
+    }
+    // Body checks read to the end; status checks only need the head.
+    let need_body = matches!(
+        hc.expect.as_ref().map(|e| &e.kind),
+        Some(ExpectKind::String(_) | ExpectKind::RString(_))
+    );
+    let (buf, timed_out) = read_until(&mut conn, deadline, |b| {
+        !need_body && find(b, b"\r\n\r\n").is_some()
+    })
+    .await;
+    if buf.is_empty() {
+        return if timed_out {
+            (CheckStatus::L7Tout, None, String::new())
+        } else {
+            (CheckStatus::L7Rsp, None, "Empty response".into())
+        };
+    }
+    // Status line: HTTP/1.x <code> <reason>
+    let line_end = find(&buf, b"\r\n").unwrap_or(buf.len());
+    let line = String::from_utf8_lossy(&buf[..line_end]).into_owned();
+    let mut parts = line.splitn(3, ' ');
+    let (proto, code) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let reason = parts.next().unwrap_or("").to_string();
+    let code = match code.parse::<u16>() {
+        Ok(c) if proto.starts_with("HTTP/") && code.len() == 3 => c,
+        _ => {
+            return if timed_out && find(&buf, b"\r\n").is_none() {
+                (CheckStatus::L7Tout, None, String::new())
+            } else {
+                (CheckStatus::L7Rsp, None, "Invalid HTTP response".into())
+            };
+        }
+    };
+    if drain_on_404 && code == 404 {
+        return (CheckStatus::L7OkC, Some(code), String::new());
+    }
+    let body = find(&buf, b"\r\n\r\n").map_or(&buf[..0], |i| &buf[i + 4..]);
+    match &hc.expect {
+        None => {
+            if (200..400).contains(&code) {
+                // A passing HTTP check leaves `last_chk` empty (haproxy 2.6.12).
+                (CheckStatus::L7Ok, Some(code), String::new())
+            } else {
+                (CheckStatus::L7Sts, Some(code), reason)
+            }
+        }
+        Some(e) => {
+            let hit = match &e.kind {
+                ExpectKind::Status(ranges) => ranges.iter().any(|&(a, b)| (a..=b).contains(&code)),
+                ExpectKind::RStatus(re) => expect::matches(re, code.to_string().as_bytes()),
+                ExpectKind::String(s) => find(body, s.as_bytes()).is_some(),
+                ExpectKind::RString(re) => expect::matches(re, body),
+            };
+            if hit != e.negate {
+                return (CheckStatus::L7Ok, Some(code), String::new());
+            }
+            match &e.kind {
+                ExpectKind::Status(_) | ExpectKind::RStatus(_) => {
+                    (CheckStatus::L7Sts, Some(code), reason)
+                }
+                _ if timed_out => (CheckStatus::L7Tout, Some(code), String::new()),
+                _ => (
+                    CheckStatus::L7Rsp,
+                    Some(code),
+                    "HTTP content check did not match".into(),
+                ),
+            }
+        }
+    }
+}
+
+async fn tcp_check(
+    server: &ServerState,
+    plan: &Plan,
+    rules: &[TcpCheckRule],
+) -> (CheckStatus, Option<u16>, String) {
+    let mut conn: Option<Stream> = None;
+    let deadline = |t: Duration| Instant::now() + t;
+    let mut buf: Vec<u8> = Vec::new();
+    let mut data_step = false;
+    // An implicit connect when the script does not start with one.
+    let implicit = !matches!(rules.first(), Some(TcpCheckRule::Connect { .. }));
+    if implicit {
+        match connect(server, plan, None).await {
+            Ok(c) => conn = Some(c),
+            Err((st, d)) => return (st, None, d),
+        }
+    }
+    for (n, rule) in rules.iter().enumerate() {
+        let step = n + 1 + usize::from(implicit);
+        match rule {
+            TcpCheckRule::Connect { port } => match connect(server, plan, *port).await {
+                Ok(c) => {
+                    conn = Some(c);
+                    buf.clear();
+                }
+                Err((st, d)) => {
+                    return (
+                        st,
+                        None,
+                        format!("{d} at step {step} of tcp-check (connect)"),
+                    );
+                }
+            },
+            TcpCheckRule::Send(data) => {
+                let Some(c) = conn.as_mut() else {
+                    return (CheckStatus::L7Rsp, None, "no connection".into());
+                };
+                data_step = true;
+                if c.write_all(data).await.is_err() || c.flush().await.is_err() {
+                    return (
+                        CheckStatus::L7Rsp,
+                        None,
+                        format!("Write error at step {step} of tcp-check (send)"),
+                    );
+                }
+            }
+            TcpCheckRule::Expect(e) => {
+                let Some(c) = conn.as_mut() else {
+                    return (CheckStatus::L7Rsp, None, "no connection".into());
+                };
+                data_step = true;
+                let check = |b: &[u8]| match &e.kind {
+                    ExpectKind::String(s) => find(b, s.as_bytes()).is_some(),
+                    ExpectKind::RString(re) => expect::matches(re, b),
+                    _ => false,
+                };
+                let (more, timed_out) = if check(&buf) {
+                    (Vec::new(), false)
+                } else {
+                    read_until(c, deadline(plan.read_timeout), |b| {
+                        let mut all = buf.clone();
+                        all.extend_from_slice(b);
+                        check(&all) != e.negate && !e.negate
+                    })
+                    .await
+                };
+                buf.extend_from_slice(&more);
+                let hit = check(&buf);
+                if hit == e.negate {
+                    if timed_out && !e.negate {
+                        return (
+                            CheckStatus::L7Tout,
+                            None,
+                            format!("at step {step} of tcp-check (expect)"),
+                        );
+                    }
+                    let pat = match &e.kind {
+                        ExpectKind::String(s) | ExpectKind::RString(s) => s.as_str(),
+                        _ => "",
+                    };
+                    return (
+                        CheckStatus::L7Rsp,
+                        None,
+                        format!("TCPCHK did not match content '{pat}' at step {step}"),
+                    );
+                }
+                // The matched data is consumed.
+                buf.clear();
+            }
+        }
+    }
+    if data_step {
+        (CheckStatus::L7Ok, None, "(tcp-check)".into())
+    } else {
+        (CheckStatus::L4Ok, None, String::new())
+    }
+}
+
+/// Counts of usable active and backup servers of `be`, and whether it has
+/// no server left.
+fn counts(be: &BackendRt) -> (usize, usize) {
+    let mut act = 0;
+    let mut bck = 0;
+    for s in &be.servers {
+        if s.state.usable() {
+            if s.backup {
+                bck += 1;
+            } else {
+                act += 1;
+            }
+        }
+    }
+    (act, bck)
+}
+
+/// `option log-health-checks`: a check whose result differs from the
+/// previous one, or that moved the health counter, is logged at `notice`
+/// (and to stderr) in HAProxy 2.6's words: `Health check for server b/s
+/// succeeded|failed, <reason>, status: <n>/<of> UP|DRAIN|DOWN.`
+fn log_check(rt: &Runtime, server: &ServerState, before: &CheckInfo, ms: u64) {
+    let after = server.health.info();
+    if after.status == before.status && after.health == before.health {
+        return;
+    }
+    let backup = rt.with_snapshot(|snap| {
+        snap.backend(&server.backend)
+            .is_some_and(|be| is_backup(be, server))
+    });
+    let (h, rise, fall) = (after.health, after.rise, after.fall);
+    let (n, of, state) = if h >= rise {
+        let state = if server.weight.load(Relaxed) == 0 {
+            "DRAIN"
+        } else {
+            "UP"
+        };
+        (h - rise + 1, fall, state)
+    } else {
+        (h, rise, "DOWN")
+    };
+    tracing::warn!(
+        target: "sluice::event",
+        severity = "notice",
+        "Health check for {}server {}/{} {}{}, {}, status: {n}/{of} {state}.",
+        if backup { "backup " } else { "" },
+        server.backend,
+        server.name,
+        if after.status == CheckStatus::L7OkC {
+            "conditionally "
+        } else {
+            ""
+        },
+        if after.status.is_ok() {
+            "succeeded"
+        } else {
+            "failed"
+        },
+        reason(after.status, after.code, &after.detail, Some(ms)),
+    );
+}
+
+/// `, <reason>` after a server's state change, or nothing when `quiet`.
+fn told_reason(
+    quiet: bool,
+    status: CheckStatus,
+    code: Option<u16>,
+    detail: &str,
+    ms: Option<u64>,
+) -> String {
+    if quiet {
+        String::new()
+    } else {
+        format!(", {}", reason(status, code, detail, ms))
+    }
+}
+
+/// HAProxy's reason text: `reason: <desc>[, code: <n>][, info: "<d>"]`.
+fn reason(status: CheckStatus, code: Option<u16>, detail: &str, ms: Option<u64>) -> String {
+    let mut r = format!("reason: {}", status.desc());
+    if let Some(c) = code.filter(|_| {
+        matches!(
+            status,
+            CheckStatus::L7Ok | CheckStatus::L7OkC | CheckStatus::L7Sts | CheckStatus::L7Rsp
+        )
+    }) {
+        r.push_str(&format!(", code: {c}"));
+    }
+    if !detail.is_empty() {
+        r.push_str(&format!(", info: \"{detail}\""));
+    }
+    if let Some(ms) = ms {
+        r.push_str(&format!(", check duration: {ms}ms"));
+    }
+    r
+}
+
+/// Logs a server going DOWN (`alert`), then the backend losing its last
+/// server (`emerg`), and cuts the server's sessions with
+/// `on-marked-down shutdown-sessions`.
+/// `quiet`: the reason is left out (`log-health-checks` told it).
+pub(crate) fn report_down(
+    rt: &Runtime,
+    server: &ServerState,
+    (status, code, detail, ms): (CheckStatus, Option<u16>, &str, Option<u64>),
+    quiet: bool,
+) {
+    let (act, bck, backup) = rt.with_snapshot(|snap| {
+        snap.backend(&server.backend).map_or((0, 0, false), |be| {
+            let (a, b) = counts(be);
+            if a + b == 0 {
+                be.state.went_down.fetch_add(1, Relaxed);
+            }
+            (a, b, is_backup(be, server))
+        })
+    });
+    down_event(
+        server,
+        (act, bck, backup),
+        (status, code, detail, ms),
+        quiet,
+    );
+}
+
+fn is_backup(be: &BackendRt, server: &ServerState) -> bool {
+    be.servers
+        .iter()
+        .any(|s| s.backup && std::ptr::eq(&*s.state, server))
+}
+
+/// How HAProxy names a server in its events: `Backup Server` for backups.
+fn server_word(backup: bool) -> &'static str {
+    if backup { "Backup Server" } else { "Server" }
+}
+
+/// HAProxy's note when only backup servers are left.
+fn on_backup(act: usize, bck: usize) -> &'static str {
+    if act == 0 && bck > 0 {
+        " Running on backup."
+    } else {
+        ""
+    }
+}
+
+fn down_event(
+    server: &ServerState,
+    (act, bck, backup): (usize, usize, bool),
+    (status, code, detail, ms): (CheckStatus, Option<u16>, &str, Option<u64>),
+    quiet: bool,
+) {
+    let cut = server.shutdown_on_down.load(Relaxed);
+    let active = server.inflight();
+    if cut {
+        server.cut_sessions();
+    }
+    tracing::error!(
+        target: "sluice::event",
+        severity = "alert",
+        "{} {}/{} is DOWN{}. {} active and {} backup servers left.{} {} sessions active, 0 requeued, {} remaining in queue.",
+        server_word(backup),
+        server.backend,
+        server.name,
+        told_reason(quiet, status, code, detail, ms),
+        act,
+        bck,
+        on_backup(act, bck),
+        active,
+        server.waiters.load(Relaxed),
+    );
+    if act + bck == 0 {
+        tracing::error!(
+            target: "sluice::event",
+            severity = "emerg",
+            "backend {} has no server available!",
+            server.backend
+        );
+    }
+}
+
+/// Logs a server coming UP (`notice`), and with `on-marked-up
+/// shutdown-backup-sessions` ends the sessions of the backend's backup
+/// servers (HAProxy's `srv_shutdown_backup_streams`).
+fn report_up(
+    rt: &Runtime,
+    server: &ServerState,
+    status: CheckStatus,
+    code: Option<u16>,
+    ms: u64,
+    quiet: bool,
+) {
+    let (act, bck, queued, backup) = rt.with_snapshot(|snap| match snap.backend(&server.backend) {
+        Some(be) => {
+            let me = be.servers.iter().find(|s| std::ptr::eq(&*s.state, server));
+            if me.is_some_and(|s| s.opts.shutdown_backup_on_up) {
+                for b in be.servers.iter().filter(|s| s.backup) {
+                    b.state.cut_sessions();
+                }
+            }
+            let (a, b) = counts(be);
+            (a, b, be.state.queue.len(), is_backup(be, server))
+        }
+        None => (0, 0, 0, false),
+    });
+    tracing::info!(
+        target: "sluice::event",
+        severity = "notice",
+        "{} {}/{} is UP{}. {} active and {} backup servers online.{} 0 sessions requeued, {} total in queue.",
+        server_word(backup),
+        server.backend,
+        server.name,
+        told_reason(quiet, status, code, "", Some(ms)),
+        act,
+        bck,
+        on_backup(act, bck),
+        queued,
+    );
+}
+
+/// Logs a server going to NOLB after an `L7OKC` check (`http-check
+/// disable-on-404`), at `notice` as HAProxy's `srv_set_stopping`, and the
+/// backend losing its last server that takes new traffic (`emerg`).
+fn report_stopping(rt: &Runtime, server: &ServerState, code: Option<u16>, ms: u64) {
+    let (act, bck, queued, backup) = rt.with_snapshot(|snap| match snap.backend(&server.backend) {
+        Some(be) => {
+            let (a, b) = counts(be);
+            if a + b == 0 {
+                be.state.went_down.fetch_add(1, Relaxed);
+            }
+            (a, b, be.state.queue.len(), is_backup(be, server))
+        }
+        None => (0, 0, 0, false),
+    });
+    tracing::info!(
+        target: "sluice::event",
+        severity = "notice",
+        "{} {}/{} is stopping, {}. {} active and {} backup servers online.{} 0 sessions requeued, {} total in queue.",
+        server_word(backup),
+        server.backend,
+        server.name,
+        reason(CheckStatus::L7OkC, code, "", Some(ms)),
+        act,
+        bck,
+        on_backup(act, bck),
+        queued,
+    );
+    if act + bck == 0 {
+        tracing::error!(
+            target: "sluice::event",
+            severity = "emerg",
+            "backend {} has no server available!",
+            server.backend
+        );
+    }
+}
+
+/// Tells an admin change made from the CLI (`set server .. state`,
+/// `disable|enable server`) in HAProxy 2.6's words: maintenance at
+/// `alert` with the servers left (and `emerg` when none is), drain and
+/// the way back at `notice`. Entering maintenance cuts the sessions with
+/// `on-marked-down shutdown-sessions`, as HAProxy does.
+pub(crate) fn admin_event(be: &BackendRt, s: &ServerRt, before: u8, to: AdminState) {
+    use crate::state::{ADMF_FDRAIN, ADMF_FMAINT};
+    let st = &s.state;
+    let who = format!("{} {}/{}", server_word(s.backup), be.name, st.name);
+    let (act, bck) = counts(be);
+    match to {
+        AdminState::Maint if before & ADMF_FMAINT == 0 => {
+            if st.shutdown_on_down.load(Relaxed) {
+                st.cut_sessions();
+            }
+            tracing::error!(
+                target: "sluice::event",
+                severity = "alert",
+                "{who} is going DOWN for maintenance. {act} active and {bck} backup servers left.{} {} sessions active, 0 requeued, {} remaining in queue.",
+                on_backup(act, bck),
+                st.inflight(),
+                st.waiters.load(Relaxed),
+            );
+            if act + bck == 0 {
+                be.state.went_down.fetch_add(1, Relaxed);
+                tracing::error!(
+                    target: "sluice::event",
+                    severity = "emerg",
+                    "backend {} has no server available!",
+                    be.name
+                );
+            }
+        }
+        AdminState::Drain if before & ADMF_FDRAIN == 0 => tracing::info!(
+            target: "sluice::event",
+            severity = "notice",
+            "{who} enters drain state. {act} active and {bck} backup servers online.{} 0 sessions requeued, {} total in queue.",
+            on_backup(act, bck),
+            be.state.queue.len(),
+        ),
+        AdminState::Ready if before & ADMF_FMAINT != 0 => tracing::info!(
+            target: "sluice::event",
+            severity = "notice",
+            "{who} is UP/READY (leaving forced maintenance)."
+        ),
+        AdminState::Ready if before & ADMF_FDRAIN != 0 => tracing::info!(
+            target: "sluice::event",
+            severity = "notice",
+            "{who} is UP (leaving forced drain)."
+        ),
+        _ => {}
+    }
+}
+
+/// A live-traffic outcome of `server` (`observe layer4|layer7`): an error
+/// (connection failure for layer4; also 5xx and broken answers for
+/// layer7) or a success. After `error-limit` consecutive errors, `on-error`
+/// applies, and the next active check comes after `fastinter`.
+pub(crate) fn observe(be: &BackendRt, server: &ServerState, error: Option<&str>) {
+    let Some(s) = be.servers.iter().find(|s| std::ptr::eq(&*s.state, server)) else {
+        return;
+    };
+    if s.opts.observe.is_none() || s.check.is_none() {
+        return;
+    }
+    let Some(what) = error else {
+        if server.consec_errors.load(Relaxed) != 0 {
+            server.consec_errors.store(0, Relaxed);
+        }
+        return;
+    };
+    let n = server.consec_errors.fetch_add(1, Relaxed) + 1;
+    if n < s.opts.error_limit.max(1) {
+        return;
+    }
+    server.consec_errors.store(0, Relaxed);
+    use crate::config::model::OnError;
+    let detail = format!("Detected {n} consecutive errors, last one was: {what}");
+    let t = match s.opts.on_error {
+        OnError::FastInter => None,
+        OnError::FailCheck => server.health.passive_failure(false, false, detail.clone()),
+        OnError::SuddenDeath => server.health.passive_failure(true, false, detail.clone()),
+        OnError::MarkDown => server.health.passive_failure(false, true, detail.clone()),
+    };
+    if t == Some(Transition::WentDown) {
+        let (act, bck) = counts(be);
+        down_event(
+            server,
+            (act, bck, s.backup),
+            (CheckStatus::Hana, None, &detail, None),
+            false,
+        );
+    }
+    server.check_soon.notify_one();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::model::Expect;
+
+    #[test]
+    fn reasons_in_haproxy_words() {
+        assert_eq!(
+            reason(CheckStatus::L4Con, None, "Connection refused", Some(0)),
+            "reason: Layer4 connection problem, info: \"Connection refused\", check duration: 0ms"
+        );
+        assert_eq!(
+            reason(CheckStatus::L7Ok, Some(200), "", Some(1)),
+            "reason: Layer7 check passed, code: 200, check duration: 1ms"
+        );
+        assert_eq!(
+            reason(
+                CheckStatus::L7Sts,
+                Some(500),
+                "Internal Server Error",
+                Some(2)
+            ),
+            "reason: Layer7 wrong status, code: 500, info: \"Internal Server Error\", check duration: 2ms"
+        );
+    }
+
+    #[test]
+    fn expect_value_matching() {
+        let e = Expect {
+            negate: false,
+            kind: ExpectKind::Status(vec![(200, 299)]),
+        };
+        assert!(matches!(e.kind, ExpectKind::Status(_)));
+    }
+}

@@ -1,0 +1,1362 @@
+//! HTTP/1.1 message heads and body framing (RFC 9112), on httparse.
+//!
+//! This is the one place that knows the wire format: the service asks it
+//! to parse a head, decide how the body is delimited, and write the head
+//! that goes to the other side. Heads are kept as the raw bytes plus
+//! offsets, so errors can show the bytes exactly as received.
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+/// At most this many header fields in one message: HAProxy 2.6
+/// (`tune.http.maxhdr` 101, the start line included) accepts 100 and
+/// refuses 101, with a 400 for a request and a 502 for a response.
+pub(crate) const MAX_HEADERS: usize = 100;
+
+/// Why a message was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum H1Error {
+    #[error("invalid message syntax at byte {0}")]
+    Syntax(usize),
+    #[error("message head too large")]
+    TooLarge,
+    #[error("too many header fields")]
+    TooManyHeaders,
+    #[error("invalid Content-Length")]
+    BadContentLength,
+    #[error("invalid Transfer-Encoding")]
+    BadTransferEncoding,
+    #[error("invalid chunked framing")]
+    BadChunk,
+    #[error("unsupported HTTP version")]
+    Version,
+    /// A request-target that does not fit the method (RFC 9112 §3.2).
+    #[error("invalid request target")]
+    BadTarget,
+    /// More than one Host, or a Host that differs from the absolute-form
+    /// target's authority (RFC 9112 §3.2).
+    #[error("invalid Host")]
+    BadHost,
+    /// CONNECT: sluice does not tunnel.
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    /// A transfer coding other than `chunked` (`gzip, chunked`): valid,
+    /// but neither HAProxy 2.6 nor sluice forwards it.
+    #[error("unsupported transfer coding")]
+    UnsupportedCoding,
+}
+
+impl H1Error {
+    /// The status a client gets for a request refused for this reason, as
+    /// HAProxy 2.6 answers (400 for everything its H1 parser refuses, 422
+    /// for a transfer coding it does not handle); 405 for CONNECT.
+    pub(crate) fn request_status(&self) -> u16 {
+        match self {
+            H1Error::MethodNotAllowed => 405,
+            H1Error::UnsupportedCoding => 422,
+            _ => 400,
+        }
+    }
+}
+
+/// Where a header's name and value sit in the head buffer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct HeaderPos {
+    name: (u32, u32),
+    value: (u32, u32),
+    /// The whole line, without its CRLF.
+    line: (u32, u32),
+    /// What the header is to sluice, decided once at parse time.
+    kind: Kind,
+}
+
+/// The headers sluice itself looks at; everything else is `Other`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Other,
+    Connection,
+    ContentLength,
+    TransferEncoding,
+    Upgrade,
+    Expect,
+    /// Other hop-by-hop fields: Keep-Alive, Proxy-Connection, TE, Trailer.
+    HopByHop,
+}
+
+impl Kind {
+    fn of(name: &[u8]) -> Kind {
+        // Dispatch on the first letter and the length: most names are
+        // rejected without a full compare.
+        let is = |k: &[u8]| name.eq_ignore_ascii_case(k);
+        let first = name.first().map_or(0, |b| b.to_ascii_lowercase());
+        if !matches!(first, b't' | b'e' | b'u' | b'c' | b'k' | b'p') {
+            return Kind::Other;
+        }
+        match name.len() {
+            2 if is(b"te") => Kind::HopByHop,
+            6 if is(b"expect") => Kind::Expect,
+            7 if is(b"upgrade") => Kind::Upgrade,
+            7 if is(b"trailer") => Kind::HopByHop,
+            10 if is(b"connection") => Kind::Connection,
+            10 if is(b"keep-alive") => Kind::HopByHop,
+            14 if is(b"content-length") => Kind::ContentLength,
+            16 if is(b"proxy-connection") => Kind::HopByHop,
+            17 if is(b"transfer-encoding") => Kind::TransferEncoding,
+            _ => Kind::Other,
+        }
+    }
+
+    /// Hop-by-hop (RFC 9110 §7.6.1), or framing sluice rewrites itself.
+    fn dropped_when_forwarding(self) -> bool {
+        self != Kind::Other
+    }
+}
+
+/// The framing header line of a body sluice delimits itself, built on the
+/// stack: `content-length: <n>` or `transfer-encoding: chunked`.
+pub(crate) struct FramingLine {
+    buf: [u8; 40],
+    len: usize,
+}
+
+impl FramingLine {
+    pub(crate) fn of(body: BodyKind) -> FramingLine {
+        let mut line = FramingLine {
+            buf: [0; 40],
+            len: 0,
+        };
+        match body {
+            BodyKind::Length(n) => {
+                line.put(b"content-length: ");
+                let mut digits = [0u8; 20];
+                let mut i = digits.len();
+                let mut n = n;
+                loop {
+                    i -= 1;
+                    digits[i] = b'0' + (n % 10) as u8;
+                    n /= 10;
+                    if n == 0 {
+                        break;
+                    }
+                }
+                line.put(&digits[i..]);
+                line.put(b"\r\n");
+            }
+            BodyKind::Chunked => line.put(b"transfer-encoding: chunked\r\n"),
+            BodyKind::None | BodyKind::UntilClose => {}
+        }
+        line
+    }
+
+    /// The kind of header it replaces in place.
+    fn replaces(&self) -> Option<Kind> {
+        match self.buf.first() {
+            _ if self.len == 0 => None,
+            Some(b'c') => Some(Kind::ContentLength),
+            _ => Some(Kind::TransferEncoding),
+        }
+    }
+
+    fn put(&mut self, b: &[u8]) {
+        self.buf[self.len..self.len + b.len()].copy_from_slice(b);
+        self.len += b.len();
+    }
+
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+/// A parsed request or response head.
+#[derive(Debug, Clone)]
+pub(crate) struct Head {
+    /// The head exactly as received, up to and including the blank line.
+    pub(crate) raw: Bytes,
+    /// Request: method; response: empty.
+    method: (u32, u32),
+    /// Request: target; response: reason phrase.
+    target: (u32, u32),
+    /// Response status code (0 for requests).
+    pub(crate) status: u16,
+    /// Minor version: 0 for HTTP/1.0, 1 for HTTP/1.1.
+    pub(crate) minor: u8,
+    headers: Vec<HeaderPos>,
+}
+
+/// How a message body is delimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BodyKind {
+    None,
+    Length(u64),
+    Chunked,
+    /// Response only: until the server closes.
+    UntilClose,
+}
+
+fn span(base: &[u8], part: &[u8]) -> (u32, u32) {
+    let start = part.as_ptr() as usize - base.as_ptr() as usize;
+    (start as u32, (start + part.len()) as u32)
+}
+
+/// Finds the end of the head (index just past the blank line), if present.
+///
+/// Line ends are CRLF or a bare LF (RFC 9112 §2.2 lets a recipient accept
+/// a bare LF in the start line and fields; HAProxy 2.6 does). The blank
+/// line is a LF followed by LF or CRLF, which does not depend on what came
+/// before, so the search can resume anywhere. httparse then checks the
+/// syntax; a CR not followed by LF is refused there.
+pub fn head_end(buf: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    while let Some(p) = memchr::memchr(b'\n', &buf[i..]) {
+        let nl = i + p;
+        match buf.get(nl + 1) {
+            Some(b'\n') => return Some(nl + 2),
+            Some(b'\r') if buf.get(nl + 2) == Some(&b'\n') => return Some(nl + 3),
+            _ => {}
+        }
+        i = nl + 1;
+    }
+    None
+}
+
+impl Head {
+    fn slice(&self, (a, b): (u32, u32)) -> &[u8] {
+        &self.raw[a as usize..b as usize]
+    }
+
+    pub(crate) fn method(&self) -> &[u8] {
+        self.slice(self.method)
+    }
+
+    pub(crate) fn target(&self) -> &[u8] {
+        self.slice(self.target)
+    }
+
+    pub(crate) fn reason(&self) -> &[u8] {
+        self.slice(self.target)
+    }
+
+    pub(crate) fn headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.headers
+            .iter()
+            .map(|h| (self.slice(h.name), self.slice(h.value)))
+    }
+
+    /// Each header's name and whole line (without its line end), in order.
+    pub(crate) fn header_lines(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.headers
+            .iter()
+            .map(|h| (self.slice(h.name), self.slice(h.line)))
+    }
+
+    /// Values of every header named `name` (case-insensitive).
+    pub(crate) fn values<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> + 'a {
+        let kind = Kind::of(name.as_bytes());
+        self.headers
+            .iter()
+            .filter(move |h| {
+                // Known headers compare by kind, decided at parse time.
+                if kind == Kind::Other || kind == Kind::HopByHop {
+                    self.slice(h.name).eq_ignore_ascii_case(name.as_bytes())
+                } else {
+                    h.kind == kind
+                }
+            })
+            .map(|h| self.slice(h.value))
+    }
+
+    /// Values of the headers of a kind sluice tracks (no name compare).
+    fn values_of(&self, kind: Kind) -> impl Iterator<Item = &[u8]> {
+        self.headers
+            .iter()
+            .filter(move |h| h.kind == kind)
+            .map(|h| self.slice(h.value))
+    }
+
+    /// Whether any `Connection` header lists `token`.
+    pub(crate) fn connection_has(&self, token: &str) -> bool {
+        self.values_of(Kind::Connection).any(|v| {
+            v.split(|&b| b == b',')
+                .any(|t| trim(t).eq_ignore_ascii_case(token.as_bytes()))
+        })
+    }
+
+    /// Parses a request head (the bytes up to and including the blank line).
+    pub(crate) fn parse_request(raw: Bytes) -> Result<Head, H1Error> {
+        Self::parse_request_keeping(raw).map_err(|(e, _)| e)
+    }
+
+    /// [`parse_request`](Self::parse_request), giving the bytes back when
+    /// they are refused (for `show errors`).
+    pub(crate) fn parse_request_keeping(raw: Bytes) -> Result<Head, (H1Error, Bytes)> {
+        Self::parse_request_lax(raw, false)
+    }
+
+    /// [`parse_request_keeping`](Self::parse_request_keeping); `lax`:
+    /// `option accept-invalid-http-request`, which lets through what
+    /// HAProxy 2.6 then lets through: any byte but CR, LF and `:` in a
+    /// header name, bytes above 127 in the target, and any version (none:
+    /// HTTP/0.9, `HTTP/1.10`, `RTSP/1.0`; served as HTTP/1.0).
+    pub(crate) fn parse_request_lax(raw: Bytes, lax: bool) -> Result<Head, (H1Error, Bytes)> {
+        let parts = match request_parts(&raw) {
+            Err(e) if lax && e != H1Error::TooManyHeaders => lax_request_parts(&raw).map_err(|_| e),
+            other => other,
+        };
+        let (method, target, minor, headers) = match parts {
+            Ok(p) => p,
+            Err(e) => return Err((e, raw)),
+        };
+        // HAProxy refuses bytes above 127 in the target unless relaxed.
+        if !lax
+            && let Some(i) = raw[target.0 as usize..target.1 as usize]
+                .iter()
+                .position(|&b| b >= 0x80)
+        {
+            return Err((H1Error::Syntax(target.0 as usize + i), raw));
+        }
+        let head = Head {
+            method,
+            target,
+            status: 0,
+            minor,
+            headers,
+            raw,
+        };
+        match head.check_target() {
+            Ok(()) => Ok(head),
+            Err(e) => Err((e, head.raw)),
+        }
+    }
+
+    /// Request-target forms (RFC 9112 §3.2) and Host (§3.2, RFC 9110 §7.2):
+    /// origin-form for every method, absolute-form whose authority matches
+    /// Host, `*` only for OPTIONS, authority-form only for CONNECT, which
+    /// sluice refuses (405) since it does not tunnel. At most one Host.
+    fn check_target(&self) -> Result<(), H1Error> {
+        let target = self.target();
+        let method = self.method();
+        let mut hosts = self.values("host");
+        let host = hosts.next();
+        if hosts.next().is_some() {
+            return Err(H1Error::BadHost);
+        }
+        if method == b"CONNECT" {
+            return Err(H1Error::MethodNotAllowed);
+        }
+        // A WebSocket upgrade without its key is refused, as HAProxy does.
+        if self.requests_upgrade()
+            && self.upgrades_to_websocket()
+            && self.values("sec-websocket-key").next().is_none()
+        {
+            return Err(H1Error::BadTarget);
+        }
+        match target.first() {
+            Some(b'/') => Ok(()),
+            Some(b'*') if target.len() == 1 && method == b"OPTIONS" => Ok(()),
+            _ => {
+                let authority = absolute_authority(target).ok_or(H1Error::BadTarget)?;
+                match host {
+                    Some(h) if !h.eq_ignore_ascii_case(authority) => Err(H1Error::BadHost),
+                    _ => Ok(()),
+                }
+            }
+        }
+    }
+
+    /// Whether `Upgrade` names `websocket` (a request's or a 101's).
+    pub(crate) fn upgrades_to_websocket(&self) -> bool {
+        self.values_of(Kind::Upgrade).any(|v| {
+            v.split(|&b| b == b',')
+                .any(|t| trim(t).eq_ignore_ascii_case(b"websocket"))
+        })
+    }
+
+    /// Whether this request asks for a protocol switch (`Upgrade` named
+    /// by `Connection`): only then may a 101 answer open a tunnel.
+    pub(crate) fn requests_upgrade(&self) -> bool {
+        self.values_of(Kind::Upgrade).next().is_some() && self.connection_has("upgrade")
+    }
+
+    /// Parses a response head.
+    pub(crate) fn parse_response(raw: Bytes) -> Result<Head, H1Error> {
+        Self::parse_response_keeping(raw).map_err(|(e, _)| e)
+    }
+
+    /// [`parse_response`](Self::parse_response), giving the bytes back
+    /// when they are refused (for `show errors`).
+    pub(crate) fn parse_response_keeping(raw: Bytes) -> Result<Head, (H1Error, Bytes)> {
+        Self::parse_response_lax(raw, false)
+    }
+
+    /// [`parse_response_keeping`](Self::parse_response_keeping); `lax`:
+    /// `option accept-invalid-http-response`, which lets through, as
+    /// HAProxy 2.6: any byte but CR, LF and `:` in a header name, and
+    /// versions of several digits (`HTTP/1.10`, served as HTTP/1.0).
+    pub(crate) fn parse_response_lax(raw: Bytes, lax: bool) -> Result<Head, (H1Error, Bytes)> {
+        let parts = match response_parts(&raw) {
+            Err(e) if lax && e != H1Error::TooManyHeaders => {
+                lax_response_parts(&raw).map_err(|_| e)
+            }
+            other => other,
+        };
+        let (code, reason, minor, headers) = match parts {
+            Ok(p) => p,
+            Err(e) => return Err((e, raw)),
+        };
+        Ok(Head {
+            method: (0, 0),
+            target: reason,
+            status: code,
+            minor,
+            headers,
+            raw,
+        })
+    }
+
+    /// Content-Length: every value must be plain digits and all equal.
+    pub(crate) fn content_length(&self) -> Result<Option<u64>, H1Error> {
+        let mut found: Option<u64> = None;
+        for v in self.values_of(Kind::ContentLength) {
+            for part in v.split(|&b| b == b',') {
+                let part = trim(part);
+                if part.is_empty() || !part.iter().all(u8::is_ascii_digit) || part.len() > 19 {
+                    return Err(H1Error::BadContentLength);
+                }
+                let n: u64 = std::str::from_utf8(part)
+                    .ok()
+                    .and_then(|s| s.parse().ok())
+                    .ok_or(H1Error::BadContentLength)?;
+                match found {
+                    Some(prev) if prev != n => return Err(H1Error::BadContentLength),
+                    _ => found = Some(n),
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// Transfer-Encoding codings in order, or None if absent.
+    fn transfer_codings(&self) -> Option<Vec<&[u8]>> {
+        let mut any = false;
+        let mut codings = Vec::new();
+        for v in self.values_of(Kind::TransferEncoding) {
+            any = true;
+            codings.extend(v.split(|&b| b == b',').map(trim));
+        }
+        any.then_some(codings)
+    }
+
+    /// How the request body is delimited. A request with both
+    /// Transfer-Encoding and Content-Length is read as chunked (and its
+    /// Content-Length is not forwarded).
+    ///
+    /// Transfer-Encoding must be exactly `chunked` (any case, in one or
+    /// several fields): `chunked` twice, not last, an empty element or
+    /// anything but a token is a 400; another coding before it
+    /// (`gzip, chunked`, valid per RFC 9112) is a 422, as HAProxy 2.6
+    /// answers. Transfer-Encoding on HTTP/1.0 is a 400 (RFC 9112 §6.1 calls
+    /// its framing faulty; HAProxy forwards it chunked and closes).
+    pub(crate) fn request_body(&self) -> Result<BodyKind, H1Error> {
+        if let Some(codings) = self.transfer_codings() {
+            if self.minor == 0 {
+                return Err(H1Error::BadTransferEncoding);
+            }
+            check_codings(&codings)?;
+            if codings.len() > 1 {
+                return Err(H1Error::UnsupportedCoding);
+            }
+            return Ok(BodyKind::Chunked);
+        }
+        Ok(match self.content_length()? {
+            Some(0) | None => BodyKind::None,
+            Some(n) => BodyKind::Length(n),
+        })
+    }
+
+    /// How the response body is delimited, given the request method.
+    pub(crate) fn response_body(&self, request_method: &[u8]) -> Result<BodyKind, H1Error> {
+        if request_method == b"HEAD"
+            || (100..200).contains(&self.status)
+            || self.status == 204
+            || self.status == 304
+        {
+            return Ok(BodyKind::None);
+        }
+        // A response must be plainly chunked too: HAProxy 2.6 answers 502
+        // to `gzip`, `gzip, chunked` or `chunked, gzip` from a server
+        // (RFC 9112 would read some of them until close).
+        if let Some(codings) = self.transfer_codings() {
+            check_codings(&codings)?;
+            if codings.len() > 1 {
+                return Err(H1Error::UnsupportedCoding);
+            }
+            return Ok(BodyKind::Chunked);
+        }
+        Ok(match self.content_length()? {
+            Some(0) => BodyKind::None,
+            Some(n) => BodyKind::Length(n),
+            None => BodyKind::UntilClose,
+        })
+    }
+
+    /// The framing line of this response as it goes to the client, given
+    /// its body: HEAD and 304 answers keep the length they announce (and a
+    /// 200 its `content-length: 0`); 1xx and 204 must not carry one (RFC
+    /// 9110 §8.6).
+    pub(crate) fn response_framing(&self, body: BodyKind) -> FramingLine {
+        match body {
+            BodyKind::Length(_) | BodyKind::Chunked => FramingLine::of(body),
+            BodyKind::None if self.status >= 200 && self.status != 204 => {
+                match self.content_length() {
+                    Ok(Some(n)) => FramingLine::of(BodyKind::Length(n)),
+                    _ => FramingLine::of(BodyKind::None),
+                }
+            }
+            BodyKind::None | BodyKind::UntilClose => FramingLine::of(BodyKind::None),
+        }
+    }
+
+    /// Whether the peer wants the connection kept open after this message.
+    pub(crate) fn wants_keep_alive(&self) -> bool {
+        if self.minor == 0 {
+            self.connection_has("keep-alive")
+        } else {
+            !self.connection_has("close")
+        }
+    }
+
+    /// Writes the head lines to forward: the first line and every header
+    /// except hop-by-hop ones (and those the `Connection` header names),
+    /// then `extra` lines. The caller adds framing headers and the blank
+    /// line through `extra`.
+    pub(crate) fn write_forwarded(&self, out: &mut BytesMut, framing: &FramingLine) -> bool {
+        self.write_forwarded_with(out, None, |_, _| false, &[], framing)
+    }
+
+    /// [`write_forwarded`](Self::write_forwarded) with rule edits: another
+    /// request target, and the headers `drop` names left out (it is given
+    /// each header's position and name).
+    ///
+    /// `framing` (the `content-length` or `transfer-encoding` line sluice
+    /// frames the body with) takes the place of the first received header
+    /// of its kind, so header order survives as in HAProxy; returns whether
+    /// it was written there (if not, the caller appends it).
+    #[inline]
+    pub(crate) fn write_forwarded_with(
+        &self,
+        out: &mut BytesMut,
+        target: Option<&[u8]>,
+        drop: impl Fn(usize, &[u8]) -> bool,
+        replaced: &[(usize, Vec<u8>)],
+        framing: &FramingLine,
+    ) -> bool {
+        // The head rarely grows: room for it and the framing lines sluice
+        // adds, in one allocation.
+        out.reserve(self.raw.len() + 96 + target.map_or(0, <[u8]>::len));
+        match target {
+            Some(t) => {
+                out.put_slice(self.method());
+                out.put_u8(b' ');
+                out.put_slice(t);
+                out.put_slice(b" HTTP/1.1");
+            }
+            None => self.put_first_line(out),
+        }
+        out.put_slice(b"\r\n");
+        // Connection listing anything beyond the usual tokens is rare; only
+        // then does each header need checking against it.
+        let named_extra = self.connection_names_headers();
+        let mut in_place = framing.replaces();
+        for (i, h) in self.headers.iter().enumerate() {
+            if h.kind.dropped_when_forwarding() {
+                if in_place == Some(h.kind) {
+                    out.put_slice(framing.bytes());
+                    in_place = None;
+                }
+                continue;
+            }
+            if (named_extra && self.connection_has_name(self.slice(h.name)))
+                || drop(i, self.slice(h.name))
+            {
+                continue;
+            }
+            if let Some((_, v)) = replaced.iter().find(|(j, _)| *j == i) {
+                out.put_slice(self.slice(h.name));
+                out.put_slice(b": ");
+                out.put_slice(v);
+                out.put_slice(b"\r\n");
+                continue;
+            }
+            out.put_slice(self.slice(h.line));
+            out.put_slice(b"\r\n");
+        }
+        in_place.is_none()
+    }
+
+    /// Whether a `Connection` header names something other than `close`,
+    /// `keep-alive` or `upgrade` (that is, another header to drop).
+    fn connection_names_headers(&self) -> bool {
+        self.headers
+            .iter()
+            .filter(|h| h.kind == Kind::Connection)
+            .any(|h| {
+                self.slice(h.value).split(|&b| b == b',').any(|t| {
+                    let t = trim(t);
+                    !(t.is_empty()
+                        || t.eq_ignore_ascii_case(b"close")
+                        || t.eq_ignore_ascii_case(b"keep-alive")
+                        || t.eq_ignore_ascii_case(b"upgrade"))
+                })
+            })
+    }
+
+    fn connection_has_name(&self, name: &[u8]) -> bool {
+        // Only consult Connection when it could name an ordinary header.
+        self.headers.iter().any(|h| {
+            self.slice(h.name).eq_ignore_ascii_case(b"connection")
+                && self
+                    .slice(h.value)
+                    .split(|&b| b == b',')
+                    .any(|t| trim(t).eq_ignore_ascii_case(name))
+        })
+    }
+
+    /// The first line as forwarded, without its CRLF: `<method> <target>
+    /// HTTP/1.1` for a request, `HTTP/1.1 <code> <reason>` for a response.
+    fn put_first_line(&self, out: &mut BytesMut) {
+        if self.status == 0 {
+            out.put_slice(self.method());
+            out.put_u8(b' ');
+            out.put_slice(self.target());
+            out.put_slice(b" HTTP/1.1");
+        } else {
+            out.put_slice(b"HTTP/1.1 ");
+            // A status is three digits (the parser guarantees it).
+            let c = self.status;
+            out.put_slice(&[
+                b'0' + (c / 100 % 10) as u8,
+                b'0' + (c / 10 % 10) as u8,
+                b'0' + (c % 10) as u8,
+            ]);
+            out.put_u8(b' ');
+            out.put_slice(self.reason());
+        }
+    }
+}
+
+type Span = (u32, u32);
+
+/// Method, target, minor version and headers of a request head.
+fn request_parts(raw: &[u8]) -> Result<(Span, Span, u8, Vec<HeaderPos>), H1Error> {
+    let mut hdrs = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut hdrs);
+    let status = req.parse(raw).map_err(|e| map_err(e, raw, false))?;
+    if status.is_partial() {
+        return Err(H1Error::Syntax(raw.len()));
+    }
+    let (Some(method), Some(path), Some(minor)) = (req.method, req.path, req.version) else {
+        return Err(H1Error::Syntax(0));
+    };
+    let method = span(raw, method.as_bytes());
+    let target = span(raw, path.as_bytes());
+    Ok((method, target, minor, positions(raw, req.headers)?))
+}
+
+/// Status, reason, minor version and headers of a response head.
+fn response_parts(raw: &[u8]) -> Result<(u16, Span, u8, Vec<HeaderPos>), H1Error> {
+    let mut hdrs = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut resp = httparse::Response::new(&mut hdrs);
+    let status = resp.parse(raw).map_err(|e| map_err(e, raw, true))?;
+    if status.is_partial() {
+        return Err(H1Error::Syntax(raw.len()));
+    }
+    let (Some(code), Some(minor)) = (resp.code, resp.version) else {
+        return Err(H1Error::Syntax(0));
+    };
+    // Three digits, but no status below 100 (RFC 9110 §15): forwarded, a
+    // `000` would read as garbage to the client (haproxy 2.6 relays it).
+    if code < 100 {
+        return Err(H1Error::Syntax("HTTP/1.x ".len()));
+    }
+    // An empty reason may be a slice outside `raw`: do not locate it.
+    let reason = match resp.reason {
+        Some(r) if !r.is_empty() => span(raw, r.as_bytes()),
+        _ => (0, 0),
+    };
+    Ok((code, reason, minor, positions(raw, resp.headers)?))
+}
+
+/// The first line of a head and where the header lines start.
+fn first_line(raw: &[u8]) -> Option<(&[u8], usize)> {
+    let lf = memchr::memchr(b'\n', raw)?;
+    let line = &raw[..lf];
+    Some((line.strip_suffix(b"\r").unwrap_or(line), lf + 1))
+}
+
+/// A request head the strict parser refused, read the relaxed way of
+/// `accept-invalid-http-request`.
+fn lax_request_parts(raw: &[u8]) -> Result<(Span, Span, u8, Vec<HeaderPos>), H1Error> {
+    let (line, rest) = first_line(raw).ok_or(H1Error::Syntax(0))?;
+    let mut words = line.splitn(3, |&b| b == b' ');
+    let method = words.next().unwrap_or_default();
+    let target = words.next().unwrap_or_default();
+    let version = words.next().unwrap_or_default();
+    if method.is_empty() || !method.iter().all(|&b| is_tchar(b)) {
+        return Err(H1Error::Syntax(0));
+    }
+    // Controls, space and DEL stay refused in the target and version.
+    let visible = |s: &[u8]| s.iter().all(|&b| b > b' ' && b != 0x7f);
+    if target.is_empty() || !visible(target) || !visible(version) {
+        return Err(H1Error::Syntax(0));
+    }
+    let minor = u8::from(version == b"HTTP/1.1");
+    let method = span(raw, method);
+    let target = span(raw, target);
+    Ok((method, target, minor, lax_headers(raw, rest)?))
+}
+
+/// A response head the strict parser refused, read the relaxed way of
+/// `accept-invalid-http-response`: `HTTP/<digits>.<digits> <3 digits>`.
+fn lax_response_parts(raw: &[u8]) -> Result<(u16, Span, u8, Vec<HeaderPos>), H1Error> {
+    let (line, rest) = first_line(raw).ok_or(H1Error::Syntax(0))?;
+    let mut words = line.splitn(3, |&b| b == b' ');
+    let version = words.next().unwrap_or_default();
+    let code = words.next().unwrap_or_default();
+    let reason = words.next().unwrap_or_default();
+    let digits = |s: &[u8]| !s.is_empty() && s.iter().all(u8::is_ascii_digit);
+    let numbers = version.strip_prefix(b"HTTP/").and_then(|v| {
+        let dot = memchr::memchr(b'.', v)?;
+        Some(digits(&v[..dot]) && digits(&v[dot + 1..]))
+    });
+    if numbers != Some(true) || code.len() != 3 || !digits(code) {
+        return Err(H1Error::Syntax(0));
+    }
+    let code = code.iter().fold(0u16, |n, &d| n * 10 + u16::from(d - b'0'));
+    if code < 100 || !reason.iter().all(|&b| is_value_byte(b)) {
+        return Err(H1Error::Syntax(0));
+    }
+    let minor = u8::from(version == b"HTTP/1.1");
+    let reason = if reason.is_empty() {
+        (0, 0)
+    } else {
+        span(raw, reason)
+    };
+    Ok((code, reason, minor, lax_headers(raw, rest)?))
+}
+
+/// Header lines from `at` to the empty line: a name is any bytes but CR,
+/// LF and `:` (HAProxy's relaxed rule), the value is checked as always. A
+/// name that only differs from `Content-Length` or `Transfer-Encoding` by
+/// such bytes (`Transfer-Encoding :`) is still refused: forwarded, a
+/// server could read it as the framing header sluice did not see.
+fn lax_headers(raw: &[u8], mut at: usize) -> Result<Vec<HeaderPos>, H1Error> {
+    let mut out = Vec::new();
+    loop {
+        let lf = memchr::memchr(b'\n', &raw[at..])
+            .map(|p| at + p)
+            .ok_or(H1Error::Syntax(at))?;
+        let end = if lf > at && raw[lf - 1] == b'\r' {
+            lf - 1
+        } else {
+            lf
+        };
+        let line = &raw[at..end];
+        if line.is_empty() {
+            return Ok(out);
+        }
+        if out.len() == MAX_HEADERS {
+            return Err(H1Error::TooManyHeaders);
+        }
+        let colon = memchr::memchr(b':', line).ok_or(H1Error::Syntax(at))?;
+        let name = &line[..colon];
+        let squeezed: Vec<u8> = name.iter().copied().filter(|&b| is_tchar(b)).collect();
+        if name.is_empty()
+            || line[0] == b' '
+            || line[0] == b'\t'
+            || name.contains(&b'\r')
+            || (squeezed.len() != name.len()
+                && matches!(
+                    Kind::of(&squeezed),
+                    Kind::ContentLength | Kind::TransferEncoding
+                ))
+        {
+            return Err(H1Error::Syntax(at));
+        }
+        let value = trim(&line[colon + 1..]);
+        if let Some(bad) = value.iter().position(|&b| !is_value_byte(b)) {
+            return Err(H1Error::Syntax(at + colon + 1 + bad));
+        }
+        let name_span = span(raw, name);
+        let value_span = if value.is_empty() {
+            (name_span.1, name_span.1)
+        } else {
+            span(raw, value)
+        };
+        out.push(HeaderPos {
+            name: name_span,
+            value: value_span,
+            line: (at as u32, end as u32),
+            kind: Kind::of(name),
+        });
+        at = lf + 1;
+    }
+}
+
+/// Transfer-Encoding elements: tokens, none empty, `chunked` once and last.
+fn check_codings(codings: &[&[u8]]) -> Result<(), H1Error> {
+    let chunked = codings
+        .iter()
+        .filter(|c| c.eq_ignore_ascii_case(b"chunked"))
+        .count();
+    let last_chunked = codings
+        .last()
+        .is_some_and(|c| c.eq_ignore_ascii_case(b"chunked"));
+    if chunked != 1
+        || !last_chunked
+        || codings
+            .iter()
+            .any(|c| c.is_empty() || !c.iter().all(|&b| is_tchar(b)))
+    {
+        return Err(H1Error::BadTransferEncoding);
+    }
+    Ok(())
+}
+
+/// The authority of an absolute-form target (`scheme://authority/...`),
+/// or None when the target is not in absolute form.
+fn absolute_authority(target: &[u8]) -> Option<&[u8]> {
+    let sep = target.windows(3).position(|w| w == b"://")?;
+    let scheme = &target[..sep];
+    if scheme.is_empty()
+        || !scheme[0].is_ascii_alphabetic()
+        || !scheme
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+    {
+        return None;
+    }
+    let rest = &target[sep + 3..];
+    let end = rest
+        .iter()
+        .position(|&b| matches!(b, b'/' | b'?' | b'#'))
+        .unwrap_or(rest.len());
+    let authority = &rest[..end];
+    (!authority.is_empty()).then_some(authority)
+}
+
+/// RFC 9110 token characters.
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// Bytes allowed in a field value: HTAB, SP, VCHAR, obs-text.
+fn is_value_byte(b: u8) -> bool {
+    b == b'\t' || (b' '..=b'~').contains(&b) || b >= 0x80
+}
+
+fn positions(raw: &[u8], headers: &[httparse::Header<'_>]) -> Result<Vec<HeaderPos>, H1Error> {
+    let mut out = Vec::with_capacity(headers.len());
+    for h in headers {
+        let name = span(raw, h.name.as_bytes());
+        let value = span(raw, h.value);
+        // The value may be empty, in which case httparse may give a slice
+        // that is not inside the line; use the name's end then.
+        let value = if h.value.is_empty() {
+            (name.1, name.1)
+        } else {
+            value
+        };
+        // NUL, CR, LF or any other control byte in a value (HAProxy 2.6
+        // forwards a NUL; sluice refuses it). httparse already refuses
+        // exactly these bytes; this re-check only guards a parser change.
+        debug_assert!(h.value.iter().all(|&b| is_value_byte(b)));
+        let line_end = raw[value.1 as usize..]
+            .iter()
+            .position(|&b| b == b'\r' || b == b'\n')
+            .map(|p| value.1 as usize + p)
+            .unwrap_or(raw.len());
+        out.push(HeaderPos {
+            name,
+            value,
+            line: (name.0, line_end as u32),
+            kind: Kind::of(h.name.as_bytes()),
+        });
+    }
+    Ok(out)
+}
+
+fn map_err(e: httparse::Error, raw: &[u8], response: bool) -> H1Error {
+    match e {
+        httparse::Error::TooManyHeaders => H1Error::TooManyHeaders,
+        httparse::Error::Version => H1Error::Version,
+        _ => H1Error::Syntax(crate::wire::error_spot::first_bad_byte(raw, response)),
+    }
+}
+
+pub(crate) fn trim(v: &[u8]) -> &[u8] {
+    let start = v
+        .iter()
+        .position(|b| *b != b' ' && *b != b'\t')
+        .unwrap_or(v.len());
+    let end = v
+        .iter()
+        .rposition(|b| *b != b' ' && *b != b'\t')
+        .map_or(start, |e| e + 1);
+    &v[start..end]
+}
+
+/// Incremental checker of a chunked body: it is fed the raw bytes as they
+/// arrive and says how many of them belong to the body and where chunk
+/// data starts, so the body can be relayed re-chunked while its framing is
+/// verified.
+///
+/// Strict RFC 9112 §7.1 grammar: hex size (leading zeros allowed, no sign,
+/// no `0x`, at most 64 bits), optional whitespace, extensions of visible
+/// bytes only, CRLF line ends everywhere (a bare LF is refused: §2.2 only
+/// allows it in the head), CRLF after each chunk's data, and trailer lines
+/// that are well-formed fields.
+#[derive(Debug, Default)]
+pub(crate) struct ChunkedDecoder {
+    state: ChunkState,
+    /// Data bytes left in the current chunk.
+    remaining: u64,
+    /// Offset, in the last input fed, of the byte refused (for `show errors`).
+    err_at: usize,
+    /// Data bytes announced by the chunk sizes so far (for `show errors`).
+    body_len: u64,
+    /// Offset, in the last input fed, where the trailer section starts
+    /// (just after the last chunk's size line), if it started there.
+    trailers_at: Option<usize>,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum ChunkState {
+    /// First digit of a size.
+    #[default]
+    SizeStart,
+    /// More digits.
+    Size,
+    /// Whitespace after the size, before `;` or CR.
+    SizeWs,
+    /// After `;`: extensions until CR.
+    Ext,
+    SizeLf,
+    Data,
+    DataCr,
+    DataLf,
+    /// Start of a trailer line (or the final CRLF).
+    TrailerStart,
+    /// Trailer field name, until `:`.
+    TrailerName,
+    TrailerValue,
+    TrailerLf,
+    FinalLf,
+    Done,
+}
+
+impl ChunkedDecoder {
+    pub(crate) fn is_done(&self) -> bool {
+        self.state == ChunkState::Done
+    }
+
+    /// Data bytes the decoder expects next (0 outside a chunk's data):
+    /// what a consumer that wants the payload takes as it is.
+    pub(crate) fn data_left(&self) -> u64 {
+        if self.state == ChunkState::Data {
+            self.remaining
+        } else {
+            0
+        }
+    }
+
+    /// Consumes from `input`; returns how many bytes belong to the body.
+    /// Stops at the end of the body (the rest belongs to the next message).
+    pub(crate) fn feed(&mut self, input: &[u8]) -> Result<usize, H1Error> {
+        let mut i = 0;
+        self.trailers_at = None;
+        self.run(input, &mut i, false)
+            .inspect_err(|_| self.err_at = i)
+    }
+
+    /// Like [`feed`](Self::feed) from offset `from` of `input`, but stops
+    /// where chunk data starts ([`data_left`](Self::data_left) > 0), so
+    /// that a re-encoder can take the data and drop the framing it
+    /// consumed. Returns the offset reached; offsets (also the error's and
+    /// [`trailers_at`](Self::trailers_at)) are in `input`.
+    pub(crate) fn feed_framing(&mut self, input: &[u8], from: usize) -> Result<usize, H1Error> {
+        let mut i = from;
+        self.trailers_at = None;
+        self.run(input, &mut i, true)
+            .inspect_err(|_| self.err_at = i)
+    }
+
+    /// Where, in the input of the last feed, the trailer section (the
+    /// trailer fields and the final CRLF) began, if it began there.
+    pub(crate) fn trailers_at(&self) -> Option<usize> {
+        self.trailers_at
+    }
+
+    /// In the trailer section (after the last chunk's size line).
+    pub(crate) fn in_trailers(&self) -> bool {
+        use ChunkState::*;
+        matches!(
+            self.state,
+            TrailerStart | TrailerName | TrailerValue | TrailerLf | FinalLf
+        )
+    }
+
+    /// Where the last `feed` failed, as `show errors` reports it: the
+    /// offset in that input and HAProxy's parser state.
+    pub(crate) fn error_spot(&self) -> crate::wire::error_spot::ErrorSpot {
+        use crate::wire::error_spot::state;
+        let st = match self.state {
+            ChunkState::Data => state::DATA,
+            ChunkState::DataCr | ChunkState::DataLf => state::CHUNK_CRLF,
+            ChunkState::TrailerStart
+            | ChunkState::TrailerName
+            | ChunkState::TrailerValue
+            | ChunkState::TrailerLf
+            | ChunkState::FinalLf => state::TRAILERS,
+            _ => state::CHUNK_SIZE,
+        };
+        let mut spot = crate::wire::error_spot::ErrorSpot::at(self.err_at, st);
+        spot.flags = crate::wire::error_spot::flags::CHUNKED_BODY;
+        spot.in_body = true;
+        spot.chunk_len = self.remaining;
+        spot.body_len = self.body_len;
+        spot
+    }
+
+    fn run(&mut self, input: &[u8], i: &mut usize, stop_at_data: bool) -> Result<usize, H1Error> {
+        use ChunkState::*;
+        while *i < input.len() {
+            if stop_at_data && self.state == Data {
+                return Ok(*i);
+            }
+            let b = input[*i];
+            self.state = match self.state {
+                SizeStart => {
+                    let d = hex(b).ok_or(H1Error::BadChunk)?;
+                    self.remaining = d as u64;
+                    Size
+                }
+                Size => match hex(b) {
+                    Some(d) => {
+                        if self.remaining >> 60 != 0 {
+                            return Err(H1Error::BadChunk);
+                        }
+                        self.remaining = self.remaining << 4 | d as u64;
+                        Size
+                    }
+                    None => self.after_size(b)?,
+                },
+                SizeWs => self.after_size(b)?,
+                Ext => match b {
+                    b'\r' => SizeLf,
+                    _ if is_value_byte(b) => Ext,
+                    _ => return Err(H1Error::BadChunk),
+                },
+                SizeLf => {
+                    if b != b'\n' {
+                        return Err(H1Error::BadChunk);
+                    }
+                    if self.remaining == 0 {
+                        self.trailers_at = Some(*i + 1);
+                        TrailerStart
+                    } else {
+                        self.body_len = self.body_len.saturating_add(self.remaining);
+                        Data
+                    }
+                }
+                Data => {
+                    let take = (self.remaining).min((input.len() - *i) as u64) as usize;
+                    self.remaining -= take as u64;
+                    *i += take;
+                    if self.remaining == 0 {
+                        self.state = DataCr;
+                    }
+                    continue;
+                }
+                DataCr if b == b'\r' => DataLf,
+                DataLf if b == b'\n' => SizeStart,
+                TrailerStart if b == b'\r' => FinalLf,
+                TrailerStart | TrailerName if is_tchar(b) => TrailerName,
+                TrailerName if b == b':' => TrailerValue,
+                TrailerValue if b == b'\r' => TrailerLf,
+                TrailerValue if is_value_byte(b) => TrailerValue,
+                TrailerLf if b == b'\n' => TrailerStart,
+                FinalLf if b == b'\n' => {
+                    self.state = Done;
+                    return Ok(*i + 1);
+                }
+                Done => return Ok(*i),
+                _ => return Err(H1Error::BadChunk),
+            };
+            *i += 1;
+        }
+        Ok(*i)
+    }
+
+    /// The byte after a chunk size's digits.
+    fn after_size(&self, b: u8) -> Result<ChunkState, H1Error> {
+        match b {
+            b' ' | b'\t' => Ok(ChunkState::SizeWs),
+            b';' => Ok(ChunkState::Ext),
+            b'\r' => Ok(ChunkState::SizeLf),
+            _ => Err(H1Error::BadChunk),
+        }
+    }
+}
+
+/// Checks the framing of the chunked body bytes that arrived with the head,
+/// before anything is sent to a server: a body that is bad from its first
+/// bytes never reaches one.
+pub(crate) fn check_chunked_prefix(buf: &[u8]) -> Result<(), crate::wire::error_spot::ErrorSpot> {
+    let mut dec = ChunkedDecoder::default();
+    dec.feed(buf).map(|_| ()).map_err(|_| dec.error_spot())
+}
+
+fn hex(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// Fuzzing entry (`fuzz/fuzz_targets/h1.rs`, replayed by
+/// `tests/h1_fuzz_corpus.rs`): any bytes, read as a request and as a
+/// response the way the data plane reads them. A head is parsed, its body
+/// framed, a refusal located as `show errors` does, an accepted head
+/// written out as it would be forwarded, and a chunked body decoded from
+/// the bytes after the head. Properties: nothing panics, a forwarded head
+/// parses again with the same framing, and the decoder never claims more
+/// bytes than it was given.
+pub fn exercise(data: &[u8]) {
+    let rest_of = |end: usize| &data[end..];
+    let Some(end) = head_end(data) else {
+        let mut d = ChunkedDecoder::default();
+        if d.feed(data).is_err() {
+            let _ = d.error_spot();
+        }
+        return;
+    };
+    let raw = Bytes::copy_from_slice(&data[..end]);
+    for response in [false, true] {
+        let parse = |raw: Bytes| {
+            if response {
+                Head::parse_response(raw)
+            } else {
+                Head::parse_request(raw)
+            }
+        };
+        let head = match parse(raw.clone()) {
+            Ok(h) => h,
+            Err(e) => {
+                let _ = crate::wire::error_spot::locate(&raw, response, &e);
+                continue;
+            }
+        };
+        let body = if response {
+            head.response_body(b"GET")
+        } else {
+            head.request_body()
+        };
+        let body = match body {
+            Ok(b) => b,
+            Err(e) => {
+                let _ = crate::wire::error_spot::locate(&raw, response, &e);
+                continue;
+            }
+        };
+        let _ = (head.wants_keep_alive(), head.requests_upgrade());
+        let framing = if response {
+            head.response_framing(body)
+        } else {
+            FramingLine::of(body)
+        };
+        let mut out = BytesMut::new();
+        if !head.write_forwarded(&mut out, &framing) {
+            out.put_slice(framing.bytes());
+        }
+        out.put_slice(b"\r\n");
+        let again = parse(out.freeze());
+        let reframed = again.as_ref().map(|h| {
+            if response {
+                h.response_body(b"GET")
+            } else {
+                h.request_body()
+            }
+        });
+        assert!(
+            matches!(reframed, Ok(Ok(b)) if b == body),
+            "forwarded head does not parse back with {body:?}: {again:?}"
+        );
+        if body == BodyKind::Chunked {
+            let rest = rest_of(end);
+            let mut d = ChunkedDecoder::default();
+            match d.feed(rest) {
+                Ok(n) => assert!(n <= rest.len()),
+                Err(_) => {
+                    let _ = d.error_spot();
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn first_line(h: &Head) -> Vec<u8> {
+        let mut out = BytesMut::new();
+        h.put_first_line(&mut out);
+        out.to_vec()
+    }
+
+    fn req(s: &str) -> Result<Head, H1Error> {
+        Head::parse_request(Bytes::copy_from_slice(s.as_bytes()))
+    }
+
+    #[test]
+    fn parses_request_and_framing() {
+        let h = req("POST /db/doc?x=1 HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n").unwrap();
+        assert_eq!(h.method(), b"POST");
+        assert_eq!(h.target(), b"/db/doc?x=1");
+        assert_eq!(h.request_body(), Ok(BodyKind::Length(5)));
+        assert!(h.wants_keep_alive());
+        let h = req("GET / HTTP/1.0\r\n\r\n").unwrap();
+        assert!(!h.wants_keep_alive());
+    }
+
+    #[test]
+    fn refuses_ambiguous_framing() {
+        for bad in [
+            "POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
+            "POST / HTTP/1.1\r\nContent-Length: +5\r\n\r\n",
+            "POST / HTTP/1.1\r\nContent-Length: 0x5\r\n\r\n",
+            "POST / HTTP/1.1\r\nContent-Length: \r\n\r\n",
+            "POST / HTTP/1.1\r\nTransfer-Encoding: chunked, chunked\r\n\r\n",
+            "POST / HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
+            "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n",
+        ] {
+            let r = req(bad).and_then(|h| h.request_body());
+            assert!(r.is_err(), "{bad:?} gave {r:?}");
+        }
+        let h = req("POST / HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n")
+            .unwrap();
+        assert_eq!(h.request_body(), Ok(BodyKind::Chunked));
+        let h = req("POST / HTTP/1.1\r\nContent-Length: 5, 5\r\n\r\n").unwrap();
+        assert_eq!(h.request_body(), Ok(BodyKind::Length(5)));
+    }
+
+    #[test]
+    fn forwards_without_hop_by_hop() {
+        let h = req("GET / HTTP/1.1\r\nHost: a\r\nConnection: close, X-Secret\r\nX-Secret: 1\r\nKeep-Alive: 5\r\nAccept: */*\r\n\r\n").unwrap();
+        let mut out = BytesMut::new();
+        h.write_forwarded(&mut out, &FramingLine::of(BodyKind::None));
+        assert_eq!(&out[..], b"GET / HTTP/1.1\r\nHost: a\r\nAccept: */*\r\n");
+    }
+
+    #[test]
+    fn chunked_decoder() {
+        let mut d = ChunkedDecoder::default();
+        let body = b"5\r\nhello\r\n3;ext=1\r\nabc\r\n0\r\nX-T: 1\r\n\r\nNEXT";
+        assert_eq!(d.feed(body).unwrap(), body.len() - 4);
+        assert!(d.is_done());
+        let mut d = ChunkedDecoder::default();
+        for b in b"4\r\nwxyz\r\n0\r\n\r\n" {
+            d.feed(&[*b]).unwrap();
+        }
+        assert!(d.is_done());
+        for bad in [
+            &b"x\r\n"[..],
+            b"5\nhello",
+            b"2\r\nabc\r\n",
+            b"fffffffffffffffff\r\n",
+        ] {
+            assert!(ChunkedDecoder::default().feed(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn head_end_accepts_bare_lf() {
+        assert_eq!(head_end(b"GET / HTTP/1.1\r\nHost: a\r\n\r\nBODY"), Some(27));
+        assert_eq!(head_end(b"GET / HTTP/1.1\nHost: a\n\nBODY"), Some(24));
+        assert_eq!(head_end(b"GET / HTTP/1.1\r\nHost: a\r\n\n"), Some(26));
+        assert_eq!(head_end(b"GET / HTTP/1.1\r\nHost: a\r\n\r"), None);
+        assert_eq!(head_end(b"\r\nGET / HTTP/1.1\r\n"), None);
+    }
+
+    #[test]
+    fn targets_hosts_and_codings() {
+        for (bad, status) in [
+            ("GET * HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            ("GET a:443 HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            ("CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\n\r\n", 405),
+            ("GET http://b/ HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            ("GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n", 400),
+            ("GET / HTTP/1.1\r\nX: a\x01b\r\n\r\n", 400),
+        ] {
+            let e = req(bad).unwrap_err();
+            assert_eq!(e.request_status(), status, "{bad:?}");
+        }
+        for good in [
+            "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n",
+            "GET http://a:80/x?y HTTP/1.1\r\nHost: a:80\r\n\r\n",
+            "GET HTTP://a HTTP/1.1\r\n\r\n",
+        ] {
+            assert!(req(good).is_ok(), "{good:?}");
+        }
+        let h = req("POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n").unwrap();
+        assert_eq!(h.request_body().unwrap_err().request_status(), 422);
+        let r = Head::parse_response(Bytes::from_static(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
+        ))
+        .unwrap();
+        assert!(r.response_body(b"GET").is_err());
+    }
+
+    #[test]
+    fn chunked_decoder_strictness() {
+        for good in [
+            &b"0000000000000005\r\nhello\r\n0\r\n\r\n"[..],
+            b"5 ;a=b\r\nhello\r\n0\r\nX-T: 1\r\n\r\n",
+            b"ffffffffffffffff\r\n",
+        ] {
+            assert!(ChunkedDecoder::default().feed(good).is_ok(), "{good:?}");
+        }
+        for bad in [
+            &b"10000000000000000\r\n"[..],
+            b"5 x\r\n",
+            b"5;a\x00\r\n",
+            b"5\r\nhello\n",
+            b"0\r\nGET / HTTP/1.1\r\n",
+            b"0\r\n: x\r\n",
+            b"0\r\n\n",
+        ] {
+            assert!(ChunkedDecoder::default().feed(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn empty_reason_does_not_panic() {
+        let r = Head::parse_response(Bytes::from_static(b"HTTP/1.1 200\r\n\r\n")).unwrap();
+        assert_eq!(r.reason(), b"");
+        assert_eq!(first_line(&r), b"HTTP/1.1 200 ");
+    }
+
+    #[test]
+    fn response_framing() {
+        let r = Head::parse_response(Bytes::from_static(
+            b"HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n",
+        ))
+        .unwrap();
+        assert_eq!(r.response_body(b"GET"), Ok(BodyKind::None));
+        let r = Head::parse_response(Bytes::from_static(b"HTTP/1.1 200 OK\r\n\r\n")).unwrap();
+        assert_eq!(r.response_body(b"GET"), Ok(BodyKind::UntilClose));
+        assert_eq!(r.response_body(b"HEAD"), Ok(BodyKind::None));
+        assert_eq!(first_line(&r), b"HTTP/1.1 200 OK");
+    }
+}

@@ -1,0 +1,360 @@
+//! Translation between an HTTP/2 stream's messages and their HTTP/1.1
+//! form (RFC 9113 §8.2.2, §8.3): pseudo-headers to a request line and
+//! `Host`, cookie crumbs merged, connection-specific fields dropped.
+
+use bytes::{BufMut, BytesMut};
+use http::header::{self, HeaderName, HeaderValue};
+
+use crate::wire::h1::{ChunkedDecoder, H1Error, Head};
+
+/// A request in its HTTP/1.1 form.
+pub(crate) struct Http1Request {
+    /// Request line and headers, up to the blank line.
+    pub(crate) head: BytesMut,
+    /// `<scheme>://<authority>` for the log (empty without them).
+    pub(crate) origin: String,
+    /// The body goes chunked: the client sent one without a length.
+    pub(crate) chunked: bool,
+}
+
+/// Why a stream's request cannot be forwarded (the stream is reset with
+/// PROTOCOL_ERROR, as RFC 9113 §8.1.1 says of a malformed request).
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum Malformed {
+    #[error("no :path")]
+    NoPath,
+    #[error("a :path or :authority that cannot go into a request line")]
+    BadTarget,
+    #[error("a connection-specific header field")]
+    ConnectionHeader,
+}
+
+/// Fields that make no sense in HTTP/2 (RFC 9113 §8.2.2); the h2 crate
+/// refuses them already in requests, and they are never sent in responses.
+fn connection_specific(name: &HeaderName) -> bool {
+    name == header::CONNECTION
+        || name == header::TRANSFER_ENCODING
+        || name == header::UPGRADE
+        || name == "keep-alive"
+        || name == "proxy-connection"
+}
+
+/// Bytes a request target can hold: visible ASCII and obs-text, no
+/// space or control.
+fn target_ok(t: &[u8]) -> bool {
+    !t.is_empty() && t.iter().all(|&b| b > 0x20 && b != 0x7f)
+}
+
+/// RFC 3986 §3.1: a letter, then letters, digits, `+`, `-` or `.`.
+fn scheme_ok(s: &[u8]) -> bool {
+    s.first().is_some_and(|b| b.is_ascii_alphabetic())
+        && s.iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+}
+
+/// The HTTP/1.1 request of an HTTP/2 stream: `:method :path HTTP/1.1`,
+/// `host` from `:authority` (which wins over a `host` field, HAProxy
+/// 2.6 drops the latter), the fields in their order, the cookie crumbs
+/// joined with `; ` into one `cookie` field, and the body's framing: its
+/// `content-length` when the client gave one, else chunked.
+pub(crate) fn request(
+    parts: &http::request::Parts,
+    has_body: bool,
+) -> Result<Http1Request, Malformed> {
+    let uri = &parts.uri;
+    let method = parts.method.as_str();
+    let authority = uri.authority().map(|a| a.as_str());
+    let target = if parts.method == http::Method::CONNECT {
+        authority.unwrap_or("")
+    } else {
+        uri.path_and_query()
+            .map(|p| p.as_str())
+            .ok_or(Malformed::NoPath)?
+    };
+    if !target_ok(target.as_bytes()) || authority.is_some_and(|a| !target_ok(a.as_bytes())) {
+        return Err(Malformed::BadTarget);
+    }
+    // A `:scheme` that is no URI scheme gets a 400 from HAProxy 2.6 (not a
+    // reset). The h2 crate resets the stream itself for bytes no scheme
+    // may hold, but lets an empty scheme or one starting with a digit
+    // through. Such a request goes on in absolute form, which the HTTP/1
+    // parser refuses as any bad target: a 400, counted in `ereq`, logged
+    // and captured for `show errors`, as HAProxy counts it.
+    let bad_scheme = match (uri.scheme_str(), authority) {
+        (Some(s), Some(a)) if !scheme_ok(s.as_bytes()) => Some(format!("{s}://{a}{target}")),
+        _ => None,
+    };
+    let target = bad_scheme.as_deref().unwrap_or(target);
+    let mut head = BytesMut::with_capacity(256);
+    head.put_slice(method.as_bytes());
+    head.put_u8(b' ');
+    head.put_slice(target.as_bytes());
+    head.put_slice(b" HTTP/1.1\r\n");
+    if let Some(a) = authority {
+        head.put_slice(b"host: ");
+        head.put_slice(a.as_bytes());
+        head.put_slice(b"\r\n");
+    }
+    let mut cookie: Option<BytesMut> = None;
+    let mut has_length = false;
+    for (name, value) in &parts.headers {
+        if connection_specific(name) {
+            return Err(Malformed::ConnectionHeader);
+        }
+        if name == header::HOST && authority.is_some() {
+            continue;
+        }
+        if name == header::TE {
+            // Only `te: trailers` gets here (the h2 crate refuses other
+            // values); it is hop-by-hop in HTTP/1.1.
+            continue;
+        }
+        if name == header::COOKIE {
+            let c = cookie.get_or_insert_with(BytesMut::new);
+            if !c.is_empty() {
+                c.put_slice(b"; ");
+            }
+            c.put_slice(value.as_bytes());
+            continue;
+        }
+        if name == header::CONTENT_LENGTH {
+            has_length = true;
+        }
+        head.put_slice(name.as_str().as_bytes());
+        head.put_slice(b": ");
+        head.put_slice(value.as_bytes());
+        head.put_slice(b"\r\n");
+    }
+    if let Some(c) = cookie {
+        head.put_slice(b"cookie: ");
+        head.put_slice(&c);
+        head.put_slice(b"\r\n");
+    }
+    let chunked = has_body && !has_length;
+    if chunked {
+        head.put_slice(b"transfer-encoding: chunked\r\n");
+    }
+    head.put_slice(b"\r\n");
+    let origin = match (uri.scheme_str(), authority) {
+        (Some(s), Some(a)) => format!("{s}://{a}"),
+        _ => String::new(),
+    };
+    Ok(Http1Request {
+        head,
+        origin,
+        chunked,
+    })
+}
+
+/// Copies an HTTP/1 message's fields into an HTTP/2 one, leaving out the
+/// connection-specific ones, those its `Connection` header names, those
+/// `skip` refuses, and any HTTP/2 cannot carry (a name that is not a
+/// token, a value with forbidden bytes).
+fn copy_fields(
+    head: &Head,
+    headers: &mut http::HeaderMap,
+    skip: impl Fn(&HeaderName, &[u8]) -> bool,
+) {
+    let named: Vec<&[u8]> = head
+        .values("connection")
+        .flat_map(|v| v.split(|&b| b == b','))
+        .map(crate::wire::h1::trim)
+        .filter(|t| !t.is_empty())
+        .collect();
+    for (name, value) in head.headers() {
+        let Ok(name) = HeaderName::from_bytes(name) else {
+            continue;
+        };
+        if connection_specific(&name)
+            || skip(&name, value)
+            || named
+                .iter()
+                .any(|n| n.eq_ignore_ascii_case(name.as_str().as_bytes()))
+        {
+            continue;
+        }
+        let Ok(value) = HeaderValue::from_bytes(value) else {
+            continue;
+        };
+        headers.append(name, value);
+    }
+}
+
+/// The HTTP/2 response of an HTTP/1 one: its status and fields, without
+/// the connection-specific ones and those `Connection` names. A field
+/// HTTP/2 cannot carry (a name that is not a token) is dropped.
+pub(crate) fn response(resp: &Head) -> Option<http::Response<()>> {
+    let mut out = http::Response::new(());
+    *out.status_mut() = http::StatusCode::from_u16(resp.status).ok()?;
+    copy_fields(resp, out.headers_mut(), |name, _| {
+        name == header::TE || name == header::TRAILER
+    });
+    Some(out)
+}
+
+/// The HTTP/2 request of an HTTP/1.1 one, for a `proto h2` server:
+/// `:authority` from `Host` (else the server's address), `:scheme` from
+/// the server's TLS, the fields without the connection-specific ones and
+/// those `Connection` names. None when it cannot be expressed.
+pub(crate) fn h2_request(
+    head: &Head,
+    server: std::net::SocketAddr,
+    https: bool,
+) -> Option<http::Request<()>> {
+    let method = http::Method::from_bytes(head.method()).ok()?;
+    let target = std::str::from_utf8(head.target()).ok()?;
+    let uri: http::Uri = if target.starts_with('/') {
+        let authority = match head.values("host").next() {
+            Some(h) => std::str::from_utf8(crate::wire::h1::trim(h))
+                .ok()?
+                .to_string(),
+            None => server.to_string(),
+        };
+        let scheme = if https { "https" } else { "http" };
+        format!("{scheme}://{authority}{target}").parse().ok()?
+    } else {
+        // Absolute form (or `*`): as it is.
+        target.parse().ok()?
+    };
+    let mut req = http::Request::new(());
+    *req.method_mut() = method;
+    *req.uri_mut() = uri;
+    copy_fields(head, req.headers_mut(), |name, value| {
+        name == header::HOST
+            || name == header::TRAILER
+            || (name == header::TE && !value.eq_ignore_ascii_case(b"trailers"))
+    });
+    Some(req)
+}
+
+/// Takes the data out of a chunked body (the pipeline checked its
+/// framing already; a fault here still only ends the stream).
+#[derive(Default)]
+pub(crate) struct Dechunker {
+    dec: ChunkedDecoder,
+}
+
+impl Dechunker {
+    pub(crate) fn is_done(&self) -> bool {
+        self.dec.is_done()
+    }
+
+    /// Consumes from the front of `input`; returns the data bytes taken
+    /// (possibly none: framing only) or the framing error.
+    pub(crate) fn next(&mut self, input: &mut BytesMut) -> Result<Option<bytes::Bytes>, H1Error> {
+        while !input.is_empty() && !self.dec.is_done() {
+            let data = self.dec.data_left();
+            if data > 0 {
+                let n = (input.len() as u64).min(data) as usize;
+                let chunk = input.split_to(n);
+                self.dec.feed(&chunk)?;
+                return Ok(Some(chunk.freeze()));
+            }
+            // Framing: one byte at a time, so that the decoder stops
+            // where the data starts.
+            self.dec.feed(&input[..1])?;
+            bytes::Buf::advance(input, 1);
+        }
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(build: http::request::Builder) -> http::request::Parts {
+        build
+            .body(())
+            .map(|r| r.into_parts().0)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn request_line_host_and_cookies() {
+        let parts = req(http::Request::builder()
+            .method("GET")
+            .uri("https://example.test/p?q=1")
+            .header("host", "other.test")
+            .header("cookie", "a=1")
+            .header("x-up", "Hi")
+            .header("cookie", "b=2"));
+        let r = request(&parts, false).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            &r.head[..],
+            b"GET /p?q=1 HTTP/1.1\r\nhost: example.test\r\nx-up: Hi\r\ncookie: a=1; b=2\r\n\r\n"
+        );
+        assert_eq!(r.origin, "https://example.test");
+        assert!(!r.chunked);
+    }
+
+    #[test]
+    fn body_without_length_goes_chunked() {
+        let parts = req(http::Request::builder().method("POST").uri("http://h/u"));
+        let r = request(&parts, true).unwrap_or_else(|e| panic!("{e}"));
+        assert!(r.chunked);
+        assert!(r.head.ends_with(b"transfer-encoding: chunked\r\n\r\n"));
+        let parts = req(http::Request::builder()
+            .method("POST")
+            .uri("http://h/u")
+            .header("content-length", "5"));
+        let r = request(&parts, true).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!r.chunked);
+        assert!(r.head.ends_with(b"content-length: 5\r\n\r\n"));
+    }
+
+    #[test]
+    fn connection_headers_are_refused() {
+        let parts = req(http::Request::builder()
+            .uri("http://h/")
+            .header("connection", "close"));
+        assert_eq!(
+            request(&parts, false).err(),
+            Some(Malformed::ConnectionHeader)
+        );
+    }
+
+    #[test]
+    fn response_drops_connection_fields() {
+        let raw = bytes::Bytes::from_static(
+            b"HTTP/1.1 200 OK\r\nConnection: keep-alive, x-hop\r\nKeep-Alive: timeout=5\r\nX-Hop: 1\r\nContent-Length: 2\r\nX-A: b\r\n\r\n",
+        );
+        let head = Head::parse_response(raw).unwrap_or_else(|e| panic!("{e}"));
+        let resp = response(&head).unwrap_or_else(|| panic!("no response"));
+        let names: Vec<&str> = resp.headers().keys().map(|k| k.as_str()).collect();
+        assert_eq!(names, ["content-length", "x-a"]);
+        assert_eq!(resp.status(), 200);
+    }
+
+    #[test]
+    fn http1_request_to_a_server_in_http2() {
+        let raw = bytes::Bytes::from_static(
+            b"POST /p?q=1 HTTP/1.1\r\nHost: site.test\r\nConnection: close, x-hop\r\nX-Hop: 1\r\nKeep-Alive: 5\r\nTE: gzip\r\nX-Up: Hi\r\nContent-Length: 2\r\n\r\n",
+        );
+        let head = Head::parse_request(raw).unwrap_or_else(|e| panic!("{e}"));
+        let server: std::net::SocketAddr = ([127, 0, 0, 1], 8080).into();
+        let req = h2_request(&head, server, true).unwrap_or_else(|| panic!("no request"));
+        assert_eq!(req.method(), "POST");
+        assert_eq!(req.uri(), "https://site.test/p?q=1");
+        let names: Vec<&str> = req.headers().keys().map(|k| k.as_str()).collect();
+        assert_eq!(names, ["x-up", "content-length"]);
+        // Without Host: the server's address.
+        let raw = bytes::Bytes::from_static(b"GET / HTTP/1.1\r\n\r\n");
+        let head = Head::parse_request(raw).unwrap_or_else(|e| panic!("{e}"));
+        let req = h2_request(&head, server, false).unwrap_or_else(|| panic!("no request"));
+        assert_eq!(req.uri(), "http://127.0.0.1:8080/");
+    }
+
+    #[test]
+    fn dechunking() {
+        let mut d = Dechunker::default();
+        let mut input = BytesMut::from(&b"5\r\nhello\r\n3;ext=1\r\nabc\r\n0\r\nx-t: 1\r\n\r\n"[..]);
+        let mut out = Vec::new();
+        while let Some(c) = d.next(&mut input).unwrap_or_else(|e| panic!("{e}")) {
+            out.extend_from_slice(&c);
+        }
+        assert!(d.is_done());
+        assert_eq!(out, b"helloabc");
+        assert!(input.is_empty());
+    }
+}

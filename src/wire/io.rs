@@ -1,0 +1,534 @@
+//! Buffered connection halves and body relaying.
+//!
+//! A connection owns a read buffer only while a message is in flight: an
+//! idle keep-alive connection gives its buffer back, so thousands of idle
+//! clients cost little more than their sockets.
+
+use std::cell::RefCell;
+use std::io;
+use std::time::Duration;
+
+use crate::tls::Stream;
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::wire::error_spot::ErrorSpot;
+use crate::wire::h1::{self, BodyKind, ChunkedDecoder, H1Error};
+
+/// Size of one read; also the relay chunk.
+const READ_CHUNK: usize = 16 * 1024;
+
+/// A body of known length with at least this much still to come goes
+/// socket to socket through the kernel (splice(2) on Linux); below it the
+/// copy, which can share a write with the head, costs less.
+#[cfg(target_os = "linux")]
+const SPLICE_MIN: u64 = 64 * 1024;
+
+/// Which side of a relay failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RelayError {
+    #[error("reading: {0}")]
+    Read(io::Error),
+    #[error("writing: {0}")]
+    Write(io::Error),
+    #[error("read timeout")]
+    ReadTimeout,
+    #[error("write timeout")]
+    WriteTimeout,
+    #[error("peer closed before the end of the body")]
+    Truncated,
+    /// Where the body went wrong, offset in the source's read buffer.
+    #[error("bad framing: {0}")]
+    Framing(H1Error, ErrorSpot),
+}
+
+impl RelayError {
+    /// Whether the source (the side being read) is to blame.
+    pub(crate) fn source_side(&self) -> bool {
+        matches!(
+            self,
+            RelayError::Read(_)
+                | RelayError::ReadTimeout
+                | RelayError::Truncated
+                | RelayError::Framing(..)
+        )
+    }
+}
+
+/// Why no head could be read.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum HeadError {
+    /// Closed cleanly before any byte of a new message.
+    #[error("closed")]
+    Closed,
+    #[error("closed in the middle of the head")]
+    Truncated,
+    #[error("timeout")]
+    Timeout,
+    #[error("head too large")]
+    TooLarge,
+    #[error("read error: {0}")]
+    Io(io::Error),
+}
+
+/// A stream with the bytes read from it but not consumed yet.
+#[derive(Debug)]
+pub(crate) struct BufConn {
+    pub(crate) stream: Stream,
+    pub(crate) buf: BytesMut,
+}
+
+pub(crate) async fn with_timeout<T>(
+    t: Option<Duration>,
+    fut: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    match t {
+        Some(t) => tokio::time::timeout(t, fut).await.ok(),
+        None => Some(fut.await),
+    }
+}
+
+thread_local! {
+    /// Spare read buffers of this thread, most recently used last: a new
+    /// message reads into a buffer that is still in the CPU cache, and no
+    /// connection holds a buffer between messages.
+    static SPARE: RefCell<Vec<BytesMut>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Spare buffers kept per thread at most.
+const SPARE_MAX: usize = 32;
+
+fn take_buffer() -> BytesMut {
+    SPARE
+        .with(|s| s.borrow_mut().pop())
+        .unwrap_or_else(|| BytesMut::with_capacity(READ_CHUNK))
+}
+
+/// Gives an emptied buffer back for reuse. Once the message heads that
+/// pointed into it are gone it is unique again, and `reserve` reclaims its
+/// whole allocation without allocating.
+fn give_buffer(mut buf: BytesMut) {
+    buf.clear();
+    buf.reserve(READ_CHUNK);
+    SPARE.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.len() < SPARE_MAX {
+            s.push(buf);
+        }
+    });
+}
+
+impl BufConn {
+    /// Returns the read buffer to the thread's spares when nothing is
+    /// pending in it (call once the message heads using it are dropped).
+    pub(crate) fn release_buffer(&mut self) {
+        if self.buf.is_empty() && self.buf.capacity() > 0 {
+            give_buffer(std::mem::take(&mut self.buf));
+        }
+    }
+
+    pub(crate) fn new(stream: Stream) -> Self {
+        BufConn {
+            stream,
+            buf: BytesMut::new(),
+        }
+    }
+
+    /// Reads more bytes into the buffer; Ok(0) at end of stream.
+    pub(crate) async fn fill(&mut self, timeout: Option<Duration>) -> Result<usize, RelayError> {
+        if self.buf.capacity() - self.buf.len() < 1024 {
+            if self.buf.is_empty() {
+                self.buf = take_buffer();
+            } else {
+                self.buf.reserve(READ_CHUNK);
+            }
+        }
+        match with_timeout(timeout, self.stream.read_buf(&mut self.buf)).await {
+            None => Err(RelayError::ReadTimeout),
+            Some(Err(e)) => Err(RelayError::Read(e)),
+            Some(Ok(n)) => Ok(n),
+        }
+    }
+
+    /// Reads until a complete head (ending with a blank line) is buffered
+    /// and splits it off. `max` bounds the head size; `timeout` bounds the
+    /// whole wait.
+    pub(crate) async fn read_head(
+        &mut self,
+        max: usize,
+        timeout: Option<Duration>,
+    ) -> Result<Bytes, HeadError> {
+        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+        let mut scanned: usize = 0;
+        loop {
+            // Resume the search a little before where it stopped, in case
+            // the blank line straddles two reads.
+            if let Some(end) = h1::head_end(&self.buf[scanned.saturating_sub(3)..]) {
+                let end = end + scanned.saturating_sub(3);
+                // A head that arrived whole in one read is bounded too.
+                if end > max {
+                    return Err(HeadError::TooLarge);
+                }
+                return Ok(self.buf.split_to(end).freeze());
+            }
+            scanned = self.buf.len();
+            if self.buf.len() > max {
+                return Err(HeadError::TooLarge);
+            }
+            let left = deadline.map(|d| d.saturating_duration_since(tokio::time::Instant::now()));
+            match self.fill(left).await {
+                Ok(0) if self.buf.is_empty() => return Err(HeadError::Closed),
+                Ok(0) => return Err(HeadError::Truncated),
+                Ok(_) => {}
+                Err(RelayError::ReadTimeout) => return Err(HeadError::Timeout),
+                Err(RelayError::Read(e)) if self.buf.is_empty() => {
+                    return Err(match e.kind() {
+                        io::ErrorKind::ConnectionReset => HeadError::Closed,
+                        _ => HeadError::Io(e),
+                    });
+                }
+                Err(RelayError::Read(e)) => return Err(HeadError::Io(e)),
+                Err(_) => return Err(HeadError::Truncated),
+            }
+        }
+    }
+}
+
+pub(crate) async fn write_all(
+    stream: &mut Stream,
+    data: &[u8],
+    timeout: Option<Duration>,
+) -> Result<(), RelayError> {
+    match stream {
+        Stream::Tcp(s) => write_all_tcp(s, data, timeout).await,
+        Stream::Tls(_) | Stream::Pipe(_) => write_all_flushed(stream, &[data], timeout).await,
+    }
+}
+
+async fn write_all_tcp(
+    stream: &mut TcpStream,
+    mut data: &[u8],
+    timeout: Option<Duration>,
+) -> Result<(), RelayError> {
+    // Most writes fit the socket buffer at once: try without arming a
+    // timer, which would cost a clock read and a timer-wheel entry.
+    match stream.try_write(data) {
+        Ok(n) if n == data.len() => return Ok(()),
+        Ok(n) => data = &data[n..],
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+        Err(e) => return Err(RelayError::Write(e)),
+    }
+    match with_timeout(timeout, stream.write_all(data)).await {
+        None => Err(RelayError::WriteTimeout),
+        Some(Err(e)) => Err(RelayError::Write(e)),
+        Some(Ok(())) => Ok(()),
+    }
+}
+
+/// TLS: the parts go into the TLS session (one record each at most per
+/// 16 KiB), then the records are flushed to the socket: rustls keeps what
+/// the socket did not take, so a write is complete only once flushed.
+async fn write_all_flushed(
+    stream: &mut Stream,
+    parts: &[&[u8]],
+    timeout: Option<Duration>,
+) -> Result<(), RelayError> {
+    let fut = async {
+        for p in parts {
+            stream.write_all(p).await?;
+        }
+        stream.flush().await
+    };
+    match with_timeout(timeout, fut).await {
+        None => Err(RelayError::WriteTimeout),
+        Some(Err(e)) => Err(RelayError::Write(e)),
+        Some(Ok(())) => Ok(()),
+    }
+}
+
+/// Writes `parts` in order with vectored writes until all are out.
+async fn write_parts(
+    dst: &mut Stream,
+    parts: &[&[u8]],
+    timeout: Option<Duration>,
+) -> Result<(), RelayError> {
+    let dst = match dst {
+        Stream::Tcp(s) => s,
+        Stream::Tls(_) | Stream::Pipe(_) => return write_all_flushed(dst, parts, timeout).await,
+    };
+    let mut parts: Vec<&[u8]> = parts.iter().copied().filter(|p| !p.is_empty()).collect();
+    // Drops the `n` bytes written from the front of `parts`.
+    fn advance(parts: &mut Vec<&[u8]>, mut n: usize) {
+        let mut done = 0;
+        for p in parts.iter_mut() {
+            if n < p.len() {
+                *p = &p[n..];
+                break;
+            }
+            n -= p.len();
+            done += 1;
+        }
+        parts.drain(..done);
+    }
+    fn slices<'a>(parts: &[&'a [u8]]) -> Vec<std::io::IoSlice<'a>> {
+        parts.iter().map(|p| std::io::IoSlice::new(p)).collect()
+    }
+    // As in `write_all`: first without a timer.
+    match dst.try_write_vectored(&slices(&parts)) {
+        Ok(n) => advance(&mut parts, n),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+        Err(e) => return Err(RelayError::Write(e)),
+    }
+    while !parts.is_empty() {
+        let n = match with_timeout(timeout, dst.write_vectored(&slices(&parts))).await {
+            None => return Err(RelayError::WriteTimeout),
+            Some(Err(e)) => return Err(RelayError::Write(e)),
+            Some(Ok(0)) => return Err(RelayError::Write(io::ErrorKind::WriteZero.into())),
+            Some(Ok(n)) => n,
+        };
+        advance(&mut parts, n);
+    }
+    Ok(())
+}
+
+/// Writes `a` then `b` with vectored writes until both are out.
+async fn write_two(
+    dst: &mut Stream,
+    a: &[u8],
+    b: &[u8],
+    timeout: Option<Duration>,
+) -> Result<(), RelayError> {
+    let dst = match dst {
+        Stream::Tcp(s) => s,
+        Stream::Tls(_) | Stream::Pipe(_) => return write_all_flushed(dst, &[a, b], timeout).await,
+    };
+    let (mut a, mut b) = (a, b);
+    // As in `write_all`: first without a timer.
+    match dst.try_write_vectored(&[std::io::IoSlice::new(a), std::io::IoSlice::new(b)]) {
+        Ok(n) if n < a.len() => a = &a[n..],
+        Ok(n) => {
+            b = &b[n - a.len()..];
+            a = &[];
+        }
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+        Err(e) => return Err(RelayError::Write(e)),
+    }
+    while !a.is_empty() {
+        let bufs = [std::io::IoSlice::new(a), std::io::IoSlice::new(b)];
+        let n = match with_timeout(timeout, dst.write_vectored(&bufs)).await {
+            None => return Err(RelayError::WriteTimeout),
+            Some(Err(e)) => return Err(RelayError::Write(e)),
+            Some(Ok(0)) => return Err(RelayError::Write(io::ErrorKind::WriteZero.into())),
+            Some(Ok(n)) => n,
+        };
+        if n < a.len() {
+            a = &a[n..];
+        } else {
+            b = &b[n - a.len()..];
+            a = &[];
+        }
+    }
+    if b.is_empty() {
+        return Ok(());
+    }
+    write_all_tcp(dst, b, timeout).await
+}
+
+/// Relays a message to `dst`: first `head` (already serialized), then the
+/// body from `src` as it arrives, never holding more than one read's worth.
+/// The head goes out in the same write as the body bytes already buffered,
+/// which saves a system call on every small response. Returns the number of
+/// body bytes relayed; bytes after the body stay in `src.buf` (a pipelined
+/// next message). A long body of known length is spliced unless `tune`
+/// says `nosplice`.
+pub(crate) async fn relay_message(
+    head: &mut BytesMut,
+    src: &mut BufConn,
+    dst: &mut Stream,
+    kind: BodyKind,
+    read_timeout: Option<Duration>,
+    write_timeout: Option<Duration>,
+    tune: crate::wire::splice::Tune,
+) -> Result<u64, RelayError> {
+    #[cfg(not(target_os = "linux"))]
+    let _ = tune;
+    let mut out = Outgoing {
+        head,
+        dst,
+        write_timeout,
+    };
+    let mut total = 0u64;
+    match kind {
+        BodyKind::None => {}
+        BodyKind::Length(mut left) => {
+            while left > 0 {
+                // Plain sockets both sides only: TLS bytes must be
+                // decrypted and encrypted in user space.
+                #[cfg(target_os = "linux")]
+                if let (Stream::Tcp(from), Stream::Tcp(_)) = (&src.stream, &*out.dst)
+                    && src.buf.is_empty()
+                    && left >= SPLICE_MIN
+                    && !tune.disabled
+                {
+                    out.send(&[]).await?;
+                    if let Stream::Tcp(to) = &*out.dst {
+                        crate::wire::splice::transfer(
+                            from,
+                            to,
+                            left,
+                            read_timeout,
+                            write_timeout,
+                            tune,
+                        )
+                        .await?;
+                        total += left;
+                        break;
+                    }
+                }
+                if src.buf.is_empty() && out.fill_src(src, read_timeout).await? == 0 {
+                    return Err(RelayError::Truncated);
+                }
+                let take = (src.buf.len() as u64).min(left) as usize;
+                let chunk = src.buf.split_to(take);
+                out.send(&chunk).await?;
+                left -= take as u64;
+                total += take as u64;
+            }
+        }
+        BodyKind::Chunked => {
+            // Re-chunked as HAProxy does: the peer never sees the sender's
+            // chunk-size text (leading zeros, sizes a 32-bit parser would
+            // truncate) nor its extensions, only sizes of sluice's own:
+            // what one read brought is one chunk. Trailers pass as they are.
+            let mut dec = ChunkedDecoder::default();
+            // The last chunk and trailers, sent once the body is complete.
+            let mut tail = BytesMut::new();
+            // The data of several chunks in one read, joined.
+            let mut joined = BytesMut::new();
+            while !dec.is_done() {
+                if src.buf.is_empty() && out.fill_src(src, read_timeout).await? == 0 {
+                    return Err(RelayError::Truncated);
+                }
+                let mut data: Option<std::ops::Range<usize>> = None;
+                let mut pos = 0;
+                while pos < src.buf.len() && !dec.is_done() {
+                    let left = dec.data_left();
+                    if left > 0 {
+                        let take = ((src.buf.len() - pos) as u64).min(left) as usize;
+                        let r = pos..pos + take;
+                        // Inside a chunk's data: cannot fail.
+                        dec.feed(&src.buf[r.clone()])
+                            .map_err(|e| RelayError::Framing(e, dec.error_spot()))?;
+                        match data.take() {
+                            None => data = Some(r),
+                            Some(first) => {
+                                if joined.is_empty() {
+                                    joined.extend_from_slice(&src.buf[first]);
+                                }
+                                joined.extend_from_slice(&src.buf[r]);
+                                data = Some(0..0);
+                            }
+                        }
+                        pos += take;
+                        continue;
+                    }
+                    let was_in_trailers = dec.in_trailers();
+                    let end = dec
+                        .feed_framing(&src.buf, pos)
+                        .map_err(|e| RelayError::Framing(e, dec.error_spot()))?;
+                    if let Some(at) = dec.trailers_at() {
+                        tail.extend_from_slice(b"0\r\n");
+                        tail.extend_from_slice(&src.buf[at..end]);
+                    } else if was_in_trailers {
+                        tail.extend_from_slice(&src.buf[pos..end]);
+                    }
+                    pos = end;
+                }
+                let body: &[u8] = match data {
+                    None => b"",
+                    Some(r) if joined.is_empty() => &src.buf[r],
+                    Some(_) => &joined,
+                };
+                let end: &[u8] = if dec.is_done() { &tail } else { b"" };
+                out.send_chunk(body, end).await?;
+                joined.clear();
+                let _ = src.buf.split_to(pos);
+                total += pos as u64;
+            }
+        }
+        BodyKind::UntilClose => loop {
+            if src.buf.is_empty() && out.fill_src(src, read_timeout).await? == 0 {
+                break;
+            }
+            let chunk = src.buf.split();
+            out.send(&chunk).await?;
+            total += chunk.len() as u64;
+        },
+    }
+    out.send(&[]).await?;
+    Ok(total)
+}
+
+/// The write side of a relay, holding the head until the first body bytes
+/// can go with it.
+struct Outgoing<'a> {
+    head: &'a mut BytesMut,
+    dst: &'a mut Stream,
+    write_timeout: Option<Duration>,
+}
+
+impl Outgoing<'_> {
+    async fn send(&mut self, chunk: &[u8]) -> Result<(), RelayError> {
+        if self.head.is_empty() {
+            if chunk.is_empty() {
+                return Ok(());
+            }
+            return write_all(self.dst, chunk, self.write_timeout).await;
+        }
+        // Head and first body bytes in one system call, without copying
+        // the body behind the head.
+        let r = write_two(self.dst, self.head, chunk, self.write_timeout).await;
+        self.head.clear();
+        r
+    }
+
+    /// A piece of a re-chunked body: `data` as one chunk (none when
+    /// empty), then `end` (the last chunk and trailers, or nothing), in as
+    /// few system calls as the socket allows (behind the head if it is
+    /// still held: the size line is copied after it).
+    async fn send_chunk(&mut self, data: &[u8], end: &[u8]) -> Result<(), RelayError> {
+        // HAProxy's own chunk sizes: upper-case hex, no leading zeros.
+        let size = if data.is_empty() {
+            String::new()
+        } else {
+            format!("{:X}\r\n", data.len())
+        };
+        let crlf: &[u8] = if data.is_empty() { b"" } else { b"\r\n" };
+        if self.head.is_empty() {
+            return write_parts(
+                self.dst,
+                &[size.as_bytes(), data, crlf, end],
+                self.write_timeout,
+            )
+            .await;
+        }
+        self.head.extend_from_slice(size.as_bytes());
+        let r = write_parts(self.dst, &[self.head, data, crlf, end], self.write_timeout).await;
+        self.head.clear();
+        r
+    }
+
+    /// Reads more of the body; the head must not wait behind a slow body,
+    /// so it is flushed first when nothing is buffered yet.
+    async fn fill_src(
+        &mut self,
+        src: &mut BufConn,
+        t: Option<Duration>,
+    ) -> Result<usize, RelayError> {
+        if !self.head.is_empty() {
+            self.send(&[]).await?;
+        }
+        src.fill(t).await
+    }
+}

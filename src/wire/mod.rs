@@ -1,0 +1,12 @@
+//! Bytes on the wire, no policy: the HTTP/1 codec and where a refused
+//! message went wrong, HTTP/2 <-> HTTP/1 message mapping, HAProxy's error
+//! pages, the PROXY protocol, buffered connection halves and relaying,
+//! kernel splicing. Everything above it reads and writes through here.
+
+pub(crate) mod error_pages;
+pub(crate) mod error_spot;
+pub mod h1;
+pub(crate) mod h2_convert;
+pub(crate) mod io;
+pub mod proxy_proto;
+pub(crate) mod splice;
