@@ -13,11 +13,15 @@ const HAPROXY26: &str = include_str!("config/haproxy26_keywords.tsv");
 /// Kinds of [`HAPROXY26`] entries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
+    Section,
     Global,
     Proxy,
     Option,
     HttpRequest,
     HttpResponse,
+    HttpAfterResponse,
+    TcpRequest,
+    TcpResponse,
     Bind,
     Server,
     Fetch,
@@ -27,11 +31,15 @@ pub(crate) enum Kind {
 impl Kind {
     fn tag(self) -> &'static str {
         match self {
+            Kind::Section => "section",
             Kind::Global => "global",
             Kind::Proxy => "proxy",
             Kind::Option => "option",
             Kind::HttpRequest => "http-request",
             Kind::HttpResponse => "http-response",
+            Kind::HttpAfterResponse => "http-after-response",
+            Kind::TcpRequest => "tcp-request",
+            Kind::TcpResponse => "tcp-response",
             Kind::Bind => "bind",
             Kind::Server => "server",
             Kind::Fetch => "fetch",
@@ -74,6 +82,13 @@ mod tests {
             (Kind::HttpRequest, "do-resolve(txn.ip,dns,ipv4)"),
             (Kind::HttpResponse, "set-status"),
             (Kind::Bind, "v6only"),
+            (Kind::Bind, "expose-fd"),
+            (Kind::Section, "peers"),
+            (Kind::Section, "fcgi-app"),
+            (Kind::HttpAfterResponse, "set-header"),
+            (Kind::TcpRequest, "set-var(txn.x)"),
+            (Kind::TcpRequest, "expect-proxy"),
+            (Kind::TcpResponse, "close"),
             (Kind::Server, "resolvers"),
             (Kind::Fetch, "base"),
             (Kind::Fetch, "req.hdr(host)"),

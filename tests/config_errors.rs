@@ -395,7 +395,7 @@ backend be
 /// kind of the list generated from HAProxy's manual.
 #[test]
 fn haproxy_keywords_sluice_lacks_are_not_supported_yet() {
-    let (_held, port) = hold_port();
+    let (_held, [port, port2]) = hold_ports::<2>();
     let cfg = format!(
         "global
     lua-load /etc/sluice/x.lua
@@ -411,6 +411,22 @@ frontend fe
     default_backend be
 backend be
     server s1 127.0.0.1:1 resolvers dns
+    http-after-response set-header X-A b
+    tcp-response content close
+    tcp-request content set-var(txn.x) str(a)
+    http-request set-header X-B %[req.hdr(host),lower]
+    http-request set-header X-C %[ssl_c_s_dn]
+peers mypeers
+    peer a 127.0.0.1:10000
+cache c
+    total-max-size 4
+fcgi-app php
+    docroot /var/www
+listen li
+    bind 127.0.0.1:{port2} expose-fd listeners
+    tcp-request connection expect-proxy layer4
+    use_backend %[req.hdr(host),lower]
+    tcp-response inspect-delay 1s
 "
     );
     let err = assert_rejected("ns.cfg", &cfg);
@@ -439,6 +455,42 @@ backend be
         (
             19,
             "'server be/s1' : 'resolvers' is not supported by sluice yet",
+        ),
+        (
+            20,
+            "'http-after-response set-header' is not supported by sluice yet",
+        ),
+        (
+            21,
+            "'tcp-response content close' is not supported by sluice yet",
+        ),
+        (
+            22,
+            "'tcp-request content set-var(txn.x)' is not supported by sluice yet",
+        ),
+        (
+            23,
+            "converter 'lower' is not supported by sluice yet in log-format expression '%[req.hdr(host),lower]'",
+        ),
+        (
+            24,
+            "sample fetch 'ssl_c_s_dn' is not supported by sluice yet in log-format expression '%[ssl_c_s_dn]'",
+        ),
+        (25, "'peers' sections are not supported by sluice yet"),
+        (27, "'cache' sections are not supported by sluice yet"),
+        (29, "'fcgi-app' sections are not supported by sluice yet"),
+        (32, "'expose-fd' option is not supported by sluice yet"),
+        (
+            33,
+            "'tcp-request connection expect-proxy' is not supported by sluice yet",
+        ),
+        (
+            34,
+            "'use_backend with a dynamic name' is not supported by sluice yet",
+        ),
+        (
+            35,
+            "'tcp-response inspect-delay' is not supported by sluice yet",
         ),
     ] {
         let at = format!("ns.cfg:{line}]");

@@ -4,9 +4,11 @@ sluice yet" messages.
 
 Reads HAProxy's doc/configuration.txt (version 2.6) and prints one line
 per keyword: `<kind>\t<keyword>\t<where>`, sorted, where <kind> is one of
-global, proxy, option, http-request, http-response, http-after-response,
-bind, server, fetch, converter, and <where> the sections a proxy keyword
-is allowed in (from the keyword matrix) or the manual's chapter.
+section, global, proxy, option, http-request, http-response,
+http-after-response, tcp-request, tcp-response, bind, server, fetch,
+converter, and <where> the sections a proxy keyword is allowed in (from the
+keyword matrix), the rule set of a tcp-request/tcp-response action
+(connection, content, session) or the manual's chapter.
 
 Usage (the output is committed as src/config/haproxy26_keywords.tsv):
 
@@ -61,6 +63,16 @@ def main():
     lines = sys.stdin.read().split("\n")
     out = set()
 
+    # Section keywords: a heading "<name> <id>" whose description says it
+    # creates or declares something new (a userlist, a peers section...).
+    for i, l in enumerate(lines):
+        m = re.match(r"^([a-z][a-z-]*) <[^>]+>\s*$", l)
+        if not m:
+            continue
+        text = " ".join(lines[i + 1:i + 3])
+        if re.search(r"\b(Creates? (a )?new|Declare a|a new \S+ section)", text):
+            out.add(("section", m.group(1), "3"))
+
     # Global keywords: the "- keyword" lists of chapter 3's introduction.
     g0, g1 = chapter(lines, "3."), chapter(lines, "3.1.")
     for l in lines[g0:g1]:
@@ -95,6 +107,11 @@ def main():
             action = re.match(r"^([a-z][a-z0-9_-]*)", words[1])
             if action and not words[1].startswith("<"):
                 out.add((words[0], action.group(1), "4.2"))
+        # "tcp-request connection accept ...": the rule set, then the action.
+        if words[0] in ("tcp-request", "tcp-response") and len(words) > 2:
+            action = re.match(r"^([a-z][a-z0-9_-]*)", words[2])
+            if action and words[1] in ("connection", "content", "session"):
+                out.add((words[0], action.group(1), words[1]))
 
     # bind and server options: headings of 5.1 and 5.2.
     for kind, a, b in (("bind", "5.1.", "5.2."), ("server", "5.2.", "5.3.")):
@@ -102,7 +119,9 @@ def main():
             # An option heading is the name alone or followed by its
             # arguments (`<file>`, `[none|...]`, `{...}`), not prose.
             words = h.split()
-            if len(words) > 1 and not words[1].startswith(("<", "[", "{", "(")):
+            # "expose-fd listeners": a name and one literal value.
+            literal = len(words) == 2 and re.match(r"^[a-z]+$", words[1])
+            if len(words) > 1 and not literal and not words[1].startswith(("<", "[", "{", "(")):
                 continue
             n = name_of(h)
             if n:

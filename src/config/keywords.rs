@@ -2,6 +2,20 @@
 //! keywords it does not implement yet (so they are reported as such instead
 //! of "unknown", and feed the "did you mean" suggestions).
 
+use crate::config::parser::{self, Kwd};
+
+/// The names of a keyword table, in its order (evaluated at compile time,
+/// so the lists stay plain slices).
+const fn names<H, const N: usize>(table: &[Kwd<H>]) -> [&'static str; N] {
+    let mut out = [""; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = table[i].name;
+        i += 1;
+    }
+    out
+}
+
 /// Section keywords sluice parses.
 pub const SECTIONS: &[&str] = &["global", "defaults", "frontend", "backend", "listen"];
 
@@ -27,45 +41,8 @@ pub(crate) const UNSUPPORTED_SECTIONS: &[&str] = &[
     "traces",
 ];
 
-pub const GLOBAL_SUPPORTED: &[&str] = &[
-    "maxconn",
-    "log",
-    "log-tag",
-    "nbthread",
-    "stats",
-    "nbproc",
-    "daemon",
-    "pidfile",
-    "node",
-    "description",
-    "zero-warning",
-    "hard-stop-after",
-    "user",
-    "group",
-    "uid",
-    "gid",
-    "chroot",
-    "ulimit-n",
-    "cpu-map",
-    "tune.bufsize",
-    "tune.maxrewrite",
-    "tune.pipesize",
-    "nosplice",
-    "maxpipes",
-    "tune.h2.header-table-size",
-    "tune.h2.initial-window-size",
-    "tune.h2.max-concurrent-streams",
-    "tune.h2.max-frame-size",
-    "ssl-default-bind-ciphers",
-    "ssl-default-bind-ciphersuites",
-    "ssl-default-bind-options",
-    "ssl-default-server-ciphers",
-    "ssl-default-server-ciphersuites",
-    "ssl-default-server-options",
-    "ssl-server-verify",
-    "ca-base",
-    "crt-base",
-];
+/// The `global` keywords sluice parses: the names of its table.
+pub const GLOBAL_SUPPORTED: &[&str] = &names::<_, { parser::GLOBAL.len() }>(parser::GLOBAL);
 
 /// `tune.*` keywords of HAProxy 2.6 that have no meaning for sluice
 /// (rustls, tokio): accepted with a notice giving the reason, so that a
@@ -204,42 +181,8 @@ pub(crate) const GLOBAL_UNSUPPORTED: &[&str] = &[
 ];
 
 /// Proxy keywords sluice implements.
-pub const PROXY_SUPPORTED: &[&str] = &[
-    "capture",
-    "cookie",
-    "redirect",
-    "monitor-uri",
-    "monitor",
-    "mode",
-    "timeout",
-    "clitimeout",
-    "srvtimeout",
-    "contimeout",
-    "balance",
-    "maxconn",
-    "retries",
-    "retry-on",
-    "http-reuse",
-    "option",
-    "stats",
-    "bind",
-    "acl",
-    "use_backend",
-    "default_backend",
-    "http-request",
-    "server",
-    "default-server",
-    "hash-type",
-    "fullconn",
-    "http-check",
-    "tcp-check",
-    "log",
-    "log-format",
-    "log-tag",
-    "errorfile",
-    "http-response",
-    "tcp-request",
-];
+/// Proxy keywords sluice implements: the names of their table.
+pub const PROXY_SUPPORTED: &[&str] = &names::<_, { parser::PROXY.len() }>(parser::PROXY);
 
 /// The header-rewriting keywords HAProxy 2.1 removed, accepted with
 /// HAProxy 2.0's deprecation warning (see `parser/legacykw.rs`).
@@ -322,34 +265,8 @@ pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "appsession",
 ];
 
-pub const OPTIONS_SUPPORTED: &[&str] = &[
-    "forceclose",
-    "tcpka",
-    "clitcpka",
-    "srvtcpka",
-    "http-keep-alive",
-    "http-server-close",
-    "httpclose",
-    "httpchk",
-    "allbackups",
-    "tcp-check",
-    "httplog",
-    "tcplog",
-    "dontlognull",
-    "accept-invalid-http-request",
-    "accept-invalid-http-response",
-    "log-health-checks",
-    "log-separate-errors",
-    "logasap",
-    "forwardfor",
-    "http-ignore-probes",
-    "disable-h2-upgrade",
-    "redispatch",
-    "persist",
-    "splice-auto",
-    "splice-request",
-    "splice-response",
-];
+/// The `option` names sluice implements: the names of their table.
+pub const OPTIONS_SUPPORTED: &[&str] = &names::<_, { parser::OPTIONS.len() }>(parser::OPTIONS);
 
 /// Options of old configurations that need no work from sluice: accepted
 /// with a warning giving the reason, so such a file still starts.

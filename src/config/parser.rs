@@ -29,6 +29,36 @@ mod serverkw;
 mod sslkw;
 mod tcpkw;
 
+pub(crate) use globalkw::GLOBAL;
+pub(crate) use proxykw::{OPTIONS, PROXY};
+
+/// One keyword of a statement kind, as its table holds it: the name, the
+/// function that parses the statement, and what the keyword lists need to
+/// know of it. The parser looks a statement's keyword up in its table and
+/// calls `run`; the lists in `config/keywords.rs`, the suggestions and the
+/// docs test read the names from the same table, so they cannot drift.
+#[derive(Clone, Copy)]
+pub(crate) struct Kwd<H> {
+    pub(crate) name: &'static str,
+    pub(crate) run: H,
+    /// Takes a `no` prefix (proxy keywords).
+    pub(crate) neg: bool,
+}
+
+/// A table entry without a `no` form.
+pub(crate) const fn kwd<H>(name: &'static str, run: H) -> Kwd<H> {
+    Kwd {
+        name,
+        run,
+        neg: false,
+    }
+}
+
+/// A `global` keyword's parser.
+pub(crate) type GlobalKw = Kwd<fn(&mut State<'_>, &Loc, &[String])>;
+/// A proxy keyword's (or `option`'s) parser; the flag is the `no` prefix.
+pub(crate) type ProxyKw = Kwd<fn(&mut State<'_>, &Loc, &[String], bool)>;
+
 /// A server whose host still has to be resolved (after validation).
 #[derive(Debug, Clone)]
 pub(crate) struct PendingServer {
@@ -514,15 +544,17 @@ impl<'r> State<'r> {
             return self.directive(loc, words);
         }
         let header = kw::SECTIONS.contains(&first);
+        let lacked =
+            kw::UNSUPPORTED_SECTIONS.contains(&first) || kw::haproxy_has(kw::Kind::Section, first);
         self.statements.push(Statement {
             loc: loc.clone(),
             words: words.to_vec(),
-            header: header || kw::UNSUPPORTED_SECTIONS.contains(&first),
+            header: header || lacked,
         });
         if header {
             return self.start_section(loc, words);
         }
-        if kw::UNSUPPORTED_SECTIONS.contains(&first) {
+        if lacked {
             self.alert(
                 loc,
                 format!("'{first}' sections are not supported by sluice yet"),

@@ -6,154 +6,10 @@ use super::*;
 impl State<'_> {
     pub(super) fn global_line(&mut self, loc: &Loc, words: &[String]) {
         let k = words[0].as_str();
-        let arg = words.get(1).map(String::as_str);
+        if let Some(e) = GLOBAL.iter().find(|e| e.name == k) {
+            return (e.run)(self, loc, words);
+        }
         match k {
-            "maxconn" | "nbthread" => {
-                let Some(n) = arg.and_then(parse_u32).filter(|n| *n > 0) else {
-                    return self.alert(
-                        loc,
-                        format!(
-                            "'{k}' expects a positive integer argument (got '{}').",
-                            arg.unwrap_or("")
-                        ),
-                    );
-                };
-                if k == "maxconn" {
-                    self.global.maxconn = Some(n);
-                } else {
-                    self.global.nbthread = Some(n);
-                }
-            }
-            "nbproc" => {
-                let shown = arg.unwrap_or("");
-                self.warn(
-                    loc,
-                    format!(
-                        "nbproc is not supported by sluice: it runs one process and uses threads (see 'nbthread'); 'nbproc {shown}' is ignored."
-                    ),
-                );
-            }
-            "tune.bufsize" => match arg.and_then(parse_u32) {
-                // HAProxy takes a plain integer here (no size units); below
-                // 1 KiB no request head would fit.
-                Some(n) if n >= 1024 => self.global.tune_bufsize = Some(n),
-                _ => self.alert(
-                    loc,
-                    "'tune.bufsize' expects a positive integer argument (at least 1024).",
-                ),
-            },
-            "tune.maxrewrite" => match arg.and_then(parse_u32) {
-                Some(n) => self.global.tune_maxrewrite = Some(n),
-                None => self.alert(
-                    loc,
-                    "'tune.maxrewrite' expects a positive integer argument.",
-                ),
-            },
-            "tune.h2.header-table-size"
-            | "tune.h2.initial-window-size"
-            | "tune.h2.max-concurrent-streams"
-            | "tune.h2.max-frame-size" => self.tune_h2(loc, k, arg),
-            "daemon" => self.global.daemon = true,
-            "nosplice" => self.global.splice.disabled = true,
-            "tune.pipesize" | "maxpipes" => match arg.and_then(parse_u32).filter(|n| *n > 0) {
-                Some(n) if k == "maxpipes" => self.global.splice.maxpipes = Some(n),
-                Some(n) => self.global.splice.pipesize = Some(n),
-                None => self.alert(loc, format!("'{k}' expects a positive integer argument.")),
-            },
-            "hard-stop-after" => {
-                let v = arg.unwrap_or("");
-                match parse_time(v) {
-                    Ok(d) => self.global.hard_stop_after = Some(d),
-                    Err(e) => self.alert(loc, time_error_message("hard-stop-after", v, &e)),
-                }
-            }
-            "user" | "group" => match arg.filter(|a| !a.is_empty()) {
-                Some(n) => {
-                    let spec = Some(IdSpec::Name(n.to_string()));
-                    if k == "user" {
-                        self.global.user = spec;
-                        self.global.user_loc = Some(loc.clone());
-                    } else {
-                        self.global.group = spec;
-                        self.global.group_loc = Some(loc.clone());
-                    }
-                }
-                None => self.alert(loc, format!("'{k}' expects a {k} name as an argument.")),
-            },
-            "uid" | "gid" => match arg.and_then(parse_u32) {
-                Some(n) => {
-                    if k == "uid" {
-                        self.global.user = Some(IdSpec::Id(n));
-                    } else {
-                        self.global.group = Some(IdSpec::Id(n));
-                    }
-                }
-                None => self.alert(
-                    loc,
-                    format!(
-                        "'{k}' expects an integer argument (got '{}').",
-                        arg.unwrap_or("")
-                    ),
-                ),
-            },
-            "chroot" => match arg.filter(|a| !a.is_empty()) {
-                Some(d) => self.global.chroot = Some(PathBuf::from(d)),
-                None => self.alert(loc, "'chroot' expects a directory as an argument."),
-            },
-            "ulimit-n" => match arg.and_then(parse_u32).filter(|n| *n > 0) {
-                Some(n) => self.global.ulimit_n = Some(n),
-                None => self.alert(
-                    loc,
-                    format!(
-                        "'ulimit-n' expects a positive integer argument (got '{}').",
-                        arg.unwrap_or("")
-                    ),
-                ),
-            },
-            "cpu-map" => match parse_cpu_map(&words[1..]) {
-                Ok(m) => self.global.cpu_map.push(m),
-                Err(e) => self.alert(loc, format!("cpu-map: {e}")),
-            },
-            "zero-warning" => self.global.zero_warning = true,
-            "pidfile" => match arg.filter(|a| !a.is_empty()) {
-                Some(p) => self.global.pidfile = Some(PathBuf::from(p)),
-                None => self.alert(loc, "'pidfile' expects a file name as an argument."),
-            },
-            "node" => match arg {
-                Some(n) => self.global.node = Some(n.to_string()),
-                None => self.alert(loc, "'node' expects a name as an argument."),
-            },
-            "description" => {
-                if words.len() < 2 {
-                    self.alert(loc, "'description' expects a string argument.");
-                } else {
-                    self.global.description = Some(words[1..].join(" "));
-                }
-            }
-            "stats" => self.global_stats(loc, words),
-            "log" => match self
-                .log_words(words)
-                .and_then(|w| crate::config::log::parse_log(&w))
-            {
-                Ok(crate::config::log::LogLine::Target(t)) => self.global.log.targets.push(t),
-                Ok(crate::config::log::LogLine::Global) => {
-                    self.alert(loc, "log : 'global' is only allowed in proxies")
-                }
-                Err(e) => self.alert(loc, e),
-            },
-            "log-tag" => match crate::config::log::parse_log_tag(words) {
-                Ok(t) => self.global.log.tag = Some(t),
-                Err(e) => self.alert(loc, e),
-            },
-            "ssl-default-bind-options"
-            | "ssl-default-bind-ciphers"
-            | "ssl-default-bind-ciphersuites"
-            | "ssl-default-server-options"
-            | "ssl-default-server-ciphers"
-            | "ssl-default-server-ciphersuites"
-            | "ssl-server-verify"
-            | "crt-base"
-            | "ca-base" => self.global_ssl(loc, words),
             _ if kw::GLOBAL_TUNE_IGNORED.iter().any(|(n, _)| *n == k) => {
                 let why = kw::GLOBAL_TUNE_IGNORED
                     .iter()
@@ -355,6 +211,260 @@ impl State<'_> {
     }
 
     // ----------------------------------------------------------------- proxy
+}
+
+/// The `global` section's keywords, in the order suggestions try them:
+/// the parser dispatches through this table and the keyword lists
+/// ([`kw::GLOBAL_SUPPORTED`]) are read from it.
+pub(crate) const GLOBAL: &[GlobalKw] = &[
+    kwd("maxconn", g_maxconn),
+    kwd("log", g_log),
+    kwd("log-tag", g_log_tag),
+    kwd("nbthread", g_maxconn),
+    kwd("stats", g_stats),
+    kwd("nbproc", g_nbproc),
+    kwd("daemon", g_daemon),
+    kwd("pidfile", g_pidfile),
+    kwd("node", g_node),
+    kwd("description", g_description),
+    kwd("zero-warning", g_zero_warning),
+    kwd("hard-stop-after", g_hard_stop_after),
+    kwd("user", g_owner),
+    kwd("group", g_owner),
+    kwd("uid", g_id),
+    kwd("gid", g_id),
+    kwd("chroot", g_chroot),
+    kwd("ulimit-n", g_ulimit_n),
+    kwd("cpu-map", g_cpu_map),
+    kwd("tune.bufsize", g_tune_bufsize),
+    kwd("tune.maxrewrite", g_tune_maxrewrite),
+    kwd("tune.pipesize", g_pipes),
+    kwd("nosplice", g_nosplice),
+    kwd("maxpipes", g_pipes),
+    kwd("tune.h2.header-table-size", g_tune_h2),
+    kwd("tune.h2.initial-window-size", g_tune_h2),
+    kwd("tune.h2.max-concurrent-streams", g_tune_h2),
+    kwd("tune.h2.max-frame-size", g_tune_h2),
+    kwd("ssl-default-bind-ciphers", g_ssl),
+    kwd("ssl-default-bind-ciphersuites", g_ssl),
+    kwd("ssl-default-bind-options", g_ssl),
+    kwd("ssl-default-server-ciphers", g_ssl),
+    kwd("ssl-default-server-ciphersuites", g_ssl),
+    kwd("ssl-default-server-options", g_ssl),
+    kwd("ssl-server-verify", g_ssl),
+    kwd("ca-base", g_ssl),
+    kwd("crt-base", g_ssl),
+];
+
+fn g_maxconn(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    let k = words[0].as_str();
+    let arg = words.get(1).map(String::as_str);
+    let Some(n) = arg.and_then(parse_u32).filter(|n| *n > 0) else {
+        return s.alert(
+            loc,
+            format!(
+                "'{k}' expects a positive integer argument (got '{}').",
+                arg.unwrap_or("")
+            ),
+        );
+    };
+    if k == "maxconn" {
+        s.global.maxconn = Some(n);
+    } else {
+        s.global.nbthread = Some(n);
+    }
+}
+
+fn g_nbproc(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    let arg = words.get(1).map(String::as_str);
+    let shown = arg.unwrap_or("");
+    s.warn(
+                    loc,
+                    format!(
+                        "nbproc is not supported by sluice: it runs one process and uses threads (see 'nbthread'); 'nbproc {shown}' is ignored."
+                    ),
+                );
+}
+
+fn g_tune_bufsize(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    let arg = words.get(1).map(String::as_str);
+    match arg.and_then(parse_u32) {
+        // HAProxy takes a plain integer here (no size units); below
+        // 1 KiB no request head would fit.
+        Some(n) if n >= 1024 => s.global.tune_bufsize = Some(n),
+        _ => s.alert(
+            loc,
+            "'tune.bufsize' expects a positive integer argument (at least 1024).",
+        ),
+    };
+}
+
+fn g_tune_maxrewrite(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    let arg = words.get(1).map(String::as_str);
+    match arg.and_then(parse_u32) {
+        Some(n) => s.global.tune_maxrewrite = Some(n),
+        None => s.alert(
+            loc,
+            "'tune.maxrewrite' expects a positive integer argument.",
+        ),
+    };
+}
+
+fn g_tune_h2(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    let k = words[0].as_str();
+    let arg = words.get(1).map(String::as_str);
+    s.tune_h2(loc, k, arg);
+}
+
+fn g_daemon(s: &mut State<'_>, _loc: &Loc, _words: &[String]) {
+    s.global.daemon = true;
+}
+
+fn g_nosplice(s: &mut State<'_>, _loc: &Loc, _words: &[String]) {
+    s.global.splice.disabled = true;
+}
+
+fn g_pipes(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    let k = words[0].as_str();
+    let arg = words.get(1).map(String::as_str);
+    match arg.and_then(parse_u32).filter(|n| *n > 0) {
+        Some(n) if k == "maxpipes" => s.global.splice.maxpipes = Some(n),
+        Some(n) => s.global.splice.pipesize = Some(n),
+        None => s.alert(loc, format!("'{k}' expects a positive integer argument.")),
+    };
+}
+
+fn g_hard_stop_after(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    let arg = words.get(1).map(String::as_str);
+    let v = arg.unwrap_or("");
+    match parse_time(v) {
+        Ok(d) => s.global.hard_stop_after = Some(d),
+        Err(e) => s.alert(loc, time_error_message("hard-stop-after", v, &e)),
+    }
+}
+
+fn g_owner(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    let k = words[0].as_str();
+    let arg = words.get(1).map(String::as_str);
+    match arg.filter(|a| !a.is_empty()) {
+        Some(n) => {
+            let spec = Some(IdSpec::Name(n.to_string()));
+            if k == "user" {
+                s.global.user = spec;
+                s.global.user_loc = Some(loc.clone());
+            } else {
+                s.global.group = spec;
+                s.global.group_loc = Some(loc.clone());
+            }
+        }
+        None => s.alert(loc, format!("'{k}' expects a {k} name as an argument.")),
+    };
+}
+
+fn g_id(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    let k = words[0].as_str();
+    let arg = words.get(1).map(String::as_str);
+    match arg.and_then(parse_u32) {
+        Some(n) => {
+            if k == "uid" {
+                s.global.user = Some(IdSpec::Id(n));
+            } else {
+                s.global.group = Some(IdSpec::Id(n));
+            }
+        }
+        None => s.alert(
+            loc,
+            format!(
+                "'{k}' expects an integer argument (got '{}').",
+                arg.unwrap_or("")
+            ),
+        ),
+    };
+}
+
+fn g_chroot(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    let arg = words.get(1).map(String::as_str);
+    match arg.filter(|a| !a.is_empty()) {
+        Some(d) => s.global.chroot = Some(PathBuf::from(d)),
+        None => s.alert(loc, "'chroot' expects a directory as an argument."),
+    };
+}
+
+fn g_ulimit_n(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    let arg = words.get(1).map(String::as_str);
+    match arg.and_then(parse_u32).filter(|n| *n > 0) {
+        Some(n) => s.global.ulimit_n = Some(n),
+        None => s.alert(
+            loc,
+            format!(
+                "'ulimit-n' expects a positive integer argument (got '{}').",
+                arg.unwrap_or("")
+            ),
+        ),
+    };
+}
+
+fn g_cpu_map(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    match parse_cpu_map(&words[1..]) {
+        Ok(m) => s.global.cpu_map.push(m),
+        Err(e) => s.alert(loc, format!("cpu-map: {e}")),
+    };
+}
+
+fn g_zero_warning(s: &mut State<'_>, _loc: &Loc, _words: &[String]) {
+    s.global.zero_warning = true;
+}
+
+fn g_pidfile(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    let arg = words.get(1).map(String::as_str);
+    match arg.filter(|a| !a.is_empty()) {
+        Some(p) => s.global.pidfile = Some(PathBuf::from(p)),
+        None => s.alert(loc, "'pidfile' expects a file name as an argument."),
+    };
+}
+
+fn g_node(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    let arg = words.get(1).map(String::as_str);
+    match arg {
+        Some(n) => s.global.node = Some(n.to_string()),
+        None => s.alert(loc, "'node' expects a name as an argument."),
+    };
+}
+
+fn g_description(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    if words.len() < 2 {
+        s.alert(loc, "'description' expects a string argument.");
+    } else {
+        s.global.description = Some(words[1..].join(" "));
+    }
+}
+
+fn g_stats(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    s.global_stats(loc, words);
+}
+
+fn g_log(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    match s
+        .log_words(words)
+        .and_then(|w| crate::config::log::parse_log(&w))
+    {
+        Ok(crate::config::log::LogLine::Target(t)) => s.global.log.targets.push(t),
+        Ok(crate::config::log::LogLine::Global) => {
+            s.alert(loc, "log : 'global' is only allowed in proxies")
+        }
+        Err(e) => s.alert(loc, e),
+    };
+}
+
+fn g_log_tag(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    match crate::config::log::parse_log_tag(words) {
+        Ok(t) => s.global.log.tag = Some(t),
+        Err(e) => s.alert(loc, e),
+    };
+}
+
+fn g_ssl(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    s.global_ssl(loc, words);
 }
 
 /// The final period of a message, unless it ends with a suggestion.

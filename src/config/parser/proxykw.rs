@@ -62,7 +62,7 @@ impl State<'_> {
             l.targets.clear();
             return;
         }
-        if neg && k != "option" {
+        if neg && !PROXY.iter().any(|e| e.name == k && e.neg) {
             let msg = format!("negation/default is not supported for {k}.");
             self.diags
                 .push(Diagnostic::parsing_tight(Level::Alert, loc, msg));
@@ -71,88 +71,12 @@ impl State<'_> {
         if k == "default" && words.get(1).is_some_and(|w| w == "option") {
             return self.unsupported(loc, "default option");
         }
-        let arg = words.get(1).map_or("", String::as_str);
+        if let Some(e) = PROXY.iter().find(|e| e.name == k) {
+            return (e.run)(self, loc, words, neg);
+        }
         match k {
-            "mode" => self.kw_mode(loc, arg),
-            "timeout" => self.kw_timeout(loc, words),
-            "clitimeout" | "srvtimeout" | "contimeout" => self.kw_legacy_timeout(loc, words),
             _ if legacykw::is_legacy(k) => self.kw_legacy_rewrite(loc, words),
-            "balance" => self.kw_balance(loc, words),
-            "hash-type" => self.kw_hash_type(loc, words),
-            "fullconn" => self.kw_fullconn(loc, words),
-            "http-check" => self.kw_http_check(loc, words),
-            "tcp-check" => self.kw_tcp_check(loc, words),
-            "maxconn" => {
-                if self.cap(loc, k, true, true, false) {
-                    match parse_u32(arg) {
-                        Some(n) => self.px().maxconn = Some(n),
-                        None => self.alert(
-                            loc,
-                            format!("'{k}' expects an integer argument (got '{arg}')."),
-                        ),
-                    }
-                }
-            }
-            "retries" => {
-                if self.cap(loc, k, true, false, true) {
-                    match parse_u32(arg) {
-                        Some(n) => self.px().retries = n,
-                        None => self.alert(
-                            loc,
-                            format!("'{k}' expects an integer argument (got '{arg}')."),
-                        ),
-                    }
-                }
-            }
-            "retry-on" => self.kw_retry_on(loc, words),
-            "cookie" => self.kw_cookie(loc, words),
-            "http-reuse" => {
-                if self.cap(loc, k, true, false, true) {
-                    let v = match arg {
-                        "never" => HttpReuse::Never,
-                        "safe" => HttpReuse::Safe,
-                        "aggressive" => HttpReuse::Aggressive,
-                        "always" => HttpReuse::Always,
-                        _ => {
-                            return self.alert(
-                                loc,
-                                "'http-reuse' only supports 'never', 'safe', 'aggressive', 'always'",
-                            );
-                        }
-                    };
-                    self.px().http_reuse = v;
-                }
-            }
-            "option" => self.kw_option(loc, words, neg),
-            "stats" => self.kw_stats(loc, words),
-            "bind" => self.kw_bind(loc, words),
-            "acl" => self.kw_acl(loc, words),
-            "use_backend" => self.kw_use_backend(loc, words),
-            "default_backend" => {
-                if self.cap(loc, k, true, true, false) {
-                    if arg.is_empty() {
-                        return self.alert(loc, "'default_backend' expects a backend name.");
-                    }
-                    if words.len() > 2 {
-                        return self.alert(
-                            loc,
-                            format!("'default_backend' : unexpected argument '{}'.", words[2]),
-                        );
-                    }
-                    self.px().default_backend = Some((arg.to_string(), loc.clone()));
-                }
-            }
-            "http-request" => self.kw_http_request(loc, words),
-            "redirect" => self.kw_redirect(loc, words),
-            "monitor-uri" => self.kw_monitor_uri(loc, words),
-            "capture" => self.kw_capture(loc, words),
-            "monitor" => self.kw_monitor(loc, words),
-            "tcp-request" => self.kw_tcp_request(loc, words),
-            "http-response" => self.kw_http_response(loc, words),
-            "errorfile" => self.kw_errorfile(loc, words),
-            "server" => self.kw_server(loc, words),
-            "default-server" => self.kw_default_server(loc, words),
-            "log" | "log-format" | "log-tag" => self.kw_log(loc, words),
+            "http-after-response" | "tcp-response" => self.lacked_rules(loc, words),
             _ if kw::PROXY_UNSUPPORTED.contains(&k) || kw::haproxy_has(kw::Kind::Proxy, k) => {
                 self.unsupported(loc, k)
             }
@@ -340,108 +264,98 @@ impl State<'_> {
         let Some(name) = words.get(1) else {
             return self.alert(loc, "'option' expects an option name.");
         };
-        if matches!(
-            name.as_str(),
-            "httplog" | "tcplog" | "dontlognull" | "log-separate-errors" | "logasap"
-        ) {
-            return self.log_option(loc, words, neg);
+        if let Some(e) = OPTIONS.iter().find(|e| e.name == name) {
+            return (e.run)(self, loc, words, neg);
         }
-        if name == "forwardfor" {
-            return self.forwardfor_option(loc, words, neg);
+        if let Some((_, why)) = kw::OPTIONS_IGNORED.iter().find(|(n, _)| *n == name) {
+            return self.warn(
+                loc,
+                format!("'option {name}' is accepted and ignored: {why}."),
+            );
         }
-        if name == "redispatch" {
-            return self.redispatch_option(loc, words, neg);
+        let n = name.as_str();
+        if kw::OPTIONS_UNSUPPORTED.contains(&n) || kw::haproxy_has(kw::Kind::Option, n) {
+            return self.unsupported(loc, &format!("option {n}"));
         }
-        if name == "persist" {
-            return self.persist_option(loc, words, neg);
-        }
-        if self.lb_option(loc, words, neg) {
-            return;
-        }
-        if let Some(done) = self.legacy_or_socket_option(loc, name, words, neg) {
-            return done;
-        }
-        if let Some(req) = match name.as_str() {
-            "accept-invalid-http-request" => Some(true),
-            "accept-invalid-http-response" => Some(false),
-            _ => None,
-        } {
-            if words.len() > 2 {
-                return self.alert(
-                    loc,
-                    format!("'option {name}' does not expect any argument."),
-                );
+        let sugg = suggest::suffix(
+            n,
+            kw::OPTIONS_SUPPORTED
+                .iter()
+                .chain(kw::OPTIONS_UNSUPPORTED)
+                .copied(),
+        );
+        self.alert(loc, format!("unknown option '{n}'{sugg}"));
+    }
+
+    /// `http-after-response` and `tcp-response` rules, which sluice does not
+    /// have: the action is named when HAProxy 2.6 has it, so the message
+    /// says what exactly is missing.
+    fn lacked_rules(&mut self, loc: &Loc, words: &[String]) {
+        let k = words[0].as_str();
+        let w = |i: usize| words.get(i).map_or("", String::as_str);
+        let what = match k {
+            "http-after-response" if kw::haproxy_has(kw::Kind::HttpAfterResponse, w(1)) => {
+                format!("{k} {}", w(1))
             }
-            // The request side is the frontend's, the response side the
-            // backend's, as in HAProxy.
-            if self.cap(loc, &format!("option {name}"), true, req, !req) {
-                let p = self.px();
-                if req {
-                    p.accept_invalid_req = !neg;
-                } else {
-                    p.accept_invalid_resp = !neg;
-                }
+            "tcp-response" if w(1) == "inspect-delay" => format!("{k} {}", w(1)),
+            "tcp-response" if w(1) == "content" && kw::haproxy_has(kw::Kind::TcpResponse, w(2)) => {
+                format!("{k} content {}", w(2))
             }
-            return;
-        }
-        if name == "log-health-checks" {
-            if words.len() > 2 {
-                return self.alert(
-                    loc,
-                    "'option log-health-checks' does not expect any argument.",
-                );
-            }
-            if self.cap(loc, "option log-health-checks", true, false, true) {
-                self.px().log_health_checks = !neg;
-            }
-            return;
-        }
-        if name == "disable-h2-upgrade" {
-            if words.len() > 2 {
-                return self.alert(
-                    loc,
-                    "'option disable-h2-upgrade' does not expect any argument.",
-                );
-            }
-            if self.cap(loc, "option disable-h2-upgrade", true, true, false) {
-                self.px().disable_h2_upgrade = !neg;
-            }
-            return;
-        }
-        if name == "http-ignore-probes" {
-            if words.len() > 2 {
-                return self.alert(
-                    loc,
-                    "'option http-ignore-probes' does not expect any argument.",
-                );
-            }
-            if self.cap(loc, "option http-ignore-probes", true, true, false) {
-                self.px().ignore_probes = !neg;
-            }
-            return;
-        }
-        let mode = match name.as_str() {
-            "http-keep-alive" => HttpConnMode::KeepAlive,
-            "http-server-close" => HttpConnMode::ServerClose,
-            "httpclose" => HttpConnMode::Close,
-            n if kw::OPTIONS_UNSUPPORTED.contains(&n) || kw::haproxy_has(kw::Kind::Option, n) => {
-                return self.unsupported(loc, &format!("option {n}"));
-            }
-            n => {
-                let sugg = suggest::suffix(
-                    n,
-                    kw::OPTIONS_SUPPORTED
-                        .iter()
-                        .chain(kw::OPTIONS_UNSUPPORTED)
-                        .copied(),
-                );
-                return self.alert(loc, format!("unknown option '{n}'{sugg}"));
-            }
+            _ => k.to_string(),
         };
+        self.unsupported(loc, &what);
+    }
+
+    /// `option accept-invalid-http-request|response`.
+    fn opt_accept_invalid(&mut self, loc: &Loc, words: &[String], neg: bool) {
+        let name = words[1].as_str();
+        let req = name == "accept-invalid-http-request";
         if words.len() > 2 {
             return self.alert(
                 loc,
                 format!("'option {name}' does not expect any argument."),
+            );
+        }
+        // The request side is the frontend's, the response side the
+        // backend's, as in HAProxy.
+        if self.cap(loc, &format!("option {name}"), true, req, !req) {
+            let p = self.px();
+            if req {
+                p.accept_invalid_req = !neg;
+            } else {
+                p.accept_invalid_resp = !neg;
+            }
+        }
+    }
+
+    /// An option without arguments that sets one flag of the proxy, with
+    /// the capability it needs (`fe`: frontend, else backend).
+    fn opt_flag(
+        &mut self,
+        loc: &Loc,
+        words: &[String],
+        neg: bool,
+        fe: bool,
+        flag: fn(&mut Proxy) -> &mut bool,
+    ) {
+        let name = words[1].as_str();
+        if words.len() > 2 {
+            return self.alert(
+                loc,
+                format!("'option {name}' does not expect any argument."),
+            );
+        }
+        if self.cap(loc, &format!("option {name}"), true, fe, !fe) {
+            *flag(self.px()) = !neg;
+        }
+    }
+
+    /// `option http-keep-alive|http-server-close|httpclose`.
+    fn opt_conn_mode(&mut self, loc: &Loc, words: &[String], neg: bool, mode: HttpConnMode) {
+        if words.len() > 2 {
+            return self.alert(
+                loc,
+                format!("'option {}' does not expect any argument.", words[1]),
             );
         }
         let p = self.px();
@@ -690,13 +604,6 @@ impl State<'_> {
         words: &[String],
         neg: bool,
     ) -> Option<()> {
-        if let Some((_, why)) = kw::OPTIONS_IGNORED.iter().find(|(n, _)| *n == name) {
-            self.warn(
-                loc,
-                format!("'option {name}' is accepted and ignored: {why}."),
-            );
-            return Some(());
-        }
         if words.len() > 2 && matches!(name, "forceclose" | "tcpka" | "clitcpka" | "srvtcpka") {
             self.alert(
                 loc,
@@ -793,4 +700,177 @@ impl State<'_> {
         }
         self.px().forwardfor = Some(ff);
     }
+}
+
+/// The proxy sections' keywords, in the order suggestions try them: the
+/// parser dispatches through this table and [`kw::PROXY_SUPPORTED`] is
+/// read from it. `neg`: the keyword takes a `no` prefix.
+pub(crate) const PROXY: &[ProxyKw] = &[
+    kwd("capture", |s, loc, w, _| s.kw_capture(loc, w)),
+    kwd("cookie", |s, loc, w, _| s.kw_cookie(loc, w)),
+    kwd("redirect", |s, loc, w, _| s.kw_redirect(loc, w)),
+    kwd("monitor-uri", |s, loc, w, _| s.kw_monitor_uri(loc, w)),
+    kwd("monitor", |s, loc, w, _| s.kw_monitor(loc, w)),
+    kwd("mode", |s, loc, w, _| {
+        s.kw_mode(loc, w.get(1).map_or("", String::as_str))
+    }),
+    kwd("timeout", |s, loc, w, _| s.kw_timeout(loc, w)),
+    kwd("clitimeout", |s, loc, w, _| s.kw_legacy_timeout(loc, w)),
+    kwd("srvtimeout", |s, loc, w, _| s.kw_legacy_timeout(loc, w)),
+    kwd("contimeout", |s, loc, w, _| s.kw_legacy_timeout(loc, w)),
+    kwd("balance", |s, loc, w, _| s.kw_balance(loc, w)),
+    kwd("maxconn", |s, loc, w, _| s.kw_proxy_maxconn(loc, w)),
+    kwd("retries", |s, loc, w, _| s.kw_retries(loc, w)),
+    kwd("retry-on", |s, loc, w, _| s.kw_retry_on(loc, w)),
+    kwd("http-reuse", |s, loc, w, _| s.kw_http_reuse(loc, w)),
+    Kwd {
+        neg: true,
+        ..kwd("option", |s, loc, w, neg| s.kw_option(loc, w, neg))
+    },
+    kwd("stats", |s, loc, w, _| s.kw_stats(loc, w)),
+    kwd("bind", |s, loc, w, _| s.kw_bind(loc, w)),
+    kwd("acl", |s, loc, w, _| s.kw_acl(loc, w)),
+    kwd("use_backend", |s, loc, w, _| s.kw_use_backend(loc, w)),
+    kwd("default_backend", |s, loc, w, _| {
+        s.kw_default_backend(loc, w)
+    }),
+    kwd("http-request", |s, loc, w, _| s.kw_http_request(loc, w)),
+    kwd("server", |s, loc, w, _| s.kw_server(loc, w)),
+    kwd("default-server", |s, loc, w, _| s.kw_default_server(loc, w)),
+    kwd("hash-type", |s, loc, w, _| s.kw_hash_type(loc, w)),
+    kwd("fullconn", |s, loc, w, _| s.kw_fullconn(loc, w)),
+    kwd("http-check", |s, loc, w, _| s.kw_http_check(loc, w)),
+    kwd("tcp-check", |s, loc, w, _| s.kw_tcp_check(loc, w)),
+    kwd("log", |s, loc, w, _| s.kw_log(loc, w)),
+    kwd("log-format", |s, loc, w, _| s.kw_log(loc, w)),
+    kwd("log-tag", |s, loc, w, _| s.kw_log(loc, w)),
+    kwd("errorfile", |s, loc, w, _| s.kw_errorfile(loc, w)),
+    kwd("http-response", |s, loc, w, _| s.kw_http_response(loc, w)),
+    kwd("tcp-request", |s, loc, w, _| s.kw_tcp_request(loc, w)),
+];
+
+impl State<'_> {
+    fn kw_proxy_maxconn(&mut self, loc: &Loc, words: &[String]) {
+        let arg = words.get(1).map_or("", String::as_str);
+        if self.cap(loc, "maxconn", true, true, false) {
+            match parse_u32(arg) {
+                Some(n) => self.px().maxconn = Some(n),
+                None => self.alert(
+                    loc,
+                    format!("'maxconn' expects an integer argument (got '{arg}')."),
+                ),
+            }
+        }
+    }
+
+    fn kw_retries(&mut self, loc: &Loc, words: &[String]) {
+        let arg = words.get(1).map_or("", String::as_str);
+        if self.cap(loc, "retries", true, false, true) {
+            match parse_u32(arg) {
+                Some(n) => self.px().retries = n,
+                None => self.alert(
+                    loc,
+                    format!("'retries' expects an integer argument (got '{arg}')."),
+                ),
+            }
+        }
+    }
+
+    fn kw_http_reuse(&mut self, loc: &Loc, words: &[String]) {
+        if self.cap(loc, "http-reuse", true, false, true) {
+            let v = match words.get(1).map_or("", String::as_str) {
+                "never" => HttpReuse::Never,
+                "safe" => HttpReuse::Safe,
+                "aggressive" => HttpReuse::Aggressive,
+                "always" => HttpReuse::Always,
+                _ => {
+                    return self.alert(
+                        loc,
+                        "'http-reuse' only supports 'never', 'safe', 'aggressive', 'always'",
+                    );
+                }
+            };
+            self.px().http_reuse = v;
+        }
+    }
+
+    fn kw_default_backend(&mut self, loc: &Loc, words: &[String]) {
+        let arg = words.get(1).map_or("", String::as_str);
+        if self.cap(loc, "default_backend", true, true, false) {
+            if arg.is_empty() {
+                return self.alert(loc, "'default_backend' expects a backend name.");
+            }
+            if words.len() > 2 {
+                return self.alert(
+                    loc,
+                    format!("'default_backend' : unexpected argument '{}'.", words[2]),
+                );
+            }
+            self.px().default_backend = Some((arg.to_string(), loc.clone()));
+        }
+    }
+}
+
+/// The `option` names, in the order suggestions try them: `kw_option`
+/// dispatches through this table and [`kw::OPTIONS_SUPPORTED`] is read
+/// from it.
+pub(crate) const OPTIONS: &[ProxyKw] = &[
+    kwd("forceclose", opt_socket),
+    kwd("tcpka", opt_socket),
+    kwd("clitcpka", opt_socket),
+    kwd("srvtcpka", opt_socket),
+    kwd("http-keep-alive", |s, loc, w, neg| {
+        s.opt_conn_mode(loc, w, neg, HttpConnMode::KeepAlive)
+    }),
+    kwd("http-server-close", |s, loc, w, neg| {
+        s.opt_conn_mode(loc, w, neg, HttpConnMode::ServerClose)
+    }),
+    kwd("httpclose", |s, loc, w, neg| {
+        s.opt_conn_mode(loc, w, neg, HttpConnMode::Close)
+    }),
+    kwd("httpchk", opt_lb),
+    kwd("allbackups", opt_lb),
+    kwd("tcp-check", opt_lb),
+    kwd("httplog", opt_log),
+    kwd("tcplog", opt_log),
+    kwd("dontlognull", opt_log),
+    kwd("accept-invalid-http-request", |s, loc, w, neg| {
+        s.opt_accept_invalid(loc, w, neg)
+    }),
+    kwd("accept-invalid-http-response", |s, loc, w, neg| {
+        s.opt_accept_invalid(loc, w, neg)
+    }),
+    kwd("log-health-checks", |s, loc, w, neg| {
+        s.opt_flag(loc, w, neg, false, |p| &mut p.log_health_checks)
+    }),
+    kwd("log-separate-errors", opt_log),
+    kwd("logasap", opt_log),
+    kwd("forwardfor", |s, loc, w, neg| {
+        s.forwardfor_option(loc, w, neg)
+    }),
+    kwd("http-ignore-probes", |s, loc, w, neg| {
+        s.opt_flag(loc, w, neg, true, |p| &mut p.ignore_probes)
+    }),
+    kwd("disable-h2-upgrade", |s, loc, w, neg| {
+        s.opt_flag(loc, w, neg, true, |p| &mut p.disable_h2_upgrade)
+    }),
+    kwd("redispatch", |s, loc, w, neg| {
+        s.redispatch_option(loc, w, neg)
+    }),
+    kwd("persist", |s, loc, w, neg| s.persist_option(loc, w, neg)),
+    kwd("splice-auto", opt_socket),
+    kwd("splice-request", opt_socket),
+    kwd("splice-response", opt_socket),
+];
+
+fn opt_log(s: &mut State<'_>, loc: &Loc, words: &[String], neg: bool) {
+    s.log_option(loc, words, neg);
+}
+
+fn opt_lb(s: &mut State<'_>, loc: &Loc, words: &[String], neg: bool) {
+    s.lb_option(loc, words, neg);
+}
+
+fn opt_socket(s: &mut State<'_>, loc: &Loc, words: &[String], neg: bool) {
+    s.legacy_or_socket_option(loc, &words[1], words, neg);
 }

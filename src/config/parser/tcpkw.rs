@@ -70,6 +70,7 @@ impl State<'_> {
                     "accept" => TcpAction::Accept,
                     "reject" => TcpAction::Reject,
                     a if TCP_ACTIONS_UNSUPPORTED.contains(&a)
+                        || kw::haproxy_has(kw::Kind::TcpRequest, a)
                         || a.starts_with("sc-")
                         || a.starts_with("lua.") =>
                     {
