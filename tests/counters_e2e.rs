@@ -157,7 +157,9 @@ async fn counters_after_traffic() {
             csv.num("be", sv, "rtime"),
             csv.num("be", sv, "ttime"),
         );
-        assert_eq!(q, 0, "be/{sv}: nothing was queued");
+        // Nothing was queued: qtime is the time to a slot, 0 ms on a quiet
+        // machine, a few ms when the test runs beside a loaded suite.
+        assert!(q < 50, "be/{sv}: nothing was queued, qtime {q}");
         assert!(c < 1000, "be/{sv} ctime {c}");
         assert!((190..5000).contains(&r), "be/{sv} rtime {r}");
         assert!(t >= r, "be/{sv} ttime {t} < rtime {r}");
