@@ -433,6 +433,19 @@ async fn full_server_queue(mode: &str) {
             .await
         }
     };
+    if !http {
+        // The readiness probe that found sluice listening is a TCP session
+        // too: it reaches the server and must be gone before the test's
+        // sessions take the server's one slot.
+        wait_until(DEADLINE, "the probe's session ended", || {
+            let sock = sock.clone();
+            async move {
+                let st = show_stat(&sock).await;
+                st.num("qbe", "slow1", "stot") == 1 && st.num("qbe", "slow1", "scur") == 0
+            }
+        })
+        .await;
+    }
     let a = exchange("/1");
     backend.wait_started("/1", DEADLINE).await;
     let b = exchange("/2");
