@@ -179,3 +179,62 @@ async fn stats_timeout_and_set_timeout_cli_close_idle_sessions() {
     let (_, idle) = idle_for("prompt\n").await;
     assert!(idle < Duration::from_millis(1900), "{idle:?}");
 }
+
+/// `stats socket 127.0.0.1:<port>` without `ipv4@` is a TCP socket, as in
+/// HAProxy (no slash in the word), and answers over TCP.
+#[tokio::test]
+async fn tcp_stats_socket_without_a_prefix_answers_show_info() {
+    let (_held, port) = hold_port();
+    let sl = Sluice::builder(&format!(
+        "global\n    stats socket 127.0.0.1:{port} level admin\n"
+    ))
+    .cwd(&std::env::temp_dir())
+    .start();
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    s.write_all(b"show info\n").await.unwrap();
+    let info = read_to_close(&mut s, Duration::from_secs(5)).await.0;
+    assert!(info.starts_with("Name: "), "{info}");
+    assert!(info.contains(&format!("\nPid: {}\n", sl.pid())), "{info}");
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    s.write_all(b"show stat\n").await.unwrap();
+    let stat = read_to_close(&mut s, Duration::from_secs(5)).await.0;
+    assert!(stat.starts_with("# pxname,svname,qcur,"), "{stat}");
+    // And no file of that name was made in the working directory.
+    assert!(
+        !std::env::temp_dir()
+            .join(format!("127.0.0.1:{port}"))
+            .exists()
+    );
+}
+
+/// `stats socket abns@<name>`: a Linux abstract socket, named as HAProxy
+/// 2.6 names it (padded to the whole address), not a file `abns@<name>`
+/// in the working directory.
+#[tokio::test]
+async fn abns_stats_socket_is_an_abstract_socket() {
+    let name = format!("sluice-cli-{}", std::process::id());
+    let work = TempDir::new("abns");
+    let sl = Sluice::builder(&format!(
+        "global\n    stats socket abns@{name} level operator\n"
+    ))
+    .cwd(work.path())
+    .start();
+    let mut s = tokio::net::UnixStream::from_std({
+        let s = abns_connect(&name).unwrap();
+        s.set_nonblocking(true).unwrap();
+        s
+    })
+    .unwrap();
+    s.write_all(b"show cli level\n").await.unwrap();
+    assert_eq!(
+        read_to_close(&mut s, Duration::from_secs(5)).await.0,
+        "operator\n\n"
+    );
+    let files: Vec<_> = std::fs::read_dir(work.path()).unwrap().collect();
+    assert!(files.is_empty(), "{files:?}");
+    drop(sl);
+}

@@ -458,6 +458,8 @@ pub const BIND_SUPPORTED: &[&str] = &[
     "prefer-client-ciphers",
     "strict-sni",
     "proto",
+    "v6only",
+    "v4v6",
 ];
 
 /// The TLS options of a `server` line (also in [`SERVER_SUPPORTED`]).
@@ -482,8 +484,6 @@ pub(crate) const BIND_UNSUPPORTED: &[&str] = &[
     "id",
     "process",
     "thread",
-    "v4v6",
-    "v6only",
     "transparent",
     "defer-accept",
     "mode",

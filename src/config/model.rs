@@ -94,6 +94,20 @@ pub(crate) enum BindProto {
     H2,
 }
 
+/// `bind ... v6only|v4v6`: whether an IPv6 listener also takes IPv4
+/// connections (IPv4-mapped addresses). Meaningless on IPv4 addresses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum BindV6 {
+    /// Neither: the system's `net.ipv6.bindv6only` decides (normally 0, so
+    /// `bind :::80` takes IPv4 too), as HAProxy leaves the option alone.
+    #[default]
+    System,
+    /// `v6only` (wins over `v4v6` when both are given, as in HAProxy).
+    V6Only,
+    /// `v4v6`: IPv4 too, whatever the system's default.
+    V4V6,
+}
+
 /// The TLS defaults of the global section.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct GlobalSsl {
@@ -191,6 +205,10 @@ pub(crate) struct StatsSocket {
     /// `fd@<n>`: an inherited listening socket (UNIX or TCP);
     /// `addr::UNRESOLVED_FD` under `-c` for a name it cannot resolve.
     pub(crate) fd: Option<i32>,
+    /// `v6only` / `v4v6` of a TCP socket.
+    pub(crate) v6: BindV6,
+    /// `abns@<name>`: a Linux abstract UNIX socket, `path` holding the name.
+    pub(crate) abns: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -492,6 +510,8 @@ pub(crate) struct Bind {
     pub(crate) tls: Option<std::sync::Arc<crate::tls::ListenTls>>,
     /// `proto h1|h2`.
     pub(crate) proto: BindProto,
+    /// `v6only` / `v4v6`.
+    pub(crate) v6: BindV6,
 }
 
 /// What a `tcp-request connection|content` rule does when it applies.

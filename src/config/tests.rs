@@ -457,7 +457,7 @@ fn stats_socket_owner_options() {
     stats socket /run/d.sock group
     stats socket /run/e.sock uid abc
     stats socket ipv4@127.0.0.1:9999 uid 0
-    stats socket /run/f.sock v6only x level admin
+    stats socket /run/f.sock interface x level admin
     stats socket /run/g.sock user root
 ";
     let l = parse("o.cfg", text);
@@ -469,7 +469,7 @@ fn stats_socket_owner_options() {
         "parsing [o.cfg:7] : 'stats socket' : 'uid' only applies to UNIX sockets.",
         // One error only: the unsupported option's value is skipped, and
         // the option after it is read.
-        "parsing [o.cfg:8] : 'stats socket' : 'v6only' option is not supported by sluice yet",
+        "parsing [o.cfg:8] : 'stats socket' : 'interface' option is not supported by sluice yet",
     ];
     for w in want {
         assert!(m.iter().any(|x| x.contains(w)), "{w}\n{m:#?}");

@@ -220,7 +220,7 @@ pub(crate) fn stats_socket_dirs(
 ) {
     let checking = crate::config::addr::check_only();
     for s in &config.global.stats_sockets {
-        if s.tcp.is_some() || s.fd.is_some() {
+        if s.tcp.is_some() || s.fd.is_some() || s.abns {
             continue;
         }
         let dir = s.path.parent().unwrap_or(std::path::Path::new("."));

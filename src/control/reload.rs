@@ -202,11 +202,17 @@ impl Supervisor {
         }
         // Bind what is new before changing anything.
         let mut fresh: Vec<(Arc<str>, SocketAddr, std::net::TcpListener)> = Vec::new();
-        for (name, addr) in binds(&cfg) {
-            if st.listeners.contains_key(&addr) || fresh.iter().any(|(_, a, _)| *a == addr) {
+        for (name, addr, v6) in binds(&cfg) {
+            // A listener whose `v6only`/`v4v6` changed is bound again: the
+            // option cannot change on a bound socket.
+            let kept = st
+                .listeners
+                .get(&addr)
+                .is_some_and(|c| v6.is_none_or(|v6| listener::v6_matches(c.raw_fd(), addr, v6)));
+            if kept || fresh.iter().any(|(_, a, _)| *a == addr) {
                 continue;
             }
-            match listener::bind_std(addr) {
+            match listener::bind_std(addr, v6.unwrap_or_default()) {
                 Ok(l) => fresh.push((name, addr, l)),
                 Err(e) => {
                     report.errors.push(format!(
@@ -229,10 +235,11 @@ impl Supervisor {
 
         // Listeners: keep, rebind to another frontend, open, or stop.
         let wanted: HashMap<SocketAddr, Arc<str>> =
-            binds(&cfg).into_iter().map(|(n, a)| (a, n)).collect();
+            binds(&cfg).into_iter().map(|(n, a, _)| (a, n)).collect();
         let current: Vec<SocketAddr> = st.listeners.keys().copied().collect();
         for addr in current {
-            match wanted.get(&addr) {
+            let replaced = fresh.iter().any(|(_, a, _)| *a == addr);
+            match wanted.get(&addr).filter(|_| !replaced) {
                 Some(name) => {
                     let limit = self.limit_for(&mut st, &new, name);
                     if let Some(ctl) = st.listeners.get(&addr) {
@@ -245,7 +252,9 @@ impl Supervisor {
                 None => {
                     if let Some(ctl) = st.listeners.remove(&addr) {
                         ctl.stop();
-                        report.changes.push(format!("listener {addr} closed"));
+                        if !replaced {
+                            report.changes.push(format!("listener {addr} closed"));
+                        }
                     }
                 }
             }
@@ -385,7 +394,9 @@ pub(crate) async fn bounded<F: std::future::Future>(generation: u64, fut: F) -> 
     }
 }
 
-fn binds(cfg: &Config) -> Vec<(Arc<str>, SocketAddr)> {
+/// The frontends' addresses, with the `v6only`/`v4v6` choice of each
+/// (`None` for an inherited socket, kept as it came).
+fn binds(cfg: &Config) -> Vec<(Arc<str>, SocketAddr, Option<crate::config::model::BindV6>)> {
     cfg.proxies
         .iter()
         .filter(|p| p.kind.has_frontend())
@@ -396,13 +407,17 @@ fn binds(cfg: &Config) -> Vec<(Arc<str>, SocketAddr)> {
             // re-binds it.
             p.binds
                 .iter()
-                .flat_map(|b| match b.fd {
-                    Some(fd) => crate::frontend::listener::inherited_addr(fd)
-                        .into_iter()
-                        .collect(),
-                    None => b.addrs.clone(),
+                .flat_map(|b| {
+                    let addrs: Vec<SocketAddr> = match b.fd {
+                        Some(fd) => crate::frontend::listener::inherited_addr(fd)
+                            .into_iter()
+                            .collect(),
+                        None => b.addrs.clone(),
+                    };
+                    let v6 = b.fd.is_none().then_some(b.v6);
+                    addrs.into_iter().map(move |a| (a, v6))
                 })
-                .map(move |a| (name.clone(), a))
+                .map(move |(a, v6)| (name.clone(), a, v6))
         })
         .collect()
 }

@@ -579,7 +579,7 @@ fn run(cfg: Config, opts: &Options) -> i32 {
                     bound.push((Arc::from(p.name.as_str()), *addr, l));
                     continue;
                 }
-                match crate::frontend::listener::bind_std(*addr) {
+                match crate::frontend::listener::bind_std(*addr, b.v6) {
                     Ok(l) => bound.push((Arc::from(p.name.as_str()), *addr, l)),
                     Err(e) => {
                         alert(
@@ -1033,7 +1033,7 @@ fn start_stats_socket(
     }
     match sock.tcp {
         Some(addr) => {
-            let listener = crate::frontend::listener::bind_std(addr)?;
+            let listener = crate::frontend::listener::bind_std(addr, sock.v6)?;
             tokio::spawn(crate::control::cli::serve_tcp(
                 listener,
                 sock.level,

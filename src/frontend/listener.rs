@@ -14,7 +14,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::net::TcpStream;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
-use crate::config::model::Mode;
+use crate::config::model::{BindV6, Mode};
 use crate::snapshot::runtime::Runtime;
 use crate::state::FrontendState;
 use crate::tls::Stream;
@@ -448,19 +448,52 @@ impl Drop for ClientConn {
     }
 }
 
-/// Binds a listening socket without a runtime (before daemonizing).
-pub(crate) fn bind_std(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
+/// Binds a listening socket without a runtime (before daemonizing), with
+/// the `v6only`/`v4v6` choice of its `bind` line.
+pub(crate) fn bind_std(addr: SocketAddr, v6: BindV6) -> std::io::Result<std::net::TcpListener> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     socket.set_reuse_address(true)?;
     // As HAProxy: a new process (`-sf`) can bind next to the old one.
     set_reuse_port(&socket)?;
     if addr.is_ipv6() {
-        socket.set_only_v6(true)?;
+        // As HAProxy: without either option the system's default stands
+        // (`net.ipv6.bindv6only`, 0 on most systems: `:::80` takes IPv4).
+        match v6 {
+            BindV6::System => {}
+            BindV6::V6Only => socket.set_only_v6(true)?,
+            BindV6::V4V6 => socket.set_only_v6(false)?,
+        }
     }
     socket.bind(&addr.into())?;
     socket.listen(BACKLOG)?;
     socket.set_nonblocking(true)?;
     Ok(socket.into())
+}
+
+/// Whether the listening socket `fd` already is what `v6` asks for: a
+/// reload keeps it then, else binds it again (the option cannot change
+/// once a socket is bound).
+pub(crate) fn v6_matches(fd: RawFd, addr: SocketAddr, v6: BindV6) -> bool {
+    if !addr.is_ipv6() {
+        return true;
+    }
+    // SAFETY: `fd` is a listening socket owned by a running accept loop;
+    // the reference lives only for this call.
+    let sock = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    let Ok(only) = socket2::SockRef::from(&sock).only_v6() else {
+        return true;
+    };
+    only == match v6 {
+        BindV6::V6Only => true,
+        BindV6::V4V6 => false,
+        BindV6::System => system_v6only(),
+    }
+}
+
+/// `net.ipv6.bindv6only`: what an IPv6 socket is without the option set
+/// (0, Linux's default, when it cannot be read).
+fn system_v6only() -> bool {
+    std::fs::read_to_string("/proc/sys/net/ipv6/bindv6only").is_ok_and(|s| s.trim() == "1")
 }
 
 fn set_reuse_port(socket: &Socket) -> std::io::Result<()> {

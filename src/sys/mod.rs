@@ -1,5 +1,6 @@
 //! The operating system: process life cycle (daemon, signals, privileges,
 //! limits, affinity, systemd notifications) and the worker threads.
 
+pub(crate) mod abns;
 pub(crate) mod process;
 pub(crate) mod workers;

@@ -427,6 +427,7 @@ pub(crate) fn export_cli_env(sockets: &[crate::config::model::StatsSocket]) {
             (Some(addr @ std::net::SocketAddr::V4(_)), _) => format!("ipv4@{addr}"),
             (Some(addr), _) => format!("ipv6@{addr}"),
             (None, Some(fd)) => format!("fd@{fd}"),
+            (None, None) if s.abns => format!("abns@{}", s.path.display()),
             (None, None) => {
                 let p = s.path.to_string_lossy();
                 let p = p.strip_prefix("unix@").unwrap_or(&p);

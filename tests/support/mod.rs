@@ -521,6 +521,22 @@ pub enum Ready {
     /// A [`Listen`] (its descriptor here): it accepts connections from the
     /// start, so the process is ready once it takes them off its queue.
     Inherited(RawFd, SocketAddr),
+    /// `abns@<name>`: a Linux abstract socket.
+    Abns(String),
+}
+
+/// Connects to `abns@<name>` as HAProxy 2.6 names it: the name padded with
+/// NULs to the whole `sun_path` (107 bytes after the leading NUL).
+pub fn abns_connect(name: &str) -> std::io::Result<StdUnixStream> {
+    StdUnixStream::connect_addr(&abns_addr(name))
+}
+
+/// The padded abstract address of `abns@<name>` (see [`abns_connect`]).
+pub fn abns_addr(name: &str) -> std::os::unix::net::SocketAddr {
+    use std::os::linux::net::SocketAddrExt;
+    let mut padded = [0u8; 107];
+    padded[..name.len()].copy_from_slice(name.as_bytes());
+    std::os::unix::net::SocketAddr::from_abstract_name(padded).expect("abstract address")
 }
 
 /// A running sluice process, killed on drop.
@@ -706,6 +722,7 @@ impl Sluice {
                 Ready::Tcp(a) => StdStream::connect_timeout(a, Duration::from_millis(200)).is_err(),
                 Ready::Unix(p) => StdUnixStream::connect(p).is_err(),
                 Ready::Inherited(fd, a) => !probe_taken(&mut probes, *fd, *a),
+                Ready::Abns(n) => abns_connect(n).is_err(),
             });
             if pending.is_empty() {
                 break;
@@ -829,6 +846,8 @@ pub fn ready_targets(cfg: &str, env: &HashMap<String, String>) -> Vec<Ready> {
             }
         } else if let Some(p) = a.strip_prefix("unix@") {
             out.push(Ready::Unix(PathBuf::from(p)));
+        } else if let Some(n) = a.strip_prefix("abns@") {
+            out.push(Ready::Abns(n.to_string()));
         } else if a.starts_with('/') {
             out.push(Ready::Unix(PathBuf::from(a)));
         } else if let Some((host, port)) = a.rsplit_once(':') {

@@ -83,6 +83,8 @@ impl State<'_> {
             tcp: None,
             expose_fd: false,
             fd: None,
+            v6: BindV6::System,
+            abns: false,
         };
         if let Some(n) = target.strip_prefix("fd@") {
             match addr::fd_ref_checked(n) {
@@ -95,6 +97,10 @@ impl State<'_> {
             }
         } else if let Some(path) = target.strip_prefix("unix@") {
             sock.path = PathBuf::from(path);
+        } else if let Some(name) = target.strip_prefix("abns@") {
+            // A Linux abstract socket: a name, no file (and no `./abns@x`).
+            sock.path = PathBuf::from(name);
+            sock.abns = true;
         } else if target.starts_with("ipv4@") || target.starts_with("ipv6@") {
             match addr::bind_addrs(target, target, self.resolve) {
                 Ok(a) if a.len() == 1 => sock.tcp = a.first().copied(),
@@ -115,9 +121,20 @@ impl State<'_> {
         }
         let mut i = 3;
         let mut ok = true;
+        let (mut v6only, mut v4v6) = (false, false);
         while let Some(w) = words.get(i) {
             let val = words.get(i + 1).map(String::as_str);
             match w.as_str() {
+                // The two options without a value.
+                "v6only" | "v4v6" => {
+                    if w == "v6only" {
+                        v6only = true;
+                    } else {
+                        v4v6 = true;
+                    }
+                    i += 1;
+                    continue;
+                }
                 "level" => match val {
                     Some("user") => sock.level = CliLevel::User,
                     Some("operator") => sock.level = CliLevel::Operator,
@@ -199,6 +216,11 @@ impl State<'_> {
             }
             i += 2;
         }
+        sock.v6 = match (v6only, v4v6) {
+            (true, _) => BindV6::V6Only,
+            (false, true) => BindV6::V4V6,
+            (false, false) => BindV6::System,
+        };
         if sock.expose_fd && sock.tcp.is_some() {
             self.warn(
                 loc,

@@ -483,9 +483,10 @@ impl State<'_> {
                 "'bind' expects {<path>|[addr1]:port1[-end1]}{,[addr]:port[-end]}... as arguments.",
             );
         };
-        let (mut ok, tls, accept_proxy, proto) = match self.bind_options(loc, text, &words[2..]) {
-            Ok((tls, proxy, proto)) => (true, tls, proxy, proto),
-            Err(()) => (false, None, false, BindProto::Auto),
+        let (mut ok, tls, accept_proxy, proto, v6) = match self.bind_options(loc, text, &words[2..])
+        {
+            Ok((tls, proxy, proto, v6)) => (true, tls, proxy, proto, v6),
+            Err(()) => (false, None, false, BindProto::Auto, BindV6::System),
         };
         let mut binds = Vec::new();
         // HAProxy quotes the argument as written (variables unexpanded).
@@ -524,6 +525,7 @@ impl State<'_> {
                         accept_proxy,
                         tls: tls.clone(),
                         proto,
+                        v6,
                     }),
                     Err(e) => {
                         ok = false;
@@ -541,6 +543,7 @@ impl State<'_> {
                     accept_proxy,
                     tls: tls.clone(),
                     proto,
+                    v6,
                 }),
                 Err(e) => {
                     ok = false;
@@ -559,6 +562,7 @@ impl State<'_> {
                 accept_proxy,
                 tls: None,
                 proto,
+                v6,
             }];
         }
         self.px().binds.extend(binds);

@@ -19,6 +19,10 @@ const BIND_NOOPS: &[&str] = &[
     "prefer-client-ciphers",
 ];
 
+/// What a `bind` line's options make: its TLS setup (`None`: plain TCP),
+/// `accept-proxy`, `proto` and `v6only`/`v4v6`.
+type BindOptions = (Option<Arc<crate::tls::ListenTls>>, bool, BindProto, BindV6);
+
 impl State<'_> {
     fn base_path(base: Option<&PathBuf>, p: &str) -> PathBuf {
         match base {
@@ -34,7 +38,7 @@ impl State<'_> {
         loc: &Loc,
         text: &str,
         words: &[String],
-    ) -> Result<(Option<Arc<crate::tls::ListenTls>>, bool, BindProto), ()> {
+    ) -> Result<BindOptions, ()> {
         let g = self.global.ssl.clone();
         let mut ssl = false;
         let mut certs: Vec<LoadedCert> = Vec::new();
@@ -48,6 +52,7 @@ impl State<'_> {
         let mut ok = true;
         let mut accept_proxy = false;
         let mut proto = BindProto::Auto;
+        let (mut v6only, mut v4v6) = (false, false);
         // `ssl-default-bind-options` come first, the line's own override.
         let defaults: Vec<String> = g.bind_options.clone();
         for (from_global, list) in [(true, &defaults[..]), (false, words)] {
@@ -70,6 +75,16 @@ impl State<'_> {
                     }
                     "accept-proxy" => {
                         accept_proxy = true;
+                        1
+                    }
+                    // Socket options, not TLS ones: HAProxy refuses them in
+                    // `ssl-default-bind-options` too.
+                    "v6only" if !from_global => {
+                        v6only = true;
+                        1
+                    }
+                    "v4v6" if !from_global => {
+                        v4v6 = true;
                         1
                     }
                     "crt" | "crt-list" => {
@@ -242,6 +257,11 @@ impl State<'_> {
         if !ok {
             return Err(());
         }
+        let v6 = match (v6only, v4v6) {
+            (true, _) => BindV6::V6Only,
+            (false, true) => BindV6::V4V6,
+            (false, false) => BindV6::System,
+        };
         if !ssl {
             if crt_given {
                 self.warn(
@@ -249,7 +269,7 @@ impl State<'_> {
                     format!("'bind {text}' : 'crt' given without 'ssl': the listener is plain TCP, add 'ssl' to enable TLS."),
                 );
             }
-            return Ok((None, accept_proxy, proto));
+            return Ok((None, accept_proxy, proto, v6));
         }
         if certs.is_empty() {
             let px = self.px().name.clone();
@@ -280,7 +300,7 @@ impl State<'_> {
             self.warn(loc, format!("'bind {text}' : {w}"));
         }
         match built {
-            Ok(cfg) => Ok((Some(Arc::new(cfg)), accept_proxy, proto)),
+            Ok(cfg) => Ok((Some(Arc::new(cfg)), accept_proxy, proto, v6)),
             Err(e) => {
                 self.alert(loc, format!("'bind {text}' : {e}"));
                 Err(())

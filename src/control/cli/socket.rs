@@ -34,6 +34,13 @@ pub(crate) fn bind_unix(sock: &StatsSocket) -> io::Result<std::os::unix::net::Un
             "TCP stats sockets are served with serve_tcp",
         ));
     }
+    if sock.abns {
+        // No file: nothing to rename, own or chmod.
+        let addr = crate::sys::abns::addr(&path)?;
+        let listener = std::os::unix::net::UnixListener::bind_addr(&addr)?;
+        listener.set_nonblocking(true)?;
+        return Ok(listener);
+    }
     // `unix@/path` is HAProxy's explicit spelling of a UNIX path.
     let path = match path.strip_prefix("unix@") {
         Some(p) => PathBuf::from(p),
