@@ -8,3 +8,6 @@ pub(crate) mod park;
 pub(crate) mod reply;
 pub(crate) mod rules;
 pub(crate) mod service;
+
+#[cfg(test)]
+mod harness;

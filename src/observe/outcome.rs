@@ -425,7 +425,58 @@ pub(crate) fn finish(
     if let SrvName::Server(s) = &rec.server {
         count_on(&s.counters, Rows::SRV, t, status);
     }
+    #[cfg(test)]
+    seen::record(rec);
     emit(fe, rec, head, false);
+}
+
+/// Test builds only: the exchanges [`finish`] saw on this thread, so that
+/// in-process tests (`http::harness`) can check the typed record itself.
+#[cfg(test)]
+pub(crate) mod seen {
+    use std::cell::RefCell;
+
+    use super::{LogRecord, SrvName, Term};
+
+    /// What one ended exchange's record said.
+    #[derive(Debug, Clone)]
+    pub(crate) struct Ended {
+        pub(crate) status: i64,
+        pub(crate) term: Option<Term>,
+        pub(crate) backend: Option<String>,
+        /// The server's name, `<NOSRV>` when none was chosen.
+        pub(crate) server: String,
+        pub(crate) bytes_in: u64,
+        pub(crate) bytes_out: u64,
+        pub(crate) retries: u32,
+    }
+
+    thread_local! {
+        static ENDED: RefCell<Vec<Ended>> = const { RefCell::new(Vec::new()) };
+    }
+
+    pub(super) fn record(rec: &LogRecord) {
+        let server = match &rec.server {
+            SrvName::None => "<NOSRV>".to_string(),
+            SrvName::Stats => "<STATS>".to_string(),
+            SrvName::Server(s) => s.name.clone(),
+        };
+        let ended = Ended {
+            status: rec.status,
+            term: rec.term,
+            backend: rec.backend.as_ref().map(|b| b.name.clone()),
+            server,
+            bytes_in: rec.bytes_in,
+            bytes_out: rec.bytes_out,
+            retries: rec.retries,
+        };
+        ENDED.with(|e| e.borrow_mut().push(ended));
+    }
+
+    /// The exchanges ended on this thread since the last call.
+    pub(crate) fn take() -> Vec<Ended> {
+        ENDED.with(|e| std::mem::take(&mut *e.borrow_mut()))
+    }
 }
 
 #[cfg(test)]
