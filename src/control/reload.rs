@@ -222,10 +222,17 @@ impl Supervisor {
                 }
             }
         }
-        let new = self.rt.apply(&cfg, retire_removed);
+        // Compile (pure), apply the state changes, then publish: the state
+        // the new snapshot points at exists, configured, before any request
+        // can load it, and removed servers are retired by then.
+        let generation = self.rt.snapshot().generation + 1;
+        let (snap, state_changes) = crate::snapshot::compile(&cfg, &self.rt.registry, generation);
+        self.rt.apply(&state_changes);
+        let new = Arc::new(snap);
+        self.rt.swap(new.clone());
         let print = ConfigPrint::of(&cfg);
-        report.changes = std::mem::replace(&mut *crate::state::lock(&self.applied), print.clone())
-            .changes_to(&print);
+        let before = std::mem::replace(&mut *crate::state::lock(&self.applied), print.clone());
+        report.changes = before.changes_to(&print);
         dispatch_queues(&new);
         if let Some(after) = new.global.hard_stop_after {
             expire_generations_below(new.generation, after);
@@ -328,23 +335,6 @@ impl Supervisor {
         }
         *crate::state::lock(&self.last) = Some(report.clone());
         report
-    }
-}
-
-/// Servers that the new snapshot no longer has are drained: no new request
-/// goes to them, their requests in flight finish, their idle pooled
-/// connections close. Runs before the new snapshot is visible, so a slot a
-/// removed server frees is never handed to a request routed with it.
-fn retire_removed(old: &Snapshot, new: &Snapshot) {
-    for ob in old.backends() {
-        let nb = new.backend(&ob.name);
-        for s in &ob.servers {
-            let kept =
-                nb.is_some_and(|nb| nb.servers.iter().any(|n| Arc::ptr_eq(&n.state, &s.state)));
-            if !kept {
-                s.state.retire();
-            }
-        }
     }
 }
 

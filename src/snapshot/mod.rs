@@ -11,9 +11,10 @@ use std::sync::Arc;
 use crate::acl::eval::{AclSet, CompiledCond};
 use crate::config::model::{
     Balance, CheckKind, CheckParams, Config, ForwardFor, Global, HttpConnMode, HttpRequestAction,
-    HttpResponseAction, HttpReuse, Mode, ProxyKind, StatsPage, Timeouts,
+    HttpResponseAction, HttpReuse, Mode, Proxy, ProxyKind, StatsPage, Timeouts,
 };
 use crate::http::legacy::LegacyRt;
+use crate::state::change::{ServerSettings, StateChange};
 use crate::state::{BackendState, FrontendState, Registry, ServerState};
 use crate::upstream::balance::Lb;
 
@@ -183,241 +184,374 @@ pub(crate) struct ServerRt {
 /// (it derives its own from the fd limit; sluice picks a fixed safe value).
 pub(crate) const DEFAULT_MAXCONN: u32 = 4096;
 
-/// Builds the snapshot for `config`, creating or reusing runtime state in
-/// `registry` by name.
-pub(crate) fn compile(config: &Config, registry: &Registry, generation: u64) -> Snapshot {
-    let first_iid = if config.global.stats_sockets.is_empty() {
-        1
-    } else {
-        2
+/// Builds the snapshot for `config` over the runtime state `registry`
+/// holds, without writing to it: state the snapshot needs that does not
+/// exist yet is built here and, with every update the configuration asks
+/// of the state that does, returned as the change list. The caller applies
+/// the list (`Runtime::apply`) before it publishes the snapshot, so no
+/// request ever sees a snapshot pointing at state the registry lacks.
+pub(crate) fn compile(
+    config: &Config,
+    registry: &Registry,
+    generation: u64,
+) -> (Snapshot, Vec<StateChange>) {
+    let mut c = Compiler {
+        config,
+        registry,
+        first_iid: if config.global.stats_sockets.is_empty() {
+            1
+        } else {
+            2
+        },
+        global_maxconn: config.global.maxconn.unwrap_or(DEFAULT_MAXCONN),
+        changes: Vec::new(),
+        new_frontends: Vec::new(),
+        new_backends: Vec::new(),
     };
-    let global_maxconn = config.global.maxconn.unwrap_or(DEFAULT_MAXCONN);
-
     // Backends first, so that frontends can point at them.
-    let mut backends: Vec<(String, Arc<BackendRt>)> = Vec::new();
-    for (i, p) in config.proxies.iter().enumerate() {
-        if !p.kind.has_backend() {
-            continue;
+    let backends = c.backends();
+    let proxies = c.proxies(&backends);
+    c.removed_servers();
+    let snap = Snapshot {
+        generation,
+        global: config.global.clone(),
+        proxies,
+    };
+    (snap, c.changes)
+}
+
+/// One compilation: the inputs, and the state changes found so far.
+struct Compiler<'a> {
+    config: &'a Config,
+    registry: &'a Registry,
+    first_iid: u32,
+    global_maxconn: u32,
+    changes: Vec<StateChange>,
+    /// States built by this compilation (the registry has them only once
+    /// the changes are applied).
+    new_frontends: Vec<(String, Arc<FrontendState>)>,
+    new_backends: Vec<Arc<BackendState>>,
+}
+
+/// The backends of a snapshot by name, as frontends look them up.
+type Backends = Vec<(String, Arc<BackendRt>)>;
+
+fn find_backend(backends: &Backends, name: &str) -> Option<Arc<BackendRt>> {
+    backends
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, b)| b.clone())
+}
+
+impl Compiler<'_> {
+    /// The state of frontend `name`: the registry's, or a new one.
+    fn frontend_state(&mut self, name: &str) -> Arc<FrontendState> {
+        if let Some(st) = self.registry.find_frontend(name) {
+            return st;
         }
-        let state = registry.backend(&p.name);
-        let sids = server_ids(&p.servers);
-        let servers: Vec<ServerRt> = p
-            .servers
+        if let Some((_, st)) = self.new_frontends.iter().find(|(n, _)| n == name) {
+            return st.clone();
+        }
+        let st = Arc::new(FrontendState::default());
+        self.new_frontends.push((name.to_string(), st.clone()));
+        self.changes.push(StateChange::AddFrontend {
+            name: name.to_string(),
+            state: st.clone(),
+        });
+        st
+    }
+
+    /// The state of backend `name`: the registry's, or a new one.
+    fn backend_state(&mut self, name: &str) -> Arc<BackendState> {
+        if let Some(st) = self.registry.find_backend(name) {
+            return st;
+        }
+        if let Some(st) = self.new_backends.iter().find(|b| b.name == name) {
+            return st.clone();
+        }
+        let st = Arc::new(BackendState::new(name));
+        self.new_backends.push(st.clone());
+        self.changes.push(StateChange::AddBackend(st.clone()));
+        st
+    }
+
+    /// Every backend (and `listen`) section, in declaration order.
+    fn backends(&mut self) -> Backends {
+        let config = self.config;
+        config
+            .proxies
             .iter()
             .enumerate()
-            .map(|(j, s)| {
-                let params = s.check.unwrap_or_default();
-                let fresh = !state.has_server(&s.name);
-                let st = state.server(
-                    &s.name,
-                    s.addr,
-                    s.tls.as_ref(),
-                    s.opts.h2,
-                    s.check.is_some(),
-                    params.rise,
-                    params.fall,
-                );
-                st.weight
-                    .store(s.weight, std::sync::atomic::Ordering::Relaxed);
-                st.maxconn
-                    .store(s.maxconn, std::sync::atomic::Ordering::Relaxed);
-                st.observe.store(
-                    match s.opts.observe {
-                        None => 0,
-                        Some(crate::config::model::Observe::Layer4) => crate::state::OBSERVE_L4,
-                        Some(crate::config::model::Observe::Layer7) => crate::state::OBSERVE_L7,
-                    },
-                    std::sync::atomic::Ordering::Relaxed,
-                );
-                st.send_proxy
-                    .store(s.opts.send_proxy, std::sync::atomic::Ordering::Relaxed);
-                st.shutdown_on_down.store(
-                    s.opts.shutdown_on_down,
-                    std::sync::atomic::Ordering::Relaxed,
-                );
-                let cut_by_active = s.opts.backup
-                    && p.servers
-                        .iter()
-                        .any(|o| !o.opts.backup && o.opts.shutdown_backup_on_up);
-                st.cuttable.store(
-                    s.opts.shutdown_on_down || cut_by_active,
-                    std::sync::atomic::Ordering::Relaxed,
-                );
-                if fresh && s.opts.disabled {
-                    // `disabled`: starts in maintenance (a reload keeps the
-                    // state an operator set since).
-                    st.set_admin(crate::state::AdminState::Maint);
-                }
-                let minconn = if s.opts.minconn == 0 {
-                    s.maxconn
+            .filter(|(_, p)| p.kind.has_backend())
+            .map(|(i, p)| (p.name.clone(), self.backend(self.first_iid + i as u32, p)))
+            .collect()
+    }
+
+    /// Every proxy, in declaration order, its frontend pointing at the
+    /// backends compiled before.
+    fn proxies(&mut self, backends: &Backends) -> Vec<ProxyRt> {
+        let config = self.config;
+        config
+            .proxies
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let iid = self.first_iid + i as u32;
+                let backend = if p.kind.has_backend() {
+                    find_backend(backends, &p.name)
                 } else {
-                    s.opts.minconn.min(s.maxconn)
+                    None
                 };
-                ServerRt {
-                    sid: sids[j],
-                    name: s.name.clone(),
-                    state: st,
-                    weight: s.weight,
-                    check: s.check,
-                    backup: s.opts.backup,
-                    minconn,
-                    maxqueue: s.opts.maxqueue,
-                    slowstart_secs: s.opts.slowstart.map_or(0, |d| d.as_secs().max(1) as u32),
-                    opts: s.opts,
-                    cookie: s.cookie.as_deref().map(Box::from),
-                    check_tls: s.check_tls.clone(),
+                let frontend = p
+                    .kind
+                    .has_frontend()
+                    .then(|| self.frontend(iid, p, backend.as_ref(), backends));
+                ProxyRt {
+                    name: p.name.clone(),
+                    iid,
+                    frontend,
+                    backend,
                 }
             })
-            .collect();
+            .collect()
+    }
+
+    /// Servers the registry has in service that the configuration no longer
+    /// names (in a backend kept or gone): retired by the changes.
+    fn removed_servers(&mut self) {
+        for be in self.registry.backends() {
+            let kept = self
+                .config
+                .proxies
+                .iter()
+                .find(|p| p.kind.has_backend() && p.name == be.name);
+            for s in be.live_servers() {
+                if !kept.is_some_and(|p| p.servers.iter().any(|c| c.name == s.name)) {
+                    self.changes.push(StateChange::RemoveServer(s));
+                }
+            }
+        }
+    }
+
+    /// The servers of backend section `p`, their state found by name in
+    /// `state` or built.
+    fn servers(&mut self, p: &Proxy, state: &Arc<BackendState>) -> Vec<ServerRt> {
+        let sids = server_ids(&p.servers);
+        p.servers
+            .iter()
+            .zip(sids)
+            .map(|(s, sid)| {
+                let want = server_settings(p, s);
+                let st = match state.find_server(&s.name) {
+                    Some(st) => {
+                        want.changes_from(&st, &mut self.changes);
+                        st
+                    }
+                    None => {
+                        let st = Arc::new(want.build(&p.name, &s.name));
+                        self.changes.push(StateChange::AddServer {
+                            backend: state.clone(),
+                            server: st.clone(),
+                            maint: s.opts.disabled,
+                        });
+                        st
+                    }
+                };
+                server_rt(s, sid, st)
+            })
+            .collect()
+    }
+
+    /// A backend (or `listen`) section's backend side.
+    fn backend(&mut self, iid: u32, p: &Proxy) -> Arc<BackendRt> {
+        let config = self.config;
+        let state = self.backend_state(&p.name);
+        let servers = self.servers(p, &state);
         let lb_servers: Vec<_> = servers
             .iter()
             .zip(&p.servers)
             .map(|(s, c)| (s.sid, s.weight, s.backup, c.opts.slowstart))
             .collect();
-        let be_acls = AclSet::new(&p.acls);
-        let be_request = request_rules(p, &be_acls);
-        let be_response = response_rules(&p.http_response, &be_acls);
-        let be_stats = stats_rt(p.stats.as_ref(), &be_acls);
-        let fullconn = p
-            .fullconn
-            .unwrap_or_else(|| fullconn_for(config, &p.name, global_maxconn));
-        backends.push((
-            p.name.clone(),
-            Arc::new(BackendRt {
-                name: p.name.clone(),
-                iid: first_iid + i as u32,
-                max_head: config.global.max_head(),
-                bufsize: config.global.bufsize(),
-                state,
-                mode: p.mode,
-                timeouts: p.timeouts,
-                retries: p.retries,
-                tcpka: p.tcpka.server,
-                redispatch: p.redispatch,
-                retry_on: p.retry_on,
-                http_reuse: p.http_reuse,
-                conn_mode: p.conn_mode,
-                balance: p.balance.clone(),
-                lb: Lb::new(&p.balance, p.hash_type, p.allbackups, &lb_servers),
-                check: p.check_kind(),
-                log_health_checks: p.log_health_checks,
-                accept_invalid_resp: p.accept_invalid_resp,
-                tcp_content: tcp_rules(&p.tcp_content, &be_acls),
-                http_request: be_request,
-                legacy_at: p.blocks.len() + p.http_request.len(),
-                legacy_req: LegacyRt::compile(&p.legacy_req, &be_acls),
-                legacy_rsp: LegacyRt::compile(&p.legacy_rsp, &be_acls),
-                acls: be_acls,
-                http_response: be_response,
-                forwardfor: p.forwardfor.clone(),
-                errorfiles: p.errorfiles.clone(),
-                servers,
-                stats: be_stats,
-                log: crate::observe::log::LogSetup::compile(&p.log, &config.global.log)
-                    .map(Arc::new),
-                fullconn,
-                cookie: p.cookie.clone(),
-                persist: p.persist,
-            }),
-        ));
-    }
-    let find_backend = |name: &str| {
-        backends
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, b)| b.clone())
-    };
-
-    let mut proxies = Vec::new();
-    for (i, p) in config.proxies.iter().enumerate() {
-        let iid = first_iid + i as u32;
-        let backend = if p.kind.has_backend() {
-            find_backend(&p.name)
-        } else {
-            None
-        };
-        let frontend = p.kind.has_frontend().then(|| {
-            let acls = AclSet::new(&p.acls);
-            let http_request = request_rules(p, &acls);
-            let monitor = p.monitor_uri.clone().map(|uri| {
-                let fail = p.monitor_fail.as_ref().map(|c| acls.compile(c));
-                (uri, fail)
-            });
-            let switching = p
-                .use_backends
-                .iter()
-                .filter_map(|u| Some((find_backend(&u.backend)?, acls.compile(&u.cond))))
-                .collect();
-            let fe_response = response_rules(&p.http_response, &acls);
-            let fe_stats = stats_rt(p.stats.as_ref(), &acls);
-            // A listen section's default backend is itself.
-            let default_backend = match &p.default_backend {
-                Some((name, _)) => find_backend(name),
-                None if p.kind == ProxyKind::Listen => backend.clone(),
-                None => None,
-            };
-            Arc::new(FrontendRt {
-                name: p.name.clone(),
-                iid,
-                tls_binds: tls_binds(p),
-                max_head: config.global.max_head(),
-                bufsize: config.global.bufsize(),
-                splice: config.global.splice(),
-                state: registry.frontend(&p.name),
-                mode: p.mode,
-                maxconn: p.maxconn.unwrap_or(global_maxconn),
-                timeouts: p.timeouts,
-                conn_mode: p.conn_mode,
-                ignore_probes: p.ignore_probes,
-                disable_h2_upgrade: p.disable_h2_upgrade,
-                accept_invalid_req: p.accept_invalid_req,
-                // An inherited `fd@` socket is a listener too (HAProxy counts
-                // it in `show info` and numbers it among the frontend's).
-                binds: p.binds.iter().flat_map(bind_addrs).collect(),
-                accept_proxy: p
-                    .binds
-                    .iter()
-                    .filter(|b| b.accept_proxy)
-                    .flat_map(bind_addrs)
-                    .collect(),
-                bind_protos: p
-                    .binds
-                    .iter()
-                    .filter(|b| b.proto != crate::config::model::BindProto::Auto)
-                    .flat_map(|b| bind_addrs(b).into_iter().map(move |a| (a, b.proto)))
-                    .collect(),
-                h2: crate::http::h2::Limits::of(&config.global),
-                tcp_connection: tcp_rules(&p.tcp_connection, &acls),
-                tcp_content: tcp_rules(&p.tcp_content, &acls),
-                inspect_delay: p.inspect_delay,
-                legacy_at: p.blocks.len() + p.http_request.len(),
-                legacy_req: LegacyRt::compile(&p.legacy_req, &acls),
-                legacy_rsp: LegacyRt::compile(&p.legacy_rsp, &acls),
-                acls,
-                http_request,
-                monitor,
-                tcpka: p.tcpka.client,
-                captures: p.captures.clone(),
-                switching,
-                default_backend,
-                http_response: fe_response,
-                forwardfor: p.forwardfor.clone(),
-                errorfiles: p.errorfiles.clone(),
-                stats: fe_stats,
-                log: crate::observe::log::FrontendLog::compile(&p.log, &config.global.log),
-            })
-        });
-        proxies.push(ProxyRt {
+        let acls = AclSet::new(&p.acls);
+        Arc::new(BackendRt {
             name: p.name.clone(),
             iid,
-            frontend,
-            backend,
-        });
+            max_head: config.global.max_head(),
+            bufsize: config.global.bufsize(),
+            state,
+            mode: p.mode,
+            timeouts: p.timeouts,
+            retries: p.retries,
+            tcpka: p.tcpka.server,
+            redispatch: p.redispatch,
+            retry_on: p.retry_on,
+            http_reuse: p.http_reuse,
+            conn_mode: p.conn_mode,
+            balance: p.balance.clone(),
+            lb: Lb::new(&p.balance, p.hash_type, p.allbackups, &lb_servers),
+            check: p.check_kind(),
+            log_health_checks: p.log_health_checks,
+            accept_invalid_resp: p.accept_invalid_resp,
+            tcp_content: tcp_rules(&p.tcp_content, &acls),
+            http_request: request_rules(p, &acls),
+            legacy_at: p.blocks.len() + p.http_request.len(),
+            legacy_req: LegacyRt::compile(&p.legacy_req, &acls),
+            legacy_rsp: LegacyRt::compile(&p.legacy_rsp, &acls),
+            http_response: response_rules(&p.http_response, &acls),
+            stats: stats_rt(p.stats.as_ref(), &acls),
+            acls,
+            forwardfor: p.forwardfor.clone(),
+            errorfiles: p.errorfiles.clone(),
+            servers,
+            log: crate::observe::log::LogSetup::compile(&p.log, &config.global.log).map(Arc::new),
+            fullconn: p
+                .fullconn
+                .unwrap_or_else(|| fullconn_for(config, &p.name, self.global_maxconn)),
+            cookie: p.cookie.clone(),
+            persist: p.persist,
+        })
     }
-    Snapshot {
-        generation,
-        global: config.global.clone(),
-        proxies,
+
+    /// A frontend (or `listen`) section's frontend side; `own` is the
+    /// backend side of a `listen` section.
+    fn frontend(
+        &mut self,
+        iid: u32,
+        p: &Proxy,
+        own: Option<&Arc<BackendRt>>,
+        backends: &Backends,
+    ) -> Arc<FrontendRt> {
+        let config = self.config;
+        let acls = AclSet::new(&p.acls);
+        let monitor = p.monitor_uri.clone().map(|uri| {
+            let fail = p.monitor_fail.as_ref().map(|c| acls.compile(c));
+            (uri, fail)
+        });
+        let switching = p
+            .use_backends
+            .iter()
+            .filter_map(|u| Some((find_backend(backends, &u.backend)?, acls.compile(&u.cond))))
+            .collect();
+        // A listen section's default backend is itself.
+        let default_backend = match &p.default_backend {
+            Some((name, _)) => find_backend(backends, name),
+            None if p.kind == ProxyKind::Listen => own.cloned(),
+            None => None,
+        };
+        Arc::new(FrontendRt {
+            name: p.name.clone(),
+            iid,
+            tls_binds: tls_binds(p),
+            max_head: config.global.max_head(),
+            bufsize: config.global.bufsize(),
+            splice: config.global.splice(),
+            state: self.frontend_state(&p.name),
+            mode: p.mode,
+            maxconn: p.maxconn.unwrap_or(self.global_maxconn),
+            timeouts: p.timeouts,
+            conn_mode: p.conn_mode,
+            ignore_probes: p.ignore_probes,
+            disable_h2_upgrade: p.disable_h2_upgrade,
+            accept_invalid_req: p.accept_invalid_req,
+            // An inherited `fd@` socket is a listener too (HAProxy counts
+            // it in `show info` and numbers it among the frontend's).
+            binds: p.binds.iter().flat_map(listening_addrs).collect(),
+            accept_proxy: p
+                .binds
+                .iter()
+                .filter(|b| b.accept_proxy)
+                .flat_map(listening_addrs)
+                .collect(),
+            bind_protos: p
+                .binds
+                .iter()
+                .filter(|b| b.proto != crate::config::model::BindProto::Auto)
+                .flat_map(|b| listening_addrs(b).into_iter().map(move |a| (a, b.proto)))
+                .collect(),
+            h2: crate::http::h2::Limits::of(&config.global),
+            tcp_connection: tcp_rules(&p.tcp_connection, &acls),
+            tcp_content: tcp_rules(&p.tcp_content, &acls),
+            inspect_delay: p.inspect_delay,
+            legacy_at: p.blocks.len() + p.http_request.len(),
+            legacy_req: LegacyRt::compile(&p.legacy_req, &acls),
+            legacy_rsp: LegacyRt::compile(&p.legacy_rsp, &acls),
+            http_request: request_rules(p, &acls),
+            http_response: response_rules(&p.http_response, &acls),
+            stats: stats_rt(p.stats.as_ref(), &acls),
+            acls,
+            monitor,
+            tcpka: p.tcpka.client,
+            captures: p.captures.clone(),
+            switching,
+            default_backend,
+            forwardfor: p.forwardfor.clone(),
+            errorfiles: p.errorfiles.clone(),
+            log: crate::observe::log::FrontendLog::compile(&p.log, &config.global.log),
+        })
+    }
+}
+
+/// The addresses a bind line listens on: an inherited socket (`fd@n`)
+/// stands for the address it was found listening on.
+fn listening_addrs(b: &crate::config::model::Bind) -> Vec<SocketAddr> {
+    match b.fd {
+        Some(fd) => crate::frontend::listener::inherited_addr(fd)
+            .into_iter()
+            .collect(),
+        None => b.addrs.clone(),
+    }
+}
+
+/// What server line `s` of backend `p` wants of the server's runtime state.
+fn server_settings(p: &Proxy, s: &crate::config::model::Server) -> ServerSettings {
+    use crate::config::model::Observe;
+    let params = s.check.unwrap_or_default();
+    // A backup server's sessions are cut when an active server of its
+    // backend comes UP with `on-marked-up shutdown-backup-sessions`.
+    let cut_by_active = s.opts.backup
+        && p.servers
+            .iter()
+            .any(|o| !o.opts.backup && o.opts.shutdown_backup_on_up);
+    ServerSettings {
+        addr: s.addr,
+        tls: s.tls.clone(),
+        h2: s.opts.h2,
+        checked: s.check.is_some(),
+        rise: params.rise,
+        fall: params.fall,
+        weight: s.weight,
+        maxconn: s.maxconn,
+        observe: match s.opts.observe {
+            None => 0,
+            Some(Observe::Layer4) => crate::state::OBSERVE_L4,
+            Some(Observe::Layer7) => crate::state::OBSERVE_L7,
+        },
+        send_proxy: s.opts.send_proxy,
+        shutdown_on_down: s.opts.shutdown_on_down,
+        cuttable: s.opts.shutdown_on_down || cut_by_active,
+    }
+}
+
+/// A server of the snapshot, over its runtime state `st`.
+fn server_rt(s: &crate::config::model::Server, sid: u32, st: Arc<ServerState>) -> ServerRt {
+    let minconn = if s.opts.minconn == 0 {
+        s.maxconn
+    } else {
+        s.opts.minconn.min(s.maxconn)
+    };
+    ServerRt {
+        sid,
+        name: s.name.clone(),
+        state: st,
+        weight: s.weight,
+        check: s.check,
+        backup: s.opts.backup,
+        minconn,
+        maxqueue: s.opts.maxqueue,
+        slowstart_secs: s.opts.slowstart.map_or(0, |d| d.as_secs().max(1) as u32),
+        opts: s.opts,
+        cookie: s.cookie.as_deref().map(Box::from),
+        check_tls: s.check_tls.clone(),
     }
 }
 
@@ -524,17 +658,6 @@ impl Snapshot {
 
     pub(crate) fn backend(&self, name: &str) -> Option<&Arc<BackendRt>> {
         self.backends().find(|b| b.name == name)
-    }
-}
-
-/// The addresses a `bind` line listens on: those it names, or for `fd@N`
-/// the one the inherited socket was found listening on.
-fn bind_addrs(b: &crate::config::model::Bind) -> Vec<SocketAddr> {
-    match b.fd {
-        Some(fd) => crate::frontend::listener::inherited_addr(fd)
-            .into_iter()
-            .collect(),
-        None => b.addrs.clone(),
     }
 }
 

@@ -10,6 +10,7 @@ use arc_swap::ArcSwap;
 use crate::config::model::Config;
 use crate::snapshot::Snapshot;
 use crate::state::Registry;
+use crate::state::change::StateChange;
 use crate::state::counters::{FreqCtr, Gauge};
 
 /// Process figures for `show info`.
@@ -56,15 +57,25 @@ pub struct Runtime {
 }
 
 impl Runtime {
+    /// The runtime of a process serving `config`: compiled as generation 1,
+    /// its state changes applied, then published.
     pub fn new(config: &Config, nbthread: u32) -> Arc<Runtime> {
-        let registry = Registry::default();
-        let snap = crate::snapshot::compile(config, &registry, 1);
-        Arc::new(Runtime {
-            snapshot: ArcSwap::from_pointee(snap),
-            registry,
+        let rt = Arc::new(Runtime {
+            // Nothing serves before the first swap: an empty generation 0
+            // only holds the place.
+            snapshot: ArcSwap::from_pointee(Snapshot {
+                generation: 0,
+                global: Default::default(),
+                proxies: Vec::new(),
+            }),
+            registry: Registry::default(),
             process: ProcessCounters::default(),
             nbthread,
-        })
+        });
+        let (snap, changes) = crate::snapshot::compile(config, &rt.registry, 1);
+        rt.apply(&changes);
+        rt.swap(Arc::new(snap));
+        rt
     }
 
     /// The snapshot to use for one request (or one CLI command).
@@ -78,25 +89,19 @@ impl Runtime {
         f(&self.snapshot.load())
     }
 
-    /// Compiles `config` over the same runtime state and swaps it in.
-    /// Compiles `config` into the next snapshot and swaps it in, running
-    /// `before_swap(old, new)` before requests can see it (a reload retires
-    /// removed servers there, so no request routed with the new snapshot is
-    /// ever handed one of them).
-    pub(crate) fn apply(
-        &self,
-        config: &Config,
-        before_swap: impl FnOnce(&Snapshot, &Snapshot),
-    ) -> Arc<Snapshot> {
-        let old = self.snapshot();
-        let snap = Arc::new(crate::snapshot::compile(
-            config,
-            &self.registry,
-            old.generation + 1,
-        ));
-        before_swap(&old, &snap);
-        self.snapshot.store(snap.clone());
-        snap
+    /// Performs the state changes a compilation returned. Must run before
+    /// the snapshot compiled with them is swapped in: the state it points
+    /// at is then in the registry, with the configured weights, limits and
+    /// peers, and removed servers are retired before any request routed
+    /// with the new snapshot can be handed one of them.
+    pub(crate) fn apply(&self, changes: &[StateChange]) {
+        self.registry.apply(changes);
+    }
+
+    /// Publishes `snap`: requests that load the snapshot from now on use
+    /// it; those in flight finish on the one they loaded.
+    pub(crate) fn swap(&self, snap: Arc<Snapshot>) {
+        self.snapshot.store(snap);
     }
 
     pub(crate) fn uptime_secs(&self) -> u64 {

@@ -3,6 +3,7 @@
 //! reload compiles a new snapshot that points at the same state objects.
 
 pub(crate) mod capture;
+pub(crate) mod change;
 pub(crate) mod sessions;
 
 pub(crate) mod counters;
@@ -252,6 +253,11 @@ impl ServerState {
         self.retired.load(Relaxed)
     }
 
+    /// Back in a configuration after a reload had removed it.
+    pub(crate) fn revive(&self) {
+        self.retired.store(false, Relaxed);
+    }
+
     /// `set server .. addr`: new connections go to `addr`; idle connections
     /// to the old address are dropped with the old pool.
     pub(crate) fn set_addr(&self, addr: SocketAddr) {
@@ -284,42 +290,26 @@ impl BackendState {
         }
     }
 
-    /// Whether server `name` has a state already (an earlier generation).
-    pub(crate) fn has_server(&self, name: &str) -> bool {
-        lock(&self.servers).contains_key(name)
+    /// The state of server `name`, if an earlier generation had it.
+    pub(crate) fn find_server(&self, name: &str) -> Option<Arc<ServerState>> {
+        lock(&self.servers).get(name).cloned()
     }
 
-    /// The state of server `name`, created on first use. An address change
-    /// gives the server a fresh pool (idle connections to the old address
-    /// must not be reused); everything else is kept.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn server(
-        &self,
-        name: &str,
-        addr: SocketAddr,
-        tls: Option<&Arc<crate::tls::upstream::UpstreamTls>>,
-        h2: bool,
-        checked: bool,
-        rise: u32,
-        fall: u32,
-    ) -> Arc<ServerState> {
-        let mut map = lock(&self.servers);
-        let s = map
-            .entry(name.to_string())
-            .or_insert_with(|| {
-                Arc::new(ServerState::new(
-                    &self.name, name, addr, checked, rise, fall,
-                ))
-            })
-            .clone();
-        if !s.pool.load().same_peer(addr, tls, h2) {
-            s.pool.store(Arc::new(Pool::new(addr, tls.cloned(), h2)));
-        }
-        // Back in a configuration after a reload had removed it.
-        s.retired.store(false, Relaxed);
-        s.health.set_rise_fall(rise, fall);
-        s.health.set_checked(checked);
-        s
+    /// The servers that take part in a configuration now (not retired),
+    /// by name.
+    pub(crate) fn live_servers(&self) -> Vec<Arc<ServerState>> {
+        let mut v: Vec<_> = lock(&self.servers)
+            .values()
+            .filter(|s| !s.is_retired())
+            .cloned()
+            .collect();
+        v.sort_by(|a, b| a.name.cmp(&b.name));
+        v
+    }
+
+    /// Keeps a new server's state under its name (`StateChange::AddServer`).
+    pub(crate) fn insert_server(&self, s: Arc<ServerState>) {
+        lock(&self.servers).insert(s.name.clone(), s);
     }
 }
 
@@ -332,22 +322,21 @@ pub(crate) struct Registry {
 }
 
 impl Registry {
-    pub(crate) fn frontend(&self, name: &str) -> Arc<FrontendState> {
-        lock(&self.frontends)
-            .entry(name.to_string())
-            .or_insert_with(|| {
-                Arc::new(FrontendState {
-                    ..Default::default()
-                })
-            })
-            .clone()
+    /// The state of frontend `name`, if an earlier generation had it.
+    pub(crate) fn find_frontend(&self, name: &str) -> Option<Arc<FrontendState>> {
+        lock(&self.frontends).get(name).cloned()
     }
 
-    pub(crate) fn backend(&self, name: &str) -> Arc<BackendState> {
-        lock(&self.backends)
-            .entry(name.to_string())
-            .or_insert_with(|| Arc::new(BackendState::new(name)))
-            .clone()
+    /// The state of backend `name`, if an earlier generation had it.
+    pub(crate) fn find_backend(&self, name: &str) -> Option<Arc<BackendState>> {
+        lock(&self.backends).get(name).cloned()
+    }
+
+    /// Every backend state, by name.
+    pub(crate) fn backends(&self) -> Vec<Arc<BackendState>> {
+        let mut v: Vec<_> = lock(&self.backends).values().cloned().collect();
+        v.sort_by(|a, b| a.name.cmp(&b.name));
+        v
     }
 }
 

@@ -956,7 +956,9 @@ mod tests {
             )])
         });
         let cfg = l.config.unwrap_or_else(|| panic!("{:?}", l.diagnostics));
-        let snap = crate::snapshot::compile(&cfg, &Registry::default(), 1);
+        let registry = Registry::default();
+        let (snap, changes) = crate::snapshot::compile(&cfg, &registry, 1);
+        registry.apply(&changes);
         snap.backend("be").unwrap().clone()
     }
 

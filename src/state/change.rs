@@ -1,0 +1,388 @@
+//! The state changes a compiled configuration asks for. `snapshot::compile`
+//! only reads the registry; what it would have written is returned as a
+//! list of [`StateChange`]s, which `Runtime::apply` performs before the
+//! snapshot that points at the new state is published. `show reload` is
+//! rendered from the same list.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+
+use super::{AdminState, BackendState, FrontendState, Registry, ServerState};
+use crate::tls::upstream::UpstreamTls;
+
+/// One write to the runtime state, named after what it does. Servers are
+/// carried as their state object: a new one is built by `compile` (not yet
+/// shared with anyone), an existing one was found by name in the registry.
+#[derive(Debug, Clone)]
+pub(crate) enum StateChange {
+    /// A frontend name seen for the first time.
+    AddFrontend {
+        name: String,
+        state: Arc<FrontendState>,
+    },
+    /// A backend name seen for the first time (before its servers).
+    AddBackend(Arc<BackendState>),
+    /// A server seen for the first time in its backend; `maint` when the
+    /// configuration says `disabled` (it starts in maintenance).
+    AddServer {
+        backend: Arc<BackendState>,
+        server: Arc<ServerState>,
+        maint: bool,
+    },
+    /// A server a reload had removed is configured again.
+    ReviveServer(Arc<ServerState>),
+    /// A server no longer configured: out of load balancing, idle pooled
+    /// connections closed, requests in flight finish.
+    RemoveServer(Arc<ServerState>),
+    /// Another peer (address, TLS or HTTP/2): a fresh pool, so idle
+    /// connections to the old peer are never reused.
+    SetPeer {
+        server: Arc<ServerState>,
+        from: SocketAddr,
+        to: SocketAddr,
+        tls: Option<Arc<UpstreamTls>>,
+        h2: bool,
+    },
+    SetWeight {
+        server: Arc<ServerState>,
+        from: u32,
+        to: u32,
+    },
+    SetMaxconn {
+        server: Arc<ServerState>,
+        from: u32,
+        to: u32,
+    },
+    /// `check` on or off, `rise`, `fall`.
+    SetChecks {
+        server: Arc<ServerState>,
+        checked: bool,
+        rise: u32,
+        fall: u32,
+    },
+    /// `observe` (0, [`super::OBSERVE_L4`] or [`super::OBSERVE_L7`]).
+    SetObserve { server: Arc<ServerState>, to: u8 },
+    /// `send-proxy` (1), `send-proxy-v2` (2), none (0).
+    SetSendProxy { server: Arc<ServerState>, to: u8 },
+    /// `on-marked-down shutdown-sessions`.
+    SetShutdownOnDown { server: Arc<ServerState>, to: bool },
+    /// Whether live sessions listen for a cut (see `ServerState::cuttable`).
+    SetCuttable { server: Arc<ServerState>, to: bool },
+}
+
+/// What the configuration wants of one server's runtime state.
+#[derive(Debug, Clone)]
+pub(crate) struct ServerSettings {
+    pub(crate) addr: SocketAddr,
+    pub(crate) tls: Option<Arc<UpstreamTls>>,
+    pub(crate) h2: bool,
+    pub(crate) checked: bool,
+    pub(crate) rise: u32,
+    pub(crate) fall: u32,
+    pub(crate) weight: u32,
+    pub(crate) maxconn: u32,
+    pub(crate) observe: u8,
+    pub(crate) send_proxy: u8,
+    pub(crate) shutdown_on_down: bool,
+    pub(crate) cuttable: bool,
+}
+
+impl ServerSettings {
+    /// A new server's state, built with these settings. Nothing else sees
+    /// it until an [`StateChange::AddServer`] puts it in the registry.
+    pub(crate) fn build(&self, backend: &str, name: &str) -> ServerState {
+        let s = ServerState::new(backend, name, self.addr, self.checked, self.rise, self.fall);
+        s.pool.store(Arc::new(super::Pool::new(
+            self.addr,
+            self.tls.clone(),
+            self.h2,
+        )));
+        s.weight.store(self.weight, Relaxed);
+        s.maxconn.store(self.maxconn, Relaxed);
+        s.observe.store(self.observe, Relaxed);
+        s.send_proxy.store(self.send_proxy, Relaxed);
+        s.shutdown_on_down.store(self.shutdown_on_down, Relaxed);
+        s.cuttable.store(self.cuttable, Relaxed);
+        s
+    }
+
+    /// The changes that bring the live state of `s` to these settings, in
+    /// the order they are applied (revival first, so the server is back in
+    /// its backend with the new peer and limits at once).
+    pub(crate) fn changes_from(&self, s: &Arc<ServerState>, out: &mut Vec<StateChange>) {
+        if s.is_retired() {
+            out.push(StateChange::ReviveServer(s.clone()));
+        }
+        let pool = s.pool.load();
+        if !pool.same_peer(self.addr, self.tls.as_ref(), self.h2) {
+            out.push(StateChange::SetPeer {
+                server: s.clone(),
+                from: pool.addr(),
+                to: self.addr,
+                tls: self.tls.clone(),
+                h2: self.h2,
+            });
+        }
+        let info = s.health.info();
+        if s.health.is_checked() != self.checked
+            || info.rise != self.rise.max(1)
+            || info.fall != self.fall.max(1)
+        {
+            out.push(StateChange::SetChecks {
+                server: s.clone(),
+                checked: self.checked,
+                rise: self.rise,
+                fall: self.fall,
+            });
+        }
+        let weight = s.weight.load(Relaxed);
+        if weight != self.weight {
+            out.push(StateChange::SetWeight {
+                server: s.clone(),
+                from: weight,
+                to: self.weight,
+            });
+        }
+        let maxconn = s.maxconn.load(Relaxed);
+        if maxconn != self.maxconn {
+            out.push(StateChange::SetMaxconn {
+                server: s.clone(),
+                from: maxconn,
+                to: self.maxconn,
+            });
+        }
+        if s.observe.load(Relaxed) != self.observe {
+            out.push(StateChange::SetObserve {
+                server: s.clone(),
+                to: self.observe,
+            });
+        }
+        if s.send_proxy.load(Relaxed) != self.send_proxy {
+            out.push(StateChange::SetSendProxy {
+                server: s.clone(),
+                to: self.send_proxy,
+            });
+        }
+        if s.shutdown_on_down.load(Relaxed) != self.shutdown_on_down {
+            out.push(StateChange::SetShutdownOnDown {
+                server: s.clone(),
+                to: self.shutdown_on_down,
+            });
+        }
+        if s.cuttable.load(Relaxed) != self.cuttable {
+            out.push(StateChange::SetCuttable {
+                server: s.clone(),
+                to: self.cuttable,
+            });
+        }
+    }
+}
+
+/// One line per change, `server <backend>/<name> ...` as `show reload`
+/// words it.
+impl std::fmt::Display for StateChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let who = |s: &ServerState| format!("server {}/{}", s.backend, s.name);
+        match self {
+            StateChange::AddFrontend { name, .. } => write!(f, "frontend {name} added"),
+            StateChange::AddBackend(be) => write!(f, "backend {} added", be.name),
+            StateChange::AddServer { server, .. } => write!(f, "{} added", who(server)),
+            StateChange::ReviveServer(s) => write!(f, "{} added back", who(s)),
+            StateChange::RemoveServer(s) => write!(f, "{} removed", who(s)),
+            StateChange::SetPeer {
+                server, from, to, ..
+            } => {
+                write!(f, "{} address {from} -> {to}", who(server))
+            }
+            StateChange::SetWeight { server, from, to } => {
+                write!(f, "{} weight {from} -> {to}", who(server))
+            }
+            StateChange::SetMaxconn { server, from, to } => {
+                write!(f, "{} maxconn {from} -> {to}", who(server))
+            }
+            StateChange::SetChecks { server, .. } => {
+                write!(f, "{} check parameters", who(server))
+            }
+            StateChange::SetObserve { server, .. }
+            | StateChange::SetSendProxy { server, .. }
+            | StateChange::SetShutdownOnDown { server, .. }
+            | StateChange::SetCuttable { server, .. } => write!(f, "{} options", who(server)),
+        }
+    }
+}
+
+impl Registry {
+    /// Performs `changes` in order. Only reloads and start-up call it, one
+    /// at a time; requests never do.
+    pub(crate) fn apply(&self, changes: &[StateChange]) {
+        for c in changes {
+            match c {
+                StateChange::AddFrontend { name, state } => {
+                    super::lock(&self.frontends).insert(name.clone(), state.clone());
+                }
+                StateChange::AddBackend(be) => {
+                    super::lock(&self.backends).insert(be.name.clone(), be.clone());
+                }
+                StateChange::AddServer {
+                    backend,
+                    server,
+                    maint,
+                } => {
+                    if *maint {
+                        // `disabled`: starts in maintenance (a reload keeps
+                        // the state an operator set since).
+                        server.set_admin(AdminState::Maint);
+                    }
+                    backend.insert_server(server.clone());
+                }
+                StateChange::ReviveServer(s) => s.revive(),
+                StateChange::RemoveServer(s) => s.retire(),
+                StateChange::SetPeer {
+                    server,
+                    to,
+                    tls,
+                    h2,
+                    ..
+                } => server
+                    .pool
+                    .store(Arc::new(super::Pool::new(*to, tls.clone(), *h2))),
+                StateChange::SetWeight { server, to, .. } => server.weight.store(*to, Relaxed),
+                StateChange::SetMaxconn { server, to, .. } => server.maxconn.store(*to, Relaxed),
+                StateChange::SetChecks {
+                    server,
+                    checked,
+                    rise,
+                    fall,
+                } => {
+                    server.health.set_rise_fall(*rise, *fall);
+                    server.health.set_checked(*checked);
+                }
+                StateChange::SetObserve { server, to } => server.observe.store(*to, Relaxed),
+                StateChange::SetSendProxy { server, to } => server.send_proxy.store(*to, Relaxed),
+                StateChange::SetShutdownOnDown { server, to } => {
+                    server.shutdown_on_down.store(*to, Relaxed)
+                }
+                StateChange::SetCuttable { server, to } => server.cuttable.store(*to, Relaxed),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::model::Config;
+    use crate::config::parse_texts;
+
+    fn config(backend: &str) -> Config {
+        let text = format!(
+            "defaults\n mode http\n timeout connect 1s\n timeout client 1s\n timeout server 1s\n\
+             frontend fe\n bind 127.0.0.1:8000\n default_backend be\nbackend be\n{backend}\n"
+        );
+        let l = parse_texts(&[("t.cfg".into(), text)], &|_| None, &|h: &str, p: u16| {
+            Ok(vec![SocketAddr::new(
+                h.parse().map_err(|_| "bad".to_string())?,
+                p,
+            )])
+        });
+        l.config.unwrap_or_else(|| panic!("{:?}", l.diagnostics))
+    }
+
+    /// Compiles `cfg` over `reg` and applies the changes, returning them
+    /// one line each.
+    fn reload(reg: &Registry, cfg: &Config) -> Vec<String> {
+        let (_, changes) = crate::snapshot::compile(cfg, reg, 1);
+        reg.apply(&changes);
+        changes.iter().map(|c| c.to_string()).collect()
+    }
+
+    const TWO: &str = " server s1 127.0.0.1:8001\n server s2 127.0.0.1:8002";
+
+    #[test]
+    fn compile_writes_no_state() {
+        let reg = Registry::default();
+        let (_, changes) = crate::snapshot::compile(&config(TWO), &reg, 1);
+        assert!(reg.find_backend("be").is_none());
+        assert!(reg.find_frontend("fe").is_none());
+        assert_eq!(
+            changes.iter().map(|c| c.to_string()).collect::<Vec<_>>(),
+            [
+                "backend be added",
+                "server be/s1 added",
+                "server be/s2 added",
+                "frontend fe added"
+            ]
+        );
+    }
+
+    #[test]
+    fn same_config_twice_is_no_change() {
+        let reg = Registry::default();
+        let cfg = config(TWO);
+        assert!(!reload(&reg, &cfg).is_empty());
+        assert_eq!(reload(&reg, &cfg), Vec::<String>::new());
+    }
+
+    #[test]
+    fn dropped_server_is_removed_then_revived() {
+        let reg = Registry::default();
+        reload(&reg, &config(TWO));
+        let (_, changes) = crate::snapshot::compile(&config(" server s1 127.0.0.1:8001"), &reg, 2);
+        assert!(matches!(
+            changes.as_slice(),
+            [StateChange::RemoveServer(s)] if s.name == "s2"
+        ));
+        reg.apply(&changes);
+        let be = reg.find_backend("be").unwrap();
+        assert!(be.find_server("s2").unwrap().is_retired());
+        assert_eq!(reload(&reg, &config(TWO)), ["server be/s2 added back"]);
+        assert!(!be.find_server("s2").unwrap().is_retired());
+    }
+
+    #[test]
+    fn settings_changes_are_typed() {
+        let reg = Registry::default();
+        reload(&reg, &config(TWO));
+        let changed = " server s1 127.0.0.1:9001 weight 5 maxconn 7\n server s2 127.0.0.1:8002";
+        assert_eq!(
+            reload(&reg, &config(changed)),
+            [
+                "server be/s1 address 127.0.0.1:8001 -> 127.0.0.1:9001",
+                "server be/s1 weight 1 -> 5",
+                "server be/s1 maxconn 0 -> 7",
+            ]
+        );
+        let s1 = reg.find_backend("be").unwrap().find_server("s1").unwrap();
+        assert_eq!(s1.weight.load(Relaxed), 5);
+        assert_eq!(s1.maxconn.load(Relaxed), 7);
+    }
+
+    #[test]
+    fn removed_backend_retires_its_servers() {
+        let reg = Registry::default();
+        reload(&reg, &config(TWO));
+        let text = "defaults\n mode http\n timeout connect 1s\n timeout client 1s\n timeout server 1s\n\
+                    backend other\n server o 127.0.0.1:8003\n";
+        let l = parse_texts(
+            &[("t.cfg".into(), text.into())],
+            &|_| None,
+            &|h: &str, p: u16| {
+                Ok(vec![SocketAddr::new(
+                    h.parse().map_err(|_| "bad".to_string())?,
+                    p,
+                )])
+            },
+        );
+        let cfg = l.config.unwrap();
+        let lines = reload(&reg, &cfg);
+        assert!(
+            lines.contains(&"server be/s1 removed".to_string()),
+            "{lines:?}"
+        );
+        assert!(
+            lines.contains(&"server be/s2 removed".to_string()),
+            "{lines:?}"
+        );
+    }
+}
