@@ -401,7 +401,7 @@ fn haproxy_keywords_sluice_lacks_are_not_supported_yet() {
     lua-load /etc/sluice/x.lua
 {DEFAULTS}
 frontend fe
-    bind 127.0.0.1:{port} v6only
+    bind 127.0.0.1:{port} tfo
     http-request set-var(txn.x) str(a)
     http-response set-status 503
     option mysql-check
@@ -433,7 +433,7 @@ listen li
     let al = alerts(&err);
     for (line, want) in [
         (2, "'lua-load' is not supported by sluice yet"),
-        (10, "'v6only' option is not supported by sluice yet"),
+        (10, "'tfo' option is not supported by sluice yet"),
         (
             11,
             "'http-request set-var(txn.x)' is not supported by sluice yet",
