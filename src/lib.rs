@@ -13,6 +13,7 @@ pub mod haproxy26;
 pub mod http;
 pub mod loc;
 pub mod observe;
+pub mod sample;
 pub mod snapshot;
 pub mod state;
 pub mod sys;

@@ -3,4 +3,5 @@
 
 pub(crate) mod abns;
 pub(crate) mod process;
+pub(crate) mod time;
 pub(crate) mod workers;

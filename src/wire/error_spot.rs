@@ -6,7 +6,7 @@
 //! the refused head once more with HAProxy's grammar to find the byte. It
 //! only runs on the error path.
 
-use crate::wire::h1::{H1Error, MAX_HEADERS};
+use crate::wire::h1::{H1Error, MAX_HEADERS, is_tchar};
 
 /// HAProxy 2.6's `enum h1m_state` values this module can report.
 pub(crate) mod state {
@@ -133,10 +133,6 @@ struct Walk {
     transfer_encoding: Option<usize>,
     hosts: Vec<usize>,
     end: usize,
-}
-
-fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
 /// Locates the error `err` found in the message `raw` (a request head, or a

@@ -844,7 +844,7 @@ fn absolute_authority(target: &[u8]) -> Option<&[u8]> {
 }
 
 /// RFC 9110 token characters.
-fn is_tchar(b: u8) -> bool {
+pub(crate) fn is_tchar(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 

@@ -13,7 +13,6 @@
 //! changed, so a pick allocates nothing and takes no lock, except the
 //! roundrobin mutex per backend.
 
-mod hash;
 mod roundrobin;
 
 use std::net::IpAddr;
@@ -23,7 +22,19 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 
-pub(crate) use hash::{full_hash, gen_hash};
+pub(crate) use crate::sample::hash::full_hash;
+
+/// HAProxy's `gen_hash` (the function chosen by `hash-type`).
+pub(crate) fn gen_hash(func: crate::config::model::HashFn, key: &[u8]) -> u32 {
+    use crate::config::model::HashFn;
+    use crate::sample::hash;
+    match func {
+        HashFn::Sdbm => hash::sdbm(key),
+        HashFn::Djb2 => hash::djb2(key),
+        HashFn::Wt6 => hash::wt6(key),
+        HashFn::Crc32 => hash::crc32(key),
+    }
+}
 pub(crate) use roundrobin::RoundRobin;
 
 use crate::config::model::{Balance, HashType};

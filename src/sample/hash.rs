@@ -1,8 +1,6 @@
-//! HAProxy 2.6's hash functions (src/hash.c) and its integer avalanche
-//! (`full_hash`), bit for bit, so that hash-based balancing sends a key to
-//! the same server as HAProxy does.
-
-use crate::config::model::HashFn;
+//! HAProxy 2.6's hash functions and its integer avalanche (`full_hash`),
+//! bit for bit, so that hash-based balancing sends a key to the same
+//! server as HAProxy does and the hash converters give HAProxy's numbers.
 
 pub(crate) fn sdbm(key: &[u8]) -> u32 {
     key.iter().fold(0u32, |h, &c| {
@@ -36,15 +34,14 @@ pub(crate) fn wt6(key: &[u8]) -> u32 {
     h0 ^ h1
 }
 
+/// CRC-32 (IEEE 802.3), as HAProxy's `hash-type crc32` and `crc32`.
 pub(crate) fn crc32(key: &[u8]) -> u32 {
-    let mut h = !0u32;
-    for &b in key {
-        h ^= u32::from(b);
-        for _ in 0..8 {
-            h = (h >> 1) ^ if h & 1 != 0 { 0xedb88320 } else { 0 };
-        }
-    }
-    !h
+    crc::Crc::<u32>::new(&crc::CRC_32_ISO_HDLC).checksum(key)
+}
+
+/// CRC-32C (Castagnoli), the `crc32c` converter.
+pub(crate) fn crc32c(key: &[u8]) -> u32 {
+    crc::Crc::<u32>::new(&crc::CRC_32_ISCSI).checksum(key)
 }
 
 /// Bob Jenkins' full avalanche, then HAProxy's multiplication by a prime.
@@ -56,16 +53,6 @@ pub(crate) fn full_hash(mut a: u32) -> u32 {
     a = a.wrapping_add(0xfd7046c5).wrapping_add(a << 3);
     a = (a ^ 0xb55a4f09) ^ (a >> 16);
     a.wrapping_mul(3221225473)
-}
-
-/// HAProxy's `gen_hash` (the function chosen by `hash-type`).
-pub(crate) fn gen_hash(func: HashFn, key: &[u8]) -> u32 {
-    match func {
-        HashFn::Sdbm => sdbm(key),
-        HashFn::Djb2 => djb2(key),
-        HashFn::Wt6 => wt6(key),
-        HashFn::Crc32 => crc32(key),
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,855 @@
+//! Converters: what a sample becomes. Each is declared once in [`CONVERTERS`]
+//! with its arguments, the type it takes (the engine casts to it) and the
+//! type it gives; the results match HAProxy 2.6's on the same input.
+
+use std::borrow::Cow;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use base64::Engine as _;
+
+use super::arg::{Arg, ArgSpec, ArgType};
+use super::fetch::Ctx;
+use super::hash;
+use super::value::{Sample, SmpType};
+
+pub(crate) type ConvFn = for<'a> fn(Sample<'a>, &'a [Arg], &Ctx<'a>) -> Option<Sample<'a>>;
+
+/// Why a converter refused its arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum CheckError {
+    /// HAProxy refuses them too, with this message.
+    Invalid(String),
+    /// HAProxy takes them; sluice cannot yet (variables, for one).
+    Unsupported(String),
+}
+
+pub(crate) type CheckFn = fn(&mut Vec<Arg>) -> Result<(), CheckError>;
+
+/// One converter keyword.
+pub(crate) struct ConvDef {
+    pub(crate) name: &'static str,
+    pub(crate) args: ArgSpec,
+    pub(crate) check: Option<CheckFn>,
+    pub(crate) input: SmpType,
+    pub(crate) out: SmpType,
+    pub(crate) eval: ConvFn,
+}
+
+impl std::fmt::Debug for ConvDef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+pub(crate) fn find(name: &str) -> Option<&'static ConvDef> {
+    CONVERTERS.iter().find(|c| c.name == name)
+}
+
+const fn def(
+    name: &'static str,
+    args: ArgSpec,
+    input: SmpType,
+    out: SmpType,
+    eval: ConvFn,
+) -> ConvDef {
+    ConvDef {
+        name,
+        args,
+        check: None,
+        input,
+        out,
+        eval,
+    }
+}
+
+const fn checked(
+    name: &'static str,
+    args: ArgSpec,
+    check: CheckFn,
+    input: SmpType,
+    out: SmpType,
+    eval: ConvFn,
+) -> ConvDef {
+    ConvDef {
+        name,
+        args,
+        check: Some(check),
+        input,
+        out,
+        eval,
+    }
+}
+
+use ArgType as A;
+use SmpType as T;
+
+const NONE: ArgSpec = ArgSpec::NONE;
+const INT: ArgSpec = ArgSpec::of(&[A::Str], 1);
+const OPT_INT: ArgSpec = ArgSpec::of(&[A::Sint], 0);
+const FIELD: ArgSpec = ArgSpec::of(&[A::Sint, A::Str, A::Sint], 2);
+
+/// Every converter sluice knows, in HAProxy's documentation order.
+pub(crate) static CONVERTERS: &[ConvDef] = &[
+    checked("add", INT, int_or_var, T::Sint, T::Sint, |s, a, _| {
+        arith(s, a, i64::saturating_add)
+    }),
+    checked("and", INT, int_or_var, T::Sint, T::Sint, |s, a, _| {
+        arith(s, a, |x, y| x & y)
+    }),
+    def("b64dec", NONE, T::Str, T::Bin, |s, _, _| {
+        let out = base64::engine::general_purpose::STANDARD
+            .decode(s.bytes()?)
+            .ok()?;
+        Some(Sample::Bin(Cow::Owned(out)))
+    }),
+    def("base64", NONE, T::Bin, T::Str, |s, _, _| {
+        let out = base64::engine::general_purpose::STANDARD.encode(s.bytes()?);
+        Some(Sample::owned_str(out))
+    }),
+    checked(
+        "be2dec",
+        ArgSpec::of(&[A::Str, A::Sint, A::Sint], 2),
+        chunk_size,
+        T::Bin,
+        T::Str,
+        |s, a, _| {
+            let (sep, size) = (a[0].as_str(), a[1].as_int() as usize);
+            let trunc = a.get(2).is_some_and(|t| t.as_int() != 0);
+            let b = s.bytes()?;
+            let mut out = Vec::new();
+            for chunk in b.chunks(size) {
+                if trunc && chunk.len() < size {
+                    break;
+                }
+                if !out.is_empty() {
+                    out.extend_from_slice(sep.as_bytes());
+                }
+                let n = chunk.iter().fold(0u64, |n, &c| (n << 8) | c as u64);
+                out.extend_from_slice(n.to_string().as_bytes());
+            }
+            Some(Sample::Str(Cow::Owned(out)))
+        },
+    ),
+    checked(
+        "be2hex",
+        ArgSpec::of(&[A::Str, A::Sint, A::Sint], 0),
+        chunk_size_opt,
+        T::Bin,
+        T::Str,
+        |s, a, _| {
+            let sep = a.first().map_or("", Arg::as_str);
+            let size = a.get(1).map_or(1, |n| n.as_int().max(1)) as usize;
+            let trunc = a.get(2).is_some_and(|t| t.as_int() != 0);
+            let mut out = String::new();
+            for chunk in s.bytes()?.chunks(size) {
+                if trunc && chunk.len() < size {
+                    break;
+                }
+                if !out.is_empty() {
+                    out.push_str(sep);
+                }
+                for b in chunk {
+                    out.push_str(&format!("{b:02X}"));
+                }
+            }
+            Some(Sample::owned_str(out))
+        },
+    ),
+    def("bool", NONE, T::Sint, T::Bool, |s, _, _| {
+        Some(Sample::Bool(int(&s)? != 0))
+    }),
+    def(
+        "bytes",
+        ArgSpec::of(&[A::Sint, A::Sint], 1),
+        T::Bin,
+        T::Bin,
+        |s, a, _| {
+            let off = a[0].as_int().max(0) as usize;
+            let bin = match s {
+                Sample::Bin(b) => b,
+                _ => return None,
+            };
+            if off > bin.len() {
+                return None;
+            }
+            let end = match a.get(1) {
+                Some(l) => (off + l.as_int().max(0) as usize).min(bin.len()),
+                None => bin.len(),
+            };
+            Some(Sample::Bin(sub_cow(bin, off, end)))
+        },
+    ),
+    checked(
+        "concat",
+        ArgSpec::of(&[A::Str, A::Str, A::Str], 0),
+        concat_args,
+        T::Str,
+        T::Str,
+        |s, a, _| {
+            let mut out = s.bytes()?.to_vec();
+            out.extend_from_slice(a.first().map_or(&b""[..], Arg::as_bytes));
+            out.extend_from_slice(a.get(2).map_or(&b""[..], Arg::as_bytes));
+            Some(Sample::Str(Cow::Owned(out)))
+        },
+    ),
+    def("cpl", NONE, T::Sint, T::Sint, |s, _, _| {
+        Some(Sample::Sint(!int(&s)?))
+    }),
+    def("crc32", OPT_INT, T::Bin, T::Sint, |s, a, _| {
+        Some(hashed(hash::crc32(s.bytes()?), a))
+    }),
+    def("crc32c", OPT_INT, T::Bin, T::Sint, |s, a, _| {
+        Some(hashed(hash::crc32c(s.bytes()?), a))
+    }),
+    def("cut_crlf", NONE, T::Str, T::Str, |s, _, _| {
+        let b = s.bytes()?;
+        let end = b
+            .iter()
+            .position(|&c| c == b'\r' || c == b'\n')
+            .unwrap_or(b.len());
+        Some(Sample::Str(sub_cow(text(s), 0, end)))
+    }),
+    checked(
+        "digest",
+        ArgSpec::of(&[A::Str], 1),
+        digest_arg,
+        T::Bin,
+        T::Bin,
+        |s, a, _| digest(a[0].as_str(), s.bytes()?),
+    ),
+    checked("div", INT, int_or_var, T::Sint, T::Sint, |s, a, _| {
+        arith(s, a, |x, y| {
+            if y == 0 {
+                i64::MAX
+            } else {
+                x.checked_div(y).unwrap_or(i64::MAX)
+            }
+        })
+    }),
+    def("djb2", OPT_INT, T::Bin, T::Sint, |s, a, _| {
+        Some(hashed(hash::djb2(s.bytes()?), a))
+    }),
+    def("even", NONE, T::Sint, T::Bool, |s, _, _| {
+        Some(Sample::Bool(int(&s)? & 1 == 0))
+    }),
+    checked("field", FIELD, field_args, T::Str, T::Str, |s, a, _| {
+        split_fields(s, a, false)
+    }),
+    def("hex", NONE, T::Bin, T::Str, |s, _, _| {
+        let b = s.bytes()?;
+        let mut out = String::with_capacity(b.len() * 2);
+        for c in b {
+            out.push_str(&format!("{c:02X}"));
+        }
+        Some(Sample::owned_str(out))
+    }),
+    def("hex2i", NONE, T::Str, T::Sint, |s, _, _| {
+        let n = s
+            .bytes()?
+            .iter()
+            .map_while(|&c| (c as char).to_digit(16))
+            .fold(0i64, |n, d| n.wrapping_mul(16).wrapping_add(d as i64));
+        Some(Sample::Sint(n))
+    }),
+    checked(
+        "hmac",
+        ArgSpec::of(&[A::Str, A::Str], 2),
+        hmac_args,
+        T::Bin,
+        T::Bin,
+        |s, a, _| hmac(a[0].as_str(), a[1].as_bytes(), s.bytes()?),
+    ),
+    def("htonl", NONE, T::Sint, T::Bin, |s, _, _| {
+        Some(Sample::Bin(Cow::Owned(
+            (int(&s)? as u32).to_be_bytes().to_vec(),
+        )))
+    }),
+    checked(
+        "http_date",
+        ArgSpec::of(&[A::Sint, A::Str], 0),
+        time_unit,
+        T::Sint,
+        T::Str,
+        |s, a, _| {
+            let offset = a.first().map_or(0, Arg::as_int);
+            let (secs, frac) = split_time(int(&s)?, a.get(1).map_or("s", Arg::as_str));
+            let secs = secs.saturating_add(offset);
+            let mut out = crate::sys::time::strftime("%a, %d %b %Y %T", secs, false)?;
+            if let Some(frac) = frac {
+                out.push_str(&frac);
+            }
+            out.push_str(" GMT");
+            Some(Sample::owned_str(out))
+        },
+    ),
+    def(
+        "iif",
+        ArgSpec::of(&[A::Str, A::Str], 2),
+        T::Bool,
+        T::Str,
+        |s, a, _| {
+            let yes = matches!(s, Sample::Bool(true));
+            Some(Sample::str(a[if yes { 0 } else { 1 }].as_bytes()))
+        },
+    ),
+    checked(
+        "ipmask",
+        ArgSpec::of(&[A::Msk4, A::Msk6], 1),
+        no_check,
+        T::Addr,
+        T::Addr,
+        |s, a, _| {
+            let m4 = mask(&a[0]);
+            match s {
+                Sample::Ipv4(ip) => Some(Sample::Ipv4(mask4(ip, m4))),
+                Sample::Ipv6(ip) => match (a.get(1), ip.to_ipv4_mapped()) {
+                    (Some(m6), _) => Some(Sample::Ipv6(mask6(ip, mask(m6)))),
+                    (None, Some(v4)) => Some(Sample::Ipv4(mask4(v4, m4))),
+                    (None, None) => None,
+                },
+                _ => None,
+            }
+        },
+    ),
+    def("length", NONE, T::Str, T::Sint, |s, _, _| {
+        Some(Sample::Sint(s.bytes()?.len() as i64))
+    }),
+    def("lower", NONE, T::Str, T::Str, |s, _, _| {
+        Some(Sample::Str(map_bytes(text(s), |b| b.to_ascii_lowercase())))
+    }),
+    checked(
+        "ltime",
+        ArgSpec::of(&[A::Str, A::Sint], 1),
+        no_check,
+        T::Sint,
+        T::Str,
+        |s, a, _| {
+            let secs = int(&s)?.saturating_add(a.get(1).map_or(0, Arg::as_int));
+            Some(Sample::owned_str(crate::sys::time::strftime(
+                a[0].as_str(),
+                secs,
+                true,
+            )?))
+        },
+    ),
+    def(
+        "ltrim",
+        ArgSpec::of(&[A::Str], 1),
+        T::Str,
+        T::Str,
+        |s, a, _| {
+            let set = a[0].as_bytes();
+            let b = s.bytes()?;
+            let start = b.iter().position(|c| !set.contains(c)).unwrap_or(b.len());
+            let len = b.len();
+            Some(Sample::Str(sub_cow(text(s), start, len)))
+        },
+    ),
+    checked("mod", INT, int_or_var, T::Sint, T::Sint, |s, a, _| {
+        arith(s, a, |x, y| x.checked_rem(y).unwrap_or(0))
+    }),
+    checked("mul", INT, int_or_var, T::Sint, T::Sint, |s, a, _| {
+        arith(s, a, i64::saturating_mul)
+    }),
+    def("neg", NONE, T::Sint, T::Sint, |s, _, _| {
+        Some(Sample::Sint(int(&s)?.saturating_neg()))
+    }),
+    def("not", NONE, T::Sint, T::Bool, |s, _, _| {
+        Some(Sample::Bool(int(&s)? == 0))
+    }),
+    def("odd", NONE, T::Sint, T::Bool, |s, _, _| {
+        Some(Sample::Bool(int(&s)? & 1 == 1))
+    }),
+    checked("or", INT, int_or_var, T::Sint, T::Sint, |s, a, _| {
+        arith(s, a, |x, y| x | y)
+    }),
+    checked(
+        "regsub",
+        ArgSpec::of(&[A::Str, A::Str, A::Str], 2),
+        regsub_args,
+        T::Str,
+        T::Str,
+        |s, a, _| {
+            let Arg::Regex(re) = &a[0] else {
+                return None;
+            };
+            let global = a.get(2).is_some_and(|f| f.as_str().contains('g'));
+            Some(Sample::Str(Cow::Owned(regsub(
+                &re.0,
+                s.bytes()?,
+                a[1].as_bytes(),
+                global,
+            ))))
+        },
+    ),
+    def(
+        "rtrim",
+        ArgSpec::of(&[A::Str], 1),
+        T::Str,
+        T::Str,
+        |s, a, _| {
+            let set = a[0].as_bytes();
+            let b = s.bytes()?;
+            let end = b
+                .iter()
+                .rposition(|c| !set.contains(c))
+                .map_or(0, |i| i + 1);
+            Some(Sample::Str(sub_cow(text(s), 0, end)))
+        },
+    ),
+    def("sdbm", OPT_INT, T::Bin, T::Sint, |s, a, _| {
+        Some(hashed(hash::sdbm(s.bytes()?), a))
+    }),
+    def("sha1", NONE, T::Bin, T::Bin, |s, _, _| {
+        digest("sha1", s.bytes()?)
+    }),
+    checked("sha2", OPT_INT, sha2_bits, T::Bin, T::Bin, |s, a, _| {
+        let alg = match a.first().map_or(256, Arg::as_int) {
+            224 => "sha224",
+            384 => "sha384",
+            512 => "sha512",
+            _ => "sha256",
+        };
+        digest(alg, s.bytes()?)
+    }),
+    checked("sub", INT, int_or_var, T::Sint, T::Sint, |s, a, _| {
+        arith(s, a, i64::saturating_sub)
+    }),
+    def("ub64dec", NONE, T::Str, T::Bin, |s, _, _| {
+        let out = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(s.bytes()?)
+            .ok()?;
+        Some(Sample::Bin(Cow::Owned(out)))
+    }),
+    def("ub64enc", NONE, T::Bin, T::Str, |s, _, _| {
+        let out = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s.bytes()?);
+        Some(Sample::owned_str(out))
+    }),
+    def("upper", NONE, T::Str, T::Str, |s, _, _| {
+        Some(Sample::Str(map_bytes(text(s), |b| b.to_ascii_uppercase())))
+    }),
+    def("url_dec", OPT_INT, T::Str, T::Str, |s, a, _| {
+        let plus = a.first().is_some_and(|p| p.as_int() != 0);
+        Some(Sample::Str(Cow::Owned(url_decode(s.bytes()?, plus)?)))
+    }),
+    def(
+        "url_enc",
+        ArgSpec::of(&[A::Str], 0),
+        T::Str,
+        T::Str,
+        |s, _, _| {
+            let mut out = String::new();
+            for &b in s.bytes()? {
+                if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                    out.push(b as char);
+                } else {
+                    out.push_str(&format!("%{b:02X}"));
+                }
+            }
+            Some(Sample::owned_str(out))
+        },
+    ),
+    checked(
+        "utime",
+        ArgSpec::of(&[A::Str, A::Sint], 1),
+        no_check,
+        T::Sint,
+        T::Str,
+        |s, a, _| {
+            let secs = int(&s)?.saturating_add(a.get(1).map_or(0, Arg::as_int));
+            Some(Sample::owned_str(crate::sys::time::strftime(
+                a[0].as_str(),
+                secs,
+                false,
+            )?))
+        },
+    ),
+    checked("word", FIELD, word_args, T::Str, T::Str, |s, a, _| {
+        split_fields(s, a, true)
+    }),
+    def("wt6", OPT_INT, T::Bin, T::Sint, |s, a, _| {
+        Some(hashed(hash::wt6(s.bytes()?), a))
+    }),
+    def("xxh32", OPT_INT, T::Bin, T::Sint, |s, a, _| {
+        let seed = a.first().map_or(0, Arg::as_int) as u32;
+        Some(Sample::Sint(
+            xxhash_rust::xxh32::xxh32(s.bytes()?, seed) as i64
+        ))
+    }),
+    def("xxh64", OPT_INT, T::Bin, T::Sint, |s, a, _| {
+        let seed = a.first().map_or(0, Arg::as_int) as u64;
+        Some(Sample::Sint(
+            xxhash_rust::xxh64::xxh64(s.bytes()?, seed) as i64
+        ))
+    }),
+    checked("xor", INT, int_or_var, T::Sint, T::Sint, |s, a, _| {
+        arith(s, a, |x, y| x ^ y)
+    }),
+];
+
+fn int(s: &Sample<'_>) -> Option<i64> {
+    match s {
+        Sample::Sint(n) => Some(*n),
+        Sample::Bool(b) => Some(*b as i64),
+        _ => None,
+    }
+}
+
+fn arith<'a>(s: Sample<'a>, a: &[Arg], op: fn(i64, i64) -> i64) -> Option<Sample<'a>> {
+    Some(Sample::Sint(op(int(&s)?, a.first()?.as_int())))
+}
+
+/// The text of a string-like sample, keeping its borrow.
+fn text(s: Sample<'_>) -> Cow<'_, [u8]> {
+    match s {
+        Sample::Str(b) | Sample::Bin(b) | Sample::Meth(b) => b,
+        _ => Cow::Borrowed(b""),
+    }
+}
+
+fn sub_cow(c: Cow<'_, [u8]>, start: usize, end: usize) -> Cow<'_, [u8]> {
+    match c {
+        Cow::Borrowed(b) => Cow::Borrowed(&b[start..end]),
+        Cow::Owned(mut v) => {
+            v.truncate(end);
+            v.drain(..start);
+            Cow::Owned(v)
+        }
+    }
+}
+
+/// Copies only when a byte changes.
+fn map_bytes(c: Cow<'_, [u8]>, f: fn(u8) -> u8) -> Cow<'_, [u8]> {
+    if c.iter().all(|&b| f(b) == b) {
+        return c;
+    }
+    Cow::Owned(c.iter().map(|&b| f(b)).collect())
+}
+
+/// A hash as an integer sample; a non-zero argument asks for HAProxy's
+/// avalanche of the hash.
+fn hashed(h: u32, a: &[Arg]) -> Sample<'static> {
+    let h = if a.first().is_some_and(|x| x.as_int() != 0) {
+        hash::full_hash(h)
+    } else {
+        h
+    };
+    Sample::Sint(h as i64)
+}
+
+fn digest<'a>(alg: &str, data: &[u8]) -> Option<Sample<'a>> {
+    use sha2::Digest as _;
+    let out = match alg {
+        "md5" => md5::Md5::digest(data).to_vec(),
+        "sha1" => sha1::Sha1::digest(data).to_vec(),
+        "sha224" => sha2::Sha224::digest(data).to_vec(),
+        "sha256" => sha2::Sha256::digest(data).to_vec(),
+        "sha384" => sha2::Sha384::digest(data).to_vec(),
+        "sha512" => sha2::Sha512::digest(data).to_vec(),
+        _ => return None,
+    };
+    Some(Sample::Bin(Cow::Owned(out)))
+}
+
+fn hmac<'a>(alg: &str, key: &[u8], data: &[u8]) -> Option<Sample<'a>> {
+    use hmac::{Hmac, Mac as _};
+    macro_rules! sign {
+        ($d:ty) => {{
+            let mut mac = Hmac::<$d>::new_from_slice(key).ok()?;
+            mac.update(data);
+            mac.finalize().into_bytes().to_vec()
+        }};
+    }
+    let out = match alg {
+        "md5" => sign!(md5::Md5),
+        "sha1" => sign!(sha1::Sha1),
+        "sha224" => sign!(sha2::Sha224),
+        "sha256" => sign!(sha2::Sha256),
+        "sha384" => sign!(sha2::Sha384),
+        "sha512" => sign!(sha2::Sha512),
+        _ => return None,
+    };
+    Some(Sample::Bin(Cow::Owned(out)))
+}
+
+fn mask(a: &Arg) -> u8 {
+    match a {
+        Arg::Mask(m) => *m,
+        _ => 0,
+    }
+}
+
+fn mask4(ip: Ipv4Addr, bits: u8) -> Ipv4Addr {
+    let m = if bits == 0 {
+        0
+    } else {
+        u32::MAX << (32 - bits as u32)
+    };
+    Ipv4Addr::from(u32::from(ip) & m)
+}
+
+fn mask6(ip: Ipv6Addr, bits: u8) -> Ipv6Addr {
+    let m = if bits == 0 {
+        0
+    } else {
+        u128::MAX << (128 - bits as u32)
+    };
+    Ipv6Addr::from(u128::from(ip) & m)
+}
+
+/// `field` and `word`: the `count` fields from `index` (1-based; negative
+/// counts from the end; a count of 0 runs to the end). Words skip empty
+/// fields.
+fn split_fields<'a>(s: Sample<'a>, a: &[Arg], words: bool) -> Option<Sample<'a>> {
+    let idx = a[0].as_int();
+    let delims = a[1].as_bytes();
+    let count = a.get(2).map_or(1, Arg::as_int);
+    let text = text(s);
+    // Field spans, as (start, end) in `text`.
+    let mut spans = Vec::new();
+    let mut start = 0;
+    for (i, b) in text.iter().enumerate() {
+        if delims.contains(b) {
+            spans.push((start, i));
+            start = i + 1;
+        }
+    }
+    spans.push((start, text.len()));
+    if words {
+        spans.retain(|(s, e)| s < e);
+    }
+    let n = spans.len() as i64;
+    let (first, last) = if idx > 0 {
+        let first = idx - 1;
+        let last = if count == 0 { n - 1 } else { first + count - 1 };
+        (first, last.min(n - 1))
+    } else {
+        let last = n + idx;
+        let first = if count == 0 { 0 } else { last - count + 1 };
+        (first.max(0), last)
+    };
+    if first < 0 || first >= n || last < first {
+        return None;
+    }
+    let (s, _) = spans[first as usize];
+    let (_, e) = spans[last as usize];
+    Some(Sample::Str(sub_cow(text, s, e)))
+}
+
+fn url_decode(b: &[u8], plus: bool) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' => {
+                let hex = b.get(i + 1..i + 3)?;
+                let hex = std::str::from_utf8(hex).ok()?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            }
+            b'+' if plus => {
+                out.push(b' ');
+                i += 1;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    Some(out)
+}
+
+/// Splits an integer date in `unit` into seconds and the fraction HAProxy
+/// prints after them.
+fn split_time(n: i64, unit: &str) -> (i64, Option<String>) {
+    match unit {
+        // HAProxy prints the fraction without leading zeros.
+        "ms" => (n.div_euclid(1000), Some(format!(".{}", n.rem_euclid(1000)))),
+        "us" => (
+            n.div_euclid(1_000_000),
+            Some(format!(".{}", n.rem_euclid(1_000_000))),
+        ),
+        _ => (n, None),
+    }
+}
+
+// Argument checks: HAProxy's messages after "invalid args in converter".
+
+fn no_check(_: &mut Vec<Arg>) -> Result<(), CheckError> {
+    Ok(())
+}
+
+/// `add(<value>)` and the other arithmetic: an integer, or a variable.
+fn int_or_var(a: &mut Vec<Arg>) -> Result<(), CheckError> {
+    let text = a[0].as_str().to_string();
+    let digits = text.strip_prefix(['-', '+']).unwrap_or(&text);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        a[0] = Arg::Sint(super::value::str_to_int(text.as_bytes()));
+        return Ok(());
+    }
+    if var_name(&text) {
+        return Err(CheckError::Unsupported(format!("variable '{text}'")));
+    }
+    Err(CheckError::Invalid(
+        "expects an integer or a variable name".to_string(),
+    ))
+}
+
+/// `<scope>.<name>`, the scopes HAProxy 2.6 has.
+fn var_name(text: &str) -> bool {
+    match text.split_once('.') {
+        Some((scope, name)) => {
+            matches!(scope, "proc" | "sess" | "txn" | "req" | "res" | "check")
+                && !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_')
+        }
+        None => false,
+    }
+}
+
+fn field_args(a: &mut Vec<Arg>) -> Result<(), CheckError> {
+    if a[0].as_int() == 0 {
+        return Err(CheckError::Invalid(format!(
+            "Unexpected value {} for index.",
+            a[0].as_int()
+        )));
+    }
+    Ok(())
+}
+
+fn word_args(a: &mut Vec<Arg>) -> Result<(), CheckError> {
+    field_args(a)?;
+    if a[1].as_str().is_empty() {
+        return Err(CheckError::Invalid("Empty separators list.".to_string()));
+    }
+    Ok(())
+}
+
+fn chunk_size(a: &mut Vec<Arg>) -> Result<(), CheckError> {
+    let n = a[1].as_int();
+    if !(1..=8).contains(&n) {
+        return Err(CheckError::Invalid(format!(
+            "Chunk size must be in 1..8 range, got {n}."
+        )));
+    }
+    Ok(())
+}
+
+fn chunk_size_opt(a: &mut Vec<Arg>) -> Result<(), CheckError> {
+    if a.len() > 1 && a[1].as_int() < 1 {
+        return Err(CheckError::Invalid(format!(
+            "Chunk size must be positive, got {}.",
+            a[1].as_int()
+        )));
+    }
+    Ok(())
+}
+
+fn concat_args(a: &mut Vec<Arg>) -> Result<(), CheckError> {
+    if a.get(1).is_some_and(|v| !v.as_str().is_empty()) {
+        return Err(CheckError::Unsupported(format!(
+            "variable '{}' in 'concat'",
+            a[1].as_str()
+        )));
+    }
+    Ok(())
+}
+
+fn digest_arg(a: &mut Vec<Arg>) -> Result<(), CheckError> {
+    match a[0].as_str() {
+        "md5" | "sha1" | "sha224" | "sha256" | "sha384" | "sha512" => Ok(()),
+        _ => Err(CheckError::Invalid(
+            "algorithm must be a valid OpenSSL message digest name..".to_string(),
+        )),
+    }
+}
+
+fn hmac_args(a: &mut Vec<Arg>) -> Result<(), CheckError> {
+    if !matches!(
+        a[0].as_str(),
+        "md5" | "sha1" | "sha224" | "sha256" | "sha384" | "sha512"
+    ) {
+        return Err(CheckError::Invalid(
+            "algorithm must be a valid OpenSSL message digest name..".to_string(),
+        ));
+    }
+    let key = a[1].as_str();
+    if var_name(key) {
+        return Err(CheckError::Unsupported(format!(
+            "variable '{key}' in 'hmac'"
+        )));
+    }
+    match base64::engine::general_purpose::STANDARD.decode(key) {
+        Ok(k) => {
+            a[1] = Arg::Bin(k);
+            Ok(())
+        }
+        Err(_) => Err(CheckError::Invalid(
+            "failed to parse key : argument needs to be base64 encoded, and can either be a string or a variable.".to_string(),
+        )),
+    }
+}
+
+fn regsub_args(a: &mut Vec<Arg>) -> Result<(), CheckError> {
+    let flags = a.get(2).map_or("", Arg::as_str).to_string();
+    let pattern = a[0].as_str();
+    let re = regex::bytes::RegexBuilder::new(pattern)
+        .case_insensitive(flags.contains('i'))
+        .build()
+        .map_err(|e| CheckError::Invalid(format!("regex '{pattern}' is invalid ({e})")))?;
+    a[0] = Arg::Regex(super::arg::Regex(re));
+    Ok(())
+}
+
+fn sha2_bits(a: &mut Vec<Arg>) -> Result<(), CheckError> {
+    match a.first().map_or(256, Arg::as_int) {
+        224 | 256 | 384 | 512 => Ok(()),
+        n => Err(CheckError::Invalid(format!(
+            "Unsupported number of bits: '{n}'."
+        ))),
+    }
+}
+
+fn time_unit(a: &mut Vec<Arg>) -> Result<(), CheckError> {
+    match a.get(1).map_or("s", Arg::as_str) {
+        "s" | "ms" | "us" => Ok(()),
+        other => Err(CheckError::Invalid(format!(
+            "expects 's', 'ms' or 'us', got '{other}'"
+        ))),
+    }
+}
+
+/// Replaces the first match of `re` in `input` (every match when
+/// `global`) with `with`, where `\1`..`\9` stand for the groups.
+fn regsub(re: &regex::bytes::Regex, input: &[u8], with: &[u8], global: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(input.len());
+    let mut last = 0;
+    for caps in re.captures_iter(input) {
+        let Some(m) = caps.get(0) else { continue };
+        out.extend_from_slice(&input[last..m.start()]);
+        let mut i = 0;
+        while i < with.len() {
+            match (with[i], with.get(i + 1)) {
+                (b'\\', Some(d)) if d.is_ascii_digit() => {
+                    if let Some(g) = caps.get((d - b'0') as usize) {
+                        out.extend_from_slice(g.as_bytes());
+                    }
+                    i += 2;
+                }
+                (c, _) => {
+                    out.push(c);
+                    i += 1;
+                }
+            }
+        }
+        last = m.end();
+        if !global {
+            break;
+        }
+    }
+    out.extend_from_slice(&input[last..]);
+    out
+}

@@ -1,0 +1,141 @@
+//! A sample expression: one fetch and a chain of converters,
+//! `fetch(args),conv1(args),conv2`. Parsed once from the configuration
+//! (with HAProxy 2.6's messages) and evaluated per request.
+
+use super::arg::{self, Arg, ArgError};
+use super::conv::{self, CheckError, ConvDef};
+use super::fetch::{self, Ctx, FetchDef};
+use super::value::{Sample, SmpType};
+use crate::haproxy26::{Kind, haproxy_has};
+
+/// A compiled expression.
+#[derive(Debug, Clone)]
+pub(crate) struct Expr {
+    fetch: &'static FetchDef,
+    args: Vec<Arg>,
+    convs: Vec<(&'static ConvDef, Vec<Arg>)>,
+}
+
+/// Why an expression was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ExprError {
+    /// HAProxy refuses it too: its message, to follow "failed to parse
+    /// sample expression <...> : ".
+    #[error("{0}")]
+    Invalid(String),
+    /// HAProxy 2.6 has the keyword; sluice does not yet.
+    #[error("{0} is not supported by sluice yet")]
+    Unsupported(String),
+}
+
+/// Characters of fetch and converter names.
+fn is_name(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-' | b'+')
+}
+
+impl Expr {
+    /// Parses the expression at the start of `text`, which may run on (the
+    /// rest of a log-format string, of an ACL line): parsing stops at the
+    /// first character that cannot continue the expression, and its offset
+    /// is returned with the expression.
+    pub(crate) fn parse(text: &str) -> Result<(Expr, usize), ExprError> {
+        let b = text.as_bytes();
+        let mut i = b.iter().take_while(|&&c| is_name(c)).count();
+        let name = &text[..i];
+        let Some(fetch) = fetch::find(name) else {
+            return Err(if haproxy_has(Kind::Fetch, name) {
+                ExprError::Unsupported(format!("sample fetch '{name}'"))
+            } else {
+                ExprError::Invalid(format!("unknown fetch method '{name}'"))
+            });
+        };
+        let mut args = Vec::new();
+        if b.get(i) == Some(&b'(') {
+            let (a, used) = arg::parse(fetch.args, &text[i + 1..])
+                .map_err(|e| ExprError::Invalid(format!("fetch method '{name}' : {}", e.msg)))?;
+            args = a;
+            i += 1 + used;
+        }
+        // As with converters, a fetch named without its mandatory
+        // arguments is taken (HAProxy 2.6 does) and gives no sample.
+        if args.len() >= fetch.args.min
+            && let Some(check) = fetch.check
+        {
+            check(&mut args).map_err(|m| {
+                ExprError::Invalid(format!("invalid args in fetch method '{name}' : {m}"))
+            })?;
+        }
+        let mut out = fetch.out;
+        let mut convs = Vec::new();
+        while b.get(i) == Some(&b',') {
+            while b.get(i) == Some(&b',') {
+                i += 1;
+            }
+            let start = i;
+            i += b[i..].iter().take_while(|&&c| is_name(c)).count();
+            let cname = &text[start..i];
+            let Some(conv) = conv::find(cname) else {
+                return Err(if haproxy_has(Kind::Converter, cname) {
+                    ExprError::Unsupported(format!("converter '{cname}'"))
+                } else {
+                    ExprError::Invalid(format!("unknown converter '{cname}'"))
+                });
+            };
+            let mut cargs = Vec::new();
+            if b.get(i) == Some(&b'(') {
+                let (a, used) =
+                    arg::parse(conv.args, &text[i + 1..]).map_err(|e| conv_arg_error(cname, e))?;
+                cargs = a;
+                i += 1 + used;
+            }
+            if !out.casts_to(conv.input) {
+                return Err(ExprError::Invalid(format!(
+                    "converter '{cname}' cannot be applied"
+                )));
+            }
+            // A converter named without its mandatory arguments is taken
+            // as HAProxy 2.6 takes it, and then gives no sample.
+            if cargs.len() >= conv.args.min
+                && let Some(check) = conv.check
+            {
+                check(&mut cargs).map_err(|e| match e {
+                    CheckError::Invalid(m) => {
+                        ExprError::Invalid(format!("invalid args in converter '{cname}' : {m}"))
+                    }
+                    CheckError::Unsupported(m) => ExprError::Unsupported(m),
+                })?;
+            }
+            out = conv.out;
+            convs.push((conv, cargs));
+        }
+        Ok((Expr { fetch, args, convs }, i))
+    }
+
+    /// The type the expression gives.
+    pub(crate) fn out_type(&self) -> SmpType {
+        self.convs.last().map_or(self.fetch.out, |(c, _)| c.out)
+    }
+
+    /// Evaluates the expression; `None` when a step finds nothing or a
+    /// value cannot be cast to the next step's input.
+    pub(crate) fn eval<'a>(&'a self, cx: &Ctx<'a>) -> Option<Sample<'a>> {
+        if self.args.len() < self.fetch.args.min {
+            return None;
+        }
+        let mut s = (self.fetch.eval)(&self.args, cx)?;
+        for (conv, args) in &self.convs {
+            if args.len() < conv.args.min {
+                return None;
+            }
+            s = (conv.eval)(s.cast(conv.input)?, args, cx)?;
+        }
+        Some(s)
+    }
+}
+
+fn conv_arg_error(name: &str, e: ArgError) -> ExprError {
+    ExprError::Invalid(format!(
+        "invalid arg {} in converter '{name}' : {}",
+        e.pos, e.msg
+    ))
+}

@@ -1,0 +1,341 @@
+//! Sample fetches: where a sample comes from. Each fetch is declared once
+//! here (name, arguments, output type, what it needs), and every place
+//! that takes a sample (ACLs, rules, log formats, balancing) looks it up
+//! in [`FETCHES`].
+
+use std::borrow::Cow;
+use std::net::{IpAddr, SocketAddr};
+
+use super::arg::{Arg, ArgSpec, ArgType};
+use super::value::{Sample, SmpType};
+use crate::wire::h1::Head;
+
+/// What a request or connection offers the fetches at the point an
+/// expression is evaluated. Fields a stage does not have yet are `None`.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Ctx<'a> {
+    pub(crate) client: Option<SocketAddr>,
+    pub(crate) local: Option<SocketAddr>,
+    pub(crate) req: Option<&'a Head>,
+    pub(crate) res: Option<&'a Head>,
+    pub(crate) frontend: &'a str,
+    /// The backend once chosen.
+    pub(crate) backend: Option<&'a str>,
+    pub(crate) server: Option<&'a str>,
+    /// The status of the response (also the one sluice answers itself).
+    pub(crate) status: Option<u16>,
+}
+
+/// What a fetch needs from its context, for the "may not be used here"
+/// check of the configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Needs {
+    /// Nothing: a constant.
+    Nothing,
+    /// The client connection (addresses, ports).
+    Connection,
+    /// The proxy the stream is in.
+    Proxy,
+    /// The HTTP request headers.
+    Request,
+    /// The HTTP response headers.
+    Response,
+}
+
+pub(crate) type FetchFn = for<'a> fn(&'a [Arg], &Ctx<'a>) -> Option<Sample<'a>>;
+
+/// One fetch keyword.
+pub(crate) struct FetchDef {
+    pub(crate) name: &'static str,
+    pub(crate) args: ArgSpec,
+    /// Turns the parsed arguments into their final form (or refuses them
+    /// with the message HAProxy gives after "invalid args in fetch method").
+    pub(crate) check: Option<fn(&mut Vec<Arg>) -> Result<(), String>>,
+    pub(crate) out: SmpType,
+    pub(crate) needs: Needs,
+    pub(crate) eval: FetchFn,
+}
+
+impl std::fmt::Debug for FetchDef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+pub(crate) fn find(name: &str) -> Option<&'static FetchDef> {
+    FETCHES.iter().find(|f| f.name == name)
+}
+
+const fn def(
+    name: &'static str,
+    args: ArgSpec,
+    out: SmpType,
+    needs: Needs,
+    eval: FetchFn,
+) -> FetchDef {
+    FetchDef {
+        name,
+        args,
+        check: None,
+        out,
+        needs,
+        eval,
+    }
+}
+
+use ArgType as A;
+use Needs as N;
+use SmpType as T;
+
+const STR: ArgSpec = ArgSpec::of(&[A::Str], 1);
+const OPT_STR: ArgSpec = ArgSpec::of(&[A::Str], 0);
+const HDR: ArgSpec = ArgSpec::of(&[A::Str, A::Sint], 0);
+
+/// Every fetch sluice knows, in HAProxy's documentation order.
+pub(crate) static FETCHES: &[FetchDef] = &[
+    // 7.3.2 Internal states: constants.
+    FetchDef {
+        check: Some(hex_arg),
+        ..def("bin", STR, T::Bin, N::Nothing, |a, _| {
+            Some(Sample::Bin(Cow::Borrowed(a[0].as_bytes())))
+        })
+    },
+    def(
+        "bool",
+        ArgSpec::of(&[A::Sint], 1),
+        T::Bool,
+        N::Nothing,
+        |a, _| Some(Sample::Bool(a[0].as_int() != 0)),
+    ),
+    def(
+        "int",
+        ArgSpec::of(&[A::Sint], 1),
+        T::Sint,
+        N::Nothing,
+        |a, _| Some(Sample::Sint(a[0].as_int())),
+    ),
+    def(
+        "ipv4",
+        ArgSpec::of(&[A::Ipv4], 1),
+        T::Ipv4,
+        N::Nothing,
+        |a, _| match a[0] {
+            Arg::Ipv4(ip) => Some(Sample::Ipv4(ip)),
+            _ => None,
+        },
+    ),
+    def(
+        "ipv6",
+        ArgSpec::of(&[A::Ipv6], 1),
+        T::Ipv6,
+        N::Nothing,
+        |a, _| match a[0] {
+            Arg::Ipv6(ip) => Some(Sample::Ipv6(ip)),
+            _ => None,
+        },
+    ),
+    FetchDef {
+        check: Some(method_arg),
+        ..def("meth", STR, T::Meth, N::Nothing, |a, _| {
+            Some(Sample::Meth(Cow::Borrowed(a[0].as_str().as_bytes())))
+        })
+    },
+    def("str", STR, T::Str, N::Nothing, |a, _| {
+        Some(Sample::str(a[0].as_str().as_bytes()))
+    }),
+    def("be_name", ArgSpec::NONE, T::Str, N::Proxy, |_, cx| {
+        cx.backend.map(|b| Sample::str(b.as_bytes()))
+    }),
+    def("fe_name", ArgSpec::NONE, T::Str, N::Proxy, |_, cx| {
+        Some(Sample::str(cx.frontend.as_bytes()))
+    }),
+    def("srv_name", ArgSpec::NONE, T::Str, N::Proxy, |_, cx| {
+        cx.server.map(|s| Sample::str(s.as_bytes()))
+    }),
+    // 7.3.3 Layer 4.
+    def("dst", ArgSpec::NONE, T::Ipv4, N::Connection, |_, cx| {
+        cx.local.map(|a| ip(a.ip()))
+    }),
+    def(
+        "dst_port",
+        ArgSpec::NONE,
+        T::Sint,
+        N::Connection,
+        |_, cx| cx.local.map(|a| Sample::Sint(a.port() as i64)),
+    ),
+    def("src", ArgSpec::NONE, T::Ipv4, N::Connection, |_, cx| {
+        cx.client.map(|a| ip(a.ip()))
+    }),
+    def(
+        "src_port",
+        ArgSpec::NONE,
+        T::Sint,
+        N::Connection,
+        |_, cx| cx.client.map(|a| Sample::Sint(a.port() as i64)),
+    ),
+    // 7.3.6 HTTP.
+    def("base", ArgSpec::NONE, T::Str, N::Request, |_, cx| {
+        let req = cx.req?;
+        let mut out = last_value(req, "host")?.to_vec();
+        out.extend_from_slice(path_of(req.target()));
+        Some(Sample::Str(Cow::Owned(out)))
+    }),
+    def("hdr", HDR, T::Str, N::Request, |a, cx| {
+        header(cx.req?, a, true)
+    }),
+    def("method", ArgSpec::NONE, T::Meth, N::Request, |_, cx| {
+        Some(Sample::Meth(Cow::Borrowed(cx.req?.method())))
+    }),
+    def("path", ArgSpec::NONE, T::Str, N::Request, |_, cx| {
+        Some(Sample::str(path_of(cx.req?.target())))
+    }),
+    def("query", ArgSpec::NONE, T::Str, N::Request, |_, cx| {
+        let t = cx.req?.target();
+        let rest = &t[path_end(t)..];
+        let q = rest.strip_prefix(b"?")?;
+        Some(Sample::str(q.split(|&b| b == b'#').next().unwrap_or(q)))
+    }),
+    def("req.fhdr", HDR, T::Str, N::Request, |a, cx| {
+        header(cx.req?, a, false)
+    }),
+    def("req.hdr", HDR, T::Str, N::Request, |a, cx| {
+        header(cx.req?, a, true)
+    }),
+    def("req.hdr_cnt", OPT_STR, T::Sint, N::Request, |a, cx| {
+        Some(Sample::Sint(count(cx.req?, a, true)))
+    }),
+    def("req.fhdr_cnt", OPT_STR, T::Sint, N::Request, |a, cx| {
+        Some(Sample::Sint(count(cx.req?, a, false)))
+    }),
+    def("req.ver", ArgSpec::NONE, T::Str, N::Request, |_, cx| {
+        Some(Sample::str(version(cx.req?)))
+    }),
+    def("req_ver", ArgSpec::NONE, T::Str, N::Request, |_, cx| {
+        Some(Sample::str(version(cx.req?)))
+    }),
+    def("res.hdr", HDR, T::Str, N::Response, |a, cx| {
+        header(cx.res?, a, true)
+    }),
+    def("res.fhdr", HDR, T::Str, N::Response, |a, cx| {
+        header(cx.res?, a, false)
+    }),
+    def("res.hdr_cnt", OPT_STR, T::Sint, N::Response, |a, cx| {
+        Some(Sample::Sint(count(cx.res?, a, true)))
+    }),
+    def("status", ArgSpec::NONE, T::Sint, N::Response, |_, cx| {
+        cx.status.map(|s| Sample::Sint(s as i64))
+    }),
+    def("url", ArgSpec::NONE, T::Str, N::Request, |_, cx| {
+        Some(Sample::str(cx.req?.target()))
+    }),
+];
+
+/// An address as HAProxy gives it: an IPv4-mapped IPv6 as IPv4.
+fn ip(a: IpAddr) -> Sample<'static> {
+    match a {
+        IpAddr::V4(v4) => Sample::Ipv4(v4),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => Sample::Ipv4(v4),
+            None => Sample::Ipv6(v6),
+        },
+    }
+}
+
+fn version(req: &Head) -> &'static [u8] {
+    if req.minor == 0 { b"1.0" } else { b"1.1" }
+}
+
+/// The values of header `a[0]` (all headers without a name), split at
+/// commas when `split`; `a[1]` picks the occurrence: positive from the
+/// first, negative from the last, absent or 0 the last.
+fn values<'a>(head: &'a Head, a: &'a [Arg], split: bool) -> Vec<&'a [u8]> {
+    let name = a.first().map(|n| n.as_str()).unwrap_or("");
+    let whole: Vec<&[u8]> = if name.is_empty() {
+        head.headers().map(|(_, v)| v).collect()
+    } else {
+        head.values(name).collect()
+    };
+    if !split {
+        return whole;
+    }
+    whole
+        .into_iter()
+        .flat_map(|v| v.split(|&b| b == b','))
+        .map(crate::wire::h1::trim)
+        .collect()
+}
+
+fn header<'a>(head: &'a Head, a: &'a [Arg], split: bool) -> Option<Sample<'a>> {
+    let all = values(head, a, split);
+    let occ = a.get(1).map_or(-1, Arg::as_int);
+    let v = match occ {
+        0 | -1 => all.last()?,
+        n if n > 0 => all.get(n as usize - 1)?,
+        n => all.get(all.len().checked_sub(n.unsigned_abs() as usize)?)?,
+    };
+    Some(Sample::str(*v))
+}
+
+fn count(head: &Head, a: &[Arg], split: bool) -> i64 {
+    values(head, a, split).len() as i64
+}
+
+fn last_value<'a>(head: &'a Head, name: &'a str) -> Option<&'a [u8]> {
+    head.values(name)
+        .flat_map(|v| v.split(|&b| b == b','))
+        .last()
+        .map(crate::wire::h1::trim)
+}
+
+/// Where the path of a target starts: after `scheme://authority` for an
+/// absolute URI.
+fn path_start(target: &[u8]) -> usize {
+    if target.first() == Some(&b'/') {
+        return 0;
+    }
+    match memchr::memmem::find(target, b"://") {
+        Some(p) => target[p + 3..]
+            .iter()
+            .position(|&b| b == b'/')
+            .map_or(target.len(), |i| p + 3 + i),
+        None => 0,
+    }
+}
+
+fn path_end(target: &[u8]) -> usize {
+    let s = path_start(target);
+    target[s..]
+        .iter()
+        .position(|&b| b == b'?' || b == b'#')
+        .map_or(target.len(), |i| s + i)
+}
+
+fn path_of(target: &[u8]) -> &[u8] {
+    &target[path_start(target)..path_end(target)]
+}
+
+/// `bin(<hex>)`: the argument is hex digits.
+fn hex_arg(args: &mut Vec<Arg>) -> Result<(), String> {
+    let text = args[0].as_str();
+    if let Some(c) = text.chars().find(|c| !c.is_ascii_hexdigit()) {
+        return Err(format!("an hex digit is expected (found '{c}')"));
+    }
+    if text.len() % 2 == 1 {
+        return Err("an even number of hex digit is expected".to_string());
+    }
+    let bytes = (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap_or(0))
+        .collect();
+    args[0] = Arg::Bin(bytes);
+    Ok(())
+}
+
+/// `meth(<method>)`: a token.
+fn method_arg(args: &mut Vec<Arg>) -> Result<(), String> {
+    let m = args[0].as_str();
+    if m.is_empty() || !m.bytes().all(crate::wire::h1::is_tchar) {
+        return Err("expects valid method.".to_string());
+    }
+    Ok(())
+}

@@ -1,0 +1,23 @@
+//! HAProxy's sample language: a fetch (where a value comes from), a chain
+//! of converters (what it becomes), typed as HAProxy types samples.
+//!
+//! One registry serves every place that takes a sample: [`fetch::FETCHES`]
+//! and [`conv::CONVERTERS`] declare each keyword once (arguments, types,
+//! what it needs), [`Expr::parse`] compiles an expression from the
+//! configuration with HAProxy's messages, and [`Expr::eval`] runs it
+//! against a request's [`Ctx`]. This module sits below `acl` and `config`
+//! and above `wire`: it reads requests, never proxies or runtime state.
+
+pub(crate) mod arg;
+pub(crate) mod conv;
+pub(crate) mod expr;
+pub(crate) mod fetch;
+pub(crate) mod hash;
+pub(crate) mod value;
+
+pub(crate) use expr::{Expr, ExprError};
+pub(crate) use fetch::Ctx;
+pub(crate) use value::{Sample, SmpType};
+
+#[cfg(test)]
+mod tests;
