@@ -22,6 +22,7 @@ const LAYERS: &[&[&str]] = &[
     &["state"],
     &["config"],
     &["acl"],
+    &["sample"],
     &["wire", "tls", "loc", "haproxy26"],
     &["sys"],
 ];
