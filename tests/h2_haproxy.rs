@@ -29,6 +29,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use support::raw::RawBackend;
 use support::*;
 
 const HAPROXY: &str = "/usr/sbin/haproxy";
@@ -75,7 +76,7 @@ struct Pair {
     _fronts: Vec<Listen>,
 }
 
-fn config(fe: &Listen, be: &Backend) -> String {
+fn config(fe: &Listen, server: &str) -> String {
     format!(
         "defaults
     mode http
@@ -86,13 +87,15 @@ frontend fe
     bind {fe} proto h2
     default_backend be
 backend be
-    server app {}
-",
-        be.hostport()
+    server app {server}
+"
     )
 }
 
-async fn pair(tag: &str) -> Option<Pair> {
+/// haproxy in front of `hsrv` and sluice in front of `ssrv`, on the same
+/// config, and their listeners (haproxy's first). None (skipped) without
+/// haproxy, outside CI.
+fn start(tag: &str, hsrv: &str, ssrv: &str) -> Option<(Haproxy, Sluice, Vec<Listen>)> {
     if !Path::new(HAPROXY).exists() {
         // .ci/run installs it: under CI the comparison must run.
         assert!(
@@ -103,10 +106,8 @@ async fn pair(tag: &str) -> Option<Pair> {
         return None;
     }
     let fronts = listens(2);
-    let hbe = Backend::start("hap").await;
-    let sbe = Backend::start("sluice").await;
     let dir = TempDir::new(tag);
-    let hcfg = dir.write("haproxy.cfg", &config(&fronts[0], &hbe));
+    let hcfg = dir.write("haproxy.cfg", &config(&fronts[0], hsrv));
     let mut cmd = Command::new(HAPROXY);
     inherit(&mut cmd, &[&fronts[0]]);
     let mut child = cmd
@@ -120,7 +121,14 @@ async fn pair(tag: &str) -> Option<Pair> {
         .expect("spawn haproxy");
     fronts[0].wait_accepting(&mut child);
     let hap = Haproxy(child);
-    let sl = Sluice::start(&config(&fronts[1], &sbe));
+    let sl = Sluice::start(&config(&fronts[1], ssrv));
+    Some((hap, sl, fronts))
+}
+
+async fn pair(tag: &str) -> Option<Pair> {
+    let hbe = Backend::start("hap").await;
+    let sbe = Backend::start("sluice").await;
+    let (hap, sl, fronts) = start(tag, &hbe.hostport(), &sbe.hostport())?;
     Some(Pair {
         haproxy: Side {
             name: "haproxy",
@@ -342,6 +350,75 @@ async fn try_request(port: u16, request: &[u8]) -> (Outcome, Outcome, Vec<u8>) {
         (None, None) => Nothing,
     };
     (end(1), end(3), body)
+}
+
+/// Sends `request` alone on stream 1 and waits for its end.
+async fn one_request(port: u16, request: &[u8]) -> Outcome {
+    let mut c = Conn::open(port).await;
+    c.send(&frame(HEADERS, END_STREAM | END_HEADERS, 1, request))
+        .await;
+    let mut status = 0;
+    while let Some((kind, flags, stream, payload)) = c.next().await {
+        match kind {
+            HEADERS if stream == 1 && status == 0 => status = status_of(&payload),
+            RST_STREAM if stream == 1 => return Reset(u32_of(&payload)),
+            GOAWAY => return GoAway(u32_of(payload.get(4..).unwrap_or(&[]))),
+            _ => {}
+        }
+        if stream == 1 && (kind == HEADERS || kind == DATA) && flags & END_STREAM != 0 {
+            return Status(status);
+        }
+    }
+    Nothing
+}
+
+/// What the server receives for a `:scheme`: HAProxy 2.6 sends `http` and
+/// `https` (in any case) in origin form and other schemes in absolute
+/// form (`GET ftp://h/x?q=1`); sluice sends the same bytes.
+#[tokio::test]
+async fn schemes_reach_the_server_as_from_haproxy() {
+    let hbe = RawBackend::start().await;
+    let sbe = RawBackend::start().await;
+    let Some((_hap, _sl, fronts)) = start("h2sch", &hbe.addr.to_string(), &sbe.addr.to_string())
+    else {
+        return;
+    };
+    for scheme in ["http", "https", "HTTPS", "Http", "ftp", "foo+bar"] {
+        let req = block(
+            &[
+                (":method", b"GET"),
+                (":scheme", scheme.as_bytes()),
+                (":path", b"/x?q=1"),
+                (":authority", b"h"),
+            ],
+            &[(b"x-a", b"1")],
+        );
+        for (name, port) in [("haproxy", fronts[0].port()), ("sluice", fronts[1].port())] {
+            assert_eq!(
+                one_request(port, &req).await,
+                Status(200),
+                "{name}, {scheme}"
+            );
+        }
+        let want = hbe.take_requests();
+        let got = sbe.take_requests();
+        let text = |r: &[Vec<u8>]| {
+            r.iter()
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(text(&got), text(&want), ":scheme {scheme}");
+        let line = if scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https") {
+            "GET /x?q=1 HTTP/1.1".to_string()
+        } else {
+            format!("GET {scheme}://h/x?q=1 HTTP/1.1")
+        };
+        assert!(
+            text(&want)[0].starts_with(&line),
+            "haproxy sent {:?}",
+            text(&want)
+        );
+    }
 }
 
 /// One malformed (or unusual) request and what each proxy answers.
