@@ -1,8 +1,8 @@
 //! The state changes a compiled configuration asks for. `snapshot::compile`
 //! only reads the registry; what it would have written is returned as a
 //! list of [`StateChange`]s, which `Runtime::apply` performs before the
-//! snapshot that points at the new state is published. `show reload` is
-//! rendered from the same list.
+//! snapshot that points at the new state is published. `show reload`
+//! prints them from the same list (`snapshot::delta::Change::State`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
