@@ -755,7 +755,7 @@ pub(super) fn rewrite_args(action: &str, args: &[String]) -> Result<HttpRequestA
         }
         "replace-header" => {
             exact(3)?;
-            let re = regex::bytes::Regex::new(&args[1])
+            let re = crate::config::model::ByteRegex::new(&args[1], false)
                 .map_err(|e| format!("invalid regex '{}' : {e}", args[1]))?;
             HttpRequestAction::ReplaceHeader {
                 name: name(0)?,
