@@ -468,7 +468,7 @@ pub const HTTP_REQUEST_SUPPORTED: &[&str] =
     &names::<_, { parser::HTTP_REQUEST.len() }>(parser::HTTP_REQUEST);
 
 /// The `http-response` actions sluice implements: the names of their table.
-pub(crate) const HTTP_RESPONSE_SUPPORTED: &[&str] =
+pub const HTTP_RESPONSE_SUPPORTED: &[&str] =
     &names::<_, { parser::HTTP_RESPONSE.len() }>(parser::HTTP_RESPONSE);
 
 pub(crate) const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
