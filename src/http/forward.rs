@@ -14,8 +14,8 @@ use crate::http::rules::Edits;
 use crate::observe::log::LogRecord;
 use crate::observe::outcome::{Cause, Phase, Rows, Term};
 use crate::snapshot::{BackendRt, FrontendRt};
-use crate::state::ServerState;
 use crate::state::capture;
+use crate::state::{ServerState, SlotGuard};
 use crate::upstream::balance::{self, PickError};
 use crate::upstream::retry::{Retries, Seat};
 use crate::wire::error_pages;
@@ -143,50 +143,17 @@ pub(crate) async fn forward(
         src,
         head: Some(req),
     };
-    // `cookie`: a request naming a server goes to it, its `Cookie` header
-    // edited as the mode says.
-    let client_cookie = be
-        .cookie
-        .as_deref()
-        .and_then(|ck| cookie::client_side(ck, be, req, ctx.edits));
-    let cookie_edits;
+    let (persisted, cookie_edits) = persistence(be, req, ctx.edits, rec);
     let mut cookie_ctx = ReqCtx {
         src: ctx.src,
         peer: ctx.peer,
         dst: ctx.dst,
-        edits: ctx.edits,
+        edits: cookie_edits.as_ref().or(ctx.edits),
         stream: ctx.stream,
-        persisted: None,
+        persisted,
         tls: ctx.tls,
     };
-    if let Some(cc) = &client_cookie {
-        if be.cookie.as_deref().is_some_and(|ck| ck.logged()) {
-            rec.persist = [cc.state, cookie::SCK_NONE];
-        }
-        cookie_ctx.persisted = cc.server;
-        if !cc.rewrites.is_empty() {
-            let mut e = ctx.edits.cloned().unwrap_or_default();
-            for (i, v) in &cc.rewrites {
-                e.set_at(*i, v.clone());
-            }
-            cookie_edits = e;
-            cookie_ctx.edits = Some(&cookie_edits);
-        }
-    } else if be.cookie.as_deref().is_some_and(|ck| ck.logged()) {
-        rec.persist = [cookie::CK_NONE, cookie::SCK_NONE];
-    }
-    let acquired = match cookie_ctx.persisted {
-        Some(i) => match balance::acquire_server(be, i).await {
-            // The server's queue is full: with `option redispatch` the
-            // request is balanced instead (persistence is lost), as HAProxy.
-            Err(PickError::QueueFull { .. }) if be.redispatch.is_some() => {
-                cookie_ctx.persisted = None;
-                balance::acquire(be, &key).await
-            }
-            r => r,
-        },
-        None => balance::acquire(be, &key).await,
-    };
+    let acquired = pick(be, &key, &mut cookie_ctx.persisted).await;
     let ctx = &cookie_ctx;
     let slot = match acquired {
         Ok(slot) => slot,
@@ -250,6 +217,58 @@ pub(crate) async fn forward(
     bc.session_end();
     drop(seat);
     out
+}
+
+/// `cookie`: the server a request's persistence cookie names (its state
+/// noted for the log), and the request's headers with its `Cookie` edited
+/// as the mode says (None: no change).
+fn persistence(
+    be: &BackendRt,
+    req: &Head,
+    edits: Option<&Edits>,
+    rec: &mut LogRecord,
+) -> (Option<usize>, Option<Edits>) {
+    let Some(ck) = be.cookie.as_deref() else {
+        return (None, None);
+    };
+    let Some(cc) = cookie::client_side(ck, be, req, edits) else {
+        if ck.logged() {
+            rec.persist = [cookie::CK_NONE, cookie::SCK_NONE];
+        }
+        return (None, None);
+    };
+    if ck.logged() {
+        rec.persist = [cc.state, cookie::SCK_NONE];
+    }
+    if cc.rewrites.is_empty() {
+        return (cc.server, None);
+    }
+    let mut e = edits.cloned().unwrap_or_default();
+    for (i, v) in &cc.rewrites {
+        e.set_at(*i, v.clone());
+    }
+    (cc.server, Some(e))
+}
+
+/// A slot on the server persistence names, else on the one balancing
+/// picks, or in the queue until one is free.
+async fn pick(
+    be: &Arc<BackendRt>,
+    key: &balance::LbKey<'_>,
+    persisted: &mut Option<usize>,
+) -> Result<SlotGuard, PickError> {
+    let Some(i) = *persisted else {
+        return balance::acquire(be, key).await;
+    };
+    match balance::acquire_server(be, i).await {
+        // The server's queue is full: with `option redispatch` the request
+        // is balanced instead (persistence is lost), as HAProxy.
+        Err(PickError::QueueFull { .. }) if be.redispatch.is_some() => {
+            *persisted = None;
+            balance::acquire(be, key).await
+        }
+        r => r,
+    }
 }
 
 /// `observe layer4|layer7`: tells the health analyzer how the exchange

@@ -67,7 +67,7 @@ impl Relay<'_> {
             Ok(r) => r,
             Err(out) => return out,
         };
-        self.relay(ready, pool, server_close).await
+        self.deliver(ready, pool, server_close).await
     }
 
     /// Interim 1xx answers are relayed as they come; returns the final one
@@ -184,7 +184,7 @@ impl Relay<'_> {
         // A soft stop that began during the request: the response says close.
         let keep =
             self.keep_client && body != BodyKind::UntilClose && !crate::sys::process::stopping();
-        let mut edits = self.rules(&mut resp).await?;
+        let mut edits = self.response_rules(&mut resp).await?;
         if let Some(ck) = be.cookie.as_deref()
             && let Some(i) = be
                 .servers
@@ -209,7 +209,7 @@ impl Relay<'_> {
 
     /// `http-response` rules and legacy `rsp*` filters: the backend's,
     /// then the frontend's. A deny answers in the server's stead.
-    async fn rules(&mut self, resp: &mut Head) -> Result<Option<Edits>, Outcome> {
+    async fn response_rules(&mut self, resp: &mut Head) -> Result<Option<Edits>, Outcome> {
         let (fe, be) = (self.fe, self.be);
         if be.http_response.is_empty()
             && fe.http_response.is_empty()
@@ -247,7 +247,7 @@ impl Relay<'_> {
 
     /// Sends the head and relays the body, then gives the server
     /// connection back to its pool if it can carry another request.
-    async fn relay(mut self, ready: Ready, pool: &Pool, server_close: bool) -> Outcome {
+    async fn deliver(mut self, ready: Ready, pool: &Pool, server_close: bool) -> Outcome {
         let (fe, be, req) = (self.fe, self.be, self.req);
         let Ready {
             resp,
