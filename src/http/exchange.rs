@@ -115,32 +115,28 @@ impl<'a> Exchange<'a> {
     /// relays the response. Returns the outcome and whether it ended
     /// because no connection could be made.
     pub(super) async fn run(mut self) -> (Outcome, bool) {
+        // A step's result, or on to the next attempt, or the end.
+        macro_rules! step {
+            ($e:expr) => {
+                match $e.await {
+                    Step::Go(v) => v,
+                    Step::Again => continue,
+                    Step::End(out, failed) => return (out, failed),
+                }
+            };
+        }
         let mut plan = self.plan();
         let (up, resp, response_ms) = loop {
-            let a = match self.connect(&mut plan).await {
-                Step::Go(a) => a,
-                Step::Again => continue,
-                Step::End(out, failed) => return (out, failed),
-            };
-            let a = match self.send_head(&mut plan, a).await {
-                Step::Go(a) => a,
-                Step::Again => continue,
-                Step::End(out, failed) => return (out, failed),
-            };
-            let a = match self.send_body(&mut plan, a).await {
-                Step::Go(a) => a,
-                Step::Again => continue,
-                Step::End(out, failed) => return (out, failed),
-            };
-            match self.read_response(&mut plan, a).await {
-                Step::Go(r) => break r,
-                Step::Again => continue,
-                Step::End(out, failed) => return (out, failed),
-            }
+            let a = step!(self.connect(&mut plan));
+            let a = step!(self.send_head(&mut plan, a));
+            let a = step!(self.send_body(&mut plan, a));
+            break step!(self.read_response(&mut plan, a));
         };
         (self.respond(plan, up, resp, response_ms).await, false)
     }
 
+    /// What the attempts share: the request head as it goes to the server
+    /// and what may be retried.
     fn plan(&self) -> Plan<'a> {
         let (fe, be, body, req) = (self.fe, self.be, self.body, self.req);
         let server_close =
