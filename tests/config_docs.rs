@@ -51,6 +51,12 @@ fn every_supported_keyword_is_documented() {
         kw::HTTP_REQUEST_SUPPORTED,
         "http-request ",
     );
+    assert_documented(
+        &p,
+        "http-response actions",
+        kw::HTTP_RESPONSE_SUPPORTED,
+        "http-response ",
+    );
     assert_documented(&p, "Directives", kw::DIRECTIVES, "");
     assert_documented(&p, "Legacy keywords", kw::PROXY_LEGACY, "");
 }

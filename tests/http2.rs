@@ -953,8 +953,9 @@ backend be
     );
 }
 
-/// The connection's receive window is opened to 2^31-1 at once, as
-/// HAProxy 2.6 opens it (one WINDOW_UPDATE of 0x7fff0000 on stream 0):
+/// The connection's receive window is opened to 2^31-1 at once (one
+/// WINDOW_UPDATE of 0x7fff0000 on stream 0; HAProxy 2.6 opens it as much,
+/// with the first DATA frame's WINDOW_UPDATE, see tests/h2_haproxy.rs):
 /// 50 small bodies (100,000 bytes in all, more than the 65,535 the
 /// connection starts with) are sent at once without any further
 /// WINDOW_UPDATE, and all 50 are answered.

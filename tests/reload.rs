@@ -327,6 +327,48 @@ async fn show_reload_names_modified_proxies() {
     assert_eq!(get(addr, "/two").await.status, 200);
 }
 
+/// `show reload` also lists what the reload did to the live state, marked
+/// `state:`, relative to it rather than to the previous configuration: a
+/// run-time weight given way to the configuration's, a removed server
+/// back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn show_reload_lists_the_state_changes() {
+    let s1 = Backend::start("s1").await;
+    let s2 = Backend::start("s2").await;
+    let (_hold, port) = hold_port();
+    let both = cfg(port, &[(&s1, 1), (&s2, 1)], None);
+    let s = Sluice::start(&both);
+    let sock = s.stats_socket();
+
+    // The configuration is unchanged; the weight set at run time is not.
+    assert_eq!(cli(&sock, "set weight be/s1 7").await.trim(), "");
+    let reply = cli(&sock, "reload").await;
+    assert!(reply.starts_with("Success=1\ngeneration=2\n"), "{reply}");
+    let report = cli(&sock, "show reload").await;
+    assert!(
+        report.contains("\n  state: server be/s1 weight 7 -> 1\n"),
+        "{report}"
+    );
+    assert!(!report.contains("modified"), "{report}");
+
+    // Removed, then back: the configuration says added, the state says
+    // the server kept by name is back.
+    rewrite(&s, &cfg(port, &[(&s1, 1)], None));
+    assert!(cli(&sock, "reload").await.starts_with("Success=1"));
+    let report = cli(&sock, "show reload").await;
+    assert!(
+        report.contains("  server be/s2 removed\n  state: server be/s2 removed\n"),
+        "{report}"
+    );
+    rewrite(&s, &both);
+    assert!(cli(&sock, "reload").await.starts_with("Success=1"));
+    let report = cli(&sock, "show reload").await;
+    assert!(
+        report.contains("  server be/s2 added\n  state: server be/s2 added back\n"),
+        "{report}"
+    );
+}
+
 /// `-f <directory>`: a reload reads the directory again, so a file added
 /// to it is loaded (here a `listen` section with its own port).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -73,7 +73,7 @@ pub(crate) enum Pattern {
 }
 
 /// One `acl <name> <criterion> [flags] <values...>` line.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct AclDef {
     pub(crate) name: String,
     pub(crate) fetch: Fetch,

@@ -338,52 +338,9 @@ pub(crate) const OPTIONS_UNSUPPORTED: &[&str] = &[
     "http-tunnel",
 ];
 
-pub const SERVER_SUPPORTED: &[&str] = &[
-    "proto",
-    "check-proto",
-    "check-ssl",
-    "no-check-ssl",
-    "cookie",
-    "send-proxy",
-    "send-proxy-v2",
-    "no-send-proxy",
-    "no-send-proxy-v2",
-    "weight",
-    "maxconn",
-    "check",
-    "no-check",
-    "inter",
-    "rise",
-    "fall",
-    "backup",
-    "no-backup",
-    "disabled",
-    "enabled",
-    "maxqueue",
-    "minconn",
-    "slowstart",
-    "fastinter",
-    "downinter",
-    "addr",
-    "port",
-    "id",
-    "on-marked-down",
-    "on-marked-up",
-    "observe",
-    "error-limit",
-    "on-error",
-    "ssl",
-    "verify",
-    "ca-file",
-    "crt",
-    "sni",
-    "alpn",
-    "no-ssl",
-    "ciphers",
-    "ciphersuites",
-    "ssl-min-ver",
-    "ssl-max-ver",
-];
+/// The `server` and `default-server` options sluice implements: the names
+/// of their table.
+pub const SERVER_SUPPORTED: &[&str] = &names::<_, { parser::SERVER.len() }>(parser::SERVER);
 
 pub(crate) const SERVER_UNSUPPORTED: &[&str] = &[
     "verifyhost",
@@ -462,21 +419,6 @@ pub const BIND_SUPPORTED: &[&str] = &[
     "v4v6",
 ];
 
-/// The TLS options of a `server` line (also in [`SERVER_SUPPORTED`]).
-pub(crate) const SERVER_TLS: &[&str] = &[
-    "ssl",
-    "no-ssl",
-    "verify",
-    "ca-file",
-    "crt",
-    "sni",
-    "alpn",
-    "ssl-min-ver",
-    "ssl-max-ver",
-    "ciphers",
-    "ciphersuites",
-];
-
 pub(crate) const BIND_UNSUPPORTED: &[&str] = &[
     "npn",
     "accept-netscaler-cip",
@@ -521,23 +463,13 @@ pub(crate) const STATS_PROXY_UNSUPPORTED: &[&str] = &[
     "show-modules",
 ];
 
-pub const HTTP_REQUEST_SUPPORTED: &[&str] = &[
-    "return",
-    "deny",
-    "tarpit",
-    "use-service",
-    "allow",
-    "redirect",
-    "set-header",
-    "add-header",
-    "del-header",
-    "replace-header",
-    "set-path",
-    "set-query",
-];
+/// The `http-request` actions sluice implements: the names of their table.
+pub const HTTP_REQUEST_SUPPORTED: &[&str] =
+    &names::<_, { parser::HTTP_REQUEST.len() }>(parser::HTTP_REQUEST);
 
-pub(crate) const HTTP_RESPONSE_SUPPORTED: &[&str] =
-    &["set-header", "add-header", "del-header", "deny"];
+/// The `http-response` actions sluice implements: the names of their table.
+pub const HTTP_RESPONSE_SUPPORTED: &[&str] =
+    &names::<_, { parser::HTTP_RESPONSE.len() }>(parser::HTTP_RESPONSE);
 
 pub(crate) const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
     "auth",

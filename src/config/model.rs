@@ -10,14 +10,14 @@ use crate::acl::{AclDef, Condition};
 
 pub(crate) use crate::loc::Loc;
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Config {
     pub(crate) global: Global,
     /// Frontends, backends and listens in declaration order.
     pub(crate) proxies: Vec<Proxy>,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Global {
     pub(crate) maxconn: Option<u32>,
     pub(crate) nbthread: Option<u32>,
@@ -109,7 +109,7 @@ pub(crate) enum BindV6 {
 }
 
 /// The TLS defaults of the global section.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct GlobalSsl {
     pub(crate) bind_options: Vec<String>,
     pub(crate) bind_ciphers: Option<String>,
@@ -184,7 +184,7 @@ impl CliLevel {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct StatsSocket {
     pub(crate) path: PathBuf,
     /// `mode <octal>` for the UNIX socket file.
@@ -514,6 +514,33 @@ pub(crate) struct Bind {
     pub(crate) v6: BindV6,
 }
 
+/// Bind lines compare on what was written: the loaded TLS by whether there
+/// is one (its certificates are loaded again by every load, and a rustls
+/// configuration has no equality).
+impl PartialEq for Bind {
+    fn eq(&self, o: &Bind) -> bool {
+        // Destructured whole: a new field cannot be left out by mistake.
+        let Bind {
+            text,
+            addrs,
+            fd,
+            loc,
+            accept_proxy,
+            tls,
+            proto,
+            v6,
+        } = self;
+        *text == o.text
+            && *addrs == o.addrs
+            && *fd == o.fd
+            && *loc == o.loc
+            && *accept_proxy == o.accept_proxy
+            && tls.is_some() == o.tls.is_some()
+            && *proto == o.proto
+            && *v6 == o.v6
+    }
+}
+
 /// What a `tcp-request connection|content` rule does when it applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum TcpAction {
@@ -522,13 +549,13 @@ pub(crate) enum TcpAction {
 }
 
 /// One `tcp-request connection|content <action> [if|unless <cond>]` line.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct TcpRule {
     pub(crate) action: TcpAction,
     pub(crate) cond: Option<Condition>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum HttpRequestAction {
     /// `http-request return [status <code>] [content-type <t>]
     /// [string|lf-string|file|lf-file <x>] [hdr <name> <fmt>]...`
@@ -554,7 +581,7 @@ pub(crate) enum HttpRequestAction {
     /// regex matches is replaced whole by `<fmt>` (`\1`... back-references).
     ReplaceHeader {
         name: String,
-        re: regex::bytes::Regex,
+        re: ByteRegex,
         fmt: LogFmt,
     },
     /// `http-request set-path <fmt>`
@@ -584,7 +611,7 @@ pub(crate) enum RedirectKind {
 
 /// The answer of `http-request return|deny` and `http-response deny`
 /// (HAProxy's `http_reply`).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct HttpReply {
     pub(crate) status: u16,
     /// Sent only with a non-empty payload (HAProxy ignores it otherwise).
@@ -607,7 +634,7 @@ impl HttpReply {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum ReplyBody {
     /// The error page of the status (`errorfile` or the built-in one):
     /// a deny without reply arguments.
@@ -652,7 +679,7 @@ pub(crate) enum FmtPart {
 }
 
 /// `http-response set-header|add-header|del-header|deny`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum HttpResponseAction {
     SetHeader {
         name: String,
@@ -688,16 +715,47 @@ pub(crate) enum LegacyAction {
     Replace(Vec<u8>),
 }
 
-/// One `req*` / `rsp*` filter line.
+/// A compiled regex of a rule, equal to another written the same way (the
+/// regex crate has no equality of its own).
 #[derive(Debug, Clone)]
+pub(crate) struct ByteRegex {
+    re: regex::bytes::Regex,
+    /// Compiled case-insensitive (`reqirep` & co.).
+    icase: bool,
+}
+
+impl ByteRegex {
+    pub(crate) fn new(pattern: &str, icase: bool) -> Result<ByteRegex, regex::Error> {
+        let re = regex::bytes::RegexBuilder::new(pattern)
+            .case_insensitive(icase)
+            .build()?;
+        Ok(ByteRegex { re, icase })
+    }
+}
+
+impl PartialEq for ByteRegex {
+    fn eq(&self, other: &ByteRegex) -> bool {
+        self.re.as_str() == other.re.as_str() && self.icase == other.icase
+    }
+}
+
+impl std::ops::Deref for ByteRegex {
+    type Target = regex::bytes::Regex;
+    fn deref(&self) -> &regex::bytes::Regex {
+        &self.re
+    }
+}
+
+/// One `req*` / `rsp*` filter line.
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct LegacyFilter {
-    pub(crate) re: regex::bytes::Regex,
+    pub(crate) re: ByteRegex,
     pub(crate) action: LegacyAction,
     pub(crate) cond: Option<Condition>,
 }
 
 /// `reqadd` / `rspadd`: a literal header line added after the others.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct LegacyAdd {
     pub(crate) line: Vec<u8>,
     pub(crate) cond: Option<Condition>,
@@ -705,7 +763,7 @@ pub(crate) struct LegacyAdd {
 
 /// The header-rewriting keywords HAProxy 2.1 removed, for one direction:
 /// the filters in order, then the added lines.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct LegacyRules {
     pub(crate) filters: Vec<LegacyFilter>,
     pub(crate) adds: Vec<LegacyAdd>,
@@ -717,7 +775,7 @@ impl LegacyRules {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct HttpResponseRule {
     pub(crate) action: HttpResponseAction,
     pub(crate) cond: Option<Condition>,
@@ -733,13 +791,13 @@ pub(crate) struct ForwardFor {
     pub(crate) if_none: bool,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct HttpRequestRule {
     pub(crate) action: HttpRequestAction,
     pub(crate) cond: Option<Condition>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct UseBackend {
     pub(crate) backend: String,
     pub(crate) cond: Condition,
@@ -787,7 +845,7 @@ impl Default for CheckParams {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Server {
     pub(crate) name: String,
     /// `host:port` as written.
@@ -858,7 +916,7 @@ pub(crate) struct ServerOpts {
     pub(crate) use_ssl: i8,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Proxy {
     pub(crate) name: String,
     pub(crate) kind: ProxyKind,

@@ -31,6 +31,8 @@ mod tcpkw;
 
 pub(crate) use globalkw::GLOBAL;
 pub(crate) use proxykw::{OPTIONS, PROXY};
+pub(crate) use rulekw::{HTTP_REQUEST, HTTP_RESPONSE};
+pub(crate) use serverkw::SERVER;
 
 /// One keyword of a statement kind, as its table holds it: the name, the
 /// function that parses the statement, and what the keyword lists need to

@@ -23,7 +23,7 @@ use tokio::sync::Semaphore;
 use crate::config::{self, model::Config};
 use crate::frontend::listener::{self, Binding, ListenerCtl};
 use crate::snapshot::Snapshot;
-use crate::snapshot::diff::ConfigPrint;
+use crate::snapshot::delta::Change;
 use crate::snapshot::runtime::Runtime;
 
 /// The outcome of the last reload, for `show info` and `show reload`.
@@ -34,7 +34,8 @@ pub(crate) struct ReloadReport {
     pub(crate) ok: bool,
     /// The generation serving after the attempt.
     pub(crate) generation: u64,
-    pub(crate) changes: Vec<String>,
+    /// The list the reload applied, one line each when printed.
+    pub(crate) changes: Vec<Change>,
     /// Errors (with file:line) when the reload was refused.
     pub(crate) errors: Vec<String>,
 }
@@ -47,8 +48,8 @@ pub(crate) struct Supervisor {
     global_now: AtomicU32,
     state: tokio::sync::Mutex<Bound>,
     last: Mutex<Option<ReloadReport>>,
-    /// The configuration in force, as `show reload` compares it.
-    applied: Mutex<ConfigPrint>,
+    /// The configuration in force, which the next reload is compared with.
+    applied: Mutex<Config>,
     reloads: std::sync::atomic::AtomicU64,
 }
 
@@ -81,7 +82,7 @@ impl Supervisor {
         sources: Vec<PathBuf>,
         global_max: Arc<Semaphore>,
         bound: Vec<(Arc<str>, SocketAddr, std::net::TcpListener)>,
-        applied: ConfigPrint,
+        applied: Config,
     ) -> std::io::Result<Arc<Supervisor>> {
         let sup = Arc::new(Supervisor {
             rt,
@@ -224,15 +225,16 @@ impl Supervisor {
         }
         // Compile (pure), apply the state changes, then publish: the state
         // the new snapshot points at exists, configured, before any request
-        // can load it, and removed servers are retired by then.
+        // can load it, and removed servers are retired by then. The same
+        // list is what `show reload` prints.
         let generation = self.rt.snapshot().generation + 1;
-        let (snap, state_changes) = crate::snapshot::compile(&cfg, &self.rt.registry, generation);
-        self.rt.apply(&state_changes);
+        let (snap, mut changes) = {
+            let applied = crate::state::lock(&self.applied);
+            crate::snapshot::plan(Some(&applied), &cfg, &self.rt.registry, generation)
+        };
+        self.rt.apply(&changes);
         let new = Arc::new(snap);
         self.rt.swap(new.clone());
-        let print = ConfigPrint::of(&cfg);
-        let before = std::mem::replace(&mut *crate::state::lock(&self.applied), print.clone());
-        report.changes = before.changes_to(&print);
         dispatch_queues(&new);
         if let Some(after) = new.global.hard_stop_after {
             expire_generations_below(new.generation, after);
@@ -241,6 +243,7 @@ impl Supervisor {
         report.ok = true;
 
         // Listeners: keep, rebind to another frontend, open, or stop.
+        let mut listeners = Vec::new();
         let wanted: HashMap<SocketAddr, Arc<str>> =
             binds(&cfg).into_iter().map(|(n, a, _)| (a, n)).collect();
         let current: Vec<SocketAddr> = st.listeners.keys().copied().collect();
@@ -260,7 +263,7 @@ impl Supervisor {
                     if let Some(ctl) = st.listeners.remove(&addr) {
                         ctl.stop();
                         if !replaced {
-                            report.changes.push(format!("listener {addr} closed"));
+                            listeners.push(Change::ListenerClosed { addr });
                         }
                     }
                 }
@@ -279,14 +282,23 @@ impl Supervisor {
             ) {
                 Ok(ctl) => {
                     st.listeners.insert(addr, ctl);
-                    report
-                        .changes
-                        .push(format!("listener {addr} opened for frontend {name}"));
+                    listeners.push(Change::ListenerOpened {
+                        addr,
+                        frontend: name,
+                    });
                 }
                 Err(e) => report.errors.push(format!("frontend {name}: {e} [{addr}]")),
             }
         }
         crate::upstream::check::spawn_checks(&self.rt);
+        // The listeners with the configuration's changes, before the state's.
+        let at = changes
+            .iter()
+            .position(|c| c.state().is_some())
+            .unwrap_or(changes.len());
+        changes.splice(at..at, listeners);
+        report.changes = changes;
+        *crate::state::lock(&self.applied) = cfg;
         self.finish(report)
     }
 

@@ -884,7 +884,7 @@ async fn serve(
         sources,
         global_max,
         bound,
-        crate::snapshot::diff::ConfigPrint::of(&cfg),
+        cfg.clone(),
     ) {
         Ok(sup) => sup,
         Err(e) => {

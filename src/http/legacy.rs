@@ -36,7 +36,7 @@ impl LegacyRt {
             filters: rules
                 .filters
                 .iter()
-                .map(|f| (f.re.clone(), f.action.clone(), cond(&f.cond)))
+                .map(|f| ((*f.re).clone(), f.action.clone(), cond(&f.cond)))
                 .collect(),
             adds: rules
                 .adds
@@ -234,10 +234,7 @@ mod tests {
             filters: filters
                 .iter()
                 .map(|(re, icase, action)| LegacyFilter {
-                    re: regex::bytes::RegexBuilder::new(re)
-                        .case_insensitive(*icase)
-                        .build()
-                        .expect("regex"),
+                    re: crate::config::model::ByteRegex::new(re, *icase).expect("regex"),
                     action: action.clone(),
                     cond: None,
                 })

@@ -1,10 +1,12 @@
 //! The HTTP/1 data plane: the frontend service, forwarding, error pages.
 
 pub(crate) mod cookie;
+mod exchange;
 pub(crate) mod forward;
 pub(crate) mod h2;
 pub(crate) mod legacy;
 pub(crate) mod park;
+mod relay;
 pub(crate) mod reply;
 pub(crate) mod rules;
 pub(crate) mod service;

@@ -2,7 +2,7 @@
 //! loads the current snapshot once and uses it to the end; a reload builds
 //! a new one over the same runtime state and swaps it in.
 
-pub(crate) mod diff;
+pub(crate) mod delta;
 pub mod runtime;
 
 use std::net::SocketAddr;
@@ -17,6 +17,7 @@ use crate::http::legacy::LegacyRt;
 use crate::state::change::{ServerSettings, StateChange};
 use crate::state::{BackendState, FrontendState, Registry, ServerState};
 use crate::upstream::balance::Lb;
+use delta::Change;
 
 #[derive(Debug)]
 pub(crate) struct Snapshot {
@@ -218,6 +219,23 @@ pub(crate) fn compile(
         proxies,
     };
     (snap, c.changes)
+}
+
+/// A generation's compilation and its one list of changes: what differs
+/// from the `previous` configuration (none at start-up, where there is
+/// nothing to compare with), then the state changes of [`compile`]. The
+/// caller applies the list (`Runtime::apply` performs its state changes)
+/// and keeps it for `show reload`.
+pub(crate) fn plan(
+    previous: Option<&Config>,
+    config: &Config,
+    registry: &Registry,
+    generation: u64,
+) -> (Snapshot, Vec<Change>) {
+    let mut changes = previous.map_or_else(Vec::new, |p| delta::config_changes(p, config));
+    let (snap, state) = compile(config, registry, generation);
+    changes.extend(state.into_iter().map(Change::State));
+    (snap, changes)
 }
 
 /// One compilation: the inputs, and the state changes found so far.

@@ -9,8 +9,8 @@ use arc_swap::ArcSwap;
 
 use crate::config::model::Config;
 use crate::snapshot::Snapshot;
+use crate::snapshot::delta::Change;
 use crate::state::Registry;
-use crate::state::change::StateChange;
 use crate::state::counters::{FreqCtr, Gauge};
 
 /// Process figures for `show info`.
@@ -72,7 +72,7 @@ impl Runtime {
             process: ProcessCounters::default(),
             nbthread,
         });
-        let (snap, changes) = crate::snapshot::compile(config, &rt.registry, 1);
+        let (snap, changes) = crate::snapshot::plan(None, config, &rt.registry, 1);
         rt.apply(&changes);
         rt.swap(Arc::new(snap));
         rt
@@ -89,13 +89,15 @@ impl Runtime {
         f(&self.snapshot.load())
     }
 
-    /// Performs the state changes a compilation returned. Must run before
+    /// Performs the state changes of a compilation's list (the other
+    /// changes describe the snapshot, they need nothing done). Must run before
     /// the snapshot compiled with them is swapped in: the state it points
     /// at is then in the registry, with the configured weights, limits and
     /// peers, and removed servers are retired before any request routed
     /// with the new snapshot can be handed one of them.
-    pub(crate) fn apply(&self, changes: &[StateChange]) {
-        self.registry.apply(changes);
+    pub(crate) fn apply(&self, changes: &[Change]) {
+        self.registry
+            .apply(changes.iter().filter_map(Change::state));
     }
 
     /// Publishes `snap`: requests that load the snapshot from now on use

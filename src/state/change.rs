@@ -1,8 +1,8 @@
 //! The state changes a compiled configuration asks for. `snapshot::compile`
 //! only reads the registry; what it would have written is returned as a
 //! list of [`StateChange`]s, which `Runtime::apply` performs before the
-//! snapshot that points at the new state is published. `show reload` is
-//! rendered from the same list.
+//! snapshot that points at the new state is published. `show reload`
+//! prints them from the same list (`snapshot::delta::Change::State`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -65,10 +65,30 @@ pub(crate) enum StateChange {
     SetObserve { server: Arc<ServerState>, to: u8 },
     /// `send-proxy` (1), `send-proxy-v2` (2), none (0).
     SetSendProxy { server: Arc<ServerState>, to: u8 },
+    /// One of the server's on/off settings.
+    SetFlag {
+        server: Arc<ServerState>,
+        flag: ServerFlag,
+        to: bool,
+    },
+}
+
+/// A server's on/off runtime setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ServerFlag {
     /// `on-marked-down shutdown-sessions`.
-    SetShutdownOnDown { server: Arc<ServerState>, to: bool },
+    ShutdownOnDown,
     /// Whether live sessions listen for a cut (see `ServerState::cuttable`).
-    SetCuttable { server: Arc<ServerState>, to: bool },
+    Cuttable,
+}
+
+impl ServerFlag {
+    fn cell(self, s: &ServerState) -> &std::sync::atomic::AtomicBool {
+        match self {
+            ServerFlag::ShutdownOnDown => &s.shutdown_on_down,
+            ServerFlag::Cuttable => &s.cuttable,
+        }
+    }
 }
 
 /// What the configuration wants of one server's runtime state.
@@ -164,17 +184,17 @@ impl ServerSettings {
                 to: self.send_proxy,
             });
         }
-        if s.shutdown_on_down.load(Relaxed) != self.shutdown_on_down {
-            out.push(StateChange::SetShutdownOnDown {
-                server: s.clone(),
-                to: self.shutdown_on_down,
-            });
-        }
-        if s.cuttable.load(Relaxed) != self.cuttable {
-            out.push(StateChange::SetCuttable {
-                server: s.clone(),
-                to: self.cuttable,
-            });
+        for (flag, to) in [
+            (ServerFlag::ShutdownOnDown, self.shutdown_on_down),
+            (ServerFlag::Cuttable, self.cuttable),
+        ] {
+            if flag.cell(s).load(Relaxed) != to {
+                out.push(StateChange::SetFlag {
+                    server: s.clone(),
+                    flag,
+                    to,
+                });
+            }
         }
     }
 }
@@ -206,8 +226,7 @@ impl std::fmt::Display for StateChange {
             }
             StateChange::SetObserve { server, .. }
             | StateChange::SetSendProxy { server, .. }
-            | StateChange::SetShutdownOnDown { server, .. }
-            | StateChange::SetCuttable { server, .. } => write!(f, "{} options", who(server)),
+            | StateChange::SetFlag { server, .. } => write!(f, "{} options", who(server)),
         }
     }
 }
@@ -215,7 +234,7 @@ impl std::fmt::Display for StateChange {
 impl Registry {
     /// Performs `changes` in order. Only reloads and start-up call it, one
     /// at a time; requests never do.
-    pub(crate) fn apply(&self, changes: &[StateChange]) {
+    pub(crate) fn apply<'a>(&self, changes: impl IntoIterator<Item = &'a StateChange>) {
         for c in changes {
             match c {
                 StateChange::AddFrontend { name, state } => {
@@ -260,10 +279,7 @@ impl Registry {
                 }
                 StateChange::SetObserve { server, to } => server.observe.store(*to, Relaxed),
                 StateChange::SetSendProxy { server, to } => server.send_proxy.store(*to, Relaxed),
-                StateChange::SetShutdownOnDown { server, to } => {
-                    server.shutdown_on_down.store(*to, Relaxed)
-                }
-                StateChange::SetCuttable { server, to } => server.cuttable.store(*to, Relaxed),
+                StateChange::SetFlag { server, flag, to } => flag.cell(server).store(*to, Relaxed),
             }
         }
     }

@@ -63,6 +63,14 @@ pub(crate) struct UpstreamTls {
     pub(crate) identity: String,
 }
 
+/// Two server TLS settings are the same when nothing tells their peers
+/// apart (`identity`); each load builds its own rustls configuration.
+impl PartialEq for UpstreamTls {
+    fn eq(&self, other: &UpstreamTls) -> bool {
+        self.identity == other.identity
+    }
+}
+
 impl std::fmt::Debug for UpstreamTls {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.identity)

@@ -1,6 +1,6 @@
 //! HTTP/2 to servers (`server ... proto h2`): one HTTP/2 connection per
 //! server, shared by the requests that go to it. The forwarding code
-//! (`forward::exchange`) is unchanged: a "connection" it opens is a pipe
+//! (`http/exchange.rs`) is unchanged: a "connection" it opens is a pipe
 //! whose far end writes its HTTP/1.1 request as a stream of the shared
 //! connection and the stream's response back in HTTP/1.1 (with
 //! `connection: close`, so the pipe is never pooled; the HTTP/2

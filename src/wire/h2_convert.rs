@@ -45,13 +45,6 @@ fn target_ok(t: &[u8]) -> bool {
     !t.is_empty() && t.iter().all(|&b| b > 0x20 && b != 0x7f)
 }
 
-/// RFC 3986 §3.1: a letter, then letters, digits, `+`, `-` or `.`.
-fn scheme_ok(s: &[u8]) -> bool {
-    s.first().is_some_and(|b| b.is_ascii_alphabetic())
-        && s.iter()
-            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
-}
-
 /// The HTTP/1.1 request of an HTTP/2 stream: `:method :path HTTP/1.1`,
 /// `host` from `:authority` (which wins over a `host` field, HAProxy
 /// 2.6 drops the latter), the fields in their order, the cookie crumbs
@@ -74,17 +67,25 @@ pub(crate) fn request(
     if !target_ok(target.as_bytes()) || authority.is_some_and(|a| !target_ok(a.as_bytes())) {
         return Err(Malformed::BadTarget);
     }
-    // A `:scheme` that is no URI scheme gets a 400 from HAProxy 2.6 (not a
-    // reset). The h2 crate resets the stream itself for bytes no scheme
-    // may hold, but lets an empty scheme or one starting with a digit
-    // through. Such a request goes on in absolute form, which the HTTP/1
-    // parser refuses as any bad target: a 400, counted in `ereq`, logged
-    // and captured for `show errors`, as HAProxy counts it.
-    let bad_scheme = match (uri.scheme_str(), authority) {
-        (Some(s), Some(a)) if !scheme_ok(s.as_bytes()) => Some(format!("{s}://{a}{target}")),
+    // HAProxy 2.6 sends an `http` or `https` request (in any case) in
+    // origin form and any other scheme's in absolute form, so the server
+    // learns the scheme (`ftp://h/p`). A `:scheme` that is no URI scheme
+    // gets a 400 from HAProxy (not a reset): the h2 crate resets the
+    // stream itself for bytes no scheme may hold, but lets an empty scheme
+    // or one starting with a digit through, and in absolute form the
+    // HTTP/1 parser refuses it as any bad target: a 400, counted in
+    // `ereq`, logged and captured for `show errors`, as HAProxy counts it.
+    let absolute = match (uri.scheme_str(), authority) {
+        (Some(s), Some(a))
+            if parts.method != http::Method::CONNECT
+                && !s.eq_ignore_ascii_case("http")
+                && !s.eq_ignore_ascii_case("https") =>
+        {
+            Some(format!("{s}://{a}{target}"))
+        }
         _ => None,
     };
-    let target = bad_scheme.as_deref().unwrap_or(target);
+    let target = absolute.as_deref().unwrap_or(target);
     let mut head = BytesMut::with_capacity(256);
     head.put_slice(method.as_bytes());
     head.put_u8(b' ');
@@ -135,8 +136,10 @@ pub(crate) fn request(
         head.put_slice(b"transfer-encoding: chunked\r\n");
     }
     head.put_slice(b"\r\n");
+    // The log shows the absolute URI: an origin-form target with its
+    // scheme and authority put before it.
     let origin = match (uri.scheme_str(), authority) {
-        (Some(s), Some(a)) => format!("{s}://{a}"),
+        (Some(s), Some(a)) if absolute.is_none() => format!("{s}://{a}"),
         _ => String::new(),
     };
     Ok(Http1Request {
@@ -286,6 +289,23 @@ mod tests {
         );
         assert_eq!(r.origin, "https://example.test");
         assert!(!r.chunked);
+    }
+
+    #[test]
+    fn other_schemes_go_in_absolute_form() {
+        for (uri, target, origin) in [
+            ("ftp://h/x?q=1", "ftp://h/x?q=1", ""),
+            ("foo+bar://h/", "foo+bar://h/", ""),
+            // (`http::Uri` lower-cases these two when it parses a whole URI.)
+            ("HTTPS://h/x", "/x", "https://h"),
+            ("Http://h/x", "/x", "http://h"),
+        ] {
+            let parts = req(http::Request::builder().method("GET").uri(uri));
+            let r = request(&parts, false).unwrap_or_else(|e| panic!("{e}"));
+            let line = format!("GET {target} HTTP/1.1\r\n");
+            assert!(r.head.starts_with(line.as_bytes()), "{uri}: {:?}", r.head);
+            assert_eq!(r.origin, origin, "{uri}");
+        }
     }
 
     #[test]

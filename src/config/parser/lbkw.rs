@@ -7,7 +7,9 @@ use std::time::Duration;
 use super::*;
 
 impl State<'_> {
-    fn lb_at(&mut self, loc: &Loc, ctx: Option<&str>, msg: String) {
+    /// Reports an error of a server option (`ctx`: `server px/name`, None
+    /// for `default-server`).
+    pub(super) fn lb_at(&mut self, loc: &Loc, ctx: Option<&str>, msg: String) {
         let d = match ctx {
             Some(ctx) => Diagnostic::at(Level::Alert, loc, ctx, msg),
             None => Diagnostic::new(Level::Alert, Some(loc.clone()), format!("[{loc}] : {msg}")),

@@ -256,10 +256,7 @@ impl State<'_> {
             rules.adds.push(add);
             return;
         }
-        let re = match regex::bytes::RegexBuilder::new(arg(1))
-            .case_insensitive(s.icase)
-            .build()
-        {
+        let re = match crate::config::model::ByteRegex::new(arg(1), s.icase) {
             Ok(re) => re,
             Err(e) => {
                 let reg = arg(1);

@@ -145,7 +145,7 @@ impl State<'_> {
             return;
         }
         let action = words.get(1).map_or("", String::as_str);
-        if !kw::HTTP_REQUEST_SUPPORTED.contains(&action) {
+        let Some(entry) = HTTP_REQUEST.iter().find(|e| e.name == action) else {
             if kw::HTTP_REQUEST_UNSUPPORTED.contains(&action)
                 || kw::haproxy_has(kw::Kind::HttpRequest, action)
             {
@@ -162,7 +162,7 @@ impl State<'_> {
                 loc,
                 format!("'http-request' expects 'return', 'deny' or another HAProxy action, but got '{action}'{sugg}"),
             );
-        }
+        };
         let wrap = |this: &Self, msg: String| {
             let (t, pname) = match this.section {
                 Section::Proxy(i) => this
@@ -180,18 +180,7 @@ impl State<'_> {
         };
         self.warn_misplaced(loc, "http-request", legacykw::ReqStage::HttpRequest);
         let args = &words[2..cond_at];
-        let parsed = match action {
-            "deny" => self.deny_args(loc, args, 403).map(HttpRequestAction::Deny),
-            "tarpit" => self
-                .deny_args(loc, args, 500)
-                .map(HttpRequestAction::Tarpit),
-            "use-service" => use_service_args(args),
-            "return" => self
-                .reply_args(loc, args, 200)
-                .map(HttpRequestAction::Return),
-            _ => rewrite_args(action, args),
-        };
-        match parsed {
+        match (entry.run)(self, loc, args) {
             Ok(a) => self
                 .px()
                 .http_request
@@ -273,7 +262,7 @@ impl State<'_> {
             return;
         }
         let action = words.get(1).map_or("", String::as_str);
-        if !kw::HTTP_RESPONSE_SUPPORTED.contains(&action) {
+        let Some(entry) = HTTP_RESPONSE.iter().find(|e| e.name == action) else {
             if kw::haproxy_has(kw::Kind::HttpResponse, action) {
                 return self.unsupported(loc, &format!("http-response {action}"));
             }
@@ -288,17 +277,12 @@ impl State<'_> {
                 loc,
                 format!("'http-response' expects 'deny', 'set-header' or another HAProxy action, but got '{action}'{sugg}"),
             );
-        }
+        };
         let Some((cond_at, cond)) = self.rule_condition(loc, words, "http-response", action) else {
             return;
         };
         let args = &words[2..cond_at];
-        let parsed = if action == "deny" {
-            self.deny_args(loc, args, 502).map(HttpResponseAction::Deny)
-        } else {
-            response_rewrite(action, args)
-        };
-        match parsed {
+        match (entry.run)(self, loc, args) {
             Ok(a) => self
                 .px()
                 .http_response
@@ -721,60 +705,50 @@ pub(crate) fn parse_logfmt(text: &str) -> Result<LogFmt, String> {
 }
 
 /// Arguments of the header, path and redirect actions.
-pub(super) fn rewrite_args(action: &str, args: &[String]) -> Result<HttpRequestAction, String> {
-    let name = |i: usize| -> Result<String, String> {
-        let n = args.get(i).map_or("", String::as_str);
-        if n.is_empty() || !n.bytes().all(is_token_byte) {
-            return Err(format!("expects a header name (got '{n}')"));
-        }
-        Ok(n.to_string())
-    };
-    let exact = |n: usize| -> Result<(), String> {
-        if args.len() != n {
-            return Err(format!("expects exactly {n} argument(s)"));
-        }
-        Ok(())
-    };
-    Ok(match action {
-        "allow" | "deny" => {
-            exact(0)?;
-            HttpRequestAction::Allow
-        }
-        "set-header" | "add-header" => {
-            exact(2)?;
-            let (name, fmt) = (name(0)?, parse_logfmt(&args[1])?);
-            if action == "set-header" {
-                HttpRequestAction::SetHeader { name, fmt }
-            } else {
-                HttpRequestAction::AddHeader { name, fmt }
-            }
-        }
-        "del-header" => {
-            exact(1)?;
-            HttpRequestAction::DelHeader { name: name(0)? }
-        }
-        "replace-header" => {
-            exact(3)?;
-            let re = regex::bytes::Regex::new(&args[1])
-                .map_err(|e| format!("invalid regex '{}' : {e}", args[1]))?;
-            HttpRequestAction::ReplaceHeader {
-                name: name(0)?,
-                re,
-                fmt: parse_logfmt(&args[2])?,
-            }
-        }
-        "set-path" | "set-query" => {
-            exact(1)?;
-            let fmt = parse_logfmt(&args[0])?;
-            if action == "set-path" {
-                HttpRequestAction::SetPath(fmt)
-            } else {
-                HttpRequestAction::SetQuery(fmt)
-            }
-        }
-        "redirect" => redirect_args(args, true)?,
-        _ => return Err(format!("unknown action '{action}'")),
+/// `<name> <fmt>` of `set-header` and `add-header`.
+fn header_args(args: &[String]) -> Result<(String, LogFmt), String> {
+    exact_args(args, 2)?;
+    Ok((header_name(args, 0)?, parse_logfmt(&args[1])?))
+}
+
+/// `<name>` of `del-header`.
+fn del_header_args(args: &[String]) -> Result<String, String> {
+    exact_args(args, 1)?;
+    header_name(args, 0)
+}
+
+/// `<name> <regex> <fmt>` of `replace-header`.
+fn replace_header_args(args: &[String]) -> Result<HttpRequestAction, String> {
+    exact_args(args, 3)?;
+    let re = crate::config::model::ByteRegex::new(&args[1], false)
+        .map_err(|e| format!("invalid regex '{}' : {e}", args[1]))?;
+    Ok(HttpRequestAction::ReplaceHeader {
+        name: header_name(args, 0)?,
+        re,
+        fmt: parse_logfmt(&args[2])?,
     })
+}
+
+/// `<fmt>` of `set-path` and `set-query`.
+fn fmt_arg(args: &[String]) -> Result<LogFmt, String> {
+    exact_args(args, 1)?;
+    parse_logfmt(&args[0])
+}
+
+/// The `i`th argument as a header name (an HTTP token).
+fn header_name(args: &[String], i: usize) -> Result<String, String> {
+    let n = args.get(i).map_or("", String::as_str);
+    if n.is_empty() || !n.bytes().all(is_token_byte) {
+        return Err(format!("expects a header name (got '{n}')"));
+    }
+    Ok(n.to_string())
+}
+
+fn exact_args(args: &[String], n: usize) -> Result<(), String> {
+    if args.len() != n {
+        return Err(format!("expects exactly {n} argument(s)"));
+    }
+    Ok(())
 }
 
 /// Arguments of `http-request redirect` and of the `redirect` keyword:
@@ -836,19 +810,60 @@ pub(super) fn redirect_args(args: &[String], logfmt: bool) -> Result<HttpRequest
     })
 }
 
-/// `http-response set-header|add-header|del-header`.
-pub(super) fn response_rewrite(
-    action: &str,
-    args: &[String],
-) -> Result<HttpResponseAction, String> {
-    match rewrite_args(action, args)? {
-        HttpRequestAction::SetHeader { name, fmt } => {
-            Ok(HttpResponseAction::SetHeader { name, fmt })
-        }
-        HttpRequestAction::AddHeader { name, fmt } => {
-            Ok(HttpResponseAction::AddHeader { name, fmt })
-        }
-        HttpRequestAction::DelHeader { name } => Ok(HttpResponseAction::DelHeader { name }),
-        _ => Err(format!("unexpected action '{action}'")),
-    }
-}
+/// An `http-request` or `http-response` action's parser: its arguments
+/// (after the action, before the condition) to the action.
+pub(crate) type ActionKw<A> = Kwd<fn(&mut State<'_>, &Loc, &[String]) -> Result<A, String>>;
+
+/// The `http-request` actions, in the order suggestions try them:
+/// `kw_http_request` dispatches through this table and
+/// [`kw::HTTP_REQUEST_SUPPORTED`] is read from it.
+pub(crate) const HTTP_REQUEST: &[ActionKw<HttpRequestAction>] = &[
+    kwd("return", |s, loc, a| {
+        s.reply_args(loc, a, 200).map(HttpRequestAction::Return)
+    }),
+    kwd("deny", |s, loc, a| {
+        s.deny_args(loc, a, 403).map(HttpRequestAction::Deny)
+    }),
+    kwd("tarpit", |s, loc, a| {
+        s.deny_args(loc, a, 500).map(HttpRequestAction::Tarpit)
+    }),
+    kwd("use-service", |_, _, a| use_service_args(a)),
+    kwd("allow", |_, _, a| {
+        exact_args(a, 0).map(|()| HttpRequestAction::Allow)
+    }),
+    kwd("redirect", |_, _, a| redirect_args(a, true)),
+    kwd("set-header", |_, _, a| {
+        header_args(a).map(|(name, fmt)| HttpRequestAction::SetHeader { name, fmt })
+    }),
+    kwd("add-header", |_, _, a| {
+        header_args(a).map(|(name, fmt)| HttpRequestAction::AddHeader { name, fmt })
+    }),
+    kwd("del-header", |_, _, a| {
+        del_header_args(a).map(|name| HttpRequestAction::DelHeader { name })
+    }),
+    kwd("replace-header", |_, _, a| replace_header_args(a)),
+    kwd("set-path", |_, _, a| {
+        fmt_arg(a).map(HttpRequestAction::SetPath)
+    }),
+    kwd("set-query", |_, _, a| {
+        fmt_arg(a).map(HttpRequestAction::SetQuery)
+    }),
+];
+
+/// The `http-response` actions, in the order suggestions try them:
+/// `kw_http_response` dispatches through this table and
+/// [`kw::HTTP_RESPONSE_SUPPORTED`] is read from it.
+pub(crate) const HTTP_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
+    kwd("set-header", |_, _, a| {
+        header_args(a).map(|(name, fmt)| HttpResponseAction::SetHeader { name, fmt })
+    }),
+    kwd("add-header", |_, _, a| {
+        header_args(a).map(|(name, fmt)| HttpResponseAction::AddHeader { name, fmt })
+    }),
+    kwd("del-header", |_, _, a| {
+        del_header_args(a).map(|name| HttpResponseAction::DelHeader { name })
+    }),
+    kwd("deny", |s, loc, a| {
+        s.deny_args(loc, a, 502).map(HttpResponseAction::Deny)
+    }),
+];

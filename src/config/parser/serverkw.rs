@@ -157,7 +157,8 @@ impl State<'_> {
     /// The options of a `server` or `default-server` line (`words` start
     /// after the address, or after `default-server`), applied over `base`.
     /// `ctx`: the `server px/name` context of messages, `None` for
-    /// `default-server` (HAProxy's messages then have no context).
+    /// `default-server` (HAProxy's messages then have no context). Each
+    /// option is parsed by its entry of [`SERVER`].
     pub(super) fn server_options(
         &mut self,
         loc: &Loc,
@@ -166,182 +167,92 @@ impl State<'_> {
         name: &str,
         ctx: Option<&str>,
     ) -> Option<ServerDefaults> {
-        let at = |this: &mut Self, msg: String| {
-            let d = match ctx {
-                Some(ctx) => Diagnostic::at(Level::Alert, loc, ctx, msg),
-                None => {
-                    Diagnostic::new(Level::Alert, Some(loc.clone()), format!("[{loc}] : {msg}"))
-                }
-            };
-            this.diags.push(d);
+        let mut line = ServerLine {
+            loc,
+            ctx,
+            name,
+            sd: base,
         };
-        let mut weight = base.weight;
-        let mut maxconn = base.maxconn;
-        let mut check = base.check;
-        let mut params = base.params;
-        let mut cookie = base.cookie.clone();
-        let mut tls = base.tls.clone();
-        let mut lb = base;
         let mut ok = true;
         let mut i = 0;
         while let Some(w) = words.get(i) {
             let v = words.get(i + 1).map(String::as_str);
-            let int_arg = |this: &mut Self, min: u32| -> Option<u32> {
-                match v.and_then(parse_u32) {
-                    Some(n) if n >= min => Some(n),
-                    Some(_) => {
-                        at(this, format!("'{w}' has to be >= {min}."));
-                        None
-                    }
-                    None => {
-                        at(
-                            this,
-                            format!(
-                                "'{w}' expects an integer argument (got '{}').",
-                                v.unwrap_or("")
-                            ),
-                        );
-                        None
-                    }
+            let w = w.as_str();
+            let step = match SERVER.iter().find(|e| e.name == w) {
+                Some(e) => (e.run)(self, &mut line, w, v),
+                None => {
+                    self.unknown_server_option(&line, w);
+                    OptStep::Stop
                 }
             };
-            let step = match w.as_str() {
-                "weight" => {
-                    match int_arg(self, 0) {
-                        Some(n) if n <= 256 => weight = n,
-                        Some(n) => {
-                            at(
-                                self,
-                                format!("weight of server {name} is not within 0 and 256 ({n}).."),
-                            );
-                            ok = false;
-                        }
-                        None => ok = false,
-                    }
-                    2
-                }
-                "maxconn" => {
-                    match int_arg(self, 0) {
-                        Some(n) => maxconn = n,
-                        None => ok = false,
-                    }
-                    2
-                }
-                "rise" | "fall" => {
-                    match int_arg(self, 1) {
-                        Some(n) if w == "rise" => params.rise = n,
-                        Some(n) => params.fall = n,
-                        None => ok = false,
-                    }
-                    2
-                }
-                "inter" => {
-                    let val = v.unwrap_or("");
-                    match parse_time(val) {
-                        Ok(d) if !d.is_zero() => params.inter = d,
-                        Ok(_) => {
-                            at(self, "'inter' has to be > 0.".to_string());
-                            ok = false;
-                        }
-                        Err(e) => {
-                            at(self, time_error_message("inter", val, &e));
-                            ok = false;
-                        }
-                    }
-                    2
-                }
-                "check" => {
-                    check = true;
-                    1
-                }
-                "cookie" => {
-                    match v.filter(|v| !v.is_empty()) {
-                        Some(v) => cookie = Some(v.to_string()),
-                        None => {
-                            at(self, "'cookie' expects <value> as argument..".to_string());
-                            ok = false;
-                            break;
-                        }
-                    }
-                    2
-                }
-                "no-check" => {
-                    check = false;
-                    1
-                }
-                "check-ssl" | "no-check-ssl" => {
-                    params.ssl = w == "check-ssl";
-                    if tls.is_none() {
-                        // The TLS options with their defaults, for the checks.
-                        let _ = self.server_tls_option(w, None, &mut tls);
-                    }
-                    1
-                }
-                other if kw::SERVER_TLS.contains(&other) => {
-                    match self.server_tls_option(other, v, &mut tls) {
-                        Ok(step) => step,
-                        Err(msg) => {
-                            at(self, msg);
-                            ok = false;
-                            break;
-                        }
-                    }
-                }
-                // The arms above take the basic options; the rest of the
-                // supported table is balancing and check options.
-                other if kw::SERVER_SUPPORTED.contains(&other) => {
-                    lb.params = params;
-                    match self.server_lb_option(loc, ctx, other, v, &mut lb) {
-                        Some(step) => {
-                            params = lb.params;
-                            step
-                        }
-                        None => {
-                            ok = false;
-                            break;
-                        }
-                    }
-                }
-                other
-                    if kw::SERVER_UNSUPPORTED.contains(&other)
-                        || kw::haproxy_has(kw::Kind::Server, other) =>
-                {
-                    at(self, format!("'{other}' is not supported by sluice yet"));
+            match step {
+                OptStep::Next(n) => i += n,
+                OptStep::Bad(n) => {
                     ok = false;
-                    // The rest of the line cannot be interpreted reliably.
-                    break;
+                    i += n;
                 }
-                other => {
-                    let sugg = suggest::suffix(
-                        other,
-                        kw::SERVER_SUPPORTED
-                            .iter()
-                            .chain(kw::SERVER_UNSUPPORTED)
-                            .copied(),
-                    );
-                    // HAProxy's hint when default-server gets an unknown word.
-                    let hint = if ctx.is_none() {
-                        " Hint: no address was expected for this server."
-                    } else {
-                        ""
-                    };
-                    at(self, format!("unknown keyword '{other}'{sugg}{hint}"));
+                OptStep::Stop => {
                     ok = false;
                     break;
                 }
-            };
-            i += step;
+            }
         }
-        ok.then_some(ServerDefaults {
-            weight,
-            maxconn,
-            check,
-            params,
-            opts: lb.opts,
-            id: lb.id,
-            cookie,
-            tls,
-        })
+        ok.then_some(line.sd)
+    }
+
+    /// An option of no entry of [`SERVER`]: HAProxy's own that sluice
+    /// lacks, or an unknown word with a suggestion.
+    fn unknown_server_option(&mut self, line: &ServerLine<'_>, other: &str) {
+        if kw::SERVER_UNSUPPORTED.contains(&other) || kw::haproxy_has(kw::Kind::Server, other) {
+            // The rest of the line cannot be interpreted reliably.
+            return self.server_at(line, format!("'{other}' is not supported by sluice yet"));
+        }
+        let sugg = suggest::suffix(
+            other,
+            kw::SERVER_SUPPORTED
+                .iter()
+                .chain(kw::SERVER_UNSUPPORTED)
+                .copied(),
+        );
+        // HAProxy's hint when default-server gets an unknown word.
+        let hint = if line.ctx.is_none() {
+            " Hint: no address was expected for this server."
+        } else {
+            ""
+        };
+        self.server_at(line, format!("unknown keyword '{other}'{sugg}{hint}"));
+    }
+
+    /// Reports an error of a server option, in the line's context.
+    fn server_at(&mut self, line: &ServerLine<'_>, msg: String) {
+        self.lb_at(line.loc, line.ctx, msg);
+    }
+
+    /// `<w> <integer>` of at least `min`, reported if not.
+    fn server_int(
+        &mut self,
+        line: &ServerLine<'_>,
+        w: &str,
+        v: Option<&str>,
+        min: u32,
+    ) -> Option<u32> {
+        match v.and_then(parse_u32) {
+            Some(n) if n >= min => Some(n),
+            Some(_) => {
+                self.server_at(line, format!("'{w}' has to be >= {min}."));
+                None
+            }
+            None => {
+                self.server_at(
+                    line,
+                    format!(
+                        "'{w}' expects an integer argument (got '{}').",
+                        v.unwrap_or("")
+                    ),
+                );
+                None
+            }
+        }
     }
 
     /// `default-server <options>`: defaults for the following `server`
@@ -384,5 +295,181 @@ impl State<'_> {
             _ => None,
         }
         .unwrap_or_default()
+    }
+}
+
+/// The `server` line being parsed: where it is, the context of its
+/// messages, and the options so far.
+pub(crate) struct ServerLine<'a> {
+    loc: &'a Loc,
+    /// `server px/name`; None for `default-server`.
+    ctx: Option<&'a str>,
+    name: &'a str,
+    sd: ServerDefaults,
+}
+
+/// What a server option did: the words it used, and whether it was
+/// refused (`Bad`: reported, the line goes on; `Stop`: reported, the rest
+/// of the line cannot be read).
+pub(crate) enum OptStep {
+    Next(usize),
+    Bad(usize),
+    Stop,
+}
+
+/// A `server`/`default-server` option's parser: the line, the option's
+/// name and the word after it.
+pub(crate) type ServerKw =
+    Kwd<fn(&mut State<'_>, &mut ServerLine<'_>, &str, Option<&str>) -> OptStep>;
+
+/// The server options, in the order suggestions try them: `server_options`
+/// dispatches through this table and [`kw::SERVER_SUPPORTED`] is read from
+/// it.
+pub(crate) const SERVER: &[ServerKw] = &[
+    kwd("proto", opt_lb),
+    kwd("check-proto", opt_lb),
+    kwd("check-ssl", opt_check_ssl),
+    kwd("no-check-ssl", opt_check_ssl),
+    kwd("cookie", opt_cookie),
+    kwd("send-proxy", opt_lb),
+    kwd("send-proxy-v2", opt_lb),
+    kwd("no-send-proxy", opt_lb),
+    kwd("no-send-proxy-v2", opt_lb),
+    kwd("weight", opt_weight),
+    kwd("maxconn", opt_maxconn),
+    kwd("check", |_, l, _, _| {
+        l.sd.check = true;
+        OptStep::Next(1)
+    }),
+    kwd("no-check", |_, l, _, _| {
+        l.sd.check = false;
+        OptStep::Next(1)
+    }),
+    kwd("inter", opt_inter),
+    kwd("rise", opt_rise_fall),
+    kwd("fall", opt_rise_fall),
+    kwd("backup", opt_lb),
+    kwd("no-backup", opt_lb),
+    kwd("disabled", opt_lb),
+    kwd("enabled", opt_lb),
+    kwd("maxqueue", opt_lb),
+    kwd("minconn", opt_lb),
+    kwd("slowstart", opt_lb),
+    kwd("fastinter", opt_lb),
+    kwd("downinter", opt_lb),
+    kwd("addr", opt_lb),
+    kwd("port", opt_lb),
+    kwd("id", opt_lb),
+    kwd("on-marked-down", opt_lb),
+    kwd("on-marked-up", opt_lb),
+    kwd("observe", opt_lb),
+    kwd("error-limit", opt_lb),
+    kwd("on-error", opt_lb),
+    kwd("ssl", opt_tls),
+    kwd("verify", opt_tls),
+    kwd("ca-file", opt_tls),
+    kwd("crt", opt_tls),
+    kwd("sni", opt_tls),
+    kwd("alpn", opt_tls),
+    kwd("no-ssl", opt_tls),
+    kwd("ciphers", opt_tls),
+    kwd("ciphersuites", opt_tls),
+    kwd("ssl-min-ver", opt_tls),
+    kwd("ssl-max-ver", opt_tls),
+];
+
+fn opt_weight(s: &mut State<'_>, l: &mut ServerLine<'_>, w: &str, v: Option<&str>) -> OptStep {
+    match s.server_int(l, w, v, 0) {
+        Some(n) if n <= 256 => {
+            l.sd.weight = n;
+            OptStep::Next(2)
+        }
+        Some(n) => {
+            let name = l.name;
+            s.server_at(
+                l,
+                format!("weight of server {name} is not within 0 and 256 ({n}).."),
+            );
+            OptStep::Bad(2)
+        }
+        None => OptStep::Bad(2),
+    }
+}
+
+fn opt_maxconn(s: &mut State<'_>, l: &mut ServerLine<'_>, w: &str, v: Option<&str>) -> OptStep {
+    match s.server_int(l, w, v, 0) {
+        Some(n) => {
+            l.sd.maxconn = n;
+            OptStep::Next(2)
+        }
+        None => OptStep::Bad(2),
+    }
+}
+
+fn opt_rise_fall(s: &mut State<'_>, l: &mut ServerLine<'_>, w: &str, v: Option<&str>) -> OptStep {
+    match s.server_int(l, w, v, 1) {
+        Some(n) if w == "rise" => l.sd.params.rise = n,
+        Some(n) => l.sd.params.fall = n,
+        None => return OptStep::Bad(2),
+    }
+    OptStep::Next(2)
+}
+
+fn opt_inter(s: &mut State<'_>, l: &mut ServerLine<'_>, _: &str, v: Option<&str>) -> OptStep {
+    let val = v.unwrap_or("");
+    match parse_time(val) {
+        Ok(d) if !d.is_zero() => {
+            l.sd.params.inter = d;
+            OptStep::Next(2)
+        }
+        Ok(_) => {
+            s.server_at(l, "'inter' has to be > 0.".to_string());
+            OptStep::Bad(2)
+        }
+        Err(e) => {
+            s.server_at(l, time_error_message("inter", val, &e));
+            OptStep::Bad(2)
+        }
+    }
+}
+
+fn opt_cookie(s: &mut State<'_>, l: &mut ServerLine<'_>, _: &str, v: Option<&str>) -> OptStep {
+    match v.filter(|v| !v.is_empty()) {
+        Some(v) => {
+            l.sd.cookie = Some(v.to_string());
+            OptStep::Next(2)
+        }
+        None => {
+            s.server_at(l, "'cookie' expects <value> as argument..".to_string());
+            OptStep::Stop
+        }
+    }
+}
+
+fn opt_check_ssl(s: &mut State<'_>, l: &mut ServerLine<'_>, w: &str, _: Option<&str>) -> OptStep {
+    l.sd.params.ssl = w == "check-ssl";
+    if l.sd.tls.is_none() {
+        // The TLS options with their defaults, for the checks.
+        let _ = s.server_tls_option(w, None, &mut l.sd.tls);
+    }
+    OptStep::Next(1)
+}
+
+/// The TLS options (`sslkw.rs`).
+fn opt_tls(s: &mut State<'_>, l: &mut ServerLine<'_>, w: &str, v: Option<&str>) -> OptStep {
+    match s.server_tls_option(w, v, &mut l.sd.tls) {
+        Ok(step) => OptStep::Next(step),
+        Err(msg) => {
+            s.server_at(l, msg);
+            OptStep::Stop
+        }
+    }
+}
+
+/// The balancing and check options (`lbkw.rs`).
+fn opt_lb(s: &mut State<'_>, l: &mut ServerLine<'_>, w: &str, v: Option<&str>) -> OptStep {
+    match s.server_lb_option(l.loc, l.ctx, w, v, &mut l.sd) {
+        Some(step) => OptStep::Next(step),
+        None => OptStep::Stop,
     }
 }

@@ -55,11 +55,17 @@ const MAX_CONCURRENT_RESET_STREAMS: usize = 10;
 const RESET_STREAM_DURATION: Duration = Duration::from_secs(10);
 
 /// The connection-level receive window: 2^31-1, as HAProxy 2.6 opens it
-/// (a first WINDOW_UPDATE of 0x7fff0000 on stream 0). Each stream's own
+/// (HAProxy adds 0x7fff0000 to the WINDOW_UPDATE of the first DATA frame;
+/// the `h2` crate sends it when the connection starts). Each stream's own
 /// window still bounds what a stream may send ahead of the server; a
 /// connection window of only 64 KiB, returned by halves, left a client
 /// sending many small bodies waiting for WINDOW_UPDATEs HAProxy never
 /// makes it wait for.
+///
+/// HAProxy then gives window back after every DATA frame; the `h2` crate
+/// does once what is to be given back reaches half of what the peer has
+/// left (a fixed ratio, no setting), so a small body gets no
+/// WINDOW_UPDATE. No client waits longer for it: tests/h2_haproxy.rs.
 const CONNECTION_WINDOW: u32 = (1 << 31) - 1;
 
 /// Response bytes buffered per stream ahead of the client's window.

@@ -1,0 +1,584 @@
+//! One request sent to the servers of a backend until an answer comes: the
+//! steps of an attempt (connect, send the head, send the body, read the
+//! response head) and the retries and replays between attempts.
+//!
+//! Replays: a reused idle connection that turns out closed is replayed
+//! once on a new connection (not counted as a retry) when nothing can have
+//! been acted on: the request could not be written, or the method is
+//! idempotent and no body was sent. `retry-on` beyond `conn-failure`
+//! (statuses, empty, junk or late responses) replays only requests without
+//! a body: sluice streams bodies and keeps no copy to send twice.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Instant;
+
+use bytes::{BufMut, BytesMut};
+
+use crate::config::model::{ForwardFor, HttpConnMode, HttpReuse, RetryOn};
+use crate::http::forward::{
+    BAD_RESPONSE, Outcome, ReqCtx, SERVER_HEADERS, add, bad_response, capture_response, ms,
+    no_server, send_error_be,
+};
+use crate::http::relay;
+use crate::http::rules;
+use crate::observe::log::LogRecord;
+use crate::observe::outcome::{Cause, Phase, Rows, Term};
+use crate::snapshot::{BackendRt, FrontendRt};
+use crate::state::ServerState;
+use crate::state::capture;
+use crate::upstream::ConnectError;
+use crate::upstream::balance;
+use crate::upstream::retry::{self, Next, Retries, Seat};
+use crate::wire::error_spot;
+use crate::wire::h1::{BodyKind, FramingLine, H1Error, Head};
+use crate::wire::io::{self, BufConn, HeadError, RelayError};
+
+/// A request on its way to a server, and what its attempts learnt so far.
+pub(super) struct Exchange<'a> {
+    pub(super) fe: &'a FrontendRt,
+    pub(super) be: &'a Arc<BackendRt>,
+    pub(super) key: &'a balance::LbKey<'a>,
+    pub(super) seat: &'a mut Seat,
+    pub(super) tries: &'a mut Retries,
+    pub(super) req: &'a Head,
+    pub(super) body: BodyKind,
+    pub(super) client: &'a mut BufConn,
+    pub(super) keep_client: bool,
+    /// When the request reached the backend, and its time in the queue.
+    pub(super) started: Instant,
+    pub(super) queue_ms: u32,
+    pub(super) rec: &'a mut LogRecord,
+    pub(super) ctx: &'a ReqCtx<'a>,
+}
+
+/// What stays the same from one attempt to the next, and what carries
+/// over between them.
+struct Plan<'a> {
+    /// The connection mode closes the server connection after the answer.
+    server_close: bool,
+    /// The request head as it goes to the server.
+    head: BytesMut,
+    /// `retry-on` beyond connection failures applies (no body to replay).
+    l7_retries: bool,
+    /// The client connection may go on after an error page.
+    keep_on_error: bool,
+    /// The request's Host: the SNI to servers with `sni req.hdr(host)`.
+    host: Option<&'a [u8]>,
+    /// A pooled connection may be taken (not after one turned out closed).
+    reuse_ok: bool,
+    /// The body has been consumed from the client: after that the request
+    /// cannot be replayed.
+    body_sent: bool,
+    body_in: u64,
+    connect_ms: u32,
+}
+
+/// A connection to the attempt's server.
+struct Attempt {
+    up: BufConn,
+    /// Taken from the idle pool.
+    reused: bool,
+    server: Arc<ServerState>,
+}
+
+/// Where an attempt's step leads: on with its result, to another attempt,
+/// or to the end of the exchange (with whether no connection could be
+/// made).
+enum Step<T> {
+    Go(T),
+    Again,
+    End(Outcome, bool),
+}
+
+/// Why a response head was not had: the `retry-on` bit, the status sent
+/// instead, the log's termination state, and whether it is a server abort.
+struct HeadFailure {
+    bit: u32,
+    /// `None`: a head the parser refused, kept for `show errors`.
+    code: Option<u16>,
+    term: Term,
+    abort: bool,
+}
+
+/// A head the parser refused: logged `PH`, answered 502.
+const REFUSED: HeadFailure = HeadFailure {
+    bit: RetryOn::JUNK_RESPONSE,
+    code: None,
+    term: BAD_RESPONSE,
+    abort: false,
+};
+
+impl<'a> Exchange<'a> {
+    /// Sends the request to the seat's server and reads the response head,
+    /// retrying as `retries`, `option redispatch` and `retry-on` allow, then
+    /// relays the response. Returns the outcome and whether it ended
+    /// because no connection could be made.
+    pub(super) async fn run(mut self) -> (Outcome, bool) {
+        // A step's result, or on to the next attempt, or the end.
+        macro_rules! step {
+            ($e:expr) => {
+                match $e.await {
+                    Step::Go(v) => v,
+                    Step::Again => continue,
+                    Step::End(out, failed) => return (out, failed),
+                }
+            };
+        }
+        let mut plan = self.plan();
+        let (up, resp, response_ms) = loop {
+            let a = step!(self.connect(&mut plan));
+            let a = step!(self.send_head(&mut plan, a));
+            let a = step!(self.send_body(&mut plan, a));
+            break step!(self.read_response(&mut plan, a));
+        };
+        (self.respond(plan, up, resp, response_ms).await, false)
+    }
+
+    /// What the attempts share: the request head as it goes to the server
+    /// and what may be retried.
+    fn plan(&self) -> Plan<'a> {
+        let (fe, be, body, req) = (self.fe, self.be, self.body, self.req);
+        let server_close =
+            be.conn_mode != HttpConnMode::KeepAlive || fe.conn_mode != HttpConnMode::KeepAlive;
+        // `option forwardfor`: the backend's settings, else the frontend's.
+        let ff = be.forwardfor.as_ref().or(fe.forwardfor.as_ref());
+        Plan {
+            server_close,
+            head: upstream_head(req, body, server_close, ff, self.ctx),
+            l7_retries: be.retry_on.layer7() && body == BodyKind::None,
+            keep_on_error: self.keep_client && body == BodyKind::None,
+            host: req.values("host").next(),
+            reuse_ok: be.http_reuse != HttpReuse::Never,
+            body_sent: false,
+            body_in: 0,
+            connect_ms: 0,
+        }
+    }
+
+    /// A connection to the seat's server: an idle one from its pool, else a
+    /// new one (`upstream/retry.rs` retries and redispatches), then the
+    /// PROXY header for `send-proxy`.
+    async fn connect(&mut self, plan: &mut Plan<'_>) -> Step<Attempt> {
+        let be = self.be;
+        // `send-proxy`: a server connection tells one client's address, so
+        // it is never shared (HAProxy only reuses one for an identical PROXY
+        // line, in practice the same client connection).
+        let pooled = if plan.reuse_ok && self.seat.server().send_proxy.load(Relaxed) == 0 {
+            let pool = self.seat.server().pool.load();
+            pool.take(pool.request_sni(plan.host))
+        } else {
+            None
+        };
+        let reused = pooled.is_some();
+        let stream = match pooled {
+            Some(s) => {
+                self.seat.attempt();
+                add(&self.seat.server().counters.reuse, 1);
+                add(&be.state.counters.reuse, 1);
+                s
+            }
+            None => {
+                let before = self.seat.server().clone();
+                let t = Instant::now();
+                let dst = self
+                    .ctx
+                    .dst
+                    .or_else(|| self.client.stream.local_addr().ok());
+                match retry::connect(be, self.key, self.seat, self.tries, plan.host, dst).await {
+                    Ok(s) => {
+                        plan.connect_ms = ms(t.elapsed());
+                        note_move(&before, self.seat, self.rec, self.ctx);
+                        s
+                    }
+                    Err(ConnectError::Pick(e)) => {
+                        let (fe, keep) = (self.fe, plan.keep_on_error);
+                        let out = no_server(e, fe, be, self.client, keep, self.started, self.rec);
+                        return Step::End(out.await, true);
+                    }
+                    Err(e) => {
+                        self.rec.end(e.term());
+                        self.rec.retryable = e.retryable();
+                        // HAProxy counts its own 503 on the backend only.
+                        self.rec.tally.status(503, Rows::BE);
+                        let out =
+                            send_error_be(self.client, 503, self.fe, Some(be), plan.keep_on_error);
+                        return Step::End(out.await, true);
+                    }
+                }
+            }
+        };
+        let server = self.seat.server().clone();
+        let mut up = BufConn::new(stream);
+        if !reused
+            && let Some(h) = &crate::wire::proxy_proto::for_server(
+                server.send_proxy.load(Relaxed),
+                self.ctx.peer,
+                self.ctx.dst,
+                || self.client.stream.local_addr().ok(),
+            )
+            && io::write_all(&mut up.stream, h, be.timeouts.server)
+                .await
+                .is_err()
+        {
+            self.rec.term(Cause::Server, Phase::Connect);
+            return Step::End(self.server_failed(false).await, false);
+        }
+        // Connected: an error from here on logs the connect time (HAProxy's
+        // `0/0/0/-1/...` for a 504), not -1.
+        self.rec.t_connect = plan.connect_ms as i64;
+        Step::Go(Attempt { up, reused, server })
+    }
+
+    /// Writes the request head. A pooled connection that refuses it is
+    /// replayed on a new one; a new one may be retried as an empty
+    /// response.
+    async fn send_head(&mut self, plan: &mut Plan<'_>, a: Attempt) -> Step<Attempt> {
+        let Attempt {
+            mut up,
+            reused,
+            server,
+        } = a;
+        if io::write_all(&mut up.stream, &plan.head, self.be.timeouts.server)
+            .await
+            .is_err()
+        {
+            if reused {
+                // A pooled connection the server had closed: nothing got
+                // through, replay on a new one.
+                plan.reuse_ok = false;
+                return Step::Again;
+            }
+            drop(up);
+            let wanted = self.be.retry_on.has(RetryOn::EMPTY_RESPONSE);
+            if let Some(next) = self.l7_retry(plan, &server, wanted) {
+                return self.retry(plan, &server, next).await;
+            }
+            self.rec.term(Cause::Server, Phase::Headers);
+            return Step::End(self.server_failed(plan.keep_on_error).await, false);
+        }
+        self.rec.tally.srv_in += self.req.raw.len() as u64;
+        Step::Go(Attempt { up, reused, server })
+    }
+
+    /// Streams the request body to the server, once: sluice answers an
+    /// `Expect: 100-continue` itself first.
+    async fn send_body(&mut self, plan: &mut Plan<'_>, mut a: Attempt) -> Step<Attempt> {
+        let (fe, be, body) = (self.fe, self.be, self.body);
+        if body == BodyKind::None || plan.body_sent {
+            return Step::Go(a);
+        }
+        if self
+            .req
+            .values("expect")
+            .any(|v| v.eq_ignore_ascii_case(b"100-continue"))
+        {
+            let _ = io::write_all(
+                &mut self.client.stream,
+                b"HTTP/1.1 100 Continue\r\n\r\n",
+                fe.timeouts.client,
+            )
+            .await;
+        }
+        plan.body_sent = true;
+        let mut no_head = BytesMut::new();
+        let relayed = io::relay_message(
+            &mut no_head,
+            self.client,
+            &mut a.up.stream,
+            body,
+            fe.timeouts.client,
+            be.timeouts.server,
+            fe.splice,
+        )
+        .await;
+        match relayed {
+            Ok(n) => {
+                self.rec.tally.srv_in += n;
+                plan.body_in = n;
+                Step::Go(a)
+            }
+            Err(e) => Step::End(self.body_failed(e).await, false),
+        }
+    }
+
+    /// The body could not be relayed: the client's fault (408, 400, a
+    /// framing error sluice answers itself) or the server's (502).
+    async fn body_failed(&mut self, e: RelayError) -> Outcome {
+        let (fe, be, rec) = (self.fe, self.be, &mut *self.rec);
+        if !e.source_side() {
+            rec.tally.srv_abrt |= Rows::BE_SRV;
+            rec.term(Cause::Server, Phase::Data);
+            rec.tally.status(502, Rows::BE_SRV);
+            return send_error_be(self.client, 502, fe, Some(be), false).await;
+        }
+        rec.tally.cli_abrt |= Rows::BE_SRV;
+        let code = if matches!(e, RelayError::ReadTimeout) {
+            408
+        } else {
+            400
+        };
+        if let RelayError::Framing(_, spot) = &e {
+            rec.tally.ereq |= Rows::FE;
+            let src = self.client.stream.peer_addr().ok();
+            capture::request_error(fe, Some(be), src, &[&self.client.buf], *spot);
+            rec.term(Cause::Proxy, Phase::Data);
+        } else if code == 408 {
+            rec.term(Cause::ClientTimeout, Phase::Data);
+        } else {
+            rec.term(Cause::Client, Phase::Data);
+        }
+        if matches!(e, RelayError::Framing(..)) {
+            // sluice's answer, not the server's (HAProxy).
+            rec.tally.status(code, Rows::BE);
+        } else {
+            rec.tally.status(code, Rows::BE_SRV);
+        }
+        send_error_be(self.client, code, fe, Some(be), false).await
+    }
+
+    /// Reads and parses the response head. A status `retry-on` names is
+    /// dropped with its connection and the request sent again (the last
+    /// one allowed is relayed as is); a reused connection closed before
+    /// answering replays an idempotent request.
+    async fn read_response(
+        &mut self,
+        plan: &mut Plan<'_>,
+        a: Attempt,
+    ) -> Step<(BufConn, Head, u32)> {
+        let (fe, be) = (self.fe, self.be);
+        let Attempt {
+            mut up,
+            reused,
+            server,
+        } = a;
+        let sent_at = Instant::now();
+        let failure = match up.read_head(be.max_head, be.timeouts.server).await {
+            Ok(raw) => match Head::parse_response_lax(raw, be.accept_invalid_resp) {
+                Ok(resp) => {
+                    let wanted = be.retry_on.on_status(resp.status);
+                    if let Some(next) = self.l7_retry(plan, &server, wanted) {
+                        drop(resp);
+                        drop(up);
+                        return self.retry(plan, &server, next).await;
+                    }
+                    return Step::Go((up, resp, ms(sent_at.elapsed())));
+                }
+                Err((e, raw)) => {
+                    let spot = error_spot::locate(&raw, true, &e);
+                    capture_response(fe, be, &server, self.client, &[&raw, &up.buf], spot);
+                    REFUSED
+                }
+            },
+            Err(HeadError::TooLarge) => {
+                let spot = error_spot::locate(&up.buf, true, &H1Error::TooLarge);
+                capture_response(fe, be, &server, self.client, &[&up.buf], spot);
+                REFUSED
+            }
+            Err(HeadError::Closed)
+                if reused && !plan.body_sent && idempotent(self.req.method()) =>
+            {
+                // The server closed an idle connection just as it was
+                // reused: an idempotent request is replayed once.
+                plan.reuse_ok = false;
+                return Step::Again;
+            }
+            Err(HeadError::Closed | HeadError::Io(_)) => HeadFailure {
+                bit: RetryOn::EMPTY_RESPONSE,
+                code: Some(502),
+                term: SERVER_HEADERS,
+                abort: true,
+            },
+            Err(HeadError::Timeout) => HeadFailure {
+                bit: RetryOn::RESPONSE_TIMEOUT,
+                code: Some(504),
+                term: Term::new(Cause::ServerTimeout, Phase::Headers),
+                abort: false,
+            },
+            Err(HeadError::Truncated) => HeadFailure {
+                bit: RetryOn::JUNK_RESPONSE,
+                code: Some(502),
+                term: SERVER_HEADERS,
+                abort: true,
+            },
+        };
+        drop(up);
+        self.head_failed(plan, &server, failure).await
+    }
+
+    /// No usable response head: another attempt if `retry-on` names the
+    /// failure, else the error page.
+    async fn head_failed<T>(
+        &mut self,
+        plan: &mut Plan<'_>,
+        server: &Arc<ServerState>,
+        f: HeadFailure,
+    ) -> Step<T> {
+        if let Some(next) = self.l7_retry(plan, server, self.be.retry_on.has(f.bit)) {
+            return self.retry(plan, server, next).await;
+        }
+        let Some(code) = f.code else {
+            let out = bad_response(self.fe, self.be, self.client, self.rec, self.keep_client);
+            return Step::End(out.await, false);
+        };
+        let rec = &mut *self.rec;
+        rec.end(f.term);
+        rec.tally.eresp |= Rows::BE_SRV;
+        if f.abort {
+            rec.tally.srv_abrt |= Rows::BE_SRV;
+        }
+        rec.tally.status(code, Rows::BE_SRV);
+        let out = send_error_be(self.client, code, self.fe, Some(self.be), self.keep_client);
+        Step::End(out.await, false)
+    }
+
+    /// A `retry-on` failure the request may be sent again for (`wanted`:
+    /// the backend's `retry-on` names it), counted as a retry.
+    fn l7_retry(&mut self, plan: &Plan<'_>, server: &ServerState, wanted: bool) -> Option<Next> {
+        if !(plan.l7_retries && wanted) {
+            return None;
+        }
+        self.tries.after_l7_failure(self.be, server)
+    }
+
+    /// Another attempt, on the server `next` says (the same one, or
+    /// another after a redispatch); a 503 when none is left.
+    async fn retry<T>(
+        &mut self,
+        plan: &Plan<'_>,
+        server: &Arc<ServerState>,
+        next: Next,
+    ) -> Step<T> {
+        match self.tries.apply(next, self.be, self.key, self.seat).await {
+            Ok(()) => {
+                note_move(server, self.seat, self.rec, self.ctx);
+                Step::Again
+            }
+            Err(e) => {
+                let (fe, be, keep) = (self.fe, self.be, plan.keep_on_error);
+                let out = no_server(e, fe, be, self.client, keep, self.started, self.rec);
+                Step::End(out.await, false)
+            }
+        }
+    }
+
+    /// The server failed before its answer (the termination state is set):
+    /// counted as a bad response, answered 502.
+    async fn server_failed(&mut self, keep: bool) -> Outcome {
+        self.rec.tally.eresp |= Rows::BE_SRV;
+        self.rec.tally.status(502, Rows::BE_SRV);
+        send_error_be(self.client, 502, self.fe, Some(self.be), keep).await
+    }
+
+    /// A response head is in: the record gets the attempt's timers, then
+    /// the response is relayed (`http/relay.rs`).
+    async fn respond(self, plan: Plan<'_>, up: BufConn, resp: Head, response_ms: u32) -> Outcome {
+        let rec = self.rec;
+        rec.t_connect = plan.connect_ms as i64;
+        rec.t_resp = response_ms as i64;
+        // Set before relaying: `option logasap` logs at the response head.
+        rec.retries = self.tries.done;
+        rec.redispatched = self.tries.redispatched;
+        let server = self.seat.server().clone();
+        let pool = server.pool.load_full();
+        let mut out = relay::Relay {
+            fe: self.fe,
+            be: self.be,
+            server: &server,
+            req: self.req,
+            upstream: up,
+            client: self.client,
+            keep_client: self.keep_client,
+            rec: &mut *rec,
+            ctx: self.ctx,
+            bytes_out: 0,
+        }
+        .run(resp, &pool, plan.server_close)
+        .await;
+        out.body_in = plan.body_in;
+        let total_ms = ms(self.started.elapsed());
+        rec.tally.times = Some([self.queue_ms, plan.connect_ms, response_ms, total_ms]);
+        out
+    }
+}
+
+/// After a redispatch: the new server counts the request, the log and
+/// `show sess` name it.
+fn note_move(before: &Arc<ServerState>, seat: &Seat, rec: &mut LogRecord, ctx: &ReqCtx<'_>) {
+    if !Arc::ptr_eq(before, seat.server()) {
+        seat.server().counters.count_request();
+        rec.assign_server(seat.server());
+        ctx.stream.to_server(seat.server());
+    }
+}
+
+/// Methods whose replay has the effect of one request (RFC 9110 §9.2.2):
+/// the only ones replayed after a reused connection broke with the request
+/// possibly received.
+fn idempotent(method: &[u8]) -> bool {
+    matches!(
+        method,
+        b"GET" | b"HEAD" | b"OPTIONS" | b"TRACE" | b"PUT" | b"DELETE"
+    )
+}
+
+/// The request head as it goes to the server.
+fn upstream_head(
+    req: &Head,
+    body: BodyKind,
+    close: bool,
+    ff: Option<&ForwardFor>,
+    ctx: &ReqCtx<'_>,
+) -> BytesMut {
+    let mut out = BytesMut::new();
+    let framing = FramingLine::of(body);
+    let placed = match ctx.edits {
+        None => req.write_forwarded(&mut out, &framing),
+        Some(e) => req.write_forwarded_with(
+            &mut out,
+            e.target.as_deref(),
+            |i, n| e.drops_at(i, n),
+            &e.replaced,
+            &framing,
+        ),
+    };
+    if !placed {
+        out.put_slice(framing.bytes());
+    }
+    if let Some(e) = ctx.edits {
+        e.put_added(&mut out);
+    }
+    if let Some(ff) = ff {
+        rules::put_forwarded_for(&mut out, ff, ctx.src, req, ctx.edits);
+    }
+    if req.requests_upgrade() {
+        // A protocol switch (WebSocket) needs its hop-by-hop pair kept.
+        for v in req.values("upgrade") {
+            out.put_slice(b"upgrade: ");
+            out.put_slice(v);
+            out.put_slice(b"\r\n");
+        }
+        out.put_slice(b"connection: upgrade\r\n");
+    } else if close {
+        out.put_slice(b"connection: close\r\n");
+    }
+    out.put_slice(b"\r\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimal_lengths() {
+        for n in [0u64, 7, 10, 15360, u64::MAX] {
+            let line = FramingLine::of(BodyKind::Length(n));
+            assert_eq!(line.bytes(), format!("content-length: {n}\r\n").as_bytes());
+        }
+        assert_eq!(
+            FramingLine::of(BodyKind::Chunked).bytes(),
+            b"transfer-encoding: chunked\r\n"
+        );
+    }
+}

@@ -1,0 +1,500 @@
+//! A server's response on its way to the client: interim answers, protocol
+//! switches, the `http-response` rules and cookie, the body, and the
+//! server connection back to its pool.
+
+use std::net::IpAddr;
+use std::sync::atomic::Ordering::Relaxed;
+
+use bytes::{BufMut, BytesMut};
+
+use crate::config::model::{HttpReply, HttpResponseAction, HttpReuse};
+use crate::http::cookie;
+use crate::http::forward::{
+    BAD_RESPONSE, Outcome, ReqCtx, SERVER_HEADERS, bad_response, capture_response, send_answer,
+    send_error_be,
+};
+use crate::http::legacy;
+use crate::http::rules::{self, Edits};
+use crate::http::service::View;
+use crate::observe::log::LogRecord;
+use crate::observe::outcome::{Cause, Phase, Rows};
+use crate::snapshot::{BackendRt, FrontendRt};
+use crate::state::{Pool, ServerState};
+use crate::wire::error_pages;
+use crate::wire::error_spot::{self, ErrorSpot};
+use crate::wire::h1::{BodyKind, H1Error, Head};
+use crate::wire::io::{self, BufConn, HeadError, RelayError};
+
+/// A response being relayed: the exchange it belongs to, the server
+/// connection it comes on, and the bytes sent to the client so far.
+pub(super) struct Relay<'a> {
+    pub(super) fe: &'a FrontendRt,
+    pub(super) be: &'a BackendRt,
+    pub(super) server: &'a ServerState,
+    pub(super) req: &'a Head,
+    pub(super) upstream: BufConn,
+    pub(super) client: &'a mut BufConn,
+    pub(super) keep_client: bool,
+    pub(super) rec: &'a mut LogRecord,
+    pub(super) ctx: &'a ReqCtx<'a>,
+    pub(super) bytes_out: u64,
+}
+
+/// The response is ready to go: its head as the rules left it, its
+/// framing, and whether the client connection goes on after it.
+struct Ready {
+    resp: Head,
+    body: BodyKind,
+    keep: bool,
+    edits: Option<Edits>,
+}
+
+impl Relay<'_> {
+    /// Relays `resp` (a response head just read) and what follows it.
+    /// `server_close`: the server connection is not kept for another
+    /// request whatever the response says.
+    pub(super) async fn run(mut self, resp: Head, pool: &Pool, server_close: bool) -> Outcome {
+        let resp = match self.interim(resp).await {
+            Ok(r) => r,
+            Err(out) => return out,
+        };
+        self.rec.captured_resp =
+            crate::observe::log::capture_headers(&self.fe.captures.response, &resp);
+        if resp.status == 101 {
+            return self.switch(resp).await;
+        }
+        let ready = match self.prepare(resp).await {
+            Ok(r) => r,
+            Err(out) => return out,
+        };
+        self.deliver(ready, pool, server_close).await
+    }
+
+    /// Interim 1xx answers are relayed as they come; returns the final one
+    /// (or a 101).
+    async fn interim(&mut self, mut resp: Head) -> Result<Head, Outcome> {
+        let (fe, be) = (self.fe, self.be);
+        while (100..200).contains(&resp.status) && resp.status != 101 {
+            let head = downstream_head(&resp, BodyKind::None, true, 1, None);
+            if io::write_all(&mut self.client.stream, &head, fe.timeouts.client)
+                .await
+                .is_err()
+            {
+                self.rec.term(Cause::Client, Phase::Headers);
+                return Err(Outcome {
+                    status: None,
+                    keep_client: false,
+                    bytes_out: self.bytes_out,
+                    body_in: 0,
+                });
+            }
+            self.bytes_out += head.len() as u64;
+            resp = match self
+                .upstream
+                .read_head(be.max_head, be.timeouts.server)
+                .await
+            {
+                Ok(raw) => match Head::parse_response_lax(raw, be.accept_invalid_resp) {
+                    Ok(r) => r,
+                    Err((e, raw)) => {
+                        let spot = error_spot::locate(&raw, true, &e);
+                        return Err(self.refuse(Some(&raw), spot).await);
+                    }
+                },
+                Err(HeadError::TooLarge) => {
+                    let spot = error_spot::locate(&self.upstream.buf, true, &H1Error::TooLarge);
+                    return Err(self.refuse(None, spot).await);
+                }
+                Err(_) => {
+                    self.rec.end(SERVER_HEADERS);
+                    self.rec.tally.eresp |= Rows::BE_SRV;
+                    self.rec.tally.status(502, Rows::BE_SRV);
+                    let out = send_error_be(self.client, 502, fe, Some(be), self.keep_client);
+                    return Err(out.await);
+                }
+            };
+        }
+        Ok(resp)
+    }
+
+    /// A 101: the protocol switch is checked, then the raw bytes are
+    /// relayed both ways until either side closes (WebSocket and friends).
+    async fn switch(mut self, resp: Head) -> Outcome {
+        let (fe, be) = (self.fe, self.be);
+        // A 101 opens a tunnel only for a request that asked for an upgrade;
+        // an unsolicited one would let the client's next bytes bypass parsing.
+        if !self.req.requests_upgrade() {
+            let spot = ErrorSpot::at(9, error_spot::state::RPCODE);
+            return self.refuse(Some(&resp.raw), spot).await;
+        }
+        // A switch to WebSocket without the server's `Sec-WebSocket-Accept`
+        // is not one the client can accept: a 502, as HAProxy answers.
+        if resp.upgrades_to_websocket() && resp.values("sec-websocket-accept").next().is_none() {
+            let spot = ErrorSpot::at(resp.raw.len().saturating_sub(1), error_spot::state::LAST_LF);
+            return self.refuse(Some(&resp.raw), spot).await;
+        }
+        self.rec.tally.srv_status = Some(resp.status);
+        let mut head = BytesMut::new();
+        head.put_slice(&resp.raw);
+        let (client, upstream) = (&mut *self.client, &mut self.upstream);
+        let _ = io::write_all(&mut client.stream, &head, fe.timeouts.client).await;
+        if !upstream.buf.is_empty() {
+            let pending = upstream.buf.split();
+            let _ = io::write_all(&mut client.stream, &pending, fe.timeouts.client).await;
+        }
+        if !client.buf.is_empty() {
+            let pending = client.buf.split();
+            let _ = io::write_all(&mut upstream.stream, &pending, be.timeouts.server).await;
+        }
+        // Both sides idle out after `timeout tunnel` if set, else after
+        // their own client/server timeout.
+        let (c2s, s2c) = crate::tcp::relay(
+            &mut client.stream,
+            &mut upstream.stream,
+            fe.timeouts
+                .tunnel
+                .or(be.timeouts.tunnel)
+                .or(fe.timeouts.client),
+            be.timeouts.tunnel.or(be.timeouts.server),
+            fe.splice,
+        )
+        .await;
+        self.rec.tally.srv_in += c2s;
+        Outcome {
+            status: Some(101),
+            keep_client: false,
+            bytes_out: self.bytes_out + head.len() as u64 + s2c,
+            body_in: c2s,
+        }
+    }
+
+    /// The final response's framing, then the `http-response` rules,
+    /// legacy `rsp*` filters and the persistence cookie: what the client
+    /// will be sent, or the answer that replaces it.
+    async fn prepare(&mut self, mut resp: Head) -> Result<Ready, Outcome> {
+        let be = self.be;
+        let body = match resp.response_body(self.req.method()) {
+            Ok(b) => b,
+            Err(e) => {
+                let spot = error_spot::locate(&resp.raw, true, &e);
+                return Err(self.refuse(Some(&resp.raw), spot).await);
+            }
+        };
+        self.rec.tally.srv_status = Some(resp.status);
+        // A soft stop that began during the request: the response says close.
+        let keep =
+            self.keep_client && body != BodyKind::UntilClose && !crate::sys::process::stopping();
+        let mut edits = self.response_rules(&mut resp).await?;
+        if let Some(ck) = be.cookie.as_deref()
+            && let Some(i) = be
+                .servers
+                .iter()
+                .position(|s| std::ptr::eq(&*s.state, self.server))
+        {
+            // `direct`: the cookie chose this server (not a redispatch).
+            let direct = self.ctx.persisted == Some(i);
+            let own = be.servers[i].cookie.as_deref();
+            let sck = cookie::server_side(ck, own, direct, self.req, &resp, &mut edits);
+            if ck.logged() {
+                self.rec.persist[1] = sck;
+            }
+        }
+        Ok(Ready {
+            resp,
+            body,
+            keep,
+            edits,
+        })
+    }
+
+    /// `http-response` rules and legacy `rsp*` filters: the backend's,
+    /// then the frontend's. A deny answers in the server's stead.
+    async fn response_rules(&mut self, resp: &mut Head) -> Result<Option<Edits>, Outcome> {
+        let (fe, be) = (self.fe, self.be);
+        if be.http_response.is_empty()
+            && fe.http_response.is_empty()
+            && be.legacy_rsp.is_none()
+            && fe.legacy_rsp.is_none()
+        {
+            return Ok(None);
+        }
+        let (req, ctx, server) = (self.req, self.ctx, self.server);
+        match response_edits(fe, be, &server.name, req, ctx.src, ctx.tls, resp) {
+            Ok(e) => Ok(e),
+            Err(RespRefused::Denied(reply)) => {
+                // `http-response deny`, `rspdeny`: the server's answer is
+                // dropped.
+                self.rec.end(BAD_RESPONSE);
+                self.rec.tally.dresp |= Rows::BE_SRV;
+                let cx = rules::FmtCtx {
+                    req,
+                    src: ctx.src,
+                    frontend: &fe.name,
+                    backend: Some(&be.name),
+                    server: Some(&server.name),
+                };
+                Err(deny_response(self.client, fe, be, self.keep_client, reply, &cx).await)
+            }
+            Err(RespRefused::Invalid) => {
+                // An `rsprep` that broke the head: HAProxy 1.8's
+                // `return_bad_resp` (the status was counted already).
+                self.rec.tally.eresp |= Rows::BE_SRV;
+                self.rec.end(BAD_RESPONSE);
+                Err(send_error_be(self.client, 502, fe, Some(be), self.keep_client).await)
+            }
+        }
+    }
+
+    /// Sends the head and relays the body, then gives the server
+    /// connection back to its pool if it can carry another request.
+    async fn deliver(mut self, ready: Ready, pool: &Pool, server_close: bool) -> Outcome {
+        let (fe, be, req) = (self.fe, self.be, self.req);
+        let Ready {
+            resp,
+            body,
+            keep,
+            edits,
+        } = ready;
+        let status = resp.status;
+        let mut head = downstream_head(&resp, body, keep, req.minor, edits.as_ref());
+        let head_len = head.len() as u64;
+        self.rec
+            .log_early(fe, status, self.bytes_out + head_len, req);
+        let relayed = io::relay_message(
+            &mut head,
+            &mut self.upstream,
+            &mut self.client.stream,
+            body,
+            be.timeouts.server,
+            fe.timeouts.client,
+            fe.splice,
+        )
+        .await;
+        let ok = match relayed {
+            Ok(n) => {
+                self.bytes_out += head_len + n;
+                true
+            }
+            Err(RelayError::Framing(_, spot)) if !head.is_empty() => {
+                // Bad from its first body bytes: nothing was sent to the
+                // client yet, which gets a 502 instead. The head is part of
+                // what was refused, as in HAProxy's buffer.
+                let spot = spot.shifted(resp.raw.len());
+                return self.refuse(Some(&resp.raw), spot).await;
+            }
+            Err(e) => {
+                self.body_failed(&e);
+                false
+            }
+        };
+        let rec = &mut *self.rec;
+        rec.tally.srv_out = self.bytes_out;
+        let reusable = ok
+            && !server_close
+            && body != BodyKind::UntilClose
+            && resp.wants_keep_alive()
+            && self.upstream.buf.is_empty()
+            && be.http_reuse != HttpReuse::Never
+            && self.server.send_proxy.load(Relaxed) == 0;
+        // The response head points into the read buffer: drop it first.
+        drop(resp);
+        self.upstream.release_buffer();
+        if reusable {
+            pool.put(
+                self.upstream.stream,
+                pool.request_sni(req.values("host").next()),
+            );
+        }
+        Outcome {
+            status: Some(status),
+            keep_client: keep && ok,
+            bytes_out: self.bytes_out,
+            body_in: 0,
+        }
+    }
+
+    /// The body broke off after the head went out: a framing error is kept
+    /// for `show errors`, the side that failed is logged and counted.
+    fn body_failed(&mut self, e: &RelayError) {
+        let rec = &mut *self.rec;
+        if let RelayError::Framing(_, spot) = e {
+            rec.tally.eresp |= Rows::BE_SRV;
+            let (fe, be, server) = (self.fe, self.be, self.server);
+            capture_response(fe, be, server, self.client, &[&self.upstream.buf], *spot);
+        }
+        if e.source_side() {
+            let cause = if matches!(e, RelayError::ReadTimeout) {
+                Cause::ServerTimeout
+            } else {
+                Cause::Server
+            };
+            rec.term(cause, Phase::Data);
+            rec.tally.srv_abrt |= Rows::BE_SRV;
+        } else {
+            rec.term(Cause::Client, Phase::Data);
+            rec.tally.cli_abrt |= Rows::BE_SRV;
+        }
+    }
+
+    /// A response sluice refuses: its `head` (when read whole) and what
+    /// follows in the read buffer are kept for `show errors`, the error at
+    /// `spot`, and the client gets a 502 instead.
+    async fn refuse(&mut self, head: Option<&[u8]>, spot: ErrorSpot) -> Outcome {
+        let (fe, be, server) = (self.fe, self.be, self.server);
+        let buf = &self.upstream.buf[..];
+        match head {
+            Some(h) => capture_response(fe, be, server, self.client, &[h, buf], spot),
+            None => capture_response(fe, be, server, self.client, &[buf], spot),
+        }
+        bad_response(fe, be, self.client, self.rec, self.keep_client).await
+    }
+}
+
+/// The response head as it goes to the client.
+fn downstream_head(
+    resp: &Head,
+    body: BodyKind,
+    keep: bool,
+    client_minor: u8,
+    edits: Option<&Edits>,
+) -> BytesMut {
+    let framing = resp.response_framing(body);
+    let mut out = BytesMut::new();
+    let placed = match edits {
+        None => resp.write_forwarded(&mut out, &framing),
+        Some(e) => resp.write_forwarded_with(
+            &mut out,
+            None,
+            |i, n| e.drops_at(i, n),
+            &e.replaced,
+            &framing,
+        ),
+    };
+    if !placed {
+        out.put_slice(framing.bytes());
+    }
+    if let Some(e) = edits {
+        e.put_added(&mut out);
+    }
+    if !keep {
+        out.put_slice(b"connection: close\r\n");
+    } else if client_minor == 0 {
+        out.put_slice(b"connection: keep-alive\r\n");
+    }
+    out.put_slice(b"\r\n");
+    out
+}
+
+/// `http-response deny` (its reply, or the error page of its status,
+/// 502 by default) and `rspdeny` (502). The client connection stays open
+/// if it could (the request was read whole), else the answer says
+/// `connection: close`.
+async fn deny_response(
+    client: &mut BufConn,
+    fe: &FrontendRt,
+    be: &BackendRt,
+    keep: bool,
+    reply: Option<&HttpReply>,
+    cx: &rules::FmtCtx<'_>,
+) -> Outcome {
+    let status = reply.map_or(502, |r| r.status);
+    let out = match reply.and_then(|r| crate::http::reply::render(r, cx, keep)) {
+        Some(out) => out,
+        None if be
+            .errorfiles
+            .iter()
+            .chain(&fe.errorfiles)
+            .any(|(c, _)| *c == status) =>
+        {
+            return send_error_be(client, status, fe, Some(be), false).await;
+        }
+        None => crate::http::reply::with_close(error_pages::response(status), keep),
+    };
+    send_answer(client, &out, status, keep, fe).await
+}
+
+/// Why the response rules refused a response.
+enum RespRefused<'r> {
+    /// `http-response deny` (with its reply), `rspdeny` (without).
+    Denied(Option<&'r HttpReply>),
+    /// An `rsprep` left a head that does not parse.
+    Invalid,
+}
+
+/// Runs the `http-response` rules then the `rsp*` filters of the backend,
+/// then of the frontend (once for a `listen` section). The filters may
+/// replace `resp` with their rewrite.
+fn response_edits<'r>(
+    fe: &'r FrontendRt,
+    be: &'r BackendRt,
+    server: &str,
+    req: &Head,
+    src: IpAddr,
+    tls: Option<&crate::tls::TlsFacts>,
+    resp: &mut Head,
+) -> Result<Option<Edits>, RespRefused<'r>> {
+    let view = View {
+        head: req,
+        src,
+        tls,
+    };
+    let cx = rules::FmtCtx {
+        req,
+        src,
+        frontend: &fe.name,
+        backend: Some(&be.name),
+        server: Some(server),
+    };
+    let mut edits: Option<Edits> = None;
+    // A `listen` section is its own frontend: its rules run once.
+    let fe_rules: &[_] = if fe.iid == be.iid {
+        &[]
+    } else {
+        &fe.http_response
+    };
+    let fe_legacy = if fe.iid == be.iid {
+        None
+    } else {
+        fe.legacy_rsp.as_deref()
+    };
+    let sets = [
+        (&be.http_response[..], &be.acls, be.legacy_rsp.as_deref()),
+        (fe_rules, &fe.acls, fe_legacy),
+    ];
+    for (rules_, acls, legacy_rsp) in sets {
+        for (action, cond) in rules_ {
+            if let Some(c) = cond
+                && !acls.eval(c, &view)
+            {
+                continue;
+            }
+            let e = edits.get_or_insert_with(Edits::default);
+            match action {
+                HttpResponseAction::SetHeader { name, fmt } => {
+                    e.set_header(name, rules::eval(fmt, &cx))
+                }
+                HttpResponseAction::AddHeader { name, fmt } => {
+                    e.add_header(name, rules::eval(fmt, &cx))
+                }
+                HttpResponseAction::DelHeader { name } => e.del_header(name),
+                HttpResponseAction::Deny(reply) => return Err(RespRefused::Denied(Some(reply))),
+            }
+        }
+        let Some(l) = legacy_rsp else {
+            continue;
+        };
+        // There is no `rspallow`: the flag stays down.
+        match legacy::apply(l, resp, edits.as_ref(), acls, &view, &mut false) {
+            legacy::Verdict::Pass(None) => {}
+            legacy::Verdict::Pass(Some(h)) => {
+                *resp = h;
+                edits = None;
+            }
+            legacy::Verdict::Deny | legacy::Verdict::Tarpit => {
+                return Err(RespRefused::Denied(None));
+            }
+            legacy::Verdict::Invalid => return Err(RespRefused::Invalid),
+        }
+    }
+    Ok(edits)
+}
