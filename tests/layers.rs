@@ -28,8 +28,6 @@ const LAYERS: &[&[&str]] = &[
 
 /// (from, to): upward edges still in the code, to be removed.
 const KNOWN_UPWARD: &[(&str, &str)] = &[
-    // ssl_hello_type / ssl_sni fetches read a ClientHello parsed in tcp::rules.
-    ("acl", "tcp"),
     // config::log compiles log-format strings with observe::log::format.
     ("config", "observe"),
     // The request generation bound of a reload (control::reload::bounded).

@@ -140,10 +140,9 @@ impl AclTest {
                 Some(ip) => self.patterns.iter().any(|p| ip_matches(ip, p)),
                 None => false,
             },
-            Fetch::ReqSslSni => {
-                crate::tcp::rules::ssl_sni(req.payload()).is_some_and(|sni| self.match_bytes(sni))
-            }
-            Fetch::ReqSslHelloType => crate::tcp::rules::ssl_hello_type(req.payload())
+            Fetch::ReqSslSni => crate::wire::client_hello::ssl_sni(req.payload())
+                .is_some_and(|sni| self.match_bytes(sni)),
+            Fetch::ReqSslHelloType => crate::wire::client_hello::ssl_hello_type(req.payload())
                 .is_some_and(|t| self.match_bytes(t.to_string().as_bytes())),
             Fetch::SslFc => req.tls().is_some(),
             Fetch::SslCUsed => req.tls().is_some_and(|t| t.client_cert),

@@ -46,7 +46,7 @@ async fn inspect(stream: &mut Stream, buf: &mut Vec<u8>, delay: Duration) {
     let deadline = tokio::time::Instant::now() + delay;
     // Read straight into `buf`: a chunk array here would be part of the
     // connection's task for its whole life, relay included.
-    while crate::tcp::rules::hello_incomplete(buf) && buf.len() < INSPECT_MAX {
+    while crate::wire::client_hello::hello_incomplete(buf) && buf.len() < INSPECT_MAX {
         let start = buf.len();
         buf.resize((start + 4096).min(INSPECT_MAX), 0);
         let read = tokio::time::timeout_at(deadline, stream.read(&mut buf[start..])).await;

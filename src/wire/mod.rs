@@ -3,6 +3,7 @@
 //! pages, the PROXY protocol, buffered connection halves and relaying,
 //! kernel splicing. Everything above it reads and writes through here.
 
+pub(crate) mod client_hello;
 pub(crate) mod error_pages;
 pub(crate) mod error_spot;
 pub mod h1;
