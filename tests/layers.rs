@@ -55,8 +55,6 @@ const KNOWN_UPWARD: &[(&str, &str)] = &[
     ("sys", "config"),
     // HTTP/2 servers are bridged through http::h2's stream pipes.
     ("upstream", "http"),
-    // The splice relay reports with tcp::{End, Relayed}.
-    ("wire", "tcp"),
 ];
 
 fn rank(module: &str) -> Option<usize> {

@@ -10,4 +10,5 @@ pub mod h1;
 pub(crate) mod h2_convert;
 pub(crate) mod io;
 pub mod proxy_proto;
+pub(crate) mod relay;
 pub(crate) mod splice;
