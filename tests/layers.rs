@@ -51,8 +51,6 @@ const KNOWN_UPWARD: &[(&str, &str)] = &[
     ("state", "snapshot"),
     // A server's state holds its idle pool (upstream::pool::Pool).
     ("state", "upstream"),
-    // sys::process::export_cli_env takes config::model::StatsSocket.
-    ("sys", "config"),
     // HTTP/2 servers are bridged through http::h2's stream pipes.
     ("upstream", "http"),
 ];
