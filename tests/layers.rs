@@ -30,8 +30,6 @@ const LAYERS: &[&[&str]] = &[
 const KNOWN_UPWARD: &[(&str, &str)] = &[
     // config::log compiles log-format strings with observe::log::format.
     ("config", "observe"),
-    // The request generation bound of a reload (control::reload::bounded).
-    ("http", "control"),
     // ClientConn, the accepted connection, is defined by frontend::listener.
     ("http", "frontend"),
     ("tcp", "frontend"),

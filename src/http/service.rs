@@ -202,7 +202,7 @@ pub(crate) async fn serve_connection(
         ));
         let keep = match bound {
             None => request.await,
-            Some(generation) => crate::control::reload::bounded(generation, request)
+            Some(generation) => crate::state::generation::bounded(generation, request)
                 .await
                 .unwrap_or(false),
         };

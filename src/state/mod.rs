@@ -4,6 +4,7 @@
 
 pub(crate) mod capture;
 pub(crate) mod change;
+pub(crate) mod generation;
 pub(crate) mod sessions;
 
 pub(crate) mod counters;
