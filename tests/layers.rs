@@ -45,8 +45,6 @@ const KNOWN_UPWARD: &[(&str, &str)] = &[
     ("snapshot", "observe"),
     ("snapshot", "tcp"),
     ("snapshot", "upstream"),
-    // show errors captures name their proxies with snapshot types.
-    ("state", "snapshot"),
     // A server's state holds its idle pool (upstream::pool::Pool).
     ("state", "upstream"),
     // HTTP/2 servers are bridged through http::h2's stream pipes.

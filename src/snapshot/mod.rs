@@ -647,6 +647,38 @@ fn fullconn_for(config: &Config, backend: &str, global_maxconn: u32) -> u32 {
     ((sum / 10) as u32).max(1)
 }
 
+/// A frontend's captures are its refused requests.
+impl crate::state::capture::CaptureSide for FrontendRt {
+    fn named(&self) -> (String, u32) {
+        (self.name.clone(), self.iid)
+    }
+    fn bufsize(&self) -> usize {
+        self.bufsize
+    }
+    fn slot(&self) -> &crate::state::capture::ErrorSlot {
+        &self.state.errors
+    }
+}
+
+/// A backend's captures are its servers' refused responses.
+impl crate::state::capture::CaptureSide for BackendRt {
+    fn named(&self) -> (String, u32) {
+        (self.name.clone(), self.iid)
+    }
+    fn bufsize(&self) -> usize {
+        self.bufsize
+    }
+    fn slot(&self) -> &crate::state::capture::ErrorSlot {
+        &self.state.errors
+    }
+    fn server_id(&self, server: &ServerState) -> u32 {
+        self.servers
+            .iter()
+            .find(|s| std::ptr::eq(Arc::as_ptr(&s.state), server))
+            .map_or(0, |s| s.sid)
+    }
+}
+
 impl Snapshot {
     pub(crate) fn frontends(&self) -> impl Iterator<Item = &Arc<FrontendRt>> {
         self.proxies.iter().filter_map(|p| p.frontend.as_ref())
