@@ -35,8 +35,6 @@ const KNOWN_UPWARD: &[(&str, &str)] = &[
     ("tcp", "frontend"),
     // control::cli::atoi and control::reload::supervisor() read by stats.
     ("observe", "control"),
-    // The stats admin form logs server state changes through upstream::check.
-    ("observe", "upstream"),
     // The snapshot holds compiled pieces of each engine (h2 limits, legacy
     // filters, tcp rules, log formats, balance state, check plans) and asks
     // frontend::listener for inherited addresses.

@@ -199,7 +199,7 @@ impl ServerState {
     /// one leaves the other. Entering maintenance pauses checks and takes
     /// the server DOWN; leaving it brings it UP at health `rise`. Returns
     /// the admin bits before (the caller tells the change, see
-    /// `health::admin_event`).
+    /// `observe::log::server_state::admin_event`).
     pub(crate) fn set_admin(&self, to: AdminState) -> u8 {
         let bits = match to {
             AdminState::Ready => 0,

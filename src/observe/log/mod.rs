@@ -13,6 +13,7 @@
 
 pub mod event;
 pub(crate) mod format;
+pub(crate) mod server_state;
 pub(crate) mod sink;
 pub(crate) mod time;
 
