@@ -28,8 +28,6 @@ const LAYERS: &[&[&str]] = &[
 
 /// (from, to): upward edges still in the code, to be removed.
 const KNOWN_UPWARD: &[(&str, &str)] = &[
-    // config::log compiles log-format strings with observe::log::format.
-    ("config", "observe"),
     // ClientConn, the accepted connection, is defined by frontend::listener.
     ("http", "frontend"),
     ("tcp", "frontend"),

@@ -23,9 +23,10 @@ use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 
 use crate::config::log::{GlobalLog, LogTarget, ProxyLog, Sink};
+use crate::config::log_format::{Fetch, LogFormat, Var};
 use crate::snapshot::FrontendRt;
 use crate::wire::h1::Head;
-use format::{Fetch, LogFormat, Source, Value, Var};
+use format::{Source, Value};
 use time::Date;
 
 use crate::observe::outcome::ms_since;
