@@ -37,6 +37,10 @@ pub(crate) struct ProxyRt {
     pub(crate) backend: Option<Arc<BackendRt>>,
 }
 
+/// Compiled `tcp-request connection|content` rules of one proxy, in
+/// order (`tcp::rules` runs them).
+pub(crate) type TcpRules = Vec<(crate::config::model::TcpAction, Option<CompiledCond>)>;
+
 #[derive(Debug)]
 pub(crate) struct FrontendRt {
     pub(crate) name: String,
@@ -71,8 +75,8 @@ pub(crate) struct FrontendRt {
     /// The HTTP/2 settings and limits of its connections.
     pub(crate) h2: crate::http::h2::Limits,
     /// `tcp-request connection` / `content` rules, `inspect-delay`.
-    pub(crate) tcp_connection: crate::tcp::rules::Rules,
-    pub(crate) tcp_content: crate::tcp::rules::Rules,
+    pub(crate) tcp_connection: TcpRules,
+    pub(crate) tcp_content: TcpRules,
     pub(crate) inspect_delay: Option<std::time::Duration>,
     pub(crate) acls: AclSet,
     /// `block`, `http-request` and `redirect` rules, in that order.
@@ -142,7 +146,7 @@ pub(crate) struct BackendRt {
     pub(crate) http_response: Vec<(HttpResponseAction, Option<CompiledCond>)>,
     /// `tcp-request content` rules of a backend section (mode tcp), run
     /// after the frontend's once the backend is chosen.
-    pub(crate) tcp_content: crate::tcp::rules::Rules,
+    pub(crate) tcp_content: TcpRules,
     pub(crate) forwardfor: Option<ForwardFor>,
     pub(crate) errorfiles: Vec<(u16, bytes::Bytes)>,
     pub(crate) stats: Option<StatsRt>,
@@ -571,7 +575,7 @@ fn stats_rt(page: Option<&StatsPage>, acls: &AclSet) -> Option<StatsRt> {
     })
 }
 
-fn tcp_rules(rules: &[crate::config::model::TcpRule], acls: &AclSet) -> crate::tcp::rules::Rules {
+fn tcp_rules(rules: &[crate::config::model::TcpRule], acls: &AclSet) -> TcpRules {
     rules
         .iter()
         .map(|r| (r.action, r.cond.as_ref().map(|c| acls.compile(c))))

@@ -5,11 +5,9 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use crate::acl::eval::{AclSet, CompiledCond, RequestView};
+use crate::acl::eval::{AclSet, RequestView};
 use crate::config::model::TcpAction;
-
-/// Compiled rules of one proxy, in order.
-pub(crate) type Rules = Vec<(TcpAction, Option<CompiledCond>)>;
+use crate::snapshot::TcpRules;
 
 /// What a TCP rule can look at: the client address and the bytes
 /// buffered so far.
@@ -36,7 +34,7 @@ impl RequestView for View<'_> {
 
 /// Runs `rules` in order: the first that applies decides; none applying
 /// accepts (HAProxy's default).
-pub(crate) fn allowed(rules: &Rules, acls: &AclSet, view: &View<'_>) -> bool {
+pub(crate) fn allowed(rules: &TcpRules, acls: &AclSet, view: &View<'_>) -> bool {
     for (action, cond) in rules {
         if cond.as_ref().is_none_or(|c| acls.eval(c, view)) {
             return *action == TcpAction::Accept;
