@@ -162,7 +162,7 @@ impl AclTest {
                 req.header_values(name, &mut vals);
                 vals.iter().any(|v| {
                     v.split(|&b| b == b',')
-                        .any(|part| self.match_bytes(trim(part)))
+                        .any(|part| self.match_bytes(part.trim_ascii()))
                 })
             }
         }
@@ -215,18 +215,6 @@ pub(crate) fn path_of(target: &[u8]) -> &[u8] {
         Some(q) => &t[..q],
         None => t,
     }
-}
-
-fn trim(v: &[u8]) -> &[u8] {
-    let start = v
-        .iter()
-        .position(|b| !b.is_ascii_whitespace())
-        .unwrap_or(v.len());
-    let end = v
-        .iter()
-        .rposition(|b| !b.is_ascii_whitespace())
-        .map_or(start, |e| e + 1);
-    &v[start..end]
 }
 
 pub(crate) fn ip_matches(ip: IpAddr, p: &Pattern) -> bool {
