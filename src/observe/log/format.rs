@@ -46,6 +46,14 @@ impl Value<'_> {
         let _ = write!(self.out, "{n}");
         self.wrote = true;
     }
+    /// A number with HAProxy's `+` in front when `plus` (bytes of a line
+    /// logged early with `option logasap`, retries that ended redispatched).
+    pub(crate) fn num_marked(&mut self, plus: bool, n: i64) {
+        if plus {
+            self.out.push('+');
+        }
+        self.num(n);
+    }
     pub(crate) fn date(&mut self, d: &Date, kind: Var) {
         match kind {
             Var::AcceptDateGmt | Var::RequestDateGmt => date_gmt(d, self.out),

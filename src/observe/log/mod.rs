@@ -261,13 +261,7 @@ impl Source for Line<'_> {
             }
             Var::THandshake | Var::TIdle => out.num(0),
             Var::Status => out.num(rec.status),
-            Var::BytesOut => {
-                if self.logasap_early {
-                    out.raw(&format!("+{}", rec.bytes_out));
-                } else {
-                    out.num(rec.bytes_out as i64);
-                }
-            }
+            Var::BytesOut => out.num_marked(self.logasap_early, rec.bytes_out as i64),
             Var::BytesIn => out.num(rec.bytes_in as i64),
             Var::CapturedReqCookie | Var::CapturedRespCookie => out.text(None),
             Var::TermState => out.raw(std::str::from_utf8(&rec.term_code()).unwrap_or("--")),
@@ -286,13 +280,7 @@ impl Source for Line<'_> {
                 SrvName::Server(s) => s.counters.sess.cur() as i64,
                 _ => 0,
             }),
-            Var::Retries => {
-                if rec.redispatched {
-                    out.raw(&format!("+{}", rec.retries));
-                } else {
-                    out.num(rec.retries as i64);
-                }
-            }
+            Var::Retries => out.num_marked(rec.redispatched, rec.retries as i64),
             Var::SrvQueue => out.num(rec.srv_queue as i64),
             Var::BeQueue => out.num(rec.be_queue as i64),
             Var::CapturedReqHeaders | Var::CapturedRespHeaders => {
