@@ -34,11 +34,10 @@ const KNOWN_UPWARD: &[(&str, &str)] = &[
     // control::cli::atoi and control::reload::supervisor() read by stats.
     ("observe", "control"),
     // The snapshot holds compiled pieces of each engine (h2 limits, legacy
-    // filters, log formats, balance state, check plans) and asks
+    // filters, balance state, check plans) and asks
     // frontend::listener for inherited addresses.
     ("snapshot", "frontend"),
     ("snapshot", "http"),
-    ("snapshot", "observe"),
     ("snapshot", "upstream"),
     // A server's state holds its idle pool (upstream::pool::Pool).
     ("state", "upstream"),

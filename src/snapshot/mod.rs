@@ -3,6 +3,7 @@
 //! a new one over the same runtime state and swaps it in.
 
 pub(crate) mod diff;
+pub(crate) mod log_setup;
 pub mod runtime;
 
 use std::net::SocketAddr;
@@ -102,7 +103,7 @@ pub(crate) struct FrontendRt {
     pub(crate) errorfiles: Vec<(u16, bytes::Bytes)>,
     pub(crate) stats: Option<StatsRt>,
     /// Access log, when the frontend has somewhere to log to.
-    pub(crate) log: Option<Arc<crate::observe::log::FrontendLog>>,
+    pub(crate) log: Option<Arc<log_setup::FrontendLog>>,
 }
 
 #[derive(Debug)]
@@ -151,7 +152,7 @@ pub(crate) struct BackendRt {
     pub(crate) errorfiles: Vec<(u16, bytes::Bytes)>,
     pub(crate) stats: Option<StatsRt>,
     /// Targets of state-change events (`log` lines), if any.
-    pub(crate) log: Option<Arc<crate::observe::log::LogSetup>>,
+    pub(crate) log: Option<Arc<log_setup::LogSetup>>,
     /// `fullconn`: the BACKEND row's `slim`.
     pub(crate) fullconn: u32,
     /// `cookie <name> ...`: cookie-based persistence (HTTP only).
@@ -407,7 +408,7 @@ impl Compiler<'_> {
             forwardfor: p.forwardfor.clone(),
             errorfiles: p.errorfiles.clone(),
             servers,
-            log: crate::observe::log::LogSetup::compile(&p.log, &config.global.log).map(Arc::new),
+            log: log_setup::LogSetup::compile(&p.log, &config.global.log).map(Arc::new),
             fullconn: p
                 .fullconn
                 .unwrap_or_else(|| fullconn_for(config, &p.name, self.global_maxconn)),
@@ -490,7 +491,7 @@ impl Compiler<'_> {
             default_backend,
             forwardfor: p.forwardfor.clone(),
             errorfiles: p.errorfiles.clone(),
-            log: crate::observe::log::FrontendLog::compile(&p.log, &config.global.log),
+            log: log_setup::FrontendLog::compile(&p.log, &config.global.log),
         })
     }
 }

@@ -1,8 +1,10 @@
 //! Access and event logs, as HAProxy 2.6 writes them.
 //!
 //! * [`config`]: the `log` / `log-tag` / `log-format` / logging options.
-//! * [`format`]: compiled `log-format` strings (`option httplog` & co are
-//!   HAProxy's own strings).
+//! * [`format`]: rendering `log-format` strings (compiled with the
+//!   configuration by `config::log_format`, kept with each proxy's targets
+//!   in `snapshot::log_setup`; `option httplog` & co are HAProxy's own
+//!   strings).
 //! * [`LogRecord`] (defined with the end stage in `observe::outcome`): the
 //!   exchange's outcome, emitted once at its end, or at the response
 //!   headers with `option logasap`.
@@ -18,13 +20,13 @@ pub(crate) mod sink;
 pub(crate) mod time;
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::SystemTime;
 
-use crate::config::log::{GlobalLog, LogTarget, ProxyLog, Sink};
-use crate::config::log_format::{Fetch, LogFormat, Var};
+use crate::config::log_format::{Fetch, Var};
 use crate::snapshot::FrontendRt;
+use crate::snapshot::log_setup::LogSetup;
 use crate::wire::h1::Head;
 use format::{Source, Value};
 use time::Date;
@@ -33,41 +35,8 @@ use crate::observe::outcome::ms_since;
 pub(crate) use crate::observe::outcome::{LogRecord, SrvName};
 pub(crate) use sink::dropped;
 
-/// The program name in syslog headers unless `log-tag` says otherwise.
-pub(crate) const DEFAULT_TAG: &str = "sluice";
-
-/// Where a proxy's lines go, and under which tag.
-#[derive(Debug)]
-pub(crate) struct LogSetup {
-    pub(crate) targets: Vec<(LogTarget, Arc<Sink>)>,
-    pub(crate) tag: Arc<str>,
-}
-
+/// Sending, once compiled (`snapshot::log_setup`).
 impl LogSetup {
-    /// The setup of a proxy, or `None` when it logs nowhere.
-    pub(crate) fn compile(p: &ProxyLog, g: &GlobalLog) -> Option<LogSetup> {
-        if !p.has_targets(g) {
-            return None;
-        }
-        let targets = p
-            .all_targets(g)
-            .into_iter()
-            .map(|t| {
-                let s = Arc::new(t.sink.clone());
-                (t, s)
-            })
-            .collect();
-        let tag = p
-            .tag
-            .clone()
-            .or_else(|| g.tag.clone())
-            .unwrap_or_else(|| DEFAULT_TAG.to_string());
-        Some(LogSetup {
-            targets,
-            tag: Arc::from(tag),
-        })
-    }
-
     /// Sends `msg` at `severity` to every target that accepts it.
     pub(crate) fn send(&self, severity: u8, date: &Date, msg: &str) {
         let pid = std::process::id();
@@ -76,37 +45,6 @@ impl LogSetup {
                 sink::send(sink, sink::frame(t, sev, &self.tag, pid, date, msg));
             }
         }
-    }
-}
-
-/// A frontend's access log: targets, format and options.
-#[derive(Debug)]
-pub(crate) struct FrontendLog {
-    pub(crate) setup: LogSetup,
-    /// `None`: no log format, HAProxy's "Connect from" line at accept.
-    pub(crate) format: Option<LogFormat>,
-    pub(crate) dontlognull: bool,
-    pub(crate) separate_errors: bool,
-    pub(crate) logasap: bool,
-    /// `%lc`.
-    counter: AtomicU64,
-}
-
-impl FrontendLog {
-    pub(crate) fn compile(p: &ProxyLog, g: &GlobalLog) -> Option<Arc<FrontendLog>> {
-        let setup = LogSetup::compile(p, g)?;
-        let format = p
-            .format
-            .as_ref()
-            .and_then(|f| LogFormat::compile(f.text()).ok());
-        Some(Arc::new(FrontendLog {
-            setup,
-            format,
-            dontlognull: p.dontlognull,
-            separate_errors: p.separate_errors,
-            logasap: p.logasap,
-            counter: AtomicU64::new(0),
-        }))
     }
 }
 
