@@ -29,37 +29,21 @@ const LAYERS: &[&[&str]] = &[
 
 /// (from, to): upward edges still in the code, to be removed.
 const KNOWN_UPWARD: &[(&str, &str)] = &[
-    // ssl_hello_type / ssl_sni fetches read a ClientHello parsed in tcp::rules.
-    ("acl", "tcp"),
-    // config::log compiles log-format strings with observe::log::format.
-    ("config", "observe"),
-    // The request generation bound of a reload (control::reload::bounded).
-    ("http", "control"),
     // ClientConn, the accepted connection, is defined by frontend::listener.
     ("http", "frontend"),
     ("tcp", "frontend"),
     // control::cli::atoi and control::reload::supervisor() read by stats.
     ("observe", "control"),
-    // The stats admin form logs server state changes through upstream::check.
-    ("observe", "upstream"),
     // The snapshot holds compiled pieces of each engine (h2 limits, legacy
-    // filters, tcp rules, log formats, balance state, check plans) and asks
+    // filters, balance state, check plans) and asks
     // frontend::listener for inherited addresses.
     ("snapshot", "frontend"),
     ("snapshot", "http"),
-    ("snapshot", "observe"),
-    ("snapshot", "tcp"),
     ("snapshot", "upstream"),
-    // show errors captures name their proxies with snapshot types.
-    ("state", "snapshot"),
     // A server's state holds its idle pool (upstream::pool::Pool).
     ("state", "upstream"),
-    // sys::process::export_cli_env takes config::model::StatsSocket.
-    ("sys", "config"),
     // HTTP/2 servers are bridged through http::h2's stream pipes.
     ("upstream", "http"),
-    // The splice relay reports with tcp::{End, Relayed}.
-    ("wire", "tcp"),
 ];
 
 fn rank(module: &str) -> Option<usize> {

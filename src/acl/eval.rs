@@ -140,10 +140,9 @@ impl AclTest {
                 Some(ip) => self.patterns.iter().any(|p| ip_matches(ip, p)),
                 None => false,
             },
-            Fetch::ReqSslSni => {
-                crate::tcp::rules::ssl_sni(req.payload()).is_some_and(|sni| self.match_bytes(sni))
-            }
-            Fetch::ReqSslHelloType => crate::tcp::rules::ssl_hello_type(req.payload())
+            Fetch::ReqSslSni => crate::wire::client_hello::ssl_sni(req.payload())
+                .is_some_and(|sni| self.match_bytes(sni)),
+            Fetch::ReqSslHelloType => crate::wire::client_hello::ssl_hello_type(req.payload())
                 .is_some_and(|t| self.match_bytes(t.to_string().as_bytes())),
             Fetch::SslFc => req.tls().is_some(),
             Fetch::SslCUsed => req.tls().is_some_and(|t| t.client_cert),
@@ -163,7 +162,7 @@ impl AclTest {
                 req.header_values(name, &mut vals);
                 vals.iter().any(|v| {
                     v.split(|&b| b == b',')
-                        .any(|part| self.match_bytes(trim(part)))
+                        .any(|part| self.match_bytes(part.trim_ascii()))
                 })
             }
         }
@@ -216,18 +215,6 @@ pub(crate) fn path_of(target: &[u8]) -> &[u8] {
         Some(q) => &t[..q],
         None => t,
     }
-}
-
-fn trim(v: &[u8]) -> &[u8] {
-    let start = v
-        .iter()
-        .position(|b| !b.is_ascii_whitespace())
-        .unwrap_or(v.len());
-    let end = v
-        .iter()
-        .rposition(|b| !b.is_ascii_whitespace())
-        .map_or(start, |e| e + 1);
-    &v[start..end]
 }
 
 pub(crate) fn ip_matches(ip: IpAddr, p: &Pattern) -> bool {

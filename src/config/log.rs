@@ -340,7 +340,7 @@ pub(crate) fn parse_log_format(words: &[String]) -> Result<LogFormatKind, String
             words[2]
         ));
     }
-    crate::observe::log::format::LogFormat::compile(f)
+    crate::config::log_format::LogFormat::compile(f)
         .map_err(|e| format!("failed to parse log-format : {e}"))?;
     Ok(LogFormatKind::Custom(f.clone()))
 }

@@ -6,6 +6,7 @@
 //! cross-proxy checks, then server host names are resolved.
 
 pub(crate) mod log;
+pub(crate) mod log_format;
 
 pub mod addr;
 pub(crate) mod cond;

@@ -211,6 +211,24 @@ pub(crate) struct StatsSocket {
     pub(crate) abns: bool,
 }
 
+impl StatsSocket {
+    /// The socket's address as `HAPROXY_CLI` names it: `ipv4@<addr>:<port>`,
+    /// `ipv6@...`, `fd@<n>`, `abns@<name>` or `unix@<path>`.
+    pub(crate) fn cli_address(&self) -> String {
+        match (self.tcp, self.fd) {
+            (Some(addr @ SocketAddr::V4(_)), _) => format!("ipv4@{addr}"),
+            (Some(addr), _) => format!("ipv6@{addr}"),
+            (None, Some(fd)) => format!("fd@{fd}"),
+            (None, None) if self.abns => format!("abns@{}", self.path.display()),
+            (None, None) => {
+                let p = self.path.to_string_lossy();
+                let p = p.strip_prefix("unix@").unwrap_or(&p);
+                format!("unix@{p}")
+            }
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ProxyKind {
     Frontend,

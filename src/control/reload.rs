@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
+use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
@@ -360,40 +360,14 @@ fn dispatch_queues(new: &Snapshot) {
     }
 }
 
-/// Requests started under a generation below this one are cut when they
-/// are still running (`hard-stop-after` after the reload that replaced it).
-static EXPIRED_BELOW: AtomicU64 = AtomicU64::new(0);
-static EXPIRY: tokio::sync::Notify = tokio::sync::Notify::const_new();
-
+/// After `after`, cuts the requests still running under generations
+/// below `generation` (`hard-stop-after` after the reload that replaced
+/// them).
 fn expire_generations_below(generation: u64, after: std::time::Duration) {
     tokio::spawn(async move {
         tokio::time::sleep(after).await;
-        let before = EXPIRED_BELOW.fetch_max(generation, SeqCst);
-        if before < generation {
-            tracing::warn!(
-                "hard-stop-after: closing connections still serving requests of generations before {generation}."
-            );
-        }
-        EXPIRY.notify_waiters();
+        crate::state::generation::expire_below(generation);
     });
-}
-
-/// Runs `fut` (one request started under `generation`) unless that
-/// generation expires first; None when it was cut.
-pub(crate) async fn bounded<F: std::future::Future>(generation: u64, fut: F) -> Option<F::Output> {
-    tokio::pin!(fut);
-    loop {
-        let notified = EXPIRY.notified();
-        tokio::pin!(notified);
-        notified.as_mut().enable();
-        if EXPIRED_BELOW.load(SeqCst) > generation {
-            return None;
-        }
-        tokio::select! {
-            out = &mut fut => return Some(out),
-            _ = &mut notified => {}
-        }
-    }
 }
 
 /// The frontends' addresses, with the `v6only`/`v4v6` choice of each

@@ -464,7 +464,13 @@ pub fn main_with_args(args: &[String]) -> i32 {
         }
         return if listens { 0 } else { 2 };
     }
-    crate::sys::process::export_cli_env(&cfg.global.stats_sockets);
+    let cli: Vec<String> = cfg
+        .global
+        .stats_sockets
+        .iter()
+        .map(|s| s.cli_address())
+        .collect();
+    crate::sys::process::export_cli_env(&cli);
     run(cfg, &opts)
 }
 

@@ -9,7 +9,7 @@
 use crate::config::model::{CookieMode, CookiePersist};
 use crate::http::rules::Edits;
 use crate::snapshot::BackendRt;
-use crate::wire::h1::Head;
+use crate::wire::h1::{Head, trim};
 
 /// The log's request persistence character (HAProxy's `sess_cookie`):
 /// no cookie, invalid, for a DOWN server, valid. (HAProxy's `U`, unused,
@@ -32,12 +32,6 @@ pub(crate) struct ClientCookie {
 
 fn is_sp(b: u8) -> bool {
     b == b' ' || b == b'\t'
-}
-
-fn trim(v: &[u8]) -> &[u8] {
-    let s = v.iter().position(|&b| !is_sp(b)).unwrap_or(v.len());
-    let e = v.iter().rposition(|&b| !is_sp(b)).map_or(s, |e| e + 1);
-    &v[s..e]
 }
 
 /// Reads the `Cookie` headers of `req` (as `edits` left them) for the

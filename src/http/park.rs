@@ -263,13 +263,18 @@ fn wake(lot: &Lot, key: usize) {
         return;
     };
     unregister(lot, &p);
+    serve_again(p);
+}
+
+/// Hands a parked connection whose next request has come back to the
+/// HTTP engine, on one of the runtimes (the lot runs on the first).
+fn serve_again(p: Parked) {
     let Parked {
         stream,
         client,
         peer,
         ..
     } = p;
-    // Back on one of the runtimes (the lot runs on the first).
     let _on = crate::sys::workers::enter_next();
     if let Ok(stream) = TcpStream::from_std(stream) {
         tokio::spawn(crate::http::service::serve_connection(
@@ -333,22 +338,7 @@ pub(crate) fn close_all() -> usize {
         // bytes would reset the connection); its task closes it after.
         let mut probe = [0u8; 1];
         if matches!(p.stream.peek(&mut probe), Ok(n) if n > 0) {
-            let Parked {
-                stream,
-                client,
-                peer,
-                ..
-            } = p;
-            let _on = crate::sys::workers::enter_next();
-            if let Ok(stream) = TcpStream::from_std(stream) {
-                tokio::spawn(crate::http::service::serve_connection(
-                    client,
-                    crate::tls::Stream::Tcp(stream),
-                    peer,
-                    false,
-                    None,
-                ));
-            }
+            serve_again(p);
             continue;
         }
         closed += 1;

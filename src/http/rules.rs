@@ -201,7 +201,7 @@ fn last_value<'h>(req: &'h Head, name: &'h str) -> Option<&'h [u8]> {
     req.values(name)
         .flat_map(|v| v.split(|&b| b == b','))
         .last()
-        .map(trim)
+        .map(<[u8]>::trim_ascii)
 }
 
 /// The query string of a target, without its `?` (and any fragment).
@@ -212,18 +212,6 @@ fn query_of(target: &[u8]) -> &[u8] {
         Some(q) => q.split(|&b| b == b'#').next().unwrap_or(q),
         None => b"",
     }
-}
-
-fn trim(v: &[u8]) -> &[u8] {
-    let start = v
-        .iter()
-        .position(|b| !b.is_ascii_whitespace())
-        .unwrap_or(v.len());
-    let end = v
-        .iter()
-        .rposition(|b| !b.is_ascii_whitespace())
-        .map_or(start, |e| e + 1);
-    &v[start..end]
 }
 
 /// An address as HAProxy prints it (an IPv4-mapped IPv6 as IPv4).

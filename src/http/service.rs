@@ -202,7 +202,7 @@ pub(crate) async fn serve_connection(
         ));
         let keep = match bound {
             None => request.await,
-            Some(generation) => crate::control::reload::bounded(generation, request)
+            Some(generation) => crate::state::generation::bounded(generation, request)
                 .await
                 .unwrap_or(false),
         };
@@ -643,32 +643,23 @@ async fn route(
         .find(|(_, cond)| fe.acls.eval(cond, &view))
         .map(|(b, _)| b)
         .or(fe.default_backend.as_ref());
+    // The same run goes on with the backend's rules: until then the
+    // connection and the record are reached through it.
     let Some(be) = backend else {
-        rec.term(Cause::Server, Phase::Connect);
-        return forward::send_error(conn, 503, fe, keep_local).await;
+        run.rec.term(Cause::Server, Phase::Connect);
+        return forward::send_error(run.conn, 503, fe, keep_local).await;
     };
-    rec.assign_backend(be);
+    run.rec.assign_backend(be);
     rq.stream.to_backend(be.iid);
     if let Some(stats) = &be.stats
         && fe.stats.as_ref().map(|s| &s.page) != Some(&stats.page)
-        && let Some(out) = stats_page(rt, stats, &be.acls, &view, body, conn, keep, fe).await
+        && let Some(out) = stats_page(rt, stats, &be.acls, &view, body, run.conn, keep, fe).await
     {
-        stats_logged(rec);
+        stats_logged(run.rec);
         return out;
     }
     // A `listen` section is its own backend: its rules ran above already.
     let head = if be.iid != fe.iid && (!be.http_request.is_empty() || be.legacy_req.is_some()) {
-        let mut run = RuleRun {
-            rt,
-            fe,
-            src: peer.ip(),
-            tls,
-            conn,
-            keep_local,
-            rec,
-            edits: &mut edits,
-            allowed: &mut allowed,
-        };
         match run.stage(head, &mut be_head, Stage::backend(be)).await {
             Ok(h) => h,
             Err(out) => return out,

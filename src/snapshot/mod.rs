@@ -3,6 +3,7 @@
 //! a new one over the same runtime state and swaps it in.
 
 pub(crate) mod delta;
+pub(crate) mod log_setup;
 pub mod runtime;
 
 use std::net::SocketAddr;
@@ -38,6 +39,10 @@ pub(crate) struct ProxyRt {
     pub(crate) backend: Option<Arc<BackendRt>>,
 }
 
+/// Compiled `tcp-request connection|content` rules of one proxy, in
+/// order (`tcp::rules` runs them).
+pub(crate) type TcpRules = Vec<(crate::config::model::TcpAction, Option<CompiledCond>)>;
+
 #[derive(Debug)]
 pub(crate) struct FrontendRt {
     pub(crate) name: String,
@@ -72,8 +77,8 @@ pub(crate) struct FrontendRt {
     /// The HTTP/2 settings and limits of its connections.
     pub(crate) h2: crate::http::h2::Limits,
     /// `tcp-request connection` / `content` rules, `inspect-delay`.
-    pub(crate) tcp_connection: crate::tcp::rules::Rules,
-    pub(crate) tcp_content: crate::tcp::rules::Rules,
+    pub(crate) tcp_connection: TcpRules,
+    pub(crate) tcp_content: TcpRules,
     pub(crate) inspect_delay: Option<std::time::Duration>,
     pub(crate) acls: AclSet,
     /// `block`, `http-request` and `redirect` rules, in that order.
@@ -99,7 +104,7 @@ pub(crate) struct FrontendRt {
     pub(crate) errorfiles: Vec<(u16, bytes::Bytes)>,
     pub(crate) stats: Option<StatsRt>,
     /// Access log, when the frontend has somewhere to log to.
-    pub(crate) log: Option<Arc<crate::observe::log::FrontendLog>>,
+    pub(crate) log: Option<Arc<log_setup::FrontendLog>>,
 }
 
 #[derive(Debug)]
@@ -143,12 +148,12 @@ pub(crate) struct BackendRt {
     pub(crate) http_response: Vec<(HttpResponseAction, Option<CompiledCond>)>,
     /// `tcp-request content` rules of a backend section (mode tcp), run
     /// after the frontend's once the backend is chosen.
-    pub(crate) tcp_content: crate::tcp::rules::Rules,
+    pub(crate) tcp_content: TcpRules,
     pub(crate) forwardfor: Option<ForwardFor>,
     pub(crate) errorfiles: Vec<(u16, bytes::Bytes)>,
     pub(crate) stats: Option<StatsRt>,
     /// Targets of state-change events (`log` lines), if any.
-    pub(crate) log: Option<Arc<crate::observe::log::LogSetup>>,
+    pub(crate) log: Option<Arc<log_setup::LogSetup>>,
     /// `fullconn`: the BACKEND row's `slim`.
     pub(crate) fullconn: u32,
     /// `cookie <name> ...`: cookie-based persistence (HTTP only).
@@ -421,7 +426,7 @@ impl Compiler<'_> {
             forwardfor: p.forwardfor.clone(),
             errorfiles: p.errorfiles.clone(),
             servers,
-            log: crate::observe::log::LogSetup::compile(&p.log, &config.global.log).map(Arc::new),
+            log: log_setup::LogSetup::compile(&p.log, &config.global.log).map(Arc::new),
             fullconn: p
                 .fullconn
                 .unwrap_or_else(|| fullconn_for(config, &p.name, self.global_maxconn)),
@@ -504,7 +509,7 @@ impl Compiler<'_> {
             default_backend,
             forwardfor: p.forwardfor.clone(),
             errorfiles: p.errorfiles.clone(),
-            log: crate::observe::log::FrontendLog::compile(&p.log, &config.global.log),
+            log: log_setup::FrontendLog::compile(&p.log, &config.global.log),
         })
     }
 }
@@ -589,7 +594,7 @@ fn stats_rt(page: Option<&StatsPage>, acls: &AclSet) -> Option<StatsRt> {
     })
 }
 
-fn tcp_rules(rules: &[crate::config::model::TcpRule], acls: &AclSet) -> crate::tcp::rules::Rules {
+fn tcp_rules(rules: &[crate::config::model::TcpRule], acls: &AclSet) -> TcpRules {
     rules
         .iter()
         .map(|r| (r.action, r.cond.as_ref().map(|c| acls.compile(c))))
@@ -663,6 +668,38 @@ fn fullconn_for(config: &Config, backend: &str, global_maxconn: u32) -> u32 {
         .map(|p| p.maxconn.unwrap_or(global_maxconn) as u64)
         .sum();
     ((sum / 10) as u32).max(1)
+}
+
+/// A frontend's captures are its refused requests.
+impl crate::state::capture::CaptureSide for FrontendRt {
+    fn named(&self) -> (String, u32) {
+        (self.name.clone(), self.iid)
+    }
+    fn bufsize(&self) -> usize {
+        self.bufsize
+    }
+    fn slot(&self) -> &crate::state::capture::ErrorSlot {
+        &self.state.errors
+    }
+}
+
+/// A backend's captures are its servers' refused responses.
+impl crate::state::capture::CaptureSide for BackendRt {
+    fn named(&self) -> (String, u32) {
+        (self.name.clone(), self.iid)
+    }
+    fn bufsize(&self) -> usize {
+        self.bufsize
+    }
+    fn slot(&self) -> &crate::state::capture::ErrorSlot {
+        &self.state.errors
+    }
+    fn server_id(&self, server: &ServerState) -> u32 {
+        self.servers
+            .iter()
+            .find(|s| std::ptr::eq(Arc::as_ptr(&s.state), server))
+            .map_or(0, |s| s.sid)
+    }
 }
 
 impl Snapshot {

@@ -12,7 +12,6 @@ use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use crate::snapshot::{BackendRt, FrontendRt};
 use crate::state::ServerState;
 use crate::wire::error_spot::ErrorSpot;
 
@@ -78,6 +77,39 @@ impl ErrorSlot {
     }
 }
 
+/// A proxy as a capture sees it: the snapshot's frontends and backends
+/// name themselves and say where their captures go, so this module keeps
+/// plain names and ids and knows nothing of snapshots.
+pub(crate) trait CaptureSide {
+    /// Name and id (`iid`), as the other side's capture names this proxy.
+    fn named(&self) -> (String, u32);
+    /// `tune.bufsize`: the most bytes captured.
+    fn bufsize(&self) -> usize;
+    /// Where this proxy's last refused message is kept.
+    fn slot(&self) -> &ErrorSlot;
+    /// The id (`sid`) of `server` among this backend's servers, 0 if it is
+    /// not one of them (or this is a frontend).
+    fn server_id(&self, _server: &ServerState) -> u32 {
+        0
+    }
+}
+
+/// A shared proxy, as the engines hold them.
+impl<T: CaptureSide + ?Sized> CaptureSide for Arc<T> {
+    fn named(&self) -> (String, u32) {
+        (**self).named()
+    }
+    fn bufsize(&self) -> usize {
+        (**self).bufsize()
+    }
+    fn slot(&self) -> &ErrorSlot {
+        (**self).slot()
+    }
+    fn server_id(&self, server: &ServerState) -> u32 {
+        (**self).server_id(server)
+    }
+}
+
 /// Copies `parts` (the head, then what followed it) up to `max` bytes.
 fn gather(parts: &[&[u8]], max: usize) -> Box<[u8]> {
     let total: usize = parts.iter().map(|p| p.len()).sum();
@@ -92,47 +124,42 @@ fn gather(parts: &[&[u8]], max: usize) -> Box<[u8]> {
 /// A request `fe` refused: `parts` are the bytes received, `be` the
 /// backend already chosen, if any.
 pub(crate) fn request_error(
-    fe: &FrontendRt,
-    be: Option<&BackendRt>,
+    fe: &dyn CaptureSide,
+    be: Option<&dyn CaptureSide>,
     src: Option<SocketAddr>,
     parts: &[&[u8]],
     spot: ErrorSpot,
 ) {
-    fe.state.errors.store(Capture {
+    fe.slot().store(Capture {
         when: SystemTime::now(),
         event: EVENTS.fetch_add(1, Relaxed),
-        other: be.map(|b| (b.name.clone(), b.iid)),
+        other: be.map(|b| b.named()),
         server: None,
         src,
-        bufsize: fe.bufsize,
-        bytes: gather(parts, fe.bufsize),
+        bufsize: fe.bufsize(),
+        bytes: gather(parts, fe.bufsize()),
         spot,
     });
 }
 
 /// A response `be` refused from `server`, for a client of `fe`.
 pub(crate) fn response_error(
-    be: &BackendRt,
-    fe: &FrontendRt,
+    be: &dyn CaptureSide,
+    fe: &dyn CaptureSide,
     server: &ServerState,
     src: Option<SocketAddr>,
     parts: &[&[u8]],
     mut spot: ErrorSpot,
 ) {
     spot.flags |= crate::wire::error_spot::flags::RESP;
-    let sid = be
-        .servers
-        .iter()
-        .find(|s| std::ptr::eq(Arc::as_ptr(&s.state), server))
-        .map_or(0, |s| s.sid);
-    be.state.errors.store(Capture {
+    be.slot().store(Capture {
         when: SystemTime::now(),
         event: EVENTS.fetch_add(1, Relaxed),
-        other: Some((fe.name.clone(), fe.iid)),
-        server: Some((server.name.clone(), sid)),
+        other: Some(fe.named()),
+        server: Some((server.name.clone(), be.server_id(server))),
         src,
-        bufsize: be.bufsize,
-        bytes: gather(parts, be.bufsize),
+        bufsize: be.bufsize(),
+        bytes: gather(parts, be.bufsize()),
         spot,
     });
 }

@@ -4,6 +4,7 @@
 
 pub(crate) mod capture;
 pub(crate) mod change;
+pub(crate) mod generation;
 pub(crate) mod sessions;
 
 pub(crate) mod counters;
@@ -198,7 +199,7 @@ impl ServerState {
     /// one leaves the other. Entering maintenance pauses checks and takes
     /// the server DOWN; leaving it brings it UP at health `rise`. Returns
     /// the admin bits before (the caller tells the change, see
-    /// `health::admin_event`).
+    /// `observe::log::server_state::admin_event`).
     pub(crate) fn set_admin(&self, to: AdminState) -> u8 {
         let bits = match to {
             AdminState::Ready => 0,

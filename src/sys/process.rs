@@ -417,26 +417,12 @@ pub(crate) fn export_startup_env(
     set_env("HAPROXY_CFGFILES", &files.join(";"));
 }
 
-/// `HAPROXY_CLI`: the stats sockets, `;`-separated, as HAProxy sets it once
-/// its configuration is read (`unix@<path>`, `ipv4@<addr>:<port>`, ...).
-/// Same threading rule as [`export_startup_env`].
-pub(crate) fn export_cli_env(sockets: &[crate::config::model::StatsSocket]) {
-    let list: Vec<String> = sockets
-        .iter()
-        .map(|s| match (s.tcp, s.fd) {
-            (Some(addr @ std::net::SocketAddr::V4(_)), _) => format!("ipv4@{addr}"),
-            (Some(addr), _) => format!("ipv6@{addr}"),
-            (None, Some(fd)) => format!("fd@{fd}"),
-            (None, None) if s.abns => format!("abns@{}", s.path.display()),
-            (None, None) => {
-                let p = s.path.to_string_lossy();
-                let p = p.strip_prefix("unix@").unwrap_or(&p);
-                format!("unix@{p}")
-            }
-        })
-        .collect();
-    if !list.is_empty() {
-        set_env("HAPROXY_CLI", &list.join(";"));
+/// `HAPROXY_CLI`: the stats sockets' addresses (`unix@<path>`,
+/// `ipv4@<addr>:<port>`, ...), `;`-separated, as HAProxy sets it once its
+/// configuration is read. Same threading rule as [`export_startup_env`].
+pub(crate) fn export_cli_env(addresses: &[String]) {
+    if !addresses.is_empty() {
+        set_env("HAPROXY_CLI", &addresses.join(";"));
     }
 }
 

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 
 use crate::tls::Stream;
@@ -28,6 +28,7 @@ use crate::tcp::rules::View;
 use crate::upstream::ConnectError;
 use crate::upstream::balance::{self, PickError};
 use crate::upstream::retry::{self, Retries, Seat};
+use crate::wire::relay::{End, Relayed, pump};
 
 /// Most request bytes held for content inspection (HAProxy's buffer).
 const INSPECT_MAX: usize = 16 * 1024;
@@ -46,7 +47,7 @@ async fn inspect(stream: &mut Stream, buf: &mut Vec<u8>, delay: Duration) {
     let deadline = tokio::time::Instant::now() + delay;
     // Read straight into `buf`: a chunk array here would be part of the
     // connection's task for its whole life, relay included.
-    while crate::tcp::rules::hello_incomplete(buf) && buf.len() < INSPECT_MAX {
+    while crate::wire::client_hello::hello_incomplete(buf) && buf.len() < INSPECT_MAX {
         let start = buf.len();
         buf.resize((start + 4096).min(INSPECT_MAX), 0);
         let read = tokio::time::timeout_at(deadline, stream.read(&mut buf[start..])).await;
@@ -247,28 +248,6 @@ fn termination(c2s: &Relayed, s2c: &Relayed) -> Option<Term> {
     Some(Term::new(cause, Phase::Data))
 }
 
-/// Why one direction of a relay stopped.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) enum End {
-    /// The sending side closed (or the relay was cut).
-    #[default]
-    Eof,
-    /// Nothing came within the side's inactivity timeout.
-    Timeout,
-    /// The receiving side took nothing within its inactivity timeout (a
-    /// peer that stopped reading).
-    WriteTimeout,
-    ReadError,
-    WriteError,
-}
-
-/// One direction of a relay: bytes carried and how it ended.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Relayed {
-    pub(crate) bytes: u64,
-    pub(crate) end: End,
-}
-
 /// Relays both ways until both directions have ended. Each direction reads
 /// with its source's inactivity timeout and writes with its
 /// destination's; when one side finishes sending, the
@@ -327,50 +306,6 @@ async fn relay_tcp(
     tokio::join!(pump(ar, bw, a_idle, b_idle), pump(br, aw, b_idle, a_idle))
 }
 
-async fn pump(
-    mut from: impl AsyncRead + Unpin,
-    mut to: impl AsyncWrite + Unpin,
-    idle: Option<Duration>,
-    write_idle: Option<Duration>,
-) -> Relayed {
-    let mut buf = vec![0u8; 16 * 1024];
-    let mut total = 0u64;
-    let end = loop {
-        let read = match idle {
-            Some(t) => match tokio::time::timeout(t, from.read(&mut buf)).await {
-                Ok(r) => r,
-                Err(_) => break End::Timeout,
-            },
-            None => from.read(&mut buf).await,
-        };
-        let n = match read {
-            Ok(0) => break End::Eof,
-            Err(_) => break End::ReadError,
-            Ok(n) => n,
-        };
-        // Counted as written, so bytes that went out before a failure
-        // count too; the timeout bounds each wait for room.
-        let mut off = 0;
-        let failed = loop {
-            if off == n {
-                break None;
-            }
-            match crate::wire::io::with_timeout(write_idle, to.write(&buf[off..n])).await {
-                None => break Some(End::WriteTimeout),
-                Some(Ok(0) | Err(_)) => break Some(End::WriteError),
-                Some(Ok(m)) => {
-                    off += m;
-                    total += m as u64;
-                }
-            }
-        };
-        if let Some(end) = failed {
-            break end;
-        }
-    };
-    let _ = to.shutdown().await;
-    Relayed { bytes: total, end }
-}
 impl FrontendRt {
     /// Client-side inactivity in TCP mode: `timeout tunnel` if set (the
     /// connection is a tunnel from the start), else `timeout client`.

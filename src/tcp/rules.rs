@@ -1,15 +1,13 @@
-//! `tcp-request connection|content` rules at run time, and the fetches on
-//! buffered request bytes they (and `use_backend`) may use in `mode tcp`:
-//! `req.ssl_hello_type` and `req.ssl_sni`, read from a TLS ClientHello
-//! as HAProxy 2.6 reads it (whole handshake message in the first record).
+//! `tcp-request connection|content` rules at run time. The fetches on
+//! buffered request bytes they (and `use_backend`) may use in `mode tcp`,
+//! `req.ssl_hello_type` and `req.ssl_sni`, read a ClientHello parsed by
+//! `wire::client_hello`.
 
 use std::net::{IpAddr, SocketAddr};
 
-use crate::acl::eval::{AclSet, CompiledCond, RequestView};
+use crate::acl::eval::{AclSet, RequestView};
 use crate::config::model::TcpAction;
-
-/// Compiled rules of one proxy, in order.
-pub(crate) type Rules = Vec<(TcpAction, Option<CompiledCond>)>;
+use crate::snapshot::TcpRules;
 
 /// What a TCP rule can look at: the client address and the bytes
 /// buffered so far.
@@ -36,7 +34,7 @@ impl RequestView for View<'_> {
 
 /// Runs `rules` in order: the first that applies decides; none applying
 /// accepts (HAProxy's default).
-pub(crate) fn allowed(rules: &Rules, acls: &AclSet, view: &View<'_>) -> bool {
+pub(crate) fn allowed(rules: &TcpRules, acls: &AclSet, view: &View<'_>) -> bool {
     for (action, cond) in rules {
         if cond.as_ref().is_none_or(|c| acls.eval(c, view)) {
             return *action == TcpAction::Accept;
@@ -53,164 +51,4 @@ pub(crate) fn connection_allowed(fe: &crate::snapshot::FrontendRt, peer: SocketA
         payload: b"",
     };
     allowed(&fe.tcp_connection, &fe.acls, &view)
-}
-
-/// Whether more bytes could change what the payload fetches return: no
-/// byte yet, or a TLS record whose handshake message is not whole.
-pub(crate) fn hello_incomplete(buf: &[u8]) -> bool {
-    let Some(&first) = buf.first() else {
-        return true;
-    };
-    if !((0x14..=0x17).contains(&first) || first == 0xff) {
-        return false;
-    }
-    if buf.len() < 9 {
-        return true;
-    }
-    let rec_len = u16::from_be_bytes([buf[3], buf[4]]) as usize;
-    let hs_len = u32::from_be_bytes([0, buf[6], buf[7], buf[8]]) as usize;
-    buf.len() < 5 + rec_len || buf.len() < 9 + hs_len
-}
-
-/// `req.ssl_hello_type`: the handshake type of the first record, once
-/// its handshake message is whole (HAProxy's checks: an SSLv3+ record of
-/// type 20..23 or 255 holding at least a handshake header).
-pub(crate) fn ssl_hello_type(buf: &[u8]) -> Option<u8> {
-    let &first = buf.first()?;
-    if !((0x14..=0x17).contains(&first) || first == 0xff) || buf.len() < 9 {
-        return None;
-    }
-    if u32::from_be_bytes([0, buf[1], buf[2], 0]) >> 8 < 0x0300 {
-        return None;
-    }
-    if u16::from_be_bytes([buf[3], buf[4]]) < 4 {
-        return None;
-    }
-    let hs_len = u32::from_be_bytes([0, buf[6], buf[7], buf[8]]) as usize;
-    (buf.len() >= 9 + hs_len).then_some(buf[5])
-}
-
-/// `req.ssl_sni`: the host name of the server_name extension of a
-/// ClientHello held whole in the first record.
-pub(crate) fn ssl_sni(buf: &[u8]) -> Option<&[u8]> {
-    let mut r = Reader(buf);
-    if r.u8()? != 0x16 || r.u8()? != 3 {
-        return None;
-    }
-    r.skip(1)?;
-    let mut hs = r.sub16()?;
-    if hs.u8()? != 1 {
-        return None;
-    }
-    let mut hello = hs.sub24()?;
-    hello.skip(2 + 32)?; // version, random
-    let n = hello.u8()? as usize;
-    hello.skip(n)?; // session id
-    let n = hello.u16()? as usize;
-    hello.skip(n)?; // cipher suites
-    let n = hello.u8()? as usize;
-    hello.skip(n)?; // compression methods
-    let mut exts = hello.sub16()?;
-    while !exts.0.is_empty() {
-        let kind = exts.u16()?;
-        let mut ext = exts.sub16()?;
-        if kind != 0 {
-            continue;
-        }
-        let mut list = ext.sub16()?;
-        while !list.0.is_empty() {
-            let name_type = list.u8()?;
-            let name = list.sub16()?.0;
-            if name_type == 0 && !name.is_empty() {
-                return Some(name);
-            }
-        }
-        return None;
-    }
-    None
-}
-
-/// A bounds-checked cursor over a TLS message.
-#[derive(Clone, Copy)]
-struct Reader<'a>(&'a [u8]);
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        if self.0.len() < n {
-            return None;
-        }
-        let (head, rest) = self.0.split_at(n);
-        self.0 = rest;
-        Some(head)
-    }
-    fn skip(&mut self, n: usize) -> Option<()> {
-        self.take(n).map(|_| ())
-    }
-    fn u8(&mut self) -> Option<u8> {
-        self.take(1).map(|b| b[0])
-    }
-    fn u16(&mut self) -> Option<u16> {
-        self.take(2).map(|b| u16::from_be_bytes([b[0], b[1]]))
-    }
-    /// A part prefixed by its 16-bit length.
-    fn sub16(&mut self) -> Option<Reader<'a>> {
-        let n = self.u16()? as usize;
-        self.take(n).map(Reader)
-    }
-    /// A part prefixed by its 24-bit length.
-    fn sub24(&mut self) -> Option<Reader<'a>> {
-        let n = self.u24()? as usize;
-        self.take(n).map(Reader)
-    }
-    fn u24(&mut self) -> Option<u32> {
-        self.take(3)
-            .map(|b| u32::from_be_bytes([0, b[0], b[1], b[2]]))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A minimal ClientHello naming `sni`.
-    fn hello(sni: &str) -> Vec<u8> {
-        let name = sni.as_bytes();
-        let mut sni_ext = Vec::new();
-        sni_ext.extend_from_slice(&((name.len() + 3) as u16).to_be_bytes());
-        sni_ext.push(0);
-        sni_ext.extend_from_slice(&(name.len() as u16).to_be_bytes());
-        sni_ext.extend_from_slice(name);
-        let mut exts = vec![0x00, 0x0b, 0x00, 0x02, 0x01, 0x00]; // ec_point_formats
-        exts.extend_from_slice(&[0, 0]);
-        exts.extend_from_slice(&(sni_ext.len() as u16).to_be_bytes());
-        exts.extend_from_slice(&sni_ext);
-        let mut body = vec![3, 3];
-        body.extend_from_slice(&[7; 32]);
-        body.push(0);
-        body.extend_from_slice(&[0, 2, 0x13, 0x01, 1, 0]);
-        body.extend_from_slice(&(exts.len() as u16).to_be_bytes());
-        body.extend_from_slice(&exts);
-        let mut hs = vec![1];
-        hs.extend_from_slice(&(body.len() as u32).to_be_bytes()[1..]);
-        hs.extend_from_slice(&body);
-        let mut rec = vec![0x16, 3, 1];
-        rec.extend_from_slice(&(hs.len() as u16).to_be_bytes());
-        rec.extend_from_slice(&hs);
-        rec
-    }
-
-    #[test]
-    fn sni_and_hello_type() {
-        let h = hello("b.example");
-        assert_eq!(ssl_sni(&h), Some(&b"b.example"[..]));
-        assert_eq!(ssl_hello_type(&h), Some(1));
-        assert!(!hello_incomplete(&h));
-        for n in 0..h.len() {
-            assert!(hello_incomplete(&h[..n]), "{n}");
-            assert_eq!(ssl_sni(&h[..n]), None);
-        }
-        assert!(!hello_incomplete(b"GET / HTTP/1.0\r\n"));
-        assert_eq!(ssl_sni(b"GET / HTTP/1.0\r\n"), None);
-        assert_eq!(ssl_hello_type(b"GET / HTTP/1.0\r\n"), None);
-    }
 }

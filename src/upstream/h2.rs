@@ -254,12 +254,7 @@ fn switching_protocols(
 ) -> BytesMut {
     let mut out = BytesMut::with_capacity(256);
     out.put_slice(b"HTTP/1.1 101 \r\n");
-    for (n, v) in &parts.headers {
-        out.put_slice(n.as_str().as_bytes());
-        out.put_slice(b": ");
-        out.put_slice(v.as_bytes());
-        out.put_slice(b"\r\n");
-    }
+    put_headers(&mut out, &parts.headers);
     if let Some(key) = ws_key
         && proto.eq_ignore_ascii_case("websocket")
         && !parts.headers.contains_key("sec-websocket-accept")
@@ -292,6 +287,16 @@ enum Framing {
     Chunked,
 }
 
+/// An HTTP/2 answer's header fields as HTTP/1 header lines.
+fn put_headers(out: &mut BytesMut, headers: &http::HeaderMap) {
+    for (n, v) in headers {
+        out.put_slice(n.as_str().as_bytes());
+        out.put_slice(b": ");
+        out.put_slice(v.as_bytes());
+        out.put_slice(b"\r\n");
+    }
+}
+
 /// The HTTP/1.1 head of an HTTP/2 response. HTTP/2 has no reason phrase
 /// and HAProxy 2.6 makes none up: the status line ends after the code and
 /// its space (allowed by RFC 9112), as clients of haproxy see it.
@@ -300,12 +305,7 @@ fn h1_response(parts: &http::response::Parts, framing: Framing) -> BytesMut {
     out.put_slice(b"HTTP/1.1 ");
     out.put_slice(parts.status.as_str().as_bytes());
     out.put_slice(b" \r\n");
-    for (n, v) in &parts.headers {
-        out.put_slice(n.as_str().as_bytes());
-        out.put_slice(b": ");
-        out.put_slice(v.as_bytes());
-        out.put_slice(b"\r\n");
-    }
+    put_headers(&mut out, &parts.headers);
     match framing {
         Framing::AsIs => {}
         Framing::Empty => out.put_slice(b"content-length: 0\r\n"),

@@ -892,6 +892,7 @@ fn map_err(e: httparse::Error, raw: &[u8], response: bool) -> H1Error {
     }
 }
 
+/// `v` without its leading and trailing spaces and tabs (HTTP's OWS).
 pub(crate) fn trim(v: &[u8]) -> &[u8] {
     let start = v
         .iter()

@@ -3,10 +3,12 @@
 //! pages, the PROXY protocol, buffered connection halves and relaying,
 //! kernel splicing. Everything above it reads and writes through here.
 
+pub(crate) mod client_hello;
 pub(crate) mod error_pages;
 pub(crate) mod error_spot;
 pub mod h1;
 pub(crate) mod h2_convert;
 pub(crate) mod io;
 pub mod proxy_proto;
+pub(crate) mod relay;
 pub(crate) mod splice;

@@ -61,8 +61,8 @@ mod linux {
     use tokio::io::Interest;
     use tokio::net::TcpStream;
 
-    use crate::tcp::{End, Relayed};
     use crate::wire::io::RelayError;
+    use crate::wire::relay::{End, Relayed};
     use crate::wire::splice::{PIPES_FREE, PIPES_USED, SPLICED_OUT, Tune};
 
     /// Spare pipes kept per thread at most.

@@ -507,38 +507,24 @@ impl State<'_> {
             let item = item.as_str();
             // An inherited listening socket (systemd, a supervisor): checked
             // when sluice starts, where the descriptor exists.
-            if let Some(n) = item.strip_prefix("fd@") {
-                let fd = match addr::fd_ref_checked(n) {
-                    Ok(Ok(fd)) => Ok(fd),
+            let place = match item.strip_prefix("fd@") {
+                Some(n) => match addr::fd_ref_checked(n) {
+                    Ok(Ok(fd)) => Ok((Vec::new(), Some(fd))),
                     Ok(Err(why)) => {
                         self.unresolved_fd(loc, "bind", item, &why);
-                        Ok(addr::UNRESOLVED_FD)
+                        Ok((Vec::new(), Some(addr::UNRESOLVED_FD)))
                     }
-                    Err(e) => Err(e),
-                };
-                match fd {
-                    Ok(fd) => binds.push(Bind {
-                        text: item.to_string(),
-                        addrs: Vec::new(),
-                        fd: Some(fd),
-                        loc: loc.clone(),
-                        accept_proxy,
-                        tls: tls.clone(),
-                        proto,
-                        v6,
-                    }),
-                    Err(e) => {
-                        ok = false;
-                        self.alert(loc, format!("'bind' : {e} in '{shown}'"));
-                    }
-                }
-                continue;
-            }
-            match addr::bind_addrs(item, &shown, self.resolve) {
-                Ok(addrs) => binds.push(Bind {
+                    Err(e) => Err(format!("{e} in '{shown}'")),
+                },
+                None => addr::bind_addrs(item, &shown, self.resolve)
+                    .map(|addrs| (addrs, None))
+                    .map_err(|e| e.to_string()),
+            };
+            match place {
+                Ok((addrs, fd)) => binds.push(Bind {
                     text: item.to_string(),
                     addrs,
-                    fd: None,
+                    fd,
                     loc: loc.clone(),
                     accept_proxy,
                     tls: tls.clone(),

@@ -84,7 +84,7 @@ pub(crate) async fn serve(
                     request.await;
                 }
                 Some(generation) => {
-                    crate::control::reload::bounded(generation, request).await;
+                    crate::state::generation::bounded(generation, request).await;
                 }
             }
             // Dropping the pipeline's end tells the response relay the

@@ -1,8 +1,10 @@
 //! Access and event logs, as HAProxy 2.6 writes them.
 //!
 //! * [`config`]: the `log` / `log-tag` / `log-format` / logging options.
-//! * [`format`]: compiled `log-format` strings (`option httplog` & co are
-//!   HAProxy's own strings).
+//! * [`format`]: rendering `log-format` strings (compiled with the
+//!   configuration by `config::log_format`, kept with each proxy's targets
+//!   in `snapshot::log_setup`; `option httplog` & co are HAProxy's own
+//!   strings).
 //! * [`LogRecord`] (defined with the end stage in `observe::outcome`): the
 //!   exchange's outcome, emitted once at its end, or at the response
 //!   headers with `option logasap`.
@@ -13,59 +15,28 @@
 
 pub mod event;
 pub(crate) mod format;
+pub(crate) mod server_state;
 pub(crate) mod sink;
 pub(crate) mod time;
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::SystemTime;
 
-use crate::config::log::{GlobalLog, LogTarget, ProxyLog, Sink};
+use crate::config::log_format::{Fetch, Var};
 use crate::snapshot::FrontendRt;
+use crate::snapshot::log_setup::LogSetup;
 use crate::wire::h1::Head;
-use format::{Fetch, LogFormat, Source, Value, Var};
+use format::{Source, Value};
 use time::Date;
 
 use crate::observe::outcome::ms_since;
 pub(crate) use crate::observe::outcome::{LogRecord, SrvName};
 pub(crate) use sink::dropped;
 
-/// The program name in syslog headers unless `log-tag` says otherwise.
-pub(crate) const DEFAULT_TAG: &str = "sluice";
-
-/// Where a proxy's lines go, and under which tag.
-#[derive(Debug)]
-pub(crate) struct LogSetup {
-    pub(crate) targets: Vec<(LogTarget, Arc<Sink>)>,
-    pub(crate) tag: Arc<str>,
-}
-
+/// Sending, once compiled (`snapshot::log_setup`).
 impl LogSetup {
-    /// The setup of a proxy, or `None` when it logs nowhere.
-    pub(crate) fn compile(p: &ProxyLog, g: &GlobalLog) -> Option<LogSetup> {
-        if !p.has_targets(g) {
-            return None;
-        }
-        let targets = p
-            .all_targets(g)
-            .into_iter()
-            .map(|t| {
-                let s = Arc::new(t.sink.clone());
-                (t, s)
-            })
-            .collect();
-        let tag = p
-            .tag
-            .clone()
-            .or_else(|| g.tag.clone())
-            .unwrap_or_else(|| DEFAULT_TAG.to_string());
-        Some(LogSetup {
-            targets,
-            tag: Arc::from(tag),
-        })
-    }
-
     /// Sends `msg` at `severity` to every target that accepts it.
     pub(crate) fn send(&self, severity: u8, date: &Date, msg: &str) {
         let pid = std::process::id();
@@ -74,37 +45,6 @@ impl LogSetup {
                 sink::send(sink, sink::frame(t, sev, &self.tag, pid, date, msg));
             }
         }
-    }
-}
-
-/// A frontend's access log: targets, format and options.
-#[derive(Debug)]
-pub(crate) struct FrontendLog {
-    pub(crate) setup: LogSetup,
-    /// `None`: no log format, HAProxy's "Connect from" line at accept.
-    pub(crate) format: Option<LogFormat>,
-    pub(crate) dontlognull: bool,
-    pub(crate) separate_errors: bool,
-    pub(crate) logasap: bool,
-    /// `%lc`.
-    counter: AtomicU64,
-}
-
-impl FrontendLog {
-    pub(crate) fn compile(p: &ProxyLog, g: &GlobalLog) -> Option<Arc<FrontendLog>> {
-        let setup = LogSetup::compile(p, g)?;
-        let format = p
-            .format
-            .as_ref()
-            .and_then(|f| LogFormat::compile(f.text()).ok());
-        Some(Arc::new(FrontendLog {
-            setup,
-            format,
-            dontlognull: p.dontlognull,
-            separate_errors: p.separate_errors,
-            logasap: p.logasap,
-            counter: AtomicU64::new(0),
-        }))
     }
 }
 
@@ -259,13 +199,7 @@ impl Source for Line<'_> {
             }
             Var::THandshake | Var::TIdle => out.num(0),
             Var::Status => out.num(rec.status),
-            Var::BytesOut => {
-                if self.logasap_early {
-                    out.raw(&format!("+{}", rec.bytes_out));
-                } else {
-                    out.num(rec.bytes_out as i64);
-                }
-            }
+            Var::BytesOut => out.num_marked(self.logasap_early, rec.bytes_out as i64),
             Var::BytesIn => out.num(rec.bytes_in as i64),
             Var::CapturedReqCookie | Var::CapturedRespCookie => out.text(None),
             Var::TermState => out.raw(std::str::from_utf8(&rec.term_code()).unwrap_or("--")),
@@ -284,13 +218,7 @@ impl Source for Line<'_> {
                 SrvName::Server(s) => s.counters.sess.cur() as i64,
                 _ => 0,
             }),
-            Var::Retries => {
-                if rec.redispatched {
-                    out.raw(&format!("+{}", rec.retries));
-                } else {
-                    out.num(rec.retries as i64);
-                }
-            }
+            Var::Retries => out.num_marked(rec.redispatched, rec.retries as i64),
             Var::SrvQueue => out.num(rec.srv_queue as i64),
             Var::BeQueue => out.num(rec.be_queue as i64),
             Var::CapturedReqHeaders | Var::CapturedRespHeaders => {

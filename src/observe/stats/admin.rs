@@ -33,7 +33,7 @@ pub(crate) fn apply(be: &BackendRt, s: &ServerRt, action: ServerAction) -> bool 
     match action {
         ServerAction::State(to) => {
             let before = s.state.set_admin(to);
-            crate::upstream::check::admin_event(be, s, before, to);
+            crate::observe::log::server_state::admin_event(be, s, before, to);
             true
         }
         // Disabling unconfigured checks is accepted (the CLI says nothing);

@@ -21,13 +21,13 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::state::AdminState;
+use crate::observe::log::server_state::{counts, on_backup, server_word};
 use crate::tls::Stream;
 use crate::tls::upstream::UpstreamTls;
 
 use crate::config::model::{CheckKind, CheckParams, ExpectKind, HttpCheck, TcpCheckRule};
+use crate::snapshot::BackendRt;
 use crate::snapshot::runtime::Runtime;
-use crate::snapshot::{BackendRt, ServerRt};
 use crate::state::ServerState;
 use crate::state::health::CheckInfo;
 use crate::state::health::{CheckStatus, Transition};
@@ -486,23 +486,6 @@ async fn tcp_check(
     }
 }
 
-/// Counts of usable active and backup servers of `be`, and whether it has
-/// no server left.
-fn counts(be: &BackendRt) -> (usize, usize) {
-    let mut act = 0;
-    let mut bck = 0;
-    for s in &be.servers {
-        if s.state.usable() {
-            if s.backup {
-                bck += 1;
-            } else {
-                act += 1;
-            }
-        }
-    }
-    (act, bck)
-}
-
 /// `option log-health-checks`: a check whose result differs from the
 /// previous one, or that moved the health counter, is logged at `notice`
 /// (and to stderr) in HAProxy 2.6's words: `Health check for server b/s
@@ -616,20 +599,6 @@ fn is_backup(be: &BackendRt, server: &ServerState) -> bool {
         .any(|s| s.backup && std::ptr::eq(&*s.state, server))
 }
 
-/// How HAProxy names a server in its events: `Backup Server` for backups.
-fn server_word(backup: bool) -> &'static str {
-    if backup { "Backup Server" } else { "Server" }
-}
-
-/// HAProxy's note when only backup servers are left.
-fn on_backup(act: usize, bck: usize) -> &'static str {
-    if act == 0 && bck > 0 {
-        " Running on backup."
-    } else {
-        ""
-    }
-}
-
 fn down_event(
     server: &ServerState,
     (act, bck, backup): (usize, usize, bool),
@@ -738,60 +707,6 @@ fn report_stopping(rt: &Runtime, server: &ServerState, code: Option<u16>, ms: u6
             "backend {} has no server available!",
             server.backend
         );
-    }
-}
-
-/// Tells an admin change made from the CLI (`set server .. state`,
-/// `disable|enable server`) in HAProxy 2.6's words: maintenance at
-/// `alert` with the servers left (and `emerg` when none is), drain and
-/// the way back at `notice`. Entering maintenance cuts the sessions with
-/// `on-marked-down shutdown-sessions`, as HAProxy does.
-pub(crate) fn admin_event(be: &BackendRt, s: &ServerRt, before: u8, to: AdminState) {
-    use crate::state::{ADMF_FDRAIN, ADMF_FMAINT};
-    let st = &s.state;
-    let who = format!("{} {}/{}", server_word(s.backup), be.name, st.name);
-    let (act, bck) = counts(be);
-    match to {
-        AdminState::Maint if before & ADMF_FMAINT == 0 => {
-            if st.shutdown_on_down.load(Relaxed) {
-                st.cut_sessions();
-            }
-            tracing::error!(
-                target: "sluice::event",
-                severity = "alert",
-                "{who} is going DOWN for maintenance. {act} active and {bck} backup servers left.{} {} sessions active, 0 requeued, {} remaining in queue.",
-                on_backup(act, bck),
-                st.inflight(),
-                st.waiters.load(Relaxed),
-            );
-            if act + bck == 0 {
-                be.state.went_down.fetch_add(1, Relaxed);
-                tracing::error!(
-                    target: "sluice::event",
-                    severity = "emerg",
-                    "backend {} has no server available!",
-                    be.name
-                );
-            }
-        }
-        AdminState::Drain if before & ADMF_FDRAIN == 0 => tracing::info!(
-            target: "sluice::event",
-            severity = "notice",
-            "{who} enters drain state. {act} active and {bck} backup servers online.{} 0 sessions requeued, {} total in queue.",
-            on_backup(act, bck),
-            be.state.queue.len(),
-        ),
-        AdminState::Ready if before & ADMF_FMAINT != 0 => tracing::info!(
-            target: "sluice::event",
-            severity = "notice",
-            "{who} is UP/READY (leaving forced maintenance)."
-        ),
-        AdminState::Ready if before & ADMF_FDRAIN != 0 => tracing::info!(
-            target: "sluice::event",
-            severity = "notice",
-            "{who} is UP (leaving forced drain)."
-        ),
-        _ => {}
     }
 }
 

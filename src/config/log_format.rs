@@ -1,0 +1,389 @@
+//! `log-format` strings compiled into a list of nodes, once per
+//! configuration (a bad string is a configuration error with file:line);
+//! `observe::log::format` renders them once per logged request.
+//!
+//! The syntax is HAProxy 2.6's: `%<name>` or `%{<flags>}<name>` for a
+//! variable, `%[<fetch>[,<conv>...]]` for a sample fetch, `%%` for a
+//! percent sign, runs of spaces one separator; `%{+Q}o` sets a flag for
+//! every variable that follows.
+
+/// A value of the log line, by HAProxy's variable name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Var {
+    ClientIp,
+    ClientPort,
+    FrontendIp,
+    FrontendPort,
+    BackendSrcIp,
+    BackendSrcPort,
+    ServerIp,
+    ServerPort,
+    Frontend,
+    FrontendTransport,
+    Backend,
+    Server,
+    AcceptDate,
+    RequestDate,
+    RequestDateGmt,
+    RequestDateLocal,
+    AcceptDateGmt,
+    AcceptDateLocal,
+    AcceptUnix,
+    AcceptMs,
+    TReq,
+    TQueue,
+    TConnect,
+    TResp,
+    TActive,
+    TTotal,
+    THandshake,
+    TIdle,
+    TQ,
+    Status,
+    BytesOut,
+    BytesIn,
+    CapturedReqCookie,
+    CapturedRespCookie,
+    TermState,
+    TermStateCookie,
+    ActConn,
+    FeConn,
+    BeConn,
+    SrvConn,
+    Retries,
+    SrvQueue,
+    BeQueue,
+    CapturedReqHeaders,
+    CapturedRespHeaders,
+    CapturedReqHeadersLong,
+    CapturedRespHeadersLong,
+    RequestLine,
+    Method,
+    Uri,
+    Path,
+    Query,
+    Version,
+    Hostname,
+    Pid,
+    UniqueId,
+    RequestCounter,
+    LogCounter,
+    SslVersion,
+    SslCipher,
+}
+
+const VARS: &[(&str, Var)] = &[
+    ("ci", Var::ClientIp),
+    ("cp", Var::ClientPort),
+    ("fi", Var::FrontendIp),
+    ("fp", Var::FrontendPort),
+    ("bi", Var::BackendSrcIp),
+    ("bp", Var::BackendSrcPort),
+    ("si", Var::ServerIp),
+    ("sp", Var::ServerPort),
+    ("f", Var::Frontend),
+    ("ft", Var::FrontendTransport),
+    ("b", Var::Backend),
+    ("s", Var::Server),
+    ("t", Var::AcceptDate),
+    ("tr", Var::RequestDate),
+    ("trg", Var::RequestDateGmt),
+    ("trl", Var::RequestDateLocal),
+    ("T", Var::AcceptDateGmt),
+    ("Tl", Var::AcceptDateLocal),
+    ("Ts", Var::AcceptUnix),
+    ("ms", Var::AcceptMs),
+    ("TR", Var::TReq),
+    ("Tw", Var::TQueue),
+    ("Tc", Var::TConnect),
+    ("Tr", Var::TResp),
+    ("Ta", Var::TActive),
+    ("Tt", Var::TTotal),
+    ("Th", Var::THandshake),
+    ("Ti", Var::TIdle),
+    ("Tq", Var::TQ),
+    ("ST", Var::Status),
+    ("B", Var::BytesOut),
+    ("U", Var::BytesIn),
+    ("CC", Var::CapturedReqCookie),
+    ("CS", Var::CapturedRespCookie),
+    ("ts", Var::TermState),
+    ("tsc", Var::TermStateCookie),
+    ("ac", Var::ActConn),
+    ("fc", Var::FeConn),
+    ("bc", Var::BeConn),
+    ("sc", Var::SrvConn),
+    ("rc", Var::Retries),
+    ("sq", Var::SrvQueue),
+    ("bq", Var::BeQueue),
+    ("hr", Var::CapturedReqHeaders),
+    ("hs", Var::CapturedRespHeaders),
+    ("hrl", Var::CapturedReqHeadersLong),
+    ("hsl", Var::CapturedRespHeadersLong),
+    ("r", Var::RequestLine),
+    ("HM", Var::Method),
+    ("HU", Var::Uri),
+    ("HP", Var::Path),
+    ("HQ", Var::Query),
+    ("HV", Var::Version),
+    ("H", Var::Hostname),
+    ("pid", Var::Pid),
+    ("ID", Var::UniqueId),
+    ("rt", Var::RequestCounter),
+    ("lc", Var::LogCounter),
+    ("sslv", Var::SslVersion),
+    ("sslc", Var::SslCipher),
+];
+
+/// A sample fetch usable in `%[...]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Fetch {
+    Src,
+    SrcPort,
+    Dst,
+    DstPort,
+    Method,
+    Path,
+    Url,
+    Query,
+    ReqVer,
+    Status,
+    FeName,
+    BeName,
+    SrvName,
+    /// `req.hdr(<name>)` / `hdr(<name>)`: the last value.
+    ReqHdr(String),
+    /// `req.fhdr(<name>)`: the last full value.
+    ReqFhdr(String),
+    /// `capture.req.hdr(<n>)` and friends: nothing is captured.
+    Captured,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Conv {
+    Lower,
+    Upper,
+}
+
+/// One piece of a compiled format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Node {
+    Text(String),
+    Sep,
+    Var {
+        var: Var,
+        quote: bool,
+    },
+    Fetch {
+        fetch: Fetch,
+        convs: Vec<Conv>,
+        quote: bool,
+    },
+}
+
+/// A compiled `log-format`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LogFormat {
+    nodes: Vec<Node>,
+}
+
+impl LogFormat {
+    /// Compiles a format string; the error reads as HAProxy's.
+    pub(crate) fn compile(src: &str) -> Result<LogFormat, String> {
+        let b = src.as_bytes();
+        let mut nodes = Vec::new();
+        let mut text = String::new();
+        let mut global_quote = false;
+        let mut i = 0;
+        let flush = |text: &mut String, nodes: &mut Vec<Node>| {
+            if !text.is_empty() {
+                nodes.push(Node::Text(std::mem::take(text)));
+            }
+        };
+        while i < b.len() {
+            match b[i] {
+                b' ' => {
+                    flush(&mut text, &mut nodes);
+                    while i < b.len() && b[i] == b' ' {
+                        i += 1;
+                    }
+                    nodes.push(Node::Sep);
+                }
+                b'%' if b.get(i + 1) == Some(&b'%') => {
+                    text.push('%');
+                    i += 2;
+                }
+                b'%' => {
+                    flush(&mut text, &mut nodes);
+                    i += 1;
+                    let mut quote = global_quote;
+                    let mut flags: Vec<(bool, String)> = Vec::new();
+                    if b.get(i) == Some(&b'{') {
+                        let end = src[i..].find('}').ok_or("missing '}' after '%{'.")?;
+                        for f in src[i + 1..i + end].split(',') {
+                            if f.is_empty() {
+                                continue;
+                            }
+                            let (on, name) = match f.as_bytes()[0] {
+                                b'+' => (true, &f[1..]),
+                                b'-' => (false, &f[1..]),
+                                _ => return Err(format!("unexpected option '{f}'.")),
+                            };
+                            if !matches!(name, "Q" | "X" | "E" | "M" | "cbor" | "json" | "bin") {
+                                return Err(format!("unknown option '{name}'."));
+                            }
+                            flags.push((on, name.to_string()));
+                        }
+                        for (on, name) in &flags {
+                            if name == "Q" {
+                                quote = *on;
+                            }
+                        }
+                        i += end + 1;
+                    }
+                    if b.get(i) == Some(&b'[') {
+                        let end = src[i..].find(']').ok_or("missing ']' after '%['.")?;
+                        let expr = &src[i + 1..i + end];
+                        let (fetch, convs) = parse_fetch(expr)?;
+                        nodes.push(Node::Fetch {
+                            fetch,
+                            convs,
+                            quote,
+                        });
+                        i += end + 1;
+                        continue;
+                    }
+                    let start = i;
+                    while i < b.len() && b[i].is_ascii_alphabetic() {
+                        i += 1;
+                    }
+                    let name = &src[start..i];
+                    if name == "o" {
+                        // Global options for the variables that follow.
+                        for (on, f) in &flags {
+                            if f == "Q" {
+                                global_quote = *on;
+                            }
+                        }
+                        continue;
+                    }
+                    if name.is_empty() {
+                        return Err(
+                            "no format variable after '%'. If you wanted to emit the '%' character verbatim, you need to use '%%'."
+                                .to_string(),
+                        );
+                    }
+                    let var = VARS.iter().find(|(n, _)| *n == name).map(|(_, v)| *v).ok_or_else(|| {
+                        format!(
+                            "no such format variable '{name}'. If you wanted to emit the '%' character verbatim, you need to use '%%'."
+                        )
+                    })?;
+                    nodes.push(Node::Var { var, quote });
+                }
+                c => {
+                    // Keep multi-byte characters whole.
+                    let len = utf8_len(c);
+                    text.push_str(&src[i..(i + len).min(src.len())]);
+                    i += len;
+                }
+            }
+        }
+        flush(&mut text, &mut nodes);
+        Ok(LogFormat { nodes })
+    }
+
+    /// The pieces, in order, for the renderer.
+    pub(crate) fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+}
+
+fn utf8_len(first: u8) -> usize {
+    match first {
+        0xf0..=0xff => 4,
+        0xe0..=0xef => 3,
+        0xc0..=0xdf => 2,
+        _ => 1,
+    }
+}
+
+fn parse_fetch(expr: &str) -> Result<(Fetch, Vec<Conv>), String> {
+    let mut parts = split_top(expr);
+    let first = parts.remove(0);
+    let (name, arg) = match first.split_once('(') {
+        Some((n, rest)) => (n, Some(rest.strip_suffix(')').unwrap_or(rest))),
+        None => (first, None),
+    };
+    let need_arg = |a: Option<&str>| -> Result<String, String> {
+        match a {
+            Some(a) if !a.is_empty() => Ok(a.split(',').next().unwrap_or(a).to_string()),
+            _ => Err(format!("fetch method '{name}' expects an argument")),
+        }
+    };
+    let fetch = match name {
+        "src" => Fetch::Src,
+        "src_port" => Fetch::SrcPort,
+        "dst" => Fetch::Dst,
+        "dst_port" => Fetch::DstPort,
+        "method" => Fetch::Method,
+        "path" => Fetch::Path,
+        "url" => Fetch::Url,
+        "query" => Fetch::Query,
+        "req.ver" | "req_ver" => Fetch::ReqVer,
+        "status" => Fetch::Status,
+        "fe_name" => Fetch::FeName,
+        "be_name" => Fetch::BeName,
+        "srv_name" => Fetch::SrvName,
+        "req.hdr" | "hdr" => Fetch::ReqHdr(need_arg(arg)?),
+        "req.fhdr" => Fetch::ReqFhdr(need_arg(arg)?),
+        "capture.req.hdr" | "capture.res.hdr" => Fetch::Captured,
+        _ => return Err(format!("unknown fetch method '{name}'")),
+    };
+    let mut convs = Vec::new();
+    for c in parts {
+        convs.push(match c {
+            "lower" => Conv::Lower,
+            "upper" => Conv::Upper,
+            _ => return Err(format!("unknown converter '{c}'")),
+        });
+    }
+    Ok((fetch, convs))
+}
+
+/// Splits on commas outside parentheses.
+fn split_top(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut depth = 0;
+    let mut start = 0;
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&s[start..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_read_as_haproxy() {
+        assert_eq!(
+            LogFormat::compile("%ci %zz").unwrap_err(),
+            "no such format variable 'zz'. If you wanted to emit the '%' character verbatim, you need to use '%%'."
+        );
+        assert!(
+            LogFormat::compile("%[nope]")
+                .unwrap_err()
+                .contains("unknown fetch method 'nope'")
+        );
+    }
+}

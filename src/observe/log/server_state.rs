@@ -1,0 +1,94 @@
+//! Server state changes told in HAProxy 2.6's words, shared by the health
+//! checks (`upstream::check`) and the admin actions of the CLI and the
+//! stats page (`observe::stats::admin`): the servers left, how a server is
+//! named, and the events of a change an operator made.
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use crate::snapshot::{BackendRt, ServerRt};
+use crate::state::AdminState;
+
+/// Counts of usable active and backup servers of `be`, and whether it has
+/// no server left.
+pub(crate) fn counts(be: &BackendRt) -> (usize, usize) {
+    let mut act = 0;
+    let mut bck = 0;
+    for s in &be.servers {
+        if s.state.usable() {
+            if s.backup {
+                bck += 1;
+            } else {
+                act += 1;
+            }
+        }
+    }
+    (act, bck)
+}
+
+/// How HAProxy names a server in its events: `Backup Server` for backups.
+pub(crate) fn server_word(backup: bool) -> &'static str {
+    if backup { "Backup Server" } else { "Server" }
+}
+
+/// HAProxy's note when only backup servers are left.
+pub(crate) fn on_backup(act: usize, bck: usize) -> &'static str {
+    if act == 0 && bck > 0 {
+        " Running on backup."
+    } else {
+        ""
+    }
+}
+
+/// Tells an admin change made from the CLI (`set server .. state`,
+/// `disable|enable server`) in HAProxy 2.6's words: maintenance at
+/// `alert` with the servers left (and `emerg` when none is), drain and
+/// the way back at `notice`. Entering maintenance cuts the sessions with
+/// `on-marked-down shutdown-sessions`, as HAProxy does.
+pub(crate) fn admin_event(be: &BackendRt, s: &ServerRt, before: u8, to: AdminState) {
+    use crate::state::{ADMF_FDRAIN, ADMF_FMAINT};
+    let st = &s.state;
+    let who = format!("{} {}/{}", server_word(s.backup), be.name, st.name);
+    let (act, bck) = counts(be);
+    match to {
+        AdminState::Maint if before & ADMF_FMAINT == 0 => {
+            if st.shutdown_on_down.load(Relaxed) {
+                st.cut_sessions();
+            }
+            tracing::error!(
+                target: "sluice::event",
+                severity = "alert",
+                "{who} is going DOWN for maintenance. {act} active and {bck} backup servers left.{} {} sessions active, 0 requeued, {} remaining in queue.",
+                on_backup(act, bck),
+                st.inflight(),
+                st.waiters.load(Relaxed),
+            );
+            if act + bck == 0 {
+                be.state.went_down.fetch_add(1, Relaxed);
+                tracing::error!(
+                    target: "sluice::event",
+                    severity = "emerg",
+                    "backend {} has no server available!",
+                    be.name
+                );
+            }
+        }
+        AdminState::Drain if before & ADMF_FDRAIN == 0 => tracing::info!(
+            target: "sluice::event",
+            severity = "notice",
+            "{who} enters drain state. {act} active and {bck} backup servers online.{} 0 sessions requeued, {} total in queue.",
+            on_backup(act, bck),
+            be.state.queue.len(),
+        ),
+        AdminState::Ready if before & ADMF_FMAINT != 0 => tracing::info!(
+            target: "sluice::event",
+            severity = "notice",
+            "{who} is UP/READY (leaving forced maintenance)."
+        ),
+        AdminState::Ready if before & ADMF_FDRAIN != 0 => tracing::info!(
+            target: "sluice::event",
+            severity = "notice",
+            "{who} is UP (leaving forced drain)."
+        ),
+        _ => {}
+    }
+}
