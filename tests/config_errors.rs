@@ -414,7 +414,7 @@ backend be
     http-after-response set-header X-A b
     tcp-response content close
     tcp-request content set-var(txn.x) str(a)
-    http-request set-header X-B %[req.hdr(host),lower]
+    http-request set-header X-B %[req.hdr(host),json]
     http-request set-header X-C %[ssl_c_s_dn]
 peers mypeers
     peer a 127.0.0.1:10000
@@ -470,7 +470,7 @@ listen li
         ),
         (
             23,
-            "converter 'lower' is not supported by sluice yet in log-format expression '%[req.hdr(host),lower]'",
+            "converter 'json' is not supported by sluice yet in log-format expression '%[req.hdr(host),json]'",
         ),
         (
             24,

@@ -665,34 +665,24 @@ pub(crate) enum ReplyBody {
     Message(Vec<u8>),
 }
 
-/// A log-format string as the header rules use it: literal text and the
-/// few sample fetches sluice evaluates.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A log-format string as the header rules use it: literal text, a few
+/// variables and sample expressions.
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct LogFmt(pub(crate) Vec<FmtPart>);
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum FmtPart {
     Lit(String),
-    /// `%[src]`, `%ci`: the client's address.
+    /// `%ci`: the client's address.
     Src,
-    /// `%[req.hdr(<name>)]`: the last value of a request header.
-    ReqHdr(String),
-    /// `%[method]`.
-    Method,
-    /// `%[path]`: the target's path, without the query.
-    Path,
-    /// `%[query]`: the query string, without its `?`.
-    Query,
-    /// `%[url]`: the request target as received.
-    Url,
-    /// `%[base]`: the Host header followed by the path.
-    Base,
-    /// `%f`, `%[fe_name]`: the frontend's name.
+    /// `%[<sample expression>]`.
+    Sample(crate::sample::Expr),
+    /// `%f`: the frontend's name.
     Frontend,
-    /// `%b`, `%[be_name]`: the backend's name (the frontend's before one
-    /// is chosen, as in HAProxy).
+    /// `%b`: the backend's name (the frontend's before one is chosen, as
+    /// in HAProxy).
     Backend,
-    /// `%s`, `%[srv_name]`: the server's name (`<NOSRV>` before one is).
+    /// `%s`: the server's name (`<NOSRV>` before one is).
     Server,
 }
 

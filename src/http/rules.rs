@@ -163,7 +163,14 @@ pub(crate) struct FmtCtx<'a> {
 
 /// Evaluates a log-format string.
 pub(crate) fn eval(fmt: &LogFmt, cx: &FmtCtx<'_>) -> Vec<u8> {
-    let (req, src) = (cx.req, cx.src);
+    let sample_cx = crate::sample::Ctx {
+        src: Some(cx.src),
+        req: Some(cx.req),
+        frontend: cx.frontend,
+        backend: cx.backend,
+        server: cx.server,
+        ..Default::default()
+    };
     let mut out = Vec::new();
     for part in &fmt.0 {
         match part {
@@ -171,47 +178,15 @@ pub(crate) fn eval(fmt: &LogFmt, cx: &FmtCtx<'_>) -> Vec<u8> {
             FmtPart::Backend => out.extend_from_slice(cx.backend.unwrap_or(cx.frontend).as_bytes()),
             FmtPart::Server => out.extend_from_slice(cx.server.unwrap_or("<NOSRV>").as_bytes()),
             FmtPart::Lit(s) => out.extend_from_slice(s.as_bytes()),
-            FmtPart::Src => out.extend_from_slice(ip_text(src).as_bytes()),
-            FmtPart::ReqHdr(name) => {
-                if let Some(v) = last_value(req, name) {
-                    out.extend_from_slice(v);
+            FmtPart::Src => out.extend_from_slice(ip_text(cx.src).as_bytes()),
+            FmtPart::Sample(expr) => {
+                if let Some(s) = expr.eval(&sample_cx) {
+                    s.write_text(&mut out);
                 }
-            }
-            FmtPart::Method => out.extend_from_slice(req.method()),
-            FmtPart::Url => out.extend_from_slice(req.target()),
-            FmtPart::Path => {
-                let (s, e) = path_span(req.target());
-                out.extend_from_slice(&req.target()[s..e]);
-            }
-            FmtPart::Query => out.extend_from_slice(query_of(req.target())),
-            FmtPart::Base => {
-                if let Some(host) = last_value(req, "host") {
-                    out.extend_from_slice(host);
-                }
-                let (s, e) = path_span(req.target());
-                out.extend_from_slice(&req.target()[s..e]);
             }
         }
     }
     out
-}
-
-/// `req.hdr(<name>)`: the last comma-separated value of the header.
-fn last_value<'h>(req: &'h Head, name: &'h str) -> Option<&'h [u8]> {
-    req.values(name)
-        .flat_map(|v| v.split(|&b| b == b','))
-        .last()
-        .map(<[u8]>::trim_ascii)
-}
-
-/// The query string of a target, without its `?` (and any fragment).
-fn query_of(target: &[u8]) -> &[u8] {
-    let (_, e) = path_span(target);
-    let rest = &target[e..];
-    match rest.strip_prefix(b"?") {
-        Some(q) => q.split(|&b| b == b'#').next().unwrap_or(q),
-        None => b"",
-    }
 }
 
 /// An address as HAProxy prints it (an IPv4-mapped IPv6 as IPv4).

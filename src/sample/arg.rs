@@ -144,6 +144,12 @@ pub(crate) fn parse(spec: ArgSpec, text: &str) -> Result<(Vec<Arg>, usize), ArgE
 
 /// Splits at most `max` arguments up to the closing parenthesis.
 fn split(text: &str, max: usize) -> Result<(Vec<String>, usize), ArgError> {
+    if max == 0 && !text.starts_with(')') {
+        return Err(ArgError {
+            pos: 1,
+            msg: format!("expected ')' before '{text}'"),
+        });
+    }
     let mut args = Vec::new();
     let mut cur = String::new();
     let mut quote: Option<char> = None;

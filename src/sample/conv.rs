@@ -713,7 +713,7 @@ fn var_name(text: &str) -> bool {
 fn field_args(a: &mut Vec<Arg>) -> Result<(), CheckError> {
     if a[0].as_int() == 0 {
         return Err(CheckError::Invalid(format!(
-            "Unexpected value {} for index.",
+            "Unexpected value {} for index",
             a[0].as_int()
         )));
     }
@@ -723,7 +723,7 @@ fn field_args(a: &mut Vec<Arg>) -> Result<(), CheckError> {
 fn word_args(a: &mut Vec<Arg>) -> Result<(), CheckError> {
     field_args(a)?;
     if a[1].as_str().is_empty() {
-        return Err(CheckError::Invalid("Empty separators list.".to_string()));
+        return Err(CheckError::Invalid("Empty separators list".to_string()));
     }
     Ok(())
 }
@@ -732,7 +732,7 @@ fn chunk_size(a: &mut Vec<Arg>) -> Result<(), CheckError> {
     let n = a[1].as_int();
     if !(1..=8).contains(&n) {
         return Err(CheckError::Invalid(format!(
-            "Chunk size must be in 1..8 range, got {n}."
+            "Chunk size must be in 1..8 range, got {n}"
         )));
     }
     Ok(())
@@ -741,7 +741,7 @@ fn chunk_size(a: &mut Vec<Arg>) -> Result<(), CheckError> {
 fn chunk_size_opt(a: &mut Vec<Arg>) -> Result<(), CheckError> {
     if a.len() > 1 && a[1].as_int() < 1 {
         return Err(CheckError::Invalid(format!(
-            "Chunk size must be positive, got {}.",
+            "Chunk size must be positive, got {}",
             a[1].as_int()
         )));
     }
@@ -762,7 +762,7 @@ fn digest_arg(a: &mut Vec<Arg>) -> Result<(), CheckError> {
     match a[0].as_str() {
         "md5" | "sha1" | "sha224" | "sha256" | "sha384" | "sha512" => Ok(()),
         _ => Err(CheckError::Invalid(
-            "algorithm must be a valid OpenSSL message digest name..".to_string(),
+            "algorithm must be a valid OpenSSL message digest name.".to_string(),
         )),
     }
 }
@@ -773,7 +773,7 @@ fn hmac_args(a: &mut Vec<Arg>) -> Result<(), CheckError> {
         "md5" | "sha1" | "sha224" | "sha256" | "sha384" | "sha512"
     ) {
         return Err(CheckError::Invalid(
-            "algorithm must be a valid OpenSSL message digest name..".to_string(),
+            "algorithm must be a valid OpenSSL message digest name.".to_string(),
         ));
     }
     let key = a[1].as_str();
@@ -788,7 +788,7 @@ fn hmac_args(a: &mut Vec<Arg>) -> Result<(), CheckError> {
             Ok(())
         }
         Err(_) => Err(CheckError::Invalid(
-            "failed to parse key : argument needs to be base64 encoded, and can either be a string or a variable.".to_string(),
+            "failed to parse key : argument needs to be base64 encoded, and can either be a string or a variable".to_string(),
         )),
     }
 }
@@ -808,7 +808,7 @@ fn sha2_bits(a: &mut Vec<Arg>) -> Result<(), CheckError> {
     match a.first().map_or(256, Arg::as_int) {
         224 | 256 | 384 | 512 => Ok(()),
         n => Err(CheckError::Invalid(format!(
-            "Unsupported number of bits: '{n}'."
+            "Unsupported number of bits: '{n}'"
         ))),
     }
 }

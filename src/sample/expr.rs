@@ -5,7 +5,7 @@
 use super::arg::{self, Arg, ArgError};
 use super::conv::{self, CheckError, ConvDef};
 use super::fetch::{self, Ctx, FetchDef};
-use super::value::{Sample, SmpType};
+use super::value::Sample;
 use crate::haproxy26::{Kind, haproxy_has};
 
 /// A compiled expression.
@@ -14,6 +14,21 @@ pub(crate) struct Expr {
     fetch: &'static FetchDef,
     args: Vec<Arg>,
     convs: Vec<(&'static ConvDef, Vec<Arg>)>,
+}
+
+/// Two expressions are equal when they name the same keywords with the
+/// same arguments (a reload compares configurations with this).
+impl PartialEq for Expr {
+    fn eq(&self, other: &Expr) -> bool {
+        self.fetch.name == other.fetch.name
+            && self.args == other.args
+            && self.convs.len() == other.convs.len()
+            && self
+                .convs
+                .iter()
+                .zip(&other.convs)
+                .all(|((a, x), (b, y))| a.name == b.name && x == y)
+    }
 }
 
 /// Why an expression was refused.
@@ -109,11 +124,6 @@ impl Expr {
             convs.push((conv, cargs));
         }
         Ok((Expr { fetch, args, convs }, i))
-    }
-
-    /// The type the expression gives.
-    pub(crate) fn out_type(&self) -> SmpType {
-        self.convs.last().map_or(self.fetch.out, |(c, _)| c.out)
     }
 
     /// Evaluates the expression; `None` when a step finds nothing or a

@@ -1,5 +1,5 @@
 //! Sample fetches: where a sample comes from. Each fetch is declared once
-//! here (name, arguments, output type, what it needs), and every place
+//! here (name, arguments, output type), and every place
 //! that takes a sample (ACLs, rules, log formats, balancing) looks it up
 //! in [`FETCHES`].
 
@@ -14,32 +14,20 @@ use crate::wire::h1::Head;
 /// expression is evaluated. Fields a stage does not have yet are `None`.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Ctx<'a> {
-    pub(crate) client: Option<SocketAddr>,
+    /// The client's address (after a PROXY header, the one it names).
+    pub(crate) src: Option<IpAddr>,
+    pub(crate) src_port: Option<u16>,
+    /// The address the client connected to.
     pub(crate) local: Option<SocketAddr>,
     pub(crate) req: Option<&'a Head>,
     pub(crate) res: Option<&'a Head>,
     pub(crate) frontend: &'a str,
-    /// The backend once chosen.
+    /// The stream's backend: the frontend itself until one is chosen, as
+    /// HAProxy's `be_name` and `%b` say.
     pub(crate) backend: Option<&'a str>,
     pub(crate) server: Option<&'a str>,
     /// The status of the response (also the one sluice answers itself).
     pub(crate) status: Option<u16>,
-}
-
-/// What a fetch needs from its context, for the "may not be used here"
-/// check of the configuration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Needs {
-    /// Nothing: a constant.
-    Nothing,
-    /// The client connection (addresses, ports).
-    Connection,
-    /// The proxy the stream is in.
-    Proxy,
-    /// The HTTP request headers.
-    Request,
-    /// The HTTP response headers.
-    Response,
 }
 
 pub(crate) type FetchFn = for<'a> fn(&'a [Arg], &Ctx<'a>) -> Option<Sample<'a>>;
@@ -52,7 +40,6 @@ pub(crate) struct FetchDef {
     /// with the message HAProxy gives after "invalid args in fetch method").
     pub(crate) check: Option<fn(&mut Vec<Arg>) -> Result<(), String>>,
     pub(crate) out: SmpType,
-    pub(crate) needs: Needs,
     pub(crate) eval: FetchFn,
 }
 
@@ -66,25 +53,17 @@ pub(crate) fn find(name: &str) -> Option<&'static FetchDef> {
     FETCHES.iter().find(|f| f.name == name)
 }
 
-const fn def(
-    name: &'static str,
-    args: ArgSpec,
-    out: SmpType,
-    needs: Needs,
-    eval: FetchFn,
-) -> FetchDef {
+const fn def(name: &'static str, args: ArgSpec, out: SmpType, eval: FetchFn) -> FetchDef {
     FetchDef {
         name,
         args,
         check: None,
         out,
-        needs,
         eval,
     }
 }
 
 use ArgType as A;
-use Needs as N;
 use SmpType as T;
 
 const STR: ArgSpec = ArgSpec::of(&[A::Str], 1);
@@ -96,29 +75,20 @@ pub(crate) static FETCHES: &[FetchDef] = &[
     // 7.3.2 Internal states: constants.
     FetchDef {
         check: Some(hex_arg),
-        ..def("bin", STR, T::Bin, N::Nothing, |a, _| {
+        ..def("bin", STR, T::Bin, |a, _| {
             Some(Sample::Bin(Cow::Borrowed(a[0].as_bytes())))
         })
     },
-    def(
-        "bool",
-        ArgSpec::of(&[A::Sint], 1),
-        T::Bool,
-        N::Nothing,
-        |a, _| Some(Sample::Bool(a[0].as_int() != 0)),
-    ),
-    def(
-        "int",
-        ArgSpec::of(&[A::Sint], 1),
-        T::Sint,
-        N::Nothing,
-        |a, _| Some(Sample::Sint(a[0].as_int())),
-    ),
+    def("bool", ArgSpec::of(&[A::Sint], 1), T::Bool, |a, _| {
+        Some(Sample::Bool(a[0].as_int() != 0))
+    }),
+    def("int", ArgSpec::of(&[A::Sint], 1), T::Sint, |a, _| {
+        Some(Sample::Sint(a[0].as_int()))
+    }),
     def(
         "ipv4",
         ArgSpec::of(&[A::Ipv4], 1),
         T::Ipv4,
-        N::Nothing,
         |a, _| match a[0] {
             Arg::Ipv4(ip) => Some(Sample::Ipv4(ip)),
             _ => None,
@@ -128,7 +98,6 @@ pub(crate) static FETCHES: &[FetchDef] = &[
         "ipv6",
         ArgSpec::of(&[A::Ipv6], 1),
         T::Ipv6,
-        N::Nothing,
         |a, _| match a[0] {
             Arg::Ipv6(ip) => Some(Sample::Ipv6(ip)),
             _ => None,
@@ -136,96 +105,76 @@ pub(crate) static FETCHES: &[FetchDef] = &[
     ),
     FetchDef {
         check: Some(method_arg),
-        ..def("meth", STR, T::Meth, N::Nothing, |a, _| {
+        ..def("meth", STR, T::Meth, |a, _| {
             Some(Sample::Meth(Cow::Borrowed(a[0].as_str().as_bytes())))
         })
     },
-    def("str", STR, T::Str, N::Nothing, |a, _| {
+    def("str", STR, T::Str, |a, _| {
         Some(Sample::str(a[0].as_str().as_bytes()))
     }),
-    def("be_name", ArgSpec::NONE, T::Str, N::Proxy, |_, cx| {
-        cx.backend.map(|b| Sample::str(b.as_bytes()))
+    def("be_name", ArgSpec::NONE, T::Str, |_, cx| {
+        Some(Sample::str(cx.backend.unwrap_or(cx.frontend).as_bytes()))
     }),
-    def("fe_name", ArgSpec::NONE, T::Str, N::Proxy, |_, cx| {
+    def("fe_name", ArgSpec::NONE, T::Str, |_, cx| {
         Some(Sample::str(cx.frontend.as_bytes()))
     }),
-    def("srv_name", ArgSpec::NONE, T::Str, N::Proxy, |_, cx| {
+    def("srv_name", ArgSpec::NONE, T::Str, |_, cx| {
         cx.server.map(|s| Sample::str(s.as_bytes()))
     }),
     // 7.3.3 Layer 4.
-    def("dst", ArgSpec::NONE, T::Ipv4, N::Connection, |_, cx| {
+    def("dst", ArgSpec::NONE, T::Ipv4, |_, cx| {
         cx.local.map(|a| ip(a.ip()))
     }),
-    def(
-        "dst_port",
-        ArgSpec::NONE,
-        T::Sint,
-        N::Connection,
-        |_, cx| cx.local.map(|a| Sample::Sint(a.port() as i64)),
-    ),
-    def("src", ArgSpec::NONE, T::Ipv4, N::Connection, |_, cx| {
-        cx.client.map(|a| ip(a.ip()))
+    def("dst_port", ArgSpec::NONE, T::Sint, |_, cx| {
+        cx.local.map(|a| Sample::Sint(a.port() as i64))
     }),
-    def(
-        "src_port",
-        ArgSpec::NONE,
-        T::Sint,
-        N::Connection,
-        |_, cx| cx.client.map(|a| Sample::Sint(a.port() as i64)),
-    ),
+    def("src", ArgSpec::NONE, T::Ipv4, |_, cx| cx.src.map(ip)),
+    def("src_port", ArgSpec::NONE, T::Sint, |_, cx| {
+        cx.src_port.map(|p| Sample::Sint(p as i64))
+    }),
     // 7.3.6 HTTP.
-    def("base", ArgSpec::NONE, T::Str, N::Request, |_, cx| {
+    def("base", ArgSpec::NONE, T::Str, |_, cx| {
         let req = cx.req?;
         let mut out = last_value(req, "host")?.to_vec();
         out.extend_from_slice(path_of(req.target()));
         Some(Sample::Str(Cow::Owned(out)))
     }),
-    def("hdr", HDR, T::Str, N::Request, |a, cx| {
-        header(cx.req?, a, true)
-    }),
-    def("method", ArgSpec::NONE, T::Meth, N::Request, |_, cx| {
+    def("hdr", HDR, T::Str, |a, cx| header(cx.req?, a, true)),
+    def("method", ArgSpec::NONE, T::Meth, |_, cx| {
         Some(Sample::Meth(Cow::Borrowed(cx.req?.method())))
     }),
-    def("path", ArgSpec::NONE, T::Str, N::Request, |_, cx| {
+    def("path", ArgSpec::NONE, T::Str, |_, cx| {
         Some(Sample::str(path_of(cx.req?.target())))
     }),
-    def("query", ArgSpec::NONE, T::Str, N::Request, |_, cx| {
+    def("query", ArgSpec::NONE, T::Str, |_, cx| {
         let t = cx.req?.target();
         let rest = &t[path_end(t)..];
         let q = rest.strip_prefix(b"?")?;
         Some(Sample::str(q.split(|&b| b == b'#').next().unwrap_or(q)))
     }),
-    def("req.fhdr", HDR, T::Str, N::Request, |a, cx| {
-        header(cx.req?, a, false)
-    }),
-    def("req.hdr", HDR, T::Str, N::Request, |a, cx| {
-        header(cx.req?, a, true)
-    }),
-    def("req.hdr_cnt", OPT_STR, T::Sint, N::Request, |a, cx| {
+    def("req.fhdr", HDR, T::Str, |a, cx| header(cx.req?, a, false)),
+    def("req.hdr", HDR, T::Str, |a, cx| header(cx.req?, a, true)),
+    def("req.hdr_cnt", OPT_STR, T::Sint, |a, cx| {
         Some(Sample::Sint(count(cx.req?, a, true)))
     }),
-    def("req.fhdr_cnt", OPT_STR, T::Sint, N::Request, |a, cx| {
+    def("req.fhdr_cnt", OPT_STR, T::Sint, |a, cx| {
         Some(Sample::Sint(count(cx.req?, a, false)))
     }),
-    def("req.ver", ArgSpec::NONE, T::Str, N::Request, |_, cx| {
+    def("req.ver", ArgSpec::NONE, T::Str, |_, cx| {
         Some(Sample::str(version(cx.req?)))
     }),
-    def("req_ver", ArgSpec::NONE, T::Str, N::Request, |_, cx| {
+    def("req_ver", ArgSpec::NONE, T::Str, |_, cx| {
         Some(Sample::str(version(cx.req?)))
     }),
-    def("res.hdr", HDR, T::Str, N::Response, |a, cx| {
-        header(cx.res?, a, true)
-    }),
-    def("res.fhdr", HDR, T::Str, N::Response, |a, cx| {
-        header(cx.res?, a, false)
-    }),
-    def("res.hdr_cnt", OPT_STR, T::Sint, N::Response, |a, cx| {
+    def("res.hdr", HDR, T::Str, |a, cx| header(cx.res?, a, true)),
+    def("res.fhdr", HDR, T::Str, |a, cx| header(cx.res?, a, false)),
+    def("res.hdr_cnt", OPT_STR, T::Sint, |a, cx| {
         Some(Sample::Sint(count(cx.res?, a, true)))
     }),
-    def("status", ArgSpec::NONE, T::Sint, N::Response, |_, cx| {
+    def("status", ArgSpec::NONE, T::Sint, |_, cx| {
         cx.status.map(|s| Sample::Sint(s as i64))
     }),
-    def("url", ArgSpec::NONE, T::Str, N::Request, |_, cx| {
+    def("url", ArgSpec::NONE, T::Str, |_, cx| {
         Some(Sample::str(cx.req?.target()))
     }),
 ];

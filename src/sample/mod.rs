@@ -17,7 +17,6 @@ pub(crate) mod value;
 
 pub(crate) use expr::{Expr, ExprError};
 pub(crate) use fetch::Ctx;
-pub(crate) use value::{Sample, SmpType};
 
 #[cfg(test)]
 mod tests;

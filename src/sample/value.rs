@@ -26,21 +26,6 @@ pub(crate) enum SmpType {
 }
 
 impl SmpType {
-    /// The name HAProxy's messages give the type.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            SmpType::Any => "any",
-            SmpType::Bool => "boolean",
-            SmpType::Sint => "integer",
-            SmpType::Addr => "addr",
-            SmpType::Ipv4 => "ipv4",
-            SmpType::Ipv6 => "ipv6",
-            SmpType::Str => "string",
-            SmpType::Bin => "binary",
-            SmpType::Meth => "method",
-        }
-    }
-
     /// Whether a value of type `self` can be cast to `to` at all (checked
     /// when the configuration is read).
     pub(crate) fn casts_to(self, to: SmpType) -> bool {

@@ -23,6 +23,7 @@
 #![allow(dead_code)]
 
 pub mod fuzz;
+pub mod haproxy;
 pub mod raw;
 pub mod syslog;
 pub mod ws;

@@ -594,64 +594,39 @@ pub(super) fn is_token_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
-/// Why `%[expr]` of a log-format cannot be had: the first fetch or
-/// converter HAProxy 2.6 has and sluice lacks is named as such.
-fn lacked_sample(expr: &str) -> String {
-    // The stages split at the commas outside parentheses.
-    let mut depth = 0usize;
-    let mut stages = expr.split(move |c| {
-        match c {
-            '(' => depth += 1,
-            ')' => depth = depth.saturating_sub(1),
-            _ => {}
+/// `%[<expr>]` at the start of `r` (just after the `[`): the expression and
+/// the rest after its `]`. Messages as HAProxy's, or "not supported by
+/// sluice yet" for what HAProxy has and sluice lacks.
+fn sample_part(r: &str) -> Result<(FmtPart, &str), String> {
+    let shown = |end: usize| r[..end].to_string();
+    let (expr, used) = match crate::sample::Expr::parse(r) {
+        Ok(e) => e,
+        Err(crate::sample::ExprError::Unsupported(what)) => {
+            let end = r.find(']').unwrap_or(r.len());
+            return Err(format!(
+                "{what} is not supported by sluice yet in log-format expression '%[{}]'",
+                shown(end)
+            ));
         }
-        c == ',' && depth == 0
-    });
-    let fetch = stages.next().unwrap_or_default();
-    let fetch_name = fetch.split('(').next().unwrap_or_default();
-    let known_fetch = fetch_part(fetch).is_some();
-    if !known_fetch && kw::haproxy_has(kw::Kind::Fetch, fetch_name) {
-        return format!(
-            "sample fetch '{fetch_name}' is not supported by sluice yet in log-format expression '%[{expr}]'"
-        );
-    }
-    if known_fetch
-        && let Some(conv) = stages
-            .map(|c| c.split('(').next().unwrap_or_default())
-            .find(|c| kw::haproxy_has(kw::Kind::Converter, c))
-    {
-        return format!(
-            "converter '{conv}' is not supported by sluice yet in log-format expression '%[{expr}]'"
-        );
-    }
-    format!("sample fetch '{expr}' is not supported by sluice yet in a log-format")
-}
-
-/// The fetches of `%[...]` sluice evaluates.
-fn fetch_part(expr: &str) -> Option<FmtPart> {
-    let simple = match expr {
-        "src" => Some(FmtPart::Src),
-        "method" => Some(FmtPart::Method),
-        "path" => Some(FmtPart::Path),
-        "query" => Some(FmtPart::Query),
-        "url" => Some(FmtPart::Url),
-        "base" => Some(FmtPart::Base),
-        "fe_name" => Some(FmtPart::Frontend),
-        "be_name" => Some(FmtPart::Backend),
-        "srv_name" => Some(FmtPart::Server),
-        _ => None,
+        Err(crate::sample::ExprError::Invalid(m)) => {
+            return Err(format!("failed to parse sample expression <{r}> : {m}"));
+        }
     };
-    simple.or_else(|| {
-        expr.strip_prefix("req.hdr(")
-            .or_else(|| expr.strip_prefix("hdr("))
-            .and_then(|n| n.strip_suffix(')'))
-            .filter(|n| !n.is_empty() && n.bytes().all(is_token_byte))
-            .map(|name| FmtPart::ReqHdr(name.to_ascii_lowercase()))
-    })
+    match r[used..].chars().next() {
+        Some(']') => Ok((FmtPart::Sample(expr), &r[used + 1..])),
+        Some(c) => Err(format!(
+            "expected ']' after '{}', but found '{c}'",
+            shown(used)
+        )),
+        None => Err(format!(
+            "expected ']' after '{}', but found ''",
+            shown(used)
+        )),
+    }
 }
 
-/// A log-format string: literal text, `%[src]`, `%[req.hdr(<name>)]`,
-/// `%[method]`, `%[path]`, `%[query]`, `%[url]`, `%[base]`, `%ci`, `%%`.
+/// A log-format string: literal text, `%[<sample expression>]`, `%ci`,
+/// `%f`, `%b`, `%s`, `%%`.
 pub(crate) fn parse_logfmt(text: &str) -> Result<LogFmt, String> {
     let mut parts = Vec::new();
     let mut lit = String::new();
@@ -678,18 +653,12 @@ pub(crate) fn parse_logfmt(text: &str) -> Result<LogFmt, String> {
             rest = r;
             part
         } else if let Some(r) = rest.strip_prefix('[') {
-            let end = r
-                .find(']')
-                .ok_or_else(|| format!("missing ']' in log-format '{text}'"))?;
-            let expr = &r[..end];
-            rest = &r[end + 1..];
-            match fetch_part(expr) {
-                Some(part) => part,
-                None => return Err(lacked_sample(expr)),
-            }
+            let (part, r) = sample_part(r)?;
+            rest = r;
+            part
         } else {
             return Err(format!(
-                "log-format variable in '{text}' is not supported by sluice yet (only %ci, %[src], %[req.hdr(<name>)])"
+                "log-format variable in '{text}' is not supported by sluice yet (only %ci, %f, %b, %s and %[<sample expression>])"
             ));
         };
         if !lit.is_empty() {

@@ -1,0 +1,294 @@
+//! The sample language against the real HAProxy 2.6: the same
+//! expressions are evaluated by haproxy and by sluice (each in an
+//! `http-request return ... lf-string "[%[<expr>]]"`, one path per
+//! expression) and the answers' bytes must be equal; the same faulty
+//! expressions are checked by `haproxy -c` and `sluice -c` and the messages
+//! must be equal (masking nothing: pid and paths are outside them).
+//!
+//! Dates are formatted in UTC here (`utime`, `http_date`) so that the
+//! machine's time zone cannot matter; `ltime` is compared with the
+//! process's time zone, which is the same for both.
+//!
+//! Skipped (with a note) when `/usr/sbin/haproxy` is not installed, except
+//! under CI, where that is a failure.
+
+mod support;
+
+use support::haproxy::{self, Haproxy};
+use support::*;
+
+/// Expressions evaluated by both, their answers compared byte for byte.
+const EXPRS: &[&str] = &[
+    "str(abc),upper",
+    "str(ABC),lower",
+    "str(hello),length",
+    "str(hello),hex",
+    "str(hello),base64",
+    "str(aGVsbG8=),b64dec",
+    "str(12),add(5)",
+    "str(12abc),add(1)",
+    "str(abc),add(1)",
+    "str(-7),neg",
+    "int(7),neg",
+    "int(10),div(3)",
+    "int(10),div(0)",
+    "int(10),mod(3)",
+    "int(10),mod(0)",
+    "int(5),mul(-2)",
+    "int(5),sub(7)",
+    "int(6),and(3)",
+    "int(6),or(3)",
+    "int(6),xor(3)",
+    "int(6),cpl",
+    "int(3),odd",
+    "int(3),even",
+    "int(0),not",
+    "int(2),bool",
+    "str(a.b.c),field(2,.)",
+    "str(a.b.c),field(-1,.)",
+    "str(a.b.c),field(1,.,2)",
+    "str(a.b.c),word(2,.)",
+    "str(abc),bytes(1)",
+    "str(abcdef),bytes(1,3)",
+    r#"str(  abc  ),ltrim(\ )"#,
+    r#"str(  abc  ),rtrim(\ )"#,
+    "ipv4(192.168.1.77),ipmask(24)",
+    "ipv6(2001:db8::1),ipmask(24,64)",
+    "str(hello),crc32",
+    "str(hello),crc32(1)",
+    "str(hello),crc32c",
+    "str(hello),djb2",
+    "str(hello),sdbm",
+    "str(hello),wt6",
+    "str(hello),xxh32",
+    "str(hello),xxh64",
+    "str(hello),sha1,hex",
+    "str(hello),sha2,hex",
+    "str(hello),sha2(512),hex",
+    "str(hello),digest(md5),hex",
+    "str(hello),hmac(sha256,a2V5),hex",
+    "str(hello),url_enc",
+    "str(a%20b%2),url_dec",
+    "str(a+b),url_dec(1)",
+    "int(1000000000),http_date",
+    "int(1000000000),utime(%Y-%m-%d)",
+    "str(abc),concat(x,,y)",
+    "str(12),be2dec(-,1)",
+    "str(hello),be2hex(:,2)",
+    "str(Hello World),regsub(o,0,g)",
+    "str(1.2.3.4),ipmask(8)",
+    "str(abc),hex2i",
+    "str(ff),hex2i",
+    "str(10),hex2i",
+    "int(65),htonl",
+    "str(hello),ub64enc",
+    "str(aGVsbG8),ub64dec",
+    "str(x),iif(a,b)",
+    "int(0),iif(a,b)",
+    "str(abcdef),cut_crlf",
+    "str(hello),sha2(224),hex",
+    "int(-5),add(10)",
+    "str(  12  ),add(1)",
+    "str(+5),add(1)",
+    "str(99999999999999999999),add(1)",
+    "bool(1)",
+    "bool(0),not",
+    "int(-3)",
+    "str(),length",
+    "int(65),hex",
+    "int(65),htonl,hex",
+    "int(-1),hex",
+    "int(3232235777),ipmask(16)",
+    "str(::ffff:1.2.3.4),ipmask(8)",
+    "ipv6(::ffff:1.2.3.4),ipmask(8)",
+    "str(1.2.3),ipmask(8)",
+    "str(1.2.3.4x),ipmask(8)",
+    "ipv4(1.2.3.4),hex",
+    "ipv6(::1),hex",
+    "ipv4(1.2.3.4),add(1)",
+    "bool(1),hex",
+    "str(abc),bool",
+    "str(12),bool",
+    "str(0),bool",
+    "int(12),upper",
+    "ipv4(1.2.3.4),upper",
+    "bin(414243)",
+    "bin(414243),lower",
+    "bin(41004243),length",
+    "str(hello),length,add(1)",
+    "meth(GET)",
+    "str(get),upper",
+    "int(5),mul(3),sub(1),div(2)",
+    "str(abc),concat(,,)",
+    "str(abc),field(5,.)",
+    "str(a..b),field(2,.)",
+    "str(a..b),word(2,.)",
+    "str(abc),bytes(5)",
+    "str(abc),bytes(1,10)",
+    "int(9223372036854775807),add(1)",
+    "int(-9223372036854775807),sub(10)",
+    "int(-9223372036854775808),neg",
+    "int(3000000000),mul(4000000000)",
+    "int(-7),div(2)",
+    "int(-7),mod(2)",
+    r#"str(a),regsub(a,\1,)"#,
+    "str(hello),regsub(l+,X)",
+    "str(HeLLo),regsub(l,X,ig)",
+    r#"str(abc),regsub(b,\\1)"#,
+    "str(AbC),lower,hex",
+    "str(x y),url_enc",
+    "str(a/b?c=d&e),url_enc",
+    "str(%41%zz),url_dec",
+    "str(%41%42),url_dec",
+    "str(héllo),length",
+    "int(1),iif(yes,no)",
+    "str(),iif(yes,no)",
+    "str(1),iif(yes,no)",
+    "int(1000000000),utime(%s %Y,3600)",
+    "int(1000000000),http_date(3600)",
+    "int(1000000000),http_date(0,ms)",
+    "int(1000000123),http_date(0,ms)",
+    "int(1000000000),http_date(0,us)",
+    "int(1000000000),http_date(0,s)",
+    "str(hello),digest(sha256),base64",
+    "str(aGVsbG8),b64dec",
+    "str(aGVsbG8=x),b64dec",
+    r#"str(abc),concat(\x)"#,
+    r#"str(abc),concat("x,y")"#,
+    "str(abc),concat('x)y')",
+    "str(hello),xxh32(1)",
+    "str(hello),xxh64(1)",
+    "str(hello),djb2(1)",
+    "str(a.b.c.d),field(2,.,0)",
+    "str(a.b.c.d),field(-2,.,2)",
+    "str(a.b.c.d),field(-2,.,0)",
+    "str(hello),be2dec(:,2,1)",
+    "str(hello),be2hex",
+    "int(1),cpl",
+    "str,upper",
+    "str(a),,upper",
+];
+
+/// Expressions both refuse, with the same message.
+const FAULTY: &[&str] = &[
+    "str(a),field(1)",
+    "str(a),field(1,.,2,3)",
+    "str(a),field(x,.)",
+    "str(a),bytes(a)",
+    "str(a),nosuch",
+    "nosuch",
+    "str(a),add",
+    "str(a),ipmask(33)",
+    "str(a),ipmask(8,129)",
+    "str(a),hmac(sha256,!!)",
+    "str(a),sha2(100)",
+    "req.hdr",
+    "hdr()",
+    "str",
+    "int(a)",
+    "int(99999999999999999999)",
+    "ipv4(1.2.3)",
+    "str(a),lower(x)",
+    "str(a),upper,",
+    "str(a),,upper",
+    "str(a) ,upper",
+    "str(a),crc32(x)",
+    "str(a),url_dec(x)",
+    "str(a),utime",
+    "int(1),http_date(x)",
+    "str(a),iif(a)",
+    "str(a),concat(a,b,c,d)",
+    "str(a),add(foo.x)",
+    "str(a,b)",
+    "int(1),ipmask(8)",
+    "str(a),length(1)",
+    "bin(4g)",
+    "meth(G ET)",
+    "str(a),word(1,)",
+    "str(a),ltrim",
+];
+
+fn config(bind: &str, exprs: &[&str]) -> String {
+    let mut cfg = format!(
+        "defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {bind}
+"
+    );
+    for (i, e) in exprs.iter().enumerate() {
+        // The config lexer reads `\\` and `\"` inside double quotes.
+        let quoted = e.replace('\\', "\\\\").replace('"', "\\\"");
+        cfg.push_str(&format!(
+            "    http-request return status 200 content-type text/plain lf-string \"[%[{quoted}]]\" if {{ path /{i} }}\n"
+        ));
+    }
+    cfg
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expressions_give_haproxys_bytes() {
+    if !haproxy::available() {
+        return;
+    }
+    let fronts = listens(2);
+    let _hap = Haproxy::start(
+        "sample-hap",
+        &config(&fronts[0].to_string(), EXPRS),
+        &[&fronts[0]],
+    );
+    let _sl = Sluice::start(&config(&fronts[1].to_string(), EXPRS));
+    let mut differ = Vec::new();
+    for (i, e) in EXPRS.iter().enumerate() {
+        let path = format!("/{i}");
+        let h = get(fronts[0].addr(), &path).await;
+        let s = get(fronts[1].addr(), &path).await;
+        assert_eq!(h.status, 200, "haproxy on {e}");
+        if (s.status, &s.body) != (h.status, &h.body) {
+            differ.push(format!(
+                "{e}: haproxy {:?}, sluice {} {:?}",
+                String::from_utf8_lossy(&h.body),
+                s.status,
+                String::from_utf8_lossy(&s.body)
+            ));
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+/// The message of the first line naming a config line, from the rule's
+/// name on ("error detected in frontend 'fe' while parsing ...").
+fn alert(stderr: &str) -> String {
+    stderr
+        .lines()
+        .find(|l| l.contains("parsing ["))
+        .map(|l| l.split_once("] : ").map_or(l, |(_, m)| m).to_string())
+        .unwrap_or_else(|| "(accepted)".to_string())
+}
+
+#[test]
+fn faulty_expressions_get_haproxys_messages() {
+    if !haproxy::available() {
+        return;
+    }
+    let mut differ = Vec::new();
+    for e in FAULTY {
+        let cfg = config("127.0.0.1:1", &[e]);
+        let (hcode, herr) = Haproxy::check("sample-check", &cfg);
+        let dir = TempDir::new("sample-check");
+        let path = dir.write("sluice.cfg", &cfg);
+        let out = run_sluice(&["-c", "-f", path.to_str().unwrap()], None);
+        if hcode != out.code() || alert(&herr) != alert(&out.stderr) {
+            differ.push(format!(
+                "{e}:\n  haproxy {hcode:?} {}\n  sluice  {:?} {}",
+                alert(&herr),
+                out.code(),
+                alert(&out.stderr)
+            ));
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}

@@ -1,0 +1,76 @@
+//! The reference HAProxy 2.6 (`/usr/sbin/haproxy`), run beside sluice on
+//! the same configuration by the differential tests.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use super::{Listen, TempDir, inherit};
+
+pub const HAPROXY: &str = "/usr/sbin/haproxy";
+
+/// Whether haproxy can be run here. Outside CI a missing haproxy skips the
+/// comparison (with a note); under CI (`.ci/run` installs it) it fails.
+pub fn available() -> bool {
+    if Path::new(HAPROXY).exists() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{HAPROXY} is needed on CI"
+    );
+    eprintln!("skipped: {HAPROXY} is not installed");
+    false
+}
+
+/// A running haproxy, killed when dropped.
+pub struct Haproxy {
+    child: Child,
+    _dir: TempDir,
+}
+
+impl Haproxy {
+    /// Starts haproxy in the foreground on `cfg`, handing it `listens` (its
+    /// config binds them as `fd@N`), and waits until the first accepts.
+    pub fn start(tag: &str, cfg: &str, listens: &[&Listen]) -> Haproxy {
+        let dir = TempDir::new(tag);
+        let path = dir.write("haproxy.cfg", cfg);
+        let mut cmd = Command::new(HAPROXY);
+        inherit(&mut cmd, listens);
+        let mut child = cmd
+            .arg("-f")
+            .arg(&path)
+            .arg("-db")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn haproxy");
+        if let Some(first) = listens.first() {
+            first.wait_accepting(&mut child);
+        }
+        Haproxy { child, _dir: dir }
+    }
+
+    /// `haproxy -c` on `cfg`: its exit code and its stderr.
+    pub fn check(tag: &str, cfg: &str) -> (Option<i32>, String) {
+        let dir = TempDir::new(tag);
+        let path = dir.write("haproxy.cfg", cfg);
+        let out = Command::new(HAPROXY)
+            .arg("-c")
+            .arg("-f")
+            .arg(&path)
+            .output()
+            .expect("run haproxy -c");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+}
+
+impl Drop for Haproxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
