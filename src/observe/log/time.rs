@@ -170,4 +170,38 @@ mod tests {
         iso_date(&d, &mut s);
         assert_eq!(s.len(), 32);
     }
+
+    /// The local-time forms, on a date whose offset is given (not the
+    /// machine's time zone): west of UTC by 5:30, then east by 1:00.
+    #[test]
+    fn local_forms_with_an_offset() {
+        let d = Date {
+            unix: 0,
+            micros: 273_901,
+            year: 2026,
+            mon: 10,
+            day: 30,
+            hour: 3,
+            min: 7,
+            sec: 5,
+            gmtoff: -(5 * 3600 + 30 * 60),
+            g_year: 2026,
+            g_mon: 10,
+            g_day: 30,
+            g_hour: 8,
+            g_min: 37,
+            g_sec: 5,
+        };
+        let show = |f: fn(&Date, &mut String), d: &Date| {
+            let mut s = String::new();
+            f(d, &mut s);
+            s
+        };
+        assert_eq!(show(date_clf_ms, &d), "30/Nov/2026:03:07:05.273");
+        assert_eq!(show(date_local_tz, &d), "30/Nov/2026:03:07:05 -0530");
+        assert_eq!(show(iso_date, &d), "2026-11-30T03:07:05.273901-05:30");
+        let east = Date { gmtoff: 3600, ..d };
+        assert_eq!(show(date_local_tz, &east), "30/Nov/2026:03:07:05 +0100");
+        assert_eq!(show(iso_date, &east), "2026-11-30T03:07:05.273901+01:00");
+    }
 }
