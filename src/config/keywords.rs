@@ -460,6 +460,11 @@ pub const BIND_SUPPORTED: &[&str] = &[
     "proto",
     "v6only",
     "v4v6",
+    "mode",
+    "uid",
+    "gid",
+    "user",
+    "group",
 ];
 
 /// The TLS options of a `server` line (also in [`SERVER_SUPPORTED`]).
@@ -486,11 +491,6 @@ pub(crate) const BIND_UNSUPPORTED: &[&str] = &[
     "thread",
     "transparent",
     "defer-accept",
-    "mode",
-    "user",
-    "group",
-    "uid",
-    "gid",
     "level",
     "severity-output",
     "expose-fd",

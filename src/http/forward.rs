@@ -89,10 +89,11 @@ fn add(c: &AtomicU64, n: u64) {
 /// client's address and the edits of its `http-request` rules (None when
 /// no rule changed anything).
 pub(crate) struct ReqCtx<'a> {
-    pub(crate) src: IpAddr,
+    /// None for a client on a UNIX socket.
+    pub(crate) src: Option<IpAddr>,
     /// The client and the address it connected to (None: the client
     /// socket's own), for `send-proxy`.
-    pub(crate) peer: std::net::SocketAddr,
+    pub(crate) peer: crate::sys::peer::Peer,
     pub(crate) dst: Option<std::net::SocketAddr>,
     pub(crate) edits: Option<&'a Edits>,
     /// The connection's `show sess` entry.
@@ -130,8 +131,11 @@ fn upstream_head(
     if let Some(e) = ctx.edits {
         e.put_added(&mut out);
     }
-    if let Some(ff) = ff {
-        rules::put_forwarded_for(&mut out, ff, ctx.src, req, ctx.edits);
+    // A client on a UNIX socket has no address: HAProxy adds no header.
+    if let Some(ff) = ff
+        && let Some(src) = ctx.src
+    {
+        rules::put_forwarded_for(&mut out, ff, src, req, ctx.edits);
     }
     if req.requests_upgrade() {
         // A protocol switch (WebSocket) needs its hop-by-hop pair kept.
@@ -230,7 +234,7 @@ pub(crate) async fn forward(
     // `balance source` hashes the client the frontend knows (the PROXY
     // header's under `accept-proxy`), not the socket's peer: HAProxy does.
     let src = match be.balance {
-        crate::config::model::Balance::Source => Some(ctx.src),
+        crate::config::model::Balance::Source => ctx.src,
         _ => None,
     };
     let key = balance::LbKey {
@@ -448,7 +452,7 @@ async fn exchange(
         if !reused
             && let Some(h) = &crate::wire::proxy_proto::for_server(
                 server.send_proxy.load(Relaxed),
-                ctx.peer,
+                ctx.peer.inet(),
                 ctx.dst,
                 || client.stream.local_addr().ok(),
             )
@@ -1034,7 +1038,7 @@ fn response_edits<'r>(
     be: &'r BackendRt,
     server: &str,
     req: &Head,
-    src: IpAddr,
+    src: Option<IpAddr>,
     tls: Option<&crate::tls::TlsFacts>,
     resp: &mut Head,
 ) -> Result<Option<Edits>, RespRefused<'r>> {

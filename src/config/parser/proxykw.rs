@@ -483,11 +483,18 @@ impl State<'_> {
                 "'bind' expects {<path>|[addr1]:port1[-end1]}{,[addr]:port[-end]}... as arguments.",
             );
         };
-        let (mut ok, tls, accept_proxy, proto, v6) = match self.bind_options(loc, text, &words[2..])
-        {
-            Ok((tls, proxy, proto, v6)) => (true, tls, proxy, proto, v6),
-            Err(()) => (false, None, false, BindProto::Auto, BindV6::System),
-        };
+        let (mut ok, tls, accept_proxy, proto, v6, perms) =
+            match self.bind_options(loc, text, &words[2..]) {
+                Ok(o) => (true, o.tls, o.accept_proxy, o.proto, o.v6, o.perms),
+                Err(()) => (
+                    false,
+                    None,
+                    false,
+                    BindProto::Auto,
+                    BindV6::System,
+                    crate::config::model::UnixPerms::default(),
+                ),
+            };
         let mut binds = Vec::new();
         // HAProxy quotes the argument as written (variables unexpanded).
         let shown = self
@@ -526,10 +533,31 @@ impl State<'_> {
                         tls: tls.clone(),
                         proto,
                         v6,
+                        unix: None,
                     }),
                     Err(e) => {
                         ok = false;
                         self.alert(loc, format!("'bind' : {e} in '{shown}'"));
+                    }
+                }
+                continue;
+            }
+            if let Some(name) = addr::unix_name(item) {
+                match name {
+                    Ok(name) => binds.push(Bind {
+                        text: item.to_string(),
+                        addrs: Vec::new(),
+                        fd: None,
+                        loc: loc.clone(),
+                        accept_proxy,
+                        tls: tls.clone(),
+                        proto,
+                        v6,
+                        unix: Some(crate::config::model::UnixBind { name, perms }),
+                    }),
+                    Err(e) => {
+                        ok = false;
+                        self.alert(loc, format!("'bind' : {e}"));
                     }
                 }
                 continue;
@@ -544,6 +572,7 @@ impl State<'_> {
                     tls: tls.clone(),
                     proto,
                     v6,
+                    unix: None,
                 }),
                 Err(e) => {
                     ok = false;
@@ -563,6 +592,7 @@ impl State<'_> {
                 tls: None,
                 proto,
                 v6,
+                unix: None,
             }];
         }
         self.px().binds.extend(binds);
