@@ -42,36 +42,48 @@ fn have_haproxy() -> bool {
     false
 }
 
-/// An HTTP server that answers every request with its head as the body,
-/// so the test sees what the proxy sent (headers added or not).
+/// Answers one request with its head as the body, so the test sees what
+/// the proxy sent (headers added or not), then closes.
+async fn echo<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(mut s: S) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+        match s.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let body = &buf[..end];
+    let head = format!(
+        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = s.write_all(&[head.as_bytes(), body].concat()).await;
+}
+
+/// An [`echo`] server on 127.0.0.1.
 async fn echo_server() -> SocketAddr {
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap();
     tokio::spawn(async move {
-        loop {
-            let Ok((mut s, _)) = l.accept().await else {
-                return;
-            };
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match s.read(&mut chunk).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                    }
-                }
-                let end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-                let body = &buf[..end];
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = s.write_all(&[head.as_bytes(), body].concat()).await;
-            });
+        while let Ok((s, _)) = l.accept().await {
+            tokio::spawn(echo(s));
         }
     });
     addr
+}
+
+/// An [`echo`] server on a UNIX socket: at `path`, or on the abstract
+/// `name` (HAProxy's padding).
+fn unix_echo_server(l: std::os::unix::net::UnixListener) {
+    l.set_nonblocking(true).unwrap();
+    let l = tokio::net::UnixListener::from_std(l).unwrap();
+    tokio::spawn(async move {
+        while let Ok((s, _)) = l.accept().await {
+            tokio::spawn(echo(s));
+        }
+    });
 }
 
 /// The configuration under test, for one process: its own socket
@@ -272,6 +284,7 @@ async fn unix_and_abns_frontends_match_haproxy() {
 #[tokio::test(flavor = "multi_thread")]
 async fn unix_listener_survives_a_reload() {
     let server = echo_server().await;
+    let name = format!("sluice-test-{}-reload", std::process::id());
     let cfg = format!(
         "global
     stats socket @DIR@/stats.sock level admin
@@ -286,11 +299,9 @@ frontend fe
     default_backend be
 backend be
     server s1 {server}
-",
-        name = format!("sluice-test-{}-reload", std::process::id())
+"
     );
     let sl = Sluice::start(&cfg);
-    let name = format!("sluice-test-{}-reload", std::process::id());
     let path = sl.path("fe.sock");
     let inode = |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
     let was = inode(&path);
@@ -319,4 +330,146 @@ backend be
                 .starts_with("HTTP/1.1 200")
         );
     }
+}
+
+/// The backend's side: servers at `/path`, `unix@path` and `abns@name`
+/// (HTTP/1 and TCP forwarding), one of them dead and checked DOWN.
+fn server_config(dir: &Path, srv: &Path, abns: &str) -> String {
+    let (dir, srv) = (dir.display(), srv.display());
+    format!(
+        "global
+    stats socket {dir}/stats.sock level admin
+defaults
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    mode http
+    bind {dir}/fe.sock
+    default_backend be
+backend be
+    mode http
+    balance roundrobin
+    server s1 {srv}/s1.sock
+    server s2 abns@{abns}
+    server dead unix@{srv}/dead.sock check inter 100ms fall 1 rise 1
+listen tcp
+    mode tcp
+    bind {dir}/tcp.sock
+    server s1 unix@{srv}/s1.sock
+"
+    )
+}
+
+/// What `show stat` says of the servers (name, status, check, `addr`),
+/// and `show servers state` without the time since the last change.
+async fn server_views(stats: &Path) -> (Vec<String>, Vec<String>) {
+    let stat = cli(stats, "show stat").await;
+    let header: Vec<&str> = stat
+        .lines()
+        .next()
+        .unwrap()
+        .trim_start_matches("# ")
+        .split(',')
+        .collect();
+    let col = |n: &str| header.iter().position(|h| *h == n).unwrap();
+    let (px, sv, st, ck, ad) = (
+        col("pxname"),
+        col("svname"),
+        col("status"),
+        col("check_status"),
+        col("addr"),
+    );
+    let rows = stat
+        .lines()
+        .skip(1)
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            format!("{} {} {} {} {}", f[px], f[sv], f[st], f[ck], f[ad])
+        })
+        .collect();
+    let state = cli(stats, "show servers state").await;
+    let servers = state
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#') && l.contains(' '))
+        .map(|l| {
+            l.split(' ')
+                .enumerate()
+                .map(|(i, w)| if i == 9 { "T" } else { w })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    (rows, servers)
+}
+
+async fn dead_is_down(stats: &Path) {
+    wait_until(Duration::from_secs(5), "server be/dead DOWN", || async {
+        cli(stats, "show stat")
+            .await
+            .contains("\nbe,dead,0,0,0,0,,0,0,0,,0,,0,0,0,0,DOWN")
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unix_servers_match_haproxy() {
+    if !have_haproxy() {
+        return;
+    }
+    let srv = TempDir::new("unix-srv");
+    let abns_name = format!("sluice-test-{}-srv", std::process::id());
+    unix_echo_server(std::os::unix::net::UnixListener::bind(srv.join("s1.sock")).unwrap());
+    unix_echo_server(std::os::unix::net::UnixListener::bind_addr(&abns_addr(&abns_name)).unwrap());
+
+    let hdir = TempDir::new("unix-srv-ha");
+    let hcfg = hdir.write(
+        "haproxy.cfg",
+        &server_config(hdir.path(), srv.path(), &abns_name),
+    );
+    let mut child = Command::new(HAPROXY)
+        .arg("-f")
+        .arg(&hcfg)
+        .arg("-db")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn haproxy");
+    let end = Instant::now() + Duration::from_secs(10);
+    while std::os::unix::net::UnixStream::connect(hdir.join("stats.sock")).is_err()
+        || std::os::unix::net::UnixStream::connect(hdir.join("tcp.sock")).is_err()
+    {
+        assert!(child.try_wait().unwrap().is_none(), "haproxy exited");
+        assert!(Instant::now() < end, "haproxy not listening");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _hap = Haproxy(child);
+    let sl = Sluice::start(&server_config(Path::new("@DIR@"), srv.path(), &abns_name));
+
+    let mut seen = Vec::new();
+    for dir in [hdir.path().to_path_buf(), sl.dir.path().to_path_buf()] {
+        let stats = dir.join("stats.sock");
+        dead_is_down(&stats).await;
+        let mut replies = Vec::new();
+        for _ in 0..2 {
+            replies.push(exchange(unix(&dir.join("fe.sock")).await).await);
+        }
+        replies.push(exchange(unix(&dir.join("tcp.sock")).await).await);
+        seen.push((replies, server_views(&stats).await));
+    }
+    let (want, got) = (&seen[0], &seen[1]);
+    assert!(
+        want.0.iter().all(|r| r.starts_with("HTTP/1.1 200")),
+        "haproxy: {want:?}"
+    );
+    assert_eq!(got.0, want.0, "replies (haproxy's second)");
+    assert_eq!(got.1.0, want.1.0, "show stat (haproxy's second)");
+    assert_eq!(got.1.1, want.1.1, "show servers state (haproxy's second)");
+    assert!(
+        got.1.0.iter().any(|r| r == "be dead DOWN SOCKERR unix"),
+        "{:?}",
+        got.1.0
+    );
 }

@@ -857,6 +857,9 @@ pub(crate) struct Server {
     pub(crate) addr_text: String,
     /// Resolved at start-up.
     pub(crate) addr: SocketAddr,
+    /// `/path`, `unix@path`, `abns@name`: a UNIX stream socket server
+    /// (`addr` is then unspecified, port 0).
+    pub(crate) unix: Option<Arc<UnixName>>,
     pub(crate) weight: u32,
     /// 0 = unlimited.
     pub(crate) maxconn: u32,

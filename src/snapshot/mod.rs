@@ -523,6 +523,7 @@ fn server_settings(p: &Proxy, s: &crate::config::model::Server) -> ServerSetting
             .any(|o| !o.opts.backup && o.opts.shutdown_backup_on_up);
     ServerSettings {
         addr: s.addr,
+        unix: s.unix.clone(),
         tls: s.tls.clone(),
         h2: s.opts.h2,
         checked: s.check.is_some(),

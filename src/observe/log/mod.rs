@@ -206,6 +206,10 @@ impl Line<'_> {
     }
 }
 
+fn server_is_unix(rec: &LogRecord) -> bool {
+    matches!(&rec.server, SrvName::Server(s) if s.pool.load().unix().is_some())
+}
+
 fn server_addr(rec: &LogRecord) -> Option<SocketAddr> {
     match &rec.server {
         SrvName::Server(s) => Some(s.addr()),
@@ -225,6 +229,9 @@ impl Source for Line<'_> {
                 None => out.text(None),
             },
             Var::BackendSrcIp | Var::BackendSrcPort => out.text(None),
+            // A UNIX socket server: `unix` and port 0, as HAProxy 2.6.
+            Var::ServerIp if server_is_unix(rec) => out.text(Some("unix")),
+            Var::ServerPort if server_is_unix(rec) => out.num(0),
             Var::ServerIp => out.text(server_addr(rec).map(|a| a.ip().to_string()).as_deref()),
             Var::ServerPort => match server_addr(rec) {
                 Some(a) => out.num(a.port() as i64),
