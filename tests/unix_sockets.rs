@@ -47,13 +47,26 @@ fn have_haproxy() -> bool {
 async fn echo<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(mut s: S) {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
-    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+    // A PROXY v2 header (`send-proxy-v2`) is echoed too; its signature
+    // holds a blank line of its own.
+    let head_end = |buf: &[u8]| {
+        let from = if buf.starts_with(b"\r\n\r\n\0\r\nQUIT\n") {
+            12
+        } else {
+            0
+        };
+        buf.get(from..)?
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .map(|i| from + i + 4)
+    };
+    while head_end(&buf).is_none() {
         match s.read(&mut chunk).await {
             Ok(0) | Err(_) => return,
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
         }
     }
-    let end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let end = head_end(&buf).unwrap();
     let body = &buf[..end];
     let head = format!(
         "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
@@ -108,11 +121,19 @@ frontend fe
     option forwardfor
     acl local src 127.0.0.1
     http-request deny if local
+    use_backend pp1 if {{ path_beg /pp1 }}
+    use_backend pp2 if {{ path_beg /pp2 }}
     default_backend be
 backend be
     mode http
     balance source
     server s1 {server}
+backend pp1
+    mode http
+    server s1 {server} send-proxy
+backend pp2
+    mode http
+    server s1 {server} send-proxy-v2
 listen tcp
     mode tcp
     option tcplog
@@ -130,11 +151,15 @@ struct Target {
     stats: std::path::PathBuf,
 }
 
-const REQUEST: &[u8] = b"GET /a?b=1 HTTP/1.1\r\nhost: test\r\nconnection: close\r\n\r\n";
+/// Sends a request for `/a?b=1` over `s` and reads the whole reply.
+async fn exchange(s: tokio::net::UnixStream) -> String {
+    exchange_at(s, "/a?b=1").await
+}
 
-/// Sends [`REQUEST`] over `s` and reads the whole reply.
-async fn exchange(mut s: tokio::net::UnixStream) -> String {
-    s.write_all(REQUEST).await.unwrap();
+/// Sends a request for `path` over `s` and reads the whole reply.
+async fn exchange_at(mut s: tokio::net::UnixStream, path: &str) -> String {
+    let req = format!("GET {path} HTTP/1.1\r\nhost: test\r\nconnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).await.unwrap();
     let mut out = Vec::new();
     within(Duration::from_secs(5), "the reply", s.read_to_end(&mut out))
         .await
@@ -152,8 +177,9 @@ async fn abns(name: &str) -> tokio::net::UnixStream {
     tokio::net::UnixStream::from_std(s).unwrap()
 }
 
-/// The three exchanges (HTTP on a path, HTTP on an abstract name, TCP on
-/// a path), their replies, and the three log lines they made. They start
+/// The exchanges (HTTP on a path, HTTP on an abstract name, TCP on a
+/// path, HTTP to `send-proxy` and `send-proxy-v2` servers), their
+/// replies, and the log lines they made. They start
 /// once the readiness probes' connections have left the frontends (the
 /// log lines count the connections in progress).
 async fn run(t: &Target, syslog: &Syslog) -> (Vec<String>, Vec<String>) {
@@ -166,9 +192,12 @@ async fn run(t: &Target, syslog: &Syslog) -> (Vec<String>, Vec<String>) {
     replies.push(exchange(unix(&t.http_path).await).await);
     replies.push(exchange(abns(&t.abns).await).await);
     replies.push(exchange(unix(&t.tcp_path).await).await);
+    // A client without an address, told to servers with `send-proxy`.
+    replies.push(exchange_at(unix(&t.http_path).await, "/pp1").await);
+    replies.push(exchange_at(unix(&t.http_path).await, "/pp2").await);
     // Sorted: haproxy does not always send them in the order of the
     // exchanges.
-    let mut lines: Vec<String> = syslog.take(3).iter().map(|l| mask(l)).collect();
+    let mut lines: Vec<String> = syslog.take(5).iter().map(|l| mask(l)).collect();
     lines.sort();
     (replies, lines)
 }
@@ -267,9 +296,13 @@ async fn unix_and_abns_frontends_match_haproxy() {
     );
     assert_eq!(got, want, "replies (haproxy's second)");
     assert_eq!(got_log, want_log, "log lines (haproxy's second)");
-    assert!(got_log[0].starts_with("unix:1 [DATE] fe "), "{got_log:?}");
-    assert!(got_log[1].starts_with("unix:1 [DATE] tcp "), "{got_log:?}");
-    assert!(got_log[2].starts_with("unix:2 [DATE] fe "), "{got_log:?}");
+    assert!(
+        got_log[0].starts_with("unix:1 [DATE] fe be/"),
+        "{got_log:?}"
+    );
+    assert!(got_log[3].starts_with("unix:1 [DATE] tcp "), "{got_log:?}");
+    assert!(got_log[4].starts_with("unix:2 [DATE] fe "), "{got_log:?}");
+    assert!(got[3].contains("PROXY UNKNOWN\r\n"), "{got:?}");
 
     // The socket file got its `mode`, as haproxy's did.
     use std::os::unix::fs::PermissionsExt;

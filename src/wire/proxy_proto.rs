@@ -325,11 +325,11 @@ pub(crate) fn for_server(
     if version == 0 {
         return None;
     }
-    // A client on a UNIX socket has no address to tell: v1 says
-    // `UNKNOWN`, v2 an unspecified family, as for families that differ.
+    // A client on a UNIX socket has no address to tell: HAProxy 2.6 sends
+    // v1 `UNKNOWN`, v2 a LOCAL command with an unspecified family.
     let Some(peer) = peer else {
         return Some(if version == 2 {
-            [&V2_SIG[..], &[0x21, 0x00, 0x00, 0x00]].concat()
+            [&V2_SIG[..], &[0x20, 0x00, 0x00, 0x00]].concat()
         } else {
             b"PROXY UNKNOWN\r\n".to_vec()
         });
