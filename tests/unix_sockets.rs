@@ -506,3 +506,57 @@ async fn unix_servers_match_haproxy() {
         got.1.0
     );
 }
+
+/// A binary upgrade (`-x`, then `-sf`) hands UNIX listeners over: the new
+/// process serves on the same socket file (not bound again) and the same
+/// abstract name (which could not be bound twice).
+#[tokio::test(flavor = "multi_thread")]
+async fn unix_listeners_are_handed_over_with_x() {
+    let dir = TempDir::new("unix-x");
+    let name = format!("sluice-test-{}-x", std::process::id());
+    let cfg = |stats: &str| {
+        format!(
+            "global
+    stats socket {d}/{stats} level admin expose-fd listeners
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {d}/fe.sock
+    bind abns@{name}
+    http-request return status 200 content-type text/plain string ok
+",
+            d = dir.path().display()
+        )
+    };
+    let path = dir.join("fe.sock");
+    let inode = |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
+    let mut old = Sluice::start(&cfg("old.sock"));
+    let was = inode(&path);
+    let new = Sluice::builder(&cfg("new.sock"))
+        .arg("-x")
+        .arg(dir.join("old.sock").to_str().unwrap())
+        .arg("-sf")
+        .arg(&old.pid().to_string())
+        .start();
+    assert!(
+        old.wait_exit(Duration::from_secs(10)).is_some(),
+        "the old process did not stop"
+    );
+    assert_eq!(inode(&path), was, "the UNIX socket was bound again");
+    for _ in 0..3 {
+        assert!(
+            exchange(unix(&path).await)
+                .await
+                .starts_with("HTTP/1.1 200")
+        );
+        assert!(
+            exchange(abns(&name).await)
+                .await
+                .starts_with("HTTP/1.1 200")
+        );
+    }
+    drop(new);
+}
