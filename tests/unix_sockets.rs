@@ -118,6 +118,7 @@ frontend fe
     option httplog
     bind {dir}/fe.sock mode 600
     bind abns@{abns}
+    bind {dir}/pp.sock accept-proxy
     option forwardfor
     acl local src 127.0.0.1
     http-request deny if local
@@ -157,8 +158,14 @@ async fn exchange(s: tokio::net::UnixStream) -> String {
 }
 
 /// Sends a request for `path` over `s` and reads the whole reply.
-async fn exchange_at(mut s: tokio::net::UnixStream, path: &str) -> String {
-    let req = format!("GET {path} HTTP/1.1\r\nhost: test\r\nconnection: close\r\n\r\n");
+async fn exchange_at(s: tokio::net::UnixStream, path: &str) -> String {
+    exchange_after(s, "", path).await
+}
+
+/// Sends `first` (a PROXY header), then a request for `path`, and reads
+/// the whole reply.
+async fn exchange_after(mut s: tokio::net::UnixStream, first: &str, path: &str) -> String {
+    let req = format!("{first}GET {path} HTTP/1.1\r\nhost: test\r\nconnection: close\r\n\r\n");
     s.write_all(req.as_bytes()).await.unwrap();
     let mut out = Vec::new();
     within(Duration::from_secs(5), "the reply", s.read_to_end(&mut out))
@@ -195,9 +202,13 @@ async fn run(t: &Target, syslog: &Syslog) -> (Vec<String>, Vec<String>) {
     // A client without an address, told to servers with `send-proxy`.
     replies.push(exchange_at(unix(&t.http_path).await, "/pp1").await);
     replies.push(exchange_at(unix(&t.http_path).await, "/pp2").await);
+    // `accept-proxy` on a UNIX bind: the header's client is the client.
+    let pp = t.http_path.with_file_name("pp.sock");
+    let header = "PROXY TCP4 192.0.2.7 198.51.100.1 4242 80\r\n";
+    replies.push(exchange_after(unix(&pp).await, header, "/a").await);
     // Sorted: haproxy does not always send them in the order of the
     // exchanges.
-    let mut lines: Vec<String> = syslog.take(5).iter().map(|l| mask(l)).collect();
+    let mut lines: Vec<String> = syslog.take(6).iter().map(|l| mask(l)).collect();
     lines.sort();
     (replies, lines)
 }
@@ -297,11 +308,16 @@ async fn unix_and_abns_frontends_match_haproxy() {
     assert_eq!(got, want, "replies (haproxy's second)");
     assert_eq!(got_log, want_log, "log lines (haproxy's second)");
     assert!(
-        got_log[0].starts_with("unix:1 [DATE] fe be/"),
+        got_log[0].starts_with("192.0.2.7:4242 [DATE] fe be/"),
         "{got_log:?}"
     );
-    assert!(got_log[3].starts_with("unix:1 [DATE] tcp "), "{got_log:?}");
-    assert!(got_log[4].starts_with("unix:2 [DATE] fe "), "{got_log:?}");
+    assert!(
+        got_log[1].starts_with("unix:1 [DATE] fe be/"),
+        "{got_log:?}"
+    );
+    assert!(got_log[4].starts_with("unix:1 [DATE] tcp "), "{got_log:?}");
+    assert!(got_log[5].starts_with("unix:2 [DATE] fe "), "{got_log:?}");
+    assert!(got[5].contains("x-forwarded-for: 192.0.2.7\r\n"), "{got:?}");
     assert!(got[3].contains("PROXY UNKNOWN\r\n"), "{got:?}");
 
     // The socket file got its `mode`, as haproxy's did.
