@@ -399,8 +399,9 @@ frontend fe
 backend be
     mode http
     balance roundrobin
-    server s1 {srv}/s1.sock
-    server s2 abns@{abns}
+    option httpchk GET /health
+    server s1 {srv}/s1.sock check inter 100ms
+    server s2 abns@{abns} check inter 100ms
     server dead unix@{srv}/dead.sock check inter 100ms fall 1 rise 1
 listen tcp
     mode tcp
@@ -453,12 +454,17 @@ async fn server_views(stats: &Path) -> (Vec<String>, Vec<String>) {
     (rows, servers)
 }
 
+/// The dead server is DOWN and the live ones passed an HTTP check.
 async fn dead_is_down(stats: &Path) {
-    wait_until(Duration::from_secs(5), "server be/dead DOWN", || async {
-        cli(stats, "show stat")
-            .await
-            .contains("\nbe,dead,0,0,0,0,,0,0,0,,0,,0,0,0,0,DOWN")
-    })
+    wait_until(
+        Duration::from_secs(5),
+        "be/dead DOWN, s1 and s2 checked",
+        || async {
+            let stat = cli(stats, "show stat").await;
+            stat.contains("\nbe,dead,0,0,0,0,,0,0,0,,0,,0,0,0,0,DOWN")
+                && stat.matches(",L7OK,200,").count() == 2
+        },
+    )
     .await;
 }
 
@@ -516,6 +522,11 @@ async fn unix_servers_match_haproxy() {
     assert_eq!(got.0, want.0, "replies (haproxy's second)");
     assert_eq!(got.1.0, want.1.0, "show stat (haproxy's second)");
     assert_eq!(got.1.1, want.1.1, "show servers state (haproxy's second)");
+    assert!(
+        got.1.0.iter().any(|r| r == "be s2 UP L7OK unix"),
+        "{:?}",
+        got.1.0
+    );
     assert!(
         got.1.0.iter().any(|r| r == "be dead DOWN SOCKERR unix"),
         "{:?}",
