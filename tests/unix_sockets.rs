@@ -383,11 +383,12 @@ backend be
 
 /// The backend's side: servers at `/path`, `unix@path` and `abns@name`
 /// (HTTP/1 and TCP forwarding), one of them dead and checked DOWN.
-fn server_config(dir: &Path, srv: &Path, abns: &str) -> String {
+fn server_config(dir: &Path, srv: &Path, abns: &str, syslog: &str) -> String {
     let (dir, srv) = (dir.display(), srv.display());
     format!(
         "global
     stats socket {dir}/stats.sock level admin
+    log {syslog} local0
 defaults
     timeout connect 5s
     timeout client 5s
@@ -395,6 +396,9 @@ defaults
 frontend fe
     mode http
     bind {dir}/fe.sock
+    log global
+    option dontlognull
+    log-format \"%ci:%cp %b/%s %si:%sp %ST\"
     default_backend be
 backend be
     mode http
@@ -479,9 +483,10 @@ async fn unix_servers_match_haproxy() {
     unix_echo_server(std::os::unix::net::UnixListener::bind_addr(&abns_addr(&abns_name)).unwrap());
 
     let hdir = TempDir::new("unix-srv-ha");
+    let hlog = Syslog::new();
     let hcfg = hdir.write(
         "haproxy.cfg",
-        &server_config(hdir.path(), srv.path(), &abns_name),
+        &server_config(hdir.path(), srv.path(), &abns_name, &hlog.addr()),
     );
     let mut child = Command::new(HAPROXY)
         .arg("-f")
@@ -501,10 +506,19 @@ async fn unix_servers_match_haproxy() {
         std::thread::sleep(Duration::from_millis(10));
     }
     let _hap = Haproxy(child);
-    let sl = Sluice::start(&server_config(Path::new("@DIR@"), srv.path(), &abns_name));
+    let slog = Syslog::new();
+    let sl = Sluice::start(&server_config(
+        Path::new("@DIR@"),
+        srv.path(),
+        &abns_name,
+        &slog.addr(),
+    ));
 
     let mut seen = Vec::new();
-    for dir in [hdir.path().to_path_buf(), sl.dir.path().to_path_buf()] {
+    for (dir, log) in [
+        (hdir.path().to_path_buf(), &hlog),
+        (sl.dir.path().to_path_buf(), &slog),
+    ] {
         let stats = dir.join("stats.sock");
         dead_is_down(&stats).await;
         let mut replies = Vec::new();
@@ -512,16 +526,35 @@ async fn unix_servers_match_haproxy() {
             replies.push(exchange(unix(&dir.join("fe.sock")).await).await);
         }
         replies.push(exchange(unix(&dir.join("tcp.sock")).await).await);
+        // The two HTTP exchanges' lines: `%si:%sp` of a UNIX server.
+        // Without the syslog header (tag and pid).
+        let mut lines: Vec<String> = log
+            .take(2)
+            .iter()
+            .map(|l| {
+                l.split_once("]: ")
+                    .map_or(&l[..], |(_, m)| m)
+                    .trim_end()
+                    .to_string()
+            })
+            .collect();
+        lines.sort();
+        replies.extend(lines);
         seen.push((replies, server_views(&stats).await));
     }
     let (want, got) = (&seen[0], &seen[1]);
     assert!(
-        want.0.iter().all(|r| r.starts_with("HTTP/1.1 200")),
+        want.0[..3].iter().all(|r| r.starts_with("HTTP/1.1 200")),
         "haproxy: {want:?}"
     );
     assert_eq!(got.0, want.0, "replies (haproxy's second)");
     assert_eq!(got.1.0, want.1.0, "show stat (haproxy's second)");
     assert_eq!(got.1.1, want.1.1, "show servers state (haproxy's second)");
+    assert!(
+        got.0.contains(&"unix:1 be/s2 unix:0 200".to_string()),
+        "{:?}",
+        got.0
+    );
     assert!(
         got.1.0.iter().any(|r| r == "be s2 UP L7OK unix"),
         "{:?}",
