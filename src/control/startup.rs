@@ -1,6 +1,5 @@
 //! Command line: HAProxy's flags, the check mode, and start-up.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -534,8 +533,15 @@ fn machine_checks(cfg: &Config, opts: &Options) -> Vec<config::Diagnostic> {
     out
 }
 
+use crate::config::model::ListenAddr;
+use crate::frontend::listener::Listening;
+
 /// A listening socket ready to serve: frontend, address, socket.
-type Bound = (Arc<str>, SocketAddr, std::net::TcpListener);
+type Bound = (
+    Arc<str>,
+    crate::config::model::ListenAddr,
+    crate::frontend::listener::Listening,
+);
 
 /// Binds every listener (before daemonizing, so errors reach the terminal),
 /// then serves until a stop signal.
@@ -566,7 +572,11 @@ fn run(cfg: Config, opts: &Options) -> i32 {
                     |s| crate::frontend::listener::tcp_inherited(fd, s),
                 );
                 match got {
-                    Ok((addr, l)) => bound.push((Arc::from(p.name.as_str()), addr, l)),
+                    Ok((addr, l)) => bound.push((
+                        Arc::from(p.name.as_str()),
+                        ListenAddr::Ip(addr),
+                        Listening::Tcp(l),
+                    )),
                     Err(e) => {
                         alert(
                             pid,
@@ -580,13 +590,44 @@ fn run(cfg: Config, opts: &Options) -> i32 {
                 }
                 continue;
             }
+            if let Some(u) = &b.unix {
+                let addr = ListenAddr::Unix(u.name.clone());
+                if let Some(l) = taken.take_unix(&u.name) {
+                    bound.push((Arc::from(p.name.as_str()), addr, Listening::Unix(l)));
+                    continue;
+                }
+                match crate::frontend::listener::bind_unix(u) {
+                    Ok(l) => bound.push((Arc::from(p.name.as_str()), addr, Listening::Unix(l))),
+                    Err(e) => {
+                        alert(
+                            pid,
+                            &format!(
+                                "Starting frontend {}: cannot bind UNIX socket ({}) [{}]",
+                                p.name,
+                                errno_text(&e),
+                                b.text
+                            ),
+                        );
+                        return 1;
+                    }
+                }
+                continue;
+            }
             for addr in &b.addrs {
                 if let Some(l) = taken.take_tcp(*addr) {
-                    bound.push((Arc::from(p.name.as_str()), *addr, l));
+                    bound.push((
+                        Arc::from(p.name.as_str()),
+                        ListenAddr::Ip(*addr),
+                        Listening::Tcp(l),
+                    ));
                     continue;
                 }
                 match crate::frontend::listener::bind_std(*addr, b.v6) {
-                    Ok(l) => bound.push((Arc::from(p.name.as_str()), *addr, l)),
+                    Ok(l) => bound.push((
+                        Arc::from(p.name.as_str()),
+                        ListenAddr::Ip(*addr),
+                        Listening::Tcp(l),
+                    )),
                     Err(e) => {
                         alert(
                             pid,
@@ -613,7 +654,7 @@ fn run(cfg: Config, opts: &Options) -> i32 {
         };
         match inherited_or_handed(fd, &mut taken, crate::frontend::listener::adopt_any, Ok) {
             Ok(s) => {
-                if sock.expose_fd && matches!(s, crate::frontend::listener::Inherited::Tcp(_)) {
+                if sock.expose_fd && matches!(s, crate::frontend::listener::Listening::Tcp(_)) {
                     warn(
                         pid,
                         &format!(
@@ -709,7 +750,7 @@ fn inherited_or_handed<T>(
     fd: std::os::fd::RawFd,
     taken: &mut crate::control::takeover::Handover,
     own: impl FnOnce(std::os::fd::RawFd) -> std::io::Result<T>,
-    handed: impl FnOnce(crate::frontend::listener::Inherited) -> std::io::Result<T>,
+    handed: impl FnOnce(crate::frontend::listener::Listening) -> std::io::Result<T>,
 ) -> std::io::Result<T> {
     let err = if taken.occupies(fd) {
         std::io::Error::from_raw_os_error(libc::EBADF)
@@ -827,7 +868,7 @@ async fn serve(
     cfg: Config,
     opts: Options,
     bound: Vec<Bound>,
-    cli_sockets: Vec<Option<crate::frontend::listener::Inherited>>,
+    cli_sockets: Vec<Option<crate::frontend::listener::Listening>>,
     threads: u32,
     (uid, gid): (Option<u32>, Option<u32>),
 ) -> i32 {
@@ -1006,16 +1047,16 @@ async fn soft_stop(
 /// on it.
 fn start_stats_socket(
     sock: &crate::config::model::StatsSocket,
-    inherited: Option<crate::frontend::listener::Inherited>,
+    inherited: Option<crate::frontend::listener::Listening>,
     rt: &Arc<Runtime>,
 ) -> std::io::Result<()> {
-    use crate::frontend::listener::Inherited;
+    use crate::frontend::listener::Listening;
     match inherited {
-        Some(Inherited::Tcp(l)) => {
+        Some(Listening::Tcp(l)) => {
             tokio::spawn(crate::control::cli::serve_tcp(l, sock.level, rt.clone()));
             return Ok(());
         }
-        Some(Inherited::Unix(l)) if sock.expose_fd => {
+        Some(Listening::Unix(l)) if sock.expose_fd => {
             tokio::spawn(crate::control::takeover::serve_exposing(
                 l,
                 sock.level,
@@ -1023,7 +1064,7 @@ fn start_stats_socket(
             ));
             return Ok(());
         }
-        Some(Inherited::Unix(l)) => {
+        Some(Listening::Unix(l)) => {
             tokio::spawn(crate::control::cli::serve_unix_listener(
                 l,
                 sock.level,

@@ -731,7 +731,12 @@ fn server_row(p: &ProxyRt, be: &BackendRt, sv: &ServerRt, opts: CsvOptions) -> R
     r.set("lastsess", c.lastsess_age());
     times(&mut r, c);
     if opts.show_legends {
-        r.set("addr", addr_text(st.addr()));
+        if st.pool.load().unix().is_some() {
+            // A UNIX socket server, as HAProxy 2.6 shows it.
+            r.set("addr", "unix");
+        } else {
+            r.set("addr", addr_text(st.addr()));
+        }
         if let Some(c) = &sv.cookie {
             r.set("cookie", c);
         }
