@@ -424,48 +424,64 @@ fn binds(cfg: &Config) -> Vec<WantedBind<'_>> {
         .collect()
 }
 
-/// Reloads on SIGHUP and SIGUSR2 (HAProxy's master-worker reload signal).
-pub(crate) async fn reload_on_signals(sup: Arc<Supervisor>) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut hup), Ok(mut usr2)) = (
-        signal(SignalKind::hangup()),
-        signal(SignalKind::user_defined2()),
-    ) else {
-        tracing::warn!("reload signals unavailable; use the CLI 'reload' command");
-        return;
-    };
-    loop {
-        tokio::select! {
-            _ = hup.recv() => {}
-            _ = usr2.recv() => {}
-        }
-        sup.reload().await;
-    }
+/// The signals a running process answers besides the stop signals:
+/// SIGHUP and SIGUSR2 reload, SIGTTOU pauses every listener and SIGTTIN
+/// resumes them (HAProxy's signals for handing ports to another process and
+/// taking them back). Installed before anything is bound, so that a signal
+/// sent as soon as sluice accepts is never met by its default action
+/// (SIGUSR2's ends the process).
+pub(crate) struct ControlSignals {
+    hup: tokio::signal::unix::Signal,
+    usr2: tokio::signal::unix::Signal,
+    ttou: tokio::signal::unix::Signal,
+    ttin: tokio::signal::unix::Signal,
 }
 
-/// SIGTTOU pauses every listener, SIGTTIN resumes them (HAProxy's signals
-/// for handing ports to another process and taking them back).
-pub(crate) async fn pause_on_signals(sup: Arc<Supervisor>) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut ttou), Ok(mut ttin)) = (
-        signal(SignalKind::from_raw(libc::SIGTTOU)),
-        signal(SignalKind::from_raw(libc::SIGTTIN)),
-    ) else {
-        return;
-    };
-    loop {
-        let pause = tokio::select! {
-            _ = ttou.recv() => true,
-            _ = ttin.recv() => false,
-        };
-        let st = sup.state.lock().await;
-        for ctl in st.listeners.values() {
-            if pause {
-                ctl.pause();
-            } else {
-                ctl.resume();
+impl ControlSignals {
+    pub(crate) fn install() -> std::io::Result<ControlSignals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(ControlSignals {
+            hup: signal(SignalKind::hangup())?,
+            usr2: signal(SignalKind::user_defined2())?,
+            ttou: signal(SignalKind::from_raw(libc::SIGTTOU))?,
+            ttin: signal(SignalKind::from_raw(libc::SIGTTIN))?,
+        })
+    }
+
+    /// Serves the signals for `sup` until the process ends.
+    pub(crate) fn serve(self, sup: Arc<Supervisor>) {
+        let ControlSignals {
+            mut hup,
+            mut usr2,
+            mut ttou,
+            mut ttin,
+        } = self;
+        let reloads = sup.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = hup.recv() => {}
+                    _ = usr2.recv() => {}
+                }
+                reloads.reload().await;
             }
-        }
+        });
+        tokio::spawn(async move {
+            loop {
+                let pause = tokio::select! {
+                    _ = ttou.recv() => true,
+                    _ = ttin.recv() => false,
+                };
+                let st = sup.state.lock().await;
+                for ctl in st.listeners.values() {
+                    if pause {
+                        ctl.pause();
+                    } else {
+                        ctl.resume();
+                    }
+                }
+            }
+        });
     }
 }
 
