@@ -502,3 +502,42 @@ listen li
         assert!(!l.contains("unknown") && !l.contains("did you mean"), "{l}");
     }
 }
+
+/// UNIX socket addresses (`/path`, `unix@`, `abns@`) are taken on `bind`
+/// and `server` lines with the UNIX bind options; the address families
+/// sluice still lacks are refused at their line as not supported yet, and
+/// a bad UNIX option or name is an error at its line.
+#[test]
+fn unix_addresses_accepted_other_families_not_supported_yet() {
+    let ok = format!(
+        "{DEFAULTS}\nfrontend fe\n    bind /tmp/sluice-cfg-test.sock mode 600 uid 0 gid 0\n    bind unix@sluice-cfg-test.sock user root group root\n    bind abns@sluice-cfg-test accept-proxy\n    default_backend be\nbackend be\n    server s1 /tmp/s1.sock check\n    server s2 unix@s2.sock send-proxy-v2\n    server s3 abns@s3 check\n"
+    );
+    let out = run_cfg("unix.cfg", &ok, &["-c"]);
+    assert_eq!(out.code(), Some(0), "stderr:\n{}", out.stderr);
+    for (line, msg) in [
+        (
+            "    bind udp@127.0.0.1:80",
+            "'bind' : 'udp@' addresses ('udp@127.0.0.1:80') are not supported by sluice yet",
+        ),
+        (
+            "    bind /tmp/x.sock mode 999",
+            "'bind /tmp/x.sock' : 'mode' : invalid mode '999' (octal integer expected).",
+        ),
+        (
+            "    bind /tmp/x.sock user nosuchuser-sluice-test",
+            "'bind /tmp/x.sock' : 'user' : unknown user name 'nosuchuser-sluice-test'.",
+        ),
+        (
+            &format!("    bind abns@{}", "x".repeat(108)),
+            "abstract socket name too long",
+        ),
+        (
+            "    bind 127.0.0.1:8080\n    default_backend be\nbackend be\n    server s sockpair@3",
+            "'sockpair@' addresses ('sockpair@3') are not supported by sluice yet",
+        ),
+    ] {
+        let cfg = format!("{DEFAULTS}\nfrontend fe\n{line}\n");
+        let err = assert_rejected("unix.cfg", &cfg);
+        assert!(err.contains(msg), "{line}: stderr:\n{err}");
+    }
+}

@@ -34,8 +34,8 @@ const KNOWN_UPWARD: &[(&str, &str)] = &[
     ("tcp", "frontend"),
     // control::cli::atoi and control::reload::supervisor() read by stats.
     ("observe", "control"),
-    // The snapshot holds compiled pieces of each engine (h2 limits, legacy
-    // filters, balance state, check plans) and asks
+    // The snapshot holds compiled pieces of the engines (http::h2::Limits,
+    // http::legacy::LegacyRt, upstream::balance::Lb) and asks
     // frontend::listener for inherited addresses.
     ("snapshot", "frontend"),
     ("snapshot", "http"),

@@ -3,6 +3,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
+use crate::config::model::UnixName;
 use crate::config::units::parse_uint;
 
 /// The resolver callback given to `parse_texts`.
@@ -67,8 +68,6 @@ pub(crate) fn empty_address(word: &str) -> String {
 
 /// Address prefixes HAProxy knows but sluice cannot listen on / connect to.
 const UNSUPPORTED_PREFIXES: &[&str] = &[
-    "unix@",
-    "abns@",
     "sockpair@",
     "udp@",
     "udp4@",
@@ -114,7 +113,7 @@ fn split_inner(
     allow_range: bool,
     port_optional: bool,
 ) -> Result<HostPorts<'_>, String> {
-    if text.starts_with('/') {
+    if text.starts_with('/') || text.starts_with("unix@") || text.starts_with("abns@") {
         return Err(format!(
             "UNIX socket addresses ('{text}') are not supported by sluice yet"
         ));
@@ -189,6 +188,39 @@ fn split_inner(
         family,
         host,
         ports,
+    })
+}
+
+/// The UNIX socket an address names, as HAProxy reads it: `/path` or
+/// `unix@path` (a file), `abns@name` (a Linux abstract socket). None for
+/// any other address.
+pub(crate) fn unix_name(text: &str) -> Option<Result<UnixName, String>> {
+    // `sun_path` holds 108 bytes, a file's name ending with a NUL.
+    const MAX_PATH: usize = 107;
+    let path = if text.starts_with('/') {
+        text
+    } else if let Some(p) = text.strip_prefix("unix@") {
+        p
+    } else if let Some(name) = text.strip_prefix("abns@") {
+        return Some(if name.len() > crate::sys::abns::MAX_NAME {
+            Err(format!(
+                "abstract socket name too long in '{text}' (at most {} bytes)",
+                crate::sys::abns::MAX_NAME
+            ))
+        } else {
+            Ok(UnixName::Abns(name.to_string()))
+        });
+    } else {
+        return None;
+    };
+    Some(if path.is_empty() {
+        Err(format!("missing path in '{text}'"))
+    } else if path.len() > MAX_PATH {
+        Err(format!(
+            "socket path too long in '{text}' (at most {MAX_PATH} bytes)"
+        ))
+    } else {
+        Ok(UnixName::Path(std::path::PathBuf::from(path)))
     })
 }
 
@@ -402,6 +434,13 @@ mod tests {
         assert!(b("/run/x.sock").unwrap_err().contains("not supported"));
         assert!(b("unix@/run/x.sock").unwrap_err().contains("not supported"));
         assert!(b("ipv4@::1:80").is_err());
+        let unix = |t: &str| unix_name(t).map(|r| r.map(|n| n.to_string()));
+        assert_eq!(unix("/run/x.sock"), Some(Ok("unix@/run/x.sock".into())));
+        assert_eq!(unix("unix@x.sock"), Some(Ok("unix@x.sock".into())));
+        assert_eq!(unix("abns@name"), Some(Ok("abns@name".into())));
+        assert_eq!(unix("127.0.0.1:80"), None);
+        assert!(unix(&format!("/{}", "x".repeat(107))).is_some_and(|r| r.is_err()));
+        assert!(unix(&format!("abns@{}", "x".repeat(108))).is_some_and(|r| r.is_err()));
         assert!(b("[::1").is_err());
         assert!(split("1.2.3.4:80-81", false).is_err());
         let srv = |t: &str| split_server(t).map(|a| (a.host, a.port));

@@ -417,6 +417,11 @@ pub const BIND_SUPPORTED: &[&str] = &[
     "proto",
     "v6only",
     "v4v6",
+    "mode",
+    "uid",
+    "gid",
+    "user",
+    "group",
 ];
 
 pub(crate) const BIND_UNSUPPORTED: &[&str] = &[
@@ -428,11 +433,6 @@ pub(crate) const BIND_UNSUPPORTED: &[&str] = &[
     "thread",
     "transparent",
     "defer-accept",
-    "mode",
-    "user",
-    "group",
-    "uid",
-    "gid",
     "level",
     "severity-output",
     "expose-fd",

@@ -530,6 +530,69 @@ pub(crate) struct Bind {
     pub(crate) proto: BindProto,
     /// `v6only` / `v4v6`.
     pub(crate) v6: BindV6,
+    /// `bind /path`, `unix@/path`, `abns@name`: a UNIX stream listener
+    /// (`addrs` is then empty).
+    pub(crate) unix: Option<UnixBind>,
+}
+
+/// The name of a UNIX stream socket: a file, or a Linux abstract name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum UnixName {
+    Path(PathBuf),
+    Abns(String),
+}
+
+impl std::fmt::Display for UnixName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UnixName::Path(p) => write!(f, "unix@{}", p.display()),
+            UnixName::Abns(n) => write!(f, "abns@{n}"),
+        }
+    }
+}
+
+/// A UNIX stream listener: its name and what the socket file is given
+/// (`mode`, `uid`/`user`, `gid`/`group`; meaningless for an abstract
+/// socket, which has no file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct UnixBind {
+    pub(crate) name: UnixName,
+    pub(crate) perms: UnixPerms,
+}
+
+/// `mode`, `uid`/`user`, `gid`/`group` of a UNIX socket file (`None`
+/// leaves what the system gives).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct UnixPerms {
+    pub(crate) mode: Option<u32>,
+    pub(crate) uid: Option<u32>,
+    pub(crate) gid: Option<u32>,
+}
+
+/// What a listening socket is known by: its IP address and port, or its
+/// UNIX name. Listeners are matched on it across reloads.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum ListenAddr {
+    Ip(SocketAddr),
+    Unix(UnixName),
+}
+
+impl ListenAddr {
+    pub(crate) fn ip(&self) -> Option<SocketAddr> {
+        match self {
+            ListenAddr::Ip(a) => Some(*a),
+            ListenAddr::Unix(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for ListenAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ListenAddr::Ip(a) => a.fmt(f),
+            ListenAddr::Unix(n) => n.fmt(f),
+        }
+    }
 }
 
 /// Bind lines compare on what was written: the loaded TLS by whether there
@@ -547,6 +610,7 @@ impl PartialEq for Bind {
             tls,
             proto,
             v6,
+            unix,
         } = self;
         *text == o.text
             && *addrs == o.addrs
@@ -556,6 +620,7 @@ impl PartialEq for Bind {
             && tls.is_some() == o.tls.is_some()
             && *proto == o.proto
             && *v6 == o.v6
+            && *unix == o.unix
     }
 }
 
@@ -860,6 +925,9 @@ pub(crate) struct Server {
     pub(crate) addr_text: String,
     /// Resolved at start-up.
     pub(crate) addr: SocketAddr,
+    /// `/path`, `unix@path`, `abns@name`: a UNIX stream socket server
+    /// (`addr` is then unspecified, port 0).
+    pub(crate) unix: Option<Arc<UnixName>>,
     pub(crate) weight: u32,
     /// 0 = unlimited.
     pub(crate) maxconn: u32,

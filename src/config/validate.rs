@@ -253,7 +253,8 @@ fn portless_checks(p: &Proxy, diags: &mut Vec<Diagnostic>) {
         return;
     }
     for s in &p.servers {
-        if s.addr.port() == 0 && s.check.is_some_and(|c| c.port.is_none()) {
+        // A UNIX socket server is checked on its socket, port or not.
+        if s.unix.is_none() && s.addr.port() == 0 && s.check.is_some_and(|c| c.port.is_none()) {
             diags.push(Diagnostic::alert(
                 None,
                 format!(

@@ -12,7 +12,6 @@
 //! connections finish.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -20,6 +19,7 @@ use std::time::SystemTime;
 
 use tokio::sync::Semaphore;
 
+use crate::config::model::ListenAddr;
 use crate::config::{self, model::Config};
 use crate::frontend::listener::{self, Binding, ListenerCtl};
 use crate::snapshot::Snapshot;
@@ -56,7 +56,7 @@ pub(crate) struct Supervisor {
 /// Listeners and limits currently in force.
 #[derive(Default)]
 struct Bound {
-    listeners: HashMap<SocketAddr, Arc<ListenerCtl>>,
+    listeners: HashMap<ListenAddr, Arc<ListenerCtl>>,
     limits: HashMap<String, (Arc<Semaphore>, u32)>,
 }
 
@@ -81,7 +81,7 @@ impl Supervisor {
         rt: Arc<Runtime>,
         sources: Vec<PathBuf>,
         global_max: Arc<Semaphore>,
-        bound: Vec<(Arc<str>, SocketAddr, std::net::TcpListener)>,
+        bound: Vec<(Arc<str>, ListenAddr, listener::Listening)>,
         applied: Config,
     ) -> std::io::Result<Arc<Supervisor>> {
         let sup = Arc::new(Supervisor {
@@ -105,6 +105,7 @@ impl Supervisor {
                 let ctl = listener::spawn(
                     sup.rt.clone(),
                     l,
+                    addr.clone(),
                     Binding {
                         frontend: name,
                         limit,
@@ -202,18 +203,26 @@ impl Supervisor {
             tracing::warn!("{}", d.render(pid));
         }
         // Bind what is new before changing anything.
-        let mut fresh: Vec<(Arc<str>, SocketAddr, std::net::TcpListener)> = Vec::new();
-        for (name, addr, v6) in binds(&cfg) {
+        let mut fresh: Vec<(Arc<str>, ListenAddr, listener::Listening)> = Vec::new();
+        for (name, addr, v6, unix) in binds(&cfg) {
             // A listener whose `v6only`/`v4v6` changed is bound again: the
-            // option cannot change on a bound socket.
-            let kept = st
-                .listeners
-                .get(&addr)
-                .is_some_and(|c| v6.is_none_or(|v6| listener::v6_matches(c.raw_fd(), addr, v6)));
+            // option cannot change on a bound socket. A UNIX one is kept
+            // as it is (its file's mode and owner included).
+            let kept = st.listeners.get(&addr).is_some_and(|c| match addr.ip() {
+                Some(ip) => v6.is_none_or(|v6| listener::v6_matches(c.raw_fd(), ip, v6)),
+                None => true,
+            });
             if kept || fresh.iter().any(|(_, a, _)| *a == addr) {
                 continue;
             }
-            match listener::bind_std(addr, v6.unwrap_or_default()) {
+            let got = match (unix, addr.ip()) {
+                (Some(u), _) => listener::bind_unix(u).map(listener::Listening::Unix),
+                (None, Some(ip)) => {
+                    listener::bind_std(ip, v6.unwrap_or_default()).map(listener::Listening::Tcp)
+                }
+                (None, None) => continue,
+            };
+            match got {
                 Ok(l) => fresh.push((name, addr, l)),
                 Err(e) => {
                     report.errors.push(format!(
@@ -244,9 +253,9 @@ impl Supervisor {
 
         // Listeners: keep, rebind to another frontend, open, or stop.
         let mut listeners = Vec::new();
-        let wanted: HashMap<SocketAddr, Arc<str>> =
-            binds(&cfg).into_iter().map(|(n, a, _)| (a, n)).collect();
-        let current: Vec<SocketAddr> = st.listeners.keys().copied().collect();
+        let wanted: HashMap<ListenAddr, Arc<str>> =
+            binds(&cfg).into_iter().map(|(n, a, _, _)| (a, n)).collect();
+        let current: Vec<ListenAddr> = st.listeners.keys().cloned().collect();
         for addr in current {
             let replaced = fresh.iter().any(|(_, a, _)| *a == addr);
             match wanted.get(&addr).filter(|_| !replaced) {
@@ -274,6 +283,7 @@ impl Supervisor {
             match listener::spawn(
                 self.rt.clone(),
                 l,
+                addr.clone(),
                 Binding {
                     frontend: name.clone(),
                     limit,
@@ -281,7 +291,7 @@ impl Supervisor {
                 self.global_max.clone(),
             ) {
                 Ok(ctl) => {
-                    st.listeners.insert(addr, ctl);
+                    st.listeners.insert(addr.clone(), ctl);
                     listeners.push(Change::ListenerOpened {
                         addr,
                         frontend: name,
@@ -316,7 +326,7 @@ impl Supervisor {
     /// Copies of the listening sockets in service, for a new process that
     /// takes them over (`-x`): address, frontend and a duplicated
     /// descriptor (closed when dropped).
-    pub(crate) async fn listener_dups(&self) -> Vec<(SocketAddr, Arc<str>, std::os::fd::OwnedFd)> {
+    pub(crate) async fn listener_dups(&self) -> Vec<(ListenAddr, Arc<str>, std::os::fd::OwnedFd)> {
         use std::os::fd::BorrowedFd;
         let st = self.state.lock().await;
         st.listeners
@@ -325,7 +335,11 @@ impl Supervisor {
                 // SAFETY: the accept loop owns the socket and only closes
                 // it after stop(), which needs the lock held here.
                 let fd = unsafe { BorrowedFd::borrow_raw(c.raw_fd()) };
-                Some((c.addr(), c.frontend(), fd.try_clone_to_owned().ok()?))
+                Some((
+                    c.addr().clone(),
+                    c.frontend(),
+                    fd.try_clone_to_owned().ok()?,
+                ))
             })
             .collect()
     }
@@ -370,9 +384,18 @@ fn expire_generations_below(generation: u64, after: std::time::Duration) {
     });
 }
 
-/// The frontends' addresses, with the `v6only`/`v4v6` choice of each
-/// (`None` for an inherited socket, kept as it came).
-fn binds(cfg: &Config) -> Vec<(Arc<str>, SocketAddr, Option<crate::config::model::BindV6>)> {
+/// A frontend's listening address, with the `v6only`/`v4v6` choice of it
+/// (`None` for an inherited socket, kept as it came), and what a UNIX one
+/// is bound with.
+type WantedBind<'c> = (
+    Arc<str>,
+    ListenAddr,
+    Option<crate::config::model::BindV6>,
+    Option<&'c crate::config::model::UnixBind>,
+);
+
+/// The frontends' addresses.
+fn binds(cfg: &Config) -> Vec<WantedBind<'_>> {
     cfg.proxies
         .iter()
         .filter(|p| p.kind.has_frontend())
@@ -384,62 +407,81 @@ fn binds(cfg: &Config) -> Vec<(Arc<str>, SocketAddr, Option<crate::config::model
             p.binds
                 .iter()
                 .flat_map(|b| {
-                    let addrs: Vec<SocketAddr> = match b.fd {
-                        Some(fd) => crate::frontend::listener::inherited_addr(fd)
+                    let addrs: Vec<ListenAddr> = match (&b.unix, b.fd) {
+                        (Some(u), _) => vec![ListenAddr::Unix(u.name.clone())],
+                        (None, Some(fd)) => crate::frontend::listener::inherited_addr(fd)
                             .into_iter()
+                            .map(ListenAddr::Ip)
                             .collect(),
-                        None => b.addrs.clone(),
+                        (None, None) => b.addrs.iter().copied().map(ListenAddr::Ip).collect(),
                     };
                     let v6 = b.fd.is_none().then_some(b.v6);
-                    addrs.into_iter().map(move |a| (a, v6))
+                    let unix = b.unix.as_ref();
+                    addrs.into_iter().map(move |a| (a, v6, unix))
                 })
-                .map(move |(a, v6)| (name.clone(), a, v6))
+                .map(move |(a, v6, unix)| (name.clone(), a, v6, unix))
         })
         .collect()
 }
 
-/// Reloads on SIGHUP and SIGUSR2 (HAProxy's master-worker reload signal).
-pub(crate) async fn reload_on_signals(sup: Arc<Supervisor>) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut hup), Ok(mut usr2)) = (
-        signal(SignalKind::hangup()),
-        signal(SignalKind::user_defined2()),
-    ) else {
-        tracing::warn!("reload signals unavailable; use the CLI 'reload' command");
-        return;
-    };
-    loop {
-        tokio::select! {
-            _ = hup.recv() => {}
-            _ = usr2.recv() => {}
-        }
-        sup.reload().await;
-    }
+/// The signals a running process answers besides the stop signals:
+/// SIGHUP and SIGUSR2 reload, SIGTTOU pauses every listener and SIGTTIN
+/// resumes them (HAProxy's signals for handing ports to another process and
+/// taking them back). Installed before anything is bound, so that a signal
+/// sent as soon as sluice accepts is never met by its default action
+/// (SIGUSR2's ends the process).
+pub(crate) struct ControlSignals {
+    hup: tokio::signal::unix::Signal,
+    usr2: tokio::signal::unix::Signal,
+    ttou: tokio::signal::unix::Signal,
+    ttin: tokio::signal::unix::Signal,
 }
 
-/// SIGTTOU pauses every listener, SIGTTIN resumes them (HAProxy's signals
-/// for handing ports to another process and taking them back).
-pub(crate) async fn pause_on_signals(sup: Arc<Supervisor>) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut ttou), Ok(mut ttin)) = (
-        signal(SignalKind::from_raw(libc::SIGTTOU)),
-        signal(SignalKind::from_raw(libc::SIGTTIN)),
-    ) else {
-        return;
-    };
-    loop {
-        let pause = tokio::select! {
-            _ = ttou.recv() => true,
-            _ = ttin.recv() => false,
-        };
-        let st = sup.state.lock().await;
-        for ctl in st.listeners.values() {
-            if pause {
-                ctl.pause();
-            } else {
-                ctl.resume();
+impl ControlSignals {
+    pub(crate) fn install() -> std::io::Result<ControlSignals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(ControlSignals {
+            hup: signal(SignalKind::hangup())?,
+            usr2: signal(SignalKind::user_defined2())?,
+            ttou: signal(SignalKind::from_raw(libc::SIGTTOU))?,
+            ttin: signal(SignalKind::from_raw(libc::SIGTTIN))?,
+        })
+    }
+
+    /// Serves the signals for `sup` until the process ends.
+    pub(crate) fn serve(self, sup: Arc<Supervisor>) {
+        let ControlSignals {
+            mut hup,
+            mut usr2,
+            mut ttou,
+            mut ttin,
+        } = self;
+        let reloads = sup.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = hup.recv() => {}
+                    _ = usr2.recv() => {}
+                }
+                reloads.reload().await;
             }
-        }
+        });
+        tokio::spawn(async move {
+            loop {
+                let pause = tokio::select! {
+                    _ = ttou.recv() => true,
+                    _ = ttin.recv() => false,
+                };
+                let st = sup.state.lock().await;
+                for ctl in st.listeners.values() {
+                    if pause {
+                        ctl.pause();
+                    } else {
+                        ctl.resume();
+                    }
+                }
+            }
+        });
     }
 }
 

@@ -1,6 +1,5 @@
 //! Command line: HAProxy's flags, the check mode, and start-up.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -534,13 +533,22 @@ fn machine_checks(cfg: &Config, opts: &Options) -> Vec<config::Diagnostic> {
     out
 }
 
+use crate::config::model::ListenAddr;
+use crate::frontend::listener::Listening;
+
 /// A listening socket ready to serve: frontend, address, socket.
-type Bound = (Arc<str>, SocketAddr, std::net::TcpListener);
+type Bound = (
+    Arc<str>,
+    crate::config::model::ListenAddr,
+    crate::frontend::listener::Listening,
+);
 
 /// Binds every listener (before daemonizing, so errors reach the terminal),
 /// then serves until a stop signal.
 fn run(cfg: Config, opts: &Options) -> i32 {
     let pid = std::process::id();
+    // Until `serve` handles them, a reload signal must not end the process.
+    crate::sys::process::hold_control_signals();
     // Sockets handed over by an old process (-x).
     let mut taken = crate::control::takeover::Handover::default();
     if let Some(sock) = &opts.takeover {
@@ -566,7 +574,11 @@ fn run(cfg: Config, opts: &Options) -> i32 {
                     |s| crate::frontend::listener::tcp_inherited(fd, s),
                 );
                 match got {
-                    Ok((addr, l)) => bound.push((Arc::from(p.name.as_str()), addr, l)),
+                    Ok((addr, l)) => bound.push((
+                        Arc::from(p.name.as_str()),
+                        ListenAddr::Ip(addr),
+                        Listening::Tcp(l),
+                    )),
                     Err(e) => {
                         alert(
                             pid,
@@ -580,13 +592,44 @@ fn run(cfg: Config, opts: &Options) -> i32 {
                 }
                 continue;
             }
+            if let Some(u) = &b.unix {
+                let addr = ListenAddr::Unix(u.name.clone());
+                if let Some(l) = taken.take_unix(&u.name) {
+                    bound.push((Arc::from(p.name.as_str()), addr, Listening::Unix(l)));
+                    continue;
+                }
+                match crate::frontend::listener::bind_unix(u) {
+                    Ok(l) => bound.push((Arc::from(p.name.as_str()), addr, Listening::Unix(l))),
+                    Err(e) => {
+                        alert(
+                            pid,
+                            &format!(
+                                "Starting frontend {}: cannot bind UNIX socket ({}) [{}]",
+                                p.name,
+                                errno_text(&e),
+                                b.text
+                            ),
+                        );
+                        return 1;
+                    }
+                }
+                continue;
+            }
             for addr in &b.addrs {
                 if let Some(l) = taken.take_tcp(*addr) {
-                    bound.push((Arc::from(p.name.as_str()), *addr, l));
+                    bound.push((
+                        Arc::from(p.name.as_str()),
+                        ListenAddr::Ip(*addr),
+                        Listening::Tcp(l),
+                    ));
                     continue;
                 }
                 match crate::frontend::listener::bind_std(*addr, b.v6) {
-                    Ok(l) => bound.push((Arc::from(p.name.as_str()), *addr, l)),
+                    Ok(l) => bound.push((
+                        Arc::from(p.name.as_str()),
+                        ListenAddr::Ip(*addr),
+                        Listening::Tcp(l),
+                    )),
                     Err(e) => {
                         alert(
                             pid,
@@ -613,7 +656,7 @@ fn run(cfg: Config, opts: &Options) -> i32 {
         };
         match inherited_or_handed(fd, &mut taken, crate::frontend::listener::adopt_any, Ok) {
             Ok(s) => {
-                if sock.expose_fd && matches!(s, crate::frontend::listener::Inherited::Tcp(_)) {
+                if sock.expose_fd && matches!(s, crate::frontend::listener::Listening::Tcp(_)) {
                     warn(
                         pid,
                         &format!(
@@ -709,7 +752,7 @@ fn inherited_or_handed<T>(
     fd: std::os::fd::RawFd,
     taken: &mut crate::control::takeover::Handover,
     own: impl FnOnce(std::os::fd::RawFd) -> std::io::Result<T>,
-    handed: impl FnOnce(crate::frontend::listener::Inherited) -> std::io::Result<T>,
+    handed: impl FnOnce(crate::frontend::listener::Listening) -> std::io::Result<T>,
 ) -> std::io::Result<T> {
     let err = if taken.occupies(fd) {
         std::io::Error::from_raw_os_error(libc::EBADF)
@@ -827,13 +870,24 @@ async fn serve(
     cfg: Config,
     opts: Options,
     bound: Vec<Bound>,
-    cli_sockets: Vec<Option<crate::frontend::listener::Inherited>>,
+    cli_sockets: Vec<Option<crate::frontend::listener::Listening>>,
     threads: u32,
     (uid, gid): (Option<u32>, Option<u32>),
 ) -> i32 {
     let pid = std::process::id();
-    // Installed first: a stop signal during start-up is not lost.
+    // Installed first: a stop signal during start-up is not lost, nor a
+    // reload signal sent as soon as a listener accepts.
     let mut signals = crate::sys::process::StopSignals::install();
+    let control_signals = match crate::control::reload::ControlSignals::install() {
+        Ok(c) => Some(c),
+        Err(e) => {
+            tracing::warn!("reload signals unavailable ({e}); use the CLI 'reload' command");
+            None
+        }
+    };
+    // This thread runs to the end of the process: the held signals are
+    // delivered here (the workers keep them blocked).
+    crate::sys::process::release_control_signals();
     crate::state::counters::start_coarse_clock();
     let rt = Runtime::new(&cfg, threads);
     crate::observe::log::event::attach(&rt);
@@ -843,26 +897,36 @@ async fn serve(
             .maxconn
             .unwrap_or(crate::snapshot::DEFAULT_MAXCONN) as usize,
     ));
+    // The CLI sockets are bound now (before privileges are dropped) and
+    // served once the supervisor exists, so that `reload` is never
+    // answered "not available" by a process that is starting.
+    let mut cli_servers = Vec::new();
     for (sock, inherited) in cfg.global.stats_sockets.iter().zip(cli_sockets) {
-        if let Err(e) = start_stats_socket(sock, inherited, &rt) {
-            let what = match sock.tcp {
-                Some(addr) => format!("cannot bind socket ({}) [{addr}]", errno_text(&e)),
-                None => match e
-                    .get_ref()
-                    .and_then(|i| i.downcast_ref::<crate::control::cli::SocketOwnershipError>())
-                {
-                    Some(own) => {
-                        format!("{own} ({}) [{}]", errno_text(&own.0), sock.path.display())
-                    }
-                    None => format!(
-                        "cannot bind UNIX socket ({}) [{}]",
-                        errno_text(&e),
-                        sock.path.display()
-                    ),
-                },
-            };
-            alert(pid, &format!("Starting proxy GLOBAL: {what}"));
-            return 1;
+        match bind_stats_socket(sock, inherited, &rt) {
+            Ok(server) => {
+                cli_servers.push(server);
+                continue;
+            }
+            Err(e) => {
+                let what = match sock.tcp {
+                    Some(addr) => format!("cannot bind socket ({}) [{addr}]", errno_text(&e)),
+                    None => match e
+                        .get_ref()
+                        .and_then(|i| i.downcast_ref::<crate::control::cli::SocketOwnershipError>())
+                    {
+                        Some(own) => {
+                            format!("{own} ({}) [{}]", errno_text(&own.0), sock.path.display())
+                        }
+                        None => format!(
+                            "cannot bind UNIX socket ({}) [{}]",
+                            errno_text(&e),
+                            sock.path.display()
+                        ),
+                    },
+                };
+                alert(pid, &format!("Starting proxy GLOBAL: {what}"));
+                return 1;
+            }
         }
     }
     drop(snap);
@@ -901,8 +965,12 @@ async fn serve(
     if let Some(peer) = &opts.local_peer {
         crate::sys::process::set_local_peer(peer);
     }
-    tokio::spawn(crate::control::reload::reload_on_signals(sup.clone()));
-    tokio::spawn(crate::control::reload::pause_on_signals(sup.clone()));
+    if let Some(c) = control_signals {
+        c.serve(sup.clone());
+    }
+    for server in cli_servers {
+        tokio::spawn(server);
+    }
     tracing::info!("sluice {VERSION} started (pid {pid})");
     crate::sys::process::sd_notify(&format!("READY=1\nMAINPID={pid}\n"));
     // Ready: old processes may go.
@@ -1001,69 +1069,42 @@ async fn soft_stop(
     }
 }
 
+/// The accept loop of one CLI socket, bound but not yet running.
+type CliServer = std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<()>> + Send>>;
+
 /// Binds one `stats socket` (UNIX path or `ipv4@`/`ipv6@` address), or
-/// takes the `inherited` one of a `stats socket fd@<n>`, and serves the CLI
-/// on it.
-fn start_stats_socket(
+/// takes the `inherited` one of a `stats socket fd@<n>`; returns the loop
+/// that serves the CLI on it.
+fn bind_stats_socket(
     sock: &crate::config::model::StatsSocket,
-    inherited: Option<crate::frontend::listener::Inherited>,
+    inherited: Option<crate::frontend::listener::Listening>,
     rt: &Arc<Runtime>,
-) -> std::io::Result<()> {
-    use crate::frontend::listener::Inherited;
-    match inherited {
-        Some(Inherited::Tcp(l)) => {
-            tokio::spawn(crate::control::cli::serve_tcp(l, sock.level, rt.clone()));
-            return Ok(());
+) -> std::io::Result<CliServer> {
+    use crate::control::{cli, takeover};
+    use crate::frontend::listener::Listening;
+    let rt = rt.clone();
+    let level = sock.level;
+    Ok(match inherited {
+        Some(Listening::Tcp(l)) => Box::pin(cli::serve_tcp(l, level, rt)),
+        Some(Listening::Unix(l)) if sock.expose_fd => {
+            Box::pin(takeover::serve_exposing(l, level, rt))
         }
-        Some(Inherited::Unix(l)) if sock.expose_fd => {
-            tokio::spawn(crate::control::takeover::serve_exposing(
-                l,
-                sock.level,
-                rt.clone(),
-            ));
-            return Ok(());
-        }
-        Some(Inherited::Unix(l)) => {
-            tokio::spawn(crate::control::cli::serve_unix_listener(
-                l,
-                sock.level,
-                rt.clone(),
-            ));
-            return Ok(());
-        }
+        Some(Listening::Unix(l)) => Box::pin(cli::serve_unix_listener(l, level, rt)),
         // Taken (or refused) at start, in `run`.
         None if sock.fd.is_some() => {
             return Err(std::io::Error::from_raw_os_error(libc::EBADF));
         }
-        None => {}
-    }
-    match sock.tcp {
-        Some(addr) => {
-            let listener = crate::frontend::listener::bind_std(addr, sock.v6)?;
-            tokio::spawn(crate::control::cli::serve_tcp(
-                listener,
-                sock.level,
-                rt.clone(),
-            ));
-        }
-        None if sock.expose_fd => {
-            let listener = crate::control::cli::bind_unix(sock)?;
-            tokio::spawn(crate::control::takeover::serve_exposing(
-                listener,
-                sock.level,
-                rt.clone(),
-            ));
-        }
-        None => {
-            let listener = crate::control::cli::bind_unix(sock)?;
-            tokio::spawn(crate::control::cli::serve_listener(
-                listener,
-                sock.clone(),
-                rt.clone(),
-            ));
-        }
-    }
-    Ok(())
+        None => match sock.tcp {
+            Some(addr) => {
+                let listener = crate::frontend::listener::bind_std(addr, sock.v6)?;
+                Box::pin(cli::serve_tcp(listener, level, rt))
+            }
+            None if sock.expose_fd => {
+                Box::pin(takeover::serve_exposing(cli::bind_unix(sock)?, level, rt))
+            }
+            None => Box::pin(cli::serve_listener(cli::bind_unix(sock)?, sock.clone(), rt)),
+        },
+    })
 }
 
 fn errno_text(e: &std::io::Error) -> String {

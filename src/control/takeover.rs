@@ -132,7 +132,7 @@ async fn send_listeners(stream: UnixStream) -> std::io::Result<()> {
         for (addr, frontend, fd) in &list {
             // An inherited socket says which `fd@<n>` it stands for, so a
             // successor that was not passed that descriptor still finds it.
-            let line = match crate::frontend::listener::inherited_as(*addr) {
+            let line = match addr.ip().and_then(crate::frontend::listener::inherited_as) {
                 Some(n) => format!("{addr} {frontend} fd@{n}\n"),
                 None => format!("{addr} {frontend}\n"),
             };
@@ -187,7 +187,7 @@ fn send_fd(stream: &StdUnixStream, payload: &[u8], fd: RawFd) -> std::io::Result
 static INHERITED_CLI: std::sync::Mutex<Vec<(RawFd, OwnedFd)>> = std::sync::Mutex::new(Vec::new());
 
 /// Keeps `socket`, inherited as `stats socket fd@<n>`, for hand-overs.
-pub(crate) fn hand_over_cli(n: RawFd, socket: &crate::frontend::listener::Inherited) {
+pub(crate) fn hand_over_cli(n: RawFd, socket: &crate::frontend::listener::Listening) {
     // SAFETY: `socket` is open for the duration of the borrow.
     let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(socket.raw_fd()) };
     match fd.try_clone_to_owned() {
@@ -208,7 +208,10 @@ fn cli_dups() -> Vec<(RawFd, OwnedFd)> {
 pub(crate) struct Received {
     /// The `fd@<n>` the old process had inherited it as, if it had.
     pub(crate) inherited_as: Option<RawFd>,
-    pub(crate) socket: crate::frontend::listener::Inherited,
+    /// The address the old process listed it under (`unix@/path`: the
+    /// socket itself knows only the temporary name it was bound at).
+    pub(crate) listed_as: Option<String>,
+    pub(crate) socket: crate::frontend::listener::Listening,
 }
 
 /// The listening sockets a new process received with `-x`.
@@ -233,7 +236,7 @@ impl Handover {
     pub(crate) fn take_inherited(
         &mut self,
         fd: RawFd,
-    ) -> Option<crate::frontend::listener::Inherited> {
+    ) -> Option<crate::frontend::listener::Listening> {
         let i = self
             .sockets
             .iter()
@@ -244,15 +247,31 @@ impl Handover {
     /// The TCP socket listening on `addr`, preferring one that was not an
     /// inherited one (that stays for its `fd@` bind).
     pub(crate) fn take_tcp(&mut self, addr: SocketAddr) -> Option<std::net::TcpListener> {
-        let on_addr = |r: &Received| matches!(&r.socket, crate::frontend::listener::Inherited::Tcp(l) if l.local_addr().ok() == Some(addr));
+        let on_addr = |r: &Received| matches!(&r.socket, crate::frontend::listener::Listening::Tcp(l) if l.local_addr().ok() == Some(addr));
         let i = self
             .sockets
             .iter()
             .position(|r| r.inherited_as.is_none() && on_addr(r))
             .or_else(|| self.sockets.iter().position(on_addr))?;
         match self.sockets.swap_remove(i).socket {
-            crate::frontend::listener::Inherited::Tcp(l) => Some(l),
-            crate::frontend::listener::Inherited::Unix(_) => None,
+            crate::frontend::listener::Listening::Tcp(l) => Some(l),
+            crate::frontend::listener::Listening::Unix(_) => None,
+        }
+    }
+
+    /// The UNIX socket the old process listed as `name`.
+    pub(crate) fn take_unix(
+        &mut self,
+        name: &crate::config::model::UnixName,
+    ) -> Option<std::os::unix::net::UnixListener> {
+        let want = name.to_string();
+        let i = self.sockets.iter().position(|r| {
+            r.listed_as.as_deref() == Some(want.as_str())
+                && matches!(r.socket, crate::frontend::listener::Listening::Unix(_))
+        })?;
+        match self.sockets.swap_remove(i).socket {
+            crate::frontend::listener::Listening::Unix(l) => Some(l),
+            crate::frontend::listener::Listening::Tcp(_) => None,
         }
     }
 }
@@ -264,21 +283,26 @@ pub(crate) fn fetch(path: &Path) -> std::io::Result<Handover> {
     std::io::Write::write_all(&mut stream, b"_getsocks\n")?;
     // Until the old process closes: each message carries one socket and a
     // line naming it (the address itself is read from the socket).
-    let mut got: Vec<(Option<RawFd>, OwnedFd)> = Vec::new();
+    let mut got: Vec<(Option<RawFd>, Option<String>, OwnedFd)> = Vec::new();
     loop {
         let (line, fds) = recv_fds(&stream)?;
         if line.is_empty() && fds.is_empty() {
             break;
         }
         let tag = inherited_tag(&line);
-        got.extend(fds.into_iter().map(|fd| (tag, fd)));
+        let listed = std::str::from_utf8(&line)
+            .ok()
+            .and_then(|l| l.split_whitespace().next())
+            .map(str::to_string);
+        got.extend(fds.into_iter().map(|fd| (tag, listed.clone(), fd)));
     }
     let mut sockets = Vec::new();
-    for (inherited_as, fd) in got {
+    for (inherited_as, listed_as, fd) in got {
         let raw = std::os::fd::IntoRawFd::into_raw_fd(fd);
         match crate::frontend::listener::adopt_any(raw) {
             Ok(socket) => sockets.push(Received {
                 inherited_as,
+                listed_as,
                 socket,
             }),
             Err(e) => {

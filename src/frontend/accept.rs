@@ -4,15 +4,15 @@
 //! in `conn_tot` (and `dcon` for a rule) but never becomes a session, as in
 //! HAProxy 2.6.
 
-use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::SystemTime;
 
 use tokio::net::TcpStream;
 
-use crate::config::model::Mode;
+use crate::config::model::{ListenAddr, Mode};
 use crate::frontend::listener::ClientConn;
 use crate::snapshot::FrontendRt;
+use crate::sys::peer::Peer;
 use crate::wire::proxy_proto::{self, Origin};
 
 /// What screens a connection accepted on one listener.
@@ -26,26 +26,30 @@ pub(crate) struct Screen {
 
 impl Screen {
     /// None when nothing screens connections on `local`.
-    pub(crate) fn of(fe: &FrontendRt, local: SocketAddr) -> Option<Screen> {
-        let accept_proxy = fe.accept_proxy.contains(&local);
+    pub(crate) fn of(fe: &FrontendRt, local: &ListenAddr) -> Option<Screen> {
+        let accept_proxy = fe.accept_proxy.contains(local);
         let http_content = fe.mode == Mode::Http && !fe.tcp_content.is_empty();
         if !accept_proxy && fe.tcp_connection.is_empty() && !http_content {
             return None;
         }
-        let luid = fe
-            .binds
-            .iter()
-            .position(|a| *a == local)
-            .map_or(1, |i| i + 1);
+        let luid = luid(fe, local) as usize;
         Some(Screen { accept_proxy, luid })
     }
+}
+
+/// The number of the listener on `local` in its frontend, from 1.
+pub(crate) fn luid(fe: &FrontendRt, local: &ListenAddr) -> u32 {
+    fe.binds
+        .iter()
+        .position(|a| a == local)
+        .map_or(1, |i| i as u32 + 1)
 }
 
 /// Screens the connection, then serves it in the frontend's mode.
 pub(crate) async fn serve_screened(
     mut client: ClientConn,
     mut stream: TcpStream,
-    mut peer: SocketAddr,
+    mut peer: Peer,
     mode: Mode,
     screen: Screen,
     tls: Option<crate::frontend::listener::TlsAccept>,
@@ -67,9 +71,9 @@ pub(crate) async fn serve_screened(
     if screen.accept_proxy {
         match proxy_proto::read_header(&mut stream, limit).await {
             Ok(Origin::Proxied { src, dst }) => {
-                peer = src;
+                peer = Peer::Ip(src);
                 client.set_dst(dst);
-                client.stream.entry().set_peer(src);
+                client.stream.entry().set_peer(peer);
             }
             Ok(Origin::Local) => {}
             Err((e, got_bytes)) => {

@@ -14,9 +14,10 @@ use tokio::io::unix::AsyncFd;
 use tokio::net::TcpStream;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
-use crate::config::model::{BindV6, Mode};
+use crate::config::model::{BindV6, ListenAddr, Mode, UnixBind, UnixName};
 use crate::snapshot::runtime::Runtime;
 use crate::state::FrontendState;
+use crate::sys::peer::Peer;
 use crate::tls::Stream;
 
 /// Accept backlog of every listener.
@@ -40,7 +41,7 @@ pub(crate) struct ListenerCtl {
     /// The listening socket, valid while the accept loop runs (for
     /// handing it to a new process with `-x`).
     fd: RawFd,
-    addr: SocketAddr,
+    addr: ListenAddr,
 }
 
 impl ListenerCtl {
@@ -71,8 +72,8 @@ impl ListenerCtl {
         self.pause_changed.notify_one();
     }
 
-    pub(crate) fn addr(&self) -> SocketAddr {
-        self.addr
+    pub(crate) fn addr(&self) -> &ListenAddr {
+        &self.addr
     }
 
     pub(crate) fn frontend(&self) -> Arc<str> {
@@ -80,16 +81,17 @@ impl ListenerCtl {
     }
 }
 
-/// Starts accepting on `l` (a socket from [`bind_std`]).
+/// Starts accepting on `l` (a socket from [`bind_std`] or [`bind_unix`],
+/// or one inherited), listening on `addr`.
 pub(crate) fn spawn(
     rt: Arc<Runtime>,
-    l: std::net::TcpListener,
+    l: Listening,
+    addr: ListenAddr,
     binding: Binding,
     global: Arc<Semaphore>,
 ) -> std::io::Result<Arc<ListenerCtl>> {
-    let fd = l.as_raw_fd();
-    let addr = l.local_addr()?;
-    l.set_nonblocking(true)?;
+    let fd = l.raw_fd();
+    l.set_nonblocking()?;
     let listener = register(l)?;
     let ctl = Arc::new(ListenerCtl {
         binding: ArcSwap::from_pointee(binding),
@@ -112,7 +114,7 @@ pub(crate) fn spawn(
 /// a busy one (of the same frontend or another) could use.
 async fn accept_loop(
     rt: Arc<Runtime>,
-    mut listener: AsyncFd<std::net::TcpListener>,
+    mut listener: AsyncFd<Listening>,
     global: Arc<Semaphore>,
     ctl: Arc<ListenerCtl>,
 ) {
@@ -143,7 +145,7 @@ async fn accept_loop(
             } => r,
         };
         let Some(permits) = permits else { return };
-        let (stream, peer) = match ready.try_io(|l| l.get_ref().accept()) {
+        let (stream, peer) = match ready.try_io(|l| l.get_ref().accept_stream()) {
             Ok(Ok(x)) => x,
             // Nothing pending after all (the client left): wait again.
             Err(_would_block) => continue,
@@ -167,8 +169,8 @@ async fn accept_loop(
             // Unusable socket: dropping it closes the connection.
             Err(_) => continue,
         };
-        let (client, mode, screen, tls) =
-            ClientConn::open(&rt, &binding.frontend, permits, &stream, peer, ctl.addr);
+        let (client, peer, mode, screen, tls) =
+            ClientConn::open(&rt, &binding.frontend, permits, &stream, peer, &ctl.addr);
         if let Some(screen) = screen {
             tokio::spawn(crate::frontend::accept::serve_screened(
                 client, stream, peer, mode, screen, tls,
@@ -187,7 +189,7 @@ async fn accept_loop(
 pub(crate) fn spawn_accepted(
     client: ClientConn,
     stream: TcpStream,
-    peer: SocketAddr,
+    peer: Peer,
     mode: Mode,
     tls: Option<TlsAccept>,
 ) {
@@ -213,13 +215,7 @@ pub(crate) fn spawn_accepted(
 /// The TLS handshake of a client on a `bind ... ssl` listener, then the
 /// connection is served as any other. A failed handshake is counted
 /// (`ssl_failed_handshake`) and logged; the connection just closes.
-async fn tls_accept(
-    client: ClientConn,
-    stream: TcpStream,
-    peer: SocketAddr,
-    tls: TlsAccept,
-    mode: Mode,
-) {
+async fn tls_accept(client: ClientConn, stream: TcpStream, peer: Peer, tls: TlsAccept, mode: Mode) {
     let handshake = async {
         if tls.config.per_cert.is_none() {
             return tokio_rustls::TlsAcceptor::from(tls.config.config.clone())
@@ -274,7 +270,7 @@ async fn tls_accept(
 
 /// Registers a non-blocking listening socket with the reactor, for
 /// readiness only (the loop accepts itself, once it holds its slots).
-fn register(l: std::net::TcpListener) -> std::io::Result<AsyncFd<std::net::TcpListener>> {
+fn register(l: Listening) -> std::io::Result<AsyncFd<Listening>> {
     // SAFETY: the AsyncFd owns the listener, whose descriptor stays open
     // and the same until the AsyncFd is dropped or taken apart.
     unsafe { AsyncFd::register_with_interest(l, Interest::READABLE) }.map_err(|e| e.into_parts().1)
@@ -284,9 +280,9 @@ fn register(l: std::net::TcpListener) -> std::io::Result<AsyncFd<std::net::TcpLi
 /// reactor meanwhile, and re-enters it listening again, so no readiness
 /// seen while it was shut down lingers.
 async fn pause_until_resumed(
-    l: AsyncFd<std::net::TcpListener>,
+    l: AsyncFd<Listening>,
     ctl: &ListenerCtl,
-) -> Option<AsyncFd<std::net::TcpListener>> {
+) -> Option<AsyncFd<Listening>> {
     let std = l.into_inner();
     // SAFETY: shutdown on the listening socket this loop owns.
     if unsafe { libc::shutdown(ctl.fd, libc::SHUT_RD) } < 0 {
@@ -354,15 +350,16 @@ impl ClientConn {
         frontend: &Arc<str>,
         permits: [OwnedSemaphorePermit; 2],
         stream: &tokio::net::TcpStream,
-        peer: std::net::SocketAddr,
-        local: SocketAddr,
+        peer: Option<SocketAddr>,
+        local: &ListenAddr,
     ) -> (
         Self,
+        Peer,
         Mode,
         Option<crate::frontend::accept::Screen>,
         Option<TlsAccept>,
     ) {
-        let (fe_state, mode, fe_iid, screen, tls) =
+        let (fe_state, mode, fe_iid, screen, tls, luid) =
             rt.with_snapshot(
                 |snap| match snap.frontends().find(|f| *f.name == **frontend) {
                     Some(f) => {
@@ -376,16 +373,24 @@ impl ClientConn {
                             crate::frontend::accept::Screen::of(f, local),
                             f.tls_binds
                                 .iter()
-                                .find(|(a, _)| *a == local)
+                                .find(|(a, _)| a == local)
                                 .map(|(_, c)| TlsAccept {
                                     config: c.clone(),
                                     handshake_timeout: f.timeouts.client,
                                 }),
+                            // Looked up for a UNIX client only: its
+                            // address is the listener's number.
+                            if peer.is_none() {
+                                crate::frontend::accept::luid(f, local)
+                            } else {
+                                0
+                            },
                         )
                     }
-                    None => (None, Mode::Http, 0, None, None),
+                    None => (None, Mode::Http, 0, None, None, 1),
                 },
             );
+        let peer = peer.map_or(Peer::Unix(luid), Peer::Ip);
         let p = &rt.process;
         p.conns.inc();
         p.cum_conns.fetch_add(1, Relaxed);
@@ -408,7 +413,7 @@ impl ClientConn {
         {
             client.start_session(st);
         }
-        (client, mode, screen, tls)
+        (client, peer, mode, screen, tls)
     }
 
     /// The frontend's state, once the connection is one of its sessions.
@@ -446,6 +451,25 @@ impl Drop for ClientConn {
         }
         self.rt.process.conns.dec();
     }
+}
+
+/// Binds a UNIX stream listener without a runtime, as HAProxy does: a
+/// file is bound under a temporary name beside its path, given its owner
+/// and mode, then renamed over the path (a stale socket there is replaced,
+/// and a process still listening on the old file keeps what it accepted);
+/// an abstract name is bound as HAProxy pads it.
+pub(crate) fn bind_unix(u: &UnixBind) -> std::io::Result<std::os::unix::net::UnixListener> {
+    let l = match &u.name {
+        UnixName::Path(path) => {
+            crate::sys::unix::bind_unix_at(path, u.perms.mode, (u.perms.uid, u.perms.gid))?
+        }
+        UnixName::Abns(name) => {
+            let addr = crate::sys::abns::addr(name)?;
+            std::os::unix::net::UnixListener::bind_addr(&addr)?
+        }
+    };
+    l.set_nonblocking(true)?;
+    Ok(l)
 }
 
 /// Binds a listening socket without a runtime (before daemonizing), with
@@ -533,15 +557,15 @@ pub(crate) fn adopt_inherited(fd: RawFd) -> std::io::Result<(SocketAddr, std::ne
 /// address as standing for `fd@<fd>`.
 pub(crate) fn tcp_inherited(
     fd: RawFd,
-    socket: Inherited,
+    socket: Listening,
 ) -> std::io::Result<(SocketAddr, std::net::TcpListener)> {
     match socket {
-        Inherited::Tcp(l) => {
+        Listening::Tcp(l) => {
             let addr = l.local_addr()?;
             record_inherited(fd, addr);
             Ok((addr, l))
         }
-        Inherited::Unix(_) => Err(unix_for_a_frontend()),
+        Listening::Unix(_) => Err(unix_for_a_frontend()),
     }
 }
 
@@ -574,25 +598,65 @@ pub(crate) fn inherited_addr(fd: RawFd) -> Option<SocketAddr> {
         .map(|(_, a)| *a)
 }
 
-/// An inherited listening socket of either family.
-pub(crate) enum Inherited {
+/// A listening socket of either family: bound here, inherited or handed
+/// over.
+pub(crate) enum Listening {
     Tcp(std::net::TcpListener),
     Unix(std::os::unix::net::UnixListener),
 }
 
-impl Inherited {
+impl Listening {
     pub(crate) fn raw_fd(&self) -> RawFd {
         match self {
-            Inherited::Tcp(l) => l.as_raw_fd(),
-            Inherited::Unix(l) => l.as_raw_fd(),
+            Listening::Tcp(l) => l.as_raw_fd(),
+            Listening::Unix(l) => l.as_raw_fd(),
         }
+    }
+
+    fn set_nonblocking(&self) -> std::io::Result<()> {
+        match self {
+            Listening::Tcp(l) => l.set_nonblocking(true),
+            Listening::Unix(l) => l.set_nonblocking(true),
+        }
+    }
+
+    /// Accepts one connection, with its peer's IP address (None on a UNIX
+    /// socket, which has none to tell).
+    ///
+    /// A UNIX client is carried as a `TcpStream` too: everything the
+    /// engines do with a client socket (read, write, readiness, shutdown,
+    /// linger, splice, peek) is the same system call on a UNIX stream
+    /// socket, so the TCP path keeps its one plain arm. What differs is
+    /// the addresses, which are never asked of such a socket: the
+    /// connection's `Peer` says UNIX, and TCP-only options (`TCP_NODELAY`,
+    /// keep-alive) fail harmlessly where they are set.
+    fn accept_stream(&self) -> std::io::Result<(std::net::TcpStream, Option<SocketAddr>)> {
+        use std::os::fd::{FromRawFd, IntoRawFd};
+        match self {
+            Listening::Tcp(l) => l.accept().map(|(s, a)| (s, Some(a))),
+            Listening::Unix(l) => {
+                let (s, _) = l.accept()?;
+                // SAFETY: the descriptor is a connected stream socket that
+                // `into_raw_fd` gave up; the TcpStream owns it from here.
+                Ok((
+                    unsafe { std::net::TcpStream::from_raw_fd(s.into_raw_fd()) },
+                    None,
+                ))
+            }
+        }
+    }
+}
+
+impl AsRawFd for Listening {
+    fn as_raw_fd(&self) -> RawFd {
+        self.raw_fd()
     }
 }
 
 /// Adopts the inherited or handed-over descriptor `fd`, whatever its
 /// family: it must be an open, listening TCP or UNIX stream socket. It is
 /// made non-blocking. On error the descriptor is left as it was.
-pub(crate) fn adopt_any(fd: RawFd) -> std::io::Result<Inherited> {
+pub(crate) fn adopt_any(fd: RawFd) -> std::io::Result<Listening> {
     use std::os::fd::FromRawFd;
     let family = listening_family(fd)?;
     if ![libc::AF_INET, libc::AF_INET6, libc::AF_UNIX].contains(&family) {
@@ -609,10 +673,10 @@ pub(crate) fn adopt_any(fd: RawFd) -> std::io::Result<Inherited> {
     // SAFETY (both arms): the descriptor is open, a listening socket of
     // that family, and from now on owned by the returned value.
     match family {
-        libc::AF_INET | libc::AF_INET6 => Ok(Inherited::Tcp(unsafe {
+        libc::AF_INET | libc::AF_INET6 => Ok(Listening::Tcp(unsafe {
             std::net::TcpListener::from_raw_fd(fd)
         })),
-        _ => Ok(Inherited::Unix(unsafe {
+        _ => Ok(Listening::Unix(unsafe {
             std::os::unix::net::UnixListener::from_raw_fd(fd)
         })),
     }

@@ -213,7 +213,7 @@ impl<'a> Exchange<'a> {
         if !reused
             && let Some(h) = &crate::wire::proxy_proto::for_server(
                 server.send_proxy.load(Relaxed),
-                self.ctx.peer,
+                self.ctx.peer.inet(),
                 self.ctx.dst,
                 || self.client.stream.local_addr().ok(),
             )
@@ -548,8 +548,11 @@ fn upstream_head(
     if let Some(e) = ctx.edits {
         e.put_added(&mut out);
     }
-    if let Some(ff) = ff {
-        rules::put_forwarded_for(&mut out, ff, ctx.src, req, ctx.edits);
+    // A client on a UNIX socket has no address: HAProxy adds no header.
+    if let Some(ff) = ff
+        && let Some(src) = ctx.src
+    {
+        rules::put_forwarded_for(&mut out, ff, src, req, ctx.edits);
     }
     if req.requests_upgrade() {
         // A protocol switch (WebSocket) needs its hop-by-hop pair kept.

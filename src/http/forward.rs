@@ -84,10 +84,11 @@ pub(super) fn add(c: &AtomicU64, n: u64) {
 /// client's address and the edits of its `http-request` rules (None when
 /// no rule changed anything).
 pub(crate) struct ReqCtx<'a> {
-    pub(crate) src: IpAddr,
+    /// None for a client on a UNIX socket.
+    pub(crate) src: Option<IpAddr>,
     /// The client and the address it connected to (None: the client
     /// socket's own), for `send-proxy`.
-    pub(crate) peer: std::net::SocketAddr,
+    pub(crate) peer: crate::sys::peer::Peer,
     pub(crate) dst: Option<std::net::SocketAddr>,
     pub(crate) edits: Option<&'a Edits>,
     /// The connection's `show sess` entry.
@@ -136,7 +137,7 @@ pub(crate) async fn forward(
     // `balance source` hashes the client the frontend knows (the PROXY
     // header's under `accept-proxy`), not the socket's peer: HAProxy does.
     let src = match be.balance {
-        crate::config::model::Balance::Source => Some(ctx.src),
+        crate::config::model::Balance::Source => ctx.src,
         _ => None,
     };
     let key = balance::LbKey {

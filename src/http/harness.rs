@@ -132,7 +132,7 @@ async fn exchange(rt: &Runtime, frontend: &str, request: &str) -> Answer {
             frontend,
             &entry,
             &mut conn,
-            (peer, None),
+            (peer.into(), None),
             true,
             None,
             Via::Http1,

@@ -8,7 +8,7 @@
 //! it; when its idle timeout expires, it is closed. An idle connection thus
 //! costs a record of about a hundred bytes instead of a task.
 
-use std::net::SocketAddr;
+use crate::sys::peer::Peer;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -39,7 +39,7 @@ const SWEEP_GAP: Duration = Duration::from_millis(20);
 struct Parked {
     stream: std::net::TcpStream,
     client: ClientConn,
-    peer: SocketAddr,
+    peer: Peer,
     /// When the idle timeout expires (None: never).
     deadline: Option<Instant>,
 }
@@ -145,7 +145,7 @@ fn lot() -> Option<&'static Arc<Lot>> {
 pub(crate) fn park(
     client: ClientConn,
     stream: TcpStream,
-    peer: SocketAddr,
+    peer: Peer,
     idle_left: Option<Duration>,
 ) -> Result<(), (ClientConn, TcpStream)> {
     if crate::sys::process::stopping() {

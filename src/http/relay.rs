@@ -429,7 +429,7 @@ fn response_edits<'r>(
     be: &'r BackendRt,
     server: &str,
     req: &Head,
-    src: IpAddr,
+    src: Option<IpAddr>,
     tls: Option<&crate::tls::TlsFacts>,
     resp: &mut Head,
 ) -> Result<Option<Edits>, RespRefused<'r>> {

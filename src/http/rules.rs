@@ -154,7 +154,8 @@ pub(super) fn substitute(re: &regex::bytes::Regex, value: &[u8], fmt: &[u8]) -> 
 /// client, and the names of where it is in its journey.
 pub(crate) struct FmtCtx<'a> {
     pub(crate) req: &'a Head,
-    pub(crate) src: IpAddr,
+    /// None for a client on a UNIX socket (`%[src]` prints nothing).
+    pub(crate) src: Option<IpAddr>,
     pub(crate) frontend: &'a str,
     /// The backend once chosen (`%b` is the frontend's name before).
     pub(crate) backend: Option<&'a str>,
@@ -164,7 +165,7 @@ pub(crate) struct FmtCtx<'a> {
 /// Evaluates a log-format string.
 pub(crate) fn eval(fmt: &LogFmt, cx: &FmtCtx<'_>) -> Vec<u8> {
     let sample_cx = crate::sample::Ctx {
-        src: Some(cx.src),
+        src: cx.src,
         req: Some(cx.req),
         frontend: cx.frontend,
         backend: cx.backend,
@@ -178,7 +179,11 @@ pub(crate) fn eval(fmt: &LogFmt, cx: &FmtCtx<'_>) -> Vec<u8> {
             FmtPart::Backend => out.extend_from_slice(cx.backend.unwrap_or(cx.frontend).as_bytes()),
             FmtPart::Server => out.extend_from_slice(cx.server.unwrap_or("<NOSRV>").as_bytes()),
             FmtPart::Lit(s) => out.extend_from_slice(s.as_bytes()),
-            FmtPart::Src => out.extend_from_slice(ip_text(cx.src).as_bytes()),
+            // A client on a UNIX socket: HAProxy prints `unix`.
+            FmtPart::Src => match cx.src {
+                Some(src) => out.extend_from_slice(ip_text(src).as_bytes()),
+                None => out.extend_from_slice(b"unix"),
+            },
             FmtPart::Sample(expr) => {
                 if let Some(s) = expr.eval(&sample_cx) {
                     s.write_text(&mut out);

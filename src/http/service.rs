@@ -11,6 +11,7 @@ use std::time::Duration;
 use bytes::{BufMut, BytesMut};
 use tokio::net::TcpStream;
 
+use crate::sys::peer::Peer;
 use crate::tls::{Stream, TlsFacts};
 
 use crate::acl::eval::{AclSet, CompiledCond, RequestView};
@@ -34,7 +35,8 @@ use crate::wire::io::{self, BufConn, HeadError};
 /// A request as conditions see it (request and response rules alike).
 pub(super) struct View<'a> {
     pub(super) head: &'a Head,
-    pub(super) src: IpAddr,
+    /// None for a client on a UNIX socket.
+    pub(super) src: Option<IpAddr>,
     /// The client connection's TLS, if any.
     pub(super) tls: Option<&'a TlsFacts>,
 }
@@ -54,7 +56,7 @@ impl RequestView for View<'_> {
         }
     }
     fn src(&self) -> Option<IpAddr> {
-        Some(self.src)
+        self.src
     }
     fn tls(&self) -> Option<&TlsFacts> {
         self.tls
@@ -69,7 +71,7 @@ impl RequestView for View<'_> {
 pub(crate) async fn serve_connection(
     client: ClientConn,
     stream: Stream,
-    peer: SocketAddr,
+    peer: Peer,
     fresh: bool,
     tls: Option<Box<TlsFacts>>,
 ) {
@@ -340,7 +342,7 @@ pub(crate) async fn handle_request(
     frontend: &str,
     stream: &StreamEntry,
     conn: &mut BufConn,
-    (peer, dst): (SocketAddr, Option<SocketAddr>),
+    (peer, dst): (Peer, Option<SocketAddr>),
     first: bool,
     tls: Option<&TlsFacts>,
     via: Via<'_>,
@@ -449,7 +451,7 @@ pub(crate) async fn handle_request(
         Err(e) => {
             if matches!(e, HeadError::TooLarge) {
                 let spot = error_spot::locate(&conn.buf, false, &H1Error::TooLarge);
-                capture::request_error(&fe, None, Some(peer), &[&conn.buf], spot);
+                capture::request_error(&fe, None, peer.inet(), &[&conn.buf], spot);
             }
             return refused(rt, &fe, conn, &mut rec, 400).await;
         }
@@ -469,7 +471,7 @@ pub(crate) async fn handle_request(
         Ok(head) => head,
         Err((e, raw)) => {
             let spot = error_spot::locate(&raw, false, &e);
-            capture::request_error(&fe, None, Some(peer), &[&raw, &conn.buf], spot);
+            capture::request_error(&fe, None, peer.inet(), &[&raw, &conn.buf], spot);
             rec.t_req = -1;
             return refused(rt, &fe, conn, &mut rec, e.request_status()).await;
         }
@@ -488,7 +490,7 @@ pub(crate) async fn handle_request(
     let body = match framing {
         Ok(body) => body,
         Err((status, spot)) => {
-            capture::request_error(&fe, None, Some(peer), &[&head.raw, &conn.buf], spot);
+            capture::request_error(&fe, None, peer.inet(), &[&head.raw, &conn.buf], spot);
             rec.t_req = -1;
             return refused(rt, &fe, conn, &mut rec, status).await;
         }
@@ -563,7 +565,7 @@ fn finish(rt: &Runtime, fe: &FrontendRt, rec: &mut LogRecord, out: &Outcome, hea
 struct Req<'a> {
     head: &'a Head,
     body: BodyKind,
-    peer: SocketAddr,
+    peer: Peer,
     /// The address the client connected to, from a PROXY header.
     dst: Option<SocketAddr>,
     stream: &'a StreamEntry,
@@ -721,7 +723,7 @@ impl<'p> Stage<'p> {
 struct RuleRun<'r> {
     rt: &'r Runtime,
     fe: &'r FrontendRt,
-    src: IpAddr,
+    src: Option<IpAddr>,
     tls: Option<&'r TlsFacts>,
     conn: &'r mut BufConn,
     keep_local: bool,

@@ -236,8 +236,8 @@ pub(crate) struct LogRecord {
     /// `%rt`.
     pub(crate) req_id: u64,
     /// Client address and the local address it connected to.
-    pub(crate) client: Option<SocketAddr>,
-    pub(crate) local: Option<SocketAddr>,
+    pub(crate) client: Option<crate::sys::peer::Peer>,
+    pub(crate) local: Option<crate::sys::peer::Peer>,
     /// `capture request|response header` values as `%hr` / `%hs` print
     /// them inside their braces (None: nothing captured).
     pub(crate) captured_req: Option<String>,
@@ -331,9 +331,16 @@ impl LogRecord {
     }
 
     /// Where the request comes from (set when logging).
-    pub(crate) fn set_addrs(&mut self, client: SocketAddr, local: Option<SocketAddr>) {
+    /// A UNIX client came in on its listener, which has no other address
+    /// (`%fi:%fp` print `unix:<luid>` as `%ci:%cp` do, as in HAProxy).
+    pub(crate) fn set_addrs(&mut self, client: crate::sys::peer::Peer, local: Option<SocketAddr>) {
+        use crate::sys::peer::Peer;
         self.client = Some(client);
-        self.local = local;
+        self.local = match (client, local) {
+            (_, Some(a)) => Some(Peer::Ip(a)),
+            (Peer::Unix(l), None) => Some(Peer::Unix(l)),
+            (Peer::Ip(_), None) => None,
+        };
     }
 
     /// `option logasap`: log now, when the response headers are in, with

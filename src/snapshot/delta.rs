@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use crate::config::model::{Config, Proxy, ProxyKind, Server};
+use crate::config::model::{Config, ListenAddr, Proxy, ProxyKind, Server};
 use crate::state::change::StateChange;
 
 /// One change of a reload.
@@ -45,11 +45,11 @@ pub(crate) enum Change {
         aspects: Vec<ServerAspect>,
     },
     ListenerOpened {
-        addr: SocketAddr,
+        addr: ListenAddr,
         frontend: Arc<str>,
     },
     ListenerClosed {
-        addr: SocketAddr,
+        addr: ListenAddr,
     },
     /// A write to the runtime state, relative to the live state rather
     /// than to the previous configuration (a `set weight` given way to the

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use crate::acl::eval::{AclSet, CompiledCond};
 use crate::config::model::{
     Balance, CheckKind, CheckParams, Config, ForwardFor, Global, HttpConnMode, HttpRequestAction,
-    HttpResponseAction, HttpReuse, Mode, Proxy, ProxyKind, StatsPage, Timeouts,
+    HttpResponseAction, HttpReuse, ListenAddr, Mode, Proxy, ProxyKind, StatsPage, Timeouts,
 };
 use crate::http::legacy::LegacyRt;
 use crate::state::change::{ServerSettings, StateChange};
@@ -50,7 +50,7 @@ pub(crate) struct FrontendRt {
     /// The TLS configuration of each `bind ... ssl` address (a listener
     /// finds its own here at each accept, so a reload's certificates serve
     /// the next handshake).
-    pub(crate) tls_binds: Vec<(std::net::SocketAddr, Arc<crate::tls::ListenTls>)>,
+    pub(crate) tls_binds: Vec<(ListenAddr, Arc<crate::tls::ListenTls>)>,
     /// Largest request head (tune.bufsize - tune.maxrewrite).
     pub(crate) max_head: usize,
     /// `tune.bufsize`: how much of a refused request is captured.
@@ -69,9 +69,9 @@ pub(crate) struct FrontendRt {
     pub(crate) disable_h2_upgrade: bool,
     /// `option accept-invalid-http-request`.
     pub(crate) accept_invalid_req: bool,
-    pub(crate) binds: Vec<SocketAddr>,
+    pub(crate) binds: Vec<ListenAddr>,
     /// Listening addresses with `accept-proxy`.
-    pub(crate) accept_proxy: Vec<SocketAddr>,
+    pub(crate) accept_proxy: Vec<ListenAddr>,
     /// Listening addresses with `proto h1` or `proto h2`.
     pub(crate) bind_protos: Vec<(SocketAddr, crate::config::model::BindProto)>,
     /// The HTTP/2 settings and limits of its connections.
@@ -489,7 +489,12 @@ impl Compiler<'_> {
                 .binds
                 .iter()
                 .filter(|b| b.proto != crate::config::model::BindProto::Auto)
-                .flat_map(|b| listening_addrs(b).into_iter().map(move |a| (a, b.proto)))
+                .flat_map(|b| {
+                    listening_addrs(b)
+                        .into_iter()
+                        .filter_map(|a| a.ip())
+                        .map(move |a| (a, b.proto))
+                })
                 .collect(),
             h2: crate::http::h2::Limits::of(&config.global),
             tcp_connection: tcp_rules(&p.tcp_connection, &acls),
@@ -516,12 +521,16 @@ impl Compiler<'_> {
 
 /// The addresses a bind line listens on: an inherited socket (`fd@n`)
 /// stands for the address it was found listening on.
-fn listening_addrs(b: &crate::config::model::Bind) -> Vec<SocketAddr> {
+fn listening_addrs(b: &crate::config::model::Bind) -> Vec<ListenAddr> {
+    if let Some(u) = &b.unix {
+        return vec![ListenAddr::Unix(u.name.clone())];
+    }
     match b.fd {
         Some(fd) => crate::frontend::listener::inherited_addr(fd)
             .into_iter()
+            .map(ListenAddr::Ip)
             .collect(),
-        None => b.addrs.clone(),
+        None => b.addrs.iter().copied().map(ListenAddr::Ip).collect(),
     }
 }
 
@@ -537,6 +546,7 @@ fn server_settings(p: &Proxy, s: &crate::config::model::Server) -> ServerSetting
             .any(|o| !o.opts.backup && o.opts.shutdown_backup_on_up);
     ServerSettings {
         addr: s.addr,
+        unix: s.unix.clone(),
         tls: s.tls.clone(),
         h2: s.opts.h2,
         checked: s.check.is_some(),
@@ -717,16 +727,11 @@ impl Snapshot {
 }
 
 /// The TLS configurations of a proxy's listening addresses.
-fn tls_binds(
-    p: &crate::config::model::Proxy,
-) -> Vec<(std::net::SocketAddr, Arc<crate::tls::ListenTls>)> {
+fn tls_binds(p: &crate::config::model::Proxy) -> Vec<(ListenAddr, Arc<crate::tls::ListenTls>)> {
     let mut out = Vec::new();
     for b in &p.binds {
         let Some(tls) = &b.tls else { continue };
-        for a in &b.addrs {
-            out.push((*a, tls.clone()));
-        }
-        if let Some(a) = b.fd.and_then(crate::frontend::listener::inherited_addr) {
+        for a in listening_addrs(b) {
             out.push((a, tls.clone()));
         }
     }

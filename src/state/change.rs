@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::{AdminState, BackendState, FrontendState, Registry, ServerState};
+use crate::config::model::UnixName;
 use crate::tls::upstream::UpstreamTls;
 
 /// One write to the runtime state, named after what it does. Servers are
@@ -41,6 +42,8 @@ pub(crate) enum StateChange {
         server: Arc<ServerState>,
         from: SocketAddr,
         to: SocketAddr,
+        /// A UNIX socket server's (`to` is then unspecified).
+        unix: Option<Arc<UnixName>>,
         tls: Option<Arc<UpstreamTls>>,
         h2: bool,
     },
@@ -95,6 +98,8 @@ impl ServerFlag {
 #[derive(Debug, Clone)]
 pub(crate) struct ServerSettings {
     pub(crate) addr: SocketAddr,
+    /// A server at `/path`, `unix@path` or `abns@name`.
+    pub(crate) unix: Option<Arc<UnixName>>,
     pub(crate) tls: Option<Arc<UpstreamTls>>,
     pub(crate) h2: bool,
     pub(crate) checked: bool,
@@ -113,11 +118,9 @@ impl ServerSettings {
     /// it until an [`StateChange::AddServer`] puts it in the registry.
     pub(crate) fn build(&self, backend: &str, name: &str) -> ServerState {
         let s = ServerState::new(backend, name, self.addr, self.checked, self.rise, self.fall);
-        s.pool.store(Arc::new(super::Pool::new(
-            self.addr,
-            self.tls.clone(),
-            self.h2,
-        )));
+        s.pool.store(Arc::new(
+            super::Pool::new(self.addr, self.tls.clone(), self.h2).on_unix(self.unix.clone()),
+        ));
         s.weight.store(self.weight, Relaxed);
         s.maxconn.store(self.maxconn, Relaxed);
         s.observe.store(self.observe, Relaxed);
@@ -135,11 +138,14 @@ impl ServerSettings {
             out.push(StateChange::ReviveServer(s.clone()));
         }
         let pool = s.pool.load();
-        if !pool.same_peer(self.addr, self.tls.as_ref(), self.h2) {
+        if !pool.same_peer(self.addr, self.tls.as_ref(), self.h2)
+            || pool.unix() != self.unix.as_ref()
+        {
             out.push(StateChange::SetPeer {
                 server: s.clone(),
                 from: pool.addr(),
                 to: self.addr,
+                unix: self.unix.clone(),
                 tls: self.tls.clone(),
                 h2: self.h2,
             });
@@ -260,12 +266,13 @@ impl Registry {
                 StateChange::SetPeer {
                     server,
                     to,
+                    unix,
                     tls,
                     h2,
                     ..
-                } => server
-                    .pool
-                    .store(Arc::new(super::Pool::new(*to, tls.clone(), *h2))),
+                } => server.pool.store(Arc::new(
+                    super::Pool::new(*to, tls.clone(), *h2).on_unix(unix.clone()),
+                )),
                 StateChange::SetWeight { server, to, .. } => server.weight.store(*to, Relaxed),
                 StateChange::SetMaxconn { server, to, .. } => server.maxconn.store(*to, Relaxed),
                 StateChange::SetChecks {

@@ -23,6 +23,9 @@ pub(crate) enum CheckStatus {
     L6Tout,
     L6Rsp,
     L7OkC,
+    /// The connection could not even be attempted (a UNIX server's
+    /// socket file missing).
+    SockErr,
 }
 
 impl CheckStatus {
@@ -41,6 +44,7 @@ impl CheckStatus {
             CheckStatus::L6Tout => "L6TOUT",
             CheckStatus::L6Rsp => "L6RSP",
             CheckStatus::L7OkC => "L7OKC",
+            CheckStatus::SockErr => "SOCKERR",
         }
     }
 
@@ -59,6 +63,7 @@ impl CheckStatus {
             CheckStatus::L6Tout => "Layer6 timeout",
             CheckStatus::L6Rsp => "Layer6 invalid response",
             CheckStatus::L7OkC => "Layer7 check conditionally passed",
+            CheckStatus::SockErr => "Socket error",
         }
     }
 
@@ -85,6 +90,7 @@ impl CheckStatus {
             CheckStatus::L6Tout => 10,
             CheckStatus::L6Rsp => 11,
             CheckStatus::L7OkC => 16,
+            CheckStatus::SockErr => 5,
         }
     }
 }

@@ -7,6 +7,8 @@
 //! HAProxy creates no stream for it.
 
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+
+use crate::sys::peer::Peer;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
@@ -42,7 +44,8 @@ pub(crate) struct StreamEntry {
     /// The chosen server's state address (0: none yet), only compared
     /// with the snapshot's servers to name it, never dereferenced.
     srv: AtomicUsize,
-    /// Peer port, bit 16 set for an IPv6 peer.
+    /// Peer port, bit 16 set for an IPv6 peer; bit 17 for a UNIX one,
+    /// the listener's number in the low bits.
     port: AtomicU32,
     /// The frontend's proxy id.
     fe_iid: AtomicU32,
@@ -92,7 +95,14 @@ impl StreamEntry {
 
     /// The client's address: the socket's peer, or what a PROXY protocol
     /// header said.
-    pub(crate) fn set_peer(&self, peer: SocketAddr) {
+    pub(crate) fn set_peer(&self, peer: Peer) {
+        let peer = match peer {
+            Peer::Ip(a) => a,
+            Peer::Unix(luid) => {
+                self.port.store((luid & 0xffff) | UNIX, Relaxed);
+                return;
+            }
+        };
         let (ip, v6) = match peer.ip() {
             IpAddr::V4(a) => (a.to_ipv6_mapped(), 0),
             IpAddr::V6(a) => (a, 1 << 16),
@@ -103,25 +113,31 @@ impl StreamEntry {
         self.port.store(u32::from(peer.port()) | v6, Relaxed);
     }
 
-    fn peer(&self) -> SocketAddr {
+    fn peer(&self) -> Peer {
+        let port = self.port.load(Relaxed);
+        if port & UNIX != 0 {
+            return Peer::Unix(port & 0xffff);
+        }
         let hi = self.ip[0].load(Relaxed);
         let lo = self.ip[1].load(Relaxed);
         let v6 = Ipv6Addr::from((u128::from(hi) << 64) | u128::from(lo));
-        let port = self.port.load(Relaxed);
         let ip = match v6.to_ipv4_mapped() {
             Some(v4) if port & 1 << 16 == 0 => IpAddr::V4(v4),
             _ => IpAddr::V6(v6),
         };
-        SocketAddr::new(ip, port as u16)
+        Peer::Ip(SocketAddr::new(ip, port as u16))
     }
 }
+
+/// The bit of `StreamEntry::port` that marks a UNIX client.
+const UNIX: u32 = 1 << 17;
 
 /// A registered entry; dropping it unregisters the connection.
 #[derive(Debug)]
 pub(crate) struct Slot(&'static StreamEntry);
 
 impl Slot {
-    pub(crate) fn register(peer: SocketAddr, fe_iid: u32, fd: i32) -> Slot {
+    pub(crate) fn register(peer: Peer, fe_iid: u32, fd: i32) -> Slot {
         let entry = {
             let mut shard = lock(shard_of(fd));
             match shard.free.pop() {
@@ -183,7 +199,7 @@ pub(crate) fn shut_down_streams_of(server: *const crate::state::ServerState) -> 
                 continue;
             }
             let fd = e.fd.load(Relaxed);
-            if peer_of(fd) == Some(e.peer()) {
+            if peer_of(fd) == e.peer().inet() || is_unix(fd) && e.peer().inet().is_none() {
                 // SAFETY: shutdown on a descriptor whose peer matches the
                 // stream's: the connection is the one registered.
                 unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
@@ -192,6 +208,19 @@ pub(crate) fn shut_down_streams_of(server: *const crate::state::ServerState) -> 
         }
     }
     n
+}
+
+/// Whether `fd` is a UNIX socket (whose peer has no address to compare).
+fn is_unix(fd: i32) -> bool {
+    use std::os::fd::BorrowedFd;
+    if fd < 0 {
+        return false;
+    }
+    // SAFETY: only borrowed for the getsockname call, as in `peer_of`.
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    socket2::SockRef::from(&fd)
+        .local_addr()
+        .is_ok_and(|a| a.is_unix())
 }
 
 /// The peer address of socket `fd` (getpeername).
@@ -219,7 +248,7 @@ fn peer_of(fd: i32) -> Option<SocketAddr> {
 #[derive(Debug, Clone)]
 pub(crate) struct Stream {
     pub(crate) ptr: usize,
-    pub(crate) peer: SocketAddr,
+    pub(crate) peer: Peer,
     pub(crate) fe_iid: u32,
     pub(crate) fd: i32,
     /// When the request began (wall clock).
@@ -304,7 +333,8 @@ mod tests {
 
     #[test]
     fn only_requests_in_progress_are_listed() {
-        let peer: SocketAddr = "127.0.0.1:4242".parse().expect("addr");
+        let addr: SocketAddr = "127.0.0.1:4242".parse().expect("addr");
+        let peer = Peer::Ip(addr);
         let slot = Slot::register(peer, 7, 42);
         let ptr = slot.entry() as *const StreamEntry as usize;
         let mine = |v: Vec<Stream>| v.into_iter().find(|s| s.ptr == ptr);
@@ -312,7 +342,7 @@ mod tests {
         slot.entry().begin();
         slot.entry().to_backend(3);
         let server = Arc::new(crate::state::ServerState::new(
-            "be", "s1", peer, false, 2, 3,
+            "be", "s1", addr, false, 2, 3,
         ));
         slot.entry().to_server(&server);
         let s = mine(in_progress()).expect("listed");
@@ -325,12 +355,14 @@ mod tests {
         drop(slot);
         assert!(mine(in_progress()).is_none(), "unregistered");
         let v6: SocketAddr = "[2001:db8::1]:443".parse().expect("addr");
-        let slot = Slot::register(v6, 1, 43);
+        let slot = Slot::register(Peer::Ip(v6), 1, 43);
         slot.entry().begin();
-        assert_eq!(slot.entry().peer(), v6);
+        assert_eq!(slot.entry().peer(), Peer::Ip(v6));
         let mapped: SocketAddr = "[::ffff:10.0.0.1]:80".parse().expect("addr");
-        let slot2 = Slot::register(mapped, 1, 44);
-        assert_eq!(slot2.entry().peer(), mapped);
+        let slot2 = Slot::register(Peer::Ip(mapped), 1, 44);
+        assert_eq!(slot2.entry().peer(), Peer::Ip(mapped));
+        slot2.entry().set_peer(Peer::Unix(2));
+        assert_eq!(slot2.entry().peer(), Peer::Unix(2));
         assert_eq!(std::mem::size_of::<StreamEntry>(), 48);
     }
 }

@@ -444,3 +444,37 @@ pub(crate) fn hostname() -> String {
     let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
+
+/// The signals a running sluice answers besides the stop signals (reload:
+/// SIGHUP, SIGUSR2; pause and resume: SIGTTOU, SIGTTIN).
+const CONTROL_SIGNALS: [libc::c_int; 4] =
+    [libc::SIGHUP, libc::SIGUSR2, libc::SIGTTOU, libc::SIGTTIN];
+
+fn mask_control_signals(how: libc::c_int) {
+    // SAFETY: the set is initialised by sigemptyset before use and only
+    // passed to the calls that read it; pthread_sigmask changes the
+    // calling thread's mask only.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in CONTROL_SIGNALS {
+            libc::sigaddset(&mut set, s);
+        }
+        libc::pthread_sigmask(how, &set, std::ptr::null_mut());
+    }
+}
+
+/// Holds the control signals back from the start, before anything is
+/// bound: their default actions end (SIGHUP, SIGUSR2) or stop (SIGTTOU,
+/// SIGTTIN) the process, and a peer may send one as soon as a socket
+/// accepts. Threads started later inherit the mask; the signals wait,
+/// pending, until [`release_control_signals`].
+pub(crate) fn hold_control_signals() {
+    mask_control_signals(libc::SIG_BLOCK);
+}
+
+/// Lets the control signals in on this thread, once their handlers are
+/// installed; those sent meanwhile arrive now.
+pub(crate) fn release_control_signals() {
+    mask_control_signals(libc::SIG_UNBLOCK);
+}

@@ -10,7 +10,6 @@
 
 pub(crate) mod rules;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
@@ -18,6 +17,7 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 
+use crate::sys::peer::Peer;
 use crate::tls::Stream;
 
 use crate::frontend::listener::ClientConn;
@@ -65,7 +65,7 @@ async fn inspect(stream: &mut Stream, buf: &mut Vec<u8>, delay: Duration) {
 /// The client's stream is a plain socket, or TLS on a `bind ... ssl`
 /// listener (terminated here, relayed in clear or re-encrypted to `ssl`
 /// servers).
-pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: SocketAddr) {
+pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
     if let Some(tcp) = stream.tcp() {
         let _ = tcp.set_nodelay(true);
     }
@@ -115,7 +115,7 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: SocketAddr) 
         return;
     }
     let key = balance::LbKey {
-        src: Some(peer.ip()),
+        src: peer.ip(),
         head: None,
     };
     let queued = Instant::now();
@@ -176,7 +176,7 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: SocketAddr) 
             }
             let proxy_header = crate::wire::proxy_proto::for_server(
                 server.send_proxy.load(Relaxed),
-                peer,
+                peer.inet(),
                 client.dst(),
                 || stream.local_addr().ok(),
             );

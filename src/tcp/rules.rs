@@ -3,7 +3,7 @@
 //! `req.ssl_hello_type` and `req.ssl_sni`, read a ClientHello parsed by
 //! `wire::client_hello`.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 
 use crate::acl::eval::{AclSet, RequestView};
 use crate::config::model::TcpAction;
@@ -12,7 +12,8 @@ use crate::snapshot::TcpRules;
 /// What a TCP rule can look at: the client address and the bytes
 /// buffered so far.
 pub(crate) struct View<'a> {
-    pub(crate) src: IpAddr,
+    /// None for a client on a UNIX socket.
+    pub(crate) src: Option<IpAddr>,
     pub(crate) payload: &'a [u8],
 }
 
@@ -25,7 +26,7 @@ impl RequestView for View<'_> {
     }
     fn header_values<'a>(&'a self, _: &str, _: &mut Vec<&'a [u8]>) {}
     fn src(&self) -> Option<IpAddr> {
-        Some(self.src)
+        self.src
     }
     fn payload(&self) -> &[u8] {
         self.payload
@@ -45,7 +46,10 @@ pub(crate) fn allowed(rules: &TcpRules, acls: &AclSet, view: &View<'_>) -> bool 
 
 /// `tcp-request connection` rules of `fe` for a client at `peer` (before
 /// any byte is read: only `src` means anything).
-pub(crate) fn connection_allowed(fe: &crate::snapshot::FrontendRt, peer: SocketAddr) -> bool {
+pub(crate) fn connection_allowed(
+    fe: &crate::snapshot::FrontendRt,
+    peer: crate::sys::peer::Peer,
+) -> bool {
     let view = View {
         src: peer.ip(),
         payload: b"",

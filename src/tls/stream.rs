@@ -34,8 +34,9 @@ pub(crate) enum Stream {
 pub(crate) struct Pipe {
     pub(crate) rx: DuplexStream,
     pub(crate) tx: DuplexStream,
-    pub(crate) peer: SocketAddr,
-    pub(crate) local: SocketAddr,
+    /// None for a client on a UNIX socket.
+    pub(crate) peer: Option<SocketAddr>,
+    pub(crate) local: Option<SocketAddr>,
 }
 
 impl Stream {
@@ -53,7 +54,7 @@ impl Stream {
     /// The client's address as the socket sees it.
     pub(crate) fn peer_addr(&self) -> io::Result<SocketAddr> {
         match self {
-            Stream::Pipe(p) => Ok(p.peer),
+            Stream::Pipe(p) => p.peer.ok_or_else(|| io::ErrorKind::NotConnected.into()),
             _ => self.tcp().ok_or(io::ErrorKind::NotConnected)?.peer_addr(),
         }
     }
@@ -61,7 +62,7 @@ impl Stream {
     /// The local address the connection came in on.
     pub(crate) fn local_addr(&self) -> io::Result<SocketAddr> {
         match self {
-            Stream::Pipe(p) => Ok(p.local),
+            Stream::Pipe(p) => p.local.ok_or_else(|| io::ErrorKind::NotConnected.into()),
             _ => self.tcp().ok_or(io::ErrorKind::NotConnected)?.local_addr(),
         }
     }

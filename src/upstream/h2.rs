@@ -124,8 +124,8 @@ pub(crate) fn bridge(
     Stream::Pipe(Box::new(Pipe {
         rx,
         tx,
-        peer: server,
-        local: SocketAddr::from(([0, 0, 0, 0], 0)),
+        peer: Some(server),
+        local: Some(SocketAddr::from(([0, 0, 0, 0], 0))),
     }))
 }
 

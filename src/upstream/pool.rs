@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use tokio::net::TcpStream;
 
+use crate::config::model::UnixName;
 use crate::state::lock;
 use crate::tls::Stream;
 use crate::tls::upstream::{SniSpec, UpstreamTls};
@@ -32,6 +33,8 @@ struct Idle {
 #[derive(Debug)]
 pub(crate) struct Pool {
     addr: SocketAddr,
+    /// A server on a UNIX stream or abstract socket (`addr` unused then).
+    unix: Option<Arc<UnixName>>,
     tls: Option<Arc<UpstreamTls>>,
     /// Idle connections, one list per runtime (`workers`): a connection is
     /// registered with the reactor of the runtime that opened it, so it is
@@ -47,12 +50,24 @@ impl Pool {
     pub(crate) fn new(addr: SocketAddr, tls: Option<Arc<UpstreamTls>>, h2: bool) -> Self {
         Pool {
             addr,
+            unix: None,
             tls,
             idle: (0..crate::sys::workers::count())
                 .map(|_| Mutex::new(Vec::new()))
                 .collect(),
             h2: h2.then(Default::default),
         }
+    }
+
+    /// The pool of a server on the UNIX socket `unix` (if Some).
+    pub(crate) fn on_unix(mut self, unix: Option<Arc<UnixName>>) -> Self {
+        self.unix = unix;
+        self
+    }
+
+    /// The UNIX socket of a server at `/path`, `unix@` or `abns@`.
+    pub(crate) fn unix(&self) -> Option<&Arc<UnixName>> {
+        self.unix.as_ref()
     }
 
     /// The server speaks HTTP/2 (`proto h2`).
@@ -69,7 +84,7 @@ impl Pool {
     /// unspecified IP (`0.0.0.0`, `::`) its destination IP, as HAProxy
     /// forwards for transparent and forward proxies.
     pub(crate) fn is_dynamic(&self) -> bool {
-        self.addr.port() == 0 || self.addr.ip().is_unspecified()
+        self.unix.is_none() && (self.addr.port() == 0 || self.addr.ip().is_unspecified())
     }
 
     /// Where a connection for a client that connected to `dst` goes.
@@ -236,9 +251,11 @@ impl Pool {
         dst: Option<SocketAddr>,
     ) -> Result<Stream, ConnectError> {
         let addr = self.target(dst);
-        let tcp = crate::upstream::retry::connect_once(addr, timeout, keepalive)
-            .await
-            .map_err(ConnectError::Tcp)?;
+        let tcp = match &self.unix {
+            Some(name) => crate::upstream::unix::connect(name, timeout).await,
+            None => crate::upstream::retry::connect_once(addr, timeout, keepalive).await,
+        }
+        .map_err(ConnectError::Tcp)?;
         let Some(tls) = &self.tls else {
             return Ok(Stream::Tcp(tcp));
         };

@@ -318,13 +318,22 @@ pub(crate) async fn read_header(
 /// address, asked only when needed); None without the option.
 pub(crate) fn for_server(
     version: u8,
-    peer: SocketAddr,
+    peer: Option<SocketAddr>,
     dst: Option<SocketAddr>,
     client_local: impl FnOnce() -> Option<SocketAddr>,
 ) -> Option<Vec<u8>> {
     if version == 0 {
         return None;
     }
+    // A client on a UNIX socket has no address to tell: HAProxy 2.6 sends
+    // v1 `UNKNOWN`, v2 a LOCAL command with an unspecified family.
+    let Some(peer) = peer else {
+        return Some(if version == 2 {
+            [&V2_SIG[..], &[0x20, 0x00, 0x00, 0x00]].concat()
+        } else {
+            b"PROXY UNKNOWN\r\n".to_vec()
+        });
+    };
     let dst = dst.or_else(client_local)?;
     Some(if version == 2 {
         v2_header(peer, dst)

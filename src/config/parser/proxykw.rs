@@ -483,11 +483,18 @@ impl State<'_> {
                 "'bind' expects {<path>|[addr1]:port1[-end1]}{,[addr]:port[-end]}... as arguments.",
             );
         };
-        let (mut ok, tls, accept_proxy, proto, v6) = match self.bind_options(loc, text, &words[2..])
-        {
-            Ok((tls, proxy, proto, v6)) => (true, tls, proxy, proto, v6),
-            Err(()) => (false, None, false, BindProto::Auto, BindV6::System),
-        };
+        let (mut ok, tls, accept_proxy, proto, v6, perms) =
+            match self.bind_options(loc, text, &words[2..]) {
+                Ok(o) => (true, o.tls, o.accept_proxy, o.proto, o.v6, o.perms),
+                Err(()) => (
+                    false,
+                    None,
+                    false,
+                    BindProto::Auto,
+                    BindV6::System,
+                    crate::config::model::UnixPerms::default(),
+                ),
+            };
         let mut binds = Vec::new();
         // HAProxy quotes the argument as written (variables unexpanded).
         let shown = self
@@ -507,21 +514,28 @@ impl State<'_> {
             let item = item.as_str();
             // An inherited listening socket (systemd, a supervisor): checked
             // when sluice starts, where the descriptor exists.
-            let place = match item.strip_prefix("fd@") {
-                Some(n) => match addr::fd_ref_checked(n) {
-                    Ok(Ok(fd)) => Ok((Vec::new(), Some(fd))),
+            // A UNIX socket (`/path`, `unix@`, `abns@`) has no address.
+            let place = if let Some(n) = item.strip_prefix("fd@") {
+                match addr::fd_ref_checked(n) {
+                    Ok(Ok(fd)) => Ok((Vec::new(), Some(fd), None)),
                     Ok(Err(why)) => {
                         self.unresolved_fd(loc, "bind", item, &why);
-                        Ok((Vec::new(), Some(addr::UNRESOLVED_FD)))
+                        Ok((Vec::new(), Some(addr::UNRESOLVED_FD), None))
                     }
                     Err(e) => Err(format!("{e} in '{shown}'")),
-                },
-                None => addr::bind_addrs(item, &shown, self.resolve)
-                    .map(|addrs| (addrs, None))
-                    .map_err(|e| e.to_string()),
+                }
+            } else if let Some(name) = addr::unix_name(item) {
+                name.map(|name| {
+                    let unix = crate::config::model::UnixBind { name, perms };
+                    (Vec::new(), None, Some(unix))
+                })
+            } else {
+                addr::bind_addrs(item, &shown, self.resolve)
+                    .map(|addrs| (addrs, None, None))
+                    .map_err(|e| e.to_string())
             };
             match place {
-                Ok((addrs, fd)) => binds.push(Bind {
+                Ok((addrs, fd, unix)) => binds.push(Bind {
                     text: item.to_string(),
                     addrs,
                     fd,
@@ -530,6 +544,7 @@ impl State<'_> {
                     tls: tls.clone(),
                     proto,
                     v6,
+                    unix,
                 }),
                 Err(e) => {
                     ok = false;
@@ -549,6 +564,7 @@ impl State<'_> {
                 tls: None,
                 proto,
                 v6,
+                unix: None,
             }];
         }
         self.px().binds.extend(binds);

@@ -27,10 +27,18 @@ impl State<'_> {
             );
             ok = false;
         }
+        // A UNIX socket server (`/path`, `unix@`, `abns@`): no host to
+        // resolve, no port.
+        let mut unix = None;
         let hp = match self
             .addr_word(addr_text)
-            .and_then(|a| addr::split_server(&a))
-        {
+            .and_then(|a| match addr::unix_name(&a) {
+                Some(name) => {
+                    unix = Some(std::sync::Arc::new(name?));
+                    addr::split_server("0.0.0.0:0")
+                }
+                None => addr::split_server(&a),
+            }) {
             Ok(hp) => Some(hp),
             Err(e) => {
                 at(self, e);
@@ -95,6 +103,7 @@ impl State<'_> {
             ok = false;
         }
         if opts.h2
+            && unix.is_none()
             && let Some(hp) = &hp
             && (hp.port == 0 || hp.host.is_empty() || hp.host == "*" || hp.host == "0.0.0.0")
         {
@@ -126,6 +135,7 @@ impl State<'_> {
             name: name.clone(),
             addr_text: addr_text.clone(),
             addr: std::net::SocketAddr::from(([0, 0, 0, 0], port)),
+            unix: unix.clone(),
             weight,
             maxconn,
             check: check.then_some(params),
@@ -145,6 +155,9 @@ impl State<'_> {
         let p = self.px();
         p.servers.push(server);
         let server_idx = p.servers.len() - 1;
+        if unix.is_some() {
+            return;
+        }
         self.pending.push(PendingServer {
             proxy,
             server: server_idx,

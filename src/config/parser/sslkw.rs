@@ -20,8 +20,15 @@ const BIND_NOOPS: &[&str] = &[
 ];
 
 /// What a `bind` line's options make: its TLS setup (`None`: plain TCP),
-/// `accept-proxy`, `proto` and `v6only`/`v4v6`.
-type BindOptions = (Option<Arc<crate::tls::ListenTls>>, bool, BindProto, BindV6);
+/// `accept-proxy`, `proto`, `v6only`/`v4v6` and the UNIX socket file's
+/// `mode` and owner.
+pub(super) struct BindOptions {
+    pub(super) tls: Option<Arc<crate::tls::ListenTls>>,
+    pub(super) accept_proxy: bool,
+    pub(super) proto: BindProto,
+    pub(super) v6: BindV6,
+    pub(super) perms: crate::config::model::UnixPerms,
+}
 
 impl State<'_> {
     fn base_path(base: Option<&PathBuf>, p: &str) -> PathBuf {
@@ -53,6 +60,7 @@ impl State<'_> {
         let mut accept_proxy = false;
         let mut proto = BindProto::Auto;
         let (mut v6only, mut v4v6) = (false, false);
+        let mut perms = crate::config::model::UnixPerms::default();
         // `ssl-default-bind-options` come first, the line's own override.
         let defaults: Vec<String> = g.bind_options.clone();
         for (from_global, list) in [(true, &defaults[..]), (false, words)] {
@@ -86,6 +94,36 @@ impl State<'_> {
                     "v4v6" if !from_global => {
                         v4v6 = true;
                         1
+                    }
+                    // The UNIX socket file's; HAProxy 2.6 takes them on any
+                    // bind and they mean nothing on a TCP or abstract one.
+                    "mode" if !from_global => {
+                        let Some(a) = need(self) else {
+                            ok = false;
+                            break;
+                        };
+                        match u32::from_str_radix(a, 8).ok().filter(|m| *m <= 0o7777) {
+                            Some(m) => perms.mode = Some(m),
+                            None => {
+                                self.alert(
+                                    loc,
+                                    format!("'bind {text}' : 'mode' : invalid mode '{a}' (octal integer expected)."),
+                                );
+                                ok = false;
+                            }
+                        }
+                        2
+                    }
+                    "uid" | "gid" | "user" | "group" if !from_global => {
+                        match super::globalkw::socket_owner(w, arg) {
+                            Ok(id) if w == "uid" || w == "user" => perms.uid = Some(id),
+                            Ok(id) => perms.gid = Some(id),
+                            Err(e) => {
+                                self.alert(loc, format!("'bind {text}' : {e}."));
+                                ok = false;
+                            }
+                        }
+                        2
                     }
                     "crt" | "crt-list" => {
                         crt_given = true;
@@ -269,7 +307,13 @@ impl State<'_> {
                     format!("'bind {text}' : 'crt' given without 'ssl': the listener is plain TCP, add 'ssl' to enable TLS."),
                 );
             }
-            return Ok((None, accept_proxy, proto, v6));
+            return Ok(BindOptions {
+                tls: None,
+                accept_proxy,
+                proto,
+                v6,
+                perms,
+            });
         }
         if certs.is_empty() {
             let px = self.px().name.clone();
@@ -300,7 +344,13 @@ impl State<'_> {
             self.warn(loc, format!("'bind {text}' : {w}"));
         }
         match built {
-            Ok(cfg) => Ok((Some(Arc::new(cfg)), accept_proxy, proto, v6)),
+            Ok(cfg) => Ok(BindOptions {
+                tls: Some(Arc::new(cfg)),
+                accept_proxy,
+                proto,
+                v6,
+                perms,
+            }),
             Err(e) => {
                 self.alert(loc, format!("'bind {text}' : {e}"));
                 Err(())

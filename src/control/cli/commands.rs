@@ -631,6 +631,13 @@ pub(super) fn cmd_show_servers_state(ctx: &mut Ctx<'_>, args: &[String]) -> Outp
                 0x02 | 0x04
             };
             let addr = st.addr();
+            // A UNIX socket server has no address or port to show.
+            let unix = st.pool.load().unix().is_some();
+            let (srv_addr, srv_port) = if unix {
+                ("-".to_string(), 0)
+            } else {
+                (addr.ip().to_string(), addr.port())
+            };
             let _ = writeln!(
                 out,
                 "{} {} {} {} {} {} {} {} {} {} {} {} {} {} 0 0 0 - {} - {} 0 - - 0",
@@ -638,7 +645,7 @@ pub(super) fn cmd_show_servers_state(ctx: &mut Ctx<'_>, args: &[String]) -> Outp
                 be.name,
                 s.sid,
                 s.name,
-                addr.ip(),
+                srv_addr,
                 h.op_state(),
                 st.admin(),
                 st.weight.load(Relaxed),
@@ -648,7 +655,7 @@ pub(super) fn cmd_show_servers_state(ctx: &mut Ctx<'_>, args: &[String]) -> Outp
                 result,
                 info.health,
                 check_state,
-                addr.port(),
+                srv_port,
                 s.opts.use_ssl
             );
         }

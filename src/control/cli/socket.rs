@@ -3,8 +3,8 @@
 //! connection that frames lines and replies (prompt mode, timeouts).
 
 use std::io;
-use std::os::unix::fs::{FileTypeExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -49,59 +49,7 @@ pub(crate) fn bind_unix(sock: &StatsSocket) -> io::Result<std::os::unix::net::Un
     bind_unix_at(&path, sock.mode, (sock.uid, sock.gid))
 }
 
-/// [`bind_unix`] on an explicit path, file mode and owner (`None` keeps the
-/// creator's uid or gid).
-pub fn bind_unix_at(
-    path: &Path,
-    mode: Option<u32>,
-    (uid, gid): (Option<u32>, Option<u32>),
-) -> io::Result<std::os::unix::net::UnixListener> {
-    // Only ever replace a socket: a regular file at that path is someone
-    // else's data (most likely a typo in the config).
-    if let Ok(meta) = std::fs::symlink_metadata(path)
-        && !meta.file_type().is_socket()
-    {
-        return Err(io::Error::new(
-            io::ErrorKind::AlreadyExists,
-            format!("{} exists and is not a socket", path.display()),
-        ));
-    }
-    let tmp = tmp_path(path);
-    let _ = std::fs::remove_file(&tmp);
-    let listener = std::os::unix::net::UnixListener::bind(&tmp)?;
-    let finish = || -> io::Result<()> {
-        // As HAProxy: owner, then mode, on the temporary name, so the
-        // socket appears at `path` with its final permissions.
-        if uid.is_some() || gid.is_some() {
-            std::os::unix::fs::chown(&tmp, uid, gid)
-                .map_err(|e| io::Error::new(e.kind(), SocketOwnershipError(e)))?;
-        }
-        if let Some(mode) = mode {
-            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))?;
-        }
-        std::fs::rename(&tmp, path)
-    };
-    if let Err(e) = finish() {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    listener.set_nonblocking(true)?;
-    Ok(listener)
-}
-
-/// The owner given by `uid`/`gid`/`user`/`group` could not be set (as a
-/// non-root process giving the socket to another user). Carried inside the
-/// `io::Error` of [`bind_unix`] so the start-up alert can say so as
-/// HAProxy does.
-#[derive(Debug, thiserror::Error)]
-#[error("cannot change UNIX socket ownership")]
-pub(crate) struct SocketOwnershipError(#[source] pub io::Error);
-
-fn tmp_path(path: &Path) -> PathBuf {
-    let mut s = path.as_os_str().to_owned();
-    s.push(format!(".{}.tmp", std::process::id()));
-    PathBuf::from(s)
-}
+pub use crate::sys::unix::{SocketOwnershipError, bind_unix_at};
 
 /// Serves a socket from [`bind_unix`] at `sock.level` (owned arguments, so
 /// the future can be spawned directly).

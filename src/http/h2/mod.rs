@@ -21,7 +21,6 @@
 pub(crate) mod stream;
 
 use std::io;
-use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
@@ -186,7 +185,7 @@ pub(crate) async fn serve(
     client: ClientConn,
     stream: Stream,
     prefix: Bytes,
-    peer: SocketAddr,
+    peer: crate::sys::peer::Peer,
     tls: Option<Box<TlsFacts>>,
 ) {
     let Some((limits, handshake_timeout, state)) = client.rt.with_snapshot(|snap| {
@@ -201,10 +200,7 @@ pub(crate) async fn serve(
     };
     let c = &state.counters;
     // The address the client reached: a PROXY header's, else the socket's.
-    let local = client
-        .dst()
-        .or_else(|| stream.local_addr().ok())
-        .unwrap_or(peer);
+    let local = client.dst().or_else(|| stream.local_addr().ok());
     let io = Rewind {
         prefix,
         inner: stream,

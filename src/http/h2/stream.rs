@@ -27,7 +27,7 @@ pub(crate) async fn serve(
     client: Arc<ClientConn>,
     req: http::Request<RecvStream>,
     mut respond: SendResponse<Bytes>,
-    (peer, local): (SocketAddr, SocketAddr),
+    (peer, local): (crate::sys::peer::Peer, Option<SocketAddr>),
     tls: Option<Arc<TlsFacts>>,
 ) {
     let Some((timeout, counters)) = client.rt.with_snapshot(|snap| {
@@ -56,7 +56,7 @@ pub(crate) async fn serve(
         stream: Stream::Pipe(Box::new(Pipe {
             rx,
             tx,
-            peer,
+            peer: peer.inet(),
             local,
         })),
         buf: h1req.head,

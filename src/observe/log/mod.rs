@@ -27,6 +27,7 @@ use std::time::SystemTime;
 use crate::config::log_format::{Fetch, Var};
 use crate::snapshot::FrontendRt;
 use crate::snapshot::log_setup::LogSetup;
+use crate::sys::peer::Peer;
 use crate::wire::h1::Head;
 use format::{Source, Value};
 use time::Date;
@@ -94,8 +95,8 @@ pub(crate) struct Line<'a> {
     pub(crate) fe: &'a FrontendRt,
     pub(crate) rec: &'a LogRecord,
     pub(crate) head: Option<&'a Head>,
-    pub(crate) client: SocketAddr,
-    pub(crate) local: Option<SocketAddr>,
+    pub(crate) client: Peer,
+    pub(crate) local: Option<Peer>,
     /// `%ac`: connections of the process now.
     pub(crate) actconn: u64,
     /// `Tt`, ms since the request started.
@@ -145,6 +146,10 @@ impl Line<'_> {
     }
 }
 
+fn server_is_unix(rec: &LogRecord) -> bool {
+    matches!(&rec.server, SrvName::Server(s) if s.pool.load().unix().is_some())
+}
+
 fn server_addr(rec: &LogRecord) -> Option<SocketAddr> {
     match &rec.server {
         SrvName::Server(s) => Some(s.addr()),
@@ -156,14 +161,17 @@ impl Source for Line<'_> {
     fn var(&self, var: Var, out: &mut Value<'_>) {
         let rec = self.rec;
         match var {
-            Var::ClientIp => out.text(Some(&self.client.ip().to_string())),
-            Var::ClientPort => out.num(self.client.port() as i64),
-            Var::FrontendIp => out.text(self.local.map(|a| a.ip().to_string()).as_deref()),
+            Var::ClientIp => out.text(Some(&self.client.host_text())),
+            Var::ClientPort => out.num(i64::from(self.client.port_num())),
+            Var::FrontendIp => out.text(self.local.map(|a| a.host_text()).as_deref()),
             Var::FrontendPort => match self.local {
-                Some(a) => out.num(a.port() as i64),
+                Some(a) => out.num(i64::from(a.port_num())),
                 None => out.text(None),
             },
             Var::BackendSrcIp | Var::BackendSrcPort => out.text(None),
+            // A UNIX socket server: `unix` and port 0, as HAProxy 2.6.
+            Var::ServerIp if server_is_unix(rec) => out.text(Some("unix")),
+            Var::ServerPort if server_is_unix(rec) => out.num(0),
             Var::ServerIp => out.text(server_addr(rec).map(|a| a.ip().to_string()).as_deref()),
             Var::ServerPort => match server_addr(rec) {
                 Some(a) => out.num(a.port() as i64),
@@ -266,10 +274,14 @@ impl Source for Line<'_> {
     fn fetch(&self, fetch: &Fetch) -> Option<String> {
         let h = self.head;
         match fetch {
-            Fetch::Src => Some(self.client.ip().to_string()),
-            Fetch::SrcPort => Some(self.client.port().to_string()),
-            Fetch::Dst => self.local.map(|a| a.ip().to_string()),
-            Fetch::DstPort => self.local.map(|a| a.port().to_string()),
+            // A UNIX socket has no IP address or port to fetch.
+            Fetch::Src => self.client.ip().map(|ip| ip.to_string()),
+            Fetch::SrcPort => self.client.inet().map(|a| a.port().to_string()),
+            Fetch::Dst => self.local.and_then(|a| a.ip()).map(|ip| ip.to_string()),
+            Fetch::DstPort => self
+                .local
+                .and_then(|a| a.inet())
+                .map(|a| a.port().to_string()),
             Fetch::Method => h.map(|h| String::from_utf8_lossy(h.method()).into_owned()),
             Fetch::Url => self.target(),
             Fetch::Path => self
@@ -338,7 +350,7 @@ pub(crate) fn emit(fe: &FrontendRt, rec: &mut LogRecord, head: Option<&Head>, ea
 
 /// HAProxy's line for a frontend with log targets but no log format,
 /// sent when a connection is accepted.
-pub(crate) fn emit_connect(fe: &FrontendRt, client: SocketAddr, local: Option<SocketAddr>) {
+pub(crate) fn emit_connect(fe: &FrontendRt, client: Peer, local: Option<Peer>) {
     let Some(flog) = fe.log.as_ref() else { return };
     if flog.format.is_some() {
         return;
@@ -359,7 +371,7 @@ pub(crate) fn emit_connect(fe: &FrontendRt, client: SocketAddr, local: Option<So
 /// connection that sent nothing under `option dontlognull`.
 pub(crate) fn emit_conn_error(
     fe: &FrontendRt,
-    client: SocketAddr,
+    client: Peer,
     accepted: SystemTime,
     luid: usize,
     reason: &dyn std::fmt::Display,
@@ -387,7 +399,7 @@ pub(crate) fn emit_conn_error(
 pub(crate) fn emit_handshake_failure(
     rt: &crate::snapshot::runtime::Runtime,
     frontend: &str,
-    client: SocketAddr,
+    client: Peer,
     reason: &str,
     empty: bool,
 ) {

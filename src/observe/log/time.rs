@@ -69,19 +69,31 @@ impl Date {
     }
 }
 
-/// `30/Nov/2026:03:47:35.273` (local time): `%t`, `%tr`.
-pub(crate) fn date_clf_ms(d: &Date, out: &mut String) {
+/// `30/Nov/2026:03:47:35` (local time): how the CLF dates below begin.
+fn clf_local(d: &Date, out: &mut String) {
     let _ = write!(
         out,
-        "{:02}/{}/{:04}:{:02}:{:02}:{:02}.{:03}",
+        "{:02}/{}/{:04}:{:02}:{:02}:{:02}",
         d.day,
         MONTHS[d.mon as usize % 12],
         d.year,
         d.hour,
         d.min,
-        d.sec,
-        d.millis()
+        d.sec
     );
+}
+
+/// The local time's offset from UTC: sign, hours, minutes.
+fn utc_offset(d: &Date) -> (char, u32, u32) {
+    let sign = if d.gmtoff < 0 { '-' } else { '+' };
+    let a = d.gmtoff.unsigned_abs();
+    (sign, a / 3600, a % 3600 / 60)
+}
+
+/// `30/Nov/2026:03:47:35.273` (local time): `%t`, `%tr`.
+pub(crate) fn date_clf_ms(d: &Date, out: &mut String) {
+    clf_local(d, out);
+    let _ = write!(out, ".{:03}", d.millis());
 }
 
 /// `30/Nov/2026:03:47:35 +0000` (UTC): `%T`, `%trg`.
@@ -100,22 +112,9 @@ pub(crate) fn date_gmt(d: &Date, out: &mut String) {
 
 /// `30/Nov/2026:04:47:35 +0100` (local time with its offset): `%Tl`, `%trl`.
 pub(crate) fn date_local_tz(d: &Date, out: &mut String) {
-    let off = d.gmtoff;
-    let sign = if off < 0 { '-' } else { '+' };
-    let a = off.unsigned_abs();
-    let _ = write!(
-        out,
-        "{:02}/{}/{:04}:{:02}:{:02}:{:02} {}{:02}{:02}",
-        d.day,
-        MONTHS[d.mon as usize % 12],
-        d.year,
-        d.hour,
-        d.min,
-        d.sec,
-        sign,
-        a / 3600,
-        a % 3600 / 60
-    );
+    clf_local(d, out);
+    let (sign, h, m) = utc_offset(d);
+    let _ = write!(out, " {sign}{h:02}{m:02}");
 }
 
 /// `Nov 30 03:47:35`, day space-padded (RFC 3164 header, local time).
@@ -133,12 +132,10 @@ pub(crate) fn syslog_date(d: &Date, out: &mut String) {
 
 /// `2026-11-30T03:47:35.273901+00:00` (RFC 5424 and ISO headers).
 pub(crate) fn iso_date(d: &Date, out: &mut String) {
-    let off = d.gmtoff;
-    let sign = if off < 0 { '-' } else { '+' };
-    let a = off.unsigned_abs();
+    let (sign, h, m) = utc_offset(d);
     let _ = write!(
         out,
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}{}{:02}:{:02}",
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}{sign}{h:02}:{m:02}",
         d.year,
         d.mon + 1,
         d.day,
@@ -146,9 +143,6 @@ pub(crate) fn iso_date(d: &Date, out: &mut String) {
         d.min,
         d.sec,
         d.micros,
-        sign,
-        a / 3600,
-        a % 3600 / 60
     );
 }
 
@@ -169,5 +163,39 @@ mod tests {
         let mut s = String::new();
         iso_date(&d, &mut s);
         assert_eq!(s.len(), 32);
+    }
+
+    /// The local-time forms, on a date whose offset is given (not the
+    /// machine's time zone): west of UTC by 5:30, then east by 1:00.
+    #[test]
+    fn local_forms_with_an_offset() {
+        let d = Date {
+            unix: 0,
+            micros: 273_901,
+            year: 2026,
+            mon: 10,
+            day: 30,
+            hour: 3,
+            min: 7,
+            sec: 5,
+            gmtoff: -(5 * 3600 + 30 * 60),
+            g_year: 2026,
+            g_mon: 10,
+            g_day: 30,
+            g_hour: 8,
+            g_min: 37,
+            g_sec: 5,
+        };
+        let show = |f: fn(&Date, &mut String), d: &Date| {
+            let mut s = String::new();
+            f(d, &mut s);
+            s
+        };
+        assert_eq!(show(date_clf_ms, &d), "30/Nov/2026:03:07:05.273");
+        assert_eq!(show(date_local_tz, &d), "30/Nov/2026:03:07:05 -0530");
+        assert_eq!(show(iso_date, &d), "2026-11-30T03:07:05.273901-05:30");
+        let east = Date { gmtoff: 3600, ..d };
+        assert_eq!(show(date_local_tz, &east), "30/Nov/2026:03:07:05 +0100");
+        assert_eq!(show(iso_date, &east), "2026-11-30T03:07:05.273901+01:00");
     }
 }

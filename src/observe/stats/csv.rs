@@ -563,19 +563,37 @@ fn hrsp(r: &mut Row, c: &Counters, mode: Mode) {
     }
 }
 
+/// The columns every row shows alike: sessions now and at most, and the
+/// sessions, bytes and denied responses so far (columns are set by name,
+/// so their order here does not matter).
+fn traffic(r: &mut Row, c: &Counters) {
+    r.set("scur", c.sess.cur());
+    r.set("smax", c.sess.max());
+    r.set("stot", get(&c.stot));
+    r.set("bin", get(&c.bin));
+    r.set("bout", get(&c.bout));
+    r.set("dresp", get(&c.dresp));
+}
+
+/// The columns of backends and servers alike: the queue, and the
+/// connection, response, retry and redispatch errors.
+fn server_side(r: &mut Row, c: &Counters) {
+    r.set("qcur", c.queue.cur());
+    r.set("qmax", c.queue.max());
+    r.set("econ", get(&c.econ));
+    r.set("eresp", get(&c.eresp));
+    r.set("wretr", get(&c.wretr));
+    r.set("wredis", get(&c.wredis));
+}
+
 fn frontend_row(p: &ProxyRt, fe: &FrontendRt) -> Row {
     let c = &fe.state.counters;
     let mut r = Row::new();
     common(&mut r, p, "FRONTEND", 0, 0, fe.mode);
-    r.set("scur", c.sess.cur());
-    r.set("smax", c.sess.max());
+    traffic(&mut r, c);
     let now = fe.state.maxconn_now.load(Relaxed);
     r.set("slim", if now > 0 { now } else { fe.maxconn });
-    r.set("stot", get(&c.stot));
-    r.set("bin", get(&c.bin));
-    r.set("bout", get(&c.bout));
     r.set("dreq", get(&c.dreq));
-    r.set("dresp", get(&c.dresp));
     r.set("ereq", get(&c.ereq));
     // sluice has no `disable frontend` yet, so a frontend is always open.
     r.set("status", "OPEN");
@@ -652,22 +670,12 @@ fn server_row(p: &ProxyRt, be: &BackendRt, sv: &ServerRt, opts: CsvOptions) -> R
     let h = &st.health;
     let mut r = Row::new();
     common(&mut r, p, &sv.name, sv.sid, 2, be.mode);
-    r.set("qcur", c.queue.cur());
-    r.set("qmax", c.queue.max());
-    r.set("scur", c.sess.cur());
-    r.set("smax", c.sess.max());
+    traffic(&mut r, c);
+    server_side(&mut r, c);
     let maxconn = st.maxconn.load(Relaxed);
     if maxconn > 0 {
         r.set("slim", maxconn);
     }
-    r.set("stot", get(&c.stot));
-    r.set("bin", get(&c.bin));
-    r.set("bout", get(&c.bout));
-    r.set("dresp", get(&c.dresp));
-    r.set("econ", get(&c.econ));
-    r.set("eresp", get(&c.eresp));
-    r.set("wretr", get(&c.wretr));
-    r.set("wredis", get(&c.wredis));
     r.set("status", st.status_text());
     let weight = st.weight.load(Relaxed);
     let idx = be
@@ -723,7 +731,12 @@ fn server_row(p: &ProxyRt, be: &BackendRt, sv: &ServerRt, opts: CsvOptions) -> R
     r.set("lastsess", c.lastsess_age());
     times(&mut r, c);
     if opts.show_legends {
-        r.set("addr", addr_text(st.addr()));
+        if st.pool.load().unix().is_some() {
+            // A UNIX socket server, as HAProxy 2.6 shows it.
+            r.set("addr", "unix");
+        } else {
+            r.set("addr", addr_text(st.addr()));
+        }
         if let Some(c) = &sv.cookie {
             r.set("cookie", c);
         }
@@ -762,20 +775,10 @@ fn backend_row(p: &ProxyRt, be: &BackendRt, opts: CsvOptions, uptime: u64) -> Ro
     let c = &be.state.counters;
     let mut r = Row::new();
     common(&mut r, p, "BACKEND", 0, 1, be.mode);
-    r.set("qcur", c.queue.cur());
-    r.set("qmax", c.queue.max());
-    r.set("scur", c.sess.cur());
-    r.set("smax", c.sess.max());
+    traffic(&mut r, c);
+    server_side(&mut r, c);
     r.set("slim", be.fullconn);
-    r.set("stot", get(&c.stot));
-    r.set("bin", get(&c.bin));
-    r.set("bout", get(&c.bout));
     r.set("dreq", get(&c.dreq));
-    r.set("dresp", get(&c.dresp));
-    r.set("econ", get(&c.econ));
-    r.set("eresp", get(&c.eresp));
-    r.set("wretr", get(&c.wretr));
-    r.set("wredis", get(&c.wredis));
 
     let (weight, act, bck) = be.lb.shown_totals(&be.servers);
     let mut status = if weight > 0 || be.servers.is_empty() {

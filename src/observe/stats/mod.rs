@@ -33,6 +33,7 @@ pub(crate) mod fixture {
             name: name.into(),
             addr_text: format!("127.0.0.1:{port}"),
             addr: ([127, 0, 0, 1], port).into(),
+            unix: None,
             weight: 1,
             maxconn,
             check: Some(CheckParams::default()),

@@ -55,6 +55,14 @@ fn proto(addr: &SocketAddr) -> &'static str {
     if addr.is_ipv4() { "tcpv4" } else { "tcpv6" }
 }
 
+/// A client's protocol as HAProxy names it.
+fn peer_proto(peer: &crate::sys::peer::Peer) -> &'static str {
+    match peer.inet() {
+        Some(a) => proto(&a),
+        None => "unix_stream",
+    }
+}
+
 /// The internals HAProxy prints after `calls=`, neutral.
 fn tail(out: &mut String, fd: i32) {
     let _ = writeln!(
@@ -76,7 +84,7 @@ pub(crate) fn render(snap: &Snapshot, args: &[String], origin: CliOrigin, me: us
                     out,
                     "{:#x}: proto={} src={} fe={} be={} srv={} ts=00 epoch=0 age={} calls={}",
                     s.ptr,
-                    proto(&s.peer),
+                    peer_proto(&s.peer),
                     s.peer,
                     n.fe.unwrap_or("?"),
                     n.be.map_or("<NONE>", |b| b.name.as_str()),
@@ -132,7 +140,7 @@ fn detail(out: &mut String, snap: &Snapshot, s: &Stream) {
         "{:#x}: [{date}] id={} proto={} source={}",
         s.ptr,
         s.calls,
-        proto(&s.peer),
+        peer_proto(&s.peer),
         s.peer
     );
     let _ = writeln!(

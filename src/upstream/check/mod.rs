@@ -192,7 +192,35 @@ async fn connect(
     port: Option<u16>,
 ) -> Result<Stream, (CheckStatus, String)> {
     let addr = check_addr(server, &plan.params, port);
-    let tcp = match tokio::time::timeout(plan.connect_timeout, TcpStream::connect(addr)).await {
+    let pool = server.pool.load();
+    // A UNIX socket server is checked on its socket, unless the check is
+    // sent elsewhere (`addr` / `port`).
+    let unix = pool
+        .unix()
+        .filter(|_| port.is_none() && plan.params.port.is_none() && plan.params.addr.is_none());
+    let connected = match unix {
+        Some(name) => {
+            match crate::upstream::unix::connect(name, Some(plan.connect_timeout)).await {
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                    return Err((CheckStatus::L4Tout, String::new()));
+                }
+                // As HAProxy: a socket that cannot be reached at all (no such
+                // file, no permission) is a socket error, not a refusal.
+                Err(e) if e.kind() != std::io::ErrorKind::ConnectionRefused => {
+                    let why = std::io::Error::from_raw_os_error(e.raw_os_error().unwrap_or(0));
+                    let text = why.to_string();
+                    let text = text.split(" (os error").next().unwrap_or(&text);
+                    return Err((
+                        CheckStatus::SockErr,
+                        format!("General socket error ({text})"),
+                    ));
+                }
+                r => Ok(r),
+            }
+        }
+        None => tokio::time::timeout(plan.connect_timeout, TcpStream::connect(addr)).await,
+    };
+    let tcp = match connected {
         Ok(Ok(mut s)) => {
             let _ = s.set_nodelay(true);
             // `send-proxy[-v2]` servers get the header on checks too, unless
@@ -221,7 +249,6 @@ async fn connect(
     // `check-ssl`: over TLS wherever the check goes. Else `ssl` on the
     // server: checks go over TLS too, unless they were sent elsewhere
     // (`port` / `addr`), as HAProxy does.
-    let pool = server.pool.load();
     let tls = match &plan.check_tls {
         Some(t) => Some(t),
         None => pool.tls().filter(|_| addr == server.addr()),
