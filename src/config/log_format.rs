@@ -7,6 +7,8 @@
 //! percent sign, runs of spaces one separator; `%{+Q}o` sets a flag for
 //! every variable that follows.
 
+use crate::sample::{Expr, ExprError};
+
 /// A value of the log line, by HAProxy's variable name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Var {
@@ -135,38 +137,8 @@ const VARS: &[(&str, Var)] = &[
     ("sslc", Var::SslCipher),
 ];
 
-/// A sample fetch usable in `%[...]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Fetch {
-    Src,
-    SrcPort,
-    Dst,
-    DstPort,
-    Method,
-    Path,
-    Url,
-    Query,
-    ReqVer,
-    Status,
-    FeName,
-    BeName,
-    SrvName,
-    /// `req.hdr(<name>)` / `hdr(<name>)`: the last value.
-    ReqHdr(String),
-    /// `req.fhdr(<name>)`: the last full value.
-    ReqFhdr(String),
-    /// `capture.req.hdr(<n>)` and friends: nothing is captured.
-    Captured,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Conv {
-    Lower,
-    Upper,
-}
-
 /// One piece of a compiled format.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Node {
     Text(String),
     Sep,
@@ -174,15 +146,15 @@ pub(crate) enum Node {
         var: Var,
         quote: bool,
     },
-    Fetch {
-        fetch: Fetch,
-        convs: Vec<Conv>,
+    /// `%[<sample expression>]`.
+    Sample {
+        expr: Expr,
         quote: bool,
     },
 }
 
 /// A compiled `log-format`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct LogFormat {
     nodes: Vec<Node>,
 }
@@ -242,15 +214,9 @@ impl LogFormat {
                         i += end + 1;
                     }
                     if b.get(i) == Some(&b'[') {
-                        let end = src[i..].find(']').ok_or("missing ']' after '%['.")?;
-                        let expr = &src[i + 1..i + end];
-                        let (fetch, convs) = parse_fetch(expr)?;
-                        nodes.push(Node::Fetch {
-                            fetch,
-                            convs,
-                            quote,
-                        });
-                        i += end + 1;
+                        let (expr, used) = parse_sample(&src[i + 1..])?;
+                        nodes.push(Node::Sample { expr, quote });
+                        i += 1 + used;
                         continue;
                     }
                     let start = i;
@@ -307,67 +273,32 @@ fn utf8_len(first: u8) -> usize {
     }
 }
 
-fn parse_fetch(expr: &str) -> Result<(Fetch, Vec<Conv>), String> {
-    let mut parts = split_top(expr);
-    let first = parts.remove(0);
-    let (name, arg) = match first.split_once('(') {
-        Some((n, rest)) => (n, Some(rest.strip_suffix(')').unwrap_or(rest))),
-        None => (first, None),
-    };
-    let need_arg = |a: Option<&str>| -> Result<String, String> {
-        match a {
-            Some(a) if !a.is_empty() => Ok(a.split(',').next().unwrap_or(a).to_string()),
-            _ => Err(format!("fetch method '{name}' expects an argument")),
+/// `%[<expr>]` at the start of `r` (just after the `[`): the expression,
+/// and the length of `r` it takes with its `]`. Messages as HAProxy's, or
+/// "not supported by sluice yet" for what HAProxy has and sluice lacks.
+/// Rules' log-format strings and log lines share it.
+pub(crate) fn parse_sample(r: &str) -> Result<(Expr, usize), String> {
+    let (expr, used) = match Expr::parse(r) {
+        Ok(e) => e,
+        Err(ExprError::Unsupported(what)) => {
+            let end = r.find(']').unwrap_or(r.len());
+            return Err(format!(
+                "{what} is not supported by sluice yet in log-format expression '%[{}]'",
+                &r[..end]
+            ));
+        }
+        Err(ExprError::Invalid(m)) => {
+            return Err(format!("failed to parse sample expression <{r}> : {m}"));
         }
     };
-    let fetch = match name {
-        "src" => Fetch::Src,
-        "src_port" => Fetch::SrcPort,
-        "dst" => Fetch::Dst,
-        "dst_port" => Fetch::DstPort,
-        "method" => Fetch::Method,
-        "path" => Fetch::Path,
-        "url" => Fetch::Url,
-        "query" => Fetch::Query,
-        "req.ver" | "req_ver" => Fetch::ReqVer,
-        "status" => Fetch::Status,
-        "fe_name" => Fetch::FeName,
-        "be_name" => Fetch::BeName,
-        "srv_name" => Fetch::SrvName,
-        "req.hdr" | "hdr" => Fetch::ReqHdr(need_arg(arg)?),
-        "req.fhdr" => Fetch::ReqFhdr(need_arg(arg)?),
-        "capture.req.hdr" | "capture.res.hdr" => Fetch::Captured,
-        _ => return Err(format!("unknown fetch method '{name}'")),
-    };
-    let mut convs = Vec::new();
-    for c in parts {
-        convs.push(match c {
-            "lower" => Conv::Lower,
-            "upper" => Conv::Upper,
-            _ => return Err(format!("unknown converter '{c}'")),
-        });
+    match r[used..].chars().next() {
+        Some(']') => Ok((expr, used + 1)),
+        Some(c) => Err(format!(
+            "expected ']' after '{}', but found '{c}'",
+            &r[..used]
+        )),
+        None => Err(format!("expected ']' after '{}', but found ''", &r[..used])),
     }
-    Ok((fetch, convs))
-}
-
-/// Splits on commas outside parentheses.
-fn split_top(s: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut depth = 0;
-    let mut start = 0;
-    for (i, c) in s.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth -= 1,
-            ',' if depth == 0 => {
-                out.push(&s[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    out.push(&s[start..]);
-    out
 }
 
 #[cfg(test)]

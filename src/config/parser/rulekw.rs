@@ -594,37 +594,6 @@ pub(super) fn is_token_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
-/// `%[<expr>]` at the start of `r` (just after the `[`): the expression and
-/// the rest after its `]`. Messages as HAProxy's, or "not supported by
-/// sluice yet" for what HAProxy has and sluice lacks.
-fn sample_part(r: &str) -> Result<(FmtPart, &str), String> {
-    let shown = |end: usize| r[..end].to_string();
-    let (expr, used) = match crate::sample::Expr::parse(r) {
-        Ok(e) => e,
-        Err(crate::sample::ExprError::Unsupported(what)) => {
-            let end = r.find(']').unwrap_or(r.len());
-            return Err(format!(
-                "{what} is not supported by sluice yet in log-format expression '%[{}]'",
-                shown(end)
-            ));
-        }
-        Err(crate::sample::ExprError::Invalid(m)) => {
-            return Err(format!("failed to parse sample expression <{r}> : {m}"));
-        }
-    };
-    match r[used..].chars().next() {
-        Some(']') => Ok((FmtPart::Sample(expr), &r[used + 1..])),
-        Some(c) => Err(format!(
-            "expected ']' after '{}', but found '{c}'",
-            shown(used)
-        )),
-        None => Err(format!(
-            "expected ']' after '{}', but found ''",
-            shown(used)
-        )),
-    }
-}
-
 /// A log-format string: literal text, `%[<sample expression>]`, `%ci`,
 /// `%f`, `%b`, `%s`, `%%`.
 pub(crate) fn parse_logfmt(text: &str) -> Result<LogFmt, String> {
@@ -653,9 +622,9 @@ pub(crate) fn parse_logfmt(text: &str) -> Result<LogFmt, String> {
             rest = r;
             part
         } else if let Some(r) = rest.strip_prefix('[') {
-            let (part, r) = sample_part(r)?;
-            rest = r;
-            part
+            let (expr, used) = crate::config::log_format::parse_sample(r)?;
+            rest = &r[used..];
+            FmtPart::Sample(expr)
         } else {
             return Err(format!(
                 "log-format variable in '{text}' is not supported by sluice yet (only %ci, %f, %b, %s and %[<sample expression>])"

@@ -5,13 +5,14 @@
 
 use std::fmt::Write as _;
 
-use crate::config::log_format::{Conv, Fetch, LogFormat, Node, Var};
+use crate::config::log_format::{LogFormat, Node, Var};
 use crate::observe::log::time::{Date, date_clf_ms, date_gmt, date_local_tz};
 
 /// Everything a log line may show, gathered when it is emitted.
 pub(crate) trait Source {
     fn var(&self, var: Var, out: &mut Value<'_>);
-    fn fetch(&self, fetch: &Fetch) -> Option<String>;
+    /// What the `%[...]` expressions of the line are evaluated against.
+    fn sample_ctx(&self) -> crate::sample::Ctx<'_>;
 }
 
 /// Where a variable writes its value.
@@ -70,6 +71,9 @@ impl LogFormat {
     /// Renders one line (without line feed) into `out`.
     pub(crate) fn render(&self, src: &dyn Source, out: &mut String) {
         let mut last_space = true;
+        // Built at the first expression; one text buffer serves them all.
+        let mut sample_cx = None;
+        let mut text = Vec::new();
         for node in self.nodes() {
             match node {
                 Node::Text(t) => {
@@ -93,26 +97,22 @@ impl LogFormat {
                         last_space = false;
                     }
                 }
-                Node::Fetch {
-                    fetch,
-                    convs,
-                    quote,
-                } => {
-                    let val = src.fetch(fetch).map(|mut s| {
-                        for c in convs {
-                            s = match c {
-                                Conv::Lower => s.to_lowercase(),
-                                Conv::Upper => s.to_uppercase(),
-                            };
-                        }
-                        s
-                    });
+                Node::Sample { expr, quote } => {
+                    let cx = sample_cx.get_or_insert_with(|| src.sample_ctx());
                     let mut v = Value {
                         out,
                         quote: *quote,
                         wrote: false,
                     };
-                    v.text(val.as_deref());
+                    match expr.eval(cx) {
+                        Some(s) => {
+                            text.clear();
+                            s.write_text(&mut text);
+                            v.text(Some(&String::from_utf8_lossy(&text)));
+                        }
+                        // A missing sample is `-` in a log line.
+                        None => v.text(None),
+                    }
                     last_space = false;
                 }
             }
@@ -124,7 +124,8 @@ impl LogFormat {
 mod tests {
     use super::*;
 
-    struct S;
+    /// A request with a `host` header, as the expressions see it.
+    struct S(crate::wire::h1::Head);
     impl Source for S {
         fn var(&self, var: Var, out: &mut Value<'_>) {
             match var {
@@ -141,18 +142,22 @@ mod tests {
                 _ => out.raw("0"),
             }
         }
-        fn fetch(&self, f: &Fetch) -> Option<String> {
-            match f {
-                Fetch::Src => Some("127.0.0.1".into()),
-                Fetch::ReqHdr(h) if h == "host" => Some("Example".into()),
-                _ => None,
+        fn sample_ctx(&self) -> crate::sample::Ctx<'_> {
+            crate::sample::Ctx {
+                src: Some([127, 0, 0, 1].into()),
+                req: Some(&self.0),
+                ..Default::default()
             }
         }
     }
 
     fn render(f: &str) -> String {
+        let head = crate::wire::h1::Head::parse_request(bytes::Bytes::from_static(
+            b"GET / HTTP/1.1\r\nhost: Example\r\n\r\n",
+        ))
+        .unwrap();
         let mut s = String::new();
-        LogFormat::compile(f).unwrap().render(&S, &mut s);
+        LogFormat::compile(f).unwrap().render(&S(head), &mut s);
         s
     }
 

@@ -24,7 +24,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::SystemTime;
 
-use crate::config::log_format::{Fetch, Var};
+use crate::config::log_format::Var;
 use crate::snapshot::FrontendRt;
 use crate::snapshot::log_setup::LogSetup;
 use crate::sys::peer::Peer;
@@ -271,45 +271,20 @@ impl Source for Line<'_> {
         }
     }
 
-    fn fetch(&self, fetch: &Fetch) -> Option<String> {
-        let h = self.head;
-        match fetch {
-            // A UNIX socket has no IP address or port to fetch.
-            Fetch::Src => self.client.ip().map(|ip| ip.to_string()),
-            Fetch::SrcPort => self.client.inet().map(|a| a.port().to_string()),
-            Fetch::Dst => self.local.and_then(|a| a.ip()).map(|ip| ip.to_string()),
-            Fetch::DstPort => self
-                .local
-                .and_then(|a| a.inet())
-                .map(|a| a.port().to_string()),
-            Fetch::Method => h.map(|h| String::from_utf8_lossy(h.method()).into_owned()),
-            Fetch::Url => self.target(),
-            Fetch::Path => self
-                .target()
-                .map(|t| t.split('?').next().unwrap_or("").to_string()),
-            Fetch::Query => self
-                .target()
-                .and_then(|t| t.split_once('?').map(|(_, q)| q.to_string())),
-            Fetch::ReqVer => h.map(|h| if h.minor == 0 { "1.0" } else { "1.1" }.to_string()),
-            Fetch::Status => (self.rec.status >= 0).then(|| self.rec.status.to_string()),
-            Fetch::FeName => Some(self.fe.name.clone()),
-            Fetch::BeName => self.rec.backend.as_ref().map(|b| b.name.clone()),
-            Fetch::SrvName => match &self.rec.server {
-                SrvName::Server(s) => Some(s.name.clone()),
+    fn sample_ctx(&self) -> crate::sample::Ctx<'_> {
+        crate::sample::Ctx {
+            src: self.client.ip(),
+            src_port: self.client.inet().map(|a| a.port()),
+            local: self.local.and_then(|a| a.inet()),
+            req: self.head,
+            res: None,
+            frontend: &self.fe.name,
+            backend: self.rec.backend.as_ref().map(|b| b.name.as_str()),
+            server: match &self.rec.server {
+                SrvName::Server(s) => Some(s.name.as_str()),
                 _ => None,
             },
-            Fetch::ReqHdr(name) | Fetch::ReqFhdr(name) => {
-                let h = h?;
-                let v = h.values(name).last()?;
-                let s = String::from_utf8_lossy(v).into_owned();
-                if matches!(fetch, Fetch::ReqHdr(_)) {
-                    // hdr() splits on commas: the last value.
-                    Some(s.rsplit(',').next().unwrap_or("").trim().to_string())
-                } else {
-                    Some(s)
-                }
-            }
-            Fetch::Captured => None,
+            status: u16::try_from(self.rec.status).ok(),
         }
     }
 }
