@@ -292,3 +292,63 @@ fn faulty_expressions_get_haproxys_messages() {
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }
+
+/// A log line made of sample expressions only (no dates, no ports: what
+/// must differ is left out), from haproxy and from sluice for the same
+/// request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_lines_give_haproxys_bytes() {
+    if !haproxy::available() {
+        return;
+    }
+    // HAProxy 2.6 refuses the request-header fetches (req.hdr, path, url...)
+    // in a log format: they are not available when the line is written.
+    const FORMAT: &str = "%[src] %[dst] %[str(%zz),url_dec] %{+Q}[str(%zz),url_dec] \
+        %{+Q}[method] %[method,lower] %[str(hello),sha1,hex] %[be_name] %[fe_name] \
+        %[srv_name] %[status] %[status,div(100),mul(100)] %[str(),length] %[bin(41004243)] \
+        %[src,ipmask(16)] %[str(a.b.c),field(2,.)]";
+    let cfg = |bind: &str, log: &str| {
+        format!(
+            "global
+    log {log} format raw local0 info
+defaults
+    mode http
+    log global
+    # The readiness probe's empty connection is not logged.
+    option dontlognull
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {bind}
+    log-format \"{FORMAT}\"
+    http-request return status 200
+"
+        )
+    };
+    let fronts = listens(2);
+    let (hlog, slog) = (
+        support::syslog::Syslog::new(),
+        support::syslog::Syslog::new(),
+    );
+    let _hap = Haproxy::start(
+        "sample-log",
+        &cfg(&fronts[0].to_string(), &hlog.addr()),
+        &[&fronts[0]],
+    );
+    let _sl = Sluice::start(&cfg(&fronts[1].to_string(), &slog.addr()));
+    let mut lines = Vec::new();
+    for (front, log) in [(&fronts[0], &hlog), (&fronts[1], &slog)] {
+        let mut conn = HttpConn::connect(front.addr()).await;
+        let r = conn
+            .raw(
+                b"GET /a/b%20c?q=1 HTTP/1.1\r\nhost: Example.ORG\r\nx-n: 5\r\nx-list: a, b\r\nx-list: c\r\n\r\n",
+                false,
+            )
+            .await
+            .expect("request");
+        assert_eq!(r.status, 200);
+        lines.push(log.take(1).remove(0));
+    }
+    assert_eq!(lines[1], lines[0], "sluice's line, then haproxy's");
+}

@@ -115,8 +115,18 @@ pub(crate) static FETCHES: &[FetchDef] = &[
     // `capture.req.hdr(<n>)`, `capture.res.hdr(<n>)`: the values of the
     // `capture request|response header` lines reach the log as `%hr`/`%hs`
     // only; these fetches find nothing yet, as before the sample engine.
-    def("capture.req.hdr", ArgSpec::of(&[A::Sint], 1), T::Str, |_, _| None),
-    def("capture.res.hdr", ArgSpec::of(&[A::Sint], 1), T::Str, |_, _| None),
+    def(
+        "capture.req.hdr",
+        ArgSpec::of(&[A::Sint], 1),
+        T::Str,
+        |_, _| None,
+    ),
+    def(
+        "capture.res.hdr",
+        ArgSpec::of(&[A::Sint], 1),
+        T::Str,
+        |_, _| None,
+    ),
     def("be_name", ArgSpec::NONE, T::Str, |_, cx| {
         Some(Sample::str(cx.backend.unwrap_or(cx.frontend).as_bytes()))
     }),

@@ -284,7 +284,9 @@ impl Source for Line<'_> {
                 SrvName::Server(s) => Some(s.name.as_str()),
                 _ => None,
             },
-            status: u16::try_from(self.rec.status).ok(),
+            // The response is gone when the line is written: HAProxy's
+            // `status` finds nothing there (`%ST` prints the status).
+            status: None,
         }
     }
 }
