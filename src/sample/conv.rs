@@ -23,7 +23,7 @@ pub(crate) enum CheckError {
     Unsupported(String),
 }
 
-pub(crate) type CheckFn = fn(&mut Vec<Arg>) -> Result<(), CheckError>;
+pub(crate) type CheckFn = fn(&mut [Arg]) -> Result<(), CheckError>;
 
 /// One converter keyword.
 pub(crate) struct ConvDef {
@@ -676,12 +676,12 @@ fn split_time(n: i64, unit: &str) -> (i64, Option<String>) {
 
 // Argument checks: HAProxy's messages after "invalid args in converter".
 
-fn no_check(_: &mut Vec<Arg>) -> Result<(), CheckError> {
+fn no_check(_: &mut [Arg]) -> Result<(), CheckError> {
     Ok(())
 }
 
 /// `add(<value>)` and the other arithmetic: an integer, or a variable.
-fn int_or_var(a: &mut Vec<Arg>) -> Result<(), CheckError> {
+fn int_or_var(a: &mut [Arg]) -> Result<(), CheckError> {
     let text = a[0].as_str().to_string();
     let digits = text.strip_prefix(['-', '+']).unwrap_or(&text);
     if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
@@ -710,7 +710,7 @@ fn var_name(text: &str) -> bool {
     }
 }
 
-fn field_args(a: &mut Vec<Arg>) -> Result<(), CheckError> {
+fn field_args(a: &mut [Arg]) -> Result<(), CheckError> {
     if a[0].as_int() == 0 {
         return Err(CheckError::Invalid(format!(
             "Unexpected value {} for index",
@@ -720,7 +720,7 @@ fn field_args(a: &mut Vec<Arg>) -> Result<(), CheckError> {
     Ok(())
 }
 
-fn word_args(a: &mut Vec<Arg>) -> Result<(), CheckError> {
+fn word_args(a: &mut [Arg]) -> Result<(), CheckError> {
     field_args(a)?;
     if a[1].as_str().is_empty() {
         return Err(CheckError::Invalid("Empty separators list".to_string()));
@@ -728,7 +728,7 @@ fn word_args(a: &mut Vec<Arg>) -> Result<(), CheckError> {
     Ok(())
 }
 
-fn chunk_size(a: &mut Vec<Arg>) -> Result<(), CheckError> {
+fn chunk_size(a: &mut [Arg]) -> Result<(), CheckError> {
     let n = a[1].as_int();
     if !(1..=8).contains(&n) {
         return Err(CheckError::Invalid(format!(
@@ -738,7 +738,7 @@ fn chunk_size(a: &mut Vec<Arg>) -> Result<(), CheckError> {
     Ok(())
 }
 
-fn chunk_size_opt(a: &mut Vec<Arg>) -> Result<(), CheckError> {
+fn chunk_size_opt(a: &mut [Arg]) -> Result<(), CheckError> {
     if a.len() > 1 && a[1].as_int() < 1 {
         return Err(CheckError::Invalid(format!(
             "Chunk size must be positive, got {}",
@@ -748,7 +748,7 @@ fn chunk_size_opt(a: &mut Vec<Arg>) -> Result<(), CheckError> {
     Ok(())
 }
 
-fn concat_args(a: &mut Vec<Arg>) -> Result<(), CheckError> {
+fn concat_args(a: &mut [Arg]) -> Result<(), CheckError> {
     if a.get(1).is_some_and(|v| !v.as_str().is_empty()) {
         return Err(CheckError::Unsupported(format!(
             "variable '{}' in 'concat'",
@@ -758,7 +758,7 @@ fn concat_args(a: &mut Vec<Arg>) -> Result<(), CheckError> {
     Ok(())
 }
 
-fn digest_arg(a: &mut Vec<Arg>) -> Result<(), CheckError> {
+fn digest_arg(a: &mut [Arg]) -> Result<(), CheckError> {
     match a[0].as_str() {
         "md5" | "sha1" | "sha224" | "sha256" | "sha384" | "sha512" => Ok(()),
         _ => Err(CheckError::Invalid(
@@ -767,7 +767,7 @@ fn digest_arg(a: &mut Vec<Arg>) -> Result<(), CheckError> {
     }
 }
 
-fn hmac_args(a: &mut Vec<Arg>) -> Result<(), CheckError> {
+fn hmac_args(a: &mut [Arg]) -> Result<(), CheckError> {
     if !matches!(
         a[0].as_str(),
         "md5" | "sha1" | "sha224" | "sha256" | "sha384" | "sha512"
@@ -793,7 +793,7 @@ fn hmac_args(a: &mut Vec<Arg>) -> Result<(), CheckError> {
     }
 }
 
-fn regsub_args(a: &mut Vec<Arg>) -> Result<(), CheckError> {
+fn regsub_args(a: &mut [Arg]) -> Result<(), CheckError> {
     let flags = a.get(2).map_or("", Arg::as_str).to_string();
     let pattern = a[0].as_str();
     let re = regex::bytes::RegexBuilder::new(pattern)
@@ -804,7 +804,7 @@ fn regsub_args(a: &mut Vec<Arg>) -> Result<(), CheckError> {
     Ok(())
 }
 
-fn sha2_bits(a: &mut Vec<Arg>) -> Result<(), CheckError> {
+fn sha2_bits(a: &mut [Arg]) -> Result<(), CheckError> {
     match a.first().map_or(256, Arg::as_int) {
         224 | 256 | 384 | 512 => Ok(()),
         n => Err(CheckError::Invalid(format!(
@@ -813,7 +813,7 @@ fn sha2_bits(a: &mut Vec<Arg>) -> Result<(), CheckError> {
     }
 }
 
-fn time_unit(a: &mut Vec<Arg>) -> Result<(), CheckError> {
+fn time_unit(a: &mut [Arg]) -> Result<(), CheckError> {
     match a.get(1).map_or("s", Arg::as_str) {
         "s" | "ms" | "us" => Ok(()),
         other => Err(CheckError::Invalid(format!(

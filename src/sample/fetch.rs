@@ -30,6 +30,9 @@ pub(crate) struct Ctx<'a> {
     pub(crate) status: Option<u16>,
 }
 
+/// Turns a fetch's parsed arguments into their final form, or refuses them.
+pub(crate) type FetchCheck = fn(&mut [Arg]) -> Result<(), String>;
+
 pub(crate) type FetchFn = for<'a> fn(&'a [Arg], &Ctx<'a>) -> Option<Sample<'a>>;
 
 /// One fetch keyword.
@@ -38,7 +41,7 @@ pub(crate) struct FetchDef {
     pub(crate) args: ArgSpec,
     /// Turns the parsed arguments into their final form (or refuses them
     /// with the message HAProxy gives after "invalid args in fetch method").
-    pub(crate) check: Option<fn(&mut Vec<Arg>) -> Result<(), String>>,
+    pub(crate) check: Option<FetchCheck>,
     pub(crate) out: SmpType,
     pub(crate) eval: FetchFn,
 }
@@ -279,7 +282,7 @@ fn path_of(target: &[u8]) -> &[u8] {
 }
 
 /// `bin(<hex>)`: the argument is hex digits.
-fn hex_arg(args: &mut Vec<Arg>) -> Result<(), String> {
+fn hex_arg(args: &mut [Arg]) -> Result<(), String> {
     let text = args[0].as_str();
     if let Some(c) = text.chars().find(|c| !c.is_ascii_hexdigit()) {
         return Err(format!("an hex digit is expected (found '{c}')"));
@@ -296,7 +299,7 @@ fn hex_arg(args: &mut Vec<Arg>) -> Result<(), String> {
 }
 
 /// `meth(<method>)`: a token.
-fn method_arg(args: &mut Vec<Arg>) -> Result<(), String> {
+fn method_arg(args: &mut [Arg]) -> Result<(), String> {
     let m = args[0].as_str();
     if m.is_empty() || !m.bytes().all(crate::wire::h1::is_tchar) {
         return Err("expects valid method.".to_string());
