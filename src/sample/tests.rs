@@ -192,3 +192,26 @@ fn expressions_give_haproxys_bytes() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     assert_eq!(refused, NOT_YET);
 }
+
+/// docs/configuration.md names every fetch and converter of the registry,
+/// and no other, in its "Sample expressions" section.
+#[test]
+fn the_docs_list_the_registry() {
+    let doc = include_str!("../../docs/configuration.md");
+    let start = doc.find("## Sample expressions").expect("section");
+    let section = &doc[start..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
+    let list = |head: &str| -> Vec<String> {
+        let at = section.find(head).expect(head) + head.len();
+        let text = &section[at..section[at..].find(". ").map_or(section.len(), |e| at + e)];
+        text.split(", ")
+            .map(|w| w.trim().trim_matches('`').to_string())
+            .collect()
+    };
+    let mut fetches: Vec<&str> = super::fetch::FETCHES.iter().map(|f| f.name).collect();
+    let mut convs: Vec<&str> = super::conv::CONVERTERS.iter().map(|c| c.name).collect();
+    fetches.sort_unstable();
+    convs.sort_unstable();
+    assert_eq!(list("Fetches: "), fetches);
+    assert_eq!(list("Converters: "), convs);
+}
