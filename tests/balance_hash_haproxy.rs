@@ -11,25 +11,14 @@
 mod support;
 
 use std::net::{Ipv4Addr, SocketAddr};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpSocket;
 
+use support::haproxy::{self, Haproxy};
 use support::*;
 
-const HAPROXY: &str = "/usr/sbin/haproxy";
 const KEYS: usize = 1000;
-
-struct Haproxy(Child);
-
-impl Drop for Haproxy {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// One algorithm under test: the backend lines and how a key becomes a
 /// request.
@@ -213,13 +202,7 @@ async fn servers_for(port: u16, case: &Case) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn hash_algorithms_choose_the_same_server_as_haproxy() {
-    if !Path::new(HAPROXY).exists() {
-        // .ci/run installs it: under CI the comparison must run.
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{HAPROXY} is needed on CI"
-        );
-        eprintln!("skipped: {HAPROXY} is not installed");
+    if !haproxy::available() {
         return;
     }
     let servers = vec![
@@ -231,23 +214,11 @@ async fn hash_algorithms_choose_the_same_server_as_haproxy() {
     let n = cases().len();
     let fronts = listens(2 * n);
     let (hp, sp) = fronts.split_at(n);
-    let dir = TempDir::new("hadiff");
-    let hcfg = dir.write("haproxy.cfg", &config(hp, &servers));
-    let mut cmd = Command::new(HAPROXY);
-    inherit(&mut cmd, &hp.iter().collect::<Vec<_>>());
-    let mut child = cmd
-        .arg("-f")
-        .arg(&hcfg)
-        .arg("-db")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn haproxy");
-    for l in hp {
-        l.wait_accepting(&mut child);
-    }
-    let _hap = Haproxy(child);
+    let _hap = Haproxy::start(
+        "hadiff",
+        &config(hp, &servers),
+        &hp.iter().collect::<Vec<_>>(),
+    );
     let _s = Sluice::start(&config(sp, &servers));
 
     let mut report = Vec::new();
@@ -369,12 +340,7 @@ async fn send_proxied(port: u16, n: usize) -> String {
 /// and consistent, in HTTP and TCP mode.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn source_hash_behind_accept_proxy_matches_haproxy() {
-    if !Path::new(HAPROXY).exists() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{HAPROXY} is needed on CI"
-        );
-        eprintln!("skipped: {HAPROXY} is not installed");
+    if !haproxy::available() {
         return;
     }
     const ADDRS: usize = 200;
@@ -413,23 +379,7 @@ async fn source_hash_behind_accept_proxy_matches_haproxy() {
     };
     let fronts = listens(2 * cases.len());
     let (hp, sp) = fronts.split_at(cases.len());
-    let dir = TempDir::new("hapxy");
-    let hcfg = dir.write("haproxy.cfg", &config(hp));
-    let mut cmd = Command::new(HAPROXY);
-    inherit(&mut cmd, &hp.iter().collect::<Vec<_>>());
-    let mut child = cmd
-        .arg("-f")
-        .arg(&hcfg)
-        .arg("-db")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn haproxy");
-    for l in hp {
-        l.wait_accepting(&mut child);
-    }
-    let _hap = Haproxy(child);
+    let _hap = Haproxy::start("hapxy", &config(hp), &hp.iter().collect::<Vec<_>>());
     let _s = Sluice::start(&config(sp));
 
     let mut report = Vec::new();

@@ -22,17 +22,14 @@ mod support;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use support::haproxy::{self, Haproxy};
 use support::raw::RawBackend;
 use support::*;
-
-const HAPROXY: &str = "/usr/sbin/haproxy";
 
 const DATA: u8 = 0;
 const HEADERS: u8 = 1;
@@ -49,15 +46,6 @@ const PROTOCOL_ERROR: u32 = 1;
 
 /// No frame for this long while an answer is due: the peer is stuck.
 const STALL: Duration = Duration::from_secs(5);
-
-struct Haproxy(Child);
-
-impl Drop for Haproxy {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// One proxy under test: where its h2c listener is, and its server.
 struct Side {
@@ -96,31 +84,11 @@ backend be
 /// config, and their listeners (haproxy's first). None (skipped) without
 /// haproxy, outside CI.
 fn start(tag: &str, hsrv: &str, ssrv: &str) -> Option<(Haproxy, Sluice, Vec<Listen>)> {
-    if !Path::new(HAPROXY).exists() {
-        // .ci/run installs it: under CI the comparison must run.
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{HAPROXY} is needed on CI"
-        );
-        eprintln!("skipped: {HAPROXY} is not installed");
+    if !haproxy::available() {
         return None;
     }
     let fronts = listens(2);
-    let dir = TempDir::new(tag);
-    let hcfg = dir.write("haproxy.cfg", &config(&fronts[0], hsrv));
-    let mut cmd = Command::new(HAPROXY);
-    inherit(&mut cmd, &[&fronts[0]]);
-    let mut child = cmd
-        .arg("-f")
-        .arg(&hcfg)
-        .arg("-db")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn haproxy");
-    fronts[0].wait_accepting(&mut child);
-    let hap = Haproxy(child);
+    let hap = Haproxy::start(tag, &config(&fronts[0], hsrv), &[&fronts[0]]);
     let sl = Sluice::start(&config(&fronts[1], ssrv));
     Some((hap, sl, fronts))
 }

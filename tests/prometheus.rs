@@ -333,15 +333,10 @@ async fn scope_filter() {
 /// message when /usr/sbin/haproxy is not installed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn families_and_series_match_haproxy() {
-    const HAPROXY: &str = "/usr/sbin/haproxy";
-    if !std::path::Path::new(HAPROXY).exists() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "haproxy is required in CI (.ci/run installs it)"
-        );
-        eprintln!("skipping: {HAPROXY} not installed");
+    if !support::haproxy::available() {
         return;
     }
+    use support::haproxy::HAPROXY;
     let s = setup().await;
     // The same config for haproxy, on another port.
     let fe = Listen::new();

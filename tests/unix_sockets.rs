@@ -19,7 +19,7 @@ use support::syslog::Syslog;
 use support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-const HAPROXY: &str = "/usr/sbin/haproxy";
+use support::haproxy::HAPROXY;
 
 struct Haproxy(Child);
 
@@ -28,18 +28,6 @@ impl Drop for Haproxy {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn have_haproxy() -> bool {
-    if Path::new(HAPROXY).exists() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{HAPROXY} is needed on CI"
-    );
-    eprintln!("skipped: {HAPROXY} is not installed");
-    false
 }
 
 /// Answers one request with its head as the body, so the test sees what
@@ -258,7 +246,7 @@ fn wait_listening(child: &mut Child, t: &Target) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn unix_and_abns_frontends_match_haproxy() {
-    if !have_haproxy() {
+    if !support::haproxy::available() {
         return;
     }
     let server = echo_server().await;
@@ -474,7 +462,7 @@ async fn dead_is_down(stats: &Path) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn unix_servers_match_haproxy() {
-    if !have_haproxy() {
+    if !support::haproxy::available() {
         return;
     }
     let srv = TempDir::new("unix-srv");

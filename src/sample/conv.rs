@@ -317,20 +317,12 @@ pub(crate) static CONVERTERS: &[ConvDef] = &[
     def("lower", NONE, T::Str, T::Str, |s, _, _| {
         Some(Sample::Str(map_bytes(text(s), |b| b.to_ascii_lowercase())))
     }),
-    checked(
+    def(
         "ltime",
         ArgSpec::of(&[A::Str, A::Sint], 1),
-        no_check,
         T::Sint,
         T::Str,
-        |s, a, _| {
-            let secs = int(&s)?.saturating_add(a.get(1).map_or(0, Arg::as_int));
-            Some(Sample::owned_str(crate::sys::time::strftime(
-                a[0].as_str(),
-                secs,
-                true,
-            )?))
-        },
+        |s, a, _| date(s, a, true),
     ),
     def(
         "ltrim",
@@ -449,20 +441,12 @@ pub(crate) static CONVERTERS: &[ConvDef] = &[
             Some(Sample::owned_str(out))
         },
     ),
-    checked(
+    def(
         "utime",
         ArgSpec::of(&[A::Str, A::Sint], 1),
-        no_check,
         T::Sint,
         T::Str,
-        |s, a, _| {
-            let secs = int(&s)?.saturating_add(a.get(1).map_or(0, Arg::as_int));
-            Some(Sample::owned_str(crate::sys::time::strftime(
-                a[0].as_str(),
-                secs,
-                false,
-            )?))
-        },
+        |s, a, _| date(s, a, false),
     ),
     checked("word", FIELD, word_args, T::Str, T::Str, |s, a, _| {
         split_fields(s, a, true)
@@ -658,6 +642,14 @@ fn url_decode(b: &[u8], plus: bool) -> Option<Vec<u8>> {
         }
     }
     Some(out)
+}
+
+/// `ltime(<format>[,<offset>])` (local time) and `utime` (UTC): the
+/// integer date plus the offset, formatted by `strftime`.
+fn date<'a>(s: Sample<'a>, a: &[Arg], local: bool) -> Option<Sample<'a>> {
+    let secs = int(&s)?.saturating_add(a.get(1).map_or(0, Arg::as_int));
+    let text = crate::sys::time::strftime(a[0].as_str(), secs, local)?;
+    Some(Sample::owned_str(text))
 }
 
 /// Splits an integer date in `unit` into seconds and the fraction HAProxy

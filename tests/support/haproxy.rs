@@ -30,7 +30,7 @@ pub struct Haproxy {
 
 impl Haproxy {
     /// Starts haproxy in the foreground on `cfg`, handing it `listens` (its
-    /// config binds them as `fd@N`), and waits until the first accepts.
+    /// config binds them as `fd@N`), and waits until it accepts on each.
     pub fn start(tag: &str, cfg: &str, listens: &[&Listen]) -> Haproxy {
         let dir = TempDir::new(tag);
         let path = dir.write("haproxy.cfg", cfg);
@@ -45,8 +45,8 @@ impl Haproxy {
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn haproxy");
-        if let Some(first) = listens.first() {
-            first.wait_accepting(&mut child);
+        for l in listens {
+            l.wait_accepting(&mut child);
         }
         Haproxy { child, _dir: dir }
     }
