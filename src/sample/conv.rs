@@ -97,14 +97,12 @@ pub(crate) static CONVERTERS: &[ConvDef] = &[
         arith(s, a, |x, y| x & y)
     }),
     def("b64dec", NONE, T::Str, T::Bin, |s, _, _| {
-        let out = base64::engine::general_purpose::STANDARD
-            .decode(s.bytes()?)
-            .ok()?;
-        Some(Sample::Bin(Cow::Owned(out)))
+        b64_decode(&base64::engine::general_purpose::STANDARD, s)
     }),
     def("base64", NONE, T::Bin, T::Str, |s, _, _| {
-        let out = base64::engine::general_purpose::STANDARD.encode(s.bytes()?);
-        Some(Sample::owned_str(out))
+        Some(Sample::owned_str(
+            base64::engine::general_purpose::STANDARD.encode(s.bytes()?),
+        ))
     }),
     checked(
         "be2dec",
@@ -408,14 +406,12 @@ pub(crate) static CONVERTERS: &[ConvDef] = &[
         arith(s, a, i64::saturating_sub)
     }),
     def("ub64dec", NONE, T::Str, T::Bin, |s, _, _| {
-        let out = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .decode(s.bytes()?)
-            .ok()?;
-        Some(Sample::Bin(Cow::Owned(out)))
+        b64_decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, s)
     }),
     def("ub64enc", NONE, T::Bin, T::Str, |s, _, _| {
-        let out = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s.bytes()?);
-        Some(Sample::owned_str(out))
+        Some(Sample::owned_str(
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s.bytes()?),
+        ))
     }),
     def("upper", NONE, T::Str, T::Str, |s, _, _| {
         Some(Sample::Str(map_bytes(text(s), |b| b.to_ascii_uppercase())))
@@ -470,6 +466,12 @@ pub(crate) static CONVERTERS: &[ConvDef] = &[
         arith(s, a, |x, y| x ^ y)
     }),
 ];
+
+/// `b64dec` and `ub64dec`: no sample when the text is not base64.
+fn b64_decode<'a>(engine: &impl base64::Engine, s: Sample<'a>) -> Option<Sample<'a>> {
+    let out = engine.decode(s.bytes()?).ok()?;
+    Some(Sample::Bin(Cow::Owned(out)))
+}
 
 fn int(s: &Sample<'_>) -> Option<i64> {
     match s {
