@@ -171,9 +171,15 @@ pub(crate) async fn forward(
     first.counters.count_request();
     let queue_ms = ms(started.elapsed());
     rec.t_queue = queue_ms as i64;
-    rec.assign_server(&first);
     ctx.stream.to_server(&first);
     let mut tries = Retries::default();
+    // `on-marked-down shutdown-sessions` (the session ends when the server
+    // is marked DOWN) or `on-marked-up shutdown-backup-sessions` of an
+    // active server (it ends when that one comes UP): only then is a second
+    // reference kept, to wait on; otherwise the one reference moves into the
+    // record, as each clone is a write to a count all worker threads share.
+    let killer = first.cuttable.load(Relaxed).then(|| first.clone());
+    rec.server = crate::observe::log::SrvName::Server(first);
     let fut = Exchange {
         fe,
         be,
@@ -190,10 +196,7 @@ pub(crate) async fn forward(
         ctx,
     }
     .run();
-    let (out, conn_failed) = if first.cuttable.load(Relaxed) {
-        // `on-marked-down shutdown-sessions` (the session ends when the
-        // server is marked DOWN) or `on-marked-up shutdown-backup-sessions`
-        // of an active server (it ends when that one comes UP).
+    let (out, conn_failed) = if let Some(first) = &killer {
         let killed = first.kill.notified();
         tokio::pin!(killed);
         killed.as_mut().enable();

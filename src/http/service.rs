@@ -351,7 +351,9 @@ pub(crate) async fn handle_request(
     let h1 = !matches!(via, Via::Http2 { .. });
     // The snapshot is loaded once per request and used to its end.
     let snap = rt.snapshot();
-    let Some(fe) = snap.frontends().find(|f| *f.name == *frontend).cloned() else {
+    // Borrowed from the snapshot the request holds anyway: a clone would
+    // bump a reference count every worker thread shares, per request.
+    let Some(fe) = snap.frontends().find(|f| *f.name == *frontend) else {
         return false;
     };
     let fc = &fe.state.counters;
@@ -366,7 +368,7 @@ pub(crate) async fn handle_request(
         }
         rec.set_addrs(peer, dst.or_else(|| conn.stream.local_addr().ok()));
         if first {
-            crate::observe::log::emit_connect(&fe, peer, rec.local);
+            crate::observe::log::emit_connect(fe, peer, rec.local);
         }
     }
     let head_timeout = fe.timeouts.http_request.or(fe.timeouts.client);
@@ -425,7 +427,7 @@ pub(crate) async fn handle_request(
                 rec.null = conn.buf.is_empty();
                 rec.term(Cause::Client, Phase::Request);
                 rec.status = 400;
-                outcome::finish(&fe, &rt.process, &mut rec, None, None);
+                outcome::finish(fe, &rt.process, &mut rec, None, None);
             }
             return false;
         }
@@ -444,16 +446,16 @@ pub(crate) async fn handle_request(
             fc.count_request();
             rt.count_request();
             rec.tally.ereq = Rows::FE;
-            forward::send_error(conn, 408, &fe, false).await;
-            outcome::finish(&fe, &rt.process, &mut rec, Some(408), None);
+            forward::send_error(conn, 408, fe, false).await;
+            outcome::finish(fe, &rt.process, &mut rec, Some(408), None);
             return false;
         }
         Err(e) => {
             if matches!(e, HeadError::TooLarge) {
                 let spot = error_spot::locate(&conn.buf, false, &H1Error::TooLarge);
-                capture::request_error(&fe, None, peer.inet(), &[&conn.buf], spot);
+                capture::request_error(fe, None, peer.inet(), &[&conn.buf], spot);
             }
-            return refused(rt, &fe, conn, &mut rec, 400).await;
+            return refused(rt, fe, conn, &mut rec, 400).await;
         }
     };
     rec.head_received();
@@ -471,9 +473,9 @@ pub(crate) async fn handle_request(
         Ok(head) => head,
         Err((e, raw)) => {
             let spot = error_spot::locate(&raw, false, &e);
-            capture::request_error(&fe, None, peer.inet(), &[&raw, &conn.buf], spot);
+            capture::request_error(fe, None, peer.inet(), &[&raw, &conn.buf], spot);
             rec.t_req = -1;
-            return refused(rt, &fe, conn, &mut rec, e.request_status()).await;
+            return refused(rt, fe, conn, &mut rec, e.request_status()).await;
         }
     };
     let framing = head.request_body().map_err(|e| {
@@ -490,9 +492,9 @@ pub(crate) async fn handle_request(
     let body = match framing {
         Ok(body) => body,
         Err((status, spot)) => {
-            capture::request_error(&fe, None, peer.inet(), &[&head.raw, &conn.buf], spot);
+            capture::request_error(fe, None, peer.inet(), &[&head.raw, &conn.buf], spot);
             rec.t_req = -1;
-            return refused(rt, &fe, conn, &mut rec, status).await;
+            return refused(rt, fe, conn, &mut rec, status).await;
         }
     };
     // Both Transfer-Encoding and Content-Length: served, then closed.
@@ -519,9 +521,9 @@ pub(crate) async fn handle_request(
         stream,
         tls,
     };
-    let out = route(rt, &fe, &req, conn, keep_client, &mut rec).await;
+    let out = route(rt, fe, &req, conn, keep_client, &mut rec).await;
     stream.end();
-    finish(rt, &fe, &mut rec, &out, Some(&head));
+    finish(rt, fe, &mut rec, &out, Some(&head));
     out.keep_client
 }
 
