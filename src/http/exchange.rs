@@ -129,10 +129,46 @@ impl<'a> Exchange<'a> {
         let (up, resp, response_ms) = loop {
             let a = step!(self.connect(&mut plan));
             let a = step!(self.send_head(&mut plan, a));
-            let a = step!(self.send_body(&mut plan, a));
+            // Most requests have no body: their path never makes (nor
+            // moves) the future of `send_body`.
+            let a = if self.body == BodyKind::None || plan.body_sent {
+                a
+            } else {
+                step!(self.send_body(&mut plan, a))
+            };
             break step!(self.read_response(&mut plan, a));
         };
-        (self.respond(plan, up, resp, response_ms).await, false)
+        // The response is relayed from here, not from a function of its
+        // own: each nested future is made on the stack and then moved into
+        // its parent's, and this one is large.
+        let rec = self.rec;
+        rec.t_connect = plan.connect_ms as i64;
+        rec.t_resp = response_ms as i64;
+        // Set before relaying: `option logasap` logs at the response head.
+        rec.retries = self.tries.done;
+        rec.redispatched = self.tries.redispatched;
+        // Borrowed, not cloned: a clone is a write to a count every worker
+        // thread shares, per request.
+        let server: &ServerState = self.seat.server();
+        let pool = server.pool.load_full();
+        let mut out = relay::Relay {
+            fe: self.fe,
+            be: self.be,
+            server,
+            req: self.req,
+            upstream: up,
+            client: self.client,
+            keep_client: self.keep_client,
+            rec: &mut *rec,
+            ctx: self.ctx,
+            bytes_out: 0,
+        }
+        .run(resp, &pool, plan.server_close)
+        .await;
+        out.body_in = plan.body_in;
+        let total_ms = ms(self.started.elapsed());
+        rec.tally.times = Some([self.queue_ms, plan.connect_ms, response_ms, total_ms]);
+        (out, false)
     }
 
     /// What the attempts share: the request head as it goes to the server
@@ -185,7 +221,11 @@ impl<'a> Exchange<'a> {
                     .ctx
                     .dst
                     .or_else(|| self.client.stream.local_addr().ok());
-                match retry::connect(be, self.key, self.seat, self.tries, plan.host, dst).await {
+                // A new connection is the rare path under keep-alive: its
+                // future (connect, TLS) is boxed so that the common one,
+                // and every future holding it, stays small.
+                let fresh = retry::connect(be, self.key, self.seat, self.tries, plan.host, dst);
+                match Box::pin(fresh).await {
                     Ok(s) => {
                         plan.connect_ms = ms(t.elapsed());
                         note_move(&before, self.seat, self.rec, self.ctx);
@@ -194,7 +234,7 @@ impl<'a> Exchange<'a> {
                     Err(ConnectError::Pick(e)) => {
                         let (fe, keep) = (self.fe, plan.keep_on_error);
                         let out = no_server(e, fe, be, self.client, keep, self.started, self.rec);
-                        return Step::End(out.await, true);
+                        return Step::End(Box::pin(out).await, true);
                     }
                     Err(e) => {
                         self.rec.end(e.term());
@@ -203,7 +243,7 @@ impl<'a> Exchange<'a> {
                         self.rec.tally.status(503, Rows::BE);
                         let out =
                             send_error_be(self.client, 503, self.fe, Some(be), plan.keep_on_error);
-                        return Step::End(out.await, true);
+                        return Step::End(Box::pin(out).await, true);
                     }
                 }
             }
@@ -222,7 +262,7 @@ impl<'a> Exchange<'a> {
                 .is_err()
         {
             self.rec.term(Cause::Server, Phase::Connect);
-            return Step::End(self.server_failed(false).await, false);
+            return Step::End(Box::pin(self.server_failed(false)).await, false);
         }
         // Connected: an error from here on logs the connect time (HAProxy's
         // `0/0/0/-1/...` for a 504), not -1.
@@ -252,10 +292,13 @@ impl<'a> Exchange<'a> {
             drop(up);
             let wanted = self.be.retry_on.has(RetryOn::EMPTY_RESPONSE);
             if let Some(next) = self.l7_retry(plan, &server, wanted) {
-                return self.retry(plan, &server, next).await;
+                return Box::pin(self.retry(plan, &server, next)).await;
             }
             self.rec.term(Cause::Server, Phase::Headers);
-            return Step::End(self.server_failed(plan.keep_on_error).await, false);
+            return Step::End(
+                Box::pin(self.server_failed(plan.keep_on_error)).await,
+                false,
+            );
         }
         self.rec.tally.srv_in += self.req.raw.len() as u64;
         Step::Go(Attempt { up, reused, server })
@@ -360,7 +403,7 @@ impl<'a> Exchange<'a> {
                     if let Some(next) = self.l7_retry(plan, &server, wanted) {
                         drop(resp);
                         drop(up);
-                        return self.retry(plan, &server, next).await;
+                        return Box::pin(self.retry(plan, &server, next)).await;
                     }
                     return Step::Go((up, resp, ms(sent_at.elapsed())));
                 }
@@ -403,7 +446,7 @@ impl<'a> Exchange<'a> {
             },
         };
         drop(up);
-        self.head_failed(plan, &server, failure).await
+        Box::pin(self.head_failed(plan, &server, failure)).await
     }
 
     /// No usable response head: another attempt if `retry-on` names the
@@ -468,37 +511,6 @@ impl<'a> Exchange<'a> {
         self.rec.tally.eresp |= Rows::BE_SRV;
         self.rec.tally.status(502, Rows::BE_SRV);
         send_error_be(self.client, 502, self.fe, Some(self.be), keep).await
-    }
-
-    /// A response head is in: the record gets the attempt's timers, then
-    /// the response is relayed (`http/relay.rs`).
-    async fn respond(self, plan: Plan<'_>, up: BufConn, resp: Head, response_ms: u32) -> Outcome {
-        let rec = self.rec;
-        rec.t_connect = plan.connect_ms as i64;
-        rec.t_resp = response_ms as i64;
-        // Set before relaying: `option logasap` logs at the response head.
-        rec.retries = self.tries.done;
-        rec.redispatched = self.tries.redispatched;
-        let server = self.seat.server().clone();
-        let pool = server.pool.load_full();
-        let mut out = relay::Relay {
-            fe: self.fe,
-            be: self.be,
-            server: &server,
-            req: self.req,
-            upstream: up,
-            client: self.client,
-            keep_client: self.keep_client,
-            rec: &mut *rec,
-            ctx: self.ctx,
-            bytes_out: 0,
-        }
-        .run(resp, &pool, plan.server_close)
-        .await;
-        out.body_in = plan.body_in;
-        let total_ms = ms(self.started.elapsed());
-        rec.tally.times = Some([self.queue_ms, plan.connect_ms, response_ms, total_ms]);
-        out
     }
 }
 

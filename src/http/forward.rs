@@ -160,7 +160,8 @@ pub(crate) async fn forward(
         Ok(slot) => slot,
         Err(e) => {
             let keep = keep_client && body == BodyKind::None;
-            return no_server(e, fe, be, client, keep, started, rec).await;
+            // Rare: boxed, so the future of the common path stays small.
+            return Box::pin(no_server(e, fe, be, client, keep, started, rec)).await;
         }
     };
     rec.be_queue = slot.queue_position();

@@ -40,6 +40,16 @@ pub(super) struct Relay<'a> {
     pub(super) bytes_out: u64,
 }
 
+/// Why [`Relay::prepare`] refused a response.
+enum Refusal<'r> {
+    /// Its framing is invalid (at the spot given).
+    Framing(Head, ErrorSpot),
+    /// `http-response deny` (with its reply), `rspdeny` (without).
+    Denied(Option<&'r HttpReply>),
+    /// An `rsprep` left a head that does not parse.
+    Invalid,
+}
+
 /// The response is ready to go: its head as the rules left it, its
 /// framing, and whether the client connection goes on after it.
 struct Ready {
@@ -49,23 +59,32 @@ struct Ready {
     edits: Option<Edits>,
 }
 
-impl Relay<'_> {
+impl<'a> Relay<'a> {
     /// Relays `resp` (a response head just read) and what follows it.
     /// `server_close`: the server connection is not kept for another
     /// request whatever the response says.
     pub(super) async fn run(mut self, resp: Head, pool: &Pool, server_close: bool) -> Outcome {
-        let resp = match self.interim(resp).await {
-            Ok(r) => r,
-            Err(out) => return out,
+        // Most answers are final: their path never makes the future of
+        // `interim`.
+        let resp = if is_interim(resp.status) {
+            match Box::pin(self.interim(resp)).await {
+                Ok(r) => r,
+                Err(out) => return out,
+            }
+        } else {
+            resp
         };
         self.rec.captured_resp =
             crate::observe::log::capture_headers(&self.fe.captures.response, &resp);
+        // The rare paths (a protocol switch, a refused response) run in
+        // futures of their own, boxed: the future of the common path stays
+        // small, and is moved less.
         if resp.status == 101 {
-            return self.switch(resp).await;
+            return Box::pin(self.switch(resp)).await;
         }
-        let ready = match self.prepare(resp).await {
+        let ready = match self.prepare(resp) {
             Ok(r) => r,
-            Err(out) => return out,
+            Err(refusal) => return Box::pin(self.refused(refusal)).await,
         };
         self.deliver(ready, pool, server_close).await
     }
@@ -74,7 +93,7 @@ impl Relay<'_> {
     /// (or a 101).
     async fn interim(&mut self, mut resp: Head) -> Result<Head, Outcome> {
         let (fe, be) = (self.fe, self.be);
-        while (100..200).contains(&resp.status) && resp.status != 101 {
+        while is_interim(resp.status) {
             let head = downstream_head(&resp, BodyKind::None, true, 1, None);
             if io::write_all(&mut self.client.stream, &head, fe.timeouts.client)
                 .await
@@ -171,20 +190,26 @@ impl Relay<'_> {
     /// The final response's framing, then the `http-response` rules,
     /// legacy `rsp*` filters and the persistence cookie: what the client
     /// will be sent, or the answer that replaces it.
-    async fn prepare(&mut self, mut resp: Head) -> Result<Ready, Outcome> {
+    /// Synchronous: what refuses the response is answered by
+    /// [`Relay::refused`].
+    fn prepare(&mut self, mut resp: Head) -> Result<Ready, Refusal<'a>> {
         let be = self.be;
         let body = match resp.response_body(self.req.method()) {
             Ok(b) => b,
             Err(e) => {
                 let spot = error_spot::locate(&resp.raw, true, &e);
-                return Err(self.refuse(Some(&resp.raw), spot).await);
+                return Err(Refusal::Framing(resp, spot));
             }
         };
         self.rec.tally.srv_status = Some(resp.status);
         // A soft stop that began during the request: the response says close.
         let keep =
             self.keep_client && body != BodyKind::UntilClose && !crate::sys::process::stopping();
-        let mut edits = self.response_rules(&mut resp).await?;
+        let mut edits = if self.has_response_rules() {
+            self.response_rules(&mut resp)?
+        } else {
+            None
+        };
         if let Some(ck) = be.cookie.as_deref()
             && let Some(i) = be
                 .servers
@@ -207,25 +232,39 @@ impl Relay<'_> {
         })
     }
 
+    /// Whether the backend or the frontend has `http-response` rules or
+    /// legacy `rsp*` filters.
+    fn has_response_rules(&self) -> bool {
+        let (fe, be) = (self.fe, self.be);
+        !be.http_response.is_empty()
+            || !fe.http_response.is_empty()
+            || be.legacy_rsp.is_some()
+            || fe.legacy_rsp.is_some()
+    }
+
     /// `http-response` rules and legacy `rsp*` filters: the backend's,
     /// then the frontend's. A deny answers in the server's stead.
-    async fn response_rules(&mut self, resp: &mut Head) -> Result<Option<Edits>, Outcome> {
+    fn response_rules(&mut self, resp: &mut Head) -> Result<Option<Edits>, Refusal<'a>> {
         let (fe, be) = (self.fe, self.be);
-        if be.http_response.is_empty()
-            && fe.http_response.is_empty()
-            && be.legacy_rsp.is_none()
-            && fe.legacy_rsp.is_none()
-        {
-            return Ok(None);
-        }
         let (req, ctx, server) = (self.req, self.ctx, self.server);
         match response_edits(fe, be, &server.name, req, ctx.src, ctx.tls, resp) {
             Ok(e) => Ok(e),
-            Err(RespRefused::Denied(reply)) => {
+            Err(RespRefused::Denied(reply)) => Err(Refusal::Denied(reply)),
+            Err(RespRefused::Invalid) => Err(Refusal::Invalid),
+        }
+    }
+
+    /// The answer to a response [`Relay::prepare`] refused.
+    async fn refused(&mut self, refusal: Refusal<'a>) -> Outcome {
+        let (fe, be) = (self.fe, self.be);
+        match refusal {
+            Refusal::Framing(resp, spot) => self.refuse(Some(&resp.raw), spot).await,
+            Refusal::Denied(reply) => {
                 // `http-response deny`, `rspdeny`: the server's answer is
                 // dropped.
                 self.rec.end(BAD_RESPONSE);
                 self.rec.tally.dresp |= Rows::BE_SRV;
+                let (req, ctx, server) = (self.req, self.ctx, self.server);
                 let cx = rules::FmtCtx {
                     req,
                     src: ctx.src,
@@ -233,14 +272,14 @@ impl Relay<'_> {
                     backend: Some(&be.name),
                     server: Some(&server.name),
                 };
-                Err(deny_response(self.client, fe, be, self.keep_client, reply, &cx).await)
+                deny_response(self.client, fe, be, self.keep_client, reply, &cx).await
             }
-            Err(RespRefused::Invalid) => {
+            Refusal::Invalid => {
                 // An `rsprep` that broke the head: HAProxy 1.8's
                 // `return_bad_resp` (the status was counted already).
                 self.rec.tally.eresp |= Rows::BE_SRV;
                 self.rec.end(BAD_RESPONSE);
-                Err(send_error_be(self.client, 502, fe, Some(be), self.keep_client).await)
+                send_error_be(self.client, 502, fe, Some(be), self.keep_client).await
             }
         }
     }
@@ -280,7 +319,7 @@ impl Relay<'_> {
                 // client yet, which gets a 502 instead. The head is part of
                 // what was refused, as in HAProxy's buffer.
                 let spot = spot.shifted(resp.raw.len());
-                return self.refuse(Some(&resp.raw), spot).await;
+                return Box::pin(self.refuse(Some(&resp.raw), spot)).await;
             }
             Err(e) => {
                 self.body_failed(&e);
@@ -348,6 +387,11 @@ impl Relay<'_> {
         }
         bad_response(fe, be, self.client, self.rec, self.keep_client).await
     }
+}
+
+/// A 1xx answer other than 101: relayed, and a final one follows.
+fn is_interim(status: u16) -> bool {
+    (100..200).contains(&status) && status != 101
 }
 
 /// The response head as it goes to the client.

@@ -632,9 +632,14 @@ async fn route(
         edits: &mut edits,
         allowed: &mut allowed,
     };
-    let head = match run.stage(head, &mut fe_head, Stage::frontend(fe)).await {
-        Ok(h) => h,
-        Err(out) => return out,
+    // Without rules the stage is never made (its future is large).
+    let head = if fe.http_request.is_empty() && fe.legacy_req.is_none() {
+        head
+    } else {
+        match run.stage(head, &mut fe_head, Stage::frontend(fe)).await {
+            Ok(h) => h,
+            Err(out) => return out,
+        }
     };
     let view = View {
         head,
