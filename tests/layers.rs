@@ -32,8 +32,6 @@ const KNOWN_UPWARD: &[(&str, &str)] = &[
     // ClientConn, the accepted connection, is defined by frontend::listener.
     ("http", "frontend"),
     ("tcp", "frontend"),
-    // control::cli::atoi and control::reload::supervisor() read by stats.
-    ("observe", "control"),
     // The snapshot holds compiled pieces of the engines (http::h2::Limits,
     // http::legacy::LegacyRt, upstream::balance::Lb) and asks
     // frontend::listener for inherited addresses.

@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
+use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
@@ -44,8 +44,6 @@ pub(crate) struct Supervisor {
     rt: Arc<Runtime>,
     sources: Vec<PathBuf>,
     global_max: Arc<Semaphore>,
-    /// The limit `global_max` stands for now (`set maxconn global`).
-    global_now: AtomicU32,
     state: tokio::sync::Mutex<Bound>,
     last: Mutex<Option<ReloadReport>>,
     /// The configuration in force, which the next reload is compared with.
@@ -84,10 +82,12 @@ impl Supervisor {
         bound: Vec<(Arc<str>, ListenAddr, listener::Listening)>,
         applied: Config,
     ) -> std::io::Result<Arc<Supervisor>> {
+        rt.process
+            .maxconn_now
+            .store(global_max.available_permits() as u32, SeqCst);
         let sup = Arc::new(Supervisor {
             rt,
             sources,
-            global_now: AtomicU32::new(global_max.available_permits() as u32),
             global_max,
             state: tokio::sync::Mutex::new(Bound::default()),
             last: Mutex::new(None),
@@ -155,13 +155,8 @@ impl Supervisor {
     /// `set maxconn global <n>` (at most the start-up `maxconn`).
     pub(crate) fn set_global_maxconn(&self, n: u32) {
         let n = n.max(1);
-        let before = self.global_now.swap(n, SeqCst);
+        let before = self.rt.process.maxconn_now.swap(n, SeqCst);
         resize_limit(&self.global_max, before, n);
-    }
-
-    /// The global `maxconn` in force (`show info` Maxconn).
-    pub(crate) fn global_maxconn(&self) -> u32 {
-        self.global_now.load(SeqCst)
     }
 
     pub(crate) fn last_report(&self) -> Option<ReloadReport> {
@@ -359,6 +354,7 @@ impl Supervisor {
             }
             tracing::error!("Reload refused: the running configuration is unchanged.");
         }
+        self.rt.process.note_reload(report.when, report.ok);
         *crate::state::lock(&self.last) = Some(report.clone());
         report
     }

@@ -2,7 +2,7 @@
 //! registry and process counters. Shared as `Arc<Runtime>`.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwap;
@@ -26,6 +26,29 @@ pub(crate) struct ProcessCounters {
     pub(crate) conn_rate: FreqCtr,
     pub(crate) sess_rate: FreqCtr,
     pub(crate) bytes_out: AtomicU64,
+    /// The global `maxconn` in force once `set maxconn global` may have
+    /// changed it (0: no supervisor, the configured one). Written by the
+    /// supervisor (`control/reload.rs`), read by `show info`: the figure
+    /// lives down here so that what reports it needs nothing from above.
+    pub(crate) maxconn_now: AtomicU32,
+    /// The last reload for `show info`: its Unix time shifted left by one,
+    /// the low bit set when it succeeded; 0 when none was tried.
+    pub(crate) last_reload: AtomicU64,
+}
+
+impl ProcessCounters {
+    /// Notes a reload attempt at `when` (Unix time).
+    pub(crate) fn note_reload(&self, when: u64, ok: bool) {
+        self.last_reload.store(when << 1 | u64::from(ok), Relaxed);
+    }
+
+    /// The last reload's Unix time and outcome, if one was tried.
+    pub(crate) fn last_reload(&self) -> Option<(u64, bool)> {
+        match self.last_reload.load(Relaxed) {
+            0 => None,
+            v => Some((v >> 1, v & 1 == 1)),
+        }
+    }
 }
 
 impl Default for ProcessCounters {
@@ -43,6 +66,8 @@ impl Default for ProcessCounters {
             conn_rate: FreqCtr::default(),
             sess_rate: FreqCtr::default(),
             bytes_out: AtomicU64::new(0),
+            maxconn_now: AtomicU32::new(0),
+            last_reload: AtomicU64::new(0),
         }
     }
 }

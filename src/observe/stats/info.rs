@@ -68,7 +68,11 @@ pub(crate) fn info_fields(rt: &Runtime, snap: &Snapshot) -> Vec<(&'static str, S
     }
     put("Ulimit-n", nofile.to_string());
     put("Maxsock", nofile.to_string());
-    let now = crate::control::reload::supervisor().map_or(maxconn, |s| s.global_maxconn());
+    // `set maxconn global`'s figure once a supervisor runs.
+    let now = match p.maxconn_now.load(Relaxed) {
+        0 => maxconn,
+        n => n,
+    };
     put("Maxconn", now.to_string());
     put("Hard_maxconn", maxconn.to_string());
     put("CurrConns", conns.to_string());
@@ -142,18 +146,17 @@ pub(crate) fn info_fields(rt: &Runtime, snap: &Snapshot) -> Vec<(&'static str, S
     // sluice's own keys, after all of HAProxy's: the configuration
     // generation and the last reload (time and outcome).
     put("Generation", snap.generation.to_string());
-    let last = crate::control::reload::supervisor().and_then(|s| s.last_report());
+    let last = p.last_reload();
     put(
         "Last_reload_sec",
-        last.as_ref()
-            .map_or(String::from("0"), |r| r.when.to_string()),
+        last.map_or(String::from("0"), |(when, _)| when.to_string()),
     );
     put(
         "Last_reload_status",
-        match &last {
+        match last {
             None => String::from("none"),
-            Some(r) if r.ok => String::from("success"),
-            Some(_) => String::from("failed"),
+            Some((_, true)) => String::from("success"),
+            Some((_, false)) => String::from("failed"),
         },
     );
     v
