@@ -33,9 +33,7 @@ const KNOWN_UPWARD: &[(&str, &str)] = &[
     ("http", "frontend"),
     ("tcp", "frontend"),
     // The snapshot holds compiled pieces of the engines (http::h2::Limits,
-    // http::legacy::LegacyRt, upstream::balance::Lb) and asks
-    // frontend::listener for inherited addresses.
-    ("snapshot", "frontend"),
+    // http::legacy::LegacyRt, upstream::balance::Lb).
     ("snapshot", "http"),
     ("snapshot", "upstream"),
     // A server's state holds its idle pool (upstream::pool::Pool).

@@ -405,7 +405,7 @@ fn binds(cfg: &Config) -> Vec<WantedBind<'_>> {
                 .flat_map(|b| {
                     let addrs: Vec<ListenAddr> = match (&b.unix, b.fd) {
                         (Some(u), _) => vec![ListenAddr::Unix(u.name.clone())],
-                        (None, Some(fd)) => crate::frontend::listener::inherited_addr(fd)
+                        (None, Some(fd)) => crate::state::inherited::addr_of(fd)
                             .into_iter()
                             .map(ListenAddr::Ip)
                             .collect(),

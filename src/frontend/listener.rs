@@ -538,10 +538,6 @@ fn set_reuse_port(socket: &Socket) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Listening sockets inherited through `fd@<n>` binds, by descriptor, with
-/// the address each was found listening on.
-static INHERITED: std::sync::Mutex<Vec<(RawFd, SocketAddr)>> = std::sync::Mutex::new(Vec::new());
-
 /// Adopts the inherited descriptor `fd` of a `bind fd@<n>` (systemd socket
 /// activation, a supervisor that opened the port): it must be an open,
 /// listening TCP socket; its address is read from the socket itself.
@@ -562,7 +558,7 @@ pub(crate) fn tcp_inherited(
     match socket {
         Listening::Tcp(l) => {
             let addr = l.local_addr()?;
-            record_inherited(fd, addr);
+            crate::state::inherited::record(fd, addr);
             Ok((addr, l))
         }
         Listening::Unix(_) => Err(unix_for_a_frontend()),
@@ -574,28 +570,6 @@ fn unix_for_a_frontend() -> std::io::Error {
         std::io::ErrorKind::InvalidInput,
         "a UNIX socket, where a frontend needs a TCP one",
     )
-}
-
-/// Records that the socket listening on `addr` stands for `bind fd@<fd>`:
-/// one received from an old process (`-x`), which had inherited it.
-pub(crate) fn record_inherited(fd: RawFd, addr: SocketAddr) {
-    crate::state::lock(&INHERITED).push((fd, addr));
-}
-
-/// The `fd@<n>` a listening address was inherited as, if it was.
-pub(crate) fn inherited_as(addr: SocketAddr) -> Option<RawFd> {
-    crate::state::lock(&INHERITED)
-        .iter()
-        .find(|(_, a)| *a == addr)
-        .map(|(f, _)| *f)
-}
-
-/// The address of the socket inherited as `fd`, if it was adopted at start.
-pub(crate) fn inherited_addr(fd: RawFd) -> Option<SocketAddr> {
-    crate::state::lock(&INHERITED)
-        .iter()
-        .find(|(f, _)| *f == fd)
-        .map(|(_, a)| *a)
 }
 
 /// A listening socket of either family: bound here, inherited or handed

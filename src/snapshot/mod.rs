@@ -526,7 +526,7 @@ fn listening_addrs(b: &crate::config::model::Bind) -> Vec<ListenAddr> {
         return vec![ListenAddr::Unix(u.name.clone())];
     }
     match b.fd {
-        Some(fd) => crate::frontend::listener::inherited_addr(fd)
+        Some(fd) => crate::state::inherited::addr_of(fd)
             .into_iter()
             .map(ListenAddr::Ip)
             .collect(),

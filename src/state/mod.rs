@@ -5,6 +5,7 @@
 pub(crate) mod capture;
 pub(crate) mod change;
 pub(crate) mod generation;
+pub(crate) mod inherited;
 pub(crate) mod sessions;
 
 pub(crate) mod counters;
