@@ -32,9 +32,8 @@ const KNOWN_UPWARD: &[(&str, &str)] = &[
     // ClientConn, the accepted connection, is defined by frontend::listener.
     ("http", "frontend"),
     ("tcp", "frontend"),
-    // The snapshot holds compiled pieces of the engines (http::h2::Limits,
-    // http::legacy::LegacyRt, upstream::balance::Lb).
-    ("snapshot", "http"),
+    // The snapshot holds the balancing state of each backend
+    // (upstream::balance::Lb).
     ("snapshot", "upstream"),
     // A server's state holds its idle pool (upstream::pool::Pool).
     ("state", "upstream"),

@@ -12,40 +12,11 @@
 
 use bytes::Bytes;
 
-use crate::acl::eval::{AclSet, CompiledCond, RequestView};
-use crate::config::model::{LegacyAction, LegacyRules};
+use crate::acl::eval::{AclSet, RequestView};
+use crate::config::model::LegacyAction;
 use crate::http::rules::{self, Edits};
+use crate::snapshot::legacy_rt::LegacyRt;
 use crate::wire::h1::{self, Head};
-
-/// A proxy's filters and added lines for one direction, conditions
-/// compiled against the proxy's ACLs.
-#[derive(Debug)]
-pub(crate) struct LegacyRt {
-    filters: Vec<(regex::bytes::Regex, LegacyAction, Option<CompiledCond>)>,
-    adds: Vec<(Vec<u8>, Option<CompiledCond>)>,
-}
-
-impl LegacyRt {
-    /// None when the proxy has no such rule (the common case).
-    pub(crate) fn compile(rules: &LegacyRules, acls: &AclSet) -> Option<Box<LegacyRt>> {
-        if rules.is_empty() {
-            return None;
-        }
-        let cond = |c: &Option<crate::acl::Condition>| c.as_ref().map(|c| acls.compile(c));
-        Some(Box::new(LegacyRt {
-            filters: rules
-                .filters
-                .iter()
-                .map(|f| ((*f.re).clone(), f.action.clone(), cond(&f.cond)))
-                .collect(),
-            adds: rules
-                .adds
-                .iter()
-                .map(|a| (a.line.clone(), cond(&a.cond)))
-                .collect(),
-        }))
-    }
-}
 
 /// What the filters decided.
 #[derive(Debug)]
@@ -213,7 +184,7 @@ fn rebuild(lines: &[Vec<u8>], response: bool) -> Option<Head> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::model::{LegacyAdd, LegacyFilter};
+    use crate::config::model::{LegacyAdd, LegacyFilter, LegacyRules};
 
     struct NoView;
     impl RequestView for NoView {

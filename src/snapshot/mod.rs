@@ -3,6 +3,8 @@
 //! a new one over the same runtime state and swaps it in.
 
 pub(crate) mod delta;
+pub(crate) mod h2_limits;
+pub(crate) mod legacy_rt;
 pub(crate) mod log_setup;
 pub mod runtime;
 
@@ -14,11 +16,11 @@ use crate::config::model::{
     Balance, CheckKind, CheckParams, Config, ForwardFor, Global, HttpConnMode, HttpRequestAction,
     HttpResponseAction, HttpReuse, ListenAddr, Mode, Proxy, ProxyKind, StatsPage, Timeouts,
 };
-use crate::http::legacy::LegacyRt;
 use crate::state::change::{ServerSettings, StateChange};
 use crate::state::{BackendState, FrontendState, Registry, ServerState};
 use crate::upstream::balance::Lb;
 use delta::Change;
+use legacy_rt::LegacyRt;
 
 #[derive(Debug)]
 pub(crate) struct Snapshot {
@@ -75,7 +77,7 @@ pub(crate) struct FrontendRt {
     /// Listening addresses with `proto h1` or `proto h2`.
     pub(crate) bind_protos: Vec<(SocketAddr, crate::config::model::BindProto)>,
     /// The HTTP/2 settings and limits of its connections.
-    pub(crate) h2: crate::http::h2::Limits,
+    pub(crate) h2: h2_limits::Limits,
     /// `tcp-request connection` / `content` rules, `inspect-delay`.
     pub(crate) tcp_connection: TcpRules,
     pub(crate) tcp_content: TcpRules,
@@ -496,7 +498,7 @@ impl Compiler<'_> {
                         .map(move |a| (a, b.proto))
                 })
                 .collect(),
-            h2: crate::http::h2::Limits::of(&config.global),
+            h2: h2_limits::Limits::of(&config.global),
             tcp_connection: tcp_rules(&p.tcp_connection, &acls),
             tcp_content: tcp_rules(&p.tcp_content, &acls),
             inspect_delay: p.inspect_delay,

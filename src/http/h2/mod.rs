@@ -31,8 +31,8 @@ use bytes::{Buf, Bytes};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::task::JoinSet;
 
-use crate::config::model::{Global, H2Tune};
 use crate::frontend::listener::ClientConn;
+use crate::snapshot::h2_limits::Limits;
 use crate::tls::{Stream, TlsFacts};
 
 /// The head an HTTP/1 parser sees of the preface: its first line and the
@@ -74,61 +74,22 @@ const MAX_SEND_BUFFER: usize = 64 * 1024;
 /// deliver its GOAWAY and finish.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
 
-/// The HTTP/2 settings and limits of a frontend's connections.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Limits {
-    /// SETTINGS_MAX_CONCURRENT_STREAMS (`tune.h2.max-concurrent-streams`).
-    pub(crate) max_concurrent_streams: u32,
-    /// SETTINGS_INITIAL_WINDOW_SIZE (`tune.h2.initial-window-size`): each
-    /// stream's receive window. (The connection's is the largest there
-    /// is, see [`CONNECTION_WINDOW`].)
-    pub(crate) initial_window_size: u32,
-    /// SETTINGS_HEADER_TABLE_SIZE (`tune.h2.header-table-size`).
-    pub(crate) header_table_size: u32,
-    /// SETTINGS_MAX_FRAME_SIZE (`tune.h2.max-frame-size`).
-    pub(crate) max_frame_size: u32,
-    /// SETTINGS_MAX_HEADER_LIST_SIZE: a request's headers must fit the
-    /// buffer an HTTP/1 head fits (`tune.bufsize - tune.maxrewrite`), as
-    /// in HAProxy. A larger header block, CONTINUATION frames included,
-    /// is refused; a much larger one closes the connection.
-    pub(crate) max_header_list_size: u32,
+/// The server side of the HTTP/2 library set up with a frontend's limits.
+fn builder(limits: &Limits) -> h2::server::Builder {
+    let mut b = h2::server::Builder::new();
+    b.max_concurrent_streams(limits.max_concurrent_streams)
+        .initial_window_size(limits.initial_window_size)
+        .initial_connection_window_size(CONNECTION_WINDOW)
+        .header_table_size(limits.header_table_size)
+        .max_frame_size(limits.max_frame_size)
+        .max_header_list_size(limits.max_header_list_size)
+        .max_pending_accept_reset_streams(MAX_PENDING_ACCEPT_RESET_STREAMS)
+        .max_local_error_reset_streams(Some(MAX_LOCAL_ERROR_RESET_STREAMS))
+        .max_concurrent_reset_streams(MAX_CONCURRENT_RESET_STREAMS)
+        .reset_stream_duration(RESET_STREAM_DURATION)
+        .max_send_buffer_size(MAX_SEND_BUFFER);
+    b
 }
-
-impl Limits {
-    pub(crate) fn of(g: &Global) -> Limits {
-        let t = &g.h2;
-        Limits {
-            max_concurrent_streams: t
-                .max_concurrent_streams
-                .unwrap_or(H2Tune::DEFAULT_MAX_CONCURRENT_STREAMS),
-            initial_window_size: t
-                .initial_window_size
-                .unwrap_or(H2Tune::DEFAULT_INITIAL_WINDOW_SIZE),
-            header_table_size: t
-                .header_table_size
-                .unwrap_or(H2Tune::DEFAULT_HEADER_TABLE_SIZE),
-            max_frame_size: t.max_frame_size.unwrap_or(H2Tune::DEFAULT_MAX_FRAME_SIZE),
-            max_header_list_size: g.max_head() as u32,
-        }
-    }
-
-    fn builder(&self) -> h2::server::Builder {
-        let mut b = h2::server::Builder::new();
-        b.max_concurrent_streams(self.max_concurrent_streams)
-            .initial_window_size(self.initial_window_size)
-            .initial_connection_window_size(CONNECTION_WINDOW)
-            .header_table_size(self.header_table_size)
-            .max_frame_size(self.max_frame_size)
-            .max_header_list_size(self.max_header_list_size)
-            .max_pending_accept_reset_streams(MAX_PENDING_ACCEPT_RESET_STREAMS)
-            .max_local_error_reset_streams(Some(MAX_LOCAL_ERROR_RESET_STREAMS))
-            .max_concurrent_reset_streams(MAX_CONCURRENT_RESET_STREAMS)
-            .reset_stream_duration(RESET_STREAM_DURATION)
-            .max_send_buffer_size(MAX_SEND_BUFFER);
-        b
-    }
-}
-
 /// The client connection's byte stream, with bytes already read from it
 /// (the preface an HTTP/1 parser took for a request head) put back first.
 struct Rewind {
@@ -205,7 +166,7 @@ pub(crate) async fn serve(
         prefix,
         inner: stream,
     };
-    let handshake = limits.builder().handshake::<_, Bytes>(io);
+    let handshake = builder(&limits).handshake::<_, Bytes>(io);
     let mut conn = match crate::wire::io::with_timeout(handshake_timeout, handshake).await {
         Some(Ok(conn)) => conn,
         // Not HTTP/2 (no preface), or silent: closed.
