@@ -357,3 +357,27 @@ fn give_back_memory(lot: &Lot) {
         unsafe { libc::malloc_trim(0) };
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An idle keep-alive connection costs its parked record (plus the
+    /// kernel's socket): this is what `proxy-bench --idle-conns` measures
+    /// per connection. A field added to `Parked`, `ClientConn` or `Peer`
+    /// grows every idle connection; keep new per-connection data behind a
+    /// pointer (as `ClientConn::dst`) or out of the record, or raise these
+    /// bounds knowingly.
+    #[test]
+    fn an_idle_connection_stays_small() {
+        assert!(
+            std::mem::size_of::<Peer>() <= 32,
+            "Peer: {}",
+            std::mem::size_of::<Peer>()
+        );
+        let client = std::mem::size_of::<ClientConn>();
+        assert!(client <= 80, "ClientConn: {client} bytes");
+        let parked = std::mem::size_of::<Option<Parked>>();
+        assert!(parked <= 136, "a parked connection: {parked} bytes");
+    }
+}
