@@ -29,9 +29,6 @@ const LAYERS: &[&[&str]] = &[
 
 /// (from, to): upward edges still in the code, to be removed.
 const KNOWN_UPWARD: &[(&str, &str)] = &[
-    // ClientConn, the accepted connection, is defined by frontend::listener.
-    ("http", "frontend"),
-    ("tcp", "frontend"),
     // The snapshot holds the balancing state of each backend
     // (upstream::balance::Lb).
     ("snapshot", "upstream"),

@@ -10,8 +10,8 @@ use std::time::SystemTime;
 use tokio::net::TcpStream;
 
 use crate::config::model::{ListenAddr, Mode};
-use crate::frontend::listener::ClientConn;
 use crate::snapshot::FrontendRt;
+use crate::snapshot::client::ClientConn;
 use crate::sys::peer::Peer;
 use crate::wire::proxy_proto::{self, Origin};
 

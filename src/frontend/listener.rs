@@ -15,8 +15,8 @@ use tokio::net::TcpStream;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 use crate::config::model::{BindV6, ListenAddr, Mode, UnixBind, UnixName};
+use crate::snapshot::client::ClientConn;
 use crate::snapshot::runtime::Runtime;
-use crate::state::FrontendState;
 use crate::sys::peer::Peer;
 use crate::tls::Stream;
 
@@ -170,7 +170,7 @@ async fn accept_loop(
             Err(_) => continue,
         };
         let (client, peer, mode, screen, tls) =
-            ClientConn::open(&rt, &binding.frontend, permits, &stream, peer, &ctl.addr);
+            open_client(&rt, &binding.frontend, permits, &stream, peer, &ctl.addr);
         if let Some(screen) = screen {
             tokio::spawn(crate::frontend::accept::serve_screened(
                 client, stream, peer, mode, screen, tls,
@@ -315,25 +315,6 @@ async fn pause_until_resumed(
     }
 }
 
-/// What one client connection holds for its whole life. Opening it counts
-/// the connection; dropping it closes the books and frees the `maxconn`
-/// permits, whatever way the connection ended.
-pub(crate) struct ClientConn {
-    pub(crate) rt: Arc<Runtime>,
-    pub(crate) frontend: Arc<str>,
-    /// The frontend's state, once the connection counts as one of its
-    /// sessions (`scur`, `stot`): from accept, or once `tcp-request
-    /// connection` rules and the PROXY header let it through.
-    fe_state: Option<Arc<FrontendState>>,
-    _permits: [OwnedSemaphorePermit; 2],
-    /// Its `show sess` entry (a pointer: idle connections stay small).
-    pub(crate) stream: crate::state::sessions::Slot,
-    /// The address the client connected to, as a PROXY protocol header
-    /// told it (None: the socket's own). Boxed: idle connections stay
-    /// small, and most have none.
-    dst: Option<Box<SocketAddr>>,
-}
-
 /// The TLS of a `bind ... ssl` listener, for an accepted connection.
 pub(crate) struct TlsAccept {
     config: Arc<crate::tls::ListenTls>,
@@ -341,116 +322,67 @@ pub(crate) struct TlsAccept {
     handshake_timeout: Option<std::time::Duration>,
 }
 
-impl ClientConn {
-    /// Counts a new connection on `frontend` (accepted on `local`); also
-    /// says which mode the frontend runs in, and what has to screen the
-    /// connection before it is served (its session then starts later).
-    fn open(
-        rt: &Arc<Runtime>,
-        frontend: &Arc<str>,
-        permits: [OwnedSemaphorePermit; 2],
-        stream: &tokio::net::TcpStream,
-        peer: Option<SocketAddr>,
-        local: &ListenAddr,
-    ) -> (
-        Self,
-        Peer,
-        Mode,
-        Option<crate::frontend::accept::Screen>,
-        Option<TlsAccept>,
-    ) {
-        let (fe_state, mode, fe_iid, screen, tls, luid) =
-            rt.with_snapshot(
-                |snap| match snap.frontends().find(|f| *f.name == **frontend) {
-                    Some(f) => {
-                        if f.tcpka {
-                            let _ = socket2::SockRef::from(stream).set_keepalive(true);
-                        }
-                        (
-                            Some(f.state.clone()),
-                            f.mode,
-                            f.iid,
-                            crate::frontend::accept::Screen::of(f, local),
-                            f.tls_binds
-                                .iter()
-                                .find(|(a, _)| a == local)
-                                .map(|(_, c)| TlsAccept {
-                                    config: c.clone(),
-                                    handshake_timeout: f.timeouts.client,
-                                }),
-                            // Looked up for a UNIX client only: its
-                            // address is the listener's number.
-                            if peer.is_none() {
-                                crate::frontend::accept::luid(f, local)
-                            } else {
-                                0
-                            },
-                        )
+/// Opens the record of a connection accepted on `frontend` (on `local`);
+/// also says which mode the frontend runs in, and what has to screen the
+/// connection before it is served (its session then starts later).
+fn open_client(
+    rt: &Arc<Runtime>,
+    frontend: &Arc<str>,
+    permits: [OwnedSemaphorePermit; 2],
+    stream: &tokio::net::TcpStream,
+    peer: Option<SocketAddr>,
+    local: &ListenAddr,
+) -> (
+    ClientConn,
+    Peer,
+    Mode,
+    Option<crate::frontend::accept::Screen>,
+    Option<TlsAccept>,
+) {
+    let (fe_state, mode, fe_iid, screen, tls, luid) =
+        rt.with_snapshot(
+            |snap| match snap.frontends().find(|f| *f.name == **frontend) {
+                Some(f) => {
+                    if f.tcpka {
+                        let _ = socket2::SockRef::from(stream).set_keepalive(true);
                     }
-                    None => (None, Mode::Http, 0, None, None, 1),
-                },
-            );
-        let peer = peer.map_or(Peer::Unix(luid), Peer::Ip);
-        let p = &rt.process;
-        p.conns.inc();
-        p.cum_conns.fetch_add(1, Relaxed);
-        p.conn_rate.hit();
-        p.sess_rate.hit();
-        if let Some(st) = &fe_state {
-            st.counters.conn_tot.fetch_add(1, Relaxed);
-            st.counters.conn_rate.hit();
-        }
-        let mut client = ClientConn {
-            rt: rt.clone(),
-            frontend: frontend.clone(),
-            fe_state: None,
-            _permits: permits,
-            stream: crate::state::sessions::Slot::register(peer, fe_iid, stream.as_raw_fd()),
-            dst: None,
-        };
-        if let Some(st) = fe_state
-            && screen.is_none()
-        {
-            client.start_session(st);
-        }
-        (client, peer, mode, screen, tls)
+                    (
+                        Some(f.state.clone()),
+                        f.mode,
+                        f.iid,
+                        crate::frontend::accept::Screen::of(f, local),
+                        f.tls_binds
+                            .iter()
+                            .find(|(a, _)| a == local)
+                            .map(|(_, c)| TlsAccept {
+                                config: c.clone(),
+                                handshake_timeout: f.timeouts.client,
+                            }),
+                        // Looked up for a UNIX client only: its
+                        // address is the listener's number.
+                        if peer.is_none() {
+                            crate::frontend::accept::luid(f, local)
+                        } else {
+                            0
+                        },
+                    )
+                }
+                None => (None, Mode::Http, 0, None, None, 1),
+            },
+        );
+    let peer = peer.map_or(Peer::Unix(luid), Peer::Ip);
+    if let Some(st) = &fe_state {
+        st.counters.conn_tot.fetch_add(1, Relaxed);
+        st.counters.conn_rate.hit();
     }
-
-    /// The frontend's state, once the connection is one of its sessions.
-    pub(crate) fn frontend_state(&self) -> Option<&Arc<FrontendState>> {
-        self.fe_state.as_ref()
+    let slot = crate::state::sessions::Slot::register(peer, fe_iid, stream.as_raw_fd());
+    let mut client = ClientConn::new(rt, frontend, permits, slot);
+    if let Some(st) = fe_state
+        && screen.is_none()
+    {
+        client.start_session(st);
     }
-
-    /// The address the client connected to, when a PROXY header said it.
-    pub(crate) fn dst(&self) -> Option<SocketAddr> {
-        self.dst.as_deref().copied()
-    }
-
-    pub(crate) fn set_dst(&mut self, dst: SocketAddr) {
-        self.dst = Some(Box::new(dst));
-    }
-
-    /// The frontend's state, once the connection is one of its sessions.
-    pub(crate) fn fe_state(&self) -> Option<&Arc<FrontendState>> {
-        self.fe_state.as_ref()
-    }
-
-    /// Counts the connection as a session of its frontend (`st`).
-    pub(crate) fn start_session(&mut self, st: Arc<FrontendState>) {
-        if self.fe_state.is_none() {
-            st.counters.session_start();
-            self.fe_state = Some(st);
-        }
-    }
-}
-
-impl Drop for ClientConn {
-    fn drop(&mut self) {
-        if let Some(st) = &self.fe_state {
-            st.counters.session_end();
-        }
-        self.rt.process.conns.dec();
-    }
+    (client, peer, mode, screen, tls)
 }
 
 /// Binds a UNIX stream listener without a runtime, as HAProxy does: a

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use tokio::io::unix::AsyncFd;
 use tokio::net::TcpStream;
 
-use crate::frontend::listener::ClientConn;
+use crate::snapshot::client::ClientConn;
 
 /// How long a connection stays in its task, waiting for the next request,
 /// before it is parked. Back-to-back keep-alive traffic (and a page's

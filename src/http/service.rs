@@ -16,13 +16,13 @@ use crate::tls::{Stream, TlsFacts};
 
 use crate::acl::eval::{AclSet, CompiledCond, RequestView};
 use crate::config::model::{BindProto, HttpConnMode, HttpReply, HttpRequestAction, Timeouts};
-use crate::frontend::listener::ClientConn;
 use crate::http::forward::{self, Outcome};
 use crate::http::legacy;
 use crate::http::park;
 use crate::http::rules;
 use crate::observe::log::{LogRecord, SrvName};
 use crate::observe::outcome::{self, Cause, Phase, Rows};
+use crate::snapshot::client::ClientConn;
 use crate::snapshot::legacy_rt::LegacyRt;
 use crate::snapshot::runtime::Runtime;
 use crate::snapshot::{BackendRt, FrontendRt, StatsRt};

@@ -2,6 +2,7 @@
 //! loads the current snapshot once and uses it to the end; a reload builds
 //! a new one over the same runtime state and swaps it in.
 
+pub(crate) mod client;
 pub(crate) mod delta;
 pub(crate) mod h2_limits;
 pub(crate) mod legacy_rt;

@@ -20,9 +20,9 @@ use tokio::net::TcpStream;
 use crate::sys::peer::Peer;
 use crate::tls::Stream;
 
-use crate::frontend::listener::ClientConn;
 use crate::observe::log::LogRecord;
 use crate::observe::outcome::{self, Cause, Phase, Rows, Term};
+use crate::snapshot::client::ClientConn;
 use crate::snapshot::{BackendRt, FrontendRt};
 use crate::tcp::rules::View;
 use crate::upstream::ConnectError;

@@ -31,7 +31,7 @@ use bytes::{Buf, Bytes};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::task::JoinSet;
 
-use crate::frontend::listener::ClientConn;
+use crate::snapshot::client::ClientConn;
 use crate::snapshot::h2_limits::Limits;
 use crate::tls::{Stream, TlsFacts};
 

@@ -11,7 +11,7 @@ use h2::server::SendResponse;
 use h2::{Reason, RecvStream, SendStream};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use crate::frontend::listener::ClientConn;
+use crate::snapshot::client::ClientConn;
 use crate::tls::stream::Pipe;
 use crate::tls::{Stream, TlsFacts};
 use crate::wire::h1::{self, BodyKind, Head};

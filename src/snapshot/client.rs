@@ -1,0 +1,96 @@
+//! What one client connection holds for its whole life, from accept to
+//! close: the process handle, its frontend, the `maxconn` permits, its
+//! `show sess` entry. Opened by the frontend layer (`frontend/listener.rs`)
+//! and carried by the engines (`http/`, `tcp/`), which sit on either side
+//! of it, so it lives down here with the process figures it counts in.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+
+use tokio::sync::OwnedSemaphorePermit;
+
+use crate::snapshot::runtime::Runtime;
+use crate::state::FrontendState;
+use crate::state::sessions::Slot;
+
+/// A client connection's record. Opening it counts the connection;
+/// dropping it closes the books and frees the `maxconn` permits, whatever
+/// way the connection ended.
+pub(crate) struct ClientConn {
+    pub(crate) rt: Arc<Runtime>,
+    pub(crate) frontend: Arc<str>,
+    /// The frontend's state, once the connection counts as one of its
+    /// sessions (`scur`, `stot`): from accept, or once `tcp-request
+    /// connection` rules and the PROXY header let it through.
+    fe_state: Option<Arc<FrontendState>>,
+    _permits: [OwnedSemaphorePermit; 2],
+    /// Its `show sess` entry (a pointer: idle connections stay small).
+    pub(crate) stream: Slot,
+    /// The address the client connected to, as a PROXY protocol header
+    /// told it (None: the socket's own). Boxed: idle connections stay
+    /// small, and most have none.
+    dst: Option<Box<SocketAddr>>,
+}
+
+impl ClientConn {
+    /// A connection just accepted on `frontend`, counted in the process's
+    /// figures; its session on the frontend starts with
+    /// [`ClientConn::start_session`].
+    pub(crate) fn new(
+        rt: &Arc<Runtime>,
+        frontend: &Arc<str>,
+        permits: [OwnedSemaphorePermit; 2],
+        stream: Slot,
+    ) -> ClientConn {
+        let p = &rt.process;
+        p.conns.inc();
+        p.cum_conns.fetch_add(1, Relaxed);
+        p.conn_rate.hit();
+        p.sess_rate.hit();
+        ClientConn {
+            rt: rt.clone(),
+            frontend: frontend.clone(),
+            fe_state: None,
+            _permits: permits,
+            stream,
+            dst: None,
+        }
+    }
+
+    /// The frontend's state, once the connection is one of its sessions.
+    pub(crate) fn frontend_state(&self) -> Option<&Arc<FrontendState>> {
+        self.fe_state.as_ref()
+    }
+
+    /// The address the client connected to, when a PROXY header said it.
+    pub(crate) fn dst(&self) -> Option<SocketAddr> {
+        self.dst.as_deref().copied()
+    }
+
+    pub(crate) fn set_dst(&mut self, dst: SocketAddr) {
+        self.dst = Some(Box::new(dst));
+    }
+
+    /// The frontend's state, once the connection is one of its sessions.
+    pub(crate) fn fe_state(&self) -> Option<&Arc<FrontendState>> {
+        self.fe_state.as_ref()
+    }
+
+    /// Counts the connection as a session of its frontend (`st`).
+    pub(crate) fn start_session(&mut self, st: Arc<FrontendState>) {
+        if self.fe_state.is_none() {
+            st.counters.session_start();
+            self.fe_state = Some(st);
+        }
+    }
+}
+
+impl Drop for ClientConn {
+    fn drop(&mut self) {
+        if let Some(st) = &self.fe_state {
+            st.counters.session_end();
+        }
+        self.rt.process.conns.dec();
+    }
+}
