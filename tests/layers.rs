@@ -32,8 +32,6 @@ const KNOWN_UPWARD: &[(&str, &str)] = &[
     // The snapshot holds the balancing state of each backend
     // (upstream::balance::Lb).
     ("snapshot", "upstream"),
-    // A server's state holds its idle pool (upstream::pool::Pool).
-    ("state", "upstream"),
     // HTTP/2 servers are bridged through http::h2's stream pipes.
     ("upstream", "http"),
 ];

@@ -1,11 +1,12 @@
 //! Runtime state that outlives a routing snapshot, keyed by stable names:
-//! counters, health, maxconn slots and the queue, the upstream pool. A
+//! counters, health, maxconn slots and the queue, idle server connections. A
 //! reload compiles a new snapshot that points at the same state objects.
 
 pub(crate) mod capture;
 pub(crate) mod change;
 pub(crate) mod generation;
 pub(crate) mod inherited;
+pub(crate) mod pool;
 pub(crate) mod sessions;
 
 pub(crate) mod counters;
@@ -19,9 +20,9 @@ use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
 
-pub(crate) use crate::upstream::pool::Pool;
 pub(crate) use counters::Counters;
 pub(crate) use health::Health;
+pub(crate) use pool::Pool;
 pub(crate) use queue::{Queue, SlotGuard};
 
 /// State of a frontend (the FRONTEND row).

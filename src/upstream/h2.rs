@@ -12,47 +12,39 @@ use std::time::Duration;
 use bytes::{BufMut, Bytes, BytesMut};
 use h2::client::SendRequest;
 use tokio::io::AsyncWriteExt;
-use tokio::sync::Mutex;
 
 use crate::http::h2::stream::{PIPE_BUF, read_head, relay_body, upload};
+use crate::state::pool::H2Conn;
 use crate::tls::Stream;
 use crate::tls::stream::Pipe;
 use crate::wire::h1::{BodyKind, Head};
 use crate::wire::h2_convert;
 
-/// The shared connection of a server, established on first use and
-/// again when it broke.
-#[derive(Debug, Default)]
-pub(crate) struct Shared {
-    send: Mutex<Option<SendRequest<Bytes>>>,
-}
-
-impl Shared {
-    /// A sender ready for one more stream: the live connection's, else a
-    /// new connection made over `connect()`'s byte stream.
-    pub(crate) async fn sender<F, Fut, E>(
-        &self,
-        timeout: Option<Duration>,
-        connect: F,
-    ) -> Result<SendRequest<Bytes>, E>
-    where
-        F: FnOnce() -> Fut,
-        Fut: std::future::Future<Output = Result<Stream, E>>,
-        E: From<std::io::Error>,
+/// A sender ready for one more stream of a server's shared connection
+/// (`shared`): the live connection's, else a new connection made over
+/// `connect()`'s byte stream (made on first use and again when it broke).
+pub(crate) async fn sender<F, Fut, E>(
+    shared: &H2Conn,
+    timeout: Option<Duration>,
+    connect: F,
+) -> Result<SendRequest<Bytes>, E>
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = Result<Stream, E>>,
+    E: From<std::io::Error>,
+{
+    let current = shared.current().await;
+    if let Some(s) = current
+        && let Some(Ok(s)) = crate::wire::io::with_timeout(timeout, s.ready()).await
     {
-        let current = self.send.lock().await.clone();
-        if let Some(s) = current
-            && let Some(Ok(s)) = crate::wire::io::with_timeout(timeout, s.ready()).await
-        {
-            return Ok(s);
-        }
-        let mut slot = self.send.lock().await;
-        let io = connect().await?;
-        let send = handshake(io, timeout).await?;
-        *slot = Some(send.clone());
-        drop(slot);
-        Ok(ready(send, timeout).await?)
+        return Ok(s);
     }
+    let mut slot = shared.slot().await;
+    let io = connect().await?;
+    let send = handshake(io, timeout).await?;
+    *slot = Some(send.clone());
+    drop(slot);
+    Ok(ready(send, timeout).await?)
 }
 
 /// A new HTTP/2 connection over `io` (its frames driven by a task of its

@@ -1,345 +1,66 @@
-//! Idle keep-alive connections to one server, and new connections to it.
-//!
-//! A pool stands for one peer identity: the address and, for TLS, the
-//! verification, CA, client certificate, ALPN and SNI settings (see
-//! [`UpstreamTls::identity`]). A change of any of them gives the server a
-//! new pool, so connections made under other settings are never reused.
-//! With an SNI taken from the request, each idle connection also carries
-//! the name it was opened for and is only reused for that name.
+//! New connections to a server: TCP or a UNIX socket, then TLS, or a
+//! stream of the shared HTTP/2 connection of a `proto h2` server. The idle
+//! ones are kept by the server's pool (`state/pool.rs`).
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::net::TcpStream;
-
-use crate::config::model::UnixName;
-use crate::state::lock;
+use crate::state::Pool;
 use crate::tls::Stream;
-use crate::tls::upstream::{SniSpec, UpstreamTls};
 use crate::upstream::ConnectError;
 
-/// How many idle connections one server keeps at most (shared out evenly
-/// over the runtimes' lists).
-const MAX_IDLE: usize = 1024;
-
-#[derive(Debug)]
-struct Idle {
-    stream: Stream,
-    /// The SNI it was opened with, when the SNI comes from the request.
-    sni: Option<Box<str>>,
-}
-
-#[derive(Debug)]
-pub(crate) struct Pool {
-    addr: SocketAddr,
-    /// A server on a UNIX stream or abstract socket (`addr` unused then).
-    unix: Option<Arc<UnixName>>,
-    tls: Option<Arc<UpstreamTls>>,
-    /// Idle connections, one list per runtime (`workers`): a connection is
-    /// registered with the reactor of the runtime that opened it, so it is
-    /// only reused there (elsewhere, each of its wake-ups would cross
-    /// threads).
-    idle: Box<[Mutex<Vec<Idle>>]>,
-    /// `proto h2`: the HTTP/2 connection all requests share (nothing is
-    /// kept in `idle` then).
-    h2: Option<crate::upstream::h2::Shared>,
-}
-
-impl Pool {
-    pub(crate) fn new(addr: SocketAddr, tls: Option<Arc<UpstreamTls>>, h2: bool) -> Self {
-        Pool {
-            addr,
-            unix: None,
-            tls,
-            idle: (0..crate::sys::workers::count())
-                .map(|_| Mutex::new(Vec::new()))
-                .collect(),
-            h2: h2.then(Default::default),
-        }
-    }
-
-    /// The pool of a server on the UNIX socket `unix` (if Some).
-    pub(crate) fn on_unix(mut self, unix: Option<Arc<UnixName>>) -> Self {
-        self.unix = unix;
-        self
-    }
-
-    /// The UNIX socket of a server at `/path`, `unix@` or `abns@`.
-    pub(crate) fn unix(&self) -> Option<&Arc<UnixName>> {
-        self.unix.as_ref()
-    }
-
-    /// The server speaks HTTP/2 (`proto h2`).
-    pub(crate) fn is_h2(&self) -> bool {
-        self.h2.is_some()
-    }
-
-    pub(crate) fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// The server's address depends on each client connection: port 0
-    /// (none was given) takes the port the client connected to, an
-    /// unspecified IP (`0.0.0.0`, `::`) its destination IP, as HAProxy
-    /// forwards for transparent and forward proxies.
-    pub(crate) fn is_dynamic(&self) -> bool {
-        self.unix.is_none() && (self.addr.port() == 0 || self.addr.ip().is_unspecified())
-    }
-
-    /// Where a connection for a client that connected to `dst` goes.
-    pub(crate) fn target(&self, dst: Option<SocketAddr>) -> SocketAddr {
-        let Some(dst) = dst else { return self.addr };
-        let ip = if self.addr.ip().is_unspecified() {
-            dst.ip()
-        } else {
-            self.addr.ip()
-        };
-        let port = if self.addr.port() == 0 {
-            dst.port()
-        } else {
-            self.addr.port()
-        };
-        SocketAddr::new(ip, port)
-    }
-
-    pub(crate) fn tls(&self) -> Option<&Arc<UpstreamTls>> {
-        self.tls.as_ref()
-    }
-
-    /// Whether this pool stands for the same peer as (`addr`, `tls`,
-    /// HTTP/2 or not).
-    pub(crate) fn same_peer(
-        &self,
-        addr: SocketAddr,
-        tls: Option<&Arc<UpstreamTls>>,
-        h2: bool,
-    ) -> bool {
-        self.addr == addr
-            && self.is_h2() == h2
-            && match (&self.tls, tls) {
-                (None, None) => true,
-                (Some(a), Some(b)) => a.identity == b.identity,
-                _ => false,
-            }
-    }
-
-    /// The SNI a request with Host `host` gets on this pool's connections,
-    /// when it depends on the request (None otherwise).
-    pub(crate) fn request_sni<'a>(&'a self, host: Option<&'a [u8]>) -> Option<&'a str> {
-        let t = self.tls.as_ref()?;
-        match t.sni {
-            Some(SniSpec::Host) => t.sni_for(host),
-            _ => None,
-        }
-    }
-
-    pub(crate) fn idle_count(&self) -> usize {
-        self.idle.iter().map(|l| lock(l).len()).sum()
-    }
-
-    /// The idle list of the calling thread's runtime.
-    fn local_idle(&self) -> &Mutex<Vec<Idle>> {
-        &self.idle[crate::sys::workers::current() % self.idle.len()]
-    }
-
-    /// An idle connection that is still clean, most recently used first,
-    /// opened for `sni` when the SNI depends on the request.
-    ///
-    /// Each candidate is probed with a real `recv(MSG_PEEK)`: the reactor's
-    /// readiness flag may not have caught up with bytes that arrived while
-    /// the connection sat here, and a stray response read as the answer to
-    /// the next request would hand one client another's response. A
-    /// connection the server closed, or that holds unsolicited bytes, is
-    /// dropped. (On TLS the probe sees records, e.g. a close_notify, the
-    /// same way.)
-    ///
-    /// The calling runtime's own list comes first; when it has none, one is
-    /// taken from another runtime's list, as HAProxy's threads take idle
-    /// connections from each other, and moved to this runtime's reactor.
-    pub(crate) fn take(&self, sni: Option<&str>) -> Option<Stream> {
-        let here = crate::sys::workers::current() % self.idle.len();
-        if let Some(s) = self.take_from(here, sni) {
-            return Some(s);
-        }
-        (1..self.idle.len())
-            .map(|k| (here + k) % self.idle.len())
-            .find_map(|i| {
-                loop {
-                    let s = self.take_from(i, sni)?;
-                    if let Some(s) = adopt(s) {
-                        break Some(s);
-                    }
-                }
-            })
-    }
-
-    fn take_from(&self, list: usize, sni: Option<&str>) -> Option<Stream> {
-        loop {
-            let conn = {
-                let mut idle = lock(&self.idle[list]);
-                let pos = idle.iter().rposition(|c| c.sni.as_deref() == sni)?;
-                idle.remove(pos)
-            };
-            if conn.stream.tcp().is_some_and(is_clean) {
-                return Some(conn.stream);
-            }
-        }
-    }
-
-    /// Closes every idle connection: the server entered maintenance, and
-    /// HAProxy drops its idle connections then (`srv_icur` 0), so none
-    /// outlives an operator taking the server out.
-    pub(crate) fn drop_idle(&self) {
-        for list in self.idle.iter() {
-            lock(list).clear();
-        }
-    }
-
-    /// Keeps `conn` for reuse (up to the idle limit).
-    pub(crate) fn put(&self, stream: Stream, sni: Option<&str>) {
-        // Its connections go to different places: one kept here could be
-        // handed to a client that connected elsewhere.
-        if self.is_dynamic() {
-            return;
-        }
-        let mut idle = lock(self.local_idle());
-        if idle.len() < (MAX_IDLE / self.idle.len()).max(1) {
-            idle.push(Idle {
-                stream,
-                sni: sni.map(Into::into),
-            });
-        }
-    }
-
-    /// A new connection to the server: TCP, then the TLS handshake when
-    /// the server has `ssl` (`host`: the request's Host, for an SNI taken
-    /// from it). `timeout` bounds each step (`timeout connect`);
-    /// `keepalive`: TCP keep-alive probes (`option srvtcpka`). For an
-    /// HTTP/2 server, a stream of its shared connection (made first if
-    /// needed), in the guise of a connection carrying one HTTP/1.1
-    /// exchange; `io_timeout` (`timeout server`) bounds its waits. `dst`:
-    /// the address the client connected to, for a [dynamic](Self::is_dynamic)
-    /// server.
-    pub(crate) async fn connect(
-        &self,
-        timeout: Option<Duration>,
-        keepalive: bool,
-        host: Option<&[u8]>,
-        io_timeout: Option<Duration>,
-        dst: Option<SocketAddr>,
-    ) -> Result<Stream, ConnectError> {
-        let Some(shared) = &self.h2 else {
-            return self.connect_io(timeout, keepalive, host, dst).await;
-        };
-        let send = shared
-            .sender(timeout, || self.connect_io(timeout, keepalive, host, dst))
-            .await?;
-        Ok(crate::upstream::h2::bridge(
-            send,
-            self.addr,
-            self.tls.is_some(),
-            io_timeout,
-        ))
-    }
-
-    async fn connect_io(
-        &self,
-        timeout: Option<Duration>,
-        keepalive: bool,
-        host: Option<&[u8]>,
-        dst: Option<SocketAddr>,
-    ) -> Result<Stream, ConnectError> {
-        let addr = self.target(dst);
-        let tcp = match &self.unix {
-            Some(name) => crate::upstream::unix::connect(name, timeout).await,
-            None => crate::upstream::retry::connect_once(addr, timeout, keepalive).await,
-        }
-        .map_err(ConnectError::Tcp)?;
-        let Some(tls) = &self.tls else {
-            return Ok(Stream::Tcp(tcp));
-        };
-        let sni = tls.sni_for(host);
-        match crate::wire::io::with_timeout(timeout, tls.handshake(tcp, addr, sni)).await {
-            None => Err(ConnectError::TlsTimeout),
-            Some(Err(e)) => Err(ConnectError::Tls(e)),
-            Some(Ok(s)) => Ok(s),
-        }
-    }
-}
-
-/// Moves a plain connection from another runtime's reactor to the calling
-/// one's, so that its wake-ups stay on this thread (None: it was lost on
-/// the way). A TLS connection stays where it is registered: it still works,
-/// each wake-up just crosses threads.
-fn adopt(s: Stream) -> Option<Stream> {
-    match s {
-        Stream::Tcp(t) => t
-            .into_std()
-            .and_then(TcpStream::from_std)
-            .ok()
-            .map(Stream::Tcp),
-        other => Some(other),
-    }
-}
-
-/// True when nothing is waiting to be read and the peer has not closed.
-fn is_clean(conn: &TcpStream) -> bool {
-    use std::os::fd::AsRawFd;
-    let mut probe = [0u8; 1];
-    // SAFETY: `probe` is a valid one-byte buffer; the descriptor is open
-    // for as long as `conn` lives.
-    let n = unsafe {
-        libc::recv(
-            conn.as_raw_fd(),
-            probe.as_mut_ptr().cast(),
-            1,
-            libc::MSG_PEEK | libc::MSG_DONTWAIT,
-        )
+/// A new connection to the server: TCP, then the TLS handshake when
+/// the server has `ssl` (`host`: the request's Host, for an SNI taken
+/// from it). `timeout` bounds each step (`timeout connect`);
+/// `keepalive`: TCP keep-alive probes (`option srvtcpka`). For an
+/// HTTP/2 server, a stream of its shared connection (made first if
+/// needed), in the guise of a connection carrying one HTTP/1.1
+/// exchange; `io_timeout` (`timeout server`) bounds its waits. `dst`:
+/// the address the client connected to, for a dynamic (`Pool::is_dynamic`)
+/// server.
+pub(crate) async fn connect(
+    pool: &Pool,
+    timeout: Option<Duration>,
+    keepalive: bool,
+    host: Option<&[u8]>,
+    io_timeout: Option<Duration>,
+    dst: Option<SocketAddr>,
+) -> Result<Stream, ConnectError> {
+    let Some(shared) = pool.h2() else {
+        return connect_io(pool, timeout, keepalive, host, dst).await;
     };
-    n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::WouldBlock
+    let send = crate::upstream::h2::sender(shared, timeout, || {
+        connect_io(pool, timeout, keepalive, host, dst)
+    })
+    .await?;
+    Ok(crate::upstream::h2::bridge(
+        send,
+        pool.addr(),
+        pool.tls().is_some(),
+        io_timeout,
+    ))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::tls::upstream::ServerTlsOpts;
-
-    fn tls(sni: &str) -> Arc<UpstreamTls> {
-        let opts = ServerTlsOpts {
-            enabled: true,
-            verify_required: false,
-            sni: Some(SniSpec::Fixed(sni.to_string())),
-            ..Default::default()
-        };
-        match UpstreamTls::new(&opts, false, &mut Vec::new()) {
-            Ok(t) => Arc::new(t),
-            Err(e) => panic!("{e}"),
-        }
+async fn connect_io(
+    pool: &Pool,
+    timeout: Option<Duration>,
+    keepalive: bool,
+    host: Option<&[u8]>,
+    dst: Option<SocketAddr>,
+) -> Result<Stream, ConnectError> {
+    let addr = pool.target(dst);
+    let tcp = match pool.unix() {
+        Some(name) => crate::upstream::unix::connect(name, timeout).await,
+        None => crate::upstream::retry::connect_once(addr, timeout, keepalive).await,
     }
-
-    #[test]
-    fn a_pool_stands_for_one_peer_identity() {
-        let addr: SocketAddr = ([127, 0, 0, 1], 443).into();
-        let other: SocketAddr = ([127, 0, 0, 1], 444).into();
-        let a = tls("a.test");
-        let pool = Pool::new(addr, Some(a.clone()), false);
-        assert!(pool.same_peer(addr, Some(&a), false));
-        assert!(
-            pool.same_peer(addr, Some(&tls("a.test")), false),
-            "same settings"
-        );
-        assert!(!pool.same_peer(other, Some(&a), false), "another address");
-        assert!(!pool.same_peer(addr, None, false), "plain TCP");
-        assert!(
-            !pool.same_peer(addr, Some(&tls("b.test")), false),
-            "another SNI"
-        );
-        assert!(!Pool::new(addr, None, false).same_peer(addr, Some(&a), false));
-        assert!(Pool::new(addr, None, false).same_peer(addr, None, false));
-        assert!(
-            !Pool::new(addr, None, false).same_peer(addr, None, true),
-            "HTTP/2 or not"
-        );
+    .map_err(ConnectError::Tcp)?;
+    let Some(tls) = pool.tls() else {
+        return Ok(Stream::Tcp(tcp));
+    };
+    let sni = tls.sni_for(host);
+    match crate::wire::io::with_timeout(timeout, tls.handshake(tcp, addr, sni)).await {
+        None => Err(ConnectError::TlsTimeout),
+        Some(Err(e)) => Err(ConnectError::Tls(e)),
+        Some(Ok(s)) => Ok(s),
     }
 }

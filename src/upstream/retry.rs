@@ -242,19 +242,20 @@ pub(crate) async fn connect(
         add(&server.counters.connect);
         add(&be.state.counters.connect);
         let pool = server.pool.load_full();
-        let failed = match pool
-            .connect(be.timeouts.connect, be.tcpka, host, be.timeouts.server, dst)
-            .await
-        {
-            Ok(s) => {
-                if s.is_tls() {
-                    add(&server.counters.ssl_sess);
-                    add(&be.state.counters.ssl_sess);
+        let (timeout, io_timeout) = (be.timeouts.connect, be.timeouts.server);
+        let failed =
+            match crate::upstream::pool::connect(&pool, timeout, be.tcpka, host, io_timeout, dst)
+                .await
+            {
+                Ok(s) => {
+                    if s.is_tls() {
+                        add(&server.counters.ssl_sess);
+                        add(&be.state.counters.ssl_sess);
+                    }
+                    return Ok(s);
                 }
-                return Ok(s);
-            }
-            Err(e) => e,
-        };
+                Err(e) => e,
+            };
         if matches!(failed, ConnectError::Tls(_) | ConnectError::TlsTimeout) {
             add(&server.counters.ssl_failed_handshake);
             add(&be.state.counters.ssl_failed_handshake);
