@@ -735,6 +735,44 @@ pub(crate) enum ReplyBody {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct LogFmt(pub(crate) Vec<FmtPart>);
 
+impl LogFmt {
+    /// The string for one request: `%f`, `%b`, `%s` and `%ci` read the
+    /// names and the client of `cx`, the expressions evaluate on it.
+    pub(crate) fn render(&self, cx: &crate::sample::Ctx<'_>) -> Vec<u8> {
+        let mut out = Vec::new();
+        for part in &self.0 {
+            match part {
+                FmtPart::Frontend => out.extend_from_slice(cx.frontend.as_bytes()),
+                FmtPart::Backend => {
+                    out.extend_from_slice(cx.backend.unwrap_or(cx.frontend).as_bytes())
+                }
+                FmtPart::Server => out.extend_from_slice(cx.server.unwrap_or("<NOSRV>").as_bytes()),
+                FmtPart::Lit(s) => out.extend_from_slice(s.as_bytes()),
+                // A client on a UNIX socket: HAProxy prints `unix`.
+                FmtPart::Src => match cx.src {
+                    // An IPv4-mapped IPv6 address prints as IPv4.
+                    Some(ip) => {
+                        let ip = match ip {
+                            std::net::IpAddr::V6(v6) => {
+                                v6.to_ipv4_mapped().map_or(ip, std::net::IpAddr::V4)
+                            }
+                            v4 => v4,
+                        };
+                        out.extend_from_slice(ip.to_string().as_bytes());
+                    }
+                    None => out.extend_from_slice(b"unix"),
+                },
+                FmtPart::Sample(expr) => {
+                    if let Some(s) = expr.eval(cx) {
+                        s.write_text(&mut out);
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum FmtPart {
     Lit(String),
@@ -872,7 +910,11 @@ pub(crate) struct HttpRequestRule {
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct UseBackend {
+    /// The name as written (for a dynamic one, its log-format text).
     pub(crate) backend: String,
+    /// A name made per request (`use_backend be_%[req.hdr(host)]`): a
+    /// log-format with more than text in it, as HAProxy tells them apart.
+    pub(crate) dynamic: Option<LogFmt>,
     pub(crate) cond: Condition,
     /// Where the rule was written. Only the unit tests read it today; it is
     /// kept for the run-time messages of dynamic backend names.

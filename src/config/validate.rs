@@ -29,7 +29,8 @@ pub(crate) fn check(config: &mut Config, diags: &mut Vec<Diagnostic>) {
                     ));
                 }
             }
-            for rule in &p.use_backends {
+            // A dynamic name is looked up per request.
+            for rule in p.use_backends.iter().filter(|r| r.dynamic.is_none()) {
                 check_target(config, idx, p, &rule.backend, "use_backend", diags);
             }
             if p.binds.is_empty() {

@@ -8,7 +8,7 @@ use std::net::IpAddr;
 
 use bytes::{BufMut, BytesMut};
 
-use crate::config::model::{FmtPart, ForwardFor, LogFmt, RedirectKind};
+use crate::config::model::{ForwardFor, LogFmt, RedirectKind};
 use crate::wire::h1::Head;
 
 /// Edits to a message head, in rule order.
@@ -164,45 +164,14 @@ pub(crate) struct FmtCtx<'a> {
 
 /// Evaluates a log-format string.
 pub(crate) fn eval(fmt: &LogFmt, cx: &FmtCtx<'_>) -> Vec<u8> {
-    let sample_cx = crate::sample::Ctx {
+    fmt.render(&crate::sample::Ctx {
         src: cx.src,
         req: Some(cx.req),
         frontend: cx.frontend,
         backend: cx.backend,
         server: cx.server,
         ..Default::default()
-    };
-    let mut out = Vec::new();
-    for part in &fmt.0 {
-        match part {
-            FmtPart::Frontend => out.extend_from_slice(cx.frontend.as_bytes()),
-            FmtPart::Backend => out.extend_from_slice(cx.backend.unwrap_or(cx.frontend).as_bytes()),
-            FmtPart::Server => out.extend_from_slice(cx.server.unwrap_or("<NOSRV>").as_bytes()),
-            FmtPart::Lit(s) => out.extend_from_slice(s.as_bytes()),
-            // A client on a UNIX socket: HAProxy prints `unix`.
-            FmtPart::Src => match cx.src {
-                Some(src) => out.extend_from_slice(ip_text(src).as_bytes()),
-                None => out.extend_from_slice(b"unix"),
-            },
-            FmtPart::Sample(expr) => {
-                if let Some(s) = expr.eval(&sample_cx) {
-                    s.write_text(&mut out);
-                }
-            }
-        }
-    }
-    out
-}
-
-/// An address as HAProxy prints it (an IPv4-mapped IPv6 as IPv4).
-fn ip_text(ip: IpAddr) -> String {
-    match ip {
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => v4.to_string(),
-            None => v6.to_string(),
-        },
-        v4 => v4.to_string(),
-    }
+    })
 }
 
 /// Where the path of a request target starts and ends (the query and

@@ -639,12 +639,15 @@ async fn route(
         src: peer.ip(),
         tls,
     };
-    let backend: Option<&Arc<BackendRt>> = fe
-        .switching
-        .iter()
-        .find(|(_, cond)| fe.acls.eval(cond, &view))
-        .map(|(b, _)| b)
-        .or(fe.default_backend.as_ref());
+    let sample_cx = crate::sample::Ctx {
+        src: peer.ip(),
+        src_port: peer.inet().map(|a| a.port()),
+        local: rq.dst,
+        req: Some(head),
+        frontend: &fe.name,
+        ..Default::default()
+    };
+    let backend = fe.pick_backend(|c| fe.acls.eval(c, &view), &sample_cx);
     // The same run goes on with the backend's rules: until then the
     // connection and the record are reached through it.
     let Some(be) = backend else {
@@ -653,6 +656,18 @@ async fn route(
     };
     run.rec.assign_backend(be);
     rq.stream.to_backend(be.iid);
+    // Only a dynamic name can reach a TCP backend from here: HAProxy 2.6
+    // cannot switch an HTTP stream to it and closes without an answer,
+    // logged `IR--` with a 500.
+    if be.mode != crate::config::model::Mode::Http {
+        run.rec.term(Cause::Internal, Phase::Request);
+        return Outcome {
+            status: Some(500),
+            keep_client: false,
+            bytes_out: 0,
+            body_in: 0,
+        };
+    }
     if let Some(stats) = &be.stats
         && fe.stats.as_ref().map(|s| &s.page) != Some(&stats.page)
         && let Some(out) = stats_page(rt, stats, &be.acls, &view, body, run.conn, keep, fe).await

@@ -51,6 +51,9 @@ pub(crate) enum Cause {
     Local,
     /// `D`: the server went DOWN (`on-marked-down shutdown-sessions`).
     Down,
+    /// `I`: the proxy could not go on (an HTTP request switched to a TCP
+    /// backend by a dynamic `use_backend` name).
+    Internal,
 }
 
 impl Cause {
@@ -63,6 +66,7 @@ impl Cause {
             Cause::Proxy => b'P',
             Cause::Local => b'L',
             Cause::Down => b'D',
+            Cause::Internal => b'I',
         }
     }
 }

@@ -6,6 +6,7 @@ pub(crate) mod delta;
 pub(crate) mod log_setup;
 pub mod runtime;
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -96,7 +97,11 @@ pub(crate) struct FrontendRt {
     pub(crate) legacy_rsp: Option<Box<LegacyRt>>,
     /// `monitor-uri`, with the `monitor fail` condition.
     pub(crate) monitor: Option<(String, Option<CompiledCond>)>,
-    pub(crate) switching: Vec<(Arc<BackendRt>, CompiledCond)>,
+    /// `use_backend` rules, in order.
+    pub(crate) switching: Vec<(Switch, CompiledCond)>,
+    /// Every backend by name, for the dynamic `use_backend` names (None
+    /// without any).
+    pub(crate) by_name: Option<Arc<HashMap<String, Arc<BackendRt>>>>,
     pub(crate) default_backend: Option<Arc<BackendRt>>,
     pub(crate) http_response: Vec<(HttpResponseAction, Option<CompiledCond>)>,
     pub(crate) forwardfor: Option<ForwardFor>,
@@ -105,6 +110,43 @@ pub(crate) struct FrontendRt {
     pub(crate) stats: Option<StatsRt>,
     /// Access log, when the frontend has somewhere to log to.
     pub(crate) log: Option<Arc<log_setup::FrontendLog>>,
+}
+
+/// Where a `use_backend` rule sends a request.
+#[derive(Debug)]
+pub(crate) enum Switch {
+    To(Arc<BackendRt>),
+    /// A name made per request (`use_backend be_%[req.hdr(host)]`).
+    Named(crate::config::model::LogFmt),
+}
+
+impl FrontendRt {
+    /// The backend of the first `use_backend` rule whose condition `holds`,
+    /// else the `default_backend`. A dynamic name that names no backend
+    /// ends the search with the default backend, as in HAProxy 2.6
+    /// (`process_switching_rules`).
+    pub(crate) fn pick_backend(
+        &self,
+        holds: impl Fn(&CompiledCond) -> bool,
+        cx: &crate::sample::Ctx<'_>,
+    ) -> Option<&Arc<BackendRt>> {
+        for (to, cond) in &self.switching {
+            if !holds(cond) {
+                continue;
+            }
+            return match to {
+                Switch::To(b) => Some(b),
+                Switch::Named(fmt) => {
+                    let name = fmt.render(cx);
+                    std::str::from_utf8(&name)
+                        .ok()
+                        .and_then(|n| self.by_name.as_ref()?.get(n))
+                        .or(self.default_backend.as_ref())
+                }
+            };
+        }
+        self.default_backend.as_ref()
+    }
 }
 
 #[derive(Debug)]
@@ -453,8 +495,19 @@ impl Compiler<'_> {
         let switching = p
             .use_backends
             .iter()
-            .filter_map(|u| Some((find_backend(backends, &u.backend)?, acls.compile(&u.cond))))
+            .filter_map(|u| {
+                let to = match &u.dynamic {
+                    Some(fmt) => Switch::Named(fmt.clone()),
+                    None => Switch::To(find_backend(backends, &u.backend)?),
+                };
+                Some((to, acls.compile(&u.cond)))
+            })
             .collect();
+        let by_name = p
+            .use_backends
+            .iter()
+            .any(|u| u.dynamic.is_some())
+            .then(|| Arc::new(backends.iter().cloned().collect()));
         // A listen section's default backend is itself.
         let default_backend = match &p.default_backend {
             Some((name, _)) => find_backend(backends, name),
@@ -511,6 +564,7 @@ impl Compiler<'_> {
             tcpka: p.tcpka.client,
             captures: p.captures.clone(),
             switching,
+            by_name,
             default_backend,
             forwardfor: p.forwardfor.clone(),
             errorfiles: p.errorfiles.clone(),

@@ -34,11 +34,12 @@ use crate::wire::relay::{End, Relayed, pump};
 const INSPECT_MAX: usize = 16 * 1024;
 
 fn pick_backend(fe: &FrontendRt, view: &View<'_>) -> Option<Arc<BackendRt>> {
-    fe.switching
-        .iter()
-        .find(|(_, c)| fe.acls.eval(c, view))
-        .map(|(b, _)| b.clone())
-        .or_else(|| fe.default_backend.clone())
+    let cx = crate::sample::Ctx {
+        src: view.src,
+        frontend: &fe.name,
+        ..Default::default()
+    };
+    fe.pick_backend(|c| fe.acls.eval(c, view), &cx).cloned()
 }
 
 /// Reads what the client sends until the payload fetches can decide, the

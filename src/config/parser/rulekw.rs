@@ -109,9 +109,26 @@ impl State<'_> {
         let Some(name) = words.get(1).filter(|n| !n.is_empty()) else {
             return self.alert(loc, "'use_backend' expects a backend name.");
         };
-        if name.contains("%[") {
-            return self.unsupported(loc, "use_backend with a dynamic name");
-        }
+        // HAProxy reads every name as a log-format, when the configuration
+        // is checked: one with anything but plain text in it (a `%`) is
+        // resolved per request.
+        let dynamic = if name.contains('%') {
+            match parse_logfmt(name) {
+                Ok(f) => Some(f),
+                Err(e) => {
+                    self.diags.push(Diagnostic::new(
+                        Level::Alert,
+                        Some(loc.clone()),
+                        format!(
+                            "Parsing [{loc}]: failed to parse use_backend rule '{name}' : {e}."
+                        ),
+                    ));
+                    return;
+                }
+            }
+        } else {
+            None
+        };
         let cond = if words.len() > 2 {
             match self.condition(loc, &words[2..]) {
                 Ok(c) => c,
@@ -134,6 +151,7 @@ impl State<'_> {
         };
         let rule = UseBackend {
             backend: name.clone(),
+            dynamic,
             cond,
             loc: loc.clone(),
         };
