@@ -1,9 +1,10 @@
 //! What goes around the sample engine, against the real HAProxy 2.6: the
 //! same configuration runs under haproxy and sluice, the same requests are
 //! sent to both, and the bytes of the answers and of the log lines must be
-//! equal. Covered: `use_backend` with a dynamic name (a log-format
-//! evaluated per request; a name that finds no backend falls back to the
-//! default backend).
+//! equal, and so must the requests a server receives. Covered:
+//! `use_backend` with a dynamic name (a log-format evaluated per request;
+//! a name that finds no backend falls back to the default backend);
+//! `unique-id-format`, `unique-id-header`, the `unique-id` fetch and `%ID`.
 //!
 //! Skipped (with a note) when `/usr/sbin/haproxy` is not installed, except
 //! under CI, where that is a failure.
@@ -17,6 +18,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use support::haproxy::{self, Haproxy};
+use support::raw::RawBackend;
 use support::syslog::Syslog;
 use support::*;
 
@@ -36,20 +38,25 @@ async fn exchange(addr: SocketAddr, req: &[u8]) -> Vec<u8> {
 }
 
 /// The two ends under test, haproxy's first; each `cfg` gets its own
-/// listeners (`{fe0}`, `{fe1}`...) and log target (`{log}`).
+/// listeners (`{fe0}`, `{fe1}`...), log target (`{log}`) and server
+/// (`{srv}`, a raw backend that records what it receives).
 struct Pair {
     _hap: Haproxy,
     _sl: Sluice,
     fronts: [Vec<Listen>; 2],
     logs: [Syslog; 2],
+    servers: [RawBackend; 2],
 }
 
 impl Pair {
-    fn start(tag: &str, cfg: &str, nfronts: usize) -> Pair {
+    async fn start(tag: &str, cfg: &str, nfronts: usize) -> Pair {
         let fronts = [listens(nfronts), listens(nfronts)];
         let logs = [Syslog::new(), Syslog::new()];
+        let servers = [RawBackend::start().await, RawBackend::start().await];
         let text = |i: usize| {
-            let mut c = cfg.replace("{log}", &logs[i].addr());
+            let mut c = cfg
+                .replace("{log}", &logs[i].addr())
+                .replace("{srv}", &servers[i].addr.to_string());
             for (n, l) in fronts[i].iter().enumerate() {
                 c = c.replace(&format!("{{fe{n}}}"), &l.to_string());
             }
@@ -63,6 +70,7 @@ impl Pair {
             _sl: sl,
             fronts,
             logs,
+            servers,
         }
     }
 
@@ -129,7 +137,7 @@ listen lst
     http-request return status 202 content-type text/plain string listen
 "
     );
-    let pair = Pair::start("dynbe", &cfg, 3);
+    let pair = Pair::start("dynbe", &cfg, 3).await;
     let cases: &[(usize, &str)] = &[
         (
             0,
@@ -191,7 +199,7 @@ fn alert(stderr: &str) -> String {
 }
 
 #[test]
-fn dynamic_names_are_checked_as_haproxy() {
+fn config_errors_are_haproxys() {
     if !haproxy::available() {
         return;
     }
@@ -200,8 +208,15 @@ fn dynamic_names_are_checked_as_haproxy() {
         "    default_backend be_%[req.hdr(host)]\n",
         "    use_backend be_%[nosuch]\n",
         "    use_backend be_%[req.hdr(host),nosuch]\n",
-        // Only text: a static name, checked as such.
+        // A `%%` makes it a log-format too, so it is not checked.
         "    use_backend be_%%x\n",
+        "    unique-id-format\n",
+        "    unique-id-format a b\n",
+        "    unique-id-header\n",
+        // Words after the header name are ignored.
+        "    unique-id-header a b\n",
+        "    unique-id-format %zz\n",
+        "    unique-id-format %[nosuch]\n",
     ];
     let mut differ = Vec::new();
     for line in cases {
@@ -218,6 +233,73 @@ fn dynamic_names_are_checked_as_haproxy() {
                 alert(&herr),
                 out.code(),
                 alert(&out.stderr)
+            ));
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unique_ids_are_haproxys() {
+    if !haproxy::available() {
+        return;
+    }
+    // The ids are made of what both sides share (no port, pid, date or
+    // counter): the client and frontend addresses in hexadecimal, names,
+    // a header.
+    let cfg = format!(
+        "{GLOBAL}
+frontend fe
+    bind {{fe0}}
+    log-format \"%ci %f %b/%s %ST %ts %{{+Q}}ID %{{+Q}}r\"
+    unique-id-format %{{+X}}o\\ %ci-%fi_%f_%[req.hdr(x-n)]
+    unique-id-header X-Req-Id
+    http-request set-header x-copy %[unique-id]
+    http-request return status 200 content-type text/plain lf-string \"id=%[unique-id]\" if {{ path /return }}
+    default_backend be
+frontend plain
+    bind {{fe1}}
+    log-format \"%f %{{+Q}}ID [%[unique-id]]\"
+    http-request return status 200 content-type text/plain lf-string \"[%[unique-id]]\"
+backend be
+    server s {{srv}}
+"
+    );
+    let pair = Pair::start("uid", &cfg, 2).await;
+    let cases: &[(usize, &str)] = &[
+        (
+            0,
+            "GET /a HTTP/1.1\r\nhost: h\r\nx-n: 42\r\nconnection: close\r\n\r\n",
+        ),
+        (
+            0,
+            "GET /return HTTP/1.1\r\nhost: h\r\nx-n: 7\r\nconnection: close\r\n\r\n",
+        ),
+        // No x-n: the expression gives nothing.
+        (0, "GET /b HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n"),
+        // Without unique-id-format: no id, `%ID` is `-`.
+        (1, "GET /c HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n"),
+    ];
+    let mut differ = Vec::new();
+    for (n, req) in cases {
+        let mut seen = [
+            (String::new(), String::new(), String::new()),
+            Default::default(),
+        ];
+        for i in 0..2 {
+            let bytes = exchange(pair.fronts[i][*n].addr(), req.as_bytes()).await;
+            let line = pair.logs[i].take(1).remove(0);
+            let got = pair.servers[i].take();
+            seen[i] = (
+                String::from_utf8_lossy(&bytes).into_owned(),
+                line,
+                String::from_utf8_lossy(&got).into_owned(),
+            );
+        }
+        if seen[0] != seen[1] {
+            differ.push(format!(
+                "{req:?}\n  haproxy {:?}\n  sluice  {:?}",
+                seen[0], seen[1]
             ));
         }
     }

@@ -236,8 +236,6 @@ pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "persist",
     "server-template",
     "source",
-    "unique-id-format",
-    "unique-id-header",
     "use-server",
     "filter",
     "declare",

@@ -1095,6 +1095,10 @@ pub(crate) struct Proxy {
     pub(crate) redirects: Vec<HttpRequestRule>,
     /// `capture request|response header <name> len <n>`, in order.
     pub(crate) captures: HeaderCaptures,
+    /// `unique-id-format <fmt>` (the log-format text, checked) and
+    /// `unique-id-header <name>`: a frontend's request id.
+    pub(crate) unique_id_format: Option<String>,
+    pub(crate) unique_id_header: Option<String>,
     /// `option clitcpka` / `srvtcpka` (`tcpka`: both): TCP keep-alive
     /// probes on client / server connections.
     pub(crate) tcpka: TcpKeepAlive,
@@ -1159,6 +1163,8 @@ impl Proxy {
             legacy_rsp: LegacyRules::default(),
             redirects: Vec::new(),
             captures: HeaderCaptures::default(),
+            unique_id_format: None,
+            unique_id_header: None,
             tcpka: TcpKeepAlive::default(),
             monitor_uri: None,
             monitor_fail: None,

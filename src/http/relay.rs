@@ -219,7 +219,14 @@ impl Relay<'_> {
             return Ok(None);
         }
         let (req, ctx, server) = (self.req, self.ctx, self.server);
-        match response_edits(fe, be, &server.name, req, ctx.src, ctx.tls, resp) {
+        let uid = self.rec.unique_id.clone();
+        let who = Who {
+            server: &server.name,
+            src: ctx.src,
+            tls: ctx.tls,
+            unique_id: uid.as_deref(),
+        };
+        match response_edits(fe, be, &who, req, resp) {
             Ok(e) => Ok(e),
             Err(RespRefused::Denied(reply)) => {
                 // `http-response deny`, `rspdeny`: the server's answer is
@@ -232,6 +239,7 @@ impl Relay<'_> {
                     frontend: &fe.name,
                     backend: Some(&be.name),
                     server: Some(&server.name),
+                    unique_id: uid.as_deref(),
                 };
                 Err(deny_response(self.client, fe, be, self.keep_client, reply, &cx).await)
             }
@@ -421,18 +429,26 @@ enum RespRefused<'r> {
     Invalid,
 }
 
+/// Who a response's rules see: the server that answered, the client, the
+/// request's id.
+struct Who<'a> {
+    server: &'a str,
+    src: Option<IpAddr>,
+    tls: Option<&'a crate::tls::TlsFacts>,
+    unique_id: Option<&'a str>,
+}
+
 /// Runs the `http-response` rules then the `rsp*` filters of the backend,
 /// then of the frontend (once for a `listen` section). The filters may
 /// replace `resp` with their rewrite.
 fn response_edits<'r>(
     fe: &'r FrontendRt,
     be: &'r BackendRt,
-    server: &str,
+    who: &Who<'_>,
     req: &Head,
-    src: Option<IpAddr>,
-    tls: Option<&crate::tls::TlsFacts>,
     resp: &mut Head,
 ) -> Result<Option<Edits>, RespRefused<'r>> {
+    let (server, src, tls) = (who.server, who.src, who.tls);
     let view = View {
         head: req,
         src,
@@ -444,6 +460,7 @@ fn response_edits<'r>(
         frontend: &fe.name,
         backend: Some(&be.name),
         server: Some(server),
+        unique_id: who.unique_id,
     };
     let mut edits: Option<Edits> = None;
     // A `listen` section is its own frontend: its rules run once.

@@ -160,6 +160,8 @@ pub(crate) struct FmtCtx<'a> {
     /// The backend once chosen (`%b` is the frontend's name before).
     pub(crate) backend: Option<&'a str>,
     pub(crate) server: Option<&'a str>,
+    /// The request's `unique-id-format` id, once made.
+    pub(crate) unique_id: Option<&'a str>,
 }
 
 /// Evaluates a log-format string.
@@ -170,6 +172,7 @@ pub(crate) fn eval(fmt: &LogFmt, cx: &FmtCtx<'_>) -> Vec<u8> {
         frontend: cx.frontend,
         backend: cx.backend,
         server: cx.server,
+        unique_id: cx.unique_id,
         ..Default::default()
     })
 }

@@ -357,7 +357,8 @@ pub(crate) async fn handle_request(
     let fc = &fe.state.counters;
     // The access log: decided once per request; without a log target the
     // record is a few plain stores and nothing is formatted.
-    let mut rec = LogRecord::new(fe.log.is_some());
+    // A request id needs the accept date and the request counter.
+    let mut rec = LogRecord::new(fe.log.is_some() || fe.unique_id.is_some());
     rec.tally.h1 = h1;
     if rec.enabled() {
         rec.tls = tls.is_some();
@@ -611,6 +612,15 @@ async fn route(
         stats_logged(rec);
         return out;
     }
+    // The request's id, made before any rule can use it.
+    if let Some(uid) = &fe.unique_id {
+        rec.unique_id = Some(crate::observe::log::unique_id(
+            fe,
+            &uid.format,
+            rec,
+            Some(head),
+        ));
+    }
     // Edits of the header and path rules: created by the first rule that
     // applies, so a request no rule touches allocates nothing. The
     // frontend's rules run first, then the backend's, on the same edits.
@@ -684,6 +694,16 @@ async fn route(
     } else {
         head
     };
+    // `unique-id-header`: the id goes to the server after the rules'
+    // edits, as HAProxy adds it once the rules have run.
+    if let Some(uid) = &fe.unique_id
+        && let Some(name) = &uid.header
+    {
+        let id = run.rec.unique_id.as_deref().unwrap_or("");
+        run.edits
+            .get_or_insert_with(Default::default)
+            .add_header(name, id.as_bytes().to_vec());
+    }
     let ctx = forward::ReqCtx {
         src: peer.ip(),
         peer,
@@ -858,12 +878,14 @@ impl RuleRun<'_> {
     ) -> Option<Outcome> {
         let fe = self.fe;
         let head = view.head;
+        let uid = self.rec.unique_id.clone();
         let cx = rules::FmtCtx {
             req: head,
             src: view.src,
             frontend: &fe.name,
             backend: be.map(|b| b.name.as_str()),
             server: None,
+            unique_id: uid.as_deref(),
         };
         for (action, cond) in rules {
             if let Some(c) = cond

@@ -252,6 +252,9 @@ pub(crate) struct LogRecord {
     /// `%r` puts before the path with the version `HTTP/2.0`, as HAProxy
     /// 2.6 logs the absolute URI of HTTP/2 requests.
     pub(crate) h2_origin: Option<Box<str>>,
+    /// `unique-id-format`: the request's id once made (`%ID`, the
+    /// `unique-id` fetch, `unique-id-header`).
+    pub(crate) unique_id: Option<std::sync::Arc<str>>,
 }
 
 static REQ_ID: AtomicU64 = AtomicU64::new(0);
@@ -293,6 +296,7 @@ impl LogRecord {
             captured_resp: None,
             tls: false,
             h2_origin: None,
+            unique_id: None,
         }
     }
 

@@ -28,6 +28,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) server: Option<&'a str>,
     /// The status of the response (also the one sluice answers itself).
     pub(crate) status: Option<u16>,
+    /// The request's `unique-id-format` id, once made.
+    pub(crate) unique_id: Option<&'a str>,
 }
 
 /// Turns a fetch's parsed arguments into their final form, or refuses them.
@@ -194,6 +196,10 @@ pub(crate) static FETCHES: &[FetchDef] = &[
     }),
     def("url", ArgSpec::NONE, T::Str, |_, cx| {
         Some(Sample::str(cx.req?.target()))
+    }),
+    // ---- What goes around the engine: request ids and captures. ----
+    def("unique-id", ArgSpec::NONE, T::Str, |_, cx| {
+        cx.unique_id.map(|s| Sample::str(s.as_bytes()))
     }),
 ];
 

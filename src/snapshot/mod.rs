@@ -88,6 +88,8 @@ pub(crate) struct FrontendRt {
     pub(crate) tcpka: bool,
     /// `capture request|response header` for the access log.
     pub(crate) captures: crate::config::model::HeaderCaptures,
+    /// `unique-id-format` and `unique-id-header`.
+    pub(crate) unique_id: Option<UniqueId>,
     /// Where in `http_request` the legacy `req*` filters run (before the
     /// `redirect` rules).
     pub(crate) legacy_at: usize,
@@ -110,6 +112,14 @@ pub(crate) struct FrontendRt {
     pub(crate) stats: Option<StatsRt>,
     /// Access log, when the frontend has somewhere to log to.
     pub(crate) log: Option<Arc<log_setup::FrontendLog>>,
+}
+
+/// A frontend's request ids.
+#[derive(Debug)]
+pub(crate) struct UniqueId {
+    pub(crate) format: crate::config::log_format::LogFormat,
+    /// The header that carries the id to the server.
+    pub(crate) header: Option<String>,
 }
 
 /// Where a `use_backend` rule sends a request.
@@ -563,6 +573,16 @@ impl Compiler<'_> {
             monitor,
             tcpka: p.tcpka.client,
             captures: p.captures.clone(),
+            // Checked by the parser: a format that does not compile is
+            // none.
+            unique_id: p
+                .unique_id_format
+                .as_deref()
+                .and_then(|f| crate::config::log_format::LogFormat::compile_other(f).ok())
+                .map(|format| UniqueId {
+                    format,
+                    header: p.unique_id_header.clone(),
+                }),
             switching,
             by_name,
             default_backend,

@@ -74,7 +74,8 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
     let Some(fe) = snap.frontends().find(|f| *f.name == *client.frontend) else {
         return;
     };
-    let mut rec = LogRecord::new(fe.log.is_some());
+    // A request id needs the accept date and the request counter.
+    let mut rec = LogRecord::new(fe.log.is_some() || fe.unique_id.is_some());
     if rec.enabled() {
         rec.set_addrs(peer, client.dst().or_else(|| stream.local_addr().ok()));
         crate::observe::log::emit_connect(fe, peer, rec.local);

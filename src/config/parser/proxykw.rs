@@ -221,6 +221,39 @@ impl State<'_> {
         }
     }
 
+    /// `unique-id-format <fmt>`, `unique-id-header <name>`: taken in
+    /// backends and ignored there, as HAProxy 2.6 does (the frontend's
+    /// count); words after the header name are ignored too.
+    pub(super) fn kw_unique_id(&mut self, loc: &Loc, words: &[String]) {
+        let k = words[0].as_str();
+        let Some(arg) = words.get(1).filter(|a| !a.is_empty()) else {
+            return self.alert(loc, format!("{k} expects an argument."));
+        };
+        if k == "unique-id-header" {
+            self.px().unique_id_header = Some(arg.clone());
+            return;
+        }
+        if words.get(2).is_some_and(|w| !w.is_empty()) {
+            return self.alert(
+                loc,
+                format!("{k} expects only one argument, don't forget to escape spaces!"),
+            );
+        }
+        // HAProxy compiles the format when it checks the configuration.
+        if let Err(e) = crate::config::log_format::LogFormat::compile_other(arg) {
+            self.diags.push(Diagnostic::new(
+                Level::Alert,
+                Some(loc.clone()),
+                format!(
+                    "Parsing [{loc}]: failed to parse unique-id : {e}{}",
+                    if e.ends_with('.') { "" } else { "." }
+                ),
+            ));
+            return;
+        }
+        self.px().unique_id_format = Some(arg.clone());
+    }
+
     /// `option httplog [clf]`, `option tcplog`, `option dontlognull`,
     /// `option log-separate-errors`, `option logasap`.
     pub(super) fn log_option(&mut self, loc: &Loc, words: &[String], neg: bool) {
@@ -750,6 +783,8 @@ pub(crate) const PROXY: &[ProxyKw] = &[
     kwd("log", |s, loc, w, _| s.kw_log(loc, w)),
     kwd("log-format", |s, loc, w, _| s.kw_log(loc, w)),
     kwd("log-tag", |s, loc, w, _| s.kw_log(loc, w)),
+    kwd("unique-id-format", |s, loc, w, _| s.kw_unique_id(loc, w)),
+    kwd("unique-id-header", |s, loc, w, _| s.kw_unique_id(loc, w)),
     kwd("errorfile", |s, loc, w, _| s.kw_errorfile(loc, w)),
     kwd("http-response", |s, loc, w, _| s.kw_http_response(loc, w)),
     kwd("tcp-request", |s, loc, w, _| s.kw_tcp_request(loc, w)),

@@ -120,7 +120,8 @@ impl State<'_> {
                         Level::Alert,
                         Some(loc.clone()),
                         format!(
-                            "Parsing [{loc}]: failed to parse use_backend rule '{name}' : {e}."
+                            "Parsing [{loc}]: failed to parse use_backend rule '{name}' : {e}{}",
+                            if e.ends_with('.') { "" } else { "." }
                         ),
                     ));
                     return;

@@ -19,8 +19,13 @@ pub(crate) trait Source {
 pub(crate) struct Value<'a> {
     out: &'a mut String,
     quote: bool,
+    /// `+X`: the values [`Value::id_num`] and [`Value::addr`] write are
+    /// hexadecimal.
+    hex: bool,
     /// Something was written.
     wrote: bool,
+    /// A missing value prints `-` (see `LogFormat::mandatory`).
+    mandatory: bool,
 }
 
 impl Value<'_> {
@@ -34,7 +39,8 @@ impl Value<'_> {
             }
             (Some(s), false) => self.out.push_str(s),
             (None, true) => self.out.push_str("\"\""),
-            (None, false) => self.out.push('-'),
+            (None, false) if self.mandatory => self.out.push('-'),
+            (None, false) => {}
         }
         self.wrote = true;
     }
@@ -46,6 +52,29 @@ impl Value<'_> {
     pub(crate) fn num(&mut self, n: i64) {
         let _ = write!(self.out, "{n}");
         self.wrote = true;
+    }
+    /// A port, a date in seconds, a counter or a pid: with `+X`, at least
+    /// four upper-case hexadecimal digits, as HAProxy writes them.
+    pub(crate) fn id_num(&mut self, n: i64) {
+        if self.hex {
+            let _ = write!(self.out, "{:04X}", n as u64);
+            self.wrote = true;
+        } else {
+            self.num(n);
+        }
+    }
+    /// An address (`text` is how it reads): with `+X`, an IPv4 address is
+    /// its eight hexadecimal digits.
+    pub(crate) fn addr(&mut self, ip: Option<std::net::IpAddr>, text: Option<&str>) {
+        match ip {
+            Some(std::net::IpAddr::V4(v4)) if self.hex => {
+                for b in v4.octets() {
+                    let _ = write!(self.out, "{b:02X}");
+                }
+                self.wrote = true;
+            }
+            _ => self.text(text),
+        }
     }
     /// A number with HAProxy's `+` in front when `plus` (bytes of a line
     /// logged early with `option logasap`, retries that ended redispatched).
@@ -86,11 +115,13 @@ impl LogFormat {
                         last_space = true;
                     }
                 }
-                Node::Var { var, quote } => {
+                Node::Var { var, quote, hex } => {
                     let mut v = Value {
                         out,
                         quote: *quote,
+                        hex: *hex,
                         wrote: false,
+                        mandatory: self.mandatory,
                     };
                     src.var(*var, &mut v);
                     if v.wrote {
@@ -102,7 +133,9 @@ impl LogFormat {
                     let mut v = Value {
                         out,
                         quote: *quote,
+                        hex: false,
                         wrote: false,
+                        mandatory: self.mandatory,
                     };
                     match expr.eval(cx) {
                         Some(s) => {
