@@ -4,7 +4,9 @@
 //! equal, and so must the requests a server receives. Covered:
 //! `use_backend` with a dynamic name (a log-format evaluated per request;
 //! a name that finds no backend falls back to the default backend);
-//! `unique-id-format`, `unique-id-header`, the `unique-id` fetch and `%ID`.
+//! `unique-id-format`, `unique-id-header`, the `unique-id` fetch and `%ID`;
+//! the configuration errors of these and of `balance hash`
+//! (`tests/balance_hash_haproxy.rs` compares its choices).
 //!
 //! Skipped (with a note) when `/usr/sbin/haproxy` is not installed, except
 //! under CI, where that is a failure.
@@ -74,14 +76,19 @@ impl Pair {
         }
     }
 
-    /// The answer and the log line of `req` on frontend `n`, from haproxy
-    /// then from sluice.
-    async fn both(&self, n: usize, req: &str) -> [(String, String); 2] {
-        let mut out: [(String, String); 2] = Default::default();
-        for i in 0..2 {
+    /// The answer, the log line and what the server received for `req`
+    /// on frontend `n`, from haproxy then from sluice.
+    async fn both(&self, n: usize, req: &str) -> [(String, String, String); 2] {
+        let mut out: [(String, String, String); 2] = Default::default();
+        for (i, o) in out.iter_mut().enumerate() {
             let bytes = exchange(self.fronts[i][n].addr(), req.as_bytes()).await;
             let line = self.logs[i].take(1).remove(0);
-            out[i] = (String::from_utf8_lossy(&bytes).into_owned(), line);
+            let got = self.servers[i].take();
+            *o = (
+                String::from_utf8_lossy(&bytes).into_owned(),
+                line,
+                String::from_utf8_lossy(&got).into_owned(),
+            );
         }
         out
     }
@@ -217,11 +224,17 @@ fn config_errors_are_haproxys() {
         "    unique-id-header a b\n",
         "    unique-id-format %zz\n",
         "    unique-id-format %[nosuch]\n",
+        // Another backend.
+        "backend be_b\n    balance hash\n",
+        "backend be_b\n    balance hash req.hdr(host) x\n",
+        "backend be_b\n    balance hash nosuch\n",
+        "backend be_b\n    balance hash req.hdr(host),nosuch\n",
+        "backend be_b\n    balance hash req.hdr(host),lower\n",
     ];
     let mut differ = Vec::new();
     for line in cases {
         let cfg = format!(
-            "defaults\n    mode http\n    timeout connect 5s\n    timeout client 5s\n    timeout server 5s\nfrontend fe\n    bind 127.0.0.1:1\n{line}backend be_a\n"
+            "defaults\n    mode http\n    timeout connect 5s\n    timeout client 5s\n    timeout server 5s\nfrontend fe\n    bind 127.0.0.1:1\n    default_backend be_a\n{line}backend be_a\n"
         );
         let (hcode, herr) = Haproxy::check("dynbe-check", &cfg);
         let dir = TempDir::new("dynbe-check");
@@ -282,20 +295,7 @@ backend be
     ];
     let mut differ = Vec::new();
     for (n, req) in cases {
-        let mut seen = [
-            (String::new(), String::new(), String::new()),
-            Default::default(),
-        ];
-        for i in 0..2 {
-            let bytes = exchange(pair.fronts[i][*n].addr(), req.as_bytes()).await;
-            let line = pair.logs[i].take(1).remove(0);
-            let got = pair.servers[i].take();
-            seen[i] = (
-                String::from_utf8_lossy(&bytes).into_owned(),
-                line,
-                String::from_utf8_lossy(&got).into_owned(),
-            );
-        }
+        let seen = pair.both(*n, req).await;
         if seen[0] != seen[1] {
             differ.push(format!(
                 "{req:?}\n  haproxy {:?}\n  sluice  {:?}",

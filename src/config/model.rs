@@ -312,7 +312,7 @@ impl Timeouts {
 }
 
 /// `balance <algorithm> [<arguments>]`.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub(crate) enum Balance {
     #[default]
     RoundRobin,
@@ -341,6 +341,8 @@ pub(crate) enum Balance {
     Random {
         draws: u32,
     },
+    /// `hash <expr>`: the bytes of a sample expression's value.
+    Hash(crate::sample::Expr),
 }
 
 impl Balance {
@@ -356,6 +358,7 @@ impl Balance {
             Balance::UrlParam { .. } => "url_param",
             Balance::Hdr { .. } => "hdr",
             Balance::Random { .. } => "random",
+            Balance::Hash(_) => "hash",
         }
     }
 
@@ -363,7 +366,11 @@ impl Balance {
     pub(crate) fn is_hash(&self) -> bool {
         matches!(
             self,
-            Balance::Source | Balance::Uri { .. } | Balance::UrlParam { .. } | Balance::Hdr { .. }
+            Balance::Source
+                | Balance::Uri { .. }
+                | Balance::UrlParam { .. }
+                | Balance::Hdr { .. }
+                | Balance::Hash(_)
         )
     }
 }

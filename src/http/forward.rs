@@ -137,7 +137,7 @@ pub(crate) async fn forward(
     // `balance source` hashes the client the frontend knows (the PROXY
     // header's under `accept-proxy`), not the socket's peer: HAProxy does.
     let src = match be.balance {
-        crate::config::model::Balance::Source => ctx.src,
+        crate::config::model::Balance::Source | crate::config::model::Balance::Hash(_) => ctx.src,
         _ => None,
     };
     let key = balance::LbKey {
