@@ -5,6 +5,9 @@
 //! `use_backend` with a dynamic name (a log-format evaluated per request;
 //! a name that finds no backend falls back to the default backend);
 //! `unique-id-format`, `unique-id-header`, the `unique-id` fetch and `%ID`;
+//! captures (`capture request|response header`, `declare capture`,
+//! `http-request|http-response capture`, the `capture.*` fetches and
+//! `%hr %hs %hrl %hsl`);
 //! the configuration errors of these and of `balance hash`
 //! (`tests/balance_hash_haproxy.rs` compares its choices).
 //!
@@ -224,6 +227,20 @@ fn config_errors_are_haproxys() {
         "    unique-id-header a b\n",
         "    unique-id-format %zz\n",
         "    unique-id-format %[nosuch]\n",
+        "    declare capture request len 0\n",
+        "    declare capture req len 3\n",
+        "    declare capture request\n",
+        "    declare foo\n",
+        "    http-request capture req.hdr(a)\n",
+        "    http-request capture req.hdr(a) len 0\n",
+        "    http-request capture req.hdr(a) id x\n",
+        "    http-request capture req.hdr(a) foo 1\n",
+        "    http-response capture res.hdr(a) len 3\n",
+        "    http-request capture req.hdr(a) id 7\n",
+        // Declared after the rule that uses it: taken.
+        "    http-request capture req.hdr(a) id 0\n    declare capture request len 3\n",
+        "backend be_b\n    declare capture request len 3\n",
+        "backend be_b\n    http-request capture req.hdr(a) len 3\n",
         // Another backend.
         "backend be_b\n    balance hash\n",
         "backend be_b\n    balance hash req.hdr(host) x\n",
@@ -301,6 +318,61 @@ backend be
                 "{req:?}\n  haproxy {:?}\n  sluice  {:?}",
                 seen[0], seen[1]
             ));
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn captures_are_haproxys() {
+    if !haproxy::available() {
+        return;
+    }
+    // Request slots: 0 host, 1 user-agent, 2 declared (x-b by id), 3 the
+    // rule's own (x-a); response slots: 0 declared (x-r by id), 1 x-srv.
+    let cfg = format!(
+        "{GLOBAL}
+frontend fe
+    bind {{fe0}}
+    log-format \"%ci %f %b/%s %ST %ts %hr %hs %hrl %hsl %{{+Q}}hrl %{{+Q}}hs [%[capture.req.hdr(0)]] [%[capture.req.hdr(2)]] [%[capture.req.hdr(3)]] [%[capture.res.hdr(0)]] [%[capture.res.hdr(1)]] %[capture.req.method] %[capture.req.uri] %[capture.req.ver] %{{+Q}}r\"
+    capture request header Host len 10
+    capture request header User-Agent len 5
+    declare capture request len 8
+    declare capture response len 6
+    capture response header X-Srv len 20
+    http-request capture req.hdr(x-a),upper len 4
+    http-request capture req.hdr(x-b) id 2
+    http-response capture res.hdr(x-r) id 0
+    http-request return status 200 content-type text/plain string local if {{ path /return }}
+    default_backend be
+backend be
+    server s {{srv}}
+"
+    );
+    let pair = Pair::start("caps", &cfg, 1).await;
+    for s in &pair.servers {
+        s.answer(
+            "HTTP/1.1 200 OK\r\nx-srv: a|b{c}\"d#e\r\nx-r: r\u{e9}sum\u{e9}-long\r\ncontent-length: 2\r\n\r\nok".as_bytes(),
+        );
+    }
+    let cases = [
+        "GET /a?q=1 HTTP/1.1\r\nhost: www.example.org\r\nuser-agent: curl/8\r\nx-a: abcdef\r\nx-b: 123456789\r\nconnection: close\r\n\r\n",
+        // Nothing to capture: empty slots, `-` in the long forms.
+        "GET /b HTTP/1.1\r\nconnection: close\r\n\r\n",
+        // Answered locally: the response slots stay empty.
+        "GET /return HTTP/1.1\r\nhost: h\r\nx-b: v\tw\r\nconnection: close\r\n\r\n",
+        // An empty header is captured empty (not `-` in `%hrl`; an empty
+        // sample is `-`).
+        "GET /c HTTP/1.1\r\nhost:\r\nuser-agent: a\r\nconnection: close\r\n\r\n",
+    ];
+    let mut differ = Vec::new();
+    for req in cases {
+        let [h, mut s] = pair.both(0, req).await;
+        // Known gap, not of the captures: HAProxy forwards an empty header
+        // as `host: `, sluice as received (`host:`).
+        s.2 = s.2.replace("host:\r\n", "host: \r\n");
+        if h != s {
+            differ.push(format!("{req:?}\n  haproxy {h:?}\n  sluice  {s:?}"));
         }
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));

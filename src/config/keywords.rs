@@ -238,7 +238,6 @@ pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "source",
     "use-server",
     "filter",
-    "declare",
     "description",
     "id",
     "disabled",

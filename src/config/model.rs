@@ -252,8 +252,11 @@ impl ProxyKind {
     }
 }
 
-/// Headers a frontend captures for its logs (`%hr`, `%hs`): names (lower
-/// case) and the most bytes kept of each value.
+/// A frontend's capture slots (`%hr`, `%hs`, `capture.req.hdr(<n>)`), in
+/// declaration order: for `capture request|response header`, the header
+/// name (lower case); an empty name for a slot that rules fill
+/// (`declare capture`, `http-request capture ... len`); and the most bytes
+/// kept of each value.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct HeaderCaptures {
     pub(crate) request: Vec<(String, usize)>,
@@ -647,6 +650,12 @@ pub(crate) struct TcpRule {
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum HttpRequestAction {
+    /// `http-request capture <expr> len <n> | id <n>`: the value into the
+    /// frontend's request capture slot `slot`, cut to the slot's length.
+    Capture {
+        expr: crate::sample::Expr,
+        slot: usize,
+    },
     /// `http-request return [status <code>] [content-type <t>]
     /// [string|lf-string|file|lf-file <x>] [hdr <name> <fmt>]...`
     Return(HttpReply),
@@ -812,6 +821,12 @@ pub(crate) enum HttpResponseAction {
     },
     /// `http-response deny [deny_status <code>] [<reply arguments>]`.
     Deny(HttpReply),
+    /// `http-response capture <expr> id <n>`: the value into the
+    /// frontend's response capture slot `slot`, cut to the slot's length.
+    Capture {
+        expr: crate::sample::Expr,
+        slot: usize,
+    },
 }
 
 /// What a `req*` / `rsp*` filter of HAProxy ≤ 2.0 does to the head line

@@ -58,8 +58,7 @@ impl Relay<'_> {
             Ok(r) => r,
             Err(out) => return out,
         };
-        self.rec.captured_resp =
-            crate::observe::log::capture_headers(&self.fe.captures.response, &resp);
+        self.rec.cap_resp = crate::observe::log::capture_headers(&self.fe.captures.response, &resp);
         if resp.status == 101 {
             return self.switch(resp).await;
         }
@@ -226,7 +225,7 @@ impl Relay<'_> {
             tls: ctx.tls,
             unique_id: uid.as_deref(),
         };
-        match response_edits(fe, be, &who, req, resp) {
+        match response_edits(fe, be, &who, req, resp, &mut self.rec.cap_resp) {
             Ok(e) => Ok(e),
             Err(RespRefused::Denied(reply)) => {
                 // `http-response deny`, `rspdeny`: the server's answer is
@@ -447,6 +446,7 @@ fn response_edits<'r>(
     who: &Who<'_>,
     req: &Head,
     resp: &mut Head,
+    cap_resp: &mut [Option<Vec<u8>>],
 ) -> Result<Option<Edits>, RespRefused<'r>> {
     let (server, src, tls) = (who.server, who.src, who.tls);
     let view = View {
@@ -495,6 +495,25 @@ fn response_edits<'r>(
                 }
                 HttpResponseAction::DelHeader { name } => e.del_header(name),
                 HttpResponseAction::Deny(reply) => return Err(RespRefused::Denied(Some(reply))),
+                HttpResponseAction::Capture { expr, slot } => {
+                    let (Some(dst), Some((_, len))) =
+                        (cap_resp.get_mut(*slot), fe.captures.response.get(*slot))
+                    else {
+                        continue;
+                    };
+                    let scx = crate::sample::Ctx {
+                        res: Some(&*resp),
+                        status: Some(resp.status),
+                        ..rules::sample_ctx(&cx)
+                    };
+                    if let Some(v) = expr
+                        .eval(&scx)
+                        .and_then(|s| s.cast(crate::sample::value::SmpType::Str))
+                    {
+                        let b = v.bytes().unwrap_or(b"");
+                        *dst = Some(b[..b.len().min(*len)].to_vec());
+                    }
+                }
             }
         }
         let Some(l) = legacy_rsp else {

@@ -166,7 +166,12 @@ pub(crate) struct FmtCtx<'a> {
 
 /// Evaluates a log-format string.
 pub(crate) fn eval(fmt: &LogFmt, cx: &FmtCtx<'_>) -> Vec<u8> {
-    fmt.render(&crate::sample::Ctx {
+    fmt.render(&sample_ctx(cx))
+}
+
+/// What a rule's sample expressions see.
+pub(crate) fn sample_ctx<'a>(cx: &FmtCtx<'a>) -> crate::sample::Ctx<'a> {
+    crate::sample::Ctx {
         src: cx.src,
         req: Some(cx.req),
         frontend: cx.frontend,
@@ -174,7 +179,7 @@ pub(crate) fn eval(fmt: &LogFmt, cx: &FmtCtx<'_>) -> Vec<u8> {
         server: cx.server,
         unique_id: cx.unique_id,
         ..Default::default()
-    })
+    }
 }
 
 /// Where the path of a request target starts and ends (the query and

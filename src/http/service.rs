@@ -504,11 +504,11 @@ pub(crate) async fn handle_request(
         && !smuggling_risk
         && !crate::sys::process::stopping();
 
-    rec.captured_req = crate::observe::log::capture_headers(&fe.captures.request, &head);
+    rec.cap_req = crate::observe::log::capture_headers(&fe.captures.request, &head);
     // A request answered without a server response shows empty response
     // captures (`{|}`), as HAProxy allocates them with the stream.
     if !fe.captures.response.is_empty() {
-        rec.captured_resp = Some("|".repeat(fe.captures.response.len() - 1));
+        rec.cap_resp = vec![None; fe.captures.response.len()];
     }
     // From here to the answer the request is a stream `show sess` lists.
     stream.begin();
@@ -716,6 +716,30 @@ async fn route(
     forward::forward(fe, be, head, body, conn, keep, rec, &ctx).await
 }
 
+/// `http-request|http-response capture`: the expression's value as text,
+/// cut to the slot's length, into the slot (left as it was without a
+/// value).
+pub(crate) fn capture(
+    caps: &mut [Option<Vec<u8>>],
+    slots: &[(String, usize)],
+    slot: usize,
+    expr: &crate::sample::Expr,
+    cx: &rules::FmtCtx<'_>,
+) {
+    let (Some(dst), Some((_, len))) = (caps.get_mut(slot), slots.get(slot)) else {
+        return;
+    };
+    let scx = rules::sample_ctx(cx);
+    let Some(v) = expr
+        .eval(&scx)
+        .and_then(|s| s.cast(crate::sample::value::SmpType::Str))
+    else {
+        return;
+    };
+    let b = v.bytes().unwrap_or(b"");
+    *dst = Some(b[..b.len().min(*len)].to_vec());
+}
+
 /// One proxy's request rules: `block` and `http-request` rules, then the
 /// legacy `req*` filters, then `redirect` rules.
 struct Stage<'p> {
@@ -895,6 +919,15 @@ impl RuleRun<'_> {
             }
             match action {
                 HttpRequestAction::Allow => return None,
+                HttpRequestAction::Capture { expr, slot } => {
+                    capture(
+                        &mut self.rec.cap_req,
+                        &fe.captures.request,
+                        *slot,
+                        expr,
+                        &cx,
+                    );
+                }
                 HttpRequestAction::SetHeader { name, fmt } => {
                     let v = rules::eval(fmt, &cx);
                     self.edits

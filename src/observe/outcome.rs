@@ -242,10 +242,11 @@ pub(crate) struct LogRecord {
     /// Client address and the local address it connected to.
     pub(crate) client: Option<crate::sys::peer::Peer>,
     pub(crate) local: Option<crate::sys::peer::Peer>,
-    /// `capture request|response header` values as `%hr` / `%hs` print
-    /// them inside their braces (None: nothing captured).
-    pub(crate) captured_req: Option<String>,
-    pub(crate) captured_resp: Option<String>,
+    /// The frontend's capture slots, request and response side, as
+    /// captured (escaped only when logged; a slot never filled is None).
+    /// Empty without captures, so a request allocates nothing for them.
+    pub(crate) cap_req: Vec<Option<Vec<u8>>>,
+    pub(crate) cap_resp: Vec<Option<Vec<u8>>>,
     /// The client connection is TLS (`%ft` is the frontend name with `~`).
     pub(crate) tls: bool,
     /// A request of an HTTP/2 stream: `<scheme>://<authority>`, which
@@ -292,8 +293,8 @@ impl LogRecord {
             },
             client: None,
             local: None,
-            captured_req: None,
-            captured_resp: None,
+            cap_req: Vec::new(),
+            cap_resp: Vec::new(),
             tls: false,
             h2_origin: None,
             unique_id: None,

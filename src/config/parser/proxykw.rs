@@ -746,6 +746,7 @@ impl State<'_> {
 /// read from it. `neg`: the keyword takes a `no` prefix.
 pub(crate) const PROXY: &[ProxyKw] = &[
     kwd("capture", |s, loc, w, _| s.kw_capture(loc, w)),
+    kwd("declare", |s, loc, w, _| s.kw_declare(loc, w)),
     kwd("cookie", |s, loc, w, _| s.kw_cookie(loc, w)),
     kwd("redirect", |s, loc, w, _| s.kw_redirect(loc, w)),
     kwd("monitor-uri", |s, loc, w, _| s.kw_monitor_uri(loc, w)),

@@ -93,7 +93,58 @@ impl Value<'_> {
         self.wrote = true;
     }
     /// Nothing (absent captures).
+    #[cfg(test)]
     pub(crate) fn nothing(&mut self) {}
+
+    /// `%hr`/`%hs` (`long`: `%hrl`/`%hsl`), HAProxy's way: `{a|b}`, or the
+    /// values apart with spaces and `-` for one never captured (`""`
+    /// quoted); control bytes, non-ASCII and `"#{|}` as `#XX`. Nothing
+    /// without captures.
+    pub(crate) fn captures(&mut self, caps: &[Option<Vec<u8>>], long: bool) {
+        if caps.is_empty() {
+            return;
+        }
+        let q = self.quote;
+        if !long && q {
+            self.out.push('"');
+        }
+        if !long {
+            self.out.push('{');
+        }
+        for (i, c) in caps.iter().enumerate() {
+            if i > 0 {
+                self.out.push(if long { ' ' } else { '|' });
+            }
+            if long && q {
+                self.out.push('"');
+            }
+            match c {
+                Some(v) => escape_capture(v, self.out),
+                None if long && !q => self.out.push('-'),
+                None => {}
+            }
+            if long && q {
+                self.out.push('"');
+            }
+        }
+        if !long {
+            self.out.push('}');
+            if q {
+                self.out.push('"');
+            }
+        }
+        self.wrote = true;
+    }
+}
+
+fn escape_capture(v: &[u8], out: &mut String) {
+    for &b in v {
+        if !(0x20..0x7f).contains(&b) || matches!(b, b'"' | b'#' | b'{' | b'|' | b'}') {
+            let _ = write!(out, "#{b:02X}");
+        } else {
+            out.push(b as char);
+        }
+    }
 }
 
 impl LogFormat {
@@ -137,14 +188,16 @@ impl LogFormat {
                         wrote: false,
                         mandatory: self.mandatory,
                     };
-                    match expr.eval(cx) {
-                        Some(s) => {
-                            text.clear();
-                            s.write_text(&mut text);
-                            v.text(Some(&String::from_utf8_lossy(&text)));
-                        }
-                        // A missing sample is `-` in a log line.
-                        None => v.text(None),
+                    text.clear();
+                    if let Some(s) = expr.eval(cx) {
+                        s.write_text(&mut text);
+                    }
+                    // A missing or empty sample is `-` in a log line, as
+                    // HAProxy prints it.
+                    if text.is_empty() {
+                        v.text(None);
+                    } else {
+                        v.text(Some(&String::from_utf8_lossy(&text)));
                     }
                     last_space = false;
                 }

@@ -49,31 +49,19 @@ impl LogSetup {
     }
 }
 
-/// `capture request|response header`: the last value of each listed header
-/// (empty when absent), cut to its length, with HAProxy's `#XX` escapes for
-/// control bytes, non-ASCII and `"#{|}`, joined by `|`. None without
-/// captures, so a request allocates nothing for them.
-pub(crate) fn capture_headers(list: &[(String, usize)], head: &Head) -> Option<String> {
-    if list.is_empty() {
-        return None;
-    }
-    let mut out = String::new();
-    for (i, (name, len)) in list.iter().enumerate() {
-        if i > 0 {
-            out.push('|');
-        }
-        let Some(v) = head.values(name).last() else {
-            continue;
-        };
-        for &b in &v[..v.len().min(*len)] {
-            if !(0x20..0x7f).contains(&b) || matches!(b, b'"' | b'#' | b'{' | b'|' | b'}') {
-                out.push_str(&format!("#{b:02X}"));
-            } else {
-                out.push(b as char);
+/// `capture request|response header`: the last value of each listed
+/// header, cut to its length (None when absent, and for the slots rules
+/// fill). Empty without captures, so a request allocates nothing.
+pub(crate) fn capture_headers(list: &[(String, usize)], head: &Head) -> Vec<Option<Vec<u8>>> {
+    list.iter()
+        .map(|(name, len)| {
+            if name.is_empty() {
+                return None;
             }
-        }
-    }
-    Some(out)
+            let v = head.values(name).last()?;
+            Some(v[..v.len().min(*len)].to_vec())
+        })
+        .collect()
 }
 
 fn hostname() -> &'static str {
@@ -235,18 +223,10 @@ impl Source for Line<'_> {
             Var::Retries => out.num_marked(rec.redispatched, rec.retries as i64),
             Var::SrvQueue => out.num(rec.srv_queue as i64),
             Var::BeQueue => out.num(rec.be_queue as i64),
-            Var::CapturedReqHeaders | Var::CapturedRespHeaders => {
-                let c = if var == Var::CapturedReqHeaders {
-                    &rec.captured_req
-                } else {
-                    &rec.captured_resp
-                };
-                match c {
-                    Some(c) => out.raw(&format!("{{{c}}}")),
-                    None => out.nothing(),
-                }
-            }
-            Var::CapturedReqHeadersLong | Var::CapturedRespHeadersLong => out.nothing(),
+            Var::CapturedReqHeaders => out.captures(&rec.cap_req, false),
+            Var::CapturedRespHeaders => out.captures(&rec.cap_resp, false),
+            Var::CapturedReqHeadersLong => out.captures(&rec.cap_req, true),
+            Var::CapturedRespHeadersLong => out.captures(&rec.cap_resp, true),
             Var::RequestLine => match self.request_line() {
                 Some(l) => out.text(Some(&l)),
                 None => out.text(Some("<BADREQ>")),
@@ -294,6 +274,8 @@ impl Source for Line<'_> {
             // `status` finds nothing there (`%ST` prints the status).
             status: None,
             unique_id: self.rec.unique_id.as_deref(),
+            cap_req: &self.rec.cap_req,
+            cap_resp: &self.rec.cap_resp,
         }
     }
 }
