@@ -411,7 +411,7 @@ frontend fe
     default_backend be
 backend be
     server s1 127.0.0.1:1 resolvers dns
-    http-after-response set-header X-A b
+    http-after-response set-status 500
     tcp-response content close
     tcp-request content set-var(txn.x) str(a)
     http-request set-header X-B %[req.hdr(host),json]
@@ -458,7 +458,7 @@ listen li
         ),
         (
             20,
-            "'http-after-response set-header' is not supported by sluice yet",
+            "'http-after-response set-status' is not supported by sluice yet",
         ),
         (
             21,

@@ -216,7 +216,6 @@ pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "errorloc",
     "errorloc302",
     "errorloc303",
-    "http-after-response",
     "http-error",
     "tcp-response",
     "stick-table",

@@ -1129,6 +1129,9 @@ pub(crate) struct Proxy {
     /// `monitor fail if|unless <cond>`: the monitor URI answers 503.
     pub(crate) monitor_fail: Option<Condition>,
     pub(crate) http_response: Vec<HttpResponseRule>,
+    /// `http-after-response` rules (`set-header`, `add-header`,
+    /// `del-header`): every response, the ones sluice makes included.
+    pub(crate) http_after_response: Vec<HttpResponseRule>,
     /// `tcp-request connection` rules (at accept, on the real peer).
     pub(crate) tcp_connection: Vec<TcpRule>,
     /// `tcp-request content` rules (on the buffered request bytes).
@@ -1194,6 +1197,7 @@ impl Proxy {
             tcp_content: Vec::new(),
             inspect_delay: None,
             http_response: Vec::new(),
+            http_after_response: Vec::new(),
             forwardfor: None,
             errorfiles: Vec::new(),
             use_backends: Vec::new(),

@@ -65,6 +65,7 @@ pub(crate) async fn send_error_be(
         .map(|(_, page)| &page[..]);
     let keep = keep && custom.is_none();
     let page = custom.unwrap_or_else(|| error_pages::response(code));
+    let page = &crate::http::after::local(fe, be, code, page)[..];
     let ok = io::write_all(&mut client.stream, page, fe.timeouts.client)
         .await
         .is_ok();
@@ -331,7 +332,9 @@ pub(crate) async fn send_answer(
     status: u16,
     keep: bool,
     fe: &FrontendRt,
+    be: Option<&BackendRt>,
 ) -> Outcome {
+    let out = &crate::http::after::local(fe, be, status, out)[..];
     let ok = io::write_all(&mut client.stream, out, fe.timeouts.client)
         .await
         .is_ok();

@@ -212,6 +212,8 @@ impl Relay<'_> {
         let (fe, be) = (self.fe, self.be);
         if be.http_response.is_empty()
             && fe.http_response.is_empty()
+            && be.http_after.is_empty()
+            && fe.http_after.is_empty()
             && be.legacy_rsp.is_none()
             && fe.legacy_rsp.is_none()
         {
@@ -417,7 +419,7 @@ async fn deny_response(
         }
         None => crate::http::reply::with_close(error_pages::response(status), keep),
     };
-    send_answer(client, &out, status, keep, fe).await
+    send_answer(client, &out, status, keep, fe, Some(be)).await
 }
 
 /// Why the response rules refused a response.
@@ -530,6 +532,23 @@ fn response_edits<'r>(
                 return Err(RespRefused::Denied(None));
             }
             legacy::Verdict::Invalid => return Err(RespRefused::Invalid),
+        }
+    }
+    for (rules_, acls) in crate::http::after::sets(fe, Some(be)) {
+        for (action, cond) in rules_ {
+            if let Some(c) = cond
+                && !acls.eval(c, &view)
+            {
+                continue;
+            }
+            // These rules see the response (`status`, `res.hdr`).
+            let scx = crate::sample::Ctx {
+                res: Some(&*resp),
+                status: Some(resp.status),
+                ..rules::sample_ctx(&cx)
+            };
+            let e = edits.get_or_insert_with(Edits::default);
+            crate::http::after::apply(action, e, |f| f.render(&scx));
         }
     }
     Ok(edits)

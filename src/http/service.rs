@@ -886,7 +886,7 @@ impl RuleRun<'_> {
         let Some(out) = crate::http::reply::render(reply, cx, keep) else {
             return forward::send_error_be(self.conn, reply.status, self.fe, be, keep).await;
         };
-        forward::send_answer(self.conn, &out, reply.status, keep, self.fe).await
+        forward::send_answer(self.conn, &out, reply.status, keep, self.fe, be).await
     }
 
     /// Runs `rules` under `acls`; `be` is set for a backend's rules, whose
@@ -980,7 +980,8 @@ impl RuleRun<'_> {
                         rules::location(*kind, &v, head, target, (*drop_query, *append_slash));
                     let resp = rules::redirect_response(*code, &loc, self.keep_local);
                     return Some(
-                        forward::send_answer(self.conn, &resp, *code, self.keep_local, fe).await,
+                        forward::send_answer(self.conn, &resp, *code, self.keep_local, fe, be)
+                            .await,
                     );
                 }
                 HttpRequestAction::Return(reply) => {
@@ -1100,7 +1101,7 @@ async fn stats_page(
     out.put_slice(b"\r\n");
     Some(Outcome {
         body_in,
-        ..forward::send_answer(conn, &out, 303, keep, fe).await
+        ..forward::send_answer(conn, &out, 303, keep, fe, None).await
     })
 }
 
@@ -1223,7 +1224,7 @@ async fn prometheus(
             }
             out.put_slice(b"\r\n");
             out.put_slice(body.as_bytes());
-            forward::send_answer(conn, &out, 200, keep, fe).await
+            forward::send_answer(conn, &out, 200, keep, fe, None).await
         }
         // HAProxy answers its built-in 400 page and closes.
         Err(_) => forward::send_error(conn, 400, fe, false).await,

@@ -106,6 +106,8 @@ pub(crate) struct FrontendRt {
     pub(crate) by_name: Option<Arc<HashMap<String, Arc<BackendRt>>>>,
     pub(crate) default_backend: Option<Arc<BackendRt>>,
     pub(crate) http_response: Vec<(HttpResponseAction, Option<CompiledCond>)>,
+    /// `http-after-response` rules.
+    pub(crate) http_after: Vec<(HttpResponseAction, Option<CompiledCond>)>,
     pub(crate) forwardfor: Option<ForwardFor>,
     /// `errorfile`: complete responses by status.
     pub(crate) errorfiles: Vec<(u16, bytes::Bytes)>,
@@ -198,6 +200,8 @@ pub(crate) struct BackendRt {
     pub(crate) legacy_req: Option<Box<LegacyRt>>,
     pub(crate) legacy_rsp: Option<Box<LegacyRt>>,
     pub(crate) http_response: Vec<(HttpResponseAction, Option<CompiledCond>)>,
+    /// `http-after-response` rules.
+    pub(crate) http_after: Vec<(HttpResponseAction, Option<CompiledCond>)>,
     /// `tcp-request content` rules of a backend section (mode tcp), run
     /// after the frontend's once the backend is chosen.
     pub(crate) tcp_content: TcpRules,
@@ -473,6 +477,7 @@ impl Compiler<'_> {
             legacy_req: LegacyRt::compile(&p.legacy_req, &acls),
             legacy_rsp: LegacyRt::compile(&p.legacy_rsp, &acls),
             http_response: response_rules(&p.http_response, &acls),
+            http_after: response_rules(&p.http_after_response, &acls),
             stats: stats_rt(p.stats.as_ref(), &acls),
             acls,
             forwardfor: p.forwardfor.clone(),
@@ -568,6 +573,7 @@ impl Compiler<'_> {
             legacy_rsp: LegacyRt::compile(&p.legacy_rsp, &acls),
             http_request: request_rules(p, &acls),
             http_response: response_rules(&p.http_response, &acls),
+            http_after: response_rules(&p.http_after_response, &acls),
             stats: stats_rt(p.stats.as_ref(), &acls),
             acls,
             monitor,

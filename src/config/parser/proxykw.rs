@@ -76,7 +76,7 @@ impl State<'_> {
         }
         match k {
             _ if legacykw::is_legacy(k) => self.kw_legacy_rewrite(loc, words),
-            "http-after-response" | "tcp-response" => self.lacked_rules(loc, words),
+            "tcp-response" => self.lacked_rules(loc, words),
             _ if kw::PROXY_UNSUPPORTED.contains(&k) || kw::haproxy_has(kw::Kind::Proxy, k) => {
                 self.unsupported(loc, k)
             }
@@ -320,16 +320,13 @@ impl State<'_> {
         self.alert(loc, format!("unknown option '{n}'{sugg}"));
     }
 
-    /// `http-after-response` and `tcp-response` rules, which sluice does not
-    /// have: the action is named when HAProxy 2.6 has it, so the message
-    /// says what exactly is missing.
+    /// `tcp-response` rules, which sluice does not have: the action is
+    /// named when HAProxy 2.6 has it, so the message says what exactly is
+    /// missing.
     fn lacked_rules(&mut self, loc: &Loc, words: &[String]) {
         let k = words[0].as_str();
         let w = |i: usize| words.get(i).map_or("", String::as_str);
         let what = match k {
-            "http-after-response" if kw::haproxy_has(kw::Kind::HttpAfterResponse, w(1)) => {
-                format!("{k} {}", w(1))
-            }
             "tcp-response" if w(1) == "inspect-delay" => format!("{k} {}", w(1)),
             "tcp-response" if w(1) == "content" && kw::haproxy_has(kw::Kind::TcpResponse, w(2)) => {
                 format!("{k} content {}", w(2))
@@ -788,6 +785,9 @@ pub(crate) const PROXY: &[ProxyKw] = &[
     kwd("unique-id-header", |s, loc, w, _| s.kw_unique_id(loc, w)),
     kwd("errorfile", |s, loc, w, _| s.kw_errorfile(loc, w)),
     kwd("http-response", |s, loc, w, _| s.kw_http_response(loc, w)),
+    kwd("http-after-response", |s, loc, w, _| {
+        s.kw_http_after_response(loc, w)
+    }),
     kwd("tcp-request", |s, loc, w, _| s.kw_tcp_request(loc, w)),
 ];
 

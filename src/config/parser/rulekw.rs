@@ -424,6 +424,54 @@ impl State<'_> {
             }
         }
     }
+    /// `http-after-response set-header|add-header|del-header`: HAProxy
+    /// 2.6's other actions there, and conditions, are named as not
+    /// supported yet.
+    pub(super) fn kw_http_after_response(&mut self, loc: &Loc, words: &[String]) {
+        if !self.cap(loc, "http-after-response", false, true, true) {
+            return;
+        }
+        let action = words.get(1).map_or("", String::as_str);
+        let Some(entry) = HTTP_AFTER_RESPONSE.iter().find(|e| e.name == action) else {
+            if kw::haproxy_has(kw::Kind::HttpAfterResponse, action) {
+                return self.unsupported(loc, &format!("http-after-response {action}"));
+            }
+            return self.alert(
+                loc,
+                format!("'http-after-response' expects 'set-header', 'add-header' or another HAProxy action, but got '{action}'"),
+            );
+        };
+        // HAProxy tests them once the request is gone (a `path` there finds
+        // nothing); sluice's conditions read the request, so it takes none.
+        if words.iter().any(|w| w == "if" || w == "unless") {
+            return self.unsupported(loc, "http-after-response with a condition");
+        }
+        let Some((cond_at, cond)) = self.rule_condition(loc, words, "http-after-response", action)
+        else {
+            return;
+        };
+        let args = &words[2..cond_at];
+        match (entry.run)(self, loc, args) {
+            Ok(a) => self
+                .px()
+                .http_after_response
+                .push(HttpResponseRule { action: a, cond }),
+            Err(e) => {
+                let (t, pname) = match self.section {
+                    Section::Proxy(i) => self
+                        .proxies
+                        .get(i)
+                        .map_or(("proxy", ""), |p| (type_str(p.kind), p.name.as_str())),
+                    _ => ("defaults", ""),
+                };
+                let m = format!(
+                    "error detected in {t} '{pname}' while parsing 'http-after-response {action}' rule : {e}."
+                );
+                self.alert(loc, m)
+            }
+        }
+    }
+
     /// `errorfile <code> <file>`: the file is read now, whole; it is the
     /// complete HTTP response sent for that code.
     pub(super) fn kw_errorfile(&mut self, loc: &Loc, words: &[String]) {
@@ -919,6 +967,19 @@ pub(crate) const HTTP_REQUEST: &[ActionKw<HttpRequestAction>] = &[
     }),
     // ---- Captures (what goes around the sample engine). ----
     kwd("capture", |s, _, a| s.capture_rule(a, true)),
+];
+
+/// The `http-after-response` actions sluice has.
+pub(crate) const HTTP_AFTER_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
+    kwd("set-header", |_, _, a| {
+        header_args(a).map(|(name, fmt)| HttpResponseAction::SetHeader { name, fmt })
+    }),
+    kwd("add-header", |_, _, a| {
+        header_args(a).map(|(name, fmt)| HttpResponseAction::AddHeader { name, fmt })
+    }),
+    kwd("del-header", |_, _, a| {
+        del_header_args(a).map(|name| HttpResponseAction::DelHeader { name })
+    }),
 ];
 
 /// The `http-response` actions, in the order suggestions try them:
