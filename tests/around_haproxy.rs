@@ -28,10 +28,15 @@ use support::raw::RawBackend;
 use support::syslog::Syslog;
 use support::*;
 
-/// Sends `req` on a new connection and reads until the peer closes.
-async fn exchange(addr: SocketAddr, req: &[u8]) -> Vec<u8> {
+/// Sends `req` on a new connection (then shuts its side down when
+/// `half_close`: a TCP relay ends when both sides have) and reads until
+/// the peer closes.
+async fn exchange(addr: SocketAddr, req: &[u8], half_close: bool) -> Vec<u8> {
     let mut s = TcpStream::connect(addr).await.expect("connect");
     s.write_all(req).await.expect("send");
+    if half_close {
+        s.shutdown().await.expect("shutdown");
+    }
     let mut out = Vec::new();
     within(
         Duration::from_secs(10),
@@ -83,9 +88,18 @@ impl Pair {
     /// The answer, the log line and what the server received for `req`
     /// on frontend `n`, from haproxy then from sluice.
     async fn both(&self, n: usize, req: &str) -> [(String, String, String); 2] {
+        self.both_as(n, req, false).await
+    }
+
+    async fn both_as(
+        &self,
+        n: usize,
+        req: &str,
+        half_close: bool,
+    ) -> [(String, String, String); 2] {
         let mut out: [(String, String, String); 2] = Default::default();
         for (i, o) in out.iter_mut().enumerate() {
-            let bytes = exchange(self.fronts[i][n].addr(), req.as_bytes()).await;
+            let bytes = exchange(self.fronts[i][n].addr(), req.as_bytes(), half_close).await;
             let line = self.logs[i].take(1).remove(0);
             let got = self.servers[i].take();
             *o = (
@@ -265,6 +279,48 @@ fn config_errors_are_haproxys() {
                 out.code(),
                 alert(&out.stderr)
             ));
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+/// The same in `mode tcp`: the name is made when the connection is
+/// switched (from what a connection has: its frontend, its client).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dynamic_backend_names_route_tcp_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = format!(
+        "{GLOBAL}
+frontend ft
+    mode tcp
+    bind {{fe0}}
+    log-format \"%ci %f %b/%s %ts\"
+    use_backend be_%[fe_name]_%[src,ipmask(8)]
+    default_backend dflt
+frontend nope
+    mode tcp
+    bind {{fe1}}
+    log-format \"%ci %f %b/%s %ts\"
+    use_backend be_%[fe_name]
+    default_backend dflt
+backend be_ft_127.0.0.0
+    mode tcp
+    server s {{srv}}
+backend dflt
+    mode tcp
+    server s {{srv}}
+"
+    );
+    let pair = Pair::start("dynbe-tcp", &cfg, 2).await;
+    let mut differ = Vec::new();
+    for n in [0, 1] {
+        let [h, s] = pair
+            .both_as(n, "GET /t HTTP/1.1\r\nhost: h\r\n\r\n", true)
+            .await;
+        if h != s {
+            differ.push(format!("frontend {n}\n  haproxy {h:?}\n  sluice  {s:?}"));
         }
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));
