@@ -478,5 +478,11 @@ backend nosrv
             differ.push(format!("{path}\n  haproxy {h:?}\n  sluice  {s:?}"));
         }
     }
+    // A request the parser refuses: its 400 page too.
+    // HAProxy's connection layer sends it: no rule applies.
+    let [h, s] = pair.both(0, "GET /x HTTP/1.1\r\nbad header\r\n\r\n").await;
+    if h != s {
+        differ.push(format!("400\n  haproxy {h:?}\n  sluice  {s:?}"));
+    }
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }

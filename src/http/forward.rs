@@ -59,13 +59,41 @@ pub(crate) async fn send_error_be(
     be: Option<&BackendRt>,
     keep: bool,
 ) -> Outcome {
+    error_page(client, code, fe, be, keep, true).await
+}
+
+/// The error page of a request the HTTP/1 parser refused, or of one that
+/// never came (408): HAProxy's connection layer sends those itself, no
+/// `http-after-response` rule sees them.
+pub(crate) async fn send_parser_error(
+    client: &mut BufConn,
+    code: u16,
+    fe: &FrontendRt,
+    keep: bool,
+) -> Outcome {
+    error_page(client, code, fe, None, keep, false).await
+}
+
+async fn error_page(
+    client: &mut BufConn,
+    code: u16,
+    fe: &FrontendRt,
+    be: Option<&BackendRt>,
+    keep: bool,
+    after: bool,
+) -> Outcome {
     let custom = be
         .and_then(|b| b.errorfiles.iter().find(|(c, _)| *c == code))
         .or_else(|| fe.errorfiles.iter().find(|(c, _)| *c == code))
         .map(|(_, page)| &page[..]);
     let keep = keep && custom.is_none();
     let page = custom.unwrap_or_else(|| error_pages::response(code));
-    let page = &crate::http::after::local(fe, be, code, page)[..];
+    let page = if after {
+        crate::http::after::local(fe, be, code, page)
+    } else {
+        std::borrow::Cow::Borrowed(page)
+    };
+    let page = &page[..];
     let ok = io::write_all(&mut client.stream, page, fe.timeouts.client)
         .await
         .is_ok();

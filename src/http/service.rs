@@ -445,7 +445,7 @@ pub(crate) async fn handle_request(
             fc.count_request();
             rt.count_request();
             rec.tally.ereq = Rows::FE;
-            forward::send_error(conn, 408, &fe, false).await;
+            forward::send_parser_error(conn, 408, &fe, false).await;
             outcome::finish(&fe, &rt.process, &mut rec, Some(408), None);
             return false;
         }
@@ -538,7 +538,7 @@ async fn refused(
     status: u16,
 ) -> bool {
     rec.tally.ereq = Rows::FE;
-    let out = forward::send_error(conn, status, fe, false).await;
+    let out = forward::send_parser_error(conn, status, fe, false).await;
     rec.term(Cause::Proxy, Phase::Request);
     rec.status = i64::from(status);
     // The page is counted in `bout` but not in the log's bytes.
