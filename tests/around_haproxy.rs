@@ -341,6 +341,7 @@ frontend fe
     log-format \"%ci %f %b/%s %ST %ts %{{+Q}}ID %{{+Q}}r\"
     unique-id-format %{{+X}}o\\ %ci-%fi_%f_%[req.hdr(x-n)]
     unique-id-header X-Req-Id
+    option forwardfor
     http-request set-header x-copy %[unique-id]
     http-request return status 200 content-type text/plain lf-string \"id=%[unique-id]\" if {{ path /return }}
     default_backend be
