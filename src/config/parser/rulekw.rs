@@ -283,7 +283,7 @@ impl State<'_> {
         &mut self,
         args: &[String],
         request: bool,
-    ) -> Result<HttpRequestAction, String> {
+    ) -> Result<(crate::sample::Expr, usize), String> {
         let text = args.first().map_or("", String::as_str);
         let is_fe = self.proxy_kind().is_some_and(|k| k.has_frontend());
         if request && !is_fe {
@@ -335,7 +335,7 @@ impl State<'_> {
                 "unexpected keyword '{extra}' (expects 'if' or 'unless')"
             ));
         }
-        Ok(HttpRequestAction::Capture { expr, slot })
+        Ok((expr, slot))
     }
 
     /// `declare capture request|response len <n>`: a capture slot that
@@ -966,7 +966,10 @@ pub(crate) const HTTP_REQUEST: &[ActionKw<HttpRequestAction>] = &[
         fmt_arg(a).map(HttpRequestAction::SetQuery)
     }),
     // ---- Captures (what goes around the sample engine). ----
-    kwd("capture", |s, _, a| s.capture_rule(a, true)),
+    kwd("capture", |s, _, a| {
+        s.capture_rule(a, true)
+            .map(|(expr, slot)| HttpRequestAction::Capture { expr, slot })
+    }),
 ];
 
 /// The `http-after-response` actions sluice has.
@@ -1000,9 +1003,7 @@ pub(crate) const HTTP_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
     }),
     // ---- Captures (what goes around the sample engine). ----
     kwd("capture", |s, _, a| {
-        s.capture_rule(a, false).map(|c| match c {
-            HttpRequestAction::Capture { expr, slot } => HttpResponseAction::Capture { expr, slot },
-            _ => unreachable!("capture_rule gives captures"),
-        })
+        s.capture_rule(a, false)
+            .map(|(expr, slot)| HttpResponseAction::Capture { expr, slot })
     }),
 ];
