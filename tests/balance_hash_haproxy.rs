@@ -1,8 +1,8 @@
 //! Hash-based balancing against the real HAProxy 2.6: for each algorithm
-//! (`source`, `uri` with its options, `url_param`, `hdr`, map-based and
-//! consistent, several hash functions), the same config is run by haproxy
+//! (`source`, `uri` with its options, `url_param`, `hdr`, `hash <expr>`,
+//! map-based and consistent, several hash functions), the same config is run by haproxy
 //! and by sluice, 1,000 keys are sent to each, and every key must reach the
-//! same server. Users moving from HAProxy keep their cache locality. Two
+//! same server. Users moving from HAProxy keep their cache locality. Three
 //! cases (a map and a ring) also carry a `disabled` server.
 //!
 //! Skipped (with a note) when `/usr/sbin/haproxy` is not installed, except
@@ -127,6 +127,43 @@ fn cases() -> Vec<Case> {
                 headers: String::new(),
             },
             with_disabled: true,
+        },
+        // `balance hash <expr>` (HAProxy 2.6): the value's bytes.
+        Case {
+            name: "hash-hdr-map",
+            lines: "balance hash req.hdr(x-key)",
+            key: |i| Req {
+                src: None,
+                path: "/".into(),
+                headers: format!("x-key: k{i}\r\n"),
+            },
+            with_disabled: true,
+        },
+        Case {
+            name: "hash-converters-consistent-djb2",
+            lines: "balance hash req.hdr(x-site),lower,word(2,.)\n    hash-type consistent djb2",
+            key: |i| Req {
+                src: None,
+                path: "/".into(),
+                headers: format!("x-site: WWW.Site{i}.example\r\n"),
+            },
+            with_disabled: false,
+        },
+        Case {
+            name: "hash-path-sdbm-avalanche",
+            lines: "balance hash path\n    hash-type map-based sdbm avalanche",
+            key: |i| path(format!("/p{i}/x?q={}", i % 3)),
+            with_disabled: false,
+        },
+        Case {
+            name: "hash-src-consistent",
+            lines: "balance hash src\n    hash-type consistent",
+            key: |i| Req {
+                src: Some(Ipv4Addr::new(127, 3, (i / 200) as u8, 1 + (i % 200) as u8)),
+                path: "/".into(),
+                headers: String::new(),
+            },
+            with_disabled: false,
         },
     ]
 }

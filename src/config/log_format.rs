@@ -145,6 +145,8 @@ pub(crate) enum Node {
     Var {
         var: Var,
         quote: bool,
+        /// `+X`: addresses, ports, dates and counters in hexadecimal.
+        hex: bool,
     },
     /// `%[<sample expression>]`.
     Sample {
@@ -157,15 +159,29 @@ pub(crate) enum Node {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct LogFormat {
     nodes: Vec<Node>,
+    /// A log line's format: a missing value prints `-`. Other formats
+    /// (`unique-id-format`) print nothing for it, as HAProxy's.
+    pub(crate) mandatory: bool,
 }
 
 impl LogFormat {
-    /// Compiles a format string; the error reads as HAProxy's.
+    /// Compiles a log line's format string; the error reads as HAProxy's.
     pub(crate) fn compile(src: &str) -> Result<LogFormat, String> {
+        Self::compile_as(src, true)
+    }
+
+    /// Compiles a format that is no log line (`unique-id-format`): a
+    /// missing value prints nothing.
+    pub(crate) fn compile_other(src: &str) -> Result<LogFormat, String> {
+        Self::compile_as(src, false)
+    }
+
+    fn compile_as(src: &str, log_line: bool) -> Result<LogFormat, String> {
         let b = src.as_bytes();
         let mut nodes = Vec::new();
         let mut text = String::new();
         let mut global_quote = false;
+        let mut global_hex = false;
         let mut i = 0;
         let flush = |text: &mut String, nodes: &mut Vec<Node>| {
             if !text.is_empty() {
@@ -189,6 +205,7 @@ impl LogFormat {
                     flush(&mut text, &mut nodes);
                     i += 1;
                     let mut quote = global_quote;
+                    let mut hex = global_hex;
                     let mut flags: Vec<(bool, String)> = Vec::new();
                     if b.get(i) == Some(&b'{') {
                         let end = src[i..].find('}').ok_or("missing '}' after '%{'.")?;
@@ -207,8 +224,10 @@ impl LogFormat {
                             flags.push((on, name.to_string()));
                         }
                         for (on, name) in &flags {
-                            if name == "Q" {
-                                quote = *on;
+                            match name.as_str() {
+                                "Q" => quote = *on,
+                                "X" => hex = *on,
+                                _ => {}
                             }
                         }
                         i += end + 1;
@@ -227,8 +246,10 @@ impl LogFormat {
                     if name == "o" {
                         // Global options for the variables that follow.
                         for (on, f) in &flags {
-                            if f == "Q" {
-                                global_quote = *on;
+                            match f.as_str() {
+                                "Q" => global_quote = *on,
+                                "X" => global_hex = *on,
+                                _ => {}
                             }
                         }
                         continue;
@@ -244,7 +265,7 @@ impl LogFormat {
                             "no such format variable '{name}'. If you wanted to emit the '%' character verbatim, you need to use '%%'."
                         )
                     })?;
-                    nodes.push(Node::Var { var, quote });
+                    nodes.push(Node::Var { var, quote, hex });
                 }
                 c => {
                     // Keep multi-byte characters whole.
@@ -255,7 +276,10 @@ impl LogFormat {
             }
         }
         flush(&mut text, &mut nodes);
-        Ok(LogFormat { nodes })
+        Ok(LogFormat {
+            nodes,
+            mandatory: log_line,
+        })
     }
 
     /// The pieces, in order, for the renderer.

@@ -252,8 +252,11 @@ impl ProxyKind {
     }
 }
 
-/// Headers a frontend captures for its logs (`%hr`, `%hs`): names (lower
-/// case) and the most bytes kept of each value.
+/// A frontend's capture slots (`%hr`, `%hs`, `capture.req.hdr(<n>)`), in
+/// declaration order: for `capture request|response header`, the header
+/// name (lower case); an empty name for a slot that rules fill
+/// (`declare capture`, `http-request capture ... len`); and the most bytes
+/// kept of each value.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct HeaderCaptures {
     pub(crate) request: Vec<(String, usize)>,
@@ -312,7 +315,7 @@ impl Timeouts {
 }
 
 /// `balance <algorithm> [<arguments>]`.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub(crate) enum Balance {
     #[default]
     RoundRobin,
@@ -341,6 +344,8 @@ pub(crate) enum Balance {
     Random {
         draws: u32,
     },
+    /// `hash <expr>`: the bytes of a sample expression's value.
+    Hash(crate::sample::Expr),
 }
 
 impl Balance {
@@ -356,6 +361,7 @@ impl Balance {
             Balance::UrlParam { .. } => "url_param",
             Balance::Hdr { .. } => "hdr",
             Balance::Random { .. } => "random",
+            Balance::Hash(_) => "hash",
         }
     }
 
@@ -363,7 +369,11 @@ impl Balance {
     pub(crate) fn is_hash(&self) -> bool {
         matches!(
             self,
-            Balance::Source | Balance::Uri { .. } | Balance::UrlParam { .. } | Balance::Hdr { .. }
+            Balance::Source
+                | Balance::Uri { .. }
+                | Balance::UrlParam { .. }
+                | Balance::Hdr { .. }
+                | Balance::Hash(_)
         )
     }
 }
@@ -640,6 +650,12 @@ pub(crate) struct TcpRule {
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum HttpRequestAction {
+    /// `http-request capture <expr> len <n> | id <n>`: the value into the
+    /// frontend's request capture slot `slot`, cut to the slot's length.
+    Capture {
+        expr: crate::sample::Expr,
+        slot: usize,
+    },
     /// `http-request return [status <code>] [content-type <t>]
     /// [string|lf-string|file|lf-file <x>] [hdr <name> <fmt>]...`
     Return(HttpReply),
@@ -735,6 +751,44 @@ pub(crate) enum ReplyBody {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct LogFmt(pub(crate) Vec<FmtPart>);
 
+impl LogFmt {
+    /// The string for one request: `%f`, `%b`, `%s` and `%ci` read the
+    /// names and the client of `cx`, the expressions evaluate on it.
+    pub(crate) fn render(&self, cx: &crate::sample::Ctx<'_>) -> Vec<u8> {
+        let mut out = Vec::new();
+        for part in &self.0 {
+            match part {
+                FmtPart::Frontend => out.extend_from_slice(cx.frontend.as_bytes()),
+                FmtPart::Backend => {
+                    out.extend_from_slice(cx.backend.unwrap_or(cx.frontend).as_bytes())
+                }
+                FmtPart::Server => out.extend_from_slice(cx.server.unwrap_or("<NOSRV>").as_bytes()),
+                FmtPart::Lit(s) => out.extend_from_slice(s.as_bytes()),
+                // A client on a UNIX socket: HAProxy prints `unix`.
+                FmtPart::Src => match cx.src {
+                    // An IPv4-mapped IPv6 address prints as IPv4.
+                    Some(ip) => {
+                        let ip = match ip {
+                            std::net::IpAddr::V6(v6) => {
+                                v6.to_ipv4_mapped().map_or(ip, std::net::IpAddr::V4)
+                            }
+                            v4 => v4,
+                        };
+                        out.extend_from_slice(ip.to_string().as_bytes());
+                    }
+                    None => out.extend_from_slice(b"unix"),
+                },
+                FmtPart::Sample(expr) => {
+                    if let Some(s) = expr.eval(cx) {
+                        s.write_text(&mut out);
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum FmtPart {
     Lit(String),
@@ -767,6 +821,12 @@ pub(crate) enum HttpResponseAction {
     },
     /// `http-response deny [deny_status <code>] [<reply arguments>]`.
     Deny(HttpReply),
+    /// `http-response capture <expr> id <n>`: the value into the
+    /// frontend's response capture slot `slot`, cut to the slot's length.
+    Capture {
+        expr: crate::sample::Expr,
+        slot: usize,
+    },
 }
 
 /// What a `req*` / `rsp*` filter of HAProxy ≤ 2.0 does to the head line
@@ -872,7 +932,11 @@ pub(crate) struct HttpRequestRule {
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct UseBackend {
+    /// The name as written (for a dynamic one, its log-format text).
     pub(crate) backend: String,
+    /// A name made per request (`use_backend be_%[req.hdr(host)]`): a
+    /// log-format with more than text in it, as HAProxy tells them apart.
+    pub(crate) dynamic: Option<LogFmt>,
     pub(crate) cond: Condition,
     /// Where the rule was written. Only the unit tests read it today; it is
     /// kept for the run-time messages of dynamic backend names.
@@ -1053,6 +1117,10 @@ pub(crate) struct Proxy {
     pub(crate) redirects: Vec<HttpRequestRule>,
     /// `capture request|response header <name> len <n>`, in order.
     pub(crate) captures: HeaderCaptures,
+    /// `unique-id-format <fmt>` (the log-format text, checked) and
+    /// `unique-id-header <name>`: a frontend's request id.
+    pub(crate) unique_id_format: Option<String>,
+    pub(crate) unique_id_header: Option<String>,
     /// `option clitcpka` / `srvtcpka` (`tcpka`: both): TCP keep-alive
     /// probes on client / server connections.
     pub(crate) tcpka: TcpKeepAlive,
@@ -1061,6 +1129,9 @@ pub(crate) struct Proxy {
     /// `monitor fail if|unless <cond>`: the monitor URI answers 503.
     pub(crate) monitor_fail: Option<Condition>,
     pub(crate) http_response: Vec<HttpResponseRule>,
+    /// `http-after-response` rules (`set-header`, `add-header`,
+    /// `del-header`): every response, the ones sluice makes included.
+    pub(crate) http_after_response: Vec<HttpResponseRule>,
     /// `tcp-request connection` rules (at accept, on the real peer).
     pub(crate) tcp_connection: Vec<TcpRule>,
     /// `tcp-request content` rules (on the buffered request bytes).
@@ -1117,6 +1188,8 @@ impl Proxy {
             legacy_rsp: LegacyRules::default(),
             redirects: Vec::new(),
             captures: HeaderCaptures::default(),
+            unique_id_format: None,
+            unique_id_header: None,
             tcpka: TcpKeepAlive::default(),
             monitor_uri: None,
             monitor_fail: None,
@@ -1124,6 +1197,7 @@ impl Proxy {
             tcp_content: Vec::new(),
             inspect_delay: None,
             http_response: Vec::new(),
+            http_after_response: Vec::new(),
             forwardfor: None,
             errorfiles: Vec::new(),
             use_backends: Vec::new(),

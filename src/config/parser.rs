@@ -756,6 +756,8 @@ impl<'r> State<'r> {
         if kind.has_frontend() {
             p.maxconn = d.maxconn;
             p.default_backend = d.default_backend.clone();
+            p.unique_id_format = d.unique_id_format.clone();
+            p.unique_id_header = d.unique_id_header.clone();
         }
         self.proxies.push(p);
         self.server_defaults.push(sd);

@@ -29,7 +29,8 @@ pub(crate) fn check(config: &mut Config, diags: &mut Vec<Diagnostic>) {
                     ));
                 }
             }
-            for rule in &p.use_backends {
+            // A dynamic name is looked up per request.
+            for rule in p.use_backends.iter().filter(|r| r.dynamic.is_none()) {
                 check_target(config, idx, p, &rule.backend, "use_backend", diags);
             }
             if p.binds.is_empty() {
@@ -42,6 +43,7 @@ pub(crate) fn check(config: &mut Config, diags: &mut Vec<Diagnostic>) {
                 ));
             }
         }
+        capture_ids(p, diags);
         missing_timeouts(p, diags);
         tcp_cookies(p, diags);
         portless_checks(p, diags);
@@ -120,6 +122,31 @@ fn check_target(
                 target.loc
             ),
         ));
+    }
+}
+
+/// `http-request|http-response capture ... id <n>` needs slot `n` of the
+/// proxy's captures (declared anywhere in it).
+fn capture_ids(p: &Proxy, diags: &mut Vec<Diagnostic>) {
+    use crate::config::model::{HttpRequestAction as Q, HttpResponseAction as R};
+    let req = p.http_request.iter().filter_map(|r| match &r.action {
+        Q::Capture { slot, .. } => Some((*slot, p.captures.request.len(), "request")),
+        _ => None,
+    });
+    let resp = p.http_response.iter().filter_map(|r| match &r.action {
+        R::Capture { slot, .. } => Some((*slot, p.captures.response.len(), "response")),
+        _ => None,
+    });
+    for (slot, have, side) in req.chain(resp) {
+        if slot >= have {
+            diags.push(Diagnostic::alert(
+                None,
+                format!(
+                    "Proxy '{}': unable to find capture id '{slot}' referenced by http-{side} capture rule.",
+                    p.name
+                ),
+            ));
+        }
     }
 }
 

@@ -59,12 +59,41 @@ pub(crate) async fn send_error_be(
     be: Option<&BackendRt>,
     keep: bool,
 ) -> Outcome {
+    error_page(client, code, fe, be, keep, true).await
+}
+
+/// The error page of a request the HTTP/1 parser refused, or of one that
+/// never came (408): HAProxy's connection layer sends those itself, no
+/// `http-after-response` rule sees them.
+pub(crate) async fn send_parser_error(
+    client: &mut BufConn,
+    code: u16,
+    fe: &FrontendRt,
+    keep: bool,
+) -> Outcome {
+    error_page(client, code, fe, None, keep, false).await
+}
+
+async fn error_page(
+    client: &mut BufConn,
+    code: u16,
+    fe: &FrontendRt,
+    be: Option<&BackendRt>,
+    keep: bool,
+    after: bool,
+) -> Outcome {
     let custom = be
         .and_then(|b| b.errorfiles.iter().find(|(c, _)| *c == code))
         .or_else(|| fe.errorfiles.iter().find(|(c, _)| *c == code))
         .map(|(_, page)| &page[..]);
     let keep = keep && custom.is_none();
     let page = custom.unwrap_or_else(|| error_pages::response(code));
+    let page = if after {
+        crate::http::after::local(fe, be, code, page)
+    } else {
+        std::borrow::Cow::Borrowed(page)
+    };
+    let page = &page[..];
     let ok = io::write_all(&mut client.stream, page, fe.timeouts.client)
         .await
         .is_ok();
@@ -137,7 +166,7 @@ pub(crate) async fn forward(
     // `balance source` hashes the client the frontend knows (the PROXY
     // header's under `accept-proxy`), not the socket's peer: HAProxy does.
     let src = match be.balance {
-        crate::config::model::Balance::Source => ctx.src,
+        crate::config::model::Balance::Source | crate::config::model::Balance::Hash(_) => ctx.src,
         _ => None,
     };
     let key = balance::LbKey {
@@ -335,7 +364,9 @@ pub(crate) async fn send_answer(
     status: u16,
     keep: bool,
     fe: &FrontendRt,
+    be: Option<&BackendRt>,
 ) -> Outcome {
+    let out = &crate::http::after::local(fe, be, status, out)[..];
     let ok = io::write_all(&mut client.stream, out, fe.timeouts.client)
         .await
         .is_ok();

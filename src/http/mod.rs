@@ -1,5 +1,6 @@
 //! The HTTP/1 data plane: the frontend service, forwarding, error pages.
 
+pub(crate) mod after;
 pub(crate) mod cookie;
 mod exchange;
 pub(crate) mod forward;

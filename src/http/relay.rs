@@ -74,8 +74,7 @@ impl<'a> Relay<'a> {
         } else {
             resp
         };
-        self.rec.captured_resp =
-            crate::observe::log::capture_headers(&self.fe.captures.response, &resp);
+        self.rec.cap_resp = crate::observe::log::capture_headers(&self.fe.captures.response, &resp);
         // The rare paths (a protocol switch, a refused response) run in
         // futures of their own, boxed: the future of the common path stays
         // small, and is moved less.
@@ -238,6 +237,8 @@ impl<'a> Relay<'a> {
         let (fe, be) = (self.fe, self.be);
         !be.http_response.is_empty()
             || !fe.http_response.is_empty()
+            || !be.http_after.is_empty()
+            || !fe.http_after.is_empty()
             || be.legacy_rsp.is_some()
             || fe.legacy_rsp.is_some()
     }
@@ -247,7 +248,14 @@ impl<'a> Relay<'a> {
     fn response_rules(&mut self, resp: &mut Head) -> Result<Option<Edits>, Refusal<'a>> {
         let (fe, be) = (self.fe, self.be);
         let (req, ctx, server) = (self.req, self.ctx, self.server);
-        match response_edits(fe, be, &server.name, req, ctx.src, ctx.tls, resp) {
+        let uid = self.rec.unique_id.clone();
+        let who = Who {
+            server: &server.name,
+            src: ctx.src,
+            tls: ctx.tls,
+            unique_id: uid.as_deref(),
+        };
+        match response_edits(fe, be, &who, req, resp, &mut self.rec.cap_resp) {
             Ok(e) => Ok(e),
             Err(RespRefused::Denied(reply)) => Err(Refusal::Denied(reply)),
             Err(RespRefused::Invalid) => Err(Refusal::Invalid),
@@ -265,12 +273,14 @@ impl<'a> Relay<'a> {
                 self.rec.end(BAD_RESPONSE);
                 self.rec.tally.dresp |= Rows::BE_SRV;
                 let (req, ctx, server) = (self.req, self.ctx, self.server);
+                let uid = self.rec.unique_id.clone();
                 let cx = rules::FmtCtx {
                     req,
                     src: ctx.src,
                     frontend: &fe.name,
                     backend: Some(&be.name),
                     server: Some(&server.name),
+                    unique_id: uid.as_deref(),
                 };
                 deny_response(self.client, fe, be, self.keep_client, reply, &cx).await
             }
@@ -454,7 +464,7 @@ async fn deny_response(
         }
         None => crate::http::reply::with_close(error_pages::response(status), keep),
     };
-    send_answer(client, &out, status, keep, fe).await
+    send_answer(client, &out, status, keep, fe, Some(be)).await
 }
 
 /// Why the response rules refused a response.
@@ -465,18 +475,27 @@ enum RespRefused<'r> {
     Invalid,
 }
 
+/// Who a response's rules see: the server that answered, the client, the
+/// request's id.
+struct Who<'a> {
+    server: &'a str,
+    src: Option<IpAddr>,
+    tls: Option<&'a crate::tls::TlsFacts>,
+    unique_id: Option<&'a str>,
+}
+
 /// Runs the `http-response` rules then the `rsp*` filters of the backend,
 /// then of the frontend (once for a `listen` section). The filters may
 /// replace `resp` with their rewrite.
 fn response_edits<'r>(
     fe: &'r FrontendRt,
     be: &'r BackendRt,
-    server: &str,
+    who: &Who<'_>,
     req: &Head,
-    src: Option<IpAddr>,
-    tls: Option<&crate::tls::TlsFacts>,
     resp: &mut Head,
+    cap_resp: &mut [Option<Vec<u8>>],
 ) -> Result<Option<Edits>, RespRefused<'r>> {
+    let (server, src, tls) = (who.server, who.src, who.tls);
     let view = View {
         head: req,
         src,
@@ -488,6 +507,7 @@ fn response_edits<'r>(
         frontend: &fe.name,
         backend: Some(&be.name),
         server: Some(server),
+        unique_id: who.unique_id,
     };
     let mut edits: Option<Edits> = None;
     // A `listen` section is its own frontend: its rules run once.
@@ -522,6 +542,25 @@ fn response_edits<'r>(
                 }
                 HttpResponseAction::DelHeader { name } => e.del_header(name),
                 HttpResponseAction::Deny(reply) => return Err(RespRefused::Denied(Some(reply))),
+                HttpResponseAction::Capture { expr, slot } => {
+                    let (Some(dst), Some((_, len))) =
+                        (cap_resp.get_mut(*slot), fe.captures.response.get(*slot))
+                    else {
+                        continue;
+                    };
+                    let scx = crate::sample::Ctx {
+                        res: Some(&*resp),
+                        status: Some(resp.status),
+                        ..rules::sample_ctx(&cx)
+                    };
+                    if let Some(v) = expr
+                        .eval(&scx)
+                        .and_then(|s| s.cast(crate::sample::value::SmpType::Str))
+                    {
+                        let b = v.bytes().unwrap_or(b"");
+                        *dst = Some(b[..b.len().min(*len)].to_vec());
+                    }
+                }
             }
         }
         let Some(l) = legacy_rsp else {
@@ -538,6 +577,23 @@ fn response_edits<'r>(
                 return Err(RespRefused::Denied(None));
             }
             legacy::Verdict::Invalid => return Err(RespRefused::Invalid),
+        }
+    }
+    for (rules_, acls) in crate::http::after::sets(fe, Some(be)) {
+        for (action, cond) in rules_ {
+            if let Some(c) = cond
+                && !acls.eval(c, &view)
+            {
+                continue;
+            }
+            // These rules see the response (`status`, `res.hdr`).
+            let scx = crate::sample::Ctx {
+                res: Some(&*resp),
+                status: Some(resp.status),
+                ..rules::sample_ctx(&cx)
+            };
+            let e = edits.get_or_insert_with(Edits::default);
+            crate::http::after::apply(action, e, |f| f.render(&scx));
         }
     }
     Ok(edits)

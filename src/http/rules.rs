@@ -8,7 +8,7 @@ use std::net::IpAddr;
 
 use bytes::{BufMut, BytesMut};
 
-use crate::config::model::{FmtPart, ForwardFor, LogFmt, RedirectKind};
+use crate::config::model::{ForwardFor, LogFmt, RedirectKind};
 use crate::wire::h1::Head;
 
 /// Edits to a message head, in rule order.
@@ -160,48 +160,25 @@ pub(crate) struct FmtCtx<'a> {
     /// The backend once chosen (`%b` is the frontend's name before).
     pub(crate) backend: Option<&'a str>,
     pub(crate) server: Option<&'a str>,
+    /// The request's `unique-id-format` id, once made.
+    pub(crate) unique_id: Option<&'a str>,
 }
 
 /// Evaluates a log-format string.
 pub(crate) fn eval(fmt: &LogFmt, cx: &FmtCtx<'_>) -> Vec<u8> {
-    let sample_cx = crate::sample::Ctx {
+    fmt.render(&sample_ctx(cx))
+}
+
+/// What a rule's sample expressions see.
+pub(crate) fn sample_ctx<'a>(cx: &FmtCtx<'a>) -> crate::sample::Ctx<'a> {
+    crate::sample::Ctx {
         src: cx.src,
         req: Some(cx.req),
         frontend: cx.frontend,
         backend: cx.backend,
         server: cx.server,
+        unique_id: cx.unique_id,
         ..Default::default()
-    };
-    let mut out = Vec::new();
-    for part in &fmt.0 {
-        match part {
-            FmtPart::Frontend => out.extend_from_slice(cx.frontend.as_bytes()),
-            FmtPart::Backend => out.extend_from_slice(cx.backend.unwrap_or(cx.frontend).as_bytes()),
-            FmtPart::Server => out.extend_from_slice(cx.server.unwrap_or("<NOSRV>").as_bytes()),
-            FmtPart::Lit(s) => out.extend_from_slice(s.as_bytes()),
-            // A client on a UNIX socket: HAProxy prints `unix`.
-            FmtPart::Src => match cx.src {
-                Some(src) => out.extend_from_slice(ip_text(src).as_bytes()),
-                None => out.extend_from_slice(b"unix"),
-            },
-            FmtPart::Sample(expr) => {
-                if let Some(s) = expr.eval(&sample_cx) {
-                    s.write_text(&mut out);
-                }
-            }
-        }
-    }
-    out
-}
-
-/// An address as HAProxy prints it (an IPv4-mapped IPv6 as IPv4).
-fn ip_text(ip: IpAddr) -> String {
-    match ip {
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => v4.to_string(),
-            None => v6.to_string(),
-        },
-        v4 => v4.to_string(),
     }
 }
 

@@ -360,7 +360,8 @@ pub(crate) async fn handle_request(
     let fc = &fe.state.counters;
     // The access log: decided once per request; without a log target the
     // record is a few plain stores and nothing is formatted.
-    let mut rec = LogRecord::new(fe.log.is_some());
+    // A request id needs the accept date and the request counter.
+    let mut rec = LogRecord::new(fe.log.is_some() || fe.unique_id.is_some());
     rec.tally.h1 = h1;
     if rec.enabled() {
         rec.tls = tls.is_some();
@@ -447,7 +448,7 @@ pub(crate) async fn handle_request(
             fc.count_request();
             rt.count_request();
             rec.tally.ereq = Rows::FE;
-            forward::send_error(conn, 408, fe, false).await;
+            forward::send_parser_error(conn, 408, fe, false).await;
             outcome::finish(fe, &rt.process, &mut rec, Some(408), None);
             return false;
         }
@@ -506,11 +507,11 @@ pub(crate) async fn handle_request(
         && !smuggling_risk
         && !crate::sys::process::stopping();
 
-    rec.captured_req = crate::observe::log::capture_headers(&fe.captures.request, &head);
+    rec.cap_req = crate::observe::log::capture_headers(&fe.captures.request, &head);
     // A request answered without a server response shows empty response
     // captures (`{|}`), as HAProxy allocates them with the stream.
     if !fe.captures.response.is_empty() {
-        rec.captured_resp = Some("|".repeat(fe.captures.response.len() - 1));
+        rec.cap_resp = vec![None; fe.captures.response.len()];
     }
     // From here to the answer the request is a stream `show sess` lists.
     stream.begin();
@@ -540,7 +541,7 @@ async fn refused(
     status: u16,
 ) -> bool {
     rec.tally.ereq = Rows::FE;
-    let out = forward::send_error(conn, status, fe, false).await;
+    let out = forward::send_parser_error(conn, status, fe, false).await;
     rec.term(Cause::Proxy, Phase::Request);
     rec.status = i64::from(status);
     // The page is counted in `bout` but not in the log's bytes.
@@ -614,6 +615,15 @@ async fn route(
         stats_logged(rec);
         return out;
     }
+    // The request's id, made before any rule can use it.
+    if let Some(uid) = &fe.unique_id {
+        rec.unique_id = Some(crate::observe::log::unique_id(
+            fe,
+            &uid.format,
+            rec,
+            Some(head),
+        ));
+    }
     // Edits of the header and path rules: created by the first rule that
     // applies, so a request no rule touches allocates nothing. The
     // frontend's rules run first, then the backend's, on the same edits.
@@ -647,12 +657,15 @@ async fn route(
         src: peer.ip(),
         tls,
     };
-    let backend: Option<&Arc<BackendRt>> = fe
-        .switching
-        .iter()
-        .find(|(_, cond)| fe.acls.eval(cond, &view))
-        .map(|(b, _)| b)
-        .or(fe.default_backend.as_ref());
+    let sample_cx = crate::sample::Ctx {
+        src: peer.ip(),
+        src_port: peer.inet().map(|a| a.port()),
+        local: rq.dst,
+        req: Some(head),
+        frontend: &fe.name,
+        ..Default::default()
+    };
+    let backend = fe.pick_backend(|c| fe.acls.eval(c, &view), &sample_cx);
     // The same run goes on with the backend's rules: until then the
     // connection and the record are reached through it.
     let Some(be) = backend else {
@@ -661,6 +674,18 @@ async fn route(
     };
     run.rec.assign_backend(be);
     rq.stream.to_backend(be.iid);
+    // Only a dynamic name can reach a TCP backend from here: HAProxy 2.6
+    // cannot switch an HTTP stream to it and closes without an answer,
+    // logged `IR--` with a 500.
+    if be.mode != crate::config::model::Mode::Http {
+        run.rec.term(Cause::Internal, Phase::Request);
+        return Outcome {
+            status: Some(500),
+            keep_client: false,
+            bytes_out: 0,
+            body_in: 0,
+        };
+    }
     if let Some(stats) = &be.stats
         && fe.stats.as_ref().map(|s| &s.page) != Some(&stats.page)
         && let Some(out) = stats_page(rt, stats, &be.acls, &view, body, run.conn, keep, fe).await
@@ -677,6 +702,16 @@ async fn route(
     } else {
         head
     };
+    // `unique-id-header`: the id goes to the server after the rules'
+    // edits, as HAProxy adds it once the rules have run.
+    if let Some(uid) = &fe.unique_id
+        && let Some(name) = &uid.header
+    {
+        let id = run.rec.unique_id.as_deref().unwrap_or("");
+        run.edits
+            .get_or_insert_with(Default::default)
+            .add_header(name, id.as_bytes().to_vec());
+    }
     let ctx = forward::ReqCtx {
         src: peer.ip(),
         peer,
@@ -687,6 +722,30 @@ async fn route(
         tls,
     };
     forward::forward(fe, be, head, body, conn, keep, rec, &ctx).await
+}
+
+/// `http-request|http-response capture`: the expression's value as text,
+/// cut to the slot's length, into the slot (left as it was without a
+/// value).
+pub(crate) fn capture(
+    caps: &mut [Option<Vec<u8>>],
+    slots: &[(String, usize)],
+    slot: usize,
+    expr: &crate::sample::Expr,
+    cx: &rules::FmtCtx<'_>,
+) {
+    let (Some(dst), Some((_, len))) = (caps.get_mut(slot), slots.get(slot)) else {
+        return;
+    };
+    let scx = rules::sample_ctx(cx);
+    let Some(v) = expr
+        .eval(&scx)
+        .and_then(|s| s.cast(crate::sample::value::SmpType::Str))
+    else {
+        return;
+    };
+    let b = v.bytes().unwrap_or(b"");
+    *dst = Some(b[..b.len().min(*len)].to_vec());
 }
 
 /// One proxy's request rules: `block` and `http-request` rules, then the
@@ -835,7 +894,7 @@ impl RuleRun<'_> {
         let Some(out) = crate::http::reply::render(reply, cx, keep) else {
             return forward::send_error_be(self.conn, reply.status, self.fe, be, keep).await;
         };
-        forward::send_answer(self.conn, &out, reply.status, keep, self.fe).await
+        forward::send_answer(self.conn, &out, reply.status, keep, self.fe, be).await
     }
 
     /// Runs `rules` under `acls`; `be` is set for a backend's rules, whose
@@ -851,12 +910,14 @@ impl RuleRun<'_> {
     ) -> Option<Outcome> {
         let fe = self.fe;
         let head = view.head;
+        let uid = self.rec.unique_id.clone();
         let cx = rules::FmtCtx {
             req: head,
             src: view.src,
             frontend: &fe.name,
             backend: be.map(|b| b.name.as_str()),
             server: None,
+            unique_id: uid.as_deref(),
         };
         for (action, cond) in rules {
             if let Some(c) = cond
@@ -866,6 +927,15 @@ impl RuleRun<'_> {
             }
             match action {
                 HttpRequestAction::Allow => return None,
+                HttpRequestAction::Capture { expr, slot } => {
+                    capture(
+                        &mut self.rec.cap_req,
+                        &fe.captures.request,
+                        *slot,
+                        expr,
+                        &cx,
+                    );
+                }
                 HttpRequestAction::SetHeader { name, fmt } => {
                     let v = rules::eval(fmt, &cx);
                     self.edits
@@ -918,7 +988,8 @@ impl RuleRun<'_> {
                         rules::location(*kind, &v, head, target, (*drop_query, *append_slash));
                     let resp = rules::redirect_response(*code, &loc, self.keep_local);
                     return Some(
-                        forward::send_answer(self.conn, &resp, *code, self.keep_local, fe).await,
+                        forward::send_answer(self.conn, &resp, *code, self.keep_local, fe, be)
+                            .await,
                     );
                 }
                 HttpRequestAction::Return(reply) => {
@@ -1038,7 +1109,7 @@ async fn stats_page(
     out.put_slice(b"\r\n");
     Some(Outcome {
         body_in,
-        ..forward::send_answer(conn, &out, 303, keep, fe).await
+        ..forward::send_answer(conn, &out, 303, keep, fe, None).await
     })
 }
 
@@ -1161,7 +1232,7 @@ async fn prometheus(
             }
             out.put_slice(b"\r\n");
             out.put_slice(body.as_bytes());
-            forward::send_answer(conn, &out, 200, keep, fe).await
+            forward::send_answer(conn, &out, 200, keep, fe, None).await
         }
         // HAProxy answers its built-in 400 page and closes.
         Err(_) => forward::send_error(conn, 400, fe, false).await,

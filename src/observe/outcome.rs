@@ -51,6 +51,9 @@ pub(crate) enum Cause {
     Local,
     /// `D`: the server went DOWN (`on-marked-down shutdown-sessions`).
     Down,
+    /// `I`: the proxy could not go on (an HTTP request switched to a TCP
+    /// backend by a dynamic `use_backend` name).
+    Internal,
 }
 
 impl Cause {
@@ -63,6 +66,7 @@ impl Cause {
             Cause::Proxy => b'P',
             Cause::Local => b'L',
             Cause::Down => b'D',
+            Cause::Internal => b'I',
         }
     }
 }
@@ -238,16 +242,20 @@ pub(crate) struct LogRecord {
     /// Client address and the local address it connected to.
     pub(crate) client: Option<crate::sys::peer::Peer>,
     pub(crate) local: Option<crate::sys::peer::Peer>,
-    /// `capture request|response header` values as `%hr` / `%hs` print
-    /// them inside their braces (None: nothing captured).
-    pub(crate) captured_req: Option<String>,
-    pub(crate) captured_resp: Option<String>,
+    /// The frontend's capture slots, request and response side, as
+    /// captured (escaped only when logged; a slot never filled is None).
+    /// Empty without captures, so a request allocates nothing for them.
+    pub(crate) cap_req: Vec<Option<Vec<u8>>>,
+    pub(crate) cap_resp: Vec<Option<Vec<u8>>>,
     /// The client connection is TLS (`%ft` is the frontend name with `~`).
     pub(crate) tls: bool,
     /// A request of an HTTP/2 stream: `<scheme>://<authority>`, which
     /// `%r` puts before the path with the version `HTTP/2.0`, as HAProxy
     /// 2.6 logs the absolute URI of HTTP/2 requests.
     pub(crate) h2_origin: Option<Box<str>>,
+    /// `unique-id-format`: the request's id once made (`%ID`, the
+    /// `unique-id` fetch, `unique-id-header`).
+    pub(crate) unique_id: Option<std::sync::Arc<str>>,
 }
 
 static REQ_ID: AtomicU64 = AtomicU64::new(0);
@@ -285,10 +293,11 @@ impl LogRecord {
             },
             client: None,
             local: None,
-            captured_req: None,
-            captured_resp: None,
+            cap_req: Vec::new(),
+            cap_resp: Vec::new(),
             tls: false,
             h2_origin: None,
+            unique_id: None,
         }
     }
 

@@ -28,6 +28,12 @@ pub(crate) struct Ctx<'a> {
     pub(crate) server: Option<&'a str>,
     /// The status of the response (also the one sluice answers itself).
     pub(crate) status: Option<u16>,
+    /// The request's `unique-id-format` id, once made.
+    pub(crate) unique_id: Option<&'a str>,
+    /// The frontend's capture slots as filled so far (`capture.req.hdr`,
+    /// `capture.res.hdr`).
+    pub(crate) cap_req: &'a [Option<Vec<u8>>],
+    pub(crate) cap_resp: &'a [Option<Vec<u8>>],
 }
 
 /// Turns a fetch's parsed arguments into their final form, or refuses them.
@@ -115,21 +121,6 @@ pub(crate) static FETCHES: &[FetchDef] = &[
     def("str", STR, T::Str, |a, _| {
         Some(Sample::str(a[0].as_str().as_bytes()))
     }),
-    // `capture.req.hdr(<n>)`, `capture.res.hdr(<n>)`: the values of the
-    // `capture request|response header` lines reach the log as `%hr`/`%hs`
-    // only; these fetches find nothing yet, as before the sample engine.
-    def(
-        "capture.req.hdr",
-        ArgSpec::of(&[A::Sint], 1),
-        T::Str,
-        |_, _| None,
-    ),
-    def(
-        "capture.res.hdr",
-        ArgSpec::of(&[A::Sint], 1),
-        T::Str,
-        |_, _| None,
-    ),
     def("be_name", ArgSpec::NONE, T::Str, |_, cx| {
         Some(Sample::str(cx.backend.unwrap_or(cx.frontend).as_bytes()))
     }),
@@ -195,7 +186,46 @@ pub(crate) static FETCHES: &[FetchDef] = &[
     def("url", ArgSpec::NONE, T::Str, |_, cx| {
         Some(Sample::str(cx.req?.target()))
     }),
+    // ---- What goes around the engine: request ids and captures. ----
+    def("unique-id", ArgSpec::NONE, T::Str, |_, cx| {
+        cx.unique_id.map(|s| Sample::str(s.as_bytes()))
+    }),
+    // `capture.req.hdr(<n>)`, `capture.res.hdr(<n>)`: capture slot `n`
+    // (from 0, in declaration order) as captured, not escaped.
+    def(
+        "capture.req.hdr",
+        ArgSpec::of(&[A::Sint], 1),
+        T::Str,
+        |a, cx| slot(cx.cap_req, a),
+    ),
+    def(
+        "capture.res.hdr",
+        ArgSpec::of(&[A::Sint], 1),
+        T::Str,
+        |a, cx| slot(cx.cap_resp, a),
+    ),
+    // The request line's parts; unlike `method`, `url` and `req.ver` they
+    // stay for the log line, as in HAProxy.
+    def("capture.req.method", ArgSpec::NONE, T::Str, |_, cx| {
+        Some(Sample::str(cx.req?.method()))
+    }),
+    def("capture.req.uri", ArgSpec::NONE, T::Str, |_, cx| {
+        Some(Sample::str(cx.req?.target()))
+    }),
+    def("capture.req.ver", ArgSpec::NONE, T::Str, |_, cx| {
+        let v: &[u8] = if cx.req?.minor == 0 {
+            b"HTTP/1.0"
+        } else {
+            b"HTTP/1.1"
+        };
+        Some(Sample::str(v))
+    }),
 ];
+
+fn slot<'a>(caps: &'a [Option<Vec<u8>>], a: &[Arg]) -> Option<Sample<'a>> {
+    let n = usize::try_from(a.first()?.as_int()).ok()?;
+    Some(Sample::str(caps.get(n)?.as_deref()?))
+}
 
 /// An address as HAProxy gives it: an IPv4-mapped IPv6 as IPv4.
 fn ip(a: IpAddr) -> Sample<'static> {

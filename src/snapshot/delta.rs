@@ -202,6 +202,7 @@ impl ProxyAspect {
             }
             ProxyAspect::HttpResponseRules => {
                 part.http_response = take(&mut p.http_response);
+                part.http_after_response = take(&mut p.http_after_response);
                 part.legacy_rsp = take(&mut p.legacy_rsp);
             }
             ProxyAspect::UseBackendRules => part.use_backends = take(&mut p.use_backends),

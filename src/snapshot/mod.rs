@@ -9,6 +9,7 @@ pub(crate) mod legacy_rt;
 pub(crate) mod log_setup;
 pub mod runtime;
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -90,6 +91,8 @@ pub(crate) struct FrontendRt {
     pub(crate) tcpka: bool,
     /// `capture request|response header` for the access log.
     pub(crate) captures: crate::config::model::HeaderCaptures,
+    /// `unique-id-format` and `unique-id-header`.
+    pub(crate) unique_id: Option<UniqueId>,
     /// Where in `http_request` the legacy `req*` filters run (before the
     /// `redirect` rules).
     pub(crate) legacy_at: usize,
@@ -99,15 +102,66 @@ pub(crate) struct FrontendRt {
     pub(crate) legacy_rsp: Option<Box<LegacyRt>>,
     /// `monitor-uri`, with the `monitor fail` condition.
     pub(crate) monitor: Option<(String, Option<CompiledCond>)>,
-    pub(crate) switching: Vec<(Arc<BackendRt>, CompiledCond)>,
+    /// `use_backend` rules, in order.
+    pub(crate) switching: Vec<(Switch, CompiledCond)>,
+    /// Every backend by name, for the dynamic `use_backend` names (None
+    /// without any).
+    pub(crate) by_name: Option<Arc<HashMap<String, Arc<BackendRt>>>>,
     pub(crate) default_backend: Option<Arc<BackendRt>>,
     pub(crate) http_response: Vec<(HttpResponseAction, Option<CompiledCond>)>,
+    /// `http-after-response` rules.
+    pub(crate) http_after: Vec<(HttpResponseAction, Option<CompiledCond>)>,
     pub(crate) forwardfor: Option<ForwardFor>,
     /// `errorfile`: complete responses by status.
     pub(crate) errorfiles: Vec<(u16, bytes::Bytes)>,
     pub(crate) stats: Option<StatsRt>,
     /// Access log, when the frontend has somewhere to log to.
     pub(crate) log: Option<Arc<log_setup::FrontendLog>>,
+}
+
+/// A frontend's request ids.
+#[derive(Debug)]
+pub(crate) struct UniqueId {
+    pub(crate) format: crate::config::log_format::LogFormat,
+    /// The header that carries the id to the server.
+    pub(crate) header: Option<String>,
+}
+
+/// Where a `use_backend` rule sends a request.
+#[derive(Debug)]
+pub(crate) enum Switch {
+    To(Arc<BackendRt>),
+    /// A name made per request (`use_backend be_%[req.hdr(host)]`).
+    Named(crate::config::model::LogFmt),
+}
+
+impl FrontendRt {
+    /// The backend of the first `use_backend` rule whose condition `holds`,
+    /// else the `default_backend`. A dynamic name that names no backend
+    /// ends the search with the default backend, as in HAProxy 2.6
+    /// (`process_switching_rules`).
+    pub(crate) fn pick_backend(
+        &self,
+        holds: impl Fn(&CompiledCond) -> bool,
+        cx: &crate::sample::Ctx<'_>,
+    ) -> Option<&Arc<BackendRt>> {
+        for (to, cond) in &self.switching {
+            if !holds(cond) {
+                continue;
+            }
+            return match to {
+                Switch::To(b) => Some(b),
+                Switch::Named(fmt) => {
+                    let name = fmt.render(cx);
+                    std::str::from_utf8(&name)
+                        .ok()
+                        .and_then(|n| self.by_name.as_ref()?.get(n))
+                        .or(self.default_backend.as_ref())
+                }
+            };
+        }
+        self.default_backend.as_ref()
+    }
 }
 
 #[derive(Debug)]
@@ -149,6 +203,8 @@ pub(crate) struct BackendRt {
     pub(crate) legacy_req: Option<Box<LegacyRt>>,
     pub(crate) legacy_rsp: Option<Box<LegacyRt>>,
     pub(crate) http_response: Vec<(HttpResponseAction, Option<CompiledCond>)>,
+    /// `http-after-response` rules.
+    pub(crate) http_after: Vec<(HttpResponseAction, Option<CompiledCond>)>,
     /// `tcp-request content` rules of a backend section (mode tcp), run
     /// after the frontend's once the backend is chosen.
     pub(crate) tcp_content: TcpRules,
@@ -424,6 +480,7 @@ impl Compiler<'_> {
             legacy_req: LegacyRt::compile(&p.legacy_req, &acls),
             legacy_rsp: LegacyRt::compile(&p.legacy_rsp, &acls),
             http_response: response_rules(&p.http_response, &acls),
+            http_after: response_rules(&p.http_after_response, &acls),
             stats: stats_rt(p.stats.as_ref(), &acls),
             acls,
             forwardfor: p.forwardfor.clone(),
@@ -456,8 +513,19 @@ impl Compiler<'_> {
         let switching = p
             .use_backends
             .iter()
-            .filter_map(|u| Some((find_backend(backends, &u.backend)?, acls.compile(&u.cond))))
+            .filter_map(|u| {
+                let to = match &u.dynamic {
+                    Some(fmt) => Switch::Named(fmt.clone()),
+                    None => Switch::To(find_backend(backends, &u.backend)?),
+                };
+                Some((to, acls.compile(&u.cond)))
+            })
             .collect();
+        let by_name = p
+            .use_backends
+            .iter()
+            .any(|u| u.dynamic.is_some())
+            .then(|| Arc::new(backends.iter().cloned().collect()));
         // A listen section's default backend is itself.
         let default_backend = match &p.default_backend {
             Some((name, _)) => find_backend(backends, name),
@@ -508,12 +576,24 @@ impl Compiler<'_> {
             legacy_rsp: LegacyRt::compile(&p.legacy_rsp, &acls),
             http_request: request_rules(p, &acls),
             http_response: response_rules(&p.http_response, &acls),
+            http_after: response_rules(&p.http_after_response, &acls),
             stats: stats_rt(p.stats.as_ref(), &acls),
             acls,
             monitor,
             tcpka: p.tcpka.client,
             captures: p.captures.clone(),
+            // Checked by the parser: a format that does not compile is
+            // none.
+            unique_id: p
+                .unique_id_format
+                .as_deref()
+                .and_then(|f| crate::config::log_format::LogFormat::compile_other(f).ok())
+                .map(|format| UniqueId {
+                    format,
+                    header: p.unique_id_header.clone(),
+                }),
             switching,
+            by_name,
             default_backend,
             forwardfor: p.forwardfor.clone(),
             errorfiles: p.errorfiles.clone(),

@@ -34,11 +34,12 @@ use crate::wire::relay::{End, Relayed, pump};
 const INSPECT_MAX: usize = 16 * 1024;
 
 fn pick_backend(fe: &FrontendRt, view: &View<'_>) -> Option<Arc<BackendRt>> {
-    fe.switching
-        .iter()
-        .find(|(_, c)| fe.acls.eval(c, view))
-        .map(|(b, _)| b.clone())
-        .or_else(|| fe.default_backend.clone())
+    let cx = crate::sample::Ctx {
+        src: view.src,
+        frontend: &fe.name,
+        ..Default::default()
+    };
+    fe.pick_backend(|c| fe.acls.eval(c, view), &cx).cloned()
 }
 
 /// Reads what the client sends until the payload fetches can decide, the
@@ -73,7 +74,8 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
     let Some(fe) = snap.frontends().find(|f| *f.name == *client.frontend) else {
         return;
     };
-    let mut rec = LogRecord::new(fe.log.is_some());
+    // A request id needs the accept date and the request counter.
+    let mut rec = LogRecord::new(fe.log.is_some() || fe.unique_id.is_some());
     if rec.enabled() {
         rec.set_addrs(peer, client.dst().or_else(|| stream.local_addr().ok()));
         crate::observe::log::emit_connect(fe, peer, rec.local);

@@ -394,12 +394,58 @@ impl State<'_> {
                     domain_only,
                 }
             }
-            _ if algo.starts_with("rdp-cookie") || algo == "hash" => {
+            "hash" => {
+                let Some(text) = args.first().filter(|a| !a.is_empty()) else {
+                    return self.alert(loc, "balance hash requires a sample expression.");
+                };
+                if let Some(a) = args.get(1) {
+                    return self.alert(
+                        loc,
+                        format!("balance hash takes no other argument (got '{a}')."),
+                    );
+                }
+                match crate::sample::Expr::parse(text) {
+                    Ok((expr, used)) if used == text.len() => Balance::Hash(expr),
+                    Ok((_, used)) => {
+                        let m = format!("unexpected '{}'", &text[used..]);
+                        return self.hash_expr_error(loc, text, &m);
+                    }
+                    Err(crate::sample::ExprError::Invalid(m)) => {
+                        return self.hash_expr_error(loc, text, &m);
+                    }
+                    Err(e @ crate::sample::ExprError::Unsupported(_)) => {
+                        return self.alert(loc, format!("balance hash: {e}"));
+                    }
+                }
+            }
+            _ if algo.starts_with("rdp-cookie") => {
                 return self.unsupported(loc, &format!("balance {algo}"));
             }
             _ => return self.alert(loc, BALANCE_ONLY),
         };
         self.px().balance = b;
+    }
+
+    /// A `balance hash` expression HAProxy refuses: it says so when it
+    /// checks the configuration, naming the backend and where it starts
+    /// (in a `defaults` section, sluice says so at the line).
+    fn hash_expr_error(&mut self, loc: &Loc, text: &str, msg: &str) {
+        let Some(kind) = self.proxy_kind() else {
+            return self.alert(
+                loc,
+                format!("failed to parse 'balance hash' expression '{text}' : {msg}."),
+            );
+        };
+        let (name, ploc) = {
+            let p = self.px();
+            (p.name.clone(), p.loc.clone())
+        };
+        let kind = type_str(kind);
+        self.diags.push(Diagnostic::new(
+            Level::Alert,
+            Some(ploc.clone()),
+            format!("{kind} '{name}' [{ploc}]: failed to parse 'balance hash' expression '{text}' in : {msg}."),
+        ));
     }
 
     /// `hash-type map-based|consistent [sdbm|djb2|wt6|crc32 [avalanche]]`.

@@ -76,7 +76,7 @@ impl State<'_> {
         }
         match k {
             _ if legacykw::is_legacy(k) => self.kw_legacy_rewrite(loc, words),
-            "http-after-response" | "tcp-response" => self.lacked_rules(loc, words),
+            "tcp-response" => self.lacked_rules(loc, words),
             _ if kw::PROXY_UNSUPPORTED.contains(&k) || kw::haproxy_has(kw::Kind::Proxy, k) => {
                 self.unsupported(loc, k)
             }
@@ -221,6 +221,39 @@ impl State<'_> {
         }
     }
 
+    /// `unique-id-format <fmt>`, `unique-id-header <name>`: taken in
+    /// backends and ignored there, as HAProxy 2.6 does (the frontend's
+    /// count); words after the header name are ignored too.
+    pub(super) fn kw_unique_id(&mut self, loc: &Loc, words: &[String]) {
+        let k = words[0].as_str();
+        let Some(arg) = words.get(1).filter(|a| !a.is_empty()) else {
+            return self.alert(loc, format!("{k} expects an argument."));
+        };
+        if k == "unique-id-header" {
+            self.px().unique_id_header = Some(arg.clone());
+            return;
+        }
+        if words.get(2).is_some_and(|w| !w.is_empty()) {
+            return self.alert(
+                loc,
+                format!("{k} expects only one argument, don't forget to escape spaces!"),
+            );
+        }
+        // HAProxy compiles the format when it checks the configuration.
+        if let Err(e) = crate::config::log_format::LogFormat::compile_other(arg) {
+            self.diags.push(Diagnostic::new(
+                Level::Alert,
+                Some(loc.clone()),
+                format!(
+                    "Parsing [{loc}]: failed to parse unique-id : {e}{}",
+                    if e.ends_with('.') { "" } else { "." }
+                ),
+            ));
+            return;
+        }
+        self.px().unique_id_format = Some(arg.clone());
+    }
+
     /// `option httplog [clf]`, `option tcplog`, `option dontlognull`,
     /// `option log-separate-errors`, `option logasap`.
     pub(super) fn log_option(&mut self, loc: &Loc, words: &[String], neg: bool) {
@@ -287,16 +320,13 @@ impl State<'_> {
         self.alert(loc, format!("unknown option '{n}'{sugg}"));
     }
 
-    /// `http-after-response` and `tcp-response` rules, which sluice does not
-    /// have: the action is named when HAProxy 2.6 has it, so the message
-    /// says what exactly is missing.
+    /// `tcp-response` rules, which sluice does not have: the action is
+    /// named when HAProxy 2.6 has it, so the message says what exactly is
+    /// missing.
     fn lacked_rules(&mut self, loc: &Loc, words: &[String]) {
         let k = words[0].as_str();
         let w = |i: usize| words.get(i).map_or("", String::as_str);
         let what = match k {
-            "http-after-response" if kw::haproxy_has(kw::Kind::HttpAfterResponse, w(1)) => {
-                format!("{k} {}", w(1))
-            }
             "tcp-response" if w(1) == "inspect-delay" => format!("{k} {}", w(1)),
             "tcp-response" if w(1) == "content" && kw::haproxy_has(kw::Kind::TcpResponse, w(2)) => {
                 format!("{k} content {}", w(2))
@@ -713,6 +743,7 @@ impl State<'_> {
 /// read from it. `neg`: the keyword takes a `no` prefix.
 pub(crate) const PROXY: &[ProxyKw] = &[
     kwd("capture", |s, loc, w, _| s.kw_capture(loc, w)),
+    kwd("declare", |s, loc, w, _| s.kw_declare(loc, w)),
     kwd("cookie", |s, loc, w, _| s.kw_cookie(loc, w)),
     kwd("redirect", |s, loc, w, _| s.kw_redirect(loc, w)),
     kwd("monitor-uri", |s, loc, w, _| s.kw_monitor_uri(loc, w)),
@@ -750,8 +781,13 @@ pub(crate) const PROXY: &[ProxyKw] = &[
     kwd("log", |s, loc, w, _| s.kw_log(loc, w)),
     kwd("log-format", |s, loc, w, _| s.kw_log(loc, w)),
     kwd("log-tag", |s, loc, w, _| s.kw_log(loc, w)),
+    kwd("unique-id-format", |s, loc, w, _| s.kw_unique_id(loc, w)),
+    kwd("unique-id-header", |s, loc, w, _| s.kw_unique_id(loc, w)),
     kwd("errorfile", |s, loc, w, _| s.kw_errorfile(loc, w)),
     kwd("http-response", |s, loc, w, _| s.kw_http_response(loc, w)),
+    kwd("http-after-response", |s, loc, w, _| {
+        s.kw_http_after_response(loc, w)
+    }),
     kwd("tcp-request", |s, loc, w, _| s.kw_tcp_request(loc, w)),
 ];
 

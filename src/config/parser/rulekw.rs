@@ -109,9 +109,27 @@ impl State<'_> {
         let Some(name) = words.get(1).filter(|n| !n.is_empty()) else {
             return self.alert(loc, "'use_backend' expects a backend name.");
         };
-        if name.contains("%[") {
-            return self.unsupported(loc, "use_backend with a dynamic name");
-        }
+        // HAProxy reads every name as a log-format, when the configuration
+        // is checked: one with anything but plain text in it (a `%`) is
+        // resolved per request.
+        let dynamic = if name.contains('%') {
+            match parse_logfmt(name) {
+                Ok(f) => Some(f),
+                Err(e) => {
+                    self.diags.push(Diagnostic::new(
+                        Level::Alert,
+                        Some(loc.clone()),
+                        format!(
+                            "Parsing [{loc}]: failed to parse use_backend rule '{name}' : {e}{}",
+                            if e.ends_with('.') { "" } else { "." }
+                        ),
+                    ));
+                    return;
+                }
+            }
+        } else {
+            None
+        };
         let cond = if words.len() > 2 {
             match self.condition(loc, &words[2..]) {
                 Ok(c) => c,
@@ -134,6 +152,7 @@ impl State<'_> {
         };
         let rule = UseBackend {
             backend: name.clone(),
+            dynamic,
             cond,
             loc: loc.clone(),
         };
@@ -256,6 +275,108 @@ impl State<'_> {
         }
     }
 
+    /// `http-request capture <expr> len <n> | id <n>` (`request`) and
+    /// `http-response capture <expr> id <n>`: a slot of its own for `len`
+    /// (request side, frontends only), a declared one for `id`; HAProxy
+    /// 2.6's messages.
+    pub(super) fn capture_rule(
+        &mut self,
+        args: &[String],
+        request: bool,
+    ) -> Result<(crate::sample::Expr, usize), String> {
+        let text = args.first().map_or("", String::as_str);
+        let is_fe = self.proxy_kind().is_some_and(|k| k.has_frontend());
+        if request && !is_fe {
+            let name = self.px().name.clone();
+            return Err(format!("proxy '{name}' has no frontend capability"));
+        }
+        let expr = match crate::sample::Expr::parse(text) {
+            Ok((e, used)) if used == text.len() => e,
+            Ok((_, used)) => {
+                return Err(format!(
+                    "failed to parse sample expression <{text}> : unexpected '{}'",
+                    &text[used..]
+                ));
+            }
+            Err(crate::sample::ExprError::Invalid(m)) => {
+                return Err(format!("failed to parse sample expression <{text}> : {m}"));
+            }
+            Err(e) => return Err(e.to_string()),
+        };
+        let caps = &mut self.px().captures;
+        let slots = if request {
+            &mut caps.request
+        } else {
+            &mut caps.response
+        };
+        let kw = args.get(1).map_or("", String::as_str);
+        let v = args.get(2).map(String::as_str);
+        let slot = match kw {
+            "len" if request => {
+                let v = v.ok_or("missing length value")?;
+                let len = v.parse::<i64>().unwrap_or(0);
+                if len <= 0 {
+                    return Err("length must be > 0".into());
+                }
+                slots.push((String::new(), len as usize));
+                slots.len() - 1
+            }
+            // The slot may be declared later: `validate` checks it.
+            "id" => {
+                let v = v.ok_or("missing id value")?;
+                v.parse().map_err(|_| format!("cannot parse id '{v}'"))?
+            }
+            "" => return Err("expects <expression> [ 'len' <length> | id <idx> ]".into()),
+            other if request => return Err(format!("expects 'len' or 'id', found '{other}'")),
+            other => return Err(format!("expects 'id', found '{other}'")),
+        };
+        if let Some(extra) = args.get(3) {
+            return Err(format!(
+                "unexpected keyword '{extra}' (expects 'if' or 'unless')"
+            ));
+        }
+        Ok((expr, slot))
+    }
+
+    /// `declare capture request|response len <n>`: a capture slot that
+    /// `capture` rules fill by id.
+    pub(super) fn kw_declare(&mut self, loc: &Loc, words: &[String]) {
+        if !self.proxy_kind().is_some_and(|k| k.has_frontend()) {
+            return self.alert(
+                loc,
+                "'declare' only available in frontend or listen section",
+            );
+        }
+        let what = words.get(1).map_or("", String::as_str);
+        if what != "capture" {
+            return self.alert(
+                loc,
+                format!("unknown declaration type '{what}' (supports 'capture')"),
+            );
+        }
+        let side = words.get(2).map_or("", String::as_str);
+        if !matches!(side, "request" | "response") {
+            return self.alert(
+                loc,
+                "'declare capture' requires a direction ('request' or 'response')",
+            );
+        }
+        let len = match (words.get(3).map(String::as_str), words.get(4)) {
+            (Some("len"), Some(n)) => n.parse::<i64>().unwrap_or(0),
+            _ => return self.alert(loc, "'declare capture' requires a capture length ('len')"),
+        };
+        if len <= 0 {
+            return self.alert(loc, "length must be > 0");
+        }
+        let c = &mut self.px().captures;
+        let slots = if side == "request" {
+            &mut c.request
+        } else {
+            &mut c.response
+        };
+        slots.push((String::new(), len as usize));
+    }
+
     /// `http-response set-header|add-header|del-header|deny [if|unless ...]`.
     pub(super) fn kw_http_response(&mut self, loc: &Loc, words: &[String]) {
         if !self.cap(loc, "http-response", false, true, true) {
@@ -287,12 +408,70 @@ impl State<'_> {
                 .px()
                 .http_response
                 .push(HttpResponseRule { action: a, cond }),
-            Err(e) => self.alert(
-                loc,
-                format!("error detected while parsing 'http-response {action}' rule : {e}."),
-            ),
+            Err(e) => {
+                // HAProxy 2.6's words, as for `http-request`.
+                let (t, pname) = match self.section {
+                    Section::Proxy(i) => self
+                        .proxies
+                        .get(i)
+                        .map_or(("proxy", ""), |p| (type_str(p.kind), p.name.as_str())),
+                    _ => ("defaults", ""),
+                };
+                let m = format!(
+                    "error detected in {t} '{pname}' while parsing 'http-response {action}' rule : {e}."
+                );
+                self.alert(loc, m)
+            }
         }
     }
+    /// `http-after-response set-header|add-header|del-header`: HAProxy
+    /// 2.6's other actions there, and conditions, are named as not
+    /// supported yet.
+    pub(super) fn kw_http_after_response(&mut self, loc: &Loc, words: &[String]) {
+        if !self.cap(loc, "http-after-response", false, true, true) {
+            return;
+        }
+        let action = words.get(1).map_or("", String::as_str);
+        let Some(entry) = HTTP_AFTER_RESPONSE.iter().find(|e| e.name == action) else {
+            if kw::haproxy_has(kw::Kind::HttpAfterResponse, action) {
+                return self.unsupported(loc, &format!("http-after-response {action}"));
+            }
+            return self.alert(
+                loc,
+                format!("'http-after-response' expects 'set-header', 'add-header' or another HAProxy action, but got '{action}'"),
+            );
+        };
+        // HAProxy tests them once the request is gone (a `path` there finds
+        // nothing); sluice's conditions read the request, so it takes none.
+        if words.iter().any(|w| w == "if" || w == "unless") {
+            return self.unsupported(loc, "http-after-response with a condition");
+        }
+        let Some((cond_at, cond)) = self.rule_condition(loc, words, "http-after-response", action)
+        else {
+            return;
+        };
+        let args = &words[2..cond_at];
+        match (entry.run)(self, loc, args) {
+            Ok(a) => self
+                .px()
+                .http_after_response
+                .push(HttpResponseRule { action: a, cond }),
+            Err(e) => {
+                let (t, pname) = match self.section {
+                    Section::Proxy(i) => self
+                        .proxies
+                        .get(i)
+                        .map_or(("proxy", ""), |p| (type_str(p.kind), p.name.as_str())),
+                    _ => ("defaults", ""),
+                };
+                let m = format!(
+                    "error detected in {t} '{pname}' while parsing 'http-after-response {action}' rule : {e}."
+                );
+                self.alert(loc, m)
+            }
+        }
+    }
+
     /// `errorfile <code> <file>`: the file is read now, whole; it is the
     /// complete HTTP response sent for that code.
     pub(super) fn kw_errorfile(&mut self, loc: &Loc, words: &[String]) {
@@ -786,6 +965,24 @@ pub(crate) const HTTP_REQUEST: &[ActionKw<HttpRequestAction>] = &[
     kwd("set-query", |_, _, a| {
         fmt_arg(a).map(HttpRequestAction::SetQuery)
     }),
+    // ---- Captures (what goes around the sample engine). ----
+    kwd("capture", |s, _, a| {
+        s.capture_rule(a, true)
+            .map(|(expr, slot)| HttpRequestAction::Capture { expr, slot })
+    }),
+];
+
+/// The `http-after-response` actions sluice has.
+pub(crate) const HTTP_AFTER_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
+    kwd("set-header", |_, _, a| {
+        header_args(a).map(|(name, fmt)| HttpResponseAction::SetHeader { name, fmt })
+    }),
+    kwd("add-header", |_, _, a| {
+        header_args(a).map(|(name, fmt)| HttpResponseAction::AddHeader { name, fmt })
+    }),
+    kwd("del-header", |_, _, a| {
+        del_header_args(a).map(|name| HttpResponseAction::DelHeader { name })
+    }),
 ];
 
 /// The `http-response` actions, in the order suggestions try them:
@@ -803,5 +1000,10 @@ pub(crate) const HTTP_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
     }),
     kwd("deny", |s, loc, a| {
         s.deny_args(loc, a, 502).map(HttpResponseAction::Deny)
+    }),
+    // ---- Captures (what goes around the sample engine). ----
+    kwd("capture", |s, _, a| {
+        s.capture_rule(a, false)
+            .map(|(expr, slot)| HttpResponseAction::Capture { expr, slot })
     }),
 ];

@@ -19,8 +19,13 @@ pub(crate) trait Source {
 pub(crate) struct Value<'a> {
     out: &'a mut String,
     quote: bool,
+    /// `+X`: the values [`Value::id_num`] and [`Value::addr`] write are
+    /// hexadecimal.
+    hex: bool,
     /// Something was written.
     wrote: bool,
+    /// A missing value prints `-` (see `LogFormat::mandatory`).
+    mandatory: bool,
 }
 
 impl Value<'_> {
@@ -34,7 +39,8 @@ impl Value<'_> {
             }
             (Some(s), false) => self.out.push_str(s),
             (None, true) => self.out.push_str("\"\""),
-            (None, false) => self.out.push('-'),
+            (None, false) if self.mandatory => self.out.push('-'),
+            (None, false) => {}
         }
         self.wrote = true;
     }
@@ -46,6 +52,29 @@ impl Value<'_> {
     pub(crate) fn num(&mut self, n: i64) {
         let _ = write!(self.out, "{n}");
         self.wrote = true;
+    }
+    /// A port, a date in seconds, a counter or a pid: with `+X`, at least
+    /// four upper-case hexadecimal digits, as HAProxy writes them.
+    pub(crate) fn id_num(&mut self, n: i64) {
+        if self.hex {
+            let _ = write!(self.out, "{:04X}", n as u64);
+            self.wrote = true;
+        } else {
+            self.num(n);
+        }
+    }
+    /// An address (`text` is how it reads): with `+X`, an IPv4 address is
+    /// its eight hexadecimal digits.
+    pub(crate) fn addr(&mut self, ip: Option<std::net::IpAddr>, text: Option<&str>) {
+        match ip {
+            Some(std::net::IpAddr::V4(v4)) if self.hex => {
+                for b in v4.octets() {
+                    let _ = write!(self.out, "{b:02X}");
+                }
+                self.wrote = true;
+            }
+            _ => self.text(text),
+        }
     }
     /// A number with HAProxy's `+` in front when `plus` (bytes of a line
     /// logged early with `option logasap`, retries that ended redispatched).
@@ -64,7 +93,58 @@ impl Value<'_> {
         self.wrote = true;
     }
     /// Nothing (absent captures).
+    #[cfg(test)]
     pub(crate) fn nothing(&mut self) {}
+
+    /// `%hr`/`%hs` (`long`: `%hrl`/`%hsl`), HAProxy's way: `{a|b}`, or the
+    /// values apart with spaces and `-` for one never captured (`""`
+    /// quoted); control bytes, non-ASCII and `"#{|}` as `#XX`. Nothing
+    /// without captures.
+    pub(crate) fn captures(&mut self, caps: &[Option<Vec<u8>>], long: bool) {
+        if caps.is_empty() {
+            return;
+        }
+        let q = self.quote;
+        if !long && q {
+            self.out.push('"');
+        }
+        if !long {
+            self.out.push('{');
+        }
+        for (i, c) in caps.iter().enumerate() {
+            if i > 0 {
+                self.out.push(if long { ' ' } else { '|' });
+            }
+            if long && q {
+                self.out.push('"');
+            }
+            match c {
+                Some(v) => escape_capture(v, self.out),
+                None if long && !q => self.out.push('-'),
+                None => {}
+            }
+            if long && q {
+                self.out.push('"');
+            }
+        }
+        if !long {
+            self.out.push('}');
+            if q {
+                self.out.push('"');
+            }
+        }
+        self.wrote = true;
+    }
+}
+
+fn escape_capture(v: &[u8], out: &mut String) {
+    for &b in v {
+        if !(0x20..0x7f).contains(&b) || matches!(b, b'"' | b'#' | b'{' | b'|' | b'}') {
+            let _ = write!(out, "#{b:02X}");
+        } else {
+            out.push(b as char);
+        }
+    }
 }
 
 impl LogFormat {
@@ -86,11 +166,13 @@ impl LogFormat {
                         last_space = true;
                     }
                 }
-                Node::Var { var, quote } => {
+                Node::Var { var, quote, hex } => {
                     let mut v = Value {
                         out,
                         quote: *quote,
+                        hex: *hex,
                         wrote: false,
+                        mandatory: self.mandatory,
                     };
                     src.var(*var, &mut v);
                     if v.wrote {
@@ -102,16 +184,20 @@ impl LogFormat {
                     let mut v = Value {
                         out,
                         quote: *quote,
+                        hex: false,
                         wrote: false,
+                        mandatory: self.mandatory,
                     };
-                    match expr.eval(cx) {
-                        Some(s) => {
-                            text.clear();
-                            s.write_text(&mut text);
-                            v.text(Some(&String::from_utf8_lossy(&text)));
-                        }
-                        // A missing sample is `-` in a log line.
-                        None => v.text(None),
+                    text.clear();
+                    if let Some(s) = expr.eval(cx) {
+                        s.write_text(&mut text);
+                    }
+                    // A missing or empty sample is `-` in a log line, as
+                    // HAProxy prints it.
+                    if text.is_empty() {
+                        v.text(None);
+                    } else {
+                        v.text(Some(&String::from_utf8_lossy(&text)));
                     }
                     last_space = false;
                 }

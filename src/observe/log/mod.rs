@@ -49,31 +49,19 @@ impl LogSetup {
     }
 }
 
-/// `capture request|response header`: the last value of each listed header
-/// (empty when absent), cut to its length, with HAProxy's `#XX` escapes for
-/// control bytes, non-ASCII and `"#{|}`, joined by `|`. None without
-/// captures, so a request allocates nothing for them.
-pub(crate) fn capture_headers(list: &[(String, usize)], head: &Head) -> Option<String> {
-    if list.is_empty() {
-        return None;
-    }
-    let mut out = String::new();
-    for (i, (name, len)) in list.iter().enumerate() {
-        if i > 0 {
-            out.push('|');
-        }
-        let Some(v) = head.values(name).last() else {
-            continue;
-        };
-        for &b in &v[..v.len().min(*len)] {
-            if !(0x20..0x7f).contains(&b) || matches!(b, b'"' | b'#' | b'{' | b'|' | b'}') {
-                out.push_str(&format!("#{b:02X}"));
-            } else {
-                out.push(b as char);
+/// `capture request|response header`: the last value of each listed
+/// header, cut to its length (None when absent, and for the slots rules
+/// fill). Empty without captures, so a request allocates nothing.
+pub(crate) fn capture_headers(list: &[(String, usize)], head: &Head) -> Vec<Option<Vec<u8>>> {
+    list.iter()
+        .map(|(name, len)| {
+            if name.is_empty() {
+                return None;
             }
-        }
-    }
-    Some(out)
+            let v = head.values(name).last()?;
+            Some(v[..v.len().min(*len)].to_vec())
+        })
+        .collect()
 }
 
 fn hostname() -> &'static str {
@@ -161,20 +149,26 @@ impl Source for Line<'_> {
     fn var(&self, var: Var, out: &mut Value<'_>) {
         let rec = self.rec;
         match var {
-            Var::ClientIp => out.text(Some(&self.client.host_text())),
-            Var::ClientPort => out.num(i64::from(self.client.port_num())),
-            Var::FrontendIp => out.text(self.local.map(|a| a.host_text()).as_deref()),
+            Var::ClientIp => out.addr(self.client.ip(), Some(&self.client.host_text())),
+            Var::ClientPort => out.id_num(i64::from(self.client.port_num())),
+            Var::FrontendIp => out.addr(
+                self.local.and_then(|a| a.ip()),
+                self.local.map(|a| a.host_text()).as_deref(),
+            ),
             Var::FrontendPort => match self.local {
-                Some(a) => out.num(i64::from(a.port_num())),
+                Some(a) => out.id_num(i64::from(a.port_num())),
                 None => out.text(None),
             },
             Var::BackendSrcIp | Var::BackendSrcPort => out.text(None),
             // A UNIX socket server: `unix` and port 0, as HAProxy 2.6.
             Var::ServerIp if server_is_unix(rec) => out.text(Some("unix")),
             Var::ServerPort if server_is_unix(rec) => out.num(0),
-            Var::ServerIp => out.text(server_addr(rec).map(|a| a.ip().to_string()).as_deref()),
+            Var::ServerIp => out.addr(
+                server_addr(rec).map(|a| a.ip()),
+                server_addr(rec).map(|a| a.ip().to_string()).as_deref(),
+            ),
             Var::ServerPort => match server_addr(rec) {
-                Some(a) => out.num(a.port() as i64),
+                Some(a) => out.id_num(a.port() as i64),
                 None => out.text(None),
             },
             Var::Frontend => out.text(Some(&self.fe.name)),
@@ -192,7 +186,7 @@ impl Source for Line<'_> {
             | Var::RequestDateLocal
             | Var::AcceptDateGmt
             | Var::AcceptDateLocal => out.date(&self.date, var),
-            Var::AcceptUnix => out.num(self.date.unix),
+            Var::AcceptUnix => out.id_num(self.date.unix),
             Var::AcceptMs => out.raw(&format!("{:03}", self.date.millis())),
             Var::TReq | Var::TQ => out.num(rec.t_req),
             Var::TQueue => out.num(rec.t_queue),
@@ -229,18 +223,10 @@ impl Source for Line<'_> {
             Var::Retries => out.num_marked(rec.redispatched, rec.retries as i64),
             Var::SrvQueue => out.num(rec.srv_queue as i64),
             Var::BeQueue => out.num(rec.be_queue as i64),
-            Var::CapturedReqHeaders | Var::CapturedRespHeaders => {
-                let c = if var == Var::CapturedReqHeaders {
-                    &rec.captured_req
-                } else {
-                    &rec.captured_resp
-                };
-                match c {
-                    Some(c) => out.raw(&format!("{{{c}}}")),
-                    None => out.nothing(),
-                }
-            }
-            Var::CapturedReqHeadersLong | Var::CapturedRespHeadersLong => out.nothing(),
+            Var::CapturedReqHeaders => out.captures(&rec.cap_req, false),
+            Var::CapturedRespHeaders => out.captures(&rec.cap_resp, false),
+            Var::CapturedReqHeadersLong => out.captures(&rec.cap_req, true),
+            Var::CapturedRespHeadersLong => out.captures(&rec.cap_resp, true),
             Var::RequestLine => match self.request_line() {
                 Some(l) => out.text(Some(&l)),
                 None => out.text(Some("<BADREQ>")),
@@ -263,9 +249,9 @@ impl Source for Line<'_> {
             ),
             Var::Version => out.text(self.head.map(|h| self.version(h))),
             Var::Hostname => out.text(Some(hostname())),
-            Var::Pid => out.num(std::process::id() as i64),
-            Var::UniqueId => out.text(None),
-            Var::RequestCounter => out.num(rec.req_id as i64),
+            Var::Pid => out.id_num(std::process::id() as i64),
+            Var::UniqueId => out.text(rec.unique_id.as_deref()),
+            Var::RequestCounter => out.id_num(rec.req_id as i64),
             Var::LogCounter => out.num(self.log_counter as i64),
             Var::SslVersion | Var::SslCipher => out.text(None),
         }
@@ -287,6 +273,9 @@ impl Source for Line<'_> {
             // The response is gone when the line is written: HAProxy's
             // `status` finds nothing there (`%ST` prints the status).
             status: None,
+            unique_id: self.rec.unique_id.as_deref(),
+            cap_req: &self.rec.cap_req,
+            cap_resp: &self.rec.cap_resp,
         }
     }
 }
@@ -302,6 +291,12 @@ pub(crate) fn emit(fe: &FrontendRt, rec: &mut LogRecord, head: Option<&Head>, ea
         return;
     }
     let Some(format) = &flog.format else { return };
+    // HAProxy makes the id at the latest for the log line.
+    if rec.unique_id.is_none()
+        && let Some(uid) = &fe.unique_id
+    {
+        rec.unique_id = Some(unique_id(fe, &uid.format, rec, head));
+    }
     rec.logged = early;
     let line = Line {
         fe,
@@ -323,6 +318,34 @@ pub(crate) fn emit(fe: &FrontendRt, rec: &mut LogRecord, head: Option<&Head>, ea
         crate::config::log::INFO
     };
     flog.setup.send(severity, &Date::now(), &msg);
+}
+
+/// `unique-id-format`: the id of a request, made of what its record and
+/// head hold now (HAProxy makes it once, at its first use).
+pub(crate) fn unique_id(
+    fe: &FrontendRt,
+    format: &crate::config::log_format::LogFormat,
+    rec: &LogRecord,
+    head: Option<&Head>,
+) -> std::sync::Arc<str> {
+    let Some(client) = rec.client else {
+        return std::sync::Arc::from("");
+    };
+    let line = Line {
+        fe,
+        rec,
+        head,
+        client,
+        local: rec.local,
+        actconn: event::runtime().map_or(0, |rt| rt.process.conns.cur()),
+        total: ms_since(rec.start),
+        date: Date::from(rec.accept.unwrap_or_else(SystemTime::now)),
+        log_counter: fe.log.as_ref().map_or(0, |l| l.counter.load(Relaxed)),
+        logasap_early: false,
+    };
+    let mut id = String::with_capacity(64);
+    format.render(&line, &mut id);
+    std::sync::Arc::from(id)
 }
 
 /// HAProxy's line for a frontend with log targets but no log format,

@@ -388,6 +388,20 @@ impl Lb {
                 let v = if *domain_only { main_domain(v) } else { v };
                 Some(aval(gen_hash(func, v)))
             }
+            // HAProxy 2.6's `get_server_expr`: the value as binary, hashed
+            // whole; no value, no hash (round robin then).
+            Balance::Hash(expr) => {
+                if used == 1 {
+                    return Some(0);
+                }
+                let cx = crate::sample::Ctx {
+                    src: key.src,
+                    req: key.head,
+                    ..Default::default()
+                };
+                let v = expr.eval(&cx)?.cast(crate::sample::value::SmpType::Bin)?;
+                Some(aval(gen_hash(func, v.bytes()?)))
+            }
             _ => None,
         }
     }
