@@ -167,7 +167,152 @@ const EXPRS: &[&str] = &[
     "int(1),cpl",
     "str,upper",
     "str(a),,upper",
+    // Control characters but the tab, and DEL, come out as `%XX`.
+    "bin(01090A0D1F207F80FF25)",
 ];
+
+/// Fetches of the request, evaluated by both on the same two requests (an
+/// absolute URL, then a path), compared byte for byte.
+const REQUEST_FETCHES: &[&str] = &[
+    "always_true",
+    "always_false",
+    "env(PATH)",
+    "env(SLUICE_NO_SUCH_VARIABLE)",
+    "hostname",
+    "proc",
+    // One possible value: no mask needed.
+    "rand(1)",
+    // The text differs between runs, never its length.
+    "uuid,length",
+    "uuid(4),length",
+    "pathq",
+    "url_param(a)",
+    "urlp(b)",
+    "urlp(c,;)",
+    "urlp",
+    "urlp(zz)",
+    "urlp_val(a)",
+    "url_port",
+    "url_ip",
+    "base32",
+    "base32+src,hex",
+    "baseq",
+    "url32",
+    "url32+src,hex",
+    "req.hdrs",
+    "req.hdrs_bin,hex",
+    "req.hdr_names",
+    "req.hdr_names(;)",
+    "cook(a)",
+    "req.cook(b)",
+    "req.cook",
+    "req.cook(zz)",
+    "req.cook_cnt(a)",
+    "req.cook_cnt",
+    "req.cook_val(a)",
+    "cook_cnt(a)",
+    "cook_val",
+    "hdr_ip(x-ip)",
+    "req.hdr_ip(x-ip6)",
+    "req.hdr_ip(x-n)",
+    "hdr_val(x-n)",
+    "req.hdr_val(x-n)",
+    "hdr_cnt(cookie)",
+    "hdr(x-n)",
+    "req.proto_http",
+    "req_proto_http",
+];
+
+/// The two requests of [`REQUEST_FETCHES`], for path `/<n>`.
+fn rich_requests(n: usize) -> [String; 2] {
+    // The Host of an absolute URL must be its authority (HAProxy 2.6
+    // refuses the request otherwise).
+    let headers = "host: 1.2.3.4:8080\r\ncookie: a=1; b=2\r\ncookie: a=3 ; c=\r\nx-ip: 1.2.3.4\r\nx-ip6: 2001:db8::1\r\nx-n: 42abc\r\n\r\n";
+    [
+        format!("GET http://1.2.3.4:8080/{n}?a=7&b=2;c=3 HTTP/1.1\r\n{headers}"),
+        format!("GET /{n}?b=5 HTTP/1.1\r\n{headers}"),
+    ]
+}
+
+/// Fetches whose values differ between runs by design (random, time):
+/// each answer of both must have the shape the check says, with the reason.
+const SHAPED: &[(&str, &str)] = &[
+    // A fresh version 4 UUID per call.
+    ("uuid", "uuid"),
+    // A random number: 0 to 2^32 - 1, or below the range given.
+    ("rand", "below:4294967296"),
+    ("rand(10)", "below:10"),
+    // The time of the request: within a minute of the test's clock.
+    ("date", "now:1"),
+    ("date(3600)", "now+3600:1"),
+    ("date(0,ms)", "now:1000"),
+    ("date(0,us)", "now:1000000"),
+];
+
+fn has_shape(v: &str, shape: &str) -> bool {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs() as i128;
+    let n: Option<i128> = v.parse().ok();
+    match shape.split_once(':') {
+        None => {
+            let parts: Vec<&str> = v.split('-').collect();
+            parts.iter().map(|p| p.len()).eq([8, 4, 4, 4, 12])
+                && v.bytes()
+                    .all(|b| b == b'-' || b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+                && parts[2].starts_with('4')
+                && matches!(&parts[3][..1], "8" | "9" | "a" | "b")
+        }
+        Some(("below", max)) => n.is_some_and(|n| (0..max.parse().unwrap_or(0)).contains(&n)),
+        Some((base, unit)) => {
+            let unit: i128 = unit.parse().unwrap_or(1);
+            let off: i128 = base
+                .strip_prefix("now+")
+                .map_or(0, |o| o.parse().unwrap_or(0));
+            n.is_some_and(|n| (n / unit - now - off).abs() <= 60)
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_and_time_fetches_have_their_shape() {
+    if !haproxy::available() {
+        return;
+    }
+    let exprs: Vec<&str> = SHAPED.iter().map(|(e, _)| *e).collect();
+    let fronts = listens(2);
+    let _hap = Haproxy::start(
+        "sample-shape-hap",
+        &config(&fronts[0].to_string(), &exprs),
+        &[&fronts[0]],
+    );
+    let _sl = Sluice::start(&config(&fronts[1].to_string(), &exprs));
+    let mut wrong = Vec::new();
+    for (i, (e, shape)) in SHAPED.iter().enumerate() {
+        let mut seen = Vec::new();
+        for (who, front) in [("haproxy", &fronts[0]), ("sluice", &fronts[1])] {
+            let r = get(front.addr(), &format!("/{i}")).await;
+            let body = String::from_utf8_lossy(&r.body).into_owned();
+            let v = body
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_string();
+            if r.status != 200 || !has_shape(&v, shape) {
+                wrong.push(format!(
+                    "{e}: {who} gave {} {body:?}, not {shape}",
+                    r.status
+                ));
+            }
+            seen.push(v);
+        }
+        // Two UUIDs are never equal.
+        if *shape == "uuid" && seen[0] == seen[1] {
+            wrong.push(format!("{e}: the same value twice"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
 
 /// Expressions both refuse, with the same message.
 const FAULTY: &[&str] = &[
@@ -206,6 +351,20 @@ const FAULTY: &[&str] = &[
     "meth(G ET)",
     "str(a),word(1,)",
     "str(a),ltrim",
+    // Fetches that cannot work in an `http-request` rule of a frontend.
+    "res.hdr(x)",
+    "status",
+    "be_name",
+    "srv_name",
+    "res.cook(a)",
+    "res.ver",
+    "shdr(x)",
+    // Arguments of the fetches.
+    "req.payload_lv(0,1,x)",
+    "uuid(3)",
+    "uuid(x)",
+    "date(1,x)",
+    "req.payload(0)",
 ];
 
 fn config(bind: &str, exprs: &[&str]) -> String {
@@ -254,6 +413,42 @@ async fn expressions_give_haproxys_bytes() {
                 s.status,
                 String::from_utf8_lossy(&s.body)
             ));
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_fetches_give_haproxys_bytes() {
+    if !haproxy::available() {
+        return;
+    }
+    let fronts = listens(2);
+    let _hap = Haproxy::start(
+        "sample-req-hap",
+        &config(&fronts[0].to_string(), REQUEST_FETCHES),
+        &[&fronts[0]],
+    );
+    let _sl = Sluice::start(&config(&fronts[1].to_string(), REQUEST_FETCHES));
+    let mut differ = Vec::new();
+    for (i, e) in REQUEST_FETCHES.iter().enumerate() {
+        for req in rich_requests(i) {
+            let mut got = Vec::new();
+            for front in &fronts {
+                let mut conn = HttpConn::connect(front.addr()).await;
+                got.push(conn.raw(req.as_bytes(), false).await.expect("answer"));
+            }
+            let (h, s) = (&got[0], &got[1]);
+            assert_eq!(h.status, 200, "haproxy on {e}");
+            if (s.status, &s.body) != (h.status, &h.body) {
+                differ.push(format!(
+                    "{e} ({}): haproxy {:?}, sluice {} {:?}",
+                    req.lines().next().unwrap_or(""),
+                    String::from_utf8_lossy(&h.body),
+                    s.status,
+                    String::from_utf8_lossy(&s.body)
+                ));
+            }
         }
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));

@@ -232,6 +232,7 @@ impl Relay<'_> {
                     frontend: &fe.name,
                     backend: Some(&be.name),
                     server: Some(&server.name),
+                    res: None,
                 };
                 Err(deny_response(self.client, fe, be, self.keep_client, reply, &cx).await)
             }
@@ -444,6 +445,7 @@ fn response_edits<'r>(
         frontend: &fe.name,
         backend: Some(&be.name),
         server: Some(server),
+        res: None,
     };
     let mut edits: Option<Edits> = None;
     // A `listen` section is its own frontend: its rules run once.
@@ -470,10 +472,20 @@ fn response_edits<'r>(
             }
             let e = edits.get_or_insert_with(Edits::default);
             match action {
+                // The response as the server sent it (the edits of earlier
+                // rules are applied after the last rule).
                 HttpResponseAction::SetHeader { name, fmt } => {
+                    let cx = rules::FmtCtx {
+                        res: Some(resp),
+                        ..cx
+                    };
                     e.set_header(name, rules::eval(fmt, &cx))
                 }
                 HttpResponseAction::AddHeader { name, fmt } => {
+                    let cx = rules::FmtCtx {
+                        res: Some(resp),
+                        ..cx
+                    };
                     e.add_header(name, rules::eval(fmt, &cx))
                 }
                 HttpResponseAction::DelHeader { name } => e.del_header(name),

@@ -152,6 +152,7 @@ pub(super) fn substitute(re: &regex::bytes::Regex, value: &[u8], fmt: &[u8]) -> 
 
 /// What a rule's log-format string is evaluated against: the request, its
 /// client, and the names of where it is in its journey.
+#[derive(Clone, Copy)]
 pub(crate) struct FmtCtx<'a> {
     pub(crate) req: &'a Head,
     /// None for a client on a UNIX socket (`%[src]` prints nothing).
@@ -160,6 +161,8 @@ pub(crate) struct FmtCtx<'a> {
     /// The backend once chosen (`%b` is the frontend's name before).
     pub(crate) backend: Option<&'a str>,
     pub(crate) server: Option<&'a str>,
+    /// The response, for `http-response` rules (None before it).
+    pub(crate) res: Option<&'a Head>,
 }
 
 /// Evaluates a log-format string.
@@ -170,6 +173,8 @@ pub(crate) fn eval(fmt: &LogFmt, cx: &FmtCtx<'_>) -> Vec<u8> {
         frontend: cx.frontend,
         backend: cx.backend,
         server: cx.server,
+        res: cx.res,
+        status: cx.res.map(|h| h.status),
         ..Default::default()
     };
     let mut out = Vec::new();
@@ -186,12 +191,32 @@ pub(crate) fn eval(fmt: &LogFmt, cx: &FmtCtx<'_>) -> Vec<u8> {
             },
             FmtPart::Sample(expr) => {
                 if let Some(s) = expr.eval(&sample_cx) {
+                    let start = out.len();
                     s.write_text(&mut out);
+                    escape_controls(&mut out, start);
                 }
             }
         }
     }
     out
+}
+
+/// HAProxy writes the control characters of a sample (but the tab) and
+/// DEL as `%XX` in a rule's log-format string (`req.hdrs` shows its line
+/// ends so); the text from `start` on is rewritten only when it has one.
+fn escape_controls(out: &mut Vec<u8>, start: usize) {
+    let esc = |b: u8| (b < 0x20 && b != b'\t') || b == 0x7f;
+    if !out[start..].iter().any(|&b| esc(b)) {
+        return;
+    }
+    let tail = out.split_off(start);
+    for b in tail {
+        if esc(b) {
+            out.extend_from_slice(format!("%{b:02X}").as_bytes());
+        } else {
+            out.push(b);
+        }
+    }
 }
 
 /// An address as HAProxy prints it (an IPv4-mapped IPv6 as IPv4).

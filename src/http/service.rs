@@ -849,6 +849,7 @@ impl RuleRun<'_> {
             frontend: &fe.name,
             backend: be.map(|b| b.name.as_str()),
             server: None,
+            res: None,
         };
         for (action, cond) in rules {
             if let Some(c) = cond

@@ -287,6 +287,9 @@ impl Source for Line<'_> {
             // The response is gone when the line is written: HAProxy's
             // `status` finds nothing there (`%ST` prints the status).
             status: None,
+            // No request buffer at the end either (HAProxy refuses the
+            // L6 fetches in a log format).
+            payload: None,
         }
     }
 }
