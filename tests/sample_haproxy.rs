@@ -547,3 +547,124 @@ frontend fe
     }
     assert_eq!(lines[1], lines[0], "sluice's line, then haproxy's");
 }
+
+/// Fetches of the response, each in an `http-response set-header` of its
+/// own (`x-o<n>`), evaluated by both on the same server answer.
+const RESPONSE_FETCHES: &[&str] = &[
+    "res.cook(a)",
+    "res.cook(b)",
+    "res.cook",
+    "res.cook(zz)",
+    "res.cook_cnt(a)",
+    "res.cook_cnt",
+    "res.cook_val(a)",
+    "scook(b)",
+    "scook_cnt",
+    "scook_val(a)",
+    "res.ver",
+    "resp_ver",
+    "shdr(x-n)",
+    "shdr_cnt(set-cookie)",
+    "shdr_ip(x-ip)",
+    "shdr_val(x-n)",
+    "res.fhdr_cnt(set-cookie)",
+    "res.hdr_ip(x-ip)",
+    "res.hdr_val(x-n)",
+    // In a response rule, `hdr` reads the response.
+    "hdr(x-n)",
+    "status",
+    "fe_name",
+    "be_name",
+    "srv_name",
+    // What stays of the request is still there.
+    "method",
+];
+
+/// Fetches of the whole header block, each alone in its config: HAProxy's
+/// later `http-response` rules see the headers earlier ones set, sluice's
+/// see the server's (it applies the edits after the last rule).
+const RESPONSE_BLOCK_FETCHES: &[&str] = &[
+    "res.hdr_names",
+    "res.hdr_names(;)",
+    "res.hdrs",
+    "res.hdrs_bin,hex",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn response_fetches_give_haproxys_bytes() {
+    if !haproxy::available() {
+        return;
+    }
+    let mut differ = response_differences(RESPONSE_FETCHES).await;
+    for e in RESPONSE_BLOCK_FETCHES {
+        differ.extend(response_differences(&[e]).await);
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+/// Runs `exprs` in `http-response set-header` rules under both and lists
+/// the answers that differ.
+async fn response_differences(exprs: &[&str]) -> Vec<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = tcp_server(|mut s| async move {
+        let mut buf = vec![0u8; 4096];
+        let mut got = Vec::new();
+        while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+            match s.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            }
+        }
+        let _ = s
+            .write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nSet-Cookie: a=1; Path=/\r\nSet-Cookie: b=2\r\nset-cookie: a=3; HttpOnly\r\nX-N: 7x\r\nX-Ip: 10.0.0.1\r\n\r\nok",
+            )
+            .await;
+    })
+    .await;
+    let cfg = |bind: &str| {
+        let mut cfg = format!(
+            "defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {bind}
+    default_backend be
+backend be
+    server s1 {server}
+"
+        );
+        for (i, e) in exprs.iter().enumerate() {
+            cfg.push_str(&format!(
+                "    http-response set-header x-o{i} \"[%[{e}]]\"\n"
+            ));
+        }
+        cfg
+    };
+    let fronts = listens(2);
+    let _hap = Haproxy::start(
+        "sample-res-hap",
+        &cfg(&fronts[0].to_string()),
+        &[&fronts[0]],
+    );
+    let _sl = Sluice::start(&cfg(&fronts[1].to_string()));
+    let (h, s) = (
+        get(fronts[0].addr(), "/").await,
+        get(fronts[1].addr(), "/").await,
+    );
+    assert_eq!(h.status, 200, "haproxy");
+    let mut differ = Vec::new();
+    for (i, e) in exprs.iter().enumerate() {
+        let name = format!("x-o{i}");
+        if s.header(&name) != h.header(&name) {
+            differ.push(format!(
+                "{e}: haproxy {:?}, sluice {:?}",
+                h.header(&name),
+                s.header(&name)
+            ));
+        }
+    }
+    differ
+}

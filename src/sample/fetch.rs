@@ -667,12 +667,13 @@ fn req_cookie<'a>(req: &'a Head, a: &'a [Arg]) -> Option<&'a [u8]> {
     req_cookies(req, a).last()
 }
 
-/// The cookies the response sets: the first `name=value` of each
-/// `Set-Cookie` (the attributes after it are not cookies).
+/// The cookies the response sets: every `name=value` of the `Set-Cookie`
+/// lines, their attributes with a value too (`Path=/`), as HAProxy counts
+/// them.
 fn res_cookies<'a>(res: &'a Head, a: &'a [Arg]) -> impl Iterator<Item = &'a [u8]> + 'a {
     let name = a.first().map_or("", Arg::as_str).as_bytes();
     res.values("set-cookie")
-        .filter_map(|line| cookie_pairs(line).next())
+        .flat_map(cookie_pairs)
         .filter(move |(n, _)| name.is_empty() || *n == name)
         .map(|(_, v)| v)
 }
