@@ -221,6 +221,7 @@ const REQUEST_FETCHES: &[&str] = &[
     "hdr(x-n)",
     "req.proto_http",
     "req_proto_http",
+    "fe_id",
 ];
 
 /// The two requests of [`REQUEST_FETCHES`], for path `/<n>`.
@@ -576,6 +577,8 @@ const RESPONSE_FETCHES: &[&str] = &[
     "fe_name",
     "be_name",
     "srv_name",
+    "fe_id",
+    "be_id",
     // What stays of the request is still there.
     "method",
 ];

@@ -233,6 +233,8 @@ impl Relay<'_> {
                     backend: Some(&be.name),
                     server: Some(&server.name),
                     res: None,
+                    frontend_id: fe.iid,
+                    backend_id: Some(be.iid),
                 };
                 Err(deny_response(self.client, fe, be, self.keep_client, reply, &cx).await)
             }
@@ -446,6 +448,8 @@ fn response_edits<'r>(
         backend: Some(&be.name),
         server: Some(server),
         res: None,
+        frontend_id: fe.iid,
+        backend_id: Some(be.iid),
     };
     let mut edits: Option<Edits> = None;
     // A `listen` section is its own frontend: its rules run once.

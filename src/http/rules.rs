@@ -163,6 +163,9 @@ pub(crate) struct FmtCtx<'a> {
     pub(crate) server: Option<&'a str>,
     /// The response, for `http-response` rules (None before it).
     pub(crate) res: Option<&'a Head>,
+    /// The ids of the frontend and of the backend once chosen.
+    pub(crate) frontend_id: u32,
+    pub(crate) backend_id: Option<u32>,
 }
 
 /// Evaluates a log-format string.
@@ -175,6 +178,8 @@ pub(crate) fn eval(fmt: &LogFmt, cx: &FmtCtx<'_>) -> Vec<u8> {
         server: cx.server,
         res: cx.res,
         status: cx.res.map(|h| h.status),
+        frontend_id: cx.frontend_id,
+        backend_id: cx.backend_id,
         ..Default::default()
     };
     let mut out = Vec::new();

@@ -850,6 +850,8 @@ impl RuleRun<'_> {
             backend: be.map(|b| b.name.as_str()),
             server: None,
             res: None,
+            frontend_id: fe.iid,
+            backend_id: be.map(|b| b.iid),
         };
         for (action, cond) in rules {
             if let Some(c) = cond

@@ -33,6 +33,10 @@ pub(crate) struct Ctx<'a> {
     /// rules (`req.len`, `req.payload`, `req.ssl_sni`): a view of the
     /// buffer, never a copy.
     pub(crate) payload: Option<&'a [u8]>,
+    /// The frontend's and the backend's ids (`fe_id`, `be_id`; the
+    /// backend's is the frontend's until one is chosen, as `be_name`).
+    pub(crate) frontend_id: u32,
+    pub(crate) backend_id: Option<u32>,
 }
 
 /// Turns a fetch's parsed arguments into their final form, or refuses them.
@@ -174,6 +178,12 @@ pub(crate) static FETCHES: &[FetchDef] = &[
     }),
     def("fe_name", FTEND, ArgSpec::NONE, T::Str, |_, cx| {
         Some(Sample::str(cx.frontend.as_bytes()))
+    }),
+    def("be_id", BKEND, ArgSpec::NONE, T::Sint, |_, cx| {
+        Some(Sample::Sint(cx.backend_id.unwrap_or(cx.frontend_id) as i64))
+    }),
+    def("fe_id", FTEND, ArgSpec::NONE, T::Sint, |_, cx| {
+        Some(Sample::Sint(cx.frontend_id as i64))
     }),
     def("srv_name", SERVR, ArgSpec::NONE, T::Str, |_, cx| {
         cx.server.map(|s| Sample::str(s.as_bytes()))

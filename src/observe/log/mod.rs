@@ -290,6 +290,8 @@ impl Source for Line<'_> {
             // No request buffer at the end either (HAProxy refuses the
             // L6 fetches in a log format).
             payload: None,
+            frontend_id: self.fe.iid,
+            backend_id: self.rec.backend.as_ref().map(|b| b.iid),
         }
     }
 }
