@@ -222,6 +222,8 @@ const REQUEST_FETCHES: &[&str] = &[
     "req.proto_http",
     "req_proto_http",
     "fe_id",
+    "src_port,bool",
+    "http_first_req",
 ];
 
 /// The two requests of [`REQUEST_FETCHES`], for path `/<n>`.

@@ -235,6 +235,8 @@ impl Relay<'_> {
                     res: None,
                     frontend_id: fe.iid,
                     backend_id: Some(be.iid),
+                    src_port: None,
+                    first_req: None,
                 };
                 Err(deny_response(self.client, fe, be, self.keep_client, reply, &cx).await)
             }
@@ -450,6 +452,8 @@ fn response_edits<'r>(
         res: None,
         frontend_id: fe.iid,
         backend_id: Some(be.iid),
+        src_port: None,
+        first_req: None,
     };
     let mut edits: Option<Edits> = None;
     // A `listen` section is its own frontend: its rules run once.

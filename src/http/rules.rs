@@ -166,6 +166,10 @@ pub(crate) struct FmtCtx<'a> {
     /// The ids of the frontend and of the backend once chosen.
     pub(crate) frontend_id: u32,
     pub(crate) backend_id: Option<u32>,
+    /// The client's port (None on a UNIX socket or where not passed).
+    pub(crate) src_port: Option<u16>,
+    /// Whether this is the connection's first request, where known.
+    pub(crate) first_req: Option<bool>,
 }
 
 /// Evaluates a log-format string.
@@ -180,6 +184,8 @@ pub(crate) fn eval(fmt: &LogFmt, cx: &FmtCtx<'_>) -> Vec<u8> {
         status: cx.res.map(|h| h.status),
         frontend_id: cx.frontend_id,
         backend_id: cx.backend_id,
+        src_port: cx.src_port,
+        first_req: cx.first_req,
         ..Default::default()
     };
     let mut out = Vec::new();

@@ -518,6 +518,7 @@ pub(crate) async fn handle_request(
         dst,
         stream,
         tls,
+        first,
     };
     let out = route(rt, &fe, &req, conn, keep_client, &mut rec).await;
     stream.end();
@@ -571,6 +572,8 @@ struct Req<'a> {
     stream: &'a StreamEntry,
     /// The client connection's TLS, if any.
     tls: Option<&'a TlsFacts>,
+    /// The connection's first request (`http_first_req`).
+    first: bool,
 }
 
 async fn route(
@@ -623,6 +626,8 @@ async fn route(
         rt,
         fe,
         src: peer.ip(),
+        src_port: peer.inet().map(|a| a.port()),
+        first: rq.first,
         tls,
         conn,
         keep_local,
@@ -724,6 +729,9 @@ struct RuleRun<'r> {
     rt: &'r Runtime,
     fe: &'r FrontendRt,
     src: Option<IpAddr>,
+    src_port: Option<u16>,
+    /// The connection's first request.
+    first: bool,
     tls: Option<&'r TlsFacts>,
     conn: &'r mut BufConn,
     keep_local: bool,
@@ -852,6 +860,8 @@ impl RuleRun<'_> {
             res: None,
             frontend_id: fe.iid,
             backend_id: be.map(|b| b.iid),
+            src_port: self.src_port,
+            first_req: Some(self.first),
         };
         for (action, cond) in rules {
             if let Some(c) = cond

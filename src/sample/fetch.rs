@@ -37,6 +37,8 @@ pub(crate) struct Ctx<'a> {
     /// backend's is the frontend's until one is chosen, as `be_name`).
     pub(crate) frontend_id: u32,
     pub(crate) backend_id: Option<u32>,
+    /// Whether the request is its connection's first (`http_first_req`).
+    pub(crate) first_req: Option<bool>,
 }
 
 /// Turns a fetch's parsed arguments into their final form, or refuses them.
@@ -324,6 +326,9 @@ pub(crate) static FETCHES: &[FetchDef] = &[
     }),
     def("cook_val", HRQHV, OPT_STR, T::Sint, |a, cx| {
         Some(Sample::Sint(str_to_int(req_cookie(cx.req?, a)?)))
+    }),
+    def("http_first_req", HRQHP, ArgSpec::NONE, T::Bool, |_, cx| {
+        cx.first_req.map(Sample::Bool)
     }),
     def("method", HRQHP, ArgSpec::NONE, T::Meth, |_, cx| {
         Some(Sample::Meth(Cow::Borrowed(cx.req?.method())))

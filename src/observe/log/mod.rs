@@ -292,6 +292,8 @@ impl Source for Line<'_> {
             payload: None,
             frontend_id: self.fe.iid,
             backend_id: self.rec.backend.as_ref().map(|b| b.iid),
+            // Not kept for the log line yet.
+            first_req: None,
         }
     }
 }
