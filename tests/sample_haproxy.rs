@@ -504,7 +504,7 @@ async fn log_lines_give_haproxys_bytes() {
     const FORMAT: &str = "%[src] %[dst] %[str(%zz),url_dec] %{+Q}[str(%zz),url_dec] \
         %{+Q}[method] %[method,lower] %[str(hello),sha1,hex] %[be_name] %[fe_name] \
         %[srv_name] %[status] %[status,div(100),mul(100)] %[str(),length] %[bin(41004243)] \
-        %[src,ipmask(16)] %[str(a.b.c),field(2,.)]";
+        %[src,ipmask(16)] %[str(a.b.c),field(2,.)] %[fe_id] %[be_id] %[srv_id]";
     let cfg = |bind: &str, log: &str| {
         format!(
             "global
@@ -581,6 +581,7 @@ const RESPONSE_FETCHES: &[&str] = &[
     "srv_name",
     "fe_id",
     "be_id",
+    "srv_id",
     // What stays of the request is still there.
     "method",
 ];

@@ -237,6 +237,7 @@ impl Relay<'_> {
                     backend_id: Some(be.iid),
                     src_port: None,
                     first_req: None,
+                    server_id: sid(be, &server.name),
                 };
                 Err(deny_response(self.client, fe, be, self.keep_client, reply, &cx).await)
             }
@@ -426,6 +427,12 @@ enum RespRefused<'r> {
     Invalid,
 }
 
+/// The id of the server named `name` in `be` (`srv_id`): looked up only
+/// where response rules run.
+fn sid(be: &BackendRt, name: &str) -> Option<u32> {
+    be.servers.iter().find(|s| s.name == name).map(|s| s.sid)
+}
+
 /// Runs the `http-response` rules then the `rsp*` filters of the backend,
 /// then of the frontend (once for a `listen` section). The filters may
 /// replace `resp` with their rewrite.
@@ -454,6 +461,7 @@ fn response_edits<'r>(
         backend_id: Some(be.iid),
         src_port: None,
         first_req: None,
+        server_id: sid(be, server),
     };
     let mut edits: Option<Edits> = None;
     // A `listen` section is its own frontend: its rules run once.

@@ -170,6 +170,8 @@ pub(crate) struct FmtCtx<'a> {
     pub(crate) src_port: Option<u16>,
     /// Whether this is the connection's first request, where known.
     pub(crate) first_req: Option<bool>,
+    /// The server's id, once one is chosen.
+    pub(crate) server_id: Option<u32>,
 }
 
 /// Evaluates a log-format string.
@@ -186,6 +188,7 @@ pub(crate) fn eval(fmt: &LogFmt, cx: &FmtCtx<'_>) -> Vec<u8> {
         backend_id: cx.backend_id,
         src_port: cx.src_port,
         first_req: cx.first_req,
+        server_id: cx.server_id,
         ..Default::default()
     };
     let mut out = Vec::new();

@@ -862,6 +862,7 @@ impl RuleRun<'_> {
             backend_id: be.map(|b| b.iid),
             src_port: self.src_port,
             first_req: Some(self.first),
+            server_id: None,
         };
         for (action, cond) in rules {
             if let Some(c) = cond

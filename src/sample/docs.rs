@@ -17,7 +17,6 @@ const WHY: &[(&str, &str)] = &[
         "src_is_local",
         "connection facts not passed to samples yet (#17)",
     ),
-    ("srv_id", "server ids not passed to samples yet (#17)"),
     ("so_id", "listener ids not passed to samples yet (#17)"),
     ("sc*", "stick tables (#19)"),
     ("src_*", "stick tables (#19)"),

@@ -39,6 +39,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) backend_id: Option<u32>,
     /// Whether the request is its connection's first (`http_first_req`).
     pub(crate) first_req: Option<bool>,
+    /// The server's id in its backend (`srv_id`), once one is chosen.
+    pub(crate) server_id: Option<u32>,
 }
 
 /// Turns a fetch's parsed arguments into their final form, or refuses them.
@@ -186,6 +188,9 @@ pub(crate) static FETCHES: &[FetchDef] = &[
     }),
     def("fe_id", FTEND, ArgSpec::NONE, T::Sint, |_, cx| {
         Some(Sample::Sint(cx.frontend_id as i64))
+    }),
+    def("srv_id", SERVR, ArgSpec::NONE, T::Sint, |_, cx| {
+        cx.server_id.map(|n| Sample::Sint(n as i64))
     }),
     def("srv_name", SERVR, ArgSpec::NONE, T::Str, |_, cx| {
         cx.server.map(|s| Sample::str(s.as_bytes()))

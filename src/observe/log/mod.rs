@@ -294,6 +294,15 @@ impl Source for Line<'_> {
             backend_id: self.rec.backend.as_ref().map(|b| b.iid),
             // Not kept for the log line yet.
             first_req: None,
+            // Looked up once per line that has a sample.
+            server_id: match (&self.rec.backend, &self.rec.server) {
+                (Some(be), SrvName::Server(s)) => be
+                    .servers
+                    .iter()
+                    .find(|r| std::sync::Arc::ptr_eq(&r.state, s))
+                    .map(|r| r.sid),
+                _ => None,
+            },
         }
     }
 }
