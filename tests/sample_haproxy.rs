@@ -224,6 +224,8 @@ const REQUEST_FETCHES: &[&str] = &[
     "fe_id",
     "src_port,bool",
     "http_first_req",
+    "dst",
+    "dst_port,bool",
 ];
 
 /// The two requests of [`REQUEST_FETCHES`], for path `/<n>`.
@@ -250,15 +252,18 @@ const SHAPED: &[(&str, &str)] = &[
     ("date(3600)", "now+3600:1"),
     ("date(0,ms)", "now:1000"),
     ("date(0,us)", "now:1000000"),
+    // Each listens on a port of its own: the one the client reached.
+    ("dst_port", "port"),
 ];
 
-fn has_shape(v: &str, shape: &str) -> bool {
+fn has_shape(v: &str, shape: &str, port: u16) -> bool {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock")
         .as_secs() as i128;
     let n: Option<i128> = v.parse().ok();
     match shape.split_once(':') {
+        None if shape == "port" => n == Some(i128::from(port)),
         None => {
             let parts: Vec<&str> = v.split('-').collect();
             parts.iter().map(|p| p.len()).eq([8, 4, 4, 4, 12])
@@ -301,7 +306,7 @@ async fn random_and_time_fetches_have_their_shape() {
                 .trim_start_matches('[')
                 .trim_end_matches(']')
                 .to_string();
-            if r.status != 200 || !has_shape(&v, shape) {
+            if r.status != 200 || !has_shape(&v, shape, front.port()) {
                 wrong.push(format!(
                     "{e}: {who} gave {} {body:?}, not {shape}",
                     r.status
@@ -673,4 +678,38 @@ backend be
         }
     }
     differ
+}
+
+/// Behind a PROXY header, the addresses are the ones it names, in both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn addresses_come_from_the_proxy_header() {
+    if !haproxy::available() {
+        return;
+    }
+    const ADDRS: &[&str] = &["src", "src_port", "dst", "dst_port", "base32+src,hex"];
+    let cfg = |bind: &str| config(&format!("{bind} accept-proxy"), ADDRS);
+    let fronts = listens(2);
+    let _hap = Haproxy::start("sample-pp-hap", &cfg(&fronts[0].to_string()), &[&fronts[0]]);
+    let _sl = Sluice::start(&cfg(&fronts[1].to_string()));
+    let mut differ = Vec::new();
+    for (i, e) in ADDRS.iter().enumerate() {
+        let req = format!(
+            "PROXY TCP4 192.0.2.7 198.51.100.9 40001 8443\r\nGET /{i} HTTP/1.1\r\nhost: h\r\n\r\n"
+        );
+        let mut got = Vec::new();
+        for front in &fronts {
+            let mut conn = HttpConn::connect(front.addr()).await;
+            got.push(conn.raw(req.as_bytes(), false).await.expect("answer"));
+        }
+        assert_eq!(got[0].status, 200, "haproxy on {e}");
+        if (got[1].status, &got[1].body) != (got[0].status, &got[0].body) {
+            differ.push(format!(
+                "{e}: haproxy {:?}, sluice {} {:?}",
+                String::from_utf8_lossy(&got[0].body),
+                got[1].status,
+                String::from_utf8_lossy(&got[1].body)
+            ));
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
 }

@@ -238,6 +238,7 @@ impl Relay<'_> {
                     src_port: None,
                     first_req: None,
                     server_id: sid(be, &server.name),
+                    local: None,
                 };
                 Err(deny_response(self.client, fe, be, self.keep_client, reply, &cx).await)
             }
@@ -462,6 +463,7 @@ fn response_edits<'r>(
         src_port: None,
         first_req: None,
         server_id: sid(be, server),
+        local: None,
     };
     let mut edits: Option<Edits> = None;
     // A `listen` section is its own frontend: its rules run once.

@@ -4,7 +4,7 @@
 //! that no rule touches carries no edits (nothing is allocated).
 
 use std::fmt::Write as _;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use bytes::{BufMut, BytesMut};
 
@@ -172,6 +172,8 @@ pub(crate) struct FmtCtx<'a> {
     pub(crate) first_req: Option<bool>,
     /// The server's id, once one is chosen.
     pub(crate) server_id: Option<u32>,
+    /// The address the client reached (`dst`, `dst_port`), where passed.
+    pub(crate) local: Option<SocketAddr>,
 }
 
 /// Evaluates a log-format string.
@@ -189,6 +191,7 @@ pub(crate) fn eval(fmt: &LogFmt, cx: &FmtCtx<'_>) -> Vec<u8> {
         src_port: cx.src_port,
         first_req: cx.first_req,
         server_id: cx.server_id,
+        local: cx.local,
         ..Default::default()
     };
     let mut out = Vec::new();

@@ -627,6 +627,7 @@ async fn route(
         fe,
         src: peer.ip(),
         src_port: peer.inet().map(|a| a.port()),
+        dst: rq.dst,
         first: rq.first,
         tls,
         conn,
@@ -730,6 +731,8 @@ struct RuleRun<'r> {
     fe: &'r FrontendRt,
     src: Option<IpAddr>,
     src_port: Option<u16>,
+    /// The address a PROXY header names as the client's destination.
+    dst: Option<SocketAddr>,
     /// The connection's first request.
     first: bool,
     tls: Option<&'r TlsFacts>,
@@ -851,6 +854,12 @@ impl RuleRun<'_> {
     ) -> Option<Outcome> {
         let fe = self.fe;
         let head = view.head;
+        // The address the client reached (`dst`): asked of the socket only
+        // where rules run.
+        let local = match rules.is_empty() {
+            true => None,
+            false => self.dst.or_else(|| self.conn.stream.local_addr().ok()),
+        };
         let cx = rules::FmtCtx {
             req: head,
             src: view.src,
@@ -863,6 +872,7 @@ impl RuleRun<'_> {
             src_port: self.src_port,
             first_req: Some(self.first),
             server_id: None,
+            local,
         };
         for (action, cond) in rules {
             if let Some(c) = cond
