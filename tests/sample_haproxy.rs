@@ -713,3 +713,78 @@ async fn addresses_come_from_the_proxy_header() {
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }
+
+/// The fetches of the proxies' runtime state, in a backend's rules (their
+/// current backend) and naming other backends, under both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runtime_state_fetches_give_haproxys_bytes() {
+    if !haproxy::available() {
+        return;
+    }
+    const STATE: &[&str] = &[
+        "nbsrv",
+        "nbsrv(only_backups)",
+        "nbsrv(all_backups)",
+        "queue",
+        "queue(only_backups)",
+        "srv_is_up(s1)",
+        "srv_is_up(be/s3)",
+        "srv_is_up(only_backups/b1)",
+        "srv_conn(be/s1)",
+        "srv_queue(s2)",
+        "be_conn(only_backups)",
+    ];
+    // No checks: the servers are UP without being reached; s3 is in
+    // maintenance from the start.
+    let cfg = |bind: &str| {
+        let mut cfg = format!(
+            "defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {bind}
+    default_backend be
+backend only_backups
+    server b1 127.0.0.1:9 backup
+    server b2 127.0.0.1:9 backup
+backend all_backups
+    option allbackups
+    server b1 127.0.0.1:9 backup
+    server b2 127.0.0.1:9 backup
+backend be
+    server s1 127.0.0.1:9
+    server s2 127.0.0.1:9
+    server s3 127.0.0.1:9 disabled
+"
+        );
+        for (i, e) in STATE.iter().enumerate() {
+            cfg.push_str(&format!(
+                "    http-request return status 200 content-type text/plain lf-string \"[%[{e}]]\" if {{ path /{i} }}\n"
+            ));
+        }
+        cfg
+    };
+    let fronts = listens(2);
+    let _hap = Haproxy::start("sample-rt-hap", &cfg(&fronts[0].to_string()), &[&fronts[0]]);
+    let _sl = Sluice::start(&cfg(&fronts[1].to_string()));
+    let mut differ = Vec::new();
+    for (i, e) in STATE.iter().enumerate() {
+        let path = format!("/{i}");
+        let (h, s) = (
+            get(fronts[0].addr(), &path).await,
+            get(fronts[1].addr(), &path).await,
+        );
+        assert_eq!(h.status, 200, "haproxy on {e}");
+        if (s.status, &s.body) != (h.status, &h.body) {
+            differ.push(format!(
+                "{e}: haproxy {:?}, sluice {} {:?}",
+                String::from_utf8_lossy(&h.body),
+                s.status,
+                String::from_utf8_lossy(&s.body)
+            ));
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}

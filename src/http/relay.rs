@@ -239,6 +239,7 @@ impl Relay<'_> {
                     first_req: None,
                     server_id: sid(be, &server.name),
                     local: None,
+                    proxies: None,
                 };
                 Err(deny_response(self.client, fe, be, self.keep_client, reply, &cx).await)
             }
@@ -464,6 +465,7 @@ fn response_edits<'r>(
         first_req: None,
         server_id: sid(be, server),
         local: None,
+        proxies: None,
     };
     let mut edits: Option<Edits> = None;
     // A `listen` section is its own frontend: its rules run once.

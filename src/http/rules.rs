@@ -9,6 +9,8 @@ use std::net::{IpAddr, SocketAddr};
 use bytes::{BufMut, BytesMut};
 
 use crate::config::model::{FmtPart, ForwardFor, LogFmt, RedirectKind};
+use crate::sample::Count;
+use crate::snapshot::Snapshot;
 use crate::wire::h1::Head;
 
 /// Edits to a message head, in rule order.
@@ -174,6 +176,8 @@ pub(crate) struct FmtCtx<'a> {
     pub(crate) server_id: Option<u32>,
     /// The address the client reached (`dst`, `dst_port`), where passed.
     pub(crate) local: Option<SocketAddr>,
+    /// The proxies' runtime state (`nbsrv`, `be_conn`...), where passed.
+    pub(crate) proxies: Option<&'a Snapshot>,
 }
 
 /// Evaluates a log-format string.
@@ -192,6 +196,7 @@ pub(crate) fn eval(fmt: &LogFmt, cx: &FmtCtx<'_>) -> Vec<u8> {
         first_req: cx.first_req,
         server_id: cx.server_id,
         local: cx.local,
+        proxies: cx.proxies.map(|s| s as &dyn crate::sample::Proxies),
         ..Default::default()
     };
     let mut out = Vec::new();
@@ -395,6 +400,38 @@ impl std::fmt::Display for MappedIp {
             },
             v4 => v4.fmt(f),
         }
+    }
+}
+
+/// The counts of the sample fetches that read runtime state, from the
+/// snapshot's backends and their servers.
+impl crate::sample::Proxies for Snapshot {
+    fn count(&self, what: Count, backend: &str, server: Option<&str>) -> Option<i64> {
+        let be = self.backend(backend)?;
+        if let Some(name) = server {
+            let srv = be.servers.iter().find(|s| s.name == name)?;
+            let st = &srv.state;
+            return Some(match what {
+                Count::ServerUp => i64::from(st.takes_persistent()),
+                Count::ServerConns => st.counters.sess.cur() as i64,
+                Count::ServerQueue => st.counters.queue.cur() as i64,
+                _ => return None,
+            });
+        }
+        Some(match what {
+            Count::UsableServers => {
+                let (_, act, bck) = be.lb.shown_totals(&be.servers);
+                match (act, bck) {
+                    (0, 0) => 0,
+                    (0, b) if be.lb.allbackups() => b as i64,
+                    (0, _) => 1,
+                    (a, _) => a as i64,
+                }
+            }
+            Count::BackendConns => be.state.counters.sess.cur() as i64,
+            Count::BackendQueue => be.state.counters.queue.cur() as i64,
+            _ => return None,
+        })
     }
 }
 

@@ -860,6 +860,7 @@ impl RuleRun<'_> {
             true => None,
             false => self.dst.or_else(|| self.conn.stream.local_addr().ok()),
         };
+        let snap = (!rules.is_empty()).then(|| self.rt.snapshot());
         let cx = rules::FmtCtx {
             req: head,
             src: view.src,
@@ -873,6 +874,7 @@ impl RuleRun<'_> {
             first_req: Some(self.first),
             server_id: None,
             local,
+            proxies: snap.as_deref(),
         };
         for (action, cond) in rules {
             if let Some(c) = cond

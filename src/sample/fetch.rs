@@ -11,6 +11,31 @@ use super::stage::{Src, Uses};
 use super::value::{Sample, SmpType, str_to_int};
 use crate::wire::h1::Head;
 
+/// A number the proxies' runtime state gives (`nbsrv`, `be_conn`...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Count {
+    /// The servers that take traffic now (`nbsrv`): the active ones, else
+    /// the backups (one without `option allbackups`).
+    UsableServers,
+    /// Connections of the backend (`be_conn`).
+    BackendConns,
+    /// Requests waiting in the backend's queue (`queue`).
+    BackendQueue,
+    /// 1 when the server is UP and not in maintenance (`srv_is_up`).
+    ServerUp,
+    ServerConns,
+    ServerQueue,
+}
+
+/// The proxies' runtime state, read by the fetches that need it through
+/// a reference (the snapshot implements it, in a layer above): nothing is
+/// copied per request, a count is read when a fetch asks for it.
+pub(crate) trait Proxies: std::fmt::Debug + Sync {
+    /// `what` of backend `backend`, or of its server `server`; None when
+    /// there is no such backend or server.
+    fn count(&self, what: Count, backend: &str, server: Option<&str>) -> Option<i64>;
+}
+
 /// What a request or connection offers the fetches at the point an
 /// expression is evaluated. Fields a stage does not have yet are `None`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -41,6 +66,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) first_req: Option<bool>,
     /// The server's id in its backend (`srv_id`), once one is chosen.
     pub(crate) server_id: Option<u32>,
+    /// The proxies' runtime state, where passed (`nbsrv`, `be_conn`...).
+    pub(crate) proxies: Option<&'a dyn Proxies>,
 }
 
 /// Turns a fetch's parsed arguments into their final form, or refuses them.
@@ -100,6 +127,7 @@ const URL_PARAM: ArgSpec = ArgSpec::of(&[A::Str, A::Str], 0);
 
 // The sources of the fetches (see `stage`).
 const CONST: Uses = Uses::of(&[Src::Const]);
+const INTRN: Uses = Uses::of(&[Src::Intrn]);
 const FTEND: Uses = Uses::of(&[Src::Ftend]);
 const L4CLI: Uses = Uses::of(&[Src::L4cli]);
 const BKEND: Uses = Uses::of(&[Src::Bkend]);
@@ -241,6 +269,27 @@ pub(crate) static FETCHES: &[FetchDef] = &[
             Some(Sample::owned_str(super::random::uuid4()))
         })
     },
+    // 7.3.2 Internal states: the proxies' runtime state (a backend named
+    // by the argument, else the current one; a server as `<backend>/<server>`
+    // or `<server>` of the current backend).
+    def("be_conn", INTRN, OPT_STR, T::Sint, |a, cx| {
+        backend_count(cx, a, Count::BackendConns)
+    }),
+    def("nbsrv", INTRN, OPT_STR, T::Sint, |a, cx| {
+        backend_count(cx, a, Count::UsableServers)
+    }),
+    def("queue", INTRN, OPT_STR, T::Sint, |a, cx| {
+        backend_count(cx, a, Count::BackendQueue)
+    }),
+    def("srv_conn", INTRN, STR, T::Sint, |a, cx| {
+        server_count(cx, a, Count::ServerConns)
+    }),
+    def("srv_is_up", INTRN, STR, T::Bool, |a, cx| {
+        server_count(cx, a, Count::ServerUp).map(|s| Sample::Bool(matches!(s, Sample::Sint(1))))
+    }),
+    def("srv_queue", INTRN, STR, T::Sint, |a, cx| {
+        server_count(cx, a, Count::ServerQueue)
+    }),
     // 7.3.3 Layer 4.
     def("dst", L4CLI, ArgSpec::NONE, T::Ipv4, |_, cx| {
         cx.local.map(|a| ip(a.ip()))
@@ -882,4 +931,23 @@ fn hash_and_src(hash: u32, src: IpAddr) -> Option<Sample<'static>> {
         _ => return None,
     }
     Some(Sample::Bin(Cow::Owned(out)))
+}
+
+/// A count of the backend named by `a[0]`, else of the current one.
+fn backend_count<'a>(cx: &Ctx<'a>, a: &[Arg], what: Count) -> Option<Sample<'a>> {
+    let be = match a.first().map(Arg::as_str) {
+        Some(name) if !name.is_empty() => name,
+        _ => cx.backend?,
+    };
+    cx.proxies?.count(what, be, None).map(Sample::Sint)
+}
+
+/// A count of the server `a[0]`: `<backend>/<server>`, or `<server>` of
+/// the current backend.
+fn server_count<'a>(cx: &Ctx<'a>, a: &[Arg], what: Count) -> Option<Sample<'a>> {
+    let (be, srv) = match a[0].as_str().split_once('/') {
+        Some((be, srv)) => (be, srv),
+        None => (cx.backend?, a[0].as_str()),
+    };
+    cx.proxies?.count(what, be, Some(srv)).map(Sample::Sint)
 }

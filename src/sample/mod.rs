@@ -18,7 +18,7 @@ pub(crate) mod stage;
 pub(crate) mod value;
 
 pub(crate) use expr::{Expr, ExprError};
-pub(crate) use fetch::Ctx;
+pub(crate) use fetch::{Count, Ctx, Proxies};
 pub(crate) use stage::Stage;
 
 #[cfg(test)]

@@ -294,6 +294,8 @@ impl Source for Line<'_> {
             backend_id: self.rec.backend.as_ref().map(|b| b.iid),
             // Not kept for the log line yet.
             first_req: None,
+            // Not passed to the log line yet.
+            proxies: None,
             // Looked up once per line that has a sample.
             server_id: match (&self.rec.backend, &self.rec.server) {
                 (Some(be), SrvName::Server(s)) => be
