@@ -226,6 +226,7 @@ const REQUEST_FETCHES: &[&str] = &[
     "http_first_req",
     "dst",
     "dst_port,bool",
+    "stopping",
 ];
 
 /// The two requests of [`REQUEST_FETCHES`], for path `/<n>`.

@@ -281,6 +281,10 @@ pub(crate) static FETCHES: &[FetchDef] = &[
     def("queue", INTRN, OPT_STR, T::Sint, |a, cx| {
         backend_count(cx, a, Count::BackendQueue)
     }),
+    // The process is in its soft stop (a reload's old process).
+    def("stopping", INTRN, ArgSpec::NONE, T::Bool, |_, _| {
+        Some(Sample::Bool(crate::sys::process::stopping()))
+    }),
     def("srv_conn", INTRN, STR, T::Sint, |a, cx| {
         server_count(cx, a, Count::ServerConns)
     }),
