@@ -734,6 +734,13 @@ async fn runtime_state_fetches_give_haproxys_bytes() {
         "srv_conn(be/s1)",
         "srv_queue(s2)",
         "be_conn(only_backups)",
+        "srv_weight(s1)",
+        "srv_uweight(s1)",
+        "srv_iweight(s1)",
+        "srv_weight(be/s2)",
+        "srv_uweight(be/s2)",
+        "srv_weight(be/s3)",
+        "srv_iweight(be/s3)",
     ];
     // No checks: the servers are UP without being reached; s3 is in
     // maintenance from the start.
@@ -756,8 +763,8 @@ backend all_backups
     server b2 127.0.0.1:9 backup
 backend be
     server s1 127.0.0.1:9
-    server s2 127.0.0.1:9
-    server s3 127.0.0.1:9 disabled
+    server s2 127.0.0.1:9 weight 30
+    server s3 127.0.0.1:9 disabled weight 7
 "
         );
         for (i, e) in STATE.iter().enumerate() {

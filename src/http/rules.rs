@@ -415,6 +415,13 @@ impl crate::sample::Proxies for Snapshot {
                 Count::ServerUp => i64::from(st.takes_persistent()),
                 Count::ServerConns => st.counters.sess.cur() as i64,
                 Count::ServerQueue => st.counters.queue.cur() as i64,
+                // The weight set at run time, whatever the server's state
+                // (HAProxy's effective weight; sluice's slow start ramps
+                // elsewhere).
+                Count::ServerWeight | Count::ServerUserWeight => {
+                    i64::from(st.weight.load(std::sync::atomic::Ordering::Relaxed))
+                }
+                Count::ServerInitialWeight => i64::from(srv.weight),
                 _ => return None,
             });
         }

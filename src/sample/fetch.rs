@@ -25,6 +25,11 @@ pub(crate) enum Count {
     ServerUp,
     ServerConns,
     ServerQueue,
+    /// The server's weight now, as set at run time, and as configured
+    /// (`srv_weight`, `srv_uweight`, `srv_iweight`).
+    ServerWeight,
+    ServerUserWeight,
+    ServerInitialWeight,
 }
 
 /// The proxies' runtime state, read by the fetches that need it through
@@ -293,6 +298,15 @@ pub(crate) static FETCHES: &[FetchDef] = &[
     }),
     def("srv_queue", INTRN, STR, T::Sint, |a, cx| {
         server_count(cx, a, Count::ServerQueue)
+    }),
+    def("srv_iweight", INTRN, STR, T::Sint, |a, cx| {
+        server_count(cx, a, Count::ServerInitialWeight)
+    }),
+    def("srv_uweight", INTRN, STR, T::Sint, |a, cx| {
+        server_count(cx, a, Count::ServerUserWeight)
+    }),
+    def("srv_weight", INTRN, STR, T::Sint, |a, cx| {
+        server_count(cx, a, Count::ServerWeight)
     }),
     // 7.3.3 Layer 4.
     def("dst", L4CLI, ArgSpec::NONE, T::Ipv4, |_, cx| {
