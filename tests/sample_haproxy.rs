@@ -741,6 +741,11 @@ async fn runtime_state_fetches_give_haproxys_bytes() {
         "srv_uweight(be/s2)",
         "srv_weight(be/s3)",
         "srv_iweight(be/s3)",
+        "srv_conn_free(s1)",
+        "srv_conn_free(be/s2)",
+        "be_conn_free",
+        "be_conn_free(only_backups)",
+        "fe_conn(fe)",
     ];
     // No checks: the servers are UP without being reached; s3 is in
     // maintenance from the start.
@@ -763,7 +768,7 @@ backend all_backups
     server b2 127.0.0.1:9 backup
 backend be
     server s1 127.0.0.1:9
-    server s2 127.0.0.1:9 weight 30
+    server s2 127.0.0.1:9 weight 30 maxconn 12
     server s3 127.0.0.1:9 disabled weight 7
 "
         );

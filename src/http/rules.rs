@@ -407,6 +407,10 @@ impl std::fmt::Display for MappedIp {
 /// snapshot's backends and their servers.
 impl crate::sample::Proxies for Snapshot {
     fn count(&self, what: Count, backend: &str, server: Option<&str>) -> Option<i64> {
+        if what == Count::FrontendConns {
+            let fe = self.frontends().find(|f| f.name == backend)?;
+            return Some(fe.state.counters.sess.cur() as i64);
+        }
         let be = self.backend(backend)?;
         if let Some(name) = server {
             let srv = be.servers.iter().find(|s| s.name == name)?;
@@ -422,6 +426,7 @@ impl crate::sample::Proxies for Snapshot {
                     i64::from(st.weight.load(std::sync::atomic::Ordering::Relaxed))
                 }
                 Count::ServerInitialWeight => i64::from(srv.weight),
+                Count::ServerConnsFree => conns_free(st),
                 _ => return None,
             });
         }
@@ -437,8 +442,31 @@ impl crate::sample::Proxies for Snapshot {
             }
             Count::BackendConns => be.state.counters.sess.cur() as i64,
             Count::BackendQueue => be.state.counters.queue.cur() as i64,
+            // Servers in maintenance do not count; one without `maxconn`
+            // makes it unlimited.
+            Count::BackendConnsFree => {
+                let mut free = 0;
+                for s in &be.servers {
+                    if s.state.is_maint() {
+                        continue;
+                    }
+                    match conns_free(&s.state) {
+                        -1 => return Some(-1),
+                        n => free += n,
+                    }
+                }
+                free
+            }
             _ => return None,
         })
+    }
+}
+
+/// What a server's `maxconn` leaves (-1 without one).
+fn conns_free(st: &crate::state::ServerState) -> i64 {
+    match st.maxconn.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => -1,
+        max => (i64::from(max) - st.counters.sess.cur() as i64).max(0),
     }
 }
 

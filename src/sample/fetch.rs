@@ -30,6 +30,12 @@ pub(crate) enum Count {
     ServerWeight,
     ServerUserWeight,
     ServerInitialWeight,
+    /// Connections a server can still take (`srv_conn_free`; -1 without
+    /// `maxconn`), and all the servers of a backend (`be_conn_free`).
+    ServerConnsFree,
+    BackendConnsFree,
+    /// Connections of the frontend named (`fe_conn`).
+    FrontendConns,
 }
 
 /// The proxies' runtime state, read by the fetches that need it through
@@ -280,6 +286,18 @@ pub(crate) static FETCHES: &[FetchDef] = &[
     def("be_conn", INTRN, OPT_STR, T::Sint, |a, cx| {
         backend_count(cx, a, Count::BackendConns)
     }),
+    def("be_conn_free", INTRN, OPT_STR, T::Sint, |a, cx| {
+        backend_count(cx, a, Count::BackendConnsFree)
+    }),
+    def("fe_conn", INTRN, OPT_STR, T::Sint, |a, cx| {
+        let fe = match a.first().map(Arg::as_str) {
+            Some(name) if !name.is_empty() => name,
+            _ => cx.frontend,
+        };
+        cx.proxies?
+            .count(Count::FrontendConns, fe, None)
+            .map(Sample::Sint)
+    }),
     def("nbsrv", INTRN, OPT_STR, T::Sint, |a, cx| {
         backend_count(cx, a, Count::UsableServers)
     }),
@@ -292,6 +310,9 @@ pub(crate) static FETCHES: &[FetchDef] = &[
     }),
     def("srv_conn", INTRN, STR, T::Sint, |a, cx| {
         server_count(cx, a, Count::ServerConns)
+    }),
+    def("srv_conn_free", INTRN, STR, T::Sint, |a, cx| {
+        server_count(cx, a, Count::ServerConnsFree)
     }),
     def("srv_is_up", INTRN, STR, T::Bool, |a, cx| {
         server_count(cx, a, Count::ServerUp).map(|s| Sample::Bool(matches!(s, Sample::Sint(1))))
