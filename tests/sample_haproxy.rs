@@ -746,6 +746,9 @@ async fn runtime_state_fetches_give_haproxys_bytes() {
         "be_conn_free",
         "be_conn_free(only_backups)",
         "fe_conn(fe)",
+        // Nothing reached the backends and servers yet.
+        "be_sess_rate(only_backups)",
+        "srv_sess_rate(be/s2)",
     ];
     // No checks: the servers are UP without being reached; s3 is in
     // maintenance from the start.

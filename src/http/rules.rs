@@ -407,9 +407,16 @@ impl std::fmt::Display for MappedIp {
 /// snapshot's backends and their servers.
 impl crate::sample::Proxies for Snapshot {
     fn count(&self, what: Count, backend: &str, server: Option<&str>) -> Option<i64> {
-        if what == Count::FrontendConns {
-            let fe = self.frontends().find(|f| f.name == backend)?;
-            return Some(fe.state.counters.sess.cur() as i64);
+        if matches!(
+            what,
+            Count::FrontendConns | Count::FrontendSessRate | Count::FrontendReqRate
+        ) {
+            let c = &self.frontends().find(|f| f.name == backend)?.state.counters;
+            return Some(match what {
+                Count::FrontendConns => c.sess.cur() as i64,
+                Count::FrontendSessRate => c.sess_rate.rate() as i64,
+                _ => c.req_rate.rate() as i64,
+            });
         }
         let be = self.backend(backend)?;
         if let Some(name) = server {
@@ -427,6 +434,7 @@ impl crate::sample::Proxies for Snapshot {
                 }
                 Count::ServerInitialWeight => i64::from(srv.weight),
                 Count::ServerConnsFree => conns_free(st),
+                Count::ServerSessRate => st.counters.sess_rate.rate() as i64,
                 _ => return None,
             });
         }
@@ -442,6 +450,7 @@ impl crate::sample::Proxies for Snapshot {
             }
             Count::BackendConns => be.state.counters.sess.cur() as i64,
             Count::BackendQueue => be.state.counters.queue.cur() as i64,
+            Count::BackendSessRate => be.state.counters.sess_rate.rate() as i64,
             // Servers in maintenance do not count; one without `maxconn`
             // makes it unlimited.
             Count::BackendConnsFree => {

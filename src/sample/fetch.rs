@@ -36,6 +36,13 @@ pub(crate) enum Count {
     BackendConnsFree,
     /// Connections of the frontend named (`fe_conn`).
     FrontendConns,
+    /// Sessions (or requests) per second over the last second, of a
+    /// frontend, a backend or a server (`fe_sess_rate`, `fe_req_rate`,
+    /// `be_sess_rate`, `srv_sess_rate`).
+    FrontendSessRate,
+    FrontendReqRate,
+    BackendSessRate,
+    ServerSessRate,
 }
 
 /// The proxies' runtime state, read by the fetches that need it through
@@ -289,14 +296,17 @@ pub(crate) static FETCHES: &[FetchDef] = &[
     def("be_conn_free", INTRN, OPT_STR, T::Sint, |a, cx| {
         backend_count(cx, a, Count::BackendConnsFree)
     }),
+    def("be_sess_rate", INTRN, OPT_STR, T::Sint, |a, cx| {
+        backend_count(cx, a, Count::BackendSessRate)
+    }),
     def("fe_conn", INTRN, OPT_STR, T::Sint, |a, cx| {
-        let fe = match a.first().map(Arg::as_str) {
-            Some(name) if !name.is_empty() => name,
-            _ => cx.frontend,
-        };
-        cx.proxies?
-            .count(Count::FrontendConns, fe, None)
-            .map(Sample::Sint)
+        frontend_count(cx, a, Count::FrontendConns)
+    }),
+    def("fe_req_rate", INTRN, OPT_STR, T::Sint, |a, cx| {
+        frontend_count(cx, a, Count::FrontendReqRate)
+    }),
+    def("fe_sess_rate", INTRN, OPT_STR, T::Sint, |a, cx| {
+        frontend_count(cx, a, Count::FrontendSessRate)
     }),
     def("nbsrv", INTRN, OPT_STR, T::Sint, |a, cx| {
         backend_count(cx, a, Count::UsableServers)
@@ -319,6 +329,9 @@ pub(crate) static FETCHES: &[FetchDef] = &[
     }),
     def("srv_queue", INTRN, STR, T::Sint, |a, cx| {
         server_count(cx, a, Count::ServerQueue)
+    }),
+    def("srv_sess_rate", INTRN, STR, T::Sint, |a, cx| {
+        server_count(cx, a, Count::ServerSessRate)
     }),
     def("srv_iweight", INTRN, STR, T::Sint, |a, cx| {
         server_count(cx, a, Count::ServerInitialWeight)
@@ -989,4 +1002,13 @@ fn server_count<'a>(cx: &Ctx<'a>, a: &[Arg], what: Count) -> Option<Sample<'a>> 
         None => (cx.backend?, a[0].as_str()),
     };
     cx.proxies?.count(what, be, Some(srv)).map(Sample::Sint)
+}
+
+/// A count of the frontend named by `a[0]`, else of the current one.
+fn frontend_count<'a>(cx: &Ctx<'a>, a: &[Arg], what: Count) -> Option<Sample<'a>> {
+    let fe = match a.first().map(Arg::as_str) {
+        Some(name) if !name.is_empty() => name,
+        _ => cx.frontend,
+    };
+    cx.proxies?.count(what, fe, None).map(Sample::Sint)
 }
