@@ -749,6 +749,8 @@ async fn runtime_state_fetches_give_haproxys_bytes() {
         // Nothing reached the backends and servers yet.
         "be_sess_rate(only_backups)",
         "srv_sess_rate(be/s2)",
+        "avg_queue",
+        "avg_queue(only_backups)",
     ];
     // No checks: the servers are UP without being reached; s3 is in
     // maintenance from the start.

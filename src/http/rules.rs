@@ -438,14 +438,28 @@ impl crate::sample::Proxies for Snapshot {
                 _ => return None,
             });
         }
+        let usable = || {
+            let (_, act, bck) = be.lb.shown_totals(&be.servers);
+            match (act, bck) {
+                (0, 0) => 0,
+                (0, b) if be.lb.allbackups() => b as i64,
+                (0, _) => 1,
+                (a, _) => a as i64,
+            }
+        };
         Some(match what {
-            Count::UsableServers => {
-                let (_, act, bck) = be.lb.shown_totals(&be.servers);
-                match (act, bck) {
-                    (0, 0) => 0,
-                    (0, b) if be.lb.allbackups() => b as i64,
-                    (0, _) => 1,
-                    (a, _) => a as i64,
+            Count::UsableServers => usable(),
+            Count::AverageQueue => {
+                // Every request waiting, in the backend's queue or a
+                // server's.
+                let queued = be.state.counters.queue.cur() as i64
+                    + be.servers
+                        .iter()
+                        .map(|s| s.state.counters.queue.cur() as i64)
+                        .sum::<i64>();
+                match usable() {
+                    0 => queued,
+                    n => (queued + n - 1) / n,
                 }
             }
             Count::BackendConns => be.state.counters.sess.cur() as i64,

@@ -43,6 +43,9 @@ pub(crate) enum Count {
     FrontendReqRate,
     BackendSessRate,
     ServerSessRate,
+    /// The backend's queue shared by its usable servers, rounded up
+    /// (`avg_queue`).
+    AverageQueue,
 }
 
 /// The proxies' runtime state, read by the fetches that need it through
@@ -290,6 +293,9 @@ pub(crate) static FETCHES: &[FetchDef] = &[
     // 7.3.2 Internal states: the proxies' runtime state (a backend named
     // by the argument, else the current one; a server as `<backend>/<server>`
     // or `<server>` of the current backend).
+    def("avg_queue", INTRN, OPT_STR, T::Sint, |a, cx| {
+        backend_count(cx, a, Count::AverageQueue)
+    }),
     def("be_conn", INTRN, OPT_STR, T::Sint, |a, cx| {
         backend_count(cx, a, Count::BackendConns)
     }),
