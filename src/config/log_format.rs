@@ -7,7 +7,7 @@
 //! percent sign, runs of spaces one separator; `%{+Q}o` sets a flag for
 //! every variable that follows.
 
-use crate::sample::{Expr, ExprError};
+use crate::sample::{Expr, ExprError, Stage};
 
 /// A value of the log line, by HAProxy's variable name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,18 +165,25 @@ pub(crate) struct LogFormat {
 }
 
 impl LogFormat {
-    /// Compiles a log line's format string; the error reads as HAProxy's.
+    /// Compiles the format string of a log line; the error reads as
+    /// HAProxy's.
     pub(crate) fn compile(src: &str) -> Result<LogFormat, String> {
-        Self::compile_as(src, true)
+        LogFormat::compile_in(src, Stage::LOG)
     }
 
-    /// Compiles a format that is no log line (`unique-id-format`): a
-    /// missing value prints nothing.
-    pub(crate) fn compile_other(src: &str) -> Result<LogFormat, String> {
-        Self::compile_as(src, false)
+    /// Compiles a log line's format string evaluated at `stage`: its
+    /// fetches must be usable there.
+    pub(crate) fn compile_in(src: &str, stage: Stage) -> Result<LogFormat, String> {
+        Self::compile_as(src, stage, true)
     }
 
-    fn compile_as(src: &str, log_line: bool) -> Result<LogFormat, String> {
+    /// Compiles a format that is no log line (`unique-id-format`),
+    /// evaluated at `stage`: a missing value prints nothing.
+    pub(crate) fn compile_other(src: &str, stage: Stage) -> Result<LogFormat, String> {
+        Self::compile_as(src, stage, false)
+    }
+
+    fn compile_as(src: &str, stage: Stage, log_line: bool) -> Result<LogFormat, String> {
         let b = src.as_bytes();
         let mut nodes = Vec::new();
         let mut text = String::new();
@@ -233,7 +240,7 @@ impl LogFormat {
                         i += end + 1;
                     }
                     if b.get(i) == Some(&b'[') {
-                        let (expr, used) = parse_sample(&src[i + 1..])?;
+                        let (expr, used) = parse_sample(&src[i + 1..], stage)?;
                         nodes.push(Node::Sample { expr, quote });
                         i += 1 + used;
                         continue;
@@ -300,10 +307,12 @@ fn utf8_len(first: u8) -> usize {
 /// `%[<expr>]` at the start of `r` (just after the `[`): the expression,
 /// and the length of `r` it takes with its `]`. Messages as HAProxy's, or
 /// "not supported by sluice yet" for what HAProxy has and sluice lacks.
-/// Rules' log-format strings and log lines share it.
-pub(crate) fn parse_sample(r: &str) -> Result<(Expr, usize), String> {
-    let (expr, used) = match Expr::parse(r) {
+/// Rules' log-format strings and log lines share it; `stage` is where the
+/// string is evaluated.
+pub(crate) fn parse_sample(r: &str, stage: Stage) -> Result<(Expr, usize), String> {
+    let (expr, used) = match Expr::parse_in(r, stage) {
         Ok(e) => e,
+        Err(ExprError::Misplaced(m)) => return Err(m),
         Err(ExprError::Unsupported(what)) => {
             let end = r.find(']').unwrap_or(r.len());
             return Err(format!(
@@ -340,5 +349,19 @@ mod tests {
                 .unwrap_err()
                 .contains("unknown fetch method 'nope'")
         );
+        // Captured from haproxy 2.6.12 (`log-format "%[req.hdr(host)] x"`):
+        // request headers are gone when the line is written.
+        assert_eq!(
+            LogFormat::compile("%[req.hdr(host)] x").unwrap_err(),
+            "sample fetch <req.hdr(host)] x> may not be reliably used here because it needs 'HTTP request headers' which is not available here"
+        );
+        assert_eq!(
+            LogFormat::compile("%[req.len]").unwrap_err(),
+            "sample fetch <req.len]> may not be reliably used here because it needs 'request buffer' which is not available here"
+        );
+        // What stays of the request, the backend and the server are there.
+        for ok in ["%[method]", "%[be_name] %[srv_name] %[status]", "%[src]"] {
+            assert!(LogFormat::compile(ok).is_ok(), "{ok}");
+        }
     }
 }

@@ -780,12 +780,32 @@ impl LogFmt {
                 },
                 FmtPart::Sample(expr) => {
                     if let Some(s) = expr.eval(cx) {
+                        let start = out.len();
                         s.write_text(&mut out);
+                        escape_controls(&mut out, start);
                     }
                 }
             }
         }
         out
+    }
+}
+
+/// HAProxy writes the control characters of a sample (but the tab) and
+/// DEL as `%XX` in a rule's log-format string (`req.hdrs` shows its line
+/// ends so); the text from `start` on is rewritten only when it has one.
+fn escape_controls(out: &mut Vec<u8>, start: usize) {
+    let esc = |b: u8| (b < 0x20 && b != b'\t') || b == 0x7f;
+    if !out[start..].iter().any(|&b| esc(b)) {
+        return;
+    }
+    let tail = out.split_off(start);
+    for b in tail {
+        if esc(b) {
+            out.extend_from_slice(format!("%{b:02X}").as_bytes());
+        } else {
+            out.push(b);
+        }
     }
 }
 

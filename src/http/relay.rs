@@ -281,6 +281,14 @@ impl<'a> Relay<'a> {
                     backend: Some(&be.name),
                     server: Some(&server.name),
                     unique_id: uid.as_deref(),
+                    res: None,
+                    frontend_id: fe.iid,
+                    backend_id: Some(be.iid),
+                    src_port: None,
+                    first_req: None,
+                    server_id: sid(be, &server.name),
+                    local: None,
+                    proxies: None,
                 };
                 deny_response(self.client, fe, be, self.keep_client, reply, &cx).await
             }
@@ -484,6 +492,12 @@ struct Who<'a> {
     unique_id: Option<&'a str>,
 }
 
+/// The id of the server named `name` in `be` (`srv_id`): looked up only
+/// where response rules run.
+fn sid(be: &BackendRt, name: &str) -> Option<u32> {
+    be.servers.iter().find(|s| s.name == name).map(|s| s.sid)
+}
+
 /// Runs the `http-response` rules then the `rsp*` filters of the backend,
 /// then of the frontend (once for a `listen` section). The filters may
 /// replace `resp` with their rewrite.
@@ -508,6 +522,14 @@ fn response_edits<'r>(
         backend: Some(&be.name),
         server: Some(server),
         unique_id: who.unique_id,
+        res: None,
+        frontend_id: fe.iid,
+        backend_id: Some(be.iid),
+        src_port: None,
+        first_req: None,
+        server_id: sid(be, server),
+        local: None,
+        proxies: None,
     };
     let mut edits: Option<Edits> = None;
     // A `listen` section is its own frontend: its rules run once.
@@ -534,10 +556,20 @@ fn response_edits<'r>(
             }
             let e = edits.get_or_insert_with(Edits::default);
             match action {
+                // The response as the server sent it (the edits of earlier
+                // rules are applied after the last rule).
                 HttpResponseAction::SetHeader { name, fmt } => {
+                    let cx = rules::FmtCtx {
+                        res: Some(resp),
+                        ..cx
+                    };
                     e.set_header(name, rules::eval(fmt, &cx))
                 }
                 HttpResponseAction::AddHeader { name, fmt } => {
+                    let cx = rules::FmtCtx {
+                        res: Some(resp),
+                        ..cx
+                    };
                     e.add_header(name, rules::eval(fmt, &cx))
                 }
                 HttpResponseAction::DelHeader { name } => e.del_header(name),

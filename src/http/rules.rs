@@ -4,11 +4,13 @@
 //! that no rule touches carries no edits (nothing is allocated).
 
 use std::fmt::Write as _;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use bytes::{BufMut, BytesMut};
 
 use crate::config::model::{ForwardFor, LogFmt, RedirectKind};
+use crate::sample::Count;
+use crate::snapshot::Snapshot;
 use crate::wire::h1::Head;
 
 /// Edits to a message head, in rule order.
@@ -152,6 +154,7 @@ pub(super) fn substitute(re: &regex::bytes::Regex, value: &[u8], fmt: &[u8]) -> 
 
 /// What a rule's log-format string is evaluated against: the request, its
 /// client, and the names of where it is in its journey.
+#[derive(Clone, Copy)]
 pub(crate) struct FmtCtx<'a> {
     pub(crate) req: &'a Head,
     /// None for a client on a UNIX socket (`%[src]` prints nothing).
@@ -162,6 +165,21 @@ pub(crate) struct FmtCtx<'a> {
     pub(crate) server: Option<&'a str>,
     /// The request's `unique-id-format` id, once made.
     pub(crate) unique_id: Option<&'a str>,
+    /// The response, for `http-response` rules (None before it).
+    pub(crate) res: Option<&'a Head>,
+    /// The ids of the frontend and of the backend once chosen.
+    pub(crate) frontend_id: u32,
+    pub(crate) backend_id: Option<u32>,
+    /// The client's port (None on a UNIX socket or where not passed).
+    pub(crate) src_port: Option<u16>,
+    /// Whether this is the connection's first request, where known.
+    pub(crate) first_req: Option<bool>,
+    /// The server's id, once one is chosen.
+    pub(crate) server_id: Option<u32>,
+    /// The address the client reached (`dst`, `dst_port`), where passed.
+    pub(crate) local: Option<SocketAddr>,
+    /// The proxies' runtime state (`nbsrv`, `be_conn`...), where passed.
+    pub(crate) proxies: Option<&'a Snapshot>,
 }
 
 /// Evaluates a log-format string.
@@ -178,6 +196,15 @@ pub(crate) fn sample_ctx<'a>(cx: &FmtCtx<'a>) -> crate::sample::Ctx<'a> {
         backend: cx.backend,
         server: cx.server,
         unique_id: cx.unique_id,
+        res: cx.res,
+        status: cx.res.map(|h| h.status),
+        frontend_id: cx.frontend_id,
+        backend_id: cx.backend_id,
+        src_port: cx.src_port,
+        first_req: cx.first_req,
+        server_id: cx.server_id,
+        local: cx.local,
+        proxies: cx.proxies.map(|s| s as &dyn crate::sample::Proxies),
         ..Default::default()
     }
 }
@@ -330,6 +357,96 @@ impl std::fmt::Display for MappedIp {
             },
             v4 => v4.fmt(f),
         }
+    }
+}
+
+/// The counts of the sample fetches that read runtime state, from the
+/// snapshot's backends and their servers.
+impl crate::sample::Proxies for Snapshot {
+    fn count(&self, what: Count, backend: &str, server: Option<&str>) -> Option<i64> {
+        if matches!(
+            what,
+            Count::FrontendConns | Count::FrontendSessRate | Count::FrontendReqRate
+        ) {
+            let c = &self.frontends().find(|f| f.name == backend)?.state.counters;
+            return Some(match what {
+                Count::FrontendConns => c.sess.cur() as i64,
+                Count::FrontendSessRate => c.sess_rate.rate() as i64,
+                _ => c.req_rate.rate() as i64,
+            });
+        }
+        let be = self.backend(backend)?;
+        if let Some(name) = server {
+            let srv = be.servers.iter().find(|s| s.name == name)?;
+            let st = &srv.state;
+            return Some(match what {
+                Count::ServerUp => i64::from(st.takes_persistent()),
+                Count::ServerConns => st.counters.sess.cur() as i64,
+                Count::ServerQueue => st.counters.queue.cur() as i64,
+                // The weight set at run time, whatever the server's state
+                // (HAProxy's effective weight; sluice's slow start ramps
+                // elsewhere).
+                Count::ServerWeight | Count::ServerUserWeight => {
+                    i64::from(st.weight.load(std::sync::atomic::Ordering::Relaxed))
+                }
+                Count::ServerInitialWeight => i64::from(srv.weight),
+                Count::ServerConnsFree => conns_free(st),
+                Count::ServerSessRate => st.counters.sess_rate.rate() as i64,
+                _ => return None,
+            });
+        }
+        let usable = || {
+            let (_, act, bck) = be.lb.shown_totals(&be.servers);
+            match (act, bck) {
+                (0, 0) => 0,
+                (0, b) if be.lb.allbackups() => b as i64,
+                (0, _) => 1,
+                (a, _) => a as i64,
+            }
+        };
+        Some(match what {
+            Count::UsableServers => usable(),
+            Count::AverageQueue => {
+                // Every request waiting, in the backend's queue or a
+                // server's.
+                let queued = be.state.counters.queue.cur() as i64
+                    + be.servers
+                        .iter()
+                        .map(|s| s.state.counters.queue.cur() as i64)
+                        .sum::<i64>();
+                match usable() {
+                    0 => queued,
+                    n => (queued + n - 1) / n,
+                }
+            }
+            Count::BackendConns => be.state.counters.sess.cur() as i64,
+            Count::BackendQueue => be.state.counters.queue.cur() as i64,
+            Count::BackendSessRate => be.state.counters.sess_rate.rate() as i64,
+            // Servers in maintenance do not count; one without `maxconn`
+            // makes it unlimited.
+            Count::BackendConnsFree => {
+                let mut free = 0;
+                for s in &be.servers {
+                    if s.state.is_maint() {
+                        continue;
+                    }
+                    match conns_free(&s.state) {
+                        -1 => return Some(-1),
+                        n => free += n,
+                    }
+                }
+                free
+            }
+            _ => return None,
+        })
+    }
+}
+
+/// What a server's `maxconn` leaves (-1 without one).
+fn conns_free(st: &crate::state::ServerState) -> i64 {
+    match st.maxconn.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => -1,
+        max => (i64::from(max) - st.counters.sess.cur() as i64).max(0),
     }
 }
 

@@ -522,6 +522,7 @@ pub(crate) async fn handle_request(
         dst,
         stream,
         tls,
+        first,
     };
     let out = route(rt, fe, &req, conn, keep_client, &mut rec).await;
     stream.end();
@@ -575,6 +576,8 @@ struct Req<'a> {
     stream: &'a StreamEntry,
     /// The client connection's TLS, if any.
     tls: Option<&'a TlsFacts>,
+    /// The connection's first request (`http_first_req`).
+    first: bool,
 }
 
 async fn route(
@@ -636,6 +639,9 @@ async fn route(
         rt,
         fe,
         src: peer.ip(),
+        src_port: peer.inet().map(|a| a.port()),
+        dst: rq.dst,
+        first: rq.first,
         tls,
         conn,
         keep_local,
@@ -791,6 +797,11 @@ struct RuleRun<'r> {
     rt: &'r Runtime,
     fe: &'r FrontendRt,
     src: Option<IpAddr>,
+    src_port: Option<u16>,
+    /// The address a PROXY header names as the client's destination.
+    dst: Option<SocketAddr>,
+    /// The connection's first request.
+    first: bool,
     tls: Option<&'r TlsFacts>,
     conn: &'r mut BufConn,
     keep_local: bool,
@@ -911,6 +922,13 @@ impl RuleRun<'_> {
         let fe = self.fe;
         let head = view.head;
         let uid = self.rec.unique_id.clone();
+        // The address the client reached (`dst`): asked of the socket only
+        // where rules run.
+        let local = match rules.is_empty() {
+            true => None,
+            false => self.dst.or_else(|| self.conn.stream.local_addr().ok()),
+        };
+        let snap = (!rules.is_empty()).then(|| self.rt.snapshot());
         let cx = rules::FmtCtx {
             req: head,
             src: view.src,
@@ -918,6 +936,14 @@ impl RuleRun<'_> {
             backend: be.map(|b| b.name.as_str()),
             server: None,
             unique_id: uid.as_deref(),
+            res: None,
+            frontend_id: fe.iid,
+            backend_id: be.map(|b| b.iid),
+            src_port: self.src_port,
+            first_req: Some(self.first),
+            server_id: None,
+            local,
+            proxies: snap.as_deref(),
         };
         for (action, cond) in rules {
             if let Some(c) = cond

@@ -5,6 +5,7 @@
 use super::arg::{self, Arg, ArgError};
 use super::conv::{self, CheckError, ConvDef};
 use super::fetch::{self, Ctx, FetchDef};
+use super::stage::Stage;
 use super::value::Sample;
 use crate::haproxy26::{Kind, haproxy_has};
 
@@ -41,6 +42,10 @@ pub(crate) enum ExprError {
     /// HAProxy 2.6 has the keyword; sluice does not yet.
     #[error("{0} is not supported by sluice yet")]
     Unsupported(String),
+    /// The fetch cannot work where the expression is used: HAProxy's whole
+    /// message ("sample fetch <...> may not be reliably used here ...").
+    #[error("{0}")]
+    Misplaced(String),
 }
 
 /// Characters of fetch and converter names.
@@ -53,7 +58,34 @@ impl Expr {
     /// rest of a log-format string, of an ACL line): parsing stops at the
     /// first character that cannot continue the expression, and its offset
     /// is returned with the expression.
+    /// Where it is used is not checked: the ACL parser's until it passes
+    /// its place to [`Expr::parse_in`].
+    #[allow(dead_code)]
     pub(crate) fn parse(text: &str) -> Result<(Expr, usize), ExprError> {
+        Expr::parse_in(text, Stage::ANY)
+    }
+
+    /// [`Expr::parse`] for an expression evaluated at `stage`: a fetch that
+    /// needs what the stage does not have is refused as HAProxy refuses it
+    /// (after the whole expression parsed, as HAProxy checks).
+    pub(crate) fn parse_in(text: &str, stage: Stage) -> Result<(Expr, usize), ExprError> {
+        let (expr, used) = Expr::parse_any(text)?;
+        if !expr.fetch.uses.usable_in(stage) {
+            return Err(ExprError::Misplaced(format!(
+                "sample fetch <{text}> may not be reliably used here because it needs '{}' which is not available here",
+                expr.fetch.uses.names()
+            )));
+        }
+        Ok((expr, used))
+    }
+
+    /// The fetch of the expression (what the ACL parser checks).
+    #[allow(dead_code)]
+    pub(crate) fn fetch(&self) -> &'static FetchDef {
+        self.fetch
+    }
+
+    fn parse_any(text: &str) -> Result<(Expr, usize), ExprError> {
         let b = text.as_bytes();
         let mut i = b.iter().take_while(|&&c| is_name(c)).count();
         let name = &text[..i];

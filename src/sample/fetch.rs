@@ -7,8 +7,55 @@ use std::borrow::Cow;
 use std::net::{IpAddr, SocketAddr};
 
 use super::arg::{Arg, ArgSpec, ArgType};
-use super::value::{Sample, SmpType};
+use super::stage::{Src, Uses};
+use super::value::{Sample, SmpType, str_to_int};
 use crate::wire::h1::Head;
+
+/// A number the proxies' runtime state gives (`nbsrv`, `be_conn`...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Count {
+    /// The servers that take traffic now (`nbsrv`): the active ones, else
+    /// the backups (one without `option allbackups`).
+    UsableServers,
+    /// Connections of the backend (`be_conn`).
+    BackendConns,
+    /// Requests waiting in the backend's queue (`queue`).
+    BackendQueue,
+    /// 1 when the server is UP and not in maintenance (`srv_is_up`).
+    ServerUp,
+    ServerConns,
+    ServerQueue,
+    /// The server's weight now, as set at run time, and as configured
+    /// (`srv_weight`, `srv_uweight`, `srv_iweight`).
+    ServerWeight,
+    ServerUserWeight,
+    ServerInitialWeight,
+    /// Connections a server can still take (`srv_conn_free`; -1 without
+    /// `maxconn`), and all the servers of a backend (`be_conn_free`).
+    ServerConnsFree,
+    BackendConnsFree,
+    /// Connections of the frontend named (`fe_conn`).
+    FrontendConns,
+    /// Sessions (or requests) per second over the last second, of a
+    /// frontend, a backend or a server (`fe_sess_rate`, `fe_req_rate`,
+    /// `be_sess_rate`, `srv_sess_rate`).
+    FrontendSessRate,
+    FrontendReqRate,
+    BackendSessRate,
+    ServerSessRate,
+    /// The backend's queue shared by its usable servers, rounded up
+    /// (`avg_queue`).
+    AverageQueue,
+}
+
+/// The proxies' runtime state, read by the fetches that need it through
+/// a reference (the snapshot implements it, in a layer above): nothing is
+/// copied per request, a count is read when a fetch asks for it.
+pub(crate) trait Proxies: std::fmt::Debug + Sync {
+    /// `what` of backend `backend`, or of its server `server`; None when
+    /// there is no such backend or server.
+    fn count(&self, what: Count, backend: &str, server: Option<&str>) -> Option<i64>;
+}
 
 /// What a request or connection offers the fetches at the point an
 /// expression is evaluated. Fields a stage does not have yet are `None`.
@@ -34,6 +81,20 @@ pub(crate) struct Ctx<'a> {
     /// `capture.res.hdr`).
     pub(crate) cap_req: &'a [Option<Vec<u8>>],
     pub(crate) cap_resp: &'a [Option<Vec<u8>>],
+    /// The request's bytes buffered so far, in `tcp-request content`
+    /// rules (`req.len`, `req.payload`, `req.ssl_sni`): a view of the
+    /// buffer, never a copy.
+    pub(crate) payload: Option<&'a [u8]>,
+    /// The frontend's and the backend's ids (`fe_id`, `be_id`; the
+    /// backend's is the frontend's until one is chosen, as `be_name`).
+    pub(crate) frontend_id: u32,
+    pub(crate) backend_id: Option<u32>,
+    /// Whether the request is its connection's first (`http_first_req`).
+    pub(crate) first_req: Option<bool>,
+    /// The server's id in its backend (`srv_id`), once one is chosen.
+    pub(crate) server_id: Option<u32>,
+    /// The proxies' runtime state, where passed (`nbsrv`, `be_conn`...).
+    pub(crate) proxies: Option<&'a dyn Proxies>,
 }
 
 /// Turns a fetch's parsed arguments into their final form, or refuses them.
@@ -44,6 +105,8 @@ pub(crate) type FetchFn = for<'a> fn(&'a [Arg], &Ctx<'a>) -> Option<Sample<'a>>;
 /// One fetch keyword.
 pub(crate) struct FetchDef {
     pub(crate) name: &'static str,
+    /// Where its value comes from, hence where it can be used.
+    pub(crate) uses: Uses,
     pub(crate) args: ArgSpec,
     /// Turns the parsed arguments into their final form (or refuses them
     /// with the message HAProxy gives after "invalid args in fetch method").
@@ -62,9 +125,16 @@ pub(crate) fn find(name: &str) -> Option<&'static FetchDef> {
     FETCHES.iter().find(|f| f.name == name)
 }
 
-const fn def(name: &'static str, args: ArgSpec, out: SmpType, eval: FetchFn) -> FetchDef {
+const fn def(
+    name: &'static str,
+    uses: Uses,
+    args: ArgSpec,
+    out: SmpType,
+    eval: FetchFn,
+) -> FetchDef {
     FetchDef {
         name,
+        uses,
         args,
         check: None,
         out,
@@ -78,24 +148,47 @@ use SmpType as T;
 const STR: ArgSpec = ArgSpec::of(&[A::Str], 1);
 const OPT_STR: ArgSpec = ArgSpec::of(&[A::Str], 0);
 const HDR: ArgSpec = ArgSpec::of(&[A::Str, A::Sint], 0);
+const PAYLOAD: ArgSpec = ArgSpec::of(&[A::Sint, A::Sint], 2);
+const PAYLOAD_LV: ArgSpec = ArgSpec::of(&[A::Sint, A::Sint, A::Str], 2);
+const URL_PARAM: ArgSpec = ArgSpec::of(&[A::Str, A::Str], 0);
+
+// The sources of the fetches (see `stage`).
+const CONST: Uses = Uses::of(&[Src::Const]);
+const INTRN: Uses = Uses::of(&[Src::Intrn]);
+const FTEND: Uses = Uses::of(&[Src::Ftend]);
+const L4CLI: Uses = Uses::of(&[Src::L4cli]);
+const BKEND: Uses = Uses::of(&[Src::Bkend]);
+const SERVR: Uses = Uses::of(&[Src::Servr]);
+const L6REQ: Uses = Uses::of(&[Src::L6req]);
+const HRQHV: Uses = Uses::of(&[Src::Hrqhv]);
+const HRQHP: Uses = Uses::of(&[Src::Hrqhp]);
+const HRSHV: Uses = Uses::of(&[Src::Hrshv]);
+const HRSHP: Uses = Uses::of(&[Src::Hrshp]);
+/// `hdr` reads the request, or the response in a response rule.
+const HTTP_HV: Uses = Uses::of(&[Src::Hrqhv, Src::Hrshv]);
 
 /// Every fetch sluice knows, in HAProxy's documentation order.
 pub(crate) static FETCHES: &[FetchDef] = &[
     // 7.3.2 Internal states: constants.
     FetchDef {
         check: Some(hex_arg),
-        ..def("bin", STR, T::Bin, |a, _| {
+        ..def("bin", CONST, STR, T::Bin, |a, _| {
             Some(Sample::Bin(Cow::Borrowed(a[0].as_bytes())))
         })
     },
-    def("bool", ArgSpec::of(&[A::Sint], 1), T::Bool, |a, _| {
-        Some(Sample::Bool(a[0].as_int() != 0))
-    }),
-    def("int", ArgSpec::of(&[A::Sint], 1), T::Sint, |a, _| {
+    def(
+        "bool",
+        CONST,
+        ArgSpec::of(&[A::Sint], 1),
+        T::Bool,
+        |a, _| Some(Sample::Bool(a[0].as_int() != 0)),
+    ),
+    def("int", CONST, ArgSpec::of(&[A::Sint], 1), T::Sint, |a, _| {
         Some(Sample::Sint(a[0].as_int()))
     }),
     def(
         "ipv4",
+        CONST,
         ArgSpec::of(&[A::Ipv4], 1),
         T::Ipv4,
         |a, _| match a[0] {
@@ -105,6 +198,7 @@ pub(crate) static FETCHES: &[FetchDef] = &[
     ),
     def(
         "ipv6",
+        CONST,
         ArgSpec::of(&[A::Ipv6], 1),
         T::Ipv6,
         |a, _| match a[0] {
@@ -114,105 +208,414 @@ pub(crate) static FETCHES: &[FetchDef] = &[
     ),
     FetchDef {
         check: Some(method_arg),
-        ..def("meth", STR, T::Meth, |a, _| {
+        ..def("meth", CONST, STR, T::Meth, |a, _| {
             Some(Sample::Meth(Cow::Borrowed(a[0].as_str().as_bytes())))
         })
     },
-    def("str", STR, T::Str, |a, _| {
+    def("str", CONST, STR, T::Str, |a, _| {
         Some(Sample::str(a[0].as_str().as_bytes()))
     }),
-    def("be_name", ArgSpec::NONE, T::Str, |_, cx| {
+    def("be_name", BKEND, ArgSpec::NONE, T::Str, |_, cx| {
         Some(Sample::str(cx.backend.unwrap_or(cx.frontend).as_bytes()))
     }),
-    def("fe_name", ArgSpec::NONE, T::Str, |_, cx| {
+    def("fe_name", FTEND, ArgSpec::NONE, T::Str, |_, cx| {
         Some(Sample::str(cx.frontend.as_bytes()))
     }),
-    def("srv_name", ArgSpec::NONE, T::Str, |_, cx| {
+    def("be_id", BKEND, ArgSpec::NONE, T::Sint, |_, cx| {
+        Some(Sample::Sint(cx.backend_id.unwrap_or(cx.frontend_id) as i64))
+    }),
+    def("fe_id", FTEND, ArgSpec::NONE, T::Sint, |_, cx| {
+        Some(Sample::Sint(cx.frontend_id as i64))
+    }),
+    def("srv_id", SERVR, ArgSpec::NONE, T::Sint, |_, cx| {
+        cx.server_id.map(|n| Sample::Sint(n as i64))
+    }),
+    def("srv_name", SERVR, ArgSpec::NONE, T::Str, |_, cx| {
         cx.server.map(|s| Sample::str(s.as_bytes()))
     }),
+    // 7.3.2 Internal states: the process (keep this block apart, other
+    // blocks of 7.3.2 land above).
+    def("always_false", CONST, ArgSpec::NONE, T::Bool, |_, _| {
+        Some(Sample::Bool(false))
+    }),
+    def("always_true", CONST, ArgSpec::NONE, T::Bool, |_, _| {
+        Some(Sample::Bool(true))
+    }),
+    FetchDef {
+        check: Some(date_unit),
+        ..def(
+            "date",
+            CONST,
+            ArgSpec::of(&[A::Sint, A::Str], 0),
+            T::Sint,
+            |a, _| Some(Sample::Sint(date(a))),
+        )
+    },
+    def("env", CONST, STR, T::Str, |a, _| {
+        let v = std::env::var_os(a[0].as_str())?;
+        Some(Sample::Str(Cow::Owned(v.into_encoded_bytes())))
+    }),
+    def("hostname", CONST, ArgSpec::NONE, T::Str, |_, _| {
+        Some(Sample::str(hostname().as_bytes()))
+    }),
+    // sluice is one process: HAProxy's `proc` with one.
+    def("proc", CONST, ArgSpec::NONE, T::Sint, |_, _| {
+        Some(Sample::Sint(1))
+    }),
+    def(
+        "rand",
+        CONST,
+        ArgSpec::of(&[A::Sint], 0),
+        T::Sint,
+        |a, _| {
+            let range = a.first().map_or(1 << 32, Arg::as_int) as u64;
+            let r = super::random::next_u64() >> 32;
+            Some(Sample::Sint((r.wrapping_mul(range) >> 32) as i64))
+        },
+    ),
+    FetchDef {
+        check: Some(uuid_version),
+        ..def("uuid", CONST, ArgSpec::of(&[A::Sint], 0), T::Str, |_, _| {
+            Some(Sample::owned_str(super::random::uuid4()))
+        })
+    },
+    // 7.3.2 Internal states: the proxies' runtime state (a backend named
+    // by the argument, else the current one; a server as `<backend>/<server>`
+    // or `<server>` of the current backend).
+    def("avg_queue", INTRN, OPT_STR, T::Sint, |a, cx| {
+        backend_count(cx, a, Count::AverageQueue)
+    }),
+    def("be_conn", INTRN, OPT_STR, T::Sint, |a, cx| {
+        backend_count(cx, a, Count::BackendConns)
+    }),
+    def("be_conn_free", INTRN, OPT_STR, T::Sint, |a, cx| {
+        backend_count(cx, a, Count::BackendConnsFree)
+    }),
+    def("be_sess_rate", INTRN, OPT_STR, T::Sint, |a, cx| {
+        backend_count(cx, a, Count::BackendSessRate)
+    }),
+    def("fe_conn", INTRN, OPT_STR, T::Sint, |a, cx| {
+        frontend_count(cx, a, Count::FrontendConns)
+    }),
+    def("fe_req_rate", INTRN, OPT_STR, T::Sint, |a, cx| {
+        frontend_count(cx, a, Count::FrontendReqRate)
+    }),
+    def("fe_sess_rate", INTRN, OPT_STR, T::Sint, |a, cx| {
+        frontend_count(cx, a, Count::FrontendSessRate)
+    }),
+    def("nbsrv", INTRN, OPT_STR, T::Sint, |a, cx| {
+        backend_count(cx, a, Count::UsableServers)
+    }),
+    def("queue", INTRN, OPT_STR, T::Sint, |a, cx| {
+        backend_count(cx, a, Count::BackendQueue)
+    }),
+    // The process is in its soft stop (a reload's old process).
+    def("stopping", INTRN, ArgSpec::NONE, T::Bool, |_, _| {
+        Some(Sample::Bool(crate::sys::process::stopping()))
+    }),
+    def("srv_conn", INTRN, STR, T::Sint, |a, cx| {
+        server_count(cx, a, Count::ServerConns)
+    }),
+    def("srv_conn_free", INTRN, STR, T::Sint, |a, cx| {
+        server_count(cx, a, Count::ServerConnsFree)
+    }),
+    def("srv_is_up", INTRN, STR, T::Bool, |a, cx| {
+        server_count(cx, a, Count::ServerUp).map(|s| Sample::Bool(matches!(s, Sample::Sint(1))))
+    }),
+    def("srv_queue", INTRN, STR, T::Sint, |a, cx| {
+        server_count(cx, a, Count::ServerQueue)
+    }),
+    def("srv_sess_rate", INTRN, STR, T::Sint, |a, cx| {
+        server_count(cx, a, Count::ServerSessRate)
+    }),
+    def("srv_iweight", INTRN, STR, T::Sint, |a, cx| {
+        server_count(cx, a, Count::ServerInitialWeight)
+    }),
+    def("srv_uweight", INTRN, STR, T::Sint, |a, cx| {
+        server_count(cx, a, Count::ServerUserWeight)
+    }),
+    def("srv_weight", INTRN, STR, T::Sint, |a, cx| {
+        server_count(cx, a, Count::ServerWeight)
+    }),
     // 7.3.3 Layer 4.
-    def("dst", ArgSpec::NONE, T::Ipv4, |_, cx| {
+    def("dst", L4CLI, ArgSpec::NONE, T::Ipv4, |_, cx| {
         cx.local.map(|a| ip(a.ip()))
     }),
-    def("dst_port", ArgSpec::NONE, T::Sint, |_, cx| {
+    def("dst_port", L4CLI, ArgSpec::NONE, T::Sint, |_, cx| {
         cx.local.map(|a| Sample::Sint(a.port() as i64))
     }),
-    def("src", ArgSpec::NONE, T::Ipv4, |_, cx| cx.src.map(ip)),
-    def("src_port", ArgSpec::NONE, T::Sint, |_, cx| {
+    def("src", L4CLI, ArgSpec::NONE, T::Ipv4, |_, cx| cx.src.map(ip)),
+    def("src_port", L4CLI, ArgSpec::NONE, T::Sint, |_, cx| {
         cx.src_port.map(|p| Sample::Sint(p as i64))
     }),
+    // 7.3.5 Layer 6: the request's buffered bytes, as `tcp-request
+    // content` sees them (kept apart: the ACL engine reads these too).
+    def("req.len", L6REQ, ArgSpec::NONE, T::Sint, |_, cx| {
+        Some(Sample::Sint(cx.payload?.len() as i64))
+    }),
+    def("req.payload", L6REQ, PAYLOAD, T::Bin, |a, cx| {
+        payload(cx.payload?, a[0].as_int(), a[1].as_int()).map(bin)
+    }),
+    FetchDef {
+        check: Some(lv_offset),
+        ..def("req.payload_lv", L6REQ, PAYLOAD_LV, T::Bin, |a, cx| {
+            payload_lv(cx.payload?, a).map(bin)
+        })
+    },
+    def(
+        "req.ssl_hello_type",
+        L6REQ,
+        ArgSpec::NONE,
+        T::Sint,
+        |_, cx| {
+            crate::wire::client_hello::ssl_hello_type(cx.payload?).map(|t| Sample::Sint(t as i64))
+        },
+    ),
+    def("req.ssl_sni", L6REQ, ArgSpec::NONE, T::Str, |_, cx| {
+        crate::wire::client_hello::ssl_sni(cx.payload?).map(Sample::str)
+    }),
+    def("req_len", L6REQ, ArgSpec::NONE, T::Sint, |_, cx| {
+        Some(Sample::Sint(cx.payload?.len() as i64))
+    }),
+    def(
+        "req_ssl_hello_type",
+        L6REQ,
+        ArgSpec::NONE,
+        T::Sint,
+        |_, cx| {
+            crate::wire::client_hello::ssl_hello_type(cx.payload?).map(|t| Sample::Sint(t as i64))
+        },
+    ),
+    def("req_ssl_sni", L6REQ, ArgSpec::NONE, T::Str, |_, cx| {
+        crate::wire::client_hello::ssl_sni(cx.payload?).map(Sample::str)
+    }),
     // 7.3.6 HTTP.
-    def("base", ArgSpec::NONE, T::Str, |_, cx| {
+    def("base32", HRQHV, ArgSpec::NONE, T::Sint, |_, cx| {
+        Some(Sample::Sint(base32(cx.req?)? as i64))
+    }),
+    def("base32+src", HRQHV, ArgSpec::NONE, T::Bin, |_, cx| {
+        hash_and_src(base32(cx.req?)?, cx.src?)
+    }),
+    def("baseq", HRQHV, ArgSpec::NONE, T::Str, |_, cx| {
+        let req = cx.req?;
+        let mut out = first_value(req, "host")?.to_vec();
+        out.extend_from_slice(pathq_of(req.target()));
+        Some(Sample::Str(Cow::Owned(out)))
+    }),
+    def("base", HRQHV, ArgSpec::NONE, T::Str, |_, cx| {
         let req = cx.req?;
         let mut out = last_value(req, "host")?.to_vec();
         out.extend_from_slice(path_of(req.target()));
         Some(Sample::Str(Cow::Owned(out)))
     }),
-    def("hdr", HDR, T::Str, |a, cx| header(cx.req?, a, true)),
-    def("method", ArgSpec::NONE, T::Meth, |_, cx| {
+    // `hdr` reads the response in a response rule, else the request.
+    def("hdr", HTTP_HV, HDR, T::Str, |a, cx| {
+        header(cx.res.or(cx.req)?, a, true)
+    }),
+    def("hdr_cnt", HRQHV, OPT_STR, T::Sint, |a, cx| {
+        Some(Sample::Sint(count(cx.req?, a, true)))
+    }),
+    def("hdr_ip", HRQHV, HDR, T::Ipv4, |a, cx| header_ip(cx.req?, a)),
+    def("hdr_val", HRQHV, HDR, T::Sint, |a, cx| {
+        header_val(cx.req?, a)
+    }),
+    def("cook", HRQHV, OPT_STR, T::Str, |a, cx| {
+        req_cookie(cx.req?, a).map(Sample::str)
+    }),
+    def("cook_cnt", HRQHV, OPT_STR, T::Sint, |a, cx| {
+        Some(Sample::Sint(req_cookies(cx.req?, a).count() as i64))
+    }),
+    def("cook_val", HRQHV, OPT_STR, T::Sint, |a, cx| {
+        Some(Sample::Sint(str_to_int(req_cookie(cx.req?, a)?)))
+    }),
+    def("http_first_req", HRQHP, ArgSpec::NONE, T::Bool, |_, cx| {
+        cx.first_req.map(Sample::Bool)
+    }),
+    def("method", HRQHP, ArgSpec::NONE, T::Meth, |_, cx| {
         Some(Sample::Meth(Cow::Borrowed(cx.req?.method())))
     }),
-    def("path", ArgSpec::NONE, T::Str, |_, cx| {
+    def("path", HRQHV, ArgSpec::NONE, T::Str, |_, cx| {
         Some(Sample::str(path_of(cx.req?.target())))
     }),
-    def("query", ArgSpec::NONE, T::Str, |_, cx| {
+    def("pathq", HRQHV, ArgSpec::NONE, T::Str, |_, cx| {
+        Some(Sample::str(pathq_of(cx.req?.target())))
+    }),
+    def("query", HRQHV, ArgSpec::NONE, T::Str, |_, cx| {
         let t = cx.req?.target();
         let rest = &t[path_end(t)..];
         let q = rest.strip_prefix(b"?")?;
         Some(Sample::str(q.split(|&b| b == b'#').next().unwrap_or(q)))
     }),
-    def("req.fhdr", HDR, T::Str, |a, cx| header(cx.req?, a, false)),
-    def("req.hdr", HDR, T::Str, |a, cx| header(cx.req?, a, true)),
-    def("req.hdr_cnt", OPT_STR, T::Sint, |a, cx| {
+    def("req.cook", HRQHV, OPT_STR, T::Str, |a, cx| {
+        req_cookie(cx.req?, a).map(Sample::str)
+    }),
+    def("req.cook_cnt", HRQHV, OPT_STR, T::Sint, |a, cx| {
+        Some(Sample::Sint(req_cookies(cx.req?, a).count() as i64))
+    }),
+    def("req.cook_val", HRQHV, OPT_STR, T::Sint, |a, cx| {
+        Some(Sample::Sint(str_to_int(req_cookie(cx.req?, a)?)))
+    }),
+    def("req.fhdr", HRQHV, HDR, T::Str, |a, cx| {
+        header(cx.req?, a, false)
+    }),
+    def("req.hdr", HRQHV, HDR, T::Str, |a, cx| {
+        header(cx.req?, a, true)
+    }),
+    def("req.hdr_cnt", HRQHV, OPT_STR, T::Sint, |a, cx| {
         Some(Sample::Sint(count(cx.req?, a, true)))
     }),
-    def("req.fhdr_cnt", OPT_STR, T::Sint, |a, cx| {
+    def("req.fhdr_cnt", HRQHV, OPT_STR, T::Sint, |a, cx| {
         Some(Sample::Sint(count(cx.req?, a, false)))
     }),
-    def("req.ver", ArgSpec::NONE, T::Str, |_, cx| {
+    def("req.hdr_ip", HRQHV, HDR, T::Ipv4, |a, cx| {
+        header_ip(cx.req?, a)
+    }),
+    def("req.hdr_names", HRQHV, OPT_STR, T::Str, |a, cx| {
+        header_names(cx.req?, a)
+    }),
+    def("req.hdr_val", HRQHV, HDR, T::Sint, |a, cx| {
+        header_val(cx.req?, a)
+    }),
+    def("req.hdrs", HRQHV, ArgSpec::NONE, T::Str, |_, cx| {
+        Some(headers_text(cx.req?))
+    }),
+    def("req.hdrs_bin", HRQHV, ArgSpec::NONE, T::Bin, |_, cx| {
+        Some(headers_bin(cx.req?))
+    }),
+    // An HTTP proxy's request is HTTP (a `mode tcp` one has no `req`).
+    def("req.proto_http", HRQHP, ArgSpec::NONE, T::Bool, |_, cx| {
+        Some(Sample::Bool(cx.req.is_some()))
+    }),
+    def("req_proto_http", HRQHP, ArgSpec::NONE, T::Bool, |_, cx| {
+        Some(Sample::Bool(cx.req.is_some()))
+    }),
+    def("req.ver", HRQHV, ArgSpec::NONE, T::Str, |_, cx| {
         Some(Sample::str(version(cx.req?)))
     }),
-    def("req_ver", ArgSpec::NONE, T::Str, |_, cx| {
+    def("req_ver", HRQHV, ArgSpec::NONE, T::Str, |_, cx| {
         Some(Sample::str(version(cx.req?)))
     }),
-    def("res.hdr", HDR, T::Str, |a, cx| header(cx.res?, a, true)),
-    def("res.fhdr", HDR, T::Str, |a, cx| header(cx.res?, a, false)),
-    def("res.hdr_cnt", OPT_STR, T::Sint, |a, cx| {
+    def("res.cook", HRSHV, OPT_STR, T::Str, |a, cx| {
+        res_cookie(cx.res?, a).map(Sample::str)
+    }),
+    def("res.cook_cnt", HRSHV, OPT_STR, T::Sint, |a, cx| {
+        Some(Sample::Sint(res_cookies(cx.res?, a).count() as i64))
+    }),
+    def("res.cook_val", HRSHV, OPT_STR, T::Sint, |a, cx| {
+        Some(Sample::Sint(str_to_int(res_cookie(cx.res?, a)?)))
+    }),
+    def("res.hdr", HRSHV, HDR, T::Str, |a, cx| {
+        header(cx.res?, a, true)
+    }),
+    def("res.fhdr", HRSHV, HDR, T::Str, |a, cx| {
+        header(cx.res?, a, false)
+    }),
+    def("res.fhdr_cnt", HRSHV, OPT_STR, T::Sint, |a, cx| {
+        Some(Sample::Sint(count(cx.res?, a, false)))
+    }),
+    def("res.hdr_cnt", HRSHV, OPT_STR, T::Sint, |a, cx| {
         Some(Sample::Sint(count(cx.res?, a, true)))
     }),
-    def("status", ArgSpec::NONE, T::Sint, |_, cx| {
+    def("res.hdr_ip", HRSHV, HDR, T::Ipv4, |a, cx| {
+        header_ip(cx.res?, a)
+    }),
+    def("res.hdr_names", HRSHV, OPT_STR, T::Str, |a, cx| {
+        header_names(cx.res?, a)
+    }),
+    def("res.hdr_val", HRSHV, HDR, T::Sint, |a, cx| {
+        header_val(cx.res?, a)
+    }),
+    def("res.hdrs", HRSHV, ArgSpec::NONE, T::Str, |_, cx| {
+        Some(headers_text(cx.res?))
+    }),
+    def("res.hdrs_bin", HRSHV, ArgSpec::NONE, T::Bin, |_, cx| {
+        Some(headers_bin(cx.res?))
+    }),
+    def("res.ver", HRSHV, ArgSpec::NONE, T::Str, |_, cx| {
+        Some(Sample::str(version(cx.res?)))
+    }),
+    def("resp_ver", HRSHV, ArgSpec::NONE, T::Str, |_, cx| {
+        Some(Sample::str(version(cx.res?)))
+    }),
+    def("scook", HRSHV, OPT_STR, T::Str, |a, cx| {
+        res_cookie(cx.res?, a).map(Sample::str)
+    }),
+    def("scook_cnt", HRSHV, OPT_STR, T::Sint, |a, cx| {
+        Some(Sample::Sint(res_cookies(cx.res?, a).count() as i64))
+    }),
+    def("scook_val", HRSHV, OPT_STR, T::Sint, |a, cx| {
+        Some(Sample::Sint(str_to_int(res_cookie(cx.res?, a)?)))
+    }),
+    def("shdr", HRSHV, HDR, T::Str, |a, cx| header(cx.res?, a, true)),
+    def("shdr_cnt", HRSHV, OPT_STR, T::Sint, |a, cx| {
+        Some(Sample::Sint(count(cx.res?, a, true)))
+    }),
+    def("shdr_ip", HRSHV, HDR, T::Ipv4, |a, cx| {
+        header_ip(cx.res?, a)
+    }),
+    def("shdr_val", HRSHV, HDR, T::Sint, |a, cx| {
+        header_val(cx.res?, a)
+    }),
+    def("status", HRSHP, ArgSpec::NONE, T::Sint, |_, cx| {
         cx.status.map(|s| Sample::Sint(s as i64))
     }),
-    def("url", ArgSpec::NONE, T::Str, |_, cx| {
+    def("url", HRQHV, ArgSpec::NONE, T::Str, |_, cx| {
         Some(Sample::str(cx.req?.target()))
     }),
+    def("url32", HRQHV, ArgSpec::NONE, T::Sint, |_, cx| {
+        Some(Sample::Sint(url32(cx.req?)? as i64))
+    }),
+    def("url32+src", HRQHV, ArgSpec::NONE, T::Bin, |_, cx| {
+        hash_and_src(url32(cx.req?)?, cx.src?)
+    }),
+    def("url_ip", HRQHV, ArgSpec::NONE, T::Ipv4, |_, cx| {
+        url_addr(cx.req?.target()).map(|(a, _)| Sample::Ipv4(a))
+    }),
+    def("url_param", HRQHV, URL_PARAM, T::Str, |a, cx| {
+        url_param(cx.req?.target(), a).map(Sample::str)
+    }),
+    def("url_port", HRQHV, ArgSpec::NONE, T::Sint, |_, cx| {
+        url_addr(cx.req?.target()).map(|(_, p)| Sample::Sint(p as i64))
+    }),
+    def("urlp", HRQHV, URL_PARAM, T::Str, |a, cx| {
+        url_param(cx.req?.target(), a).map(Sample::str)
+    }),
+    def("urlp_val", HRQHV, URL_PARAM, T::Sint, |a, cx| {
+        Some(Sample::Sint(str_to_int(url_param(cx.req?.target(), a)?)))
+    }),
     // ---- What goes around the engine: request ids and captures. ----
-    def("unique-id", ArgSpec::NONE, T::Str, |_, cx| {
+    def("unique-id", INTRN, ArgSpec::NONE, T::Str, |_, cx| {
         cx.unique_id.map(|s| Sample::str(s.as_bytes()))
     }),
     // `capture.req.hdr(<n>)`, `capture.res.hdr(<n>)`: capture slot `n`
     // (from 0, in declaration order) as captured, not escaped.
     def(
         "capture.req.hdr",
+        HRQHP,
         ArgSpec::of(&[A::Sint], 1),
         T::Str,
         |a, cx| slot(cx.cap_req, a),
     ),
     def(
         "capture.res.hdr",
+        HRSHP,
         ArgSpec::of(&[A::Sint], 1),
         T::Str,
         |a, cx| slot(cx.cap_resp, a),
     ),
     // The request line's parts; unlike `method`, `url` and `req.ver` they
     // stay for the log line, as in HAProxy.
-    def("capture.req.method", ArgSpec::NONE, T::Str, |_, cx| {
-        Some(Sample::str(cx.req?.method()))
-    }),
-    def("capture.req.uri", ArgSpec::NONE, T::Str, |_, cx| {
+    def(
+        "capture.req.method",
+        HRQHP,
+        ArgSpec::NONE,
+        T::Str,
+        |_, cx| Some(Sample::str(cx.req?.method())),
+    ),
+    def("capture.req.uri", HRQHP, ArgSpec::NONE, T::Str, |_, cx| {
         Some(Sample::str(cx.req?.target()))
     }),
-    def("capture.req.ver", ArgSpec::NONE, T::Str, |_, cx| {
+    def("capture.req.ver", HRQHP, ArgSpec::NONE, T::Str, |_, cx| {
         let v: &[u8] = if cx.req?.minor == 0 {
             b"HTTP/1.0"
         } else {
@@ -335,4 +738,317 @@ fn method_arg(args: &mut [Arg]) -> Result<(), String> {
         return Err("expects valid method.".to_string());
     }
     Ok(())
+}
+
+/// The host name, read once (as HAProxy reads it at start).
+fn hostname() -> &'static str {
+    static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HOST.get_or_init(crate::sys::process::hostname)
+}
+
+/// `date([<offset>],[<unit>])`: now plus the offset, in seconds or in the
+/// unit named (the offset is in that unit too).
+fn date(a: &[Arg]) -> i64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let off = a.first().map_or(0, Arg::as_int);
+    let t = match a.get(1).map(Arg::as_str) {
+        Some("ms") => now.as_millis() as i64,
+        Some("us") => now.as_micros() as i64,
+        _ => now.as_secs() as i64,
+    };
+    t.saturating_add(off)
+}
+
+fn date_unit(args: &mut [Arg]) -> Result<(), String> {
+    match args.get(1).map(Arg::as_str) {
+        None | Some("s" | "ms" | "us") => Ok(()),
+        Some(u) => Err(format!("expects 's', 'ms' or 'us', got '{u}'")),
+    }
+}
+
+fn uuid_version(args: &mut [Arg]) -> Result<(), String> {
+    match args.first() {
+        None => Ok(()),
+        Some(Arg::Sint(4)) => Ok(()),
+        Some(v) => Err(format!("Unsupported UUID version: '{}'", v.as_int())),
+    }
+}
+
+/// The first value of header `name` (comma-separated values apart).
+fn first_value<'a>(head: &'a Head, name: &'a str) -> Option<&'a [u8]> {
+    head.values(name)
+        .flat_map(|v| v.split(|&b| b == b','))
+        .next()
+        .map(crate::wire::h1::trim)
+}
+
+/// `base32`: HAProxy's SDBM of the host and the path, with its avalanche
+/// (`base,sdbm(1)`).
+fn base32(req: &Head) -> Option<u32> {
+    let mut key = first_value(req, "host")?.to_vec();
+    key.extend_from_slice(path_of(req.target()));
+    Some(super::hash::full_hash(super::hash::sdbm(&key)))
+}
+
+/// From the path on: the path and its query (no fragment).
+fn pathq_of(target: &[u8]) -> &[u8] {
+    let rest = &target[path_start(target)..];
+    &rest[..memchr::memchr(b'#', rest).unwrap_or(rest.len())]
+}
+
+/// The cookies of a `Cookie` header line: `name=value` pairs separated by
+/// semicolons, spaces around names and values ignored.
+fn cookie_pairs(line: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
+    line.split(|&b| b == b';').filter_map(|c| {
+        let c = crate::wire::h1::trim(c);
+        let eq = memchr::memchr(b'=', c)?;
+        Some((
+            crate::wire::h1::trim(&c[..eq]),
+            crate::wire::h1::trim(&c[eq + 1..]),
+        ))
+    })
+}
+
+/// The request cookies named `a[0]` (all without a name).
+fn req_cookies<'a>(req: &'a Head, a: &'a [Arg]) -> impl Iterator<Item = &'a [u8]> + 'a {
+    let name = a.first().map_or("", Arg::as_str).as_bytes();
+    req.values("cookie")
+        .flat_map(cookie_pairs)
+        .filter(move |(n, _)| name.is_empty() || *n == name)
+        .map(|(_, v)| v)
+}
+
+/// The last cookie named `a[0]`, or the first cookie without a name.
+fn req_cookie<'a>(req: &'a Head, a: &'a [Arg]) -> Option<&'a [u8]> {
+    if a.first().is_none_or(|n| n.as_str().is_empty()) {
+        return req_cookies(req, a).next();
+    }
+    req_cookies(req, a).last()
+}
+
+/// The cookies the response sets: every `name=value` of the `Set-Cookie`
+/// lines, their attributes with a value too (`Path=/`), as HAProxy counts
+/// them.
+fn res_cookies<'a>(res: &'a Head, a: &'a [Arg]) -> impl Iterator<Item = &'a [u8]> + 'a {
+    let name = a.first().map_or("", Arg::as_str).as_bytes();
+    res.values("set-cookie")
+        .flat_map(cookie_pairs)
+        .filter(move |(n, _)| name.is_empty() || *n == name)
+        .map(|(_, v)| v)
+}
+
+fn res_cookie<'a>(res: &'a Head, a: &'a [Arg]) -> Option<&'a [u8]> {
+    if a.first().is_none_or(|n| n.as_str().is_empty()) {
+        return res_cookies(res, a).next();
+    }
+    res_cookies(res, a).last()
+}
+
+/// `url_param([<name>[,<delim>]])`: the value of the first parameter
+/// `name` (any without one) of the query, which starts after `?` or the
+/// delimiter; parameters end at `&`, `;` or the delimiter.
+fn url_param<'a>(target: &'a [u8], a: &[Arg]) -> Option<&'a [u8]> {
+    let name = a.first().map_or("", Arg::as_str).as_bytes();
+    let delim = a.get(1).and_then(|d| d.as_str().bytes().next());
+    let is_delim = |b: u8| b == b'&' || b == b';' || Some(b) == delim;
+    let start = target.iter().position(|&b| b == b'?' || Some(b) == delim)?;
+    let query = &target[start + 1..];
+    let query = &query[..memchr::memchr(b'#', query).unwrap_or(query.len())];
+    query.split(|&b| is_delim(b)).find_map(|p| {
+        let eq = memchr::memchr(b'=', p)?;
+        (name.is_empty() || &p[..eq] == name).then(|| &p[eq + 1..])
+    })
+}
+
+/// The IPv4 address and port of an absolute `http://` URL naming its host
+/// by address (port 80 when it has none).
+fn url_addr(target: &[u8]) -> Option<(std::net::Ipv4Addr, u16)> {
+    let rest = target
+        .get(..7)
+        .filter(|p| p.eq_ignore_ascii_case(b"http://"))
+        .map(|_| &target[7..])?;
+    let end = rest
+        .iter()
+        .position(|&b| b == b'/' || b == b'?')
+        .unwrap_or(rest.len());
+    let auth = std::str::from_utf8(&rest[..end]).ok()?;
+    let (host, port) = match auth.split_once(':') {
+        Some((h, p)) => (h, p.parse().ok()?),
+        None => (auth, 80),
+    };
+    Some((host.parse().ok()?, port))
+}
+
+/// SPOE's variable-length integer, as `req.hdrs_bin` writes lengths.
+fn varint(out: &mut Vec<u8>, mut n: u64) {
+    if n < 240 {
+        out.push(n as u8);
+        return;
+    }
+    out.push(n as u8 | 240);
+    n = (n - 240) >> 4;
+    while n >= 128 {
+        out.push(n as u8 | 128);
+        n = (n - 128) >> 7;
+    }
+    out.push(n as u8);
+}
+
+fn bin(b: &[u8]) -> Sample<'_> {
+    Sample::Bin(Cow::Borrowed(b))
+}
+
+/// `req.payload(<offset>,<length>)`: that slice of the buffer, once it
+/// holds it whole (a length of 0: to the end of what is there).
+fn payload(buf: &[u8], off: i64, len: i64) -> Option<&[u8]> {
+    let off = usize::try_from(off).ok()?;
+    if len == 0 {
+        return buf.get(off..);
+    }
+    let end = off.checked_add(usize::try_from(len).ok()?)?;
+    buf.get(off..end)
+}
+
+/// `req.payload_lv(<offset1>,<length>[,<offset2>])`: a block whose length
+/// is the big-endian number of `length` bytes at `offset1`; it starts
+/// right after that number, or at `offset2` (relative to the number's end
+/// when signed).
+fn payload_lv<'a>(buf: &'a [u8], a: &[Arg]) -> Option<&'a [u8]> {
+    let (off, width) = (
+        usize::try_from(a[0].as_int()).ok()?,
+        usize::try_from(a[1].as_int()).ok()?,
+    );
+    let field = buf.get(off..off.checked_add(width)?)?;
+    let len = field
+        .iter()
+        .try_fold(0usize, |n, &b| n.checked_mul(256).map(|n| n + b as usize))?;
+    let after = off + width;
+    let start = match a.get(2).map(Arg::as_str) {
+        None | Some("") => after,
+        Some(o) if o.starts_with(['+', '-']) => {
+            after.checked_add_signed(isize::try_from(str_to_int(o.as_bytes())).ok()?)?
+        }
+        Some(o) => usize::try_from(str_to_int(o.as_bytes())).ok()?,
+    };
+    buf.get(start..start.checked_add(len)?)
+}
+
+/// The third argument of `req.payload_lv` is a number, signed or not.
+fn lv_offset(args: &mut [Arg]) -> Result<(), String> {
+    if let Some(o) = args.get(2) {
+        let t = o.as_str();
+        let digits = t.strip_prefix(['+', '-']).unwrap_or(t);
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Err("payload offset2 is not a number".to_string());
+        }
+    }
+    Ok(())
+}
+
+/// A header's value as an address (`hdr_ip`): IPv4 or IPv6, the whole
+/// value.
+fn header_ip<'a>(head: &'a Head, a: &'a [Arg]) -> Option<Sample<'a>> {
+    let v = header(head, a, true)?;
+    let text = std::str::from_utf8(v.bytes()?).ok()?;
+    match text.parse::<IpAddr>().ok()? {
+        IpAddr::V4(v4) => Some(Sample::Ipv4(v4)),
+        IpAddr::V6(v6) => Some(Sample::Ipv6(v6)),
+    }
+}
+
+/// A header's value as an integer (`hdr_val`).
+fn header_val<'a>(head: &'a Head, a: &'a [Arg]) -> Option<Sample<'a>> {
+    Some(Sample::Sint(str_to_int(header(head, a, true)?.bytes()?)))
+}
+
+/// The names of the headers, in order, joined by `a[0]` (a comma by
+/// default).
+fn header_names<'a>(head: &'a Head, a: &'a [Arg]) -> Option<Sample<'a>> {
+    let delim = a.first().map_or(",", Arg::as_str);
+    let delim = if delim.is_empty() { "," } else { delim };
+    let mut out = Vec::new();
+    for (i, (n, _)) in head.headers().enumerate() {
+        if i > 0 {
+            out.extend_from_slice(delim.as_bytes());
+        }
+        out.extend(n.iter().map(u8::to_ascii_lowercase));
+    }
+    Some(Sample::Str(Cow::Owned(out)))
+}
+
+/// The header block as text, names in lower case as HAProxy holds them,
+/// with its closing empty line.
+fn headers_text(head: &Head) -> Sample<'static> {
+    let mut out = Vec::new();
+    for (n, v) in head.headers() {
+        out.extend(n.iter().map(u8::to_ascii_lowercase));
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(v);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    Sample::Str(Cow::Owned(out))
+}
+
+/// The header block as SPOE's length-prefixed strings, ended by two empty
+/// ones.
+fn headers_bin(head: &Head) -> Sample<'static> {
+    let mut out = Vec::new();
+    for (n, v) in head.headers() {
+        varint(&mut out, n.len() as u64);
+        out.extend(n.iter().map(u8::to_ascii_lowercase));
+        varint(&mut out, v.len() as u64);
+        out.extend_from_slice(v);
+    }
+    out.extend_from_slice(&[0, 0]);
+    Sample::Bin(Cow::Owned(out))
+}
+
+/// `url32`: as `base32`, of the host and the URL from its path on, query
+/// included (an absolute URL's scheme and authority left out).
+fn url32(req: &Head) -> Option<u32> {
+    let mut key = first_value(req, "host")?.to_vec();
+    key.extend_from_slice(pathq_of(req.target()));
+    Some(super::hash::full_hash(super::hash::sdbm(&key)))
+}
+
+/// A hash then the client's address, as `base32+src` and `url32+src`.
+fn hash_and_src(hash: u32, src: IpAddr) -> Option<Sample<'static>> {
+    let mut out = hash.to_be_bytes().to_vec();
+    match ip(src) {
+        Sample::Ipv4(a) => out.extend_from_slice(&a.octets()),
+        Sample::Ipv6(a) => out.extend_from_slice(&a.octets()),
+        _ => return None,
+    }
+    Some(Sample::Bin(Cow::Owned(out)))
+}
+
+/// A count of the backend named by `a[0]`, else of the current one.
+fn backend_count<'a>(cx: &Ctx<'a>, a: &[Arg], what: Count) -> Option<Sample<'a>> {
+    let be = match a.first().map(Arg::as_str) {
+        Some(name) if !name.is_empty() => name,
+        _ => cx.backend?,
+    };
+    cx.proxies?.count(what, be, None).map(Sample::Sint)
+}
+
+/// A count of the server `a[0]`: `<backend>/<server>`, or `<server>` of
+/// the current backend.
+fn server_count<'a>(cx: &Ctx<'a>, a: &[Arg], what: Count) -> Option<Sample<'a>> {
+    let (be, srv) = match a[0].as_str().split_once('/') {
+        Some((be, srv)) => (be, srv),
+        None => (cx.backend?, a[0].as_str()),
+    };
+    cx.proxies?.count(what, be, Some(srv)).map(Sample::Sint)
+}
+
+/// A count of the frontend named by `a[0]`, else of the current one.
+fn frontend_count<'a>(cx: &Ctx<'a>, a: &[Arg], what: Count) -> Option<Sample<'a>> {
+    let fe = match a.first().map(Arg::as_str) {
+        Some(name) if !name.is_empty() => name,
+        _ => cx.frontend,
+    };
+    cx.proxies?.count(what, fe, None).map(Sample::Sint)
 }

@@ -13,10 +13,15 @@ pub(crate) mod conv;
 pub(crate) mod expr;
 pub(crate) mod fetch;
 pub(crate) mod hash;
+pub(crate) mod random;
+pub(crate) mod stage;
 pub(crate) mod value;
 
 pub(crate) use expr::{Expr, ExprError};
-pub(crate) use fetch::Ctx;
+pub(crate) use fetch::{Count, Ctx, Proxies};
+pub(crate) use stage::Stage;
 
+#[cfg(test)]
+mod docs;
 #[cfg(test)]
 mod tests;

@@ -193,25 +193,38 @@ fn expressions_give_haproxys_bytes() {
     assert_eq!(refused, NOT_YET);
 }
 
-/// docs/configuration.md names every fetch and converter of the registry,
-/// and no other, in its "Sample expressions" section.
+/// docs/configuration.md's table of every HAProxy 2.6 fetch and converter
+/// is the one the registry makes (`SLUICE_WRITE_DOCS=1` rewrites it), and
+/// the registry holds no keyword HAProxy 2.6 lacks.
 #[test]
-fn the_docs_list_the_registry() {
-    let doc = include_str!("../../docs/configuration.md");
-    let start = doc.find("## Sample expressions").expect("section");
-    let section = &doc[start..];
-    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
-    let list = |head: &str| -> Vec<String> {
-        let at = section.find(head).expect(head) + head.len();
-        let text = &section[at..section[at..].find(". ").map_or(section.len(), |e| at + e)];
-        text.split(", ")
-            .map(|w| w.trim().trim_matches('`').to_string())
-            .collect()
-    };
-    let mut fetches: Vec<&str> = super::fetch::FETCHES.iter().map(|f| f.name).collect();
-    let mut convs: Vec<&str> = super::conv::CONVERTERS.iter().map(|c| c.name).collect();
-    fetches.sort_unstable();
-    convs.sort_unstable();
-    assert_eq!(list("Fetches: "), fetches);
-    assert_eq!(list("Converters: "), convs);
+fn the_docs_table_is_the_registry() {
+    use crate::haproxy26::{Kind, haproxy_has};
+    let stray: Vec<&str> = super::fetch::FETCHES
+        .iter()
+        .map(|f| f.name)
+        .filter(|n| !haproxy_has(Kind::Fetch, n))
+        .chain(
+            super::conv::CONVERTERS
+                .iter()
+                .map(|c| c.name)
+                .filter(|n| !haproxy_has(Kind::Converter, n)),
+        )
+        .collect();
+    assert!(stray.is_empty(), "not HAProxy 2.6 keywords: {stray:?}");
+    const BEGIN: &str = "<!-- sample-table: generated from src/sample, do not edit -->\n";
+    const END: &str = "<!-- sample-table end -->";
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/configuration.md");
+    let doc = std::fs::read_to_string(path).expect("docs/configuration.md");
+    let start = doc.find(BEGIN).expect("the table's start marker") + BEGIN.len();
+    let end = start + doc[start..].find(END).expect("the table's end marker");
+    let want = super::docs::table();
+    if doc[start..end] != want && std::env::var_os("SLUICE_WRITE_DOCS").is_some() {
+        let new = format!("{}{want}{}", &doc[..start], &doc[end..]);
+        std::fs::write(path, new).expect("write docs/configuration.md");
+        return;
+    }
+    assert!(
+        doc[start..end] == want,
+        "docs/configuration.md's sample table is not the registry's: run the test with SLUICE_WRITE_DOCS=1 and commit the page"
+    );
 }

@@ -587,7 +587,13 @@ impl Compiler<'_> {
             unique_id: p
                 .unique_id_format
                 .as_deref()
-                .and_then(|f| crate::config::log_format::LogFormat::compile_other(f).ok())
+                .and_then(|f| {
+                    crate::config::log_format::LogFormat::compile_other(
+                        f,
+                        crate::sample::Stage::ANY,
+                    )
+                    .ok()
+                })
                 .map(|format| UniqueId {
                     format,
                     header: p.unique_id_header.clone(),

@@ -410,7 +410,10 @@ impl State<'_> {
                         let m = format!("unexpected '{}'", &text[used..]);
                         return self.hash_expr_error(loc, text, &m);
                     }
-                    Err(crate::sample::ExprError::Invalid(m)) => {
+                    Err(
+                        crate::sample::ExprError::Invalid(m)
+                        | crate::sample::ExprError::Misplaced(m),
+                    ) => {
                         return self.hash_expr_error(loc, text, &m);
                     }
                     Err(e @ crate::sample::ExprError::Unsupported(_)) => {

@@ -240,7 +240,9 @@ impl State<'_> {
             );
         }
         // HAProxy compiles the format when it checks the configuration.
-        if let Err(e) = crate::config::log_format::LogFormat::compile_other(arg) {
+        if let Err(e) =
+            crate::config::log_format::LogFormat::compile_other(arg, self.http_stage(false))
+        {
             self.diags.push(Diagnostic::new(
                 Level::Alert,
                 Some(loc.clone()),

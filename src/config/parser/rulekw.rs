@@ -3,6 +3,7 @@
 //! `return`/`deny`, and the argument parsers of their actions.
 
 use super::*;
+use crate::sample::Stage;
 
 impl State<'_> {
     /// Splits the `if|unless <cond>` off a rule line: where it starts (the
@@ -33,6 +34,34 @@ impl State<'_> {
                 None
             }
         }
+    }
+
+    /// Where the current section's `http-request` (or, `response`,
+    /// `http-response`) rules run: at the frontend's place, the backend's,
+    /// or both for a `listen` or `defaults` section, as HAProxy checks
+    /// their sample fetches.
+    pub(super) fn http_stage(&self, response: bool) -> Stage {
+        let (fe, be) = self
+            .proxy_kind()
+            .map_or((true, true), |k| (k.has_frontend(), k.has_backend()));
+        if response {
+            Stage::http_response(fe, be)
+        } else {
+            Stage::http_request(fe, be)
+        }
+    }
+
+    /// HAProxy's "error detected in <type> '<name>' while parsing '<rule>'
+    /// rule : <msg>." of a rule's action.
+    fn rule_error(&self, rule: &str, action: &str, msg: String) -> String {
+        let (t, pname) = match self.section {
+            Section::Proxy(i) => self
+                .proxies
+                .get(i)
+                .map_or(("proxy", ""), |p| (type_str(p.kind), p.name.as_str())),
+            _ => ("defaults", ""),
+        };
+        format!("error detected in {t} '{pname}' while parsing '{rule} {action}' rule : {msg}.")
     }
 
     pub(super) fn kw_acl(&mut self, loc: &Loc, words: &[String]) {
@@ -113,7 +142,7 @@ impl State<'_> {
         // is checked: one with anything but plain text in it (a `%`) is
         // resolved per request.
         let dynamic = if name.contains('%') {
-            match parse_logfmt(name) {
+            match parse_logfmt(name, Stage::http_request(true, false)) {
                 Ok(f) => Some(f),
                 Err(e) => {
                     self.diags.push(Diagnostic::new(
@@ -182,18 +211,6 @@ impl State<'_> {
                 format!("'http-request' expects 'return', 'deny' or another HAProxy action, but got '{action}'{sugg}"),
             );
         };
-        let wrap = |this: &Self, msg: String| {
-            let (t, pname) = match this.section {
-                Section::Proxy(i) => this
-                    .proxies
-                    .get(i)
-                    .map_or(("proxy", ""), |p| (type_str(p.kind), p.name.as_str())),
-                _ => ("defaults", ""),
-            };
-            format!(
-                "error detected in {t} '{pname}' while parsing 'http-request {action}' rule : {msg}."
-            )
-        };
         let Some((cond_at, cond)) = self.rule_condition(loc, words, "http-request", action) else {
             return;
         };
@@ -205,7 +222,7 @@ impl State<'_> {
                 .http_request
                 .push(HttpRequestRule { action: a, cond }),
             Err(e) => {
-                let m = wrap(self, e);
+                let m = self.rule_error("http-request", action, e);
                 self.alert(loc, m)
             }
         }
@@ -222,7 +239,7 @@ impl State<'_> {
             return;
         };
         self.warn_misplaced(loc, "redirect", legacykw::ReqStage::Redirect);
-        match redirect_args(&words[1..cond_at], false) {
+        match redirect_args(&words[1..cond_at], None) {
             Ok(action) => self.px().redirects.push(HttpRequestRule { action, cond }),
             Err(e) => self.alert(
                 loc,
@@ -409,17 +426,7 @@ impl State<'_> {
                 .http_response
                 .push(HttpResponseRule { action: a, cond }),
             Err(e) => {
-                // HAProxy 2.6's words, as for `http-request`.
-                let (t, pname) = match self.section {
-                    Section::Proxy(i) => self
-                        .proxies
-                        .get(i)
-                        .map_or(("proxy", ""), |p| (type_str(p.kind), p.name.as_str())),
-                    _ => ("defaults", ""),
-                };
-                let m = format!(
-                    "error detected in {t} '{pname}' while parsing 'http-response {action}' rule : {e}."
-                );
+                let m = self.rule_error("http-response", action, e);
                 self.alert(loc, m)
             }
         }
@@ -523,6 +530,7 @@ impl State<'_> {
         loc: &Loc,
         args: &[String],
         default_status: u16,
+        stage: Stage,
     ) -> Result<HttpReply, String> {
         let mut status = default_status;
         let mut rest = args;
@@ -545,7 +553,7 @@ impl State<'_> {
             }
             return Ok(HttpReply::error_page(status));
         }
-        self.reply_args(loc, rest, status)
+        self.reply_args(loc, rest, status, stage)
     }
 
     /// HAProxy's http reply arguments (`http_parse_http_reply`): `status`,
@@ -557,6 +565,7 @@ impl State<'_> {
         loc: &Loc,
         args: &[String],
         default_status: u16,
+        stage: Stage,
     ) -> Result<HttpReply, String> {
         enum Payload {
             Empty,
@@ -665,7 +674,7 @@ impl State<'_> {
                     } else if !name.bytes().all(is_token_byte) {
                         return Err(format!("'hdr' expects a header name (got '{name}')"));
                     } else {
-                        headers.push((name.to_ascii_lowercase(), parse_logfmt(value)?));
+                        headers.push((name.to_ascii_lowercase(), parse_logfmt(value, stage)?));
                     }
                     i += 3;
                     continue;
@@ -740,7 +749,7 @@ impl State<'_> {
                 if content_type.is_none() {
                     return Err("a content type must be defined with a log-format payload".into());
                 }
-                ReplyBody::Format(parse_logfmt(&text)?)
+                ReplyBody::Format(parse_logfmt(&text, stage)?)
             }
         };
         Ok(HttpReply {
@@ -774,8 +783,8 @@ pub(super) fn is_token_byte(b: u8) -> bool {
 }
 
 /// A log-format string: literal text, `%[<sample expression>]`, `%ci`,
-/// `%f`, `%b`, `%s`, `%%`.
-pub(crate) fn parse_logfmt(text: &str) -> Result<LogFmt, String> {
+/// `%f`, `%b`, `%s`, `%%`, evaluated at `stage`.
+pub(crate) fn parse_logfmt(text: &str, stage: Stage) -> Result<LogFmt, String> {
     let mut parts = Vec::new();
     let mut lit = String::new();
     let mut rest = text;
@@ -801,7 +810,7 @@ pub(crate) fn parse_logfmt(text: &str) -> Result<LogFmt, String> {
             rest = r;
             part
         } else if let Some(r) = rest.strip_prefix('[') {
-            let (expr, used) = crate::config::log_format::parse_sample(r)?;
+            let (expr, used) = crate::config::log_format::parse_sample(r, stage)?;
             rest = &r[used..];
             FmtPart::Sample(expr)
         } else {
@@ -823,9 +832,9 @@ pub(crate) fn parse_logfmt(text: &str) -> Result<LogFmt, String> {
 
 /// Arguments of the header, path and redirect actions.
 /// `<name> <fmt>` of `set-header` and `add-header`.
-fn header_args(args: &[String]) -> Result<(String, LogFmt), String> {
+fn header_args(args: &[String], stage: Stage) -> Result<(String, LogFmt), String> {
     exact_args(args, 2)?;
-    Ok((header_name(args, 0)?, parse_logfmt(&args[1])?))
+    Ok((header_name(args, 0)?, parse_logfmt(&args[1], stage)?))
 }
 
 /// `<name>` of `del-header`.
@@ -835,21 +844,21 @@ fn del_header_args(args: &[String]) -> Result<String, String> {
 }
 
 /// `<name> <regex> <fmt>` of `replace-header`.
-fn replace_header_args(args: &[String]) -> Result<HttpRequestAction, String> {
+fn replace_header_args(args: &[String], stage: Stage) -> Result<HttpRequestAction, String> {
     exact_args(args, 3)?;
     let re = crate::config::model::ByteRegex::new(&args[1], false)
         .map_err(|e| format!("invalid regex '{}' : {e}", args[1]))?;
     Ok(HttpRequestAction::ReplaceHeader {
         name: header_name(args, 0)?,
         re,
-        fmt: parse_logfmt(&args[2])?,
+        fmt: parse_logfmt(&args[2], stage)?,
     })
 }
 
 /// `<fmt>` of `set-path` and `set-query`.
-fn fmt_arg(args: &[String]) -> Result<LogFmt, String> {
+fn fmt_arg(args: &[String], stage: Stage) -> Result<LogFmt, String> {
     exact_args(args, 1)?;
-    parse_logfmt(&args[0])
+    parse_logfmt(&args[0], stage)
 }
 
 /// The `i`th argument as a header name (an HTTP token).
@@ -871,7 +880,11 @@ fn exact_args(args: &[String], n: usize) -> Result<(), String> {
 /// Arguments of `http-request redirect` and of the `redirect` keyword:
 /// `location|prefix|scheme <to> [code <n>] [drop-query] [append-slash]`;
 /// `<to>` is a log-format for `http-request redirect`, literal otherwise.
-pub(super) fn redirect_args(args: &[String], logfmt: bool) -> Result<HttpRequestAction, String> {
+/// `logfmt` is the stage of `http-request redirect`'s log-format.
+pub(super) fn redirect_args(
+    args: &[String],
+    logfmt: Option<Stage>,
+) -> Result<HttpRequestAction, String> {
     let kind = match args.first().map(String::as_str) {
         Some("location") => RedirectKind::Location,
         Some("prefix") => RedirectKind::Prefix,
@@ -883,10 +896,9 @@ pub(super) fn redirect_args(args: &[String], logfmt: bool) -> Result<HttpRequest
     let value = args
         .get(1)
         .ok_or_else(|| format!("'{}' expects an argument", args[0]))?;
-    let fmt = if logfmt {
-        parse_logfmt(value)?
-    } else {
-        LogFmt(vec![FmtPart::Lit(value.clone())])
+    let fmt = match logfmt {
+        Some(stage) => parse_logfmt(value, stage)?,
+        None => LogFmt(vec![FmtPart::Lit(value.clone())]),
     };
     let (mut drop_query, mut append_slash) = (false, false);
     let mut code = 302;
@@ -936,34 +948,43 @@ pub(crate) type ActionKw<A> = Kwd<fn(&mut State<'_>, &Loc, &[String]) -> Result<
 /// [`kw::HTTP_REQUEST_SUPPORTED`] is read from it.
 pub(crate) const HTTP_REQUEST: &[ActionKw<HttpRequestAction>] = &[
     kwd("return", |s, loc, a| {
-        s.reply_args(loc, a, 200).map(HttpRequestAction::Return)
+        let st = s.http_stage(false);
+        s.reply_args(loc, a, 200, st).map(HttpRequestAction::Return)
     }),
     kwd("deny", |s, loc, a| {
-        s.deny_args(loc, a, 403).map(HttpRequestAction::Deny)
+        let st = s.http_stage(false);
+        s.deny_args(loc, a, 403, st).map(HttpRequestAction::Deny)
     }),
     kwd("tarpit", |s, loc, a| {
-        s.deny_args(loc, a, 500).map(HttpRequestAction::Tarpit)
+        let st = s.http_stage(false);
+        s.deny_args(loc, a, 500, st).map(HttpRequestAction::Tarpit)
     }),
     kwd("use-service", |_, _, a| use_service_args(a)),
     kwd("allow", |_, _, a| {
         exact_args(a, 0).map(|()| HttpRequestAction::Allow)
     }),
-    kwd("redirect", |_, _, a| redirect_args(a, true)),
-    kwd("set-header", |_, _, a| {
-        header_args(a).map(|(name, fmt)| HttpRequestAction::SetHeader { name, fmt })
+    kwd("redirect", |s, _, a| {
+        redirect_args(a, Some(s.http_stage(false)))
     }),
-    kwd("add-header", |_, _, a| {
-        header_args(a).map(|(name, fmt)| HttpRequestAction::AddHeader { name, fmt })
+    kwd("set-header", |s, _, a| {
+        header_args(a, s.http_stage(false))
+            .map(|(name, fmt)| HttpRequestAction::SetHeader { name, fmt })
+    }),
+    kwd("add-header", |s, _, a| {
+        header_args(a, s.http_stage(false))
+            .map(|(name, fmt)| HttpRequestAction::AddHeader { name, fmt })
     }),
     kwd("del-header", |_, _, a| {
         del_header_args(a).map(|name| HttpRequestAction::DelHeader { name })
     }),
-    kwd("replace-header", |_, _, a| replace_header_args(a)),
-    kwd("set-path", |_, _, a| {
-        fmt_arg(a).map(HttpRequestAction::SetPath)
+    kwd("replace-header", |s, _, a| {
+        replace_header_args(a, s.http_stage(false))
     }),
-    kwd("set-query", |_, _, a| {
-        fmt_arg(a).map(HttpRequestAction::SetQuery)
+    kwd("set-path", |s, _, a| {
+        fmt_arg(a, s.http_stage(false)).map(HttpRequestAction::SetPath)
+    }),
+    kwd("set-query", |s, _, a| {
+        fmt_arg(a, s.http_stage(false)).map(HttpRequestAction::SetQuery)
     }),
     // ---- Captures (what goes around the sample engine). ----
     kwd("capture", |s, _, a| {
@@ -974,11 +995,13 @@ pub(crate) const HTTP_REQUEST: &[ActionKw<HttpRequestAction>] = &[
 
 /// The `http-after-response` actions sluice has.
 pub(crate) const HTTP_AFTER_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
-    kwd("set-header", |_, _, a| {
-        header_args(a).map(|(name, fmt)| HttpResponseAction::SetHeader { name, fmt })
+    kwd("set-header", |s, _, a| {
+        header_args(a, s.http_stage(true))
+            .map(|(name, fmt)| HttpResponseAction::SetHeader { name, fmt })
     }),
-    kwd("add-header", |_, _, a| {
-        header_args(a).map(|(name, fmt)| HttpResponseAction::AddHeader { name, fmt })
+    kwd("add-header", |s, _, a| {
+        header_args(a, s.http_stage(true))
+            .map(|(name, fmt)| HttpResponseAction::AddHeader { name, fmt })
     }),
     kwd("del-header", |_, _, a| {
         del_header_args(a).map(|name| HttpResponseAction::DelHeader { name })
@@ -989,17 +1012,20 @@ pub(crate) const HTTP_AFTER_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
 /// `kw_http_response` dispatches through this table and
 /// [`kw::HTTP_RESPONSE_SUPPORTED`] is read from it.
 pub(crate) const HTTP_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
-    kwd("set-header", |_, _, a| {
-        header_args(a).map(|(name, fmt)| HttpResponseAction::SetHeader { name, fmt })
+    kwd("set-header", |s, _, a| {
+        header_args(a, s.http_stage(true))
+            .map(|(name, fmt)| HttpResponseAction::SetHeader { name, fmt })
     }),
-    kwd("add-header", |_, _, a| {
-        header_args(a).map(|(name, fmt)| HttpResponseAction::AddHeader { name, fmt })
+    kwd("add-header", |s, _, a| {
+        header_args(a, s.http_stage(true))
+            .map(|(name, fmt)| HttpResponseAction::AddHeader { name, fmt })
     }),
     kwd("del-header", |_, _, a| {
         del_header_args(a).map(|name| HttpResponseAction::DelHeader { name })
     }),
     kwd("deny", |s, loc, a| {
-        s.deny_args(loc, a, 502).map(HttpResponseAction::Deny)
+        let st = s.http_stage(true);
+        s.deny_args(loc, a, 502, st).map(HttpResponseAction::Deny)
     }),
     // ---- Captures (what goes around the sample engine). ----
     kwd("capture", |s, _, a| {

@@ -243,7 +243,11 @@ mod tests {
         ))
         .unwrap();
         let mut s = String::new();
-        LogFormat::compile(f).unwrap().render(&S(head), &mut s);
+        // Rendering only: where the fetches may be used is the compiler's
+        // test (a log line refuses `req.hdr`, as HAProxy does).
+        LogFormat::compile_in(f, crate::sample::Stage::ANY)
+            .unwrap()
+            .render(&S(head), &mut s);
         s
     }
 

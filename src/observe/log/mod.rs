@@ -276,6 +276,24 @@ impl Source for Line<'_> {
             unique_id: self.rec.unique_id.as_deref(),
             cap_req: &self.rec.cap_req,
             cap_resp: &self.rec.cap_resp,
+            // No request buffer at the end either (HAProxy refuses the
+            // L6 fetches in a log format).
+            payload: None,
+            frontend_id: self.fe.iid,
+            backend_id: self.rec.backend.as_ref().map(|b| b.iid),
+            // Not kept for the log line yet.
+            first_req: None,
+            // Not passed to the log line yet.
+            proxies: None,
+            // Looked up once per line that has a sample.
+            server_id: match (&self.rec.backend, &self.rec.server) {
+                (Some(be), SrvName::Server(s)) => be
+                    .servers
+                    .iter()
+                    .find(|r| std::sync::Arc::ptr_eq(&r.state, s))
+                    .map(|r| r.sid),
+                _ => None,
+            },
         }
     }
 }

@@ -175,6 +175,12 @@ impl Lb {
     /// the servers taking the load now (the active ones, else the first
     /// backup or all of them with `allbackups`), the usable active and
     /// backup servers (HAProxy's `tot_weight`, `srv_act`, `srv_bck`).
+    /// `option allbackups`: all backups take traffic when no active
+    /// server can (`nbsrv` counts them then).
+    pub(crate) fn allbackups(&self) -> bool {
+        self.allbackups
+    }
+
     pub(crate) fn shown_totals(&self, servers: &[ServerRt]) -> (u64, usize, usize) {
         let g = self.group(servers);
         let mut weight = 0u64;

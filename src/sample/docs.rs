@@ -1,0 +1,222 @@
+//! The table of docs/configuration.md that gives, for every fetch and
+//! converter HAProxy 2.6 documents, its state in sluice: made from the
+//! registry ([`FETCHES`], [`CONVERTERS`]) and the reasons below, checked
+//! by `tests::the_docs_table_is_the_registry` (which rewrites the page
+//! with `SLUICE_WRITE_DOCS=1`).
+
+use super::conv::CONVERTERS;
+use super::fetch::FETCHES;
+use crate::haproxy26::{Kind, haproxy26};
+
+/// Why a keyword is not there yet, by name (a trailing `*` is a prefix);
+/// the first match wins, and a keyword no line matches is "not yet
+/// (#17)".
+const WHY: &[(&str, &str)] = &[
+    // Owned by later issues.
+    (
+        "src_is_local",
+        "connection facts not passed to samples yet (#17)",
+    ),
+    ("so_id", "listener ids not passed to samples yet (#17)"),
+    ("sc*", "stick tables (#19)"),
+    ("src_*", "stick tables (#19)"),
+    ("table_*", "stick tables (#19)"),
+    ("in_table", "stick tables (#19)"),
+    ("res.cache_*", "caching (#21)"),
+    ("res.comp*", "compression (#21)"),
+    // Other parts of this issue, in progress.
+    ("var", "variables (#17, in progress)"),
+    ("set-var", "variables (#17, in progress)"),
+    ("unset-var", "variables (#17, in progress)"),
+    ("http_auth*", "userlists (#17, in progress)"),
+    ("capture*", "captures (#17, in progress)"),
+    ("unique-id", "unique ids (#17, in progress)"),
+    ("map*", "maps (#17)"),
+    // What sluice's engine has no equivalent of.
+    (
+        "internal.*",
+        "HAProxy's internal buffer layout (HTX): no equivalent",
+    ),
+    (
+        "cpu_*",
+        "HAProxy's task scheduler statistics: no equivalent",
+    ),
+    (
+        "lat_ns_*",
+        "HAProxy's task scheduler statistics: no equivalent",
+    ),
+    ("prio_*", "request priorities (#22)"),
+    ("last_rule_*", "rule tracing (#22)"),
+    // TLS.
+    ("ssl_*_secret*", "needs OpenSSL internals (TLS secrets)"),
+    ("ssl_*_session_key", "needs OpenSSL internals (TLS secrets)"),
+    ("ssl_*random", "needs OpenSSL internals (TLS secrets)"),
+    (
+        "ssl_fc_cipherlist*",
+        "needs the raw ClientHello of the handshake (#17)",
+    ),
+    (
+        "ssl_fc_e*list_bin",
+        "needs the raw ClientHello of the handshake (#17)",
+    ),
+    (
+        "ssl_fc_extlist_bin",
+        "needs the raw ClientHello of the handshake (#17)",
+    ),
+    (
+        "ssl_c_*",
+        "client certificates: needs an X.509 parser (#17)",
+    ),
+    ("ssl_f_*", "certificates: needs an X.509 parser (#17)"),
+    (
+        "ssl_s_*",
+        "server certificates: needs an X.509 parser (#17)",
+    ),
+    ("ssl_bc*", "TLS to servers: facts not kept yet (#17)"),
+    (
+        "ssl_*",
+        "TLS facts of the connection not passed to samples yet (#17)",
+    ),
+    ("req.ssl_*", "ClientHello fields beyond SNI and type (#17)"),
+    (
+        "req_ssl_ver",
+        "ClientHello fields beyond SNI and type (#17)",
+    ),
+    // Runtime state.
+    (
+        "avg_queue",
+        "runtime counters not passed to samples yet (#17)",
+    ),
+    (
+        "be_conn*",
+        "runtime counters not passed to samples yet (#17)",
+    ),
+    (
+        "be_sess_rate",
+        "runtime counters not passed to samples yet (#17)",
+    ),
+    (
+        "connslots",
+        "runtime counters not passed to samples yet (#17)",
+    ),
+    (
+        "fe_conn",
+        "runtime counters not passed to samples yet (#17)",
+    ),
+    (
+        "fe_*_rate",
+        "runtime counters not passed to samples yet (#17)",
+    ),
+    (
+        "dst_conn",
+        "runtime counters not passed to samples yet (#17)",
+    ),
+    ("nbsrv", "runtime counters not passed to samples yet (#17)"),
+    ("queue", "runtime counters not passed to samples yet (#17)"),
+    ("srv_*", "runtime counters not passed to samples yet (#17)"),
+    (
+        "stopping",
+        "runtime counters not passed to samples yet (#17)",
+    ),
+    (
+        "thread",
+        "sluice's worker threads are not numbered for samples yet (#17)",
+    ),
+    ("so_name", "listener names not passed to samples yet (#17)"),
+    ("*_timeout", "timeouts not passed to samples yet (#17)"),
+    ("fe_defbe", "not passed to samples yet (#17)"),
+    ("fc_r*", "TCP_INFO of the connection (#22)"),
+    ("fc_unacked", "TCP_INFO of the connection (#22)"),
+    ("fc_sacked", "TCP_INFO of the connection (#22)"),
+    ("fc_fackets", "TCP_INFO of the connection (#22)"),
+    ("fc_lost", "TCP_INFO of the connection (#22)"),
+    ("fc_*", "connection facts not passed to samples yet (#17)"),
+    (
+        "bc_*",
+        "server connection facts not passed to samples yet (#17)",
+    ),
+    // Bodies and other buffers.
+    (
+        "req.body*",
+        "request bodies: needs `option http-buffer-request` (#17)",
+    ),
+    ("res.body*", "response bodies (#17)"),
+    ("res.len", "tcp-response content rules (#22)"),
+    ("res.payload*", "tcp-response content rules (#22)"),
+    ("res.ssl_hello_type", "tcp-response content rules (#22)"),
+    ("rep_ssl_hello_type", "tcp-response content rules (#22)"),
+    ("payload*", "tcp-response content rules (#22)"),
+    ("distcc_*", "protocol parsers of tcp-request content (#22)"),
+    (
+        "rdp_cookie*",
+        "protocol parsers of tcp-request content (#22)",
+    ),
+    (
+        "req.rdp_cookie*",
+        "protocol parsers of tcp-request content (#22)",
+    ),
+    ("wait_end", "tcp-request inspect-delay waits (#22)"),
+    // Converters.
+    ("aes_gcm_dec", "AES-GCM with variables (#17)"),
+    ("jwt_*", "JSON Web Tokens (#17)"),
+    ("da-csv-conv", "device detection add-ons: not planned"),
+    ("mqtt_*", "MQTT parsing (#22)"),
+    ("fix_*", "FIX parsing (#22)"),
+    ("ungrpc", "gRPC parsing (#22)"),
+    ("protobuf", "gRPC parsing (#22)"),
+];
+
+/// Whether `name` matches `pat` (`*` stands for any run of characters).
+fn matches(pat: &str, name: &str) -> bool {
+    match pat.split_once('*') {
+        None => pat == name,
+        Some((head, tail)) => {
+            name.len() >= head.len()
+                && name.starts_with(head)
+                && (tail.is_empty()
+                    || (0..=name.len() - head.len())
+                        .any(|i| matches(tail, &name[head.len() + i..])))
+        }
+    }
+}
+
+fn state(name: &str) -> String {
+    match WHY.iter().find(|(p, _)| matches(p, name)) {
+        Some((_, why)) => format!("not yet: {why}"),
+        None => "not yet (#17)".to_string(),
+    }
+}
+
+fn rows(kind: Kind, have: &[&str], out: &mut String) {
+    let mut names: Vec<&str> = haproxy26(kind).collect();
+    names.sort_unstable();
+    names.dedup();
+    for n in names {
+        let state = if have.contains(&n) {
+            "supported".to_string()
+        } else {
+            state(n)
+        };
+        out.push_str(&format!("| `{n}` | {state} |\n"));
+    }
+}
+
+/// The two tables, as docs/configuration.md has them.
+pub(crate) fn table() -> String {
+    let fetches: Vec<&str> = FETCHES.iter().map(|f| f.name).collect();
+    let convs: Vec<&str> = CONVERTERS.iter().map(|c| c.name).collect();
+    let mut out = String::from("| Fetch | In sluice |\n|---|---|\n");
+    rows(Kind::Fetch, &fetches, &mut out);
+    out.push_str("\n| Converter | In sluice |\n|---|---|\n");
+    rows(Kind::Converter, &convs, &mut out);
+    out
+}
+
+#[test]
+fn patterns_match() {
+    assert!(matches("sc*", "sc0_conn_cnt"));
+    assert!(matches("ssl_*_secret*", "ssl_fc_client_traffic_secret_0"));
+    assert!(matches("*_id", "be_id"));
+    assert!(!matches("*_id", "be_idx"));
+    assert!(matches("ssl_fc_e*list_bin", "ssl_fc_eclist_bin"));
+}
