@@ -435,8 +435,10 @@ fn response_edits<'r>(
 ) -> Result<Option<Edits>, RespRefused<'r>> {
     let view = View {
         head: req,
+        res: None,
         src,
         tls,
+        frontend: &fe.name,
     };
     let cx = rules::FmtCtx {
         req,
@@ -463,8 +465,13 @@ fn response_edits<'r>(
     ];
     for (rules_, acls, legacy_rsp) in sets {
         for (action, cond) in rules_ {
+            // The response's conditions see it (`status`, `res.hdr`).
+            let res_view = View {
+                res: Some(&*resp),
+                ..view
+            };
             if let Some(c) = cond
-                && !acls.eval(c, &view)
+                && !acls.eval(c, &res_view)
             {
                 continue;
             }

@@ -35,31 +35,26 @@ use crate::wire::io::{self, BufConn, HeadError};
 /// A request as conditions see it (request and response rules alike).
 pub(super) struct View<'a> {
     pub(super) head: &'a Head,
+    /// The response, for `http-response` conditions.
+    pub(super) res: Option<&'a Head>,
     /// None for a client on a UNIX socket.
     pub(super) src: Option<IpAddr>,
     /// The client connection's TLS, if any.
     pub(super) tls: Option<&'a TlsFacts>,
+    pub(super) frontend: &'a str,
 }
 
 impl RequestView for View<'_> {
-    fn method(&self) -> &[u8] {
-        self.head.method()
-    }
-    fn target(&self) -> &[u8] {
-        self.head.target()
-    }
-    fn header_values<'a>(&'a self, name: &str, out: &mut Vec<&'a [u8]>) {
-        for (n, v) in self.head.headers() {
-            if n.eq_ignore_ascii_case(name.as_bytes()) {
-                out.push(v);
-            }
+    fn sample_ctx(&self) -> crate::sample::Ctx<'_> {
+        crate::sample::Ctx {
+            src: self.src,
+            req: Some(self.head),
+            res: self.res,
+            status: self.res.map(|r| r.status),
+            tls: self.tls,
+            frontend: self.frontend,
+            ..Default::default()
         }
-    }
-    fn src(&self) -> Option<IpAddr> {
-        self.src
-    }
-    fn tls(&self) -> Option<&TlsFacts> {
-        self.tls
     }
 }
 
@@ -584,8 +579,10 @@ async fn route(
     let (head, body, peer, tls) = (rq.head, rq.body, rq.peer, rq.tls);
     let view = View {
         head,
+        res: None,
         src: peer.ip(),
         tls,
+        frontend: &fe.name,
     };
     // A local answer does not read the request body, so the connection
     // cannot carry another request after it.
@@ -636,8 +633,10 @@ async fn route(
     };
     let view = View {
         head,
+        res: None,
         src: peer.ip(),
         tls,
+        frontend: &fe.name,
     };
     let backend: Option<&Arc<BackendRt>> = fe
         .switching
@@ -743,8 +742,14 @@ impl RuleRun<'_> {
         slot: &'h mut Option<Head>,
         st: Stage<'_>,
     ) -> Result<&'h Head, Outcome> {
-        let (src, tls) = (self.src, self.tls);
-        let view = View { head, src, tls };
+        let (src, tls, frontend) = (self.src, self.tls, &*self.fe.name);
+        let view = View {
+            head,
+            res: None,
+            src,
+            tls,
+            frontend,
+        };
         let (before, after) = st.rules.split_at(st.legacy_at.min(st.rules.len()));
         if let Some(out) = self.apply(&view, before, st.acls, st.be, st.timeouts).await {
             return Err(out);
@@ -783,7 +788,13 @@ impl RuleRun<'_> {
                 return Err(forward::send_error_be(self.conn, 400, self.fe, st.be, false).await);
             }
         };
-        let view = View { head, src, tls };
+        let view = View {
+            head,
+            res: None,
+            src,
+            tls,
+            frontend,
+        };
         match self.apply(&view, after, st.acls, st.be, st.timeouts).await {
             Some(out) => Err(out),
             None => Ok(head),

@@ -28,12 +28,24 @@ pub(crate) struct Ctx<'a> {
     pub(crate) server: Option<&'a str>,
     /// The status of the response (also the one sluice answers itself).
     pub(crate) status: Option<u16>,
+    /// The client connection's TLS (None: cleartext).
+    pub(crate) tls: Option<&'a crate::tls::TlsFacts>,
+    /// The request bytes buffered before any protocol parsing (`mode tcp`
+    /// content inspection); None where there is no such buffer (HTTP),
+    /// and the layer 6 fetches then give nothing, as HAProxy's do there.
+    pub(crate) payload: Option<&'a [u8]>,
 }
 
 /// Turns a fetch's parsed arguments into their final form, or refuses them.
 pub(crate) type FetchCheck = fn(&mut [Arg]) -> Result<(), String>;
 
 pub(crate) type FetchFn = for<'a> fn(&'a [Arg], &Ctx<'a>) -> Option<Sample<'a>>;
+
+/// A fetch that can give several values (every occurrence of a header):
+/// calls `f` on each in order until it returns true, and says whether one
+/// did. ACLs use it (HAProxy's "not last" iteration), without collecting.
+pub(crate) type EachFn =
+    for<'a> fn(&'a [Arg], &Ctx<'a>, &mut dyn FnMut(Sample<'a>) -> bool) -> bool;
 
 /// One fetch keyword.
 pub(crate) struct FetchDef {
@@ -44,6 +56,9 @@ pub(crate) struct FetchDef {
     pub(crate) check: Option<FetchCheck>,
     pub(crate) out: SmpType,
     pub(crate) eval: FetchFn,
+    /// Every value, for a fetch that can have several; `eval` gives the
+    /// one a log format or rule takes.
+    pub(crate) each: Option<EachFn>,
 }
 
 impl std::fmt::Debug for FetchDef {
@@ -63,6 +78,7 @@ const fn def(name: &'static str, args: ArgSpec, out: SmpType, eval: FetchFn) -> 
         check: None,
         out,
         eval,
+        each: None,
     }
 }
 
@@ -157,7 +173,10 @@ pub(crate) static FETCHES: &[FetchDef] = &[
         out.extend_from_slice(path_of(req.target()));
         Some(Sample::Str(Cow::Owned(out)))
     }),
-    def("hdr", HDR, T::Str, |a, cx| header(cx.req?, a, true)),
+    FetchDef {
+        each: Some(|a, cx, f| cx.req.is_some_and(|h| each_header(h, a, true, f))),
+        ..def("hdr", HDR, T::Str, |a, cx| header(cx.req?, a, true))
+    },
     def("method", ArgSpec::NONE, T::Meth, |_, cx| {
         Some(Sample::Meth(Cow::Borrowed(cx.req?.method())))
     }),
@@ -170,8 +189,14 @@ pub(crate) static FETCHES: &[FetchDef] = &[
         let q = rest.strip_prefix(b"?")?;
         Some(Sample::str(q.split(|&b| b == b'#').next().unwrap_or(q)))
     }),
-    def("req.fhdr", HDR, T::Str, |a, cx| header(cx.req?, a, false)),
-    def("req.hdr", HDR, T::Str, |a, cx| header(cx.req?, a, true)),
+    FetchDef {
+        each: Some(|a, cx, f| cx.req.is_some_and(|h| each_header(h, a, false, f))),
+        ..def("req.fhdr", HDR, T::Str, |a, cx| header(cx.req?, a, false))
+    },
+    FetchDef {
+        each: Some(|a, cx, f| cx.req.is_some_and(|h| each_header(h, a, true, f))),
+        ..def("req.hdr", HDR, T::Str, |a, cx| header(cx.req?, a, true))
+    },
     def("req.hdr_cnt", OPT_STR, T::Sint, |a, cx| {
         Some(Sample::Sint(count(cx.req?, a, true)))
     }),
@@ -184,8 +209,14 @@ pub(crate) static FETCHES: &[FetchDef] = &[
     def("req_ver", ArgSpec::NONE, T::Str, |_, cx| {
         Some(Sample::str(version(cx.req?)))
     }),
-    def("res.hdr", HDR, T::Str, |a, cx| header(cx.res?, a, true)),
-    def("res.fhdr", HDR, T::Str, |a, cx| header(cx.res?, a, false)),
+    FetchDef {
+        each: Some(|a, cx, f| cx.res.is_some_and(|h| each_header(h, a, true, f))),
+        ..def("res.hdr", HDR, T::Str, |a, cx| header(cx.res?, a, true))
+    },
+    FetchDef {
+        each: Some(|a, cx, f| cx.res.is_some_and(|h| each_header(h, a, false, f))),
+        ..def("res.fhdr", HDR, T::Str, |a, cx| header(cx.res?, a, false))
+    },
     def("res.hdr_cnt", OPT_STR, T::Sint, |a, cx| {
         Some(Sample::Sint(count(cx.res?, a, true)))
     }),
@@ -195,7 +226,190 @@ pub(crate) static FETCHES: &[FetchDef] = &[
     def("url", ArgSpec::NONE, T::Str, |_, cx| {
         Some(Sample::str(cx.req?.target()))
     }),
+    // ---- Fetches the ACL engine moved here (layer 5/6 content inspection,
+    // TLS facts, constants and the legacy ACL-only names). Kept in one
+    // block apart from the others. ----
+    def("always_false", ArgSpec::NONE, T::Bool, |_, _| {
+        Some(Sample::Bool(false))
+    }),
+    def("always_true", ArgSpec::NONE, T::Bool, |_, _| {
+        Some(Sample::Bool(true))
+    }),
+    // `hdr_cnt`, `hdr_val`: HAProxy's older names of `req.hdr_cnt` and of
+    // a header's value as an integer.
+    def("hdr_cnt", OPT_STR, T::Sint, |a, cx| {
+        Some(Sample::Sint(count(cx.req?, a, true)))
+    }),
+    FetchDef {
+        each: Some(|a, cx, f| {
+            cx.req.is_some_and(|h| {
+                each_header(h, a, true, &mut |s| s.cast(T::Sint).is_some_and(&mut *f))
+            })
+        }),
+        ..def("hdr_val", HDR, T::Sint, |a, cx| {
+            header(cx.req?, a, true)?.cast(T::Sint)
+        })
+    },
+    def("req.len", ArgSpec::NONE, T::Sint, |_, cx| {
+        cx.payload.map(|p| Sample::Sint(p.len() as i64))
+    }),
+    def("req_len", ArgSpec::NONE, T::Sint, |_, cx| {
+        cx.payload.map(|p| Sample::Sint(p.len() as i64))
+    }),
+    def(
+        "req.payload",
+        ArgSpec::of(&[A::Sint, A::Sint], 2),
+        T::Bin,
+        |a, cx| payload(cx.payload?, a[0].as_int(), a[1].as_int()),
+    ),
+    def(
+        "req.payload_lv",
+        ArgSpec::of(&[A::Sint, A::Sint, A::Sint], 2),
+        T::Bin,
+        |a, cx| payload_lv(cx.payload?, a),
+    ),
+    def("req.proto_http", ArgSpec::NONE, T::Bool, |_, cx| {
+        Some(Sample::Bool(cx.req.is_some()))
+    }),
+    def("req_proto_http", ArgSpec::NONE, T::Bool, |_, cx| {
+        Some(Sample::Bool(cx.req.is_some()))
+    }),
+    def("req.rdp_cookie_cnt", OPT_STR, T::Sint, |a, cx| {
+        let p = cx.payload?;
+        Some(Sample::Sint(rdp_cookie(p, a).is_some() as i64))
+    }),
+    def("req.ssl_hello_type", ArgSpec::NONE, T::Sint, |_, cx| {
+        crate::wire::client_hello::ssl_hello_type(cx.payload?).map(|t| Sample::Sint(t as i64))
+    }),
+    def("req_ssl_hello_type", ArgSpec::NONE, T::Sint, |_, cx| {
+        crate::wire::client_hello::ssl_hello_type(cx.payload?).map(|t| Sample::Sint(t as i64))
+    }),
+    def("req.ssl_sni", ArgSpec::NONE, T::Str, |_, cx| {
+        crate::wire::client_hello::ssl_sni(cx.payload?).map(Sample::str)
+    }),
+    def("req_ssl_sni", ArgSpec::NONE, T::Str, |_, cx| {
+        crate::wire::client_hello::ssl_sni(cx.payload?).map(Sample::str)
+    }),
+    def("ssl_c_used", ArgSpec::NONE, T::Bool, |_, cx| {
+        Some(Sample::Bool(cx.tls.is_some_and(|t| t.client_cert)))
+    }),
+    def("ssl_fc", ArgSpec::NONE, T::Bool, |_, cx| {
+        Some(Sample::Bool(cx.tls.is_some()))
+    }),
+    def("ssl_fc_protocol", ArgSpec::NONE, T::Str, |_, cx| {
+        cx.tls.map(|t| Sample::str(t.protocol.as_bytes()))
+    }),
+    def("ssl_fc_sni", ArgSpec::NONE, T::Str, |_, cx| {
+        cx.tls?.sni.as_deref().map(|s| Sample::str(s.as_bytes()))
+    }),
+    // True once content inspection has waited (`tcp-request
+    // inspect-delay`): the rules run after the wait or a complete hello.
+    def("wait_end", ArgSpec::NONE, T::Bool, |_, cx| {
+        cx.payload.map(|_| Sample::Bool(true))
+    }),
+    // ---- end of the ACL engine's block ----
 ];
+
+/// Whether the fetch `name` reads the buffered request bytes: content
+/// inspection then waits for them.
+pub(crate) fn reads_payload(name: &str) -> bool {
+    matches!(
+        name,
+        "req.len"
+            | "req_len"
+            | "req.payload"
+            | "req.payload_lv"
+            | "req.rdp_cookie_cnt"
+            | "req.ssl_hello_type"
+            | "req_ssl_hello_type"
+            | "req.ssl_sni"
+            | "req_ssl_sni"
+            | "wait_end"
+    )
+}
+
+/// The `Cookie: <name>=<value>` line of an RDP connection request (after
+/// the 4-byte TPKT and 7-byte X.224 headers), when it names `a[0]` (any
+/// name when absent): the value.
+fn rdp_cookie<'a>(p: &'a [u8], a: &[Arg]) -> Option<&'a [u8]> {
+    let line = p.get(11..)?.strip_prefix(b"Cookie: ")?;
+    let end = memchr::memmem::find(line, b"\r\n")?;
+    let (name, value) = line[..end].split_at(line[..end].iter().position(|&b| b == b'=')?);
+    let want = a.first().map_or("", Arg::as_str);
+    (want.is_empty() || name.eq_ignore_ascii_case(want.as_bytes())).then_some(&value[1..])
+}
+
+/// `req.payload(<offset>,<length>)`: length 0 is the rest of the buffer;
+/// nothing until the bytes are there.
+fn payload(p: &[u8], off: i64, len: i64) -> Option<Sample<'_>> {
+    let off = usize::try_from(off).ok()?;
+    let len = usize::try_from(len).ok()?;
+    let end = if len == 0 {
+        p.len()
+    } else {
+        off.checked_add(len)?
+    };
+    Some(Sample::Bin(Cow::Borrowed(p.get(off..end)?)))
+}
+
+/// `req.payload_lv(<len_off>,<len_size>[,<off>])`: a big-endian length of
+/// `len_size` bytes at `len_off`, then that many bytes after it, or at
+/// `<off>` when given (a negative one counts from the end of the length).
+fn payload_lv<'a>(p: &'a [u8], a: &[Arg]) -> Option<Sample<'a>> {
+    let len_off = usize::try_from(a[0].as_int()).ok()?;
+    let len_size = usize::try_from(a[1].as_int()).ok()?;
+    if len_size == 0 || len_size > 8 {
+        return None;
+    }
+    let len = p
+        .get(len_off..len_off.checked_add(len_size)?)?
+        .iter()
+        .fold(0u64, |n, &b| (n << 8) | b as u64);
+    let start = match a.get(2) {
+        Some(o) => {
+            let o = o.as_int();
+            if o < 0 {
+                (len_off as i64)
+                    .checked_add(len_size as i64)?
+                    .checked_add(o)?
+            } else {
+                o
+            }
+        }
+        None => (len_off + len_size) as i64,
+    };
+    let start = usize::try_from(start).ok()?;
+    let end = start.checked_add(usize::try_from(len).ok()?)?;
+    Some(Sample::Bin(Cow::Borrowed(p.get(start..end)?)))
+}
+
+/// Every value of header `a[0]` (of every header without a name), split at
+/// commas when `split`, for [`EachFn`]; an explicit occurrence (`a[1]`)
+/// gives just that one, as in HAProxy.
+fn each_header<'a>(
+    head: &'a Head,
+    a: &'a [Arg],
+    split: bool,
+    f: &mut dyn FnMut(Sample<'a>) -> bool,
+) -> bool {
+    if a.len() > 1 {
+        return header(head, a, split).is_some_and(f);
+    }
+    let name = a.first().map(|n| n.as_str()).unwrap_or("");
+    let mut visit = |v: &'a [u8]| {
+        if split {
+            v.split(|&b| b == b',')
+                .any(|part| f(Sample::str(crate::wire::h1::trim(part))))
+        } else {
+            f(Sample::str(v))
+        }
+    };
+    if name.is_empty() {
+        head.headers().any(|(_, v)| visit(v))
+    } else {
+        head.values(name).any(visit)
+    }
+}
 
 /// An address as HAProxy gives it: an IPv4-mapped IPv6 as IPv4.
 fn ip(a: IpAddr) -> Sample<'static> {

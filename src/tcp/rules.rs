@@ -18,18 +18,12 @@ pub(crate) struct View<'a> {
 }
 
 impl RequestView for View<'_> {
-    fn method(&self) -> &[u8] {
-        b""
-    }
-    fn target(&self) -> &[u8] {
-        b""
-    }
-    fn header_values<'a>(&'a self, _: &str, _: &mut Vec<&'a [u8]>) {}
-    fn src(&self) -> Option<IpAddr> {
-        self.src
-    }
-    fn payload(&self) -> &[u8] {
-        self.payload
+    fn sample_ctx(&self) -> crate::sample::Ctx<'_> {
+        crate::sample::Ctx {
+            src: self.src,
+            payload: Some(self.payload),
+            ..Default::default()
+        }
     }
 }
 

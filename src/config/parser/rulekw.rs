@@ -75,12 +75,6 @@ impl State<'_> {
                 }
                 continue;
             }
-            if PREDEFINED_UNSUPPORTED.contains(&term.name.as_str()) {
-                return Err(format!(
-                    "predefined ACL '{}' is not supported by sluice yet",
-                    term.name
-                ));
-            }
             let names: Vec<String> = self
                 .px()
                 .acls

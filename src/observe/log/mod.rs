@@ -287,6 +287,8 @@ impl Source for Line<'_> {
             // The response is gone when the line is written: HAProxy's
             // `status` finds nothing there (`%ST` prints the status).
             status: None,
+            tls: None,
+            payload: None,
         }
     }
 }
