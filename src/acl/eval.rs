@@ -74,6 +74,15 @@ impl AclSet {
             .any(|t| crate::sample::fetch::reads_payload(t.expr.fetch_name()))
     }
 
+    /// Whether some ACL reads the address the client connected to (`dst`,
+    /// `dst_port`): the engine then looks it up for each request.
+    pub(crate) fn reads_local(&self) -> bool {
+        self.acls
+            .iter()
+            .flat_map(|a| &a.tests)
+            .any(|t| matches!(t.expr.fetch_name(), "dst" | "dst_port"))
+    }
+
     pub(crate) fn index(&self, name: &str) -> Option<usize> {
         self.acls.iter().position(|a| a.name == name)
     }

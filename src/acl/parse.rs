@@ -37,6 +37,7 @@ const SUFFIXES: &[(&str, MatchKind)] = &[
 
 /// Other ACL keywords that read another fetch (HAProxy's older names).
 const ALIASES: &[(&str, &str, MatchKind)] = &[
+    ("method", "method", MatchKind::Meth),
     ("req_ver", "req.ver", MatchKind::Str),
     ("resp_ver", "res.ver", MatchKind::Str),
     ("url_param", "urlp", MatchKind::Str),
@@ -87,7 +88,8 @@ fn criterion_expr(criterion: &str) -> Result<(Expr, Option<MatchKind>), String> 
                 .strip_prefix(&format!("fetch method '{kw}' : "))
                 .map(str::to_string)
                 .unwrap_or(m);
-            format!("ACL keyword '{kw}' : {m}")
+            // HAProxy ends this inner message with its own period.
+            format!("ACL keyword '{kw}' : {m}.")
         }
         ExprError::Unsupported(m) => {
             format!("{m} is not supported by sluice yet in ACL expression '{criterion}'")
@@ -166,9 +168,15 @@ pub(crate) fn parse_acl(name: &str, words: &[String], loc: Loc) -> Result<AclDef
         }
         i += 1;
     }
-    let kind = forced
+    let Some(kind) = forced
         .or(implied)
-        .unwrap_or_else(|| MatchKind::default_for(expr.out()));
+        .or_else(|| MatchKind::default_for(expr.out()))
+    else {
+        return Err(format!(
+            "matching method must be specified first (using '-m') when using a sample fetch of this type ('{}')",
+            kw
+        ));
+    };
     if kind != MatchKind::Found && !expr.out().casts_to(kind.input()) {
         return Err(format!(
             "matching method '{}' cannot be used with fetch keyword '{kw}'",
@@ -412,7 +420,7 @@ mod tests {
         );
         assert_eq!(
             e("path,foo x"),
-            "ACL keyword 'path' : unknown converter 'foo'"
+            "ACL keyword 'path' : unknown converter 'foo'."
         );
         assert!(parse_acl("d", &[], loc()).is_err());
     }

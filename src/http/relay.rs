@@ -437,6 +437,9 @@ fn response_edits<'r>(
         head: req,
         res: None,
         src,
+        // The response rules are not given the client's port yet.
+        src_port: None,
+        local: None,
         tls,
         frontend: &fe.name,
     };

@@ -39,6 +39,9 @@ pub(super) struct View<'a> {
     pub(super) res: Option<&'a Head>,
     /// None for a client on a UNIX socket.
     pub(super) src: Option<IpAddr>,
+    pub(super) src_port: Option<u16>,
+    /// The address the client connected to (`dst`, `dst_port`).
+    pub(super) local: Option<SocketAddr>,
     /// The client connection's TLS, if any.
     pub(super) tls: Option<&'a TlsFacts>,
     pub(super) frontend: &'a str,
@@ -48,6 +51,8 @@ impl RequestView for View<'_> {
     fn sample_ctx(&self) -> crate::sample::Ctx<'_> {
         crate::sample::Ctx {
             src: self.src,
+            src_port: self.src_port,
+            local: self.local,
             req: Some(self.head),
             res: self.res,
             status: self.res.map(|r| r.status),
@@ -577,10 +582,19 @@ async fn route(
     rec: &mut LogRecord,
 ) -> Outcome {
     let (head, body, peer, tls) = (rq.head, rq.body, rq.peer, rq.tls);
+    // The local address costs a system call when the log has not asked
+    // for it: looked up only for ACLs that read it.
+    let local = match rec.local {
+        Some(a) => a.inet(),
+        None if fe.acls.reads_local() => rq.dst.or_else(|| conn.stream.local_addr().ok()),
+        None => None,
+    };
     let view = View {
         head,
         res: None,
         src: peer.ip(),
+        src_port: peer.inet().map(|a| a.port()),
+        local,
         tls,
         frontend: &fe.name,
     };
@@ -620,6 +634,8 @@ async fn route(
         rt,
         fe,
         src: peer.ip(),
+        src_port: peer.inet().map(|a| a.port()),
+        local,
         tls,
         conn,
         keep_local,
@@ -635,6 +651,8 @@ async fn route(
         head,
         res: None,
         src: peer.ip(),
+        src_port: peer.inet().map(|a| a.port()),
+        local,
         tls,
         frontend: &fe.name,
     };
@@ -723,6 +741,8 @@ struct RuleRun<'r> {
     rt: &'r Runtime,
     fe: &'r FrontendRt,
     src: Option<IpAddr>,
+    src_port: Option<u16>,
+    local: Option<SocketAddr>,
     tls: Option<&'r TlsFacts>,
     conn: &'r mut BufConn,
     keep_local: bool,
@@ -742,11 +762,13 @@ impl RuleRun<'_> {
         slot: &'h mut Option<Head>,
         st: Stage<'_>,
     ) -> Result<&'h Head, Outcome> {
-        let (src, tls, frontend) = (self.src, self.tls, &*self.fe.name);
+        let (src, src_port, tls, frontend) = (self.src, self.src_port, self.tls, &*self.fe.name);
         let view = View {
             head,
             res: None,
             src,
+            src_port,
+            local: self.local,
             tls,
             frontend,
         };
@@ -792,6 +814,8 @@ impl RuleRun<'_> {
             head,
             res: None,
             src,
+            src_port,
+            local: self.local,
             tls,
             frontend,
         };

@@ -181,7 +181,12 @@ pub(crate) static FETCHES: &[FetchDef] = &[
         Some(Sample::Meth(Cow::Borrowed(cx.req?.method())))
     }),
     def("path", ArgSpec::NONE, T::Str, |_, cx| {
-        Some(Sample::str(path_of(cx.req?.target())))
+        let t = cx.req?.target();
+        // `*` (OPTIONS) and other targets without a slash have no path.
+        if !t.contains(&b'/') {
+            return None;
+        }
+        Some(Sample::str(path_of(t)))
     }),
     def("query", ArgSpec::NONE, T::Str, |_, cx| {
         let t = cx.req?.target();
@@ -250,12 +255,8 @@ pub(crate) static FETCHES: &[FetchDef] = &[
             header(cx.req?, a, true)?.cast(T::Sint)
         })
     },
-    def("req.len", ArgSpec::NONE, T::Sint, |_, cx| {
-        cx.payload.map(|p| Sample::Sint(p.len() as i64))
-    }),
-    def("req_len", ArgSpec::NONE, T::Sint, |_, cx| {
-        cx.payload.map(|p| Sample::Sint(p.len() as i64))
-    }),
+    def("req.len", ArgSpec::NONE, T::Sint, |_, cx| req_len(cx)),
+    def("req_len", ArgSpec::NONE, T::Sint, |_, cx| req_len(cx)),
     def(
         "req.payload",
         ArgSpec::of(&[A::Sint, A::Sint], 2),
@@ -303,9 +304,10 @@ pub(crate) static FETCHES: &[FetchDef] = &[
         cx.tls?.sni.as_deref().map(|s| Sample::str(s.as_bytes()))
     }),
     // True once content inspection has waited (`tcp-request
-    // inspect-delay`): the rules run after the wait or a complete hello.
+    // inspect-delay`): the rules run after the wait or a complete hello,
+    // and HTTP rules after the whole head.
     def("wait_end", ArgSpec::NONE, T::Bool, |_, cx| {
-        cx.payload.map(|_| Sample::Bool(true))
+        (cx.payload.is_some() || cx.req.is_some()).then_some(Sample::Bool(true))
     }),
     // ---- end of the ACL engine's block ----
 ];
@@ -337,6 +339,17 @@ fn rdp_cookie<'a>(p: &'a [u8], a: &[Arg]) -> Option<&'a [u8]> {
     let (name, value) = line[..end].split_at(line[..end].iter().position(|&b| b == b'=')?);
     let want = a.first().map_or("", Arg::as_str);
     (want.is_empty() || name.eq_ignore_ascii_case(want.as_bytes())).then_some(&value[1..])
+}
+
+/// `req.len`: the bytes buffered for content inspection; on an HTTP
+/// request, the length of its head (HAProxy counts its internal form of
+/// the request there, a little more: both are above 0).
+fn req_len<'a>(cx: &Ctx<'a>) -> Option<Sample<'a>> {
+    match (cx.payload, cx.req) {
+        (Some(p), _) => Some(Sample::Sint(p.len() as i64)),
+        (None, Some(h)) => Some(Sample::Sint(h.raw.len() as i64)),
+        (None, None) => None,
+    }
 }
 
 /// `req.payload(<offset>,<length>)`: length 0 is the rest of the buffer;

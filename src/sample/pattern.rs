@@ -95,16 +95,17 @@ impl MatchKind {
         }
     }
 
-    /// The matcher a sample of type `t` gets when an ACL names none.
-    pub(crate) fn default_for(t: SmpType) -> MatchKind {
-        match t {
+    /// The matcher a sample of type `t` gets when an ACL names none
+    /// (binary samples and methods get none: HAProxy wants a `-m`; its
+    /// `method` ACL keyword has the method matcher of its own).
+    pub(crate) fn default_for(t: SmpType) -> Option<MatchKind> {
+        Some(match t {
             SmpType::Bool => MatchKind::Bool,
             SmpType::Sint => MatchKind::Int,
             SmpType::Addr | SmpType::Ipv4 | SmpType::Ipv6 => MatchKind::Ip,
-            SmpType::Bin => MatchKind::Bin,
-            SmpType::Meth => MatchKind::Meth,
+            SmpType::Bin | SmpType::Meth => return None,
             SmpType::Str | SmpType::Any => MatchKind::Str,
-        }
+        })
     }
 
     /// Integer patterns (ranges, `eq`/`ge`/... operators).
