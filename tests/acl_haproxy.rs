@@ -193,6 +193,26 @@ const ACLS: &[&str] = &[
     "path -f {dir}/none.txt -f {dir}/exact.txt",
     "path_reg -f {dir}/re.txt",
     "path -f {dir}/exact.txt /a/b/c/",
+    // Maps (files in `{dir}` too), through ACLs on their values.
+    "req.hdr(host),lower,map_str({dir}/hosts.map) -m found",
+    "req.hdr(host),lower,map({dir}/hosts.map,none) app",
+    "req.hdr(host),lower,map({dir}/hosts.map,none) none",
+    "req.hdr(host),lower,map_dom({dir}/dom.map) -m str exampledom",
+    "req.hdr(host),lower,map_dom({dir}/dom.map) -m str coukdom",
+    "path,map_beg({dir}/beg.map) -m str api-long",
+    "path,map_beg({dir}/beg.map) -m str api",
+    "path,map_beg({dir}/beg.map,zz) zz",
+    "src,map_ip({dir}/ip.map) -m str lo",
+    "src,map_ip({dir}/ip.map) -m str lo8",
+    "hdr_val(x-num),map_int({dir}/int.map) -m str big",
+    "hdr_val(x-num),map_int({dir}/int.map) -m str answer",
+    "path,map_reg({dir}/re.map) -m str re1",
+    "path,map_sub({dir}/sub.map) users",
+    "path,map_end({dir}/end.map) json",
+    "path,map_dir({dir}/dir.map) -m str d",
+    "path,map_str_int({dir}/num.map) gt 5",
+    "path,map_str_int({dir}/num.map,3) 3",
+    "path,map_str_ip({dir}/ipv.map) 10.0.0.0/8",
     // Predefined ACLs.
     "TRUE",
     "FALSE",
@@ -229,6 +249,20 @@ const FILES: &[(&str, &str)] = &[
     ("none.txt", "# nothing but comments\n\n"),
     ("exact.txt", "/upload\n/lower\n"),
     ("re.txt", "^/a/.*/$\n"),
+    (
+        "hosts.map",
+        "# host  backend\nwww.example.com app\nexample.org   other  \nadmin.internal\tadmin\n",
+    ),
+    ("dom.map", "example.com exampledom\nco.uk coukdom\n"),
+    ("beg.map", "/api api\n/api/v1 api-long\n/a a\n"),
+    ("ip.map", "127.0.0.0/8 lo8\n127.0.0.1 lo\n10.0.0.0/8 ten\n"),
+    ("int.map", "42 answer\n1000:2000 big\n"),
+    ("re.map", "^/a/ re1\n^/ re2\n"),
+    ("sub.map", "users users\nload upload\n"),
+    ("end.map", ".json json\n/ slash\n"),
+    ("dir.map", "b d\nabs abs\n"),
+    ("num.map", "/upload 7\n/x 2\n"),
+    ("ipv.map", "/upload 10.1.2.3\n/x ::1\n"),
 ];
 
 /// The requests every ACL is asked about; `x-t` goes after the request
@@ -363,6 +397,13 @@ const FAULTY: &[&str] = &[
     "meth(GET) GET",
     "req.payload(0,2) 4142",
     "src -n -m ip localhost",
+    "src -f {dir}/bad.txt",
+    "path,map({dir}/nomap) x",
+    "path,map_int({dir}/words.map) x",
+    "path,map_str_int({dir}/badint.map) 1",
+    "path,map_foo({dir}/words.map) x",
+    "path,map x",
+    "src,map_ip({dir}/words.map) x",
 ];
 
 /// The message of the first alert naming a config line.
@@ -379,8 +420,14 @@ fn faulty_acls_get_haproxys_messages() {
     if !haproxy::available() {
         return;
     }
+    let files = TempDir::new("acl-check-files");
+    files.write("bad.txt", "10.0.0.0/8\nbad\n");
+    files.write("words.map", "a 1\nb 2\n");
+    files.write("badint.map", "k notint\n");
+    let d = files.path().to_str().expect("utf-8 path");
     let mut differ = Vec::new();
     for acl in FAULTY {
+        let acl = acl.replace("{dir}", d);
         let cfg = format!(
             "defaults
     mode http

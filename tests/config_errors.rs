@@ -406,7 +406,7 @@ frontend fe
     http-response set-status 503
     option mysql-check
     stick-table type ip size 1m
-    acl a base,map_reg(/etc/x.map) -m found
+    acl a base,json -m found
     acl b ssl_c_s_dn -m found
     default_backend be
 backend be
@@ -446,7 +446,7 @@ listen li
         (14, "'stick-table' is not supported by sluice yet"),
         (
             15,
-            "converter 'map_reg' is not supported by sluice yet in ACL expression 'base,map_reg(/etc/x.map)'",
+            "converter 'json' is not supported by sluice yet in ACL expression 'base,json'",
         ),
         (
             16,

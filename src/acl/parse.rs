@@ -83,6 +83,11 @@ fn criterion_expr(criterion: &str) -> Result<(Expr, Option<MatchKind>), String> 
         ExprError::Invalid(m) if m.starts_with("invalid args in fetch method") => {
             format!("{m} in ACL expression '{criterion}'")
         }
+        // HAProxy's own ACL keywords name themselves; other fetches are
+        // quoted with the whole expression.
+        ExprError::Invalid(m) if implied.is_none() => {
+            format!("{m} in ACL expression '{criterion}'")
+        }
         ExprError::Invalid(m) => {
             let m = m
                 .strip_prefix(&format!("fetch method '{kw}' : "))
@@ -101,21 +106,10 @@ fn criterion_expr(criterion: &str) -> Result<(Expr, Option<MatchKind>), String> 
             &text[used..]
         ));
     }
+    // Converters that change the type drop the keyword's matcher: the
+    // one of the new type applies, as in HAProxy.
+    let implied = implied.filter(|_| expr.out() == expr.fetch_out());
     Ok((expr, implied))
-}
-
-/// Reads a pattern file: one pattern a line, surrounding blanks ignored,
-/// blank lines and `#` comments skipped.
-fn read_pattern_file(path: &str) -> Result<Vec<(usize, String)>, String> {
-    let text = std::fs::read(path).map_err(|_| format!("failed to open pattern file <{path}>"))?;
-    Ok(String::from_utf8_lossy(&text)
-        .lines()
-        .enumerate()
-        .filter_map(|(i, l)| {
-            let l = l.trim_matches(|c: char| c == ' ' || c == '\t' || c == '\r');
-            (!l.is_empty() && !l.starts_with('#')).then(|| (i + 1, l.to_string()))
-        })
-        .collect())
 }
 
 /// `acl <name> <criterion> [flags] [--] <values...>`: `words` are the words
@@ -185,9 +179,7 @@ pub(crate) fn parse_acl(name: &str, words: &[String], loc: Loc) -> Result<AclDef
     }
     let mut patterns = PatternSet::new(kind, ignore_case);
     for f in files {
-        for (_, line) in read_pattern_file(f)? {
-            patterns.add(&line, IntOp::Eq)?;
-        }
+        crate::sample::pattern::add_file(&mut patterns, f)?;
     }
     let mut op = IntOp::Eq;
     for v in &words[i.min(words.len())..] {

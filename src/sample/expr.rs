@@ -131,6 +131,11 @@ impl Expr {
         self.fetch.name
     }
 
+    /// The type the fetch gives, before any converter.
+    pub(crate) fn fetch_out(&self) -> super::value::SmpType {
+        self.fetch.out
+    }
+
     /// The type the expression gives (its last step's output).
     pub(crate) fn out(&self) -> super::value::SmpType {
         self.convs.last().map_or(self.fetch.out, |(c, _)| c.out)

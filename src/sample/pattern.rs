@@ -7,7 +7,7 @@
 //! Exact strings (the common case, and the one long lists use) are kept
 //! in a hash set; the other matchers scan their list in order.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use super::value::{Sample, SmpType};
@@ -179,6 +179,10 @@ impl Net {
     }
 }
 
+fn in_range(p: &Pat, n: i64) -> bool {
+    matches!(p, Pat::Range(r) if r.lo <= n && n <= r.hi)
+}
+
 fn mask32(prefix: u8) -> u32 {
     match prefix.min(32) {
         0 => 0,
@@ -297,10 +301,12 @@ enum Pat {
 pub(crate) struct PatternSet {
     kind: MatchKind,
     icase: bool,
-    /// `-m str` without `-i`: exact values, looked up by hash.
-    exact: HashSet<Box<[u8]>>,
-    /// Every other pattern, in order (lowered for `-i` string matchers).
-    list: Vec<Pat>,
+    /// `-m str` without `-i`: exact values, looked up by hash, with the
+    /// index of each (its place among `texts`).
+    exact: HashMap<Box<[u8]>, usize>,
+    /// Every other pattern, in order (lowered for `-i` string matchers),
+    /// with its index.
+    list: Vec<(Pat, usize)>,
     /// The patterns as written: two sets are equal when these are (a
     /// reload compares configurations).
     texts: Vec<String>,
@@ -317,7 +323,7 @@ impl PatternSet {
         PatternSet {
             kind,
             icase,
-            exact: HashSet::new(),
+            exact: HashMap::new(),
             list: Vec::new(),
             texts: Vec::new(),
         }
@@ -334,35 +340,40 @@ impl PatternSet {
     /// Adds one pattern; the error is HAProxy's text for a bad one.
     pub(crate) fn add(&mut self, text: &str, op: IntOp) -> Result<(), String> {
         use MatchKind::*;
-        match self.kind {
-            // HAProxy takes and ignores patterns here.
-            Found | Bool => {}
-            Int | Len => self.list.push(Pat::Range(parse_range(text, op)?)),
+        let at = self.texts.len();
+        let pat = match self.kind {
+            // HAProxy takes and ignores patterns here; methods compare
+            // with the patterns as written (`texts`).
+            Found | Bool | Meth => None,
+            Int | Len => Some(Pat::Range(parse_range(text, op)?)),
             Ip => match Net::parse(text) {
-                Some(n) => self.list.push(Pat::Net(n)),
+                Some(n) => Some(Pat::Net(n)),
                 None => return Err(format!("'{text}' is not a valid IPv4 or IPv6 address")),
             },
-            Bin => self.list.push(Pat::Bytes(parse_hex(text)?.into())),
+            Bin => Some(Pat::Bytes(parse_hex(text)?.into())),
             Reg => {
                 let re = regex::bytes::RegexBuilder::new(text)
                     .case_insensitive(self.icase)
                     .build()
                     .map_err(|e| regex_error(text, &e))?;
-                self.list.push(Pat::Re(re));
+                Some(Pat::Re(re))
             }
             Str if !self.icase => {
-                self.exact.insert(text.as_bytes().into());
+                // The first of equal keys wins, as in HAProxy's tree.
+                self.exact.entry(text.as_bytes().into()).or_insert(at);
+                None
             }
-            // Compared with the patterns as written (`texts`).
-            Meth => {}
             Str | Beg | End | Sub | Dom | Dir => {
                 let b = if self.icase {
                     text.to_ascii_lowercase().into_bytes()
                 } else {
                     text.as_bytes().to_vec()
                 };
-                self.list.push(Pat::Bytes(b.into()));
+                Some(Pat::Bytes(b.into()))
             }
+        };
+        if let Some(p) = pat {
+            self.list.push((p, at));
         }
         self.texts.push(text.to_string());
         Ok(())
@@ -370,58 +381,61 @@ impl PatternSet {
 
     /// Whether sample `s` (not yet cast) matches one pattern.
     pub(crate) fn matches(&self, s: Sample<'_>) -> bool {
+        self.find(s, false).is_some()
+    }
+
+    /// The index (in the order they were added) of a pattern sample `s`
+    /// matches: the first in order, or with `best` (a map lookup) the
+    /// longest prefix for `ip` and `beg`, as HAProxy's trees give.
+    pub(crate) fn find(&self, s: Sample<'_>, best: bool) -> Option<usize> {
         use MatchKind::*;
         if self.kind == Found {
-            return true;
+            return Some(0);
         }
-        let Some(s) = s.cast(self.kind.input()) else {
-            return false;
-        };
+        let s = s.cast(self.kind.input())?;
+        let first = |f: &dyn Fn(&Pat) -> bool| self.list.iter().find(|(p, _)| f(p)).map(|p| p.1);
         match (self.kind, s) {
-            (Bool, Sample::Bool(b)) => b,
-            (Int, Sample::Sint(n)) => self.in_ranges(n),
-            (Ip, Sample::Ipv4(a)) => self.in_nets(IpAddr::V4(a)),
-            (Ip, Sample::Ipv6(a)) => self.in_nets(IpAddr::V6(a)),
-            (Len, Sample::Str(v)) => self.in_ranges(v.len() as i64),
-            (Bin, Sample::Bin(v)) => self.list.iter().any(|p| match p {
-                Pat::Bytes(b) => **b == *v,
-                _ => false,
-            }),
-            (Reg, Sample::Str(v)) => self.list.iter().any(|p| match p {
-                Pat::Re(re) => re.is_match(&v),
-                _ => false,
-            }),
+            (Bool, Sample::Bool(b)) => b.then_some(0),
+            (Int, Sample::Sint(n)) => first(&|p| in_range(p, n)),
+            (Len, Sample::Str(v)) => first(&|p| in_range(p, v.len() as i64)),
+            (Ip, Sample::Ipv4(a)) => self.find_net(IpAddr::V4(a), best),
+            (Ip, Sample::Ipv6(a)) => self.find_net(IpAddr::V6(a), best),
+            (Bin, Sample::Bin(v)) => first(&|p| matches!(p, Pat::Bytes(b) if **b == *v)),
+            (Reg, Sample::Str(v)) => first(&|p| matches!(p, Pat::Re(re) if re.is_match(&v))),
             (Meth, Sample::Meth(v)) => self.match_method(&v),
-            (kind, Sample::Str(v)) => {
-                if kind == Str && self.exact.contains(&*v) {
-                    return true;
-                }
-                self.list.iter().any(|p| match p {
-                    Pat::Bytes(pat) => self.match_text(kind, &v, pat),
-                    _ => false,
+            (Str, Sample::Str(v)) if !self.icase => self.exact.get(&*v).copied(),
+            (Beg, Sample::Str(v)) if best => self
+                .list
+                .iter()
+                .filter(|(p, _)| matches!(p, Pat::Bytes(b) if self.match_text(Beg, &v, b)))
+                .max_by_key(|(p, at)| match p {
+                    Pat::Bytes(b) => (b.len(), usize::MAX - at),
+                    _ => (0, 0),
                 })
+                .map(|p| p.1),
+            (kind, Sample::Str(v)) => {
+                first(&|p| matches!(p, Pat::Bytes(b) if self.match_text(kind, &v, b)))
             }
-            _ => false,
+            _ => None,
         }
     }
 
-    fn in_ranges(&self, n: i64) -> bool {
-        self.list.iter().any(|p| match p {
-            Pat::Range(r) => r.lo <= n && n <= r.hi,
-            _ => false,
-        })
+    fn find_net(&self, ip: IpAddr, best: bool) -> Option<usize> {
+        let mut hits = self.list.iter().filter_map(|(p, at)| match p {
+            Pat::Net(n) if n.contains(ip) => Some((n.prefix, *at)),
+            _ => None,
+        });
+        if !best {
+            return hits.next().map(|h| h.1);
+        }
+        // The longest prefix; among equal ones, the first added.
+        hits.max_by_key(|&(len, at)| (len, usize::MAX - at))
+            .map(|h| h.1)
     }
 
-    fn in_nets(&self, ip: IpAddr) -> bool {
-        self.list.iter().any(|p| match p {
-            Pat::Net(n) => n.contains(ip),
-            _ => false,
-        })
-    }
-
-    fn match_method(&self, v: &[u8]) -> bool {
+    fn match_method(&self, v: &[u8]) -> Option<usize> {
         let known = |m: &[u8]| KNOWN_METHODS.contains(&m);
-        self.texts.iter().any(|t| {
+        self.texts.iter().position(|t| {
             let t = t.as_bytes();
             if known(v) || known(t) {
                 v == t
@@ -466,6 +480,112 @@ impl PatternSet {
             (i == 0 || is_delim(&v[i - 1]))
                 && self.eq(&v[i..i + pat.len()], pat)
                 && v.get(i + pat.len()).is_none_or(is_delim)
+        })
+    }
+}
+
+/// The lines of a pattern or map file that hold something: (line number,
+/// text without surrounding blanks), blank lines and `#` comments left out.
+pub(crate) fn read_lines(path: &str) -> Result<Vec<(usize, String)>, String> {
+    let text = std::fs::read(path).map_err(|_| format!("failed to open pattern file <{path}>"))?;
+    Ok(String::from_utf8_lossy(&text)
+        .lines()
+        .enumerate()
+        .filter_map(|(i, l)| {
+            let l = l.trim_matches([' ', '\t', '\r']);
+            (!l.is_empty() && !l.starts_with('#')).then(|| (i + 1, l.to_string()))
+        })
+        .collect())
+}
+
+/// Adds the patterns of file `path` to `set`; a bad one is reported with
+/// its line, as HAProxy does.
+pub(crate) fn add_file(set: &mut PatternSet, path: &str) -> Result<(), String> {
+    for (n, line) in read_lines(path)? {
+        set.add(&line, IntOp::Eq)
+            .map_err(|e| format!("{e} at line {n} of file '{path}'"))?;
+    }
+    Ok(())
+}
+
+/// A map file loaded for a `map_*` converter: its keys in a
+/// [`PatternSet`] of the converter's matcher, the values typed as its
+/// output, and the default for keys it lacks.
+#[derive(Debug)]
+pub(crate) struct Map {
+    path: String,
+    keys: PatternSet,
+    values: Vec<Sample<'static>>,
+    default: Option<Sample<'static>>,
+}
+
+impl PartialEq for Map {
+    fn eq(&self, other: &Map) -> bool {
+        self.path == other.path
+            && self.keys == other.keys
+            && self.values == other.values
+            && self.default == other.default
+    }
+}
+
+/// A map value as output type `out` (`Str`, `Sint` or `Addr`).
+fn map_value(text: &str, out: SmpType) -> Option<Sample<'static>> {
+    match out {
+        SmpType::Sint => parse_int(text).map(Sample::Sint),
+        SmpType::Addr => match text.parse::<IpAddr>().ok()? {
+            IpAddr::V4(a) => Some(Sample::Ipv4(a)),
+            IpAddr::V6(a) => Some(Sample::Ipv6(a)),
+        },
+        _ => Some(Sample::Str(std::borrow::Cow::Owned(
+            text.as_bytes().to_vec(),
+        ))),
+    }
+}
+
+impl Map {
+    /// Reads `path` (`<key> <value>` a line, the value the rest of the
+    /// line) with HAProxy's messages for what is wrong in it.
+    pub(crate) fn load(
+        path: &str,
+        kind: MatchKind,
+        out: SmpType,
+        default: Option<&str>,
+    ) -> Result<Map, String> {
+        let mut keys = PatternSet::new(kind, false);
+        let mut values = Vec::new();
+        for (n, line) in read_lines(path)? {
+            let (key, value) = match line.find([' ', '\t']) {
+                Some(i) => (&line[..i], line[i..].trim_start_matches([' ', '\t'])),
+                None => (&line[..], ""),
+            };
+            keys.add(key, IntOp::Eq)
+                .map_err(|e| format!("{e} at line {n} of file '{path}'"))?;
+            let v = map_value(value, out)
+                .ok_or_else(|| format!("unable to parse '{value}' at line {n} of file '{path}'"))?;
+            values.push(v);
+        }
+        let default = match default {
+            Some(d) => Some(map_value(d, out).ok_or_else(|| format!("unable to parse '{d}'"))?),
+            None => None,
+        };
+        Ok(Map {
+            path: path.to_string(),
+            keys,
+            values,
+            default,
+        })
+    }
+
+    /// The value of the key `s` matches (HAProxy's first or best match),
+    /// else the default.
+    pub(crate) fn lookup<'a>(&'a self, s: Sample<'_>) -> Option<Sample<'a>> {
+        let v = match self.keys.find(s, true) {
+            Some(i) => self.values.get(i)?,
+            None => self.default.as_ref()?,
+        };
+        Some(match v {
+            Sample::Str(b) => Sample::Str(std::borrow::Cow::Borrowed(&b[..])),
+            other => other.clone(),
         })
     }
 }
