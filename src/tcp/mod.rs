@@ -88,8 +88,15 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
     {
         inspect(&mut stream, &mut payload, delay).await;
     }
+    // Looked up only for ACLs that read it: a system call otherwise saved.
+    let local = match rec.local {
+        Some(a) => a.inet(),
+        None if fe.acls.reads_local() => client.dst().or_else(|| stream.local_addr().ok()),
+        None => None,
+    };
     let view = View {
-        src: peer.ip(),
+        src: peer.inet(),
+        local,
         payload: &payload,
     };
     let process = &client.rt.process;
