@@ -455,3 +455,44 @@ frontend fe
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }
+
+/// An ACL that cannot match (no pattern, no `--`, a matcher that needs
+/// one) gets HAProxy's warning, named and anonymous alike; `--` silences
+/// it. The whole of stderr is compared but the NOTICE lines (versions and
+/// paths) and the pids, which must differ.
+#[test]
+fn acls_without_patterns_get_haproxys_warning() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = "defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind 127.0.0.1:1
+    acl a hdr(x)
+    acl b path --
+    acl c ssl_fc
+    acl d req.hdr(y) -m found
+    http-request deny if a b c d { path,lower } { int(1) }
+";
+    let mask = |s: &str| -> String {
+        s.lines()
+            .filter(|l| !l.starts_with("[NOTICE]"))
+            .map(|l| match (l.find(" ("), l.find(") : ")) {
+                (Some(a), Some(b)) if a < b => format!("{}(pid){}", &l[..a + 1], &l[b + 1..]),
+                _ => l.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let (hcode, herr) = Haproxy::check("acl-warn", cfg);
+    let dir = TempDir::new("acl-warn");
+    let path = dir.write("sluice.cfg", cfg);
+    let out = run_sluice(&["-c", "-f", path.to_str().expect("utf-8 path")], None);
+    assert!(herr.contains("will never match"), "{herr}");
+    assert_eq!(out.code(), hcode);
+    assert_eq!(mask(&out.stderr), mask(&herr));
+}

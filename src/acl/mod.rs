@@ -25,6 +25,9 @@ pub(crate) struct AclDef {
     /// The matcher, its flags and the patterns (inline and from `-f`
     /// files, read when the configuration is).
     pub(crate) patterns: Arc<PatternSet>,
+    /// The line gives no pattern (nor `--`, nor a file) to a matcher that
+    /// needs one: it never matches, and HAProxy warns.
+    pub(crate) never_matches: bool,
     pub(crate) loc: Loc,
 }
 

@@ -124,6 +124,7 @@ pub(crate) fn parse_acl(name: &str, words: &[String], loc: Loc) -> Result<AclDef
     let mut ignore_case = false;
     let mut forced: Option<MatchKind> = None;
     let mut files: Vec<&str> = Vec::new();
+    let mut dashes = false;
     let mut i = 1;
     // Flags come first; `--` ends them, the first non-flag starts values.
     while let Some(w) = words.get(i) {
@@ -132,6 +133,7 @@ pub(crate) fn parse_acl(name: &str, words: &[String], loc: Loc) -> Result<AclDef
         }
         match w.as_str() {
             "--" => {
+                dashes = true;
                 i += 1;
                 break;
             }
@@ -178,7 +180,7 @@ pub(crate) fn parse_acl(name: &str, words: &[String], loc: Loc) -> Result<AclDef
         ));
     }
     let mut patterns = PatternSet::new(kind, ignore_case);
-    for f in files {
+    for f in &files {
         crate::sample::pattern::add_file(&mut patterns, f)?;
     }
     let mut op = IntOp::Eq;
@@ -192,12 +194,24 @@ pub(crate) fn parse_acl(name: &str, words: &[String], loc: Loc) -> Result<AclDef
         }
         patterns.add(v, op)?;
     }
+    let never_matches = patterns.is_empty()
+        && files.is_empty()
+        && !dashes
+        && !matches!(kind, MatchKind::Found | MatchKind::Bool);
     Ok(AclDef {
         name: name.to_string(),
         expr,
         patterns: Arc::new(patterns),
+        never_matches,
         loc,
     })
+}
+
+/// HAProxy's warning for an ACL line that can never match.
+pub(crate) fn never_matches_warning(criterion: &str) -> String {
+    format!(
+        "parsing acl keyword '{criterion}' :\n  no pattern to match against were provided, so this ACL will never match.\n  If this is what you intended, please add '--' to get rid of this warning.\n  If you intended to match only for existence, please use '-m found'.\n  If you wanted to force an int to match as a bool, please use '-m bool'.\n"
+    )
 }
 
 /// Is `name` a valid ACL name (`[A-Za-z0-9_.:-]+`)? Returns the first bad
