@@ -496,3 +496,84 @@ frontend fe
     assert_eq!(out.code(), hcode);
     assert_eq!(mask(&out.stderr), mask(&herr));
 }
+
+/// Map converters' values as a rule prints them (`lf-string`): the
+/// typed outputs, defaults and the lookups' choice among several keys.
+const MAP_EXPRS: &[&str] = &[
+    "str(www.example.com),map({dir}/hosts.map)",
+    "str(nothere),map({dir}/hosts.map,dflt)",
+    "str(nothere),map({dir}/hosts.map)",
+    "str(a.b.example.com),map_dom({dir}/dom.map)",
+    "str(/api/v1/x),map_beg({dir}/beg.map)",
+    "str(/api/x),map_beg({dir}/beg.map)",
+    "str(/b),map_beg({dir}/beg.map,none)",
+    "ipv4(127.0.0.1),map_ip({dir}/ip.map)",
+    "ipv4(127.0.0.2),map_ip({dir}/ip.map)",
+    "str(10.9.8.7),map_ip({dir}/ip.map)",
+    "int(1500),map_int({dir}/int.map)",
+    "int(42),map_int({dir}/int.map)",
+    "str(/upload),map_str_int({dir}/num.map),add(1)",
+    "str(/none),map_str_int({dir}/num.map,-4)",
+    "str(/upload),map_str_ip({dir}/ipv.map)",
+    "str(/x),map_str_ip({dir}/ipv.map)",
+    "str(/a/b),map_reg({dir}/re.map)",
+    "str(/zzz),map_reg({dir}/re.map)",
+    "str(/p/users/1),map_sub({dir}/sub.map)",
+    "str(/x.json),map_end({dir}/end.map)",
+    "str(/q/abs/r),map_dir({dir}/dir.map)",
+    "str(example.org),map({dir}/hosts.map)",
+    "str(admin.internal),map_str({dir}/hosts.map)",
+    "str(/upload),map_beg_int({dir}/num.map)",
+    "str(a.example.com),map_dom_ip({dir}/domip.map)",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn map_values_are_haproxys() {
+    if !haproxy::available() {
+        return;
+    }
+    let dir = TempDir::new("map-files");
+    for (name, text) in FILES {
+        dir.write(name, text);
+    }
+    dir.write("domip.map", "example.com 192.168.0.1\n");
+    let d = dir.path().to_str().expect("utf-8 path");
+    let config = |bind: &str| {
+        let mut cfg = format!(
+            "defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {bind}
+"
+        );
+        for (i, e) in MAP_EXPRS.iter().enumerate() {
+            let e = e.replace("{dir}", d);
+            cfg.push_str(&format!(
+                "    http-request return status 200 content-type text/plain lf-string \"[%[{e}]]\" if {{ path /{i} }}\n"
+            ));
+        }
+        cfg
+    };
+    let fronts = listens(2);
+    let _hap = Haproxy::start("map-hap", &config(&fronts[0].to_string()), &[&fronts[0]]);
+    let _sl = Sluice::start(&config(&fronts[1].to_string()));
+    let mut differ = Vec::new();
+    for (i, e) in MAP_EXPRS.iter().enumerate() {
+        let path = format!("/{i}");
+        let h = get(fronts[0].addr(), &path).await;
+        let s = get(fronts[1].addr(), &path).await;
+        assert_eq!(h.status, 200, "haproxy on {e}");
+        if (s.status, &s.body) != (h.status, &h.body) {
+            differ.push(format!(
+                "{e}: haproxy {:?}, sluice {} {:?}",
+                String::from_utf8_lossy(&h.body),
+                s.status,
+                String::from_utf8_lossy(&s.body)
+            ));
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
