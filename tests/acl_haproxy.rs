@@ -55,6 +55,8 @@ const ACLS: &[&str] = &[
     "base_len 10:",
     "hdr(host) -i www.example.com",
     "hdr(host) www.Example.com",
+    "hdr(HOST) -i www.example.com",
+    "hdr(X-List) c",
     "hdr_beg(host) admin.",
     "hdr_end(host) -i .example.com",
     "hdr_end(host) :8080",

@@ -1,11 +1,12 @@
 //! Patterns and matchers: how a sample is compared with a list of values
 //! (`-m str|beg|end|sub|reg|dom|dir|len|int|ip|bin|bool|found`, HAProxy's
 //! method matcher), with HAProxy 2.6's parsing of each pattern and its
-//! messages. ACLs hold one [`PatternSet`] per `acl` line; the map
-//! converters are to look keys up in the same store.
+//! messages. ACLs hold one [`PatternSet`] per `acl` line; a [`Map`] (the
+//! `map_*` converters' file) keeps its keys in one.
 //!
 //! Exact strings (the common case, and the one long lists use) are kept
-//! in a hash set; the other matchers scan their list in order.
+//! in a hash map; the other matchers scan their list in order (a trie for
+//! `ip` and `beg` is still to come: lookups there are linear).
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
