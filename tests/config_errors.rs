@@ -406,8 +406,8 @@ frontend fe
     http-response set-status 503
     option mysql-check
     stick-table type ip size 1m
-    acl a base,map_reg(/etc/x.map) -m found
-    acl b src,ipmask(24) 10.0.0.0
+    acl a base,json -m found
+    acl b ssl_c_s_dn -m found
     default_backend be
 backend be
     server s1 127.0.0.1:1 resolvers dns
@@ -446,11 +446,11 @@ listen li
         (14, "'stick-table' is not supported by sluice yet"),
         (
             15,
-            "fetch method 'base' is not supported by sluice yet in ACL expression 'base,map_reg(/etc/x.map)'",
+            "converter 'json' is not supported by sluice yet in ACL expression 'base,json'",
         ),
         (
             16,
-            "converter 'ipmask' is not supported by sluice yet in ACL expression 'src,ipmask(24)'",
+            "sample fetch 'ssl_c_s_dn' is not supported by sluice yet in ACL expression 'ssl_c_s_dn'",
         ),
         (
             19,

@@ -1,26 +1,22 @@
 //! Conditions compiled for the data plane: ACL names resolved to indices,
-//! patterns pre-lowered for `-i`, evaluated against a [`RequestView`].
+//! each ACL a list of (sample expression, patterns) tests evaluated on the
+//! [`Ctx`] the engine builds for the request.
 
-use std::net::IpAddr;
+use std::sync::Arc;
 
-use crate::acl::{AclDef, Condition, Fetch, MatchMethod, Pattern};
+use crate::acl::{AclDef, Condition};
+use crate::sample::pattern::{MatchKind, PatternSet};
+use crate::sample::{Ctx, Expr};
 
-/// What a condition may look at in a request.
+/// What a condition may look at: whatever the engine knows of the
+/// request at that point, as the sample engine's context.
 pub(crate) trait RequestView {
-    fn method(&self) -> &[u8];
-    /// The request target as sent.
-    fn target(&self) -> &[u8];
-    /// Values of header `name` (lower-case), each occurrence once.
-    fn header_values<'a>(&'a self, name: &str, out: &mut Vec<&'a [u8]>);
-    fn src(&self) -> Option<IpAddr>;
-    /// The request bytes buffered before any protocol parsing (`mode
-    /// tcp` content inspection); empty elsewhere.
-    fn payload(&self) -> &[u8] {
-        b""
-    }
-    /// The client connection's TLS (None: plain TCP).
-    fn tls(&self) -> Option<&crate::tls::TlsFacts> {
-        None
+    fn sample_ctx(&self) -> Ctx<'_>;
+}
+
+impl RequestView for Ctx<'_> {
+    fn sample_ctx(&self) -> Ctx<'_> {
+        *self
     }
 }
 
@@ -33,10 +29,8 @@ pub(crate) struct CompiledAcl {
 
 #[derive(Debug, Clone)]
 struct AclTest {
-    fetch: Fetch,
-    matcher: MatchMethod,
-    ignore_case: bool,
-    patterns: Vec<Pattern>,
+    expr: Expr,
+    patterns: Arc<PatternSet>,
 }
 
 /// The ACLs of one proxy, by index.
@@ -56,19 +50,9 @@ impl AclSet {
     pub(crate) fn new(defs: &[AclDef]) -> Self {
         let mut acls: Vec<CompiledAcl> = Vec::new();
         for d in defs {
-            let patterns = d
-                .patterns
-                .iter()
-                .map(|p| match p {
-                    Pattern::Str(s) if d.ignore_case => Pattern::Str(s.to_ascii_lowercase()),
-                    other => other.clone(),
-                })
-                .collect();
             let test = AclTest {
-                fetch: d.fetch.clone(),
-                matcher: d.matcher,
-                ignore_case: d.ignore_case,
-                patterns,
+                expr: d.expr.clone(),
+                patterns: d.patterns.clone(),
             };
             match acls.iter_mut().find(|a| a.name == d.name) {
                 Some(a) => a.tests.push(test),
@@ -82,12 +66,21 @@ impl AclSet {
     }
 
     /// Whether some ACL reads the buffered request bytes (`req.ssl_sni`,
-    /// `req.ssl_hello_type`): content inspection then waits for them.
+    /// `req.len`...): content inspection then waits for them.
     pub(crate) fn reads_payload(&self) -> bool {
         self.acls
             .iter()
             .flat_map(|a| &a.tests)
-            .any(|t| matches!(t.fetch, Fetch::ReqSslSni | Fetch::ReqSslHelloType))
+            .any(|t| crate::sample::fetch::reads_payload(t.expr.fetch_name()))
+    }
+
+    /// Whether some ACL reads the address the client connected to (`dst`,
+    /// `dst_port`): the engine then looks it up for each request.
+    pub(crate) fn reads_local(&self) -> bool {
+        self.acls
+            .iter()
+            .flat_map(|a| &a.tests)
+            .any(|t| matches!(t.expr.fetch_name(), "dst" | "dst_port"))
     }
 
     pub(crate) fn index(&self, name: &str) -> Option<usize> {
@@ -112,9 +105,10 @@ impl AclSet {
     }
 
     pub(crate) fn eval(&self, cond: &CompiledCond, req: &dyn RequestView) -> bool {
+        let cx = req.sample_ctx();
         let any = cond.groups.iter().any(|group| {
             group.iter().all(|&(idx, negated)| {
-                let hit = self.acls.get(idx).is_some_and(|a| a.matches(req));
+                let hit = self.acls.get(idx).is_some_and(|a| a.matches(&cx));
                 hit != negated
             })
         });
@@ -123,129 +117,21 @@ impl AclSet {
 }
 
 impl CompiledAcl {
-    fn matches(&self, req: &dyn RequestView) -> bool {
-        self.tests.iter().any(|t| t.matches(req))
+    fn matches(&self, cx: &Ctx<'_>) -> bool {
+        self.tests.iter().any(|t| t.matches(cx))
     }
 }
-
-/// The standard methods HAProxy parses to an enum and compares exactly.
-const KNOWN_METHODS: [&str; 8] = [
-    "OPTIONS", "GET", "HEAD", "POST", "PUT", "DELETE", "TRACE", "CONNECT",
-];
 
 impl AclTest {
-    fn matches(&self, req: &dyn RequestView) -> bool {
-        match &self.fetch {
-            Fetch::Src => match req.src() {
-                Some(ip) => self.patterns.iter().any(|p| ip_matches(ip, p)),
-                None => false,
-            },
-            Fetch::ReqSslSni => crate::wire::client_hello::ssl_sni(req.payload())
-                .is_some_and(|sni| self.match_bytes(sni)),
-            Fetch::ReqSslHelloType => crate::wire::client_hello::ssl_hello_type(req.payload())
-                .is_some_and(|t| self.match_bytes(t.to_string().as_bytes())),
-            Fetch::SslFc => req.tls().is_some(),
-            Fetch::SslCUsed => req.tls().is_some_and(|t| t.client_cert),
-            Fetch::SslFcSni => match req.tls().and_then(|t| t.sni.as_deref()) {
-                Some(sni) => self.match_bytes(sni.as_bytes()),
-                None => false,
-            },
-            Fetch::SslFcProtocol => match req.tls() {
-                Some(t) => self.match_bytes(t.protocol.as_bytes()),
-                None => false,
-            },
-            Fetch::Method => self.match_bytes(req.method()),
-            Fetch::Url => self.match_bytes(req.target()),
-            Fetch::Path => self.match_bytes(path_of(req.target())),
-            Fetch::Hdr(name) => {
-                let mut vals = Vec::new();
-                req.header_values(name, &mut vals);
-                vals.iter().any(|v| {
-                    v.split(|&b| b == b',')
-                        .any(|part| self.match_bytes(part.trim_ascii()))
-                })
-            }
+    fn matches(&self, cx: &Ctx<'_>) -> bool {
+        let p = &*self.patterns;
+        // Without patterns only the matchers that use none can match
+        // (HAProxy warns about the others when it reads the line).
+        if p.is_empty() && !matches!(p.kind(), MatchKind::Found | MatchKind::Bool) {
+            return false;
         }
-    }
-
-    fn match_bytes(&self, sample: &[u8]) -> bool {
-        self.patterns.iter().any(|p| {
-            let Pattern::Str(pat) = p else { return false };
-            let pat = pat.as_bytes();
-            // A standard method is an enum in HAProxy: it only equals the
-            // same standard method, whatever `-i` says.
-            if self.matcher == MatchMethod::Method
-                && (KNOWN_METHODS.iter().any(|m| m.as_bytes() == pat)
-                    || KNOWN_METHODS.iter().any(|m| m.as_bytes() == sample))
-            {
-                return sample == pat;
-            }
-            let eq = |a: &[u8], b: &[u8]| {
-                if self.ignore_case {
-                    a.eq_ignore_ascii_case(b)
-                } else {
-                    a == b
-                }
-            };
-            match self.matcher {
-                MatchMethod::Str | MatchMethod::Method => eq(sample, pat),
-                MatchMethod::Beg => sample.len() >= pat.len() && eq(&sample[..pat.len()], pat),
-                MatchMethod::End => {
-                    sample.len() >= pat.len() && eq(&sample[sample.len() - pat.len()..], pat)
-                }
-                MatchMethod::Sub => pat.is_empty() || sample.windows(pat.len()).any(|w| eq(w, pat)),
-                MatchMethod::Ip | MatchMethod::Bool => false,
-            }
-        })
-    }
-}
-
-/// The path of a request target: origin form up to `?`; for the absolute
-/// form, the part after the authority.
-pub(crate) fn path_of(target: &[u8]) -> &[u8] {
-    let mut t = target;
-    if let Some(pos) = t.windows(3).position(|w| w == b"://") {
-        let rest = &t[pos + 3..];
-        t = match rest.iter().position(|&b| b == b'/') {
-            Some(slash) => &rest[slash..],
-            None => b"/",
-        };
-    }
-    match t.iter().position(|&b| b == b'?') {
-        Some(q) => &t[..q],
-        None => t,
-    }
-}
-
-pub(crate) fn ip_matches(ip: IpAddr, p: &Pattern) -> bool {
-    let Pattern::Net { addr, prefix } = p else {
-        return false;
-    };
-    // An IPv4-mapped IPv6 client matches IPv4 patterns.
-    let ip = match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
-        v4 => v4,
-    };
-    match (ip, addr) {
-        (IpAddr::V4(a), IpAddr::V4(b)) => {
-            let bits = (*prefix).min(32) as u32;
-            let mask = if bits == 0 {
-                0
-            } else {
-                u32::MAX << (32 - bits)
-            };
-            (u32::from(a) & mask) == (u32::from(*b) & mask)
-        }
-        (IpAddr::V6(a), IpAddr::V6(b)) => {
-            let bits = (*prefix).min(128) as u32;
-            let mask = if bits == 0 {
-                0
-            } else {
-                u128::MAX << (128 - bits)
-            };
-            (u128::from(a) & mask) == (u128::from(*b) & mask)
-        }
-        _ => false,
+        // Every value of a multi-valued fetch is tried in turn.
+        self.expr.eval_each(cx, &mut |s| p.matches(s))
     }
 }
 
@@ -253,46 +139,17 @@ pub(crate) fn ip_matches(ip: IpAddr, p: &Pattern) -> bool {
 mod tests {
     use super::*;
     use crate::acl::AclTerm;
+    use crate::acl::parse::parse_acl;
     use crate::loc::Loc;
+    use crate::wire::h1::Head;
 
-    struct Req {
-        method: &'static str,
-        target: &'static str,
-        headers: Vec<(&'static str, &'static str)>,
-        src: IpAddr,
-    }
-
-    impl RequestView for Req {
-        fn method(&self) -> &[u8] {
-            self.method.as_bytes()
-        }
-        fn target(&self) -> &[u8] {
-            self.target.as_bytes()
-        }
-        fn header_values<'a>(&'a self, name: &str, out: &mut Vec<&'a [u8]>) {
-            for (n, v) in &self.headers {
-                if n.eq_ignore_ascii_case(name) {
-                    out.push(v.as_bytes());
-                }
-            }
-        }
-        fn src(&self) -> Option<IpAddr> {
-            Some(self.src)
-        }
-    }
-
-    fn def(name: &str, fetch: Fetch, m: MatchMethod, i: bool, pats: &[&str]) -> AclDef {
-        AclDef {
-            name: name.into(),
-            fetch,
-            matcher: m,
-            ignore_case: i,
-            patterns: pats.iter().map(|p| Pattern::Str(p.to_string())).collect(),
-            loc: Loc {
-                file: "t".into(),
-                line: 1,
-            },
-        }
+    fn def(name: &str, text: &str) -> AclDef {
+        let words: Vec<String> = text.split_whitespace().map(String::from).collect();
+        let loc = Loc {
+            file: "t".into(),
+            line: 1,
+        };
+        parse_acl(name, &words, loc).unwrap()
     }
 
     fn cond(unless: bool, groups: &[&[(&str, bool)]]) -> Condition {
@@ -312,92 +169,76 @@ mod tests {
         }
     }
 
-    fn req(method: &'static str, target: &'static str) -> Req {
-        Req {
-            method,
-            target,
-            headers: vec![("Host", "db.example.com"), ("X-A", "a, b")],
-            src: "10.1.2.3".parse().unwrap(),
+    fn head(method: &str, target: &str) -> Head {
+        let raw = format!(
+            "{method} {target} HTTP/1.1\r\nHost: db.example.com\r\nX-A: a, b\r\nX-A: c\r\n\r\n"
+        );
+        Head::parse_request(bytes::Bytes::from(raw)).unwrap()
+    }
+
+    fn cx(h: &Head) -> Ctx<'_> {
+        Ctx {
+            req: Some(h),
+            src: Some("10.1.2.3".parse().unwrap()),
+            ..Default::default()
         }
+    }
+
+    fn hit(set: &AclSet, name: &str, h: &Head) -> bool {
+        set.eval(&set.compile(&cond(false, &[&[(name, false)]])), &cx(h))
     }
 
     #[test]
     fn method_acl_is_case_sensitive_for_known_methods() {
         let set = AclSet::new(&[
-            def(
-                "w",
-                Fetch::Method,
-                MatchMethod::Method,
-                false,
-                &["POST", "PUT", "DELETE"],
-            ),
-            def(
-                "lc",
-                Fetch::Method,
-                MatchMethod::Method,
-                true,
-                &["post", "patch"],
-            ),
+            def("w", "method POST PUT DELETE"),
+            def("lc", "method -i post patch"),
         ]);
-        let w = set.compile(&cond(false, &[&[("w", false)]]));
-        let lc = set.compile(&cond(false, &[&[("lc", false)]]));
-        assert!(set.eval(&w, &req("POST", "/")));
-        assert!(set.eval(&w, &req("DELETE", "/")));
-        assert!(!set.eval(&w, &req("GET", "/")));
-        assert!(!set.eval(&lc, &req("POST", "/")));
-        assert!(set.eval(&lc, &req("PATCH", "/")));
+        assert!(hit(&set, "w", &head("POST", "/")));
+        assert!(hit(&set, "w", &head("DELETE", "/")));
+        assert!(!hit(&set, "w", &head("GET", "/")));
+        assert!(!hit(&set, "lc", &head("POST", "/")));
+        assert!(hit(&set, "lc", &head("PATCH", "/")));
     }
 
     #[test]
     fn and_or_not_unless() {
         let set = AclSet::new(&[
-            def("api", Fetch::Path, MatchMethod::Beg, false, &["/api/"]),
-            def("json", Fetch::Path, MatchMethod::End, false, &[".json"]),
-            def(
-                "host",
-                Fetch::Hdr("host".into()),
-                MatchMethod::Str,
-                true,
-                &["DB.example.com"],
-            ),
-            def(
-                "xb",
-                Fetch::Hdr("x-a".into()),
-                MatchMethod::Str,
-                false,
-                &["b"],
-            ),
+            def("api", "path_beg /api/"),
+            def("json", "path_end .json"),
+            def("host", "hdr(host) -i DB.example.com"),
+            def("xb", "hdr(x-a) b"),
+            def("xc", "hdr(x-a),upper C"),
+            def("dom", "hdr_dom(host) example.com"),
         ]);
         let c = set.compile(&cond(
             false,
             &[&[("api", false), ("json", true)], &[("host", false)]],
         ));
-        assert!(set.eval(&c, &req("GET", "/api/x?y=1")));
+        assert!(set.eval(&c, &cx(&head("GET", "/api/x?y=1"))));
         let c2 = set.compile(&cond(false, &[&[("api", false), ("json", true)]]));
-        assert!(!set.eval(&c2, &req("GET", "/api/x.json")));
-        assert!(set.eval(&c, &req("GET", "/other")), "host matches -i");
+        assert!(!set.eval(&c2, &cx(&head("GET", "/api/x.json"))));
+        assert!(set.eval(&c, &cx(&head("GET", "/other"))), "host matches -i");
         let u = set.compile(&cond(true, &[&[("api", false)]]));
-        assert!(!set.eval(&u, &req("GET", "/api/")));
-        let xb = set.compile(&cond(false, &[&[("xb", false)]]));
-        assert!(set.eval(&xb, &req("GET", "/")), "comma-separated values");
+        assert!(!set.eval(&u, &cx(&head("GET", "/api/"))));
+        assert!(hit(&set, "xb", &head("GET", "/")), "comma-separated values");
+        assert!(
+            hit(&set, "xc", &head("GET", "/")),
+            "every occurrence, converted"
+        );
+        assert!(hit(&set, "dom", &head("GET", "/")));
     }
 
     #[test]
-    fn src_networks() {
-        let mut d = def("lan", Fetch::Src, MatchMethod::Ip, false, &[]);
-        d.patterns = vec![Pattern::Net {
-            addr: "10.0.0.0".parse().unwrap(),
-            prefix: 8,
-        }];
-        let set = AclSet::new(&[d]);
-        let c = set.compile(&cond(false, &[&[("lan", false)]]));
-        assert!(set.eval(&c, &req("GET", "/")));
-    }
-
-    #[test]
-    fn paths() {
-        assert_eq!(path_of(b"/a/b?c=d"), b"/a/b");
-        assert_eq!(path_of(b"http://h:1/x?y"), b"/x");
-        assert_eq!(path_of(b"http://h"), b"/");
+    fn src_networks_and_found() {
+        let set = AclSet::new(&[
+            def("lan", "src 10.0.0.0/8"),
+            def("wan", "src 11.0.0.0/8"),
+            def("has", "req.hdr(x-a) -m found"),
+            def("none", "req.hdr(x-b) -m found"),
+        ]);
+        let h = head("GET", "/");
+        assert!(hit(&set, "lan", &h) && !hit(&set, "wan", &h));
+        assert!(hit(&set, "has", &h) && !hit(&set, "none", &h));
     }
 }

@@ -1,86 +1,33 @@
-//! ACLs: what a request is tested on (fetches), how (match methods), and the
-//! `if`/`unless` conditions that combine named ACLs.
+//! ACLs: a sample expression of the one sample engine (`crate::sample`),
+//! tested against patterns with a matcher, and the `if`/`unless`
+//! conditions that combine named ACLs.
 //!
-//! `parse` turns config words into these types (pure, used by `config`);
-//! `eval` tests a compiled condition against a request on the data plane.
+//! `parse` turns config words into these types (pure, used by `config`),
+//! with HAProxy's derived keyword names (`path_beg`, `hdr_dom`...), flags,
+//! pattern files and predefined ACLs; `eval` tests a compiled condition
+//! against a request's [`crate::sample::Ctx`] on the data plane.
 
 pub(crate) mod eval;
 pub(crate) mod parse;
 
-use std::net::IpAddr;
+use std::sync::Arc;
 
 use crate::loc::Loc;
-
-/// The sample an ACL reads from the request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Fetch {
-    /// The request method.
-    Method,
-    /// The path part of the URI (no query string).
-    Path,
-    /// The whole request target as sent.
-    Url,
-    /// Value(s) of a request header (name stored lower-case). Every
-    /// occurrence (and every comma-separated value) is tried.
-    Hdr(String),
-    /// The client's IP address.
-    Src,
-    /// `req.ssl_sni`: the server name of a TLS ClientHello in the request
-    /// bytes buffered so far (`mode tcp`, `tcp-request inspect-delay`).
-    ReqSslSni,
-    /// `req.ssl_hello_type`: the handshake type of the first TLS record
-    /// (1 = ClientHello), matched as a decimal string.
-    ReqSslHelloType,
-    /// `ssl_fc`: the client connection is TLS (boolean).
-    SslFc,
-    /// `ssl_fc_sni`: the SNI the client sent.
-    SslFcSni,
-    /// `ssl_fc_protocol`: `TLSv1.2` / `TLSv1.3`.
-    SslFcProtocol,
-    /// `ssl_c_used`: the client presented a certificate (boolean).
-    SslCUsed,
-}
-
-/// How the fetched sample is compared with the patterns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum MatchMethod {
-    /// Exact string equality.
-    Str,
-    /// A boolean sample: true matches (patterns are not used).
-    Bool,
-    /// Sample begins with the pattern.
-    Beg,
-    /// Sample ends with the pattern.
-    End,
-    /// Sample contains the pattern.
-    Sub,
-    /// IP address or network membership.
-    Ip,
-    /// HAProxy's method matcher: the eight standard methods compare exactly
-    /// and case-sensitively; other tokens compare as strings (where `-i`
-    /// applies).
-    Method,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Pattern {
-    Str(String),
-    /// An address and prefix length (`10.0.0.0/8`; a bare address is /32 or /128).
-    Net {
-        addr: IpAddr,
-        prefix: u8,
-    },
-}
+use crate::sample::Expr;
+use crate::sample::pattern::PatternSet;
 
 /// One `acl <name> <criterion> [flags] <values...>` line.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct AclDef {
     pub(crate) name: String,
-    pub(crate) fetch: Fetch,
-    pub(crate) matcher: MatchMethod,
-    /// `-i`: patterns compare case-insensitively.
-    pub(crate) ignore_case: bool,
-    pub(crate) patterns: Vec<Pattern>,
+    /// Where the sample comes from (a fetch and its converters).
+    pub(crate) expr: Expr,
+    /// The matcher, its flags and the patterns (inline and from `-f`
+    /// files, read when the configuration is).
+    pub(crate) patterns: Arc<PatternSet>,
+    /// The line gives no pattern (nor `--`, nor a file) to a matcher that
+    /// needs one: it never matches, and HAProxy warns.
+    pub(crate) never_matches: bool,
     pub(crate) loc: Loc,
 }
 

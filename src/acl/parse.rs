@@ -3,208 +3,115 @@
 //! Error strings are HAProxy's inner texts; the config parser wraps them
 //! (`error detected while parsing ACL 'x' : <msg>.`).
 
-use std::net::IpAddr;
+use std::sync::Arc;
 
-use crate::acl::{AclDef, AclTerm, Condition, Fetch, MatchMethod, Pattern};
+use crate::acl::{AclDef, AclTerm, Condition};
 use crate::loc::Loc;
+use crate::sample::pattern::{IntOp, MatchKind, PatternSet};
+use crate::sample::{Expr, ExprError};
 
-/// ACL fetches HAProxy knows that sluice does not evaluate (yet); naming
-/// them gives a clearer error than "unknown fetch method".
-const UNSUPPORTED_FETCHES: &[&str] = &[
-    "base",
-    "base_beg",
-    "base_dir",
-    "base_dom",
-    "base_end",
-    "base_len",
-    "base_reg",
-    "base_sub",
-    "cook",
-    "cook_beg",
-    "cook_cnt",
-    "cook_end",
-    "cook_sub",
-    "dst",
-    "dst_port",
-    "hdr_cnt",
-    "hdr_dir",
-    "hdr_dom",
-    "hdr_ip",
-    "hdr_len",
-    "hdr_reg",
-    "hdr_val",
-    "http_auth",
-    "nbsrv",
-    "path_dir",
-    "path_dom",
-    "path_len",
-    "path_reg",
-    "query",
-    "req.hdr",
-    "req.cook",
-    "req_ssl_sni",
-    "req.ssl_sni",
-    "req.len",
-    "req.payload",
-    "src_port",
-    "url_dir",
-    "url_dom",
-    "url_ip",
-    "url_len",
-    "url_param",
-    "url_port",
-    "url_reg",
-    "urlp",
-    "var",
-    "req.ver",
-    "req_ver",
-    "status",
-    "always_true",
-    "always_false",
-    "be_id",
-    "fe_id",
-    "srv_id",
-    "capture.req.uri",
-    "http_first_req",
-    "so_id",
-    "wait_end",
-    "req.body",
+/// HAProxy's ACL keywords that are a fetch with a matcher of their own:
+/// `<base>` (with the fetch's usual matcher) and `<base>_<matcher>`.
+/// (name prefix, the fetch it reads.)
+const DERIVED: &[(&str, &str)] = &[
+    ("base", "base"),
+    ("cook", "req.cook"),
+    ("hdr", "req.hdr"),
+    ("path", "path"),
+    ("scook", "res.cook"),
+    ("shdr", "res.hdr"),
+    ("url", "url"),
+    ("urlp", "urlp"),
 ];
 
-/// Known fetches (without their `(arg)` part) for the "unknown fetch" check.
-/// `fetch_text` is the fetch part of `criterion` (which messages quote).
-fn fetch_of(fetch_text: &str, criterion: &str) -> Result<(Fetch, MatchMethod), String> {
-    let (kw, arg) = match fetch_text.split_once('(') {
-        Some((kw, rest)) => match rest.strip_suffix(')') {
-            Some(arg) => (kw, Some(arg)),
-            None => {
-                return Err(format!(
-                    "missing closing ')' after arguments to fetch keyword '{kw}' in ACL expression '{criterion}'"
-                ));
-            }
-        },
-        None => (fetch_text, None),
-    };
-    let no_arg = |f: Fetch, m: MatchMethod| match arg {
-        None | Some("") => Ok((f, m)),
-        Some(_) => Err(format!(
-            "fetch method '{kw}' does not support any args in ACL expression '{criterion}'"
-        )),
-    };
-    let hdr = |m: MatchMethod| match arg {
-        Some(name) if !name.is_empty() && !name.contains(',') => {
-            Ok((Fetch::Hdr(name.to_ascii_lowercase()), m))
+/// The suffixes of [`DERIVED`] names.
+const SUFFIXES: &[(&str, MatchKind)] = &[
+    ("beg", MatchKind::Beg),
+    ("dir", MatchKind::Dir),
+    ("dom", MatchKind::Dom),
+    ("end", MatchKind::End),
+    ("len", MatchKind::Len),
+    ("reg", MatchKind::Reg),
+    ("sub", MatchKind::Sub),
+];
+
+/// Other ACL keywords that read another fetch (HAProxy's older names).
+const ALIASES: &[(&str, &str, MatchKind)] = &[
+    ("method", "method", MatchKind::Meth),
+    ("req_ver", "req.ver", MatchKind::Str),
+    ("resp_ver", "res.ver", MatchKind::Str),
+    ("url_param", "urlp", MatchKind::Str),
+];
+
+/// The fetch an ACL keyword reads and the matcher it implies, when it is
+/// one of HAProxy's ACL-only names.
+fn acl_keyword(kw: &str) -> Option<(&'static str, MatchKind)> {
+    if let Some(&(_, fetch, m)) = ALIASES.iter().find(|(n, _, _)| *n == kw) {
+        return Some((fetch, m));
+    }
+    for &(base, fetch) in DERIVED {
+        if kw == base {
+            return Some((fetch, MatchKind::Str));
         }
-        Some(_) => Err(format!(
-            "sluice only supports 'hdr(<name>)' with one header name in ACL expression '{criterion}'"
-        )),
-        None => Err(format!(
-            "'{kw}' without a header name is not supported by sluice yet in ACL expression '{criterion}'"
-        )),
-    };
-    match kw {
-        "method" => no_arg(Fetch::Method, MatchMethod::Method),
-        "path" => no_arg(Fetch::Path, MatchMethod::Str),
-        "path_beg" => no_arg(Fetch::Path, MatchMethod::Beg),
-        "path_end" => no_arg(Fetch::Path, MatchMethod::End),
-        "path_sub" => no_arg(Fetch::Path, MatchMethod::Sub),
-        "url" => no_arg(Fetch::Url, MatchMethod::Str),
-        "url_beg" => no_arg(Fetch::Url, MatchMethod::Beg),
-        "url_end" => no_arg(Fetch::Url, MatchMethod::End),
-        "url_sub" => no_arg(Fetch::Url, MatchMethod::Sub),
-        "hdr" => hdr(MatchMethod::Str),
-        "hdr_beg" => hdr(MatchMethod::Beg),
-        "hdr_end" => hdr(MatchMethod::End),
-        "hdr_sub" => hdr(MatchMethod::Sub),
-        "src" => no_arg(Fetch::Src, MatchMethod::Ip),
-        "req.ssl_sni" | "req_ssl_sni" => no_arg(Fetch::ReqSslSni, MatchMethod::Str),
-        "req.ssl_hello_type" | "req_ssl_hello_type" => {
-            no_arg(Fetch::ReqSslHelloType, MatchMethod::Str)
-        }
-        "ssl_fc" => no_arg(Fetch::SslFc, MatchMethod::Bool),
-        "ssl_c_used" => no_arg(Fetch::SslCUsed, MatchMethod::Bool),
-        "ssl_fc_sni" => no_arg(Fetch::SslFcSni, MatchMethod::Str),
-        "ssl_fc_protocol" => no_arg(Fetch::SslFcProtocol, MatchMethod::Str),
-        _ if UNSUPPORTED_FETCHES.contains(&kw)
-            || crate::haproxy26::haproxy_has(crate::haproxy26::Kind::Fetch, kw) =>
+        if let Some(suffix) = kw.strip_prefix(base).and_then(|r| r.strip_prefix('_'))
+            && let Some(&(_, m)) = SUFFIXES.iter().find(|(s, _)| *s == suffix)
         {
-            Err(format!(
-                "fetch method '{kw}' is not supported by sluice yet in ACL expression '{criterion}'"
-            ))
-        }
-        _ => Err(format!(
-            "unknown fetch method '{kw}' in ACL expression '{criterion}'"
-        )),
-    }
-}
-
-/// Splits `fetch(a,b),conv(c),conv2` at the commas outside parentheses:
-/// the fetch, then each converter.
-fn split_converters(criterion: &str) -> (&str, Vec<&str>) {
-    let mut parts = Vec::new();
-    let (mut depth, mut start) = (0usize, 0usize);
-    for (i, c) in criterion.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth = depth.saturating_sub(1),
-            ',' if depth == 0 => {
-                parts.push(&criterion[start..i]);
-                start = i + 1;
-            }
-            _ => {}
+            return Some((fetch, m));
         }
     }
-    parts.push(&criterion[start..]);
-    let fetch = parts.remove(0);
-    (fetch, parts)
+    None
 }
 
-/// `-m <method>` values.
-fn match_method(name: &str) -> Result<MatchMethod, String> {
-    match name {
-        "str" => Ok(MatchMethod::Str),
-        "beg" => Ok(MatchMethod::Beg),
-        "end" => Ok(MatchMethod::End),
-        "sub" => Ok(MatchMethod::Sub),
-        "ip" => Ok(MatchMethod::Ip),
-        "bool" => Ok(MatchMethod::Bool),
-        "found" | "int" | "bin" | "len" | "reg" | "dir" | "dom" => Err(format!(
-            "match method '{name}' is not supported by sluice yet"
-        )),
-        _ => Err(format!("unknown pattern matching method '{name}'")),
-    }
+/// Characters of fetch names (as the sample parser reads them).
+fn is_name(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-' | b'+')
 }
 
-/// An IP pattern: an address, or `address/prefix` (prefix length or a
-/// dotted IPv4 mask).
-pub(crate) fn parse_net(text: &str) -> Option<Pattern> {
-    let (addr, prefix) = match text.split_once('/') {
-        Some((a, p)) => (a, Some(p)),
-        None => (text, None),
+/// The criterion's expression and the matcher its keyword implies (None:
+/// the one of the expression's type).
+fn criterion_expr(criterion: &str) -> Result<(Expr, Option<MatchKind>), String> {
+    let kw_len = criterion.bytes().take_while(|&c| is_name(c)).count();
+    let kw = &criterion[..kw_len];
+    let (text, implied) = match acl_keyword(kw) {
+        Some((fetch, m)) => (format!("{fetch}{}", &criterion[kw_len..]), Some(m)),
+        None => (criterion.to_string(), None),
     };
-    let addr: IpAddr = addr.parse().ok()?;
-    let max = if addr.is_ipv4() { 32 } else { 128 };
-    let prefix = match prefix {
-        None => max,
-        Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => {
-            let n: u8 = p.parse().ok()?;
-            if n > max {
-                return None;
-            }
-            n
+    let (expr, used) = Expr::parse(&text).map_err(|e| match e {
+        ExprError::Invalid(m) if m.starts_with("unknown fetch method") => {
+            format!("{m} in ACL expression '{criterion}'")
         }
-        Some(p) if addr.is_ipv4() => {
-            // Dotted mask: must be contiguous ones.
-            let mask: std::net::Ipv4Addr = p.parse().ok()?;
-            let m = u32::from(mask);
-            if m.leading_ones() + m.trailing_zeros() != 32 {
-                return None;
-            }
-            m.leading_ones() as u8
+        ExprError::Invalid(m) if m.starts_with("invalid args in fetch method") => {
+            format!("{m} in ACL expression '{criterion}'")
         }
-        Some(_) => return None,
-    };
-    Some(Pattern::Net { addr, prefix })
+        // HAProxy's own ACL keywords name themselves; other fetches are
+        // quoted with the whole expression.
+        ExprError::Invalid(m) if implied.is_none() => {
+            format!("{m} in ACL expression '{criterion}'")
+        }
+        ExprError::Invalid(m) => {
+            let m = m
+                .strip_prefix(&format!("fetch method '{kw}' : "))
+                .map(str::to_string)
+                .unwrap_or(m);
+            // HAProxy ends this inner message with its own period.
+            format!("ACL keyword '{kw}' : {m}.")
+        }
+        ExprError::Unsupported(m) => {
+            format!("{m} is not supported by sluice yet in ACL expression '{criterion}'")
+        }
+        // Not given by `Expr::parse`, which takes every place.
+        ExprError::Misplaced(m) => format!("{m} in ACL expression '{criterion}'"),
+    })?;
+    if used != text.len() {
+        return Err(format!(
+            "ACL keyword '{kw}' : unexpected '{}' after the expression",
+            &text[used..]
+        ));
+    }
+    // Converters that change the type drop the keyword's matcher: the
+    // one of the new type applies, as in HAProxy.
+    let implied = implied.filter(|_| expr.out() == expr.fetch_out());
+    Ok((expr, implied))
 }
 
 /// `acl <name> <criterion> [flags] [--] <values...>`: `words` are the words
@@ -213,22 +120,13 @@ pub(crate) fn parse_acl(name: &str, words: &[String], loc: Loc) -> Result<AclDef
     let Some(criterion) = words.first() else {
         return Err("missing ACL expression".to_string());
     };
-    // `fetch(args),conv1(args),conv2`: the fetch is checked first, so that
-    // the message names what is missing (the fetch, else a converter).
-    let (fetch_text, convs) = split_converters(criterion);
-    let (fetch, mut matcher) = fetch_of(fetch_text, criterion)?;
-    if let Some(conv) = convs.first() {
-        let name = conv.split('(').next().unwrap_or(conv);
-        use crate::haproxy26::{Kind, haproxy_has};
-        return Err(if haproxy_has(Kind::Converter, name) {
-            format!(
-                "converter '{name}' is not supported by sluice yet in ACL expression '{criterion}'"
-            )
-        } else {
-            format!("unknown converter '{name}' in ACL expression '{criterion}'")
-        });
-    }
+    let (expr, implied) = criterion_expr(criterion)?;
+    let kw_len = criterion.bytes().take_while(|&c| is_name(c)).count();
+    let kw = &criterion[..kw_len];
     let mut ignore_case = false;
+    let mut forced: Option<MatchKind> = None;
+    let mut files: Vec<&str> = Vec::new();
+    let mut dashes = false;
     let mut i = 1;
     // Flags come first; `--` ends them, the first non-flag starts values.
     while let Some(w) = words.get(i) {
@@ -237,19 +135,28 @@ pub(crate) fn parse_acl(name: &str, words: &[String], loc: Loc) -> Result<AclDef
         }
         match w.as_str() {
             "--" => {
+                dashes = true;
                 i += 1;
                 break;
             }
             "-i" => ignore_case = true,
-            "-m" => {
-                let Some(m) = words.get(i + 1) else {
-                    return Err("'-m' expects a match method".to_string());
-                };
-                matcher = match_method(m)?;
+            // No name resolution happens for IP patterns anyway; `-M`
+            // (read `-f` files as maps) changes nothing for a key's match.
+            "-n" | "-M" => {}
+            "-u" => i += 1,
+            "-f" => {
+                files.push(words.get(i + 1).map_or("", String::as_str));
                 i += 1;
             }
-            "-f" | "-M" | "-n" | "-u" => {
-                return Err(format!("ACL flag '{w}' is not supported by sluice yet"));
+            "-m" => {
+                let m = words.get(i + 1).map_or("", String::as_str);
+                let Some(kind) = MatchKind::from_name(m) else {
+                    return Err(format!(
+                        "unknown matching method '{m}' when parsing ACL expression"
+                    ));
+                };
+                forced = Some(kind);
+                i += 1;
             }
             _ => {
                 return Err(format!(
@@ -259,45 +166,54 @@ pub(crate) fn parse_acl(name: &str, words: &[String], loc: Loc) -> Result<AclDef
         }
         i += 1;
     }
-    // Matchers that cannot read the fetched sample type.
-    let is_ip_fetch = fetch == Fetch::Src;
-    let is_bool_fetch = matches!(fetch, Fetch::SslFc | Fetch::SslCUsed);
-    if is_ip_fetch != (matcher == MatchMethod::Ip)
-        || is_bool_fetch != (matcher == MatchMethod::Bool)
-    {
+    let Some(kind) = forced
+        .or(implied)
+        .or_else(|| MatchKind::default_for(expr.out()))
+    else {
         return Err(format!(
-            "matching method '{}' cannot be used with fetch '{criterion}'",
-            match matcher {
-                MatchMethod::Ip => "ip",
-                MatchMethod::Bool => "bool",
-                MatchMethod::Str | MatchMethod::Method => "str",
-                MatchMethod::Beg => "beg",
-                MatchMethod::End => "end",
-                MatchMethod::Sub => "sub",
-            }
+            "matching method must be specified first (using '-m') when using a sample fetch of this type ('{}')",
+            kw
+        ));
+    };
+    if kind != MatchKind::Found && !expr.out().casts_to(kind.input()) {
+        return Err(format!(
+            "matching method '{}' cannot be used with fetch keyword '{kw}'",
+            kind.name()
         ));
     }
-    let mut patterns = Vec::new();
-    for v in &words[i.min(words.len())..] {
-        if matcher == MatchMethod::Ip {
-            match parse_net(v) {
-                Some(p) => patterns.push(p),
-                None => {
-                    return Err(format!("'{v}' is not a valid IPv4 or IPv6 address"));
-                }
-            }
-        } else {
-            patterns.push(Pattern::Str(v.clone()));
-        }
+    let mut patterns = PatternSet::new(kind, ignore_case);
+    for f in &files {
+        crate::sample::pattern::add_file(&mut patterns, f)?;
     }
+    let mut op = IntOp::Eq;
+    for v in &words[i.min(words.len())..] {
+        // `eq`, `ge`, `gt`, `le`, `lt` hold for the integers after them.
+        if kind.takes_ints()
+            && let Some(o) = IntOp::from_word(v)
+        {
+            op = o;
+            continue;
+        }
+        patterns.add(v, op)?;
+    }
+    let never_matches = patterns.is_empty()
+        && files.is_empty()
+        && !dashes
+        && !matches!(kind, MatchKind::Found | MatchKind::Bool);
     Ok(AclDef {
         name: name.to_string(),
-        fetch,
-        matcher,
-        ignore_case,
-        patterns,
+        expr,
+        patterns: Arc::new(patterns),
+        never_matches,
         loc,
     })
+}
+
+/// HAProxy's warning for an ACL line that can never match.
+pub(crate) fn never_matches_warning(criterion: &str) -> String {
+    format!(
+        "parsing acl keyword '{criterion}' :\n  no pattern to match against were provided, so this ACL will never match.\n  If this is what you intended, please add '--' to get rid of this warning.\n  If you intended to match only for existence, please use '-m found'.\n  If you wanted to force an int to match as a bool, please use '-m bool'.\n"
+    )
 }
 
 /// Is `name` a valid ACL name (`[A-Za-z0-9_.:-]+`)? Returns the first bad
@@ -312,10 +228,43 @@ pub(crate) fn check_acl_name(name: &str) -> Result<(), char> {
     }
 }
 
-/// HAProxy's predefined ACLs sluice can express with its fetches.
+/// HAProxy's predefined ACLs, each as the `acl` line it stands for.
+const PREDEFINED_LINES: &[(&str, &str)] = &[
+    ("FALSE", "always_false"),
+    ("HTTP", "req.proto_http"),
+    ("HTTP_1.0", "req.ver 1.0"),
+    ("HTTP_1.1", "req.ver 1.1"),
+    ("HTTP_2.0", "req.ver 2.0"),
+    ("HTTP_CONTENT", "hdr_val(content-length) gt 0"),
+    ("HTTP_URL_ABS", "url_reg ^[^/:]*://"),
+    ("HTTP_URL_SLASH", "url_beg /"),
+    ("HTTP_URL_STAR", "url *"),
+    ("LOCALHOST", "src 127.0.0.1/8 ::1"),
+    ("METH_CONNECT", "method CONNECT"),
+    ("METH_DELETE", "method DELETE"),
+    ("METH_GET", "method GET HEAD"),
+    ("METH_HEAD", "method HEAD"),
+    ("METH_OPTIONS", "method OPTIONS"),
+    ("METH_POST", "method POST"),
+    ("METH_PUT", "method PUT"),
+    ("METH_TRACE", "method TRACE"),
+    ("RDP_COOKIE", "req.rdp_cookie_cnt gt 0"),
+    ("REQ_CONTENT", "req.len gt 0"),
+    ("TRUE", "always_true"),
+    ("WAIT_END", "wait_end"),
+];
+
+/// The names of HAProxy's predefined ACLs.
 pub(crate) const PREDEFINED: &[&str] = &[
-    "TRUE",
     "FALSE",
+    "HTTP",
+    "HTTP_1.0",
+    "HTTP_1.1",
+    "HTTP_2.0",
+    "HTTP_CONTENT",
+    "HTTP_URL_ABS",
+    "HTTP_URL_SLASH",
+    "HTTP_URL_STAR",
     "LOCALHOST",
     "METH_CONNECT",
     "METH_DELETE",
@@ -325,55 +274,17 @@ pub(crate) const PREDEFINED: &[&str] = &[
     "METH_POST",
     "METH_PUT",
     "METH_TRACE",
-    "HTTP_URL_SLASH",
-    "HTTP_URL_STAR",
-];
-
-/// Predefined ACLs HAProxy has and sluice cannot express yet.
-pub(crate) const PREDEFINED_UNSUPPORTED: &[&str] = &[
-    "HTTP",
-    "HTTP_1.0",
-    "HTTP_1.1",
-    "HTTP_2.0",
-    "HTTP_CONTENT",
-    "HTTP_URL_ABS",
     "RDP_COOKIE",
     "REQ_CONTENT",
+    "TRUE",
     "WAIT_END",
 ];
 
 /// The definition of a predefined ACL, built from ordinary fetches.
 pub(crate) fn predefined(name: &str, loc: Loc) -> Option<AclDef> {
-    let strs = |v: &[&str]| v.iter().map(|s| Pattern::Str(s.to_string())).collect();
-    let (fetch, matcher, patterns) = match name {
-        // Every request has a target, and every target begins with "".
-        "TRUE" => (Fetch::Url, MatchMethod::Beg, strs(&[""])),
-        // No pattern: never matches.
-        "FALSE" => (Fetch::Url, MatchMethod::Beg, Vec::new()),
-        "LOCALHOST" => (
-            Fetch::Src,
-            MatchMethod::Ip,
-            vec![parse_net("127.0.0.1/8")?, parse_net("::1")?],
-        ),
-        "METH_GET" => (Fetch::Method, MatchMethod::Method, strs(&["GET", "HEAD"])),
-        "METH_CONNECT" | "METH_DELETE" | "METH_HEAD" | "METH_OPTIONS" | "METH_POST"
-        | "METH_PUT" | "METH_TRACE" => (
-            Fetch::Method,
-            MatchMethod::Method,
-            strs(&[name.strip_prefix("METH_").unwrap_or(name)]),
-        ),
-        "HTTP_URL_SLASH" => (Fetch::Url, MatchMethod::Beg, strs(&["/"])),
-        "HTTP_URL_STAR" => (Fetch::Url, MatchMethod::Str, strs(&["*"])),
-        _ => return None,
-    };
-    Some(AclDef {
-        name: name.to_string(),
-        fetch,
-        matcher,
-        ignore_case: false,
-        patterns,
-        loc,
-    })
+    let (_, line) = PREDEFINED_LINES.iter().find(|(n, _)| *n == name)?;
+    let words: Vec<String> = line.split(' ').map(String::from).collect();
+    parse_acl(name, &words, loc).ok()
 }
 
 #[cfg(test)]
@@ -476,44 +387,49 @@ mod tests {
         }
     }
 
+    fn kind(text: &str) -> MatchKind {
+        parse_acl("a", &w(text), loc()).unwrap().patterns.kind()
+    }
+
     #[test]
     fn acls() {
-        let d = parse_acl("m", &w("method POST DELETE PUT"), loc()).unwrap();
-        assert_eq!(d.fetch, Fetch::Method);
-        assert_eq!(d.matcher, MatchMethod::Method);
-        assert_eq!(d.patterns.len(), 3);
-        let d = parse_acl("h", &w("hdr(Host) -i example.com"), loc()).unwrap();
-        assert_eq!(d.fetch, Fetch::Hdr("host".into()));
-        assert!(d.ignore_case);
-        let d = parse_acl("p", &w("path_beg -- -x /a"), loc()).unwrap();
+        assert_eq!(kind("method POST DELETE PUT"), MatchKind::Meth);
+        assert_eq!(kind("hdr(Host) -i example.com"), MatchKind::Str);
+        assert_eq!(kind("path_beg -- -x /a"), MatchKind::Beg);
+        assert_eq!(kind("hdr_dom(host),lower example.com"), MatchKind::Dom);
         assert_eq!(
-            d.patterns,
-            vec![Pattern::Str("-x".into()), Pattern::Str("/a".into())]
+            kind("src 10.0.0.0/8 ::1 192.168.0.0/255.255.0.0"),
+            MatchKind::Ip
         );
-        let d = parse_acl("s", &w("src 10.0.0.0/8 ::1 192.168.0.0/255.255.0.0"), loc()).unwrap();
-        assert_eq!(d.matcher, MatchMethod::Ip);
+        assert_eq!(kind("req.hdr_cnt(x) gt 1"), MatchKind::Int);
+        assert_eq!(kind("path -m beg /x"), MatchKind::Beg);
+        assert_eq!(kind("ssl_fc"), MatchKind::Bool);
+        let e = |t: &str| parse_acl("d", &w(t), loc()).unwrap_err();
         assert_eq!(
-            d.patterns[2],
-            Pattern::Net {
-                addr: "192.168.0.0".parse().unwrap(),
-                prefix: 16
-            }
-        );
-        let d = parse_acl("p", &w("path -m beg /x"), loc()).unwrap();
-        assert_eq!(d.matcher, MatchMethod::Beg);
-        assert_eq!(
-            parse_acl("d", &w("foo_bar x"), loc()).unwrap_err(),
+            e("foo_bar x"),
             "unknown fetch method 'foo_bar' in ACL expression 'foo_bar'"
         );
-        assert!(parse_acl("d", &w("src nothost"), loc()).is_err());
-        assert!(parse_acl("d", &w("path -z x"), loc()).is_err());
-        assert!(
-            parse_acl("d", &w("path_reg x"), loc())
-                .unwrap_err()
-                .contains("not supported")
+        assert_eq!(
+            e("src nothost"),
+            "'nothost' is not a valid IPv4 or IPv6 address"
         );
-        assert!(parse_acl("d", &w("hdr(host"), loc()).is_err());
-        assert!(parse_acl("d", &w("path -m ip 1.2.3.4"), loc()).is_err());
+        assert!(e("path -z x").contains("not a valid ACL option"));
+        assert_eq!(
+            e("method -m int 1"),
+            "matching method 'int' cannot be used with fetch keyword 'method'"
+        );
+        assert_eq!(
+            e("path -m foo x"),
+            "unknown matching method 'foo' when parsing ACL expression"
+        );
+        assert_eq!(
+            e("path -f /nonexistent/x"),
+            "failed to open pattern file </nonexistent/x>"
+        );
+        assert_eq!(
+            e("path,foo x"),
+            "ACL keyword 'path' : unknown converter 'foo'."
+        );
         assert!(parse_acl("d", &[], loc()).is_err());
     }
 
@@ -556,6 +472,8 @@ mod tests {
         for n in PREDEFINED {
             assert!(predefined(n, loc()).is_some(), "{n}");
         }
-        assert!(predefined("HTTP_1.1", loc()).is_none());
+        for (n, _) in PREDEFINED_LINES {
+            assert!(PREDEFINED.contains(n), "{n}");
+        }
     }
 }

@@ -5,9 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::acl::parse::{
-    PREDEFINED, PREDEFINED_UNSUPPORTED, check_acl_name, parse_acl, parse_condition_at, predefined,
-};
+use crate::acl::parse::{PREDEFINED, check_acl_name, parse_acl, parse_condition_at, predefined};
 use crate::acl::{AclDef, Condition};
 use crate::config::addr::{self, Family, Resolver};
 use crate::config::cond;

@@ -101,7 +101,8 @@ pub(crate) async fn serve_screened(
         // In mode http, `tcp-request content` rules see no payload (HTTP
         // is parsed afterwards): they run once, on the client address.
         let view = crate::tcp::rules::View {
-            src: peer.ip(),
+            src: peer.inet(),
+            local: client.dst(),
             payload: b"",
         };
         if mode == Mode::Http && !crate::tcp::rules::allowed(&fe.tcp_content, &fe.acls, &view) {

@@ -188,15 +188,8 @@ mod tests {
 
     struct NoView;
     impl RequestView for NoView {
-        fn method(&self) -> &[u8] {
-            b""
-        }
-        fn target(&self) -> &[u8] {
-            b""
-        }
-        fn header_values<'a>(&'a self, _: &str, _: &mut Vec<&'a [u8]>) {}
-        fn src(&self) -> Option<std::net::IpAddr> {
-            None
+        fn sample_ctx(&self) -> crate::sample::Ctx<'_> {
+            crate::sample::Ctx::default()
         }
     }
 

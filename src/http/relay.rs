@@ -512,8 +512,13 @@ fn response_edits<'r>(
     let (server, src, tls) = (who.server, who.src, who.tls);
     let view = View {
         head: req,
+        res: None,
         src,
+        // The response rules are not given the client's port yet.
+        src_port: None,
+        local: None,
         tls,
+        frontend: &fe.name,
     };
     let cx = rules::FmtCtx {
         req,
@@ -549,8 +554,13 @@ fn response_edits<'r>(
     ];
     for (rules_, acls, legacy_rsp) in sets {
         for (action, cond) in rules_ {
+            // The response's conditions see it (`status`, `res.hdr`).
+            let res_view = View {
+                res: Some(&*resp),
+                ..view
+            };
             if let Some(c) = cond
-                && !acls.eval(c, &view)
+                && !acls.eval(c, &res_view)
             {
                 continue;
             }

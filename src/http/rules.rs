@@ -326,7 +326,7 @@ pub(crate) fn put_forwarded_for(
     edits: Option<&Edits>,
 ) {
     if let Some((addr, prefix)) = ff.except
-        && crate::acl::eval::ip_matches(src, &crate::acl::Pattern::Net { addr, prefix })
+        && (crate::sample::pattern::Net { addr, prefix }).contains(src)
     {
         return;
     }

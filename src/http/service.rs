@@ -36,31 +36,31 @@ use crate::wire::io::{self, BufConn, HeadError};
 /// A request as conditions see it (request and response rules alike).
 pub(super) struct View<'a> {
     pub(super) head: &'a Head,
+    /// The response, for `http-response` conditions.
+    pub(super) res: Option<&'a Head>,
     /// None for a client on a UNIX socket.
     pub(super) src: Option<IpAddr>,
+    pub(super) src_port: Option<u16>,
+    /// The address the client connected to (`dst`, `dst_port`).
+    pub(super) local: Option<SocketAddr>,
     /// The client connection's TLS, if any.
     pub(super) tls: Option<&'a TlsFacts>,
+    pub(super) frontend: &'a str,
 }
 
 impl RequestView for View<'_> {
-    fn method(&self) -> &[u8] {
-        self.head.method()
-    }
-    fn target(&self) -> &[u8] {
-        self.head.target()
-    }
-    fn header_values<'a>(&'a self, name: &str, out: &mut Vec<&'a [u8]>) {
-        for (n, v) in self.head.headers() {
-            if n.eq_ignore_ascii_case(name.as_bytes()) {
-                out.push(v);
-            }
+    fn sample_ctx(&self) -> crate::sample::Ctx<'_> {
+        crate::sample::Ctx {
+            src: self.src,
+            src_port: self.src_port,
+            local: self.local,
+            req: Some(self.head),
+            res: self.res,
+            status: self.res.map(|r| r.status),
+            tls: self.tls,
+            frontend: self.frontend,
+            ..Default::default()
         }
-    }
-    fn src(&self) -> Option<IpAddr> {
-        self.src
-    }
-    fn tls(&self) -> Option<&TlsFacts> {
-        self.tls
     }
 }
 
@@ -589,10 +589,21 @@ async fn route(
     rec: &mut LogRecord,
 ) -> Outcome {
     let (head, body, peer, tls) = (rq.head, rq.body, rq.peer, rq.tls);
+    // The local address costs a system call when the log has not asked
+    // for it: looked up only for ACLs that read it.
+    let local = match rec.local {
+        Some(a) => a.inet(),
+        None if fe.acls.reads_local() => rq.dst.or_else(|| conn.stream.local_addr().ok()),
+        None => None,
+    };
     let view = View {
         head,
+        res: None,
         src: peer.ip(),
+        src_port: peer.inet().map(|a| a.port()),
+        local,
         tls,
+        frontend: &fe.name,
     };
     // A local answer does not read the request body, so the connection
     // cannot carry another request after it.
@@ -642,6 +653,7 @@ async fn route(
         src_port: peer.inet().map(|a| a.port()),
         dst: rq.dst,
         first: rq.first,
+        local,
         tls,
         conn,
         keep_local,
@@ -660,13 +672,17 @@ async fn route(
     };
     let view = View {
         head,
+        res: None,
         src: peer.ip(),
+        src_port: peer.inet().map(|a| a.port()),
+        local,
         tls,
+        frontend: &fe.name,
     };
     let sample_cx = crate::sample::Ctx {
         src: peer.ip(),
         src_port: peer.inet().map(|a| a.port()),
-        local: rq.dst,
+        local: local.or(rq.dst),
         req: Some(head),
         frontend: &fe.name,
         ..Default::default()
@@ -802,6 +818,7 @@ struct RuleRun<'r> {
     dst: Option<SocketAddr>,
     /// The connection's first request.
     first: bool,
+    local: Option<SocketAddr>,
     tls: Option<&'r TlsFacts>,
     conn: &'r mut BufConn,
     keep_local: bool,
@@ -821,8 +838,16 @@ impl RuleRun<'_> {
         slot: &'h mut Option<Head>,
         st: Stage<'_>,
     ) -> Result<&'h Head, Outcome> {
-        let (src, tls) = (self.src, self.tls);
-        let view = View { head, src, tls };
+        let (src, src_port, tls, frontend) = (self.src, self.src_port, self.tls, &*self.fe.name);
+        let view = View {
+            head,
+            res: None,
+            src,
+            src_port,
+            local: self.local,
+            tls,
+            frontend,
+        };
         let (before, after) = st.rules.split_at(st.legacy_at.min(st.rules.len()));
         if let Some(out) = self.apply(&view, before, st.acls, st.be, st.timeouts).await {
             return Err(out);
@@ -861,7 +886,15 @@ impl RuleRun<'_> {
                 return Err(forward::send_error_be(self.conn, 400, self.fe, st.be, false).await);
             }
         };
-        let view = View { head, src, tls };
+        let view = View {
+            head,
+            res: None,
+            src,
+            src_port,
+            local: self.local,
+            tls,
+            frontend,
+        };
         match self.apply(&view, after, st.acls, st.be, st.timeouts).await {
             Some(out) => Err(out),
             None => Ok(head),
@@ -926,7 +959,10 @@ impl RuleRun<'_> {
         // where rules run.
         let local = match rules.is_empty() {
             true => None,
-            false => self.dst.or_else(|| self.conn.stream.local_addr().ok()),
+            false => self
+                .local
+                .or(self.dst)
+                .or_else(|| self.conn.stream.local_addr().ok()),
         };
         let snap = (!rules.is_empty()).then(|| self.rt.snapshot());
         let cx = rules::FmtCtx {

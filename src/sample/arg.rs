@@ -63,6 +63,8 @@ pub(crate) enum Arg {
     Bin(Vec<u8>),
     /// A regular expression a keyword's check compiled.
     Regex(Regex),
+    /// A map file a `map_*` converter's check loaded.
+    Map(std::sync::Arc<super::pattern::Map>),
 }
 
 /// A compiled regular expression, equal to another with the same source.

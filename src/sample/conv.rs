@@ -465,6 +465,226 @@ pub(crate) static CONVERTERS: &[ConvDef] = &[
     checked("xor", INT, int_or_var, T::Sint, T::Sint, |s, a, _| {
         arith(s, a, |x, y| x ^ y)
     }),
+    // ---- Maps: `map_<match>[_int|_ip](<file>[,<default>])`, the file
+    // read when the configuration is (sample::pattern::Map). HAProxy 2.6
+    // has neither the `_str` forms its manual names nor `map_len`. ----
+    checked("map", MAP_ARGS, map_check::<0, 0>, T::Str, T::Str, map_eval),
+    checked(
+        "map_str",
+        MAP_ARGS,
+        map_check::<0, 0>,
+        T::Str,
+        T::Str,
+        map_eval,
+    ),
+    checked(
+        "map_str_int",
+        MAP_ARGS,
+        map_check::<0, 2>,
+        T::Str,
+        T::Sint,
+        map_eval,
+    ),
+    checked(
+        "map_str_ip",
+        MAP_ARGS,
+        map_check::<0, 3>,
+        T::Str,
+        T::Addr,
+        map_eval,
+    ),
+    checked(
+        "map_beg",
+        MAP_ARGS,
+        map_check::<1, 0>,
+        T::Str,
+        T::Str,
+        map_eval,
+    ),
+    checked(
+        "map_beg_int",
+        MAP_ARGS,
+        map_check::<1, 2>,
+        T::Str,
+        T::Sint,
+        map_eval,
+    ),
+    checked(
+        "map_beg_ip",
+        MAP_ARGS,
+        map_check::<1, 3>,
+        T::Str,
+        T::Addr,
+        map_eval,
+    ),
+    checked(
+        "map_dir",
+        MAP_ARGS,
+        map_check::<2, 0>,
+        T::Str,
+        T::Str,
+        map_eval,
+    ),
+    checked(
+        "map_dir_int",
+        MAP_ARGS,
+        map_check::<2, 2>,
+        T::Str,
+        T::Sint,
+        map_eval,
+    ),
+    checked(
+        "map_dir_ip",
+        MAP_ARGS,
+        map_check::<2, 3>,
+        T::Str,
+        T::Addr,
+        map_eval,
+    ),
+    checked(
+        "map_dom",
+        MAP_ARGS,
+        map_check::<3, 0>,
+        T::Str,
+        T::Str,
+        map_eval,
+    ),
+    checked(
+        "map_dom_int",
+        MAP_ARGS,
+        map_check::<3, 2>,
+        T::Str,
+        T::Sint,
+        map_eval,
+    ),
+    checked(
+        "map_dom_ip",
+        MAP_ARGS,
+        map_check::<3, 3>,
+        T::Str,
+        T::Addr,
+        map_eval,
+    ),
+    checked(
+        "map_end",
+        MAP_ARGS,
+        map_check::<4, 0>,
+        T::Str,
+        T::Str,
+        map_eval,
+    ),
+    checked(
+        "map_end_int",
+        MAP_ARGS,
+        map_check::<4, 2>,
+        T::Str,
+        T::Sint,
+        map_eval,
+    ),
+    checked(
+        "map_end_ip",
+        MAP_ARGS,
+        map_check::<4, 3>,
+        T::Str,
+        T::Addr,
+        map_eval,
+    ),
+    checked(
+        "map_int",
+        MAP_ARGS,
+        map_check::<5, 0>,
+        T::Sint,
+        T::Str,
+        map_eval,
+    ),
+    checked(
+        "map_int_int",
+        MAP_ARGS,
+        map_check::<5, 2>,
+        T::Sint,
+        T::Sint,
+        map_eval,
+    ),
+    checked(
+        "map_int_ip",
+        MAP_ARGS,
+        map_check::<5, 3>,
+        T::Sint,
+        T::Addr,
+        map_eval,
+    ),
+    checked(
+        "map_ip",
+        MAP_ARGS,
+        map_check::<6, 0>,
+        T::Addr,
+        T::Str,
+        map_eval,
+    ),
+    checked(
+        "map_ip_int",
+        MAP_ARGS,
+        map_check::<6, 2>,
+        T::Addr,
+        T::Sint,
+        map_eval,
+    ),
+    checked(
+        "map_ip_ip",
+        MAP_ARGS,
+        map_check::<6, 3>,
+        T::Addr,
+        T::Addr,
+        map_eval,
+    ),
+    checked(
+        "map_reg",
+        MAP_ARGS,
+        map_check::<8, 0>,
+        T::Str,
+        T::Str,
+        map_eval,
+    ),
+    checked(
+        "map_reg_int",
+        MAP_ARGS,
+        map_check::<8, 2>,
+        T::Str,
+        T::Sint,
+        map_eval,
+    ),
+    checked(
+        "map_reg_ip",
+        MAP_ARGS,
+        map_check::<8, 3>,
+        T::Str,
+        T::Addr,
+        map_eval,
+    ),
+    checked(
+        "map_sub",
+        MAP_ARGS,
+        map_check::<9, 0>,
+        T::Str,
+        T::Str,
+        map_eval,
+    ),
+    checked(
+        "map_sub_int",
+        MAP_ARGS,
+        map_check::<9, 2>,
+        T::Str,
+        T::Sint,
+        map_eval,
+    ),
+    checked(
+        "map_sub_ip",
+        MAP_ARGS,
+        map_check::<9, 3>,
+        T::Str,
+        T::Addr,
+        map_eval,
+    ),
 ];
 
 /// `b64dec` and `ub64dec`: no sample when the text is not base64.
@@ -846,4 +1066,43 @@ fn regsub(re: &regex::bytes::Regex, input: &[u8], with: &[u8], global: bool) -> 
     }
     out.extend_from_slice(&input[last..]);
     out
+}
+
+/// `map_*(<file>[,<default>])`.
+const MAP_ARGS: ArgSpec = ArgSpec::of(&[A::Str, A::Str], 0);
+
+/// Loads the map file of a `map_*` converter: matcher `K` (in the order
+/// of [`MAP_KINDS`]), output `O` (str, str, int, ip).
+fn map_check<const K: usize, const O: usize>(a: &mut [Arg]) -> Result<(), CheckError> {
+    use super::pattern::{Map, MatchKind as M};
+    const MAP_KINDS: [M; 10] = [
+        M::Str,
+        M::Beg,
+        M::Dir,
+        M::Dom,
+        M::End,
+        M::Int,
+        M::Ip,
+        M::Len,
+        M::Reg,
+        M::Sub,
+    ];
+    let out = [T::Str, T::Str, T::Sint, T::Addr][O];
+    let path = a.first().map_or("", Arg::as_str).to_string();
+    let default = a.get(1).map(|d| d.as_str().to_string());
+    let map =
+        Map::load(&path, MAP_KINDS[K], out, default.as_deref()).map_err(CheckError::Invalid)?;
+    match a.first_mut() {
+        Some(slot) => *slot = Arg::Map(std::sync::Arc::new(map)),
+        // No file named: `Map::load` has refused the empty path.
+        None => return Err(CheckError::Invalid("failed to open pattern file <>".into())),
+    }
+    Ok(())
+}
+
+fn map_eval<'a>(s: Sample<'a>, a: &'a [Arg], _: &Ctx<'a>) -> Option<Sample<'a>> {
+    match a.first()? {
+        Arg::Map(m) => m.lookup(s),
+        _ => None,
+    }
 }

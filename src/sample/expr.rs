@@ -158,13 +158,41 @@ impl Expr {
         Ok((Expr { fetch, args, convs }, i))
     }
 
-    /// Evaluates the expression; `None` when a step finds nothing or a
-    /// value cannot be cast to the next step's input.
-    pub(crate) fn eval<'a>(&'a self, cx: &Ctx<'a>) -> Option<Sample<'a>> {
+    /// The fetch's name (`reads_payload` asks it).
+    pub(crate) fn fetch_name(&self) -> &'static str {
+        self.fetch.name
+    }
+
+    /// The type the fetch gives, before any converter.
+    pub(crate) fn fetch_out(&self) -> super::value::SmpType {
+        self.fetch.out
+    }
+
+    /// The type the expression gives (its last step's output).
+    pub(crate) fn out(&self) -> super::value::SmpType {
+        self.convs.last().map_or(self.fetch.out, |(c, _)| c.out)
+    }
+
+    /// Calls `f` on every value of the expression (each value a fetch with
+    /// several gives, through the converters) until it returns true; says
+    /// whether one did. A single-valued fetch gives at most one.
+    pub(crate) fn eval_each<'a>(
+        &'a self,
+        cx: &Ctx<'a>,
+        f: &mut dyn FnMut(Sample<'a>) -> bool,
+    ) -> bool {
+        let Some(each) = self.fetch.each else {
+            return self.eval(cx).is_some_and(f);
+        };
         if self.args.len() < self.fetch.args.min {
-            return None;
+            return false;
         }
-        let mut s = (self.fetch.eval)(&self.args, cx)?;
+        each(&self.args, cx, &mut |s| {
+            self.convert(s, cx).is_some_and(&mut *f)
+        })
+    }
+
+    fn convert<'a>(&'a self, mut s: Sample<'a>, cx: &Ctx<'a>) -> Option<Sample<'a>> {
         for (conv, args) in &self.convs {
             if args.len() < conv.args.min {
                 return None;
@@ -172,6 +200,16 @@ impl Expr {
             s = (conv.eval)(s.cast(conv.input)?, args, cx)?;
         }
         Some(s)
+    }
+
+    /// Evaluates the expression; `None` when a step finds nothing or a
+    /// value cannot be cast to the next step's input.
+    pub(crate) fn eval<'a>(&'a self, cx: &Ctx<'a>) -> Option<Sample<'a>> {
+        if self.args.len() < self.fetch.args.min {
+            return None;
+        }
+        let s = (self.fetch.eval)(&self.args, cx)?;
+        self.convert(s, cx)
     }
 }
 

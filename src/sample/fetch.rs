@@ -95,12 +95,20 @@ pub(crate) struct Ctx<'a> {
     pub(crate) server_id: Option<u32>,
     /// The proxies' runtime state, where passed (`nbsrv`, `be_conn`...).
     pub(crate) proxies: Option<&'a dyn Proxies>,
+    /// The client connection's TLS (None: cleartext).
+    pub(crate) tls: Option<&'a crate::tls::TlsFacts>,
 }
 
 /// Turns a fetch's parsed arguments into their final form, or refuses them.
 pub(crate) type FetchCheck = fn(&mut [Arg]) -> Result<(), String>;
 
 pub(crate) type FetchFn = for<'a> fn(&'a [Arg], &Ctx<'a>) -> Option<Sample<'a>>;
+
+/// A fetch that can give several values (every occurrence of a header):
+/// calls `f` on each in order until it returns true, and says whether one
+/// did. ACLs use it (HAProxy's "not last" iteration), without collecting.
+pub(crate) type EachFn =
+    for<'a> fn(&'a [Arg], &Ctx<'a>, &mut dyn FnMut(Sample<'a>) -> bool) -> bool;
 
 /// One fetch keyword.
 pub(crate) struct FetchDef {
@@ -113,6 +121,9 @@ pub(crate) struct FetchDef {
     pub(crate) check: Option<FetchCheck>,
     pub(crate) out: SmpType,
     pub(crate) eval: FetchFn,
+    /// Every value, for a fetch that can have several; `eval` gives the
+    /// one a log format or rule takes.
+    pub(crate) each: Option<EachFn>,
 }
 
 impl std::fmt::Debug for FetchDef {
@@ -139,6 +150,7 @@ const fn def(
         check: None,
         out,
         eval,
+        each: None,
     }
 }
 
@@ -157,6 +169,7 @@ const CONST: Uses = Uses::of(&[Src::Const]);
 const INTRN: Uses = Uses::of(&[Src::Intrn]);
 const FTEND: Uses = Uses::of(&[Src::Ftend]);
 const L4CLI: Uses = Uses::of(&[Src::L4cli]);
+const L5CLI: Uses = Uses::of(&[Src::L5cli]);
 const BKEND: Uses = Uses::of(&[Src::Bkend]);
 const SERVR: Uses = Uses::of(&[Src::Servr]);
 const L6REQ: Uses = Uses::of(&[Src::L6req]);
@@ -351,7 +364,7 @@ pub(crate) static FETCHES: &[FetchDef] = &[
     // 7.3.5 Layer 6: the request's buffered bytes, as `tcp-request
     // content` sees them (kept apart: the ACL engine reads these too).
     def("req.len", L6REQ, ArgSpec::NONE, T::Sint, |_, cx| {
-        Some(Sample::Sint(cx.payload?.len() as i64))
+        req_len(cx)
     }),
     def("req.payload", L6REQ, PAYLOAD, T::Bin, |a, cx| {
         payload(cx.payload?, a[0].as_int(), a[1].as_int()).map(bin)
@@ -375,7 +388,7 @@ pub(crate) static FETCHES: &[FetchDef] = &[
         crate::wire::client_hello::ssl_sni(cx.payload?).map(Sample::str)
     }),
     def("req_len", L6REQ, ArgSpec::NONE, T::Sint, |_, cx| {
-        Some(Sample::Sint(cx.payload?.len() as i64))
+        req_len(cx)
     }),
     def(
         "req_ssl_hello_type",
@@ -409,16 +422,30 @@ pub(crate) static FETCHES: &[FetchDef] = &[
         Some(Sample::Str(Cow::Owned(out)))
     }),
     // `hdr` reads the response in a response rule, else the request.
-    def("hdr", HTTP_HV, HDR, T::Str, |a, cx| {
-        header(cx.res.or(cx.req)?, a, true)
-    }),
+    FetchDef {
+        each: Some(|a, cx, f| {
+            cx.res
+                .or(cx.req)
+                .is_some_and(|h| each_header(h, a, true, f))
+        }),
+        ..def("hdr", HTTP_HV, HDR, T::Str, |a, cx| {
+            header(cx.res.or(cx.req)?, a, true)
+        })
+    },
     def("hdr_cnt", HRQHV, OPT_STR, T::Sint, |a, cx| {
         Some(Sample::Sint(count(cx.req?, a, true)))
     }),
     def("hdr_ip", HRQHV, HDR, T::Ipv4, |a, cx| header_ip(cx.req?, a)),
-    def("hdr_val", HRQHV, HDR, T::Sint, |a, cx| {
-        header_val(cx.req?, a)
-    }),
+    FetchDef {
+        each: Some(|a, cx, f| {
+            cx.req.is_some_and(|h| {
+                each_header(h, a, true, &mut |s| s.cast(T::Sint).is_some_and(&mut *f))
+            })
+        }),
+        ..def("hdr_val", HRQHV, HDR, T::Sint, |a, cx| {
+            header_val(cx.req?, a)
+        })
+    },
     def("cook", HRQHV, OPT_STR, T::Str, |a, cx| {
         req_cookie(cx.req?, a).map(Sample::str)
     }),
@@ -435,7 +462,12 @@ pub(crate) static FETCHES: &[FetchDef] = &[
         Some(Sample::Meth(Cow::Borrowed(cx.req?.method())))
     }),
     def("path", HRQHV, ArgSpec::NONE, T::Str, |_, cx| {
-        Some(Sample::str(path_of(cx.req?.target())))
+        let t = cx.req?.target();
+        // `*` (OPTIONS) and other targets without a slash have no path.
+        if !t.contains(&b'/') {
+            return None;
+        }
+        Some(Sample::str(path_of(t)))
     }),
     def("pathq", HRQHV, ArgSpec::NONE, T::Str, |_, cx| {
         Some(Sample::str(pathq_of(cx.req?.target())))
@@ -455,12 +487,18 @@ pub(crate) static FETCHES: &[FetchDef] = &[
     def("req.cook_val", HRQHV, OPT_STR, T::Sint, |a, cx| {
         Some(Sample::Sint(str_to_int(req_cookie(cx.req?, a)?)))
     }),
-    def("req.fhdr", HRQHV, HDR, T::Str, |a, cx| {
-        header(cx.req?, a, false)
-    }),
-    def("req.hdr", HRQHV, HDR, T::Str, |a, cx| {
-        header(cx.req?, a, true)
-    }),
+    FetchDef {
+        each: Some(|a, cx, f| cx.req.is_some_and(|h| each_header(h, a, false, f))),
+        ..def("req.fhdr", HRQHV, HDR, T::Str, |a, cx| {
+            header(cx.req?, a, false)
+        })
+    },
+    FetchDef {
+        each: Some(|a, cx, f| cx.req.is_some_and(|h| each_header(h, a, true, f))),
+        ..def("req.hdr", HRQHV, HDR, T::Str, |a, cx| {
+            header(cx.req?, a, true)
+        })
+    },
     def("req.hdr_cnt", HRQHV, OPT_STR, T::Sint, |a, cx| {
         Some(Sample::Sint(count(cx.req?, a, true)))
     }),
@@ -504,12 +542,18 @@ pub(crate) static FETCHES: &[FetchDef] = &[
     def("res.cook_val", HRSHV, OPT_STR, T::Sint, |a, cx| {
         Some(Sample::Sint(str_to_int(res_cookie(cx.res?, a)?)))
     }),
-    def("res.hdr", HRSHV, HDR, T::Str, |a, cx| {
-        header(cx.res?, a, true)
-    }),
-    def("res.fhdr", HRSHV, HDR, T::Str, |a, cx| {
-        header(cx.res?, a, false)
-    }),
+    FetchDef {
+        each: Some(|a, cx, f| cx.res.is_some_and(|h| each_header(h, a, true, f))),
+        ..def("res.hdr", HRSHV, HDR, T::Str, |a, cx| {
+            header(cx.res?, a, true)
+        })
+    },
+    FetchDef {
+        each: Some(|a, cx, f| cx.res.is_some_and(|h| each_header(h, a, false, f))),
+        ..def("res.fhdr", HRSHV, HDR, T::Str, |a, cx| {
+            header(cx.res?, a, false)
+        })
+    },
     def("res.fhdr_cnt", HRSHV, OPT_STR, T::Sint, |a, cx| {
         Some(Sample::Sint(count(cx.res?, a, false)))
     }),
@@ -623,11 +667,104 @@ pub(crate) static FETCHES: &[FetchDef] = &[
         };
         Some(Sample::str(v))
     }),
+    // ---- Fetches the ACL engine moved here (TLS facts, RDP, the wait of
+    // content inspection). ----
+    def("req.rdp_cookie_cnt", L6REQ, OPT_STR, T::Sint, |a, cx| {
+        let p = cx.payload?;
+        Some(Sample::Sint(rdp_cookie(p, a).is_some() as i64))
+    }),
+    def("ssl_c_used", L5CLI, ArgSpec::NONE, T::Bool, |_, cx| {
+        Some(Sample::Bool(cx.tls.is_some_and(|t| t.client_cert)))
+    }),
+    def("ssl_fc", L5CLI, ArgSpec::NONE, T::Bool, |_, cx| {
+        Some(Sample::Bool(cx.tls.is_some()))
+    }),
+    def("ssl_fc_protocol", L5CLI, ArgSpec::NONE, T::Str, |_, cx| {
+        cx.tls.map(|t| Sample::str(t.protocol.as_bytes()))
+    }),
+    def("ssl_fc_sni", L5CLI, ArgSpec::NONE, T::Str, |_, cx| {
+        cx.tls?.sni.as_deref().map(|s| Sample::str(s.as_bytes()))
+    }),
+    // True once content inspection has waited (`tcp-request
+    // inspect-delay`): the rules run after the wait or a complete hello,
+    // and HTTP rules after the whole head.
+    def("wait_end", INTRN, ArgSpec::NONE, T::Bool, |_, cx| {
+        (cx.payload.is_some() || cx.req.is_some()).then_some(Sample::Bool(true))
+    }),
+    // ---- end of the ACL engine's block ----
 ];
 
 fn slot<'a>(caps: &'a [Option<Vec<u8>>], a: &[Arg]) -> Option<Sample<'a>> {
     let n = usize::try_from(a.first()?.as_int()).ok()?;
     Some(Sample::str(caps.get(n)?.as_deref()?))
+}
+
+/// Whether the fetch `name` reads the buffered request bytes: content
+/// inspection then waits for them.
+pub(crate) fn reads_payload(name: &str) -> bool {
+    matches!(
+        name,
+        "req.len"
+            | "req_len"
+            | "req.payload"
+            | "req.payload_lv"
+            | "req.rdp_cookie_cnt"
+            | "req.ssl_hello_type"
+            | "req_ssl_hello_type"
+            | "req.ssl_sni"
+            | "req_ssl_sni"
+            | "wait_end"
+    )
+}
+
+/// The `Cookie: <name>=<value>` line of an RDP connection request (after
+/// the 4-byte TPKT and 7-byte X.224 headers), when it names `a[0]` (any
+/// name when absent): the value.
+fn rdp_cookie<'a>(p: &'a [u8], a: &[Arg]) -> Option<&'a [u8]> {
+    let line = p.get(11..)?.strip_prefix(b"Cookie: ")?;
+    let end = memchr::memmem::find(line, b"\r\n")?;
+    let (name, value) = line[..end].split_at(line[..end].iter().position(|&b| b == b'=')?);
+    let want = a.first().map_or("", Arg::as_str);
+    (want.is_empty() || name.eq_ignore_ascii_case(want.as_bytes())).then_some(&value[1..])
+}
+
+/// `req.len`: the bytes buffered for content inspection; on an HTTP
+/// request, the length of its head (HAProxy counts its internal form of
+/// the request there, a little more: both are above 0).
+fn req_len<'a>(cx: &Ctx<'a>) -> Option<Sample<'a>> {
+    match (cx.payload, cx.req) {
+        (Some(p), _) => Some(Sample::Sint(p.len() as i64)),
+        (None, Some(h)) => Some(Sample::Sint(h.raw.len() as i64)),
+        (None, None) => None,
+    }
+}
+
+/// Every value of header `a[0]` (of every header without a name), split at
+/// commas when `split`, for [`EachFn`]; an explicit occurrence (`a[1]`)
+/// gives just that one, as in HAProxy.
+fn each_header<'a>(
+    head: &'a Head,
+    a: &'a [Arg],
+    split: bool,
+    f: &mut dyn FnMut(Sample<'a>) -> bool,
+) -> bool {
+    if a.len() > 1 {
+        return header(head, a, split).is_some_and(f);
+    }
+    let name = a.first().map(|n| n.as_str()).unwrap_or("");
+    let mut visit = |v: &'a [u8]| {
+        if split {
+            v.split(|&b| b == b',')
+                .any(|part| f(Sample::str(crate::wire::h1::trim(part))))
+        } else {
+            f(Sample::str(v))
+        }
+    };
+    if name.is_empty() {
+        head.headers().any(|(_, v)| visit(v))
+    } else {
+        head.values(name).any(visit)
+    }
 }
 
 /// An address as HAProxy gives it: an IPv4-mapped IPv6 as IPv4.

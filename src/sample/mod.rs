@@ -13,6 +13,7 @@ pub(crate) mod conv;
 pub(crate) mod expr;
 pub(crate) mod fetch;
 pub(crate) mod hash;
+pub(crate) mod pattern;
 pub(crate) mod random;
 pub(crate) mod stage;
 pub(crate) mod value;

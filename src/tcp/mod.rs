@@ -34,10 +34,10 @@ use crate::wire::relay::{End, Relayed, pump};
 const INSPECT_MAX: usize = 16 * 1024;
 
 fn pick_backend(fe: &FrontendRt, view: &View<'_>) -> Option<Arc<BackendRt>> {
+    use crate::acl::eval::RequestView;
     let cx = crate::sample::Ctx {
-        src: view.src,
         frontend: &fe.name,
-        ..Default::default()
+        ..view.sample_ctx()
     };
     fe.pick_backend(|c| fe.acls.eval(c, view), &cx).cloned()
 }
@@ -90,8 +90,15 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
     {
         inspect(&mut stream, &mut payload, delay).await;
     }
+    // Looked up only for ACLs that read it: a system call otherwise saved.
+    let local = match rec.local {
+        Some(a) => a.inet(),
+        None if fe.acls.reads_local() => client.dst().or_else(|| stream.local_addr().ok()),
+        None => None,
+    };
     let view = View {
-        src: peer.ip(),
+        src: peer.inet(),
+        local,
         payload: &payload,
     };
     let process = &client.rt.process;

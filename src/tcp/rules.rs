@@ -3,7 +3,7 @@
 //! `req.ssl_hello_type` and `req.ssl_sni`, read a ClientHello parsed by
 //! `wire::client_hello`.
 
-use std::net::IpAddr;
+use std::net::SocketAddr;
 
 use crate::acl::eval::{AclSet, RequestView};
 use crate::config::model::TcpAction;
@@ -13,23 +13,21 @@ use crate::snapshot::TcpRules;
 /// buffered so far.
 pub(crate) struct View<'a> {
     /// None for a client on a UNIX socket.
-    pub(crate) src: Option<IpAddr>,
+    pub(crate) src: Option<SocketAddr>,
+    /// The address the client connected to (`dst`, `dst_port`).
+    pub(crate) local: Option<SocketAddr>,
     pub(crate) payload: &'a [u8],
 }
 
 impl RequestView for View<'_> {
-    fn method(&self) -> &[u8] {
-        b""
-    }
-    fn target(&self) -> &[u8] {
-        b""
-    }
-    fn header_values<'a>(&'a self, _: &str, _: &mut Vec<&'a [u8]>) {}
-    fn src(&self) -> Option<IpAddr> {
-        self.src
-    }
-    fn payload(&self) -> &[u8] {
-        self.payload
+    fn sample_ctx(&self) -> crate::sample::Ctx<'_> {
+        crate::sample::Ctx {
+            src: self.src.map(|a| a.ip()),
+            src_port: self.src.map(|a| a.port()),
+            local: self.local,
+            payload: Some(self.payload),
+            ..Default::default()
+        }
     }
 }
 
@@ -50,8 +48,11 @@ pub(crate) fn connection_allowed(
     fe: &crate::snapshot::FrontendRt,
     peer: crate::sys::peer::Peer,
 ) -> bool {
+    // Before any byte: no content, and the local address only as the
+    // listener knows it (not looked up here).
     let view = View {
-        src: peer.ip(),
+        src: peer.inet(),
+        local: None,
         payload: b"",
     };
     allowed(&fe.tcp_connection, &fe.acls, &view)

@@ -702,8 +702,8 @@ impl State<'_> {
             match w.as_str() {
                 "except" => {
                     let v = words.get(i + 1).map_or("", String::as_str);
-                    match crate::acl::parse::parse_net(v) {
-                        Some(crate::acl::Pattern::Net { addr, prefix }) => {
+                    match crate::sample::pattern::Net::parse(v) {
+                        Some(crate::sample::pattern::Net { addr, prefix }) => {
                             ff.except = Some((addr, prefix));
                         }
                         _ => {

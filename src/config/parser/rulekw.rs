@@ -78,7 +78,12 @@ impl State<'_> {
             );
         }
         match parse_acl(name, &words[2..], loc.clone()) {
-            Ok(def) => self.px().acls.push(def),
+            Ok(def) => {
+                if def.never_matches {
+                    self.never_matches(loc, &words[2]);
+                }
+                self.px().acls.push(def)
+            }
             Err(e) => self.alert(
                 loc,
                 format!("error detected while parsing ACL '{name}' : {e}."),
@@ -86,11 +91,29 @@ impl State<'_> {
         }
     }
 
+    /// HAProxy's warning for an ACL that can never match: no location in
+    /// it, as HAProxy prints it.
+    fn never_matches(&mut self, loc: &Loc, criterion: &str) {
+        self.diags.push(crate::config::diag::Diagnostic::warning(
+            Some(loc.clone()),
+            crate::acl::parse::never_matches_warning(criterion),
+        ));
+    }
+
     /// Parse `if|unless ...` and check that every ACL it names exists
     /// already (HAProxy resolves them at parse time); anonymous and used
     /// predefined ACLs are added to the proxy.
     pub(super) fn condition(&mut self, loc: &Loc, words: &[String]) -> Result<Condition, String> {
         let (cond, anon) = parse_condition_at(words, loc)?;
+        // Each anonymous ACL's criterion is the word after its `{`.
+        let criteria = words
+            .windows(2)
+            .filter(|w| w[0].trim_start_matches('!') == "{");
+        for (def, w) in anon.iter().zip(criteria) {
+            if def.never_matches {
+                self.never_matches(loc, &w[1]);
+            }
+        }
         let mut extra: Vec<AclDef> = anon;
         for term in cond.groups.iter().flatten() {
             let known = self.px().acls.iter().any(|a| a.name == term.name)
@@ -103,12 +126,6 @@ impl State<'_> {
                     extra.push(def);
                 }
                 continue;
-            }
-            if PREDEFINED_UNSUPPORTED.contains(&term.name.as_str()) {
-                return Err(format!(
-                    "predefined ACL '{}' is not supported by sluice yet",
-                    term.name
-                ));
             }
             let names: Vec<String> = self
                 .px()

@@ -294,6 +294,7 @@ impl Source for Line<'_> {
                     .map(|r| r.sid),
                 _ => None,
             },
+            tls: None,
         }
     }
 }

@@ -1,0 +1,706 @@
+//! Patterns and matchers: how a sample is compared with a list of values
+//! (`-m str|beg|end|sub|reg|dom|dir|len|int|ip|bin|bool|found`, HAProxy's
+//! method matcher), with HAProxy 2.6's parsing of each pattern and its
+//! messages. ACLs hold one [`PatternSet`] per `acl` line; a [`Map`] (the
+//! `map_*` converters' file) keeps its keys in one.
+//!
+//! Exact strings (the common case, and the one long lists use) are kept
+//! in a hash map; the other matchers scan their list in order (a trie for
+//! `ip` and `beg` is still to come: lookups there are linear).
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use super::value::{Sample, SmpType};
+
+/// A matching method (`-m <name>`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MatchKind {
+    /// The sample exists (patterns are not used).
+    Found,
+    /// The sample, as a boolean, is true (patterns are not used).
+    Bool,
+    Int,
+    Ip,
+    Bin,
+    /// The length of the sample, against integer ranges.
+    Len,
+    Str,
+    Beg,
+    End,
+    Sub,
+    Reg,
+    /// The pattern is one of the dot-, slash-, `?`- or colon-delimited
+    /// parts of the sample.
+    Dom,
+    /// The pattern is one of the slash- or `?`-delimited parts.
+    Dir,
+    /// HAProxy's method matcher: a standard method equals only itself,
+    /// whatever `-i` says; other tokens compare as strings.
+    Meth,
+}
+
+impl MatchKind {
+    /// `-m <name>`; `meth` is not one HAProxy lets a config name.
+    pub(crate) fn from_name(name: &str) -> Option<MatchKind> {
+        use MatchKind::*;
+        Some(match name {
+            "found" => Found,
+            "bool" => Bool,
+            "int" => Int,
+            "ip" => Ip,
+            "bin" => Bin,
+            "len" => Len,
+            "str" => Str,
+            "beg" => Beg,
+            "end" => End,
+            "sub" => Sub,
+            "reg" => Reg,
+            "dom" => Dom,
+            "dir" => Dir,
+            _ => return None,
+        })
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        use MatchKind::*;
+        match self {
+            Found => "found",
+            Bool => "bool",
+            Int => "int",
+            Ip => "ip",
+            Bin => "bin",
+            Len => "len",
+            Str => "str",
+            Beg => "beg",
+            End => "end",
+            Sub => "sub",
+            Reg => "reg",
+            Dom => "dom",
+            Dir => "dir",
+            Meth => "meth",
+        }
+    }
+
+    /// The type a sample is cast to before matching.
+    pub(crate) fn input(self) -> SmpType {
+        use MatchKind::*;
+        match self {
+            Found => SmpType::Any,
+            Bool => SmpType::Bool,
+            Int => SmpType::Sint,
+            Ip => SmpType::Addr,
+            Bin => SmpType::Bin,
+            Meth => SmpType::Meth,
+            Len | Str | Beg | End | Sub | Reg | Dom | Dir => SmpType::Str,
+        }
+    }
+
+    /// The matcher a sample of type `t` gets when an ACL names none
+    /// (binary samples and methods get none: HAProxy wants a `-m`; its
+    /// `method` ACL keyword has the method matcher of its own).
+    pub(crate) fn default_for(t: SmpType) -> Option<MatchKind> {
+        Some(match t {
+            SmpType::Bool => MatchKind::Bool,
+            SmpType::Sint => MatchKind::Int,
+            SmpType::Addr | SmpType::Ipv4 | SmpType::Ipv6 => MatchKind::Ip,
+            SmpType::Bin | SmpType::Meth => return None,
+            SmpType::Str | SmpType::Any => MatchKind::Str,
+        })
+    }
+
+    /// Integer patterns (ranges, `eq`/`ge`/... operators).
+    pub(crate) fn takes_ints(self) -> bool {
+        matches!(self, MatchKind::Int | MatchKind::Len)
+    }
+}
+
+/// An address and prefix length (`10.0.0.0/8`; a bare address is /32 or /128).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Net {
+    pub(crate) addr: IpAddr,
+    pub(crate) prefix: u8,
+}
+
+impl Net {
+    /// An IP pattern: an address, or `address/prefix` (a prefix length or
+    /// a dotted IPv4 mask).
+    pub(crate) fn parse(text: &str) -> Option<Net> {
+        let (addr, prefix) = match text.split_once('/') {
+            Some((a, p)) => (a, Some(p)),
+            None => (text, None),
+        };
+        let addr: IpAddr = addr.parse().ok()?;
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let prefix = match prefix {
+            None => max,
+            Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => {
+                let n: u8 = p.parse().ok()?;
+                if n > max {
+                    return None;
+                }
+                n
+            }
+            Some(p) if addr.is_ipv4() => {
+                // Dotted mask: must be contiguous ones.
+                let mask: Ipv4Addr = p.parse().ok()?;
+                let m = u32::from(mask);
+                if m.leading_ones() + m.trailing_zeros() != 32 {
+                    return None;
+                }
+                m.leading_ones() as u8
+            }
+            Some(_) => return None,
+        };
+        Some(Net { addr, prefix })
+    }
+
+    /// Whether `ip` is in this network. An IPv4 address also matches the
+    /// IPv6 network of its mapped form, and an IPv4-mapped IPv6 address
+    /// the IPv4 networks, as HAProxy compares them.
+    pub(crate) fn contains(&self, ip: IpAddr) -> bool {
+        let v4 = |ip: IpAddr| match ip {
+            IpAddr::V4(a) => Some(a),
+            IpAddr::V6(a) => a.to_ipv4_mapped(),
+        };
+        match self.addr {
+            IpAddr::V4(net) => v4(ip).is_some_and(|a| {
+                let m = mask32(self.prefix);
+                u32::from(a) & m == u32::from(net) & m
+            }),
+            IpAddr::V6(net) => {
+                let a: Ipv6Addr = match ip {
+                    IpAddr::V6(a) => a,
+                    IpAddr::V4(a) => a.to_ipv6_mapped(),
+                };
+                let m = mask128(self.prefix);
+                u128::from(a) & m == u128::from(net) & m
+            }
+        }
+    }
+}
+
+fn in_range(p: &Pat, n: i64) -> bool {
+    matches!(p, Pat::Range(r) if r.lo <= n && n <= r.hi)
+}
+
+fn mask32(prefix: u8) -> u32 {
+    match prefix.min(32) {
+        0 => 0,
+        n => u32::MAX << (32 - n),
+    }
+}
+
+fn mask128(prefix: u8) -> u128 {
+    match prefix.min(128) {
+        0 => 0,
+        n => u128::MAX << (128 - n),
+    }
+}
+
+/// An integer range, both ends included.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Range {
+    pub(crate) lo: i64,
+    pub(crate) hi: i64,
+}
+
+/// `eq`, `ge`, `gt`, `le`, `lt` before integer patterns: the operator
+/// holds for every pattern after it until the next operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IntOp {
+    Eq,
+    Ge,
+    Gt,
+    Le,
+    Lt,
+}
+
+impl IntOp {
+    pub(crate) fn from_word(w: &str) -> Option<IntOp> {
+        Some(match w {
+            "eq" => IntOp::Eq,
+            "ge" => IntOp::Ge,
+            "gt" => IntOp::Gt,
+            "le" => IntOp::Le,
+            "lt" => IntOp::Lt,
+            _ => return None,
+        })
+    }
+}
+
+fn parse_int(t: &str) -> Option<i64> {
+    let digits = t.strip_prefix('-').unwrap_or(t);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    t.parse().ok()
+}
+
+/// An integer pattern: `n`, `lo:hi`, `lo:`, `:hi`, under `op`.
+fn parse_range(text: &str, op: IntOp) -> Result<Range, String> {
+    if let Some((lo, hi)) = text.split_once(':') {
+        let lo = if lo.is_empty() {
+            Some(i64::MIN)
+        } else {
+            parse_int(lo)
+        };
+        let hi = if hi.is_empty() {
+            Some(i64::MAX)
+        } else {
+            parse_int(hi)
+        };
+        return match (lo, hi) {
+            (Some(lo), Some(hi)) if lo <= hi => Ok(Range { lo, hi }),
+            _ => Err(format!("'{text}' is not a valid number range")),
+        };
+    }
+    let Some(n) = parse_int(text) else {
+        return Err(if op == IntOp::Eq {
+            format!("'{text}' is not a number")
+        } else {
+            format!("'{text}' is neither a number nor a supported operator")
+        });
+    };
+    Ok(match op {
+        IntOp::Eq => Range { lo: n, hi: n },
+        IntOp::Ge => Range {
+            lo: n,
+            hi: i64::MAX,
+        },
+        IntOp::Gt => Range {
+            lo: n.saturating_add(1),
+            hi: i64::MAX,
+        },
+        IntOp::Le => Range {
+            lo: i64::MIN,
+            hi: n,
+        },
+        IntOp::Lt => Range {
+            lo: i64::MIN,
+            hi: n.saturating_sub(1),
+        },
+    })
+}
+
+/// The standard methods HAProxy parses to an enum and compares exactly.
+const KNOWN_METHODS: [&[u8]; 8] = [
+    b"OPTIONS", b"GET", b"HEAD", b"POST", b"PUT", b"DELETE", b"TRACE", b"CONNECT",
+];
+
+#[derive(Debug, Clone)]
+enum Pat {
+    Bytes(Box<[u8]>),
+    Re(regex::bytes::Regex),
+    Range(Range),
+    Net(Net),
+}
+
+/// The patterns of one ACL line (or one map): the matcher, its flags and
+/// the values, parsed once when the configuration is read.
+#[derive(Debug, Clone)]
+pub(crate) struct PatternSet {
+    kind: MatchKind,
+    icase: bool,
+    /// `-m str` without `-i`: exact values, looked up by hash, with the
+    /// index of each (its place among `texts`).
+    exact: HashMap<Box<[u8]>, usize>,
+    /// Every other pattern, in order (lowered for `-i` string matchers),
+    /// with its index.
+    list: Vec<(Pat, usize)>,
+    /// The patterns as written: two sets are equal when these are (a
+    /// reload compares configurations).
+    texts: Vec<String>,
+}
+
+impl PartialEq for PatternSet {
+    fn eq(&self, other: &PatternSet) -> bool {
+        self.kind == other.kind && self.icase == other.icase && self.texts == other.texts
+    }
+}
+
+impl PatternSet {
+    pub(crate) fn new(kind: MatchKind, icase: bool) -> PatternSet {
+        PatternSet {
+            kind,
+            icase,
+            exact: HashMap::new(),
+            list: Vec::new(),
+            texts: Vec::new(),
+        }
+    }
+
+    pub(crate) fn kind(&self) -> MatchKind {
+        self.kind
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.texts.is_empty()
+    }
+
+    /// Adds one pattern; the error is HAProxy's text for a bad one.
+    pub(crate) fn add(&mut self, text: &str, op: IntOp) -> Result<(), String> {
+        use MatchKind::*;
+        let at = self.texts.len();
+        let pat = match self.kind {
+            // HAProxy takes and ignores patterns here; methods compare
+            // with the patterns as written (`texts`).
+            Found | Bool | Meth => None,
+            Int | Len => Some(Pat::Range(parse_range(text, op)?)),
+            Ip => match Net::parse(text) {
+                Some(n) => Some(Pat::Net(n)),
+                None => return Err(format!("'{text}' is not a valid IPv4 or IPv6 address")),
+            },
+            Bin => Some(Pat::Bytes(parse_hex(text)?.into())),
+            Reg => {
+                let re = regex::bytes::RegexBuilder::new(text)
+                    .case_insensitive(self.icase)
+                    .build()
+                    .map_err(|e| regex_error(text, &e))?;
+                Some(Pat::Re(re))
+            }
+            Str if !self.icase => {
+                // The first of equal keys wins, as in HAProxy's tree.
+                self.exact.entry(text.as_bytes().into()).or_insert(at);
+                None
+            }
+            Str | Beg | End | Sub | Dom | Dir => {
+                let b = if self.icase {
+                    text.to_ascii_lowercase().into_bytes()
+                } else {
+                    text.as_bytes().to_vec()
+                };
+                Some(Pat::Bytes(b.into()))
+            }
+        };
+        if let Some(p) = pat {
+            self.list.push((p, at));
+        }
+        self.texts.push(text.to_string());
+        Ok(())
+    }
+
+    /// Whether sample `s` (not yet cast) matches one pattern.
+    pub(crate) fn matches(&self, s: Sample<'_>) -> bool {
+        self.find(s, false).is_some()
+    }
+
+    /// The index (in the order they were added) of a pattern sample `s`
+    /// matches: the first in order, or with `best` (a map lookup) the
+    /// longest prefix for `ip` and `beg`, as HAProxy's trees give.
+    pub(crate) fn find(&self, s: Sample<'_>, best: bool) -> Option<usize> {
+        use MatchKind::*;
+        if self.kind == Found {
+            return Some(0);
+        }
+        let s = s.cast(self.kind.input())?;
+        let first = |f: &dyn Fn(&Pat) -> bool| self.list.iter().find(|(p, _)| f(p)).map(|p| p.1);
+        match (self.kind, s) {
+            (Bool, Sample::Bool(b)) => b.then_some(0),
+            (Int, Sample::Sint(n)) => first(&|p| in_range(p, n)),
+            (Len, Sample::Str(v)) => first(&|p| in_range(p, v.len() as i64)),
+            (Ip, Sample::Ipv4(a)) => self.find_net(IpAddr::V4(a), best),
+            (Ip, Sample::Ipv6(a)) => self.find_net(IpAddr::V6(a), best),
+            (Bin, Sample::Bin(v)) => first(&|p| matches!(p, Pat::Bytes(b) if **b == *v)),
+            (Reg, Sample::Str(v)) => first(&|p| matches!(p, Pat::Re(re) if re.is_match(&v))),
+            (Meth, Sample::Meth(v)) => self.match_method(&v),
+            (Str, Sample::Str(v)) if !self.icase => self.exact.get(&*v).copied(),
+            (Beg, Sample::Str(v)) if best => self
+                .list
+                .iter()
+                .filter(|(p, _)| matches!(p, Pat::Bytes(b) if self.match_text(Beg, &v, b)))
+                .max_by_key(|(p, at)| match p {
+                    Pat::Bytes(b) => (b.len(), usize::MAX - at),
+                    _ => (0, 0),
+                })
+                .map(|p| p.1),
+            (kind, Sample::Str(v)) => {
+                first(&|p| matches!(p, Pat::Bytes(b) if self.match_text(kind, &v, b)))
+            }
+            _ => None,
+        }
+    }
+
+    fn find_net(&self, ip: IpAddr, best: bool) -> Option<usize> {
+        let mut hits = self.list.iter().filter_map(|(p, at)| match p {
+            Pat::Net(n) if n.contains(ip) => Some((n.prefix, *at)),
+            _ => None,
+        });
+        if !best {
+            return hits.next().map(|h| h.1);
+        }
+        // The longest prefix; among equal ones, the first added.
+        hits.max_by_key(|&(len, at)| (len, usize::MAX - at))
+            .map(|h| h.1)
+    }
+
+    fn match_method(&self, v: &[u8]) -> Option<usize> {
+        let known = |m: &[u8]| KNOWN_METHODS.contains(&m);
+        self.texts.iter().position(|t| {
+            let t = t.as_bytes();
+            if known(v) || known(t) {
+                v == t
+            } else {
+                self.eq(v, t)
+            }
+        })
+    }
+
+    fn eq(&self, a: &[u8], pat: &[u8]) -> bool {
+        if self.icase {
+            a.eq_ignore_ascii_case(pat)
+        } else {
+            a == pat
+        }
+    }
+
+    fn match_text(&self, kind: MatchKind, v: &[u8], pat: &[u8]) -> bool {
+        match kind {
+            MatchKind::Str => self.eq(v, pat),
+            MatchKind::Beg => v.len() >= pat.len() && self.eq(&v[..pat.len()], pat),
+            MatchKind::End => v.len() >= pat.len() && self.eq(&v[v.len() - pat.len()..], pat),
+            MatchKind::Sub => pat.is_empty() || v.windows(pat.len()).any(|w| self.eq(w, pat)),
+            MatchKind::Dom => self.match_word(v, pat, b"/?.:"),
+            MatchKind::Dir => self.match_word(v, pat, b"/?"),
+            _ => false,
+        }
+    }
+
+    /// The pattern (without its leading and trailing delimiters) appears
+    /// in `v` between delimiters or the ends.
+    fn match_word(&self, v: &[u8], pat: &[u8], delims: &[u8]) -> bool {
+        let is_delim = |b: &u8| delims.contains(b);
+        let start = pat.iter().take_while(|b| is_delim(b)).count();
+        let pat = &pat[start..];
+        let end = pat.len() - pat.iter().rev().take_while(|b| is_delim(b)).count();
+        let pat = &pat[..end];
+        if pat.is_empty() || pat.len() > v.len() {
+            return false;
+        }
+        (0..=v.len() - pat.len()).any(|i| {
+            (i == 0 || is_delim(&v[i - 1]))
+                && self.eq(&v[i..i + pat.len()], pat)
+                && v.get(i + pat.len()).is_none_or(is_delim)
+        })
+    }
+}
+
+/// The lines of a pattern or map file that hold something: (line number,
+/// text without surrounding blanks), blank lines and `#` comments left out.
+pub(crate) fn read_lines(path: &str) -> Result<Vec<(usize, String)>, String> {
+    let text = std::fs::read(path).map_err(|_| format!("failed to open pattern file <{path}>"))?;
+    Ok(String::from_utf8_lossy(&text)
+        .lines()
+        .enumerate()
+        .filter_map(|(i, l)| {
+            let l = l.trim_matches([' ', '\t', '\r']);
+            (!l.is_empty() && !l.starts_with('#')).then(|| (i + 1, l.to_string()))
+        })
+        .collect())
+}
+
+/// Adds the patterns of file `path` to `set`; a bad one is reported with
+/// its line, as HAProxy does.
+pub(crate) fn add_file(set: &mut PatternSet, path: &str) -> Result<(), String> {
+    for (n, line) in read_lines(path)? {
+        set.add(&line, IntOp::Eq)
+            .map_err(|e| format!("{e} at line {n} of file '{path}'"))?;
+    }
+    Ok(())
+}
+
+/// A map file loaded for a `map_*` converter: its keys in a
+/// [`PatternSet`] of the converter's matcher, the values typed as its
+/// output, and the default for keys it lacks.
+#[derive(Debug)]
+pub(crate) struct Map {
+    path: String,
+    keys: PatternSet,
+    values: Vec<Sample<'static>>,
+    default: Option<Sample<'static>>,
+}
+
+impl PartialEq for Map {
+    fn eq(&self, other: &Map) -> bool {
+        self.path == other.path
+            && self.keys == other.keys
+            && self.values == other.values
+            && self.default == other.default
+    }
+}
+
+/// A map value as output type `out` (`Str`, `Sint` or `Addr`).
+fn map_value(text: &str, out: SmpType) -> Option<Sample<'static>> {
+    match out {
+        SmpType::Sint => parse_int(text).map(Sample::Sint),
+        SmpType::Addr => match text.parse::<IpAddr>().ok()? {
+            IpAddr::V4(a) => Some(Sample::Ipv4(a)),
+            IpAddr::V6(a) => Some(Sample::Ipv6(a)),
+        },
+        _ => Some(Sample::Str(std::borrow::Cow::Owned(
+            text.as_bytes().to_vec(),
+        ))),
+    }
+}
+
+impl Map {
+    /// Reads `path` (`<key> <value>` a line, the value the rest of the
+    /// line) with HAProxy's messages for what is wrong in it.
+    pub(crate) fn load(
+        path: &str,
+        kind: MatchKind,
+        out: SmpType,
+        default: Option<&str>,
+    ) -> Result<Map, String> {
+        let mut keys = PatternSet::new(kind, false);
+        let mut values = Vec::new();
+        for (n, line) in read_lines(path)? {
+            let (key, value) = match line.find([' ', '\t']) {
+                Some(i) => (&line[..i], line[i..].trim_start_matches([' ', '\t'])),
+                None => (&line[..], ""),
+            };
+            keys.add(key, IntOp::Eq)
+                .map_err(|e| format!("{e} at line {n} of file '{path}'"))?;
+            let v = map_value(value, out)
+                .ok_or_else(|| format!("unable to parse '{value}' at line {n} of file '{path}'"))?;
+            values.push(v);
+        }
+        let default = match default {
+            Some(d) => Some(map_value(d, out).ok_or_else(|| format!("unable to parse '{d}'"))?),
+            None => None,
+        };
+        Ok(Map {
+            path: path.to_string(),
+            keys,
+            values,
+            default,
+        })
+    }
+
+    /// The value of the key `s` matches (HAProxy's first or best match),
+    /// else the default.
+    pub(crate) fn lookup<'a>(&'a self, s: Sample<'_>) -> Option<Sample<'a>> {
+        let v = match self.keys.find(s, true) {
+            Some(i) => self.values.get(i)?,
+            None => self.default.as_ref()?,
+        };
+        Some(match v {
+            Sample::Str(b) => Sample::Str(std::borrow::Cow::Borrowed(&b[..])),
+            other => other.clone(),
+        })
+    }
+}
+
+/// `-m bin` patterns: hex digits.
+fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
+    if let Some(c) = text.chars().find(|c| !c.is_ascii_hexdigit()) {
+        return Err(format!("an hex digit is expected (found '{c}')"));
+    }
+    if text.len() % 2 == 1 {
+        return Err("an even number of hex digit is expected".to_string());
+    }
+    Ok((0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap_or(0))
+        .collect())
+}
+
+/// HAProxy's message for a regex its PCRE refuses. The regex crate's
+/// reasons are worded otherwise; the usual ones are translated, with the
+/// offset PCRE gives (the end of the pattern for an unclosed group).
+fn regex_error(text: &str, e: &regex::Error) -> String {
+    let detail = e.to_string();
+    let reason = if detail.contains("unclosed group") {
+        format!(
+            "error=missing closing parenthesis, erroffset={}",
+            text.len()
+        )
+    } else if detail.contains("unopened group") {
+        format!(
+            "error=unmatched closing parenthesis, erroffset={}",
+            text.find(')').unwrap_or(0)
+        )
+    } else if detail.contains("unclosed character class") {
+        format!(
+            "error=missing terminating ] for character class, erroffset={}",
+            text.len()
+        )
+    } else if detail.contains("repetition operator missing expression") {
+        format!(
+            "error=quantifier does not follow a repeatable item, erroffset={}",
+            text.find(['*', '+', '?', '{']).unwrap_or(0)
+        )
+    } else {
+        let last = detail.lines().last().unwrap_or("").trim();
+        format!("error={}", last.trim_start_matches("error: "))
+    };
+    format!("regex '{text}' is invalid ({reason})")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::borrow::Cow;
+
+    fn set(kind: MatchKind, icase: bool, pats: &[&str]) -> PatternSet {
+        let mut p = PatternSet::new(kind, icase);
+        for t in pats {
+            p.add(t, IntOp::Eq).unwrap();
+        }
+        p
+    }
+
+    fn s(v: &str) -> Sample<'_> {
+        Sample::Str(Cow::Borrowed(v.as_bytes()))
+    }
+
+    #[test]
+    fn strings() {
+        let p = set(MatchKind::Str, false, &["a", "B"]);
+        assert!(p.matches(s("a")) && p.matches(s("B")) && !p.matches(s("b")));
+        let p = set(MatchKind::Str, true, &["B"]);
+        assert!(p.matches(s("b")));
+        let p = set(MatchKind::Dom, false, &[".example.com"]);
+        assert!(p.matches(s("www.example.com")));
+        assert!(p.matches(s("example.com:80")));
+        assert!(!p.matches(s("myexample.com")));
+        let p = set(MatchKind::Dir, false, &["api"]);
+        assert!(p.matches(s("/v1/api/x")) && !p.matches(s("/apix")));
+        let p = set(MatchKind::Reg, true, &["^/A.*z$"]);
+        assert!(p.matches(s("/abcZ")));
+    }
+
+    #[test]
+    fn ints_and_ops() {
+        let mut p = PatternSet::new(MatchKind::Int, false);
+        p.add("10:20", IntOp::Eq).unwrap();
+        p.add("100", IntOp::Gt).unwrap();
+        assert!(p.matches(Sample::Sint(15)) && p.matches(Sample::Sint(101)));
+        assert!(!p.matches(Sample::Sint(100)) && !p.matches(Sample::Sint(9)));
+        assert_eq!(
+            p.add("5:3", IntOp::Eq).unwrap_err(),
+            "'5:3' is not a valid number range"
+        );
+        assert_eq!(p.add("x", IntOp::Eq).unwrap_err(), "'x' is not a number");
+    }
+
+    #[test]
+    fn networks() {
+        let p = set(MatchKind::Ip, false, &["10.0.0.0/8", "::1"]);
+        assert!(p.matches(Sample::Ipv4("10.2.3.4".parse().unwrap())));
+        assert!(p.matches(s("10.9.9.9")));
+        assert!(p.matches(Sample::Ipv6("::ffff:10.0.0.1".parse().unwrap())));
+        assert!(p.matches(Sample::Ipv6("::1".parse().unwrap())));
+        assert!(!p.matches(Sample::Ipv4("11.0.0.1".parse().unwrap())));
+    }
+
+    #[test]
+    fn methods() {
+        let p = set(MatchKind::Meth, true, &["post", "patch"]);
+        let m = |v: &'static str| Sample::Meth(Cow::Borrowed(v.as_bytes()));
+        assert!(!p.matches(m("POST")));
+        assert!(p.matches(m("PATCH")));
+        let p = set(MatchKind::Meth, false, &["POST"]);
+        assert!(p.matches(m("POST")) && !p.matches(m("post")));
+    }
+}
