@@ -402,7 +402,7 @@ fn haproxy_keywords_sluice_lacks_are_not_supported_yet() {
 {DEFAULTS}
 frontend fe
     bind 127.0.0.1:{port} tfo
-    http-request set-var(txn.x) str(a)
+    http-request set-nice 1
     http-response set-status 503
     option mysql-check
     stick-table type ip size 1m
@@ -434,10 +434,7 @@ listen li
     for (line, want) in [
         (2, "'lua-load' is not supported by sluice yet"),
         (10, "'tfo' option is not supported by sluice yet"),
-        (
-            11,
-            "'http-request set-var(txn.x)' is not supported by sluice yet",
-        ),
+        (11, "'http-request set-nice' is not supported by sluice yet"),
         (
             12,
             "'http-response set-status' is not supported by sluice yet",

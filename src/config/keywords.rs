@@ -472,13 +472,10 @@ pub const HTTP_RESPONSE_SUPPORTED: &[&str] =
     &names::<_, { parser::HTTP_RESPONSE.len() }>(parser::HTTP_RESPONSE);
 
 pub(crate) const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
-    "auth",
     "replace-value",
     "set-pathq",
     "set-uri",
     "set-method",
-    "set-var",
-    "unset-var",
     "capture",
     "track-sc0",
     "track-sc1",
@@ -515,7 +512,6 @@ pub(crate) const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
     "sc-inc-gpc0",
     "sc-inc-gpc1",
     "sc-set-gpt0",
-    "set-var-fmt",
     "set-bandwidth-limit",
 ];
 

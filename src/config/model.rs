@@ -52,6 +52,8 @@ pub(crate) struct Global {
     /// a message head may use the buffer minus the rewrite reserve.
     pub(crate) tune_bufsize: Option<u32>,
     pub(crate) tune_maxrewrite: Option<u32>,
+    /// `tune.vars.*-max-size`.
+    pub(crate) vars_limits: crate::sample::vars::Limits,
     /// `nosplice`, `tune.pipesize`, `maxpipes`.
     pub(crate) splice: crate::wire::splice::Tune,
     /// TLS defaults: `ssl-default-bind-options` (words, applied before
@@ -682,6 +684,27 @@ pub(crate) enum HttpRequestAction {
         /// `append-slash`: a `/` is added to a path that lacks one.
         append_slash: bool,
     },
+    /// `set-var(...)`, `set-var-fmt(...)`, `unset-var(...)`.
+    Var(VarRule),
+    /// `http-request auth [realm <realm>]`: a 401 asking for credentials
+    /// (the realm defaults to the proxy's name).
+    Auth { realm: String },
+}
+
+/// `set-var(<name>[,<cond>...]) <expr>`, `set-var-fmt(<name>[,<cond>...])
+/// <fmt>`, `unset-var(<name>)`, as any rule set has them.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct VarRule {
+    pub(crate) var: crate::sample::vars::VarName,
+    pub(crate) conds: crate::sample::vars::Conds,
+    pub(crate) value: VarValue,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum VarValue {
+    Expr(crate::sample::Expr),
+    Fmt(LogFmt),
+    Unset,
 }
 
 /// What a `redirect` rule builds its Location from.
@@ -767,6 +790,8 @@ pub(crate) enum HttpResponseAction {
     },
     /// `http-response deny [deny_status <code>] [<reply arguments>]`.
     Deny(HttpReply),
+    /// `set-var(...)`, `set-var-fmt(...)`, `unset-var(...)`.
+    Var(VarRule),
 }
 
 /// What a `req*` / `rsp*` filter of HAProxy ≤ 2.0 does to the head line

@@ -2,7 +2,6 @@
 //! switches, the `http-response` rules and cookie, the body, and the
 //! server connection back to its pool.
 
-use std::net::IpAddr;
 use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::{BufMut, BytesMut};
@@ -219,7 +218,10 @@ impl Relay<'_> {
             return Ok(None);
         }
         let (req, ctx, server) = (self.req, self.ctx, self.server);
-        match response_edits(fe, be, &server.name, req, ctx.src, ctx.tls, resp) {
+        // The request's processing is over: `req` variables go, `res`
+        // ones begin.
+        ctx.vars.to_response();
+        match response_edits(fe, be, &server.name, req, ctx, resp) {
             Ok(e) => Ok(e),
             Err(RespRefused::Denied(reply)) => {
                 // `http-response deny`, `rspdeny`: the server's answer is
@@ -232,6 +234,7 @@ impl Relay<'_> {
                     frontend: &fe.name,
                     backend: Some(&be.name),
                     server: Some(&server.name),
+                    vars: Some(ctx.vars),
                 };
                 Err(deny_response(self.client, fe, be, self.keep_client, reply, &cx).await)
             }
@@ -429,10 +432,10 @@ fn response_edits<'r>(
     be: &'r BackendRt,
     server: &str,
     req: &Head,
-    src: Option<IpAddr>,
-    tls: Option<&crate::tls::TlsFacts>,
+    ctx: &ReqCtx<'_>,
     resp: &mut Head,
 ) -> Result<Option<Edits>, RespRefused<'r>> {
+    let (src, tls) = (ctx.src, ctx.tls);
     let view = View {
         head: req,
         src,
@@ -444,6 +447,7 @@ fn response_edits<'r>(
         frontend: &fe.name,
         backend: Some(&be.name),
         server: Some(server),
+        vars: Some(ctx.vars),
     };
     let mut edits: Option<Edits> = None;
     // A `listen` section is its own frontend: its rules run once.
@@ -478,6 +482,7 @@ fn response_edits<'r>(
                 }
                 HttpResponseAction::DelHeader { name } => e.del_header(name),
                 HttpResponseAction::Deny(reply) => return Err(RespRefused::Denied(Some(reply))),
+                HttpResponseAction::Var(rule) => rules::run_var(rule, &cx),
             }
         }
         let Some(l) = legacy_rsp else {

@@ -160,18 +160,50 @@ pub(crate) struct FmtCtx<'a> {
     /// The backend once chosen (`%b` is the frontend's name before).
     pub(crate) backend: Option<&'a str>,
     pub(crate) server: Option<&'a str>,
+    /// The request's variables.
+    pub(crate) vars: Option<&'a crate::sample::vars::Vars<'a>>,
+}
+
+impl<'a> FmtCtx<'a> {
+    fn sample_ctx(&self) -> crate::sample::Ctx<'a> {
+        crate::sample::Ctx {
+            src: self.src,
+            req: Some(self.req),
+            frontend: self.frontend,
+            backend: self.backend,
+            server: self.server,
+            vars: self.vars,
+            ..Default::default()
+        }
+    }
+}
+
+/// Runs a `set-var`, `set-var-fmt` or `unset-var` rule. A value that
+/// cannot be stored (a condition, a limit) is silently not, as in HAProxy.
+pub(crate) fn run_var(rule: &crate::config::model::VarRule, cx: &FmtCtx<'_>) {
+    use crate::config::model::VarValue;
+    let scx = cx.sample_ctx();
+    match &rule.value {
+        VarValue::Unset => scx.unset_var(&rule.var),
+        VarValue::Expr(e) => {
+            if let Some(s) = e.eval(&scx) {
+                scx.set_var(&rule.var, &s, rule.conds);
+            }
+        }
+        VarValue::Fmt(f) => {
+            let text = eval(f, cx);
+            scx.set_var(
+                &rule.var,
+                &crate::sample::value::Sample::Str(text.into()),
+                rule.conds,
+            );
+        }
+    }
 }
 
 /// Evaluates a log-format string.
 pub(crate) fn eval(fmt: &LogFmt, cx: &FmtCtx<'_>) -> Vec<u8> {
-    let sample_cx = crate::sample::Ctx {
-        src: cx.src,
-        req: Some(cx.req),
-        frontend: cx.frontend,
-        backend: cx.backend,
-        server: cx.server,
-        ..Default::default()
-    };
+    let sample_cx = cx.sample_ctx();
     let mut out = Vec::new();
     for part in &fmt.0 {
         match part {

@@ -103,6 +103,9 @@ pub(crate) async fn serve_connection(
     }
     let mut conn = BufConn::new(stream);
     let mut first = fresh;
+    // The `sess` variables live as long as the connection (empty, it
+    // allocates nothing).
+    let sess_vars = crate::sample::vars::SessVars::default();
     loop {
         if conn.buf.is_empty() && !first {
             // Soft stop: an idle keep-alive connection is closed, unless
@@ -193,6 +196,7 @@ pub(crate) async fn serve_connection(
             Via::Http1
         };
         let request = Box::pin(handle_request(
+            &sess_vars,
             &client.rt,
             &client.frontend,
             client.stream.entry(),
@@ -338,6 +342,7 @@ pub(crate) enum Via<'a> {
 /// may carry another.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn handle_request(
+    sess: &crate::sample::vars::SessVars,
     rt: &Runtime,
     frontend: &str,
     stream: &StreamEntry,
@@ -511,7 +516,10 @@ pub(crate) async fn handle_request(
     }
     // From here to the answer the request is a stream `show sess` lists.
     stream.begin();
+    // The transaction's variables: dropped with the request.
+    let vars = crate::sample::vars::Vars::new(sess);
     let req = Req {
+        vars: &vars,
         head: &head,
         body,
         peer,
@@ -571,6 +579,7 @@ struct Req<'a> {
     stream: &'a StreamEntry,
     /// The client connection's TLS, if any.
     tls: Option<&'a TlsFacts>,
+    vars: &'a crate::sample::vars::Vars<'a>,
 }
 
 async fn route(
@@ -629,6 +638,7 @@ async fn route(
         rec,
         edits: &mut edits,
         allowed: &mut allowed,
+        vars: rq.vars,
     };
     let head = match run.stage(head, &mut fe_head, Stage::frontend(fe)).await {
         Ok(h) => h,
@@ -677,6 +687,7 @@ async fn route(
         stream: rq.stream,
         persisted: None,
         tls,
+        vars: rq.vars,
     };
     forward::forward(fe, be, head, body, conn, keep, rec, &ctx).await
 }
@@ -731,6 +742,7 @@ struct RuleRun<'r> {
     edits: &'r mut Option<rules::Edits>,
     /// `reqallow` matched (HAProxy's per-request flag).
     allowed: &'r mut bool,
+    vars: &'r crate::sample::vars::Vars<'r>,
 }
 
 impl RuleRun<'_> {
@@ -849,6 +861,7 @@ impl RuleRun<'_> {
             frontend: &fe.name,
             backend: be.map(|b| b.name.as_str()),
             server: None,
+            vars: Some(self.vars),
         };
         for (action, cond) in rules {
             if let Some(c) = cond
@@ -925,6 +938,15 @@ impl RuleRun<'_> {
                 }
                 HttpRequestAction::Tarpit(reply) => {
                     return Some(self.tarpit(be, timeouts, Some((reply, &cx))).await);
+                }
+                HttpRequestAction::Var(rule) => rules::run_var(rule, &cx),
+                HttpRequestAction::Auth { realm } => {
+                    self.rec.tally.intercepted = rows(be);
+                    self.rec.term(Cause::Local, Phase::Request);
+                    let page = crate::http::reply::auth_required(realm, self.keep_local);
+                    return Some(
+                        forward::send_answer(self.conn, &page, 401, self.keep_local, fe).await,
+                    );
                 }
                 HttpRequestAction::PrometheusExporter => {
                     self.rec.tally.intercepted = rows(be);

@@ -63,6 +63,8 @@ pub(crate) enum Arg {
     Bin(Vec<u8>),
     /// A regular expression a keyword's check compiled.
     Regex(Regex),
+    /// A variable name a keyword's check parsed (`var(txn.x)`, `add(txn.x)`).
+    Var(super::vars::VarName),
 }
 
 /// A compiled regular expression, equal to another with the same source.
@@ -172,7 +174,9 @@ fn split(text: &str, max: usize) -> Result<(Vec<String>, usize), ArgError> {
                 args.push(std::mem::take(&mut cur));
                 if args.len() >= max {
                     return Err(ArgError {
-                        pos: args.len(),
+                        // HAProxy 2.6 names argument 2 when a keyword that
+                        // takes one is given more (`ltrim(a,b)`).
+                        pos: args.len().max(2),
                         msg: format!("expected ')' before '{}'", &text[i..]),
                     });
                 }

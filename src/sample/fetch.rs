@@ -28,6 +28,42 @@ pub(crate) struct Ctx<'a> {
     pub(crate) server: Option<&'a str>,
     /// The status of the response (also the one sluice answers itself).
     pub(crate) status: Option<u16>,
+    /// The request's variables (None where there is no request: `proc`
+    /// variables are still reached).
+    pub(crate) vars: Option<&'a super::vars::Vars<'a>>,
+}
+
+impl Ctx<'_> {
+    /// A variable's value as stored (its type kept).
+    pub(crate) fn var(&self, v: &super::vars::VarName) -> Option<Sample<'static>> {
+        match self.vars {
+            Some(vars) => vars.get(v),
+            None => super::vars::get_outside(v),
+        }
+    }
+
+    /// `set-var`: false when a condition or a limit stops it, or the scope
+    /// does not exist here.
+    pub(crate) fn set_var(
+        &self,
+        v: &super::vars::VarName,
+        s: &Sample<'_>,
+        conds: super::vars::Conds,
+    ) -> bool {
+        match (self.vars, v.scope) {
+            (Some(vars), _) => vars.set(v, s, conds),
+            (None, super::vars::Scope::Proc) => super::vars::set_proc(&v.name, s, conds),
+            (None, _) => false,
+        }
+    }
+
+    pub(crate) fn unset_var(&self, v: &super::vars::VarName) {
+        match (self.vars, v.scope) {
+            (Some(vars), _) => vars.unset(v),
+            (None, super::vars::Scope::Proc) => super::vars::unset_proc(&v.name),
+            (None, _) => {}
+        }
+    }
 }
 
 /// Turns a fetch's parsed arguments into their final form, or refuses them.
@@ -195,7 +231,28 @@ pub(crate) static FETCHES: &[FetchDef] = &[
     def("url", ArgSpec::NONE, T::Str, |_, cx| {
         Some(Sample::str(cx.req?.target()))
     }),
+    // Variables and authentication (issue 17, variables and userlists).
+    FetchDef {
+        check: Some(var_arg),
+        ..def("var", ArgSpec::of(&[A::Str, A::Str], 1), T::Any, |a, cx| {
+            let Arg::Var(v) = &a[0] else { return None };
+            // A default is given as a string.
+            cx.var(v)
+                .or_else(|| a.get(1).map(|d| Sample::str(d.as_bytes().to_vec())))
+        })
+    },
 ];
+
+/// `var(<name>)`: a variable name, a `proc` one created now as HAProxy
+/// does.
+fn var_arg(args: &mut [Arg]) -> Result<(), String> {
+    let v = super::vars::VarName::parse(args[0].as_str())?;
+    if v.scope == super::vars::Scope::Proc {
+        super::vars::declare_proc(&v.name);
+    }
+    args[0] = Arg::Var(v);
+    Ok(())
+}
 
 /// An address as HAProxy gives it: an IPv4-mapped IPv6 as IPv4.
 fn ip(a: IpAddr) -> Sample<'static> {

@@ -14,6 +14,7 @@ pub(crate) mod expr;
 pub(crate) mod fetch;
 pub(crate) mod hash;
 pub(crate) mod value;
+pub(crate) mod vars;
 
 pub(crate) use expr::{Expr, ExprError};
 pub(crate) use fetch::Ctx;

@@ -201,6 +201,8 @@ pub(crate) fn compile(
     registry: &Registry,
     generation: u64,
 ) -> (Snapshot, Vec<StateChange>) {
+    // Process-wide, as in HAProxy: the limits of the running configuration.
+    crate::sample::vars::set_limits(&config.global.vars_limits);
     let mut c = Compiler {
         config,
         registry,

@@ -145,7 +145,7 @@ impl State<'_> {
             return;
         }
         let action = words.get(1).map_or("", String::as_str);
-        let Some(entry) = HTTP_REQUEST.iter().find(|e| e.name == action) else {
+        let Some(entry) = HTTP_REQUEST.iter().find(|e| e.name == var_key(action)) else {
             if kw::HTTP_REQUEST_UNSUPPORTED.contains(&action)
                 || kw::haproxy_has(kw::Kind::HttpRequest, action)
             {
@@ -179,7 +179,7 @@ impl State<'_> {
             return;
         };
         self.warn_misplaced(loc, "http-request", legacykw::ReqStage::HttpRequest);
-        let args = &words[2..cond_at];
+        let args = &words[action_args(action)..cond_at];
         match (entry.run)(self, loc, args) {
             Ok(a) => self
                 .px()
@@ -262,7 +262,7 @@ impl State<'_> {
             return;
         }
         let action = words.get(1).map_or("", String::as_str);
-        let Some(entry) = HTTP_RESPONSE.iter().find(|e| e.name == action) else {
+        let Some(entry) = HTTP_RESPONSE.iter().find(|e| e.name == var_key(action)) else {
             if kw::haproxy_has(kw::Kind::HttpResponse, action) {
                 return self.unsupported(loc, &format!("http-response {action}"));
             }
@@ -281,7 +281,7 @@ impl State<'_> {
         let Some((cond_at, cond)) = self.rule_condition(loc, words, "http-response", action) else {
             return;
         };
-        let args = &words[2..cond_at];
+        let args = &words[action_args(action)..cond_at];
         match (entry.run)(self, loc, args) {
             Ok(a) => self
                 .px()
@@ -748,6 +748,150 @@ pub(super) fn redirect_args(args: &[String], logfmt: bool) -> Result<HttpRequest
     })
 }
 
+/// The table row of an action: the variable actions are one row,
+/// `set-var`, whatever follows their name (`set-var-fmt(txn.x,ifset)`).
+fn var_key(action: &str) -> &str {
+    if ["set-var", "unset-var"]
+        .iter()
+        .any(|p| action.starts_with(p))
+    {
+        "set-var"
+    } else {
+        action
+    }
+}
+
+/// Where an action's arguments start in its line: the variable actions
+/// get their own word too (it names the variable).
+fn action_args(action: &str) -> usize {
+    if var_key(action) == "set-var" { 1 } else { 2 }
+}
+
+/// `set-var(<name>[,<cond>...]) <expr>`, `set-var-fmt(<name>[,<cond>...])
+/// <fmt>`, `unset-var(<name>)`: `args[0]` is the action word. Messages
+/// are HAProxy 2.6's.
+pub(super) fn var_rule(args: &[String]) -> Result<crate::config::model::VarRule, String> {
+    use crate::config::model::{VarRule, VarValue};
+    use crate::sample::vars::{Conds, Scope, VarName};
+    let word = args[0].as_str();
+    let (kind, rest) = if let Some(r) = word.strip_prefix("set-var-fmt") {
+        (2, r)
+    } else if let Some(r) = word.strip_prefix("set-var") {
+        (1, r)
+    } else {
+        (0, word.strip_prefix("unset-var").unwrap_or(word))
+    };
+    let usage =
+        "Expects 'set-var(<var-name>)', 'set-var-fmt(<var-name>)' or 'unset-var(<var-name>)'";
+    let Some(inner) = rest.strip_prefix('(') else {
+        return Err(format!("invalid or incomplete action '{word}'. {usage}"));
+    };
+    let Some(inner) = inner.strip_suffix(')') else {
+        return Err(format!(
+            "incomplete argument after action '{word}'. {usage}"
+        ));
+    };
+    let mut parts = inner.split(',');
+    let name = parts.next().unwrap_or("");
+    let mut conds = Conds::default();
+    for c in parts.filter(|c| !c.is_empty()) {
+        if kind == 0 {
+            return Err("unset-var does not expect parameters after the variable name. Only \"set-var\" and \"set-var-fmt\" manage conditions".to_string());
+        }
+        conds.add(c)?;
+    }
+    // A bad character is quoted up to the end of the word, as HAProxy does.
+    let var = VarName::parse_quoting(name, &rest[1..])?;
+    if var.scope == Scope::Proc {
+        crate::sample::vars::declare_proc(&var.name);
+    }
+    let value = match kind {
+        0 => VarValue::Unset,
+        _ if args.len() < 2 => {
+            return Err(if kind == 1 {
+                "missing fetch method".to_string()
+            } else {
+                "missing format string".to_string()
+            });
+        }
+        1 => {
+            let text = &args[1];
+            let (expr, used) = crate::sample::Expr::parse(text).map_err(|e| e.to_string())?;
+            if used != text.len() {
+                return Err(format!(
+                    "failed to parse sample expression <{text}> : unexpected '{}'",
+                    &text[used..]
+                ));
+            }
+            VarValue::Expr(expr)
+        }
+        _ => VarValue::Fmt(parse_logfmt(&args[1])?),
+    };
+    let extra = if kind == 0 { 1 } else { 2 };
+    if let Some(w) = args.get(extra) {
+        return Err(format!(
+            "unexpected keyword '{w}' (expects 'if' or 'unless')"
+        ));
+    }
+    Ok(VarRule { var, conds, value })
+}
+
+/// Runs a variable rule where there is no request (the `global` section,
+/// the CLI): only `proc` variables exist, a fetch of a request finds
+/// nothing, and a format's request fields print nothing.
+pub(crate) fn run_outside(rule: &crate::config::model::VarRule) -> bool {
+    use crate::config::model::VarValue;
+    use crate::sample::value::Sample;
+    let cx = crate::sample::Ctx::default();
+    match &rule.value {
+        VarValue::Unset => {
+            cx.unset_var(&rule.var);
+            true
+        }
+        VarValue::Expr(e) => e
+            .eval(&cx)
+            .is_some_and(|s| cx.set_var(&rule.var, &s, rule.conds)),
+        VarValue::Fmt(f) => {
+            let mut text = Vec::new();
+            for part in &f.0 {
+                match part {
+                    FmtPart::Lit(l) => text.extend_from_slice(l.as_bytes()),
+                    FmtPart::Sample(e) => {
+                        if let Some(s) = e.eval(&cx) {
+                            s.write_text(&mut text);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            cx.set_var(&rule.var, &Sample::Str(text.into()), rule.conds)
+        }
+    }
+}
+
+/// `http-request auth [realm <realm>]`.
+fn auth_args(s: &State<'_>, args: &[String]) -> Result<HttpRequestAction, String> {
+    let realm = match args {
+        [] => match s.section {
+            Section::Proxy(i) => s.proxies.get(i).map_or(String::new(), |p| p.name.clone()),
+            _ => String::new(),
+        },
+        [kw, ..] if kw != "realm" => {
+            return Err(format!(
+                "unexpected keyword '{kw}' (expects 'realm', 'if' or 'unless')"
+            ));
+        }
+        [_] => return Err("missing realm value.\n".to_string()),
+        [_, r] => r.clone(),
+        [_, _, extra, ..] => {
+            return Err(format!(
+                "unexpected keyword '{extra}' (expects 'if' or 'unless')"
+            ));
+        }
+    };
+    Ok(HttpRequestAction::Auth { realm })
+}
+
 /// An `http-request` or `http-response` action's parser: its arguments
 /// (after the action, before the condition) to the action.
 pub(crate) type ActionKw<A> = Kwd<fn(&mut State<'_>, &Loc, &[String]) -> Result<A, String>>;
@@ -786,6 +930,10 @@ pub(crate) const HTTP_REQUEST: &[ActionKw<HttpRequestAction>] = &[
     kwd("set-query", |_, _, a| {
         fmt_arg(a).map(HttpRequestAction::SetQuery)
     }),
+    // Variables and authentication (issue 17): `set-var` stands for
+    // `set-var(...)`, `set-var-fmt(...)` and `unset-var(...)`.
+    kwd("set-var", |_, _, a| var_rule(a).map(HttpRequestAction::Var)),
+    kwd("auth", |s, _, a| auth_args(s, a)),
 ];
 
 /// The `http-response` actions, in the order suggestions try them:
@@ -803,5 +951,9 @@ pub(crate) const HTTP_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
     }),
     kwd("deny", |s, loc, a| {
         s.deny_args(loc, a, 502).map(HttpResponseAction::Deny)
+    }),
+    // Variables (issue 17), as in `HTTP_REQUEST`.
+    kwd("set-var", |_, _, a| {
+        var_rule(a).map(HttpResponseAction::Var)
     }),
 ];

@@ -69,7 +69,11 @@ pub(crate) async fn serve(
             let bound = client
                 .rt
                 .with_snapshot(|snap| snap.global.hard_stop_after.map(|_| snap.generation));
+            // Each stream is its own session for variables: the `sess`
+            // scope is not shared between the streams of one connection yet.
+            let sess = crate::sample::vars::SessVars::default();
             let request = crate::http::service::handle_request(
+                &sess,
                 &client.rt,
                 &client.frontend,
                 client.stream.entry(),

@@ -287,6 +287,9 @@ impl Source for Line<'_> {
             // The response is gone when the line is written: HAProxy's
             // `status` finds nothing there (`%ST` prints the status).
             status: None,
+            // The request's variables are gone by then in sluice (only
+            // `proc` ones are found).
+            vars: None,
         }
     }
 }
