@@ -233,3 +233,95 @@ fn bad_names_get_haproxys_messages() {
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }
+
+/// `get var` / `set var` on the CLI: the same command lines, each on its
+/// own connection, get the same bytes.
+const CLI_LINES: &[&str] = &[
+    "get var proc.g",
+    "get var proc.f",
+    "get var txn.g",
+    "get var proc.zz",
+    "get var",
+    "get var proc.a-b",
+    "set var proc.g int(5)",
+    "experimental-mode",
+    "experimental-mode on; experimental-mode",
+    "experimental-mode on; set var proc.g int(5); get var proc.g",
+    "experimental-mode on; set var proc.h str(abc); get var proc.h",
+    "experimental-mode on; set var txn.h str(abc)",
+    "experimental-mode on; set var proc.h fmt %[int(2)]x; get var proc.h",
+    "experimental-mode on; set var proc.i expr int(2); get var proc.i",
+    "experimental-mode on; set var proc.j bad int(2)",
+    "experimental-mode on; set var",
+    "experimental-mode on; set var proc.k",
+    "experimental-mode on; set var proc.k nope(1)",
+    "experimental-mode on; set var proc.ipv ipv4(1.2.3.4); get var proc.ipv",
+    "experimental-mode on; set var proc.b bool(1); get var proc.b",
+    "experimental-mode on; set var proc.bin bin(41ff42); get var proc.bin",
+    "experimental-mode on; set var proc.m meth(GET); get var proc.m",
+    r"experimental-mode on; set var proc.sp str(a\ b); get var proc.sp",
+    "experimental-mode on; set var foo.x int(1)",
+    "experimental-mode on; set var proc.a-b int(1)",
+    "experimental-mode off; set var proc.g int(1)",
+    "operator; experimental-mode on",
+    "user; get var proc.g",
+    "operator; get var proc.g",
+];
+
+fn cli_config(bind: &str, sock: &std::path::Path) -> String {
+    format!(
+        "global
+    stats socket {} level admin
+    set-var proc.g int(42)
+    set-var-fmt proc.f \"hello %[int(3)]\"
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {bind}
+    http-request return status 200 content-type text/plain lf-string \"g=%[var(proc.g)] h=%[var(proc.h)]\"
+",
+        sock.display()
+    )
+}
+
+/// One command line on a new connection: the whole reply.
+fn cli(sock: &std::path::Path, line: &str) -> String {
+    use std::io::{Read, Write};
+    let mut c = std::os::unix::net::UnixStream::connect(sock).expect("connect to the CLI");
+    c.write_all(format!("{line}\n").as_bytes()).expect("send");
+    let mut out = Vec::new();
+    c.read_to_end(&mut out).expect("reply");
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_replies_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let dir = TempDir::new("vars-cli");
+    let (hsock, ssock) = (dir.join("h.sock"), dir.join("s.sock"));
+    let fronts = listens(2);
+    let _hap = Haproxy::start(
+        "vars-cli",
+        &cli_config(&fronts[0].to_string(), &hsock),
+        &[&fronts[0]],
+    );
+    let _sl = Sluice::start(&cli_config(&fronts[1].to_string(), &ssock));
+    let mut differ = Vec::new();
+    for line in CLI_LINES {
+        let (h, s) = (cli(&hsock, line), cli(&ssock, line));
+        if h != s {
+            differ.push(format!("{line}:\n  haproxy {h:?}\n  sluice  {s:?}"));
+        }
+    }
+    // What the CLI set is what the rules read.
+    for f in &fronts {
+        let r = request(f.addr(), "GET", "/", b"").await;
+        differ.extend((r.text() != "g=5 h=2x").then(|| format!("{} {:?}", f, r.text())));
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}

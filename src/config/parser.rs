@@ -31,7 +31,7 @@ mod tcpkw;
 
 pub(crate) use globalkw::GLOBAL;
 pub(crate) use proxykw::{OPTIONS, PROXY};
-pub(crate) use rulekw::{HTTP_REQUEST, HTTP_RESPONSE};
+pub(crate) use rulekw::{HTTP_REQUEST, HTTP_RESPONSE, run_outside, var_rule};
 pub(crate) use serverkw::SERVER;
 
 /// One keyword of a statement kind, as its table holds it: the name, the

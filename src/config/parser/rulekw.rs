@@ -770,7 +770,7 @@ fn action_args(action: &str) -> usize {
 /// `set-var(<name>[,<cond>...]) <expr>`, `set-var-fmt(<name>[,<cond>...])
 /// <fmt>`, `unset-var(<name>)`: `args[0]` is the action word. Messages
 /// are HAProxy 2.6's.
-pub(super) fn var_rule(args: &[String]) -> Result<crate::config::model::VarRule, String> {
+pub(crate) fn var_rule(args: &[String]) -> Result<crate::config::model::VarRule, String> {
     use crate::config::model::{VarRule, VarValue};
     use crate::sample::vars::{Conds, Scope, VarName};
     let word = args[0].as_str();
