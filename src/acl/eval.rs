@@ -22,6 +22,10 @@ pub(crate) trait RequestView {
     fn tls(&self) -> Option<&crate::tls::TlsFacts> {
         None
     }
+    /// What the sample registry's fetches read (None: they find nothing).
+    fn sample_ctx(&self) -> Option<crate::sample::Ctx<'_>> {
+        None
+    }
 }
 
 /// One named ACL with all its `acl` lines merged (they OR together).
@@ -154,6 +158,35 @@ impl AclTest {
                 Some(t) => self.match_bytes(t.protocol.as_bytes()),
                 None => false,
             },
+            Fetch::Sample(e) => {
+                let Some(cx) = req.sample_ctx() else {
+                    return false;
+                };
+                let Some(s) = e.eval(&cx) else { return false };
+                match self.matcher {
+                    MatchMethod::Bool => matches!(
+                        s.cast(crate::sample::value::SmpType::Bool),
+                        Some(crate::sample::value::Sample::Bool(true))
+                    ),
+                    MatchMethod::AuthGroup => {
+                        let user = s.bytes().unwrap_or_default();
+                        crate::sample::auth::with_list(e.first_arg(), |l| {
+                            l.in_any_group(
+                                user,
+                                self.patterns.iter().filter_map(|p| match p {
+                                    Pattern::Str(g) => Some(g.as_str()),
+                                    Pattern::Net { .. } => None,
+                                }),
+                            )
+                        })
+                        .unwrap_or(false)
+                    }
+                    _ => s
+                        .cast(crate::sample::value::SmpType::Str)
+                        .and_then(|s| s.bytes().map(|b| self.match_bytes(b)))
+                        .unwrap_or(false),
+                }
+            }
             Fetch::Method => self.match_bytes(req.method()),
             Fetch::Url => self.match_bytes(req.target()),
             Fetch::Path => self.match_bytes(path_of(req.target())),
@@ -194,7 +227,7 @@ impl AclTest {
                     sample.len() >= pat.len() && eq(&sample[sample.len() - pat.len()..], pat)
                 }
                 MatchMethod::Sub => pat.is_empty() || sample.windows(pat.len()).any(|w| eq(w, pat)),
-                MatchMethod::Ip | MatchMethod::Bool => false,
+                MatchMethod::Ip | MatchMethod::Bool | MatchMethod::AuthGroup => false,
             }
         })
     }

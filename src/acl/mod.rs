@@ -39,6 +39,10 @@ pub(crate) enum Fetch {
     SslFcProtocol,
     /// `ssl_c_used`: the client presented a certificate (boolean).
     SslCUsed,
+    /// A fetch of the sample registry (`http_auth(<userlist>)`,
+    /// `http_auth_group(<userlist>)`), evaluated through
+    /// [`eval::RequestView::sample_ctx`].
+    Sample(crate::sample::Expr),
 }
 
 /// How the fetched sample is compared with the patterns.
@@ -60,6 +64,9 @@ pub(crate) enum MatchMethod {
     /// and case-sensitively; other tokens compare as strings (where `-i`
     /// applies).
     Method,
+    /// `http_auth_group`: the sample is a user name, the patterns group
+    /// names of the fetch's userlist; any group of the user matches.
+    AuthGroup,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -33,7 +33,6 @@ const UNSUPPORTED_FETCHES: &[&str] = &[
     "hdr_len",
     "hdr_reg",
     "hdr_val",
-    "http_auth",
     "nbsrv",
     "path_dir",
     "path_dom",
@@ -125,6 +124,24 @@ fn fetch_of(fetch_text: &str, criterion: &str) -> Result<(Fetch, MatchMethod), S
         "ssl_c_used" => no_arg(Fetch::SslCUsed, MatchMethod::Bool),
         "ssl_fc_sni" => no_arg(Fetch::SslFcSni, MatchMethod::Str),
         "ssl_fc_protocol" => no_arg(Fetch::SslFcProtocol, MatchMethod::Str),
+        // Taken from the sample registry (userlists, issue 17).
+        "http_auth" | "http_auth_group" => {
+            let e = match crate::sample::Expr::parse(fetch_text) {
+                Ok((e, used)) if used == fetch_text.len() => e,
+                Ok(_) => {
+                    return Err(format!(
+                        "missing closing ')' after arguments to fetch keyword '{kw}' in ACL expression '{criterion}'"
+                    ));
+                }
+                Err(e) => return Err(format!("{e} in ACL expression '{criterion}'")),
+            };
+            let m = if kw == "http_auth" {
+                MatchMethod::Bool
+            } else {
+                MatchMethod::AuthGroup
+            };
+            Ok((Fetch::Sample(e), m))
+        }
         _ if UNSUPPORTED_FETCHES.contains(&kw)
             || crate::haproxy26::haproxy_has(crate::haproxy26::Kind::Fetch, kw) =>
         {
@@ -261,7 +278,8 @@ pub(crate) fn parse_acl(name: &str, words: &[String], loc: Loc) -> Result<AclDef
     }
     // Matchers that cannot read the fetched sample type.
     let is_ip_fetch = fetch == Fetch::Src;
-    let is_bool_fetch = matches!(fetch, Fetch::SslFc | Fetch::SslCUsed);
+    let is_bool_fetch = matches!(fetch, Fetch::SslFc | Fetch::SslCUsed)
+        || matches!(&fetch, Fetch::Sample(e) if e.fetch_name() == "http_auth");
     if is_ip_fetch != (matcher == MatchMethod::Ip)
         || is_bool_fetch != (matcher == MatchMethod::Bool)
     {
@@ -270,7 +288,7 @@ pub(crate) fn parse_acl(name: &str, words: &[String], loc: Loc) -> Result<AclDef
             match matcher {
                 MatchMethod::Ip => "ip",
                 MatchMethod::Bool => "bool",
-                MatchMethod::Str | MatchMethod::Method => "str",
+                MatchMethod::Str | MatchMethod::Method | MatchMethod::AuthGroup => "str",
                 MatchMethod::Beg => "beg",
                 MatchMethod::End => "end",
                 MatchMethod::Sub => "sub",

@@ -17,7 +17,9 @@ const fn names<H, const N: usize>(table: &[Kwd<H>]) -> [&'static str; N] {
 }
 
 /// Section keywords sluice parses.
-pub const SECTIONS: &[&str] = &["global", "defaults", "frontend", "backend", "listen"];
+pub const SECTIONS: &[&str] = &[
+    "global", "defaults", "frontend", "backend", "listen", "userlist",
+];
 
 /// Directives (lines starting with a dot).
 pub const DIRECTIVES: &[&str] = &[
@@ -26,7 +28,6 @@ pub const DIRECTIVES: &[&str] = &[
 
 /// HAProxy sections sluice does not support.
 pub(crate) const UNSUPPORTED_SECTIONS: &[&str] = &[
-    "userlist",
     "peers",
     "resolvers",
     "mailers",

@@ -54,6 +54,8 @@ pub(crate) struct Global {
     pub(crate) tune_maxrewrite: Option<u32>,
     /// `tune.vars.*-max-size`.
     pub(crate) vars_limits: crate::sample::vars::Limits,
+    /// `userlist` sections, in order.
+    pub(crate) userlists: Vec<crate::sample::auth::Userlist>,
     /// `nosplice`, `tune.pipesize`, `maxpipes`.
     pub(crate) splice: crate::wire::splice::Tune,
     /// TLS defaults: `ssl-default-bind-options` (words, applied before

@@ -28,6 +28,7 @@ mod rulekw;
 mod serverkw;
 mod sslkw;
 mod tcpkw;
+mod userlistkw;
 
 pub(crate) use globalkw::GLOBAL;
 pub(crate) use proxykw::{OPTIONS, PROXY};
@@ -78,6 +79,8 @@ enum Section {
     /// Index into `State::defaults`.
     Defaults(usize),
     Proxy(usize),
+    /// Index into `Global::userlists`.
+    Userlist(usize),
     /// Inside a section we cannot use (already reported once).
     Skip,
 }
@@ -86,6 +89,7 @@ impl Section {
     fn name(self, proxies: &[Proxy]) -> &'static str {
         match self {
             Section::None | Section::Skip => "",
+            Section::Userlist(_) => "userlist",
             Section::Global => "global",
             Section::Defaults(_) => "defaults",
             Section::Proxy(i) => proxies.get(i).map_or("", |p| p.kind.keyword()),
@@ -174,6 +178,9 @@ pub(crate) struct Statement {
 pub(crate) struct State<'r> {
     pub(crate) diags: Vec<Diagnostic>,
     pub(crate) global: Global,
+    /// Each userlist's groups with the `users` they name, resolved when
+    /// the configuration ends.
+    userlist_groups: Vec<Vec<(String, Vec<String>)>>,
     pub(crate) proxies: Vec<Proxy>,
     pub(crate) pending: Vec<PendingServer>,
     /// Every statement in effect, in order.
@@ -239,6 +246,7 @@ impl<'r> State<'r> {
         State {
             diags: Vec::new(),
             global: Global::default(),
+            userlist_groups: Vec::new(),
             proxies: Vec::new(),
             pending: Vec::new(),
             statements: Vec::new(),
@@ -402,6 +410,7 @@ impl<'r> State<'r> {
     /// Work that needs every file: notes on ACLs used before their
     /// declaration.
     pub(crate) fn finish(&mut self) {
+        self.finish_userlists();
         for (di, pi, name) in std::mem::take(&mut self.missing_acls) {
             let Some(def) = self
                 .proxies
@@ -572,6 +581,7 @@ impl<'r> State<'r> {
             ),
             Section::Skip => {}
             Section::Global => self.global_line(loc, words),
+            Section::Userlist(i) => self.userlist_line(i, loc, words),
             Section::Defaults(_) | Section::Proxy(_) => self.proxy_line(loc, words),
         }
     }
@@ -640,6 +650,7 @@ impl<'r> State<'r> {
 
     fn start_section(&mut self, loc: &Loc, words: &[String]) {
         let kind = match words[0].as_str() {
+            "userlist" => return self.start_userlist(loc, words),
             "global" => {
                 self.section = Section::Global;
                 return;

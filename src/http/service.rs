@@ -61,6 +61,13 @@ impl RequestView for View<'_> {
     fn tls(&self) -> Option<&TlsFacts> {
         self.tls
     }
+    fn sample_ctx(&self) -> Option<crate::sample::Ctx<'_>> {
+        Some(crate::sample::Ctx {
+            src: self.src,
+            req: Some(self.head),
+            ..Default::default()
+        })
+    }
 }
 
 /// Serves one client connection until it closes or stops being reusable.

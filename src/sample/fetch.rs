@@ -240,7 +240,23 @@ pub(crate) static FETCHES: &[FetchDef] = &[
             cx.var(v)
                 .or_else(|| a.get(1).map(|d| Sample::str(d.as_bytes().to_vec())))
         })
-    },
+    }, // `http_auth(<userlist>)`: the request's Basic credentials are valid.
+    def("http_auth", STR, T::Bool, |a, cx| {
+        let auth = cx.req?.values("authorization").next()?;
+        super::auth::with_list(a[0].as_str(), |l| {
+            Sample::Bool(l.authenticate(auth).is_some())
+        })
+    }),
+    // `http_auth_group(<userlist>)`: the valid user's name (an ACL then
+    // checks its groups).
+    def("http_auth_group", STR, T::Str, |a, cx| {
+        let auth = cx.req?.values("authorization").next()?;
+        super::auth::with_list(a[0].as_str(), |l| {
+            l.authenticate(auth)
+                .map(|u| Sample::owned_str(u.name.clone()))
+        })
+        .flatten()
+    }),
 ];
 
 /// `var(<name>)`: a variable name, a `proc` one created now as HAProxy

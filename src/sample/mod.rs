@@ -9,6 +9,7 @@
 //! and above `wire`: it reads requests, never proxies or runtime state.
 
 pub(crate) mod arg;
+pub(crate) mod auth;
 pub(crate) mod conv;
 pub(crate) mod expr;
 pub(crate) mod fetch;

@@ -203,6 +203,7 @@ pub(crate) fn compile(
 ) -> (Snapshot, Vec<StateChange>) {
     // Process-wide, as in HAProxy: the limits of the running configuration.
     crate::sample::vars::set_limits(&config.global.vars_limits);
+    crate::sample::auth::publish(&config.global.userlists);
     let mut c = Compiler {
         config,
         registry,
