@@ -413,7 +413,7 @@ backend be
     server s1 127.0.0.1:1 resolvers dns
     http-after-response set-header X-A b
     tcp-response content close
-    tcp-request content set-var(txn.x) str(a)
+    tcp-request content silent-drop
     http-request set-header X-B %[req.hdr(host),json]
     http-request set-header X-C %[ssl_c_s_dn]
 peers mypeers
@@ -463,7 +463,7 @@ listen li
         ),
         (
             22,
-            "'tcp-request content set-var(txn.x)' is not supported by sluice yet",
+            "'tcp-request content silent-drop' is not supported by sluice yet",
         ),
         (
             23,

@@ -325,3 +325,79 @@ async fn cli_replies_as_haproxy() {
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }
+
+/// `tcp-request connection|content set-var`: in `mode tcp`, the rules run
+/// before the connection is relayed; what they store in `proc` is read on
+/// the CLI, and the `sess`/`txn` values they compute from feed it.
+fn tcp_config(bind: &str, server: &str, sock: &std::path::Path) -> String {
+    format!(
+        "global
+    stats socket {} level admin
+defaults
+    mode tcp
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {bind}
+    tcp-request connection set-var(proc.conn) int(1)
+    tcp-request content set-var(sess.n) int(40)
+    tcp-request content set-var(txn.m) var(sess.n),add(2)
+    tcp-request content set-var(proc.answer) var(txn.m)
+    tcp-request content set-var-fmt(proc.who) \"from %[src]\"
+    tcp-request content set-var(proc.count) var(proc.count,0),add(1)
+    tcp-request content unset-var(proc.gone)
+    default_backend be
+backend be
+    server s1 {server}
+",
+        sock.display()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tcp_rules_set_variables_as_haproxy() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    if !haproxy::available() {
+        return;
+    }
+    let server = Backend::start("vars-tcp").await;
+    let dir = TempDir::new("vars-tcp");
+    let (hsock, ssock) = (dir.join("h.sock"), dir.join("s.sock"));
+    let fronts = listens(2);
+    let _hap = Haproxy::start(
+        "vars-tcp",
+        &tcp_config(&fronts[0].to_string(), &server.hostport(), &hsock),
+        &[&fronts[0]],
+    );
+    let _sl = Sluice::start(&tcp_config(
+        &fronts[1].to_string(),
+        &server.hostport(),
+        &ssock,
+    ));
+    let mut got = Vec::new();
+    for (f, sock) in [(&fronts[0], &hsock), (&fronts[1], &ssock)] {
+        for _ in 0..2 {
+            // A whole exchange through the relay: the rules ran.
+            let mut c = tokio::net::TcpStream::connect(f.addr())
+                .await
+                .expect("connect");
+            c.write_all(b"GET / HTTP/1.0\r\n\r\n").await.expect("send");
+            let mut out = Vec::new();
+            c.read_to_end(&mut out).await.expect("answer");
+            assert!(out.starts_with(b"HTTP/1."), "{out:?}");
+        }
+        got.push(
+            [
+                "proc.conn",
+                "proc.answer",
+                "proc.who",
+                "proc.count",
+                "proc.gone",
+            ]
+            .map(|v| cli(sock, &format!("get var {v}")))
+            .join(""),
+        );
+    }
+    assert_eq!(got[1], got[0], "sluice's variables, then haproxy's");
+}

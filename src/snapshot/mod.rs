@@ -610,7 +610,7 @@ fn stats_rt(page: Option<&StatsPage>, acls: &AclSet) -> Option<StatsRt> {
 fn tcp_rules(rules: &[crate::config::model::TcpRule], acls: &AclSet) -> TcpRules {
     rules
         .iter()
-        .map(|r| (r.action, r.cond.as_ref().map(|c| acls.compile(c))))
+        .map(|r| (r.action.clone(), r.cond.as_ref().map(|c| acls.compile(c))))
         .collect()
 }
 

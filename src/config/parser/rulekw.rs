@@ -837,36 +837,9 @@ pub(crate) fn var_rule(args: &[String]) -> Result<crate::config::model::VarRule,
 }
 
 /// Runs a variable rule where there is no request (the `global` section,
-/// the CLI): only `proc` variables exist, a fetch of a request finds
-/// nothing, and a format's request fields print nothing.
+/// the CLI): only `proc` variables exist there.
 pub(crate) fn run_outside(rule: &crate::config::model::VarRule) -> bool {
-    use crate::config::model::VarValue;
-    use crate::sample::value::Sample;
-    let cx = crate::sample::Ctx::default();
-    match &rule.value {
-        VarValue::Unset => {
-            cx.unset_var(&rule.var);
-            true
-        }
-        VarValue::Expr(e) => e
-            .eval(&cx)
-            .is_some_and(|s| cx.set_var(&rule.var, &s, rule.conds)),
-        VarValue::Fmt(f) => {
-            let mut text = Vec::new();
-            for part in &f.0 {
-                match part {
-                    FmtPart::Lit(l) => text.extend_from_slice(l.as_bytes()),
-                    FmtPart::Sample(e) => {
-                        if let Some(s) = e.eval(&cx) {
-                            s.write_text(&mut text);
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            cx.set_var(&rule.var, &Sample::Str(text.into()), rule.conds)
-        }
-    }
+    rule.run(&crate::sample::Ctx::default())
 }
 
 /// `http-request auth [realm <realm>]`.
