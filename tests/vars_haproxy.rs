@@ -183,6 +183,7 @@ const FAULTY: &[&str] = &[
     "http-request return content-type text/plain lf-string %[int(1),set-var(foo.x)]",
     "http-request return content-type text/plain lf-string %[int(1),set-var(txn.x,ifbad)]",
     "http-request return content-type text/plain lf-string %[int(1),unset-var(txn.x,ifset)]",
+    "acl a var(txn.x) foo",
 ];
 
 const GLOBAL_FAULTY: &[&str] = &[
@@ -400,4 +401,52 @@ async fn tcp_rules_set_variables_as_haproxy() {
         );
     }
     assert_eq!(got[1], got[0], "sluice's variables, then haproxy's");
+}
+
+/// `var()` in ACLs: conditions read the request's variables.
+fn acl_config(bind: &str) -> String {
+    format!(
+        "defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {bind}
+    http-request set-var(txn.p) path
+    http-request set-var(sess.seen) int(1) if {{ path /mark }}
+    acl is_a var(txn.p) -m str /a
+    acl pre_b var(txn.p) -m beg /b
+    acl seen var(sess.seen) -m str 1
+    http-request return status 200 content-type text/plain string a if is_a
+    http-request return status 201 content-type text/plain string b if pre_b
+    http-request return status 202 content-type text/plain string seen if seen
+    http-request return status 203 content-type text/plain string other
+"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acls_read_variables_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let fronts = listens(2);
+    let _hap = Haproxy::start(
+        "vars-acl",
+        &acl_config(&fronts[0].to_string()),
+        &[&fronts[0]],
+    );
+    let _sl = Sluice::start(&acl_config(&fronts[1].to_string()));
+    let mut got = Vec::new();
+    for f in &fronts {
+        let mut conn = HttpConn::connect(f.addr()).await;
+        let mut out = Vec::new();
+        for p in ["/a", "/bc", "/x", "/mark", "/x", "/a"] {
+            let r = conn.get(p).await;
+            out.push(format!("{p} {} {}", r.status, r.text()));
+        }
+        got.push(out);
+    }
+    assert_eq!(got[1], got[0], "sluice's answers, then haproxy's");
 }

@@ -54,7 +54,6 @@ const UNSUPPORTED_FETCHES: &[&str] = &[
     "url_port",
     "url_reg",
     "urlp",
-    "var",
     "req.ver",
     "req_ver",
     "status",
@@ -125,7 +124,7 @@ fn fetch_of(fetch_text: &str, criterion: &str) -> Result<(Fetch, MatchMethod), S
         "ssl_fc_sni" => no_arg(Fetch::SslFcSni, MatchMethod::Str),
         "ssl_fc_protocol" => no_arg(Fetch::SslFcProtocol, MatchMethod::Str),
         // Taken from the sample registry (userlists, issue 17).
-        "http_auth" | "http_auth_group" => {
+        "http_auth" | "http_auth_group" | "var" => {
             let e = match crate::sample::Expr::parse(fetch_text) {
                 Ok((e, used)) if used == fetch_text.len() => e,
                 Ok(_) => {
@@ -135,10 +134,12 @@ fn fetch_of(fetch_text: &str, criterion: &str) -> Result<(Fetch, MatchMethod), S
                 }
                 Err(e) => return Err(format!("{e} in ACL expression '{criterion}'")),
             };
-            let m = if kw == "http_auth" {
-                MatchMethod::Bool
-            } else {
-                MatchMethod::AuthGroup
+            let m = match kw {
+                "http_auth" => MatchMethod::Bool,
+                "http_auth_group" => MatchMethod::AuthGroup,
+                // `var()` is matched as a string unless `-m` says
+                // otherwise.
+                _ => MatchMethod::Str,
             };
             Ok((Fetch::Sample(e), m))
         }
@@ -246,6 +247,7 @@ pub(crate) fn parse_acl(name: &str, words: &[String], loc: Loc) -> Result<AclDef
         });
     }
     let mut ignore_case = false;
+    let mut explicit_method = false;
     let mut i = 1;
     // Flags come first; `--` ends them, the first non-flag starts values.
     while let Some(w) = words.get(i) {
@@ -263,6 +265,7 @@ pub(crate) fn parse_acl(name: &str, words: &[String], loc: Loc) -> Result<AclDef
                     return Err("'-m' expects a match method".to_string());
                 };
                 matcher = match_method(m)?;
+                explicit_method = true;
                 i += 1;
             }
             "-f" | "-M" | "-n" | "-u" => {
@@ -275,6 +278,13 @@ pub(crate) fn parse_acl(name: &str, words: &[String], loc: Loc) -> Result<AclDef
             }
         }
         i += 1;
+    }
+    // A variable has no type until run time: HAProxy wants a method.
+    if matches!(&fetch, Fetch::Sample(e) if e.fetch_name() == "var") && !explicit_method {
+        return Err(
+            "matching method must be specified first (using '-m') when using a sample fetch of this type ('var')"
+                .to_string(),
+        );
     }
     // Matchers that cannot read the fetched sample type.
     let is_ip_fetch = fetch == Fetch::Src;

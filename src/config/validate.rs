@@ -61,6 +61,9 @@ fn auth_acls(config: &Config, p: &Proxy, diags: &mut Vec<Diagnostic>) {
             continue;
         };
         let kw = e.fetch_name();
+        if !kw.starts_with("http_auth") {
+            continue;
+        }
         let Some(list) = config
             .global
             .userlists

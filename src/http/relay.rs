@@ -440,6 +440,7 @@ fn response_edits<'r>(
         head: req,
         src,
         tls,
+        vars: Some(ctx.vars),
     };
     let cx = rules::FmtCtx {
         req,

@@ -39,6 +39,8 @@ pub(super) struct View<'a> {
     pub(super) src: Option<IpAddr>,
     /// The client connection's TLS, if any.
     pub(super) tls: Option<&'a TlsFacts>,
+    /// The request's variables (`var()` in conditions).
+    pub(super) vars: Option<&'a crate::sample::vars::Vars<'a>>,
 }
 
 impl RequestView for View<'_> {
@@ -65,6 +67,7 @@ impl RequestView for View<'_> {
         Some(crate::sample::Ctx {
             src: self.src,
             req: Some(self.head),
+            vars: self.vars,
             ..Default::default()
         })
     }
@@ -602,6 +605,7 @@ async fn route(
         head,
         src: peer.ip(),
         tls,
+        vars: Some(rq.vars),
     };
     // A local answer does not read the request body, so the connection
     // cannot carry another request after it.
@@ -655,6 +659,7 @@ async fn route(
         head,
         src: peer.ip(),
         tls,
+        vars: Some(rq.vars),
     };
     let backend: Option<&Arc<BackendRt>> = fe
         .switching
@@ -762,8 +767,13 @@ impl RuleRun<'_> {
         slot: &'h mut Option<Head>,
         st: Stage<'_>,
     ) -> Result<&'h Head, Outcome> {
-        let (src, tls) = (self.src, self.tls);
-        let view = View { head, src, tls };
+        let (src, tls, vars) = (self.src, self.tls, Some(self.vars));
+        let view = View {
+            head,
+            src,
+            tls,
+            vars,
+        };
         let (before, after) = st.rules.split_at(st.legacy_at.min(st.rules.len()));
         if let Some(out) = self.apply(&view, before, st.acls, st.be, st.timeouts).await {
             return Err(out);
@@ -802,7 +812,12 @@ impl RuleRun<'_> {
                 return Err(forward::send_error_be(self.conn, 400, self.fe, st.be, false).await);
             }
         };
-        let view = View { head, src, tls };
+        let view = View {
+            head,
+            src,
+            tls,
+            vars,
+        };
         match self.apply(&view, after, st.acls, st.be, st.timeouts).await {
             Some(out) => Err(out),
             None => Ok(head),
