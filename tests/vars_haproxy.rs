@@ -450,3 +450,54 @@ async fn acls_read_variables_as_haproxy() {
     }
     assert_eq!(got[1], got[0], "sluice's answers, then haproxy's");
 }
+
+/// A log line sees the request's variables at its end, as HAProxy's does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_lines_see_variables_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = |bind: &str, log: &str| {
+        format!(
+            "global
+    log {log} format raw local0 info
+    set-var proc.g str(pg)
+defaults
+    mode http
+    log global
+    # The readiness probe's empty connection is not logged.
+    option dontlognull
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {bind}
+    log-format \"t=%[var(txn.t)] r=%[var(req.r)] s=%[var(sess.n)] g=%[var(proc.g)]\"
+    http-request set-var(txn.t) path
+    http-request set-var(req.r) str(rr)
+    http-request set-var(sess.n) var(sess.n,0),add(1)
+    http-request return status 200
+"
+        )
+    };
+    let fronts = listens(2);
+    let (hlog, slog) = (
+        support::syslog::Syslog::new(),
+        support::syslog::Syslog::new(),
+    );
+    let _hap = Haproxy::start(
+        "vars-log",
+        &cfg(&fronts[0].to_string(), &hlog.addr()),
+        &[&fronts[0]],
+    );
+    let _sl = Sluice::start(&cfg(&fronts[1].to_string(), &slog.addr()));
+    let mut lines = Vec::new();
+    for (front, log) in [(&fronts[0], &hlog), (&fronts[1], &slog)] {
+        let mut conn = HttpConn::connect(front.addr()).await;
+        for p in ["/a", "/b"] {
+            assert_eq!(conn.get(p).await.status, 200);
+        }
+        lines.push(log.take(2));
+    }
+    assert_eq!(lines[1], lines[0], "sluice's lines, then haproxy's");
+}

@@ -539,7 +539,8 @@ pub(crate) async fn handle_request(
     };
     let out = route(rt, &fe, &req, conn, keep_client, &mut rec).await;
     stream.end();
-    finish(rt, &fe, &mut rec, &out, Some(&head));
+    vars.end();
+    finish(rt, &fe, &mut rec, &out, (Some(&head), Some(&vars)));
     out.keep_client
 }
 
@@ -568,7 +569,13 @@ async fn refused(
 /// outcome, goes to the end stage (counters and the log line). Its bytes
 /// count on the frontend (and, over HTTP/1, in `h1_bytes_in/out`, the wire
 /// bytes HAProxy's h1 module counts there).
-fn finish(rt: &Runtime, fe: &FrontendRt, rec: &mut LogRecord, out: &Outcome, head: Option<&Head>) {
+fn finish(
+    rt: &Runtime,
+    fe: &FrontendRt,
+    rec: &mut LogRecord,
+    out: &Outcome,
+    (head, vars): (Option<&Head>, Option<&crate::sample::vars::Vars<'_>>),
+) {
     if let Some(s) = out.status {
         rec.status = i64::from(s);
     }
@@ -576,7 +583,7 @@ fn finish(rt: &Runtime, fe: &FrontendRt, rec: &mut LogRecord, out: &Outcome, hea
     rec.tally.fe_out += out.bytes_out;
     rec.bytes_out = out.bytes_out;
     rec.bytes_in = out.body_in + head.map_or(0, |h| h.raw.len() as u64);
-    outcome::finish(fe, &rt.process, rec, out.status, head);
+    outcome::finish_with_vars(fe, &rt.process, rec, out.status, head, vars);
 }
 
 /// A request as routing sees it.

@@ -401,6 +401,8 @@ impl Drop for SessVars {
 enum Dir {
     Req,
     Res,
+    /// The exchange is over (its log line): neither `req` nor `res` is.
+    Done,
 }
 
 /// The variables one request sees: its transaction's, its request's or
@@ -432,6 +434,13 @@ impl<'s> Vars<'s> {
     pub(crate) fn to_response(&self) {
         self.prune_reqres();
         *lock(&self.dir) = Dir::Res;
+    }
+
+    /// The exchange is over: only `txn`, `sess` and `proc` remain (for the
+    /// log line), as in HAProxy.
+    pub(crate) fn end(&self) {
+        self.prune_reqres();
+        *lock(&self.dir) = Dir::Done;
     }
 
     fn prune_reqres(&self) {

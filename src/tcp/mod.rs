@@ -232,7 +232,8 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
     }
     bc.session_end();
     drop(seat);
-    outcome::finish(fe, process, &mut rec, None, None);
+    vars.end();
+    outcome::finish_with_vars(fe, process, &mut rec, None, None, Some(&vars));
 }
 
 fn ms(d: Duration) -> i64 {
