@@ -81,6 +81,13 @@ async fn run(addr: std::net::SocketAddr) -> Vec<String> {
     let mut conn = HttpConn::connect(addr).await;
     let mut out = Vec::new();
     for path in ["/local", "/t", "/local", "/x", "/local"] {
+        if path == "/x" {
+            // An idle pause, longer than sluice's in-task wait before it
+            // parks a keep-alive connection: the session's variables must
+            // outlive it. (The pause is what is tested, not a way to wait
+            // for something.)
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
         let r = conn.get(path).await;
         if path == "/local" {
             out.push(format!("{} {}", r.status, r.text()));

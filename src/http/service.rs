@@ -143,10 +143,11 @@ pub(crate) async fn serve_connection(
             });
             // The frontend is gone (a reload removed it): close.
             let Some(idle) = idle else { return };
-            if conn.stream.is_tls() {
+            if conn.stream.is_tls() || sess_vars.holds_any() {
                 // A TLS connection is not parked: rustls holds its state
                 // (keys, buffers) in this task. Bytes it already decrypted
-                // are served at once; else wait for the socket.
+                // are served at once; else wait for the socket. Nor is one
+                // whose session has variables: they live in this task.
                 if !conn.stream.has_buffered_plaintext()
                     && !wait_readable_or_stop(conn.stream.tcp(), idle).await
                 {

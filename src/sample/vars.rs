@@ -382,6 +382,14 @@ pub(crate) struct SessVars {
     size: AtomicU64,
 }
 
+impl SessVars {
+    /// Whether the session has variables (a connection that has none can
+    /// be parked without them).
+    pub(crate) fn holds_any(&self) -> bool {
+        !lock(&self.vars).is_empty()
+    }
+}
+
 impl Drop for SessVars {
     fn drop(&mut self) {
         // The process-wide count forgets the connection's variables.
