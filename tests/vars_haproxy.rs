@@ -508,3 +508,55 @@ frontend fe
     }
     assert_eq!(lines[1], lines[0], "sluice's lines, then haproxy's");
 }
+
+/// Over HTTP/2 the connection is the session: its streams share the
+/// `sess` variables, as in HAProxy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http2_streams_share_the_session_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = |bind: &str| {
+        format!(
+            "defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {bind} proto h2
+    http-request set-var(sess.cnt) var(sess.cnt,0),add(1)
+    http-request set-var(txn.t) path
+    http-request return status 200 content-type text/plain lf-string \"cnt=%[var(sess.cnt)] t=%[var(txn.t)]\"
+"
+        )
+    };
+    let fronts = listens(2);
+    let _hap = Haproxy::start("vars-h2", &cfg(&fronts[0].to_string()), &[&fronts[0]]);
+    let _sl = Sluice::start(&cfg(&fronts[1].to_string()));
+    let mut got = Vec::new();
+    for f in &fronts {
+        let tcp = tokio::net::TcpStream::connect(f.addr())
+            .await
+            .expect("connect");
+        let (mut send, conn) = h2::client::handshake(tcp).await.expect("h2 handshake");
+        tokio::spawn(conn);
+        let mut out = Vec::new();
+        for p in ["/a", "/b", "/c"] {
+            let req = http::Request::get(format!("http://x{p}"))
+                .body(())
+                .expect("request");
+            let (resp, _) = send.send_request(req, true).expect("send");
+            let resp = resp.await.expect("response");
+            let mut body = resp.into_body();
+            let mut text = Vec::new();
+            while let Some(chunk) = body.data().await {
+                text.extend_from_slice(&chunk.expect("body"));
+            }
+            out.push(String::from_utf8_lossy(&text).into_owned());
+        }
+        got.push(out);
+    }
+    assert_eq!(got[0][2], "cnt=3 t=/c", "{got:?}");
+    assert_eq!(got[1], got[0], "sluice's answers, then haproxy's");
+}

@@ -236,7 +236,8 @@ impl Acct<'_> {
 
     fn diff(&self, n: i64) {
         for c in [self.reqres, self.txn, self.sess].into_iter().flatten() {
-            c.store(c.load(Relaxed).saturating_add_signed(n), Relaxed);
+            // The streams of one HTTP/2 connection share the session.
+            let _ = c.fetch_update(Relaxed, Relaxed, |v| Some(v.saturating_add_signed(n)));
         }
         if proc_counted() {
             PROC_SIZE.fetch_add(n, Relaxed);

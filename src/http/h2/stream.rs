@@ -29,6 +29,7 @@ pub(crate) async fn serve(
     mut respond: SendResponse<Bytes>,
     (peer, local): (crate::sys::peer::Peer, Option<SocketAddr>),
     tls: Option<Arc<TlsFacts>>,
+    sess: Arc<crate::sample::vars::SessVars>,
 ) {
     let Some((timeout, counters)) = client.rt.with_snapshot(|snap| {
         let fe = snap.frontends().find(|f| *f.name == *client.frontend)?;
@@ -69,9 +70,6 @@ pub(crate) async fn serve(
             let bound = client
                 .rt
                 .with_snapshot(|snap| snap.global.hard_stop_after.map(|_| snap.generation));
-            // Each stream is its own session for variables: the `sess`
-            // scope is not shared between the streams of one connection yet.
-            let sess = crate::sample::vars::SessVars::default();
             let request = crate::http::service::handle_request(
                 &sess,
                 &client.rt,
