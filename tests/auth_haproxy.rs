@@ -154,3 +154,50 @@ fn faulty_userlists_get_haproxys_messages() {
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }
+
+/// `http-request auth` sends the proxy's `errorfile 401` with the
+/// challenge added, and keeps the connection, as HAProxy does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_uses_the_errorfile_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let dir = TempDir::new("auth-ef");
+    let page = dir.write(
+        "401.http",
+        "HTTP/1.1 401 Unauthorized\r\ncontent-type: text/plain\r\ncontent-length: 5\r\n\r\nnope\n",
+    );
+    let cfg = |bind: &str| {
+        format!(
+            "defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+    errorfile 401 {}
+frontend fe
+    bind {bind}
+    http-request auth realm R
+",
+            page.display()
+        )
+    };
+    let fronts = listens(2);
+    let _hap = Haproxy::start("auth-ef", &cfg(&fronts[0].to_string()), &[&fronts[0]]);
+    let _sl = Sluice::start(&cfg(&fronts[1].to_string()));
+    let mut got = Vec::new();
+    for f in &fronts {
+        let mut conn = HttpConn::connect(f.addr()).await;
+        let mut out = Vec::new();
+        for _ in 0..2 {
+            let r = conn
+                .raw(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n", false)
+                .await
+                .expect("answer");
+            out.push(format!("{}{}", r.head, r.text()));
+        }
+        got.push(out);
+    }
+    assert!(got[0][0].contains("nope"), "{got:?}");
+    assert_eq!(got[1], got[0], "sluice's answers, then haproxy's");
+}

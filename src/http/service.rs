@@ -973,7 +973,11 @@ impl RuleRun<'_> {
                 HttpRequestAction::Auth { realm } => {
                     self.rec.tally.intercepted = rows(be);
                     self.rec.term(Cause::Local, Phase::Request);
-                    let page = crate::http::reply::auth_required(realm, self.keep_local);
+                    let custom = be
+                        .and_then(|b| b.errorfiles.iter().find(|(c, _)| *c == 401))
+                        .or_else(|| fe.errorfiles.iter().find(|(c, _)| *c == 401))
+                        .map(|(_, page)| &page[..]);
+                    let page = crate::http::reply::auth_required(custom, realm, self.keep_local);
                     return Some(
                         forward::send_answer(self.conn, &page, 401, self.keep_local, fe).await,
                     );
