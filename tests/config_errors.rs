@@ -402,7 +402,7 @@ fn haproxy_keywords_sluice_lacks_are_not_supported_yet() {
 {DEFAULTS}
 frontend fe
     bind 127.0.0.1:{port} tfo
-    http-request set-var(txn.x) str(a)
+    http-request set-nice 1
     http-response set-status 503
     option mysql-check
     stick-table type ip size 1m
@@ -413,7 +413,7 @@ backend be
     server s1 127.0.0.1:1 resolvers dns
     http-after-response set-status 500
     tcp-response content close
-    tcp-request content set-var(txn.x) str(a)
+    tcp-request content silent-drop
     http-request set-header X-B %[req.hdr(host),json]
     http-request set-header X-C %[ssl_c_s_dn]
 peers mypeers
@@ -434,10 +434,7 @@ listen li
     for (line, want) in [
         (2, "'lua-load' is not supported by sluice yet"),
         (10, "'tfo' option is not supported by sluice yet"),
-        (
-            11,
-            "'http-request set-var(txn.x)' is not supported by sluice yet",
-        ),
+        (11, "'http-request set-nice' is not supported by sluice yet"),
         (
             12,
             "'http-response set-status' is not supported by sluice yet",
@@ -466,7 +463,7 @@ listen li
         ),
         (
             22,
-            "'tcp-request content set-var(txn.x)' is not supported by sluice yet",
+            "'tcp-request content silent-drop' is not supported by sluice yet",
         ),
         (
             23,

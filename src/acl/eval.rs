@@ -31,6 +31,10 @@ pub(crate) struct CompiledAcl {
 struct AclTest {
     expr: Expr,
     patterns: Arc<PatternSet>,
+    /// `http_auth_group(<userlist>)`: the sample is a user name and the
+    /// patterns are group names of that userlist; any group of the user
+    /// matches (HAProxy's own matcher for this keyword).
+    auth_group: bool,
 }
 
 /// The ACLs of one proxy, by index.
@@ -53,6 +57,7 @@ impl AclSet {
             let test = AclTest {
                 expr: d.expr.clone(),
                 patterns: d.patterns.clone(),
+                auth_group: d.expr.fetch_name() == "http_auth_group",
             };
             match acls.iter_mut().find(|a| a.name == d.name) {
                 Some(a) => a.tests.push(test),
@@ -125,6 +130,16 @@ impl CompiledAcl {
 impl AclTest {
     fn matches(&self, cx: &Ctx<'_>) -> bool {
         let p = &*self.patterns;
+        if self.auth_group {
+            let Some(user) = self.expr.eval(cx) else {
+                return false;
+            };
+            let user = user.bytes().unwrap_or_default();
+            return crate::sample::auth::with_list(self.expr.first_arg(), |l| {
+                l.in_any_group(user, p.texts().iter().map(String::as_str))
+            })
+            .unwrap_or(false);
+        }
         // Without patterns only the matchers that use none can match
         // (HAProxy warns about the others when it reads the line).
         if p.is_empty() && !matches!(p.kind(), MatchKind::Found | MatchKind::Bool) {

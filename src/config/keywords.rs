@@ -17,7 +17,9 @@ const fn names<H, const N: usize>(table: &[Kwd<H>]) -> [&'static str; N] {
 }
 
 /// Section keywords sluice parses.
-pub const SECTIONS: &[&str] = &["global", "defaults", "frontend", "backend", "listen"];
+pub const SECTIONS: &[&str] = &[
+    "global", "defaults", "frontend", "backend", "listen", "userlist",
+];
 
 /// Directives (lines starting with a dot).
 pub const DIRECTIVES: &[&str] = &[
@@ -26,7 +28,6 @@ pub const DIRECTIVES: &[&str] = &[
 
 /// HAProxy sections sluice does not support.
 pub(crate) const UNSUPPORTED_SECTIONS: &[&str] = &[
-    "userlist",
     "peers",
     "resolvers",
     "mailers",
@@ -468,13 +469,10 @@ pub const HTTP_RESPONSE_SUPPORTED: &[&str] =
     &names::<_, { parser::HTTP_RESPONSE.len() }>(parser::HTTP_RESPONSE);
 
 pub(crate) const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
-    "auth",
     "replace-value",
     "set-pathq",
     "set-uri",
     "set-method",
-    "set-var",
-    "unset-var",
     "capture",
     "track-sc0",
     "track-sc1",
@@ -511,7 +509,6 @@ pub(crate) const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
     "sc-inc-gpc0",
     "sc-inc-gpc1",
     "sc-set-gpt0",
-    "set-var-fmt",
     "set-bandwidth-limit",
 ];
 

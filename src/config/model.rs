@@ -52,6 +52,10 @@ pub(crate) struct Global {
     /// a message head may use the buffer minus the rewrite reserve.
     pub(crate) tune_bufsize: Option<u32>,
     pub(crate) tune_maxrewrite: Option<u32>,
+    /// `tune.vars.*-max-size`.
+    pub(crate) vars_limits: crate::sample::vars::Limits,
+    /// `userlist` sections, in order.
+    pub(crate) userlists: Vec<crate::sample::auth::Userlist>,
     /// `nosplice`, `tune.pipesize`, `maxpipes`.
     pub(crate) splice: crate::wire::splice::Tune,
     /// TLS defaults: `ssl-default-bind-options` (words, applied before
@@ -635,10 +639,13 @@ impl PartialEq for Bind {
 }
 
 /// What a `tcp-request connection|content` rule does when it applies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum TcpAction {
     Accept,
     Reject,
+    /// `set-var(...)`, `set-var-fmt(...)`, `unset-var(...)`: the next rule
+    /// is evaluated after it.
+    Var(VarRule),
 }
 
 /// One `tcp-request connection|content <action> [if|unless <cond>]` line.
@@ -698,6 +705,78 @@ pub(crate) enum HttpRequestAction {
         /// `append-slash`: a `/` is added to a path that lacks one.
         append_slash: bool,
     },
+    /// `set-var(...)`, `set-var-fmt(...)`, `unset-var(...)`.
+    Var(VarRule),
+    /// `http-request auth [realm <realm>]`: a 401 asking for credentials
+    /// (the realm defaults to the proxy's name).
+    Auth { realm: String },
+}
+
+/// `set-var(<name>[,<cond>...]) <expr>`, `set-var-fmt(<name>[,<cond>...])
+/// <fmt>`, `unset-var(<name>)`, as any rule set has them.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct VarRule {
+    pub(crate) var: crate::sample::vars::VarName,
+    pub(crate) conds: crate::sample::vars::Conds,
+    pub(crate) value: VarValue,
+}
+
+impl VarRule {
+    /// Runs the rule where `cx` is (the `global` section, the CLI, a TCP
+    /// rule; the HTTP rules format through `http::rules`): false when the
+    /// value could not be stored. A format's request fields print as in a
+    /// log line without a request.
+    pub(crate) fn run(&self, cx: &crate::sample::Ctx<'_>) -> bool {
+        use crate::sample::value::Sample;
+        match &self.value {
+            VarValue::Unset => {
+                cx.unset_var(&self.var);
+                true
+            }
+            VarValue::Expr(e) => e
+                .eval(cx)
+                .is_some_and(|s| cx.set_var(&self.var, &s, self.conds)),
+            VarValue::Fmt(f) => {
+                let mut text = Vec::new();
+                for part in &f.0 {
+                    match part {
+                        FmtPart::Lit(l) => text.extend_from_slice(l.as_bytes()),
+                        FmtPart::Sample(e) => {
+                            if let Some(s) = e.eval(cx) {
+                                s.write_text(&mut text);
+                            }
+                        }
+                        // An IPv4-mapped address prints as IPv4, as HAProxy.
+                        FmtPart::Src => match cx.src {
+                            Some(std::net::IpAddr::V6(v6)) => {
+                                let shown = v6
+                                    .to_ipv4_mapped()
+                                    .map_or(v6.to_string(), |v4| v4.to_string());
+                                text.extend_from_slice(shown.as_bytes());
+                            }
+                            Some(v4) => text.extend_from_slice(v4.to_string().as_bytes()),
+                            None => text.extend_from_slice(b"unix"),
+                        },
+                        FmtPart::Frontend => text.extend_from_slice(cx.frontend.as_bytes()),
+                        FmtPart::Backend => {
+                            text.extend_from_slice(cx.backend.unwrap_or(cx.frontend).as_bytes())
+                        }
+                        FmtPart::Server => {
+                            text.extend_from_slice(cx.server.unwrap_or("<NOSRV>").as_bytes())
+                        }
+                    }
+                }
+                cx.set_var(&self.var, &Sample::Str(text.into()), self.conds)
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum VarValue {
+    Expr(crate::sample::Expr),
+    Fmt(LogFmt),
+    Unset,
 }
 
 /// What a `redirect` rule builds its Location from.
@@ -847,6 +926,8 @@ pub(crate) enum HttpResponseAction {
         expr: crate::sample::Expr,
         slot: usize,
     },
+    /// `set-var(...)`, `set-var-fmt(...)`, `unset-var(...)`.
+    Var(VarRule),
 }
 
 /// What a `req*` / `rsp*` filter of HAProxy ≤ 2.0 does to the head line

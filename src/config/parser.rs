@@ -26,10 +26,11 @@ mod rulekw;
 mod serverkw;
 mod sslkw;
 mod tcpkw;
+mod userlistkw;
 
 pub(crate) use globalkw::GLOBAL;
 pub(crate) use proxykw::{OPTIONS, PROXY};
-pub(crate) use rulekw::{HTTP_REQUEST, HTTP_RESPONSE};
+pub(crate) use rulekw::{HTTP_REQUEST, HTTP_RESPONSE, run_outside, var_rule};
 pub(crate) use serverkw::SERVER;
 
 /// One keyword of a statement kind, as its table holds it: the name, the
@@ -76,6 +77,8 @@ enum Section {
     /// Index into `State::defaults`.
     Defaults(usize),
     Proxy(usize),
+    /// Index into `Global::userlists`.
+    Userlist(usize),
     /// Inside a section we cannot use (already reported once).
     Skip,
 }
@@ -84,6 +87,7 @@ impl Section {
     fn name(self, proxies: &[Proxy]) -> &'static str {
         match self {
             Section::None | Section::Skip => "",
+            Section::Userlist(_) => "userlist",
             Section::Global => "global",
             Section::Defaults(_) => "defaults",
             Section::Proxy(i) => proxies.get(i).map_or("", |p| p.kind.keyword()),
@@ -172,6 +176,9 @@ pub(crate) struct Statement {
 pub(crate) struct State<'r> {
     pub(crate) diags: Vec<Diagnostic>,
     pub(crate) global: Global,
+    /// Each userlist's groups with the `users` they name, resolved when
+    /// the configuration ends.
+    userlist_groups: Vec<Vec<(String, Vec<String>)>>,
     pub(crate) proxies: Vec<Proxy>,
     pub(crate) pending: Vec<PendingServer>,
     /// Every statement in effect, in order.
@@ -237,6 +244,7 @@ impl<'r> State<'r> {
         State {
             diags: Vec::new(),
             global: Global::default(),
+            userlist_groups: Vec::new(),
             proxies: Vec::new(),
             pending: Vec::new(),
             statements: Vec::new(),
@@ -400,6 +408,7 @@ impl<'r> State<'r> {
     /// Work that needs every file: notes on ACLs used before their
     /// declaration.
     pub(crate) fn finish(&mut self) {
+        self.finish_userlists();
         for (di, pi, name) in std::mem::take(&mut self.missing_acls) {
             let Some(def) = self
                 .proxies
@@ -570,6 +579,7 @@ impl<'r> State<'r> {
             ),
             Section::Skip => {}
             Section::Global => self.global_line(loc, words),
+            Section::Userlist(i) => self.userlist_line(i, loc, words),
             Section::Defaults(_) | Section::Proxy(_) => self.proxy_line(loc, words),
         }
     }
@@ -638,6 +648,7 @@ impl<'r> State<'r> {
 
     fn start_section(&mut self, loc: &Loc, words: &[String]) {
         let kind = match words[0].as_str() {
+            "userlist" => return self.start_userlist(loc, words),
             "global" => {
                 self.section = Section::Global;
                 return;

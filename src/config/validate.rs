@@ -45,10 +45,56 @@ pub(crate) fn check(config: &mut Config, diags: &mut Vec<Diagnostic>) {
         }
         capture_ids(p, diags);
         missing_timeouts(p, diags);
+        auth_acls(config, p, diags);
         tcp_cookies(p, diags);
         portless_checks(p, diags);
     }
     duplicate_binds(config, diags);
+}
+
+/// The `http_auth` and `http_auth_group` ACLs: their userlist must exist,
+/// and the groups an `http_auth_group` ACL names must be in it (HAProxy's
+/// messages, resolved after parsing as HAProxy does).
+fn auth_acls(config: &Config, p: &Proxy, diags: &mut Vec<Diagnostic>) {
+    use crate::config::diag::Level;
+    for acl in &p.acls {
+        let e = &acl.expr;
+        let kw = e.fetch_name();
+        if !kw.starts_with("http_auth") {
+            continue;
+        }
+        let Some(list) = config
+            .global
+            .userlists
+            .iter()
+            .find(|l| l.name == e.first_arg())
+        else {
+            diags.push(Diagnostic::parsing_tight(
+                Level::Alert,
+                &acl.loc,
+                format!(
+                    "unable to find userlist '{}' referenced in arg 1 of ACL keyword '{kw}' in proxy '{}'.",
+                    e.first_arg(),
+                    p.name
+                ),
+            ));
+            continue;
+        };
+        if kw != "http_auth_group" {
+            continue;
+        }
+        for g in acl.patterns.texts() {
+            if !list.groups.contains(g) {
+                diags.push(Diagnostic::alert(
+                    None,
+                    format!(
+                        "proxy {}: acl {} {kw}(): invalid group '{g}'.",
+                        p.name, acl.name
+                    ),
+                ));
+            }
+        }
+    }
 }
 
 /// HAProxy's `proxy_be_by_name()` plus the mode compatibility rule: a TCP

@@ -105,7 +105,8 @@ pub(crate) async fn serve_screened(
             local: client.dst(),
             payload: b"",
         };
-        if mode == Mode::Http && !crate::tcp::rules::allowed(&fe.tcp_content, &fe.acls, &view) {
+        if mode == Mode::Http && !crate::tcp::rules::allowed(&fe.tcp_content, &fe.acls, &view, None)
+        {
             fe.state.counters.dreq.fetch_add(1, Relaxed);
             return;
         }

@@ -35,7 +35,9 @@ pub(crate) fn apply(
         HttpResponseAction::AddHeader { name, fmt } => e.add_header(name, value(fmt)),
         HttpResponseAction::DelHeader { name } => e.del_header(name),
         // Not among the actions the parser takes here.
-        HttpResponseAction::Deny(_) | HttpResponseAction::Capture { .. } => {}
+        HttpResponseAction::Deny(_)
+        | HttpResponseAction::Capture { .. }
+        | HttpResponseAction::Var(_) => {}
     }
 }
 

@@ -127,6 +127,8 @@ pub(crate) struct ReqCtx<'a> {
     pub(crate) persisted: Option<usize>,
     /// The client connection's TLS (conditions of `http-response` rules).
     pub(crate) tls: Option<&'a crate::tls::TlsFacts>,
+    /// The request's variables.
+    pub(crate) vars: &'a crate::sample::vars::Vars<'a>,
 }
 
 /// No server for the request (none usable, queue full or timed out), at
@@ -182,6 +184,7 @@ pub(crate) async fn forward(
         stream: ctx.stream,
         persisted,
         tls: ctx.tls,
+        vars: ctx.vars,
     };
     let acquired = pick(be, &key, &mut cookie_ctx.persisted).await;
     let ctx = &cookie_ctx;

@@ -125,9 +125,11 @@ async fn exchange(rt: &Runtime, frontend: &str, request: &str) -> Answer {
     let _ = seen::take();
     let mut conn = BufConn::new(Stream::Tcp(accepted));
     let entry = StreamEntry::default();
+    let sess = crate::sample::vars::SessVars::default();
     let keep = tokio::time::timeout(
         LIMIT,
         handle_request(
+            &sess,
             rt,
             frontend,
             &entry,

@@ -2,7 +2,6 @@
 //! switches, the `http-response` rules and cookie, the body, and the
 //! server connection back to its pool.
 
-use std::net::IpAddr;
 use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::{BufMut, BytesMut};
@@ -248,6 +247,9 @@ impl<'a> Relay<'a> {
     fn response_rules(&mut self, resp: &mut Head) -> Result<Option<Edits>, Refusal<'a>> {
         let (fe, be) = (self.fe, self.be);
         let (req, ctx, server) = (self.req, self.ctx, self.server);
+        // The request's processing is over: `req` variables go, `res`
+        // ones begin.
+        ctx.vars.to_response();
         let uid = self.rec.unique_id.clone();
         let who = Who {
             server: &server.name,
@@ -255,7 +257,7 @@ impl<'a> Relay<'a> {
             tls: ctx.tls,
             unique_id: uid.as_deref(),
         };
-        match response_edits(fe, be, &who, req, resp, &mut self.rec.cap_resp) {
+        match response_edits(fe, be, &who, req, ctx, resp, &mut self.rec.cap_resp) {
             Ok(e) => Ok(e),
             Err(RespRefused::Denied(reply)) => Err(Refusal::Denied(reply)),
             Err(RespRefused::Invalid) => Err(Refusal::Invalid),
@@ -289,6 +291,7 @@ impl<'a> Relay<'a> {
                     server_id: sid(be, &server.name),
                     local: None,
                     proxies: None,
+                    vars: Some(ctx.vars),
                 };
                 deny_response(self.client, fe, be, self.keep_client, reply, &cx).await
             }
@@ -487,7 +490,7 @@ enum RespRefused<'r> {
 /// request's id.
 struct Who<'a> {
     server: &'a str,
-    src: Option<IpAddr>,
+    src: Option<std::net::IpAddr>,
     tls: Option<&'a crate::tls::TlsFacts>,
     unique_id: Option<&'a str>,
 }
@@ -506,6 +509,7 @@ fn response_edits<'r>(
     be: &'r BackendRt,
     who: &Who<'_>,
     req: &Head,
+    ctx: &ReqCtx<'_>,
     resp: &mut Head,
     cap_resp: &mut [Option<Vec<u8>>],
 ) -> Result<Option<Edits>, RespRefused<'r>> {
@@ -519,6 +523,7 @@ fn response_edits<'r>(
         local: None,
         tls,
         frontend: &fe.name,
+        vars: Some(ctx.vars),
     };
     let cx = rules::FmtCtx {
         req,
@@ -535,6 +540,7 @@ fn response_edits<'r>(
         server_id: sid(be, server),
         local: None,
         proxies: None,
+        vars: Some(ctx.vars),
     };
     let mut edits: Option<Edits> = None;
     // A `listen` section is its own frontend: its rules run once.
@@ -603,6 +609,7 @@ fn response_edits<'r>(
                         *dst = Some(b[..b.len().min(*len)].to_vec());
                     }
                 }
+                HttpResponseAction::Var(rule) => rules::run_var(rule, &cx),
             }
         }
         let Some(l) = legacy_rsp else {

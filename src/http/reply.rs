@@ -67,3 +67,21 @@ pub(crate) fn with_close(page: &[u8], keep: bool) -> BytesMut {
     }
     out
 }
+
+/// `http-request auth`: the 401 page (the proxy's `errorfile 401` if it
+/// has one, `custom`) with the challenge of `realm` added at the end of
+/// its head, as HAProxy sends it.
+pub(crate) fn auth_required(custom: Option<&[u8]>, realm: &str, keep: bool) -> BytesMut {
+    let page = custom.unwrap_or_else(|| error_pages::response(401));
+    let end = memchr::memmem::find(page, b"\r\n\r\n").map_or(page.len(), |e| e + 2);
+    let mut out = BytesMut::with_capacity(page.len() + realm.len() + 64);
+    out.put_slice(&page[..end]);
+    out.put_slice(b"www-authenticate: Basic realm=\"");
+    out.put_slice(realm.as_bytes());
+    out.put_slice(b"\"\r\n");
+    if !keep {
+        out.put_slice(b"connection: close\r\n");
+    }
+    out.put_slice(&page[end..]);
+    out
+}

@@ -180,6 +180,31 @@ pub(crate) struct FmtCtx<'a> {
     pub(crate) local: Option<SocketAddr>,
     /// The proxies' runtime state (`nbsrv`, `be_conn`...), where passed.
     pub(crate) proxies: Option<&'a Snapshot>,
+    /// The request's variables.
+    pub(crate) vars: Option<&'a crate::sample::vars::Vars<'a>>,
+}
+
+/// Runs a `set-var`, `set-var-fmt` or `unset-var` rule. A value that
+/// cannot be stored (a condition, a limit) is silently not, as in HAProxy.
+pub(crate) fn run_var(rule: &crate::config::model::VarRule, cx: &FmtCtx<'_>) {
+    use crate::config::model::VarValue;
+    let scx = sample_ctx(cx);
+    match &rule.value {
+        VarValue::Unset => scx.unset_var(&rule.var),
+        VarValue::Expr(e) => {
+            if let Some(s) = e.eval(&scx) {
+                scx.set_var(&rule.var, &s, rule.conds);
+            }
+        }
+        VarValue::Fmt(f) => {
+            let text = eval(f, cx);
+            scx.set_var(
+                &rule.var,
+                &crate::sample::value::Sample::Str(text.into()),
+                rule.conds,
+            );
+        }
+    }
 }
 
 /// Evaluates a log-format string.
@@ -205,6 +230,7 @@ pub(crate) fn sample_ctx<'a>(cx: &FmtCtx<'a>) -> crate::sample::Ctx<'a> {
         server_id: cx.server_id,
         local: cx.local,
         proxies: cx.proxies.map(|s| s as &dyn crate::sample::Proxies),
+        vars: cx.vars,
         ..Default::default()
     }
 }

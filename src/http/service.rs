@@ -46,6 +46,8 @@ pub(super) struct View<'a> {
     /// The client connection's TLS, if any.
     pub(super) tls: Option<&'a TlsFacts>,
     pub(super) frontend: &'a str,
+    /// The request's variables (`var()` in conditions).
+    pub(super) vars: Option<&'a crate::sample::vars::Vars<'a>>,
 }
 
 impl RequestView for View<'_> {
@@ -59,6 +61,7 @@ impl RequestView for View<'_> {
             status: self.res.map(|r| r.status),
             tls: self.tls,
             frontend: self.frontend,
+            vars: self.vars,
             ..Default::default()
         }
     }
@@ -104,6 +107,9 @@ pub(crate) async fn serve_connection(
     }
     let mut conn = BufConn::new(stream);
     let mut first = fresh;
+    // The `sess` variables live as long as the connection (empty, it
+    // allocates nothing).
+    let sess_vars = crate::sample::vars::SessVars::default();
     loop {
         if conn.buf.is_empty() && !first {
             // Soft stop: an idle keep-alive connection is closed, unless
@@ -131,10 +137,11 @@ pub(crate) async fn serve_connection(
             });
             // The frontend is gone (a reload removed it): close.
             let Some(idle) = idle else { return };
-            if conn.stream.is_tls() {
+            if conn.stream.is_tls() || sess_vars.holds_any() {
                 // A TLS connection is not parked: rustls holds its state
                 // (keys, buffers) in this task. Bytes it already decrypted
-                // are served at once; else wait for the socket.
+                // are served at once; else wait for the socket. Nor is one
+                // whose session has variables: they live in this task.
                 if !conn.stream.has_buffered_plaintext()
                     && !wait_readable_or_stop(conn.stream.tcp(), idle).await
                 {
@@ -194,6 +201,7 @@ pub(crate) async fn serve_connection(
             Via::Http1
         };
         let request = Box::pin(handle_request(
+            &sess_vars,
             &client.rt,
             &client.frontend,
             client.stream.entry(),
@@ -339,6 +347,7 @@ pub(crate) enum Via<'a> {
 /// may carry another.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn handle_request(
+    sess: &crate::sample::vars::SessVars,
     rt: &Runtime,
     frontend: &str,
     stream: &StreamEntry,
@@ -515,7 +524,10 @@ pub(crate) async fn handle_request(
     }
     // From here to the answer the request is a stream `show sess` lists.
     stream.begin();
+    // The transaction's variables: dropped with the request.
+    let vars = crate::sample::vars::Vars::new(sess);
     let req = Req {
+        vars: &vars,
         head: &head,
         body,
         peer,
@@ -526,7 +538,8 @@ pub(crate) async fn handle_request(
     };
     let out = route(rt, fe, &req, conn, keep_client, &mut rec).await;
     stream.end();
-    finish(rt, fe, &mut rec, &out, Some(&head));
+    vars.end();
+    finish(rt, fe, &mut rec, &out, (Some(&head), Some(&vars)));
     out.keep_client
 }
 
@@ -555,7 +568,13 @@ async fn refused(
 /// outcome, goes to the end stage (counters and the log line). Its bytes
 /// count on the frontend (and, over HTTP/1, in `h1_bytes_in/out`, the wire
 /// bytes HAProxy's h1 module counts there).
-fn finish(rt: &Runtime, fe: &FrontendRt, rec: &mut LogRecord, out: &Outcome, head: Option<&Head>) {
+fn finish(
+    rt: &Runtime,
+    fe: &FrontendRt,
+    rec: &mut LogRecord,
+    out: &Outcome,
+    (head, vars): (Option<&Head>, Option<&crate::sample::vars::Vars<'_>>),
+) {
     if let Some(s) = out.status {
         rec.status = i64::from(s);
     }
@@ -563,7 +582,7 @@ fn finish(rt: &Runtime, fe: &FrontendRt, rec: &mut LogRecord, out: &Outcome, hea
     rec.tally.fe_out += out.bytes_out;
     rec.bytes_out = out.bytes_out;
     rec.bytes_in = out.body_in + head.map_or(0, |h| h.raw.len() as u64);
-    outcome::finish(fe, &rt.process, rec, out.status, head);
+    outcome::finish_with_vars(fe, &rt.process, rec, out.status, head, vars);
 }
 
 /// A request as routing sees it.
@@ -578,6 +597,7 @@ struct Req<'a> {
     tls: Option<&'a TlsFacts>,
     /// The connection's first request (`http_first_req`).
     first: bool,
+    vars: &'a crate::sample::vars::Vars<'a>,
 }
 
 async fn route(
@@ -604,6 +624,7 @@ async fn route(
         local,
         tls,
         frontend: &fe.name,
+        vars: Some(rq.vars),
     };
     // A local answer does not read the request body, so the connection
     // cannot carry another request after it.
@@ -660,6 +681,7 @@ async fn route(
         rec,
         edits: &mut edits,
         allowed: &mut allowed,
+        vars: rq.vars,
     };
     // Without rules the stage is never made (its future is large).
     let head = if fe.http_request.is_empty() && fe.legacy_req.is_none() {
@@ -678,6 +700,7 @@ async fn route(
         local,
         tls,
         frontend: &fe.name,
+        vars: Some(rq.vars),
     };
     let sample_cx = crate::sample::Ctx {
         src: peer.ip(),
@@ -742,6 +765,7 @@ async fn route(
         stream: rq.stream,
         persisted: None,
         tls,
+        vars: rq.vars,
     };
     forward::forward(fe, be, head, body, conn, keep, rec, &ctx).await
 }
@@ -826,6 +850,7 @@ struct RuleRun<'r> {
     edits: &'r mut Option<rules::Edits>,
     /// `reqallow` matched (HAProxy's per-request flag).
     allowed: &'r mut bool,
+    vars: &'r crate::sample::vars::Vars<'r>,
 }
 
 impl RuleRun<'_> {
@@ -838,7 +863,13 @@ impl RuleRun<'_> {
         slot: &'h mut Option<Head>,
         st: Stage<'_>,
     ) -> Result<&'h Head, Outcome> {
-        let (src, src_port, tls, frontend) = (self.src, self.src_port, self.tls, &*self.fe.name);
+        let (src, src_port, tls, frontend, vars) = (
+            self.src,
+            self.src_port,
+            self.tls,
+            &*self.fe.name,
+            Some(self.vars),
+        );
         let view = View {
             head,
             res: None,
@@ -847,6 +878,7 @@ impl RuleRun<'_> {
             local: self.local,
             tls,
             frontend,
+            vars,
         };
         let (before, after) = st.rules.split_at(st.legacy_at.min(st.rules.len()));
         if let Some(out) = self.apply(&view, before, st.acls, st.be, st.timeouts).await {
@@ -894,6 +926,7 @@ impl RuleRun<'_> {
             local: self.local,
             tls,
             frontend,
+            vars,
         };
         match self.apply(&view, after, st.acls, st.be, st.timeouts).await {
             Some(out) => Err(out),
@@ -980,6 +1013,7 @@ impl RuleRun<'_> {
             server_id: None,
             local,
             proxies: snap.as_deref(),
+            vars: Some(self.vars),
         };
         for (action, cond) in rules {
             if let Some(c) = cond
@@ -1066,6 +1100,19 @@ impl RuleRun<'_> {
                 }
                 HttpRequestAction::Tarpit(reply) => {
                     return Some(self.tarpit(be, timeouts, Some((reply, &cx))).await);
+                }
+                HttpRequestAction::Var(rule) => rules::run_var(rule, &cx),
+                HttpRequestAction::Auth { realm } => {
+                    self.rec.tally.intercepted = rows(be);
+                    self.rec.term(Cause::Local, Phase::Request);
+                    let custom = be
+                        .and_then(|b| b.errorfiles.iter().find(|(c, _)| *c == 401))
+                        .or_else(|| fe.errorfiles.iter().find(|(c, _)| *c == 401))
+                        .map(|(_, page)| &page[..]);
+                    let page = crate::http::reply::auth_required(custom, realm, self.keep_local);
+                    return Some(
+                        forward::send_answer(self.conn, &page, 401, self.keep_local, fe, be).await,
+                    );
                 }
                 HttpRequestAction::PrometheusExporter => {
                     self.rec.tally.intercepted = rows(be);

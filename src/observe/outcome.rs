@@ -358,7 +358,7 @@ impl LogRecord {
         if self.enabled() && fe.log.as_ref().is_some_and(|l| l.logasap) {
             self.status = status as i64;
             self.bytes_out = head_bytes;
-            emit(fe, self, Some(req), true);
+            emit(fe, self, Some(req), true, None);
         }
     }
 
@@ -432,6 +432,18 @@ pub(crate) fn finish(
     status: Option<u16>,
     head: Option<&Head>,
 ) {
+    finish_with_vars(fe, process, rec, status, head, None)
+}
+
+/// [`finish`], the log line seeing the request's variables.
+pub(crate) fn finish_with_vars(
+    fe: &FrontendRt,
+    process: &crate::snapshot::runtime::ProcessCounters,
+    rec: &mut LogRecord,
+    status: Option<u16>,
+    head: Option<&Head>,
+    vars: Option<&crate::sample::vars::Vars<'_>>,
+) {
     let t = &rec.tally;
     count_on(&fe.state.counters, Rows::FE, t, status);
     add(&process.bytes_out, t.fe_out);
@@ -443,7 +455,7 @@ pub(crate) fn finish(
     }
     #[cfg(test)]
     seen::record(rec);
-    emit(fe, rec, head, false);
+    emit(fe, rec, head, false, vars);
 }
 
 /// Test builds only: the exchanges [`finish`] saw on this thread, so that

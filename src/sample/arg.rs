@@ -65,6 +65,8 @@ pub(crate) enum Arg {
     Regex(Regex),
     /// A map file a `map_*` converter's check loaded.
     Map(std::sync::Arc<super::pattern::Map>),
+    /// A variable name a keyword's check parsed (`var(txn.x)`, `add(txn.x)`).
+    Var(super::vars::VarName),
 }
 
 /// A compiled regular expression, equal to another with the same source.
@@ -174,7 +176,9 @@ fn split(text: &str, max: usize) -> Result<(Vec<String>, usize), ArgError> {
                 args.push(std::mem::take(&mut cur));
                 if args.len() >= max {
                     return Err(ArgError {
-                        pos: args.len(),
+                        // HAProxy 2.6 names argument 2 when a keyword that
+                        // takes one is given more (`ltrim(a,b)`).
+                        pos: args.len().max(2),
                         msg: format!("expected ')' before '{}'", &text[i..]),
                     });
                 }

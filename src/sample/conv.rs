@@ -90,11 +90,11 @@ const FIELD: ArgSpec = ArgSpec::of(&[A::Sint, A::Str, A::Sint], 2);
 
 /// Every converter sluice knows, in HAProxy's documentation order.
 pub(crate) static CONVERTERS: &[ConvDef] = &[
-    checked("add", INT, int_or_var, T::Sint, T::Sint, |s, a, _| {
-        arith(s, a, i64::saturating_add)
+    checked("add", INT, int_or_var, T::Sint, T::Sint, |s, a, cx| {
+        arith(s, a, cx, i64::saturating_add)
     }),
-    checked("and", INT, int_or_var, T::Sint, T::Sint, |s, a, _| {
-        arith(s, a, |x, y| x & y)
+    checked("and", INT, int_or_var, T::Sint, T::Sint, |s, a, cx| {
+        arith(s, a, cx, |x, y| x & y)
     }),
     def("b64dec", NONE, T::Str, T::Bin, |s, _, _| {
         b64_decode(&base64::engine::general_purpose::STANDARD, s)
@@ -215,8 +215,8 @@ pub(crate) static CONVERTERS: &[ConvDef] = &[
         T::Bin,
         |s, a, _| digest(a[0].as_str(), s.bytes()?),
     ),
-    checked("div", INT, int_or_var, T::Sint, T::Sint, |s, a, _| {
-        arith(s, a, |x, y| {
+    checked("div", INT, int_or_var, T::Sint, T::Sint, |s, a, cx| {
+        arith(s, a, cx, |x, y| {
             if y == 0 {
                 i64::MAX
             } else {
@@ -335,11 +335,11 @@ pub(crate) static CONVERTERS: &[ConvDef] = &[
             Some(Sample::Str(sub_cow(text(s), start, len)))
         },
     ),
-    checked("mod", INT, int_or_var, T::Sint, T::Sint, |s, a, _| {
-        arith(s, a, |x, y| x.checked_rem(y).unwrap_or(0))
+    checked("mod", INT, int_or_var, T::Sint, T::Sint, |s, a, cx| {
+        arith(s, a, cx, |x, y| x.checked_rem(y).unwrap_or(0))
     }),
-    checked("mul", INT, int_or_var, T::Sint, T::Sint, |s, a, _| {
-        arith(s, a, i64::saturating_mul)
+    checked("mul", INT, int_or_var, T::Sint, T::Sint, |s, a, cx| {
+        arith(s, a, cx, i64::saturating_mul)
     }),
     def("neg", NONE, T::Sint, T::Sint, |s, _, _| {
         Some(Sample::Sint(int(&s)?.saturating_neg()))
@@ -350,8 +350,8 @@ pub(crate) static CONVERTERS: &[ConvDef] = &[
     def("odd", NONE, T::Sint, T::Bool, |s, _, _| {
         Some(Sample::Bool(int(&s)? & 1 == 1))
     }),
-    checked("or", INT, int_or_var, T::Sint, T::Sint, |s, a, _| {
-        arith(s, a, |x, y| x | y)
+    checked("or", INT, int_or_var, T::Sint, T::Sint, |s, a, cx| {
+        arith(s, a, cx, |x, y| x | y)
     }),
     checked(
         "regsub",
@@ -390,6 +390,19 @@ pub(crate) static CONVERTERS: &[ConvDef] = &[
     def("sdbm", OPT_INT, T::Bin, T::Sint, |s, a, _| {
         Some(hashed(hash::sdbm(s.bytes()?), a))
     }),
+    checked(
+        "set-var",
+        ArgSpec::of(&[A::Str, A::Str, A::Str, A::Str, A::Str], 1),
+        var_conds,
+        T::Any,
+        T::Any,
+        |s, a, cx| {
+            let Arg::Var(v) = &a[0] else { return None };
+            let conds = super::vars::Conds::from_bits(a.get(1).map_or(0, Arg::as_int) as u16);
+            // The sample goes on only when it was stored.
+            cx.set_var(v, &s, conds).then_some(s)
+        },
+    ),
     def("sha1", NONE, T::Bin, T::Bin, |s, _, _| {
         digest("sha1", s.bytes()?)
     }),
@@ -402,8 +415,8 @@ pub(crate) static CONVERTERS: &[ConvDef] = &[
         };
         digest(alg, s.bytes()?)
     }),
-    checked("sub", INT, int_or_var, T::Sint, T::Sint, |s, a, _| {
-        arith(s, a, i64::saturating_sub)
+    checked("sub", INT, int_or_var, T::Sint, T::Sint, |s, a, cx| {
+        arith(s, a, cx, i64::saturating_sub)
     }),
     def("ub64dec", NONE, T::Str, T::Bin, |s, _, _| {
         b64_decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, s)
@@ -413,6 +426,18 @@ pub(crate) static CONVERTERS: &[ConvDef] = &[
             base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s.bytes()?),
         ))
     }),
+    checked(
+        "unset-var",
+        ArgSpec::of(&[A::Str], 1),
+        var_conds,
+        T::Any,
+        T::Any,
+        |s, a, cx| {
+            let Arg::Var(v) = &a[0] else { return None };
+            cx.unset_var(v);
+            Some(s)
+        },
+    ),
     def("upper", NONE, T::Str, T::Str, |s, _, _| {
         Some(Sample::Str(map_bytes(text(s), |b| b.to_ascii_uppercase())))
     }),
@@ -462,8 +487,8 @@ pub(crate) static CONVERTERS: &[ConvDef] = &[
             xxhash_rust::xxh64::xxh64(s.bytes()?, seed) as i64
         ))
     }),
-    checked("xor", INT, int_or_var, T::Sint, T::Sint, |s, a, _| {
-        arith(s, a, |x, y| x ^ y)
+    checked("xor", INT, int_or_var, T::Sint, T::Sint, |s, a, cx| {
+        arith(s, a, cx, |x, y| x ^ y)
     }),
     // ---- Maps: `map_<match>[_int|_ip](<file>[,<default>])`, the file
     // read when the configuration is (sample::pattern::Map). HAProxy 2.6
@@ -701,8 +726,22 @@ fn int(s: &Sample<'_>) -> Option<i64> {
     }
 }
 
-fn arith<'a>(s: Sample<'a>, a: &[Arg], op: fn(i64, i64) -> i64) -> Option<Sample<'a>> {
-    Some(Sample::Sint(op(int(&s)?, a.first()?.as_int())))
+/// An arithmetic converter: its argument is an integer or a variable (cast
+/// to an integer; no sample when it is unset or cannot be).
+fn arith<'a>(
+    s: Sample<'a>,
+    a: &[Arg],
+    cx: &Ctx<'_>,
+    op: fn(i64, i64) -> i64,
+) -> Option<Sample<'a>> {
+    let y = match a.first()? {
+        Arg::Var(v) => match cx.var(v)?.cast(SmpType::Sint)? {
+            Sample::Sint(n) => n,
+            _ => return None,
+        },
+        n => n.as_int(),
+    };
+    Some(Sample::Sint(op(int(&s)?, y)))
 }
 
 /// The text of a string-like sample, keeping its borrow.
@@ -902,12 +941,37 @@ fn int_or_var(a: &mut [Arg]) -> Result<(), CheckError> {
         a[0] = Arg::Sint(super::value::str_to_int(text.as_bytes()));
         return Ok(());
     }
-    if var_name(&text) {
-        return Err(CheckError::Unsupported(format!("variable '{text}'")));
+    if let Ok(v) = super::vars::VarName::parse(&text) {
+        declare(&v);
+        a[0] = Arg::Var(v);
+        return Ok(());
     }
     Err(CheckError::Invalid(
         "expects an integer or a variable name".to_string(),
     ))
+}
+
+/// A `proc` variable named by the configuration exists from then on.
+fn declare(v: &super::vars::VarName) {
+    if v.scope == super::vars::Scope::Proc {
+        super::vars::declare_proc(&v.name);
+    }
+}
+
+/// `set-var(<name>[,<cond>...])`, `unset-var(<name>)`.
+fn var_conds(a: &mut [Arg]) -> Result<(), CheckError> {
+    let v = super::vars::VarName::parse(a[0].as_str()).map_err(CheckError::Invalid)?;
+    let mut conds = super::vars::Conds::default();
+    for c in &a[1..] {
+        conds.add(c.as_str()).map_err(CheckError::Invalid)?;
+    }
+    declare(&v);
+    a[0] = Arg::Var(v);
+    // The conditions, parsed once, travel as one number.
+    if a.len() > 1 {
+        a[1] = Arg::Sint(i64::from(conds.bits()));
+    }
+    Ok(())
 }
 
 /// `<scope>.<name>`, the scopes HAProxy 2.6 has.

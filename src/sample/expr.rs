@@ -32,6 +32,21 @@ impl PartialEq for Expr {
     }
 }
 
+/// Equality above is an equivalence (no floating point in arguments).
+impl Eq for Expr {}
+
+impl Expr {
+    /// The fetch's name (`http_auth` in `http_auth(L)`).
+    pub(crate) fn fetch_name(&self) -> &'static str {
+        self.fetch.name
+    }
+
+    /// The fetch's first argument as text (a userlist's name, ...).
+    pub(crate) fn first_arg(&self) -> &str {
+        self.args.first().map_or("", super::arg::Arg::as_str)
+    }
+}
+
 /// Why an expression was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum ExprError {
@@ -156,11 +171,6 @@ impl Expr {
             convs.push((conv, cargs));
         }
         Ok((Expr { fetch, args, convs }, i))
-    }
-
-    /// The fetch's name (`reads_payload` asks it).
-    pub(crate) fn fetch_name(&self) -> &'static str {
-        self.fetch.name
     }
 
     /// The type the fetch gives, before any converter.

@@ -97,6 +97,42 @@ pub(crate) struct Ctx<'a> {
     pub(crate) proxies: Option<&'a dyn Proxies>,
     /// The client connection's TLS (None: cleartext).
     pub(crate) tls: Option<&'a crate::tls::TlsFacts>,
+    /// The request's variables (None where there is no request: `proc`
+    /// variables are still reached).
+    pub(crate) vars: Option<&'a super::vars::Vars<'a>>,
+}
+
+impl Ctx<'_> {
+    /// A variable's value as stored (its type kept).
+    pub(crate) fn var(&self, v: &super::vars::VarName) -> Option<Sample<'static>> {
+        match self.vars {
+            Some(vars) => vars.get(v),
+            None => super::vars::get_outside(v),
+        }
+    }
+
+    /// `set-var`: false when a condition or a limit stops it, or the scope
+    /// does not exist here.
+    pub(crate) fn set_var(
+        &self,
+        v: &super::vars::VarName,
+        s: &Sample<'_>,
+        conds: super::vars::Conds,
+    ) -> bool {
+        match (self.vars, v.scope) {
+            (Some(vars), _) => vars.set(v, s, conds),
+            (None, super::vars::Scope::Proc) => super::vars::set_proc(&v.name, s, conds),
+            (None, _) => false,
+        }
+    }
+
+    pub(crate) fn unset_var(&self, v: &super::vars::VarName) {
+        match (self.vars, v.scope) {
+            (Some(vars), _) => vars.unset(v),
+            (None, super::vars::Scope::Proc) => super::vars::unset_proc(&v.name),
+            (None, _) => {}
+        }
+    }
 }
 
 /// Turns a fetch's parsed arguments into their final form, or refuses them.
@@ -692,7 +728,51 @@ pub(crate) static FETCHES: &[FetchDef] = &[
         (cx.payload.is_some() || cx.req.is_some()).then_some(Sample::Bool(true))
     }),
     // ---- end of the ACL engine's block ----
+    // Variables and authentication (issue 17, variables and userlists).
+    FetchDef {
+        check: Some(var_arg),
+        ..def(
+            "var",
+            CONST,
+            ArgSpec::of(&[A::Str, A::Str], 1),
+            T::Any,
+            |a, cx| {
+                let Arg::Var(v) = &a[0] else { return None };
+                // A default is given as a string.
+                cx.var(v)
+                    .or_else(|| a.get(1).map(|d| Sample::str(d.as_bytes().to_vec())))
+            },
+        )
+    },
+    // `http_auth(<userlist>)`: the request's Basic credentials are valid.
+    def("http_auth", HRQHV, STR, T::Bool, |a, cx| {
+        let auth = cx.req?.values("authorization").next()?;
+        super::auth::with_list(a[0].as_str(), |l| {
+            Sample::Bool(l.authenticate(auth).is_some())
+        })
+    }),
+    // `http_auth_group(<userlist>)`: the valid user's name (an ACL then
+    // checks its groups).
+    def("http_auth_group", HRQHV, STR, T::Str, |a, cx| {
+        let auth = cx.req?.values("authorization").next()?;
+        super::auth::with_list(a[0].as_str(), |l| {
+            l.authenticate(auth)
+                .map(|u| Sample::owned_str(u.name.clone()))
+        })
+        .flatten()
+    }),
 ];
+
+/// `var(<name>)`: a variable name, a `proc` one created now as HAProxy
+/// does.
+fn var_arg(args: &mut [Arg]) -> Result<(), String> {
+    let v = super::vars::VarName::parse(args[0].as_str())?;
+    if v.scope == super::vars::Scope::Proc {
+        super::vars::declare_proc(&v.name);
+    }
+    args[0] = Arg::Var(v);
+    Ok(())
+}
 
 fn slot<'a>(caps: &'a [Option<Vec<u8>>], a: &[Arg]) -> Option<Sample<'a>> {
     let n = usize::try_from(a.first()?.as_int()).ok()?;

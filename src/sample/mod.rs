@@ -9,6 +9,7 @@
 //! and above `wire`: it reads requests, never proxies or runtime state.
 
 pub(crate) mod arg;
+pub(crate) mod auth;
 pub(crate) mod conv;
 pub(crate) mod expr;
 pub(crate) mod fetch;
@@ -17,6 +18,7 @@ pub(crate) mod pattern;
 pub(crate) mod random;
 pub(crate) mod stage;
 pub(crate) mod value;
+pub(crate) mod vars;
 
 pub(crate) use expr::{Expr, ExprError};
 pub(crate) use fetch::{Count, Ctx, Proxies};

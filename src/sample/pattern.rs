@@ -97,15 +97,16 @@ impl MatchKind {
     }
 
     /// The matcher a sample of type `t` gets when an ACL names none
-    /// (binary samples and methods get none: HAProxy wants a `-m`; its
+    /// (binary samples, methods and variables get none: HAProxy wants a `-m`; its
     /// `method` ACL keyword has the method matcher of its own).
     pub(crate) fn default_for(t: SmpType) -> Option<MatchKind> {
         Some(match t {
             SmpType::Bool => MatchKind::Bool,
             SmpType::Sint => MatchKind::Int,
             SmpType::Addr | SmpType::Ipv4 | SmpType::Ipv6 => MatchKind::Ip,
-            SmpType::Bin | SmpType::Meth => return None,
-            SmpType::Str | SmpType::Any => MatchKind::Str,
+            // A variable's type is known at run time only (`var()`).
+            SmpType::Bin | SmpType::Meth | SmpType::Any => return None,
+            SmpType::Str => MatchKind::Str,
         })
     }
 
@@ -336,6 +337,11 @@ impl PatternSet {
 
     pub(crate) fn is_empty(&self) -> bool {
         self.texts.is_empty()
+    }
+
+    /// The patterns as written, in order (`http_auth_group`'s group names).
+    pub(crate) fn texts(&self) -> &[String] {
+        &self.texts
     }
 
     /// Adds one pattern; the error is HAProxy's text for a bad one.

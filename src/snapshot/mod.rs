@@ -260,6 +260,9 @@ pub(crate) fn compile(
     registry: &Registry,
     generation: u64,
 ) -> (Snapshot, Vec<StateChange>) {
+    // Process-wide, as in HAProxy: the limits of the running configuration.
+    crate::sample::vars::set_limits(&config.global.vars_limits);
+    crate::sample::auth::publish(&config.global.userlists);
     let mut c = Compiler {
         config,
         registry,
@@ -696,7 +699,7 @@ fn stats_rt(page: Option<&StatsPage>, acls: &AclSet) -> Option<StatsRt> {
 fn tcp_rules(rules: &[crate::config::model::TcpRule], acls: &AclSet) -> TcpRules {
     rules
         .iter()
-        .map(|r| (r.action, r.cond.as_ref().map(|c| acls.compile(c))))
+        .map(|r| (r.action.clone(), r.cond.as_ref().map(|c| acls.compile(c))))
         .collect()
 }
 

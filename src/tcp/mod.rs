@@ -101,8 +101,11 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
         local,
         payload: &payload,
     };
+    // A TCP connection is its session and its one transaction.
+    let sess_vars = crate::sample::vars::SessVars::default();
+    let vars = crate::sample::vars::Vars::new(&sess_vars);
     let process = &client.rt.process;
-    if !crate::tcp::rules::allowed(&fe.tcp_content, &fe.acls, &view) {
+    if !crate::tcp::rules::allowed(&fe.tcp_content, &fe.acls, &view, Some(&vars)) {
         rec.tally.dreq = Rows::FE;
         rec.term(Cause::Proxy, Phase::Request);
         rec.null = payload.is_empty();
@@ -117,7 +120,9 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
     entry.to_backend(be.iid);
     rec.assign_backend(&be);
     let bc = &be.state.counters;
-    if be.iid != fe.iid && !crate::tcp::rules::allowed(&be.tcp_content, &be.acls, &view) {
+    if be.iid != fe.iid
+        && !crate::tcp::rules::allowed(&be.tcp_content, &be.acls, &view, Some(&vars))
+    {
         rec.tally.dreq = Rows::BE;
         rec.term(Cause::Proxy, Phase::Request);
         outcome::finish(fe, process, &mut rec, None, None);
@@ -236,7 +241,8 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
     }
     bc.session_end();
     drop(seat);
-    outcome::finish(fe, process, &mut rec, None, None);
+    vars.end();
+    outcome::finish_with_vars(fe, process, &mut rec, None, None, Some(&vars));
 }
 
 fn ms(d: Duration) -> i64 {

@@ -31,12 +31,29 @@ impl RequestView for View<'_> {
     }
 }
 
-/// Runs `rules` in order: the first that applies decides; none applying
-/// accepts (HAProxy's default).
-pub(crate) fn allowed(rules: &TcpRules, acls: &AclSet, view: &View<'_>) -> bool {
+/// Runs `rules` in order: the first accept or reject that applies
+/// decides, variable rules run and go on; none deciding accepts (HAProxy's
+/// default). `vars` are the connection's (None where only `proc` ones
+/// exist yet: `tcp-request connection`).
+pub(crate) fn allowed(
+    rules: &TcpRules,
+    acls: &AclSet,
+    view: &View<'_>,
+    vars: Option<&crate::sample::vars::Vars<'_>>,
+) -> bool {
     for (action, cond) in rules {
         if cond.as_ref().is_none_or(|c| acls.eval(c, view)) {
-            return *action == TcpAction::Accept;
+            match action {
+                TcpAction::Accept => return true,
+                TcpAction::Reject => return false,
+                TcpAction::Var(rule) => {
+                    // Stored silently or not at all, as in HAProxy.
+                    rule.run(&crate::sample::Ctx {
+                        vars,
+                        ..view.sample_ctx()
+                    });
+                }
+            }
         }
     }
     true
@@ -55,5 +72,5 @@ pub(crate) fn connection_allowed(
         local: None,
         payload: b"",
     };
-    allowed(&fe.tcp_connection, &fe.acls, &view)
+    allowed(&fe.tcp_connection, &fe.acls, &view, None)
 }

@@ -276,7 +276,69 @@ pub(crate) const GLOBAL: &[GlobalKw] = &[
     kwd("ssl-server-verify", g_ssl),
     kwd("ca-base", g_ssl),
     kwd("crt-base", g_ssl),
+    // Variables (issue 17).
+    kwd("set-var", g_set_var),
+    kwd("set-var-fmt", g_set_var),
+    kwd("tune.vars.global-max-size", g_tune_vars),
+    kwd("tune.vars.proc-max-size", g_tune_vars),
+    kwd("tune.vars.sess-max-size", g_tune_vars),
+    kwd("tune.vars.txn-max-size", g_tune_vars),
+    kwd("tune.vars.reqres-max-size", g_tune_vars),
 ];
+
+/// `set-var <name> <expr>`, `set-var-fmt <name> <fmt>`: a `proc` variable
+/// set while the configuration is read, as HAProxy does.
+fn g_set_var(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    let k = words[0].as_str();
+    let fmt = k == "set-var-fmt";
+    let (Some(name), Some(value)) = (
+        words.get(1).filter(|w| !w.is_empty()),
+        words.get(2).filter(|w| !w.is_empty()),
+    ) else {
+        let what = if fmt {
+            "a format string"
+        } else {
+            "a sample expression"
+        };
+        return s.alert(
+            loc,
+            format!("'{k}' requires a process-wide variable name ('proc.<name>') and {what}."),
+        );
+    };
+    let action = format!("{k}({name})");
+    let rule = match super::rulekw::var_rule(&[action, value.clone()], crate::sample::Stage::ANY) {
+        Ok(r) => r,
+        Err(e) => return s.alert(loc, e),
+    };
+    if rule.var.scope != crate::sample::vars::Scope::Proc {
+        return s.alert(
+            loc,
+            format!("'{k}': cannot set variable '{name}', only scope 'proc' is permitted in the global section."),
+        );
+    }
+    super::rulekw::run_outside(&rule);
+}
+
+/// `tune.vars.<scope>-max-size <bytes>`: a plain number (HAProxy reads it
+/// with `strtol`; an absent value is 0, no limit).
+fn g_tune_vars(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    let k = words[0].as_str();
+    let arg = words.get(1).map_or("", String::as_str);
+    let digits = arg.strip_prefix(['-', '+']).unwrap_or(arg);
+    if !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return s.alert(loc, format!("{k}: '{arg}' is an invalid size"));
+    }
+    // strtol's value, as HAProxy stores it in an unsigned int.
+    let n = crate::sample::value::str_to_int(arg.as_bytes()) as u32 as u64;
+    let l = &mut s.global.vars_limits;
+    match k {
+        "tune.vars.global-max-size" => l.global = n,
+        "tune.vars.proc-max-size" => l.proc = n,
+        "tune.vars.sess-max-size" => l.sess = n,
+        "tune.vars.txn-max-size" => l.txn = n,
+        _ => l.reqres = n,
+    }
+}
 
 fn g_maxconn(s: &mut State<'_>, loc: &Loc, words: &[String]) {
     let k = words[0].as_str();

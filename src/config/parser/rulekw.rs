@@ -210,7 +210,7 @@ impl State<'_> {
             return;
         }
         let action = words.get(1).map_or("", String::as_str);
-        let Some(entry) = HTTP_REQUEST.iter().find(|e| e.name == action) else {
+        let Some(entry) = HTTP_REQUEST.iter().find(|e| e.name == var_key(action)) else {
             if kw::HTTP_REQUEST_UNSUPPORTED.contains(&action)
                 || kw::haproxy_has(kw::Kind::HttpRequest, action)
             {
@@ -232,7 +232,7 @@ impl State<'_> {
             return;
         };
         self.warn_misplaced(loc, "http-request", legacykw::ReqStage::HttpRequest);
-        let args = &words[2..cond_at];
+        let args = &words[action_args(action)..cond_at];
         match (entry.run)(self, loc, args) {
             Ok(a) => self
                 .px()
@@ -417,7 +417,7 @@ impl State<'_> {
             return;
         }
         let action = words.get(1).map_or("", String::as_str);
-        let Some(entry) = HTTP_RESPONSE.iter().find(|e| e.name == action) else {
+        let Some(entry) = HTTP_RESPONSE.iter().find(|e| e.name == var_key(action)) else {
             if kw::haproxy_has(kw::Kind::HttpResponse, action) {
                 return self.unsupported(loc, &format!("http-response {action}"));
             }
@@ -436,7 +436,7 @@ impl State<'_> {
         let Some((cond_at, cond)) = self.rule_condition(loc, words, "http-response", action) else {
             return;
         };
-        let args = &words[2..cond_at];
+        let args = &words[action_args(action)..cond_at];
         match (entry.run)(self, loc, args) {
             Ok(a) => self
                 .px()
@@ -956,6 +956,128 @@ pub(super) fn redirect_args(
     })
 }
 
+/// The table row of an action: the variable actions are one row,
+/// `set-var`, whatever follows their name (`set-var-fmt(txn.x,ifset)`).
+fn var_key(action: &str) -> &str {
+    if ["set-var", "unset-var"]
+        .iter()
+        .any(|p| action.starts_with(p))
+    {
+        "set-var"
+    } else {
+        action
+    }
+}
+
+/// Where an action's arguments start in its line: the variable actions
+/// get their own word too (it names the variable).
+fn action_args(action: &str) -> usize {
+    if var_key(action) == "set-var" { 1 } else { 2 }
+}
+
+/// `set-var(<name>[,<cond>...]) <expr>`, `set-var-fmt(<name>[,<cond>...])
+/// <fmt>`, `unset-var(<name>)`: `args[0]` is the action word. Messages
+/// are HAProxy 2.6's.
+/// `stage` is where its expression or format is evaluated.
+pub(crate) fn var_rule(
+    args: &[String],
+    stage: Stage,
+) -> Result<crate::config::model::VarRule, String> {
+    use crate::config::model::{VarRule, VarValue};
+    use crate::sample::vars::{Conds, Scope, VarName};
+    let word = args[0].as_str();
+    let (kind, rest) = if let Some(r) = word.strip_prefix("set-var-fmt") {
+        (2, r)
+    } else if let Some(r) = word.strip_prefix("set-var") {
+        (1, r)
+    } else {
+        (0, word.strip_prefix("unset-var").unwrap_or(word))
+    };
+    let usage =
+        "Expects 'set-var(<var-name>)', 'set-var-fmt(<var-name>)' or 'unset-var(<var-name>)'";
+    let Some(inner) = rest.strip_prefix('(') else {
+        return Err(format!("invalid or incomplete action '{word}'. {usage}"));
+    };
+    let Some(inner) = inner.strip_suffix(')') else {
+        return Err(format!(
+            "incomplete argument after action '{word}'. {usage}"
+        ));
+    };
+    let mut parts = inner.split(',');
+    let name = parts.next().unwrap_or("");
+    let mut conds = Conds::default();
+    for c in parts.filter(|c| !c.is_empty()) {
+        if kind == 0 {
+            return Err("unset-var does not expect parameters after the variable name. Only \"set-var\" and \"set-var-fmt\" manage conditions".to_string());
+        }
+        conds.add(c)?;
+    }
+    // A bad character is quoted up to the end of the word, as HAProxy does.
+    let var = VarName::parse_quoting(name, &rest[1..])?;
+    if var.scope == Scope::Proc {
+        crate::sample::vars::declare_proc(&var.name);
+    }
+    let value = match kind {
+        0 => VarValue::Unset,
+        _ if args.len() < 2 => {
+            return Err(if kind == 1 {
+                "missing fetch method".to_string()
+            } else {
+                "missing format string".to_string()
+            });
+        }
+        1 => {
+            let text = &args[1];
+            let (expr, used) =
+                crate::sample::Expr::parse_in(text, stage).map_err(|e| e.to_string())?;
+            if used != text.len() {
+                return Err(format!(
+                    "failed to parse sample expression <{text}> : unexpected '{}'",
+                    &text[used..]
+                ));
+            }
+            VarValue::Expr(expr)
+        }
+        _ => VarValue::Fmt(parse_logfmt(&args[1], stage)?),
+    };
+    let extra = if kind == 0 { 1 } else { 2 };
+    if let Some(w) = args.get(extra) {
+        return Err(format!(
+            "unexpected keyword '{w}' (expects 'if' or 'unless')"
+        ));
+    }
+    Ok(VarRule { var, conds, value })
+}
+
+/// Runs a variable rule where there is no request (the `global` section,
+/// the CLI): only `proc` variables exist there.
+pub(crate) fn run_outside(rule: &crate::config::model::VarRule) -> bool {
+    rule.run(&crate::sample::Ctx::default())
+}
+
+/// `http-request auth [realm <realm>]`.
+fn auth_args(s: &State<'_>, args: &[String]) -> Result<HttpRequestAction, String> {
+    let realm = match args {
+        [] => match s.section {
+            Section::Proxy(i) => s.proxies.get(i).map_or(String::new(), |p| p.name.clone()),
+            _ => String::new(),
+        },
+        [kw, ..] if kw != "realm" => {
+            return Err(format!(
+                "unexpected keyword '{kw}' (expects 'realm', 'if' or 'unless')"
+            ));
+        }
+        [_] => return Err("missing realm value.\n".to_string()),
+        [_, r] => r.clone(),
+        [_, _, extra, ..] => {
+            return Err(format!(
+                "unexpected keyword '{extra}' (expects 'if' or 'unless')"
+            ));
+        }
+    };
+    Ok(HttpRequestAction::Auth { realm })
+}
+
 /// An `http-request` or `http-response` action's parser: its arguments
 /// (after the action, before the condition) to the action.
 pub(crate) type ActionKw<A> = Kwd<fn(&mut State<'_>, &Loc, &[String]) -> Result<A, String>>;
@@ -1008,6 +1130,12 @@ pub(crate) const HTTP_REQUEST: &[ActionKw<HttpRequestAction>] = &[
         s.capture_rule(a, true)
             .map(|(expr, slot)| HttpRequestAction::Capture { expr, slot })
     }),
+    // Variables and authentication (issue 17): `set-var` stands for
+    // `set-var(...)`, `set-var-fmt(...)` and `unset-var(...)`.
+    kwd("set-var", |s, _, a| {
+        var_rule(a, s.http_stage(false)).map(HttpRequestAction::Var)
+    }),
+    kwd("auth", |s, _, a| auth_args(s, a)),
 ];
 
 /// The `http-after-response` actions sluice has.
@@ -1048,5 +1176,9 @@ pub(crate) const HTTP_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
     kwd("capture", |s, _, a| {
         s.capture_rule(a, false)
             .map(|(expr, slot)| HttpResponseAction::Capture { expr, slot })
+    }),
+    // Variables (issue 17), as in `HTTP_REQUEST`.
+    kwd("set-var", |s, _, a| {
+        var_rule(a, s.http_stage(true)).map(HttpResponseAction::Var)
     }),
 ];

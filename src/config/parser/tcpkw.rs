@@ -21,8 +21,6 @@ const TCP_ACTIONS_UNSUPPORTED: &[&str] = &[
     "set-src-port",
     "set-dst",
     "set-dst-port",
-    "set-var",
-    "unset-var",
     "silent-drop",
     "set-mark",
     "set-tos",
@@ -66,9 +64,12 @@ impl State<'_> {
                     return;
                 }
                 let action = words.get(2).map_or("", String::as_str);
+                let is_var = ["set-var", "unset-var"].iter().any(|p| action.starts_with(p));
                 let action = match action {
                     "accept" => TcpAction::Accept,
                     "reject" => TcpAction::Reject,
+                    // Parsed below, with its arguments.
+                    _ if is_var => TcpAction::Accept,
                     a if TCP_ACTIONS_UNSUPPORTED.contains(&a)
                         || kw::haproxy_has(kw::Kind::TcpRequest, a)
                         || a.starts_with("sc-")
@@ -95,7 +96,16 @@ impl State<'_> {
                 else {
                     return;
                 };
-                if cond_at != 1 {
+                let action = if is_var {
+                    match super::rulekw::var_rule(&rest[..cond_at], crate::sample::Stage::ANY) {
+                        Ok(r) => TcpAction::Var(r),
+                        // HAProxy prints these bare.
+                        Err(e) => return self.alert(loc, e),
+                    }
+                } else {
+                    action
+                };
+                if cond_at != 1 && !is_var {
                     return self.alert(
                         loc,
                         format!(

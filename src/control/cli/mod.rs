@@ -7,12 +7,14 @@
 
 mod commands;
 mod socket;
+mod varcmd;
 
 use commands::*;
 pub(crate) use socket::{
     SocketOwnershipError, bind_unix, count_accepted, handle_conn, serve_listener, serve_tcp,
 };
 pub use socket::{bind_unix_at, serve_unix_listener};
+use varcmd::*;
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -65,6 +67,8 @@ pub(crate) struct Output {
 pub(crate) struct Reply {
     pub(crate) outputs: Vec<Output>,
     pub(crate) level: CliLevel,
+    /// The session's experimental mode after the line.
+    pub(crate) experimental: bool,
 }
 
 impl Reply {
@@ -132,6 +136,13 @@ static COMMANDS: &[Command] = &[
         desc: "enable a disabled server (use 'set server' instead)",
         level: CliLevel::Admin,
         run: cmd_enable_server,
+    },
+    Command {
+        words: &["get", "var"],
+        usage: "get var <name>",
+        desc: "retrieve contents of a process-wide variable",
+        level: CliLevel::Operator,
+        run: cmd_get_var,
     },
     Command {
         words: &["get", "weight"],
@@ -303,7 +314,28 @@ static COMMANDS: &[Command] = &[
     },
 ];
 
+/// Commands HAProxy 2.6 runs but does not list in `help`: `set var` (its
+/// experimental mode) and the switch of that mode.
+static HIDDEN: &[Command] = &[
+    Command {
+        words: &["experimental-mode"],
+        usage: "experimental-mode [on|off]",
+        desc: "enable the experimental mode",
+        level: CliLevel::Admin,
+        run: cmd_experimental_mode,
+    },
+    Command {
+        words: &["set", "var"],
+        usage: "set var <name> [fmt|expr] {<fmt>|<expr>}",
+        desc: "set variable from an expression or a format",
+        level: CliLevel::Operator,
+        run: cmd_set_var,
+    },
+];
+
 struct Ctx<'a> {
+    /// `experimental-mode on` was given in this session.
+    experimental: bool,
     level: CliLevel,
     rt: &'a Runtime,
     snap: Arc<Snapshot>,
@@ -324,19 +356,20 @@ fn text(s: impl Into<String>) -> Output {
 /// the input: unknown words get the suggestion text, bad arguments an error
 /// line.
 pub(crate) fn execute(line: &str, level: CliLevel, rt: &Runtime) -> Reply {
-    execute_from(line, level, rt, CliOrigin::Unix, 0)
+    execute_from(line, (level, false), rt, CliOrigin::Unix, 0)
 }
 
 /// [`execute`] for a session coming from `origin`, `me` naming it in
 /// `show sess`.
 pub(crate) fn execute_from(
     line: &str,
-    level: CliLevel,
+    (level, experimental): (CliLevel, bool),
     rt: &Runtime,
     origin: CliOrigin,
     me: usize,
 ) -> Reply {
     let mut ctx = Ctx {
+        experimental,
         level,
         rt,
         snap: rt.snapshot(),
@@ -356,6 +389,7 @@ pub(crate) fn execute_from(
     Reply {
         outputs,
         level: ctx.level,
+        experimental: ctx.experimental,
     }
 }
 
@@ -425,6 +459,7 @@ fn dispatch(ctx: &mut Ctx<'_>, words: &[String]) -> Output {
     // command sharing its prefix.
     let found = COMMANDS
         .iter()
+        .chain(HIDDEN)
         .filter(|c| matches(c, words))
         .max_by_key(|c| c.words.len());
     match found {

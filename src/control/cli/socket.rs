@@ -178,6 +178,7 @@ pub(crate) async fn handle_conn<S>(
         .stats_timeout
         .unwrap_or(DEFAULT_STATS_TIMEOUT);
     let mut level = level;
+    let mut experimental = false;
     let mut prompt = false;
     let mut buf: Vec<u8> = Vec::new();
     let mut chunk = [0u8; 4096];
@@ -192,8 +193,9 @@ pub(crate) async fn handle_conn<S>(
             let line = String::from_utf8_lossy(&raw[..raw.len() - 1]);
             // The session's `show sess` pointer: its read buffer's address.
             let me = chunk.as_ptr() as usize;
-            let reply = execute_from(&line, level, &rt, origin, me);
+            let reply = execute_from(&line, (level, experimental), &rt, origin, me);
             level = reply.level;
+            experimental = reply.experimental;
             for o in &reply.outputs {
                 if let Effect::SetTimeout(t) = o.effect {
                     idle = t;

@@ -180,6 +180,8 @@ pub(crate) async fn serve(
     c.h2_open_connections.inc();
     let client = Arc::new(client);
     let tls: Option<Arc<TlsFacts>> = tls.map(Arc::from);
+    // The connection's `sess` variables, shared by its streams.
+    let sess_vars = Arc::new(crate::sample::vars::SessVars::default());
     let mut streams = JoinSet::new();
     let mut closing = false;
     loop {
@@ -209,6 +211,7 @@ pub(crate) async fn serve(
                         respond,
                         (peer, local),
                         tls.clone(),
+                        sess_vars.clone(),
                     ));
                 }
                 Some(Err(e)) => {

@@ -29,6 +29,7 @@ pub(crate) async fn serve(
     mut respond: SendResponse<Bytes>,
     (peer, local): (crate::sys::peer::Peer, Option<SocketAddr>),
     tls: Option<Arc<TlsFacts>>,
+    sess: Arc<crate::sample::vars::SessVars>,
 ) {
     let Some((timeout, counters)) = client.rt.with_snapshot(|snap| {
         let fe = snap.frontends().find(|f| *f.name == *client.frontend)?;
@@ -70,6 +71,7 @@ pub(crate) async fn serve(
                 .rt
                 .with_snapshot(|snap| snap.global.hard_stop_after.map(|_| snap.generation));
             let request = crate::http::service::handle_request(
+                &sess,
                 &client.rt,
                 &client.frontend,
                 client.stream.entry(),

@@ -93,6 +93,8 @@ pub(crate) struct Line<'a> {
     pub(crate) log_counter: u64,
     /// An early `option logasap` line: `Ta` and `B` are prefixed with `+`.
     pub(crate) logasap_early: bool,
+    /// The request's variables, still there at its end.
+    pub(crate) vars: Option<&'a crate::sample::vars::Vars<'a>>,
 }
 
 impl Line<'_> {
@@ -295,6 +297,7 @@ impl Source for Line<'_> {
                 _ => None,
             },
             tls: None,
+            vars: self.vars,
         }
     }
 }
@@ -302,7 +305,13 @@ impl Source for Line<'_> {
 /// Emits the access log line of a request (at its end, or early with
 /// `option logasap`). Does nothing when the frontend does not log, the
 /// line was logged already, or `dontlognull` hides it.
-pub(crate) fn emit(fe: &FrontendRt, rec: &mut LogRecord, head: Option<&Head>, early: bool) {
+pub(crate) fn emit(
+    fe: &FrontendRt,
+    rec: &mut LogRecord,
+    head: Option<&Head>,
+    early: bool,
+    vars: Option<&crate::sample::vars::Vars<'_>>,
+) {
     let Some(flog) = fe.log.as_ref() else { return };
     let Some(accept) = rec.accept else { return };
     let Some(client) = rec.client else { return };
@@ -328,6 +337,7 @@ pub(crate) fn emit(fe: &FrontendRt, rec: &mut LogRecord, head: Option<&Head>, ea
         date: Date::from(accept),
         log_counter: flog.counter.fetch_add(1, Relaxed),
         logasap_early: early,
+        vars,
     };
     let mut msg = String::with_capacity(256);
     format.render(&line, &mut msg);
@@ -361,6 +371,8 @@ pub(crate) fn unique_id(
         date: Date::from(rec.accept.unwrap_or_else(SystemTime::now)),
         log_counter: fe.log.as_ref().map_or(0, |l| l.counter.load(Relaxed)),
         logasap_early: false,
+        // The request's variables are not passed to the id yet.
+        vars: None,
     };
     let mut id = String::with_capacity(64);
     format.render(&line, &mut id);

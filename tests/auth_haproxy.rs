@@ -1,0 +1,203 @@
+//! Userlists and `http-request auth` against the real HAProxy 2.6: the
+//! same configuration runs under haproxy and sluice and the same requests
+//! (no credentials, wrong ones, right ones for a clear password and for
+//! each crypt(3) hash kind) must get the same bytes; faulty userlists get
+//! the same messages.
+//!
+//! A user without a password is left out: haproxy 2.6.12 stops answering
+//! when one tries to log in (sluice refuses it with a 401).
+//!
+//! The hashes were made with `openssl passwd -6|-5|-1 -salt <salt> <pw>`.
+//!
+//! Skipped (with a note) when `/usr/sbin/haproxy` is not installed, except
+//! under CI, where that is a failure.
+
+mod support;
+
+use base64::Engine as _;
+use support::haproxy::{self, Haproxy};
+use support::*;
+
+const P6: &str = "$6$s6salt$NuqITSy5TTQFV7D2CyhiwhK8IROephgwLoDquBjd6G1qzE/oqBLHNZ2cR2plp47vXhbiEeg7Hzqr62vFH1Yzg.";
+const P5: &str = "$5$s5salt$bUZvU6/qZkCvYOXUAeJm36UFls6vqFh000Tucoyk/W0";
+const P1: &str = "$1$s1salt$w/YkB4F4Ur8/xZ3X11EhA.";
+
+fn config(bind: &str) -> String {
+    format!(
+        "defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+userlist L
+    group admins
+    group devs users bob,carol
+    user alice insecure-password secret groups admins
+    user bob password {P6}
+    user carol password {P5} groups admins
+    user dave password {P1} groups devs
+frontend fe
+    bind {bind}
+    acl ok http_auth(L)
+    acl adm http_auth_group(L) admins
+    acl dev http_auth_group(L) devs
+    http-request auth realm \"My Realm\" if {{ path /r }} !ok
+    http-request auth if !ok
+    http-request return status 200 content-type text/plain lf-string \"admin %[http_auth_group(L)] %[http_auth(L)]\" if adm
+    http-request return status 200 content-type text/plain lf-string \"dev %[http_auth_group(L)]\" if dev
+    http-request return status 200 content-type text/plain string \"other\"
+"
+    )
+}
+
+fn basic(user: &str, pass: &str) -> String {
+    format!(
+        "authorization: Basic {}\r\n",
+        base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pass}"))
+    )
+}
+
+/// Each request on its own connection: the status line, the headers and
+/// the body as received.
+async fn answers(addr: std::net::SocketAddr) -> Vec<String> {
+    let cases = [
+        ("/", String::new()),
+        ("/r", String::new()),
+        ("/", basic("alice", "secret")),
+        ("/", basic("alice", "wrong")),
+        ("/", basic("bob", "p6")),
+        ("/", basic("bob", "p5")),
+        ("/", basic("carol", "p5")),
+        ("/", basic("dave", "p1")),
+        ("/r", basic("dave", "p2")),
+        ("/", basic("nobody", "x")),
+        ("/", "authorization: Bearer abc\r\n".to_string()),
+    ];
+    let mut out = Vec::new();
+    for (path, auth) in cases {
+        let mut conn = HttpConn::connect(addr).await;
+        let req = format!("GET {path} HTTP/1.1\r\nhost: x\r\n{auth}\r\n");
+        let r = conn.raw(req.as_bytes(), false).await.expect("answer");
+        out.push(format!("{path} {auth}=> {}{}", r.head, r.text()));
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_answers_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let fronts = listens(2);
+    let _hap = Haproxy::start("auth-hap", &config(&fronts[0].to_string()), &[&fronts[0]]);
+    let _sl = Sluice::start(&config(&fronts[1].to_string()));
+    let h = answers(fronts[0].addr()).await;
+    let s = answers(fronts[1].addr()).await;
+    assert!(h[2].contains("admin alice 1"), "{h:?}");
+    for (h, s) in h.iter().zip(&s) {
+        assert_eq!(s, h, "sluice's answer, then haproxy's");
+    }
+}
+
+/// Faulty userlists and references to them: the same messages.
+const FAULTY: &[(&str, &str)] = &[
+    ("userlist", ""),
+    ("userlist L\n    group g users nobody", ""),
+    ("userlist L\n    user u insecure-password p groups nog", ""),
+    ("userlist L\n    bogus x", ""),
+    ("userlist L\n    user u insecure-password p bad", ""),
+    (
+        "userlist L\n    user u insecure-password p",
+        "acl a http_auth(nolist)",
+    ),
+    ("userlist L\n    group g", "acl a http_auth_group(L) nog"),
+];
+
+/// The first alert, without its pid and with the file's line number only
+/// (the two configuration files have their own paths).
+fn alert(stderr: &str) -> String {
+    let Some(l) = stderr.lines().find(|l| l.contains("[ALERT]")) else {
+        return "(accepted)".to_string();
+    };
+    let m = l.split_once(" : config : ").map_or(l, |(_, m)| m);
+    match (m.find("parsing ["), m.find("]")) {
+        (Some(a), Some(b)) if a < b => {
+            let line = m[a..b].rsplit(':').next().unwrap_or("");
+            format!("{}parsing [:{line}{}", &m[..a], &m[b..])
+        }
+        _ => m.to_string(),
+    }
+}
+
+#[test]
+fn faulty_userlists_get_haproxys_messages() {
+    if !haproxy::available() {
+        return;
+    }
+    let mut differ = Vec::new();
+    for (section, line) in FAULTY {
+        let cfg = format!(
+            "{section}\ndefaults\n    mode http\n    timeout connect 1s\n    timeout client 1s\n    timeout server 1s\nfrontend f\n    bind 127.0.0.1:1\n    {line}\n"
+        );
+        let (hcode, herr) = Haproxy::check("auth-check", &cfg);
+        let dir = TempDir::new("auth-check");
+        let path = dir.write("sluice.cfg", &cfg);
+        let out = run_sluice(&["-c", "-f", path.to_str().unwrap()], None);
+        if hcode != out.code() || alert(&herr) != alert(&out.stderr) {
+            differ.push(format!(
+                "{section} {line}:\n  haproxy {hcode:?} {}\n  sluice  {:?} {}",
+                alert(&herr),
+                out.code(),
+                alert(&out.stderr)
+            ));
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+/// `http-request auth` sends the proxy's `errorfile 401` with the
+/// challenge added, and keeps the connection, as HAProxy does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_uses_the_errorfile_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let dir = TempDir::new("auth-ef");
+    let page = dir.write(
+        "401.http",
+        "HTTP/1.1 401 Unauthorized\r\ncontent-type: text/plain\r\ncontent-length: 5\r\n\r\nnope\n",
+    );
+    let cfg = |bind: &str| {
+        format!(
+            "defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+    errorfile 401 {}
+frontend fe
+    bind {bind}
+    http-request auth realm R
+",
+            page.display()
+        )
+    };
+    let fronts = listens(2);
+    let _hap = Haproxy::start("auth-ef", &cfg(&fronts[0].to_string()), &[&fronts[0]]);
+    let _sl = Sluice::start(&cfg(&fronts[1].to_string()));
+    let mut got = Vec::new();
+    for f in &fronts {
+        let mut conn = HttpConn::connect(f.addr()).await;
+        let mut out = Vec::new();
+        for _ in 0..2 {
+            let r = conn
+                .raw(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n", false)
+                .await
+                .expect("answer");
+            out.push(format!("{}{}", r.head, r.text()));
+        }
+        got.push(out);
+    }
+    assert!(got[0][0].contains("nope"), "{got:?}");
+    assert_eq!(got[1], got[0], "sluice's answers, then haproxy's");
+}
