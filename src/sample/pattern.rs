@@ -523,6 +523,9 @@ pub(crate) struct Map {
     path: String,
     keys: PatternSet,
     values: Vec<Sample<'static>>,
+    /// The values as written (the CLI shows them so).
+    value_texts: Vec<String>,
+    out: SmpType,
     default: Option<Sample<'static>>,
 }
 
@@ -560,6 +563,7 @@ impl Map {
     ) -> Result<Map, String> {
         let mut keys = PatternSet::new(kind, false);
         let mut values = Vec::new();
+        let mut value_texts = Vec::new();
         for (n, line) in read_lines(path)? {
             let (key, value) = match line.find([' ', '\t']) {
                 Some(i) => (&line[..i], line[i..].trim_start_matches([' ', '\t'])),
@@ -570,6 +574,7 @@ impl Map {
             let v = map_value(value, out)
                 .ok_or_else(|| format!("unable to parse '{value}' at line {n} of file '{path}'"))?;
             values.push(v);
+            value_texts.push(value.to_string());
         }
         let default = match default {
             Some(d) => Some(map_value(d, out).ok_or_else(|| format!("unable to parse '{d}'"))?),
@@ -579,8 +584,58 @@ impl Map {
             path: path.to_string(),
             keys,
             values,
+            value_texts,
+            out,
             default,
         })
+    }
+
+    pub(crate) fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The entries as written, in file order: (key, value).
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.keys
+            .texts()
+            .iter()
+            .zip(&self.value_texts)
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// `get map`'s line for `key`: the matcher, whether the key is found
+    /// (the default is not used), and what it found, as HAProxy prints it.
+    pub(crate) fn describe_lookup(&self, key: &str) -> String {
+        let kind = self.keys.kind();
+        let head = format!("type={}, case=sensitive, ", kind.name());
+        let found = self
+            .keys
+            .find(
+                Sample::Str(std::borrow::Cow::Borrowed(key.as_bytes())),
+                true,
+            )
+            .and_then(|i| {
+                Some((
+                    self.keys.texts().get(i)?,
+                    self.value_texts.get(i)?,
+                    self.values.get(i)?,
+                ))
+            });
+        let Some((k, v, typed)) = found else {
+            return format!("{head}found=no\n");
+        };
+        // HAProxy indexes these matchers in a tree, the others in a list.
+        let idx = match kind {
+            MatchKind::Str | MatchKind::Beg | MatchKind::Ip => "tree",
+            _ => "list",
+        };
+        let vtype = match (self.out, typed) {
+            (SmpType::Sint, _) => "sint",
+            (_, Sample::Ipv4(_)) => "ipv4",
+            (_, Sample::Ipv6(_)) => "ipv6",
+            _ => "str",
+        };
+        format!("{head}found=yes, idx={idx}, key=\"{k}\", value=\"{v}\", type=\"{vtype}\"\n")
     }
 
     /// The value of the key `s` matches (HAProxy's first or best match),

@@ -6,10 +6,12 @@
 //! [`commands`], the sockets in [`socket`].
 
 mod commands;
+mod mapcmd;
 mod socket;
 mod varcmd;
 
 use commands::*;
+use mapcmd::*;
 pub(crate) use socket::{
     SocketOwnershipError, bind_unix, count_accepted, handle_conn, serve_listener, serve_tcp,
 };
@@ -138,6 +140,13 @@ static COMMANDS: &[Command] = &[
         run: cmd_enable_server,
     },
     Command {
+        words: &["get", "map"],
+        usage: "get map <acl> <value>",
+        desc: "report the keys and values matching a sample for a map",
+        level: CliLevel::Operator,
+        run: cmd_get_map,
+    },
+    Command {
         words: &["get", "var"],
         usage: "get var <name>",
         desc: "retrieve contents of a process-wide variable",
@@ -234,6 +243,13 @@ static COMMANDS: &[Command] = &[
         desc: "report information about the running process",
         level: CliLevel::User,
         run: cmd_show_info,
+    },
+    Command {
+        words: &["show", "map"],
+        usage: "show map [@ver] [map]",
+        desc: "report available maps or dump a map's contents",
+        level: CliLevel::Operator,
+        run: cmd_show_map,
     },
     Command {
         words: &["show", "servers", "state"],
