@@ -105,11 +105,32 @@ struct Command {
 /// Usage and description texts are HAProxy 2.6's.
 static COMMANDS: &[Command] = &[
     Command {
+        words: &["add", "map"],
+        usage: "add map [@<ver>] <map> <key> <val>",
+        desc: "add a map entry (payload supported instead of key/val)",
+        level: CliLevel::User,
+        run: cmd_add_map,
+    },
+    Command {
         words: &["clear", "counters"],
         usage: "clear counters [all]",
         desc: "clear max statistics counters (or all counters)",
         level: CliLevel::Operator,
         run: cmd_clear_counters,
+    },
+    Command {
+        words: &["clear", "map"],
+        usage: "clear map [@<ver>] <map>",
+        desc: "clear the contents of this map",
+        level: CliLevel::User,
+        run: cmd_clear_map,
+    },
+    Command {
+        words: &["del", "map"],
+        usage: "del map <map> [<key>|#<ref>]",
+        desc: "delete map entries matching <key>",
+        level: CliLevel::User,
+        run: cmd_del_map,
     },
     Command {
         words: &["disable", "health"],
@@ -143,7 +164,7 @@ static COMMANDS: &[Command] = &[
         words: &["get", "map"],
         usage: "get map <acl> <value>",
         desc: "report the keys and values matching a sample for a map",
-        level: CliLevel::Operator,
+        level: CliLevel::User,
         run: cmd_get_map,
     },
     Command {
@@ -166,6 +187,13 @@ static COMMANDS: &[Command] = &[
         desc: "lower the level of the current CLI session to operator",
         level: CliLevel::Operator,
         run: cmd_operator,
+    },
+    Command {
+        words: &["set", "map"],
+        usage: "set map <map> [<key>|#<ref>] <value>",
+        desc: "modify a map entry",
+        level: CliLevel::User,
+        run: cmd_set_map,
     },
     Command {
         words: &["set", "maxconn", "frontend"],
@@ -248,7 +276,7 @@ static COMMANDS: &[Command] = &[
         words: &["show", "map"],
         usage: "show map [@ver] [map]",
         desc: "report available maps or dump a map's contents",
-        level: CliLevel::Operator,
+        level: CliLevel::User,
         run: cmd_show_map,
     },
     Command {
