@@ -881,6 +881,31 @@ mod tests {
     }
 
     #[test]
+    fn map_edits() {
+        let dir = std::env::temp_dir().join(format!("sluice-map-edit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("m.map");
+        std::fs::write(&path, "/a 1\n/a/b 2\n").unwrap();
+        let path = path.to_str().unwrap();
+        let m = Map::load(path, MatchKind::Beg, SmpType::Sint, Some("0")).unwrap();
+        let get = |k: &str| m.lookup(s(k));
+        assert_eq!(get("/a/b/c"), Some(Sample::Sint(2)));
+        m.add("/a/b/c", "3").unwrap();
+        assert_eq!(get("/a/b/c"), Some(Sample::Sint(3)));
+        assert_eq!(m.add("/x", "y"), Err(MapEditError::Value("y".into())));
+        m.set("/a", "5").unwrap();
+        assert_eq!(get("/a/z"), Some(Sample::Sint(5)));
+        assert_eq!(m.set("/zz", "5"), Err(MapEditError::NotFound));
+        m.delete("/a/b/c").unwrap();
+        assert_eq!(get("/a/b/c"), Some(Sample::Sint(2)));
+        assert_eq!(m.delete("/a/b/c"), Err(MapEditError::NotFound));
+        m.clear();
+        assert_eq!(get("/a"), Some(Sample::Sint(0)));
+        assert!(m.entries().is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn methods() {
         let p = set(MatchKind::Meth, true, &["post", "patch"]);
         let m = |v: &'static str| Sample::Meth(Cow::Borrowed(v.as_bytes()));
