@@ -1157,7 +1157,11 @@ fn map_check<const K: usize, const O: usize>(a: &mut [Arg]) -> Result<(), CheckE
     let map =
         Map::load(&path, MAP_KINDS[K], out, default.as_deref()).map_err(CheckError::Invalid)?;
     match a.first_mut() {
-        Some(slot) => *slot = Arg::Map(std::sync::Arc::new(map)),
+        Some(slot) => {
+            let map = std::sync::Arc::new(map);
+            super::patref::register_map(&map);
+            *slot = Arg::Map(map)
+        }
         // No file named: `Map::load` has refused the empty path.
         None => return Err(CheckError::Invalid("failed to open pattern file <>".into())),
     }

@@ -515,22 +515,40 @@ pub(crate) fn add_file(set: &mut PatternSet, path: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// A map file loaded for a `map_*` converter: its keys in a
+/// A map file loaded for a `map_*` converter: its entries (keys in a
 /// [`PatternSet`] of the converter's matcher, the values typed as its
-/// output, and the default for keys it lacks.
+/// output), and the default for keys it lacks.
+///
+/// The CLI (`add map`, `set map`, `del map`, `clear map`) changes the
+/// entries while requests look keys up: lookups load the current
+/// [`MapData`] without a lock; a writer builds a new one from a copy
+/// under `writer` and swaps it in.
 #[derive(Debug)]
 pub(crate) struct Map {
     path: String,
+    kind: MatchKind,
+    out: SmpType,
+    data: arc_swap::ArcSwap<MapData>,
+    /// Serialises writers (two CLI sessions changing one map).
+    writer: std::sync::Mutex<()>,
+    default: Option<Sample<'static>>,
+}
+
+/// One version of a map's entries.
+#[derive(Debug, Clone, PartialEq)]
+struct MapData {
     keys: PatternSet,
     values: Vec<Sample<'static>>,
-    default: Option<Sample<'static>>,
+    /// The values as written (the CLI shows them so).
+    value_texts: Vec<String>,
 }
 
 impl PartialEq for Map {
     fn eq(&self, other: &Map) -> bool {
         self.path == other.path
-            && self.keys == other.keys
-            && self.values == other.values
+            && self.kind == other.kind
+            && self.out == other.out
+            && **self.data.load() == **other.data.load()
             && self.default == other.default
     }
 }
@@ -549,6 +567,48 @@ fn map_value(text: &str, out: SmpType) -> Option<Sample<'static>> {
     }
 }
 
+/// Why the CLI could not change a map.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum MapEditError {
+    /// The key is not a pattern of the map's matcher (HAProxy's reason).
+    Key(String),
+    /// The value is not of the converter's output type.
+    Value(String),
+    /// No entry has that key.
+    NotFound,
+}
+
+impl MapData {
+    fn empty(kind: MatchKind) -> MapData {
+        MapData {
+            keys: PatternSet::new(kind, false),
+            values: Vec::new(),
+            value_texts: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, key: &str, value: &str, out: SmpType) -> Result<(), MapEditError> {
+        let v = map_value(value, out).ok_or_else(|| MapEditError::Value(value.to_string()))?;
+        self.keys.add(key, IntOp::Eq).map_err(MapEditError::Key)?;
+        self.values.push(v);
+        self.value_texts.push(value.to_string());
+        Ok(())
+    }
+
+    /// The entries kept by `keep`, re-indexed (a removal rebuilds the
+    /// pattern store: its hash holds places in the list).
+    fn rebuilt(&self, kind: MatchKind, out: SmpType, keep: impl Fn(&str) -> bool) -> MapData {
+        let mut d = MapData::empty(kind);
+        for (k, v) in self.keys.texts().iter().zip(&self.value_texts) {
+            // Entries already parsed once parse again.
+            if keep(k) {
+                let _ = d.push(k, v, out);
+            }
+        }
+        d
+    }
+}
+
 impl Map {
     /// Reads `path` (`<key> <value>` a line, the value the rest of the
     /// line) with HAProxy's messages for what is wrong in it.
@@ -558,18 +618,16 @@ impl Map {
         out: SmpType,
         default: Option<&str>,
     ) -> Result<Map, String> {
-        let mut keys = PatternSet::new(kind, false);
-        let mut values = Vec::new();
+        let mut data = MapData::empty(kind);
         for (n, line) in read_lines(path)? {
             let (key, value) = match line.find([' ', '\t']) {
                 Some(i) => (&line[..i], line[i..].trim_start_matches([' ', '\t'])),
                 None => (&line[..], ""),
             };
-            keys.add(key, IntOp::Eq)
-                .map_err(|e| format!("{e} at line {n} of file '{path}'"))?;
-            let v = map_value(value, out)
-                .ok_or_else(|| format!("unable to parse '{value}' at line {n} of file '{path}'"))?;
-            values.push(v);
+            data.push(key, value, out).map_err(|e| match e {
+                MapEditError::Key(e) => format!("{e} at line {n} of file '{path}'"),
+                _ => format!("unable to parse '{value}' at line {n} of file '{path}'"),
+            })?;
         }
         let default = match default {
             Some(d) => Some(map_value(d, out).ok_or_else(|| format!("unable to parse '{d}'"))?),
@@ -577,23 +635,145 @@ impl Map {
         };
         Ok(Map {
             path: path.to_string(),
-            keys,
-            values,
+            kind,
+            out,
+            data: arc_swap::ArcSwap::from_pointee(data),
+            writer: std::sync::Mutex::new(()),
             default,
         })
     }
 
-    /// The value of the key `s` matches (HAProxy's first or best match),
-    /// else the default.
-    pub(crate) fn lookup<'a>(&'a self, s: Sample<'_>) -> Option<Sample<'a>> {
-        let v = match self.keys.find(s, true) {
-            Some(i) => self.values.get(i)?,
-            None => self.default.as_ref()?,
-        };
-        Some(match v {
-            Sample::Str(b) => Sample::Str(std::borrow::Cow::Borrowed(&b[..])),
-            other => other.clone(),
+    pub(crate) fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The matcher and output type: converters alike in both look keys
+    /// up alike.
+    pub(crate) fn shape(&self) -> (MatchKind, SmpType) {
+        (self.kind, self.out)
+    }
+
+    /// The entries as written, in order: (key, value).
+    pub(crate) fn entries(&self) -> Vec<(String, String)> {
+        let d = self.data.load();
+        d.keys
+            .texts()
+            .iter()
+            .cloned()
+            .zip(d.value_texts.iter().cloned())
+            .collect()
+    }
+
+    /// Whether `value` is one of this map's output type.
+    pub(crate) fn check_value(&self, value: &str) -> Result<(), MapEditError> {
+        map_value(value, self.out)
+            .map(|_| ())
+            .ok_or_else(|| MapEditError::Value(value.to_string()))
+    }
+
+    /// Changes the entries: `f` edits a copy, which replaces them.
+    fn edit(
+        &self,
+        f: impl FnOnce(&MapData) -> Result<MapData, MapEditError>,
+    ) -> Result<(), MapEditError> {
+        let _w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let next = f(&self.data.load())?;
+        self.data.store(std::sync::Arc::new(next));
+        Ok(())
+    }
+
+    /// `add map`: a new entry after the others.
+    pub(crate) fn add(&self, key: &str, value: &str) -> Result<(), MapEditError> {
+        self.edit(|d| {
+            let mut d = d.clone();
+            d.push(key, value, self.out)?;
+            Ok(d)
         })
+    }
+
+    /// `set map`: the value of every entry of key `key`.
+    pub(crate) fn set(&self, key: &str, value: &str) -> Result<(), MapEditError> {
+        let v = map_value(value, self.out).ok_or_else(|| MapEditError::Value(value.to_string()))?;
+        self.edit(|d| {
+            let mut d = d.clone();
+            let mut hit = false;
+            for (i, k) in d.keys.texts().iter().enumerate() {
+                if k == key {
+                    d.values[i] = v.clone();
+                    d.value_texts[i] = value.to_string();
+                    hit = true;
+                }
+            }
+            if hit {
+                Ok(d)
+            } else {
+                Err(MapEditError::NotFound)
+            }
+        })
+    }
+
+    /// `del map`: every entry of key `key`.
+    pub(crate) fn delete(&self, key: &str) -> Result<(), MapEditError> {
+        self.edit(|d| {
+            if !d.keys.texts().iter().any(|k| k == key) {
+                return Err(MapEditError::NotFound);
+            }
+            Ok(d.rebuilt(self.kind, self.out, |k| k != key))
+        })
+    }
+
+    /// `clear map`: no entry left.
+    pub(crate) fn clear(&self) {
+        let _ = self.edit(|_| Ok(MapData::empty(self.kind)));
+    }
+
+    /// The value of the key `s` matches (HAProxy's first or best match),
+    /// else the default. The entries may change under the lookup, so the
+    /// value is a copy.
+    pub(crate) fn lookup<'a>(&'a self, s: Sample<'_>) -> Option<Sample<'a>> {
+        let d = self.data.load();
+        match d.keys.find(s, true) {
+            Some(i) => d.values.get(i).cloned(),
+            None => self.default.as_ref().map(|v| match v {
+                Sample::Str(b) => Sample::Str(std::borrow::Cow::Borrowed(&b[..])),
+                other => other.clone(),
+            }),
+        }
+    }
+
+    /// `get map`'s line for `key`: the matcher, whether the key is found
+    /// (the default is not used), and what it found, as HAProxy prints it.
+    pub(crate) fn describe_lookup(&self, key: &str) -> String {
+        let d = self.data.load();
+        let head = format!("type={}, case=sensitive, ", self.kind.name());
+        let found = d
+            .keys
+            .find(
+                Sample::Str(std::borrow::Cow::Borrowed(key.as_bytes())),
+                true,
+            )
+            .and_then(|i| {
+                Some((
+                    d.keys.texts().get(i)?,
+                    d.value_texts.get(i)?,
+                    d.values.get(i)?,
+                ))
+            });
+        let Some((k, v, typed)) = found else {
+            return format!("{head}found=no\n");
+        };
+        // HAProxy indexes these matchers in a tree, the others in a list.
+        let idx = match self.kind {
+            MatchKind::Str | MatchKind::Beg | MatchKind::Ip => "tree",
+            _ => "list",
+        };
+        let vtype = match (self.out, typed) {
+            (SmpType::Sint, _) => "sint",
+            (_, Sample::Ipv4(_)) => "ipv4",
+            (_, Sample::Ipv6(_)) => "ipv6",
+            _ => "str",
+        };
+        format!("{head}found=yes, idx={idx}, key=\"{k}\", value=\"{v}\", type=\"{vtype}\"\n")
     }
 }
 
@@ -698,6 +878,31 @@ mod tests {
         assert!(p.matches(Sample::Ipv6("::ffff:10.0.0.1".parse().unwrap())));
         assert!(p.matches(Sample::Ipv6("::1".parse().unwrap())));
         assert!(!p.matches(Sample::Ipv4("11.0.0.1".parse().unwrap())));
+    }
+
+    #[test]
+    fn map_edits() {
+        let dir = std::env::temp_dir().join(format!("sluice-map-edit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("m.map");
+        std::fs::write(&path, "/a 1\n/a/b 2\n").unwrap();
+        let path = path.to_str().unwrap();
+        let m = Map::load(path, MatchKind::Beg, SmpType::Sint, Some("0")).unwrap();
+        let get = |k: &str| m.lookup(s(k));
+        assert_eq!(get("/a/b/c"), Some(Sample::Sint(2)));
+        m.add("/a/b/c", "3").unwrap();
+        assert_eq!(get("/a/b/c"), Some(Sample::Sint(3)));
+        assert_eq!(m.add("/x", "y"), Err(MapEditError::Value("y".into())));
+        m.set("/a", "5").unwrap();
+        assert_eq!(get("/a/z"), Some(Sample::Sint(5)));
+        assert_eq!(m.set("/zz", "5"), Err(MapEditError::NotFound));
+        m.delete("/a/b/c").unwrap();
+        assert_eq!(get("/a/b/c"), Some(Sample::Sint(2)));
+        assert_eq!(m.delete("/a/b/c"), Err(MapEditError::NotFound));
+        m.clear();
+        assert_eq!(get("/a"), Some(Sample::Sint(0)));
+        assert!(m.entries().is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -6,10 +6,12 @@
 //! [`commands`], the sockets in [`socket`].
 
 mod commands;
+mod mapcmd;
 mod socket;
 mod varcmd;
 
 use commands::*;
+use mapcmd::*;
 pub(crate) use socket::{
     SocketOwnershipError, bind_unix, count_accepted, handle_conn, serve_listener, serve_tcp,
 };
@@ -103,11 +105,32 @@ struct Command {
 /// Usage and description texts are HAProxy 2.6's.
 static COMMANDS: &[Command] = &[
     Command {
+        words: &["add", "map"],
+        usage: "add map [@<ver>] <map> <key> <val>",
+        desc: "add a map entry (payload supported instead of key/val)",
+        level: CliLevel::User,
+        run: cmd_add_map,
+    },
+    Command {
         words: &["clear", "counters"],
         usage: "clear counters [all]",
         desc: "clear max statistics counters (or all counters)",
         level: CliLevel::Operator,
         run: cmd_clear_counters,
+    },
+    Command {
+        words: &["clear", "map"],
+        usage: "clear map [@<ver>] <map>",
+        desc: "clear the contents of this map",
+        level: CliLevel::User,
+        run: cmd_clear_map,
+    },
+    Command {
+        words: &["del", "map"],
+        usage: "del map <map> [<key>|#<ref>]",
+        desc: "delete map entries matching <key>",
+        level: CliLevel::User,
+        run: cmd_del_map,
     },
     Command {
         words: &["disable", "health"],
@@ -138,6 +161,13 @@ static COMMANDS: &[Command] = &[
         run: cmd_enable_server,
     },
     Command {
+        words: &["get", "map"],
+        usage: "get map <acl> <value>",
+        desc: "report the keys and values matching a sample for a map",
+        level: CliLevel::User,
+        run: cmd_get_map,
+    },
+    Command {
         words: &["get", "var"],
         usage: "get var <name>",
         desc: "retrieve contents of a process-wide variable",
@@ -157,6 +187,13 @@ static COMMANDS: &[Command] = &[
         desc: "lower the level of the current CLI session to operator",
         level: CliLevel::Operator,
         run: cmd_operator,
+    },
+    Command {
+        words: &["set", "map"],
+        usage: "set map <map> [<key>|#<ref>] <value>",
+        desc: "modify a map entry",
+        level: CliLevel::User,
+        run: cmd_set_map,
     },
     Command {
         words: &["set", "maxconn", "frontend"],
@@ -234,6 +271,13 @@ static COMMANDS: &[Command] = &[
         desc: "report information about the running process",
         level: CliLevel::User,
         run: cmd_show_info,
+    },
+    Command {
+        words: &["show", "map"],
+        usage: "show map [@ver] [map]",
+        desc: "report available maps or dump a map's contents",
+        level: CliLevel::User,
+        run: cmd_show_map,
     },
     Command {
         words: &["show", "servers", "state"],
