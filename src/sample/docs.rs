@@ -72,6 +72,7 @@ const WHY: &[(&str, &str)] = &[
         "ssl_s_*",
         "server certificates: needs an X.509 parser (#17)",
     ),
+    ("ssl_fc_session_id", "rustls does not expose the session id"),
     ("ssl_bc*", "TLS to servers: facts not kept yet (#17)"),
     (
         "ssl_*",
