@@ -78,10 +78,9 @@ const WHY: &[(&str, &str)] = &[
         "ssl_*",
         "TLS facts of the connection not passed to samples yet (#17)",
     ),
-    ("req.ssl_*", "ClientHello fields beyond SNI and type (#17)"),
     (
-        "req_ssl_ver",
-        "ClientHello fields beyond SNI and type (#17)",
+        "req.ssl_*",
+        "ClientHello fields beyond SNI, ALPN, version and type (#17)",
     ),
     // Runtime state.
     (

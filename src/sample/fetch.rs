@@ -420,8 +420,14 @@ pub(crate) static FETCHES: &[FetchDef] = &[
             crate::wire::client_hello::ssl_hello_type(cx.payload?).map(|t| Sample::Sint(t as i64))
         },
     ),
+    def("req.ssl_alpn", L6REQ, ArgSpec::NONE, T::Str, |_, cx| {
+        crate::wire::client_hello::ssl_alpn(cx.payload?).map(Sample::str)
+    }),
     def("req.ssl_sni", L6REQ, ArgSpec::NONE, T::Str, |_, cx| {
         crate::wire::client_hello::ssl_sni(cx.payload?).map(Sample::str)
+    }),
+    def("req.ssl_ver", L6REQ, ArgSpec::NONE, T::Sint, |_, cx| {
+        crate::wire::client_hello::ssl_ver(cx.payload?).map(Sample::Sint)
     }),
     def("req_len", L6REQ, ArgSpec::NONE, T::Sint, |_, cx| {
         req_len(cx)
@@ -437,6 +443,9 @@ pub(crate) static FETCHES: &[FetchDef] = &[
     ),
     def("req_ssl_sni", L6REQ, ArgSpec::NONE, T::Str, |_, cx| {
         crate::wire::client_hello::ssl_sni(cx.payload?).map(Sample::str)
+    }),
+    def("req_ssl_ver", L6REQ, ArgSpec::NONE, T::Sint, |_, cx| {
+        crate::wire::client_hello::ssl_ver(cx.payload?).map(Sample::Sint)
     }),
     // 7.3.6 HTTP.
     def("base32", HRQHV, ArgSpec::NONE, T::Sint, |_, cx| {
@@ -831,6 +840,9 @@ pub(crate) fn reads_payload(name: &str) -> bool {
             | "req_ssl_hello_type"
             | "req.ssl_sni"
             | "req_ssl_sni"
+            | "req.ssl_alpn"
+            | "req.ssl_ver"
+            | "req_ssl_ver"
             | "wait_end"
     )
 }
