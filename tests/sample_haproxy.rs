@@ -423,6 +423,14 @@ async fn random_and_time_fetches_have_their_shape() {
 
 /// Expressions both refuse, with the same message.
 const FAULTY: &[&str] = &[
+    "str(a),json(foo)",
+    "str(a),json_query($.a,str)",
+    "str(a),json_query",
+    "str(a),strcmp(foo)",
+    "str(a),strcmp",
+    "str(a),secure_memcmp(foo)",
+    "str(a),language",
+    "str(a),add_item(-,foo)",
     "str(a),field(1)",
     "str(a),field(1,.,2,3)",
     "str(a),field(x,.)",

@@ -359,22 +359,24 @@ pub(crate) static CONVERTERS: &[ConvDef] = &[
     ),
     checked(
         "json_query",
-        ArgSpec::of(&[A::Str, A::Str], 1),
+        ArgSpec::of(&[A::Str, A::Str], 0),
         json_query_args,
         T::Str,
         T::Any,
         |s, a, _| {
             use super::json::Found;
             let as_int = a.get(1).is_some_and(|t| t.as_str() == "int");
-            Some(match super::json::query(s.bytes()?, a[0].as_bytes())? {
-                Found::Str(b) => Sample::Str(Cow::Owned(b)),
-                Found::Bool(b) => Sample::Bool(b),
-                Found::Num(n) if as_int => Sample::Sint(super::json::leading_int(&n)?),
-                Found::Num(n) => {
-                    let x: f64 = std::str::from_utf8(&n).ok()?.parse().ok()?;
-                    Sample::owned_str(super::json::format_g(x))
-                }
-            })
+            Some(
+                match super::json::query(s.bytes()?, a.first()?.as_bytes())? {
+                    Found::Str(b) => Sample::Str(Cow::Owned(b)),
+                    Found::Bool(b) => Sample::Bool(b),
+                    Found::Num(n) if as_int => Sample::Sint(super::json::leading_int(&n)?),
+                    Found::Num(n) => {
+                        let x: f64 = std::str::from_utf8(&n).ok()?.parse().ok()?;
+                        Sample::owned_str(super::json::format_g(x))
+                    }
+                },
+            )
         },
     ),
     def(
@@ -480,12 +482,14 @@ pub(crate) static CONVERTERS: &[ConvDef] = &[
     ),
     checked(
         "secure_memcmp",
-        ArgSpec::of(&[A::Str], 1),
+        ArgSpec::of(&[A::Str], 0),
         var_only,
         T::Bin,
         T::Bool,
         |s, a, cx| {
-            let Arg::Var(v) = &a[0] else { return None };
+            let Some(Arg::Var(v)) = a.first() else {
+                return None;
+            };
             let other = cx.var(v)?.cast(SmpType::Bin)?;
             let (x, y) = (s.bytes()?, other.bytes()?);
             // Every byte is looked at whatever the others are, so the time
@@ -508,12 +512,14 @@ pub(crate) static CONVERTERS: &[ConvDef] = &[
     }),
     checked(
         "strcmp",
-        ArgSpec::of(&[A::Str], 1),
+        ArgSpec::of(&[A::Str], 0),
         var_only,
         T::Str,
         T::Sint,
         |s, a, cx| {
-            let Arg::Var(v) = &a[0] else { return None };
+            let Some(Arg::Var(v)) = a.first() else {
+                return None;
+            };
             let other = cx.var(v)?.cast(SmpType::Str)?;
             let (x, y) = (s.bytes()?, other.bytes()?);
             // As glibc's memcmp over the common length: the difference of
@@ -1076,18 +1082,26 @@ fn declare(v: &super::vars::VarName) {
 
 /// `strcmp(<var>)`, `secure_memcmp(<var>)`: a variable name.
 fn var_only(a: &mut [Arg]) -> Result<(), CheckError> {
-    let v = super::vars::VarName::parse(a[0].as_str()).map_err(CheckError::Invalid)?;
-    declare(&v);
-    a[0] = Arg::Var(v);
+    let Some(first) = a.first_mut() else {
+        return Err(CheckError::Invalid("missing variable name".to_string()));
+    };
+    *first = Arg::Var(registered(first.as_str())?);
     Ok(())
+}
+
+/// A variable a converter reads, with HAProxy's message when the name is
+/// not one.
+fn registered(name: &str) -> Result<super::vars::VarName, CheckError> {
+    let v = super::vars::VarName::parse(name)
+        .map_err(|_| CheckError::Invalid(format!("failed to register variable name '{name}'")))?;
+    declare(&v);
+    Ok(v)
 }
 
 /// `add_item(<delim>,[<var>][,<suffix>])`: the variable may be left empty.
 fn item_args(a: &mut [Arg]) -> Result<(), CheckError> {
     if let Some(name) = a.get(1).map(Arg::as_str).filter(|n| !n.is_empty()) {
-        let v = super::vars::VarName::parse(name).map_err(CheckError::Invalid)?;
-        declare(&v);
-        a[1] = Arg::Var(v);
+        a[1] = Arg::Var(registered(name)?);
     }
     Ok(())
 }
@@ -1096,7 +1110,10 @@ fn item_args(a: &mut [Arg]) -> Result<(), CheckError> {
 fn json_code(a: &mut [Arg]) -> Result<(), CheckError> {
     let text = a.first().map_or("", Arg::as_str);
     let code = super::json::InputCode::parse(text).ok_or_else(|| {
-        CheckError::Invalid(format!("Unexpected input code type at file '{text}'"))
+        CheckError::Invalid(
+            "Unexpected input code type. Allowed value are 'ascii', 'utf8', 'utf8s', 'utf8p' and 'utf8ps'"
+                .to_string(),
+        )
     })?;
     if let Some(first) = a.first_mut() {
         *first = Arg::Sint(code.code());
@@ -1106,16 +1123,16 @@ fn json_code(a: &mut [Arg]) -> Result<(), CheckError> {
 
 /// `json_query(<path>[,int])`.
 fn json_query_args(a: &mut [Arg]) -> Result<(), CheckError> {
-    if a[0].as_str().is_empty() {
+    if a.first().is_none_or(|p| p.as_str().is_empty()) {
         return Err(CheckError::Invalid(
             "json_path must not be empty".to_string(),
         ));
     }
     match a.get(1).map(Arg::as_str) {
         None | Some("int") => Ok(()),
-        Some(t) => Err(CheckError::Invalid(format!(
-            "output_type only supports \"int\" as argument, not '{t}'"
-        ))),
+        Some(_) => Err(CheckError::Invalid(
+            "output_type only supports \"int\" as argument".to_string(),
+        )),
     }
 }
 
