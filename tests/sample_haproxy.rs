@@ -169,6 +169,104 @@ const EXPRS: &[&str] = &[
     "str(a),,upper",
     // Control characters but the tab, and DEL, come out as `%XX`.
     "bin(01090A0D1F207F80FF25)",
+    // `txn.cmp` is "hello" (set first by `config`); `txn.none` is unset.
+    "str(hello),strcmp(txn.cmp)",
+    "str(abc),strcmp(txn.cmp)",
+    "str(zzz),strcmp(txn.cmp)",
+    "str(hell),strcmp(txn.cmp)",
+    "str(helloo),strcmp(txn.cmp)",
+    "str(hello),strcmp(txn.none)",
+    "int(5),strcmp(txn.cmp)",
+    "str(hello),secure_memcmp(txn.cmp)",
+    "str(hellp),secure_memcmp(txn.cmp)",
+    "str(hell),secure_memcmp(txn.cmp)",
+    "str(hello),secure_memcmp(txn.none)",
+    "bin(61225C63),json",
+    "bin(61225C63),json(utf8)",
+    "str(é/x),json(utf8s)",
+    "str(é/x),json(ascii)",
+    "bin(01090A0D1F207F80FF),json",
+    "bin(01090A0D1F207F80FF),json(utf8)",
+    "bin(01090A0D1F207F80FF),json(utf8s)",
+    "bin(01090A0D1F207F80FF),json(utf8p)",
+    "bin(01090A0D1F207F80FF),json(utf8ps)",
+    "bin(C3A9E282AC),json(ascii)",
+    "bin(C3A9E282AC),json(utf8)",
+    "bin(3C613E2726),json",
+    "bin(0809200C5C2F22),json",
+    "bin(F09F9880),json(utf8)",
+    "bin(F09F9880),json(utf8s)",
+    "bin(C3A9E2),json(utf8p)",
+    "bin(C3A9E2),json(utf8ps)",
+    "bin(C0AF41),json(utf8)",
+    "bin(C0AF41),json(utf8p)",
+    "bin(C0AF41),json(utf8s)",
+    "bin(EDA08041),json(utf8ps)",
+    "str(hello),xxh3",
+    "str(hello),xxh3(1)",
+    "str(),xxh3",
+    "str(a),add_item(-,txn.cmp)",
+    "str(a),add_item(-,txn.none)",
+    "str(a),add_item(-,txn.none,suf)",
+    "str(a),add_item(-,,suf)",
+    "str(a),add_item(-,txn.cmp,suf)",
+    "str(),add_item(-,txn.cmp,suf)",
+    "str(),add_item(-,txn.none)",
+    "str(),add_item(-,,suf)",
+    "str(hello),debug",
+    "int(5),debug,add(1)",
+    "str('en-US;q=0.8,fr;q=0.9'),language(en;fr)",
+    "str('en-US;q=0.8,fr;q=0.9'),language(es)",
+    "str('en-US;q=0.8,fr;q=0.9'),language(es,de)",
+    "str('en-US,fr'),language(en;fr)",
+    "str('en-US,fr'),language(en-US;en;fr)",
+    "str('fr-CH, fr;q=0.9, en;q=0.8, de;q=0.7, *;q=0.5'),language(de;es)",
+    "str('*;q=0.5'),language(de;es)",
+    "str('*'),language(de;es,fr)",
+    "str('en;q=0'),language(en;fr)",
+    "str('EN'),language(en;fr)",
+    "str('en-us'),language(en-US;fr)",
+    "str('en'),language(en-US;fr)",
+    "str('de;q=0.7,en;q=0.70'),language(en;de)",
+    "str('de ; q=0.5 , es;q=1'),language(de;es)",
+    "str('de;q=0.5,es;q=0.25'),language(de;es)",
+    "str('de;q=1.5'),language(de;es)",
+    r#"str('{"a":1,"b":{"c":"x"},"arr":[10,"y",true]}'),json_query($.a)"#,
+    r#"str('{"a":1,"b":{"c":"x"},"arr":[10,"y",true]}'),json_query($.b.c)"#,
+    r#"str('{"a":1,"b":{"c":"x"},"arr":[10,"y",true]}'),json_query($.b)"#,
+    r#"str('{"a":1,"b":{"c":"x"},"arr":[10,"y",true]}'),json_query($.arr[0])"#,
+    r#"str('{"a":1,"b":{"c":"x"},"arr":[10,"y",true]}'),json_query($.arr[1])"#,
+    r#"str('{"a":1,"b":{"c":"x"},"arr":[10,"y",true]}'),json_query($.arr[2])"#,
+    r#"str('{"a":1,"b":{"c":"x"},"arr":[10,"y",true]}'),json_query($.arr)"#,
+    r#"str('{"a":1,"b":{"c":"x"},"arr":[10,"y",true]}'),json_query($.nope)"#,
+    r#"str('{"a":1,"b":{"c":"x"},"arr":[10,"y",true]}'),json_query($)"#,
+    r#"str('{"a":1.5}'),json_query($.a)"#,
+    r#"str('{"a":1.5}'),json_query($.a,int)"#,
+    r#"str('{"a":"7"}'),json_query($.a,int)"#,
+    r#"str('{"a":7}'),json_query($.a,int)"#,
+    r#"str('{"a":-7}'),json_query($.a,int)"#,
+    r#"str('{"a":null}'),json_query($.a)"#,
+    r#"str('{"a":false}'),json_query($.a)"#,
+    r#"str('{"a":"x\"y\u00e9"}'),json_query($.a)"#,
+    r#"str('{"a":1e3}'),json_query($.a)"#,
+    r#"str('{"a":1e3}'),json_query($.a,int)"#,
+    r#"str('{"a":99999999999999999999}'),json_query($.a,int)"#,
+    r#"str('{"a":99999999999999999999}'),json_query($.a)"#,
+    r#"str('{"a":0.1}'),json_query($.a)"#,
+    r#"str('{"a":1234567.5}'),json_query($.a)"#,
+    r#"str('{"a":"\u0100"}'),json_query($.a)"#,
+    r#"str('{"a":[1,[2,3]]}'),json_query($.a[1][0])"#,
+    r#"str('{"a":"12abc"}'),json_query($.a,int)"#,
+    r#"str('{"a":true}'),json_query($.a,int)"#,
+    r#"str('{"a":1,"a":2}'),json_query($.a)"#,
+    r#"str('{"a":1}x'),json_query($.a)"#,
+    r#"str('{"a":1'),json_query($.a)"#,
+    r#"str('{"a": 1 , "b" : [ 1 , 2 ] }'),json_query($.b[1])"#,
+    r#"str('{"a.b":1}'),json_query($.a.b)"#,
+    r#"str('{"a":{"b":2}}'),json_query($['a'])"#,
+    r#"str('{"a":"x\/\n"}'),json_query($.a)"#,
+    r#"str('{"a":"x\ty\n"}'),json_query($.a)"#,
+    "str(notjson),json_query($.a)",
 ];
 
 /// Fetches of the request, evaluated by both on the same two requests (an
@@ -325,6 +423,14 @@ async fn random_and_time_fetches_have_their_shape() {
 
 /// Expressions both refuse, with the same message.
 const FAULTY: &[&str] = &[
+    "str(a),json(foo)",
+    "str(a),json_query($.a,str)",
+    "str(a),json_query",
+    "str(a),strcmp(foo)",
+    "str(a),strcmp",
+    "str(a),secure_memcmp(foo)",
+    "str(a),language",
+    "str(a),add_item(-,foo)",
     "str(a),field(1)",
     "str(a),field(1,.,2,3)",
     "str(a),field(x,.)",
@@ -385,11 +491,16 @@ fn config(bind: &str, exprs: &[&str]) -> String {
     timeout server 5s
 frontend fe
     bind {bind}
+    http-request set-var(txn.cmp) str(hello)
 "
     );
     for (i, e) in exprs.iter().enumerate() {
         // The config lexer reads `\\` and `\"` inside double quotes.
-        let quoted = e.replace('\\', "\\\\").replace('"', "\\\"");
+        // `$` would start an environment variable there.
+        let quoted = e
+            .replace('\\', "\\\\")
+            .replace('"', "\\\"")
+            .replace('$', "\\$");
         cfg.push_str(&format!(
             "    http-request return status 200 content-type text/plain lf-string \"[%[{quoted}]]\" if {{ path /{i} }}\n"
         ));

@@ -294,3 +294,115 @@ listen refused
         "<134>{}: 127.0.0.1:{} [{}] refused refused/s1 {}/-1/{} 0 SC {}/{}/{}/{}/0 0/0\n",
     ]);
 }
+
+/// A ClientHello as rustls writes it: offering `alpn`, and only TLS 1.2
+/// when `tls12`.
+fn rustls_hello(alpn: &[&[u8]], tls12: bool) -> Vec<u8> {
+    let versions: &[&'static rustls::SupportedProtocolVersion] = if tls12 {
+        &[&rustls::version::TLS12]
+    } else {
+        &[&rustls::version::TLS13, &rustls::version::TLS12]
+    };
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut cfg = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(versions)
+        .unwrap()
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_no_client_auth();
+    cfg.alpn_protocols = alpn.iter().map(|a| a.to_vec()).collect();
+    let name = rustls::pki_types::ServerName::try_from("x.example").unwrap();
+    let mut c = rustls::ClientConnection::new(std::sync::Arc::new(cfg), name).unwrap();
+    let mut out = Vec::new();
+    c.write_tls(&mut out).unwrap();
+    out
+}
+
+/// `req.ssl_alpn` and `req.ssl_ver` route the same ClientHellos to the
+/// same backends under haproxy 2.6 and sluice (the server names compared;
+/// the byte counts after them may differ with how each forwards).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_hello_alpn_and_version_route_as_haproxy() {
+    if !support::haproxy::available() {
+        return;
+    }
+    let h2 = named_server("h2", 1).await;
+    let h11 = named_server("h11", 1).await;
+    let v303 = named_server("v303", 1).await;
+    let v301 = named_server("v301", 1).await;
+    let other = named_server("other", 1).await;
+    let config = |alpn: &str, ver: &str| {
+        format!(
+            "defaults
+    mode tcp
+    timeout connect 2s
+    timeout client 2s
+    timeout server 2s
+frontend alpn
+    bind {alpn}
+    tcp-request inspect-delay 3s
+    tcp-request content accept if {{ req.ssl_hello_type 1 }}
+    use_backend h2 if {{ req.ssl_alpn -m str h2 }}
+    use_backend h11 if {{ req.ssl_alpn -m str http/1.1 }}
+    default_backend other
+frontend ver
+    bind {ver}
+    tcp-request inspect-delay 3s
+    tcp-request content accept if {{ req.ssl_hello_type 1 }}
+    use_backend v303 if {{ req.ssl_ver -m int 196611 }}
+    use_backend v301 if {{ req_ssl_ver -m int 196609 }}
+    default_backend other
+backend h2
+    server s {h2}
+backend h11
+    server s {h11}
+backend v303
+    server s {v303}
+backend v301
+    server s {v301}
+backend other
+    server s {other}
+"
+        )
+    };
+    let fronts = listens(4);
+    let _hap = support::haproxy::Haproxy::start(
+        "hello-hap",
+        &config(&fronts[0].to_string(), &fronts[1].to_string()),
+        &[&fronts[0], &fronts[1]],
+    );
+    let _sl = Sluice::start(&config(&fronts[2].to_string(), &fronts[3].to_string()));
+    let mut tls10 = hello("a.example");
+    // The ClientHello's own version (after the record and handshake
+    // headers) says TLS 1.0.
+    tls10[9..11].copy_from_slice(&[3, 1]);
+    let hellos: [(&str, Vec<u8>); 5] = [
+        ("h2 first", rustls_hello(&[b"h2", b"http/1.1"], false)),
+        ("http/1.1 only", rustls_hello(&[b"http/1.1"], false)),
+        ("no alpn, 1.2 only", rustls_hello(&[], true)),
+        ("captured", hello("a.example")),
+        ("version 1.0", tls10),
+    ];
+    let mut differ = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for (name, h) in &hellos {
+        for (hap, sl) in [(&fronts[0], &fronts[2]), (&fronts[1], &fronts[3])] {
+            let mut got = Vec::new();
+            for f in [hap, sl] {
+                let c = TcpStream::connect(f.addr()).await.unwrap();
+                let answer = talk(c, &[&h[..]]).await;
+                let text = String::from_utf8_lossy(&answer).to_string();
+                got.push(text.split(':').next().unwrap_or("").to_string());
+            }
+            if got[0] != got[1] {
+                differ.push(format!("{name}: haproxy {:?}, sluice {:?}", got[0], got[1]));
+            }
+            seen.insert(got[0].clone());
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+    // The hellos reach every backend: the rules do tell them apart.
+    assert_eq!(
+        seen.into_iter().collect::<Vec<_>>(),
+        ["h11", "h2", "other", "v301", "v303"]
+    );
+}

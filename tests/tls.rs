@@ -1159,3 +1159,120 @@ frontend fe
         out.stderr
     );
 }
+
+/// A client offering one protocol version and one suite, with ALPN
+/// `alpn` (empty: none), accepting any certificate.
+fn one_suite_config(
+    version: &'static rustls::SupportedProtocolVersion,
+    suite: rustls::CipherSuite,
+    alpn: &[&[u8]],
+) -> Arc<rustls::ClientConfig> {
+    let mut p = rustls::crypto::ring::default_provider();
+    p.cipher_suites.retain(|s| s.suite() == suite);
+    let mut cfg = rustls::ClientConfig::builder_with_provider(Arc::new(p))
+        .with_protocol_versions(&[version])
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AnyCert { signatures: true }))
+        .with_no_client_auth();
+    cfg.alpn_protocols = alpn.iter().map(|a| a.to_vec()).collect();
+    Arc::new(cfg)
+}
+
+/// The TLS fetches of the client connection give haproxy 2.6's bytes on
+/// the same certificate, for TLS 1.3 and 1.2 suites, with and without
+/// ALPN and SNI. Nothing is masked: OpenSSL's suite names are sluice's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_fetches_give_haproxys_bytes() {
+    if !support::haproxy::available() {
+        return;
+    }
+    let ca = Ca::new("sluice test CA");
+    let dir = TempDir::new("tlsfetch");
+    let pem = write(dir.path(), "site.pem", &ca.leaf(&["site.test"]));
+    let fetches = "ssl_fc ssl_fc_alpn ssl_fc_cipher ssl_fc_has_sni ssl_fc_is_resumed \
+                   ssl_fc_use_keysize ssl_fc_alg_keysize ssl_c_verify ssl_fc_has_crt \
+                   ssl_fc_protocol ssl_fc_sni";
+    let line: Vec<String> = fetches
+        .split_whitespace()
+        .map(|f| format!("{f}=%[{f}]"))
+        .collect();
+    let config = |bind: &str| {
+        format!(
+            "defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {bind} ssl crt {pem} alpn h2,http/1.1
+    http-request return status 200 content-type text/plain lf-string \"{}\"
+",
+            line.join(" ")
+        )
+    };
+    let fronts = listens(2);
+    let _hap = support::haproxy::Haproxy::start(
+        "tlsfetch-hap",
+        &config(&fronts[0].to_string()),
+        &[&fronts[0]],
+    );
+    let _sl = Sluice::start(&config(&fronts[1].to_string()));
+    use rustls::CipherSuite as C;
+    let cases: [(&str, Arc<rustls::ClientConfig>, &str); 4] = [
+        (
+            "1.3 aes128 alpn http/1.1",
+            one_suite_config(
+                &rustls::version::TLS13,
+                C::TLS13_AES_128_GCM_SHA256,
+                &[b"http/1.1"],
+            ),
+            "site.test",
+        ),
+        (
+            "1.3 chacha no alpn",
+            one_suite_config(
+                &rustls::version::TLS13,
+                C::TLS13_CHACHA20_POLY1305_SHA256,
+                &[],
+            ),
+            "site.test",
+        ),
+        (
+            "1.2 ecdsa aes256 no sni",
+            one_suite_config(
+                &rustls::version::TLS12,
+                C::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+                &[b"http/1.1"],
+            ),
+            "127.0.0.1",
+        ),
+        (
+            "1.2 ecdsa aes128",
+            one_suite_config(
+                &rustls::version::TLS12,
+                C::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+                &[b"http/1.1"],
+            ),
+            "site.test",
+        ),
+    ];
+    let mut differ = Vec::new();
+    for (name, cfg, sni) in cases {
+        let mut bodies = Vec::new();
+        for f in &fronts {
+            let tls = tls_connect(f.addr(), sni, cfg.clone()).await.unwrap();
+            let mut conn = BufReader::new(tls);
+            let r = tls_get(&mut conn, "/").await;
+            assert_eq!(r.status, 200, "{name}: {}", r.head);
+            bodies.push(r.text().to_string());
+        }
+        if bodies[0] != bodies[1] {
+            differ.push(format!(
+                "{name}: haproxy {:?}, sluice {:?}",
+                bodies[0], bodies[1]
+            ));
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}

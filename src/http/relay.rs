@@ -292,6 +292,7 @@ impl<'a> Relay<'a> {
                     local: None,
                     proxies: None,
                     vars: Some(ctx.vars),
+                    tls: ctx.tls,
                 };
                 deny_response(self.client, fe, be, self.keep_client, reply, &cx).await
             }
@@ -541,6 +542,7 @@ fn response_edits<'r>(
         local: None,
         proxies: None,
         vars: Some(ctx.vars),
+        tls,
     };
     let mut edits: Option<Edits> = None;
     // A `listen` section is its own frontend: its rules run once.

@@ -182,6 +182,8 @@ pub(crate) struct FmtCtx<'a> {
     pub(crate) proxies: Option<&'a Snapshot>,
     /// The request's variables.
     pub(crate) vars: Option<&'a crate::sample::vars::Vars<'a>>,
+    /// The client connection's TLS (`ssl_fc*`), if any.
+    pub(crate) tls: Option<&'a crate::tls::TlsFacts>,
 }
 
 /// Runs a `set-var`, `set-var-fmt` or `unset-var` rule. A value that
@@ -231,6 +233,7 @@ pub(crate) fn sample_ctx<'a>(cx: &FmtCtx<'a>) -> crate::sample::Ctx<'a> {
         local: cx.local,
         proxies: cx.proxies.map(|s| s as &dyn crate::sample::Proxies),
         vars: cx.vars,
+        tls: cx.tls,
         ..Default::default()
     }
 }

@@ -1014,6 +1014,7 @@ impl RuleRun<'_> {
             local,
             proxies: snap.as_deref(),
             vars: Some(self.vars),
+            tls: view.tls,
         };
         for (action, cond) in rules {
             if let Some(c) = cond

@@ -93,6 +93,31 @@ pub(crate) static CONVERTERS: &[ConvDef] = &[
     checked("add", INT, int_or_var, T::Sint, T::Sint, |s, a, cx| {
         arith(s, a, cx, i64::saturating_add)
     }),
+    checked(
+        "add_item",
+        ArgSpec::of(&[A::Str, A::Str, A::Str], 1),
+        item_args,
+        T::Str,
+        T::Str,
+        |s, a, cx| {
+            let item = match a.get(1) {
+                Some(Arg::Var(v)) => cx.var(v).and_then(|v| v.cast(SmpType::Str)),
+                _ => None,
+            };
+            let item = item.as_ref().and_then(Sample::bytes).unwrap_or(b"");
+            let suffix = a.get(2).map_or(&b""[..], Arg::as_bytes);
+            if item.is_empty() && suffix.is_empty() {
+                return Some(s);
+            }
+            let mut out = s.bytes()?.to_vec();
+            if !out.is_empty() {
+                out.extend_from_slice(a[0].as_bytes());
+            }
+            out.extend_from_slice(item);
+            out.extend_from_slice(suffix);
+            Some(Sample::Str(Cow::Owned(out)))
+        },
+    ),
     checked("and", INT, int_or_var, T::Sint, T::Sint, |s, a, cx| {
         arith(s, a, cx, |x, y| x & y)
     }),
@@ -215,6 +240,15 @@ pub(crate) static CONVERTERS: &[ConvDef] = &[
         T::Bin,
         |s, a, _| digest(a[0].as_str(), s.bytes()?),
     ),
+    // What HAProxy writes to its debug ring is no part of what users
+    // see of the sample: it goes on unchanged.
+    def(
+        "debug",
+        ArgSpec::of(&[A::Str, A::Str], 0),
+        T::Any,
+        T::Any,
+        |s, _, _| Some(s),
+    ),
     checked("div", INT, int_or_var, T::Sint, T::Sint, |s, a, cx| {
         arith(s, a, cx, |x, y| {
             if y == 0 {
@@ -308,6 +342,49 @@ pub(crate) static CONVERTERS: &[ConvDef] = &[
                 _ => None,
             }
         },
+    ),
+    checked(
+        "json",
+        ArgSpec::of(&[A::Str], 0),
+        json_code,
+        T::Str,
+        T::Str,
+        |s, a, _| {
+            let code = super::json::InputCode::from_code(a.first().map_or(0, Arg::as_int));
+            Some(Sample::Str(Cow::Owned(super::json::escape(
+                s.bytes()?,
+                code,
+            )?)))
+        },
+    ),
+    checked(
+        "json_query",
+        ArgSpec::of(&[A::Str, A::Str], 0),
+        json_query_args,
+        T::Str,
+        T::Any,
+        |s, a, _| {
+            use super::json::Found;
+            let as_int = a.get(1).is_some_and(|t| t.as_str() == "int");
+            Some(
+                match super::json::query(s.bytes()?, a.first()?.as_bytes())? {
+                    Found::Str(b) => Sample::Str(Cow::Owned(b)),
+                    Found::Bool(b) => Sample::Bool(b),
+                    Found::Num(n) if as_int => Sample::Sint(super::json::leading_int(&n)?),
+                    Found::Num(n) => {
+                        let x: f64 = std::str::from_utf8(&n).ok()?.parse().ok()?;
+                        Sample::owned_str(super::json::format_g(x))
+                    }
+                },
+            )
+        },
+    ),
+    def(
+        "language",
+        ArgSpec::of(&[A::Str, A::Str], 1),
+        T::Str,
+        T::Str,
+        |s, a, _| language(s.bytes()?, a),
     ),
     def("length", NONE, T::Str, T::Sint, |s, _, _| {
         Some(Sample::Sint(s.bytes()?.len() as i64))
@@ -403,6 +480,24 @@ pub(crate) static CONVERTERS: &[ConvDef] = &[
             cx.set_var(v, &s, conds).then_some(s)
         },
     ),
+    checked(
+        "secure_memcmp",
+        ArgSpec::of(&[A::Str], 0),
+        var_only,
+        T::Bin,
+        T::Bool,
+        |s, a, cx| {
+            let Some(Arg::Var(v)) = a.first() else {
+                return None;
+            };
+            let other = cx.var(v)?.cast(SmpType::Bin)?;
+            let (x, y) = (s.bytes()?, other.bytes()?);
+            // Every byte is looked at whatever the others are, so the time
+            // taken says nothing of where the two differ.
+            let diff = x.iter().zip(y).fold(0u8, |d, (p, q)| d | (p ^ q));
+            Some(Sample::Bool(x.len() == y.len() && diff == 0))
+        },
+    ),
     def("sha1", NONE, T::Bin, T::Bin, |s, _, _| {
         digest("sha1", s.bytes()?)
     }),
@@ -415,6 +510,27 @@ pub(crate) static CONVERTERS: &[ConvDef] = &[
         };
         digest(alg, s.bytes()?)
     }),
+    checked(
+        "strcmp",
+        ArgSpec::of(&[A::Str], 0),
+        var_only,
+        T::Str,
+        T::Sint,
+        |s, a, cx| {
+            let Some(Arg::Var(v)) = a.first() else {
+                return None;
+            };
+            let other = cx.var(v)?.cast(SmpType::Str)?;
+            let (x, y) = (s.bytes()?, other.bytes()?);
+            // As glibc's memcmp over the common length: the difference of
+            // the first bytes that differ; then the difference of lengths.
+            let n = match x.iter().zip(y).find(|(p, q)| p != q) {
+                Some((p, q)) => i64::from(*p) - i64::from(*q),
+                None => x.len() as i64 - y.len() as i64,
+            };
+            Some(Sample::Sint(n))
+        },
+    ),
     checked("sub", INT, int_or_var, T::Sint, T::Sint, |s, a, cx| {
         arith(s, a, cx, i64::saturating_sub)
     }),
@@ -485,6 +601,12 @@ pub(crate) static CONVERTERS: &[ConvDef] = &[
         let seed = a.first().map_or(0, Arg::as_int) as u64;
         Some(Sample::Sint(
             xxhash_rust::xxh64::xxh64(s.bytes()?, seed) as i64
+        ))
+    }),
+    def("xxh3", OPT_INT, T::Bin, T::Sint, |s, a, _| {
+        let seed = a.first().map_or(0, Arg::as_int) as u64;
+        Some(Sample::Sint(
+            xxhash_rust::xxh3::xxh3_64_with_seed(s.bytes()?, seed) as i64,
         ))
     }),
     checked("xor", INT, int_or_var, T::Sint, T::Sint, |s, a, cx| {
@@ -958,6 +1080,62 @@ fn declare(v: &super::vars::VarName) {
     }
 }
 
+/// `strcmp(<var>)`, `secure_memcmp(<var>)`: a variable name.
+fn var_only(a: &mut [Arg]) -> Result<(), CheckError> {
+    let Some(first) = a.first_mut() else {
+        return Err(CheckError::Invalid("missing variable name".to_string()));
+    };
+    *first = Arg::Var(registered(first.as_str())?);
+    Ok(())
+}
+
+/// A variable a converter reads, with HAProxy's message when the name is
+/// not one.
+fn registered(name: &str) -> Result<super::vars::VarName, CheckError> {
+    let v = super::vars::VarName::parse(name)
+        .map_err(|_| CheckError::Invalid(format!("failed to register variable name '{name}'")))?;
+    declare(&v);
+    Ok(v)
+}
+
+/// `add_item(<delim>,[<var>][,<suffix>])`: the variable may be left empty.
+fn item_args(a: &mut [Arg]) -> Result<(), CheckError> {
+    if let Some(name) = a.get(1).map(Arg::as_str).filter(|n| !n.is_empty()) {
+        a[1] = Arg::Var(registered(name)?);
+    }
+    Ok(())
+}
+
+/// `json([<input-code>])`: the code, parsed once, travels as a number.
+fn json_code(a: &mut [Arg]) -> Result<(), CheckError> {
+    let text = a.first().map_or("", Arg::as_str);
+    let code = super::json::InputCode::parse(text).ok_or_else(|| {
+        CheckError::Invalid(
+            "Unexpected input code type. Allowed value are 'ascii', 'utf8', 'utf8s', 'utf8p' and 'utf8ps'"
+                .to_string(),
+        )
+    })?;
+    if let Some(first) = a.first_mut() {
+        *first = Arg::Sint(code.code());
+    }
+    Ok(())
+}
+
+/// `json_query(<path>[,int])`.
+fn json_query_args(a: &mut [Arg]) -> Result<(), CheckError> {
+    if a.first().is_none_or(|p| p.as_str().is_empty()) {
+        return Err(CheckError::Invalid(
+            "json_path must not be empty".to_string(),
+        ));
+    }
+    match a.get(1).map(Arg::as_str) {
+        None | Some("int") => Ok(()),
+        Some(_) => Err(CheckError::Invalid(
+            "output_type only supports \"int\" as argument".to_string(),
+        )),
+    }
+}
+
 /// `set-var(<name>[,<cond>...])`, `unset-var(<name>)`.
 fn var_conds(a: &mut [Arg]) -> Result<(), CheckError> {
     let v = super::vars::VarName::parse(a[0].as_str()).map_err(CheckError::Invalid)?;
@@ -972,6 +1150,60 @@ fn var_conds(a: &mut [Arg]) -> Result<(), CheckError> {
         a[1] = Arg::Sint(i64::from(conds.bits()));
     }
     Ok(())
+}
+
+/// `language(<list>[,<default>])`: of the Accept-Language values that are
+/// in the list (a value or its base language before `-`), the first of
+/// highest q; `*` stands for the default.
+fn language<'a>(header: &[u8], a: &'a [Arg]) -> Option<Sample<'a>> {
+    let list = a[0].as_bytes();
+    let default = a.get(1).map(Arg::as_bytes).filter(|d| !d.is_empty());
+    let mut best: Option<(u32, &'a [u8])> = None;
+    for item in header.split(|&b| b == b',') {
+        let mut parts = item.split(|&b| b == b';');
+        let lang = parts.next().map_or(&b""[..], |l| l.trim_ascii());
+        let mut q = 1000;
+        for p in parts {
+            if let Some(v) = p.trim_ascii().strip_prefix(b"q=") {
+                q = qvalue(v.trim_ascii());
+            }
+        }
+        if q == 0 || best.is_some_and(|(b, _)| q <= b) || lang.is_empty() {
+            continue;
+        }
+        let found = if lang == b"*" {
+            default
+        } else {
+            let mut all = list.split(|&b| b == b';');
+            all.clone().find(|l| *l == lang).or_else(|| {
+                let base = lang.split(|&b| b == b'-').next().unwrap_or(lang);
+                all.find(|l| *l == base)
+            })
+        };
+        if let Some(f) = found {
+            best = Some((q, f));
+        }
+    }
+    let out = best.map(|(_, f)| f).or(default)?;
+    Some(Sample::Str(Cow::Borrowed(out)))
+}
+
+/// A q-value in thousandths (`1`, `0.5`, `0.125`), at most 1000.
+fn qvalue(v: &[u8]) -> u32 {
+    let (int, frac) = match v.iter().position(|&b| b == b'.') {
+        Some(dot) => (&v[..dot], &v[dot + 1..]),
+        None => (v, &b""[..]),
+    };
+    let whole = int
+        .first()
+        .map_or(0, |d| u32::from(d.wrapping_sub(b'0')).min(1));
+    let mut milli = 0;
+    let mut scale = 100;
+    for &d in frac.iter().take(3).take_while(|d| d.is_ascii_digit()) {
+        milli += u32::from(d - b'0') * scale;
+        scale /= 10;
+    }
+    (whole * 1000 + milli).min(1000)
 }
 
 /// `<scope>.<name>`, the scopes HAProxy 2.6 has.

@@ -72,15 +72,15 @@ const WHY: &[(&str, &str)] = &[
         "ssl_s_*",
         "server certificates: needs an X.509 parser (#17)",
     ),
+    ("ssl_fc_session_id", "rustls does not expose the session id"),
     ("ssl_bc*", "TLS to servers: facts not kept yet (#17)"),
     (
         "ssl_*",
         "TLS facts of the connection not passed to samples yet (#17)",
     ),
-    ("req.ssl_*", "ClientHello fields beyond SNI and type (#17)"),
     (
-        "req_ssl_ver",
-        "ClientHello fields beyond SNI and type (#17)",
+        "req.ssl_*",
+        "ClientHello fields beyond SNI, ALPN, version and type (#17)",
     ),
     // Runtime state.
     (

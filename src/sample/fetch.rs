@@ -420,8 +420,14 @@ pub(crate) static FETCHES: &[FetchDef] = &[
             crate::wire::client_hello::ssl_hello_type(cx.payload?).map(|t| Sample::Sint(t as i64))
         },
     ),
+    def("req.ssl_alpn", L6REQ, ArgSpec::NONE, T::Str, |_, cx| {
+        crate::wire::client_hello::ssl_alpn(cx.payload?).map(Sample::str)
+    }),
     def("req.ssl_sni", L6REQ, ArgSpec::NONE, T::Str, |_, cx| {
         crate::wire::client_hello::ssl_sni(cx.payload?).map(Sample::str)
+    }),
+    def("req.ssl_ver", L6REQ, ArgSpec::NONE, T::Sint, |_, cx| {
+        crate::wire::client_hello::ssl_ver(cx.payload?).map(Sample::Sint)
     }),
     def("req_len", L6REQ, ArgSpec::NONE, T::Sint, |_, cx| {
         req_len(cx)
@@ -437,6 +443,9 @@ pub(crate) static FETCHES: &[FetchDef] = &[
     ),
     def("req_ssl_sni", L6REQ, ArgSpec::NONE, T::Str, |_, cx| {
         crate::wire::client_hello::ssl_sni(cx.payload?).map(Sample::str)
+    }),
+    def("req_ssl_ver", L6REQ, ArgSpec::NONE, T::Sint, |_, cx| {
+        crate::wire::client_hello::ssl_ver(cx.payload?).map(Sample::Sint)
     }),
     // 7.3.6 HTTP.
     def("base32", HRQHV, ArgSpec::NONE, T::Sint, |_, cx| {
@@ -712,15 +721,53 @@ pub(crate) static FETCHES: &[FetchDef] = &[
     def("ssl_c_used", L5CLI, ArgSpec::NONE, T::Bool, |_, cx| {
         Some(Sample::Bool(cx.tls.is_some_and(|t| t.client_cert)))
     }),
+    // rustls refuses the handshake when a client certificate does not
+    // verify: a connection that got here has OpenSSL's X509_V_OK, 0.
+    def("ssl_c_verify", L5CLI, ArgSpec::NONE, T::Sint, |_, cx| {
+        cx.tls.map(|_| Sample::Sint(0))
+    }),
     def("ssl_fc", L5CLI, ArgSpec::NONE, T::Bool, |_, cx| {
         Some(Sample::Bool(cx.tls.is_some()))
     }),
+    def(
+        "ssl_fc_alg_keysize",
+        L5CLI,
+        ArgSpec::NONE,
+        T::Sint,
+        |_, cx| cx.tls.map(|t| Sample::Sint(t.keysize)),
+    ),
+    def("ssl_fc_alpn", L5CLI, ArgSpec::NONE, T::Str, |_, cx| {
+        cx.tls?.alpn.as_deref().map(Sample::str)
+    }),
+    def("ssl_fc_cipher", L5CLI, ArgSpec::NONE, T::Str, |_, cx| {
+        cx.tls.map(|t| Sample::str(t.cipher.as_bytes()))
+    }),
+    def("ssl_fc_has_crt", L5CLI, ArgSpec::NONE, T::Bool, |_, cx| {
+        cx.tls.map(|t| Sample::Bool(t.client_cert))
+    }),
+    def("ssl_fc_has_sni", L5CLI, ArgSpec::NONE, T::Bool, |_, cx| {
+        cx.tls.map(|t| Sample::Bool(t.sni.is_some()))
+    }),
+    def(
+        "ssl_fc_is_resumed",
+        L5CLI,
+        ArgSpec::NONE,
+        T::Bool,
+        |_, cx| cx.tls.map(|t| Sample::Bool(t.resumed)),
+    ),
     def("ssl_fc_protocol", L5CLI, ArgSpec::NONE, T::Str, |_, cx| {
         cx.tls.map(|t| Sample::str(t.protocol.as_bytes()))
     }),
     def("ssl_fc_sni", L5CLI, ArgSpec::NONE, T::Str, |_, cx| {
         cx.tls?.sni.as_deref().map(|s| Sample::str(s.as_bytes()))
     }),
+    def(
+        "ssl_fc_use_keysize",
+        L5CLI,
+        ArgSpec::NONE,
+        T::Sint,
+        |_, cx| cx.tls.map(|t| Sample::Sint(t.keysize)),
+    ),
     // True once content inspection has waited (`tcp-request
     // inspect-delay`): the rules run after the wait or a complete hello,
     // and HTTP rules after the whole head.
@@ -793,6 +840,9 @@ pub(crate) fn reads_payload(name: &str) -> bool {
             | "req_ssl_hello_type"
             | "req.ssl_sni"
             | "req_ssl_sni"
+            | "req.ssl_alpn"
+            | "req.ssl_ver"
+            | "req_ssl_ver"
             | "wait_end"
     )
 }

@@ -14,6 +14,7 @@ pub(crate) mod conv;
 pub(crate) mod expr;
 pub(crate) mod fetch;
 pub(crate) mod hash;
+pub(crate) mod json;
 pub(crate) mod patref;
 pub(crate) mod pattern;
 pub(crate) mod random;

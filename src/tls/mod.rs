@@ -407,10 +407,40 @@ pub(crate) struct TlsFacts {
     pub(crate) client_cert: bool,
     /// ALPN chose `h2`: the connection speaks HTTP/2.
     pub(crate) h2: bool,
+    /// `ssl_fc_alpn`: the protocol ALPN chose.
+    pub(crate) alpn: Option<Box<[u8]>>,
+    /// `ssl_fc_cipher`: the suite, as OpenSSL (so HAProxy) names it.
+    pub(crate) cipher: &'static str,
+    /// `ssl_fc_use_keysize`, `ssl_fc_alg_keysize`: the suite's key bits.
+    pub(crate) keysize: i64,
+    /// `ssl_fc_is_resumed`: the handshake resumed a session.
+    pub(crate) resumed: bool,
+}
+
+/// OpenSSL's name and key size of a suite rustls negotiated.
+fn suite_facts(suite: Option<rustls::SupportedCipherSuite>) -> (&'static str, i64) {
+    use rustls::CipherSuite as C;
+    match suite.map(|s| s.suite()) {
+        Some(C::TLS13_AES_128_GCM_SHA256) => ("TLS_AES_128_GCM_SHA256", 128),
+        Some(C::TLS13_AES_256_GCM_SHA384) => ("TLS_AES_256_GCM_SHA384", 256),
+        Some(C::TLS13_CHACHA20_POLY1305_SHA256) => ("TLS_CHACHA20_POLY1305_SHA256", 256),
+        Some(C::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256) => ("ECDHE-RSA-AES128-GCM-SHA256", 128),
+        Some(C::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384) => ("ECDHE-RSA-AES256-GCM-SHA384", 256),
+        Some(C::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256) => {
+            ("ECDHE-RSA-CHACHA20-POLY1305", 256)
+        }
+        Some(C::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256) => ("ECDHE-ECDSA-AES128-GCM-SHA256", 128),
+        Some(C::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384) => ("ECDHE-ECDSA-AES256-GCM-SHA384", 256),
+        Some(C::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256) => {
+            ("ECDHE-ECDSA-CHACHA20-POLY1305", 256)
+        }
+        _ => ("", 0),
+    }
 }
 
 impl TlsFacts {
     pub(crate) fn of(conn: &rustls::ServerConnection) -> Self {
+        let (cipher, keysize) = suite_facts(conn.negotiated_cipher_suite());
         TlsFacts {
             sni: conn.server_name().map(Into::into),
             protocol: match conn.protocol_version() {
@@ -420,6 +450,10 @@ impl TlsFacts {
             },
             client_cert: conn.peer_certificates().is_some_and(|c| !c.is_empty()),
             h2: conn.alpn_protocol() == Some(b"h2"),
+            alpn: conn.alpn_protocol().map(Into::into),
+            cipher,
+            keysize,
+            resumed: conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed),
         }
     }
 }

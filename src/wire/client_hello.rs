@@ -38,9 +38,9 @@ pub(crate) fn ssl_hello_type(buf: &[u8]) -> Option<u8> {
     (buf.len() >= 9 + hs_len).then_some(buf[5])
 }
 
-/// `req.ssl_sni`: the host name of the server_name extension of a
-/// ClientHello held whole in the first record.
-pub(crate) fn ssl_sni(buf: &[u8]) -> Option<&[u8]> {
+/// The ClientHello held whole in the first record: its version and its
+/// extensions.
+fn hello(buf: &[u8]) -> Option<(u16, Reader<'_>)> {
     let mut r = Reader(buf);
     if r.u8()? != 0x16 || r.u8()? != 3 {
         return None;
@@ -51,31 +51,57 @@ pub(crate) fn ssl_sni(buf: &[u8]) -> Option<&[u8]> {
         return None;
     }
     let mut hello = hs.sub24()?;
-    hello.skip(2 + 32)?; // version, random
+    let version = hello.u16()?;
+    hello.skip(32)?; // random
     let n = hello.u8()? as usize;
     hello.skip(n)?; // session id
     let n = hello.u16()? as usize;
     hello.skip(n)?; // cipher suites
     let n = hello.u8()? as usize;
     hello.skip(n)?; // compression methods
-    let mut exts = hello.sub16()?;
+    Some((version, hello.sub16()?))
+}
+
+/// The body of the ClientHello's extension of type `kind`.
+fn extension(buf: &[u8], kind: u16) -> Option<Reader<'_>> {
+    let (_, mut exts) = hello(buf)?;
     while !exts.0.is_empty() {
-        let kind = exts.u16()?;
-        let mut ext = exts.sub16()?;
-        if kind != 0 {
-            continue;
+        let k = exts.u16()?;
+        let ext = exts.sub16()?;
+        if k == kind {
+            return Some(ext);
         }
-        let mut list = ext.sub16()?;
-        while !list.0.is_empty() {
-            let name_type = list.u8()?;
-            let name = list.sub16()?.0;
-            if name_type == 0 && !name.is_empty() {
-                return Some(name);
-            }
-        }
-        return None;
     }
     None
+}
+
+/// `req.ssl_sni`: the host name of the server_name extension of a
+/// ClientHello held whole in the first record.
+pub(crate) fn ssl_sni(buf: &[u8]) -> Option<&[u8]> {
+    let mut list = extension(buf, 0)?.sub16()?;
+    while !list.0.is_empty() {
+        let name_type = list.u8()?;
+        let name = list.sub16()?.0;
+        if name_type == 0 && !name.is_empty() {
+            return Some(name);
+        }
+    }
+    None
+}
+
+/// `req.ssl_alpn`: the first protocol the ClientHello's ALPN extension
+/// offers.
+pub(crate) fn ssl_alpn(buf: &[u8]) -> Option<&[u8]> {
+    let mut list = extension(buf, 16)?.sub16()?;
+    let n = list.u8()? as usize;
+    list.take(n).filter(|p| !p.is_empty())
+}
+
+/// `req.ssl_ver`: the ClientHello's version as major * 65536 + minor
+/// (TLS 1.3 hellos say 1.2 there, as HAProxy 2.6 reports).
+pub(crate) fn ssl_ver(buf: &[u8]) -> Option<i64> {
+    let (version, _) = hello(buf)?;
+    Some(i64::from(version >> 8) * 65536 + i64::from(version & 0xff))
 }
 
 /// A bounds-checked cursor over a TLS message.
@@ -159,6 +185,8 @@ mod tests {
         }
         assert!(!hello_incomplete(b"GET / HTTP/1.0\r\n"));
         assert_eq!(ssl_sni(b"GET / HTTP/1.0\r\n"), None);
+        assert_eq!(ssl_ver(&h), Some(0x0003_0003));
+        assert_eq!(ssl_alpn(&h), None);
         assert_eq!(ssl_hello_type(b"GET / HTTP/1.0\r\n"), None);
     }
 }
