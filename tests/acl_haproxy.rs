@@ -408,15 +408,6 @@ const FAULTY: &[&str] = &[
     "src,map_ip({dir}/words.map) x",
 ];
 
-/// The message of the first alert naming a config line.
-fn alert(stderr: &str) -> String {
-    stderr
-        .lines()
-        .find(|l| l.contains("parsing ["))
-        .map(|l| l.split_once("] : ").map_or(l, |(_, m)| m).to_string())
-        .unwrap_or_else(|| "(accepted)".to_string())
-}
-
 #[test]
 fn faulty_acls_get_haproxys_messages() {
     if !haproxy::available() {
@@ -446,12 +437,12 @@ frontend fe
         let dir = TempDir::new("acl-check");
         let path = dir.write("sluice.cfg", &cfg);
         let out = run_sluice(&["-c", "-f", path.to_str().expect("utf-8 path")], None);
-        if hcode != out.code() || alert(&herr) != alert(&out.stderr) {
+        if hcode != out.code() || haproxy::first_alert(&herr) != haproxy::first_alert(&out.stderr) {
             differ.push(format!(
                 "{acl}:\n  haproxy {hcode:?} {}\n  sluice  {:?} {}",
-                alert(&herr),
+                haproxy::first_alert(&herr),
                 out.code(),
-                alert(&out.stderr)
+                haproxy::first_alert(&out.stderr)
             ));
         }
     }

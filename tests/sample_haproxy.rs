@@ -574,16 +574,6 @@ async fn request_fetches_give_haproxys_bytes() {
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }
 
-/// The message of the first line naming a config line, from the rule's
-/// name on ("error detected in frontend 'fe' while parsing ...").
-fn alert(stderr: &str) -> String {
-    stderr
-        .lines()
-        .find(|l| l.contains("parsing ["))
-        .map(|l| l.split_once("] : ").map_or(l, |(_, m)| m).to_string())
-        .unwrap_or_else(|| "(accepted)".to_string())
-}
-
 #[test]
 fn faulty_expressions_get_haproxys_messages() {
     if !haproxy::available() {
@@ -596,12 +586,12 @@ fn faulty_expressions_get_haproxys_messages() {
         let dir = TempDir::new("sample-check");
         let path = dir.write("sluice.cfg", &cfg);
         let out = run_sluice(&["-c", "-f", path.to_str().unwrap()], None);
-        if hcode != out.code() || alert(&herr) != alert(&out.stderr) {
+        if hcode != out.code() || haproxy::first_alert(&herr) != haproxy::first_alert(&out.stderr) {
             differ.push(format!(
                 "{e}:\n  haproxy {hcode:?} {}\n  sluice  {:?} {}",
-                alert(&herr),
+                haproxy::first_alert(&herr),
                 out.code(),
-                alert(&out.stderr)
+                haproxy::first_alert(&out.stderr)
             ));
         }
     }

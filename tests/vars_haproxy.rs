@@ -203,15 +203,6 @@ const GLOBAL_FAULTY: &[&str] = &[
     "set-var proc.a-b int(1)",
 ];
 
-/// The message of the first line naming a config line.
-fn alert(stderr: &str) -> String {
-    stderr
-        .lines()
-        .find(|l| l.contains("parsing ["))
-        .map(|l| l.split_once("] : ").map_or(l, |(_, m)| m).to_string())
-        .unwrap_or_else(|| "(accepted)".to_string())
-}
-
 #[test]
 fn bad_names_get_haproxys_messages() {
     if !haproxy::available() {
@@ -230,12 +221,12 @@ fn bad_names_get_haproxys_messages() {
         let dir = TempDir::new("vars-check");
         let path = dir.write("sluice.cfg", &cfg);
         let out = run_sluice(&["-c", "-f", path.to_str().unwrap()], None);
-        if hcode != out.code() || alert(&herr) != alert(&out.stderr) {
+        if hcode != out.code() || haproxy::first_alert(&herr) != haproxy::first_alert(&out.stderr) {
             differ.push(format!(
                 "{global}{line}:\n  haproxy {hcode:?} {}\n  sluice  {:?} {}",
-                alert(&herr),
+                haproxy::first_alert(&herr),
                 out.code(),
-                alert(&out.stderr)
+                haproxy::first_alert(&out.stderr)
             ));
         }
     }

@@ -74,3 +74,13 @@ impl Drop for Haproxy {
         let _ = self.child.wait();
     }
 }
+
+/// The message of the first alert naming a config line (`parsing [f:n] :
+/// <message>`), or "(accepted)": what the `-c` differential tests compare.
+pub fn first_alert(stderr: &str) -> String {
+    stderr
+        .lines()
+        .find(|l| l.contains("parsing ["))
+        .map(|l| l.split_once("] : ").map_or(l, |(_, m)| m).to_string())
+        .unwrap_or_else(|| "(accepted)".to_string())
+}
