@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use super::{Listen, TempDir, inherit};
+use super::{Listen, Response, TempDir, inherit};
 
 pub const HAPROXY: &str = "/usr/sbin/haproxy";
 
@@ -83,4 +83,19 @@ pub fn first_alert(stderr: &str) -> String {
         .find(|l| l.contains("parsing ["))
         .map(|l| l.split_once("] : ").map_or(l, |(_, m)| m).to_string())
         .unwrap_or_else(|| "(accepted)".to_string())
+}
+
+/// How sluice's answer `s` to what `label` names differs from haproxy's
+/// `h` (status and body), if it does; haproxy's must be a 200, so a case
+/// that haproxy itself refuses cannot pass unseen.
+pub fn answer_differs(label: &str, h: &Response, s: &Response) -> Option<String> {
+    assert_eq!(h.status, 200, "haproxy on {label}");
+    ((s.status, &s.body) != (h.status, &h.body)).then(|| {
+        format!(
+            "{label}: haproxy {:?}, sluice {} {:?}",
+            String::from_utf8_lossy(&h.body),
+            s.status,
+            String::from_utf8_lossy(&s.body)
+        )
+    })
 }
