@@ -41,11 +41,19 @@ impl std::fmt::Debug for ConvDef {
     }
 }
 
-pub(crate) fn find(name: &str) -> Option<&'static ConvDef> {
-    CONVERTERS.iter().find(|c| c.name == name)
+/// The converter tables, one per file that declares converters.
+static TABLES: &[&[ConvDef]] = &[CONVERTERS];
+
+/// Every converter sluice knows.
+pub(crate) fn all() -> impl Iterator<Item = &'static ConvDef> {
+    TABLES.iter().flat_map(|t| t.iter())
 }
 
-const fn def(
+pub(crate) fn find(name: &str) -> Option<&'static ConvDef> {
+    all().find(|c| c.name == name)
+}
+
+pub(crate) const fn def(
     name: &'static str,
     args: ArgSpec,
     input: SmpType,
@@ -62,7 +70,7 @@ const fn def(
     }
 }
 
-const fn checked(
+pub(crate) const fn checked(
     name: &'static str,
     args: ArgSpec,
     check: CheckFn,
@@ -88,8 +96,8 @@ const INT: ArgSpec = ArgSpec::of(&[A::Str], 1);
 const OPT_INT: ArgSpec = ArgSpec::of(&[A::Sint], 0);
 const FIELD: ArgSpec = ArgSpec::of(&[A::Sint, A::Str, A::Sint], 2);
 
-/// Every converter sluice knows, in HAProxy's documentation order.
-pub(crate) static CONVERTERS: &[ConvDef] = &[
+/// The converters of HAProxy's section 7.3.1, in its documentation order.
+static CONVERTERS: &[ConvDef] = &[
     checked("add", INT, int_or_var, T::Sint, T::Sint, |s, a, cx| {
         arith(s, a, cx, i64::saturating_add)
     }),

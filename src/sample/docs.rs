@@ -4,8 +4,6 @@
 //! by `tests::the_docs_table_is_the_registry` (which rewrites the page
 //! with `SLUICE_WRITE_DOCS=1`).
 
-use super::conv::CONVERTERS;
-use super::fetch::FETCHES;
 use crate::haproxy26::{Kind, haproxy26};
 
 /// Why a keyword is not there yet, by name (a trailing `*` is a prefix);
@@ -203,8 +201,8 @@ fn rows(kind: Kind, have: &[&str], out: &mut String) {
 
 /// The two tables, as docs/configuration.md has them.
 pub(crate) fn table() -> String {
-    let fetches: Vec<&str> = FETCHES.iter().map(|f| f.name).collect();
-    let convs: Vec<&str> = CONVERTERS.iter().map(|c| c.name).collect();
+    let fetches: Vec<&str> = super::fetch::all().map(|f| f.name).collect();
+    let convs: Vec<&str> = super::conv::all().map(|c| c.name).collect();
     let mut out = String::from("| Fetch | In sluice |\n|---|---|\n");
     rows(Kind::Fetch, &fetches, &mut out);
     out.push_str("\n| Converter | In sluice |\n|---|---|\n");

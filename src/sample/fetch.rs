@@ -168,11 +168,20 @@ impl std::fmt::Debug for FetchDef {
     }
 }
 
-pub(crate) fn find(name: &str) -> Option<&'static FetchDef> {
-    FETCHES.iter().find(|f| f.name == name)
+/// The fetch tables, one per file that declares fetches: a new family of
+/// fetches (stick tables, connection facts, ...) adds its table here.
+static TABLES: &[&[FetchDef]] = &[FETCHES];
+
+/// Every fetch sluice knows.
+pub(crate) fn all() -> impl Iterator<Item = &'static FetchDef> {
+    TABLES.iter().flat_map(|t| t.iter())
 }
 
-const fn def(
+pub(crate) fn find(name: &str) -> Option<&'static FetchDef> {
+    all().find(|f| f.name == name)
+}
+
+pub(crate) const fn def(
     name: &'static str,
     uses: Uses,
     args: ArgSpec,
@@ -201,23 +210,23 @@ const PAYLOAD_LV: ArgSpec = ArgSpec::of(&[A::Sint, A::Sint, A::Str], 2);
 const URL_PARAM: ArgSpec = ArgSpec::of(&[A::Str, A::Str], 0);
 
 // The sources of the fetches (see `stage`).
-const CONST: Uses = Uses::of(&[Src::Const]);
-const INTRN: Uses = Uses::of(&[Src::Intrn]);
-const FTEND: Uses = Uses::of(&[Src::Ftend]);
-const L4CLI: Uses = Uses::of(&[Src::L4cli]);
-const L5CLI: Uses = Uses::of(&[Src::L5cli]);
-const BKEND: Uses = Uses::of(&[Src::Bkend]);
-const SERVR: Uses = Uses::of(&[Src::Servr]);
-const L6REQ: Uses = Uses::of(&[Src::L6req]);
-const HRQHV: Uses = Uses::of(&[Src::Hrqhv]);
-const HRQHP: Uses = Uses::of(&[Src::Hrqhp]);
-const HRSHV: Uses = Uses::of(&[Src::Hrshv]);
-const HRSHP: Uses = Uses::of(&[Src::Hrshp]);
+pub(crate) const CONST: Uses = Uses::of(&[Src::Const]);
+pub(crate) const INTRN: Uses = Uses::of(&[Src::Intrn]);
+pub(crate) const FTEND: Uses = Uses::of(&[Src::Ftend]);
+pub(crate) const L4CLI: Uses = Uses::of(&[Src::L4cli]);
+pub(crate) const L5CLI: Uses = Uses::of(&[Src::L5cli]);
+pub(crate) const BKEND: Uses = Uses::of(&[Src::Bkend]);
+pub(crate) const SERVR: Uses = Uses::of(&[Src::Servr]);
+pub(crate) const L6REQ: Uses = Uses::of(&[Src::L6req]);
+pub(crate) const HRQHV: Uses = Uses::of(&[Src::Hrqhv]);
+pub(crate) const HRQHP: Uses = Uses::of(&[Src::Hrqhp]);
+pub(crate) const HRSHV: Uses = Uses::of(&[Src::Hrshv]);
+pub(crate) const HRSHP: Uses = Uses::of(&[Src::Hrshp]);
 /// `hdr` reads the request, or the response in a response rule.
 const HTTP_HV: Uses = Uses::of(&[Src::Hrqhv, Src::Hrshv]);
 
-/// Every fetch sluice knows, in HAProxy's documentation order.
-pub(crate) static FETCHES: &[FetchDef] = &[
+/// The fetches of HAProxy's sections 7.3.1 to 7.3.6, in its documentation order.
+static FETCHES: &[FetchDef] = &[
     // 7.3.2 Internal states: constants.
     FetchDef {
         check: Some(hex_arg),

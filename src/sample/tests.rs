@@ -199,18 +199,28 @@ fn expressions_give_haproxys_bytes() {
 #[test]
 fn the_docs_table_is_the_registry() {
     use crate::haproxy26::{Kind, haproxy_has};
-    let stray: Vec<&str> = super::fetch::FETCHES
-        .iter()
+    let stray: Vec<&str> = super::fetch::all()
         .map(|f| f.name)
         .filter(|n| !haproxy_has(Kind::Fetch, n))
         .chain(
-            super::conv::CONVERTERS
-                .iter()
+            super::conv::all()
                 .map(|c| c.name)
                 .filter(|n| !haproxy_has(Kind::Converter, n)),
         )
         .collect();
     assert!(stray.is_empty(), "not HAProxy 2.6 keywords: {stray:?}");
+    // Each keyword is declared once, whatever table holds it.
+    let mut seen = std::collections::HashSet::new();
+    let mut twice: Vec<&str> = Vec::new();
+    let names = super::fetch::all()
+        .map(|f| ("fetch", f.name))
+        .chain(super::conv::all().map(|c| ("conv", c.name)));
+    for (kind, name) in names {
+        if !seen.insert((kind, name)) {
+            twice.push(name);
+        }
+    }
+    assert!(twice.is_empty(), "declared twice: {twice:?}");
     const BEGIN: &str = "<!-- sample-table: generated from src/sample, do not edit -->\n";
     const END: &str = "<!-- sample-table end -->";
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/configuration.md");
