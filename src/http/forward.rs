@@ -3,6 +3,7 @@
 //! (`http/exchange.rs`, `http/relay.rs`) and what it tells the health
 //! checks; the error pages and made-up answers of the HTTP engine.
 
+use std::borrow::Cow;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -91,7 +92,17 @@ async fn error_page(
     let page = if after {
         crate::http::after::local(fe, be, code, page)
     } else {
-        std::borrow::Cow::Borrowed(page)
+        Cow::Borrowed(page)
+    };
+    // HAProxy's own pages repeat what the request asked of the connection
+    // (the parser's pages, 400/408/422, say `Connection: close` themselves).
+    let page = match client.asked {
+        _ if custom.is_some() || error_pages::closes(code) => page,
+        io::ConnAsk::Close => Cow::Owned(crate::http::reply::with_close(&page, false).to_vec()),
+        io::ConnAsk::KeepAlive10 if keep => Cow::Owned(
+            crate::http::reply::with_header(&page, b"connection: keep-alive\r\n").to_vec(),
+        ),
+        _ => page,
     };
     let page = &page[..];
     let ok = io::write_all(&mut client.stream, page, fe.timeouts.client)

@@ -56,14 +56,22 @@ pub(crate) fn render(reply: &HttpReply, cx: &FmtCtx<'_>, keep: bool) -> Option<B
 /// A whole response (an error page) with `connection: close` added at the
 /// end of its head when the connection is not kept.
 pub(crate) fn with_close(page: &[u8], keep: bool) -> BytesMut {
-    let mut out = BytesMut::with_capacity(page.len() + 24);
-    match (keep, memchr::memmem::find(page, b"\r\n\r\n")) {
-        (false, Some(end)) => {
+    match keep {
+        true => BytesMut::from(page),
+        false => with_header(page, b"connection: close\r\n"),
+    }
+}
+
+/// A whole response with one header line added at the end of its head.
+pub(crate) fn with_header(page: &[u8], line: &[u8]) -> BytesMut {
+    let mut out = BytesMut::with_capacity(page.len() + line.len());
+    match memchr::memmem::find(page, b"\r\n\r\n") {
+        Some(end) => {
             out.put_slice(&page[..end + 2]);
-            out.put_slice(b"connection: close\r\n");
+            out.put_slice(line);
             out.put_slice(&page[end + 2..]);
         }
-        _ => out.put_slice(page),
+        None => out.put_slice(page),
     }
     out
 }

@@ -218,7 +218,7 @@ pub(crate) async fn serve_connection(
                 .unwrap_or(false),
         };
         if to_h2 {
-            let BufConn { stream, buf } = conn;
+            let BufConn { stream, buf, .. } = conn;
             return Box::pin(crate::http::h2::serve(
                 client,
                 stream,
@@ -511,6 +511,11 @@ pub(crate) async fn handle_request(
     // Both Transfer-Encoding and Content-Length: served, then closed.
     let smuggling_risk =
         body == BodyKind::Chunked && head.values("content-length").next().is_some();
+    conn.asked = match (head.wants_keep_alive(), head.minor) {
+        (false, _) => crate::wire::io::ConnAsk::Close,
+        (true, 0) => crate::wire::io::ConnAsk::KeepAlive10,
+        (true, _) => crate::wire::io::ConnAsk::Default,
+    };
     let keep_client = head.wants_keep_alive()
         && fe.conn_mode != HttpConnMode::Close
         && !smuggling_risk
@@ -715,6 +720,9 @@ async fn route(
     // connection and the record are reached through it.
     let Some(be) = backend else {
         run.rec.term(Cause::Server, Phase::Connect);
+        // HAProxy answers a request no backend takes before it settles the
+        // connection's mode, so this page announces nothing.
+        run.conn.asked = crate::wire::io::ConnAsk::Default;
         return forward::send_error(run.conn, 503, fe, keep_local).await;
     };
     run.rec.assign_backend(be);

@@ -77,6 +77,21 @@ pub(crate) enum HeadError {
 pub(crate) struct BufConn {
     pub(crate) stream: Stream,
     pub(crate) buf: BytesMut,
+    /// What the current request asked of the connection, which sluice's
+    /// own pages repeat in a `Connection` header as HAProxy's do.
+    pub(crate) asked: ConnAsk,
+}
+
+/// The client's wish for the connection after the current request: HTTP/1.1
+/// with `Connection: close` or HTTP/1.0 without `keep-alive` asks to close;
+/// HTTP/1.0 with `keep-alive` asks to keep it (and must be told it is kept).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum ConnAsk {
+    /// HTTP/1.1 persistence: nothing to announce.
+    #[default]
+    Default,
+    Close,
+    KeepAlive10,
 }
 
 pub(crate) async fn with_timeout<T>(
@@ -132,6 +147,7 @@ impl BufConn {
         BufConn {
             stream,
             buf: BytesMut::new(),
+            asked: ConnAsk::Default,
         }
     }
 

@@ -54,6 +54,7 @@ pub(crate) async fn serve(
     let (rx, req_pipe) = tokio::io::duplex(PIPE_BUF);
     let (tx, resp_pipe) = tokio::io::duplex(PIPE_BUF);
     let conn = BufConn {
+        asked: crate::wire::io::ConnAsk::Default,
         stream: Stream::Pipe(Box::new(Pipe {
             rx,
             tx,
