@@ -483,7 +483,7 @@ backend nosrv
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }
 
-/// sluice's own pages (a 503 without a server, a `deny`)
+/// sluice's own pages (a 503 without a server, a `deny`, a tarpit's 500)
 /// repeat what the request asked of the connection as HAProxy's do:
 /// `connection: close` to a client that asked to close (HTTP/1.1 with
 /// `Connection: close`, HTTP/1.0 without `keep-alive`), `connection:
@@ -496,9 +496,11 @@ async fn own_pages_announce_the_connection_as_haproxys() {
     }
     let cfg = format!(
         "{GLOBAL}
+    timeout tarpit 10ms
 frontend fe
     bind {{fe0}}
     {LOG}
+    http-request tarpit if {{ path /tarpit }}
     http-request deny if {{ path /deny }}
     http-request deny deny_status 429 if {{ path /deny429 }}
     use_backend nosrv if {{ path /nosrv }}
@@ -519,7 +521,7 @@ backend nosrv
         "HTTP/1.0\r\nconnection: keep-alive",
     ];
     let mut differ = Vec::new();
-    for path in ["/deny", "/deny429", "/nosrv"] {
+    for path in ["/tarpit", "/deny", "/deny429", "/nosrv"] {
         for form in forms {
             let req = format!(
                 "GET {path} {form}\r\n\r\nGET /end HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n"

@@ -749,8 +749,8 @@ fn reply_arguments_are_checked_as_haproxy() {
 }
 
 /// `http-request tarpit`: held for `timeout tarpit`, then the reply (its
-/// own, or the 500 page), the connection closed without announcing it, as
-/// haproxy 2.6.12 does; counted in dreq.
+/// own, or the 500 page), the keep-alive connection kept for the request
+/// pipelined behind, as haproxy 2.6.12 does; counted in dreq.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tarpit_rule_as_haproxy() {
     let fe = Listen::new();
@@ -783,11 +783,12 @@ frontend fe
     ] {
         let mut c = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
         let t0 = std::time::Instant::now();
-        c.write_all(format!("GET {path} HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes())
+        let next = "GET /next HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
+        c.write_all(format!("GET {path} HTTP/1.1\r\nhost: x\r\n\r\n{next}").as_bytes())
             .await
             .unwrap();
         let mut got = Vec::new();
-        // Read to the close: a kept connection would time this out.
+        // Read to the close, which the pipelined request asks for.
         within(
             Duration::from_secs(3),
             "tarpit close",
@@ -799,7 +800,12 @@ frontend fe
             t0.elapsed() >= Duration::from_millis(280),
             "{path}: not held"
         );
-        assert_eq!(text(&got), want, "{path}");
+        let got = text(&got);
+        assert_eq!(got.get(..want.len()), Some(want), "{path}: {got}");
+        assert!(
+            got[want.len()..].starts_with("HTTP/1.1 200 "),
+            "{path}: the connection was not kept: {got}"
+        );
     }
     let csv = show_stat(&s.stats_socket()).await;
     assert_eq!(csv.num("fe", "FRONTEND", "dreq"), 2);

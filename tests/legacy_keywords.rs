@@ -354,7 +354,7 @@ async fn tarpit_delays_then_answers_500() {
     let start = Instant::now();
     let got = exchange(
         port,
-        "GET / HTTP/1.1\r\nHost: h\r\nUser-Agent: a Scanner\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: h\r\nUser-Agent: a Scanner\r\nConnection: close\r\n\r\n",
     )
     .await;
     assert!(

@@ -957,13 +957,11 @@ impl RuleRun<'_> {
         if let Some(d) = t.tarpit.or(t.connect) {
             tokio::time::sleep(d).await;
         }
+        // HAProxy 2.6.12 keeps a keep-alive connection after the answer.
+        let keep = self.keep_local;
         match reply {
-            // HAProxy closes after a tarpit without announcing it.
-            Some((reply, cx)) => Outcome {
-                keep_client: false,
-                ..self.reply(reply, cx, be, true).await
-            },
-            None => forward::send_error_be(self.conn, 500, self.fe, be, false).await,
+            Some((reply, cx)) => self.reply(reply, cx, be, keep).await,
+            None => forward::send_error_be(self.conn, 500, self.fe, be, keep).await,
         }
     }
 
