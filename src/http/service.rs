@@ -511,12 +511,13 @@ pub(crate) async fn handle_request(
     // Both Transfer-Encoding and Content-Length: served, then closed.
     let smuggling_risk =
         body == BodyKind::Chunked && head.values("content-length").next().is_some();
-    conn.asked = match (head.wants_keep_alive(), head.minor) {
+    let wants_keep = head.wants_keep_alive();
+    conn.asked = match (wants_keep, head.minor) {
         (false, _) => crate::wire::io::ConnAsk::Close,
         (true, 0) => crate::wire::io::ConnAsk::KeepAlive10,
         (true, _) => crate::wire::io::ConnAsk::Default,
     };
-    let keep_client = head.wants_keep_alive()
+    let keep_client = wants_keep
         && fe.conn_mode != HttpConnMode::Close
         && !smuggling_risk
         && !crate::sys::process::stopping();
