@@ -28,7 +28,6 @@ use crate::snapshot::{BackendRt, FrontendRt};
 use crate::state::ServerState;
 use crate::state::capture;
 use crate::upstream::ConnectError;
-use crate::upstream::balance;
 use crate::upstream::retry::{self, Next, Retries, Seat};
 use crate::wire::error_spot;
 use crate::wire::h1::{BodyKind, FramingLine, H1Error, Head};
@@ -38,7 +37,7 @@ use crate::wire::io::{self, BufConn, HeadError, RelayError};
 pub(super) struct Exchange<'a> {
     pub(super) fe: &'a FrontendRt,
     pub(super) be: &'a Arc<BackendRt>,
-    pub(super) key: &'a balance::LbKey<'a>,
+    pub(super) key: &'a crate::snapshot::lb::LbKey<'a>,
     pub(super) seat: &'a mut Seat,
     pub(super) tries: &'a mut Retries,
     pub(super) req: &'a Head,

@@ -182,7 +182,7 @@ pub(crate) async fn forward(
         crate::config::model::Balance::Source | crate::config::model::Balance::Hash(_) => ctx.src,
         _ => None,
     };
-    let key = balance::LbKey {
+    let key = crate::snapshot::lb::LbKey {
         src,
         head: Some(req),
     };
@@ -302,7 +302,7 @@ fn persistence(
 /// picks, or in the queue until one is free.
 async fn pick(
     be: &Arc<BackendRt>,
-    key: &balance::LbKey<'_>,
+    key: &crate::snapshot::lb::LbKey<'_>,
     persisted: &mut Option<usize>,
 ) -> Result<SlotGuard, PickError> {
     let Some(i) = *persisted else {

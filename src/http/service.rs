@@ -643,7 +643,7 @@ async fn route(
     if let Some((uri, fail)) = &fe.monitor
         && (head.target() == uri.as_bytes()
             || (uri.starts_with('/')
-                && crate::upstream::balance::path_of(head.target()) == uri.as_bytes()))
+                && crate::snapshot::lb::path_of(head.target()) == uri.as_bytes()))
     {
         rec.logged = true;
         let failing = fail.as_ref().is_some_and(|c| fe.acls.eval(c, &view));

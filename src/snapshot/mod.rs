@@ -5,6 +5,7 @@
 pub(crate) mod client;
 pub(crate) mod delta;
 pub(crate) mod h2_limits;
+pub(crate) mod lb;
 pub(crate) mod legacy_rt;
 pub(crate) mod log_setup;
 pub mod runtime;
@@ -18,9 +19,9 @@ use crate::config::model::{
     Balance, CheckKind, CheckParams, Config, ForwardFor, Global, HttpConnMode, HttpRequestAction,
     HttpResponseAction, HttpReuse, ListenAddr, Mode, Proxy, ProxyKind, StatsPage, Timeouts,
 };
+use crate::snapshot::lb::Lb;
 use crate::state::change::{ServerSettings, StateChange};
 use crate::state::{BackendState, FrontendState, Registry, ServerState};
-use crate::upstream::balance::Lb;
 use delta::Change;
 use legacy_rt::LegacyRt;
 

@@ -128,7 +128,7 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
         outcome::finish(fe, process, &mut rec, None, None);
         return;
     }
-    let key = balance::LbKey {
+    let key = crate::snapshot::lb::LbKey {
         src: peer.ip(),
         head: None,
     };

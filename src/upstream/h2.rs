@@ -13,12 +13,12 @@ use bytes::{BufMut, Bytes, BytesMut};
 use h2::client::SendRequest;
 use tokio::io::AsyncWriteExt;
 
-use crate::http::h2::stream::{PIPE_BUF, read_head, relay_body, upload};
 use crate::state::pool::H2Conn;
 use crate::tls::Stream;
 use crate::tls::stream::Pipe;
 use crate::wire::h1::{BodyKind, Head};
 use crate::wire::h2_convert;
+use crate::wire::h2_pipe::{PIPE_BUF, read_head, relay_body, upload};
 
 /// A sender ready for one more stream of a server's shared connection
 /// (`shared`): the live connection's, else a new connection made over

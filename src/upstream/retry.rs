@@ -18,10 +18,11 @@ use tokio::net::TcpStream;
 
 use crate::config::model::RetryOn;
 use crate::snapshot::BackendRt;
+use crate::snapshot::lb::LbKey;
 use crate::state::{Counters, ServerState, SlotGuard};
 use crate::tls::Stream;
 use crate::upstream::ConnectError;
-use crate::upstream::balance::{self, LbKey, PickError};
+use crate::upstream::balance::{self, PickError};
 
 fn add(c: &AtomicU64) {
     c.fetch_add(1, Relaxed);

@@ -8,6 +8,7 @@ pub(crate) mod error_pages;
 pub(crate) mod error_spot;
 pub mod h1;
 pub(crate) mod h2_convert;
+pub(crate) mod h2_pipe;
 pub(crate) mod io;
 pub mod proxy_proto;
 pub(crate) mod relay;
