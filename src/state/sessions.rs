@@ -16,8 +16,20 @@ use std::time::{Duration, Instant, SystemTime};
 /// Shards of the registry: accepts and closes on different threads rarely
 /// meet on one lock.
 const SHARDS: usize = 16;
-/// Entries allocated at once in a shard (48 bytes each).
-const SEGMENT: usize = 256;
+/// Entries allocated at once in a shard (48 bytes each): the first
+/// segment is small and each next one doubles, up to the last size.
+/// Fixed 256-entry segments cost every shard 12 KiB as soon as it held one
+/// connection: 196 KB (about 200 B per connection) at 1,000 connections
+/// spread over the 16 shards.
+const SEGMENT_FIRST: usize = 16;
+const SEGMENT_MAX: usize = 256;
+
+/// The size of a shard's next segment, once it has `held` segments.
+fn segment_len(held: usize) -> usize {
+    SEGMENT_FIRST
+        .checked_shl(held as u32)
+        .map_or(SEGMENT_MAX, |n| n.min(SEGMENT_MAX))
+}
 
 /// Entries live in segments that are never freed nor moved (the high
 /// water mark stays allocated, as HAProxy's pools): a connection holds a
@@ -144,7 +156,7 @@ impl Slot {
                 Some(e) => e,
                 None => {
                     let seg: &'static [StreamEntry] = Box::leak(
-                        (0..SEGMENT)
+                        (0..segment_len(shard.segments.len()))
                             .map(|_| StreamEntry::default())
                             .collect::<Box<[_]>>(),
                     );
@@ -364,5 +376,26 @@ mod tests {
         slot2.entry().set_peer(Peer::Unix(2));
         assert_eq!(slot2.entry().peer(), Peer::Unix(2));
         assert_eq!(std::mem::size_of::<StreamEntry>(), 48);
+    }
+
+    #[test]
+    fn segments_start_small_and_double() {
+        let lens: Vec<usize> = (0..7).map(segment_len).collect();
+        assert_eq!(lens, [16, 32, 64, 128, 256, 256, 256]);
+        assert_eq!(segment_len(usize::MAX), SEGMENT_MAX);
+        // One shard (fds 16 apart) past two segments: every entry is its
+        // own, and all go back to the free list.
+        let addr: SocketAddr = "127.0.0.1:1".parse().expect("addr");
+        let slots: Vec<Slot> = (0..60)
+            .map(|i| Slot::register(Peer::Ip(addr), 1, 1_000_000 + 16 * i))
+            .collect();
+        let mut ptrs: Vec<usize> = slots
+            .iter()
+            .map(|s| s.entry() as *const _ as usize)
+            .collect();
+        ptrs.sort_unstable();
+        ptrs.dedup();
+        assert_eq!(ptrs.len(), 60);
+        drop(slots);
     }
 }
