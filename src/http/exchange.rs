@@ -573,8 +573,15 @@ fn upstream_head(
             out.put_slice(b"\r\n");
         }
         out.put_slice(b"connection: upgrade\r\n");
-    } else if close {
-        out.put_slice(b"connection: close\r\n");
+    } else if close != (req.minor == 0) {
+        // Only what differs from the version's default is announced, as
+        // HAProxy 2.6 does: close on HTTP/1.1, keep-alive on HTTP/1.0 (the
+        // request goes out in the client's version).
+        out.put_slice(if close {
+            b"connection: close\r\n"
+        } else {
+            b"connection: keep-alive\r\n"
+        });
     }
     out.put_slice(b"\r\n");
     out

@@ -553,12 +553,7 @@ impl Head {
         // adds, in one allocation.
         out.reserve(self.raw.len() + 96 + target.map_or(0, <[u8]>::len));
         match target {
-            Some(t) => {
-                out.put_slice(self.method());
-                out.put_u8(b' ');
-                out.put_slice(t);
-                out.put_slice(b" HTTP/1.1");
-            }
+            Some(t) => self.put_request_line(out, t),
             None => self.put_first_line(out),
         }
         out.put_slice(b"\r\n");
@@ -620,14 +615,24 @@ impl Head {
         })
     }
 
+    /// A request line to `target`, without its CRLF: the request's own
+    /// version, as HAProxy 2.6 forwards an HTTP/1.0 request as HTTP/1.0.
+    fn put_request_line(&self, out: &mut BytesMut, target: &[u8]) {
+        out.put_slice(self.method());
+        out.put_u8(b' ');
+        out.put_slice(target);
+        out.put_slice(if self.minor == 0 {
+            b" HTTP/1.0"
+        } else {
+            b" HTTP/1.1"
+        });
+    }
+
     /// The first line as forwarded, without its CRLF: `<method> <target>
-    /// HTTP/1.1` for a request, `HTTP/1.1 <code> <reason>` for a response.
+    /// HTTP/1.x` for a request, `HTTP/1.1 <code> <reason>` for a response.
     fn put_first_line(&self, out: &mut BytesMut) {
         if self.status == 0 {
-            out.put_slice(self.method());
-            out.put_u8(b' ');
-            out.put_slice(self.target());
-            out.put_slice(b" HTTP/1.1");
+            self.put_request_line(out, self.target());
         } else {
             out.put_slice(b"HTTP/1.1 ");
             // A status is three digits (the parser guarantees it).
