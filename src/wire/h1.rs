@@ -574,14 +574,16 @@ impl Head {
             {
                 continue;
             }
-            if let Some((_, v)) = replaced.iter().find(|(j, _)| *j == i) {
-                out.put_slice(self.slice(h.name));
-                out.put_slice(b": ");
-                out.put_slice(v);
-                out.put_slice(b"\r\n");
-                continue;
-            }
-            out.put_slice(self.slice(h.line));
+            let value = match replaced.iter().find(|(j, _)| *j == i) {
+                Some((_, v)) => v.as_slice(),
+                None => self.slice(h.value),
+            };
+            // Written again as `name: value`, as HAProxy 2.6 does: the
+            // spaces around the value are not forwarded, and an empty
+            // value goes out as `name: `.
+            out.put_slice(self.slice(h.name));
+            out.put_slice(b": ");
+            out.put_slice(value);
             out.put_slice(b"\r\n");
         }
         in_place.is_none()
