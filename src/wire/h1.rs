@@ -515,6 +515,21 @@ impl Head {
         }
     }
 
+    /// The framing line of this request as it goes to the server, given
+    /// its body: an empty body announced by `Content-Length: 0` keeps its
+    /// `content-length: 0`, as HAProxy 2.6 forwards it (whatever the
+    /// method).
+    pub(crate) fn request_framing(&self, body: BodyKind) -> FramingLine {
+        // A request read as without a body and with a Content-Length has
+        // a length of 0 ([`request_body`](Self::request_body)).
+        match body {
+            BodyKind::None if self.values_of(Kind::ContentLength).next().is_some() => {
+                FramingLine::of(BodyKind::Length(0))
+            }
+            _ => FramingLine::of(body),
+        }
+    }
+
     /// Whether the peer wants the connection kept open after this message.
     pub(crate) fn wants_keep_alive(&self) -> bool {
         if self.minor == 0 {
