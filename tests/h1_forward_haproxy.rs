@@ -4,9 +4,10 @@
 //! sent to both. The bytes the server receives, the client's answer and
 //! the log line must be equal. Covered: an HTTP/1.0 request (its version
 //! and the `connection` header the server gets, with and without
-//! keep-alive on either side), fields written again as `name: value`
-//! (empty values, spaces around a value), `Content-Length: 0` without a
-//! body, and control bytes in a field value.
+//! keep-alive on either side), the versions a relaxed parser lets
+//! through, fields written again as `name: value` (empty values, spaces
+//! around a value), `Content-Length: 0` without a body, and control bytes
+//! in a field value.
 //!
 //! The requests write their field names in lower case: sluice forwards a
 //! name as received where HAProxy lower-cases it, a difference of its own
@@ -48,6 +49,11 @@ const CASES: &[&str] = &[
     "GET /11 HTTP/1.1\r\nhost: a\r\n\r\n",
     "GET /11c HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n",
     "GET /11ka HTTP/1.1\r\nhost: a\r\nconnection: keep-alive\r\n\r\n",
+    // Versions only `option accept-invalid-http-request` lets through
+    // (else a 400): forwarded and logged as received, HTTP/0.9 as 1.0.
+    "GET /v HTTP/1.10\r\nhost: a\r\n\r\n",
+    "GET /v RTSP/1.0\r\nhost: a\r\n\r\n",
+    "GET /v\r\n\r\n",
     // Empty values and spaces around a value.
     "GET /e HTTP/1.1\r\nhost: a\r\nx-empty:\r\n\r\n",
     "GET /e HTTP/1.1\r\nhost: a\r\nx-empty: \r\n\r\n",

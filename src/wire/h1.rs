@@ -231,6 +231,24 @@ impl Head {
         self.slice(self.target)
     }
 
+    /// A request's version as received (`HTTP/1.1`; what `option
+    /// accept-invalid-http-request` lets through, `HTTP/1.10` or
+    /// `RTSP/1.0`, which HAProxy 2.6 forwards and logs as received), or
+    /// `HTTP/1.0` for a request without one (HTTP/0.9).
+    pub(crate) fn version(&self) -> &[u8] {
+        // The rest of the request line after the target and its space: a
+        // few bytes to scan.
+        let rest = &self.raw[self.target.1 as usize..];
+        let end = rest
+            .iter()
+            .position(|&b| b == b'\r' || b == b'\n')
+            .unwrap_or(rest.len());
+        match rest[..end].strip_prefix(b" ") {
+            Some(v) if !v.is_empty() => v,
+            _ => b"HTTP/1.0",
+        }
+    }
+
     pub(crate) fn reason(&self) -> &[u8] {
         self.slice(self.target)
     }
@@ -638,11 +656,8 @@ impl Head {
         out.put_slice(self.method());
         out.put_u8(b' ');
         out.put_slice(target);
-        out.put_slice(if self.minor == 0 {
-            b" HTTP/1.0"
-        } else {
-            b" HTTP/1.1"
-        });
+        out.put_u8(b' ');
+        out.put_slice(self.version());
     }
 
     /// The first line as forwarded, without its CRLF: `<method> <target>
