@@ -138,12 +138,12 @@ async fn http10_clients() {
         );
         assert!(r.closed_after.is_none());
     }
-    // Upstream in HTTP/1.1 on one pooled server connection (HAProxy: 1.0
-    // with `connection: keep-alive`).
+    // Upstream in HTTP/1.0 with `connection: keep-alive`, as from
+    // HAProxy, on one pooled server connection.
     let got: Vec<String> = be.take_conns().iter().map(|b| text(b)).collect();
     assert_eq!(
         got,
-        vec!["GET /a HTTP/1.1\r\nHost: x\r\n\r\n".repeat(3)],
+        vec!["GET /a HTTP/1.0\r\nHost: x\r\nconnection: keep-alive\r\n\r\n".repeat(3)],
         "one server connection, kept"
     );
 

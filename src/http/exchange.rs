@@ -30,7 +30,7 @@ use crate::state::capture;
 use crate::upstream::ConnectError;
 use crate::upstream::retry::{self, Next, Retries, Seat};
 use crate::wire::error_spot;
-use crate::wire::h1::{BodyKind, FramingLine, H1Error, Head};
+use crate::wire::h1::{BodyKind, H1Error, Head};
 use crate::wire::io::{self, BufConn, HeadError, RelayError};
 
 /// A request on its way to a server, and what its attempts learnt so far.
@@ -542,7 +542,7 @@ fn upstream_head(
     ctx: &ReqCtx<'_>,
 ) -> BytesMut {
     let mut out = BytesMut::new();
-    let framing = FramingLine::of(body);
+    let framing = req.request_framing(body);
     let placed = match ctx.edits {
         None => req.write_forwarded(&mut out, &framing),
         Some(e) => req.write_forwarded_with(
@@ -573,8 +573,15 @@ fn upstream_head(
             out.put_slice(b"\r\n");
         }
         out.put_slice(b"connection: upgrade\r\n");
-    } else if close {
-        out.put_slice(b"connection: close\r\n");
+    } else if close != (req.minor == 0) {
+        // Only what differs from the version's default is announced, as
+        // HAProxy 2.6 does: close on HTTP/1.1, keep-alive on HTTP/1.0 (the
+        // request goes out in the client's version).
+        out.put_slice(if close {
+            b"connection: close\r\n"
+        } else {
+            b"connection: keep-alive\r\n"
+        });
     }
     out.put_slice(b"\r\n");
     out
@@ -583,6 +590,7 @@ fn upstream_head(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::h1::FramingLine;
 
     #[test]
     fn decimal_lengths() {

@@ -231,6 +231,24 @@ impl Head {
         self.slice(self.target)
     }
 
+    /// A request's version as received (`HTTP/1.1`; what `option
+    /// accept-invalid-http-request` lets through, `HTTP/1.10` or
+    /// `RTSP/1.0`, which HAProxy 2.6 forwards and logs as received), or
+    /// `HTTP/1.0` for a request without one (HTTP/0.9).
+    pub(crate) fn version(&self) -> &[u8] {
+        // The rest of the request line after the target and its space: a
+        // few bytes to scan.
+        let rest = &self.raw[self.target.1 as usize..];
+        let end = rest
+            .iter()
+            .position(|&b| b == b'\r' || b == b'\n')
+            .unwrap_or(rest.len());
+        match rest[..end].strip_prefix(b" ") {
+            Some(v) if !v.is_empty() => v,
+            _ => b"HTTP/1.0",
+        }
+    }
+
     pub(crate) fn reason(&self) -> &[u8] {
         self.slice(self.target)
     }
@@ -515,6 +533,21 @@ impl Head {
         }
     }
 
+    /// The framing line of this request as it goes to the server, given
+    /// its body: an empty body announced by `Content-Length: 0` keeps its
+    /// `content-length: 0`, as HAProxy 2.6 forwards it (whatever the
+    /// method).
+    pub(crate) fn request_framing(&self, body: BodyKind) -> FramingLine {
+        // A request read as without a body and with a Content-Length has
+        // a length of 0 ([`request_body`](Self::request_body)).
+        match body {
+            BodyKind::None if self.values_of(Kind::ContentLength).next().is_some() => {
+                FramingLine::of(BodyKind::Length(0))
+            }
+            _ => FramingLine::of(body),
+        }
+    }
+
     /// Whether the peer wants the connection kept open after this message.
     pub(crate) fn wants_keep_alive(&self) -> bool {
         if self.minor == 0 {
@@ -553,12 +586,7 @@ impl Head {
         // adds, in one allocation.
         out.reserve(self.raw.len() + 96 + target.map_or(0, <[u8]>::len));
         match target {
-            Some(t) => {
-                out.put_slice(self.method());
-                out.put_u8(b' ');
-                out.put_slice(t);
-                out.put_slice(b" HTTP/1.1");
-            }
+            Some(t) => self.put_request_line(out, t),
             None => self.put_first_line(out),
         }
         out.put_slice(b"\r\n");
@@ -579,14 +607,16 @@ impl Head {
             {
                 continue;
             }
-            if let Some((_, v)) = replaced.iter().find(|(j, _)| *j == i) {
-                out.put_slice(self.slice(h.name));
-                out.put_slice(b": ");
-                out.put_slice(v);
-                out.put_slice(b"\r\n");
-                continue;
-            }
-            out.put_slice(self.slice(h.line));
+            let value = match replaced.iter().find(|(j, _)| *j == i) {
+                Some((_, v)) => v.as_slice(),
+                None => self.slice(h.value),
+            };
+            // Written again as `name: value`, as HAProxy 2.6 does: the
+            // spaces around the value are not forwarded, and an empty
+            // value goes out as `name: `.
+            out.put_slice(self.slice(h.name));
+            out.put_slice(b": ");
+            out.put_slice(value);
             out.put_slice(b"\r\n");
         }
         in_place.is_none()
@@ -620,14 +650,21 @@ impl Head {
         })
     }
 
+    /// A request line to `target`, without its CRLF: the request's own
+    /// version, as HAProxy 2.6 forwards an HTTP/1.0 request as HTTP/1.0.
+    fn put_request_line(&self, out: &mut BytesMut, target: &[u8]) {
+        out.put_slice(self.method());
+        out.put_u8(b' ');
+        out.put_slice(target);
+        out.put_u8(b' ');
+        out.put_slice(self.version());
+    }
+
     /// The first line as forwarded, without its CRLF: `<method> <target>
-    /// HTTP/1.1` for a request, `HTTP/1.1 <code> <reason>` for a response.
+    /// HTTP/1.x` for a request, `HTTP/1.1 <code> <reason>` for a response.
     fn put_first_line(&self, out: &mut BytesMut) {
         if self.status == 0 {
-            out.put_slice(self.method());
-            out.put_u8(b' ');
-            out.put_slice(self.target());
-            out.put_slice(b" HTTP/1.1");
+            self.put_request_line(out, self.target());
         } else {
             out.put_slice(b"HTTP/1.1 ");
             // A status is three digits (the parser guarantees it).
@@ -649,26 +686,57 @@ type Span = (u32, u32);
 fn request_parts(raw: &[u8]) -> Result<(Span, Span, u8, Vec<HeaderPos>), H1Error> {
     let mut hdrs = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut hdrs);
-    let status = req.parse(raw).map_err(|e| map_err(e, raw, false))?;
-    if status.is_partial() {
-        return Err(H1Error::Syntax(raw.len()));
-    }
+    let control = control_in_value(req.parse(raw), raw, false)?;
     let (Some(method), Some(path), Some(minor)) = (req.method, req.path, req.version) else {
         return Err(H1Error::Syntax(0));
     };
     let method = span(raw, method.as_bytes());
     let target = span(raw, path.as_bytes());
-    Ok((method, target, minor, positions(raw, req.headers)?))
+    let headers = match control {
+        None => positions(raw, req.headers)?,
+        Some(e) => fields_again(raw, e, false)?,
+    };
+    Ok((method, target, minor, headers))
+}
+
+/// The outcome of httparse on a whole head: `Some` when all it refused is
+/// a byte in a field value (a control, which HAProxy 2.6 forwards and
+/// httparse does not take), for [`fields_again`] to read the fields.
+fn control_in_value(
+    parsed: httparse::Result<usize>,
+    raw: &[u8],
+    response: bool,
+) -> Result<Option<httparse::Error>, H1Error> {
+    match parsed {
+        Ok(status) if status.is_partial() => Err(H1Error::Syntax(raw.len())),
+        Ok(_) => Ok(None),
+        Err(e @ httparse::Error::HeaderValue) => Ok(Some(e)),
+        Err(e) => Err(map_err(e, raw, response)),
+    }
+}
+
+/// The fields of a head whose start line httparse read and whose field
+/// values it refused (`e`), read with sluice's own rule for values; what
+/// that refuses too is reported as httparse's error, at the same spot.
+fn fields_again(raw: &[u8], e: httparse::Error, response: bool) -> Result<Vec<HeaderPos>, H1Error> {
+    // httparse skips empty lines before the start line; the fields follow
+    // the line after them.
+    let start = raw
+        .iter()
+        .position(|&b| b != b'\r' && b != b'\n')
+        .unwrap_or(raw.len());
+    let at = memchr::memchr(b'\n', &raw[start..]).map_or(raw.len(), |p| start + p + 1);
+    fields(raw, at, false).map_err(|err| match err {
+        H1Error::TooManyHeaders => err,
+        _ => map_err(e, raw, response),
+    })
 }
 
 /// Status, reason, minor version and headers of a response head.
 fn response_parts(raw: &[u8]) -> Result<(u16, Span, u8, Vec<HeaderPos>), H1Error> {
     let mut hdrs = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut resp = httparse::Response::new(&mut hdrs);
-    let status = resp.parse(raw).map_err(|e| map_err(e, raw, true))?;
-    if status.is_partial() {
-        return Err(H1Error::Syntax(raw.len()));
-    }
+    let control = control_in_value(resp.parse(raw), raw, true)?;
     let (Some(code), Some(minor)) = (resp.code, resp.version) else {
         return Err(H1Error::Syntax(0));
     };
@@ -682,7 +750,11 @@ fn response_parts(raw: &[u8]) -> Result<(u16, Span, u8, Vec<HeaderPos>), H1Error
         Some(r) if !r.is_empty() => span(raw, r.as_bytes()),
         _ => (0, 0),
     };
-    Ok((code, reason, minor, positions(raw, resp.headers)?))
+    let headers = match control {
+        None => positions(raw, resp.headers)?,
+        Some(e) => fields_again(raw, e, true)?,
+    };
+    Ok((code, reason, minor, headers))
 }
 
 /// The first line of a head and where the header lines start.
@@ -711,7 +783,7 @@ fn lax_request_parts(raw: &[u8]) -> Result<(Span, Span, u8, Vec<HeaderPos>), H1E
     let minor = u8::from(version == b"HTTP/1.1");
     let method = span(raw, method);
     let target = span(raw, target);
-    Ok((method, target, minor, lax_headers(raw, rest)?))
+    Ok((method, target, minor, fields(raw, rest, true)?))
 }
 
 /// A response head the strict parser refused, read the relaxed way of
@@ -740,15 +812,19 @@ fn lax_response_parts(raw: &[u8]) -> Result<(u16, Span, u8, Vec<HeaderPos>), H1E
     } else {
         span(raw, reason)
     };
-    Ok((code, reason, minor, lax_headers(raw, rest)?))
+    Ok((code, reason, minor, fields(raw, rest, true)?))
 }
 
-/// Header lines from `at` to the empty line: a name is any bytes but CR,
-/// LF and `:` (HAProxy's relaxed rule), the value is checked as always. A
-/// name that only differs from `Content-Length` or `Transfer-Encoding` by
-/// such bytes (`Transfer-Encoding :`) is still refused: forwarded, a
-/// server could read it as the framing header sluice did not see.
-fn lax_headers(raw: &[u8], mut at: usize) -> Result<Vec<HeaderPos>, H1Error> {
+/// Header lines from `at` to the empty line. A value may hold any byte
+/// but NUL and CR, as HAProxy 2.6 forwards controls and DEL (RFC 9110
+/// §5.5 lets a recipient keep them; it must refuse or replace a NUL, which
+/// sluice refuses though HAProxy forwards it). A name is a token, or with
+/// `lax_names` (`accept-invalid-http-*`) any bytes but CR, LF and `:`
+/// (HAProxy's relaxed rule); then a name that only differs from
+/// `Content-Length` or `Transfer-Encoding` by such bytes (`Transfer-Encoding
+/// :`) is still refused: forwarded, a server could read it as the framing
+/// header sluice did not see.
+fn fields(raw: &[u8], mut at: usize, lax_names: bool) -> Result<Vec<HeaderPos>, H1Error> {
     let mut out = Vec::new();
     loop {
         let lf = memchr::memchr(b'\n', &raw[at..])
@@ -768,22 +844,25 @@ fn lax_headers(raw: &[u8], mut at: usize) -> Result<Vec<HeaderPos>, H1Error> {
         }
         let colon = memchr::memchr(b':', line).ok_or(H1Error::Syntax(at))?;
         let name = &line[..colon];
-        let squeezed: Vec<u8> = name.iter().copied().filter(|&b| is_tchar(b)).collect();
-        if name.is_empty()
-            || line[0] == b' '
-            || line[0] == b'\t'
-            || name.contains(&b'\r')
-            || (squeezed.len() != name.len()
-                && matches!(
-                    Kind::of(&squeezed),
-                    Kind::ContentLength | Kind::TransferEncoding
-                ))
-        {
+        if name.is_empty() || !(lax_names || name.iter().all(|&b| is_tchar(b))) {
             return Err(H1Error::Syntax(at));
         }
+        if lax_names && !name.iter().all(|&b| is_tchar(b)) {
+            let squeezed: Vec<u8> = name.iter().copied().filter(|&b| is_tchar(b)).collect();
+            if line[0] == b' '
+                || line[0] == b'\t'
+                || name.contains(&b'\r')
+                || matches!(
+                    Kind::of(&squeezed),
+                    Kind::ContentLength | Kind::TransferEncoding
+                )
+            {
+                return Err(H1Error::Syntax(at));
+            }
+        }
         let value = trim(&line[colon + 1..]);
-        if let Some(bad) = value.iter().position(|&b| !is_value_byte(b)) {
-            return Err(H1Error::Syntax(at + colon + 1 + bad));
+        if let Some(bad) = value.iter().position(|&b| b == 0 || b == b'\r') {
+            return Err(H1Error::Syntax(span(raw, value).0 as usize + bad));
         }
         let name_span = span(raw, name);
         let value_span = if value.is_empty() {
@@ -1253,6 +1332,23 @@ mod tests {
     }
 
     #[test]
+    fn forwards_fields_as_haproxy_writes_them() {
+        let h =
+            req("GET / HTTP/1.0\r\nX-E:\r\nX-F:  a b\t \r\nX-G:\x01\r\nContent-Length: 0\r\n\r\n")
+                .unwrap();
+        let body = h.request_body().unwrap();
+        assert_eq!(body, BodyKind::None);
+        let mut out = BytesMut::new();
+        assert!(h.write_forwarded(&mut out, &h.request_framing(body)));
+        assert_eq!(
+            &out[..],
+            b"GET / HTTP/1.0\r\nX-E: \r\nX-F: a b\r\nX-G: \x01\r\ncontent-length: 0\r\n"
+        );
+        let h = req("GET / HTTP/1.1\r\nX: 1\r\n\r\n").unwrap();
+        assert_eq!(h.request_framing(BodyKind::None).bytes(), b"");
+    }
+
+    #[test]
     fn forwards_without_hop_by_hop() {
         let h = req("GET / HTTP/1.1\r\nHost: a\r\nConnection: close, X-Secret\r\nX-Secret: 1\r\nKeep-Alive: 5\r\nAccept: */*\r\n\r\n").unwrap();
         let mut out = BytesMut::new();
@@ -1298,7 +1394,9 @@ mod tests {
             ("CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\n\r\n", 405),
             ("GET http://b/ HTTP/1.1\r\nHost: a\r\n\r\n", 400),
             ("GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n", 400),
-            ("GET / HTTP/1.1\r\nX: a\x01b\r\n\r\n", 400),
+            ("GET / HTTP/1.1\r\nX: a\x00b\r\n\r\n", 400),
+            ("GET / HTTP/1.1\r\nX: a\x01b\r\nY: a\rb\r\n\r\n", 400),
+            ("GET / HTTP/1.1\r\nX: a\x01b\r\nY z: c\r\n\r\n", 400),
         ] {
             let e = req(bad).unwrap_err();
             assert_eq!(e.request_status(), status, "{bad:?}");
@@ -1307,6 +1405,9 @@ mod tests {
             "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n",
             "GET http://a:80/x?y HTTP/1.1\r\nHost: a:80\r\n\r\n",
             "GET HTTP://a HTTP/1.1\r\n\r\n",
+            // Controls but NUL and CR, and DEL, as HAProxy 2.6 takes them.
+            "GET / HTTP/1.1\r\nX: a\x01b\r\nY: \x7f\r\nZ:\x1b\r\n\r\n",
+            "\r\nGET / HTTP/1.1\nX: \x0b\nY: 1\n\n",
         ] {
             assert!(req(good).is_ok(), "{good:?}");
         }

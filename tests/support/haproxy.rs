@@ -1,10 +1,17 @@
 //! The reference HAProxy 2.6 (`/usr/sbin/haproxy`), run beside sluice on
 //! the same configuration by the differential tests.
 
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
-use super::{Listen, Response, TempDir, inherit};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::raw::RawBackend;
+use super::syslog::Syslog;
+use super::{Listen, Response, Sluice, TempDir, inherit, listens, within};
 
 pub const HAPROXY: &str = "/usr/sbin/haproxy";
 
@@ -98,4 +105,88 @@ pub fn answer_differs(label: &str, h: &Response, s: &Response) -> Option<String>
             String::from_utf8_lossy(&s.body)
         )
     })
+}
+
+/// Sends `req` on a new connection (then shuts its side down when
+/// `half_close`: a TCP relay ends when both sides have) and reads until
+/// the peer closes.
+pub async fn exchange(addr: SocketAddr, req: &[u8], half_close: bool) -> Vec<u8> {
+    let mut s = TcpStream::connect(addr).await.expect("connect");
+    s.write_all(req).await.expect("send");
+    if half_close {
+        s.shutdown().await.expect("shutdown");
+    }
+    let mut out = Vec::new();
+    within(
+        Duration::from_secs(10),
+        "the answer",
+        s.read_to_end(&mut out),
+    )
+    .await
+    .ok();
+    out
+}
+
+/// The two ends under test, haproxy's first; each `cfg` gets its own
+/// listeners (`{fe0}`, `{fe1}`...), log target (`{log}`) and server
+/// (`{srv}`, a raw backend that records what it receives).
+pub struct Pair {
+    _hap: Haproxy,
+    _sl: Sluice,
+    pub fronts: [Vec<Listen>; 2],
+    pub logs: [Syslog; 2],
+    pub servers: [RawBackend; 2],
+}
+
+impl Pair {
+    pub async fn start(tag: &str, cfg: &str, nfronts: usize) -> Pair {
+        let fronts = [listens(nfronts), listens(nfronts)];
+        let logs = [Syslog::new(), Syslog::new()];
+        let servers = [RawBackend::start().await, RawBackend::start().await];
+        let text = |i: usize| {
+            let mut c = cfg
+                .replace("{log}", &logs[i].addr())
+                .replace("{srv}", &servers[i].addr.to_string());
+            for (n, l) in fronts[i].iter().enumerate() {
+                c = c.replace(&format!("{{fe{n}}}"), &l.to_string());
+            }
+            c
+        };
+        let refs: Vec<&Listen> = fronts[0].iter().collect();
+        let hap = Haproxy::start(tag, &text(0), &refs);
+        let sl = Sluice::start(&text(1));
+        Pair {
+            _hap: hap,
+            _sl: sl,
+            fronts,
+            logs,
+            servers,
+        }
+    }
+
+    /// The answer, the log line and what the server received for `req`
+    /// on frontend `n`, from haproxy then from sluice.
+    pub async fn both(&self, n: usize, req: &str) -> [(String, String, String); 2] {
+        self.both_as(n, req, false).await
+    }
+
+    pub async fn both_as(
+        &self,
+        n: usize,
+        req: &str,
+        half_close: bool,
+    ) -> [(String, String, String); 2] {
+        let mut out: [(String, String, String); 2] = Default::default();
+        for (i, o) in out.iter_mut().enumerate() {
+            let bytes = exchange(self.fronts[i][n].addr(), req.as_bytes(), half_close).await;
+            let line = self.logs[i].take(1).remove(0);
+            let got = self.servers[i].take();
+            *o = (
+                String::from_utf8_lossy(&bytes).into_owned(),
+                line,
+                String::from_utf8_lossy(&got).into_owned(),
+            );
+        }
+        out
+    }
 }

@@ -19,6 +19,7 @@ pub(crate) mod server_state;
 pub(crate) mod sink;
 pub(crate) mod time;
 
+use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::sync::OnceLock;
 use std::sync::atomic::Ordering::Relaxed;
@@ -115,18 +116,16 @@ impl Line<'_> {
         }
         s.push_str(&String::from_utf8_lossy(h.target()));
         s.push(' ');
-        s.push_str(self.version(h));
+        s.push_str(&self.version(h));
         Some(s)
     }
 
-    /// `%HV`: the client's protocol version.
-    fn version(&self, h: &Head) -> &'static str {
+    /// `%HV`: the client's protocol version, as received over HTTP/1.
+    fn version<'h>(&self, h: &'h Head) -> Cow<'h, str> {
         if self.rec.h2_origin.is_some() {
-            "HTTP/2.0"
-        } else if h.minor == 0 {
-            "HTTP/1.0"
+            Cow::Borrowed("HTTP/2.0")
         } else {
-            "HTTP/1.1"
+            String::from_utf8_lossy(h.version())
         }
     }
 
@@ -249,7 +248,7 @@ impl Source for Line<'_> {
                     .map(|t| t.find('?').map_or(String::new(), |i| t[i..].to_string()))
                     .as_deref(),
             ),
-            Var::Version => out.text(self.head.map(|h| self.version(h))),
+            Var::Version => out.text(self.head.map(|h| self.version(h)).as_deref()),
             Var::Hostname => out.text(Some(hostname())),
             Var::Pid => out.id_num(std::process::id() as i64),
             Var::UniqueId => out.text(rec.unique_id.as_deref()),

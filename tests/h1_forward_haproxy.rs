@@ -1,0 +1,126 @@
+//! The request a server receives, against the real HAProxy 2.6: the same
+//! `mode http` configuration runs under haproxy and sluice, each in front
+//! of a raw backend that records every byte, and the same requests are
+//! sent to both. The bytes the server receives, the client's answer and
+//! the log line must be equal. Covered: an HTTP/1.0 request (its version
+//! and the `connection` header the server gets, with and without
+//! keep-alive on either side), the versions a relaxed parser lets
+//! through, fields written again as `name: value` (empty values, spaces
+//! around a value), `Content-Length: 0` without a body, and control bytes
+//! in a field value.
+//!
+//! The requests write their field names in lower case: sluice forwards a
+//! name as received where HAProxy lower-cases it, a difference of its own
+//! (docs/migrating-from-haproxy.md). A NUL in a value is left out too:
+//! HAProxy forwards it, sluice refuses it on purpose (tests/smuggling.rs).
+//!
+//! Skipped (with a note) when `/usr/sbin/haproxy` is not installed, except
+//! under CI, where that is a failure.
+
+mod support;
+
+use support::haproxy::{self, Pair, exchange};
+
+const GLOBAL: &str = "global
+    log {log} format raw local0 info
+defaults
+    mode http
+    log global
+    # The readiness probe's empty connection is not logged.
+    option dontlognull
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+";
+
+/// Sent behind each case, so that a connection the proxy keeps open ends
+/// without waiting for a timeout.
+const LAST: &str = "GET /last HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n";
+
+/// The requests, each sent on a new connection, `LAST` after it.
+const CASES: &[&str] = &[
+    // HTTP/1.0: forwarded as HTTP/1.0, with `connection: keep-alive` to a
+    // server kept alive whatever the client asked.
+    "GET /10 HTTP/1.0\r\nhost: a\r\n\r\n",
+    "GET /10 HTTP/1.0\r\n\r\n",
+    "GET /10ka HTTP/1.0\r\nhost: a\r\nconnection: keep-alive\r\n\r\n",
+    "GET /10c HTTP/1.0\r\nhost: a\r\nconnection: close\r\n\r\n",
+    "POST /10 HTTP/1.0\r\nhost: a\r\ncontent-length: 3\r\n\r\nabc",
+    "GET /11 HTTP/1.1\r\nhost: a\r\n\r\n",
+    "GET /11c HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n",
+    "GET /11ka HTTP/1.1\r\nhost: a\r\nconnection: keep-alive\r\n\r\n",
+    // Versions only `option accept-invalid-http-request` lets through
+    // (else a 400): forwarded and logged as received, HTTP/0.9 as 1.0.
+    "GET /v HTTP/1.10\r\nhost: a\r\n\r\n",
+    "GET /v RTSP/1.0\r\nhost: a\r\n\r\n",
+    "GET /v\r\n\r\n",
+    // Empty values and spaces around a value.
+    "GET /e HTTP/1.1\r\nhost: a\r\nx-empty:\r\n\r\n",
+    "GET /e HTTP/1.1\r\nhost: a\r\nx-empty: \r\n\r\n",
+    "GET /e HTTP/1.1\r\nhost: a\r\nx-empty: \t  \r\nx-b:b\r\nx-c:  c d \t\r\n\r\n",
+    // Content-Length: 0 and no body, whatever the method.
+    "POST /cl0 HTTP/1.1\r\nhost: a\r\ncontent-length: 0\r\n\r\n",
+    "PUT /cl0 HTTP/1.1\r\nhost: a\r\ncontent-length: 0\r\n\r\n",
+    "GET /cl0 HTTP/1.1\r\nhost: a\r\ncontent-length: 0\r\n\r\n",
+    "POST /cl0 HTTP/1.0\r\nhost: a\r\ncontent-length: 0\r\n\r\n",
+    // Control bytes in a value: forwarded, but CR (a 400).
+    "GET /ctl HTTP/1.1\r\nhost: a\r\nx-c: a\x01b\r\n\r\n",
+    "GET /ctl HTTP/1.1\r\nhost: a\r\nx-c:\x01\r\n\r\n",
+    "GET /ctl HTTP/1.1\r\nhost: a\r\nx-c: a\x7fb\r\n\r\n",
+    "GET /ctl HTTP/1.1\r\nhost: a\r\nx-c: a\tb\r\n\r\n",
+    "GET /ctl HTTP/1.1\r\nhost: a\r\nx-c: a\x1bb\x0b\r\n\r\n",
+    "GET /ctl HTTP/1.1\r\nhost: a\x01\r\n\r\n",
+    "GET /ctl HTTP/1.1\r\nhost: a\r\nx-c: a\rb\r\n\r\n",
+    "GET /ctl HTTP/1.1\r\nhost: a\r\nx\x01c: b\r\n\r\n",
+];
+
+/// What `case` gave on side `i` (0: haproxy, 1: sluice): the answer, the
+/// log lines and the bytes the server received.
+async fn run(pair: &Pair, i: usize, case: &str, config: &str) -> String {
+    // `LAST` after every case: the connection ends whether the proxy kept
+    // it or not (a request left unanswered behind a close is not logged).
+    let req = format!("{case}{LAST}");
+    let answer = exchange(pair.fronts[i][0].addr(), req.as_bytes(), false).await;
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    // One log line per answer; no body here holds a status line.
+    let logs = pair.logs[i].take(answer.matches("HTTP/1.").count());
+    let got = pair.servers[i].take();
+    format!(
+        "{config}\n    answer {answer:?}\n    log {logs:?}\n    server {:?}",
+        String::from_utf8_lossy(&got)
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_reach_the_server_as_from_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let mut differ = Vec::new();
+    for (tag, mode) in [
+        ("h1fwd-ka", ""),
+        ("h1fwd-sc", "    option http-server-close\n"),
+        ("h1fwd-hc", "    option httpclose\n"),
+        ("h1fwd-lax", "    option accept-invalid-http-request\n"),
+    ] {
+        let cfg = format!(
+            "{GLOBAL}{mode}
+frontend fe
+    bind {{fe0}}
+    log-format \"%ci %f %b/%s %ST %ts %{{+Q}}r\"
+    default_backend be
+backend be
+    server s {{srv}}
+"
+        );
+        let pair = Pair::start(tag, &cfg, 1).await;
+        for case in CASES {
+            let h = run(&pair, 0, case, tag).await;
+            let s = run(&pair, 1, case, tag).await;
+            if h != s {
+                differ.push(format!("{case:?}\n  haproxy {h}\n  sluice  {s}"));
+            }
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
