@@ -107,7 +107,7 @@ async fn requests_reach_the_server_as_from_haproxy() {
             "{GLOBAL}{mode}
 frontend fe
     bind {{fe0}}
-    log-format \"%ci %f %b/%s %ST %ts %{{+Q}}r\"
+    log-format \"%ci %f %b/%s %ST %ts %{{+Q}}r %HM %HU %HP %HQ %HV\"
     default_backend be
 backend be
     server s {{srv}}

@@ -37,6 +37,10 @@ use crate::observe::outcome::ms_since;
 pub(crate) use crate::observe::outcome::{LogRecord, SrvName};
 pub(crate) use sink::dropped;
 
+/// What stands for the request line, or a part of it, when there is no
+/// request head (a request refused by the parser, or none at all).
+const BADREQ: &str = "<BADREQ>";
+
 /// Sending, once compiled (`snapshot::log_setup`).
 impl LogSetup {
     /// Sends `msg` at `severity` to every target that accepts it.
@@ -230,25 +234,31 @@ impl Source for Line<'_> {
             Var::CapturedRespHeadersLong => out.captures(&rec.cap_resp, true),
             Var::RequestLine => match self.request_line() {
                 Some(l) => out.text(Some(&l)),
-                None => out.text(Some("<BADREQ>")),
+                None => out.text(Some(BADREQ)),
             },
-            Var::Method => out.text(
+            // Without a request head, HAProxy 2.6 writes `<BADREQ>` for
+            // each part of the request line, as for the whole.
+            Var::Method => out.text(Some(
                 self.head
-                    .map(|h| String::from_utf8_lossy(h.method()).into_owned())
-                    .as_deref(),
-            ),
-            Var::Uri => out.text(self.target().as_deref()),
-            Var::Path => out.text(
+                    .map_or(BADREQ.into(), |h| String::from_utf8_lossy(h.method()))
+                    .as_ref(),
+            )),
+            Var::Uri => out.text(Some(self.target().as_deref().unwrap_or(BADREQ))),
+            Var::Path => out.text(Some(
                 self.target()
-                    .map(|t| t.split('?').next().unwrap_or("").to_string())
-                    .as_deref(),
-            ),
-            Var::Query => out.text(
+                    .as_deref()
+                    .map_or(BADREQ, |t| t.split('?').next().unwrap_or("")),
+            )),
+            Var::Query => out.text(Some(
                 self.target()
-                    .map(|t| t.find('?').map_or(String::new(), |i| t[i..].to_string()))
-                    .as_deref(),
-            ),
-            Var::Version => out.text(self.head.map(|h| self.version(h)).as_deref()),
+                    .as_deref()
+                    .map_or(BADREQ, |t| t.find('?').map_or("", |i| &t[i..])),
+            )),
+            Var::Version => out.text(Some(
+                self.head
+                    .map_or(BADREQ.into(), |h| self.version(h))
+                    .as_ref(),
+            )),
             Var::Hostname => out.text(Some(hostname())),
             Var::Pid => out.id_num(std::process::id() as i64),
             Var::UniqueId => out.text(rec.unique_id.as_deref()),
