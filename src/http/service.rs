@@ -286,25 +286,9 @@ async fn wait_readable_or_stop(stream: Option<&TcpStream>, timeout: Option<Durat
         r = wait_readable(stream, timeout) => r,
         _ = crate::sys::process::stop_begun() => {
             // Bytes already here are served, not reset.
-            has_pending(stream)
+            io::has_pending(stream)
         }
     }
-}
-
-/// Whether the client has sent bytes not read yet (a non-blocking peek).
-fn has_pending(stream: &TcpStream) -> bool {
-    use std::os::fd::AsRawFd;
-    let mut probe = [0u8; 1];
-    // SAFETY: recv into a one-byte buffer; MSG_PEEK leaves the byte queued.
-    let n = unsafe {
-        libc::recv(
-            stream.as_raw_fd(),
-            probe.as_mut_ptr().cast(),
-            1,
-            libc::MSG_PEEK | libc::MSG_DONTWAIT,
-        )
-    };
-    n > 0
 }
 
 /// Waits until the client sends something (or closes), at most `timeout`.
@@ -378,9 +362,6 @@ pub(crate) async fn handle_request(
             rec.h2_origin = Some(origin.into());
         }
         rec.set_addrs(peer, dst.or_else(|| conn.stream.local_addr().ok()));
-        if first {
-            crate::observe::log::emit_connect(fe, peer, rec.local);
-        }
     }
     let head_timeout = fe.timeouts.http_request.or(fe.timeouts.client);
     // A new connection that has sent nothing yet is closed by a soft stop.
@@ -395,7 +376,7 @@ pub(crate) async fn handle_request(
     let read = match awaited {
         Some(r) => r,
         // Bytes already here are served, not reset.
-        None if conn.stream.tcp().is_some_and(has_pending) => {
+        None if conn.stream.tcp().is_some_and(io::has_pending) => {
             conn.read_head(fe.max_head, head_timeout).await
         }
         // A client accepted just before the stop has usually not sent its
@@ -407,7 +388,9 @@ pub(crate) async fn handle_request(
                 return false;
             };
             match tokio::time::timeout(window, tcp.readable()).await {
-                Ok(Ok(())) if has_pending(tcp) => conn.read_head(fe.max_head, head_timeout).await,
+                Ok(Ok(())) if io::has_pending(tcp) => {
+                    conn.read_head(fe.max_head, head_timeout).await
+                }
                 _ => return false,
             }
         }
@@ -489,6 +472,12 @@ pub(crate) async fn handle_request(
             return refused(rt, fe, conn, &mut rec, e.request_status()).await;
         }
     };
+    // HAProxy's line without a log format comes with each request whose
+    // head parsed (its stream starts there), not at accept: a connection
+    // that sends nothing, or no valid head, has none.
+    if rec.enabled() {
+        crate::observe::log::emit_connect(fe, peer, rec.local);
+    }
     let framing = head.request_body().map_err(|e| {
         let spot = error_spot::locate(&head.raw, false, &e);
         (e.request_status(), spot)
