@@ -3,7 +3,9 @@
 //! lines each logs must be the same bytes. Covered: `option dontlognull`
 //! (in a `listen`, from `defaults`, and given back with `no option
 //! dontlognull`) in `mode tcp` and `mode http`, and HAProxy's line without
-//! a log format (`Connect from ...`, with each request in `mode http`).
+//! a log format (`Connect from ...`, with each request in `mode http`); the
+//! sizes `%B` and `%U` of answers sluice makes (`http-request return`,
+//! `deny`, `redirect`).
 //!
 //! Skipped (with a note) when `/usr/sbin/haproxy` is not installed, except
 //! under CI, where that is a failure.
@@ -235,4 +237,73 @@ async fn dontlognull_and_connect_lines_as_haproxy() {
             "{c7} neg_http neg_http/<NOSRV> 400 CR \"<BADREQ>\"\n",
         ]
     );
+}
+
+const SIZE_CFG: &str = "global
+    log {log} format raw local0 info
+defaults
+    mode http
+    log global
+    # The readiness probe's empty connection is not logged.
+    option dontlognull
+    timeout connect 1s
+    timeout client 5s
+    timeout server 5s
+
+listen sizes
+    bind {fe0}
+    log-format \"%ST %B %U %ts %{+Q}r\"
+    http-request return status 200 content-type text/plain string hello if { path /ret }
+    http-request return status 404 if { path /ret404 }
+    http-request deny if { path /deny }
+    http-request deny deny_status 403 content-type text/plain string nope if { path /deny-string }
+    http-request redirect location /x if { path /redir }
+    http-request redirect prefix /p code 301 if { path /redir-prefix }
+    http-request redirect scheme https if { path /redir-scheme }
+    server s1 {srv}
+";
+
+/// Requests answered by sluice itself, each on its own connection.
+const SIZE_REQUESTS: [&[u8]; 9] = [
+    b"GET /ret HTTP/1.1\r\nhost: x\r\n\r\n",
+    b"GET /ret HTTP/1.1\r\nhost:    x y  \r\nX-A: 1\r\nconnection: close\r\n\r\n",
+    b"GET /ret HTTP/1.0\r\n\r\n",
+    b"GET /ret404 HTTP/1.1\r\nhost: x\r\n\r\n",
+    b"GET /deny HTTP/1.1\r\nhost: x\r\n\r\n",
+    b"GET /deny-string HTTP/1.1\r\nhost: x\r\n\r\n",
+    b"GET /redir HTTP/1.1\r\nhost: x\r\n\r\n",
+    b"GET /redir-prefix HTTP/1.1\r\nhost: x\r\n\r\n",
+    b"GET http://x/redir-scheme HTTP/1.1\r\nhost: x\r\n\r\n",
+];
+
+/// The answers and log lines of one side for [`SIZE_REQUESTS`].
+async fn size_lines(side: &Side) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for req in SIZE_REQUESTS {
+        let (_, answer) = client(side.addr(0), req).await;
+        let line = side.log.take(1).remove(0);
+        out.push((String::from_utf8_lossy(&answer).into_owned(), line));
+    }
+    out
+}
+
+/// `%B` of an answer sluice makes and `%U` of the request count what
+/// HAProxy 2.6 counts (its internal form of the messages, not the bytes on
+/// the wire, which are the same in both), for `http-request return`,
+/// `deny` and `redirect`, over HTTP/1.1 and 1.0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sizes_of_made_answers_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let hap = Side::start(true, SIZE_CFG, 1).await;
+    let want = size_lines(&hap).await;
+    drop(hap);
+    let sl = Side::start(false, SIZE_CFG, 1).await;
+    let got = size_lines(&sl).await;
+    for ((req, w), g) in SIZE_REQUESTS.iter().zip(&want).zip(&got) {
+        assert_eq!(g, w, "{}", String::from_utf8_lossy(req));
+    }
+    // haproxy 2.6 logged 76 for the 69 bytes of the first answer.
+    assert_eq!(want[0].1, "200 76 41 LR \"GET /ret HTTP/1.1\"\n");
 }

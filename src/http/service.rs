@@ -575,8 +575,9 @@ fn finish(
     }
     rec.tally.fe_in += out.body_in;
     rec.tally.fe_out += out.bytes_out;
-    rec.bytes_out = out.bytes_out;
-    rec.bytes_in = out.body_in + head.map_or(0, |h| h.raw.len() as u64);
+    rec.bytes_out = out.logged_out;
+    // The head as HAProxy counts it, the body as received.
+    rec.bytes_in = out.body_in + head.map_or(0, |h| crate::wire::logged_size::head(&h.raw));
     outcome::finish_with_vars(fe, &rt.process, rec, out.status, head, vars);
 }
 
@@ -726,6 +727,7 @@ async fn route(
             status: Some(500),
             keep_client: false,
             bytes_out: 0,
+            logged_out: 0,
             body_in: 0,
         };
     }
@@ -1306,6 +1308,7 @@ async fn stats_reply(
         status: Some(status),
         keep_client: keep && ok,
         bytes_out: head.len() as u64,
+        logged_out: crate::wire::logged_size::message(&head),
         body_in: 0,
     }
 }
