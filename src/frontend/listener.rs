@@ -14,7 +14,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::net::TcpStream;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
-use crate::config::model::{BindV6, ListenAddr, Mode, UnixBind, UnixName};
+use crate::config::model::{BindProto, BindV6, ListenAddr, Mode, UnixBind, UnixName};
 use crate::snapshot::client::ClientConn;
 use crate::snapshot::runtime::Runtime;
 use crate::sys::peer::Peer;
@@ -169,16 +169,26 @@ async fn accept_loop(
             // Unusable socket: dropping it closes the connection.
             Err(_) => continue,
         };
-        let (client, peer, mode, screen, tls) =
+        let (client, peer, serving, screen, tls) =
             open_client(&rt, &binding.frontend, permits, &stream, peer, &ctl.addr);
         if let Some(screen) = screen {
             tokio::spawn(crate::frontend::accept::serve_screened(
-                client, stream, peer, mode, screen, tls,
+                client, stream, peer, serving, screen, tls,
             ));
             continue;
         }
-        spawn_accepted(client, stream, peer, mode, tls);
+        spawn_accepted(client, stream, peer, serving, tls);
     }
+}
+
+/// How an accepted connection is served: its frontend's mode, and what the
+/// listener that accepted it speaks in `mode http` (`bind ... proto`,
+/// `option disable-h2-upgrade`), found by the listener itself, so a UNIX
+/// socket has its own as a TCP one has.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Serving {
+    pub(crate) mode: Mode,
+    proto: BindProto,
 }
 
 /// Serves a connection once accepted and screened (PROXY header, `tcp-request
@@ -190,24 +200,24 @@ pub(crate) fn spawn_accepted(
     client: ClientConn,
     stream: TcpStream,
     peer: Peer,
-    mode: Mode,
+    serving: Serving,
     tls: Option<TlsAccept>,
 ) {
-    match (tls, mode) {
+    match (tls, serving.mode) {
         (None, Mode::Http) => {
             tokio::spawn(crate::http::service::serve_connection(
                 client,
                 Stream::Tcp(stream),
                 peer,
-                true,
+                Some(serving.proto),
                 None,
             ));
         }
         (None, Mode::Tcp) => {
             tokio::spawn(crate::tcp::serve(client, Stream::Tcp(stream), peer));
         }
-        (Some(tls), mode) => {
-            tokio::spawn(tls_accept(client, stream, peer, tls, mode));
+        (Some(tls), _) => {
+            tokio::spawn(tls_accept(client, stream, peer, tls, serving));
         }
     }
 }
@@ -215,7 +225,13 @@ pub(crate) fn spawn_accepted(
 /// The TLS handshake of a client on a `bind ... ssl` listener, then the
 /// connection is served as any other. A failed handshake is counted
 /// (`ssl_failed_handshake`) and logged; the connection just closes.
-async fn tls_accept(client: ClientConn, stream: TcpStream, peer: Peer, tls: TlsAccept, mode: Mode) {
+async fn tls_accept(
+    client: ClientConn,
+    stream: TcpStream,
+    peer: Peer,
+    tls: TlsAccept,
+    serving: Serving,
+) {
     let handshake = async {
         if tls.config.per_cert.is_none() {
             return tokio_rustls::TlsAcceptor::from(tls.config.config.clone())
@@ -241,9 +257,10 @@ async fn tls_accept(client: ClientConn, stream: TcpStream, peer: Peer, tls: TlsA
             }
             let facts = Box::new(crate::tls::TlsFacts::of(tls.get_ref().1));
             let stream = Stream::Tls(Box::new(tokio_rustls::TlsStream::Server(tls)));
-            match mode {
+            match serving.mode {
                 Mode::Http => {
-                    crate::http::service::serve_connection(client, stream, peer, true, Some(facts))
+                    let proto = Some(serving.proto);
+                    crate::http::service::serve_connection(client, stream, peer, proto, Some(facts))
                         .await
                 }
                 Mode::Tcp => crate::tcp::serve(client, stream, peer).await,
@@ -335,11 +352,11 @@ fn open_client(
 ) -> (
     ClientConn,
     Peer,
-    Mode,
+    Serving,
     Option<crate::frontend::accept::Screen>,
     Option<TlsAccept>,
 ) {
-    let (fe_state, mode, fe_iid, screen, tls, luid) =
+    let (fe_state, mode, fe_iid, screen, tls, luid, proto) =
         rt.with_snapshot(
             |snap| match snap.frontends().find(|f| *f.name == **frontend) {
                 Some(f) => {
@@ -365,9 +382,10 @@ fn open_client(
                         } else {
                             0
                         },
+                        bind_proto(f, local),
                     )
                 }
-                None => (None, Mode::Http, 0, None, None, 1),
+                None => (None, Mode::Http, 0, None, None, 1, BindProto::Auto),
             },
         );
     let peer = peer.map_or(Peer::Unix(luid), Peer::Ip);
@@ -382,7 +400,18 @@ fn open_client(
     {
         client.start_session(st);
     }
-    (client, peer, mode, screen, tls)
+    (client, peer, Serving { mode, proto }, screen, tls)
+}
+
+/// What the listener on `local` speaks: its `proto`, else HTTP/1 or
+/// HTTP/2 as the client starts, unless `option disable-h2-upgrade` makes
+/// it HTTP/1 only.
+fn bind_proto(fe: &crate::snapshot::FrontendRt, local: &ListenAddr) -> BindProto {
+    match fe.bind_protos.iter().find(|(a, _)| a == local) {
+        Some((_, p)) => *p,
+        None if fe.disable_h2_upgrade => BindProto::H1,
+        None => BindProto::Auto,
+    }
 }
 
 /// Binds a UNIX stream listener without a runtime, as HAProxy does: a

@@ -72,21 +72,21 @@ impl RequestView for View<'_> {
 /// While the client is idle between requests this future holds only the
 /// socket and a few pointers: the per-request work is boxed and dropped
 /// after each request, and the read buffer is released.
+///
+/// `accepted`: for a connection just accepted, what its listener speaks
+/// (`frontend::listener` found it); None for one served again.
 pub(crate) async fn serve_connection(
     client: ClientConn,
     stream: Stream,
     peer: Peer,
-    fresh: bool,
+    accepted: Option<BindProto>,
     tls: Option<Box<TlsFacts>>,
 ) {
+    let fresh = accepted.is_some();
     if fresh && let Some(tcp) = stream.tcp() {
         let _ = tcp.set_nodelay(true);
     }
-    let proto = if fresh {
-        bind_proto(&client, &stream)
-    } else {
-        BindProto::Auto
-    };
+    let proto = accepted.unwrap_or_default();
     // `bind ... proto h2`, or TLS that chose h2 by ALPN.
     if fresh && (proto == BindProto::H2 || tls.as_ref().is_some_and(|t| t.h2)) {
         // Boxed, as below: the HTTP/2 engine's state would otherwise be
@@ -169,8 +169,14 @@ pub(crate) async fn serve_connection(
                         if !wait_readable_or_stop(Some(&s), left).await {
                             return;
                         }
-                        return Box::pin(serve_connection(c, Stream::Tcp(s), peer, first, None))
-                            .await;
+                        return Box::pin(serve_connection(
+                            c,
+                            Stream::Tcp(s),
+                            peer,
+                            first.then_some(proto),
+                            None,
+                        ))
+                        .await;
                     }
                 }
             }
@@ -235,43 +241,6 @@ pub(crate) async fn serve_connection(
         first = false;
         upgradable = false;
     }
-}
-
-/// The `proto` of the listener that accepted `stream`: the one with its
-/// local address, else the wildcard one on its port (looked up only on
-/// frontends that have a `proto` at all). `option disable-h2-upgrade`
-/// makes the others HTTP/1 only.
-fn bind_proto(client: &ClientConn, stream: &Stream) -> BindProto {
-    client
-        .rt
-        .with_snapshot(|snap| {
-            let fe = snap.frontends().find(|f| *f.name == *client.frontend)?;
-            let other = if fe.disable_h2_upgrade {
-                BindProto::H1
-            } else {
-                BindProto::Auto
-            };
-            if fe.bind_protos.is_empty() {
-                return Some(other);
-            }
-            let local = stream.local_addr().ok()?;
-            let on_port = |wild: bool| {
-                fe.bind_protos.iter().find(|(a, _)| {
-                    a.port() == local.port()
-                        && if wild {
-                            a.ip().is_unspecified()
-                        } else {
-                            a.ip() == local.ip()
-                        }
-                })
-            };
-            Some(
-                on_port(false)
-                    .or_else(|| on_port(true))
-                    .map_or(other, |(_, p)| *p),
-            )
-        })
-        .unwrap_or_default()
 }
 
 /// How long a soft stop waits for the first request of a connection it
