@@ -501,36 +501,42 @@ fn set_reuse_port(socket: &Socket) -> std::io::Result<()> {
 
 /// Adopts the inherited descriptor `fd` of a `bind fd@<n>` (systemd socket
 /// activation, a supervisor that opened the port): it must be an open,
-/// listening TCP socket; its address is read from the socket itself.
-pub(crate) fn adopt_inherited(fd: RawFd) -> std::io::Result<(SocketAddr, std::net::TcpListener)> {
-    // Checked first: a UNIX socket refused here stays open, as it was.
-    if listening_family(fd)? == libc::AF_UNIX {
-        return Err(unix_for_a_frontend());
-    }
-    tcp_inherited(fd, adopt_any(fd)?)
+/// listening TCP or UNIX stream socket; its address is read from the
+/// socket itself.
+pub(crate) fn adopt_inherited(fd: RawFd) -> std::io::Result<(ListenAddr, Listening)> {
+    inherited(fd, adopt_any(fd)?)
 }
 
-/// Takes an adopted socket for `bind fd@<fd>`: TCP only; records its
-/// address as standing for `fd@<fd>`.
-pub(crate) fn tcp_inherited(
-    fd: RawFd,
-    socket: Listening,
-) -> std::io::Result<(SocketAddr, std::net::TcpListener)> {
-    match socket {
-        Listening::Tcp(l) => {
-            let addr = l.local_addr()?;
-            crate::state::inherited::record(fd, addr);
-            Ok((addr, l))
+/// Takes an adopted socket for `bind fd@<fd>`, TCP or UNIX, and records
+/// the address it listens on as standing for `fd@<fd>`: an IP address and
+/// port, or the socket's name (a UNIX client is then shown as on a bound
+/// UNIX socket, `unix:<n>`).
+pub(crate) fn inherited(fd: RawFd, socket: Listening) -> std::io::Result<(ListenAddr, Listening)> {
+    let addr = match &socket {
+        Listening::Tcp(l) => ListenAddr::Ip(l.local_addr()?),
+        Listening::Unix(l) => ListenAddr::Unix(unix_name(&l.local_addr()?)?),
+    };
+    crate::state::inherited::record(fd, addr.clone());
+    Ok((addr, socket))
+}
+
+/// The name a UNIX listening socket is bound to: its path, or its abstract
+/// name without the NUL bytes HAProxy pads it with.
+fn unix_name(a: &std::os::unix::net::SocketAddr) -> std::io::Result<UnixName> {
+    use std::os::linux::net::SocketAddrExt;
+    if let Some(p) = a.as_pathname() {
+        return Ok(UnixName::Path(p.to_path_buf()));
+    }
+    match a.as_abstract_name() {
+        Some(n) => {
+            let n = n.split(|b| *b == 0).next().unwrap_or_default();
+            Ok(UnixName::Abns(String::from_utf8_lossy(n).into_owned()))
         }
-        Listening::Unix(_) => Err(unix_for_a_frontend()),
+        None => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "an unnamed UNIX socket",
+        )),
     }
-}
-
-fn unix_for_a_frontend() -> std::io::Error {
-    std::io::Error::new(
-        std::io::ErrorKind::InvalidInput,
-        "a UNIX socket, where a frontend needs a TCP one",
-    )
 }
 
 /// A listening socket of either family: bound here, inherited or handed

@@ -613,10 +613,7 @@ fn listening_addrs(b: &crate::config::model::Bind) -> Vec<ListenAddr> {
         return vec![ListenAddr::Unix(u.name.clone())];
     }
     match b.fd {
-        Some(fd) => crate::state::inherited::addr_of(fd)
-            .into_iter()
-            .map(ListenAddr::Ip)
-            .collect(),
+        Some(fd) => crate::state::inherited::addr_of(fd).into_iter().collect(),
         None => b.addrs.iter().copied().map(ListenAddr::Ip).collect(),
     }
 }
