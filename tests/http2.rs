@@ -205,6 +205,43 @@ backend be
     assert_eq!(be.hits(), 3);
 }
 
+/// `proto h2` and `proto h1` on UNIX sockets (a path and `unix@`), as on
+/// TCP: prior knowledge on the first, HTTP/1 only on the second, and
+/// neither takes the other's protocol (haproxy 2.6 answers the same way).
+#[tokio::test]
+async fn proto_on_unix_socket_binds() {
+    if !have("curl", "--version") {
+        return;
+    }
+    let be = Backend::start("app").await;
+    let dir = TempDir::new("h2unix");
+    let (h2, h1) = (dir.join("h2.sock"), dir.join("h1.sock"));
+    let _s = Sluice::start(&format!(
+        "{H2_FRONTEND}frontend fe
+    bind {} proto h2
+    bind unix@{} proto h1
+    default_backend be
+backend be
+    server app {}
+",
+        h2.display(),
+        h1.display(),
+        be.hostport()
+    ));
+    let (h2, h1) = (h2.to_str().unwrap(), h1.to_str().unwrap());
+    let pk = "--http2-prior-knowledge";
+    let out = curl(&["--unix-socket", h2, pk, "http://x/a"]).await;
+    assert!(out.ends_with("\n200 2"), "{out}");
+    // HTTP/1 on `proto h2`, the preface on `proto h1`: refused.
+    let out = curl(&["--unix-socket", h2, "http://x/b"]).await;
+    assert!(!out.ends_with("\n200 1.1"), "{out}");
+    let out = curl(&["--unix-socket", h1, pk, "http://x/c"]).await;
+    assert!(!out.ends_with("\n200 2"), "{out}");
+    let out = curl(&["--unix-socket", h1, "http://x/d"]).await;
+    assert!(out.ends_with("\n200 1.1"), "{out}");
+    assert_eq!(be.hits(), 2);
+}
+
 /// `option disable-h2-upgrade`: the preface on a plain listener is no
 /// longer taken as HTTP/2; `proto h2` still is.
 #[tokio::test]

@@ -271,6 +271,9 @@ listen quiet
 listen refused
     bind 127.0.0.1:{p2}
     retries 0
+    # The refusal may come before the client's byte is read: without this
+    # the session would count as silent and not be logged, as in HAProxy.
+    no option dontlognull
     server s1 127.0.0.1:{dead}
 ",
         log = log.addr()

@@ -405,10 +405,9 @@ fn binds(cfg: &Config) -> Vec<WantedBind<'_>> {
                 .flat_map(|b| {
                     let addrs: Vec<ListenAddr> = match (&b.unix, b.fd) {
                         (Some(u), _) => vec![ListenAddr::Unix(u.name.clone())],
-                        (None, Some(fd)) => crate::state::inherited::addr_of(fd)
-                            .into_iter()
-                            .map(ListenAddr::Ip)
-                            .collect(),
+                        (None, Some(fd)) => {
+                            crate::state::inherited::addr_of(fd).into_iter().collect()
+                        }
                         (None, None) => b.addrs.iter().copied().map(ListenAddr::Ip).collect(),
                     };
                     let v6 = b.fd.is_none().then_some(b.v6);

@@ -571,14 +571,10 @@ fn run(cfg: Config, opts: &Options) -> i32 {
                     fd,
                     &mut taken,
                     crate::frontend::listener::adopt_inherited,
-                    |s| crate::frontend::listener::tcp_inherited(fd, s),
+                    |s| crate::frontend::listener::inherited(fd, s),
                 );
                 match got {
-                    Ok((addr, l)) => bound.push((
-                        Arc::from(p.name.as_str()),
-                        ListenAddr::Ip(addr),
-                        Listening::Tcp(l),
-                    )),
+                    Ok((addr, l)) => bound.push((Arc::from(p.name.as_str()), addr, l)),
                     Err(e) => {
                         alert(
                             pid,

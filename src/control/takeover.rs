@@ -132,7 +132,7 @@ async fn send_listeners(stream: UnixStream) -> std::io::Result<()> {
         for (addr, frontend, fd) in &list {
             // An inherited socket says which `fd@<n>` it stands for, so a
             // successor that was not passed that descriptor still finds it.
-            let line = match addr.ip().and_then(crate::state::inherited::fd_of) {
+            let line = match crate::state::inherited::fd_of(addr) {
                 Some(n) => format!("{addr} {frontend} fd@{n}\n"),
                 None => format!("{addr} {frontend}\n"),
             };

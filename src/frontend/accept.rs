@@ -50,7 +50,7 @@ pub(crate) async fn serve_screened(
     mut client: ClientConn,
     mut stream: TcpStream,
     mut peer: Peer,
-    mode: Mode,
+    serving: crate::frontend::listener::Serving,
     screen: Screen,
     tls: Option<crate::frontend::listener::TlsAccept>,
 ) {
@@ -105,11 +105,12 @@ pub(crate) async fn serve_screened(
             local: client.dst(),
             payload: b"",
         };
-        if mode == Mode::Http && !crate::tcp::rules::allowed(&fe.tcp_content, &fe.acls, &view, None)
+        if serving.mode == Mode::Http
+            && !crate::tcp::rules::allowed(&fe.tcp_content, &fe.acls, &view, None)
         {
             fe.state.counters.dreq.fetch_add(1, Relaxed);
             return;
         }
     }
-    crate::frontend::listener::spawn_accepted(client, stream, peer, mode, tls)
+    crate::frontend::listener::spawn_accepted(client, stream, peer, serving, tls)
 }

@@ -14,7 +14,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::net::TcpStream;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
-use crate::config::model::{BindV6, ListenAddr, Mode, UnixBind, UnixName};
+use crate::config::model::{BindProto, BindV6, ListenAddr, Mode, UnixBind, UnixName};
 use crate::snapshot::client::ClientConn;
 use crate::snapshot::runtime::Runtime;
 use crate::sys::peer::Peer;
@@ -169,16 +169,26 @@ async fn accept_loop(
             // Unusable socket: dropping it closes the connection.
             Err(_) => continue,
         };
-        let (client, peer, mode, screen, tls) =
+        let (client, peer, serving, screen, tls) =
             open_client(&rt, &binding.frontend, permits, &stream, peer, &ctl.addr);
         if let Some(screen) = screen {
             tokio::spawn(crate::frontend::accept::serve_screened(
-                client, stream, peer, mode, screen, tls,
+                client, stream, peer, serving, screen, tls,
             ));
             continue;
         }
-        spawn_accepted(client, stream, peer, mode, tls);
+        spawn_accepted(client, stream, peer, serving, tls);
     }
+}
+
+/// How an accepted connection is served: its frontend's mode, and what the
+/// listener that accepted it speaks in `mode http` (`bind ... proto`,
+/// `option disable-h2-upgrade`), found by the listener itself, so a UNIX
+/// socket has its own as a TCP one has.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Serving {
+    pub(crate) mode: Mode,
+    proto: BindProto,
 }
 
 /// Serves a connection once accepted and screened (PROXY header, `tcp-request
@@ -190,24 +200,24 @@ pub(crate) fn spawn_accepted(
     client: ClientConn,
     stream: TcpStream,
     peer: Peer,
-    mode: Mode,
+    serving: Serving,
     tls: Option<TlsAccept>,
 ) {
-    match (tls, mode) {
+    match (tls, serving.mode) {
         (None, Mode::Http) => {
             tokio::spawn(crate::http::service::serve_connection(
                 client,
                 Stream::Tcp(stream),
                 peer,
-                true,
+                Some(serving.proto),
                 None,
             ));
         }
         (None, Mode::Tcp) => {
             tokio::spawn(crate::tcp::serve(client, Stream::Tcp(stream), peer));
         }
-        (Some(tls), mode) => {
-            tokio::spawn(tls_accept(client, stream, peer, tls, mode));
+        (Some(tls), _) => {
+            tokio::spawn(tls_accept(client, stream, peer, tls, serving));
         }
     }
 }
@@ -215,7 +225,13 @@ pub(crate) fn spawn_accepted(
 /// The TLS handshake of a client on a `bind ... ssl` listener, then the
 /// connection is served as any other. A failed handshake is counted
 /// (`ssl_failed_handshake`) and logged; the connection just closes.
-async fn tls_accept(client: ClientConn, stream: TcpStream, peer: Peer, tls: TlsAccept, mode: Mode) {
+async fn tls_accept(
+    client: ClientConn,
+    stream: TcpStream,
+    peer: Peer,
+    tls: TlsAccept,
+    serving: Serving,
+) {
     let handshake = async {
         if tls.config.per_cert.is_none() {
             return tokio_rustls::TlsAcceptor::from(tls.config.config.clone())
@@ -241,9 +257,10 @@ async fn tls_accept(client: ClientConn, stream: TcpStream, peer: Peer, tls: TlsA
             }
             let facts = Box::new(crate::tls::TlsFacts::of(tls.get_ref().1));
             let stream = Stream::Tls(Box::new(tokio_rustls::TlsStream::Server(tls)));
-            match mode {
+            match serving.mode {
                 Mode::Http => {
-                    crate::http::service::serve_connection(client, stream, peer, true, Some(facts))
+                    let proto = Some(serving.proto);
+                    crate::http::service::serve_connection(client, stream, peer, proto, Some(facts))
                         .await
                 }
                 Mode::Tcp => crate::tcp::serve(client, stream, peer).await,
@@ -335,11 +352,11 @@ fn open_client(
 ) -> (
     ClientConn,
     Peer,
-    Mode,
+    Serving,
     Option<crate::frontend::accept::Screen>,
     Option<TlsAccept>,
 ) {
-    let (fe_state, mode, fe_iid, screen, tls, luid) =
+    let (fe_state, mode, fe_iid, screen, tls, luid, proto) =
         rt.with_snapshot(
             |snap| match snap.frontends().find(|f| *f.name == **frontend) {
                 Some(f) => {
@@ -365,9 +382,10 @@ fn open_client(
                         } else {
                             0
                         },
+                        bind_proto(f, local),
                     )
                 }
-                None => (None, Mode::Http, 0, None, None, 1),
+                None => (None, Mode::Http, 0, None, None, 1, BindProto::Auto),
             },
         );
     let peer = peer.map_or(Peer::Unix(luid), Peer::Ip);
@@ -382,7 +400,18 @@ fn open_client(
     {
         client.start_session(st);
     }
-    (client, peer, mode, screen, tls)
+    (client, peer, Serving { mode, proto }, screen, tls)
+}
+
+/// What the listener on `local` speaks: its `proto`, else HTTP/1 or
+/// HTTP/2 as the client starts, unless `option disable-h2-upgrade` makes
+/// it HTTP/1 only.
+fn bind_proto(fe: &crate::snapshot::FrontendRt, local: &ListenAddr) -> BindProto {
+    match fe.bind_protos.iter().find(|(a, _)| a == local) {
+        Some((_, p)) => *p,
+        None if fe.disable_h2_upgrade => BindProto::H1,
+        None => BindProto::Auto,
+    }
 }
 
 /// Binds a UNIX stream listener without a runtime, as HAProxy does: a
@@ -472,36 +501,42 @@ fn set_reuse_port(socket: &Socket) -> std::io::Result<()> {
 
 /// Adopts the inherited descriptor `fd` of a `bind fd@<n>` (systemd socket
 /// activation, a supervisor that opened the port): it must be an open,
-/// listening TCP socket; its address is read from the socket itself.
-pub(crate) fn adopt_inherited(fd: RawFd) -> std::io::Result<(SocketAddr, std::net::TcpListener)> {
-    // Checked first: a UNIX socket refused here stays open, as it was.
-    if listening_family(fd)? == libc::AF_UNIX {
-        return Err(unix_for_a_frontend());
-    }
-    tcp_inherited(fd, adopt_any(fd)?)
+/// listening TCP or UNIX stream socket; its address is read from the
+/// socket itself.
+pub(crate) fn adopt_inherited(fd: RawFd) -> std::io::Result<(ListenAddr, Listening)> {
+    inherited(fd, adopt_any(fd)?)
 }
 
-/// Takes an adopted socket for `bind fd@<fd>`: TCP only; records its
-/// address as standing for `fd@<fd>`.
-pub(crate) fn tcp_inherited(
-    fd: RawFd,
-    socket: Listening,
-) -> std::io::Result<(SocketAddr, std::net::TcpListener)> {
-    match socket {
-        Listening::Tcp(l) => {
-            let addr = l.local_addr()?;
-            crate::state::inherited::record(fd, addr);
-            Ok((addr, l))
+/// Takes an adopted socket for `bind fd@<fd>`, TCP or UNIX, and records
+/// the address it listens on as standing for `fd@<fd>`: an IP address and
+/// port, or the socket's name (a UNIX client is then shown as on a bound
+/// UNIX socket, `unix:<n>`).
+pub(crate) fn inherited(fd: RawFd, socket: Listening) -> std::io::Result<(ListenAddr, Listening)> {
+    let addr = match &socket {
+        Listening::Tcp(l) => ListenAddr::Ip(l.local_addr()?),
+        Listening::Unix(l) => ListenAddr::Unix(unix_name(&l.local_addr()?)?),
+    };
+    crate::state::inherited::record(fd, addr.clone());
+    Ok((addr, socket))
+}
+
+/// The name a UNIX listening socket is bound to: its path, or its abstract
+/// name without the NUL bytes HAProxy pads it with.
+fn unix_name(a: &std::os::unix::net::SocketAddr) -> std::io::Result<UnixName> {
+    use std::os::linux::net::SocketAddrExt;
+    if let Some(p) = a.as_pathname() {
+        return Ok(UnixName::Path(p.to_path_buf()));
+    }
+    match a.as_abstract_name() {
+        Some(n) => {
+            let n = n.split(|b| *b == 0).next().unwrap_or_default();
+            Ok(UnixName::Abns(String::from_utf8_lossy(n).into_owned()))
         }
-        Listening::Unix(_) => Err(unix_for_a_frontend()),
+        None => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "an unnamed UNIX socket",
+        )),
     }
-}
-
-fn unix_for_a_frontend() -> std::io::Error {
-    std::io::Error::new(
-        std::io::ErrorKind::InvalidInput,
-        "a UNIX socket, where a frontend needs a TCP one",
-    )
 }
 
 /// A listening socket of either family: bound here, inherited or handed

@@ -23,6 +23,7 @@ use crate::wire::error_pages;
 use crate::wire::error_spot::ErrorSpot;
 use crate::wire::h1::{BodyKind, Head};
 use crate::wire::io::{self, BufConn};
+use crate::wire::logged_size;
 
 /// What happened to the exchange, for the client connection's next step.
 #[derive(Debug)]
@@ -33,6 +34,10 @@ pub(crate) struct Outcome {
     pub(crate) keep_client: bool,
     /// Bytes sent to the client.
     pub(crate) bytes_out: u64,
+    /// Those bytes as the log line counts them (`%B`): HAProxy's size of
+    /// an answer sluice made (see `wire::logged_size`); a server's answer
+    /// is counted as sent.
+    pub(crate) logged_out: u64,
     /// Bytes of request body read from the client.
     pub(crate) body_in: u64,
 }
@@ -112,6 +117,7 @@ async fn error_page(
         status: Some(code),
         keep_client: ok && keep && !error_pages::closes(code),
         bytes_out: if ok { page.len() as u64 } else { 0 },
+        logged_out: if ok { logged_size::message(page) } else { 0 },
         body_in: 0,
     }
 }
@@ -248,7 +254,7 @@ pub(crate) async fn forward(
             o = fut => o,
             _ = killed => {
                 rec.tally.srv_abrt |= Rows::BE_SRV;
-                (Outcome { status: None, keep_client: false, bytes_out: 0, body_in: 0 }, false)
+                (Outcome { status: None, keep_client: false, bytes_out: 0, logged_out: 0, body_in: 0 }, false)
             }
         }
     } else {
@@ -388,6 +394,7 @@ pub(crate) async fn send_answer(
         status: Some(status),
         keep_client: ok && keep,
         bytes_out: if ok { out.len() as u64 } else { 0 },
+        logged_out: if ok { logged_size::message(out) } else { 0 },
         body_in: 0,
     }
 }

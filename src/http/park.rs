@@ -281,7 +281,7 @@ fn serve_again(p: Parked) {
             client,
             crate::tls::Stream::Tcp(stream),
             peer,
-            false,
+            None,
             None,
         ));
     }

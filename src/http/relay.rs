@@ -102,6 +102,7 @@ impl<'a> Relay<'a> {
                     status: None,
                     keep_client: false,
                     bytes_out: self.bytes_out,
+                    logged_out: self.bytes_out,
                     body_in: 0,
                 });
             }
@@ -177,10 +178,12 @@ impl<'a> Relay<'a> {
         )
         .await;
         self.rec.tally.srv_in += c2s;
+        let bytes_out = self.bytes_out + head.len() as u64 + s2c;
         Outcome {
             status: Some(101),
             keep_client: false,
-            bytes_out: self.bytes_out + head.len() as u64 + s2c,
+            bytes_out,
+            logged_out: bytes_out,
             body_in: c2s,
         }
     }
@@ -370,6 +373,7 @@ impl<'a> Relay<'a> {
             status: Some(status),
             keep_client: keep && ok,
             bytes_out: self.bytes_out,
+            logged_out: self.bytes_out,
             body_in: 0,
         }
     }

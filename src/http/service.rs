@@ -72,21 +72,21 @@ impl RequestView for View<'_> {
 /// While the client is idle between requests this future holds only the
 /// socket and a few pointers: the per-request work is boxed and dropped
 /// after each request, and the read buffer is released.
+///
+/// `accepted`: for a connection just accepted, what its listener speaks
+/// (`frontend::listener` found it); None for one served again.
 pub(crate) async fn serve_connection(
     client: ClientConn,
     stream: Stream,
     peer: Peer,
-    fresh: bool,
+    accepted: Option<BindProto>,
     tls: Option<Box<TlsFacts>>,
 ) {
+    let fresh = accepted.is_some();
     if fresh && let Some(tcp) = stream.tcp() {
         let _ = tcp.set_nodelay(true);
     }
-    let proto = if fresh {
-        bind_proto(&client, &stream)
-    } else {
-        BindProto::Auto
-    };
+    let proto = accepted.unwrap_or_default();
     // `bind ... proto h2`, or TLS that chose h2 by ALPN.
     if fresh && (proto == BindProto::H2 || tls.as_ref().is_some_and(|t| t.h2)) {
         // Boxed, as below: the HTTP/2 engine's state would otherwise be
@@ -169,8 +169,14 @@ pub(crate) async fn serve_connection(
                         if !wait_readable_or_stop(Some(&s), left).await {
                             return;
                         }
-                        return Box::pin(serve_connection(c, Stream::Tcp(s), peer, first, None))
-                            .await;
+                        return Box::pin(serve_connection(
+                            c,
+                            Stream::Tcp(s),
+                            peer,
+                            first.then_some(proto),
+                            None,
+                        ))
+                        .await;
                     }
                 }
             }
@@ -237,43 +243,6 @@ pub(crate) async fn serve_connection(
     }
 }
 
-/// The `proto` of the listener that accepted `stream`: the one with its
-/// local address, else the wildcard one on its port (looked up only on
-/// frontends that have a `proto` at all). `option disable-h2-upgrade`
-/// makes the others HTTP/1 only.
-fn bind_proto(client: &ClientConn, stream: &Stream) -> BindProto {
-    client
-        .rt
-        .with_snapshot(|snap| {
-            let fe = snap.frontends().find(|f| *f.name == *client.frontend)?;
-            let other = if fe.disable_h2_upgrade {
-                BindProto::H1
-            } else {
-                BindProto::Auto
-            };
-            if fe.bind_protos.is_empty() {
-                return Some(other);
-            }
-            let local = stream.local_addr().ok()?;
-            let on_port = |wild: bool| {
-                fe.bind_protos.iter().find(|(a, _)| {
-                    a.port() == local.port()
-                        && if wild {
-                            a.ip().is_unspecified()
-                        } else {
-                            a.ip() == local.ip()
-                        }
-                })
-            };
-            Some(
-                on_port(false)
-                    .or_else(|| on_port(true))
-                    .map_or(other, |(_, p)| *p),
-            )
-        })
-        .unwrap_or_default()
-}
-
 /// How long a soft stop waits for the first request of a connection it
 /// accepted just before stopping.
 const STOP_FIRST_BYTES: Duration = Duration::from_secs(1);
@@ -286,25 +255,9 @@ async fn wait_readable_or_stop(stream: Option<&TcpStream>, timeout: Option<Durat
         r = wait_readable(stream, timeout) => r,
         _ = crate::sys::process::stop_begun() => {
             // Bytes already here are served, not reset.
-            has_pending(stream)
+            io::has_pending(stream)
         }
     }
-}
-
-/// Whether the client has sent bytes not read yet (a non-blocking peek).
-fn has_pending(stream: &TcpStream) -> bool {
-    use std::os::fd::AsRawFd;
-    let mut probe = [0u8; 1];
-    // SAFETY: recv into a one-byte buffer; MSG_PEEK leaves the byte queued.
-    let n = unsafe {
-        libc::recv(
-            stream.as_raw_fd(),
-            probe.as_mut_ptr().cast(),
-            1,
-            libc::MSG_PEEK | libc::MSG_DONTWAIT,
-        )
-    };
-    n > 0
 }
 
 /// Waits until the client sends something (or closes), at most `timeout`.
@@ -378,9 +331,6 @@ pub(crate) async fn handle_request(
             rec.h2_origin = Some(origin.into());
         }
         rec.set_addrs(peer, dst.or_else(|| conn.stream.local_addr().ok()));
-        if first {
-            crate::observe::log::emit_connect(fe, peer, rec.local);
-        }
     }
     let head_timeout = fe.timeouts.http_request.or(fe.timeouts.client);
     // A new connection that has sent nothing yet is closed by a soft stop.
@@ -395,7 +345,7 @@ pub(crate) async fn handle_request(
     let read = match awaited {
         Some(r) => r,
         // Bytes already here are served, not reset.
-        None if conn.stream.tcp().is_some_and(has_pending) => {
+        None if conn.stream.tcp().is_some_and(io::has_pending) => {
             conn.read_head(fe.max_head, head_timeout).await
         }
         // A client accepted just before the stop has usually not sent its
@@ -407,7 +357,9 @@ pub(crate) async fn handle_request(
                 return false;
             };
             match tokio::time::timeout(window, tcp.readable()).await {
-                Ok(Ok(())) if has_pending(tcp) => conn.read_head(fe.max_head, head_timeout).await,
+                Ok(Ok(())) if io::has_pending(tcp) => {
+                    conn.read_head(fe.max_head, head_timeout).await
+                }
                 _ => return false,
             }
         }
@@ -489,6 +441,12 @@ pub(crate) async fn handle_request(
             return refused(rt, fe, conn, &mut rec, e.request_status()).await;
         }
     };
+    // HAProxy's line without a log format comes with each request whose
+    // head parsed (its stream starts there), not at accept: a connection
+    // that sends nothing, or no valid head, has none.
+    if rec.enabled() {
+        crate::observe::log::emit_connect(fe, peer, rec.local);
+    }
     let framing = head.request_body().map_err(|e| {
         let spot = error_spot::locate(&head.raw, false, &e);
         (e.request_status(), spot)
@@ -586,8 +544,9 @@ fn finish(
     }
     rec.tally.fe_in += out.body_in;
     rec.tally.fe_out += out.bytes_out;
-    rec.bytes_out = out.bytes_out;
-    rec.bytes_in = out.body_in + head.map_or(0, |h| h.raw.len() as u64);
+    rec.bytes_out = out.logged_out;
+    // The head as HAProxy counts it, the body as received.
+    rec.bytes_in = out.body_in + head.map_or(0, |h| crate::wire::logged_size::head(&h.raw));
     outcome::finish_with_vars(fe, &rt.process, rec, out.status, head, vars);
 }
 
@@ -737,6 +696,7 @@ async fn route(
             status: Some(500),
             keep_client: false,
             bytes_out: 0,
+            logged_out: 0,
             body_in: 0,
         };
     }
@@ -1317,6 +1277,7 @@ async fn stats_reply(
         status: Some(status),
         keep_client: keep && ok,
         bytes_out: head.len() as u64,
+        logged_out: crate::wire::logged_size::message(&head),
         body_in: 0,
     }
 }

@@ -11,7 +11,6 @@ pub(crate) mod log_setup;
 pub mod runtime;
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use crate::acl::eval::{AclSet, CompiledCond};
@@ -78,7 +77,7 @@ pub(crate) struct FrontendRt {
     /// Listening addresses with `accept-proxy`.
     pub(crate) accept_proxy: Vec<ListenAddr>,
     /// Listening addresses with `proto h1` or `proto h2`.
-    pub(crate) bind_protos: Vec<(SocketAddr, crate::config::model::BindProto)>,
+    pub(crate) bind_protos: Vec<(ListenAddr, crate::config::model::BindProto)>,
     /// The HTTP/2 settings and limits of its connections.
     pub(crate) h2: h2_limits::Limits,
     /// `tcp-request connection` / `content` rules, `inspect-delay`.
@@ -564,12 +563,7 @@ impl Compiler<'_> {
                 .binds
                 .iter()
                 .filter(|b| b.proto != crate::config::model::BindProto::Auto)
-                .flat_map(|b| {
-                    listening_addrs(b)
-                        .into_iter()
-                        .filter_map(|a| a.ip())
-                        .map(move |a| (a, b.proto))
-                })
+                .flat_map(|b| listening_addrs(b).into_iter().map(move |a| (a, b.proto)))
                 .collect(),
             h2: h2_limits::Limits::of(&config.global),
             tcp_connection: tcp_rules(&p.tcp_connection, &acls),
@@ -619,10 +613,7 @@ fn listening_addrs(b: &crate::config::model::Bind) -> Vec<ListenAddr> {
         return vec![ListenAddr::Unix(u.name.clone())];
     }
     match b.fd {
-        Some(fd) => crate::state::inherited::addr_of(fd)
-            .into_iter()
-            .map(ListenAddr::Ip)
-            .collect(),
+        Some(fd) => crate::state::inherited::addr_of(fd).into_iter().collect(),
         None => b.addrs.iter().copied().map(ListenAddr::Ip).collect(),
     }
 }

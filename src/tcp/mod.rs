@@ -108,12 +108,13 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
     if !crate::tcp::rules::allowed(&fe.tcp_content, &fe.acls, &view, Some(&vars)) {
         rec.tally.dreq = Rows::FE;
         rec.term(Cause::Proxy, Phase::Request);
-        rec.null = payload.is_empty();
+        rec.null = sent_nothing(&payload, &stream);
         outcome::finish(fe, process, &mut rec, None, None);
         return;
     }
     let Some(be) = pick_backend(fe, &view) else {
         rec.term(Cause::Server, Phase::Connect);
+        rec.null = sent_nothing(&payload, &stream);
         outcome::finish(fe, process, &mut rec, None, None);
         return;
     };
@@ -125,6 +126,7 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
     {
         rec.tally.dreq = Rows::BE;
         rec.term(Cause::Proxy, Phase::Request);
+        rec.null = sent_nothing(&payload, &stream);
         outcome::finish(fe, process, &mut rec, None, None);
         return;
     }
@@ -137,6 +139,7 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
         Ok(slot) => slot,
         Err(e) => {
             e.record(&be, &mut rec);
+            rec.null = sent_nothing(&payload, &stream);
             outcome::finish(fe, process, &mut rec, None, None);
             return;
         }
@@ -169,6 +172,7 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
                 e => e.term(),
             });
             rec.retryable = e.retryable();
+            rec.null = sent_nothing(&payload, &stream);
         }
         // `proto h2` is HTTP only.
         Ok(Stream::Pipe(_)) => {
@@ -177,6 +181,7 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
                 be.name
             );
             rec.term(Cause::Server, Phase::Connect);
+            rec.null = sent_nothing(&payload, &stream);
         }
         Ok(mut upstream) => {
             rec.t_connect = ms(connecting.elapsed());
@@ -243,6 +248,19 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
     drop(seat);
     vars.end();
     outcome::finish_with_vars(fe, process, &mut rec, None, None, Some(&vars));
+}
+
+/// Whether the client of a session that ends before any relaying sent
+/// nothing at all (`option dontlognull`). HAProxy reads what a client sends
+/// while it inspects, queues or connects, so bytes still waiting in the
+/// socket count as sent. A TLS client's socket holds records, not what it
+/// said: such a session is taken as having sent something, and logged.
+fn sent_nothing(payload: &[u8], stream: &Stream) -> bool {
+    payload.is_empty()
+        && match stream {
+            Stream::Tcp(s) => !crate::wire::io::has_pending(s),
+            _ => false,
+        }
 }
 
 fn ms(d: Duration) -> i64 {

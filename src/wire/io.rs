@@ -94,6 +94,22 @@ pub(crate) enum ConnAsk {
     KeepAlive10,
 }
 
+/// Whether the client has sent bytes not read yet (a non-blocking peek).
+pub(crate) fn has_pending(stream: &TcpStream) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut probe = [0u8; 1];
+    // SAFETY: recv into a one-byte buffer; MSG_PEEK leaves the byte queued.
+    let n = unsafe {
+        libc::recv(
+            stream.as_raw_fd(),
+            probe.as_mut_ptr().cast(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    n > 0
+}
+
 pub(crate) async fn with_timeout<T>(
     t: Option<Duration>,
     fut: impl std::future::Future<Output = T>,

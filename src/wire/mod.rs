@@ -10,6 +10,7 @@ pub mod h1;
 pub(crate) mod h2_convert;
 pub(crate) mod h2_pipe;
 pub(crate) mod io;
+pub(crate) mod logged_size;
 pub mod proxy_proto;
 pub(crate) mod relay;
 pub(crate) mod splice;

@@ -1,0 +1,72 @@
+//! The size HAProxy 2.6 logs for an HTTP/1 message (`%B`, `%U`): not the
+//! bytes on the wire but those of its internal form, as measured against
+//! haproxy 2.6: the start line counts its three words plus 20, each header
+//! its name and value (without the colon, the spaces around the value and
+//! the line end), the end of the head 1, and the body its bytes. The
+//! `connection` header is not counted: HAProxy takes it out when it reads
+//! a message and writes its own when it sends one.
+
+use crate::wire::h1::trim;
+
+/// What the start line adds besides its three words.
+const START_LINE: u64 = 20;
+/// What the end of the head adds.
+const END_OF_HEAD: u64 = 1;
+
+/// The logged size of the head `head` (start line, headers, blank line;
+/// what follows the blank line is not looked at).
+pub(crate) fn head(head: &[u8]) -> u64 {
+    let end = memchr::memmem::find(head, b"\r\n\r\n").map_or(head.len(), |e| e + 2);
+    let mut lines = head[..end]
+        .split(|b| *b == b'\n')
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+        .filter(|l| !l.is_empty());
+    let Some(start) = lines.next() else { return 0 };
+    // The three words, without the two spaces between them.
+    let words = start.len().saturating_sub(2) as u64;
+    let headers: u64 = lines
+        .filter_map(|l| {
+            let colon = memchr::memchr(b':', l)?;
+            let name = &l[..colon];
+            if name.eq_ignore_ascii_case(b"connection") {
+                return None;
+            }
+            Some((name.len() + trim(&l[colon + 1..]).len()) as u64)
+        })
+        .sum();
+    START_LINE + words + headers + END_OF_HEAD
+}
+
+/// The logged size of a whole message sluice made (a reply, a page): its
+/// head, then a body of the bytes after it, delimited by its length.
+pub(crate) fn message(msg: &[u8]) -> u64 {
+    let body = memchr::memmem::find(msg, b"\r\n\r\n").map_or(0, |e| msg.len() - e - 4);
+    head(msg) + body as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The sizes haproxy 2.6.12 logged for these messages.
+    #[test]
+    fn sizes_are_haproxys() {
+        let cases: [(&[u8], u64); 6] = [
+            (b"GET / HTTP/1.1\r\nhost: x\r\n\r\n", 38),
+            (b"GET /ret HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n", 41),
+            (b"GET /ret HTTP/1.1\r\nhost:    x y  \r\nX-A: 1\r\n\r\n", 47),
+            (b"GET /ret HTTP/1.0\r\n\r\n", 36),
+            (
+                b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\ncontent-type: text/plain\r\n\r\nhello",
+                76,
+            ),
+            (
+                b"HTTP/1.1 302 Found\r\ncontent-length: 0\r\nlocation: /x\r\ncache-control: no-cache\r\n\r\n",
+                83,
+            ),
+        ];
+        for (msg, want) in cases {
+            assert_eq!(message(msg), want, "{}", String::from_utf8_lossy(msg));
+        }
+    }
+}

@@ -1,0 +1,309 @@
+//! Access log lines against the real HAProxy 2.6: the same configuration
+//! runs under haproxy and sluice, the same connections reach both, and the
+//! lines each logs must be the same bytes. Covered: `option dontlognull`
+//! (in a `listen`, from `defaults`, and given back with `no option
+//! dontlognull`) in `mode tcp` and `mode http`, and HAProxy's line without
+//! a log format (`Connect from ...`, with each request in `mode http`); the
+//! sizes `%B` and `%U` of answers sluice makes (`http-request return`,
+//! `deny`, `redirect`).
+//!
+//! Skipped (with a note) when `/usr/sbin/haproxy` is not installed, except
+//! under CI, where that is a failure.
+
+mod support;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use support::haproxy::{self, Haproxy};
+use support::raw::RawBackend;
+use support::syslog::Syslog;
+use support::*;
+
+/// One proxy under test (haproxy or sluice) with its own listeners, log
+/// receiver and server.
+struct Side {
+    _proc: (Option<Haproxy>, Option<Sluice>),
+    fronts: Vec<Listen>,
+    log: Syslog,
+    _srv: RawBackend,
+    _dead: Port,
+}
+
+impl Side {
+    /// Starts haproxy (`hap`) or sluice on `cfg`, where `{feN}` are the
+    /// listeners, `{log}` the log target, `{srv}` a server that answers
+    /// and `{dead}` an address that refuses connections.
+    async fn start(hap: bool, cfg: &str, nfronts: usize) -> Side {
+        let fronts = listens(nfronts);
+        let log = Syslog::new();
+        let srv = RawBackend::start().await;
+        let dead = Port::new();
+        let mut text = cfg
+            .replace("{log}", &log.addr())
+            .replace("{srv}", &srv.addr.to_string())
+            .replace("{dead}", &dead.addr().to_string());
+        for (n, l) in fronts.iter().enumerate() {
+            text = text.replace(&format!("{{fe{n}}}"), &l.to_string());
+        }
+        let proc = if hap {
+            let refs: Vec<&Listen> = fronts.iter().collect();
+            (Some(Haproxy::start("loglines", &text, &refs)), None)
+        } else {
+            (None, Some(Sluice::start(&text)))
+        };
+        Side {
+            _proc: proc,
+            fronts,
+            log,
+            _srv: srv,
+            _dead: dead,
+        }
+    }
+
+    fn addr(&self, n: usize) -> SocketAddr {
+        self.fronts[n].addr()
+    }
+
+    /// The front address `n` as a line shows it, and its mask.
+    fn front_masks(&self) -> Vec<(String, String)> {
+        (0..self.fronts.len())
+            .map(|n| (self.addr(n).to_string(), format!("{{fe{n}}}")))
+            .collect()
+    }
+}
+
+/// Opens a connection to `addr`, sends `bytes` (nothing when empty), shuts
+/// its side down and reads until the proxy closes: the proxy is done with
+/// the connection when this returns. Returns the client's port.
+async fn client(addr: SocketAddr, bytes: &[u8]) -> (u16, Vec<u8>) {
+    let mut s = TcpStream::connect(addr).await.expect("connect");
+    let port = s.local_addr().expect("local_addr").port();
+    if !bytes.is_empty() {
+        s.write_all(bytes).await.expect("send");
+    }
+    s.shutdown().await.expect("shutdown");
+    let mut out = Vec::new();
+    // A reset ends the connection as well as a close.
+    let _ = within(
+        Duration::from_secs(10),
+        "the close",
+        s.read_to_end(&mut out),
+    )
+    .await;
+    (port, out)
+}
+
+const NULL_CFG: &str = "global
+    log {log} format raw local0 info
+defaults
+    log global
+    timeout connect 1s
+    timeout client 5s
+    timeout server 5s
+    # A refused server ends a TCP session at once (SC).
+    retries 0
+
+# `option dontlognull` in the listen itself.
+listen own_http
+    mode http
+    bind {fe0}
+    option dontlognull
+    server s1 {srv}
+
+listen own_tcp
+    mode tcp
+    bind {fe1}
+    option dontlognull
+    log-format \"%ci:%cp %ft %b/%s %ts %U %B\"
+    server s1 {dead}
+
+# Its line comes after those of the connections before it.
+listen marker
+    mode http
+    bind {fe2}
+    log-format \"marker %{+Q}r\"
+    http-request return status 200
+
+defaults
+    log global
+    option dontlognull
+    timeout connect 1s
+    timeout client 5s
+    timeout server 5s
+    retries 0
+
+# From `defaults`.
+listen inh_tcp
+    mode tcp
+    bind {fe3}
+    log-format \"%ci:%cp %ft %b/%s %ts %U %B\"
+    server s1 {dead}
+
+listen inh_http
+    mode http
+    bind {fe4}
+    log-format \"%ci:%cp %ft %b/%s %ST %ts %{+Q}r\"
+    server s1 {srv}
+
+# Given back.
+listen neg_tcp
+    mode tcp
+    bind {fe5}
+    no option dontlognull
+    log-format \"%ci:%cp %ft %b/%s %ts %U %B\"
+    server s1 {dead}
+
+listen neg_http
+    mode http
+    bind {fe6}
+    no option dontlognull
+    log-format \"%ci:%cp %ft %b/%s %ST %ts %{+Q}r\"
+    server s1 {srv}
+";
+
+/// The connections of [`dontlognull_and_connect_lines_as_haproxy`]: on
+/// which listener, what the client sends before it closes.
+/// (A client that sends bytes to `own_tcp` is left out: whether haproxy
+/// reads them before its connection to the server is refused is a race.)
+const NULL_CLIENTS: [(usize, &[u8]); 9] = [
+    (0, b""),
+    (0, b"GET / HTTP/1.1\r\nhost: x\r\n\r\n"),
+    (0, b"GARBAGE\r\n\r\n"),
+    (1, b""),
+    (3, b""),
+    (4, b""),
+    (5, b""),
+    (6, b""),
+    (0, b"GET /again HTTP/1.1\r\nhost: x\r\n\r\n"),
+];
+
+/// The lines one side logged for [`NULL_CLIENTS`], sorted, with what must
+/// differ masked: each client's port (`{cN}`, the kernel's choice) and each
+/// listener's address (`{feN}`, each side has its own). The readiness
+/// probes' lines are left out (their ports are none of the clients').
+async fn null_lines(side: &Side) -> Vec<String> {
+    let mut ports = Vec::new();
+    for (fe, bytes) in NULL_CLIENTS {
+        ports.push(client(side.addr(fe), bytes).await.0);
+    }
+    client(side.addr(2), b"GET /marker HTTP/1.1\r\nhost: x\r\n\r\n").await;
+    let seen = side.log.until(&["marker \"GET /marker HTTP/1.1\"\n"]);
+    let mut out: Vec<String> = seen
+        .iter()
+        .filter_map(|l| {
+            let (n, p) = ports
+                .iter()
+                .enumerate()
+                .find(|(_, p)| l.contains(&format!("127.0.0.1:{p} ")))?;
+            let mut l = l.replace(&format!("127.0.0.1:{p} "), &format!("{{c{n}}} "));
+            for (addr, mask) in side.front_masks() {
+                l = l.replace(&addr, &mask);
+            }
+            Some(l)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// A client that sends nothing is not logged under `option dontlognull`,
+/// whatever ends its session (in `mode tcp`, a refused server too), whether
+/// the option is the listen's own or comes from `defaults`, and is logged
+/// again after `no option dontlognull`. Without a log format, `mode http`
+/// tells `Connect from` with each request whose head parsed, never for a
+/// connection that sent nothing or garbage.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dontlognull_and_connect_lines_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let hap = Side::start(true, NULL_CFG, 7).await;
+    let want = null_lines(&hap).await;
+    drop(hap);
+    let sl = Side::start(false, NULL_CFG, 7).await;
+    let got = null_lines(&sl).await;
+    assert_eq!(got, want, "sluice's lines, then haproxy's");
+    // What haproxy 2.6 logged, so that the comparison is not of nothing.
+    assert_eq!(
+        want,
+        [
+            "Connect from {c1} to {fe0} (own_http/HTTP)\n",
+            "Connect from {c8} to {fe0} (own_http/HTTP)\n",
+            "{c6} neg_tcp neg_tcp/s1 SC 0 0\n",
+            "{c7} neg_http neg_http/<NOSRV> 400 CR \"<BADREQ>\"\n",
+        ]
+    );
+}
+
+const SIZE_CFG: &str = "global
+    log {log} format raw local0 info
+defaults
+    mode http
+    log global
+    # The readiness probe's empty connection is not logged.
+    option dontlognull
+    timeout connect 1s
+    timeout client 5s
+    timeout server 5s
+
+listen sizes
+    bind {fe0}
+    log-format \"%ST %B %U %ts %{+Q}r\"
+    http-request return status 200 content-type text/plain string hello if { path /ret }
+    http-request return status 404 if { path /ret404 }
+    http-request deny if { path /deny }
+    http-request deny deny_status 403 content-type text/plain string nope if { path /deny-string }
+    http-request redirect location /x if { path /redir }
+    http-request redirect prefix /p code 301 if { path /redir-prefix }
+    http-request redirect scheme https if { path /redir-scheme }
+    server s1 {srv}
+";
+
+/// Requests answered by sluice itself, each on its own connection.
+const SIZE_REQUESTS: [&[u8]; 9] = [
+    b"GET /ret HTTP/1.1\r\nhost: x\r\n\r\n",
+    b"GET /ret HTTP/1.1\r\nhost:    x y  \r\nX-A: 1\r\nconnection: close\r\n\r\n",
+    b"GET /ret HTTP/1.0\r\n\r\n",
+    b"GET /ret404 HTTP/1.1\r\nhost: x\r\n\r\n",
+    b"GET /deny HTTP/1.1\r\nhost: x\r\n\r\n",
+    b"GET /deny-string HTTP/1.1\r\nhost: x\r\n\r\n",
+    b"GET /redir HTTP/1.1\r\nhost: x\r\n\r\n",
+    b"GET /redir-prefix HTTP/1.1\r\nhost: x\r\n\r\n",
+    b"GET http://x/redir-scheme HTTP/1.1\r\nhost: x\r\n\r\n",
+];
+
+/// The answers and log lines of one side for [`SIZE_REQUESTS`].
+async fn size_lines(side: &Side) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for req in SIZE_REQUESTS {
+        let (_, answer) = client(side.addr(0), req).await;
+        let line = side.log.take(1).remove(0);
+        out.push((String::from_utf8_lossy(&answer).into_owned(), line));
+    }
+    out
+}
+
+/// `%B` of an answer sluice makes and `%U` of the request count what
+/// HAProxy 2.6 counts (its internal form of the messages, not the bytes on
+/// the wire, which are the same in both), for `http-request return`,
+/// `deny` and `redirect`, over HTTP/1.1 and 1.0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sizes_of_made_answers_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let hap = Side::start(true, SIZE_CFG, 1).await;
+    let want = size_lines(&hap).await;
+    drop(hap);
+    let sl = Side::start(false, SIZE_CFG, 1).await;
+    let got = size_lines(&sl).await;
+    for ((req, w), g) in SIZE_REQUESTS.iter().zip(&want).zip(&got) {
+        assert_eq!(g, w, "{}", String::from_utf8_lossy(req));
+    }
+    // haproxy 2.6 logged 76 for the 69 bytes of the first answer.
+    assert_eq!(want[0].1, "200 76 41 LR \"GET /ret HTTP/1.1\"\n");
+}
