@@ -546,7 +546,7 @@ fn finish(
     rec.tally.fe_out += out.bytes_out;
     rec.bytes_out = out.logged_out;
     // The head as HAProxy counts it, the body as received.
-    rec.bytes_in = out.body_in + head.map_or(0, |h| crate::wire::logged_size::head(&h.raw));
+    rec.bytes_in = out.body_in + head.map_or(0, Head::logged_size);
     outcome::finish_with_vars(fe, &rt.process, rec, out.status, head, vars);
 }
 

@@ -453,6 +453,11 @@ impl<'s> Vars<'s> {
     }
 
     fn prune_reqres(&self) {
+        // Every entry counts its size here: none, nothing to lock (the
+        // common case, each request passes here three times).
+        if self.reqres_size.load(Relaxed) == 0 {
+            return;
+        }
         let freed: u64 = self
             .reqres
             .lock()
@@ -540,6 +545,9 @@ impl<'s> Vars<'s> {
 impl Drop for Vars<'_> {
     fn drop(&mut self) {
         self.prune_reqres();
+        if *self.txn_size.get_mut() == 0 {
+            return;
+        }
         let freed: u64 = self
             .txn
             .get_mut()

@@ -239,6 +239,12 @@ impl Head {
         // The rest of the request line after the target and its space: a
         // few bytes to scan.
         let rest = &self.raw[self.target.1 as usize..];
+        // The usual versions without a scan: this runs for each request.
+        match rest.get(..10) {
+            Some(b" HTTP/1.1\r") => return b"HTTP/1.1",
+            Some(b" HTTP/1.0\r") => return b"HTTP/1.0",
+            _ => {}
+        }
         let end = rest
             .iter()
             .position(|&b| b == b'\r' || b == b'\n')
@@ -247,6 +253,44 @@ impl Head {
             Some(v) if !v.is_empty() => v,
             _ => b"HTTP/1.0",
         }
+    }
+
+    /// Whether the field's line is exactly `name: value` (one space after
+    /// the colon, a non-empty value ending the line), so that forwarding
+    /// it as is writes what HAProxy 2.6 writes.
+    fn is_canonical(&self, h: &HeaderPos) -> bool {
+        h.value.0 == h.name.1 + 2
+            && h.value.1 == h.line.1
+            && h.value.1 > h.value.0
+            && self.raw.get(h.name.1 as usize + 1) == Some(&b' ')
+    }
+
+    /// The size HAProxy 2.6 logs for this head (`%U`'s head part), from
+    /// the parsed fields rather than a new scan of the bytes: the start
+    /// line's three words plus 20, each field's name and value but the
+    /// `connection` ones, and 1 for the end of the head. The same rule as
+    /// [`logged_size::head`](crate::wire::logged_size::head), which measures
+    /// the messages sluice writes itself.
+    pub(crate) fn logged_size(&self) -> u64 {
+        // httparse skips empty lines before the start line.
+        let start = self
+            .raw
+            .iter()
+            .position(|&b| b != b'\r' && b != b'\n')
+            .unwrap_or(self.raw.len());
+        let rest = &self.raw[start..];
+        let line = memchr::memchr(b'\n', rest).map_or(rest, |e| &rest[..e]);
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let fields: usize = self
+            .headers
+            .iter()
+            .filter(|h| h.kind != Kind::Connection)
+            .map(|h| (h.name.1 - h.name.0 + h.value.1 - h.value.0) as usize)
+            .sum();
+        crate::wire::logged_size::START_LINE
+            + line.len().saturating_sub(2) as u64
+            + fields as u64
+            + crate::wire::logged_size::END_OF_HEAD
     }
 
     pub(crate) fn reason(&self) -> &[u8] {
@@ -609,6 +653,13 @@ impl Head {
             }
             let value = match replaced.iter().find(|(j, _)| *j == i) {
                 Some((_, v)) => v.as_slice(),
+                // Already `name: value` (as nearly every client writes
+                // it): the line goes out in one copy.
+                None if self.is_canonical(h) => {
+                    out.put_slice(self.slice(h.line));
+                    out.put_slice(b"\r\n");
+                    continue;
+                }
                 None => self.slice(h.value),
             };
             // Written again as `name: value`, as HAProxy 2.6 does: the

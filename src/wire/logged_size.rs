@@ -9,9 +9,9 @@
 use crate::wire::h1::trim;
 
 /// What the start line adds besides its three words.
-const START_LINE: u64 = 20;
+pub(crate) const START_LINE: u64 = 20;
 /// What the end of the head adds.
-const END_OF_HEAD: u64 = 1;
+pub(crate) const END_OF_HEAD: u64 = 1;
 
 /// The logged size of the head `head` (start line, headers, blank line;
 /// what follows the blank line is not looked at).
@@ -67,6 +67,17 @@ mod tests {
         ];
         for (msg, want) in cases {
             assert_eq!(message(msg), want, "{}", String::from_utf8_lossy(msg));
+        }
+        // A parsed request head gives the same size from its fields.
+        for (msg, want) in &cases[..4] {
+            let head =
+                crate::wire::h1::Head::parse_request(bytes::Bytes::from_static(msg)).expect("head");
+            assert_eq!(
+                head.logged_size(),
+                *want,
+                "{}",
+                String::from_utf8_lossy(msg)
+            );
         }
     }
 }
