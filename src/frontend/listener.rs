@@ -248,7 +248,7 @@ async fn tls_accept(
         start.into_stream(config).await
     };
     let handshake = crate::wire::io::with_timeout(tls.handshake_timeout, handshake);
-    let fe = client.fe_state().cloned();
+    let fe = client.frontend_state().cloned();
     let counters = fe.as_ref().map(|s| &s.counters);
     match handshake.await {
         Some(Ok(tls)) => {

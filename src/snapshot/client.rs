@@ -72,11 +72,6 @@ impl ClientConn {
         self.dst = Some(Box::new(dst));
     }
 
-    /// The frontend's state, once the connection is one of its sessions.
-    pub(crate) fn fe_state(&self) -> Option<&Arc<FrontendState>> {
-        self.fe_state.as_ref()
-    }
-
     /// Counts the connection as a session of its frontend (`st`).
     pub(crate) fn start_session(&mut self, st: Arc<FrontendState>) {
         if self.fe_state.is_none() {
