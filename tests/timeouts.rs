@@ -315,7 +315,11 @@ async fn silent_server_gets_504_and_connection_survives() {
     assert!(r.closed_after.is_none(), "the client connection stays open");
     let (timers, status, bytes, term) = fields(&log.line());
     assert_eq!((&status[..], &term[..]), ("504", "sH--"));
-    assert_eq!(bytes, PAGE_504.len().to_string());
+    // %B is the size HAProxy 2.6 logs for its own 504 (its internal
+    // form of the page: 198, captured from haproxy 2.6.12), not the 195
+    // bytes on the wire.
+    assert_eq!(PAGE_504.len(), 195);
+    assert_eq!(bytes, "198");
     // Connected (Tc logged), no response (Tr -1), answered at the server
     // timeout (Ta), not before.
     let t: Vec<&str> = timers.split('/').collect();
