@@ -161,6 +161,7 @@ impl<'a> Exchange<'a> {
             rec: &mut *rec,
             ctx: self.ctx,
             bytes_out: 0,
+            logged_out: 0,
         }
         .run(resp, &pool, plan.server_close)
         .await;
@@ -336,8 +337,9 @@ impl<'a> Exchange<'a> {
         .await;
         match relayed {
             Ok(n) => {
-                self.rec.tally.srv_in += n;
-                plan.body_in = n;
+                self.rec.tally.srv_in += n.wire;
+                // `%U` counts the body as HAProxy 2.6 does.
+                plan.body_in = n.logged;
                 Step::Go(a)
             }
             Err(e) => Step::End(self.body_failed(e).await, false),

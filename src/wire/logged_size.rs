@@ -17,14 +17,37 @@ pub(crate) const END_OF_HEAD: u64 = 1;
 /// what follows the blank line is not looked at).
 pub(crate) fn head(head: &[u8]) -> u64 {
     let end = memchr::memmem::find(head, b"\r\n\r\n").map_or(head.len(), |e| e + 2);
-    let mut lines = head[..end]
-        .split(|b| *b == b'\n')
-        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
-        .filter(|l| !l.is_empty());
+    let mut lines = lines(&head[..end]);
     let Some(start) = lines.next() else { return 0 };
     // The three words, without the two spaces between them.
     let words = start.len().saturating_sub(2) as u64;
-    let headers: u64 = lines
+    START_LINE + words + fields(lines) + END_OF_HEAD
+}
+
+/// What the end of a chunked body adds besides its data and trailers
+/// (measured: haproxy 2.6 logs one more byte for a chunked body than for
+/// the same data with a length, none when the message has no body).
+pub(crate) const END_OF_CHUNKED: u64 = 1;
+
+/// The logged size of the trailer section `tail` of a chunked body (the
+/// last chunk's size line, the trailer fields, the final blank line):
+/// each field's name and value, as in a head.
+pub(crate) fn trailers(tail: &[u8]) -> u64 {
+    fields(lines(tail))
+}
+
+/// The non-empty lines of `bytes`, without their line ends.
+fn lines(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    bytes
+        .split(|b| *b == b'\n')
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+        .filter(|l| !l.is_empty())
+}
+
+/// The fields among `lines` (those with a colon), each its name and
+/// trimmed value, the `connection` ones left out.
+fn fields<'a>(lines: impl Iterator<Item = &'a [u8]>) -> u64 {
+    lines
         .filter_map(|l| {
             let colon = memchr::memchr(b':', l)?;
             let name = &l[..colon];
@@ -33,8 +56,7 @@ pub(crate) fn head(head: &[u8]) -> u64 {
             }
             Some((name.len() + trim(&l[colon + 1..]).len()) as u64)
         })
-        .sum();
-    START_LINE + words + headers + END_OF_HEAD
+        .sum()
 }
 
 /// The logged size of a whole message sluice made (a reply, a page): its
