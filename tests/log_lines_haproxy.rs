@@ -263,26 +263,54 @@ listen sizes
     http-request redirect prefix /p code 301 if { path /redir-prefix }
     http-request redirect scheme https if { path /redir-scheme }
     server s1 {srv}
+
+listen refused
+    bind {fe1}
+    log-format \"%ST %B %U %ts %{+Q}r\"
+    retries 0
+    server s1 {dead}
 ";
 
-/// Requests answered by sluice itself, each on its own connection.
-const SIZE_REQUESTS: [&[u8]; 9] = [
-    b"GET /ret HTTP/1.1\r\nhost: x\r\n\r\n",
-    b"GET /ret HTTP/1.1\r\nhost:    x y  \r\nX-A: 1\r\nconnection: close\r\n\r\n",
-    b"GET /ret HTTP/1.0\r\n\r\n",
-    b"GET /ret404 HTTP/1.1\r\nhost: x\r\n\r\n",
-    b"GET /deny HTTP/1.1\r\nhost: x\r\n\r\n",
-    b"GET /deny-string HTTP/1.1\r\nhost: x\r\n\r\n",
-    b"GET /redir HTTP/1.1\r\nhost: x\r\n\r\n",
-    b"GET /redir-prefix HTTP/1.1\r\nhost: x\r\n\r\n",
-    b"GET http://x/redir-scheme HTTP/1.1\r\nhost: x\r\n\r\n",
+/// Requests answered by sluice itself, each on its own connection: on
+/// which listener, the bytes.
+const SIZE_REQUESTS: [(usize, &[u8]); 13] = [
+    (0, b"GET /ret HTTP/1.1\r\nhost: x\r\n\r\n"),
+    (
+        0,
+        b"GET /ret HTTP/1.1\r\nhost:    x y  \r\nX-A: 1\r\nconnection: close\r\n\r\n",
+    ),
+    (0, b"GET /ret HTTP/1.0\r\n\r\n"),
+    (0, b"GET /ret404 HTTP/1.1\r\nhost: x\r\n\r\n"),
+    (0, b"GET /deny HTTP/1.1\r\nhost: x\r\n\r\n"),
+    (0, b"GET /deny-string HTTP/1.1\r\nhost: x\r\n\r\n"),
+    (0, b"GET /redir HTTP/1.1\r\nhost: x\r\n\r\n"),
+    (0, b"GET /redir-prefix HTTP/1.1\r\nhost: x\r\n\r\n"),
+    (0, b"GET http://x/redir-scheme HTTP/1.1\r\nhost: x\r\n\r\n"),
+    // A body that came with the head counts in `%U`, read or not.
+    (
+        0,
+        b"POST /ret HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\n\r\nhello",
+    ),
+    (
+        0,
+        b"POST /ret HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nx-t: 1\r\n\r\n",
+    ),
+    (
+        0,
+        b"POST /deny HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+    ),
+    // No server to send it to: a 503.
+    (
+        1,
+        b"POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\n\r\nhello",
+    ),
 ];
 
 /// The answers and log lines of one side for [`SIZE_REQUESTS`].
 async fn size_lines(side: &Side) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    for req in SIZE_REQUESTS {
-        let (_, answer) = client(side.addr(0), req).await;
+    for (fe, req) in SIZE_REQUESTS {
+        let (_, answer) = client(side.addr(fe), req).await;
         let line = side.log.take(1).remove(0);
         out.push((String::from_utf8_lossy(&answer).into_owned(), line));
     }
@@ -298,16 +326,24 @@ async fn sizes_of_made_answers_as_haproxy() {
     if !haproxy::available() {
         return;
     }
-    let hap = Side::start(true, SIZE_CFG, 1).await;
+    let hap = Side::start(true, SIZE_CFG, 2).await;
     let want = size_lines(&hap).await;
     drop(hap);
-    let sl = Side::start(false, SIZE_CFG, 1).await;
+    let sl = Side::start(false, SIZE_CFG, 2).await;
     let got = size_lines(&sl).await;
-    for ((req, w), g) in SIZE_REQUESTS.iter().zip(&want).zip(&got) {
-        assert_eq!(g, w, "{}", String::from_utf8_lossy(req));
+    for (((_, req), w), g) in SIZE_REQUESTS.iter().zip(&want).zip(&got) {
+        let req = String::from_utf8_lossy(req);
+        assert_eq!(g.1, w.1, "{req}");
+        // A known difference left: after a local answer to a request with
+        // a body haproxy keeps the connection, sluice closes it.
+        if !req.starts_with("POST") {
+            assert_eq!(g.0, w.0, "{req}");
+        }
     }
-    // haproxy 2.6 logged 76 for the 69 bytes of the first answer.
+    // haproxy 2.6 logged 76 for the 69 bytes of the first answer, and 62
+    // for a request of 57 bytes of head and 5 of body it never read.
     assert_eq!(want[0].1, "200 76 41 LR \"GET /ret HTTP/1.1\"\n");
+    assert_eq!(want[9].1, "200 76 62 LR \"POST /ret HTTP/1.1\"\n");
 }
 
 const RELAYED_CFG: &str = "global

@@ -40,6 +40,8 @@ pub(crate) struct Outcome {
     pub(crate) logged_out: u64,
     /// Bytes of request body read from the client.
     pub(crate) body_in: u64,
+    /// That body as the log line counts it (`%U`, see `wire::logged_size`).
+    pub(crate) body_logged: u64,
 }
 
 /// Sends a complete local response (error page) and reports it.
@@ -119,6 +121,7 @@ async fn error_page(
         bytes_out: if ok { page.len() as u64 } else { 0 },
         logged_out: if ok { logged_size::message(page) } else { 0 },
         body_in: 0,
+        body_logged: 0,
     }
 }
 
@@ -254,7 +257,7 @@ pub(crate) async fn forward(
             o = fut => o,
             _ = killed => {
                 rec.tally.srv_abrt |= Rows::BE_SRV;
-                (Outcome { status: None, keep_client: false, bytes_out: 0, logged_out: 0, body_in: 0 }, false)
+                (Outcome { status: None, keep_client: false, bytes_out: 0, logged_out: 0, body_in: 0, body_logged: 0 }, false)
             }
         }
     } else {
@@ -396,5 +399,6 @@ pub(crate) async fn send_answer(
         bytes_out: if ok { out.len() as u64 } else { 0 },
         logged_out: if ok { logged_size::message(out) } else { 0 },
         body_in: 0,
+        body_logged: 0,
     }
 }

@@ -107,6 +107,7 @@ impl<'a> Relay<'a> {
                     bytes_out: self.bytes_out,
                     logged_out: self.logged_out,
                     body_in: 0,
+                    body_logged: 0,
                 });
             }
             self.bytes_out += head.len() as u64;
@@ -189,6 +190,7 @@ impl<'a> Relay<'a> {
             bytes_out,
             logged_out: bytes_out,
             body_in: c2s,
+            body_logged: c2s,
         }
     }
 
@@ -381,6 +383,7 @@ impl<'a> Relay<'a> {
             bytes_out: self.bytes_out,
             logged_out: self.logged_out,
             body_in: 0,
+            body_logged: 0,
         }
     }
 

@@ -500,9 +500,14 @@ pub(crate) async fn handle_request(
         tls,
         first,
     };
-    let out = route(rt, fe, &req, conn, keep_client, &mut rec).await;
+    let mut out = route(rt, fe, &req, conn, keep_client, &mut rec).await;
     stream.end();
     vars.end();
+    // A body no server was sent (a local answer, a server that could not
+    // be reached) still counts in `%U` for what came with the head.
+    if out.body_in == 0 {
+        out.body_logged = crate::wire::logged_size::buffered_body(body, &conn.buf);
+    }
     finish(rt, fe, &mut rec, &out, (Some(&head), Some(&vars)));
     out.keep_client
 }
@@ -546,7 +551,7 @@ fn finish(
     rec.tally.fe_out += out.bytes_out;
     rec.bytes_out = out.logged_out;
     // The head as HAProxy counts it, the body as received.
-    rec.bytes_in = out.body_in + head.map_or(0, Head::logged_size);
+    rec.bytes_in = out.body_logged + head.map_or(0, Head::logged_size);
     outcome::finish_with_vars(fe, &rt.process, rec, out.status, head, vars);
 }
 
@@ -698,6 +703,7 @@ async fn route(
             bytes_out: 0,
             logged_out: 0,
             body_in: 0,
+            body_logged: 0,
         };
     }
     if let Some(stats) = &be.stats
@@ -1186,6 +1192,7 @@ async fn stats_page(
     out.put_slice(b"\r\n");
     Some(Outcome {
         body_in,
+        body_logged: body_in,
         ..forward::send_answer(conn, &out, 303, keep, fe, None).await
     })
 }
@@ -1279,6 +1286,7 @@ async fn stats_reply(
         bytes_out: head.len() as u64,
         logged_out: crate::wire::logged_size::message(&head),
         body_in: 0,
+        body_logged: 0,
     }
 }
 

@@ -6,7 +6,7 @@
 //! `connection` header is not counted: HAProxy takes it out when it reads
 //! a message and writes its own when it sends one.
 
-use crate::wire::h1::trim;
+use crate::wire::h1::{BodyKind, ChunkedDecoder, trim};
 
 /// What the start line adds besides its three words.
 pub(crate) const START_LINE: u64 = 20;
@@ -34,6 +34,29 @@ pub(crate) const END_OF_CHUNKED: u64 = 1;
 /// each field's name and value, as in a head.
 pub(crate) fn trailers(tail: &[u8]) -> u64 {
     fields(lines(tail))
+}
+
+/// The logged size of the part of a request body of framing `kind` that
+/// is already in `buf` (the bytes after its head), for a request answered
+/// without its body being read: HAProxy 2.6 counts what it has parsed, the
+/// body that came with the head. A rare path: a chunked body is decoded.
+pub(crate) fn buffered_body(kind: BodyKind, buf: &[u8]) -> u64 {
+    match kind {
+        BodyKind::None | BodyKind::UntilClose => 0,
+        BodyKind::Length(n) => n.min(buf.len() as u64),
+        BodyKind::Chunked => {
+            let mut dec = ChunkedDecoder::default();
+            // A framing error ends what was parsed where it is.
+            let end = dec.feed(buf).unwrap_or(0);
+            // The chunk being received counts what arrived of it.
+            let data = dec.body_len() - dec.data_left();
+            if !dec.is_done() {
+                return data;
+            }
+            let tail = dec.trailers_at().and_then(|at| buf.get(at..end));
+            data + tail.map_or(0, trailers) + END_OF_CHUNKED
+        }
+    }
 }
 
 /// The non-empty lines of `bytes`, without their line ends.
@@ -89,6 +112,17 @@ mod tests {
         ];
         for (msg, want) in cases {
             assert_eq!(message(msg), want, "{}", String::from_utf8_lossy(msg));
+        }
+        // Bodies that came with the head of a request answered locally,
+        // as haproxy 2.6.12 counted them.
+        let bodies: [(BodyKind, &[u8], u64); 4] = [
+            (BodyKind::Length(5), b"hello", 5),
+            (BodyKind::Length(5), b"hel", 3),
+            (BodyKind::Chunked, b"5\r\nhello\r\n0\r\n\r\n", 6),
+            (BodyKind::Chunked, b"5\r\nhello\r\n0\r\nx-t: 1\r\n\r\n", 10),
+        ];
+        for (kind, buf, want) in bodies {
+            assert_eq!(buffered_body(kind, buf), want, "{kind:?}");
         }
         // A parsed request head gives the same size from its fields.
         for (msg, want) in &cases[..4] {
