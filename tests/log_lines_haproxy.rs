@@ -7,7 +7,8 @@
 //! sizes `%B` and `%U` of answers sluice makes (`http-request return`,
 //! `deny`, `redirect`), and of a server's answers relayed (lengths,
 //! chunks and trailers, interim answers, bodiless ones) with the size `%U`
-//! of a chunked request body.
+//! of a chunked request body; HTTP/1 on a `proto h2` bind and the
+//! HTTP/2 preface on a `proto h1` one.
 //!
 //! Skipped (with a note) when `/usr/sbin/haproxy` is not installed, except
 //! under CI, where that is a failure.
@@ -306,10 +307,11 @@ const SIZE_REQUESTS: [(usize, &[u8]); 13] = [
     ),
 ];
 
-/// The answers and log lines of one side for [`SIZE_REQUESTS`].
-async fn size_lines(side: &Side) -> Vec<(String, String)> {
+/// The answers and log lines of one side for `requests` (on which
+/// listener, the bytes), each on its own connection.
+async fn answers_and_lines(side: &Side, requests: &[(usize, &[u8])]) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    for (fe, req) in SIZE_REQUESTS {
+    for &(fe, req) in requests {
         let (_, answer) = client(side.addr(fe), req).await;
         let line = side.log.take(1).remove(0);
         out.push((String::from_utf8_lossy(&answer).into_owned(), line));
@@ -327,10 +329,10 @@ async fn sizes_of_made_answers_as_haproxy() {
         return;
     }
     let hap = Side::start(true, SIZE_CFG, 2).await;
-    let want = size_lines(&hap).await;
+    let want = answers_and_lines(&hap, &SIZE_REQUESTS).await;
     drop(hap);
     let sl = Side::start(false, SIZE_CFG, 2).await;
-    let got = size_lines(&sl).await;
+    let got = answers_and_lines(&sl, &SIZE_REQUESTS).await;
     for (((_, req), w), g) in SIZE_REQUESTS.iter().zip(&want).zip(&got) {
         let req = String::from_utf8_lossy(req);
         assert_eq!(g.1, w.1, "{req}");
@@ -466,4 +468,73 @@ async fn sizes_of_relayed_answers_as_haproxy() {
     // haproxy 2.6 logged 64 for the 5 bytes of data of the chunked answer
     // (58 for its head).
     assert_eq!(want[1], "200 64 40 -- \"GET /ch HTTP/1.1\"\n");
+}
+
+const PROTO_CFG: &str = "global
+    log {log} format raw local0 info
+defaults
+    mode http
+    log global
+    option dontlognull
+    timeout connect 1s
+    timeout client 5s
+    timeout server 5s
+    log-format \"%ST %B %U %ts %HV %HM %{+Q}r %b/%s\"
+
+listen h2_only
+    bind {fe0} proto h2
+    server s1 {srv}
+
+listen h1_only
+    bind {fe1} proto h1
+    server s1 {srv}
+
+# The page of a 400 the stream answers, as the preface gets on h1_only.
+listen deny400
+    bind {fe2}
+    http-request deny deny_status 400
+    server s1 {srv}
+";
+
+/// What each client sends: HTTP/1 or other bytes to the HTTP/2 listener,
+/// the preface to the HTTP/1 one, a request a rule denies with a 400.
+const PROTO_REQUESTS: [(usize, &[u8]); 4] = [
+    (0, b"GET / HTTP/1.1\r\nhost: x\r\n\r\n"),
+    (0, b"x"),
+    (1, b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"),
+    (2, b"GET / HTTP/1.1\r\nhost: x\r\n\r\n"),
+];
+
+/// HTTP/1 (or any bytes but the preface) on a `proto h2` bind is logged
+/// as haproxy 2.6 logs it, a request it could not parse with no status;
+/// the preface on a `proto h1` bind is a `<BADREQ>` whose head (`%U`) and
+/// 400 page (`%B`, the stream's page, lower-case with its `connection:
+/// close`) are counted, the page a `deny_status 400` sends too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_protocol_lines_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let hap = Side::start(true, PROTO_CFG, 3).await;
+    let want = answers_and_lines(&hap, &PROTO_REQUESTS).await;
+    drop(hap);
+    let sl = Side::start(false, PROTO_CFG, 3).await;
+    let got = answers_and_lines(&sl, &PROTO_REQUESTS).await;
+    for (((fe, req), w), g) in PROTO_REQUESTS.iter().zip(&want).zip(&got) {
+        let req = String::from_utf8_lossy(req);
+        assert_eq!(g.1, w.1, "{req}");
+        // A known difference left: the HTTP/2 listener sends its SETTINGS
+        // before it reads the preface, haproxy nothing.
+        if *fe != 0 {
+            assert_eq!(g.0, w.0, "{req}");
+        }
+    }
+    assert_eq!(
+        want[0].1,
+        "0 0 0 PR <BADREQ> <BADREQ> \"<BADREQ>\" h2_only/<NOSRV>\n"
+    );
+    assert_eq!(
+        want[2].1,
+        "400 206 33 PR <BADREQ> <BADREQ> \"<BADREQ>\" h1_only/<NOSRV>\n"
+    );
 }

@@ -438,6 +438,13 @@ pub(crate) async fn handle_request(
             let spot = error_spot::locate(&raw, false, &e);
             capture::request_error(fe, None, peer.inet(), &[&raw, &conn.buf], spot);
             rec.t_req = -1;
+            // The HTTP/2 preface where HTTP/2 is not taken: HAProxy's H1
+            // parser passes its head, its stream refuses the version. The
+            // head and the stream's page count in the log.
+            if raw[..] == *crate::http::h2::PREFACE_HEAD {
+                rec.bytes_in = crate::wire::logged_size::head(&raw);
+                return refused_by_stream(rt, fe, conn, &mut rec).await;
+            }
             return refused(rt, fe, conn, &mut rec, e.request_status()).await;
         }
     };
@@ -529,6 +536,25 @@ async fn refused(
     rec.status = i64::from(status);
     // The page is counted in `bout` but not in the log's bytes.
     rec.tally.fe_out += out.bytes_out;
+    outcome::finish(fe, &rt.process, rec, out.status, None);
+    false
+}
+
+/// [`refused`] for a head HAProxy's H1 parser passes and its stream
+/// refuses with a 400 (`PR--`, `<BADREQ>`): the stream's page, counted in
+/// the log's bytes.
+async fn refused_by_stream(
+    rt: &Runtime,
+    fe: &FrontendRt,
+    conn: &mut BufConn,
+    rec: &mut LogRecord,
+) -> bool {
+    rec.tally.ereq = Rows::FE;
+    let out = forward::send_error(conn, 400, fe, false).await;
+    rec.term(Cause::Proxy, Phase::Request);
+    rec.status = 400;
+    rec.tally.fe_out += out.bytes_out;
+    rec.bytes_out = out.logged_out;
     outcome::finish(fe, &rt.process, rec, out.status, None);
     false
 }
