@@ -365,7 +365,7 @@ listen relayed
 ";
 
 /// Each request (on its own connection) and the server's answer to it.
-const RELAYED: [(&[u8], &[u8]); 17] = [
+const RELAYED: [(&[u8], &[u8]); 19] = [
     (
         b"GET /cl HTTP/1.1\r\nhost: x\r\n\r\n",
         b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\ncontent-type: text/plain\r\n\r\nhello",
@@ -389,6 +389,15 @@ const RELAYED: [(&[u8], &[u8]); 17] = [
     (
         b"GET /conn HTTP/1.1\r\nhost: x\r\n\r\n",
         b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: keep-alive\r\n\r\nok",
+    ),
+    // A `connection` field without `close` or `keep-alive` is counted.
+    (
+        b"GET /conn-other HTTP/1.1\r\nhost: x\r\nconnection: foo\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nConnection: foo ,  bar\r\n\r\nok",
+    ),
+    (
+        b"GET /conn-close HTTP/1.1\r\nhost: x\r\nconnection: Keep-Alive\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nConnection: close\r\nConnection: upgrade\r\n\r\nok",
     ),
     (
         b"GET /noreason HTTP/1.1\r\nhost: x\r\n\r\n",
@@ -468,6 +477,8 @@ async fn sizes_of_relayed_answers_as_haproxy() {
     // haproxy 2.6 logged 64 for the 5 bytes of data of the chunked answer
     // (58 for its head).
     assert_eq!(want[1], "200 64 40 -- \"GET /ch HTTP/1.1\"\n");
+    // `connection: foo` counts 13, `Connection: foo ,  bar` 20.
+    assert_eq!(want[6], "200 71 61 -- \"GET /conn-other HTTP/1.1\"\n");
 }
 
 const PROTO_CFG: &str = "global

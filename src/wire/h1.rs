@@ -272,7 +272,7 @@ impl Head {
     /// for a server's response), from
     /// the parsed fields rather than a new scan of the bytes: the start
     /// line's three words plus 20, each field's name and value but the
-    /// `connection` ones, and 1 for the end of the head. The same rule as
+    /// `connection` ones HAProxy takes out, and 1 for the end of the head. The same rule as
     /// [`logged_size::head`](crate::wire::logged_size::head), which measures
     /// the messages sluice writes itself.
     pub(crate) fn logged_size(&self) -> u64 {
@@ -295,7 +295,10 @@ impl Head {
         let fields: usize = self
             .headers
             .iter()
-            .filter(|h| h.kind != Kind::Connection)
+            .filter(|h| {
+                h.kind != Kind::Connection
+                    || crate::wire::logged_size::connection_kept(self.slice(h.value))
+            })
             .map(|h| (h.name.1 - h.name.0 + h.value.1 - h.value.0) as usize)
             .sum();
         crate::wire::logged_size::START_LINE
