@@ -33,10 +33,9 @@ defaults
 ";
 
 /// A log line without dates, ports or timers: what must differ is left
-/// out of the format rather than masked. `%B` is left out too: for an
-/// `http-request return` HAProxy counts its internal (HTX) size, not the
-/// bytes sent.
-const LOG: &str = "log-format \"%ci %f %b/%s %ST %ts %{+Q}r\"";
+/// out of the format rather than masked. `%B` is HAProxy's internal (HTX)
+/// size of the answer, which sluice counts the same way.
+const LOG: &str = "log-format \"%ci %f %b/%s %ST %B %ts %{+Q}r\"";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dynamic_backend_names_route_as_haproxy() {

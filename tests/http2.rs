@@ -135,6 +135,8 @@ async fn h2c_request_reaches_the_server_in_http1_form() {
     log {} local0
 {H2_FRONTEND}    log global
     option httplog
+    # The readiness probe sends nothing: not logged.
+    option dontlognull
 frontend fe
     bind {fe} proto h2
     default_backend be

@@ -155,12 +155,12 @@ async fn queued_requests_are_served_fifo_one_at_a_time() {
 /// (`timeout queue 1s`, server `maxconn 1` busy).
 const HAPROXY_SQ: &str = "<134>Nov 30 14:01:47 haproxy[29824]: 127.0.0.1:37222 [30/Nov/2026:14:01:46.703] fe qbe/<NOSRV> 0/1002/-1/-1/1002 503 217 - - sQ-- 2/2/1/0/0 0/1 \"GET /late HTTP/1.1\"\n";
 
-/// `%B` is masked: HAProxy logs 217 for the 214 bytes of its 503 page on
-/// the wire (sluice logs the bytes sent). `%bq` is 1: the request was the
-/// first in the backend queue.
+/// `%B` is HAProxy's 217 for the 214 bytes of its 503 page on the wire
+/// (the internal form it counts, as sluice does). `%bq` is 1: the request
+/// was the first in the backend queue.
 fn sq_mask(tag: &str) -> String {
     format!(
-        "<134>{{mon}} {{day}} {{hh}}:{{mm}}:{{ss}} {tag}[{{pid}}]: 127.0.0.1:{{p}} [{{date}}] fe qbe/<NOSRV> {{TR}}/{{Tw}}/-1/-1/{{Ta}} 503 {{B}} - - sQ-- {{ac}}/{{fc}}/1/0/0 0/1 \"GET /late HTTP/1.1\"\n"
+        "<134>{{mon}} {{day}} {{hh}}:{{mm}}:{{ss}} {tag}[{{pid}}]: 127.0.0.1:{{p}} [{{date}}] fe qbe/<NOSRV> {{TR}}/{{Tw}}/-1/-1/{{Ta}} 503 217 - - sQ-- {{ac}}/{{fc}}/1/0/0 0/1 \"GET /late HTTP/1.1\"\n"
     )
 }
 
@@ -376,7 +376,7 @@ backend qbe
 const HAPROXY_HTTP_FULL: &str = "<134>Dec  1 20:09:03 haproxy[29701]: 127.0.0.1:49544 [01/Dec/2026:20:09:03.750] fe qbe/slow1 0/-1/-1/-1/0 503 217 - - SQ-- 3/3/2/1/0 0/0 \"GET /3 HTTP/1.1\"\n";
 const HAPROXY_TCP_FULL: &str = "<134>Dec  1 20:09:24 haproxy[1134]: 127.0.0.1:53936 [01/Dec/2026:20:09:24.054] fe qbe/slow1 -1/-1/0 0 SQ 3/3/2/1/0 0/0\n";
 
-/// `%B` is masked as in [`sq_mask`]; `%bc` too: sluice counts a request
+/// `%B` is 217 as in [`sq_mask`]; `%bc` is masked: sluice counts a request
 /// on the backend once it has a server slot, HAProxy from the queue on.
 fn full_mask(tag: &str, http: bool) -> String {
     let head = format!(
@@ -384,7 +384,7 @@ fn full_mask(tag: &str, http: bool) -> String {
     );
     if http {
         format!(
-            "{head}{{TR}}/-1/-1/-1/{{Ta}} 503 {{B}} - - SQ-- {{ac}}/{{fc}}/{{bc}}/1/0 0/0 \"GET /3 HTTP/1.1\"\n"
+            "{head}{{TR}}/-1/-1/-1/{{Ta}} 503 217 - - SQ-- {{ac}}/{{fc}}/{{bc}}/1/0 0/0 \"GET /3 HTTP/1.1\"\n"
         )
     } else {
         format!("{head}-1/-1/{{Tt}} 0 SQ {{ac}}/{{fc}}/{{bc}}/1/0 0/0\n")

@@ -70,6 +70,7 @@ struct Plan<'a> {
     /// cannot be replayed.
     body_sent: bool,
     body_in: u64,
+    body_logged: u64,
     connect_ms: u32,
 }
 
@@ -161,10 +162,12 @@ impl<'a> Exchange<'a> {
             rec: &mut *rec,
             ctx: self.ctx,
             bytes_out: 0,
+            logged_out: 0,
         }
         .run(resp, &pool, plan.server_close)
         .await;
         out.body_in = plan.body_in;
+        out.body_logged = plan.body_logged;
         let total_ms = ms(self.started.elapsed());
         rec.tally.times = Some([self.queue_ms, plan.connect_ms, response_ms, total_ms]);
         (out, false)
@@ -187,6 +190,7 @@ impl<'a> Exchange<'a> {
             reuse_ok: be.http_reuse != HttpReuse::Never,
             body_sent: false,
             body_in: 0,
+            body_logged: 0,
             connect_ms: 0,
         }
     }
@@ -336,8 +340,10 @@ impl<'a> Exchange<'a> {
         .await;
         match relayed {
             Ok(n) => {
-                self.rec.tally.srv_in += n;
-                plan.body_in = n;
+                self.rec.tally.srv_in += n.wire;
+                plan.body_in = n.wire;
+                // `%U` counts the body as HAProxy 2.6 does.
+                plan.body_logged = n.logged;
                 Step::Go(a)
             }
             Err(e) => Step::End(self.body_failed(e).await, false),

@@ -40,6 +40,8 @@ pub(crate) struct Outcome {
     pub(crate) logged_out: u64,
     /// Bytes of request body read from the client.
     pub(crate) body_in: u64,
+    /// That body as the log line counts it (`%U`, see `wire::logged_size`).
+    pub(crate) body_logged: u64,
 }
 
 /// Sends a complete local response (error page) and reports it.
@@ -93,7 +95,13 @@ async fn error_page(
         .or_else(|| fe.errorfiles.iter().find(|(c, _)| *c == code))
         .map(|(_, page)| &page[..]);
     let keep = keep && custom.is_none();
-    let page = custom.unwrap_or_else(|| error_pages::response(code));
+    // After the parser, the stream answers: HAProxy's stream's page.
+    let stream_400 = after && custom.is_none() && code == 400;
+    let page = match custom {
+        Some(p) => p,
+        None if after => error_pages::stream_response(code),
+        None => error_pages::response(code),
+    };
     let page = if after {
         crate::http::after::local(fe, be, code, page)
     } else {
@@ -117,8 +125,13 @@ async fn error_page(
         status: Some(code),
         keep_client: ok && keep && !error_pages::closes(code),
         bytes_out: if ok { page.len() as u64 } else { 0 },
-        logged_out: if ok { logged_size::message(page) } else { 0 },
+        logged_out: match (ok, stream_400) {
+            (false, _) => 0,
+            (true, false) => logged_size::message(page),
+            (true, true) => logged_size::message(page) + logged_size::OWN_CONNECTION_CLOSE,
+        },
         body_in: 0,
+        body_logged: 0,
     }
 }
 
@@ -254,7 +267,7 @@ pub(crate) async fn forward(
             o = fut => o,
             _ = killed => {
                 rec.tally.srv_abrt |= Rows::BE_SRV;
-                (Outcome { status: None, keep_client: false, bytes_out: 0, logged_out: 0, body_in: 0 }, false)
+                (Outcome { status: None, keep_client: false, bytes_out: 0, logged_out: 0, body_in: 0, body_logged: 0 }, false)
             }
         }
     } else {
@@ -396,5 +409,6 @@ pub(crate) async fn send_answer(
         bytes_out: if ok { out.len() as u64 } else { 0 },
         logged_out: if ok { logged_size::message(out) } else { 0 },
         body_in: 0,
+        body_logged: 0,
     }
 }

@@ -37,6 +37,9 @@ pub(super) struct Relay<'a> {
     pub(super) rec: &'a mut LogRecord,
     pub(super) ctx: &'a ReqCtx<'a>,
     pub(super) bytes_out: u64,
+    /// The same as HAProxy 2.6 logs it (`%B`): the internal form of the
+    /// heads and bodies (`wire::logged_size`), not their wire bytes.
+    pub(super) logged_out: u64,
 }
 
 /// Why [`Relay::prepare`] refused a response.
@@ -102,11 +105,13 @@ impl<'a> Relay<'a> {
                     status: None,
                     keep_client: false,
                     bytes_out: self.bytes_out,
-                    logged_out: self.bytes_out,
+                    logged_out: self.logged_out,
                     body_in: 0,
+                    body_logged: 0,
                 });
             }
             self.bytes_out += head.len() as u64;
+            self.logged_out += resp.logged_size();
             resp = match self
                 .upstream
                 .read_head(be.max_head, be.timeouts.server)
@@ -185,6 +190,7 @@ impl<'a> Relay<'a> {
             bytes_out,
             logged_out: bytes_out,
             body_in: c2s,
+            body_logged: c2s,
         }
     }
 
@@ -322,8 +328,9 @@ impl<'a> Relay<'a> {
         let status = resp.status;
         let mut head = downstream_head(&resp, body, keep, req.minor, edits.as_ref());
         let head_len = head.len() as u64;
-        self.rec
-            .log_early(fe, status, self.bytes_out + head_len, req);
+        // From the parsed fields: the head is not scanned again.
+        let logged_head = self.logged_out + resp.logged_size();
+        self.rec.log_early(fe, status, logged_head, req);
         let relayed = io::relay_message(
             &mut head,
             &mut self.upstream,
@@ -336,7 +343,8 @@ impl<'a> Relay<'a> {
         .await;
         let ok = match relayed {
             Ok(n) => {
-                self.bytes_out += head_len + n;
+                self.bytes_out += head_len + n.wire;
+                self.logged_out = logged_head + n.logged;
                 true
             }
             Err(RelayError::Framing(_, spot)) if !head.is_empty() => {
@@ -373,8 +381,9 @@ impl<'a> Relay<'a> {
             status: Some(status),
             keep_client: keep && ok,
             bytes_out: self.bytes_out,
-            logged_out: self.bytes_out,
+            logged_out: self.logged_out,
             body_in: 0,
+            body_logged: 0,
         }
     }
 

@@ -438,6 +438,13 @@ pub(crate) async fn handle_request(
             let spot = error_spot::locate(&raw, false, &e);
             capture::request_error(fe, None, peer.inet(), &[&raw, &conn.buf], spot);
             rec.t_req = -1;
+            // The HTTP/2 preface where HTTP/2 is not taken: HAProxy's H1
+            // parser passes its head, its stream refuses the version. The
+            // head and the stream's page count in the log.
+            if raw[..] == *crate::http::h2::PREFACE_HEAD {
+                rec.bytes_in = crate::wire::logged_size::head(&raw);
+                return refused_by_stream(rt, fe, conn, &mut rec).await;
+            }
             return refused(rt, fe, conn, &mut rec, e.request_status()).await;
         }
     };
@@ -500,9 +507,14 @@ pub(crate) async fn handle_request(
         tls,
         first,
     };
-    let out = route(rt, fe, &req, conn, keep_client, &mut rec).await;
+    let mut out = route(rt, fe, &req, conn, keep_client, &mut rec).await;
     stream.end();
     vars.end();
+    // A body no server was sent (a local answer, a server that could not
+    // be reached) still counts in `%U` for what came with the head.
+    if out.body_in == 0 {
+        out.body_logged = crate::wire::logged_size::buffered_body(body, &conn.buf);
+    }
     finish(rt, fe, &mut rec, &out, (Some(&head), Some(&vars)));
     out.keep_client
 }
@@ -528,6 +540,25 @@ async fn refused(
     false
 }
 
+/// [`refused`] for a head HAProxy's H1 parser passes and its stream
+/// refuses with a 400 (`PR--`, `<BADREQ>`): the stream's page, counted in
+/// the log's bytes.
+async fn refused_by_stream(
+    rt: &Runtime,
+    fe: &FrontendRt,
+    conn: &mut BufConn,
+    rec: &mut LogRecord,
+) -> bool {
+    rec.tally.ereq = Rows::FE;
+    let out = forward::send_error(conn, 400, fe, false).await;
+    rec.term(Cause::Proxy, Phase::Request);
+    rec.status = 400;
+    rec.tally.fe_out += out.bytes_out;
+    rec.bytes_out = out.logged_out;
+    outcome::finish(fe, &rt.process, rec, out.status, None);
+    false
+}
+
 /// The end of a request: what the client got, added to the exchange's
 /// outcome, goes to the end stage (counters and the log line). Its bytes
 /// count on the frontend (and, over HTTP/1, in `h1_bytes_in/out`, the wire
@@ -546,7 +577,7 @@ fn finish(
     rec.tally.fe_out += out.bytes_out;
     rec.bytes_out = out.logged_out;
     // The head as HAProxy counts it, the body as received.
-    rec.bytes_in = out.body_in + head.map_or(0, Head::logged_size);
+    rec.bytes_in = out.body_logged + head.map_or(0, Head::logged_size);
     outcome::finish_with_vars(fe, &rt.process, rec, out.status, head, vars);
 }
 
@@ -698,6 +729,7 @@ async fn route(
             bytes_out: 0,
             logged_out: 0,
             body_in: 0,
+            body_logged: 0,
         };
     }
     if let Some(stats) = &be.stats
@@ -1186,6 +1218,7 @@ async fn stats_page(
     out.put_slice(b"\r\n");
     Some(Outcome {
         body_in,
+        body_logged: body_in,
         ..forward::send_answer(conn, &out, 303, keep, fe, None).await
     })
 }
@@ -1279,6 +1312,7 @@ async fn stats_reply(
         bytes_out: head.len() as u64,
         logged_out: crate::wire::logged_size::message(&head),
         body_in: 0,
+        body_logged: 0,
     }
 }
 

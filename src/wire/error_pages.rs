@@ -120,6 +120,25 @@ pub(crate) fn response(code: u16) -> &'static [u8] {
         .unwrap_or(b"")
 }
 
+/// The page of `code` when HAProxy's stream answers it (a rule's
+/// `deny_status 400`, a request its H1 parser passed), not its H1 parser:
+/// the 400 goes through the HTX layer, header names in lower case and its
+/// `Connection: close` written last; the other codes are [`response`]'s.
+pub(crate) fn stream_response(code: u16) -> &'static [u8] {
+    static PAGE: OnceLock<Vec<u8>> = OnceLock::new();
+    if code != 400 {
+        return response(code);
+    }
+    PAGE.get_or_init(|| {
+        let (c, r, t) = CODES
+            .iter()
+            .find(|(c, _, _)| *c == 400)
+            .copied()
+            .unwrap_or((400, "Bad request", ""));
+        render_htx(c, r, t, "connection: close\r\n")
+    })
+}
+
 /// An `errorfile`: the file is a complete HTTP response. HAProxy parses
 /// it when loading the configuration and emits it through its HTX layer,
 /// so header names go out in lower case; the status line and the body are
@@ -150,7 +169,7 @@ pub(crate) fn load_errorfile(file: &[u8]) -> Option<bytes::Bytes> {
 }
 
 fn render(code: u16, reason: &str, text: &str) -> Vec<u8> {
-    let body = format!("<html><body><h1>{code} {reason}</h1>\n{text}\n</body></html>\n");
+    let body = page_body(code, reason, text);
     let head = if from_h1_parser(code) {
         let connection = if code == 422 {
             ""
@@ -162,12 +181,27 @@ fn render(code: u16, reason: &str, text: &str) -> Vec<u8> {
             body.len()
         )
     } else {
-        format!(
-            "HTTP/1.1 {code} {reason}\r\ncontent-length: {}\r\ncache-control: no-cache\r\ncontent-type: text/html\r\n\r\n",
-            body.len()
-        )
+        return render_htx(code, reason, text, "");
     };
     let mut out = head.into_bytes();
+    out.extend_from_slice(body.as_bytes());
+    out
+}
+
+/// The body of the page of `code`.
+fn page_body(code: u16, reason: &str, text: &str) -> String {
+    format!("<html><body><h1>{code} {reason}</h1>\n{text}\n</body></html>\n")
+}
+
+/// The page as HAProxy's HTX layer writes it (lower-case names), `extra`
+/// header lines last.
+fn render_htx(code: u16, reason: &str, text: &str, extra: &str) -> Vec<u8> {
+    let body = page_body(code, reason, text);
+    let mut out = format!(
+        "HTTP/1.1 {code} {reason}\r\ncontent-length: {}\r\ncache-control: no-cache\r\ncontent-type: text/html\r\n{extra}\r\n",
+        body.len()
+    )
+    .into_bytes();
     out.extend_from_slice(body.as_bytes());
     out
 }

@@ -167,6 +167,9 @@ impl FramingLine {
 }
 
 /// A parsed request or response head.
+/// A status line's version and code (`HTTP/1.1`, `200`), its reason apart.
+const RESPONSE_WORDS: u32 = 11;
+
 #[derive(Debug, Clone)]
 pub(crate) struct Head {
     /// The head exactly as received, up to and including the blank line.
@@ -265,10 +268,11 @@ impl Head {
             && self.raw.get(h.name.1 as usize + 1) == Some(&b' ')
     }
 
-    /// The size HAProxy 2.6 logs for this head (`%U`'s head part), from
+    /// The size HAProxy 2.6 logs for this head (`%U`'s head part, `%B`'s
+    /// for a server's response), from
     /// the parsed fields rather than a new scan of the bytes: the start
     /// line's three words plus 20, each field's name and value but the
-    /// `connection` ones, and 1 for the end of the head. The same rule as
+    /// `connection` ones HAProxy takes out, and 1 for the end of the head. The same rule as
     /// [`logged_size::head`](crate::wire::logged_size::head), which measures
     /// the messages sluice writes itself.
     pub(crate) fn logged_size(&self) -> u64 {
@@ -281,14 +285,24 @@ impl Head {
         let rest = &self.raw[start..];
         let line = memchr::memchr(b'\n', rest).map_or(rest, |e| &rest[..e]);
         let line = line.strip_suffix(b"\r").unwrap_or(line);
+        // A status line's words are its version, its code and its reason
+        // (empty or not, with or without the space before it).
+        let words = if self.status != 0 {
+            (RESPONSE_WORDS + self.target.1 - self.target.0) as usize
+        } else {
+            line.len().saturating_sub(2)
+        };
         let fields: usize = self
             .headers
             .iter()
-            .filter(|h| h.kind != Kind::Connection)
+            .filter(|h| {
+                h.kind != Kind::Connection
+                    || crate::wire::logged_size::connection_kept(self.slice(h.value))
+            })
             .map(|h| (h.name.1 - h.name.0 + h.value.1 - h.value.0) as usize)
             .sum();
         crate::wire::logged_size::START_LINE
-            + line.len().saturating_sub(2) as u64
+            + words as u64
             + fields as u64
             + crate::wire::logged_size::END_OF_HEAD
     }
@@ -1124,6 +1138,11 @@ impl ChunkedDecoder {
     /// trailer fields and the final CRLF) began, if it began there.
     pub(crate) fn trailers_at(&self) -> Option<usize> {
         self.trailers_at
+    }
+
+    /// The data bytes of the chunks decoded so far.
+    pub(crate) fn body_len(&self) -> u64 {
+        self.body_len
     }
 
     /// In the trailer section (after the last chunk's size line).

@@ -367,11 +367,21 @@ async fn write_two(
     write_all_tcp(dst, b, timeout).await
 }
 
+/// What [`relay_message`] moved of a body: the bytes read from the source
+/// (its framing included: the stats count those) and the body's size as
+/// HAProxy 2.6 logs it (`wire::logged_size`: a chunked body its data, its
+/// trailer fields and one byte more).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Relayed {
+    pub(crate) wire: u64,
+    pub(crate) logged: u64,
+}
+
 /// Relays a message to `dst`: first `head` (already serialized), then the
 /// body from `src` as it arrives, never holding more than one read's worth.
 /// The head goes out in the same write as the body bytes already buffered,
-/// which saves a system call on every small response. Returns the number of
-/// body bytes relayed; bytes after the body stay in `src.buf` (a pipelined
+/// which saves a system call on every small response. Returns the body
+/// bytes relayed ([`Relayed`]); bytes after the body stay in `src.buf` (a pipelined
 /// next message). A long body of known length is spliced unless `tune`
 /// says `nosplice`.
 pub(crate) async fn relay_message(
@@ -382,7 +392,7 @@ pub(crate) async fn relay_message(
     read_timeout: Option<Duration>,
     write_timeout: Option<Duration>,
     tune: crate::wire::splice::Tune,
-) -> Result<u64, RelayError> {
+) -> Result<Relayed, RelayError> {
     #[cfg(not(target_os = "linux"))]
     let _ = tune;
     let mut out = Outgoing {
@@ -488,6 +498,15 @@ pub(crate) async fn relay_message(
                 let _ = src.buf.split_to(pos);
                 total += pos as u64;
             }
+            // The decoder counted the data; the trailers are measured
+            // once, at the end (most bodies have none).
+            out.send(&[]).await?;
+            return Ok(Relayed {
+                wire: total,
+                logged: dec.body_len()
+                    + crate::wire::logged_size::trailers(&tail)
+                    + crate::wire::logged_size::END_OF_CHUNKED,
+            });
         }
         BodyKind::UntilClose => loop {
             if src.buf.is_empty() && out.fill_src(src, read_timeout).await? == 0 {
@@ -499,7 +518,10 @@ pub(crate) async fn relay_message(
         },
     }
     out.send(&[]).await?;
-    Ok(total)
+    Ok(Relayed {
+        wire: total,
+        logged: total,
+    })
 }
 
 /// The write side of a relay, holding the head until the first body bytes

@@ -31,6 +31,8 @@ use bytes::{Buf, Bytes};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::task::JoinSet;
 
+use crate::observe::log::LogRecord;
+use crate::observe::outcome::{Cause, Phase};
 use crate::snapshot::client::ClientConn;
 use crate::snapshot::h2_limits::Limits;
 use crate::tls::{Stream, TlsFacts};
@@ -170,8 +172,28 @@ pub(crate) async fn serve(
     let mut conn = match crate::wire::io::with_timeout(handshake_timeout, handshake).await {
         Some(Ok(conn)) => conn,
         // Not HTTP/2 (no preface), or silent: closed.
-        Some(Err(_)) => {
+        Some(Err(e)) => {
             c.h2_conn_protocol_errors.fetch_add(1, Relaxed);
+            // Bytes that are not the preface (HTTP/1 on a `proto h2`
+            // bind), or none: HAProxy 2.6 logs a request it could not
+            // parse, with no status (`0`, `PR--`, `<BADREQ>`); a client
+            // that closed before any frame is taken for one that sent
+            // nothing (`option dontlognull`).
+            {
+                client.rt.with_snapshot(|snap| {
+                    let Some(fe) = snap.frontends().find(|f| *f.name == *client.frontend) else {
+                        return;
+                    };
+                    let mut rec = LogRecord::new(fe.log.is_some());
+                    if rec.enabled() {
+                        rec.set_addrs(peer, local);
+                    }
+                    rec.null = e.is_io();
+                    rec.term(Cause::Proxy, Phase::Request);
+                    rec.status = 0;
+                    crate::observe::outcome::finish(fe, &client.rt.process, &mut rec, None, None);
+                });
+            }
             return;
         }
         None => return,
