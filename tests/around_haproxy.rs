@@ -20,17 +20,7 @@ mod support;
 use support::haproxy::{self, Haproxy, Pair, exchange};
 use support::*;
 
-const GLOBAL: &str = "global
-    log {log} format raw local0 info
-defaults
-    mode http
-    log global
-    # The readiness probe's empty connection is not logged.
-    option dontlognull
-    timeout connect 5s
-    timeout client 5s
-    timeout server 5s
-";
+use support::haproxy::HTTP_LOG_GLOBAL as GLOBAL;
 
 /// A log line without dates, ports or timers: what must differ is left
 /// out of the format rather than masked. `%B` is HAProxy's internal (HTX)

@@ -21,17 +21,7 @@ mod support;
 
 use support::haproxy::{self, Pair, exchange};
 
-const GLOBAL: &str = "global
-    log {log} format raw local0 info
-defaults
-    mode http
-    log global
-    # The readiness probe's empty connection is not logged.
-    option dontlognull
-    timeout connect 5s
-    timeout client 5s
-    timeout server 5s
-";
+use support::haproxy::HTTP_LOG_GLOBAL as GLOBAL;
 
 /// Sent behind each case, so that a connection the proxy keeps open ends
 /// without waiting for a timeout.

@@ -190,3 +190,17 @@ impl Pair {
         out
     }
 }
+
+/// The `global` and `defaults` of the HTTP differential tests: raw log
+/// lines to `{log}`, 5 s timeouts.
+pub const HTTP_LOG_GLOBAL: &str = "global
+    log {log} format raw local0 info
+defaults
+    mode http
+    log global
+    # The readiness probe's empty connection is not logged.
+    option dontlognull
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+";
