@@ -7,12 +7,12 @@
 //! keep-alive on either side), the versions a relaxed parser lets
 //! through, fields written again as `name: value` (empty values, spaces
 //! around a value), `Content-Length: 0` without a body, and control bytes
-//! in a field value.
+//! in a field value, field names in upper or mixed case (HAProxy 2.6
+//! lower-cases them, both ways). The answers a server gives reach the
+//! client as from HAProxy too (field names again).
 //!
-//! The requests write their field names in lower case: sluice forwards a
-//! name as received where HAProxy lower-cases it, a difference of its own
-//! (docs/migrating-from-haproxy.md). A NUL in a value is left out too:
-//! HAProxy forwards it, sluice refuses it on purpose (tests/smuggling.rs).
+//! A NUL in a value is left out: HAProxy forwards it, sluice refuses it on
+//! purpose (tests/smuggling.rs).
 //!
 //! Skipped (with a note) when `/usr/sbin/haproxy` is not installed, except
 //! under CI, where that is a failure.
@@ -62,6 +62,12 @@ const CASES: &[&str] = &[
     "GET /ctl HTTP/1.1\r\nhost: a\x01\r\n\r\n",
     "GET /ctl HTTP/1.1\r\nhost: a\r\nx-c: a\rb\r\n\r\n",
     "GET /ctl HTTP/1.1\r\nhost: a\r\nx\x01c: b\r\n\r\n",
+    // Field names in upper or mixed case: lower-cased, the line otherwise
+    // as it is (or written again, when it is not `name: value`).
+    "GET /case HTTP/1.1\r\nHost: a\r\nX-Foo: B\r\nUSER-AGENT: Q\r\nAccept: */*\r\n\r\n",
+    "POST /case HTTP/1.1\r\nHOST: a\r\nContent-Length: 3\r\nX-Empty:\r\nX-Sp:  v \r\n\r\nabc",
+    "POST /case HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+    "GET /case HTTP/1.0\r\nHost: a\r\nConnection: Keep-Alive\r\nX-Foo: B\r\n\r\n",
 ];
 
 /// What `case` gave on side `i` (0: haproxy, 1: sluice): the answer, the
@@ -110,6 +116,48 @@ backend be
             if h != s {
                 differ.push(format!("{case:?}\n  haproxy {h}\n  sluice  {s}"));
             }
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+/// Server answers whose field names are not all in lower case, each to
+/// `GET /r` on a new connection.
+const ANSWERS: &[&str] = &[
+    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Bar: Y\r\nSet-Cookie: a=b\r\nCache-Control: private\r\n\r\nok",
+    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Bar: Y\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+    "HTTP/1.1 200 OK\r\nCONTENT-TYPE: text/plain\r\nX-Empty:\r\nX-Sp:  v \r\nContent-Length: 2\r\n\r\nok",
+    "HTTP/1.1 204 No Content\r\nX-Bar: Y\r\n\r\n",
+    "HTTP/1.1 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 2\r\n\r\nok",
+    // An interim answer, relayed before the final one.
+    "HTTP/1.1 103 Early Hints\r\nLink: </s.css>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_reach_the_client_as_from_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = format!(
+        "{GLOBAL}
+frontend fe
+    bind {{fe0}}
+    log-format \"%ci %f %b/%s %ST %ts %{{+Q}}r\"
+    default_backend be
+backend be
+    server s {{srv}}
+"
+    );
+    let pair = Pair::start("h1fwd-answers", &cfg, 1).await;
+    let mut differ = Vec::new();
+    for answer in ANSWERS {
+        pair.servers[0].answer(answer.as_bytes());
+        pair.servers[1].answer(answer.as_bytes());
+        let [h, s] = pair
+            .both(0, "GET /r HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n")
+            .await;
+        if h != s {
+            differ.push(format!("{answer:?}\n  haproxy {h:?}\n  sluice  {s:?}"));
         }
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));

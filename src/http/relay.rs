@@ -158,7 +158,7 @@ impl<'a> Relay<'a> {
         }
         self.rec.tally.srv_status = Some(resp.status);
         let mut head = BytesMut::new();
-        head.put_slice(&resp.raw);
+        resp.write_switch(&mut head);
         let (client, upstream) = (&mut *self.client, &mut self.upstream);
         let _ = io::write_all(&mut client.stream, &head, fe.timeouts.client).await;
         if !upstream.buf.is_empty() {

@@ -670,7 +670,7 @@ impl Head {
                 // Already `name: value` (as nearly every client writes
                 // it): the line goes out in one copy.
                 None if self.is_canonical(h) => {
-                    out.put_slice(self.slice(h.line));
+                    put_lowered(out, self.slice(h.line), h.name.1 - h.name.0);
                     out.put_slice(b"\r\n");
                     continue;
                 }
@@ -679,12 +679,34 @@ impl Head {
             // Written again as `name: value`, as HAProxy 2.6 does: the
             // spaces around the value are not forwarded, and an empty
             // value goes out as `name: `.
-            out.put_slice(self.slice(h.name));
+            let name = self.slice(h.name);
+            put_lowered(out, name, name.len() as u32);
             out.put_slice(b": ");
             out.put_slice(value);
             out.put_slice(b"\r\n");
         }
         in_place.is_none()
+    }
+
+    /// A 101's head as it goes to the client: every field kept (its
+    /// `connection` and `upgrade` make the switch), in lower case and
+    /// written `name: value`, as HAProxy 2.6 sends it.
+    pub(crate) fn write_switch(&self, out: &mut BytesMut) {
+        out.reserve(self.raw.len());
+        self.put_first_line(out);
+        out.put_slice(b"\r\n");
+        for h in &self.headers {
+            if self.is_canonical(h) {
+                put_lowered(out, self.slice(h.line), h.name.1 - h.name.0);
+            } else {
+                let name = self.slice(h.name);
+                put_lowered(out, name, name.len() as u32);
+                out.put_slice(b": ");
+                out.put_slice(self.slice(h.value));
+            }
+            out.put_slice(b"\r\n");
+        }
+        out.put_slice(b"\r\n");
     }
 
     /// Whether a `Connection` header names something other than `close`,
@@ -742,6 +764,21 @@ impl Head {
             out.put_u8(b' ');
             out.put_slice(self.reason());
         }
+    }
+}
+
+/// Puts `bytes`, the first `name_len` of which are a field name, in lower
+/// case: HAProxy 2.6 keeps names lower-cased (HTX) and sends them so to
+/// HTTP/1 peers, both ways. Most clients and servers already write them
+/// so: the name is looked at before anything is rewritten, and nothing is
+/// allocated either way.
+#[inline]
+fn put_lowered(out: &mut BytesMut, bytes: &[u8], name_len: u32) {
+    let at = out.len();
+    out.put_slice(bytes);
+    let n = (name_len as usize).min(bytes.len());
+    if bytes[..n].iter().any(u8::is_ascii_uppercase) {
+        out[at..at + n].make_ascii_lowercase();
     }
 }
 
