@@ -9,7 +9,8 @@
 //! around a value), `Content-Length: 0` without a body, and control bytes
 //! in a field value, field names in upper or mixed case (HAProxy 2.6
 //! lower-cases them, both ways). The answers a server gives reach the
-//! client as from HAProxy too (field names again).
+//! client as from HAProxy too (field names again), and so does the answer
+//! to a WebSocket upgrade, with a valid key or not.
 //!
 //! A NUL in a value is left out: HAProxy forwards it, sluice refuses it on
 //! purpose (tests/smuggling.rs).
@@ -158,6 +159,62 @@ backend be
             .await;
         if h != s {
             differ.push(format!("{answer:?}\n  haproxy {h:?}\n  sluice  {s:?}"));
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+/// A WebSocket upgrade with the key `key` (none when `None`). `upgrade`
+/// and `connection` come last, in lower case: sluice writes them there
+/// again, where HAProxy 2.6 keeps them in place with the value rewritten
+/// by its own rules (a difference not covered here).
+fn upgrade(key: Option<&str>) -> String {
+    let key = key.map_or(String::new(), |k| format!("Sec-WebSocket-Key: {k}\r\n"));
+    format!(
+        "GET /ws HTTP/1.1\r\nHost: a\r\n{key}Sec-WebSocket-Version: 13\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn websocket_keys_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = format!(
+        "{GLOBAL}
+frontend fe
+    bind {{fe0}}
+    log-format \"%ci %f %b/%s %ST %ts %{{+Q}}r\"
+    default_backend be
+backend be
+    server s {{srv}}
+"
+    );
+    let pair = Pair::start("h1fwd-ws", &cfg, 1).await;
+    let switch = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n";
+    pair.servers[0].answer(switch.as_bytes());
+    pair.servers[1].answer(switch.as_bytes());
+    let mut differ = Vec::new();
+    // HAProxy 2.6 takes the first key of 24 bytes, whatever they are, and
+    // answers 400 without one.
+    for key in [
+        None,
+        Some("dGhlIHNhbXBsZSBub25jZQ=="),
+        Some(""),
+        Some("short"),
+        Some("dGhlIHNhbXBsZSBub25jZQ="),
+        Some("dGhlIHNhbXBsZSBub25jZQ==="),
+        Some("!GhlIHNhbXBsZSBub25jZQ=="),
+        Some(" dGhlIHNhbXBsZSBub25jZQ== "),
+    ] {
+        // The client's half-close ends the tunnel after a 101; a refused
+        // upgrade is answered without it (HAProxy logs a half-closed
+        // client's 400 as `CR`, sluice as `PR`).
+        let switches = key.is_some_and(|k| k.trim().len() == 24);
+        let req = upgrade(key);
+        let [h, s] = pair.both_as(0, &req, switches).await;
+        if h != s {
+            differ.push(format!("{key:?}\n  haproxy {h:?}\n  sluice  {s:?}"));
         }
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));

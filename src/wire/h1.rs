@@ -418,10 +418,12 @@ impl Head {
         if method == b"CONNECT" {
             return Err(H1Error::MethodNotAllowed);
         }
-        // A WebSocket upgrade without its key is refused, as HAProxy does.
+        // A WebSocket upgrade without a key is refused, as HAProxy 2.6
+        // does; it takes the first key of 24 bytes (the base64 of 16) and
+        // looks no further at what they are.
         if self.requests_upgrade()
             && self.upgrades_to_websocket()
-            && self.values("sec-websocket-key").next().is_none()
+            && !self.values("sec-websocket-key").any(|k| k.len() == 24)
         {
             return Err(H1Error::BadTarget);
         }
