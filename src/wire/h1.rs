@@ -7,6 +7,9 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
+mod case;
+pub(crate) use case::CaseAdjust;
+
 /// At most this many header fields in one message: HAProxy 2.6
 /// (`tune.http.maxhdr` 101, the start line included) accepts 100 and
 /// refuses 101, with a 400 for a request and a 502 for a response.
