@@ -241,11 +241,11 @@ async fn chunked_trailers_relayed_both_ways() {
     .await;
     assert_eq!(
         r.text(),
-        "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-Resp-T: 2\r\n\r\n"
+        "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nx-resp-t: 2\r\n\r\n"
     );
     assert_eq!(
         text(&be.take()),
-        "POST /a HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-Req-T: 1\r\n\r\n"
+        "POST /a HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nx-req-t: 1\r\n\r\n"
     );
     assert!(r.closed_after.is_none());
 }

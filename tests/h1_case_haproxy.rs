@@ -4,7 +4,8 @@
 //! backend that records every byte; the bytes the server receives, the
 //! client's answer and the log line must be equal. Covered: the names
 //! respelled in requests to the server (the ones the proxy adds too:
-//! `x-forwarded-for`, an `http-request add-header`, the framing) and in
+//! `x-forwarded-for`, an `http-request add-header`, the framing, the
+//! trailer fields of a chunked body) and in
 //! answers to the client (a server's, and the proxy's own pages: a deny,
 //! a return), and nothing respelled where a proxy does not ask for it.
 //! Then `haproxy -c` and `sluice -c` on faulty lines and files: the same
@@ -21,7 +22,7 @@ use support::{TempDir, run_sluice};
 /// The requests, each on a new connection, to each frontend.
 const REQUESTS: &[&str] = &[
     "POST /a HTTP/1.1\r\nHost: a\r\nx-foo: B\r\nX-Bar: Q\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx",
-    "POST /c HTTP/1.1\r\nhost: a\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n1\r\nx\r\n0\r\n\r\n",
+    "POST /c HTTP/1.1\r\nhost: a\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n1\r\nx\r\n0\r\nX-Foo: t\r\nx-bar: u\r\n\r\n",
     // The server is sent the `connection: keep-alive` the proxy adds.
     "GET /k HTTP/1.0\r\nhost: a\r\n\r\n",
     "GET /deny HTTP/1.1\r\nhost: a\r\nConnection: close\r\n\r\n",

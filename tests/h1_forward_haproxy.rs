@@ -8,7 +8,7 @@
 //! through, fields written again as `name: value` (empty values, spaces
 //! around a value), `Content-Length: 0` without a body, and control bytes
 //! in a field value, field names in upper or mixed case (HAProxy 2.6
-//! lower-cases them, both ways). The answers a server gives reach the
+//! lower-cases them, both ways, a chunked body's trailer fields too). The answers a server gives reach the
 //! client as from HAProxy too (field names again), and so does the answer
 //! to a WebSocket upgrade, with a valid key or not.
 //!
@@ -68,6 +68,8 @@ const CASES: &[&str] = &[
     "GET /case HTTP/1.1\r\nHost: a\r\nX-Foo: B\r\nUSER-AGENT: Q\r\nAccept: */*\r\n\r\n",
     "POST /case HTTP/1.1\r\nHOST: a\r\nContent-Length: 3\r\nX-Empty:\r\nX-Sp:  v \r\n\r\nabc",
     "POST /case HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+    // Trailer fields: written again as the head's are.
+    "POST /tr HTTP/1.1\r\nhost: a\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-T: 1\r\nX-Sp:  v \r\nX-E:\r\nx-l: l\r\n\r\n",
     "GET /case HTTP/1.0\r\nHost: a\r\nConnection: Keep-Alive\r\nX-Foo: B\r\n\r\n",
 ];
 
@@ -129,6 +131,7 @@ const ANSWERS: &[&str] = &[
     "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Bar: Y\r\n\r\n2\r\nok\r\n0\r\n\r\n",
     "HTTP/1.1 200 OK\r\nCONTENT-TYPE: text/plain\r\nX-Empty:\r\nX-Sp:  v \r\nContent-Length: 2\r\n\r\nok",
     "HTTP/1.1 204 No Content\r\nX-Bar: Y\r\n\r\n",
+    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-Resp-T: A\r\nX-Sp:\t v \r\n\r\n",
     "HTTP/1.1 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 2\r\n\r\nok",
     // An interim answer, relayed before the final one.
     "HTTP/1.1 103 Early Hints\r\nLink: </s.css>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",

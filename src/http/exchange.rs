@@ -342,6 +342,7 @@ impl<'a> Exchange<'a> {
             fe.timeouts.client,
             be.timeouts.server,
             fe.splice,
+            be.case_server.as_deref(),
         )
         .await;
         match relayed {

@@ -350,6 +350,7 @@ impl<'a> Relay<'a> {
             be.timeouts.server,
             fe.timeouts.client,
             fe.splice,
+            fe.case_client.as_deref(),
         )
         .await;
         let ok = match relayed {

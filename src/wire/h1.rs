@@ -772,6 +772,37 @@ impl Head {
     }
 }
 
+/// The end of a chunked body (`0`, its trailer fields, the blank line;
+/// checked by the decoder) as HAProxy 2.6 writes it: each field as a
+/// head's, `name: value` with the name in lower case, then respelled by
+/// `names` (`h1-case-adjust`). A rare path: most bodies have no trailer.
+pub(crate) fn rewrite_trailers(tail: &[u8], names: Option<&CaseAdjust>) -> BytesMut {
+    let mut out = BytesMut::with_capacity(tail.len());
+    out.put_slice(b"0\r\n");
+    let fields = tail.splitn(2, |&b| b == b'\n').nth(1).unwrap_or_default();
+    for line in fields.split(|&b| b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            continue;
+        }
+        match memchr::memchr(b':', line) {
+            Some(colon) => {
+                put_lowered(&mut out, &line[..colon], colon as u32);
+                out.put_slice(b": ");
+                out.put_slice(trim(&line[colon + 1..]));
+            }
+            None => out.put_slice(line),
+        }
+        out.put_slice(b"\r\n");
+    }
+    out.put_slice(b"\r\n");
+    if let Some(names) = names {
+        // The `0` line stands for the start line `apply` skips.
+        names.apply(&mut out);
+    }
+    out
+}
+
 /// Puts `bytes`, the first `name_len` of which are a field name, in lower
 /// case: HAProxy 2.6 keeps names lower-cased (HTX) and sends them so to
 /// HTTP/1 peers, both ways. Most clients and servers already write them
