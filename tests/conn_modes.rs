@@ -71,8 +71,10 @@ const OK_200: &str = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
 /// gets, and how many server connections carried which bytes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connection_modes() {
-    let one_conn = vec![format!("{}{}", text(GET_A), text(GET_A))];
-    let closing = "GET /a HTTP/1.1\r\nHost: x\r\nconnection: close\r\n\r\n".to_string();
+    // Field names reach the server in lower case, as from HAProxy 2.6.
+    let fwd = "GET /a HTTP/1.1\r\nhost: x\r\n\r\n";
+    let one_conn = vec![format!("{fwd}{fwd}")];
+    let closing = "GET /a HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n".to_string();
     let cases: [(&str, &str, Vec<String>, bool); 4] = [
         ("default", "", one_conn.clone(), false),
         ("keep-alive", "    option http-keep-alive", one_conn, false),
@@ -143,7 +145,7 @@ async fn http10_clients() {
     let got: Vec<String> = be.take_conns().iter().map(|b| text(b)).collect();
     assert_eq!(
         got,
-        vec!["GET /a HTTP/1.0\r\nHost: x\r\nconnection: keep-alive\r\n\r\n".repeat(3)],
+        vec!["GET /a HTTP/1.0\r\nhost: x\r\nconnection: keep-alive\r\n\r\n".repeat(3)],
         "one server connection, kept"
     );
 
@@ -184,11 +186,11 @@ Upgrade: h2c\r\nX-Keep: y\r\n\r\n",
     .await;
     assert_eq!(
         r.text(),
-        "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nX-Keep: y\r\n\r\nok"
+        "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nx-keep: y\r\n\r\nok"
     );
     assert_eq!(
         text(&be.take()),
-        "GET /a HTTP/1.1\r\nHost: x\r\nX-Keep: y\r\n\r\n"
+        "GET /a HTTP/1.1\r\nhost: x\r\nx-keep: y\r\n\r\n"
     );
     // Still keep-alive on both sides.
     let r = send(&mut c, GET_A).await;
@@ -215,7 +217,7 @@ async fn expect_100_continue() {
     assert_eq!(fin.text(), OK_200);
     assert_eq!(
         text(&be.take()),
-        "POST /up HTTP/1.1\r\nHost: x\r\ncontent-length: 5\r\n\r\nhello"
+        "POST /up HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\n\r\nhello"
     );
     // The connection goes on.
     assert_eq!(send(&mut c, GET_A).await.text(), OK_200);
@@ -239,11 +241,11 @@ async fn chunked_trailers_relayed_both_ways() {
     .await;
     assert_eq!(
         r.text(),
-        "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-Resp-T: 2\r\n\r\n"
+        "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nx-resp-t: 2\r\n\r\n"
     );
     assert_eq!(
         text(&be.take()),
-        "POST /a HTTP/1.1\r\nHost: x\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-Req-T: 1\r\n\r\n"
+        "POST /a HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nx-req-t: 1\r\n\r\n"
     );
     assert!(r.closed_after.is_none());
 }
@@ -273,7 +275,7 @@ GET /304 HTTP/1.1\r\nHost: x\r\n\r\nGET /ok HTTP/1.1\r\nHost: x\r\n\r\n",
         r.text(),
         "HTTP/1.1 200 OK\r\ncontent-length: 7\r\n\r\n\
 HTTP/1.1 204 No Content\r\n\r\n\
-HTTP/1.1 304 Not Modified\r\ncontent-length: 7\r\nETag: \"x\"\r\n\r\n\
+HTTP/1.1 304 Not Modified\r\ncontent-length: 7\r\netag: \"x\"\r\n\r\n\
 HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"
     );
     assert!(r.closed_after.is_none());

@@ -7,12 +7,13 @@
 //! keep-alive on either side), the versions a relaxed parser lets
 //! through, fields written again as `name: value` (empty values, spaces
 //! around a value), `Content-Length: 0` without a body, and control bytes
-//! in a field value.
+//! in a field value, field names in upper or mixed case (HAProxy 2.6
+//! lower-cases them, both ways, a chunked body's trailer fields too). The answers a server gives reach the
+//! client as from HAProxy too (field names again), and so does the answer
+//! to a WebSocket upgrade, with a valid key or not.
 //!
-//! The requests write their field names in lower case: sluice forwards a
-//! name as received where HAProxy lower-cases it, a difference of its own
-//! (docs/migrating-from-haproxy.md). A NUL in a value is left out too:
-//! HAProxy forwards it, sluice refuses it on purpose (tests/smuggling.rs).
+//! A NUL in a value is left out: HAProxy forwards it, sluice refuses it on
+//! purpose (tests/smuggling.rs).
 //!
 //! Skipped (with a note) when `/usr/sbin/haproxy` is not installed, except
 //! under CI, where that is a failure.
@@ -62,6 +63,14 @@ const CASES: &[&str] = &[
     "GET /ctl HTTP/1.1\r\nhost: a\x01\r\n\r\n",
     "GET /ctl HTTP/1.1\r\nhost: a\r\nx-c: a\rb\r\n\r\n",
     "GET /ctl HTTP/1.1\r\nhost: a\r\nx\x01c: b\r\n\r\n",
+    // Field names in upper or mixed case: lower-cased, the line otherwise
+    // as it is (or written again, when it is not `name: value`).
+    "GET /case HTTP/1.1\r\nHost: a\r\nX-Foo: B\r\nUSER-AGENT: Q\r\nAccept: */*\r\n\r\n",
+    "POST /case HTTP/1.1\r\nHOST: a\r\nContent-Length: 3\r\nX-Empty:\r\nX-Sp:  v \r\n\r\nabc",
+    "POST /case HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+    // Trailer fields: written again as the head's are.
+    "POST /tr HTTP/1.1\r\nhost: a\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-T: 1\r\nX-Sp:  v \r\nX-E:\r\nx-l: l\r\n\r\n",
+    "GET /case HTTP/1.0\r\nHost: a\r\nConnection: Keep-Alive\r\nX-Foo: B\r\n\r\n",
 ];
 
 /// What `case` gave on side `i` (0: haproxy, 1: sluice): the answer, the
@@ -110,6 +119,105 @@ backend be
             if h != s {
                 differ.push(format!("{case:?}\n  haproxy {h}\n  sluice  {s}"));
             }
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+/// Server answers whose field names are not all in lower case, each to
+/// `GET /r` on a new connection.
+const ANSWERS: &[&str] = &[
+    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Bar: Y\r\nSet-Cookie: a=b\r\nCache-Control: private\r\n\r\nok",
+    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Bar: Y\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+    "HTTP/1.1 200 OK\r\nCONTENT-TYPE: text/plain\r\nX-Empty:\r\nX-Sp:  v \r\nContent-Length: 2\r\n\r\nok",
+    "HTTP/1.1 204 No Content\r\nX-Bar: Y\r\n\r\n",
+    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-Resp-T: A\r\nX-Sp:\t v \r\n\r\n",
+    "HTTP/1.1 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 2\r\n\r\nok",
+    // An interim answer, relayed before the final one.
+    "HTTP/1.1 103 Early Hints\r\nLink: </s.css>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_reach_the_client_as_from_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = format!(
+        "{GLOBAL}
+frontend fe
+    bind {{fe0}}
+    log-format \"%ci %f %b/%s %ST %ts %{{+Q}}r\"
+    default_backend be
+backend be
+    server s {{srv}}
+"
+    );
+    let pair = Pair::start("h1fwd-answers", &cfg, 1).await;
+    let mut differ = Vec::new();
+    for answer in ANSWERS {
+        pair.servers[0].answer(answer.as_bytes());
+        pair.servers[1].answer(answer.as_bytes());
+        let [h, s] = pair
+            .both(0, "GET /r HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n")
+            .await;
+        if h != s {
+            differ.push(format!("{answer:?}\n  haproxy {h:?}\n  sluice  {s:?}"));
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+/// A WebSocket upgrade with the key `key` (none when `None`). `upgrade`
+/// and `connection` come last, in lower case: sluice writes them there
+/// again, where HAProxy 2.6 keeps them in place with the value rewritten
+/// by its own rules (a difference not covered here).
+fn upgrade(key: Option<&str>) -> String {
+    let key = key.map_or(String::new(), |k| format!("Sec-WebSocket-Key: {k}\r\n"));
+    format!(
+        "GET /ws HTTP/1.1\r\nHost: a\r\n{key}Sec-WebSocket-Version: 13\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn websocket_keys_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = format!(
+        "{GLOBAL}
+frontend fe
+    bind {{fe0}}
+    log-format \"%ci %f %b/%s %ST %ts %{{+Q}}r\"
+    default_backend be
+backend be
+    server s {{srv}}
+"
+    );
+    let pair = Pair::start("h1fwd-ws", &cfg, 1).await;
+    let switch = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n";
+    pair.servers[0].answer(switch.as_bytes());
+    pair.servers[1].answer(switch.as_bytes());
+    let mut differ = Vec::new();
+    // HAProxy 2.6 takes the first key of 24 bytes, whatever they are, and
+    // answers 400 without one.
+    for key in [
+        None,
+        Some("dGhlIHNhbXBsZSBub25jZQ=="),
+        Some(""),
+        Some("short"),
+        Some("dGhlIHNhbXBsZSBub25jZQ="),
+        Some("dGhlIHNhbXBsZSBub25jZQ==="),
+        Some("!GhlIHNhbXBsZSBub25jZQ=="),
+        Some(" dGhlIHNhbXBsZSBub25jZQ== "),
+    ] {
+        // The client's half-close ends the tunnel after a 101; a refused
+        // upgrade is answered without it (HAProxy logs a half-closed
+        // client's 400 as `CR`, sluice as `PR`).
+        let switches = key.is_some_and(|k| k.trim().len() == 24);
+        let req = upgrade(key);
+        let [h, s] = pair.both_as(0, &req, switches).await;
+        if h != s {
+            differ.push(format!("{key:?}\n  haproxy {h:?}\n  sluice  {s:?}"));
         }
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));

@@ -216,7 +216,7 @@ async fn request_rewrites_reach_the_server() {
             .iter()
             .map(|r| text(r))
             .collect::<Vec<_>>(),
-        ["GET /css/a.css?v=1 HTTP/1.1\r\nHost: www\r\nAccept: */*\r\nX-Legacy: yes\r\n\r\n"]
+        ["GET /css/a.css?v=1 HTTP/1.1\r\nhost: www\r\naccept: */*\r\nx-legacy: yes\r\n\r\n"]
     );
 
     exchange(
@@ -229,7 +229,7 @@ async fn request_rewrites_reach_the_server() {
             .iter()
             .map(|r| text(r))
             .collect::<Vec<_>>(),
-        ["GET /api/x HTTP/1.1\r\nHost: other\r\nX-Proto: SSL\r\nX-Legacy: yes\r\n\r\n"]
+        ["GET /api/x HTTP/1.1\r\nhost: other\r\nx-proto: SSL\r\nx-legacy: yes\r\n\r\n"]
     );
 }
 
@@ -305,7 +305,7 @@ backend b2
             .map(|r| text(r))
             .collect::<Vec<_>>(),
         [
-            "GET /v2/items HTTP/1.1\r\nHost: h\r\nX-Stage: rules,filters,backend\r\nX-Backend: b2\r\n\r\n"
+            "GET /v2/items HTTP/1.1\r\nhost: h\r\nx-stage: rules,filters,backend\r\nx-backend: b2\r\n\r\n"
         ]
     );
     assert!(b1.take().is_empty());
@@ -409,7 +409,7 @@ async fn response_rewrites_and_deny() {
     be.answer(b"HTTP/1.1 302 Found\r\nServer: apache\r\nLocation: http://127.0.0.1:8080/x?y\r\nContent-Length: 0\r\n\r\n");
     assert_eq!(
         exchange(port, get).await,
-        "HTTP/1.1 302 Found\r\nLocation: https://www.example/x?y\r\ncontent-length: 0\r\nX-Via: sluice\r\nconnection: close\r\n\r\n"
+        "HTTP/1.1 302 Found\r\nlocation: https://www.example/x?y\r\ncontent-length: 0\r\nx-via: sluice\r\nconnection: close\r\n\r\n"
     );
 
     be.answer(
@@ -477,14 +477,14 @@ backend api
     .await;
     assert_eq!(
         got,
-        "HTTP/1.1 200 OK\r\ncontent-length: 3\r\nx-frame-options: DENY\r\nX-Served-By: www\r\nconnection: close\r\n\r\napi"
+        "HTTP/1.1 200 OK\r\ncontent-length: 3\r\nx-frame-options: DENY\r\nx-served-by: www\r\nconnection: close\r\n\r\napi"
     );
     assert_eq!(
         api.take_requests()
             .iter()
             .map(|r| text(r))
             .collect::<Vec<_>>(),
-        ["GET /v1 HTTP/1.1\r\nHost: api.example\r\nX-Forwarded-Proto: http\r\n\r\n"]
+        ["GET /v1 HTTP/1.1\r\nhost: api.example\r\nx-forwarded-proto: http\r\n\r\n"]
     );
     let got = exchange(
         port,
@@ -493,7 +493,7 @@ backend api
     .await;
     assert_eq!(
         got,
-        "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nx-frame-options: DENY\r\nX-Served-By: www\r\nconnection: close\r\n\r\nok"
+        "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nx-frame-options: DENY\r\nx-served-by: www\r\nconnection: close\r\n\r\nok"
     );
     assert_eq!(web.take_requests().len(), 1);
     assert!(api.take().is_empty());

@@ -65,6 +65,14 @@ pub(crate) struct Global {
     pub(crate) ssl: GlobalSsl,
     /// `tune.h2.*`: the HTTP/2 settings sluice announces.
     pub(crate) h2: H2Tune,
+    /// `h1-case-adjust <from> <to>` lines, then the lines of the last
+    /// `h1-case-adjust-file` (read once the configuration is parsed, as
+    /// HAProxy reads it): the spelling each name (the key, compared
+    /// exactly with the lower-case name) is sent with to the HTTP/1 peers
+    /// of the proxies that ask for it.
+    pub(crate) h1_case_adjust: Vec<(String, String)>,
+    /// The last `h1-case-adjust-file`.
+    pub(crate) h1_case_adjust_file: Option<PathBuf>,
 }
 
 /// `tune.h2.header-table-size`, `tune.h2.initial-window-size`,
@@ -1200,6 +1208,11 @@ pub(crate) struct Proxy {
     /// `accept-invalid-http-response` (backends): HAProxy's relaxed parsing.
     pub(crate) accept_invalid_req: bool,
     pub(crate) accept_invalid_resp: bool,
+    /// `option h1-case-adjust-bogus-client` (frontends: the answers to
+    /// HTTP/1 clients) and `-bogus-server` (backends: the requests to
+    /// HTTP/1 servers) apply the global `h1-case-adjust` names.
+    pub(crate) h1_case_bogus_client: bool,
+    pub(crate) h1_case_bogus_server: bool,
     pub(crate) stats: Option<StatsPage>,
     pub(crate) binds: Vec<Bind>,
     /// ACL definitions in order; a repeated name adds patterns (ORed).
@@ -1280,6 +1293,8 @@ impl Proxy {
             disable_h2_upgrade: false,
             accept_invalid_req: false,
             accept_invalid_resp: false,
+            h1_case_bogus_client: false,
+            h1_case_bogus_server: false,
             stats: None,
             binds: Vec::new(),
             acls: Vec::new(),

@@ -28,7 +28,7 @@ mod sslkw;
 mod tcpkw;
 mod userlistkw;
 
-pub(crate) use globalkw::GLOBAL;
+pub(crate) use globalkw::{GLOBAL, add_case_adjust};
 pub(crate) use proxykw::{OPTIONS, PROXY};
 pub(crate) use rulekw::{HTTP_REQUEST, HTTP_RESPONSE, run_outside, var_rule};
 pub(crate) use serverkw::SERVER;
@@ -741,6 +741,8 @@ impl<'r> State<'r> {
         p.log_health_checks = d.log_health_checks;
         p.accept_invalid_req = d.accept_invalid_req;
         p.accept_invalid_resp = d.accept_invalid_resp;
+        p.h1_case_bogus_client = d.h1_case_bogus_client;
+        p.h1_case_bogus_server = d.h1_case_bogus_server;
         p.fullconn = d.fullconn;
         p.check_type = d.check_type;
         p.http_check = crate::config::model::HttpCheck {

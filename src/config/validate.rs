@@ -50,6 +50,53 @@ pub(crate) fn check(config: &mut Config, diags: &mut Vec<Diagnostic>) {
         portless_checks(p, diags);
     }
     duplicate_binds(config, diags);
+    case_adjust_file(config, diags);
+}
+
+/// The last `h1-case-adjust-file`, read once the configuration is parsed,
+/// as HAProxy 2.6 reads it (after the `h1-case-adjust` lines, so an entry
+/// of both is a duplicate of the file's): two names a line, `#` comments
+/// and blank lines skipped, spaces and tabs around them dropped; the
+/// first bad line ends the reading.
+fn case_adjust_file(config: &mut Config, diags: &mut Vec<Diagnostic>) {
+    let Some(path) = config.global.h1_case_adjust_file.clone() else {
+        return;
+    };
+    let name = path.display();
+    let Ok(text) = std::fs::read(&path) else {
+        diags.push(Diagnostic::alert(
+            None,
+            format!("h1-headers-case-adjust-file '{name}': failed to open file."),
+        ));
+        return;
+    };
+    let blank = |b: &u8| *b == b' ' || *b == b'\t';
+    for (n, line) in text.split(|&b| b == b'\n').enumerate() {
+        let line = line.split(|&b| b == b'\r').next().unwrap_or_default();
+        let start = line.iter().position(|b| !blank(b)).unwrap_or(line.len());
+        let line = &line[start..];
+        if line.is_empty() || line[0] == b'#' {
+            continue;
+        }
+        let key_end = line.iter().position(blank).unwrap_or(line.len());
+        let rest = &line[key_end..];
+        let rest = &rest[rest.iter().position(|b| !blank(b)).unwrap_or(rest.len())..];
+        let value_end = rest.iter().rposition(|b| !blank(b)).map_or(0, |i| i + 1);
+        let from = String::from_utf8_lossy(&line[..key_end]);
+        let to = String::from_utf8_lossy(&rest[..value_end]);
+        if let Err(e) =
+            crate::config::parser::add_case_adjust(&mut config.global.h1_case_adjust, &from, &to)
+        {
+            diags.push(Diagnostic::alert(
+                None,
+                format!(
+                    "h1-headers-case-adjust-file '{name}' : {e} at line {}.",
+                    n + 1
+                ),
+            ));
+            return;
+        }
+    }
 }
 
 /// The `http_auth` and `http_auth_group` ACLs: their userlist must exist,

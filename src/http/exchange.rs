@@ -181,9 +181,15 @@ impl<'a> Exchange<'a> {
             be.conn_mode != HttpConnMode::KeepAlive || fe.conn_mode != HttpConnMode::KeepAlive;
         // `option forwardfor`: the backend's settings, else the frontend's.
         let ff = be.forwardfor.as_ref().or(fe.forwardfor.as_ref());
+        let mut head = upstream_head(req, body, server_close, ff, self.ctx);
+        // `option h1-case-adjust-bogus-server`: every field of the head,
+        // the ones sluice adds too, as HAProxy respells them.
+        if let Some(names) = &be.case_server {
+            names.apply(&mut head);
+        }
         Plan {
             server_close,
-            head: upstream_head(req, body, server_close, ff, self.ctx),
+            head,
             l7_retries: be.retry_on.layer7() && body == BodyKind::None,
             keep_on_error: self.keep_client && body == BodyKind::None,
             host: req.values("host").next(),
@@ -336,6 +342,7 @@ impl<'a> Exchange<'a> {
             fe.timeouts.client,
             be.timeouts.server,
             fe.splice,
+            be.case_server.as_deref(),
         )
         .await;
         match relayed {

@@ -117,6 +117,9 @@ async fn error_page(
         ),
         _ => page,
     };
+    // The stream's pages are formatted as any answer, respelled too; the
+    // parser's are sent as they are (by HAProxy's connection layer).
+    let page = if after { respelled(fe, page) } else { page };
     let page = &page[..];
     let ok = io::write_all(&mut client.stream, page, fe.timeouts.client)
         .await
@@ -132,6 +135,20 @@ async fn error_page(
         },
         body_in: 0,
         body_logged: 0,
+    }
+}
+
+/// One of sluice's own answers with the names `option
+/// h1-case-adjust-bogus-client` respells, as HAProxy respells its own.
+fn respelled<'p>(fe: &FrontendRt, page: Cow<'p, [u8]>) -> Cow<'p, [u8]> {
+    match &fe.case_client {
+        Some(names) => {
+            let mut page = page.into_owned();
+            let end = memchr::memmem::find(&page, b"\r\n\r\n").map_or(page.len(), |e| e + 2);
+            names.apply(&mut page[..end]);
+            Cow::Owned(page)
+        }
+        None => page,
     }
 }
 
@@ -399,7 +416,8 @@ pub(crate) async fn send_answer(
     fe: &FrontendRt,
     be: Option<&BackendRt>,
 ) -> Outcome {
-    let out = &crate::http::after::local(fe, be, status, out)[..];
+    let out = respelled(fe, crate::http::after::local(fe, be, status, out));
+    let out = &out[..];
     let ok = io::write_all(&mut client.stream, out, fe.timeouts.client)
         .await
         .is_ok();

@@ -95,7 +95,10 @@ impl<'a> Relay<'a> {
     async fn interim(&mut self, mut resp: Head) -> Result<Head, Outcome> {
         let (fe, be) = (self.fe, self.be);
         while is_interim(resp.status) {
-            let head = downstream_head(&resp, BodyKind::None, true, 1, None);
+            let mut head = downstream_head(&resp, BodyKind::None, true, 1, None);
+            if let Some(names) = &fe.case_client {
+                names.apply(&mut head);
+            }
             if io::write_all(&mut self.client.stream, &head, fe.timeouts.client)
                 .await
                 .is_err()
@@ -158,7 +161,10 @@ impl<'a> Relay<'a> {
         }
         self.rec.tally.srv_status = Some(resp.status);
         let mut head = BytesMut::new();
-        head.put_slice(&resp.raw);
+        resp.write_switch(&mut head);
+        if let Some(names) = &fe.case_client {
+            names.apply(&mut head);
+        }
         let (client, upstream) = (&mut *self.client, &mut self.upstream);
         let _ = io::write_all(&mut client.stream, &head, fe.timeouts.client).await;
         if !upstream.buf.is_empty() {
@@ -327,6 +333,11 @@ impl<'a> Relay<'a> {
         } = ready;
         let status = resp.status;
         let mut head = downstream_head(&resp, body, keep, req.minor, edits.as_ref());
+        // `option h1-case-adjust-bogus-client`: every field of the head,
+        // the ones sluice adds too, as HAProxy respells them.
+        if let Some(names) = &fe.case_client {
+            names.apply(&mut head);
+        }
         let head_len = head.len() as u64;
         // From the parsed fields: the head is not scanned again.
         let logged_head = self.logged_out + resp.logged_size();
@@ -339,6 +350,7 @@ impl<'a> Relay<'a> {
             be.timeouts.server,
             fe.timeouts.client,
             fe.splice,
+            fe.case_client.as_deref(),
         )
         .await;
         let ok = match relayed {

@@ -73,6 +73,10 @@ pub(crate) struct FrontendRt {
     pub(crate) disable_h2_upgrade: bool,
     /// `option accept-invalid-http-request`.
     pub(crate) accept_invalid_req: bool,
+    /// The global `h1-case-adjust` names, when `option
+    /// h1-case-adjust-bogus-client` asks for them on answers to HTTP/1
+    /// clients (and there are some).
+    pub(crate) case_client: Option<Arc<crate::wire::h1::CaseAdjust>>,
     pub(crate) binds: Vec<ListenAddr>,
     /// Listening addresses with `accept-proxy`.
     pub(crate) accept_proxy: Vec<ListenAddr>,
@@ -193,6 +197,10 @@ pub(crate) struct BackendRt {
     pub(crate) log_health_checks: bool,
     /// `option accept-invalid-http-response`.
     pub(crate) accept_invalid_resp: bool,
+    /// The global `h1-case-adjust` names, when `option
+    /// h1-case-adjust-bogus-server` asks for them on requests to HTTP/1
+    /// servers (and there are some).
+    pub(crate) case_server: Option<Arc<crate::wire::h1::CaseAdjust>>,
     /// The backend's own ACLs, for its rules' conditions.
     pub(crate) acls: AclSet,
     /// `block`, `http-request` and `redirect` rules of a backend section,
@@ -272,6 +280,7 @@ pub(crate) fn compile(
             2
         },
         global_maxconn: config.global.maxconn.unwrap_or(DEFAULT_MAXCONN),
+        case_adjust: crate::wire::h1::CaseAdjust::new(&config.global.h1_case_adjust).map(Arc::new),
         changes: Vec::new(),
         new_frontends: Vec::new(),
         new_backends: Vec::new(),
@@ -311,6 +320,8 @@ struct Compiler<'a> {
     registry: &'a Registry,
     first_iid: u32,
     global_maxconn: u32,
+    /// The global `h1-case-adjust` table, shared by the proxies that use it.
+    case_adjust: Option<Arc<crate::wire::h1::CaseAdjust>>,
     changes: Vec<StateChange>,
     /// States built by this compilation (the registry has them only once
     /// the changes are applied).
@@ -477,6 +488,7 @@ impl Compiler<'_> {
             check: p.check_kind(),
             log_health_checks: p.log_health_checks,
             accept_invalid_resp: p.accept_invalid_resp,
+            case_server: self.case_adjust.clone().filter(|_| p.h1_case_bogus_server),
             tcp_content: tcp_rules(&p.tcp_content, &acls),
             http_request: request_rules(p, &acls),
             legacy_at: p.blocks.len() + p.http_request.len(),
@@ -550,6 +562,7 @@ impl Compiler<'_> {
             ignore_probes: p.ignore_probes,
             disable_h2_upgrade: p.disable_h2_upgrade,
             accept_invalid_req: p.accept_invalid_req,
+            case_client: self.case_adjust.clone().filter(|_| p.h1_case_bogus_client),
             // An inherited `fd@` socket is a listener too (HAProxy counts
             // it in `show info` and numbers it among the frontend's).
             binds: p.binds.iter().flat_map(listening_addrs).collect(),

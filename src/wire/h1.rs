@@ -7,6 +7,9 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
+mod case;
+pub(crate) use case::CaseAdjust;
+
 /// At most this many header fields in one message: HAProxy 2.6
 /// (`tune.http.maxhdr` 101, the start line included) accepts 100 and
 /// refuses 101, with a 400 for a request and a 502 for a response.
@@ -418,10 +421,12 @@ impl Head {
         if method == b"CONNECT" {
             return Err(H1Error::MethodNotAllowed);
         }
-        // A WebSocket upgrade without its key is refused, as HAProxy does.
+        // A WebSocket upgrade without a key is refused, as HAProxy 2.6
+        // does; it takes the first key of 24 bytes (the base64 of 16) and
+        // looks no further at what they are.
         if self.requests_upgrade()
             && self.upgrades_to_websocket()
-            && self.values("sec-websocket-key").next().is_none()
+            && !self.values("sec-websocket-key").any(|k| k.len() == 24)
         {
             return Err(H1Error::BadTarget);
         }
@@ -670,7 +675,7 @@ impl Head {
                 // Already `name: value` (as nearly every client writes
                 // it): the line goes out in one copy.
                 None if self.is_canonical(h) => {
-                    out.put_slice(self.slice(h.line));
+                    put_lowered(out, self.slice(h.line), h.name.1 - h.name.0);
                     out.put_slice(b"\r\n");
                     continue;
                 }
@@ -679,12 +684,34 @@ impl Head {
             // Written again as `name: value`, as HAProxy 2.6 does: the
             // spaces around the value are not forwarded, and an empty
             // value goes out as `name: `.
-            out.put_slice(self.slice(h.name));
+            let name = self.slice(h.name);
+            put_lowered(out, name, name.len() as u32);
             out.put_slice(b": ");
             out.put_slice(value);
             out.put_slice(b"\r\n");
         }
         in_place.is_none()
+    }
+
+    /// A 101's head as it goes to the client: every field kept (its
+    /// `connection` and `upgrade` make the switch), in lower case and
+    /// written `name: value`, as HAProxy 2.6 sends it.
+    pub(crate) fn write_switch(&self, out: &mut BytesMut) {
+        out.reserve(self.raw.len());
+        self.put_first_line(out);
+        out.put_slice(b"\r\n");
+        for h in &self.headers {
+            if self.is_canonical(h) {
+                put_lowered(out, self.slice(h.line), h.name.1 - h.name.0);
+            } else {
+                let name = self.slice(h.name);
+                put_lowered(out, name, name.len() as u32);
+                out.put_slice(b": ");
+                out.put_slice(self.slice(h.value));
+            }
+            out.put_slice(b"\r\n");
+        }
+        out.put_slice(b"\r\n");
     }
 
     /// Whether a `Connection` header names something other than `close`,
@@ -742,6 +769,52 @@ impl Head {
             out.put_u8(b' ');
             out.put_slice(self.reason());
         }
+    }
+}
+
+/// The end of a chunked body (`0`, its trailer fields, the blank line;
+/// checked by the decoder) as HAProxy 2.6 writes it: each field as a
+/// head's, `name: value` with the name in lower case, then respelled by
+/// `names` (`h1-case-adjust`). A rare path: most bodies have no trailer.
+pub(crate) fn rewrite_trailers(tail: &[u8], names: Option<&CaseAdjust>) -> BytesMut {
+    let mut out = BytesMut::with_capacity(tail.len());
+    out.put_slice(b"0\r\n");
+    let fields = tail.splitn(2, |&b| b == b'\n').nth(1).unwrap_or_default();
+    for line in fields.split(|&b| b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            continue;
+        }
+        match memchr::memchr(b':', line) {
+            Some(colon) => {
+                put_lowered(&mut out, &line[..colon], colon as u32);
+                out.put_slice(b": ");
+                out.put_slice(trim(&line[colon + 1..]));
+            }
+            None => out.put_slice(line),
+        }
+        out.put_slice(b"\r\n");
+    }
+    out.put_slice(b"\r\n");
+    if let Some(names) = names {
+        // The `0` line stands for the start line `apply` skips.
+        names.apply(&mut out);
+    }
+    out
+}
+
+/// Puts `bytes`, the first `name_len` of which are a field name, in lower
+/// case: HAProxy 2.6 keeps names lower-cased (HTX) and sends them so to
+/// HTTP/1 peers, both ways. Most clients and servers already write them
+/// so: the name is looked at before anything is rewritten, and nothing is
+/// allocated either way.
+#[inline]
+fn put_lowered(out: &mut BytesMut, bytes: &[u8], name_len: u32) {
+    let at = out.len();
+    out.put_slice(bytes);
+    let n = (name_len as usize).min(bytes.len());
+    if bytes[..n].iter().any(u8::is_ascii_uppercase) {
+        out[at..at + n].make_ascii_lowercase();
     }
 }
 

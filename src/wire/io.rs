@@ -367,6 +367,9 @@ async fn write_two(
     write_all_tcp(dst, b, timeout).await
 }
 
+/// A chunked body's end without trailer fields.
+const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
+
 /// What [`relay_message`] moved of a body: the bytes read from the source
 /// (its framing included: the stats count those) and the body's size as
 /// HAProxy 2.6 logs it (`wire::logged_size`: a chunked body its data, its
@@ -383,7 +386,10 @@ pub(crate) struct Relayed {
 /// which saves a system call on every small response. Returns the body
 /// bytes relayed ([`Relayed`]); bytes after the body stay in `src.buf` (a pipelined
 /// next message). A long body of known length is spliced unless `tune`
-/// says `nosplice`.
+/// says `nosplice`. A chunked body's trailer fields go out as the head's
+/// do: in lower case (respelled by `names`, `h1-case-adjust`), written
+/// `name: value`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn relay_message(
     head: &mut BytesMut,
     src: &mut BufConn,
@@ -392,6 +398,7 @@ pub(crate) async fn relay_message(
     read_timeout: Option<Duration>,
     write_timeout: Option<Duration>,
     tune: crate::wire::splice::Tune,
+    names: Option<&h1::CaseAdjust>,
 ) -> Result<Relayed, RelayError> {
     #[cfg(not(target_os = "linux"))]
     let _ = tune;
@@ -442,10 +449,12 @@ pub(crate) async fn relay_message(
             // Re-chunked as HAProxy does: the peer never sees the sender's
             // chunk-size text (leading zeros, sizes a 32-bit parser would
             // truncate) nor its extensions, only sizes of sluice's own:
-            // what one read brought is one chunk. Trailers pass as they are.
+            // what one read brought is one chunk. Trailer fields are
+            // written again, as HAProxy writes them.
             let mut dec = ChunkedDecoder::default();
             // The last chunk and trailers, sent once the body is complete.
             let mut tail = BytesMut::new();
+            let mut tail_logged = None;
             // The data of several chunks in one read, joined.
             let mut joined = BytesMut::new();
             while !dec.is_done() {
@@ -492,6 +501,12 @@ pub(crate) async fn relay_message(
                     Some(r) if joined.is_empty() => &src.buf[r],
                     Some(_) => &joined,
                 };
+                if dec.is_done() && tail.len() > LAST_CHUNK.len() {
+                    // The logged size is HAProxy's measure of the fields
+                    // as received.
+                    tail_logged = Some(crate::wire::logged_size::trailers(&tail));
+                    tail = h1::rewrite_trailers(&tail, names);
+                }
                 let end: &[u8] = if dec.is_done() { &tail } else { b"" };
                 out.send_chunk(body, end).await?;
                 joined.clear();
@@ -504,7 +519,7 @@ pub(crate) async fn relay_message(
             return Ok(Relayed {
                 wire: total,
                 logged: dec.body_len()
-                    + crate::wire::logged_size::trailers(&tail)
+                    + tail_logged.unwrap_or_else(|| crate::wire::logged_size::trailers(&tail))
                     + crate::wire::logged_size::END_OF_CHUNKED,
             });
         }

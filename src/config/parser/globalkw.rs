@@ -263,6 +263,8 @@ pub(crate) const GLOBAL: &[GlobalKw] = &[
     kwd("tune.pipesize", g_pipes),
     kwd("nosplice", g_nosplice),
     kwd("maxpipes", g_pipes),
+    kwd("h1-case-adjust", g_h1_case_adjust),
+    kwd("h1-case-adjust-file", g_h1_case_adjust_file),
     kwd("tune.h2.header-table-size", g_tune_h2),
     kwd("tune.h2.initial-window-size", g_tune_h2),
     kwd("tune.h2.max-concurrent-streams", g_tune_h2),
@@ -493,6 +495,61 @@ fn g_cpu_map(s: &mut State<'_>, loc: &Loc, words: &[String]) {
         Ok(m) => s.global.cpu_map.push(m),
         Err(e) => s.alert(loc, format!("cpu-map: {e}")),
     };
+}
+
+/// `h1-case-adjust <from> <to>`, with HAProxy 2.6's messages.
+fn g_h1_case_adjust(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    if let Some(extra) = words.get(3) {
+        return s.alert(
+            loc,
+            format!("'h1-case-adjust' cannot handle unexpected argument '{extra}'."),
+        );
+    }
+    let (Some(from), Some(to)) = (words.get(1), words.get(2)) else {
+        return s.alert(loc, "'h1-case-adjust' expects <from> and <to> as argument.");
+    };
+    if from.is_empty() || to.is_empty() {
+        return s.alert(loc, "'h1-case-adjust' expects <from> and <to> as argument.");
+    }
+    if let Err(e) = add_case_adjust(&mut s.global.h1_case_adjust, from, to) {
+        s.alert(loc, e);
+    }
+}
+
+/// One `h1-case-adjust` entry: `to` may differ from `from` only in case,
+/// and `from` may not be there already (compared exactly, as HAProxy 2.6
+/// compares it: `Host` and `host` are two entries).
+pub(crate) fn add_case_adjust(
+    table: &mut Vec<(String, String)>,
+    from: &str,
+    to: &str,
+) -> Result<(), String> {
+    if to.is_empty() {
+        return Err("expect <to>".to_string());
+    }
+    if !from.eq_ignore_ascii_case(to) {
+        return Err("<from> and <to> must not differ execpt the case".to_string());
+    }
+    if table.iter().any(|(k, _)| k == from) {
+        return Err(format!("duplicate entry '{from}'"));
+    }
+    table.push((from.to_string(), to.to_string()));
+    Ok(())
+}
+
+/// `h1-case-adjust-file <file>`: only the last one counts; it is read
+/// after the whole configuration (`config::validate`), as HAProxy does.
+fn g_h1_case_adjust_file(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    if let Some(extra) = words.get(2) {
+        return s.alert(
+            loc,
+            format!("'h1-case-adjust-file' cannot handle unexpected argument '{extra}'."),
+        );
+    }
+    match words.get(1).filter(|f| !f.is_empty()) {
+        Some(f) => s.global.h1_case_adjust_file = Some(PathBuf::from(f)),
+        None => s.alert(loc, "'h1-case-adjust-file' expects <file> as argument."),
+    }
 }
 
 fn g_zero_warning(s: &mut State<'_>, _loc: &Loc, _words: &[String]) {

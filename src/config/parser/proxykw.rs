@@ -892,6 +892,12 @@ pub(crate) const OPTIONS: &[ProxyKw] = &[
     kwd("forwardfor", |s, loc, w, neg| {
         s.forwardfor_option(loc, w, neg)
     }),
+    kwd("h1-case-adjust-bogus-client", |s, loc, w, neg| {
+        s.opt_flag(loc, w, neg, true, |p| &mut p.h1_case_bogus_client)
+    }),
+    kwd("h1-case-adjust-bogus-server", |s, loc, w, neg| {
+        s.opt_flag(loc, w, neg, false, |p| &mut p.h1_case_bogus_server)
+    }),
     kwd("http-ignore-probes", |s, loc, w, neg| {
         s.opt_flag(loc, w, neg, true, |p| &mut p.ignore_probes)
     }),

@@ -54,7 +54,7 @@ fn forwards_fields_as_haproxy_writes_them() {
     assert!(h.write_forwarded(&mut out, &h.request_framing(body)));
     assert_eq!(
         &out[..],
-        b"GET / HTTP/1.0\r\nX-E: \r\nX-F: a b\r\nX-G: \x01\r\ncontent-length: 0\r\n"
+        b"GET / HTTP/1.0\r\nx-e: \r\nx-f: a b\r\nx-g: \x01\r\ncontent-length: 0\r\n"
     );
     let h = req("GET / HTTP/1.1\r\nX: 1\r\n\r\n").unwrap();
     assert_eq!(h.request_framing(BodyKind::None).bytes(), b"");
@@ -65,7 +65,31 @@ fn forwards_without_hop_by_hop() {
     let h = req("GET / HTTP/1.1\r\nHost: a\r\nConnection: close, X-Secret\r\nX-Secret: 1\r\nKeep-Alive: 5\r\nAccept: */*\r\n\r\n").unwrap();
     let mut out = BytesMut::new();
     h.write_forwarded(&mut out, &FramingLine::of(BodyKind::None));
-    assert_eq!(&out[..], b"GET / HTTP/1.1\r\nHost: a\r\nAccept: */*\r\n");
+    assert_eq!(&out[..], b"GET / HTTP/1.1\r\nhost: a\r\naccept: */*\r\n");
+}
+
+#[test]
+fn forwards_names_in_lower_case() {
+    // As HAProxy 2.6 sends them, whether the line is copied whole or
+    // written again; the values keep their case.
+    let h =
+        req("GET / HTTP/1.1\r\nHOST: A\r\nx-lower: b\r\nX-Sp:  C \r\nX-Empty:\r\n\r\n").unwrap();
+    let mut out = BytesMut::new();
+    h.write_forwarded(&mut out, &FramingLine::of(BodyKind::None));
+    assert_eq!(
+        &out[..],
+        b"GET / HTTP/1.1\r\nhost: A\r\nx-lower: b\r\nx-sp: C\r\nx-empty: \r\n"
+    );
+    let h = Head::parse_response(Bytes::from_static(
+        b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: WebSocket\r\nConnection:  Upgrade\r\n\r\n",
+    ))
+    .unwrap();
+    let mut out = BytesMut::new();
+    h.write_switch(&mut out);
+    assert_eq!(
+        &out[..],
+        b"HTTP/1.1 101 Switching Protocols\r\nupgrade: WebSocket\r\nconnection: Upgrade\r\n\r\n"
+    );
 }
 
 #[test]
