@@ -100,6 +100,34 @@ async fn client(addr: SocketAddr, bytes: &[u8]) -> (u16, Vec<u8>) {
     (port, out)
 }
 
+/// Runs each of `cases` on haproxy, then on sluice, each started on `cfg`
+/// with `nfronts` listeners (`run` gives what one side did for a case),
+/// then `check(case, haproxy's, sluice's)` on each. Returns haproxy's
+/// results, which the test may pin.
+async fn each_case<C, T>(
+    cfg: &str,
+    nfronts: usize,
+    cases: &[C],
+    run: impl AsyncFn(&Side, &C) -> T,
+    check: impl Fn(&C, &T, &T),
+) -> Vec<T> {
+    let mut sides = Vec::new();
+    for hap in [true, false] {
+        // One at a time: the previous one is gone before the next starts.
+        let side = Side::start(hap, cfg, nfronts).await;
+        let mut out = Vec::new();
+        for case in cases {
+            out.push(run(&side, case).await);
+        }
+        sides.push(out);
+    }
+    let (want, got) = (&sides[0], &sides[1]);
+    for ((case, w), g) in cases.iter().zip(want).zip(got) {
+        check(case, w, g);
+    }
+    sides.swap_remove(0)
+}
+
 const NULL_CFG: &str = "global
     log {log} format raw local0 info
 defaults
@@ -307,16 +335,12 @@ const SIZE_REQUESTS: [(usize, &[u8]); 13] = [
     ),
 ];
 
-/// The answers and log lines of one side for `requests` (on which
-/// listener, the bytes), each on its own connection.
-async fn answers_and_lines(side: &Side, requests: &[(usize, &[u8])]) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for &(fe, req) in requests {
-        let (_, answer) = client(side.addr(fe), req).await;
-        let line = side.log.take(1).remove(0);
-        out.push((String::from_utf8_lossy(&answer).into_owned(), line));
-    }
-    out
+/// The answer and the log line of one side for a request (on which
+/// listener, the bytes) on its own connection.
+async fn answer_and_line(side: &Side, &(fe, req): &(usize, &[u8])) -> (String, String) {
+    let (_, answer) = client(side.addr(fe), req).await;
+    let line = side.log.take(1).remove(0);
+    (String::from_utf8_lossy(&answer).into_owned(), line)
 }
 
 /// `%B` of an answer sluice makes and `%U` of the request count what
@@ -328,20 +352,22 @@ async fn sizes_of_made_answers_as_haproxy() {
     if !haproxy::available() {
         return;
     }
-    let hap = Side::start(true, SIZE_CFG, 2).await;
-    let want = answers_and_lines(&hap, &SIZE_REQUESTS).await;
-    drop(hap);
-    let sl = Side::start(false, SIZE_CFG, 2).await;
-    let got = answers_and_lines(&sl, &SIZE_REQUESTS).await;
-    for (((_, req), w), g) in SIZE_REQUESTS.iter().zip(&want).zip(&got) {
-        let req = String::from_utf8_lossy(req);
-        assert_eq!(g.1, w.1, "{req}");
-        // A known difference left: after a local answer to a request with
-        // a body haproxy keeps the connection, sluice closes it.
-        if !req.starts_with("POST") {
-            assert_eq!(g.0, w.0, "{req}");
-        }
-    }
+    let want = each_case(
+        SIZE_CFG,
+        2,
+        &SIZE_REQUESTS,
+        answer_and_line,
+        |(_, req), w, g| {
+            let req = String::from_utf8_lossy(req);
+            assert_eq!(g.1, w.1, "{req}");
+            // A known difference left: after a local answer to a request with
+            // a body haproxy keeps the connection, sluice closes it.
+            if !req.starts_with("POST") {
+                assert_eq!(g.0, w.0, "{req}");
+            }
+        },
+    )
+    .await;
     // haproxy 2.6 logged 76 for the 69 bytes of the first answer, and 62
     // for a request of 57 bytes of head and 5 of body it never read.
     assert_eq!(want[0].1, "200 76 41 LR \"GET /ret HTTP/1.1\"\n");
@@ -445,15 +471,11 @@ const RELAYED: [(&[u8], &[u8]); 19] = [
     ),
 ];
 
-/// The log lines of one side for [`RELAYED`].
-async fn relayed_lines(side: &Side) -> Vec<String> {
-    let mut out = Vec::new();
-    for (req, resp) in RELAYED {
-        side.srv.answer(resp);
-        client(side.addr(0), req).await;
-        out.push(side.log.take(1).remove(0));
-    }
-    out
+/// The log line of one side for a request of [`RELAYED`].
+async fn relayed_line(side: &Side, &(req, resp): &(&[u8], &[u8])) -> String {
+    side.srv.answer(resp);
+    client(side.addr(0), req).await;
+    side.log.take(1).remove(0)
 }
 
 /// `%B` of a server's answer counts what HAProxy 2.6 counts: the heads
@@ -466,14 +488,10 @@ async fn sizes_of_relayed_answers_as_haproxy() {
     if !haproxy::available() {
         return;
     }
-    let hap = Side::start(true, RELAYED_CFG, 1).await;
-    let want = relayed_lines(&hap).await;
-    drop(hap);
-    let sl = Side::start(false, RELAYED_CFG, 1).await;
-    let got = relayed_lines(&sl).await;
-    for (((req, _), w), g) in RELAYED.iter().zip(&want).zip(&got) {
+    let want = each_case(RELAYED_CFG, 1, &RELAYED, relayed_line, |(req, _), w, g| {
         assert_eq!(g, w, "{}", String::from_utf8_lossy(req));
-    }
+    })
+    .await;
     // haproxy 2.6 logged 64 for the 5 bytes of data of the chunked answer
     // (58 for its head).
     assert_eq!(want[1], "200 64 40 -- \"GET /ch HTTP/1.1\"\n");
@@ -526,20 +544,22 @@ async fn wrong_protocol_lines_as_haproxy() {
     if !haproxy::available() {
         return;
     }
-    let hap = Side::start(true, PROTO_CFG, 3).await;
-    let want = answers_and_lines(&hap, &PROTO_REQUESTS).await;
-    drop(hap);
-    let sl = Side::start(false, PROTO_CFG, 3).await;
-    let got = answers_and_lines(&sl, &PROTO_REQUESTS).await;
-    for (((fe, req), w), g) in PROTO_REQUESTS.iter().zip(&want).zip(&got) {
-        let req = String::from_utf8_lossy(req);
-        assert_eq!(g.1, w.1, "{req}");
-        // A known difference left: the HTTP/2 listener sends its SETTINGS
-        // before it reads the preface, haproxy nothing.
-        if *fe != 0 {
-            assert_eq!(g.0, w.0, "{req}");
-        }
-    }
+    let want = each_case(
+        PROTO_CFG,
+        3,
+        &PROTO_REQUESTS,
+        answer_and_line,
+        |(fe, req), w, g| {
+            let req = String::from_utf8_lossy(req);
+            assert_eq!(g.1, w.1, "{req}");
+            // A known difference left: the HTTP/2 listener sends its SETTINGS
+            // before it reads the preface, haproxy nothing.
+            if *fe != 0 {
+                assert_eq!(g.0, w.0, "{req}");
+            }
+        },
+    )
+    .await;
     assert_eq!(
         want[0].1,
         "0 0 0 PR <BADREQ> <BADREQ> \"<BADREQ>\" h2_only/<NOSRV>\n"
