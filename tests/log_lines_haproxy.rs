@@ -9,7 +9,8 @@
 //! chunks and trailers, interim answers, bodiless ones) with the size `%U`
 //! of a chunked request body; HTTP/1 on a `proto h2` bind and the
 //! HTTP/2 preface on a `proto h1` one; the connection after a local answer
-//! to a request with a body.
+//! to a request with a body; in `mode tcp`, a client that leaves while the
+//! proxy connects to a server.
 //!
 //! Skipped (with a note) when `/usr/sbin/haproxy` is not installed, except
 //! under CI, where that is a failure.
@@ -35,21 +36,31 @@ struct Side {
     log: Syslog,
     srv: RawBackend,
     _dead: Port,
+    _hole: Option<BlackHole>,
 }
+
+/// A server address whose accept queue is full: connections to it hang
+/// until `timeout connect`.
+type BlackHole = (SocketAddr, Vec<std::net::TcpStream>, socket2::Socket);
 
 impl Side {
     /// Starts haproxy (`hap`) or sluice on `cfg`, where `{feN}` are the
-    /// listeners, `{log}` the log target, `{srv}` a server that answers
-    /// and `{dead}` an address that refuses connections.
+    /// listeners, `{log}` the log target, `{srv}` a server that answers,
+    /// `{dead}` an address that refuses connections and `{hole}` one that
+    /// never accepts them.
     async fn start(hap: bool, cfg: &str, nfronts: usize) -> Side {
         let fronts = listens(nfronts);
         let log = Syslog::new();
         let srv = RawBackend::start().await;
         let dead = Port::new();
+        let hole = cfg.contains("{hole}").then(black_hole);
         let mut text = cfg
             .replace("{log}", &log.addr())
             .replace("{srv}", &srv.addr.to_string())
             .replace("{dead}", &dead.addr().to_string());
+        if let Some((addr, ..)) = &hole {
+            text = text.replace("{hole}", &addr.to_string());
+        }
         for (n, l) in fronts.iter().enumerate() {
             text = text.replace(&format!("{{fe{n}}}"), &l.to_string());
         }
@@ -65,6 +76,7 @@ impl Side {
             log,
             srv,
             _dead: dead,
+            _hole: hole,
         }
     }
 
@@ -99,6 +111,21 @@ async fn client(addr: SocketAddr, bytes: &[u8]) -> (u16, Vec<u8>) {
     )
     .await;
     (port, out)
+}
+
+/// Opens a connection to `addr` that sends nothing and reads until the
+/// proxy closes it. Returns the client's port.
+async fn silent_client(addr: SocketAddr) -> u16 {
+    let mut s = TcpStream::connect(addr).await.expect("connect");
+    let port = s.local_addr().expect("local_addr").port();
+    let mut out = Vec::new();
+    let _ = within(
+        Duration::from_secs(10),
+        "the close",
+        s.read_to_end(&mut out),
+    )
+    .await;
+    port
 }
 
 /// Runs each of `cases` on haproxy, then on sluice, each started on `cfg`
@@ -200,7 +227,10 @@ listen neg_http
 /// The connections of [`dontlognull_and_connect_lines_as_haproxy`]: on
 /// which listener, what the client sends before it closes.
 /// (A client that sends bytes to `own_tcp` is left out: whether haproxy
-/// reads them before its connection to the server is refused is a race.)
+/// reads them before its connection to the server is refused is a race.
+/// So is whether a client that closes at once does so before that refusal
+/// (`CC`) or after (`SC`): on the TCP listeners, 1, 3 and 5, a client that
+/// sends nothing waits for the proxy to close.)
 const NULL_CLIENTS: [(usize, &[u8]); 9] = [
     (0, b""),
     (0, b"GET / HTTP/1.1\r\nhost: x\r\n\r\n"),
@@ -220,7 +250,11 @@ const NULL_CLIENTS: [(usize, &[u8]); 9] = [
 async fn null_lines(side: &Side) -> Vec<String> {
     let mut ports = Vec::new();
     for (fe, bytes) in NULL_CLIENTS {
-        ports.push(client(side.addr(fe), bytes).await.0);
+        let port = match fe {
+            1 | 3 | 5 if bytes.is_empty() => silent_client(side.addr(fe)).await,
+            _ => client(side.addr(fe), bytes).await.0,
+        };
+        ports.push(port);
     }
     client(side.addr(2), b"GET /marker HTTP/1.1\r\nhost: x\r\n\r\n").await;
     let seen = side.log.until(&["marker \"GET /marker HTTP/1.1\"\n"]);
@@ -653,5 +687,85 @@ async fn wrong_protocol_lines_as_haproxy() {
     assert_eq!(
         want[2].1,
         "400 206 33 PR <BADREQ> <BADREQ> \"<BADREQ>\" h1_only/<NOSRV>\n"
+    );
+}
+
+const CONNECTING_CFG: &str = "global
+    log {log} format raw local0 info
+defaults
+    mode tcp
+    log global
+    timeout connect 100ms
+    timeout client 5s
+    timeout server 5s
+    retries 3
+    log-format \"%cp %ft %b/%s %ts %U %B %rc\"
+
+listen hole
+    bind {fe0}
+    server s1 {hole}
+";
+
+/// How each client leaves while the proxy connects to a server that never
+/// accepts: what it sent, then whether it resets the connection (else it
+/// closes its side).
+const CONNECTING: [(&[u8], bool); 3] = [(b"", false), (b"", true), (b"hello", false)];
+
+/// The log line of one side for a client of [`CONNECTING`], without the
+/// client's port (the line of the readiness probe, logged as well, is
+/// passed over).
+async fn connecting_line(side: &Side, &(bytes, reset): &(&[u8], bool)) -> String {
+    let port = if reset {
+        let s = TcpStream::connect(side.addr(0)).await.expect("connect");
+        let port = s.local_addr().expect("local_addr").port();
+        // Reset once the proxy has the connection: before, the kernel
+        // would take the reset for it.
+        wait_until(Duration::from_secs(10), "the accept", || async {
+            side.fronts[0].all_accepted()
+        })
+        .await;
+        socket2::SockRef::from(&s)
+            .set_linger(Some(Duration::ZERO))
+            .expect("linger");
+        drop(s);
+        port
+    } else {
+        client(side.addr(0), bytes).await.0
+    };
+    let ours = format!("{port} ");
+    loop {
+        let line = side.log.take(1).remove(0);
+        if let Some(rest) = line.strip_prefix(&ours) {
+            return rest.to_string();
+        }
+    }
+}
+
+/// `mode tcp`: a client that closes while the proxy is still connecting
+/// (or waiting to retry) ends the session at once, `CC`, if it sent
+/// nothing; one that resets it, `CD`; one that sent something and closed
+/// waits for the retries, its bytes counted in `%U`, as HAProxy 2.6 logs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tcp_client_leaving_while_connecting_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let want = each_case(
+        CONNECTING_CFG,
+        1,
+        &CONNECTING,
+        connecting_line,
+        |c, w, g| {
+            assert_eq!(g, w, "{c:?}");
+        },
+    )
+    .await;
+    assert_eq!(
+        want,
+        [
+            "hole hole/s1 CC 0 0 0\n",
+            "hole hole/s1 CD 0 0 0\n",
+            "hole hole/s1 sC 5 0 3\n",
+        ]
     );
 }
