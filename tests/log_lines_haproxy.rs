@@ -511,7 +511,7 @@ listen relayed
 ";
 
 /// Each request (on its own connection) and the server's answer to it.
-const RELAYED: [(&[u8], &[u8]); 19] = [
+const RELAYED: [(&[u8], &[u8]); 25] = [
     (
         b"GET /cl HTTP/1.1\r\nhost: x\r\n\r\n",
         b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\ncontent-type: text/plain\r\n\r\nhello",
@@ -544,6 +544,33 @@ const RELAYED: [(&[u8], &[u8]); 19] = [
     (
         b"GET /conn-close HTTP/1.1\r\nhost: x\r\nconnection: Keep-Alive\r\n\r\n",
         b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nConnection: close\r\nConnection: upgrade\r\n\r\nok",
+    ),
+    // Mixed tokens: `close` and `keep-alive` are taken out, the rest
+    // kept (as written until a token goes, moved and trimmed after).
+    (
+        b"GET /conn-mixed HTTP/1.1\r\nhost: x\r\nconnection: keep-alive, Upgrade\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nConnection: close, foo\r\n\r\nok",
+    ),
+    (
+        b"GET /conn-mixed HTTP/1.1\r\nhost: x\r\nconnection: foo  , close, bar\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nConnection: keep-alive, Upgrade\r\n\r\nok",
+    ),
+    (
+        b"GET /conn-mixed HTTP/1.1\r\nhost: x\r\nconnection: close , foo  , bar\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nConnection: foo, bar, close\r\n\r\nok",
+    ),
+    (
+        b"GET /conn-mixed HTTP/1.1\r\nhost: x\r\nconnection: foo, , close\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nConnection: foo, close,  ,bar\r\n\r\nok",
+    ),
+    // Empty elements: a last one is not kept, nor an empty field.
+    (
+        b"GET /conn-empty HTTP/1.1\r\nhost: x\r\nconnection: foo,\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nConnection: ,,\r\n\r\nok",
+    ),
+    (
+        b"GET /conn-empty HTTP/1.1\r\nhost: x\r\nconnection:\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nConnection: ,\r\nConnection: close,, foo\r\n\r\nok",
     ),
     (
         b"GET /noreason HTTP/1.1\r\nhost: x\r\n\r\n",
@@ -617,6 +644,9 @@ async fn sizes_of_relayed_answers_as_haproxy() {
     assert_eq!(want[1], "200 64 40 -- \"GET /ch HTTP/1.1\"\n");
     // `connection: foo` counts 13, `Connection: foo ,  bar` 20.
     assert_eq!(want[6], "200 71 61 -- \"GET /conn-other HTTP/1.1\"\n");
+    // `Connection: close, foo` counts 13 (`foo`), `connection: keep-alive,
+    // Upgrade` 17 (`Upgrade`).
+    assert_eq!(want[8], "200 64 65 -- \"GET /conn-mixed HTTP/1.1\"\n");
 }
 
 const PROTO_CFG: &str = "global
