@@ -418,8 +418,7 @@ fn faulty_acls_get_haproxys_messages() {
     files.write("words.map", "a 1\nb 2\n");
     files.write("badint.map", "k notint\n");
     let d = files.path().to_str().expect("utf-8 path");
-    let mut differ = Vec::new();
-    for acl in FAULTY {
+    let cases = FAULTY.iter().map(|acl| {
         let acl = acl.replace("{dir}", d);
         let cfg = format!(
             "defaults
@@ -433,20 +432,9 @@ frontend fe
     http-request deny if a
 "
         );
-        let (hcode, herr) = Haproxy::check("acl-check", &cfg);
-        let dir = TempDir::new("acl-check");
-        let path = dir.write("sluice.cfg", &cfg);
-        let out = run_sluice(&["-c", "-f", path.to_str().expect("utf-8 path")], None);
-        if hcode != out.code() || haproxy::first_alert(&herr) != haproxy::first_alert(&out.stderr) {
-            differ.push(format!(
-                "{acl}:\n  haproxy {hcode:?} {}\n  sluice  {:?} {}",
-                haproxy::first_alert(&herr),
-                out.code(),
-                haproxy::first_alert(&out.stderr)
-            ));
-        }
-    }
-    assert!(differ.is_empty(), "{}", differ.join("\n"));
+        (acl, cfg)
+    });
+    haproxy::assert_check_agrees("acl-check", cases, haproxy::first_alert);
 }
 
 /// An ACL that cannot match (no pattern, no `--`, a matcher that needs
@@ -481,10 +469,7 @@ frontend fe
             .collect::<Vec<_>>()
             .join("\n")
     };
-    let (hcode, herr) = Haproxy::check("acl-warn", cfg);
-    let dir = TempDir::new("acl-warn");
-    let path = dir.write("sluice.cfg", cfg);
-    let out = run_sluice(&["-c", "-f", path.to_str().expect("utf-8 path")], None);
+    let ((hcode, herr), out) = haproxy::check_both("acl-warn", cfg);
     assert!(herr.contains("will never match"), "{herr}");
     assert_eq!(out.code(), hcode);
     assert_eq!(mask(&out.stderr), mask(&herr));

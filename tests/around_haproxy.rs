@@ -17,8 +17,7 @@
 
 mod support;
 
-use support::haproxy::{self, Haproxy, Pair, exchange};
-use support::*;
+use support::haproxy::{self, Pair, exchange};
 
 use support::haproxy::HTTP_LOG_GLOBAL as GLOBAL;
 
@@ -160,25 +159,13 @@ fn config_errors_are_haproxys() {
         "backend be_b\n    balance hash req.hdr(host),nosuch\n",
         "backend be_b\n    balance hash req.hdr(host),lower\n",
     ];
-    let mut differ = Vec::new();
-    for line in cases {
+    let cases = cases.iter().map(|line| {
         let cfg = format!(
             "defaults\n    mode http\n    timeout connect 5s\n    timeout client 5s\n    timeout server 5s\nfrontend fe\n    bind 127.0.0.1:1\n    default_backend be_a\n{line}backend be_a\n"
         );
-        let (hcode, herr) = Haproxy::check("dynbe-check", &cfg);
-        let dir = TempDir::new("dynbe-check");
-        let path = dir.write("sluice.cfg", &cfg);
-        let out = run_sluice(&["-c", "-f", path.to_str().unwrap()], None);
-        if hcode != out.code() || alert(&herr) != alert(&out.stderr) {
-            differ.push(format!(
-                "{line}  haproxy {hcode:?} {}\n  sluice  {:?} {}",
-                alert(&herr),
-                out.code(),
-                alert(&out.stderr)
-            ));
-        }
-    }
-    assert!(differ.is_empty(), "{}", differ.join("\n"));
+        (line.trim_end().to_string(), cfg)
+    });
+    haproxy::assert_check_agrees("dynbe-check", cases, alert);
 }
 
 /// The same in `mode tcp`: the name is made when the connection is

@@ -134,25 +134,13 @@ fn faulty_userlists_get_haproxys_messages() {
     if !haproxy::available() {
         return;
     }
-    let mut differ = Vec::new();
-    for (section, line) in FAULTY {
+    let cases = FAULTY.iter().map(|(section, line)| {
         let cfg = format!(
             "{section}\ndefaults\n    mode http\n    timeout connect 1s\n    timeout client 1s\n    timeout server 1s\nfrontend f\n    bind 127.0.0.1:1\n    {line}\n"
         );
-        let (hcode, herr) = Haproxy::check("auth-check", &cfg);
-        let dir = TempDir::new("auth-check");
-        let path = dir.write("sluice.cfg", &cfg);
-        let out = run_sluice(&["-c", "-f", path.to_str().unwrap()], None);
-        if hcode != out.code() || alert(&herr) != alert(&out.stderr) {
-            differ.push(format!(
-                "{section} {line}:\n  haproxy {hcode:?} {}\n  sluice  {:?} {}",
-                alert(&herr),
-                out.code(),
-                alert(&out.stderr)
-            ));
-        }
-    }
-    assert!(differ.is_empty(), "{}", differ.join("\n"));
+        (format!("{section} {line}"), cfg)
+    });
+    haproxy::assert_check_agrees("auth-check", cases, alert);
 }
 
 /// `http-request auth` sends the proxy's `errorfile 401` with the

@@ -563,23 +563,10 @@ fn faulty_expressions_get_haproxys_messages() {
     if !haproxy::available() {
         return;
     }
-    let mut differ = Vec::new();
-    for e in FAULTY {
-        let cfg = config("127.0.0.1:1", &[e]);
-        let (hcode, herr) = Haproxy::check("sample-check", &cfg);
-        let dir = TempDir::new("sample-check");
-        let path = dir.write("sluice.cfg", &cfg);
-        let out = run_sluice(&["-c", "-f", path.to_str().unwrap()], None);
-        if hcode != out.code() || haproxy::first_alert(&herr) != haproxy::first_alert(&out.stderr) {
-            differ.push(format!(
-                "{e}:\n  haproxy {hcode:?} {}\n  sluice  {:?} {}",
-                haproxy::first_alert(&herr),
-                out.code(),
-                haproxy::first_alert(&out.stderr)
-            ));
-        }
-    }
-    assert!(differ.is_empty(), "{}", differ.join("\n"));
+    let cases = FAULTY
+        .iter()
+        .map(|e| (e.to_string(), config("127.0.0.1:1", &[e])));
+    haproxy::assert_check_agrees("sample-check", cases, haproxy::first_alert);
 }
 
 /// A log line made of sample expressions only (no dates, no ports: what

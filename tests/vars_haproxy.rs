@@ -208,29 +208,17 @@ fn bad_names_get_haproxys_messages() {
     if !haproxy::available() {
         return;
     }
-    let mut differ = Vec::new();
     let lines = FAULTY
         .iter()
         .map(|l| ("", *l))
         .chain(GLOBAL_FAULTY.iter().map(|l| (*l, "")));
-    for (global, line) in lines {
+    let cases = lines.map(|(global, line)| {
         let cfg = format!(
             "global\n    {global}\ndefaults\n    mode http\n    timeout connect 1s\n    timeout client 1s\n    timeout server 1s\nfrontend fe\n    bind 127.0.0.1:1\n    {line}\n"
         );
-        let (hcode, herr) = Haproxy::check("vars-check", &cfg);
-        let dir = TempDir::new("vars-check");
-        let path = dir.write("sluice.cfg", &cfg);
-        let out = run_sluice(&["-c", "-f", path.to_str().unwrap()], None);
-        if hcode != out.code() || haproxy::first_alert(&herr) != haproxy::first_alert(&out.stderr) {
-            differ.push(format!(
-                "{global}{line}:\n  haproxy {hcode:?} {}\n  sluice  {:?} {}",
-                haproxy::first_alert(&herr),
-                out.code(),
-                haproxy::first_alert(&out.stderr)
-            ));
-        }
-    }
-    assert!(differ.is_empty(), "{}", differ.join("\n"));
+        (format!("{global}{line}"), cfg)
+    });
+    haproxy::assert_check_agrees("vars-check", cases, haproxy::first_alert);
 }
 
 /// `get var` / `set var` on the CLI: the same command lines, each on its

@@ -191,7 +191,8 @@ impl<'a> Exchange<'a> {
             server_close,
             head,
             l7_retries: be.retry_on.layer7() && body == BodyKind::None,
-            keep_on_error: self.keep_client && body == BodyKind::None,
+            // Before the body is read: a page skips it if it is all here.
+            keep_on_error: self.keep_client && self.client.pending != io::PendingBody::Partial,
             host: req.values("host").next(),
             reuse_ok: be.http_reuse != HttpReuse::Never,
             body_sent: false,
@@ -333,6 +334,8 @@ impl<'a> Exchange<'a> {
             .await;
         }
         plan.body_sent = true;
+        // Relayed from here on, not skipped after an answer.
+        self.client.pending = io::PendingBody::None;
         let mut no_head = BytesMut::new();
         let relayed = io::relay_message(
             &mut no_head,

@@ -112,6 +112,10 @@ async fn error_page(
     let page = match client.asked {
         _ if custom.is_some() || error_pages::closes(code) => page,
         io::ConnAsk::Close => Cow::Owned(crate::http::reply::with_close(&page, false).to_vec()),
+        // Answered before the body came whole: HAProxy 2.6 says it closes.
+        _ if client.pending == io::PendingBody::Partial => {
+            Cow::Owned(crate::http::reply::with_close(&page, false).to_vec())
+        }
         io::ConnAsk::KeepAlive10 if keep => Cow::Owned(
             crate::http::reply::with_header(&page, b"connection: keep-alive\r\n").to_vec(),
         ),
@@ -238,7 +242,7 @@ pub(crate) async fn forward(
     let slot = match acquired {
         Ok(slot) => slot,
         Err(e) => {
-            let keep = keep_client && body == BodyKind::None;
+            let keep = keep_client && client.pending != io::PendingBody::Partial;
             // Rare: boxed, so the future of the common path stays small.
             return Box::pin(no_server(e, fe, be, client, keep, started, rec)).await;
         }

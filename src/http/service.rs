@@ -513,6 +513,7 @@ pub(crate) async fn handle_request(
         tls,
         first,
     };
+    conn.pending = io::PendingBody::of(body, &conn.buf);
     let mut out = route(rt, fe, &req, conn, keep_client, &mut rec).await;
     stream.end();
     vars.end();
@@ -520,6 +521,13 @@ pub(crate) async fn handle_request(
     // be reached) still counts in `%U` for what came with the head.
     if out.body_in == 0 {
         out.body_logged = crate::wire::logged_size::buffered_body(body, &conn.buf);
+    }
+    // A body left unread is skipped when it is all here; else the
+    // connection cannot carry another request.
+    match std::mem::take(&mut conn.pending) {
+        io::PendingBody::Buffered(n) if out.keep_client => bytes::Buf::advance(&mut conn.buf, n),
+        io::PendingBody::Partial => out.keep_client = false,
+        _ => {}
     }
     finish(rt, fe, &mut rec, &out, (Some(&head), Some(&vars)));
     out.keep_client
@@ -628,9 +636,10 @@ async fn route(
         frontend: &fe.name,
         vars: Some(rq.vars),
     };
-    // A local answer does not read the request body, so the connection
-    // cannot carry another request after it.
-    let keep_local = keep && body == BodyKind::None;
+    // A local answer does not read the request body: the connection
+    // carries another request after it only if the body is all here, to
+    // be skipped.
+    let keep_local = keep && conn.pending != io::PendingBody::Partial;
 
     // `monitor-uri`: the exact URI is answered here, before any rule, and
     // not logged (HAProxy); `monitor fail` turns the answer into a 503. A
@@ -1088,11 +1097,17 @@ impl RuleRun<'_> {
                         .unwrap_or(head.target());
                     let loc =
                         rules::location(*kind, &v, head, target, (*drop_query, *append_slash));
-                    let resp = rules::redirect_response(*code, &loc, self.keep_local);
-                    return Some(
-                        forward::send_answer(self.conn, &resp, *code, self.keep_local, fe, be)
-                            .await,
-                    );
+                    // HAProxy 2.6 closes after redirecting a request that
+                    // has a body, even one all here, with a `connection:
+                    // close` of its internal form, which `%B` counts.
+                    let body = self.conn.pending != io::PendingBody::None;
+                    let keep = self.keep_local && !body;
+                    let resp = rules::redirect_response(*code, &loc, keep);
+                    let mut out = forward::send_answer(self.conn, &resp, *code, keep, fe, be).await;
+                    if body && out.logged_out > 0 {
+                        out.logged_out += crate::wire::logged_size::OWN_CONNECTION_CLOSE;
+                    }
+                    return Some(out);
                 }
                 HttpRequestAction::Return(reply) => {
                     self.rec.tally.intercepted = rows(be);
@@ -1172,8 +1187,9 @@ async fn stats_page(
     }
     let suffix = head.target().strip_prefix(page.uri.as_bytes())?;
     let suffix = String::from_utf8_lossy(suffix);
-    // Without reading the body, the connection cannot go on.
-    let keep_local = keep && body == BodyKind::None;
+    // Without reading the body, the connection goes on only past a body
+    // that is all here.
+    let keep_local = keep && conn.pending != io::PendingBody::Partial;
     let authorization = head.values("authorization").next();
     if !stats_page::authorized(page, authorization) {
         // HAProxy's 401: its page and the realm's challenge.
@@ -1248,6 +1264,8 @@ async fn read_form(
         return Err(StCode::Excd);
     }
     let len = len as usize;
+    // The form is read here, not skipped after the answer.
+    conn.pending = io::PendingBody::None;
     if conn.buf.len() < len
         && head
             .values("expect")

@@ -153,7 +153,12 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
     let mut tries = Retries::default();
     let connecting = Instant::now();
     let dst = client.dst().or_else(|| stream.local_addr().ok());
-    let connected = retry::connect(&be, &key, &mut seat, &mut tries, None, dst).await;
+    // HAProxy 2.6 reads the client while it connects: what comes goes to
+    // the server first, and a client that leaves first ends the session.
+    let connected = tokio::select! {
+        c = retry::connect(&be, &key, &mut seat, &mut tries, None, dst) => Ok(c),
+        t = client_left(&mut stream, &mut payload) => Err(t),
+    };
     rec.retries = tries.done;
     rec.redispatched = tries.redispatched;
     // The server that accepted, or the last one tried (a redispatch may
@@ -162,7 +167,15 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
     entry.to_server(&server);
     rec.assign_server(&server);
     match connected {
-        Err(e) => {
+        Err(left) => {
+            if left.cause == Cause::Client && left.phase == Phase::Data {
+                rec.tally.cli_abrt = Rows::BE_SRV;
+            }
+            rec.end(left);
+            rec.null = payload.is_empty();
+            read_while_connecting(&mut rec, &payload);
+        }
+        Ok(Err(e)) => {
             if let ConnectError::Pick(PickError::NoServer) = e {
                 rec.tally.econ = Rows::BE;
             }
@@ -173,9 +186,10 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
             });
             rec.retryable = e.retryable();
             rec.null = sent_nothing(&payload, &stream);
+            read_while_connecting(&mut rec, &payload);
         }
         // `proto h2` is HTTP only.
-        Ok(Stream::Pipe(_)) => {
+        Ok(Ok(Stream::Pipe(_))) => {
             tracing::warn!(
                 "backend {}: 'proto h2' servers in 'mode tcp' are not supported, connection closed",
                 be.name
@@ -183,7 +197,7 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
             rec.term(Cause::Server, Phase::Connect);
             rec.null = sent_nothing(&payload, &stream);
         }
-        Ok(mut upstream) => {
+        Ok(Ok(mut upstream)) => {
             rec.t_connect = ms(connecting.elapsed());
             // `on-marked-down shutdown-sessions` (or an active server's
             // `on-marked-up shutdown-backup-sessions`) ends the connection.
@@ -248,6 +262,35 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
     drop(seat);
     vars.end();
     outcome::finish_with_vars(fe, process, &mut rec, None, None, Some(&vars));
+}
+
+/// Reads what the client sends while sluice connects to a server, into
+/// `buf` (sent to the server first); resolves only when the client leaves,
+/// as HAProxy 2.6 then stops connecting: a client that closes having sent
+/// nothing ends the session `CC`, one that resets it `CD`. A client that
+/// closes after sending something waits for its bytes to be delivered.
+async fn client_left(stream: &mut Stream, buf: &mut Vec<u8>) -> Term {
+    use bytes::BufMut;
+    // Past the buffer's size the client waits, as it would for HAProxy's.
+    while buf.len() < INSPECT_MAX {
+        let room = INSPECT_MAX - buf.len();
+        // `read_buf` grows `buf` only by what was read: cancelled when the
+        // connection is made, it leaves no gap.
+        match stream.read_buf(&mut (&mut *buf).limit(room)).await {
+            Ok(0) if buf.is_empty() => return Term::new(Cause::Client, Phase::Connect),
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(_) => return Term::new(Cause::Client, Phase::Data),
+        }
+    }
+    std::future::pending().await
+}
+
+/// A session that ended before relaying counts the bytes the client sent
+/// meanwhile as received (`%U`, `bin`), as HAProxy 2.6 does.
+fn read_while_connecting(rec: &mut LogRecord, payload: &[u8]) {
+    let n = payload.len() as u64;
+    (rec.tally.fe_in, rec.tally.srv_in, rec.bytes_in) = (n, n, n);
 }
 
 /// Whether the client of a session that ends before any relaying sent

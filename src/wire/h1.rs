@@ -274,8 +274,9 @@ impl Head {
     /// The size HAProxy 2.6 logs for this head (`%U`'s head part, `%B`'s
     /// for a server's response), from
     /// the parsed fields rather than a new scan of the bytes: the start
-    /// line's three words plus 20, each field's name and value but the
-    /// `connection` ones HAProxy takes out, and 1 for the end of the head. The same rule as
+    /// line's three words plus 20, each field's name and value (of a
+    /// `connection` field what HAProxy keeps of it), and 1 for the end of
+    /// the head. The same rule as
     /// [`logged_size::head`](crate::wire::logged_size::head), which measures
     /// the messages sluice writes itself.
     pub(crate) fn logged_size(&self) -> u64 {
@@ -298,11 +299,15 @@ impl Head {
         let fields: usize = self
             .headers
             .iter()
-            .filter(|h| {
-                h.kind != Kind::Connection
-                    || crate::wire::logged_size::connection_kept(self.slice(h.value))
+            .filter_map(|h| {
+                let value = match h.kind {
+                    Kind::Connection => {
+                        crate::wire::logged_size::connection_kept(self.slice(h.value))?
+                    }
+                    _ => (h.value.1 - h.value.0) as usize,
+                };
+                Some((h.name.1 - h.name.0) as usize + value)
             })
-            .map(|h| (h.name.1 - h.name.0 + h.value.1 - h.value.0) as usize)
             .sum();
         crate::wire::logged_size::START_LINE
             + words as u64

@@ -80,6 +80,42 @@ pub(crate) struct BufConn {
     /// What the current request asked of the connection, which sluice's
     /// own pages repeat in a `Connection` header as HAProxy's do.
     pub(crate) asked: ConnAsk,
+    /// The current request's body as an answer sluice makes finds it.
+    pub(crate) pending: PendingBody,
+}
+
+/// Where the body of the request being answered is: an answer made
+/// without reading it keeps the connection only when the whole body is
+/// already buffered, to be skipped (HAProxy 2.6 does the same).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum PendingBody {
+    /// No body, or it has been read (relayed to a server, taken as a form).
+    #[default]
+    None,
+    /// All of it in the buffer: its first `n` bytes.
+    Buffered(usize),
+    /// Not all here yet: an answer ends the connection, and says so.
+    Partial,
+}
+
+impl PendingBody {
+    /// The body of framing `kind` as `buf` (the bytes after its head)
+    /// holds it.
+    pub(crate) fn of(kind: BodyKind, buf: &[u8]) -> PendingBody {
+        match kind {
+            BodyKind::None => PendingBody::None,
+            BodyKind::Length(n) if n <= buf.len() as u64 => PendingBody::Buffered(n as usize),
+            BodyKind::Length(_) | BodyKind::UntilClose => PendingBody::Partial,
+            BodyKind::Chunked => {
+                let mut dec = ChunkedDecoder::default();
+                match dec.feed(buf) {
+                    Ok(end) if dec.is_done() => PendingBody::Buffered(end),
+                    // A framing error is found when the body is read.
+                    _ => PendingBody::Partial,
+                }
+            }
+        }
+    }
 }
 
 /// The client's wish for the connection after the current request: HTTP/1.1
@@ -164,6 +200,7 @@ impl BufConn {
             stream,
             buf: BytesMut::new(),
             asked: ConnAsk::Default,
+            pending: PendingBody::None,
         }
     }
 
@@ -599,5 +636,36 @@ impl Outgoing<'_> {
             self.send(&[]).await?;
         }
         src.fill(t).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A body is skippable only when all of it, its last chunk and
+    /// trailers too, is in the buffer.
+    #[test]
+    fn pending_bodies() {
+        let cases: [(BodyKind, &[u8], PendingBody); 7] = [
+            (BodyKind::None, b"GET / ", PendingBody::None),
+            (BodyKind::Length(5), b"helloGET", PendingBody::Buffered(5)),
+            (BodyKind::Length(5), b"hel", PendingBody::Partial),
+            (
+                BodyKind::Chunked,
+                b"5\r\nhello\r\n0\r\nx-t: 1\r\n\r\nGET",
+                PendingBody::Buffered(23),
+            ),
+            (
+                BodyKind::Chunked,
+                b"5\r\nhello\r\n0\r\n",
+                PendingBody::Partial,
+            ),
+            (BodyKind::Chunked, b"zz\r\n", PendingBody::Partial),
+            (BodyKind::UntilClose, b"", PendingBody::Partial),
+        ];
+        for (kind, buf, want) in cases {
+            assert_eq!(PendingBody::of(kind, buf), want, "{kind:?} {buf:?}");
+        }
     }
 }

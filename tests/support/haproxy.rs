@@ -11,7 +11,7 @@ use tokio::net::TcpStream;
 
 use super::raw::RawBackend;
 use super::syslog::Syslog;
-use super::{Listen, Response, Sluice, TempDir, inherit, listens, within};
+use super::{Listen, Response, RunOutput, Sluice, TempDir, inherit, listens, run_sluice, within};
 
 pub const HAPROXY: &str = "/usr/sbin/haproxy";
 
@@ -90,6 +90,39 @@ pub fn first_alert(stderr: &str) -> String {
         .find(|l| l.contains("parsing ["))
         .map(|l| l.split_once("] : ").map_or(l, |(_, m)| m).to_string())
         .unwrap_or_else(|| "(accepted)".to_string())
+}
+
+/// `haproxy -c` and `sluice -c` on `cfg`: haproxy's exit code and stderr,
+/// then sluice's run.
+pub fn check_both(tag: &str, cfg: &str) -> ((Option<i32>, String), RunOutput) {
+    let hap = Haproxy::check(tag, cfg);
+    let dir = TempDir::new(tag);
+    let path = dir.write("sluice.cfg", cfg);
+    let out = run_sluice(&["-c", "-f", path.to_str().expect("utf-8 path")], None);
+    (hap, out)
+}
+
+/// `haproxy -c` and `sluice -c` on each configuration of `cases` (a label
+/// and the text): both must exit with the same code and give the same
+/// message, as `alert` takes it from stderr ([`first_alert`], or a
+/// test's own masking). Fails listing every case where they do not.
+pub fn assert_check_agrees(
+    tag: &str,
+    cases: impl IntoIterator<Item = (String, String)>,
+    alert: impl Fn(&str) -> String,
+) {
+    let mut differ = Vec::new();
+    for (label, cfg) in cases {
+        let ((hcode, herr), out) = check_both(tag, &cfg);
+        let (h, s) = (alert(&herr), alert(&out.stderr));
+        if hcode != out.code() || h != s {
+            differ.push(format!(
+                "{label}:\n  haproxy {hcode:?} {h}\n  sluice  {:?} {s}",
+                out.code()
+            ));
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
 }
 
 /// How sluice's answer `s` to what `label` names differs from haproxy's

@@ -223,6 +223,12 @@ fn probe_taken(probes: &mut HashMap<RawFd, StdStream>, fd: RawFd, addr: SocketAd
 }
 
 impl Listen {
+    /// Whether the process serving this socket has taken every connection
+    /// made to it off its accept queue.
+    pub fn all_accepted(&self) -> bool {
+        accept_queue(self.fd()).is_ok_and(|n| n == 0)
+    }
+
     /// Waits until `child`, given this socket, accepts on it (see
     /// [`Ready::Inherited`]); panics if it exits first or after
     /// [`START_DEADLINE`].

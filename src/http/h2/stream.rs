@@ -53,6 +53,7 @@ pub(crate) async fn serve(
     let (tx, resp_pipe) = tokio::io::duplex(PIPE_BUF);
     let conn = BufConn {
         asked: crate::wire::io::ConnAsk::Default,
+        pending: crate::wire::io::PendingBody::None,
         stream: Stream::Pipe(Box::new(Pipe {
             rx,
             tx,
