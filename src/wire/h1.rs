@@ -185,7 +185,49 @@ pub(crate) struct Head {
     pub(crate) status: u16,
     /// Minor version: 0 for HTTP/1.0, 1 for HTTP/1.1.
     pub(crate) minor: u8,
+    /// What the `Connection` fields list, read once at parse time: the
+    /// keep-alive decision, the upgrade check and the forwarding of every
+    /// message ask, and most messages have one such field or none.
+    conn: ConnTokens,
+    /// The fields' part of [`Head::logged_size`], summed at parse time.
+    logged_fields: u32,
     headers: Vec<HeaderPos>,
+}
+
+/// The tokens of a message's `Connection` fields that sluice acts on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct ConnTokens(u8);
+
+impl ConnTokens {
+    const CLOSE: u8 = 1;
+    const KEEP_ALIVE: u8 = 2;
+    const UPGRADE: u8 = 4;
+    /// Any other token: the name of a field to drop when forwarding.
+    const OTHER: u8 = 8;
+
+    fn of(value: &[u8]) -> u8 {
+        value
+            .split(|&b| b == b',')
+            .map(|t| {
+                let t = trim(t);
+                if t.is_empty() {
+                    0
+                } else if t.eq_ignore_ascii_case(b"close") {
+                    Self::CLOSE
+                } else if t.eq_ignore_ascii_case(b"keep-alive") {
+                    Self::KEEP_ALIVE
+                } else if t.eq_ignore_ascii_case(b"upgrade") {
+                    Self::UPGRADE
+                } else {
+                    Self::OTHER
+                }
+            })
+            .fold(0, |a, b| a | b)
+    }
+
+    fn has(self, token: u8) -> bool {
+        self.0 & token != 0
+    }
 }
 
 /// How a message body is delimited.
@@ -296,19 +338,7 @@ impl Head {
         } else {
             line.len().saturating_sub(2)
         };
-        let fields: usize = self
-            .headers
-            .iter()
-            .filter_map(|h| {
-                let value = match h.kind {
-                    Kind::Connection => {
-                        crate::wire::logged_size::connection_kept(self.slice(h.value))?
-                    }
-                    _ => (h.value.1 - h.value.0) as usize,
-                };
-                Some((h.name.1 - h.name.0) as usize + value)
-            })
-            .sum();
+        let fields = self.logged_fields as usize;
         crate::wire::logged_size::START_LINE
             + words as u64
             + fields as u64
@@ -349,6 +379,41 @@ impl Head {
     }
 
     /// Values of the headers of a kind sluice tracks (no name compare).
+    /// A head of parsed parts, with what its `Connection` fields list and
+    /// its fields' logged size (one pass over the fields).
+    fn new(
+        raw: Bytes,
+        method: Span,
+        target: Span,
+        status: u16,
+        minor: u8,
+        headers: Vec<HeaderPos>,
+    ) -> Head {
+        let (mut conn, mut logged) = (0u8, 0usize);
+        for h in &headers {
+            let (name, value) = (h.name.1 - h.name.0, h.value.1 - h.value.0);
+            if h.kind != Kind::Connection {
+                logged += (name + value) as usize;
+                continue;
+            }
+            let v = &raw[h.value.0 as usize..h.value.1 as usize];
+            conn |= ConnTokens::of(v);
+            if let Some(kept) = crate::wire::logged_size::connection_kept(v) {
+                logged += name as usize + kept;
+            }
+        }
+        Head {
+            raw,
+            method,
+            target,
+            status,
+            minor,
+            conn: ConnTokens(conn),
+            logged_fields: u32::try_from(logged).unwrap_or(u32::MAX),
+            headers,
+        }
+    }
+
     fn values_of(&self, kind: Kind) -> impl Iterator<Item = &[u8]> {
         self.headers
             .iter()
@@ -356,12 +421,10 @@ impl Head {
             .map(|h| self.slice(h.value))
     }
 
-    /// Whether any `Connection` header lists `token`.
-    pub(crate) fn connection_has(&self, token: &str) -> bool {
-        self.values_of(Kind::Connection).any(|v| {
-            v.split(|&b| b == b',')
-                .any(|t| trim(t).eq_ignore_ascii_case(token.as_bytes()))
-        })
+    /// Whether any `Connection` header lists `token` (one of
+    /// [`ConnTokens`]'s).
+    fn connection_has(&self, token: u8) -> bool {
+        self.conn.has(token)
     }
 
     /// Parses a request head (the bytes up to and including the blank line).
@@ -397,14 +460,7 @@ impl Head {
         {
             return Err((H1Error::Syntax(target.0 as usize + i), raw));
         }
-        let head = Head {
-            method,
-            target,
-            status: 0,
-            minor,
-            headers,
-            raw,
-        };
+        let head = Head::new(raw, method, target, 0, minor, headers);
         match head.check_target() {
             Ok(()) => Ok(head),
             Err(e) => Err((e, head.raw)),
@@ -459,7 +515,7 @@ impl Head {
     /// Whether this request asks for a protocol switch (`Upgrade` named
     /// by `Connection`): only then may a 101 answer open a tunnel.
     pub(crate) fn requests_upgrade(&self) -> bool {
-        self.values_of(Kind::Upgrade).next().is_some() && self.connection_has("upgrade")
+        self.values_of(Kind::Upgrade).next().is_some() && self.connection_has(ConnTokens::UPGRADE)
     }
 
     /// Parses a response head.
@@ -488,14 +544,7 @@ impl Head {
             Ok(p) => p,
             Err(e) => return Err((e, raw)),
         };
-        Ok(Head {
-            method: (0, 0),
-            target: reason,
-            status: code,
-            minor,
-            headers,
-            raw,
-        })
+        Ok(Head::new(raw, (0, 0), reason, code, minor, headers))
     }
 
     /// Content-Length: every value must be plain digits and all equal.
@@ -619,9 +668,9 @@ impl Head {
     /// Whether the peer wants the connection kept open after this message.
     pub(crate) fn wants_keep_alive(&self) -> bool {
         if self.minor == 0 {
-            self.connection_has("keep-alive")
+            self.connection_has(ConnTokens::KEEP_ALIVE)
         } else {
-            !self.connection_has("close")
+            !self.connection_has(ConnTokens::CLOSE)
         }
     }
 
@@ -722,18 +771,7 @@ impl Head {
     /// Whether a `Connection` header names something other than `close`,
     /// `keep-alive` or `upgrade` (that is, another header to drop).
     fn connection_names_headers(&self) -> bool {
-        self.headers
-            .iter()
-            .filter(|h| h.kind == Kind::Connection)
-            .any(|h| {
-                self.slice(h.value).split(|&b| b == b',').any(|t| {
-                    let t = trim(t);
-                    !(t.is_empty()
-                        || t.eq_ignore_ascii_case(b"close")
-                        || t.eq_ignore_ascii_case(b"keep-alive")
-                        || t.eq_ignore_ascii_case(b"upgrade"))
-                })
-            })
+        self.conn.has(ConnTokens::OTHER)
     }
 
     fn connection_has_name(&self, name: &[u8]) -> bool {
