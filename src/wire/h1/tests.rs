@@ -197,3 +197,21 @@ fn response_framing() {
     assert_eq!(r.response_body(b"HEAD"), Ok(BodyKind::None));
     assert_eq!(first_line(&r), b"HTTP/1.1 200 OK");
 }
+
+#[test]
+fn words_lowered_as_bytes() {
+    // Every byte value, in each of the eight places of a word and in the
+    // scalar tail, lowered as `make_ascii_lowercase` lowers it.
+    for b in 0..=255u8 {
+        for len in [1usize, 7, 8, 9, 16, 17] {
+            for at in 0..len {
+                let mut v: Vec<u8> = (0..len).map(|i| b'A' + (i % 26) as u8).collect();
+                v[at] = b;
+                let mut want = v.clone();
+                want.make_ascii_lowercase();
+                super::lower_ascii(&mut v);
+                assert_eq!(v, want, "byte {b:#x} at {at} of {len}");
+            }
+        }
+    }
+}
