@@ -205,24 +205,15 @@ impl ConnTokens {
     /// Any other token: the name of a field to drop when forwarding.
     const OTHER: u8 = 8;
 
-    fn of(value: &[u8]) -> u8 {
-        value
-            .split(|&b| b == b',')
-            .map(|t| {
-                let t = trim(t);
-                if t.is_empty() {
-                    0
-                } else if t.eq_ignore_ascii_case(b"close") {
-                    Self::CLOSE
-                } else if t.eq_ignore_ascii_case(b"keep-alive") {
-                    Self::KEEP_ALIVE
-                } else if t.eq_ignore_ascii_case(b"upgrade") {
-                    Self::UPGRADE
-                } else {
-                    Self::OTHER
-                }
-            })
-            .fold(0, |a, b| a | b)
+    /// The token `word` (trimmed) is, if sluice acts on it.
+    fn word(word: &[u8]) -> u8 {
+        match word.len() {
+            0 => 0,
+            5 if word.eq_ignore_ascii_case(b"close") => Self::CLOSE,
+            7 if word.eq_ignore_ascii_case(b"upgrade") => Self::UPGRADE,
+            10 if word.eq_ignore_ascii_case(b"keep-alive") => Self::KEEP_ALIVE,
+            _ => Self::OTHER,
+        }
     }
 
     fn has(self, token: u8) -> bool {
@@ -396,9 +387,15 @@ impl Head {
                 logged += (name + value) as usize;
                 continue;
             }
+            // One pass over the tokens: those sluice acts on, and what
+            // HAProxy keeps of the field (`close` and `keep-alive` go).
             let v = &raw[h.value.0 as usize..h.value.1 as usize];
-            conn |= ConnTokens::of(v);
-            if let Some(kept) = crate::wire::logged_size::connection_kept(v) {
+            let kept = crate::wire::logged_size::connection_kept_by(v, |w| {
+                let t = ConnTokens::word(w);
+                conn |= t;
+                t & (ConnTokens::CLOSE | ConnTokens::KEEP_ALIVE) != 0
+            });
+            if let Some(kept) = kept {
                 logged += name as usize + kept;
             }
         }

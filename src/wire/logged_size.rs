@@ -78,6 +78,18 @@ pub(crate) fn buffered_body(kind: BodyKind, buf: &[u8]) -> u64 {
 /// `foo,bar`). An empty result takes the field out (`close`, `,`, an
 /// empty value).
 pub(crate) fn connection_kept(value: &[u8]) -> Option<usize> {
+    connection_kept_by(value, |w| {
+        w.eq_ignore_ascii_case(b"close") || w.eq_ignore_ascii_case(b"keep-alive")
+    })
+}
+
+/// [`connection_kept`], with `removed` telling the tokens HAProxy takes
+/// out (it is shown every token once, trimmed, in order): the parser reads
+/// the tokens it acts on in the same pass.
+pub(crate) fn connection_kept_by(
+    value: &[u8],
+    mut removed: impl FnMut(&[u8]) -> bool,
+) -> Option<usize> {
     let lws = |b: u8| b == b' ' || b == b'\t';
     let (mut len, mut moved, mut i) = (0, false, 0);
     while i < value.len() {
@@ -85,9 +97,14 @@ pub(crate) fn connection_kept(value: &[u8]) -> Option<usize> {
             i += 1;
             continue;
         }
-        let end = memchr::memchr(b',', &value[i..]).map_or(value.len(), |e| i + e);
+        // Tokens are a few bytes long: a plain scan, not a search set up
+        // for long inputs.
+        let end = value[i..]
+            .iter()
+            .position(|&b| b == b',')
+            .map_or(value.len(), |e| i + e);
         let word = trim(&value[i..end]);
-        if word.eq_ignore_ascii_case(b"close") || word.eq_ignore_ascii_case(b"keep-alive") {
+        if removed(word) {
             moved = true;
         } else if !moved {
             len = end;
