@@ -53,7 +53,7 @@ pub(super) struct Exchange<'a> {
 
 /// What stays the same from one attempt to the next, and what carries
 /// over between them.
-struct Plan<'a> {
+struct Plan {
     /// The connection mode closes the server connection after the answer.
     server_close: bool,
     /// The request head as it goes to the server.
@@ -62,8 +62,6 @@ struct Plan<'a> {
     l7_retries: bool,
     /// The client connection may go on after an error page.
     keep_on_error: bool,
-    /// The request's Host: the SNI to servers with `sni req.hdr(host)`.
-    host: Option<&'a [u8]>,
     /// A pooled connection may be taken (not after one turned out closed).
     reuse_ok: bool,
     /// The body has been consumed from the client: after that the request
@@ -175,7 +173,7 @@ impl<'a> Exchange<'a> {
 
     /// What the attempts share: the request head as it goes to the server
     /// and what may be retried.
-    fn plan(&self) -> Plan<'a> {
+    fn plan(&self) -> Plan {
         let (fe, be, body, req) = (self.fe, self.be, self.body, self.req);
         let server_close =
             be.conn_mode != HttpConnMode::KeepAlive || fe.conn_mode != HttpConnMode::KeepAlive;
@@ -193,7 +191,6 @@ impl<'a> Exchange<'a> {
             l7_retries: be.retry_on.layer7() && body == BodyKind::None,
             // Before the body is read: a page skips it if it is all here.
             keep_on_error: self.keep_client && self.client.pending != io::PendingBody::Partial,
-            host: req.values("host").next(),
             reuse_ok: be.http_reuse != HttpReuse::Never,
             body_sent: false,
             body_in: 0,
@@ -205,14 +202,14 @@ impl<'a> Exchange<'a> {
     /// A connection to the seat's server: an idle one from its pool, else a
     /// new one (`upstream/retry.rs` retries and redispatches), then the
     /// PROXY header for `send-proxy`.
-    async fn connect(&mut self, plan: &mut Plan<'_>) -> Step<Attempt> {
+    async fn connect(&mut self, plan: &mut Plan) -> Step<Attempt> {
         let be = self.be;
         // `send-proxy`: a server connection tells one client's address, so
         // it is never shared (HAProxy only reuses one for an identical PROXY
         // line, in practice the same client connection).
         let pooled = if plan.reuse_ok && self.seat.server().send_proxy.load(Relaxed) == 0 {
             let pool = self.seat.server().pool.load();
-            pool.take(pool.request_sni(plan.host))
+            pool.take(pool.request_sni(|| self.req.values("host").next()))
         } else {
             None
         };
@@ -234,7 +231,10 @@ impl<'a> Exchange<'a> {
                 // A new connection is the rare path under keep-alive: its
                 // future (connect, TLS) is boxed so that the common one,
                 // and every future holding it, stays small.
-                let fresh = retry::connect(be, self.key, self.seat, self.tries, plan.host, dst);
+                // The request's Host: the SNI to servers with `sni
+                // req.hdr(host)`.
+                let host = self.req.values("host").next();
+                let fresh = retry::connect(be, self.key, self.seat, self.tries, host, dst);
                 match Box::pin(fresh).await {
                     Ok(s) => {
                         plan.connect_ms = ms(t.elapsed());
@@ -283,7 +283,7 @@ impl<'a> Exchange<'a> {
     /// Writes the request head. A pooled connection that refuses it is
     /// replayed on a new one; a new one may be retried as an empty
     /// response.
-    async fn send_head(&mut self, plan: &mut Plan<'_>, a: Attempt) -> Step<Attempt> {
+    async fn send_head(&mut self, plan: &mut Plan, a: Attempt) -> Step<Attempt> {
         let Attempt {
             mut up,
             reused,
@@ -316,7 +316,7 @@ impl<'a> Exchange<'a> {
 
     /// Streams the request body to the server, once: sluice answers an
     /// `Expect: 100-continue` itself first.
-    async fn send_body(&mut self, plan: &mut Plan<'_>, mut a: Attempt) -> Step<Attempt> {
+    async fn send_body(&mut self, plan: &mut Plan, mut a: Attempt) -> Step<Attempt> {
         let (fe, be, body) = (self.fe, self.be, self.body);
         if body == BodyKind::None || plan.body_sent {
             return Step::Go(a);
@@ -399,11 +399,7 @@ impl<'a> Exchange<'a> {
     /// dropped with its connection and the request sent again (the last
     /// one allowed is relayed as is); a reused connection closed before
     /// answering replays an idempotent request.
-    async fn read_response(
-        &mut self,
-        plan: &mut Plan<'_>,
-        a: Attempt,
-    ) -> Step<(BufConn, Head, u32)> {
+    async fn read_response(&mut self, plan: &mut Plan, a: Attempt) -> Step<(BufConn, Head, u32)> {
         let (fe, be) = (self.fe, self.be);
         let Attempt {
             mut up,
@@ -468,7 +464,7 @@ impl<'a> Exchange<'a> {
     /// failure, else the error page.
     async fn head_failed<T>(
         &mut self,
-        plan: &mut Plan<'_>,
+        plan: &mut Plan,
         server: &Arc<ServerState>,
         f: HeadFailure,
     ) -> Step<T> {
@@ -492,7 +488,7 @@ impl<'a> Exchange<'a> {
 
     /// A `retry-on` failure the request may be sent again for (`wanted`:
     /// the backend's `retry-on` names it), counted as a retry.
-    fn l7_retry(&mut self, plan: &Plan<'_>, server: &ServerState, wanted: bool) -> Option<Next> {
+    fn l7_retry(&mut self, plan: &Plan, server: &ServerState, wanted: bool) -> Option<Next> {
         if !(plan.l7_retries && wanted) {
             return None;
         }
@@ -501,12 +497,7 @@ impl<'a> Exchange<'a> {
 
     /// Another attempt, on the server `next` says (the same one, or
     /// another after a redispatch); a 503 when none is left.
-    async fn retry<T>(
-        &mut self,
-        plan: &Plan<'_>,
-        server: &Arc<ServerState>,
-        next: Next,
-    ) -> Step<T> {
+    async fn retry<T>(&mut self, plan: &Plan, server: &Arc<ServerState>, next: Next) -> Step<T> {
         match self.tries.apply(next, self.be, self.key, self.seat).await {
             Ok(()) => {
                 note_move(server, self.seat, self.rec, self.ctx);

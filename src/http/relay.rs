@@ -386,7 +386,7 @@ impl<'a> Relay<'a> {
         if reusable {
             pool.put(
                 self.upstream.stream,
-                pool.request_sni(req.values("host").next()),
+                pool.request_sni(|| req.values("host").next()),
             );
         }
         Outcome {

@@ -152,10 +152,15 @@ impl Pool {
 
     /// The SNI a request with Host `host` gets on this pool's connections,
     /// when it depends on the request (None otherwise).
-    pub(crate) fn request_sni<'a>(&'a self, host: Option<&'a [u8]>) -> Option<&'a str> {
+    /// `host` is asked only then: finding the Host field is a scan of the
+    /// request's fields.
+    pub(crate) fn request_sni<'a>(
+        &'a self,
+        host: impl FnOnce() -> Option<&'a [u8]>,
+    ) -> Option<&'a str> {
         let t = self.tls.as_ref()?;
         match t.sni {
-            Some(SniSpec::Host) => t.sni_for(host),
+            Some(SniSpec::Host) => t.sni_for(host()),
             _ => None,
         }
     }
