@@ -390,6 +390,19 @@ impl Head {
             // One pass over the tokens: those sluice acts on, and what
             // HAProxy keeps of the field (`close` and `keep-alive` go).
             let v = &raw[h.value.0 as usize..h.value.1 as usize];
+            // Nearly every such field is a lone `keep-alive` or `close`:
+            // taken out whole, no token scan.
+            match v.len() {
+                10 if v.eq_ignore_ascii_case(b"keep-alive") => {
+                    conn |= ConnTokens::KEEP_ALIVE;
+                    continue;
+                }
+                5 if v.eq_ignore_ascii_case(b"close") => {
+                    conn |= ConnTokens::CLOSE;
+                    continue;
+                }
+                _ => {}
+            }
             let kept = crate::wire::logged_size::connection_kept_by(v, |w| {
                 let t = ConnTokens::word(w);
                 conn |= t;
