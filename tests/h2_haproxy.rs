@@ -909,3 +909,68 @@ async fn window_updates_after_a_small_body() {
         "sluice"
     );
 }
+
+/// What a `proto h2` bind sends to a client whose first bytes are not the
+/// preface, and how it closes: the bytes, and whether the close was clean
+/// (a FIN, not a reset).
+async fn before_the_preface(port: u16, first: &[u8]) -> (Vec<u8>, bool) {
+    let mut tcp = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], port)))
+        .await
+        .expect("connect");
+    tcp.write_all(first).await.expect("write");
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        match tokio::time::timeout(STALL, tcp.read(&mut chunk)).await {
+            Ok(Ok(0)) => return (got, true),
+            Ok(Ok(n)) => got.extend_from_slice(&chunk[..n]),
+            Ok(Err(_)) => return (got, false),
+            Err(_) => panic!("not closed after {got:?}"),
+        }
+    }
+}
+
+/// HAProxy 2.6 sends its SETTINGS once the client's preface is in: bytes
+/// that are not a preface (an HTTP/1 request, a preface gone wrong after
+/// its first line) get nothing back, and the connection is closed cleanly.
+/// sluice used to let the `h2` crate send its SETTINGS first, then reset
+/// the connection on the bytes it left unread.
+#[tokio::test]
+async fn nothing_is_sent_before_the_preface() {
+    let Some(p) = pair("h2pre").await else {
+        return;
+    };
+    let firsts: [&[u8]; 3] = [
+        b"GET / HTTP/1.1\r\nhost: h\r\n\r\n",
+        b"PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n",
+        b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\rsome more",
+    ];
+    for first in firsts {
+        for side in [&p.haproxy, &p.sluice] {
+            let (got, clean) = before_the_preface(side.port, first).await;
+            assert_eq!(
+                (got.as_slice(), clean),
+                (&b""[..], true),
+                "{}: {:?}",
+                side.name,
+                String::from_utf8_lossy(first)
+            );
+        }
+    }
+    // A preface in pieces is still one: the SETTINGS come after it.
+    for side in [&p.haproxy, &p.sluice] {
+        let mut tcp = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], side.port)))
+            .await
+            .expect("connect");
+        tcp.write_all(b"PRI * HTTP/2.0\r\n\r\nSM")
+            .await
+            .expect("write");
+        tcp.write_all(b"\r\n\r\n").await.expect("write");
+        let mut c = Conn {
+            tcp,
+            buf: Vec::new(),
+        };
+        let first = c.next().await.map(|f| (f.0, f.1));
+        assert_eq!(first, Some((SETTINGS, 0)), "{}", side.name);
+    }
+}

@@ -41,6 +41,9 @@ use crate::tls::{Stream, TlsFacts};
 /// blank line after it.
 pub(crate) const PREFACE_HEAD: &[u8] = b"PRI * HTTP/2.0\r\n\r\n";
 
+/// The whole client connection preface (RFC 9113 §3.4).
+const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
 /// Streams refused by the client (RST_STREAM) before they were accepted,
 /// beyond which the connection is closed with GOAWAY ENHANCE_YOUR_CALM:
 /// the rapid-reset defence (h2's own default, set here so it is visible).
@@ -164,11 +167,20 @@ pub(crate) async fn serve(
     let c = &state.counters;
     // The address the client reached: a PROXY header's, else the socket's.
     let local = client.dst().or_else(|| stream.local_addr().ok());
-    let io = Rewind {
-        prefix,
-        inner: stream,
+    // The preface is read before the `h2` crate, which would send its
+    // SETTINGS first: HAProxy 2.6 sends nothing until the client's preface
+    // is in, and closes with nothing on bytes that are not one.
+    let handshake = async {
+        let (stream, prefix) = read_preface(stream, prefix).await?;
+        let io = Rewind {
+            prefix,
+            inner: stream,
+        };
+        builder(&limits)
+            .handshake::<_, Bytes>(io)
+            .await
+            .map_err(Refused::from)
     };
-    let handshake = builder(&limits).handshake::<_, Bytes>(io);
     let mut conn = match crate::wire::io::with_timeout(handshake_timeout, handshake).await {
         Some(Ok(conn)) => conn,
         // Not HTTP/2 (no preface), or silent: closed.
@@ -188,7 +200,7 @@ pub(crate) async fn serve(
                     if rec.enabled() {
                         rec.set_addrs(peer, local);
                     }
-                    rec.null = e.is_io();
+                    rec.null = e.nothing();
                     rec.term(Cause::Proxy, Phase::Request);
                     rec.status = 0;
                     crate::observe::outcome::finish(fe, &client.rt.process, &mut rec, None, None);
@@ -266,6 +278,59 @@ pub(crate) async fn serve(
     drop(conn);
     while streams.join_next().await.is_some() {}
     c.h2_open_connections.dec();
+}
+
+/// Why a connection was not taken as HTTP/2.
+enum Refused {
+    /// Bytes that are not the preface.
+    NotPreface,
+    /// Closed or broken before the preface was whole.
+    Io,
+    /// Refused by the `h2` crate's handshake.
+    H2(h2::Error),
+}
+
+impl From<h2::Error> for Refused {
+    fn from(e: h2::Error) -> Self {
+        Refused::H2(e)
+    }
+}
+
+impl Refused {
+    /// The client sent no request to speak of: it closed, or its socket
+    /// failed, before a frame (`option dontlognull` leaves it out).
+    fn nothing(&self) -> bool {
+        match self {
+            Refused::NotPreface => false,
+            Refused::Io => true,
+            Refused::H2(e) => e.is_io(),
+        }
+    }
+}
+
+/// Reads from `stream` until `prefix` and what follows it hold the whole
+/// preface, and gives them back with the stream; the bytes after the
+/// preface (the client's first frames) stay in the prefix. Each read
+/// takes what has arrived, so bytes that are not a preface are read
+/// before the connection is closed (a close with unread bytes would be a
+/// reset, where HAProxy closes cleanly).
+async fn read_preface(mut stream: Stream, prefix: Bytes) -> Result<(Stream, Bytes), Refused> {
+    use tokio::io::AsyncReadExt;
+    let mut got = bytes::BytesMut::from(&prefix[..]);
+    loop {
+        let n = got.len().min(PREFACE.len());
+        if got[..n] != PREFACE[..n] {
+            return Err(Refused::NotPreface);
+        }
+        if n == PREFACE.len() {
+            return Ok((stream, got.freeze()));
+        }
+        got.reserve(16 * 1024);
+        match stream.read_buf(&mut got).await {
+            Ok(0) | Err(_) => return Err(Refused::Io),
+            Ok(_) => {}
+        }
+    }
 }
 
 async fn sleep(d: Option<Duration>) {
