@@ -58,9 +58,10 @@ const MAX_LOCAL_ERROR_RESET_STREAMS: usize = 100;
 const MAX_CONCURRENT_RESET_STREAMS: usize = 10;
 const RESET_STREAM_DURATION: Duration = Duration::from_secs(10);
 
-/// The connection-level receive window: 2^31-1, as HAProxy 2.6 opens it
-/// (HAProxy adds 0x7fff0000 to the WINDOW_UPDATE of the first DATA frame;
-/// the `h2` crate sends it when the connection starts). Each stream's own
+/// The connection-level receive window: 2^31-1, opened as HAProxy 2.6
+/// opens it, in the WINDOW_UPDATE that gives back the first DATA frame of
+/// the connection (so that one says 2^31-1 less 65,535 plus the frame's
+/// length), through the `h2` crate's target window. Each stream's own
 /// window still bounds what a stream may send ahead of the server; a
 /// connection window of only 64 KiB, returned by halves, left a client
 /// sending many small bodies waiting for WINDOW_UPDATEs HAProxy never
@@ -68,8 +69,9 @@ const RESET_STREAM_DURATION: Duration = Duration::from_secs(10);
 ///
 /// HAProxy then gives window back after every DATA frame; the `h2` crate
 /// does once what is to be given back reaches half of what the peer has
-/// left (a fixed ratio, no setting), so a small body gets no
-/// WINDOW_UPDATE. No client waits longer for it: tests/h2_haproxy.rs.
+/// left (a fixed ratio, no setting), and never on a stream the client has
+/// ended, so a small body gets no WINDOW_UPDATE on its stream. No client
+/// waits longer for it: tests/h2_haproxy.rs.
 const CONNECTION_WINDOW: u32 = (1 << 31) - 1;
 
 /// Response bytes buffered per stream ahead of the client's window.
@@ -84,7 +86,6 @@ fn builder(limits: &Limits) -> h2::server::Builder {
     let mut b = h2::server::Builder::new();
     b.max_concurrent_streams(limits.max_concurrent_streams)
         .initial_window_size(limits.initial_window_size)
-        .initial_connection_window_size(CONNECTION_WINDOW)
         .header_table_size(limits.header_table_size)
         .max_frame_size(limits.max_frame_size)
         .max_header_list_size(limits.max_header_list_size)
@@ -216,6 +217,10 @@ pub(crate) async fn serve(
     let tls: Option<Arc<TlsFacts>> = tls.map(Arc::from);
     // The connection's `sess` variables, shared by its streams.
     let sess_vars = Arc::new(crate::sample::vars::SessVars::default());
+    // Told by the first stream that gives a DATA frame's window back: the
+    // connection window then opens (see CONNECTION_WINDOW).
+    let first_data = Arc::new(tokio::sync::Notify::new());
+    let mut window_open = false;
     let mut streams = JoinSet::new();
     let mut closing = false;
     loop {
@@ -246,6 +251,7 @@ pub(crate) async fn serve(
                         (peer, local),
                         tls.clone(),
                         sess_vars.clone(),
+                        first_data.clone(),
                     ));
                 }
                 Some(Err(e)) => {
@@ -260,6 +266,10 @@ pub(crate) async fn serve(
                 None => break,
             },
             Some(_) = streams.join_next(), if !streams.is_empty() => {}
+            _ = first_data.notified(), if !window_open => {
+                conn.set_target_window_size(CONNECTION_WINDOW);
+                window_open = true;
+            }
             _ = sleep(idle), if idle.is_some() => {
                 if closing {
                     break;
