@@ -976,3 +976,177 @@ async fn nothing_is_sent_before_the_preface() {
         assert_eq!(first, Some((SETTINGS, 0)), "{}", side.name);
     }
 }
+
+/// A WebSocket server for the extended CONNECT test: it keeps each
+/// request head it reads, answers the upgrade with the
+/// `Sec-WebSocket-Accept` the key calls for (RFC 6455 §4.2.2; HAProxy
+/// checks it), sends `hello`, then echoes each read as `echo:<bytes>` and
+/// closes once the client has.
+async fn websocket_server() -> (SocketAddr, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use base64::Engine as _;
+    use sha1::Digest as _;
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let heads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = heads.clone();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = l.accept().await {
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut b = [0u8; 4096];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut b).await {
+                        Ok(n) if n > 0 => head.extend_from_slice(&b[..n]),
+                        _ => return,
+                    }
+                }
+                let text = String::from_utf8_lossy(&head).into_owned();
+                seen.lock().unwrap().push(text.clone());
+                let key = text
+                    .lines()
+                    .find_map(|l| {
+                        let (n, v) = l.split_once(':')?;
+                        n.eq_ignore_ascii_case("sec-websocket-key")
+                            .then(|| v.trim())
+                    })
+                    .unwrap_or("");
+                let mut sha = sha1::Sha1::new();
+                sha.update(key.as_bytes());
+                sha.update(b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11");
+                let accept = base64::engine::general_purpose::STANDARD.encode(sha.finalize());
+                let resp = format!(
+                    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\
+                     Connection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\nhello"
+                );
+                if s.write_all(resp.as_bytes()).await.is_err() {
+                    return;
+                }
+                loop {
+                    match s.read(&mut b).await {
+                        Ok(n) if n > 0 => {
+                            let mut out = b"echo:".to_vec();
+                            out.extend_from_slice(&b[..n]);
+                            if s.write_all(&out).await.is_err() {
+                                return;
+                            }
+                        }
+                        _ => return,
+                    }
+                }
+            });
+        }
+    });
+    (addr, heads)
+}
+
+/// What a WebSocket over HTTP/2 client (RFC 8441) sees: whether the
+/// server's SETTINGS announce SETTINGS_ENABLE_CONNECT_PROTOCOL, the status
+/// of the extended CONNECT, the tunnel's bytes from the server, then its
+/// echo of `ping`, and whether the stream ends after the client ends its
+/// side. Stops at the first thing missing.
+async fn websocket_over_h2(port: u16) -> (bool, u16, Vec<u8>, bool) {
+    let mut c = Conn::open(port).await;
+    let announced = loop {
+        match c.next().await {
+            Some((SETTINGS, 0, 0, p)) => {
+                break p
+                    .chunks(6)
+                    .any(|s| s.len() == 6 && s[..2] == [0, 8] && u32_of(&s[2..]) == 1);
+            }
+            Some(_) => {}
+            None => return (false, 0, Vec::new(), false),
+        }
+    };
+    let req = block(
+        &[
+            (":method", b"CONNECT"),
+            (":protocol", b"websocket"),
+            (":scheme", b"http"),
+            (":path", b"/chat?room=1"),
+            (":authority", b"h"),
+        ],
+        &[(b"sec-websocket-version", b"13"), (b"x-a", b"1")],
+    );
+    let mut out = frame(SETTINGS, ACK, 0, &[]);
+    out.extend(frame(HEADERS, END_HEADERS, 1, &req));
+    c.send(&out).await;
+    let mut status = 0;
+    let mut data = Vec::new();
+    let mut pinged = false;
+    loop {
+        match c.next().await {
+            Some((HEADERS, _, 1, p)) if status == 0 => status = status_of(&p),
+            Some((DATA, fl, 1, p)) => {
+                data.extend_from_slice(&p);
+                if fl & END_STREAM != 0 {
+                    return (announced, status, data, pinged);
+                }
+            }
+            Some((RST_STREAM, _, 1, _)) | None => return (announced, status, data, false),
+            Some(_) => {}
+        }
+        if !pinged && data.ends_with(b"hello") {
+            c.send(&frame(DATA, 0, 1, b"ping")).await;
+            pinged = true;
+        } else if pinged && data.ends_with(b"echo:ping") {
+            // The client's end: the server sees its close and closes.
+            c.send(&frame(DATA, END_STREAM, 1, &[])).await;
+        }
+    }
+}
+
+/// The request head a WebSocket server got, its fields sorted by name
+/// (lower-cased) and the made-up key's value left out.
+fn upgrade_head(text: &str) -> (String, Vec<(String, String)>) {
+    let mut lines = text.split("\r\n");
+    let line = lines.next().unwrap_or("").to_string();
+    let mut fields: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| {
+            let n = n.to_ascii_lowercase();
+            let v = if n == "sec-websocket-key" {
+                format!("<{} bytes>", v.trim().len())
+            } else {
+                v.trim().to_string()
+            };
+            (n, v)
+        })
+        .collect();
+    fields.sort();
+    (line, fields)
+}
+
+/// WebSocket over HTTP/2 (RFC 8441), the h1 → h2 → h1 path of an HTTP/1
+/// upgrade through a `proto h2` hop: HAProxy 2.6 announces
+/// SETTINGS_ENABLE_CONNECT_PROTOCOL, sends an extended CONNECT to its
+/// HTTP/1 server as `GET` with `upgrade: websocket`, `connection:
+/// upgrade` and a `Sec-WebSocket-Key` of its own, answers the 101 with a
+/// 200 and carries the tunnel as DATA both ways, ending the stream when
+/// the server closes after the client's end. sluice announced nothing,
+/// so a front proxy could not upgrade through it.
+#[tokio::test]
+async fn websocket_over_http2_as_haproxy() {
+    let (hsrv, hheads) = websocket_server().await;
+    let (ssrv, sheads) = websocket_server().await;
+    let Some((_hap, _sl, fronts)) = start("h2ws", &hsrv.to_string(), &ssrv.to_string()) else {
+        return;
+    };
+    let want = (true, 200, b"helloecho:ping".to_vec(), true);
+    for (name, port, heads) in [
+        ("haproxy", fronts[0].port(), &hheads),
+        ("sluice", fronts[1].port(), &sheads),
+    ] {
+        let got = websocket_over_h2(port).await;
+        assert_eq!(
+            (got.0, got.1, String::from_utf8_lossy(&got.2), got.3),
+            (want.0, want.1, String::from_utf8_lossy(&want.2), want.3),
+            "{name}: SETTINGS_ENABLE_CONNECT_PROTOCOL, status, tunnel bytes, echoed"
+        );
+        assert_eq!(heads.lock().unwrap().len(), 1, "{name}");
+    }
+    let h = upgrade_head(&hheads.lock().unwrap()[0]);
+    let s = upgrade_head(&sheads.lock().unwrap()[0]);
+    assert_eq!(h.0, "GET /chat?room=1 HTTP/1.1", "haproxy");
+    assert_eq!(s, h);
+}
