@@ -14,6 +14,10 @@
 //!   and many small bodies on one connection, without ever waiting for a
 //!   WINDOW_UPDATE that does not come; the frames after a small body are
 //!   recorded for both.
+//! * The preface: nothing is sent before it, and bytes that are not one
+//!   get a clean close.
+//! * WebSocket over HTTP/2 (RFC 8441), on its own and through an HTTP/2
+//!   hop between two proxies (h1 → h2 → h1).
 //!
 //! Skipped (with a note) when `/usr/sbin/haproxy` is not installed, except
 //! under CI (`CI` set), where that is a failure.
@@ -1149,4 +1153,79 @@ async fn websocket_over_http2_as_haproxy() {
     let s = upgrade_head(&sheads.lock().unwrap()[0]);
     assert_eq!(h.0, "GET /chat?room=1 HTTP/1.1", "haproxy");
     assert_eq!(s, h);
+}
+
+/// The whole h1 → h2 → h1 path: an HTTP/1 WebSocket client, a proxy whose
+/// server is `proto h2`, and behind it a proxy on a `proto h2` bind in
+/// front of an HTTP/1 WebSocket server. Two haproxies and two sluices:
+/// the client gets the same bytes (the 101, then the tunnel) and the
+/// server the same upgrade request. Through sluice the upgrade used to
+/// end in a 502 (the inner sluice did not announce extended CONNECT).
+#[tokio::test]
+async fn websocket_through_an_http2_hop_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let (hsrv, hheads) = websocket_server().await;
+    let (ssrv, sheads) = websocket_server().await;
+    let fronts = listens(4);
+    let outer = |fe: &Listen, inner: &Listen| {
+        format!(
+            "defaults
+    mode http
+    timeout connect 5s
+    timeout client 30s
+    timeout server 30s
+frontend fe
+    bind {fe}
+    default_backend be
+backend be
+    server inner 127.0.0.1:{} proto h2
+",
+            inner.port()
+        )
+    };
+    let _hi = Haproxy::start(
+        "h2hopi",
+        &config(&fronts[0], &hsrv.to_string()),
+        &[&fronts[0]],
+    );
+    let _ho = Haproxy::start("h2hopo", &outer(&fronts[1], &fronts[0]), &[&fronts[1]]);
+    let _si = Sluice::start(&config(&fronts[2], &ssrv.to_string()));
+    let _so = Sluice::start(&outer(&fronts[3], &fronts[2]));
+    let mut seen = Vec::new();
+    for (name, port) in [("haproxy", fronts[1].port()), ("sluice", fronts[3].port())] {
+        let mut c = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], port)))
+            .await
+            .expect("connect");
+        c.write_all(
+            b"GET /chat HTTP/1.1\r\nhost: h\r\nupgrade: websocket\r\nconnection: upgrade\r\n\
+              sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\nsec-websocket-version: 13\r\n\r\n",
+        )
+        .await
+        .expect("write");
+        let mut got = Vec::new();
+        let mut chunk = [0u8; 4096];
+        let mut pinged = false;
+        while !got.ends_with(b"echo:ping") {
+            match tokio::time::timeout(STALL, c.read(&mut chunk)).await {
+                Ok(Ok(n)) if n > 0 => got.extend_from_slice(&chunk[..n]),
+                _ => break,
+            }
+            if !pinged && got.ends_with(b"hello") {
+                c.write_all(b"ping").await.expect("ping");
+                pinged = true;
+            }
+        }
+        seen.push((name, String::from_utf8_lossy(&got).into_owned()));
+    }
+    assert!(
+        seen[0].1.starts_with("HTTP/1.1 101 ") && seen[0].1.ends_with("\r\n\r\nhelloecho:ping"),
+        "haproxy: {:?}",
+        seen[0].1
+    );
+    assert_eq!(seen[1], ("sluice", seen[0].1.clone()));
+    let h = hheads.lock().unwrap().clone();
+    let s = sheads.lock().unwrap().clone();
+    assert_eq!(s, h, "upgrade requests the servers got");
 }
