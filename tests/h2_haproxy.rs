@@ -14,6 +14,10 @@
 //!   and many small bodies on one connection, without ever waiting for a
 //!   WINDOW_UPDATE that does not come; the frames after a small body are
 //!   recorded for both.
+//! * The preface: nothing is sent before it, and bytes that are not one
+//!   get a clean close.
+//! * WebSocket over HTTP/2 (RFC 8441), on its own and through an HTTP/2
+//!   hop between two proxies (h1 → h2 → h1).
 //!
 //! Skipped (with a note) when `/usr/sbin/haproxy` is not installed, except
 //! under CI (`CI` set), where that is a failure.
@@ -886,12 +890,14 @@ async fn window_updates_with_small_body(port: u16) -> Vec<(u32, u32)> {
 /// After a 10-byte body, HAProxy 2.6 returns its 10 bytes at once on the
 /// stream and on the connection, the latter in the same WINDOW_UPDATE
 /// that opens the connection window to 2^31-1 (nothing before the first
-/// DATA). sluice opens the connection window to 2^31-1 when the
-/// connection starts, and returns window the way the `h2` crate (0.4.20)
-/// does: once the bytes to return reach half of what the peer has left
-/// (`FlowControl::unclaimed_capacity`, src/proto/streams/flow_control.rs),
-/// so no WINDOW_UPDATE follows a small body, and none is needed (the test
-/// above); docs/migrating-from-haproxy.md says so.
+/// DATA). sluice sends that connection WINDOW_UPDATE too (it used to open
+/// the window as the connection started), but none on the stream: the
+/// `h2` crate (0.4.20) returns a stream's window only once the bytes to
+/// return reach half of what the peer has left
+/// (`FlowControl::unclaimed_capacity`, src/proto/streams/flow_control.rs)
+/// and never on a stream the client has ended
+/// (`Recv::send_stream_window_updates`, src/proto/streams/recv.rs); none
+/// is needed (the test above); docs/migrating-from-haproxy.md says so.
 #[tokio::test]
 async fn window_updates_after_a_small_body() {
     let Some(p) = pair("h2wu").await else {
@@ -905,7 +911,321 @@ async fn window_updates_after_a_small_body() {
     );
     assert_eq!(
         window_updates_with_small_body(p.sluice.port).await,
-        vec![(0, OPEN)],
+        vec![(0, OPEN + 10)],
         "sluice"
     );
+}
+
+/// What a `proto h2` bind sends to a client whose first bytes are not the
+/// preface, and how it closes: the bytes, and whether the close was clean
+/// (a FIN, not a reset).
+async fn before_the_preface(port: u16, first: &[u8]) -> (Vec<u8>, bool) {
+    let mut tcp = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], port)))
+        .await
+        .expect("connect");
+    tcp.write_all(first).await.expect("write");
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        match tokio::time::timeout(STALL, tcp.read(&mut chunk)).await {
+            Ok(Ok(0)) => return (got, true),
+            Ok(Ok(n)) => got.extend_from_slice(&chunk[..n]),
+            Ok(Err(_)) => return (got, false),
+            Err(_) => panic!("not closed after {got:?}"),
+        }
+    }
+}
+
+/// HAProxy 2.6 sends its SETTINGS once the client's preface is in: bytes
+/// that are not a preface (an HTTP/1 request, a preface gone wrong after
+/// its first line) get nothing back, and the connection is closed cleanly.
+/// sluice used to let the `h2` crate send its SETTINGS first, then reset
+/// the connection on the bytes it left unread.
+#[tokio::test]
+async fn nothing_is_sent_before_the_preface() {
+    let Some(p) = pair("h2pre").await else {
+        return;
+    };
+    let firsts: [&[u8]; 3] = [
+        b"GET / HTTP/1.1\r\nhost: h\r\n\r\n",
+        b"PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n",
+        b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\rsome more",
+    ];
+    for first in firsts {
+        for side in [&p.haproxy, &p.sluice] {
+            let (got, clean) = before_the_preface(side.port, first).await;
+            assert_eq!(
+                (got.as_slice(), clean),
+                (&b""[..], true),
+                "{}: {:?}",
+                side.name,
+                String::from_utf8_lossy(first)
+            );
+        }
+    }
+    // A preface in pieces is still one: the SETTINGS come after it.
+    for side in [&p.haproxy, &p.sluice] {
+        let mut tcp = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], side.port)))
+            .await
+            .expect("connect");
+        tcp.write_all(b"PRI * HTTP/2.0\r\n\r\nSM")
+            .await
+            .expect("write");
+        tcp.write_all(b"\r\n\r\n").await.expect("write");
+        let mut c = Conn {
+            tcp,
+            buf: Vec::new(),
+        };
+        let first = c.next().await.map(|f| (f.0, f.1));
+        assert_eq!(first, Some((SETTINGS, 0)), "{}", side.name);
+    }
+}
+
+/// A WebSocket server for the extended CONNECT test: it keeps each
+/// request head it reads, answers the upgrade with the
+/// `Sec-WebSocket-Accept` the key calls for (RFC 6455 §4.2.2; HAProxy
+/// checks it), sends `hello`, then echoes each read as `echo:<bytes>` and
+/// closes once the client has.
+async fn websocket_server() -> (SocketAddr, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use base64::Engine as _;
+    use sha1::Digest as _;
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let heads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = heads.clone();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = l.accept().await {
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut b = [0u8; 4096];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut b).await {
+                        Ok(n) if n > 0 => head.extend_from_slice(&b[..n]),
+                        _ => return,
+                    }
+                }
+                let text = String::from_utf8_lossy(&head).into_owned();
+                seen.lock().unwrap().push(text.clone());
+                let key = text
+                    .lines()
+                    .find_map(|l| {
+                        let (n, v) = l.split_once(':')?;
+                        n.eq_ignore_ascii_case("sec-websocket-key")
+                            .then(|| v.trim())
+                    })
+                    .unwrap_or("");
+                let mut sha = sha1::Sha1::new();
+                sha.update(key.as_bytes());
+                sha.update(b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11");
+                let accept = base64::engine::general_purpose::STANDARD.encode(sha.finalize());
+                let resp = format!(
+                    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\
+                     Connection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\nhello"
+                );
+                if s.write_all(resp.as_bytes()).await.is_err() {
+                    return;
+                }
+                loop {
+                    match s.read(&mut b).await {
+                        Ok(n) if n > 0 => {
+                            let mut out = b"echo:".to_vec();
+                            out.extend_from_slice(&b[..n]);
+                            if s.write_all(&out).await.is_err() {
+                                return;
+                            }
+                        }
+                        _ => return,
+                    }
+                }
+            });
+        }
+    });
+    (addr, heads)
+}
+
+/// What a WebSocket over HTTP/2 client (RFC 8441) sees: whether the
+/// server's SETTINGS announce SETTINGS_ENABLE_CONNECT_PROTOCOL, the status
+/// of the extended CONNECT, the tunnel's bytes from the server, then its
+/// echo of `ping`, and whether the stream ends after the client ends its
+/// side. Stops at the first thing missing.
+async fn websocket_over_h2(port: u16) -> (bool, u16, Vec<u8>, bool) {
+    let mut c = Conn::open(port).await;
+    let announced = loop {
+        match c.next().await {
+            Some((SETTINGS, 0, 0, p)) => {
+                break p
+                    .chunks(6)
+                    .any(|s| s.len() == 6 && s[..2] == [0, 8] && u32_of(&s[2..]) == 1);
+            }
+            Some(_) => {}
+            None => return (false, 0, Vec::new(), false),
+        }
+    };
+    let req = block(
+        &[
+            (":method", b"CONNECT"),
+            (":protocol", b"websocket"),
+            (":scheme", b"http"),
+            (":path", b"/chat?room=1"),
+            (":authority", b"h"),
+        ],
+        &[(b"sec-websocket-version", b"13"), (b"x-a", b"1")],
+    );
+    let mut out = frame(SETTINGS, ACK, 0, &[]);
+    out.extend(frame(HEADERS, END_HEADERS, 1, &req));
+    c.send(&out).await;
+    let mut status = 0;
+    let mut data = Vec::new();
+    let mut pinged = false;
+    loop {
+        match c.next().await {
+            Some((HEADERS, _, 1, p)) if status == 0 => status = status_of(&p),
+            Some((DATA, fl, 1, p)) => {
+                data.extend_from_slice(&p);
+                if fl & END_STREAM != 0 {
+                    return (announced, status, data, pinged);
+                }
+            }
+            Some((RST_STREAM, _, 1, _)) | None => return (announced, status, data, false),
+            Some(_) => {}
+        }
+        if !pinged && data.ends_with(b"hello") {
+            c.send(&frame(DATA, 0, 1, b"ping")).await;
+            pinged = true;
+        } else if pinged && data.ends_with(b"echo:ping") {
+            // The client's end: the server sees its close and closes.
+            c.send(&frame(DATA, END_STREAM, 1, &[])).await;
+        }
+    }
+}
+
+/// The request head a WebSocket server got, its fields sorted by name
+/// (lower-cased) and the made-up key's value left out.
+fn upgrade_head(text: &str) -> (String, Vec<(String, String)>) {
+    let mut lines = text.split("\r\n");
+    let line = lines.next().unwrap_or("").to_string();
+    let mut fields: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| {
+            let n = n.to_ascii_lowercase();
+            let v = if n == "sec-websocket-key" {
+                format!("<{} bytes>", v.trim().len())
+            } else {
+                v.trim().to_string()
+            };
+            (n, v)
+        })
+        .collect();
+    fields.sort();
+    (line, fields)
+}
+
+/// WebSocket over HTTP/2 (RFC 8441), the h1 → h2 → h1 path of an HTTP/1
+/// upgrade through a `proto h2` hop: HAProxy 2.6 announces
+/// SETTINGS_ENABLE_CONNECT_PROTOCOL, sends an extended CONNECT to its
+/// HTTP/1 server as `GET` with `upgrade: websocket`, `connection:
+/// upgrade` and a `Sec-WebSocket-Key` of its own, answers the 101 with a
+/// 200 and carries the tunnel as DATA both ways, ending the stream when
+/// the server closes after the client's end. sluice announced nothing,
+/// so a front proxy could not upgrade through it.
+#[tokio::test]
+async fn websocket_over_http2_as_haproxy() {
+    let (hsrv, hheads) = websocket_server().await;
+    let (ssrv, sheads) = websocket_server().await;
+    let Some((_hap, _sl, fronts)) = start("h2ws", &hsrv.to_string(), &ssrv.to_string()) else {
+        return;
+    };
+    let want = (true, 200, b"helloecho:ping".to_vec(), true);
+    for (name, port, heads) in [
+        ("haproxy", fronts[0].port(), &hheads),
+        ("sluice", fronts[1].port(), &sheads),
+    ] {
+        let got = websocket_over_h2(port).await;
+        assert_eq!(
+            (got.0, got.1, String::from_utf8_lossy(&got.2), got.3),
+            (want.0, want.1, String::from_utf8_lossy(&want.2), want.3),
+            "{name}: SETTINGS_ENABLE_CONNECT_PROTOCOL, status, tunnel bytes, echoed"
+        );
+        assert_eq!(heads.lock().unwrap().len(), 1, "{name}");
+    }
+    let h = upgrade_head(&hheads.lock().unwrap()[0]);
+    let s = upgrade_head(&sheads.lock().unwrap()[0]);
+    assert_eq!(h.0, "GET /chat?room=1 HTTP/1.1", "haproxy");
+    assert_eq!(s, h);
+}
+
+/// The whole h1 → h2 → h1 path: an HTTP/1 WebSocket client, a proxy whose
+/// server is `proto h2`, and behind it a proxy on a `proto h2` bind in
+/// front of an HTTP/1 WebSocket server. Two haproxies and two sluices:
+/// the client gets the same bytes (the 101, then the tunnel) and the
+/// server the same upgrade request. Through sluice the upgrade used to
+/// end in a 502 (the inner sluice did not announce extended CONNECT).
+#[tokio::test]
+async fn websocket_through_an_http2_hop_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let (hsrv, hheads) = websocket_server().await;
+    let (ssrv, sheads) = websocket_server().await;
+    let fronts = listens(4);
+    let outer = |fe: &Listen, inner: &Listen| {
+        format!(
+            "defaults
+    mode http
+    timeout connect 5s
+    timeout client 30s
+    timeout server 30s
+frontend fe
+    bind {fe}
+    default_backend be
+backend be
+    server inner 127.0.0.1:{} proto h2
+",
+            inner.port()
+        )
+    };
+    let _hi = Haproxy::start(
+        "h2hopi",
+        &config(&fronts[0], &hsrv.to_string()),
+        &[&fronts[0]],
+    );
+    let _ho = Haproxy::start("h2hopo", &outer(&fronts[1], &fronts[0]), &[&fronts[1]]);
+    let _si = Sluice::start(&config(&fronts[2], &ssrv.to_string()));
+    let _so = Sluice::start(&outer(&fronts[3], &fronts[2]));
+    let mut seen = Vec::new();
+    for (name, port) in [("haproxy", fronts[1].port()), ("sluice", fronts[3].port())] {
+        let mut c = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], port)))
+            .await
+            .expect("connect");
+        c.write_all(
+            b"GET /chat HTTP/1.1\r\nhost: h\r\nupgrade: websocket\r\nconnection: upgrade\r\n\
+              sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\nsec-websocket-version: 13\r\n\r\n",
+        )
+        .await
+        .expect("write");
+        let mut got = Vec::new();
+        let mut chunk = [0u8; 4096];
+        let mut pinged = false;
+        while !got.ends_with(b"echo:ping") {
+            match tokio::time::timeout(STALL, c.read(&mut chunk)).await {
+                Ok(Ok(n)) if n > 0 => got.extend_from_slice(&chunk[..n]),
+                _ => break,
+            }
+            if !pinged && got.ends_with(b"hello") {
+                c.write_all(b"ping").await.expect("ping");
+                pinged = true;
+            }
+        }
+        seen.push((name, String::from_utf8_lossy(&got).into_owned()));
+    }
+    assert!(
+        seen[0].1.starts_with("HTTP/1.1 101 ") && seen[0].1.ends_with("\r\n\r\nhelloecho:ping"),
+        "haproxy: {:?}",
+        seen[0].1
+    );
+    assert_eq!(seen[1], ("sluice", seen[0].1.clone()));
+    let h = hheads.lock().unwrap().clone();
+    let s = sheads.lock().unwrap().clone();
+    assert_eq!(s, h, "upgrade requests the servers got");
 }

@@ -55,9 +55,21 @@ pub(crate) fn request(
     has_body: bool,
 ) -> Result<Http1Request, Malformed> {
     let uri = &parts.uri;
-    let method = parts.method.as_str();
+    // An extended CONNECT (RFC 8441) is an HTTP/1 upgrade: `GET` with
+    // `upgrade: <:protocol>`, as HAProxy 2.6 forwards it.
+    let protocol = parts
+        .extensions
+        .get::<h2::ext::Protocol>()
+        .filter(|_| parts.method == http::Method::CONNECT)
+        .map(|p| p.as_str());
+    let connect = parts.method == http::Method::CONNECT && protocol.is_none();
+    let method = if protocol.is_some() {
+        "GET"
+    } else {
+        parts.method.as_str()
+    };
     let authority = uri.authority().map(|a| a.as_str());
-    let target = if parts.method == http::Method::CONNECT {
+    let target = if connect {
         authority.unwrap_or("")
     } else {
         uri.path_and_query()
@@ -77,9 +89,7 @@ pub(crate) fn request(
     // `ereq`, logged and captured for `show errors`, as HAProxy counts it.
     let absolute = match (uri.scheme_str(), authority) {
         (Some(s), Some(a))
-            if parts.method != http::Method::CONNECT
-                && !s.eq_ignore_ascii_case("http")
-                && !s.eq_ignore_ascii_case("https") =>
+            if !connect && !s.eq_ignore_ascii_case("http") && !s.eq_ignore_ascii_case("https") =>
         {
             Some(format!("{s}://{a}{target}"))
         }
@@ -131,9 +141,23 @@ pub(crate) fn request(
         head.put_slice(&c);
         head.put_slice(b"\r\n");
     }
-    let chunked = has_body && !has_length;
+    // A tunnel's bytes follow the switch unframed.
+    let chunked = has_body && !has_length && protocol.is_none();
     if chunked {
         head.put_slice(b"transfer-encoding: chunked\r\n");
+    }
+    if let Some(p) = protocol {
+        head.put_slice(b"upgrade: ");
+        head.put_slice(p.as_bytes());
+        head.put_slice(b"\r\nconnection: upgrade\r\n");
+        // HTTP/2 has no key (RFC 8441 §5), the server's HTTP/1 WebSocket
+        // wants one: HAProxy makes one up, and checks the answer's
+        // `Sec-WebSocket-Accept` against it as for any HTTP/1 client.
+        if p.eq_ignore_ascii_case("websocket") && !parts.headers.contains_key("sec-websocket-key") {
+            head.put_slice(b"sec-websocket-key: ");
+            head.put_slice(websocket_key().as_bytes());
+            head.put_slice(b"\r\n");
+        }
     }
     head.put_slice(b"\r\n");
     // The log shows the absolute URI: an origin-form target with its
@@ -147,6 +171,17 @@ pub(crate) fn request(
         origin,
         chunked,
     })
+}
+
+/// A WebSocket key: 16 random bytes in base64 (RFC 6455 §4.1).
+fn websocket_key() -> String {
+    use base64::Engine;
+    use ring::rand::SecureRandom;
+    let mut key = [0u8; 16];
+    // The key only proves the server speaks WebSocket: should the system's
+    // generator fail, zeros still make a valid one.
+    let _ = ring::rand::SystemRandom::new().fill(&mut key);
+    base64::engine::general_purpose::STANDARD.encode(key)
 }
 
 /// Copies an HTTP/1 message's fields into an HTTP/2 one, leaving out the

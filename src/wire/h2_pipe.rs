@@ -11,6 +11,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use h2::{RecvStream, SendStream};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::Notify;
 
 use crate::wire::h1::{self, BodyKind};
 use crate::wire::h2_convert::Dechunker;
@@ -20,17 +21,22 @@ use crate::wire::io::with_timeout;
 pub(crate) const PIPE_BUF: usize = 16 * 1024;
 
 /// Copies a body from a stream into a pipe (as chunks when it goes
-/// chunked), releasing flow-control window only for what the pipe took: a
-/// slow reader slows the sender down, nothing piles up. (A client's
-/// request body here; a server's response body for `upstream`.)
+/// chunked), releasing flow-control window for each frame as it is taken
+/// from the stream, and taking the next only once the pipe has the last:
+/// a slow reader slows the sender down, at most one frame beyond the
+/// stream's window piles up. `first_data` is told of the first frame's
+/// window going back. (A client's request body here; a server's response
+/// body for `upstream`.)
 pub(crate) async fn upload(
     mut body: RecvStream,
     mut pipe: impl AsyncWrite + Unpin,
     chunked: bool,
     data_frames: Option<&AtomicU64>,
+    first_data: Option<&Notify>,
     timeout: Option<Duration>,
 ) {
     let mut ok = true;
+    let mut first = first_data;
     if !body.is_end_stream() {
         loop {
             let Some(data) = with_timeout(timeout, body.data()).await else {
@@ -53,6 +59,14 @@ pub(crate) async fn upload(
                 continue;
             }
             let n = data.len();
+            // The frame is in sluice's hands: its window goes back at
+            // once (one frame more than the stream's window is held at
+            // most), so the connection window the first frame opens
+            // (`first_data`) includes it, as HAProxy's does.
+            let _ = body.flow_control().release_capacity(n);
+            if let Some(f) = first.take() {
+                f.notify_one();
+            }
             let written = if chunked {
                 let size = format!("{n:x}\r\n");
                 pipe.write_all(size.as_bytes()).await.is_ok()
@@ -65,7 +79,6 @@ pub(crate) async fn upload(
                 // The pipeline is done with the request.
                 return;
             }
-            let _ = body.flow_control().release_capacity(n);
         }
     }
     if ok && chunked {

@@ -41,6 +41,9 @@ use crate::tls::{Stream, TlsFacts};
 /// blank line after it.
 pub(crate) const PREFACE_HEAD: &[u8] = b"PRI * HTTP/2.0\r\n\r\n";
 
+/// The whole client connection preface (RFC 9113 §3.4).
+const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
 /// Streams refused by the client (RST_STREAM) before they were accepted,
 /// beyond which the connection is closed with GOAWAY ENHANCE_YOUR_CALM:
 /// the rapid-reset defence (h2's own default, set here so it is visible).
@@ -55,9 +58,10 @@ const MAX_LOCAL_ERROR_RESET_STREAMS: usize = 100;
 const MAX_CONCURRENT_RESET_STREAMS: usize = 10;
 const RESET_STREAM_DURATION: Duration = Duration::from_secs(10);
 
-/// The connection-level receive window: 2^31-1, as HAProxy 2.6 opens it
-/// (HAProxy adds 0x7fff0000 to the WINDOW_UPDATE of the first DATA frame;
-/// the `h2` crate sends it when the connection starts). Each stream's own
+/// The connection-level receive window: 2^31-1, opened as HAProxy 2.6
+/// opens it, in the WINDOW_UPDATE that gives back the first DATA frame of
+/// the connection (so that one says 2^31-1 less 65,535 plus the frame's
+/// length), through the `h2` crate's target window. Each stream's own
 /// window still bounds what a stream may send ahead of the server; a
 /// connection window of only 64 KiB, returned by halves, left a client
 /// sending many small bodies waiting for WINDOW_UPDATEs HAProxy never
@@ -65,8 +69,9 @@ const RESET_STREAM_DURATION: Duration = Duration::from_secs(10);
 ///
 /// HAProxy then gives window back after every DATA frame; the `h2` crate
 /// does once what is to be given back reaches half of what the peer has
-/// left (a fixed ratio, no setting), so a small body gets no
-/// WINDOW_UPDATE. No client waits longer for it: tests/h2_haproxy.rs.
+/// left (a fixed ratio, no setting), and never on a stream the client has
+/// ended, so a small body gets no WINDOW_UPDATE on its stream. No client
+/// waits longer for it: tests/h2_haproxy.rs.
 const CONNECTION_WINDOW: u32 = (1 << 31) - 1;
 
 /// Response bytes buffered per stream ahead of the client's window.
@@ -81,7 +86,6 @@ fn builder(limits: &Limits) -> h2::server::Builder {
     let mut b = h2::server::Builder::new();
     b.max_concurrent_streams(limits.max_concurrent_streams)
         .initial_window_size(limits.initial_window_size)
-        .initial_connection_window_size(CONNECTION_WINDOW)
         .header_table_size(limits.header_table_size)
         .max_frame_size(limits.max_frame_size)
         .max_header_list_size(limits.max_header_list_size)
@@ -89,7 +93,10 @@ fn builder(limits: &Limits) -> h2::server::Builder {
         .max_local_error_reset_streams(Some(MAX_LOCAL_ERROR_RESET_STREAMS))
         .max_concurrent_reset_streams(MAX_CONCURRENT_RESET_STREAMS)
         .reset_stream_duration(RESET_STREAM_DURATION)
-        .max_send_buffer_size(MAX_SEND_BUFFER);
+        .max_send_buffer_size(MAX_SEND_BUFFER)
+        // WebSocket over HTTP/2 (RFC 8441), announced as HAProxy 2.6
+        // announces it: an extended CONNECT goes on as an HTTP/1 upgrade.
+        .enable_connect_protocol();
     b
 }
 /// The client connection's byte stream, with bytes already read from it
@@ -164,11 +171,20 @@ pub(crate) async fn serve(
     let c = &state.counters;
     // The address the client reached: a PROXY header's, else the socket's.
     let local = client.dst().or_else(|| stream.local_addr().ok());
-    let io = Rewind {
-        prefix,
-        inner: stream,
+    // The preface is read before the `h2` crate, which would send its
+    // SETTINGS first: HAProxy 2.6 sends nothing until the client's preface
+    // is in, and closes with nothing on bytes that are not one.
+    let handshake = async {
+        let (stream, prefix) = read_preface(stream, prefix).await?;
+        let io = Rewind {
+            prefix,
+            inner: stream,
+        };
+        builder(&limits)
+            .handshake::<_, Bytes>(io)
+            .await
+            .map_err(Refused::from)
     };
-    let handshake = builder(&limits).handshake::<_, Bytes>(io);
     let mut conn = match crate::wire::io::with_timeout(handshake_timeout, handshake).await {
         Some(Ok(conn)) => conn,
         // Not HTTP/2 (no preface), or silent: closed.
@@ -188,7 +204,7 @@ pub(crate) async fn serve(
                     if rec.enabled() {
                         rec.set_addrs(peer, local);
                     }
-                    rec.null = e.is_io();
+                    rec.null = e.nothing();
                     rec.term(Cause::Proxy, Phase::Request);
                     rec.status = 0;
                     crate::observe::outcome::finish(fe, &client.rt.process, &mut rec, None, None);
@@ -204,6 +220,10 @@ pub(crate) async fn serve(
     let tls: Option<Arc<TlsFacts>> = tls.map(Arc::from);
     // The connection's `sess` variables, shared by its streams.
     let sess_vars = Arc::new(crate::sample::vars::SessVars::default());
+    // Told by the first stream that gives a DATA frame's window back: the
+    // connection window then opens (see CONNECTION_WINDOW).
+    let first_data = Arc::new(tokio::sync::Notify::new());
+    let mut window_open = false;
     let mut streams = JoinSet::new();
     let mut closing = false;
     loop {
@@ -234,6 +254,7 @@ pub(crate) async fn serve(
                         (peer, local),
                         tls.clone(),
                         sess_vars.clone(),
+                        first_data.clone(),
                     ));
                 }
                 Some(Err(e)) => {
@@ -248,6 +269,10 @@ pub(crate) async fn serve(
                 None => break,
             },
             Some(_) = streams.join_next(), if !streams.is_empty() => {}
+            _ = first_data.notified(), if !window_open => {
+                conn.set_target_window_size(CONNECTION_WINDOW);
+                window_open = true;
+            }
             _ = sleep(idle), if idle.is_some() => {
                 if closing {
                     break;
@@ -266,6 +291,59 @@ pub(crate) async fn serve(
     drop(conn);
     while streams.join_next().await.is_some() {}
     c.h2_open_connections.dec();
+}
+
+/// Why a connection was not taken as HTTP/2.
+enum Refused {
+    /// Bytes that are not the preface.
+    NotPreface,
+    /// Closed or broken before the preface was whole.
+    Io,
+    /// Refused by the `h2` crate's handshake.
+    H2(h2::Error),
+}
+
+impl From<h2::Error> for Refused {
+    fn from(e: h2::Error) -> Self {
+        Refused::H2(e)
+    }
+}
+
+impl Refused {
+    /// The client sent no request to speak of: it closed, or its socket
+    /// failed, before a frame (`option dontlognull` leaves it out).
+    fn nothing(&self) -> bool {
+        match self {
+            Refused::NotPreface => false,
+            Refused::Io => true,
+            Refused::H2(e) => e.is_io(),
+        }
+    }
+}
+
+/// Reads from `stream` until `prefix` and what follows it hold the whole
+/// preface, and gives them back with the stream; the bytes after the
+/// preface (the client's first frames) stay in the prefix. Each read
+/// takes what has arrived, so bytes that are not a preface are read
+/// before the connection is closed (a close with unread bytes would be a
+/// reset, where HAProxy closes cleanly).
+async fn read_preface(mut stream: Stream, prefix: Bytes) -> Result<(Stream, Bytes), Refused> {
+    use tokio::io::AsyncReadExt;
+    let mut got = bytes::BytesMut::from(&prefix[..]);
+    loop {
+        let n = got.len().min(PREFACE.len());
+        if got[..n] != PREFACE[..n] {
+            return Err(Refused::NotPreface);
+        }
+        if n == PREFACE.len() {
+            return Ok((stream, got.freeze()));
+        }
+        got.reserve(16 * 1024);
+        match stream.read_buf(&mut got).await {
+            Ok(0) | Err(_) => return Err(Refused::Io),
+            Ok(_) => {}
+        }
+    }
 }
 
 async fn sleep(d: Option<Duration>) {

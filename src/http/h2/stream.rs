@@ -28,6 +28,7 @@ pub(crate) async fn serve(
     (peer, local): (crate::sys::peer::Peer, Option<SocketAddr>),
     tls: Option<Arc<TlsFacts>>,
     sess: Arc<crate::sample::vars::SessVars>,
+    first_data: Arc<tokio::sync::Notify>,
 ) {
     let Some((timeout, counters)) = client.rt.with_snapshot(|snap| {
         let fe = snap.frontends().find(|f| *f.name == *client.frontend)?;
@@ -94,14 +95,18 @@ pub(crate) async fn serve(
         }
     };
     let head_only = parts.method == http::Method::HEAD;
+    // An extended CONNECT: the pipeline's 101 opens the tunnel.
+    let tunnel = parts.method == http::Method::CONNECT
+        && parts.extensions.get::<h2::ext::Protocol>().is_some();
     let upload = upload(
         body,
         req_pipe,
         h1req.chunked,
         Some(&counters.counters.h2_data_rcvd),
+        Some(&first_data),
         timeout,
     );
-    let download = download(resp_pipe, respond, head_only, timeout);
+    let download = download(resp_pipe, respond, head_only, tunnel, timeout);
     let main = async { tokio::join!(pipeline, download) };
     tokio::pin!(main, upload);
     let mut uploading = true;
@@ -115,11 +120,14 @@ pub(crate) async fn serve(
 
 /// Reads the HTTP/1 response the pipeline writes and sends it on the
 /// stream: interim 1xx heads are skipped, the final head becomes HEADERS,
-/// the body DATA frames as it arrives.
+/// the body DATA frames as it arrives. For an extended CONNECT (`tunnel`)
+/// the 101 is final: a 200, and the tunnel's bytes as DATA, as HAProxy
+/// answers it.
 async fn download(
     mut pipe: impl AsyncRead + Unpin,
     mut respond: SendResponse<Bytes>,
     head_only: bool,
+    tunnel: bool,
     timeout: Option<Duration>,
 ) {
     let mut buf = BytesMut::with_capacity(PIPE_BUF);
@@ -135,6 +143,7 @@ async fn download(
             return;
         };
         match Head::parse_response(raw) {
+            Ok(h) if tunnel && h.status == 101 => break h,
             Ok(h) if (100..200).contains(&h.status) => continue,
             Ok(h) => break h,
             Err(_) => {
@@ -144,11 +153,19 @@ async fn download(
         }
     };
     let method: &[u8] = if head_only { b"HEAD" } else { b"GET" };
-    let body = head.response_body(method).unwrap_or(BodyKind::UntilClose);
-    let Some(response) = h2_convert::response(&head) else {
+    let switched = head.status == 101;
+    let body = if switched {
+        BodyKind::UntilClose
+    } else {
+        head.response_body(method).unwrap_or(BodyKind::UntilClose)
+    };
+    let Some(mut response) = h2_convert::response(&head) else {
         respond.send_reset(Reason::INTERNAL_ERROR);
         return;
     };
+    if switched {
+        *response.status_mut() = http::StatusCode::OK;
+    }
     drop(head);
     let end = body == BodyKind::None;
     let Ok(mut send) = respond.send_response(response, end) else {
