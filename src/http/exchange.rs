@@ -57,7 +57,7 @@ struct Plan {
     /// The connection mode closes the server connection after the answer.
     server_close: bool,
     /// The request head as it goes to the server.
-    head: BytesMut,
+    head: io::HeadBuf,
     /// `retry-on` beyond connection failures applies (no body to replay).
     l7_retries: bool,
     /// The client connection may go on after an error page.
@@ -547,8 +547,8 @@ fn upstream_head(
     close: bool,
     ff: Option<&ForwardFor>,
     ctx: &ReqCtx<'_>,
-) -> BytesMut {
-    let mut out = BytesMut::new();
+) -> io::HeadBuf {
+    let mut out = io::HeadBuf::new();
     let framing = req.request_framing(body);
     let placed = match ctx.edits {
         None => req.write_forwarded(&mut out, &framing),

@@ -448,9 +448,9 @@ fn downstream_head(
     keep: bool,
     client_minor: u8,
     edits: Option<&Edits>,
-) -> BytesMut {
+) -> io::HeadBuf {
     let framing = resp.response_framing(body);
-    let mut out = BytesMut::new();
+    let mut out = io::HeadBuf::new();
     let placed = match edits {
         None => resp.write_forwarded(&mut out, &framing),
         Some(e) => resp.write_forwarded_with(

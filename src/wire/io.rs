@@ -186,6 +186,61 @@ fn give_buffer(mut buf: BytesMut) {
     });
 }
 
+thread_local! {
+    /// Spare buffers for the heads sluice writes (a request to a server, a
+    /// response to a client): each message would otherwise allocate one
+    /// and free it once sent.
+    static SPARE_HEADS: RefCell<Vec<BytesMut>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A head buffer kept for reuse at most this large (a head rewritten by
+/// rules can be large; one such is not kept).
+const HEAD_KEPT_MAX: usize = 16 * 1024;
+
+/// A buffer for a head being written, from the thread's spares; back to
+/// them when dropped. It is never split or frozen: it stays the one owner
+/// of its allocation.
+pub(crate) struct HeadBuf(BytesMut);
+
+impl HeadBuf {
+    pub(crate) fn new() -> HeadBuf {
+        HeadBuf(
+            SPARE_HEADS
+                .with(|s| s.borrow_mut().pop())
+                .unwrap_or_default(),
+        )
+    }
+}
+
+impl std::ops::Deref for HeadBuf {
+    type Target = BytesMut;
+    fn deref(&self) -> &BytesMut {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for HeadBuf {
+    fn deref_mut(&mut self) -> &mut BytesMut {
+        &mut self.0
+    }
+}
+
+impl Drop for HeadBuf {
+    fn drop(&mut self) {
+        let mut buf = std::mem::take(&mut self.0);
+        if buf.capacity() == 0 || buf.capacity() > HEAD_KEPT_MAX {
+            return;
+        }
+        buf.clear();
+        SPARE_HEADS.with(|s| {
+            let mut s = s.borrow_mut();
+            if s.len() < SPARE_MAX {
+                s.push(buf);
+            }
+        });
+    }
+}
+
 impl BufConn {
     /// Returns the read buffer to the thread's spares when nothing is
     /// pending in it (call once the message heads using it are dropped).
