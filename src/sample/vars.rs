@@ -10,7 +10,7 @@
 //! because the request futures must be `Send`: one task uses them, so the
 //! locks are never contended.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicI64, AtomicU8, AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, MutexGuard, RwLock};
 
 use super::value::Sample;
@@ -405,13 +405,24 @@ impl Drop for SessVars {
     }
 }
 
-/// Which of `req` and `res` is live.
+/// Which of `req` and `res` is live (the values of `Vars::dir`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
 enum Dir {
     Req,
     Res,
     /// The exchange is over (its log line): neither `req` nor `res` is.
     Done,
+}
+
+impl Dir {
+    fn of(v: u8) -> Dir {
+        match v {
+            0 => Dir::Req,
+            1 => Dir::Res,
+            _ => Dir::Done,
+        }
+    }
 }
 
 /// The variables one request sees: its transaction's, its request's or
@@ -423,7 +434,8 @@ pub(crate) struct Vars<'s> {
     txn_size: AtomicU64,
     reqres: Mutex<Vec<Entry>>,
     reqres_size: AtomicU64,
-    dir: Mutex<Dir>,
+    /// A [`Dir`]: an atomic, not a lock, as each request sets it twice.
+    dir: AtomicU8,
 }
 
 impl<'s> Vars<'s> {
@@ -434,7 +446,7 @@ impl<'s> Vars<'s> {
             txn_size: AtomicU64::new(0),
             reqres: Mutex::new(Vec::new()),
             reqres_size: AtomicU64::new(0),
-            dir: Mutex::new(Dir::Req),
+            dir: AtomicU8::new(Dir::Req as u8),
         }
     }
 
@@ -442,14 +454,14 @@ impl<'s> Vars<'s> {
     /// response's `res` scope begins.
     pub(crate) fn to_response(&self) {
         self.prune_reqres();
-        *lock(&self.dir) = Dir::Res;
+        self.dir.store(Dir::Res as u8, Relaxed);
     }
 
     /// The exchange is over: only `txn`, `sess` and `proc` remain (for the
     /// log line), as in HAProxy.
     pub(crate) fn end(&self) {
         self.prune_reqres();
-        *lock(&self.dir) = Dir::Done;
+        self.dir.store(Dir::Done as u8, Relaxed);
     }
 
     fn prune_reqres(&self) {
@@ -496,7 +508,7 @@ impl<'s> Vars<'s> {
     /// The store of `scope` at this point (None: not available here, as
     /// `res` during the request).
     fn store(&self, scope: Scope) -> Option<&Mutex<Vec<Entry>>> {
-        match (scope, *lock(&self.dir)) {
+        match (scope, Dir::of(self.dir.load(Relaxed))) {
             (Scope::Sess, _) => Some(&self.sess.vars),
             (Scope::Txn, _) => Some(&self.txn),
             (Scope::Req, Dir::Req) | (Scope::Res, Dir::Res) => Some(&self.reqres),
