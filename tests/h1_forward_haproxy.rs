@@ -222,3 +222,110 @@ backend be
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }
+
+/// A server's HTTP/1.0 answers: HAProxy 2.6 keeps the server's version
+/// in the status line and says what becomes of the connection relative
+/// to HTTP/1.0's defaults (`connection: keep-alive` when it stays open,
+/// nothing when it closes). Each case: the request, the server's answer,
+/// whether the server closes after it (a body that lasts until then).
+const HTTP10_ANSWERS: &[(&str, &str, bool)] = &[
+    (
+        "GET /a HTTP/1.1\r\nhost: a\r\n\r\n",
+        "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok",
+        false,
+    ),
+    (
+        "GET /a HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n",
+        "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok",
+        false,
+    ),
+    (
+        "GET /a HTTP/1.0\r\nhost: a\r\n\r\n",
+        "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok",
+        false,
+    ),
+    (
+        "GET /a HTTP/1.0\r\nhost: a\r\nconnection: keep-alive\r\n\r\n",
+        "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok",
+        false,
+    ),
+    (
+        "GET /a HTTP/1.1\r\nhost: a\r\n\r\n",
+        "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok",
+        false,
+    ),
+    (
+        "GET /a HTTP/1.1\r\nhost: a\r\n\r\n",
+        "HTTP/1.0 200 OK\r\n\r\nuntil close",
+        true,
+    ),
+    (
+        "GET /a HTTP/1.0\r\nhost: a\r\nconnection: keep-alive\r\n\r\n",
+        "HTTP/1.0 200 OK\r\n\r\nuntil close",
+        true,
+    ),
+    (
+        "GET /a HTTP/1.1\r\nhost: a\r\n\r\n",
+        "HTTP/1.0 204 No Content\r\n\r\n",
+        false,
+    ),
+    // A version only `option accept-invalid-http-response` lets through
+    // (else a 502): repeated, with HTTP/1.0's connection rules.
+    (
+        "GET /a HTTP/1.1\r\nhost: a\r\n\r\n",
+        "HTTP/1.10 200 OK\r\nContent-Length: 2\r\n\r\nok",
+        false,
+    ),
+    // HTTP/1.1 answers to an HTTP/1.0 client, for contrast.
+    (
+        "GET /a HTTP/1.0\r\nhost: a\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+        false,
+    ),
+    (
+        "GET /a HTTP/1.1\r\nhost: a\r\n\r\n",
+        "HTTP/1.1 200 OK\r\n\r\nuntil close",
+        true,
+    ),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http10_answers_reach_the_client_as_from_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let mut differ = Vec::new();
+    for (tag, mode) in [
+        ("h1fwd-10a", ""),
+        ("h1fwd-10a-sc", "    option http-server-close\n"),
+        ("h1fwd-10a-hc", "    option httpclose\n"),
+        ("h1fwd-10a-lax", "    option accept-invalid-http-response\n"),
+    ] {
+        let cfg = format!(
+            "{GLOBAL}{mode}
+frontend fe
+    bind {{fe0}}
+    log-format \"%ci %f %b/%s %ST %ts %B %{{+Q}}r\"
+    default_backend be
+backend be
+    server s {{srv}}
+"
+        );
+        let pair = Pair::start(tag, &cfg, 1).await;
+        for (req, answer, close) in HTTP10_ANSWERS {
+            let mut got = Vec::new();
+            for i in 0..2 {
+                pair.servers[i].answer(answer.as_bytes());
+                pair.servers[i].set_close_after(*close);
+                got.push(run(&pair, i, req, tag).await);
+            }
+            if got[0] != got[1] {
+                differ.push(format!(
+                    "{req:?} -> {answer:?}\n  haproxy {}\n  sluice  {}",
+                    got[0], got[1]
+                ));
+            }
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}

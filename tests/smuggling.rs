@@ -1140,9 +1140,10 @@ backend lax_be
             b"GET /badname HTTP/1.1\r\nHost: x\r\n\r\n",
             "HTTP/1.1 200 OK",
         ),
+        // The server's version is repeated, as HAProxy 2.6 does.
         (
             b"GET /badver HTTP/1.1\r\nHost: x\r\n\r\n",
-            "HTTP/1.1 200 OK",
+            "HTTP/1.10 200 OK",
         ),
     ] {
         let refused = if req.starts_with(b"GET /bad") {

@@ -467,7 +467,14 @@ fn downstream_head(
     if let Some(e) = edits {
         e.put_added(&mut out);
     }
-    if !keep {
+    // What becomes of the connection, said against the defaults of the
+    // version the status line carries (the server's, as HAProxy 2.6
+    // repeats it): an HTTP/1.0 answer announces keep-alive, never close.
+    if resp.minor == 0 {
+        if keep {
+            out.put_slice(b"connection: keep-alive\r\n");
+        }
+    } else if !keep {
         out.put_slice(b"connection: close\r\n");
     } else if client_minor == 0 {
         out.put_slice(b"connection: keep-alive\r\n");

@@ -169,10 +169,11 @@ impl FramingLine {
     }
 }
 
-/// A parsed request or response head.
-/// A status line's version and code (`HTTP/1.1`, `200`), its reason apart.
-const RESPONSE_WORDS: u32 = 11;
+/// A status line's code (`200`), its version and reason apart, in the
+/// size HAProxy logs.
+const STATUS_WORDS: u32 = 3;
 
+/// A parsed request or response head.
 #[derive(Debug, Clone)]
 pub(crate) struct Head {
     /// The head exactly as received, up to and including the blank line.
@@ -292,7 +293,7 @@ impl Head {
         // A status line's words are its version, its code and its reason
         // (empty or not, with or without the space before it).
         let words = if self.status != 0 {
-            (RESPONSE_WORDS + self.target.1 - self.target.0) as usize
+            self.status_version().len() + (STATUS_WORDS + self.target.1 - self.target.0) as usize
         } else {
             line.len().saturating_sub(2)
         };
@@ -757,13 +758,36 @@ impl Head {
         out.put_slice(self.version());
     }
 
+    /// A response's version as the server wrote it: HAProxy 2.6 repeats
+    /// it to the client (`HTTP/1.0`, or what the relaxed parser let
+    /// through), where a request's goes out as received too.
+    pub(crate) fn status_version(&self) -> &[u8] {
+        // The usual version without a scan: this runs for each response.
+        if self.raw.starts_with(b"HTTP/1.1 ") {
+            return b"HTTP/1.1";
+        }
+        // `<version> <code>`, after the empty lines httparse skips.
+        let start = self
+            .raw
+            .iter()
+            .position(|&b| b != b'\r' && b != b'\n')
+            .unwrap_or(self.raw.len());
+        let rest = &self.raw[start..];
+        match &rest[..memchr::memchr(b' ', rest).unwrap_or(0)] {
+            b"" => b"HTTP/1.1",
+            v => v,
+        }
+    }
+
     /// The first line as forwarded, without its CRLF: `<method> <target>
-    /// HTTP/1.x` for a request, `HTTP/1.1 <code> <reason>` for a response.
+    /// <version>` for a request, `<version> <code> <reason>` for a
+    /// response, the version as received.
     fn put_first_line(&self, out: &mut BytesMut) {
         if self.status == 0 {
             self.put_request_line(out, self.target());
         } else {
-            out.put_slice(b"HTTP/1.1 ");
+            out.put_slice(self.status_version());
+            out.put_u8(b' ');
             // A status is three digits (the parser guarantees it).
             let c = self.status;
             out.put_slice(&[
