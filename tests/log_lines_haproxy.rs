@@ -9,8 +9,9 @@
 //! chunks and trailers, interim answers, bodiless ones) with the size `%U`
 //! of a chunked request body; HTTP/1 on a `proto h2` bind and the
 //! HTTP/2 preface on a `proto h1` one; the connection after a local answer
-//! to a request with a body; in `mode tcp`, a client that leaves while the
-//! proxy connects to a server.
+//! to a request with a body, and what sluice's own answers say of the
+//! connection (error pages, `errorfile` ones, `return`, `redirect`); in
+//! `mode tcp`, a client that leaves while the proxy connects to a server.
 //!
 //! Skipped (with a note) when `/usr/sbin/haproxy` is not installed, except
 //! under CI, where that is a failure.
@@ -852,80 +853,101 @@ const PLAIN_PAGE: &str =
 const CLOSE: &str = "GET /deny HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
 
 /// The requests of the connection announcements (on which listener of
-/// [`ANNOUNCE_CFG`], the request, whether the server drops it), each on
+/// [`ANNOUNCE_CFG`], the request, what the server sends before it closes
+/// the connection, if it does), each on
 /// its own connection, [`CLOSE`] behind it.
-const ANNOUNCE_REQUESTS: [(usize, &str, bool); 22] = [
+const ANNOUNCE_REQUESTS: [(usize, &str, Option<&str>); 25] = [
     (
         0,
         "GET /ret HTTP/1.0\r\nconnection: keep-alive\r\n\r\n",
-        false,
+        None,
     ),
     (
         0,
         "GET /redir HTTP/1.0\r\nconnection: keep-alive\r\n\r\n",
-        false,
+        None,
     ),
     (
         0,
         "GET /deny HTTP/1.0\r\nconnection: keep-alive\r\n\r\n",
-        false,
+        None,
     ),
-    (0, "GET /ret HTTP/1.0\r\n\r\n", false),
+    (0, "GET /ret HTTP/1.0\r\n\r\n", None),
     (
         0,
         "GET /redir HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
-        false,
+        None,
     ),
-    (0, "GET /ret HTTP/1.1\r\nhost: x\r\n\r\n", false),
-    (0, "GET /srv HTTP/1.1\r\nhost: x\r\n\r\n", true),
+    (0, "GET /ret HTTP/1.1\r\nhost: x\r\n\r\n", None),
+    (0, "GET /srv HTTP/1.1\r\nhost: x\r\n\r\n", Some("")),
     (
         0,
         "GET /srv HTTP/1.0\r\nconnection: keep-alive\r\n\r\n",
-        true,
+        Some(""),
     ),
-    (1, "GET / HTTP/1.1\r\nhost: x\r\n\r\n", false),
+    (1, "GET / HTTP/1.1\r\nhost: x\r\n\r\n", None),
     (
         1,
         "GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
-        false,
+        None,
     ),
-    (1, "GET / HTTP/1.0\r\n\r\n", false),
-    (1, "GET / HTTP/1.0\r\nconnection: keep-alive\r\n\r\n", false),
-    (2, "GET /ret HTTP/1.1\r\nhost: x\r\n\r\n", false),
-    (2, "GET /redir HTTP/1.1\r\nhost: x\r\n\r\n", false),
-    (2, "GET /deny HTTP/1.1\r\nhost: x\r\n\r\n", false),
+    (1, "GET / HTTP/1.0\r\n\r\n", None),
+    (1, "GET / HTTP/1.0\r\nconnection: keep-alive\r\n\r\n", None),
+    (2, "GET /ret HTTP/1.1\r\nhost: x\r\n\r\n", None),
+    (2, "GET /redir HTTP/1.1\r\nhost: x\r\n\r\n", None),
+    (2, "GET /deny HTTP/1.1\r\nhost: x\r\n\r\n", None),
     (
         2,
         "GET /deny HTTP/1.0\r\nconnection: keep-alive\r\n\r\n",
-        false,
+        None,
     ),
-    (2, "GET /srv HTTP/1.1\r\nhost: x\r\n\r\n", true),
-    (3, "GET /deny HTTP/1.1\r\nhost: x\r\n\r\n", false),
+    (2, "GET /srv HTTP/1.1\r\nhost: x\r\n\r\n", Some("")),
+    (3, "GET /deny HTTP/1.1\r\nhost: x\r\n\r\n", None),
     (
         3,
         "GET /deny HTTP/1.0\r\nconnection: keep-alive\r\n\r\n",
-        false,
+        None,
     ),
     (
         3,
         "GET /deny HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
-        false,
+        None,
     ),
-    (3, "GET /deny500 HTTP/1.1\r\nhost: x\r\n\r\n", false),
-    (3, "GET /srv HTTP/1.1\r\nhost: x\r\n\r\n", true),
+    (3, "GET /deny500 HTTP/1.1\r\nhost: x\r\n\r\n", None),
+    (3, "GET /srv HTTP/1.1\r\nhost: x\r\n\r\n", Some("")),
+    (
+        0,
+        "GET /srv HTTP/1.1\r\nhost: x\r\n\r\n",
+        Some("HTTP/1.1 200 OK\r\nContent-"),
+    ),
+    (
+        0,
+        "GET /srv HTTP/1.0\r\nconnection: keep-alive\r\n\r\n",
+        Some("HTTP/1.1 200 OK\r\n"),
+    ),
+    (
+        0,
+        "POST /srv HTTP/1.1\r\nhost: x\r\ncontent-length: 3\r\n\r\nabc",
+        Some(""),
+    ),
 ];
 
 /// The answers on one connection and their log lines, the server
-/// dropping the request when `drop` says so.
-async fn announced(side: &Side, &(fe, req, drop): &(usize, &str, bool)) -> (String, Vec<String>) {
-    if drop {
-        side.srv.script(&[b""]);
+/// closing after `drop` when there is one.
+async fn announced(
+    side: &Side,
+    &(fe, req, drop): &(usize, &str, Option<&str>),
+) -> (String, Vec<String>) {
+    if let Some(bytes) = drop {
+        side.srv.script(&[bytes.as_bytes()]);
+        side.srv.set_close_after(true);
     }
     let req = format!("{req}{CLOSE}");
     let answer = haproxy::exchange(side.addr(fe), req.as_bytes(), false).await;
     let answer = String::from_utf8_lossy(&answer).into_owned();
     let lines = side.log.take(answer.matches("HTTP/1.").count());
     side.srv.take();
+    side.srv.set_close_after(false);
     (answer, lines)
 }
 
@@ -933,9 +955,9 @@ async fn announced(side: &Side, &(fe, req, drop): &(usize, &str, bool)) -> (Stri
 /// it: `connection: keep-alive` to an HTTP/1.0 client kept alive
 /// (`return`, `redirect`, error pages), `connection: close` from the 503
 /// of a frontend without a backend to a client that asked to close and
-/// from every page under `option httpclose`, nothing after a 502 whose
-/// server dropped the request (the connection closes), and an
-/// `errorfile`'s own `Connection: close` line left out.
+/// from every page under `option httpclose`; a 502 whose server closed
+/// before a whole head (`SH`) keeps the connection as any page; an
+/// `errorfile`'s own `Connection` line is left out (and decides).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connection_announced_by_local_answers_as_haproxy() {
     if !haproxy::available() {
@@ -956,7 +978,7 @@ async fn connection_announced_by_local_answers_as_haproxy() {
         |(fe, req, drop), w, g| {
             if g != w {
                 differ.borrow_mut().push(format!(
-                    "{fe} {req:?} drop={drop}\n  haproxy {w:?}\n  sluice  {g:?}"
+                    "{fe} {req:?} server {drop:?}\n  haproxy {w:?}\n  sluice  {g:?}"
                 ));
             }
         },
