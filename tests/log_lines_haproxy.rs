@@ -837,7 +837,9 @@ listen errorfile
     log-format \"%ST %B %U %ts %{+Q}r\"
     errorfile 403 {page}
     errorfile 500 {plain}
+    errorfile 503 {old}
     http-request deny deny_status 500 if { path /deny500 }
+    http-request deny deny_status 503 if { path /deny503 }
     http-request deny if { path /deny }
     server s1 {srv}
 ";
@@ -849,6 +851,9 @@ const CLOSING_PAGE: &str = "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r
 const PLAIN_PAGE: &str =
     "HTTP/1.1 500 Oops\r\nContent-Type: text/plain\r\nContent-Length: 4\r\n\r\noops";
 
+/// An HTTP/1.0 `errorfile` page whose body ends with the connection.
+const OLD_PAGE: &str = "HTTP/1.0 503 Old\r\nContent-Type: text/plain\r\n\r\nold page\n";
+
 /// A request closing the connection, sent behind each case.
 const CLOSE: &str = "GET /deny HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
 
@@ -856,7 +861,7 @@ const CLOSE: &str = "GET /deny HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n"
 /// [`ANNOUNCE_CFG`], the request, what the server sends before it closes
 /// the connection, if it does), each on
 /// its own connection, [`CLOSE`] behind it.
-const ANNOUNCE_REQUESTS: [(usize, &str, Option<&str>); 25] = [
+const ANNOUNCE_REQUESTS: [(usize, &str, Option<&str>); 27] = [
     (
         0,
         "GET /ret HTTP/1.0\r\nconnection: keep-alive\r\n\r\n",
@@ -930,6 +935,12 @@ const ANNOUNCE_REQUESTS: [(usize, &str, Option<&str>); 25] = [
         "POST /srv HTTP/1.1\r\nhost: x\r\ncontent-length: 3\r\n\r\nabc",
         Some(""),
     ),
+    (3, "GET /deny503 HTTP/1.1\r\nhost: x\r\n\r\n", None),
+    (
+        3,
+        "GET /deny503 HTTP/1.0\r\nconnection: keep-alive\r\n\r\n",
+        None,
+    ),
 ];
 
 /// The answers on one connection and their log lines, the server
@@ -966,9 +977,11 @@ async fn connection_announced_by_local_answers_as_haproxy() {
     let dir = TempDir::new("announce");
     let page = dir.write("403.http", CLOSING_PAGE);
     let plain = dir.write("500.http", PLAIN_PAGE);
+    let old = dir.write("503.http", OLD_PAGE);
     let cfg = ANNOUNCE_CFG
         .replace("{page}", page.to_str().expect("utf-8 path"))
-        .replace("{plain}", plain.to_str().expect("utf-8 path"));
+        .replace("{plain}", plain.to_str().expect("utf-8 path"))
+        .replace("{old}", old.to_str().expect("utf-8 path"));
     let differ = std::cell::RefCell::new(Vec::new());
     each_case(
         &cfg,

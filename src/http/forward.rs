@@ -121,11 +121,19 @@ async fn error_page(
     } else {
         Cow::Borrowed(page)
     };
+    let http10 = own
+        .as_ref()
+        .is_some_and(|c| c.page.starts_with(b"HTTP/1.0 "));
     // The stream's pages say what becomes of the connection, HAProxy's
     // own and custom ones alike (the parser's pages, 400/408/422, say
     // `Connection: close` themselves; its custom ones are sent as loaded).
     let page = match client.asked {
         _ if (own.is_none() && custom.is_some()) || error_pages::closes(code) => page,
+        // An HTTP/1.0 page closes by default: only keep-alive is said.
+        _ if http10 && !keep => page,
+        _ if http10 => Cow::Owned(
+            crate::http::reply::with_header(&page, b"connection: keep-alive\r\n").to_vec(),
+        ),
         // Closed for any reason (asked to, `option httpclose`, a body
         // not all here): HAProxy 2.6 says so.
         _ if !keep
