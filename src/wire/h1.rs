@@ -108,9 +108,13 @@ impl Kind {
         }
     }
 
-    /// Hop-by-hop (RFC 9110 §7.6.1), or framing sluice rewrites itself.
-    fn dropped_when_forwarding(self) -> bool {
-        self != Kind::Other
+    /// Not forwarded as received: framing sluice rewrites itself, the
+    /// `Connection` field HAProxy 2.6 writes again without its `close`
+    /// and `keep-alive` tokens, and `Expect` (answered here). The other
+    /// hop-by-hop fields (`Upgrade`, `Keep-Alive`, `TE`...) and those a
+    /// `Connection` names go on, as HAProxy forwards them.
+    fn rewritten_when_forwarding(self) -> bool {
+        !matches!(self, Kind::Other | Kind::HopByHop | Kind::Upgrade)
     }
 }
 
@@ -659,21 +663,23 @@ impl Head {
             None => self.put_first_line(out),
         }
         out.put_slice(b"\r\n");
-        // Connection listing anything beyond the usual tokens is rare; only
-        // then does each header need checking against it.
-        let named_extra = self.connection_names_headers();
         let mut in_place = framing.replaces();
         for (i, h) in self.headers.iter().enumerate() {
-            if h.kind.dropped_when_forwarding() {
+            if h.kind.rewritten_when_forwarding() {
                 if in_place == Some(h.kind) {
                     out.put_slice(framing.bytes());
                     in_place = None;
                 }
+                // What the tokens sluice answers itself leave of a
+                // `Connection` field stays in place, as in HAProxy 2.6
+                // (`keep-alive, Upgrade` goes on as `connection: Upgrade`),
+                // unless a rule dropped it.
+                if h.kind == Kind::Connection && !drop(i, self.slice(h.name)) {
+                    put_connection_kept(out, self.slice(h.value));
+                }
                 continue;
             }
-            if (named_extra && self.connection_has_name(self.slice(h.name)))
-                || drop(i, self.slice(h.name))
-            {
+            if drop(i, self.slice(h.name)) {
                 continue;
             }
             let value = match replaced.iter().find(|(j, _)| *j == i) {
@@ -718,34 +724,6 @@ impl Head {
             out.put_slice(b"\r\n");
         }
         out.put_slice(b"\r\n");
-    }
-
-    /// Whether a `Connection` header names something other than `close`,
-    /// `keep-alive` or `upgrade` (that is, another header to drop).
-    fn connection_names_headers(&self) -> bool {
-        self.headers
-            .iter()
-            .filter(|h| h.kind == Kind::Connection)
-            .any(|h| {
-                self.slice(h.value).split(|&b| b == b',').any(|t| {
-                    let t = trim(t);
-                    !(t.is_empty()
-                        || t.eq_ignore_ascii_case(b"close")
-                        || t.eq_ignore_ascii_case(b"keep-alive")
-                        || t.eq_ignore_ascii_case(b"upgrade"))
-                })
-            })
-    }
-
-    fn connection_has_name(&self, name: &[u8]) -> bool {
-        // Only consult Connection when it could name an ordinary header.
-        self.headers.iter().any(|h| {
-            self.slice(h.name).eq_ignore_ascii_case(b"connection")
-                && self
-                    .slice(h.value)
-                    .split(|&b| b == b',')
-                    .any(|t| trim(t).eq_ignore_ascii_case(name))
-        })
     }
 
     /// A request line to `target`, without its CRLF: the request's own
@@ -798,6 +776,27 @@ impl Head {
             out.put_u8(b' ');
             out.put_slice(self.reason());
         }
+    }
+}
+
+/// `connection: <value>` with the `close` and `keep-alive` tokens of
+/// `value` (trimmed) left out, as HAProxy 2.6 forwards the field, or
+/// nothing when no other token is left (the kept value is the one
+/// [`logged_size::connection_kept`](crate::wire::logged_size::connection_kept)
+/// measures).
+fn put_connection_kept(out: &mut BytesMut, value: &[u8]) {
+    // The usual values, which leave nothing, without a scan.
+    if value.eq_ignore_ascii_case(b"keep-alive") || value.eq_ignore_ascii_case(b"close") {
+        return;
+    }
+    let mark = out.len();
+    out.put_slice(b"connection: ");
+    let start = out.len();
+    crate::wire::logged_size::connection_kept_parts(value, |part| out.put_slice(part));
+    if out.len() == start {
+        out.truncate(mark);
+    } else {
+        out.put_slice(b"\r\n");
     }
 }
 

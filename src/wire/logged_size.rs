@@ -78,8 +78,19 @@ pub(crate) fn buffered_body(kind: BodyKind, buf: &[u8]) -> u64 {
 /// `foo,bar`). An empty result takes the field out (`close`, `,`, an
 /// empty value).
 pub(crate) fn connection_kept(value: &[u8]) -> Option<usize> {
+    let mut len = 0;
+    connection_kept_parts(value, |part| len += part.len());
+    (len > 0).then_some(len)
+}
+
+/// The value HAProxy 2.6 keeps of a `connection` field of value `value`
+/// (trimmed), given to `put` in pieces (see [`connection_kept`]; nothing
+/// when it takes the field out): what the forwarded field carries.
+pub(crate) fn connection_kept_parts<'v>(value: &'v [u8], mut put: impl FnMut(&'v [u8])) {
     let lws = |b: u8| b == b' ' || b == b'\t';
-    let (mut len, mut moved, mut i) = (0, false, 0);
+    // `len`: the end of the value kept as written until a token goes;
+    // `moved`: one has gone, what follows is put piece by piece.
+    let (mut len, mut moved, mut any, mut i) = (0, false, false, 0);
     while i < value.len() {
         if lws(value[i]) {
             i += 1;
@@ -88,15 +99,25 @@ pub(crate) fn connection_kept(value: &[u8]) -> Option<usize> {
         let end = memchr::memchr(b',', &value[i..]).map_or(value.len(), |e| i + e);
         let word = trim(&value[i..end]);
         if word.eq_ignore_ascii_case(b"close") || word.eq_ignore_ascii_case(b"keep-alive") {
+            if !moved && len > 0 {
+                put(&value[..len]);
+                any = true;
+            }
             moved = true;
         } else if !moved {
             len = end;
         } else {
-            len += usize::from(len > 0) + word.len();
+            if any {
+                put(b",");
+            }
+            put(word);
+            any |= !word.is_empty();
         }
         i = end + 1;
     }
-    (len > 0).then_some(len)
+    if !moved && len > 0 {
+        put(&value[..len]);
+    }
 }
 
 /// The non-empty lines of `bytes`, without their line ends.
