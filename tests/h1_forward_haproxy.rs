@@ -351,3 +351,43 @@ backend be
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }
+
+/// The persistence cookie `cookie ... insert` sets comes before the fields
+/// `http-after-response` adds, as HAProxy 2.6 writes the answer; after the
+/// server's own fields and those `http-response` adds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inserted_cookie_before_after_response_fields_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = format!(
+        "{GLOBAL}
+frontend fe
+    bind {{fe0}}
+    log-format \"%ci %f %b/%s %ST %ts %{{+Q}}r\"
+    http-after-response add-header x-after-fe 1
+    default_backend be
+backend be
+    cookie SRV insert indirect nocache
+    http-response add-header x-resp 1
+    http-after-response set-header x-after-be 2
+    server s {{srv}} cookie s1
+"
+    );
+    let pair = Pair::start("h1fwd-cookie", &cfg, 1).await;
+    let mut differ = Vec::new();
+    for answer in [
+        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Srv: a\r\n\r\nok",
+        "HTTP/1.1 200 OK\r\nSet-Cookie: own=1\r\nContent-Length: 2\r\n\r\nok",
+    ] {
+        pair.servers[0].answer(answer.as_bytes());
+        pair.servers[1].answer(answer.as_bytes());
+        let [h, s] = pair
+            .both(0, "GET /c HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n")
+            .await;
+        if h != s {
+            differ.push(format!("{answer:?}\n  haproxy {h:?}\n  sluice  {s:?}"));
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
