@@ -584,8 +584,9 @@ fn upstream_head(
     // A protocol switch (WebSocket) has its `upgrade` and `connection`
     // fields forwarded in place, as HAProxy 2.6 keeps them, and nothing
     // said of the connection after them (the `upgrade` token is enough,
-    // with or without an `Upgrade` field).
-    if !req.connection_has("upgrade") && close != (req.minor == 0) {
+    // with or without an `Upgrade` field). The common case, nothing to
+    // say, is decided without reading the tokens.
+    if close != (req.minor == 0) && !req.connection_has("upgrade") {
         // Only what differs from the version's default is announced, as
         // HAProxy 2.6 does: close on HTTP/1.1, keep-alive on HTTP/1.0 (the
         // request goes out in the client's version).
