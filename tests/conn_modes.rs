@@ -150,23 +150,23 @@ async fn http10_clients() {
     );
 
     // A response without length to a 1.0 keep-alive client: framed by the
-    // close, so the client connection closes after it.
+    // close, so the client connection closes after it (the server's
+    // HTTP/1.0 says so without a field, as from HAProxy 2.6).
     be.answer(b"HTTP/1.0 200 OK\r\n\r\nuntil-close");
     let mut c = connect(port).await;
     c.write_all(ka).await.unwrap();
     // The server keeps its side open: sluice waits for more body.
     let r = read_until_quiet(&mut c, Duration::from_millis(400), Duration::from_secs(2)).await;
-    assert_eq!(
-        r.text(),
-        "HTTP/1.1 200 OK\r\nconnection: close\r\n\r\nuntil-close"
-    );
+    assert_eq!(r.text(), "HTTP/1.0 200 OK\r\n\r\nuntil-close");
 }
 
-/// Hop-by-hop headers go no further than the hop, in both directions:
-/// Connection, Keep-Alive, Proxy-Connection, TE, Trailer, Upgrade without
-/// an upgrade, and whatever Connection names; end-to-end ones pass.
+/// Hop-by-hop headers go on as HAProxy 2.6 forwards them, in both
+/// directions: Keep-Alive, Proxy-Connection, TE, Trailer, Upgrade without
+/// an upgrade and whatever Connection names pass, and Connection in place
+/// without its `close` and `keep-alive` tokens (the others moved behind a
+/// comma once one has gone); the connection stays keep-alive.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hop_by_hop_headers_are_removed() {
+async fn hop_by_hop_headers_go_on_as_from_haproxy() {
     let be = RawBackend::start().await;
     let fe = Listen::new();
     let port = fe.port();
@@ -186,11 +186,15 @@ Upgrade: h2c\r\nX-Keep: y\r\n\r\n",
     .await;
     assert_eq!(
         r.text(),
-        "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nx-keep: y\r\n\r\nok"
+        "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: x-foo\r\nx-foo: 1\r\n\
+keep-alive: timeout=5\r\nproxy-connection: keep-alive\r\nupgrade: h2c\r\ntrailer: X-T\r\n\
+x-keep: y\r\n\r\nok"
     );
     assert_eq!(
         text(&be.take()),
-        "GET /a HTTP/1.1\r\nhost: x\r\nx-keep: y\r\n\r\n"
+        "GET /a HTTP/1.1\r\nhost: x\r\nconnection: X-Bar,te\r\nx-bar: 1\r\n\
+keep-alive: timeout=5\r\nproxy-connection: keep-alive\r\nte: trailers\r\ntrailer: X-T\r\n\
+upgrade: h2c\r\nx-keep: y\r\n\r\n"
     );
     // Still keep-alive on both sides.
     let r = send(&mut c, GET_A).await;

@@ -8,8 +8,11 @@
 //! through, fields written again as `name: value` (empty values, spaces
 //! around a value), `Content-Length: 0` without a body, and control bytes
 //! in a field value, field names in upper or mixed case (HAProxy 2.6
-//! lower-cases them, both ways, a chunked body's trailer fields too). The answers a server gives reach the
-//! client as from HAProxy too (field names again), and so does the answer
+//! lower-cases them, both ways, a chunked body's trailer fields too),
+//! hop-by-hop fields (forwarded, the `connection` one without its `close`
+//! and `keep-alive` tokens). The answers a server gives reach the client
+//! as from HAProxy too (field names and hop-by-hop fields again, an
+//! HTTP/1.0 answer's version and connection field), and so does the answer
 //! to a WebSocket upgrade, with a valid key or not.
 //!
 //! A NUL in a value is left out: HAProxy forwards it, sluice refuses it on
@@ -71,6 +74,20 @@ const CASES: &[&str] = &[
     // Trailer fields: written again as the head's are.
     "POST /tr HTTP/1.1\r\nhost: a\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-T: 1\r\nX-Sp:  v \r\nX-E:\r\nx-l: l\r\n\r\n",
     "GET /case HTTP/1.0\r\nHost: a\r\nConnection: Keep-Alive\r\nX-Foo: B\r\n\r\n",
+    // Hop-by-hop fields.
+    "GET /hop HTTP/1.1\r\nhost: a\r\nConnection: X-Hop\r\nX-Hop: 1\r\nx-after: 2\r\n\r\n",
+    "GET /hop HTTP/1.1\r\nhost: a\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\n\r\n",
+    "GET /hop HTTP/1.1\r\nhost: a\r\nConnection: X-Hop, close\r\nX-Hop: 1\r\n\r\n",
+    "GET /hop HTTP/1.1\r\nhost: a\r\nConnection: keep-alive, Upgrade\r\nx-after: 2\r\n\r\n",
+    "GET /hop HTTP/1.1\r\nhost: a\r\nKeep-Alive: timeout=5\r\nx-after: 2\r\n\r\n",
+    "GET /hop HTTP/1.1\r\nhost: a\r\nProxy-Connection: keep-alive\r\nTE: trailers\r\nTrailer: x-t\r\nx-after: 2\r\n\r\n",
+    "GET /hop HTTP/1.1\r\nhost: a\r\nConnection: keep-alive\r\nConnection: X-A\r\nx-after: 2\r\n\r\n",
+    "GET /hop HTTP/1.1\r\nhost: a\r\nConnection: ,\r\nx-after: 2\r\n\r\n",
+    "GET /hop HTTP/1.1\r\nhost: a\r\nConnection:  X-A ,  X-B \r\nx-after: 2\r\n\r\n",
+    "GET /hop HTTP/1.0\r\nhost: a\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\n\r\n",
+    "GET /hop HTTP/1.1\r\nhost: a\r\nConnection: keep-alive,  X-A , te\r\nTE: trailers\r\n\r\n",
+    "GET /hop HTTP/1.1\r\nhost: a\r\nConnection: X-A, close, , X-B\r\n\r\n",
+    "GET /hop HTTP/1.1\r\nhost: a\r\nConnection: close\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n",
 ];
 
 /// What `case` gave on side `i` (0: haproxy, 1: sluice): the answer, the
@@ -133,6 +150,12 @@ const ANSWERS: &[&str] = &[
     "HTTP/1.1 204 No Content\r\nX-Bar: Y\r\n\r\n",
     "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-Resp-T: A\r\nX-Sp:\t v \r\n\r\n",
     "HTTP/1.1 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 2\r\n\r\nok",
+    // Hop-by-hop fields.
+    "HTTP/1.1 200 OK\r\nConnection: keep-alive, x-hop\r\nKeep-Alive: timeout=5\r\nX-Hop: 1\r\nContent-Length: 2\r\nX-A: b\r\n\r\nok",
+    "HTTP/1.1 200 OK\r\nConnection: X-Hop\r\nX-Hop: 1\r\nContent-Length: 2\r\n\r\nok",
+    "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\nX-A: b\r\n\r\nok",
+    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: x-foo,  keep-alive, X-Bar , \r\n\r\nok",
+    "HTTP/1.1 200 OK\r\nProxy-Connection: keep-alive\r\nTE: trailers\r\nTrailer: x-t\r\nUpgrade: h2c\r\nContent-Length: 2\r\n\r\nok",
     // An interim answer, relayed before the final one.
     "HTTP/1.1 103 Early Hints\r\nLink: </s.css>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
 ];
@@ -167,14 +190,13 @@ backend be
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }
 
-/// A WebSocket upgrade with the key `key` (none when `None`). `upgrade`
-/// and `connection` come last, in lower case: sluice writes them there
-/// again, where HAProxy 2.6 keeps them in place with the value rewritten
-/// by its own rules (a difference not covered here).
+/// A WebSocket upgrade with the key `key` (none when `None`). Its
+/// `connection` and `upgrade` fields go on in place, the first without
+/// its `keep-alive` token, as HAProxy 2.6 forwards them.
 fn upgrade(key: Option<&str>) -> String {
     let key = key.map_or(String::new(), |k| format!("Sec-WebSocket-Key: {k}\r\n"));
     format!(
-        "GET /ws HTTP/1.1\r\nHost: a\r\n{key}Sec-WebSocket-Version: 13\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n"
+        "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, Upgrade\r\n{key}Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n\r\n"
     )
 }
 
@@ -218,6 +240,153 @@ backend be
         let [h, s] = pair.both_as(0, &req, switches).await;
         if h != s {
             differ.push(format!("{key:?}\n  haproxy {h:?}\n  sluice  {s:?}"));
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+/// A server's HTTP/1.0 answers: HAProxy 2.6 keeps the server's version
+/// in the status line and says what becomes of the connection relative
+/// to HTTP/1.0's defaults (`connection: keep-alive` when it stays open,
+/// nothing when it closes). Each case: the request, the server's answer,
+/// whether the server closes after it (a body that lasts until then).
+const HTTP10_ANSWERS: &[(&str, &str, bool)] = &[
+    (
+        "GET /a HTTP/1.1\r\nhost: a\r\n\r\n",
+        "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok",
+        false,
+    ),
+    (
+        "GET /a HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n",
+        "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok",
+        false,
+    ),
+    (
+        "GET /a HTTP/1.0\r\nhost: a\r\n\r\n",
+        "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok",
+        false,
+    ),
+    (
+        "GET /a HTTP/1.0\r\nhost: a\r\nconnection: keep-alive\r\n\r\n",
+        "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok",
+        false,
+    ),
+    (
+        "GET /a HTTP/1.1\r\nhost: a\r\n\r\n",
+        "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok",
+        false,
+    ),
+    (
+        "GET /a HTTP/1.1\r\nhost: a\r\n\r\n",
+        "HTTP/1.0 200 OK\r\n\r\nuntil close",
+        true,
+    ),
+    (
+        "GET /a HTTP/1.0\r\nhost: a\r\nconnection: keep-alive\r\n\r\n",
+        "HTTP/1.0 200 OK\r\n\r\nuntil close",
+        true,
+    ),
+    (
+        "GET /a HTTP/1.1\r\nhost: a\r\n\r\n",
+        "HTTP/1.0 204 No Content\r\n\r\n",
+        false,
+    ),
+    // A version only `option accept-invalid-http-response` lets through
+    // (else a 502): repeated, with HTTP/1.0's connection rules.
+    (
+        "GET /a HTTP/1.1\r\nhost: a\r\n\r\n",
+        "HTTP/1.10 200 OK\r\nContent-Length: 2\r\n\r\nok",
+        false,
+    ),
+    // HTTP/1.1 answers to an HTTP/1.0 client, for contrast.
+    (
+        "GET /a HTTP/1.0\r\nhost: a\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+        false,
+    ),
+    (
+        "GET /a HTTP/1.1\r\nhost: a\r\n\r\n",
+        "HTTP/1.1 200 OK\r\n\r\nuntil close",
+        true,
+    ),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http10_answers_reach_the_client_as_from_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let mut differ = Vec::new();
+    for (tag, mode) in [
+        ("h1fwd-10a", ""),
+        ("h1fwd-10a-sc", "    option http-server-close\n"),
+        ("h1fwd-10a-hc", "    option httpclose\n"),
+        ("h1fwd-10a-lax", "    option accept-invalid-http-response\n"),
+    ] {
+        let cfg = format!(
+            "{GLOBAL}{mode}
+frontend fe
+    bind {{fe0}}
+    log-format \"%ci %f %b/%s %ST %ts %B %{{+Q}}r\"
+    default_backend be
+backend be
+    server s {{srv}}
+"
+        );
+        let pair = Pair::start(tag, &cfg, 1).await;
+        for (req, answer, close) in HTTP10_ANSWERS {
+            let mut got = Vec::new();
+            for i in 0..2 {
+                pair.servers[i].answer(answer.as_bytes());
+                pair.servers[i].set_close_after(*close);
+                got.push(run(&pair, i, req, tag).await);
+            }
+            if got[0] != got[1] {
+                differ.push(format!(
+                    "{req:?} -> {answer:?}\n  haproxy {}\n  sluice  {}",
+                    got[0], got[1]
+                ));
+            }
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+/// The persistence cookie `cookie ... insert` sets comes before the fields
+/// `http-after-response` adds, as HAProxy 2.6 writes the answer; after the
+/// server's own fields and those `http-response` adds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inserted_cookie_before_after_response_fields_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = format!(
+        "{GLOBAL}
+frontend fe
+    bind {{fe0}}
+    log-format \"%ci %f %b/%s %ST %ts %{{+Q}}r\"
+    http-after-response add-header x-after-fe 1
+    default_backend be
+backend be
+    cookie SRV insert indirect nocache
+    http-response add-header x-resp 1
+    http-after-response set-header x-after-be 2
+    server s {{srv}} cookie s1
+"
+    );
+    let pair = Pair::start("h1fwd-cookie", &cfg, 1).await;
+    let mut differ = Vec::new();
+    for answer in [
+        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Srv: a\r\n\r\nok",
+        "HTTP/1.1 200 OK\r\nSet-Cookie: own=1\r\nContent-Length: 2\r\n\r\nok",
+    ] {
+        pair.servers[0].answer(answer.as_bytes());
+        pair.servers[1].answer(answer.as_bytes());
+        let [h, s] = pair
+            .both(0, "GET /c HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n")
+            .await;
+        if h != s {
+            differ.push(format!("{answer:?}\n  haproxy {h:?}\n  sluice  {s:?}"));
         }
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));

@@ -9,8 +9,9 @@
 //! chunks and trailers, interim answers, bodiless ones) with the size `%U`
 //! of a chunked request body; HTTP/1 on a `proto h2` bind and the
 //! HTTP/2 preface on a `proto h1` one; the connection after a local answer
-//! to a request with a body; in `mode tcp`, a client that leaves while the
-//! proxy connects to a server.
+//! to a request with a body, and what sluice's own answers say of the
+//! connection (error pages, `errorfile` ones, `return`, `redirect`); in
+//! `mode tcp`, a client that leaves while the proxy connects to a server.
 //!
 //! Skipped (with a note) when `/usr/sbin/haproxy` is not installed, except
 //! under CI, where that is a failure.
@@ -798,4 +799,204 @@ async fn tcp_client_leaving_while_connecting_as_haproxy() {
             "hole hole/s1 sC 5 0 3\n",
         ]
     );
+}
+
+const ANNOUNCE_CFG: &str = "global
+    log {log} format raw local0 info
+defaults
+    mode http
+    log global
+    option dontlognull
+    timeout connect 1s
+    timeout client 5s
+    timeout server 5s
+
+listen made
+    bind {fe0}
+    log-format \"%ST %B %U %ts %{+Q}r\"
+    http-request return status 200 content-type text/plain string hello if { path /ret }
+    http-request redirect location /x if { path /redir }
+    http-request deny if { path /deny }
+    server s1 {srv}
+
+frontend nobackend
+    bind {fe1}
+    log-format \"%ST %B %U %ts %{+Q}r\"
+
+listen httpclose
+    bind {fe2}
+    log-format \"%ST %B %U %ts %{+Q}r\"
+    option httpclose
+    http-request return status 200 content-type text/plain string hello if { path /ret }
+    http-request redirect location /x if { path /redir }
+    http-request deny if { path /deny }
+    server s1 {srv}
+
+listen errorfile
+    bind {fe3}
+    log-format \"%ST %B %U %ts %{+Q}r\"
+    errorfile 403 {page}
+    errorfile 500 {plain}
+    errorfile 503 {old}
+    http-request deny deny_status 500 if { path /deny500 }
+    http-request deny deny_status 503 if { path /deny503 }
+    http-request deny if { path /deny }
+    server s1 {srv}
+";
+
+/// An `errorfile` page whose head says `Connection: close` itself.
+const CLOSING_PAGE: &str = "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: 4\r\n\r\nnope";
+
+/// An `errorfile` page that says nothing of the connection.
+const PLAIN_PAGE: &str =
+    "HTTP/1.1 500 Oops\r\nContent-Type: text/plain\r\nContent-Length: 4\r\n\r\noops";
+
+/// An HTTP/1.0 `errorfile` page whose body ends with the connection.
+const OLD_PAGE: &str = "HTTP/1.0 503 Old\r\nContent-Type: text/plain\r\n\r\nold page\n";
+
+/// A request closing the connection, sent behind each case.
+const CLOSE: &str = "GET /deny HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
+
+/// The requests of the connection announcements (on which listener of
+/// [`ANNOUNCE_CFG`], the request, what the server sends before it closes
+/// the connection, if it does), each on
+/// its own connection, [`CLOSE`] behind it.
+const ANNOUNCE_REQUESTS: [(usize, &str, Option<&str>); 27] = [
+    (
+        0,
+        "GET /ret HTTP/1.0\r\nconnection: keep-alive\r\n\r\n",
+        None,
+    ),
+    (
+        0,
+        "GET /redir HTTP/1.0\r\nconnection: keep-alive\r\n\r\n",
+        None,
+    ),
+    (
+        0,
+        "GET /deny HTTP/1.0\r\nconnection: keep-alive\r\n\r\n",
+        None,
+    ),
+    (0, "GET /ret HTTP/1.0\r\n\r\n", None),
+    (
+        0,
+        "GET /redir HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+        None,
+    ),
+    (0, "GET /ret HTTP/1.1\r\nhost: x\r\n\r\n", None),
+    (0, "GET /srv HTTP/1.1\r\nhost: x\r\n\r\n", Some("")),
+    (
+        0,
+        "GET /srv HTTP/1.0\r\nconnection: keep-alive\r\n\r\n",
+        Some(""),
+    ),
+    (1, "GET / HTTP/1.1\r\nhost: x\r\n\r\n", None),
+    (
+        1,
+        "GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+        None,
+    ),
+    (1, "GET / HTTP/1.0\r\n\r\n", None),
+    (1, "GET / HTTP/1.0\r\nconnection: keep-alive\r\n\r\n", None),
+    (2, "GET /ret HTTP/1.1\r\nhost: x\r\n\r\n", None),
+    (2, "GET /redir HTTP/1.1\r\nhost: x\r\n\r\n", None),
+    (2, "GET /deny HTTP/1.1\r\nhost: x\r\n\r\n", None),
+    (
+        2,
+        "GET /deny HTTP/1.0\r\nconnection: keep-alive\r\n\r\n",
+        None,
+    ),
+    (2, "GET /srv HTTP/1.1\r\nhost: x\r\n\r\n", Some("")),
+    (3, "GET /deny HTTP/1.1\r\nhost: x\r\n\r\n", None),
+    (
+        3,
+        "GET /deny HTTP/1.0\r\nconnection: keep-alive\r\n\r\n",
+        None,
+    ),
+    (
+        3,
+        "GET /deny HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+        None,
+    ),
+    (3, "GET /deny500 HTTP/1.1\r\nhost: x\r\n\r\n", None),
+    (3, "GET /srv HTTP/1.1\r\nhost: x\r\n\r\n", Some("")),
+    (
+        0,
+        "GET /srv HTTP/1.1\r\nhost: x\r\n\r\n",
+        Some("HTTP/1.1 200 OK\r\nContent-"),
+    ),
+    (
+        0,
+        "GET /srv HTTP/1.0\r\nconnection: keep-alive\r\n\r\n",
+        Some("HTTP/1.1 200 OK\r\n"),
+    ),
+    (
+        0,
+        "POST /srv HTTP/1.1\r\nhost: x\r\ncontent-length: 3\r\n\r\nabc",
+        Some(""),
+    ),
+    (3, "GET /deny503 HTTP/1.1\r\nhost: x\r\n\r\n", None),
+    (
+        3,
+        "GET /deny503 HTTP/1.0\r\nconnection: keep-alive\r\n\r\n",
+        None,
+    ),
+];
+
+/// The answers on one connection and their log lines, the server
+/// closing after `drop` when there is one.
+async fn announced(
+    side: &Side,
+    &(fe, req, drop): &(usize, &str, Option<&str>),
+) -> (String, Vec<String>) {
+    if let Some(bytes) = drop {
+        side.srv.script(&[bytes.as_bytes()]);
+        side.srv.set_close_after(true);
+    }
+    let req = format!("{req}{CLOSE}");
+    let answer = haproxy::exchange(side.addr(fe), req.as_bytes(), false).await;
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let lines = side.log.take(answer.matches("HTTP/1.").count());
+    side.srv.take();
+    side.srv.set_close_after(false);
+    (answer, lines)
+}
+
+/// What sluice's own answers say of the connection, as HAProxy 2.6 says
+/// it: `connection: keep-alive` to an HTTP/1.0 client kept alive
+/// (`return`, `redirect`, error pages), `connection: close` from the 503
+/// of a frontend without a backend to a client that asked to close and
+/// from every page under `option httpclose`; a 502 whose server closed
+/// before a whole head (`SH`) keeps the connection as any page; an
+/// `errorfile`'s own `Connection` line is left out (and decides).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_announced_by_local_answers_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let dir = TempDir::new("announce");
+    let page = dir.write("403.http", CLOSING_PAGE);
+    let plain = dir.write("500.http", PLAIN_PAGE);
+    let old = dir.write("503.http", OLD_PAGE);
+    let cfg = ANNOUNCE_CFG
+        .replace("{page}", page.to_str().expect("utf-8 path"))
+        .replace("{plain}", plain.to_str().expect("utf-8 path"))
+        .replace("{old}", old.to_str().expect("utf-8 path"));
+    let differ = std::cell::RefCell::new(Vec::new());
+    each_case(
+        &cfg,
+        4,
+        &ANNOUNCE_REQUESTS,
+        announced,
+        |(fe, req, drop), w, g| {
+            if g != w {
+                differ.borrow_mut().push(format!(
+                    "{fe} {req:?} server {drop:?}\n  haproxy {w:?}\n  sluice  {g:?}"
+                ));
+            }
+        },
+    )
+    .await;
+    let differ = differ.into_inner();
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
 }

@@ -572,15 +572,12 @@ fn upstream_head(
     {
         rules::put_forwarded_for(&mut out, ff, src, req, ctx.edits);
     }
-    if req.requests_upgrade() {
-        // A protocol switch (WebSocket) needs its hop-by-hop pair kept.
-        for v in req.values("upgrade") {
-            out.put_slice(b"upgrade: ");
-            out.put_slice(v);
-            out.put_slice(b"\r\n");
-        }
-        out.put_slice(b"connection: upgrade\r\n");
-    } else if close != (req.minor == 0) {
+    // A protocol switch (WebSocket) has its `upgrade` and `connection`
+    // fields forwarded in place, as HAProxy 2.6 keeps them, and nothing
+    // said of the connection after them (the `upgrade` token is enough,
+    // with or without an `Upgrade` field). The common case, nothing to
+    // say, is decided without reading the tokens.
+    if close != (req.minor == 0) && !req.connection_lists_upgrade() {
         // Only what differs from the version's default is announced, as
         // HAProxy 2.6 does: close on HTTP/1.1, keep-alive on HTTP/1.0 (the
         // request goes out in the client's version).

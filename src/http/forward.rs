@@ -57,9 +57,10 @@ pub(crate) async fn send_error(
 }
 
 /// [`send_error`] once a backend is chosen: its `errorfile` comes first,
-/// then the frontend's, then the built-in page. A custom page is sent as
-/// loaded and the connection closed after it (the file may frame its body
-/// by the close).
+/// then the frontend's, then the built-in page. A custom page goes out as
+/// HAProxy 2.6 sends it: its own `Connection` lines left out, the
+/// connection kept after it when its head frames the body and says
+/// nothing of closing, else closed.
 pub(crate) async fn send_error_be(
     client: &mut BufConn,
     code: u16,
@@ -94,33 +95,59 @@ async fn error_page(
         .and_then(|b| b.errorfiles.iter().find(|(c, _)| *c == code))
         .or_else(|| fe.errorfiles.iter().find(|(c, _)| *c == code))
         .map(|(_, page)| &page[..]);
-    let keep = keep && custom.is_none();
+    // The stream's custom page (the parser's is sent as loaded, and
+    // closes): HAProxy 2.6 reads it as a message, so its `Connection`
+    // lines decide and count in `%B` but are not sent.
+    let own = match custom {
+        Some(p) if after && !error_pages::closes(code) => Some(CustomPage::of(p)),
+        _ => None,
+    };
+    let keep = keep
+        && match (&own, custom) {
+            (Some(c), _) => c.keeps,
+            (None, Some(_)) => false,
+            (None, None) => true,
+        };
     // After the parser, the stream answers: HAProxy's stream's page.
     let stream_400 = after && custom.is_none() && code == 400;
-    let page = match custom {
-        Some(p) => p,
-        None if after => error_pages::stream_response(code),
-        None => error_pages::response(code),
+    let page = match (&own, custom) {
+        (Some(c), _) => &c.page[..],
+        (None, Some(p)) => p,
+        (None, None) if after => error_pages::stream_response(code),
+        (None, None) => error_pages::response(code),
     };
     let page = if after {
         crate::http::after::local(fe, be, code, page)
     } else {
         Cow::Borrowed(page)
     };
-    // HAProxy's own pages repeat what the request asked of the connection
-    // (the parser's pages, 400/408/422, say `Connection: close` themselves).
+    let http10 = own
+        .as_ref()
+        .is_some_and(|c| c.page.starts_with(b"HTTP/1.0 "));
+    // The stream's pages say what becomes of the connection, HAProxy's
+    // own and custom ones alike (the parser's pages, 400/408/422, say
+    // `Connection: close` themselves; its custom ones are sent as loaded).
     let page = match client.asked {
-        _ if custom.is_some() || error_pages::closes(code) => page,
-        io::ConnAsk::Close => Cow::Owned(crate::http::reply::with_close(&page, false).to_vec()),
-        // Answered before the body came whole: HAProxy 2.6 says it closes.
-        _ if client.pending == io::PendingBody::Partial => {
+        _ if (own.is_none() && custom.is_some()) || error_pages::closes(code) => page,
+        // An HTTP/1.0 page closes by default: only keep-alive is said.
+        _ if http10 && !keep => page,
+        _ if http10 => Cow::Owned(
+            crate::http::reply::with_header(&page, b"connection: keep-alive\r\n").to_vec(),
+        ),
+        // Closed for any reason (asked to, `option httpclose`, a body
+        // not all here): HAProxy 2.6 says so.
+        _ if !keep
+            || client.asked == io::ConnAsk::Close
+            || client.pending == io::PendingBody::Partial =>
+        {
             Cow::Owned(crate::http::reply::with_close(&page, false).to_vec())
         }
-        io::ConnAsk::KeepAlive10 if keep => Cow::Owned(
+        io::ConnAsk::KeepAlive10 => Cow::Owned(
             crate::http::reply::with_header(&page, b"connection: keep-alive\r\n").to_vec(),
         ),
         _ => page,
     };
+    let counted_conn = own.as_ref().map_or(0, |c| c.counted);
     // The stream's pages are formatted as any answer, respelled too; the
     // parser's are sent as they are (by HAProxy's connection layer).
     let page = if after { respelled(fe, page) } else { page };
@@ -134,11 +161,57 @@ async fn error_page(
         bytes_out: if ok { page.len() as u64 } else { 0 },
         logged_out: match (ok, stream_400) {
             (false, _) => 0,
-            (true, false) => logged_size::message(page),
+            (true, false) => logged_size::message(page) + counted_conn,
             (true, true) => logged_size::message(page) + logged_size::OWN_CONNECTION_CLOSE,
         },
         body_in: 0,
         body_logged: 0,
+    }
+}
+
+/// A custom error page as the stream sends it.
+struct CustomPage {
+    /// The page without its `Connection` lines.
+    page: Vec<u8>,
+    /// Whether the connection may go on after it: its body framed by its
+    /// head (a `Content-Length`), no `close` among its connection tokens.
+    keeps: bool,
+    /// What `%B` counts of the lines left out: each name and value.
+    counted: u64,
+}
+
+impl CustomPage {
+    fn of(page: &[u8]) -> CustomPage {
+        let end = memchr::memmem::find(page, b"\r\n\r\n").map_or(page.len(), |e| e + 2);
+        let mut out = Vec::with_capacity(page.len());
+        let (mut framed, mut closes, mut counted) = (false, false, 0);
+        let mut lines = page[..end].split_inclusive(|&b| b == b'\n');
+        if let Some(first) = lines.next() {
+            out.extend_from_slice(first);
+        }
+        for line in lines {
+            let text = line.strip_suffix(b"\n").unwrap_or(line);
+            let text = text.strip_suffix(b"\r").unwrap_or(text);
+            let (name, value) = match memchr::memchr(b':', text) {
+                Some(c) => (&text[..c], text[c + 1..].trim_ascii()),
+                None => (text, &b""[..]),
+            };
+            if name.eq_ignore_ascii_case(b"connection") {
+                closes |= value
+                    .split(|&b| b == b',')
+                    .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"));
+                counted += (name.len() + value.len()) as u64;
+                continue;
+            }
+            framed |= name.eq_ignore_ascii_case(b"content-length");
+            out.extend_from_slice(line);
+        }
+        out.extend_from_slice(&page[end..]);
+        CustomPage {
+            page: out,
+            keeps: framed && !closes,
+            counted,
+        }
     }
 }
 
@@ -420,7 +493,17 @@ pub(crate) async fn send_answer(
     fe: &FrontendRt,
     be: Option<&BackendRt>,
 ) -> Outcome {
-    let out = respelled(fe, crate::http::after::local(fe, be, status, out));
+    let out = crate::http::after::local(fe, be, status, out);
+    // An HTTP/1.0 client kept alive is told so, after every other field
+    // (where HAProxy 2.6's connection layer writes it; `%B` does not
+    // count it).
+    let out = match client.asked {
+        io::ConnAsk::KeepAlive10 if keep => Cow::Owned(
+            crate::http::reply::with_header(&out, b"connection: keep-alive\r\n").to_vec(),
+        ),
+        _ => out,
+    };
+    let out = respelled(fe, out);
     let out = &out[..];
     let ok = io::write_all(&mut client.stream, out, fe.timeouts.client)
         .await

@@ -218,24 +218,36 @@ impl<'a> Relay<'a> {
         // A soft stop that began during the request: the response says close.
         let keep =
             self.keep_client && body != BodyKind::UntilClose && !crate::sys::process::stopping();
-        let mut edits = if self.has_response_rules() {
-            self.response_rules(&mut resp)?
-        } else {
-            None
-        };
-        if let Some(ck) = be.cookie.as_deref()
-            && let Some(i) = be
+        // The persistence cookie is set once the `http-response` rules
+        // have run, before the `http-after-response` ones, as HAProxy 2.6
+        // orders the fields they add.
+        let persist = be.cookie.as_deref().and_then(|ck| {
+            let i = be
                 .servers
                 .iter()
-                .position(|s| std::ptr::eq(&*s.state, self.server))
-        {
-            // `direct`: the cookie chose this server (not a redispatch).
-            let direct = self.ctx.persisted == Some(i);
-            let own = be.servers[i].cookie.as_deref();
-            let sck = cookie::server_side(ck, own, direct, self.req, &resp, &mut edits);
-            if ck.logged() {
-                self.rec.persist[1] = sck;
+                .position(|s| std::ptr::eq(&*s.state, self.server))?;
+            Some((ck, i))
+        });
+        let (req, persisted) = (self.req, self.ctx.persisted);
+        let mut sck = None;
+        let mut cookie = |resp: &Head, edits: &mut Option<Edits>| {
+            if let Some((ck, i)) = persist {
+                // `direct`: the cookie chose this server (not a redispatch).
+                let direct = persisted == Some(i);
+                let own = be.servers[i].cookie.as_deref();
+                sck = Some(cookie::server_side(ck, own, direct, req, resp, edits));
             }
+        };
+        let mut edits = None;
+        if self.has_response_rules() {
+            edits = self.response_rules(&mut resp, cookie)?;
+        } else {
+            cookie(&resp, &mut edits);
+        }
+        if let (Some((ck, _)), Some(sck)) = (persist, sck)
+            && ck.logged()
+        {
+            self.rec.persist[1] = sck;
         }
         Ok(Ready {
             resp,
@@ -259,7 +271,11 @@ impl<'a> Relay<'a> {
 
     /// `http-response` rules and legacy `rsp*` filters: the backend's,
     /// then the frontend's. A deny answers in the server's stead.
-    fn response_rules(&mut self, resp: &mut Head) -> Result<Option<Edits>, Refusal<'a>> {
+    fn response_rules(
+        &mut self,
+        resp: &mut Head,
+        cookie: impl FnOnce(&Head, &mut Option<Edits>),
+    ) -> Result<Option<Edits>, Refusal<'a>> {
         let (fe, be) = (self.fe, self.be);
         let (req, ctx, server) = (self.req, self.ctx, self.server);
         // The request's processing is over: `req` variables go, `res`
@@ -272,7 +288,7 @@ impl<'a> Relay<'a> {
             tls: ctx.tls,
             unique_id: uid.as_deref(),
         };
-        match response_edits(fe, be, &who, req, ctx, resp, &mut self.rec.cap_resp) {
+        match response_edits(fe, be, &who, req, ctx, resp, &mut self.rec.cap_resp, cookie) {
             Ok(e) => Ok(e),
             Err(RespRefused::Denied(reply)) => Err(Refusal::Denied(reply)),
             Err(RespRefused::Invalid) => Err(Refusal::Invalid),
@@ -467,7 +483,14 @@ fn downstream_head(
     if let Some(e) = edits {
         e.put_added(&mut out);
     }
-    if !keep {
+    // What becomes of the connection, said against the defaults of the
+    // version the status line carries (the server's, as HAProxy 2.6
+    // repeats it): an HTTP/1.0 answer announces keep-alive, never close.
+    if resp.minor == 0 {
+        if keep {
+            out.put_slice(b"connection: keep-alive\r\n");
+        }
+    } else if !keep {
         out.put_slice(b"connection: close\r\n");
     } else if client_minor == 0 {
         out.put_slice(b"connection: keep-alive\r\n");
@@ -528,8 +551,10 @@ fn sid(be: &BackendRt, name: &str) -> Option<u32> {
 }
 
 /// Runs the `http-response` rules then the `rsp*` filters of the backend,
-/// then of the frontend (once for a `listen` section). The filters may
-/// replace `resp` with their rewrite.
+/// then of the frontend (once for a `listen` section), then `cookie`
+/// (the persistence cookie), then the `http-after-response` rules. The
+/// filters may replace `resp` with their rewrite.
+#[allow(clippy::too_many_arguments)]
 fn response_edits<'r>(
     fe: &'r FrontendRt,
     be: &'r BackendRt,
@@ -538,6 +563,7 @@ fn response_edits<'r>(
     ctx: &ReqCtx<'_>,
     resp: &mut Head,
     cap_resp: &mut [Option<Vec<u8>>],
+    cookie: impl FnOnce(&Head, &mut Option<Edits>),
 ) -> Result<Option<Edits>, RespRefused<'r>> {
     let (server, src, tls) = (who.server, who.src, who.tls);
     let view = View {
@@ -655,6 +681,7 @@ fn response_edits<'r>(
             legacy::Verdict::Invalid => return Err(RespRefused::Invalid),
         }
     }
+    cookie(resp, &mut edits);
     for (rules_, acls) in crate::http::after::sets(fe, Some(be)) {
         for (action, cond) in rules_ {
             if let Some(c) = cond

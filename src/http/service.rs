@@ -726,9 +726,9 @@ async fn route(
     // connection and the record are reached through it.
     let Some(be) = backend else {
         run.rec.term(Cause::Server, Phase::Connect);
-        // HAProxy answers a request no backend takes before it settles the
-        // connection's mode, so this page announces nothing.
-        run.conn.asked = crate::wire::io::ConnAsk::Default;
+        // The page says what the request asked of the connection, as any
+        // of the stream's (HAProxy 2.6.12: `connection: close` to a client
+        // that asked to close, `keep-alive` to an HTTP/1.0 one kept).
         return forward::send_error(run.conn, 503, fe, keep_local).await;
     };
     run.rec.assign_backend(be);

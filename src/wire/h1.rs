@@ -108,9 +108,13 @@ impl Kind {
         }
     }
 
-    /// Hop-by-hop (RFC 9110 §7.6.1), or framing sluice rewrites itself.
-    fn dropped_when_forwarding(self) -> bool {
-        self != Kind::Other
+    /// Not forwarded as received: framing sluice rewrites itself, the
+    /// `Connection` field HAProxy 2.6 writes again without its `close`
+    /// and `keep-alive` tokens, and `Expect` (answered here). The other
+    /// hop-by-hop fields (`Upgrade`, `Keep-Alive`, `TE`...) and those a
+    /// `Connection` names go on, as HAProxy forwards them.
+    fn rewritten_when_forwarding(self) -> bool {
+        !matches!(self, Kind::Other | Kind::HopByHop | Kind::Upgrade)
     }
 }
 
@@ -169,10 +173,11 @@ impl FramingLine {
     }
 }
 
-/// A parsed request or response head.
-/// A status line's version and code (`HTTP/1.1`, `200`), its reason apart.
-const RESPONSE_WORDS: u32 = 11;
+/// A status line's code (`200`), its version and reason apart, in the
+/// size HAProxy logs.
+const STATUS_WORDS: u32 = 3;
 
+/// A parsed request or response head.
 #[derive(Debug, Clone)]
 pub(crate) struct Head {
     /// The head exactly as received, up to and including the blank line.
@@ -325,7 +330,7 @@ impl Head {
         // A status line's words are its version, its code and its reason
         // (empty or not, with or without the space before it).
         let words = if self.status != 0 {
-            (RESPONSE_WORDS + self.target.1 - self.target.0) as usize
+            self.status_version().len() + (STATUS_WORDS + self.target.1 - self.target.0) as usize
         } else {
             line.len().saturating_sub(2)
         };
@@ -520,6 +525,12 @@ impl Head {
             v.split(|&b| b == b',')
                 .any(|t| trim(t).eq_ignore_ascii_case(b"websocket"))
         })
+    }
+
+    /// Whether a `Connection` field lists `upgrade` (with or without an
+    /// `Upgrade` field).
+    pub(crate) fn connection_lists_upgrade(&self) -> bool {
+        self.connection_has(ConnTokens::UPGRADE)
     }
 
     /// Whether this request asks for a protocol switch (`Upgrade` named
@@ -717,21 +728,23 @@ impl Head {
             None => self.put_first_line(out),
         }
         out.put_slice(b"\r\n");
-        // Connection listing anything beyond the usual tokens is rare; only
-        // then does each header need checking against it.
-        let named_extra = self.connection_names_headers();
         let mut in_place = framing.replaces();
         for (i, h) in self.headers.iter().enumerate() {
-            if h.kind.dropped_when_forwarding() {
+            if h.kind.rewritten_when_forwarding() {
                 if in_place == Some(h.kind) {
                     out.put_slice(framing.bytes());
                     in_place = None;
                 }
+                // What the tokens sluice answers itself leave of a
+                // `Connection` field stays in place, as in HAProxy 2.6
+                // (`keep-alive, Upgrade` goes on as `connection: Upgrade`),
+                // unless a rule dropped it.
+                if h.kind == Kind::Connection && !drop(i, self.slice(h.name)) {
+                    put_connection_kept(out, self.slice(h.value));
+                }
                 continue;
             }
-            if (named_extra && self.connection_has_name(self.slice(h.name)))
-                || drop(i, self.slice(h.name))
-            {
+            if drop(i, self.slice(h.name)) {
                 continue;
             }
             let value = match replaced.iter().find(|(j, _)| *j == i) {
@@ -778,23 +791,6 @@ impl Head {
         out.put_slice(b"\r\n");
     }
 
-    /// Whether a `Connection` header names something other than `close`,
-    /// `keep-alive` or `upgrade` (that is, another header to drop).
-    fn connection_names_headers(&self) -> bool {
-        self.conn.has(ConnTokens::OTHER)
-    }
-
-    fn connection_has_name(&self, name: &[u8]) -> bool {
-        // Only consult Connection when it could name an ordinary header.
-        self.headers.iter().any(|h| {
-            self.slice(h.name).eq_ignore_ascii_case(b"connection")
-                && self
-                    .slice(h.value)
-                    .split(|&b| b == b',')
-                    .any(|t| trim(t).eq_ignore_ascii_case(name))
-        })
-    }
-
     /// A request line to `target`, without its CRLF: the request's own
     /// version, as HAProxy 2.6 forwards an HTTP/1.0 request as HTTP/1.0.
     fn put_request_line(&self, out: &mut BytesMut, target: &[u8]) {
@@ -805,13 +801,36 @@ impl Head {
         out.put_slice(self.version());
     }
 
+    /// A response's version as the server wrote it: HAProxy 2.6 repeats
+    /// it to the client (`HTTP/1.0`, or what the relaxed parser let
+    /// through), where a request's goes out as received too.
+    pub(crate) fn status_version(&self) -> &[u8] {
+        // The usual version without a scan: this runs for each response.
+        if self.raw.starts_with(b"HTTP/1.1 ") {
+            return b"HTTP/1.1";
+        }
+        // `<version> <code>`, after the empty lines httparse skips.
+        let start = self
+            .raw
+            .iter()
+            .position(|&b| b != b'\r' && b != b'\n')
+            .unwrap_or(self.raw.len());
+        let rest = &self.raw[start..];
+        match &rest[..memchr::memchr(b' ', rest).unwrap_or(0)] {
+            b"" => b"HTTP/1.1",
+            v => v,
+        }
+    }
+
     /// The first line as forwarded, without its CRLF: `<method> <target>
-    /// HTTP/1.x` for a request, `HTTP/1.1 <code> <reason>` for a response.
+    /// <version>` for a request, `<version> <code> <reason>` for a
+    /// response, the version as received.
     fn put_first_line(&self, out: &mut BytesMut) {
         if self.status == 0 {
             self.put_request_line(out, self.target());
         } else {
-            out.put_slice(b"HTTP/1.1 ");
+            out.put_slice(self.status_version());
+            out.put_u8(b' ');
             // A status is three digits (the parser guarantees it).
             let c = self.status;
             out.put_slice(&[
@@ -822,6 +841,27 @@ impl Head {
             out.put_u8(b' ');
             out.put_slice(self.reason());
         }
+    }
+}
+
+/// `connection: <value>` with the `close` and `keep-alive` tokens of
+/// `value` (trimmed) left out, as HAProxy 2.6 forwards the field, or
+/// nothing when no other token is left (the kept value is the one
+/// [`logged_size::connection_kept`](crate::wire::logged_size::connection_kept)
+/// measures).
+fn put_connection_kept(out: &mut BytesMut, value: &[u8]) {
+    // The usual values, which leave nothing, without a scan.
+    if value.eq_ignore_ascii_case(b"keep-alive") || value.eq_ignore_ascii_case(b"close") {
+        return;
+    }
+    let mark = out.len();
+    out.put_slice(b"connection: ");
+    let start = out.len();
+    crate::wire::logged_size::connection_kept_parts(value, |part| out.put_slice(part));
+    if out.len() == start {
+        out.truncate(mark);
+    } else {
+        out.put_slice(b"\r\n");
     }
 }
 

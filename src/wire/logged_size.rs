@@ -78,9 +78,7 @@ pub(crate) fn buffered_body(kind: BodyKind, buf: &[u8]) -> u64 {
 /// `foo,bar`). An empty result takes the field out (`close`, `,`, an
 /// empty value).
 pub(crate) fn connection_kept(value: &[u8]) -> Option<usize> {
-    connection_kept_by(value, |w| {
-        w.eq_ignore_ascii_case(b"close") || w.eq_ignore_ascii_case(b"keep-alive")
-    })
+    connection_kept_by(value, removed_token)
 }
 
 /// [`connection_kept`], with `removed` telling the tokens HAProxy takes
@@ -88,10 +86,34 @@ pub(crate) fn connection_kept(value: &[u8]) -> Option<usize> {
 /// the tokens it acts on in the same pass.
 pub(crate) fn connection_kept_by(
     value: &[u8],
-    mut removed: impl FnMut(&[u8]) -> bool,
+    removed: impl FnMut(&[u8]) -> bool,
 ) -> Option<usize> {
+    let mut len = 0;
+    connection_kept_parts_by(value, removed, |part| len += part.len());
+    (len > 0).then_some(len)
+}
+
+/// The tokens HAProxy 2.6 takes out of a `connection` field.
+fn removed_token(word: &[u8]) -> bool {
+    word.eq_ignore_ascii_case(b"close") || word.eq_ignore_ascii_case(b"keep-alive")
+}
+
+/// The value HAProxy 2.6 keeps of a `connection` field of value `value`
+/// (trimmed), given to `put` in pieces (see [`connection_kept`]; nothing
+/// when it takes the field out): what the forwarded field carries.
+pub(crate) fn connection_kept_parts<'v>(value: &'v [u8], put: impl FnMut(&'v [u8])) {
+    connection_kept_parts_by(value, removed_token, put)
+}
+
+fn connection_kept_parts_by<'v>(
+    value: &'v [u8],
+    mut removed: impl FnMut(&[u8]) -> bool,
+    mut put: impl FnMut(&'v [u8]),
+) {
     let lws = |b: u8| b == b' ' || b == b'\t';
-    let (mut len, mut moved, mut i) = (0, false, 0);
+    // `len`: the end of the value kept as written until a token goes;
+    // `moved`: one has gone, what follows is put piece by piece.
+    let (mut len, mut moved, mut any, mut i) = (0, false, false, 0);
     while i < value.len() {
         if lws(value[i]) {
             i += 1;
@@ -105,15 +127,25 @@ pub(crate) fn connection_kept_by(
             .map_or(value.len(), |e| i + e);
         let word = trim(&value[i..end]);
         if removed(word) {
+            if !moved && len > 0 {
+                put(&value[..len]);
+                any = true;
+            }
             moved = true;
         } else if !moved {
             len = end;
         } else {
-            len += usize::from(len > 0) + word.len();
+            if any {
+                put(b",");
+            }
+            put(word);
+            any |= !word.is_empty();
         }
         i = end + 1;
     }
-    (len > 0).then_some(len)
+    if !moved && len > 0 {
+        put(&value[..len]);
+    }
 }
 
 /// The non-empty lines of `bytes`, without their line ends.

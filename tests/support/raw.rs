@@ -24,6 +24,9 @@ struct Recorder {
     script: VecDeque<Vec<u8>>,
     /// Answer nothing at all (a server that hangs).
     silent: bool,
+    /// Close the connection after each answer (a body that lasts until
+    /// the server closes).
+    close_after: bool,
 }
 
 pub struct RawBackend {
@@ -41,6 +44,7 @@ impl RawBackend {
             resp: OK.to_vec(),
             script: VecDeque::new(),
             silent: false,
+            close_after: false,
         }));
         let st2 = st.clone();
         tokio::spawn(async move {
@@ -107,6 +111,11 @@ impl RawBackend {
 
     pub fn set_silent(&self, on: bool) {
         self.st.lock().unwrap().silent = on;
+    }
+
+    /// Whether each answer is followed by the close of its connection.
+    pub fn set_close_after(&self, on: bool) {
+        self.st.lock().unwrap().close_after = on;
     }
 }
 
@@ -180,15 +189,15 @@ async fn serve_raw(mut s: TcpStream, idx: usize, st: Arc<Mutex<Recorder>>) {
         while let Some(len) = complete_request(&buf) {
             buf.drain(..len);
             continued = false;
-            let resp = {
+            let (resp, close) = {
                 let mut g = st.lock().unwrap();
                 if g.silent {
                     continue;
                 }
                 let next = g.script.pop_front();
-                next.unwrap_or_else(|| g.resp.clone())
+                (next.unwrap_or_else(|| g.resp.clone()), g.close_after)
             };
-            if resp.is_empty() || s.write_all(&resp).await.is_err() {
+            if resp.is_empty() || s.write_all(&resp).await.is_err() || close {
                 return;
             }
         }

@@ -61,11 +61,22 @@ fn forwards_fields_as_haproxy_writes_them() {
 }
 
 #[test]
-fn forwards_without_hop_by_hop() {
+fn forwards_hop_by_hop_as_haproxy() {
+    // HAProxy 2.6 forwards the fields `Connection` names and the other
+    // hop-by-hop ones, and what `Connection` keeps beyond `close` and
+    // `keep-alive`, in place.
     let h = req("GET / HTTP/1.1\r\nHost: a\r\nConnection: close, X-Secret\r\nX-Secret: 1\r\nKeep-Alive: 5\r\nAccept: */*\r\n\r\n").unwrap();
     let mut out = BytesMut::new();
     h.write_forwarded(&mut out, &FramingLine::of(BodyKind::None));
-    assert_eq!(&out[..], b"GET / HTTP/1.1\r\nhost: a\r\naccept: */*\r\n");
+    assert_eq!(
+        &out[..],
+        b"GET / HTTP/1.1\r\nhost: a\r\nconnection: X-Secret\r\nx-secret: 1\r\nkeep-alive: 5\r\naccept: */*\r\n"
+    );
+    let h = req("GET / HTTP/1.1\r\nConnection: Keep-Alive\r\nConnection: close\r\nX: 1\r\n\r\n")
+        .unwrap();
+    let mut out = BytesMut::new();
+    h.write_forwarded(&mut out, &FramingLine::of(BodyKind::None));
+    assert_eq!(&out[..], b"GET / HTTP/1.1\r\nx: 1\r\n");
 }
 
 #[test]
