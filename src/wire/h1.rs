@@ -209,6 +209,9 @@ impl ConnTokens {
     const UPGRADE: u8 = 4;
     /// Any other token: the name of a field to drop when forwarding.
     const OTHER: u8 = 8;
+    /// A field that is not a lone `keep-alive` or `close`: something of it
+    /// may be forwarded.
+    const ODD: u8 = 16;
 
     /// The token `word` (trimmed) is, if sluice acts on it.
     fn word(word: &[u8]) -> u8 {
@@ -318,20 +321,21 @@ impl Head {
     /// [`logged_size::head`](crate::wire::logged_size::head), which measures
     /// the messages sluice writes itself.
     pub(crate) fn logged_size(&self) -> u64 {
-        // httparse skips empty lines before the start line.
-        let start = self
-            .raw
-            .iter()
-            .position(|&b| b != b'\r' && b != b'\n')
-            .unwrap_or(self.raw.len());
-        let rest = &self.raw[start..];
-        let line = memchr::memchr(b'\n', rest).map_or(rest, |e| &rest[..e]);
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
         // A status line's words are its version, its code and its reason
-        // (empty or not, with or without the space before it).
+        // (empty or not, with or without the space before it); a request
+        // line's, the line without its two spaces.
         let words = if self.status != 0 {
             self.status_version().len() + (STATUS_WORDS + self.target.1 - self.target.0) as usize
         } else {
+            // httparse skips empty lines before the start line.
+            let start = self
+                .raw
+                .iter()
+                .position(|&b| b != b'\r' && b != b'\n')
+                .unwrap_or(self.raw.len());
+            let rest = &self.raw[start..];
+            let line = memchr::memchr(b'\n', rest).map_or(rest, |e| &rest[..e]);
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
             line.len().saturating_sub(2)
         };
         let fields = self.logged_fields as usize;
@@ -408,6 +412,7 @@ impl Head {
                 }
                 _ => {}
             }
+            conn |= ConnTokens::ODD;
             let kept = crate::wire::logged_size::connection_kept_by(v, |w| {
                 let t = ConnTokens::word(w);
                 conn |= t;
@@ -739,7 +744,10 @@ impl Head {
                 // `Connection` field stays in place, as in HAProxy 2.6
                 // (`keep-alive, Upgrade` goes on as `connection: Upgrade`),
                 // unless a rule dropped it.
-                if h.kind == Kind::Connection && !drop(i, self.slice(h.name)) {
+                if h.kind == Kind::Connection
+                    && self.conn.has(ConnTokens::ODD)
+                    && !drop(i, self.slice(h.name))
+                {
                     put_connection_kept(out, self.slice(h.value));
                 }
                 continue;
