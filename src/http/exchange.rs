@@ -148,7 +148,9 @@ impl<'a> Exchange<'a> {
         // Borrowed, not cloned: a clone is a write to a count every worker
         // thread shares, per request.
         let server: &ServerState = self.seat.server();
-        let pool = server.pool.load_full();
+        // The pool the connection goes back to, by its id: holding it (an
+        // `Arc`) would be a write to a count every worker shares, twice.
+        let pool = server.pool.load().id();
         let mut out = relay::Relay {
             fe: self.fe,
             be: self.be,
@@ -162,7 +164,7 @@ impl<'a> Exchange<'a> {
             bytes_out: 0,
             logged_out: 0,
         }
-        .run(resp, &pool, plan.server_close)
+        .run(resp, pool, plan.server_close)
         .await;
         out.body_in = plan.body_in;
         out.body_logged = plan.body_logged;

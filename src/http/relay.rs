@@ -18,7 +18,7 @@ use crate::http::service::View;
 use crate::observe::log::LogRecord;
 use crate::observe::outcome::{Cause, Phase, Rows};
 use crate::snapshot::{BackendRt, FrontendRt};
-use crate::state::{Pool, ServerState};
+use crate::state::ServerState;
 use crate::wire::error_pages;
 use crate::wire::error_spot::{self, ErrorSpot};
 use crate::wire::h1::{BodyKind, H1Error, Head};
@@ -65,7 +65,8 @@ impl<'a> Relay<'a> {
     /// Relays `resp` (a response head just read) and what follows it.
     /// `server_close`: the server connection is not kept for another
     /// request whatever the response says.
-    pub(super) async fn run(mut self, resp: Head, pool: &Pool, server_close: bool) -> Outcome {
+    /// `pool`: the id of the pool the server connection goes back to.
+    pub(super) async fn run(mut self, resp: Head, pool: u64, server_close: bool) -> Outcome {
         // Most answers are final: their path never makes the future of
         // `interim`.
         let resp = if is_interim(resp.status) {
@@ -339,7 +340,7 @@ impl<'a> Relay<'a> {
 
     /// Sends the head and relays the body, then gives the server
     /// connection back to its pool if it can carry another request.
-    async fn deliver(mut self, ready: Ready, pool: &Pool, server_close: bool) -> Outcome {
+    async fn deliver(mut self, ready: Ready, pool: u64, server_close: bool) -> Outcome {
         let (fe, be, req) = (self.fe, self.be, self.req);
         let Ready {
             resp,
@@ -400,10 +401,15 @@ impl<'a> Relay<'a> {
         drop(resp);
         self.upstream.release_buffer();
         if reusable {
-            pool.put(
-                self.upstream.stream,
-                pool.request_sni(|| req.values("host").next()),
-            );
+            // Not into a pool a reload put in place of the one it was
+            // relayed under.
+            let current = self.server.pool.load();
+            if current.id() == pool {
+                current.put(
+                    self.upstream.stream,
+                    current.request_sni(|| req.values("host").next()),
+                );
+            }
         }
         Outcome {
             status: Some(status),

@@ -34,6 +34,10 @@ struct Idle {
 
 #[derive(Debug)]
 pub(crate) struct Pool {
+    /// Unique to this pool (never reused, unlike its address): a
+    /// connection goes back to the pool it was relayed under, not to one a
+    /// reload put in its place meanwhile.
+    id: u64,
     addr: SocketAddr,
     /// A server on a UNIX stream or abstract socket (`addr` unused then).
     unix: Option<Arc<UnixName>>,
@@ -69,7 +73,9 @@ impl H2Conn {
 
 impl Pool {
     pub(crate) fn new(addr: SocketAddr, tls: Option<Arc<UpstreamTls>>, h2: bool) -> Self {
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         Pool {
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             addr,
             unix: None,
             tls,
@@ -78,6 +84,10 @@ impl Pool {
                 .collect(),
             h2: h2.then(Default::default),
         }
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.id
     }
 
     /// The pool of a server on the UNIX socket `unix` (if Some).
