@@ -72,12 +72,13 @@ struct Plan {
     connect_ms: u32,
 }
 
-/// A connection to the attempt's server.
+/// A connection to the attempt's server (the seat's, which no step of an
+/// attempt changes: a failure takes its own reference to it, the common
+/// path none, as each clone is a write to a count every worker shares).
 struct Attempt {
     up: BufConn,
     /// Taken from the idle pool.
     reused: bool,
-    server: Arc<ServerState>,
 }
 
 /// Where an attempt's step leads: on with its result, to another attempt,
@@ -260,11 +261,10 @@ impl<'a> Exchange<'a> {
                 }
             }
         };
-        let server = self.seat.server().clone();
         let mut up = BufConn::new(stream);
         if !reused
             && let Some(h) = &crate::wire::proxy_proto::for_server(
-                server.send_proxy.load(Relaxed),
+                self.seat.server().send_proxy.load(Relaxed),
                 self.ctx.peer.inet(),
                 self.ctx.dst,
                 || self.client.stream.local_addr().ok(),
@@ -279,18 +279,14 @@ impl<'a> Exchange<'a> {
         // Connected: an error from here on logs the connect time (HAProxy's
         // `0/0/0/-1/...` for a 504), not -1.
         self.rec.t_connect = plan.connect_ms as i64;
-        Step::Go(Attempt { up, reused, server })
+        Step::Go(Attempt { up, reused })
     }
 
     /// Writes the request head. A pooled connection that refuses it is
     /// replayed on a new one; a new one may be retried as an empty
     /// response.
     async fn send_head(&mut self, plan: &mut Plan, a: Attempt) -> Step<Attempt> {
-        let Attempt {
-            mut up,
-            reused,
-            server,
-        } = a;
+        let Attempt { mut up, reused } = a;
         if io::write_all(&mut up.stream, &plan.head, self.be.timeouts.server)
             .await
             .is_err()
@@ -302,6 +298,7 @@ impl<'a> Exchange<'a> {
                 return Step::Again;
             }
             drop(up);
+            let server = self.seat.server().clone();
             let wanted = self.be.retry_on.has(RetryOn::EMPTY_RESPONSE);
             if let Some(next) = self.l7_retry(plan, &server, wanted) {
                 return Box::pin(self.retry(plan, &server, next)).await;
@@ -313,7 +310,7 @@ impl<'a> Exchange<'a> {
             );
         }
         self.rec.tally.srv_in += self.req.raw.len() as u64;
-        Step::Go(Attempt { up, reused, server })
+        Step::Go(Attempt { up, reused })
     }
 
     /// Streams the request body to the server, once: sluice answers an
@@ -403,32 +400,32 @@ impl<'a> Exchange<'a> {
     /// answering replays an idempotent request.
     async fn read_response(&mut self, plan: &mut Plan, a: Attempt) -> Step<(BufConn, Head, u32)> {
         let (fe, be) = (self.fe, self.be);
-        let Attempt {
-            mut up,
-            reused,
-            server,
-        } = a;
+        let Attempt { mut up, reused } = a;
         let sent_at = Instant::now();
         let failure = match up.read_head(be.max_head, be.timeouts.server).await {
             Ok(raw) => match Head::parse_response_lax(raw, be.accept_invalid_resp) {
                 Ok(resp) => {
-                    let wanted = be.retry_on.on_status(resp.status);
-                    if let Some(next) = self.l7_retry(plan, &server, wanted) {
-                        drop(resp);
-                        drop(up);
-                        return Box::pin(self.retry(plan, &server, next)).await;
+                    if be.retry_on.on_status(resp.status) && plan.l7_retries {
+                        let server = self.seat.server().clone();
+                        if let Some(next) = self.l7_retry(plan, &server, true) {
+                            drop(resp);
+                            drop(up);
+                            return Box::pin(self.retry(plan, &server, next)).await;
+                        }
                     }
                     return Step::Go((up, resp, ms(sent_at.elapsed())));
                 }
                 Err((e, raw)) => {
                     let spot = error_spot::locate(&raw, true, &e);
-                    capture_response(fe, be, &server, self.client, &[&raw, &up.buf], spot);
+                    let server = self.seat.server();
+                    capture_response(fe, be, server, self.client, &[&raw, &up.buf], spot);
                     REFUSED
                 }
             },
             Err(HeadError::TooLarge) => {
                 let spot = error_spot::locate(&up.buf, true, &H1Error::TooLarge);
-                capture_response(fe, be, &server, self.client, &[&up.buf], spot);
+                let server = self.seat.server();
+                capture_response(fe, be, server, self.client, &[&up.buf], spot);
                 REFUSED
             }
             Err(HeadError::Closed)
@@ -459,6 +456,7 @@ impl<'a> Exchange<'a> {
             },
         };
         drop(up);
+        let server = self.seat.server().clone();
         Box::pin(self.head_failed(plan, &server, failure)).await
     }
 
