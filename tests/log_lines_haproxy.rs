@@ -37,7 +37,7 @@ struct Side {
     log: Syslog,
     srv: RawBackend,
     _dead: Port,
-    _hole: Option<BlackHole>,
+    hole: Option<BlackHole>,
 }
 
 /// A server address whose accept queue is full: connections to it hang
@@ -77,7 +77,7 @@ impl Side {
             log,
             srv,
             _dead: dead,
-            _hole: hole,
+            hole,
         }
     }
 
@@ -744,25 +744,43 @@ const CONNECTING: [(&[u8], bool); 3] = [(b"", false), (b"", true), (b"hello", fa
 
 /// The log line of one side for a client of [`CONNECTING`], without the
 /// client's port (the line of the readiness probe, logged as well, is
-/// passed over).
+/// passed over). The client leaves only once the proxy is connecting to
+/// the server: a close that comes before the proxy's first read of the
+/// client is another case, which HAProxy 2.6 logs otherwise.
 async fn connecting_line(side: &Side, &(bytes, reset): &(&[u8], bool)) -> String {
-    let port = if reset {
-        let s = TcpStream::connect(side.addr(0)).await.expect("connect");
-        let port = s.local_addr().expect("local_addr").port();
-        // Reset once the proxy has the connection: before, the kernel
-        // would take the reset for it.
-        wait_until(Duration::from_secs(10), "the accept", || async {
-            side.fronts[0].all_accepted()
-        })
-        .await;
+    let hole = side.hole.as_ref().expect("a {hole} server");
+    let before = connecting_to(hole);
+    let mut s = TcpStream::connect(side.addr(0)).await.expect("connect");
+    let port = s.local_addr().expect("local_addr").port();
+    // The proxy connects to the server only past its first read of the
+    // client: a new attempt pending on the black hole says it is there.
+    wait_until(
+        Duration::from_secs(10),
+        "a connection to the server",
+        || {
+            let before = &before;
+            async move { connecting_to(hole).difference(before).next().is_some() }
+        },
+    )
+    .await;
+    if reset {
         socket2::SockRef::from(&s)
             .set_linger(Some(Duration::ZERO))
             .expect("linger");
         drop(s);
-        port
     } else {
-        client(side.addr(0), bytes).await.0
-    };
+        if !bytes.is_empty() {
+            s.write_all(bytes).await.expect("send");
+        }
+        s.shutdown().await.expect("shutdown");
+        // Until the proxy closes (a reset ends it as well).
+        let _ = within(
+            Duration::from_secs(10),
+            "the close",
+            s.read_to_end(&mut Vec::new()),
+        )
+        .await;
+    }
     let ours = format!("{port} ");
     loop {
         let line = side.log.take(1).remove(0);
@@ -770,6 +788,41 @@ async fn connecting_line(side: &Side, &(bytes, reset): &(&[u8], bool)) -> String
             return rest.to_string();
         }
     }
+}
+
+/// The local ports of the connections pending to `hole` (`SYN_SENT` in
+/// `/proc/net/tcp`) but those the test holds to fill its queue.
+fn connecting_to(hole: &BlackHole) -> std::collections::HashSet<u16> {
+    let (addr, held, _) = hole;
+    let held: Vec<u16> = held
+        .iter()
+        .filter_map(|c| c.local_addr().ok())
+        .map(|a| a.port())
+        .collect();
+    let SocketAddr::V4(v4) = addr else {
+        panic!("the black hole is IPv4");
+    };
+    // /proc/net/tcp spells an address as the hex of its bytes in host
+    // order, then the port.
+    let want = format!(
+        "{:08X}:{:04X}",
+        u32::from_ne_bytes(v4.ip().octets()),
+        v4.port()
+    );
+    let table = std::fs::read_to_string("/proc/net/tcp").expect("/proc/net/tcp");
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let (local, remote, state) = (f.get(1)?, f.get(2)?, f.get(3)?);
+            if *remote != want || *state != "02" {
+                return None;
+            }
+            u16::from_str_radix(local.rsplit(':').next()?, 16).ok()
+        })
+        .filter(|p| !held.contains(p))
+        .collect()
 }
 
 /// `mode tcp`: a client that closes while the proxy is still connecting
