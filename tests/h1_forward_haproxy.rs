@@ -391,3 +391,37 @@ backend be
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }
+
+/// The sizes logged for a WebSocket tunnel: HAProxy 2.6 counts the 101 in
+/// `%B` as it counts any head (its internal form, not the bytes written),
+/// then every byte of the tunnel each way, those that came with the heads
+/// included. sluice logged the 101's bytes on the wire and left out the
+/// tunnel's bytes that came with a head, and those from the client in `%U`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn websocket_tunnel_sizes_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = format!(
+        "{GLOBAL}
+frontend fe
+    bind {{fe0}}
+    log-format \"%ST %B %U %ts\"
+    default_backend be
+backend be
+    server s {{srv}}
+"
+    );
+    let pair = Pair::start("h1fwd-wssize", &cfg, 1).await;
+    // The server's first tunnel bytes come with its 101, the client's
+    // with its request.
+    let switch = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\nhello";
+    pair.servers[0].answer(switch.as_bytes());
+    pair.servers[1].answer(switch.as_bytes());
+    let req = upgrade(Some("dGhlIHNhbXBsZSBub25jZQ==")) + "ping";
+    let [h, s] = pair.both_as(0, &req, true).await;
+    assert!(h.0.ends_with("\r\n\r\nhello"), "haproxy: {:?}", h.0);
+    assert!(h.2.ends_with("\r\n\r\nping"), "haproxy's server: {:?}", h.2);
+    assert_eq!(h.1, "101 137 141 --\n", "haproxy");
+    assert_eq!((s.0, s.1), (h.0, h.1));
+}
