@@ -391,3 +391,71 @@ backend be
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }
+
+/// The sizes logged for a WebSocket tunnel: HAProxy 2.6 counts the 101 in
+/// `%B` as it counts any head (its internal form, not the bytes written),
+/// then every byte of the tunnel each way, those that came with the 101
+/// included. sluice logged the 101's bytes on the wire, left out the
+/// tunnel's bytes that came with a head, and the client's from `%U`. The
+/// client sends its tunnel bytes once the server's have come, and leaves
+/// once the server has them: bytes sent with the request and a half-close
+/// right after are a race in haproxy itself (`%U` with or without them).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn websocket_tunnel_sizes_as_haproxy() {
+    use std::time::Duration;
+    use support::{wait_until, within};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = format!(
+        "{GLOBAL}
+frontend fe
+    bind {{fe0}}
+    log-format \"%ST %B %U %ts\"
+    default_backend be
+backend be
+    server s {{srv}}
+"
+    );
+    let pair = Pair::start("h1fwd-wssize", &cfg, 1).await;
+    // The server's first tunnel bytes come with its 101.
+    let switch = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\nhello";
+    let req = upgrade(Some("dGhlIHNhbXBsZSBub25jZQ=="));
+    let mut seen = Vec::new();
+    for i in 0..2 {
+        let srv = &pair.servers[i];
+        srv.answer(switch.as_bytes());
+        let mut c = tokio::net::TcpStream::connect(pair.fronts[i][0].addr())
+            .await
+            .expect("connect");
+        c.write_all(req.as_bytes()).await.expect("send");
+        let mut got = Vec::new();
+        let mut chunk = [0u8; 4096];
+        while !got.ends_with(b"hello") {
+            match within(Duration::from_secs(10), "the 101", c.read(&mut chunk)).await {
+                Ok(n) if n > 0 => got.extend_from_slice(&chunk[..n]),
+                r => panic!("side {i}: {r:?} after {:?}", String::from_utf8_lossy(&got)),
+            }
+        }
+        c.write_all(b"ping").await.expect("ping");
+        let mut to_server = Vec::new();
+        wait_until(Duration::from_secs(10), "the ping at the server", || {
+            to_server.extend(srv.take());
+            let done = to_server.ends_with(b"\r\n\r\nping");
+            async move { done }
+        })
+        .await;
+        c.shutdown().await.expect("shutdown");
+        let _ = within(
+            Duration::from_secs(10),
+            "the close",
+            c.read_to_end(&mut got),
+        )
+        .await;
+        let line = pair.logs[i].take(1).remove(0);
+        seen.push((String::from_utf8_lossy(&got).into_owned(), line));
+    }
+    assert_eq!(seen[0].1, "101 137 141 --\n", "haproxy");
+    assert_eq!(seen[1], seen[0]);
+}

@@ -11,7 +11,8 @@
 //! HTTP/2 preface on a `proto h1` one; the connection after a local answer
 //! to a request with a body, and what sluice's own answers say of the
 //! connection (error pages, `errorfile` ones, `return`, `redirect`); in
-//! `mode tcp`, a client that leaves while the proxy connects to a server.
+//! `mode tcp`, a client that leaves while the proxy connects to a server,
+//! and one gone before the proxy reads it.
 //!
 //! Skipped (with a note) when `/usr/sbin/haproxy` is not installed, except
 //! under CI, where that is a failure.
@@ -37,7 +38,7 @@ struct Side {
     log: Syslog,
     srv: RawBackend,
     _dead: Port,
-    _hole: Option<BlackHole>,
+    hole: Option<BlackHole>,
 }
 
 /// A server address whose accept queue is full: connections to it hang
@@ -77,7 +78,7 @@ impl Side {
             log,
             srv,
             _dead: dead,
-            _hole: hole,
+            hole,
         }
     }
 
@@ -744,25 +745,43 @@ const CONNECTING: [(&[u8], bool); 3] = [(b"", false), (b"", true), (b"hello", fa
 
 /// The log line of one side for a client of [`CONNECTING`], without the
 /// client's port (the line of the readiness probe, logged as well, is
-/// passed over).
+/// passed over). The client leaves only once the proxy is connecting to
+/// the server: a close that comes before the proxy's first read of the
+/// client is another case, which HAProxy 2.6 logs otherwise.
 async fn connecting_line(side: &Side, &(bytes, reset): &(&[u8], bool)) -> String {
-    let port = if reset {
-        let s = TcpStream::connect(side.addr(0)).await.expect("connect");
-        let port = s.local_addr().expect("local_addr").port();
-        // Reset once the proxy has the connection: before, the kernel
-        // would take the reset for it.
-        wait_until(Duration::from_secs(10), "the accept", || async {
-            side.fronts[0].all_accepted()
-        })
-        .await;
+    let hole = side.hole.as_ref().expect("a {hole} server");
+    let before = connecting_to(hole);
+    let mut s = TcpStream::connect(side.addr(0)).await.expect("connect");
+    let port = s.local_addr().expect("local_addr").port();
+    // The proxy connects to the server only past its first read of the
+    // client: a new attempt pending on the black hole says it is there.
+    wait_until(
+        Duration::from_secs(10),
+        "a connection to the server",
+        || {
+            let before = &before;
+            async move { connecting_to(hole).difference(before).next().is_some() }
+        },
+    )
+    .await;
+    if reset {
         socket2::SockRef::from(&s)
             .set_linger(Some(Duration::ZERO))
             .expect("linger");
         drop(s);
-        port
     } else {
-        client(side.addr(0), bytes).await.0
-    };
+        if !bytes.is_empty() {
+            s.write_all(bytes).await.expect("send");
+        }
+        s.shutdown().await.expect("shutdown");
+        // Until the proxy closes (a reset ends it as well).
+        let _ = within(
+            Duration::from_secs(10),
+            "the close",
+            s.read_to_end(&mut Vec::new()),
+        )
+        .await;
+    }
     let ours = format!("{port} ");
     loop {
         let line = side.log.take(1).remove(0);
@@ -770,6 +789,41 @@ async fn connecting_line(side: &Side, &(bytes, reset): &(&[u8], bool)) -> String
             return rest.to_string();
         }
     }
+}
+
+/// The local ports of the connections pending to `hole` (`SYN_SENT` in
+/// `/proc/net/tcp`) but those the test holds to fill its queue.
+fn connecting_to(hole: &BlackHole) -> std::collections::HashSet<u16> {
+    let (addr, held, _) = hole;
+    let held: Vec<u16> = held
+        .iter()
+        .filter_map(|c| c.local_addr().ok())
+        .map(|a| a.port())
+        .collect();
+    let SocketAddr::V4(v4) = addr else {
+        panic!("the black hole is IPv4");
+    };
+    // /proc/net/tcp spells an address as the hex of its bytes in host
+    // order, then the port.
+    let want = format!(
+        "{:08X}:{:04X}",
+        u32::from_ne_bytes(v4.ip().octets()),
+        v4.port()
+    );
+    let table = std::fs::read_to_string("/proc/net/tcp").expect("/proc/net/tcp");
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let (local, remote, state) = (f.get(1)?, f.get(2)?, f.get(3)?);
+            if *remote != want || *state != "02" {
+                return None;
+            }
+            u16::from_str_radix(local.rsplit(':').next()?, 16).ok()
+        })
+        .filter(|p| !held.contains(p))
+        .collect()
 }
 
 /// `mode tcp`: a client that closes while the proxy is still connecting
@@ -999,4 +1053,114 @@ async fn connection_announced_by_local_answers_as_haproxy() {
     .await;
     let differ = differ.into_inner();
     assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+/// Linux's `TCP_FIN_WAIT2` (include/net/tcp_states.h): our close acked.
+const TCP_FIN_WAIT2: u8 = 5;
+
+const EARLY_CFG: &str = "global
+    log {log} format raw local0 info
+defaults
+    mode tcp
+    log global
+    timeout connect 100ms
+    timeout client 5s
+    timeout server 5s
+    retries 3
+    log-format \"%cp %ft %b/%s %ts %U %B %rc\"
+
+listen early
+    bind {fe0}
+    # One session at a time: the next client waits in the accept queue.
+    maxconn 1
+    server s1 {hole}
+";
+
+/// The log line of one side for a client of [`CONNECTING`] that leaves
+/// before the proxy first reads it, without its port: it connects while
+/// another client holds the one session `maxconn` allows, so it waits in
+/// the accept queue; it leaves there, and the other client then resets,
+/// which lets the proxy accept it.
+async fn early_line(side: &Side, &(bytes, reset): &(&[u8], bool)) -> String {
+    use std::os::fd::AsRawFd;
+    let hole = side.hole.as_ref().expect("a {hole} server");
+    let front = &side.fronts[0];
+    let before = connecting_to(hole);
+    let holder = TcpStream::connect(front.addr()).await.expect("connect");
+    // The readiness probe's session may hold the slot: the holder's
+    // connection to the server says the slot is its.
+    wait_until(
+        Duration::from_secs(10),
+        "the holder's connection to the server",
+        || {
+            let before = &before;
+            async move { connecting_to(hole).difference(before).next().is_some() }
+        },
+    )
+    .await;
+    let mut s = TcpStream::connect(front.addr()).await.expect("connect");
+    let port = s.local_addr().expect("local_addr").port();
+    wait_until(
+        Duration::from_secs(10),
+        "the client in the accept queue",
+        || async { front.queued() == 1 },
+    )
+    .await;
+    if reset {
+        socket2::SockRef::from(&s)
+            .set_linger(Some(Duration::ZERO))
+            .expect("linger");
+        drop(s);
+    } else {
+        if !bytes.is_empty() {
+            s.write_all(bytes).await.expect("send");
+        }
+        s.shutdown().await.expect("shutdown");
+        // The close is in the queued socket once the kernel acked it.
+        let fd = s.as_raw_fd();
+        wait_until(Duration::from_secs(10), "the close acked", || async move {
+            tcp_state(fd) == TCP_FIN_WAIT2
+        })
+        .await;
+        // Read until the proxy is done with it (the task is detached).
+        let _reader = tokio::spawn(async move {
+            let _ = s.read_to_end(&mut Vec::new()).await;
+        });
+    }
+    socket2::SockRef::from(&holder)
+        .set_linger(Some(Duration::ZERO))
+        .expect("linger");
+    drop(holder);
+    let ours = format!("{port} ");
+    loop {
+        let line = side.log.take(1).remove(0);
+        if let Some(rest) = line.strip_prefix(&ours) {
+            return rest.to_string();
+        }
+    }
+}
+
+/// `mode tcp`: a client that has already left when the proxy first reads
+/// it is not taken as leaving while the proxy connects: HAProxy 2.6 takes
+/// a close found there as the end of what the client sends, and waits for
+/// the retries (`sC`), and a reset as a client error before a server is
+/// chosen (`CR`, `<NOSRV>`). sluice logged both as if the client had left
+/// while it connected (`CC`, `CD`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tcp_client_gone_before_first_read_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let want = each_case(EARLY_CFG, 1, &CONNECTING, early_line, |c, w, g| {
+        assert_eq!(g, w, "{c:?}");
+    })
+    .await;
+    assert_eq!(
+        want,
+        [
+            "early early/s1 sC 0 0 3\n",
+            "early early/<NOSRV> CR 0 0 0\n",
+            "early early/s1 sC 5 0 3\n",
+        ]
+    );
 }

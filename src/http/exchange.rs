@@ -167,8 +167,9 @@ impl<'a> Exchange<'a> {
         }
         .run(resp, pool, plan.server_close)
         .await;
-        out.body_in = plan.body_in;
-        out.body_logged = plan.body_logged;
+        // After a 101 the relay counted the tunnel's bytes from the client.
+        out.body_in += plan.body_in;
+        out.body_logged += plan.body_logged;
         let total_ms = ms(self.started.elapsed());
         rec.tally.times = Some([self.queue_ms, plan.connect_ms, response_ms, total_ms]);
         (out, false)

@@ -168,6 +168,8 @@ impl<'a> Relay<'a> {
         }
         let (client, upstream) = (&mut *self.client, &mut self.upstream);
         let _ = io::write_all(&mut client.stream, &head, fe.timeouts.client).await;
+        // The tunnel's bytes that came with the heads count with the rest.
+        let (early_out, early_in) = (upstream.buf.len() as u64, client.buf.len() as u64);
         if !upstream.buf.is_empty() {
             let pending = upstream.buf.split();
             let _ = io::write_all(&mut client.stream, &pending, fe.timeouts.client).await;
@@ -189,13 +191,16 @@ impl<'a> Relay<'a> {
             fe.splice,
         )
         .await;
+        let (c2s, s2c) = (early_in + c2s, early_out + s2c);
         self.rec.tally.srv_in += c2s;
-        let bytes_out = self.bytes_out + head.len() as u64 + s2c;
+        // HAProxy 2.6 logs the 101 as its internal form measures it, like
+        // any head, then the tunnel's bytes (measured: 146 for a 101 of
+        // 129 bytes on the wire, `hello` and `echo:ping` after it).
         Outcome {
             status: Some(101),
             keep_client: false,
-            bytes_out,
-            logged_out: bytes_out,
+            bytes_out: self.bytes_out + head.len() as u64 + s2c,
+            logged_out: self.logged_out + resp.logged_size() + s2c,
             body_in: c2s,
             body_logged: c2s,
         }

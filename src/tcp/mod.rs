@@ -130,6 +130,17 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
         outcome::finish(fe, process, &mut rec, None, None);
         return;
     }
+    // HAProxy 2.6 reads the client once as the session starts: a reset
+    // found there ends it before a server is chosen (`CR`), a close is
+    // taken as the end of what the client sends, not as its leaving.
+    let first = first_read(&stream, &mut payload);
+    if first == FirstRead::Reset {
+        rec.term(Cause::Client, Phase::Request);
+        rec.null = payload.is_empty();
+        read_while_connecting(&mut rec, &payload);
+        outcome::finish(fe, process, &mut rec, None, None);
+        return;
+    }
     let key = crate::snapshot::lb::LbKey {
         src: peer.ip(),
         head: None,
@@ -155,9 +166,13 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
     let dst = client.dst().or_else(|| stream.local_addr().ok());
     // HAProxy 2.6 reads the client while it connects: what comes goes to
     // the server first, and a client that leaves first ends the session.
-    let connected = tokio::select! {
-        c = retry::connect(&be, &key, &mut seat, &mut tries, None, dst) => Ok(c),
-        t = client_left(&mut stream, &mut payload) => Err(t),
+    let connected = if first == FirstRead::Closed {
+        Ok(retry::connect(&be, &key, &mut seat, &mut tries, None, dst).await)
+    } else {
+        tokio::select! {
+            c = retry::connect(&be, &key, &mut seat, &mut tries, None, dst) => Ok(c),
+            t = client_left(&mut stream, &mut payload) => Err(t),
+        }
     };
     rec.retries = tries.done;
     rec.redispatched = tries.redispatched;
@@ -284,6 +299,44 @@ async fn client_left(stream: &mut Stream, buf: &mut Vec<u8>) -> Term {
         }
     }
     std::future::pending().await
+}
+
+/// What the first read of a client finds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FirstRead {
+    /// Nothing more to read yet (what was there is in the buffer).
+    Open,
+    /// The client's close, after what was there.
+    Closed,
+    /// An error: the client reset the connection.
+    Reset,
+}
+
+/// Reads what a plain TCP client has already sent, without waiting, into
+/// `buf`, as HAProxy 2.6's first read of a new session does. A TLS
+/// client's socket holds records, read by the handshake: left open.
+fn first_read(stream: &Stream, buf: &mut Vec<u8>) -> FirstRead {
+    let Stream::Tcp(tcp) = stream else {
+        return FirstRead::Open;
+    };
+    // The socket itself, not tokio's `try_read`: a socket just accepted
+    // has no readiness recorded yet, and would read as empty.
+    let sock = socket2::SockRef::from(tcp);
+    while buf.len() < INSPECT_MAX {
+        let start = buf.len();
+        buf.resize((start + 4096).min(INSPECT_MAX), 0);
+        let read = std::io::Read::read(&mut &*sock, &mut buf[start..]);
+        let n = *read.as_ref().unwrap_or(&0);
+        buf.truncate(start + n);
+        match read {
+            Ok(0) => return FirstRead::Closed,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return FirstRead::Open,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return FirstRead::Reset,
+        }
+    }
+    FirstRead::Open
 }
 
 /// A session that ended before relaying counts the bytes the client sent

@@ -6,6 +6,8 @@
 //! `close` and `keep-alive` tokens of a `connection` header are not
 //! counted: HAProxy takes them out when it reads a message (with the field
 //! when nothing else is left) and writes its own when it sends one.
+//! A 101 counts as any head; the tunnel after it counts every byte each
+//! way, those that came with the heads included (`http/relay.rs`).
 
 use crate::wire::h1::{BodyKind, ChunkedDecoder, trim};
 

@@ -200,6 +200,25 @@ fn accept_queue(fd: RawFd) -> std::io::Result<u32> {
     }
 }
 
+/// The TCP state (`TCP_ESTABLISHED`, `TCP_FIN_WAIT2`...) of the socket
+/// `fd` (TCP_INFO's `tcpi_state`).
+pub fn tcp_state(fd: RawFd) -> u8 {
+    // SAFETY: getsockopt on an open descriptor, into a zeroed tcp_info of
+    // the size given.
+    unsafe {
+        let mut info: libc::tcp_info = std::mem::zeroed();
+        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+        let rc = libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        );
+        if rc != 0 { 0 } else { info.tcpi_state }
+    }
+}
+
 /// Whether the process a [`Listen`] was passed to accepts on it: a probe
 /// connection (kept in `probes` between calls, until taken) has left the
 /// accept queue.
@@ -227,6 +246,11 @@ impl Listen {
     /// made to it off its accept queue.
     pub fn all_accepted(&self) -> bool {
         accept_queue(self.fd()).is_ok_and(|n| n == 0)
+    }
+
+    /// How many connections made to this socket wait in its accept queue.
+    pub fn queued(&self) -> u32 {
+        accept_queue(self.fd()).unwrap_or(0)
     }
 
     /// Waits until `child`, given this socket, accepts on it (see
