@@ -95,16 +95,14 @@ async fn names_respelled_as_haproxy() {
     let pair = Pair::start("h1case", &config(file.to_str().unwrap()), 2).await;
     pair.servers[0].answer(ANSWER.as_bytes());
     pair.servers[1].answer(ANSWER.as_bytes());
-    let mut differ = Vec::new();
+    let mut differ = haproxy::Differences::default();
     for n in 0..2 {
         for req in REQUESTS {
             let [h, s] = pair.both(n, req).await;
-            if h != s {
-                differ.push(format!("fe{n} {req:?}\n  haproxy {h:?}\n  sluice  {s:?}"));
-            }
+            differ.compare(format!("fe{n} {req:?}"), &h, &s);
         }
     }
-    assert!(differ.is_empty(), "{}", differ.join("\n"));
+    differ.assert_none();
 }
 
 /// The alerts of a `-c` run, without their tag, process id and the
@@ -150,7 +148,7 @@ fn faulty_lines_and_files_as_haproxy() {
         return;
     }
     let dir = TempDir::new("h1case-check");
-    let mut differ = Vec::new();
+    let mut differ = haproxy::Differences::default();
     for case in FAULTY {
         let (line, text) = case.split_once('|').unwrap_or((case, ""));
         let file = dir.write("names", text);
@@ -169,5 +167,5 @@ fn faulty_lines_and_files_as_haproxy() {
             ));
         }
     }
-    assert!(differ.is_empty(), "{}", differ.join("\n"));
+    differ.assert_none();
 }

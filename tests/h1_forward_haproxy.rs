@@ -112,7 +112,7 @@ async fn requests_reach_the_server_as_from_haproxy() {
     if !haproxy::available() {
         return;
     }
-    let mut differ = Vec::new();
+    let mut differ = haproxy::Differences::default();
     for (tag, mode) in [
         ("h1fwd-ka", ""),
         ("h1fwd-sc", "    option http-server-close\n"),
@@ -138,7 +138,7 @@ backend be
             }
         }
     }
-    assert!(differ.is_empty(), "{}", differ.join("\n"));
+    differ.assert_none();
 }
 
 /// Server answers whose field names are not all in lower case, each to
@@ -176,18 +176,16 @@ backend be
 "
     );
     let pair = Pair::start("h1fwd-answers", &cfg, 1).await;
-    let mut differ = Vec::new();
+    let mut differ = haproxy::Differences::default();
     for answer in ANSWERS {
         pair.servers[0].answer(answer.as_bytes());
         pair.servers[1].answer(answer.as_bytes());
         let [h, s] = pair
             .both(0, "GET /r HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n")
             .await;
-        if h != s {
-            differ.push(format!("{answer:?}\n  haproxy {h:?}\n  sluice  {s:?}"));
-        }
+        differ.compare(format!("{answer:?}"), &h, &s);
     }
-    assert!(differ.is_empty(), "{}", differ.join("\n"));
+    differ.assert_none();
 }
 
 /// A WebSocket upgrade with the key `key` (none when `None`). Its
@@ -219,7 +217,7 @@ backend be
     let switch = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n";
     pair.servers[0].answer(switch.as_bytes());
     pair.servers[1].answer(switch.as_bytes());
-    let mut differ = Vec::new();
+    let mut differ = haproxy::Differences::default();
     // HAProxy 2.6 takes the first key of 24 bytes, whatever they are, and
     // answers 400 without one.
     for key in [
@@ -238,11 +236,9 @@ backend be
         let switches = key.is_some_and(|k| k.trim().len() == 24);
         let req = upgrade(key);
         let [h, s] = pair.both_as(0, &req, switches).await;
-        if h != s {
-            differ.push(format!("{key:?}\n  haproxy {h:?}\n  sluice  {s:?}"));
-        }
+        differ.compare(format!("{key:?}"), &h, &s);
     }
-    assert!(differ.is_empty(), "{}", differ.join("\n"));
+    differ.assert_none();
 }
 
 /// A server's HTTP/1.0 answers: HAProxy 2.6 keeps the server's version
@@ -316,7 +312,7 @@ async fn http10_answers_reach_the_client_as_from_haproxy() {
     if !haproxy::available() {
         return;
     }
-    let mut differ = Vec::new();
+    let mut differ = haproxy::Differences::default();
     for (tag, mode) in [
         ("h1fwd-10a", ""),
         ("h1fwd-10a-sc", "    option http-server-close\n"),
@@ -349,7 +345,7 @@ backend be
             }
         }
     }
-    assert!(differ.is_empty(), "{}", differ.join("\n"));
+    differ.assert_none();
 }
 
 /// The persistence cookie `cookie ... insert` sets comes before the fields
@@ -375,7 +371,7 @@ backend be
 "
     );
     let pair = Pair::start("h1fwd-cookie", &cfg, 1).await;
-    let mut differ = Vec::new();
+    let mut differ = haproxy::Differences::default();
     for answer in [
         "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Srv: a\r\n\r\nok",
         "HTTP/1.1 200 OK\r\nSet-Cookie: own=1\r\nContent-Length: 2\r\n\r\nok",
@@ -385,11 +381,9 @@ backend be
         let [h, s] = pair
             .both(0, "GET /c HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n")
             .await;
-        if h != s {
-            differ.push(format!("{answer:?}\n  haproxy {h:?}\n  sluice  {s:?}"));
-        }
+        differ.compare(format!("{answer:?}"), &h, &s);
     }
-    assert!(differ.is_empty(), "{}", differ.join("\n"));
+    differ.assert_none();
 }
 
 /// The sizes logged for a WebSocket tunnel: HAProxy 2.6 counts the 101 in

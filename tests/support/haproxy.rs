@@ -125,6 +125,36 @@ pub fn assert_check_agrees(
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }
 
+/// What differed between haproxy and sluice over a test's cases: every
+/// case is compared as it comes, and all that differ are reported at once.
+#[derive(Default)]
+pub struct Differences(Vec<String>);
+
+impl Differences {
+    /// Notes `case` when haproxy's `h` and sluice's `s` differ.
+    pub fn compare<T: PartialEq + std::fmt::Debug>(
+        &mut self,
+        case: impl std::fmt::Display,
+        h: &T,
+        s: &T,
+    ) {
+        if h != s {
+            self.0
+                .push(format!("{case}\n  haproxy {h:?}\n  sluice  {s:?}"));
+        }
+    }
+
+    /// Notes a difference described by the test itself.
+    pub fn push(&mut self, what: String) {
+        self.0.push(what);
+    }
+
+    /// Fails the test with every difference noted, if any.
+    pub fn assert_none(self) {
+        assert!(self.0.is_empty(), "{}", self.0.join("\n"));
+    }
+}
+
 /// How sluice's answer `s` to what `label` names differs from haproxy's
 /// `h` (status and body), if it does; haproxy's must be a 200, so a case
 /// that haproxy itself refuses cannot pass unseen.
