@@ -282,11 +282,7 @@ backend be
 "
     );
     let pair = Pair::start("caps", &cfg, 1).await;
-    for s in &pair.servers {
-        s.answer(
-            "HTTP/1.1 200 OK\r\nx-srv: a|b{c}\"d#e\r\nx-r: r\u{e9}sum\u{e9}-long\r\ncontent-length: 2\r\n\r\nok".as_bytes(),
-        );
-    }
+    pair.answer("HTTP/1.1 200 OK\r\nx-srv: a|b{c}\"d#e\r\nx-r: r\u{e9}sum\u{e9}-long\r\ncontent-length: 2\r\n\r\nok".as_bytes(),);
     let cases = [
         "GET /a?q=1 HTTP/1.1\r\nhost: www.example.org\r\nuser-agent: curl/8\r\nx-a: abcdef\r\nx-b: 123456789\r\nconnection: close\r\n\r\n",
         // Nothing to capture: empty slots, `-` in the long forms.
@@ -335,9 +331,7 @@ backend nosrv
 "
     );
     let pair = Pair::start("after", &cfg, 1).await;
-    for s in &pair.servers {
-        s.answer(b"HTTP/1.1 200 OK\r\nx-drop: 1\r\ncontent-length: 2\r\n\r\nok");
-    }
+    pair.answer(b"HTTP/1.1 200 OK\r\nx-drop: 1\r\ncontent-length: 2\r\n\r\nok");
     let mut differ = haproxy::Differences::default();
     for path in ["/a", "/return", "/deny", "/redir", "/nosrv"] {
         let req = format!("GET {path} HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n");
@@ -379,9 +373,7 @@ backend nosrv
 "
     );
     let pair = Pair::start("announce", &cfg, 1).await;
-    for s in &pair.servers {
-        s.answer(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
-    }
+    pair.answer(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
     let forms = [
         "HTTP/1.1\r\nhost: h",
         "HTTP/1.1\r\nhost: h\r\nconnection: close",

@@ -93,8 +93,7 @@ async fn names_respelled_as_haproxy() {
     let dir = TempDir::new("h1case-file");
     let file = dir.write("names", FILE);
     let pair = Pair::start("h1case", &config(file.to_str().unwrap()), 2).await;
-    pair.servers[0].answer(ANSWER.as_bytes());
-    pair.servers[1].answer(ANSWER.as_bytes());
+    pair.answer(ANSWER.as_bytes());
     let mut differ = haproxy::Differences::default();
     for n in 0..2 {
         for req in REQUESTS {

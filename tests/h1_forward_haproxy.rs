@@ -178,8 +178,7 @@ backend be
     let pair = Pair::start("h1fwd-answers", &cfg, 1).await;
     let mut differ = haproxy::Differences::default();
     for answer in ANSWERS {
-        pair.servers[0].answer(answer.as_bytes());
-        pair.servers[1].answer(answer.as_bytes());
+        pair.answer(answer.as_bytes());
         let [h, s] = pair
             .both(0, "GET /r HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n")
             .await;
@@ -215,8 +214,7 @@ backend be
     );
     let pair = Pair::start("h1fwd-ws", &cfg, 1).await;
     let switch = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n";
-    pair.servers[0].answer(switch.as_bytes());
-    pair.servers[1].answer(switch.as_bytes());
+    pair.answer(switch.as_bytes());
     let mut differ = haproxy::Differences::default();
     // HAProxy 2.6 takes the first key of 24 bytes, whatever they are, and
     // answers 400 without one.
@@ -376,8 +374,7 @@ backend be
         "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Srv: a\r\n\r\nok",
         "HTTP/1.1 200 OK\r\nSet-Cookie: own=1\r\nContent-Length: 2\r\n\r\nok",
     ] {
-        pair.servers[0].answer(answer.as_bytes());
-        pair.servers[1].answer(answer.as_bytes());
+        pair.answer(answer.as_bytes());
         let [h, s] = pair
             .both(0, "GET /c HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n")
             .await;

@@ -202,6 +202,13 @@ pub struct Pair {
 }
 
 impl Pair {
+    /// Both proxies' servers answer `resp` from now on.
+    pub fn answer(&self, resp: &[u8]) {
+        for s in &self.servers {
+            s.answer(resp);
+        }
+    }
+
     pub async fn start(tag: &str, cfg: &str, nfronts: usize) -> Pair {
         let fronts = [listens(nfronts), listens(nfronts)];
         let logs = [Syslog::new(), Syslog::new()];
