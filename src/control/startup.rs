@@ -405,7 +405,7 @@ pub fn main_with_args(args: &[String]) -> i32 {
             &format!(
                 "Could not change to directory {} : {}",
                 dir.display(),
-                errno_text(&e)
+                crate::sys::strerror(&e)
             ),
         );
         return 1;
@@ -507,8 +507,7 @@ fn machine_checks(cfg: &Config, opts: &Options) -> Vec<config::Diagnostic> {
         };
         if !found {
             let e = std::io::Error::last_os_error();
-            let text = e.to_string();
-            let text = text.split(" (os error").next().unwrap_or_default();
+            let text = crate::sys::strerror(&e);
             out.push(config::Diagnostic::parsing(
                 level,
                 loc,
@@ -602,7 +601,7 @@ fn run(cfg: Config, opts: &Options) -> i32 {
                             &format!(
                                 "Starting frontend {}: cannot bind UNIX socket ({}) [{}]",
                                 p.name,
-                                errno_text(&e),
+                                crate::sys::strerror(&e),
                                 b.text
                             ),
                         );
@@ -632,7 +631,7 @@ fn run(cfg: Config, opts: &Options) -> i32 {
                             &format!(
                                 "Starting frontend {}: cannot bind socket ({}) [{}]",
                                 p.name,
-                                errno_text(&e),
+                                crate::sys::strerror(&e),
                                 addr
                             ),
                         );
@@ -905,17 +904,23 @@ async fn serve(
             }
             Err(e) => {
                 let what = match sock.tcp {
-                    Some(addr) => format!("cannot bind socket ({}) [{addr}]", errno_text(&e)),
+                    Some(addr) => {
+                        format!("cannot bind socket ({}) [{addr}]", crate::sys::strerror(&e))
+                    }
                     None => match e
                         .get_ref()
                         .and_then(|i| i.downcast_ref::<crate::control::cli::SocketOwnershipError>())
                     {
                         Some(own) => {
-                            format!("{own} ({}) [{}]", errno_text(&own.0), sock.path.display())
+                            format!(
+                                "{own} ({}) [{}]",
+                                crate::sys::strerror(&own.0),
+                                sock.path.display()
+                            )
                         }
                         None => format!(
                             "cannot bind UNIX socket ({}) [{}]",
-                            errno_text(&e),
+                            crate::sys::strerror(&e),
                             sock.path.display()
                         ),
                     },
@@ -1101,23 +1106,6 @@ fn bind_stats_socket(
             None => Box::pin(cli::serve_listener(cli::bind_unix(sock)?, sock.clone(), rt)),
         },
     })
-}
-
-fn errno_text(e: &std::io::Error) -> String {
-    // An OS error shows as "<strerror> (os error N)": keep the strerror text
-    // HAProxy prints (EPERM and EACCES share an ErrorKind but not a text).
-    if e.raw_os_error().is_some() {
-        let text = e.to_string();
-        if let Some(cut) = text.find(" (os error ") {
-            return text[..cut].to_string();
-        }
-    }
-    match e.kind() {
-        std::io::ErrorKind::AddrInUse => "Address already in use".to_string(),
-        std::io::ErrorKind::PermissionDenied => "Permission denied".to_string(),
-        std::io::ErrorKind::AddrNotAvailable => "Cannot assign requested address".to_string(),
-        _ => e.to_string(),
-    }
 }
 
 #[cfg(test)]

@@ -208,8 +208,7 @@ async fn connect(
                 // file, no permission) is a socket error, not a refusal.
                 Err(e) if e.kind() != std::io::ErrorKind::ConnectionRefused => {
                     let why = std::io::Error::from_raw_os_error(e.raw_os_error().unwrap_or(0));
-                    let text = why.to_string();
-                    let text = text.split(" (os error").next().unwrap_or(&text);
+                    let text = crate::sys::strerror(&why);
                     return Err((
                         CheckStatus::SockErr,
                         format!("General socket error ({text})"),
@@ -237,13 +236,9 @@ async fn connect(
             }
             s
         }
-        Ok(Err(e)) => {
-            let detail = match e.kind() {
-                std::io::ErrorKind::ConnectionRefused => "Connection refused".to_string(),
-                _ => e.to_string(),
-            };
-            return Err((CheckStatus::L4Con, detail));
-        }
+        // HAProxy tells the C library's text for the error ("Connection
+        // reset by peer" when a closing listener resets a queued connection).
+        Ok(Err(e)) => return Err((CheckStatus::L4Con, crate::sys::strerror(&e))),
         Err(_) => return Err((CheckStatus::L4Tout, String::new())),
     };
     // `check-ssl`: over TLS wherever the check goes. Else `ssl` on the
