@@ -920,32 +920,26 @@ async fn window_updates_with_small_body(port: u16) -> Vec<(u32, u32)> {
 }
 
 /// After a 10-byte body, HAProxy 2.6 returns its 10 bytes at once on the
-/// stream and on the connection, the latter in the same WINDOW_UPDATE
-/// that opens the connection window to 2^31-1 (nothing before the first
-/// DATA). sluice sends that connection WINDOW_UPDATE too (it used to open
-/// the window as the connection started), but none on the stream: the
-/// `h2` crate (0.4.20) returns a stream's window only once the bytes to
-/// return reach half of what the peer has left
-/// (`FlowControl::unclaimed_capacity`, src/proto/streams/flow_control.rs)
-/// and never on a stream the client has ended
-/// (`Recv::send_stream_window_updates`, src/proto/streams/recv.rs); none
-/// is needed (the test above); docs/migrating-from-haproxy.md says so.
+/// stream (which the client has ended) and on the connection, the latter
+/// in the same WINDOW_UPDATE that opens the connection window to 2^31-1
+/// (nothing before the first DATA). sluice sends the same frames: the
+/// `h2` crate (0.4.20) as published returned a stream's window only once
+/// half of it was to be given back, never on an ended stream, and after
+/// the connection's (vendor/h2/PATCHES.md).
 #[tokio::test]
 async fn window_updates_after_a_small_body() {
     let Some(p) = pair("h2wu").await else {
         return;
     };
     const OPEN: u32 = (1 << 31) - 1 - 65535;
-    assert_eq!(
-        window_updates_with_small_body(p.haproxy.port).await,
-        vec![(1, 10), (0, OPEN + 10)],
-        "haproxy"
-    );
-    assert_eq!(
-        window_updates_with_small_body(p.sluice.port).await,
-        vec![(0, OPEN + 10)],
-        "sluice"
-    );
+    for side in [&p.haproxy, &p.sluice] {
+        assert_eq!(
+            window_updates_with_small_body(side.port).await,
+            vec![(1, 10), (0, OPEN + 10)],
+            "{}",
+            side.name
+        );
+    }
 }
 
 /// What a `proto h2` bind sends to a client whose first bytes are not the

@@ -192,7 +192,7 @@ async fn exchange(
             if resp_pipe.write_all(&head).await.is_err() {
                 return;
             }
-            upload(recv, &mut resp_pipe, false, None, None, timeout).await;
+            upload(recv, &mut resp_pipe, false, None, timeout).await;
             return;
         }
         let no_body = head_only || matches!(parts.status.as_u16(), 100..=199 | 204 | 304);
@@ -212,7 +212,6 @@ async fn exchange(
             recv,
             &mut resp_pipe,
             framing == Framing::Chunked,
-            None,
             None,
             timeout,
         )

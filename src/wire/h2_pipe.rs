@@ -11,7 +11,6 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use h2::{RecvStream, SendStream};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::Notify;
 
 use crate::wire::h1::{self, BodyKind};
 use crate::wire::h2_convert::Dechunker;
@@ -24,19 +23,16 @@ pub(crate) const PIPE_BUF: usize = 16 * 1024;
 /// chunked), releasing flow-control window for each frame as it is taken
 /// from the stream, and taking the next only once the pipe has the last:
 /// a slow reader slows the sender down, at most one frame beyond the
-/// stream's window piles up. `first_data` is told of the first frame's
-/// window going back. (A client's request body here; a server's response
+/// stream's window piles up. (A client's request body here; a server's response
 /// body for `upstream`.)
 pub(crate) async fn upload(
     mut body: RecvStream,
     mut pipe: impl AsyncWrite + Unpin,
     chunked: bool,
     data_frames: Option<&AtomicU64>,
-    first_data: Option<&Notify>,
     timeout: Option<Duration>,
 ) {
     let mut ok = true;
-    let mut first = first_data;
     if !body.is_end_stream() {
         loop {
             let Some(data) = with_timeout(timeout, body.data()).await else {
@@ -61,12 +57,8 @@ pub(crate) async fn upload(
             let n = data.len();
             // The frame is in sluice's hands: its window goes back at
             // once (one frame more than the stream's window is held at
-            // most), so the connection window the first frame opens
-            // (`first_data`) includes it, as HAProxy's does.
+            // most), as HAProxy gives it back.
             let _ = body.flow_control().release_capacity(n);
-            if let Some(f) = first.take() {
-                f.notify_one();
-            }
             let written = if chunked {
                 let size = format!("{n:x}\r\n");
                 pipe.write_all(size.as_bytes()).await.is_ok()

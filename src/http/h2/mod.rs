@@ -61,17 +61,14 @@ const RESET_STREAM_DURATION: Duration = Duration::from_secs(10);
 /// The connection-level receive window: 2^31-1, opened as HAProxy 2.6
 /// opens it, in the WINDOW_UPDATE that gives back the first DATA frame of
 /// the connection (so that one says 2^31-1 less 65,535 plus the frame's
-/// length), through the `h2` crate's target window. Each stream's own
-/// window still bounds what a stream may send ahead of the server; a
-/// connection window of only 64 KiB, returned by halves, left a client
-/// sending many small bodies waiting for WINDOW_UPDATEs HAProxy never
-/// makes it wait for.
-///
-/// HAProxy then gives window back after every DATA frame; the `h2` crate
-/// does once what is to be given back reaches half of what the peer has
-/// left (a fixed ratio, no setting), and never on a stream the client has
-/// ended, so a small body gets no WINDOW_UPDATE on its stream. No client
-/// waits longer for it: tests/h2_haproxy.rs.
+/// length): set as the `h2` crate's target at the handshake, announced by
+/// the vendored crate only with that first update (vendor/h2/PATCHES.md).
+/// Each stream's own window still bounds what a stream may send ahead of
+/// the server; a connection window of only 64 KiB, returned by halves,
+/// left a client sending many small bodies waiting for WINDOW_UPDATEs
+/// HAProxy never makes it wait for. Window then goes back after every
+/// DATA frame, on the stream (even one the client has ended) and on the
+/// connection, as HAProxy gives it.
 const CONNECTION_WINDOW: u32 = (1 << 31) - 1;
 
 /// Response bytes buffered per stream ahead of the client's window.
@@ -220,10 +217,7 @@ pub(crate) async fn serve(
     let tls: Option<Arc<TlsFacts>> = tls.map(Arc::from);
     // The connection's `sess` variables, shared by its streams.
     let sess_vars = Arc::new(crate::sample::vars::SessVars::default());
-    // Told by the first stream that gives a DATA frame's window back: the
-    // connection window then opens (see CONNECTION_WINDOW).
-    let first_data = Arc::new(tokio::sync::Notify::new());
-    let mut window_open = false;
+    conn.set_target_window_size(CONNECTION_WINDOW);
     let mut streams = JoinSet::new();
     let mut closing = false;
     loop {
@@ -254,7 +248,6 @@ pub(crate) async fn serve(
                         (peer, local),
                         tls.clone(),
                         sess_vars.clone(),
-                        first_data.clone(),
                     ));
                 }
                 Some(Err(e)) => {
@@ -269,10 +262,6 @@ pub(crate) async fn serve(
                 None => break,
             },
             Some(_) = streams.join_next(), if !streams.is_empty() => {}
-            _ = first_data.notified(), if !window_open => {
-                conn.set_target_window_size(CONNECTION_WINDOW);
-                window_open = true;
-            }
             _ = sleep(idle), if idle.is_some() => {
                 if closing {
                     break;

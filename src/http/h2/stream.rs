@@ -28,7 +28,6 @@ pub(crate) async fn serve(
     (peer, local): (crate::sys::peer::Peer, Option<SocketAddr>),
     tls: Option<Arc<TlsFacts>>,
     sess: Arc<crate::sample::vars::SessVars>,
-    first_data: Arc<tokio::sync::Notify>,
 ) {
     let Some((timeout, counters)) = client.rt.with_snapshot(|snap| {
         let fe = snap.frontends().find(|f| *f.name == *client.frontend)?;
@@ -103,7 +102,6 @@ pub(crate) async fn serve(
         req_pipe,
         h1req.chunked,
         Some(&counters.counters.h2_data_rcvd),
-        Some(&first_data),
         timeout,
     );
     let download = download(resp_pipe, respond, head_only, tunnel, timeout);

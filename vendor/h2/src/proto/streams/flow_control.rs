@@ -15,16 +15,7 @@ use std::fmt;
 // An example applying this ratio: If a stream has an allowed window size of
 // 100 bytes, WINDOW_UPDATE frames are scheduled when the unclaimed change
 // becomes greater than 1/2, or 50 bytes.
-const UNCLAIMED_NUMERATOR: i32 = 1;
-const UNCLAIMED_DENOMINATOR: i32 = 2;
-
-#[test]
-#[allow(clippy::assertions_on_constants)]
-fn sanity_unclaimed_ratio() {
-    assert!(UNCLAIMED_NUMERATOR < UNCLAIMED_DENOMINATOR);
-    assert!(UNCLAIMED_NUMERATOR >= 0);
-    assert!(UNCLAIMED_DENOMINATOR > 0);
-}
+// sluice: no such ratio (see `unclaimed_capacity`).
 
 #[derive(Copy, Clone, Debug)]
 pub struct FlowControl {
@@ -97,14 +88,12 @@ impl FlowControl {
             return None;
         }
 
+        // sluice: every released byte is given back at once, as HAProxy
+        // does after each DATA frame (upstream waits until half the window
+        // is to be given back, so a small body never gets its stream's
+        // WINDOW_UPDATE).
         let unclaimed = available.0 - self.window_size.0;
-        let threshold = self.window_size.0 / UNCLAIMED_DENOMINATOR * UNCLAIMED_NUMERATOR;
-
-        if unclaimed < threshold {
-            None
-        } else {
-            Some(unclaimed as WindowSize)
-        }
+        Some(unclaimed as WindowSize)
     }
 
     /// Increase the window size.

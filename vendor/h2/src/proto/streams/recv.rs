@@ -21,6 +21,12 @@ pub(super) struct Recv {
     /// Amount of connection window capacity currently used by outstanding streams.
     in_flight_data: WindowSize,
 
+    /// sluice: no connection-level WINDOW_UPDATE until the first DATA
+    /// frame's window is given back, so a window opened early (a target
+    /// set at the handshake) is announced in that frame's update, as
+    /// HAProxy announces its connection window.
+    conn_update_held: bool,
+
     /// The lowest stream ID that is still idle
     next_stream_id: Result<StreamId, StreamIdOverflow>,
 
@@ -100,6 +106,7 @@ impl Recv {
             init_window_sz: DEFAULT_INITIAL_WINDOW_SIZE,
             flow,
             in_flight_data: 0 as WindowSize,
+            conn_update_held: true,
             next_stream_id: Ok(next_stream_id.into()),
             pending_window_updates: store::Queue::new(),
             last_processed_id: StreamId::ZERO,
@@ -448,6 +455,7 @@ impl Recv {
 
         // Decrement in-flight data
         self.in_flight_data -= capacity;
+        self.conn_update_held = false;
 
         // Assign capacity to connection
         // TODO: proper error handling
@@ -1105,13 +1113,15 @@ impl Recv {
         T: AsyncWrite + Unpin,
         B: Buf,
     {
-        // Send any pending connection level window updates
-        if self.send_connection_window_update(dst)? == BufferStatus::CodecFull {
+        // sluice: the streams' window updates go before the connection's,
+        // in HAProxy's order.
+        // Send any pending stream level window updates
+        if self.send_stream_window_updates(store, counts, dst)? == BufferStatus::CodecFull {
             return Ok(BufferStatus::CodecFull);
         }
 
-        // Send any pending stream level window updates
-        if self.send_stream_window_updates(store, counts, dst)? == BufferStatus::CodecFull {
+        // Send any pending connection level window updates
+        if self.send_connection_window_update(dst)? == BufferStatus::CodecFull {
             return Ok(BufferStatus::CodecFull);
         }
 
@@ -1127,6 +1137,9 @@ impl Recv {
         T: AsyncWrite + Unpin,
         B: Buf,
     {
+        if self.conn_update_held {
+            return Ok(BufferStatus::Complete);
+        }
         if let Some(incr) = self.flow.unclaimed_capacity() {
             let frame = frame::WindowUpdate::new(StreamId::zero(), incr);
 
@@ -1175,13 +1188,10 @@ impl Recv {
                 tracing::trace!("pending_window_updates -- pop; stream={:?}", stream.id);
                 debug_assert!(!stream.is_pending_window_update);
 
-                if !stream.state.is_recv_streaming() {
-                    // No need to send window updates on the stream if the stream is
-                    // no longer receiving data.
-                    //
-                    // TODO: is this correct? We could possibly send a window
-                    // update on a ReservedRemote stream if we already know
-                    // we want to stream the data faster...
+                // sluice: a stream the peer has ended (half-closed remote)
+                // still gets its window back, as HAProxy gives it; only a
+                // closed stream may get no more frames.
+                if stream.state.is_closed() {
                     return;
                 }
 
