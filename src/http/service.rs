@@ -298,8 +298,9 @@ pub(crate) enum Via<'a> {
     /// back in the buffer), as HAProxy does.
     Http1Upgradable(&'a mut bool),
     /// A stream of an HTTP/2 connection (`<scheme>://<authority>` for the
-    /// log).
-    Http2 { origin: &'a str },
+    /// log); `bad`: one HAProxy answers with a 400 for bytes its HTTP/1
+    /// form cannot show (a control byte in a field value, say).
+    Http2 { origin: &'a str, bad: bool },
 }
 
 /// Reads, routes and answers one request; returns whether the connection
@@ -333,7 +334,7 @@ pub(crate) async fn handle_request(
     rec.tally.h1 = h1;
     if rec.enabled() {
         rec.tls = tls.is_some();
-        if let Via::Http2 { origin } = via {
+        if let Via::Http2 { origin, .. } = via {
             rec.h2_origin = Some(origin.into());
         }
         rec.set_addrs(peer, dst.or_else(|| conn.stream.local_addr().ok()));
@@ -438,7 +439,12 @@ pub(crate) async fn handle_request(
     // the bytes that came with the head: answered here, nothing reaches a
     // server (400, or 405 / 422, see H1Error::request_status). The bytes
     // are kept for `show errors`.
-    let head = match Head::parse_request_lax(raw, fe.accept_invalid_req) {
+    // An HTTP/2 stream's head is sluice's own writing of what the HTTP/2
+    // layer let through (h2_convert): HAProxy forwards such a target or
+    // value as it came (a `<` or a byte above 127 in `:path`, a control
+    // byte in a value), where its HTTP/1 parser would refuse them.
+    let lax = fe.accept_invalid_req || !h1;
+    let head = match Head::parse_request_lax(raw, lax) {
         Ok(head) => head,
         Err((e, raw)) => {
             let spot = error_spot::locate(&raw, false, &e);
@@ -454,6 +460,10 @@ pub(crate) async fn handle_request(
             return refused(rt, fe, conn, &mut rec, e.request_status()).await;
         }
     };
+    if let Via::Http2 { bad: true, .. } = via {
+        rec.t_req = -1;
+        return refused_by_stream(rt, fe, conn, &mut rec).await;
+    }
     // HAProxy's line without a log format comes with each request whose
     // head parsed (its stream starts there), not at accept: a connection
     // that sends nothing, or no valid head, has none.

@@ -15,6 +15,9 @@ pub(crate) struct Http1Request {
     pub(crate) origin: String,
     /// The body goes chunked: the client sent one without a length.
     pub(crate) chunked: bool,
+    /// HAProxy answers it with a 400 (see [`Refusal`]): the pipeline
+    /// refuses it as soon as its head is read.
+    pub(crate) bad: bool,
 }
 
 /// Why a stream's request cannot be forwarded (the stream is reset with
@@ -27,6 +30,112 @@ pub(crate) enum Malformed {
     BadTarget,
     #[error("a connection-specific header field")]
     ConnectionHeader,
+    #[error("a field HAProxy resets the stream for")]
+    Field,
+}
+
+/// What becomes of a field the `http` types refused (`h2::ext::Refused`),
+/// as HAProxy 2.6 treats the same bytes (tests/h2_haproxy.rs tries each
+/// byte in each place against it).
+#[derive(Debug, PartialEq, Eq)]
+enum Refusal {
+    /// Forwarded as it came, as HAProxy forwards it: a value with a
+    /// control byte (the server judges it), or a name whose only upper
+    /// case is `Z`, which HAProxy's upper-case check leaves out
+    /// (lower-cased here, as sluice sends every name).
+    Forward(Vec<u8>),
+    /// A 400 from the stream.
+    BadRequest,
+}
+
+/// A refused field that is no URI part.
+fn refusal(name: &[u8], value: &[u8]) -> Result<Refusal, Malformed> {
+    // NUL, CR and LF reset the stream wherever they are.
+    if name
+        .iter()
+        .chain(value)
+        .any(|&b| matches!(b, 0 | b'\r' | b'\n'))
+    {
+        return Err(Malformed::Field);
+    }
+    match name {
+        // A method that is no token: the request line's parser says 400.
+        b":method" if !value.is_empty() => Ok(Refusal::BadRequest),
+        [b':', ..] => Err(Malformed::Field),
+        _ => {
+            let lower = name.to_ascii_lowercase();
+            let token = !lower.is_empty() && lower.iter().all(|&b| crate::wire::h1::is_tchar(b));
+            let upper_only_z = name.iter().all(|&b| !b.is_ascii_uppercase() || b == b'Z');
+            if !token || !upper_only_z {
+                Err(Malformed::Field)
+            } else {
+                Ok(Refusal::Forward(lower))
+            }
+        }
+    }
+}
+
+/// The URI parts of a request, raw: from its URI, or as the client sent
+/// them when `http` refused one (`h2::ext::Refused`).
+struct Target<'a> {
+    scheme: Option<&'a [u8]>,
+    authority: Option<&'a [u8]>,
+    path: Option<&'a [u8]>,
+    /// A part HAProxy answers with a 400.
+    bad: bool,
+}
+
+impl<'a> Target<'a> {
+    fn of(
+        uri: &'a http::Uri,
+        refused: &'a [(bytes::Bytes, bytes::Bytes)],
+    ) -> Result<Self, Malformed> {
+        let raw = |part: &[u8]| {
+            refused
+                .iter()
+                .find(|(n, _)| n[..] == *part)
+                .map(|(_, v)| &v[..])
+        };
+        let uri_refused = [&b":scheme"[..], b":authority", b":path"]
+            .iter()
+            .any(|n| raw(n).is_some());
+        if !uri_refused {
+            return Ok(Target {
+                scheme: uri.scheme_str().map(str::as_bytes),
+                authority: uri.authority().map(|a| a.as_str().as_bytes()),
+                path: uri.path_and_query().map(|p| p.as_str().as_bytes()),
+                bad: false,
+            });
+        }
+        let t = Target {
+            scheme: raw(b":scheme"),
+            authority: raw(b":authority"),
+            path: raw(b":path"),
+            bad: false,
+        };
+        let forbidden = |v: &[u8]| v.iter().any(|&b| matches!(b, 0 | b'\r' | b'\n'));
+        if [t.scheme, t.authority, t.path].into_iter().flatten().any(forbidden)
+            // A control, a space or a fragment in `:path` resets the stream.
+            || t.path.is_some_and(|p| p.iter().any(|&b| b <= b' ' || b == b'#'))
+        {
+            return Err(Malformed::Field);
+        }
+        // A bad scheme or a control in the authority: HAProxy's 400. Any
+        // other byte in `:path` (`<`, DEL, above 127) is forwarded.
+        let bad = t.scheme.is_some_and(|s| !scheme_ok(s))
+            || t.authority
+                .is_some_and(|a| a.iter().any(|&b| b <= b' ' || b == 0x7f));
+        Ok(Target { bad, ..t })
+    }
+}
+
+/// A URI scheme (RFC 3986 §3.1: `ALPHA *( ALPHA / DIGIT / "+" / "-" /
+/// "." )`), of any length (`http` takes 64 bytes at most; HAProxy
+/// forwards a longer one).
+fn scheme_ok(s: &[u8]) -> bool {
+    s.first().is_some_and(u8::is_ascii_alphabetic)
+        && s.iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
 }
 
 /// Fields that make no sense in HTTP/2 (RFC 9113 §8.2.2); the h2 crate
@@ -39,12 +148,6 @@ fn connection_specific(name: &HeaderName) -> bool {
         || name == "proxy-connection"
 }
 
-/// Bytes a request target can hold: visible ASCII and obs-text, no
-/// space or control.
-fn target_ok(t: &[u8]) -> bool {
-    !t.is_empty() && t.iter().all(|&b| b > 0x20 && b != 0x7f)
-}
-
 /// The HTTP/1.1 request of an HTTP/2 stream: `:method :path HTTP/1.1`,
 /// `host` from `:authority` (which wins over a `host` field, HAProxy
 /// 2.6 drops the latter), the fields in their order, the cookie crumbs
@@ -54,7 +157,28 @@ pub(crate) fn request(
     parts: &http::request::Parts,
     has_body: bool,
 ) -> Result<Http1Request, Malformed> {
-    let uri = &parts.uri;
+    let none = Vec::new();
+    let refused = parts
+        .extensions
+        .get::<h2::ext::Refused>()
+        .map_or(&none, |r| &r.0);
+    let uri = Target::of(&parts.uri, refused)?;
+    let mut bad = uri.bad;
+    let mut forwarded: Vec<(Vec<u8>, &[u8])> = Vec::new();
+    for (name, value) in refused {
+        if name.first() == Some(&b':') && matches!(&name[..], b":scheme" | b":authority" | b":path")
+        {
+            continue;
+        }
+        match refusal(name, value)? {
+            Refusal::BadRequest => bad = true,
+            Refusal::Forward(name) => forwarded.push((name, value)),
+        }
+    }
+    let method: &[u8] = match refused.iter().find(|(n, _)| n[..] == *b":method") {
+        Some((_, m)) => m,
+        None => parts.method.as_str().as_bytes(),
+    };
     // An extended CONNECT (RFC 8441) is an HTTP/1 upgrade: `GET` with
     // `upgrade: <:protocol>`, as HAProxy 2.6 forwards it.
     let protocol = parts
@@ -63,20 +187,16 @@ pub(crate) fn request(
         .filter(|_| parts.method == http::Method::CONNECT)
         .map(|p| p.as_str());
     let connect = parts.method == http::Method::CONNECT && protocol.is_none();
-    let method = if protocol.is_some() {
-        "GET"
-    } else {
-        parts.method.as_str()
-    };
-    let authority = uri.authority().map(|a| a.as_str());
+    let method: &[u8] = if protocol.is_some() { b"GET" } else { method };
+    let authority = uri.authority;
     let target = if connect {
-        authority.unwrap_or("")
+        authority.unwrap_or(b"")
     } else {
-        uri.path_and_query()
-            .map(|p| p.as_str())
-            .ok_or(Malformed::NoPath)?
+        uri.path.ok_or(Malformed::NoPath)?
     };
-    if !target_ok(target.as_bytes()) || authority.is_some_and(|a| !target_ok(a.as_bytes())) {
+    // An origin-form `:path` starts with `/` (or is `*`): HAProxy resets
+    // the stream otherwise.
+    if target.is_empty() || (!connect && !matches!(target.first(), Some(b'/' | b'*'))) {
         return Err(Malformed::BadTarget);
     }
     // HAProxy 2.6 sends an `http` or `https` request (in any case) in
@@ -87,23 +207,25 @@ pub(crate) fn request(
     // or one starting with a digit through, and in absolute form the
     // HTTP/1 parser refuses it as any bad target: a 400, counted in
     // `ereq`, logged and captured for `show errors`, as HAProxy counts it.
-    let absolute = match (uri.scheme_str(), authority) {
+    let absolute = match (uri.scheme, authority) {
         (Some(s), Some(a))
-            if !connect && !s.eq_ignore_ascii_case("http") && !s.eq_ignore_ascii_case("https") =>
+            if !connect
+                && !s.eq_ignore_ascii_case(b"http")
+                && !s.eq_ignore_ascii_case(b"https") =>
         {
-            Some(format!("{s}://{a}{target}"))
+            Some([s, b"://", a, target].concat())
         }
         _ => None,
     };
     let target = absolute.as_deref().unwrap_or(target);
     let mut head = BytesMut::with_capacity(256);
-    head.put_slice(method.as_bytes());
+    head.put_slice(method);
     head.put_u8(b' ');
-    head.put_slice(target.as_bytes());
+    head.put_slice(target);
     head.put_slice(b" HTTP/1.1\r\n");
     if let Some(a) = authority {
         head.put_slice(b"host: ");
-        head.put_slice(a.as_bytes());
+        head.put_slice(a);
         head.put_slice(b"\r\n");
     }
     let mut cookie: Option<BytesMut> = None;
@@ -111,6 +233,11 @@ pub(crate) fn request(
     for (name, value) in &parts.headers {
         if connection_specific(name) {
             return Err(Malformed::ConnectionHeader);
+        }
+        // `http` takes a few bytes in a name that are no token (`"`):
+        // HAProxy resets the stream.
+        if !name.as_str().bytes().all(crate::wire::h1::is_tchar) {
+            return Err(Malformed::Field);
         }
         if name == header::HOST && authority.is_some() {
             continue;
@@ -134,6 +261,12 @@ pub(crate) fn request(
         head.put_slice(name.as_str().as_bytes());
         head.put_slice(b": ");
         head.put_slice(value.as_bytes());
+        head.put_slice(b"\r\n");
+    }
+    for (name, value) in forwarded {
+        head.put_slice(&name);
+        head.put_slice(b": ");
+        head.put_slice(value);
         head.put_slice(b"\r\n");
     }
     if let Some(c) = cookie {
@@ -162,14 +295,21 @@ pub(crate) fn request(
     head.put_slice(b"\r\n");
     // The log shows the absolute URI: an origin-form target with its
     // scheme and authority put before it.
-    let origin = match (uri.scheme_str(), authority) {
-        (Some(s), Some(a)) if absolute.is_none() => format!("{s}://{a}"),
+    let origin = match (uri.scheme, authority) {
+        (Some(s), Some(a)) if absolute.is_none() => {
+            format!(
+                "{}://{}",
+                String::from_utf8_lossy(s),
+                String::from_utf8_lossy(a)
+            )
+        }
         _ => String::new(),
     };
     Ok(Http1Request {
         head,
         origin,
         chunked,
+        bad,
     })
 }
 

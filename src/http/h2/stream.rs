@@ -63,6 +63,7 @@ pub(crate) async fn serve(
         buf: h1req.head,
     };
     let origin = h1req.origin;
+    let bad = h1req.bad;
     let pipeline = {
         let client = client.clone();
         async move {
@@ -79,7 +80,10 @@ pub(crate) async fn serve(
                 (peer, client.dst()),
                 false,
                 tls.as_deref(),
-                crate::http::service::Via::Http2 { origin: &origin },
+                crate::http::service::Via::Http2 {
+                    origin: &origin,
+                    bad,
+                },
             );
             match bound {
                 None => {

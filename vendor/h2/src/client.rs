@@ -1725,6 +1725,13 @@ impl proto::Peer for Peer {
 
         b = b.version(Version::HTTP_2);
 
+        // sluice: a field the `http` types refused resets the stream
+        // (upstream: the connection).
+        if !pseudo.refused.is_empty() {
+            proto_err!(stream: "refused response field; stream={:?}", stream_id);
+            return Err(Error::library_reset(stream_id, Reason::PROTOCOL_ERROR));
+        }
+
         if let Some(status) = pseudo.status {
             b = b.status(status);
         } else {

@@ -53,3 +53,14 @@ impl fmt::Debug for Protocol {
         self.value.fmt(f)
     }
 }
+
+/// sluice: the fields of a request the `http` types refuse, raw, in their
+/// order: a name that is no lower-case token, an unknown pseudo-header, a
+/// value with a control byte, or a `:scheme`, `:authority` or `:path`
+/// that is no URI part (a `:path` with `#` among them, which `http` would
+/// cut). When one of those three is refused, each of them the request
+/// had is here, and the request's URI is only `/`. The request reaches
+/// the application, which answers it (upstream resets the stream, or
+/// closes the connection for the fields HPACK decoded).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Refused(pub Vec<(Bytes, Bytes)>);

@@ -1656,7 +1656,7 @@ impl proto::Peer for Peer {
     }
 
     fn convert_poll_message(
-        pseudo: Pseudo,
+        mut pseudo: Pseudo,
         fields: HeaderMap,
         stream_id: StreamId,
     ) -> Result<Self::Poll, Error> {
@@ -1671,12 +1671,22 @@ impl proto::Peer for Peer {
             }}
         }
 
+        // sluice: what the `http` types refused goes to the application
+        // (`ext::Refused`) rather than resetting the stream.
+        let mut refused = std::mem::take(&mut pseudo.refused);
+        let was_refused =
+            |refused: &[(Bytes, Bytes)], name: &[u8]| refused.iter().any(|(n, _)| n == name);
+
         b = b.version(Version::HTTP_2);
 
         let is_connect;
         if let Some(method) = pseudo.method {
             is_connect = method == Method::CONNECT;
             b = b.method(method);
+        } else if was_refused(&refused, b":method") {
+            // A placeholder: the application answers the refused one.
+            is_connect = false;
+            b = b.method(Method::GET);
         } else {
             malformed!("malformed headers: missing method");
         }
@@ -1697,18 +1707,22 @@ impl proto::Peer for Peer {
 
         // Convert the URI
         let mut parts = uri::Parts::default();
+        // sluice: a URI part `http` refuses; the raw parts then go to the
+        // application.
+        let mut uri_refused = [&b":scheme"[..], b":authority", b":path"]
+            .iter()
+            .any(|n| was_refused(&refused, n));
+        let raw_scheme = pseudo.scheme.clone();
+        let raw_authority = pseudo.authority.clone();
+        let raw_path = pseudo.path.clone();
 
         // A request translated from HTTP/1 must not include the :authority
         // header
         if let Some(authority) = pseudo.authority {
-            let maybe_authority = uri::Authority::from_maybe_shared(authority.clone().into_inner());
-            parts.authority = Some(maybe_authority.or_else(|why| {
-                malformed!(
-                    "malformed headers: malformed authority ({:?}): {}",
-                    authority,
-                    why,
-                )
-            })?);
+            match uri::Authority::from_maybe_shared(authority.clone().into_inner()) {
+                Ok(a) => parts.authority = Some(a),
+                Err(_) => uri_refused = true,
+            }
         }
 
         // A :scheme is required, except CONNECT.
@@ -1716,20 +1730,20 @@ impl proto::Peer for Peer {
             if is_connect && !has_protocol {
                 malformed!("malformed headers: :scheme in CONNECT");
             }
-            let maybe_scheme = scheme.parse();
-            let scheme = maybe_scheme.or_else(|why| {
-                malformed!(
-                    "malformed headers: malformed scheme ({:?}): {}",
-                    scheme,
-                    why,
-                )
-            })?;
-
-            // It's not possible to build an `Uri` from a scheme and path. So,
-            // after validating is was a valid scheme, we just have to drop it
-            // if there isn't an :authority.
-            if parts.authority.is_some() {
-                parts.scheme = Some(scheme);
+            match scheme.parse::<uri::Scheme>() {
+                // It's not possible to build an `Uri` from a scheme and
+                // path. So, after validating is was a valid scheme, we
+                // just have to drop it if there isn't an :authority.
+                Ok(scheme) => {
+                    if parts.authority.is_some() {
+                        parts.scheme = Some(scheme);
+                    }
+                }
+                Err(_) => uri_refused = true,
+            }
+        } else if was_refused(&refused, b":scheme") {
+            if is_connect && !has_protocol {
+                malformed!("malformed headers: :scheme in CONNECT");
             }
         } else if !is_connect || has_protocol {
             malformed!("malformed headers: missing scheme");
@@ -1745,14 +1759,34 @@ impl proto::Peer for Peer {
                 malformed!("malformed headers: missing path");
             }
 
-            let maybe_path = uri::PathAndQuery::from_maybe_shared(path.clone().into_inner());
-            parts.path_and_query = Some(maybe_path.or_else(|why| {
-                malformed!("malformed headers: malformed path ({:?}): {}", path, why,)
-            })?);
+            match uri::PathAndQuery::from_maybe_shared(path.clone().into_inner()) {
+                Ok(p) if !path.contains('#') => parts.path_and_query = Some(p),
+                _ => uri_refused = true,
+            }
+        } else if was_refused(&refused, b":path") {
+            if is_connect && !has_protocol {
+                malformed!("malformed headers: :path in CONNECT");
+            }
         } else if is_connect && has_protocol {
             malformed!("malformed headers: missing path in extended CONNECT");
         }
 
+        if uri_refused {
+            // Every URI part the request had, raw, for the application
+            // (those HPACK decoding refused are there already); the
+            // request's own URI is a placeholder.
+            for (name, raw) in [
+                (":scheme", raw_scheme),
+                (":authority", raw_authority),
+                (":path", raw_path),
+            ] {
+                if let Some(v) = raw {
+                    refused.push((Bytes::from_static(name.as_bytes()), v.into_inner()));
+                }
+            }
+            parts = uri::Parts::default();
+            parts.path_and_query = Some(uri::PathAndQuery::from_static("/"));
+        }
         b = b.uri(parts);
 
         let mut request = match b.body(()) {
@@ -1766,6 +1800,11 @@ impl proto::Peer for Peer {
         };
 
         *request.headers_mut() = fields;
+        if !refused.is_empty() {
+            request
+                .extensions_mut()
+                .insert(crate::ext::Refused(refused));
+        }
 
         Ok(request)
     }

@@ -6,7 +6,7 @@ use crate::hpack::{self, BytesStr};
 use http::header::{self, HeaderName, HeaderValue};
 use http::{uri, HeaderMap, Method, Request, StatusCode, Uri};
 
-use bytes::{Buf, BufMut, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 use std::fmt;
 use std::io::Cursor;
@@ -75,6 +75,10 @@ pub struct Pseudo {
 
     // Response
     pub status: Option<StatusCode>,
+
+    /// sluice: the fields of the block the `http` types refused, raw, in
+    /// their order (pseudo-headers among them).
+    pub refused: Vec<(Bytes, Bytes)>,
 }
 
 #[derive(Debug)]
@@ -587,6 +591,7 @@ impl Pseudo {
             path,
             protocol,
             status: None,
+            refused: Vec::new(),
         };
 
         // If the URI includes a scheme component, add it to the pseudo headers
@@ -611,6 +616,7 @@ impl Pseudo {
             path: None,
             protocol: None,
             status: Some(status),
+            refused: Vec::new(),
         }
     }
 
@@ -963,6 +969,24 @@ impl HeaderBlock {
                 Path(v) => set_pseudo!(path, v),
                 Protocol(v) => set_pseudo!(protocol, v),
                 Status(v) => set_pseudo!(status, v),
+                // sluice: kept for the application, which answers the
+                // stream (HAProxy answers some with a 400, resets others).
+                Refused { name, value } => {
+                    let pseudo = name.first() == Some(&b':');
+                    if pseudo && reg {
+                        tracing::trace!("load_hpack; header malformed -- pseudo not at head of block");
+                        malformed = true;
+                    } else {
+                        reg |= !pseudo;
+                        headers_size += decoded_header_size(name.len(), value.len());
+                        if check_size!().is_break() {
+                            return ControlFlow::Break(());
+                        }
+                        if !self.is_over_size {
+                            self.pseudo.refused.push((name, value));
+                        }
+                    }
+                }
             }
 
             ControlFlow::Continue(())

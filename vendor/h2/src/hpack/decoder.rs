@@ -301,12 +301,12 @@ impl Decoder {
             // Read the name as a literal
             let name = name_marker.consume(buf);
             let value = value_marker.consume(buf);
-            Header::new(name, value)
+            Header::new_or_refused(name, value)
         } else {
             let e = self.table.get(table_idx)?;
             let value = self.decode_string(buf)?;
 
-            e.name().into_entry(value)
+            e.name().into_entry_or_refused(value)
         }
     }
 

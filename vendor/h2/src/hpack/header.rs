@@ -17,6 +17,12 @@ pub enum Header<T = HeaderName> {
     Path(BytesStr),
     Protocol(Protocol),
     Status(StatusCode),
+    /// sluice: a field the `http` types refuse (a name that is no
+    /// lower-case token, an unknown pseudo-header, a value with a control
+    /// byte or no UTF-8 where one is needed), kept raw: the stream is the
+    /// application's to answer, and the decoder's table stays in step
+    /// with the peer's (upstream: a decoding error, the connection lost).
+    Refused { name: Bytes, value: Bytes },
 }
 
 /// The header field name
@@ -29,6 +35,8 @@ pub enum Name<'a> {
     Path,
     Protocol,
     Status,
+    /// sluice: the name of a [`Header::Refused`].
+    Refused(&'a Bytes),
 }
 
 #[doc(hidden)]
@@ -56,11 +64,21 @@ impl Header<Option<HeaderName>> {
             Path(v) => Path(v),
             Protocol(v) => Protocol(v),
             Status(v) => Status(v),
+            Refused { name, value } => Refused { name, value },
         })
     }
 }
 
 impl Header {
+    /// sluice: [`Header::new`], a field the `http` types refuse kept as a
+    /// [`Header::Refused`].
+    pub fn new_or_refused(name: Bytes, value: Bytes) -> Result<Header, DecoderError> {
+        match Header::new(name.clone(), value.clone()) {
+            Err(e) if refusal(&e) => Ok(Header::Refused { name, value }),
+            r => r,
+        }
+    }
+
     pub fn new(name: Bytes, value: Bytes) -> Result<Header, DecoderError> {
         if name.is_empty() {
             return Err(DecoderError::NeedMore(NeedMore::UnexpectedEndOfStream));
@@ -114,6 +132,10 @@ impl Header {
             Header::Path(ref v) => 32 + 5 + v.len(),
             Header::Protocol(ref v) => 32 + 9 + v.as_str().len(),
             Header::Status(_) => 32 + 7 + 3,
+            Header::Refused {
+                ref name,
+                ref value,
+            } => 32 + name.len() + value.len(),
         }
     }
 
@@ -127,6 +149,7 @@ impl Header {
             Header::Path(..) => Name::Path,
             Header::Protocol(..) => Name::Protocol,
             Header::Status(..) => Name::Status,
+            Header::Refused { ref name, .. } => Name::Refused(name),
         }
     }
 
@@ -139,6 +162,7 @@ impl Header {
             Header::Path(ref v) => v.as_ref(),
             Header::Protocol(ref v) => v.as_ref(),
             Header::Status(ref v) => v.as_str().as_ref(),
+            Header::Refused { ref value, .. } => value.as_ref(),
         }
     }
 
@@ -173,6 +197,10 @@ impl Header {
             },
             Header::Status(ref a) => match *other {
                 Header::Status(ref b) => a == b,
+                _ => false,
+            },
+            Header::Refused { value: ref a, .. } => match *other {
+                Header::Refused { value: ref b, .. } => a == b,
                 _ => false,
             },
         }
@@ -222,13 +250,37 @@ impl From<Header> for Header<Option<HeaderName>> {
             Header::Path(v) => Header::Path(v),
             Header::Protocol(v) => Header::Protocol(v),
             Header::Status(v) => Header::Status(v),
+            Header::Refused { name, value } => Header::Refused { name, value },
         }
     }
 }
 
+/// sluice: the decoding errors that are the `http` types refusing a
+/// field's bytes, not broken HPACK.
+fn refusal(e: &DecoderError) -> bool {
+    matches!(
+        e,
+        DecoderError::InvalidUtf8 | DecoderError::InvalidPseudoheader | DecoderError::InvalidStatusCode
+    )
+}
+
 impl<'a> Name<'a> {
+    /// sluice: [`Name::into_entry`], a value the `http` types refuse kept
+    /// as a [`Header::Refused`].
+    pub fn into_entry_or_refused(self, value: Bytes) -> Result<Header, DecoderError> {
+        let name = Bytes::copy_from_slice(self.as_slice());
+        match self.into_entry(value.clone()) {
+            Err(e) if refusal(&e) => Ok(Header::Refused { name, value }),
+            r => r,
+        }
+    }
+
     pub fn into_entry(self, value: Bytes) -> Result<Header, DecoderError> {
         match self {
+            Name::Refused(name) => Ok(Header::Refused {
+                name: name.clone(),
+                value,
+            }),
             Name::Field(name) => Ok(Header::Field {
                 name: name.clone(),
                 value: HeaderValue::from_bytes(&value)?,
@@ -257,6 +309,7 @@ impl<'a> Name<'a> {
             Name::Path => b":path",
             Name::Protocol => b":protocol",
             Name::Status => b":status",
+            Name::Refused(name) => name.as_ref(),
         }
     }
 }
