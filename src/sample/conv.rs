@@ -42,7 +42,7 @@ impl std::fmt::Debug for ConvDef {
 }
 
 /// The converter tables, one per file that declares converters.
-static TABLES: &[&[ConvDef]] = &[CONVERTERS];
+static TABLES: &[&[ConvDef]] = &[CONVERTERS, super::jwt::CONVERTERS];
 
 /// Every converter sluice knows.
 pub(crate) fn all() -> impl Iterator<Item = &'static ConvDef> {
@@ -371,21 +371,7 @@ static CONVERTERS: &[ConvDef] = &[
         json_query_args,
         T::Str,
         T::Any,
-        |s, a, _| {
-            use super::json::Found;
-            let as_int = a.get(1).is_some_and(|t| t.as_str() == "int");
-            Some(
-                match super::json::query(s.bytes()?, a.first()?.as_bytes())? {
-                    Found::Str(b) => Sample::Str(Cow::Owned(b)),
-                    Found::Bool(b) => Sample::Bool(b),
-                    Found::Num(n) if as_int => Sample::Sint(super::json::leading_int(&n)?),
-                    Found::Num(n) => {
-                        let x: f64 = std::str::from_utf8(&n).ok()?.parse().ok()?;
-                        Sample::owned_str(super::json::format_g(x))
-                    }
-                },
-            )
-        },
+        |s, a, _| super::json::query_sample(s.bytes()?, a),
     ),
     def(
         "language",
@@ -1099,7 +1085,7 @@ fn var_only(a: &mut [Arg]) -> Result<(), CheckError> {
 
 /// A variable a converter reads, with HAProxy's message when the name is
 /// not one.
-fn registered(name: &str) -> Result<super::vars::VarName, CheckError> {
+pub(crate) fn registered(name: &str) -> Result<super::vars::VarName, CheckError> {
     let v = super::vars::VarName::parse(name)
         .map_err(|_| CheckError::Invalid(format!("failed to register variable name '{name}'")))?;
     declare(&v);
@@ -1130,7 +1116,7 @@ fn json_code(a: &mut [Arg]) -> Result<(), CheckError> {
 }
 
 /// `json_query(<path>[,int])`.
-fn json_query_args(a: &mut [Arg]) -> Result<(), CheckError> {
+pub(crate) fn json_query_args(a: &mut [Arg]) -> Result<(), CheckError> {
     if a.first().is_none_or(|p| p.as_str().is_empty()) {
         return Err(CheckError::Invalid(
             "json_path must not be empty".to_string(),
@@ -1215,7 +1201,7 @@ fn qvalue(v: &[u8]) -> u32 {
 }
 
 /// `<scope>.<name>`, the scopes HAProxy 2.6 has.
-fn var_name(text: &str) -> bool {
+pub(crate) fn var_name(text: &str) -> bool {
     match text.split_once('.') {
         Some((scope, name)) => {
             matches!(scope, "proc" | "sess" | "txn" | "req" | "res" | "check")

@@ -175,6 +175,26 @@ pub(crate) enum Found {
     Bool(bool),
 }
 
+/// `json_query(<path>[,int])` on `doc`, as a sample: a string, a
+/// boolean, a number as `%g` writes it or, with `int`, its leading
+/// integer.
+pub(crate) fn query_sample(
+    doc: &[u8],
+    args: &[super::arg::Arg],
+) -> Option<super::value::Sample<'static>> {
+    use super::value::Sample;
+    let as_int = args.get(1).is_some_and(|t| t.as_str() == "int");
+    Some(match query(doc, args.first()?.as_bytes())? {
+        Found::Str(b) => Sample::Str(std::borrow::Cow::Owned(b)),
+        Found::Bool(b) => Sample::Bool(b),
+        Found::Num(n) if as_int => Sample::Sint(leading_int(&n)?),
+        Found::Num(n) => {
+            let x: f64 = std::str::from_utf8(&n).ok()?.parse().ok()?;
+            Sample::owned_str(format_g(x))
+        }
+    })
+}
+
 /// The value at `path` in `doc`: None when the path or the document is
 /// not understood, the value is absent, `null`, an object or an array.
 pub(crate) fn query(doc: &[u8], path_text: &[u8]) -> Option<Found> {

@@ -15,6 +15,7 @@ pub(crate) mod expr;
 pub(crate) mod fetch;
 pub(crate) mod hash;
 pub(crate) mod json;
+pub(crate) mod jwt;
 pub(crate) mod patref;
 pub(crate) mod pattern;
 pub(crate) mod random;
