@@ -406,7 +406,7 @@ frontend fe
     http-response set-status 503
     option mysql-check
     stick-table type ip size 1m
-    acl a base,jwt_header_query -m found
+    acl a base,ungrpc -m found
     acl b ssl_c_s_dn -m found
     default_backend be
 backend be
@@ -414,7 +414,7 @@ backend be
     http-after-response set-status 500
     tcp-response content close
     tcp-request content silent-drop
-    http-request set-header X-B %[req.hdr(host),jwt_header_query]
+    http-request set-header X-B %[req.hdr(host),ungrpc]
     http-request set-header X-C %[ssl_c_s_dn]
 peers mypeers
     peer a 127.0.0.1:10000
@@ -443,7 +443,7 @@ listen li
         (14, "'stick-table' is not supported by sluice yet"),
         (
             15,
-            "converter 'jwt_header_query' is not supported by sluice yet in ACL expression 'base,jwt_header_query'",
+            "converter 'ungrpc' is not supported by sluice yet in ACL expression 'base,ungrpc'",
         ),
         (
             16,
@@ -467,7 +467,7 @@ listen li
         ),
         (
             23,
-            "converter 'jwt_header_query' is not supported by sluice yet in log-format expression '%[req.hdr(host),jwt_header_query]'",
+            "converter 'ungrpc' is not supported by sluice yet in log-format expression '%[req.hdr(host),ungrpc]'",
         ),
         (
             24,

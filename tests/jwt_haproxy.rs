@@ -263,7 +263,7 @@ fn faulty_arguments_get_haproxys_messages() {
     timeout server 5s
 frontend fe
     bind 127.0.0.1:1
-    http-request return status 200 lf-string \"%[req.hdr(x-t),{}]\"
+    http-request return status 200 content-type text/plain lf-string \"%[req.hdr(x-t),{}]\"
 ",
             e.replace('$', "\\$")
         );

@@ -67,6 +67,19 @@ const EXPRS: &[&str] = &[
     "str(hello),sha2(512),hex",
     "str(hello),digest(md5),hex",
     "str(hello),hmac(sha256,a2V5),hex",
+    // AES-GCM (vectors made with Python's `cryptography`: key bytes 0..n,
+    // nonce bytes 0..12, plain text "hello world"), with each key size, a
+    // tag cut to 15 bytes, a wrong tag, a key of the wrong size, and the
+    // nonce, key and tag from variables (base64 text there too).
+    "str(+wnLogk7gDs5vgU=),b64dec,aes_gcm_dec(128,AAECAwQFBgcICQoL,AAECAwQFBgcICQoLDA0ODw==,SbCF5jLkilmZu4QnEjVlbQ==)",
+    "str(jpxO9/aZvmGiX7g=),b64dec,aes_gcm_dec(192,AAECAwQFBgcICQoL,AAECAwQFBgcICQoLDA0ODxAREhMUFRYX,5W7Eep0rqALMr+PYm62ZmA==)",
+    "str(L2e6d6rFtXT/LfM=),b64dec,aes_gcm_dec(256,AAECAwQFBgcICQoL,AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=,BTAcVkN+I3e5jvOWHCcZKA==)",
+    "str(+wnLogk7gDs5vgU=),b64dec,aes_gcm_dec(128,AAECAwQFBgcICQoL,AAECAwQFBgcICQoLDA0ODw==,SbCF5jLkilmZu4QnEjVl),hex",
+    "str(+wnLogk7gDs5vgU=),b64dec,aes_gcm_dec(128,AAECAwQFBgcICQoL,AAECAwQFBgcICQoLDA0ODw==,SbCF5jLkilmZu4QnEjVlbA==),length",
+    "str(+wnLogk7gDs5vgU=),b64dec,aes_gcm_dec(256,AAECAwQFBgcICQoL,AAECAwQFBgcICQoLDA0ODw==,SbCF5jLkilmZu4QnEjVlbQ==),length",
+    "str(+wnLogk7gDs5vgU=),b64dec,aes_gcm_dec(128,txn.gcm_n,txn.gcm_k,txn.gcm_t)",
+    "str(+wnLogk7gDs5vgU=),b64dec,aes_gcm_dec(128,txn.gcm_n,txn.unset,txn.gcm_t),length",
+    "str(xsf9+bnspq2S3Q=),b64dec,aes_gcm_dec(128,AAECAwQFBgcICQoLDA0ODw==,AAECAwQFBgcICQoLDA0ODw==,qsqvKP/rydH2BH9V+aMMdw==),length",
     "str(hello),url_enc",
     "str(a%20b%2),url_dec",
     "str(a+b),url_dec(1)",
@@ -423,6 +436,36 @@ async fn random_and_time_fetches_have_their_shape() {
 
 /// Expressions both refuse, with the same message.
 const FAULTY: &[&str] = &[
+    // Without parentheses a converter's arguments are those of `name()`;
+    // an empty argument that is no string is missing, or ends the list.
+    "str(a),field",
+    "str(a),hmac",
+    "str(a),iif",
+    "str(a),add_item",
+    "str(a),add_item(x)",
+    "str(a),add_item(,)",
+    "str(a),unset-var",
+    "str(a),ipmask",
+    "str(a),ipmask()",
+    "str(a),ipmask(24,)",
+    "str(a),add()",
+    "str(a),strcmp()",
+    "str(a),be2dec",
+    "str(a),be2dec(-,9)",
+    "str(a),be2hex(:,0)",
+    "str(a),be2hex(,)",
+    "str(a),field(1,)",
+    "str(a),field(,x)",
+    "str(a),http_date(,)",
+    "str(a),crc32(,)",
+    "str(a),crc32",
+    "str(a),aes_gcm_dec(100,AAAA,AAAA,AAAA)",
+    "str(a),aes_gcm_dec(128,@@,AAAA,AAAA)",
+    "str(a),aes_gcm_dec(128,AAAA,@@,AAAA)",
+    "str(a),aes_gcm_dec(128,AAAA,AAAA,@@)",
+    "str(a),aes_gcm_dec(128,AAA,AAAA,AAAA)",
+    "str(a),aes_gcm_dec(abc,AAAA,AAAA,AAAA)",
+    "str(a),aes_gcm_dec(128,AAAA,AAAA)",
     "str(a),json(foo)",
     "str(a),json_query($.a,str)",
     "str(a),json_query",
@@ -492,6 +535,9 @@ fn config(bind: &str, exprs: &[&str]) -> String {
 frontend fe
     bind {bind}
     http-request set-var(txn.cmp) str(hello)
+    http-request set-var(txn.gcm_n) str(AAECAwQFBgcICQoL)
+    http-request set-var(txn.gcm_k) str(AAECAwQFBgcICQoLDA0ODw==)
+    http-request set-var(txn.gcm_t) str(SbCF5jLkilmZu4QnEjVlbQ==)
 "
     );
     for (i, e) in exprs.iter().enumerate() {

@@ -116,17 +116,48 @@ pub(crate) struct ArgError {
 /// messages quote what follows). Returns the arguments and the length of
 /// `text` consumed, closing parenthesis included.
 pub(crate) fn parse(spec: ArgSpec, text: &str) -> Result<(Vec<Arg>, usize), ArgError> {
-    let (raw, used) = split(text, spec.types.len())?;
+    let (raw, commas, used) = split(text, spec.types)?;
     let mut args = Vec::with_capacity(raw.len());
     // `name()` is one empty string argument where a string comes first
     // (`str()`), else no argument at all.
     let first_is_str = spec.types.first() == Some(&ArgType::Str);
     let raw = if raw.len() == 1 && raw[0].is_empty() && !first_is_str {
+        if let Some(first) = spec.types.first().filter(|_| spec.min > 0) {
+            return Err(ArgError {
+                pos: 1,
+                msg: format!(
+                    "expected type '{}' at position 1, but got nothing",
+                    first.name()
+                ),
+            });
+        }
         Vec::new()
     } else {
         raw
     };
     for (i, word) in raw.iter().enumerate() {
+        // An empty argument that is no string: a mandatory one is missing;
+        // an optional one is left out, with those after it.
+        if word.is_empty() && spec.types[i] != ArgType::Str {
+            if i < spec.min {
+                return Err(ArgError {
+                    pos: i + 1,
+                    msg: format!(
+                        "expected type '{}' at position {}, but got nothing",
+                        spec.types[i].name(),
+                        i + 1
+                    ),
+                });
+            }
+            // HAProxy's list ends there: nothing may follow it.
+            if let Some(&at) = commas.get(i) {
+                return Err(ArgError {
+                    pos: i + 1,
+                    msg: format!("expected ')' before '{}'", &text[at..]),
+                });
+            }
+            break;
+        }
         args.push(typed(spec.types[i], word).map_err(|msg| ArgError {
             pos: i + 1,
             msg: format!("{msg} at position {}", i + 1),
@@ -146,8 +177,10 @@ pub(crate) fn parse(spec: ArgSpec, text: &str) -> Result<(Vec<Arg>, usize), ArgE
     Ok((args, used))
 }
 
-/// Splits at most `max` arguments up to the closing parenthesis.
-fn split(text: &str, max: usize) -> Result<(Vec<String>, usize), ArgError> {
+/// Splits at most `max` arguments up to the closing parenthesis; also
+/// gives where the comma after each argument stands.
+fn split(text: &str, types: &[ArgType]) -> Result<(Vec<String>, Vec<usize>, usize), ArgError> {
+    let max = types.len();
     if max == 0 && !text.starts_with(')') {
         return Err(ArgError {
             pos: 1,
@@ -155,6 +188,7 @@ fn split(text: &str, max: usize) -> Result<(Vec<String>, usize), ArgError> {
         });
     }
     let mut args = Vec::new();
+    let mut commas = Vec::new();
     let mut cur = String::new();
     let mut quote: Option<char> = None;
     let mut chars = text.char_indices().peekable();
@@ -170,15 +204,20 @@ fn split(text: &str, max: usize) -> Result<(Vec<String>, usize), ArgError> {
             (None, '"' | '\'') => quote = Some(c),
             (None, ')') => {
                 args.push(cur);
-                return Ok((args, i + 1));
+                return Ok((args, commas, i + 1));
             }
             (None, ',') => {
                 args.push(std::mem::take(&mut cur));
+                commas.push(i);
                 if args.len() >= max {
+                    let last = args.len() - 1;
+                    // An empty argument that is no string ends HAProxy's
+                    // list there (`crc32(,)`: argument 1); else HAProxy
+                    // 2.6 names argument 2 when a keyword that takes one
+                    // is given more (`ltrim(a,b)`).
+                    let ended = args[last].is_empty() && types.get(last) != Some(&ArgType::Str);
                     return Err(ArgError {
-                        // HAProxy 2.6 names argument 2 when a keyword that
-                        // takes one is given more (`ltrim(a,b)`).
-                        pos: args.len().max(2),
+                        pos: if ended { last + 1 } else { args.len().max(2) },
                         msg: format!("expected ')' before '{}'", &text[i..]),
                     });
                 }

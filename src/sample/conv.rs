@@ -42,7 +42,7 @@ impl std::fmt::Debug for ConvDef {
 }
 
 /// The converter tables, one per file that declares converters.
-static TABLES: &[&[ConvDef]] = &[CONVERTERS, super::jwt::CONVERTERS];
+static TABLES: &[&[ConvDef]] = &[CONVERTERS, super::jwt::CONVERTERS, super::aead::CONVERTERS];
 
 /// Every converter sluice knows.
 pub(crate) fn all() -> impl Iterator<Item = &'static ConvDef> {
@@ -103,7 +103,7 @@ static CONVERTERS: &[ConvDef] = &[
     }),
     checked(
         "add_item",
-        ArgSpec::of(&[A::Str, A::Str, A::Str], 1),
+        ArgSpec::of(&[A::Str, A::Str, A::Str], 2),
         item_args,
         T::Str,
         T::Str,
@@ -139,7 +139,7 @@ static CONVERTERS: &[ConvDef] = &[
     }),
     checked(
         "be2dec",
-        ArgSpec::of(&[A::Str, A::Sint, A::Sint], 2),
+        ArgSpec::of(&[A::Str, A::Sint, A::Sint], 1),
         chunk_size,
         T::Bin,
         T::Str,
@@ -272,9 +272,14 @@ static CONVERTERS: &[ConvDef] = &[
     def("even", NONE, T::Sint, T::Bool, |s, _, _| {
         Some(Sample::Bool(int(&s)? & 1 == 0))
     }),
-    checked("field", FIELD, field_args, T::Str, T::Str, |s, a, _| {
-        split_fields(s, a, false)
-    }),
+    checked(
+        "field",
+        FIELD,
+        index_and_separators,
+        T::Str,
+        T::Str,
+        |s, a, _| split_fields(s, a, false),
+    ),
     def("hex", NONE, T::Bin, T::Str, |s, _, _| {
         let b = s.bytes()?;
         let mut out = String::with_capacity(b.len() * 2);
@@ -579,9 +584,14 @@ static CONVERTERS: &[ConvDef] = &[
         T::Str,
         |s, a, _| date(s, a, false),
     ),
-    checked("word", FIELD, word_args, T::Str, T::Str, |s, a, _| {
-        split_fields(s, a, true)
-    }),
+    checked(
+        "word",
+        FIELD,
+        index_and_separators,
+        T::Str,
+        T::Str,
+        |s, a, _| split_fields(s, a, true),
+    ),
     def("wt6", OPT_INT, T::Bin, T::Sint, |s, a, _| {
         Some(hashed(hash::wt6(s.bytes()?), a))
     }),
@@ -1052,6 +1062,11 @@ fn no_check(_: &mut [Arg]) -> Result<(), CheckError> {
 /// `add(<value>)` and the other arithmetic: an integer, or a variable.
 fn int_or_var(a: &mut [Arg]) -> Result<(), CheckError> {
     let text = a[0].as_str().to_string();
+    // `add()`: HAProxy takes the empty operand for 0.
+    if text.is_empty() {
+        a[0] = Arg::Sint(0);
+        return Ok(());
+    }
     let digits = text.strip_prefix(['-', '+']).unwrap_or(&text);
     if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
         a[0] = Arg::Sint(super::value::str_to_int(text.as_bytes()));
@@ -1076,7 +1091,7 @@ fn declare(v: &super::vars::VarName) {
 
 /// `strcmp(<var>)`, `secure_memcmp(<var>)`: a variable name.
 fn var_only(a: &mut [Arg]) -> Result<(), CheckError> {
-    let Some(first) = a.first_mut() else {
+    let Some(first) = a.first_mut().filter(|f| !f.as_str().is_empty()) else {
         return Err(CheckError::Invalid("missing variable name".to_string()));
     };
     *first = Arg::Var(registered(first.as_str())?);
@@ -1094,8 +1109,15 @@ pub(crate) fn registered(name: &str) -> Result<super::vars::VarName, CheckError>
 
 /// `add_item(<delim>,[<var>][,<suffix>])`: the variable may be left empty.
 fn item_args(a: &mut [Arg]) -> Result<(), CheckError> {
-    if let Some(name) = a.get(1).map(Arg::as_str).filter(|n| !n.is_empty()) {
-        a[1] = Arg::Var(registered(name)?);
+    let suffix = a.get(2).map_or("", Arg::as_str);
+    match a.get(1).map(Arg::as_str).filter(|n| !n.is_empty()) {
+        Some(name) => a[1] = Arg::Var(registered(name)?),
+        None if suffix.is_empty() => {
+            return Err(CheckError::Invalid(
+                "one of the optional arguments has to be nonempty".to_string(),
+            ));
+        }
+        None => {}
     }
     Ok(())
 }
@@ -1116,7 +1138,7 @@ fn json_code(a: &mut [Arg]) -> Result<(), CheckError> {
 }
 
 /// `json_query(<path>[,int])`.
-pub(crate) fn json_query_args(a: &mut [Arg]) -> Result<(), CheckError> {
+fn json_query_args(a: &mut [Arg]) -> Result<(), CheckError> {
     if a.first().is_none_or(|p| p.as_str().is_empty()) {
         return Err(CheckError::Invalid(
             "json_path must not be empty".to_string(),
@@ -1224,7 +1246,8 @@ fn field_args(a: &mut [Arg]) -> Result<(), CheckError> {
     Ok(())
 }
 
-fn word_args(a: &mut [Arg]) -> Result<(), CheckError> {
+/// `field` and `word`: a non-zero index and some separators.
+fn index_and_separators(a: &mut [Arg]) -> Result<(), CheckError> {
     field_args(a)?;
     if a[1].as_str().is_empty() {
         return Err(CheckError::Invalid("Empty separators list".to_string()));
@@ -1232,11 +1255,13 @@ fn word_args(a: &mut [Arg]) -> Result<(), CheckError> {
     Ok(())
 }
 
+/// `be2dec(<separator>,<chunk_size>[,<truncate>])`: HAProxy takes a
+/// missing size for 0, and refuses it.
 fn chunk_size(a: &mut [Arg]) -> Result<(), CheckError> {
-    let n = a[1].as_int();
+    let n = a.get(1).map_or(0, Arg::as_int);
     if !(1..=8).contains(&n) {
         return Err(CheckError::Invalid(format!(
-            "Chunk size must be in 1..8 range, got {n}"
+            "chunk_size out of [1..8] range ({n})"
         )));
     }
     Ok(())
@@ -1245,7 +1270,7 @@ fn chunk_size(a: &mut [Arg]) -> Result<(), CheckError> {
 fn chunk_size_opt(a: &mut [Arg]) -> Result<(), CheckError> {
     if a.len() > 1 && a[1].as_int() < 1 {
         return Err(CheckError::Invalid(format!(
-            "Chunk size must be positive, got {}",
+            "chunk_size needs to be positive ({})",
             a[1].as_int()
         )));
     }

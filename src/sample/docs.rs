@@ -155,7 +155,6 @@ const WHY: &[(&str, &str)] = &[
     ),
     ("wait_end", "tcp-request inspect-delay waits (#22)"),
     // Converters.
-    ("aes_gcm_dec", "AES-GCM with variables (#17)"),
     ("da-csv-conv", "device detection add-ons: not planned"),
     ("mqtt_*", "MQTT parsing (#22)"),
     ("fix_*", "FIX parsing (#22)"),

@@ -143,23 +143,26 @@ impl Expr {
                     ExprError::Invalid(format!("unknown converter '{cname}'"))
                 });
             };
-            let mut cargs = Vec::new();
-            if b.get(i) == Some(&b'(') {
+            // Without parentheses the arguments are those of `name()`, as
+            // HAProxy reads them: one empty string where a string comes
+            // first, and the mandatory ones missing.
+            let cargs = if b.get(i) == Some(&b'(') {
                 let (a, used) =
                     arg::parse(conv.args, &text[i + 1..]).map_err(|e| conv_arg_error(cname, e))?;
-                cargs = a;
                 i += 1 + used;
-            }
+                a
+            } else {
+                arg::parse(conv.args, ")")
+                    .map_err(|e| conv_arg_error(cname, e))?
+                    .0
+            };
             if !out.casts_to(conv.input) {
                 return Err(ExprError::Invalid(format!(
                     "converter '{cname}' cannot be applied"
                 )));
             }
-            // A converter named without its mandatory arguments is taken
-            // as HAProxy 2.6 takes it, and then gives no sample.
-            if cargs.len() >= conv.args.min
-                && let Some(check) = conv.check
-            {
+            let mut cargs = cargs;
+            if let Some(check) = conv.check {
                 check(&mut cargs).map_err(|e| match e {
                     CheckError::Invalid(m) => {
                         ExprError::Invalid(format!("invalid args in converter '{cname}' : {m}"))

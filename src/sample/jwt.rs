@@ -42,13 +42,15 @@ pub(crate) static CONVERTERS: &[ConvDef] = &[
     ),
 ];
 
-/// `jwt_*_query([<json_path>],[<output_type>])`: `json_query`'s checks
-/// when a path is given.
+/// `jwt_*_query([<json_path>],[<output_type>])`: `json_query`'s output
+/// type (an empty path is taken, and finds nothing).
 fn query_args(a: &mut [Arg]) -> Result<(), CheckError> {
-    if a.is_empty() {
-        return Ok(());
+    match a.get(1).map(Arg::as_str) {
+        None | Some("int") => Ok(()),
+        Some(_) => Err(CheckError::Invalid(
+            "output_type only supports \"int\" as argument".to_string(),
+        )),
     }
-    super::conv::json_query_args(a)
 }
 
 /// Part `part` of a token, decoded, queried. HAProxy 2.6 gives nothing
@@ -127,13 +129,11 @@ fn verify_args(a: &mut [Arg]) -> Result<(), CheckError> {
     } else {
         match Alg::parse(alg.as_bytes()) {
             None => {
-                return Err(CheckError::Invalid(format!(
-                    "unknown JWT algorithm: {alg}."
-                )));
+                return Err(CheckError::Invalid(format!("unknown JWT algorithm: {alg}")));
             }
             Some(Alg::Ps) => {
                 return Err(CheckError::Invalid(
-                    "RSASSA-PSS JWS signing not managed yet.".to_string(),
+                    "RSASSA-PSS JWS signing not managed yet".to_string(),
                 ));
             }
             _ => {}

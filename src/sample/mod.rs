@@ -8,6 +8,7 @@
 //! against a request's [`Ctx`]. This module sits below `acl` and `config`
 //! and above `wire`: it reads requests, never proxies or runtime state.
 
+pub(crate) mod aead;
 pub(crate) mod arg;
 pub(crate) mod auth;
 pub(crate) mod conv;
