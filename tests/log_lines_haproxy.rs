@@ -727,7 +727,10 @@ const CONNECTING_CFG: &str = "global
 defaults
     mode tcp
     log global
-    timeout connect 100ms
+    # Long enough that a client leaving right after the first attempt
+    # starts is seen before a retry even on a loaded machine (with 100ms,
+    # haproxy itself once logged two retries done).
+    timeout connect 500ms
     timeout client 5s
     timeout server 5s
     retries 3
@@ -1063,7 +1066,10 @@ const EARLY_CFG: &str = "global
 defaults
     mode tcp
     log global
-    timeout connect 100ms
+    # Long enough that a client leaving right after the first attempt
+    # starts is seen before a retry even on a loaded machine (with 100ms,
+    # haproxy itself once logged two retries done).
+    timeout connect 500ms
     timeout client 5s
     timeout server 5s
     retries 3
