@@ -189,3 +189,83 @@ frontend fe
     assert!(got[0][0].contains("nope"), "{got:?}");
     assert_eq!(got[1], got[0], "sluice's answers, then haproxy's");
 }
+
+/// The fetches that read the Authorization data without checking it.
+const AUTH_FETCHES: &[&str] = &[
+    "http_auth_type",
+    "http_auth_user",
+    "http_auth_pass",
+    "http_auth_bearer",
+    "http_auth_bearer(x-token)",
+    "http_auth_type,length",
+    "http_auth_user,length",
+    "http_auth_bearer,length",
+];
+
+/// The Authorization (and `x-token`) fields they are asked about.
+fn auth_headers() -> Vec<String> {
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    vec![
+        String::new(),
+        format!("authorization: Basic {}\r\n", b64("alice:s3cret")),
+        format!("authorization: basic {}\r\n", b64("bob:pw:with:colons")),
+        format!("authorization: BASIC {}\r\n", b64("nocolon")),
+        format!("authorization: Basic {}\r\n", b64(":")),
+        "authorization: Basic !!!notbase64\r\n".to_string(),
+        "authorization: Basic\r\n".to_string(),
+        "authorization: Bearer abc.def.ghi\r\n".to_string(),
+        "authorization: bearer   spaced  \r\n".to_string(),
+        "authorization: Bearer\r\n".to_string(),
+        "authorization: Digest username=\"x\"\r\n".to_string(),
+        "authorization: Negotiate\r\n".to_string(),
+        "authorization: \r\n".to_string(),
+        format!(
+            "authorization: Basic {}\r\nauthorization: Bearer second\r\n",
+            b64("first:1")
+        ),
+        "x-token: Bearer tok123\r\n".to_string(),
+        "x-token: tok123\r\nauthorization: Bearer main\r\n".to_string(),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn authorization_fetches_give_haproxys_bytes() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = |bind: &str| {
+        let mut c = format!(
+            "defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {bind}
+"
+        );
+        for (i, e) in AUTH_FETCHES.iter().enumerate() {
+            c.push_str(&format!(
+                "    http-request return status 200 content-type text/plain lf-string \"[%[{e}]]\" if {{ path /{i} }}\n"
+            ));
+        }
+        c
+    };
+    let fronts = listens(2);
+    let _hap = Haproxy::start("authf-hap", &cfg(&fronts[0].to_string()), &[&fronts[0]]);
+    let _sl = Sluice::start(&cfg(&fronts[1].to_string()));
+    let mut differ = Vec::new();
+    for h in auth_headers() {
+        for (i, e) in AUTH_FETCHES.iter().enumerate() {
+            let req = format!("GET /{i} HTTP/1.1\r\nhost: h\r\n{h}\r\n");
+            let mut got = Vec::new();
+            for front in &fronts {
+                let mut conn = HttpConn::connect(front.addr()).await;
+                got.push(conn.raw(req.as_bytes(), false).await.expect("answer"));
+            }
+            let label = format!("{e} with {h:?}");
+            differ.extend(haproxy::answer_differs(&label, &got[0], &got[1]));
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}

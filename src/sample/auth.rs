@@ -81,19 +81,52 @@ impl Userlist {
     }
 }
 
+/// The data of an Authorization field, as HAProxy reads it: `Basic
+/// <base64(user:pass)>` or `Bearer <token>` (the scheme in any case);
+/// anything else, or a Basic one that does not decode to `user:pass`, is
+/// none.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Credentials {
+    Basic { user: Vec<u8>, pass: Vec<u8> },
+    Bearer(Vec<u8>),
+}
+
+impl Credentials {
+    pub(crate) fn parse(value: &[u8]) -> Option<Credentials> {
+        let value = crate::wire::h1::trim(value);
+        let sp = value.iter().position(|&b| b == b' ')?;
+        let (scheme, rest) = (&value[..sp], crate::wire::h1::trim(&value[sp + 1..]));
+        if scheme.eq_ignore_ascii_case(b"basic") {
+            let decoded = base64::engine::general_purpose::STANDARD
+                .decode(rest)
+                .ok()?;
+            let colon = decoded.iter().position(|&b| b == b':')?;
+            Some(Credentials::Basic {
+                user: decoded[..colon].to_vec(),
+                pass: decoded[colon + 1..].to_vec(),
+            })
+        } else if scheme.eq_ignore_ascii_case(b"bearer") && !rest.is_empty() {
+            Some(Credentials::Bearer(rest.to_vec()))
+        } else {
+            None
+        }
+    }
+
+    /// `http_auth_type`'s name for the scheme.
+    pub(crate) fn scheme(&self) -> &'static str {
+        match self {
+            Credentials::Basic { .. } => "Basic",
+            Credentials::Bearer(_) => "Bearer",
+        }
+    }
+}
+
 /// `Basic <base64(user:pass)>`: the user and the password.
 fn basic_credentials(value: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
-    let value = crate::wire::h1::trim(value);
-    let sp = value.iter().position(|&b| b == b' ')?;
-    if !value[..sp].eq_ignore_ascii_case(b"basic") {
-        return None;
+    match Credentials::parse(value)? {
+        Credentials::Basic { user, pass } => Some((user, pass)),
+        Credentials::Bearer(_) => None,
     }
-    let token = crate::wire::h1::trim(&value[sp + 1..]);
-    let decoded = base64::engine::general_purpose::STANDARD
-        .decode(token)
-        .ok()?;
-    let colon = decoded.iter().position(|&b| b == b':')?;
-    Some((decoded[..colon].to_vec(), decoded[colon + 1..].to_vec()))
 }
 
 /// Equality whose time does not depend on where the inputs differ.

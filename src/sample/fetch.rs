@@ -800,6 +800,40 @@ static FETCHES: &[FetchDef] = &[
             },
         )
     },
+    // The Authorization data as the client sent it, unchecked: its scheme,
+    // the Basic user and password, a Bearer token (of another field when
+    // one is named).
+    def("http_auth_type", HRQHV, ArgSpec::NONE, T::Str, |_, cx| {
+        let c = credentials(cx, "authorization")?;
+        Some(Sample::owned_str(c.scheme().to_string()))
+    }),
+    def(
+        "http_auth_user",
+        HRQHV,
+        ArgSpec::NONE,
+        T::Str,
+        |_, cx| match credentials(cx, "authorization")? {
+            super::auth::Credentials::Basic { user, .. } => Some(Sample::Str(Cow::Owned(user))),
+            super::auth::Credentials::Bearer(_) => None,
+        },
+    ),
+    def(
+        "http_auth_pass",
+        HRQHV,
+        ArgSpec::NONE,
+        T::Str,
+        |_, cx| match credentials(cx, "authorization")? {
+            super::auth::Credentials::Basic { pass, .. } => Some(Sample::Str(Cow::Owned(pass))),
+            super::auth::Credentials::Bearer(_) => None,
+        },
+    ),
+    def("http_auth_bearer", HRQHV, OPT_STR, T::Str, |a, cx| {
+        let field = a.first().map_or("authorization", Arg::as_str);
+        match credentials(cx, field)? {
+            super::auth::Credentials::Bearer(t) => Some(Sample::Str(Cow::Owned(t))),
+            super::auth::Credentials::Basic { .. } => None,
+        }
+    }),
     // `http_auth(<userlist>)`: the request's Basic credentials are valid.
     def("http_auth", HRQHV, STR, T::Bool, |a, cx| {
         let auth = cx.req?.values("authorization").next()?;
@@ -818,6 +852,11 @@ static FETCHES: &[FetchDef] = &[
         .flatten()
     }),
 ];
+
+/// The credentials of the request's first `field`.
+fn credentials(cx: &Ctx<'_>, field: &str) -> Option<super::auth::Credentials> {
+    super::auth::Credentials::parse(cx.req?.values(field).next()?)
+}
 
 /// `var(<name>)`: a variable name, a `proc` one created now as HAProxy
 /// does.
