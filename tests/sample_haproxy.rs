@@ -338,6 +338,15 @@ const REQUEST_FETCHES: &[&str] = &[
     "dst",
     "dst_port,bool",
     "stopping",
+    "src_is_local",
+    "dst_is_local",
+    "fc_err",
+    "fc_err_str",
+    "cookie(a)",
+    "cookie(c)",
+    "cookie",
+    "fe_defbe",
+    "fe_client_timeout",
 ];
 
 /// The two requests of [`REQUEST_FETCHES`], for path `/<n>`.
@@ -364,6 +373,8 @@ const SHAPED: &[(&str, &str)] = &[
     ("date(3600)", "now+3600:1"),
     ("date(0,ms)", "now:1000"),
     ("date(0,us)", "now:1000000"),
+    // The microseconds of the date.
+    ("date_us", "below:1000000"),
     // Each listens on a port of its own: the one the client reached.
     ("dst_port", "port"),
 ];
@@ -708,6 +719,12 @@ const RESPONSE_FETCHES: &[&str] = &[
     "srv_id",
     // What stays of the request is still there.
     "method",
+    "cookie(a)",
+    "cookie(b)",
+    "capture.res.ver",
+    "be_server_timeout",
+    "cur_server_timeout",
+    "cur_tunnel_timeout",
 ];
 
 /// Fetches of the whole header block, each alone in its config: HAProxy's
@@ -805,7 +822,15 @@ async fn addresses_come_from_the_proxy_header() {
     if !haproxy::available() {
         return;
     }
-    const ADDRS: &[&str] = &["src", "src_port", "dst", "dst_port", "base32+src,hex"];
+    const ADDRS: &[&str] = &[
+        "src",
+        "src_port",
+        "dst",
+        "dst_port",
+        "base32+src,hex",
+        "src_is_local",
+        "dst_is_local",
+    ];
     let cfg = |bind: &str| config(&format!("{bind} accept-proxy"), ADDRS);
     let fronts = listens(2);
     let _hap = Haproxy::start("sample-pp-hap", &cfg(&fronts[0].to_string()), &[&fronts[0]]);
@@ -861,6 +886,15 @@ async fn runtime_state_fetches_give_haproxys_bytes() {
         "srv_sess_rate(be/s2)",
         "avg_queue",
         "avg_queue(only_backups)",
+        "connslots",
+        "connslots(slots)",
+        "connslots(only_backups)",
+        "fe_defbe",
+        "fe_client_timeout",
+        "be_server_timeout",
+        "be_tunnel_timeout",
+        "cur_server_timeout",
+        "cur_tunnel_timeout",
     ];
     // No checks: the servers are UP without being reached; s3 is in
     // maintenance from the start.
@@ -881,7 +915,13 @@ backend all_backups
     option allbackups
     server b1 127.0.0.1:9 backup
     server b2 127.0.0.1:9 backup
+backend slots
+    server s1 127.0.0.1:9 maxconn 10 maxqueue 5
+    server s2 127.0.0.1:9 maxconn 3 maxqueue 4
+    server s3 127.0.0.1:9 disabled
 backend be
+    timeout server 9s
+    timeout tunnel 11s
     server s1 127.0.0.1:9
     server s2 127.0.0.1:9 weight 30 maxconn 12
     server s3 127.0.0.1:9 disabled weight 7

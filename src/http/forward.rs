@@ -253,6 +253,9 @@ pub(crate) struct ReqCtx<'a> {
     pub(crate) tls: Option<&'a crate::tls::TlsFacts>,
     /// The request's variables.
     pub(crate) vars: &'a crate::sample::vars::Vars<'a>,
+    /// The process, whose snapshot response rules read the proxies'
+    /// state from (`nbsrv`, `be_server_timeout`...).
+    pub(crate) rt: &'a crate::snapshot::runtime::Runtime,
 }
 
 /// No server for the request (none usable, queue full or timed out), at
@@ -309,6 +312,7 @@ pub(crate) async fn forward(
         persisted,
         tls: ctx.tls,
         vars: ctx.vars,
+        rt: ctx.rt,
     };
     let acquired = pick(be, &key, &mut cookie_ctx.persisted).await;
     let ctx = &cookie_ctx;

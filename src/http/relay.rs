@@ -577,6 +577,10 @@ fn response_edits<'r>(
     cookie: impl FnOnce(&Head, &mut Option<Edits>),
 ) -> Result<Option<Edits>, RespRefused<'r>> {
     let (server, src, tls) = (who.server, who.src, who.tls);
+    // The proxies' state for the rules' samples, held only when there
+    // are rules (a snapshot reference is a shared count's write).
+    let snap =
+        (!fe.http_response.is_empty() || !be.http_response.is_empty()).then(|| ctx.rt.snapshot());
     let view = View {
         head: req,
         res: None,
@@ -602,7 +606,7 @@ fn response_edits<'r>(
         first_req: None,
         server_id: sid(be, server),
         local: None,
-        proxies: None,
+        proxies: snap.as_deref(),
         vars: Some(ctx.vars),
         tls,
     };

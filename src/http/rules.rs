@@ -404,6 +404,26 @@ impl crate::sample::Proxies for Snapshot {
                 _ => c.req_rate.rate() as i64,
             });
         }
+        if what == Count::FrontendClientTimeout {
+            let fe = self.frontends().find(|f| f.name == backend)?;
+            return Some(millis(fe.timeouts.client));
+        }
+        if matches!(
+            what,
+            Count::BackendServerTimeout | Count::BackendTunnelTimeout
+        ) {
+            // The current backend is the frontend itself until one is
+            // chosen (a `listen`).
+            let timeouts = match self.backend(backend) {
+                Some(be) => &be.timeouts,
+                None => &self.frontends().find(|f| f.name == backend)?.timeouts,
+            };
+            return Some(millis(if what == Count::BackendServerTimeout {
+                timeouts.server
+            } else {
+                timeouts.tunnel
+            }));
+        }
         let be = self.backend(backend)?;
         if let Some(name) = server {
             let srv = be.servers.iter().find(|s| s.name == name)?;
@@ -448,6 +468,19 @@ impl crate::sample::Proxies for Snapshot {
                     n => (queued + n - 1) / n,
                 }
             }
+            Count::ConnSlots => {
+                let mut slots = 0;
+                for s in be.servers.iter().filter(|s| s.state.usable()) {
+                    let maxconn = s.state.maxconn.load(std::sync::atomic::Ordering::Relaxed);
+                    if maxconn == 0 || s.maxqueue == 0 {
+                        return Some(-1);
+                    }
+                    slots += i64::from(maxconn) - s.state.counters.sess.cur() as i64
+                        + i64::from(s.maxqueue)
+                        - s.state.counters.queue.cur() as i64;
+                }
+                slots
+            }
             Count::BackendConns => be.state.counters.sess.cur() as i64,
             Count::BackendQueue => be.state.counters.queue.cur() as i64,
             Count::BackendSessRate => be.state.counters.sess_rate.rate() as i64,
@@ -469,6 +502,16 @@ impl crate::sample::Proxies for Snapshot {
             _ => return None,
         })
     }
+
+    fn default_backend(&self, frontend: &str) -> Option<&str> {
+        let fe = self.frontends().find(|f| f.name == frontend)?;
+        fe.default_backend.as_deref().map(|b| b.name.as_str())
+    }
+}
+
+/// A configured timeout in milliseconds, 0 when there is none.
+fn millis(t: Option<std::time::Duration>) -> i64 {
+    t.map_or(0, |d| d.as_millis() as i64)
 }
 
 /// What a server's `maxconn` leaves (-1 without one).

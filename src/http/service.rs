@@ -792,6 +792,7 @@ async fn route(
         persisted: None,
         tls,
         vars: rq.vars,
+        rt,
     };
     forward::forward(fe, be, head, body, conn, keep, rec, &ctx).await
 }

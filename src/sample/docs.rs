@@ -10,11 +10,20 @@ use crate::haproxy26::{Kind, haproxy26};
 /// the first match wins, and a keyword no line matches is "not yet
 /// (#17)".
 const WHY: &[(&str, &str)] = &[
-    // Owned by later issues.
     (
-        "src_is_local",
-        "connection facts not passed to samples yet (#17)",
+        "fc_src*",
+        "the socket's own addresses, which a PROXY header hides, are not kept yet (#17)",
     ),
+    (
+        "fc_dst*",
+        "the socket's own addresses, which a PROXY header hides, are not kept yet (#17)",
+    ),
+    // Named by the manual, unknown to the binary ("unknown fetch method").
+    (
+        "set-cookie",
+        "no fetch of the HAProxy 2.6 binary (its manual names it)",
+    ),
+    // Owned by later issues.
     ("so_id", "listener ids not passed to samples yet (#17)"),
     ("sc*", "stick tables (#19)"),
     ("src_*", "stick tables (#19)"),

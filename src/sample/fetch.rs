@@ -46,6 +46,16 @@ pub(crate) enum Count {
     /// The backend's queue shared by its usable servers, rounded up
     /// (`avg_queue`).
     AverageQueue,
+    /// Connections and queue places the usable servers have left, -1 when
+    /// one has no `maxconn` or no `maxqueue` (`connslots`).
+    ConnSlots,
+    /// The configured timeouts, in milliseconds, 0 when unset: the
+    /// frontend's `timeout client`, the backend's `timeout server` and
+    /// `timeout tunnel` (`fe_client_timeout`, `be_server_timeout`,
+    /// `be_tunnel_timeout`).
+    FrontendClientTimeout,
+    BackendServerTimeout,
+    BackendTunnelTimeout,
 }
 
 /// The proxies' runtime state, read by the fetches that need it through
@@ -55,6 +65,8 @@ pub(crate) trait Proxies: std::fmt::Debug + Sync {
     /// `what` of backend `backend`, or of its server `server`; None when
     /// there is no such backend or server.
     fn count(&self, what: Count, backend: &str, server: Option<&str>) -> Option<i64>;
+    /// The `default_backend` of frontend `frontend` (`fe_defbe`).
+    fn default_backend(&self, frontend: &str) -> Option<&str>;
 }
 
 /// What a request or connection offers the fetches at the point an
@@ -309,6 +321,13 @@ static FETCHES: &[FetchDef] = &[
             |a, _| Some(Sample::Sint(date(a))),
         )
     },
+    // The microseconds of the date (`date` gives the seconds).
+    def("date_us", CONST, ArgSpec::NONE, T::Sint, |_, _| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        Some(Sample::Sint(i64::from(now.subsec_micros())))
+    }),
     def("env", CONST, STR, T::Str, |a, _| {
         let v = std::env::var_os(a[0].as_str())?;
         Some(Sample::Str(Cow::Owned(v.into_encoded_bytes())))
@@ -364,6 +383,62 @@ static FETCHES: &[FetchDef] = &[
     def("nbsrv", INTRN, OPT_STR, T::Sint, |a, cx| {
         backend_count(cx, a, Count::UsableServers)
     }),
+    def("connslots", INTRN, OPT_STR, T::Sint, |a, cx| {
+        backend_count(cx, a, Count::ConnSlots)
+    }),
+    def("fe_defbe", FTEND, ArgSpec::NONE, T::Str, |_, cx| {
+        Some(Sample::str(
+            cx.proxies?.default_backend(cx.frontend)?.as_bytes(),
+        ))
+    }),
+    def(
+        "fe_client_timeout",
+        FTEND,
+        ArgSpec::NONE,
+        T::Sint,
+        |_, cx| {
+            let c = cx
+                .proxies?
+                .count(Count::FrontendClientTimeout, cx.frontend, None);
+            c.map(Sample::Sint)
+        },
+    ),
+    def(
+        "be_server_timeout",
+        BKEND,
+        ArgSpec::NONE,
+        T::Sint,
+        |_, cx| backend_count(cx, &[], Count::BackendServerTimeout),
+    ),
+    def(
+        "be_tunnel_timeout",
+        BKEND,
+        ArgSpec::NONE,
+        T::Sint,
+        |_, cx| backend_count(cx, &[], Count::BackendTunnelTimeout),
+    ),
+    // The stream's own server timeout: none before a server is connected
+    // (HAProxy gives 0 in request rules), then the backend's (sluice has
+    // no `set-timeout`).
+    def(
+        "cur_server_timeout",
+        BKEND,
+        ArgSpec::NONE,
+        T::Sint,
+        |_, cx| match cx.server {
+            Some(_) => backend_count(cx, &[], Count::BackendServerTimeout),
+            None => Some(Sample::Sint(0)),
+        },
+    ),
+    // The tunnel timeout applies once a tunnel is up, and no rule runs
+    // then.
+    def(
+        "cur_tunnel_timeout",
+        BKEND,
+        ArgSpec::NONE,
+        T::Sint,
+        |_, _| Some(Sample::Sint(0)),
+    ),
     def("queue", INTRN, OPT_STR, T::Sint, |a, cx| {
         backend_count(cx, a, Count::BackendQueue)
     }),
@@ -405,6 +480,20 @@ static FETCHES: &[FetchDef] = &[
     def("src", L4CLI, ArgSpec::NONE, T::Ipv4, |_, cx| cx.src.map(ip)),
     def("src_port", L4CLI, ArgSpec::NONE, T::Sint, |_, cx| {
         cx.src_port.map(|p| Sample::Sint(p as i64))
+    }),
+    def("src_is_local", L4CLI, ArgSpec::NONE, T::Bool, |_, cx| {
+        cx.src.map(|a| Sample::Bool(is_local(a)))
+    }),
+    def("dst_is_local", L4CLI, ArgSpec::NONE, T::Bool, |_, cx| {
+        cx.local.map(|a| Sample::Bool(is_local(a.ip())))
+    }),
+    // A connection that got this far has no error (its code is 0, and
+    // the C library's text for 0).
+    def("fc_err", L4CLI, ArgSpec::NONE, T::Sint, |_, _| {
+        Some(Sample::Sint(0))
+    }),
+    def("fc_err_str", L4CLI, ArgSpec::NONE, T::Str, |_, _| {
+        Some(Sample::str(b"Success"))
     }),
     // 7.3.5 Layer 6: the request's buffered bytes, as `tcp-request
     // content` sees them (kept apart: the ACL engine reads these too).
@@ -713,13 +802,18 @@ static FETCHES: &[FetchDef] = &[
     def("capture.req.uri", HRQHP, ArgSpec::NONE, T::Str, |_, cx| {
         Some(Sample::str(cx.req?.target()))
     }),
+    def("capture.res.ver", HRSHP, ArgSpec::NONE, T::Str, |_, cx| {
+        Some(Sample::str(http_version(cx.res?)))
+    }),
+    // The deprecated name: `cookie` reads the request's `Cookie`, or the
+    // response's `Set-Cookie` in a response rule, as `hdr` does. (The
+    // manual's `set-cookie` is no fetch of the 2.6 binary.)
+    def("cookie", HTTP_HV, OPT_STR, T::Str, |a, cx| match cx.res {
+        Some(res) => res_cookie(res, a).map(Sample::str),
+        None => req_cookie(cx.req?, a).map(Sample::str),
+    }),
     def("capture.req.ver", HRQHP, ArgSpec::NONE, T::Str, |_, cx| {
-        let v: &[u8] = if cx.req?.minor == 0 {
-            b"HTTP/1.0"
-        } else {
-            b"HTTP/1.1"
-        };
-        Some(Sample::str(v))
+        Some(Sample::str(http_version(cx.req?)))
     }),
     // ---- Fetches the ACL engine moved here (TLS facts, RDP, the wait of
     // content inspection). ----
@@ -1063,6 +1157,21 @@ fn hostname() -> &'static str {
 
 /// `date([<offset>],[<unit>])`: now plus the offset, in seconds or in the
 /// unit named (the offset is in that unit too).
+/// `HTTP/1.0` or `HTTP/1.1`, as the `capture.*.ver` fetches give it.
+fn http_version(h: &Head) -> &'static [u8] {
+    if h.minor == 0 {
+        b"HTTP/1.0"
+    } else {
+        b"HTTP/1.1"
+    }
+}
+
+/// Whether `a` is one of this machine's addresses: it can be bound, as
+/// HAProxy finds out (a system call or two, per evaluation).
+fn is_local(a: IpAddr) -> bool {
+    std::net::UdpSocket::bind(SocketAddr::new(a, 0)).is_ok()
+}
+
 fn date(a: &[Arg]) -> i64 {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
