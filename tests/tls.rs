@@ -1276,3 +1276,128 @@ frontend fe
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }
+
+/// The client certificate's fetches give haproxy 2.6's bytes: a client
+/// certificate with a rich subject (two `OU`s, an e-mail address), signed
+/// by the CA the listener verifies with, over TLS 1.3 and 1.2.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_certificate_fetches_give_haproxys_bytes() {
+    if !support::haproxy::available() {
+        return;
+    }
+    let ca = Ca::new("sluice test CA");
+    let dir = TempDir::new("tlsccert");
+    let site = write(dir.path(), "site.pem", &ca.leaf(&["site.test"]));
+    let ca_file = write(dir.path(), "ca.pem", &ca.pem());
+    // Two certificates: rcgen's default validity (1975 to 4096, which
+    // HAProxy shows no time of) and one of this century.
+    let client = |dated: bool| {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        let dn = &mut params.distinguished_name;
+        dn.push(DnType::CountryName, "FR");
+        dn.push(DnType::StateOrProvinceName, "Ile-de-France");
+        dn.push(DnType::OrganizationName, "Sluice, Tests & Co");
+        dn.push(DnType::OrganizationalUnitName, "unit one");
+        dn.push(DnType::OrganizationalUnitName, "unit two");
+        dn.push(DnType::CommonName, "client.test");
+        dn.push(
+            DnType::CustomDnType(vec![1, 2, 840, 113549, 1, 9, 1]),
+            "ops@client.test",
+        );
+        params.serial_number = Some(rcgen::SerialNumber::from(vec![0x01, 0x9a, 0x42]));
+        if dated {
+            params.not_before = rcgen::date_time_ymd(2024, 1, 2);
+            params.not_after = rcgen::date_time_ymd(2049, 6, 30);
+        }
+        let cert = params.signed_by(&key, &ca.issuer).unwrap();
+        format!("{}{}", cert.pem(), key.serialize_pem())
+    };
+    let fetches = [
+        "ssl_c_used",
+        "ssl_c_version",
+        "ssl_c_serial,hex",
+        "ssl_c_sha1,hex",
+        "ssl_c_der,length",
+        "ssl_c_chain_der,length",
+        "ssl_c_s_dn",
+        "ssl_c_i_dn",
+        "ssl_c_s_dn(CN)",
+        "ssl_c_s_dn(OU)",
+        "ssl_c_s_dn(OU,2)",
+        "ssl_c_s_dn(OU,-1)",
+        "ssl_c_s_dn(OU,3)",
+        "ssl_c_s_dn(emailAddress)",
+        "ssl_c_s_dn(,0,rfc2253)",
+        "ssl_c_s_dn(CN,1,rfc2253)",
+        "ssl_c_i_dn(,0,rfc2253)",
+        "ssl_c_notbefore",
+        "ssl_c_notafter",
+        "ssl_c_sig_alg",
+        "ssl_c_key_alg",
+        "ssl_c_err",
+        "ssl_c_ca_err",
+        "ssl_c_ca_err_depth",
+        "ssl_c_verify",
+    ];
+    let line: Vec<String> = fetches.iter().map(|f| format!("{f}=%[{f}]")).collect();
+    let config = |bind: &str| {
+        format!(
+            "defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {bind} ssl crt {site} ca-file {ca_file} verify required
+    http-request return status 200 content-type text/plain lf-string \"{}\"
+",
+            line.join("|")
+        )
+    };
+    let fronts = listens(2);
+    let _hap = support::haproxy::Haproxy::start(
+        "tlsccert-hap",
+        &config(&fronts[0].to_string()),
+        &[&fronts[0]],
+    );
+    let _sl = Sluice::start(&config(&fronts[1].to_string()));
+    let mut differ = Vec::new();
+    for (versions, dated) in [
+        (&[&rustls::version::TLS13][..], false),
+        (&[&rustls::version::TLS12][..], false),
+        (&[&rustls::version::TLS13][..], true),
+    ] {
+        let cfg = client_with(versions, &["http/1.1"], Some(&client(dated)));
+        let mut bodies = Vec::new();
+        for f in &fronts {
+            let tls = tls_connect(f.addr(), "site.test", cfg.clone())
+                .await
+                .unwrap();
+            let mut conn = BufReader::new(tls);
+            let r = tls_get(&mut conn, "/").await;
+            assert_eq!(r.status, 200, "{}", r.head);
+            bodies.push(r.text().to_string());
+        }
+        let (h, s): (Vec<&str>, Vec<&str>) = (
+            bodies[0].split('|').collect(),
+            bodies[1].split('|').collect(),
+        );
+        for (h, s) in h.iter().zip(&s) {
+            if h != s {
+                differ.push(format!(
+                    "{versions:?} dated {dated}: haproxy {h:?}, sluice {s:?}"
+                ));
+            }
+        }
+        // Not a vacuous comparison: the subject and the times came through.
+        assert!(bodies[0].contains("CN=client.test"), "{}", bodies[0]);
+        assert_eq!(
+            bodies[0].contains("ssl_c_notbefore=240102000000Z"),
+            dated,
+            "{}",
+            bodies[0]
+        );
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}

@@ -71,13 +71,12 @@ const WHY: &[(&str, &str)] = &[
         "needs the raw ClientHello of the handshake (#17)",
     ),
     (
-        "ssl_c_*",
-        "client certificates: needs an X.509 parser (#17)",
+        "ssl_f_*",
+        "the certificate a listener presented is not kept for samples yet (#17)",
     ),
-    ("ssl_f_*", "certificates: needs an X.509 parser (#17)"),
     (
         "ssl_s_*",
-        "server certificates: needs an X.509 parser (#17)",
+        "server certificates: TLS facts of server connections not kept yet (#17)",
     ),
     ("ssl_fc_session_id", "rustls does not expose the session id"),
     ("ssl_bc*", "TLS to servers: facts not kept yet (#17)"),

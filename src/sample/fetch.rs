@@ -182,7 +182,7 @@ impl std::fmt::Debug for FetchDef {
 
 /// The fetch tables, one per file that declares fetches: a new family of
 /// fetches (stick tables, connection facts, ...) adds its table here.
-static TABLES: &[&[FetchDef]] = &[FETCHES];
+static TABLES: &[&[FetchDef]] = &[FETCHES, super::x509::FETCHES];
 
 /// Every fetch sluice knows.
 pub(crate) fn all() -> impl Iterator<Item = &'static FetchDef> {

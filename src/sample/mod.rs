@@ -23,6 +23,7 @@ pub(crate) mod random;
 pub(crate) mod stage;
 pub(crate) mod value;
 pub(crate) mod vars;
+pub(crate) mod x509;
 
 pub(crate) use expr::{Expr, ExprError};
 pub(crate) use fetch::{Count, Ctx, Proxies};

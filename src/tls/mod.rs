@@ -415,6 +415,9 @@ pub(crate) struct TlsFacts {
     pub(crate) keysize: i64,
     /// `ssl_fc_is_resumed`: the handshake resumed a session.
     pub(crate) resumed: bool,
+    /// The client's certificate chain, leaf first, as DER (`ssl_c_*`);
+    /// empty without one.
+    pub(crate) client_chain: Box<[Box<[u8]>]>,
 }
 
 /// OpenSSL's name and key size of a suite rustls negotiated.
@@ -454,6 +457,12 @@ impl TlsFacts {
             cipher,
             keysize,
             resumed: conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed),
+            client_chain: conn
+                .peer_certificates()
+                .unwrap_or_default()
+                .iter()
+                .map(|c| Box::from(c.as_ref()))
+                .collect(),
         }
     }
 }
