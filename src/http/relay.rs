@@ -330,6 +330,8 @@ impl<'a> Relay<'a> {
                     proxies: None,
                     vars: Some(ctx.vars),
                     tls: ctx.tls,
+                    req_body: None,
+                    res_body: None,
                 };
                 deny_response(self.client, fe, be, self.keep_client, reply, &cx).await
             }
@@ -587,6 +589,7 @@ fn response_edits<'r>(
         tls,
         frontend: &fe.name,
         vars: Some(ctx.vars),
+        req_body: None,
     };
     let cx = rules::FmtCtx {
         req,
@@ -605,6 +608,8 @@ fn response_edits<'r>(
         proxies: None,
         vars: Some(ctx.vars),
         tls,
+        req_body: None,
+        res_body: None,
     };
     let mut edits: Option<Edits> = None;
     // A `listen` section is its own frontend: its rules run once.
@@ -674,6 +679,9 @@ fn response_edits<'r>(
                     }
                 }
                 HttpResponseAction::Var(rule) => rules::run_var(rule, &cx),
+                // The response's body is not waited for yet: what came with
+                // the head is what the rules see (`res.body*`).
+                HttpResponseAction::WaitForBody(_) => {}
             }
         }
         let Some(l) = legacy_rsp else {

@@ -48,6 +48,8 @@ pub(super) struct View<'a> {
     pub(super) frontend: &'a str,
     /// The request's variables (`var()` in conditions).
     pub(super) vars: Option<&'a crate::sample::vars::Vars<'a>>,
+    /// The request's body as far as it is buffered (`req.body*`).
+    pub(super) req_body: Option<crate::sample::fetch::Body<'a>>,
 }
 
 impl RequestView for View<'_> {
@@ -62,6 +64,7 @@ impl RequestView for View<'_> {
             tls: self.tls,
             frontend: self.frontend,
             vars: self.vars,
+            req_body: self.req_body,
             ..Default::default()
         }
     }
@@ -514,7 +517,10 @@ pub(crate) async fn handle_request(
         first,
     };
     conn.pending = io::PendingBody::of(body, &conn.buf);
-    let mut out = route(rt, fe, &req, conn, keep_client, &mut rec).await;
+    // The body the rules read, set aside from the buffer while they run.
+    let mut held = crate::http::body::Held::default();
+    let mut out = route(rt, fe, &req, conn, keep_client, &mut rec, &mut held).await;
+    held.rejoin(conn);
     stream.end();
     vars.end();
     // A body no server was sent (a local answer, a server that could not
@@ -617,6 +623,7 @@ async fn route(
     conn: &mut BufConn,
     keep: bool,
     rec: &mut LogRecord,
+    held: &mut crate::http::body::Held,
 ) -> Outcome {
     let (head, body, peer, tls) = (rq.head, rq.body, rq.peer, rq.tls);
     // The local address costs a system call when the log has not asked
@@ -635,6 +642,7 @@ async fn route(
         tls,
         frontend: &fe.name,
         vars: Some(rq.vars),
+        req_body: None,
     };
     // A local answer does not read the request body: the connection
     // carries another request after it only if the body is all here, to
@@ -693,12 +701,33 @@ async fn route(
         edits: &mut edits,
         allowed: &mut allowed,
         vars: rq.vars,
+        keep,
+        body,
     };
+    // `option http-buffer-request` waits before the frontend's rules;
+    // the body fetches see what is there, waited for or not.
+    if body != BodyKind::None {
+        if fe.buffer_request
+            && let Some(out) = run.buffer_body(head, fe.timeouts.http_request).await
+        {
+            return out;
+        }
+        if crate::sample::fetch::body_read(false) {
+            held.take(
+                run.conn,
+                body,
+                crate::http::body::room(head, fe.max_head, body == BodyKind::Chunked),
+            );
+        }
+    }
     // Without rules the stage is never made (its future is large).
     let head = if fe.http_request.is_empty() && fe.legacy_req.is_none() {
         head
     } else {
-        match run.stage(head, &mut fe_head, Stage::frontend(fe)).await {
+        match run
+            .stage(head, &mut fe_head, Stage::frontend(fe), held)
+            .await
+        {
             Ok(h) => h,
             Err(out) => return out,
         }
@@ -712,6 +741,7 @@ async fn route(
         tls,
         frontend: &fe.name,
         vars: Some(rq.vars),
+        req_body: held.view(),
     };
     let sample_cx = crate::sample::Ctx {
         src: peer.ip(),
@@ -719,6 +749,7 @@ async fn route(
         local: local.or(rq.dst),
         req: Some(head),
         frontend: &fe.name,
+        req_body: held.view(),
         ..Default::default()
     };
     let backend = fe.pick_backend(|c| fe.acls.eval(c, &view), &sample_cx);
@@ -747,6 +778,23 @@ async fn route(
             body_logged: 0,
         };
     }
+    let view = View {
+        head,
+        res: None,
+        src: peer.ip(),
+        src_port: peer.inet().map(|a| a.port()),
+        local,
+        tls,
+        frontend: &fe.name,
+        vars: Some(rq.vars),
+        req_body: None,
+    };
+    // The body is the connection's again for the stats page's form.
+    let room = crate::http::body::room(head, fe.max_head, body == BodyKind::Chunked);
+    let reads_body = body != BodyKind::None && crate::sample::fetch::body_read(false);
+    if be.stats.is_some() {
+        held.rejoin(run.conn);
+    }
     if let Some(stats) = &be.stats
         && fe.stats.as_ref().map(|s| &s.page) != Some(&stats.page)
         && let Some(out) = stats_page(rt, stats, &be.acls, &view, body, run.conn, keep, fe).await
@@ -754,9 +802,23 @@ async fn route(
         stats_logged(run.rec);
         return out;
     }
+    // A backend's `option http-buffer-request` waits once it is chosen,
+    // before its rules (a `listen` section waited above).
+    if be.iid != fe.iid && be.buffer_request && body != BodyKind::None {
+        held.rejoin(run.conn);
+        if let Some(out) = run.buffer_body(head, be.timeouts.http_request).await {
+            return out;
+        }
+    }
+    if reads_body && !held.is_set() {
+        held.take(run.conn, body, room);
+    }
     // A `listen` section is its own backend: its rules ran above already.
     let head = if be.iid != fe.iid && (!be.http_request.is_empty() || be.legacy_req.is_some()) {
-        match run.stage(head, &mut be_head, Stage::backend(be)).await {
+        match run
+            .stage(head, &mut be_head, Stage::backend(be), held)
+            .await
+        {
             Ok(h) => h,
             Err(out) => return out,
         }
@@ -773,6 +835,8 @@ async fn route(
             .get_or_insert_with(Default::default)
             .add_header(name, id.as_bytes().to_vec());
     }
+    // The server gets the body from the connection's buffer.
+    held.rejoin(conn);
     let ctx = forward::ReqCtx {
         src: peer.ip(),
         peer,
@@ -867,6 +931,23 @@ struct RuleRun<'r> {
     /// `reqallow` matched (HAProxy's per-request flag).
     allowed: &'r mut bool,
     vars: &'r crate::sample::vars::Vars<'r>,
+    /// Whether the client connection may carry another request (what
+    /// `keep_local` becomes once the body is all here).
+    keep: bool,
+    /// The request's body framing.
+    body: BodyKind,
+}
+
+/// Why a proxy's rules stopped before their end.
+enum Stop {
+    /// A rule answered the request.
+    Answered(Outcome),
+    /// Rule `at` is `wait-for-body`: the body is waited for, then the
+    /// rules after it run.
+    Wait {
+        at: usize,
+        wait: crate::config::model::WaitForBody,
+    },
 }
 
 impl RuleRun<'_> {
@@ -878,33 +959,29 @@ impl RuleRun<'_> {
         head: &'h Head,
         slot: &'h mut Option<Head>,
         st: Stage<'_>,
+        held: &mut crate::http::body::Held,
     ) -> Result<&'h Head, Outcome> {
-        let (src, src_port, tls, frontend, vars) = (
-            self.src,
-            self.src_port,
-            self.tls,
-            &*self.fe.name,
-            Some(self.vars),
-        );
-        let view = View {
-            head,
-            res: None,
-            src,
-            src_port,
-            local: self.local,
-            tls,
-            frontend,
-            vars,
-        };
         let (before, after) = st.rules.split_at(st.legacy_at.min(st.rules.len()));
-        if let Some(out) = self.apply(&view, before, st.acls, st.be, st.timeouts).await {
+        if let Some(out) = self.rules(head, before, &st, held).await {
             return Err(out);
         }
         let Some(l) = st.legacy else {
-            return match self.apply(&view, after, st.acls, st.be, st.timeouts).await {
+            return match self.rules(head, after, &st, held).await {
                 Some(out) => Err(out),
                 None => Ok(head),
             };
+        };
+        let fe = self.fe;
+        let view = View {
+            head,
+            res: None,
+            src: self.src,
+            src_port: self.src_port,
+            local: self.local,
+            tls: self.tls,
+            frontend: &fe.name,
+            vars: Some(self.vars),
+            req_body: held.view(),
         };
         let verdict = legacy::apply(l, head, self.edits.as_ref(), st.acls, &view, self.allowed);
         let head: &'h Head = match verdict {
@@ -934,20 +1011,114 @@ impl RuleRun<'_> {
                 return Err(forward::send_error_be(self.conn, 400, self.fe, st.be, false).await);
             }
         };
-        let view = View {
-            head,
-            res: None,
-            src,
-            src_port,
-            local: self.local,
-            tls,
-            frontend,
-            vars,
-        };
-        match self.apply(&view, after, st.acls, st.be, st.timeouts).await {
+        match self.rules(head, after, &st, held).await {
             Some(out) => Err(out),
             None => Ok(head),
         }
+    }
+
+    /// Runs `rules` on `head`, waiting for the body where a
+    /// `wait-for-body` rule says so; the outcome when one answered.
+    async fn rules(
+        &mut self,
+        head: &Head,
+        mut rules: &[(HttpRequestAction, Option<CompiledCond>)],
+        st: &Stage<'_>,
+        held: &mut crate::http::body::Held,
+    ) -> Option<Outcome> {
+        loop {
+            // The view is rebuilt after a wait: the body it shows grew.
+            let (src, src_port, local, tls, vars, fe) = (
+                self.src,
+                self.src_port,
+                self.local,
+                self.tls,
+                Some(self.vars),
+                self.fe,
+            );
+            let view = View {
+                head,
+                res: None,
+                src,
+                src_port,
+                local,
+                tls,
+                frontend: &fe.name,
+                vars,
+                req_body: held.view(),
+            };
+            match self.apply(&view, rules, st.acls, st.be, st.timeouts).await {
+                None => return None,
+                Some(Stop::Answered(out)) => return Some(out),
+                Some(Stop::Wait { at, wait }) => {
+                    rules = rules.get(at + 1..).unwrap_or(&[]);
+                    if self.body == BodyKind::None {
+                        continue;
+                    }
+                    held.rejoin(self.conn);
+                    let room = crate::http::body::room(
+                        head,
+                        self.fe.max_head,
+                        self.body == BodyKind::Chunked,
+                    );
+                    let limit = Some(wait.time)
+                        .into_iter()
+                        .chain(self.fe.timeouts.client)
+                        .min();
+                    let waited =
+                        crate::http::body::wait(self.conn, self.body, room, wait.at_least, limit)
+                            .await;
+                    if waited == crate::http::body::Waited::Timeout {
+                        return Some(self.body_timeout(st.be).await);
+                    }
+                    self.body_came();
+                    if crate::sample::fetch::body_read(false) {
+                        held.take(self.conn, self.body, room);
+                    }
+                }
+            }
+        }
+    }
+
+    /// `option http-buffer-request`: waits for the body (as much as the
+    /// buffer holds) within `timeout http-request` of the proxy that asks
+    /// (and the client's timeout); the 408 answered when it runs out.
+    async fn buffer_body(
+        &mut self,
+        head: &Head,
+        http_request: Option<std::time::Duration>,
+    ) -> Option<Outcome> {
+        let room = crate::http::body::room(head, self.fe.max_head, self.body == BodyKind::Chunked);
+        let limit = http_request
+            .into_iter()
+            .chain(self.fe.timeouts.client)
+            .min();
+        let be = self.rec.backend.clone();
+        match crate::http::body::wait(self.conn, self.body, room, 0, limit).await {
+            crate::http::body::Waited::Timeout => Some(self.body_timeout(be.as_deref()).await),
+            crate::http::body::Waited::Ready => {
+                self.body_came();
+                // HAProxy's request time then covers the body.
+                self.rec.head_received();
+                None
+            }
+        }
+    }
+
+    /// More of the body is in the buffer: a local answer may now keep the
+    /// connection (the body is skipped) if all of it is.
+    fn body_came(&mut self) {
+        self.conn.pending = io::PendingBody::of(self.body, &self.conn.buf);
+        self.keep_local = self.keep && self.conn.pending != io::PendingBody::Partial;
+    }
+
+    /// The body did not come in time: HAProxy 2.6 answers 408 and logs
+    /// `cR--` without a request time, a failed request of the frontend.
+    async fn body_timeout(&mut self, be: Option<&BackendRt>) -> Outcome {
+        self.rec.tally.ereq = Rows::FE;
+        self.rec.term(Cause::ClientTimeout, Phase::Request);
+        self.rec.t_req = -1;
+        forward::send_body_timeout(self.conn, self.fe, be).await
     }
 
     /// `reqtarpit`, `http-request tarpit`: the request is held for
@@ -998,7 +1169,7 @@ impl RuleRun<'_> {
         acls: &AclSet,
         be: Option<&BackendRt>,
         timeouts: &Timeouts,
-    ) -> Option<Outcome> {
+    ) -> Option<Stop> {
         let fe = self.fe;
         let head = view.head;
         let uid = self.rec.unique_id.clone();
@@ -1029,8 +1200,10 @@ impl RuleRun<'_> {
             proxies: snap.as_deref(),
             vars: Some(self.vars),
             tls: view.tls,
+            req_body: view.req_body,
+            res_body: None,
         };
-        for (action, cond) in rules {
+        for (at, (action, cond)) in rules.iter().enumerate() {
             if let Some(c) = cond
                 && !acls.eval(c, view)
             {
@@ -1107,20 +1280,26 @@ impl RuleRun<'_> {
                     if body && out.logged_out > 0 {
                         out.logged_out += crate::wire::logged_size::OWN_CONNECTION_CLOSE;
                     }
-                    return Some(out);
+                    return Some(Stop::Answered(out));
                 }
                 HttpRequestAction::Return(reply) => {
                     self.rec.tally.intercepted = rows(be);
                     self.rec.term(Cause::Local, Phase::Request);
-                    return Some(self.reply(reply, &cx, be, self.keep_local).await);
+                    return Some(Stop::Answered(
+                        self.reply(reply, &cx, be, self.keep_local).await,
+                    ));
                 }
                 HttpRequestAction::Deny(reply) => {
                     self.rec.tally.dreq = rows(be);
                     self.rec.term(Cause::Proxy, Phase::Request);
-                    return Some(self.reply(reply, &cx, be, self.keep_local).await);
+                    return Some(Stop::Answered(
+                        self.reply(reply, &cx, be, self.keep_local).await,
+                    ));
                 }
                 HttpRequestAction::Tarpit(reply) => {
-                    return Some(self.tarpit(be, timeouts, Some((reply, &cx))).await);
+                    return Some(Stop::Answered(
+                        self.tarpit(be, timeouts, Some((reply, &cx))).await,
+                    ));
                 }
                 HttpRequestAction::Var(rule) => rules::run_var(rule, &cx),
                 HttpRequestAction::Auth { realm } => {
@@ -1131,14 +1310,19 @@ impl RuleRun<'_> {
                         .or_else(|| fe.errorfiles.iter().find(|(c, _)| *c == 401))
                         .map(|(_, page)| &page[..]);
                     let page = crate::http::reply::auth_required(custom, realm, self.keep_local);
-                    return Some(
+                    return Some(Stop::Answered(
                         forward::send_answer(self.conn, &page, 401, self.keep_local, fe, be).await,
-                    );
+                    ));
+                }
+                HttpRequestAction::WaitForBody(wait) => {
+                    return Some(Stop::Wait { at, wait: *wait });
                 }
                 HttpRequestAction::PrometheusExporter => {
                     self.rec.tally.intercepted = rows(be);
                     self.rec.term(Cause::Local, Phase::Request);
-                    return Some(prometheus(self.rt, head, self.conn, self.keep_local, fe).await);
+                    return Some(Stop::Answered(
+                        prometheus(self.rt, head, self.conn, self.keep_local, fe).await,
+                    ));
                 }
             }
         }
