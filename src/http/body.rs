@@ -16,25 +16,29 @@ use crate::wire::io::{BufConn, RelayError};
 /// measured against haproxy 2.6.12 (`tune.bufsize` 16384, `tune.maxrewrite`
 /// 1024: 15214 bytes of a `Content-Length` body fit after `POST /
 /// HTTP/1.1`, `host: a`, `content-length: 20000`): the buffer's own
-/// header and the room it keeps, per block (start line, each field, the
-/// end of the head, the data) an index entry, and the start line's fixed
-/// part.
+/// header and the room it keeps, and an index entry per block (the start
+/// line, each field it keeps, the end of the head, the data). The blocks'
+/// contents are what HAProxy logs of the head (`wire::logged_size`): a
+/// `connection: close` costs nothing, as it is taken out.
 const HTX_RESERVED: usize = 49;
 const HTX_BLOCK: usize = 8;
-const HTX_START_LINE: usize = 20;
 
 /// The body bytes that fit in HAProxy's buffer with `head` (`max_head`:
 /// `tune.bufsize - tune.maxrewrite`): a chunked body gets one block less
 /// (15201 bytes with `transfer-encoding: chunked` for the head above).
 pub(crate) fn room(head: &Head, max_head: usize, chunked: bool) -> usize {
-    let line = HTX_BLOCK + HTX_START_LINE + head.method().len() + head.target().len() + 8;
-    let fields: usize = head
+    use crate::wire::logged_size;
+    let contents = logged_size::head(&head.raw).saturating_sub(logged_size::END_OF_HEAD) as usize;
+    let fields = head
         .headers()
-        .map(|(n, v)| HTX_BLOCK + n.len() + v.len())
-        .sum();
-    // The end of the head and the data, and a chunked body's extra block.
-    let blocks = HTX_BLOCK * (2 + chunked as usize);
-    max_head.saturating_sub(HTX_RESERVED + line + fields + blocks)
+        .filter(|(n, v)| {
+            !n.eq_ignore_ascii_case(b"connection") || logged_size::connection_kept(v).is_some()
+        })
+        .count();
+    // The start line, the end of the head, the data, and a chunked body's
+    // extra block.
+    let blocks = HTX_BLOCK * (fields + 3 + chunked as usize);
+    max_head.saturating_sub(HTX_RESERVED + contents + blocks)
 }
 
 /// How much of a chunked body `buf` holds, up to `room` data bytes: the
@@ -77,10 +81,48 @@ fn scan_chunked(buf: &[u8], room: usize, mut out: Option<&mut Vec<u8>>) -> (usiz
     (have, dec.body_len(), done)
 }
 
+/// A body of framing `kind` as `buf` (the bytes after its head) holds it,
+/// up to `room` data bytes: a slice of `buf`, or of `decoded` where a
+/// chunked body is decoded.
+pub(crate) fn view<'a>(
+    buf: &'a [u8],
+    kind: BodyKind,
+    room: usize,
+    decoded: &'a mut Vec<u8>,
+) -> Body<'a> {
+    match kind {
+        BodyKind::Length(n) => {
+            let have = (buf.len() as u64).min(n) as usize;
+            Body {
+                data: &buf[..have.min(room)],
+                size: n,
+            }
+        }
+        BodyKind::Chunked => {
+            let (have, size, _) = scan_chunked(buf, room, Some(decoded));
+            Body {
+                data: &decoded[..have],
+                size,
+            }
+        }
+        // Until the server closes: what is here is all that is known.
+        BodyKind::UntilClose => {
+            let data = &buf[..buf.len().min(room)];
+            Body {
+                data,
+                size: data.len() as u64,
+            }
+        }
+        BodyKind::None => Body::default(),
+    }
+}
+
 /// The body's data bytes `buf` holds (up to `room`) and whether all of it
 /// is there.
 fn progress(buf: &[u8], kind: BodyKind, room: usize) -> (usize, bool) {
     match kind {
+        // Only the server's close ends it.
+        BodyKind::UntilClose => (buf.len().min(room), false),
         BodyKind::Length(n) => {
             let have = (buf.len() as u64).min(n) as usize;
             (have.min(room), buf.len() as u64 >= n)
@@ -89,7 +131,7 @@ fn progress(buf: &[u8], kind: BodyKind, room: usize) -> (usize, bool) {
             let (have, _, done) = scan_chunked(buf, room, None);
             (have, done)
         }
-        BodyKind::None | BodyKind::UntilClose => (0, true),
+        BodyKind::None => (0, true),
     }
 }
 
@@ -179,19 +221,32 @@ impl Held {
     }
 
     /// Sets the body of `kind` aside as the connection's buffer holds it
-    /// now, up to `room` data bytes.
-    pub(crate) fn take(&mut self, conn: &mut BufConn, kind: BodyKind, room: usize) {
+    /// now, up to `room` data bytes. `first_read`: the body was not waited
+    /// for, and HAProxy then has what its first read brought, at most
+    /// that many bytes after the head (measured: its first read fills
+    /// `tune.bufsize - tune.maxrewrite` with the head and the body's
+    /// framed bytes; a body of many chunks shows less data than the
+    /// buffer would hold).
+    pub(crate) fn take(
+        &mut self,
+        conn: &mut BufConn,
+        kind: BodyKind,
+        room: usize,
+        first_read: Option<usize>,
+    ) {
         self.rejoin(conn);
+        let there = first_read.map_or(conn.buf.len(), |n| n.min(conn.buf.len()));
         match kind {
             BodyKind::Length(n) => {
-                let have = (conn.buf.len() as u64).min(n) as usize;
+                let have = (there as u64).min(n) as usize;
                 self.raw = conn.buf.split_to(have);
                 self.chunked = false;
                 self.len = have.min(room);
                 self.size = n;
             }
             BodyKind::Chunked => {
-                let (have, size, _) = scan_chunked(&conn.buf, room, Some(&mut self.decoded));
+                let (have, size, _) =
+                    scan_chunked(&conn.buf[..there], room, Some(&mut self.decoded));
                 self.chunked = true;
                 self.len = have;
                 self.size = size;
@@ -230,5 +285,8 @@ mod tests {
         assert_eq!(room(&ch, 15360, true), 15201);
         let x = head(b"POST / HTTP/1.1\r\nhost: a\r\nx: 1\r\ncontent-length: 20000\r\n\r\n");
         assert_eq!(room(&x, 15360, false), 15204);
+        // HAProxy takes a `connection: close` out.
+        let close = head(b"POST /form HTTP/1.1\r\nhost: x\r\nconnection: close\r\ntransfer-encoding: chunked\r\n\r\n");
+        assert_eq!(room(&close, 15360, true), 15197);
     }
 }

@@ -48,8 +48,10 @@ pub(super) struct View<'a> {
     pub(super) frontend: &'a str,
     /// The request's variables (`var()` in conditions).
     pub(super) vars: Option<&'a crate::sample::vars::Vars<'a>>,
-    /// The request's body as far as it is buffered (`req.body*`).
+    /// The request's body as far as it is buffered (`req.body*`), and
+    /// the response's for `http-response` conditions (`res.body*`).
     pub(super) req_body: Option<crate::sample::fetch::Body<'a>>,
+    pub(super) res_body: Option<crate::sample::fetch::Body<'a>>,
 }
 
 impl RequestView for View<'_> {
@@ -65,6 +67,7 @@ impl RequestView for View<'_> {
             frontend: self.frontend,
             vars: self.vars,
             req_body: self.req_body,
+            res_body: self.res_body,
             ..Default::default()
         }
     }
@@ -643,6 +646,7 @@ async fn route(
         frontend: &fe.name,
         vars: Some(rq.vars),
         req_body: None,
+        res_body: None,
     };
     // A local answer does not read the request body: the connection
     // carries another request after it only if the body is all here, to
@@ -713,11 +717,11 @@ async fn route(
             return out;
         }
         if crate::sample::fetch::body_read(false) {
-            held.take(
-                run.conn,
-                body,
-                crate::http::body::room(head, fe.max_head, body == BodyKind::Chunked),
-            );
+            let room = crate::http::body::room(head, fe.max_head, body == BodyKind::Chunked);
+            // Not waited for: what HAProxy's first read brought.
+            let first_read =
+                (!fe.buffer_request).then(|| fe.max_head.saturating_sub(head.raw.len()));
+            held.take(run.conn, body, room, first_read);
         }
     }
     // Without rules the stage is never made (its future is large).
@@ -742,6 +746,7 @@ async fn route(
         frontend: &fe.name,
         vars: Some(rq.vars),
         req_body: held.view(),
+        res_body: None,
     };
     let sample_cx = crate::sample::Ctx {
         src: peer.ip(),
@@ -788,9 +793,9 @@ async fn route(
         frontend: &fe.name,
         vars: Some(rq.vars),
         req_body: None,
+        res_body: None,
     };
     // The body is the connection's again for the stats page's form.
-    let room = crate::http::body::room(head, fe.max_head, body == BodyKind::Chunked);
     let reads_body = body != BodyKind::None && crate::sample::fetch::body_read(false);
     if be.stats.is_some() {
         held.rejoin(run.conn);
@@ -811,7 +816,10 @@ async fn route(
         }
     }
     if reads_body && !held.is_set() {
-        held.take(run.conn, body, room);
+        let room = crate::http::body::room(head, fe.max_head, body == BodyKind::Chunked);
+        let waited = fe.buffer_request || be.buffer_request;
+        let first_read = (!waited).then(|| fe.max_head.saturating_sub(head.raw.len()));
+        held.take(run.conn, body, room, first_read);
     }
     // A `listen` section is its own backend: its rules ran above already.
     let head = if be.iid != fe.iid && (!be.http_request.is_empty() || be.legacy_req.is_some()) {
@@ -982,6 +990,7 @@ impl RuleRun<'_> {
             frontend: &fe.name,
             vars: Some(self.vars),
             req_body: held.view(),
+            res_body: None,
         };
         let verdict = legacy::apply(l, head, self.edits.as_ref(), st.acls, &view, self.allowed);
         let head: &'h Head = match verdict {
@@ -1046,6 +1055,7 @@ impl RuleRun<'_> {
                 frontend: &fe.name,
                 vars,
                 req_body: held.view(),
+                res_body: None,
             };
             match self.apply(&view, rules, st.acls, st.be, st.timeouts).await {
                 None => return None,
@@ -1073,7 +1083,7 @@ impl RuleRun<'_> {
                     }
                     self.body_came();
                     if crate::sample::fetch::body_read(false) {
-                        held.take(self.conn, self.body, room);
+                        held.take(self.conn, self.body, room, None);
                     }
                 }
             }
