@@ -520,10 +520,17 @@ pub(crate) async fn handle_request(
         first,
     };
     conn.pending = io::PendingBody::of(body, &conn.buf);
+    conn.continued = false;
     // The body the rules read, set aside from the buffer while they run.
     let mut held = crate::http::body::Held::default();
     let mut out = route(rt, fe, &req, conn, keep_client, &mut rec, &mut held).await;
     held.rejoin(conn);
+    // The `100 Continue` sent while waiting for the body: HAProxy counts
+    // it among the bytes sent.
+    if conn.continued {
+        out.bytes_out += CONTINUE.len() as u64;
+        out.logged_out += crate::wire::logged_size::head(CONTINUE);
+    }
     stream.end();
     vars.end();
     // A body no server was sent (a local answer, a server that could not
@@ -603,6 +610,9 @@ fn finish(
     rec.bytes_in = out.body_logged + head.map_or(0, Head::logged_size);
     outcome::finish_with_vars(fe, &rt.process, rec, out.status, head, vars);
 }
+
+/// The interim answer to `Expect: 100-continue`.
+const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
 /// A request as routing sees it.
 struct Req<'a> {
@@ -1066,6 +1076,7 @@ impl RuleRun<'_> {
                         continue;
                     }
                     held.rejoin(self.conn);
+                    self.send_continue(head).await;
                     let room = crate::http::body::room(
                         head,
                         self.fe.max_head,
@@ -1104,6 +1115,7 @@ impl RuleRun<'_> {
             .chain(self.fe.timeouts.client)
             .min();
         let be = self.rec.backend.clone();
+        self.send_continue(head).await;
         match crate::http::body::wait(self.conn, self.body, room, 0, limit).await {
             crate::http::body::Waited::Timeout => Some(self.body_timeout(be.as_deref()).await),
             crate::http::body::Waited::Ready => {
@@ -1113,6 +1125,30 @@ impl RuleRun<'_> {
                 None
             }
         }
+    }
+
+    /// Before a wait for the body: HAProxy 2.6 answers an HTTP/1.1
+    /// `Expect: 100-continue` itself (the client may hold the body until
+    /// then), once, and takes the field out of what goes to the server.
+    async fn send_continue(&mut self, head: &Head) {
+        if self.conn.continued
+            || head.minor == 0
+            || !head
+                .values("expect")
+                .any(|v| h1::trim(v).eq_ignore_ascii_case(b"100-continue"))
+        {
+            return;
+        }
+        self.conn.continued = true;
+        self.edits
+            .get_or_insert_with(Default::default)
+            .del_header("expect");
+        let _ = io::write_all(
+            &mut self.conn.stream,
+            CONTINUE,
+            self.fe.timeouts.client,
+        )
+        .await;
     }
 
     /// More of the body is in the buffer: a local answer may now keep the
