@@ -171,9 +171,13 @@ pub(crate) async fn wait(
     }
 }
 
-/// The body set aside for the fetches.
+/// The body set aside for the fetches: nothing (one word, one test at the
+/// end of a request) until a request sets one aside, as most never do.
 #[derive(Debug, Default)]
-pub(crate) struct Held {
+pub(crate) struct Held(Option<Box<Aside>>);
+
+#[derive(Debug, Default)]
+struct Aside {
     /// A `Content-Length` body's bytes, split off the front of the
     /// connection's buffer (the same memory).
     raw: BytesMut,
@@ -189,35 +193,33 @@ pub(crate) struct Held {
 impl Held {
     /// The body for the fetches, once set aside.
     pub(crate) fn view(&self) -> Option<Body<'_>> {
-        if !self.set {
-            return None;
-        }
-        let data = if self.chunked {
-            &self.decoded[..self.len]
+        let a = self.0.as_deref().filter(|a| a.set)?;
+        let data = if a.chunked {
+            &a.decoded[..a.len]
         } else {
-            &self.raw[..self.len]
+            &a.raw[..a.len]
         };
-        Some(Body {
-            data,
-            size: self.size,
-        })
+        Some(Body { data, size: a.size })
     }
 
     /// Whether the body is set aside now.
     pub(crate) fn is_set(&self) -> bool {
-        self.set
+        self.0.as_ref().is_some_and(|a| a.set)
     }
 
     /// Puts the bytes set aside back in front of the connection's buffer
     /// (without a copy: they were split off it).
     pub(crate) fn rejoin(&mut self, conn: &mut BufConn) {
-        if !self.raw.is_empty() {
-            let mut raw = std::mem::take(&mut self.raw);
+        let Some(a) = self.0.as_deref_mut() else {
+            return;
+        };
+        if !a.raw.is_empty() {
+            let mut raw = std::mem::take(&mut a.raw);
             raw.unsplit(std::mem::take(&mut conn.buf));
             conn.buf = raw;
         }
-        self.decoded.clear();
-        self.set = false;
+        a.decoded.clear();
+        a.set = false;
     }
 
     /// Sets the body of `kind` aside as the connection's buffer holds it
@@ -235,25 +237,25 @@ impl Held {
         first_read: Option<usize>,
     ) {
         self.rejoin(conn);
+        let a = self.0.get_or_insert_with(Default::default);
         let there = first_read.map_or(conn.buf.len(), |n| n.min(conn.buf.len()));
         match kind {
             BodyKind::Length(n) => {
                 let have = (there as u64).min(n) as usize;
-                self.raw = conn.buf.split_to(have);
-                self.chunked = false;
-                self.len = have.min(room);
-                self.size = n;
+                a.raw = conn.buf.split_to(have);
+                a.chunked = false;
+                a.len = have.min(room);
+                a.size = n;
             }
             BodyKind::Chunked => {
-                let (have, size, _) =
-                    scan_chunked(&conn.buf[..there], room, Some(&mut self.decoded));
-                self.chunked = true;
-                self.len = have;
-                self.size = size;
+                let (have, size, _) = scan_chunked(&conn.buf[..there], room, Some(&mut a.decoded));
+                a.chunked = true;
+                a.len = have;
+                a.size = size;
             }
             BodyKind::None | BodyKind::UntilClose => return,
         }
-        self.set = true;
+        a.set = true;
     }
 }
 

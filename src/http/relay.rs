@@ -85,7 +85,8 @@ impl<'a> Relay<'a> {
             return Box::pin(self.switch(resp)).await;
         }
         // `http-response wait-for-body`: the body before the rules.
-        if let Some(wait) = self.body_wait(&resp)
+        if !(self.be.http_response.is_empty() && self.fe.http_response.is_empty())
+            && let Some(wait) = self.body_wait(&resp)
             && let Some(out) = Box::pin(self.wait_body(&resp, wait)).await
         {
             return out;
@@ -374,7 +375,7 @@ impl<'a> Relay<'a> {
                 crate::http::body::view(&self.upstream.buf, body, room, &mut decoded)
             });
         let cap = &mut self.rec.cap_resp;
-        match response_edits(fe, be, &who, req, ctx, resp, cap, cookie, res_body) {
+        match response_edits(fe, be, &who, req, ctx, resp, cap, cookie, res_body.as_ref()) {
             Ok(e) => Ok(e),
             Err(RespRefused::Denied(reply)) => Err(Refusal::Denied(reply)),
             Err(RespRefused::Invalid) => Err(Refusal::Invalid),
@@ -657,7 +658,7 @@ fn response_edits<'r>(
     resp: &mut Head,
     cap_resp: &mut [Option<Vec<u8>>],
     cookie: impl FnOnce(&Head, &mut Option<Edits>),
-    res_body: Option<crate::sample::fetch::Body<'_>>,
+    res_body: Option<&crate::sample::fetch::Body<'_>>,
 ) -> Result<Option<Edits>, RespRefused<'r>> {
     let (server, src, tls) = (who.server, who.src, who.tls);
     let view = View {

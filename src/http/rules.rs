@@ -185,8 +185,8 @@ pub(crate) struct FmtCtx<'a> {
     /// The client connection's TLS (`ssl_fc*`), if any.
     pub(crate) tls: Option<&'a crate::tls::TlsFacts>,
     /// The bodies as far as they are buffered (`req.body*`, `res.body*`).
-    pub(crate) req_body: Option<crate::sample::fetch::Body<'a>>,
-    pub(crate) res_body: Option<crate::sample::fetch::Body<'a>>,
+    pub(crate) req_body: Option<&'a crate::sample::fetch::Body<'a>>,
+    pub(crate) res_body: Option<&'a crate::sample::fetch::Body<'a>>,
 }
 
 /// Runs a `set-var`, `set-var-fmt` or `unset-var` rule. A value that

@@ -50,8 +50,8 @@ pub(super) struct View<'a> {
     pub(super) vars: Option<&'a crate::sample::vars::Vars<'a>>,
     /// The request's body as far as it is buffered (`req.body*`), and
     /// the response's for `http-response` conditions (`res.body*`).
-    pub(super) req_body: Option<crate::sample::fetch::Body<'a>>,
-    pub(super) res_body: Option<crate::sample::fetch::Body<'a>>,
+    pub(super) req_body: Option<&'a crate::sample::fetch::Body<'a>>,
+    pub(super) res_body: Option<&'a crate::sample::fetch::Body<'a>>,
 }
 
 impl RequestView for View<'_> {
@@ -722,7 +722,7 @@ async fn route(
     // the body fetches see what is there, waited for or not.
     if body != BodyKind::None {
         if fe.buffer_request
-            && let Some(out) = run.buffer_body(head, fe.timeouts.http_request).await
+            && let Some(out) = Box::pin(run.buffer_body(head, fe.timeouts.http_request)).await
         {
             return out;
         }
@@ -746,6 +746,7 @@ async fn route(
             Err(out) => return out,
         }
     };
+    let rb = held.view();
     let view = View {
         head,
         res: None,
@@ -755,7 +756,7 @@ async fn route(
         tls,
         frontend: &fe.name,
         vars: Some(rq.vars),
-        req_body: held.view(),
+        req_body: rb.as_ref(),
         res_body: None,
     };
     let sample_cx = crate::sample::Ctx {
@@ -764,7 +765,7 @@ async fn route(
         local: local.or(rq.dst),
         req: Some(head),
         frontend: &fe.name,
-        req_body: held.view(),
+        req_body: rb.as_ref(),
         ..Default::default()
     };
     let backend = fe.pick_backend(|c| fe.acls.eval(c, &view), &sample_cx);
@@ -821,7 +822,7 @@ async fn route(
     // before its rules (a `listen` section waited above).
     if be.iid != fe.iid && be.buffer_request && body != BodyKind::None {
         held.rejoin(run.conn);
-        if let Some(out) = run.buffer_body(head, be.timeouts.http_request).await {
+        if let Some(out) = Box::pin(run.buffer_body(head, be.timeouts.http_request)).await {
             return out;
         }
     }
@@ -990,6 +991,7 @@ impl RuleRun<'_> {
             };
         };
         let fe = self.fe;
+        let rb = held.view();
         let view = View {
             head,
             res: None,
@@ -999,7 +1001,7 @@ impl RuleRun<'_> {
             tls: self.tls,
             frontend: &fe.name,
             vars: Some(self.vars),
-            req_body: held.view(),
+            req_body: rb.as_ref(),
             res_body: None,
         };
         let verdict = legacy::apply(l, head, self.edits.as_ref(), st.acls, &view, self.allowed);
@@ -1055,6 +1057,7 @@ impl RuleRun<'_> {
                 Some(self.vars),
                 self.fe,
             );
+            let rb = held.view();
             let view = View {
                 head,
                 res: None,
@@ -1064,7 +1067,7 @@ impl RuleRun<'_> {
                 tls,
                 frontend: &fe.name,
                 vars,
-                req_body: held.view(),
+                req_body: rb.as_ref(),
                 res_body: None,
             };
             match self.apply(&view, rules, st.acls, st.be, st.timeouts).await {
@@ -1072,33 +1075,44 @@ impl RuleRun<'_> {
                 Some(Stop::Answered(out)) => return Some(out),
                 Some(Stop::Wait { at, wait }) => {
                     rules = rules.get(at + 1..).unwrap_or(&[]);
-                    if self.body == BodyKind::None {
-                        continue;
-                    }
-                    held.rejoin(self.conn);
-                    self.send_continue(head).await;
-                    let room = crate::http::body::room(
-                        head,
-                        self.fe.max_head,
-                        self.body == BodyKind::Chunked,
-                    );
-                    let limit = Some(wait.time)
-                        .into_iter()
-                        .chain(self.fe.timeouts.client)
-                        .min();
-                    let waited =
-                        crate::http::body::wait(self.conn, self.body, room, wait.at_least, limit)
-                            .await;
-                    if waited == crate::http::body::Waited::Timeout {
-                        return Some(self.body_timeout(st.be).await);
-                    }
-                    self.body_came();
-                    if crate::sample::fetch::body_read(false) {
-                        held.take(self.conn, self.body, room, None);
+                    // A future of its own: the rules' stays small.
+                    if let Some(out) = Box::pin(self.wait_rule(head, wait, st.be, held)).await {
+                        return Some(out);
                     }
                 }
             }
         }
+    }
+
+    /// `http-request wait-for-body`: the body for the rules after it, or
+    /// the 408 when it does not come in time.
+    async fn wait_rule(
+        &mut self,
+        head: &Head,
+        wait: crate::config::model::WaitForBody,
+        be: Option<&BackendRt>,
+        held: &mut crate::http::body::Held,
+    ) -> Option<Outcome> {
+        if self.body == BodyKind::None {
+            return None;
+        }
+        held.rejoin(self.conn);
+        self.send_continue(head).await;
+        let room = crate::http::body::room(head, self.fe.max_head, self.body == BodyKind::Chunked);
+        let limit = Some(wait.time)
+            .into_iter()
+            .chain(self.fe.timeouts.client)
+            .min();
+        let waited =
+            crate::http::body::wait(self.conn, self.body, room, wait.at_least, limit).await;
+        if waited == crate::http::body::Waited::Timeout {
+            return Some(self.body_timeout(be).await);
+        }
+        self.body_came();
+        if crate::sample::fetch::body_read(false) {
+            held.take(self.conn, self.body, room, None);
+        }
+        None
     }
 
     /// `option http-buffer-request`: waits for the body (as much as the
@@ -1143,12 +1157,7 @@ impl RuleRun<'_> {
         self.edits
             .get_or_insert_with(Default::default)
             .del_header("expect");
-        let _ = io::write_all(
-            &mut self.conn.stream,
-            CONTINUE,
-            self.fe.timeouts.client,
-        )
-        .await;
+        let _ = io::write_all(&mut self.conn.stream, CONTINUE, self.fe.timeouts.client).await;
     }
 
     /// More of the body is in the buffer: a local answer may now keep the

@@ -102,9 +102,10 @@ pub(crate) struct Ctx<'a> {
     pub(crate) vars: Option<&'a super::vars::Vars<'a>>,
     /// The request's and the response's bodies as far as they are
     /// buffered (`req.body`, `res.body`...): None for a message without a
-    /// body, or where nothing reads bodies (see [`body_read`]).
-    pub(crate) req_body: Option<Body<'a>>,
-    pub(crate) res_body: Option<Body<'a>>,
+    /// body, or where nothing reads bodies (see [`body_read`]). A
+    /// reference: a context is made per evaluation, and small.
+    pub(crate) req_body: Option<&'a Body<'a>>,
+    pub(crate) res_body: Option<&'a Body<'a>>,
 }
 
 /// A message's body as far as it is buffered: a view of the bytes the
@@ -634,43 +635,47 @@ static FETCHES: &[FetchDef] = &[
     // `wait-for-body`); a message without one has an empty body.
     def("req.body", HRQHV, ArgSpec::NONE, T::Bin, |_, cx| {
         cx.req?;
-        Some(bin(cx.req_body.unwrap_or_default().data))
+        Some(bin(cx.req_body.copied().unwrap_or_default().data))
     }),
     def("req.body_len", HRQHV, ArgSpec::NONE, T::Sint, |_, cx| {
         cx.req?;
         Some(Sample::Sint(
-            cx.req_body.unwrap_or_default().data.len() as i64
+            cx.req_body.copied().unwrap_or_default().data.len() as i64,
         ))
     }),
     def("req.body_size", HRQHV, ArgSpec::NONE, T::Sint, |_, cx| {
         cx.req?;
-        Some(Sample::Sint(cx.req_body.unwrap_or_default().size as i64))
+        Some(Sample::Sint(
+            cx.req_body.copied().unwrap_or_default().size as i64,
+        ))
     }),
     // `req.body_param([<name>])`: a parameter of a form body; an ACL
     // tries every one.
     FetchDef {
         each: Some(|a, cx, f| {
-            let data = cx.req_body.unwrap_or_default().data;
+            let data = cx.req_body.copied().unwrap_or_default().data;
             body_params(data, a).any(|v| f(Sample::str(v)))
         }),
         ..def("req.body_param", HRQHV, OPT_STR, T::Bin, |a, cx| {
-            let data = cx.req_body.unwrap_or_default().data;
+            let data = cx.req_body.copied().unwrap_or_default().data;
             body_params(data, a).next().map(Sample::str)
         })
     },
     def("res.body", HRSHV, ArgSpec::NONE, T::Bin, |_, cx| {
         cx.res?;
-        Some(bin(cx.res_body.unwrap_or_default().data))
+        Some(bin(cx.res_body.copied().unwrap_or_default().data))
     }),
     def("res.body_len", HRSHV, ArgSpec::NONE, T::Sint, |_, cx| {
         cx.res?;
         Some(Sample::Sint(
-            cx.res_body.unwrap_or_default().data.len() as i64
+            cx.res_body.copied().unwrap_or_default().data.len() as i64,
         ))
     }),
     def("res.body_size", HRSHV, ArgSpec::NONE, T::Sint, |_, cx| {
         cx.res?;
-        Some(Sample::Sint(cx.res_body.unwrap_or_default().size as i64))
+        Some(Sample::Sint(
+            cx.res_body.copied().unwrap_or_default().size as i64,
+        ))
     }),
     def("res.cook", HRSHV, OPT_STR, T::Str, |a, cx| {
         res_cookie(cx.res?, a).map(Sample::str)
