@@ -238,13 +238,13 @@ impl State<'_> {
                 .px()
                 .http_request
                 .push(HttpRequestRule { action: a, cond }),
-            Err(e) => {
-                let m = match e.strip_prefix(WHOLE_MESSAGE) {
-                    Some(m) => m.to_string(),
-                    None => self.rule_error("http-request", action, e),
-                };
-                self.alert(loc, m)
-            }
+            Err(e) => match e.strip_prefix(WHOLE_MESSAGE) {
+                Some(m) => self.tight(Level::Alert, loc, m),
+                None => {
+                    let m = self.rule_error("http-request", action, e);
+                    self.alert(loc, m)
+                }
+            },
         }
     }
 
@@ -445,13 +445,13 @@ impl State<'_> {
                 .px()
                 .http_response
                 .push(HttpResponseRule { action: a, cond }),
-            Err(e) => {
-                let m = match e.strip_prefix(WHOLE_MESSAGE) {
-                    Some(m) => m.to_string(),
-                    None => self.rule_error("http-response", action, e),
-                };
-                self.alert(loc, m)
-            }
+            Err(e) => match e.strip_prefix(WHOLE_MESSAGE) {
+                Some(m) => self.tight(Level::Alert, loc, m),
+                None => {
+                    let m = self.rule_error("http-response", action, e);
+                    self.alert(loc, m)
+                }
+            },
         }
     }
     /// `http-after-response set-header|add-header|del-header`: HAProxy
