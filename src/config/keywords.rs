@@ -292,10 +292,6 @@ pub(crate) const OPTIONS_IGNORED: &[(&str, &str)] = &[
         "a kernel connect optimisation sluice does not use",
     ),
     (
-        "http-buffer-request",
-        "sluice streams request bodies to the server without waiting for them",
-    ),
-    (
         "independent-streams",
         "sluice already times each direction of a transfer on its own",
     ),
@@ -487,7 +483,6 @@ pub(crate) const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
     "normalize-uri",
     "reject",
     "silent-drop",
-    "wait-for-body",
     "wait-for-handshake",
     "send-spoe-group",
     "set-src",

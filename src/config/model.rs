@@ -718,6 +718,17 @@ pub(crate) enum HttpRequestAction {
     /// `http-request auth [realm <realm>]`: a 401 asking for credentials
     /// (the realm defaults to the proxy's name).
     Auth { realm: String },
+    /// `http-request wait-for-body time <time> [at-least <bytes>]`.
+    WaitForBody(WaitForBody),
+}
+
+/// `wait-for-body time <time> [at-least <bytes>]`: the message's body is
+/// waited for, whole or as much as the buffer holds, or its first
+/// `at_least` bytes (0: no such bound), for at most `time`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct WaitForBody {
+    pub(crate) time: std::time::Duration,
+    pub(crate) at_least: u64,
 }
 
 /// `set-var(<name>[,<cond>...]) <expr>`, `set-var-fmt(<name>[,<cond>...])
@@ -936,6 +947,8 @@ pub(crate) enum HttpResponseAction {
     },
     /// `set-var(...)`, `set-var-fmt(...)`, `unset-var(...)`.
     Var(VarRule),
+    /// `http-response wait-for-body time <time> [at-least <bytes>]`.
+    WaitForBody(WaitForBody),
 }
 
 /// What a `req*` / `rsp*` filter of HAProxy ≤ 2.0 does to the head line
@@ -1204,6 +1217,10 @@ pub(crate) struct Proxy {
     /// `option disable-h2-upgrade`: a cleartext HTTP/1 listener does not
     /// switch to HTTP/2 on the preface.
     pub(crate) disable_h2_upgrade: bool,
+    /// `option http-buffer-request`: the request's body is waited for
+    /// (whole, or as much as the buffer holds) before the proxy's
+    /// `http-request` rules and before a server is chosen.
+    pub(crate) buffer_request: bool,
     /// `option accept-invalid-http-request` (frontends) and
     /// `accept-invalid-http-response` (backends): HAProxy's relaxed parsing.
     pub(crate) accept_invalid_req: bool,
@@ -1291,6 +1308,7 @@ impl Proxy {
             conn_mode: HttpConnMode::default(),
             ignore_probes: false,
             disable_h2_upgrade: false,
+            buffer_request: false,
             accept_invalid_req: false,
             accept_invalid_resp: false,
             h1_case_bogus_client: false,

@@ -756,6 +756,7 @@ impl<'r> State<'r> {
         p.http_reuse = d.http_reuse;
         p.conn_mode = d.conn_mode;
         p.ignore_probes = d.ignore_probes;
+        p.buffer_request = d.buffer_request;
         p.forwardfor = d.forwardfor.clone();
         p.tcpka = d.tcpka;
         p.errorfiles = d.errorfiles.clone();

@@ -321,10 +321,11 @@ impl<'a> Exchange<'a> {
         if body == BodyKind::None || plan.body_sent {
             return Step::Go(a);
         }
-        if self
-            .req
-            .values("expect")
-            .any(|v| v.eq_ignore_ascii_case(b"100-continue"))
+        if !self.client.continued
+            && self
+                .req
+                .values("expect")
+                .any(|v| v.eq_ignore_ascii_case(b"100-continue"))
         {
             let _ = io::write_all(
                 &mut self.client.stream,

@@ -71,6 +71,16 @@ pub(crate) async fn send_error_be(
     error_page(client, code, fe, be, keep, true).await
 }
 
+/// The 408 of a body waited for that did not come (HAProxy's stream
+/// answers it, not its H1 parser: the page in its HTX form).
+pub(crate) async fn send_body_timeout(
+    client: &mut BufConn,
+    fe: &FrontendRt,
+    be: Option<&BackendRt>,
+) -> Outcome {
+    error_page(client, 0, fe, be, false, true).await
+}
+
 /// The error page of a request the HTTP/1 parser refused, or of one that
 /// never came (408): HAProxy's connection layer sends those itself, no
 /// `http-after-response` rule sees them.
@@ -91,6 +101,9 @@ async fn error_page(
     keep: bool,
     after: bool,
 ) -> Outcome {
+    // Code 0: the stream's own 408 (see `send_body_timeout`).
+    let stream_408 = code == 0;
+    let code = if stream_408 { 408 } else { code };
     let custom = be
         .and_then(|b| b.errorfiles.iter().find(|(c, _)| *c == code))
         .or_else(|| fe.errorfiles.iter().find(|(c, _)| *c == code))
@@ -109,10 +122,11 @@ async fn error_page(
             (None, None) => true,
         };
     // After the parser, the stream answers: HAProxy's stream's page.
-    let stream_400 = after && custom.is_none() && code == 400;
+    let stream_400 = after && custom.is_none() && (code == 400 || stream_408);
     let page = match (&own, custom) {
         (Some(c), _) => &c.page[..],
         (None, Some(p)) => p,
+        (None, None) if stream_408 => error_pages::stream_408(),
         (None, None) if after => error_pages::stream_response(code),
         (None, None) => error_pages::response(code),
     };

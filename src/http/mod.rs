@@ -1,6 +1,7 @@
 //! The HTTP/1 data plane: the frontend service, forwarding, error pages.
 
 pub(crate) mod after;
+mod body;
 pub(crate) mod cookie;
 mod exchange;
 pub(crate) mod forward;

@@ -84,11 +84,82 @@ impl<'a> Relay<'a> {
         if resp.status == 101 {
             return Box::pin(self.switch(resp)).await;
         }
+        // `http-response wait-for-body`: the body before the rules.
+        if !(self.be.http_response.is_empty() && self.fe.http_response.is_empty())
+            && let Some(wait) = self.body_wait(&resp)
+            && let Some(out) = Box::pin(self.wait_body(&resp, wait)).await
+        {
+            return out;
+        }
         let ready = match self.prepare(resp) {
             Ok(r) => r,
             Err(refusal) => return Box::pin(self.refused(refusal)).await,
         };
         self.deliver(ready, pool, server_close).await
+    }
+
+    /// The `http-response wait-for-body` rule that applies to `resp`, if
+    /// one does: the first of the backend's then the frontend's rules
+    /// whose condition holds before any rule ran.
+    fn body_wait(&self, resp: &Head) -> Option<crate::config::model::WaitForBody> {
+        let (fe, be, ctx) = (self.fe, self.be, self.ctx);
+        let sets = [(&be.http_response, &be.acls), (&fe.http_response, &fe.acls)];
+        let n = if fe.iid == be.iid { 1 } else { 2 };
+        let mut waits = sets[..n].iter().flat_map(|(rules, acls)| {
+            rules.iter().filter_map(move |(a, c)| match a {
+                HttpResponseAction::WaitForBody(w) => Some((*w, c, *acls)),
+                _ => None,
+            })
+        });
+        let first = waits.next()?;
+        let view = View {
+            head: self.req,
+            res: Some(resp),
+            src: ctx.src,
+            src_port: None,
+            local: None,
+            tls: ctx.tls,
+            frontend: &fe.name,
+            vars: Some(ctx.vars),
+            req_body: None,
+            res_body: None,
+        };
+        std::iter::once(first)
+            .chain(waits)
+            .find(|(_, c, acls)| c.as_ref().is_none_or(|c| acls.eval(c, &view)))
+            .map(|(w, _, _)| w)
+    }
+
+    /// Reads the response's body as `wait` says before its rules run; the
+    /// 504 HAProxy answers when the time runs out (`sR--`, no response
+    /// time).
+    async fn wait_body(
+        &mut self,
+        resp: &Head,
+        wait: crate::config::model::WaitForBody,
+    ) -> Option<Outcome> {
+        let body = resp.response_body(self.req.method()).ok()?;
+        if body == BodyKind::None {
+            return None;
+        }
+        let (fe, be) = (self.fe, self.be);
+        let room = crate::http::body::room(resp, be.max_head, body == BodyKind::Chunked);
+        let limit = Some(wait.time).into_iter().chain(be.timeouts.server).min();
+        let waited =
+            crate::http::body::wait(&mut self.upstream, body, room, wait.at_least, limit).await;
+        if waited == crate::http::body::Waited::Ready {
+            return None;
+        }
+        self.rec.term(Cause::ServerTimeout, Phase::Request);
+        self.rec.t_resp = -1;
+        self.rec.tally.status(504, Rows::BE_SRV);
+        let mut out = send_error_be(self.client, 504, fe, Some(be), false).await;
+        out.bytes_out += self.bytes_out;
+        // HAProxy's `%B` counts what it had of the server's answer too.
+        out.logged_out += self.logged_out
+            + resp.logged_size()
+            + crate::wire::logged_size::buffered_body(body, &self.upstream.buf);
+        Some(out)
     }
 
     /// Interim 1xx answers are relayed as they come; returns the final one
@@ -246,7 +317,7 @@ impl<'a> Relay<'a> {
         };
         let mut edits = None;
         if self.has_response_rules() {
-            edits = self.response_rules(&mut resp, cookie)?;
+            edits = self.response_rules(&mut resp, body, cookie)?;
         } else {
             cookie(&resp, &mut edits);
         }
@@ -280,6 +351,7 @@ impl<'a> Relay<'a> {
     fn response_rules(
         &mut self,
         resp: &mut Head,
+        body: BodyKind,
         cookie: impl FnOnce(&Head, &mut Option<Edits>),
     ) -> Result<Option<Edits>, Refusal<'a>> {
         let (fe, be) = (self.fe, self.be);
@@ -294,7 +366,16 @@ impl<'a> Relay<'a> {
             tls: ctx.tls,
             unique_id: uid.as_deref(),
         };
-        match response_edits(fe, be, &who, req, ctx, resp, &mut self.rec.cap_resp, cookie) {
+        // The body that came with the head, or was waited for: a view of
+        // the server connection's buffer (a chunked one decoded once).
+        let mut decoded = Vec::new();
+        let res_body =
+            (body != BodyKind::None && crate::sample::fetch::body_read(true)).then(|| {
+                let room = crate::http::body::room(resp, be.max_head, body == BodyKind::Chunked);
+                crate::http::body::view(&self.upstream.buf, body, room, &mut decoded)
+            });
+        let cap = &mut self.rec.cap_resp;
+        match response_edits(fe, be, &who, req, ctx, resp, cap, cookie, res_body.as_ref()) {
             Ok(e) => Ok(e),
             Err(RespRefused::Denied(reply)) => Err(Refusal::Denied(reply)),
             Err(RespRefused::Invalid) => Err(Refusal::Invalid),
@@ -330,6 +411,8 @@ impl<'a> Relay<'a> {
                     proxies: None,
                     vars: Some(ctx.vars),
                     tls: ctx.tls,
+                    req_body: None,
+                    res_body: None,
                 };
                 deny_response(self.client, fe, be, self.keep_client, reply, &cx).await
             }
@@ -575,6 +658,7 @@ fn response_edits<'r>(
     resp: &mut Head,
     cap_resp: &mut [Option<Vec<u8>>],
     cookie: impl FnOnce(&Head, &mut Option<Edits>),
+    res_body: Option<&crate::sample::fetch::Body<'_>>,
 ) -> Result<Option<Edits>, RespRefused<'r>> {
     let (server, src, tls) = (who.server, who.src, who.tls);
     // The proxies' state for the rules' samples, held only when there
@@ -591,6 +675,8 @@ fn response_edits<'r>(
         tls,
         frontend: &fe.name,
         vars: Some(ctx.vars),
+        req_body: None,
+        res_body,
     };
     let cx = rules::FmtCtx {
         req,
@@ -609,6 +695,8 @@ fn response_edits<'r>(
         proxies: snap.as_deref(),
         vars: Some(ctx.vars),
         tls,
+        req_body: None,
+        res_body,
     };
     let mut edits: Option<Edits> = None;
     // A `listen` section is its own frontend: its rules run once.
@@ -678,6 +766,8 @@ fn response_edits<'r>(
                     }
                 }
                 HttpResponseAction::Var(rule) => rules::run_var(rule, &cx),
+                // Waited for before the rules ran (`Relay::wait_body`).
+                HttpResponseAction::WaitForBody(_) => {}
             }
         }
         let Some(l) = legacy_rsp else {

@@ -184,6 +184,9 @@ pub(crate) struct FmtCtx<'a> {
     pub(crate) vars: Option<&'a crate::sample::vars::Vars<'a>>,
     /// The client connection's TLS (`ssl_fc*`), if any.
     pub(crate) tls: Option<&'a crate::tls::TlsFacts>,
+    /// The bodies as far as they are buffered (`req.body*`, `res.body*`).
+    pub(crate) req_body: Option<&'a crate::sample::fetch::Body<'a>>,
+    pub(crate) res_body: Option<&'a crate::sample::fetch::Body<'a>>,
 }
 
 /// Runs a `set-var`, `set-var-fmt` or `unset-var` rule. A value that
@@ -234,6 +237,8 @@ pub(crate) fn sample_ctx<'a>(cx: &FmtCtx<'a>) -> crate::sample::Ctx<'a> {
         proxies: cx.proxies.map(|s| s as &dyn crate::sample::Proxies),
         vars: cx.vars,
         tls: cx.tls,
+        req_body: cx.req_body,
+        res_body: cx.res_body,
         ..Default::default()
     }
 }

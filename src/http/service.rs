@@ -48,6 +48,10 @@ pub(super) struct View<'a> {
     pub(super) frontend: &'a str,
     /// The request's variables (`var()` in conditions).
     pub(super) vars: Option<&'a crate::sample::vars::Vars<'a>>,
+    /// The request's body as far as it is buffered (`req.body*`), and
+    /// the response's for `http-response` conditions (`res.body*`).
+    pub(super) req_body: Option<&'a crate::sample::fetch::Body<'a>>,
+    pub(super) res_body: Option<&'a crate::sample::fetch::Body<'a>>,
 }
 
 impl RequestView for View<'_> {
@@ -62,6 +66,8 @@ impl RequestView for View<'_> {
             tls: self.tls,
             frontend: self.frontend,
             vars: self.vars,
+            req_body: self.req_body,
+            res_body: self.res_body,
             ..Default::default()
         }
     }
@@ -524,7 +530,17 @@ pub(crate) async fn handle_request(
         first,
     };
     conn.pending = io::PendingBody::of(body, &conn.buf);
-    let mut out = route(rt, fe, &req, conn, keep_client, &mut rec).await;
+    conn.continued = false;
+    // The body the rules read, set aside from the buffer while they run.
+    let mut held = crate::http::body::Held::default();
+    let mut out = route(rt, fe, &req, conn, keep_client, &mut rec, &mut held).await;
+    held.rejoin(conn);
+    // The `100 Continue` sent while waiting for the body: HAProxy counts
+    // it among the bytes sent.
+    if conn.continued {
+        out.bytes_out += CONTINUE.len() as u64;
+        out.logged_out += crate::wire::logged_size::head(CONTINUE);
+    }
     stream.end();
     vars.end();
     // A body no server was sent (a local answer, a server that could not
@@ -605,6 +621,9 @@ fn finish(
     outcome::finish_with_vars(fe, &rt.process, rec, out.status, head, vars);
 }
 
+/// The interim answer to `Expect: 100-continue`.
+const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
+
 /// A request as routing sees it.
 struct Req<'a> {
     head: &'a Head,
@@ -627,6 +646,7 @@ async fn route(
     conn: &mut BufConn,
     keep: bool,
     rec: &mut LogRecord,
+    held: &mut crate::http::body::Held,
 ) -> Outcome {
     let (head, body, peer, tls) = (rq.head, rq.body, rq.peer, rq.tls);
     // The local address costs a system call when the log has not asked
@@ -645,6 +665,8 @@ async fn route(
         tls,
         frontend: &fe.name,
         vars: Some(rq.vars),
+        req_body: None,
+        res_body: None,
     };
     // A local answer does not read the request body: the connection
     // carries another request after it only if the body is all here, to
@@ -703,16 +725,38 @@ async fn route(
         edits: &mut edits,
         allowed: &mut allowed,
         vars: rq.vars,
+        keep,
+        body,
     };
+    // `option http-buffer-request` waits before the frontend's rules;
+    // the body fetches see what is there, waited for or not.
+    if body != BodyKind::None {
+        if fe.buffer_request
+            && let Some(out) = Box::pin(run.buffer_body(head, fe.timeouts.http_request)).await
+        {
+            return out;
+        }
+        if crate::sample::fetch::body_read(false) {
+            let room = crate::http::body::room(head, fe.max_head, body == BodyKind::Chunked);
+            // Not waited for: what HAProxy's first read brought.
+            let first_read =
+                (!fe.buffer_request).then(|| fe.max_head.saturating_sub(head.raw.len()));
+            held.take(run.conn, body, room, first_read);
+        }
+    }
     // Without rules the stage is never made (its future is large).
     let head = if fe.http_request.is_empty() && fe.legacy_req.is_none() {
         head
     } else {
-        match run.stage(head, &mut fe_head, Stage::frontend(fe)).await {
+        match run
+            .stage(head, &mut fe_head, Stage::frontend(fe), held)
+            .await
+        {
             Ok(h) => h,
             Err(out) => return out,
         }
     };
+    let rb = held.view();
     let view = View {
         head,
         res: None,
@@ -722,6 +766,8 @@ async fn route(
         tls,
         frontend: &fe.name,
         vars: Some(rq.vars),
+        req_body: rb.as_ref(),
+        res_body: None,
     };
     let sample_cx = crate::sample::Ctx {
         src: peer.ip(),
@@ -729,6 +775,7 @@ async fn route(
         local: local.or(rq.dst),
         req: Some(head),
         frontend: &fe.name,
+        req_body: rb.as_ref(),
         ..Default::default()
     };
     let backend = fe.pick_backend(|c| fe.acls.eval(c, &view), &sample_cx);
@@ -757,6 +804,23 @@ async fn route(
             body_logged: 0,
         };
     }
+    let view = View {
+        head,
+        res: None,
+        src: peer.ip(),
+        src_port: peer.inet().map(|a| a.port()),
+        local,
+        tls,
+        frontend: &fe.name,
+        vars: Some(rq.vars),
+        req_body: None,
+        res_body: None,
+    };
+    // The body is the connection's again for the stats page's form.
+    let reads_body = body != BodyKind::None && crate::sample::fetch::body_read(false);
+    if be.stats.is_some() {
+        held.rejoin(run.conn);
+    }
     if let Some(stats) = &be.stats
         && fe.stats.as_ref().map(|s| &s.page) != Some(&stats.page)
         && let Some(out) = stats_page(rt, stats, &be.acls, &view, body, run.conn, keep, fe).await
@@ -764,9 +828,26 @@ async fn route(
         stats_logged(run.rec);
         return out;
     }
+    // A backend's `option http-buffer-request` waits once it is chosen,
+    // before its rules (a `listen` section waited above).
+    if be.iid != fe.iid && be.buffer_request && body != BodyKind::None {
+        held.rejoin(run.conn);
+        if let Some(out) = Box::pin(run.buffer_body(head, be.timeouts.http_request)).await {
+            return out;
+        }
+    }
+    if reads_body && !held.is_set() {
+        let room = crate::http::body::room(head, fe.max_head, body == BodyKind::Chunked);
+        let waited = fe.buffer_request || be.buffer_request;
+        let first_read = (!waited).then(|| fe.max_head.saturating_sub(head.raw.len()));
+        held.take(run.conn, body, room, first_read);
+    }
     // A `listen` section is its own backend: its rules ran above already.
     let head = if be.iid != fe.iid && (!be.http_request.is_empty() || be.legacy_req.is_some()) {
-        match run.stage(head, &mut be_head, Stage::backend(be)).await {
+        match run
+            .stage(head, &mut be_head, Stage::backend(be), held)
+            .await
+        {
             Ok(h) => h,
             Err(out) => return out,
         }
@@ -783,6 +864,8 @@ async fn route(
             .get_or_insert_with(Default::default)
             .add_header(name, id.as_bytes().to_vec());
     }
+    // The server gets the body from the connection's buffer.
+    held.rejoin(conn);
     let ctx = forward::ReqCtx {
         src: peer.ip(),
         peer,
@@ -878,6 +961,23 @@ struct RuleRun<'r> {
     /// `reqallow` matched (HAProxy's per-request flag).
     allowed: &'r mut bool,
     vars: &'r crate::sample::vars::Vars<'r>,
+    /// Whether the client connection may carry another request (what
+    /// `keep_local` becomes once the body is all here).
+    keep: bool,
+    /// The request's body framing.
+    body: BodyKind,
+}
+
+/// Why a proxy's rules stopped before their end.
+enum Stop {
+    /// A rule answered the request.
+    Answered(Outcome),
+    /// Rule `at` is `wait-for-body`: the body is waited for, then the
+    /// rules after it run.
+    Wait {
+        at: usize,
+        wait: crate::config::model::WaitForBody,
+    },
 }
 
 impl RuleRun<'_> {
@@ -889,33 +989,31 @@ impl RuleRun<'_> {
         head: &'h Head,
         slot: &'h mut Option<Head>,
         st: Stage<'_>,
+        held: &mut crate::http::body::Held,
     ) -> Result<&'h Head, Outcome> {
-        let (src, src_port, tls, frontend, vars) = (
-            self.src,
-            self.src_port,
-            self.tls,
-            &*self.fe.name,
-            Some(self.vars),
-        );
-        let view = View {
-            head,
-            res: None,
-            src,
-            src_port,
-            local: self.local,
-            tls,
-            frontend,
-            vars,
-        };
         let (before, after) = st.rules.split_at(st.legacy_at.min(st.rules.len()));
-        if let Some(out) = self.apply(&view, before, st.acls, st.be, st.timeouts).await {
+        if let Some(out) = self.rules(head, before, &st, held).await {
             return Err(out);
         }
         let Some(l) = st.legacy else {
-            return match self.apply(&view, after, st.acls, st.be, st.timeouts).await {
+            return match self.rules(head, after, &st, held).await {
                 Some(out) => Err(out),
                 None => Ok(head),
             };
+        };
+        let fe = self.fe;
+        let rb = held.view();
+        let view = View {
+            head,
+            res: None,
+            src: self.src,
+            src_port: self.src_port,
+            local: self.local,
+            tls: self.tls,
+            frontend: &fe.name,
+            vars: Some(self.vars),
+            req_body: rb.as_ref(),
+            res_body: None,
         };
         let verdict = legacy::apply(l, head, self.edits.as_ref(), st.acls, &view, self.allowed);
         let head: &'h Head = match verdict {
@@ -945,20 +1043,148 @@ impl RuleRun<'_> {
                 return Err(forward::send_error_be(self.conn, 400, self.fe, st.be, false).await);
             }
         };
-        let view = View {
-            head,
-            res: None,
-            src,
-            src_port,
-            local: self.local,
-            tls,
-            frontend,
-            vars,
-        };
-        match self.apply(&view, after, st.acls, st.be, st.timeouts).await {
+        match self.rules(head, after, &st, held).await {
             Some(out) => Err(out),
             None => Ok(head),
         }
+    }
+
+    /// Runs `rules` on `head`, waiting for the body where a
+    /// `wait-for-body` rule says so; the outcome when one answered.
+    async fn rules(
+        &mut self,
+        head: &Head,
+        mut rules: &[(HttpRequestAction, Option<CompiledCond>)],
+        st: &Stage<'_>,
+        held: &mut crate::http::body::Held,
+    ) -> Option<Outcome> {
+        loop {
+            // The view is rebuilt after a wait: the body it shows grew.
+            let (src, src_port, local, tls, vars, fe) = (
+                self.src,
+                self.src_port,
+                self.local,
+                self.tls,
+                Some(self.vars),
+                self.fe,
+            );
+            let rb = held.view();
+            let view = View {
+                head,
+                res: None,
+                src,
+                src_port,
+                local,
+                tls,
+                frontend: &fe.name,
+                vars,
+                req_body: rb.as_ref(),
+                res_body: None,
+            };
+            match self.apply(&view, rules, st.acls, st.be, st.timeouts).await {
+                None => return None,
+                Some(Stop::Answered(out)) => return Some(out),
+                Some(Stop::Wait { at, wait }) => {
+                    rules = rules.get(at + 1..).unwrap_or(&[]);
+                    // A future of its own: the rules' stays small.
+                    if let Some(out) = Box::pin(self.wait_rule(head, wait, st.be, held)).await {
+                        return Some(out);
+                    }
+                }
+            }
+        }
+    }
+
+    /// `http-request wait-for-body`: the body for the rules after it, or
+    /// the 408 when it does not come in time.
+    async fn wait_rule(
+        &mut self,
+        head: &Head,
+        wait: crate::config::model::WaitForBody,
+        be: Option<&BackendRt>,
+        held: &mut crate::http::body::Held,
+    ) -> Option<Outcome> {
+        if self.body == BodyKind::None {
+            return None;
+        }
+        held.rejoin(self.conn);
+        self.send_continue(head).await;
+        let room = crate::http::body::room(head, self.fe.max_head, self.body == BodyKind::Chunked);
+        let limit = Some(wait.time)
+            .into_iter()
+            .chain(self.fe.timeouts.client)
+            .min();
+        let waited =
+            crate::http::body::wait(self.conn, self.body, room, wait.at_least, limit).await;
+        if waited == crate::http::body::Waited::Timeout {
+            return Some(self.body_timeout(be).await);
+        }
+        self.body_came();
+        if crate::sample::fetch::body_read(false) {
+            held.take(self.conn, self.body, room, None);
+        }
+        None
+    }
+
+    /// `option http-buffer-request`: waits for the body (as much as the
+    /// buffer holds) within `timeout http-request` of the proxy that asks
+    /// (and the client's timeout); the 408 answered when it runs out.
+    async fn buffer_body(
+        &mut self,
+        head: &Head,
+        http_request: Option<std::time::Duration>,
+    ) -> Option<Outcome> {
+        let room = crate::http::body::room(head, self.fe.max_head, self.body == BodyKind::Chunked);
+        let limit = http_request
+            .into_iter()
+            .chain(self.fe.timeouts.client)
+            .min();
+        let be = self.rec.backend.clone();
+        self.send_continue(head).await;
+        match crate::http::body::wait(self.conn, self.body, room, 0, limit).await {
+            crate::http::body::Waited::Timeout => Some(self.body_timeout(be.as_deref()).await),
+            crate::http::body::Waited::Ready => {
+                self.body_came();
+                // HAProxy's request time then covers the body.
+                self.rec.head_received();
+                None
+            }
+        }
+    }
+
+    /// Before a wait for the body: HAProxy 2.6 answers an HTTP/1.1
+    /// `Expect: 100-continue` itself (the client may hold the body until
+    /// then), once, and takes the field out of what goes to the server.
+    async fn send_continue(&mut self, head: &Head) {
+        if self.conn.continued
+            || head.minor == 0
+            || !head
+                .values("expect")
+                .any(|v| h1::trim(v).eq_ignore_ascii_case(b"100-continue"))
+        {
+            return;
+        }
+        self.conn.continued = true;
+        self.edits
+            .get_or_insert_with(Default::default)
+            .del_header("expect");
+        let _ = io::write_all(&mut self.conn.stream, CONTINUE, self.fe.timeouts.client).await;
+    }
+
+    /// More of the body is in the buffer: a local answer may now keep the
+    /// connection (the body is skipped) if all of it is.
+    fn body_came(&mut self) {
+        self.conn.pending = io::PendingBody::of(self.body, &self.conn.buf);
+        self.keep_local = self.keep && self.conn.pending != io::PendingBody::Partial;
+    }
+
+    /// The body did not come in time: HAProxy 2.6 answers 408 and logs
+    /// `cR--` without a request time, a failed request of the frontend.
+    async fn body_timeout(&mut self, be: Option<&BackendRt>) -> Outcome {
+        self.rec.tally.ereq = Rows::FE;
+        self.rec.term(Cause::ClientTimeout, Phase::Request);
+        self.rec.t_req = -1;
+        forward::send_body_timeout(self.conn, self.fe, be).await
     }
 
     /// `reqtarpit`, `http-request tarpit`: the request is held for
@@ -1009,7 +1235,7 @@ impl RuleRun<'_> {
         acls: &AclSet,
         be: Option<&BackendRt>,
         timeouts: &Timeouts,
-    ) -> Option<Outcome> {
+    ) -> Option<Stop> {
         let fe = self.fe;
         let head = view.head;
         let uid = self.rec.unique_id.clone();
@@ -1040,8 +1266,10 @@ impl RuleRun<'_> {
             proxies: snap.as_deref(),
             vars: Some(self.vars),
             tls: view.tls,
+            req_body: view.req_body,
+            res_body: None,
         };
-        for (action, cond) in rules {
+        for (at, (action, cond)) in rules.iter().enumerate() {
             if let Some(c) = cond
                 && !acls.eval(c, view)
             {
@@ -1118,20 +1346,26 @@ impl RuleRun<'_> {
                     if body && out.logged_out > 0 {
                         out.logged_out += crate::wire::logged_size::OWN_CONNECTION_CLOSE;
                     }
-                    return Some(out);
+                    return Some(Stop::Answered(out));
                 }
                 HttpRequestAction::Return(reply) => {
                     self.rec.tally.intercepted = rows(be);
                     self.rec.term(Cause::Local, Phase::Request);
-                    return Some(self.reply(reply, &cx, be, self.keep_local).await);
+                    return Some(Stop::Answered(
+                        self.reply(reply, &cx, be, self.keep_local).await,
+                    ));
                 }
                 HttpRequestAction::Deny(reply) => {
                     self.rec.tally.dreq = rows(be);
                     self.rec.term(Cause::Proxy, Phase::Request);
-                    return Some(self.reply(reply, &cx, be, self.keep_local).await);
+                    return Some(Stop::Answered(
+                        self.reply(reply, &cx, be, self.keep_local).await,
+                    ));
                 }
                 HttpRequestAction::Tarpit(reply) => {
-                    return Some(self.tarpit(be, timeouts, Some((reply, &cx))).await);
+                    return Some(Stop::Answered(
+                        self.tarpit(be, timeouts, Some((reply, &cx))).await,
+                    ));
                 }
                 HttpRequestAction::Var(rule) => rules::run_var(rule, &cx),
                 HttpRequestAction::Auth { realm } => {
@@ -1142,14 +1376,19 @@ impl RuleRun<'_> {
                         .or_else(|| fe.errorfiles.iter().find(|(c, _)| *c == 401))
                         .map(|(_, page)| &page[..]);
                     let page = crate::http::reply::auth_required(custom, realm, self.keep_local);
-                    return Some(
+                    return Some(Stop::Answered(
                         forward::send_answer(self.conn, &page, 401, self.keep_local, fe, be).await,
-                    );
+                    ));
+                }
+                HttpRequestAction::WaitForBody(wait) => {
+                    return Some(Stop::Wait { at, wait: *wait });
                 }
                 HttpRequestAction::PrometheusExporter => {
                     self.rec.tally.intercepted = rows(be);
                     self.rec.term(Cause::Local, Phase::Request);
-                    return Some(prometheus(self.rt, head, self.conn, self.keep_local, fe).await);
+                    return Some(Stop::Answered(
+                        prometheus(self.rt, head, self.conn, self.keep_local, fe).await,
+                    ));
                 }
             }
         }

@@ -141,12 +141,7 @@ const WHY: &[(&str, &str)] = &[
         "bc_*",
         "server connection facts not passed to samples yet (#17)",
     ),
-    // Bodies and other buffers.
-    (
-        "req.body*",
-        "request bodies: needs `option http-buffer-request` (#17)",
-    ),
-    ("res.body*", "response bodies (#17)"),
+    // Other buffers.
     ("res.len", "tcp-response content rules (#22)"),
     ("res.payload*", "tcp-response content rules (#22)"),
     ("res.ssl_hello_type", "tcp-response content rules (#22)"),

@@ -111,6 +111,7 @@ impl Expr {
                 ExprError::Invalid(format!("unknown fetch method '{name}'"))
             });
         };
+        fetch::note_parsed(fetch.name);
         let mut args = Vec::new();
         if b.get(i) == Some(&b'(') {
             let (a, used) = arg::parse(fetch.args, &text[i + 1..])

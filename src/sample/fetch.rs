@@ -112,6 +112,50 @@ pub(crate) struct Ctx<'a> {
     /// The request's variables (None where there is no request: `proc`
     /// variables are still reached).
     pub(crate) vars: Option<&'a super::vars::Vars<'a>>,
+    /// The request's and the response's bodies as far as they are
+    /// buffered (`req.body`, `res.body`...): None for a message without a
+    /// body, or where nothing reads bodies (see [`body_read`]). A
+    /// reference: a context is made per evaluation, and small.
+    pub(crate) req_body: Option<&'a Body<'a>>,
+    pub(crate) res_body: Option<&'a Body<'a>>,
+}
+
+/// A message's body as far as it is buffered: a view of the bytes the
+/// connection holds anyway (or of their one decoded copy for a chunked
+/// body), never a copy per fetch.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Body<'a> {
+    /// The data, without chunked framing, cut to what HAProxy's buffer
+    /// would hold.
+    pub(crate) data: &'a [u8],
+    /// `body_size`: the announced length (`Content-Length`), else the
+    /// data and the rest of the chunk being received.
+    pub(crate) size: u64,
+}
+
+/// Whether a configuration this process parsed reads request bodies
+/// (`req.body*`) or response bodies (`res.body*`): only then do requests
+/// set their bodies aside for the fetches, so the others pay nothing. It
+/// stays set once a configuration needed it (a failed reload must not
+/// take it from the running one).
+static BODY_READ: [std::sync::atomic::AtomicBool; 2] = [
+    std::sync::atomic::AtomicBool::new(false),
+    std::sync::atomic::AtomicBool::new(false),
+];
+
+/// [`BODY_READ`] of the request (`res` false) or the response.
+pub(crate) fn body_read(res: bool) -> bool {
+    BODY_READ[res as usize].load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Notes that fetch `name` was parsed: a body fetch sets [`BODY_READ`].
+pub(crate) fn note_parsed(name: &str) {
+    let side = match name.get(..8) {
+        Some("req.body") => 0,
+        Some("res.body") => 1,
+        _ => return,
+    };
+    BODY_READ[side].store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
 impl Ctx<'_> {
@@ -675,6 +719,52 @@ static FETCHES: &[FetchDef] = &[
     }),
     def("req_ver", HRQHV, ArgSpec::NONE, T::Str, |_, cx| {
         Some(Sample::str(version(cx.req?)))
+    }),
+    // The body as far as it is buffered (`option http-buffer-request`,
+    // `wait-for-body`); a message without one has an empty body.
+    def("req.body", HRQHV, ArgSpec::NONE, T::Bin, |_, cx| {
+        cx.req?;
+        Some(bin(cx.req_body.copied().unwrap_or_default().data))
+    }),
+    def("req.body_len", HRQHV, ArgSpec::NONE, T::Sint, |_, cx| {
+        cx.req?;
+        Some(Sample::Sint(
+            cx.req_body.copied().unwrap_or_default().data.len() as i64,
+        ))
+    }),
+    def("req.body_size", HRQHV, ArgSpec::NONE, T::Sint, |_, cx| {
+        cx.req?;
+        Some(Sample::Sint(
+            cx.req_body.copied().unwrap_or_default().size as i64,
+        ))
+    }),
+    // `req.body_param([<name>])`: a parameter of a form body; an ACL
+    // tries every one.
+    FetchDef {
+        each: Some(|a, cx, f| {
+            let data = cx.req_body.copied().unwrap_or_default().data;
+            body_params(data, a).any(|v| f(Sample::str(v)))
+        }),
+        ..def("req.body_param", HRQHV, OPT_STR, T::Bin, |a, cx| {
+            let data = cx.req_body.copied().unwrap_or_default().data;
+            body_params(data, a).next().map(Sample::str)
+        })
+    },
+    def("res.body", HRSHV, ArgSpec::NONE, T::Bin, |_, cx| {
+        cx.res?;
+        Some(bin(cx.res_body.copied().unwrap_or_default().data))
+    }),
+    def("res.body_len", HRSHV, ArgSpec::NONE, T::Sint, |_, cx| {
+        cx.res?;
+        Some(Sample::Sint(
+            cx.res_body.copied().unwrap_or_default().data.len() as i64,
+        ))
+    }),
+    def("res.body_size", HRSHV, ArgSpec::NONE, T::Sint, |_, cx| {
+        cx.res?;
+        Some(Sample::Sint(
+            cx.res_body.copied().unwrap_or_default().size as i64,
+        ))
     }),
     def("res.cook", HRSHV, OPT_STR, T::Str, |a, cx| {
         res_cookie(cx.res?, a).map(Sample::str)
@@ -1284,6 +1374,20 @@ fn url_param<'a>(target: &'a [u8], a: &[Arg]) -> Option<&'a [u8]> {
         let eq = memchr::memchr(b'=', p)?;
         (name.is_empty() || &p[..eq] == name).then(|| &p[eq + 1..])
     })
+}
+
+/// The values of the form parameters named `a[0]` (of every parameter
+/// with a value without a name), in order: parameters end at `&` or `;`,
+/// values are as written (not decoded), as HAProxy's `req.body_param`.
+fn body_params<'a>(data: &'a [u8], a: &'a [Arg]) -> impl Iterator<Item = &'a [u8]> + 'a {
+    let name = a.first().map_or("", Arg::as_str).as_bytes();
+    data.split(|&b| b == b'&' || b == b';')
+        .filter_map(move |p| {
+            if name.is_empty() {
+                return memchr::memchr(b'=', p).map(|eq| &p[eq + 1..]);
+            }
+            p.strip_prefix(name)?.strip_prefix(b"=")
+        })
 }
 
 /// The IPv4 address and port of an absolute `http://` URL naming its host

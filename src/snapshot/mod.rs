@@ -69,6 +69,8 @@ pub(crate) struct FrontendRt {
     pub(crate) conn_mode: HttpConnMode,
     /// `option http-ignore-probes`.
     pub(crate) ignore_probes: bool,
+    /// `option http-buffer-request`.
+    pub(crate) buffer_request: bool,
     /// `option disable-h2-upgrade`.
     pub(crate) disable_h2_upgrade: bool,
     /// `option accept-invalid-http-request`.
@@ -187,6 +189,8 @@ pub(crate) struct BackendRt {
     pub(crate) retry_on: crate::config::model::RetryOn,
     pub(crate) http_reuse: HttpReuse,
     pub(crate) conn_mode: HttpConnMode,
+    /// `option http-buffer-request`.
+    pub(crate) buffer_request: bool,
     pub(crate) balance: Balance,
     pub(crate) servers: Vec<ServerRt>,
     /// Balancing state (algorithm, map/ring, round-robin position).
@@ -483,6 +487,7 @@ impl Compiler<'_> {
             retry_on: p.retry_on,
             http_reuse: p.http_reuse,
             conn_mode: p.conn_mode,
+            buffer_request: p.buffer_request,
             balance: p.balance.clone(),
             lb: Lb::new(&p.balance, p.hash_type, p.allbackups, &lb_servers),
             check: p.check_kind(),
@@ -560,6 +565,7 @@ impl Compiler<'_> {
             timeouts: p.timeouts,
             conn_mode: p.conn_mode,
             ignore_probes: p.ignore_probes,
+            buffer_request: p.buffer_request,
             disable_h2_upgrade: p.disable_h2_upgrade,
             accept_invalid_req: p.accept_invalid_req,
             case_client: self.case_adjust.clone().filter(|_| p.h1_case_bogus_client),

@@ -139,6 +139,21 @@ pub(crate) fn stream_response(code: u16) -> &'static [u8] {
     })
 }
 
+/// The 408 HAProxy's stream answers when a body it waits for
+/// (`option http-buffer-request`, `wait-for-body`) does not come in time:
+/// through the HTX layer, as [`stream_response`]'s 400.
+pub(crate) fn stream_408() -> &'static [u8] {
+    static PAGE: OnceLock<Vec<u8>> = OnceLock::new();
+    PAGE.get_or_init(|| {
+        let (c, r, t) = CODES
+            .iter()
+            .find(|(c, _, _)| *c == 408)
+            .copied()
+            .unwrap_or((408, "Request Time-out", ""));
+        render_htx(c, r, t, "connection: close\r\n")
+    })
+}
+
 /// An `errorfile`: the file is a complete HTTP response. HAProxy parses
 /// it when loading the configuration and emits it through its HTX layer,
 /// so header names go out in lower case; the status line and the body are

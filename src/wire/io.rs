@@ -82,6 +82,9 @@ pub(crate) struct BufConn {
     pub(crate) asked: ConnAsk,
     /// The current request's body as an answer sluice makes finds it.
     pub(crate) pending: PendingBody,
+    /// The current request's `Expect: 100-continue` was answered already
+    /// (sluice waited for the body): none is sent again.
+    pub(crate) continued: bool,
 }
 
 /// Where the body of the request being answered is: an answer made
@@ -256,6 +259,7 @@ impl BufConn {
             buf: BytesMut::new(),
             asked: ConnAsk::Default,
             pending: PendingBody::None,
+            continued: false,
         }
     }
 

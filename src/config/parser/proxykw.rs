@@ -382,6 +382,26 @@ impl State<'_> {
         }
     }
 
+    /// [`Self::opt_flag`] for an option of frontends and backends alike.
+    fn opt_flag_both(
+        &mut self,
+        loc: &Loc,
+        words: &[String],
+        neg: bool,
+        flag: fn(&mut Proxy) -> &mut bool,
+    ) {
+        let name = words[1].as_str();
+        if let Some(extra) = words.get(2) {
+            return self.alert(
+                loc,
+                format!("'option {name}' cannot handle unexpected argument '{extra}'."),
+            );
+        }
+        if self.cap(loc, &format!("option {name}"), true, true, true) {
+            *flag(self.px()) = !neg;
+        }
+    }
+
     /// `option http-keep-alive|http-server-close|httpclose`.
     fn opt_conn_mode(&mut self, loc: &Loc, words: &[String], neg: bool, mode: HttpConnMode) {
         if words.len() > 2 {
@@ -900,6 +920,9 @@ pub(crate) const OPTIONS: &[ProxyKw] = &[
     }),
     kwd("http-ignore-probes", |s, loc, w, neg| {
         s.opt_flag(loc, w, neg, true, |p| &mut p.ignore_probes)
+    }),
+    kwd("http-buffer-request", |s, loc, w, neg| {
+        s.opt_flag_both(loc, w, neg, |p| &mut p.buffer_request)
     }),
     kwd("disable-h2-upgrade", |s, loc, w, neg| {
         s.opt_flag(loc, w, neg, true, |p| &mut p.disable_h2_upgrade)

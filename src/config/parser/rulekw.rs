@@ -238,10 +238,13 @@ impl State<'_> {
                 .px()
                 .http_request
                 .push(HttpRequestRule { action: a, cond }),
-            Err(e) => {
-                let m = self.rule_error("http-request", action, e);
-                self.alert(loc, m)
-            }
+            Err(e) => match e.strip_prefix(WHOLE_MESSAGE) {
+                Some(m) => self.tight(Level::Alert, loc, m),
+                None => {
+                    let m = self.rule_error("http-request", action, e);
+                    self.alert(loc, m)
+                }
+            },
         }
     }
 
@@ -442,10 +445,13 @@ impl State<'_> {
                 .px()
                 .http_response
                 .push(HttpResponseRule { action: a, cond }),
-            Err(e) => {
-                let m = self.rule_error("http-response", action, e);
-                self.alert(loc, m)
-            }
+            Err(e) => match e.strip_prefix(WHOLE_MESSAGE) {
+                Some(m) => self.tight(Level::Alert, loc, m),
+                None => {
+                    let m = self.rule_error("http-response", action, e);
+                    self.alert(loc, m)
+                }
+            },
         }
     }
     /// `http-after-response set-header|add-header|del-header`: HAProxy
@@ -887,6 +893,80 @@ fn header_name(args: &[String], i: usize) -> Result<String, String> {
     Ok(n.to_string())
 }
 
+/// Marks an action's error that is the whole message (HAProxy's rule
+/// parser says it, not the action's: no "error detected ..." around it).
+const WHOLE_MESSAGE: &str = "\u{1}";
+
+/// `wait-for-body time <time> [at-least <bytes>]`, as HAProxy 2.6 reads
+/// them (either order, the last of each kept).
+fn wait_for_body_args(
+    args: &[String],
+    rule: &str,
+) -> Result<crate::config::model::WaitForBody, String> {
+    const USAGE: &str = "expects time <time> [ at-least <bytes> ]";
+    let mut time = None;
+    let mut at_least = 0;
+    let mut i = 0;
+    while let Some(kw) = args.get(i) {
+        let value = || {
+            args.get(i + 1)
+                .filter(|v| !v.is_empty())
+                .ok_or_else(|| format!("missing argument for '{kw}'"))
+        };
+        match kw.as_str() {
+            "time" => {
+                let v = value()?;
+                time = Some(crate::config::units::parse_time(v).map_err(|e| match e {
+                    crate::config::units::TimeError::Overflow => {
+                        "time overflow (maximum value is 2147483647 ms or ~24.8 days)".to_string()
+                    }
+                    crate::config::units::TimeError::BadChar(c) => {
+                        format!("unexpected character '{c}'")
+                    }
+                    crate::config::units::TimeError::Empty => USAGE.to_string(),
+                })?);
+            }
+            "at-least" => at_least = size_value(value()?)?,
+            _ => {
+                return Err(format!(
+                    "{WHOLE_MESSAGE}'{rule} wait-for-body' expects either 'if' or 'unless' followed by a condition but found '{kw}'."
+                ));
+            }
+        }
+        i += 2;
+    }
+    let time = time.ok_or_else(|| USAGE.to_string())?;
+    Ok(crate::config::model::WaitForBody { time, at_least })
+}
+
+/// A size as HAProxy's `parse_size_err` reads it: digits, then `k`, `m`
+/// or `g` (powers of 1024), nothing after.
+fn size_value(v: &str) -> Result<u64, String> {
+    let end = v
+        .bytes()
+        .position(|b| !b.is_ascii_digit())
+        .unwrap_or(v.len());
+    let bad = |c: char| format!("unexpected character '{c}'");
+    let n: u64 = match v[..end].parse() {
+        Ok(n) => n,
+        Err(_) => return Err(bad(v.chars().next().unwrap_or(' '))),
+    };
+    let mut rest = v[end..].chars();
+    let mul = match rest.next() {
+        None => 1,
+        Some('k' | 'K') => 1 << 10,
+        Some('m' | 'M') => 1 << 20,
+        Some('g' | 'G') => 1 << 30,
+        Some(c) => return Err(bad(c)),
+    };
+    if let Some(c) = rest.next() {
+        return Err(bad(c));
+    }
+    n.checked_mul(mul)
+        .filter(|&n| n <= u64::from(u32::MAX))
+        .ok_or_else(|| "value too large".to_string())
+}
+
 fn exact_args(args: &[String], n: usize) -> Result<(), String> {
     if args.len() != n {
         return Err(format!("expects exactly {n} argument(s)"));
@@ -1136,6 +1216,9 @@ pub(crate) const HTTP_REQUEST: &[ActionKw<HttpRequestAction>] = &[
         var_rule(a, s.http_stage(false)).map(HttpRequestAction::Var)
     }),
     kwd("auth", |s, _, a| auth_args(s, a)),
+    kwd("wait-for-body", |_, _, a| {
+        wait_for_body_args(a, "http-request").map(HttpRequestAction::WaitForBody)
+    }),
 ];
 
 /// The `http-after-response` actions sluice has.
@@ -1180,5 +1263,8 @@ pub(crate) const HTTP_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
     // Variables (issue 17), as in `HTTP_REQUEST`.
     kwd("set-var", |s, _, a| {
         var_rule(a, s.http_stage(true)).map(HttpResponseAction::Var)
+    }),
+    kwd("wait-for-body", |_, _, a| {
+        wait_for_body_args(a, "http-response").map(HttpResponseAction::WaitForBody)
     }),
 ];

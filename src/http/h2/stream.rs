@@ -54,6 +54,7 @@ pub(crate) async fn serve(
     let conn = BufConn {
         asked: crate::wire::io::ConnAsk::Default,
         pending: crate::wire::io::PendingBody::None,
+        continued: false,
         stream: Stream::Pipe(Box::new(Pipe {
             rx,
             tx,

@@ -294,6 +294,9 @@ impl Source for Line<'_> {
             // No request buffer at the end either (HAProxy refuses the
             // L6 fetches in a log format).
             payload: None,
+            // Nor bodies: HAProxy refuses `req.body*` in a log format.
+            req_body: None,
+            res_body: None,
             frontend_id: self.fe.iid,
             backend_id: self.rec.backend.as_ref().map(|b| b.iid),
             // Not kept for the log line yet.
