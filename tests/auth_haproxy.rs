@@ -244,11 +244,7 @@ frontend fe
     bind {bind}
 "
         );
-        for (i, e) in AUTH_FETCHES.iter().enumerate() {
-            c.push_str(&format!(
-                "    http-request return status 200 content-type text/plain lf-string \"[%[{e}]]\" if {{ path /{i} }}\n"
-            ));
-        }
+        c.push_str(&haproxy::return_rules(AUTH_FETCHES));
         c
     };
     let fronts = listens(2);
@@ -258,11 +254,7 @@ frontend fe
     for h in auth_headers() {
         for (i, e) in AUTH_FETCHES.iter().enumerate() {
             let req = format!("GET /{i} HTTP/1.1\r\nhost: h\r\n{h}\r\n");
-            let mut got = Vec::new();
-            for front in &fronts {
-                let mut conn = HttpConn::connect(front.addr()).await;
-                got.push(conn.raw(req.as_bytes(), false).await.expect("answer"));
-            }
+            let got = haproxy::answers_to(&fronts, req.as_bytes()).await;
             let label = format!("{e} with {h:?}");
             differ.extend(haproxy::answer_differs(&label, &got[0], &got[1]));
         }

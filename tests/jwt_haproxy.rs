@@ -194,12 +194,12 @@ frontend fe
     http-request set-var(txn.secret) str(secret)
 "
     );
-    for (i, e) in EXPRS.iter().enumerate() {
-        let e = e.replace("{dir}", dir).replace('$', "\\$");
-        cfg.push_str(&format!(
-            "    http-request return status 200 content-type text/plain lf-string \"[%[req.hdr(x-t),{e}]]\" if {{ path /{i} }}\n"
-        ));
-    }
+    cfg.push_str(&haproxy::return_rules(EXPRS.iter().map(|e| {
+        format!(
+            "req.hdr(x-t),{}",
+            e.replace("{dir}", dir).replace('$', "\\$")
+        )
+    })));
     cfg
 }
 
@@ -223,11 +223,7 @@ async fn tokens_give_haproxys_answers() {
     for t in tokens(&keys) {
         for (i, e) in EXPRS.iter().enumerate() {
             let req = format!("GET /{i} HTTP/1.1\r\nhost: h\r\nx-t: {t}\r\n\r\n");
-            let mut got = Vec::new();
-            for front in &fronts {
-                let mut conn = HttpConn::connect(front.addr()).await;
-                got.push(conn.raw(req.as_bytes(), false).await.expect("answer"));
-            }
+            let got = haproxy::answers_to(&fronts, req.as_bytes()).await;
             if e.starts_with("jwt_verify") && got[0].body == b"[1]" {
                 verified += 1;
             }

@@ -602,11 +602,7 @@ async fn request_fetches_give_haproxys_bytes() {
     let mut differ = Vec::new();
     for (i, e) in REQUEST_FETCHES.iter().enumerate() {
         for req in rich_requests(i) {
-            let mut got = Vec::new();
-            for front in &fronts {
-                let mut conn = HttpConn::connect(front.addr()).await;
-                got.push(conn.raw(req.as_bytes(), false).await.expect("answer"));
-            }
+            let got = haproxy::answers_to(&fronts, req.as_bytes()).await;
             let (h, s) = (&got[0], &got[1]);
             let label = format!("{e} ({})", req.lines().next().unwrap_or(""));
             differ.extend(haproxy::answer_differs(&label, h, s));
@@ -840,11 +836,7 @@ async fn addresses_come_from_the_proxy_header() {
         let req = format!(
             "PROXY TCP4 192.0.2.7 198.51.100.9 40001 8443\r\nGET /{i} HTTP/1.1\r\nhost: h\r\n\r\n"
         );
-        let mut got = Vec::new();
-        for front in &fronts {
-            let mut conn = HttpConn::connect(front.addr()).await;
-            got.push(conn.raw(req.as_bytes(), false).await.expect("answer"));
-        }
+        let got = haproxy::answers_to(&fronts, req.as_bytes()).await;
         differ.extend(haproxy::answer_differs(e, &got[0], &got[1]));
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));
@@ -927,11 +919,7 @@ backend be
     server s3 127.0.0.1:9 disabled weight 7
 "
         );
-        for (i, e) in STATE.iter().enumerate() {
-            cfg.push_str(&format!(
-                "    http-request return status 200 content-type text/plain lf-string \"[%[{e}]]\" if {{ path /{i} }}\n"
-            ));
-        }
+        cfg.push_str(&haproxy::return_rules(STATE));
         cfg
     };
     let fronts = listens(2);

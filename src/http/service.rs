@@ -54,6 +54,30 @@ pub(super) struct View<'a> {
     pub(super) res_body: Option<&'a crate::sample::fetch::Body<'a>>,
 }
 
+impl<'a> View<'a> {
+    /// The request's view in its frontend's and backend's rules.
+    fn of_request(
+        head: &'a Head,
+        rq: &'a Req<'a>,
+        local: Option<SocketAddr>,
+        fe: &'a FrontendRt,
+        req_body: Option<&'a crate::sample::fetch::Body<'a>>,
+    ) -> View<'a> {
+        View {
+            head,
+            res: None,
+            src: rq.peer.ip(),
+            src_port: rq.peer.inet().map(|a| a.port()),
+            local,
+            tls: rq.tls,
+            frontend: &fe.name,
+            vars: Some(rq.vars),
+            req_body,
+            res_body: None,
+        }
+    }
+}
+
 impl RequestView for View<'_> {
     fn sample_ctx(&self) -> crate::sample::Ctx<'_> {
         crate::sample::Ctx {
@@ -656,18 +680,7 @@ async fn route(
         None if fe.acls.reads_local() => rq.dst.or_else(|| conn.stream.local_addr().ok()),
         None => None,
     };
-    let view = View {
-        head,
-        res: None,
-        src: peer.ip(),
-        src_port: peer.inet().map(|a| a.port()),
-        local,
-        tls,
-        frontend: &fe.name,
-        vars: Some(rq.vars),
-        req_body: None,
-        res_body: None,
-    };
+    let view = View::of_request(head, rq, local, fe, None);
     // A local answer does not read the request body: the connection
     // carries another request after it only if the body is all here, to
     // be skipped.
@@ -757,18 +770,7 @@ async fn route(
         }
     };
     let rb = held.view();
-    let view = View {
-        head,
-        res: None,
-        src: peer.ip(),
-        src_port: peer.inet().map(|a| a.port()),
-        local,
-        tls,
-        frontend: &fe.name,
-        vars: Some(rq.vars),
-        req_body: rb.as_ref(),
-        res_body: None,
-    };
+    let view = View::of_request(head, rq, local, fe, rb.as_ref());
     let sample_cx = crate::sample::Ctx {
         src: peer.ip(),
         src_port: peer.inet().map(|a| a.port()),
@@ -804,18 +806,7 @@ async fn route(
             body_logged: 0,
         };
     }
-    let view = View {
-        head,
-        res: None,
-        src: peer.ip(),
-        src_port: peer.inet().map(|a| a.port()),
-        local,
-        tls,
-        frontend: &fe.name,
-        vars: Some(rq.vars),
-        req_body: None,
-        res_body: None,
-    };
+    let view = View::of_request(head, rq, local, fe, None);
     // The body is the connection's again for the stats page's form.
     let reads_body = body != BodyKind::None && crate::sample::fetch::body_read(false);
     if be.stats.is_some() {

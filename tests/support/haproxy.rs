@@ -170,6 +170,30 @@ pub fn answer_differs(label: &str, h: &Response, s: &Response) -> Option<String>
     })
 }
 
+/// `http-request return` rules answering `[%[<expr>]]` for expression
+/// `i` on path `/<i>`, as the sample tests compare them.
+pub fn return_rules<S: AsRef<str>>(exprs: impl IntoIterator<Item = S>) -> String {
+    let mut out = String::new();
+    for (i, e) in exprs.into_iter().enumerate() {
+        out.push_str(&format!(
+            "    http-request return status 200 content-type text/plain lf-string \"[%[{}]]\" if {{ path /{i} }}\n",
+            e.as_ref()
+        ));
+    }
+    out
+}
+
+/// The answer of each of `fronts` to the HTTP request `req`, each on a
+/// new connection.
+pub async fn answers_to(fronts: &[Listen], req: &[u8]) -> Vec<Response> {
+    let mut got = Vec::new();
+    for front in fronts {
+        let mut conn = super::HttpConn::connect(front.addr()).await;
+        got.push(conn.raw(req, false).await.expect("answer"));
+    }
+    got
+}
+
 /// Sends `req` on a new connection (then shuts its side down when
 /// `half_close`: a TCP relay ends when both sides have) and reads until
 /// the peer closes.
