@@ -407,7 +407,7 @@ frontend fe
     option mysql-check
     stick-table type ip size 1m
     acl a base,ungrpc -m found
-    acl b ssl_c_s_dn -m found
+    acl b ssl_f_s_dn -m found
     default_backend be
 backend be
     server s1 127.0.0.1:1 resolvers dns
@@ -415,7 +415,7 @@ backend be
     tcp-response content close
     tcp-request content silent-drop
     http-request set-header X-B %[req.hdr(host),ungrpc]
-    http-request set-header X-C %[ssl_c_s_dn]
+    http-request set-header X-C %[ssl_f_s_dn]
 peers mypeers
     peer a 127.0.0.1:10000
 cache c
@@ -447,7 +447,7 @@ listen li
         ),
         (
             16,
-            "sample fetch 'ssl_c_s_dn' is not supported by sluice yet in ACL expression 'ssl_c_s_dn'",
+            "sample fetch 'ssl_f_s_dn' is not supported by sluice yet in ACL expression 'ssl_f_s_dn'",
         ),
         (
             19,
@@ -471,7 +471,7 @@ listen li
         ),
         (
             24,
-            "sample fetch 'ssl_c_s_dn' is not supported by sluice yet in log-format expression '%[ssl_c_s_dn]'",
+            "sample fetch 'ssl_f_s_dn' is not supported by sluice yet in log-format expression '%[ssl_f_s_dn]'",
         ),
         (25, "'peers' sections are not supported by sluice yet"),
         (27, "'cache' sections are not supported by sluice yet"),
