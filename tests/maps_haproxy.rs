@@ -1,7 +1,8 @@
-//! Maps on the CLI against the real HAProxy 2.6: the same configuration
-//! (map files read by `map_*` converters of several matchers and output
-//! types) runs under haproxy and sluice, and `show map <file>` and `get
-//! map <file> <key>` must answer the same bytes.
+//! Maps and ACLs on the CLI against the real HAProxy 2.6: the same
+//! configuration (map files read by `map_*` converters of several matchers
+//! and output types, ACL pattern files and lines) runs under haproxy and
+//! sluice, and the `map` and `acl` commands must answer the same bytes and
+//! change the requests' answers alike.
 //!
 //! Skipped (with a note) when `/usr/sbin/haproxy` is not installed, except
 //! under CI, where that is a failure.
@@ -189,6 +190,209 @@ async fn map_cli_replies_as_haproxy() {
             .expect("response");
         let want = "a=none j=be3 k=be3 l= i=lo";
         differ.extend((r.text() != want).then(|| format!("{} {:?}", f, r.text())));
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+/// The pattern references: ACL `-f` files shared by every ACL that reads
+/// them, an ACL line's own patterns, map files shared by their
+/// converters; named by file or `#<id>`.
+fn refs_config(bind: &str, sock: &std::path::Path, dir: &std::path::Path) -> String {
+    let d = dir.display();
+    format!(
+        "global
+    stats socket {} level admin
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {bind}
+    acl a1 path_beg -f {d}/paths.acl
+    acl a2 path_beg /x /y
+    acl a3 path -f {d}/paths.acl
+    acl a4 src -u 1 10.0.0.0/8
+    acl a5 hdr(host) -i -f {d}/hosts.acl
+    http-request set-var(txn.m) req.hdr(host),map_str({d}/hosts.map,none)
+    http-request set-var(txn.n) src,map_ip({d}/ip.map)
+    http-request set-var(txn.o) req.hdr(host),map_beg({d}/hosts.map)
+    http-request set-var(txn.p) req.hdr(host),map_end({d}/hosts.map)
+    http-request set-var(txn.q) req.hdr(host),map_sub({d}/hosts.map)
+    http-request return status 403 if {{ path_end .php }} || METH_POST
+    http-request return status 404 if METH_PUT {{ path_end .x }} || METH_POST
+    use_backend be4 if a4 {{ path /src }}
+    use_backend be1 if a1
+    use_backend be2 if a2 || a3
+    use_backend be3 if a5
+    default_backend be0
+backend be0
+    acl b1 path_beg -f {d}/paths.acl
+    http-request return status 200 content-type text/plain lf-string \"be0 b1 m=%[var(txn.m)]\" if b1
+    http-request return status 200 content-type text/plain lf-string \"be0 m=%[var(txn.m)] n=%[var(txn.n)] o=%[var(txn.o)] p=%[var(txn.p)] q=%[var(txn.q)]\"
+backend be1
+    http-request return status 200 content-type text/plain string be1
+backend be2
+    http-request return status 200 content-type text/plain string be2
+backend be3
+    http-request return status 200 content-type text/plain string be3
+backend be4
+    http-request return status 200 content-type text/plain string be4
+",
+        sock.display()
+    )
+}
+
+/// CLI lines, and requests (`GET <path> <host>`) whose answers show which
+/// rule the patterns now select.
+const REF_STEPS: &[&str] = &[
+    "show map",
+    "show acl",
+    "show acl #0",
+    "show acl #1",
+    "show acl #2",
+    "show acl #3",
+    "show map #6",
+    "show map #0",
+    "show acl #6",
+    "show acl D/paths.acl",
+    "show map D/paths.acl",
+    "show acl D/hosts.map",
+    "show acl #",
+    "show acl #+0",
+    "show acl #x",
+    "show acl #-1",
+    "show acl #99",
+    "get acl #0 /api/x",
+    "get acl D/paths.acl /static",
+    "get acl #1 10.1.1.1",
+    "get acl #5 a.com",
+    "get map #0 /api",
+    "get map #6 a.com",
+    "get map #6 xa.com",
+    "get acl #99 a",
+    "get acl #0",
+    "GET /api/x a.com",
+    "GET /new/x a.com",
+    "GET /new a.com",
+    "add acl D/paths.acl /new",
+    "GET /new/x a.com",
+    "GET /new a.com",
+    "show acl",
+    "del acl D/paths.acl /api",
+    "GET /api/x a.com",
+    "GET /api a.com",
+    "del acl D/paths.acl /api",
+    "show acl #0",
+    "add acl #3 /z",
+    "GET /z/1 a.com",
+    "del acl #3 /x",
+    "GET /x/1 a.com",
+    "GET /src a.com",
+    "add acl #1 127.0.0.0/8",
+    "GET /src a.com",
+    "add acl #1 nonip",
+    "get acl #1 127.0.0.1",
+    "GET / b.com",
+    "add acl D/hosts.acl B.COM",
+    "GET / b.com",
+    "GET / c.com",
+    "add acl D/hosts.map x",
+    "add acl #6 x",
+    "add acl #0",
+    "add acl",
+    "add acl nope x",
+    "del acl #6 a.com",
+    "del map #0 /static",
+    "del acl #0",
+    "del acl nope x",
+    "clear acl #6",
+    "clear acl",
+    "clear acl nope",
+    "add map #6 c.com be9",
+    "GET / c.com",
+    "show acl #6",
+    "set map #6 b.com zz",
+    "set map #6 c.com zz",
+    "add map #7 d.com be9",
+    "GET / d.com",
+    "show map",
+    "show map #7",
+    "del map #7 a.com",
+    "show map",
+    "set map #7 d.com zz",
+    "GET / d.com",
+    "add map #8 notip 1",
+    "add map #8 10.0.0.0/8",
+    "show map",
+    "clear map #7",
+    "GET / d.com",
+    "clear acl #0",
+    "GET /static a.com",
+    "show acl",
+    "show map",
+    "user; show acl",
+    "user; add acl #0 /u",
+    "operator; get acl #0 /u",
+];
+
+/// `show map|acl`'s list names the configuration file each proxy read,
+/// its own copy in its own directory: the name is masked. HAProxy's list
+/// of ACLs also holds the two of its internal HTTP client (`file
+/// 'httpclient'`), which sluice does not have: those lines are left out.
+fn mask_refs(reply: &str, cfg: &str) -> String {
+    reply
+        .split_inclusive('\n')
+        .filter(|l| !l.contains("file 'httpclient'"))
+        .map(|l| l.replace(cfg, "CFG"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pattern_references_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let dir = TempDir::new("maps-refs");
+    dir.write("paths.acl", "/api\n/static\n");
+    dir.write("hosts.acl", "a.com\n");
+    dir.write("hosts.map", "a.com be1\nb.com be2\n");
+    dir.write("ip.map", "10.0.0.0/8 x\n");
+    let (hsock, ssock) = (dir.join("h.sock"), dir.join("s.sock"));
+    let fronts = listens(2);
+    let hap = Haproxy::start(
+        "maps-refs",
+        &refs_config(&fronts[0].to_string(), &hsock, dir.path()),
+        &[&fronts[0]],
+    );
+    let sl = Sluice::start(&refs_config(&fronts[1].to_string(), &ssock, dir.path()));
+    let d = dir.path().display().to_string();
+    let mut differ = Vec::new();
+    for step in REF_STEPS {
+        let step = step.replace("D/", &format!("{d}/"));
+        let (h, s) = match step.strip_prefix("GET ") {
+            Some(req) => {
+                let (path, host) = req.split_once(' ').expect("GET <path> <host>");
+                let mut got = Vec::new();
+                for f in &fronts {
+                    let mut c = HttpConn::connect(f.addr()).await;
+                    let raw = format!("GET {path} HTTP/1.1\r\nhost: {host}\r\n\r\n");
+                    let r = c.raw(raw.as_bytes(), false).await.expect("response");
+                    got.push(format!("{} {}", r.status, r.text()));
+                }
+                (got[0].clone(), got[1].clone())
+            }
+            None => (
+                mask_refs(&mask_pointers(&cli(&hsock, &step)), &hap.config_path()),
+                mask_refs(
+                    &mask_pointers(&cli(&ssock, &step)),
+                    &sl.path("sluice.cfg").display().to_string(),
+                ),
+            ),
+        };
+        if h != s {
+            differ.push(format!("{step}:\n  haproxy {h:?}\n  sluice  {s:?}"));
+        }
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }

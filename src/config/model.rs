@@ -56,6 +56,9 @@ pub(crate) struct Global {
     pub(crate) vars_limits: crate::sample::vars::Limits,
     /// `userlist` sections, in order.
     pub(crate) userlists: Vec<crate::sample::auth::Userlist>,
+    /// The pattern files and ACL lines' patterns the configuration read,
+    /// for the CLI's `map` and `acl` commands.
+    pub(crate) pat_refs: crate::sample::patref::PatRefs,
     /// `nosplice`, `tune.pipesize`, `maxpipes`.
     pub(crate) splice: crate::wire::splice::Tune,
     /// TLS defaults: `ssl-default-bind-options` (words, applied before

@@ -1,31 +1,376 @@
-//! The maps the running configuration loaded, by file name (HAProxy's
-//! "pat_ref"), for the CLI's `show map` and `get map`.
+//! The pattern references of the running configuration (HAProxy's
+//! "pat_ref"), for the CLI's `map` and `acl` commands.
 //!
-//! Each `map_*` converter registers the [`Map`] it loaded. The registry
-//! holds them weakly: a configuration that is dropped (a failed reload, a
-//! `-c` check, the previous configuration once a reload is done) takes its
-//! maps with it, and the file is read again by the next one, as HAProxy's
-//! reload re-reads files. The lock is taken when a configuration is read
-//! and by the CLI, never by a lookup.
+//! A reference is one pattern file, shared by every `map_*` converter and
+//! every ACL that reads it, or the patterns written on one ACL line. Each
+//! has an id, as HAProxy numbers them: the `-u <id>` an ACL line gives,
+//! else the smallest free one in the order the configuration creates
+//! them; `#<id>` names one on the CLI. The users of a reference are the
+//! [`Map`]s (one per converter or ACL matcher) that the CLI changes
+//! together.
+//!
+//! A configuration's references are collected while it is read (the
+//! parser is one thread: a thread-local collector, started and finished
+//! by `config::parse_sources`) and travel with it; the one a snapshot is
+//! compiled from is published here for the CLI. A configuration that is
+//! dropped (a failed reload, a `-c` check) takes its references with it.
+//! The lock of a reference is taken by the CLI, never by a lookup.
 
-use std::sync::{Arc, Mutex, Weak};
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex};
 
-use super::pattern::Map;
+use arc_swap::ArcSwap;
 
-static MAPS: Mutex<Vec<Weak<Map>>> = Mutex::new(Vec::new());
+use super::pattern::{Map, MatchKind};
+use super::value::SmpType;
 
-/// Records `map` (one converter's) under its file name.
-pub(crate) fn register_map(map: &Arc<Map>) {
-    let mut maps = MAPS.lock().unwrap_or_else(|e| e.into_inner());
-    maps.retain(|m| m.strong_count() > 0);
-    maps.push(Arc::downgrade(map));
+/// What uses a reference: `map_*` converters, ACLs or both.
+pub(crate) const MAP: u8 = 1;
+pub(crate) const ACL: u8 = 2;
+
+/// One pattern reference.
+#[derive(Debug)]
+pub(crate) struct PatRef {
+    /// The id, -1 until the configuration is read (unless `-u` gave it).
+    id: AtomicI64,
+    /// The file, or none for an ACL line's own patterns.
+    path: Option<String>,
+    inner: Mutex<Inner>,
 }
 
-/// The live maps of file `path`, in the order their converters were read.
-pub(crate) fn maps_of(path: &str) -> Vec<Arc<Map>> {
-    let maps = MAPS.lock().unwrap_or_else(|e| e.into_inner());
-    maps.iter()
-        .filter_map(Weak::upgrade)
-        .filter(|m| m.path() == path)
-        .collect()
+#[derive(Debug)]
+struct Inner {
+    flags: u8,
+    display: String,
+    /// The users, in the order they were read.
+    users: Vec<Arc<Map>>,
+    /// HAProxy's `entry_cnt`: every pattern indexed counts once per
+    /// lookup structure that holds it (users alike share one), a deletion
+    /// once per entry, a clear resets it.
+    entry_cnt: i64,
+}
+
+/// Users that HAProxy indexes in one structure (its "expression"): same
+/// index, same pattern parser, same value parser, same flags. `get map`
+/// answers one line for each.
+fn class(m: &Map) -> (u8, u8, u8, bool) {
+    use MatchKind::*;
+    // The index (tree of strings, of prefixes, of addresses, lists).
+    let (index, parse) = match m.kind() {
+        Found | Bool => (0, 0),
+        Int | Len => (0, 1),
+        Ip => (1, 2),
+        Bin => (2, 3),
+        Str => (3, 4),
+        Beg => (4, 4),
+        Sub | Dir | Dom | End => (5, 4),
+        Reg => (6, 5),
+        Meth => (7, 6),
+    };
+    let value = match (m.has_values(), m.out()) {
+        (false, _) => 0,
+        (true, SmpType::Sint) => 1,
+        (true, SmpType::Addr) => 2,
+        (true, _) => 3,
+    };
+    (index, parse, value, m.icase())
+}
+
+impl PatRef {
+    /// The id the CLI names it by (`#<id>`).
+    pub(crate) fn id(&self) -> i64 {
+        self.id.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn path(&self) -> Option<&str> {
+        self.path.as_deref()
+    }
+
+    fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn flags(&self) -> u8 {
+        self.inner().flags
+    }
+
+    /// The users, in the order they were read.
+    pub(crate) fn users(&self) -> Vec<Arc<Map>> {
+        self.inner().users.clone()
+    }
+
+    /// One user of each of HAProxy's lookup structures, in order.
+    pub(crate) fn lookups(&self) -> Vec<Arc<Map>> {
+        let users = self.users();
+        let mut seen = Vec::new();
+        users
+            .into_iter()
+            .filter(|m| {
+                let c = class(m);
+                let new = !seen.contains(&c);
+                seen.push(c);
+                new
+            })
+            .collect()
+    }
+
+    /// `show map`'s line for this reference.
+    pub(crate) fn list_line(&self) -> String {
+        let i = self.inner();
+        format!(
+            "{} ({}) {}. curr_ver=0 next_ver=0 entry_cnt={}\n",
+            self.id(),
+            self.path.as_deref().unwrap_or(""),
+            i.display,
+            i.entry_cnt
+        )
+    }
+
+    /// Counts `n` entries added to every lookup structure.
+    pub(crate) fn note_added(&self, n: usize) {
+        let lookups = self.lookups().len() as i64;
+        self.inner().entry_cnt += lookups * n as i64;
+    }
+
+    /// Counts `n` entries deleted.
+    pub(crate) fn note_deleted(&self, n: usize) {
+        self.inner().entry_cnt -= n as i64;
+    }
+
+    /// Counts an entry refused by the lookup structure `k` (0 the first):
+    /// the `k` before took it, then it is deleted.
+    pub(crate) fn note_refused(&self, k: usize) {
+        self.inner().entry_cnt += k as i64 - 1;
+    }
+
+    fn add_user(&self, map: Arc<Map>) {
+        let c = class(&map);
+        let mut i = self.inner();
+        if !i.users.iter().any(|u| class(u) == c) {
+            i.entry_cnt += map.len() as i64;
+        }
+        i.users.push(map);
+    }
+}
+
+/// A configuration's references, by id.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct PatRefs {
+    refs: Vec<Arc<PatRef>>,
+}
+
+/// References say where patterns come from, not what the configuration
+/// is: two configurations that read the same files are equal.
+impl PartialEq for PatRefs {
+    fn eq(&self, _: &PatRefs) -> bool {
+        true
+    }
+}
+
+impl PatRefs {
+    /// The references with one of `flags`, by id.
+    pub(crate) fn listed(&self, flags: u8) -> Vec<Arc<PatRef>> {
+        (self.refs.iter())
+            .filter(|r| r.flags() & flags != 0)
+            .cloned()
+            .collect()
+    }
+
+    /// The reference `name` names (`#<id>`, or a file), when it has one
+    /// of `flags`.
+    pub(crate) fn find(&self, name: &str, flags: u8) -> Option<Arc<PatRef>> {
+        let r = match name.strip_prefix('#') {
+            Some(id) => {
+                let id = parse_id(id)?;
+                self.refs.iter().find(|r| r.id() == id)
+            }
+            None => self.refs.iter().find(|r| r.path() == Some(name)),
+        }?;
+        (r.flags() & flags != 0).then(|| r.clone())
+    }
+}
+
+/// An id as C's `strtol` reads it, the whole word: sign, digits; nothing
+/// at all reads as 0, as in HAProxy.
+fn parse_id(s: &str) -> Option<i64> {
+    if s.is_empty() {
+        return Some(0);
+    }
+    let t = s.trim_start_matches([' ', '\t']);
+    let (neg, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // HAProxy keeps an int.
+    let n: i32 = digits.parse().ok()?;
+    Some(if neg { -(n as i64) } else { n as i64 })
+}
+
+/// What the parser of one configuration has created so far.
+#[derive(Default)]
+struct Collecting {
+    refs: Vec<Arc<PatRef>>,
+    /// The statement being read: (file, line).
+    at: (String, u32),
+}
+
+thread_local! {
+    static COLLECTING: RefCell<Option<Collecting>> = const { RefCell::new(None) };
+}
+
+/// Starts collecting the references of the configuration this thread
+/// reads.
+pub(crate) fn begin() {
+    COLLECTING.with(|c| *c.borrow_mut() = Some(Collecting::default()));
+}
+
+/// The statement the parser is reading (where converters are used).
+pub(crate) fn at(file: &str, line: u32) {
+    COLLECTING.with(|c| {
+        if let Some(c) = c.borrow_mut().as_mut() {
+            c.at = (file.to_string(), line);
+        }
+    });
+}
+
+/// Ends the collection: ids given as HAProxy gives them (an id a `-u`
+/// asked for is kept; the others take the smallest free ones in order).
+pub(crate) fn finish() -> PatRefs {
+    let refs = COLLECTING
+        .with(|c| c.borrow_mut().take())
+        .map(|c| c.refs)
+        .unwrap_or_default();
+    let taken: Vec<i64> = refs.iter().map(|r| r.id()).filter(|&i| i != -1).collect();
+    let mut next = 0;
+    for r in refs.iter().filter(|r| r.id() == -1) {
+        while taken.contains(&next) {
+            next += 1;
+        }
+        r.id.store(next, Ordering::Relaxed);
+        next += 1;
+    }
+    let mut refs = refs;
+    refs.sort_by_key(|r| r.id());
+    PatRefs { refs }
+}
+
+/// The user of file `path` for a converter or an ACL (`flag`): a new map
+/// made by `load`, recorded with the file's reference (created on first
+/// use). An ACL reuses a user alike of the same file.
+pub(crate) fn file_user(
+    path: &str,
+    flag: u8,
+    load: impl FnOnce() -> Result<Map, String>,
+    alike: impl Fn(&Map) -> bool,
+) -> Result<Arc<Map>, String> {
+    let found = COLLECTING.with(|c| {
+        let c = c.borrow();
+        let c = c.as_ref()?;
+        let by = format!(
+            "by {} at file '{}' line {}",
+            if flag == MAP { "map" } else { "acl" },
+            c.at.0,
+            c.at.1
+        );
+        Some((c.refs.iter().find(|r| r.path() == Some(path)).cloned(), by))
+    });
+    let Some((existing, by)) = found else {
+        // Not reading a configuration (a unit test): nothing to record.
+        return load().map(Arc::new);
+    };
+    if let Some(r) = existing {
+        if flag == ACL
+            && let Some(u) = r.users().into_iter().find(|u| alike(u))
+        {
+            r.extend(flag, &by);
+            return Ok(u);
+        }
+        let map = Arc::new(load()?);
+        r.extend(flag, &by);
+        r.add_user(map.clone());
+        return Ok(map);
+    }
+    let map = Arc::new(load()?);
+    let r = Arc::new(PatRef {
+        id: AtomicI64::new(-1),
+        path: Some(path.to_string()),
+        inner: Mutex::new(Inner {
+            flags: flag,
+            display: format!("pattern loaded from file '{path}' used {by}"),
+            users: Vec::new(),
+            entry_cnt: 0,
+        }),
+    });
+    r.add_user(map.clone());
+    COLLECTING.with(|c| {
+        if let Some(c) = c.borrow_mut().as_mut() {
+            c.refs.push(r);
+        }
+    });
+    Ok(map)
+}
+
+impl PatRef {
+    fn extend(&self, flag: u8, by: &str) {
+        let mut i = self.inner();
+        i.flags |= flag;
+        i.display.push_str(", ");
+        i.display.push_str(by);
+    }
+}
+
+/// Records the patterns written on an ACL line, whose criterion keyword
+/// is `kw`, at `file`:`line`, under the id `-u` gave.
+pub(crate) fn acl_line(map: &Arc<Map>, kw: &str, file: &str, line: u32, id: Option<i64>) {
+    COLLECTING.with(|c| {
+        if let Some(c) = c.borrow_mut().as_mut() {
+            let r = Arc::new(PatRef {
+                id: AtomicI64::new(id.unwrap_or(-1)),
+                path: None,
+                inner: Mutex::new(Inner {
+                    flags: ACL,
+                    display: format!("acl '{kw}' file '{file}' line {line}"),
+                    users: Vec::new(),
+                    entry_cnt: 0,
+                }),
+            });
+            r.add_user(map.clone());
+            c.refs.push(r);
+        }
+    });
+}
+
+/// The running configuration's references.
+static RUNNING: LazyLock<ArcSwap<PatRefs>> =
+    LazyLock::new(|| ArcSwap::from_pointee(PatRefs::default()));
+
+/// Makes `refs` the ones the CLI sees.
+pub(crate) fn publish(refs: &PatRefs) {
+    RUNNING.store(Arc::new(refs.clone()));
+}
+
+/// The running configuration's references.
+pub(crate) fn running() -> Arc<PatRefs> {
+    RUNNING.load_full()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_as_strtol_reads_them() {
+        assert_eq!(parse_id(""), Some(0));
+        assert_eq!(parse_id("12"), Some(12));
+        assert_eq!(parse_id("+3"), Some(3));
+        assert_eq!(parse_id("-1"), Some(-1));
+        assert_eq!(parse_id("x"), None);
+        assert_eq!(parse_id("1x"), None);
+        assert_eq!(parse_id("+"), None);
+    }
 }

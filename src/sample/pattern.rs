@@ -335,10 +335,6 @@ impl PatternSet {
         self.kind
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.texts.is_empty()
-    }
-
     /// The patterns as written, in order (`http_auth_group`'s group names).
     pub(crate) fn texts(&self) -> &[String] {
         &self.texts
@@ -384,6 +380,36 @@ impl PatternSet {
         }
         self.texts.push(text.to_string());
         Ok(())
+    }
+
+    /// The patterns whose (index, text) `keep` accepts, in order and
+    /// re-indexed, parsed as they were (an integer pattern keeps the
+    /// operator it was read under).
+    pub(crate) fn retained(&self, keep: impl Fn(usize, &str) -> bool) -> PatternSet {
+        let mut out = PatternSet::new(self.kind, self.icase);
+        let mut new_at = vec![usize::MAX; self.texts.len()];
+        for (i, t) in self.texts.iter().enumerate() {
+            if keep(i, t) {
+                new_at[i] = out.texts.len();
+                out.texts.push(t.clone());
+            }
+        }
+        out.list = self
+            .list
+            .iter()
+            .filter(|(_, at)| new_at[*at] != usize::MAX)
+            .map(|(p, at)| (p.clone(), new_at[*at]))
+            .collect();
+        for (i, t) in out.texts.iter().enumerate() {
+            if self.kind == MatchKind::Str && !self.icase {
+                out.exact.entry(t.as_bytes().into()).or_insert(i);
+            }
+        }
+        out
+    }
+
+    pub(crate) fn icase(&self) -> bool {
+        self.icase
     }
 
     /// Whether sample `s` (not yet cast) matches one pattern.
@@ -505,29 +531,25 @@ pub(crate) fn read_lines(path: &str) -> Result<Vec<(usize, String)>, String> {
         .collect())
 }
 
-/// Adds the patterns of file `path` to `set`; a bad one is reported with
-/// its line, as HAProxy does.
-pub(crate) fn add_file(set: &mut PatternSet, path: &str) -> Result<(), String> {
-    for (n, line) in read_lines(path)? {
-        set.add(&line, IntOp::Eq)
-            .map_err(|e| format!("{e} at line {n} of file '{path}'"))?;
-    }
-    Ok(())
-}
-
-/// A map file loaded for a `map_*` converter: its entries (keys in a
-/// [`PatternSet`] of the converter's matcher, the values typed as its
-/// output), and the default for keys it lacks.
+/// A pattern list the CLI can change while requests read it: the keys
+/// (in a [`PatternSet`] of one matcher) and, for a map file of a `map_*`
+/// converter, the values typed as its output and the default for keys it
+/// lacks. An ACL's patterns (those of one `-f` file, or those written on
+/// its line) are one too, without values.
 ///
-/// The CLI (`add map`, `set map`, `del map`, `clear map`) changes the
-/// entries while requests look keys up: lookups load the current
-/// [`MapData`] without a lock; a writer builds a new one from a copy
-/// under `writer` and swaps it in.
+/// The CLI (`add map`, `set map`, `del map`, `clear map` and the `acl`
+/// ones) changes the entries while requests look keys up: lookups load
+/// the current [`MapData`] without a lock; a writer builds a new one from
+/// a copy under `writer` and swaps it in.
 #[derive(Debug)]
 pub(crate) struct Map {
+    /// The file read, or "" for patterns written on an ACL line.
     path: String,
     kind: MatchKind,
     out: SmpType,
+    icase: bool,
+    /// Two columns, key and value (a map), or one (an ACL's patterns).
+    values: bool,
     data: arc_swap::ArcSwap<MapData>,
     /// Serialises writers (two CLI sessions changing one map).
     writer: std::sync::Mutex<()>,
@@ -538,6 +560,7 @@ pub(crate) struct Map {
 #[derive(Debug, Clone, PartialEq)]
 struct MapData {
     keys: PatternSet,
+    /// Empty for an ACL's patterns.
     values: Vec<Sample<'static>>,
     /// The values as written (the CLI shows them so).
     value_texts: Vec<String>,
@@ -548,6 +571,8 @@ impl PartialEq for Map {
         self.path == other.path
             && self.kind == other.kind
             && self.out == other.out
+            && self.icase == other.icase
+            && self.values == other.values
             && **self.data.load() == **other.data.load()
             && self.default == other.default
     }
@@ -579,9 +604,9 @@ pub(crate) enum MapEditError {
 }
 
 impl MapData {
-    fn empty(kind: MatchKind) -> MapData {
+    fn empty(kind: MatchKind, icase: bool) -> MapData {
         MapData {
-            keys: PatternSet::new(kind, false),
+            keys: PatternSet::new(kind, icase),
             values: Vec::new(),
             value_texts: Vec::new(),
         }
@@ -595,17 +620,21 @@ impl MapData {
         Ok(())
     }
 
-    /// The entries kept by `keep`, re-indexed (a removal rebuilds the
-    /// pattern store: its hash holds places in the list).
-    fn rebuilt(&self, kind: MatchKind, out: SmpType, keep: impl Fn(&str) -> bool) -> MapData {
-        let mut d = MapData::empty(kind);
-        for (k, v) in self.keys.texts().iter().zip(&self.value_texts) {
-            // Entries already parsed once parse again.
-            if keep(k) {
-                let _ = d.push(k, v, out);
-            }
+    /// The entries whose key `keep` accepts.
+    fn retained(&self, keep: impl Fn(&str) -> bool) -> MapData {
+        let kept: Vec<bool> = self.keys.texts().iter().map(|k| keep(k)).collect();
+        let pick = |i: usize| kept.get(i).copied().unwrap_or(false);
+        MapData {
+            keys: self.keys.retained(|i, _| pick(i)),
+            values: (self.values.iter().enumerate())
+                .filter(|(i, _)| pick(*i))
+                .map(|(_, v)| v.clone())
+                .collect(),
+            value_texts: (self.value_texts.iter().enumerate())
+                .filter(|(i, _)| pick(*i))
+                .map(|(_, v)| v.clone())
+                .collect(),
         }
-        d
     }
 }
 
@@ -618,7 +647,7 @@ impl Map {
         out: SmpType,
         default: Option<&str>,
     ) -> Result<Map, String> {
-        let mut data = MapData::empty(kind);
+        let mut data = MapData::empty(kind, false);
         for (n, line) in read_lines(path)? {
             let (key, value) = match line.find([' ', '\t']) {
                 Some(i) => (&line[..i], line[i..].trim_start_matches([' ', '\t'])),
@@ -633,42 +662,111 @@ impl Map {
             Some(d) => Some(map_value(d, out).ok_or_else(|| format!("unable to parse '{d}'"))?),
             None => None,
         };
-        Ok(Map {
+        Ok(Map::of(path, data, out, true, default))
+    }
+
+    /// Reads the pattern file `path` of an ACL (`-f`): one pattern a line,
+    /// a bad one reported with its line, as HAProxy does.
+    pub(crate) fn load_patterns(path: &str, kind: MatchKind, icase: bool) -> Result<Map, String> {
+        let mut keys = PatternSet::new(kind, icase);
+        for (n, line) in read_lines(path)? {
+            keys.add(&line, IntOp::Eq)
+                .map_err(|e| format!("{e} at line {n} of file '{path}'"))?;
+        }
+        Ok(Map::patterns("", keys).with_path(path))
+    }
+
+    /// The patterns written on an ACL line.
+    pub(crate) fn patterns(path: &str, keys: PatternSet) -> Map {
+        let data = MapData {
+            keys,
+            values: Vec::new(),
+            value_texts: Vec::new(),
+        };
+        Map::of(path, data, SmpType::Str, false, None)
+    }
+
+    fn with_path(mut self, path: &str) -> Map {
+        self.path = path.to_string();
+        self
+    }
+
+    fn of(
+        path: &str,
+        data: MapData,
+        out: SmpType,
+        values: bool,
+        default: Option<Sample<'static>>,
+    ) -> Map {
+        Map {
             path: path.to_string(),
-            kind,
+            kind: data.keys.kind(),
+            icase: data.keys.icase(),
             out,
+            values,
             data: arc_swap::ArcSwap::from_pointee(data),
             writer: std::sync::Mutex::new(()),
             default,
-        })
+        }
     }
 
-    pub(crate) fn path(&self) -> &str {
-        &self.path
+    pub(crate) fn kind(&self) -> MatchKind {
+        self.kind
     }
 
-    /// The matcher and output type: converters alike in both look keys
-    /// up alike.
-    pub(crate) fn shape(&self) -> (MatchKind, SmpType) {
-        (self.kind, self.out)
+    pub(crate) fn icase(&self) -> bool {
+        self.icase
     }
 
-    /// The entries as written, in order: (key, value).
+    /// The output type of a map's values.
+    pub(crate) fn out(&self) -> SmpType {
+        self.out
+    }
+
+    /// Whether entries have values (a map) or not (an ACL's patterns).
+    pub(crate) fn has_values(&self) -> bool {
+        self.values
+    }
+
+    /// How many entries there are now.
+    pub(crate) fn len(&self) -> usize {
+        self.data.load().keys.texts().len()
+    }
+
+    /// The entries as written, in order: (key, value; "" for patterns).
     pub(crate) fn entries(&self) -> Vec<(String, String)> {
         let d = self.data.load();
-        d.keys
-            .texts()
-            .iter()
-            .cloned()
-            .zip(d.value_texts.iter().cloned())
+        (d.keys.texts().iter().enumerate())
+            .map(|(i, k)| (k.clone(), d.value_texts.get(i).cloned().unwrap_or_default()))
             .collect()
     }
 
-    /// Whether `value` is one of this map's output type.
+    /// Runs `f` on the current patterns.
+    pub(crate) fn with_keys<R>(&self, f: impl FnOnce(&PatternSet) -> R) -> R {
+        f(&self.data.load().keys)
+    }
+
+    /// Whether sample `s` matches one of the current patterns.
+    pub(crate) fn matches(&self, s: Sample<'_>) -> bool {
+        self.data.load().keys.matches(s)
+    }
+
+    /// Whether `value` is one of this map's output type (anything is, for
+    /// patterns: they have no value).
     pub(crate) fn check_value(&self, value: &str) -> Result<(), MapEditError> {
+        if !self.values {
+            return Ok(());
+        }
         map_value(value, self.out)
             .map(|_| ())
             .ok_or_else(|| MapEditError::Value(value.to_string()))
+    }
+
+    /// Whether `key` parses as a pattern of this matcher.
+    pub(crate) fn check_key(&self, key: &str) -> Result<(), MapEditError> {
+        PatternSet::new(self.kind, self.icase)
+            .add(key, IntOp::Eq)
+            .map_err(MapEditError::Key)
     }
 
     /// Changes the entries: `f` edits a copy, which replaces them.
@@ -682,23 +780,44 @@ impl Map {
         Ok(())
     }
 
-    /// `add map`: a new entry after the others.
+    /// `add map` or `add acl`: a new entry after the others.
     pub(crate) fn add(&self, key: &str, value: &str) -> Result<(), MapEditError> {
         self.edit(|d| {
             let mut d = d.clone();
-            d.push(key, value, self.out)?;
+            if self.values {
+                d.push(key, value, self.out)?;
+            } else {
+                d.keys.add(key, IntOp::Eq).map_err(MapEditError::Key)?;
+                // `add map` on an ACL's patterns: HAProxy keeps the value
+                // (its `show` prints it) but gives the ACL nothing to use
+                // it for. The texts cover only the entries up to the last
+                // one that has one.
+                if !value.is_empty() {
+                    d.value_texts
+                        .resize(d.keys.texts().len() - 1, String::new());
+                    d.value_texts.push(value.to_string());
+                }
+            }
             Ok(d)
         })
     }
 
     /// `set map`: the value of every entry of key `key`.
     pub(crate) fn set(&self, key: &str, value: &str) -> Result<(), MapEditError> {
+        if !self.values {
+            // An ACL's entries have no value to change.
+            let d = self.data.load();
+            return match d.keys.texts().iter().any(|k| k == key) {
+                true => Ok(()),
+                false => Err(MapEditError::NotFound),
+            };
+        }
         let v = map_value(value, self.out).ok_or_else(|| MapEditError::Value(value.to_string()))?;
         self.edit(|d| {
             let mut d = d.clone();
             let mut hit = false;
             for (i, k) in d.keys.texts().iter().enumerate() {
-                if k == key {
+                if k == key && i < d.values.len() {
                     d.values[i] = v.clone();
                     d.value_texts[i] = value.to_string();
                     hit = true;
@@ -712,19 +831,23 @@ impl Map {
         })
     }
 
-    /// `del map`: every entry of key `key`.
-    pub(crate) fn delete(&self, key: &str) -> Result<(), MapEditError> {
+    /// `del map` or `del acl`: every entry of key `key`; how many there
+    /// were.
+    pub(crate) fn delete(&self, key: &str) -> Result<usize, MapEditError> {
+        let mut n = 0;
         self.edit(|d| {
-            if !d.keys.texts().iter().any(|k| k == key) {
+            n = d.keys.texts().iter().filter(|k| *k == key).count();
+            if n == 0 {
                 return Err(MapEditError::NotFound);
             }
-            Ok(d.rebuilt(self.kind, self.out, |k| k != key))
-        })
+            Ok(d.retained(|k| k != key))
+        })?;
+        Ok(n)
     }
 
-    /// `clear map`: no entry left.
+    /// `clear map` or `clear acl`: no entry left.
     pub(crate) fn clear(&self) {
-        let _ = self.edit(|_| Ok(MapData::empty(self.kind)));
+        let _ = self.edit(|_| Ok(MapData::empty(self.kind, self.icase)));
     }
 
     /// The value of the key `s` matches (HAProxy's first or best match),
@@ -741,31 +864,44 @@ impl Map {
         }
     }
 
-    /// `get map`'s line for `key`: the matcher, whether the key is found
-    /// (the default is not used), and what it found, as HAProxy prints it.
-    pub(crate) fn describe_lookup(&self, key: &str) -> String {
+    /// `get map`'s (`as_map`) or `get acl`'s line for `key`: the matcher,
+    /// whether the key is found (the default is not used), and what it
+    /// found, as HAProxy prints it.
+    pub(crate) fn describe_lookup(&self, key: &str, as_map: bool) -> String {
         let d = self.data.load();
-        let head = format!("type={}, case=sensitive, ", self.kind.name());
-        let found = d
+        let case = if self.icase {
+            "insensitive"
+        } else {
+            "sensitive"
+        };
+        let head = format!("type={}, case={case}, ", self.kind.name());
+        let (found, yes) = if as_map {
+            ("found", "found=yes")
+        } else {
+            ("match", "match=yes")
+        };
+        let hit = d
             .keys
             .find(
                 Sample::Str(std::borrow::Cow::Borrowed(key.as_bytes())),
                 true,
             )
-            .and_then(|i| {
-                Some((
-                    d.keys.texts().get(i)?,
-                    d.value_texts.get(i)?,
-                    d.values.get(i)?,
-                ))
-            });
-        let Some((k, v, typed)) = found else {
-            return format!("{head}found=no\n");
+            .and_then(|i| Some((i, d.keys.texts().get(i)?)));
+        let Some((i, k)) = hit else {
+            return format!("{head}{found}=no\n");
         };
-        // HAProxy indexes these matchers in a tree, the others in a list.
+        // HAProxy indexes these matchers in a tree (when case counts),
+        // the others in a list.
         let idx = match self.kind {
-            MatchKind::Str | MatchKind::Beg | MatchKind::Ip => "tree",
+            MatchKind::Str | MatchKind::Beg if !self.icase => "tree",
+            MatchKind::Ip => "tree",
             _ => "list",
+        };
+        if !as_map {
+            return format!("{head}{yes}, idx={idx}, pattern=\"{k}\"\n");
+        }
+        let (Some(v), Some(typed)) = (d.value_texts.get(i), d.values.get(i)) else {
+            return format!("{head}{yes}, idx={idx}, key=\"{k}\", value=none\n");
         };
         let vtype = match (self.out, typed) {
             (SmpType::Sint, _) => "sint",
@@ -773,7 +909,7 @@ impl Map {
             (_, Sample::Ipv6(_)) => "ipv6",
             _ => "str",
         };
-        format!("{head}found=yes, idx={idx}, key=\"{k}\", value=\"{v}\", type=\"{vtype}\"\n")
+        format!("{head}{yes}, idx={idx}, key=\"{k}\", value=\"{v}\", type=\"{vtype}\"\n")
     }
 }
 
@@ -896,7 +1032,7 @@ mod tests {
         m.set("/a", "5").unwrap();
         assert_eq!(get("/a/z"), Some(Sample::Sint(5)));
         assert_eq!(m.set("/zz", "5"), Err(MapEditError::NotFound));
-        m.delete("/a/b/c").unwrap();
+        assert_eq!(m.delete("/a/b/c"), Ok(1));
         assert_eq!(get("/a/b/c"), Some(Sample::Sint(2)));
         assert_eq!(m.delete("/a/b/c"), Err(MapEditError::NotFound));
         m.clear();

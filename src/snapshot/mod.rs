@@ -271,6 +271,7 @@ pub(crate) fn compile(
     // Process-wide, as in HAProxy: the limits of the running configuration.
     crate::sample::vars::set_limits(&config.global.vars_limits);
     crate::sample::auth::publish(&config.global.userlists);
+    crate::sample::patref::publish(&config.global.pat_refs);
     let mut c = Compiler {
         config,
         registry,

@@ -104,12 +104,20 @@ impl State<'_> {
     /// already (HAProxy resolves them at parse time); anonymous and used
     /// predefined ACLs are added to the proxy.
     pub(super) fn condition(&mut self, loc: &Loc, words: &[String]) -> Result<Condition, String> {
-        let (cond, anon) = parse_condition_at(words, loc)?;
+        let acls = &self.px().acls;
+        let have: Vec<&str> = (PREDEFINED.iter().copied())
+            .filter(|p| acls.iter().any(|a| a.name == *p))
+            .collect();
+        let (cond, anon) = parse_condition_at(words, loc, &|n| !have.contains(&n))?;
         // Each anonymous ACL's criterion is the word after its `{`.
         let criteria = words
             .windows(2)
             .filter(|w| w[0].trim_start_matches('!') == "{");
-        for (def, w) in anon.iter().zip(criteria) {
+        for (def, w) in anon
+            .iter()
+            .filter(|a| a.name.starts_with('{'))
+            .zip(criteria)
+        {
             if def.never_matches {
                 self.never_matches(loc, &w[1]);
             }
