@@ -348,12 +348,10 @@ fn mask_refs(reply: &str, cfg: &str) -> String {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pattern_references_as_haproxy() {
-    if !haproxy::available() {
-        return;
-    }
-    let dir = TempDir::new("maps-refs");
+/// Runs `steps` (CLI lines, and `GET <path> <host>` requests) against
+/// haproxy and sluice on [`refs_config`]; the differences.
+async fn differences(tag: &str, steps: &[&str]) -> Vec<String> {
+    let dir = TempDir::new(tag);
     dir.write("paths.acl", "/api\n/static\n");
     dir.write("hosts.acl", "a.com\n");
     dir.write("hosts.map", "a.com be1\nb.com be2\n");
@@ -361,14 +359,14 @@ async fn pattern_references_as_haproxy() {
     let (hsock, ssock) = (dir.join("h.sock"), dir.join("s.sock"));
     let fronts = listens(2);
     let hap = Haproxy::start(
-        "maps-refs",
+        tag,
         &refs_config(&fronts[0].to_string(), &hsock, dir.path()),
         &[&fronts[0]],
     );
     let sl = Sluice::start(&refs_config(&fronts[1].to_string(), &ssock, dir.path()));
     let d = dir.path().display().to_string();
     let mut differ = Vec::new();
-    for step in REF_STEPS {
+    for step in steps {
         let step = step.replace("D/", &format!("{d}/"));
         let (h, s) = match step.strip_prefix("GET ") {
             Some(req) => {
@@ -394,5 +392,95 @@ async fn pattern_references_as_haproxy() {
             differ.push(format!("{step}:\n  haproxy {h:?}\n  sluice  {s:?}"));
         }
     }
+    differ
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pattern_references_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let differ = differences("maps-refs", REF_STEPS).await;
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+/// Versions: `prepare`, entries added to a version requests do not see
+/// yet, `commit` making it the one they see (the older ones gone).
+const VERSION_STEPS: &[&str] = &[
+    "prepare map #7",
+    "prepare map #7",
+    "show map",
+    "add map @1 #7 c.com v1",
+    "add map @3 #7 c.com v1",
+    "add map @2 #7 d.com v2",
+    "add map @1 #7 notint x",
+    "add map @1 #7",
+    "show map @1 #7",
+    "show map @2 #7",
+    "show map @0 #7",
+    "show map #7",
+    "show map @1",
+    "show map @x #7",
+    "get map #7 c.com",
+    "GET / c.com",
+    "set map #7 c.com v9",
+    "show map @1 #7",
+    "show map",
+    "commit map #7",
+    "commit map @1",
+    "commit map @3 #7",
+    "commit map @0 #7",
+    "commit map @1 #7",
+    "show map",
+    "show map #7",
+    "get map #7 c.com",
+    "GET / c.com",
+    "GET / a.com",
+    "show map @2 #7",
+    "clear map @2 #7",
+    "show map",
+    "del map #7 c.com",
+    "show map",
+    "GET /new/1 a.com",
+    "prepare acl #0",
+    "add acl @1 #0 /new",
+    "add acl @1 #0 /v2",
+    "del acl #0 /v2",
+    "show acl @1 #0",
+    "GET /new/1 a.com",
+    "GET /api/1 a.com",
+    "show acl",
+    "commit acl @1 #0",
+    "GET /new/1 a.com",
+    "GET /api/1 a.com",
+    "show acl #0",
+    "show acl",
+    "prepare acl #0",
+    "commit acl @1 #0",
+    "commit acl @2 #0",
+    "show acl #0",
+    "GET /new/1 a.com",
+    "prepare acl nope",
+    "prepare acl",
+    "prepare map #0",
+    "commit acl @1",
+    "commit acl",
+    "commit map @1 #0",
+    "clear acl @7 #0",
+    "add acl @7 #0 /x",
+    "add map @7 #7 x y",
+    "add acl @4294967295 #0 /x",
+    "show acl",
+    "user; prepare acl #3",
+    "operator; commit acl @1 #3",
+    "show acl #3",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn versions_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let differ = differences("maps-versions", VERSION_STEPS).await;
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }

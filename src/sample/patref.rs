@@ -47,8 +47,21 @@ struct Inner {
     users: Vec<Arc<Map>>,
     /// HAProxy's `entry_cnt`: every pattern indexed counts once per
     /// lookup structure that holds it (users alike share one), a deletion
-    /// once per entry, a clear resets it.
+    /// once per entry, whatever its version.
     entry_cnt: i64,
+    /// The version requests see, and the last one `prepare` made.
+    curr_gen: u32,
+    next_gen: u32,
+    /// The entries of the other versions, in the order they were added:
+    /// (version, key, value). Those of `curr_gen` are the users'.
+    staged: Vec<(u32, String, Option<String>)>,
+}
+
+/// What a commit asks of a reference.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum CommitError {
+    /// Not a version between the current one and the last prepared.
+    OutOfRange,
 }
 
 /// Users that HAProxy indexes in one structure (its "expression"): same
@@ -119,12 +132,93 @@ impl PatRef {
     pub(crate) fn list_line(&self) -> String {
         let i = self.inner();
         format!(
-            "{} ({}) {}. curr_ver=0 next_ver=0 entry_cnt={}\n",
+            "{} ({}) {}. curr_ver={} next_ver={} entry_cnt={}\n",
             self.id(),
             self.path.as_deref().unwrap_or(""),
             i.display,
+            i.curr_gen,
+            i.next_gen,
             i.entry_cnt
         )
+    }
+
+    /// (current version, last prepared version).
+    pub(crate) fn versions(&self) -> (u32, u32) {
+        let i = self.inner();
+        (i.curr_gen, i.next_gen)
+    }
+
+    /// `prepare`: a new version, empty, after the last one.
+    pub(crate) fn prepare(&self) -> u32 {
+        let mut i = self.inner();
+        i.next_gen = i.next_gen.wrapping_add(1);
+        i.next_gen
+    }
+
+    /// An entry of version `ver` (not the current one), already accepted
+    /// by every user.
+    pub(crate) fn stage(&self, ver: u32, key: &str, value: Option<&str>) {
+        let mut i = self.inner();
+        i.staged
+            .push((ver, key.to_string(), value.map(str::to_string)));
+    }
+
+    /// The entries of version `ver` (not the current one).
+    pub(crate) fn staged(&self, ver: u32) -> Vec<(String, Option<String>)> {
+        (self.inner().staged.iter())
+            .filter(|e| e.0 == ver)
+            .map(|e| (e.1.clone(), e.2.clone()))
+            .collect()
+    }
+
+    /// Removes the entries of other versions `drop` selects (by version
+    /// and key), counted as deleted; how many there were.
+    pub(crate) fn drop_staged(&self, drop: impl Fn(u32, &str) -> bool) -> usize {
+        let mut i = self.inner();
+        let before = i.staged.len();
+        i.staged.retain(|e| !drop(e.0, &e.1));
+        let n = before - i.staged.len();
+        i.entry_cnt -= n as i64;
+        n
+    }
+
+    /// `set`: the value of the other versions' entries of `key`; whether
+    /// there was one.
+    pub(crate) fn set_staged(&self, key: &str, value: &str) -> bool {
+        let mut i = self.inner();
+        let mut hit = false;
+        for e in i.staged.iter_mut().filter(|e| e.1 == key) {
+            e.2 = Some(value.to_string());
+            hit = true;
+        }
+        hit
+    }
+
+    /// `commit @<ver>`: version `ver` becomes the one requests see, and
+    /// every older version's entries go, the current ones included.
+    pub(crate) fn commit(&self, ver: u32) -> Result<(), CommitError> {
+        let mut i = self.inner();
+        let (curr, next) = (i.curr_gen, i.next_gen);
+        // HAProxy's range, in its unsigned arithmetic (versions wrap).
+        if ver.wrapping_sub(curr.wrapping_add(1)) >= next.wrapping_sub(curr) {
+            return Err(CommitError::OutOfRange);
+        }
+        i.curr_gen = ver;
+        // Older: within the half of the version space below `ver`.
+        let older = |g: u32| ver.wrapping_sub(1).wrapping_sub(g) <= u32::MAX >> 1;
+        let live: Vec<(String, Option<String>)> = (i.staged.iter())
+            .filter(|e| e.0 == ver)
+            .map(|e| (e.1.clone(), e.2.clone()))
+            .collect();
+        let before = i.staged.len();
+        i.staged.retain(|e| e.0 != ver && !older(e.0));
+        let purged = before - i.staged.len() - live.len();
+        let old_live = i.users.first().map_or(0, |m| m.len());
+        i.entry_cnt -= (purged + old_live) as i64;
+        for m in &i.users {
+            m.replace(&live);
+        }
+        Ok(())
     }
 
     /// Counts `n` entries added to every lookup structure.
@@ -304,6 +398,9 @@ pub(crate) fn file_user(
             display: format!("pattern loaded from file '{path}' used {by}"),
             users: Vec::new(),
             entry_cnt: 0,
+            curr_gen: 0,
+            next_gen: 0,
+            staged: Vec::new(),
         }),
     });
     r.add_user(map.clone());
@@ -337,6 +434,9 @@ pub(crate) fn acl_line(map: &Arc<Map>, kw: &str, file: &str, line: u32, id: Opti
                     display: format!("acl '{kw}' file '{file}' line {line}"),
                     users: Vec::new(),
                     entry_cnt: 0,
+                    curr_gen: 0,
+                    next_gen: 0,
+                    staged: Vec::new(),
                 }),
             });
             r.add_user(map.clone());

@@ -845,6 +845,25 @@ impl Map {
         Ok(n)
     }
 
+    /// The entries become `entries` (a committed version), those the
+    /// matcher or the output type refuses left out.
+    pub(crate) fn replace(&self, entries: &[(String, Option<String>)]) {
+        let _ = self.edit(|_| {
+            let mut d = MapData::empty(self.kind, self.icase);
+            for (k, v) in entries {
+                let v = v.as_deref().unwrap_or("");
+                if self.values {
+                    let _ = d.push(k, v, self.out);
+                } else if d.keys.add(k, IntOp::Eq).is_ok() && !v.is_empty() {
+                    d.value_texts
+                        .resize(d.keys.texts().len() - 1, String::new());
+                    d.value_texts.push(v.to_string());
+                }
+            }
+            Ok(d)
+        });
+    }
+
     /// `clear map` or `clear acl`: no entry left.
     pub(crate) fn clear(&self) {
         let _ = self.edit(|_| Ok(MapData::empty(self.kind, self.icase)));

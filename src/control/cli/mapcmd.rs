@@ -28,30 +28,59 @@ fn find(name: &str, kind: Option<u8>) -> Option<Arc<PatRef>> {
     patref::running().find(name, kind.unwrap_or(MAP | ACL))
 }
 
+/// A leading `@<ver>`: the version, read as HAProxy's `str2uic` reads
+/// it (the leading digits, nothing at all being 0), and the words after.
+fn version(args: &[String]) -> (Option<u32>, &[String]) {
+    match args.first().and_then(|a| a.strip_prefix('@')) {
+        Some(v) => (Some(str2uic(v)), &args[1..]),
+        None => (None, args),
+    }
+}
+
+fn str2uic(s: &str) -> u32 {
+    s.bytes().take_while(u8::is_ascii_digit).fold(0u32, |n, d| {
+        n.wrapping_mul(10).wrapping_add(u32::from(d - b'0'))
+    })
+}
+
+/// `map` or `ACL` as HAProxy's messages name the kind.
+fn kind_word(flag: u8) -> &'static str {
+    if flag == MAP { "map" } else { "ACL" }
+}
+
 /// `show map|acl [<ref>]`: the list of references, or the entries of one
 /// as `0x<id> <key> [<value>]`. HAProxy shows the address of its entry;
 /// here the id is the entry's place (stable until the entries change, as
 /// HAProxy's addresses are while the entry lives).
 fn show(flag: u8, args: &[String]) -> Output {
-    let Some(name) = args.first() else {
+    if args.is_empty() {
         let mut out = String::from("# id (file) description\n");
         for r in patref::running().listed(flag) {
             out.push_str(&r.list_line());
         }
         return text(out);
-    };
+    }
+    let (ver, args) = version(args);
+    let name = args.first().map_or("", String::as_str);
     let Some(r) = find(name, Some(flag)) else {
         return unknown(flag);
     };
+    let (curr, _) = r.versions();
+    let entries: Vec<(String, Option<String>)> = match ver {
+        Some(g) if g != curr => r.staged(g),
+        _ => r.users().first().map_or_else(Vec::new, |m| {
+            let map = m.has_values();
+            (m.entries().into_iter())
+                .map(|(k, v)| (k, (map || !v.is_empty()).then_some(v)))
+                .collect()
+        }),
+    };
     let mut out = String::new();
-    if let Some(m) = r.users().first() {
-        for (i, (k, v)) in m.entries().into_iter().enumerate() {
-            let _ = if flag == MAP || !v.is_empty() {
-                writeln!(out, "{:#x} {k} {v}", entry_id(i))
-            } else {
-                writeln!(out, "{:#x} {k}", entry_id(i))
-            };
-        }
+    for (i, (k, v)) in entries.into_iter().enumerate() {
+        let _ = match v {
+            Some(v) => writeln!(out, "{:#x} {k} {v}", entry_id(i)),
+            None => writeln!(out, "{:#x} {k}", entry_id(i)),
+        };
     }
     text(out)
 }
@@ -107,16 +136,39 @@ fn edit_error(e: MapEditError, not_found: &str) -> Output {
 
 /// Adds `key` (and `value`, for a map) to every user of `r`, all or none
 /// (every user must accept the key and the value first).
-fn add_entry(r: &PatRef, key: &str, value: &str) -> Output {
+fn add_entry(r: &PatRef, ver: Option<u32>, key: &str, value: Option<&str>) -> Output {
+    let (curr, _) = r.versions();
+    let ver = ver.unwrap_or(curr);
+    if ver != curr {
+        // Another version's entry: HAProxy indexes it at once (so it
+        // checks and counts it alike) but requests skip it.
+        if let Some(k) = refusal(r, key, value.unwrap_or("")) {
+            return k;
+        }
+        r.note_added(1);
+        r.stage(ver, key, value);
+        return text("");
+    }
+    add_live(r, key, value.unwrap_or(""))
+}
+
+/// The reply to an entry a lookup structure refuses, counted as HAProxy
+/// counts it.
+fn refusal(r: &PatRef, key: &str, value: &str) -> Option<Output> {
+    let refused = (r.lookups().iter().enumerate())
+        .find_map(|(k, m)| Some((k, m.check_value(value).and(m.check_key(key)).err()?)));
+    let (k, e) = refused?;
+    r.note_refused(k);
+    Some(edit_error(e, ""))
+}
+
+fn add_live(r: &PatRef, key: &str, value: &str) -> Output {
     // HAProxy gives the entry to each lookup structure in turn, the value
     // parsed before the key, and on the first refusal takes it back out
     // of all: its count then has one more for each structure that took it
     // and one fewer for the removal.
-    let refusal = (r.lookups().iter().enumerate())
-        .find_map(|(k, m)| Some((k, m.check_value(value).and(m.check_key(key)).err()?)));
-    if let Some((k, e)) = refusal {
-        r.note_refused(k);
-        return edit_error(e, "");
+    if let Some(out) = refusal(r, key, value) {
+        return out;
     }
     let users = r.users();
     for m in &users {
@@ -130,6 +182,7 @@ fn add_entry(r: &PatRef, key: &str, value: &str) -> Output {
 
 /// `add map <ref> <key> <value>`: to every user of the file.
 pub(super) fn cmd_add_map(_: &mut Ctx<'_>, args: &[String]) -> Output {
+    let (ver, args) = version(args);
     let (Some(name), Some(key), Some(value)) = (args.first(), args.get(1), args.get(2)) else {
         return text(
             "'add map' expects three parameters (map identifier, key and value) or one parameter (map identifier) and a payload\n",
@@ -138,23 +191,42 @@ pub(super) fn cmd_add_map(_: &mut Ctx<'_>, args: &[String]) -> Output {
     let Some(r) = find(name, None) else {
         return unknown(MAP);
     };
-    add_entry(&r, key, value)
+    if let Some(out) = future(&r, ver, MAP) {
+        return out;
+    }
+    add_entry(&r, ver, key, Some(value))
+}
+
+/// HAProxy's refusal of a version `prepare` has not made yet.
+fn future(r: &PatRef, ver: Option<u32>, flag: u8) -> Option<Output> {
+    let (_, next) = r.versions();
+    let g = ver?;
+    ((g.wrapping_sub(next) as i32) > 0).then(|| {
+        text(format!(
+            "Version number in the future, please use 'prepare {}' before.\n",
+            if flag == MAP { "map" } else { "acl" }
+        ))
+    })
 }
 
 /// `add acl <ref> <pattern>`: to every ACL using the file (or line).
 pub(super) fn cmd_add_acl(_: &mut Ctx<'_>, args: &[String]) -> Output {
+    let (ver, args) = version(args);
     let (Some(name), Some(pattern)) = (args.first(), args.get(1)) else {
         return text("'add acl' expects two parameters: ACL identifier and pattern.\n");
     };
     let Some(r) = find(name, None) else {
         return unknown(ACL);
     };
+    if let Some(out) = future(&r, ver, ACL) {
+        return out;
+    }
     if r.users().iter().any(|m| m.has_values()) {
         return text(
             "This ACL is shared with a map containing samples. You must use the command 'add map' to add values.\n",
         );
     }
-    add_entry(&r, pattern, "")
+    add_entry(&r, ver, pattern, None)
 }
 
 /// `set map <ref> <key> <value>`: the value of every entry of that key.
@@ -176,6 +248,10 @@ pub(super) fn cmd_set_map(_: &mut Ctx<'_>, args: &[String]) -> Output {
             out = edit_error(e, "entry not found.\n");
         }
     }
+    // Entries of other versions count as found.
+    if r.set_staged(key, value) {
+        out = text("");
+    }
     out
 }
 
@@ -192,15 +268,19 @@ fn del(flag: u8, args: &[String]) -> Output {
     let Some(r) = find(name, Some(flag)) else {
         return text(UNKNOWN_MAP);
     };
-    let mut deleted = None;
+    let mut live = None;
     for m in r.users() {
-        match m.delete(key) {
-            Ok(n) => deleted = deleted.or(Some(n)),
-            Err(_) => return text("Key not found.\n"),
+        if let Ok(n) = m.delete(key) {
+            live = live.or(Some(n));
         }
     }
-    if let Some(n) = deleted {
+    if let Some(n) = live {
         r.note_deleted(n);
+    }
+    // Every version's entries of the key go.
+    let staged = r.drop_staged(|_, k| k == key);
+    if live.is_none() && staged == 0 {
+        return text("Key not found.\n");
     }
     text("")
 }
@@ -215,6 +295,7 @@ pub(super) fn cmd_del_acl(_: &mut Ctx<'_>, args: &[String]) -> Output {
 
 /// `clear map|acl <ref>`: no entry left.
 fn clear(flag: u8, args: &[String]) -> Output {
+    let (ver, args) = version(args);
     let Some(name) = args.first() else {
         return text(if flag == MAP {
             "Missing map identifier.\n"
@@ -225,6 +306,11 @@ fn clear(flag: u8, args: &[String]) -> Output {
     let Some(r) = find(name, Some(flag)) else {
         return unknown(flag);
     };
+    let (curr, _) = r.versions();
+    if let Some(g) = ver.filter(|&g| g != curr) {
+        r.drop_staged(|v, _| v == g);
+        return text("");
+    }
     // HAProxy deletes the entries one by one.
     let n = r.users().first().map_or(0, |m| m.len());
     r.users().iter().for_each(|m| m.clear());
@@ -238,4 +324,47 @@ pub(super) fn cmd_clear_map(_: &mut Ctx<'_>, args: &[String]) -> Output {
 
 pub(super) fn cmd_clear_acl(_: &mut Ctx<'_>, args: &[String]) -> Output {
     clear(ACL, args)
+}
+
+/// `prepare map|acl <ref>`: a new empty version, its number in the reply.
+fn prepare(flag: u8, args: &[String]) -> Output {
+    let name = args.first().map_or("", String::as_str);
+    let Some(r) = find(name, Some(flag)) else {
+        return unknown(flag);
+    };
+    text(format!("New version created: {}\n", r.prepare()))
+}
+
+pub(super) fn cmd_prepare_map(_: &mut Ctx<'_>, args: &[String]) -> Output {
+    prepare(MAP, args)
+}
+
+pub(super) fn cmd_prepare_acl(_: &mut Ctx<'_>, args: &[String]) -> Output {
+    prepare(ACL, args)
+}
+
+/// `commit map|acl @<ver> <ref>`: the version requests see becomes
+/// `<ver>`, the older ones are gone.
+fn commit(flag: u8, args: &[String]) -> Output {
+    let (Some(ver), args) = version(args) else {
+        return text("Missing version number.\n");
+    };
+    let Some(name) = args.first() else {
+        return text(format!("Missing {} identifier.\n", kind_word(flag)));
+    };
+    let Some(r) = find(name, Some(flag)) else {
+        return unknown(flag);
+    };
+    match r.commit(ver) {
+        Ok(()) => text(""),
+        Err(_) => text("Version number out of range.\n"),
+    }
+}
+
+pub(super) fn cmd_commit_map(_: &mut Ctx<'_>, args: &[String]) -> Output {
+    commit(MAP, args)
+}
+
+pub(super) fn cmd_commit_acl(_: &mut Ctx<'_>, args: &[String]) -> Output {
+    commit(ACL, args)
 }

@@ -140,6 +140,20 @@ static COMMANDS: &[Command] = &[
         run: cmd_clear_map,
     },
     Command {
+        words: &["commit", "acl"],
+        usage: "commit acl @<ver> <acl>",
+        desc: "commit the ACL at this version",
+        level: CliLevel::User,
+        run: cmd_commit_acl,
+    },
+    Command {
+        words: &["commit", "map"],
+        usage: "commit map @<ver> <map>",
+        desc: "commit the map at this version",
+        level: CliLevel::User,
+        run: cmd_commit_map,
+    },
+    Command {
         words: &["del", "acl"],
         usage: "del acl <acl> [<key>|#<ref>]",
         desc: "delete acl entries matching <key>",
@@ -215,6 +229,20 @@ static COMMANDS: &[Command] = &[
         desc: "lower the level of the current CLI session to operator",
         level: CliLevel::Operator,
         run: cmd_operator,
+    },
+    Command {
+        words: &["prepare", "acl"],
+        usage: "prepare acl <acl>",
+        desc: "prepare a new version for atomic ACL replacement",
+        level: CliLevel::User,
+        run: cmd_prepare_acl,
+    },
+    Command {
+        words: &["prepare", "map"],
+        usage: "prepare map <acl>",
+        desc: "prepare a new version for atomic map replacement",
+        level: CliLevel::User,
+        run: cmd_prepare_map,
     },
     Command {
         words: &["set", "map"],
