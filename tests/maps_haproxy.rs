@@ -348,9 +348,18 @@ fn mask_refs(reply: &str, cfg: &str) -> String {
         .collect()
 }
 
-/// Runs `steps` (CLI lines, and `GET <path> <host>` requests) against
-/// haproxy and sluice on [`refs_config`]; the differences.
+/// A configuration for a bind address, a CLI socket and the directory of
+/// the pattern files.
+type ConfigFn<'a> = &'a dyn Fn(&str, &std::path::Path, &std::path::Path) -> String;
+
+/// Runs `steps` (CLI lines, and `GET <path> <host> [<name>:<value>]...`
+/// requests) against haproxy and sluice on `cfg` (by default
+/// [`refs_config`]); the differences.
 async fn differences(tag: &str, steps: &[&str]) -> Vec<String> {
+    differences_on(tag, steps, &refs_config).await
+}
+
+async fn differences_on(tag: &str, steps: &[&str], cfg: ConfigFn<'_>) -> Vec<String> {
     let dir = TempDir::new(tag);
     dir.write("paths.acl", "/api\n/static\n");
     dir.write("hosts.acl", "a.com\n");
@@ -360,21 +369,26 @@ async fn differences(tag: &str, steps: &[&str]) -> Vec<String> {
     let fronts = listens(2);
     let hap = Haproxy::start(
         tag,
-        &refs_config(&fronts[0].to_string(), &hsock, dir.path()),
+        &cfg(&fronts[0].to_string(), &hsock, dir.path()),
         &[&fronts[0]],
     );
-    let sl = Sluice::start(&refs_config(&fronts[1].to_string(), &ssock, dir.path()));
+    let sl = Sluice::start(&cfg(&fronts[1].to_string(), &ssock, dir.path()));
     let d = dir.path().display().to_string();
     let mut differ = Vec::new();
     for step in steps {
         let step = step.replace("D/", &format!("{d}/"));
         let (h, s) = match step.strip_prefix("GET ") {
             Some(req) => {
-                let (path, host) = req.split_once(' ').expect("GET <path> <host>");
+                let mut words = req.split(' ');
+                let (path, host) = (words.next().unwrap_or("/"), words.next().unwrap_or(""));
+                let fields: String = words
+                    .filter_map(|w| w.split_once(':'))
+                    .map(|(n, v)| format!("{n}: {v}\r\n"))
+                    .collect();
                 let mut got = Vec::new();
                 for f in &fronts {
                     let mut c = HttpConn::connect(f.addr()).await;
-                    let raw = format!("GET {path} HTTP/1.1\r\nhost: {host}\r\n\r\n");
+                    let raw = format!("GET {path} HTTP/1.1\r\nhost: {host}\r\n{fields}\r\n");
                     let r = c.raw(raw.as_bytes(), false).await.expect("response");
                     got.push(format!("{} {}", r.status, r.text()));
                 }
@@ -482,5 +496,92 @@ async fn versions_as_haproxy() {
         return;
     }
     let differ = differences("maps-versions", VERSION_STEPS).await;
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+/// The rule actions that change pattern files: `add-acl`, `del-acl`,
+/// `set-map`, `del-map`, in `http-request` and `http-response` rules.
+fn actions_config(
+    server: &str,
+) -> impl Fn(&str, &std::path::Path, &std::path::Path) -> String + '_ {
+    move |bind, sock, dir| {
+        let d = dir.display();
+        format!(
+            "global
+    stats socket {} level admin
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {bind}
+    acl blocked path_beg -f {d}/paths.acl
+    acl hosts hdr(host) -f {d}/hosts.acl
+    http-request add-acl({d}/paths.acl) %[req.hdr(x-block)] if {{ req.hdr(x-block) -m found }}
+    http-request del-acl({d}/paths.acl) %[req.hdr(x-unblock)] if {{ req.hdr(x-unblock) -m found }}
+    http-request set-map({d}/hosts.map) %[req.hdr(x-key)] %[req.hdr(x-val)] if {{ req.hdr(x-key) -m found }}
+    http-request del-map({d}/hosts.map) %[req.hdr(x-del)] if {{ req.hdr(x-del) -m found }}
+    http-request set-map({d}/ip.map) %[req.hdr(x-net)] v if {{ req.hdr(x-net) -m found }}
+    http-request add-acl({d}/nope.acl) x
+    http-request set-var(txn.p) path
+    http-request return status 403 content-type text/plain string blocked if blocked
+    http-request return status 200 content-type text/plain lf-string \"m=%[req.hdr(host),map_str({d}/hosts.map,none)] h=1\" if {{ path /show }} hosts
+    http-request return status 200 content-type text/plain lf-string \"m=%[req.hdr(host),map_str({d}/hosts.map,none)] h=0\" if {{ path /show }}
+    default_backend be
+backend be
+    http-response add-acl({d}/hosts.acl) %[res.hdr(x-backend)]
+    http-response set-map({d}/hosts.map) %[var(txn.p)] %[status]
+    http-response del-acl({d}/hosts.acl) a.com if {{ var(txn.p) -m str /unhost }}
+    server s1 {server}
+",
+            sock.display()
+        )
+    }
+}
+
+const ACTION_STEPS: &[&str] = &[
+    "GET /show a.com",
+    "GET /x/1 a.com x-block:/x",
+    "GET /x/2 a.com",
+    "show acl #0",
+    "GET /x/2 a.com x-block:/x",
+    "show acl",
+    "GET /x/3 a.com x-unblock:/x",
+    "GET /x/3 a.com x-unblock:/nothere",
+    "GET /api/1 a.com x-unblock:/api",
+    "show acl #0",
+    "GET /show c.com x-key:c.com x-val:be3",
+    "GET /show c.com",
+    "GET /show c.com x-key:c.com x-val:be4",
+    "show map",
+    "GET /show c.com x-del:c.com",
+    "GET /show a.com x-del:a.com",
+    "GET /show a.com",
+    "GET /show a.com x-net:notip",
+    "GET /show a.com x-net:10.1.0.0/16",
+    "show map",
+    "get map D/ip.map 10.1.2.3",
+    "GET /r1 a.com",
+    "GET /show s1 ",
+    "GET /show r1",
+    "GET /r1 a.com",
+    "show map",
+    "get map D/hosts.map /r1",
+    "show acl",
+    "GET /unhost a.com",
+    "GET /show a.com",
+    "show acl",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rule_actions_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let server = Backend::start("s1").await;
+    let hostport = server.hostport();
+    let cfg = actions_config(&hostport);
+    let differ = differences_on("maps-actions", ACTION_STEPS, &cfg).await;
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }

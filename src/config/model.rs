@@ -718,6 +718,8 @@ pub(crate) enum HttpRequestAction {
     },
     /// `set-var(...)`, `set-var-fmt(...)`, `unset-var(...)`.
     Var(VarRule),
+    /// `set-map(...)`, `del-map(...)`, `add-acl(...)`, `del-acl(...)`.
+    Map(MapRule),
     /// `http-request auth [realm <realm>]`: a 401 asking for credentials
     /// (the realm defaults to the proxy's name).
     Auth { realm: String },
@@ -939,6 +941,33 @@ pub(crate) enum HttpResponseAction {
     },
     /// `set-var(...)`, `set-var-fmt(...)`, `unset-var(...)`.
     Var(VarRule),
+    /// `set-map(...)`, `del-map(...)`, `add-acl(...)`, `del-acl(...)`.
+    Map(MapRule),
+}
+
+/// What a map or ACL action does to the entries of a pattern file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MapOp {
+    /// `add-acl(<file>) <key>`: the key, unless the file has it.
+    AddAcl,
+    /// `set-map(<file>) <key> <value>`: the value of the key's entries,
+    /// or a new entry.
+    SetMap,
+    /// `del-acl(<file>) <key>`, `del-map(<file>) <key>`: the key's
+    /// entries go.
+    Delete,
+}
+
+/// `set-map(<file>) <key fmt> <value fmt>`, `del-map(<file>) <key fmt>`,
+/// `add-acl(<file>) <key fmt>`, `del-acl(<file>) <key fmt>`: the file is
+/// looked up among the running configuration's pattern files when the
+/// rule runs (nothing happens when no converter or ACL reads it).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct MapRule {
+    pub(crate) op: MapOp,
+    pub(crate) file: String,
+    pub(crate) key: LogFmt,
+    pub(crate) value: Option<LogFmt>,
 }
 
 /// What a `req*` / `rsp*` filter of HAProxy ≤ 2.0 does to the head line

@@ -37,7 +37,8 @@ pub(crate) fn apply(
         // Not among the actions the parser takes here.
         HttpResponseAction::Deny(_)
         | HttpResponseAction::Capture { .. }
-        | HttpResponseAction::Var(_) => {}
+        | HttpResponseAction::Var(_)
+        | HttpResponseAction::Map(_) => {}
     }
 }
 

@@ -674,6 +674,13 @@ fn response_edits<'r>(
                     }
                 }
                 HttpResponseAction::Var(rule) => rules::run_var(rule, &cx),
+                HttpResponseAction::Map(rule) => {
+                    let cx = rules::FmtCtx {
+                        res: Some(resp),
+                        ..cx
+                    };
+                    rules::run_map(rule, &cx)
+                }
             }
         }
         let Some(l) = legacy_rsp else {

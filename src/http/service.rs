@@ -1123,6 +1123,7 @@ impl RuleRun<'_> {
                     return Some(self.tarpit(be, timeouts, Some((reply, &cx))).await);
                 }
                 HttpRequestAction::Var(rule) => rules::run_var(rule, &cx),
+                HttpRequestAction::Map(rule) => rules::run_map(rule, &cx),
                 HttpRequestAction::Auth { realm } => {
                     self.rec.tally.intercepted = rows(be);
                     self.rec.term(Cause::Local, Phase::Request);

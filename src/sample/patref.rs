@@ -22,7 +22,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 
 use arc_swap::ArcSwap;
 
-use super::pattern::{Map, MatchKind};
+use super::pattern::{Map, MapEditError, MatchKind};
 use super::value::SmpType;
 
 /// What uses a reference: `map_*` converters, ACLs or both.
@@ -157,7 +157,7 @@ impl PatRef {
 
     /// An entry of version `ver` (not the current one), already accepted
     /// by every user.
-    pub(crate) fn stage(&self, ver: u32, key: &str, value: Option<&str>) {
+    fn stage(&self, ver: u32, key: &str, value: Option<&str>) {
         let mut i = self.inner();
         i.staged
             .push((ver, key.to_string(), value.map(str::to_string)));
@@ -184,7 +184,7 @@ impl PatRef {
 
     /// `set`: the value of the other versions' entries of `key`; whether
     /// there was one.
-    pub(crate) fn set_staged(&self, key: &str, value: &str) -> bool {
+    fn set_staged(&self, key: &str, value: &str) -> bool {
         let mut i = self.inner();
         let mut hit = false;
         for e in i.staged.iter_mut().filter(|e| e.1 == key) {
@@ -222,7 +222,7 @@ impl PatRef {
     }
 
     /// Counts `n` entries added to every lookup structure.
-    pub(crate) fn note_added(&self, n: usize) {
+    fn note_added(&self, n: usize) {
         let lookups = self.lookups().len() as i64;
         self.inner().entry_cnt += lookups * n as i64;
     }
@@ -232,10 +232,78 @@ impl PatRef {
         self.inner().entry_cnt -= n as i64;
     }
 
-    /// Counts an entry refused by the lookup structure `k` (0 the first):
-    /// the `k` before took it, then it is deleted.
-    pub(crate) fn note_refused(&self, k: usize) {
-        self.inner().entry_cnt += k as i64 - 1;
+    /// Whether an entry of some version has key `key`.
+    pub(crate) fn has_key(&self, key: &str) -> bool {
+        let i = self.inner();
+        i.users.first().is_some_and(|m| m.has_key(key)) || i.staged.iter().any(|e| e.1 == key)
+    }
+
+    /// Adds `key` (and `value`, for a map) to version `ver` (the current
+    /// one by default), all or none. HAProxy gives the entry to each
+    /// lookup structure in turn, the value parsed before the key, even
+    /// for a version requests do not see yet, and on the first refusal
+    /// takes it back out of all: its count then has one more for each
+    /// structure that took it and one fewer for the removal.
+    pub(crate) fn add(
+        &self,
+        ver: Option<u32>,
+        key: &str,
+        value: Option<&str>,
+    ) -> Result<(), MapEditError> {
+        let v = value.unwrap_or("");
+        let refused = (self.lookups().iter().enumerate())
+            .find_map(|(k, m)| Some((k, m.check_value(v).and(m.check_key(key)).err()?)));
+        if let Some((k, e)) = refused {
+            self.inner().entry_cnt += k as i64 - 1;
+            return Err(e);
+        }
+        let (curr, _) = self.versions();
+        let ver = ver.unwrap_or(curr);
+        if ver != curr {
+            self.note_added(1);
+            self.stage(ver, key, value);
+            return Ok(());
+        }
+        for m in self.users() {
+            m.add(key, v)?;
+        }
+        self.note_added(1);
+        Ok(())
+    }
+
+    /// The value of every entry of `key`, of every version: a value a
+    /// map's output type refuses changes nothing.
+    pub(crate) fn set(&self, key: &str, value: &str) -> Result<(), MapEditError> {
+        let users = self.users();
+        if let Some(e) = users.iter().find_map(|m| m.check_value(value).err()) {
+            return Err(e);
+        }
+        let mut found = false;
+        for m in &users {
+            found |= m.set(key, value).is_ok();
+        }
+        found |= self.set_staged(key, value);
+        if found {
+            Ok(())
+        } else {
+            Err(MapEditError::NotFound)
+        }
+    }
+
+    /// Deletes every entry of `key`, of every version; whether there was
+    /// one.
+    pub(crate) fn delete(&self, key: &str) -> bool {
+        let mut live = None;
+        for m in self.users() {
+            if let Ok(n) = m.delete(key) {
+                live = live.or(Some(n));
+            }
+        }
+        if let Some(n) = live {
+            self.note_deleted(n);
+        }
+        let staged = self.drop_staged(|_, k| k == key);
+        live.is_some() || staged > 0
     }
 
     fn add_user(&self, map: Arc<Map>) {
@@ -269,6 +337,12 @@ impl PatRefs {
             .filter(|r| r.flags() & flags != 0)
             .cloned()
             .collect()
+    }
+
+    /// The reference of pattern file `path` (the rule actions name files
+    /// only).
+    pub(crate) fn file(&self, path: &str) -> Option<Arc<PatRef>> {
+        self.refs.iter().find(|r| r.path() == Some(path)).cloned()
     }
 
     /// The reference `name` names (`#<id>`, or a file), when it has one

@@ -741,6 +741,11 @@ impl Map {
             .collect()
     }
 
+    /// Whether an entry has key `key` as written.
+    pub(crate) fn has_key(&self, key: &str) -> bool {
+        self.data.load().keys.texts().iter().any(|k| k == key)
+    }
+
     /// Runs `f` on the current patterns.
     pub(crate) fn with_keys<R>(&self, f: impl FnOnce(&PatternSet) -> R) -> R {
         f(&self.data.load().keys)

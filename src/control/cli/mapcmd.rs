@@ -134,50 +134,12 @@ fn edit_error(e: MapEditError, not_found: &str) -> Output {
     }
 }
 
-/// Adds `key` (and `value`, for a map) to every user of `r`, all or none
-/// (every user must accept the key and the value first).
+/// `add map|acl [@<ver>]`: HAProxy's reply.
 fn add_entry(r: &PatRef, ver: Option<u32>, key: &str, value: Option<&str>) -> Output {
-    let (curr, _) = r.versions();
-    let ver = ver.unwrap_or(curr);
-    if ver != curr {
-        // Another version's entry: HAProxy indexes it at once (so it
-        // checks and counts it alike) but requests skip it.
-        if let Some(k) = refusal(r, key, value.unwrap_or("")) {
-            return k;
-        }
-        r.note_added(1);
-        r.stage(ver, key, value);
-        return text("");
+    match r.add(ver, key, value) {
+        Ok(()) => text(""),
+        Err(e) => edit_error(e, ""),
     }
-    add_live(r, key, value.unwrap_or(""))
-}
-
-/// The reply to an entry a lookup structure refuses, counted as HAProxy
-/// counts it.
-fn refusal(r: &PatRef, key: &str, value: &str) -> Option<Output> {
-    let refused = (r.lookups().iter().enumerate())
-        .find_map(|(k, m)| Some((k, m.check_value(value).and(m.check_key(key)).err()?)));
-    let (k, e) = refused?;
-    r.note_refused(k);
-    Some(edit_error(e, ""))
-}
-
-fn add_live(r: &PatRef, key: &str, value: &str) -> Output {
-    // HAProxy gives the entry to each lookup structure in turn, the value
-    // parsed before the key, and on the first refusal takes it back out
-    // of all: its count then has one more for each structure that took it
-    // and one fewer for the removal.
-    if let Some(out) = refusal(r, key, value) {
-        return out;
-    }
-    let users = r.users();
-    for m in &users {
-        if let Err(e) = m.add(key, value) {
-            return edit_error(e, "");
-        }
-    }
-    r.note_added(1);
-    text("")
 }
 
 /// `add map <ref> <key> <value>`: to every user of the file.
@@ -237,22 +199,12 @@ pub(super) fn cmd_set_map(_: &mut Ctx<'_>, args: &[String]) -> Output {
     let Some(r) = find(name, None) else {
         return unknown(MAP);
     };
-    let users = r.users();
-    // HAProxy 2.6 answers nothing to a value its converter cannot parse.
-    if users.iter().any(|m| m.check_value(value).is_err()) {
-        return text("");
+    match r.set(key, value) {
+        Ok(()) => text(""),
+        // HAProxy 2.6 answers nothing to a value its converter cannot parse.
+        Err(MapEditError::Value(_)) => text(""),
+        Err(e) => edit_error(e, "entry not found.\n"),
     }
-    let mut out = text("");
-    for m in &users {
-        if let Err(e) = m.set(key, value) {
-            out = edit_error(e, "entry not found.\n");
-        }
-    }
-    // Entries of other versions count as found.
-    if r.set_staged(key, value) {
-        out = text("");
-    }
-    out
 }
 
 /// `del map|acl <ref> <key>`: every entry of that key. HAProxy names a
@@ -268,21 +220,11 @@ fn del(flag: u8, args: &[String]) -> Output {
     let Some(r) = find(name, Some(flag)) else {
         return text(UNKNOWN_MAP);
     };
-    let mut live = None;
-    for m in r.users() {
-        if let Ok(n) = m.delete(key) {
-            live = live.or(Some(n));
-        }
+    if r.delete(key) {
+        text("")
+    } else {
+        text("Key not found.\n")
     }
-    if let Some(n) = live {
-        r.note_deleted(n);
-    }
-    // Every version's entries of the key go.
-    let staged = r.drop_staged(|_, k| k == key);
-    if live.is_none() && staged == 0 {
-        return text("Key not found.\n");
-    }
-    text("")
 }
 
 pub(super) fn cmd_del_map(_: &mut Ctx<'_>, args: &[String]) -> Output {
