@@ -29,4 +29,6 @@ pub(crate) use stage::Stage;
 #[cfg(test)]
 mod docs;
 #[cfg(test)]
+mod map_bench;
+#[cfg(test)]
 mod tests;
