@@ -62,6 +62,11 @@ impl AclPatterns {
             .collect()
     }
 
+    /// Whether `f` holds for the patterns (as written) of one list.
+    pub(crate) fn any_list(&self, f: impl Fn(&[String]) -> bool) -> bool {
+        self.sets.iter().any(|m| m.with_keys(|k| f(k.texts())))
+    }
+
     /// Whether sample `s` matches one pattern of one list.
     pub(crate) fn matches(&self, s: Sample<'_>) -> bool {
         match &self.sets[..] {

@@ -1002,7 +1002,14 @@ impl Map {
 
     /// Whether an entry has key `key` as written.
     pub(crate) fn has_key(&self, key: &str) -> bool {
-        self.data.load().keys.texts().iter().any(|k| k == key)
+        let d = self.data.load();
+        let k = &d.keys;
+        // Exact keys are hashed as written; the other indexes hold keys
+        // changed (lowered, stripped, masked), so the texts are scanned.
+        if k.kind == MatchKind::Str && !k.icase {
+            return k.exact.contains_key(key.as_bytes());
+        }
+        k.texts().iter().any(|t| t == key)
     }
 
     /// Runs `f` on the current patterns.
