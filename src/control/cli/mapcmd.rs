@@ -102,11 +102,10 @@ fn entry_id(i: usize) -> usize {
 /// reference (HAProxy's expressions), of any kind.
 fn get(flag: u8, args: &[String]) -> Output {
     let (Some(name), Some(key)) = (args.first(), args.get(1)) else {
-        return text(if flag == MAP {
-            "Missing map identifier and/or key.\n"
-        } else {
-            "Missing ACL identifier and/or key.\n"
-        });
+        return text(format!(
+            "Missing {} identifier and/or key.\n",
+            kind_word(flag)
+        ));
     };
     let Some(r) = find(name, None) else {
         return unknown(flag);
@@ -211,11 +210,10 @@ pub(super) fn cmd_set_map(_: &mut Ctx<'_>, args: &[String]) -> Output {
 /// map in its reply to an unknown ACL too.
 fn del(flag: u8, args: &[String]) -> Output {
     let (Some(name), Some(key)) = (args.first(), args.get(1)) else {
-        return text(if flag == MAP {
-            "This command expects two parameters: map identifier and key.\n"
-        } else {
-            "This command expects two parameters: ACL identifier and key.\n"
-        });
+        return text(format!(
+            "This command expects two parameters: {} identifier and key.\n",
+            kind_word(flag)
+        ));
     };
     let Some(r) = find(name, Some(flag)) else {
         return text(UNKNOWN_MAP);
@@ -239,11 +237,7 @@ pub(super) fn cmd_del_acl(_: &mut Ctx<'_>, args: &[String]) -> Output {
 fn clear(flag: u8, args: &[String]) -> Output {
     let (ver, args) = version(args);
     let Some(name) = args.first() else {
-        return text(if flag == MAP {
-            "Missing map identifier.\n"
-        } else {
-            "Missing ACL identifier.\n"
-        });
+        return text(format!("Missing {} identifier.\n", kind_word(flag)));
     };
     let Some(r) = find(name, Some(flag)) else {
         return unknown(flag);
