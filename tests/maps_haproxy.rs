@@ -585,3 +585,32 @@ async fn rule_actions_as_haproxy() {
     let differ = differences_on("maps-actions", ACTION_STEPS, &cfg).await;
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }
+
+/// A file read with values (a map, an ACL's `-M`) and without (an ACL):
+/// HAProxy refuses the second reader, whichever comes first.
+#[test]
+fn one_and_two_column_files_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let dir = TempDir::new("maps-columns");
+    dir.write("f.map", "/a 1\n");
+    let f = dir.join("f.map").display().to_string();
+    let acl = format!("    acl a1 path_beg -f {f}\n");
+    let acl_m = format!("    acl a1 path_beg -M -f {f}\n");
+    let map = format!("    http-request set-var(txn.a) path,map_beg({f},none)\n");
+    let cfg = |first: &str, second: &str| {
+        format!(
+            "defaults\n    mode http\n    timeout connect 5s\n    timeout client 5s\n    timeout server 5s\nfrontend fe\n    bind 127.0.0.1:0\n{first}{second}    http-request deny if a1\n"
+        )
+    };
+    let cases = [
+        ("acl, then map", cfg(&acl, &map)),
+        ("map, then acl", cfg(&map, &acl)),
+        ("acl -M, then map", cfg(&acl_m, &map)),
+        ("map, then acl -M", cfg(&map, &acl_m)),
+        ("acl -M, then acl", cfg(&acl_m, &acl.replace("a1", "a2"))),
+    ]
+    .map(|(l, c)| (l.to_string(), c));
+    haproxy::assert_check_agrees("maps-columns", cases, haproxy::first_alert);
+}

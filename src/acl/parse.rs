@@ -9,6 +9,7 @@ use crate::acl::{AclDef, AclPatterns, AclTerm, Condition};
 use crate::loc::Loc;
 use crate::sample::patref;
 use crate::sample::pattern::{IntOp, Map, MatchKind, PatternSet};
+use crate::sample::value::SmpType;
 use crate::sample::{Expr, ExprError};
 
 /// HAProxy's ACL keywords that are a fetch with a matcher of their own:
@@ -129,6 +130,7 @@ pub(crate) fn parse_acl(name: &str, words: &[String], loc: Loc) -> Result<AclDef
     let mut files: Vec<&str> = Vec::new();
     let mut dashes = false;
     let mut unique_id = None;
+    let mut two_columns = false;
     let mut i = 1;
     // Flags come first; `--` ends them, the first non-flag starts values.
     while let Some(w) = words.get(i) {
@@ -142,9 +144,11 @@ pub(crate) fn parse_acl(name: &str, words: &[String], loc: Loc) -> Result<AclDef
                 break;
             }
             "-i" => ignore_case = true,
-            // No name resolution happens for IP patterns anyway; `-M`
-            // (read `-f` files as maps) changes nothing for a key's match.
-            "-n" | "-M" => {}
+            // No name resolution happens for IP patterns anyway.
+            "-n" => {}
+            // `-f` files read as maps: the keys match, the values are kept
+            // (a converter may share the file).
+            "-M" => two_columns = true,
             "-u" => {
                 // The id of the line's own patterns on the CLI (`#<id>`).
                 unique_id = words.get(i + 1).and_then(|w| w.parse::<i32>().ok());
@@ -190,12 +194,13 @@ pub(crate) fn parse_acl(name: &str, words: &[String], loc: Loc) -> Result<AclDef
     // Files first: HAProxy creates their references before the line's.
     let mut sets = Vec::with_capacity(files.len() + 1);
     for f in &files {
-        sets.push(patref::file_user(
-            f,
-            patref::ACL,
-            || Map::load_patterns(f, kind, ignore_case),
-            |m| m.kind() == kind && m.icase() == ignore_case && !m.has_values(),
-        )?);
+        let load = || match two_columns {
+            true => Map::load_icase(f, kind, ignore_case, SmpType::Str, None),
+            false => Map::load_patterns(f, kind, ignore_case),
+        };
+        sets.push(patref::file_user(f, patref::ACL, two_columns, load, |m| {
+            m.kind() == kind && m.icase() == ignore_case && m.has_values() == two_columns
+        })?);
     }
     let mut patterns = PatternSet::new(kind, ignore_case);
     let mut op = IntOp::Eq;

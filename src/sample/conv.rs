@@ -1397,6 +1397,7 @@ fn map_check<const K: usize, const O: usize>(a: &mut [Arg]) -> Result<(), CheckE
     let map = super::patref::file_user(
         &path,
         super::patref::MAP,
+        true,
         || Map::load(&path, MAP_KINDS[K], out, default.as_deref()),
         |_| false,
     )

@@ -429,10 +429,13 @@ pub(crate) fn finish() -> PatRefs {
 
 /// The user of file `path` for a converter or an ACL (`flag`): a new map
 /// made by `load`, recorded with the file's reference (created on first
-/// use). An ACL reuses a user alike of the same file.
+/// use). An ACL reuses a user alike of the same file. A file read with
+/// values (`two_columns`: a map, an ACL's `-M`) cannot be read without
+/// them too, nor the other way round (HAProxy's messages).
 pub(crate) fn file_user(
     path: &str,
     flag: u8,
+    two_columns: bool,
     load: impl FnOnce() -> Result<Map, String>,
     alike: impl Fn(&Map) -> bool,
 ) -> Result<Arc<Map>, String> {
@@ -452,6 +455,19 @@ pub(crate) fn file_user(
         return load().map(Arc::new);
     };
     if let Some(r) = existing {
+        if r.users()
+            .first()
+            .is_some_and(|u| u.has_values() != two_columns)
+        {
+            let (was, now) = if two_columns {
+                ("one", "two")
+            } else {
+                ("two", "one")
+            };
+            return Err(format!(
+                "The file \"{path}\" is already used as {was} column file and cannot be used by as {now} column file."
+            ));
+        }
         if flag == ACL
             && let Some(u) = r.users().into_iter().find(|u| alike(u))
         {

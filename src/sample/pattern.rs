@@ -890,7 +890,18 @@ impl Map {
         out: SmpType,
         default: Option<&str>,
     ) -> Result<Map, String> {
-        let mut data = MapData::empty(kind, false);
+        Map::load_icase(path, kind, false, out, default)
+    }
+
+    /// [`Map::load`] with `-i` (an ACL's `-M -i -f <file>`).
+    pub(crate) fn load_icase(
+        path: &str,
+        kind: MatchKind,
+        icase: bool,
+        out: SmpType,
+        default: Option<&str>,
+    ) -> Result<Map, String> {
+        let mut data = MapData::empty(kind, icase);
         let room = std::cell::Cell::new(0);
         each_line(
             path,
