@@ -614,3 +614,65 @@ fn one_and_two_column_files_as_haproxy() {
     .map(|(l, c)| (l.to_string(), c));
     haproxy::assert_check_agrees("maps-columns", cases, haproxy::first_alert);
 }
+
+/// The formats HAProxy reads once the configuration is parsed (a dynamic
+/// `use_backend`, `unique-id-format`): their maps are numbered after the
+/// others (and after the two ACLs of haproxy's own HTTP client), a file
+/// they share with a rule is the rule's, and the CLI changes what they
+/// look up.
+fn late_config(bind: &str, sock: &std::path::Path, dir: &std::path::Path) -> String {
+    let d = dir.display();
+    format!(
+        "global
+    stats socket {} level admin
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {bind}
+    unique-id-format %[req.hdr(host),map_str({d}/uid.map,u0)]
+    acl a1 path_beg -f {d}/paths.acl
+    http-request set-var(txn.x) req.hdr(host),map_str({d}/uid.map,u0)
+    http-request deny if a1
+    http-request return status 200 content-type text/plain lf-string \"uid=%[unique-id] x=%[var(txn.x)]\" if {{ path /uid }}
+    use_backend %[req.hdr(host),map_str({d}/be.map,be0)]
+backend be0
+    http-request return status 200 content-type text/plain string be0
+backend be1
+    http-request return status 200 content-type text/plain string be1
+",
+        sock.display()
+    )
+}
+
+const LATE_STEPS: &[&str] = &[
+    "show map",
+    "show acl",
+    "GET / a.com",
+    "add map D/be.map a.com be1",
+    "GET / a.com",
+    "GET /uid c.com",
+    "add map D/uid.map c.com U1",
+    "GET /uid c.com",
+    "show map",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn late_formats_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let dir_files = |d: &std::path::Path| {
+        for f in ["uid.map", "be.map"] {
+            std::fs::write(d.join(f), "b.com x\n").expect("write map");
+        }
+    };
+    let cfg = |bind: &str, sock: &std::path::Path, dir: &std::path::Path| {
+        dir_files(dir);
+        late_config(bind, sock, dir)
+    };
+    let differ = differences_on("maps-late", LATE_STEPS, &cfg).await;
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}

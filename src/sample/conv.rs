@@ -1399,7 +1399,7 @@ fn map_check<const K: usize, const O: usize>(a: &mut [Arg]) -> Result<(), CheckE
         super::patref::MAP,
         true,
         || Map::load(&path, MAP_KINDS[K], out, default.as_deref()),
-        |_| false,
+        |m| m.looks_up(MAP_KINDS[K], out, default.as_deref()),
     )
     .map_err(CheckError::Invalid)?;
     match a.first_mut() {

@@ -42,7 +42,13 @@ pub(crate) struct PatRef {
 #[derive(Debug)]
 struct Inner {
     flags: u8,
+    /// What it is: `pattern loaded from file '<path>'` (then who uses it:
+    /// `bys`, then `late_bys`, HAProxy's order), or an ACL line's own.
     display: String,
+    bys: Vec<String>,
+    /// The uses of the formats HAProxy reads once the configuration is
+    /// parsed.
+    late_bys: Vec<String>,
     /// The users, in the order they were read.
     users: Vec<Arc<Map>>,
     /// HAProxy's `entry_cnt`: every pattern indexed counts once per
@@ -131,11 +137,16 @@ impl PatRef {
     /// `show map`'s line for this reference.
     pub(crate) fn list_line(&self) -> String {
         let i = self.inner();
+        let mut display = i.display.clone();
+        for (n, by) in i.bys.iter().chain(&i.late_bys).enumerate() {
+            display.push_str(if n == 0 { " used " } else { ", " });
+            display.push_str(by);
+        }
         format!(
             "{} ({}) {}. curr_ver={} next_ver={} entry_cnt={}\n",
             self.id(),
             self.path.as_deref().unwrap_or(""),
-            i.display,
+            display,
             i.curr_gen,
             i.next_gen,
             i.entry_cnt
@@ -383,13 +394,51 @@ fn parse_id(s: &str) -> Option<i64> {
 #[derive(Default)]
 struct Collecting {
     refs: Vec<Arc<PatRef>>,
+    /// Those of the formats HAProxy reads once the configuration is
+    /// parsed (`log-format`, `unique-id-format`, a dynamic `use_backend`).
+    late: Vec<Arc<PatRef>>,
+    in_late: bool,
     /// The statement being read: (file, line).
     at: (String, u32),
 }
 
 thread_local! {
     static COLLECTING: RefCell<Option<Collecting>> = const { RefCell::new(None) };
+    /// The references of the configuration being compiled into a
+    /// snapshot: its formats, compiled again there, read the same maps.
+    static RESOLVING: RefCell<Option<PatRefs>> = const { RefCell::new(None) };
 }
+
+/// Runs `f`, the parse of a format HAProxy reads once the configuration is
+/// parsed: the references it creates are numbered after the others (and
+/// after the two ACLs of HAProxy's internal HTTP client, which come in
+/// between).
+pub(crate) fn late<R>(f: impl FnOnce() -> R) -> R {
+    let set = |v: bool| {
+        COLLECTING.with(|c| {
+            if let Some(c) = c.borrow_mut().as_mut() {
+                c.in_late = v;
+            }
+        })
+    };
+    set(true);
+    let r = f();
+    set(false);
+    r
+}
+
+/// Runs `f`, which compiles the configuration `refs` came with: its map
+/// files are the users those references already have.
+pub(crate) fn resolving<R>(refs: &PatRefs, f: impl FnOnce() -> R) -> R {
+    RESOLVING.with(|r| *r.borrow_mut() = Some(refs.clone()));
+    let out = f();
+    RESOLVING.with(|r| *r.borrow_mut() = None);
+    out
+}
+
+/// HAProxy's internal HTTP client defines two ACLs once the
+/// configuration is parsed: their ids come before the late references'.
+const HTTPCLIENT_REFS: usize = 2;
 
 /// Starts collecting the references of the configuration this thread
 /// reads.
@@ -409,27 +458,43 @@ pub(crate) fn at(file: &str, line: u32) {
 /// Ends the collection: ids given as HAProxy gives them (an id a `-u`
 /// asked for is kept; the others take the smallest free ones in order).
 pub(crate) fn finish() -> PatRefs {
-    let refs = COLLECTING
+    let (refs, late) = COLLECTING
         .with(|c| c.borrow_mut().take())
-        .map(|c| c.refs)
+        .map(|c| (c.refs, c.late))
         .unwrap_or_default();
-    let taken: Vec<i64> = refs.iter().map(|r| r.id()).filter(|&i| i != -1).collect();
+    let taken: Vec<i64> = (refs.iter().chain(&late))
+        .map(|r| r.id())
+        .filter(|&i| i != -1)
+        .collect();
     let mut next = 0;
-    for r in refs.iter().filter(|r| r.id() == -1) {
+    let mut free = || {
         while taken.contains(&next) {
             next += 1;
         }
-        r.id.store(next, Ordering::Relaxed);
         next += 1;
+        next - 1
+    };
+    for r in refs.iter().filter(|r| r.id() == -1) {
+        r.id.store(free(), Ordering::Relaxed);
+    }
+    if late.iter().any(|r| r.id() == -1) {
+        for _ in 0..HTTPCLIENT_REFS {
+            free();
+        }
+    }
+    for r in late.iter().filter(|r| r.id() == -1) {
+        r.id.store(free(), Ordering::Relaxed);
     }
     let mut refs = refs;
+    refs.extend(late);
     refs.sort_by_key(|r| r.id());
     PatRefs { refs }
 }
 
 /// The user of file `path` for a converter or an ACL (`flag`): a new map
 /// made by `load`, recorded with the file's reference (created on first
-/// use). An ACL reuses a user alike of the same file. A file read with
+/// use). A user `alike` of the same file (same matcher, flags, output
+/// and default) is shared instead. A file read with
 /// values (`two_columns`: a map, an ACL's `-M`) cannot be read without
 /// them too, nor the other way round (HAProxy's messages).
 pub(crate) fn file_user(
@@ -448,13 +513,36 @@ pub(crate) fn file_user(
             c.at.0,
             c.at.1
         );
-        Some((c.refs.iter().find(|r| r.path() == Some(path)).cloned(), by))
+        let existing = (c.refs.iter().chain(&c.late)).find(|r| r.path() == Some(path));
+        Some((existing.cloned(), by, c.in_late))
     });
-    let Some((existing, by)) = found else {
+    let Some((existing, by, late)) = found else {
+        // Compiling a snapshot: the configuration's own users, or a new
+        // one of its reference (the CLI changes them together).
+        let known = RESOLVING.with(|r| r.borrow().as_ref().and_then(|refs| refs.file(path)));
+        if let Some(r) = known {
+            if let Some(u) = r.users().into_iter().find(|u| alike(u)) {
+                return Ok(u);
+            }
+            let map = Arc::new(load()?);
+            r.add_user(map.clone());
+            return Ok(map);
+        }
         // Not reading a configuration (a unit test): nothing to record.
         return load().map(Arc::new);
     };
     if let Some(r) = existing {
+        if !late {
+            // HAProxy creates it here, its late use comes after.
+            COLLECTING.with(|c| {
+                if let Some(c) = c.borrow_mut().as_mut()
+                    && let Some(at) = c.late.iter().position(|l| Arc::ptr_eq(l, &r))
+                {
+                    let moved = c.late.remove(at);
+                    c.refs.push(moved);
+                }
+            });
+        }
         if r.users()
             .first()
             .is_some_and(|u| u.has_values() != two_columns)
@@ -468,14 +556,12 @@ pub(crate) fn file_user(
                 "The file \"{path}\" is already used as {was} column file and cannot be used by as {now} column file."
             ));
         }
-        if flag == ACL
-            && let Some(u) = r.users().into_iter().find(|u| alike(u))
-        {
-            r.extend(flag, &by);
+        if let Some(u) = r.users().into_iter().find(|u| alike(u)) {
+            r.extend(flag, &by, late);
             return Ok(u);
         }
         let map = Arc::new(load()?);
-        r.extend(flag, &by);
+        r.extend(flag, &by, late);
         r.add_user(map.clone());
         return Ok(map);
     }
@@ -485,7 +571,9 @@ pub(crate) fn file_user(
         path: Some(path.to_string()),
         inner: Mutex::new(Inner {
             flags: flag,
-            display: format!("pattern loaded from file '{path}' used {by}"),
+            display: format!("pattern loaded from file '{path}'"),
+            bys: Vec::new(),
+            late_bys: Vec::new(),
             users: Vec::new(),
             entry_cnt: 0,
             curr_gen: 0,
@@ -493,21 +581,29 @@ pub(crate) fn file_user(
             staged: Vec::new(),
         }),
     });
+    r.extend(flag, &by, late);
     r.add_user(map.clone());
     COLLECTING.with(|c| {
         if let Some(c) = c.borrow_mut().as_mut() {
-            c.refs.push(r);
+            if c.in_late {
+                c.late.push(r);
+            } else {
+                c.refs.push(r);
+            }
         }
     });
     Ok(map)
 }
 
 impl PatRef {
-    fn extend(&self, flag: u8, by: &str) {
+    fn extend(&self, flag: u8, by: &str, late: bool) {
         let mut i = self.inner();
         i.flags |= flag;
-        i.display.push_str(", ");
-        i.display.push_str(by);
+        if late {
+            i.late_bys.push(by.to_string());
+        } else {
+            i.bys.push(by.to_string());
+        }
     }
 }
 
@@ -522,6 +618,8 @@ pub(crate) fn acl_line(map: &Arc<Map>, kw: &str, file: &str, line: u32, id: Opti
                 inner: Mutex::new(Inner {
                     flags: ACL,
                     display: format!("acl '{kw}' file '{file}' line {line}"),
+                    bys: Vec::new(),
+                    late_bys: Vec::new(),
                     users: Vec::new(),
                     entry_cnt: 0,
                     curr_gen: 0,

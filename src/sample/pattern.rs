@@ -993,6 +993,16 @@ impl Map {
         self.out
     }
 
+    /// Whether this map answers as a `map_*` converter of matcher
+    /// `kind`, output `out` and default `default` would.
+    pub(crate) fn looks_up(&self, kind: MatchKind, out: SmpType, default: Option<&str>) -> bool {
+        self.values
+            && !self.icase
+            && self.kind == kind
+            && self.out == out
+            && self.default == default.and_then(|d| map_value(d, out))
+    }
+
     /// Whether entries have values (a map) or not (an ACL's patterns).
     pub(crate) fn has_values(&self) -> bool {
         self.values

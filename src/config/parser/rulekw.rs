@@ -164,7 +164,10 @@ impl State<'_> {
         // is checked: one with anything but plain text in it (a `%`) is
         // resolved per request.
         let dynamic = if name.contains('%') {
-            match parse_logfmt(name, Stage::http_request(true, false)) {
+            // HAProxy reads it once the configuration is parsed.
+            match crate::sample::patref::late(|| {
+                parse_logfmt(name, Stage::http_request(true, false))
+            }) {
                 Ok(f) => Some(f),
                 Err(e) => {
                     self.diags.push(Diagnostic::new(
