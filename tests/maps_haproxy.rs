@@ -1,7 +1,8 @@
-//! Maps on the CLI against the real HAProxy 2.6: the same configuration
-//! (map files read by `map_*` converters of several matchers and output
-//! types) runs under haproxy and sluice, and `show map <file>` and `get
-//! map <file> <key>` must answer the same bytes.
+//! Maps and ACLs on the CLI against the real HAProxy 2.6: the same
+//! configuration (map files read by `map_*` converters of several matchers
+//! and output types, ACL pattern files and lines) runs under haproxy and
+//! sluice, and the `map` and `acl` commands must answer the same bytes and
+//! change the requests' answers alike.
 //!
 //! Skipped (with a note) when `/usr/sbin/haproxy` is not installed, except
 //! under CI, where that is a failure.
@@ -190,5 +191,488 @@ async fn map_cli_replies_as_haproxy() {
         let want = "a=none j=be3 k=be3 l= i=lo";
         differ.extend((r.text() != want).then(|| format!("{} {:?}", f, r.text())));
     }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+/// The pattern references: ACL `-f` files shared by every ACL that reads
+/// them, an ACL line's own patterns, map files shared by their
+/// converters; named by file or `#<id>`.
+fn refs_config(bind: &str, sock: &std::path::Path, dir: &std::path::Path) -> String {
+    let d = dir.display();
+    format!(
+        "global
+    stats socket {} level admin
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {bind}
+    acl a1 path_beg -f {d}/paths.acl
+    acl a2 path_beg /x /y
+    acl a3 path -f {d}/paths.acl
+    acl a4 src -u 1 10.0.0.0/8
+    acl a5 hdr(host) -i -f {d}/hosts.acl
+    http-request set-var(txn.m) req.hdr(host),map_str({d}/hosts.map,none)
+    http-request set-var(txn.n) src,map_ip({d}/ip.map)
+    http-request set-var(txn.o) req.hdr(host),map_beg({d}/hosts.map)
+    http-request set-var(txn.p) req.hdr(host),map_end({d}/hosts.map)
+    http-request set-var(txn.q) req.hdr(host),map_sub({d}/hosts.map)
+    http-request return status 403 if {{ path_end .php }} || METH_POST
+    http-request return status 404 if METH_PUT {{ path_end .x }} || METH_POST
+    use_backend be4 if a4 {{ path /src }}
+    use_backend be1 if a1
+    use_backend be2 if a2 || a3
+    use_backend be3 if a5
+    default_backend be0
+backend be0
+    acl b1 path_beg -f {d}/paths.acl
+    http-request return status 200 content-type text/plain lf-string \"be0 b1 m=%[var(txn.m)]\" if b1
+    http-request return status 200 content-type text/plain lf-string \"be0 m=%[var(txn.m)] n=%[var(txn.n)] o=%[var(txn.o)] p=%[var(txn.p)] q=%[var(txn.q)]\"
+backend be1
+    http-request return status 200 content-type text/plain string be1
+backend be2
+    http-request return status 200 content-type text/plain string be2
+backend be3
+    http-request return status 200 content-type text/plain string be3
+backend be4
+    http-request return status 200 content-type text/plain string be4
+",
+        sock.display()
+    )
+}
+
+/// CLI lines, and requests (`GET <path> <host>`) whose answers show which
+/// rule the patterns now select.
+const REF_STEPS: &[&str] = &[
+    "show map",
+    "show acl",
+    "show acl #0",
+    "show acl #1",
+    "show acl #2",
+    "show acl #3",
+    "show map #6",
+    "show map #0",
+    "show acl #6",
+    "show acl D/paths.acl",
+    "show map D/paths.acl",
+    "show acl D/hosts.map",
+    "show acl #",
+    "show acl #+0",
+    "show acl #x",
+    "show acl #-1",
+    "show acl #99",
+    "get acl #0 /api/x",
+    "get acl D/paths.acl /static",
+    "get acl #1 10.1.1.1",
+    "get acl #5 a.com",
+    "get map #0 /api",
+    "get map #6 a.com",
+    "get map #6 xa.com",
+    "get acl #99 a",
+    "get acl #0",
+    "GET /api/x a.com",
+    "GET /new/x a.com",
+    "GET /new a.com",
+    "add acl D/paths.acl /new",
+    "GET /new/x a.com",
+    "GET /new a.com",
+    "show acl",
+    "del acl D/paths.acl /api",
+    "GET /api/x a.com",
+    "GET /api a.com",
+    "del acl D/paths.acl /api",
+    "show acl #0",
+    "add acl #3 /z",
+    "GET /z/1 a.com",
+    "del acl #3 /x",
+    "GET /x/1 a.com",
+    "GET /src a.com",
+    "add acl #1 127.0.0.0/8",
+    "GET /src a.com",
+    "add acl #1 nonip",
+    "get acl #1 127.0.0.1",
+    "GET / b.com",
+    "add acl D/hosts.acl B.COM",
+    "GET / b.com",
+    "GET / c.com",
+    "add acl D/hosts.map x",
+    "add acl #6 x",
+    "add acl #0",
+    "add acl",
+    "add acl nope x",
+    "del acl #6 a.com",
+    "del map #0 /static",
+    "del acl #0",
+    "del acl nope x",
+    "clear acl #6",
+    "clear acl",
+    "clear acl nope",
+    "add map #6 c.com be9",
+    "GET / c.com",
+    "show acl #6",
+    "set map #6 b.com zz",
+    "set map #6 c.com zz",
+    "add map #7 d.com be9",
+    "GET / d.com",
+    "show map",
+    "show map #7",
+    "del map #7 a.com",
+    "show map",
+    "set map #7 d.com zz",
+    "GET / d.com",
+    "add map #8 notip 1",
+    "add map #8 10.0.0.0/8",
+    "show map",
+    "clear map #7",
+    "GET / d.com",
+    "clear acl #0",
+    "GET /static a.com",
+    "show acl",
+    "show map",
+    "user; show acl",
+    "user; add acl #0 /u",
+    "operator; get acl #0 /u",
+];
+
+/// `show map|acl`'s list names the configuration file each proxy read,
+/// its own copy in its own directory: the name is masked. HAProxy's list
+/// of ACLs also holds the two of its internal HTTP client (`file
+/// 'httpclient'`), which sluice does not have: those lines are left out.
+fn mask_refs(reply: &str, cfg: &str) -> String {
+    reply
+        .split_inclusive('\n')
+        .filter(|l| !l.contains("file 'httpclient'"))
+        .map(|l| l.replace(cfg, "CFG"))
+        .collect()
+}
+
+/// A configuration for a bind address, a CLI socket and the directory of
+/// the pattern files.
+type ConfigFn<'a> = &'a dyn Fn(&str, &std::path::Path, &std::path::Path) -> String;
+
+/// Runs `steps` (CLI lines, and `GET <path> <host> [<name>:<value>]...`
+/// requests) against haproxy and sluice on `cfg` (by default
+/// [`refs_config`]); the differences.
+async fn differences(tag: &str, steps: &[&str]) -> Vec<String> {
+    differences_on(tag, steps, &refs_config).await
+}
+
+async fn differences_on(tag: &str, steps: &[&str], cfg: ConfigFn<'_>) -> Vec<String> {
+    let dir = TempDir::new(tag);
+    dir.write("paths.acl", "/api\n/static\n");
+    dir.write("hosts.acl", "a.com\n");
+    dir.write("hosts.map", "a.com be1\nb.com be2\n");
+    dir.write("ip.map", "10.0.0.0/8 x\n");
+    let (hsock, ssock) = (dir.join("h.sock"), dir.join("s.sock"));
+    let fronts = listens(2);
+    let hap = Haproxy::start(
+        tag,
+        &cfg(&fronts[0].to_string(), &hsock, dir.path()),
+        &[&fronts[0]],
+    );
+    let sl = Sluice::start(&cfg(&fronts[1].to_string(), &ssock, dir.path()));
+    let d = dir.path().display().to_string();
+    let mut differ = Vec::new();
+    for step in steps {
+        let step = step.replace("D/", &format!("{d}/"));
+        let (h, s) = match step.strip_prefix("GET ") {
+            Some(req) => {
+                let mut words = req.split(' ');
+                let (path, host) = (words.next().unwrap_or("/"), words.next().unwrap_or(""));
+                let fields: String = words
+                    .filter_map(|w| w.split_once(':'))
+                    .map(|(n, v)| format!("{n}: {v}\r\n"))
+                    .collect();
+                let mut got = Vec::new();
+                for f in &fronts {
+                    let mut c = HttpConn::connect(f.addr()).await;
+                    let raw = format!("GET {path} HTTP/1.1\r\nhost: {host}\r\n{fields}\r\n");
+                    let r = c.raw(raw.as_bytes(), false).await.expect("response");
+                    got.push(format!("{} {}", r.status, r.text()));
+                }
+                (got[0].clone(), got[1].clone())
+            }
+            None => (
+                mask_refs(&mask_pointers(&cli(&hsock, &step)), &hap.config_path()),
+                mask_refs(
+                    &mask_pointers(&cli(&ssock, &step)),
+                    &sl.path("sluice.cfg").display().to_string(),
+                ),
+            ),
+        };
+        if h != s {
+            differ.push(format!("{step}:\n  haproxy {h:?}\n  sluice  {s:?}"));
+        }
+    }
+    differ
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pattern_references_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let differ = differences("maps-refs", REF_STEPS).await;
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+/// Versions: `prepare`, entries added to a version requests do not see
+/// yet, `commit` making it the one they see (the older ones gone).
+const VERSION_STEPS: &[&str] = &[
+    "prepare map #7",
+    "prepare map #7",
+    "show map",
+    "add map @1 #7 c.com v1",
+    "add map @3 #7 c.com v1",
+    "add map @2 #7 d.com v2",
+    "add map @1 #7 notint x",
+    "add map @1 #7",
+    "show map @1 #7",
+    "show map @2 #7",
+    "show map @0 #7",
+    "show map #7",
+    "show map @1",
+    "show map @x #7",
+    "get map #7 c.com",
+    "GET / c.com",
+    "set map #7 c.com v9",
+    "show map @1 #7",
+    "show map",
+    "commit map #7",
+    "commit map @1",
+    "commit map @3 #7",
+    "commit map @0 #7",
+    "commit map @1 #7",
+    "show map",
+    "show map #7",
+    "get map #7 c.com",
+    "GET / c.com",
+    "GET / a.com",
+    "show map @2 #7",
+    "clear map @2 #7",
+    "show map",
+    "del map #7 c.com",
+    "show map",
+    "GET /new/1 a.com",
+    "prepare acl #0",
+    "add acl @1 #0 /new",
+    "add acl @1 #0 /v2",
+    "del acl #0 /v2",
+    "show acl @1 #0",
+    "GET /new/1 a.com",
+    "GET /api/1 a.com",
+    "show acl",
+    "commit acl @1 #0",
+    "GET /new/1 a.com",
+    "GET /api/1 a.com",
+    "show acl #0",
+    "show acl",
+    "prepare acl #0",
+    "commit acl @1 #0",
+    "commit acl @2 #0",
+    "show acl #0",
+    "GET /new/1 a.com",
+    "prepare acl nope",
+    "prepare acl",
+    "prepare map #0",
+    "commit acl @1",
+    "commit acl",
+    "commit map @1 #0",
+    "clear acl @7 #0",
+    "add acl @7 #0 /x",
+    "add map @7 #7 x y",
+    "add acl @4294967295 #0 /x",
+    "show acl",
+    "user; prepare acl #3",
+    "operator; commit acl @1 #3",
+    "show acl #3",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn versions_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let differ = differences("maps-versions", VERSION_STEPS).await;
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+/// The rule actions that change pattern files: `add-acl`, `del-acl`,
+/// `set-map`, `del-map`, in `http-request` and `http-response` rules.
+fn actions_config(
+    server: &str,
+) -> impl Fn(&str, &std::path::Path, &std::path::Path) -> String + '_ {
+    move |bind, sock, dir| {
+        let d = dir.display();
+        format!(
+            "global
+    stats socket {} level admin
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {bind}
+    acl blocked path_beg -f {d}/paths.acl
+    acl hosts hdr(host) -f {d}/hosts.acl
+    http-request add-acl({d}/paths.acl) %[req.hdr(x-block)] if {{ req.hdr(x-block) -m found }}
+    http-request del-acl({d}/paths.acl) %[req.hdr(x-unblock)] if {{ req.hdr(x-unblock) -m found }}
+    http-request set-map({d}/hosts.map) %[req.hdr(x-key)] %[req.hdr(x-val)] if {{ req.hdr(x-key) -m found }}
+    http-request del-map({d}/hosts.map) %[req.hdr(x-del)] if {{ req.hdr(x-del) -m found }}
+    http-request set-map({d}/ip.map) %[req.hdr(x-net)] v if {{ req.hdr(x-net) -m found }}
+    http-request add-acl({d}/nope.acl) x
+    http-request set-var(txn.p) path
+    http-request return status 403 content-type text/plain string blocked if blocked
+    http-request return status 200 content-type text/plain lf-string \"m=%[req.hdr(host),map_str({d}/hosts.map,none)] h=1\" if {{ path /show }} hosts
+    http-request return status 200 content-type text/plain lf-string \"m=%[req.hdr(host),map_str({d}/hosts.map,none)] h=0\" if {{ path /show }}
+    default_backend be
+backend be
+    http-response add-acl({d}/hosts.acl) %[res.hdr(x-backend)]
+    http-response set-map({d}/hosts.map) %[var(txn.p)] %[status]
+    http-response del-acl({d}/hosts.acl) a.com if {{ var(txn.p) -m str /unhost }}
+    server s1 {server}
+",
+            sock.display()
+        )
+    }
+}
+
+const ACTION_STEPS: &[&str] = &[
+    "GET /show a.com",
+    "GET /x/1 a.com x-block:/x",
+    "GET /x/2 a.com",
+    "show acl #0",
+    "GET /x/2 a.com x-block:/x",
+    "show acl",
+    "GET /x/3 a.com x-unblock:/x",
+    "GET /x/3 a.com x-unblock:/nothere",
+    "GET /api/1 a.com x-unblock:/api",
+    "show acl #0",
+    "GET /show c.com x-key:c.com x-val:be3",
+    "GET /show c.com",
+    "GET /show c.com x-key:c.com x-val:be4",
+    "show map",
+    "GET /show c.com x-del:c.com",
+    "GET /show a.com x-del:a.com",
+    "GET /show a.com",
+    "GET /show a.com x-net:notip",
+    "GET /show a.com x-net:10.1.0.0/16",
+    "show map",
+    "get map D/ip.map 10.1.2.3",
+    "GET /r1 a.com",
+    "GET /show s1 ",
+    "GET /show r1",
+    "GET /r1 a.com",
+    "show map",
+    "get map D/hosts.map /r1",
+    "show acl",
+    "GET /unhost a.com",
+    "GET /show a.com",
+    "show acl",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rule_actions_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let server = Backend::start("s1").await;
+    let hostport = server.hostport();
+    let cfg = actions_config(&hostport);
+    let differ = differences_on("maps-actions", ACTION_STEPS, &cfg).await;
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+/// A file read with values (a map, an ACL's `-M`) and without (an ACL):
+/// HAProxy refuses the second reader, whichever comes first.
+#[test]
+fn one_and_two_column_files_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let dir = TempDir::new("maps-columns");
+    dir.write("f.map", "/a 1\n");
+    let f = dir.join("f.map").display().to_string();
+    let acl = format!("    acl a1 path_beg -f {f}\n");
+    let acl_m = format!("    acl a1 path_beg -M -f {f}\n");
+    let map = format!("    http-request set-var(txn.a) path,map_beg({f},none)\n");
+    let cfg = |first: &str, second: &str| {
+        format!(
+            "defaults\n    mode http\n    timeout connect 5s\n    timeout client 5s\n    timeout server 5s\nfrontend fe\n    bind 127.0.0.1:0\n{first}{second}    http-request deny if a1\n"
+        )
+    };
+    let cases = [
+        ("acl, then map", cfg(&acl, &map)),
+        ("map, then acl", cfg(&map, &acl)),
+        ("acl -M, then map", cfg(&acl_m, &map)),
+        ("map, then acl -M", cfg(&map, &acl_m)),
+        ("acl -M, then acl", cfg(&acl_m, &acl.replace("a1", "a2"))),
+    ]
+    .map(|(l, c)| (l.to_string(), c));
+    haproxy::assert_check_agrees("maps-columns", cases, haproxy::first_alert);
+}
+
+/// The formats HAProxy reads once the configuration is parsed (a dynamic
+/// `use_backend`, `unique-id-format`): their maps are numbered after the
+/// others (and after the two ACLs of haproxy's own HTTP client), a file
+/// they share with a rule is the rule's, and the CLI changes what they
+/// look up.
+fn late_config(bind: &str, sock: &std::path::Path, dir: &std::path::Path) -> String {
+    let d = dir.display();
+    format!(
+        "global
+    stats socket {} level admin
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {bind}
+    unique-id-format %[req.hdr(host),map_str({d}/uid.map,u0)]
+    acl a1 path_beg -f {d}/paths.acl
+    http-request set-var(txn.x) req.hdr(host),map_str({d}/uid.map,u0)
+    http-request deny if a1
+    http-request return status 200 content-type text/plain lf-string \"uid=%[unique-id] x=%[var(txn.x)]\" if {{ path /uid }}
+    use_backend %[req.hdr(host),map_str({d}/be.map,be0)]
+backend be0
+    http-request return status 200 content-type text/plain string be0
+backend be1
+    http-request return status 200 content-type text/plain string be1
+",
+        sock.display()
+    )
+}
+
+const LATE_STEPS: &[&str] = &[
+    "show map",
+    "show acl",
+    "GET / a.com",
+    "add map D/be.map a.com be1",
+    "GET / a.com",
+    "GET /uid c.com",
+    "add map D/uid.map c.com U1",
+    "GET /uid c.com",
+    "show map",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn late_formats_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let dir_files = |d: &std::path::Path| {
+        for f in ["uid.map", "be.map"] {
+            std::fs::write(d.join(f), "b.com x\n").expect("write map");
+        }
+    };
+    let cfg = |bind: &str, sock: &std::path::Path, dir: &std::path::Path| {
+        dir_files(dir);
+        late_config(bind, sock, dir)
+    };
+    let differ = differences_on("maps-late", LATE_STEPS, &cfg).await;
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }

@@ -2,10 +2,8 @@
 //! each ACL a list of (sample expression, patterns) tests evaluated on the
 //! [`Ctx`] the engine builds for the request.
 
-use std::sync::Arc;
-
-use crate::acl::{AclDef, Condition};
-use crate::sample::pattern::{MatchKind, PatternSet};
+use crate::acl::{AclDef, AclPatterns, Condition};
+use crate::sample::pattern::MatchKind;
 use crate::sample::{Ctx, Expr};
 
 /// What a condition may look at: whatever the engine knows of the
@@ -30,7 +28,7 @@ pub(crate) struct CompiledAcl {
 #[derive(Debug, Clone)]
 struct AclTest {
     expr: Expr,
-    patterns: Arc<PatternSet>,
+    patterns: AclPatterns,
     /// `http_auth_group(<userlist>)`: the sample is a user name and the
     /// patterns are group names of that userlist; any group of the user
     /// matches (HAProxy's own matcher for this keyword).
@@ -129,14 +127,14 @@ impl CompiledAcl {
 
 impl AclTest {
     fn matches(&self, cx: &Ctx<'_>) -> bool {
-        let p = &*self.patterns;
+        let p = &self.patterns;
         if self.auth_group {
             let Some(user) = self.expr.eval(cx) else {
                 return false;
             };
             let user = user.bytes().unwrap_or_default();
             return crate::sample::auth::with_list(self.expr.first_arg(), |l| {
-                l.in_any_group(user, p.texts().iter().map(String::as_str))
+                p.any_list(|groups| l.in_any_group(user, groups.iter().map(String::as_str)))
             })
             .unwrap_or(false);
         }

@@ -14,7 +14,8 @@ use std::sync::Arc;
 
 use crate::loc::Loc;
 use crate::sample::Expr;
-use crate::sample::pattern::PatternSet;
+use crate::sample::pattern::{Map, MatchKind};
+use crate::sample::value::Sample;
 
 /// One `acl <name> <criterion> [flags] <values...>` line.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,11 +25,55 @@ pub(crate) struct AclDef {
     pub(crate) expr: Expr,
     /// The matcher, its flags and the patterns (inline and from `-f`
     /// files, read when the configuration is).
-    pub(crate) patterns: Arc<PatternSet>,
+    pub(crate) patterns: AclPatterns,
     /// The line gives no pattern (nor `--`, nor a file) to a matcher that
     /// needs one: it never matches, and HAProxy warns.
     pub(crate) never_matches: bool,
     pub(crate) loc: Loc,
+}
+
+/// The patterns of one `acl` line: those written on it, then those of
+/// each `-f` file, each a pattern reference of its own the CLI can change
+/// (a file's shared by every ACL line that reads it with the same matcher).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct AclPatterns {
+    kind: MatchKind,
+    sets: Vec<Arc<Map>>,
+}
+
+impl AclPatterns {
+    pub(crate) fn new(kind: MatchKind, sets: Vec<Arc<Map>>) -> AclPatterns {
+        AclPatterns { kind, sets }
+    }
+
+    pub(crate) fn kind(&self) -> MatchKind {
+        self.kind
+    }
+
+    /// No pattern now (the CLI may add some).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.sets.iter().all(|m| m.len() == 0)
+    }
+
+    /// Every pattern as written, in order.
+    pub(crate) fn texts(&self) -> Vec<String> {
+        (self.sets.iter())
+            .flat_map(|m| m.with_keys(|k| k.texts().to_vec()))
+            .collect()
+    }
+
+    /// Whether `f` holds for the patterns (as written) of one list.
+    pub(crate) fn any_list(&self, f: impl Fn(&[String]) -> bool) -> bool {
+        self.sets.iter().any(|m| m.with_keys(|k| f(k.texts())))
+    }
+
+    /// Whether sample `s` matches one pattern of one list.
+    pub(crate) fn matches(&self, s: Sample<'_>) -> bool {
+        match &self.sets[..] {
+            [one] => one.matches(s),
+            sets => sets.iter().any(|m| m.matches(s.clone())),
+        }
+    }
 }
 
 /// A reference to a named ACL inside a condition, possibly negated with `!`.

@@ -5,9 +5,11 @@
 
 use std::sync::Arc;
 
-use crate::acl::{AclDef, AclTerm, Condition};
+use crate::acl::{AclDef, AclPatterns, AclTerm, Condition};
 use crate::loc::Loc;
-use crate::sample::pattern::{IntOp, MatchKind, PatternSet};
+use crate::sample::patref;
+use crate::sample::pattern::{IntOp, Map, MatchKind, PatternSet};
+use crate::sample::value::SmpType;
 use crate::sample::{Expr, ExprError};
 
 /// HAProxy's ACL keywords that are a fetch with a matcher of their own:
@@ -127,6 +129,8 @@ pub(crate) fn parse_acl(name: &str, words: &[String], loc: Loc) -> Result<AclDef
     let mut forced: Option<MatchKind> = None;
     let mut files: Vec<&str> = Vec::new();
     let mut dashes = false;
+    let mut unique_id = None;
+    let mut two_columns = false;
     let mut i = 1;
     // Flags come first; `--` ends them, the first non-flag starts values.
     while let Some(w) = words.get(i) {
@@ -140,10 +144,16 @@ pub(crate) fn parse_acl(name: &str, words: &[String], loc: Loc) -> Result<AclDef
                 break;
             }
             "-i" => ignore_case = true,
-            // No name resolution happens for IP patterns anyway; `-M`
-            // (read `-f` files as maps) changes nothing for a key's match.
-            "-n" | "-M" => {}
-            "-u" => i += 1,
+            // No name resolution happens for IP patterns anyway.
+            "-n" => {}
+            // `-f` files read as maps: the keys match, the values are kept
+            // (a converter may share the file).
+            "-M" => two_columns = true,
+            "-u" => {
+                // The id of the line's own patterns on the CLI (`#<id>`).
+                unique_id = words.get(i + 1).and_then(|w| w.parse::<i32>().ok());
+                i += 1;
+            }
             "-f" => {
                 files.push(words.get(i + 1).map_or("", String::as_str));
                 i += 1;
@@ -181,10 +191,18 @@ pub(crate) fn parse_acl(name: &str, words: &[String], loc: Loc) -> Result<AclDef
             kind.name()
         ));
     }
-    let mut patterns = PatternSet::new(kind, ignore_case);
+    // Files first: HAProxy creates their references before the line's.
+    let mut sets = Vec::with_capacity(files.len() + 1);
     for f in &files {
-        crate::sample::pattern::add_file(&mut patterns, f)?;
+        let load = || match two_columns {
+            true => Map::load_icase(f, kind, ignore_case, SmpType::Str, None),
+            false => Map::load_patterns(f, kind, ignore_case),
+        };
+        sets.push(patref::file_user(f, patref::ACL, two_columns, load, |m| {
+            m.kind() == kind && m.icase() == ignore_case && m.has_values() == two_columns
+        })?);
     }
+    let mut patterns = PatternSet::new(kind, ignore_case);
     let mut op = IntOp::Eq;
     for v in &words[i.min(words.len())..] {
         // `eq`, `ge`, `gt`, `le`, `lt` hold for the integers after them.
@@ -196,14 +214,16 @@ pub(crate) fn parse_acl(name: &str, words: &[String], loc: Loc) -> Result<AclDef
         }
         patterns.add(v, op)?;
     }
-    let never_matches = patterns.is_empty()
+    let own = Arc::new(Map::patterns("", patterns));
+    patref::acl_line(&own, kw, &loc.file, loc.line, unique_id.map(i64::from));
+    let never_matches = own.len() == 0
         && files.is_empty()
         && !dashes
         && !matches!(kind, MatchKind::Found | MatchKind::Bool);
     Ok(AclDef {
         name: name.to_string(),
         expr,
-        patterns: Arc::new(patterns),
+        patterns: AclPatterns::new(kind, std::iter::once(own).chain(sets).collect()),
         never_matches,
         loc,
     })
@@ -297,15 +317,18 @@ pub(crate) fn parse_condition(words: &[String]) -> Result<Condition, String> {
         file: std::sync::Arc::from(""),
         line: 0,
     };
-    parse_condition_at(words, &loc).map(|(c, _)| c)
+    parse_condition_at(words, &loc, &|_| false).map(|(c, _)| c)
 }
 
 /// `if|unless <cond>`: terms are `[!]acl` (juxtaposition = AND, `or`/`||`
 /// between groups) or anonymous ACLs `{ <criterion> [flags] <values> }`,
-/// returned as extra definitions with names no config can spell.
+/// returned as extra definitions with names no config can spell, and,
+/// in the same order, the predefined ACLs `wanted` says the proxy lacks
+/// (HAProxy creates each where the condition names it).
 pub(crate) fn parse_condition_at(
     words: &[String],
     loc: &Loc,
+    wanted: &dyn Fn(&str) -> bool,
 ) -> Result<(Condition, Vec<AclDef>), String> {
     let unless = match words.first().map(String::as_str) {
         Some("if") => false,
@@ -356,6 +379,13 @@ pub(crate) fn parse_condition_at(
             anon.push(def);
             name
         } else {
+            if PREDEFINED.contains(&stripped)
+                && wanted(stripped)
+                && !anon.iter().any(|a| a.name == stripped)
+                && let Some(def) = predefined(stripped, loc.clone())
+            {
+                anon.push(def);
+            }
             stripped.to_string()
         };
         if let Some(g) = groups.last_mut() {
@@ -458,11 +488,12 @@ mod tests {
         assert!(parse_condition(&w("if a or")).is_err());
         assert!(parse_condition(&w("when a")).is_err());
         let (c, anon) =
-            parse_condition_at(&w("if { path_beg /admin } !LOCALHOST"), &loc()).unwrap();
+            parse_condition_at(&w("if { path_beg /admin } !LOCALHOST"), &loc(), &|_| false)
+                .unwrap();
         assert_eq!(anon.len(), 1);
         assert_eq!(c.groups[0][0].name, anon[0].name);
         assert_eq!(
-            parse_condition_at(&w("if { path_beg /admin"), &loc()).unwrap_err(),
+            parse_condition_at(&w("if { path_beg /admin"), &loc(), &|_| false).unwrap_err(),
             "missing closing '}' in condition"
         );
     }

@@ -197,6 +197,7 @@ pub(crate) fn parse_sources(
 ) -> Loaded {
     let flags = overrides();
     let mut st = parser::State::new(resolve);
+    crate::sample::patref::begin();
     if flags.ssl_verify_none {
         // Before parsing, as HAProxy's -dV: a later `ssl-server-verify`
         // line still wins.
@@ -206,6 +207,7 @@ pub(crate) fn parse_sources(
         st.parse_file(&f.name, &f.text, env, f.continues);
     }
     st.finish();
+    st.global.pat_refs = crate::sample::patref::finish();
     let statements = std::mem::take(&mut st.statements);
     if st.aborted {
         // `.alert`: HAProxy stops right there, without further checks.

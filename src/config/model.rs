@@ -56,6 +56,9 @@ pub(crate) struct Global {
     pub(crate) vars_limits: crate::sample::vars::Limits,
     /// `userlist` sections, in order.
     pub(crate) userlists: Vec<crate::sample::auth::Userlist>,
+    /// The pattern files and ACL lines' patterns the configuration read,
+    /// for the CLI's `map` and `acl` commands.
+    pub(crate) pat_refs: crate::sample::patref::PatRefs,
     /// `nosplice`, `tune.pipesize`, `maxpipes`.
     pub(crate) splice: crate::wire::splice::Tune,
     /// TLS defaults: `ssl-default-bind-options` (words, applied before
@@ -715,6 +718,8 @@ pub(crate) enum HttpRequestAction {
     },
     /// `set-var(...)`, `set-var-fmt(...)`, `unset-var(...)`.
     Var(VarRule),
+    /// `set-map(...)`, `del-map(...)`, `add-acl(...)`, `del-acl(...)`.
+    Map(MapRule),
     /// `http-request auth [realm <realm>]`: a 401 asking for credentials
     /// (the realm defaults to the proxy's name).
     Auth { realm: String },
@@ -949,6 +954,33 @@ pub(crate) enum HttpResponseAction {
     Var(VarRule),
     /// `http-response wait-for-body time <time> [at-least <bytes>]`.
     WaitForBody(WaitForBody),
+    /// `set-map(...)`, `del-map(...)`, `add-acl(...)`, `del-acl(...)`.
+    Map(MapRule),
+}
+
+/// What a map or ACL action does to the entries of a pattern file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MapOp {
+    /// `add-acl(<file>) <key>`: the key, unless the file has it.
+    AddAcl,
+    /// `set-map(<file>) <key> <value>`: the value of the key's entries,
+    /// or a new entry.
+    SetMap,
+    /// `del-acl(<file>) <key>`, `del-map(<file>) <key>`: the key's
+    /// entries go.
+    Delete,
+}
+
+/// `set-map(<file>) <key fmt> <value fmt>`, `del-map(<file>) <key fmt>`,
+/// `add-acl(<file>) <key fmt>`, `del-acl(<file>) <key fmt>`: the file is
+/// looked up among the running configuration's pattern files when the
+/// rule runs (nothing happens when no converter or ACL reads it).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct MapRule {
+    pub(crate) op: MapOp,
+    pub(crate) file: String,
+    pub(crate) key: LogFmt,
+    pub(crate) value: Option<LogFmt>,
 }
 
 /// What a `req*` / `rsp*` filter of HAProxy ≤ 2.0 does to the head line

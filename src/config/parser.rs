@@ -548,6 +548,8 @@ impl<'r> State<'r> {
     }
 
     fn statement(&mut self, loc: &Loc, words: &[String]) {
+        // Where the pattern files a statement reads are used from.
+        crate::sample::patref::at(&loc.file, loc.line);
         let first = words[0].as_str();
         if first.starts_with('.') {
             return self.directive(loc, words);

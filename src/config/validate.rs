@@ -131,7 +131,7 @@ fn auth_acls(config: &Config, p: &Proxy, diags: &mut Vec<Diagnostic>) {
             continue;
         }
         for g in acl.patterns.texts() {
-            if !list.groups.contains(g) {
+            if !list.groups.contains(&g) {
                 diags.push(Diagnostic::alert(
                     None,
                     format!(

@@ -38,7 +38,8 @@ pub(crate) fn apply(
         HttpResponseAction::Deny(_)
         | HttpResponseAction::Capture { .. }
         | HttpResponseAction::Var(_)
-        | HttpResponseAction::WaitForBody(_) => {}
+        | HttpResponseAction::WaitForBody(_)
+        | HttpResponseAction::Map(_) => {}
     }
 }
 

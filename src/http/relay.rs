@@ -768,6 +768,13 @@ fn response_edits<'r>(
                 HttpResponseAction::Var(rule) => rules::run_var(rule, &cx),
                 // Waited for before the rules ran (`Relay::wait_body`).
                 HttpResponseAction::WaitForBody(_) => {}
+                HttpResponseAction::Map(rule) => {
+                    let cx = rules::FmtCtx {
+                        res: Some(resp),
+                        ..cx
+                    };
+                    rules::run_map(rule, &cx)
+                }
             }
         }
         let Some(l) = legacy_rsp else {

@@ -212,6 +212,36 @@ pub(crate) fn run_var(rule: &crate::config::model::VarRule, cx: &FmtCtx<'_>) {
     }
 }
 
+/// Runs a map or ACL action: the running configuration's pattern file
+/// changes as `add acl`, `set map` and `del map` change it on the CLI
+/// (HAProxy ignores what its matchers refuse here, so does this).
+pub(crate) fn run_map(rule: &crate::config::model::MapRule, cx: &FmtCtx<'_>) {
+    use crate::config::model::MapOp;
+    let Some(r) = crate::sample::patref::running().file(&rule.file) else {
+        return;
+    };
+    let key = String::from_utf8_lossy(&eval(&rule.key, cx)).into_owned();
+    match rule.op {
+        MapOp::AddAcl => {
+            if !r.has_key(&key) {
+                let _ = r.add(None, &key, None);
+            }
+        }
+        MapOp::SetMap => {
+            let value = rule.value.as_ref().map(|v| eval(v, cx)).unwrap_or_default();
+            let value = String::from_utf8_lossy(&value);
+            if r.has_key(&key) {
+                let _ = r.set(&key, &value);
+            } else {
+                let _ = r.add(None, &key, Some(&value));
+            }
+        }
+        MapOp::Delete => {
+            r.delete(&key);
+        }
+    }
+}
+
 /// Evaluates a log-format string.
 pub(crate) fn eval(fmt: &LogFmt, cx: &FmtCtx<'_>) -> Vec<u8> {
     fmt.render(&sample_ctx(cx))

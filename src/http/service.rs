@@ -1359,6 +1359,7 @@ impl RuleRun<'_> {
                     ));
                 }
                 HttpRequestAction::Var(rule) => rules::run_var(rule, &cx),
+                HttpRequestAction::Map(rule) => rules::run_map(rule, &cx),
                 HttpRequestAction::Auth { realm } => {
                     self.rec.tally.intercepted = rows(be);
                     self.rec.term(Cause::Local, Phase::Request);

@@ -1405,14 +1405,16 @@ fn map_check<const K: usize, const O: usize>(a: &mut [Arg]) -> Result<(), CheckE
     let out = [T::Str, T::Str, T::Sint, T::Addr][O];
     let path = a.first().map_or("", Arg::as_str).to_string();
     let default = a.get(1).map(|d| d.as_str().to_string());
-    let map =
-        Map::load(&path, MAP_KINDS[K], out, default.as_deref()).map_err(CheckError::Invalid)?;
+    let map = super::patref::file_user(
+        &path,
+        super::patref::MAP,
+        true,
+        || Map::load(&path, MAP_KINDS[K], out, default.as_deref()),
+        |m| m.looks_up(MAP_KINDS[K], out, default.as_deref()),
+    )
+    .map_err(CheckError::Invalid)?;
     match a.first_mut() {
-        Some(slot) => {
-            let map = std::sync::Arc::new(map);
-            super::patref::register_map(&map);
-            *slot = Arg::Map(map)
-        }
+        Some(slot) => *slot = Arg::Map(map),
         // No file named: `Map::load` has refused the empty path.
         None => return Err(CheckError::Invalid("failed to open pattern file <>".into())),
     }

@@ -32,4 +32,6 @@ pub(crate) use stage::Stage;
 #[cfg(test)]
 mod docs;
 #[cfg(test)]
+mod map_bench;
+#[cfg(test)]
 mod tests;

@@ -272,9 +272,21 @@ pub(crate) fn compile(
     registry: &Registry,
     generation: u64,
 ) -> (Snapshot, Vec<StateChange>) {
+    // The formats compiled here read the maps the configuration loaded.
+    crate::sample::patref::resolving(&config.global.pat_refs, || {
+        compile_with(config, registry, generation)
+    })
+}
+
+fn compile_with(
+    config: &Config,
+    registry: &Registry,
+    generation: u64,
+) -> (Snapshot, Vec<StateChange>) {
     // Process-wide, as in HAProxy: the limits of the running configuration.
     crate::sample::vars::set_limits(&config.global.vars_limits);
     crate::sample::auth::publish(&config.global.userlists);
+    crate::sample::patref::publish(&config.global.pat_refs);
     let mut c = Compiler {
         config,
         registry,

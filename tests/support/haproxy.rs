@@ -58,6 +58,11 @@ impl Haproxy {
         Haproxy { child, _dir: dir }
     }
 
+    /// The configuration file it reads (its name shows in some replies).
+    pub fn config_path(&self) -> String {
+        self._dir.join("haproxy.cfg").display().to_string()
+    }
+
     /// `haproxy -c` on `cfg`: its exit code and its stderr.
     pub fn check(tag: &str, cfg: &str) -> (Option<i32>, String) {
         let dir = TempDir::new(tag);

@@ -200,7 +200,8 @@ impl State<'_> {
                 Ok(t) => self.px().log.tag = Some(t),
                 Err(e) => self.alert(loc, e),
             },
-            _ => match lc::parse_log_format(words) {
+            // HAProxy reads the format once the configuration is parsed.
+            _ => match crate::sample::patref::late(|| lc::parse_log_format(words)) {
                 Ok(f) => {
                     if let Some(kind) = self.proxy_kind()
                         && !kind.has_frontend()
@@ -240,9 +241,10 @@ impl State<'_> {
             );
         }
         // HAProxy compiles the format when it checks the configuration.
-        if let Err(e) =
-            crate::config::log_format::LogFormat::compile_other(arg, self.http_stage(false))
-        {
+        let stage = self.http_stage(false);
+        if let Err(e) = crate::sample::patref::late(|| {
+            crate::config::log_format::LogFormat::compile_other(arg, stage)
+        }) {
             self.diags.push(Diagnostic::new(
                 Level::Alert,
                 Some(loc.clone()),

@@ -16,10 +16,7 @@ impl State<'_> {
         rule: &str,
         action: &str,
     ) -> Option<(usize, Option<Condition>)> {
-        let cond_at = words
-            .iter()
-            .position(|w| w == "if" || w == "unless")
-            .unwrap_or(words.len());
+        let cond_at = cond_start(words);
         if cond_at == words.len() {
             return Some((cond_at, None));
         }
@@ -104,12 +101,20 @@ impl State<'_> {
     /// already (HAProxy resolves them at parse time); anonymous and used
     /// predefined ACLs are added to the proxy.
     pub(super) fn condition(&mut self, loc: &Loc, words: &[String]) -> Result<Condition, String> {
-        let (cond, anon) = parse_condition_at(words, loc)?;
+        let acls = &self.px().acls;
+        let have: Vec<&str> = (PREDEFINED.iter().copied())
+            .filter(|p| acls.iter().any(|a| a.name == *p))
+            .collect();
+        let (cond, anon) = parse_condition_at(words, loc, &|n| !have.contains(&n))?;
         // Each anonymous ACL's criterion is the word after its `{`.
         let criteria = words
             .windows(2)
             .filter(|w| w[0].trim_start_matches('!') == "{");
-        for (def, w) in anon.iter().zip(criteria) {
+        for (def, w) in anon
+            .iter()
+            .filter(|a| a.name.starts_with('{'))
+            .zip(criteria)
+        {
             if def.never_matches {
                 self.never_matches(loc, &w[1]);
             }
@@ -159,7 +164,10 @@ impl State<'_> {
         // is checked: one with anything but plain text in it (a `%`) is
         // resolved per request.
         let dynamic = if name.contains('%') {
-            match parse_logfmt(name, Stage::http_request(true, false)) {
+            // HAProxy reads it once the configuration is parsed.
+            match crate::sample::patref::late(|| {
+                parse_logfmt(name, Stage::http_request(true, false))
+            }) {
                 Ok(f) => Some(f),
                 Err(e) => {
                     self.diags.push(Diagnostic::new(
@@ -228,12 +236,20 @@ impl State<'_> {
                 format!("'http-request' expects 'return', 'deny' or another HAProxy action, but got '{action}'{sugg}"),
             );
         };
-        let Some((cond_at, cond)) = self.rule_condition(loc, words, "http-request", action) else {
-            return;
+        // The action first, then its condition, as HAProxy reads them (the
+        // pattern files they read are numbered in that order).
+        let cond_at = cond_start(words);
+        let args = &words[action_args(action).min(cond_at)..cond_at];
+        let parsed = (entry.run)(self, loc, args);
+        let cond = match &parsed {
+            Ok(_) => match self.rule_condition(loc, words, "http-request", action) {
+                Some((_, cond)) => cond,
+                None => return,
+            },
+            Err(_) => None,
         };
         self.warn_misplaced(loc, "http-request", legacykw::ReqStage::HttpRequest);
-        let args = &words[action_args(action)..cond_at];
-        match (entry.run)(self, loc, args) {
+        match parsed {
             Ok(a) => self
                 .px()
                 .http_request
@@ -436,11 +452,17 @@ impl State<'_> {
                 format!("'http-response' expects 'deny', 'set-header' or another HAProxy action, but got '{action}'{sugg}"),
             );
         };
-        let Some((cond_at, cond)) = self.rule_condition(loc, words, "http-response", action) else {
-            return;
+        let cond_at = cond_start(words);
+        let args = &words[action_args(action).min(cond_at)..cond_at];
+        let parsed = (entry.run)(self, loc, args);
+        let cond = match &parsed {
+            Ok(_) => match self.rule_condition(loc, words, "http-response", action) {
+                Some((_, cond)) => cond,
+                None => return,
+            },
+            Err(_) => None,
         };
-        let args = &words[action_args(action)..cond_at];
-        match (entry.run)(self, loc, args) {
+        match parsed {
             Ok(a) => self
                 .px()
                 .http_response
@@ -1038,21 +1060,78 @@ pub(super) fn redirect_args(
 
 /// The table row of an action: the variable actions are one row,
 /// `set-var`, whatever follows their name (`set-var-fmt(txn.x,ifset)`).
+/// Where a rule's condition starts (the words' end without one).
+fn cond_start(words: &[String]) -> usize {
+    words
+        .iter()
+        .position(|w| w == "if" || w == "unless")
+        .unwrap_or(words.len())
+}
+
+/// The map and ACL actions are a row each, whatever file their name gives
+/// (`set-map(/etc/haproxy/hosts.map)`).
 fn var_key(action: &str) -> &str {
     if ["set-var", "unset-var"]
         .iter()
         .any(|p| action.starts_with(p))
     {
         "set-var"
+    } else if let Some(&row) = MAP_ACTIONS
+        .iter()
+        .find(|r| action.strip_prefix(**r).is_some_and(|t| t.starts_with('(')))
+    {
+        row
     } else {
         action
     }
 }
 
-/// Where an action's arguments start in its line: the variable actions
-/// get their own word too (it names the variable).
+const MAP_ACTIONS: [&str; 4] = ["set-map", "del-map", "add-acl", "del-acl"];
+
+/// Where an action's arguments start in its line: the variable, map and
+/// ACL actions get their own word too (it names the variable or file).
 fn action_args(action: &str) -> usize {
-    if var_key(action) == "set-var" { 1 } else { 2 }
+    let row = var_key(action);
+    if row == "set-var" || MAP_ACTIONS.contains(&row) {
+        1
+    } else {
+        2
+    }
+}
+
+/// `set-map(<file>) <key fmt> <value fmt>`, `del-map(<file>) <key fmt>`,
+/// `add-acl(<file>) <key fmt>`, `del-acl(<file>) <key fmt>`: `args[0]` is
+/// the action word. As in HAProxy, the file is what lies between the
+/// action's `(` and its last character.
+pub(crate) fn map_rule(
+    args: &[String],
+    stage: Stage,
+) -> Result<crate::config::model::MapRule, String> {
+    use crate::config::model::{MapOp, MapRule};
+    let word = args[0].as_str();
+    let op = match var_key(word) {
+        "add-acl" => MapOp::AddAcl,
+        "set-map" => MapOp::SetMap,
+        _ => MapOp::Delete,
+    };
+    let file = word.get(8..word.len().saturating_sub(1)).unwrap_or("");
+    if op == MapOp::SetMap && args.len() < 3 {
+        return Err("expects exactly 2 arguments".to_string());
+    }
+    if args.len() < 2 {
+        return Err("expects exactly 1 arguments".to_string());
+    }
+    let key = parse_logfmt(&args[1], stage)?;
+    let value = match op {
+        MapOp::SetMap => Some(parse_logfmt(&args[2], stage)?),
+        _ => None,
+    };
+    Ok(MapRule {
+        op,
+        file: file.to_string(),
+        key,
+        value,
+    })
 }
 
 /// `set-var(<name>[,<cond>...]) <expr>`, `set-var-fmt(<name>[,<cond>...])
@@ -1215,6 +1294,19 @@ pub(crate) const HTTP_REQUEST: &[ActionKw<HttpRequestAction>] = &[
     kwd("set-var", |s, _, a| {
         var_rule(a, s.http_stage(false)).map(HttpRequestAction::Var)
     }),
+    // The map and ACL actions: a row each for `<name>(<file>)`.
+    kwd("set-map", |s, _, a| {
+        map_rule(a, s.http_stage(false)).map(HttpRequestAction::Map)
+    }),
+    kwd("del-map", |s, _, a| {
+        map_rule(a, s.http_stage(false)).map(HttpRequestAction::Map)
+    }),
+    kwd("add-acl", |s, _, a| {
+        map_rule(a, s.http_stage(false)).map(HttpRequestAction::Map)
+    }),
+    kwd("del-acl", |s, _, a| {
+        map_rule(a, s.http_stage(false)).map(HttpRequestAction::Map)
+    }),
     kwd("auth", |s, _, a| auth_args(s, a)),
     kwd("wait-for-body", |_, _, a| {
         wait_for_body_args(a, "http-request").map(HttpRequestAction::WaitForBody)
@@ -1266,5 +1358,17 @@ pub(crate) const HTTP_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
     }),
     kwd("wait-for-body", |_, _, a| {
         wait_for_body_args(a, "http-response").map(HttpResponseAction::WaitForBody)
+    }),
+    kwd("set-map", |s, _, a| {
+        map_rule(a, s.http_stage(true)).map(HttpResponseAction::Map)
+    }),
+    kwd("del-map", |s, _, a| {
+        map_rule(a, s.http_stage(true)).map(HttpResponseAction::Map)
+    }),
+    kwd("add-acl", |s, _, a| {
+        map_rule(a, s.http_stage(true)).map(HttpResponseAction::Map)
+    }),
+    kwd("del-acl", |s, _, a| {
+        map_rule(a, s.http_stage(true)).map(HttpResponseAction::Map)
     }),
 ];

@@ -1,31 +1,96 @@
-//! The map commands of the CLI: `show map <file>` and `get map <file>
-//! <key>`, answered from the maps the running configuration loaded
-//! (`sample::patref`). Replies are HAProxy 2.6's bytes.
+//! The map and ACL commands of the CLI: `show`, `get`, `add`, `set`,
+//! `del` and `clear` of `map` and `acl`, on the pattern references of the
+//! running configuration (`sample::patref`), named by file or `#<id>`.
+//! Replies are HAProxy 2.6's bytes, its checks included: `get`, `add`
+//! and `set` take any reference, `show`, `del` and `clear` only one of
+//! their kind.
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use super::{Ctx, Output, text};
-use crate::sample::patref;
+use crate::sample::patref::{self, ACL, MAP, PatRef};
 use crate::sample::pattern::MapEditError;
 
 const UNKNOWN_MAP: &str = "Unknown map identifier. Please use #<id> or <file>.\n";
+const UNKNOWN_ACL: &str = "Unknown ACL identifier. Please use #<id> or <file>.\n";
 
-/// `show map <file>`: every entry as `0x<id> <key> <value>`. HAProxy shows
-/// the address of its entry; here the id is the entry's place in the file
-/// (stable while the configuration runs, as HAProxy's addresses are).
-pub(super) fn cmd_show_map(_: &mut Ctx<'_>, args: &[String]) -> Output {
-    let Some(path) = args.first() else {
-        return text(UNKNOWN_MAP);
+fn unknown(flag: u8) -> Output {
+    text(if flag == MAP {
+        UNKNOWN_MAP
+    } else {
+        UNKNOWN_ACL
+    })
+}
+
+/// The reference `name` names; with `kind`, only one used that way.
+fn find(name: &str, kind: Option<u8>) -> Option<Arc<PatRef>> {
+    patref::running().find(name, kind.unwrap_or(MAP | ACL))
+}
+
+/// A leading `@<ver>`: the version, read as HAProxy's `str2uic` reads
+/// it (the leading digits, nothing at all being 0), and the words after.
+fn version(args: &[String]) -> (Option<u32>, &[String]) {
+    match args.first().and_then(|a| a.strip_prefix('@')) {
+        Some(v) => (Some(str2uic(v)), &args[1..]),
+        None => (None, args),
+    }
+}
+
+fn str2uic(s: &str) -> u32 {
+    s.bytes().take_while(u8::is_ascii_digit).fold(0u32, |n, d| {
+        n.wrapping_mul(10).wrapping_add(u32::from(d - b'0'))
+    })
+}
+
+/// `map` or `ACL` as HAProxy's messages name the kind.
+fn kind_word(flag: u8) -> &'static str {
+    if flag == MAP { "map" } else { "ACL" }
+}
+
+/// `show map|acl [<ref>]`: the list of references, or the entries of one
+/// as `0x<id> <key> [<value>]`. HAProxy shows the address of its entry;
+/// here the id is the entry's place (stable until the entries change, as
+/// HAProxy's addresses are while the entry lives).
+fn show(flag: u8, args: &[String]) -> Output {
+    if args.is_empty() {
+        let mut out = String::from("# id (file) description\n");
+        for r in patref::running().listed(flag) {
+            out.push_str(&r.list_line());
+        }
+        return text(out);
+    }
+    let (ver, args) = version(args);
+    let name = args.first().map_or("", String::as_str);
+    let Some(r) = find(name, Some(flag)) else {
+        return unknown(flag);
     };
-    let maps = patref::maps_of(path);
-    let Some(map) = maps.first() else {
-        return text(UNKNOWN_MAP);
+    let (curr, _) = r.versions();
+    let entries: Vec<(String, Option<String>)> = match ver {
+        Some(g) if g != curr => r.staged(g),
+        _ => r.users().first().map_or_else(Vec::new, |m| {
+            let map = m.has_values();
+            (m.entries().into_iter())
+                .map(|(k, v)| (k, (map || !v.is_empty()).then_some(v)))
+                .collect()
+        }),
     };
     let mut out = String::new();
-    for (i, (k, v)) in map.entries().into_iter().enumerate() {
-        let _ = writeln!(out, "{:#x} {k} {v}", entry_id(i));
+    for (i, (k, v)) in entries.into_iter().enumerate() {
+        let _ = match v {
+            Some(v) => writeln!(out, "{:#x} {k} {v}", entry_id(i)),
+            None => writeln!(out, "{:#x} {k}", entry_id(i)),
+        };
     }
     text(out)
+}
+
+pub(super) fn cmd_show_map(_: &mut Ctx<'_>, args: &[String]) -> Output {
+    show(MAP, args)
+}
+
+pub(super) fn cmd_show_acl(_: &mut Ctx<'_>, args: &[String]) -> Output {
+    show(ACL, args)
 }
 
 /// An entry's id: non-zero and spaced as addresses are.
@@ -33,26 +98,30 @@ fn entry_id(i: usize) -> usize {
     0x1000 + i * 0x50
 }
 
-/// `get map <file> <key>`: one line per converter using the file.
-pub(super) fn cmd_get_map(_: &mut Ctx<'_>, args: &[String]) -> Output {
-    let (Some(path), Some(key)) = (args.first(), args.get(1)) else {
-        return text("Missing map identifier and/or key.\n");
+/// `get map|acl <ref> <key>`: one line per lookup structure of the
+/// reference (HAProxy's expressions), of any kind.
+fn get(flag: u8, args: &[String]) -> Output {
+    let (Some(name), Some(key)) = (args.first(), args.get(1)) else {
+        return text(format!(
+            "Missing {} identifier and/or key.\n",
+            kind_word(flag)
+        ));
     };
-    let maps = patref::maps_of(path);
-    if maps.is_empty() {
-        return text(UNKNOWN_MAP);
-    }
-    // Converters of one matcher and output type share one lookup in
-    // HAProxy, so one line.
-    let mut seen = Vec::new();
-    let mut out = String::new();
-    for m in &maps {
-        if !seen.contains(&m.shape()) {
-            seen.push(m.shape());
-            out.push_str(&m.describe_lookup(key));
-        }
-    }
+    let Some(r) = find(name, None) else {
+        return unknown(flag);
+    };
+    let out: String = (r.lookups().iter())
+        .map(|m| m.describe_lookup(key, flag == MAP))
+        .collect();
     text(out)
+}
+
+pub(super) fn cmd_get_map(_: &mut Ctx<'_>, args: &[String]) -> Output {
+    get(MAP, args)
+}
+
+pub(super) fn cmd_get_acl(_: &mut Ctx<'_>, args: &[String]) -> Output {
+    get(ACL, args)
 }
 
 /// HAProxy's reply for an entry the CLI refused.
@@ -64,78 +133,174 @@ fn edit_error(e: MapEditError, not_found: &str) -> Output {
     }
 }
 
-/// `add map <file> <key> <value>`: to every converter's copy of the file,
-/// all or none (every copy must accept the key and the value first).
+/// `add map|acl [@<ver>]`: HAProxy's reply.
+fn add_entry(r: &PatRef, ver: Option<u32>, key: &str, value: Option<&str>) -> Output {
+    match r.add(ver, key, value) {
+        Ok(()) => text(""),
+        Err(e) => edit_error(e, ""),
+    }
+}
+
+/// `add map <ref> <key> <value>`: to every user of the file.
 pub(super) fn cmd_add_map(_: &mut Ctx<'_>, args: &[String]) -> Output {
-    let (Some(path), Some(key), Some(value)) = (args.first(), args.get(1), args.get(2)) else {
+    let (ver, args) = version(args);
+    let (Some(name), Some(key), Some(value)) = (args.first(), args.get(1), args.get(2)) else {
         return text(
             "'add map' expects three parameters (map identifier, key and value) or one parameter (map identifier) and a payload\n",
         );
     };
-    let maps = patref::maps_of(path);
-    if maps.is_empty() {
-        return text(UNKNOWN_MAP);
+    let Some(r) = find(name, None) else {
+        return unknown(MAP);
+    };
+    if let Some(out) = future(&r, ver, MAP) {
+        return out;
     }
-    if let Some(e) = maps.iter().find_map(|m| m.check_value(value).err()) {
-        return edit_error(e, "");
-    }
-    for m in &maps {
-        if let Err(e) = m.add(key, value) {
-            return edit_error(e, "");
-        }
-    }
-    text("")
+    add_entry(&r, ver, key, Some(value))
 }
 
-/// `set map <file> <key> <value>`: the value of every entry of that key.
+/// HAProxy's refusal of a version `prepare` has not made yet.
+fn future(r: &PatRef, ver: Option<u32>, flag: u8) -> Option<Output> {
+    let (_, next) = r.versions();
+    let g = ver?;
+    ((g.wrapping_sub(next) as i32) > 0).then(|| {
+        text(format!(
+            "Version number in the future, please use 'prepare {}' before.\n",
+            if flag == MAP { "map" } else { "acl" }
+        ))
+    })
+}
+
+/// `add acl <ref> <pattern>`: to every ACL using the file (or line).
+pub(super) fn cmd_add_acl(_: &mut Ctx<'_>, args: &[String]) -> Output {
+    let (ver, args) = version(args);
+    let (Some(name), Some(pattern)) = (args.first(), args.get(1)) else {
+        return text("'add acl' expects two parameters: ACL identifier and pattern.\n");
+    };
+    let Some(r) = find(name, None) else {
+        return unknown(ACL);
+    };
+    if let Some(out) = future(&r, ver, ACL) {
+        return out;
+    }
+    if r.users().iter().any(|m| m.has_values()) {
+        return text(
+            "This ACL is shared with a map containing samples. You must use the command 'add map' to add values.\n",
+        );
+    }
+    add_entry(&r, ver, pattern, None)
+}
+
+/// `set map <ref> <key> <value>`: the value of every entry of that key.
 pub(super) fn cmd_set_map(_: &mut Ctx<'_>, args: &[String]) -> Output {
-    let (Some(path), Some(key), Some(value)) = (args.first(), args.get(1), args.get(2)) else {
+    let (Some(name), Some(key), Some(value)) = (args.first(), args.get(1), args.get(2)) else {
         return text("'set map' expects three parameters: map identifier, key and value.\n");
     };
-    let maps = patref::maps_of(path);
-    if maps.is_empty() {
-        return text(UNKNOWN_MAP);
+    let Some(r) = find(name, None) else {
+        return unknown(MAP);
+    };
+    match r.set(key, value) {
+        Ok(()) => text(""),
+        // HAProxy 2.6 answers nothing to a value its converter cannot parse.
+        Err(MapEditError::Value(_)) => text(""),
+        Err(e) => edit_error(e, "entry not found.\n"),
     }
-    // HAProxy 2.6 answers nothing to a value its converter cannot parse.
-    if maps.iter().any(|m| m.check_value(value).is_err()) {
+}
+
+/// `del map|acl <ref> <key>`: every entry of that key. HAProxy names a
+/// map in its reply to an unknown ACL too.
+fn del(flag: u8, args: &[String]) -> Output {
+    let (Some(name), Some(key)) = (args.first(), args.get(1)) else {
+        return text(format!(
+            "This command expects two parameters: {} identifier and key.\n",
+            kind_word(flag)
+        ));
+    };
+    let Some(r) = find(name, Some(flag)) else {
+        return text(UNKNOWN_MAP);
+    };
+    if r.delete(key) {
+        text("")
+    } else {
+        text("Key not found.\n")
+    }
+}
+
+pub(super) fn cmd_del_map(_: &mut Ctx<'_>, args: &[String]) -> Output {
+    del(MAP, args)
+}
+
+pub(super) fn cmd_del_acl(_: &mut Ctx<'_>, args: &[String]) -> Output {
+    del(ACL, args)
+}
+
+/// `clear map|acl <ref>`: no entry left.
+fn clear(flag: u8, args: &[String]) -> Output {
+    let (ver, args) = version(args);
+    let Some(name) = args.first() else {
+        return text(format!("Missing {} identifier.\n", kind_word(flag)));
+    };
+    let Some(r) = find(name, Some(flag)) else {
+        return unknown(flag);
+    };
+    let (curr, _) = r.versions();
+    if let Some(g) = ver.filter(|&g| g != curr) {
+        r.drop_staged(|v, _| v == g);
         return text("");
     }
-    let mut out = text("");
-    for m in &maps {
-        if let Err(e) = m.set(key, value) {
-            out = edit_error(e, "entry not found.\n");
-        }
-    }
-    out
-}
-
-/// `del map <file> <key>`: every entry of that key.
-pub(super) fn cmd_del_map(_: &mut Ctx<'_>, args: &[String]) -> Output {
-    let (Some(path), Some(key)) = (args.first(), args.get(1)) else {
-        return text("This command expects two parameters: map identifier and key.\n");
-    };
-    let maps = patref::maps_of(path);
-    if maps.is_empty() {
-        return text(UNKNOWN_MAP);
-    }
-    let mut out = text("");
-    for m in &maps {
-        if let Err(e) = m.delete(key) {
-            out = edit_error(e, "Key not found.\n");
-        }
-    }
-    out
-}
-
-/// `clear map <file>`: no entry left.
-pub(super) fn cmd_clear_map(_: &mut Ctx<'_>, args: &[String]) -> Output {
-    let Some(path) = args.first() else {
-        return text("Missing map identifier.\n");
-    };
-    let maps = patref::maps_of(path);
-    if maps.is_empty() {
-        return text(UNKNOWN_MAP);
-    }
-    maps.iter().for_each(|m| m.clear());
+    // HAProxy deletes the entries one by one.
+    let n = r.users().first().map_or(0, |m| m.len());
+    r.users().iter().for_each(|m| m.clear());
+    r.note_deleted(n);
     text("")
+}
+
+pub(super) fn cmd_clear_map(_: &mut Ctx<'_>, args: &[String]) -> Output {
+    clear(MAP, args)
+}
+
+pub(super) fn cmd_clear_acl(_: &mut Ctx<'_>, args: &[String]) -> Output {
+    clear(ACL, args)
+}
+
+/// `prepare map|acl <ref>`: a new empty version, its number in the reply.
+fn prepare(flag: u8, args: &[String]) -> Output {
+    let name = args.first().map_or("", String::as_str);
+    let Some(r) = find(name, Some(flag)) else {
+        return unknown(flag);
+    };
+    text(format!("New version created: {}\n", r.prepare()))
+}
+
+pub(super) fn cmd_prepare_map(_: &mut Ctx<'_>, args: &[String]) -> Output {
+    prepare(MAP, args)
+}
+
+pub(super) fn cmd_prepare_acl(_: &mut Ctx<'_>, args: &[String]) -> Output {
+    prepare(ACL, args)
+}
+
+/// `commit map|acl @<ver> <ref>`: the version requests see becomes
+/// `<ver>`, the older ones are gone.
+fn commit(flag: u8, args: &[String]) -> Output {
+    let (Some(ver), args) = version(args) else {
+        return text("Missing version number.\n");
+    };
+    let Some(name) = args.first() else {
+        return text(format!("Missing {} identifier.\n", kind_word(flag)));
+    };
+    let Some(r) = find(name, Some(flag)) else {
+        return unknown(flag);
+    };
+    match r.commit(ver) {
+        Ok(()) => text(""),
+        Err(_) => text("Version number out of range.\n"),
+    }
+}
+
+pub(super) fn cmd_commit_map(_: &mut Ctx<'_>, args: &[String]) -> Output {
+    commit(MAP, args)
+}
+
+pub(super) fn cmd_commit_acl(_: &mut Ctx<'_>, args: &[String]) -> Output {
+    commit(ACL, args)
 }

@@ -105,11 +105,25 @@ struct Command {
 /// Usage and description texts are HAProxy 2.6's.
 static COMMANDS: &[Command] = &[
     Command {
+        words: &["add", "acl"],
+        usage: "add acl [@<ver>] <acl> <pattern>",
+        desc: "add an acl entry",
+        level: CliLevel::User,
+        run: cmd_add_acl,
+    },
+    Command {
         words: &["add", "map"],
         usage: "add map [@<ver>] <map> <key> <val>",
         desc: "add a map entry (payload supported instead of key/val)",
         level: CliLevel::User,
         run: cmd_add_map,
+    },
+    Command {
+        words: &["clear", "acl"],
+        usage: "clear acl [@<ver>] <acl>",
+        desc: "clear the contents of this acl",
+        level: CliLevel::User,
+        run: cmd_clear_acl,
     },
     Command {
         words: &["clear", "counters"],
@@ -124,6 +138,27 @@ static COMMANDS: &[Command] = &[
         desc: "clear the contents of this map",
         level: CliLevel::User,
         run: cmd_clear_map,
+    },
+    Command {
+        words: &["commit", "acl"],
+        usage: "commit acl @<ver> <acl>",
+        desc: "commit the ACL at this version",
+        level: CliLevel::User,
+        run: cmd_commit_acl,
+    },
+    Command {
+        words: &["commit", "map"],
+        usage: "commit map @<ver> <map>",
+        desc: "commit the map at this version",
+        level: CliLevel::User,
+        run: cmd_commit_map,
+    },
+    Command {
+        words: &["del", "acl"],
+        usage: "del acl <acl> [<key>|#<ref>]",
+        desc: "delete acl entries matching <key>",
+        level: CliLevel::User,
+        run: cmd_del_acl,
     },
     Command {
         words: &["del", "map"],
@@ -161,6 +196,13 @@ static COMMANDS: &[Command] = &[
         run: cmd_enable_server,
     },
     Command {
+        words: &["get", "acl"],
+        usage: "get acl <acl> <value>",
+        desc: "report the patterns matching a sample for an ACL",
+        level: CliLevel::User,
+        run: cmd_get_acl,
+    },
+    Command {
         words: &["get", "map"],
         usage: "get map <acl> <value>",
         desc: "report the keys and values matching a sample for a map",
@@ -187,6 +229,20 @@ static COMMANDS: &[Command] = &[
         desc: "lower the level of the current CLI session to operator",
         level: CliLevel::Operator,
         run: cmd_operator,
+    },
+    Command {
+        words: &["prepare", "acl"],
+        usage: "prepare acl <acl>",
+        desc: "prepare a new version for atomic ACL replacement",
+        level: CliLevel::User,
+        run: cmd_prepare_acl,
+    },
+    Command {
+        words: &["prepare", "map"],
+        usage: "prepare map <acl>",
+        desc: "prepare a new version for atomic map replacement",
+        level: CliLevel::User,
+        run: cmd_prepare_map,
     },
     Command {
         words: &["set", "map"],
@@ -236,6 +292,13 @@ static COMMANDS: &[Command] = &[
         desc: "change a server's weight (use 'set server' instead)",
         level: CliLevel::Admin,
         run: cmd_set_weight,
+    },
+    Command {
+        words: &["show", "acl"],
+        usage: "show acl [@<ver>] <acl>]",
+        desc: "report available acls or dump an acl's contents",
+        level: CliLevel::User,
+        run: cmd_show_acl,
     },
     Command {
         words: &["show", "backend"],
