@@ -710,15 +710,14 @@ fn run(cfg: Config, opts: &Options) -> i32 {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
     let affinity = thread_cpus(&cfg.global.cpu_map, threads);
-    let runtimes = match crate::sys::workers::build(threads, &affinity) {
+    let runtimes = match crate::sys::workers::start(threads, &affinity) {
         Ok(r) => r,
         Err(e) => {
             alert(pid, &format!("cannot start the runtime: {e}"));
             return 1;
         }
     };
-    crate::sys::workers::install(&runtimes);
-    let code = runtimes[0].block_on(serve(
+    let code = runtimes.control.block_on(serve(
         cfg,
         opts.clone(),
         bound,
@@ -732,10 +731,9 @@ fn run(cfg: Config, opts: &Options) -> i32 {
             let _ = std::fs::remove_file(path);
         }
     }
-    // Connections still open at a hard stop are not waited for.
-    for r in runtimes {
-        r.shutdown_background();
-    }
+    // Connections still open at a hard stop are not waited for: the
+    // workers' threads end with the process.
+    runtimes.control.shutdown_background();
     code
 }
 

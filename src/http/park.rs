@@ -118,7 +118,8 @@ fn lock(m: &Mutex<Slots>) -> std::sync::MutexGuard<'_, Slots> {
     }
 }
 
-/// The process's parking lot, started on first use inside the runtime.
+/// The process's parking lot, started on first use, on the control runtime
+/// (from where connections that speak again are dealt to the workers).
 /// None if the system refused an epoll instance: connections then simply
 /// stay in their tasks.
 fn lot() -> Option<&'static Arc<Lot>> {
@@ -134,7 +135,10 @@ fn lot() -> Option<&'static Arc<Lot>> {
             parked_since_trim: AtomicUsize::new(0),
             resched: tokio::sync::Notify::new(),
         });
-        tokio::spawn(run(lot.clone()));
+        match crate::sys::workers::control() {
+            Some(control) => drop(control.spawn(run(lot.clone()))),
+            None => drop(tokio::spawn(run(lot.clone()))),
+        }
         Some(lot)
     })
     .as_ref()

@@ -179,9 +179,15 @@ impl Pool {
         self.idle.iter().map(|l| lock(l).len()).sum()
     }
 
-    /// The idle list of the calling thread's runtime.
-    fn local_idle(&self) -> &Mutex<Vec<Idle>> {
-        &self.idle[crate::sys::workers::current() % self.idle.len()]
+    /// The idle list of the calling worker: None on a thread that is not
+    /// one (the control runtime's connections are not kept), the one list
+    /// before the workers start (unit tests run on their own runtime).
+    fn list_here(&self) -> Option<usize> {
+        match crate::sys::workers::current() {
+            Some(n) => Some(n % self.idle.len()),
+            None if crate::sys::workers::workers().is_empty() => Some(0),
+            None => None,
+        }
     }
 
     /// An idle connection that is still clean, most recently used first,
@@ -197,12 +203,16 @@ impl Pool {
     /// taken from another runtime's list, as HAProxy's threads take idle
     /// connections from each other, and moved to this runtime's reactor.
     pub(crate) fn take(&self, sni: Option<&str>) -> Option<Stream> {
-        let here = crate::sys::workers::current() % self.idle.len();
-        if let Some(s) = self.take_from(here, sni, true) {
+        let here = self.list_here();
+        if let Some(h) = here
+            && let Some(s) = self.take_from(h, sni, true)
+        {
             return Some(s);
         }
-        (1..self.idle.len())
-            .map(|k| (here + k) % self.idle.len())
+        let start = here.unwrap_or(0);
+        (0..self.idle.len())
+            .map(|k| (start + k) % self.idle.len())
+            .filter(|&i| Some(i) != here)
             .find_map(|i| {
                 loop {
                     let s = self.take_from(i, sni, false)?;
@@ -249,7 +259,10 @@ impl Pool {
         if self.is_dynamic() {
             return;
         }
-        let mut idle = lock(self.local_idle());
+        let Some(here) = self.list_here() else {
+            return;
+        };
+        let mut idle = lock(&self.idle[here]);
         if idle.len() < (MAX_IDLE / self.idle.len()).max(1) {
             idle.push(Idle {
                 stream,

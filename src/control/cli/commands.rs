@@ -64,19 +64,25 @@ pub(super) fn cmd_show_cli_level(ctx: &mut Ctx<'_>, _: &[String]) -> Output {
     text(format!("{}\n", ctx.level.as_str()))
 }
 
-/// `reload`: answers with the outcome and, on failure, the errors.
-pub(super) fn cmd_reload(ctx: &mut Ctx<'_>, _: &[String]) -> Output {
-    let Some(sup) = crate::control::reload::supervisor() else {
-        return text("reload is not available in this process.\n");
-    };
-    // The dispatcher is synchronous; the reload runs to completion on this
-    // worker while the other workers keep serving.
-    let handle = tokio::runtime::Handle::current();
-    if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
-        return text("reload is not available in this process.\n");
+/// What `reload` answers where no reload can run.
+pub(super) const NO_RELOAD: &str = "reload is not available in this process.\n";
+
+/// `reload`: the session runs it ([`run_reload`]); the dispatcher, which
+/// is synchronous, only says so.
+pub(super) fn cmd_reload(_: &mut Ctx<'_>, _: &[String]) -> Output {
+    Output {
+        text: String::new(),
+        effect: Effect::Reload,
     }
-    let report = tokio::task::block_in_place(|| handle.block_on(sup.reload()));
-    let _ = ctx;
+}
+
+/// Runs a reload for the CLI and answers with the outcome and, on failure,
+/// the errors.
+pub(crate) async fn run_reload() -> Output {
+    let Some(sup) = crate::control::reload::supervisor() else {
+        return text(NO_RELOAD);
+    };
+    let report = sup.reload().await;
     let mut out = if report.ok {
         format!("Success=1\ngeneration={}\n", report.generation)
     } else {

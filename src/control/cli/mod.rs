@@ -53,6 +53,9 @@ pub(crate) enum Effect {
     Quit,
     /// `set timeout cli <delay>`: the session's new idle timeout.
     SetTimeout(Duration),
+    /// `reload`: the session runs the reload (it awaits it, where the
+    /// synchronous dispatcher cannot) and its report is the output.
+    Reload,
 }
 
 /// One command's output: complete lines, each ending in `\n`, never an empty
@@ -71,6 +74,8 @@ pub(crate) struct Reply {
     pub(crate) level: CliLevel,
     /// The session's experimental mode after the line.
     pub(crate) experimental: bool,
+    /// The commands of the line after a `reload`, run once it is done.
+    pub(crate) rest: Vec<Vec<String>>,
 }
 
 impl Reply {
@@ -82,7 +87,7 @@ impl Reply {
             match o.effect {
                 Effect::Quit => return (out, true),
                 Effect::TogglePrompt => *prompt = !*prompt,
-                Effect::None | Effect::SetTimeout(_) => {}
+                Effect::None | Effect::SetTimeout(_) | Effect::Reload => {}
             }
             out.push_str(&o.text);
             out.push_str(if *prompt { "\n> " } else { "\n" });
@@ -461,15 +466,35 @@ fn text(s: impl Into<String>) -> Output {
 #[cfg(test)]
 /// Runs one input line (without its `\n`) at `level`. Never panics, whatever
 /// the input: unknown words get the suggestion text, bad arguments an error
-/// line.
+/// line. A `reload` is answered as where no reload can run.
 pub(crate) fn execute(line: &str, level: CliLevel, rt: &Runtime) -> Reply {
-    execute_from(line, (level, false), rt, CliOrigin::Unix, 0)
+    let mut reply = execute_from(line, (level, false), rt, CliOrigin::Unix, 0);
+    for o in &mut reply.outputs {
+        if o.effect == Effect::Reload {
+            *o = text(commands::NO_RELOAD);
+        }
+    }
+    reply
 }
 
-/// [`execute`] for a session coming from `origin`, `me` naming it in
-/// `show sess`.
+/// Runs one input line for a session coming from `origin`, `me` naming it
+/// in `show sess`. A `reload` stops the line there: its output says
+/// [`Effect::Reload`], and the session runs it and then the rest of the
+/// line ([`Reply::rest`]).
 pub(crate) fn execute_from(
     line: &str,
+    (level, experimental): (CliLevel, bool),
+    rt: &Runtime,
+    origin: CliOrigin,
+    me: usize,
+) -> Reply {
+    let line = line.strip_suffix('\r').unwrap_or(line);
+    execute_words(split_line(line), (level, experimental), rt, origin, me)
+}
+
+/// [`execute_from`] on a line already split into commands.
+pub(crate) fn execute_words(
+    commands: Vec<Vec<String>>,
     (level, experimental): (CliLevel, bool),
     rt: &Runtime,
     origin: CliOrigin,
@@ -483,20 +508,26 @@ pub(crate) fn execute_from(
         origin,
         me,
     };
-    let line = line.strip_suffix('\r').unwrap_or(line);
     let mut outputs = Vec::new();
-    for words in split_line(line) {
+    let mut commands = commands.into_iter();
+    for words in commands.by_ref() {
         let out = dispatch(&mut ctx, &words);
-        let quit = out.effect == Effect::Quit;
+        let stop = matches!(out.effect, Effect::Quit | Effect::Reload);
         outputs.push(sanitize(out));
-        if quit {
+        if stop {
             break;
         }
     }
+    let reloading = outputs.last().is_some_and(|o| o.effect == Effect::Reload);
     Reply {
         outputs,
         level: ctx.level,
         experimental: ctx.experimental,
+        rest: if reloading {
+            commands.collect()
+        } else {
+            Vec::new()
+        },
     }
 }
 

@@ -193,7 +193,24 @@ pub(crate) async fn handle_conn<S>(
             let line = String::from_utf8_lossy(&raw[..raw.len() - 1]);
             // The session's `show sess` pointer: its read buffer's address.
             let me = chunk.as_ptr() as usize;
-            let reply = execute_from(&line, (level, experimental), &rt, origin, me);
+            let mut reply = execute_from(&line, (level, experimental), &rt, origin, me);
+            // A `reload` is run here, where it can be awaited, then the
+            // rest of the line.
+            while reply
+                .outputs
+                .last()
+                .is_some_and(|o| o.effect == Effect::Reload)
+            {
+                if let Some(last) = reply.outputs.last_mut() {
+                    *last = commands::run_reload().await;
+                }
+                let rest = std::mem::take(&mut reply.rest);
+                let more = execute_words(rest, (reply.level, reply.experimental), &rt, origin, me);
+                reply.outputs.extend(more.outputs);
+                reply.level = more.level;
+                reply.experimental = more.experimental;
+                reply.rest = more.rest;
+            }
             level = reply.level;
             experimental = reply.experimental;
             for o in &reply.outputs {
