@@ -49,26 +49,10 @@ cleanup() {
 trap cleanup EXIT
 
 backend=$BASE
-mkdir -p "$tmp/nginx"
-cat >"$tmp/nginx/nginx.conf" <<EOF
-daemon off;
-worker_processes 1;
-pid $tmp/nginx/nginx.pid;
-error_log $tmp/nginx/error.log error;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    client_body_temp_path $tmp/nginx/body; proxy_temp_path $tmp/nginx/proxy;
-    fastcgi_temp_path $tmp/nginx/fastcgi; uwsgi_temp_path $tmp/nginx/uwsgi; scgi_temp_path $tmp/nginx/scgi;
-    keepalive_timeout 120s; keepalive_requests 100000000;
-    server {
-        listen 127.0.0.1:$backend backlog=4096;
-        location = / { default_type text/plain; return 200 "$(printf '%099d' 0)\n"; }
-    }
-}
-EOF
-nginx -p "$tmp/nginx" -c "$tmp/nginx/nginx.conf" -e "$tmp/nginx/error.log" &
-pids+=($!)
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
+start_backend "$tmp/nginx" "$backend"
+pids+=("$BACKEND_PID")
 
 # The proxy-bench template, one or two threads, logging off.
 config() { # threads port
@@ -176,6 +160,11 @@ under_load() { # name pid port
   wait "$tracer" || true
   echo "### $name: system calls per request (strace -c -f, wrk -c$C, $req requests)"
   echo
+  if [ ! -s "$trace" ]; then
+    echo "(strace could not attach here: see kernel.yama.ptrace_scope)"
+    echo
+    return
+  fi
   echo "| call | per request |"
   echo "|---|---|"
   awk -v r="$req" '$4 ~ /^[0-9]+$/ && $NF != "total" { printf "| %s | %.3f |\n", $NF, $4 / r }

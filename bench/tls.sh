@@ -38,26 +38,10 @@ cat "$tmp/ec.crt" "$tmp/ec.key" >"$tmp/ec.pem"
 cat "$tmp/rsa.crt" "$tmp/rsa.key" >"$tmp/rsa.pem"
 
 backend=$BASE
-mkdir -p "$tmp/nginx"
-cat >"$tmp/nginx/nginx.conf" <<EOF
-daemon off;
-worker_processes 1;
-pid $tmp/nginx/nginx.pid;
-error_log $tmp/nginx/error.log error;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    client_body_temp_path $tmp/nginx/body; proxy_temp_path $tmp/nginx/proxy;
-    fastcgi_temp_path $tmp/nginx/fastcgi; uwsgi_temp_path $tmp/nginx/uwsgi; scgi_temp_path $tmp/nginx/scgi;
-    keepalive_timeout 120s; keepalive_requests 100000000;
-    server {
-        listen 127.0.0.1:$backend backlog=4096;
-        location = / { default_type text/plain; return 200 "$(printf '%099d' 0)\n"; }
-    }
-}
-EOF
-nginx -p "$tmp/nginx" -c "$tmp/nginx/nginx.conf" -e "$tmp/nginx/error.log" &
-pids+=($!)
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
+start_backend "$tmp/nginx" "$backend"
+pids+=("$BACKEND_PID")
 
 # One frontend per (certificate, version), ports from BASE+10.
 config() {
