@@ -23,6 +23,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 pub(crate) use diag::{Diagnostic, Level};
+pub(crate) use parser::dynamic_server;
 
 /// Result of loading a configuration.
 #[derive(Debug, Clone)]

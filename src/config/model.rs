@@ -1161,6 +1161,9 @@ pub(crate) struct Server {
     pub(crate) tls: Option<std::sync::Arc<crate::tls::upstream::UpstreamTls>>,
     /// `check-ssl`: the TLS of the checks, built from the same options.
     pub(crate) check_tls: Option<std::sync::Arc<crate::tls::upstream::UpstreamTls>>,
+    /// The host name of the address when it is not an IP address
+    /// (`srv_fqdn` of `show servers state`).
+    pub(crate) fqdn: Option<String>,
 }
 
 /// `observe layer4|layer7`: passive health from live traffic.
@@ -1187,6 +1190,10 @@ pub(crate) struct ServerOpts {
     pub(crate) backup: bool,
     /// Starts in maintenance (`disabled`).
     pub(crate) disabled: bool,
+    /// `enabled` was said (a dynamic server then starts ready).
+    pub(crate) enabled: bool,
+    /// `id` was given on the line (`srv_f_forced_id`).
+    pub(crate) forced_id: bool,
     /// 0 = unlimited.
     pub(crate) maxqueue: u32,
     /// Dynamic maxconn floor (with `fullconn`); 0 = none.
@@ -1208,6 +1215,9 @@ pub(crate) struct ServerOpts {
     /// `srv_use_ssl` of `show servers state`, as HAProxy keeps it: 1 for
     /// `ssl`, -1 for `no-ssl`, 0 when neither was said.
     pub(crate) use_ssl: i8,
+    /// Added by the CLI's `add server`: starts in maintenance with its
+    /// checks disabled, as HAProxy's dynamic servers.
+    pub(crate) dynamic: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]

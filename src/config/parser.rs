@@ -31,7 +31,7 @@ mod userlistkw;
 pub(crate) use globalkw::{GLOBAL, add_case_adjust};
 pub(crate) use proxykw::{OPTIONS, PROXY};
 pub(crate) use rulekw::{HTTP_REQUEST, HTTP_RESPONSE, run_outside, var_rule};
-pub(crate) use serverkw::SERVER;
+pub(crate) use serverkw::{SERVER, dynamic_server};
 
 /// One keyword of a statement kind, as its table holds it: the name, the
 /// function that parses the statement, and what the keyword lists need to
@@ -208,6 +208,9 @@ pub(crate) struct State<'r> {
     /// Legacy keyword families already warned about (HAProxy 2.0 warns
     /// once per family).
     legacy_warned: Vec<&'static str>,
+    /// Parsing a server of the CLI's `add server`: only HAProxy's dynamic
+    /// server options are taken.
+    dynamic: bool,
 }
 
 /// Looks up an environment variable (injected, so tests choose the
@@ -260,6 +263,7 @@ impl<'r> State<'r> {
             missing_acl: None,
             scratch: default_template(),
             legacy_warned: Vec::new(),
+            dynamic: false,
         }
     }
 

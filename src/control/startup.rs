@@ -950,19 +950,14 @@ async fn serve(
         );
         return 1;
     }
-    let sup = match crate::control::reload::Supervisor::start(
-        rt.clone(),
-        sources,
-        global_max,
-        bound,
-        cfg.clone(),
-    ) {
-        Ok(sup) => sup,
-        Err(e) => {
-            alert(pid, &format!("cannot start listeners: {e}"));
-            return 1;
-        }
-    };
+    let sup =
+        match crate::control::reload::Supervisor::start(rt.clone(), sources, global_max, bound) {
+            Ok(sup) => sup,
+            Err(e) => {
+                alert(pid, &format!("cannot start listeners: {e}"));
+                return 1;
+            }
+        };
     if let Some(peer) = &opts.local_peer {
         crate::sys::process::set_local_peer(peer);
     }

@@ -19,7 +19,7 @@ use crate::config::model::{
     HttpResponseAction, HttpReuse, ListenAddr, Mode, Proxy, ProxyKind, StatsPage, Timeouts,
 };
 use crate::snapshot::lb::Lb;
-use crate::state::change::{ServerSettings, StateChange};
+use crate::state::change::{ServerSettings, StartAdmin, StateChange};
 use crate::state::{BackendState, FrontendState, Registry, ServerState};
 use delta::Change;
 use legacy_rt::LegacyRt;
@@ -464,7 +464,13 @@ impl Compiler<'_> {
                         self.changes.push(StateChange::AddServer {
                             backend: state.clone(),
                             server: st.clone(),
-                            maint: s.opts.disabled,
+                            start: if s.opts.disabled {
+                                StartAdmin::Disabled
+                            } else if s.opts.dynamic && !s.opts.enabled {
+                                StartAdmin::Added
+                            } else {
+                                StartAdmin::Ready
+                            },
                         });
                         st
                     }
@@ -677,6 +683,8 @@ fn server_settings(p: &Proxy, s: &crate::config::model::Server) -> ServerSetting
         send_proxy: s.opts.send_proxy,
         shutdown_on_down: s.opts.shutdown_on_down,
         cuttable: s.opts.shutdown_on_down || cut_by_active,
+        checks_enabled: !s.opts.dynamic,
+        fqdn: s.fqdn.clone(),
     }
 }
 

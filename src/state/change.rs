@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 
-use super::{AdminState, BackendState, FrontendState, Registry, ServerState};
+use super::{BackendState, FrontendState, Registry, ServerState};
 use crate::config::model::UnixName;
 use crate::tls::upstream::UpstreamTls;
 
@@ -24,12 +24,12 @@ pub(crate) enum StateChange {
     },
     /// A backend name seen for the first time (before its servers).
     AddBackend(Arc<BackendState>),
-    /// A server seen for the first time in its backend; `maint` when the
-    /// configuration says `disabled` (it starts in maintenance).
+    /// A server seen for the first time in its backend, in the admin
+    /// state it starts in.
     AddServer {
         backend: Arc<BackendState>,
         server: Arc<ServerState>,
-        maint: bool,
+        start: StartAdmin,
     },
     /// A server a reload had removed is configured again.
     ReviveServer(Arc<ServerState>),
@@ -76,6 +76,18 @@ pub(crate) enum StateChange {
     },
 }
 
+/// The admin state a new server starts in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StartAdmin {
+    Ready,
+    /// `disabled`: in maintenance by the configuration (HAProxy's
+    /// `CMAINT`, with checks paused).
+    Disabled,
+    /// A server the CLI added: in forced maintenance until `enable
+    /// server`, its checks not paused.
+    Added,
+}
+
 /// A server's on/off runtime setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ServerFlag {
@@ -111,6 +123,10 @@ pub(crate) struct ServerSettings {
     pub(crate) send_proxy: u8,
     pub(crate) shutdown_on_down: bool,
     pub(crate) cuttable: bool,
+    /// Checks start enabled (a dynamic server's wait for `enable health`).
+    pub(crate) checks_enabled: bool,
+    /// The host name of the configured address, if it is one.
+    pub(crate) fqdn: Option<String>,
 }
 
 impl ServerSettings {
@@ -127,6 +143,10 @@ impl ServerSettings {
         s.send_proxy.store(self.send_proxy, Relaxed);
         s.shutdown_on_down.store(self.shutdown_on_down, Relaxed);
         s.cuttable.store(self.cuttable, Relaxed);
+        if !self.checks_enabled {
+            s.health.set_check_enabled(false);
+        }
+        s.fqdn.store(self.fqdn.clone().map(Arc::new));
         s
     }
 
@@ -252,12 +272,14 @@ impl Registry {
                 StateChange::AddServer {
                     backend,
                     server,
-                    maint,
+                    start,
                 } => {
-                    if *maint {
-                        // `disabled`: starts in maintenance (a reload keeps
-                        // the state an operator set since).
-                        server.set_admin(AdminState::Maint);
+                    // Only a new server: a reload keeps the state an
+                    // operator set since.
+                    match start {
+                        StartAdmin::Ready => {}
+                        StartAdmin::Disabled => server.start_maint(true),
+                        StartAdmin::Added => server.start_maint(false),
                     }
                     backend.insert_server(server.clone());
                 }

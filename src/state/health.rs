@@ -319,6 +319,16 @@ impl Health {
         }
     }
 
+    /// A server that starts in maintenance: DOWN at health 0 from the
+    /// start, its checks `paused` or not; no down period is counted.
+    pub(crate) fn start_stopped(&self, paused: bool) {
+        let mut g = self.lock();
+        g.health = 0;
+        self.op.store(OP_STOPPED, Relaxed);
+        self.paused.store(paused, Relaxed);
+        self.last_change.store(now_secs(), Relaxed);
+    }
+
     /// Entering maintenance: checks paused, health 0, DOWN (counted in
     /// `chkdown` as HAProxy does).
     pub(crate) fn enter_maint(&self) {
@@ -334,7 +344,7 @@ impl Health {
     /// immediately", so one failed check takes it down again). A server
     /// without checks keeps health 0, as HAProxy shows it in `show servers
     /// state`.
-    pub(crate) fn leave_maint(&self) {
+    pub(crate) fn leave_maint(&self, keep_paused: bool) {
         let checked = self.is_checked();
         let mut g = self.lock();
         if checked {
@@ -345,7 +355,7 @@ impl Health {
         } else {
             self.op.store(OP_RUNNING, Relaxed);
         }
-        self.paused.store(false, Relaxed);
+        self.paused.store(keep_paused, Relaxed);
     }
 
     pub(crate) fn info(&self) -> CheckInfo {
@@ -654,7 +664,7 @@ mod tests {
         assert_eq!(h.chkdown.load(Relaxed), 2);
         assert_eq!(ok(&h), None, "checks are paused in maintenance");
         assert_eq!(h.info().health, 0);
-        h.leave_maint();
+        h.leave_maint(false);
         assert_eq!(h.status_text(), "UP 1/3");
         assert!(h.set_check_enabled(false));
         assert_eq!(h.status_text(), "no check");

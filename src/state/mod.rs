@@ -40,6 +40,9 @@ pub(crate) struct FrontendState {
 /// prints them. sluice sets the forced ones from the CLI.
 pub(crate) const ADMF_FMAINT: u8 = 0x01;
 pub(crate) const ADMF_FDRAIN: u8 = 0x08;
+/// Maintenance the configuration asked for (`disabled`); `enable server`
+/// leaves it set, as HAProxy does.
+pub(crate) const ADMF_CMAINT: u8 = 0x04;
 /// Admin bits that keep a server out of load balancing.
 const ADMF_NO_LB: u8 = ADMF_FMAINT | ADMF_FDRAIN;
 
@@ -101,6 +104,13 @@ pub(crate) struct ServerState {
     /// Removed by a reload: no new request goes to it; the requests it
     /// serves finish, and its slots are not handed to queued requests.
     retired: AtomicBool,
+    /// The host name its address comes from (`srv_fqdn`), if any: the
+    /// configuration's, or the CLI's `set server .. fqdn`.
+    pub(crate) fqdn: arc_swap::ArcSwapOption<String>,
+    /// Added by the CLI and never in service since: `show stat` shows the
+    /// effective weight HAProxy gives such a server before computing one
+    /// (1, whatever its `weight`).
+    pub(crate) fresh_weight: AtomicBool,
 }
 
 pub(crate) const OBSERVE_L4: u8 = 1;
@@ -138,11 +148,19 @@ impl ServerState {
             cuttable: AtomicBool::new(false),
             kill: tokio::sync::Notify::new(),
             retired: AtomicBool::new(false),
+            fqdn: arc_swap::ArcSwapOption::empty(),
+            fresh_weight: AtomicBool::new(false),
         }
     }
 
     pub(crate) fn addr(&self) -> SocketAddr {
         self.pool.load().addr()
+    }
+
+    /// Has an address to connect to: not a host name left unresolved
+    /// (`init-addr none`, a dynamic server's FQDN), shown as none.
+    pub(crate) fn has_addr(&self) -> bool {
+        !(self.addr().ip().is_unspecified() && self.fqdn.load().is_some())
     }
 
     pub(crate) fn inflight(&self) -> u32 {
@@ -196,6 +214,21 @@ impl ServerState {
         self.admin() & ADMF_FDRAIN != 0
     }
 
+    /// A new server that starts in maintenance: `config` for `disabled`
+    /// (HAProxy's `CMAINT`: checks paused), else one the CLI added (forced
+    /// maintenance, checks not paused). Unlike entering maintenance later,
+    /// no down period starts and no `chkdown` is counted.
+    pub(crate) fn start_maint(&self, config: bool) {
+        let bits = if config {
+            ADMF_FMAINT | ADMF_CMAINT
+        } else {
+            ADMF_FMAINT
+        };
+        self.admin.store(bits, Relaxed);
+        self.health.start_stopped(config);
+        self.fresh_weight.store(!config, Relaxed);
+    }
+
     /// `set server .. state ready|drain|maint`, `disable|enable server`.
     /// Maintenance and drain exclude each other, as in HAProxy: entering
     /// one leaves the other. Entering maintenance pauses checks and takes
@@ -207,7 +240,7 @@ impl ServerState {
             AdminState::Ready => 0,
             AdminState::Drain => ADMF_FDRAIN,
             AdminState::Maint => ADMF_FMAINT,
-        };
+        } | (self.admin() & ADMF_CMAINT);
         // Out of load balancing first, health after; back in: the reverse.
         if bits & ADMF_FMAINT != 0 {
             let before = self.admin.swap(bits, Relaxed);
@@ -218,7 +251,10 @@ impl ServerState {
             before
         } else {
             if self.admin() & ADMF_FMAINT != 0 {
-                self.health.leave_maint();
+                // Out of the configuration's maintenance only by a reload:
+                // its checks stay paused, as in HAProxy.
+                self.health.leave_maint(bits & ADMF_CMAINT != 0);
+                self.fresh_weight.store(false, Relaxed);
             }
             self.admin.swap(bits, Relaxed)
         }
@@ -313,6 +349,12 @@ impl BackendState {
     /// Keeps a new server's state under its name (`StateChange::AddServer`).
     pub(crate) fn insert_server(&self, s: Arc<ServerState>) {
         lock(&self.servers).insert(s.name.clone(), s);
+    }
+
+    /// Forgets a server the CLI deleted: a server added later under the
+    /// same name starts afresh, as in HAProxy.
+    pub(crate) fn forget_server(&self, name: &str) {
+        lock(&self.servers).remove(name);
     }
 }
 

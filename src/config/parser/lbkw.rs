@@ -91,8 +91,8 @@ impl State<'_> {
             "no-send-proxy" | "no-send-proxy-v2" => o.send_proxy = 0,
             "backup" => o.backup = true,
             "no-backup" => o.backup = false,
-            "disabled" => o.disabled = true,
-            "enabled" => o.disabled = false,
+            "disabled" => (o.disabled, o.enabled) = (true, false),
+            "enabled" => (o.disabled, o.enabled) = (false, true),
             "maxqueue" => {
                 sd.opts.maxqueue = int(self)?;
                 return Some(2);

@@ -59,6 +59,7 @@ impl State<'_> {
         };
         let (weight, maxconn, check, params) = (sd.weight, sd.maxconn, sd.check, sd.params);
         let (mut opts, id, cookie) = (sd.opts, sd.id, sd.cookie);
+        opts.forced_id = id.is_some();
         opts.use_ssl = match &sd.tls {
             Some(t) if t.enabled => 1,
             Some(t) if t.no_ssl => -1,
@@ -131,7 +132,13 @@ impl State<'_> {
             return;
         }
         let port = hp.port;
+        let fqdn = (unix.is_none()
+            && !hp.host.is_empty()
+            && hp.host != "*"
+            && hp.host.parse::<std::net::IpAddr>().is_err())
+        .then(|| hp.host.clone());
         let server = Server {
+            fqdn,
             name: name.clone(),
             addr_text: addr_text.clone(),
             addr: std::net::SocketAddr::from(([0, 0, 0, 0], port)),
@@ -191,6 +198,17 @@ impl State<'_> {
         while let Some(w) = words.get(i) {
             let v = words.get(i + 1).map(String::as_str);
             let w = w.as_str();
+            if self.dynamic
+                && !DYNAMIC_OK.contains(&w)
+                && (SERVER.iter().any(|e| e.name == w) || kw::haproxy_has(kw::Kind::Server, w))
+            {
+                self.server_at(
+                    &line,
+                    format!("'{w}' option is not accepted for dynamic server"),
+                );
+                ok = false;
+                break;
+            }
             let step = match SERVER.iter().find(|e| e.name == w) {
                 Some(e) => (e.run)(self, &mut line, w, v),
                 None => {
@@ -309,6 +327,134 @@ impl State<'_> {
         }
         .unwrap_or_default()
     }
+}
+
+/// The server options HAProxy 2.6 takes on the CLI's `add server` (those
+/// it marks `dynamic_ok`); the others are refused there with its message.
+pub(crate) const DYNAMIC_OK: &[&str] = &[
+    "agent-addr",
+    "agent-check",
+    "agent-inter",
+    "agent-port",
+    "agent-send",
+    "allow-0rtt",
+    "alpn",
+    "addr",
+    "backup",
+    "ca-file",
+    "check",
+    "check-alpn",
+    "check-proto",
+    "check-send-proxy",
+    "check-sni",
+    "check-ssl",
+    "check-via-socks4",
+    "ciphers",
+    "ciphersuites",
+    "crl-file",
+    "crt",
+    "disabled",
+    "downinter",
+    "enabled",
+    "error-limit",
+    "fall",
+    "fastinter",
+    "force-sslv3",
+    "force-tlsv10",
+    "force-tlsv11",
+    "force-tlsv12",
+    "force-tlsv13",
+    "id",
+    "inter",
+    "maxconn",
+    "maxqueue",
+    "minconn",
+    "no-ssl-reuse",
+    "no-sslv3",
+    "no-tlsv10",
+    "no-tlsv11",
+    "no-tlsv12",
+    "no-tlsv13",
+    "no-tls-tickets",
+    "npn",
+    "observe",
+    "on-error",
+    "on-marked-down",
+    "on-marked-up",
+    "pool-low-conn",
+    "pool-max-conn",
+    "pool-purge-delay",
+    "port",
+    "proto",
+    "proxy-v2-options",
+    "rise",
+    "send-proxy",
+    "send-proxy-v2",
+    "send-proxy-v2-ssl",
+    "send-proxy-v2-ssl-cn",
+    "slowstart",
+    "sni",
+    "source",
+    "ssl",
+    "ssl-max-ver",
+    "ssl-min-ver",
+    "tfo",
+    "tls-tickets",
+    "track",
+    "usesrc",
+    "verify",
+    "verifyhost",
+    "weight",
+    "ws",
+];
+
+/// The server the CLI's `add server <be>/<name> <addr> [options]` asks
+/// for, `words` being `server <name> <addr> [options]`, for backend `be`:
+/// parsed as a `server` line of that backend without its
+/// `default-server` (HAProxy reuses none), with only the options HAProxy
+/// allows there. A host name is kept as the server's FQDN without being
+/// resolved (HAProxy's dynamic servers have `init-addr none`). `Err` is
+/// HAProxy's message for the first problem.
+pub(crate) fn dynamic_server(be: &Proxy, words: &[String]) -> Result<Server, String> {
+    let no_dns: addr::Resolver<'_> =
+        &|_, _| Err(String::new());
+    let mut st = State::new(no_dns);
+    let mut px = be.clone();
+    px.servers.clear();
+    st.proxies.push(px);
+    st.server_defaults.push(ServerDefaults::default());
+    st.section = Section::Proxy(0);
+    st.dynamic = true;
+    let loc = Loc {
+        file: Arc::from("CLI"),
+        line: 1,
+    };
+    st.kw_server(&loc, words);
+    if let Some(d) = st.diags.iter().find(|d| d.is_alert()) {
+        let ctx = format!(
+            "'server {}/{}' : ",
+            be.name,
+            words.get(1).map_or("", String::as_str)
+        );
+        let m = &d.message;
+        let bare = match m.find(&ctx) {
+            Some(i) => &m[i + ctx.len()..],
+            None => m.split_once("] : ").map_or(m.as_str(), |(_, r)| r),
+        };
+        return Err(format!("{}\n", bare.trim_end()));
+    }
+    let mut server = st
+        .proxies
+        .pop()
+        .and_then(|mut p| p.servers.pop())
+        .ok_or_else(|| "'server' expects <name> and <addr>[:<port>] as arguments.\n".to_string())?;
+    if let Some(p) = st.pending.first()
+        && let Ok(ip) = p.host.parse::<std::net::IpAddr>()
+    {
+        server.addr = std::net::SocketAddr::new(ip, p.port);
+    }
+    server.opts.dynamic = true;
+    Ok(server)
 }
 
 /// The `server` line being parsed: where it is, the context of its

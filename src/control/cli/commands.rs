@@ -621,26 +621,27 @@ pub(super) fn cmd_show_servers_state(ctx: &mut Ctx<'_>, args: &[String]) -> Outp
                 c if c.is_ok() => 3,
                 _ => 2,
             };
-            let check_state = if !h.is_checked() {
-                0
-            } else if !h.check_enabled() {
-                0x02
-            } else if h.is_paused() {
-                0x02 | 0x04 | 0x08
-            } else {
-                0x02 | 0x04
-            };
+            // HAProxy's CHK_ST_CONFIGURED, _ENABLED and _PAUSED bits (a
+            // server that starts `disabled` has its checks paused even
+            // without `check`).
+            let check_state = if h.is_checked() { 0x02 } else { 0 }
+                | if h.check_enabled() { 0x04 } else { 0 }
+                | if h.is_paused() { 0x08 } else { 0 };
             let addr = st.addr();
             // A UNIX socket server has no address or port to show.
             let unix = st.pool.load().unix().is_some();
             let (srv_addr, srv_port) = if unix {
                 ("-".to_string(), 0)
+            } else if !st.has_addr() {
+                ("-".to_string(), addr.port())
             } else {
                 (addr.ip().to_string(), addr.port())
             };
+            let fqdn = st.fqdn.load();
+            let fqdn = fqdn.as_deref().map_or("-", String::as_str);
             let _ = writeln!(
                 out,
-                "{} {} {} {} {} {} {} {} {} {} {} {} {} {} 0 0 0 - {} - {} 0 - - 0",
+                "{} {} {} {} {} {} {} {} {} {} {} {} {} {} 0 0 {} {fqdn} {} - {} 0 - - 0",
                 be.iid,
                 be.name,
                 s.sid,
@@ -655,6 +656,7 @@ pub(super) fn cmd_show_servers_state(ctx: &mut Ctx<'_>, args: &[String]) -> Outp
                 result,
                 info.health,
                 check_state,
+                u8::from(s.opts.forced_id),
                 srv_port,
                 s.opts.use_ssl
             );

@@ -734,7 +734,7 @@ fn server_row(p: &ProxyRt, be: &BackendRt, sv: &ServerRt, opts: CsvOptions) -> R
         if st.pool.load().unix().is_some() {
             // A UNIX socket server, as HAProxy 2.6 shows it.
             r.set("addr", "unix");
-        } else {
+        } else if st.has_addr() {
             r.set("addr", addr_text(st.addr()));
         }
         if let Some(c) = &sv.cookie {
@@ -745,6 +745,11 @@ fn server_row(p: &ProxyRt, be: &BackendRt, sv: &ServerRt, opts: CsvOptions) -> R
     r.set("reuse", get(&c.reuse));
     let idle = st.pool.load().idle_count();
     r.set("srv_icur", idle);
+    if sv.opts.dynamic {
+        // HAProxy's dynamic servers have a limit of idle connections
+        // (none); the configured ones show no limit.
+        r.set("src_ilim", 0);
+    }
     r.set("idle_conn_cur", idle);
     r.set("safe_conn_cur", 0);
     r.set("used_conn_cur", st.inflight());

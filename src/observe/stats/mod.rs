@@ -43,6 +43,7 @@ pub(crate) mod fixture {
             loc: loc(),
             tls: None,
             check_tls: None,
+            fqdn: None,
         }
     }
 
