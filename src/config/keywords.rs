@@ -18,7 +18,13 @@ const fn names<H, const N: usize>(table: &[Kwd<H>]) -> [&'static str; N] {
 
 /// Section keywords sluice parses.
 pub const SECTIONS: &[&str] = &[
-    "global", "defaults", "frontend", "backend", "listen", "userlist",
+    "global",
+    "defaults",
+    "frontend",
+    "backend",
+    "listen",
+    "userlist",
+    "resolvers",
 ];
 
 /// Directives (lines starting with a dot).
@@ -29,7 +35,6 @@ pub const DIRECTIVES: &[&str] = &[
 /// HAProxy sections sluice does not support.
 pub(crate) const UNSUPPORTED_SECTIONS: &[&str] = &[
     "peers",
-    "resolvers",
     "mailers",
     "program",
     "http-errors",
@@ -232,7 +237,6 @@ pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "ignore-persist",
     "rate-limit",
     "persist",
-    "server-template",
     "source",
     "use-server",
     "filter",
@@ -339,11 +343,6 @@ pub(crate) const SERVER_UNSUPPORTED: &[&str] = &[
     "agent-addr",
     "agent-send",
     "track",
-    "init-addr",
-    "resolvers",
-    "resolve-prefer",
-    "resolve-net",
-    "resolve-opts",
     "check-send-proxy",
     "check-sni",
     "check-alpn",

@@ -56,6 +56,8 @@ pub(crate) struct Global {
     pub(crate) vars_limits: crate::sample::vars::Limits,
     /// `userlist` sections, in order.
     pub(crate) userlists: Vec<crate::sample::auth::Userlist>,
+    /// `resolvers` sections, in order.
+    pub(crate) resolvers: Vec<ResolversSection>,
     /// The pattern files and ACL lines' patterns the configuration read,
     /// for the CLI's `map` and `acl` commands.
     pub(crate) pat_refs: crate::sample::patref::PatRefs,
@@ -1136,6 +1138,99 @@ impl Default for CheckParams {
     }
 }
 
+/// A `resolvers` section: the DNS servers and timers the servers that
+/// name it (`resolvers <name>`) are resolved with at run time.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ResolversSection {
+    pub(crate) name: String,
+    pub(crate) loc: Loc,
+    /// `nameserver <name> <ip>:<port>` (`tcp@` for DNS over TCP).
+    pub(crate) nameservers: Vec<Nameserver>,
+    /// `accepted_payload_size`: the EDNS0 size announced (512 by default).
+    pub(crate) accepted_payload_size: u16,
+    /// `resolve_retries`: queries sent before a timeout is reported.
+    pub(crate) resolve_retries: u32,
+    /// `timeout resolve`: between two resolutions of a name.
+    pub(crate) timeout_resolve: Duration,
+    /// `timeout retry`: before a query is sent again.
+    pub(crate) timeout_retry: Duration,
+    pub(crate) hold: Hold,
+}
+
+/// One `nameserver` line.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Nameserver {
+    pub(crate) name: String,
+    pub(crate) addr: SocketAddr,
+    /// `tcp@`: queried over TCP only.
+    pub(crate) tcp: bool,
+    pub(crate) loc: Loc,
+}
+
+/// `hold <status> <period>`: how long the last valid answer stands after
+/// each kind of failure, and how long a record missing from the answers
+/// still counts (`obsolete`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Hold {
+    pub(crate) nx: Duration,
+    pub(crate) other: Duration,
+    pub(crate) refused: Duration,
+    pub(crate) timeout: Duration,
+    pub(crate) valid: Duration,
+    pub(crate) obsolete: Duration,
+}
+
+impl ResolversSection {
+    /// HAProxy 2.6's defaults.
+    pub(crate) fn new(name: &str, loc: Loc) -> Self {
+        let s30 = Duration::from_secs(30);
+        ResolversSection {
+            name: name.to_string(),
+            loc,
+            nameservers: Vec::new(),
+            accepted_payload_size: 512,
+            resolve_retries: 3,
+            timeout_resolve: Duration::from_secs(1),
+            timeout_retry: Duration::from_secs(1),
+            hold: Hold {
+                nx: s30,
+                other: s30,
+                refused: s30,
+                timeout: s30,
+                valid: Duration::from_secs(10),
+                obsolete: Duration::ZERO,
+            },
+        }
+    }
+}
+
+/// What a server resolved at run time asks of its resolution: `resolvers
+/// <name>` and the `resolve-*` options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ServerResolve {
+    pub(crate) resolvers: String,
+    /// `resolve-prefer ipv4` (IPv6 is preferred by default).
+    pub(crate) prefer_v4: bool,
+    /// `resolve-net`: preferred networks, address and prefix length.
+    pub(crate) nets: Vec<(std::net::IpAddr, u8)>,
+    /// `resolve-opts allow-dup-ip` (`prevent-dup-ip` is the default).
+    pub(crate) allow_dup_ip: bool,
+    /// `resolve-opts ignore-weight`: SRV weights are not applied.
+    pub(crate) ignore_weight: bool,
+}
+
+/// One method of `init-addr`, tried in order at start-up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum InitAddr {
+    /// The address a server-state file kept.
+    Last,
+    /// The system's resolver.
+    Libc,
+    /// No address: the server waits in maintenance for its resolution.
+    None,
+    Ip(std::net::IpAddr),
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Server {
     pub(crate) name: String,
@@ -1164,6 +1259,13 @@ pub(crate) struct Server {
     /// The host name of the address when it is not an IP address
     /// (`srv_fqdn` of `show servers state`).
     pub(crate) fqdn: Option<String>,
+    /// `resolvers <name>` and its options: the address follows the DNS.
+    pub(crate) resolve: Option<ServerResolve>,
+    /// `init-addr`; None: `last,libc`.
+    pub(crate) init_addr: Option<Vec<InitAddr>>,
+    /// A `server-template` slot of an SRV name (`_http._tcp.name`): the
+    /// records' targets and ports fill it.
+    pub(crate) srvrecord: Option<String>,
 }
 
 /// `observe layer4|layer7`: passive health from live traffic.

@@ -21,6 +21,7 @@ mod globalkw;
 mod lbkw;
 mod legacykw;
 mod proxykw;
+mod resolverskw;
 mod retrykw;
 mod rulekw;
 mod serverkw;
@@ -30,6 +31,7 @@ mod userlistkw;
 
 pub(crate) use globalkw::{GLOBAL, add_case_adjust};
 pub(crate) use proxykw::{OPTIONS, PROXY};
+pub(crate) use resolverskw::resolv_conf_nameservers;
 pub(crate) use rulekw::{HTTP_REQUEST, HTTP_RESPONSE, run_outside, var_rule};
 pub(crate) use serverkw::{SERVER, dynamic_server};
 
@@ -79,6 +81,8 @@ enum Section {
     Proxy(usize),
     /// Index into `Global::userlists`.
     Userlist(usize),
+    /// Index into `Global::resolvers`.
+    Resolvers(usize),
     /// Inside a section we cannot use (already reported once).
     Skip,
 }
@@ -88,6 +92,7 @@ impl Section {
         match self {
             Section::None | Section::Skip => "",
             Section::Userlist(_) => "userlist",
+            Section::Resolvers(_) => "resolvers",
             Section::Global => "global",
             Section::Defaults(_) => "defaults",
             Section::Proxy(i) => proxies.get(i).map_or("", |p| p.kind.keyword()),
@@ -110,6 +115,11 @@ pub(crate) struct ServerDefaults {
     pub(crate) cookie: Option<String>,
     /// `ssl` and its options (None: plain TCP).
     pub(crate) tls: Option<crate::tls::upstream::ServerTlsOpts>,
+    /// `resolvers <name>` and the `resolve-*` options (the name empty
+    /// while only options were given).
+    pub(crate) resolve: ServerResolve,
+    /// `init-addr`.
+    pub(crate) init_addr: Option<Vec<InitAddr>>,
 }
 
 impl Default for ServerDefaults {
@@ -126,6 +136,14 @@ impl Default for ServerDefaults {
             id: None,
             cookie: None,
             tls: None,
+            resolve: ServerResolve {
+                resolvers: String::new(),
+                prefer_v4: false,
+                nets: Vec::new(),
+                allow_dup_ip: false,
+                ignore_weight: false,
+            },
+            init_addr: None,
         }
     }
 }
@@ -586,6 +604,7 @@ impl<'r> State<'r> {
             Section::Skip => {}
             Section::Global => self.global_line(loc, words),
             Section::Userlist(i) => self.userlist_line(i, loc, words),
+            Section::Resolvers(i) => self.resolvers_line(i, loc, words),
             Section::Defaults(_) | Section::Proxy(_) => self.proxy_line(loc, words),
         }
     }
@@ -655,6 +674,7 @@ impl<'r> State<'r> {
     fn start_section(&mut self, loc: &Loc, words: &[String]) {
         let kind = match words[0].as_str() {
             "userlist" => return self.start_userlist(loc, words),
+            "resolvers" => return self.start_resolvers(loc, words),
             "global" => {
                 self.section = Section::Global;
                 return;

@@ -255,6 +255,10 @@ pub(crate) struct ServerRt {
     pub(crate) cookie: Option<Box<str>>,
     /// `check-ssl`: the TLS its checks use.
     pub(crate) check_tls: Option<Arc<crate::tls::upstream::UpstreamTls>>,
+    /// `resolvers` and its options: the DNS moves its address.
+    pub(crate) resolve: Option<crate::config::model::ServerResolve>,
+    /// The SRV name of a `server-template` slot.
+    pub(crate) srvrecord: Option<Arc<str>>,
 }
 
 /// HAProxy's default when neither global nor frontend sets `maxconn`
@@ -685,6 +689,10 @@ fn server_settings(p: &Proxy, s: &crate::config::model::Server) -> ServerSetting
         cuttable: s.opts.shutdown_on_down || cut_by_active,
         checks_enabled: !s.opts.dynamic,
         fqdn: s.fqdn.clone(),
+        no_addr: s.unix.is_none()
+            && s.addr.ip().is_unspecified()
+            && (s.fqdn.is_some() || s.srvrecord.is_some()),
+        resolved: s.resolve.is_some(),
     }
 }
 
@@ -708,6 +716,8 @@ fn server_rt(s: &crate::config::model::Server, sid: u32, st: Arc<ServerState>) -
         opts: s.opts,
         cookie: s.cookie.as_deref().map(Box::from),
         check_tls: s.check_tls.clone(),
+        resolve: s.resolve.clone(),
+        srvrecord: s.srvrecord.as_deref().map(Arc::from),
     }
 }
 

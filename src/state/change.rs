@@ -127,6 +127,11 @@ pub(crate) struct ServerSettings {
     pub(crate) checks_enabled: bool,
     /// The host name of the configured address, if it is one.
     pub(crate) fqdn: Option<String>,
+    /// Starts without an address (a name that did not resolve, an SRV
+    /// slot): in `MAINT (resolution)` until the DNS gives one, when it
+    /// has `resolvers`.
+    pub(crate) no_addr: bool,
+    pub(crate) resolved: bool,
 }
 
 impl ServerSettings {
@@ -147,6 +152,13 @@ impl ServerSettings {
             s.health.set_check_enabled(false);
         }
         s.fqdn.store(self.fqdn.clone().map(Arc::new));
+        if self.no_addr {
+            s.no_addr.store(true, Relaxed);
+            if self.resolved {
+                s.admin.store(super::ADMF_RMAINT, Relaxed);
+                s.health.start_stopped(false);
+            }
+        }
         s
     }
 
@@ -158,13 +170,20 @@ impl ServerSettings {
             out.push(StateChange::ReviveServer(s.clone()));
         }
         let pool = s.pool.load();
-        if !pool.same_peer(self.addr, self.tls.as_ref(), self.h2)
+        // A resolved server's address is the DNS's, not the configuration's.
+        let addr_changed = !self.resolved && pool.addr() != self.addr;
+        if addr_changed
+            || !pool.same_peer(pool.addr(), self.tls.as_ref(), self.h2)
             || pool.unix() != self.unix.as_ref()
         {
             out.push(StateChange::SetPeer {
                 server: s.clone(),
                 from: pool.addr(),
-                to: self.addr,
+                to: if self.resolved {
+                    pool.addr()
+                } else {
+                    self.addr
+                },
                 unix: self.unix.clone(),
                 tls: self.tls.clone(),
                 h2: self.h2,

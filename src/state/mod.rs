@@ -12,6 +12,7 @@ pub(crate) mod sessions;
 pub(crate) mod counters;
 pub(crate) mod health;
 pub(crate) mod queue;
+pub(crate) mod resolvers;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -43,8 +44,12 @@ pub(crate) const ADMF_FDRAIN: u8 = 0x08;
 /// Maintenance the configuration asked for (`disabled`); `enable server`
 /// leaves it set, as HAProxy does.
 pub(crate) const ADMF_CMAINT: u8 = 0x04;
+/// Maintenance because its name does not resolve (`MAINT (resolution)`).
+pub(crate) const ADMF_RMAINT: u8 = 0x20;
+/// Its name came from an SRV record (shown, no effect on traffic).
+pub(crate) const ADMF_HMAINT: u8 = 0x40;
 /// Admin bits that keep a server out of load balancing.
-const ADMF_NO_LB: u8 = ADMF_FMAINT | ADMF_FDRAIN;
+const ADMF_NO_LB: u8 = ADMF_FMAINT | ADMF_FDRAIN | ADMF_RMAINT;
 
 /// The admin state a CLI command asks for (`set server .. state ..`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,6 +116,8 @@ pub(crate) struct ServerState {
     /// effective weight HAProxy gives such a server before computing one
     /// (1, whatever its `weight`).
     pub(crate) fresh_weight: AtomicBool,
+    /// No address to connect to (see [`has_addr`](Self::has_addr)).
+    pub(crate) no_addr: AtomicBool,
 }
 
 pub(crate) const OBSERVE_L4: u8 = 1;
@@ -150,6 +157,7 @@ impl ServerState {
             retired: AtomicBool::new(false),
             fqdn: arc_swap::ArcSwapOption::empty(),
             fresh_weight: AtomicBool::new(false),
+            no_addr: AtomicBool::new(false),
         }
     }
 
@@ -158,9 +166,21 @@ impl ServerState {
     }
 
     /// Has an address to connect to: not a host name left unresolved
-    /// (`init-addr none`, a dynamic server's FQDN), shown as none.
+    /// (`init-addr none`, a dynamic server's FQDN, a name the DNS no
+    /// longer answers), shown as none.
     pub(crate) fn has_addr(&self) -> bool {
-        !(self.addr().ip().is_unspecified() && self.fqdn.load().is_some())
+        !self.no_addr.load(Relaxed)
+    }
+
+    /// The DNS gave no address (or took it back): none is shown, the port
+    /// is kept.
+    pub(crate) fn clear_addr(&self) {
+        let port = self.addr().port();
+        self.set_addr(SocketAddr::new(
+            std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+            port,
+        ));
+        self.no_addr.store(true, Relaxed);
     }
 
     pub(crate) fn inflight(&self) -> u32 {
@@ -205,8 +225,44 @@ impl ServerState {
         self.admin.load(Relaxed)
     }
 
+    /// In maintenance, forced or for want of an address.
     pub(crate) fn is_maint(&self) -> bool {
-        self.admin() & ADMF_FMAINT != 0
+        self.admin() & (ADMF_FMAINT | ADMF_RMAINT) != 0
+    }
+
+    /// `MAINT (resolution)` on (`why`: HAProxy's reason, told by the
+    /// caller) or off. Entering it takes the server out as forced
+    /// maintenance does (checks paused, DOWN, idle connections closed);
+    /// leaving it brings it back unless it is also in forced maintenance.
+    /// Returns whether the bit changed.
+    pub(crate) fn set_rmaint(&self, on: bool) -> bool {
+        let before = self.admin();
+        if on == (before & ADMF_RMAINT != 0) {
+            return false;
+        }
+        if on {
+            self.admin.fetch_or(ADMF_RMAINT, Relaxed);
+            if before & ADMF_FMAINT == 0 {
+                self.health.enter_maint();
+                self.pool.load().drop_idle();
+            }
+        } else {
+            if before & ADMF_FMAINT == 0 {
+                self.health.leave_maint(before & ADMF_CMAINT != 0);
+            }
+            self.admin.fetch_and(!ADMF_RMAINT, Relaxed);
+        }
+        true
+    }
+
+    /// Sets or clears the admin bits of `mask` that carry no behaviour
+    /// (`ADMF_HMAINT`).
+    pub(crate) fn set_admin_flag(&self, mask: u8, on: bool) {
+        if on {
+            self.admin.fetch_or(mask, Relaxed);
+        } else {
+            self.admin.fetch_and(!mask, Relaxed);
+        }
     }
 
     #[cfg(test)]
@@ -224,7 +280,7 @@ impl ServerState {
         } else {
             ADMF_FMAINT
         };
-        self.admin.store(bits, Relaxed);
+        self.admin.fetch_or(bits, Relaxed);
         self.health.start_stopped(config);
         self.fresh_weight.store(!config, Relaxed);
     }
@@ -240,17 +296,17 @@ impl ServerState {
             AdminState::Ready => 0,
             AdminState::Drain => ADMF_FDRAIN,
             AdminState::Maint => ADMF_FMAINT,
-        } | (self.admin() & ADMF_CMAINT);
+        } | (self.admin() & (ADMF_CMAINT | ADMF_RMAINT | ADMF_HMAINT));
         // Out of load balancing first, health after; back in: the reverse.
         if bits & ADMF_FMAINT != 0 {
             let before = self.admin.swap(bits, Relaxed);
-            if before & ADMF_FMAINT == 0 {
+            if before & (ADMF_FMAINT | ADMF_RMAINT) == 0 {
                 self.health.enter_maint();
                 self.pool.load().drop_idle();
             }
             before
         } else {
-            if self.admin() & ADMF_FMAINT != 0 {
+            if self.admin() & ADMF_FMAINT != 0 && bits & ADMF_RMAINT == 0 {
                 // Out of the configuration's maintenance only by a reload:
                 // its checks stay paused, as in HAProxy.
                 self.health.leave_maint(bits & ADMF_CMAINT != 0);
@@ -263,6 +319,9 @@ impl ServerState {
     /// The `status` column of `show stat`.
     pub(crate) fn status_text(&self) -> String {
         let admin = self.admin();
+        if admin & ADMF_RMAINT != 0 {
+            return "MAINT (resolution)".to_string();
+        }
         if admin & ADMF_FMAINT != 0 {
             return "MAINT".to_string();
         }
@@ -300,6 +359,7 @@ impl ServerState {
     /// `set server .. addr`: new connections go to `addr`; idle connections
     /// to the old address are dropped with the old pool.
     pub(crate) fn set_addr(&self, addr: SocketAddr) {
+        self.no_addr.store(false, Relaxed);
         let old = self.pool.load();
         let (tls, h2) = (old.tls().cloned(), old.is_h2());
         self.pool.store(Arc::new(Pool::new(addr, tls, h2)));

@@ -137,8 +137,12 @@ impl State<'_> {
             && hp.host != "*"
             && hp.host.parse::<std::net::IpAddr>().is_err())
         .then(|| hp.host.clone());
+        let resolve = (!sd.resolve.resolvers.is_empty()).then(|| sd.resolve.clone());
         let server = Server {
             fqdn,
+            resolve,
+            init_addr: sd.init_addr.clone(),
+            srvrecord: None,
             name: name.clone(),
             addr_text: addr_text.clone(),
             addr: std::net::SocketAddr::from(([0, 0, 0, 0], port)),
@@ -172,6 +176,56 @@ impl State<'_> {
             family,
             port,
         });
+    }
+
+    /// `server-template <prefix> <num | first-last> <fqdn>[:<port>]
+    /// [options]`: the servers `<prefix><n>`, each a `server` line of the
+    /// same address and options. With an SRV name (`_service._proto.name`)
+    /// the slots start empty, filled at run time by the records.
+    pub(super) fn kw_server_template(&mut self, loc: &Loc, words: &[String]) {
+        if !self.cap(loc, "server-template", false, false, true) {
+            return;
+        }
+        let (Some(prefix), Some(range), Some(addr)) = (words.get(1), words.get(2), words.get(3))
+        else {
+            let msg = format!(
+                "[{loc}] : 'server-template' expects <prefix> <nb | range> <addr>[:<port>] as arguments."
+            );
+            self.diags
+                .push(Diagnostic::new(Level::Alert, Some(loc.clone()), msg));
+            return;
+        };
+        let bounds = match range.split_once('-') {
+            Some((a, b)) => a.parse::<u32>().ok().zip(b.parse::<u32>().ok()),
+            None => range.parse::<u32>().ok().map(|n| (1, n)),
+        };
+        let Some((first, last)) = bounds.filter(|&(a, b)| a >= 1 && a <= b) else {
+            let msg = format!("[{loc}] : Wrong server-template number or range arg '{range}'.");
+            self.diags
+                .push(Diagnostic::new(Level::Alert, Some(loc.clone()), msg));
+            return;
+        };
+        let srv = addr.starts_with('_');
+        for n in first..=last {
+            let mut line = vec!["server".to_string(), format!("{prefix}{n}"), addr.clone()];
+            line.extend(words[4..].iter().cloned());
+            let before = self.px().servers.len();
+            self.kw_server(loc, &line);
+            if srv && self.px().servers.len() > before {
+                // No address to look up at start: the SRV records bring
+                // the targets.
+                let proxy = match self.section {
+                    Section::Proxy(i) => i,
+                    _ => usize::MAX,
+                };
+                self.pending
+                    .retain(|p| !(p.proxy == proxy && p.server == before));
+                if let Some(s) = self.px().servers.last_mut() {
+                    s.srvrecord = Some(addr.clone());
+                    s.fqdn = None;
+                }
+            }
+        }
     }
 
     /// The options of a `server` or `default-server` line (`words` start
@@ -416,8 +470,7 @@ pub(crate) const DYNAMIC_OK: &[&str] = &[
 /// resolved (HAProxy's dynamic servers have `init-addr none`). `Err` is
 /// HAProxy's message for the first problem.
 pub(crate) fn dynamic_server(be: &Proxy, words: &[String]) -> Result<Server, String> {
-    let no_dns: addr::Resolver<'_> =
-        &|_, _| Err(String::new());
+    let no_dns: addr::Resolver<'_> = &|_, _| Err(String::new());
     let mut st = State::new(no_dns);
     let mut px = be.clone();
     px.servers.clear();
@@ -535,7 +588,121 @@ pub(crate) const SERVER: &[ServerKw] = &[
     kwd("ciphersuites", opt_tls),
     kwd("ssl-min-ver", opt_tls),
     kwd("ssl-max-ver", opt_tls),
+    kwd("resolvers", opt_resolve),
+    kwd("resolve-prefer", opt_resolve),
+    kwd("resolve-net", opt_resolve),
+    kwd("resolve-opts", opt_resolve),
+    kwd("init-addr", opt_resolve),
 ];
+
+/// `resolvers`, `resolve-prefer`, `resolve-net`, `resolve-opts`,
+/// `init-addr`, with HAProxy 2.6's messages.
+fn opt_resolve(s: &mut State<'_>, l: &mut ServerLine<'_>, w: &str, v: Option<&str>) -> OptStep {
+    let v = v.unwrap_or("");
+    let r = &mut l.sd.resolve;
+    let err = match w {
+        "resolvers" if !v.is_empty() => {
+            r.resolvers = v.to_string();
+            None
+        }
+        "resolvers" => Some("'resolvers' expects <resolvers_id> name as argument.".to_string()),
+        "resolve-prefer" => match v {
+            "ipv4" => {
+                r.prefer_v4 = true;
+                None
+            }
+            "ipv6" => {
+                r.prefer_v4 = false;
+                None
+            }
+            _ => Some("'resolve-prefer' expects either ipv4 or ipv6 as argument..".to_string()),
+        },
+        "resolve-net" => {
+            let mut nets = Vec::new();
+            let mut bad = None;
+            for n in v.split(',') {
+                match parse_net(n) {
+                    Some(net) => nets.push(net),
+                    None => {
+                        bad = Some(format!("'resolve-net' invalid network '{n}'.."));
+                        break;
+                    }
+                }
+            }
+            if bad.is_none() {
+                r.nets = nets;
+            }
+            bad
+        }
+        "resolve-opts" => {
+            let mut bad = None;
+            for o in v.split(',') {
+                match o {
+                    "allow-dup-ip" => r.allow_dup_ip = true,
+                    "prevent-dup-ip" => r.allow_dup_ip = false,
+                    "ignore-weight" => r.ignore_weight = true,
+                    _ => {
+                        bad = Some(format!(
+                            "'resolve-opts' : unknown resolve-opts option '{o}', supported methods are 'allow-dup-ip', 'ignore-weight', and 'prevent-dup-ip'.."
+                        ));
+                        break;
+                    }
+                }
+            }
+            bad
+        }
+        _ => {
+            let mut methods = Vec::new();
+            let mut bad = None;
+            for m in v.split(',') {
+                methods.push(match m {
+                    "last" => InitAddr::Last,
+                    "libc" => InitAddr::Libc,
+                    "none" => InitAddr::None,
+                    ip => match ip.parse() {
+                        Ok(ip) => InitAddr::Ip(ip),
+                        Err(_) => {
+                            bad = Some(format!("'init-addr' : unknown init-addr method '{m}', supported methods are 'libc', 'last', 'none'.."));
+                            break;
+                        }
+                    },
+                });
+            }
+            if bad.is_none() {
+                l.sd.init_addr = Some(methods);
+            }
+            bad
+        }
+    };
+    match err {
+        Some(msg) => {
+            s.server_at(l, msg);
+            OptStep::Bad(2)
+        }
+        None => OptStep::Next(2),
+    }
+}
+
+/// `<ip>[/<prefix>]` or `<ip>/<mask>` (IPv4).
+fn parse_net(n: &str) -> Option<(std::net::IpAddr, u8)> {
+    let (ip, len) = match n.split_once('/') {
+        Some((ip, len)) => (ip, Some(len)),
+        None => (n, None),
+    };
+    let ip: std::net::IpAddr = ip.parse().ok()?;
+    let max = if ip.is_ipv4() { 32 } else { 128 };
+    let len = match len {
+        None => max,
+        Some(l) => match l.parse::<u8>() {
+            Ok(l) if l <= max => l,
+            _ => {
+                let m: std::net::Ipv4Addr = l.parse().ok()?;
+                u32::from(m).count_ones() as u8
+            }
+        },
+    };
+    Some((ip, len))
+}
 
 fn opt_weight(s: &mut State<'_>, l: &mut ServerLine<'_>, w: &str, v: Option<&str>) -> OptStep {
     match s.server_int(l, w, v, 0) {

@@ -406,9 +406,7 @@ pub(super) fn cmd_set_server(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
         Some("agent-addr") | Some("agent-port") => {
             text("agent checks are not enabled on this server")
         }
-        Some("fqdn") => {
-            text("set server <b>/<s> fqdn failed because no resolution is configured.\n")
-        }
+        Some("fqdn") => set_fqdn(be, s, arg(2)),
         Some("ssl") => text(
             "'set server <srv> ssl' cannot be set.  default-server should define ssl settings\n",
         ),
@@ -417,6 +415,73 @@ pub(super) fn cmd_set_server(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
         )),
         _ => text(SET_SERVER_USAGE),
     }
+}
+
+/// `set server <b>/<s> fqdn <name>`: a server resolved by a `resolvers`
+/// section is resolved under that name from now on.
+fn set_fqdn(be: &BackendRt, s: &ServerRt, name: Option<&str>) -> Output {
+    let Some(name) = name.filter(|n| !n.is_empty()) else {
+        return text("set server <b>/<s> fqdn requires a FQDN.\n");
+    };
+    if s.resolve.is_none() {
+        return text("set server <b>/<s> fqdn failed because no resolution is configured.\n");
+    }
+    if s.srvrecord.is_some() {
+        return text("set server <b>/<s> fqdn failed because SRV resolution is configured.\n");
+    }
+    let st = &s.state;
+    let current = st.fqdn.load_full();
+    let msg = if current.as_deref().is_some_and(|c| c == name) {
+        "no need to change the FDQN".to_string()
+    } else if name.len() > 255
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.' || b == b'_')
+    {
+        format!("invalid fqdn '{name}'")
+    } else {
+        let before = current
+            .as_deref()
+            .map_or("(null)", String::as_str)
+            .to_string();
+        st.fqdn.store(Some(std::sync::Arc::new(name.to_string())));
+        st.set_admin_flag(crate::state::ADMF_HMAINT, true);
+        crate::upstream::dns::wake();
+        format!(
+            "{}/{} changed its FQDN from {before} to {name}",
+            be.name, st.name
+        )
+    };
+    text(format!("{msg} by 'stats socket command'\n"))
+}
+
+/// `show resolvers [<section>]`: each section's nameservers and their
+/// counters, as HAProxy 2.6 prints them.
+pub(super) fn cmd_show_resolvers(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    let sections = &ctx.snap.global.resolvers;
+    if let Some(name) = args.first()
+        && !sections.iter().any(|r| r.name == *name)
+    {
+        return text("Can't find that resolvers section\n");
+    }
+    let mut out = String::new();
+    for r in sections {
+        if args.first().is_some_and(|n| *n != r.name) {
+            continue;
+        }
+        let _ = writeln!(out, "Resolvers section {}", r.name);
+        if r.nameservers.is_empty() {
+            out.push_str(" no nameserver\n");
+        }
+        for ns in &r.nameservers {
+            let _ = writeln!(out, " nameserver {}:", ns.name);
+            let c = crate::state::resolvers::counters(&r.name, &ns.name);
+            for (label, v) in c.named() {
+                let _ = writeln!(out, "  {:<13}{v}", format!("{label}:"));
+            }
+        }
+    }
+    text(out)
 }
 
 /// `set server <b>/<s> addr <ip> [port <port>]` with HAProxy's report
@@ -641,7 +706,7 @@ pub(super) fn cmd_show_servers_state(ctx: &mut Ctx<'_>, args: &[String]) -> Outp
             let fqdn = fqdn.as_deref().map_or("-", String::as_str);
             let _ = writeln!(
                 out,
-                "{} {} {} {} {} {} {} {} {} {} {} {} {} {} 0 0 {} {fqdn} {} - {} 0 - - 0",
+                "{} {} {} {} {} {} {} {} {} {} {} {} {} {} 0 0 {} {fqdn} {} {} {} 0 - - 0",
                 be.iid,
                 be.name,
                 s.sid,
@@ -658,6 +723,7 @@ pub(super) fn cmd_show_servers_state(ctx: &mut Ctx<'_>, args: &[String]) -> Outp
                 check_state,
                 u8::from(s.opts.forced_id),
                 srv_port,
+                s.srvrecord.as_deref().unwrap_or("-"),
                 s.opts.use_ssl
             );
         }

@@ -359,6 +359,13 @@ static COMMANDS: &[Command] = &[
         run: cmd_show_map,
     },
     Command {
+        words: &["show", "resolvers"],
+        usage: "show resolvers [id]",
+        desc: "dumps counters from all resolvers section and associated name servers",
+        level: CliLevel::User,
+        run: cmd_show_resolvers,
+    },
+    Command {
         words: &["show", "servers", "state"],
         usage: "show servers state [<backend>]",
         desc: "dump volatile server information (all or for a single backend)",

@@ -44,6 +44,9 @@ pub(crate) mod fixture {
             tls: None,
             check_tls: None,
             fqdn: None,
+            resolve: None,
+            init_addr: None,
+            srvrecord: None,
         }
     }
 
