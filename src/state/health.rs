@@ -333,7 +333,9 @@ impl Health {
     /// `chkdown` as HAProxy does).
     pub(crate) fn enter_maint(&self) {
         let mut g = self.lock();
-        self.paused.store(true, Relaxed);
+        // Only checks that exist are paused (HAProxy shows no paused
+        // check on a server without `check`).
+        self.paused.store(self.is_checked(), Relaxed);
         g.health = 0;
         if self.is_up() {
             self.go_down();
