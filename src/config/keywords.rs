@@ -337,11 +337,6 @@ pub const SERVER_SUPPORTED: &[&str] = &names::<_, { parser::SERVER.len() }>(pars
 
 pub(crate) const SERVER_UNSUPPORTED: &[&str] = &[
     "verifyhost",
-    "agent-check",
-    "agent-port",
-    "agent-inter",
-    "agent-addr",
-    "agent-send",
     "track",
     "check-send-proxy",
     "check-sni",

@@ -1219,6 +1219,19 @@ pub(crate) struct ServerResolve {
     pub(crate) ignore_weight: bool,
 }
 
+/// An agent check (`agent-check` and its options): a TCP service beside
+/// the server that reports its state in a line of words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct AgentParams {
+    pub(crate) port: u32,
+    /// `agent-addr` (else `addr`, else the server's address).
+    pub(crate) addr: Option<std::net::IpAddr>,
+    /// `agent-inter` (else the server's `inter`).
+    pub(crate) inter: Option<Duration>,
+    /// `agent-send`: sent once connected.
+    pub(crate) send: String,
+}
+
 /// One method of `init-addr`, tried in order at start-up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum InitAddr {
@@ -1266,6 +1279,8 @@ pub(crate) struct Server {
     /// A `server-template` slot of an SRV name (`_http._tcp.name`): the
     /// records' targets and ports fill it.
     pub(crate) srvrecord: Option<String>,
+    /// `agent-check` with its port.
+    pub(crate) agent: Option<AgentParams>,
 }
 
 /// `observe layer4|layer7`: passive health from live traffic.

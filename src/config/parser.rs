@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::acl::parse::{PREDEFINED, check_acl_name, parse_acl, parse_condition_at, predefined};
 use crate::acl::{AclDef, Condition};
@@ -120,6 +121,13 @@ pub(crate) struct ServerDefaults {
     pub(crate) resolve: ServerResolve,
     /// `init-addr`.
     pub(crate) init_addr: Option<Vec<InitAddr>>,
+    /// `agent-check` given (and not `no-agent-check` after it).
+    pub(crate) agent_check: bool,
+    /// `agent-port`, `agent-addr`, `agent-inter`, `agent-send`.
+    pub(crate) agent_port: Option<u32>,
+    pub(crate) agent_addr: Option<std::net::IpAddr>,
+    pub(crate) agent_inter: Option<Duration>,
+    pub(crate) agent_send: String,
 }
 
 impl Default for ServerDefaults {
@@ -144,6 +152,11 @@ impl Default for ServerDefaults {
                 ignore_weight: false,
             },
             init_addr: None,
+            agent_check: false,
+            agent_port: None,
+            agent_addr: None,
+            agent_inter: None,
+            agent_send: String::new(),
         }
     }
 }

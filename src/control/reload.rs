@@ -111,6 +111,7 @@ impl Supervisor {
                 st.listeners.insert(addr, ctl);
             }
             crate::upstream::check::spawn_checks(&sup.rt);
+            crate::upstream::check::spawn_agents(&sup.rt);
             crate::upstream::dns::spawn_resolvers(&sup.rt);
         }
         let _ = SUPERVISOR.set(sup.clone());
@@ -287,6 +288,7 @@ impl Supervisor {
             }
         }
         crate::upstream::check::spawn_checks(&self.rt);
+        crate::upstream::check::spawn_agents(&self.rt);
         crate::upstream::dns::spawn_resolvers(&self.rt);
         // The listeners with the configuration's changes, before the state's.
         let at = changes

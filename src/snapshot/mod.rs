@@ -259,6 +259,8 @@ pub(crate) struct ServerRt {
     pub(crate) resolve: Option<crate::config::model::ServerResolve>,
     /// The SRV name of a `server-template` slot.
     pub(crate) srvrecord: Option<Arc<str>>,
+    /// `agent-inter` (None: no agent check, or the check's `inter`).
+    pub(crate) agent_inter: Option<std::time::Duration>,
 }
 
 /// HAProxy's default when neither global nor frontend sets `maxconn`
@@ -693,6 +695,12 @@ fn server_settings(p: &Proxy, s: &crate::config::model::Server) -> ServerSetting
             && s.addr.ip().is_unspecified()
             && (s.fqdn.is_some() || s.srvrecord.is_some()),
         resolved: s.resolve.is_some(),
+        srv_slot: s.srvrecord.is_some(),
+        agent: s.agent.as_ref().map(|a| crate::state::AgentTarget {
+            addr: a.addr,
+            port: a.port,
+            send: a.send.clone(),
+        }),
     }
 }
 
@@ -718,6 +726,10 @@ fn server_rt(s: &crate::config::model::Server, sid: u32, st: Arc<ServerState>) -
         check_tls: s.check_tls.clone(),
         resolve: s.resolve.clone(),
         srvrecord: s.srvrecord.as_deref().map(Arc::from),
+        agent_inter: s
+            .agent
+            .as_ref()
+            .map(|a| a.inter.unwrap_or(std::time::Duration::from_secs(2))),
     }
 }
 

@@ -68,6 +68,17 @@ pub(crate) enum StateChange {
     SetObserve { server: Arc<ServerState>, to: u8 },
     /// `send-proxy` (1), `send-proxy-v2` (2), none (0).
     SetSendProxy { server: Arc<ServerState>, to: u8 },
+    /// The host name a resolved server is resolved under (the
+    /// configuration's, over a `set server .. fqdn`).
+    SetFqdn {
+        server: Arc<ServerState>,
+        to: Option<String>,
+    },
+    /// `agent-check` on (with its target) or off.
+    SetAgent {
+        server: Arc<ServerState>,
+        to: Option<super::AgentTarget>,
+    },
     /// One of the server's on/off settings.
     SetFlag {
         server: Arc<ServerState>,
@@ -131,7 +142,13 @@ pub(crate) struct ServerSettings {
     /// slot): in `MAINT (resolution)` until the DNS gives one, when it
     /// has `resolvers`.
     pub(crate) no_addr: bool,
+    /// Resolved by a `resolvers` section: the address is the DNS's.
     pub(crate) resolved: bool,
+    /// A `server-template` slot of an SRV name: its host name is the
+    /// records'.
+    pub(crate) srv_slot: bool,
+    /// `agent-check`: where it goes and what it sends.
+    pub(crate) agent: Option<super::AgentTarget>,
 }
 
 impl ServerSettings {
@@ -150,6 +167,11 @@ impl ServerSettings {
         s.cuttable.store(self.cuttable, Relaxed);
         if !self.checks_enabled {
             s.health.set_check_enabled(false);
+        }
+        if let Some(t) = &self.agent {
+            // A dynamic server's agent waits for `enable agent`.
+            s.health.set_agent(true, self.checks_enabled);
+            *super::lock(&s.agent_target) = t.clone();
         }
         s.fqdn.store(self.fqdn.clone().map(Arc::new));
         if self.no_addr {
@@ -199,6 +221,23 @@ impl ServerSettings {
                 checked: self.checked,
                 rise: self.rise,
                 fall: self.fall,
+            });
+        }
+        if self.resolved && !self.srv_slot && s.fqdn.load().as_deref() != self.fqdn.as_ref() {
+            out.push(StateChange::SetFqdn {
+                server: s.clone(),
+                to: self.fqdn.clone(),
+            });
+        }
+        if s.health.agent_configured() != self.agent.is_some()
+            || self
+                .agent
+                .as_ref()
+                .is_some_and(|t| *super::lock(&s.agent_target) != *t)
+        {
+            out.push(StateChange::SetAgent {
+                server: s.clone(),
+                to: self.agent.clone(),
             });
         }
         let weight = s.weight.load(Relaxed);
@@ -269,6 +308,13 @@ impl std::fmt::Display for StateChange {
             StateChange::SetChecks { server, .. } => {
                 write!(f, "{} check parameters", who(server))
             }
+            StateChange::SetFqdn { server, to } => write!(
+                f,
+                "{} fqdn {}",
+                who(server),
+                to.as_deref().unwrap_or("(none)")
+            ),
+            StateChange::SetAgent { server, .. } => write!(f, "{} agent check", who(server)),
             StateChange::SetObserve { server, .. }
             | StateChange::SetSendProxy { server, .. }
             | StateChange::SetFlag { server, .. } => write!(f, "{} options", who(server)),
@@ -324,6 +370,15 @@ impl Registry {
                 } => {
                     server.health.set_rise_fall(*rise, *fall);
                     server.health.set_checked(*checked);
+                }
+                StateChange::SetFqdn { server, to } => {
+                    server.fqdn.store(to.clone().map(Arc::new));
+                }
+                StateChange::SetAgent { server, to } => {
+                    server.health.set_agent(to.is_some(), true);
+                    if let Some(t) = to {
+                        *super::lock(&server.agent_target) = t.clone();
+                    }
                 }
                 StateChange::SetObserve { server, to } => server.observe.store(*to, Relaxed),
                 StateChange::SetSendProxy { server, to } => server.send_proxy.store(*to, Relaxed),

@@ -118,6 +118,20 @@ pub(crate) struct ServerState {
     pub(crate) fresh_weight: AtomicBool,
     /// No address to connect to (see [`has_addr`](Self::has_addr)).
     pub(crate) no_addr: AtomicBool,
+    /// Where the agent check goes and what it sends (the configuration's,
+    /// or the CLI's `set server .. agent-addr|agent-port|agent-send`).
+    pub(crate) agent_target: Mutex<AgentTarget>,
+    /// An agent task runs for this server.
+    pub(crate) agent_task: AtomicBool,
+}
+
+/// The agent check's peer and request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct AgentTarget {
+    /// `agent-addr` (else the server's address).
+    pub(crate) addr: Option<std::net::IpAddr>,
+    pub(crate) port: u32,
+    pub(crate) send: String,
 }
 
 pub(crate) const OBSERVE_L4: u8 = 1;
@@ -158,6 +172,8 @@ impl ServerState {
             fqdn: arc_swap::ArcSwapOption::empty(),
             fresh_weight: AtomicBool::new(false),
             no_addr: AtomicBool::new(false),
+            agent_target: Mutex::new(AgentTarget::default()),
+            agent_task: AtomicBool::new(false),
         }
     }
 
@@ -312,7 +328,12 @@ impl ServerState {
                 self.health.leave_maint(bits & ADMF_CMAINT != 0);
                 self.fresh_weight.store(false, Relaxed);
             }
-            self.admin.swap(bits, Relaxed)
+            let before = self.admin.swap(bits, Relaxed);
+            if (before ^ bits) & ADMF_FDRAIN != 0 {
+                // Entering or leaving drain is a state change (`lastchg`).
+                self.health.touch();
+            }
+            before
         }
     }
 

@@ -138,11 +138,30 @@ impl State<'_> {
             && hp.host.parse::<std::net::IpAddr>().is_err())
         .then(|| hp.host.clone());
         let resolve = (!sd.resolve.resolvers.is_empty()).then(|| sd.resolve.clone());
+        let agent = match (sd.agent_check, sd.agent_port) {
+            (true, Some(port)) => Some(AgentParams {
+                port,
+                addr: sd.agent_addr.or(sd.params.addr),
+                inter: Some(sd.agent_inter.unwrap_or(sd.params.inter)),
+                send: sd.agent_send.clone(),
+            }),
+            (true, None) => {
+                at(
+                    self,
+                    format!(
+                        "server {name} does not have agent port. Agent check has been disabled."
+                    ),
+                );
+                return;
+            }
+            _ => None,
+        };
         let server = Server {
             fqdn,
             resolve,
             init_addr: sd.init_addr.clone(),
             srvrecord: None,
+            agent,
             name: name.clone(),
             addr_text: addr_text.clone(),
             addr: std::net::SocketAddr::from(([0, 0, 0, 0], port)),
@@ -593,7 +612,70 @@ pub(crate) const SERVER: &[ServerKw] = &[
     kwd("resolve-net", opt_resolve),
     kwd("resolve-opts", opt_resolve),
     kwd("init-addr", opt_resolve),
+    kwd("agent-check", opt_agent),
+    kwd("no-agent-check", opt_agent),
+    kwd("agent-port", opt_agent),
+    kwd("agent-addr", opt_agent),
+    kwd("agent-inter", opt_agent),
+    kwd("agent-send", opt_agent),
 ];
+
+/// `agent-check`, `no-agent-check`, `agent-port`, `agent-addr`,
+/// `agent-inter`, `agent-send`, with HAProxy 2.6's messages.
+fn opt_agent(s: &mut State<'_>, l: &mut ServerLine<'_>, w: &str, v: Option<&str>) -> OptStep {
+    let v = v.unwrap_or("");
+    let sd = &mut l.sd;
+    let err = match w {
+        "agent-check" => {
+            sd.agent_check = true;
+            return OptStep::Next(1);
+        }
+        "no-agent-check" => {
+            sd.agent_check = false;
+            return OptStep::Next(1);
+        }
+        "agent-port" if v.is_empty() => {
+            "'agent-port' expects a port number as argument.".to_string()
+        }
+        "agent-port" => {
+            // atol(), as HAProxy reads it.
+            let digits: String = v.chars().take_while(char::is_ascii_digit).collect();
+            sd.agent_port = Some(digits.parse().unwrap_or(0));
+            return OptStep::Next(2);
+        }
+        "agent-addr" if v.is_empty() => "'agent-addr' expects an address as argument.".to_string(),
+        "agent-addr" => match v.parse() {
+            Ok(ip) => {
+                sd.agent_addr = Some(ip);
+                return OptStep::Next(2);
+            }
+            Err(_) => format!("parsing agent-addr failed. Check if '{v}' is correct address."),
+        },
+        "agent-inter" if v.is_empty() => "'agent-inter' expects a delay as argument.".to_string(),
+        "agent-inter" => match parse_time(v) {
+            Ok(d) if !d.is_zero() => {
+                sd.agent_inter = Some(d);
+                return OptStep::Next(2);
+            }
+            Ok(_) => format!(
+                "invalid value '{v}' for 'agent-inter' argument of server {}.",
+                l.name
+            ),
+            Err(crate::config::units::TimeError::BadChar(c)) => format!(
+                "unexpected character '{c}' in 'agent-inter' argument of server {}.",
+                l.name
+            ),
+            Err(_) => "'agent-inter' expects a delay as argument.".to_string(),
+        },
+        _ if v.is_empty() => "'agent-send' expects a string as argument.".to_string(),
+        _ => {
+            sd.agent_send = v.to_string();
+            return OptStep::Next(2);
+        }
+    };
+    s.server_at(l, format!("{err}."));
+    OptStep::Bad(2)
+}
 
 /// `resolvers`, `resolve-prefer`, `resolve-net`, `resolve-opts`,
 /// `init-addr`, with HAProxy 2.6's messages.

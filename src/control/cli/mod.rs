@@ -184,6 +184,13 @@ static COMMANDS: &[Command] = &[
         run: cmd_del_server,
     },
     Command {
+        words: &["disable", "agent"],
+        usage: "disable agent",
+        desc: "disable agent checks",
+        level: CliLevel::Admin,
+        run: cmd_disable_agent,
+    },
+    Command {
         words: &["disable", "health"],
         usage: "disable health",
         desc: "disable health checks",
@@ -196,6 +203,13 @@ static COMMANDS: &[Command] = &[
         desc: "disable a server for maintenance (use 'set server' instead)",
         level: CliLevel::Admin,
         run: cmd_disable_server,
+    },
+    Command {
+        words: &["enable", "agent"],
+        usage: "enable agent",
+        desc: "enable agent checks",
+        level: CliLevel::Admin,
+        run: cmd_enable_agent,
     },
     Command {
         words: &["enable", "health"],

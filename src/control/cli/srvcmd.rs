@@ -115,6 +115,7 @@ pub(super) fn cmd_del_server(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
 fn start_tasks(rt: &Arc<Runtime>) {
     if tokio::runtime::Handle::try_current().is_ok() {
         crate::upstream::check::spawn_checks(rt);
+        crate::upstream::check::spawn_agents(rt);
         crate::upstream::dns::spawn_resolvers(rt);
     }
 }

@@ -72,25 +72,42 @@ pub(crate) fn admin_event(be: &BackendRt, s: &ServerRt, before: u8, to: AdminSta
                 );
             }
         }
-        AdminState::Drain if before & ADMF_FDRAIN == 0 => tracing::info!(
+        AdminState::Drain if before & ADMF_FDRAIN == 0 && st.health.is_up() => tracing::info!(
             target: "sluice::event",
             severity = "notice",
             "{who} enters drain state. {act} active and {bck} backup servers online.{} 0 sessions requeued, {} total in queue.",
             on_backup(act, bck),
             be.state.queue.len(),
         ),
+        // A DOWN server is told with the servers left, as HAProxy does.
+        AdminState::Drain if before & ADMF_FDRAIN == 0 => tracing::info!(
+            target: "sluice::event",
+            severity = "notice",
+            "{who} enters drain state. {act} active and {bck} backup servers left.{} {} sessions active, 0 requeued, {} remaining in queue.",
+            on_backup(act, bck),
+            st.inflight(),
+            st.waiters.load(Relaxed),
+        ),
         AdminState::Ready if before & ADMF_FMAINT != 0 => tracing::info!(
             target: "sluice::event",
             severity = "notice",
-            "{who} is UP/READY (leaving forced maintenance)."
+            "{who} is {}/READY (leaving forced maintenance).",
+            up_word(st),
         ),
         AdminState::Ready if before & ADMF_FDRAIN != 0 => tracing::info!(
             target: "sluice::event",
             severity = "notice",
-            "{who} is UP (leaving forced drain)."
+            "{who} is {} (leaving forced drain).",
+            up_word(st),
         ),
         _ => {}
     }
+}
+
+/// `UP` or `DOWN`, as HAProxy words a server's state after an admin
+/// change.
+fn up_word(st: &crate::state::ServerState) -> &'static str {
+    if st.health.is_up() { "UP" } else { "DOWN" }
 }
 
 /// A server put in `MAINT (resolution)`: `why` is HAProxy's reason (`DNS
