@@ -58,6 +58,10 @@ pub(crate) struct Global {
     pub(crate) userlists: Vec<crate::sample::auth::Userlist>,
     /// `resolvers` sections, in order.
     pub(crate) resolvers: Vec<ResolversSection>,
+    /// `server-state-file` and `server-state-base`: where the servers'
+    /// state saved from `show servers state` is read at start-up.
+    pub(crate) server_state_file: Option<String>,
+    pub(crate) server_state_base: Option<String>,
     /// The pattern files and ACL lines' patterns the configuration read,
     /// for the CLI's `map` and `acl` commands.
     pub(crate) pat_refs: crate::sample::patref::PatRefs,
@@ -1232,6 +1236,17 @@ pub(crate) struct AgentParams {
     pub(crate) send: String,
 }
 
+/// `load-server-state-from-file`: which file a backend's servers take
+/// their state from at start-up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LoadServerState {
+    /// The global `server-state-file`.
+    Global,
+    /// The backend's own, `server-state-file-name` in `server-state-base`.
+    Local,
+    None,
+}
+
 /// One method of `init-addr`, tried in order at start-up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum InitAddr {
@@ -1354,6 +1369,11 @@ pub(crate) struct Proxy {
     pub(crate) log_health_checks: bool,
     /// `fullconn` (None: HAProxy's default, 10% of the frontends' maxconn).
     pub(crate) fullconn: Option<u32>,
+    /// `load-server-state-from-file global|local|none` (None: none).
+    pub(crate) load_server_state: Option<LoadServerState>,
+    /// `server-state-file-name [<file>|use-backend-name]` (None: the
+    /// backend's name).
+    pub(crate) server_state_file_name: Option<String>,
     /// Active check type (`option httpchk`, `option tcp-check`).
     pub(crate) check_type: CheckType,
     /// The `option httpchk` request and `http-check` rules.
@@ -1456,6 +1476,8 @@ impl Proxy {
             allbackups: false,
             log_health_checks: false,
             fullconn: None,
+            load_server_state: None,
+            server_state_file_name: None,
             check_type: CheckType::default(),
             http_check: HttpCheck::default(),
             tcp_check: Vec::new(),

@@ -885,6 +885,7 @@ async fn serve(
     crate::sys::process::release_control_signals();
     crate::state::counters::start_coarse_clock();
     let rt = Runtime::new(&cfg, threads);
+    crate::control::server_state::load(&rt, &cfg);
     crate::observe::log::event::attach(&rt);
     let snap = rt.snapshot();
     let global_max = Arc::new(Semaphore::new(

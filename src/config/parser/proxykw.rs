@@ -801,6 +801,12 @@ pub(crate) const PROXY: &[ProxyKw] = &[
     kwd("server-template", |s, loc, w, _| {
         s.kw_server_template(loc, w)
     }),
+    kwd("load-server-state-from-file", |s, loc, w, _| {
+        s.kw_server_state(loc, w)
+    }),
+    kwd("server-state-file-name", |s, loc, w, _| {
+        s.kw_server_state(loc, w)
+    }),
     kwd("hash-type", |s, loc, w, _| s.kw_hash_type(loc, w)),
     kwd("fullconn", |s, loc, w, _| s.kw_fullconn(loc, w)),
     kwd("http-check", |s, loc, w, _| s.kw_http_check(loc, w)),
