@@ -68,6 +68,14 @@ const SCRIPT: &[&str] = &[
     "set weight be/c 9",
     "show servers state be",
     "show stat be 4 -1",
+    "add server be/g 127.0.0.4:85 agent-check agent-port 1 agent-inter 1h",
+    "set server be/g agent up",
+    "show servers state be",
+    "enable agent be/g",
+    "show servers state be",
+    "disable agent be/g",
+    "set server be/g state maint",
+    "del server be/g",
 ];
 
 /// Masks what must differ between two runs: the seconds since the last

@@ -203,7 +203,18 @@ impl Runtime {
         let mut cfg = held.edited.clone().unwrap_or_else(|| held.loaded.clone());
         pin_server_ids(&mut cfg, &current);
         let out = edit(&mut cfg, &current)?;
-        let (snap, changes) = crate::snapshot::compile(&cfg, &self.registry, current.generation);
+        let (snap, mut changes) =
+            crate::snapshot::compile(&cfg, &self.registry, current.generation);
+        // Only the servers added or removed: the others keep what the CLI
+        // set on them (a weight, an address), which a reload would give
+        // back to the configuration.
+        changes.retain(|c| {
+            matches!(
+                c,
+                crate::state::change::StateChange::AddServer { .. }
+                    | crate::state::change::StateChange::RemoveServer(_)
+            )
+        });
         self.registry.apply(&changes);
         self.swap(Arc::new(snap));
         held.edited = Some(cfg);

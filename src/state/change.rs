@@ -177,8 +177,11 @@ impl ServerSettings {
         if self.no_addr {
             s.no_addr.store(true, Relaxed);
             if self.resolved {
+                // Down for maintenance from the start, its checks paused,
+                // counted as a down transition as HAProxy counts it.
                 s.admin.store(super::ADMF_RMAINT, Relaxed);
-                s.health.start_stopped(false);
+                s.health.start_stopped(self.checked);
+                s.health.chkdown.fetch_add(1, Relaxed);
             }
         }
         s

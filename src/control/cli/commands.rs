@@ -355,7 +355,15 @@ pub(super) fn cmd_set_server(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
             admin::apply(be, s, ServerAction::Health(to));
             text("")
         }
-        Some("addr") => set_addr(s, arg(2), arg(3), arg(4)),
+        Some("addr") => {
+            let out = set_addr(s, arg(2), arg(3), arg(4));
+            // `set server .. addr` ends a `MAINT (resolution)`, as in
+            // HAProxy (even when it could not change the address).
+            if s.state.admin() & crate::state::ADMF_RMAINT != 0 && s.state.set_rmaint(false) {
+                crate::observe::log::server_state::resolution_up(be, s, false);
+            }
+            out
+        }
         Some("agent") => {
             if !s.state.health.agent_enabled() {
                 return text("agent checks are not enabled on this server.\n");
@@ -474,7 +482,6 @@ fn set_fqdn(be: &BackendRt, s: &ServerRt, name: Option<&str>) -> Output {
             .map_or("(null)", String::as_str)
             .to_string();
         st.fqdn.store(Some(std::sync::Arc::new(name.to_string())));
-        st.set_admin_flag(crate::state::ADMF_HMAINT, true);
         crate::upstream::dns::wake();
         format!(
             "{}/{} changed its FQDN from {before} to {name}",
@@ -525,6 +532,12 @@ fn set_addr(s: &ServerRt, ip: Option<&str>, port_kw: Option<&str>, port: Option<
     let Ok(new_ip) = ip.parse::<std::net::IpAddr>() else {
         return text(format!("Invalid addr '{ip}'{BY}"));
     };
+    if !s.state.has_addr() {
+        // No address (family) yet: HAProxy changes nothing.
+        return text(format!(
+            "Update for the current server address family is only supported through configuration file{BY}"
+        ));
+    }
     let old = s.state.addr();
     let mut msg = if old.ip() == new_ip {
         "no need to change the addr".to_string()

@@ -52,7 +52,9 @@ async fn agent_loop(rt: Arc<Runtime>, server: Arc<ServerState>) {
             return;
         };
         let started = Instant::now();
-        if server.health.agent_enabled() && !server.is_retired() {
+        let reachable =
+            server.has_addr() || crate::state::lock(&server.agent_target).addr.is_some();
+        if server.health.agent_enabled() && !server.is_retired() && reachable {
             let (status, line, detail) = ask(&server, connect, read).await;
             apply(&rt, &server, status, line, detail, started.elapsed());
         }

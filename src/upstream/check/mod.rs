@@ -114,7 +114,9 @@ async fn check_loop(rt: Arc<Runtime>, server: Arc<ServerState>, offset: Duration
             return;
         };
         let started = Instant::now();
-        if server.health.checks_active() {
+        // A server without address (a name that does not resolve) is not
+        // probed: its checks wait in maintenance.
+        if server.health.checks_active() && server.has_addr() {
             let (status, code, detail, ms) = run_check(&server, &plan).await;
             let before = server.health.info();
             let transition = server.health.record(status, code, ms, detail.clone());
