@@ -21,11 +21,13 @@ impl State<'_> {
             );
         }
         if let Some(other) = self.global.resolvers.iter().find(|r| r.name == *name) {
+            // HAProxy capitalizes this one.
             let msg = format!(
-                "resolvers '{name}' has same name as another resolvers (declared at {}).",
+                "Parsing [{loc}]: resolvers '{name}' has same name as another resolvers (declared at {}).",
                 other.loc
             );
-            self.tight(Level::Alert, loc, msg);
+            self.diags
+                .push(Diagnostic::new(Level::Alert, Some(loc.clone()), msg));
             self.section = Section::Skip;
             return;
         }
@@ -148,10 +150,12 @@ impl State<'_> {
             .find(|n| n.name == *name)
         {
             let msg = format!(
-                "nameserver '{name}' has same name as another nameserver (declared at {}).",
+                "Parsing [{loc}]: nameserver '{name}' has same name as another nameserver (declared at {}).",
                 other.loc
             );
-            return self.tight(Level::Alert, loc, msg);
+            self.diags
+                .push(Diagnostic::new(Level::Alert, Some(loc.clone()), msg));
+            return;
         }
         let (tcp, rest) = match addr_text.strip_prefix("tcp@") {
             Some(r) => (true, r),
