@@ -153,9 +153,11 @@ fn mask_rounds(reply: &str) -> String {
 }
 
 /// Masks the seconds since the last change (`srv_time_since_last_change`,
-/// `lastchg`): they depend on when each process started.
+/// `lastchg`) and those spent down (`downtime`): they depend on when each
+/// process started.
 fn mask_ages(reply: &str) -> String {
     let lastchg = 23;
+    let downtime = 24;
     reply
         .lines()
         .map(|l| {
@@ -165,8 +167,11 @@ fn mask_ages(reply: &str) -> String {
                 return f.join(" ");
             }
             let mut c: Vec<&str> = l.split(',').collect();
-            if l.starts_with("be,") && c.len() > lastchg {
+            if l.starts_with("be,") && c.len() > downtime {
                 c[lastchg] = "<age>";
+                if !c[downtime].is_empty() {
+                    c[downtime] = "<age>";
+                }
                 return c.join(",");
             }
             l.to_string()

@@ -79,8 +79,9 @@ const SCRIPT: &[&str] = &[
 ];
 
 /// Masks what must differ between two runs: the seconds since the last
-/// state change (`srv_time_since_last_change` and `lastchg`), which depend
-/// on when each process started and ran the command.
+/// state change (`srv_time_since_last_change` and `lastchg`) and those
+/// spent down (`downtime`), which depend on when each process started and
+/// ran the command.
 fn mask(reply: &str, header: Option<&str>) -> String {
     let lastchg = header.and_then(|h| {
         h.trim_start_matches("# ")
@@ -90,19 +91,21 @@ fn mask(reply: &str, header: Option<&str>) -> String {
     reply
         .lines()
         .map(|l| {
-            if l.starts_with("2 be ") {
-                let mut f: Vec<&str> = l.split(' ').collect();
-                if f.len() > 9 {
-                    f[9] = "<age>";
-                }
+            let f: Vec<&str> = l.split(' ').collect();
+            if f.len() > 20 && f[1] == "be" {
+                let mut f = f;
+                f[9] = "<age>";
                 return f.join(" ");
             }
             if let Some(i) = lastchg
                 && l.starts_with("be,")
             {
                 let mut f: Vec<&str> = l.split(',').collect();
-                if f.len() > i {
+                if f.len() > i + 1 {
                     f[i] = "<age>";
+                    if !f[i + 1].is_empty() {
+                        f[i + 1] = "<age>";
+                    }
                 }
                 return f.join(",");
             }
