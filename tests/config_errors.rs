@@ -410,7 +410,7 @@ frontend fe
     acl b ssl_f_s_dn -m found
     default_backend be
 backend be
-    server s1 127.0.0.1:1 resolvers dns
+    server s1 127.0.0.1:1 track be/s2
     http-after-response set-status 500
     tcp-response content close
     tcp-request content silent-drop
@@ -451,7 +451,7 @@ listen li
         ),
         (
             19,
-            "'server be/s1' : 'resolvers' is not supported by sluice yet",
+            "'server be/s1' : 'track' is not supported by sluice yet",
         ),
         (
             20,

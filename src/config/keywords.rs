@@ -18,7 +18,13 @@ const fn names<H, const N: usize>(table: &[Kwd<H>]) -> [&'static str; N] {
 
 /// Section keywords sluice parses.
 pub const SECTIONS: &[&str] = &[
-    "global", "defaults", "frontend", "backend", "listen", "userlist",
+    "global",
+    "defaults",
+    "frontend",
+    "backend",
+    "listen",
+    "userlist",
+    "resolvers",
 ];
 
 /// Directives (lines starting with a dot).
@@ -29,7 +35,6 @@ pub const DIRECTIVES: &[&str] = &[
 /// HAProxy sections sluice does not support.
 pub(crate) const UNSUPPORTED_SECTIONS: &[&str] = &[
     "peers",
-    "resolvers",
     "mailers",
     "program",
     "http-errors",
@@ -132,8 +137,6 @@ pub(crate) const GLOBAL_UNSUPPORTED: &[&str] = &[
     "lua-load",
     "lua-prepend-path",
     "spread-checks",
-    "server-state-file",
-    "server-state-base",
     "localpeer",
     "setenv",
     "presetenv",
@@ -232,7 +235,6 @@ pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "ignore-persist",
     "rate-limit",
     "persist",
-    "server-template",
     "source",
     "use-server",
     "filter",
@@ -245,8 +247,6 @@ pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "grace",
     "guid",
     "http-send-name-header",
-    "load-server-state-from-file",
-    "server-state-file-name",
     "max-keep-alive-queue",
     "max-session-srv-conns",
     "use-fcgi-app",
@@ -333,17 +333,7 @@ pub const SERVER_SUPPORTED: &[&str] = &names::<_, { parser::SERVER.len() }>(pars
 
 pub(crate) const SERVER_UNSUPPORTED: &[&str] = &[
     "verifyhost",
-    "agent-check",
-    "agent-port",
-    "agent-inter",
-    "agent-addr",
-    "agent-send",
     "track",
-    "init-addr",
-    "resolvers",
-    "resolve-prefer",
-    "resolve-net",
-    "resolve-opts",
     "check-send-proxy",
     "check-sni",
     "check-alpn",

@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::acl::parse::{PREDEFINED, check_acl_name, parse_acl, parse_condition_at, predefined};
 use crate::acl::{AclDef, Condition};
@@ -21,6 +22,7 @@ mod globalkw;
 mod lbkw;
 mod legacykw;
 mod proxykw;
+mod resolverskw;
 mod retrykw;
 mod rulekw;
 mod serverkw;
@@ -30,8 +32,9 @@ mod userlistkw;
 
 pub(crate) use globalkw::{GLOBAL, add_case_adjust};
 pub(crate) use proxykw::{OPTIONS, PROXY};
+pub(crate) use resolverskw::resolv_conf_nameservers;
 pub(crate) use rulekw::{HTTP_REQUEST, HTTP_RESPONSE, run_outside, var_rule};
-pub(crate) use serverkw::SERVER;
+pub(crate) use serverkw::{SERVER, dynamic_server};
 
 /// One keyword of a statement kind, as its table holds it: the name, the
 /// function that parses the statement, and what the keyword lists need to
@@ -79,6 +82,8 @@ enum Section {
     Proxy(usize),
     /// Index into `Global::userlists`.
     Userlist(usize),
+    /// Index into `Global::resolvers`.
+    Resolvers(usize),
     /// Inside a section we cannot use (already reported once).
     Skip,
 }
@@ -88,6 +93,7 @@ impl Section {
         match self {
             Section::None | Section::Skip => "",
             Section::Userlist(_) => "userlist",
+            Section::Resolvers(_) => "resolvers",
             Section::Global => "global",
             Section::Defaults(_) => "defaults",
             Section::Proxy(i) => proxies.get(i).map_or("", |p| p.kind.keyword()),
@@ -110,6 +116,18 @@ pub(crate) struct ServerDefaults {
     pub(crate) cookie: Option<String>,
     /// `ssl` and its options (None: plain TCP).
     pub(crate) tls: Option<crate::tls::upstream::ServerTlsOpts>,
+    /// `resolvers <name>` and the `resolve-*` options (the name empty
+    /// while only options were given).
+    pub(crate) resolve: ServerResolve,
+    /// `init-addr`.
+    pub(crate) init_addr: Option<Vec<InitAddr>>,
+    /// `agent-check` given (and not `no-agent-check` after it).
+    pub(crate) agent_check: bool,
+    /// `agent-port`, `agent-addr`, `agent-inter`, `agent-send`.
+    pub(crate) agent_port: Option<u32>,
+    pub(crate) agent_addr: Option<std::net::IpAddr>,
+    pub(crate) agent_inter: Option<Duration>,
+    pub(crate) agent_send: String,
 }
 
 impl Default for ServerDefaults {
@@ -126,6 +144,19 @@ impl Default for ServerDefaults {
             id: None,
             cookie: None,
             tls: None,
+            resolve: ServerResolve {
+                resolvers: String::new(),
+                prefer_v4: false,
+                nets: Vec::new(),
+                allow_dup_ip: false,
+                ignore_weight: false,
+            },
+            init_addr: None,
+            agent_check: false,
+            agent_port: None,
+            agent_addr: None,
+            agent_inter: None,
+            agent_send: String::new(),
         }
     }
 }
@@ -208,6 +239,9 @@ pub(crate) struct State<'r> {
     /// Legacy keyword families already warned about (HAProxy 2.0 warns
     /// once per family).
     legacy_warned: Vec<&'static str>,
+    /// Parsing a server of the CLI's `add server`: only HAProxy's dynamic
+    /// server options are taken.
+    dynamic: bool,
 }
 
 /// Looks up an environment variable (injected, so tests choose the
@@ -260,6 +294,7 @@ impl<'r> State<'r> {
             missing_acl: None,
             scratch: default_template(),
             legacy_warned: Vec::new(),
+            dynamic: false,
         }
     }
 
@@ -582,6 +617,7 @@ impl<'r> State<'r> {
             Section::Skip => {}
             Section::Global => self.global_line(loc, words),
             Section::Userlist(i) => self.userlist_line(i, loc, words),
+            Section::Resolvers(i) => self.resolvers_line(i, loc, words),
             Section::Defaults(_) | Section::Proxy(_) => self.proxy_line(loc, words),
         }
     }
@@ -651,6 +687,7 @@ impl<'r> State<'r> {
     fn start_section(&mut self, loc: &Loc, words: &[String]) {
         let kind = match words[0].as_str() {
             "userlist" => return self.start_userlist(loc, words),
+            "resolvers" => return self.start_resolvers(loc, words),
             "global" => {
                 self.section = Section::Global;
                 return;
@@ -746,6 +783,8 @@ impl<'r> State<'r> {
         p.h1_case_bogus_client = d.h1_case_bogus_client;
         p.h1_case_bogus_server = d.h1_case_bogus_server;
         p.fullconn = d.fullconn;
+        p.load_server_state = d.load_server_state;
+        p.server_state_file_name = d.server_state_file_name.clone();
         p.check_type = d.check_type;
         p.http_check = crate::config::model::HttpCheck {
             inherited: true,

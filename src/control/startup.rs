@@ -883,6 +883,7 @@ async fn serve(
     crate::sys::process::release_control_signals();
     crate::state::counters::start_coarse_clock();
     let rt = Runtime::new(&cfg, threads);
+    crate::control::server_state::load(&rt, &cfg);
     crate::observe::log::event::attach(&rt);
     let snap = rt.snapshot();
     let global_max = Arc::new(Semaphore::new(
@@ -948,19 +949,14 @@ async fn serve(
         );
         return 1;
     }
-    let sup = match crate::control::reload::Supervisor::start(
-        rt.clone(),
-        sources,
-        global_max,
-        bound,
-        cfg.clone(),
-    ) {
-        Ok(sup) => sup,
-        Err(e) => {
-            alert(pid, &format!("cannot start listeners: {e}"));
-            return 1;
-        }
-    };
+    let sup =
+        match crate::control::reload::Supervisor::start(rt.clone(), sources, global_max, bound) {
+            Ok(sup) => sup,
+            Err(e) => {
+                alert(pid, &format!("cannot start listeners: {e}"));
+                return 1;
+            }
+        };
     if let Some(peer) = &opts.local_peer {
         crate::sys::process::set_local_peer(peer);
     }

@@ -484,7 +484,10 @@ impl<'a> Relay<'a> {
             && resp.wants_keep_alive()
             && self.upstream.buf.is_empty()
             && be.http_reuse != HttpReuse::Never
-            && self.server.send_proxy.load(Relaxed) == 0;
+            && self.server.send_proxy.load(Relaxed) == 0
+            // A server in maintenance keeps no idle connection (HAProxy
+            // parks none), so that it can be deleted once drained.
+            && !self.server.is_maint();
         // The response head points into the read buffer: drop it first.
         drop(resp);
         self.upstream.release_buffer();

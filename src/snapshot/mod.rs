@@ -19,7 +19,7 @@ use crate::config::model::{
     HttpResponseAction, HttpReuse, ListenAddr, Mode, Proxy, ProxyKind, StatsPage, Timeouts,
 };
 use crate::snapshot::lb::Lb;
-use crate::state::change::{ServerSettings, StateChange};
+use crate::state::change::{ServerSettings, StartAdmin, StateChange};
 use crate::state::{BackendState, FrontendState, Registry, ServerState};
 use delta::Change;
 use legacy_rt::LegacyRt;
@@ -255,6 +255,12 @@ pub(crate) struct ServerRt {
     pub(crate) cookie: Option<Box<str>>,
     /// `check-ssl`: the TLS its checks use.
     pub(crate) check_tls: Option<Arc<crate::tls::upstream::UpstreamTls>>,
+    /// `resolvers` and its options: the DNS moves its address.
+    pub(crate) resolve: Option<crate::config::model::ServerResolve>,
+    /// The SRV name of a `server-template` slot.
+    pub(crate) srvrecord: Option<Arc<str>>,
+    /// `agent-inter` (None: no agent check, or the check's `inter`).
+    pub(crate) agent_inter: Option<std::time::Duration>,
 }
 
 /// HAProxy's default when neither global nor frontend sets `maxconn`
@@ -464,7 +470,13 @@ impl Compiler<'_> {
                         self.changes.push(StateChange::AddServer {
                             backend: state.clone(),
                             server: st.clone(),
-                            maint: s.opts.disabled,
+                            start: if s.opts.disabled {
+                                StartAdmin::Disabled
+                            } else if s.opts.dynamic && !s.opts.enabled {
+                                StartAdmin::Added
+                            } else {
+                                StartAdmin::Ready
+                            },
                         });
                         st
                     }
@@ -677,6 +689,18 @@ fn server_settings(p: &Proxy, s: &crate::config::model::Server) -> ServerSetting
         send_proxy: s.opts.send_proxy,
         shutdown_on_down: s.opts.shutdown_on_down,
         cuttable: s.opts.shutdown_on_down || cut_by_active,
+        checks_enabled: !s.opts.dynamic,
+        fqdn: s.fqdn.clone(),
+        no_addr: s.unix.is_none()
+            && s.addr.ip().is_unspecified()
+            && (s.fqdn.is_some() || s.srvrecord.is_some()),
+        resolved: s.resolve.is_some(),
+        srv_slot: s.srvrecord.is_some(),
+        agent: s.agent.as_ref().map(|a| crate::state::AgentTarget {
+            addr: a.addr,
+            port: a.port,
+            send: a.send.clone(),
+        }),
     }
 }
 
@@ -700,6 +724,12 @@ fn server_rt(s: &crate::config::model::Server, sid: u32, st: Arc<ServerState>) -
         opts: s.opts,
         cookie: s.cookie.as_deref().map(Box::from),
         check_tls: s.check_tls.clone(),
+        resolve: s.resolve.clone(),
+        srvrecord: s.srvrecord.as_deref().map(Arc::from),
+        agent_inter: s
+            .agent
+            .as_ref()
+            .map(|a| a.inter.unwrap_or(std::time::Duration::from_secs(2))),
     }
 }
 

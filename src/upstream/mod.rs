@@ -5,6 +5,7 @@
 
 pub(crate) mod balance;
 pub(crate) mod check;
+pub(crate) mod dns;
 pub(crate) mod h2;
 pub(crate) mod pool;
 pub(crate) mod retry;

@@ -251,6 +251,8 @@ pub(crate) const GLOBAL: &[GlobalKw] = &[
     kwd("description", g_description),
     kwd("zero-warning", g_zero_warning),
     kwd("hard-stop-after", g_hard_stop_after),
+    kwd("server-state-file", g_server_state),
+    kwd("server-state-base", g_server_state),
     kwd("user", g_owner),
     kwd("group", g_owner),
     kwd("uid", g_id),
@@ -426,6 +428,22 @@ fn g_hard_stop_after(s: &mut State<'_>, loc: &Loc, words: &[String]) {
     match parse_time(v) {
         Ok(d) => s.global.hard_stop_after = Some(d),
         Err(e) => s.alert(loc, time_error_message("hard-stop-after", v, &e)),
+    }
+}
+
+/// `server-state-file <path>`, `server-state-base <dir>`.
+fn g_server_state(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    let k = words[0].as_str();
+    match words.get(1).filter(|w| !w.is_empty()) {
+        Some(v) if k == "server-state-file" => s.global.server_state_file = Some(v.clone()),
+        Some(v) => s.global.server_state_base = Some(v.clone()),
+        None if k == "server-state-file" => {
+            s.alert(loc, "'server-state-file' expect one argument: a file path.")
+        }
+        None => s.alert(
+            loc,
+            "'server-state-base' expects one argument: a directory path.",
+        ),
     }
 }
 

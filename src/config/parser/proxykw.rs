@@ -798,6 +798,15 @@ pub(crate) const PROXY: &[ProxyKw] = &[
     kwd("http-request", |s, loc, w, _| s.kw_http_request(loc, w)),
     kwd("server", |s, loc, w, _| s.kw_server(loc, w)),
     kwd("default-server", |s, loc, w, _| s.kw_default_server(loc, w)),
+    kwd("server-template", |s, loc, w, _| {
+        s.kw_server_template(loc, w)
+    }),
+    kwd("load-server-state-from-file", |s, loc, w, _| {
+        s.kw_server_state(loc, w)
+    }),
+    kwd("server-state-file-name", |s, loc, w, _| {
+        s.kw_server_state(loc, w)
+    }),
     kwd("hash-type", |s, loc, w, _| s.kw_hash_type(loc, w)),
     kwd("fullconn", |s, loc, w, _| s.kw_fullconn(loc, w)),
     kwd("http-check", |s, loc, w, _| s.kw_http_check(loc, w)),

@@ -8,6 +8,7 @@
 mod commands;
 mod mapcmd;
 mod socket;
+mod srvcmd;
 mod varcmd;
 
 use commands::*;
@@ -16,6 +17,7 @@ pub(crate) use socket::{
     SocketOwnershipError, bind_unix, count_accepted, handle_conn, serve_listener, serve_tcp,
 };
 pub use socket::{bind_unix_at, serve_unix_listener};
+use srvcmd::*;
 use varcmd::*;
 
 use std::fmt::Write as _;
@@ -124,6 +126,13 @@ static COMMANDS: &[Command] = &[
         run: cmd_add_map,
     },
     Command {
+        words: &["add", "server"],
+        usage: "add server <bk>/<srv>",
+        desc: "create a new server",
+        level: CliLevel::Admin,
+        run: cmd_add_server,
+    },
+    Command {
         words: &["clear", "acl"],
         usage: "clear acl [@<ver>] <acl>",
         desc: "clear the contents of this acl",
@@ -173,6 +182,20 @@ static COMMANDS: &[Command] = &[
         run: cmd_del_map,
     },
     Command {
+        words: &["del", "server"],
+        usage: "del server <bk>/<srv>",
+        desc: "remove a dynamically added server",
+        level: CliLevel::Admin,
+        run: cmd_del_server,
+    },
+    Command {
+        words: &["disable", "agent"],
+        usage: "disable agent",
+        desc: "disable agent checks",
+        level: CliLevel::Admin,
+        run: cmd_disable_agent,
+    },
+    Command {
         words: &["disable", "health"],
         usage: "disable health",
         desc: "disable health checks",
@@ -185,6 +208,13 @@ static COMMANDS: &[Command] = &[
         desc: "disable a server for maintenance (use 'set server' instead)",
         level: CliLevel::Admin,
         run: cmd_disable_server,
+    },
+    Command {
+        words: &["enable", "agent"],
+        usage: "enable agent",
+        desc: "enable agent checks",
+        level: CliLevel::Admin,
+        run: cmd_enable_agent,
     },
     Command {
         words: &["enable", "health"],
@@ -348,6 +378,13 @@ static COMMANDS: &[Command] = &[
         run: cmd_show_map,
     },
     Command {
+        words: &["show", "resolvers"],
+        usage: "show resolvers [id]",
+        desc: "dumps counters from all resolvers section and associated name servers",
+        level: CliLevel::User,
+        run: cmd_show_resolvers,
+    },
+    Command {
         words: &["show", "servers", "state"],
         usage: "show servers state [<backend>]",
         desc: "dump volatile server information (all or for a single backend)",
@@ -449,7 +486,7 @@ struct Ctx<'a> {
     /// `experimental-mode on` was given in this session.
     experimental: bool,
     level: CliLevel,
-    rt: &'a Runtime,
+    rt: &'a Arc<Runtime>,
     snap: Arc<Snapshot>,
     /// The session's client and address (its own `show sess` line).
     origin: CliOrigin,
@@ -467,7 +504,7 @@ fn text(s: impl Into<String>) -> Output {
 /// Runs one input line (without its `\n`) at `level`. Never panics, whatever
 /// the input: unknown words get the suggestion text, bad arguments an error
 /// line. A `reload` is answered as where no reload can run.
-pub(crate) fn execute(line: &str, level: CliLevel, rt: &Runtime) -> Reply {
+pub(crate) fn execute(line: &str, level: CliLevel, rt: &Arc<Runtime>) -> Reply {
     let mut reply = execute_from(line, (level, false), rt, CliOrigin::Unix, 0);
     for o in &mut reply.outputs {
         if o.effect == Effect::Reload {
@@ -484,7 +521,7 @@ pub(crate) fn execute(line: &str, level: CliLevel, rt: &Runtime) -> Reply {
 pub(crate) fn execute_from(
     line: &str,
     (level, experimental): (CliLevel, bool),
-    rt: &Runtime,
+    rt: &Arc<Runtime>,
     origin: CliOrigin,
     me: usize,
 ) -> Reply {
@@ -496,7 +533,7 @@ pub(crate) fn execute_from(
 pub(crate) fn execute_words(
     commands: Vec<Vec<String>>,
     (level, experimental): (CliLevel, bool),
-    rt: &Runtime,
+    rt: &Arc<Runtime>,
     origin: CliOrigin,
     me: usize,
 ) -> Reply {
@@ -823,7 +860,7 @@ mod tests {
         );
     }
 
-    fn status(rt: &Runtime, sv: &str) -> String {
+    fn status(rt: &Arc<Runtime>, sv: &str) -> String {
         let out = execute("show stat web_be 4 -1", CliLevel::Admin, rt);
         let idx = csv::FIELDS.iter().position(|f| *f == "status").unwrap();
         out.outputs[0]
@@ -834,7 +871,7 @@ mod tests {
             .unwrap_or_default()
     }
 
-    fn one(rt: &Runtime, line: &str) -> String {
+    fn one(rt: &Arc<Runtime>, line: &str) -> String {
         let r = execute(line, CliLevel::Admin, rt);
         r.render(&mut false).0
     }
