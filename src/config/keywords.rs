@@ -18,7 +18,7 @@ const fn names<H, const N: usize>(table: &[Kwd<H>]) -> [&'static str; N] {
 
 /// Section keywords sluice parses.
 pub const SECTIONS: &[&str] = &[
-    "global", "defaults", "frontend", "backend", "listen", "userlist",
+    "global", "defaults", "frontend", "backend", "listen", "userlist", "peers",
 ];
 
 /// Directives (lines starting with a dot).
@@ -28,7 +28,6 @@ pub const DIRECTIVES: &[&str] = &[
 
 /// HAProxy sections sluice does not support.
 pub(crate) const UNSUPPORTED_SECTIONS: &[&str] = &[
-    "peers",
     "resolvers",
     "mailers",
     "program",
@@ -134,7 +133,6 @@ pub(crate) const GLOBAL_UNSUPPORTED: &[&str] = &[
     "spread-checks",
     "server-state-file",
     "server-state-base",
-    "localpeer",
     "setenv",
     "presetenv",
     "resetenv",
@@ -217,12 +215,6 @@ pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "errorloc303",
     "http-error",
     "tcp-response",
-    "stick-table",
-    "stick",
-    "stick on",
-    "stick match",
-    "stick store-request",
-    "stick store-response",
     "compression",
     "dispatch",
     "hash-balance-factor",
@@ -466,9 +458,6 @@ pub(crate) const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
     "set-uri",
     "set-method",
     "capture",
-    "track-sc0",
-    "track-sc1",
-    "track-sc2",
     "set-log-level",
     "set-nice",
     "set-tos",
@@ -478,7 +467,6 @@ pub(crate) const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
     "early-hint",
     "normalize-uri",
     "reject",
-    "silent-drop",
     "wait-for-handshake",
     "send-spoe-group",
     "set-src",
@@ -492,10 +480,6 @@ pub(crate) const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
     "replace-path",
     "replace-pathq",
     "replace-uri",
-    "sc-inc-gpc",
-    "sc-inc-gpc0",
-    "sc-inc-gpc1",
-    "sc-set-gpt0",
     "set-bandwidth-limit",
 ];
 

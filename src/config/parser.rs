@@ -20,11 +20,13 @@ mod cookiekw;
 mod globalkw;
 mod lbkw;
 mod legacykw;
+mod peerskw;
 mod proxykw;
 mod retrykw;
 mod rulekw;
 mod serverkw;
 mod sslkw;
+pub(crate) mod stickkw;
 mod tcpkw;
 mod userlistkw;
 
@@ -79,6 +81,8 @@ enum Section {
     Proxy(usize),
     /// Index into `Global::userlists`.
     Userlist(usize),
+    /// Index into `Global::peers`.
+    Peers(usize),
     /// Inside a section we cannot use (already reported once).
     Skip,
 }
@@ -88,6 +92,7 @@ impl Section {
         match self {
             Section::None | Section::Skip => "",
             Section::Userlist(_) => "userlist",
+            Section::Peers(_) => "peers",
             Section::Global => "global",
             Section::Defaults(_) => "defaults",
             Section::Proxy(i) => proxies.get(i).map_or("", |p| p.kind.keyword()),
@@ -208,6 +213,8 @@ pub(crate) struct State<'r> {
     /// Legacy keyword families already warned about (HAProxy 2.0 warns
     /// once per family).
     legacy_warned: Vec<&'static str>,
+    /// The stick tables declared so far.
+    declared_tables: Vec<stickkw::Declared>,
 }
 
 /// Looks up an environment variable (injected, so tests choose the
@@ -260,6 +267,7 @@ impl<'r> State<'r> {
             missing_acl: None,
             scratch: default_template(),
             legacy_warned: Vec::new(),
+            declared_tables: Vec::new(),
         }
     }
 
@@ -550,6 +558,7 @@ impl<'r> State<'r> {
     fn statement(&mut self, loc: &Loc, words: &[String]) {
         // Where the pattern files a statement reads are used from.
         crate::sample::patref::at(&loc.file, loc.line);
+        crate::sample::stick::at(&loc.file, loc.line);
         let first = words[0].as_str();
         if first.starts_with('.') {
             return self.directive(loc, words);
@@ -582,6 +591,7 @@ impl<'r> State<'r> {
             Section::Skip => {}
             Section::Global => self.global_line(loc, words),
             Section::Userlist(i) => self.userlist_line(i, loc, words),
+            Section::Peers(i) => self.peers_line(i, loc, words),
             Section::Defaults(_) | Section::Proxy(_) => self.proxy_line(loc, words),
         }
     }
@@ -651,6 +661,7 @@ impl<'r> State<'r> {
     fn start_section(&mut self, loc: &Loc, words: &[String]) {
         let kind = match words[0].as_str() {
             "userlist" => return self.start_userlist(loc, words),
+            "peers" => return self.start_peers(loc, words),
             "global" => {
                 self.section = Section::Global;
                 return;
@@ -773,6 +784,7 @@ impl<'r> State<'r> {
             p.unique_id_format = d.unique_id_format.clone();
             p.unique_id_header = d.unique_id_header.clone();
         }
+        crate::sample::stick::in_proxy(name, false);
         self.proxies.push(p);
         self.server_defaults.push(sd);
         self.section = Section::Proxy(self.proxies.len() - 1);
@@ -811,6 +823,7 @@ impl<'r> State<'r> {
                 );
             }
         }
+        crate::sample::stick::in_proxy(&name, true);
         self.defaults.push(set);
         self.section = Section::Defaults(self.defaults.len() - 1);
     }

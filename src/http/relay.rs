@@ -775,6 +775,7 @@ fn response_edits<'r>(
                     };
                     rules::run_map(rule, &cx)
                 }
+                HttpResponseAction::Table(_) => {}
             }
         }
         let Some(l) = legacy_rsp else {

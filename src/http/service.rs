@@ -1375,6 +1375,7 @@ impl RuleRun<'_> {
                 HttpRequestAction::WaitForBody(wait) => {
                     return Some(Stop::Wait { at, wait: *wait });
                 }
+                HttpRequestAction::Table(_) | HttpRequestAction::SilentDrop => {}
                 HttpRequestAction::PrometheusExporter => {
                     self.rec.tally.intercepted = rows(be);
                     self.rec.term(Cause::Local, Phase::Request);

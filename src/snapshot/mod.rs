@@ -30,6 +30,8 @@ pub(crate) struct Snapshot {
     pub(crate) global: Global,
     /// Every proxy in declaration order, as `show stat` lists them.
     pub(crate) proxies: Vec<ProxyRt>,
+    /// The stick tables.
+    pub(crate) tables: crate::state::table::registry::Tables,
 }
 
 /// One `frontend`, `backend` or `listen` section.
@@ -301,6 +303,7 @@ fn compile_with(
         new_frontends: Vec::new(),
         new_backends: Vec::new(),
     };
+    let tables = c.tables();
     // Backends first, so that frontends can point at them.
     let backends = c.backends();
     let proxies = c.proxies(&backends);
@@ -309,6 +312,7 @@ fn compile_with(
         generation,
         global: config.global.clone(),
         proxies,
+        tables,
     };
     (snap, c.changes)
 }
@@ -426,6 +430,40 @@ impl Compiler<'_> {
                 }
             })
             .collect()
+    }
+
+    /// The stick tables, in declaration order: the registry's when their
+    /// definition is unchanged (entries kept), else new ones; tables no
+    /// longer configured leave the registry.
+    fn tables(&mut self) -> crate::state::table::registry::Tables {
+        use crate::state::table::Table;
+        let defs: Vec<&crate::config::model::TableDef> =
+            crate::config::table_check::all_tables(self.config).collect();
+        let mut out = Vec::new();
+        for name in &self.config.global.table_order {
+            let Some(def) = defs.iter().find(|d| d.name == *name) else {
+                continue;
+            };
+            let old = self.registry.tables.find(name);
+            let t = match old {
+                Some(t) if t.def.same_as(def) => t,
+                old => {
+                    let t = Arc::new(Table::new((*def).clone()));
+                    self.changes.push(StateChange::AddTable {
+                        table: t.clone(),
+                        replaced: old.is_some(),
+                    });
+                    t
+                }
+            };
+            out.push(t);
+        }
+        for name in self.registry.tables.names() {
+            if !self.config.global.table_order.contains(&name) {
+                self.changes.push(StateChange::RemoveTable(name));
+            }
+        }
+        crate::state::table::registry::Tables::new(out)
     }
 
     /// Servers the registry has in service that the configuration no longer

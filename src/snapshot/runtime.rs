@@ -92,6 +92,7 @@ impl Runtime {
                 generation: 0,
                 global: Default::default(),
                 proxies: Vec::new(),
+                tables: Default::default(),
             }),
             registry: Registry::default(),
             process: ProcessCounters::default(),

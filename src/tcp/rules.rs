@@ -45,7 +45,8 @@ pub(crate) fn allowed(
         if cond.as_ref().is_none_or(|c| acls.eval(c, view)) {
             match action {
                 TcpAction::Accept => return true,
-                TcpAction::Reject => return false,
+                TcpAction::Reject | TcpAction::SilentDrop => return false,
+                TcpAction::Table(_) => {}
                 TcpAction::Var(rule) => {
                     // Stored silently or not at all, as in HAProxy.
                     rule.run(&crate::sample::Ctx {

@@ -8,6 +8,7 @@
 mod commands;
 mod mapcmd;
 mod socket;
+mod tablecmd;
 mod varcmd;
 
 use commands::*;
@@ -16,6 +17,7 @@ pub(crate) use socket::{
     SocketOwnershipError, bind_unix, count_accepted, handle_conn, serve_listener, serve_tcp,
 };
 pub use socket::{bind_unix_at, serve_unix_listener};
+use tablecmd::*;
 use varcmd::*;
 
 use std::fmt::Write as _;
@@ -138,6 +140,13 @@ static COMMANDS: &[Command] = &[
         desc: "clear the contents of this map",
         level: CliLevel::User,
         run: cmd_clear_map,
+    },
+    Command {
+        words: &["clear", "table"],
+        usage: "clear table <table> [<filter>]*",
+        desc: "remove an entry from a table (filter: data/key)",
+        level: CliLevel::User,
+        run: cmd_clear_table,
     },
     Command {
         words: &["commit", "acl"],
@@ -280,6 +289,13 @@ static COMMANDS: &[Command] = &[
         run: cmd_set_server,
     },
     Command {
+        words: &["set", "table"],
+        usage: "set table <table> key <k> [data.* <v>]*",
+        desc: "update or create a table entry's data",
+        level: CliLevel::User,
+        run: cmd_set_table,
+    },
+    Command {
         words: &["set", "timeout"],
         usage: "set timeout [cli] <delay>",
         desc: "change a timeout setting",
@@ -364,6 +380,13 @@ static COMMANDS: &[Command] = &[
         run: cmd_show_stat,
     },
     Command {
+        words: &["show", "table"],
+        usage: "show table <table> [<filter>]*",
+        desc: "report table usage stats or dump this table's contents (filter: data/key)",
+        level: CliLevel::User,
+        run: cmd_show_table,
+    },
+    Command {
         words: &["show", "version"],
         usage: "show version",
         desc: "show version of the current process",
@@ -444,6 +467,9 @@ struct Ctx<'a> {
     /// `experimental-mode on` was given in this session.
     experimental: bool,
     level: CliLevel,
+    /// The level of the socket (`stats socket ... level`), whatever the
+    /// session lowered its own to.
+    bind_level: CliLevel,
     rt: &'a Runtime,
     snap: Arc<Snapshot>,
     /// The session's client and address (its own `show sess` line).
@@ -463,14 +489,14 @@ fn text(s: impl Into<String>) -> Output {
 /// the input: unknown words get the suggestion text, bad arguments an error
 /// line.
 pub(crate) fn execute(line: &str, level: CliLevel, rt: &Runtime) -> Reply {
-    execute_from(line, (level, false), rt, CliOrigin::Unix, 0)
+    execute_from(line, (level, false, level), rt, CliOrigin::Unix, 0)
 }
 
 /// [`execute`] for a session coming from `origin`, `me` naming it in
 /// `show sess`.
 pub(crate) fn execute_from(
     line: &str,
-    (level, experimental): (CliLevel, bool),
+    (level, experimental, bind_level): (CliLevel, bool, CliLevel),
     rt: &Runtime,
     origin: CliOrigin,
     me: usize,
@@ -478,6 +504,7 @@ pub(crate) fn execute_from(
     let mut ctx = Ctx {
         experimental,
         level,
+        bind_level,
         rt,
         snap: rt.snapshot(),
         origin,

@@ -303,6 +303,7 @@ impl Source for Line<'_> {
             first_req: None,
             // Not passed to the log line yet.
             proxies: None,
+            stick: None,
             // Looked up once per line that has a sample.
             server_id: match (&self.rec.backend, &self.rec.server) {
                 (Some(be), SrvName::Server(s)) => be

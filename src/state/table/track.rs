@@ -1,0 +1,271 @@
+//! Stream counters: the entries a session (`tcp-request connection` and
+//! `session` rules) and a stream (`tcp-request content`, `http-request`,
+//! `http-response` rules) track, and what they count, as HAProxy 2.6 does.
+//!
+//! A stream starts with its session's counters: counter `sc<n>` is the
+//! stream's own when it tracks one, else the session's, and a stream
+//! tracks `sc<n>` only when neither does yet. Each event counts once per
+//! counter number, on that counter. A tracked entry's `conn_cur` goes
+//! down when its tracker ends (the request for a stream's, the connection
+//! for a session's).
+
+use std::sync::{Arc, OnceLock};
+
+use super::registry::Tables;
+use super::{Entry, Held, Table, key};
+use crate::sample::stick::{self, Counter, DataType, StickOp, TableRef};
+use crate::sample::value::Sample;
+
+/// One tracked entry.
+#[derive(Debug)]
+pub(crate) struct Tracked {
+    held: Held,
+    /// Tracked by a backend's rule (HAProxy's `STKCTR_TRACK_BACKEND`).
+    #[allow(dead_code)]
+    backend: bool,
+}
+
+impl Tracked {
+    pub(crate) fn entry(&self) -> Entry<'_> {
+        self.held.entry()
+    }
+
+    pub(crate) fn table(&self) -> &Arc<Table> {
+        self.held.table()
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        let e = self.held.entry();
+        if e.table.schema.field(DataType::ConnCur).is_some() {
+            e.dec_conn_cur();
+            e.table.touch(e.slot);
+        }
+    }
+}
+
+/// The counters of a session or of a stream.
+#[derive(Debug, Default)]
+pub(crate) struct Trackers([OnceLock<Tracked>; stick::MAX_TRACKERS]);
+
+impl Trackers {
+    pub(crate) fn get(&self, sc: usize) -> Option<&Tracked> {
+        self.0.get(sc)?.get()
+    }
+
+    /// Whether any counter is tracked.
+    pub(crate) fn any(&self) -> bool {
+        self.0.iter().any(|t| t.get().is_some())
+    }
+
+    /// Tracks `held` as counter `sc` when it is free, counting the
+    /// connection on the entry (`conn_cur`, `conn_cnt`, `conn_rate`) as
+    /// HAProxy's `stream_track_stkctr`; false when `sc` was taken.
+    pub(crate) fn track(&self, sc: usize, held: Held, backend: bool) -> bool {
+        let Some(cell) = self.0.get(sc) else {
+            return false;
+        };
+        let e = held.entry();
+        let t = e.table;
+        let counts = [DataType::ConnCur, DataType::ConnCnt, DataType::ConnRate];
+        for d in counts {
+            e.add(d, 0, 1);
+        }
+        // A new expiration date too.
+        t.touch(e.slot);
+        cell.set(Tracked { held, backend }).is_ok()
+    }
+}
+
+/// The counter `sc` of a stream: its own, else its session's.
+pub(crate) fn effective<'a>(
+    sess: Option<&'a Trackers>,
+    strm: Option<&'a Trackers>,
+    sc: usize,
+) -> Option<&'a Tracked> {
+    strm.and_then(|s| s.get(sc))
+        .or_else(|| sess.and_then(|s| s.get(sc)))
+}
+
+/// Every counter a stream has, once each.
+fn each<'a>(
+    sess: Option<&'a Trackers>,
+    strm: Option<&'a Trackers>,
+) -> impl Iterator<Item = &'a Tracked> {
+    (0..stick::MAX_TRACKERS).filter_map(move |i| effective(sess, strm, i))
+}
+
+/// Adds `n` to `cnt` and to `rate` of each tracked entry that stores one
+/// of them, touching those changed (HAProxy's `stkctr_inc_*`).
+fn count(
+    sess: Option<&Trackers>,
+    strm: Option<&Trackers>,
+    (cnt, rate): (DataType, DataType),
+    n: u64,
+) {
+    for t in each(sess, strm) {
+        let e = t.entry();
+        let s = &e.table.schema;
+        if s.field(cnt).is_none() && s.field(rate).is_none() {
+            continue;
+        }
+        e.add(cnt, 0, n);
+        e.add(rate, 0, n);
+        e.table.touch(e.slot);
+    }
+}
+
+/// A new HTTP request.
+pub(crate) fn http_request(sess: Option<&Trackers>, strm: Option<&Trackers>) {
+    count(sess, strm, (DataType::HttpReqCnt, DataType::HttpReqRate), 1);
+}
+
+/// A request HAProxy counts as the client's error (a 4xx, a denied or
+/// tarpitted request, a bad request).
+pub(crate) fn http_error(sess: Option<&Trackers>, strm: Option<&Trackers>) {
+    count(sess, strm, (DataType::HttpErrCnt, DataType::HttpErrRate), 1);
+}
+
+/// A response HAProxy counts as a server's failure (a 5xx but 501 and
+/// 505, a broken or missing response).
+pub(crate) fn http_failure(sess: Option<&Trackers>, strm: Option<&Trackers>) {
+    count(
+        sess,
+        strm,
+        (DataType::HttpFailCnt, DataType::HttpFailRate),
+        1,
+    );
+}
+
+/// Bytes from the client and to it.
+pub(crate) fn bytes(sess: Option<&Trackers>, strm: Option<&Trackers>, bin: u64, bout: u64) {
+    if bin > 0 {
+        count(
+            sess,
+            strm,
+            (DataType::BytesInCnt, DataType::BytesInRate),
+            bin,
+        );
+    }
+    if bout > 0 {
+        count(
+            sess,
+            strm,
+            (DataType::BytesOutCnt, DataType::BytesOutRate),
+            bout,
+        );
+    }
+}
+
+/// A new session on the session's counters (`sess_cnt`, `sess_rate`).
+pub(crate) fn session(sess: &Trackers) {
+    for t in sess.0.iter().filter_map(OnceLock::get) {
+        let e = t.entry();
+        e.add(DataType::SessCnt, 0, 1);
+        e.add(DataType::SessRate, 0, 1);
+    }
+}
+
+/// What the sample fetches of one stream see: the configuration's tables
+/// and the stream's counters.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StickView<'a> {
+    pub(crate) tables: &'a Tables,
+    pub(crate) sess: Option<&'a Trackers>,
+    pub(crate) strm: Option<&'a Trackers>,
+}
+
+/// Whether an entry was found as a stream's own counter, as a lookup in
+/// another table (HAProxy's temporary reference), or by a converter.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Via {
+    Counter,
+    Lookup,
+    Converter,
+}
+
+/// `op` on `entry` (None: the key is not in the table), as HAProxy's
+/// fetches answer.
+fn run(entry: Option<Entry<'_>>, op: StickOp, via: Via) -> Option<Sample<'static>> {
+    let Some(e) = entry else {
+        return Some(match op {
+            StickOp::InTable => Sample::Bool(false),
+            StickOp::Tracked => Sample::Bool(true),
+            _ => Sample::Sint(0),
+        });
+    };
+    let int = Sample::Sint;
+    match op {
+        StickOp::Get(c) => e.counter(c).map(int),
+        StickOp::Inc(c) => {
+            let v = e.inc_gpc(c);
+            if v.is_some() {
+                e.table.touch(e.slot);
+            }
+            Some(int(v.unwrap_or(0)))
+        }
+        StickOp::Clr(c) => {
+            let v = e.clr_gpc(c)?;
+            e.table.touch(e.slot);
+            Some(int(v))
+        }
+        StickOp::Trackers => Some(int(i64::from(e.refs()) + i64::from(via == Via::Converter))),
+        StickOp::Tracked => Some(Sample::Bool(true)),
+        StickOp::InTable => Some(Sample::Bool(true)),
+        StickOp::UpdtConnCnt => {
+            e.table.schema.field(DataType::ConnCnt)?;
+            e.add(DataType::ConnCnt, 0, 1);
+            e.table.touch(e.slot);
+            e.counter(Counter::ConnCnt).map(int)
+        }
+    }
+}
+
+impl stick::Stick for StickView<'_> {
+    fn tracked(&self, sc: i64, alt: Option<&TableRef>, op: StickOp) -> Option<Sample<'static>> {
+        let t = usize::try_from(sc)
+            .ok()
+            .and_then(|sc| effective(self.sess, self.strm, sc));
+        let Some(t) = t else {
+            return (op == StickOp::Tracked).then_some(Sample::Bool(false));
+        };
+        let Some(alt) = alt else {
+            return run(Some(t.entry()), op, Via::Counter);
+        };
+        // The same key looked up in another table.
+        let table = self.tables.get(alt)?;
+        let bytes = t.entry().key();
+        let k = key::KeyWords::of(&bytes, table.schema.key_words);
+        match table.with(&k, |e| run(Some(e), op, Via::Lookup)) {
+            Some(r) => r,
+            None => run(None, op, Via::Lookup),
+        }
+    }
+
+    fn keyed(&self, table: &TableRef, key: Sample<'_>, op: StickOp) -> Option<Sample<'static>> {
+        let table = self.tables.get(table)?;
+        let k = key::from_sample(key, table.def.key)?;
+        let via = if matches!(op, StickOp::Trackers | StickOp::InTable) {
+            Via::Converter
+        } else {
+            Via::Lookup
+        };
+        if op.creates() {
+            return match table.get_or_create(&k) {
+                Ok(held) => run(Some(held.entry()), op, via),
+                Err(_) if op == StickOp::UpdtConnCnt => None,
+                Err(_) => Some(Sample::Sint(0)),
+            };
+        }
+        match table.with(&k, |e| run(Some(e), op, via)) {
+            Some(r) => r,
+            None => run(None, op, via),
+        }
+    }
+
+    fn usage(&self, table: &TableRef) -> Option<(u32, u32)> {
+        let t = self.tables.get(table)?;
+        Some((t.def.size, t.used()))
+    }
+}

@@ -1,0 +1,401 @@
+//! Stick tables against the real HAProxy 2.6: the same configurations
+//! checked by both (`-c`: exit code and the first alert or warning, word
+//! for word), the same CLI commands (`show table`, `clear table`, `set
+//! table`) answered alike, and the same traffic counted alike in the
+//! tables, as the `sc_*`, `src_*` and `table_*` samples and `show table`
+//! read them.
+//!
+//! Skipped (with a note) when `/usr/sbin/haproxy` is not installed, except
+//! under CI, where that is a failure.
+
+mod support;
+
+use support::haproxy::{self, Haproxy};
+use support::*;
+
+/// The first alert (else warning) of a `-c` run, without the process id
+/// (which differs) and the `config : ` tag, the configuration's path
+/// masked (each program reads its own file): what the checks compare.
+fn first_diag(stderr: &str) -> String {
+    let path = regex::Regex::new(r"/tmp/[^:]*\.cfg").expect("regex");
+    let pick = |tag: &str| {
+        stderr.lines().find(|l| l.starts_with(tag)).map(|l| {
+            let m = l.split_once(" : config : ").map_or(l, |(_, m)| m);
+            path.replace_all(m, "CFG").into_owned()
+        })
+    };
+    pick("[ALERT]")
+        .or_else(|| pick("[WARNING]"))
+        .unwrap_or_else(|| "(clean)".to_string())
+}
+
+/// A frontend with a table and a backend with another, `line` in the
+/// backend.
+fn in_backend(line: &str) -> String {
+    format!(
+        "defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind 127.0.0.1:9
+    stick-table type ip size 10 store gpc0
+    default_backend be
+backend be
+    stick-table type string size 10 store conn_cnt
+    {line}
+    server s1 127.0.0.1:9
+"
+    )
+}
+
+/// `line` alone in a backend.
+fn alone(line: &str) -> String {
+    format!("backend b2\n    {line}\n")
+}
+
+const BACKEND_LINES: &[&str] = &[
+    "stick on src",
+    "stick on",
+    "stick foo",
+    "stick on src table",
+    "stick on src foo",
+    "stick on nosuch",
+    "stick store-response req.hdr(x)",
+    "stick match res.hdr(x)",
+    "stick on src table nope",
+    "stick on str(a),bytes(1)",
+    "stick on src if TRUE foo",
+    "stick store src",
+    "stick match src unless { path /x }",
+    "stick on src table fe",
+    "stick-table type ip size 10",
+    "http-request track-sc0",
+    "http-request track-sc3 src",
+    "http-request track-scx src",
+    "http-request track-sc0 src table",
+    "http-request track-sc0 src table nope",
+    "http-request track-sc0 res.hdr(x)",
+    "http-request track-sc0 src foo",
+    "http-request track-sc0 req.hdr(x) table be",
+    "http-request track-sc0 str(x),bytes(1) table fe",
+    "http-request sc-inc-gpc0",
+    "http-request sc-inc-gpc0(1)",
+    "http-request sc-inc-gpc0(3)",
+    "http-request sc-inc-gpc0(x)",
+    "http-request sc-inc-gpc0x",
+    "http-request sc-inc-gpc(1,2)",
+    "http-request sc-inc-gpc(1)",
+    "http-request sc-inc-gpc(x,1)",
+    "http-request sc-inc-gpc(1,5)",
+    "http-request sc-inc-gpc2",
+    "http-request sc-set-gpt0 1",
+    "http-request sc-set-gpt0(1) req.hdr(x)",
+    "http-request sc-set-gpt0",
+    "http-request sc-set-gpt(2,1) 5",
+    "http-request sc-set-gpt(2) 5",
+    "http-request sc-set-gpt0 res.hdr(x)",
+    "http-request sc-inc-gpc0 foo",
+    "http-request silent-drop",
+    "http-response track-sc0 src",
+    "http-response sc-inc-gpc1(2)",
+    "http-response sc-set-gpt0(1) status",
+    "tcp-request content track-sc5 src",
+    "tcp-request content track-sc0 src table",
+    "tcp-request content track-sc0 src foo",
+    "tcp-request content sc-inc-gpc0(9)",
+    "tcp-request content track-sc2 src table fe",
+    "http-request set-var(txn.x) src_conn_cur",
+    "http-request set-var(txn.x) src_conn_cur()",
+    "http-request set-var(txn.x) src_get_gpc(0)",
+    "http-request set-var(txn.x) src_get_gpc(0,)",
+    "http-request set-var(txn.x) sc_conn_cur",
+    "http-request set-var(txn.x) sc_conn_cur(0,nope)",
+    "http-request set-var(txn.x) sc0_conn_cur(nope)",
+    "http-request set-var(txn.x) src_conn_cur(nope)",
+    "http-request set-var(txn.x) sc_get_gpc(1)",
+    "http-request set-var(txn.x) table_cnt(fe)",
+    "http-request set-var(txn.x) str(a),in_table(nope)",
+    "http-request set-var(txn.x) src,table_gpc(1)",
+    "http-request set-var(txn.x) src,table_http_req_rate(fe)",
+    "acl x src_conn_cur(nope) gt 1",
+    "http-request deny if { sc0_http_req_rate(nope) gt 1 }",
+];
+
+const FRONTEND_LINES: &[&str] = &[
+    "tcp-request connection track-sc0",
+    "tcp-request connection track-sc5 src",
+    "tcp-request connection track-sc0 req.hdr(x)",
+    "tcp-request connection track-sc0 src table",
+    "tcp-request connection track-sc0 src foo",
+    "tcp-request session track-sc1 src",
+    "tcp-request session sc-inc-gpc1",
+    "tcp-request content track-sc2 src table be",
+    "tcp-request connection sc-inc-gpc0(9)",
+    "tcp-request connection sc-set-gpt0 req.hdr(x)",
+    "tcp-request connection sc-set-gpt0 42",
+    "tcp-request connection silent-drop",
+    "tcp-request connection silent-drop foo",
+    "tcp-request connection reject if { src_conn_rate gt 10 }",
+    "tcp-request connection track-sc0 src,ipmask(24)",
+];
+
+const TABLE_LINES: &[&str] = &[
+    "stick-table type ip size 0",
+    "stick-table type ip",
+    "stick-table size 10",
+    "stick-table type foo size 1",
+    "stick-table type string len 0 size 1",
+    "stick-table type string len x size 1",
+    "stick-table type ip size 10x",
+    "stick-table type ip size 5000000000",
+    "stick-table type ip size 1k expire 30x",
+    "stick-table type ip size 1k expire 99999999999",
+    "stick-table type ip size 1k store foo",
+    "stick-table type ip size 1k store gpc0,gpc0",
+    "stick-table type ip size 1k store gpc0(1)",
+    "stick-table type ip size 1k store conn_rate",
+    "stick-table type ip size 1k store conn_rate(1x)",
+    "stick-table type ip size 1k store gpc(0)",
+    "stick-table type ip size 1k store gpc(101)",
+    "stick-table type ip size 1k store gpc_rate(2)",
+    "stick-table type ip size 1k store gpc(2",
+    "stick-table type ip size 1k srvkey foo",
+    "stick-table type ip size 1k foo",
+    "stick-table type ip size 1k store gpt(2),gpt0",
+    "stick-table type ip size 1k store gpc(2),gpc1",
+    "stick-table type ip size 1k store gpc_rate(2,1s),gpc1_rate(1s)",
+    "stick-table type ip size 1k peers",
+    "stick-table type ip size 1k nopurge store",
+    "stick-table type ip size 1k store server_name",
+    "stick-table type ip size 1k expire",
+    "stick-table type",
+    "stick-table type string len",
+    "stick-table type ip size 1k store gpc0()",
+    "stick-table type ip size 1k store conn_rate()",
+    "stick-table type ip size 1k expire 5s expire 0",
+    "stick-table type ip size 1k store conn_rate(99999999999)",
+    "stick-table type binary len 8 size 1m store gpc(3),gpc_rate(3,1m),gpt(2),http_req_rate(1s) srvkey addr",
+    "stick-table type ipv6 size 1g store bytes_in_cnt,bytes_out_rate(1h),http_fail_cnt,http_fail_rate(5s),sess_cnt,sess_rate(10s) nopurge",
+];
+
+/// `peers` sections, tables in them, and the host's name (the local peer
+/// a section needs) read at run time.
+fn peers_configs() -> Vec<(String, String)> {
+    let host = {
+        let out = std::process::Command::new("hostname")
+            .output()
+            .expect("hostname");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let head = "defaults\n    mode http\n    timeout connect 5s\n    timeout client 5s\n    timeout server 5s\n";
+    let cases = [
+        (
+            "peers without the local peer",
+            "peers mypeers\n    peer other 127.0.0.1:9\n    table t1 type ip size 10 expire 10s store gpc0\nfrontend fe\n    bind 127.0.0.1:9\n    stick-table type ip size 10 peers mypeers\n    http-request track-sc0 src table mypeers/t1\n".to_string(),
+        ),
+        (
+            "peers with the local peer",
+            format!("peers p\n    peer {host} 127.0.0.1:9\n    peer x 127.0.0.1:9\n    table t2 type string len 16 size 1k store gpc0,http_req_rate(10s)\nbackend be\n    stick-table type ip size 10 peers p\n    stick on src table p/t2\n    server s1 127.0.0.1:9\n"),
+        ),
+        (
+            "unknown peers section",
+            "frontend fe\n    bind 127.0.0.1:9\n    stick-table type ip size 10 peers nope\n".to_string(),
+        ),
+        (
+            "table name conflict with a peers table",
+            "peers p\n    table fe type ip size 1\nfrontend fe\n    bind 127.0.0.1:9\n    stick-table type ip size 10\n".to_string(),
+        ),
+        (
+            "unknown keyword in peers",
+            "peers p\n    foo bar\n".to_string(),
+        ),
+        (
+            "duplicate peers section",
+            "peers p\n    disabled\npeers p\n    enabled\n".to_string(),
+        ),
+        (
+            "peers table errors",
+            "peers p\n    table t1 type ip\n".to_string(),
+        ),
+        (
+            "stick-table in defaults",
+            "defaults\n    stick-table type ip size 1\n".to_string(),
+        ),
+        (
+            "localpeer",
+            format!("global\n    localpeer {host}x\npeers p\n    peer {host}x 127.0.0.1:9\n"),
+        ),
+    ];
+    cases
+        .into_iter()
+        .map(|(label, cfg)| (label.to_string(), format!("{head}{cfg}")))
+        .collect()
+}
+
+#[test]
+fn configurations_checked_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let cases = (BACKEND_LINES.iter().map(|l| (l.to_string(), in_backend(l))))
+        .chain(FRONTEND_LINES.iter().map(|l| {
+            let cfg = in_backend("").replace(
+                "    stick-table type ip size 10 store gpc0\n",
+                &format!("    stick-table type ip size 10 store gpc0\n    {l}\n"),
+            );
+            (format!("frontend: {l}"), cfg)
+        }))
+        .chain(TABLE_LINES.iter().map(|l| (l.to_string(), alone(l))))
+        .chain(peers_configs());
+    haproxy::assert_check_agrees("tables-check", cases, first_diag);
+}
+
+/// Tables of every key type, an IP one storing every data type (arrays
+/// included) and a little one (4 entries).
+fn cli_config(sock: &std::path::Path, binds: [&str; 2]) -> String {
+    format!(
+        "global
+    stats socket {} level admin
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {}
+    stick-table type ip size 4 expire 30s store http_req_rate(10s),conn_cur,conn_cnt,gpc(2),gpc_rate(2,5s),gpt(2),bytes_in_cnt,http_err_cnt,server_id,server_key
+backend b2
+    stick-table type string len 8 size 10 store gpc0
+backend b3
+    stick-table type integer size 10 store gpt0,sess_rate(1m)
+backend b6
+    stick-table type ipv6 size 10 store gpc1,gpc1_rate(10s),bytes_out_cnt,http_fail_rate(1m)
+frontend f9
+    bind {}
+    stick-table type binary len 4 size 10 store gpc1
+",
+        sock.display(),
+        binds[0],
+        binds[1]
+    )
+}
+
+/// The commands, in order (they change the tables).
+const CLI_LINES: &[&str] = &[
+    "show table",
+    "show table fe",
+    "show table nope",
+    "set table fe key 10.0.0.1 data.gpc0 5 data.http_req_rate 7 data.gpt1 3",
+    "set table fe key 10.0.0.2 data.conn_cnt 2 data.http_req_rate 7 data.gpt 3",
+    "set table fe key 300.1.1",
+    "set table fe key 10.0.0.3 data.nope 1",
+    "set table fe key 10.0.0.3 data.conn_cnt x",
+    "set table fe key 10.0.0.3 data.conn_cnt",
+    "set table fe key 10.0.0.3 foo 1",
+    "set table fe key 10.0.0.4 data.sess_cnt 1",
+    "show table fe",
+    "show table fe key 10.0.0.2",
+    "show table fe key 10.0.0.9",
+    "show table fe key",
+    "show table fe data.conn_cnt gt 1",
+    "show table fe data.conn_cnt gt 1 data.http_req_rate eq 7",
+    "show table fe data.conn_cnt xx 1",
+    "show table fe data.foo gt 1",
+    "show table fe data.sess_cnt gt 1",
+    "show table fe data.conn_cnt gt x",
+    "show table fe data.conn_cnt gt 1 foo",
+    "show table fe data.conn_cnt ge 0 data.conn_cnt ge 0 data.conn_cnt ge 0 data.conn_cnt ge 0 data.conn_cnt",
+    "show table fe foo",
+    "user; show table fe",
+    "user; show table fe key 10.0.0.2",
+    "user; clear table fe key 10.0.0.2",
+    "operator; show table fe key 10.0.0.2",
+    "clear table fe key 10.0.0.2",
+    "show table fe",
+    "set table fe key 10.0.0.5",
+    "set table fe key 10.0.0.6",
+    "show table fe",
+    "set table b2 key abc data.gpc0 1",
+    "set table b2 key a\\ b=c data.gpc0 2",
+    "set table b2 key 0123456789abc data.gpc0 3",
+    "show table b2",
+    "show table b2 key 01234567zz",
+    "set table b3 key 5 data.gpt0 1 data.sess_rate 9",
+    "set table b3 key 256",
+    "set table b3 key 99999999999",
+    "set table b3 key -1",
+    "set table b3 key x",
+    "show table b3",
+    "set table b6 key ::1 data.gpc1 4 data.gpc1_rate 2 data.bytes_out_cnt 12345678901 data.http_fail_rate 3",
+    "set table b6 key ::1.2.3.4",
+    "set table b6 key 2001:db8::1",
+    "set table b6 key zz",
+    "show table b6",
+    "set table f9 key 00",
+    "show table f9 key 00",
+    "clear table f9 key 00",
+    "clear table",
+    "clear table fe data.conn_cnt eq 2",
+    "show table fe",
+    "set table fe",
+    "set table fe data.conn_cnt 1",
+    "clear table fe foo",
+    "clear table b3",
+    "show table b3",
+    "show table f9",
+];
+
+/// One command line on a new connection: the whole reply.
+fn cli(sock: &std::path::Path, line: &str) -> String {
+    use std::io::{Read, Write};
+    let mut c = std::os::unix::net::UnixStream::connect(sock).expect("connect to the CLI");
+    c.write_all(format!("{line}\n").as_bytes()).expect("send");
+    let mut out = Vec::new();
+    c.read_to_end(&mut out).expect("reply");
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `show table` starts each entry with the address of HAProxy's entry in
+/// its memory and gives its time to live in milliseconds (which moves
+/// while the commands run): both words are masked.
+fn mask(reply: &str) -> String {
+    reply
+        .split_inclusive('\n')
+        .map(|l| {
+            let l = match l.split_once(": key=") {
+                Some((p, rest)) if p.starts_with("0x") => format!("0xPTR: key={rest}"),
+                _ => l.to_string(),
+            };
+            l.split(' ')
+                .map(|w| if w.starts_with("exp=") { "exp=X" } else { w })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn table_commands_answer_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let dir = TempDir::new("tables-cli");
+    let (hsock, ssock) = (dir.join("h.sock"), dir.join("s.sock"));
+    let fronts = listens(4);
+    let hb = [fronts[0].to_string(), fronts[1].to_string()];
+    let sb = [fronts[2].to_string(), fronts[3].to_string()];
+    let _hap = Haproxy::start(
+        "tables-cli",
+        &cli_config(&hsock, [&hb[0], &hb[1]]),
+        &[&fronts[0], &fronts[1]],
+    );
+    let _sl = Sluice::start(&cli_config(&ssock, [&sb[0], &sb[1]]));
+    let mut diffs = haproxy::Differences::default();
+    for line in CLI_LINES {
+        let (h, s) = (mask(&cli(&hsock, line)), mask(&cli(&ssock, line)));
+        diffs.compare(line, &h, &s);
+    }
+    diffs.assert_none();
+}
