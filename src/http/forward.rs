@@ -270,6 +270,9 @@ pub(crate) struct ReqCtx<'a> {
     /// The process, whose snapshot response rules read the proxies'
     /// state from (`nbsrv`, `be_server_timeout`...).
     pub(crate) rt: &'a crate::snapshot::runtime::Runtime,
+    /// The stick tables and the request's counters (None in tests that
+    /// build a request by hand).
+    pub(crate) stick: Option<&'a crate::state::table::track::StickView<'a>>,
 }
 
 /// No server for the request (none usable, queue full or timed out), at
@@ -327,6 +330,7 @@ pub(crate) async fn forward(
         tls: ctx.tls,
         vars: ctx.vars,
         rt: ctx.rt,
+        stick: ctx.stick,
     };
     let acquired = pick(be, &key, &mut cookie_ctx.persisted).await;
     let ctx = &cookie_ctx;

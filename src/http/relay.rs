@@ -123,6 +123,7 @@ impl<'a> Relay<'a> {
             vars: Some(ctx.vars),
             req_body: None,
             res_body: None,
+            stick: ctx.stick,
         };
         std::iter::once(first)
             .chain(waits)
@@ -413,6 +414,7 @@ impl<'a> Relay<'a> {
                     tls: ctx.tls,
                     req_body: None,
                     res_body: None,
+                    stick: ctx.stick,
                 };
                 deny_response(self.client, fe, be, self.keep_client, reply, &cx).await
             }
@@ -677,6 +679,7 @@ fn response_edits<'r>(
         vars: Some(ctx.vars),
         req_body: None,
         res_body,
+        stick: ctx.stick,
     };
     let cx = rules::FmtCtx {
         req,
@@ -697,6 +700,7 @@ fn response_edits<'r>(
         tls,
         req_body: None,
         res_body,
+        stick: ctx.stick,
     };
     let mut edits: Option<Edits> = None;
     // A `listen` section is its own frontend: its rules run once.
@@ -775,7 +779,19 @@ fn response_edits<'r>(
                     };
                     rules::run_map(rule, &cx)
                 }
-                HttpResponseAction::Table(_) => {}
+                HttpResponseAction::Table(a) => {
+                    if let Some(stick) = ctx.stick {
+                        let cx = rules::FmtCtx {
+                            res: Some(resp),
+                            ..cx
+                        };
+                        stick.act(
+                            a,
+                            &rules::sample_ctx(&cx),
+                            crate::state::table::track::Level::HttpStream,
+                        );
+                    }
+                }
             }
         }
         let Some(l) = legacy_rsp else {

@@ -279,11 +279,6 @@ impl TableRef {
     }
 }
 
-/// How many table names are numbered (a snapshot sizes its index so).
-pub(crate) fn names_known() -> usize {
-    NAMES.lock().map_or(0, |n| n.len())
-}
-
 /// Where an expression is being read, for the messages about the tables
 /// it names (HAProxy's argument contexts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -88,8 +88,10 @@ pub(crate) struct FrontendRt {
     pub(crate) bind_protos: Vec<(ListenAddr, crate::config::model::BindProto)>,
     /// The HTTP/2 settings and limits of its connections.
     pub(crate) h2: h2_limits::Limits,
-    /// `tcp-request connection` / `content` rules, `inspect-delay`.
+    /// `tcp-request connection` / `session` / `content` rules,
+    /// `inspect-delay`.
     pub(crate) tcp_connection: TcpRules,
+    pub(crate) tcp_session: TcpRules,
     pub(crate) tcp_content: TcpRules,
     pub(crate) inspect_delay: Option<std::time::Duration>,
     pub(crate) acls: AclSet,
@@ -636,6 +638,7 @@ impl Compiler<'_> {
                 .collect(),
             h2: h2_limits::Limits::of(&config.global),
             tcp_connection: tcp_rules(&p.tcp_connection, &acls),
+            tcp_session: tcp_rules(&p.tcp_session, &acls),
             tcp_content: tcp_rules(&p.tcp_content, &acls),
             inspect_delay: p.inspect_delay,
             legacy_at: p.blocks.len() + p.http_request.len(),

@@ -273,6 +273,7 @@ impl State<'_> {
     /// [append-slash] [if|unless <cond>]`: `<to>` is taken literally (the
     /// `http-request redirect` form takes a log-format).
     pub(super) fn kw_redirect(&mut self, loc: &Loc, words: &[String]) {
+        crate::sample::stick::context(crate::sample::stick::ArgCtx::Redirect);
         if !self.cap(loc, "redirect", false, true, true) {
             return;
         }
@@ -292,6 +293,7 @@ impl State<'_> {
     /// `capture request|response header <name> len <n>`; `capture cookie`
     /// is not supported yet.
     pub(super) fn kw_capture(&mut self, loc: &Loc, words: &[String]) {
+        crate::sample::stick::context(crate::sample::stick::ArgCtx::Capture);
         let what = words.get(1).map_or("", String::as_str);
         if what == "cookie" {
             return self.unsupported(loc, "capture cookie");

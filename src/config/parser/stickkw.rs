@@ -501,7 +501,7 @@ pub(crate) fn track_rule(
     let Some(text) = args.get(1).filter(|t| !t.is_empty()) else {
         return Err("missing fetch method".to_string());
     };
-    let key = match Expr::parse(text) {
+    let key = match stick::within(ArgCtx::Track, || Expr::parse(text)) {
         Ok((e, used)) if used == text.len() => e,
         Ok((_, used)) => {
             return Err(format!(

@@ -205,10 +205,10 @@ impl Table {
     fn create(&self, k: &[u64]) -> Result<u32, Full> {
         let now = freq::now_ms();
         let mut a = lock(&self.alloc);
-        if self.used() >= self.def.size {
-            if self.def.nopurge || self.trash_oldest(&mut a, (self.def.size >> 8) + 1) == 0 {
-                return Err(Full::Full);
-            }
+        if self.used() >= self.def.size
+            && (self.def.nopurge || self.trash_oldest(&mut a, (self.def.size >> 8) + 1) == 0)
+        {
+            return Err(Full::Full);
         }
         let slot = match a.free.pop() {
             Some(s) => s,
@@ -574,10 +574,6 @@ impl Held {
             table: &self.table,
             slot: self.slot,
         }
-    }
-
-    pub(crate) fn table(&self) -> &Arc<Table> {
-        &self.table
     }
 }
 

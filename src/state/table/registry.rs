@@ -75,8 +75,4 @@ impl Tables {
     pub(crate) fn listed(&self) -> &[Arc<Table>] {
         &self.listed
     }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.listed.is_empty()
-    }
 }

@@ -91,6 +91,7 @@ pub(crate) mod dict {
     static WORDS: LazyLock<Mutex<Vec<Arc<str>>>> = LazyLock::new(|| Mutex::new(Vec::new()));
 
     /// The number of `text`, given it if new.
+    #[allow(dead_code)] // `stick` rules, next
     pub(crate) fn intern(text: &str) -> u64 {
         let mut w = WORDS.lock().unwrap_or_else(|e| e.into_inner());
         match w.iter().position(|t| **t == *text) {

@@ -9,29 +9,23 @@
 //! down when its tracker ends (the request for a stream's, the connection
 //! for a session's).
 
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use super::registry::Tables;
-use super::{Entry, Held, Table, key};
+use super::{Entry, Held, key};
+use crate::config::model::{GpIndex, GptValue, TableAction};
 use crate::sample::stick::{self, Counter, DataType, StickOp, TableRef};
-use crate::sample::value::Sample;
+use crate::sample::value::{Sample, SmpType};
 
 /// One tracked entry.
 #[derive(Debug)]
 pub(crate) struct Tracked {
     held: Held,
-    /// Tracked by a backend's rule (HAProxy's `STKCTR_TRACK_BACKEND`).
-    #[allow(dead_code)]
-    backend: bool,
 }
 
 impl Tracked {
     pub(crate) fn entry(&self) -> Entry<'_> {
         self.held.entry()
-    }
-
-    pub(crate) fn table(&self) -> &Arc<Table> {
-        self.held.table()
     }
 }
 
@@ -62,7 +56,7 @@ impl Trackers {
     /// Tracks `held` as counter `sc` when it is free, counting the
     /// connection on the entry (`conn_cur`, `conn_cnt`, `conn_rate`) as
     /// HAProxy's `stream_track_stkctr`; false when `sc` was taken.
-    pub(crate) fn track(&self, sc: usize, held: Held, backend: bool) -> bool {
+    pub(crate) fn track(&self, sc: usize, held: Held) -> bool {
         let Some(cell) = self.0.get(sc) else {
             return false;
         };
@@ -74,7 +68,7 @@ impl Trackers {
         }
         // A new expiration date too.
         t.touch(e.slot);
-        cell.set(Tracked { held, backend }).is_ok()
+        cell.set(Tracked { held }).is_ok()
     }
 }
 
@@ -267,5 +261,100 @@ impl stick::Stick for StickView<'_> {
     fn usage(&self, table: &TableRef) -> Option<(u32, u32)> {
         let t = self.tables.get(table)?;
         Some((t.def.size, t.used()))
+    }
+}
+
+/// Where a table action runs: a session's rules (`tcp-request connection`
+/// and `session`: the session's counters), a stream's (`tcp-request
+/// content`), or an HTTP stream's (`http-request`, `http-response`: a
+/// counter tracked there counts the request at once, the request having
+/// been counted on the others already).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Level {
+    Session,
+    Stream,
+    HttpStream,
+}
+
+impl StickView<'_> {
+    /// Runs a rule's table action with the stream's samples `cx`.
+    pub(crate) fn act(&self, action: &TableAction, cx: &crate::sample::Ctx<'_>, level: Level) {
+        match action {
+            TableAction::Track(r) => {
+                let sc = r.sc as usize;
+                let (own, taken) = match level {
+                    Level::Session => (self.sess, self.sess.and_then(|s| s.get(sc)).is_some()),
+                    _ => (self.strm, effective(self.sess, self.strm, sc).is_some()),
+                };
+                let Some(own) = own.filter(|_| !taken) else {
+                    return;
+                };
+                let Some(table) = self.tables.get(&r.table) else {
+                    return;
+                };
+                let Some(k) = r
+                    .key
+                    .eval(cx)
+                    .and_then(|s| key::from_sample(s, table.def.key))
+                else {
+                    return;
+                };
+                let Ok(held) = table.get_or_create(&k) else {
+                    return;
+                };
+                if own.track(sc, held) && level == Level::HttpStream {
+                    // The request is counted on the counter it tracks now.
+                    if let Some(t) = own.get(sc) {
+                        let e = t.entry();
+                        let s = &e.table.schema;
+                        if s.field(DataType::HttpReqCnt).is_some()
+                            || s.field(DataType::HttpReqRate).is_some()
+                        {
+                            e.add(DataType::HttpReqCnt, 0, 1);
+                            e.add(DataType::HttpReqRate, 0, 1);
+                            e.table.touch(e.slot);
+                        }
+                    }
+                }
+            }
+            TableAction::IncGpc(g) => {
+                let Some(t) = effective(self.sess, self.strm, g.sc as usize) else {
+                    return;
+                };
+                let e = t.entry();
+                let c = match g.which {
+                    GpIndex::Zero => Counter::Gpc0,
+                    GpIndex::One => Counter::Gpc1,
+                    GpIndex::Array(i) => Counter::Gpc(i),
+                };
+                if e.inc_gpc(c).is_some() {
+                    e.table.touch(e.slot);
+                }
+            }
+            TableAction::SetGpt(g) => {
+                let Some(t) = effective(self.sess, self.strm, g.sc as usize) else {
+                    return;
+                };
+                let e = t.entry();
+                let c = match g.which {
+                    GpIndex::Array(i) => Counter::Gpt(i),
+                    _ => Counter::Gpt0,
+                };
+                if e.counter(c).is_none() {
+                    return;
+                }
+                let value = match &g.value {
+                    GptValue::Int(v) => *v,
+                    // A value that is no integer leaves the tag as it is.
+                    GptValue::Expr(x) => match x.eval(cx).and_then(|s| s.cast(SmpType::Sint)) {
+                        Some(Sample::Sint(v)) => v,
+                        _ => return,
+                    },
+                };
+                if e.set_gpt(c, value as u32) {
+                    e.table.touch(e.slot);
+                }
+            }
+        }
     }
 }
