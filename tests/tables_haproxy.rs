@@ -566,3 +566,51 @@ async fn traffic_counts_as_haproxy() {
     }
     diffs.assert_none();
 }
+
+/// The Prometheus exporter's stick table metrics (`?scope=sticktable`,
+/// and within the whole exposition): the same lines.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn table_metrics_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = |bind: &str| {
+        format!(
+            "defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {bind}
+    stick-table type ip size 10 store gpc0
+    http-request track-sc0 src
+    http-request use-service prometheus-exporter if {{ path /metrics }}
+backend b2
+    stick-table type string len 8 size 20
+peers p
+    table t type integer size 1k
+"
+        )
+    };
+    let fronts = listens(2);
+    let _hap = Haproxy::start("tables-prom", &cfg(&fronts[0].to_string()), &[&fronts[0]]);
+    let _sl = Sluice::start(&cfg(&fronts[1].to_string()));
+    let mut diffs = haproxy::Differences::default();
+    for q in ["?scope=sticktable", "?scope=global&scope=sticktable", ""] {
+        let mut got = Vec::new();
+        for f in &fronts {
+            let r = request(f.addr(), "GET", &format!("/metrics{q}"), b"").await;
+            let lines: Vec<String> = r
+                .text()
+                .lines()
+                .filter(|l| l.contains("sticktable"))
+                .map(str::to_string)
+                .collect();
+            got.push(lines);
+        }
+        assert!(got[0].len() == 9, "haproxy's lines: {:?}", got[0]);
+        diffs.compare(q, &got[0], &got[1]);
+    }
+    diffs.assert_none();
+}

@@ -755,7 +755,10 @@ backend be
             lines.contains(&"state: table fe emptied: its definition changed".to_string()),
             "{lines:?}"
         );
-        assert!(lines.contains(&"state: table be removed".to_string()), "{lines:?}");
+        assert!(
+            lines.contains(&"state: table be removed".to_string()),
+            "{lines:?}"
+        );
         reg.apply(list.iter().filter_map(Change::state));
         let new = snap3.tables.by_name("fe").unwrap();
         assert!(!Arc::ptr_eq(new, &fe));
