@@ -69,6 +69,10 @@ const BACKEND_LINES: &[&str] = &[
     "stick on src if TRUE foo",
     "stick store src",
     "stick match src unless { path /x }",
+    "server s2 127.0.0.1:9 non-stick",
+    "default-server non-stick",
+    "default-server non-stick\n    server s3 127.0.0.1:9 stick",
+    "server s2 127.0.0.1:9 non-stick foo",
     "stick on src table fe",
     "stick-table type ip size 10",
     "http-request track-sc0",
@@ -609,8 +613,267 @@ peers p
                 .collect();
             got.push(lines);
         }
-        assert!(got[0].len() == 9, "haproxy's lines: {:?}", got[0]);
+        assert!(got[0].len() == 10, "haproxy's lines: {:?}", got[0]);
         diffs.compare(q, &got[0], &got[1]);
     }
+    diffs.assert_none();
+}
+
+/// Stickiness from tables, on servers both proxies share (so that `srvkey
+/// addr` keys match): `stick on` with a condition, `stick match` with
+/// `store-request` under `option persist` and `option redispatch` (an
+/// entry naming a server in maintenance whose port refuses), `srvkey
+/// addr` with a `non-stick` server, `store-response`, TCP mode, a server
+/// marked DOWN by its check and back, `stick match` alone (the client
+/// comes back with its server), and a persistence cookie beside a table.
+fn stick_config(sock: &std::path::Path, binds: [&str; 2], s: [&str; 4]) -> String {
+    format!(
+        "global
+    stats socket {sock} level admin
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {b0}
+    use_backend persist if {{ path_beg /p }}
+    use_backend addr if {{ path_beg /a }}
+    use_backend resp if {{ path_beg /r }}
+    use_backend chk if {{ path_beg /c }}
+    use_backend m if {{ path_beg /m }}
+    use_backend ck if {{ path_beg /k }}
+    default_backend app
+backend app
+    balance roundrobin
+    stick-table type string len 32 size 100 expire 1m
+    stick on req.hdr(x-user) if {{ req.hdr(x-user) -m found }}
+    server s1 {s1}
+    server s2 {s2}
+    server s3 {s3}
+backend persist
+    balance roundrobin
+    option persist
+    option redispatch
+    retries 1
+    stick-table type string len 32 size 100 expire 1m
+    stick match req.hdr(x-user)
+    stick store-request req.hdr(x-user)
+    server s1 {s1}
+    server s2 {s2}
+    server s4 {dead} disabled
+backend addr
+    balance roundrobin
+    stick-table type ip size 10 expire 1m srvkey addr
+    stick on src
+    server s1 {s1}
+    server s2 {s2} non-stick
+backend resp
+    balance roundrobin
+    stick-table type string len 16 size 10 expire 1m
+    stick match req.hdr(x-b)
+    stick store-response res.hdr(x-backend)
+    server s1 {s1}
+    server s2 {s2}
+backend chk
+    balance roundrobin
+    stick-table type string len 16 size 10 expire 1m
+    stick on req.hdr(x-user)
+    server s1 {s1} check inter 100ms fall 1 rise 1
+    server s3 {s3} check inter 100ms fall 1 rise 1
+backend m
+    stick-table type string len 16 size 10 expire 1m
+    stick match req.hdr(x-user)
+    server s1 {s1}
+    server s2 {s2}
+backend ck
+    balance roundrobin
+    cookie SRV insert indirect
+    stick-table type string len 16 size 10 expire 1m
+    stick on req.hdr(x-user)
+    server s1 {s1} cookie c1
+    server s2 {s2} cookie c2
+listen tcp
+    mode tcp
+    bind {b1}
+    balance roundrobin
+    stick-table type ip size 10 expire 1m
+    stick on src
+    server s1 {s1}
+    server s2 {s2}
+",
+        sock = sock.display(),
+        b0 = binds[0],
+        b1 = binds[1],
+        s1 = s[0],
+        s2 = s[1],
+        s3 = s[2],
+        dead = s[3],
+    )
+}
+
+/// The steps of [`stickiness_as_haproxy`]: `get <path> [<header>=<value>]...`
+/// (which server answers, and a `Set-Cookie`), `cli <command>`, `tcp` (one
+/// exchange through the TCP proxy), `kill|start s3` and `down|up s3` (waits
+/// for the check to see it).
+const STICK_STEPS: &[&str] = &[
+    "get / x-user=alice",
+    "get / x-user=bob",
+    "get / x-user=carol",
+    "get / x-user=alice",
+    "get /",
+    "get / x-user=bob",
+    "cli show table app",
+    "cli disable server app/s1",
+    "get / x-user=alice",
+    "get / x-user=alice",
+    "cli enable server app/s1",
+    "get / x-user=alice",
+    "cli show table app",
+    "get /p x-user=u1",
+    "get /p x-user=u2",
+    "cli disable server persist/s1",
+    "get /p x-user=u1",
+    "cli set table persist key u9 data.server_id 3",
+    "get /p x-user=u9",
+    "cli show table persist",
+    "get /a",
+    "get /a",
+    "cli show table addr",
+    "cli clear table addr",
+    "get /a",
+    "cli show table addr",
+    "get /r",
+    "get /r x-b=s2",
+    "get /r x-b=s2",
+    "cli show table resp",
+    "tcp",
+    "tcp",
+    "cli show table tcp",
+    "get /c x-user=w1",
+    "get /c x-user=w2",
+    "kill s3",
+    "down s3",
+    "get /c x-user=w2",
+    "start s3",
+    "up s3",
+    "get /c x-user=w2",
+    "get /c x-user=w1",
+    "cli show table chk",
+    "cli set table m key x data.server_id 2",
+    "get /m x-user=x",
+    "cli disable server m/s2",
+    "get /m x-user=x",
+    "cli enable server m/s2",
+    "get /m x-user=x",
+    "cli show table m",
+    "get /k x-user=k1 Cookie=SRV=c2",
+    "get /k x-user=k1",
+    "get /k x-user=k2",
+    "get /k x-user=k2 Cookie=SRV=c1",
+    "get /k x-user=k2",
+    "cli show table ck",
+    "cli disable server ck/s2",
+    "get /k x-user=k1",
+    "get /k x-user=k1 Cookie=SRV=c2",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stickiness_as_haproxy() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    if !haproxy::available() {
+        return;
+    }
+    let dir = TempDir::new("tables-stick");
+    let socks = [dir.join("h.sock"), dir.join("s.sock")];
+    let mut servers = [
+        Backend::start("s1").await,
+        Backend::start("s2").await,
+        Backend::start("s3").await,
+    ];
+    // A port nothing listens on: connections to it are refused.
+    let (_dead, dead) = hold_port();
+    let s: Vec<String> = servers.iter().map(Backend::hostport).collect();
+    let s = [&*s[0], &*s[1], &*s[2], &format!("127.0.0.1:{dead}")];
+    let fronts = listens(4);
+    let names: Vec<String> = fronts.iter().map(ToString::to_string).collect();
+    let _hap = Haproxy::start(
+        "tables-stick",
+        &stick_config(&socks[0], [&names[0], &names[1]], s),
+        &[&fronts[0], &fronts[1]],
+    );
+    let _sl = Sluice::start(&stick_config(&socks[1], [&names[2], &names[3]], s));
+    let mut got: [Vec<String>; 2] = Default::default();
+    for (i, g) in got.iter_mut().enumerate() {
+        let sock = &socks[i];
+        for step in STICK_STEPS {
+            let (verb, rest) = step.split_once(' ').unwrap_or((step, ""));
+            match verb {
+                "get" => {
+                    let mut words = rest.split(' ');
+                    let path = words.next().expect("path");
+                    let headers: String = words
+                        .map(|w| {
+                            let (k, v) = w.split_once('=').expect("header=value");
+                            format!("{k}: {v}\r\n")
+                        })
+                        .collect();
+                    let req = format!("GET {path} HTTP/1.1\r\nhost: x\r\n{headers}\r\n");
+                    let r = HttpConn::connect(fronts[i * 2].addr())
+                        .await
+                        .raw(req.as_bytes(), false)
+                        .await
+                        .expect("answer");
+                    let cookie = r.header("set-cookie").unwrap_or("-");
+                    g.push(format!("{step}: {} {} {cookie}", r.status, r.text().trim()));
+                }
+                "cli" => g.push(format!("{step}: {}", mask(&cli(sock, rest)))),
+                "tcp" => {
+                    let mut c = tokio::net::TcpStream::connect(fronts[i * 2 + 1].addr())
+                        .await
+                        .expect("connect");
+                    c.write_all(b"GET / HTTP/1.0\r\n\r\n").await.expect("send");
+                    let mut out = Vec::new();
+                    c.read_to_end(&mut out).await.expect("answer");
+                    let out = String::from_utf8_lossy(&out);
+                    g.push(format!(
+                        "{step}: {}",
+                        out.rsplit("\r\n").next().unwrap_or("")
+                    ));
+                }
+                "kill" => servers[2].kill().await,
+                "start" => servers[2].restart().await,
+                "down" => {
+                    wait_check(sock, "chk", "s3", "DOWN", "L4CON").await;
+                }
+                "up" => {
+                    wait_check(sock, "chk", "s3", "UP", "L4OK").await;
+                }
+                _ => unreachable!("{step}"),
+            }
+        }
+    }
+    let mut diffs = haproxy::Differences::default();
+    for (n, (h, s)) in got[0].iter().zip(&got[1]).enumerate() {
+        diffs.compare(format!("step {n}"), h, s);
+    }
+    // What the steps are for: the moves happened.
+    let at = |step: &str| {
+        got[1]
+            .iter()
+            .filter(|l| l.starts_with(&format!("{step}:")))
+            .map(|l| l.split(": ").nth(1).unwrap_or("").to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        at("get /c x-user=w2"),
+        ["200 s3 -", "200 s1 -", "200 s1 -"],
+        "{got:#?}"
+    );
+    assert_eq!(
+        at("get /m x-user=x"),
+        ["200 s2 -", "200 s1 -", "200 s2 -"],
+        "{got:#?}"
+    );
     diffs.assert_none();
 }

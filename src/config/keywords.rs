@@ -350,8 +350,6 @@ pub(crate) const SERVER_UNSUPPORTED: &[&str] = &[
     "usesrc",
     "socks4",
     "ws",
-    "non-stick",
-    "stick",
     "tcp-ut",
     "allow-0rtt",
     "check-via-socks4",

@@ -229,6 +229,7 @@ pub(crate) fn parse_sources(
     flags.apply(&mut config);
     validate::check(&mut config, &mut diags);
     table_check::check(&config, &table_uses, &mut diags);
+    table_check::add_server_data(&mut config);
     if let Some(check) = dir_check {
         validate::stats_socket_dirs(&config, check, &mut diags);
     }

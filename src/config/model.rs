@@ -1233,6 +1233,8 @@ pub(crate) struct ServerOpts {
     /// `srv_use_ssl` of `show servers state`, as HAProxy keeps it: 1 for
     /// `ssl`, -1 for `no-ssl`, 0 when neither was said.
     pub(crate) use_ssl: i8,
+    /// `non-stick`: `stick` rules never store it.
+    pub(crate) non_stick: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]

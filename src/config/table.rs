@@ -91,7 +91,6 @@ pub(crate) struct TableDef {
 
 impl TableDef {
     /// What the table stores of `data`, if it does.
-    #[allow(dead_code)] // `stick` rules, next
     pub(crate) fn stored(&self, data: DataType) -> Option<&Stored> {
         self.store.iter().find(|s| s.data == data)
     }
@@ -218,12 +217,10 @@ pub(crate) enum StickKind {
 }
 
 impl StickKind {
-    #[allow(dead_code)] // `stick` rules, next
     pub(crate) fn matches(self) -> bool {
         matches!(self, StickKind::Match | StickKind::On)
     }
 
-    #[allow(dead_code)] // `stick` rules, next
     pub(crate) fn stores_request(self) -> bool {
         matches!(self, StickKind::On | StickKind::StoreRequest)
     }

@@ -187,3 +187,34 @@ fn content_track_warnings(p: &Proxy, diags: &mut Vec<Diagnostic>) {
         }
     }
 }
+
+/// The tables `stick` rules use store the server an entry sticks to: its
+/// id and key are added to their data when missing, as HAProxy adds them
+/// (`show table` then shows them).
+pub(crate) fn add_server_data(config: &mut Config) {
+    use crate::config::model::Stored;
+    use crate::sample::stick::DataType;
+    let used: Vec<String> = config
+        .proxies
+        .iter()
+        .flat_map(|p| &p.stick_rules)
+        .map(|r| r.table.name.to_string())
+        .collect();
+    let tables = config
+        .proxies
+        .iter_mut()
+        .filter_map(|p| p.table.as_mut())
+        .chain(config.global.peers.iter_mut().flat_map(|s| &mut s.tables));
+    for t in tables.filter(|t| used.contains(&t.name)) {
+        for data in [DataType::ServerId, DataType::ServerKey] {
+            if t.stored(data).is_none() {
+                t.store.push(Stored {
+                    data,
+                    count: 1,
+                    period: 0,
+                });
+            }
+        }
+        t.store.sort_by_key(|s| s.data);
+    }
+}

@@ -293,6 +293,9 @@ impl<'a> Relay<'a> {
             }
         };
         self.rec.tally.srv_status = Some(resp.status);
+        if crate::upstream::stick::any(be) {
+            self.store_server(&resp);
+        }
         // A soft stop that began during the request: the response says close.
         let keep =
             self.keep_client && body != BodyKind::UntilClose && !crate::sys::process::stopping();
@@ -333,6 +336,38 @@ impl<'a> Relay<'a> {
             keep,
             edits,
         })
+    }
+
+    /// `stick` rules: the server that answers goes into the entries noted
+    /// for it, once the response's head is known good (HAProxy's
+    /// `process_store_rules`, before the `http-response` rules).
+    fn store_server(&self, resp: &Head) {
+        let (be, ctx) = (self.be, self.ctx);
+        let Some(i) = be
+            .servers
+            .iter()
+            .position(|s| std::ptr::eq(&*s.state, self.server))
+        else {
+            return;
+        };
+        let cx = crate::sample::Ctx {
+            src: ctx.src,
+            src_port: ctx.peer.inet().map(|a| a.port()),
+            local: ctx.dst,
+            req: Some(self.req),
+            res: Some(resp),
+            status: Some(resp.status),
+            frontend: &self.fe.name,
+            backend: Some(&be.name),
+            server: Some(&self.server.name),
+            frontend_id: self.fe.iid,
+            backend_id: Some(be.iid),
+            vars: Some(ctx.vars),
+            tls: ctx.tls,
+            stick: ctx.stick.map(|s| s as &dyn crate::sample::stick::Stick),
+            ..Default::default()
+        };
+        crate::upstream::stick::on_response(be, &cx, i, &ctx.stores);
     }
 
     /// Whether the backend or the frontend has `http-response` rules or

@@ -953,6 +953,7 @@ async fn route(
         vars: rq.vars,
         rt,
         stick: Some(rq.stick),
+        stores: Default::default(),
     };
     forward::forward(fe, be, head, body, conn, keep, rec, &ctx).await
 }

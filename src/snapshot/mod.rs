@@ -235,6 +235,19 @@ pub(crate) struct BackendRt {
     pub(crate) cookie: Option<Arc<crate::config::model::CookiePersist>>,
     /// `option persist`: a cookie naming a DOWN server still goes to it.
     pub(crate) persist: bool,
+    /// `stick match|on|store-request` rules, in order, and `stick
+    /// store-response` ones.
+    pub(crate) stick: Vec<StickRt>,
+    pub(crate) store_response: Vec<StickRt>,
+}
+
+/// A compiled `stick` rule: its table found.
+#[derive(Debug)]
+pub(crate) struct StickRt {
+    pub(crate) kind: crate::config::model::StickKind,
+    pub(crate) key: crate::sample::Expr,
+    pub(crate) table: Arc<crate::state::table::Table>,
+    pub(crate) cond: Option<CompiledCond>,
 }
 
 #[derive(Debug)]
@@ -304,8 +317,9 @@ fn compile_with(
         changes: Vec::new(),
         new_frontends: Vec::new(),
         new_backends: Vec::new(),
+        tables: Default::default(),
     };
-    let tables = c.tables();
+    c.tables = c.tables();
     // Backends first, so that frontends can point at them.
     let backends = c.backends();
     let proxies = c.proxies(&backends);
@@ -314,7 +328,7 @@ fn compile_with(
         generation,
         global: config.global.clone(),
         proxies,
-        tables,
+        tables: std::mem::take(&mut c.tables),
     };
     (snap, c.changes)
 }
@@ -349,6 +363,8 @@ struct Compiler<'a> {
     /// the changes are applied).
     new_frontends: Vec<(String, Arc<FrontendState>)>,
     new_backends: Vec<Arc<BackendState>>,
+    /// The stick tables, compiled first (rules point at them).
+    tables: crate::state::table::registry::Tables,
 }
 
 /// The backends of a snapshot by name, as frontends look them up.
@@ -525,6 +541,8 @@ impl Compiler<'_> {
             .map(|(s, c)| (s.sid, s.weight, s.backup, c.opts.slowstart))
             .collect();
         let acls = AclSet::new(&p.acls);
+        let stick = self.stick_rules(p, &acls, false);
+        let store_response = self.stick_rules(p, &acls, true);
         Arc::new(BackendRt {
             name: p.name.clone(),
             iid,
@@ -564,7 +582,28 @@ impl Compiler<'_> {
                 .unwrap_or_else(|| fullconn_for(config, &p.name, self.global_maxconn)),
             cookie: p.cookie.clone(),
             persist: p.persist,
+            stick,
+            store_response,
         })
+    }
+
+    /// A backend's `stick` rules: the request's (`match`, `on`,
+    /// `store-request`) or the response's (`store-response`); one whose
+    /// table is missing (the configuration was refused then) is left out.
+    fn stick_rules(&self, p: &Proxy, acls: &AclSet, response: bool) -> Vec<StickRt> {
+        use crate::config::model::StickKind;
+        p.stick_rules
+            .iter()
+            .filter(|r| (r.kind == StickKind::StoreResponse) == response)
+            .filter_map(|r| {
+                Some(StickRt {
+                    kind: r.kind,
+                    key: r.key.clone(),
+                    table: self.tables.get(&r.table)?.clone(),
+                    cond: r.cond.as_ref().map(|c| acls.compile(c)),
+                })
+            })
+            .collect()
     }
 
     /// A frontend (or `listen`) section's frontend side; `own` is the

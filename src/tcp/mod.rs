@@ -179,7 +179,23 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
         head: None,
     };
     let queued = Instant::now();
-    let slot = match balance::acquire(&be, &key).await {
+    let mut stores = crate::upstream::stick::Stores::default();
+    let mut stuck = None;
+    if crate::upstream::stick::any(&be) {
+        let view = View {
+            src: peer.inet(),
+            local,
+            payload: &payload,
+            stick: Some(&stick),
+        };
+        let cx = crate::sample::Ctx {
+            backend: Some(&be.name),
+            backend_id: Some(be.iid),
+            ..crate::acl::eval::RequestView::sample_ctx(&view)
+        };
+        stuck = crate::upstream::stick::on_request(&be, &cx, false, &mut stores);
+    }
+    let slot = match balance::pick(&be, &key, &mut stuck).await {
         Ok(slot) => slot,
         Err(e) => {
             e.record(&be, &mut rec);
@@ -247,6 +263,26 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
         }
         Ok(Ok(mut upstream)) => {
             rec.t_connect = ms(connecting.elapsed());
+            if crate::upstream::stick::any(&be)
+                && let Some(i) = be
+                    .servers
+                    .iter()
+                    .position(|s| Arc::ptr_eq(&s.state, &server))
+            {
+                let view = View {
+                    src: peer.inet(),
+                    local,
+                    payload: &payload,
+                    stick: Some(&stick),
+                };
+                let cx = crate::sample::Ctx {
+                    backend: Some(&be.name),
+                    backend_id: Some(be.iid),
+                    server: Some(&server.name),
+                    ..crate::acl::eval::RequestView::sample_ctx(&view)
+                };
+                crate::upstream::stick::on_response(&be, &cx, i, &stores);
+            }
             // `on-marked-down shutdown-sessions` (or an active server's
             // `on-marked-up shutdown-backup-sessions`) ends the connection.
             let killed = server.kill.notified();

@@ -8,6 +8,7 @@ pub(crate) mod check;
 pub(crate) mod h2;
 pub(crate) mod pool;
 pub(crate) mod retry;
+pub(crate) mod stick;
 pub(crate) mod unix;
 
 use crate::observe::log::LogRecord;

@@ -220,7 +220,6 @@ impl<'a> Entry<'a> {
     }
 
     /// The server the entry sticks to: its id and key (name or address).
-    #[allow(dead_code)] // `stick` rules, next
     pub(crate) fn set_server(&self, id: i32, key: &str) {
         if let Some(w) = self.element(DataType::ServerId, 0) {
             w[0].store(u64::from(id as u32), Relaxed);
@@ -231,7 +230,6 @@ impl<'a> Entry<'a> {
     }
 
     /// The server key stored, if any.
-    #[allow(dead_code)] // `stick` rules, next
     pub(crate) fn server_key(&self) -> Option<std::sync::Arc<str>> {
         let w = self.element(DataType::ServerKey, 0)?;
         dict::get(w[0].load(Relaxed))
@@ -245,14 +243,6 @@ impl<'a> Entry<'a> {
     /// Its expiration date (the tables' clock).
     pub(crate) fn expire(&self) -> u32 {
         self.words()[H_EXPIRE].load(Relaxed) as u32
-    }
-
-    /// Sets its expiration date.
-    #[allow(dead_code)] // `stick` rules, next
-    pub(crate) fn set_expire(&self, date: u32) {
-        let w = &self.words()[H_EXPIRE];
-        let seq = w.load(Relaxed) & !0xffff_ffff;
-        w.store(seq | u64::from(date), Relaxed);
     }
 
     /// The key's bytes.

@@ -183,14 +183,14 @@ pub(crate) fn set(words: &[AtomicU64], value: u32, now: u32) {
 
 /// The raw state, for a peer: start of the period, current and previous
 /// counts.
-#[allow(dead_code)]
+#[allow(dead_code)] // the peers layer reads and writes raw counters
 pub(crate) fn raw(words: &[AtomicU64]) -> (u32, u32, u32) {
     let w = words[0].load(Relaxed);
     (tick(w) & !1, curr(w), words[1].load(Relaxed) as u32)
 }
 
 /// Sets the raw state (a peer's update).
-#[allow(dead_code)]
+#[allow(dead_code)] // the peers layer reads and writes raw counters
 pub(crate) fn set_raw(words: &[AtomicU64], (t, cur, past): (u32, u32, u32)) {
     words[1].store(u64::from(past), Relaxed);
     words[0].store(pack(t & !1, cur), Relaxed);

@@ -466,7 +466,7 @@ impl Table {
     /// order of their updates, for a peer: the sequence and the entry's
     /// key and data as [`Entry::snapshot`] gives them. Empty for a table
     /// without peers.
-    #[allow(dead_code)]
+    #[allow(dead_code)] // the peers layer's (tested below)
     pub(crate) fn updates_after(&self, seq: u32, max: usize) -> Vec<(u32, Vec<u8>, entry::Values)> {
         let Some(u) = &self.updates else {
             return Vec::new();
@@ -502,7 +502,7 @@ impl Table {
     }
 
     /// The last local update sequence given.
-    #[allow(dead_code)]
+    #[allow(dead_code)] // the peers layer's (tested below)
     pub(crate) fn last_update(&self) -> u32 {
         self.update.load(Relaxed)
     }
@@ -511,7 +511,7 @@ impl Table {
     /// `values` (the types this table stores; others ignored), its
     /// expiration `expire_ms` from now, its update marked remote (never
     /// sent back). `Err` when the table is full.
-    #[allow(dead_code)]
+    #[allow(dead_code)] // the peers layer's (tested below)
     pub(crate) fn apply_remote(
         self: &Arc<Self>,
         key: &[u8],

@@ -86,26 +86,42 @@ impl Schema {
 /// from 1 (0: none) for the whole process, as HAProxy's dictionary shares
 /// them between tables.
 pub(crate) mod dict {
-    use std::sync::{Arc, LazyLock, Mutex};
+    use std::collections::HashMap;
+    use std::sync::{Arc, LazyLock, RwLock};
 
-    static WORDS: LazyLock<Mutex<Vec<Arc<str>>>> = LazyLock::new(|| Mutex::new(Vec::new()));
+    #[derive(Default)]
+    struct Words {
+        texts: Vec<Arc<str>>,
+        numbers: HashMap<Arc<str>, u64>,
+    }
 
-    /// The number of `text`, given it if new.
-    #[allow(dead_code)] // `stick` rules, next
+    static WORDS: LazyLock<RwLock<Words>> = LazyLock::new(Default::default);
+
+    /// The number of `text`, given it if new. Known texts (the usual case:
+    /// the few servers' names) take only the shared side of the lock.
     pub(crate) fn intern(text: &str) -> u64 {
-        let mut w = WORDS.lock().unwrap_or_else(|e| e.into_inner());
-        match w.iter().position(|t| **t == *text) {
-            Some(i) => i as u64 + 1,
-            None => {
-                w.push(Arc::from(text));
-                w.len() as u64
-            }
+        if let Some(&n) = WORDS
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .numbers
+            .get(text)
+        {
+            return n;
         }
+        let mut w = WORDS.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(&n) = w.numbers.get(text) {
+            return n;
+        }
+        let t: Arc<str> = Arc::from(text);
+        w.texts.push(t.clone());
+        let n = w.texts.len() as u64;
+        w.numbers.insert(t, n);
+        n
     }
 
     /// The text numbered `n` (None for 0 or an unknown number).
     pub(crate) fn get(n: u64) -> Option<Arc<str>> {
         let i = usize::try_from(n.checked_sub(1)?).ok()?;
-        WORDS.lock().ok()?.get(i).cloned()
+        WORDS.read().ok()?.texts.get(i).cloned()
     }
 }
