@@ -129,12 +129,20 @@ impl<'a> Entry<'a> {
 
     /// Adds `n` to an integer or a rate (nothing when not stored).
     pub(crate) fn add(&self, data: DataType, idx: u32, n: u64) {
+        if self.table.schema.field(data).is_some() {
+            self.add_at(data, idx, n, freq::now_ms());
+        }
+    }
+
+    /// [`add`](Self::add) at `now` (the tables' clock), read once by a
+    /// caller that adds several.
+    pub(crate) fn add_at(&self, data: DataType, idx: u32, n: u64, now: u32) {
         let Some(w) = self.element(data, idx) else {
             return;
         };
         match data.std() {
             Std::Freq => {
-                freq::update(w, self.period(data), n as u32, freq::now_ms());
+                freq::update(w, self.period(data), n as u32, now);
             }
             Std::Ull => {
                 w[0].fetch_add(n, Relaxed);

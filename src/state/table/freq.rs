@@ -14,23 +14,51 @@
 
 use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The tables' clock: milliseconds, wrapping at 2^32 as HAProxy's
 /// `now_ms`, starting from the wall clock (so that it is nowhere near 0,
-/// HAProxy's "no date") and moving with the monotonic one.
-static START: LazyLock<(Instant, u32)> = LazyLock::new(|| {
+/// HAProxy's "no date") and moving with the monotonic one: the offset to
+/// add to the monotonic clock's milliseconds.
+static OFFSET: LazyLock<u32> = LazyLock::new(|| {
     let wall = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(1, |d| d.as_millis() as u32);
-    (Instant::now(), wall)
+    wall.wrapping_sub(monotonic_ms(libc::CLOCK_MONOTONIC))
 });
+
+/// A monotonic clock in milliseconds (its low 32 bits), read directly:
+/// this is on the path of every tracked request, where `Instant`'s
+/// arithmetic costs more than the clock itself.
+#[inline]
+fn monotonic_ms(clock: libc::clockid_t) -> u32 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given, which lives
+    // through the call; the monotonic clocks exist on every Linux.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    (ts.tv_sec as u64)
+        .wrapping_mul(1000)
+        .wrapping_add(ts.tv_nsec as u64 / 1_000_000) as u32
+}
 
 /// Now, in the tables' milliseconds.
 #[inline]
 pub(crate) fn now_ms() -> u32 {
-    let (t0, base) = *START;
-    let now = base.wrapping_add(t0.elapsed().as_millis() as u32);
+    let now = monotonic_ms(libc::CLOCK_MONOTONIC).wrapping_add(*OFFSET);
+    #[cfg(test)]
+    let now = now.wrapping_add(SKEW.with(std::cell::Cell::get));
+    now
+}
+
+/// Now to within the kernel's tick (a few milliseconds late at most),
+/// cheaper: for the checks HAProxy makes against its loop's `now_ms`
+/// (has an entry released by a stream expired meanwhile?).
+#[inline]
+pub(crate) fn coarse_ms() -> u32 {
+    let now = monotonic_ms(libc::CLOCK_MONOTONIC_COARSE).wrapping_add(*OFFSET);
     #[cfg(test)]
     let now = now.wrapping_add(SKEW.with(std::cell::Cell::get));
     now

@@ -76,6 +76,16 @@ pub(crate) fn bytes_of(words: impl Iterator<Item = u64>, kind: KeyType) -> Vec<u
 /// The key of a sample, cast to the table's type as HAProxy casts it
 /// (`smp_to_stkey`); None when it cannot be.
 pub(crate) fn from_sample(s: Sample<'_>, kind: KeyType) -> Option<KeyWords> {
+    // The usual case (`track-sc0 src` in an `ip` table), without a cast.
+    if let (Sample::Ipv4(a), KeyType::Ip) = (&s, kind) {
+        let mut k = KeyWords {
+            inline: [0; INLINE],
+            heap: Vec::new(),
+            len: 1,
+        };
+        k.inline[0] = u64::from(u32::from_le_bytes(a.octets()));
+        return Some(k);
+    }
     let words = word_count(kind);
     let s = s.cast(kind.sample_type())?;
     Some(match (s, kind) {
@@ -284,6 +294,10 @@ mod tests {
             b"ab\0\0"
         );
         assert!(from_sample(Sample::Str(Cow::Borrowed(b"x")), KeyType::Ip).is_none());
+        // The direct path of an address is the general one's key.
+        let a = Ipv4Addr::new(192, 0, 2, 7);
+        let k = from_sample(Sample::Ipv4(a), KeyType::Ip).unwrap();
+        assert_eq!(k.words(), KeyWords::of(&a.octets(), 1).words());
     }
 
     #[test]

@@ -378,7 +378,7 @@ impl Table {
             return;
         }
         let w = self.words(slot);
-        if !freq::expired(w[H_EXPIRE].load(Relaxed) as u32, freq::now_ms()) {
+        if !freq::expired(w[H_EXPIRE].load(Relaxed) as u32, freq::coarse_ms()) {
             return;
         }
         let mut a = lock(&self.alloc);
@@ -390,7 +390,12 @@ impl Table {
     /// Gives the entry a new expiration date and, for a table with peers,
     /// a new update sequence (HAProxy's `stktable_touch_local`).
     pub(crate) fn touch(&self, slot: u32) {
-        let exp = freq::tick_add(freq::now_ms(), self.def.expire);
+        self.touch_at(slot, freq::now_ms());
+    }
+
+    /// [`touch`](Self::touch) at `now`, read by the caller.
+    pub(crate) fn touch_at(&self, slot: u32, now: u32) {
+        let exp = freq::tick_add(now, self.def.expire);
         self.touch_with(slot, exp, true);
     }
 
@@ -649,6 +654,16 @@ mod tests {
 
     fn keys(t: &Table) -> Vec<u8> {
         t.slots_by_key().iter().map(|(k, _)| k[3]).collect()
+    }
+
+    /// The row of `type ip store http_req_rate(10s)` (the documented
+    /// memory figure): the header's two words, the key's, the counter's
+    /// two; with the hash index, 60 bytes an entry measured.
+    #[test]
+    fn rate_limit_rows_are_five_words() {
+        let mut def = table(1, 0, false).def.clone();
+        def.store.retain(|s| s.data == DataType::HttpReqRate);
+        assert_eq!(Schema::of(&def).stride, 5);
     }
 
     #[test]

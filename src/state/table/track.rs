@@ -55,19 +55,29 @@ impl Trackers {
 
     /// Tracks `held` as counter `sc` when it is free, counting the
     /// connection on the entry (`conn_cur`, `conn_cnt`, `conn_rate`) as
-    /// HAProxy's `stream_track_stkctr`; false when `sc` was taken.
-    pub(crate) fn track(&self, sc: usize, held: Held) -> bool {
+    /// HAProxy's `stream_track_stkctr`, and with `request` the HTTP
+    /// request being processed (`http_req_cnt`, `http_req_rate`: the
+    /// other counters have counted it already); false when `sc` was
+    /// taken. The clock is read once.
+    pub(crate) fn track(&self, sc: usize, held: Held, request: bool) -> bool {
         let Some(cell) = self.0.get(sc) else {
             return false;
         };
+        if cell.get().is_some() {
+            return false;
+        }
         let e = held.entry();
         let t = e.table;
-        let counts = [DataType::ConnCur, DataType::ConnCnt, DataType::ConnRate];
-        for d in counts {
-            e.add(d, 0, 1);
+        let now = super::freq::now_ms();
+        for d in [DataType::ConnCur, DataType::ConnCnt, DataType::ConnRate] {
+            e.add_at(d, 0, 1, now);
+        }
+        if request {
+            e.add_at(DataType::HttpReqCnt, 0, 1, now);
+            e.add_at(DataType::HttpReqRate, 0, 1, now);
         }
         // A new expiration date too.
-        t.touch(e.slot);
+        t.touch_at(e.slot, now);
         cell.set(Tracked { held }).is_ok()
     }
 }
@@ -104,9 +114,10 @@ fn count(
         if s.field(cnt).is_none() && s.field(rate).is_none() {
             continue;
         }
-        e.add(cnt, 0, n);
-        e.add(rate, 0, n);
-        e.table.touch(e.slot);
+        let now = super::freq::now_ms();
+        e.add_at(cnt, 0, n, now);
+        e.add_at(rate, 0, n, now);
+        e.table.touch_at(e.slot, now);
     }
 }
 
@@ -302,20 +313,7 @@ impl StickView<'_> {
                 let Ok(held) = table.get_or_create(&k) else {
                     return;
                 };
-                if own.track(sc, held) && level == Level::HttpStream {
-                    // The request is counted on the counter it tracks now.
-                    if let Some(t) = own.get(sc) {
-                        let e = t.entry();
-                        let s = &e.table.schema;
-                        if s.field(DataType::HttpReqCnt).is_some()
-                            || s.field(DataType::HttpReqRate).is_some()
-                        {
-                            e.add(DataType::HttpReqCnt, 0, 1);
-                            e.add(DataType::HttpReqRate, 0, 1);
-                            e.table.touch(e.slot);
-                        }
-                    }
-                }
+                own.track(sc, held, level == Level::HttpStream);
             }
             TableAction::IncGpc(g) => {
                 let Some(t) = effective(self.sess, self.strm, g.sc as usize) else {
