@@ -538,8 +538,12 @@ async fn traffic_counts_as_haproxy() {
         g.push(format!("/drop {}", r.status));
         // The same over HTTP/2, and a new connection's view.
         servers[i].answer(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
-        g.push(h2_get(fronts[i * 3 + 1].addr(), "/h2"));
-        g.push(h2_get(fronts[i * 3 + 1].addr(), "/show"));
+        for p in ["/h2", "/show"] {
+            g.push(h2_get(fronts[i * 3 + 1].addr(), p));
+            // Each proxy ends the HTTP/2 connection (and releases what
+            // its session tracked) on its own time once curl leaves.
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
         g.push(
             request(fronts[i * 3].addr(), "GET", "/show", b"")
                 .await
@@ -561,11 +565,21 @@ async fn traffic_counts_as_haproxy() {
     for (n, (h, s)) in got[0].iter().zip(&got[1]).enumerate() {
         diffs.compare(format!("exchange {n}"), h, s);
     }
+    // A connection the client closed may still be ending in either proxy
+    // (its counters still tracked): asked again for a while until the
+    // replies agree.
     for line in ["show table", "show table web", "show table tcp"] {
-        let (h, s) = (
-            mask_traffic(&cli(&hsock, line)),
-            mask_traffic(&cli(&ssock, line)),
-        );
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        let (h, s) = loop {
+            let (h, s) = (
+                mask_traffic(&cli(&hsock, line)),
+                mask_traffic(&cli(&ssock, line)),
+            );
+            if h == s || std::time::Instant::now() > end {
+                break (h, s);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        };
         diffs.compare(line, &h, &s);
     }
     diffs.assert_none();
@@ -696,7 +710,7 @@ backend ck
 listen tcp
     mode tcp
     bind {b1}
-    balance roundrobin
+    balance first
     stick-table type ip size 10 expire 1m
     stick on src
     server s1 {s1}
@@ -713,9 +727,9 @@ listen tcp
 }
 
 /// The steps of [`stickiness_as_haproxy`]: `get <path> [<header>=<value>]...`
-/// (which server answers, and a `Set-Cookie`), `cli <command>`, `tcp` (one
-/// exchange through the TCP proxy), `kill|start s3` and `down|up s3` (waits
-/// for the check to see it).
+/// (which server answers, and a `Set-Cookie`), `cli <command>`, `tcp <n>`
+/// (one exchange through the TCP proxy from 127.0.0.<n>), `kill|start s3`
+/// and `down|up s3` (waits for the check to see it).
 const STICK_STEPS: &[&str] = &[
     "get / x-user=alice",
     "get / x-user=bob",
@@ -747,9 +761,14 @@ const STICK_STEPS: &[&str] = &[
     "get /r x-b=s2",
     "get /r x-b=s2",
     "cli show table resp",
-    "tcp",
-    "tcp",
-    "cli show table tcp",
+    "tcp 2",
+    "tcp 2",
+    "cli set table tcp key 127.0.0.3 data.server_id 2",
+    "tcp 3",
+    // (The harness's check from 127.0.0.1 may or may not have been
+    // stored, depending on when it closed.)
+    "cli show table tcp key 127.0.0.2",
+    "cli show table tcp key 127.0.0.3",
     "get /c x-user=w1",
     "get /c x-user=w2",
     "kill s3",
@@ -827,11 +846,24 @@ async fn stickiness_as_haproxy() {
                     let cookie = r.header("set-cookie").unwrap_or("-");
                     g.push(format!("{step}: {} {} {cookie}", r.status, r.text().trim()));
                 }
-                "cli" => g.push(format!("{step}: {}", mask(&cli(sock, rest)))),
+                "cli" => {
+                    let mut reply = mask(&cli(sock, rest));
+                    // The `used:` of the TCP table counts the harness's
+                    // check, when stored (see the steps).
+                    if rest.starts_with("show table tcp") {
+                        reply = reply
+                            .split_once('\n')
+                            .map_or(reply.clone(), |(_, r)| r.into());
+                    }
+                    g.push(format!("{step}: {reply}"))
+                }
                 "tcp" => {
-                    let mut c = tokio::net::TcpStream::connect(fronts[i * 2 + 1].addr())
-                        .await
-                        .expect("connect");
+                    // From 127.0.0.<rest>: not the address the harness
+                    // checks the listener from.
+                    let last: u8 = rest.parse().expect("address");
+                    let s = tokio::net::TcpSocket::new_v4().expect("socket");
+                    s.bind(([127, 0, 0, last], 0).into()).expect("bind");
+                    let mut c = s.connect(fronts[i * 2 + 1].addr()).await.expect("connect");
                     c.write_all(b"GET / HTTP/1.0\r\n\r\n").await.expect("send");
                     let mut out = Vec::new();
                     c.read_to_end(&mut out).await.expect("answer");
@@ -870,9 +902,131 @@ async fn stickiness_as_haproxy() {
         ["200 s3 -", "200 s1 -", "200 s1 -"],
         "{got:#?}"
     );
+    assert_eq!(at("tcp 3"), ["s2\n"], "{got:#?}");
     assert_eq!(
         at("get /m x-user=x"),
         ["200 s2 -", "200 s1 -", "200 s2 -"],
+        "{got:#?}"
+    );
+    diffs.assert_none();
+}
+
+/// The counters as a log format reads them when the exchange ends (still
+/// tracked then, as in HAProxy): a session counter, a request counter and
+/// its errors, a general purpose counter, lookups in the proxy's own
+/// table; and a TCP proxy's connection counter. Each line starts with the
+/// client's address: the clients come from 127.0.0.2, the lines of the
+/// harness's readiness checks (from 127.0.0.1) are left out.
+fn log_config(binds: [&str; 2], log: &str, server: &str) -> String {
+    format!(
+        "defaults
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend web
+    mode http
+    bind {}
+    log {log} local0
+    log-format \"%ci r=%[sc0_http_req_cnt] rr=%[sc_http_req_rate(0)] s=%[sc1_sess_cnt] c=%[sc1_conn_cur] e=%[sc0_http_err_cnt] src=%[src_http_req_cnt] g=%[sc_get_gpc0(0)] t=%[sc0_tracked]/%[sc2_tracked] n=%[table_cnt] %ST\"
+    stick-table type ip size 10 expire 1m store http_req_cnt,http_req_rate(10s),sess_cnt,conn_cur,http_err_cnt,gpc0
+    tcp-request session track-sc1 src
+    http-request track-sc0 src
+    http-request sc-inc-gpc0(0) if {{ path /inc }}
+    http-request deny deny_status 429 if {{ path /deny }}
+    http-request return status 200
+listen tcp
+    mode tcp
+    bind {}
+    log {log} local0
+    log-format \"%ci cc=%[sc0_conn_cnt] cur=%[sc0_conn_cur] t=%[sc0_tracked] n=%[table_cnt]\"
+    stick-table type ip size 10 store conn_cnt,conn_cur
+    tcp-request connection track-sc0 src
+    server s1 {server}
+",
+        binds[0], binds[1]
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_lines_read_the_counters_as_haproxy() {
+    use support::raw::RawBackend;
+    use support::syslog::Syslog;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+    if !haproxy::available() {
+        return;
+    }
+    let logs = [Syslog::new(), Syslog::new()];
+    let server = RawBackend::start().await;
+    server.answer(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+    server.set_close_after(true);
+    let fronts = listens(4);
+    let names: Vec<String> = fronts.iter().map(ToString::to_string).collect();
+    let srv = server.addr.to_string();
+    let _hap = Haproxy::start(
+        "tables-log",
+        &log_config([&names[0], &names[1]], &logs[0].addr(), &srv),
+        &[&fronts[0], &fronts[1]],
+    );
+    let _sl = Sluice::start(&log_config([&names[2], &names[3]], &logs[1].addr(), &srv));
+    let client = std::net::IpAddr::from([127, 0, 0, 2]);
+    let connect = |to: std::net::SocketAddr| async move {
+        let s = tokio::net::TcpSocket::new_v4().expect("socket");
+        s.bind((client, 0).into()).expect("bind");
+        s.connect(to).await.expect("connect")
+    };
+    // The next line of a client of the test (its message, after the
+    // syslog header). A proxy releases what the exchange tracked just
+    // after its line: the next step waits a little, so as not to see it
+    // still counted.
+    let next = |log: &Syslog| loop {
+        let l = log.take(1).remove(0);
+        let m = l.rsplit_once("]: ").map_or(l.as_str(), |(_, m)| m);
+        if let Some(m) = m.trim_end().strip_prefix("127.0.0.2 ") {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            return m.to_string();
+        }
+    };
+    let mut got: [Vec<String>; 2] = Default::default();
+    for (i, g) in got.iter_mut().enumerate() {
+        let (log, web, tcp) = (&logs[i], fronts[i * 2].addr(), fronts[i * 2 + 1].addr());
+        let mut c = BufReader::new(connect(web).await);
+        for p in ["/a", "/inc", "/deny"] {
+            let req = format!("GET {p} HTTP/1.1\r\nhost: x\r\n\r\n");
+            c.get_mut().write_all(req.as_bytes()).await.expect("send");
+            let r = read_response(&mut c, false).await.expect("answer");
+            assert!(r.status == 200 || r.status == 429, "{p}: {}", r.status);
+            if p == "/deny" {
+                // Its line may wait for the client to leave.
+                drop(c);
+                g.push(next(log));
+                break;
+            }
+            g.push(next(log));
+        }
+        let mut c = BufReader::new(connect(web).await);
+        c.get_mut()
+            .write_all(b"GET /b HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+            .await
+            .expect("send");
+        read_response(&mut c, false).await.expect("answer");
+        drop(c);
+        g.push(next(log));
+        for _ in 0..2 {
+            let mut s = connect(tcp).await;
+            s.write_all(b"GET / HTTP/1.0\r\n\r\n").await.expect("send");
+            let mut out = Vec::new();
+            s.read_to_end(&mut out).await.expect("answer");
+            drop(s);
+            g.push(next(log));
+        }
+    }
+    let mut diffs = haproxy::Differences::default();
+    for (n, (h, s)) in got[0].iter().zip(&got[1]).enumerate() {
+        diffs.compare(format!("line {n}"), h, s);
+    }
+    assert_eq!(got[1].len(), 6, "{got:#?}");
+    assert!(
+        got[1][0].starts_with("r=2 rr=2 s=1 c=2 e=0 src=2 "),
         "{got:#?}"
     );
     diffs.assert_none();

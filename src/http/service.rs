@@ -436,7 +436,13 @@ pub(crate) async fn handle_request(
                 // counters as a request and the client's error.
                 track::http_request(sess_trackers, None);
                 track::http_error(sess_trackers, None);
-                outcome::finish(fe, &rt.process, &mut rec, None, None);
+                // Counted: the line only reads the counters.
+                let seen = outcome::Tracking {
+                    sess: sess_trackers,
+                    tables: Some(&snap.tables),
+                    ..Default::default()
+                };
+                outcome::finish_tracked(fe, &rt.process, &mut rec, (None, None, None), seen);
             }
             return false;
         }
@@ -458,7 +464,12 @@ pub(crate) async fn handle_request(
             track::http_request(sess_trackers, None);
             rec.tally.ereq = Rows::FE;
             forward::send_parser_error(conn, 408, fe, false).await;
-            outcome::finish(fe, &rt.process, &mut rec, Some(408), None);
+            let seen = outcome::Tracking {
+                sess: sess_trackers,
+                tables: Some(&snap.tables),
+                ..Default::default()
+            };
+            outcome::finish_tracked(fe, &rt.process, &mut rec, (Some(408), None, None), seen);
             return false;
         }
         Err(e) => {
@@ -470,6 +481,7 @@ pub(crate) async fn handle_request(
                 sess: sess_trackers,
                 strm: None,
                 http: true,
+                tables: Some(&snap.tables),
             };
             return refused(rt, fe, conn, &mut rec, 400, tracking).await;
         }
@@ -492,6 +504,7 @@ pub(crate) async fn handle_request(
         sess: sess_trackers,
         strm: Some(&strm),
         http: true,
+        tables: Some(&snap.tables),
     };
     // A head or framing that is refused, or a chunked body already bad in
     // the bytes that came with the head: answered here, nothing reaches a

@@ -369,7 +369,7 @@ impl LogRecord {
         if self.enabled() && fe.log.as_ref().is_some_and(|l| l.logasap) {
             self.status = status as i64;
             self.bytes_out = head_bytes;
-            emit(fe, self, Some(req), true, None);
+            emit(fe, self, Some(req), true, None, None);
         }
     }
 
@@ -466,6 +466,9 @@ pub(crate) struct Tracking<'a> {
     pub(crate) sess: Option<&'a Trackers>,
     pub(crate) strm: Option<&'a Trackers>,
     pub(crate) http: bool,
+    /// The snapshot's tables, for the `sc_*`, `src_*` and `table_*`
+    /// samples of the log line (None: they find nothing).
+    pub(crate) tables: Option<&'a crate::state::table::registry::Tables>,
 }
 
 /// [`finish_with_vars`], counting on the stick counters of `tracking`
@@ -497,7 +500,14 @@ pub(crate) fn finish_tracked(
     }
     #[cfg(test)]
     seen::record(rec);
-    emit(fe, rec, head, false, vars);
+    let stick = tracking
+        .tables
+        .map(|tables| crate::state::table::track::StickView {
+            tables,
+            sess: tracking.sess,
+            strm: tracking.strm,
+        });
+    emit(fe, rec, head, false, vars, stick.as_ref());
 }
 
 /// What an exchange counts on its stick counters.

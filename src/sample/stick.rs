@@ -430,9 +430,24 @@ pub(crate) fn within<R>(ctx: ArgCtx, f: impl FnOnce() -> R) -> R {
     r
 }
 
+thread_local! {
+    /// The proxy whose expressions are compiled once the configuration is
+    /// read (its log format), for the table arguments they leave empty.
+    static COMPILING: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Runs `f`, which compiles expressions of proxy `name` outside the
+/// reading of the configuration: an empty table argument names its table.
+pub(crate) fn compiling_for<R>(name: &str, f: impl FnOnce() -> R) -> R {
+    COMPILING.with(|c| *c.borrow_mut() = Some(name.to_string()));
+    let r = f();
+    COMPILING.with(|c| *c.borrow_mut() = None);
+    r
+}
+
 /// The table of the proxy being read (a table argument left empty).
 fn default_table() -> String {
-    let mut name = String::new();
+    let mut name = COMPILING.with(|c| c.borrow().clone()).unwrap_or_default();
     with_collecting(|c| name = c.proxy.clone());
     name
 }

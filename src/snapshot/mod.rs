@@ -712,7 +712,7 @@ impl Compiler<'_> {
             default_backend,
             forwardfor: p.forwardfor.clone(),
             errorfiles: p.errorfiles.clone(),
-            log: log_setup::FrontendLog::compile(&p.log, &config.global.log),
+            log: log_setup::FrontendLog::compile(&p.name, &p.log, &config.global.log),
         })
     }
 }

@@ -109,6 +109,7 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
         sess: client.trackers(),
         strm: Some(&strm),
         http: false,
+        tables: Some(&snap.tables),
     };
     let process = &client.rt.process;
     let end = |rec: &mut LogRecord, vars: Option<&crate::sample::vars::Vars<'_>>| {
