@@ -127,7 +127,8 @@ pub(crate) fn on_response(be: &BackendRt, cx: &Ctx<'_>, server: usize, stores: &
         return;
     }
     for (t, key, _) in stores.0.iter().chain(&more.0) {
-        let Ok(held) = t.get_or_create(key) else {
+        let now = crate::state::table::freq::now64();
+        let Ok(held) = t.get_or_create_at(key, now) else {
             continue;
         };
         let e = held.entry();
@@ -140,7 +141,7 @@ pub(crate) fn on_response(be: &BackendRt, cx: &Ctx<'_>, server: usize, stores: &
             }
         };
         e.set_server(s.sid as i32, name);
-        t.touch(e.slot);
+        t.touch_at(e.slot, now as u32);
     }
 }
 

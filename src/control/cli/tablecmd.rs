@@ -214,12 +214,13 @@ fn per_key(t: &Arc<Table>, action: Action, args: &[String], oper: bool) -> Outpu
             Ok(_) => text(""),
         },
         Action::Set => {
-            let Ok(held) = t.get_or_create(&k) else {
+            let now = crate::state::table::freq::now64();
+            let Ok(held) = t.get_or_create_at(&k, now) else {
                 return text("Unable to allocate a new entry\n");
             };
             let e = held.entry();
             let reply = set_values(&e, &args[3..]);
-            t.touch(e.slot);
+            t.touch_at(e.slot, now as u32);
             text(reply)
         }
     }

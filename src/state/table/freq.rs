@@ -13,25 +13,26 @@
 //! reader never mixes the counts of two periods.
 
 use std::sync::LazyLock;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The tables' clock: milliseconds, wrapping at 2^32 as HAProxy's
 /// `now_ms`, starting from the wall clock (so that it is nowhere near 0,
 /// HAProxy's "no date") and moving with the monotonic one: the offset to
 /// add to the monotonic clock's milliseconds.
-static OFFSET: LazyLock<u32> = LazyLock::new(|| {
+static OFFSET: LazyLock<u64> = LazyLock::new(|| {
     let wall = SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(1, |d| d.as_millis() as u32);
+        .map_or(1, |d| d.as_millis() as u64);
     wall.wrapping_sub(monotonic_ms(libc::CLOCK_MONOTONIC))
 });
 
-/// A monotonic clock in milliseconds (its low 32 bits), read directly:
-/// this is on the path of every tracked request, where `Instant`'s
-/// arithmetic costs more than the clock itself.
+/// A monotonic clock in milliseconds, read directly: this is on the path
+/// of every tracked request, where `Instant`'s arithmetic costs more than
+/// the clock itself.
 #[inline]
-fn monotonic_ms(clock: libc::clockid_t) -> u32 {
+fn monotonic_ms(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -41,16 +42,23 @@ fn monotonic_ms(clock: libc::clockid_t) -> u32 {
     unsafe { libc::clock_gettime(clock, &mut ts) };
     (ts.tv_sec as u64)
         .wrapping_mul(1000)
-        .wrapping_add(ts.tv_nsec as u64 / 1_000_000) as u32
+        .wrapping_add(ts.tv_nsec as u64 / 1_000_000)
+}
+
+/// Now, in the tables' milliseconds on 64 bits (never wrapping: the
+/// order of the expiration queue); [`now_ms`] is its low half.
+#[inline]
+pub(crate) fn now64() -> u64 {
+    let now = monotonic_ms(libc::CLOCK_MONOTONIC).wrapping_add(*OFFSET);
+    #[cfg(test)]
+    let now = now.wrapping_add(u64::from(SKEW.with(std::cell::Cell::get)));
+    now
 }
 
 /// Now, in the tables' milliseconds.
 #[inline]
 pub(crate) fn now_ms() -> u32 {
-    let now = monotonic_ms(libc::CLOCK_MONOTONIC).wrapping_add(*OFFSET);
-    #[cfg(test)]
-    let now = now.wrapping_add(SKEW.with(std::cell::Cell::get));
-    now
+    now64() as u32
 }
 
 /// Now to within the kernel's tick (a few milliseconds late at most),
@@ -58,7 +66,7 @@ pub(crate) fn now_ms() -> u32 {
 /// (has an entry released by a stream expired meanwhile?).
 #[inline]
 pub(crate) fn coarse_ms() -> u32 {
-    let now = monotonic_ms(libc::CLOCK_MONOTONIC_COARSE).wrapping_add(*OFFSET);
+    let now = monotonic_ms(libc::CLOCK_MONOTONIC_COARSE).wrapping_add(*OFFSET) as u32;
     #[cfg(test)]
     let now = now.wrapping_add(SKEW.with(std::cell::Cell::get));
     now
@@ -123,7 +131,12 @@ pub(crate) fn update(words: &[AtomicU64], period: u32, inc: u32, now: u32) -> u3
     let mut w = head.load(Relaxed);
     loop {
         let t = tick(w);
-        if now.wrapping_sub(t) < period {
+        // `now` was read before the period's start was: a thread that
+        // read the clock a little earlier than the one that turned the
+        // period counts in the new period (HAProxy reads its clock after
+        // the counter, never before it). A start of 0 is no period yet.
+        let d = now.wrapping_sub(t);
+        if d < period || (t != 0 && (d as i32) < 0) {
             // Still in the period (even while another thread turns it,
             // as HAProxy lets it: no harm).
             let n = curr(w).wrapping_add(inc);
@@ -134,7 +147,7 @@ pub(crate) fn update(words: &[AtomicU64], period: u32, inc: u32, now: u32) -> u3
             continue;
         }
         if t & 1 == 0 {
-            match head.compare_exchange_weak(w, w | LOCK, Relaxed, Relaxed) {
+            match head.compare_exchange_weak(w, w | LOCK, Acquire, Relaxed) {
                 Ok(_) => break,
                 Err(x) => w = x,
             }
@@ -143,17 +156,25 @@ pub(crate) fn update(words: &[AtomicU64], period: u32, inc: u32, now: u32) -> u3
         std::hint::spin_loop();
         w = head.load(Relaxed);
     }
-    // Ours to turn: the current count becomes the previous one.
+    // Ours to turn: the current count becomes the previous one. A thread
+    // still in the period by its own clock may add to it meanwhile: the
+    // turn is then made again with its events (HAProxy exchanges the
+    // count for the same reason).
     let mut t = tick(w).wrapping_add(period);
-    let mut past = curr(w);
-    if now.wrapping_sub(t) >= period {
+    let stale = now.wrapping_sub(t) >= period;
+    if stale {
         // Two periods or more without an event.
-        past = 0;
         t = now;
     }
-    prev.store(u64::from(past), Relaxed);
-    head.store(pack(t & !1, inc), Relaxed);
-    inc
+    let mut locked = w | LOCK;
+    loop {
+        let past = if stale { 0 } else { curr(locked) };
+        prev.store(u64::from(past), Release);
+        match head.compare_exchange(locked, pack(t & !1, inc), Release, Relaxed) {
+            Ok(_) => return inc,
+            Err(x) => locked = x,
+        }
+    }
 }
 
 /// HAProxy's `freq_ctr_total`: the events of the sliding window times the
@@ -161,19 +182,20 @@ pub(crate) fn update(words: &[AtomicU64], period: u32, inc: u32, now: u32) -> u3
 fn total(words: &[AtomicU64], period: u32, now: u32) -> u64 {
     let (head, prev) = (&words[0], &words[1]);
     let (w, past) = loop {
-        let w = head.load(Relaxed);
+        let w = head.load(Acquire);
         if w & LOCK != 0 {
             std::hint::spin_loop();
             continue;
         }
-        let past = prev.load(Relaxed);
+        let past = prev.load(Acquire);
         if head.load(Relaxed) == w {
             break (w, past as u32);
         }
     };
     let (t, mut cur) = (tick(w), u64::from(curr(w)));
     let mut past = u64::from(past);
-    let mut remain = t.wrapping_add(period).wrapping_sub(now) as i32;
+    // A `now` read before another thread turned the period is its start.
+    let mut remain = (t.wrapping_add(period).wrapping_sub(now) as i32).min(period as i32);
     if remain < 0 {
         // Past the current period: part of the last one may still count.
         remain = remain.wrapping_add(period as i32);
@@ -244,6 +266,48 @@ mod tests {
         assert_eq!(read(&c, 10_000, t0 + 15_000), 2);
         // Two periods later nothing is left.
         assert_eq!(read(&c, 10_000, t0 + 20_001), 0);
+    }
+
+    /// A thread that read the clock just before another started the
+    /// period counts in it, and reads it whole: nothing is lost.
+    #[test]
+    fn a_clock_read_before_the_period_began_counts_in_it() {
+        let c = ctr();
+        let t0 = 3_000_000;
+        update(&c, 10_000, 1, t0);
+        update(&c, 10_000, 1, t0 - 1);
+        update(&c, 10_000, 1, t0 + 1);
+        assert_eq!(read(&c, 10_000, t0 - 1), 3);
+        assert_eq!(read(&c, 10_000, t0 + 1), 3);
+        // A period turned late by the same reasoning keeps its past.
+        update(&c, 10_000, 1, t0 + 10_000);
+        update(&c, 10_000, 1, t0 + 9_999);
+        assert_eq!(read(&c, 10_000, t0 + 10_000), 5);
+    }
+
+    /// Threads whose clocks straddle the end of a period lose no event:
+    /// those of the old period end in the previous count, the others in
+    /// the current one.
+    #[test]
+    fn concurrent_events_across_a_turn_all_count() {
+        let c = std::sync::Arc::new(ctr());
+        let t0 = 4_000_000;
+        update(&c[..], 1000, 1, t0);
+        let threads: Vec<_> = (0..8u32)
+            .map(|i| {
+                let c = c.clone();
+                std::thread::spawn(move || {
+                    for n in 0..20_000u32 {
+                        update(&c[..], 1000, 1, t0 + 999 + (i + n) % 2);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let (_, cur, past) = raw(&c[..]);
+        assert_eq!(cur + past, 1 + 8 * 20_000);
     }
 
     #[test]

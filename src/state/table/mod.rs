@@ -27,7 +27,7 @@ pub(crate) mod registry;
 pub(crate) mod schema;
 pub(crate) mod track;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
@@ -70,10 +70,33 @@ struct Alloc {
     free: Vec<u32>,
     /// Slots never used yet start here.
     next: u32,
-    /// (slot, date) in the order entries were queued for expiration: the
-    /// oldest first. An entry touched since it was queued goes to the back
-    /// when found; a slot freed or used again leaves a stale item behind.
-    queue: VecDeque<(u32, u32)>,
+    /// The entries by the date they were queued for expiration under,
+    /// the oldest first (HAProxy's `exps` tree): keyed by that date on 64
+    /// bits then the order they were queued in, holding the slot. An
+    /// entry touched since it was queued is queued again under its new
+    /// date when found; a slot freed or used again leaves a stale item
+    /// behind, dropped when reached.
+    queue: BTreeMap<u64, u32>,
+    /// The order of the last item queued.
+    order: u32,
+}
+
+/// The low bits of a queue key: the order items were queued in.
+const ORDER_BITS: u32 = 20;
+
+/// The key of an item queued now (`now`: the tables' clock on 32 and 64
+/// bits) for `date` (32 bits, within 2^31 ms of now).
+fn queue_key(a: &mut Alloc, date: u32, now: (u32, u64)) -> u64 {
+    let d = now
+        .1
+        .wrapping_add_signed(i64::from(date.wrapping_sub(now.0) as i32));
+    a.order = a.order.wrapping_add(1);
+    d << ORDER_BITS | u64::from(a.order & ((1 << ORDER_BITS) - 1))
+}
+
+/// The date of a queue key, on the tables' 32-bit clock.
+fn key_date(k: u64) -> u32 {
+    ((k >> ORDER_BITS) as u32).max(1)
 }
 
 /// Why an entry could not be made.
@@ -193,7 +216,26 @@ impl Table {
         if let Some(h) = self.find(key) {
             return Ok(h);
         }
-        let slot = self.create(key.words())?;
+        self.made(key, freq::now64())
+    }
+
+    /// [`get_or_create`](Self::get_or_create) at `now` (the tables' clock
+    /// on 64 bits, read by the caller, who touches the entry at the same
+    /// date: HAProxy reads its clock once per turn of its loop, so that
+    /// an entry made and touched by one action keeps its first date).
+    pub(crate) fn get_or_create_at(
+        self: &Arc<Self>,
+        key: &KeyWords,
+        now: u64,
+    ) -> Result<Held, Full> {
+        if let Some(h) = self.find(key) {
+            return Ok(h);
+        }
+        self.made(key, now)
+    }
+
+    fn made(self: &Arc<Self>, key: &KeyWords, now: u64) -> Result<Held, Full> {
+        let slot = self.create(key.words(), now)?;
         Ok(Held {
             table: self.clone(),
             slot,
@@ -202,8 +244,8 @@ impl Table {
 
     /// Adds the entry of `key` (or finds it, if another thread just did),
     /// with one reference.
-    fn create(&self, k: &[u64]) -> Result<u32, Full> {
-        let now = freq::now_ms();
+    fn create(&self, k: &[u64], now64: u64) -> Result<u32, Full> {
+        let now = now64 as u32;
         let mut a = lock(&self.alloc);
         if self.used() >= self.def.size
             && (self.def.nopurge || self.trash_oldest(&mut a, (self.def.size >> 8) + 1) == 0)
@@ -246,7 +288,8 @@ impl Table {
         }
         shard.insert_unique(h, slot, |&s| self.hash_slot(s));
         drop(shard);
-        a.queue.push_back((slot, exp));
+        let key = queue_key(&mut a, exp, (now, now64));
+        a.queue.insert(key, slot);
         self.used.fetch_add(1, Relaxed);
         Ok(slot)
     }
@@ -283,52 +326,57 @@ impl Table {
         (self.words(slot)[H_REFS].load(Relaxed) >> 32) as u32 == date
     }
 
-    /// Moves the queue item of an entry touched since it was queued to
-    /// the back, under its new date.
-    fn requeue(&self, a: &mut Alloc, slot: u32, exp: u32) {
+    /// Queues again an entry touched since it was queued, under its new
+    /// date `exp`; returns the new key.
+    fn requeue(&self, a: &mut Alloc, slot: u32, exp: u32, now: (u32, u64)) -> u64 {
+        let exp = exp.max(1);
         let r = &self.words(slot)[H_REFS];
         let refs = r.load(Relaxed) as u32;
-        r.store(u64::from(refs) | u64::from(exp.max(1)) << 32, Relaxed);
-        a.queue.push_back((slot, exp.max(1)));
+        r.store(u64::from(refs) | u64::from(exp) << 32, Relaxed);
+        let key = queue_key(a, exp, now);
+        a.queue.insert(key, slot);
+        key
     }
 
     /// HAProxy's `__stktable_trash_oldest`: removes up to `batch` of the
     /// oldest unreferenced entries, looking at no more than twice as
     /// many; returns how many went.
     fn trash_oldest(&self, a: &mut Alloc, batch: u32) -> u32 {
+        let now64 = freq::now64();
+        let now = (now64 as u32, now64);
         let mut budget = batch as i64 * 2;
-        let mut skipped = Vec::new();
         let mut done = 0;
+        let mut from = 0;
         while done < batch {
-            let Some((slot, date)) = a.queue.pop_front() else {
+            let Some((&k, &slot)) = a.queue.range(from..).next() else {
                 break;
             };
+            from = k + 1;
+            let date = key_date(k);
             if !self.queued(slot, date) {
+                a.queue.remove(&k);
                 continue;
             }
             budget -= 1;
             if budget < 0 {
-                a.queue.push_front((slot, date));
                 break;
             }
             let w = self.words(slot);
+            // A referenced entry stays where it is.
             if w[H_REFS].load(Relaxed) as u32 != 0 {
-                skipped.push((slot, date));
                 continue;
             }
             let exp = w[H_EXPIRE].load(Relaxed) as u32;
             if exp != date {
-                self.requeue(a, slot, exp);
+                a.queue.remove(&k);
+                // Looked at again in its turn, as HAProxy does.
+                from = from.min(self.requeue(a, slot, exp, now));
                 continue;
             }
             if self.kill(a, slot) {
+                a.queue.remove(&k);
                 done += 1;
-            } else {
-                skipped.push((slot, date));
             }
-        }
-        for item in skipped.into_iter().rev() {
-            a.queue.push_front(item);
         }
         done
     }
@@ -337,38 +385,35 @@ impl Table {
     /// has passed, unless referenced; returns the date of the next to
     /// expire, if any.
     pub(crate) fn trash_expired(&self) -> Option<u32> {
-        let now = freq::now_ms();
+        let now64 = freq::now64();
+        let now = now64 as u32;
         let mut a = lock(&self.alloc);
-        let mut skipped = Vec::new();
-        let mut next = None;
-        while let Some(&(slot, date)) = a.queue.front() {
+        let mut from = 0;
+        while let Some((&k, &slot)) = a.queue.range(from..).next() {
+            from = k + 1;
+            let date = key_date(k);
             if !self.queued(slot, date) {
-                a.queue.pop_front();
+                a.queue.remove(&k);
                 continue;
             }
             if !freq::expired(date, now) {
-                next = Some(date);
-                break;
+                return Some(date);
             }
-            a.queue.pop_front();
             let w = self.words(slot);
             if w[H_REFS].load(Relaxed) as u32 != 0 {
-                skipped.push((slot, date));
                 continue;
             }
             let exp = w[H_EXPIRE].load(Relaxed) as u32;
             if !freq::expired(exp, now) {
-                self.requeue(&mut a, slot, exp);
+                a.queue.remove(&k);
+                self.requeue(&mut a, slot, exp, (now, now64));
                 continue;
             }
-            if !self.kill(&mut a, slot) {
-                skipped.push((slot, date));
+            if self.kill(&mut a, slot) {
+                a.queue.remove(&k);
             }
         }
-        for item in skipped.into_iter().rev() {
-            a.queue.push_front(item);
-        }
-        next
+        None
     }
 
     /// Removes the entry of `slot` now if it has expired and nothing
@@ -524,9 +569,10 @@ impl Table {
         expire_ms: u32,
     ) -> Result<(), Full> {
         let k = key::KeyWords::of(key, self.schema.key_words);
-        let held = self.get_or_create(&k)?;
+        let now = freq::now64();
+        let held = self.get_or_create_at(&k, now)?;
         held.entry().restore(values);
-        let exp = freq::tick_add(freq::now_ms(), expire_ms);
+        let exp = freq::tick_add(now as u32, expire_ms);
         self.touch_with(held.slot, exp, false);
         Ok(())
     }
@@ -658,7 +704,8 @@ mod tests {
 
     /// The row of `type ip store http_req_rate(10s)` (the documented
     /// memory figure): the header's two words, the key's, the counter's
-    /// two; with the hash index, 60 bytes an entry measured.
+    /// two; with the hash index and the expiration queue, 80 bytes an
+    /// entry measured.
     #[test]
     fn rate_limit_rows_are_five_words() {
         let mut def = table(1, 0, false).def.clone();
@@ -710,6 +757,27 @@ mod tests {
         assert_eq!(keys(&t), [1, 3, 5, 6]);
         drop(held3);
         assert_eq!(t.used(), 4);
+    }
+
+    /// An entry used again before newer ones were made is still older
+    /// than they are: HAProxy queues it again by its date, not last.
+    #[test]
+    fn a_full_table_drops_by_date_of_last_use() {
+        let t = table(3, 0, false);
+        drop(t.get_or_create(&key(&t, 1)).unwrap());
+        freq::skip(2);
+        drop(t.get_or_create(&key(&t, 2)).unwrap());
+        // 1 used again, then 3 made: 1 (used at 2) is older than 3.
+        freq::skip(2);
+        t.touch(t.find(&key(&t, 1)).unwrap().entry().slot);
+        freq::skip(2);
+        drop(t.get_or_create(&key(&t, 3)).unwrap());
+        freq::skip(2);
+        // Full: the one used longest ago, 2, goes; then 1.
+        drop(t.get_or_create(&key(&t, 4)).unwrap());
+        assert_eq!(keys(&t), [1, 3, 4]);
+        drop(t.get_or_create(&key(&t, 5)).unwrap());
+        assert_eq!(keys(&t), [3, 4, 5]);
     }
 
     #[test]

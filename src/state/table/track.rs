@@ -58,8 +58,8 @@ impl Trackers {
     /// HAProxy's `stream_track_stkctr`, and with `request` the HTTP
     /// request being processed (`http_req_cnt`, `http_req_rate`: the
     /// other counters have counted it already); false when `sc` was
-    /// taken. The clock is read once.
-    pub(crate) fn track(&self, sc: usize, held: Held, request: bool) -> bool {
+    /// taken. `now`: the tables' clock, read once by the caller.
+    pub(crate) fn track(&self, sc: usize, held: Held, request: bool, now: u32) -> bool {
         let Some(cell) = self.0.get(sc) else {
             return false;
         };
@@ -68,7 +68,6 @@ impl Trackers {
         }
         let e = held.entry();
         let t = e.table;
-        let now = super::freq::now_ms();
         for d in [DataType::ConnCur, DataType::ConnCnt, DataType::ConnRate] {
             e.add_at(d, 0, 1, now);
         }
@@ -310,10 +309,11 @@ impl StickView<'_> {
                 else {
                     return;
                 };
-                let Ok(held) = table.get_or_create(&k) else {
+                let now = super::freq::now64();
+                let Ok(held) = table.get_or_create_at(&k, now) else {
                     return;
                 };
-                own.track(sc, held, level == Level::HttpStream);
+                own.track(sc, held, level == Level::HttpStream, now as u32);
             }
             TableAction::IncGpc(g) => {
                 let Some(t) = effective(self.sess, self.strm, g.sc as usize) else {
