@@ -25,6 +25,7 @@ pub const SECTIONS: &[&str] = &[
     "listen",
     "userlist",
     "resolvers",
+    "peers",
 ];
 
 /// Directives (lines starting with a dot).
@@ -34,7 +35,6 @@ pub const DIRECTIVES: &[&str] = &[
 
 /// HAProxy sections sluice does not support.
 pub(crate) const UNSUPPORTED_SECTIONS: &[&str] = &[
-    "peers",
     "mailers",
     "program",
     "http-errors",
@@ -137,7 +137,6 @@ pub(crate) const GLOBAL_UNSUPPORTED: &[&str] = &[
     "lua-load",
     "lua-prepend-path",
     "spread-checks",
-    "localpeer",
     "setenv",
     "presetenv",
     "resetenv",
@@ -220,12 +219,6 @@ pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "errorloc303",
     "http-error",
     "tcp-response",
-    "stick-table",
-    "stick",
-    "stick on",
-    "stick match",
-    "stick store-request",
-    "stick store-response",
     "compression",
     "dispatch",
     "hash-balance-factor",
@@ -348,8 +341,6 @@ pub(crate) const SERVER_UNSUPPORTED: &[&str] = &[
     "usesrc",
     "socks4",
     "ws",
-    "non-stick",
-    "stick",
     "tcp-ut",
     "allow-0rtt",
     "check-via-socks4",
@@ -456,9 +447,6 @@ pub(crate) const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
     "set-uri",
     "set-method",
     "capture",
-    "track-sc0",
-    "track-sc1",
-    "track-sc2",
     "set-log-level",
     "set-nice",
     "set-tos",
@@ -468,7 +456,6 @@ pub(crate) const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
     "early-hint",
     "normalize-uri",
     "reject",
-    "silent-drop",
     "wait-for-handshake",
     "send-spoe-group",
     "set-src",
@@ -482,10 +469,6 @@ pub(crate) const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
     "replace-path",
     "replace-pathq",
     "replace-uri",
-    "sc-inc-gpc",
-    "sc-inc-gpc0",
-    "sc-inc-gpc1",
-    "sc-set-gpt0",
     "set-bandwidth-limit",
 ];
 

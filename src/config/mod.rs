@@ -16,6 +16,8 @@ pub(crate) mod lexer;
 pub mod model;
 pub(crate) mod parser;
 pub(crate) mod suggest;
+pub(crate) mod table;
+pub(crate) mod table_check;
 pub(crate) mod units;
 pub(crate) mod validate;
 
@@ -199,6 +201,7 @@ pub(crate) fn parse_sources(
     let flags = overrides();
     let mut st = parser::State::new(resolve);
     crate::sample::patref::begin();
+    crate::sample::stick::begin();
     if flags.ssl_verify_none {
         // Before parsing, as HAProxy's -dV: a later `ssl-server-verify`
         // line still wins.
@@ -209,6 +212,7 @@ pub(crate) fn parse_sources(
     }
     st.finish();
     st.global.pat_refs = crate::sample::patref::finish();
+    let table_uses = crate::sample::stick::take_uses();
     let statements = std::mem::take(&mut st.statements);
     if st.aborted {
         // `.alert`: HAProxy stops right there, without further checks.
@@ -226,6 +230,8 @@ pub(crate) fn parse_sources(
     let mut diags = st.diags;
     flags.apply(&mut config);
     validate::check(&mut config, &mut diags);
+    table_check::check(&config, &table_uses, &mut diags);
+    table_check::add_server_data(&mut config);
     if let Some(check) = dir_check {
         validate::stats_socket_dirs(&config, check, &mut diags);
     }

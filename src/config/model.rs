@@ -8,6 +8,10 @@ use std::time::Duration;
 
 use crate::acl::{AclDef, Condition};
 
+pub(crate) use crate::config::table::{
+    GpIndex, GptValue, IncGpc, KeyType, PeerLine, PeersSection, SetGpt, SrvKey, StickKind,
+    StickRule, Stored, TableAction, TableDef, TrackRule,
+};
 pub(crate) use crate::loc::Loc;
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -82,6 +86,14 @@ pub(crate) struct Global {
     pub(crate) h1_case_adjust: Vec<(String, String)>,
     /// The last `h1-case-adjust-file`.
     pub(crate) h1_case_adjust_file: Option<PathBuf>,
+    /// `peers` sections, in order.
+    pub(crate) peers: Vec<PeersSection>,
+    /// Every stick table's name, in declaration order (proxies' and
+    /// `peers` sections' alike).
+    pub(crate) table_order: Vec<String>,
+    /// `localpeer <name>`: this process's name among the peers (the
+    /// host's name without it).
+    pub(crate) localpeer: Option<String>,
 }
 
 /// `tune.h2.header-table-size`, `tune.h2.initial-window-size`,
@@ -660,6 +672,12 @@ impl PartialEq for Bind {
 pub(crate) enum TcpAction {
     Accept,
     Reject,
+    /// `silent-drop`: the connection is closed without the client being
+    /// told.
+    SilentDrop,
+    /// `track-sc*`, `sc-inc-gpc*`, `sc-set-gpt*`: the next rule is
+    /// evaluated after it.
+    Table(TableAction),
     /// `set-var(...)`, `set-var-fmt(...)`, `unset-var(...)`: the next rule
     /// is evaluated after it.
     Var(VarRule),
@@ -731,6 +749,11 @@ pub(crate) enum HttpRequestAction {
     Auth { realm: String },
     /// `http-request wait-for-body time <time> [at-least <bytes>]`.
     WaitForBody(WaitForBody),
+    /// `track-sc*`, `sc-inc-gpc*`, `sc-set-gpt*`.
+    Table(TableAction),
+    /// `http-request silent-drop`: the connection is closed without a
+    /// response, the client not told.
+    SilentDrop,
 }
 
 /// `wait-for-body time <time> [at-least <bytes>]`: the message's body is
@@ -962,6 +985,8 @@ pub(crate) enum HttpResponseAction {
     WaitForBody(WaitForBody),
     /// `set-map(...)`, `del-map(...)`, `add-acl(...)`, `del-acl(...)`.
     Map(MapRule),
+    /// `track-sc*`, `sc-inc-gpc*`, `sc-set-gpt*`.
+    Table(TableAction),
 }
 
 /// What a map or ACL action does to the entries of a pattern file.
@@ -1350,6 +1375,8 @@ pub(crate) struct ServerOpts {
     /// Added by the CLI's `add server`: starts in maintenance with its
     /// checks disabled, as HAProxy's dynamic servers.
     pub(crate) dynamic: bool,
+    /// `non-stick`: `stick` rules never store it.
+    pub(crate) non_stick: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -1444,6 +1471,8 @@ pub(crate) struct Proxy {
     pub(crate) http_after_response: Vec<HttpResponseRule>,
     /// `tcp-request connection` rules (at accept, on the real peer).
     pub(crate) tcp_connection: Vec<TcpRule>,
+    /// `tcp-request session` rules (once the connection is a session).
+    pub(crate) tcp_session: Vec<TcpRule>,
     /// `tcp-request content` rules (on the buffered request bytes).
     pub(crate) tcp_content: Vec<TcpRule>,
     /// `tcp-request inspect-delay`: how long content rules wait for data.
@@ -1461,6 +1490,10 @@ pub(crate) struct Proxy {
     pub(crate) persist: bool,
     /// `log`, `no log`, `log-format`, `option httplog` & co.
     pub(crate) log: crate::config::log::ProxyLog,
+    /// `stick-table ...`: the proxy's table.
+    pub(crate) table: Option<TableDef>,
+    /// `stick match|on|store-request|store-response` rules, in order.
+    pub(crate) stick_rules: Vec<StickRule>,
 }
 
 impl Proxy {
@@ -1509,6 +1542,7 @@ impl Proxy {
             monitor_uri: None,
             monitor_fail: None,
             tcp_connection: Vec::new(),
+            tcp_session: Vec::new(),
             tcp_content: Vec::new(),
             inspect_delay: None,
             http_response: Vec::new(),
@@ -1521,6 +1555,8 @@ impl Proxy {
             cookie: None,
             persist: false,
             log: Default::default(),
+            table: None,
+            stick_rules: Vec::new(),
         }
     }
 }

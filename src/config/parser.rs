@@ -21,12 +21,14 @@ mod cookiekw;
 mod globalkw;
 mod lbkw;
 mod legacykw;
+mod peerskw;
 mod proxykw;
 mod resolverskw;
 mod retrykw;
 mod rulekw;
 mod serverkw;
 mod sslkw;
+pub(crate) mod stickkw;
 mod tcpkw;
 mod userlistkw;
 
@@ -84,6 +86,8 @@ enum Section {
     Userlist(usize),
     /// Index into `Global::resolvers`.
     Resolvers(usize),
+    /// Index into `Global::peers`.
+    Peers(usize),
     /// Inside a section we cannot use (already reported once).
     Skip,
 }
@@ -94,6 +98,7 @@ impl Section {
             Section::None | Section::Skip => "",
             Section::Userlist(_) => "userlist",
             Section::Resolvers(_) => "resolvers",
+            Section::Peers(_) => "peers",
             Section::Global => "global",
             Section::Defaults(_) => "defaults",
             Section::Proxy(i) => proxies.get(i).map_or("", |p| p.kind.keyword()),
@@ -242,6 +247,8 @@ pub(crate) struct State<'r> {
     /// Parsing a server of the CLI's `add server`: only HAProxy's dynamic
     /// server options are taken.
     dynamic: bool,
+    /// The stick tables declared so far.
+    declared_tables: Vec<stickkw::Declared>,
 }
 
 /// Looks up an environment variable (injected, so tests choose the
@@ -295,6 +302,7 @@ impl<'r> State<'r> {
             scratch: default_template(),
             legacy_warned: Vec::new(),
             dynamic: false,
+            declared_tables: Vec::new(),
         }
     }
 
@@ -585,6 +593,7 @@ impl<'r> State<'r> {
     fn statement(&mut self, loc: &Loc, words: &[String]) {
         // Where the pattern files a statement reads are used from.
         crate::sample::patref::at(&loc.file, loc.line);
+        crate::sample::stick::at(&loc.file, loc.line);
         let first = words[0].as_str();
         if first.starts_with('.') {
             return self.directive(loc, words);
@@ -618,6 +627,7 @@ impl<'r> State<'r> {
             Section::Global => self.global_line(loc, words),
             Section::Userlist(i) => self.userlist_line(i, loc, words),
             Section::Resolvers(i) => self.resolvers_line(i, loc, words),
+            Section::Peers(i) => self.peers_line(i, loc, words),
             Section::Defaults(_) | Section::Proxy(_) => self.proxy_line(loc, words),
         }
     }
@@ -688,6 +698,7 @@ impl<'r> State<'r> {
         let kind = match words[0].as_str() {
             "userlist" => return self.start_userlist(loc, words),
             "resolvers" => return self.start_resolvers(loc, words),
+            "peers" => return self.start_peers(loc, words),
             "global" => {
                 self.section = Section::Global;
                 return;
@@ -812,6 +823,7 @@ impl<'r> State<'r> {
             p.unique_id_format = d.unique_id_format.clone();
             p.unique_id_header = d.unique_id_header.clone();
         }
+        crate::sample::stick::in_proxy(name, false);
         self.proxies.push(p);
         self.server_defaults.push(sd);
         self.section = Section::Proxy(self.proxies.len() - 1);
@@ -850,6 +862,7 @@ impl<'r> State<'r> {
                 );
             }
         }
+        crate::sample::stick::in_proxy(&name, true);
         self.defaults.push(set);
         self.section = Section::Defaults(self.defaults.len() - 1);
     }

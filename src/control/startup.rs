@@ -447,8 +447,11 @@ pub fn main_with_args(args: &[String]) -> i32 {
         return 1;
     }
     if opts.check_only {
-        let listens =
-            cfg.proxies.iter().any(|p| !p.binds.is_empty()) || !cfg.global.stats_sockets.is_empty();
+        // A `peers` section naming this process listens for its peers.
+        let local = crate::config::table::local_peer(&cfg.global);
+        let listens = cfg.proxies.iter().any(|p| !p.binds.is_empty())
+            || !cfg.global.stats_sockets.is_empty()
+            || cfg.global.peers.iter().any(|s| s.has_local(&local));
         if !quiet {
             if has_warnings {
                 println!("Warnings were found.");

@@ -25,10 +25,6 @@ const WHY: &[(&str, &str)] = &[
     ),
     // Owned by later issues.
     ("so_id", "listener ids not passed to samples yet (#17)"),
-    ("sc*", "stick tables (#19)"),
-    ("src_*", "stick tables (#19)"),
-    ("table_*", "stick tables (#19)"),
-    ("in_table", "stick tables (#19)"),
     ("res.cache_*", "caching (#21)"),
     ("res.comp*", "compression (#21)"),
     // Other parts of this issue, in progress.

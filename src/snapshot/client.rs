@@ -13,6 +13,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use crate::snapshot::runtime::Runtime;
 use crate::state::FrontendState;
 use crate::state::sessions::Slot;
+use crate::state::table::track::Trackers;
 
 /// A client connection's record. Opening it counts the connection;
 /// dropping it closes the books and frees the `maxconn` permits, whatever
@@ -27,10 +28,20 @@ pub(crate) struct ClientConn {
     _permits: [OwnedSemaphorePermit; 2],
     /// Its `show sess` entry (a pointer: idle connections stay small).
     pub(crate) stream: Slot,
+    /// What few connections have, boxed so that idle connections stay
+    /// small.
+    rare: Option<Box<Rare>>,
+}
+
+/// A client connection's rarer data.
+#[derive(Default)]
+struct Rare {
     /// The address the client connected to, as a PROXY protocol header
-    /// told it (None: the socket's own). Boxed: idle connections stay
-    /// small, and most have none.
-    dst: Option<Box<SocketAddr>>,
+    /// told it (None: the socket's own).
+    dst: Option<SocketAddr>,
+    /// The stick counters its `tcp-request connection|session` rules
+    /// track, released (`conn_cur` down) when it closes.
+    trackers: Trackers,
 }
 
 impl ClientConn {
@@ -54,8 +65,19 @@ impl ClientConn {
             fe_state: None,
             _permits: permits,
             stream,
-            dst: None,
+            rare: None,
         }
+    }
+
+    /// The stick counters of the session, if it may track some.
+    pub(crate) fn trackers(&self) -> Option<&Trackers> {
+        self.rare.as_deref().map(|r| &r.trackers)
+    }
+
+    /// The session's stick counters, made empty if need be (the
+    /// connection and session rules track into them).
+    pub(crate) fn trackers_mut(&mut self) -> &Trackers {
+        &self.rare.get_or_insert_with(Default::default).trackers
     }
 
     /// The frontend's state, once the connection is one of its sessions.
@@ -65,11 +87,11 @@ impl ClientConn {
 
     /// The address the client connected to, when a PROXY header said it.
     pub(crate) fn dst(&self) -> Option<SocketAddr> {
-        self.dst.as_deref().copied()
+        self.rare.as_ref().and_then(|r| r.dst)
     }
 
     pub(crate) fn set_dst(&mut self, dst: SocketAddr) {
-        self.dst = Some(Box::new(dst));
+        self.rare.get_or_insert_with(Default::default).dst = Some(dst);
     }
 
     /// Counts the connection as a session of its frontend (`st`).

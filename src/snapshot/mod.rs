@@ -30,6 +30,8 @@ pub(crate) struct Snapshot {
     pub(crate) global: Global,
     /// Every proxy in declaration order, as `show stat` lists them.
     pub(crate) proxies: Vec<ProxyRt>,
+    /// The stick tables.
+    pub(crate) tables: crate::state::table::registry::Tables,
 }
 
 /// One `frontend`, `backend` or `listen` section.
@@ -86,8 +88,10 @@ pub(crate) struct FrontendRt {
     pub(crate) bind_protos: Vec<(ListenAddr, crate::config::model::BindProto)>,
     /// The HTTP/2 settings and limits of its connections.
     pub(crate) h2: h2_limits::Limits,
-    /// `tcp-request connection` / `content` rules, `inspect-delay`.
+    /// `tcp-request connection` / `session` / `content` rules,
+    /// `inspect-delay`.
     pub(crate) tcp_connection: TcpRules,
+    pub(crate) tcp_session: TcpRules,
     pub(crate) tcp_content: TcpRules,
     pub(crate) inspect_delay: Option<std::time::Duration>,
     pub(crate) acls: AclSet,
@@ -231,6 +235,19 @@ pub(crate) struct BackendRt {
     pub(crate) cookie: Option<Arc<crate::config::model::CookiePersist>>,
     /// `option persist`: a cookie naming a DOWN server still goes to it.
     pub(crate) persist: bool,
+    /// `stick match|on|store-request` rules, in order, and `stick
+    /// store-response` ones.
+    pub(crate) stick: Vec<StickRt>,
+    pub(crate) store_response: Vec<StickRt>,
+}
+
+/// A compiled `stick` rule: its table found.
+#[derive(Debug)]
+pub(crate) struct StickRt {
+    pub(crate) kind: crate::config::model::StickKind,
+    pub(crate) key: crate::sample::Expr,
+    pub(crate) table: Arc<crate::state::table::Table>,
+    pub(crate) cond: Option<CompiledCond>,
 }
 
 #[derive(Debug)]
@@ -306,7 +323,9 @@ fn compile_with(
         changes: Vec::new(),
         new_frontends: Vec::new(),
         new_backends: Vec::new(),
+        tables: Default::default(),
     };
+    c.tables = c.tables();
     // Backends first, so that frontends can point at them.
     let backends = c.backends();
     let proxies = c.proxies(&backends);
@@ -315,6 +334,7 @@ fn compile_with(
         generation,
         global: config.global.clone(),
         proxies,
+        tables: std::mem::take(&mut c.tables),
     };
     (snap, c.changes)
 }
@@ -349,6 +369,8 @@ struct Compiler<'a> {
     /// the changes are applied).
     new_frontends: Vec<(String, Arc<FrontendState>)>,
     new_backends: Vec<Arc<BackendState>>,
+    /// The stick tables, compiled first (rules point at them).
+    tables: crate::state::table::registry::Tables,
 }
 
 /// The backends of a snapshot by name, as frontends look them up.
@@ -434,6 +456,40 @@ impl Compiler<'_> {
             .collect()
     }
 
+    /// The stick tables, in declaration order: the registry's when their
+    /// definition is unchanged (entries kept), else new ones; tables no
+    /// longer configured leave the registry.
+    fn tables(&mut self) -> crate::state::table::registry::Tables {
+        use crate::state::table::Table;
+        let defs: Vec<&crate::config::model::TableDef> =
+            crate::config::table_check::all_tables(self.config).collect();
+        let mut out = Vec::new();
+        for name in &self.config.global.table_order {
+            let Some(def) = defs.iter().find(|d| d.name == *name) else {
+                continue;
+            };
+            let old = self.registry.tables.find(name);
+            let t = match old {
+                Some(t) if t.def.same_as(def) => t,
+                old => {
+                    let t = Arc::new(Table::new((*def).clone()));
+                    self.changes.push(StateChange::AddTable {
+                        table: t.clone(),
+                        replaced: old.is_some(),
+                    });
+                    t
+                }
+            };
+            out.push(t);
+        }
+        for name in self.registry.tables.names() {
+            if !self.config.global.table_order.contains(&name) {
+                self.changes.push(StateChange::RemoveTable(name));
+            }
+        }
+        crate::state::table::registry::Tables::new(out)
+    }
+
     /// Servers the registry has in service that the configuration no longer
     /// names (in a backend kept or gone): retired by the changes.
     fn removed_servers(&mut self) {
@@ -497,6 +553,8 @@ impl Compiler<'_> {
             .map(|(s, c)| (s.sid, s.weight, s.backup, c.opts.slowstart))
             .collect();
         let acls = AclSet::new(&p.acls);
+        let stick = self.stick_rules(p, &acls, false);
+        let store_response = self.stick_rules(p, &acls, true);
         Arc::new(BackendRt {
             name: p.name.clone(),
             iid,
@@ -536,7 +594,28 @@ impl Compiler<'_> {
                 .unwrap_or_else(|| fullconn_for(config, &p.name, self.global_maxconn)),
             cookie: p.cookie.clone(),
             persist: p.persist,
+            stick,
+            store_response,
         })
+    }
+
+    /// A backend's `stick` rules: the request's (`match`, `on`,
+    /// `store-request`) or the response's (`store-response`); one whose
+    /// table is missing (the configuration was refused then) is left out.
+    fn stick_rules(&self, p: &Proxy, acls: &AclSet, response: bool) -> Vec<StickRt> {
+        use crate::config::model::StickKind;
+        p.stick_rules
+            .iter()
+            .filter(|r| (r.kind == StickKind::StoreResponse) == response)
+            .filter_map(|r| {
+                Some(StickRt {
+                    kind: r.kind,
+                    key: r.key.clone(),
+                    table: self.tables.get(&r.table)?.clone(),
+                    cond: r.cond.as_ref().map(|c| acls.compile(c)),
+                })
+            })
+            .collect()
     }
 
     /// A frontend (or `listen`) section's frontend side; `own` is the
@@ -610,6 +689,7 @@ impl Compiler<'_> {
                 .collect(),
             h2: h2_limits::Limits::of(&config.global),
             tcp_connection: tcp_rules(&p.tcp_connection, &acls),
+            tcp_session: tcp_rules(&p.tcp_session, &acls),
             tcp_content: tcp_rules(&p.tcp_content, &acls),
             inspect_delay: p.inspect_delay,
             legacy_at: p.blocks.len() + p.http_request.len(),
@@ -644,7 +724,7 @@ impl Compiler<'_> {
             default_backend,
             forwardfor: p.forwardfor.clone(),
             errorfiles: p.errorfiles.clone(),
-            log: log_setup::FrontendLog::compile(&p.log, &config.global.log),
+            log: log_setup::FrontendLog::compile(&p.name, &p.log, &config.global.log),
         })
     }
 }

@@ -120,6 +120,7 @@ impl Runtime {
                 generation: 0,
                 global: Default::default(),
                 proxies: Vec::new(),
+                tables: Default::default(),
             }),
             registry: Registry::default(),
             config: std::sync::Mutex::new(InForce {

@@ -85,6 +85,15 @@ pub(crate) enum StateChange {
         flag: ServerFlag,
         to: bool,
     },
+    /// A stick table seen for the first time, or whose definition changed
+    /// (`replaced`: it starts empty, as HAProxy's without a local peer).
+    AddTable {
+        table: Arc<super::table::Table>,
+        replaced: bool,
+    },
+    /// A stick table no longer configured (streams that track its entries
+    /// keep them until they end).
+    RemoveTable(String),
 }
 
 /// The admin state a new server starts in.
@@ -297,6 +306,14 @@ impl std::fmt::Display for StateChange {
             StateChange::AddServer { server, .. } => write!(f, "{} added", who(server)),
             StateChange::ReviveServer(s) => write!(f, "{} added back", who(s)),
             StateChange::RemoveServer(s) => write!(f, "{} removed", who(s)),
+            StateChange::AddTable {
+                table,
+                replaced: false,
+            } => write!(f, "table {} added", table.name()),
+            StateChange::AddTable { table, .. } => {
+                write!(f, "table {} emptied: its definition changed", table.name())
+            }
+            StateChange::RemoveTable(name) => write!(f, "table {name} removed"),
             StateChange::SetPeer {
                 server, from, to, ..
             } => {
@@ -353,6 +370,11 @@ impl Registry {
                 }
                 StateChange::ReviveServer(s) => s.revive(),
                 StateChange::RemoveServer(s) => s.retire(),
+                StateChange::AddTable { table, .. } => {
+                    self.tables.insert(table.clone());
+                    super::table::start_expiry(table);
+                }
+                StateChange::RemoveTable(name) => self.tables.remove(name),
                 StateChange::SetPeer {
                     server,
                     to,

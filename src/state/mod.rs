@@ -8,6 +8,7 @@ pub(crate) mod generation;
 pub(crate) mod inherited;
 pub(crate) mod pool;
 pub(crate) mod sessions;
+pub(crate) mod table;
 
 pub(crate) mod counters;
 pub(crate) mod health;
@@ -445,6 +446,8 @@ impl BackendState {
 pub(crate) struct Registry {
     frontends: Mutex<HashMap<String, Arc<FrontendState>>>,
     backends: Mutex<HashMap<String, Arc<BackendState>>>,
+    /// Stick tables, by name.
+    pub(crate) tables: table::registry::TableRegistry,
 }
 
 impl Registry {

@@ -248,6 +248,7 @@ pub(crate) const GLOBAL: &[GlobalKw] = &[
     kwd("daemon", g_daemon),
     kwd("pidfile", g_pidfile),
     kwd("node", g_node),
+    kwd("localpeer", g_localpeer),
     kwd("description", g_description),
     kwd("zero-warning", g_zero_warning),
     kwd("hard-stop-after", g_hard_stop_after),
@@ -588,6 +589,36 @@ fn g_node(s: &mut State<'_>, loc: &Loc, words: &[String]) {
         Some(n) => s.global.node = Some(n.to_string()),
         None => s.alert(loc, "'node' expects a name as an argument."),
     };
+}
+
+/// `localpeer <name>`: this process among the peers (the peers layer
+/// reads it; `-L` wins, as in HAProxy).
+fn g_localpeer(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    if let Some(extra) = words.get(2) {
+        return s.alert(
+            loc,
+            format!(
+                "'{}' cannot handle unexpected argument '{extra}'.",
+                words[0]
+            ),
+        );
+    }
+    let Some(name) = words.get(1).filter(|n| !n.is_empty()) else {
+        return s.alert(loc, "'localpeer' expects a name as an argument.");
+    };
+    if crate::sys::process::local_peer().is_some() {
+        return s.warn(
+            loc,
+            "'localpeer' ignored since it is already set by using the '-L' command line argument.",
+        );
+    }
+    if !s.global.peers.is_empty() {
+        return s.warn(
+            loc,
+            "'localpeer' ignored since it is used after 'peers' section.",
+        );
+    }
+    s.global.localpeer = Some(name.clone());
 }
 
 fn g_description(s: &mut State<'_>, loc: &Loc, words: &[String]) {

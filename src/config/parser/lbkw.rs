@@ -91,6 +91,8 @@ impl State<'_> {
             "no-send-proxy" | "no-send-proxy-v2" => o.send_proxy = 0,
             "backup" => o.backup = true,
             "no-backup" => o.backup = false,
+            "non-stick" => o.non_stick = true,
+            "stick" => o.non_stick = false,
             "disabled" => (o.disabled, o.enabled) = (true, false),
             "enabled" => (o.disabled, o.enabled) = (false, true),
             "maxqueue" => {

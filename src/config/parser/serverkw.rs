@@ -581,6 +581,8 @@ pub(crate) const SERVER: &[ServerKw] = &[
     kwd("fall", opt_rise_fall),
     kwd("backup", opt_lb),
     kwd("no-backup", opt_lb),
+    kwd("non-stick", opt_lb),
+    kwd("stick", opt_lb),
     kwd("disabled", opt_lb),
     kwd("enabled", opt_lb),
     kwd("maxqueue", opt_lb),

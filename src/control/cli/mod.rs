@@ -9,6 +9,7 @@ mod commands;
 mod mapcmd;
 mod socket;
 mod srvcmd;
+mod tablecmd;
 mod varcmd;
 
 use commands::*;
@@ -18,6 +19,7 @@ pub(crate) use socket::{
 };
 pub use socket::{bind_unix_at, serve_unix_listener};
 use srvcmd::*;
+use tablecmd::*;
 use varcmd::*;
 
 use std::fmt::Write as _;
@@ -152,6 +154,13 @@ static COMMANDS: &[Command] = &[
         desc: "clear the contents of this map",
         level: CliLevel::User,
         run: cmd_clear_map,
+    },
+    Command {
+        words: &["clear", "table"],
+        usage: "clear table <table> [<filter>]*",
+        desc: "remove an entry from a table (filter: data/key)",
+        level: CliLevel::User,
+        run: cmd_clear_table,
     },
     Command {
         words: &["commit", "acl"],
@@ -315,6 +324,13 @@ static COMMANDS: &[Command] = &[
         run: cmd_set_server,
     },
     Command {
+        words: &["set", "table"],
+        usage: "set table <table> key <k> [data.* <v>]*",
+        desc: "update or create a table entry's data",
+        level: CliLevel::User,
+        run: cmd_set_table,
+    },
+    Command {
         words: &["set", "timeout"],
         usage: "set timeout [cli] <delay>",
         desc: "change a timeout setting",
@@ -406,6 +422,13 @@ static COMMANDS: &[Command] = &[
         run: cmd_show_stat,
     },
     Command {
+        words: &["show", "table"],
+        usage: "show table <table> [<filter>]*",
+        desc: "report table usage stats or dump this table's contents (filter: data/key)",
+        level: CliLevel::User,
+        run: cmd_show_table,
+    },
+    Command {
         words: &["show", "version"],
         usage: "show version",
         desc: "show version of the current process",
@@ -486,6 +509,9 @@ struct Ctx<'a> {
     /// `experimental-mode on` was given in this session.
     experimental: bool,
     level: CliLevel,
+    /// The level of the socket (`stats socket ... level`), whatever the
+    /// session lowered its own to.
+    bind_level: CliLevel,
     rt: &'a Arc<Runtime>,
     snap: Arc<Snapshot>,
     /// The session's client and address (its own `show sess` line).
@@ -505,7 +531,7 @@ fn text(s: impl Into<String>) -> Output {
 /// the input: unknown words get the suggestion text, bad arguments an error
 /// line. A `reload` is answered as where no reload can run.
 pub(crate) fn execute(line: &str, level: CliLevel, rt: &Arc<Runtime>) -> Reply {
-    let mut reply = execute_from(line, (level, false), rt, CliOrigin::Unix, 0);
+    let mut reply = execute_from(line, (level, false, level), rt, CliOrigin::Unix, 0);
     for o in &mut reply.outputs {
         if o.effect == Effect::Reload {
             *o = text(commands::NO_RELOAD);
@@ -520,19 +546,25 @@ pub(crate) fn execute(line: &str, level: CliLevel, rt: &Arc<Runtime>) -> Reply {
 /// line ([`Reply::rest`]).
 pub(crate) fn execute_from(
     line: &str,
-    (level, experimental): (CliLevel, bool),
+    (level, experimental, bind_level): (CliLevel, bool, CliLevel),
     rt: &Arc<Runtime>,
     origin: CliOrigin,
     me: usize,
 ) -> Reply {
     let line = line.strip_suffix('\r').unwrap_or(line);
-    execute_words(split_line(line), (level, experimental), rt, origin, me)
+    execute_words(
+        split_line(line),
+        (level, experimental, bind_level),
+        rt,
+        origin,
+        me,
+    )
 }
 
 /// [`execute_from`] on a line already split into commands.
 pub(crate) fn execute_words(
     commands: Vec<Vec<String>>,
-    (level, experimental): (CliLevel, bool),
+    (level, experimental, bind_level): (CliLevel, bool, CliLevel),
     rt: &Arc<Runtime>,
     origin: CliOrigin,
     me: usize,
@@ -540,6 +572,7 @@ pub(crate) fn execute_words(
     let mut ctx = Ctx {
         experimental,
         level,
+        bind_level,
         rt,
         snap: rt.snapshot(),
         origin,

@@ -177,6 +177,9 @@ pub(crate) async fn handle_conn<S>(
         .global
         .stats_timeout
         .unwrap_or(DEFAULT_STATS_TIMEOUT);
+    // The socket's own level: some commands read it rather than the
+    // session's (`show table` entries).
+    let bind_level = level;
     let mut level = level;
     let mut experimental = false;
     let mut prompt = false;
@@ -193,7 +196,7 @@ pub(crate) async fn handle_conn<S>(
             let line = String::from_utf8_lossy(&raw[..raw.len() - 1]);
             // The session's `show sess` pointer: its read buffer's address.
             let me = chunk.as_ptr() as usize;
-            let mut reply = execute_from(&line, (level, experimental), &rt, origin, me);
+            let mut reply = execute_from(&line, (level, experimental, bind_level), &rt, origin, me);
             // A `reload` is run here, where it can be awaited, then the
             // rest of the line.
             while reply
@@ -205,7 +208,13 @@ pub(crate) async fn handle_conn<S>(
                     *last = commands::run_reload().await;
                 }
                 let rest = std::mem::take(&mut reply.rest);
-                let more = execute_words(rest, (reply.level, reply.experimental), &rt, origin, me);
+                let more = execute_words(
+                    rest,
+                    (reply.level, reply.experimental, bind_level),
+                    &rt,
+                    origin,
+                    me,
+                );
                 reply.outputs.extend(more.outputs);
                 reply.level = more.level;
                 reply.experimental = more.experimental;

@@ -104,6 +104,9 @@ pub(crate) struct Line<'a> {
     pub(crate) logasap_early: bool,
     /// The request's variables, still there at its end.
     pub(crate) vars: Option<&'a crate::sample::vars::Vars<'a>>,
+    /// The stick tables and the counters the exchange tracked, still
+    /// tracked when its line is written (as in HAProxy).
+    pub(crate) stick: Option<&'a crate::state::table::track::StickView<'a>>,
 }
 
 impl Line<'_> {
@@ -303,6 +306,7 @@ impl Source for Line<'_> {
             first_req: None,
             // Not passed to the log line yet.
             proxies: None,
+            stick: self.stick.map(|s| s as &dyn crate::sample::stick::Stick),
             // Looked up once per line that has a sample.
             server_id: match (&self.rec.backend, &self.rec.server) {
                 (Some(be), SrvName::Server(s)) => be
@@ -327,6 +331,7 @@ pub(crate) fn emit(
     head: Option<&Head>,
     early: bool,
     vars: Option<&crate::sample::vars::Vars<'_>>,
+    stick: Option<&crate::state::table::track::StickView<'_>>,
 ) {
     let Some(flog) = fe.log.as_ref() else { return };
     let Some(accept) = rec.accept else { return };
@@ -354,6 +359,7 @@ pub(crate) fn emit(
         log_counter: flog.counter.fetch_add(1, Relaxed),
         logasap_early: early,
         vars,
+        stick,
     };
     let mut msg = String::with_capacity(256);
     format.render(&line, &mut msg);
@@ -389,6 +395,7 @@ pub(crate) fn unique_id(
         logasap_early: false,
         // The request's variables are not passed to the id yet.
         vars: None,
+        stick: None,
     };
     let mut id = String::with_capacity(64);
     format.render(&line, &mut id);

@@ -613,7 +613,7 @@ fn frontend_row(p: &ProxyRt, fe: &FrontendRt) -> Row {
         r.zero(&["cache_lookups", "cache_hits"]);
     }
     r.set("dcon", get(&c.dcon));
-    r.zero(&["dses"]);
+    r.set("dses", get(&c.dses));
     r.zero(MODULE_FIELDS_FE_BE);
     ssl_counts(&mut r, c);
     if fe.mode == Mode::Http {
