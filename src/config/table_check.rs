@@ -90,8 +90,26 @@ pub(crate) fn proxy(config: &Config, p: &Proxy, diags: &mut Vec<Diagnostic>) {
 
 /// A `peers` section without this process among its peers is dropped.
 fn peers(config: &Config, diags: &mut Vec<Diagnostic>) {
+    // HAProxy checks this once the files are read without error.
+    if diags.iter().any(Diagnostic::is_alert) {
+        return;
+    }
     let local = crate::config::table::local_peer(&config.global);
     for s in &config.global.peers {
+        // A peer that connects with TLS expects the others to listen so.
+        if let Some(l) = &s.listen
+            && !s.disabled
+            && l.tls.is_none()
+            && s.peers.iter().any(|p| p.name != local && p.tls.is_some())
+        {
+            diags.push(Diagnostic::warning(
+                None,
+                format!(
+                    "Peers section '{local}': local peer have a non-SSL listener and a SSL server configured at line {}.",
+                    l.loc
+                ),
+            ));
+        }
         if !s.disabled && !s.has_local(&local) {
             diags.push(Diagnostic::warning(
                 Some(s.loc.clone()),

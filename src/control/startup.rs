@@ -416,6 +416,10 @@ pub fn main_with_args(args: &[String]) -> i32 {
     config::set_overrides(opts.overrides.clone());
     // Still single-threaded here: the runtime starts in `run`.
     crate::sys::process::export_startup_env(&opts.files, opts.local_peer.as_deref(), VERSION);
+    // Before the configuration is read: `peers` sections look for it.
+    if let Some(peer) = &opts.local_peer {
+        crate::sys::process::set_local_peer(peer);
+    }
     let mut loaded = config::load(&opts.files);
     if let Some(cfg) = &loaded.config {
         let machine = machine_checks(cfg, &opts);
@@ -451,7 +455,11 @@ pub fn main_with_args(args: &[String]) -> i32 {
         let local = crate::config::table::local_peer(&cfg.global);
         let listens = cfg.proxies.iter().any(|p| !p.binds.is_empty())
             || !cfg.global.stats_sockets.is_empty()
-            || cfg.global.peers.iter().any(|s| s.has_local(&local));
+            || cfg
+                .global
+                .peers
+                .iter()
+                .any(|s| !s.disabled && s.has_local(&local));
         if !quiet {
             if has_warnings {
                 println!("Warnings were found.");
@@ -960,9 +968,6 @@ async fn serve(
                 return 1;
             }
         };
-    if let Some(peer) = &opts.local_peer {
-        crate::sys::process::set_local_peer(peer);
-    }
     if let Some(c) = control_signals {
         c.serve(sup.clone());
     }
