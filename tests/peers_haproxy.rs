@@ -165,3 +165,210 @@ fn local_peer_from_the_command_line() {
         );
     }
 }
+
+// ---------------------------------------------------------------------
+// Live sessions: two processes with the same `peers` section, each its
+// own local peer, on held ports (their numbers are in both
+// configurations before either listens).
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// One side's configuration: `me` is its local peer, its stats socket is
+/// `<dir>/<me>.sock`, and its frontend (on `fe`) tracks every client in
+/// the section's table.
+fn peer_config(me: &str, dir: &Path, ports: [u16; 2], fe: &Listen) -> String {
+    format!(
+        "global
+    stats socket {dir}/{me}.sock level admin
+    localpeer {me}
+peers mypeers
+    peer A 127.0.0.1:{}
+    peer B 127.0.0.1:{}
+    table abuse type ip size 1k expire 5m store gpc0,http_req_rate(10s)
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind fd@{}
+    http-request track-sc0 src table mypeers/abuse
+    http-request return status 200
+",
+        ports[0],
+        ports[1],
+        fe.fd(),
+        dir = dir.display(),
+    )
+}
+
+/// A command on a stats socket, its whole reply.
+fn cli_sync(sock: &Path, cmd: &str) -> String {
+    let mut s = std::os::unix::net::UnixStream::connect(sock)
+        .unwrap_or_else(|e| panic!("connect {}: {e}", sock.display()));
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(format!("{cmd}\n").as_bytes()).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+/// Polls `cmd` on `sock` until `ok` holds of its reply (at most 1,000
+/// tries, 20 ms apart: readiness, not a timing assertion).
+fn poll(sock: &Path, cmd: &str, what: &str, ok: impl Fn(&str) -> bool) -> String {
+    let mut last = String::new();
+    for _ in 0..1000 {
+        if std::os::unix::net::UnixStream::connect(sock).is_ok() {
+            last = cli_sync(sock, cmd);
+            if ok(&last) {
+                return last;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("{what}: never; last `{cmd}`:\n{last}");
+}
+
+/// Waits until the table of `sock` has `key` with `data` (`gpc0=5`).
+fn wait_entry(sock: &Path, key: &str, data: &str) {
+    let needle = format!("key={key} ");
+    poll(
+        sock,
+        "show table mypeers/abuse",
+        &format!("{} holds {key} {data}", sock.display()),
+        |t| {
+            t.lines()
+                .any(|l| l.contains(&needle) && l.split(' ').any(|w| w == data))
+        },
+    );
+}
+
+fn set_gpc0(sock: &Path, key: &str, v: u32) {
+    let r = cli_sync(
+        sock,
+        &format!("set table mypeers/abuse key {key} data.gpc0 {v}"),
+    );
+    assert_eq!(r.trim(), "", "set table on {}", sock.display());
+}
+
+/// One HTTP/1.0 request from 127.0.0.1 through `fe`.
+fn request_through(fe: &Listen) {
+    let mut s = std::net::TcpStream::connect(fe.addr()).expect("connect fe");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).unwrap();
+    assert!(
+        out.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&out)
+    );
+}
+
+/// A side of the test, haproxy or sluice running the configuration of
+/// its local peer: held for its `Drop`, which kills it.
+type Side = Box<dyn std::any::Any>;
+
+struct Node {
+    me: &'static str,
+    dir: PathBuf,
+    ports: [u16; 2],
+    fe: Listen,
+}
+
+impl Node {
+    fn new(me: &'static str, dir: &TempDir, ports: [u16; 2]) -> Node {
+        Node {
+            me,
+            dir: dir.path().to_path_buf(),
+            ports,
+            fe: Listen::new(),
+        }
+    }
+
+    fn sock(&self) -> PathBuf {
+        self.dir.join(format!("{}.sock", self.me))
+    }
+
+    fn start(&self, haproxy: bool) -> Side {
+        let cfg = peer_config(self.me, &self.dir, self.ports, &self.fe);
+        let _ = std::fs::remove_file(self.sock());
+        let side: Side = if haproxy {
+            Box::new(Haproxy::start("peers", &cfg, &[&self.fe]))
+        } else {
+            Box::new(Sluice::start(&cfg))
+        };
+        poll(&self.sock(), "show info", "stats socket answers", |r| {
+            r.contains("Pid:")
+        });
+        side
+    }
+}
+
+/// Both directions of one pair, from start, then across a restart of
+/// each side: `a` and `b` say which program plays A and which B.
+fn converge(a_haproxy: bool, b_haproxy: bool) {
+    let dir = TempDir::new("peers-live");
+    let (_held, ports) = hold_ports::<2>();
+    let a = Node::new("A", &dir, ports);
+    let b = Node::new("B", &dir, ports);
+    let side_b = b.start(b_haproxy);
+    let side_a = a.start(a_haproxy);
+    // A pushes to B: a tracked request, then a counter set by the CLI.
+    request_through(&a.fe);
+    wait_entry(&b.sock(), "127.0.0.1", "gpc0=0");
+    set_gpc0(&a.sock(), "10.0.0.1", 5);
+    wait_entry(&b.sock(), "10.0.0.1", "gpc0=5");
+    // B pushes to A.
+    set_gpc0(&b.sock(), "10.0.0.2", 7);
+    wait_entry(&a.sock(), "10.0.0.2", "gpc0=7");
+    // A restarts empty and is taught the whole table by B.
+    drop(side_a);
+    let side_a = a.start(a_haproxy);
+    for (k, v) in [
+        ("127.0.0.1", "gpc0=0"),
+        ("10.0.0.1", "gpc0=5"),
+        ("10.0.0.2", "gpc0=7"),
+    ] {
+        wait_entry(&a.sock(), k, v);
+    }
+    // B restarts and is taught it by A.
+    drop(side_b);
+    let side_b = b.start(b_haproxy);
+    for (k, v) in [
+        ("127.0.0.1", "gpc0=0"),
+        ("10.0.0.1", "gpc0=5"),
+        ("10.0.0.2", "gpc0=7"),
+    ] {
+        wait_entry(&b.sock(), k, v);
+    }
+    // And they go on pushing to each other.
+    set_gpc0(&a.sock(), "10.0.0.3", 9);
+    wait_entry(&b.sock(), "10.0.0.3", "gpc0=9");
+    set_gpc0(&b.sock(), "10.0.0.1", 6);
+    wait_entry(&a.sock(), "10.0.0.1", "gpc0=6");
+    drop((side_a, side_b));
+}
+
+#[test]
+fn two_sluice_instances_converge() {
+    converge(false, false);
+}
+
+#[test]
+fn sluice_and_haproxy_converge() {
+    if !haproxy::available() {
+        return;
+    }
+    converge(false, true);
+}
+
+#[test]
+fn haproxy_and_sluice_converge() {
+    if !haproxy::available() {
+        return;
+    }
+    converge(true, false);
+}

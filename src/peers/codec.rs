@@ -464,7 +464,9 @@ pub(crate) fn define(out: &mut Vec<u8>, def: &TableDef, id: u64) {
     });
 }
 
-/// Appends a table switch message.
+/// Appends a table switch message (HAProxy sends a table's definition
+/// instead, as this process does: read only, written by the tests).
+#[cfg(test)]
 pub(crate) fn switch(out: &mut Vec<u8>, id: u64) {
     with_body(out, T_SWITCH, |b| put_int(b, id));
 }

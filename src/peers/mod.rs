@@ -5,5 +5,77 @@
 //! starts, and teaches a peer that asks. Network code over the table
 //! store (`state/table/`): it reads the updates the store numbers and
 //! writes the entries peers send.
+//!
+//! Everything here runs on the control runtime: the sessions never
+//! block a worker, and the workers only ever touch the store (an update
+//! wakes the section's sessions through a `Notify` the tables hold).
 
 pub(crate) mod codec;
+mod section;
+mod session;
+pub(crate) mod show;
+
+use std::sync::{Arc, LazyLock, Mutex};
+
+use crate::snapshot::runtime::Runtime;
+use section::Section;
+
+/// A section running, and what it was started from: started again when
+/// any of it changes (a reload that keeps the section and its tables
+/// keeps its sessions).
+struct Running {
+    started_from: (crate::config::model::PeersSection, String, Vec<usize>),
+    section: Arc<Section>,
+}
+
+static RUNNING: LazyLock<Mutex<Vec<Running>>> = LazyLock::new(Default::default);
+
+/// Starts the sessions of every `peers` section of the snapshot in force
+/// that names this process, and stops those of sections gone or changed.
+/// Called on the control runtime, at start-up and after each reload.
+pub(crate) fn spawn(rt: &Arc<Runtime>) {
+    let snap = rt.snapshot();
+    let local = crate::config::table::local_peer(&snap.global);
+    let mut running = crate::state::lock(&RUNNING);
+    let mut kept = Vec::new();
+    for s in &snap.global.peers {
+        if s.disabled || !s.has_local(&local) {
+            continue;
+        }
+        // Its tables: those declared in it and the proxies' naming it.
+        let tables: Vec<_> = snap
+            .tables
+            .listed()
+            .iter()
+            .rev()
+            .filter(|t| t.def.peers.as_deref() == Some(s.name.as_str()))
+            .cloned()
+            .collect();
+        let key = (
+            s.clone(),
+            local.clone(),
+            tables.iter().map(|t| Arc::as_ptr(t) as usize).collect(),
+        );
+        if let Some(i) = running.iter().position(|r| r.started_from == key) {
+            kept.push(running.swap_remove(i));
+            continue;
+        }
+        let section = Section::start(s, &local, tables);
+        kept.push(Running {
+            started_from: key,
+            section,
+        });
+    }
+    for gone in running.drain(..) {
+        gone.section.stop();
+    }
+    *running = kept;
+}
+
+/// The sections running, in configuration order (for `show peers`).
+pub(crate) fn sections() -> Vec<Arc<Section>> {
+    crate::state::lock(&RUNNING)
+        .iter()
+        .map(|r| r.section.clone())
+        .collect()
+}

@@ -269,14 +269,12 @@ impl State<'_> {
             loc: loc.clone(),
         });
         // The local peer's `peer` line is also its listener.
-        if is_local && is_peer {
-            match (addr_text, sockaddr) {
-                (Some(text), Some(a)) => {
-                    self.peers_parse.listener = Some((loc.clone(), text, a));
-                    self.peers_listener(i);
-                }
-                _ => {}
-            }
+        if is_local
+            && is_peer
+            && let (Some(text), Some(a)) = (addr_text, sockaddr)
+        {
+            self.peers_parse.listener = Some((loc.clone(), text, a));
+            self.peers_listener(i);
         }
     }
 }
