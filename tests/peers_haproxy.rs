@@ -372,3 +372,84 @@ fn haproxy_and_sluice_converge() {
     }
     converge(true, false);
 }
+
+/// `show peers` masked where it must differ: the addresses of objects
+/// (each program's memory), the ports (each run holds its own), the
+/// section's start date, the timers and
+/// ages (`resync_timeout`, `last_hdshk`, `reconnect`, `heartbeat`: when
+/// the command runs), the scheduler's `task_calls`, and the section's
+/// flags, whose bits also record HAProxy's wait for an old process to
+/// hand its tables over (sluice keeps them in process across reloads,
+/// and never waits).
+fn mask_show_peers(s: &str) -> String {
+    // Flags are values, not addresses: kept.
+    let ptr = regex::Regex::new(r"(flags=)?0x[0-9a-f]{6,}").expect("regex");
+    // Each run holds its own ports.
+    let port = regex::Regex::new(r"addr=127\.0\.0\.1:\d+").expect("regex");
+    let date = regex::Regex::new(r"\[\d\d/\w+/\d{4}:\d\d:\d\d:\d\d\]").expect("regex");
+    let timers =
+        regex::Regex::new(r"(resync_timeout|last_hdshk|reconnect|heartbeat|task_calls)=\S+")
+            .expect("regex");
+    let flags = regex::Regex::new(r"(id=mypeers disabled=0) flags=0x[0-9a-f]+").expect("regex");
+    let s = ptr.replace_all(s, |c: &regex::Captures<'_>| {
+        if c.get(1).is_some() {
+            c[0].to_string()
+        } else {
+            "PTR".to_string()
+        }
+    });
+    let s = port.replace_all(&s, "addr=127.0.0.1:PORT");
+    let s = date.replace_all(&s, "[DATE]");
+    let s = timers.replace_all(&s, "$1=T");
+    flags.replace_all(&s, "$1 flags=F").into_owned()
+}
+
+/// What A shows, haproxy or sluice, after the same steps against a
+/// haproxy B: started and taught by B, an update from B, one to B.
+fn show_peers_of(a_haproxy: bool) -> (String, String, String) {
+    let dir = TempDir::new("peers-show");
+    let (_held, ports) = hold_ports::<2>();
+    // B knows A at a port nothing listens on: only A connects, so which
+    // session lives (and what it shows) is never a race's outcome.
+    let (_never, nowhere) = hold_port();
+    let a = Node::new("A", &dir, ports);
+    let b = Node::new("B", &dir, [nowhere, ports[1]]);
+    let _b = b.start(true);
+    set_gpc0(&b.sock(), "10.0.0.1", 1);
+    let _a = a.start(a_haproxy);
+    wait_entry(&a.sock(), "10.0.0.1", "gpc0=1");
+    set_gpc0(&b.sock(), "10.0.0.2", 2);
+    wait_entry(&a.sock(), "10.0.0.2", "gpc0=2");
+    set_gpc0(&a.sock(), "10.0.0.3", 3);
+    wait_entry(&b.sock(), "10.0.0.3", "gpc0=3");
+    // B acknowledged it (its ack follows the update at once): what A
+    // pushed last is what B acknowledged last.
+    let acked =
+        regex::Regex::new(r"last_pushed=(\d+) last_get=\d+ teaching_origin=\d+ update=(\d+)")
+            .expect("regex");
+    let all = poll(&a.sock(), "show peers", "A sees B's ack", |r| {
+        acked.captures_iter(r).any(|c| c[1] == c[2] && &c[1] != "0")
+    });
+    (
+        all,
+        cli_sync(&a.sock(), "show peers - mypeers"),
+        cli_sync(&a.sock(), "show peers nope"),
+    )
+}
+
+#[test]
+fn show_peers_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let (h, h_one, h_none) = show_peers_of(true);
+    let (s, s_one, s_none) = show_peers_of(false);
+    for (what, s, h) in [
+        ("show peers", s, h),
+        ("show peers - mypeers", s_one, h_one),
+        ("show peers nope", s_none, h_none),
+    ] {
+        let (s, h) = (mask_show_peers(&s), mask_show_peers(&h));
+        assert_eq!(s, h, "{what}: sluice:\n{s}\nhaproxy:\n{h}");
+    }
+}

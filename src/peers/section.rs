@@ -341,10 +341,14 @@ impl Section {
                 a = listener.accept() => a,
                 _ = self.stop.notified() => return,
             };
-            let Ok((tcp, _)) = accepted else {
+            let Ok((tcp, from)) = accepted else {
                 continue;
             };
             let _ = tcp.set_nodelay(true);
+            let view = session::ConnView {
+                accepted: tcp.local_addr().ok().map(|l| (from, l, tls.is_some())),
+                ..Default::default()
+            };
             let sec = self.clone();
             let tls = tls.clone();
             tokio::spawn(async move {
@@ -358,14 +362,14 @@ impl Section {
                     }
                     None => Box::new(tcp),
                 };
-                sec.serve_incoming(io).await;
+                sec.serve_incoming(io, view).await;
             });
         }
     }
 
     /// An incoming connection: the hello read and answered, then the
     /// session if it is a peer of the section.
-    async fn serve_incoming(self: Arc<Self>, io: Box<dyn Io>) {
+    async fn serve_incoming(self: Arc<Self>, io: Box<dyn Io>, view: session::ConnView) {
         let mut io = BufReader::new(io);
         let hello = tokio::time::timeout(HANDSHAKE, async {
             let mut lines = Vec::new();
@@ -405,7 +409,7 @@ impl Section {
             return;
         }
         tokio::select! {
-            _ = session::run(&self, &peer, io, true, session::ConnView::default()) => {}
+            _ = session::run(&self, &peer, io, true, view) => {}
             _ = kill.notified() => {}
             _ = self.stop.notified() => {}
         }

@@ -6,6 +6,7 @@
 //! tables wake the session), a lesson is asked of the peer when the
 //! section needs its tables taught, and taught to a peer that asks.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -30,6 +31,10 @@ const SILENCE: Duration = Duration::from_millis(2 * RECONNECT.as_millis() as u64
 /// What `show peers` shows of a session.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ConnView {
+    /// An incoming session's connection: the peer's address, the local
+    /// one, TLS or not (HAProxy shows the connection of the sessions it
+    /// accepted only).
+    pub(crate) accepted: Option<(SocketAddr, SocketAddr, bool)>,
     /// The shared table the peer's updates are for, and the last one
     /// this process sent updates of.
     pub(crate) remote_table: Option<usize>,

@@ -156,6 +156,17 @@ fn peer(out: &mut String, s: &Section, name: &str, dict: bool) {
             out,
             " appctx:{app:p} st0={st0} st1=0 task_calls=0 state={state}"
         );
+        if let Some((from, to, tls)) = conn.as_ref().and_then(|c| c.accepted) {
+            let xprt = if tls { "SSL" } else { "RAW" };
+            let _ = write!(
+                out,
+                "\n        xprt={xprt} src={}:{} addr={}:{}",
+                from.ip(),
+                from.port(),
+                to.ip(),
+                to.port()
+            );
+        }
     }
     // A shared table's address in a peer: the peer's, moved on.
     let shared = |i: usize| (ptr as usize).wrapping_add(0x100 + i * 0x80) as *const ();
