@@ -178,13 +178,13 @@ use std::time::Duration;
 /// One side's configuration: `me` is its local peer, its stats socket is
 /// `<dir>/<me>.sock`, and its frontend (on `fe`) tracks every client in
 /// the section's table.
-fn peer_config(me: &str, dir: &Path, ports: [u16; 2], fe: &Listen) -> String {
+fn peer_config(me: &str, dir: &Path, ports: [u16; 2], fe: &Listen, extra: &str) -> String {
     format!(
         "global
     stats socket {dir}/{me}.sock level admin
     localpeer {me}
 peers mypeers
-    peer A 127.0.0.1:{}
+{extra}    peer A 127.0.0.1:{}
     peer B 127.0.0.1:{}
     table abuse type ip size 1k expire 5m store gpc0,http_req_rate(10s)
 defaults
@@ -276,6 +276,8 @@ struct Node {
     dir: PathBuf,
     ports: [u16; 2],
     fe: Listen,
+    /// Lines of the `peers` section before the peers (TLS).
+    extra: String,
 }
 
 impl Node {
@@ -285,6 +287,7 @@ impl Node {
             dir: dir.path().to_path_buf(),
             ports,
             fe: Listen::new(),
+            extra: String::new(),
         }
     }
 
@@ -293,7 +296,7 @@ impl Node {
     }
 
     fn start(&self, haproxy: bool) -> Side {
-        let cfg = peer_config(self.me, &self.dir, self.ports, &self.fe);
+        let cfg = peer_config(self.me, &self.dir, self.ports, &self.fe, &self.extra);
         let _ = std::fs::remove_file(self.sock());
         let side: Side = if haproxy {
             Box::new(Haproxy::start("peers", &cfg, &[&self.fe]))
@@ -309,11 +312,27 @@ impl Node {
 
 /// Both directions of one pair, from start, then across a restart of
 /// each side: `a` and `b` say which program plays A and which B.
-fn converge(a_haproxy: bool, b_haproxy: bool) {
+fn converge(a_haproxy: bool, b_haproxy: bool, tls: bool) {
     let dir = TempDir::new("peers-live");
     let (_held, ports) = hold_ports::<2>();
-    let a = Node::new("A", &dir, ports);
-    let b = Node::new("B", &dir, ports);
+    let mut a = Node::new("A", &dir, ports);
+    let mut b = Node::new("B", &dir, ports);
+    if tls {
+        // Each listens with TLS and connects with it, unverified (a
+        // self-signed certificate for both).
+        let cert =
+            rcgen::generate_simple_self_signed(vec!["peer.test".to_string()]).expect("certificate");
+        let pem = dir.write(
+            "peer.pem",
+            &format!("{}{}", cert.cert.pem(), cert.signing_key.serialize_pem()),
+        );
+        let extra = format!(
+            "    default-bind ssl crt {}\n    default-server ssl verify none\n",
+            pem.display()
+        );
+        a.extra = extra.clone();
+        b.extra = extra;
+    }
     let side_b = b.start(b_haproxy);
     let side_a = a.start(a_haproxy);
     // A pushes to B: a tracked request, then a counter set by the CLI.
@@ -354,7 +373,7 @@ fn converge(a_haproxy: bool, b_haproxy: bool) {
 
 #[test]
 fn two_sluice_instances_converge() {
-    converge(false, false);
+    converge(false, false, false);
 }
 
 #[test]
@@ -362,7 +381,7 @@ fn sluice_and_haproxy_converge() {
     if !haproxy::available() {
         return;
     }
-    converge(false, true);
+    converge(false, true, false);
 }
 
 #[test]
@@ -370,7 +389,7 @@ fn haproxy_and_sluice_converge() {
     if !haproxy::available() {
         return;
     }
-    converge(true, false);
+    converge(true, false, false);
 }
 
 /// `show peers` masked where it must differ: the addresses of objects
@@ -451,5 +470,59 @@ fn show_peers_as_haproxy() {
     ] {
         let (s, h) = (mask_show_peers(&s), mask_show_peers(&h));
         assert_eq!(s, h, "{what}: sluice:\n{s}\nhaproxy:\n{h}");
+    }
+}
+
+#[test]
+fn sluice_and_haproxy_converge_over_tls() {
+    if !haproxy::available() {
+        return;
+    }
+    converge(false, true, true);
+}
+
+#[test]
+fn two_sluice_instances_converge_over_tls() {
+    converge(false, false, true);
+}
+
+/// A reload that leaves the section and its table alone keeps the
+/// session (no new connection) and the table; one that changes the
+/// table's definition empties it, and the peer teaches it again.
+#[test]
+fn reloads_keep_or_restart_the_sessions() {
+    let dir = TempDir::new("peers-reload");
+    let (_held, ports) = hold_ports::<2>();
+    let a = Node::new("A", &dir, ports);
+    let b = Node::new("B", &dir, ports);
+    let _b = b.start(false);
+    let cfg = peer_config("A", dir.path(), ports, &a.fe, "");
+    let side_a = Sluice::start(&cfg);
+    poll(&a.sock(), "show info", "A's stats socket answers", |r| {
+        r.contains("Pid:")
+    });
+    set_gpc0(&a.sock(), "10.0.0.1", 1);
+    wait_entry(&b.sock(), "10.0.0.1", "gpc0=1");
+    let r = cli_sync(&a.sock(), "reload");
+    assert!(r.contains("Success=1"), "{r}");
+    set_gpc0(&b.sock(), "10.0.0.2", 2);
+    wait_entry(&a.sock(), "10.0.0.2", "gpc0=2");
+    set_gpc0(&a.sock(), "10.0.0.3", 3);
+    wait_entry(&b.sock(), "10.0.0.3", "gpc0=3");
+    let peers = cli_sync(&a.sock(), "show peers");
+    assert!(
+        peers.contains("id=B(remote,active)") && peers.contains("new_conn=1 "),
+        "{peers}"
+    );
+    // Another size: a new table, taught by B.
+    std::fs::write(&side_a.cfg, cfg.replace("size 1k", "size 2k")).expect("write config");
+    let r = cli_sync(&a.sock(), "reload");
+    assert!(r.contains("emptied"), "{r}");
+    for (k, v) in [
+        ("10.0.0.1", "gpc0=1"),
+        ("10.0.0.2", "gpc0=2"),
+        ("10.0.0.3", "gpc0=3"),
+    ] {
+        wait_entry(&a.sock(), k, v);
     }
 }

@@ -167,12 +167,26 @@ impl Section {
             let addr = l.addr;
             let sec = section.clone();
             tokio::spawn(async move {
-                match bind(addr) {
-                    Ok(listener) => sec.accept_loop(listener, tls).await,
-                    Err(e) => {
-                        tracing::warn!("peers {}: cannot bind listener [{addr}]: {e}", sec.name)
+                // The section this one replaces (a reload) may hold the
+                // address a little longer, until its listener task ends.
+                let mut tries = 0;
+                let listener = loop {
+                    match bind(addr) {
+                        Ok(l) => break l,
+                        Err(e) if tries >= 50 || sec.stopped() => {
+                            tracing::warn!(
+                                "Proxy '{}': cannot bind peers listener [{addr}]: {e}",
+                                sec.local
+                            );
+                            return;
+                        }
+                        Err(_) => {
+                            tries += 1;
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                        }
                     }
-                }
+                };
+                sec.accept_loop(listener, tls).await;
             });
         }
         for p in &section.peers {
@@ -205,6 +219,19 @@ impl Section {
 
     fn stopped(&self) -> bool {
         self.stopped.load(Relaxed)
+    }
+
+    /// Resolves once the section is stopped (at once if it is).
+    async fn stopping(&self) {
+        loop {
+            let n = self.stop.notified();
+            tokio::pin!(n);
+            n.as_mut().enable();
+            if self.stopped() {
+                return;
+            }
+            n.await;
+        }
     }
 
     /// Whether a resynchronisation is still wanted (its time is up when
@@ -270,7 +297,7 @@ impl Section {
             if busy {
                 tokio::select! {
                     _ = ended => {}
-                    _ = self.stop.notified() => return,
+                    _ = self.stopping() => return,
                 }
                 continue;
             }
@@ -278,7 +305,7 @@ impl Section {
                 tokio::select! {
                     _ = tokio::time::sleep_until(at.into()) => {}
                     _ = ended => {}
-                    _ = self.stop.notified() => return,
+                    _ = self.stopping() => return,
                 }
                 continue;
             }
@@ -293,7 +320,7 @@ impl Section {
             tokio::select! {
                 _ = attempt => {}
                 _ = kill.notified() => {}
-                _ = self.stop.notified() => {}
+                _ = self.stopping() => {}
             }
             self.release(&peer, id);
         }
@@ -339,7 +366,7 @@ impl Section {
         loop {
             let accepted = tokio::select! {
                 a = listener.accept() => a,
-                _ = self.stop.notified() => return,
+                _ = self.stopping() => return,
             };
             let Ok((tcp, from)) = accepted else {
                 continue;
@@ -411,7 +438,7 @@ impl Section {
         tokio::select! {
             _ = session::run(&self, &peer, io, true, view) => {}
             _ = kill.notified() => {}
-            _ = self.stop.notified() => {}
+            _ = self.stopping() => {}
         }
         self.release(&peer, id);
     }
