@@ -526,3 +526,75 @@ fn reloads_keep_or_restart_the_sessions() {
         wait_entry(&a.sock(), k, v);
     }
 }
+
+/// The status line answered to a hello on a fresh connection to `addr`.
+fn hello(addr: std::net::SocketAddr, text: &str) -> (std::net::TcpStream, String) {
+    let mut s = std::net::TcpStream::connect(addr).expect("connect peer");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(text.as_bytes()).unwrap();
+    let mut line = Vec::new();
+    let mut b = [0u8; 1];
+    while line.last() != Some(&b'\n') {
+        match s.read(&mut b) {
+            Ok(1) => line.push(b[0]),
+            _ => break,
+        }
+    }
+    (s, String::from_utf8_lossy(&line).into_owned())
+}
+
+/// Reads `s` to its end: true when the other side closed it.
+fn closed(s: &mut std::net::TcpStream) -> bool {
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(_) => return false,
+        }
+    }
+}
+
+/// What A answers to hellos, and what becomes of a session when the
+/// same peer connects again (the new connection wins, the old one is
+/// closed), haproxy's or sluice's. (The collisions `show peers` counts
+/// also count A's own attempts to reach B that a connection from B cut,
+/// which are a race's outcome: not compared.)
+fn hello_answers(a_haproxy: bool) -> Vec<String> {
+    let dir = TempDir::new("peers-hello");
+    let (_held, ports) = hold_ports::<2>();
+    let (_never, nowhere) = hold_port();
+    let a = Node::new("A", &dir, [ports[0], nowhere]);
+    let _a = a.start(a_haproxy);
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{}", ports[0]).parse().unwrap();
+    let mut out = Vec::new();
+    for h in [
+        "HAProxyS 2.1\nA\nB 1 1\n",
+        "HAProxyS 2.0\nA\nB 1 1\n",
+        "HAProxyS 2.2\nA\nB 1 1\n",
+        "HAProxyS 3.0\nA\nB 1 1\n",
+        "HAProxyX 2.1\nA\nB 1 1\n",
+        "HAProxyS 2.1\nZ\nB 1 1\n",
+        "HAProxyS 2.1\nA\nC 1 1\n",
+        "HAProxyS 2.1\nA\nB\n",
+    ] {
+        let (_s, line) = hello(addr, h);
+        out.push(format!("{h:?} -> {line:?}"));
+    }
+    let (mut first, line) = hello(addr, "HAProxyS 2.1\nA\nB 1 1\n");
+    out.push(format!("first -> {line:?}"));
+    let (_second, line) = hello(addr, "HAProxyS 2.1\nA\nB 1 1\n");
+    out.push(format!("second -> {line:?}"));
+    out.push(format!("first closed: {}", closed(&mut first)));
+    out
+}
+
+#[test]
+fn hellos_answered_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let h = hello_answers(true);
+    let s = hello_answers(false);
+    assert_eq!(s, h, "sluice:\n{s:#?}\nhaproxy:\n{h:#?}");
+}

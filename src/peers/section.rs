@@ -424,6 +424,10 @@ impl Section {
                 return;
             }
         };
+        // A peer that speaks 2.0 takes no expiry in the updates.
+        let downgraded = lines
+            .first()
+            .is_some_and(|l| codec::hello_version(l) == Ok(0));
         let (id, kill) = self.register(&peer, true);
         {
             let mut st = lock(&peer.state);
@@ -436,7 +440,7 @@ impl Section {
             return;
         }
         tokio::select! {
-            _ = session::run(&self, &peer, io, true, view) => {}
+            _ = session::run(&self, &peer, io, downgraded, view) => {}
             _ = kill.notified() => {}
             _ = self.stopping() => {}
         }

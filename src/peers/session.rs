@@ -106,12 +106,13 @@ pub(super) async fn run(
     sec: &Section,
     peer: &Peer,
     io: BufReader<Box<dyn Io>>,
-    _incoming: bool,
+    downgraded: bool,
     view: ConnView,
 ) {
     let mut rx = io.buffer().to_vec();
     let (mut rd, mut wr) = tokio::io::split(io.into_inner());
     let mut s = Session::new(sec, peer);
+    s.downgraded = downgraded;
     {
         let mut st = lock(&peer.state);
         st.last_hdshk = Some(Instant::now());
