@@ -598,3 +598,100 @@ fn hellos_answered_as_haproxy() {
     let s = hello_answers(false);
     assert_eq!(s, h, "sluice:\n{s:#?}\nhaproxy:\n{h:#?}");
 }
+
+/// The shared abuse list of `docs/rate-limiting.md` (its fourth `haproxy`
+/// block), run as written by two sluice instances: `lb1` and `lb2`, the
+/// peers' ports, the listener and the server replaced by the test's, a
+/// stats socket added.
+fn abuse_recipe(me: &str, sock: &Path, ports: [u16; 2], fe: &Listen, server: &str) -> String {
+    let page = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/rate-limiting.md"),
+    )
+    .expect("docs/rate-limiting.md");
+    let blocks: Vec<&str> = page.split("```haproxy\n").skip(1).collect();
+    let text = blocks[3].split("```").next().expect("block");
+    assert!(text.contains("localpeer lb1") && text.contains("127.0.0.1:8080"));
+    text.replace(
+        "global\n",
+        &format!("global\n    stats socket {} level admin\n", sock.display()),
+    )
+    .replace("localpeer lb1", &format!("localpeer {me}"))
+    .replace("127.0.0.1:10001", &format!("127.0.0.1:{}", ports[0]))
+    .replace("127.0.0.1:10002", &format!("127.0.0.1:{}", ports[1]))
+    .replace("127.0.0.1:8080", &format!("fd@{}", fe.fd()))
+    .replace("127.0.0.1:8081", server)
+}
+
+/// The status of `GET /` through `fe`, from source address `src`.
+fn status_from(src: &str, fe: &Listen) -> u16 {
+    use socket2::{Domain, Socket, Type};
+    let sock = Socket::new(Domain::IPV4, Type::STREAM, None).expect("socket");
+    let from: std::net::SocketAddr = format!("{src}:0").parse().expect("address");
+    sock.bind(&from.into()).expect("bind source");
+    sock.connect(&fe.addr().into()).expect("connect fe");
+    let mut s: std::net::TcpStream = sock.into();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    String::from_utf8_lossy(&out)
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abuse_list_shared_by_two_instances() {
+    let app = Backend::start("app").await;
+    let dir = TempDir::new("peers-abuse");
+    let (_held, ports) = hold_ports::<2>();
+    let fes = [Listen::new(), Listen::new()];
+    let socks = [dir.join("lb1.sock"), dir.join("lb2.sock")];
+    let server = app.hostport();
+    let cfgs: Vec<String> = ["lb1", "lb2"]
+        .iter()
+        .zip(&socks)
+        .zip(&fes)
+        .map(|((me, sock), fe)| abuse_recipe(me, sock, ports, fe, &server))
+        .collect();
+    let socks2 = socks.clone();
+    tokio::task::spawn_blocking(move || {
+        let _lb1 = Sluice::start(&cfgs[0]);
+        let _lb2 = Sluice::start(&cfgs[1]);
+        let show = |i: usize, key: &str, data: &str| {
+            let needle = format!("key={key} ");
+            poll(
+                &socks2[i],
+                "show table lbs/abuse",
+                &format!("lb{} lists {key} {data}", i + 1),
+                |t| {
+                    t.lines()
+                        .any(|l| l.contains(&needle) && l.split(' ').any(|w| w == data))
+                },
+            );
+        };
+        // Listed by an operator on lb1: refused by lb2.
+        assert_eq!(status_from("127.0.0.2", &fes[1]), 200);
+        let r = cli_sync(&socks2[0], "set table lbs/abuse key 127.0.0.2 data.gpt0 1");
+        assert_eq!(r.trim(), "");
+        show(1, "127.0.0.2", "gpt0=1");
+        assert_eq!(status_from("127.0.0.2", &fes[1]), 403);
+        assert_eq!(status_from("127.0.0.3", &fes[1]), 200);
+        // Above 100 requests in 10 s on lb1: refused by both.
+        let codes: Vec<u16> = (0..102)
+            .map(|_| status_from("127.0.0.4", &fes[0]))
+            .collect();
+        assert!(codes[..101].iter().all(|c| *c == 200), "{codes:?}");
+        assert_eq!(codes[101], 403);
+        show(1, "127.0.0.4", "gpt0=1");
+        assert_eq!(status_from("127.0.0.4", &fes[1]), 403);
+        // Lifted on lb2: let through by lb1 again.
+        let r = cli_sync(&socks2[1], "set table lbs/abuse key 127.0.0.2 data.gpt0 0");
+        assert_eq!(r.trim(), "");
+        show(0, "127.0.0.2", "gpt0=0");
+        assert_eq!(status_from("127.0.0.2", &fes[0]), 200);
+    })
+    .await
+    .expect("the instances' checks");
+}

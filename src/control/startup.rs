@@ -29,7 +29,7 @@ pub(crate) const USAGE: &str = "Usage : sluice [-f <cfgfile|cfgdir>]* [ -vdVD ] 
         -x <unix_socket> takes the listening sockets over from an old process
         -Ws stays in the foreground and speaks systemd's Type=notify (READY, RELOADING, STOPPING)
         -W stays in the foreground (sluice is one process: no master, reloads happen in place)
-        -L <name> sets the local peer name (shown as 'node' when no node is set)
+        -L <name> sets the local peer name, this process's in `peers` sections (shown as 'node' when no node is set)
         -f <file|dir> adds a configuration file, the *.cfg files of a directory in byte order,
            or a split layout (global.cfg, defaults.cfg, frontend.cfg, frontend.d/, backend.d/)
         -m <megs> is accepted without effect, as are -S <bind>, -dM[<opts>], -dK<classes>, -dD, -de, -dp, -dG, -dR
