@@ -25,6 +25,7 @@ pub const SECTIONS: &[&str] = &[
     "listen",
     "userlist",
     "resolvers",
+    "cache",
 ];
 
 /// Directives (lines starting with a dot).
@@ -40,7 +41,6 @@ pub(crate) const UNSUPPORTED_SECTIONS: &[&str] = &[
     "http-errors",
     "ring",
     "log-forward",
-    "cache",
     "fcgi-app",
     "namespace_list",
     "crt-store",
@@ -111,9 +111,14 @@ pub(crate) const GLOBAL_TUNE_IGNORED: &[(&str, &str)] = &[
     ("tune.lua.service-timeout", "sluice runs no Lua"),
     ("tune.lua.session-timeout", "sluice runs no Lua"),
     ("tune.lua.task-timeout", "sluice runs no Lua"),
-    ("tune.zlib.memlevel", "sluice does not compress"),
-    ("tune.zlib.windowsize", "sluice does not compress"),
-    ("tune.comp.maxlevel", "sluice does not compress"),
+    (
+        "tune.zlib.memlevel",
+        "sluice's zlib encoder (zlib-rs) keeps its default memory level",
+    ),
+    (
+        "tune.zlib.windowsize",
+        "sluice's zlib encoder (zlib-rs) keeps its default window",
+    ),
     (
         "tune.quic.frontend.conn-tx-buffers.limit",
         "sluice does not speak QUIC",
@@ -226,7 +231,6 @@ pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "stick match",
     "stick store-request",
     "stick store-response",
-    "compression",
     "dispatch",
     "hash-balance-factor",
     "email-alert",
@@ -237,7 +241,6 @@ pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "persist",
     "source",
     "use-server",
-    "filter",
     "description",
     "id",
     "disabled",

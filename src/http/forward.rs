@@ -270,6 +270,9 @@ pub(crate) struct ReqCtx<'a> {
     /// The process, whose snapshot response rules read the proxies'
     /// state from (`nbsrv`, `be_server_timeout`...).
     pub(crate) rt: &'a crate::snapshot::runtime::Runtime,
+    /// The compression algorithm the request negotiated (the response
+    /// may still not be compressed).
+    pub(crate) comp: Option<crate::config::model::CompAlgo>,
 }
 
 /// No server for the request (none usable, queue full or timed out), at
@@ -327,6 +330,7 @@ pub(crate) async fn forward(
         tls: ctx.tls,
         vars: ctx.vars,
         rt: ctx.rt,
+        comp: ctx.comp,
     };
     let acquired = pick(be, &key, &mut cookie_ctx.persisted).await;
     let ctx = &cookie_ctx;

@@ -2,8 +2,10 @@
 
 pub(crate) mod after;
 mod body;
+pub(crate) mod compress;
 pub(crate) mod cookie;
 mod exchange;
+mod filtered;
 pub(crate) mod forward;
 pub(crate) mod h2;
 pub(crate) mod legacy;

@@ -6,7 +6,8 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::{BufMut, BytesMut};
 
-use crate::config::model::{HttpReply, HttpResponseAction, HttpReuse};
+use crate::config::model::{CompAlgo, HttpReply, HttpResponseAction, HttpReuse};
+use crate::http::compress;
 use crate::http::cookie;
 use crate::http::forward::{
     BAD_RESPONSE, Outcome, ReqCtx, SERVER_HEADERS, bad_response, capture_response, send_answer,
@@ -40,6 +41,8 @@ pub(super) struct Relay<'a> {
     /// The same as HAProxy 2.6 logs it (`%B`): the internal form of the
     /// heads and bodies (`wire::logged_size`), not their wire bytes.
     pub(super) logged_out: u64,
+    /// The algorithm the response is compressed with, once decided.
+    pub(super) comp: Option<CompAlgo>,
 }
 
 /// Why [`Relay::prepare`] refused a response.
@@ -83,6 +86,15 @@ impl<'a> Relay<'a> {
         // small, and is moved less.
         if resp.status == 101 {
             return Box::pin(self.switch(resp)).await;
+        }
+        // The compression filter decides on the server's head, before the
+        // rules (which may test `res.comp`).
+        if let Some(algo) = self.ctx.comp
+            && let Ok(body) = resp.response_body(self.req.method())
+            && compress::applies(self.fe, self.be, self.req, &resp, body)
+        {
+            self.comp = Some(algo);
+            self.ctx.vars.set_comp(Some(algo));
         }
         // `http-response wait-for-body`: the body before the rules.
         if !(self.be.http_response.is_empty() && self.fe.http_response.is_empty())
@@ -167,7 +179,7 @@ impl<'a> Relay<'a> {
     async fn interim(&mut self, mut resp: Head) -> Result<Head, Outcome> {
         let (fe, be) = (self.fe, self.be);
         while is_interim(resp.status) {
-            let mut head = downstream_head(&resp, BodyKind::None, true, 1, None);
+            let mut head = downstream_head(&resp, BodyKind::None, true, 1, None, None);
             if let Some(names) = &fe.case_client {
                 names.apply(&mut head);
             }
@@ -437,7 +449,11 @@ impl<'a> Relay<'a> {
             edits,
         } = ready;
         let status = resp.status;
-        let mut head = downstream_head(&resp, body, keep, req.minor, edits.as_ref());
+        let mut edits = edits;
+        if self.comp.is_some() {
+            compress::edit_head(&resp, &mut edits);
+        }
+        let mut head = downstream_head(&resp, body, keep, req.minor, edits.as_ref(), self.comp);
         // `option h1-case-adjust-bogus-client`: every field of the head,
         // the ones sluice adds too, as HAProxy respells them.
         if let Some(names) = &fe.case_client {
@@ -447,17 +463,22 @@ impl<'a> Relay<'a> {
         // From the parsed fields: the head is not scanned again.
         let logged_head = self.logged_out + resp.logged_size();
         self.rec.log_early(fe, status, logged_head, req);
-        let relayed = io::relay_message(
-            &mut head,
-            &mut self.upstream,
-            &mut self.client.stream,
-            body,
-            be.timeouts.server,
-            fe.timeouts.client,
-            fe.splice,
-            fe.case_client.as_deref(),
-        )
-        .await;
+        let relayed = match self.comp {
+            None => {
+                io::relay_message(
+                    &mut head,
+                    &mut self.upstream,
+                    &mut self.client.stream,
+                    body,
+                    be.timeouts.server,
+                    fe.timeouts.client,
+                    fe.splice,
+                    fe.case_client.as_deref(),
+                )
+                .await
+            }
+            Some(algo) => Box::pin(self.filtered(&mut head, body, algo)).await,
+        };
         let ok = match relayed {
             Ok(n) => {
                 self.bytes_out += head_len + n.wire;
@@ -512,6 +533,49 @@ impl<'a> Relay<'a> {
         }
     }
 
+    /// The body through the response filters (compression): the
+    /// counters of the frontend and the backend as HAProxy fills them.
+    async fn filtered(
+        &mut self,
+        head: &mut BytesMut,
+        body: BodyKind,
+        algo: CompAlgo,
+    ) -> Result<io::Relayed, RelayError> {
+        let (fe, be) = (self.fe, self.be);
+        let enc = compress::Encoder::new(algo, fe, be).map_err(RelayError::Write)?;
+        let compresses = enc.compresses();
+        let filters = crate::http::filtered::Filters {
+            enc: Some(enc),
+            store: None,
+        };
+        let p = crate::http::filtered::relay(
+            head,
+            &mut self.upstream,
+            &mut self.client.stream,
+            body,
+            filters,
+            be.timeouts.server,
+            fe.timeouts.client,
+            fe.case_client.as_deref(),
+        )
+        .await?;
+        for c in [&fe.state.counters, &be.state.counters] {
+            if compresses {
+                c.comp_in.fetch_add(p.comp_in, Relaxed);
+                c.comp_out.fetch_add(p.comp_out, Relaxed);
+            } else {
+                c.comp_byp.fetch_add(p.comp_in, Relaxed);
+            }
+            c.comp_rsp.fetch_add(1, Relaxed);
+        }
+        // What the client was sent stands for the server's bytes in the
+        // logged size: HAProxy logs the compressed message.
+        Ok(io::Relayed {
+            wire: p.relayed.wire,
+            logged: p.sent,
+        })
+    }
+
     /// The body broke off after the head went out: a framing error is kept
     /// for `show errors`, the side that failed is logged and counted.
     fn body_failed(&mut self, e: &RelayError) {
@@ -561,7 +625,14 @@ fn downstream_head(
     keep: bool,
     client_minor: u8,
     edits: Option<&Edits>,
+    comp: Option<CompAlgo>,
 ) -> io::HeadBuf {
+    // A compressed body goes chunked.
+    let body = if comp.is_some() {
+        BodyKind::Chunked
+    } else {
+        body
+    };
     let framing = resp.response_framing(body);
     let mut out = io::HeadBuf::new();
     let placed = match edits {
@@ -574,11 +645,26 @@ fn downstream_head(
             &framing,
         ),
     };
-    if !placed {
-        out.put_slice(framing.bytes());
-    }
-    if let Some(e) = edits {
-        e.put_added(&mut out);
+    match comp {
+        None => {
+            if !placed {
+                out.put_slice(framing.bytes());
+            }
+            if let Some(e) = edits {
+                e.put_added(&mut out);
+            }
+        }
+        // HAProxy's compression filter changes the head after the rules:
+        // their fields first, then its own.
+        Some(algo) => {
+            if let Some(e) = edits {
+                e.put_added(&mut out);
+            }
+            if !placed {
+                out.put_slice(framing.bytes());
+            }
+            compress::put_added(&mut out, algo);
+        }
     }
     // What becomes of the connection, said against the defaults of the
     // version the status line carries (the server's, as HAProxy 2.6
@@ -778,6 +864,7 @@ fn response_edits<'r>(
                     };
                     rules::run_map(rule, &cx)
                 }
+                HttpResponseAction::CacheStore(_) => {}
             }
         }
         let Some(l) = legacy_rsp else {

@@ -855,9 +855,13 @@ async fn route(
             .get_or_insert_with(Default::default)
             .add_header(name, id.as_bytes().to_vec());
     }
+    // The compression filter's choice, on the request as the rules left
+    // it (`compression offload` takes `Accept-Encoding` out of it).
+    let comp = crate::http::compress::negotiate(fe, be, head, &mut edits);
     // The server gets the body from the connection's buffer.
     held.rejoin(conn);
     let ctx = forward::ReqCtx {
+        comp,
         src: peer.ip(),
         peer,
         dst: rq.dst,
@@ -1375,6 +1379,7 @@ impl RuleRun<'_> {
                 HttpRequestAction::WaitForBody(wait) => {
                     return Some(Stop::Wait { at, wait: *wait });
                 }
+                HttpRequestAction::CacheUse(_) => {}
                 HttpRequestAction::PrometheusExporter => {
                     self.rec.tally.intercepted = rows(be);
                     self.rec.term(Cause::Local, Phase::Request);

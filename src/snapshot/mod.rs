@@ -4,6 +4,7 @@
 
 pub(crate) mod client;
 pub(crate) mod delta;
+pub(crate) mod filters;
 pub(crate) mod h2_limits;
 pub(crate) mod lb;
 pub(crate) mod legacy_rt;
@@ -114,6 +115,8 @@ pub(crate) struct FrontendRt {
     /// without any).
     pub(crate) by_name: Option<Arc<HashMap<String, Arc<BackendRt>>>>,
     pub(crate) default_backend: Option<Arc<BackendRt>>,
+    /// `compression` (None without it: a response pays nothing).
+    pub(crate) comp: Option<Box<filters::CompRt>>,
     pub(crate) http_response: Vec<(HttpResponseAction, Option<CompiledCond>)>,
     /// `http-after-response` rules.
     pub(crate) http_after: Vec<(HttpResponseAction, Option<CompiledCond>)>,
@@ -214,6 +217,8 @@ pub(crate) struct BackendRt {
     pub(crate) legacy_at: usize,
     pub(crate) legacy_req: Option<Box<LegacyRt>>,
     pub(crate) legacy_rsp: Option<Box<LegacyRt>>,
+    /// `compression` (None without it).
+    pub(crate) comp: Option<Box<filters::CompRt>>,
     pub(crate) http_response: Vec<(HttpResponseAction, Option<CompiledCond>)>,
     /// `http-after-response` rules.
     pub(crate) http_after: Vec<(HttpResponseAction, Option<CompiledCond>)>,
@@ -523,6 +528,7 @@ impl Compiler<'_> {
             legacy_at: p.blocks.len() + p.http_request.len(),
             legacy_req: LegacyRt::compile(&p.legacy_req, &acls),
             legacy_rsp: LegacyRt::compile(&p.legacy_rsp, &acls),
+            comp: comp_rt(p, &config.global),
             http_response: response_rules(&p.http_response, &acls),
             http_after: response_rules(&p.http_after_response, &acls),
             stats: stats_rt(p.stats.as_ref(), &acls),
@@ -616,6 +622,7 @@ impl Compiler<'_> {
             legacy_req: LegacyRt::compile(&p.legacy_req, &acls),
             legacy_rsp: LegacyRt::compile(&p.legacy_rsp, &acls),
             http_request: request_rules(p, &acls),
+            comp: comp_rt(p, &config.global),
             http_response: response_rules(&p.http_response, &acls),
             http_after: response_rules(&p.http_after_response, &acls),
             stats: stats_rt(p.stats.as_ref(), &acls),
@@ -881,4 +888,16 @@ fn tls_binds(p: &crate::config::model::Proxy) -> Vec<(ListenAddr, Arc<crate::tls
         }
     }
     out
+}
+
+/// A proxy's compression settings, compiled (HTTP proxies only).
+fn comp_rt(
+    p: &crate::config::model::Proxy,
+    g: &crate::config::model::Global,
+) -> Option<Box<filters::CompRt>> {
+    let c = p.compression.as_ref().filter(|_| p.mode == Mode::Http)?;
+    Some(Box::new(filters::CompRt::compile(
+        c,
+        g.comp_maxlevel.unwrap_or(1),
+    )))
 }

@@ -261,6 +261,17 @@ pub(crate) struct Counters {
     /// Connections refused by `tcp-request connection` rules (frontend).
     pub(crate) dcon: AtomicU64,
     pub(crate) intercepted: AtomicU64,
+    /// HTTP compression (frontend and backend): body bytes given to the
+    /// compressor and emitted by it, bytes passed through the `identity`
+    /// algorithm, and responses compressed.
+    pub(crate) comp_in: AtomicU64,
+    pub(crate) comp_out: AtomicU64,
+    pub(crate) comp_byp: AtomicU64,
+    pub(crate) comp_rsp: AtomicU64,
+    /// `http-request cache-use`: lookups made and hits served (on the
+    /// proxy whose rule looked).
+    pub(crate) cache_lookups: AtomicU64,
+    pub(crate) cache_hits: AtomicU64,
     /// Connection attempts to servers / reuses of idle ones.
     pub(crate) connect: AtomicU64,
     pub(crate) reuse: AtomicU64,
@@ -396,7 +407,7 @@ impl Counters {
     /// `clear counters all`: every cumulative counter, average and max back
     /// to 0. Gauges keep their current value (those sessions still exist).
     pub(crate) fn clear_all(&self) {
-        let cum: [&AtomicU64; 20] = [
+        let cum: [&AtomicU64; 26] = [
             &self.stot,
             &self.bin,
             &self.bout,
@@ -414,6 +425,12 @@ impl Counters {
             &self.conn_tot,
             &self.dcon,
             &self.intercepted,
+            &self.comp_in,
+            &self.comp_out,
+            &self.comp_byp,
+            &self.comp_rsp,
+            &self.cache_lookups,
+            &self.cache_hits,
             &self.connect,
             &self.reuse,
             &self.last_sess,

@@ -822,6 +822,8 @@ pub(crate) const PROXY: &[ProxyKw] = &[
         s.kw_http_after_response(loc, w)
     }),
     kwd("tcp-request", |s, loc, w, _| s.kw_tcp_request(loc, w)),
+    kwd("compression", |s, loc, w, _| s.kw_compression(loc, w)),
+    kwd("filter", |s, loc, w, _| s.kw_filter(loc, w)),
 ];
 
 impl State<'_> {
