@@ -736,7 +736,7 @@ pub(crate) enum HttpRequestAction {
     /// `http-request wait-for-body time <time> [at-least <bytes>]`.
     WaitForBody(WaitForBody),
     /// `http-request cache-use <name>`.
-    CacheUse(String),
+    CacheUse(CacheRef),
 }
 
 /// `wait-for-body time <time> [at-least <bytes>]`: the message's body is
@@ -969,7 +969,7 @@ pub(crate) enum HttpResponseAction {
     /// `set-map(...)`, `del-map(...)`, `add-acl(...)`, `del-acl(...)`.
     Map(MapRule),
     /// `http-response cache-store <name>`.
-    CacheStore(String),
+    CacheStore(CacheRef),
 }
 
 /// What a map or ACL action does to the entries of a pattern file.
@@ -1781,22 +1781,13 @@ impl CacheSection {
             max_secondary_entries: 10,
         }
     }
+}
 
-    /// The section's settings, its position aside: a reload keeps a
-    /// cache whose settings are the same.
-    pub(crate) fn same_settings(&self, other: &CacheSection) -> bool {
-        (
-            self.max_blocks,
-            self.max_object_size,
-            self.max_age,
-            self.process_vary,
-            self.max_secondary_entries,
-        ) == (
-            other.max_blocks,
-            other.max_object_size,
-            other.max_age,
-            other.process_vary,
-            other.max_secondary_entries,
-        )
-    }
+/// The cache a `cache-use` or `cache-store` action names: its name, and
+/// its place in `Global::caches` once every section is read (the snapshot
+/// holds the caches in that order).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CacheRef {
+    pub(crate) name: String,
+    pub(crate) idx: usize,
 }

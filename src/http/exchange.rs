@@ -165,6 +165,7 @@ impl<'a> Exchange<'a> {
             bytes_out: 0,
             logged_out: 0,
             comp: None,
+            fill: None,
         }
         .run(resp, pool, plan.server_close)
         .await;

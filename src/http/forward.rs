@@ -273,6 +273,8 @@ pub(crate) struct ReqCtx<'a> {
     /// The compression algorithm the request negotiated (the response
     /// may still not be compressed).
     pub(crate) comp: Option<crate::config::model::CompAlgo>,
+    /// What the cache rules learned of the request (None without any).
+    pub(crate) cache: Option<&'a crate::http::cache::CacheTxn>,
 }
 
 /// No server for the request (none usable, queue full or timed out), at
@@ -331,6 +333,7 @@ pub(crate) async fn forward(
         vars: ctx.vars,
         rt: ctx.rt,
         comp: ctx.comp,
+        cache: ctx.cache,
     };
     let acquired = pick(be, &key, &mut cookie_ctx.persisted).await;
     let ctx = &cookie_ctx;

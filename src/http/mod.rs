@@ -2,6 +2,7 @@
 
 pub(crate) mod after;
 mod body;
+pub(crate) mod cache;
 pub(crate) mod compress;
 pub(crate) mod cookie;
 mod exchange;

@@ -43,6 +43,9 @@ pub(super) struct Relay<'a> {
     pub(super) logged_out: u64,
     /// The algorithm the response is compressed with, once decided.
     pub(super) comp: Option<CompAlgo>,
+    /// The cache object the body is stored in (`http-response
+    /// cache-store`).
+    pub(super) fill: Option<crate::state::cache::Fill>,
 }
 
 /// Why [`Relay::prepare`] refused a response.
@@ -387,7 +390,23 @@ impl<'a> Relay<'a> {
                 crate::http::body::view(&self.upstream.buf, body, room, &mut decoded)
             });
         let cap = &mut self.rec.cap_resp;
-        match response_edits(fe, be, &who, req, ctx, resp, cap, cookie, res_body.as_ref()) {
+        let store = Store {
+            fill: &mut self.fill,
+            body,
+            compressing: self.comp.is_some(),
+        };
+        match response_edits(
+            fe,
+            be,
+            &who,
+            req,
+            ctx,
+            resp,
+            cap,
+            cookie,
+            res_body.as_ref(),
+            Some(store),
+        ) {
             Ok(e) => Ok(e),
             Err(RespRefused::Denied(reply)) => Err(Refusal::Denied(reply)),
             Err(RespRefused::Invalid) => Err(Refusal::Invalid),
@@ -463,8 +482,8 @@ impl<'a> Relay<'a> {
         // From the parsed fields: the head is not scanned again.
         let logged_head = self.logged_out + resp.logged_size();
         self.rec.log_early(fe, status, logged_head, req);
-        let relayed = match self.comp {
-            None => {
+        let relayed = match (self.comp, self.fill.is_some()) {
+            (None, false) => {
                 io::relay_message(
                     &mut head,
                     &mut self.upstream,
@@ -477,7 +496,7 @@ impl<'a> Relay<'a> {
                 )
                 .await
             }
-            Some(algo) => Box::pin(self.filtered(&mut head, body, algo)).await,
+            (comp, _) => Box::pin(self.filtered(&mut head, body, comp)).await,
         };
         let ok = match relayed {
             Ok(n) => {
@@ -539,14 +558,20 @@ impl<'a> Relay<'a> {
         &mut self,
         head: &mut BytesMut,
         body: BodyKind,
-        algo: CompAlgo,
+        comp: Option<CompAlgo>,
     ) -> Result<io::Relayed, RelayError> {
         let (fe, be) = (self.fe, self.be);
-        let enc = compress::Encoder::new(algo, fe, be).map_err(RelayError::Write)?;
-        let compresses = enc.compresses();
+        let enc = match comp {
+            Some(algo) => Some(compress::Encoder::new(algo, fe, be).map_err(RelayError::Write)?),
+            None => None,
+        };
+        let compresses = enc.as_ref().is_some_and(compress::Encoder::compresses);
+        let mut fill = self.fill.take();
         let filters = crate::http::filtered::Filters {
-            enc: Some(enc),
-            store: None,
+            enc,
+            store: fill
+                .as_mut()
+                .map(|f| f as &mut (dyn crate::http::filtered::Sink + Send)),
         };
         let p = crate::http::filtered::relay(
             head,
@@ -559,7 +584,21 @@ impl<'a> Relay<'a> {
             fe.case_client.as_deref(),
         )
         .await?;
+        // The whole body was taken: the object is served from now on
+        // (a chunked one's end counts as HAProxy stores it).
+        if let Some(f) = fill
+            && p.stored
+        {
+            let end = if body == BodyKind::Chunked { 5 } else { 0 };
+            f.complete(end);
+        }
+        if let Some(algo) = comp {
+            let _ = algo;
+        }
         for c in [&fe.state.counters, &be.state.counters] {
+            if comp.is_none() {
+                break;
+            }
             if compresses {
                 c.comp_in.fetch_add(p.comp_in, Relaxed);
                 c.comp_out.fetch_add(p.comp_out, Relaxed);
@@ -572,7 +611,11 @@ impl<'a> Relay<'a> {
         // logged size: HAProxy logs the compressed message.
         Ok(io::Relayed {
             wire: p.relayed.wire,
-            logged: p.sent,
+            logged: if comp.is_some() {
+                p.sent
+            } else {
+                p.relayed.logged
+            },
         })
     }
 
@@ -619,7 +662,7 @@ fn is_interim(status: u16) -> bool {
 }
 
 /// The response head as it goes to the client.
-fn downstream_head(
+pub(super) fn downstream_head(
     resp: &Head,
     body: BodyKind,
     keep: bool,
@@ -710,6 +753,55 @@ async fn deny_response(
     send_answer(client, &out, status, keep, fe, Some(be)).await
 }
 
+/// What `http-response cache-store` needs: where the fill goes, the
+/// body's framing, whether the response is compressed.
+struct Store<'s> {
+    fill: &'s mut Option<crate::state::cache::Fill>,
+    body: BodyKind,
+    compressing: bool,
+}
+
+/// Whether `e` changes nothing (a rule made it before deciding not to).
+fn is_empty(e: &Edits) -> bool {
+    e.target.is_none()
+        && e.del.is_empty()
+        && e.add.is_empty()
+        && e.replaced.is_empty()
+        && e.del_at.is_empty()
+}
+
+/// The `http-response` rules (and `http-after-response`) on an answer
+/// from the cache: as on a server's, the server being `<CACHE>`; a deny
+/// is `Err`.
+pub(super) fn rules_on_hit(
+    fe: &FrontendRt,
+    be: &BackendRt,
+    req: &Head,
+    ctx: &ReqCtx<'_>,
+    resp: &mut Head,
+    rec: &mut LogRecord,
+) -> Result<Option<Edits>, ()> {
+    let rules = !be.http_response.is_empty()
+        || !fe.http_response.is_empty()
+        || !be.http_after.is_empty()
+        || !fe.http_after.is_empty()
+        || be.legacy_rsp.is_some()
+        || fe.legacy_rsp.is_some();
+    if !rules {
+        return Ok(None);
+    }
+    ctx.vars.to_response();
+    let uid = rec.unique_id.clone();
+    let who = Who {
+        server: "<CACHE>",
+        src: ctx.src,
+        tls: ctx.tls,
+        unique_id: uid.as_deref(),
+    };
+    let cap = &mut rec.cap_resp;
+    response_edits(fe, be, &who, req, ctx, resp, cap, |_, _| {}, None, None).map_err(|_| ())
+}
+
 /// Why the response rules refused a response.
 enum RespRefused<'r> {
     /// `http-response deny` (with its reply), `rspdeny` (without).
@@ -748,6 +840,7 @@ fn response_edits<'r>(
     cap_resp: &mut [Option<Vec<u8>>],
     cookie: impl FnOnce(&Head, &mut Option<Edits>),
     res_body: Option<&crate::sample::fetch::Body<'_>>,
+    mut store: Option<Store<'_>>,
 ) -> Result<Option<Edits>, RespRefused<'r>> {
     let (server, src, tls) = (who.server, who.src, who.tls);
     // The proxies' state for the rules' samples, held only when there
@@ -803,7 +896,7 @@ fn response_edits<'r>(
         (&be.http_response[..], &be.acls, be.legacy_rsp.as_deref()),
         (fe_rules, &fe.acls, fe_legacy),
     ];
-    for (rules_, acls, legacy_rsp) in sets {
+    for (set, (rules_, acls, legacy_rsp)) in sets.into_iter().enumerate() {
         for (action, cond) in rules_ {
             // The response's conditions see it (`status`, `res.hdr`).
             let res_view = View {
@@ -864,7 +957,32 @@ fn response_edits<'r>(
                     };
                     rules::run_map(rule, &cx)
                 }
-                HttpResponseAction::CacheStore(_) => {}
+                HttpResponseAction::CacheStore(c) => {
+                    // The backend's rules come first; a hit is not stored
+                    // again (no `store` then).
+                    let caches = if set == 0 { &be.caches } else { &fe.caches };
+                    if let Some(st) = store.as_mut()
+                        && st.fill.is_none()
+                        && let Some(cache) = caches.get(c.idx)
+                        // A compression filter before the cache's (the
+                        // frontend's, the cache's in the backend) leaves
+                        // nothing to store, as in HAProxy.
+                        && !(st.compressing && set == 0 && fe.iid != be.iid && fe.comp.is_some())
+                    {
+                        let before = edits.as_ref().filter(|e| !is_empty(e));
+                        let stored = crate::http::cache::store_rule(
+                            cache, ctx.cache, req, resp, before, st.body,
+                        );
+                        if let Some((fill, age)) = stored {
+                            *st.fill = Some(fill);
+                            // HAProxy took the server's `Age` out of the
+                            // response itself.
+                            if let Some(i) = age {
+                                edits.get_or_insert_with(Edits::default).set_at(i, None);
+                            }
+                        }
+                    }
+                }
             }
         }
         let Some(l) = legacy_rsp else {

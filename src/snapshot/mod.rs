@@ -29,6 +29,9 @@ use legacy_rt::LegacyRt;
 pub(crate) struct Snapshot {
     pub(crate) generation: u64,
     pub(crate) global: Global,
+    /// The `cache` sections' objects, in the sections' order (`show
+    /// cache`; the proxies hold those their rules name).
+    pub(crate) caches: Vec<Arc<crate::state::cache::Cache>>,
     /// Every proxy in declaration order, as `show stat` lists them.
     pub(crate) proxies: Vec<ProxyRt>,
 }
@@ -117,6 +120,9 @@ pub(crate) struct FrontendRt {
     pub(crate) default_backend: Option<Arc<BackendRt>>,
     /// `compression` (None without it: a response pays nothing).
     pub(crate) comp: Option<Box<filters::CompRt>>,
+    /// The caches, in the sections' order, when its rules use one
+    /// (`cache-use`, `cache-store` hold their place in it); else empty.
+    pub(crate) caches: Vec<Arc<crate::state::cache::Cache>>,
     pub(crate) http_response: Vec<(HttpResponseAction, Option<CompiledCond>)>,
     /// `http-after-response` rules.
     pub(crate) http_after: Vec<(HttpResponseAction, Option<CompiledCond>)>,
@@ -219,6 +225,8 @@ pub(crate) struct BackendRt {
     pub(crate) legacy_rsp: Option<Box<LegacyRt>>,
     /// `compression` (None without it).
     pub(crate) comp: Option<Box<filters::CompRt>>,
+    /// See [`FrontendRt::caches`].
+    pub(crate) caches: Vec<Arc<crate::state::cache::Cache>>,
     pub(crate) http_response: Vec<(HttpResponseAction, Option<CompiledCond>)>,
     /// `http-after-response` rules.
     pub(crate) http_after: Vec<(HttpResponseAction, Option<CompiledCond>)>,
@@ -311,7 +319,9 @@ fn compile_with(
         changes: Vec::new(),
         new_frontends: Vec::new(),
         new_backends: Vec::new(),
+        caches: Vec::new(),
     };
+    c.caches();
     // Backends first, so that frontends can point at them.
     let backends = c.backends();
     let proxies = c.proxies(&backends);
@@ -319,6 +329,7 @@ fn compile_with(
     let snap = Snapshot {
         generation,
         global: config.global.clone(),
+        caches: c.caches,
         proxies,
     };
     (snap, c.changes)
@@ -354,6 +365,8 @@ struct Compiler<'a> {
     /// the changes are applied).
     new_frontends: Vec<(String, Arc<FrontendState>)>,
     new_backends: Vec<Arc<BackendState>>,
+    /// The caches of the `cache` sections, in order.
+    caches: Vec<Arc<crate::state::cache::Cache>>,
 }
 
 /// The backends of a snapshot by name, as frontends look them up.
@@ -367,6 +380,23 @@ fn find_backend(backends: &Backends, name: &str) -> Option<Arc<BackendRt>> {
 }
 
 impl Compiler<'_> {
+    /// Each `cache` section's objects: those of the running generation
+    /// when the section's settings are the same, else a new cache (which
+    /// the changes put in the registry).
+    fn caches(&mut self) {
+        for sec in &self.config.global.caches {
+            let cache = match self.registry.find_cache(sec) {
+                Some(c) => c,
+                None => {
+                    let c = Arc::new(crate::state::cache::Cache::new(sec));
+                    self.changes.push(StateChange::SetCache(c.clone()));
+                    c
+                }
+            };
+            self.caches.push(cache);
+        }
+    }
+
     /// The state of frontend `name`: the registry's, or a new one.
     fn frontend_state(&mut self, name: &str) -> Arc<FrontendState> {
         if let Some(st) = self.registry.find_frontend(name) {
@@ -529,6 +559,15 @@ impl Compiler<'_> {
             legacy_req: LegacyRt::compile(&p.legacy_req, &acls),
             legacy_rsp: LegacyRt::compile(&p.legacy_rsp, &acls),
             comp: comp_rt(p, &config.global),
+            caches: if p
+                .filters
+                .iter()
+                .any(|f| matches!(f.kind, crate::config::model::FilterKind::Cache(_)))
+            {
+                self.caches.clone()
+            } else {
+                Vec::new()
+            },
             http_response: response_rules(&p.http_response, &acls),
             http_after: response_rules(&p.http_after_response, &acls),
             stats: stats_rt(p.stats.as_ref(), &acls),
@@ -623,6 +662,15 @@ impl Compiler<'_> {
             legacy_rsp: LegacyRt::compile(&p.legacy_rsp, &acls),
             http_request: request_rules(p, &acls),
             comp: comp_rt(p, &config.global),
+            caches: if p
+                .filters
+                .iter()
+                .any(|f| matches!(f.kind, crate::config::model::FilterKind::Cache(_)))
+            {
+                self.caches.clone()
+            } else {
+                Vec::new()
+            },
             http_response: response_rules(&p.http_response, &acls),
             http_after: response_rules(&p.http_after_response, &acls),
             stats: stats_rt(p.stats.as_ref(), &acls),

@@ -2,6 +2,7 @@
 //! counters, health, maxconn slots and the queue, idle server connections. A
 //! reload compiles a new snapshot that points at the same state objects.
 
+pub(crate) mod cache;
 pub(crate) mod capture;
 pub(crate) mod change;
 pub(crate) mod generation;
@@ -445,6 +446,8 @@ impl BackendState {
 pub(crate) struct Registry {
     frontends: Mutex<HashMap<String, Arc<FrontendState>>>,
     backends: Mutex<HashMap<String, Arc<BackendState>>>,
+    /// The `cache` sections' objects, by name (`cache.rs`).
+    caches: Mutex<HashMap<String, Arc<cache::Cache>>>,
 }
 
 impl Registry {

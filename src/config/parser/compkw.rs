@@ -358,6 +358,21 @@ impl State<'_> {
         for m in msgs {
             self.diags.push(Diagnostic::alert(None, m));
         }
+        // Each action's cache, by its place in the sections.
+        let caches: Vec<String> = self.global.caches.iter().map(|c| c.name.clone()).collect();
+        let idx = |name: &str| caches.iter().position(|c| c == name).unwrap_or(0);
+        for p in &mut self.proxies {
+            for r in &mut p.http_request {
+                if let HttpRequestAction::CacheUse(c) = &mut r.action {
+                    c.idx = idx(&c.name);
+                }
+            }
+            for r in &mut p.http_response {
+                if let HttpResponseAction::CacheStore(c) = &mut r.action {
+                    c.idx = idx(&c.name);
+                }
+            }
+        }
     }
 }
 

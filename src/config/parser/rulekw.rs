@@ -53,11 +53,11 @@ impl State<'_> {
     /// `cache-use <name>`, `cache-store <name>`: the cache's name; the
     /// proxy gets the cache's filter (implicitly declared).
     fn cache_action_args(&mut self, loc: &Loc, a: &[String]) -> Result<String, String> {
-        let name = a.get(1).map_or("", String::as_str);
+        let name = a.first().map_or("", String::as_str);
         if name.is_empty() || name == "if" || name == "unless" {
             return Err("expects a cache name".into());
         }
-        if let Some(extra) = a.get(2) {
+        if let Some(extra) = a.get(1) {
             return Err(format!("unexpected argument '{extra}'"));
         }
         self.cache_filter_for(loc, name);
@@ -1260,7 +1260,8 @@ pub(crate) type ActionKw<A> = Kwd<fn(&mut State<'_>, &Loc, &[String]) -> Result<
 /// [`kw::HTTP_REQUEST_SUPPORTED`] is read from it.
 pub(crate) const HTTP_REQUEST: &[ActionKw<HttpRequestAction>] = &[
     kwd("cache-use", |s, loc, a| {
-        s.cache_action_args(loc, a).map(HttpRequestAction::CacheUse)
+        s.cache_action_args(loc, a)
+            .map(|name| HttpRequestAction::CacheUse(CacheRef { name, idx: 0 }))
     }),
     kwd("return", |s, loc, a| {
         let st = s.http_stage(false);
@@ -1351,7 +1352,7 @@ pub(crate) const HTTP_AFTER_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
 pub(crate) const HTTP_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
     kwd("cache-store", |s, loc, a| {
         s.cache_action_args(loc, a)
-            .map(HttpResponseAction::CacheStore)
+            .map(|name| HttpResponseAction::CacheStore(CacheRef { name, idx: 0 }))
     }),
     kwd("set-header", |s, _, a| {
         header_args(a, s.http_stage(true))
