@@ -475,6 +475,38 @@ pub(crate) fn store_rule(
         return None;
     }
     let now = now();
+    // The response as the rules before this one left it, which HAProxy's
+    // checks read (a `set-header cache-control` before `cache-store`
+    // counts). Each field the rules took out leaves its block behind in
+    // HAProxy's message, stored with the others: 4 bytes each.
+    let ghosts = edits.map_or(0, |e| {
+        resp.headers()
+            .enumerate()
+            .filter(|(i, (n, _))| e.drops_at(*i, n))
+            .count() as u64
+    });
+    let server = resp;
+    let edited;
+    let resp = match edits {
+        None => resp,
+        Some(e) => {
+            let mut h = BytesMut::with_capacity(resp.raw.len() + 64);
+            let framing = resp.response_framing(body);
+            if !resp.write_forwarded_with(
+                &mut h,
+                None,
+                |i, n| e.drops_at(i, n),
+                &e.replaced,
+                &framing,
+            ) {
+                h.put_slice(framing.bytes());
+            }
+            e.put_added(&mut h);
+            h.put_slice(b"\r\n");
+            edited = Head::parse_response(h.freeze()).ok()?;
+            &edited
+        }
+    };
     let st = storable(cache, resp, now)?;
     let asked = if st.signature != 0 {
         secondary_key(req, st.signature)?
@@ -509,22 +541,10 @@ pub(crate) fn store_rule(
         .headers()
         .position(|(n, _)| n.eq_ignore_ascii_case(b"age"))
         .filter(|_| st.age > 0);
-    let drop = |i: usize, n: &[u8]| Some(i) == first_age || edits.is_some_and(|e| e.drops_at(i, n));
-    let no_edits: &[(usize, Vec<u8>)] = &[];
-    let replaced = edits.map_or(no_edits, |e| &e.replaced[..]);
-    if !resp.write_forwarded_with(&mut head, None, drop, replaced, &framing) {
+    if !resp.write_forwarded_with(&mut head, None, |i, _| Some(i) == first_age, &[], &framing) {
         head.put_slice(framing.bytes());
     }
-    if let Some(e) = edits {
-        e.put_added(&mut head);
-    }
-    // A field taken out of HAProxy's message leaves its block behind,
-    // stored with the others: 4 bytes each (the `Age`, the rules' drops).
-    let dropped = resp
-        .headers()
-        .enumerate()
-        .filter(|(i, (n, _))| drop(*i, n))
-        .count() as u64;
+    let dropped = ghosts + u64::from(first_age.is_some());
     let size = head_size(&head) + 4 * dropped;
     // A known length past the object's limit is not even begun.
     if let BodyKind::Length(n) = body
@@ -556,12 +576,27 @@ pub(crate) fn store_rule(
         (etag, last_modified),
         size,
     )?;
-    Some((fill, first_age))
+    // Its place among the server's fields, for the relay to take it out
+    // of the forwarded response too.
+    let server_age = first_age.and_then(|_| {
+        server
+            .headers()
+            .enumerate()
+            .find(|(i, (n, _))| {
+                n.eq_ignore_ascii_case(b"age") && !edits.is_some_and(|e| e.drops_at(*i, n))
+            })
+            .map(|(i, _)| i)
+    });
+    Some((fill, server_age))
 }
 
 impl crate::http::filtered::Sink for Fill {
     fn take(&mut self, data: &[u8]) -> bool {
         Fill::take(self, data)
+    }
+
+    fn end(&mut self, end: u64) -> bool {
+        self.complete(end)
     }
 }
 

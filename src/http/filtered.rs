@@ -18,6 +18,10 @@ use crate::wire::io::{self, BufConn, RelayError, Relayed};
 /// filled. `false` from `take` stops the storing (too large...).
 pub(crate) trait Sink {
     fn take(&mut self, data: &[u8]) -> bool;
+    /// The whole body was taken (`end`: what a chunked body's end adds to
+    /// it): called before the last bytes go to the client, so that the
+    /// client's next request finds the object complete.
+    fn end(&mut self, end: u64) -> bool;
 }
 
 /// What the filters of one body do with it.
@@ -37,8 +41,6 @@ pub(crate) struct Pumped {
     pub(crate) sent: u64,
     pub(crate) comp_in: u64,
     pub(crate) comp_out: u64,
-    /// The store was given the whole body.
-    pub(crate) stored: bool,
 }
 
 /// The client's side of a filtered relay: the head held until the first
@@ -149,7 +151,11 @@ pub(crate) async fn relay(
                 take(&data, &mut out, &mut filters, &mut p)?;
                 left -= n as u64;
                 p.relayed.wire += n as u64;
-                out.flush().await?;
+                // The last piece goes with the end, once the filters are
+                // done with the body.
+                if left > 0 {
+                    out.flush().await?;
+                }
             }
             p.relayed.logged = p.relayed.wire;
         }
@@ -225,6 +231,12 @@ pub(crate) async fn relay(
         p.comp_out += zout.len() as u64;
         out.chunk(&zout);
     }
+    if storing && let Some(s) = filters.store.as_deref_mut() {
+        // A chunked body's end, as HAProxy stores it.
+        let end = if kind == BodyKind::Chunked { 5 } else { 0 };
+        // A fill that could not end is dropped by its owner: nothing stays.
+        let _ = s.end(end);
+    }
     if chunked_out {
         if trailers.len() > 5 {
             out.wbuf
@@ -235,6 +247,5 @@ pub(crate) async fn relay(
     }
     out.flush().await?;
     p.sent = out.sent;
-    p.stored = storing;
     Ok(p)
 }

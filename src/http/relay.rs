@@ -584,17 +584,9 @@ impl<'a> Relay<'a> {
             fe.case_client.as_deref(),
         )
         .await?;
-        // The whole body was taken: the object is served from now on
-        // (a chunked one's end counts as HAProxy stores it).
-        if let Some(f) = fill
-            && p.stored
-        {
-            let end = if body == BodyKind::Chunked { 5 } else { 0 };
-            f.complete(end);
-        }
-        if let Some(algo) = comp {
-            let _ = algo;
-        }
+        // (The fill, complete or not, is dropped here: an incomplete one
+        // leaves nothing.)
+        drop(fill);
         for c in [&fe.state.counters, &be.state.counters] {
             if comp.is_none() {
                 break;

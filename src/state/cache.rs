@@ -460,9 +460,9 @@ impl Fill {
 
     /// The body is all here (`trailers`: HAProxy's measure of a chunked
     /// body's end): the object is served from now on.
-    pub(crate) fn complete(mut self, end_size: u64) -> bool {
+    pub(crate) fn complete(&mut self, end_size: u64) -> bool {
         let e = self.entry.clone();
-        if e.dead.load(Relaxed) {
+        if self.done || e.dead.load(Relaxed) {
             return false;
         }
         if end_size > 0 && !self.take_end(end_size) {
