@@ -684,7 +684,9 @@ async fn send_hit(
     let comp = ctx
         .comp
         .filter(|_| crate::http::compress::applies(fe, be, req, &resp, body));
-    ctx.vars.set_comp(comp);
+    if let Some(a) = comp {
+        ctx.vars.set_comp(a.cfg_name());
+    }
     if on_backend {
         rec.tally.srv_status = Some(resp.status);
     }

@@ -97,7 +97,7 @@ impl<'a> Relay<'a> {
             && compress::applies(self.fe, self.be, self.req, &resp, body)
         {
             self.comp = Some(algo);
-            self.ctx.vars.set_comp(Some(algo));
+            self.ctx.vars.set_comp(algo.cfg_name());
         }
         // `http-response wait-for-body`: the body before the rules.
         if !(self.be.http_response.is_empty() && self.fe.http_response.is_empty())

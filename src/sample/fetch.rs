@@ -780,7 +780,7 @@ static FETCHES: &[FetchDef] = &[
         Some(Sample::Bool(cx.vars.is_some_and(|v| v.comp().is_some())))
     }),
     def("res.comp_algo", HRSHP, ArgSpec::NONE, T::Str, |_, cx| {
-        Some(Sample::str(cx.vars?.comp()?.cfg_name().as_bytes()))
+        Some(Sample::str(cx.vars?.comp()?.as_bytes()))
     }),
     def("res.cook", HRSHV, OPT_STR, T::Str, |a, cx| {
         res_cookie(cx.res?, a).map(Sample::str)

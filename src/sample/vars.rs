@@ -11,7 +11,7 @@
 //! locks are never contended.
 
 use std::sync::atomic::{AtomicI64, AtomicU8, AtomicU64, Ordering::Relaxed};
-use std::sync::{Mutex, MutexGuard, RwLock};
+use std::sync::{Mutex, MutexGuard, OnceLock, RwLock};
 
 use super::value::Sample;
 
@@ -436,13 +436,12 @@ pub(crate) struct Vars<'s> {
     reqres_size: AtomicU64,
     /// A [`Dir`]: an atomic, not a lock, as each request sets it twice.
     dir: AtomicU8,
-    /// The compression algorithm of the response (`res.comp`,
-    /// `res.comp_algo`): 0 for none, else its place in `CompAlgo::ALL`
-    /// plus one.
-    comp: AtomicU8,
+    /// The compression algorithm of the response, by its configuration
+    /// name (`res.comp`, `res.comp_algo`).
+    comp: OnceLock<&'static str>,
     /// The cache the response came from (`res.cache_hit`,
     /// `res.cache_name`).
-    cache_hit: std::sync::OnceLock<std::sync::Arc<str>>,
+    cache_hit: OnceLock<std::sync::Arc<str>>,
 }
 
 impl<'s> Vars<'s> {
@@ -454,27 +453,19 @@ impl<'s> Vars<'s> {
             reqres: Mutex::new(Vec::new()),
             reqres_size: AtomicU64::new(0),
             dir: AtomicU8::new(Dir::Req as u8),
-            comp: AtomicU8::new(0),
-            cache_hit: std::sync::OnceLock::new(),
+            comp: OnceLock::new(),
+            cache_hit: OnceLock::new(),
         }
     }
 
-    /// The response is compressed with `algo` (or not).
-    pub(crate) fn set_comp(&self, algo: Option<crate::config::model::CompAlgo>) {
-        let i = algo.map_or(0, |a| {
-            crate::config::model::CompAlgo::ALL
-                .iter()
-                .position(|x| *x == a)
-                .map_or(0, |i| i as u8 + 1)
-        });
-        self.comp.store(i, Relaxed);
+    /// The response is compressed with the algorithm named `algo`.
+    pub(crate) fn set_comp(&self, algo: &'static str) {
+        let _ = self.comp.set(algo);
     }
 
-    /// The algorithm the response is compressed with.
-    pub(crate) fn comp(&self) -> Option<crate::config::model::CompAlgo> {
-        let i = self.comp.load(Relaxed) as usize;
-        i.checked_sub(1)
-            .and_then(|i| crate::config::model::CompAlgo::ALL.get(i).copied())
+    /// The name of the algorithm the response is compressed with.
+    pub(crate) fn comp(&self) -> Option<&'static str> {
+        self.comp.get().copied()
     }
 
     /// The response is served from the cache named `name`.
