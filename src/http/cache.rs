@@ -117,13 +117,13 @@ impl CacheTxn {
 /// `counters`, the rule's proxy's); a hit is kept for when the rules are
 /// done. Later rules still run, as in HAProxy.
 pub(crate) fn use_rule(
-    txn: &mut Option<Box<CacheTxn>>,
+    txn: &mut Option<CacheTxn>,
     cache: &Arc<Cache>,
     head: &Head,
     edits: Option<&Edits>,
     counters: &Counters,
 ) {
-    let t = txn.get_or_insert_with(|| Box::new(CacheTxn::of(head, edits)));
+    let t = txn.get_or_insert_with(|| CacheTxn::of(head, edits));
     let Some(key) = t.key else {
         return;
     };
@@ -701,9 +701,10 @@ async fn send_hit(
         crate::http::compress::edit_head(&resp, &mut edits);
     }
     let status = resp.status;
-    let mut out = BytesMut::from(
-        &crate::http::relay::downstream_head(&resp, body, keep, req.minor, edits.as_ref(), comp)[..],
-    );
+    // The head in a buffer from the thread's spares, the body after it:
+    // one write.
+    let mut out =
+        crate::http::relay::downstream_head(&resp, body, keep, req.minor, edits.as_ref(), comp);
     if let Some(names) = &fe.case_client {
         names.apply(&mut out);
     }

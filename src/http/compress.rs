@@ -318,22 +318,35 @@ impl Encoder {
         !matches!(self, Encoder::Identity)
     }
 
-    /// Compresses `data` and flushes: what the client can decode of the
-    /// body so far is appended to `out`.
+    /// Compresses `data`: what the encoder emits of it (it may hold some
+    /// back until [`Encoder::flush`]) is appended to `out`.
     pub(crate) fn feed(&mut self, data: &[u8], out: &mut Vec<u8>) -> std::io::Result<()> {
         match self {
             Encoder::Identity => out.extend_from_slice(data),
-            Encoder::Flate(c) => {
-                flate_run(c, data, out, FlushCompress::None)?;
-                flate_run(c, &[], out, FlushCompress::Sync)?;
-            }
+            Encoder::Flate(c) => flate_run(c, data, out, FlushCompress::None)?,
             Encoder::Brotli(w) => {
                 w.write_all(data)?;
-                w.flush()?;
                 out.append(w.get_mut());
             }
             Encoder::Zstd(w) => {
                 w.write_all(data)?;
+                out.append(w.get_mut());
+            }
+        }
+        Ok(())
+    }
+
+    /// Everything fed so far, decodable by the client, to `out` (a sync
+    /// flush: done when the body pauses, not after every read).
+    pub(crate) fn flush(&mut self, out: &mut Vec<u8>) -> std::io::Result<()> {
+        match self {
+            Encoder::Identity => {}
+            Encoder::Flate(c) => flate_run(c, &[], out, FlushCompress::Sync)?,
+            Encoder::Brotli(w) => {
+                w.flush()?;
+                out.append(w.get_mut());
+            }
+            Encoder::Zstd(w) => {
                 w.flush()?;
                 out.append(w.get_mut());
             }
@@ -442,8 +455,11 @@ mod tests {
                 )),
             };
             let mut out = Vec::new();
-            for piece in text.chunks(16 * 1024) {
+            for (i, piece) in text.chunks(16 * 1024).enumerate() {
                 enc.feed(piece, &mut out).unwrap();
+                if i % 3 == 0 {
+                    enc.flush(&mut out).unwrap();
+                }
             }
             enc.finish(&mut out).unwrap();
             assert!(out.len() < text.len() / 4, "{algo:?}");

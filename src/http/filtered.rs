@@ -5,6 +5,7 @@
 //! body's size. Bodies that no filter touches never come here
 //! (`wire::io::relay_message` relays them, spliced when it can).
 
+use std::future::Future as _;
 use std::time::Duration;
 
 use bytes::BytesMut;
@@ -83,6 +84,39 @@ impl Out<'_> {
     }
 }
 
+/// Output gathered before it is written, at most (several reads' worth
+/// while the source has more at once).
+const OUT_MAX: usize = 64 * 1024;
+
+/// More of the body into `src`'s buffer: what is there already, without
+/// waiting; else, before waiting, the encoder's output so far is flushed
+/// and everything gathered sent, so the client never waits behind a pause
+/// of the server's (the sync flush costs, so it is not made per read).
+async fn refill(
+    src: &mut BufConn,
+    out: &mut Out<'_>,
+    enc: Option<&mut Encoder>,
+    p: &mut Pumped,
+    t: Option<Duration>,
+) -> Result<usize, RelayError> {
+    {
+        let fut = src.fill(None);
+        let mut fut = std::pin::pin!(fut);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        if let std::task::Poll::Ready(r) = fut.as_mut().poll(&mut cx) {
+            return r;
+        }
+    }
+    if let Some(enc) = enc {
+        let mut z = Vec::new();
+        enc.flush(&mut z).map_err(RelayError::Write)?;
+        p.comp_out += z.len() as u64;
+        out.chunk(&z);
+    }
+    out.flush().await?;
+    src.fill(t).await
+}
+
 /// Relays a response body of framing `kind` from `src` to `dst` after
 /// `head`, through `filters`. Compressed, the body goes out chunked (the
 /// head says so); otherwise in its own framing (re-chunked per read, as
@@ -140,11 +174,10 @@ pub(crate) async fn relay(
         BodyKind::None => {}
         BodyKind::Length(mut left) => {
             while left > 0 {
-                if src.buf.is_empty() {
-                    out.flush().await?;
-                    if src.fill(read_timeout).await? == 0 {
-                        return Err(RelayError::Truncated);
-                    }
+                if src.buf.is_empty()
+                    && refill(src, &mut out, filters.enc.as_mut(), &mut p, read_timeout).await? == 0
+                {
+                    return Err(RelayError::Truncated);
                 }
                 let n = (src.buf.len() as u64).min(left) as usize;
                 let data = src.buf.split_to(n);
@@ -153,7 +186,7 @@ pub(crate) async fn relay(
                 p.relayed.wire += n as u64;
                 // The last piece goes with the end, once the filters are
                 // done with the body.
-                if left > 0 {
+                if left > 0 && out.wbuf.len() >= OUT_MAX {
                     out.flush().await?;
                 }
             }
@@ -163,11 +196,10 @@ pub(crate) async fn relay(
             let mut dec = ChunkedDecoder::default();
             let mut data = Vec::new();
             while !dec.is_done() {
-                if src.buf.is_empty() {
-                    out.flush().await?;
-                    if src.fill(read_timeout).await? == 0 {
-                        return Err(RelayError::Truncated);
-                    }
+                if src.buf.is_empty()
+                    && refill(src, &mut out, filters.enc.as_mut(), &mut p, read_timeout).await? == 0
+                {
+                    return Err(RelayError::Truncated);
                 }
                 let mut pos = 0;
                 while pos < src.buf.len() && !dec.is_done() {
@@ -196,7 +228,7 @@ pub(crate) async fn relay(
                 data.clear();
                 let _ = src.buf.split_to(pos);
                 p.relayed.wire += pos as u64;
-                if !dec.is_done() {
+                if !dec.is_done() && out.wbuf.len() >= OUT_MAX {
                     out.flush().await?;
                 }
             }
@@ -213,16 +245,18 @@ pub(crate) async fn relay(
             }
         }
         BodyKind::UntilClose => loop {
-            if src.buf.is_empty() {
-                out.flush().await?;
-                if src.fill(read_timeout).await? == 0 {
-                    break;
-                }
+            if src.buf.is_empty()
+                && refill(src, &mut out, filters.enc.as_mut(), &mut p, read_timeout).await? == 0
+            {
+                break;
             }
             let data = src.buf.split();
             take(&data, &mut out, &mut filters, &mut p)?;
             p.relayed.wire += data.len() as u64;
             p.relayed.logged = p.relayed.wire;
+            if out.wbuf.len() >= OUT_MAX {
+                out.flush().await?;
+            }
         },
     }
     if let Some(enc) = filters.enc.take() {

@@ -724,7 +724,7 @@ async fn route(
     let (mut fe_head, mut be_head) = (None, None);
     let mut allowed = false;
     // What `cache-use` rules learn (None until one runs).
-    let mut cache_txn: Option<Box<crate::http::cache::CacheTxn>> = None;
+    let mut cache_txn: Option<crate::http::cache::CacheTxn> = None;
     let mut run = RuleRun {
         cache: &mut cache_txn,
         rt,
@@ -875,7 +875,7 @@ async fn route(
     let hit = cache_txn.as_mut().and_then(|t| t.hit.take());
     let ctx = forward::ReqCtx {
         comp,
-        cache: cache_txn.as_deref(),
+        cache: cache_txn.as_ref(),
         src: peer.ip(),
         peer,
         dst: rq.dst,
@@ -911,7 +911,7 @@ async fn frontend_hit(
     conn: &mut BufConn,
     keep: bool,
     rec: &mut LogRecord,
-    cache_txn: &mut Option<Box<crate::http::cache::CacheTxn>>,
+    cache_txn: &mut Option<crate::http::cache::CacheTxn>,
 ) -> Outcome {
     let Some(hit) = cache_txn.as_mut().and_then(|t| t.hit.take()) else {
         return forward::send_error(conn, 500, fe, false).await;
@@ -927,7 +927,7 @@ async fn frontend_hit(
     let comp = crate::http::compress::negotiate(fe, &be, head, &mut edits);
     let ctx = forward::ReqCtx {
         comp,
-        cache: cache_txn.as_deref(),
+        cache: cache_txn.as_ref(),
         src: rq.peer.ip(),
         peer: rq.peer,
         dst: rq.dst,
@@ -1029,7 +1029,7 @@ struct RuleRun<'r> {
     /// The request's body framing.
     body: BodyKind,
     /// What the `cache-use` rules learned (made by the first one).
-    cache: &'r mut Option<Box<crate::http::cache::CacheTxn>>,
+    cache: &'r mut Option<crate::http::cache::CacheTxn>,
 }
 
 /// Why a proxy's rules stopped before their end.
