@@ -154,3 +154,52 @@ async fn http2_clients_hit_the_cache() {
     assert_eq!((b1.as_str(), b2.as_str()), ("s1\n", "s1\n"));
     assert_eq!(b.hits(), 1);
 }
+
+/// The Prometheus exporter reports the cache's and the compressor's
+/// counters (read from the same rows as `show stat`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prometheus_reports_cache_and_compression() {
+    let b = Backend::start("s1").await;
+    let (_hold, port) = hold_port();
+    let (_hold2, mport) = hold_port();
+    let text = format!(
+        "{}    compression algo gzip
+    default_backend be
+frontend metrics
+    bind 127.0.0.1:{mport}
+    http-request use-service prometheus-exporter
+backend be
+    http-request cache-use c
+    http-response set-header cache-control max-age=60
+    http-response cache-store c
+    server s1 {}
+cache c
+    total-max-size 4
+",
+        reload_test_head(port),
+        b.hostport()
+    );
+    let _s = Sluice::start(&text);
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    for _ in 0..3 {
+        let mut c = HttpConn::connect(addr).await;
+        let r = c
+            .raw(
+                b"GET /m HTTP/1.1\r\nhost: x\r\naccept-encoding: gzip\r\nconnection: close\r\n\r\n",
+                false,
+            )
+            .await
+            .expect("answer");
+        assert_eq!(r.status, 200);
+    }
+    let m = get(std::net::SocketAddr::from(([127, 0, 0, 1], mport)), "/metrics").await.text();
+    for want in [
+        "haproxy_backend_http_cache_lookups_total{proxy=\"be\"} 3",
+        "haproxy_backend_http_cache_hits_total{proxy=\"be\"} 2",
+        "haproxy_frontend_http_comp_responses_total{proxy=\"fe\"} 3",
+        "haproxy_backend_http_comp_responses_total{proxy=\"be\"} 3",
+        "haproxy_frontend_http_comp_bytes_in_total{proxy=\"fe\"} 9",
+    ] {
+        assert!(m.contains(want), "no {want:?} in\n{m}");
+    }
+}
