@@ -22,6 +22,7 @@ use crate::state::ServerState;
 use crate::wire::error_pages;
 use crate::wire::error_spot::{self, ErrorSpot};
 use crate::wire::h1::{BodyKind, H1Error, Head};
+use crate::wire::h2_convert;
 use crate::wire::io::{self, BufConn, HeadError, RelayError};
 
 /// A response being relayed: the exchange it belongs to, the server
@@ -171,10 +172,7 @@ impl<'a> Relay<'a> {
             if let Some(names) = &fe.case_client {
                 names.apply(&mut head);
             }
-            if io::write_all(&mut self.client.stream, &head, fe.timeouts.client)
-                .await
-                .is_err()
-            {
+            if self.client.answer(&head, fe.timeouts.client).await.is_err() {
                 self.rec.term(Cause::Client, Phase::Headers);
                 return Err(Outcome {
                     status: None,
@@ -238,6 +236,41 @@ impl<'a> Relay<'a> {
             names.apply(&mut head);
         }
         let (client, upstream) = (&mut *self.client, &mut self.upstream);
+        // An HTTP/2 client's tunnel is its stream (an extended CONNECT):
+        // the switch is its 200, the bytes its DATA frames.
+        if let Some(h2) = client.h2.as_deref_mut() {
+            let mut ok = crate::wire::h2_convert::response(&resp);
+            if let Some(r) = &mut ok {
+                *r.status_mut() = http::StatusCode::OK;
+            }
+            let Some(response) = ok else {
+                return Outcome {
+                    status: None,
+                    keep_client: false,
+                    bytes_out: self.bytes_out,
+                    logged_out: self.logged_out,
+                    body_in: 0,
+                    body_logged: 0,
+                };
+            };
+            let idle = (
+                fe.timeouts
+                    .tunnel
+                    .or(be.timeouts.tunnel)
+                    .or(fe.timeouts.client),
+                be.timeouts.tunnel.or(be.timeouts.server),
+            );
+            let (c2s, s2c) = h2.tunnel(response, upstream, idle).await;
+            self.rec.tally.srv_in += c2s;
+            return Outcome {
+                status: Some(101),
+                keep_client: false,
+                bytes_out: self.bytes_out + head.len() as u64 + s2c,
+                logged_out: self.logged_out + resp.logged_size() + s2c,
+                body_in: c2s,
+                body_logged: c2s,
+            };
+        }
         let _ = io::write_all(&mut client.stream, &head, fe.timeouts.client).await;
         // The tunnel's bytes that came with the heads count with the rest.
         let (early_out, early_in) = (upstream.buf.len() as u64, client.buf.len() as u64);
@@ -447,17 +480,43 @@ impl<'a> Relay<'a> {
         // From the parsed fields: the head is not scanned again.
         let logged_head = self.logged_out + resp.logged_size();
         self.rec.log_early(fe, status, logged_head, req);
-        let relayed = io::relay_message(
-            &mut head,
-            &mut self.upstream,
-            &mut self.client.stream,
-            body,
-            be.timeouts.server,
-            fe.timeouts.client,
-            fe.splice,
-            fe.case_client.as_deref(),
-        )
-        .await;
+        let relayed = match self.client.h2.as_deref_mut() {
+            None => {
+                io::relay_message(
+                    &mut head,
+                    &mut self.upstream,
+                    &mut self.client.stream,
+                    body,
+                    be.timeouts.server,
+                    fe.timeouts.client,
+                    fe.splice,
+                    fe.case_client.as_deref(),
+                )
+                .await
+            }
+            // An HTTP/2 client: the same response as frames, made from the
+            // parsed head and the rules' edits (the HTTP/1 form above is
+            // what the counters measure).
+            Some(h2) => {
+                let response = match &edits {
+                    None => h2_convert::forwarded_response(&resp, body, |_, _| false, &[], &[]),
+                    Some(e) => h2_convert::forwarded_response(
+                        &resp,
+                        body,
+                        |i, n| e.drops_at(i, n),
+                        &e.replaced,
+                        &e.add,
+                    ),
+                };
+                match response {
+                    Some(r) => {
+                        let t = (be.timeouts.server, fe.timeouts.client);
+                        Box::pin(h2.deliver(&mut head, r, &mut self.upstream, body, t.0, t.1)).await
+                    }
+                    None => Err(RelayError::Write(std::io::ErrorKind::InvalidData.into())),
+                }
+            }
+        };
         let ok = match relayed {
             Ok(n) => {
                 self.bytes_out += head_len + n.wire;

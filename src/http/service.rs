@@ -1159,7 +1159,7 @@ impl RuleRun<'_> {
         self.edits
             .get_or_insert_with(Default::default)
             .del_header("expect");
-        let _ = io::write_all(&mut self.conn.stream, CONTINUE, self.fe.timeouts.client).await;
+        let _ = self.conn.answer(CONTINUE, self.fe.timeouts.client).await;
     }
 
     /// More of the body is in the buffer: a local answer may now keep the
@@ -1515,13 +1515,9 @@ async fn read_form(
     {
         // The client waits for this before sending the form (curl does
         // for a large one), as HAProxy's stats applet sends it.
-        io::write_all(
-            &mut conn.stream,
-            b"HTTP/1.1 100 Continue\r\n\r\n",
-            fe.timeouts.client,
-        )
-        .await
-        .map_err(|_| StCode::Unkn)?;
+        conn.answer(b"HTTP/1.1 100 Continue\r\n\r\n", fe.timeouts.client)
+            .await
+            .map_err(|_| StCode::Unkn)?;
     }
     while conn.buf.len() < len {
         match conn.fill(fe.timeouts.client).await {
@@ -1569,9 +1565,7 @@ async fn stats_reply(
     if !head_only {
         head.put_slice(body.as_bytes());
     }
-    let ok = io::write_all(&mut conn.stream, &head, fe.timeouts.client)
-        .await
-        .is_ok();
+    let ok = conn.answer(&head, fe.timeouts.client).await.is_ok();
     Outcome {
         status: Some(status),
         keep_client: keep && ok,

@@ -729,14 +729,23 @@ impl Head {
     /// 9110 §8.6).
     pub(crate) fn response_framing(&self, body: BodyKind) -> FramingLine {
         match body {
-            BodyKind::Length(_) | BodyKind::Chunked => FramingLine::of(body),
+            BodyKind::Chunked => FramingLine::of(body),
+            _ => match self.response_length(body) {
+                Some(n) => FramingLine::of(BodyKind::Length(n)),
+                None => FramingLine::of(BodyKind::None),
+            },
+        }
+    }
+
+    /// The `content-length` this response goes to the client with, given
+    /// its body (see [`response_framing`](Self::response_framing)).
+    pub(crate) fn response_length(&self, body: BodyKind) -> Option<u64> {
+        match body {
+            BodyKind::Length(n) => Some(n),
             BodyKind::None if self.status >= 200 && self.status != 204 => {
-                match self.content_length() {
-                    Ok(Some(n)) => FramingLine::of(BodyKind::Length(n)),
-                    _ => FramingLine::of(BodyKind::None),
-                }
+                self.content_length().ok().flatten()
             }
-            BodyKind::None | BodyKind::UntilClose => FramingLine::of(BodyKind::None),
+            BodyKind::None | BodyKind::UntilClose | BodyKind::Chunked => None,
         }
     }
 

@@ -370,6 +370,134 @@ pub(crate) fn response(resp: &Head) -> Option<http::Response<()>> {
     Some(out)
 }
 
+/// The HTTP/2 response of a server's HTTP/1 one as the pipeline forwards
+/// it, made from its parsed head without writing it out again: what
+/// [`response`] makes of the head `Head::write_forwarded_with` writes for
+/// an HTTP/1 client (the fields `drop` names left out, values `replaced`
+/// by position, then `added`), with its `content-length` as that head
+/// frames `body`. Values are taken from the head's bytes without a copy.
+pub(crate) fn forwarded_response(
+    resp: &Head,
+    body: crate::wire::h1::BodyKind,
+    drop: impl Fn(usize, &[u8]) -> bool,
+    replaced: &[(usize, Vec<u8>)],
+    added: &[(String, Vec<u8>)],
+) -> Option<http::Response<()>> {
+    let mut out = http::Response::new(());
+    *out.status_mut() = http::StatusCode::from_u16(resp.status).ok()?;
+    let mut length = resp.response_length(body).map(HeaderValue::from);
+    // The fields the server's `Connection` fields name (but `close` and
+    // `keep-alive`) are hop-by-hop too, unless a rule took that field out.
+    let mut named: Vec<&[u8]> = Vec::new();
+    for (i, (name, value)) in resp.headers().enumerate() {
+        if name.eq_ignore_ascii_case(b"connection") && !drop(i, name) {
+            named.extend(
+                value
+                    .split(|&b| b == b',')
+                    .map(crate::wire::h1::trim)
+                    .filter(|t| {
+                        !t.is_empty()
+                            && !t.eq_ignore_ascii_case(b"close")
+                            && !t.eq_ignore_ascii_case(b"keep-alive")
+                    }),
+            );
+        }
+    }
+    let headers = out.headers_mut();
+    for (i, (name, value)) in resp.headers().enumerate() {
+        // Framing: the length goes where the server's first was.
+        if name.eq_ignore_ascii_case(b"content-length") {
+            if let Some(v) = length.take() {
+                headers.append(header::CONTENT_LENGTH, v);
+            }
+            continue;
+        }
+        if hop_by_hop(name) || drop(i, name) || named.iter().any(|n| n.eq_ignore_ascii_case(name)) {
+            continue;
+        }
+        let Ok(name) = HeaderName::from_bytes(name) else {
+            continue;
+        };
+        let value = match replaced.iter().find(|(j, _)| *j == i) {
+            Some((_, v)) => HeaderValue::from_bytes(v),
+            None => HeaderValue::from_maybe_shared(resp.raw.slice_ref(value)),
+        };
+        if let Ok(value) = value {
+            headers.append(name, value);
+        }
+    }
+    if let Some(v) = length {
+        headers.append(header::CONTENT_LENGTH, v);
+    }
+    for (name, value) in added {
+        if hop_by_hop(name.as_bytes())
+            || named
+                .iter()
+                .any(|n| n.eq_ignore_ascii_case(name.as_bytes()))
+        {
+            continue;
+        }
+        if let (Ok(n), Ok(v)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_bytes(value),
+        ) {
+            headers.append(n, v);
+        }
+    }
+    Some(out)
+}
+
+/// The fields of an HTTP/1 message that never go into an HTTP/2 one: the
+/// framing, the connection-specific ones (RFC 9113 §8.2.2) and `Expect`,
+/// which sluice answers itself.
+fn hop_by_hop(name: &[u8]) -> bool {
+    let is = |k: &[u8]| name.eq_ignore_ascii_case(k);
+    match name.len() {
+        2 => is(b"te"),
+        6 => is(b"expect"),
+        7 => is(b"upgrade") || is(b"trailer"),
+        10 => is(b"connection") || is(b"keep-alive"),
+        14 => is(b"content-length"),
+        16 => is(b"proxy-connection"),
+        17 => is(b"transfer-encoding"),
+        _ => false,
+    }
+}
+
+/// Header fields as HTTP/1 lines (`name: value` and CRLF each): an
+/// HTTP/2 message's fields, or its trailers in a last chunk.
+pub(crate) fn put_fields(out: &mut BytesMut, headers: &http::HeaderMap) {
+    for (n, v) in headers {
+        out.put_slice(n.as_str().as_bytes());
+        out.put_slice(b": ");
+        out.put_slice(v.as_bytes());
+        out.put_slice(b"\r\n");
+    }
+}
+
+/// The trailer fields of a chunked body's end (`0`, the fields, the
+/// blank line), for HTTP/2 trailers: those HTTP/2 cannot carry, or that
+/// make no sense in trailers, left out.
+pub(crate) fn trailer_fields(tail: &[u8]) -> http::HeaderMap {
+    let mut out = http::HeaderMap::new();
+    let fields = tail.splitn(2, |&b| b == b'\n').nth(1).unwrap_or_default();
+    for line in fields.split(|&b| b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let Some(colon) = memchr::memchr(b':', line) else {
+            continue;
+        };
+        let name = &line[..colon];
+        if hop_by_hop(name) {
+            continue;
+        }
+        let value = crate::wire::h1::trim(&line[colon + 1..]);
+        if let (Ok(n), Ok(v)) = (HeaderName::from_bytes(name), HeaderValue::from_bytes(value)) {
+            out.append(n, v);
+        }
+    }
+    out
+}
+
 /// The HTTP/2 request of an HTTP/1.1 one, for a `proto h2` server:
 /// `:authority` from `Host` (else the server's address), `:scheme` from
 /// the server's TLS, the fields without the connection-specific ones and

@@ -85,6 +85,13 @@ pub(crate) struct BufConn {
     /// The current request's `Expect: 100-continue` was answered already
     /// (sluice waited for the body): none is sent again.
     pub(crate) continued: bool,
+    /// The client side of the pipeline is either of two: a connection's
+    /// bytes (`stream`: HTTP/1), or, when this is set, one stream of an
+    /// HTTP/2 connection, whose request body [`fill`](Self::fill) reads
+    /// from its DATA frames and whose answers ([`answer`](Self::answer),
+    /// the relay's head and body) go out as its frames; `stream` then only
+    /// says the connection's addresses.
+    pub(crate) h2: Option<Box<crate::wire::h2_stream::H2Stream>>,
 }
 
 /// Where the body of the request being answered is: an answer made
@@ -260,6 +267,7 @@ impl BufConn {
             asked: ConnAsk::Default,
             pending: PendingBody::None,
             continued: false,
+            h2: None,
         }
     }
 
@@ -272,10 +280,35 @@ impl BufConn {
                 self.buf.reserve(READ_CHUNK);
             }
         }
-        match with_timeout(timeout, self.stream.read_buf(&mut self.buf)).await {
+        let read = match self.h2.as_deref_mut() {
+            None => with_timeout(timeout, self.stream.read_buf(&mut self.buf)).await,
+            Some(h2) => {
+                let buf = &mut self.buf;
+                with_timeout(
+                    timeout,
+                    std::future::poll_fn(|cx| h2.poll_fill(cx, buf).map(Ok)),
+                )
+                .await
+            }
+        };
+        match read {
             None => Err(RelayError::ReadTimeout),
             Some(Err(e)) => Err(RelayError::Read(e)),
             Some(Ok(n)) => Ok(n),
+        }
+    }
+
+    /// Sends a whole message sluice made (an error page, a reply, an
+    /// interim `100 Continue`) to the client.
+    pub(crate) async fn answer(
+        &mut self,
+        message: &[u8],
+        timeout: Option<Duration>,
+    ) -> Result<(), RelayError> {
+        match self.h2.as_deref_mut() {
+            None => write_all(&mut self.stream, message, timeout).await,
+            // Boxed: the common path's futures stay small.
+            Some(h2) => Box::pin(h2.answer(message, timeout)).await,
         }
     }
 
@@ -330,7 +363,9 @@ pub(crate) async fn write_all(
 ) -> Result<(), RelayError> {
     match stream {
         Stream::Tcp(s) => write_all_tcp(s, data, timeout).await,
-        Stream::Tls(_) | Stream::Pipe(_) => write_all_flushed(stream, &[data], timeout).await,
+        Stream::Tls(_) | Stream::Pipe(_) | Stream::Frames(_) => {
+            write_all_flushed(stream, &[data], timeout).await
+        }
     }
 }
 
@@ -383,7 +418,9 @@ async fn write_parts(
 ) -> Result<(), RelayError> {
     let dst = match dst {
         Stream::Tcp(s) => s,
-        Stream::Tls(_) | Stream::Pipe(_) => return write_all_flushed(dst, parts, timeout).await,
+        Stream::Tls(_) | Stream::Pipe(_) | Stream::Frames(_) => {
+            return write_all_flushed(dst, parts, timeout).await;
+        }
     };
     let mut parts: Vec<&[u8]> = parts.iter().copied().filter(|p| !p.is_empty()).collect();
     // Drops the `n` bytes written from the front of `parts`.
@@ -429,7 +466,9 @@ async fn write_two(
 ) -> Result<(), RelayError> {
     let dst = match dst {
         Stream::Tcp(s) => s,
-        Stream::Tls(_) | Stream::Pipe(_) => return write_all_flushed(dst, &[a, b], timeout).await,
+        Stream::Tls(_) | Stream::Pipe(_) | Stream::Frames(_) => {
+            return write_all_flushed(dst, &[a, b], timeout).await;
+        }
     };
     let (mut a, mut b) = (a, b);
     // As in `write_all`: first without a timer.
