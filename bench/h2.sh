@@ -18,6 +18,7 @@
 #   bench/h2.sh                        # prints a Markdown report
 #   SLUICE=/path/to/other/sluice bench/h2.sh   # another build of sluice
 #   ROUNDS=5 N=100000 VG_N=2000 IDLE=1000 bench/h2.sh
+#   PARTS="callgrind idle" bench/h2.sh  # some of the three parts (cpu callgrind idle)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -26,6 +27,8 @@ N=${N:-100000}
 ROUNDS=${ROUNDS:-3}
 VG_N=${VG_N:-2000}
 IDLE=${IDLE:-1000}
+PARTS=${PARTS:-cpu callgrind idle}
+part() { case " $PARTS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 BASE=${PORT_BASE:-18700}
 for tool in haproxy nginx h2load valgrind openssl python3; do
   command -v "$tool" >/dev/null || { echo "h2: $tool missing" >&2; exit 1; }
@@ -137,9 +140,9 @@ echo "# HTTP/2 per request, $(date +%F)"
 echo
 echo "sluice $(git -C "$root" rev-parse --short HEAD), $(haproxy -v | head -1 | cut -d' ' -f1-3), nginx backend; h2load -c 10 -m 10 -n $N, $ROUNDS interleaved rounds"
 echo
-echo "| transport | proxy | CPU ms / 1,000 req (median) | range | req/s (median) | other processes (cores, median) |"
-echo "|---|---|---|---|---|---|"
-for tls in plain tls; do
+part cpu && echo "| transport | proxy | CPU ms / 1,000 req (median) | range | req/s (median) | other processes (cores, median) |"
+part cpu && echo "|---|---|---|---|---|---|"
+part cpu && for tls in plain tls; do
   config 2 $((BASE + 1)) "$tls" >"$tmp/sluice-$tls.cfg"
   config 2 $((BASE + 2)) "$tls" >"$tmp/haproxy-$tls.cfg"
   spid=$(start "$tmp/sluice-$tls.cfg" $((BASE + 1)) "$tls" "$SLUICE")
@@ -182,9 +185,9 @@ vg_run() { # port n tls h1|h2 cmd...
 }
 # HTTP/1.1 keep-alive on one connection too: the pipeline's HTTP/1 side
 # must not pay for the HTTP/2 one.
-echo "| request | proxy | instructions per request (callgrind, one thread) |"
-echo "|---|---|---|"
-for kind in "h2 plain" "h2 tls" "h1 plain"; do
+part callgrind && echo "| request | proxy | instructions per request (callgrind, one thread) |"
+part callgrind && echo "|---|---|---|"
+part callgrind && for kind in "h2 plain" "h2 tls" "h1 plain"; do
   read -r proto tls <<<"$kind"
   for p in sluice haproxy; do
     if [ "$p" = sluice ]; then cmd=("$SLUICE"); else cmd=(haproxy); fi
@@ -197,9 +200,9 @@ for kind in "h2 plain" "h2 tls" "h1 plain"; do
 done
 echo
 
-echo "| proxy | idle HTTP/2 connections | RSS growth per connection (bytes) |"
-echo "|---|---|---|"
-for p in sluice haproxy; do
+part idle && echo "| proxy | idle HTTP/2 connections | RSS growth per connection (bytes) |"
+part idle && echo "|---|---|---|"
+part idle && for p in sluice haproxy; do
   port=$((BASE + 4))
   config 2 "$port" plain >"$tmp/idle-$p.cfg"
   if [ "$p" = sluice ]; then pid=$(start "$tmp/idle-$p.cfg" "$port" plain "$SLUICE")

@@ -534,15 +534,24 @@ pub(crate) fn h2_request(
 }
 
 /// Takes the data out of a chunked body (the pipeline checked its
-/// framing already; a fault here still only ends the stream).
+/// framing already; a fault here still only ends the stream), and keeps
+/// its trailer fields.
 #[derive(Default)]
 pub(crate) struct Dechunker {
     dec: ChunkedDecoder,
+    /// The last chunk and its trailer section as received (`0` and CRLF
+    /// standing for the last-chunk line).
+    tail: BytesMut,
 }
 
 impl Dechunker {
     pub(crate) fn is_done(&self) -> bool {
         self.dec.is_done()
+    }
+
+    /// The trailer fields, once the body is done (none for most).
+    pub(crate) fn trailers(&self) -> http::HeaderMap {
+        trailer_fields(&self.tail)
     }
 
     /// Consumes from the front of `input`; returns the data bytes taken
@@ -558,7 +567,13 @@ impl Dechunker {
             }
             // Framing: one byte at a time, so that the decoder stops
             // where the data starts.
+            let was_in_trailers = self.dec.in_trailers();
             self.dec.feed(&input[..1])?;
+            if was_in_trailers {
+                self.tail.put_u8(input[0]);
+            } else if self.dec.in_trailers() {
+                self.tail.put_slice(b"0\r\n");
+            }
             bytes::Buf::advance(input, 1);
         }
         Ok(None)

@@ -58,7 +58,10 @@ pub(crate) async fn serve(
     let bound = client
         .rt
         .with_snapshot(|snap| snap.global.hard_stop_after.map(|_| snap.generation));
-    let request = crate::http::service::handle_request(
+    // Boxed: this stream's task then stays a few words, which tokio moves
+    // several times as it spawns, runs and ends it (the pipeline's future
+    // is kilobytes: it is copied once, here, instead).
+    let request = Box::pin(crate::http::service::handle_request(
         &sess,
         &client.rt,
         &client.frontend,
@@ -71,7 +74,7 @@ pub(crate) async fn serve(
             origin: &h1req.origin,
             bad: h1req.bad,
         },
-    );
+    ));
     match bound {
         None => {
             request.await;
