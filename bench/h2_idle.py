@@ -1,15 +1,21 @@
 #!/usr/bin/env python3
 """RSS growth per idle HTTP/2 connection of a proxy.
 
-    h2_idle.py <pid> <port> <n>
+    h2_idle.py <pid> <port> <n> [batch]
 
 Opens <n> cleartext HTTP/2 connections to 127.0.0.1:<port> (prior
 knowledge), makes one GET / on each and reads its answer, then leaves them
 open and idle; prints (RSS with them open - RSS before) / n, in bytes, once
-the proxy's RSS has settled. The connections speak raw frames (no HTTP/2
+the proxy's RSS has settled. They are opened <batch> at a time (default
+20), each batch left idle for a moment before the next: clients that come
+and go over time, not all at the same instant, so that what is measured is
+what an idle connection keeps, not the peak of <n> requests at once (the
+memory a request uses is given back to the allocator, which keeps it for
+the next ones rather than to the system). The connections speak raw frames (no HTTP/2
 library is needed): the preface, an empty SETTINGS, the ACK of the
 server's, and one HEADERS frame whose fields use HPACK's static table.
 """
+import os
 import socket
 import struct
 import sys
@@ -30,6 +36,7 @@ def frame(kind, flags, stream, payload=b""):
 
 def main():
     pid, port, n = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    batch = int(sys.argv[4]) if len(sys.argv) > 4 else 20
     authority = b"127.0.0.1"
     # :method GET, :scheme http, :path /, :authority (literal, indexed name 1).
     fields = b"\x82\x86\x84\x41" + bytes([len(authority)]) + authority
@@ -52,12 +59,18 @@ def main():
     time.sleep(1.0)
     before = rss(pid)
     conns = []
-    for _ in range(n):
-        s = socket.create_connection(("127.0.0.1", port))
-        s.sendall(hello)
-        conns.append(s)
-    for s in conns:
-        answer(s)
+    while len(conns) < n:
+        group = []
+        for _ in range(min(batch, n - len(conns))):
+            s = socket.create_connection(("127.0.0.1", port))
+            s.sendall(hello)
+            group.append(s)
+        for s in group:
+            answer(s)
+        conns.extend(group)
+        # Longer than sluice's grace before an idle connection gives its
+        # buffers back (50 ms).
+        time.sleep(0.2)
     # The proxy frees what a stream held once it ends; let it settle.
     last = 0
     for _ in range(20):
@@ -66,7 +79,10 @@ def main():
         if now == last:
             break
         last = now
-    print(round((last - before) / n))
+    print(round((last - before) / n), flush=True)
+    # H2_IDLE_HOLD=<seconds>: keep them open that long (to look at the
+    # proxy's heap meanwhile).
+    time.sleep(float(os.environ.get("H2_IDLE_HOLD", "0")))
     for s in conns:
         s.close()
 

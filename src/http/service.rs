@@ -119,16 +119,16 @@ pub(crate) async fn serve_connection(
     let proto = accepted.unwrap_or_default();
     // `bind ... proto h2`, or TLS that chose h2 by ALPN.
     if fresh && (proto == BindProto::H2 || tls.as_ref().is_some_and(|t| t.h2)) {
-        // Boxed, as below: the HTTP/2 engine's state would otherwise be
-        // part of every HTTP/1 connection's task, idle ones included.
-        return Box::pin(crate::http::h2::serve(
+        // A task of its own, sized to the HTTP/2 engine: this one (the
+        // HTTP/1 pipeline's future, a TLS handshake's before it) ends.
+        tokio::spawn(crate::http::h2::serve(
             client,
             stream,
             bytes::Bytes::new(),
             peer,
             tls,
-        ))
-        .await;
+        ));
+        return;
     }
     // A cleartext client may start with the HTTP/2 preface instead.
     let mut upgradable = fresh && proto == BindProto::Auto && !stream.is_tls();
@@ -261,14 +261,15 @@ pub(crate) async fn serve_connection(
         };
         if to_h2 {
             let BufConn { stream, buf, .. } = conn;
-            return Box::pin(crate::http::h2::serve(
+            // As above: a task of its own.
+            tokio::spawn(crate::http::h2::serve(
                 client,
                 stream,
                 buf.freeze(),
                 peer,
                 tls,
-            ))
-            .await;
+            ));
+            return;
         }
         if !keep {
             return;

@@ -375,7 +375,11 @@ pub(crate) fn response(resp: &Head) -> Option<http::Response<()>> {
 /// [`response`] makes of the head `Head::write_forwarded_with` writes for
 /// an HTTP/1 client (the fields `drop` names left out, values `replaced`
 /// by position, then `added`), with its `content-length` as that head
-/// frames `body`. Values are taken from the head's bytes without a copy.
+/// frames `body`. Values are slices of one copy of the head: slices of the
+/// head itself would keep the server connection's whole read buffer from
+/// going back to the thread's spares (the frame layer holds them until
+/// the HEADERS frame is written, and its table for as long as it keeps
+/// an entry).
 pub(crate) fn forwarded_response(
     resp: &Head,
     body: crate::wire::h1::BodyKind,
@@ -385,7 +389,7 @@ pub(crate) fn forwarded_response(
 ) -> Option<http::Response<()>> {
     let mut out = http::Response::new(());
     *out.status_mut() = http::StatusCode::from_u16(resp.status).ok()?;
-    let mut length = resp.response_length(body).map(HeaderValue::from);
+    let mut length = resp.response_length(body);
     // The fields the server's `Connection` fields name (but `close` and
     // `keep-alive`) are hop-by-hop too, unless a rule took that field out.
     let mut named: Vec<&[u8]> = Vec::new();
@@ -403,11 +407,26 @@ pub(crate) fn forwarded_response(
             );
         }
     }
+    let raw = bytes::Bytes::copy_from_slice(&resp.raw);
+    let own = |v: &[u8]| {
+        let at = v.as_ptr() as usize - resp.raw.as_ptr() as usize;
+        raw.slice(at..at + v.len())
+    };
     let headers = out.headers_mut();
+    headers.reserve(resp.headers().count() + added.len());
     for (i, (name, value)) in resp.headers().enumerate() {
         // Framing: the length goes where the server's first was.
         if name.eq_ignore_ascii_case(b"content-length") {
-            if let Some(v) = length.take() {
+            if let Some(n) = length.take() {
+                // The server's own digits when they say it (nearly always).
+                let v = match std::str::from_utf8(value)
+                    .ok()
+                    .and_then(|s| s.parse::<u64>().ok())
+                {
+                    Some(m) if m == n => HeaderValue::from_maybe_shared(own(value))
+                        .unwrap_or_else(|_| HeaderValue::from(n)),
+                    _ => HeaderValue::from(n),
+                };
                 headers.append(header::CONTENT_LENGTH, v);
             }
             continue;
@@ -420,14 +439,14 @@ pub(crate) fn forwarded_response(
         };
         let value = match replaced.iter().find(|(j, _)| *j == i) {
             Some((_, v)) => HeaderValue::from_bytes(v),
-            None => HeaderValue::from_maybe_shared(resp.raw.slice_ref(value)),
+            None => HeaderValue::from_maybe_shared(own(value)),
         };
         if let Ok(value) = value {
             headers.append(name, value);
         }
     }
-    if let Some(v) = length {
-        headers.append(header::CONTENT_LENGTH, v);
+    if let Some(n) = length {
+        headers.append(header::CONTENT_LENGTH, HeaderValue::from(n));
     }
     for (name, value) in added {
         if hop_by_hop(name.as_bytes())

@@ -114,11 +114,36 @@ impl AsyncRead for Rewind {
             let n = this.prefix.len().min(buf.remaining());
             buf.put_slice(&this.prefix[..n]);
             this.prefix.advance(n);
+            if !this.prefix.has_remaining() {
+                // The preface's read buffer (16 KiB) would otherwise stay
+                // with the connection as long as it lives.
+                this.prefix = Bytes::new();
+            }
+            return Poll::Ready(Ok(()));
+        }
+        if buf.remaining() < SMALL_READ {
+            // The read buffer an idle connection gave back comes again a
+            // few bytes at a time (it doubles with each read that fills
+            // it): what the socket holds is read in one go here, the rest
+            // served from memory.
+            let mut scratch = [std::mem::MaybeUninit::<u8>::uninit(); 16 * 1024];
+            let mut rb = ReadBuf::uninit(&mut scratch);
+            std::task::ready!(Pin::new(&mut this.inner).poll_read(cx, &mut rb))?;
+            let got = rb.filled();
+            let n = got.len().min(buf.remaining());
+            buf.put_slice(&got[..n]);
+            if n < got.len() {
+                this.prefix = Bytes::copy_from_slice(&got[n..]);
+            }
             return Poll::Ready(Ok(()));
         }
         Pin::new(&mut this.inner).poll_read(cx, buf)
     }
 }
+
+/// A read into less room than this goes through a buffer of its own (see
+/// `Rewind::poll_read`).
+const SMALL_READ: usize = 64;
 
 impl AsyncWrite for Rewind {
     fn poll_write(
@@ -182,7 +207,10 @@ pub(crate) async fn serve(
             .await
             .map_err(Refused::from)
     };
-    let mut conn = match crate::wire::io::with_timeout(handshake_timeout, handshake).await {
+    // Boxed: the task's future is then the size of what an established
+    // connection holds, not of the handshake's state too.
+    let handshake = Box::pin(crate::wire::io::with_timeout(handshake_timeout, handshake));
+    let mut conn = match handshake.await {
         Some(Ok(conn)) => conn,
         // Not HTTP/2 (no preface), or silent: closed.
         Some(Err(e)) => {
@@ -220,6 +248,8 @@ pub(crate) async fn serve(
     conn.set_target_window_size(CONNECTION_WINDOW);
     let mut streams = JoinSet::new();
     let mut closing = false;
+    // The connection's buffers and tables were given back (see below).
+    let mut shed = false;
     loop {
         // Idle (no stream in flight): `timeout http-keep-alive`, as for an
         // HTTP/1 connection between requests.
@@ -241,6 +271,7 @@ pub(crate) async fn serve(
             next = conn.accept() => match next {
                 Some(Ok((req, respond))) => {
                     c.h2_headers_rcvd.fetch_add(1, Relaxed);
+                    shed = false;
                     streams.spawn(stream::serve(
                         client.clone(),
                         req,
@@ -262,6 +293,13 @@ pub(crate) async fn serve(
                 None => break,
             },
             Some(_) = streams.join_next(), if !streams.is_empty() => {}
+            // Idle a little while (as an HTTP/1 connection is before it is
+            // parked): the memory it needs only while frames come and go
+            // is given back, a few hundred bytes left of tens of KB.
+            _ = sleep(Some(crate::http::park::GRACE)), if streams.is_empty() && !shed && !closing => {
+                conn.release_idle_memory();
+                shed = true;
+            }
             _ = sleep(idle), if idle.is_some() => {
                 if closing {
                     break;
