@@ -236,6 +236,15 @@ impl<'a> Relay<'a> {
             names.apply(&mut head);
         }
         let (client, upstream) = (&mut *self.client, &mut self.upstream);
+        // Both sides idle out after `timeout tunnel` if set, else after
+        // their own client/server timeout.
+        let idle = (
+            fe.timeouts
+                .tunnel
+                .or(be.timeouts.tunnel)
+                .or(fe.timeouts.client),
+            be.timeouts.tunnel.or(be.timeouts.server),
+        );
         // An HTTP/2 client's tunnel is its stream (an extended CONNECT):
         // the switch is its 200, the bytes its DATA frames.
         if let Some(h2) = client.h2.as_deref_mut() {
@@ -253,13 +262,6 @@ impl<'a> Relay<'a> {
                     body_logged: 0,
                 };
             };
-            let idle = (
-                fe.timeouts
-                    .tunnel
-                    .or(be.timeouts.tunnel)
-                    .or(fe.timeouts.client),
-                be.timeouts.tunnel.or(be.timeouts.server),
-            );
             let (c2s, s2c) = h2.tunnel(response, upstream, idle).await;
             self.rec.tally.srv_in += c2s;
             return Outcome {
@@ -282,16 +284,11 @@ impl<'a> Relay<'a> {
             let pending = client.buf.split();
             let _ = io::write_all(&mut upstream.stream, &pending, be.timeouts.server).await;
         }
-        // Both sides idle out after `timeout tunnel` if set, else after
-        // their own client/server timeout.
         let (c2s, s2c) = crate::tcp::relay(
             &mut client.stream,
             &mut upstream.stream,
-            fe.timeouts
-                .tunnel
-                .or(be.timeouts.tunnel)
-                .or(fe.timeouts.client),
-            be.timeouts.tunnel.or(be.timeouts.server),
+            idle.0,
+            idle.1,
             fe.splice,
         )
         .await;
@@ -494,27 +491,20 @@ impl<'a> Relay<'a> {
                 )
                 .await
             }
-            // An HTTP/2 client: the same response as frames, made from the
-            // parsed head and the rules' edits (the HTTP/1 form above is
-            // what the counters measure).
+            // An HTTP/2 client: the same response as frames (the HTTP/1
+            // form above is what the counters measure).
             Some(h2) => {
-                let response = match &edits {
-                    None => h2_convert::forwarded_response(&resp, body, |_, _| false, &[], &[]),
-                    Some(e) => h2_convert::forwarded_response(
-                        &resp,
-                        body,
-                        |i, n| e.drops_at(i, n),
-                        &e.replaced,
-                        &e.add,
-                    ),
-                };
-                match response {
-                    Some(r) => {
-                        let t = (be.timeouts.server, fe.timeouts.client);
-                        Box::pin(h2.deliver(&mut head, r, &mut self.upstream, body, t.0, t.1)).await
-                    }
-                    None => Err(RelayError::Write(std::io::ErrorKind::InvalidData.into())),
-                }
+                let t = (be.timeouts.server, fe.timeouts.client);
+                deliver_h2(
+                    h2,
+                    &mut head,
+                    &resp,
+                    body,
+                    edits.as_ref(),
+                    &mut self.upstream,
+                    t,
+                )
+                .await
             }
         };
         let ok = match relayed {
@@ -602,6 +592,34 @@ impl<'a> Relay<'a> {
             None => capture_response(fe, be, server, self.client, &[buf], spot),
         }
         bad_response(fe, be, self.client, self.rec, self.keep_client).await
+    }
+}
+
+/// [`Relay::deliver`] to an HTTP/2 client: the response's HEADERS made
+/// from the parsed head and the rules' edits, then its body. A future of
+/// its own, boxed, out of line: the HTTP/1 path's stays as it was.
+#[inline(never)]
+fn deliver_h2<'d>(
+    h2: &'d mut crate::wire::h2_stream::H2Stream,
+    head: &'d mut BytesMut,
+    resp: &Head,
+    body: BodyKind,
+    edits: Option<&Edits>,
+    upstream: &'d mut BufConn,
+    (server_timeout, client_timeout): (Option<std::time::Duration>, Option<std::time::Duration>),
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<io::Relayed, RelayError>> + Send + 'd>>
+{
+    let response = match edits {
+        None => h2_convert::forwarded_response(resp, body, |_, _| false, &[], &[]),
+        Some(e) => {
+            h2_convert::forwarded_response(resp, body, |i, n| e.drops_at(i, n), &e.replaced, &e.add)
+        }
+    };
+    match response {
+        Some(r) => Box::pin(h2.deliver(head, r, upstream, body, server_timeout, client_timeout)),
+        None => Box::pin(std::future::ready(Err(RelayError::Write(
+            std::io::ErrorKind::InvalidData.into(),
+        )))),
     }
 }
 

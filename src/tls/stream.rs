@@ -26,18 +26,31 @@ pub(crate) enum Stream {
     /// One stream to an HTTP/2 server as the HTTP/1 pipeline sees it: the
     /// request's HTTP/1 form goes into it, the response comes out of it.
     Pipe(Box<Pipe>),
-    /// No bytes: a stream of an HTTP/2 client connection, served by the
-    /// pipeline through its frames; only the connection's addresses are
-    /// here. Reads end at once, writes fail.
-    Frames(Box<Addrs>),
+    /// A stream of an HTTP/2 client connection, served by the pipeline
+    /// through its frames: reads give its request body (in its HTTP/1
+    /// framing, `wire::h2_stream::H2Body`), writes fail (answers go out as
+    /// frames, `wire::io::BufConn::h2`).
+    Frames(Box<Frames>),
 }
 
-/// The addresses of the connection an HTTP/2 stream belongs to.
-#[derive(Debug)]
-pub(crate) struct Addrs {
+/// What the pipeline reads of an HTTP/2 stream, and the addresses of the
+/// connection it belongs to.
+pub(crate) struct Frames {
     /// None for a client on a UNIX socket.
     pub(crate) peer: Option<SocketAddr>,
     pub(crate) local: Option<SocketAddr>,
+    /// The request body; None for a request without one (reads end).
+    pub(crate) body: Option<Box<dyn AsyncRead + Send + Unpin>>,
+}
+
+impl std::fmt::Debug for Frames {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Frames")
+            .field("peer", &self.peer)
+            .field("local", &self.local)
+            .field("body", &self.body.is_some())
+            .finish()
+    }
 }
 
 /// The forwarding code's end of a stream to an HTTP/2 server: the request
@@ -120,7 +133,10 @@ impl AsyncRead for Stream {
             Stream::Tcp(s) => Pin::new(s).poll_read(cx, buf),
             Stream::Tls(s) => Pin::new(&mut **s).poll_read(cx, buf),
             Stream::Pipe(p) => Pin::new(&mut p.rx).poll_read(cx, buf),
-            Stream::Frames(_) => Poll::Ready(Ok(())),
+            Stream::Frames(f) => match &mut f.body {
+                Some(b) => Pin::new(&mut **b).poll_read(cx, buf),
+                None => Poll::Ready(Ok(())),
+            },
         }
     }
 }

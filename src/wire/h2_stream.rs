@@ -1,40 +1,44 @@
 //! One stream of an HTTP/2 client connection as the request pipeline
 //! serves it, without an HTTP/1 pipe between them: the request body is
-//! read from the stream's DATA frames into the pipeline's buffer in its
-//! HTTP/1 framing (chunked, the client's trailers in the last chunk, when
-//! the client gave no length), and answers go out as HEADERS, DATA and
-//! trailers, under the stream's flow control both ways. The pipeline
-//! reaches it through its client connection (`BufConn::h2`).
+//! read from the stream's DATA frames in its HTTP/1 framing (chunked, the
+//! client's trailers in the last chunk, when the client gave no length;
+//! [`H2Body`], the client connection's `Stream::Frames`), and answers go
+//! out as HEADERS, DATA and trailers ([`H2Stream`], `BufConn::h2`), under
+//! the stream's flow control both ways.
 
 use std::future::poll_fn;
 use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use h2::server::SendResponse;
 use h2::{Reason, RecvStream, SendStream};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
 
 use crate::wire::h1::{BodyKind, ChunkedDecoder, Head};
 use crate::wire::h2_convert;
 use crate::wire::io::{BufConn, RelayError, Relayed, with_timeout};
+
+/// The last piece of a body up to this size is handed to the frame layer
+/// without waiting for window: at most this much waits there per stream.
+const DIRECT_MAX: usize = 16 * 1024;
 
 /// Body pieces below this size are copied out of the server connection's
 /// read buffer; larger ones are handed to the frame layer as they are
 /// (splitting the buffer would cost it its allocation for one small copy).
 const SHARE_MIN: usize = 4 * 1024;
 
-/// One client stream: its request body, and where its answer stands.
+/// One client stream as the pipeline answers it (its request body is an
+/// [`H2Body`], read through the client connection's `Stream::Frames`).
 #[derive(Debug)]
 pub(crate) struct H2Stream {
-    /// The request body; None once its end (or a reset) was read.
+    /// The stream's DATA for a tunnel (an extended CONNECT), whose bytes
+    /// are relayed as they are rather than read as a body.
     recv: Option<RecvStream>,
-    /// Its DATA frames are all read (the trailers may be next).
-    data_done: bool,
-    /// The body goes to the pipeline chunked: the client gave no length.
-    chunked: bool,
-    /// DATA frames received.
+    /// DATA frames received through a tunnel.
     data_frames: u64,
     /// A HEAD request: answers carry no body.
     head_only: bool,
@@ -57,86 +61,129 @@ fn gone() -> RelayError {
     RelayError::Write(io::ErrorKind::BrokenPipe.into())
 }
 
-impl H2Stream {
-    pub(crate) fn new(
-        body: RecvStream,
-        respond: SendResponse<Bytes>,
-        chunked: bool,
-        head_only: bool,
-    ) -> H2Stream {
-        let ended = body.is_end_stream();
-        H2Stream {
-            recv: (!ended).then_some(body),
-            data_done: ended,
+/// A stream's request body as the pipeline reads it: its DATA frames in
+/// the body's HTTP/1 framing (chunked, the client's trailers in the last
+/// chunk, when the client gave no length). Each frame's window goes back
+/// as soon as it is taken (HAProxy gives it back after every DATA frame),
+/// so a slow server slows the client by the stream's window. A body the
+/// client cut (a reset) ends early, as a connection closing would: the
+/// pipeline sees it truncated. Each DATA frame is counted in `frames`.
+pub(crate) struct H2Body<C> {
+    /// None once the end (or a reset) was read.
+    recv: Option<RecvStream>,
+    /// The DATA frames are all read (the trailers may be next).
+    data_done: bool,
+    chunked: bool,
+    /// What the last frame gave and the reader had no room for yet.
+    pending: Bytes,
+    frames: C,
+}
+
+impl<C> H2Body<C> {
+    pub(crate) fn new(recv: RecvStream, chunked: bool, frames: C) -> H2Body<C> {
+        H2Body {
+            recv: Some(recv),
+            data_done: false,
             chunked,
-            data_frames: 0,
-            head_only,
-            reply: Reply::Head(respond),
+            pending: Bytes::new(),
+            frames,
         }
     }
+}
 
-    /// DATA frames the client sent on the stream so far.
-    pub(crate) fn data_frames(&self) -> u64 {
-        self.data_frames
-    }
-
-    /// Reads more of the request body into `buf`, in its HTTP/1 framing;
-    /// 0 at its end. Each frame's window goes back as soon as it is taken
-    /// (HAProxy gives it back after every DATA frame): a slow server slows
-    /// the client by the stream's window. A body the client cut (a reset)
-    /// ends early, as a connection closing would: the pipeline sees it
-    /// truncated.
-    pub(crate) fn poll_fill(&mut self, cx: &mut Context<'_>, buf: &mut BytesMut) -> Poll<usize> {
+impl<C: std::ops::Deref<Target = AtomicU64>> H2Body<C> {
+    /// The next piece of the body in its HTTP/1 framing; None at its end.
+    fn poll_piece(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
         let Some(recv) = self.recv.as_mut() else {
-            return Poll::Ready(0);
+            return Poll::Ready(None);
         };
         while !self.data_done {
             match ready!(recv.poll_data(cx)) {
                 Some(Ok(data)) => {
-                    self.data_frames += 1;
+                    self.frames.fetch_add(1, Relaxed);
                     if data.is_empty() {
                         continue;
                     }
                     let n = data.len();
                     let _ = recv.flow_control().release_capacity(n);
-                    let start = buf.len();
-                    if self.chunked {
-                        put_hex(buf, n);
-                        buf.put_slice(b"\r\n");
-                        buf.put_slice(&data);
-                        buf.put_slice(b"\r\n");
-                    } else {
-                        buf.put_slice(&data);
+                    if !self.chunked {
+                        return Poll::Ready(Some(data));
                     }
-                    return Poll::Ready(buf.len() - start);
+                    let mut piece = BytesMut::with_capacity(n + 12);
+                    put_hex(&mut piece, n);
+                    piece.put_slice(b"\r\n");
+                    piece.put_slice(&data);
+                    piece.put_slice(b"\r\n");
+                    return Poll::Ready(Some(piece.freeze()));
                 }
                 Some(Err(_)) => {
                     self.recv = None;
-                    return Poll::Ready(0);
+                    return Poll::Ready(None);
                 }
                 None => self.data_done = true,
             }
         }
         if !self.chunked {
             self.recv = None;
-            return Poll::Ready(0);
+            return Poll::Ready(None);
         }
         // The last chunk, with the client's trailers as its trailer fields.
         let trailers = match ready!(recv.poll_trailers(cx)) {
             Ok(t) => t,
             Err(_) => {
                 self.recv = None;
-                return Poll::Ready(0);
+                return Poll::Ready(None);
             }
         };
         self.recv = None;
-        let start = buf.len();
-        buf.put_slice(b"0\r\n");
+        let mut last = BytesMut::from(&b"0\r\n"[..]);
         if let Some(t) = trailers {
-            h2_convert::put_fields(buf, &t);
+            h2_convert::put_fields(&mut last, &t);
         }
-        buf.put_slice(b"\r\n");
-        Poll::Ready(buf.len() - start)
+        last.put_slice(b"\r\n");
+        Poll::Ready(Some(last.freeze()))
+    }
+}
+
+impl<C: std::ops::Deref<Target = AtomicU64> + Unpin> AsyncRead for H2Body<C> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if this.pending.is_empty() {
+            match ready!(this.poll_piece(cx)) {
+                Some(p) => this.pending = p,
+                None => return Poll::Ready(Ok(())),
+            }
+        }
+        let n = this.pending.len().min(buf.remaining());
+        buf.put_slice(&this.pending[..n]);
+        this.pending.advance(n);
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl H2Stream {
+    /// `tunnel`: the stream's DATA for an extended CONNECT (None for any
+    /// other request, whose body is an [`H2Body`]).
+    pub(crate) fn new(
+        respond: SendResponse<Bytes>,
+        tunnel: Option<RecvStream>,
+        head_only: bool,
+    ) -> H2Stream {
+        H2Stream {
+            recv: tunnel,
+            data_frames: 0,
+            head_only,
+            reply: Reply::Head(respond),
+        }
+    }
+
+    /// DATA frames the client sent through a tunnel.
+    pub(crate) fn data_frames(&self) -> u64 {
+        self.data_frames
     }
 
     /// Sends an answer sluice made in its HTTP/1 form (an error page, a
@@ -496,7 +543,10 @@ pub(crate) async fn send_data(
     timeout: Option<Duration>,
     end: bool,
 ) -> Result<(), RelayError> {
-    if data.is_empty() {
+    // The whole of a small body: handed over as it is, the frame layer
+    // sends it as the client's window allows. (Waiting for a grant of
+    // capacity first costs more than the DATA frame.)
+    if data.is_empty() || (end && data.len() <= DIRECT_MAX) {
         return send.send_data(data, end).map_err(|_| gone());
     }
     while !data.is_empty() {

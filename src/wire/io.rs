@@ -87,10 +87,9 @@ pub(crate) struct BufConn {
     pub(crate) continued: bool,
     /// The client side of the pipeline is either of two: a connection's
     /// bytes (`stream`: HTTP/1), or, when this is set, one stream of an
-    /// HTTP/2 connection, whose request body [`fill`](Self::fill) reads
-    /// from its DATA frames and whose answers ([`answer`](Self::answer),
-    /// the relay's head and body) go out as its frames; `stream` then only
-    /// says the connection's addresses.
+    /// HTTP/2 connection, whose answers ([`answer`](Self::answer), the
+    /// relay's head and body) go out as its frames; its `stream` is then a
+    /// `Stream::Frames`, its request body (`wire::h2_stream::H2Body`).
     pub(crate) h2: Option<Box<crate::wire::h2_stream::H2Stream>>,
 }
 
@@ -280,18 +279,7 @@ impl BufConn {
                 self.buf.reserve(READ_CHUNK);
             }
         }
-        let read = match self.h2.as_deref_mut() {
-            None => with_timeout(timeout, self.stream.read_buf(&mut self.buf)).await,
-            Some(h2) => {
-                let buf = &mut self.buf;
-                with_timeout(
-                    timeout,
-                    std::future::poll_fn(|cx| h2.poll_fill(cx, buf).map(Ok)),
-                )
-                .await
-            }
-        };
-        match read {
+        match with_timeout(timeout, self.stream.read_buf(&mut self.buf)).await {
             None => Err(RelayError::ReadTimeout),
             Some(Err(e)) => Err(RelayError::Read(e)),
             Some(Ok(n)) => Ok(n),

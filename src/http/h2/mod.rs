@@ -29,7 +29,6 @@ use std::time::Duration;
 
 use bytes::{Buf, Bytes};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::task::JoinSet;
 
 use crate::observe::log::LogRecord;
 use crate::observe::outcome::{Cause, Phase};
@@ -246,7 +245,8 @@ pub(crate) async fn serve(
     // The connection's `sess` variables, shared by its streams.
     let sess_vars = Arc::new(crate::sample::vars::SessVars::default());
     conn.set_target_window_size(CONNECTION_WINDOW);
-    let mut streams = JoinSet::new();
+    // The streams in flight, each in a task of its own.
+    let streams = Arc::new(Streams::default());
     let mut closing = false;
     // The connection's buffers and tables were given back (see below).
     let mut shed = false;
@@ -272,14 +272,19 @@ pub(crate) async fn serve(
                 Some(Ok((req, respond))) => {
                     c.h2_headers_rcvd.fetch_add(1, Relaxed);
                     shed = false;
-                    streams.spawn(stream::serve(
+                    let serve = stream::serve(
                         client.clone(),
                         req,
                         respond,
                         (peer, local),
                         tls.clone(),
                         sess_vars.clone(),
-                    ));
+                    );
+                    let end = streams.begin();
+                    tokio::spawn(async move {
+                        serve.await;
+                        drop(end);
+                    });
                 }
                 Some(Err(e)) => {
                     if e.is_go_away() && !e.is_remote() {
@@ -292,7 +297,7 @@ pub(crate) async fn serve(
                 }
                 None => break,
             },
-            Some(_) = streams.join_next(), if !streams.is_empty() => {}
+            _ = streams.none_left(), if !streams.is_empty() => {}
             // Idle a little while (as an HTTP/1 connection is before it is
             // parked): the memory it needs only while frames come and go
             // is given back, a few hundred bytes left of tens of KB.
@@ -316,7 +321,9 @@ pub(crate) async fn serve(
     // Streams still running can no longer reach the client: their
     // pipelines see the pipe close and end as client aborts.
     drop(conn);
-    while streams.join_next().await.is_some() {}
+    while !streams.is_empty() {
+        streams.none_left().await;
+    }
     c.h2_open_connections.dec();
 }
 
@@ -377,5 +384,43 @@ async fn sleep(d: Option<Duration>) {
     match d {
         Some(d) => tokio::time::sleep(d).await,
         None => std::future::pending().await,
+    }
+}
+
+/// The streams of a connection in flight: counted as their tasks start and
+/// end, the connection's task woken when the last ends (its idle timers
+/// start then). Cheaper than a `JoinSet`, whose tasks' results nobody
+/// needs.
+#[derive(Default)]
+struct Streams {
+    live: std::sync::atomic::AtomicUsize,
+    none_left: tokio::sync::Notify,
+}
+
+/// A stream in flight; dropped when its task ends.
+struct InFlight(Arc<Streams>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if self.0.live.fetch_sub(1, Relaxed) == 1 {
+            self.0.none_left.notify_one();
+        }
+    }
+}
+
+impl Streams {
+    fn begin(self: &Arc<Self>) -> InFlight {
+        self.live.fetch_add(1, Relaxed);
+        InFlight(self.clone())
+    }
+
+    fn is_empty(&self) -> bool {
+        self.live.load(Relaxed) == 0
+    }
+
+    /// Waits for the last stream in flight to end (at once if one ended
+    /// with none left since the last wait).
+    async fn none_left(&self) {
+        self.none_left.notified().await
     }
 }

@@ -11,10 +11,10 @@ use h2::server::SendResponse;
 use h2::{Reason, RecvStream};
 
 use crate::snapshot::client::ClientConn;
-use crate::tls::stream::Addrs;
+use crate::tls::stream::Frames;
 use crate::tls::{Stream, TlsFacts};
 use crate::wire::h2_convert;
-use crate::wire::h2_stream::H2Stream;
+use crate::wire::h2_stream::{H2Body, H2Stream};
 use crate::wire::io::BufConn;
 
 /// Serves one stream: its request through the pipeline, the pipeline's
@@ -48,10 +48,25 @@ pub(crate) async fn serve(
         }
     };
     let head_only = parts.method == http::Method::HEAD;
-    let h2 = H2Stream::new(body, respond, h1req.chunked, head_only);
-    let mut conn = BufConn::new(Stream::Frames(Box::new(Addrs {
+    // An extended CONNECT's DATA is its tunnel's; any other request's, its
+    // body, read by the pipeline as its client connection's bytes.
+    let tunnel = parts.method == http::Method::CONNECT
+        && parts.extensions.get::<h2::ext::Protocol>().is_some();
+    let (tunnel, body) = match (tunnel, has_body) {
+        (true, _) => (Some(body), None),
+        (false, true) => {
+            let frames = DataFrames(counters.clone());
+            let body: Box<dyn tokio::io::AsyncRead + Send + Unpin> =
+                Box::new(H2Body::new(body, h1req.chunked, frames));
+            (None, Some(body))
+        }
+        (false, false) => (None, None),
+    };
+    let h2 = H2Stream::new(respond, tunnel, head_only);
+    let mut conn = BufConn::new(Stream::Frames(Box::new(Frames {
         peer: peer.inet(),
         local,
+        body,
     })));
     conn.buf = h1req.head;
     conn.h2 = Some(Box::new(h2));
@@ -89,5 +104,16 @@ pub(crate) async fn serve(
             .h2_data_rcvd
             .fetch_add(h2.data_frames(), Relaxed);
         h2.finish();
+    }
+}
+
+/// A frontend's count of the DATA frames its HTTP/2 clients sent, as a
+/// stream's body reader counts them.
+struct DataFrames(Arc<crate::state::FrontendState>);
+
+impl std::ops::Deref for DataFrames {
+    type Target = std::sync::atomic::AtomicU64;
+    fn deref(&self) -> &Self::Target {
+        &self.0.counters.h2_data_rcvd
     }
 }
