@@ -272,14 +272,16 @@ pub(crate) async fn serve(
                 Some(Ok((req, respond))) => {
                     c.h2_headers_rcvd.fetch_add(1, Relaxed);
                     shed = false;
-                    let serve = stream::serve(
+                    // Boxed: the task tokio moves around as it spawns,
+                    // runs and ends it is then a few words.
+                    let serve = Box::pin(stream::serve(
                         client.clone(),
                         req,
                         respond,
                         (peer, local),
                         tls.clone(),
                         sess_vars.clone(),
-                    );
+                    ));
                     let end = streams.begin();
                     tokio::spawn(async move {
                         serve.await;
