@@ -6,12 +6,13 @@
 //!
 //! Each stream goes through the very pipeline an HTTP/1 request goes
 //! through (`service::handle_request`: rules, routing, balancing, queues,
-//! retries, counters, logs, error pages): the stream's request is written
-//! in its HTTP/1.1 form into an in-process pipe the pipeline reads as its
-//! client connection, and the HTTP/1 response the pipeline writes back is
-//! translated into HTTP/2 frames (HAProxy 1.8 converted HTTP/2 to HTTP/1
-//! the same way). Bodies stream both ways through the pipe, one buffer at
-//! a time, under HTTP/2 flow control.
+//! retries, counters, logs, error pages), in a task of its own
+//! (`stream.rs`): its request head in HTTP/1 form is what the pipeline
+//! parses, its body and the answer go through the stream's frames
+//! (`wire::h2_stream`), under HTTP/2 flow control both ways, trailers
+//! included. An idle connection gives back its buffers after
+//! `park::GRACE` (`h2::server::Connection::release_idle_memory`, a
+//! change of the vendored crate).
 //!
 //! Limits are set explicitly (see [`Limits`]): concurrent streams, header
 //! list size (which also bounds a CONTINUATION sequence), windows, and the
