@@ -16,7 +16,7 @@
 #     $IDLE of them open, each having made one request (bench/h2_idle.py).
 #
 #   bench/h2.sh                        # prints a Markdown report
-#   SLUICE=/path/to/other/sluice bench/h2.sh   # another build of sluice
+#   SLUICE=/path/to/other/sluice SLUICE_LABEL=main bench/h2.sh   # another build
 #   ROUNDS=5 N=100000 VG_N=2000 IDLE=1000 bench/h2.sh
 #   PARTS="callgrind idle" bench/h2.sh  # some of the three parts (cpu callgrind idle)
 set -euo pipefail
@@ -138,7 +138,7 @@ range() { sort -n | awk 'NR == 1 {lo = $1} {hi = $1} END {print lo "–" hi}'; }
 nginx_pid=$(head -1 "$tmp/pids")
 echo "# HTTP/2 per request, $(date +%F)"
 echo
-echo "sluice $(git -C "$root" rev-parse --short HEAD), $(haproxy -v | head -1 | cut -d' ' -f1-3), nginx backend; h2load -c 10 -m 10 -n $N, $ROUNDS interleaved rounds"
+echo "sluice ${SLUICE_LABEL:-$(git -C "$root" rev-parse --short HEAD)}, $(haproxy -v | head -1 | cut -d' ' -f1-3), nginx backend; h2load -c 10 -m 10 -n $N, $ROUNDS interleaved rounds"
 echo
 part cpu && echo "| transport | proxy | CPU ms / 1,000 req (median) | range | req/s (median) | other processes (cores, median) |"
 part cpu && echo "|---|---|---|---|---|---|"

@@ -729,11 +729,12 @@ impl Head {
     /// 9110 §8.6).
     pub(crate) fn response_framing(&self, body: BodyKind) -> FramingLine {
         match body {
-            BodyKind::Chunked => FramingLine::of(body),
-            _ => match self.response_length(body) {
+            BodyKind::Length(_) | BodyKind::Chunked => FramingLine::of(body),
+            BodyKind::None => match self.response_length(body) {
                 Some(n) => FramingLine::of(BodyKind::Length(n)),
                 None => FramingLine::of(BodyKind::None),
             },
+            BodyKind::UntilClose => FramingLine::of(BodyKind::None),
         }
     }
 
