@@ -174,14 +174,7 @@ impl<'a> Relay<'a> {
             }
             if self.client.answer(&head, fe.timeouts.client).await.is_err() {
                 self.rec.term(Cause::Client, Phase::Headers);
-                return Err(Outcome {
-                    status: None,
-                    keep_client: false,
-                    bytes_out: self.bytes_out,
-                    logged_out: self.logged_out,
-                    body_in: 0,
-                    body_logged: 0,
-                });
+                return Err(self.unanswered());
             }
             self.bytes_out += head.len() as u64;
             self.logged_out += resp.logged_size();
@@ -211,6 +204,52 @@ impl<'a> Relay<'a> {
             };
         }
         Ok(resp)
+    }
+
+    /// An HTTP/1 client's side of a switch: the 101's `head`, then the
+    /// raw bytes both ways until either side closes; the bytes moved from
+    /// the client and to it, those that came with the heads included.
+    async fn tunnel(
+        client: &mut BufConn,
+        upstream: &mut BufConn,
+        head: &[u8],
+        idle: (Option<std::time::Duration>, Option<std::time::Duration>),
+        fe: &FrontendRt,
+        be: &BackendRt,
+    ) -> (u64, u64) {
+        let _ = io::write_all(&mut client.stream, head, fe.timeouts.client).await;
+        // The tunnel's bytes that came with the heads count with the rest.
+        let (early_out, early_in) = (upstream.buf.len() as u64, client.buf.len() as u64);
+        if !upstream.buf.is_empty() {
+            let pending = upstream.buf.split();
+            let _ = io::write_all(&mut client.stream, &pending, fe.timeouts.client).await;
+        }
+        if !client.buf.is_empty() {
+            let pending = client.buf.split();
+            let _ = io::write_all(&mut upstream.stream, &pending, be.timeouts.server).await;
+        }
+        let (c2s, s2c) = crate::tcp::relay(
+            &mut client.stream,
+            &mut upstream.stream,
+            idle.0,
+            idle.1,
+            fe.splice,
+        )
+        .await;
+        (early_in + c2s, early_out + s2c)
+    }
+
+    /// The outcome of an answer that could not be sent: what went out
+    /// before it.
+    fn unanswered(&self) -> Outcome {
+        Outcome {
+            status: None,
+            keep_client: false,
+            bytes_out: self.bytes_out,
+            logged_out: self.logged_out,
+            body_in: 0,
+            body_logged: 0,
+        }
     }
 
     /// A 101: the protocol switch is checked, then the raw bytes are
@@ -247,52 +286,18 @@ impl<'a> Relay<'a> {
         );
         // An HTTP/2 client's tunnel is its stream (an extended CONNECT):
         // the switch is its 200, the bytes its DATA frames.
-        if let Some(h2) = client.h2.as_deref_mut() {
+        let (c2s, s2c) = if let Some(h2) = client.h2.as_deref_mut() {
             let mut ok = crate::wire::h2_convert::response(&resp);
             if let Some(r) = &mut ok {
                 *r.status_mut() = http::StatusCode::OK;
             }
             let Some(response) = ok else {
-                return Outcome {
-                    status: None,
-                    keep_client: false,
-                    bytes_out: self.bytes_out,
-                    logged_out: self.logged_out,
-                    body_in: 0,
-                    body_logged: 0,
-                };
+                return self.unanswered();
             };
-            let (c2s, s2c) = h2.tunnel(response, upstream, idle).await;
-            self.rec.tally.srv_in += c2s;
-            return Outcome {
-                status: Some(101),
-                keep_client: false,
-                bytes_out: self.bytes_out + head.len() as u64 + s2c,
-                logged_out: self.logged_out + resp.logged_size() + s2c,
-                body_in: c2s,
-                body_logged: c2s,
-            };
-        }
-        let _ = io::write_all(&mut client.stream, &head, fe.timeouts.client).await;
-        // The tunnel's bytes that came with the heads count with the rest.
-        let (early_out, early_in) = (upstream.buf.len() as u64, client.buf.len() as u64);
-        if !upstream.buf.is_empty() {
-            let pending = upstream.buf.split();
-            let _ = io::write_all(&mut client.stream, &pending, fe.timeouts.client).await;
-        }
-        if !client.buf.is_empty() {
-            let pending = client.buf.split();
-            let _ = io::write_all(&mut upstream.stream, &pending, be.timeouts.server).await;
-        }
-        let (c2s, s2c) = crate::tcp::relay(
-            &mut client.stream,
-            &mut upstream.stream,
-            idle.0,
-            idle.1,
-            fe.splice,
-        )
-        .await;
-        let (c2s, s2c) = (early_in + c2s, early_out + s2c);
+            h2.tunnel(response, upstream, idle).await
+        } else {
+            Self::tunnel(client, upstream, &head, idle, fe, be).await
+        };
         self.rec.tally.srv_in += c2s;
         // HAProxy 2.6 logs the 101 as its internal form measures it, like
         // any head, then the tunnel's bytes (measured: 146 for a 101 of

@@ -20,7 +20,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
 
 use crate::wire::h1::{BodyKind, ChunkedDecoder, Head};
 use crate::wire::h2_convert;
-use crate::wire::io::{BufConn, RelayError, Relayed, with_timeout};
+use crate::wire::io::{BufConn, RelayError, Relayed, walk_chunked, with_timeout};
 
 /// The last piece of a body up to this size is handed to the frame layer
 /// without waiting for window: at most this much waits there per stream.
@@ -158,10 +158,19 @@ impl<C: std::ops::Deref<Target = AtomicU64> + Unpin> AsyncRead for H2Body<C> {
                 None => return Poll::Ready(Ok(())),
             }
         }
-        let n = this.pending.len().min(buf.remaining());
-        buf.put_slice(&this.pending[..n]);
-        this.pending.advance(n);
+        read_from(&mut this.pending, buf);
         Poll::Ready(Ok(()))
+    }
+}
+
+/// Moves what `buf` has room for from the front of `pending`; an emptied
+/// `pending` lets go of its allocation.
+pub(crate) fn read_from(pending: &mut Bytes, buf: &mut ReadBuf<'_>) {
+    let n = pending.len().min(buf.remaining());
+    buf.put_slice(&pending[..n]);
+    pending.advance(n);
+    if pending.is_empty() {
+        *pending = Bytes::new();
     }
 }
 
@@ -470,30 +479,10 @@ async fn relay_chunked(
             }
         }
         let mut data = BytesMut::new();
-        let mut pos = 0;
-        while pos < src.buf.len() && !dec.is_done() {
-            let left = dec.data_left();
-            if left > 0 {
-                let take = ((src.buf.len() - pos) as u64).min(left) as usize;
-                let r = pos..pos + take;
-                dec.feed(&src.buf[r.clone()])
-                    .map_err(|e| RelayError::Framing(e, dec.error_spot()))?;
-                data.extend_from_slice(&src.buf[r]);
-                pos += take;
-                continue;
-            }
-            let was_in_trailers = dec.in_trailers();
-            let end = dec
-                .feed_framing(&src.buf, pos)
-                .map_err(|e| RelayError::Framing(e, dec.error_spot()))?;
-            if let Some(at) = dec.trailers_at() {
-                tail.extend_from_slice(b"0\r\n");
-                tail.extend_from_slice(&src.buf[at..end]);
-            } else if was_in_trailers {
-                tail.extend_from_slice(&src.buf[pos..end]);
-            }
-            pos = end;
-        }
+        let buf = &src.buf[..];
+        let pos = walk_chunked(&mut dec, buf, &mut tail, |r| {
+            data.extend_from_slice(&buf[r])
+        })?;
         src.buf.advance(pos);
         total += pos as u64;
         if !data.is_empty() {

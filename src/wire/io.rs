@@ -585,40 +585,17 @@ pub(crate) async fn relay_message(
                     return Err(RelayError::Truncated);
                 }
                 let mut data: Option<std::ops::Range<usize>> = None;
-                let mut pos = 0;
-                while pos < src.buf.len() && !dec.is_done() {
-                    let left = dec.data_left();
-                    if left > 0 {
-                        let take = ((src.buf.len() - pos) as u64).min(left) as usize;
-                        let r = pos..pos + take;
-                        // Inside a chunk's data: cannot fail.
-                        dec.feed(&src.buf[r.clone()])
-                            .map_err(|e| RelayError::Framing(e, dec.error_spot()))?;
-                        match data.take() {
-                            None => data = Some(r),
-                            Some(first) => {
-                                if joined.is_empty() {
-                                    joined.extend_from_slice(&src.buf[first]);
-                                }
-                                joined.extend_from_slice(&src.buf[r]);
-                                data = Some(0..0);
-                            }
+                let buf = &src.buf[..];
+                let pos = walk_chunked(&mut dec, buf, &mut tail, |r| match data.take() {
+                    None => data = Some(r),
+                    Some(first) => {
+                        if joined.is_empty() {
+                            joined.extend_from_slice(&buf[first]);
                         }
-                        pos += take;
-                        continue;
+                        joined.extend_from_slice(&buf[r]);
+                        data = Some(0..0);
                     }
-                    let was_in_trailers = dec.in_trailers();
-                    let end = dec
-                        .feed_framing(&src.buf, pos)
-                        .map_err(|e| RelayError::Framing(e, dec.error_spot()))?;
-                    if let Some(at) = dec.trailers_at() {
-                        tail.extend_from_slice(b"0\r\n");
-                        tail.extend_from_slice(&src.buf[at..end]);
-                    } else if was_in_trailers {
-                        tail.extend_from_slice(&src.buf[pos..end]);
-                    }
-                    pos = end;
-                }
+                })?;
                 let body: &[u8] = match data {
                     None => b"",
                     Some(r) if joined.is_empty() => &src.buf[r],
@@ -660,6 +637,45 @@ pub(crate) async fn relay_message(
         wire: total,
         logged: total,
     })
+}
+
+/// Goes through the chunked body bytes at the start of `buf` with `dec`:
+/// each run of data is handed to `data` (its range in `buf`), the last
+/// chunk and its trailer section as received (`0` and CRLF first) are
+/// added to `tail`. Returns how far it went: the end of `buf`, or of the
+/// body.
+pub(crate) fn walk_chunked(
+    dec: &mut ChunkedDecoder,
+    buf: &[u8],
+    tail: &mut BytesMut,
+    mut data: impl FnMut(std::ops::Range<usize>),
+) -> Result<usize, RelayError> {
+    let mut pos = 0;
+    while pos < buf.len() && !dec.is_done() {
+        let left = dec.data_left();
+        if left > 0 {
+            let take = ((buf.len() - pos) as u64).min(left) as usize;
+            let r = pos..pos + take;
+            // Inside a chunk's data: cannot fail.
+            dec.feed(&buf[r.clone()])
+                .map_err(|e| RelayError::Framing(e, dec.error_spot()))?;
+            data(r);
+            pos += take;
+            continue;
+        }
+        let was_in_trailers = dec.in_trailers();
+        let end = dec
+            .feed_framing(buf, pos)
+            .map_err(|e| RelayError::Framing(e, dec.error_spot()))?;
+        if let Some(at) = dec.trailers_at() {
+            tail.extend_from_slice(b"0\r\n");
+            tail.extend_from_slice(&buf[at..end]);
+        } else if was_in_trailers {
+            tail.extend_from_slice(&buf[pos..end]);
+        }
+        pos = end;
+    }
+    Ok(pos)
 }
 
 /// The write side of a relay, holding the head until the first body bytes

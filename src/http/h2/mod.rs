@@ -111,14 +111,9 @@ impl AsyncRead for Rewind {
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         if this.prefix.has_remaining() {
-            let n = this.prefix.len().min(buf.remaining());
-            buf.put_slice(&this.prefix[..n]);
-            this.prefix.advance(n);
-            if !this.prefix.has_remaining() {
-                // The preface's read buffer (16 KiB) would otherwise stay
-                // with the connection as long as it lives.
-                this.prefix = Bytes::new();
-            }
+            // (Emptied, the prefix lets go of the preface's read buffer,
+            // 16 KiB, which would otherwise stay with the connection.)
+            crate::wire::h2_stream::read_from(&mut this.prefix, buf);
             return Poll::Ready(Ok(()));
         }
         if buf.remaining() < SMALL_READ {
