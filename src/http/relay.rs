@@ -500,16 +500,11 @@ impl<'a> Relay<'a> {
             // form above is what the counters measure).
             Some(h2) => {
                 let t = (be.timeouts.server, fe.timeouts.client);
-                deliver_h2(
-                    h2,
-                    &mut head,
-                    &resp,
-                    body,
-                    edits.as_ref(),
-                    &mut self.upstream,
-                    t,
-                )
-                .await
+                let up = &mut self.upstream;
+                match deliver_h2(h2, &mut head, &resp, body, edits.as_ref(), up, t) {
+                    Ok(done) => done,
+                    Err(later) => later.await,
+                }
             }
         };
         let ok = match relayed {
@@ -600,9 +595,18 @@ impl<'a> Relay<'a> {
     }
 }
 
+/// A response relayed to an HTTP/2 client: at once, or a future of its own.
+type H2Delivery<'d> = Result<
+    Result<io::Relayed, RelayError>,
+    std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<io::Relayed, RelayError>> + Send + 'd>,
+    >,
+>;
+
 /// [`Relay::deliver`] to an HTTP/2 client: the response's HEADERS made
-/// from the parsed head and the rules' edits, then its body. A future of
-/// its own, boxed, out of line: the HTTP/1 path's stays as it was.
+/// from the parsed head and the rules' edits, then its body; done at once
+/// for no body or a small one already here, else a future of its own,
+/// boxed. Out of line: the HTTP/1 path's future stays as it was.
 #[inline(never)]
 fn deliver_h2<'d>(
     h2: &'d mut crate::wire::h2_stream::H2Stream,
@@ -612,19 +616,28 @@ fn deliver_h2<'d>(
     edits: Option<&Edits>,
     upstream: &'d mut BufConn,
     (server_timeout, client_timeout): (Option<std::time::Duration>, Option<std::time::Duration>),
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<io::Relayed, RelayError>> + Send + 'd>>
-{
+) -> H2Delivery<'d> {
     let response = match edits {
         None => h2_convert::forwarded_response(resp, body, |_, _| false, &[], &[]),
         Some(e) => {
             h2_convert::forwarded_response(resp, body, |i, n| e.drops_at(i, n), &e.replaced, &e.add)
         }
     };
-    match response {
-        Some(r) => Box::pin(h2.deliver(head, r, upstream, body, server_timeout, client_timeout)),
-        None => Box::pin(std::future::ready(Err(RelayError::Write(
+    let Some(response) = response else {
+        return Ok(Err(RelayError::Write(
             std::io::ErrorKind::InvalidData.into(),
-        )))),
+        )));
+    };
+    match h2.deliver_at_once(head, response, upstream, body) {
+        Ok(done) => Ok(done),
+        Err(r) => Err(Box::pin(h2.deliver(
+            head,
+            r,
+            upstream,
+            body,
+            server_timeout,
+            client_timeout,
+        ))),
     }
 }
 

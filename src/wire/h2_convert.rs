@@ -152,10 +152,13 @@ fn connection_specific(name: &HeaderName) -> bool {
 /// `host` from `:authority` (which wins over a `host` field, HAProxy
 /// 2.6 drops the latter), the fields in their order, the cookie crumbs
 /// joined with `; ` into one `cookie` field, and the body's framing: its
-/// `content-length` when the client gave one, else chunked.
+/// `content-length` when the client gave one, else chunked. The head is
+/// written into `head` (empty; a spare read buffer, which the head's
+/// `Bytes` then share without an allocation of their own).
 pub(crate) fn request(
     parts: &http::request::Parts,
     has_body: bool,
+    mut head: BytesMut,
 ) -> Result<Http1Request, Malformed> {
     let none = Vec::new();
     let refused = parts
@@ -218,7 +221,6 @@ pub(crate) fn request(
         _ => None,
     };
     let target = absolute.as_deref().unwrap_or(target);
-    let mut head = BytesMut::with_capacity(256);
     head.put_slice(method);
     head.put_u8(b' ');
     head.put_slice(target);
@@ -619,7 +621,7 @@ mod tests {
             .header("cookie", "a=1")
             .header("x-up", "Hi")
             .header("cookie", "b=2"));
-        let r = request(&parts, false).unwrap_or_else(|e| panic!("{e}"));
+        let r = request(&parts, false, BytesMut::new()).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
             &r.head[..],
             b"GET /p?q=1 HTTP/1.1\r\nhost: example.test\r\nx-up: Hi\r\ncookie: a=1; b=2\r\n\r\n"
@@ -638,7 +640,7 @@ mod tests {
             ("Http://h/x", "/x", "http://h"),
         ] {
             let parts = req(http::Request::builder().method("GET").uri(uri));
-            let r = request(&parts, false).unwrap_or_else(|e| panic!("{e}"));
+            let r = request(&parts, false, BytesMut::new()).unwrap_or_else(|e| panic!("{e}"));
             let line = format!("GET {target} HTTP/1.1\r\n");
             assert!(r.head.starts_with(line.as_bytes()), "{uri}: {:?}", r.head);
             assert_eq!(r.origin, origin, "{uri}");
@@ -648,14 +650,14 @@ mod tests {
     #[test]
     fn body_without_length_goes_chunked() {
         let parts = req(http::Request::builder().method("POST").uri("http://h/u"));
-        let r = request(&parts, true).unwrap_or_else(|e| panic!("{e}"));
+        let r = request(&parts, true, BytesMut::new()).unwrap_or_else(|e| panic!("{e}"));
         assert!(r.chunked);
         assert!(r.head.ends_with(b"transfer-encoding: chunked\r\n\r\n"));
         let parts = req(http::Request::builder()
             .method("POST")
             .uri("http://h/u")
             .header("content-length", "5"));
-        let r = request(&parts, true).unwrap_or_else(|e| panic!("{e}"));
+        let r = request(&parts, true, BytesMut::new()).unwrap_or_else(|e| panic!("{e}"));
         assert!(!r.chunked);
         assert!(r.head.ends_with(b"content-length: 5\r\n\r\n"));
     }
@@ -666,7 +668,7 @@ mod tests {
             .uri("http://h/")
             .header("connection", "close"));
         assert_eq!(
-            request(&parts, false).err(),
+            request(&parts, false, BytesMut::new()).err(),
             Some(Malformed::ConnectionHeader)
         );
     }

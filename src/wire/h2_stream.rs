@@ -266,6 +266,40 @@ impl H2Stream {
         r
     }
 
+    /// [`deliver`](Self::deliver) without waiting, for the common case: no
+    /// body, or a small one all in `src`'s buffer, handed to the frame
+    /// layer whole (it goes out as the client's window allows). The
+    /// response comes back (`Err`) when the body is another.
+    pub(crate) fn deliver_at_once(
+        &mut self,
+        head: &mut BytesMut,
+        response: http::Response<()>,
+        src: &mut BufConn,
+        kind: BodyKind,
+    ) -> Result<Result<Relayed, RelayError>, http::Response<()>> {
+        let n = match kind {
+            BodyKind::None => 0,
+            BodyKind::Length(n) if n <= DIRECT_MAX as u64 && src.buf.len() as u64 >= n => {
+                n as usize
+            }
+            _ => return Err(response),
+        };
+        let Reply::Head(mut respond) = std::mem::replace(&mut self.reply, Reply::Done) else {
+            return Ok(Err(gone()));
+        };
+        let Ok(mut send) = respond.send_response(response, n == 0) else {
+            return Ok(Err(gone()));
+        };
+        head.clear();
+        if n > 0 && send.send_data(take_bytes(&mut src.buf, n), true).is_err() {
+            // Reset by `finish`.
+            self.reply = Reply::Body(send);
+            return Ok(Err(gone()));
+        }
+        let n = n as u64;
+        Ok(Ok(Relayed { wire: n, logged: n }))
+    }
+
     /// A tunnel (an extended CONNECT the server switched, RFC 8441): the
     /// answer as HEADERS (a 200, as HAProxy answers it), then the bytes
     /// both ways until each side ends, as DATA frames to the client;

@@ -175,7 +175,8 @@ thread_local! {
 /// Spare buffers kept per thread at most.
 const SPARE_MAX: usize = 32;
 
-fn take_buffer() -> BytesMut {
+/// A read buffer from the thread's spares (or a new one).
+pub(crate) fn take_buffer() -> BytesMut {
     SPARE
         .with(|s| s.borrow_mut().pop())
         .unwrap_or_else(|| BytesMut::with_capacity(READ_CHUNK))

@@ -36,7 +36,7 @@ pub(crate) async fn serve(
     };
     let (parts, body) = req.into_parts();
     let has_body = !body.is_end_stream();
-    let h1req = match h2_convert::request(&parts, has_body) {
+    let h1req = match h2_convert::request(&parts, has_body, crate::wire::io::take_buffer()) {
         Ok(r) => r,
         Err(_) => {
             counters
@@ -98,6 +98,8 @@ pub(crate) async fn serve(
             crate::state::generation::bounded(generation, request).await;
         }
     }
+    // The buffer the head was written in, back to the thread's spares.
+    conn.release_buffer();
     if let Some(h2) = conn.h2.as_deref_mut() {
         counters
             .counters
