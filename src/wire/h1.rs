@@ -602,6 +602,12 @@ impl Head {
         self.connection_has(ConnTokens::UPGRADE)
     }
 
+    /// Whether a `Connection` field names a field (a token other than
+    /// `close`, `keep-alive` and `upgrade`): most messages' do not.
+    pub(crate) fn connection_names_fields(&self) -> bool {
+        self.connection_has(ConnTokens::OTHER)
+    }
+
     /// Whether this request asks for a protocol switch (`Upgrade` named
     /// by `Connection`): only then may a 101 answer open a tunnel.
     pub(crate) fn requests_upgrade(&self) -> bool {

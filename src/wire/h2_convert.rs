@@ -395,7 +395,9 @@ pub(crate) fn forwarded_response(
     // The fields the server's `Connection` fields name (but `close` and
     // `keep-alive`) are hop-by-hop too, unless a rule took that field out.
     let mut named: Vec<&[u8]> = Vec::new();
-    for (i, (name, value)) in resp.headers().enumerate() {
+    // (`upgrade` names a hop-by-hop field, dropped anyway.)
+    let names_fields = resp.connection_names_fields();
+    for (i, (name, value)) in resp.headers().enumerate().filter(|_| names_fields) {
         if name.eq_ignore_ascii_case(b"connection") && !drop(i, name) {
             named.extend(
                 value
@@ -683,6 +685,51 @@ mod tests {
         let names: Vec<&str> = resp.headers().keys().map(|k| k.as_str()).collect();
         assert_eq!(names, ["content-length", "x-a"]);
         assert_eq!(resp.status(), 200);
+    }
+
+    /// A server's response forwarded to an HTTP/2 client: what `response`
+    /// makes of the HTTP/1 head the relay writes, rules' edits included.
+    #[test]
+    fn forwarded_response_as_the_written_head() {
+        let raw = bytes::Bytes::from_static(
+            b"HTTP/1.1 200 OK\r\nServer: t\r\nConnection: keep-alive, x-hop\r\nKeep-Alive: timeout=5\r\nX-Hop: 1\r\nContent-Length: 2\r\nX-A: b\r\nX-Gone: 1\r\nX-Old: 1\r\n\r\n",
+        );
+        let head = Head::parse_response(raw).unwrap_or_else(|e| panic!("{e}"));
+        let body = head.response_body(b"GET").unwrap_or_else(|e| panic!("{e}"));
+        let replaced = [(7, b"new".to_vec())];
+        let added = [("x-added".to_string(), b"yes".to_vec())];
+        let resp = forwarded_response(&head, body, |_, n| n == b"X-Gone", &replaced, &added)
+            .unwrap_or_else(|| panic!("no response"));
+        let fields: Vec<(&str, &[u8])> = resp
+            .headers()
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_bytes()))
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                ("server", &b"t"[..]),
+                ("content-length", b"2"),
+                ("x-a", b"b"),
+                ("x-old", b"new"),
+                ("x-added", b"yes"),
+            ]
+        );
+        // Without a field a `Connection` names, nothing is scanned for one.
+        let raw = bytes::Bytes::from_static(
+            b"HTTP/1.1 204 No Content\r\nConnection: close\r\nX-Hop: 1\r\n\r\n",
+        );
+        let head = Head::parse_response(raw).unwrap_or_else(|e| panic!("{e}"));
+        let resp = forwarded_response(
+            &head,
+            crate::wire::h1::BodyKind::None,
+            |_, _| false,
+            &[],
+            &[],
+        )
+        .unwrap_or_else(|| panic!("no response"));
+        assert_eq!(resp.status(), 204);
+        assert_eq!(resp.headers().len(), 1);
     }
 
     #[test]
