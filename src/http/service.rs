@@ -124,16 +124,16 @@ pub(crate) async fn serve_connection(
     let proto = accepted.unwrap_or_default();
     // `bind ... proto h2`, or TLS that chose h2 by ALPN.
     if fresh && (proto == BindProto::H2 || tls.as_ref().is_some_and(|t| t.h2)) {
-        // Boxed, as below: the HTTP/2 engine's state would otherwise be
-        // part of every HTTP/1 connection's task, idle ones included.
-        return Box::pin(crate::http::h2::serve(
+        // A task of its own, sized to the HTTP/2 engine: this one (the
+        // HTTP/1 pipeline's future, a TLS handshake's before it) ends.
+        tokio::spawn(crate::http::h2::serve(
             client,
             stream,
             bytes::Bytes::new(),
             peer,
             tls,
-        ))
-        .await;
+        ));
+        return;
     }
     // A cleartext client may start with the HTTP/2 preface instead.
     let mut upgradable = fresh && proto == BindProto::Auto && !stream.is_tls();
@@ -266,14 +266,15 @@ pub(crate) async fn serve_connection(
         };
         if to_h2 {
             let BufConn { stream, buf, .. } = conn;
-            return Box::pin(crate::http::h2::serve(
+            // As above: a task of its own.
+            tokio::spawn(crate::http::h2::serve(
                 client,
                 stream,
                 buf.freeze(),
                 peer,
                 tls,
-            ))
-            .await;
+            ));
+            return;
         }
         if !keep {
             return;
@@ -1339,7 +1340,7 @@ impl RuleRun<'_> {
         self.edits
             .get_or_insert_with(Default::default)
             .del_header("expect");
-        let _ = io::write_all(&mut self.conn.stream, CONTINUE, self.fe.timeouts.client).await;
+        let _ = self.conn.answer(CONTINUE, self.fe.timeouts.client).await;
     }
 
     /// More of the body is in the buffer: a local answer may now keep the
@@ -1734,13 +1735,9 @@ async fn read_form(
     {
         // The client waits for this before sending the form (curl does
         // for a large one), as HAProxy's stats applet sends it.
-        io::write_all(
-            &mut conn.stream,
-            b"HTTP/1.1 100 Continue\r\n\r\n",
-            fe.timeouts.client,
-        )
-        .await
-        .map_err(|_| StCode::Unkn)?;
+        conn.answer(b"HTTP/1.1 100 Continue\r\n\r\n", fe.timeouts.client)
+            .await
+            .map_err(|_| StCode::Unkn)?;
     }
     while conn.buf.len() < len {
         match conn.fill(fe.timeouts.client).await {
@@ -1788,9 +1785,7 @@ async fn stats_reply(
     if !head_only {
         head.put_slice(body.as_bytes());
     }
-    let ok = io::write_all(&mut conn.stream, &head, fe.timeouts.client)
-        .await
-        .is_ok();
+    let ok = conn.answer(&head, fe.timeouts.client).await.is_ok();
     Outcome {
         status: Some(status),
         keep_client: keep && ok,
