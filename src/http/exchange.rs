@@ -164,6 +164,8 @@ impl<'a> Exchange<'a> {
             ctx: self.ctx,
             bytes_out: 0,
             logged_out: 0,
+            comp: None,
+            fill: None,
         }
         .run(resp, pool, plan.server_close)
         .await;
@@ -327,12 +329,10 @@ impl<'a> Exchange<'a> {
                 .values("expect")
                 .any(|v| v.eq_ignore_ascii_case(b"100-continue"))
         {
-            let _ = io::write_all(
-                &mut self.client.stream,
-                b"HTTP/1.1 100 Continue\r\n\r\n",
-                fe.timeouts.client,
-            )
-            .await;
+            let _ = self
+                .client
+                .answer(b"HTTP/1.1 100 Continue\r\n\r\n", fe.timeouts.client)
+                .await;
         }
         plan.body_sent = true;
         // Relayed from here on, not skipped after an answer.

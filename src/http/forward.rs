@@ -166,9 +166,7 @@ async fn error_page(
     // parser's are sent as they are (by HAProxy's connection layer).
     let page = if after { respelled(fe, page) } else { page };
     let page = &page[..];
-    let ok = io::write_all(&mut client.stream, page, fe.timeouts.client)
-        .await
-        .is_ok();
+    let ok = client.answer(page, fe.timeouts.client).await.is_ok();
     Outcome {
         status: Some(code),
         keep_client: ok && keep && !error_pages::closes(code),
@@ -276,6 +274,11 @@ pub(crate) struct ReqCtx<'a> {
     /// The entries `stick on|store-request` rules will store the server
     /// in once it answers; set by [`forward`].
     pub(crate) stores: crate::upstream::stick::Stores,
+    /// The compression algorithm the request negotiated (the response
+    /// may still not be compressed).
+    pub(crate) comp: Option<crate::config::model::CompAlgo>,
+    /// What the cache rules learned of the request (None without any).
+    pub(crate) cache: Option<&'a crate::http::cache::CacheTxn>,
 }
 
 /// No server for the request (none usable, queue full or timed out), at
@@ -344,6 +347,8 @@ pub(crate) async fn forward(
         rt: ctx.rt,
         stick: ctx.stick,
         stores,
+        comp: ctx.comp,
+        cache: ctx.cache,
     };
     let acquired = balance::pick(be, &key, &mut cookie_ctx.persisted).await;
     let ctx = &cookie_ctx;
@@ -542,9 +547,7 @@ pub(crate) async fn send_answer(
     };
     let out = respelled(fe, out);
     let out = &out[..];
-    let ok = io::write_all(&mut client.stream, out, fe.timeouts.client)
-        .await
-        .is_ok();
+    let ok = client.answer(out, fe.timeouts.client).await.is_ok();
     Outcome {
         status: Some(status),
         keep_client: ok && keep,

@@ -6,7 +6,8 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::{BufMut, BytesMut};
 
-use crate::config::model::{HttpReply, HttpResponseAction, HttpReuse};
+use crate::config::model::{CompAlgo, HttpReply, HttpResponseAction, HttpReuse};
+use crate::http::compress;
 use crate::http::cookie;
 use crate::http::forward::{
     BAD_RESPONSE, Outcome, ReqCtx, SERVER_HEADERS, bad_response, capture_response, send_answer,
@@ -22,6 +23,7 @@ use crate::state::ServerState;
 use crate::wire::error_pages;
 use crate::wire::error_spot::{self, ErrorSpot};
 use crate::wire::h1::{BodyKind, H1Error, Head};
+use crate::wire::h2_convert;
 use crate::wire::io::{self, BufConn, HeadError, RelayError};
 
 /// A response being relayed: the exchange it belongs to, the server
@@ -40,6 +42,11 @@ pub(super) struct Relay<'a> {
     /// The same as HAProxy 2.6 logs it (`%B`): the internal form of the
     /// heads and bodies (`wire::logged_size`), not their wire bytes.
     pub(super) logged_out: u64,
+    /// The algorithm the response is compressed with, once decided.
+    pub(super) comp: Option<CompAlgo>,
+    /// The cache object the body is stored in (`http-response
+    /// cache-store`).
+    pub(super) fill: Option<crate::state::cache::Fill>,
 }
 
 /// Why [`Relay::prepare`] refused a response.
@@ -83,6 +90,15 @@ impl<'a> Relay<'a> {
         // small, and is moved less.
         if resp.status == 101 {
             return Box::pin(self.switch(resp)).await;
+        }
+        // The compression filter decides on the server's head, before the
+        // rules (which may test `res.comp`).
+        if let Some(algo) = self.ctx.comp
+            && let Ok(body) = resp.response_body(self.req.method())
+            && compress::applies(self.fe, self.be, self.req, &resp, body)
+        {
+            self.comp = Some(algo);
+            self.ctx.vars.set_comp(algo.cfg_name());
         }
         // `http-response wait-for-body`: the body before the rules.
         if !(self.be.http_response.is_empty() && self.fe.http_response.is_empty())
@@ -168,23 +184,13 @@ impl<'a> Relay<'a> {
     async fn interim(&mut self, mut resp: Head) -> Result<Head, Outcome> {
         let (fe, be) = (self.fe, self.be);
         while is_interim(resp.status) {
-            let mut head = downstream_head(&resp, BodyKind::None, true, 1, None);
+            let mut head = downstream_head(&resp, BodyKind::None, true, 1, None, None);
             if let Some(names) = &fe.case_client {
                 names.apply(&mut head);
             }
-            if io::write_all(&mut self.client.stream, &head, fe.timeouts.client)
-                .await
-                .is_err()
-            {
+            if self.client.answer(&head, fe.timeouts.client).await.is_err() {
                 self.rec.term(Cause::Client, Phase::Headers);
-                return Err(Outcome {
-                    status: None,
-                    keep_client: false,
-                    bytes_out: self.bytes_out,
-                    logged_out: self.logged_out,
-                    body_in: 0,
-                    body_logged: 0,
-                });
+                return Err(self.unanswered());
             }
             self.bytes_out += head.len() as u64;
             self.logged_out += resp.logged_size();
@@ -216,6 +222,52 @@ impl<'a> Relay<'a> {
         Ok(resp)
     }
 
+    /// An HTTP/1 client's side of a switch: the 101's `head`, then the
+    /// raw bytes both ways until either side closes; the bytes moved from
+    /// the client and to it, those that came with the heads included.
+    async fn tunnel(
+        client: &mut BufConn,
+        upstream: &mut BufConn,
+        head: &[u8],
+        idle: (Option<std::time::Duration>, Option<std::time::Duration>),
+        fe: &FrontendRt,
+        be: &BackendRt,
+    ) -> (u64, u64) {
+        let _ = io::write_all(&mut client.stream, head, fe.timeouts.client).await;
+        // The tunnel's bytes that came with the heads count with the rest.
+        let (early_out, early_in) = (upstream.buf.len() as u64, client.buf.len() as u64);
+        if !upstream.buf.is_empty() {
+            let pending = upstream.buf.split();
+            let _ = io::write_all(&mut client.stream, &pending, fe.timeouts.client).await;
+        }
+        if !client.buf.is_empty() {
+            let pending = client.buf.split();
+            let _ = io::write_all(&mut upstream.stream, &pending, be.timeouts.server).await;
+        }
+        let (c2s, s2c) = crate::tcp::relay(
+            &mut client.stream,
+            &mut upstream.stream,
+            idle.0,
+            idle.1,
+            fe.splice,
+        )
+        .await;
+        (early_in + c2s, early_out + s2c)
+    }
+
+    /// The outcome of an answer that could not be sent: what went out
+    /// before it.
+    fn unanswered(&self) -> Outcome {
+        Outcome {
+            status: None,
+            keep_client: false,
+            bytes_out: self.bytes_out,
+            logged_out: self.logged_out,
+            body_in: 0,
+            body_logged: 0,
+        }
+    }
+
     /// A 101: the protocol switch is checked, then the raw bytes are
     /// relayed both ways until either side closes (WebSocket and friends).
     async fn switch(mut self, resp: Head) -> Outcome {
@@ -239,31 +291,29 @@ impl<'a> Relay<'a> {
             names.apply(&mut head);
         }
         let (client, upstream) = (&mut *self.client, &mut self.upstream);
-        let _ = io::write_all(&mut client.stream, &head, fe.timeouts.client).await;
-        // The tunnel's bytes that came with the heads count with the rest.
-        let (early_out, early_in) = (upstream.buf.len() as u64, client.buf.len() as u64);
-        if !upstream.buf.is_empty() {
-            let pending = upstream.buf.split();
-            let _ = io::write_all(&mut client.stream, &pending, fe.timeouts.client).await;
-        }
-        if !client.buf.is_empty() {
-            let pending = client.buf.split();
-            let _ = io::write_all(&mut upstream.stream, &pending, be.timeouts.server).await;
-        }
         // Both sides idle out after `timeout tunnel` if set, else after
         // their own client/server timeout.
-        let (c2s, s2c) = crate::tcp::relay(
-            &mut client.stream,
-            &mut upstream.stream,
+        let idle = (
             fe.timeouts
                 .tunnel
                 .or(be.timeouts.tunnel)
                 .or(fe.timeouts.client),
             be.timeouts.tunnel.or(be.timeouts.server),
-            fe.splice,
-        )
-        .await;
-        let (c2s, s2c) = (early_in + c2s, early_out + s2c);
+        );
+        // An HTTP/2 client's tunnel is its stream (an extended CONNECT):
+        // the switch is its 200, the bytes its DATA frames.
+        let (c2s, s2c) = if let Some(h2) = client.h2.as_deref_mut() {
+            let mut ok = crate::wire::h2_convert::response(&resp);
+            if let Some(r) = &mut ok {
+                *r.status_mut() = http::StatusCode::OK;
+            }
+            let Some(response) = ok else {
+                return self.unanswered();
+            };
+            h2.tunnel(response, upstream, idle).await
+        } else {
+            Self::tunnel(client, upstream, &head, idle, fe, be).await
+        };
         self.rec.tally.srv_in += c2s;
         // HAProxy 2.6 logs the 101 as its internal form measures it, like
         // any head, then the tunnel's bytes (measured: 146 for a 101 of
@@ -411,7 +461,23 @@ impl<'a> Relay<'a> {
                 crate::http::body::view(&self.upstream.buf, body, room, &mut decoded)
             });
         let cap = &mut self.rec.cap_resp;
-        match response_edits(fe, be, &who, req, ctx, resp, cap, cookie, res_body.as_ref()) {
+        let store = Store {
+            fill: &mut self.fill,
+            body,
+            compressing: self.comp.is_some(),
+        };
+        match response_edits(
+            fe,
+            be,
+            &who,
+            req,
+            ctx,
+            resp,
+            cap,
+            cookie,
+            res_body.as_ref(),
+            Some(store),
+        ) {
             Ok(e) => Ok(e),
             Err(RespRefused::Denied(reply)) => Err(Refusal::Denied(reply)),
             Err(RespRefused::Invalid) => Err(Refusal::Invalid),
@@ -474,7 +540,11 @@ impl<'a> Relay<'a> {
             edits,
         } = ready;
         let status = resp.status;
-        let mut head = downstream_head(&resp, body, keep, req.minor, edits.as_ref());
+        let mut edits = edits;
+        if self.comp.is_some() {
+            compress::edit_head(&resp, &mut edits);
+        }
+        let mut head = downstream_head(&resp, body, keep, req.minor, edits.as_ref(), self.comp);
         // `option h1-case-adjust-bogus-client`: every field of the head,
         // the ones sluice adds too, as HAProxy respells them.
         if let Some(names) = &fe.case_client {
@@ -484,17 +554,38 @@ impl<'a> Relay<'a> {
         // From the parsed fields: the head is not scanned again.
         let logged_head = self.logged_out + resp.logged_size();
         self.rec.log_early(fe, status, logged_head, req);
-        let relayed = io::relay_message(
-            &mut head,
-            &mut self.upstream,
-            &mut self.client.stream,
-            body,
-            be.timeouts.server,
-            fe.timeouts.client,
-            fe.splice,
-            fe.case_client.as_deref(),
-        )
-        .await;
+        // Bodies no filter touches: relayed as they are, spliced when
+        // they can be, or as frames to an HTTP/2 client.
+        let filtering = self.comp.is_some() || self.fill.is_some();
+        let relayed = match self.client.h2.as_deref_mut() {
+            None if !filtering => {
+                io::relay_message(
+                    &mut head,
+                    &mut self.upstream,
+                    &mut self.client.stream,
+                    body,
+                    be.timeouts.server,
+                    fe.timeouts.client,
+                    fe.splice,
+                    fe.case_client.as_deref(),
+                )
+                .await
+            }
+            // An HTTP/2 client: the same response as frames (the HTTP/1
+            // form above is what the counters measure).
+            Some(h2) if !filtering => {
+                let t = (be.timeouts.server, fe.timeouts.client);
+                let up = &mut self.upstream;
+                match deliver_h2(h2, &mut head, &resp, body, edits.as_ref(), up, t) {
+                    Ok(done) => done,
+                    Err(later) => later.await,
+                }
+            }
+            _ => {
+                let comp = self.comp;
+                Box::pin(self.filtered(&mut head, body, comp, &resp, edits.as_ref())).await
+            }
+        };
         let ok = match relayed {
             Ok(n) => {
                 self.bytes_out += head_len + n.wire;
@@ -549,6 +640,106 @@ impl<'a> Relay<'a> {
         }
     }
 
+    /// The body through the response filters (compression): the
+    /// counters of the frontend and the backend as HAProxy fills them.
+    async fn filtered(
+        &mut self,
+        head: &mut BytesMut,
+        body: BodyKind,
+        comp: Option<CompAlgo>,
+        resp: &Head,
+        edits: Option<&Edits>,
+    ) -> Result<io::Relayed, RelayError> {
+        let (fe, be) = (self.fe, self.be);
+        let enc = match comp {
+            Some(algo) => Some(compress::Encoder::new(algo, fe, be).map_err(RelayError::Write)?),
+            None => None,
+        };
+        let compresses = enc.as_ref().is_some_and(compress::Encoder::compresses);
+        let mut fill = self.fill.take();
+        let filters = crate::http::filtered::Filters {
+            enc,
+            store: fill
+                .as_mut()
+                .map(|f| f as &mut (dyn crate::http::filtered::Sink + Send)),
+        };
+        let p = match self.client.h2.as_deref_mut() {
+            None => {
+                crate::http::filtered::relay(
+                    head,
+                    &mut self.upstream,
+                    &mut self.client.stream,
+                    body,
+                    filters,
+                    be.timeouts.server,
+                    fe.timeouts.client,
+                    fe.case_client.as_deref(),
+                )
+                .await?
+            }
+            Some(h2) => {
+                let t = (be.timeouts.server, fe.timeouts.client);
+                let out_kind = if comp.is_some() {
+                    BodyKind::Chunked
+                } else {
+                    body
+                };
+                let response = match edits {
+                    None => h2_convert::forwarded_response(resp, out_kind, |_, _| false, &[], &[]),
+                    Some(e) => h2_convert::forwarded_response(
+                        resp,
+                        out_kind,
+                        |i, n| e.drops_at(i, n),
+                        &e.replaced,
+                        &e.add,
+                    ),
+                }
+                .ok_or(RelayError::Write(std::io::ErrorKind::InvalidData.into()))?;
+                let mut response = response;
+                // The compression filter's own fields, last, as
+                // `compress::put_added` writes them for HTTP/1.
+                if let Some(algo) = comp {
+                    let h = response.headers_mut();
+                    h.append(
+                        http::header::VARY,
+                        http::HeaderValue::from_static("Accept-Encoding"),
+                    );
+                    if algo != CompAlgo::Identity {
+                        let coding = http::HeaderValue::from_static(algo.coding());
+                        h.append(http::header::CONTENT_ENCODING, coding);
+                    }
+                }
+                let src = &mut self.upstream;
+                filtered_h2(h2, head, response, src, body, out_kind, filters, t).await?
+            }
+        };
+        // (The fill, complete or not, is dropped here: an incomplete one
+        // leaves nothing.)
+        drop(fill);
+        for c in [&fe.state.counters, &be.state.counters] {
+            if comp.is_none() {
+                break;
+            }
+            if compresses {
+                c.comp_in.fetch_add(p.comp_in, Relaxed);
+                c.comp_out.fetch_add(p.comp_out, Relaxed);
+            } else {
+                c.comp_byp.fetch_add(p.comp_in, Relaxed);
+            }
+            c.comp_rsp.fetch_add(1, Relaxed);
+        }
+        // What the client was sent stands for the server's bytes in the
+        // logged size: HAProxy logs the compressed message.
+        Ok(io::Relayed {
+            wire: p.relayed.wire,
+            logged: if comp.is_some() {
+                p.sent
+            } else {
+                p.relayed.logged
+            },
+        })
+    }
+
     /// The body broke off after the head went out: a framing error is kept
     /// for `show errors`, the side that failed is logged and counted.
     fn body_failed(&mut self, e: &RelayError) {
@@ -586,19 +777,133 @@ impl<'a> Relay<'a> {
     }
 }
 
+/// A response relayed to an HTTP/2 client: at once, or a future of its own.
+type H2Delivery<'d> = Result<
+    Result<io::Relayed, RelayError>,
+    std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<io::Relayed, RelayError>> + Send + 'd>,
+    >,
+>;
+
+/// [`Relay::deliver`] to an HTTP/2 client: the response's HEADERS made
+/// from the parsed head and the rules' edits, then its body; done at once
+/// for no body or a small one already here, else a future of its own,
+/// boxed. Out of line: the HTTP/1 path's future stays as it was.
+#[inline(never)]
+fn deliver_h2<'d>(
+    h2: &'d mut crate::wire::h2_stream::H2Stream,
+    head: &'d mut BytesMut,
+    resp: &Head,
+    body: BodyKind,
+    edits: Option<&Edits>,
+    upstream: &'d mut BufConn,
+    (server_timeout, client_timeout): (Option<std::time::Duration>, Option<std::time::Duration>),
+) -> H2Delivery<'d> {
+    let response = match edits {
+        None => h2_convert::forwarded_response(resp, body, |_, _| false, &[], &[]),
+        Some(e) => {
+            h2_convert::forwarded_response(resp, body, |i, n| e.drops_at(i, n), &e.replaced, &e.add)
+        }
+    };
+    let Some(response) = response else {
+        return Ok(Err(RelayError::Write(
+            std::io::ErrorKind::InvalidData.into(),
+        )));
+    };
+    match h2.deliver_at_once(head, response, upstream, body) {
+        Ok(done) => Ok(done),
+        Err(r) => Err(Box::pin(h2.deliver(
+            head,
+            r,
+            upstream,
+            body,
+            server_timeout,
+            client_timeout,
+        ))),
+    }
+}
+
+/// A filtered body (compressed, or stored in the cache) to an HTTP/2
+/// client: the filters write its HTTP/1 form (`out_kind`: chunked when
+/// compressed) into an in-process pipe, which the stream reads as frames,
+/// `response` its HEADERS. Filtering is rarer than plain relaying, so it
+/// keeps one implementation, HTTP/1's, at the cost of a copy.
+#[allow(clippy::too_many_arguments)]
+async fn filtered_h2(
+    h2: &mut crate::wire::h2_stream::H2Stream,
+    head: &mut BytesMut,
+    response: http::Response<()>,
+    src: &mut BufConn,
+    body: BodyKind,
+    out_kind: BodyKind,
+    filters: crate::http::filtered::Filters<'_>,
+    (server_timeout, client_timeout): (Option<std::time::Duration>, Option<std::time::Duration>),
+) -> Result<crate::http::filtered::Pumped, RelayError> {
+    use tokio::io::AsyncWriteExt as _;
+    let pipe = |rx, tx| {
+        crate::tls::Stream::Pipe(Box::new(crate::tls::stream::Pipe {
+            rx,
+            tx,
+            peer: None,
+            local: None,
+        }))
+    };
+    let (w, r) = tokio::io::duplex(64 * 1024);
+    let (unused_a, unused_b) = tokio::io::duplex(1);
+    let mut writer = pipe(unused_a, w);
+    let reader = BufConn::new(pipe(r, unused_b));
+    let fill = async {
+        // The head goes as HEADERS on the other side: none here.
+        let mut none = BytesMut::new();
+        let p = crate::http::filtered::relay(
+            &mut none,
+            src,
+            &mut writer,
+            body,
+            filters,
+            server_timeout,
+            None,
+            None,
+        )
+        .await;
+        // The end of the pipe ends a body that lasts until the close.
+        let _ = writer.shutdown().await;
+        drop(writer);
+        p
+    };
+    let send = async {
+        let mut reader = reader;
+        // The reader goes when the stream is done with it, so that a
+        // client that reset the stream stops the filling side too.
+        h2.deliver(head, response, &mut reader, out_kind, None, client_timeout)
+            .await
+    };
+    let (p, sent) = tokio::join!(fill, send);
+    let p = p?;
+    sent?;
+    Ok(p)
+}
+
 /// A 1xx answer other than 101: relayed, and a final one follows.
 fn is_interim(status: u16) -> bool {
     (100..200).contains(&status) && status != 101
 }
 
 /// The response head as it goes to the client.
-fn downstream_head(
+pub(super) fn downstream_head(
     resp: &Head,
     body: BodyKind,
     keep: bool,
     client_minor: u8,
     edits: Option<&Edits>,
+    comp: Option<CompAlgo>,
 ) -> io::HeadBuf {
+    // A compressed body goes chunked.
+    let body = if comp.is_some() {
+        BodyKind::Chunked
+    } else {
+        body
+    };
     let framing = resp.response_framing(body);
     let mut out = io::HeadBuf::new();
     let placed = match edits {
@@ -611,11 +916,26 @@ fn downstream_head(
             &framing,
         ),
     };
-    if !placed {
-        out.put_slice(framing.bytes());
-    }
-    if let Some(e) = edits {
-        e.put_added(&mut out);
+    match comp {
+        None => {
+            if !placed {
+                out.put_slice(framing.bytes());
+            }
+            if let Some(e) = edits {
+                e.put_added(&mut out);
+            }
+        }
+        // HAProxy's compression filter changes the head after the rules:
+        // their fields first, then its own.
+        Some(algo) => {
+            if let Some(e) = edits {
+                e.put_added(&mut out);
+            }
+            if !placed {
+                out.put_slice(framing.bytes());
+            }
+            compress::put_added(&mut out, algo);
+        }
     }
     // What becomes of the connection, said against the defaults of the
     // version the status line carries (the server's, as HAProxy 2.6
@@ -661,6 +981,55 @@ async fn deny_response(
     send_answer(client, &out, status, keep, fe, Some(be)).await
 }
 
+/// What `http-response cache-store` needs: where the fill goes, the
+/// body's framing, whether the response is compressed.
+struct Store<'s> {
+    fill: &'s mut Option<crate::state::cache::Fill>,
+    body: BodyKind,
+    compressing: bool,
+}
+
+/// Whether `e` changes nothing (a rule made it before deciding not to).
+fn is_empty(e: &Edits) -> bool {
+    e.target.is_none()
+        && e.del.is_empty()
+        && e.add.is_empty()
+        && e.replaced.is_empty()
+        && e.del_at.is_empty()
+}
+
+/// The `http-response` rules (and `http-after-response`) on an answer
+/// from the cache: as on a server's, the server being `<CACHE>`; a deny
+/// is `Err`.
+pub(super) fn rules_on_hit(
+    fe: &FrontendRt,
+    be: &BackendRt,
+    req: &Head,
+    ctx: &ReqCtx<'_>,
+    resp: &mut Head,
+    rec: &mut LogRecord,
+) -> Result<Option<Edits>, ()> {
+    let rules = !be.http_response.is_empty()
+        || !fe.http_response.is_empty()
+        || !be.http_after.is_empty()
+        || !fe.http_after.is_empty()
+        || be.legacy_rsp.is_some()
+        || fe.legacy_rsp.is_some();
+    if !rules {
+        return Ok(None);
+    }
+    ctx.vars.to_response();
+    let uid = rec.unique_id.clone();
+    let who = Who {
+        server: "<CACHE>",
+        src: ctx.src,
+        tls: ctx.tls,
+        unique_id: uid.as_deref(),
+    };
+    let cap = &mut rec.cap_resp;
+    response_edits(fe, be, &who, req, ctx, resp, cap, |_, _| {}, None, None).map_err(|_| ())
+}
+
 /// Why the response rules refused a response.
 enum RespRefused<'r> {
     /// `http-response deny` (with its reply), `rspdeny` (without).
@@ -699,6 +1068,7 @@ fn response_edits<'r>(
     cap_resp: &mut [Option<Vec<u8>>],
     cookie: impl FnOnce(&Head, &mut Option<Edits>),
     res_body: Option<&crate::sample::fetch::Body<'_>>,
+    mut store: Option<Store<'_>>,
 ) -> Result<Option<Edits>, RespRefused<'r>> {
     let (server, src, tls) = (who.server, who.src, who.tls);
     // The proxies' state for the rules' samples, held only when there
@@ -756,7 +1126,7 @@ fn response_edits<'r>(
         (&be.http_response[..], &be.acls, be.legacy_rsp.as_deref()),
         (fe_rules, &fe.acls, fe_legacy),
     ];
-    for (rules_, acls, legacy_rsp) in sets {
+    for (set, (rules_, acls, legacy_rsp)) in sets.into_iter().enumerate() {
         for (action, cond) in rules_ {
             // The response's conditions see it (`status`, `res.hdr`).
             let res_view = View {
@@ -828,6 +1198,32 @@ fn response_edits<'r>(
                             &rules::sample_ctx(&cx),
                             crate::state::table::track::Level::HttpStream,
                         );
+                    }
+                }
+                HttpResponseAction::CacheStore(c) => {
+                    // The backend's rules come first; a hit is not stored
+                    // again (no `store` then).
+                    let caches = if set == 0 { &be.caches } else { &fe.caches };
+                    if let Some(st) = store.as_mut()
+                        && st.fill.is_none()
+                        && let Some(cache) = caches.get(c.idx)
+                        // A compression filter before the cache's (the
+                        // frontend's, the cache's in the backend) leaves
+                        // nothing to store, as in HAProxy.
+                        && !(st.compressing && set == 0 && fe.iid != be.iid && fe.comp.is_some())
+                    {
+                        let before = edits.as_ref().filter(|e| !is_empty(e));
+                        let stored = crate::http::cache::store_rule(
+                            cache, ctx.cache, req, resp, before, st.body,
+                        );
+                        if let Some((fill, age)) = stored {
+                            *st.fill = Some(fill);
+                            // HAProxy took the server's `Age` out of the
+                            // response itself.
+                            if let Some(i) = age {
+                                edits.get_or_insert_with(Edits::default).set_at(i, None);
+                            }
+                        }
                     }
                 }
             }

@@ -124,16 +124,16 @@ pub(crate) async fn serve_connection(
     let proto = accepted.unwrap_or_default();
     // `bind ... proto h2`, or TLS that chose h2 by ALPN.
     if fresh && (proto == BindProto::H2 || tls.as_ref().is_some_and(|t| t.h2)) {
-        // Boxed, as below: the HTTP/2 engine's state would otherwise be
-        // part of every HTTP/1 connection's task, idle ones included.
-        return Box::pin(crate::http::h2::serve(
+        // A task of its own, sized to the HTTP/2 engine: this one (the
+        // HTTP/1 pipeline's future, a TLS handshake's before it) ends.
+        tokio::spawn(crate::http::h2::serve(
             client,
             stream,
             bytes::Bytes::new(),
             peer,
             tls,
-        ))
-        .await;
+        ));
+        return;
     }
     // A cleartext client may start with the HTTP/2 preface instead.
     let mut upgradable = fresh && proto == BindProto::Auto && !stream.is_tls();
@@ -266,14 +266,15 @@ pub(crate) async fn serve_connection(
         };
         if to_h2 {
             let BufConn { stream, buf, .. } = conn;
-            return Box::pin(crate::http::h2::serve(
+            // As above: a task of its own.
+            tokio::spawn(crate::http::h2::serve(
                 client,
                 stream,
                 buf.freeze(),
                 peer,
                 tls,
-            ))
-            .await;
+            ));
+            return;
         }
         if !keep {
             return;
@@ -819,7 +820,10 @@ async fn route(
     // frontend's, then the backend's); and their "allowed" verdict.
     let (mut fe_head, mut be_head) = (None, None);
     let mut allowed = false;
+    // What `cache-use` rules learn (None until one runs).
+    let mut cache_txn: Option<crate::http::cache::CacheTxn> = None;
     let mut run = RuleRun {
+        cache: &mut cache_txn,
         rt,
         fe,
         src: peer.ip(),
@@ -866,6 +870,15 @@ async fn route(
             Err(out) => return out,
         }
     };
+    // A hit of the frontend's own `cache-use`: no backend is switched to
+    // (HAProxy's stream has its target already): the frontend answers,
+    // with its own rules (a `listen` section's) and counters.
+    if run.cache.as_ref().is_some_and(|t| t.hit.is_some()) {
+        return Box::pin(frontend_hit(
+            rt, fe, rq, head, run.conn, keep, run.rec, run.cache,
+        ))
+        .await;
+    }
     let rb = held.view();
     let view = View::of_request(head, rq, local, fe, rb.as_ref());
     let sample_cx = crate::sample::Ctx {
@@ -953,9 +966,15 @@ async fn route(
             .get_or_insert_with(Default::default)
             .add_header(name, id.as_bytes().to_vec());
     }
+    // The compression filter's choice, on the request as the rules left
+    // it (`compression offload` takes `Accept-Encoding` out of it).
+    let comp = crate::http::compress::negotiate(fe, be, head, &mut edits);
     // The server gets the body from the connection's buffer.
     held.rejoin(conn);
+    let hit = cache_txn.as_mut().and_then(|t| t.hit.take());
     let ctx = forward::ReqCtx {
+        comp,
+        cache: cache_txn.as_ref(),
         src: peer.ip(),
         peer,
         dst: rq.dst,
@@ -968,7 +987,62 @@ async fn route(
         stick: Some(rq.stick),
         stores: Default::default(),
     };
+    if let Some(hit) = hit {
+        // The answer comes from the cache: the request's body, if any, is
+        // not read (the connection goes on only if it is all here).
+        let keep_local = keep && conn.pending != io::PendingBody::Partial;
+        return Box::pin(crate::http::cache::serve(
+            fe, be, head, &ctx, conn, keep_local, rec, hit, true,
+        ))
+        .await;
+    }
     forward::forward(fe, be, head, body, conn, keep, rec, &ctx).await
+}
+
+/// The answer to a request its frontend's `cache-use` found in the cache.
+/// The response rules are those of the section's own backend for a
+/// `listen`, else of the backend the request would go to (HAProxy runs
+/// the frontend's only there); no backend counts the request.
+#[allow(clippy::too_many_arguments)]
+async fn frontend_hit(
+    rt: &Runtime,
+    fe: &Arc<FrontendRt>,
+    rq: &Req<'_>,
+    head: &Head,
+    conn: &mut BufConn,
+    keep: bool,
+    rec: &mut LogRecord,
+    cache_txn: &mut Option<crate::http::cache::CacheTxn>,
+) -> Outcome {
+    let Some(hit) = cache_txn.as_mut().and_then(|t| t.hit.take()) else {
+        return forward::send_error(conn, 500, fe, false).await;
+    };
+    let own = fe.by_name.as_ref().and_then(|m| m.get(&fe.name)).cloned();
+    let Some(be) = own
+        .filter(|b| b.iid == fe.iid)
+        .or_else(|| fe.default_backend.clone())
+    else {
+        return forward::send_error(conn, 503, fe, false).await;
+    };
+    let mut edits = None;
+    let comp = crate::http::compress::negotiate(fe, &be, head, &mut edits);
+    let ctx = forward::ReqCtx {
+        comp,
+        cache: cache_txn.as_ref(),
+        src: rq.peer.ip(),
+        peer: rq.peer,
+        dst: rq.dst,
+        edits: None,
+        stream: rq.stream,
+        persisted: None,
+        tls: rq.tls,
+        vars: rq.vars,
+        rt,
+        stick: Some(rq.stick),
+        stores: Default::default(),
+    };
+    let keep_local = keep && conn.pending != io::PendingBody::Partial;
+    crate::http::cache::serve(fe, &be, head, &ctx, conn, keep_local, rec, hit, false).await
 }
 
 /// `http-request|http-response capture`: the expression's value as text,
@@ -1059,6 +1133,8 @@ struct RuleRun<'r> {
     keep: bool,
     /// The request's body framing.
     body: BodyKind,
+    /// What the `cache-use` rules learned (made by the first one).
+    cache: &'r mut Option<crate::http::cache::CacheTxn>,
 }
 
 /// Why a proxy's rules stopped before their end.
@@ -1264,7 +1340,7 @@ impl RuleRun<'_> {
         self.edits
             .get_or_insert_with(Default::default)
             .del_header("expect");
-        let _ = io::write_all(&mut self.conn.stream, CONTINUE, self.fe.timeouts.client).await;
+        let _ = self.conn.answer(CONTINUE, self.fe.timeouts.client).await;
     }
 
     /// More of the body is in the buffer: a local answer may now keep the
@@ -1505,6 +1581,20 @@ impl RuleRun<'_> {
                         body_logged: 0,
                     }));
                 }
+                HttpRequestAction::CacheUse(c) => {
+                    let caches = be.map_or(&fe.caches, |b| &b.caches);
+                    if let Some(cache) = caches.get(c.idx) {
+                        // Counted on the rule's proxy.
+                        let counters = be.map_or(&fe.state.counters, |b| &b.state.counters);
+                        crate::http::cache::use_rule(
+                            self.cache,
+                            cache,
+                            head,
+                            self.edits.as_ref(),
+                            counters,
+                        );
+                    }
+                }
                 HttpRequestAction::PrometheusExporter => {
                     self.rec.tally.intercepted = rows(be);
                     self.rec.term(Cause::Local, Phase::Request);
@@ -1645,13 +1735,9 @@ async fn read_form(
     {
         // The client waits for this before sending the form (curl does
         // for a large one), as HAProxy's stats applet sends it.
-        io::write_all(
-            &mut conn.stream,
-            b"HTTP/1.1 100 Continue\r\n\r\n",
-            fe.timeouts.client,
-        )
-        .await
-        .map_err(|_| StCode::Unkn)?;
+        conn.answer(b"HTTP/1.1 100 Continue\r\n\r\n", fe.timeouts.client)
+            .await
+            .map_err(|_| StCode::Unkn)?;
     }
     while conn.buf.len() < len {
         match conn.fill(fe.timeouts.client).await {
@@ -1699,9 +1785,7 @@ async fn stats_reply(
     if !head_only {
         head.put_slice(body.as_bytes());
     }
-    let ok = io::write_all(&mut conn.stream, &head, fe.timeouts.client)
-        .await
-        .is_ok();
+    let ok = conn.answer(&head, fe.timeouts.client).await.is_ok();
     Outcome {
         status: Some(status),
         keep_client: keep && ok,
