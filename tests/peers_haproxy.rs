@@ -695,3 +695,47 @@ async fn abuse_list_shared_by_two_instances() {
     .await
     .expect("the instances' checks");
 }
+
+/// A local peer whose address is taken: the process does not start, with
+/// HAProxy's alert (its exit code, its first alert, the configuration's
+/// path masked).
+#[test]
+fn busy_peer_address_refused_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let busy = Listen::new();
+    let (_held, [other]) = hold_ports::<1>();
+    let dir = TempDir::new("peers-busy");
+    let cfg = format!(
+        "global\n    localpeer A\npeers p\n    peer A 127.0.0.1:{}\n    peer B 127.0.0.1:{other}\n",
+        busy.port()
+    );
+    let path = dir.write("c.cfg", &cfg);
+    let run = |prog: &str| {
+        let mut child = std::process::Command::new(prog)
+            .args(["-f", path.to_str().expect("utf-8 path"), "-db"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .expect("stderr")
+            .read_to_string(&mut err)
+            .expect("read stderr");
+        let code = child.wait().expect("wait").code();
+        let alert = err
+            .lines()
+            .find(|l| l.starts_with("[ALERT]"))
+            .map(|l| l.split_once(" : ").map_or(l, |(_, m)| m).to_string())
+            .unwrap_or_default()
+            .replace(path.to_str().expect("utf-8 path"), "CFG");
+        (code, alert)
+    };
+    let h = run(haproxy::HAPROXY);
+    let s = run(&bin());
+    assert_eq!(s, h);
+}

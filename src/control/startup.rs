@@ -941,6 +941,21 @@ async fn serve(
         }
     }
     drop(snap);
+    // The local peers' listeners, bound before privileges are dropped.
+    if let Err((loc, local, addr, e)) = crate::peers::bind_at_start(&cfg.global) {
+        alert(
+            pid,
+            &format!(
+                "Binding [{loc}] for proxy {local}: cannot bind socket ({}) for [{addr}]",
+                crate::sys::strerror(&e)
+            ),
+        );
+        alert(
+            pid,
+            "[sluice.main()] Some protocols failed to start their listeners! Exiting.",
+        );
+        return 1;
+    }
     // Everything is bound: chroot, then drop privileges.
     let mut sources = opts.files.clone();
     if let Some(dir) = &cfg.global.chroot {

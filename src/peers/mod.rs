@@ -15,6 +15,7 @@ mod section;
 mod session;
 pub(crate) mod show;
 
+use std::net::SocketAddr;
 use std::sync::{Arc, LazyLock, Mutex};
 
 use crate::snapshot::runtime::Runtime;
@@ -29,6 +30,43 @@ struct Running {
 }
 
 static RUNNING: LazyLock<Mutex<Vec<Running>>> = LazyLock::new(Default::default);
+
+/// The local peers' listeners bound at start-up, until their sections
+/// take them.
+static BOUND: LazyLock<Mutex<Vec<(SocketAddr, std::net::TcpListener)>>> =
+    LazyLock::new(Default::default);
+
+/// Binds the listener of every `peers` section this process is a peer
+/// of, at start-up (as a frontend's bind, before privileges are
+/// dropped): Err with the listener's line, the local peer, its address
+/// and why, for HAProxy's alert.
+pub(crate) fn bind_at_start(
+    global: &crate::config::model::Global,
+) -> Result<(), (crate::loc::Loc, String, SocketAddr, std::io::Error)> {
+    let local = crate::config::table::local_peer(global);
+    let mut bound = crate::state::lock(&BOUND);
+    for s in &global.peers {
+        let Some(l) = s
+            .listen
+            .as_ref()
+            .filter(|_| !s.disabled && s.has_local(&local))
+        else {
+            continue;
+        };
+        match section::bind(l.addr) {
+            Ok(sock) => bound.push((l.addr, sock)),
+            Err(e) => return Err((l.loc.clone(), local, l.addr, e)),
+        }
+    }
+    Ok(())
+}
+
+/// The listener bound at start-up for `addr`, if any.
+fn take_bound(addr: SocketAddr) -> Option<std::net::TcpListener> {
+    let mut bound = crate::state::lock(&BOUND);
+    let i = bound.iter().position(|(a, _)| *a == addr)?;
+    Some(bound.swap_remove(i).1)
+}
 
 /// Starts the sessions of every `peers` section of the snapshot in force
 /// that names this process, and stops those of sections gone or changed.

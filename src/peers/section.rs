@@ -170,8 +170,12 @@ impl Section {
                 // The section this one replaces (a reload) may hold the
                 // address a little longer, until its listener task ends.
                 let mut tries = 0;
+                let prebound = super::take_bound(addr).and_then(|l| TcpListener::from_std(l).ok());
                 let listener = loop {
-                    match bind(addr) {
+                    if let Some(l) = prebound {
+                        break l;
+                    }
+                    match bind(addr).and_then(TcpListener::from_std) {
                         Ok(l) => break l,
                         Err(e) if tries >= 50 || sec.stopped() => {
                             tracing::warn!(
@@ -476,12 +480,12 @@ impl Section {
 
 /// The local peer's listening socket, bound as HAProxy binds (the
 /// address may be held by a process that does not listen on it).
-fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+pub(super) fn bind(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
     use socket2::{Domain, Socket, Type};
     let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
     sock.set_reuse_address(true)?;
     sock.set_nonblocking(true)?;
     sock.bind(&addr.into())?;
     sock.listen(1024)?;
-    TcpListener::from_std(sock.into())
+    Ok(sock.into())
 }
