@@ -201,6 +201,36 @@ impl Section {
         section
     }
 
+    /// A section of `local` with the remote peers `peers` (no address:
+    /// nothing is connected or listened to) over `tables`, for the
+    /// sessions' tests.
+    #[cfg(test)]
+    pub(super) fn for_test(local: &str, peers: &[&str], tables: Vec<Arc<Table>>) -> Arc<Section> {
+        let here = crate::loc::Loc {
+            file: "t.cfg".into(),
+            line: 1,
+        };
+        let s = PeersSection {
+            name: "p".into(),
+            loc: here.clone(),
+            disabled: false,
+            peers: std::iter::once(local)
+                .chain(peers.iter().copied())
+                .map(|n| crate::config::model::PeerLine {
+                    name: n.to_string(),
+                    addr: None,
+                    sockaddr: None,
+                    server: false,
+                    tls: None,
+                    loc: here.clone(),
+                })
+                .collect(),
+            listen: None,
+            tables: Vec::new(),
+        };
+        Section::start(&s, local, tables)
+    }
+
     /// Stops the listener, the connectors and the sessions (a reload
     /// that removed or changed the section).
     pub(super) fn stop(&self) {

@@ -672,3 +672,6 @@ impl<'a> Session<'a> {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests;
