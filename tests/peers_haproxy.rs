@@ -425,7 +425,7 @@ fn mask_show_peers(s: &str) -> String {
 
 /// What A shows, haproxy or sluice, after the same steps against a
 /// haproxy B: started and taught by B, an update from B, one to B.
-fn show_peers_of(a_haproxy: bool) -> (String, String, String) {
+fn show_peers_of(a_haproxy: bool) -> (String, String, String, String) {
     let dir = TempDir::new("peers-show");
     let (_held, ports) = hold_ports::<2>();
     // B knows A at a port nothing listens on: only A connects, so which
@@ -453,6 +453,7 @@ fn show_peers_of(a_haproxy: bool) -> (String, String, String) {
         all,
         cli_sync(&a.sock(), "show peers - mypeers"),
         cli_sync(&a.sock(), "show peers nope"),
+        cli_sync(&a.sock(), "show peers dict"),
     )
 }
 
@@ -461,12 +462,13 @@ fn show_peers_as_haproxy() {
     if !haproxy::available() {
         return;
     }
-    let (h, h_one, h_none) = show_peers_of(true);
-    let (s, s_one, s_none) = show_peers_of(false);
+    let (h, h_one, h_none, h_dict) = show_peers_of(true);
+    let (s, s_one, s_none, s_dict) = show_peers_of(false);
     for (what, s, h) in [
         ("show peers", s, h),
         ("show peers - mypeers", s_one, h_one),
         ("show peers nope", s_none, h_none),
+        ("show peers dict", s_dict, h_dict),
     ] {
         let (s, h) = (mask_show_peers(&s), mask_show_peers(&h));
         assert_eq!(s, h, "{what}: sluice:\n{s}\nhaproxy:\n{h}");
@@ -738,4 +740,76 @@ fn busy_peer_address_refused_as_haproxy() {
     let h = run(haproxy::HAPROXY);
     let s = run(&bin());
     assert_eq!(s, h);
+}
+
+/// Persistence shared by peers: the server a client sticks to on one
+/// instance (`server_id`, and `server_key` sent as the protocol's
+/// dictionary entry) is the one the other instance knows, haproxy 2.6
+/// and sluice each way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stickiness_crosses_between_sluice_and_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let app = Backend::start("app").await;
+    let server = app.hostport();
+    tokio::task::spawn_blocking(move || {
+        let dir = TempDir::new("peers-stick");
+        let (_held, ports) = hold_ports::<2>();
+        let fes = [Listen::new(), Listen::new()];
+        let cfg = |me: &str, fe: &Listen| {
+            format!(
+                "global
+    stats socket {dir}/{me}.sock level admin
+    localpeer {me}
+peers mypeers
+    peer A 127.0.0.1:{}
+    peer B 127.0.0.1:{}
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind fd@{}
+    default_backend be
+backend be
+    stick-table type ip size 1k expire 5m peers mypeers store server_id,server_key
+    stick on src
+    server s1 {server}
+",
+                ports[0],
+                ports[1],
+                fe.fd(),
+                dir = dir.path().display(),
+            )
+        };
+        let socks = [dir.join("A.sock"), dir.join("B.sock")];
+        let _b = Haproxy::start("peers-stick", &cfg("B", &fes[1]), &[&fes[1]]);
+        let _a = Sluice::start(&cfg("A", &fes[0]));
+        let sticks = |i: usize, key: &str| {
+            let needle = format!("key={key} ");
+            poll(
+                &socks[i],
+                "show table be",
+                &format!("{} sticks {key} to s1", socks[i].display()),
+                |t| {
+                    t.lines().any(|l| {
+                        l.contains(&needle)
+                            && l.contains(" server_id=1 ")
+                            && l.ends_with(" server_key=s1")
+                    })
+                },
+            );
+        };
+        assert_eq!(status_from("127.0.0.2", &fes[0]), 200);
+        sticks(1, "127.0.0.2");
+        assert_eq!(status_from("127.0.0.3", &fes[1]), 200);
+        sticks(0, "127.0.0.3");
+        // The texts went through the peers' dictionary caches.
+        let dict = cli_sync(&socks[0], "show peers dict");
+        assert!(dict.contains("  0 -> s1"), "{dict}");
+    })
+    .await
+    .expect("the instances' checks");
 }

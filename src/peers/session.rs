@@ -40,6 +40,10 @@ pub(crate) struct ConnView {
     pub(crate) remote_table: Option<usize>,
     pub(crate) last_local_table: Option<usize>,
     pub(crate) cursors: Vec<Cursor>,
+    /// The `server_key` texts sent on the session, by number from 1, and
+    /// the peer's (`show peers dict`).
+    pub(crate) tx_dict: Vec<Arc<str>>,
+    pub(crate) rx_dict: Vec<Option<Arc<str>>>,
 }
 
 /// A shared table's cursors in a session.
@@ -322,6 +326,10 @@ impl<'a> Session<'a> {
         v.remote_table = self.remote_table;
         v.last_local_table = self.last_local_table;
         v.cursors = self.tables.iter().map(|t| t.c).collect();
+        if v.tx_dict.len() != self.tx_dict.len() || v.rx_dict != self.rx_dict {
+            v.tx_dict = self.tx_dict.clone();
+            v.rx_dict = self.rx_dict.clone();
+        }
         st.confirm = self.confirm;
         for (i, t) in self.tables.iter().enumerate() {
             if let Some(a) = st.acked.get_mut(i) {

@@ -222,12 +222,34 @@ fn peer(out: &mut String, s: &Section, name: &str, dict: bool) {
             1
         );
         if dict {
-            // The caches are per connection and hold no more than the
-            // server names sent: none are kept for the CLI here.
-            out.push_str("\n        TX dictionary cache:\n        RX dictionary cache:");
+            let (tx, rx) = conn
+                .as_ref()
+                .map_or((&[][..], &[][..]), |c| (&c.tx_dict[..], &c.rx_dict[..]));
+            dump_dict(out, tx, rx);
         } else {
             out.push_str("\n        Dictionary cache not dumped (use \"show peers dict\")");
         }
     }
     out.push('\n');
+}
+
+/// The `server_key` caches as HAProxy lists them, four a line: the
+/// texts sent, up to the first free entry, then all 128 entries of the
+/// peer's (`-` for a free one).
+fn dump_dict(out: &mut String, tx: &[Arc<str>], rx: &[Option<Arc<str>>]) {
+    out.push_str("\n        TX dictionary cache:");
+    for (i, t) in tx.iter().enumerate() {
+        if i % 4 == 0 {
+            out.push_str("\n        ");
+        }
+        let _ = write!(out, "  {i:3} -> {t}");
+    }
+    out.push_str("\n        RX dictionary cache:");
+    for i in 0..super::codec::DICT_ENTRIES as usize {
+        if i % 4 == 0 {
+            out.push_str("\n        ");
+        }
+        let t = rx.get(i).cloned().flatten();
+        let _ = write!(out, "  {i:3} -> {}", t.as_deref().unwrap_or("-"));
+    }
 }
