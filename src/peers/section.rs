@@ -279,24 +279,38 @@ impl Section {
         !r.finished
     }
 
-    /// Makes `id` the session of `peer`, killing any other (the newest
-    /// connection wins, as in HAProxy, whose incoming connection replaces
-    /// the one it has).
-    fn register(&self, peer: &Peer, incoming: bool) -> (u64, Arc<Notify>) {
+    /// Makes an accepted connection the session of `peer`, killing any
+    /// other (the newest connection wins, as in HAProxy, whose incoming
+    /// connection replaces the one it has).
+    fn register_incoming(&self, peer: &Peer) -> (u64, Arc<Notify>) {
         let mut st = lock(&peer.state);
         if let Some((_, old)) = st.session.take() {
             old.notify_one();
-            if incoming {
-                st.coll += 1;
-                // Both sides may do the same: apart at random.
-                let jitter = 50 + crate::sample::random::next_u64() % 2000;
-                st.reconnect = Some(Instant::now() + Duration::from_millis(jitter));
-            }
+            st.coll += 1;
+            // Both sides may do the same: apart at random.
+            let jitter = 50 + crate::sample::random::next_u64() % 2000;
+            st.reconnect = Some(Instant::now() + Duration::from_millis(jitter));
         }
         st.next_session += 1;
         let kill = Arc::new(Notify::new());
         st.session = Some((st.next_session, kill.clone()));
         (st.next_session, kill)
+    }
+
+    /// Makes a connection attempt the session of `peer`, unless one is
+    /// in force already (taken from the peer since the connector looked).
+    fn register_outgoing(&self, peer: &Peer) -> Option<(u64, Arc<Notify>)> {
+        let mut st = lock(&peer.state);
+        if st.session.is_some() {
+            return None;
+        }
+        st.next_session += 1;
+        let kill = Arc::new(Notify::new());
+        st.session = Some((st.next_session, kill.clone()));
+        st.status = status::CONNECTING;
+        st.reconnect = Some(Instant::now() + RECONNECT);
+        st.new_conn += 1;
+        Some((st.next_session, kill))
     }
 
     /// Forgets session `id` of `peer` if it is still the one in force.
@@ -343,13 +357,10 @@ impl Section {
                 }
                 continue;
             }
-            let (id, kill) = self.register(&peer, false);
-            {
-                let mut st = lock(&peer.state);
-                st.status = status::CONNECTING;
-                st.reconnect = Some(Instant::now() + RECONNECT);
-                st.new_conn += 1;
-            }
+            // A session the peer opened meanwhile stays: no attempt.
+            let Some((id, kill)) = self.register_outgoing(&peer) else {
+                continue;
+            };
             let attempt = self.clone().connect_once(peer.clone(), addr);
             tokio::select! {
                 _ = attempt => {}
@@ -462,7 +473,7 @@ impl Section {
         let downgraded = lines
             .first()
             .is_some_and(|l| codec::hello_version(l) == Ok(0));
-        let (id, kill) = self.register(&peer, true);
+        let (id, kill) = self.register_incoming(&peer);
         {
             let mut st = lock(&peer.state);
             st.status = status::SUCCESS;
