@@ -176,7 +176,10 @@ async fn accept_loop(
         let now = *run.borrow_and_update();
         match now {
             Run::Accepting => {}
-            Run::Stopped => return,
+            Run::Stopped => {
+                drain(&rt, &listener, &global, &ctl);
+                return;
+            }
             Run::Paused => {
                 match sit_out_pause(listener, &mut run, &ctl.addr).await {
                     Some(l) => listener = l,
@@ -222,21 +225,64 @@ async fn accept_loop(
             }
         };
         drop(ready);
-        // Non-blocking already (accept4).
-        let stream = match TcpStream::from_std(stream) {
-            Ok(s) => s,
-            // Unusable socket: dropping it closes the connection.
-            Err(_) => continue,
+        serve_new(&rt, &binding.frontend, permits, stream, peer, &ctl.addr);
+    }
+}
+
+/// Serves a connection just accepted on `local` for `frontend`.
+fn serve_new(
+    rt: &Arc<Runtime>,
+    frontend: &Arc<str>,
+    permits: [OwnedSemaphorePermit; 2],
+    stream: std::net::TcpStream,
+    peer: Option<SocketAddr>,
+    local: &ListenAddr,
+) {
+    // Non-blocking already (accept4).
+    let Ok(stream) = TcpStream::from_std(stream) else {
+        // Unusable socket: dropping it closes the connection.
+        return;
+    };
+    let (client, peer, serving, screen, tls) =
+        open_client(rt, frontend, permits, &stream, peer, local);
+    if let Some(screen) = screen {
+        tokio::spawn(crate::frontend::accept::serve_screened(
+            client, stream, peer, serving, screen, tls,
+        ));
+        return;
+    }
+    spawn_accepted(client, stream, peer, serving, tls);
+}
+
+/// A listener told to stop (a reload replaced or removed it, the process
+/// stops) takes what already waits in its backlog before its descriptor
+/// closes: closing a listening socket resets the connections queued on
+/// it, and the kernel keeps queueing there until it closes (an IPv6
+/// socket replaced by another of the same address and port stays first in
+/// its lookup). Each worker's loop takes what it finds, without waiting;
+/// the socket closes with the last of them. Without a free slot the rest
+/// is left, as a full frontend leaves it.
+fn drain(
+    rt: &Arc<Runtime>,
+    listener: &AsyncFd<Listening>,
+    global: &Arc<Semaphore>,
+    ctl: &Arc<ListenerCtl>,
+) {
+    let binding = ctl.binding.load_full();
+    loop {
+        let Ok(l) = binding.limit.clone().try_acquire_owned() else {
+            return;
         };
-        let (client, peer, serving, screen, tls) =
-            open_client(&rt, &binding.frontend, permits, &stream, peer, &ctl.addr);
-        if let Some(screen) = screen {
-            tokio::spawn(crate::frontend::accept::serve_screened(
-                client, stream, peer, serving, screen, tls,
-            ));
-            continue;
+        let Ok(g) = global.clone().try_acquire_owned() else {
+            return;
+        };
+        match listener.get_ref().accept_stream() {
+            Ok((stream, peer)) => serve_new(rt, &binding.frontend, [g, l], stream, peer, &ctl.addr),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionAborted => {}
+            // Nothing left (WouldBlock), or an error that more tries would
+            // meet again.
+            Err(_) => return,
         }
-        spawn_accepted(client, stream, peer, serving, tls);
     }
 }
 
