@@ -10,8 +10,8 @@ impl State<'_> {
             return (e.run)(self, loc, words);
         }
         match k {
-            _ if kw::GLOBAL_TUNE_IGNORED.iter().any(|(n, _)| *n == k) => {
-                let why = kw::GLOBAL_TUNE_IGNORED
+            _ if kw::GLOBAL_IGNORED.iter().any(|(n, _)| *n == k) => {
+                let why = kw::GLOBAL_IGNORED
                     .iter()
                     .find_map(|(n, why)| (*n == k).then_some(*why))
                     .unwrap_or_default();
