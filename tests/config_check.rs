@@ -489,3 +489,27 @@ fn poller_and_profiling_keywords_are_accepted_as_haproxy_does() {
         );
     }
 }
+
+/// `spread-checks` is read as haproxy 2.6 reads it: the same values
+/// accepted (a word that is not a number counts as 0) and the same
+/// messages for the others, compared with `haproxy -c`.
+#[test]
+fn spread_checks_is_read_as_haproxy_reads_it() {
+    let cases = ["", "0", "5", "50", "51", "-1", "abc", "7x"].map(|v| {
+        (
+            format!("spread-checks {v:?}"),
+            format!(
+                "global\n    spread-checks {v}\n{DEFAULTS}listen l\n    bind 127.0.0.1:18802\n    server s 127.0.0.1:18803 check\n"
+            ),
+        )
+    });
+    // What follows "parsing [<file>:<line>]": the file names differ.
+    let alert = |stderr: &str| {
+        stderr
+            .lines()
+            .find(|l| l.contains("parsing ["))
+            .and_then(|l| l.split_once("parsing [")?.1.split_once(']'))
+            .map_or_else(|| "(accepted)".to_string(), |(_, m)| m.to_string())
+    };
+    support::haproxy::assert_check_agrees("spread", cases, alert);
+}

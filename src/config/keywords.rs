@@ -174,7 +174,6 @@ pub(crate) const GLOBAL_UNSUPPORTED: &[&str] = &[
     "ssl-engine",
     "lua-load",
     "lua-prepend-path",
-    "spread-checks",
     "setenv",
     "presetenv",
     "resetenv",
