@@ -418,8 +418,8 @@ backend be
     http-request set-header X-C %[ssl_f_s_dn]
 mailers mymailers
     mailer a 127.0.0.1:25
-cache c
-    total-max-size 4
+ring r
+    size 32768
 fcgi-app php
     docroot /var/www
 listen li
@@ -474,7 +474,7 @@ listen li
             "sample fetch 'ssl_f_s_dn' is not supported by sluice yet in log-format expression '%[ssl_f_s_dn]'",
         ),
         (25, "'mailers' sections are not supported by sluice yet"),
-        (27, "'cache' sections are not supported by sluice yet"),
+        (27, "'ring' sections are not supported by sluice yet"),
         (29, "'fcgi-app' sections are not supported by sluice yet"),
         (32, "'expose-fd' option is not supported by sluice yet"),
         (

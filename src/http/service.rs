@@ -145,6 +145,8 @@ pub(crate) async fn serve_connection(
     // The `sess` variables live as long as the connection (empty, it
     // allocates nothing).
     let sess_vars = crate::sample::vars::SessVars::default();
+    // The keep-alive waits' timer, made at the first one and kept.
+    let mut idle_timer = IdleTimer::default();
     loop {
         if conn.buf.is_empty() && !first {
             // Soft stop: an idle keep-alive connection is closed, unless
@@ -178,15 +180,18 @@ pub(crate) async fn serve_connection(
                 // are served at once; else wait for the socket. Nor is one
                 // whose session has variables: they live in this task.
                 if !conn.stream.has_buffered_plaintext()
-                    && !wait_readable_or_stop(conn.stream.tcp(), idle).await
+                    && !idle_timer
+                        .wait_readable_or_stop(conn.stream.tcp(), idle)
+                        .await
                 {
                     return;
                 }
-            } else if !wait_readable_or_stop(
-                conn.stream.tcp(),
-                Some(idle.map_or(park::GRACE, |t| t.min(park::GRACE))),
-            )
-            .await
+            } else if !idle_timer
+                .wait_readable_or_stop(
+                    conn.stream.tcp(),
+                    Some(idle.map_or(park::GRACE, |t| t.min(park::GRACE))),
+                )
+                .await
             {
                 // Waited a little in the task; a client that stays silent
                 // longer is parked outside the runtime until it speaks.
@@ -298,6 +303,60 @@ async fn wait_readable_or_stop(stream: Option<&TcpStream>, timeout: Option<Durat
         _ = crate::sys::process::stop_begun() => {
             // Bytes already here are served, not reset.
             io::has_pending(stream)
+        }
+    }
+}
+
+/// The timer of a connection's keep-alive waits: made at the first wait,
+/// then moved only when it fires before a wait's deadline, instead of a
+/// new timer registered for every request. Registering one takes the time
+/// driver's lock, and when the driver had no timer left at its last turn
+/// it also wakes the driver through its eventfd (from its own thread: a
+/// system call for nothing, 0.26 per keep-alive request under load). A
+/// timer left armed past its wait may wake the connection once, which it
+/// takes as nothing to do.
+#[derive(Default)]
+struct IdleTimer(Option<std::pin::Pin<Box<tokio::time::Sleep>>>);
+
+impl IdleTimer {
+    /// [`wait_readable_or_stop`] with this timer.
+    async fn wait_readable_or_stop(
+        &mut self,
+        stream: Option<&TcpStream>,
+        timeout: Option<Duration>,
+    ) -> bool {
+        let (Some(stream), Some(t)) = (stream, timeout) else {
+            return wait_readable_or_stop(stream, timeout).await;
+        };
+        let deadline = tokio::time::Instant::now() + t;
+        let timer = match &mut self.0 {
+            Some(timer) => {
+                // A shorter timeout than the timer's (a reload changed it).
+                if timer.deadline() > deadline {
+                    timer.as_mut().reset(deadline);
+                }
+                timer
+            }
+            None => self.0.insert(Box::pin(tokio::time::sleep_until(deadline))),
+        };
+        let wait = poll_fn(|cx| {
+            if let Poll::Ready(r) = stream.poll_read_ready(cx) {
+                return Poll::Ready(r.is_ok());
+            }
+            loop {
+                match timer.as_mut().poll(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(()) if tokio::time::Instant::now() >= deadline => {
+                        return Poll::Ready(false);
+                    }
+                    // Armed for an earlier wait: moved to this one's end.
+                    Poll::Ready(()) => timer.as_mut().reset(deadline),
+                }
+            }
+        });
+        tokio::select! {
+            r = wait => r,
+            _ = crate::sys::process::stop_begun() => io::has_pending(stream),
         }
     }
 }
