@@ -114,6 +114,10 @@ const PEERS_CONFIGS: &[(&str, &str)] = &[
         "peers p\n    default-server ssl verify none\n    peer A 127.0.0.1:1\n    peer B 127.0.0.1:2\n",
     ),
     (
+        "ssl listener without a certificate",
+        "peers p\n    default-server ssl verify none\n    default-bind ssl\n    peer A 127.0.0.1:1\n    peer B 127.0.0.1:2\n",
+    ),
+    (
         "default-server unknown",
         "peers p\n    default-server 1zzzzzzzzzzzz\n    peer A 127.0.0.1:1\n",
     ),
@@ -129,6 +133,51 @@ fn peers_sections_checked_as_haproxy() {
         .iter()
         .map(|(label, cfg)| (label.to_string(), format!("{head}{cfg}")));
     haproxy::assert_check_agrees("peers-check", cases, first_diag);
+}
+
+/// A TLS listener whose certificate comes on the `bind` line after a
+/// `default-bind ssl`, and a local peer the others reach without TLS (or
+/// the other way round): HAProxy's warnings.
+#[test]
+fn tls_mismatch_warned_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let dir = TempDir::new("peers-tls-check");
+    let cert =
+        rcgen::generate_simple_self_signed(vec!["peer.test".to_string()]).expect("certificate");
+    let pem = dir.write(
+        "peer.pem",
+        &format!("{}{}", cert.cert.pem(), cert.signing_key.serialize_pem()),
+    );
+    let head = "global\n    localpeer A\n";
+    let cases = [
+        (
+            "ssl listener, plain local server",
+            format!(
+                "{head}peers p\n    default-bind ssl\n    bind 127.0.0.1:1 crt {}\n    server A\n    server B 127.0.0.1:2\n",
+                pem.display()
+            ),
+        ),
+        (
+            "plain listener, ssl local server",
+            format!(
+                "{head}peers p\n    peer A 127.0.0.1:1 ssl verify none\n    peer B 127.0.0.1:2\n"
+            ),
+        ),
+        (
+            "both ssl",
+            format!(
+                "{head}peers p\n    default-server ssl verify none\n    default-bind ssl crt {}\n    peer A 127.0.0.1:1\n    peer B 127.0.0.1:2\n",
+                pem.display()
+            ),
+        ),
+    ];
+    haproxy::assert_check_agrees(
+        "peers-tls-check",
+        cases.map(|(l, c)| (l.to_string(), c)),
+        first_diag,
+    );
 }
 
 /// `-L` names the local peer as `localpeer` does, and `localpeer` after

@@ -96,16 +96,22 @@ fn peers(config: &Config, diags: &mut Vec<Diagnostic>) {
     }
     let local = crate::config::table::local_peer(&config.global);
     for s in &config.global.peers {
-        // A peer that connects with TLS expects the others to listen so.
+        // The local peer's own `peer`/`server` line says whether the
+        // others reach it with TLS: its listener had better agree.
         if let Some(l) = &s.listen
             && !s.disabled
-            && l.tls.is_none()
-            && s.peers.iter().any(|p| p.name != local && p.tls.is_some())
+            && let Some(me) = s.peers.iter().find(|p| p.name == local)
+            && me.tls.is_some() != l.tls.is_some()
         {
+            let (listener, server) = if l.tls.is_some() {
+                ("a SSL", "a non-SSL")
+            } else {
+                ("a non-SSL", "a SSL")
+            };
             diags.push(Diagnostic::warning(
                 None,
                 format!(
-                    "Peers section '{local}': local peer have a non-SSL listener and a SSL server configured at line {}.",
+                    "Peers section '{local}': local peer have {listener} listener and {server} server configured at line {}.",
                     l.loc
                 ),
             ));

@@ -24,6 +24,10 @@ pub(super) struct PeersParse {
     /// and the line and address of the listener.
     bind_words: Vec<String>,
     listener: Option<(Loc, String, std::net::SocketAddr)>,
+    /// Where the listener's settings began (the first `default-bind`,
+    /// `bind` or local `peer` line): HAProxy's place for its errors
+    /// found once the section is read.
+    bind_conf_at: Option<Loc>,
 }
 
 impl State<'_> {
@@ -78,7 +82,14 @@ impl State<'_> {
             "bind" => self.peers_bind(i, loc, words),
             "default-bind" => {
                 self.peers_parse.bind_words.extend_from_slice(&words[1..]);
-                if let Err(()) = self.bind_options(loc, "default-bind", &words[1..]) {
+                self.peers_parse
+                    .bind_conf_at
+                    .get_or_insert_with(|| loc.clone());
+                // Its words checked here, or with the listener's when
+                // they ask for TLS (a certificate may come with `bind`).
+                if !words[1..].iter().any(|w| w == "ssl")
+                    && let Err(()) = self.bind_options(loc, "default-bind", &words[1..])
+                {
                     return;
                 }
                 self.peers_listener(i);
@@ -148,6 +159,9 @@ impl State<'_> {
         };
         self.peers_parse.bind_line = true;
         self.peers_parse.bind_words.extend_from_slice(&words[2..]);
+        self.peers_parse
+            .bind_conf_at
+            .get_or_insert_with(|| loc.clone());
         self.peers_parse.listener = Some((loc.clone(), text.clone(), first));
         self.peers_listener(i);
     }
@@ -273,8 +287,33 @@ impl State<'_> {
             && is_peer
             && let (Some(text), Some(a)) = (addr_text, sockaddr)
         {
+            self.peers_parse
+                .bind_conf_at
+                .get_or_insert_with(|| loc.clone());
             self.peers_parse.listener = Some((loc.clone(), text, a));
             self.peers_listener(i);
         }
+    }
+}
+
+impl State<'_> {
+    /// A peers listener with `ssl` and no certificate: HAProxy's alert,
+    /// given once the section is read, naming the local peer and where
+    /// the listener's settings began. False outside a `peers` section.
+    pub(super) fn peers_no_certificate(&mut self, text: &str) -> bool {
+        if !matches!(self.section, Section::Peers(_)) {
+            return false;
+        }
+        let local = crate::config::table::local_peer(&self.global);
+        let at = self
+            .peers_parse
+            .bind_conf_at
+            .as_ref()
+            .map_or_else(String::new, |l| format!(" at [{l}]"));
+        let msg = format!(
+            "Proxy '{local}': no SSL certificate specified for bind '{text}'{at} (use 'crt')."
+        );
+        self.diags.push(Diagnostic::new(Level::Alert, None, msg));
+        true
     }
 }

@@ -322,6 +322,9 @@ impl State<'_> {
             });
         }
         if certs.is_empty() {
+            if self.peers_no_certificate(text) {
+                return Err(());
+            }
             let px = self.px().name.clone();
             self.alert(
                 loc,
