@@ -309,6 +309,8 @@ impl Section {
         st.session = Some((st.next_session, kill.clone()));
         st.status = status::CONNECTING;
         st.reconnect = Some(Instant::now() + RECONNECT);
+        st.heartbeat = None;
+        st.last_hdshk = Some(Instant::now());
         st.new_conn += 1;
         Some((st.next_session, kill))
     }
@@ -395,7 +397,11 @@ impl Section {
         })
         .await;
         let Ok(Some(code)) = code else { return };
-        lock(&peer.state).status = code;
+        {
+            let mut st = lock(&peer.state);
+            st.status = code;
+            st.last_hdshk = Some(Instant::now());
+        }
         if code != status::SUCCESS {
             return;
         }
@@ -476,8 +482,9 @@ impl Section {
         let (id, kill) = self.register_incoming(&peer);
         {
             let mut st = lock(&peer.state);
+            // HAProxy counts the connections it makes only.
             st.status = status::SUCCESS;
-            st.new_conn += 1;
+            st.last_hdshk = Some(Instant::now());
             st.reconnect = Some(Instant::now() + RECONNECT);
         }
         if io.write_all(b"200\n").await.is_err() {

@@ -119,7 +119,6 @@ pub(super) async fn run(
     s.downgraded = downgraded;
     {
         let mut st = lock(&peer.state);
-        st.last_hdshk = Some(Instant::now());
         st.heartbeat = Some(Instant::now() + HEARTBEAT);
         st.confirm = 0;
         st.conn = Some(view.clone());
