@@ -65,14 +65,18 @@ pub(crate) struct Resync {
     pub(crate) flags: u32,
 }
 
-/// [`Resync::flags`]: a lesson's wait ran out, a session that had the
+/// [`Resync::flags`]: the lesson asked of the peer given it, a lesson's
+/// wait ran out, a session that had the
 /// lesson ended, a peer taught the tables fully or partially, a peer was
 /// given the lesson.
+pub(super) const RESYNC_PROCESS: u32 = 0x8;
 pub(super) const RESYNC_TIMEOUT: u32 = 0x20;
 pub(super) const RESYNC_ABORT: u32 = 0x80;
 pub(super) const RESYNC_FINISHED: u32 = 0x200;
 pub(super) const RESYNC_PARTIAL: u32 = 0x800;
 pub(super) const RESYNC_ASSIGNED: u32 = 0x2000;
+/// A peer asked this process for a lesson.
+pub(super) const RESYNC_REQUESTED: u32 = 0x4000;
 
 /// A remote peer of the section.
 pub(crate) struct Peer {

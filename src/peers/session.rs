@@ -306,7 +306,7 @@ impl<'a> Session<'a> {
         if self.learn != Learn::NotAssigned {
             let mut r = lock(&self.sec.resync);
             r.assigned = false;
-            r.flags |= section::RESYNC_ABORT;
+            r.flags = (r.flags & !section::RESYNC_PROCESS) | section::RESYNC_ABORT;
             r.deadline = Instant::now() + Duration::from_millis(5000);
         }
         let mut st = lock(&self.peer.state);
@@ -345,6 +345,7 @@ impl<'a> Session<'a> {
         if self.learn == Learn::Assigned {
             codec::control(out, Control::ResyncRequest);
             self.learn = Learn::Processing;
+            lock(&self.sec.resync).flags |= section::RESYNC_PROCESS;
         }
         let mut more = false;
         for i in 0..self.tables.len() {
@@ -550,12 +551,14 @@ impl<'a> Session<'a> {
                 }
                 self.teaching = true;
                 self.taught = false;
+                lock(&self.sec.resync).flags |= section::RESYNC_REQUESTED;
             }
             Message::Control(c @ (Control::ResyncFinished | Control::ResyncPartial)) => {
                 if self.learn == Learn::Processing {
                     self.learn = Learn::NotAssigned;
                     let mut r = lock(&self.sec.resync);
                     r.assigned = false;
+                    r.flags &= !section::RESYNC_PROCESS;
                     if c == Control::ResyncFinished {
                         r.finished = true;
                         r.flags |= section::RESYNC_FINISHED;

@@ -14,7 +14,10 @@ use super::section::{Section, lock};
 use crate::state::sessions::human_time;
 
 /// HAProxy's section flags this process has a use for.
-const RESYNC_LOCAL: u32 = 0x1;
+/// The resynchronisation from an old process is over at once (a reload
+/// keeps the tables in this one): HAProxy's "local" done, its wait for
+/// an old process over.
+const RESYNC_LOCAL: u32 = 0x1 | 0x10;
 const RESYNC_REMOTE: u32 = 0x2;
 const RESYNC_ASSIGN: u32 = 0x4;
 /// A peer's flags.
@@ -71,8 +74,6 @@ fn head(out: &mut String, s: &Section) {
     crate::observe::log::time::date_clf_ms(&date, &mut when);
     let when = when.split('.').next().unwrap_or_default();
     let r = lock(&s.resync);
-    // The resynchronisation from an old process is never needed: a
-    // reload keeps the tables in this one.
     let mut flags = RESYNC_LOCAL | r.flags;
     if r.finished {
         flags |= RESYNC_REMOTE;
