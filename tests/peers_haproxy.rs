@@ -572,6 +572,24 @@ fn reloads_keep_or_restart_the_sessions() {
     ] {
         wait_entry(&a.sock(), k, v);
     }
+    // A third peer (never up): the section starts again over the same
+    // table, entries kept, and updates go on crossing.
+    let (_c, c_port) = hold_port();
+    let three = cfg.replace("size 1k", "size 2k").replace(
+        "    table abuse",
+        &format!("    peer C 127.0.0.1:{c_port}\n    table abuse"),
+    );
+    std::fs::write(&side_a.cfg, three).expect("write config");
+    let r = cli_sync(&a.sock(), "reload");
+    assert!(r.contains("Success=1") && !r.contains("emptied"), "{r}");
+    poll(&a.sock(), "show peers", "A lists C", |r| {
+        r.contains("id=C(remote")
+    });
+    wait_entry(&a.sock(), "10.0.0.1", "gpc0=1");
+    set_gpc0(&a.sock(), "10.0.0.4", 4);
+    wait_entry(&b.sock(), "10.0.0.4", "gpc0=4");
+    set_gpc0(&b.sock(), "10.0.0.5", 5);
+    wait_entry(&a.sock(), "10.0.0.5", "gpc0=5");
 }
 
 /// The status line answered to a hello on a fresh connection to `addr`.

@@ -75,39 +75,47 @@ pub(crate) fn spawn(rt: &Arc<Runtime>) {
     let snap = rt.snapshot();
     let local = crate::config::table::local_peer(&snap.global);
     let mut running = crate::state::lock(&RUNNING);
-    let mut kept = Vec::new();
-    for s in &snap.global.peers {
-        if s.disabled || !s.has_local(&local) {
+    // What each section to run is started from: its lines, the local
+    // peer, and its tables (those declared in it and the proxies' naming
+    // it), in the configuration's order.
+    let wanted: Vec<_> = snap
+        .global
+        .peers
+        .iter()
+        .filter(|s| !s.disabled && s.has_local(&local))
+        .map(|s| {
+            let tables: Vec<_> = snap
+                .tables
+                .listed()
+                .iter()
+                .rev()
+                .filter(|t| t.def.peers.as_deref() == Some(s.name.as_str()))
+                .cloned()
+                .collect();
+            let ptrs = tables.iter().map(|t| Arc::as_ptr(t) as usize).collect();
+            ((s.clone(), local.clone(), ptrs), tables)
+        })
+        .collect();
+    // Those gone or changed stop first: their listeners let the address
+    // go, and the tables they share with a new section lose their waker
+    // before the new one sets its own.
+    let (mut old, gone): (Vec<Running>, Vec<Running>) = running
+        .drain(..)
+        .partition(|r| wanted.iter().any(|(key, _)| *key == r.started_from));
+    for r in gone {
+        r.section.stop();
+    }
+    for (key, tables) in wanted {
+        if let Some(i) = old.iter().position(|r| r.started_from == key) {
+            running.push(old.swap_remove(i));
             continue;
         }
-        // Its tables: those declared in it and the proxies' naming it.
-        let tables: Vec<_> = snap
-            .tables
-            .listed()
-            .iter()
-            .rev()
-            .filter(|t| t.def.peers.as_deref() == Some(s.name.as_str()))
-            .cloned()
-            .collect();
-        let key = (
-            s.clone(),
-            local.clone(),
-            tables.iter().map(|t| Arc::as_ptr(t) as usize).collect(),
-        );
-        if let Some(i) = running.iter().position(|r| r.started_from == key) {
-            kept.push(running.swap_remove(i));
-            continue;
-        }
-        let section = Section::start(s, &local, tables);
-        kept.push(Running {
+        let section = Section::start(&key.0, &local, tables);
+        running.push(Running {
             started_from: key,
             section,
         });
     }
-    for gone in running.drain(..) {
-        gone.section.stop();
-    }
-    *running = kept;
 }
 
 /// The sections running, in configuration order (for `show peers`).
