@@ -325,6 +325,7 @@ impl Section {
         if st.session.as_ref().is_some_and(|(i, _)| *i == id) {
             st.session = None;
             st.conn = None;
+            st.heartbeat = None;
         }
         drop(st);
         peer.ended.notify_waiters();

@@ -193,7 +193,26 @@ pub(super) async fn run(
         lock(&peer.state).proto_err += 1;
     }
     let _ = wr.shutdown().await;
-    s.finish();
+}
+
+/// The session ends, closed or cut (a newer connection of the peer, the
+/// section stopped): a lesson it was to learn goes to another, and what
+/// the peer acknowledged is kept for the next session.
+impl Drop for Session<'_> {
+    fn drop(&mut self) {
+        if self.learn != Learn::NotAssigned {
+            let mut r = lock(&self.sec.resync);
+            r.assigned = false;
+            r.flags = (r.flags & !section::RESYNC_PROCESS) | section::RESYNC_ABORT;
+            r.deadline = Instant::now() + Duration::from_millis(5000);
+        }
+        let mut st = lock(&self.peer.state);
+        for (i, t) in self.tables.iter().enumerate() {
+            if let Some(a) = st.acked.get_mut(i) {
+                *a = t.c.update;
+            }
+        }
+    }
 }
 
 /// Writes `data` while reading what the peer sends meanwhile into `rx`
@@ -299,23 +318,6 @@ impl<'a> Session<'a> {
     fn learn_deadline(&self) -> Option<Instant> {
         let r = lock(&self.sec.resync);
         (!r.finished && !r.assigned).then_some(r.deadline)
-    }
-
-    /// The session ends: a lesson it was to learn goes to another.
-    fn finish(&mut self) {
-        if self.learn != Learn::NotAssigned {
-            let mut r = lock(&self.sec.resync);
-            r.assigned = false;
-            r.flags = (r.flags & !section::RESYNC_PROCESS) | section::RESYNC_ABORT;
-            r.deadline = Instant::now() + Duration::from_millis(5000);
-        }
-        let mut st = lock(&self.peer.state);
-        for (i, t) in self.tables.iter().enumerate() {
-            if let Some(a) = st.acked.get_mut(i) {
-                *a = t.c.update;
-            }
-        }
-        st.heartbeat = None;
     }
 
     /// The cursors, for `show peers`.

@@ -132,3 +132,28 @@ async fn a_starting_peer_is_taught_the_whole_table() {
     a.stop();
     b.stop();
 }
+
+#[tokio::test]
+async fn a_session_cut_while_learning_gives_the_lesson_back() {
+    let a = Section::for_test("A", &["B"], vec![table()]);
+    let (x, _other_end) = tokio::io::duplex(1 << 16);
+    let sec = a.clone();
+    let task = tokio::spawn(async move {
+        let peer = sec.peers[0].clone();
+        let io: Box<dyn Io> = Box::new(x);
+        run(&sec, &peer, BufReader::new(io), false, ConnView::default()).await;
+    });
+    until("the lesson asked", || {
+        let r = lock(&a.resync);
+        r.assigned && r.flags & section::RESYNC_PROCESS != 0
+    })
+    .await;
+    // A newer connection of the peer cuts the session.
+    task.abort();
+    until("the lesson free again", || {
+        let r = lock(&a.resync);
+        !r.assigned && !r.finished && r.flags & section::RESYNC_ABORT != 0
+    })
+    .await;
+    a.stop();
+}
