@@ -2,7 +2,7 @@
 //!
 //! The modules are layers; a layer imports only from the layers below it
 //! (`ARCHITECTURE.md` is the map, `tests/layers.rs` holds the line):
-//! `control` > `frontend` > `http`, `tcp` > `upstream` > `observe` >
+//! `control` > `peers` > `frontend` > `http`, `tcp` > `upstream` > `observe` >
 //! `snapshot` > `state` > `config` > `acl` > `wire`, `tls`, `loc`, `haproxy26` > `sys`.
 
 pub mod acl;
@@ -13,6 +13,7 @@ pub mod haproxy26;
 pub mod http;
 pub mod loc;
 pub mod observe;
+pub mod peers;
 pub mod sample;
 pub mod snapshot;
 pub mod state;

@@ -14,6 +14,7 @@ use std::path::Path;
 /// Top to bottom; modules on one line are one layer.
 const LAYERS: &[&[&str]] = &[
     &["control"],
+    &["peers"],
     &["frontend"],
     &["http", "tcp"],
     &["upstream"],

@@ -9,8 +9,8 @@ use std::time::Duration;
 use crate::acl::{AclDef, Condition};
 
 pub(crate) use crate::config::table::{
-    GpIndex, GptValue, IncGpc, KeyType, PeerLine, PeersSection, SetGpt, SrvKey, StickKind,
-    StickRule, Stored, TableAction, TableDef, TrackRule,
+    GpIndex, GptValue, IncGpc, KeyType, PeerLine, PeersListen, PeersSection, SetGpt, SrvKey,
+    StickKind, StickRule, Stored, TableAction, TableDef, TrackRule,
 };
 pub(crate) use crate::loc::Loc;
 

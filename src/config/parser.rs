@@ -253,6 +253,8 @@ pub(crate) struct State<'r> {
     dynamic: bool,
     /// The stick tables declared so far.
     declared_tables: Vec<stickkw::Declared>,
+    /// What the lines of the current `peers` section said so far.
+    peers_parse: peerskw::PeersParse,
 }
 
 /// Looks up an environment variable (injected, so tests choose the
@@ -307,6 +309,7 @@ impl<'r> State<'r> {
             legacy_warned: Vec::new(),
             dynamic: false,
             declared_tables: Vec::new(),
+            peers_parse: Default::default(),
         }
     }
 

@@ -102,19 +102,19 @@ impl TableDef {
     }
 }
 
-/// A `peers` section: its tables are the configuration's (the protocol
-/// itself is not spoken yet), its other lines kept as written for the
-/// peers layer.
+/// A `peers` section: the peers, the local one among them, where it
+/// listens, and the tables declared in it.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct PeersSection {
     pub(crate) name: String,
     pub(crate) loc: Loc,
     /// `disabled` (an `enabled` after it turns it off again).
     pub(crate) disabled: bool,
-    /// `peer <name> <addr>` and `server <name> [<addr>]` lines.
+    /// `peer <name> <addr>` and `server <name> [<addr>]` lines, in order.
     pub(crate) peers: Vec<PeerLine>,
-    /// `bind`, `default-bind`, `default-server` and `log` lines, whole.
-    pub(crate) lines: Vec<(Loc, Vec<String>)>,
+    /// Where the local peer listens: its `peer` line's address or the
+    /// `bind` line's, with the options of `default-bind` and `bind`.
+    pub(crate) listen: Option<PeersListen>,
     pub(crate) tables: Vec<TableDef>,
 }
 
@@ -124,6 +124,24 @@ impl PeersSection {
     /// other peers (on its `peer` line's address, or its `bind`).
     pub(crate) fn has_local(&self, local: &str) -> bool {
         self.peers.iter().any(|p| p.name == local)
+    }
+}
+
+/// The local peer's listening socket.
+#[derive(Debug, Clone)]
+pub(crate) struct PeersListen {
+    pub(crate) addr: std::net::SocketAddr,
+    /// `ssl` and its options.
+    pub(crate) tls: Option<std::sync::Arc<crate::tls::ListenTls>>,
+    pub(crate) loc: Loc,
+}
+
+/// Two listeners are the same when their address, place and TLS use are
+/// (as a proxy's `bind`: certificates are loaded anew by each reading).
+impl PartialEq for PeersListen {
+    fn eq(&self, o: &PeersListen) -> bool {
+        let PeersListen { addr, tls, loc } = self;
+        *addr == o.addr && *loc == o.loc && tls.is_some() == o.tls.is_some()
     }
 }
 
@@ -141,13 +159,15 @@ pub(crate) fn local_peer(global: &crate::config::model::Global) -> String {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct PeerLine {
     pub(crate) name: String,
-    /// The address as written (a `server` line of the local peer has
-    /// none).
+    /// The address as written (the local peer's `server` line has none,
+    /// and a peer may have none: it is then never connected to).
     pub(crate) addr: Option<String>,
+    /// The address resolved.
+    pub(crate) sockaddr: Option<std::net::SocketAddr>,
     /// `server` rather than `peer`.
     pub(crate) server: bool,
-    /// The words after the address (`ssl`, `crt`...).
-    pub(crate) options: Vec<String>,
+    /// `ssl` and its options, `default-server`'s first.
+    pub(crate) tls: Option<std::sync::Arc<crate::tls::upstream::UpstreamTls>>,
     pub(crate) loc: Loc,
 }
 

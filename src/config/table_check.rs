@@ -90,8 +90,32 @@ pub(crate) fn proxy(config: &Config, p: &Proxy, diags: &mut Vec<Diagnostic>) {
 
 /// A `peers` section without this process among its peers is dropped.
 fn peers(config: &Config, diags: &mut Vec<Diagnostic>) {
+    // HAProxy checks this once the files are read without error.
+    if diags.iter().any(Diagnostic::is_alert) {
+        return;
+    }
     let local = crate::config::table::local_peer(&config.global);
     for s in &config.global.peers {
+        // The local peer's own `peer`/`server` line says whether the
+        // others reach it with TLS: its listener had better agree.
+        if let Some(l) = &s.listen
+            && !s.disabled
+            && let Some(me) = s.peers.iter().find(|p| p.name == local)
+            && me.tls.is_some() != l.tls.is_some()
+        {
+            let (listener, server) = if l.tls.is_some() {
+                ("a SSL", "a non-SSL")
+            } else {
+                ("a non-SSL", "a SSL")
+            };
+            diags.push(Diagnostic::warning(
+                None,
+                format!(
+                    "Peers section '{local}': local peer have {listener} listener and {server} server configured at line {}.",
+                    l.loc
+                ),
+            ));
+        }
         if !s.disabled && !s.has_local(&local) {
             diags.push(Diagnostic::warning(
                 Some(s.loc.clone()),

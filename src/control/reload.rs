@@ -113,6 +113,7 @@ impl Supervisor {
             crate::upstream::check::spawn_checks(&sup.rt);
             crate::upstream::check::spawn_agents(&sup.rt);
             crate::upstream::dns::spawn_resolvers(&sup.rt);
+            crate::peers::spawn(&sup.rt);
         }
         let _ = SUPERVISOR.set(sup.clone());
         Ok(sup)
@@ -294,6 +295,7 @@ impl Supervisor {
         crate::upstream::check::spawn_checks(&self.rt);
         crate::upstream::check::spawn_agents(&self.rt);
         crate::upstream::dns::spawn_resolvers(&self.rt);
+        crate::peers::spawn(&self.rt);
         // The listeners with the configuration's changes, before the state's.
         let at = changes
             .iter()

@@ -29,7 +29,7 @@ pub(crate) const USAGE: &str = "Usage : sluice [-f <cfgfile|cfgdir>]* [ -vdVD ] 
         -x <unix_socket> takes the listening sockets over from an old process
         -Ws stays in the foreground and speaks systemd's Type=notify (READY, RELOADING, STOPPING)
         -W stays in the foreground (sluice is one process: no master, reloads happen in place)
-        -L <name> sets the local peer name (shown as 'node' when no node is set)
+        -L <name> sets the local peer name, this process's in `peers` sections (shown as 'node' when no node is set)
         -f <file|dir> adds a configuration file, the *.cfg files of a directory in byte order,
            or a split layout (global.cfg, defaults.cfg, frontend.cfg, frontend.d/, backend.d/)
         -m <megs> is accepted without effect, as are -S <bind>, -dM[<opts>], -dK<classes>, -dD, -de, -dp, -dG, -dR
@@ -416,6 +416,10 @@ pub fn main_with_args(args: &[String]) -> i32 {
     config::set_overrides(opts.overrides.clone());
     // Still single-threaded here: the runtime starts in `run`.
     crate::sys::process::export_startup_env(&opts.files, opts.local_peer.as_deref(), VERSION);
+    // Before the configuration is read: `peers` sections look for it.
+    if let Some(peer) = &opts.local_peer {
+        crate::sys::process::set_local_peer(peer);
+    }
     let mut loaded = config::load(&opts.files);
     if let Some(cfg) = &loaded.config {
         let machine = machine_checks(cfg, &opts);
@@ -451,7 +455,11 @@ pub fn main_with_args(args: &[String]) -> i32 {
         let local = crate::config::table::local_peer(&cfg.global);
         let listens = cfg.proxies.iter().any(|p| !p.binds.is_empty())
             || !cfg.global.stats_sockets.is_empty()
-            || cfg.global.peers.iter().any(|s| s.has_local(&local));
+            || cfg
+                .global
+                .peers
+                .iter()
+                .any(|s| !s.disabled && s.has_local(&local));
         if !quiet {
             if has_warnings {
                 println!("Warnings were found.");
@@ -933,6 +941,21 @@ async fn serve(
         }
     }
     drop(snap);
+    // The local peers' listeners, bound before privileges are dropped.
+    if let Err((loc, local, addr, e)) = crate::peers::bind_at_start(&cfg.global) {
+        alert(
+            pid,
+            &format!(
+                "Binding [{loc}] for proxy {local}: cannot bind socket ({}) for [{addr}]",
+                crate::sys::strerror(&e)
+            ),
+        );
+        alert(
+            pid,
+            "[sluice.main()] Some protocols failed to start their listeners! Exiting.",
+        );
+        return 1;
+    }
     // Everything is bound: chroot, then drop privileges.
     let mut sources = opts.files.clone();
     if let Some(dir) = &cfg.global.chroot {
@@ -960,9 +983,6 @@ async fn serve(
                 return 1;
             }
         };
-    if let Some(peer) = &opts.local_peer {
-        crate::sys::process::set_local_peer(peer);
-    }
     if let Some(c) = control_signals {
         c.serve(sup.clone());
     }

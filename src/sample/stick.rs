@@ -157,8 +157,7 @@ impl DataType {
         matches!(self, DataType::Gpt | DataType::Gpc | DataType::GpcRate)
     }
 
-    /// Kept by this process only, never sent to peers (`conn_cur`).
-    #[allow(dead_code)]
+    /// Kept by this process only, never taken from peers (`conn_cur`).
     pub(crate) fn is_local(self) -> bool {
         self == DataType::ConnCur
     }

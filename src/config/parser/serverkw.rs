@@ -260,11 +260,25 @@ impl State<'_> {
         name: &str,
         ctx: Option<&str>,
     ) -> Option<ServerDefaults> {
+        self.server_options_of(loc, words, base, name, ctx, ctx.is_none())
+    }
+
+    /// [`Self::server_options`] of a line that may have no address.
+    pub(super) fn server_options_of(
+        &mut self,
+        loc: &Loc,
+        words: &[String],
+        base: ServerDefaults,
+        name: &str,
+        ctx: Option<&str>,
+        no_addr: bool,
+    ) -> Option<ServerDefaults> {
         let mut line = ServerLine {
             loc,
             ctx,
             name,
             sd: base,
+            no_addr,
         };
         let mut ok = true;
         let mut i = 0;
@@ -319,10 +333,10 @@ impl State<'_> {
                 .copied(),
         );
         // HAProxy's hint when default-server gets an unknown word.
-        let hint = if line.ctx.is_none() {
-            " Hint: no address was expected for this server."
-        } else {
-            ""
+        let hint = match (line.no_addr, sugg.is_empty()) {
+            (false, _) => "",
+            (true, true) => ". Hint: no address was expected for this server.",
+            (true, false) => " Hint: no address was expected for this server.",
         };
         self.server_at(line, format!("unknown keyword '{other}'{sugg}{hint}"));
     }
@@ -537,6 +551,9 @@ pub(crate) struct ServerLine<'a> {
     ctx: Option<&'a str>,
     name: &'a str,
     sd: ServerDefaults,
+    /// The line has no address (`default-server`, the local peer's
+    /// `server` line): HAProxy hints at it for an unknown word.
+    no_addr: bool,
 }
 
 /// What a server option did: the words it used, and whether it was

@@ -281,9 +281,15 @@ impl State<'_> {
                                 .chain(kw::BIND_UNSUPPORTED)
                                 .copied(),
                         );
+                        // HAProxy names the section for a peers' bind.
+                        let at = if matches!(self.section, Section::Peers(_)) {
+                            " in section 'peers':"
+                        } else {
+                            ""
+                        };
                         self.alert(
                             loc,
-                            format!("'bind {text}' unknown keyword '{other}'{sugg}"),
+                            format!("'bind {text}'{at} unknown keyword '{other}'{sugg}"),
                         );
                         ok = false;
                         break;
@@ -316,6 +322,9 @@ impl State<'_> {
             });
         }
         if certs.is_empty() {
+            if self.peers_no_certificate(text) {
+                return Err(());
+            }
             let px = self.px().name.clone();
             self.alert(
                 loc,

@@ -505,6 +505,13 @@ pub(super) fn cmd_show_cache(ctx: &mut Ctx<'_>, _args: &[String]) -> Output {
 
 /// `show resolvers [<section>]`: each section's nameservers and their
 /// counters, as HAProxy 2.6 prints them.
+pub(super) fn cmd_show_peers(_ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    match crate::peers::show::show(args) {
+        Ok(s) => text(s),
+        Err(e) => text(e),
+    }
+}
+
 pub(super) fn cmd_show_resolvers(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
     let sections = &ctx.snap.global.resolvers;
     if let Some(name) = args.first()

@@ -401,6 +401,13 @@ static COMMANDS: &[Command] = &[
         run: cmd_show_map,
     },
     Command {
+        words: &["show", "peers"],
+        usage: "show peers [dict|-] [section]",
+        desc: "dump some information about all the peers or this peers section",
+        level: CliLevel::User,
+        run: cmd_show_peers,
+    },
+    Command {
         words: &["show", "resolvers"],
         usage: "show resolvers [id]",
         desc: "dumps counters from all resolvers section and associated name servers",

@@ -265,12 +265,12 @@ impl<'a> Entry<'a> {
         )
     }
 
-    /// The data for a peer (the local-only `conn_cur` left out).
+    /// The data for a peer: every type stored, `conn_cur` included (a
+    /// peer shows it but never takes it).
     pub(crate) fn snapshot(&self) -> Values {
         self.table
             .schema
             .stored()
-            .filter(|(d, _)| !d.is_local())
             .map(|(d, f)| {
                 let vals = (0..f.count)
                     .filter_map(|i| self.element(d, i))
@@ -287,9 +287,10 @@ impl<'a> Entry<'a> {
             .collect()
     }
 
-    /// Sets the data a peer sent.
+    /// Sets the data a peer sent, but the types this process keeps for
+    /// itself (`conn_cur`).
     pub(crate) fn restore(&self, values: &Values) {
-        for (d, vals) in values {
+        for (d, vals) in values.iter().filter(|(d, _)| !d.is_local()) {
             for (i, v) in vals.iter().enumerate() {
                 let Some(w) = self.element(*d, i as u32) else {
                     continue;

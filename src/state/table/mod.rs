@@ -16,9 +16,11 @@
 //! A stream that tracks an entry holds a reference on it ([`Held`]): an
 //! entry referenced is never removed, by expiry, eviction or the CLI.
 //!
-//! For the peers protocol, a table declared with `peers` keeps its local
-//! updates in order ([`Table::updates_after`]) and takes a peer's
-//! entries ([`Table::apply_remote`]).
+//! For the peers protocol, a table declared with `peers` keeps its
+//! updates in order, numbered as HAProxy numbers them (local ones from 1,
+//! a peer's from 2^31), for the peers layer to read
+//! ([`Table::update_from`]), and takes a peer's entries
+//! ([`Table::apply_remote`]).
 
 pub(crate) mod entry;
 pub(crate) mod freq;
@@ -57,10 +59,27 @@ pub(crate) struct Table {
     used: AtomicU32,
     /// The last update sequence given (HAProxy's `update`).
     update: AtomicU32,
+    /// The last sequence given to a local update (`localupdate`).
+    local_update: AtomicU32,
+    /// The last local update pushed to a peer (`commitupdate`): an entry
+    /// touched again before its update was pushed keeps its place.
+    commit_update: AtomicU32,
     /// The entries by sequence of their last update, for the peers of a
     /// table declared with `peers`.
     updates: Option<Mutex<BTreeMap<u32, u32>>>,
+    /// Woken at each local update, for the peers layer's sessions.
+    waker: arc_swap::ArcSwapOption<tokio::sync::Notify>,
     seed: u64,
+}
+
+/// An entry as a peer is sent it: its update's sequence, its key's bytes,
+/// its data, and the milliseconds it has left.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PeerUpdate {
+    pub(crate) seq: u32,
+    pub(crate) key: Vec<u8>,
+    pub(crate) values: entry::Values,
+    pub(crate) expire_in: u32,
 }
 
 /// What adding and removing entries share.
@@ -122,7 +141,10 @@ impl Table {
             alloc: Mutex::new(Alloc::default()),
             used: AtomicU32::new(0),
             update: AtomicU32::new(0),
+            local_update: AtomicU32::new(0),
+            commit_update: AtomicU32::new(0),
             updates,
+            waker: arc_swap::ArcSwapOption::empty(),
             seed: random_seed(),
             def,
         }
@@ -444,6 +466,10 @@ impl Table {
         self.touch_with(slot, exp, true);
     }
 
+    /// HAProxy's `__stktable_touch_with_exp`: a local touch gives the
+    /// entry a new sequence unless its last one is still waiting to be
+    /// pushed (and is not the last given); a peer's update numbers it from
+    /// 2^31 only when it has no sequence yet.
     fn touch_with(&self, slot: u32, exp: u32, local: bool) {
         let w = &self.words(slot)[H_EXPIRE];
         let Some(updates) = &self.updates else {
@@ -452,13 +478,34 @@ impl Table {
         };
         let mut u = lock(updates);
         let old = (w.load(Relaxed) >> 32) as u32;
-        if u.get(&old) == Some(&slot) {
-            u.remove(&old);
+        let queued = u.get(&old) == Some(&slot);
+        let seq = if local {
+            let pushed = self.commit_update.load(Relaxed).wrapping_sub(old) as i32 >= 0;
+            let last = old.wrapping_sub(self.local_update.load(Relaxed)) as i32 >= 0;
+            if queued && !pushed && !last {
+                old
+            } else {
+                let n = self.update.fetch_add(1, Relaxed).wrapping_add(1);
+                self.local_update.store(n, Relaxed);
+                n
+            }
+        } else if queued {
+            old
+        } else {
+            let n = self.update.fetch_add(1, Relaxed).wrapping_add(1);
+            n.wrapping_add(REMOTE)
+        };
+        if seq != old || !queued {
+            if queued {
+                u.remove(&old);
+            }
+            u.insert(seq, slot);
         }
-        let n = self.update.fetch_add(1, Relaxed).wrapping_add(1);
-        let seq = if local { n } else { n.wrapping_add(REMOTE) };
-        u.insert(seq, slot);
         w.store(u64::from(exp) | u64::from(seq) << 32, Relaxed);
+        drop(u);
+        if local && let Some(n) = self.waker.load().as_ref() {
+            n.notify_waiters();
+        }
     }
 
     /// Every entry's slot, in the order of their keys' bytes (HAProxy's
@@ -512,56 +559,83 @@ impl Table {
         self.kill_if_expired(slot);
     }
 
-    /// The entries updated here since sequence `seq` (exclusive), in the
-    /// order of their updates, for a peer: the sequence and the entry's
-    /// key and data as [`Entry::snapshot`] gives them. Empty for a table
-    /// without peers.
-    #[allow(dead_code)] // the peers layer's (tested below)
-    pub(crate) fn updates_after(&self, seq: u32, max: usize) -> Vec<(u32, Vec<u8>, entry::Values)> {
-        let Some(u) = &self.updates else {
-            return Vec::new();
-        };
-        let picked: Vec<(u32, u32)> = {
-            let u = lock(u);
-            u.range(seq.wrapping_add(1)..)
-                .filter(|(s, _)| **s < REMOTE)
-                .take(max)
-                .map(|(s, slot)| (*s, *slot))
-                .collect()
-        };
-        // Read under the shard lock of each key so that a slot freed
-        // meanwhile is not read as another entry.
-        picked
-            .into_iter()
-            .filter_map(|(s, slot)| {
-                let key = key::KeyWords::of(
-                    &key::bytes_of(self.key_of(slot), self.def.key),
-                    self.schema.key_words,
-                );
-                self.with(&key, |e| (e.slot == slot).then(|| e.snapshot()))
-                    .flatten()
-                    .map(|v| {
-                        (
-                            s,
-                            key::bytes_of(key.words().iter().copied(), self.def.key),
-                            v,
-                        )
-                    })
-            })
-            .collect()
+    /// The first update of sequence `from` or after, local or a peer's,
+    /// as a peer is sent it (HAProxy's `eb32_lookup_ge` on the updates
+    /// tree). None for a table without peers.
+    pub(crate) fn update_from(&self, from: u32) -> Option<PeerUpdate> {
+        let u = self.updates.as_ref()?;
+        let mut at = from;
+        loop {
+            let (seq, slot) = {
+                let u = lock(u);
+                let (s, slot) = u.range(at..).next()?;
+                (*s, *slot)
+            };
+            if let Some(up) = self.read_update(seq, slot) {
+                return Some(up);
+            }
+            // Freed meanwhile: the next one.
+            at = seq.checked_add(1)?;
+        }
     }
 
-    /// The last local update sequence given.
-    #[allow(dead_code)] // the peers layer's (tested below)
+    /// The sequence of the first update held, if any.
+    pub(crate) fn first_update(&self) -> Option<u32> {
+        let u = self.updates.as_ref()?;
+        lock(u).keys().next().copied()
+    }
+
+    /// The entry of `slot` as a peer is sent it, if it still holds the
+    /// update `seq`: read under its shard's lock, so that a slot freed
+    /// meanwhile is not read as another entry.
+    fn read_update(&self, seq: u32, slot: u32) -> Option<PeerUpdate> {
+        let key = key::bytes_of(self.key_of(slot), self.def.key);
+        let words = key::KeyWords::of(&key, self.schema.key_words);
+        self.with(&words, |e| {
+            let w = e.table.words(e.slot)[H_EXPIRE].load(Relaxed);
+            (e.slot == slot && (w >> 32) as u32 == seq).then(|| PeerUpdate {
+                seq,
+                key: key.clone(),
+                values: e.snapshot(),
+                expire_in: if self.def.expire == 0 {
+                    0
+                } else {
+                    freq::tick_remain(freq::now_ms(), w as u32)
+                },
+            })
+        })
+        .flatten()
+    }
+
+    /// The last update sequence given, local or a peer's (`update`).
     pub(crate) fn last_update(&self) -> u32 {
         self.update.load(Relaxed)
+    }
+
+    /// The last local update sequence given (`localupdate`).
+    pub(crate) fn local_update(&self) -> u32 {
+        self.local_update.load(Relaxed)
+    }
+
+    /// The last local update pushed to a peer (`commitupdate`).
+    pub(crate) fn commit_update(&self) -> u32 {
+        self.commit_update.load(Relaxed)
+    }
+
+    /// Records that updates up to `seq` were pushed to a peer.
+    pub(crate) fn set_commit_update(&self, seq: u32) {
+        self.commit_update.store(seq, Relaxed);
+    }
+
+    /// What local updates wake: the peers layer's, until replaced.
+    pub(crate) fn set_waker(&self, n: Option<Arc<tokio::sync::Notify>>) {
+        self.waker.store(n);
     }
 
     /// Takes an entry a peer sent: made if missing, its data set from
     /// `values` (the types this table stores; others ignored), its
     /// expiration `expire_ms` from now, its update marked remote (never
     /// sent back). `Err` when the table is full.
-    #[allow(dead_code)] // the peers layer's (tested below)
     pub(crate) fn apply_remote(
         self: &Arc<Self>,
         key: &[u8],
@@ -826,27 +900,98 @@ mod tests {
         assert_eq!(h.entry().counter(Counter::Gpc0), Some(0));
     }
 
+    fn peered() -> Arc<Table> {
+        let mut def = table(10, 60_000, false).def.clone();
+        def.peers = Some("p".into());
+        Arc::new(Table::new(def))
+    }
+
+    fn touch(t: &Arc<Table>, i: u8) {
+        let h = t.get_or_create(&key(t, i)).unwrap();
+        h.entry().inc_gpc(Counter::Gpc0);
+        t.touch(h.entry().slot);
+    }
+
+    /// The updates in order, as `(seq, last byte of the key)`.
+    fn order(t: &Table) -> Vec<(u32, u8)> {
+        let mut out = Vec::new();
+        let mut at = 0;
+        while let Some(u) = t.update_from(at) {
+            out.push((u.seq, u.key[3]));
+            at = u.seq + 1;
+        }
+        out
+    }
+
     #[test]
     fn peered_tables_keep_their_updates_in_order() {
-        let mut def = table(10, 0, false).def.clone();
-        def.peers = Some("p".into());
-        let t = Arc::new(Table::new(def));
+        let t = peered();
         for i in [1, 2, 1] {
-            let h = t.get_or_create(&key(&t, i)).unwrap();
-            h.entry().inc_gpc(Counter::Gpc0);
-            t.touch(h.entry().slot);
+            touch(&t, i);
         }
-        let u = t.updates_after(0, 10);
-        let order: Vec<(u32, u8)> = u.iter().map(|(s, k, _)| (*s, k[3])).collect();
-        assert_eq!(order, [(2, 2), (3, 1)]);
-        assert_eq!(t.updates_after(2, 10).len(), 1);
-        // A peer's entry is taken, and not sent back.
-        let vals = u[1].2.clone();
-        t.apply_remote(&[10, 0, 0, 7], &vals, 1000).unwrap();
+        // 1's update is not pushed yet when touched again: it stays.
+        assert_eq!(order(&t), [(1, 1), (2, 2)]);
+        assert_eq!(t.local_update(), 2);
+        let u = t.update_from(2).unwrap();
+        assert!(u.expire_in > 59_000 && u.expire_in <= 60_000);
+        // A peer's entry is taken, numbered from 2^31.
+        t.apply_remote(&[10, 0, 0, 7], &u.values, 1000).unwrap();
         assert_eq!(
             t.with(&key(&t, 7), |e| e.counter(Counter::Gpc0)),
-            Some(Some(2))
+            Some(Some(1))
         );
-        assert_eq!(t.updates_after(0, 10).len(), 2);
+        assert_eq!(order(&t), [(1, 1), (2, 2), (REMOTE + 3, 7)]);
+        assert_eq!((t.last_update(), t.local_update()), (3, 2));
+        assert_eq!(t.first_update(), Some(1));
+        // Another from the peer keeps its place; a local touch moves it.
+        t.apply_remote(&[10, 0, 0, 7], &u.values, 1000).unwrap();
+        assert_eq!(order(&t), [(1, 1), (2, 2), (REMOTE + 3, 7)]);
+        touch(&t, 7);
+        assert_eq!(order(&t), [(1, 1), (2, 2), (4, 7)]);
+    }
+
+    /// HAProxy's coalescing: an entry whose update is not pushed yet, and
+    /// is not the last one given, keeps its sequence when touched again.
+    #[test]
+    fn unpushed_updates_keep_their_place() {
+        let t = peered();
+        for i in [1, 2, 1] {
+            touch(&t, i);
+        }
+        touch(&t, 3);
+        touch(&t, 2);
+        assert_eq!(order(&t), [(1, 1), (2, 2), (3, 3)]);
+        // Once pushed, a touch moves it.
+        t.set_commit_update(3);
+        touch(&t, 2);
+        assert_eq!(order(&t), [(1, 1), (3, 3), (4, 2)]);
+    }
+
+    #[test]
+    fn a_peer_sees_conn_cur_but_never_sets_it() {
+        let mut def = table(10, 0, false).def.clone();
+        def.peers = Some("p".into());
+        def.store.insert(
+            0,
+            Stored {
+                data: DataType::ConnCur,
+                count: 1,
+                period: 0,
+            },
+        );
+        let t = Arc::new(Table::new(def));
+        let h = t.get_or_create(&key(&t, 1)).unwrap();
+        h.entry().add(DataType::ConnCur, 0, 3);
+        t.touch(h.entry().slot);
+        let u = t.update_from(0).unwrap();
+        assert!(
+            u.values
+                .contains(&(DataType::ConnCur, vec![entry::RawValue::Int(3)]))
+        );
+        t.apply_remote(&[10, 0, 0, 2], &u.values, 0).unwrap();
+        assert_eq!(
+            t.with(&key(&t, 2), |e| e.counter(Counter::ConnCur)),
+            Some(Some(0))
+        );
     }
 }

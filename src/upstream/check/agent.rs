@@ -41,7 +41,11 @@ fn plan(rt: &Runtime, server: &Arc<ServerState>) -> Option<(Duration, Duration, 
         let inter = s.agent_inter?;
         let connect = be.timeouts.connect.map_or(inter, |t| t.min(inter));
         let read = be.timeouts.check.unwrap_or(inter);
-        Some((super::spread(inter, snap.global.spread_checks), connect, read))
+        Some((
+            super::spread(inter, snap.global.spread_checks),
+            connect,
+            read,
+        ))
     })
 }
 
