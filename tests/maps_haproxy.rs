@@ -676,3 +676,57 @@ async fn late_formats_as_haproxy() {
     let differ = differences_on("maps-late", LATE_STEPS, &cfg).await;
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }
+
+/// `map_regm`: the value of the first regex that matches, its `\<n>`
+/// replaced by the groups (a group that did not take part, or one the
+/// regex has not, by nothing), `\xHH` by a byte, `\<c>` by `c`; a value
+/// ending in a lone backslash gives no sample. `map_reg` on the same file
+/// gives the values as written.
+fn regm_config(bind: &str, sock: &std::path::Path, dir: &std::path::Path) -> String {
+    let d = dir.display();
+    std::fs::write(
+        dir.join("regm.map"),
+        "^/api/([a-z]+)/(\\d+)$ backend=\\1 id=\\2 whole=\\0 none=\\9\n\
+         ^/x(.*) X\\1\\1\n\
+         ^/h(a)?(b) hex=\\x41\\x4g q=\\q s=\\\\ opt=[\\1]\n\
+         ^/t(.*) trail\\\n",
+    )
+    .expect("write map");
+    format!(
+        "global
+    stats socket {} level admin
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {bind}
+    http-request return status 200 content-type text/plain lf-string \"[%[path,map_regm({d}/regm.map,def)]] [%[path,map_reg({d}/regm.map)]]\"
+",
+        sock.display()
+    )
+}
+
+const REGM_STEPS: &[&str] = &[
+    "GET /api/users/42 a",
+    "GET /xab a",
+    "GET /nope a",
+    "GET /hb a",
+    "GET /hab a",
+    "GET /tq a",
+    "show map",
+    "get map D/regm.map /xab",
+    "get map D/regm.map /nope",
+    "add map D/regm.map ^/n(o)pe N\\1",
+    "GET /nope a",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn map_regm_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let differ = differences_on("maps-regm", REGM_STEPS, &regm_config).await;
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}

@@ -617,8 +617,10 @@ static CONVERTERS: &[ConvDef] = &[
         arith(s, a, cx, |x, y| x ^ y)
     }),
     // ---- Maps: `map_<match>[_int|_ip](<file>[,<default>])`, the file
-    // read when the configuration is (sample::pattern::Map). HAProxy 2.6
-    // has neither the `_str` forms its manual names nor `map_len`. ----
+    // read when the configuration is (sample::pattern::Map), and
+    // `map_regm`. The HAProxy 2.6 binary has neither the `_str` forms its
+    // manual names nor `map_len` (`haproxy -dKcnv` lists its converters):
+    // sluice neither. ----
     checked("map", MAP_ARGS, map_check::<0, 0>, T::Str, T::Str, map_eval),
     checked(
         "map_str",
@@ -810,6 +812,15 @@ static CONVERTERS: &[ConvDef] = &[
         map_check::<8, 3>,
         T::Str,
         T::Addr,
+        map_eval,
+    ),
+    // The values' `\<n>` are the groups of the regex that matched.
+    checked(
+        "map_regm",
+        MAP_ARGS,
+        map_regm_check,
+        T::Str,
+        T::Str,
         map_eval,
     ),
     checked(
@@ -1389,6 +1400,15 @@ const MAP_ARGS: ArgSpec = ArgSpec::of(&[A::Str, A::Str], 0);
 /// Loads the map file of a `map_*` converter: matcher `K` (in the order
 /// of [`MAP_KINDS`]), output `O` (str, str, int, ip).
 fn map_check<const K: usize, const O: usize>(a: &mut [Arg]) -> Result<(), CheckError> {
+    map_user::<K, O>(a, false)
+}
+
+/// `map_regm`: the `reg` matcher, its values expanded with the groups.
+fn map_regm_check(a: &mut [Arg]) -> Result<(), CheckError> {
+    map_user::<8, 0>(a, true)
+}
+
+fn map_user<const K: usize, const O: usize>(a: &mut [Arg], regm: bool) -> Result<(), CheckError> {
     use super::pattern::{Map, MatchKind as M};
     const MAP_KINDS: [M; 10] = [
         M::Str,
@@ -1409,8 +1429,11 @@ fn map_check<const K: usize, const O: usize>(a: &mut [Arg]) -> Result<(), CheckE
         &path,
         super::patref::MAP,
         true,
-        || Map::load(&path, MAP_KINDS[K], out, default.as_deref()),
-        |m| m.looks_up(MAP_KINDS[K], out, default.as_deref()),
+        || {
+            let m = Map::load(&path, MAP_KINDS[K], out, default.as_deref())?;
+            Ok(if regm { m.with_groups() } else { m })
+        },
+        |m| m.looks_up(MAP_KINDS[K], out, default.as_deref()) && m.is_regm() == regm,
     )
     .map_err(CheckError::Invalid)?;
     match a.first_mut() {

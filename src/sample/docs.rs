@@ -18,11 +18,6 @@ const WHY: &[(&str, &str)] = &[
         "fc_dst*",
         "the socket's own addresses, which a PROXY header hides, are not kept yet (#17)",
     ),
-    // Named by the manual, unknown to the binary ("unknown fetch method").
-    (
-        "set-cookie",
-        "no fetch of the HAProxy 2.6 binary (its manual names it)",
-    ),
     // Owned by later issues.
     ("so_id", "listener ids not passed to samples yet (#17)"),
     ("sc*", "stick tables (#19)"),
@@ -38,7 +33,6 @@ const WHY: &[(&str, &str)] = &[
     ("http_auth*", "userlists (#17, in progress)"),
     ("capture*", "captures (#17, in progress)"),
     ("unique-id", "unique ids (#17, in progress)"),
-    ("map*", "maps (#17)"),
     // What sluice's engine has no equivalent of.
     (
         "internal.*",
@@ -158,7 +152,6 @@ const WHY: &[(&str, &str)] = &[
     ),
     ("wait_end", "tcp-request inspect-delay waits (#22)"),
     // Converters.
-    ("da-csv-conv", "device detection add-ons: not planned"),
     ("mqtt_*", "MQTT parsing (#22)"),
     ("fix_*", "FIX parsing (#22)"),
     ("ungrpc", "gRPC parsing (#22)"),
@@ -193,6 +186,10 @@ fn rows(kind: Kind, have: &[&str], out: &mut String) {
     for n in names {
         let state = if have.contains(&n) {
             "supported".to_string()
+        } else if crate::haproxy26::manual_only(kind, n) {
+            // Named by the manual, unknown to the binary (`haproxy
+            // -dKsmp`/`-dKcnv` do not list it).
+            "not in the HAProxy 2.6 binary (its manual names it): refused as unknown, as haproxy refuses it".to_string()
         } else {
             state(n)
         };

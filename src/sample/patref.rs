@@ -84,6 +84,8 @@ fn class(m: &Map) -> (u8, u8, u8, bool) {
         Str => (3, 4),
         Beg => (4, 4),
         Sub | Dir | Dom | End => (5, 4),
+        // `map_regm` matches with its own function: another structure.
+        Reg if m.is_regm() => (8, 5),
         Reg => (6, 5),
         Meth => (7, 6),
     };

@@ -494,6 +494,14 @@ impl PatternSet {
         }
     }
 
+    /// The first regex (in order) that matches `v`, with its groups.
+    fn find_groups<'v>(&self, v: &'v [u8]) -> Option<(usize, regex::bytes::Captures<'v>)> {
+        self.list.iter().find_map(|(p, at)| match p {
+            Pat::Re(re) => re.captures(v).map(|c| (*at, c)),
+            _ => None,
+        })
+    }
+
     /// Whether sample `s` (not yet cast) matches one pattern.
     pub(crate) fn matches(&self, s: Sample<'_>) -> bool {
         self.find(s, false).is_some()
@@ -791,6 +799,9 @@ pub(crate) struct Map {
     /// Serialises writers (two CLI sessions changing one map).
     writer: std::sync::Mutex<()>,
     default: Option<Sample<'static>>,
+    /// `map_regm`: a value's `\<n>` stand for the groups of the regex
+    /// that matched.
+    regm: bool,
 }
 
 /// One version of a map's entries.
@@ -812,6 +823,7 @@ impl PartialEq for Map {
             && self.values == other.values
             && **self.data.load() == **other.data.load()
             && self.default == other.default
+            && self.regm == other.regm
     }
 }
 
@@ -977,7 +989,19 @@ impl Map {
             data: arc_swap::ArcSwap::from_pointee(data),
             writer: std::sync::Mutex::new(()),
             default,
+            regm: false,
         }
+    }
+
+    /// The map of a `map_regm` converter (its matcher is `reg`).
+    pub(crate) fn with_groups(mut self) -> Map {
+        self.regm = self.kind == MatchKind::Reg;
+        self
+    }
+
+    /// Whether a value's `\<n>` stand for the groups of the match.
+    pub(crate) fn is_regm(&self) -> bool {
+        self.regm
     }
 
     pub(crate) fn kind(&self) -> MatchKind {
@@ -1166,6 +1190,9 @@ impl Map {
     /// value is a copy.
     pub(crate) fn lookup<'a>(&'a self, s: Sample<'_>) -> Option<Sample<'a>> {
         let d = self.data.load();
+        if self.regm {
+            return self.lookup_groups(&d, s);
+        }
         match d.keys.find(s, true) {
             Some(i) => d.values.get(i).cloned(),
             None => self.default.as_ref().map(|v| match v {
@@ -1173,6 +1200,23 @@ impl Map {
                 other => other.clone(),
             }),
         }
+    }
+
+    /// `map_regm`'s lookup: the value of the first regex that matches,
+    /// its `\<n>` replaced by that match's groups (HAProxy's
+    /// `exp_replace`; a value it cannot expand gives no sample).
+    fn lookup_groups<'a>(&'a self, d: &MapData, s: Sample<'_>) -> Option<Sample<'a>> {
+        let s = s.cast(SmpType::Str)?;
+        let input = s.bytes()?;
+        let Some((i, caps)) = d.keys.find_groups(input) else {
+            return self.default.clone();
+        };
+        let Some(Sample::Str(template)) = d.values.get(i) else {
+            return d.values.get(i).cloned();
+        };
+        let mut out = Vec::with_capacity(template.len() + input.len());
+        expand_groups(template, &caps, &mut out)?;
+        Some(Sample::Str(std::borrow::Cow::Owned(out)))
     }
 
     /// `get map`'s (`as_map`) or `get acl`'s line for `key`: the matcher,
@@ -1185,7 +1229,8 @@ impl Map {
         } else {
             "sensitive"
         };
-        let head = format!("type={}, case={case}, ", self.kind.name());
+        let kind = if self.regm { "regm" } else { self.kind.name() };
+        let head = format!("type={kind}, case={case}, ");
         let (found, yes) = if as_map {
             ("found", "found=yes")
         } else {
@@ -1222,6 +1267,47 @@ impl Map {
         };
         format!("{head}{yes}, idx={idx}, key=\"{k}\", value=\"{v}\", type=\"{vtype}\"\n")
     }
+}
+
+/// `template` with `\0`..`\9` replaced by the groups of `caps` (nothing
+/// for a group that did not take part), `\xHH` by that byte and `\<c>`
+/// by `c`, as HAProxy's `exp_replace` writes a replacement; None when it
+/// ends in the middle of an escape.
+pub(crate) fn expand_groups(
+    template: &[u8],
+    caps: &regex::bytes::Captures<'_>,
+    out: &mut Vec<u8>,
+) -> Option<()> {
+    let mut i = 0;
+    while i < template.len() {
+        let c = template[i];
+        i += 1;
+        if c != b'\\' {
+            out.push(c);
+            continue;
+        }
+        let e = *template.get(i)?;
+        i += 1;
+        match e {
+            b'0'..=b'9' => {
+                if let Some(g) = caps.get(usize::from(e - b'0')) {
+                    out.extend_from_slice(g.as_bytes());
+                }
+            }
+            b'x' => {
+                let (h, l) = (*template.get(i)?, *template.get(i + 1)?);
+                i += 2;
+                // As HAProxy reads them: any two characters, as if hex.
+                let digit = |b: u8| {
+                    let b = b.to_ascii_uppercase().wrapping_sub(b'0');
+                    if b > 9 { b.wrapping_sub(b'A' - b'9' - 1) } else { b }
+                };
+                out.push((digit(h) << 4).wrapping_add(digit(l)));
+            }
+            other => out.push(other),
+        }
+    }
+    Some(())
 }
 
 /// `-m bin` patterns: hex digits.
