@@ -558,6 +558,10 @@ pub(crate) struct Bind {
     /// `bind /path`, `unix@/path`, `abns@name`: a UNIX stream listener
     /// (`addrs` is then empty).
     pub(crate) unix: Option<UnixBind>,
+    /// `id <n>`: the listener's id (`so_id`; HAProxy numbers the others).
+    pub(crate) id: Option<u32>,
+    /// `name <n>` (`so_name`).
+    pub(crate) name: Option<String>,
 }
 
 /// The name of a UNIX stream socket: a file, or a Linux abstract name.
@@ -636,6 +640,8 @@ impl PartialEq for Bind {
             proto,
             v6,
             unix,
+            id,
+            name,
         } = self;
         *text == o.text
             && *addrs == o.addrs
@@ -646,6 +652,8 @@ impl PartialEq for Bind {
             && *proto == o.proto
             && *v6 == o.v6
             && *unix == o.unix
+            && *id == o.id
+            && *name == o.name
     }
 }
 

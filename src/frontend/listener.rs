@@ -214,7 +214,7 @@ pub(crate) fn spawn_accepted(
             ));
         }
         (None, Mode::Tcp) => {
-            tokio::spawn(crate::tcp::serve(client, Stream::Tcp(stream), peer));
+            tokio::spawn(crate::tcp::serve(client, Stream::Tcp(stream), peer, None));
         }
         (Some(tls), _) => {
             tokio::spawn(tls_accept(client, stream, peer, tls, serving));
@@ -263,7 +263,7 @@ async fn tls_accept(
                     crate::http::service::serve_connection(client, stream, peer, proto, Some(facts))
                         .await
                 }
-                Mode::Tcp => crate::tcp::serve(client, stream, peer).await,
+                Mode::Tcp => crate::tcp::serve(client, stream, peer, Some(facts)).await,
             }
         }
         failed => {
@@ -276,7 +276,7 @@ async fn tls_accept(
             };
             crate::observe::log::emit_handshake_failure(
                 &client.rt,
-                &client.frontend,
+                client.frontend(),
                 peer,
                 &reason,
                 empty,
@@ -356,45 +356,55 @@ fn open_client(
     Option<crate::frontend::accept::Screen>,
     Option<TlsAccept>,
 ) {
-    let (fe_state, mode, fe_iid, screen, tls, luid, proto) =
-        rt.with_snapshot(
-            |snap| match snap.frontends().find(|f| *f.name == **frontend) {
-                Some(f) => {
-                    if f.tcpka {
-                        let _ = socket2::SockRef::from(stream).set_keepalive(true);
-                    }
-                    (
-                        Some(f.state.clone()),
-                        f.mode,
-                        f.iid,
-                        crate::frontend::accept::Screen::of(f, local),
-                        f.tls_binds
-                            .iter()
-                            .find(|(a, _)| a == local)
-                            .map(|(_, c)| TlsAccept {
-                                config: c.clone(),
-                                handshake_timeout: f.timeouts.client,
-                            }),
-                        // Looked up for a UNIX client only: its
-                        // address is the listener's number.
-                        if peer.is_none() {
-                            crate::frontend::accept::luid(f, local)
-                        } else {
-                            0
-                        },
-                        bind_proto(f, local),
-                    )
+    let (fe_state, mode, fe_iid, screen, tls, listener, proto) = rt.with_snapshot(
+        |snap| match snap.frontends().find(|f| *f.name == **frontend) {
+            Some(f) => {
+                if f.tcpka {
+                    let _ = socket2::SockRef::from(stream).set_keepalive(true);
                 }
-                None => (None, Mode::Http, 0, None, None, 1, BindProto::Auto),
-            },
-        );
+                (
+                    Some(f.state.clone()),
+                    f.mode,
+                    f.iid,
+                    crate::frontend::accept::Screen::of(f, local),
+                    f.tls_binds
+                        .iter()
+                        .find(|(a, _)| a == local)
+                        .map(|(_, c)| TlsAccept {
+                            config: c.clone(),
+                            handshake_timeout: f.timeouts.client,
+                        }),
+                    // Its id and count (`so_id`, `dst_conn`); a
+                    // UNIX client's address is the listener's id.
+                    f.listeners
+                        .iter()
+                        .find(|(a, _)| a == local)
+                        .map(|(_, l)| l.clone()),
+                    bind_proto(f, local),
+                )
+            }
+            None => (None, Mode::Http, 0, None, None, None, BindProto::Auto),
+        },
+    );
+    // A listener its frontend no longer has (a reload between accept and
+    // here): one of its own, numbered 1, the connection goes on to close.
+    let listener = listener.unwrap_or_else(|| {
+        Arc::new(crate::sample::conn::Listener::new(
+            frontend.clone(),
+            1,
+            None,
+        ))
+    });
+    let luid = listener.id() as u32;
     let peer = peer.map_or(Peer::Unix(luid), Peer::Ip);
     if let Some(st) = &fe_state {
         st.counters.conn_tot.fetch_add(1, Relaxed);
         st.counters.conn_rate.hit();
     }
-    let slot = crate::state::sessions::Slot::register(peer, fe_iid, stream.as_raw_fd());
-    let mut client = ClientConn::new(rt, frontend, permits, slot);
+    let fd = stream.as_raw_fd();
+    let slot = crate::state::sessions::Slot::register(peer, fe_iid, fd);
+    let facts = crate::sample::conn::ClientFacts::new(fd, listener);
+    let mut client = ClientConn::new(rt, permits, slot, facts);
     if let Some(st) = fe_state
         && screen.is_none()
     {

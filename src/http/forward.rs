@@ -265,6 +265,8 @@ pub(crate) struct ReqCtx<'a> {
     pub(crate) persisted: Option<usize>,
     /// The client connection's TLS (conditions of `http-response` rules).
     pub(crate) tls: Option<&'a crate::tls::TlsFacts>,
+    /// The client connection's other facts (`fc_*`, `so_*`).
+    pub(crate) client: &'a crate::sample::conn::ClientFacts,
     /// The request's variables.
     pub(crate) vars: &'a crate::sample::vars::Vars<'a>,
     /// The process, whose snapshot response rules read the proxies'
@@ -325,6 +327,7 @@ pub(crate) async fn forward(
         stream: ctx.stream,
         persisted,
         tls: ctx.tls,
+        client: ctx.client,
         vars: ctx.vars,
         rt: ctx.rt,
     };

@@ -119,6 +119,7 @@ impl<'a> Relay<'a> {
             src_port: None,
             local: None,
             tls: ctx.tls,
+            client: Some(ctx.client),
             frontend: &fe.name,
             vars: Some(ctx.vars),
             req_body: None,
@@ -364,6 +365,7 @@ impl<'a> Relay<'a> {
             server: &server.name,
             src: ctx.src,
             tls: ctx.tls,
+            client: ctx.client,
             unique_id: uid.as_deref(),
         };
         // The body that came with the head, or was waited for: a view of
@@ -411,6 +413,7 @@ impl<'a> Relay<'a> {
                     proxies: None,
                     vars: Some(ctx.vars),
                     tls: ctx.tls,
+                    client: Some(ctx.client),
                     req_body: None,
                     res_body: None,
                 };
@@ -446,7 +449,12 @@ impl<'a> Relay<'a> {
         let head_len = head.len() as u64;
         // From the parsed fields: the head is not scanned again.
         let logged_head = self.logged_out + resp.logged_size();
-        self.rec.log_early(fe, status, logged_head, req);
+        let samples = crate::observe::log::Samples {
+            vars: Some(self.ctx.vars),
+            tls: self.ctx.tls,
+            client: Some(self.ctx.client),
+        };
+        self.rec.log_early(fe, status, logged_head, req, samples);
         let relayed = io::relay_message(
             &mut head,
             &mut self.upstream,
@@ -635,6 +643,7 @@ struct Who<'a> {
     server: &'a str,
     src: Option<std::net::IpAddr>,
     tls: Option<&'a crate::tls::TlsFacts>,
+    client: &'a crate::sample::conn::ClientFacts,
     unique_id: Option<&'a str>,
 }
 
@@ -663,16 +672,22 @@ fn response_edits<'r>(
     let (server, src, tls) = (who.server, who.src, who.tls);
     // The proxies' state for the rules' samples, held only when there
     // are rules (a snapshot reference is a shared count's write).
-    let snap =
-        (!fe.http_response.is_empty() || !be.http_response.is_empty()).then(|| ctx.rt.snapshot());
+    let rules = !fe.http_response.is_empty() || !be.http_response.is_empty();
+    let snap = rules.then(|| ctx.rt.snapshot());
+    // The address the client reached (`dst`): a PROXY header's, else
+    // asked of the socket, only where rules run.
+    let local = rules
+        .then(|| ctx.dst.or_else(|| ctx.client.socket_local()))
+        .flatten();
+    let src_port = ctx.peer.inet().map(|a| a.port());
     let view = View {
         head: req,
         res: None,
         src,
-        // The response rules are not given the client's port yet.
-        src_port: None,
-        local: None,
+        src_port,
+        local,
         tls,
+        client: Some(who.client),
         frontend: &fe.name,
         vars: Some(ctx.vars),
         req_body: None,
@@ -688,13 +703,14 @@ fn response_edits<'r>(
         res: None,
         frontend_id: fe.iid,
         backend_id: Some(be.iid),
-        src_port: None,
+        src_port,
         first_req: None,
         server_id: sid(be, server),
-        local: None,
+        local,
         proxies: snap.as_deref(),
         vars: Some(ctx.vars),
         tls,
+        client: Some(who.client),
         req_body: None,
         res_body,
     };

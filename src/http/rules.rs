@@ -184,6 +184,8 @@ pub(crate) struct FmtCtx<'a> {
     pub(crate) vars: Option<&'a crate::sample::vars::Vars<'a>>,
     /// The client connection's TLS (`ssl_fc*`), if any.
     pub(crate) tls: Option<&'a crate::tls::TlsFacts>,
+    /// The client connection's other facts (`fc_*`, `so_*`), if passed.
+    pub(crate) client: Option<&'a crate::sample::conn::ClientFacts>,
     /// The bodies as far as they are buffered (`req.body*`, `res.body*`).
     pub(crate) req_body: Option<&'a crate::sample::fetch::Body<'a>>,
     pub(crate) res_body: Option<&'a crate::sample::fetch::Body<'a>>,
@@ -267,6 +269,7 @@ pub(crate) fn sample_ctx<'a>(cx: &FmtCtx<'a>) -> crate::sample::Ctx<'a> {
         proxies: cx.proxies.map(|s| s as &dyn crate::sample::Proxies),
         vars: cx.vars,
         tls: cx.tls,
+        client: cx.client,
         req_body: cx.req_body,
         res_body: cx.res_body,
         ..Default::default()

@@ -11,6 +11,7 @@ use std::time::Duration;
 use bytes::{BufMut, BytesMut};
 use tokio::net::TcpStream;
 
+use crate::sample::conn::ClientFacts;
 use crate::sys::peer::Peer;
 use crate::tls::{Stream, TlsFacts};
 
@@ -45,6 +46,8 @@ pub(super) struct View<'a> {
     pub(super) local: Option<SocketAddr>,
     /// The client connection's TLS, if any.
     pub(super) tls: Option<&'a TlsFacts>,
+    /// The client connection's other facts (`fc_*`, `so_*`).
+    pub(super) client: Option<&'a ClientFacts>,
     pub(super) frontend: &'a str,
     /// The request's variables (`var()` in conditions).
     pub(super) vars: Option<&'a crate::sample::vars::Vars<'a>>,
@@ -70,6 +73,7 @@ impl<'a> View<'a> {
             src_port: rq.peer.inet().map(|a| a.port()),
             local,
             tls: rq.tls,
+            client: Some(rq.client),
             frontend: &fe.name,
             vars: Some(rq.vars),
             req_body,
@@ -88,6 +92,7 @@ impl RequestView for View<'_> {
             res: self.res,
             status: self.res.map(|r| r.status),
             tls: self.tls,
+            client: self.client,
             frontend: self.frontend,
             vars: self.vars,
             req_body: self.req_body,
@@ -158,7 +163,7 @@ pub(crate) async fn serve_connection(
         // http-request`); only keep-alive waits happen here, and park.
         if conn.buf.is_empty() && !first {
             let idle = client.rt.with_snapshot(|snap| {
-                let fe = snap.frontends().find(|f| *f.name == *client.frontend)?;
+                let fe = snap.frontends().find(|f| *f.name == *client.frontend())?;
                 Some(if first {
                     fe.timeouts.http_request.or(fe.timeouts.client)
                 } else {
@@ -244,10 +249,10 @@ pub(crate) async fn serve_connection(
             let request = std::pin::pin!(handle_request(
                 &sess_vars,
                 &client.rt,
-                &client.frontend,
+                client.frontend(),
                 client.stream.entry(),
                 &mut conn,
-                (peer, client.dst()),
+                (peer, &client.facts),
                 first,
                 tls.as_deref(),
                 via,
@@ -342,11 +347,13 @@ pub(crate) async fn handle_request(
     frontend: &str,
     stream: &StreamEntry,
     conn: &mut BufConn,
-    (peer, dst): (Peer, Option<SocketAddr>),
+    (peer, client): (Peer, &ClientFacts),
     first: bool,
     tls: Option<&TlsFacts>,
     via: Via<'_>,
 ) -> bool {
+    // The address the client reached, when a PROXY header said it.
+    let dst = client.dst();
     // HTTP/1 connections also count in the h1_* columns.
     let h1 = !matches!(via, Via::Http2 { .. });
     // The snapshot is loaded once per request and used to its end.
@@ -551,6 +558,7 @@ pub(crate) async fn handle_request(
         dst,
         stream,
         tls,
+        client,
         first,
     };
     conn.pending = io::PendingBody::of(body, &conn.buf);
@@ -579,7 +587,12 @@ pub(crate) async fn handle_request(
         io::PendingBody::Partial => out.keep_client = false,
         _ => {}
     }
-    finish(rt, fe, &mut rec, &out, (Some(&head), Some(&vars)));
+    let samples = crate::observe::log::Samples {
+        vars: Some(&vars),
+        tls,
+        client: Some(client),
+    };
+    finish(rt, fe, &mut rec, &out, Some(&head), samples);
     out.keep_client
 }
 
@@ -632,7 +645,8 @@ fn finish(
     fe: &FrontendRt,
     rec: &mut LogRecord,
     out: &Outcome,
-    (head, vars): (Option<&Head>, Option<&crate::sample::vars::Vars<'_>>),
+    head: Option<&Head>,
+    samples: crate::observe::log::Samples<'_>,
 ) {
     if let Some(s) = out.status {
         rec.status = i64::from(s);
@@ -642,7 +656,7 @@ fn finish(
     rec.bytes_out = out.logged_out;
     // The head as HAProxy counts it, the body as received.
     rec.bytes_in = out.body_logged + head.map_or(0, Head::logged_size);
-    outcome::finish_with_vars(fe, &rt.process, rec, out.status, head, vars);
+    outcome::finish_with(fe, &rt.process, rec, out.status, head, samples);
 }
 
 /// The interim answer to `Expect: 100-continue`.
@@ -658,6 +672,7 @@ struct Req<'a> {
     stream: &'a StreamEntry,
     /// The client connection's TLS, if any.
     tls: Option<&'a TlsFacts>,
+    client: &'a ClientFacts,
     /// The connection's first request (`http_first_req`).
     first: bool,
     vars: &'a crate::sample::vars::Vars<'a>,
@@ -708,11 +723,17 @@ async fn route(
     }
     // The request's id, made before any rule can use it.
     if let Some(uid) = &fe.unique_id {
+        let samples = crate::observe::log::Samples {
+            vars: Some(rq.vars),
+            tls,
+            client: Some(rq.client),
+        };
         rec.unique_id = Some(crate::observe::log::unique_id(
             fe,
             &uid.format,
             rec,
             Some(head),
+            samples,
         ));
     }
     // Edits of the header and path rules: created by the first rule that
@@ -732,6 +753,7 @@ async fn route(
         first: rq.first,
         local,
         tls,
+        client: rq.client,
         conn,
         keep_local,
         rec,
@@ -778,6 +800,8 @@ async fn route(
         req: Some(head),
         frontend: &fe.name,
         req_body: rb.as_ref(),
+        tls,
+        client: Some(rq.client),
         ..Default::default()
     };
     let backend = fe.pick_backend(|c| fe.acls.eval(c, &view), &sample_cx);
@@ -865,6 +889,7 @@ async fn route(
         stream: rq.stream,
         persisted: None,
         tls,
+        client: rq.client,
         vars: rq.vars,
         rt,
     };
@@ -945,6 +970,7 @@ struct RuleRun<'r> {
     first: bool,
     local: Option<SocketAddr>,
     tls: Option<&'r TlsFacts>,
+    client: &'r ClientFacts,
     conn: &'r mut BufConn,
     keep_local: bool,
     rec: &'r mut LogRecord,
@@ -1001,6 +1027,7 @@ impl RuleRun<'_> {
             src_port: self.src_port,
             local: self.local,
             tls: self.tls,
+            client: Some(self.client),
             frontend: &fe.name,
             vars: Some(self.vars),
             req_body: rb.as_ref(),
@@ -1059,6 +1086,7 @@ impl RuleRun<'_> {
                 Some(self.vars),
                 self.fe,
             );
+            let client = Some(self.client);
             let rb = held.view();
             let view = View {
                 head,
@@ -1067,6 +1095,7 @@ impl RuleRun<'_> {
                 src_port,
                 local,
                 tls,
+                client,
                 frontend: &fe.name,
                 vars,
                 req_body: rb.as_ref(),
@@ -1257,6 +1286,7 @@ impl RuleRun<'_> {
             proxies: snap.as_deref(),
             vars: Some(self.vars),
             tls: view.tls,
+            client: view.client,
             req_body: view.req_body,
             res_body: None,
         };

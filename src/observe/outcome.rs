@@ -354,11 +354,18 @@ impl LogRecord {
 
     /// `option logasap`: log now, when the response headers are in, with
     /// the bytes sent so far (`+` prefixed, as HAProxy).
-    pub(crate) fn log_early(&mut self, fe: &FrontendRt, status: u16, head_bytes: u64, req: &Head) {
+    pub(crate) fn log_early(
+        &mut self,
+        fe: &FrontendRt,
+        status: u16,
+        head_bytes: u64,
+        req: &Head,
+        samples: crate::observe::log::Samples<'_>,
+    ) {
         if self.enabled() && fe.log.as_ref().is_some_and(|l| l.logasap) {
             self.status = status as i64;
             self.bytes_out = head_bytes;
-            emit(fe, self, Some(req), true, None);
+            emit(fe, self, Some(req), true, samples);
         }
     }
 
@@ -432,17 +439,18 @@ pub(crate) fn finish(
     status: Option<u16>,
     head: Option<&Head>,
 ) {
-    finish_with_vars(fe, process, rec, status, head, None)
+    finish_with(fe, process, rec, status, head, Default::default())
 }
 
-/// [`finish`], the log line seeing the request's variables.
-pub(crate) fn finish_with_vars(
+/// [`finish`], the log line's samples seeing the request's variables and
+/// its connections' facts.
+pub(crate) fn finish_with(
     fe: &FrontendRt,
     process: &crate::snapshot::runtime::ProcessCounters,
     rec: &mut LogRecord,
     status: Option<u16>,
     head: Option<&Head>,
-    vars: Option<&crate::sample::vars::Vars<'_>>,
+    samples: crate::observe::log::Samples<'_>,
 ) {
     let t = &rec.tally;
     count_on(&fe.state.counters, Rows::FE, t, status);
@@ -455,7 +463,7 @@ pub(crate) fn finish_with_vars(
     }
     #[cfg(test)]
     seen::record(rec);
-    emit(fe, rec, head, false, vars);
+    emit(fe, rec, head, false, samples);
 }
 
 /// Test builds only: the exchanges [`finish`] saw on this thread, so that

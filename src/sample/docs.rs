@@ -10,16 +10,7 @@ use crate::haproxy26::{Kind, haproxy26};
 /// the first match wins, and a keyword no line matches is "not yet
 /// (#17)".
 const WHY: &[(&str, &str)] = &[
-    (
-        "fc_src*",
-        "the socket's own addresses, which a PROXY header hides, are not kept yet (#17)",
-    ),
-    (
-        "fc_dst*",
-        "the socket's own addresses, which a PROXY header hides, are not kept yet (#17)",
-    ),
     // Owned by later issues.
-    ("so_id", "listener ids not passed to samples yet (#17)"),
     ("sc*", "stick tables (#19)"),
     ("src_*", "stick tables (#19)"),
     ("table_*", "stick tables (#19)"),
@@ -107,10 +98,6 @@ const WHY: &[(&str, &str)] = &[
         "fe_*_rate",
         "runtime counters not passed to samples yet (#17)",
     ),
-    (
-        "dst_conn",
-        "runtime counters not passed to samples yet (#17)",
-    ),
     ("nbsrv", "runtime counters not passed to samples yet (#17)"),
     ("queue", "runtime counters not passed to samples yet (#17)"),
     ("srv_*", "runtime counters not passed to samples yet (#17)"),
@@ -118,11 +105,6 @@ const WHY: &[(&str, &str)] = &[
         "stopping",
         "runtime counters not passed to samples yet (#17)",
     ),
-    (
-        "thread",
-        "sluice's worker threads are not numbered for samples yet (#17)",
-    ),
-    ("so_name", "listener names not passed to samples yet (#17)"),
     ("*_timeout", "timeouts not passed to samples yet (#17)"),
     ("fe_defbe", "not passed to samples yet (#17)"),
     ("fc_r*", "TCP_INFO of the connection (#22)"),

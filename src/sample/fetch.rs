@@ -109,6 +109,9 @@ pub(crate) struct Ctx<'a> {
     pub(crate) proxies: Option<&'a dyn Proxies>,
     /// The client connection's TLS (None: cleartext).
     pub(crate) tls: Option<&'a crate::tls::TlsFacts>,
+    /// The client connection's other facts (`fc_*`, `so_*`, `dst_conn`),
+    /// where passed.
+    pub(crate) client: Option<&'a super::conn::ClientFacts>,
     /// The request's variables (None where there is no request: `proc`
     /// variables are still reached).
     pub(crate) vars: Option<&'a super::vars::Vars<'a>>,
@@ -226,7 +229,7 @@ impl std::fmt::Debug for FetchDef {
 
 /// The fetch tables, one per file that declares fetches: a new family of
 /// fetches (stick tables, connection facts, ...) adds its table here.
-static TABLES: &[&[FetchDef]] = &[FETCHES, super::x509::FETCHES];
+static TABLES: &[&[FetchDef]] = &[FETCHES, super::x509::FETCHES, super::conn::FETCHES];
 
 /// Every fetch sluice knows.
 pub(crate) fn all() -> impl Iterator<Item = &'static FetchDef> {
@@ -270,6 +273,7 @@ pub(crate) const CONST: Uses = Uses::of(&[Src::Const]);
 pub(crate) const INTRN: Uses = Uses::of(&[Src::Intrn]);
 pub(crate) const FTEND: Uses = Uses::of(&[Src::Ftend]);
 pub(crate) const L4CLI: Uses = Uses::of(&[Src::L4cli]);
+pub(crate) const LISTN: Uses = Uses::of(&[Src::Listn]);
 pub(crate) const L5CLI: Uses = Uses::of(&[Src::L5cli]);
 pub(crate) const BKEND: Uses = Uses::of(&[Src::Bkend]);
 pub(crate) const SERVR: Uses = Uses::of(&[Src::Servr]);
@@ -1130,7 +1134,7 @@ fn each_header<'a>(
 }
 
 /// An address as HAProxy gives it: an IPv4-mapped IPv6 as IPv4.
-fn ip(a: IpAddr) -> Sample<'static> {
+pub(crate) fn ip(a: IpAddr) -> Sample<'static> {
     match a {
         IpAddr::V4(v4) => Sample::Ipv4(v4),
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
@@ -1258,7 +1262,7 @@ fn http_version(h: &Head) -> &'static [u8] {
 
 /// Whether `a` is one of this machine's addresses: it can be bound, as
 /// HAProxy finds out (a system call or two, per evaluation).
-fn is_local(a: IpAddr) -> bool {
+pub(crate) fn is_local(a: IpAddr) -> bool {
     std::net::UdpSocket::bind(SocketAddr::new(a, 0)).is_ok()
 }
 

@@ -11,6 +11,7 @@
 pub(crate) mod aead;
 pub(crate) mod arg;
 pub(crate) mod auth;
+pub(crate) mod conn;
 pub(crate) mod conv;
 pub(crate) mod expr;
 pub(crate) mod fetch;

@@ -1300,7 +1300,11 @@ pub(crate) fn expand_groups(
                 // As HAProxy reads them: any two characters, as if hex.
                 let digit = |b: u8| {
                     let b = b.to_ascii_uppercase().wrapping_sub(b'0');
-                    if b > 9 { b.wrapping_sub(b'A' - b'9' - 1) } else { b }
+                    if b > 9 {
+                        b.wrapping_sub(b'A' - b'9' - 1)
+                    } else {
+                        b
+                    }
                 };
                 out.push((digit(h) << 4).wrapping_add(digit(l)));
             }

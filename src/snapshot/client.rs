@@ -10,6 +10,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use tokio::sync::OwnedSemaphorePermit;
 
+use crate::sample::conn::ClientFacts;
 use crate::snapshot::runtime::Runtime;
 use crate::state::FrontendState;
 use crate::state::sessions::Slot;
@@ -19,7 +20,6 @@ use crate::state::sessions::Slot;
 /// way the connection ended.
 pub(crate) struct ClientConn {
     pub(crate) rt: Arc<Runtime>,
-    pub(crate) frontend: Arc<str>,
     /// The frontend's state, once the connection counts as one of its
     /// sessions (`scur`, `stot`): from accept, or once `tcp-request
     /// connection` rules and the PROXY header let it through.
@@ -27,10 +27,9 @@ pub(crate) struct ClientConn {
     _permits: [OwnedSemaphorePermit; 2],
     /// Its `show sess` entry (a pointer: idle connections stay small).
     pub(crate) stream: Slot,
-    /// The address the client connected to, as a PROXY protocol header
-    /// told it (None: the socket's own). Boxed: idle connections stay
-    /// small, and most have none.
-    dst: Option<Box<SocketAddr>>,
+    /// What the fetches read of it (`fc_*`, `so_*`, `dst_conn`), the
+    /// address a PROXY header said the client connected to included.
+    pub(crate) facts: ClientFacts,
 }
 
 impl ClientConn {
@@ -39,9 +38,9 @@ impl ClientConn {
     /// [`ClientConn::start_session`].
     pub(crate) fn new(
         rt: &Arc<Runtime>,
-        frontend: &Arc<str>,
         permits: [OwnedSemaphorePermit; 2],
         stream: Slot,
+        facts: ClientFacts,
     ) -> ClientConn {
         let p = &rt.process;
         p.conns.inc();
@@ -50,12 +49,16 @@ impl ClientConn {
         p.sess_rate.hit();
         ClientConn {
             rt: rt.clone(),
-            frontend: frontend.clone(),
             fe_state: None,
             _permits: permits,
             stream,
-            dst: None,
+            facts,
         }
+    }
+
+    /// The frontend it came in on (its listener's).
+    pub(crate) fn frontend(&self) -> &str {
+        self.facts.listener().frontend()
     }
 
     /// The frontend's state, once the connection is one of its sessions.
@@ -65,11 +68,7 @@ impl ClientConn {
 
     /// The address the client connected to, when a PROXY header said it.
     pub(crate) fn dst(&self) -> Option<SocketAddr> {
-        self.dst.as_deref().copied()
-    }
-
-    pub(crate) fn set_dst(&mut self, dst: SocketAddr) {
-        self.dst = Some(Box::new(dst));
+        self.facts.dst()
     }
 
     /// Counts the connection as a session of its frontend (`st`).

@@ -66,12 +66,18 @@ async fn inspect(stream: &mut Stream, buf: &mut Vec<u8>, delay: Duration) {
 /// The client's stream is a plain socket, or TLS on a `bind ... ssl`
 /// listener (terminated here, relayed in clear or re-encrypted to `ssl`
 /// servers).
-pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
+pub(crate) async fn serve(
+    mut client: ClientConn,
+    stream: Stream,
+    peer: Peer,
+    tls: Option<Box<crate::tls::TlsFacts>>,
+) {
     if let Some(tcp) = stream.tcp() {
         let _ = tcp.set_nodelay(true);
     }
+    client.facts.set_raw();
     let snap = client.rt.snapshot();
-    let Some(fe) = snap.frontends().find(|f| *f.name == *client.frontend) else {
+    let Some(fe) = snap.frontends().find(|f| *f.name == *client.frontend()) else {
         return;
     };
     // A request id needs the accept date and the request counter.
@@ -100,6 +106,8 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
         src: peer.inet(),
         local,
         payload: &payload,
+        tls: tls.as_deref(),
+        client: Some(&client.facts),
     };
     // A TCP connection is its session and its one transaction.
     let sess_vars = crate::sample::vars::SessVars::default();
@@ -276,7 +284,12 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
     bc.session_end();
     drop(seat);
     vars.end();
-    outcome::finish_with_vars(fe, process, &mut rec, None, None, Some(&vars));
+    let samples = crate::observe::log::Samples {
+        vars: Some(&vars),
+        tls: tls.as_deref(),
+        client: Some(&client.facts),
+    };
+    outcome::finish_with(fe, process, &mut rec, None, None, samples);
 }
 
 /// Reads what the client sends while sluice connects to a server, into

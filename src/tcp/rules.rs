@@ -17,6 +17,10 @@ pub(crate) struct View<'a> {
     /// The address the client connected to (`dst`, `dst_port`).
     pub(crate) local: Option<SocketAddr>,
     pub(crate) payload: &'a [u8],
+    /// The client connection's TLS, once its handshake is done.
+    pub(crate) tls: Option<&'a crate::tls::TlsFacts>,
+    /// The client connection's other facts (`fc_*`, `so_*`).
+    pub(crate) client: Option<&'a crate::sample::conn::ClientFacts>,
 }
 
 impl RequestView for View<'_> {
@@ -26,6 +30,8 @@ impl RequestView for View<'_> {
             src_port: self.src.map(|a| a.port()),
             local: self.local,
             payload: Some(self.payload),
+            tls: self.tls,
+            client: self.client,
             ..Default::default()
         }
     }
@@ -64,6 +70,7 @@ pub(crate) fn allowed(
 pub(crate) fn connection_allowed(
     fe: &crate::snapshot::FrontendRt,
     peer: crate::sys::peer::Peer,
+    client: &crate::sample::conn::ClientFacts,
 ) -> bool {
     // Before any byte: no content, and the local address only as the
     // listener knows it (not looked up here).
@@ -71,6 +78,8 @@ pub(crate) fn connection_allowed(
         src: peer.inet(),
         local: None,
         payload: b"",
+        tls: None,
+        client: Some(client),
     };
     allowed(&fe.tcp_connection, &fe.acls, &view, None)
 }

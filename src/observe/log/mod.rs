@@ -102,8 +102,19 @@ pub(crate) struct Line<'a> {
     pub(crate) log_counter: u64,
     /// An early `option logasap` line: `Ta` and `B` are prefixed with `+`.
     pub(crate) logasap_early: bool,
-    /// The request's variables, still there at its end.
+    /// The request's variables and its connections' facts, still there at
+    /// its end.
+    pub(crate) samples: Samples<'a>,
+}
+
+/// What a line's samples read beyond the record: the request's variables
+/// (`var()`), the client connection's TLS (`ssl_fc*`) and other facts
+/// (`fc_*`, `so_*`).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Samples<'a> {
     pub(crate) vars: Option<&'a crate::sample::vars::Vars<'a>>,
+    pub(crate) tls: Option<&'a crate::tls::TlsFacts>,
+    pub(crate) client: Option<&'a crate::sample::conn::ClientFacts>,
 }
 
 impl Line<'_> {
@@ -312,8 +323,9 @@ impl Source for Line<'_> {
                     .map(|r| r.sid),
                 _ => None,
             },
-            tls: None,
-            vars: self.vars,
+            tls: self.samples.tls,
+            client: self.samples.client,
+            vars: self.samples.vars,
         }
     }
 }
@@ -326,7 +338,7 @@ pub(crate) fn emit(
     rec: &mut LogRecord,
     head: Option<&Head>,
     early: bool,
-    vars: Option<&crate::sample::vars::Vars<'_>>,
+    samples: Samples<'_>,
 ) {
     let Some(flog) = fe.log.as_ref() else { return };
     let Some(accept) = rec.accept else { return };
@@ -339,7 +351,7 @@ pub(crate) fn emit(
     if rec.unique_id.is_none()
         && let Some(uid) = &fe.unique_id
     {
-        rec.unique_id = Some(unique_id(fe, &uid.format, rec, head));
+        rec.unique_id = Some(unique_id(fe, &uid.format, rec, head, samples));
     }
     rec.logged = early;
     let line = Line {
@@ -353,7 +365,7 @@ pub(crate) fn emit(
         date: Date::from(accept),
         log_counter: flog.counter.fetch_add(1, Relaxed),
         logasap_early: early,
-        vars,
+        samples,
     };
     let mut msg = String::with_capacity(256);
     format.render(&line, &mut msg);
@@ -372,6 +384,7 @@ pub(crate) fn unique_id(
     format: &crate::config::log_format::LogFormat,
     rec: &LogRecord,
     head: Option<&Head>,
+    samples: Samples<'_>,
 ) -> std::sync::Arc<str> {
     let Some(client) = rec.client else {
         return std::sync::Arc::from("");
@@ -387,8 +400,7 @@ pub(crate) fn unique_id(
         date: Date::from(rec.accept.unwrap_or_else(SystemTime::now)),
         log_counter: fe.log.as_ref().map_or(0, |l| l.counter.load(Relaxed)),
         logasap_early: false,
-        // The request's variables are not passed to the id yet.
-        vars: None,
+        samples,
     };
     let mut id = String::with_capacity(64);
     format.render(&line, &mut id);
