@@ -14,7 +14,7 @@
 
 mod support;
 
-use support::haproxy::{self, Haproxy};
+use support::haproxy::{self, Haproxy, Pair};
 use support::*;
 
 /// Expressions evaluated by both, their answers compared byte for byte.
@@ -498,6 +498,11 @@ const FAULTY: &[&str] = &[
     "str(a),map_regm_int(/nonexistent)",
     "str(a),da-csv-conv(a)",
     "set-cookie(a)",
+    "str(a),capture-req(x)",
+    "str(a),capture-req",
+    "str(a),capture-res()",
+    "str(a),nbsrv(x)",
+    "str(a),srv_queue(x)",
     "nosuch",
     "str(a),add",
     "str(a),ipmask(33)",
@@ -895,6 +900,25 @@ async fn runtime_state_fetches_give_haproxys_bytes() {
         "be_tunnel_timeout",
         "cur_server_timeout",
         "cur_tunnel_timeout",
+        // The converters naming a backend or server by their input.
+        "str(only_backups),nbsrv",
+        "str(all_backups),nbsrv",
+        "str(be),nbsrv",
+        "str(nope),nbsrv",
+        "str(be/s2),srv_queue",
+        "str(s1),srv_queue",
+        "str(nope/s1),srv_queue",
+        "str(be/nope),srv_queue",
+    ];
+    // The same state in ACL conditions.
+    const CONDITIONS: &[&str] = &[
+        "nbsrv(only_backups) eq 2",
+        "nbsrv gt 1",
+        "srv_is_up(be/s3)",
+        "be_conn(be) ge 1",
+        "connslots(slots) eq 22",
+        "queue(be) eq 0",
+        "str(be),nbsrv gt 1",
     ];
     // No checks: the servers are UP without being reached; s3 is in
     // maintenance from the start.
@@ -927,6 +951,11 @@ backend be
     server s3 127.0.0.1:9 disabled weight 7
 "
         );
+        for (i, c) in CONDITIONS.iter().enumerate() {
+            cfg.push_str(&format!(
+                "    http-request return status 200 content-type text/plain string yes if {{ path /c{i} }} {{ {c} }}\n    http-request return status 200 content-type text/plain string no if {{ path /c{i} }}\n"
+            ));
+        }
         cfg.push_str(&haproxy::return_rules(STATE));
         cfg
     };
@@ -934,8 +963,15 @@ backend be
     let _hap = Haproxy::start("sample-rt-hap", &cfg(&fronts[0].to_string()), &[&fronts[0]]);
     let _sl = Sluice::start(&cfg(&fronts[1].to_string()));
     let mut differ = Vec::new();
-    for (i, e) in STATE.iter().enumerate() {
-        let path = format!("/{i}");
+    let cases = (STATE
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (format!("/{i}"), e.to_string())))
+    .chain(
+        (CONDITIONS.iter().enumerate()).map(|(i, c)| (format!("/c{i}"), format!("if {{ {c} }}"))),
+    );
+    for (path, e) in cases {
+        let e = e.as_str();
         // Counts of live connections (`fe_conn`) include the previous
         // request's connection until each proxy has seen it close: a
         // difference is asked again until both have settled (bounded).
@@ -954,4 +990,44 @@ backend be
         differ.extend(last);
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+/// `capture-req` and `capture-res`: the input goes to the frontend's
+/// capture slot (cut to its length) and on unchanged; a slot the frontend
+/// lacks fails the converter (the variable stays unset). The log line
+/// shows the slots (`%hr`, `%hs`, `capture.req.hdr`, `capture.res.hdr`)
+/// and the variables.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn capture_converters_give_haproxys_log_lines() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = format!(
+        "{}frontend fe
+    bind {{fe0}}
+    declare capture request len 5
+    declare capture request len 20
+    declare capture response len 4
+    http-request set-var(txn.a) req.hdr(x-c),capture-req(0)
+    http-request set-var(txn.b) req.hdr(x-c),capture-req(2)
+    http-request set-var(txn.c) str(second),capture-req(1)
+    log-format \"%hr %hs [%[capture.req.hdr(0)]] [%[capture.req.hdr(1)]] [%[capture.res.hdr(0)]] a=%[var(txn.a)] b=%[var(txn.b)] c=%[var(txn.c)] r=%[var(txn.r)] n=%[var(txn.n)]\"
+    default_backend be
+backend be
+    http-response set-var(txn.r) res.hdr(x-r),capture-res(0)
+    http-response set-var(txn.n) res.hdr(x-r),capture-res(1)
+    server s1 {{srv}}
+",
+        haproxy::HTTP_LOG_GLOBAL
+    );
+    let pair = Pair::start("sample-capconv", &cfg, 1).await;
+    pair.answer(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nx-r: response-value\r\n\r\n");
+    let [h, s] = pair
+        .both(
+            0,
+            "GET / HTTP/1.1\r\nhost: h\r\nx-c: captured-value\r\nconnection: close\r\n\r\n",
+        )
+        .await;
+    assert!(h.1.contains("a=captured-value"), "{}", h.1);
+    assert_eq!(s.1, h.1, "sluice's log line, then haproxy's");
 }

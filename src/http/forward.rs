@@ -272,6 +272,9 @@ pub(crate) struct ReqCtx<'a> {
     /// The process, whose snapshot response rules read the proxies'
     /// state from (`nbsrv`, `be_server_timeout`...).
     pub(crate) rt: &'a crate::snapshot::runtime::Runtime,
+    /// The snapshot the request runs on (the proxies' state the
+    /// response's conditions and log line read).
+    pub(crate) proxies: &'a crate::snapshot::Snapshot,
 }
 
 /// No server for the request (none usable, queue full or timed out), at
@@ -330,6 +333,7 @@ pub(crate) async fn forward(
         client: ctx.client,
         vars: ctx.vars,
         rt: ctx.rt,
+        proxies: ctx.proxies,
     };
     let acquired = pick(be, &key, &mut cookie_ctx.persisted).await;
     let ctx = &cookie_ctx;
@@ -345,7 +349,6 @@ pub(crate) async fn forward(
     rec.srv_queue = slot.srv_queue_position();
     let mut seat = Seat::new(slot);
     let first: Arc<ServerState> = seat.server().clone();
-    bc.session_start();
     first.counters.count_request();
     let queue_ms = ms(started.elapsed());
     rec.t_queue = queue_ms as i64;
@@ -396,9 +399,27 @@ pub(crate) async fn forward(
     if observe != 0 && !conn_failed {
         observe_outcome(be, server, observe, out.status);
     }
-    bc.session_end();
     drop(seat);
     out
+}
+
+/// A request's session on its backend, from the moment it is assigned
+/// (`use_backend`, `default_backend`) to its end, as HAProxy counts a
+/// stream on its backend (`scur`, `stot`, `be_conn` in the backend's own
+/// rules): whatever answers it, a server, a rule or an error page.
+pub(crate) struct BackendSession<'a>(&'a crate::state::counters::Counters);
+
+impl<'a> BackendSession<'a> {
+    pub(crate) fn start(be: &'a BackendRt) -> BackendSession<'a> {
+        be.state.counters.session_start();
+        BackendSession(&be.state.counters)
+    }
+}
+
+impl Drop for BackendSession<'_> {
+    fn drop(&mut self) {
+        self.0.session_end();
+    }
 }
 
 /// `cookie`: the server a request's persistence cookie names (its state

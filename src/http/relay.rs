@@ -120,7 +120,10 @@ impl<'a> Relay<'a> {
             local: None,
             tls: ctx.tls,
             client: Some(ctx.client),
+            proxies: Some(ctx.proxies),
             frontend: &fe.name,
+            frontend_id: fe.iid,
+            backend: Some((be.name.as_str(), be.iid)),
             vars: Some(ctx.vars),
             req_body: None,
             res_body: None,
@@ -410,7 +413,7 @@ impl<'a> Relay<'a> {
                     first_req: None,
                     server_id: sid(be, &server.name),
                     local: None,
-                    proxies: None,
+                    proxies: Some(ctx.proxies),
                     vars: Some(ctx.vars),
                     tls: ctx.tls,
                     client: Some(ctx.client),
@@ -453,6 +456,7 @@ impl<'a> Relay<'a> {
             vars: Some(self.ctx.vars),
             tls: self.ctx.tls,
             client: Some(self.ctx.client),
+            proxies: Some(self.ctx.proxies),
         };
         self.rec.log_early(fe, status, logged_head, req, samples);
         let relayed = io::relay_message(
@@ -673,7 +677,6 @@ fn response_edits<'r>(
     // The proxies' state for the rules' samples, held only when there
     // are rules (a snapshot reference is a shared count's write).
     let rules = !fe.http_response.is_empty() || !be.http_response.is_empty();
-    let snap = rules.then(|| ctx.rt.snapshot());
     // The address the client reached (`dst`): a PROXY header's, else
     // asked of the socket, only where rules run.
     let local = rules
@@ -688,7 +691,10 @@ fn response_edits<'r>(
         local,
         tls,
         client: Some(who.client),
+        proxies: Some(ctx.proxies),
         frontend: &fe.name,
+        frontend_id: fe.iid,
+        backend: Some((be.name.as_str(), be.iid)),
         vars: Some(ctx.vars),
         req_body: None,
         res_body,
@@ -707,7 +713,7 @@ fn response_edits<'r>(
         first_req: None,
         server_id: sid(be, server),
         local,
-        proxies: snap.as_deref(),
+        proxies: Some(ctx.proxies),
         vars: Some(ctx.vars),
         tls,
         client: Some(who.client),
@@ -781,7 +787,14 @@ fn response_edits<'r>(
                         *dst = Some(b[..b.len().min(*len)].to_vec());
                     }
                 }
-                HttpResponseAction::Var(rule) => rules::run_var(rule, &cx),
+                // The response is there for the value (`res.hdr`).
+                HttpResponseAction::Var(rule) => {
+                    let cx = rules::FmtCtx {
+                        res: Some(resp),
+                        ..cx
+                    };
+                    rules::run_var(rule, &cx)
+                }
                 // Waited for before the rules ran (`Relay::wait_body`).
                 HttpResponseAction::WaitForBody(_) => {}
                 HttpResponseAction::Map(rule) => {

@@ -48,7 +48,13 @@ pub(super) struct View<'a> {
     pub(super) tls: Option<&'a TlsFacts>,
     /// The client connection's other facts (`fc_*`, `so_*`).
     pub(super) client: Option<&'a ClientFacts>,
+    /// The proxies' runtime state (`nbsrv`, `be_conn`...), where passed.
+    pub(super) proxies: Option<&'a crate::snapshot::Snapshot>,
     pub(super) frontend: &'a str,
+    pub(super) frontend_id: u32,
+    /// The backend once chosen (`be_name`, `nbsrv` without a name): its
+    /// name and id.
+    pub(super) backend: Option<(&'a str, u32)>,
     /// The request's variables (`var()` in conditions).
     pub(super) vars: Option<&'a crate::sample::vars::Vars<'a>>,
     /// The request's body as far as it is buffered (`req.body*`), and
@@ -74,7 +80,10 @@ impl<'a> View<'a> {
             local,
             tls: rq.tls,
             client: Some(rq.client),
+            proxies: Some(rq.proxies),
             frontend: &fe.name,
+            frontend_id: fe.iid,
+            backend: None,
             vars: Some(rq.vars),
             req_body,
             res_body: None,
@@ -93,7 +102,11 @@ impl RequestView for View<'_> {
             status: self.res.map(|r| r.status),
             tls: self.tls,
             client: self.client,
+            proxies: self.proxies.map(|s| s as &dyn crate::sample::Proxies),
             frontend: self.frontend,
+            frontend_id: self.frontend_id,
+            backend: self.backend.map(|b| b.0),
+            backend_id: self.backend.map(|b| b.1),
             vars: self.vars,
             req_body: self.req_body,
             res_body: self.res_body,
@@ -549,7 +562,8 @@ pub(crate) async fn handle_request(
     // From here to the answer the request is a stream `show sess` lists.
     stream.begin();
     // The transaction's variables: dropped with the request.
-    let vars = crate::sample::vars::Vars::new(sess);
+    let slots = [fe.captures.request.len(), fe.captures.response.len()];
+    let vars = crate::sample::vars::Vars::with_slots(sess, slots);
     let req = Req {
         vars: &vars,
         head: &head,
@@ -559,6 +573,7 @@ pub(crate) async fn handle_request(
         stream,
         tls,
         client,
+        proxies: &snap,
         first,
     };
     conn.pending = io::PendingBody::of(body, &conn.buf);
@@ -591,6 +606,7 @@ pub(crate) async fn handle_request(
         vars: Some(&vars),
         tls,
         client: Some(client),
+        proxies: Some(&*snap),
     };
     finish(rt, fe, &mut rec, &out, Some(&head), samples);
     out.keep_client
@@ -673,6 +689,9 @@ struct Req<'a> {
     /// The client connection's TLS, if any.
     tls: Option<&'a TlsFacts>,
     client: &'a ClientFacts,
+    /// The snapshot the request runs on (the proxies' state for `nbsrv`
+    /// and the like in conditions).
+    proxies: &'a crate::snapshot::Snapshot,
     /// The connection's first request (`http_first_req`).
     first: bool,
     vars: &'a crate::sample::vars::Vars<'a>,
@@ -727,6 +746,7 @@ async fn route(
             vars: Some(rq.vars),
             tls,
             client: Some(rq.client),
+            proxies: Some(rq.proxies),
         };
         rec.unique_id = Some(crate::observe::log::unique_id(
             fe,
@@ -754,6 +774,7 @@ async fn route(
         local,
         tls,
         client: rq.client,
+        proxies: rq.proxies,
         conn,
         keep_local,
         rec,
@@ -815,6 +836,7 @@ async fn route(
         return forward::send_error(run.conn, 503, fe, keep_local).await;
     };
     run.rec.assign_backend(be);
+    let _session = forward::BackendSession::start(be);
     rq.stream.to_backend(be.iid);
     // Only a dynamic name can reach a TCP backend from here: HAProxy 2.6
     // cannot switch an HTTP stream to it and closes without an answer,
@@ -892,6 +914,7 @@ async fn route(
         client: rq.client,
         vars: rq.vars,
         rt,
+        proxies: rq.proxies,
     };
     forward::forward(fe, be, head, body, conn, keep, rec, &ctx).await
 }
@@ -971,6 +994,7 @@ struct RuleRun<'r> {
     local: Option<SocketAddr>,
     tls: Option<&'r TlsFacts>,
     client: &'r ClientFacts,
+    proxies: &'r crate::snapshot::Snapshot,
     conn: &'r mut BufConn,
     keep_local: bool,
     rec: &'r mut LogRecord,
@@ -1028,7 +1052,10 @@ impl RuleRun<'_> {
             local: self.local,
             tls: self.tls,
             client: Some(self.client),
+            proxies: Some(self.proxies),
             frontend: &fe.name,
+            frontend_id: fe.iid,
+            backend: st.be.map(|b| (b.name.as_str(), b.iid)),
             vars: Some(self.vars),
             req_body: rb.as_ref(),
             res_body: None,
@@ -1087,6 +1114,7 @@ impl RuleRun<'_> {
                 self.fe,
             );
             let client = Some(self.client);
+            let proxies = Some(self.proxies);
             let rb = held.view();
             let view = View {
                 head,
@@ -1096,7 +1124,10 @@ impl RuleRun<'_> {
                 local,
                 tls,
                 client,
+                proxies,
                 frontend: &fe.name,
+                frontend_id: fe.iid,
+                backend: st.be.map(|b| (b.name.as_str(), b.iid)),
                 vars,
                 req_body: rb.as_ref(),
                 res_body: None,
@@ -1268,7 +1299,6 @@ impl RuleRun<'_> {
                 .or(self.dst)
                 .or_else(|| self.conn.stream.local_addr().ok()),
         };
-        let snap = (!rules.is_empty()).then(|| self.rt.snapshot());
         let cx = rules::FmtCtx {
             req: head,
             src: view.src,
@@ -1283,7 +1313,7 @@ impl RuleRun<'_> {
             first_req: Some(self.first),
             server_id: None,
             local,
-            proxies: snap.as_deref(),
+            proxies: Some(self.proxies),
             vars: Some(self.vars),
             tls: view.tls,
             client: view.client,

@@ -616,6 +616,43 @@ static CONVERTERS: &[ConvDef] = &[
     checked("xor", INT, int_or_var, T::Sint, T::Sint, |s, a, cx| {
         arith(s, a, cx, |x, y| x ^ y)
     }),
+    // ---- The stream: capture slots and the proxies' state. ----
+    // `capture-req(<slot>)`, `capture-res(<slot>)`: the input goes to the
+    // frontend's capture slot (for the log line), and on unchanged; no
+    // sample when there is no such slot.
+    def(
+        "capture-req",
+        ArgSpec::of(&[A::Sint], 1),
+        T::Str,
+        T::Str,
+        |s, a, cx| capture(s, a, cx, false),
+    ),
+    def(
+        "capture-res",
+        ArgSpec::of(&[A::Sint], 1),
+        T::Str,
+        T::Str,
+        |s, a, cx| capture(s, a, cx, true),
+    ),
+    // `nbsrv`: the usable servers of the backend the input names.
+    def("nbsrv", NONE, T::Str, T::Sint, |s, _, cx| {
+        let name = std::str::from_utf8(s.bytes()?).ok()?;
+        let n = cx.proxies?.count(super::Count::UsableServers, name, None)?;
+        Some(Sample::Sint(n))
+    }),
+    // `srv_queue`: the queue of the server the input names,
+    // `<backend>/<server>` or a server of the current backend.
+    def("srv_queue", NONE, T::Str, T::Sint, |s, _, cx| {
+        let name = std::str::from_utf8(s.bytes()?).ok()?;
+        let (be, srv) = match name.split_once('/') {
+            Some((be, srv)) => (be, srv),
+            None => (cx.backend?, name),
+        };
+        let n = cx
+            .proxies?
+            .count(super::Count::ServerQueue, be, Some(srv))?;
+        Some(Sample::Sint(n))
+    }),
     // ---- Maps: `map_<match>[_int|_ip](<file>[,<default>])`, the file
     // read when the configuration is (sample::pattern::Map), and
     // `map_regm`. The HAProxy 2.6 binary has neither the `_str` forms its
@@ -848,6 +885,12 @@ static CONVERTERS: &[ConvDef] = &[
         map_eval,
     ),
 ];
+
+/// `capture-req` and `capture-res`: the input, once put in its slot.
+fn capture<'a>(s: Sample<'a>, a: &[Arg], cx: &Ctx<'_>, res: bool) -> Option<Sample<'a>> {
+    let slot = a.first()?.as_int();
+    cx.vars?.capture(res, slot, s.bytes()?).then_some(s)
+}
 
 /// `b64dec` and `ub64dec`: no sample when the text is not base64.
 fn b64_decode<'a>(engine: &impl base64::Engine, s: Sample<'a>) -> Option<Sample<'a>> {

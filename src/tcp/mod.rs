@@ -288,6 +288,7 @@ pub(crate) async fn serve(
         vars: Some(&vars),
         tls: tls.as_deref(),
         client: Some(&client.facts),
+        proxies: Some(&*snap),
     };
     outcome::finish_with(fe, process, &mut rec, None, None, samples);
 }

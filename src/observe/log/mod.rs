@@ -115,6 +115,8 @@ pub(crate) struct Samples<'a> {
     pub(crate) vars: Option<&'a crate::sample::vars::Vars<'a>>,
     pub(crate) tls: Option<&'a crate::tls::TlsFacts>,
     pub(crate) client: Option<&'a crate::sample::conn::ClientFacts>,
+    /// The proxies' runtime state (`nbsrv`, `be_conn`...).
+    pub(crate) proxies: Option<&'a dyn crate::sample::Proxies>,
 }
 
 impl Line<'_> {
@@ -312,8 +314,7 @@ impl Source for Line<'_> {
             backend_id: self.rec.backend.as_ref().map(|b| b.iid),
             // Not kept for the log line yet.
             first_req: None,
-            // Not passed to the log line yet.
-            proxies: None,
+            proxies: self.samples.proxies,
             // Looked up once per line that has a sample.
             server_id: match (&self.rec.backend, &self.rec.server) {
                 (Some(be), SrvName::Server(s)) => be
@@ -347,6 +348,20 @@ pub(crate) fn emit(
         return;
     }
     let Some(format) = &flog.format else { return };
+    // What `capture-req` and `capture-res` captured, in its slots, cut to
+    // their lengths.
+    if let Some(vars) = samples.vars {
+        vars.take_captures(|res, slot, mut value| {
+            let (caps, lens) = match res {
+                false => (&mut rec.cap_req, &fe.captures.request),
+                true => (&mut rec.cap_resp, &fe.captures.response),
+            };
+            if let (Some(dst), Some((_, len))) = (caps.get_mut(slot), lens.get(slot)) {
+                value.truncate(*len);
+                *dst = Some(value);
+            }
+        });
+    }
     // HAProxy makes the id at the latest for the log line.
     if rec.unique_id.is_none()
         && let Some(uid) = &fe.unique_id
