@@ -1401,3 +1401,211 @@ frontend fe
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }
+
+/// The server connection's fetches give haproxy 2.6's bytes: `bc_*`,
+/// `ssl_bc*` and the server certificate's `ssl_s_*`, in `http-response`
+/// rules (a plain server and a TLS one) and in the log line (those two,
+/// a server that refuses the connection, and a TLS handshake with a
+/// plain server). Both proxies reach the same servers; what must differ
+/// is masked, with the reason where it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_connection_fetches_give_haproxys_bytes() {
+    if !support::haproxy::available() {
+        return;
+    }
+    let ca = Ca::new("backend CA");
+    let tls_up = tls_backend(&ca.leaf(&["backend.test"])).await;
+    let plain = Backend::start("plain").await;
+    let plain_up = plain.hostport();
+    let refused = Port::new();
+    // The source port is the kernel's choice: only whether there is one.
+    let facts = "bc_src bc_src_port,bool bc_dst bc_dst_port bc_err bc_err_str bc_http_major \
+                 ssl_bc ssl_bc_protocol ssl_bc_cipher ssl_bc_alg_keysize ssl_bc_use_keysize \
+                 ssl_bc_alpn ssl_bc_is_resumed ssl_bc_err ssl_bc_err_str ssl_bc_npn \
+                 ssl_s_der,length ssl_s_chain_der,length ssl_s_sha1,hex ssl_s_serial,hex \
+                 ssl_s_version ssl_s_s_dn ssl_s_i_dn ssl_s_s_dn(CN) ssl_s_notbefore \
+                 ssl_s_notafter ssl_s_sig_alg ssl_s_key_alg";
+    let line: Vec<String> = facts
+        .split_whitespace()
+        .map(|f| format!("{f}=%[{f}]"))
+        .collect();
+    let line = line.join("|");
+    let cfg = |bind: &str, log: &str| {
+        format!(
+            "global
+    log {log} format raw local0 info
+defaults
+    mode http
+    log global
+    option dontlognull
+    timeout connect 2s
+    timeout client 5s
+    timeout server 5s
+    retries 0
+frontend fe
+    bind {bind}
+    log-format \"%b|{line}\"
+    use_backend tls if {{ path /tls }}
+    use_backend refused if {{ path /refused }}
+    use_backend tlsbad if {{ path /tlsbad }}
+    default_backend plain
+backend plain
+    http-response set-header x-bc \"{line}\"
+    server s1 {plain_up}
+backend tls
+    http-response set-header x-bc \"{line}\"
+    server s1 {tls_up} ssl verify none sni str(backend.test) ciphersuites TLS_AES_128_GCM_SHA256
+backend refused
+    server s1 {refused}
+backend tlsbad
+    server s1 {plain_up} ssl verify none
+",
+            refused = refused.addr()
+        )
+    };
+    let fronts = listens(2);
+    let logs = [
+        support::syslog::Syslog::new(),
+        support::syslog::Syslog::new(),
+    ];
+    let _hap = support::haproxy::Haproxy::start(
+        "tlsbc-hap",
+        &cfg(&fronts[0].to_string(), &logs[0].addr()),
+        &[&fronts[0]],
+    );
+    let _sl = Sluice::start(&cfg(&fronts[1].to_string(), &logs[1].addr()));
+    let mut d = support::haproxy::Differences::default();
+    for path in ["/plain", "/tls", "/refused", "/tlsbad"] {
+        let mut seen = Vec::new();
+        for (f, log) in fronts.iter().zip(&logs) {
+            let r = get(f.addr(), path).await;
+            let line = log.take(1).remove(0);
+            seen.push((r.status, r.header("x-bc").map(str::to_string), line));
+        }
+        if path == "/tls" {
+            // Not a vacuous comparison: haproxy saw the TLS server.
+            assert!(
+                seen[0].2.contains("ssl_s_s_dn(CN)=backend.test|"),
+                "{}",
+                seen[0].2
+            );
+        }
+        if path == "/refused" || path == "/tlsbad" {
+            // A connection that failed: haproxy shows the unconnected
+            // socket's source (0.0.0.0 and a port) where sluice, which
+            // has no socket left, shows none; and of a failed handshake
+            // OpenSSL's own facts (the version it offered, `(NONE)` for
+            // the suite, its error code and text), which rustls has no
+            // equivalent of.
+            for (_, _, line) in seen.iter_mut() {
+                *line = line
+                    .split('|')
+                    .map(|f| match f.split_once('=') {
+                        Some((k, _))
+                            if [
+                                "bc_src",
+                                "bc_src_port,bool",
+                                "ssl_bc_protocol",
+                                "ssl_bc_cipher",
+                                "ssl_bc_err",
+                                "ssl_bc_err_str",
+                            ]
+                            .contains(&k) =>
+                        {
+                            format!("{k}=MASKED")
+                        }
+                        _ => f.to_string(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join("|");
+            }
+        }
+        d.compare(path, &seen[0], &seen[1]);
+    }
+    d.assert_none();
+}
+
+/// The certificate the listener presented (`ssl_f_*`), picked by SNI
+/// among two, and the client connection's TLS facts in the log line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listener_certificate_fetches_give_haproxys_bytes() {
+    if !support::haproxy::available() {
+        return;
+    }
+    let ca = Ca::new("sluice test CA");
+    let dir = TempDir::new("tlsfcert");
+    let one = write(dir.path(), "one.pem", &ca.leaf(&["one.test"]));
+    let two = write(dir.path(), "two.pem", &ca.leaf(&["two.test", "*.two.test"]));
+    let fetches = [
+        "ssl_f_der,length",
+        "ssl_f_sha1,hex",
+        "ssl_f_serial,hex",
+        "ssl_f_version",
+        "ssl_f_s_dn",
+        "ssl_f_i_dn",
+        "ssl_f_s_dn(CN)",
+        "ssl_f_i_dn(CN,1,rfc2253)",
+        "ssl_f_notbefore",
+        "ssl_f_notafter",
+        "ssl_f_sig_alg",
+        "ssl_f_key_alg",
+        "ssl_fc",
+        "ssl_fc_sni",
+        "ssl_fc_protocol",
+        "ssl_fc_cipher",
+    ];
+    let line: Vec<String> = fetches.iter().map(|f| format!("{f}=%[{f}]")).collect();
+    let line = line.join("|");
+    let cfg = |bind: &str, log: &str| {
+        format!(
+            "global
+    log {log} format raw local0 info
+defaults
+    mode http
+    log global
+    option dontlognull
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {bind} ssl crt {one} crt {two}
+    log-format \"{line}\"
+    http-request return status 200 content-type text/plain lf-string \"{line}\"
+"
+        )
+    };
+    let fronts = listens(2);
+    let logs = [
+        support::syslog::Syslog::new(),
+        support::syslog::Syslog::new(),
+    ];
+    let _hap = support::haproxy::Haproxy::start(
+        "tlsfcert-hap",
+        &cfg(&fronts[0].to_string(), &logs[0].addr()),
+        &[&fronts[0]],
+    );
+    let _sl = Sluice::start(&cfg(&fronts[1].to_string(), &logs[1].addr()));
+    let client = one_suite_config(
+        &rustls::version::TLS13,
+        rustls::CipherSuite::TLS13_AES_128_GCM_SHA256,
+        &[b"http/1.1"],
+    );
+    let mut d = support::haproxy::Differences::default();
+    for sni in ["one.test", "x.two.test", "other.test"] {
+        let mut seen = Vec::new();
+        for (f, log) in fronts.iter().zip(&logs) {
+            let tls = tls_connect(f.addr(), sni, client.clone()).await.unwrap();
+            let mut conn = BufReader::new(tls);
+            let r = tls_get(&mut conn, "/").await;
+            drop(conn);
+            seen.push((r.status, r.text().to_string(), log.take(1).remove(0)));
+        }
+        assert!(
+            seen[0].1.contains("ssl_f_s_dn(CN)="),
+            "{sni}: {:?}",
+            seen[0]
+        );
+        d.compare(sni, &seen[0], &seen[1]);
+    }
+    d.assert_none();
+}

@@ -248,6 +248,7 @@ async fn tls_accept(
         start.into_stream(config).await
     };
     let handshake = crate::wire::io::with_timeout(tls.handshake_timeout, handshake);
+    let listen = &tls.config;
     let fe = client.frontend_state().cloned();
     let counters = fe.as_ref().map(|s| &s.counters);
     match handshake.await {
@@ -255,7 +256,9 @@ async fn tls_accept(
             if let Some(c) = counters {
                 c.ssl_sess.fetch_add(1, Relaxed);
             }
-            let facts = Box::new(crate::tls::TlsFacts::of(tls.get_ref().1));
+            let conn = tls.get_ref().1;
+            let own = listen.presented(conn.server_name());
+            let facts = Box::new(crate::tls::TlsFacts::of(conn, own));
             let stream = Stream::Tls(Box::new(tokio_rustls::TlsStream::Server(tls)));
             match serving.mode {
                 Mode::Http => {

@@ -121,6 +121,7 @@ impl<'a> Relay<'a> {
             tls: ctx.tls,
             client: Some(ctx.client),
             proxies: Some(ctx.proxies),
+            server_conn: self.rec.server_conn.as_deref(),
             frontend: &fe.name,
             frontend_id: fe.iid,
             backend: Some((be.name.as_str(), be.iid)),
@@ -369,6 +370,7 @@ impl<'a> Relay<'a> {
             src: ctx.src,
             tls: ctx.tls,
             client: ctx.client,
+            server_conn: self.rec.server_conn.as_deref(),
             unique_id: uid.as_deref(),
         };
         // The body that came with the head, or was waited for: a view of
@@ -417,6 +419,7 @@ impl<'a> Relay<'a> {
                     vars: Some(ctx.vars),
                     tls: ctx.tls,
                     client: Some(ctx.client),
+                    server_conn: self.rec.server_conn.as_deref(),
                     req_body: None,
                     res_body: None,
                 };
@@ -648,6 +651,7 @@ struct Who<'a> {
     src: Option<std::net::IpAddr>,
     tls: Option<&'a crate::tls::TlsFacts>,
     client: &'a crate::sample::conn::ClientFacts,
+    server_conn: Option<&'a crate::sample::srvconn::ServerFacts>,
     unique_id: Option<&'a str>,
 }
 
@@ -692,6 +696,7 @@ fn response_edits<'r>(
         tls,
         client: Some(who.client),
         proxies: Some(ctx.proxies),
+        server_conn: who.server_conn,
         frontend: &fe.name,
         frontend_id: fe.iid,
         backend: Some((be.name.as_str(), be.iid)),
@@ -717,6 +722,7 @@ fn response_edits<'r>(
         vars: Some(ctx.vars),
         tls,
         client: Some(who.client),
+        server_conn: who.server_conn,
         req_body: None,
         res_body,
     };

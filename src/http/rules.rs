@@ -186,6 +186,8 @@ pub(crate) struct FmtCtx<'a> {
     pub(crate) tls: Option<&'a crate::tls::TlsFacts>,
     /// The client connection's other facts (`fc_*`, `so_*`), if passed.
     pub(crate) client: Option<&'a crate::sample::conn::ClientFacts>,
+    /// The server connection's (`bc_*`, `ssl_bc*`), in response rules.
+    pub(crate) server_conn: Option<&'a crate::sample::srvconn::ServerFacts>,
     /// The bodies as far as they are buffered (`req.body*`, `res.body*`).
     pub(crate) req_body: Option<&'a crate::sample::fetch::Body<'a>>,
     pub(crate) res_body: Option<&'a crate::sample::fetch::Body<'a>>,
@@ -270,6 +272,7 @@ pub(crate) fn sample_ctx<'a>(cx: &FmtCtx<'a>) -> crate::sample::Ctx<'a> {
         vars: cx.vars,
         tls: cx.tls,
         client: cx.client,
+        server_conn: cx.server_conn,
         req_body: cx.req_body,
         res_body: cx.res_body,
         ..Default::default()

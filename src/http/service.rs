@@ -50,6 +50,8 @@ pub(super) struct View<'a> {
     pub(super) client: Option<&'a ClientFacts>,
     /// The proxies' runtime state (`nbsrv`, `be_conn`...), where passed.
     pub(super) proxies: Option<&'a crate::snapshot::Snapshot>,
+    /// The server connection's facts (`bc_*`), in response conditions.
+    pub(super) server_conn: Option<&'a crate::sample::srvconn::ServerFacts>,
     pub(super) frontend: &'a str,
     pub(super) frontend_id: u32,
     /// The backend once chosen (`be_name`, `nbsrv` without a name): its
@@ -81,6 +83,7 @@ impl<'a> View<'a> {
             tls: rq.tls,
             client: Some(rq.client),
             proxies: Some(rq.proxies),
+            server_conn: None,
             frontend: &fe.name,
             frontend_id: fe.iid,
             backend: None,
@@ -103,6 +106,7 @@ impl RequestView for View<'_> {
             tls: self.tls,
             client: self.client,
             proxies: self.proxies.map(|s| s as &dyn crate::sample::Proxies),
+            server_conn: self.server_conn,
             frontend: self.frontend,
             frontend_id: self.frontend_id,
             backend: self.backend.map(|b| b.0),
@@ -1053,6 +1057,7 @@ impl RuleRun<'_> {
             tls: self.tls,
             client: Some(self.client),
             proxies: Some(self.proxies),
+            server_conn: None,
             frontend: &fe.name,
             frontend_id: fe.iid,
             backend: st.be.map(|b| (b.name.as_str(), b.iid)),
@@ -1125,6 +1130,7 @@ impl RuleRun<'_> {
                 tls,
                 client,
                 proxies,
+                server_conn: None,
                 frontend: &fe.name,
                 frontend_id: fe.iid,
                 backend: st.be.map(|b| (b.name.as_str(), b.iid)),
@@ -1317,6 +1323,7 @@ impl RuleRun<'_> {
             vars: Some(self.vars),
             tls: view.tls,
             client: view.client,
+            server_conn: None,
             req_body: view.req_body,
             res_body: None,
         };

@@ -256,6 +256,9 @@ pub(crate) struct LogRecord {
     /// `unique-id-format`: the request's id once made (`%ID`, the
     /// `unique-id` fetch, `unique-id-header`).
     pub(crate) unique_id: Option<std::sync::Arc<str>>,
+    /// The server connection's facts (`bc_*`, `ssl_bc*`, `ssl_s_*`), kept
+    /// only when a configuration reads them (`sample::fetch::server_read`).
+    pub(crate) server_conn: Option<Box<crate::sample::srvconn::ServerFacts>>,
 }
 
 static REQ_ID: AtomicU64 = AtomicU64::new(0);
@@ -298,6 +301,7 @@ impl LogRecord {
             tls: false,
             h2_origin: None,
             unique_id: None,
+            server_conn: None,
         }
     }
 

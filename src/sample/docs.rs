@@ -56,15 +56,13 @@ const WHY: &[(&str, &str)] = &[
         "needs the raw ClientHello of the handshake (#17)",
     ),
     (
-        "ssl_f_*",
-        "the certificate a listener presented is not kept for samples yet (#17)",
+        "ssl_*_session_id",
+        "rustls does not expose a session's id (it keeps TLS 1.2 session ids to itself)",
     ),
     (
-        "ssl_s_*",
-        "server certificates: TLS facts of server connections not kept yet (#17)",
+        "ssl_*_unique_id",
+        "rustls does not expose the handshake's Finished message, which the tls-unique value is",
     ),
-    ("ssl_fc_session_id", "rustls does not expose the session id"),
-    ("ssl_bc*", "TLS to servers: facts not kept yet (#17)"),
     (
         "ssl_*",
         "TLS facts of the connection not passed to samples yet (#17)",
@@ -113,10 +111,6 @@ const WHY: &[(&str, &str)] = &[
     ("fc_fackets", "TCP_INFO of the connection (#22)"),
     ("fc_lost", "TCP_INFO of the connection (#22)"),
     ("fc_*", "connection facts not passed to samples yet (#17)"),
-    (
-        "bc_*",
-        "server connection facts not passed to samples yet (#17)",
-    ),
     // Other buffers.
     ("res.len", "tcp-response content rules (#22)"),
     ("res.payload*", "tcp-response content rules (#22)"),

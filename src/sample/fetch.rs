@@ -112,6 +112,9 @@ pub(crate) struct Ctx<'a> {
     /// The client connection's other facts (`fc_*`, `so_*`, `dst_conn`),
     /// where passed.
     pub(crate) client: Option<&'a super::conn::ClientFacts>,
+    /// The server connection's (`bc_*`, `ssl_bc_*`, `ssl_s_*`), where
+    /// kept (see [`server_read`]).
+    pub(crate) server_conn: Option<&'a super::srvconn::ServerFacts>,
     /// The request's variables (None where there is no request: `proc`
     /// variables are still reached).
     pub(crate) vars: Option<&'a super::vars::Vars<'a>>,
@@ -151,8 +154,23 @@ pub(crate) fn body_read(res: bool) -> bool {
     BODY_READ[res as usize].load(std::sync::atomic::Ordering::Relaxed)
 }
 
-/// Notes that fetch `name` was parsed: a body fetch sets [`BODY_READ`].
+/// Whether a configuration this process parsed reads the server
+/// connection (`bc_*`, `ssl_bc*`, `ssl_s_*`): only then are its facts
+/// kept with each exchange. As [`BODY_READ`], it stays set.
+static SERVER_READ: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// [`SERVER_READ`].
+pub(crate) fn server_read() -> bool {
+    SERVER_READ.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Notes that fetch `name` was parsed: a body fetch sets [`BODY_READ`],
+/// a server connection's one [`SERVER_READ`].
 pub(crate) fn note_parsed(name: &str) {
+    if name.starts_with("bc_") || name.starts_with("ssl_bc") || name.starts_with("ssl_s_") {
+        SERVER_READ.store(true, std::sync::atomic::Ordering::Relaxed);
+        return;
+    }
     let side = match name.get(..8) {
         Some("req.body") => 0,
         Some("res.body") => 1,
@@ -229,7 +247,15 @@ impl std::fmt::Debug for FetchDef {
 
 /// The fetch tables, one per file that declares fetches: a new family of
 /// fetches (stick tables, connection facts, ...) adds its table here.
-static TABLES: &[&[FetchDef]] = &[FETCHES, super::x509::FETCHES, super::conn::FETCHES];
+static TABLES: &[&[FetchDef]] = &[
+    FETCHES,
+    super::x509::FETCHES,
+    super::x509::CERT_TABLES[0],
+    super::x509::CERT_TABLES[1],
+    super::x509::CERT_TABLES[2],
+    super::conn::FETCHES,
+    super::srvconn::FETCHES,
+];
 
 /// Every fetch sluice knows.
 pub(crate) fn all() -> impl Iterator<Item = &'static FetchDef> {

@@ -202,6 +202,15 @@ pub(crate) async fn serve(
             if let ConnectError::Pick(PickError::NoServer) = e {
                 rec.tally.econ = Rows::BE;
             }
+            if crate::sample::fetch::server_read() {
+                let pool = server.pool.load();
+                let facts = crate::sample::srvconn::ServerFacts::failed(
+                    Some(pool.target(dst)),
+                    e.server_error(),
+                    pool.tls().is_some(),
+                );
+                rec.server_conn = Some(Box::new(facts));
+            }
             // A queue on the redispatch is logged as a connect failure.
             rec.end(match &e {
                 ConnectError::Pick(_) => Term::new(Cause::Server, Phase::Connect),
@@ -222,6 +231,10 @@ pub(crate) async fn serve(
         }
         Ok(Ok(mut upstream)) => {
             rec.t_connect = ms(connecting.elapsed());
+            if crate::sample::fetch::server_read() {
+                let facts = crate::sample::srvconn::ServerFacts::of(&upstream);
+                rec.server_conn = Some(Box::new(facts));
+            }
             // `on-marked-down shutdown-sessions` (or an active server's
             // `on-marked-up shutdown-backup-sessions`) ends the connection.
             let killed = server.kill.notified();

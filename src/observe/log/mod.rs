@@ -326,6 +326,7 @@ impl Source for Line<'_> {
             },
             tls: self.samples.tls,
             client: self.samples.client,
+            server_conn: self.rec.server_conn.as_deref(),
             vars: self.samples.vars,
         }
     }
