@@ -62,14 +62,6 @@ pub(crate) const GLOBAL_TUNE_IGNORED: &[(&str, &str)] = &[
         "sluice generates no certificates, so it keeps no cache of them",
     ),
     (
-        "tune.ssl.capture-buffer-size",
-        "sluice has no ssl_fc_cipherlist_* fetches that would read a captured ClientHello",
-    ),
-    (
-        "tune.ssl.capture-cipherlist-size",
-        "sluice has no ssl_fc_cipherlist_* fetches that would read a captured ClientHello",
-    ),
-    (
         "tune.fd.edge-triggered",
         "the tokio reactor always polls edge-triggered",
     ),

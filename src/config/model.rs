@@ -136,6 +136,9 @@ pub(crate) struct GlobalSsl {
     pub(crate) server_verify_none: bool,
     pub(crate) crt_base: Option<PathBuf>,
     pub(crate) ca_base: Option<PathBuf>,
+    /// `tune.ssl.capture-buffer-size`: the bytes of each TLS client's
+    /// ClientHello kept for the `ssl_fc_*list` fetches (0: none kept).
+    pub(crate) capture_size: u32,
 }
 
 impl Global {

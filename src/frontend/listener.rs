@@ -232,7 +232,15 @@ async fn tls_accept(
     tls: TlsAccept,
     serving: Serving,
 ) {
+    // `tune.ssl.capture-buffer-size`: the ClientHello's bytes are kept
+    // while rustls reads them (the handshake is driven from its first
+    // message, as with crt-list options).
+    let mut raw_hello = Vec::new();
+    let capture = tls.capture;
     let handshake = async {
+        if capture > 0 {
+            return accept_keeping_hello(stream, &tls.config, &mut raw_hello).await;
+        }
         if tls.config.per_cert.is_none() {
             return tokio_rustls::TlsAcceptor::from(tls.config.config.clone())
                 .accept(stream)
@@ -258,7 +266,10 @@ async fn tls_accept(
             }
             let conn = tls.get_ref().1;
             let own = listen.presented(conn.server_name());
-            let facts = Box::new(crate::tls::TlsFacts::of(conn, own));
+            let mut facts = Box::new(crate::tls::TlsFacts::of(conn, own));
+            if capture > 0 {
+                facts.hello = crate::wire::client_hello::capture(&raw_hello, capture).map(Box::new);
+            }
             let stream = Stream::Tls(Box::new(tokio_rustls::TlsStream::Server(tls)));
             match serving.mode {
                 Mode::Http => {
@@ -335,9 +346,53 @@ async fn pause_until_resumed(
     }
 }
 
+/// The TLS handshake of a listener whose ClientHellos are captured: the
+/// first message is read here, its bytes kept in `raw` (up to the most a
+/// ClientHello can take), then given to rustls, and the handshake goes on
+/// with the configuration its SNI picks.
+async fn accept_keeping_hello(
+    stream: TcpStream,
+    listen: &crate::tls::ListenTls,
+    raw: &mut Vec<u8>,
+) -> std::io::Result<tokio_rustls::server::TlsStream<TcpStream>> {
+    use std::io::{Error, ErrorKind};
+    // A ClientHello is one handshake message, in records of at most
+    // 2^14 + 5 bytes: none worth keeping goes beyond this.
+    const KEEP: usize = 64 * 1024;
+    let mut acceptor = rustls::server::Acceptor::default();
+    let mut chunk = vec![0u8; 4096];
+    loop {
+        stream.readable().await?;
+        let n = match stream.try_read(&mut chunk) {
+            Ok(0) => return Err(ErrorKind::UnexpectedEof.into()),
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(e),
+        };
+        if raw.len() < KEEP {
+            raw.extend_from_slice(&chunk[..n.min(KEEP - raw.len())]);
+        }
+        let mut got = &chunk[..n];
+        while !got.is_empty() {
+            acceptor.read_tls(&mut got)?;
+        }
+        match acceptor.accept() {
+            Ok(None) => continue,
+            Ok(Some(accepted)) => {
+                let config = listen.pick(accepted.client_hello().server_name());
+                let start = tokio_rustls::StartHandshake::from_parts(accepted, stream);
+                return start.into_stream(config).await;
+            }
+            Err((e, _alert)) => return Err(Error::new(ErrorKind::InvalidData, e)),
+        }
+    }
+}
+
 /// The TLS of a `bind ... ssl` listener, for an accepted connection.
 pub(crate) struct TlsAccept {
     config: Arc<crate::tls::ListenTls>,
+    /// `tune.ssl.capture-buffer-size`.
+    capture: usize,
     /// The handshake's bound: `timeout client`.
     handshake_timeout: Option<std::time::Duration>,
 }
@@ -375,6 +430,7 @@ fn open_client(
                         .find(|(a, _)| a == local)
                         .map(|(_, c)| TlsAccept {
                             config: c.clone(),
+                            capture: snap.global.ssl.capture_size as usize,
                             handshake_timeout: f.timeouts.client,
                         }),
                     // Its id and count (`so_id`, `dst_conn`); a

@@ -40,20 +40,21 @@ const WHY: &[(&str, &str)] = &[
     ("prio_*", "request priorities (#22)"),
     ("last_rule_*", "rule tracing (#22)"),
     // TLS.
-    ("ssl_*_secret*", "needs OpenSSL internals (TLS secrets)"),
-    ("ssl_*_session_key", "needs OpenSSL internals (TLS secrets)"),
-    ("ssl_*random", "needs OpenSSL internals (TLS secrets)"),
     (
-        "ssl_fc_cipherlist*",
-        "needs the raw ClientHello of the handshake (#17)",
+        "ssl_*_secret*",
+        "TLS secrets (HAProxy's tune.ssl.keylog): rustls hands them only to a key log, which sluice does not keep",
     ),
     (
-        "ssl_fc_e*list_bin",
-        "needs the raw ClientHello of the handshake (#17)",
+        "ssl_*_session_key",
+        "the TLS 1.2 master key: rustls does not expose it",
     ),
     (
-        "ssl_fc_extlist_bin",
-        "needs the raw ClientHello of the handshake (#17)",
+        "ssl_*client_random",
+        "rustls hands the client random only to a key log (with the TLS secrets), which sluice does not keep",
+    ),
+    (
+        "ssl_*server_random",
+        "rustls does not expose the server random",
     ),
     (
         "ssl_*_session_id",
@@ -62,14 +63,6 @@ const WHY: &[(&str, &str)] = &[
     (
         "ssl_*_unique_id",
         "rustls does not expose the handshake's Finished message, which the tls-unique value is",
-    ),
-    (
-        "ssl_*",
-        "TLS facts of the connection not passed to samples yet (#17)",
-    ),
-    (
-        "req.ssl_*",
-        "ClientHello fields beyond SNI, ALPN, version and type (#17)",
     ),
     // Runtime state.
     (

@@ -255,6 +255,7 @@ static TABLES: &[&[FetchDef]] = &[
     super::x509::CERT_TABLES[2],
     super::conn::FETCHES,
     super::srvconn::FETCHES,
+    super::hello::FETCHES,
 ];
 
 /// Every fetch sluice knows.
@@ -600,6 +601,12 @@ static FETCHES: &[FetchDef] = &[
     }),
     def("req.ssl_ver", L6REQ, ArgSpec::NONE, T::Sint, |_, cx| {
         crate::wire::client_hello::ssl_ver(cx.payload?).map(Sample::Sint)
+    }),
+    def("req.ssl_ec_ext", L6REQ, ArgSpec::NONE, T::Bool, |_, cx| {
+        crate::wire::client_hello::ssl_ec_ext(cx.payload?).map(Sample::Bool)
+    }),
+    def("req.ssl_st_ext", L6REQ, ArgSpec::NONE, T::Sint, |_, cx| {
+        crate::wire::client_hello::ssl_st_ext(cx.payload?).map(Sample::Sint)
     }),
     def("req_len", L6REQ, ArgSpec::NONE, T::Sint, |_, cx| {
         req_len(cx)
@@ -981,6 +988,22 @@ static FETCHES: &[FetchDef] = &[
     def("ssl_fc_protocol", L5CLI, ArgSpec::NONE, T::Str, |_, cx| {
         cx.tls.map(|t| Sample::str(t.protocol.as_bytes()))
     }),
+    // A handshake rustls completed raised no error: OpenSSL's 0 (and no
+    // text for it, as HAProxy gives none).
+    def("ssl_fc_err", L5CLI, ArgSpec::NONE, T::Sint, |_, cx| {
+        cx.tls.map(|_| Sample::Sint(0))
+    }),
+    def("ssl_fc_err_str", L5CLI, ArgSpec::NONE, T::Str, |_, _| None),
+    // sluice accepts no TLS 1.3 early data (0-RTT): never any.
+    def(
+        "ssl_fc_has_early",
+        L5CLI,
+        ArgSpec::NONE,
+        T::Bool,
+        |_, cx| cx.tls.map(|_| Sample::Bool(false)),
+    ),
+    // No NPN: rustls has none, and `npn` is refused on bind lines.
+    def("ssl_fc_npn", L5CLI, ArgSpec::NONE, T::Str, |_, _| None),
     def("ssl_fc_sni", L5CLI, ArgSpec::NONE, T::Str, |_, cx| {
         cx.tls?.sni.as_deref().map(|s| Sample::str(s.as_bytes()))
     }),
@@ -1104,6 +1127,8 @@ pub(crate) fn reads_payload(name: &str) -> bool {
             | "req_ssl_sni"
             | "req.ssl_alpn"
             | "req.ssl_ver"
+            | "req.ssl_ec_ext"
+            | "req.ssl_st_ext"
             | "req_ssl_ver"
             | "wait_end"
     )

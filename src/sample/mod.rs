@@ -16,6 +16,7 @@ pub(crate) mod conv;
 pub(crate) mod expr;
 pub(crate) mod fetch;
 pub(crate) mod hash;
+pub(crate) mod hello;
 pub(crate) mod json;
 pub(crate) mod jwt;
 pub(crate) mod patref;

@@ -435,6 +435,10 @@ pub(crate) struct TlsFacts {
     /// The certificate a listener presented (`ssl_f_*`): the one its
     /// certificates give the ClientHello's SNI.
     pub(crate) own_cert: Option<Arc<rustls::sign::CertifiedKey>>,
+    /// The ClientHello as `tune.ssl.capture-buffer-size` keeps it
+    /// (`ssl_fc_cipherlist_*`, `ssl_fc_*list_bin`,
+    /// `ssl_fc_protocol_hello_id`); None without the setting.
+    pub(crate) hello: Option<Box<crate::wire::client_hello::Captured>>,
 }
 
 /// OpenSSL's name and key size of a suite rustls negotiated.
@@ -491,6 +495,7 @@ impl TlsFacts {
                 .map(|c| Box::from(c.as_ref()))
                 .collect(),
             own_cert: own,
+            hello: None,
         }
     }
 
@@ -514,6 +519,7 @@ impl TlsFacts {
                 .map(|c| Box::from(c.as_ref()))
                 .collect(),
             own_cert: None,
+            hello: None,
         }
     }
 }
