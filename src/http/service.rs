@@ -768,6 +768,9 @@ async fn route(
     // frontend's, then the backend's); and their "allowed" verdict.
     let (mut fe_head, mut be_head) = (None, None);
     let mut allowed = false;
+    // The head the fetches read once an `Expect: 100-continue` was
+    // answered (without that field, as HAProxy holds it then).
+    let shown = std::sync::OnceLock::new();
     let mut run = RuleRun {
         rt,
         fe,
@@ -779,6 +782,7 @@ async fn route(
         tls,
         client: rq.client,
         proxies: rq.proxies,
+        shown: &shown,
         conn,
         keep_local,
         rec,
@@ -817,12 +821,13 @@ async fn route(
         }
     };
     let rb = held.view();
-    let view = View::of_request(head, rq, local, fe, rb.as_ref());
+    let fetched = shown.get().unwrap_or(head);
+    let view = View::of_request(fetched, rq, local, fe, rb.as_ref());
     let sample_cx = crate::sample::Ctx {
         src: peer.ip(),
         src_port: peer.inet().map(|a| a.port()),
         local: local.or(rq.dst),
-        req: Some(head),
+        req: Some(fetched),
         frontend: &fe.name,
         req_body: rb.as_ref(),
         tls,
@@ -856,7 +861,7 @@ async fn route(
             body_logged: 0,
         };
     }
-    let view = View::of_request(head, rq, local, fe, None);
+    let view = View::of_request(shown.get().unwrap_or(head), rq, local, fe, None);
     // The body is the connection's again for the stats page's form.
     let reads_body = body != BodyKind::None && crate::sample::fetch::body_read(false);
     if be.stats.is_some() {
@@ -999,6 +1004,9 @@ struct RuleRun<'r> {
     tls: Option<&'r TlsFacts>,
     client: &'r ClientFacts,
     proxies: &'r crate::snapshot::Snapshot,
+    /// The head without its `Expect` fields, once a `100 Continue` was
+    /// sent: the fetches of the rules after read it.
+    shown: &'r std::sync::OnceLock<Head>,
     conn: &'r mut BufConn,
     keep_local: bool,
     rec: &'r mut LogRecord,
@@ -1049,7 +1057,7 @@ impl RuleRun<'_> {
         let fe = self.fe;
         let rb = held.view();
         let view = View {
-            head,
+            head: self.shown.get().unwrap_or(head),
             res: None,
             src: self.src,
             src_port: self.src_port,
@@ -1122,7 +1130,7 @@ impl RuleRun<'_> {
             let proxies = Some(self.proxies);
             let rb = held.view();
             let view = View {
-                head,
+                head: self.shown.get().unwrap_or(head),
                 res: None,
                 src,
                 src_port,
@@ -1138,7 +1146,10 @@ impl RuleRun<'_> {
                 req_body: rb.as_ref(),
                 res_body: None,
             };
-            match self.apply(&view, rules, st.acls, st.be, st.timeouts).await {
+            match self
+                .apply(&view, head, rules, st.acls, st.be, st.timeouts)
+                .await
+            {
                 None => return None,
                 Some(Stop::Answered(out)) => return Some(out),
                 Some(Stop::Wait { at, wait }) => {
@@ -1225,6 +1236,7 @@ impl RuleRun<'_> {
         self.edits
             .get_or_insert_with(Default::default)
             .del_header("expect");
+        let _ = self.shown.set(head.without_expect());
         let _ = io::write_all(&mut self.conn.stream, CONTINUE, self.fe.timeouts.client).await;
     }
 
@@ -1285,9 +1297,12 @@ impl RuleRun<'_> {
     /// Runs `rules` under `acls`; `be` is set for a backend's rules, whose
     /// denials and interceptions count on the backend too, as in HAProxy.
     /// Returns the outcome when a rule answered the request.
+    /// `orig`: the head edits count its fields in (the view's may lack
+    /// its `Expect` fields).
     async fn apply(
         &mut self,
         view: &View<'_>,
+        orig: &Head,
         rules: &[(HttpRequestAction, Option<CompiledCond>)],
         acls: &AclSet,
         be: Option<&BackendRt>,
@@ -1365,7 +1380,7 @@ impl RuleRun<'_> {
                     let v = rules::eval(fmt, &cx);
                     self.edits
                         .get_or_insert_with(Default::default)
-                        .replace_header(head, name, re, &v);
+                        .replace_header(orig, name, re, &v);
                 }
                 HttpRequestAction::SetPath(fmt) | HttpRequestAction::SetQuery(fmt) => {
                     let v = rules::eval(fmt, &cx);
