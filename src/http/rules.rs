@@ -235,13 +235,13 @@ pub(crate) fn run_map(rule: &crate::config::model::MapRule, cx: &FmtCtx<'_>) {
             let value = rule.value.as_ref().map(|v| eval(v, cx)).unwrap_or_default();
             let value = String::from_utf8_lossy(&value);
             if r.has_key(&key) {
-                let _ = r.set(&key, &value);
+                let _ = r.set(crate::sample::pattern::Entry::Key(&key), &value);
             } else {
                 let _ = r.add(None, &key, Some(&value));
             }
         }
         MapOp::Delete => {
-            r.delete(&key);
+            r.delete(crate::sample::pattern::Entry::Key(&key));
         }
     }
 }

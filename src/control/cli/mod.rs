@@ -449,6 +449,9 @@ struct Ctx<'a> {
     /// The session's client and address (its own `show sess` line).
     origin: CliOrigin,
     me: usize,
+    /// The lines sent after a command ending with `<<` (`add map <map>
+    /// <<`), up to the empty line that ends them, `\n`-separated.
+    payload: Option<&'a str>,
 }
 
 fn text(s: impl Into<String>) -> Output {
@@ -463,7 +466,7 @@ fn text(s: impl Into<String>) -> Output {
 /// the input: unknown words get the suggestion text, bad arguments an error
 /// line.
 pub(crate) fn execute(line: &str, level: CliLevel, rt: &Runtime) -> Reply {
-    execute_from(line, (level, false), rt, CliOrigin::Unix, 0)
+    execute_from(line, (level, false), rt, CliOrigin::Unix, 0, None)
 }
 
 /// [`execute`] for a session coming from `origin`, `me` naming it in
@@ -474,6 +477,7 @@ pub(crate) fn execute_from(
     rt: &Runtime,
     origin: CliOrigin,
     me: usize,
+    payload: Option<&str>,
 ) -> Reply {
     let mut ctx = Ctx {
         experimental,
@@ -482,10 +486,19 @@ pub(crate) fn execute_from(
         snap: rt.snapshot(),
         origin,
         me,
+        payload,
     };
     let line = line.strip_suffix('\r').unwrap_or(line);
     let mut outputs = Vec::new();
-    for words in split_line(line) {
+    let mut cmds = split_line(line);
+    // A payload's `<<`, a word of its own, is no argument.
+    if payload.is_some()
+        && let Some(last) = cmds.last_mut()
+        && last.last().is_some_and(|w| w == "<<")
+    {
+        last.pop();
+    }
+    for words in cmds {
         let out = dispatch(&mut ctx, &words);
         let quit = out.effect == Effect::Quit;
         outputs.push(sanitize(out));
