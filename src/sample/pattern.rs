@@ -58,13 +58,18 @@ fn hashed<K>() -> Hashed<K> {
 }
 
 fn seeded<K, V>() -> HashMap<K, V, Seeded> {
+    HashMap::with_hasher(Seeded(seed()))
+}
+
+/// The seed of the pattern indexes' hashes, one per process.
+fn seed() -> u64 {
     static SEED: LazyLock<u64> = LazyLock::new(|| {
         use std::hash::{BuildHasher, Hasher};
         std::collections::hash_map::RandomState::new()
             .build_hasher()
             .finish()
     });
-    HashMap::with_hasher(Seeded(*SEED))
+    *SEED
 }
 
 /// A matching method (`-m <name>`).
@@ -362,8 +367,8 @@ enum Pat {
 pub(crate) struct PatternSet {
     kind: MatchKind,
     icase: bool,
-    /// `-m str` without `-i`: exact values, looked up by hash.
-    exact: Slots<Box<[u8]>>,
+    /// `str`: the values, looked up by hash.
+    exact: TextSlots,
     /// Every other pattern not in `index`, by position (a hole where one
     /// was deleted).
     list: Vec<Option<(Pat, usize)>>,
@@ -384,31 +389,29 @@ impl PartialEq for PatternSet {
 
 /// A pattern parsed: its key in its matcher's index, or what its place
 /// in the list holds.
-struct Parsed {
-    key: Option<Key>,
+struct Parsed<'t> {
+    key: Option<Key<'t>>,
     pat: Option<Pat>,
 }
 
-/// The key of a pattern in the index of its matcher.
-enum Key {
-    Exact(Box<[u8]>),
+/// The key of a pattern in the index of its matcher: a part of its text
+/// (see [`TextKeys`]), or its network.
+enum Key<'t> {
+    Exact(&'t [u8]),
     Net(Net),
-    Prefix(Box<[u8]>),
-    Word(Box<[u8]>),
+    Prefix(&'t [u8]),
+    Word(&'t [u8]),
 }
-
-/// Keys and their positions.
-type Keyed = Vec<(Box<[u8]>, usize)>;
 
 /// The keys of patterns read in bulk, by index table, waiting to go in
 /// together ([`PatternSet::stage`]).
 #[derive(Default)]
 struct Pending {
-    exact: Vec<(Box<[u8]>, usize)>,
+    exact: Vec<usize>,
     v4: std::collections::BTreeMap<u8, Vec<(u32, usize)>>,
     v6: std::collections::BTreeMap<u8, Vec<(u128, usize)>>,
-    prefixes: std::collections::BTreeMap<usize, Keyed>,
-    words: Vec<(Box<[u8]>, usize)>,
+    prefixes: std::collections::BTreeMap<usize, Vec<usize>>,
+    words: Vec<usize>,
 }
 
 impl PatternSet {
@@ -416,7 +419,7 @@ impl PatternSet {
         PatternSet {
             kind,
             icase,
-            exact: Slots::new(),
+            exact: TextSlots::new(),
             list: Vec::new(),
             index: Index::default(),
             texts: Vec::new(),
@@ -439,23 +442,14 @@ impl PatternSet {
     }
 
     /// The key `text` is indexed by, for the matchers with an index.
-    fn key(&self, text: &str) -> Option<Key> {
+    fn key<'t>(&self, text: &'t str) -> Option<Key<'t>> {
         use MatchKind::*;
-        let owned = |b: &str| -> Box<[u8]> {
-            if self.icase {
-                b.to_ascii_lowercase().into_bytes().into()
-            } else {
-                b.as_bytes().into()
-            }
-        };
         Some(match self.kind {
             Ip => Key::Net(Net::parse(text)?),
-            Beg => Key::Prefix(owned(text)),
-            // Stripped first: one copy (the delimiters are no letters,
-            // lowering cannot make or unmake one).
-            Dom => Key::Word(owned(strip_delims(text, DOM_DELIMS))),
-            Dir => Key::Word(owned(strip_delims(text, DIR_DELIMS))),
-            Str if !self.icase => Key::Exact(text.as_bytes().into()),
+            Beg => Key::Prefix(text.as_bytes()),
+            Dom => Key::Word(strip_delims(text, DOM_DELIMS).as_bytes()),
+            Dir => Key::Word(strip_delims(text, DIR_DELIMS).as_bytes()),
+            Str => Key::Exact(text.as_bytes()),
             _ => return None,
         })
     }
@@ -470,7 +464,7 @@ impl PatternSet {
 
     /// A pattern as this matcher keeps it: its index key, or its place in
     /// the list; the error is HAProxy's text for a bad one.
-    fn parse(&self, text: &str, op: IntOp) -> Result<Parsed, String> {
+    fn parse<'t>(&self, text: &'t str, op: IntOp) -> Result<Parsed<'t>, String> {
         use MatchKind::*;
         let pat = match self.kind {
             // HAProxy takes and ignores patterns here; methods compare
@@ -486,8 +480,8 @@ impl PatternSet {
                     .map_err(|e| regex_error(text, &e))?;
                 Some(Pat::Re(re))
             }
-            Str if !self.icase => None,
-            Str | End | Sub => {
+            Str => None,
+            End | Sub => {
                 let b = if self.icase {
                     text.to_ascii_lowercase().into_bytes()
                 } else {
@@ -504,36 +498,38 @@ impl PatternSet {
     }
 
     /// Adds a pattern [`PatternSet::parse`] took, after the others.
-    fn insert(&mut self, text: Box<str>, p: Parsed) {
+    fn insert(&mut self, text: Box<str>, p: Parsed<'_>) {
         let at = self.texts.len();
+        // The text first: the index reads keys from the texts.
+        self.texts.push(Some(text));
+        self.live += 1;
         if let Some(key) = p.key {
             self.index_key(key, at, true);
         }
         if let Some(pat) = p.pat {
             self.list.push(Some((pat, at)));
         }
-        self.texts.push(Some(text));
-        self.live += 1;
     }
 
     /// Adds a parsed pattern after the others, its key left in `pending`
     /// until [`PatternSet::index_pending`] puts the keys of a whole file
-    /// in their tables at once, each table given room for all of them first.
-    fn stage(&mut self, text: Box<str>, p: Parsed, pending: &mut Pending) {
+    /// in their tables at once, each table given room for all of them
+    /// first (no growing, and rehashing, on the way).
+    fn stage(&mut self, text: Box<str>, p: Parsed<'_>, pending: &mut Pending) {
         let at = self.texts.len();
         match p.key {
-            Some(Key::Exact(k)) => pending.exact.push((k, at)),
+            Some(Key::Exact(_)) => pending.exact.push(at),
             Some(Key::Net(n)) => match n.addr {
                 IpAddr::V4(a) => (pending.v4.entry(n.prefix).or_default())
                     .push((u32::from(a) & mask32(n.prefix), at)),
                 IpAddr::V6(a) => (pending.v6.entry(n.prefix).or_default())
                     .push((u128::from(a) & mask128(n.prefix), at)),
             },
-            Some(Key::Prefix(b)) => pending.prefixes.entry(b.len()).or_default().push((b, at)),
+            Some(Key::Prefix(b)) => pending.prefixes.entry(b.len()).or_default().push(at),
             Some(Key::Word(w)) => {
                 self.index.word_count += 1;
                 if !w.is_empty() {
-                    pending.words.push((w, at));
+                    pending.words.push(at);
                 }
             }
             None => {}
@@ -547,8 +543,9 @@ impl PatternSet {
 
     /// Puts the keys [`PatternSet::stage`] left in their tables.
     fn index_pending(&mut self, pending: Pending) {
-        self.exact.insert_all(pending.exact);
-        self.index.words.insert_all(pending.words);
+        let keys = TextKeys::new(&self.texts, self.kind, self.icase);
+        self.exact.insert_all(keys, pending.exact);
+        self.index.words.insert_all(keys, pending.words);
         for (len, keys) in pending.v4 {
             self.index
                 .v4
@@ -563,18 +560,26 @@ impl PatternSet {
                 .or_insert_with(Slots::new)
                 .insert_all(keys);
         }
-        for (len, keys) in pending.prefixes {
-            (self.index.prefixes.entry(len).or_insert_with(Slots::new)).insert_all(keys);
+        for (len, ats) in pending.prefixes {
+            (self
+                .index
+                .prefixes
+                .entry(len)
+                .or_insert_with(TextSlots::new))
+            .insert_all(keys, ats);
         }
     }
 
     /// Adds (`add`) or removes the pattern at `at` under `key`.
-    fn index_key(&mut self, key: Key, at: usize, add: bool) {
+    /// The text at `at` is there while this runs (the index reads the
+    /// keys it holds from the texts).
+    fn index_key(&mut self, key: Key<'_>, at: usize, add: bool) {
+        let keys = TextKeys::new(&self.texts, self.kind, self.icase);
         match key {
-            Key::Exact(k) => self.exact.set(k, at, add),
+            Key::Exact(k) => self.exact.set(keys, k, at, add),
             Key::Net(n) => self.index.set_net(n, at, add),
-            Key::Prefix(p) => self.index.set_prefix(p, at, add),
-            Key::Word(w) => self.index.set_word(w, at, add),
+            Key::Prefix(p) => self.index.set_prefix(keys, p, at, add),
+            Key::Word(w) => self.index.set_word(keys, w, at, add),
         }
     }
 
@@ -582,11 +587,12 @@ impl PatternSet {
     /// its index key finds, for an indexed matcher, else a scan.
     pub(crate) fn positions(&self, text: &str) -> Vec<usize> {
         let is = |at: &usize| self.texts.get(*at).and_then(|t| t.as_deref()) == Some(text);
+        let keys = TextKeys::new(&self.texts, self.kind, self.icase);
         let found: Vec<usize> = match self.key(text) {
-            Some(Key::Exact(k)) => self.exact.all(&k),
+            Some(Key::Exact(k)) => self.exact.all(keys, k),
             Some(Key::Net(n)) => self.index.nets(n),
-            Some(Key::Prefix(p)) => self.index.prefixes_of(&p),
-            Some(Key::Word(w)) if !w.is_empty() => self.index.words.all(&w),
+            Some(Key::Prefix(p)) => self.index.prefixes_of(keys, p),
+            Some(Key::Word(w)) if !w.is_empty() => self.index.words.all(keys, w),
             // Delimiters only: never indexed (they never match).
             Some(Key::Word(_)) | None => {
                 return (self.texts.iter().enumerate())
@@ -600,7 +606,9 @@ impl PatternSet {
 
     /// Deletes the pattern at `at` (nothing when there is none there).
     pub(crate) fn remove(&mut self, at: usize) {
-        let Some(text) = self.texts.get_mut(at).and_then(Option::take) else {
+        // Out of the index while its text is there (the index reads keys
+        // from the texts), then taken out.
+        let Some(text) = self.texts.get(at).cloned().flatten() else {
             return;
         };
         self.live -= 1;
@@ -622,6 +630,7 @@ impl PatternSet {
                 }
             }
         }
+        self.texts[at] = None;
     }
 
     /// Whether the holes deleted patterns left are worth closing (more
@@ -640,11 +649,11 @@ impl PatternSet {
         for (i, t) in self.texts.iter().enumerate() {
             if let Some(t) = t {
                 moved[i] = out.texts.len();
+                out.texts.push(Some(t.clone()));
+                out.live += 1;
                 if let Some(key) = self.key(t) {
                     out.index_key(key, moved[i], true);
                 }
-                out.texts.push(Some(t.clone()));
-                out.live += 1;
             }
         }
         out.list = (self.list.iter().flatten())
@@ -660,9 +669,10 @@ impl PatternSet {
     /// Room for `n` more patterns.
     fn reserve(&mut self, n: usize) {
         self.texts.reserve(n);
+        let keys = TextKeys::new(&self.texts, self.kind, self.icase);
         match self.kind {
-            MatchKind::Str if !self.icase => self.exact.first.reserve(n),
-            MatchKind::Dom | MatchKind::Dir => self.index.words.first.reserve(n),
+            MatchKind::Str => self.exact.reserve(keys, n),
+            MatchKind::Dom | MatchKind::Dir => self.index.words.reserve(keys, n),
             MatchKind::Ip | MatchKind::Beg => {}
             _ => self.list.reserve(n),
         }
@@ -692,6 +702,7 @@ impl PatternSet {
         let s = s.cast(self.kind.input())?;
         let first =
             |f: &dyn Fn(&Pat) -> bool| self.list.iter().flatten().find(|(p, _)| f(p)).map(|p| p.1);
+        let keys = || TextKeys::new(&self.texts, self.kind, self.icase);
         match (self.kind, s) {
             (Bool, Sample::Bool(b)) => b.then_some(0),
             (Int, Sample::Sint(n)) => first(&|p| in_range(p, n)),
@@ -701,12 +712,12 @@ impl PatternSet {
             (Bin, Sample::Bin(v)) => first(&|p| matches!(p, Pat::Bytes(b) if **b == *v)),
             (Reg, Sample::Str(v)) => first(&|p| matches!(p, Pat::Re(re) if re.is_match(&v))),
             (Meth, Sample::Meth(v)) => self.match_method(&v),
-            (Str, Sample::Str(v)) if !self.icase => self.exact.get(&*v),
+            (Str, Sample::Str(v)) => self.exact.get(keys(), &v),
             // The longest prefix (any match would do without `best`).
-            (Beg, Sample::Str(v)) => self.index.find_prefix(&self.lowered(&v)),
+            (Beg, Sample::Str(v)) => self.index.find_prefix(keys(), &self.lowered(&v)),
             // The first word in order, as a scan finds it.
-            (Dom, Sample::Str(v)) => self.index.find_word(&self.lowered(&v), DOM_DELIMS),
-            (Dir, Sample::Str(v)) => self.index.find_word(&self.lowered(&v), DIR_DELIMS),
+            (Dom, Sample::Str(v)) => self.index.find_word(keys(), &self.lowered(&v), DOM_DELIMS),
+            (Dir, Sample::Str(v)) => self.index.find_word(keys(), &self.lowered(&v), DIR_DELIMS),
             (kind, Sample::Str(v)) => {
                 first(&|p| matches!(p, Pat::Bytes(b) if self.match_text(kind, &v, b)))
             }
@@ -856,11 +867,7 @@ impl<K: std::hash::Hash + Eq + Clone> Slots<K> {
         }
     }
 
-    fn get<Q>(&self, k: &Q) -> Option<usize>
-    where
-        K: std::borrow::Borrow<Q>,
-        Q: std::hash::Hash + Eq + ?Sized,
-    {
+    fn get(&self, k: &K) -> Option<usize> {
         self.first.get(k).copied()
     }
 
@@ -873,15 +880,194 @@ impl<K: std::hash::Hash + Eq + Clone> Slots<K> {
     }
 
     /// Every position under `k`, in order.
-    fn all<Q>(&self, k: &Q) -> Vec<usize>
-    where
-        K: std::borrow::Borrow<Q>,
-        Q: std::hash::Hash + Eq + ?Sized,
-    {
+    fn all(&self, k: &K) -> Vec<usize> {
         match self.more.get(k) {
             Some(all) => all.clone(),
             None => self.get(k).into_iter().collect(),
         }
+    }
+}
+
+/// How the texts of a set give the keys of its hashed indexes (`str`,
+/// `beg`, `dom`, `dir`): a key is the text, without the delimiters around
+/// it for `dom` and `dir`, compared and hashed without case under `-i`.
+/// The tables ([`TextSlots`]) hold positions only and read the keys from
+/// the texts: no key is copied (a million-entry map would allocate a
+/// million of them, and its table would be three times the size).
+#[derive(Clone, Copy)]
+struct TextKeys<'t> {
+    texts: &'t [Option<Box<str>>],
+    delims: &'static [u8],
+    icase: bool,
+}
+
+impl<'t> TextKeys<'t> {
+    fn new(texts: &'t [Option<Box<str>>], kind: MatchKind, icase: bool) -> TextKeys<'t> {
+        let delims: &[u8] = match kind {
+            MatchKind::Dom => DOM_DELIMS,
+            MatchKind::Dir => DIR_DELIMS,
+            _ => b"",
+        };
+        TextKeys {
+            texts,
+            delims,
+            icase,
+        }
+    }
+
+    /// The key of the pattern at `at` (empty where there is none).
+    fn of(&self, at: usize) -> &'t [u8] {
+        let t = self.texts.get(at).and_then(|t| t.as_deref()).unwrap_or("");
+        if self.delims.is_empty() {
+            t.as_bytes()
+        } else {
+            strip_delims(t, self.delims).as_bytes()
+        }
+    }
+
+    /// Whether the key of the pattern at `at` is `k`.
+    fn eq(&self, at: usize, k: &[u8]) -> bool {
+        let p = self.of(at);
+        if self.icase {
+            p.eq_ignore_ascii_case(k)
+        } else {
+            p == k
+        }
+    }
+
+    /// The hash of key `k` (of its lowered bytes under `-i`): one-shot
+    /// xxh3, seeded per process (see [`Hashed`]).
+    fn hash(&self, k: &[u8]) -> u64 {
+        use xxhash_rust::xxh3::xxh3_64_with_seed;
+        if !self.icase || !k.iter().any(u8::is_ascii_uppercase) {
+            return xxh3_64_with_seed(k, seed());
+        }
+        let mut buf = [0u8; 128];
+        match buf.get_mut(..k.len()) {
+            Some(b) => {
+                b.copy_from_slice(k);
+                b.make_ascii_lowercase();
+                xxh3_64_with_seed(b, seed())
+            }
+            None => xxh3_64_with_seed(&k.to_ascii_lowercase(), seed()),
+        }
+    }
+
+    fn hash_at(&self, at: usize) -> u64 {
+        self.hash(self.of(at))
+    }
+
+    /// `k` as the keys of [`TextSlots::more`] are (lowered under `-i`).
+    fn owned<'k>(&self, k: &'k [u8]) -> std::borrow::Cow<'k, [u8]> {
+        if self.icase {
+            std::borrow::Cow::Owned(k.to_ascii_lowercase())
+        } else {
+            std::borrow::Cow::Borrowed(k)
+        }
+    }
+}
+
+/// [`Slots`] for keys read from the texts ([`TextKeys`]): the table holds
+/// the first position of each key; the rare keys of several patterns
+/// also have all of theirs, by key, in `more`.
+#[derive(Debug, Clone)]
+struct TextSlots {
+    first: hashbrown::HashTable<usize>,
+    /// Lowered under `-i`.
+    more: HashMap<Box<[u8]>, Vec<usize>, Seeded>,
+}
+
+impl TextSlots {
+    fn new() -> TextSlots {
+        TextSlots {
+            first: hashbrown::HashTable::new(),
+            more: seeded(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.first.is_empty()
+    }
+
+    fn reserve(&mut self, keys: TextKeys<'_>, n: usize) {
+        self.first.reserve(n, |&p| keys.hash_at(p));
+    }
+
+    /// Adds (`add`) or removes position `at` under key `k`; the first of
+    /// a key is its smallest position. The text at `at` is there.
+    fn set(&mut self, keys: TextKeys<'_>, k: &[u8], at: usize, add: bool) {
+        use hashbrown::hash_table::Entry;
+        let h = keys.hash(k);
+        if add {
+            match (self.first).entry(h, |&p| keys.eq(p, k), |&p| keys.hash_at(p)) {
+                Entry::Vacant(e) => {
+                    e.insert(at);
+                }
+                Entry::Occupied(mut e) => {
+                    let first = *e.get();
+                    let all = (self.more)
+                        .entry(keys.owned(k).into_owned().into())
+                        .or_insert_with(|| vec![first]);
+                    let i = all.partition_point(|&p| p < at);
+                    all.insert(i, at);
+                    if at < first {
+                        *e.get_mut() = at;
+                    }
+                }
+            }
+            return;
+        }
+        let Ok(mut e) = self.first.find_entry(h, |&p| keys.eq(p, k)) else {
+            return;
+        };
+        let owned = keys.owned(k);
+        match self.more.get_mut(&*owned) {
+            Some(all) => {
+                all.retain(|&p| p != at);
+                let first = all.first().copied();
+                if all.len() < 2 {
+                    self.more.remove(&*owned);
+                }
+                match first {
+                    Some(p) => *e.get_mut() = p,
+                    None => {
+                        e.remove();
+                    }
+                }
+            }
+            None => {
+                if *e.get() == at {
+                    e.remove();
+                }
+            }
+        }
+    }
+
+    /// The first position of key `k`.
+    fn get(&self, keys: TextKeys<'_>, k: &[u8]) -> Option<usize> {
+        self.first.find(keys.hash(k), |&p| keys.eq(p, k)).copied()
+    }
+
+    /// Adds the patterns at `ats` (their texts there), into a table given
+    /// room for all of them first.
+    fn insert_all(&mut self, keys: TextKeys<'_>, ats: Vec<usize>) {
+        self.reserve(keys, ats.len());
+        for at in ats {
+            self.set(keys, keys.of(at), at, true);
+        }
+    }
+
+    /// Every position under `k`, in order.
+    fn all(&self, keys: TextKeys<'_>, k: &[u8]) -> Vec<usize> {
+        match self.more.get(&*keys.owned(k)) {
+            Some(all) => all.clone(),
+            None => self.get(keys, k).into_iter().collect(),
+        }
+    }
+
+    /// The first position of each key.
+    fn firsts(&self) -> impl Iterator<Item = usize> + '_ {
+        self.first.iter().copied()
     }
 }
 
@@ -893,9 +1079,9 @@ struct Index {
     v4: std::collections::BTreeMap<u8, Slots<u32>>,
     v6: std::collections::BTreeMap<u8, Slots<u128>>,
     /// `beg`: prefixes by length.
-    prefixes: std::collections::BTreeMap<usize, Slots<Box<[u8]>>>,
+    prefixes: std::collections::BTreeMap<usize, TextSlots>,
     /// `dom`, `dir`: words (stripped of the delimiters around them).
-    words: Slots<Box<[u8]>>,
+    words: TextSlots,
     /// How many `dom`/`dir` patterns there are (those of delimiters only,
     /// which never match, included): a sample with more runs of words
     /// than this is cheaper to compare with each pattern.
@@ -908,7 +1094,7 @@ impl Default for Index {
             v4: Default::default(),
             v6: Default::default(),
             prefixes: Default::default(),
-            words: Slots::new(),
+            words: TextSlots::new(),
             word_count: 0,
         }
     }
@@ -975,38 +1161,38 @@ impl Index {
         }
     }
 
-    fn set_prefix(&mut self, p: Box<[u8]>, at: usize, add: bool) {
+    fn set_prefix(&mut self, keys: TextKeys<'_>, p: &[u8], at: usize, add: bool) {
         let len = p.len();
-        let s = self.prefixes.entry(len).or_insert_with(Slots::new);
-        s.set(p, at, add);
+        let s = self.prefixes.entry(len).or_insert_with(TextSlots::new);
+        s.set(keys, p, at, add);
         if s.is_empty() {
             self.prefixes.remove(&len);
         }
     }
 
-    fn prefixes_of(&self, p: &[u8]) -> Vec<usize> {
-        (self.prefixes.get(&p.len())).map_or_else(Vec::new, |s| s.all(p))
+    fn prefixes_of(&self, keys: TextKeys<'_>, p: &[u8]) -> Vec<usize> {
+        (self.prefixes.get(&p.len())).map_or_else(Vec::new, |s| s.all(keys, p))
     }
 
     /// The longest pattern `v` starts with.
-    fn find_prefix(&self, v: &[u8]) -> Option<usize> {
-        (self.prefixes.range(..=v.len()).rev()).find_map(|(&len, ps)| ps.get(&v[..len]))
+    fn find_prefix(&self, keys: TextKeys<'_>, v: &[u8]) -> Option<usize> {
+        (self.prefixes.range(..=v.len()).rev()).find_map(|(&len, ps)| ps.get(keys, &v[..len]))
     }
 
-    fn set_word(&mut self, w: Box<[u8]>, at: usize, add: bool) {
+    fn set_word(&mut self, keys: TextKeys<'_>, w: &[u8], at: usize, add: bool) {
         if add {
             self.word_count += 1;
         } else {
             self.word_count -= 1;
         }
         if !w.is_empty() {
-            self.words.set(w, at, add);
+            self.words.set(keys, w, at, add);
         }
     }
 
     /// The first pattern (in order) that is a run of `v`'s delimited
     /// words: every run is looked up, the smallest position wins.
-    fn find_word(&self, v: &[u8], delims: &[u8]) -> Option<usize> {
+    fn find_word(&self, keys: TextKeys<'_>, v: &[u8], delims: &[u8]) -> Option<usize> {
         if self.words.is_empty() {
             return None;
         }
@@ -1018,15 +1204,14 @@ impl Index {
             .collect();
         // A sample of many words against few patterns: compare each.
         if ends.len() * ends.len() > 2 * self.word_count + 64 {
-            return (self.words.first.iter())
-                .filter(|(w, _)| contains_word(v, w, delims))
-                .map(|(_, &at)| at)
+            return (self.words.firsts())
+                .filter(|&at| contains_word(v, keys.of(at), delims, keys.icase))
                 .min();
         }
         let mut best: Option<usize> = None;
         for s in starts {
             for &e in ends.iter().filter(|&&e| e > s) {
-                if let Some(at) = self.words.get(&v[s..e]) {
+                if let Some(at) = self.words.get(keys, &v[s..e]) {
                     best = Some(best.map_or(at, |b| b.min(at)));
                 }
             }
@@ -1036,12 +1221,19 @@ impl Index {
 }
 
 /// Whether `w` (without delimiters around it) is a run of `v`'s words.
-fn contains_word(v: &[u8], w: &[u8], delims: &[u8]) -> bool {
+fn contains_word(v: &[u8], w: &[u8], delims: &[u8], icase: bool) -> bool {
     let is_delim = |b: &u8| delims.contains(b);
+    let eq = |a: &[u8]| {
+        if icase {
+            a.eq_ignore_ascii_case(w)
+        } else {
+            a == w
+        }
+    };
     w.len() <= v.len()
         && (0..=v.len() - w.len()).any(|i| {
             (i == 0 || is_delim(&v[i - 1]))
-                && &v[i..i + w.len()] == w
+                && eq(&v[i..i + w.len()])
                 && v.get(i + w.len()).is_none_or(is_delim)
         })
 }
@@ -1811,6 +2003,15 @@ mod tests {
         assert!(p.matches(s("a")) && p.matches(s("B")) && !p.matches(s("b")));
         let p = set(MatchKind::Str, true, &["B"]);
         assert!(p.matches(s("b")));
+        // Keys longer than the hash's buffer for lowering them.
+        let long = "Ab".repeat(100);
+        let mut p = set(MatchKind::Str, true, &[&long, "x"]);
+        assert_eq!(p.find(s(&long.to_ascii_uppercase()), false), Some(0));
+        assert_eq!(p.positions(&long), vec![0]);
+        p.remove(0);
+        assert_eq!(p.find(s(&long), false), None);
+        let p = set(MatchKind::Beg, true, &[&long]);
+        assert!(p.matches(s(&(long.to_ascii_lowercase() + "/x"))));
         let p = set(MatchKind::Dom, false, &[".example.com"]);
         assert!(p.matches(s("www.example.com")));
         assert!(p.matches(s("example.com:80")));
@@ -1890,7 +2091,12 @@ mod tests {
                 .collect()
         };
         let mut found = 0;
-        for kind in [MatchKind::Beg, MatchKind::Dom, MatchKind::Dir] {
+        for kind in [
+            MatchKind::Str,
+            MatchKind::Beg,
+            MatchKind::Dom,
+            MatchKind::Dir,
+        ] {
             for icase in [false, true] {
                 let pats: Vec<String> = (0..30).map(|_| word(&mut rnd)).collect();
                 let refs: Vec<&str> = pats.iter().map(String::as_str).collect();
