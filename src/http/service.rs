@@ -718,7 +718,8 @@ async fn route(
         None if fe.acls.reads_local() => rq.dst.or_else(|| conn.stream.local_addr().ok()),
         None => None,
     };
-    let view = View::of_request(head, rq, local, fe, None);
+    // The views of the request the conditions read are made where one is
+    // read (each costs as much as the fields it copies).
     // A local answer does not read the request body: the connection
     // carries another request after it only if the body is all here, to
     // be skipped.
@@ -734,12 +735,23 @@ async fn route(
                 && crate::snapshot::lb::path_of(head.target()) == uri.as_bytes()))
     {
         rec.logged = true;
+        let view = View::of_request(head, rq, local, fe, None);
         let failing = fail.as_ref().is_some_and(|c| fe.acls.eval(c, &view));
         let code = if failing { 503 } else { 200 };
         return forward::send_error(conn, code, fe, keep_local).await;
     }
     if let Some(stats) = &fe.stats
-        && let Some(out) = stats_page(rt, stats, &fe.acls, &view, body, conn, keep, fe).await
+        && let Some(out) = stats_page(
+            rt,
+            stats,
+            &fe.acls,
+            &View::of_request(head, rq, local, fe, None),
+            body,
+            conn,
+            keep,
+            fe,
+        )
+        .await
     {
         stats_logged(rec);
         return out;
@@ -820,21 +832,25 @@ async fn route(
             Err(out) => return out,
         }
     };
-    let rb = held.view();
-    let fetched = shown.get().unwrap_or(head);
-    let view = View::of_request(fetched, rq, local, fe, rb.as_ref());
-    let sample_cx = crate::sample::Ctx {
-        src: peer.ip(),
-        src_port: peer.inet().map(|a| a.port()),
-        local: local.or(rq.dst),
-        req: Some(fetched),
-        frontend: &fe.name,
-        req_body: rb.as_ref(),
-        tls,
-        client: Some(rq.client),
-        ..Default::default()
+    let backend = if fe.switching.is_empty() {
+        fe.default_backend.as_ref()
+    } else {
+        let rb = held.view();
+        let fetched = shown.get().unwrap_or(head);
+        let view = View::of_request(fetched, rq, local, fe, rb.as_ref());
+        let sample_cx = crate::sample::Ctx {
+            src: peer.ip(),
+            src_port: peer.inet().map(|a| a.port()),
+            local: local.or(rq.dst),
+            req: Some(fetched),
+            frontend: &fe.name,
+            req_body: rb.as_ref(),
+            tls,
+            client: Some(rq.client),
+            ..Default::default()
+        };
+        fe.pick_backend(|c| fe.acls.eval(c, &view), &sample_cx)
     };
-    let backend = fe.pick_backend(|c| fe.acls.eval(c, &view), &sample_cx);
     // The same run goes on with the backend's rules: until then the
     // connection and the record are reached through it.
     let Some(be) = backend else {
@@ -861,7 +877,6 @@ async fn route(
             body_logged: 0,
         };
     }
-    let view = View::of_request(shown.get().unwrap_or(head), rq, local, fe, None);
     // The body is the connection's again for the stats page's form.
     let reads_body = body != BodyKind::None && crate::sample::fetch::body_read(false);
     if be.stats.is_some() {
@@ -869,7 +884,17 @@ async fn route(
     }
     if let Some(stats) = &be.stats
         && fe.stats.as_ref().map(|s| &s.page) != Some(&stats.page)
-        && let Some(out) = stats_page(rt, stats, &be.acls, &view, body, run.conn, keep, fe).await
+        && let Some(out) = stats_page(
+            rt,
+            stats,
+            &be.acls,
+            &View::of_request(shown.get().unwrap_or(head), rq, local, fe, None),
+            body,
+            run.conn,
+            keep,
+            fe,
+        )
+        .await
     {
         stats_logged(run.rec);
         return out;
