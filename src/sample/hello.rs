@@ -10,22 +10,23 @@ use std::borrow::Cow;
 use super::arg::{Arg, ArgSpec, ArgType as A};
 use super::fetch::{Ctx, FetchDef, L5CLI, def};
 use super::value::{Sample, SmpType as T};
-use crate::wire::client_hello::{Captured, is_grease};
+use crate::tls::HelloCapture;
+use crate::wire::client_hello::is_grease;
 
 /// `[<filter_option>]`: 1 leaves the GREASE values out.
 const FILTER: ArgSpec = ArgSpec::of(&[A::Sint], 0);
 
 pub(crate) static FETCHES: &[FetchDef] = &[
     def("ssl_fc_cipherlist_bin", L5CLI, FILTER, T::Str, |a, cx| {
-        list(cx, a, Captured::ciphers).map(Sample::Bin)
+        list(cx, a, HelloCapture::ciphers).map(Sample::Bin)
     }),
     def("ssl_fc_cipherlist_hex", L5CLI, FILTER, T::Bin, |a, cx| {
-        let l = list(cx, a, Captured::ciphers)?;
+        let l = list(cx, a, HelloCapture::ciphers)?;
         let hex: String = l.iter().map(|b| format!("{b:02X}")).collect();
         Some(Sample::owned_str(hex))
     }),
     def("ssl_fc_cipherlist_str", L5CLI, FILTER, T::Str, |a, cx| {
-        let l = list(cx, a, Captured::ciphers)?;
+        let l = list(cx, a, HelloCapture::ciphers)?;
         let names: Vec<Cow<'static, str>> = l
             .chunks_exact(2)
             .map(|c| suite_name(u16::from_be_bytes([c[0], c[1]])))
@@ -41,10 +42,10 @@ pub(crate) static FETCHES: &[FetchDef] = &[
         |_, cx| Some(Sample::Sint(hello(cx)?.xxh as i64)),
     ),
     def("ssl_fc_extlist_bin", L5CLI, FILTER, T::Str, |a, cx| {
-        list(cx, a, Captured::extensions).map(Sample::Bin)
+        list(cx, a, HelloCapture::extensions).map(Sample::Bin)
     }),
     def("ssl_fc_eclist_bin", L5CLI, FILTER, T::Str, |a, cx| {
-        list(cx, a, Captured::groups).map(Sample::Bin)
+        list(cx, a, HelloCapture::groups).map(Sample::Bin)
     }),
     def(
         "ssl_fc_ecformats_bin",
@@ -62,13 +63,13 @@ pub(crate) static FETCHES: &[FetchDef] = &[
     ),
 ];
 
-fn hello<'a>(cx: &Ctx<'a>) -> Option<&'a Captured> {
+fn hello<'a>(cx: &Ctx<'a>) -> Option<&'a HelloCapture> {
     cx.tls?.hello.as_deref()
 }
 
 /// Part `part` of the captured hello, its GREASE values left out when the
 /// filter asks.
-fn list<'a>(cx: &Ctx<'a>, a: &[Arg], part: fn(&Captured) -> &[u8]) -> Option<Cow<'a, [u8]>> {
+fn list<'a>(cx: &Ctx<'a>, a: &[Arg], part: fn(&HelloCapture) -> &[u8]) -> Option<Cow<'a, [u8]>> {
     let l = part(hello(cx)?);
     if a.first().is_none_or(|f| f.as_int() == 0) {
         return Some(Cow::Borrowed(l));

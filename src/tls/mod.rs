@@ -438,7 +438,44 @@ pub(crate) struct TlsFacts {
     /// The ClientHello as `tune.ssl.capture-buffer-size` keeps it
     /// (`ssl_fc_cipherlist_*`, `ssl_fc_*list_bin`,
     /// `ssl_fc_protocol_hello_id`); None without the setting.
-    pub(crate) hello: Option<Box<crate::wire::client_hello::Captured>>,
+    pub(crate) hello: Option<Box<HelloCapture>>,
+}
+
+/// The parts of a ClientHello a listener captures for the `ssl_fc_*list`
+/// fetches, as HAProxy 2.6 keeps them: one buffer of
+/// `tune.ssl.capture-buffer-size` bytes holding, in order and each cut to
+/// what room is left, the cipher suites, the extensions' types, the
+/// supported groups and the point formats; the hash of the whole cipher
+/// list and the hello's version besides. `wire::client_hello::capture`
+/// reads it from the hello's bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct HelloCapture {
+    /// The ClientHello's legacy version (`ssl_fc_protocol_hello_id`).
+    pub(crate) version: u16,
+    /// xxh64 of the whole cipher suite list (`ssl_fc_cipherlist_xxh`).
+    pub(crate) xxh: u64,
+    /// The parts, one after the other (`wire::client_hello::capture`
+    /// fills them).
+    pub(crate) data: Box<[u8]>,
+    pub(crate) ciphers: usize,
+    pub(crate) exts: (usize, usize),
+    pub(crate) groups: (usize, usize),
+    pub(crate) formats: (usize, usize),
+}
+
+impl HelloCapture {
+    pub(crate) fn ciphers(&self) -> &[u8] {
+        &self.data[..self.ciphers]
+    }
+    pub(crate) fn extensions(&self) -> &[u8] {
+        &self.data[self.exts.0..self.exts.0 + self.exts.1]
+    }
+    pub(crate) fn groups(&self) -> &[u8] {
+        &self.data[self.groups.0..self.groups.0 + self.groups.1]
+    }
+    pub(crate) fn formats(&self) -> &[u8] {
+        &self.data[self.formats.0..self.formats.0 + self.formats.1]
+    }
 }
 
 /// OpenSSL's name and key size of a suite rustls negotiated.

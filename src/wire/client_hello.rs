@@ -3,6 +3,8 @@
 //! whole handshake message in the first record). Wire format only: the
 //! fetches and rules that use it live above.
 
+use crate::tls::HelloCapture;
+
 /// Whether more bytes could change what the payload fetches return: no
 /// byte yet, or a TLS record whose handshake message is not whole.
 pub(crate) fn hello_incomplete(buf: &[u8]) -> bool {
@@ -122,40 +124,6 @@ pub(crate) fn ssl_st_ext(buf: &[u8]) -> Option<i64> {
     })
 }
 
-/// The parts of a ClientHello a listener captures for the `ssl_fc_*list`
-/// fetches, as HAProxy 2.6 keeps them: one buffer of
-/// `tune.ssl.capture-buffer-size` bytes holding, in order and each cut to
-/// what room is left, the cipher suites, the extensions' types, the
-/// supported groups and the point formats; the hash of the whole cipher
-/// list and the hello's version besides.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Captured {
-    /// The ClientHello's legacy version (`ssl_fc_protocol_hello_id`).
-    pub(crate) version: u16,
-    /// xxh64 of the whole cipher suite list (`ssl_fc_cipherlist_xxh`).
-    pub(crate) xxh: u64,
-    data: Box<[u8]>,
-    ciphers: usize,
-    exts: (usize, usize),
-    groups: (usize, usize),
-    formats: (usize, usize),
-}
-
-impl Captured {
-    pub(crate) fn ciphers(&self) -> &[u8] {
-        &self.data[..self.ciphers]
-    }
-    pub(crate) fn extensions(&self) -> &[u8] {
-        &self.data[self.exts.0..self.exts.0 + self.exts.1]
-    }
-    pub(crate) fn groups(&self) -> &[u8] {
-        &self.data[self.groups.0..self.groups.0 + self.groups.1]
-    }
-    pub(crate) fn formats(&self) -> &[u8] {
-        &self.data[self.formats.0..self.formats.0 + self.formats.1]
-    }
-}
-
 /// The handshake message the records at the start of `raw` carry whole
 /// (it may span several records), if it is a ClientHello.
 fn hello_message(raw: &[u8]) -> Option<std::borrow::Cow<'_, [u8]>> {
@@ -199,7 +167,7 @@ fn hello_message(raw: &[u8]) -> Option<std::borrow::Cow<'_, [u8]>> {
 /// sent) begin with, in a buffer of `size` bytes; None when they hold no
 /// ClientHello (the parts after a malformed one are left out, as HAProxy
 /// stops at it).
-pub(crate) fn capture(raw: &[u8], size: usize) -> Option<Captured> {
+pub(crate) fn capture(raw: &[u8], size: usize) -> Option<HelloCapture> {
     let msg = hello_message(raw)?;
     let mut m = Reader(msg.get(4..)?);
     let version = m.u16()?;
@@ -210,7 +178,7 @@ pub(crate) fn capture(raw: &[u8], size: usize) -> Option<Captured> {
     let mut data = vec![0u8; size];
     let ciphers = suites.len().min(size);
     data[..ciphers].copy_from_slice(&suites[..ciphers]);
-    let mut c = Captured {
+    let mut c = HelloCapture {
         version,
         xxh: xxhash_rust::xxh64::xxh64(suites, 0),
         ciphers,
