@@ -4,6 +4,7 @@
 # connections, writing both reports, then a check that sluice, haproxy and
 # nginx each got a row; `bench/tcp-throughput.sh` with 1 GiB once. The figures of such a run mean nothing (CI boxes
 # are noisy, the runs last a second): only that the method still works.
+# Then `bench/tls.sh` and `bench/accounting.sh`, as short.
 #
 #   bench/smoke.sh
 set -euo pipefail
@@ -27,5 +28,15 @@ python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$out/report.json"
 GIB=1 ROUNDS=1 "$here/tcp-throughput.sh" >"$out/tcp.md"
 for variant in haproxy-copy haproxy-splice sluice-copy sluice-splice; do
   grep -q "^| $variant | [0-9]" "$out/tcp.md" || { echo "bench/smoke.sh: no $variant row" >&2; cat "$out/tcp.md" >&2; exit 1; }
+done
+# TLS termination, one short round.
+ROUNDS=1 SECS=1 "$here/tls.sh" >"$out/tls.md"
+for case in ec13 ec12 rsa13 rsa12; do
+  grep -q "^| $case, keep-alive | [0-9]" "$out/tls.md" || { echo "bench/smoke.sh: no $case row" >&2; cat "$out/tls.md" >&2; exit 1; }
+done
+# The per-request accounting, on a few requests.
+N=200 SECS=1 "$here/accounting.sh" >"$out/accounting.md"
+for proxy in sluice haproxy; do
+  grep -q "^| $proxy | [0-9]" "$out/accounting.md" || { echo "bench/smoke.sh: no $proxy accounting" >&2; cat "$out/accounting.md" >&2; exit 1; }
 done
 echo "bench/smoke.sh: OK"

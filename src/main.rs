@@ -31,5 +31,61 @@ fn main() {
                 .with_filter(tracing_subscriber::filter::LevelFilter::INFO),
         )
         .try_init();
-    std::process::exit(sluice::control::startup::main_with_args(&args));
+    let code = sluice::control::startup::main_with_args(&args);
+    #[cfg(feature = "alloc-count")]
+    alloc_count::report();
+    std::process::exit(code);
+}
+
+/// A benchmark build's allocation counter (`cargo build --release
+/// --features alloc-count`): every allocation and reallocation of the
+/// process is counted, and the totals are printed on stderr at exit, so
+/// `bench/accounting.sh` can tell allocations per request from two runs
+/// of different lengths. Relaxed atomics: a count, not an ordering.
+#[cfg(feature = "alloc-count")]
+mod alloc_count {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+    static CALLS: AtomicU64 = AtomicU64::new(0);
+    static BYTES: AtomicU64 = AtomicU64::new(0);
+
+    struct Counting;
+
+    // SAFETY: every call is forwarded to the system allocator unchanged.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            CALLS.fetch_add(1, Relaxed);
+            BYTES.fetch_add(layout.size() as u64, Relaxed);
+            // SAFETY: the caller's contract is the system allocator's.
+            unsafe { System.alloc(layout) }
+        }
+        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+            CALLS.fetch_add(1, Relaxed);
+            BYTES.fetch_add(layout.size() as u64, Relaxed);
+            // SAFETY: as above.
+            unsafe { System.alloc_zeroed(layout) }
+        }
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new: usize) -> *mut u8 {
+            CALLS.fetch_add(1, Relaxed);
+            BYTES.fetch_add(new as u64, Relaxed);
+            // SAFETY: as above.
+            unsafe { System.realloc(ptr, layout, new) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            // SAFETY: as above.
+            unsafe { System.dealloc(ptr, layout) }
+        }
+    }
+
+    #[global_allocator]
+    static GLOBAL: Counting = Counting;
+
+    pub(crate) fn report() {
+        eprintln!(
+            "alloc-count: {} allocations, {} bytes",
+            CALLS.load(Relaxed),
+            BYTES.load(Relaxed)
+        );
+    }
 }

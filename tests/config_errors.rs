@@ -405,19 +405,19 @@ frontend fe
     http-request set-nice 1
     http-response set-status 503
     option mysql-check
-    stick-table type ip size 1m
+    rate-limit sessions 10
     acl a base,ungrpc -m found
     acl b ssl_f_s_dn -m found
     default_backend be
 backend be
-    server s1 127.0.0.1:1 resolvers dns
+    server s1 127.0.0.1:1 track be/s2
     http-after-response set-status 500
     tcp-response content close
-    tcp-request content silent-drop
+    tcp-request content set-mark 1
     http-request set-header X-B %[req.hdr(host),ungrpc]
     http-request set-header X-C %[ssl_f_s_dn]
-peers mypeers
-    peer a 127.0.0.1:10000
+mailers mymailers
+    mailer a 127.0.0.1:25
 cache c
     total-max-size 4
 fcgi-app php
@@ -440,7 +440,7 @@ listen li
             "'http-response set-status' is not supported by sluice yet",
         ),
         (13, "'option mysql-check' is not supported by sluice yet"),
-        (14, "'stick-table' is not supported by sluice yet"),
+        (14, "'rate-limit' is not supported by sluice yet"),
         (
             15,
             "converter 'ungrpc' is not supported by sluice yet in ACL expression 'base,ungrpc'",
@@ -451,7 +451,7 @@ listen li
         ),
         (
             19,
-            "'server be/s1' : 'resolvers' is not supported by sluice yet",
+            "'server be/s1' : 'track' is not supported by sluice yet",
         ),
         (
             20,
@@ -463,7 +463,7 @@ listen li
         ),
         (
             22,
-            "'tcp-request content silent-drop' is not supported by sluice yet",
+            "'tcp-request content set-mark' is not supported by sluice yet",
         ),
         (
             23,
@@ -473,7 +473,7 @@ listen li
             24,
             "sample fetch 'ssl_f_s_dn' is not supported by sluice yet in log-format expression '%[ssl_f_s_dn]'",
         ),
-        (25, "'peers' sections are not supported by sluice yet"),
+        (25, "'mailers' sections are not supported by sluice yet"),
         (27, "'cache' sections are not supported by sluice yet"),
         (29, "'fcgi-app' sections are not supported by sluice yet"),
         (32, "'expose-fd' option is not supported by sluice yet"),

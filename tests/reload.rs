@@ -360,9 +360,15 @@ async fn show_reload_lists_the_state_changes() {
         report.contains("  server be/s2 removed\n  state: server be/s2 removed\n"),
         "{report}"
     );
+    // The commands after a `reload` on the same line run once it is
+    // done, and see the new generation.
     rewrite(&s, &both);
-    assert!(cli(&sock, "reload").await.starts_with("Success=1"));
-    let report = cli(&sock, "show reload").await;
+    let reply = cli(&sock, "reload; show reload").await;
+    let (first, report) = reply
+        .split_once("\n\n")
+        .unwrap_or_else(|| panic!("two answers: {reply:?}"));
+    assert!(first.starts_with("Success=1\ngeneration=4\n"), "{reply}");
+    assert!(report.contains("generation: 4"), "{reply}");
     assert!(
         report.contains("  server be/s2 added\n  state: server be/s2 added back\n"),
         "{report}"

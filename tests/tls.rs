@@ -1819,3 +1819,101 @@ listen tcpfe
     }
     d.assert_none();
 }
+
+/// A client's configuration offering only `version`, trusting `ca`, with
+/// a session cache of its own.
+fn version_config(
+    version: &'static rustls::SupportedProtocolVersion,
+    ca: &Ca,
+) -> Arc<rustls::ClientConfig> {
+    Arc::new(
+        rustls::ClientConfig::builder_with_provider(provider())
+            .with_protocol_versions(&[version])
+            .unwrap()
+            .with_root_certificates(ca.roots())
+            .with_no_client_auth(),
+    )
+}
+
+/// One connection's handshake (full or resumed) and what the proxy saw
+/// (`ssl_fc_is_resumed`).
+async fn resumed(addr: SocketAddr, cfg: Arc<rustls::ClientConfig>) -> (String, String) {
+    let tls = tls_connect(addr, "site.test", cfg).await.unwrap();
+    let kind = format!("{:?}", tls.get_ref().1.handshake_kind());
+    // The answer comes after the session tickets: the client has them
+    // when it has read it.
+    let mut s = BufReader::new(tls);
+    let r = tls_get(&mut s, "/").await;
+    (kind, r.text())
+}
+
+/// Sessions resume as with HAProxy: a client that comes back, in TLS 1.3
+/// or 1.2, skips the full handshake with its ticket (or, without tickets,
+/// its session id), by default and with `no-tls-tickets` alike; and
+/// sluice's ticket keys outlive a reload, where HAProxy's new process
+/// makes new ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_resume_as_with_haproxy() {
+    if !support::haproxy::available() {
+        return;
+    }
+    let ca = Ca::new("sluice test CA");
+    let dir = TempDir::new("tlsresume");
+    let pem = write(dir.path(), "site.pem", &ca.leaf(&["site.test"]));
+    let config = |bind: &str, opts: &str, global: &str| {
+        format!(
+            "global
+{global}defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {bind} ssl crt {pem} {opts}
+    http-request return status 200 content-type text/plain lf-string \"%[ssl_fc_is_resumed]\"
+"
+        )
+    };
+    let stats = "    stats socket @DIR@/stats.sock level admin\n";
+    for opts in ["", "no-tls-tickets"] {
+        let fronts = listens(2);
+        let _hap = support::haproxy::Haproxy::start(
+            "tlsresume-hap",
+            &config(&fronts[0].to_string(), opts, ""),
+            &[&fronts[0]],
+        );
+        let sl = Sluice::start(&config(&fronts[1].to_string(), opts, stats));
+        for version in [&rustls::version::TLS13, &rustls::version::TLS12] {
+            let mut seen = Vec::new();
+            for front in &fronts {
+                let client = version_config(version, &ca);
+                let first = resumed(front.addr(), client.clone()).await;
+                let again = resumed(front.addr(), client).await;
+                seen.push((first, again));
+            }
+            assert_eq!(
+                seen[0], seen[1],
+                "{:?} {opts:?}: haproxy then sluice",
+                version.version
+            );
+            assert_eq!(
+                seen[1].1,
+                ("Some(Resumed)".to_string(), "1".to_string()),
+                "{:?} {opts:?}",
+                version.version
+            );
+        }
+        // sluice only: a reload keeps the keys, so a session of before it
+        // resumes after it.
+        if opts.is_empty() {
+            let client = version_config(&rustls::version::TLS13, &ca);
+            assert_eq!(resumed(fronts[1].addr(), client.clone()).await.1, "0");
+            let reply = cli(&sl.stats_socket(), "reload").await;
+            assert!(reply.starts_with("Success=1"), "{reply}");
+            assert_eq!(
+                resumed(fronts[1].addr(), client).await,
+                ("Some(Resumed)".to_string(), "1".to_string())
+            );
+        }
+    }
+}

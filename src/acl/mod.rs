@@ -90,3 +90,19 @@ pub(crate) struct Condition {
     pub(crate) unless: bool,
     pub(crate) groups: Vec<Vec<AclTerm>>,
 }
+
+impl Condition {
+    /// Whether one of its ACLs (among `acls`, its proxy's) reads the
+    /// request's contents: its buffer, headers or body.
+    pub(crate) fn reads_request(&self, acls: &[AclDef]) -> bool {
+        use crate::sample::stage::Src;
+        self.groups.iter().flatten().any(|t| {
+            acls.iter().filter(|a| a.name == t.name).any(|a| {
+                let u = a.expr.fetch().uses;
+                [Src::L6req, Src::Hrqhv, Src::Hrqhp, Src::Hrqbo]
+                    .iter()
+                    .any(|s| u.has(*s))
+            })
+        })
+    }
+}

@@ -18,7 +18,14 @@ const fn names<H, const N: usize>(table: &[Kwd<H>]) -> [&'static str; N] {
 
 /// Section keywords sluice parses.
 pub const SECTIONS: &[&str] = &[
-    "global", "defaults", "frontend", "backend", "listen", "userlist",
+    "global",
+    "defaults",
+    "frontend",
+    "backend",
+    "listen",
+    "userlist",
+    "resolvers",
+    "peers",
 ];
 
 /// Directives (lines starting with a dot).
@@ -28,8 +35,6 @@ pub const DIRECTIVES: &[&str] = &[
 
 /// HAProxy sections sluice does not support.
 pub(crate) const UNSUPPORTED_SECTIONS: &[&str] = &[
-    "peers",
-    "resolvers",
     "mailers",
     "program",
     "http-errors",
@@ -124,9 +129,6 @@ pub(crate) const GLOBAL_UNSUPPORTED: &[&str] = &[
     "lua-load",
     "lua-prepend-path",
     "spread-checks",
-    "server-state-file",
-    "server-state-base",
-    "localpeer",
     "setenv",
     "presetenv",
     "resetenv",
@@ -209,12 +211,6 @@ pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "errorloc303",
     "http-error",
     "tcp-response",
-    "stick-table",
-    "stick",
-    "stick on",
-    "stick match",
-    "stick store-request",
-    "stick store-response",
     "compression",
     "dispatch",
     "hash-balance-factor",
@@ -224,7 +220,6 @@ pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "ignore-persist",
     "rate-limit",
     "persist",
-    "server-template",
     "source",
     "use-server",
     "filter",
@@ -237,8 +232,6 @@ pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "grace",
     "guid",
     "http-send-name-header",
-    "load-server-state-from-file",
-    "server-state-file-name",
     "max-keep-alive-queue",
     "max-session-srv-conns",
     "use-fcgi-app",
@@ -325,17 +318,7 @@ pub const SERVER_SUPPORTED: &[&str] = &names::<_, { parser::SERVER.len() }>(pars
 
 pub(crate) const SERVER_UNSUPPORTED: &[&str] = &[
     "verifyhost",
-    "agent-check",
-    "agent-port",
-    "agent-inter",
-    "agent-addr",
-    "agent-send",
     "track",
-    "init-addr",
-    "resolvers",
-    "resolve-prefer",
-    "resolve-net",
-    "resolve-opts",
     "check-send-proxy",
     "check-sni",
     "check-alpn",
@@ -350,8 +333,6 @@ pub(crate) const SERVER_UNSUPPORTED: &[&str] = &[
     "usesrc",
     "socks4",
     "ws",
-    "non-stick",
-    "stick",
     "tcp-ut",
     "allow-0rtt",
     "check-via-socks4",
@@ -458,9 +439,6 @@ pub(crate) const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
     "set-uri",
     "set-method",
     "capture",
-    "track-sc0",
-    "track-sc1",
-    "track-sc2",
     "set-log-level",
     "set-nice",
     "set-tos",
@@ -470,7 +448,6 @@ pub(crate) const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
     "early-hint",
     "normalize-uri",
     "reject",
-    "silent-drop",
     "wait-for-handshake",
     "send-spoe-group",
     "set-src",
@@ -484,10 +461,6 @@ pub(crate) const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
     "replace-path",
     "replace-pathq",
     "replace-uri",
-    "sc-inc-gpc",
-    "sc-inc-gpc0",
-    "sc-inc-gpc1",
-    "sc-set-gpt0",
     "set-bandwidth-limit",
 ];
 

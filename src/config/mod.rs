@@ -16,6 +16,8 @@ pub(crate) mod lexer;
 pub mod model;
 pub(crate) mod parser;
 pub(crate) mod suggest;
+pub(crate) mod table;
+pub(crate) mod table_check;
 pub(crate) mod units;
 pub(crate) mod validate;
 
@@ -23,6 +25,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 pub(crate) use diag::{Diagnostic, Level};
+pub(crate) use parser::dynamic_server;
 
 /// Result of loading a configuration.
 #[derive(Debug, Clone)]
@@ -198,6 +201,7 @@ pub(crate) fn parse_sources(
     let flags = overrides();
     let mut st = parser::State::new(resolve);
     crate::sample::patref::begin();
+    crate::sample::stick::begin();
     if flags.ssl_verify_none {
         // Before parsing, as HAProxy's -dV: a later `ssl-server-verify`
         // line still wins.
@@ -208,6 +212,7 @@ pub(crate) fn parse_sources(
     }
     st.finish();
     st.global.pat_refs = crate::sample::patref::finish();
+    let table_uses = crate::sample::stick::take_uses();
     let statements = std::mem::take(&mut st.statements);
     if st.aborted {
         // `.alert`: HAProxy stops right there, without further checks.
@@ -221,15 +226,19 @@ pub(crate) fn parse_sources(
         global: st.global,
         proxies: st.proxies,
     };
+    default_resolvers(&mut config.global);
     let mut diags = st.diags;
     flags.apply(&mut config);
     validate::check(&mut config, &mut diags);
+    table_check::check(&config, &table_uses, &mut diags);
+    table_check::add_server_data(&mut config);
     if let Some(check) = dir_check {
         validate::stats_socket_dirs(&config, check, &mut diags);
     }
     let fatal_before_resolution = diags.iter().any(Diagnostic::is_alert);
 
     let mut unresolved = false;
+    let mut unresolved_section = false;
     // As HAProxy, names are resolved only for an otherwise valid
     // configuration: a broken one fails at once, without waiting on DNS.
     let pending = if fatal_before_resolution {
@@ -245,6 +254,42 @@ pub(crate) fn parse_sources(
         let Some(server) = proxy.servers.get_mut(p.server) else {
             continue;
         };
+        if server.resolve.is_some() {
+            // Resolved at run time: `init-addr` says what to start with.
+            let methods = server
+                .init_addr
+                .clone()
+                .unwrap_or_else(|| vec![model::InitAddr::Last, model::InitAddr::Libc]);
+            let mut got = None;
+            let mut none = false;
+            for m in methods {
+                match m {
+                    // No server-state file is read yet: nothing to take.
+                    model::InitAddr::Last => {}
+                    model::InitAddr::Libc => {
+                        if let Ok(ip) = addr::resolve_host(&p.host, p.family, p.port, resolve) {
+                            got = Some(ip);
+                        }
+                    }
+                    model::InitAddr::Ip(ip) => got = Some(ip),
+                    model::InitAddr::None => none = true,
+                }
+                if got.is_some() || none {
+                    break;
+                }
+            }
+            match got {
+                Some(ip) => server.addr = SocketAddr::new(ip, p.port),
+                None if none => {}
+                None => diags.push(Diagnostic::at(
+                    Level::Warning,
+                    &server.loc,
+                    &format!("server {pname}/{}", server.name),
+                    format!("could not resolve address '{}', disabling server.", p.host),
+                )),
+            }
+            continue;
+        }
         match addr::resolve_host(&p.host, p.family, p.port, resolve) {
             Ok(ip) => server.addr = SocketAddr::new(ip, p.port),
             Err(_) if flags.resolve_dont_fail => {
@@ -274,7 +319,28 @@ pub(crate) fn parse_sources(
             "Failed to initialize server(s) addr.",
         ));
     }
-    if fatal_before_resolution {
+    for p in &config.proxies {
+        for server in &p.servers {
+            let Some(r) = &server.resolve else { continue };
+            if !config
+                .global
+                .resolvers
+                .iter()
+                .any(|s| s.name == r.resolvers)
+            {
+                unresolved_section = true;
+                diags.push(Diagnostic::new(
+                    Level::Alert,
+                    Some(server.loc.clone()),
+                    format!(
+                        "[{}] : backend '{}', server '{}': unable to find required resolvers '{}'",
+                        server.loc, p.name, server.name, r.resolvers
+                    ),
+                ));
+            }
+        }
+    }
+    if fatal_before_resolution || unresolved_section {
         diags.push(Diagnostic::alert(None, diag::FATAL_ERRORS));
     }
     let failed = diags.iter().any(Diagnostic::is_alert);
@@ -283,6 +349,30 @@ pub(crate) fn parse_sources(
         diagnostics: diags,
         statements,
     }
+}
+
+/// HAProxy 2.6's implicit `resolvers default` section, made of the
+/// nameservers of /etc/resolv.conf, when no section has that name (HAProxy
+/// lists it in `show resolvers`; servers may name it).
+fn default_resolvers(global: &mut model::Global) {
+    if global.resolvers.iter().any(|r| r.name == "default") {
+        return;
+    }
+    let text = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
+    let loc = model::Loc {
+        file: std::sync::Arc::from("/etc/resolv.conf"),
+        line: 0,
+    };
+    let mut r = model::ResolversSection::new("default", loc.clone());
+    for addr in parser::resolv_conf_nameservers(&text) {
+        r.nameservers.push(model::Nameserver {
+            name: addr.ip().to_string(),
+            addr,
+            tcp: false,
+            loc: loc.clone(),
+        });
+    }
+    global.resolvers.push(r);
 }
 
 /// What command-line flags change in every configuration loaded, reloads

@@ -8,6 +8,10 @@ use std::time::Duration;
 
 use crate::acl::{AclDef, Condition};
 
+pub(crate) use crate::config::table::{
+    GpIndex, GptValue, IncGpc, KeyType, PeerLine, PeersSection, SetGpt, SrvKey, StickKind,
+    StickRule, Stored, TableAction, TableDef, TrackRule,
+};
 pub(crate) use crate::loc::Loc;
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -56,6 +60,12 @@ pub(crate) struct Global {
     pub(crate) vars_limits: crate::sample::vars::Limits,
     /// `userlist` sections, in order.
     pub(crate) userlists: Vec<crate::sample::auth::Userlist>,
+    /// `resolvers` sections, in order.
+    pub(crate) resolvers: Vec<ResolversSection>,
+    /// `server-state-file` and `server-state-base`: where the servers'
+    /// state saved from `show servers state` is read at start-up.
+    pub(crate) server_state_file: Option<String>,
+    pub(crate) server_state_base: Option<String>,
     /// The pattern files and ACL lines' patterns the configuration read,
     /// for the CLI's `map` and `acl` commands.
     pub(crate) pat_refs: crate::sample::patref::PatRefs,
@@ -76,6 +86,14 @@ pub(crate) struct Global {
     pub(crate) h1_case_adjust: Vec<(String, String)>,
     /// The last `h1-case-adjust-file`.
     pub(crate) h1_case_adjust_file: Option<PathBuf>,
+    /// `peers` sections, in order.
+    pub(crate) peers: Vec<PeersSection>,
+    /// Every stick table's name, in declaration order (proxies' and
+    /// `peers` sections' alike).
+    pub(crate) table_order: Vec<String>,
+    /// `localpeer <name>`: this process's name among the peers (the
+    /// host's name without it).
+    pub(crate) localpeer: Option<String>,
 }
 
 /// `tune.h2.header-table-size`, `tune.h2.initial-window-size`,
@@ -665,6 +683,12 @@ impl PartialEq for Bind {
 pub(crate) enum TcpAction {
     Accept,
     Reject,
+    /// `silent-drop`: the connection is closed without the client being
+    /// told.
+    SilentDrop,
+    /// `track-sc*`, `sc-inc-gpc*`, `sc-set-gpt*`: the next rule is
+    /// evaluated after it.
+    Table(TableAction),
     /// `set-var(...)`, `set-var-fmt(...)`, `unset-var(...)`: the next rule
     /// is evaluated after it.
     Var(VarRule),
@@ -736,6 +760,11 @@ pub(crate) enum HttpRequestAction {
     Auth { realm: String },
     /// `http-request wait-for-body time <time> [at-least <bytes>]`.
     WaitForBody(WaitForBody),
+    /// `track-sc*`, `sc-inc-gpc*`, `sc-set-gpt*`.
+    Table(TableAction),
+    /// `http-request silent-drop`: the connection is closed without a
+    /// response, the client not told.
+    SilentDrop,
 }
 
 /// `wait-for-body time <time> [at-least <bytes>]`: the message's body is
@@ -967,6 +996,8 @@ pub(crate) enum HttpResponseAction {
     WaitForBody(WaitForBody),
     /// `set-map(...)`, `del-map(...)`, `add-acl(...)`, `del-acl(...)`.
     Map(MapRule),
+    /// `track-sc*`, `sc-inc-gpc*`, `sc-set-gpt*`.
+    Table(TableAction),
 }
 
 /// What a map or ACL action does to the entries of a pattern file.
@@ -1147,6 +1178,123 @@ impl Default for CheckParams {
     }
 }
 
+/// A `resolvers` section: the DNS servers and timers the servers that
+/// name it (`resolvers <name>`) are resolved with at run time.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ResolversSection {
+    pub(crate) name: String,
+    pub(crate) loc: Loc,
+    /// `nameserver <name> <ip>:<port>` (`tcp@` for DNS over TCP).
+    pub(crate) nameservers: Vec<Nameserver>,
+    /// `accepted_payload_size`: the EDNS0 size announced (512 by default).
+    pub(crate) accepted_payload_size: u16,
+    /// `resolve_retries`: queries sent before a timeout is reported.
+    pub(crate) resolve_retries: u32,
+    /// `timeout resolve`: between two resolutions of a name.
+    pub(crate) timeout_resolve: Duration,
+    /// `timeout retry`: before a query is sent again.
+    pub(crate) timeout_retry: Duration,
+    pub(crate) hold: Hold,
+}
+
+/// One `nameserver` line.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Nameserver {
+    pub(crate) name: String,
+    pub(crate) addr: SocketAddr,
+    /// `tcp@`: queried over TCP only.
+    pub(crate) tcp: bool,
+    pub(crate) loc: Loc,
+}
+
+/// `hold <status> <period>`: how long the last valid answer stands after
+/// each kind of failure, and how long a record missing from the answers
+/// still counts (`obsolete`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Hold {
+    pub(crate) nx: Duration,
+    pub(crate) other: Duration,
+    pub(crate) refused: Duration,
+    pub(crate) timeout: Duration,
+    pub(crate) valid: Duration,
+    pub(crate) obsolete: Duration,
+}
+
+impl ResolversSection {
+    /// HAProxy 2.6's defaults.
+    pub(crate) fn new(name: &str, loc: Loc) -> Self {
+        let s30 = Duration::from_secs(30);
+        ResolversSection {
+            name: name.to_string(),
+            loc,
+            nameservers: Vec::new(),
+            accepted_payload_size: 512,
+            resolve_retries: 3,
+            timeout_resolve: Duration::from_secs(1),
+            timeout_retry: Duration::from_secs(1),
+            hold: Hold {
+                nx: s30,
+                other: s30,
+                refused: s30,
+                timeout: s30,
+                valid: Duration::from_secs(10),
+                obsolete: Duration::ZERO,
+            },
+        }
+    }
+}
+
+/// What a server resolved at run time asks of its resolution: `resolvers
+/// <name>` and the `resolve-*` options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ServerResolve {
+    pub(crate) resolvers: String,
+    /// `resolve-prefer ipv4` (IPv6 is preferred by default).
+    pub(crate) prefer_v4: bool,
+    /// `resolve-net`: preferred networks, address and prefix length.
+    pub(crate) nets: Vec<(std::net::IpAddr, u8)>,
+    /// `resolve-opts allow-dup-ip` (`prevent-dup-ip` is the default).
+    pub(crate) allow_dup_ip: bool,
+    /// `resolve-opts ignore-weight`: SRV weights are not applied.
+    pub(crate) ignore_weight: bool,
+}
+
+/// An agent check (`agent-check` and its options): a TCP service beside
+/// the server that reports its state in a line of words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct AgentParams {
+    pub(crate) port: u32,
+    /// `agent-addr` (else `addr`, else the server's address).
+    pub(crate) addr: Option<std::net::IpAddr>,
+    /// `agent-inter` (else the server's `inter`).
+    pub(crate) inter: Option<Duration>,
+    /// `agent-send`: sent once connected.
+    pub(crate) send: String,
+}
+
+/// `load-server-state-from-file`: which file a backend's servers take
+/// their state from at start-up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LoadServerState {
+    /// The global `server-state-file`.
+    Global,
+    /// The backend's own, `server-state-file-name` in `server-state-base`.
+    Local,
+    None,
+}
+
+/// One method of `init-addr`, tried in order at start-up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum InitAddr {
+    /// The address a server-state file kept.
+    Last,
+    /// The system's resolver.
+    Libc,
+    /// No address: the server waits in maintenance for its resolution.
+    None,
+    Ip(std::net::IpAddr),
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Server {
     pub(crate) name: String,
@@ -1172,6 +1320,18 @@ pub(crate) struct Server {
     pub(crate) tls: Option<std::sync::Arc<crate::tls::upstream::UpstreamTls>>,
     /// `check-ssl`: the TLS of the checks, built from the same options.
     pub(crate) check_tls: Option<std::sync::Arc<crate::tls::upstream::UpstreamTls>>,
+    /// The host name of the address when it is not an IP address
+    /// (`srv_fqdn` of `show servers state`).
+    pub(crate) fqdn: Option<String>,
+    /// `resolvers <name>` and its options: the address follows the DNS.
+    pub(crate) resolve: Option<ServerResolve>,
+    /// `init-addr`; None: `last,libc`.
+    pub(crate) init_addr: Option<Vec<InitAddr>>,
+    /// A `server-template` slot of an SRV name (`_http._tcp.name`): the
+    /// records' targets and ports fill it.
+    pub(crate) srvrecord: Option<String>,
+    /// `agent-check` with its port.
+    pub(crate) agent: Option<AgentParams>,
 }
 
 /// `observe layer4|layer7`: passive health from live traffic.
@@ -1198,6 +1358,10 @@ pub(crate) struct ServerOpts {
     pub(crate) backup: bool,
     /// Starts in maintenance (`disabled`).
     pub(crate) disabled: bool,
+    /// `enabled` was said (a dynamic server then starts ready).
+    pub(crate) enabled: bool,
+    /// `id` was given on the line (`srv_f_forced_id`).
+    pub(crate) forced_id: bool,
     /// 0 = unlimited.
     pub(crate) maxqueue: u32,
     /// Dynamic maxconn floor (with `fullconn`); 0 = none.
@@ -1219,6 +1383,11 @@ pub(crate) struct ServerOpts {
     /// `srv_use_ssl` of `show servers state`, as HAProxy keeps it: 1 for
     /// `ssl`, -1 for `no-ssl`, 0 when neither was said.
     pub(crate) use_ssl: i8,
+    /// Added by the CLI's `add server`: starts in maintenance with its
+    /// checks disabled, as HAProxy's dynamic servers.
+    pub(crate) dynamic: bool,
+    /// `non-stick`: `stick` rules never store it.
+    pub(crate) non_stick: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -1238,6 +1407,11 @@ pub(crate) struct Proxy {
     pub(crate) log_health_checks: bool,
     /// `fullconn` (None: HAProxy's default, 10% of the frontends' maxconn).
     pub(crate) fullconn: Option<u32>,
+    /// `load-server-state-from-file global|local|none` (None: none).
+    pub(crate) load_server_state: Option<LoadServerState>,
+    /// `server-state-file-name [<file>|use-backend-name]` (None: the
+    /// backend's name).
+    pub(crate) server_state_file_name: Option<String>,
     /// Active check type (`option httpchk`, `option tcp-check`).
     pub(crate) check_type: CheckType,
     /// The `option httpchk` request and `http-check` rules.
@@ -1308,6 +1482,8 @@ pub(crate) struct Proxy {
     pub(crate) http_after_response: Vec<HttpResponseRule>,
     /// `tcp-request connection` rules (at accept, on the real peer).
     pub(crate) tcp_connection: Vec<TcpRule>,
+    /// `tcp-request session` rules (once the connection is a session).
+    pub(crate) tcp_session: Vec<TcpRule>,
     /// `tcp-request content` rules (on the buffered request bytes).
     pub(crate) tcp_content: Vec<TcpRule>,
     /// `tcp-request inspect-delay`: how long content rules wait for data.
@@ -1325,6 +1501,10 @@ pub(crate) struct Proxy {
     pub(crate) persist: bool,
     /// `log`, `no log`, `log-format`, `option httplog` & co.
     pub(crate) log: crate::config::log::ProxyLog,
+    /// `stick-table ...`: the proxy's table.
+    pub(crate) table: Option<TableDef>,
+    /// `stick match|on|store-request|store-response` rules, in order.
+    pub(crate) stick_rules: Vec<StickRule>,
 }
 
 impl Proxy {
@@ -1340,6 +1520,8 @@ impl Proxy {
             allbackups: false,
             log_health_checks: false,
             fullconn: None,
+            load_server_state: None,
+            server_state_file_name: None,
             check_type: CheckType::default(),
             http_check: HttpCheck::default(),
             tcp_check: Vec::new(),
@@ -1371,6 +1553,7 @@ impl Proxy {
             monitor_uri: None,
             monitor_fail: None,
             tcp_connection: Vec::new(),
+            tcp_session: Vec::new(),
             tcp_content: Vec::new(),
             inspect_delay: None,
             http_response: Vec::new(),
@@ -1383,6 +1566,8 @@ impl Proxy {
             cookie: None,
             persist: false,
             log: Default::default(),
+            table: None,
+            stick_rules: Vec::new(),
         }
     }
 }

@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::acl::parse::{PREDEFINED, check_acl_name, parse_acl, parse_condition_at, predefined};
 use crate::acl::{AclDef, Condition};
@@ -20,18 +21,22 @@ mod cookiekw;
 mod globalkw;
 mod lbkw;
 mod legacykw;
+mod peerskw;
 mod proxykw;
+mod resolverskw;
 mod retrykw;
 mod rulekw;
 mod serverkw;
 mod sslkw;
+pub(crate) mod stickkw;
 mod tcpkw;
 mod userlistkw;
 
 pub(crate) use globalkw::{GLOBAL, add_case_adjust};
 pub(crate) use proxykw::{OPTIONS, PROXY};
+pub(crate) use resolverskw::resolv_conf_nameservers;
 pub(crate) use rulekw::{HTTP_REQUEST, HTTP_RESPONSE, run_outside, var_rule};
-pub(crate) use serverkw::SERVER;
+pub(crate) use serverkw::{SERVER, dynamic_server};
 
 /// One keyword of a statement kind, as its table holds it: the name, the
 /// function that parses the statement, and what the keyword lists need to
@@ -79,6 +84,10 @@ enum Section {
     Proxy(usize),
     /// Index into `Global::userlists`.
     Userlist(usize),
+    /// Index into `Global::resolvers`.
+    Resolvers(usize),
+    /// Index into `Global::peers`.
+    Peers(usize),
     /// Inside a section we cannot use (already reported once).
     Skip,
 }
@@ -88,6 +97,8 @@ impl Section {
         match self {
             Section::None | Section::Skip => "",
             Section::Userlist(_) => "userlist",
+            Section::Resolvers(_) => "resolvers",
+            Section::Peers(_) => "peers",
             Section::Global => "global",
             Section::Defaults(_) => "defaults",
             Section::Proxy(i) => proxies.get(i).map_or("", |p| p.kind.keyword()),
@@ -110,6 +121,18 @@ pub(crate) struct ServerDefaults {
     pub(crate) cookie: Option<String>,
     /// `ssl` and its options (None: plain TCP).
     pub(crate) tls: Option<crate::tls::upstream::ServerTlsOpts>,
+    /// `resolvers <name>` and the `resolve-*` options (the name empty
+    /// while only options were given).
+    pub(crate) resolve: ServerResolve,
+    /// `init-addr`.
+    pub(crate) init_addr: Option<Vec<InitAddr>>,
+    /// `agent-check` given (and not `no-agent-check` after it).
+    pub(crate) agent_check: bool,
+    /// `agent-port`, `agent-addr`, `agent-inter`, `agent-send`.
+    pub(crate) agent_port: Option<u32>,
+    pub(crate) agent_addr: Option<std::net::IpAddr>,
+    pub(crate) agent_inter: Option<Duration>,
+    pub(crate) agent_send: String,
 }
 
 impl Default for ServerDefaults {
@@ -126,6 +149,19 @@ impl Default for ServerDefaults {
             id: None,
             cookie: None,
             tls: None,
+            resolve: ServerResolve {
+                resolvers: String::new(),
+                prefer_v4: false,
+                nets: Vec::new(),
+                allow_dup_ip: false,
+                ignore_weight: false,
+            },
+            init_addr: None,
+            agent_check: false,
+            agent_port: None,
+            agent_addr: None,
+            agent_inter: None,
+            agent_send: String::new(),
         }
     }
 }
@@ -208,6 +244,11 @@ pub(crate) struct State<'r> {
     /// Legacy keyword families already warned about (HAProxy 2.0 warns
     /// once per family).
     legacy_warned: Vec<&'static str>,
+    /// Parsing a server of the CLI's `add server`: only HAProxy's dynamic
+    /// server options are taken.
+    dynamic: bool,
+    /// The stick tables declared so far.
+    declared_tables: Vec<stickkw::Declared>,
 }
 
 /// Looks up an environment variable (injected, so tests choose the
@@ -260,6 +301,8 @@ impl<'r> State<'r> {
             missing_acl: None,
             scratch: default_template(),
             legacy_warned: Vec::new(),
+            dynamic: false,
+            declared_tables: Vec::new(),
         }
     }
 
@@ -550,6 +593,7 @@ impl<'r> State<'r> {
     fn statement(&mut self, loc: &Loc, words: &[String]) {
         // Where the pattern files a statement reads are used from.
         crate::sample::patref::at(&loc.file, loc.line);
+        crate::sample::stick::at(&loc.file, loc.line);
         let first = words[0].as_str();
         if first.starts_with('.') {
             return self.directive(loc, words);
@@ -582,6 +626,8 @@ impl<'r> State<'r> {
             Section::Skip => {}
             Section::Global => self.global_line(loc, words),
             Section::Userlist(i) => self.userlist_line(i, loc, words),
+            Section::Resolvers(i) => self.resolvers_line(i, loc, words),
+            Section::Peers(i) => self.peers_line(i, loc, words),
             Section::Defaults(_) | Section::Proxy(_) => self.proxy_line(loc, words),
         }
     }
@@ -651,6 +697,8 @@ impl<'r> State<'r> {
     fn start_section(&mut self, loc: &Loc, words: &[String]) {
         let kind = match words[0].as_str() {
             "userlist" => return self.start_userlist(loc, words),
+            "resolvers" => return self.start_resolvers(loc, words),
+            "peers" => return self.start_peers(loc, words),
             "global" => {
                 self.section = Section::Global;
                 return;
@@ -746,6 +794,8 @@ impl<'r> State<'r> {
         p.h1_case_bogus_client = d.h1_case_bogus_client;
         p.h1_case_bogus_server = d.h1_case_bogus_server;
         p.fullconn = d.fullconn;
+        p.load_server_state = d.load_server_state;
+        p.server_state_file_name = d.server_state_file_name.clone();
         p.check_type = d.check_type;
         p.http_check = crate::config::model::HttpCheck {
             inherited: true,
@@ -773,6 +823,7 @@ impl<'r> State<'r> {
             p.unique_id_format = d.unique_id_format.clone();
             p.unique_id_header = d.unique_id_header.clone();
         }
+        crate::sample::stick::in_proxy(name, false);
         self.proxies.push(p);
         self.server_defaults.push(sd);
         self.section = Section::Proxy(self.proxies.len() - 1);
@@ -811,6 +862,7 @@ impl<'r> State<'r> {
                 );
             }
         }
+        crate::sample::stick::in_proxy(&name, true);
         self.defaults.push(set);
         self.section = Section::Defaults(self.defaults.len() - 1);
     }

@@ -109,6 +109,40 @@ pub(crate) fn atoi(s: &str) -> i64 {
     if neg { -n } else { n }
 }
 
+/// HAProxy's `parse_size_err`: digits, then `k`, `m` or `g` (powers of
+/// 1024), nothing after, within 32 bits. `Err` holds the character it
+/// stops at (None: the end of the text).
+pub(crate) fn parse_size(text: &str) -> Result<u32, Option<char>> {
+    let b = text.as_bytes();
+    let at = |i: usize| text[i..].chars().next();
+    if !b.first().is_some_and(u8::is_ascii_digit) {
+        return Err(at(0));
+    }
+    let mut v: u32 = 0;
+    let mut i = 0;
+    while let Some(d) = b.get(i).filter(|c| c.is_ascii_digit()) {
+        v = v
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(u32::from(d - b'0')))
+            .ok_or(at(i))?;
+        i += 1;
+    }
+    let shift = match b.get(i) {
+        None => return Ok(v),
+        Some(b'k' | b'K') => 10,
+        Some(b'm' | b'M') => 20,
+        Some(b'g' | b'G') => 30,
+        Some(_) => return Err(at(i)),
+    };
+    if v > u32::MAX >> shift {
+        return Err(at(i));
+    }
+    if b.len() > i + 1 {
+        return Err(at(i + 1));
+    }
+    Ok(v << shift)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -44,6 +44,7 @@ pub(crate) fn check(config: &mut Config, diags: &mut Vec<Diagnostic>) {
             }
         }
         capture_ids(p, diags);
+        crate::config::table_check::proxy(config, p, diags);
         missing_timeouts(p, diags);
         auth_acls(config, p, diags);
         tcp_cookies(p, diags);

@@ -46,8 +46,6 @@ pub(crate) struct Supervisor {
     global_max: Arc<Semaphore>,
     state: tokio::sync::Mutex<Bound>,
     last: Mutex<Option<ReloadReport>>,
-    /// The configuration in force, which the next reload is compared with.
-    applied: Mutex<Config>,
     reloads: std::sync::atomic::AtomicU64,
 }
 
@@ -80,7 +78,6 @@ impl Supervisor {
         sources: Vec<PathBuf>,
         global_max: Arc<Semaphore>,
         bound: Vec<(Arc<str>, ListenAddr, listener::Listening)>,
-        applied: Config,
     ) -> std::io::Result<Arc<Supervisor>> {
         rt.process
             .maxconn_now
@@ -91,7 +88,6 @@ impl Supervisor {
             global_max,
             state: tokio::sync::Mutex::new(Bound::default()),
             last: Mutex::new(None),
-            applied: Mutex::new(applied),
             reloads: std::sync::atomic::AtomicU64::new(0),
         });
         {
@@ -115,6 +111,8 @@ impl Supervisor {
                 st.listeners.insert(addr, ctl);
             }
             crate::upstream::check::spawn_checks(&sup.rt);
+            crate::upstream::check::spawn_agents(&sup.rt);
+            crate::upstream::dns::spawn_resolvers(&sup.rt);
         }
         let _ = SUPERVISOR.set(sup.clone());
         Ok(sup)
@@ -232,13 +230,9 @@ impl Supervisor {
         // can load it, and removed servers are retired by then. The same
         // list is what `show reload` prints.
         let generation = self.rt.snapshot().generation + 1;
-        let (snap, mut changes) = {
-            let applied = crate::state::lock(&self.applied);
-            crate::snapshot::plan(Some(&applied), &cfg, &self.rt.registry, generation)
-        };
-        self.rt.apply(&changes);
-        let new = Arc::new(snap);
-        self.rt.swap(new.clone());
+        let wanted: HashMap<ListenAddr, Arc<str>> =
+            binds(&cfg).into_iter().map(|(n, a, _, _)| (a, n)).collect();
+        let (new, mut changes) = self.rt.publish_reload(cfg, generation);
         dispatch_queues(&new);
         if let Some(after) = new.global.hard_stop_after {
             expire_generations_below(new.generation, after);
@@ -248,8 +242,6 @@ impl Supervisor {
 
         // Listeners: keep, rebind to another frontend, open, or stop.
         let mut listeners = Vec::new();
-        let wanted: HashMap<ListenAddr, Arc<str>> =
-            binds(&cfg).into_iter().map(|(n, a, _, _)| (a, n)).collect();
         let current: Vec<ListenAddr> = st.listeners.keys().cloned().collect();
         for addr in current {
             let replaced = fresh.iter().any(|(_, a, _)| *a == addr);
@@ -296,6 +288,8 @@ impl Supervisor {
             }
         }
         crate::upstream::check::spawn_checks(&self.rt);
+        crate::upstream::check::spawn_agents(&self.rt);
+        crate::upstream::dns::spawn_resolvers(&self.rt);
         // The listeners with the configuration's changes, before the state's.
         let at = changes
             .iter()
@@ -303,7 +297,6 @@ impl Supervisor {
             .unwrap_or(changes.len());
         changes.splice(at..at, listeners);
         report.changes = changes;
-        *crate::state::lock(&self.applied) = cfg;
         self.finish(report)
     }
 

@@ -447,8 +447,11 @@ pub fn main_with_args(args: &[String]) -> i32 {
         return 1;
     }
     if opts.check_only {
-        let listens =
-            cfg.proxies.iter().any(|p| !p.binds.is_empty()) || !cfg.global.stats_sockets.is_empty();
+        // A `peers` section naming this process listens for its peers.
+        let local = crate::config::table::local_peer(&cfg.global);
+        let listens = cfg.proxies.iter().any(|p| !p.binds.is_empty())
+            || !cfg.global.stats_sockets.is_empty()
+            || cfg.global.peers.iter().any(|s| s.has_local(&local));
         if !quiet {
             if has_warnings {
                 println!("Warnings were found.");
@@ -710,15 +713,14 @@ fn run(cfg: Config, opts: &Options) -> i32 {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
     let affinity = thread_cpus(&cfg.global.cpu_map, threads);
-    let runtimes = match crate::sys::workers::build(threads, &affinity) {
+    let runtimes = match crate::sys::workers::start(threads, &affinity) {
         Ok(r) => r,
         Err(e) => {
             alert(pid, &format!("cannot start the runtime: {e}"));
             return 1;
         }
     };
-    crate::sys::workers::install(&runtimes);
-    let code = runtimes[0].block_on(serve(
+    let code = runtimes.control.block_on(serve(
         cfg,
         opts.clone(),
         bound,
@@ -732,10 +734,9 @@ fn run(cfg: Config, opts: &Options) -> i32 {
             let _ = std::fs::remove_file(path);
         }
     }
-    // Connections still open at a hard stop are not waited for.
-    for r in runtimes {
-        r.shutdown_background();
-    }
+    // Connections still open at a hard stop are not waited for: the
+    // workers' threads end with the process.
+    runtimes.control.shutdown_background();
     code
 }
 
@@ -885,6 +886,7 @@ async fn serve(
     crate::sys::process::release_control_signals();
     crate::state::counters::start_coarse_clock();
     let rt = Runtime::new(&cfg, threads);
+    crate::control::server_state::load(&rt, &cfg);
     crate::observe::log::event::attach(&rt);
     let snap = rt.snapshot();
     let global_max = Arc::new(Semaphore::new(
@@ -950,19 +952,14 @@ async fn serve(
         );
         return 1;
     }
-    let sup = match crate::control::reload::Supervisor::start(
-        rt.clone(),
-        sources,
-        global_max,
-        bound,
-        cfg.clone(),
-    ) {
-        Ok(sup) => sup,
-        Err(e) => {
-            alert(pid, &format!("cannot start listeners: {e}"));
-            return 1;
-        }
-    };
+    let sup =
+        match crate::control::reload::Supervisor::start(rt.clone(), sources, global_max, bound) {
+            Ok(sup) => sup,
+            Err(e) => {
+                alert(pid, &format!("cannot start listeners: {e}"));
+                return 1;
+            }
+        };
     if let Some(peer) = &opts.local_peer {
         crate::sys::process::set_local_peer(peer);
     }

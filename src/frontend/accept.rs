@@ -9,10 +9,12 @@ use std::time::SystemTime;
 
 use tokio::net::TcpStream;
 
-use crate::config::model::{ListenAddr, Mode};
+use crate::config::model::ListenAddr;
 use crate::snapshot::FrontendRt;
 use crate::snapshot::client::ClientConn;
+use crate::state::table::track::{Level, StickView};
 use crate::sys::peer::Peer;
+use crate::tcp::rules::Verdict;
 use crate::wire::proxy_proto::{self, Origin};
 
 /// What screens a connection accepted on one listener.
@@ -28,8 +30,7 @@ impl Screen {
     /// None when nothing screens connections on `local`.
     pub(crate) fn of(fe: &FrontendRt, local: &ListenAddr) -> Option<Screen> {
         let accept_proxy = fe.accept_proxy.contains(local);
-        let http_content = fe.mode == Mode::Http && !fe.tcp_content.is_empty();
-        if !accept_proxy && fe.tcp_connection.is_empty() && !http_content {
+        if !accept_proxy && fe.tcp_connection.is_empty() && fe.tcp_session.is_empty() {
             return None;
         }
         let luid = luid(fe, local) as usize;
@@ -60,10 +61,9 @@ pub(crate) async fn serve_screened(
         let Some(fe) = snap.frontends().find(|f| *f.name == *client.frontend()) else {
             return;
         };
-        if !crate::tcp::rules::connection_allowed(fe, peer, &client.facts) {
-            fe.state.counters.dcon.fetch_add(1, Relaxed);
-            // As HAProxy: the refused connection is reset, not closed.
-            let _ = socket2::SockRef::from(&stream).set_linger(Some(std::time::Duration::ZERO));
+        let verdict = rules(fe, &snap.tables, &mut client, peer, Rules::Connection);
+        if verdict != Verdict::Accept {
+            refuse(fe, &stream, verdict, &fe.state.counters.dcon);
             return;
         }
         fe.timeouts.client
@@ -97,22 +97,93 @@ pub(crate) async fn serve_screened(
         let Some(fe) = snap.frontends().find(|f| *f.name == *client.frontend()) else {
             return;
         };
-        client.start_session(fe.state.clone());
-        // In mode http, `tcp-request content` rules see no payload (HTTP
-        // is parsed afterwards): they run once, on the client address.
-        let view = crate::tcp::rules::View {
-            src: peer.inet(),
-            local: client.dst(),
-            payload: b"",
-            tls: None,
-            client: Some(&client.facts),
-        };
-        if serving.mode == Mode::Http
-            && !crate::tcp::rules::allowed(&fe.tcp_content, &fe.acls, &view, None)
-        {
-            fe.state.counters.dreq.fetch_add(1, Relaxed);
+        let verdict = rules(fe, &snap.tables, &mut client, peer, Rules::Session);
+        if verdict != Verdict::Accept {
+            refuse(fe, &stream, verdict, &fe.state.counters.dses);
             return;
+        }
+        client.start_session(fe.state.clone());
+        // A new session on the counters the connection tracks.
+        if let Some(t) = client.trackers() {
+            crate::state::table::track::session(t);
         }
     }
     crate::frontend::listener::spawn_accepted(client, stream, peer, serving, tls)
+}
+
+/// Which of a frontend's rules run before the session starts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Rules {
+    /// `tcp-request connection`: at accept, on the real peer.
+    Connection,
+    /// `tcp-request session`: once the PROXY header is read.
+    Session,
+}
+
+/// Runs a frontend's `tcp-request connection` or `session` rules for a
+/// client at `peer` (before any byte of the request: only the addresses,
+/// and the counters tracked so far, mean anything); their `track-sc*`
+/// actions track on the connection's counters.
+fn rules(
+    fe: &FrontendRt,
+    tables: &crate::state::table::registry::Tables,
+    client: &mut ClientConn,
+    peer: Peer,
+    which: Rules,
+) -> Verdict {
+    let set = match which {
+        Rules::Connection => &fe.tcp_connection,
+        Rules::Session => &fe.tcp_session,
+    };
+    if set.is_empty() {
+        return Verdict::Accept;
+    }
+    let local = match which {
+        Rules::Connection => None,
+        Rules::Session => client.dst(),
+    };
+    // The counters are made only for rules that track.
+    let tracks = set.iter().any(|(a, _)| {
+        matches!(
+            a,
+            crate::config::model::TcpAction::Table(crate::config::model::TableAction::Track(_))
+        )
+    });
+    if tracks {
+        client.trackers_mut();
+    }
+    let sess = client.trackers();
+    let sv = StickView {
+        tables,
+        sess,
+        strm: None,
+    };
+    let view = crate::tcp::rules::View {
+        src: peer.inet(),
+        local,
+        payload: b"",
+        tls: None,
+        client: Some(&client.facts),
+        stick: Some(&sv),
+    };
+    crate::tcp::rules::run(set, &fe.acls, &view, None, Level::Session)
+}
+
+/// A connection the rules refused: reset (`reject`, counted in `denied`:
+/// `dcon` for a connection rule, `dses` for a session rule), or dropped
+/// without a word (`silent-drop`, counted in `dreq` as HAProxy does).
+fn refuse(
+    fe: &FrontendRt,
+    stream: &TcpStream,
+    verdict: Verdict,
+    denied: &std::sync::atomic::AtomicU64,
+) {
+    if verdict == Verdict::SilentDrop {
+        fe.state.counters.dreq.fetch_add(1, Relaxed);
+        crate::tcp::rules::silent_drop(stream);
+    } else {
+        denied.fetch_add(1, Relaxed);
+    }
+    // As HAProxy: the refused connection is reset, not closed.
+    let _ = socket2::SockRef::from(stream).set_linger(Some(std::time::Duration::ZERO));
 }

@@ -12,7 +12,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 use tokio::net::TcpStream;
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::config::model::{BindProto, BindV6, ListenAddr, Mode, UnixBind, UnixName};
 use crate::snapshot::client::ClientConn;
@@ -30,15 +30,20 @@ pub(crate) struct Binding {
     pub(crate) limit: Arc<Semaphore>,
 }
 
-/// Control of one accept loop.
+/// What the accept loops of a listener are to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Run {
+    Accepting,
+    /// SIGTTOU: the socket does not listen; the loops leave the reactor.
+    Paused,
+    Stopped,
+}
+
+/// Control of a listener's accept loops (one per worker).
 pub(crate) struct ListenerCtl {
     binding: ArcSwap<Binding>,
-    stop: Notify,
-    /// SIGTTOU / SIGTTIN: whether the socket should stop listening, and
-    /// the accept loop's wake-up when that changes.
-    paused: std::sync::atomic::AtomicBool,
-    pause_changed: Notify,
-    /// The listening socket, valid while the accept loop runs (for
+    run: tokio::sync::watch::Sender<Run>,
+    /// The listening socket, valid while the accept loops run (for
     /// handing it to a new process with `-x`).
     fd: RawFd,
     addr: ListenAddr,
@@ -51,7 +56,7 @@ impl ListenerCtl {
 
     /// Stops accepting; the socket closes, open connections go on.
     pub(crate) fn stop(&self) {
-        self.stop.notify_one();
+        self.run.send_replace(Run::Stopped);
     }
 
     pub(crate) fn raw_fd(&self) -> RawFd {
@@ -62,14 +67,33 @@ impl ListenerCtl {
     /// process may take the port; the kernel resets what waited in the
     /// backlog) but stays bound, ready to listen again.
     pub(crate) fn pause(&self) {
-        self.paused.store(true, Relaxed);
-        self.pause_changed.notify_one();
+        if *self.run.borrow() != Run::Accepting {
+            return;
+        }
+        // SAFETY: shutdown on the listening socket the loops own.
+        if unsafe { libc::shutdown(self.fd, libc::SHUT_RD) } < 0 {
+            let e = std::io::Error::last_os_error();
+            tracing::error!("Listener {}: cannot pause: {e}", self.addr);
+            return;
+        }
+        tracing::warn!("Paused listener {} (SIGTTOU).", self.addr);
+        self.run.send_replace(Run::Paused);
     }
 
     /// SIGTTIN: a paused socket listens again.
     pub(crate) fn resume(&self) {
-        self.paused.store(false, Relaxed);
-        self.pause_changed.notify_one();
+        if *self.run.borrow() != Run::Paused {
+            return;
+        }
+        // SAFETY: listen on the bound socket the loops own.
+        if unsafe { libc::listen(self.fd, BACKLOG) } < 0 {
+            let e = std::io::Error::last_os_error();
+            tracing::error!("Listener {}: cannot listen again: {e}", self.addr);
+            self.run.send_replace(Run::Stopped);
+            return;
+        }
+        tracing::warn!("Resumed listener {} (SIGTTIN).", self.addr);
+        self.run.send_replace(Run::Accepting);
     }
 
     pub(crate) fn addr(&self) -> &ListenAddr {
@@ -82,7 +106,13 @@ impl ListenerCtl {
 }
 
 /// Starts accepting on `l` (a socket from [`bind_std`] or [`bind_unix`],
-/// or one inherited), listening on `addr`.
+/// or one inherited), listening on `addr`: one accept loop on each worker
+/// (`sys::workers`), so a connection is accepted, registered and served on
+/// the same thread, never handed from one to another. Every worker's
+/// reactor watches the socket; a new connection wakes those that wait,
+/// the first to accept it serves it, the others find nothing and wait
+/// again. Before the workers start (unit tests), one loop on the calling
+/// runtime.
 pub(crate) fn spawn(
     rt: Arc<Runtime>,
     l: Listening,
@@ -92,16 +122,39 @@ pub(crate) fn spawn(
 ) -> std::io::Result<Arc<ListenerCtl>> {
     let fd = l.raw_fd();
     l.set_nonblocking()?;
-    let listener = register(l)?;
     let ctl = Arc::new(ListenerCtl {
         binding: ArcSwap::from_pointee(binding),
-        stop: Notify::new(),
-        paused: std::sync::atomic::AtomicBool::new(false),
-        pause_changed: Notify::new(),
+        run: tokio::sync::watch::Sender::new(Run::Accepting),
         fd,
         addr,
     });
-    tokio::spawn(accept_loop(rt, listener, global, ctl.clone()));
+    let workers = crate::sys::workers::workers();
+    if workers.is_empty() {
+        let listener = register(l)?;
+        tokio::spawn(accept_loop(rt, listener, global, ctl.clone()));
+        return Ok(ctl);
+    }
+    // Each loop owns a descriptor of the one socket: the socket closes
+    // when the last loop ends. The first keeps `fd` itself.
+    let mut copies = Vec::with_capacity(workers.len());
+    for _ in 1..workers.len() {
+        copies.push(l.try_clone()?);
+    }
+    copies.insert(0, l);
+    for (worker, copy) in workers.iter().zip(copies) {
+        // Registered with the worker's reactor (entered here), served by
+        // its loop there.
+        let listener = {
+            let _on = worker.enter();
+            register(copy)?
+        };
+        worker.spawn(accept_loop(
+            rt.clone(),
+            listener,
+            global.clone(),
+            ctl.clone(),
+        ));
+    }
     Ok(ctl)
 }
 
@@ -118,17 +171,25 @@ async fn accept_loop(
     global: Arc<Semaphore>,
     ctl: Arc<ListenerCtl>,
 ) {
+    let mut run = ctl.run.subscribe();
     loop {
-        if ctl.paused.load(Relaxed) {
-            match pause_until_resumed(listener, &ctl).await {
-                Some(l) => listener = l,
-                None => return,
+        let now = *run.borrow_and_update();
+        match now {
+            Run::Accepting => {}
+            Run::Stopped => return,
+            Run::Paused => {
+                match sit_out_pause(listener, &mut run, &ctl.addr).await {
+                    Some(l) => listener = l,
+                    None => return,
+                }
+                continue;
             }
-            continue;
         }
         let ready = tokio::select! {
-            _ = ctl.stop.notified() => return,
-            _ = ctl.pause_changed.notified() => continue,
+            r = run.changed() => match r {
+                Ok(()) => continue,
+                Err(_) => return,
+            },
             r = listener.readable() => r,
         };
         let Ok(mut ready) = ready else { return };
@@ -136,8 +197,10 @@ async fn accept_loop(
         // The frontend's slot first: waiting for it holds nothing another
         // frontend needs.
         let permits = tokio::select! {
-            _ = ctl.stop.notified() => return,
-            _ = ctl.pause_changed.notified() => continue,
+            r = run.changed() => match r {
+                Ok(()) => continue,
+                Err(_) => return,
+            },
             r = async {
                 let l = binding.limit.clone().acquire_owned().await.ok()?;
                 let g = global.clone().acquire_owned().await.ok()?;
@@ -147,7 +210,8 @@ async fn accept_loop(
         let Some(permits) = permits else { return };
         let (stream, peer) = match ready.try_io(|l| l.get_ref().accept_stream()) {
             Ok(Ok(x)) => x,
-            // Nothing pending after all (the client left): wait again.
+            // Nothing pending after all (the client left, or another
+            // worker took it): wait again.
             Err(_would_block) => continue,
             Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionAborted => continue,
             Ok(Err(e)) => {
@@ -158,13 +222,8 @@ async fn accept_loop(
             }
         };
         drop(ready);
-        // The connection lives on the runtime it is registered with here,
-        // and its tasks run there (see `workers`).
-        let _on = crate::sys::workers::enter_next();
-        let stream = match stream
-            .set_nonblocking(true)
-            .and_then(|()| TcpStream::from_std(stream))
-        {
+        // Non-blocking already (accept4).
+        let stream = match TcpStream::from_std(stream) {
             Ok(s) => s,
             // Unusable socket: dropping it closes the connection.
             Err(_) => continue,
@@ -307,40 +366,27 @@ fn register(l: Listening) -> std::io::Result<AsyncFd<Listening>> {
     unsafe { AsyncFd::register_with_interest(l, Interest::READABLE) }.map_err(|e| e.into_parts().1)
 }
 
-/// Stops listening until resumed (or stopped: None). The socket leaves the
-/// reactor meanwhile, and re-enters it listening again, so no readiness
-/// seen while it was shut down lingers.
-async fn pause_until_resumed(
+/// Leaves the reactor while the socket does not listen, and enters it
+/// again once it listens (None: stopped meanwhile, or it cannot), so no
+/// readiness seen while it was shut down lingers.
+async fn sit_out_pause(
     l: AsyncFd<Listening>,
-    ctl: &ListenerCtl,
+    run: &mut tokio::sync::watch::Receiver<Run>,
+    addr: &ListenAddr,
 ) -> Option<AsyncFd<Listening>> {
     let std = l.into_inner();
-    // SAFETY: shutdown on the listening socket this loop owns.
-    if unsafe { libc::shutdown(ctl.fd, libc::SHUT_RD) } < 0 {
-        let e = std::io::Error::last_os_error();
-        tracing::error!("Listener {}: cannot pause: {e}", ctl.addr);
-    } else {
-        tracing::warn!("Paused listener {} (SIGTTOU).", ctl.addr);
-    }
-    while ctl.paused.load(Relaxed) {
-        tokio::select! {
-            _ = ctl.stop.notified() => return None,
-            _ = ctl.pause_changed.notified() => {}
+    loop {
+        run.changed().await.ok()?;
+        match *run.borrow_and_update() {
+            Run::Paused => {}
+            Run::Stopped => return None,
+            Run::Accepting => break,
         }
-    }
-    // SAFETY: listen on the bound socket this loop owns.
-    if unsafe { libc::listen(ctl.fd, BACKLOG) } < 0 {
-        let e = std::io::Error::last_os_error();
-        tracing::error!("Listener {}: cannot listen again: {e}", ctl.addr);
-        return None;
     }
     match register(std) {
-        Ok(l) => {
-            tracing::warn!("Resumed listener {} (SIGTTIN).", ctl.addr);
-            Some(l)
-        }
+        Ok(l) => Some(l),
         Err(e) => {
-            tracing::error!("Listener {}: cannot listen again: {e}", ctl.addr);
+            tracing::error!("Listener {addr}: cannot listen again: {e}");
             None
         }
     }
@@ -623,6 +669,14 @@ impl Listening {
         }
     }
 
+    /// Another descriptor of the same socket.
+    fn try_clone(&self) -> std::io::Result<Listening> {
+        Ok(match self {
+            Listening::Tcp(l) => Listening::Tcp(l.try_clone()?),
+            Listening::Unix(l) => Listening::Unix(l.try_clone()?),
+        })
+    }
+
     fn set_nonblocking(&self) -> std::io::Result<()> {
         match self {
             Listening::Tcp(l) => l.set_nonblocking(true),
@@ -640,20 +694,32 @@ impl Listening {
     /// the addresses, which are never asked of such a socket: the
     /// connection's `Peer` says UNIX, and TCP-only options (`TCP_NODELAY`,
     /// keep-alive) fail harmlessly where they are set.
+    ///
+    /// The socket comes non-blocking and close-on-exec from `accept4(2)`
+    /// itself: one system call per connection where `accept` and then
+    /// `FIONBIO` took two.
     fn accept_stream(&self) -> std::io::Result<(std::net::TcpStream, Option<SocketAddr>)> {
-        use std::os::fd::{FromRawFd, IntoRawFd};
-        match self {
-            Listening::Tcp(l) => l.accept().map(|(s, a)| (s, Some(a))),
-            Listening::Unix(l) => {
-                let (s, _) = l.accept()?;
-                // SAFETY: the descriptor is a connected stream socket that
-                // `into_raw_fd` gave up; the TcpStream owns it from here.
-                Ok((
-                    unsafe { std::net::TcpStream::from_raw_fd(s.into_raw_fd()) },
-                    None,
-                ))
-            }
-        }
+        use std::os::fd::FromRawFd;
+        let fd = self.raw_fd();
+        // SAFETY: accept4 writes at most `len` bytes of address into the
+        // storage socket2 hands us, and the length it wrote into `len`.
+        let (conn, addr) = unsafe {
+            socket2::SockAddr::try_init(|storage, len| {
+                match libc::accept4(
+                    fd,
+                    storage.cast(),
+                    len,
+                    libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                ) {
+                    -1 => Err(std::io::Error::last_os_error()),
+                    s => Ok(s),
+                }
+            })?
+        };
+        // SAFETY: `conn` is the connected stream socket accept4 just
+        // returned, owned by nothing else.
+        let stream = unsafe { std::net::TcpStream::from_raw_fd(conn) };
+        Ok((stream, addr.as_socket()))
     }
 }
 

@@ -39,7 +39,8 @@ pub(crate) fn apply(
         | HttpResponseAction::Capture { .. }
         | HttpResponseAction::Var(_)
         | HttpResponseAction::WaitForBody(_)
-        | HttpResponseAction::Map(_) => {}
+        | HttpResponseAction::Map(_)
+        | HttpResponseAction::Table(_) => {}
     }
 }
 

@@ -15,8 +15,8 @@ use crate::http::rules::Edits;
 use crate::observe::log::LogRecord;
 use crate::observe::outcome::{Cause, Phase, Rows, Term};
 use crate::snapshot::{BackendRt, FrontendRt};
+use crate::state::ServerState;
 use crate::state::capture;
-use crate::state::{ServerState, SlotGuard};
 use crate::upstream::balance::{self, PickError};
 use crate::upstream::retry::{Retries, Seat};
 use crate::wire::error_pages;
@@ -275,6 +275,12 @@ pub(crate) struct ReqCtx<'a> {
     /// The snapshot the request runs on (the proxies' state the
     /// response's conditions and log line read).
     pub(crate) proxies: &'a crate::snapshot::Snapshot,
+    /// The stick tables and the request's counters (None in tests that
+    /// build a request by hand).
+    pub(crate) stick: Option<&'a crate::state::table::track::StickView<'a>>,
+    /// The entries `stick on|store-request` rules will store the server
+    /// in once it answers; set by [`forward`].
+    pub(crate) stores: crate::upstream::stick::Stores,
 }
 
 /// No server for the request (none usable, queue full or timed out), at
@@ -321,7 +327,16 @@ pub(crate) async fn forward(
         src,
         head: Some(req),
     };
-    let (persisted, cookie_edits) = persistence(be, req, ctx.edits, rec);
+    let (mut persisted, cookie_edits) = persistence(be, req, ctx.edits, rec);
+    let mut stores = crate::upstream::stick::Stores::default();
+    if crate::upstream::stick::any(be) {
+        let cx = request_ctx(fe, be, req, ctx);
+        if let Some(i) =
+            crate::upstream::stick::on_request(be, &cx, persisted.is_some(), &mut stores)
+        {
+            persisted = Some(i);
+        }
+    }
     let mut cookie_ctx = ReqCtx {
         src: ctx.src,
         peer: ctx.peer,
@@ -334,8 +349,10 @@ pub(crate) async fn forward(
         vars: ctx.vars,
         rt: ctx.rt,
         proxies: ctx.proxies,
+        stick: ctx.stick,
+        stores,
     };
-    let acquired = pick(be, &key, &mut cookie_ctx.persisted).await;
+    let acquired = balance::pick(be, &key, &mut cookie_ctx.persisted).await;
     let ctx = &cookie_ctx;
     let slot = match acquired {
         Ok(slot) => slot,
@@ -422,6 +439,31 @@ impl Drop for BackendSession<'_> {
     }
 }
 
+/// What the backend's `stick` rules read of the request.
+fn request_ctx<'a>(
+    fe: &'a FrontendRt,
+    be: &'a BackendRt,
+    req: &'a Head,
+    ctx: &'a ReqCtx<'_>,
+) -> crate::sample::Ctx<'a> {
+    crate::sample::Ctx {
+        src: ctx.src,
+        src_port: ctx.peer.inet().map(|a| a.port()),
+        local: ctx.dst,
+        req: Some(req),
+        frontend: &fe.name,
+        backend: Some(&be.name),
+        frontend_id: fe.iid,
+        backend_id: Some(be.iid),
+        vars: Some(ctx.vars),
+        tls: ctx.tls,
+        client: Some(ctx.client),
+        proxies: Some(ctx.proxies),
+        stick: ctx.stick.map(|s| s as &dyn crate::sample::stick::Stick),
+        ..Default::default()
+    }
+}
+
 /// `cookie`: the server a request's persistence cookie names (its state
 /// noted for the log), and the request's headers with its `Cookie` edited
 /// as the mode says (None: no change).
@@ -451,27 +493,6 @@ fn persistence(
         e.set_at(*i, v.clone());
     }
     (cc.server, Some(e))
-}
-
-/// A slot on the server persistence names, else on the one balancing
-/// picks, or in the queue until one is free.
-async fn pick(
-    be: &Arc<BackendRt>,
-    key: &crate::snapshot::lb::LbKey<'_>,
-    persisted: &mut Option<usize>,
-) -> Result<SlotGuard, PickError> {
-    let Some(i) = *persisted else {
-        return balance::acquire(be, key).await;
-    };
-    match balance::acquire_server(be, i).await {
-        // The server's queue is full: with `option redispatch` the request
-        // is balanced instead (persistence is lost), as HAProxy.
-        Err(PickError::QueueFull { .. }) if be.redispatch.is_some() => {
-            *persisted = None;
-            balance::acquire(be, key).await
-        }
-        r => r,
-    }
 }
 
 /// `observe layer4|layer7`: tells the health analyzer how the exchange

@@ -131,7 +131,7 @@ async fn exchange(rt: &Runtime, frontend: &str, request: &str) -> Answer {
     let keep = tokio::time::timeout(
         LIMIT,
         handle_request(
-            &sess,
+            (&sess, None),
             rt,
             frontend,
             &entry,

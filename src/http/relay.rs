@@ -128,6 +128,7 @@ impl<'a> Relay<'a> {
             vars: Some(ctx.vars),
             req_body: None,
             res_body: None,
+            stick: ctx.stick,
         };
         std::iter::once(first)
             .chain(waits)
@@ -297,6 +298,9 @@ impl<'a> Relay<'a> {
             }
         };
         self.rec.tally.srv_status = Some(resp.status);
+        if crate::upstream::stick::any(be) {
+            self.store_server(&resp);
+        }
         // A soft stop that began during the request: the response says close.
         let keep =
             self.keep_client && body != BodyKind::UntilClose && !crate::sys::process::stopping();
@@ -337,6 +341,38 @@ impl<'a> Relay<'a> {
             keep,
             edits,
         })
+    }
+
+    /// `stick` rules: the server that answers goes into the entries noted
+    /// for it, once the response's head is known good (HAProxy's
+    /// `process_store_rules`, before the `http-response` rules).
+    fn store_server(&self, resp: &Head) {
+        let (be, ctx) = (self.be, self.ctx);
+        let Some(i) = be
+            .servers
+            .iter()
+            .position(|s| std::ptr::eq(&*s.state, self.server))
+        else {
+            return;
+        };
+        let cx = crate::sample::Ctx {
+            src: ctx.src,
+            src_port: ctx.peer.inet().map(|a| a.port()),
+            local: ctx.dst,
+            req: Some(self.req),
+            res: Some(resp),
+            status: Some(resp.status),
+            frontend: &self.fe.name,
+            backend: Some(&be.name),
+            server: Some(&self.server.name),
+            frontend_id: self.fe.iid,
+            backend_id: Some(be.iid),
+            vars: Some(ctx.vars),
+            tls: ctx.tls,
+            stick: ctx.stick.map(|s| s as &dyn crate::sample::stick::Stick),
+            ..Default::default()
+        };
+        crate::upstream::stick::on_response(be, &cx, i, &ctx.stores);
     }
 
     /// Whether the backend or the frontend has `http-response` rules or
@@ -422,6 +458,7 @@ impl<'a> Relay<'a> {
                     server_conn: self.rec.server_conn.as_deref(),
                     req_body: None,
                     res_body: None,
+                    stick: ctx.stick,
                 };
                 deny_response(self.client, fe, be, self.keep_client, reply, &cx).await
             }
@@ -460,6 +497,7 @@ impl<'a> Relay<'a> {
             tls: self.ctx.tls,
             client: Some(self.ctx.client),
             proxies: Some(self.ctx.proxies),
+            stick: self.ctx.stick,
         };
         self.rec.log_early(fe, status, logged_head, req, samples);
         let relayed = io::relay_message(
@@ -499,7 +537,10 @@ impl<'a> Relay<'a> {
             && resp.wants_keep_alive()
             && self.upstream.buf.is_empty()
             && be.http_reuse != HttpReuse::Never
-            && self.server.send_proxy.load(Relaxed) == 0;
+            && self.server.send_proxy.load(Relaxed) == 0
+            // A server in maintenance keeps no idle connection (HAProxy
+            // parks none), so that it can be deleted once drained.
+            && !self.server.is_maint();
         // The response head points into the read buffer: drop it first.
         drop(resp);
         self.upstream.release_buffer();
@@ -703,6 +744,7 @@ fn response_edits<'r>(
         vars: Some(ctx.vars),
         req_body: None,
         res_body,
+        stick: ctx.stick,
     };
     let cx = rules::FmtCtx {
         req,
@@ -725,6 +767,7 @@ fn response_edits<'r>(
         server_conn: who.server_conn,
         req_body: None,
         res_body,
+        stick: ctx.stick,
     };
     let mut edits: Option<Edits> = None;
     // A `listen` section is its own frontend: its rules run once.
@@ -809,6 +852,19 @@ fn response_edits<'r>(
                         ..cx
                     };
                     rules::run_map(rule, &cx)
+                }
+                HttpResponseAction::Table(a) => {
+                    if let Some(stick) = ctx.stick {
+                        let cx = rules::FmtCtx {
+                            res: Some(resp),
+                            ..cx
+                        };
+                        stick.act(
+                            a,
+                            &rules::sample_ctx(&cx),
+                            crate::state::table::track::Level::HttpStream,
+                        );
+                    }
                 }
             }
         }

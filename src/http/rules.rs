@@ -191,6 +191,8 @@ pub(crate) struct FmtCtx<'a> {
     /// The bodies as far as they are buffered (`req.body*`, `res.body*`).
     pub(crate) req_body: Option<&'a crate::sample::fetch::Body<'a>>,
     pub(crate) res_body: Option<&'a crate::sample::fetch::Body<'a>>,
+    /// The stick tables and the request's counters, where passed.
+    pub(crate) stick: Option<&'a crate::state::table::track::StickView<'a>>,
 }
 
 /// Runs a `set-var`, `set-var-fmt` or `unset-var` rule. A value that
@@ -275,6 +277,7 @@ pub(crate) fn sample_ctx<'a>(cx: &FmtCtx<'a>) -> crate::sample::Ctx<'a> {
         server_conn: cx.server_conn,
         req_body: cx.req_body,
         res_body: cx.res_body,
+        stick: cx.stick.map(|s| s as &dyn crate::sample::stick::Stick),
         ..Default::default()
     }
 }

@@ -29,6 +29,7 @@ use crate::snapshot::runtime::Runtime;
 use crate::snapshot::{BackendRt, FrontendRt, StatsRt};
 use crate::state::capture;
 use crate::state::sessions::StreamEntry;
+use crate::state::table::track::{self, Level, StickView, Trackers};
 use crate::wire::error_pages;
 use crate::wire::error_spot;
 use crate::wire::h1::{self, BodyKind, H1Error, Head};
@@ -63,6 +64,8 @@ pub(super) struct View<'a> {
     /// the response's for `http-response` conditions (`res.body*`).
     pub(super) req_body: Option<&'a crate::sample::fetch::Body<'a>>,
     pub(super) res_body: Option<&'a crate::sample::fetch::Body<'a>>,
+    /// The stick tables and the request's counters.
+    pub(super) stick: Option<&'a StickView<'a>>,
 }
 
 impl<'a> View<'a> {
@@ -90,6 +93,7 @@ impl<'a> View<'a> {
             vars: Some(rq.vars),
             req_body,
             res_body: None,
+            stick: Some(rq.stick),
         }
     }
 }
@@ -114,6 +118,7 @@ impl RequestView for View<'_> {
             vars: self.vars,
             req_body: self.req_body,
             res_body: self.res_body,
+            stick: self.stick.map(|s| s as &dyn crate::sample::stick::Stick),
             ..Default::default()
         }
     }
@@ -216,7 +221,8 @@ pub(crate) async fn serve_connection(
                 let Stream::Tcp(stream) = stream else { return };
                 match park::park(client, stream, peer, left) {
                     Ok(()) => return,
-                    Err((c, s)) => {
+                    Err(back) => {
+                        let (c, s) = *back;
                         // Parking unavailable: wait here for the rest.
                         if !wait_readable_or_stop(Some(&s), left).await {
                             return;
@@ -264,7 +270,7 @@ pub(crate) async fn serve_connection(
         // parked out of the runtime (its task ended) after `park::GRACE`.
         let keep = {
             let request = std::pin::pin!(handle_request(
-                &sess_vars,
+                (&sess_vars, client.trackers()),
                 &client.rt,
                 client.frontend(),
                 client.stream.entry(),
@@ -359,7 +365,7 @@ pub(crate) enum Via<'a> {
 /// may carry another.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn handle_request(
-    sess: &crate::sample::vars::SessVars,
+    (sess, sess_trackers): (&crate::sample::vars::SessVars, Option<&Trackers>),
     rt: &Runtime,
     frontend: &str,
     stream: &StreamEntry,
@@ -451,7 +457,23 @@ pub(crate) async fn handle_request(
                 rec.null = conn.buf.is_empty();
                 rec.term(Cause::Client, Phase::Request);
                 rec.status = 400;
-                outcome::finish(fe, &rt.process, &mut rec, None, None);
+                // HAProxy's H1 layer counts it on the session's stick
+                // counters as a request and the client's error.
+                track::http_request(sess_trackers, None);
+                track::http_error(sess_trackers, None);
+                // Counted: the line only reads the counters.
+                let seen = outcome::Tracking {
+                    sess: sess_trackers,
+                    tables: Some(&snap.tables),
+                    ..Default::default()
+                };
+                outcome::finish_tracked(
+                    fe,
+                    &rt.process,
+                    &mut rec,
+                    (None, None, Default::default()),
+                    seen,
+                );
             }
             return false;
         }
@@ -466,12 +488,25 @@ pub(crate) async fn handle_request(
             rec.term(Cause::ClientTimeout, Phase::Request);
             rec.null = conn.buf.is_empty();
             rec.status = 408;
-            // Counted as a request that failed (req_tot, ereq, hrsp_4xx).
+            // Counted as a request that failed (req_tot, ereq, hrsp_4xx),
+            // and on the session's stick counters (not as an error).
             fc.count_request();
             rt.count_request();
+            track::http_request(sess_trackers, None);
             rec.tally.ereq = Rows::FE;
             forward::send_parser_error(conn, 408, fe, false).await;
-            outcome::finish(fe, &rt.process, &mut rec, Some(408), None);
+            let seen = outcome::Tracking {
+                sess: sess_trackers,
+                tables: Some(&snap.tables),
+                ..Default::default()
+            };
+            outcome::finish_tracked(
+                fe,
+                &rt.process,
+                &mut rec,
+                (Some(408), None, Default::default()),
+                seen,
+            );
             return false;
         }
         Err(e) => {
@@ -479,16 +514,35 @@ pub(crate) async fn handle_request(
                 let spot = error_spot::locate(&conn.buf, false, &H1Error::TooLarge);
                 capture::request_error(fe, None, peer.inet(), &[&conn.buf], spot);
             }
-            return refused(rt, fe, conn, &mut rec, 400).await;
+            let tracking = outcome::Tracking {
+                sess: sess_trackers,
+                strm: None,
+                http: true,
+                tables: Some(&snap.tables),
+            };
+            return refused(rt, fe, conn, &mut rec, 400, tracking).await;
         }
     };
     rec.head_received();
-    fc.count_request();
-    rt.count_request();
     rec.tally.fe_in = raw.len() as u64;
     if h1 {
         fc.h1_total_streams.fetch_add(1, Relaxed);
     }
+    // The request's own stick counters (its content rules' and its
+    // rules' `track-sc*`), released when it ends; its session's are the
+    // connection's.
+    let strm = Trackers::default();
+    let stick = StickView {
+        tables: &snap.tables,
+        sess: sess_trackers,
+        strm: Some(&strm),
+    };
+    let tracking = outcome::Tracking {
+        sess: sess_trackers,
+        strm: Some(&strm),
+        http: true,
+        tables: Some(&snap.tables),
+    };
     // A head or framing that is refused, or a chunked body already bad in
     // the bytes that came with the head: answered here, nothing reaches a
     // server (400, or 405 / 422, see H1Error::request_status). The bytes
@@ -501,6 +555,8 @@ pub(crate) async fn handle_request(
     let head = match Head::parse_request_lax(raw, lax) {
         Ok(head) => head,
         Err((e, raw)) => {
+            fc.count_request();
+            rt.count_request();
             let spot = error_spot::locate(&raw, false, &e);
             capture::request_error(fe, None, peer.inet(), &[&raw, &conn.buf], spot);
             rec.t_req = -1;
@@ -509,14 +565,34 @@ pub(crate) async fn handle_request(
             // head and the stream's page count in the log.
             if raw[..] == *crate::http::h2::PREFACE_HEAD {
                 rec.bytes_in = crate::wire::logged_size::head(&raw);
-                return refused_by_stream(rt, fe, conn, &mut rec).await;
+                return refused_by_stream(rt, fe, conn, &mut rec, tracking).await;
             }
-            return refused(rt, fe, conn, &mut rec, e.request_status()).await;
+            return refused(rt, fe, conn, &mut rec, e.request_status(), tracking).await;
         }
     };
+    // `tcp-request content` rules of an HTTP frontend run for each
+    // request, before it is counted (HAProxy runs them before its HTTP
+    // analysis), on the client's address and the head.
+    if !fe.tcp_content.is_empty() {
+        let view = crate::tcp::rules::View {
+            src: peer.inet(),
+            local: dst,
+            payload: b"",
+            tls,
+            client: Some(client),
+            stick: Some(&stick),
+        };
+        let verdict = crate::tcp::rules::run(&fe.tcp_content, &fe.acls, &view, None, Level::Stream);
+        if verdict != crate::tcp::rules::Verdict::Accept {
+            return content_refused(rt, fe, conn, &mut rec, verdict, tracking);
+        }
+    }
+    fc.count_request();
+    rt.count_request();
+    track::http_request(sess_trackers, Some(&strm));
     if let Via::Http2 { bad: true, .. } = via {
         rec.t_req = -1;
-        return refused_by_stream(rt, fe, conn, &mut rec).await;
+        return refused_by_stream(rt, fe, conn, &mut rec, tracking).await;
     }
     // HAProxy's line without a log format comes with each request whose
     // head parsed (its stream starts there), not at accept: a connection
@@ -540,7 +616,7 @@ pub(crate) async fn handle_request(
         Err((status, spot)) => {
             capture::request_error(fe, None, peer.inet(), &[&head.raw, &conn.buf], spot);
             rec.t_req = -1;
-            return refused(rt, fe, conn, &mut rec, status).await;
+            return refused(rt, fe, conn, &mut rec, status, tracking).await;
         }
     };
     // Both Transfer-Encoding and Content-Length: served, then closed.
@@ -570,6 +646,7 @@ pub(crate) async fn handle_request(
     let vars = crate::sample::vars::Vars::with_slots(sess, slots);
     let req = Req {
         vars: &vars,
+        stick: &stick,
         head: &head,
         body,
         peer,
@@ -611,29 +688,41 @@ pub(crate) async fn handle_request(
         tls,
         client: Some(client),
         proxies: Some(&*snap),
+        stick: None,
     };
-    finish(rt, fe, &mut rec, &out, Some(&head), samples);
+    finish(rt, fe, &mut rec, &out, Some(&head), samples, tracking);
     out.keep_client
 }
 
 /// A request refused before it was routed (the parser's verdict): counted
 /// in `ereq`, answered with the error page, logged as HAProxy logs what its
 /// H1 parser refuses (`PR--`, `<BADREQ>`, 0 bytes: the page is not counted
-/// in the log), and the connection closed.
+/// in the log), and the connection closed. On the stick counters it is a
+/// request, and the client's error but for a 501 (HAProxy's "not
+/// implemented").
 async fn refused(
     rt: &Runtime,
     fe: &FrontendRt,
     conn: &mut BufConn,
     rec: &mut LogRecord,
     status: u16,
+    tracking: outcome::Tracking<'_>,
 ) -> bool {
+    track::http_request(tracking.sess, tracking.strm);
+    rec.tally.http_err = status != 501;
     rec.tally.ereq = Rows::FE;
     let out = forward::send_parser_error(conn, status, fe, false).await;
     rec.term(Cause::Proxy, Phase::Request);
     rec.status = i64::from(status);
     // The page is counted in `bout` but not in the log's bytes.
     rec.tally.fe_out += out.bytes_out;
-    outcome::finish(fe, &rt.process, rec, out.status, None);
+    outcome::finish_tracked(
+        fe,
+        &rt.process,
+        rec,
+        (out.status, None, Default::default()),
+        tracking,
+    );
     false
 }
 
@@ -645,14 +734,52 @@ async fn refused_by_stream(
     fe: &FrontendRt,
     conn: &mut BufConn,
     rec: &mut LogRecord,
+    tracking: outcome::Tracking<'_>,
 ) -> bool {
+    rec.tally.http_err = true;
     rec.tally.ereq = Rows::FE;
     let out = forward::send_error(conn, 400, fe, false).await;
     rec.term(Cause::Proxy, Phase::Request);
     rec.status = 400;
     rec.tally.fe_out += out.bytes_out;
     rec.bytes_out = out.logged_out;
-    outcome::finish(fe, &rt.process, rec, out.status, None);
+    outcome::finish_tracked(
+        fe,
+        &rt.process,
+        rec,
+        (out.status, None, Default::default()),
+        tracking,
+    );
+    false
+}
+
+/// A request an HTTP frontend's `tcp-request content` rules refused:
+/// closed without an answer (`silent-drop`: without the client being
+/// told), counted in `dreq` and not as a request, logged as HAProxy logs
+/// it (`PR--`, status -1, `<BADREQ>`: its HTTP analysis never began).
+fn content_refused(
+    rt: &Runtime,
+    fe: &FrontendRt,
+    conn: &mut BufConn,
+    rec: &mut LogRecord,
+    verdict: crate::tcp::rules::Verdict,
+    tracking: outcome::Tracking<'_>,
+) -> bool {
+    if verdict == crate::tcp::rules::Verdict::SilentDrop
+        && let Some(tcp) = conn.stream.tcp()
+    {
+        crate::tcp::rules::silent_drop(tcp);
+    }
+    rec.tally.dreq = Rows::FE;
+    rec.term(Cause::Proxy, Phase::Request);
+    rec.t_req = -1;
+    outcome::finish_tracked(
+        fe,
+        &rt.process,
+        rec,
+        (None, None, Default::default()),
+        tracking,
+    );
     false
 }
 
@@ -667,6 +794,7 @@ fn finish(
     out: &Outcome,
     head: Option<&Head>,
     samples: crate::observe::log::Samples<'_>,
+    tracking: outcome::Tracking<'_>,
 ) {
     if let Some(s) = out.status {
         rec.status = i64::from(s);
@@ -676,7 +804,7 @@ fn finish(
     rec.bytes_out = out.logged_out;
     // The head as HAProxy counts it, the body as received.
     rec.bytes_in = out.body_logged + head.map_or(0, Head::logged_size);
-    outcome::finish_with(fe, &rt.process, rec, out.status, head, samples);
+    outcome::finish_tracked(fe, &rt.process, rec, (out.status, head, samples), tracking);
 }
 
 /// The interim answer to `Expect: 100-continue`.
@@ -699,6 +827,8 @@ struct Req<'a> {
     /// The connection's first request (`http_first_req`).
     first: bool,
     vars: &'a crate::sample::vars::Vars<'a>,
+    /// The stick tables and the request's counters.
+    stick: &'a StickView<'a>,
 }
 
 async fn route(
@@ -763,6 +893,7 @@ async fn route(
             tls,
             client: Some(rq.client),
             proxies: Some(rq.proxies),
+            stick: Some(rq.stick),
         };
         rec.unique_id = Some(crate::observe::log::unique_id(
             fe,
@@ -801,6 +932,7 @@ async fn route(
         edits: &mut edits,
         allowed: &mut allowed,
         vars: rq.vars,
+        stick: rq.stick,
         keep,
         body,
     };
@@ -847,6 +979,7 @@ async fn route(
             req_body: rb.as_ref(),
             tls,
             client: Some(rq.client),
+            stick: Some(rq.stick as &dyn crate::sample::stick::Stick),
             ..Default::default()
         };
         fe.pick_backend(|c| fe.acls.eval(c, &view), &sample_cx)
@@ -949,6 +1082,8 @@ async fn route(
         vars: rq.vars,
         rt,
         proxies: rq.proxies,
+        stick: Some(rq.stick),
+        stores: Default::default(),
     };
     forward::forward(fe, be, head, body, conn, keep, rec, &ctx).await
 }
@@ -1039,6 +1174,8 @@ struct RuleRun<'r> {
     /// `reqallow` matched (HAProxy's per-request flag).
     allowed: &'r mut bool,
     vars: &'r crate::sample::vars::Vars<'r>,
+    /// The stick tables and the request's counters.
+    stick: &'r StickView<'r>,
     /// Whether the client connection may carry another request (what
     /// `keep_local` becomes once the body is all here).
     keep: bool,
@@ -1097,6 +1234,7 @@ impl RuleRun<'_> {
             vars: Some(self.vars),
             req_body: rb.as_ref(),
             res_body: None,
+            stick: Some(self.stick),
         };
         let verdict = legacy::apply(l, head, self.edits.as_ref(), st.acls, &view, self.allowed);
         let head: &'h Head = match verdict {
@@ -1108,6 +1246,7 @@ impl RuleRun<'_> {
             }
             legacy::Verdict::Deny => {
                 self.rec.tally.dreq = rows(st.be);
+                self.rec.tally.http_err = true;
                 self.rec.term(Cause::Proxy, Phase::Request);
                 return Err(forward::send_error_be(
                     self.conn,
@@ -1170,6 +1309,7 @@ impl RuleRun<'_> {
                 vars,
                 req_body: rb.as_ref(),
                 res_body: None,
+                stick: Some(self.stick),
             };
             match self
                 .apply(&view, head, rules, st.acls, st.be, st.timeouts)
@@ -1292,6 +1432,7 @@ impl RuleRun<'_> {
         reply: Option<(&HttpReply, &rules::FmtCtx<'_>)>,
     ) -> Outcome {
         self.rec.tally.dreq = rows(be);
+        self.rec.tally.http_err = true;
         self.rec.term(Cause::Proxy, Phase::Tarpit);
         if let Some(d) = t.tarpit.or(t.connect) {
             tokio::time::sleep(d).await;
@@ -1366,6 +1507,7 @@ impl RuleRun<'_> {
             server_conn: None,
             req_body: view.req_body,
             res_body: None,
+            stick: Some(self.stick),
         };
         for (at, (action, cond)) in rules.iter().enumerate() {
             if let Some(c) = cond
@@ -1455,6 +1597,7 @@ impl RuleRun<'_> {
                 }
                 HttpRequestAction::Deny(reply) => {
                     self.rec.tally.dreq = rows(be);
+                    self.rec.tally.http_err = true;
                     self.rec.term(Cause::Proxy, Phase::Request);
                     return Some(Stop::Answered(
                         self.reply(reply, &cx, be, self.keep_local).await,
@@ -1469,6 +1612,7 @@ impl RuleRun<'_> {
                 HttpRequestAction::Map(rule) => rules::run_map(rule, &cx),
                 HttpRequestAction::Auth { realm } => {
                     self.rec.tally.intercepted = rows(be);
+                    self.rec.tally.http_err = true;
                     self.rec.term(Cause::Local, Phase::Request);
                     let custom = be
                         .and_then(|b| b.errorfiles.iter().find(|(c, _)| *c == 401))
@@ -1481,6 +1625,27 @@ impl RuleRun<'_> {
                 }
                 HttpRequestAction::WaitForBody(wait) => {
                     return Some(Stop::Wait { at, wait: *wait });
+                }
+                HttpRequestAction::Table(a) => {
+                    self.stick
+                        .act(a, &rules::sample_ctx(&cx), Level::HttpStream);
+                }
+                HttpRequestAction::SilentDrop => {
+                    // Closed without a word to the client (HAProxy's
+                    // `PR--`, no status).
+                    self.rec.tally.dreq = rows(be);
+                    self.rec.term(Cause::Proxy, Phase::Request);
+                    if let Some(tcp) = self.conn.stream.tcp() {
+                        crate::tcp::rules::silent_drop(tcp);
+                    }
+                    return Some(Stop::Answered(Outcome {
+                        status: None,
+                        keep_client: false,
+                        bytes_out: 0,
+                        logged_out: 0,
+                        body_in: 0,
+                        body_logged: 0,
+                    }));
                 }
                 HttpRequestAction::PrometheusExporter => {
                     self.rec.tally.intercepted = rows(be);

@@ -28,6 +28,7 @@ use std::time::{Instant, SystemTime};
 
 use crate::observe::log::emit;
 use crate::snapshot::{BackendRt, FrontendRt};
+use crate::state::table::track::Trackers;
 use crate::state::{Counters, ServerState};
 use crate::wire::h1::Head;
 
@@ -134,6 +135,11 @@ impl Rows {
     fn has(self, r: Rows) -> bool {
         self.0 & r.0 != 0
     }
+
+    /// Counts on some row.
+    fn any(self) -> bool {
+        self.0 != 0
+    }
 }
 
 impl std::ops::BitOrAssign for Rows {
@@ -181,6 +187,11 @@ pub(crate) struct Tally {
     pub(crate) times: Option<[u32; 4]>,
     /// It came over HTTP/1: its bytes also count in `h1_bytes_in/out`.
     pub(crate) h1: bool,
+    /// A request HAProxy holds as the client's error on the stick counters
+    /// (`http_err_*`): denied, tarpitted, refused as invalid, timed out,
+    /// asked for credentials. A 4xx from the server counts too, found
+    /// from `srv_status`.
+    pub(crate) http_err: bool,
 }
 
 impl Tally {
@@ -456,6 +467,42 @@ pub(crate) fn finish_with(
     head: Option<&Head>,
     samples: crate::observe::log::Samples<'_>,
 ) {
+    finish_tracked(
+        fe,
+        process,
+        rec,
+        (status, head, samples),
+        Tracking::default(),
+    )
+}
+
+/// The stick counters an exchange counts on when it ends: its session's
+/// and its own (`track-sc*`), and whether it is an HTTP request (its
+/// errors and failures count then).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Tracking<'a> {
+    pub(crate) sess: Option<&'a Trackers>,
+    pub(crate) strm: Option<&'a Trackers>,
+    pub(crate) http: bool,
+    /// The snapshot's tables, for the `sc_*`, `src_*` and `table_*`
+    /// samples of the log line (None: they find nothing).
+    pub(crate) tables: Option<&'a crate::state::table::registry::Tables>,
+}
+
+/// [`finish_with`], counting on the stick counters of `tracking`
+/// too: the bytes from and to the client, an HTTP request's error
+/// (`http_err_*`) and failure (`http_fail_*`), as HAProxy classifies
+/// them.
+pub(crate) fn finish_tracked(
+    fe: &FrontendRt,
+    process: &crate::snapshot::runtime::ProcessCounters,
+    rec: &mut LogRecord,
+    (status, head, samples): (Option<u16>, Option<&Head>, crate::observe::log::Samples<'_>),
+    tracking: Tracking<'_>,
+) {
+    if tracking.sess.is_some_and(Trackers::any) || tracking.strm.is_some_and(Trackers::any) {
+        count_tracked(rec, tracking);
+    }
     let t = &rec.tally;
     count_on(&fe.state.counters, Rows::FE, t, status);
     add(&process.bytes_out, t.fe_out);
@@ -467,7 +514,42 @@ pub(crate) fn finish_with(
     }
     #[cfg(test)]
     seen::record(rec);
+    let stick = tracking
+        .tables
+        .map(|tables| crate::state::table::track::StickView {
+            tables,
+            sess: tracking.sess,
+            strm: tracking.strm,
+        });
+    let samples = crate::observe::log::Samples {
+        stick: stick.as_ref().or(samples.stick),
+        ..samples
+    };
     emit(fe, rec, head, false, samples);
+}
+
+/// What an exchange counts on its stick counters.
+fn count_tracked(rec: &LogRecord, tr: Tracking<'_>) {
+    use crate::state::table::track;
+    let t = &rec.tally;
+    track::bytes(tr.sess, tr.strm, t.fe_in, t.fe_out);
+    if !tr.http {
+        return;
+    }
+    let srv = t.srv_status.unwrap_or(0);
+    if t.http_err || (400..500).contains(&srv) {
+        track::http_error(tr.sess, tr.strm);
+    }
+    // A 5xx of the server but 501 and 505, and a server that failed once
+    // it had the request (a missing, invalid or late response: HAProxy's
+    // `failed_resp`, our `eresp`; a transfer it cut: `srv_abrt`): each
+    // counts, as HAProxy counts each where it happens.
+    if (500..600).contains(&srv) && srv != 501 && srv != 505 {
+        track::http_failure(tr.sess, tr.strm);
+    }
+    if t.eresp.any() || t.srv_abrt.any() {
+        track::http_failure(tr.sess, tr.strm);
+    }
 }
 
 /// Test builds only: the exchanges [`finish`] saw on this thread, so that

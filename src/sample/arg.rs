@@ -19,6 +19,9 @@ pub(crate) enum ArgType {
     Msk6,
     Ipv4,
     Ipv6,
+    /// A stick table's name: a string resolved once the configuration is
+    /// read (empty: the proxy's own table), see `stick::resolve_args`.
+    Tab,
 }
 
 impl ArgType {
@@ -30,7 +33,14 @@ impl ArgType {
             ArgType::Msk6 => "IPv6 mask",
             ArgType::Ipv4 => "IPv4 address",
             ArgType::Ipv6 => "IPv6 address",
+            ArgType::Tab => "table",
         }
+    }
+
+    /// Kept as text when parsed, so an empty one is an argument (HAProxy
+    /// stores its strings and the names it resolves later alike).
+    fn textual(self) -> bool {
+        matches!(self, ArgType::Str | ArgType::Tab)
     }
 }
 
@@ -67,6 +77,8 @@ pub(crate) enum Arg {
     Map(std::sync::Arc<super::pattern::Map>),
     /// A variable name a keyword's check parsed (`var(txn.x)`, `add(txn.x)`).
     Var(super::vars::VarName),
+    /// A stick table named by a table argument.
+    Table(super::stick::TableRef),
 }
 
 /// A compiled regular expression, equal to another with the same source.
@@ -120,7 +132,7 @@ pub(crate) fn parse(spec: ArgSpec, text: &str) -> Result<(Vec<Arg>, usize), ArgE
     let mut args = Vec::with_capacity(raw.len());
     // `name()` is one empty string argument where a string comes first
     // (`str()`), else no argument at all.
-    let first_is_str = spec.types.first() == Some(&ArgType::Str);
+    let first_is_str = spec.types.first().is_some_and(|t| t.textual());
     let raw = if raw.len() == 1 && raw[0].is_empty() && !first_is_str {
         if let Some(first) = spec.types.first().filter(|_| spec.min > 0) {
             return Err(ArgError {
@@ -138,7 +150,7 @@ pub(crate) fn parse(spec: ArgSpec, text: &str) -> Result<(Vec<Arg>, usize), ArgE
     for (i, word) in raw.iter().enumerate() {
         // An empty argument that is no string: a mandatory one is missing;
         // an optional one is left out, with those after it.
-        if word.is_empty() && spec.types[i] != ArgType::Str {
+        if word.is_empty() && !spec.types[i].textual() {
             if i < spec.min {
                 return Err(ArgError {
                     pos: i + 1,
@@ -215,7 +227,8 @@ fn split(text: &str, types: &[ArgType]) -> Result<(Vec<String>, Vec<usize>, usiz
                     // list there (`crc32(,)`: argument 1); else HAProxy
                     // 2.6 names argument 2 when a keyword that takes one
                     // is given more (`ltrim(a,b)`).
-                    let ended = args[last].is_empty() && types.get(last) != Some(&ArgType::Str);
+                    let ended =
+                        args[last].is_empty() && !types.get(last).is_some_and(|t| t.textual());
                     return Err(ArgError {
                         pos: if ended { last + 1 } else { args.len().max(2) },
                         msg: format!("expected ')' before '{}'", &text[i..]),
@@ -234,7 +247,7 @@ fn split(text: &str, types: &[ArgType]) -> Result<(Vec<String>, Vec<usize>, usiz
 fn typed(t: ArgType, word: &str) -> Result<Arg, String> {
     let bad = || format!("failed to parse '{word}' as type '{}'", t.name());
     match t {
-        ArgType::Str => Ok(Arg::Str(word.to_string())),
+        ArgType::Str | ArgType::Tab => Ok(Arg::Str(word.to_string())),
         ArgType::Sint => parse_int(word).map(Arg::Sint).ok_or_else(bad),
         ArgType::Msk4 => {
             if let Ok(n) = word.parse::<u8>() {

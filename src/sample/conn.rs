@@ -242,7 +242,9 @@ pub(crate) static FETCHES: &[FetchDef] = &[
     }),
     // The worker thread running the stream, from 0.
     def("thread", CONST, ArgSpec::NONE, T::Sint, |_, _| {
-        Some(Sample::Sint(crate::sys::workers::current() as i64))
+        Some(Sample::Sint(
+            crate::sys::workers::current().unwrap_or(0) as i64
+        ))
     }),
 ];
 

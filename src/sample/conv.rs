@@ -42,7 +42,12 @@ impl std::fmt::Debug for ConvDef {
 }
 
 /// The converter tables, one per file that declares converters.
-static TABLES: &[&[ConvDef]] = &[CONVERTERS, super::jwt::CONVERTERS, super::aead::CONVERTERS];
+static TABLES: &[&[ConvDef]] = &[
+    CONVERTERS,
+    super::jwt::CONVERTERS,
+    super::aead::CONVERTERS,
+    super::stick::CONVERTERS,
+];
 
 /// Every converter sluice knows.
 pub(crate) fn all() -> impl Iterator<Item = &'static ConvDef> {
@@ -337,12 +342,14 @@ static CONVERTERS: &[ConvDef] = &[
             Some(Sample::str(a[if yes { 0 } else { 1 }].as_bytes()))
         },
     ),
+    // Declared to give an IPv4 address, as HAProxy declares it (its
+    // result keeps its real family).
     checked(
         "ipmask",
         ArgSpec::of(&[A::Msk4, A::Msk6], 1),
         no_check,
         T::Addr,
-        T::Addr,
+        T::Ipv4,
         |s, a, _| {
             let m4 = mask(&a[0]);
             match s {

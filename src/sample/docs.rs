@@ -11,10 +11,6 @@ use crate::haproxy26::{Kind, haproxy26};
 /// (#17)".
 const WHY: &[(&str, &str)] = &[
     // Owned by later issues.
-    ("sc*", "stick tables (#19)"),
-    ("src_*", "stick tables (#19)"),
-    ("table_*", "stick tables (#19)"),
-    ("in_table", "stick tables (#19)"),
     ("res.cache_*", "caching (#21)"),
     ("res.comp*", "compression (#21)"),
     // Other parts of this issue, in progress.

@@ -113,14 +113,19 @@ impl Expr {
         };
         fetch::note_parsed(fetch.name);
         let mut args = Vec::new();
+        let fetch_err =
+            |e: ArgError| ExprError::Invalid(format!("fetch method '{name}' : {}", e.msg));
         if b.get(i) == Some(&b'(') {
-            let (a, used) = arg::parse(fetch.args, &text[i + 1..])
-                .map_err(|e| ExprError::Invalid(format!("fetch method '{name}' : {}", e.msg)))?;
+            let (a, used) = arg::parse(fetch.args, &text[i + 1..]).map_err(fetch_err)?;
             args = a;
             i += 1 + used;
+        } else if fetch.args.min > 0 {
+            // HAProxy reads a missing mandatory argument list as `()`: a
+            // string or table argument is then empty (a table's the
+            // proxy's own), a number missing.
+            args = arg::parse(fetch.args, ")").map_err(fetch_err)?.0;
         }
-        // As with converters, a fetch named without its mandatory
-        // arguments is taken (HAProxy 2.6 does) and gives no sample.
+        super::stick::resolve_args(fetch.args, &mut args, fetch.name, None);
         if args.len() >= fetch.args.min
             && let Some(check) = fetch.check
         {
@@ -157,12 +162,13 @@ impl Expr {
                     .map_err(|e| conv_arg_error(cname, e))?
                     .0
             };
+            let mut cargs = cargs;
+            super::stick::resolve_args(conv.args, &mut cargs, fetch.name, Some(conv.name));
             if !out.casts_to(conv.input) {
                 return Err(ExprError::Invalid(format!(
                     "converter '{cname}' cannot be applied"
                 )));
             }
-            let mut cargs = cargs;
             if let Some(check) = conv.check {
                 check(&mut cargs).map_err(|e| match e {
                     CheckError::Invalid(m) => {

@@ -107,6 +107,9 @@ pub(crate) struct Ctx<'a> {
     pub(crate) server_id: Option<u32>,
     /// The proxies' runtime state, where passed (`nbsrv`, `be_conn`...).
     pub(crate) proxies: Option<&'a dyn Proxies>,
+    /// The stick tables and the counters the stream tracks, where passed
+    /// (`sc_*`, `src_*`, `table_*`).
+    pub(crate) stick: Option<&'a dyn super::stick::Stick>,
     /// The client connection's TLS (None: cleartext).
     pub(crate) tls: Option<&'a crate::tls::TlsFacts>,
     /// The client connection's other facts (`fc_*`, `so_*`, `dst_conn`),
@@ -260,7 +263,10 @@ static TABLES: &[&[FetchDef]] = &[
 
 /// Every fetch sluice knows.
 pub(crate) fn all() -> impl Iterator<Item = &'static FetchDef> {
-    TABLES.iter().flat_map(|t| t.iter())
+    TABLES
+        .iter()
+        .flat_map(|t| t.iter())
+        .chain(super::stick::fetches())
 }
 
 pub(crate) fn find(name: &str) -> Option<&'static FetchDef> {
@@ -1182,6 +1188,12 @@ fn each_header<'a>(
     } else {
         head.values(name).any(visit)
     }
+}
+
+/// The client's address as `src` gives it (the key of the `src_*`
+/// fetches).
+pub(crate) fn src_sample(a: IpAddr) -> Sample<'static> {
+    ip(a)
 }
 
 /// An address as HAProxy gives it: an IPv4-mapped IPv6 as IPv4.

@@ -24,6 +24,7 @@ pub(crate) mod pattern;
 pub(crate) mod random;
 pub(crate) mod srvconn;
 pub(crate) mod stage;
+pub(crate) mod stick;
 pub(crate) mod value;
 pub(crate) mod vars;
 pub(crate) mod x509;

@@ -493,6 +493,11 @@ impl Uses {
         out
     }
 
+    /// Whether `src` is one of the sources.
+    pub(crate) fn has(self, src: Src) -> bool {
+        self.0 & (1 << src as u8) != 0
+    }
+
     /// Whether a fetch of these sources can work somewhere in `stage`.
     pub(crate) fn usable_in(self, stage: Stage) -> bool {
         self.places() & stage.0 != 0

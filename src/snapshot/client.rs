@@ -14,6 +14,7 @@ use crate::sample::conn::ClientFacts;
 use crate::snapshot::runtime::Runtime;
 use crate::state::FrontendState;
 use crate::state::sessions::Slot;
+use crate::state::table::track::Trackers;
 
 /// A client connection's record. Opening it counts the connection;
 /// dropping it closes the books and frees the `maxconn` permits, whatever
@@ -30,6 +31,10 @@ pub(crate) struct ClientConn {
     /// What the fetches read of it (`fc_*`, `so_*`, `dst_conn`), the
     /// address a PROXY header said the client connected to included.
     pub(crate) facts: ClientFacts,
+    /// The stick counters its `tcp-request connection|session` rules
+    /// track, released (`conn_cur` down) when it closes; boxed, as few
+    /// connections have them, so that idle connections stay small.
+    trackers: Option<Box<Trackers>>,
 }
 
 impl ClientConn {
@@ -53,12 +58,24 @@ impl ClientConn {
             _permits: permits,
             stream,
             facts,
+            trackers: None,
         }
     }
 
     /// The frontend it came in on (its listener's).
     pub(crate) fn frontend(&self) -> &str {
         self.facts.listener().frontend()
+    }
+
+    /// The stick counters of the session, if it may track some.
+    pub(crate) fn trackers(&self) -> Option<&Trackers> {
+        self.trackers.as_deref()
+    }
+
+    /// The session's stick counters, made empty if need be (the
+    /// connection and session rules track into them).
+    pub(crate) fn trackers_mut(&mut self) -> &Trackers {
+        self.trackers.get_or_insert_with(Default::default)
     }
 
     /// The frontend's state, once the connection is one of its sessions.

@@ -74,6 +74,8 @@ pub(crate) enum ProxyAspect {
     Balance,
     HealthChecks,
     Logs,
+    /// `stick-table` and `stick` rules.
+    StickTables,
     Options,
 }
 
@@ -161,7 +163,7 @@ fn by_key(cfg: &Config) -> BTreeMap<(&'static str, &str), &Proxy> {
 
 impl ProxyAspect {
     /// Every aspect but `Options`, in the order they are listed.
-    const NAMED: [ProxyAspect; 13] = [
+    const NAMED: [ProxyAspect; 14] = [
         ProxyAspect::Mode,
         ProxyAspect::Binds,
         ProxyAspect::Maxconn,
@@ -175,6 +177,7 @@ impl ProxyAspect {
         ProxyAspect::Balance,
         ProxyAspect::HealthChecks,
         ProxyAspect::Logs,
+        ProxyAspect::StickTables,
     ];
 
     /// Moves the settings of this aspect out of `p` into an otherwise
@@ -191,6 +194,7 @@ impl ProxyAspect {
             ProxyAspect::Acls => part.acls = take(&mut p.acls),
             ProxyAspect::TcpRequestRules => {
                 part.tcp_connection = take(&mut p.tcp_connection);
+                part.tcp_session = take(&mut p.tcp_session);
                 part.tcp_content = take(&mut p.tcp_content);
                 part.inspect_delay = p.inspect_delay.take();
             }
@@ -217,6 +221,10 @@ impl ProxyAspect {
                 part.tcp_check = take(&mut p.tcp_check);
             }
             ProxyAspect::Logs => part.log = take(&mut p.log),
+            ProxyAspect::StickTables => {
+                part.table = p.table.take();
+                part.stick_rules = take(&mut p.stick_rules);
+            }
             // What is left: nothing to move.
             ProxyAspect::Options => {}
         }
@@ -238,6 +246,7 @@ impl ProxyAspect {
             ProxyAspect::Balance => "balance",
             ProxyAspect::HealthChecks => "health checks",
             ProxyAspect::Logs => "logs",
+            ProxyAspect::StickTables => "stick tables",
             ProxyAspect::Options => "options",
         }
     }
@@ -404,7 +413,7 @@ mod tests {
     use super::*;
     use crate::state::Registry;
 
-    fn load(text: &str) -> Config {
+    pub(super) fn load(text: &str) -> Config {
         let l = crate::config::parse_texts(
             &[("t.cfg".into(), text.to_string())],
             &|_| None,
@@ -692,5 +701,68 @@ backend api
             seen += 1;
         }
         assert!(seen >= 5, "{seen} configs");
+    }
+}
+
+#[cfg(test)]
+mod table_tests {
+    use super::*;
+    use crate::state::Registry;
+
+    const TABLES: &str = "defaults
+    mode http
+    timeout connect 1s
+    timeout client 1s
+    timeout server 1s
+frontend fe
+    bind 127.0.0.1:9001
+    stick-table type ip size 10 store gpc0
+    http-request track-sc0 src
+    default_backend be
+backend be
+    stick-table type string size 10 store conn_cnt
+    server s1 127.0.0.1:9002
+";
+
+    fn key(t: &crate::state::table::Table, k: &str) -> crate::state::table::KeyWords {
+        crate::state::table::key::from_cli(k, t.def.key).unwrap()
+    }
+
+    /// A reload keeps a table whose definition is unchanged, entries
+    /// included; a changed one starts empty; a removed one leaves.
+    #[test]
+    fn reloads_keep_unchanged_tables() {
+        let reg = Registry::default();
+        let first = super::tests::load(TABLES);
+        let (snap, start) = crate::snapshot::plan(None, &first, &reg, 1);
+        reg.apply(start.iter().filter_map(Change::state));
+        let fe = snap.tables.by_name("fe").unwrap().clone();
+        let held = fe.get_or_create(&key(&fe, "10.0.0.1")).unwrap();
+        drop(held);
+        // The same configuration again: the same tables, entries kept.
+        let (snap2, list) = crate::snapshot::plan(Some(&first), &first, &reg, 2);
+        assert!(list.is_empty(), "{list:?}");
+        assert!(Arc::ptr_eq(snap2.tables.by_name("fe").unwrap(), &fe));
+        assert_eq!(fe.used(), 1);
+        // `fe`'s table changed, `be`'s is gone.
+        let changed = TABLES
+            .replace("size 10 store gpc0", "size 20 store gpc0")
+            .replace("    stick-table type string size 10 store conn_cnt\n", "");
+        let second = super::tests::load(&changed);
+        let (snap3, list) = crate::snapshot::plan(Some(&first), &second, &reg, 3);
+        let lines: Vec<String> = list.iter().map(|c| c.to_string()).collect();
+        assert!(
+            lines.contains(&"state: table fe emptied: its definition changed".to_string()),
+            "{lines:?}"
+        );
+        assert!(
+            lines.contains(&"state: table be removed".to_string()),
+            "{lines:?}"
+        );
+        reg.apply(list.iter().filter_map(Change::state));
+        let new = snap3.tables.by_name("fe").unwrap();
+        assert!(!Arc::ptr_eq(new, &fe));
+        assert_eq!(new.used(), 0);
+        assert!(reg.tables.find("be").is_none());
     }
 }

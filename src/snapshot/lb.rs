@@ -133,7 +133,11 @@ impl Lb {
     pub(crate) fn shown_weight(&self, servers: &[ServerRt], i: usize) -> (u32, Option<u32>) {
         // A DOWN or MAINT server keeps its weight here, as in HAProxy.
         let st = &servers[i].state;
-        let user = st.weight.load(Relaxed).min(256);
+        let user = if st.fresh_weight.load(Relaxed) {
+            1
+        } else {
+            st.weight.load(Relaxed).min(256)
+        };
         let ramp = if self.map_based() {
             16
         } else {

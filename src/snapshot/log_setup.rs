@@ -58,12 +58,13 @@ pub(crate) struct FrontendLog {
 }
 
 impl FrontendLog {
-    pub(crate) fn compile(p: &ProxyLog, g: &GlobalLog) -> Option<Arc<FrontendLog>> {
+    /// The log of proxy `name` (whose table an empty table argument of
+    /// the format names).
+    pub(crate) fn compile(name: &str, p: &ProxyLog, g: &GlobalLog) -> Option<Arc<FrontendLog>> {
         let setup = LogSetup::compile(p, g)?;
-        let format = p
-            .format
-            .as_ref()
-            .and_then(|f| LogFormat::compile(f.text()).ok());
+        let format = p.format.as_ref().and_then(|f| {
+            crate::sample::stick::compiling_for(name, || LogFormat::compile(f.text())).ok()
+        });
         Some(Arc::new(FrontendLog {
             setup,
             format,

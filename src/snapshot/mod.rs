@@ -19,7 +19,7 @@ use crate::config::model::{
     HttpResponseAction, HttpReuse, ListenAddr, Mode, Proxy, ProxyKind, StatsPage, Timeouts,
 };
 use crate::snapshot::lb::Lb;
-use crate::state::change::{ServerSettings, StateChange};
+use crate::state::change::{ServerSettings, StartAdmin, StateChange};
 use crate::state::{BackendState, FrontendState, Registry, ServerState};
 use delta::Change;
 use legacy_rt::LegacyRt;
@@ -30,6 +30,8 @@ pub(crate) struct Snapshot {
     pub(crate) global: Global,
     /// Every proxy in declaration order, as `show stat` lists them.
     pub(crate) proxies: Vec<ProxyRt>,
+    /// The stick tables.
+    pub(crate) tables: crate::state::table::registry::Tables,
 }
 
 /// One `frontend`, `backend` or `listen` section.
@@ -89,8 +91,10 @@ pub(crate) struct FrontendRt {
     pub(crate) bind_protos: Vec<(ListenAddr, crate::config::model::BindProto)>,
     /// The HTTP/2 settings and limits of its connections.
     pub(crate) h2: h2_limits::Limits,
-    /// `tcp-request connection` / `content` rules, `inspect-delay`.
+    /// `tcp-request connection` / `session` / `content` rules,
+    /// `inspect-delay`.
     pub(crate) tcp_connection: TcpRules,
+    pub(crate) tcp_session: TcpRules,
     pub(crate) tcp_content: TcpRules,
     pub(crate) inspect_delay: Option<std::time::Duration>,
     pub(crate) acls: AclSet,
@@ -234,6 +238,19 @@ pub(crate) struct BackendRt {
     pub(crate) cookie: Option<Arc<crate::config::model::CookiePersist>>,
     /// `option persist`: a cookie naming a DOWN server still goes to it.
     pub(crate) persist: bool,
+    /// `stick match|on|store-request` rules, in order, and `stick
+    /// store-response` ones.
+    pub(crate) stick: Vec<StickRt>,
+    pub(crate) store_response: Vec<StickRt>,
+}
+
+/// A compiled `stick` rule: its table found.
+#[derive(Debug)]
+pub(crate) struct StickRt {
+    pub(crate) kind: crate::config::model::StickKind,
+    pub(crate) key: crate::sample::Expr,
+    pub(crate) table: Arc<crate::state::table::Table>,
+    pub(crate) cond: Option<CompiledCond>,
 }
 
 #[derive(Debug)]
@@ -258,6 +275,12 @@ pub(crate) struct ServerRt {
     pub(crate) cookie: Option<Box<str>>,
     /// `check-ssl`: the TLS its checks use.
     pub(crate) check_tls: Option<Arc<crate::tls::upstream::UpstreamTls>>,
+    /// `resolvers` and its options: the DNS moves its address.
+    pub(crate) resolve: Option<crate::config::model::ServerResolve>,
+    /// The SRV name of a `server-template` slot.
+    pub(crate) srvrecord: Option<Arc<str>>,
+    /// `agent-inter` (None: no agent check, or the check's `inter`).
+    pub(crate) agent_inter: Option<std::time::Duration>,
 }
 
 /// HAProxy's default when neither global nor frontend sets `maxconn`
@@ -303,7 +326,9 @@ fn compile_with(
         changes: Vec::new(),
         new_frontends: Vec::new(),
         new_backends: Vec::new(),
+        tables: Default::default(),
     };
+    c.tables = c.tables();
     // Backends first, so that frontends can point at them.
     let backends = c.backends();
     let proxies = c.proxies(&backends);
@@ -312,6 +337,7 @@ fn compile_with(
         generation,
         global: config.global.clone(),
         proxies,
+        tables: std::mem::take(&mut c.tables),
     };
     (snap, c.changes)
 }
@@ -346,6 +372,8 @@ struct Compiler<'a> {
     /// the changes are applied).
     new_frontends: Vec<(String, Arc<FrontendState>)>,
     new_backends: Vec<Arc<BackendState>>,
+    /// The stick tables, compiled first (rules point at them).
+    tables: crate::state::table::registry::Tables,
 }
 
 /// The backends of a snapshot by name, as frontends look them up.
@@ -431,6 +459,40 @@ impl Compiler<'_> {
             .collect()
     }
 
+    /// The stick tables, in declaration order: the registry's when their
+    /// definition is unchanged (entries kept), else new ones; tables no
+    /// longer configured leave the registry.
+    fn tables(&mut self) -> crate::state::table::registry::Tables {
+        use crate::state::table::Table;
+        let defs: Vec<&crate::config::model::TableDef> =
+            crate::config::table_check::all_tables(self.config).collect();
+        let mut out = Vec::new();
+        for name in &self.config.global.table_order {
+            let Some(def) = defs.iter().find(|d| d.name == *name) else {
+                continue;
+            };
+            let old = self.registry.tables.find(name);
+            let t = match old {
+                Some(t) if t.def.same_as(def) => t,
+                old => {
+                    let t = Arc::new(Table::new((*def).clone()));
+                    self.changes.push(StateChange::AddTable {
+                        table: t.clone(),
+                        replaced: old.is_some(),
+                    });
+                    t
+                }
+            };
+            out.push(t);
+        }
+        for name in self.registry.tables.names() {
+            if !self.config.global.table_order.contains(&name) {
+                self.changes.push(StateChange::RemoveTable(name));
+            }
+        }
+        crate::state::table::registry::Tables::new(out)
+    }
+
     /// Servers the registry has in service that the configuration no longer
     /// names (in a backend kept or gone): retired by the changes.
     fn removed_servers(&mut self) {
@@ -467,7 +529,13 @@ impl Compiler<'_> {
                         self.changes.push(StateChange::AddServer {
                             backend: state.clone(),
                             server: st.clone(),
-                            maint: s.opts.disabled,
+                            start: if s.opts.disabled {
+                                StartAdmin::Disabled
+                            } else if s.opts.dynamic && !s.opts.enabled {
+                                StartAdmin::Added
+                            } else {
+                                StartAdmin::Ready
+                            },
                         });
                         st
                     }
@@ -488,6 +556,8 @@ impl Compiler<'_> {
             .map(|(s, c)| (s.sid, s.weight, s.backup, c.opts.slowstart))
             .collect();
         let acls = AclSet::new(&p.acls);
+        let stick = self.stick_rules(p, &acls, false);
+        let store_response = self.stick_rules(p, &acls, true);
         Arc::new(BackendRt {
             name: p.name.clone(),
             iid,
@@ -527,7 +597,28 @@ impl Compiler<'_> {
                 .unwrap_or_else(|| fullconn_for(config, &p.name, self.global_maxconn)),
             cookie: p.cookie.clone(),
             persist: p.persist,
+            stick,
+            store_response,
         })
+    }
+
+    /// A backend's `stick` rules: the request's (`match`, `on`,
+    /// `store-request`) or the response's (`store-response`); one whose
+    /// table is missing (the configuration was refused then) is left out.
+    fn stick_rules(&self, p: &Proxy, acls: &AclSet, response: bool) -> Vec<StickRt> {
+        use crate::config::model::StickKind;
+        p.stick_rules
+            .iter()
+            .filter(|r| (r.kind == StickKind::StoreResponse) == response)
+            .filter_map(|r| {
+                Some(StickRt {
+                    kind: r.kind,
+                    key: r.key.clone(),
+                    table: self.tables.get(&r.table)?.clone(),
+                    cond: r.cond.as_ref().map(|c| acls.compile(c)),
+                })
+            })
+            .collect()
     }
 
     /// A frontend (or `listen`) section's frontend side; `own` is the
@@ -601,6 +692,7 @@ impl Compiler<'_> {
                 .collect(),
             h2: h2_limits::Limits::of(&config.global),
             tcp_connection: tcp_rules(&p.tcp_connection, &acls),
+            tcp_session: tcp_rules(&p.tcp_session, &acls),
             tcp_content: tcp_rules(&p.tcp_content, &acls),
             inspect_delay: p.inspect_delay,
             legacy_at: p.blocks.len() + p.http_request.len(),
@@ -635,7 +727,7 @@ impl Compiler<'_> {
             default_backend,
             forwardfor: p.forwardfor.clone(),
             errorfiles: p.errorfiles.clone(),
-            log: log_setup::FrontendLog::compile(&p.log, &config.global.log),
+            log: log_setup::FrontendLog::compile(&p.name, &p.log, &config.global.log),
         })
     }
 }
@@ -713,6 +805,18 @@ fn server_settings(p: &Proxy, s: &crate::config::model::Server) -> ServerSetting
         send_proxy: s.opts.send_proxy,
         shutdown_on_down: s.opts.shutdown_on_down,
         cuttable: s.opts.shutdown_on_down || cut_by_active,
+        checks_enabled: !s.opts.dynamic,
+        fqdn: s.fqdn.clone(),
+        no_addr: s.unix.is_none()
+            && s.addr.ip().is_unspecified()
+            && (s.fqdn.is_some() || s.srvrecord.is_some()),
+        resolved: s.resolve.is_some(),
+        srv_slot: s.srvrecord.is_some(),
+        agent: s.agent.as_ref().map(|a| crate::state::AgentTarget {
+            addr: a.addr,
+            port: a.port,
+            send: a.send.clone(),
+        }),
     }
 }
 
@@ -736,6 +840,12 @@ fn server_rt(s: &crate::config::model::Server, sid: u32, st: Arc<ServerState>) -
         opts: s.opts,
         cookie: s.cookie.as_deref().map(Box::from),
         check_tls: s.check_tls.clone(),
+        resolve: s.resolve.clone(),
+        srvrecord: s.srvrecord.as_deref().map(Arc::from),
+        agent_inter: s
+            .agent
+            .as_ref()
+            .map(|a| a.inter.unwrap_or(std::time::Duration::from_secs(2))),
     }
 }
 

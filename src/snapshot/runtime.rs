@@ -13,6 +13,31 @@ use crate::snapshot::delta::Change;
 use crate::state::Registry;
 use crate::state::counters::{FreqCtr, Gauge};
 
+/// The configuration a runtime serves: as the files gave it (what the next
+/// reload is compared with), and with the CLI's server changes since, if
+/// any (what the next of them edits).
+#[derive(Debug)]
+struct InForce {
+    loaded: Config,
+    edited: Option<Config>,
+}
+
+/// Gives every server of `cfg` the id it has in `snap`, so that compiling
+/// `cfg` again numbers no server differently when one is added or removed
+/// before it.
+fn pin_server_ids(cfg: &mut Config, snap: &Snapshot) {
+    for p in &mut cfg.proxies {
+        let Some(be) = snap.backend(&p.name) else {
+            continue;
+        };
+        for s in &mut p.servers {
+            if let Some(rt) = be.servers.iter().find(|r| r.name == s.name) {
+                s.id = Some(rt.sid);
+            }
+        }
+    }
+}
+
 /// Process figures for `show info`.
 #[derive(Debug)]
 pub(crate) struct ProcessCounters {
@@ -76,6 +101,9 @@ impl Default for ProcessCounters {
 pub struct Runtime {
     snapshot: ArcSwap<Snapshot>,
     pub(crate) registry: Registry,
+    /// The configuration in force, held while a new snapshot is compiled
+    /// from it: reloads and the CLI's server commands take turns here.
+    config: std::sync::Mutex<InForce>,
     pub(crate) process: ProcessCounters,
     /// Worker threads of the tokio runtime (`Nbthread`).
     pub(crate) nbthread: u32,
@@ -92,8 +120,13 @@ impl Runtime {
                 generation: 0,
                 global: Default::default(),
                 proxies: Vec::new(),
+                tables: Default::default(),
             }),
             registry: Registry::default(),
+            config: std::sync::Mutex::new(InForce {
+                loaded: config.clone(),
+                edited: None,
+            }),
             process: ProcessCounters::default(),
             nbthread,
         });
@@ -129,6 +162,64 @@ impl Runtime {
     /// it; those in flight finish on the one they loaded.
     pub(crate) fn swap(&self, snap: Arc<Snapshot>) {
         self.snapshot.store(snap);
+    }
+
+    /// Applies `cfg`, read again from the files, as generation
+    /// `generation`: compiled against the configuration loaded last (for
+    /// the list of what changed), its state changes applied, then
+    /// published. The servers the CLI added since are not in `cfg` and are
+    /// removed with it, as HAProxy loses them at a reload; those deleted
+    /// come back if `cfg` still has them.
+    pub(crate) fn publish_reload(
+        &self,
+        cfg: Config,
+        generation: u64,
+    ) -> (Arc<Snapshot>, Vec<Change>) {
+        let mut held = crate::state::lock(&self.config);
+        let (snap, changes) =
+            crate::snapshot::plan(Some(&held.loaded), &cfg, &self.registry, generation);
+        self.apply(&changes);
+        let snap = Arc::new(snap);
+        self.swap(snap.clone());
+        *held = InForce {
+            loaded: cfg,
+            edited: None,
+        };
+        (snap, changes)
+    }
+
+    /// A change of the servers the CLI makes (`add server`, `del server`):
+    /// `edit` changes a copy of the configuration in force, whose servers
+    /// keep the ids they have now (a deletion shifts none), and that copy
+    /// is compiled over the same state, as a reload would, and published
+    /// under the same generation. Only the servers' state changes: every
+    /// other server keeps its counters, health, slots and connections, and
+    /// requests in flight finish on the snapshot they loaded.
+    pub(crate) fn edit_servers<T, E>(
+        &self,
+        edit: impl FnOnce(&mut Config, &Snapshot) -> Result<T, E>,
+    ) -> Result<(T, Vec<crate::state::change::StateChange>), E> {
+        let mut held = crate::state::lock(&self.config);
+        let current = self.snapshot();
+        let mut cfg = held.edited.clone().unwrap_or_else(|| held.loaded.clone());
+        pin_server_ids(&mut cfg, &current);
+        let out = edit(&mut cfg, &current)?;
+        let (snap, mut changes) =
+            crate::snapshot::compile(&cfg, &self.registry, current.generation);
+        // Only the servers added or removed: the others keep what the CLI
+        // set on them (a weight, an address), which a reload would give
+        // back to the configuration.
+        changes.retain(|c| {
+            matches!(
+                c,
+                crate::state::change::StateChange::AddServer { .. }
+                    | crate::state::change::StateChange::RemoveServer(_)
+            )
+        });
+        self.registry.apply(&changes);
+        self.swap(Arc::new(snap));
+        held.edited = Some(cfg);
+        Ok((out, changes))
     }
 
     pub(crate) fn uptime_secs(&self) -> u64 {

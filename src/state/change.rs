@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 
-use super::{AdminState, BackendState, FrontendState, Registry, ServerState};
+use super::{BackendState, FrontendState, Registry, ServerState};
 use crate::config::model::UnixName;
 use crate::tls::upstream::UpstreamTls;
 
@@ -24,12 +24,12 @@ pub(crate) enum StateChange {
     },
     /// A backend name seen for the first time (before its servers).
     AddBackend(Arc<BackendState>),
-    /// A server seen for the first time in its backend; `maint` when the
-    /// configuration says `disabled` (it starts in maintenance).
+    /// A server seen for the first time in its backend, in the admin
+    /// state it starts in.
     AddServer {
         backend: Arc<BackendState>,
         server: Arc<ServerState>,
-        maint: bool,
+        start: StartAdmin,
     },
     /// A server a reload had removed is configured again.
     ReviveServer(Arc<ServerState>),
@@ -68,12 +68,44 @@ pub(crate) enum StateChange {
     SetObserve { server: Arc<ServerState>, to: u8 },
     /// `send-proxy` (1), `send-proxy-v2` (2), none (0).
     SetSendProxy { server: Arc<ServerState>, to: u8 },
+    /// The host name a resolved server is resolved under (the
+    /// configuration's, over a `set server .. fqdn`).
+    SetFqdn {
+        server: Arc<ServerState>,
+        to: Option<String>,
+    },
+    /// `agent-check` on (with its target) or off.
+    SetAgent {
+        server: Arc<ServerState>,
+        to: Option<super::AgentTarget>,
+    },
     /// One of the server's on/off settings.
     SetFlag {
         server: Arc<ServerState>,
         flag: ServerFlag,
         to: bool,
     },
+    /// A stick table seen for the first time, or whose definition changed
+    /// (`replaced`: it starts empty, as HAProxy's without a local peer).
+    AddTable {
+        table: Arc<super::table::Table>,
+        replaced: bool,
+    },
+    /// A stick table no longer configured (streams that track its entries
+    /// keep them until they end).
+    RemoveTable(String),
+}
+
+/// The admin state a new server starts in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StartAdmin {
+    Ready,
+    /// `disabled`: in maintenance by the configuration (HAProxy's
+    /// `CMAINT`, with checks paused).
+    Disabled,
+    /// A server the CLI added: in forced maintenance until `enable
+    /// server`, its checks not paused.
+    Added,
 }
 
 /// A server's on/off runtime setting.
@@ -111,6 +143,21 @@ pub(crate) struct ServerSettings {
     pub(crate) send_proxy: u8,
     pub(crate) shutdown_on_down: bool,
     pub(crate) cuttable: bool,
+    /// Checks start enabled (a dynamic server's wait for `enable health`).
+    pub(crate) checks_enabled: bool,
+    /// The host name of the configured address, if it is one.
+    pub(crate) fqdn: Option<String>,
+    /// Starts without an address (a name that did not resolve, an SRV
+    /// slot): in `MAINT (resolution)` until the DNS gives one, when it
+    /// has `resolvers`.
+    pub(crate) no_addr: bool,
+    /// Resolved by a `resolvers` section: the address is the DNS's.
+    pub(crate) resolved: bool,
+    /// A `server-template` slot of an SRV name: its host name is the
+    /// records'.
+    pub(crate) srv_slot: bool,
+    /// `agent-check`: where it goes and what it sends.
+    pub(crate) agent: Option<super::AgentTarget>,
 }
 
 impl ServerSettings {
@@ -127,6 +174,25 @@ impl ServerSettings {
         s.send_proxy.store(self.send_proxy, Relaxed);
         s.shutdown_on_down.store(self.shutdown_on_down, Relaxed);
         s.cuttable.store(self.cuttable, Relaxed);
+        if !self.checks_enabled {
+            s.health.set_check_enabled(false);
+        }
+        if let Some(t) = &self.agent {
+            // A dynamic server's agent waits for `enable agent`.
+            s.health.set_agent(true, self.checks_enabled);
+            *super::lock(&s.agent_target) = t.clone();
+        }
+        s.fqdn.store(self.fqdn.clone().map(Arc::new));
+        if self.no_addr {
+            s.no_addr.store(true, Relaxed);
+            if self.resolved {
+                // Down for maintenance from the start, its checks paused,
+                // counted as a down transition as HAProxy counts it.
+                s.admin.store(super::ADMF_RMAINT, Relaxed);
+                s.health.start_stopped(self.checked);
+                s.health.chkdown.fetch_add(1, Relaxed);
+            }
+        }
         s
     }
 
@@ -138,13 +204,20 @@ impl ServerSettings {
             out.push(StateChange::ReviveServer(s.clone()));
         }
         let pool = s.pool.load();
-        if !pool.same_peer(self.addr, self.tls.as_ref(), self.h2)
+        // A resolved server's address is the DNS's, not the configuration's.
+        let addr_changed = !self.resolved && pool.addr() != self.addr;
+        if addr_changed
+            || !pool.same_peer(pool.addr(), self.tls.as_ref(), self.h2)
             || pool.unix() != self.unix.as_ref()
         {
             out.push(StateChange::SetPeer {
                 server: s.clone(),
                 from: pool.addr(),
-                to: self.addr,
+                to: if self.resolved {
+                    pool.addr()
+                } else {
+                    self.addr
+                },
                 unix: self.unix.clone(),
                 tls: self.tls.clone(),
                 h2: self.h2,
@@ -160,6 +233,23 @@ impl ServerSettings {
                 checked: self.checked,
                 rise: self.rise,
                 fall: self.fall,
+            });
+        }
+        if self.resolved && !self.srv_slot && s.fqdn.load().as_deref() != self.fqdn.as_ref() {
+            out.push(StateChange::SetFqdn {
+                server: s.clone(),
+                to: self.fqdn.clone(),
+            });
+        }
+        if s.health.agent_configured() != self.agent.is_some()
+            || self
+                .agent
+                .as_ref()
+                .is_some_and(|t| *super::lock(&s.agent_target) != *t)
+        {
+            out.push(StateChange::SetAgent {
+                server: s.clone(),
+                to: self.agent.clone(),
             });
         }
         let weight = s.weight.load(Relaxed);
@@ -216,6 +306,14 @@ impl std::fmt::Display for StateChange {
             StateChange::AddServer { server, .. } => write!(f, "{} added", who(server)),
             StateChange::ReviveServer(s) => write!(f, "{} added back", who(s)),
             StateChange::RemoveServer(s) => write!(f, "{} removed", who(s)),
+            StateChange::AddTable {
+                table,
+                replaced: false,
+            } => write!(f, "table {} added", table.name()),
+            StateChange::AddTable { table, .. } => {
+                write!(f, "table {} emptied: its definition changed", table.name())
+            }
+            StateChange::RemoveTable(name) => write!(f, "table {name} removed"),
             StateChange::SetPeer {
                 server, from, to, ..
             } => {
@@ -230,6 +328,13 @@ impl std::fmt::Display for StateChange {
             StateChange::SetChecks { server, .. } => {
                 write!(f, "{} check parameters", who(server))
             }
+            StateChange::SetFqdn { server, to } => write!(
+                f,
+                "{} fqdn {}",
+                who(server),
+                to.as_deref().unwrap_or("(none)")
+            ),
+            StateChange::SetAgent { server, .. } => write!(f, "{} agent check", who(server)),
             StateChange::SetObserve { server, .. }
             | StateChange::SetSendProxy { server, .. }
             | StateChange::SetFlag { server, .. } => write!(f, "{} options", who(server)),
@@ -252,17 +357,24 @@ impl Registry {
                 StateChange::AddServer {
                     backend,
                     server,
-                    maint,
+                    start,
                 } => {
-                    if *maint {
-                        // `disabled`: starts in maintenance (a reload keeps
-                        // the state an operator set since).
-                        server.set_admin(AdminState::Maint);
+                    // Only a new server: a reload keeps the state an
+                    // operator set since.
+                    match start {
+                        StartAdmin::Ready => {}
+                        StartAdmin::Disabled => server.start_maint(true),
+                        StartAdmin::Added => server.start_maint(false),
                     }
                     backend.insert_server(server.clone());
                 }
                 StateChange::ReviveServer(s) => s.revive(),
                 StateChange::RemoveServer(s) => s.retire(),
+                StateChange::AddTable { table, .. } => {
+                    self.tables.insert(table.clone());
+                    super::table::start_expiry(table);
+                }
+                StateChange::RemoveTable(name) => self.tables.remove(name),
                 StateChange::SetPeer {
                     server,
                     to,
@@ -283,6 +395,15 @@ impl Registry {
                 } => {
                     server.health.set_rise_fall(*rise, *fall);
                     server.health.set_checked(*checked);
+                }
+                StateChange::SetFqdn { server, to } => {
+                    server.fqdn.store(to.clone().map(Arc::new));
+                }
+                StateChange::SetAgent { server, to } => {
+                    server.health.set_agent(to.is_some(), true);
+                    if let Some(t) = to {
+                        *super::lock(&server.agent_target) = t.clone();
+                    }
                 }
                 StateChange::SetObserve { server, to } => server.observe.store(*to, Relaxed),
                 StateChange::SetSendProxy { server, to } => server.send_proxy.store(*to, Relaxed),

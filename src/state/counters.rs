@@ -260,6 +260,8 @@ pub(crate) struct Counters {
     pub(crate) conn_tot: AtomicU64,
     /// Connections refused by `tcp-request connection` rules (frontend).
     pub(crate) dcon: AtomicU64,
+    /// Sessions refused by `tcp-request session` rules (frontend).
+    pub(crate) dses: AtomicU64,
     pub(crate) intercepted: AtomicU64,
     /// Connection attempts to servers / reuses of idle ones.
     pub(crate) connect: AtomicU64,
@@ -396,7 +398,7 @@ impl Counters {
     /// `clear counters all`: every cumulative counter, average and max back
     /// to 0. Gauges keep their current value (those sessions still exist).
     pub(crate) fn clear_all(&self) {
-        let cum: [&AtomicU64; 20] = [
+        let cum: [&AtomicU64; 21] = [
             &self.stot,
             &self.bin,
             &self.bout,
@@ -413,6 +415,7 @@ impl Counters {
             &self.lbtot,
             &self.conn_tot,
             &self.dcon,
+            &self.dses,
             &self.intercepted,
             &self.connect,
             &self.reuse,

@@ -7,6 +7,10 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering::Relaxed};
 
 use crate::state::counters::now_secs;
 
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    crate::state::lock(m)
+}
+
 /// Check result codes (`check_status`) with HAProxy's descriptions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum CheckStatus {
@@ -26,6 +30,8 @@ pub(crate) enum CheckStatus {
     /// The connection could not even be attempted (a UNIX server's
     /// socket file missing).
     SockErr,
+    /// An agent's reply that says nothing of the health (`drain`, `50%`).
+    Checked,
 }
 
 impl CheckStatus {
@@ -45,6 +51,7 @@ impl CheckStatus {
             CheckStatus::L6Rsp => "L6RSP",
             CheckStatus::L7OkC => "L7OKC",
             CheckStatus::SockErr => "SOCKERR",
+            CheckStatus::Checked => "CHECKED",
         }
     }
 
@@ -64,6 +71,7 @@ impl CheckStatus {
             CheckStatus::L6Rsp => "Layer6 invalid response",
             CheckStatus::L7OkC => "Layer7 check conditionally passed",
             CheckStatus::SockErr => "Socket error",
+            CheckStatus::Checked => "No status change",
         }
     }
 
@@ -91,6 +99,7 @@ impl CheckStatus {
             CheckStatus::L6Rsp => 11,
             CheckStatus::L7OkC => 16,
             CheckStatus::SockErr => 5,
+            CheckStatus::Checked => 3,
         }
     }
 }
@@ -163,7 +172,15 @@ pub(crate) struct Health {
     /// Unix time the server last came back UP (0: never since start), for
     /// `slowstart`.
     came_up: AtomicU64,
+    /// The agent check's state (`agent-check`): None when not configured.
+    agent: Mutex<Option<CheckInfo>>,
+    /// `enable agent` / `disable agent` (and a dynamic server's start).
+    agent_enabled: AtomicBool,
 }
+
+/// What an agent's reply says of the health: HAProxy's `up`, or `down`,
+/// `stopped`, `fail`; None for a reply without health word.
+pub(crate) type AgentWord = Option<bool>;
 
 impl Health {
     pub(crate) fn new(checked: bool, rise: u32, fall: u32) -> Self {
@@ -190,7 +207,158 @@ impl Health {
             chkfail: AtomicU64::new(0),
             chkdown: AtomicU64::new(0),
             came_up: AtomicU64::new(0),
+            agent: Mutex::new(None),
+            agent_enabled: AtomicBool::new(false),
         }
+    }
+
+    /// Configures (or removes) the agent check. Its rise and fall are 1,
+    /// as HAProxy's; a new agent starts at full health.
+    pub(crate) fn set_agent(&self, configured: bool, enabled: bool) {
+        let mut a = lock(&self.agent);
+        match (configured, a.is_some()) {
+            (true, false) => {
+                *a = Some(CheckInfo {
+                    status: CheckStatus::Ini,
+                    code: None,
+                    duration_ms: None,
+                    detail: String::new(),
+                    health: 1,
+                    rise: 1,
+                    fall: 1,
+                });
+                self.agent_enabled.store(enabled, Relaxed);
+            }
+            (false, true) => {
+                *a = None;
+                self.agent_enabled.store(false, Relaxed);
+            }
+            _ => {}
+        }
+    }
+
+    /// The agent check is configured (`CHK_ST_CONFIGURED`).
+    pub(crate) fn agent_configured(&self) -> bool {
+        lock(&self.agent).is_some()
+    }
+
+    /// The agent check runs (`CHK_ST_ENABLED`).
+    pub(crate) fn agent_enabled(&self) -> bool {
+        self.agent_enabled.load(Relaxed) && self.agent_configured()
+    }
+
+    /// `enable agent` / `disable agent`; false when no agent is configured
+    /// (enabling is refused then).
+    pub(crate) fn set_agent_enabled(&self, on: bool) -> bool {
+        if on && !self.agent_configured() {
+            return false;
+        }
+        self.agent_enabled.store(on, Relaxed);
+        true
+    }
+
+    pub(crate) fn agent_info(&self) -> Option<CheckInfo> {
+        lock(&self.agent).clone()
+    }
+
+    /// The agent does not hold the server down: not enabled, or at or
+    /// above its rise.
+    fn agent_ok(&self) -> bool {
+        if !self.agent_enabled.load(Relaxed) {
+            return true;
+        }
+        lock(&self.agent)
+            .as_ref()
+            .is_none_or(|a| a.health >= a.rise)
+    }
+
+    /// One agent check's outcome (HAProxy's `tcpcheck_agent_expect_reply`
+    /// and `set_server_check_status` for an agent): `word` sets the agent's
+    /// health, a failure to connect leaves it alone (an agent that cannot
+    /// be reached takes no server down), a broken reply counts as a failed
+    /// check. The server goes DOWN when the agent says so, and UP when the
+    /// agent and the health checks agree, outside maintenance (`maint`).
+    pub(crate) fn record_agent(
+        &self,
+        status: CheckStatus,
+        word: AgentWord,
+        duration_ms: u64,
+        desc: String,
+        maint: bool,
+    ) -> Option<Transition> {
+        let g = self.lock();
+        let mut a = lock(&self.agent);
+        let agent = a.as_mut()?;
+        if !self.agent_enabled.load(Relaxed) {
+            return None;
+        }
+        let max = agent.rise + agent.fall - 1;
+        match word {
+            Some(true) => agent.health = max,
+            Some(false) => agent.health = 0,
+            None => {}
+        }
+        agent.status = status;
+        agent.code = matches!(status, CheckStatus::L7Ok | CheckStatus::L7Sts).then_some(0);
+        agent.duration_ms = Some(duration_ms);
+        agent.detail = desc;
+        let l57 = matches!(
+            status,
+            CheckStatus::L7Ok | CheckStatus::L7OkC | CheckStatus::L7Sts
+        );
+        if status == CheckStatus::Checked {
+            return None;
+        }
+        if status.is_ok() {
+            if agent.health < max {
+                agent.health += 1;
+            }
+        } else if l57 && agent.health > 0 {
+            agent.health -= 1;
+            if agent.health < agent.rise {
+                agent.health = 0;
+            }
+        }
+        let agent_up = agent.health >= agent.rise;
+        drop(a);
+        if maint {
+            return None;
+        }
+        let was_up = self.is_up();
+        if status.is_ok() {
+            let check_ok = !self.check_enabled() || g.health >= g.rise;
+            if !was_up && check_ok && agent_up {
+                self.go_up(OP_RUNNING);
+                return Some(Transition::WentUp);
+            }
+        } else if status == CheckStatus::L7Sts && !agent_up && was_up {
+            self.go_down();
+            return Some(Transition::WentDown);
+        }
+        None
+    }
+
+    /// `set server .. agent up|down`: the agent's health to its maximum or
+    /// 0, and the server UP (when the checks agree) or DOWN with it.
+    pub(crate) fn force_agent(&self, up: bool) -> Option<Transition> {
+        let g = self.lock();
+        let mut a = lock(&self.agent);
+        let agent = a.as_mut()?;
+        agent.health = if up { agent.rise + agent.fall - 1 } else { 0 };
+        drop(a);
+        if self.is_paused() {
+            return None;
+        }
+        let was_up = self.is_up();
+        if up && !was_up && (!self.check_enabled() || g.health >= g.rise) {
+            self.go_up(OP_RUNNING);
+            return Some(Transition::WentUp);
+        }
+        if !up && was_up {
+            self.go_down();
+            return Some(Transition::WentDown);
+        }
+        None
     }
 
     /// Not DOWN (UP or NOLB): what `show stat up` keeps and what counts
@@ -319,11 +487,23 @@ impl Health {
         }
     }
 
+    /// A server that starts in maintenance: DOWN at health 0 from the
+    /// start, its checks `paused` or not; no down period is counted.
+    pub(crate) fn start_stopped(&self, paused: bool) {
+        let mut g = self.lock();
+        g.health = 0;
+        self.op.store(OP_STOPPED, Relaxed);
+        self.paused.store(paused, Relaxed);
+        self.last_change.store(now_secs(), Relaxed);
+    }
+
     /// Entering maintenance: checks paused, health 0, DOWN (counted in
     /// `chkdown` as HAProxy does).
     pub(crate) fn enter_maint(&self) {
         let mut g = self.lock();
-        self.paused.store(true, Relaxed);
+        // Only checks that exist are paused (HAProxy shows no paused
+        // check on a server without `check`).
+        self.paused.store(self.is_checked(), Relaxed);
         g.health = 0;
         if self.is_up() {
             self.go_down();
@@ -334,7 +514,7 @@ impl Health {
     /// immediately", so one failed check takes it down again). A server
     /// without checks keeps health 0, as HAProxy shows it in `show servers
     /// state`.
-    pub(crate) fn leave_maint(&self) {
+    pub(crate) fn leave_maint(&self, keep_paused: bool) {
         let checked = self.is_checked();
         let mut g = self.lock();
         if checked {
@@ -345,7 +525,7 @@ impl Health {
         } else {
             self.op.store(OP_RUNNING, Relaxed);
         }
-        self.paused.store(false, Relaxed);
+        self.paused.store(keep_paused, Relaxed);
     }
 
     pub(crate) fn info(&self) -> CheckInfo {
@@ -398,7 +578,10 @@ impl Health {
             if g.health >= rise {
                 g.health = rise + fall - 1;
                 let op = self.op.load(Relaxed);
-                transition = if !was_up {
+                transition = if !was_up && !self.agent_ok() {
+                    // The agent holds it DOWN (HAProxy's check_notify_success).
+                    None
+                } else if !was_up {
                     Some(Transition::WentUp)
                 } else if conditional && op == OP_RUNNING {
                     Some(Transition::WentStopping)
@@ -503,6 +686,13 @@ impl Health {
         None
     }
 
+    /// A state change that is not a move between UP and DOWN (drain):
+    /// `lastchg` restarts, as HAProxy's `last_change`; a down period
+    /// running is not counted in `downtime`, as HAProxy counts it.
+    pub(crate) fn touch(&self) {
+        self.last_change.store(now_secs(), Relaxed);
+    }
+
     /// Seconds since the last state change.
     pub(crate) fn lastchg(&self) -> u64 {
         now_secs().saturating_sub(self.last_change.load(Relaxed))
@@ -526,9 +716,14 @@ impl Health {
         let max = i.rise + i.fall - 1;
         let checks = self.check_enabled();
         let going_down = || format!("{}/{}", (i.health + 1).saturating_sub(i.rise), i.fall);
+        let agent = self.agent_enabled().then(|| self.agent_info()).flatten();
         match self.op_state() {
             OP_STOPPED => {
-                if checks && i.health > 0 {
+                if agent.as_ref().is_some_and(|a| a.health == 0) {
+                    "DOWN (agent)".to_string()
+                } else if checks && i.health == 0 {
+                    "DOWN".to_string()
+                } else if checks || agent.is_some() {
                     format!("DOWN {}/{}", i.health, i.rise)
                 } else {
                     "DOWN".to_string()
@@ -544,6 +739,7 @@ impl Health {
             _ => {
                 let gd = checks && i.health < max;
                 match (drain, gd) {
+                    (true, _) if agent.is_some() => "DRAIN (agent)".to_string(),
                     (true, true) => format!("DRAIN {}", going_down()),
                     (true, false) => "DRAIN".to_string(),
                     (false, true) => format!("UP {}", going_down()),
@@ -627,6 +823,68 @@ mod tests {
     }
 
     #[test]
+    fn an_agent_and_the_checks_must_agree_for_up() {
+        let h = Health::new(true, 2, 3);
+        h.set_agent(true, true);
+        ok(&h);
+        assert_eq!(h.status_text(), "UP");
+        let down = |h: &Health| {
+            h.record_agent(
+                CheckStatus::L7Sts,
+                Some(false),
+                0,
+                "via agent : down".into(),
+                false,
+            )
+        };
+        let up = |h: &Health| {
+            h.record_agent(
+                CheckStatus::L7Ok,
+                Some(true),
+                0,
+                "via agent : up".into(),
+                false,
+            )
+        };
+        assert_eq!(down(&h), Some(Transition::WentDown));
+        assert_eq!(h.status_text(), "DOWN (agent)");
+        // Passing checks do not bring it back while the agent says down.
+        assert_eq!(ok(&h), None);
+        assert_eq!(h.status_text(), "DOWN (agent)");
+        assert_eq!(up(&h), Some(Transition::WentUp));
+        assert_eq!(h.status_text(), "UP");
+        // An agent that cannot be reached changes nothing.
+        assert_eq!(
+            h.record_agent(
+                CheckStatus::L4Con,
+                None,
+                0,
+                "Connection refused".into(),
+                false
+            ),
+            None
+        );
+        assert!(h.is_up());
+        // Failing checks take it down whatever the agent says; the agent
+        // alone cannot bring it back.
+        fail(&h);
+        fail(&h);
+        assert_eq!(fail(&h), Some(Transition::WentDown));
+        assert_eq!(up(&h), None);
+        assert_eq!(h.status_text(), "DOWN");
+        ok(&h);
+        assert_eq!(ok(&h), Some(Transition::WentUp));
+        // In maintenance, the agent moves nothing.
+        assert_eq!(
+            h.record_agent(CheckStatus::L7Sts, Some(false), 0, String::new(), true),
+            None
+        );
+        assert!(h.is_up());
+        assert!(h.set_agent_enabled(false));
+        assert!(!Health::new(false, 2, 3).set_agent_enabled(true));
+    }
+
+    #[test]
     fn forced_health_and_maintenance() {
         let h = Health::new(true, 2, 3);
         ok(&h);
@@ -654,7 +912,7 @@ mod tests {
         assert_eq!(h.chkdown.load(Relaxed), 2);
         assert_eq!(ok(&h), None, "checks are paused in maintenance");
         assert_eq!(h.info().health, 0);
-        h.leave_maint();
+        h.leave_maint(false);
         assert_eq!(h.status_text(), "UP 1/3");
         assert!(h.set_check_enabled(false));
         assert_eq!(h.status_text(), "no check");

@@ -8,10 +8,12 @@ pub(crate) mod generation;
 pub(crate) mod inherited;
 pub(crate) mod pool;
 pub(crate) mod sessions;
+pub(crate) mod table;
 
 pub(crate) mod counters;
 pub(crate) mod health;
 pub(crate) mod queue;
+pub(crate) mod resolvers;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -40,8 +42,15 @@ pub(crate) struct FrontendState {
 /// prints them. sluice sets the forced ones from the CLI.
 pub(crate) const ADMF_FMAINT: u8 = 0x01;
 pub(crate) const ADMF_FDRAIN: u8 = 0x08;
+/// Maintenance the configuration asked for (`disabled`); `enable server`
+/// leaves it set, as HAProxy does.
+pub(crate) const ADMF_CMAINT: u8 = 0x04;
+/// Maintenance because its name does not resolve (`MAINT (resolution)`).
+pub(crate) const ADMF_RMAINT: u8 = 0x20;
+/// Its name came from an SRV record (shown, no effect on traffic).
+pub(crate) const ADMF_HMAINT: u8 = 0x40;
 /// Admin bits that keep a server out of load balancing.
-const ADMF_NO_LB: u8 = ADMF_FMAINT | ADMF_FDRAIN;
+const ADMF_NO_LB: u8 = ADMF_FMAINT | ADMF_FDRAIN | ADMF_RMAINT;
 
 /// The admin state a CLI command asks for (`set server .. state ..`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,6 +110,29 @@ pub(crate) struct ServerState {
     /// Removed by a reload: no new request goes to it; the requests it
     /// serves finish, and its slots are not handed to queued requests.
     retired: AtomicBool,
+    /// The host name its address comes from (`srv_fqdn`), if any: the
+    /// configuration's, or the CLI's `set server .. fqdn`.
+    pub(crate) fqdn: arc_swap::ArcSwapOption<String>,
+    /// Added by the CLI and never in service since: `show stat` shows the
+    /// effective weight HAProxy gives such a server before computing one
+    /// (1, whatever its `weight`).
+    pub(crate) fresh_weight: AtomicBool,
+    /// No address to connect to (see [`has_addr`](Self::has_addr)).
+    pub(crate) no_addr: AtomicBool,
+    /// Where the agent check goes and what it sends (the configuration's,
+    /// or the CLI's `set server .. agent-addr|agent-port|agent-send`).
+    pub(crate) agent_target: Mutex<AgentTarget>,
+    /// An agent task runs for this server.
+    pub(crate) agent_task: AtomicBool,
+}
+
+/// The agent check's peer and request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct AgentTarget {
+    /// `agent-addr` (else the server's address).
+    pub(crate) addr: Option<std::net::IpAddr>,
+    pub(crate) port: u32,
+    pub(crate) send: String,
 }
 
 pub(crate) const OBSERVE_L4: u8 = 1;
@@ -138,11 +170,34 @@ impl ServerState {
             cuttable: AtomicBool::new(false),
             kill: tokio::sync::Notify::new(),
             retired: AtomicBool::new(false),
+            fqdn: arc_swap::ArcSwapOption::empty(),
+            fresh_weight: AtomicBool::new(false),
+            no_addr: AtomicBool::new(false),
+            agent_target: Mutex::new(AgentTarget::default()),
+            agent_task: AtomicBool::new(false),
         }
     }
 
     pub(crate) fn addr(&self) -> SocketAddr {
         self.pool.load().addr()
+    }
+
+    /// Has an address to connect to: not a host name left unresolved
+    /// (`init-addr none`, a dynamic server's FQDN, a name the DNS no
+    /// longer answers), shown as none.
+    pub(crate) fn has_addr(&self) -> bool {
+        !self.no_addr.load(Relaxed)
+    }
+
+    /// The DNS gave no address (or took it back): none is shown, the port
+    /// is kept.
+    pub(crate) fn clear_addr(&self) {
+        let port = self.addr().port();
+        self.set_addr(SocketAddr::new(
+            std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+            port,
+        ));
+        self.no_addr.store(true, Relaxed);
     }
 
     pub(crate) fn inflight(&self) -> u32 {
@@ -187,13 +242,64 @@ impl ServerState {
         self.admin.load(Relaxed)
     }
 
+    /// In maintenance, forced or for want of an address.
     pub(crate) fn is_maint(&self) -> bool {
-        self.admin() & ADMF_FMAINT != 0
+        self.admin() & (ADMF_FMAINT | ADMF_RMAINT) != 0
+    }
+
+    /// `MAINT (resolution)` on (`why`: HAProxy's reason, told by the
+    /// caller) or off. Entering it takes the server out as forced
+    /// maintenance does (checks paused, DOWN, idle connections closed);
+    /// leaving it brings it back unless it is also in forced maintenance.
+    /// Returns whether the bit changed.
+    pub(crate) fn set_rmaint(&self, on: bool) -> bool {
+        let before = self.admin();
+        if on == (before & ADMF_RMAINT != 0) {
+            return false;
+        }
+        if on {
+            self.admin.fetch_or(ADMF_RMAINT, Relaxed);
+            if before & ADMF_FMAINT == 0 {
+                self.health.enter_maint();
+                self.pool.load().drop_idle();
+            }
+        } else {
+            if before & ADMF_FMAINT == 0 {
+                self.health.leave_maint(before & ADMF_CMAINT != 0);
+            }
+            self.admin.fetch_and(!ADMF_RMAINT, Relaxed);
+        }
+        true
+    }
+
+    /// Sets or clears the admin bits of `mask` that carry no behaviour
+    /// (`ADMF_HMAINT`).
+    pub(crate) fn set_admin_flag(&self, mask: u8, on: bool) {
+        if on {
+            self.admin.fetch_or(mask, Relaxed);
+        } else {
+            self.admin.fetch_and(!mask, Relaxed);
+        }
     }
 
     #[cfg(test)]
     pub(crate) fn is_drain(&self) -> bool {
         self.admin() & ADMF_FDRAIN != 0
+    }
+
+    /// A new server that starts in maintenance: `config` for `disabled`
+    /// (HAProxy's `CMAINT`: checks paused), else one the CLI added (forced
+    /// maintenance, checks not paused). Unlike entering maintenance later,
+    /// no down period starts and no `chkdown` is counted.
+    pub(crate) fn start_maint(&self, config: bool) {
+        let bits = if config {
+            ADMF_FMAINT | ADMF_CMAINT
+        } else {
+            ADMF_FMAINT
+        };
+        self.admin.fetch_or(bits, Relaxed);
+        self.health.start_stopped(config);
+        self.fresh_weight.store(!config, Relaxed);
     }
 
     /// `set server .. state ready|drain|maint`, `disable|enable server`.
@@ -207,26 +313,37 @@ impl ServerState {
             AdminState::Ready => 0,
             AdminState::Drain => ADMF_FDRAIN,
             AdminState::Maint => ADMF_FMAINT,
-        };
+        } | (self.admin() & (ADMF_CMAINT | ADMF_RMAINT | ADMF_HMAINT));
         // Out of load balancing first, health after; back in: the reverse.
         if bits & ADMF_FMAINT != 0 {
             let before = self.admin.swap(bits, Relaxed);
-            if before & ADMF_FMAINT == 0 {
+            if before & (ADMF_FMAINT | ADMF_RMAINT) == 0 {
                 self.health.enter_maint();
                 self.pool.load().drop_idle();
             }
             before
         } else {
-            if self.admin() & ADMF_FMAINT != 0 {
-                self.health.leave_maint();
+            if self.admin() & ADMF_FMAINT != 0 && bits & ADMF_RMAINT == 0 {
+                // Out of the configuration's maintenance only by a reload:
+                // its checks stay paused, as in HAProxy.
+                self.health.leave_maint(bits & ADMF_CMAINT != 0);
+                self.fresh_weight.store(false, Relaxed);
             }
-            self.admin.swap(bits, Relaxed)
+            let before = self.admin.swap(bits, Relaxed);
+            if (before ^ bits) & ADMF_FDRAIN != 0 {
+                // Entering or leaving drain is a state change (`lastchg`).
+                self.health.touch();
+            }
+            before
         }
     }
 
     /// The `status` column of `show stat`.
     pub(crate) fn status_text(&self) -> String {
         let admin = self.admin();
+        if admin & ADMF_RMAINT != 0 {
+            return "MAINT (resolution)".to_string();
+        }
         if admin & ADMF_FMAINT != 0 {
             return "MAINT".to_string();
         }
@@ -264,6 +381,7 @@ impl ServerState {
     /// `set server .. addr`: new connections go to `addr`; idle connections
     /// to the old address are dropped with the old pool.
     pub(crate) fn set_addr(&self, addr: SocketAddr) {
+        self.no_addr.store(false, Relaxed);
         let old = self.pool.load();
         let (tls, h2) = (old.tls().cloned(), old.is_h2());
         self.pool.store(Arc::new(Pool::new(addr, tls, h2)));
@@ -314,6 +432,12 @@ impl BackendState {
     pub(crate) fn insert_server(&self, s: Arc<ServerState>) {
         lock(&self.servers).insert(s.name.clone(), s);
     }
+
+    /// Forgets a server the CLI deleted: a server added later under the
+    /// same name starts afresh, as in HAProxy.
+    pub(crate) fn forget_server(&self, name: &str) {
+        lock(&self.servers).remove(name);
+    }
 }
 
 /// Every runtime state object by name. Only touched when a snapshot is
@@ -322,6 +446,8 @@ impl BackendState {
 pub(crate) struct Registry {
     frontends: Mutex<HashMap<String, Arc<FrontendState>>>,
     backends: Mutex<HashMap<String, Arc<BackendState>>>,
+    /// Stick tables, by name.
+    pub(crate) tables: table::registry::TableRegistry,
 }
 
 impl Registry {

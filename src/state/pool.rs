@@ -179,35 +179,43 @@ impl Pool {
         self.idle.iter().map(|l| lock(l).len()).sum()
     }
 
-    /// The idle list of the calling thread's runtime.
-    fn local_idle(&self) -> &Mutex<Vec<Idle>> {
-        &self.idle[crate::sys::workers::current() % self.idle.len()]
+    /// The idle list of the calling worker: None on a thread that is not
+    /// one (the control runtime's connections are not kept), the one list
+    /// before the workers start (unit tests run on their own runtime).
+    fn list_here(&self) -> Option<usize> {
+        match crate::sys::workers::current() {
+            Some(n) => Some(n % self.idle.len()),
+            None if crate::sys::workers::workers().is_empty() => Some(0),
+            None => None,
+        }
     }
 
     /// An idle connection that is still clean, most recently used first,
     /// opened for `sni` when the SNI depends on the request.
     ///
-    /// Each candidate is probed with a real `recv(MSG_PEEK)`: the reactor's
-    /// readiness flag may not have caught up with bytes that arrived while
-    /// the connection sat here, and a stray response read as the answer to
-    /// the next request would hand one client another's response. A
-    /// connection the server closed, or that holds unsolicited bytes, is
-    /// dropped. (On TLS the probe sees records, e.g. a close_notify, the
-    /// same way.)
+    /// A connection the server closed, or that holds unsolicited bytes, is
+    /// dropped: a stray response read as the answer to the next request
+    /// would hand one client another's response. See [`is_clean`] for how
+    /// that is told without a system call in the common case. (On TLS the
+    /// probe sees records, e.g. a close_notify, the same way.)
     ///
     /// The calling runtime's own list comes first; when it has none, one is
     /// taken from another runtime's list, as HAProxy's threads take idle
     /// connections from each other, and moved to this runtime's reactor.
     pub(crate) fn take(&self, sni: Option<&str>) -> Option<Stream> {
-        let here = crate::sys::workers::current() % self.idle.len();
-        if let Some(s) = self.take_from(here, sni) {
+        let here = self.list_here();
+        if let Some(h) = here
+            && let Some(s) = self.take_from(h, sni, true)
+        {
             return Some(s);
         }
-        (1..self.idle.len())
-            .map(|k| (here + k) % self.idle.len())
+        let start = here.unwrap_or(0);
+        (0..self.idle.len())
+            .map(|k| (start + k) % self.idle.len())
+            .filter(|&i| Some(i) != here)
             .find_map(|i| {
                 loop {
-                    let s = self.take_from(i, sni)?;
+                    let s = self.take_from(i, sni, false)?;
                     if let Some(s) = adopt(s) {
                         break Some(s);
                     }
@@ -215,14 +223,21 @@ impl Pool {
             })
     }
 
-    fn take_from(&self, list: usize, sni: Option<&str>) -> Option<Stream> {
+    /// `here`: the list is the calling runtime's, whose reactor watches its
+    /// connections; another runtime's reactor says nothing of what this
+    /// thread has seen, so its connections are always probed.
+    fn take_from(&self, list: usize, sni: Option<&str>, here: bool) -> Option<Stream> {
         loop {
             let conn = {
                 let mut idle = lock(&self.idle[list]);
                 let pos = idle.iter().rposition(|c| c.sni.as_deref() == sni)?;
                 idle.remove(pos)
             };
-            if conn.stream.tcp().is_some_and(is_clean) {
+            if conn
+                .stream
+                .tcp()
+                .is_some_and(|t| (here && reactor_quiet(t)) || probe_clean(t))
+            {
                 return Some(conn.stream);
             }
         }
@@ -244,7 +259,10 @@ impl Pool {
         if self.is_dynamic() {
             return;
         }
-        let mut idle = lock(self.local_idle());
+        let Some(here) = self.list_here() else {
+            return;
+        };
+        let mut idle = lock(&self.idle[here]);
         if idle.len() < (MAX_IDLE / self.idle.len()).max(1) {
             idle.push(Idle {
                 stream,
@@ -269,8 +287,27 @@ fn adopt(s: Stream) -> Option<Stream> {
     }
 }
 
-/// True when nothing is waiting to be read and the peer has not closed.
-fn is_clean(conn: &TcpStream) -> bool {
+/// True when the reactor of the calling runtime, which `conn` is registered
+/// with, has seen nothing arrive on it since it was last read: no system
+/// call.
+///
+/// The reactor's readiness is cleared when a read comes back short (the
+/// socket drained, as the last read of a response usually is) or would
+/// block, and set again by any byte or FIN that arrives after. The
+/// reactor's last turn also brought the client bytes the request taking
+/// this connection is made of, so whatever the server sent before them is
+/// seen. (HAProxy knows its idle connections through its poller the same
+/// way.) A connection the reactor calls readable, e.g. one whose last read
+/// filled the buffer exactly, is left to [`probe_clean`].
+fn reactor_quiet(conn: &TcpStream) -> bool {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    conn.poll_read_ready(&mut cx).is_pending()
+}
+
+/// True when nothing is waiting to be read and the peer has not closed, as
+/// a real `recv(MSG_PEEK)` says (a system call, which cannot be fooled by
+/// a reactor that has not caught up).
+fn probe_clean(conn: &TcpStream) -> bool {
     use std::os::fd::AsRawFd;
     let mut probe = [0u8; 1];
     // SAFETY: `probe` is a valid one-byte buffer; the descriptor is open

@@ -1,19 +1,22 @@
-//! Thread per core: one runtime of a single worker thread per `nbthread`.
+//! Thread per core: a single-threaded runtime of its own for each of the
+//! `nbthread` worker threads (`sluice-1` .. `sluice-N`), and the control
+//! runtime on the main thread.
 //!
-//! A connection lives on one runtime from accept to close: its socket is
-//! registered with that runtime's reactor (its own epoll set), its tasks
-//! run on that runtime's one worker, and the idle server connections it
-//! takes and gives back are that runtime's (see `backend::pool`). So
-//! nothing on the request path wakes another thread. One work-stealing
-//! runtime over all threads instead woke idle workers on every wake-up
-//! (to steal), and a fifth of the CPU went into those context switches.
+//! A connection lives on one worker from accept to close: each worker
+//! accepts on every listener itself (`frontend::listener`), so the socket
+//! it accepts is registered with that worker's reactor (its own epoll set),
+//! its tasks run on that worker's thread, and the idle server connections
+//! it takes and gives back are that worker's (see `state::pool`). Nothing
+//! on the request path wakes another thread. One work-stealing runtime
+//! over all threads instead woke idle workers on every wake-up (to steal),
+//! and a fifth of the CPU went into those context switches; a runtime of
+//! one worker thread driven by the multi-thread scheduler still paid that
+//! scheduler's bookkeeping (about 1,300 instructions per keep-alive
+//! request, and a second thread per runtime to run `block_on`).
 //!
-//! Runtime 0 also runs everything process-wide (accept loops, health
-//! checks, the CLI, the parking lot, reloads, signals); accepted
-//! connections are dealt round-robin over all runtimes. Each runtime is a
-//! multi-thread runtime of one worker, not a current-thread one, so that
-//! `block_in_place` (the CLI's `reload`) keeps working and no thread has
-//! to sit in `block_on` to drive it.
+//! The control runtime runs what is process-wide: start-up, signals,
+//! reloads, health checks, the CLI, the parking lot of idle connections.
+//! It runs on the thread that called `main`, which is never pinned.
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -22,77 +25,106 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use tokio::runtime::{EnterGuard, Handle, Runtime};
 
-/// The handles of all runtimes, runtime 0 first (set once at start).
-static HANDLES: OnceLock<Vec<Handle>> = OnceLock::new();
+/// The workers' runtime handles, worker 0 (`sluice-1`) first, set once at
+/// start.
+static WORKERS: OnceLock<Vec<Handle>> = OnceLock::new();
 
-/// Round-robin position for the next accepted connection.
+/// The control runtime's handle.
+static CONTROL: OnceLock<Handle> = OnceLock::new();
+
+/// Round-robin position for the next connection dealt to a worker.
 static NEXT: AtomicUsize = AtomicUsize::new(0);
 
 thread_local! {
-    /// The runtime this thread works for (0 outside the workers).
-    static INDEX: Cell<usize> = const { Cell::new(0) };
+    /// The worker this thread is (None: the control thread, a blocking
+    /// pool thread, or a test's runtime).
+    static INDEX: Cell<Option<usize>> = const { Cell::new(None) };
 }
 
-/// Builds `threads` runtimes; `affinity` pins the worker of runtime `n`
-/// (0-based) to the CPUs of thread `n + 1` (`cpu-map`). Threads a runtime
-/// starts later for blocking work are not pinned, except through the
-/// CPUs they inherit.
-pub(crate) fn build(
+/// The runtimes of a process: the control one, which the main thread
+/// drives with `block_on`, and the workers', each driven by its own
+/// thread until the process exits.
+pub(crate) struct Runtimes {
+    pub(crate) control: Runtime,
+}
+
+/// Builds the control runtime and starts `threads` workers; `affinity`
+/// pins worker `n` (0-based) to the CPUs of thread `n + 1` (`cpu-map`).
+/// Threads a worker's runtime starts later for blocking work are not
+/// pinned, except through the CPUs they inherit.
+pub(crate) fn start(
     threads: usize,
     affinity: &HashMap<usize, Vec<usize>>,
-) -> std::io::Result<Vec<Runtime>> {
-    (0..threads.max(1))
-        .map(|n| {
-            let cpus = affinity.get(&(n + 1)).cloned();
-            let started = AtomicUsize::new(0);
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .thread_name(format!("sluice-{}", n + 1))
-                .enable_all()
-                .on_thread_start(move || {
-                    INDEX.with(|i| i.set(n));
-                    // The worker is the first thread the runtime starts.
-                    if started.fetch_add(1, Relaxed) == 0
-                        && let Some(cpus) = &cpus
-                        && let Err(e) = crate::sys::process::pin_current_thread(cpus)
-                    {
-                        tracing::warn!("cpu-map: thread {}: {e}", n + 1);
-                    }
-                })
-                .build()
-        })
-        .collect()
+) -> std::io::Result<Runtimes> {
+    let control = tokio::runtime::Builder::new_current_thread()
+        .thread_name("sluice-control")
+        .enable_all()
+        .build()?;
+    let mut handles = Vec::new();
+    for n in 0..threads.max(1) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .thread_name(format!("sluice-{}-blocking", n + 1))
+            .enable_all()
+            .build()?;
+        handles.push(rt.handle().clone());
+        let cpus = affinity.get(&(n + 1)).cloned();
+        std::thread::Builder::new()
+            .name(format!("sluice-{}", n + 1))
+            .spawn(move || {
+                INDEX.with(|i| i.set(Some(n)));
+                if let Some(cpus) = &cpus
+                    && let Err(e) = crate::sys::process::pin_current_thread(cpus)
+                {
+                    tracing::warn!("cpu-map: thread {}: {e}", n + 1);
+                }
+                // Runs the worker's tasks for the life of the process: the
+                // process exits from the main thread (connections still
+                // open at a hard stop are not waited for).
+                rt.block_on(std::future::pending::<()>());
+            })?;
+    }
+    let _ = WORKERS.set(handles);
+    let _ = CONTROL.set(control.handle().clone());
+    Ok(Runtimes { control })
 }
 
-/// Makes `runtimes` the ones connections are dealt to (once per process).
-pub(crate) fn install(runtimes: &[Runtime]) {
-    let _ = HANDLES.set(runtimes.iter().map(|r| r.handle().clone()).collect());
-}
-
-/// How many runtimes serve connections (1 before [`install`]).
+/// How many workers serve connections (1 before [`start`]).
 pub(crate) fn count() -> usize {
-    HANDLES.get().map_or(1, |h| h.len().max(1))
+    WORKERS.get().map_or(1, |h| h.len().max(1))
 }
 
-/// The runtime the calling thread works for (0 outside the workers).
-pub(crate) fn current() -> usize {
-    INDEX.with(Cell::get) % count()
+/// The worker the calling thread is, if it is one.
+pub(crate) fn current() -> Option<usize> {
+    INDEX.with(Cell::get)
 }
 
-/// Enters the runtime the next new connection goes to: while the guard
-/// lives, sockets register with its reactor and `tokio::spawn` runs tasks
-/// on it. None (stay where we are) before [`install`] or with one runtime.
-/// The guard must not be held across an `.await`.
+/// The workers' handles (empty before [`start`], as in unit tests, where
+/// everything runs on the test's runtime).
+pub(crate) fn workers() -> &'static [Handle] {
+    WORKERS.get().map_or(&[], Vec::as_slice)
+}
+
+/// The control runtime's handle (None before [`start`]).
+pub(crate) fn control() -> Option<&'static Handle> {
+    CONTROL.get()
+}
+
+/// Every runtime's handle, the control one last (for figures summed over
+/// all of them).
+pub(crate) fn all() -> impl Iterator<Item = &'static Handle> {
+    workers().iter().chain(CONTROL.get())
+}
+
+/// Enters the worker the next connection goes to, when the caller is not
+/// a worker (the parking lot gives connections back from the control
+/// runtime): while the guard lives, sockets register with its reactor and
+/// `tokio::spawn` runs tasks on it. None (stay where we are) on a worker,
+/// or before [`start`]. The guard must not be held across an `.await`.
 pub(crate) fn enter_next() -> Option<EnterGuard<'static>> {
-    let handles = HANDLES.get()?;
-    if handles.len() < 2 {
+    if current().is_some() {
         return None;
     }
+    let handles = WORKERS.get()?;
     let n = NEXT.fetch_add(1, Relaxed) % handles.len();
     Some(handles[n].enter())
-}
-
-/// Every runtime's handle (for figures summed over all of them).
-pub(crate) fn handles() -> &'static [Handle] {
-    HANDLES.get().map_or(&[], Vec::as_slice)
 }

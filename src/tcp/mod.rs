@@ -24,7 +24,8 @@ use crate::observe::log::LogRecord;
 use crate::observe::outcome::{self, Cause, Phase, Rows, Term};
 use crate::snapshot::client::ClientConn;
 use crate::snapshot::{BackendRt, FrontendRt};
-use crate::tcp::rules::View;
+use crate::state::table::track::{Level, StickView, Trackers};
+use crate::tcp::rules::{Verdict, View};
 use crate::upstream::ConnectError;
 use crate::upstream::balance::{self, PickError};
 use crate::upstream::retry::{self, Retries, Seat};
@@ -102,40 +103,80 @@ pub(crate) async fn serve(
         None if fe.acls.reads_local() => client.dst().or_else(|| stream.local_addr().ok()),
         None => None,
     };
+    // The connection's one stream counts on the counters its session
+    // tracks and on those its content rules track.
+    let strm = Trackers::default();
+    let stick = StickView {
+        tables: &snap.tables,
+        sess: client.trackers(),
+        strm: Some(&strm),
+    };
+    let tracking = outcome::Tracking {
+        sess: client.trackers(),
+        strm: Some(&strm),
+        http: false,
+        tables: Some(&snap.tables),
+    };
+    let process = &client.rt.process;
+    let end = |rec: &mut LogRecord, vars: Option<&crate::sample::vars::Vars<'_>>| {
+        let samples = crate::observe::log::Samples {
+            vars,
+            tls: tls.as_deref(),
+            client: Some(&client.facts),
+            proxies: Some(&*snap),
+            stick: None,
+        };
+        outcome::finish_tracked(fe, process, rec, (None, None, samples), tracking)
+    };
     let view = View {
         src: peer.inet(),
         local,
         payload: &payload,
         tls: tls.as_deref(),
         client: Some(&client.facts),
+        stick: Some(&stick),
     };
     // A TCP connection is its session and its one transaction.
     let sess_vars = crate::sample::vars::SessVars::default();
     let vars = crate::sample::vars::Vars::new(&sess_vars);
-    let process = &client.rt.process;
-    if !crate::tcp::rules::allowed(&fe.tcp_content, &fe.acls, &view, Some(&vars)) {
+    let verdict =
+        crate::tcp::rules::run(&fe.tcp_content, &fe.acls, &view, Some(&vars), Level::Stream);
+    if verdict != Verdict::Accept {
         rec.tally.dreq = Rows::FE;
         rec.term(Cause::Proxy, Phase::Request);
         rec.null = sent_nothing(&payload, &stream);
-        outcome::finish(fe, process, &mut rec, None, None);
+        if verdict == Verdict::SilentDrop
+            && let Some(tcp) = stream.tcp()
+        {
+            crate::tcp::rules::silent_drop(tcp);
+        }
+        end(&mut rec, None);
         return;
     }
     let Some(be) = pick_backend(fe, &view) else {
         rec.term(Cause::Server, Phase::Connect);
         rec.null = sent_nothing(&payload, &stream);
-        outcome::finish(fe, process, &mut rec, None, None);
+        end(&mut rec, None);
         return;
     };
     entry.to_backend(be.iid);
     rec.assign_backend(&be);
     let bc = &be.state.counters;
-    if be.iid != fe.iid
-        && !crate::tcp::rules::allowed(&be.tcp_content, &be.acls, &view, Some(&vars))
-    {
+    let verdict = if be.iid != fe.iid {
+        crate::tcp::rules::run(&be.tcp_content, &be.acls, &view, Some(&vars), Level::Stream)
+    } else {
+        Verdict::Accept
+    };
+    if verdict != Verdict::Accept {
         rec.tally.dreq = Rows::BE;
         rec.term(Cause::Proxy, Phase::Request);
         rec.null = sent_nothing(&payload, &stream);
-        outcome::finish(fe, process, &mut rec, None, None);
+        if verdict == Verdict::SilentDrop
+            && let Some(tcp) = stream.tcp()
+        {
+            crate::tcp::rules::silent_drop(tcp);
+        }
+        end(&mut rec, None);
         return;
     }
     // HAProxy 2.6 reads the client once as the session starts: a reset
@@ -146,7 +187,7 @@ pub(crate) async fn serve(
         rec.term(Cause::Client, Phase::Request);
         rec.null = payload.is_empty();
         read_while_connecting(&mut rec, &payload);
-        outcome::finish(fe, process, &mut rec, None, None);
+        end(&mut rec, None);
         return;
     }
     let key = crate::snapshot::lb::LbKey {
@@ -154,12 +195,30 @@ pub(crate) async fn serve(
         head: None,
     };
     let queued = Instant::now();
-    let slot = match balance::acquire(&be, &key).await {
+    let mut stores = crate::upstream::stick::Stores::default();
+    let mut stuck = None;
+    if crate::upstream::stick::any(&be) {
+        let view = View {
+            src: peer.inet(),
+            local,
+            payload: &payload,
+            tls: tls.as_deref(),
+            client: Some(&client.facts),
+            stick: Some(&stick),
+        };
+        let cx = crate::sample::Ctx {
+            backend: Some(&be.name),
+            backend_id: Some(be.iid),
+            ..crate::acl::eval::RequestView::sample_ctx(&view)
+        };
+        stuck = crate::upstream::stick::on_request(&be, &cx, false, &mut stores);
+    }
+    let slot = match balance::pick(&be, &key, &mut stuck).await {
         Ok(slot) => slot,
         Err(e) => {
             e.record(&be, &mut rec);
             rec.null = sent_nothing(&payload, &stream);
-            outcome::finish(fe, process, &mut rec, None, None);
+            end(&mut rec, None);
             return;
         }
     };
@@ -235,6 +294,28 @@ pub(crate) async fn serve(
                 let facts = crate::sample::srvconn::ServerFacts::of(&upstream);
                 rec.server_conn = Some(Box::new(facts));
             }
+            if crate::upstream::stick::any(&be)
+                && let Some(i) = be
+                    .servers
+                    .iter()
+                    .position(|s| Arc::ptr_eq(&s.state, &server))
+            {
+                let view = View {
+                    src: peer.inet(),
+                    local,
+                    payload: &payload,
+                    tls: tls.as_deref(),
+                    client: Some(&client.facts),
+                    stick: Some(&stick),
+                };
+                let cx = crate::sample::Ctx {
+                    backend: Some(&be.name),
+                    backend_id: Some(be.iid),
+                    server: Some(&server.name),
+                    ..crate::acl::eval::RequestView::sample_ctx(&view)
+                };
+                crate::upstream::stick::on_response(&be, &cx, i, &stores);
+            }
             // `on-marked-down shutdown-sessions` (or an active server's
             // `on-marked-up shutdown-backup-sessions`) ends the connection.
             let killed = server.kill.notified();
@@ -297,13 +378,7 @@ pub(crate) async fn serve(
     bc.session_end();
     drop(seat);
     vars.end();
-    let samples = crate::observe::log::Samples {
-        vars: Some(&vars),
-        tls: tls.as_deref(),
-        client: Some(&client.facts),
-        proxies: Some(&*snap),
-    };
-    outcome::finish_with(fe, process, &mut rec, None, None, samples);
+    end(&mut rec, Some(&vars));
 }
 
 /// Reads what the client sends while sluice connects to a server, into

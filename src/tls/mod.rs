@@ -241,7 +241,8 @@ pub(crate) struct BindTls {
     pub(crate) ca: Option<Arc<rustls::RootCertStore>>,
     /// `strict-sni`: refuse clients whose SNI names no certificate.
     pub(crate) strict_sni: bool,
-    /// `no-tls-tickets`: no TLS 1.3 session tickets are sent.
+    /// `no-tls-tickets`: no stateless session tickets (sessions resume
+    /// from the listener's cache instead).
     pub(crate) no_tickets: bool,
 }
 
@@ -279,11 +280,36 @@ impl BindTls {
         };
         let mut cfg = builder.with_cert_resolver(Arc::new(resolver));
         cfg.alpn_protocols = self.alpn.clone();
-        if self.no_tickets {
-            cfg.send_tls13_tickets = 0;
+        // HAProxy's default session cache (`tune.ssl.cachesize`).
+        cfg.session_storage = rustls::server::ServerSessionMemoryCache::new(SESSION_CACHE);
+        // `no-tls-tickets` turns the stateless tickets off, as OpenSSL's
+        // option does under HAProxy: TLS 1.2 clients resume by session id
+        // then, TLS 1.3 ones with tickets that name a cached session.
+        if !self.no_tickets
+            && let Some(t) = ticketer()
+        {
+            cfg.ticketer = t;
         }
         Ok(Arc::new(cfg))
     }
+}
+
+/// Sessions a listener remembers for resumption by session id (TLS 1.2
+/// clients that take no ticket): HAProxy's `tune.ssl.cachesize` default.
+const SESSION_CACHE: usize = 20_000;
+
+/// The session-ticket keys of every listener, made once for the life of
+/// the process (rustls rotates them): clients resume with stateless
+/// tickets by default, in TLS 1.2 and 1.3, as with HAProxy, and a reload
+/// keeps them valid, where HAProxy's new process makes new keys and costs
+/// every returning client a full handshake. None if the system has no
+/// randomness to make keys with: no tickets then.
+fn ticketer() -> Option<Arc<dyn rustls::server::ProducesTickets>> {
+    static TICKETER: std::sync::OnceLock<Option<Arc<dyn rustls::server::ProducesTickets>>> =
+        std::sync::OnceLock::new();
+    TICKETER
+        .get_or_init(|| rustls::crypto::ring::Ticketer::new().ok())
+        .clone()
 }
 
 /// The TLS of a listener: one rustls configuration, or, when crt-list

@@ -5,9 +5,11 @@
 
 pub(crate) mod balance;
 pub(crate) mod check;
+pub(crate) mod dns;
 pub(crate) mod h2;
 pub(crate) mod pool;
 pub(crate) mod retry;
+pub(crate) mod stick;
 pub(crate) mod unix;
 
 use crate::observe::log::LogRecord;

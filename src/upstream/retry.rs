@@ -64,10 +64,12 @@ impl Seat {
         &self.server
     }
 
+    /// The slot goes back before the row's `scur` drops: whoever sees the
+    /// server idle in `show stat` sees it idle to load balancing too.
     fn release(&mut self) {
         if let Some(slot) = self.slot.take() {
-            self.server.counters.session_end();
             drop(slot);
+            self.server.counters.session_end();
         }
     }
 }

@@ -72,6 +72,70 @@ pub(crate) struct HeaderPos {
     kind: Kind,
 }
 
+/// A head's field positions, in a vector taken from the thread's spares
+/// and given back when the head is dropped: once a thread has served a few
+/// messages, parsing a head allocates nothing.
+#[derive(Debug)]
+pub(crate) struct Fields(Vec<HeaderPos>);
+
+thread_local! {
+    static SPARE_FIELDS: std::cell::RefCell<Vec<Vec<HeaderPos>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Spare vectors kept per thread at most, and the most fields one kept may
+/// hold (a head with more is rare; its vector is not kept).
+const SPARE_FIELDS_MAX: usize = 32;
+const KEPT_FIELDS_MAX: usize = 128;
+
+impl Fields {
+    fn with_capacity(n: usize) -> Fields {
+        let mut v = SPARE_FIELDS
+            .with(|s| s.borrow_mut().pop())
+            .unwrap_or_default();
+        v.reserve(n);
+        Fields(v)
+    }
+}
+
+impl std::ops::Deref for Fields {
+    type Target = Vec<HeaderPos>;
+    fn deref(&self) -> &Vec<HeaderPos> {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Fields {
+    fn deref_mut(&mut self) -> &mut Vec<HeaderPos> {
+        &mut self.0
+    }
+}
+
+impl Clone for Fields {
+    fn clone(&self) -> Fields {
+        let mut f = Fields::with_capacity(self.len());
+        f.0.extend_from_slice(&self.0);
+        f
+    }
+}
+
+impl Drop for Fields {
+    fn drop(&mut self) {
+        let mut v = std::mem::take(&mut self.0);
+        if v.capacity() == 0 || v.capacity() > KEPT_FIELDS_MAX {
+            return;
+        }
+        v.clear();
+        // A thread that is exiting has no spares left to keep it in.
+        let _ = SPARE_FIELDS.try_with(|s| {
+            let mut s = s.borrow_mut();
+            if s.len() < SPARE_FIELDS_MAX {
+                s.push(v);
+            }
+        });
+    }
+}
+
 /// The headers sluice itself looks at; everything else is `Other`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -196,7 +260,7 @@ pub(crate) struct Head {
     conn: ConnTokens,
     /// The fields' part of [`Head::logged_size`], summed at parse time.
     logged_fields: u32,
-    headers: Vec<HeaderPos>,
+    headers: Fields,
 }
 
 /// The tokens of a message's `Connection` fields that sluice acts on.
@@ -396,10 +460,10 @@ impl Head {
         target: Span,
         status: u16,
         minor: u8,
-        headers: Vec<HeaderPos>,
+        headers: Fields,
     ) -> Head {
         let (mut conn, mut logged) = (0u8, 0usize);
-        for h in &headers {
+        for h in headers.iter() {
             let (name, value) = (h.name.1 - h.name.0, h.value.1 - h.value.0);
             if h.kind != Kind::Connection {
                 logged += (name + value) as usize;
@@ -794,7 +858,7 @@ impl Head {
         out.reserve(self.raw.len());
         self.put_first_line(out);
         out.put_slice(b"\r\n");
-        for h in &self.headers {
+        for h in self.headers.iter() {
             if self.is_canonical(h) {
                 put_lowered(out, self.slice(h.line), h.name.1 - h.name.0);
             } else {
@@ -951,7 +1015,7 @@ fn lower_word(x: u64) -> u64 {
 type Span = (u32, u32);
 
 /// Method, target, minor version and headers of a request head.
-fn request_parts(raw: &[u8]) -> Result<(Span, Span, u8, Vec<HeaderPos>), H1Error> {
+fn request_parts(raw: &[u8]) -> Result<(Span, Span, u8, Fields), H1Error> {
     let mut hdrs = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut hdrs);
     let control = control_in_value(req.parse(raw), raw, false)?;
@@ -986,7 +1050,7 @@ fn control_in_value(
 /// The fields of a head whose start line httparse read and whose field
 /// values it refused (`e`), read with sluice's own rule for values; what
 /// that refuses too is reported as httparse's error, at the same spot.
-fn fields_again(raw: &[u8], e: httparse::Error, response: bool) -> Result<Vec<HeaderPos>, H1Error> {
+fn fields_again(raw: &[u8], e: httparse::Error, response: bool) -> Result<Fields, H1Error> {
     // httparse skips empty lines before the start line; the fields follow
     // the line after them.
     let start = raw
@@ -1001,7 +1065,7 @@ fn fields_again(raw: &[u8], e: httparse::Error, response: bool) -> Result<Vec<He
 }
 
 /// Status, reason, minor version and headers of a response head.
-fn response_parts(raw: &[u8]) -> Result<(u16, Span, u8, Vec<HeaderPos>), H1Error> {
+fn response_parts(raw: &[u8]) -> Result<(u16, Span, u8, Fields), H1Error> {
     let mut hdrs = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut resp = httparse::Response::new(&mut hdrs);
     let control = control_in_value(resp.parse(raw), raw, true)?;
@@ -1034,7 +1098,7 @@ fn first_line(raw: &[u8]) -> Option<(&[u8], usize)> {
 
 /// A request head the strict parser refused, read the relaxed way of
 /// `accept-invalid-http-request`.
-fn lax_request_parts(raw: &[u8]) -> Result<(Span, Span, u8, Vec<HeaderPos>), H1Error> {
+fn lax_request_parts(raw: &[u8]) -> Result<(Span, Span, u8, Fields), H1Error> {
     let (line, rest) = first_line(raw).ok_or(H1Error::Syntax(0))?;
     let mut words = line.splitn(3, |&b| b == b' ');
     let method = words.next().unwrap_or_default();
@@ -1056,7 +1120,7 @@ fn lax_request_parts(raw: &[u8]) -> Result<(Span, Span, u8, Vec<HeaderPos>), H1E
 
 /// A response head the strict parser refused, read the relaxed way of
 /// `accept-invalid-http-response`: `HTTP/<digits>.<digits> <3 digits>`.
-fn lax_response_parts(raw: &[u8]) -> Result<(u16, Span, u8, Vec<HeaderPos>), H1Error> {
+fn lax_response_parts(raw: &[u8]) -> Result<(u16, Span, u8, Fields), H1Error> {
     let (line, rest) = first_line(raw).ok_or(H1Error::Syntax(0))?;
     let mut words = line.splitn(3, |&b| b == b' ');
     let version = words.next().unwrap_or_default();
@@ -1092,8 +1156,8 @@ fn lax_response_parts(raw: &[u8]) -> Result<(u16, Span, u8, Vec<HeaderPos>), H1E
 /// `Content-Length` or `Transfer-Encoding` by such bytes (`Transfer-Encoding
 /// :`) is still refused: forwarded, a server could read it as the framing
 /// header sluice did not see.
-fn fields(raw: &[u8], mut at: usize, lax_names: bool) -> Result<Vec<HeaderPos>, H1Error> {
-    let mut out = Vec::new();
+fn fields(raw: &[u8], mut at: usize, lax_names: bool) -> Result<Fields, H1Error> {
+    let mut out = Fields::with_capacity(16);
     loop {
         let lf = memchr::memchr(b'\n', &raw[at..])
             .map(|p| at + p)
@@ -1200,8 +1264,8 @@ fn is_value_byte(b: u8) -> bool {
     b == b'\t' || (b' '..=b'~').contains(&b) || b >= 0x80
 }
 
-fn positions(raw: &[u8], headers: &[httparse::Header<'_>]) -> Result<Vec<HeaderPos>, H1Error> {
-    let mut out = Vec::with_capacity(headers.len());
+fn positions(raw: &[u8], headers: &[httparse::Header<'_>]) -> Result<Fields, H1Error> {
+    let mut out = Fields::with_capacity(headers.len());
     for h in headers {
         let name = span(raw, h.name.as_bytes());
         let value = span(raw, h.value);

@@ -22,6 +22,7 @@
 
 #![allow(dead_code)]
 
+pub mod dnsmasq;
 pub mod fuzz;
 pub mod haproxy;
 pub mod raw;

@@ -248,9 +248,12 @@ pub(crate) const GLOBAL: &[GlobalKw] = &[
     kwd("daemon", g_daemon),
     kwd("pidfile", g_pidfile),
     kwd("node", g_node),
+    kwd("localpeer", g_localpeer),
     kwd("description", g_description),
     kwd("zero-warning", g_zero_warning),
     kwd("hard-stop-after", g_hard_stop_after),
+    kwd("server-state-file", g_server_state),
+    kwd("server-state-base", g_server_state),
     kwd("user", g_owner),
     kwd("group", g_owner),
     kwd("uid", g_id),
@@ -463,6 +466,22 @@ fn g_hard_stop_after(s: &mut State<'_>, loc: &Loc, words: &[String]) {
     }
 }
 
+/// `server-state-file <path>`, `server-state-base <dir>`.
+fn g_server_state(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    let k = words[0].as_str();
+    match words.get(1).filter(|w| !w.is_empty()) {
+        Some(v) if k == "server-state-file" => s.global.server_state_file = Some(v.clone()),
+        Some(v) => s.global.server_state_base = Some(v.clone()),
+        None if k == "server-state-file" => {
+            s.alert(loc, "'server-state-file' expect one argument: a file path.")
+        }
+        None => s.alert(
+            loc,
+            "'server-state-base' expects one argument: a directory path.",
+        ),
+    }
+}
+
 fn g_owner(s: &mut State<'_>, loc: &Loc, words: &[String]) {
     let k = words[0].as_str();
     let arg = words.get(1).map(String::as_str);
@@ -604,6 +623,36 @@ fn g_node(s: &mut State<'_>, loc: &Loc, words: &[String]) {
         Some(n) => s.global.node = Some(n.to_string()),
         None => s.alert(loc, "'node' expects a name as an argument."),
     };
+}
+
+/// `localpeer <name>`: this process among the peers (the peers layer
+/// reads it; `-L` wins, as in HAProxy).
+fn g_localpeer(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    if let Some(extra) = words.get(2) {
+        return s.alert(
+            loc,
+            format!(
+                "'{}' cannot handle unexpected argument '{extra}'.",
+                words[0]
+            ),
+        );
+    }
+    let Some(name) = words.get(1).filter(|n| !n.is_empty()) else {
+        return s.alert(loc, "'localpeer' expects a name as an argument.");
+    };
+    if crate::sys::process::local_peer().is_some() {
+        return s.warn(
+            loc,
+            "'localpeer' ignored since it is already set by using the '-L' command line argument.",
+        );
+    }
+    if !s.global.peers.is_empty() {
+        return s.warn(
+            loc,
+            "'localpeer' ignored since it is used after 'peers' section.",
+        );
+    }
+    s.global.localpeer = Some(name.clone());
 }
 
 fn g_description(s: &mut State<'_>, loc: &Loc, words: &[String]) {

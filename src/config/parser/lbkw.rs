@@ -91,8 +91,10 @@ impl State<'_> {
             "no-send-proxy" | "no-send-proxy-v2" => o.send_proxy = 0,
             "backup" => o.backup = true,
             "no-backup" => o.backup = false,
-            "disabled" => o.disabled = true,
-            "enabled" => o.disabled = false,
+            "non-stick" => o.non_stick = true,
+            "stick" => o.non_stick = false,
+            "disabled" => (o.disabled, o.enabled) = (true, false),
+            "enabled" => (o.disabled, o.enabled) = (false, true),
             "maxqueue" => {
                 sd.opts.maxqueue = int(self)?;
                 return Some(2);
@@ -508,6 +510,38 @@ impl State<'_> {
     }
 
     /// `fullconn <n>`.
+    /// `load-server-state-from-file global|local|none` and
+    /// `server-state-file-name [<file>|use-backend-name]`.
+    pub(super) fn kw_server_state(&mut self, loc: &Loc, words: &[String]) {
+        let k = words[0].as_str();
+        if !self.cap(loc, k, true, false, true) {
+            return;
+        }
+        let arg = words.get(1).map_or("", String::as_str);
+        if k == "load-server-state-from-file" {
+            self.px().load_server_state = Some(match arg {
+                "global" => LoadServerState::Global,
+                "local" => LoadServerState::Local,
+                "none" => LoadServerState::None,
+                _ => {
+                    return self.alert(
+                        loc,
+                        format!("'{k}' expects 'global', 'local' or 'none'. Got '{arg}'"),
+                    );
+                }
+            });
+            return;
+        }
+        if let Some(extra) = words.get(2) {
+            return self.alert(
+                loc,
+                format!("'{k}' cannot handle unexpected argument '{extra}'."),
+            );
+        }
+        self.px().server_state_file_name =
+            (!arg.is_empty() && arg != "use-backend-name").then(|| arg.to_string());
+    }
+
     pub(super) fn kw_fullconn(&mut self, loc: &Loc, words: &[String]) {
         if !self.cap(loc, "fullconn", true, false, true) {
             return;

@@ -188,6 +188,7 @@ impl State<'_> {
 
     /// `log`, `log-format`, `log-tag` in a proxy.
     pub(super) fn kw_log(&mut self, loc: &Loc, words: &[String]) {
+        crate::sample::stick::context(crate::sample::stick::ArgCtx::Log);
         use crate::config::log as lc;
         let k = words[0].as_str();
         match k {
@@ -226,6 +227,7 @@ impl State<'_> {
     /// backends and ignored there, as HAProxy 2.6 does (the frontend's
     /// count); words after the header name are ignored too.
     pub(super) fn kw_unique_id(&mut self, loc: &Loc, words: &[String]) {
+        crate::sample::stick::context(crate::sample::stick::ArgCtx::UniqueId);
         let k = words[0].as_str();
         let Some(arg) = words.get(1).filter(|a| !a.is_empty()) else {
             return self.alert(loc, format!("{k} expects an argument."));
@@ -834,6 +836,15 @@ pub(crate) const PROXY: &[ProxyKw] = &[
     kwd("http-request", |s, loc, w, _| s.kw_http_request(loc, w)),
     kwd("server", |s, loc, w, _| s.kw_server(loc, w)),
     kwd("default-server", |s, loc, w, _| s.kw_default_server(loc, w)),
+    kwd("server-template", |s, loc, w, _| {
+        s.kw_server_template(loc, w)
+    }),
+    kwd("load-server-state-from-file", |s, loc, w, _| {
+        s.kw_server_state(loc, w)
+    }),
+    kwd("server-state-file-name", |s, loc, w, _| {
+        s.kw_server_state(loc, w)
+    }),
     kwd("hash-type", |s, loc, w, _| s.kw_hash_type(loc, w)),
     kwd("fullconn", |s, loc, w, _| s.kw_fullconn(loc, w)),
     kwd("http-check", |s, loc, w, _| s.kw_http_check(loc, w)),
@@ -849,6 +860,8 @@ pub(crate) const PROXY: &[ProxyKw] = &[
         s.kw_http_after_response(loc, w)
     }),
     kwd("tcp-request", |s, loc, w, _| s.kw_tcp_request(loc, w)),
+    kwd("stick-table", |s, loc, w, _| s.kw_stick_table(loc, w)),
+    kwd("stick", |s, loc, w, _| s.kw_stick(loc, w)),
 ];
 
 impl State<'_> {

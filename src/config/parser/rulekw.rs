@@ -74,6 +74,7 @@ impl State<'_> {
                 format!("character '{c}' is not permitted in acl name '{name}'."),
             );
         }
+        crate::sample::stick::context(crate::sample::stick::ArgCtx::Acl);
         match parse_acl(name, &words[2..], loc.clone()) {
             Ok(def) => {
                 if def.never_matches {
@@ -105,7 +106,9 @@ impl State<'_> {
         let have: Vec<&str> = (PREDEFINED.iter().copied())
             .filter(|p| acls.iter().any(|a| a.name == *p))
             .collect();
-        let (cond, anon) = parse_condition_at(words, loc, &|n| !have.contains(&n))?;
+        let (cond, anon) = crate::sample::stick::within(crate::sample::stick::ArgCtx::Acl, || {
+            parse_condition_at(words, loc, &|n| !have.contains(&n))
+        })?;
         // Each anonymous ACL's criterion is the word after its `{`.
         let criteria = words
             .windows(2)
@@ -157,6 +160,7 @@ impl State<'_> {
         if !self.cap(loc, "use_backend", false, true, false) {
             return;
         }
+        crate::sample::stick::context(crate::sample::stick::ArgCtx::UseBackend);
         let Some(name) = words.get(1).filter(|n| !n.is_empty()) else {
             return self.alert(loc, "'use_backend' expects a backend name.");
         };
@@ -217,6 +221,7 @@ impl State<'_> {
         if !self.cap(loc, "http-request", false, true, true) {
             return;
         }
+        crate::sample::stick::context(crate::sample::stick::ArgCtx::HttpRequest);
         let action = words.get(1).map_or("", String::as_str);
         let Some(entry) = HTTP_REQUEST.iter().find(|e| e.name == var_key(action)) else {
             if kw::HTTP_REQUEST_UNSUPPORTED.contains(&action)
@@ -268,6 +273,7 @@ impl State<'_> {
     /// [append-slash] [if|unless <cond>]`: `<to>` is taken literally (the
     /// `http-request redirect` form takes a log-format).
     pub(super) fn kw_redirect(&mut self, loc: &Loc, words: &[String]) {
+        crate::sample::stick::context(crate::sample::stick::ArgCtx::Redirect);
         if !self.cap(loc, "redirect", false, true, true) {
             return;
         }
@@ -287,6 +293,7 @@ impl State<'_> {
     /// `capture request|response header <name> len <n>`; `capture cookie`
     /// is not supported yet.
     pub(super) fn kw_capture(&mut self, loc: &Loc, words: &[String]) {
+        crate::sample::stick::context(crate::sample::stick::ArgCtx::Capture);
         let what = words.get(1).map_or("", String::as_str);
         if what == "cookie" {
             return self.unsupported(loc, "capture cookie");
@@ -435,6 +442,7 @@ impl State<'_> {
         if !self.cap(loc, "http-response", false, true, true) {
             return;
         }
+        crate::sample::stick::context(crate::sample::stick::ArgCtx::HttpResponse);
         let action = words.get(1).map_or("", String::as_str);
         let Some(entry) = HTTP_RESPONSE.iter().find(|e| e.name == var_key(action)) else {
             if kw::haproxy_has(kw::Kind::HttpResponse, action) {
@@ -1071,7 +1079,9 @@ fn cond_start(words: &[String]) -> usize {
 /// The map and ACL actions are a row each, whatever file their name gives
 /// (`set-map(/etc/haproxy/hosts.map)`).
 fn var_key(action: &str) -> &str {
-    if ["set-var", "unset-var"]
+    if let Some(row) = TABLE_ACTIONS.iter().find(|r| action.starts_with(**r)) {
+        row
+    } else if ["set-var", "unset-var"]
         .iter()
         .any(|p| action.starts_with(p))
     {
@@ -1088,11 +1098,15 @@ fn var_key(action: &str) -> &str {
 
 const MAP_ACTIONS: [&str; 4] = ["set-map", "del-map", "add-acl", "del-acl"];
 
+/// The stick table actions: a row each, whatever follows (`track-sc1`,
+/// `sc-inc-gpc0(2)`).
+const TABLE_ACTIONS: [&str; 3] = ["track-sc", "sc-inc-gpc", "sc-set-gpt"];
+
 /// Where an action's arguments start in its line: the variable, map and
 /// ACL actions get their own word too (it names the variable or file).
 fn action_args(action: &str) -> usize {
     let row = var_key(action);
-    if row == "set-var" || MAP_ACTIONS.contains(&row) {
+    if row == "set-var" || MAP_ACTIONS.contains(&row) || TABLE_ACTIONS.contains(&row) {
         1
     } else {
         2
@@ -1308,6 +1322,23 @@ pub(crate) const HTTP_REQUEST: &[ActionKw<HttpRequestAction>] = &[
         map_rule(a, s.http_stage(false)).map(HttpRequestAction::Map)
     }),
     kwd("auth", |s, _, a| auth_args(s, a)),
+    // Stick tables: a row each for `track-sc<n>`, `sc-inc-gpc*` and
+    // `sc-set-gpt*`.
+    kwd("track-sc", |s, loc, a| {
+        s.http_table_action(false, loc, a)
+            .map(HttpRequestAction::Table)
+    }),
+    kwd("sc-inc-gpc", |s, loc, a| {
+        s.http_table_action(false, loc, a)
+            .map(HttpRequestAction::Table)
+    }),
+    kwd("sc-set-gpt", |s, loc, a| {
+        s.http_table_action(false, loc, a)
+            .map(HttpRequestAction::Table)
+    }),
+    kwd("silent-drop", |_, _, a| {
+        exact_args(a, 0).map(|()| HttpRequestAction::SilentDrop)
+    }),
     kwd("wait-for-body", |_, _, a| {
         wait_for_body_args(a, "http-request").map(HttpRequestAction::WaitForBody)
     }),
@@ -1371,4 +1402,49 @@ pub(crate) const HTTP_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
     kwd("del-acl", |s, _, a| {
         map_rule(a, s.http_stage(true)).map(HttpResponseAction::Map)
     }),
+    kwd("track-sc", |s, loc, a| {
+        s.http_table_action(true, loc, a)
+            .map(HttpResponseAction::Table)
+    }),
+    kwd("sc-inc-gpc", |s, loc, a| {
+        s.http_table_action(true, loc, a)
+            .map(HttpResponseAction::Table)
+    }),
+    kwd("sc-set-gpt", |s, loc, a| {
+        s.http_table_action(true, loc, a)
+            .map(HttpResponseAction::Table)
+    }),
 ];
+
+impl State<'_> {
+    /// A stick table action of an `http-request` (or `http-response`)
+    /// rule: `args[0]` the action word, the condition split off.
+    fn http_table_action(
+        &mut self,
+        response: bool,
+        loc: &Loc,
+        args: &[String],
+    ) -> Result<crate::config::model::TableAction, String> {
+        use super::stickkw::RuleSet;
+        let set = if response {
+            RuleSet::HttpResponse
+        } else {
+            RuleSet::HttpRequest
+        };
+        crate::sample::stick::context(set.arg_ctx());
+        let stage = self.http_stage(response);
+        let (action, used) = self.table_action(set, args, stage, loc)?;
+        if let Some(extra) = args.get(used) {
+            let rule = if response {
+                "http-response"
+            } else {
+                "http-request"
+            };
+            return Err(format!(
+                "{WHOLE_MESSAGE}'{rule} {}' expects either 'if' or 'unless' followed by a condition but found '{extra}'.",
+                args[0]
+            ));
+        }
+        Ok(action)
+    }
+}

@@ -59,6 +59,7 @@ impl State<'_> {
         };
         let (weight, maxconn, check, params) = (sd.weight, sd.maxconn, sd.check, sd.params);
         let (mut opts, id, cookie) = (sd.opts, sd.id, sd.cookie);
+        opts.forced_id = id.is_some();
         opts.use_ssl = match &sd.tls {
             Some(t) if t.enabled => 1,
             Some(t) if t.no_ssl => -1,
@@ -131,7 +132,36 @@ impl State<'_> {
             return;
         }
         let port = hp.port;
+        let fqdn = (unix.is_none()
+            && !hp.host.is_empty()
+            && hp.host != "*"
+            && hp.host.parse::<std::net::IpAddr>().is_err())
+        .then(|| hp.host.clone());
+        let resolve = (!sd.resolve.resolvers.is_empty()).then(|| sd.resolve.clone());
+        let agent = match (sd.agent_check, sd.agent_port) {
+            (true, Some(port)) => Some(AgentParams {
+                port,
+                addr: sd.agent_addr.or(sd.params.addr),
+                inter: Some(sd.agent_inter.unwrap_or(sd.params.inter)),
+                send: sd.agent_send.clone(),
+            }),
+            (true, None) => {
+                at(
+                    self,
+                    format!(
+                        "server {name} does not have agent port. Agent check has been disabled."
+                    ),
+                );
+                return;
+            }
+            _ => None,
+        };
         let server = Server {
+            fqdn,
+            resolve,
+            init_addr: sd.init_addr.clone(),
+            srvrecord: None,
+            agent,
             name: name.clone(),
             addr_text: addr_text.clone(),
             addr: std::net::SocketAddr::from(([0, 0, 0, 0], port)),
@@ -167,6 +197,56 @@ impl State<'_> {
         });
     }
 
+    /// `server-template <prefix> <num | first-last> <fqdn>[:<port>]
+    /// [options]`: the servers `<prefix><n>`, each a `server` line of the
+    /// same address and options. With an SRV name (`_service._proto.name`)
+    /// the slots start empty, filled at run time by the records.
+    pub(super) fn kw_server_template(&mut self, loc: &Loc, words: &[String]) {
+        if !self.cap(loc, "server-template", false, false, true) {
+            return;
+        }
+        let (Some(prefix), Some(range), Some(addr)) = (words.get(1), words.get(2), words.get(3))
+        else {
+            let msg = format!(
+                "[{loc}] : 'server-template' expects <prefix> <nb | range> <addr>[:<port>] as arguments."
+            );
+            self.diags
+                .push(Diagnostic::new(Level::Alert, Some(loc.clone()), msg));
+            return;
+        };
+        let bounds = match range.split_once('-') {
+            Some((a, b)) => a.parse::<u32>().ok().zip(b.parse::<u32>().ok()),
+            None => range.parse::<u32>().ok().map(|n| (1, n)),
+        };
+        let Some((first, last)) = bounds.filter(|&(a, b)| a >= 1 && a <= b) else {
+            let msg = format!("[{loc}] : Wrong server-template number or range arg '{range}'.");
+            self.diags
+                .push(Diagnostic::new(Level::Alert, Some(loc.clone()), msg));
+            return;
+        };
+        let srv = addr.starts_with('_');
+        for n in first..=last {
+            let mut line = vec!["server".to_string(), format!("{prefix}{n}"), addr.clone()];
+            line.extend(words[4..].iter().cloned());
+            let before = self.px().servers.len();
+            self.kw_server(loc, &line);
+            if srv && self.px().servers.len() > before {
+                // No address to look up at start: the SRV records bring
+                // the targets.
+                let proxy = match self.section {
+                    Section::Proxy(i) => i,
+                    _ => usize::MAX,
+                };
+                self.pending
+                    .retain(|p| !(p.proxy == proxy && p.server == before));
+                if let Some(s) = self.px().servers.last_mut() {
+                    s.srvrecord = Some(addr.clone());
+                    s.fqdn = None;
+                }
+            }
+        }
+    }
+
     /// The options of a `server` or `default-server` line (`words` start
     /// after the address, or after `default-server`), applied over `base`.
     /// `ctx`: the `server px/name` context of messages, `None` for
@@ -191,6 +271,17 @@ impl State<'_> {
         while let Some(w) = words.get(i) {
             let v = words.get(i + 1).map(String::as_str);
             let w = w.as_str();
+            if self.dynamic
+                && !DYNAMIC_OK.contains(&w)
+                && (SERVER.iter().any(|e| e.name == w) || kw::haproxy_has(kw::Kind::Server, w))
+            {
+                self.server_at(
+                    &line,
+                    format!("'{w}' option is not accepted for dynamic server"),
+                );
+                ok = false;
+                break;
+            }
             let step = match SERVER.iter().find(|e| e.name == w) {
                 Some(e) => (e.run)(self, &mut line, w, v),
                 None => {
@@ -311,6 +402,133 @@ impl State<'_> {
     }
 }
 
+/// The server options HAProxy 2.6 takes on the CLI's `add server` (those
+/// it marks `dynamic_ok`); the others are refused there with its message.
+pub(crate) const DYNAMIC_OK: &[&str] = &[
+    "agent-addr",
+    "agent-check",
+    "agent-inter",
+    "agent-port",
+    "agent-send",
+    "allow-0rtt",
+    "alpn",
+    "addr",
+    "backup",
+    "ca-file",
+    "check",
+    "check-alpn",
+    "check-proto",
+    "check-send-proxy",
+    "check-sni",
+    "check-ssl",
+    "check-via-socks4",
+    "ciphers",
+    "ciphersuites",
+    "crl-file",
+    "crt",
+    "disabled",
+    "downinter",
+    "enabled",
+    "error-limit",
+    "fall",
+    "fastinter",
+    "force-sslv3",
+    "force-tlsv10",
+    "force-tlsv11",
+    "force-tlsv12",
+    "force-tlsv13",
+    "id",
+    "inter",
+    "maxconn",
+    "maxqueue",
+    "minconn",
+    "no-ssl-reuse",
+    "no-sslv3",
+    "no-tlsv10",
+    "no-tlsv11",
+    "no-tlsv12",
+    "no-tlsv13",
+    "no-tls-tickets",
+    "npn",
+    "observe",
+    "on-error",
+    "on-marked-down",
+    "on-marked-up",
+    "pool-low-conn",
+    "pool-max-conn",
+    "pool-purge-delay",
+    "port",
+    "proto",
+    "proxy-v2-options",
+    "rise",
+    "send-proxy",
+    "send-proxy-v2",
+    "send-proxy-v2-ssl",
+    "send-proxy-v2-ssl-cn",
+    "slowstart",
+    "sni",
+    "source",
+    "ssl",
+    "ssl-max-ver",
+    "ssl-min-ver",
+    "tfo",
+    "tls-tickets",
+    "track",
+    "usesrc",
+    "verify",
+    "verifyhost",
+    "weight",
+    "ws",
+];
+
+/// The server the CLI's `add server <be>/<name> <addr> [options]` asks
+/// for, `words` being `server <name> <addr> [options]`, for backend `be`:
+/// parsed as a `server` line of that backend without its
+/// `default-server` (HAProxy reuses none), with only the options HAProxy
+/// allows there. A host name is kept as the server's FQDN without being
+/// resolved (HAProxy's dynamic servers have `init-addr none`). `Err` is
+/// HAProxy's message for the first problem.
+pub(crate) fn dynamic_server(be: &Proxy, words: &[String]) -> Result<Server, String> {
+    let no_dns: addr::Resolver<'_> = &|_, _| Err(String::new());
+    let mut st = State::new(no_dns);
+    let mut px = be.clone();
+    px.servers.clear();
+    st.proxies.push(px);
+    st.server_defaults.push(ServerDefaults::default());
+    st.section = Section::Proxy(0);
+    st.dynamic = true;
+    let loc = Loc {
+        file: Arc::from("CLI"),
+        line: 1,
+    };
+    st.kw_server(&loc, words);
+    if let Some(d) = st.diags.iter().find(|d| d.is_alert()) {
+        let ctx = format!(
+            "'server {}/{}' : ",
+            be.name,
+            words.get(1).map_or("", String::as_str)
+        );
+        let m = &d.message;
+        let bare = match m.find(&ctx) {
+            Some(i) => &m[i + ctx.len()..],
+            None => m.split_once("] : ").map_or(m.as_str(), |(_, r)| r),
+        };
+        return Err(format!("{}\n", bare.trim_end()));
+    }
+    let mut server = st
+        .proxies
+        .pop()
+        .and_then(|mut p| p.servers.pop())
+        .ok_or_else(|| "'server' expects <name> and <addr>[:<port>] as arguments.\n".to_string())?;
+    if let Some(p) = st.pending.first()
+        && let Ok(ip) = p.host.parse::<std::net::IpAddr>()
+    {
+        server.addr = std::net::SocketAddr::new(ip, p.port);
+    }
+    server.opts.dynamic = true;
+    Ok(server)
+}
+
 /// The `server` line being parsed: where it is, the context of its
 /// messages, and the options so far.
 pub(crate) struct ServerLine<'a> {
@@ -363,6 +581,8 @@ pub(crate) const SERVER: &[ServerKw] = &[
     kwd("fall", opt_rise_fall),
     kwd("backup", opt_lb),
     kwd("no-backup", opt_lb),
+    kwd("non-stick", opt_lb),
+    kwd("stick", opt_lb),
     kwd("disabled", opt_lb),
     kwd("enabled", opt_lb),
     kwd("maxqueue", opt_lb),
@@ -389,7 +609,184 @@ pub(crate) const SERVER: &[ServerKw] = &[
     kwd("ciphersuites", opt_tls),
     kwd("ssl-min-ver", opt_tls),
     kwd("ssl-max-ver", opt_tls),
+    kwd("resolvers", opt_resolve),
+    kwd("resolve-prefer", opt_resolve),
+    kwd("resolve-net", opt_resolve),
+    kwd("resolve-opts", opt_resolve),
+    kwd("init-addr", opt_resolve),
+    kwd("agent-check", opt_agent),
+    kwd("no-agent-check", opt_agent),
+    kwd("agent-port", opt_agent),
+    kwd("agent-addr", opt_agent),
+    kwd("agent-inter", opt_agent),
+    kwd("agent-send", opt_agent),
 ];
+
+/// `agent-check`, `no-agent-check`, `agent-port`, `agent-addr`,
+/// `agent-inter`, `agent-send`, with HAProxy 2.6's messages.
+fn opt_agent(s: &mut State<'_>, l: &mut ServerLine<'_>, w: &str, v: Option<&str>) -> OptStep {
+    let v = v.unwrap_or("");
+    let sd = &mut l.sd;
+    let err = match w {
+        "agent-check" => {
+            sd.agent_check = true;
+            return OptStep::Next(1);
+        }
+        "no-agent-check" => {
+            sd.agent_check = false;
+            return OptStep::Next(1);
+        }
+        "agent-port" if v.is_empty() => {
+            "'agent-port' expects a port number as argument.".to_string()
+        }
+        "agent-port" => {
+            // atol(), as HAProxy reads it.
+            let digits: String = v.chars().take_while(char::is_ascii_digit).collect();
+            sd.agent_port = Some(digits.parse().unwrap_or(0));
+            return OptStep::Next(2);
+        }
+        "agent-addr" if v.is_empty() => "'agent-addr' expects an address as argument.".to_string(),
+        "agent-addr" => match v.parse() {
+            Ok(ip) => {
+                sd.agent_addr = Some(ip);
+                return OptStep::Next(2);
+            }
+            Err(_) => format!("parsing agent-addr failed. Check if '{v}' is correct address."),
+        },
+        "agent-inter" if v.is_empty() => "'agent-inter' expects a delay as argument.".to_string(),
+        "agent-inter" => match parse_time(v) {
+            Ok(d) if !d.is_zero() => {
+                sd.agent_inter = Some(d);
+                return OptStep::Next(2);
+            }
+            Ok(_) => format!(
+                "invalid value '{v}' for 'agent-inter' argument of server {}.",
+                l.name
+            ),
+            Err(crate::config::units::TimeError::BadChar(c)) => format!(
+                "unexpected character '{c}' in 'agent-inter' argument of server {}.",
+                l.name
+            ),
+            Err(_) => "'agent-inter' expects a delay as argument.".to_string(),
+        },
+        _ if v.is_empty() => "'agent-send' expects a string as argument.".to_string(),
+        _ => {
+            sd.agent_send = v.to_string();
+            return OptStep::Next(2);
+        }
+    };
+    s.server_at(l, format!("{err}."));
+    OptStep::Bad(2)
+}
+
+/// `resolvers`, `resolve-prefer`, `resolve-net`, `resolve-opts`,
+/// `init-addr`, with HAProxy 2.6's messages.
+fn opt_resolve(s: &mut State<'_>, l: &mut ServerLine<'_>, w: &str, v: Option<&str>) -> OptStep {
+    let v = v.unwrap_or("");
+    let r = &mut l.sd.resolve;
+    let err = match w {
+        "resolvers" if !v.is_empty() => {
+            r.resolvers = v.to_string();
+            None
+        }
+        "resolvers" => Some("'resolvers' expects <resolvers_id> name as argument.".to_string()),
+        "resolve-prefer" => match v {
+            "ipv4" => {
+                r.prefer_v4 = true;
+                None
+            }
+            "ipv6" => {
+                r.prefer_v4 = false;
+                None
+            }
+            _ => Some("'resolve-prefer' expects either ipv4 or ipv6 as argument..".to_string()),
+        },
+        "resolve-net" => {
+            let mut nets = Vec::new();
+            let mut bad = None;
+            for n in v.split(',') {
+                match parse_net(n) {
+                    Some(net) => nets.push(net),
+                    None => {
+                        bad = Some(format!("'resolve-net' invalid network '{n}'.."));
+                        break;
+                    }
+                }
+            }
+            if bad.is_none() {
+                r.nets = nets;
+            }
+            bad
+        }
+        "resolve-opts" => {
+            let mut bad = None;
+            for o in v.split(',') {
+                match o {
+                    "allow-dup-ip" => r.allow_dup_ip = true,
+                    "prevent-dup-ip" => r.allow_dup_ip = false,
+                    "ignore-weight" => r.ignore_weight = true,
+                    _ => {
+                        bad = Some(format!(
+                            "'resolve-opts' : unknown resolve-opts option '{o}', supported methods are 'allow-dup-ip', 'ignore-weight', and 'prevent-dup-ip'.."
+                        ));
+                        break;
+                    }
+                }
+            }
+            bad
+        }
+        _ => {
+            let mut methods = Vec::new();
+            let mut bad = None;
+            for m in v.split(',') {
+                methods.push(match m {
+                    "last" => InitAddr::Last,
+                    "libc" => InitAddr::Libc,
+                    "none" => InitAddr::None,
+                    ip => match ip.parse() {
+                        Ok(ip) => InitAddr::Ip(ip),
+                        Err(_) => {
+                            bad = Some(format!("'init-addr' : unknown init-addr method '{m}', supported methods are 'libc', 'last', 'none'.."));
+                            break;
+                        }
+                    },
+                });
+            }
+            if bad.is_none() {
+                l.sd.init_addr = Some(methods);
+            }
+            bad
+        }
+    };
+    match err {
+        Some(msg) => {
+            s.server_at(l, msg);
+            OptStep::Bad(2)
+        }
+        None => OptStep::Next(2),
+    }
+}
+
+/// `<ip>[/<prefix>]` or `<ip>/<mask>` (IPv4).
+fn parse_net(n: &str) -> Option<(std::net::IpAddr, u8)> {
+    let (ip, len) = match n.split_once('/') {
+        Some((ip, len)) => (ip, Some(len)),
+        None => (n, None),
+    };
+    let ip: std::net::IpAddr = ip.parse().ok()?;
+    let max = if ip.is_ipv4() { 32 } else { 128 };
+    let len = match len {
+        None => max,
+        Some(l) => match l.parse::<u8>() {
+            Ok(l) if l <= max => l,
+            _ => {
+                let m: std::net::Ipv4Addr = l.parse().ok()?;
+                u32::from(m).count_ones() as u8
+            }
+        },
+    };
+    Some((ip, len))
+}
 
 fn opt_weight(s: &mut State<'_>, l: &mut ServerLine<'_>, w: &str, v: Option<&str>) -> OptStep {
     match s.server_int(l, w, v, 0) {

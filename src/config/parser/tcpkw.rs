@@ -1,8 +1,9 @@
 //! `tcp-request connection|content accept|reject [if|unless <cond>]` and
 //! `tcp-request inspect-delay <time>`.
 
+use super::stickkw::RuleSet;
 use super::*;
-use crate::config::model::{TcpAction, TcpRule};
+use crate::config::model::{TableAction, TcpAction, TcpRule};
 
 /// HAProxy 2.6's other `tcp-request` actions: refused as not supported
 /// yet rather than as unknown.
@@ -10,18 +11,10 @@ const TCP_ACTIONS_UNSUPPORTED: &[&str] = &[
     "expect-proxy",
     "expect-netscaler-cip",
     "capture",
-    "track-sc0",
-    "track-sc1",
-    "track-sc2",
-    "sc-inc-gpc",
-    "sc-inc-gpc0",
-    "sc-inc-gpc1",
-    "sc-set-gpt0",
     "set-src",
     "set-src-port",
     "set-dst",
     "set-dst-port",
-    "silent-drop",
     "set-mark",
     "set-tos",
     "do-resolve",
@@ -58,21 +51,30 @@ impl State<'_> {
                     ),
                 }
             }
-            "connection" | "content" => {
+            "connection" | "session" | "content" => {
                 let label = format!("tcp-request {what}");
                 if !self.cap(loc, &label, false, true, what == "content") {
                     return;
                 }
                 let action = words.get(2).map_or("", String::as_str);
+                let set = match what {
+                    "connection" => RuleSet::TcpConnection,
+                    "session" => RuleSet::TcpSession,
+                    _ => RuleSet::TcpContent,
+                };
+                crate::sample::stick::context(set.arg_ctx());
                 let is_var = ["set-var", "unset-var"].iter().any(|p| action.starts_with(p));
+                let table = ["track-sc", "sc-inc-gpc", "sc-set-gpt"]
+                    .iter()
+                    .any(|p| action.starts_with(p));
                 let action = match action {
                     "accept" => TcpAction::Accept,
                     "reject" => TcpAction::Reject,
-                    // Parsed below, with its arguments.
-                    _ if is_var => TcpAction::Accept,
+                    "silent-drop" => TcpAction::SilentDrop,
+                    // Parsed below, with their arguments.
+                    _ if is_var || table => TcpAction::Accept,
                     a if TCP_ACTIONS_UNSUPPORTED.contains(&a)
                         || kw::haproxy_has(kw::Kind::TcpRequest, a)
-                        || a.starts_with("sc-")
                         || a.starts_with("lua.") =>
                     {
                         return self.unsupported(loc, &format!("{label} {a}"));
@@ -80,7 +82,7 @@ impl State<'_> {
                     a => {
                         let sugg = suggest::suffix(
                             a,
-                            ["accept", "reject"]
+                            ["accept", "reject", "silent-drop", "track-sc0", "sc-inc-gpc0"]
                                 .into_iter()
                                 .chain(TCP_ACTIONS_UNSUPPORTED.iter().copied()),
                         );
@@ -91,44 +93,111 @@ impl State<'_> {
                     }
                 };
                 let rest = &words[2..];
-                let Some((cond_at, cond)) =
-                    self.rule_condition(loc, rest, &label, &words[2])
-                else {
-                    return;
-                };
+                let args_end = rest
+                    .iter()
+                    .position(|w| w == "if" || w == "unless")
+                    .unwrap_or(rest.len());
+                let mut used = 1;
                 let action = if is_var {
-                    match super::rulekw::var_rule(&rest[..cond_at], crate::sample::Stage::ANY) {
+                    used = args_end;
+                    match super::rulekw::var_rule(&rest[..args_end], crate::sample::Stage::ANY) {
                         Ok(r) => TcpAction::Var(r),
                         // HAProxy prints these bare.
+                        Err(e) => return self.alert(loc, e),
+                    }
+                } else if table {
+                    let stage = self.tcp_stage(set);
+                    match self.table_action(set, &rest[..args_end], stage, loc) {
+                        Ok((a, n)) => {
+                            used = n;
+                            TcpAction::Table(a)
+                        }
                         Err(e) => return self.alert(loc, e),
                     }
                 } else {
                     action
                 };
-                if cond_at != 1 && !is_var {
+                if used < args_end {
+                    let kind = type_str(self.proxy_kind().unwrap_or(ProxyKind::Listen));
+                    let name = self.px().name.clone();
                     return self.alert(
                         loc,
                         format!(
-                            "'{label} {}' : unexpected argument '{}'.",
-                            words[2], rest[1]
+                            "'{label} {}' only accepts 'if' or 'unless', in {kind} '{name}' (got '{}')",
+                            words[2], rest[used]
                         ),
                     );
                 }
-                let rule = TcpRule {
-                    action,
-                    cond,
+                let Some((_, cond)) = self.rule_condition(loc, rest, &label, &words[2]) else {
+                    return;
                 };
-                if what == "connection" {
-                    self.px().tcp_connection.push(rule);
-                } else {
-                    self.px().tcp_content.push(rule);
+                let rule = TcpRule { action, cond };
+                match set {
+                    RuleSet::TcpConnection => self.px().tcp_connection.push(rule),
+                    RuleSet::TcpSession => self.px().tcp_session.push(rule),
+                    _ => self.px().tcp_content.push(rule),
                 }
             }
-            "session" => self.unsupported(loc, "tcp-request session"),
             _ => self.alert(
                 loc,
                 format!("'tcp-request' expects 'connection', 'session', 'content' or 'inspect-delay', but got '{what}'"),
             ),
         }
+    }
+}
+
+impl State<'_> {
+    /// Where the expressions of a `tcp-request` rule set are read.
+    fn tcp_stage(&self, set: RuleSet) -> crate::sample::Stage {
+        use crate::sample::Stage;
+        use crate::sample::stage::Place;
+        let (fe, be) = self
+            .proxy_kind()
+            .map_or((true, true), |k| (k.has_frontend(), k.has_backend()));
+        match set {
+            RuleSet::TcpConnection => Stage::of(Place::FeConAcc),
+            RuleSet::TcpSession => Stage::of(Place::FeSesAcc),
+            _ => match (fe, be) {
+                (true, true) => Stage::of(Place::FeReqCnt).with(Place::BeReqCnt),
+                (true, false) => Stage::of(Place::FeReqCnt),
+                _ => Stage::of(Place::BeReqCnt),
+            },
+        }
+    }
+
+    /// `track-sc*`, `sc-inc-gpc*`, `sc-set-gpt*` of rule set `set`:
+    /// `args[0]` the action word, the condition split off. The action
+    /// and the words it took, or HAProxy's message (a `tcp-request`
+    /// track's with its rule's prefix).
+    pub(in crate::config::parser) fn table_action(
+        &mut self,
+        set: RuleSet,
+        args: &[String],
+        stage: crate::sample::Stage,
+        loc: &Loc,
+    ) -> Result<(TableAction, usize), String> {
+        let word = args[0].as_str();
+        let tcp = !matches!(set, RuleSet::HttpRequest | RuleSet::HttpResponse);
+        if word.starts_with("track-sc") {
+            let proxy = self.px().name.clone();
+            return super::stickkw::track_rule(args, stage, (&proxy, tcp), loc)
+                .map(|(r, n)| (TableAction::Track(r), n))
+                .map_err(|e| {
+                    if tcp {
+                        let what = match set {
+                            RuleSet::TcpConnection => "connection",
+                            RuleSet::TcpSession => "session",
+                            _ => "content",
+                        };
+                        format!("'tcp-request {what} {word}' : {e}")
+                    } else {
+                        e
+                    }
+                });
+        }
+        if word.starts_with("sc-inc-gpc") {
+            return super::stickkw::inc_gpc(word).map(|a| (TableAction::IncGpc(a), 1));
+        }
+        super::stickkw::set_gpt(args, stage, set).map(|(a, n)| (TableAction::SetGpt(a), n))
     }
 }

@@ -10,7 +10,7 @@ use crate::snapshot::{BackendRt, ServerRt, Snapshot};
 use crate::state::health::{CheckStatus, Forced};
 use crate::state::{AdminState, Queue};
 
-use crate::observe::stats::admin::{self, ServerAction};
+use crate::observe::stats::admin::{self, ServerAction, strtol};
 use crate::observe::stats::csv::{self, CsvOptions, Filter};
 use crate::observe::stats::info;
 
@@ -64,19 +64,25 @@ pub(super) fn cmd_show_cli_level(ctx: &mut Ctx<'_>, _: &[String]) -> Output {
     text(format!("{}\n", ctx.level.as_str()))
 }
 
-/// `reload`: answers with the outcome and, on failure, the errors.
-pub(super) fn cmd_reload(ctx: &mut Ctx<'_>, _: &[String]) -> Output {
-    let Some(sup) = crate::control::reload::supervisor() else {
-        return text("reload is not available in this process.\n");
-    };
-    // The dispatcher is synchronous; the reload runs to completion on this
-    // worker while the other workers keep serving.
-    let handle = tokio::runtime::Handle::current();
-    if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
-        return text("reload is not available in this process.\n");
+/// What `reload` answers where no reload can run.
+pub(super) const NO_RELOAD: &str = "reload is not available in this process.\n";
+
+/// `reload`: the session runs it ([`run_reload`]); the dispatcher, which
+/// is synchronous, only says so.
+pub(super) fn cmd_reload(_: &mut Ctx<'_>, _: &[String]) -> Output {
+    Output {
+        text: String::new(),
+        effect: Effect::Reload,
     }
-    let report = tokio::task::block_in_place(|| handle.block_on(sup.reload()));
-    let _ = ctx;
+}
+
+/// Runs a reload for the CLI and answers with the outcome and, on failure,
+/// the errors.
+pub(crate) async fn run_reload() -> Output {
+    let Some(sup) = crate::control::reload::supervisor() else {
+        return text(NO_RELOAD);
+    };
+    let report = sup.reload().await;
     let mut out = if report.ok {
         format!("Success=1\ngeneration={}\n", report.generation)
     } else {
@@ -263,54 +269,11 @@ pub(super) fn cmd_clear_counters(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
 // ---------------------------------------------------------------------------
 // Server administration (reference §1.8)
 
-/// C `strtol(s, &end, 10)`: leading blanks, sign, digits. Returns the
-/// value (saturated) and the unparsed rest, or `None` when no digit was
-/// read (`end == s`).
-fn strtol(s: &str) -> Option<(i64, &str)> {
-    let t = s.trim_start_matches([' ', '\t']);
-    let (neg, body) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let digits = body.bytes().take_while(u8::is_ascii_digit).count();
-    if digits == 0 {
-        return None;
-    }
-    let v = body[..digits].bytes().fold(0i64, |acc, d| {
-        acc.saturating_mul(10).saturating_add(i64::from(d - b'0'))
-    });
-    Some((if neg { -v } else { v }, &body[digits..]))
-}
-
-/// HAProxy's `server_parse_weight_change_request`: the new weight, or the
-/// exact error text (some of HAProxy's have no line feed; the framing's
-/// empty line then ends the line).
-fn parse_weight(arg: Option<&String>, initial: u32) -> Result<u32, &'static str> {
-    let Some(w) = arg else {
-        return Err("Require <weight> or <weight%>.\n");
-    };
-    let Some((v, rest)) = strtol(w) else {
-        return Err("Empty weight string empty or preceded by garbage");
-    };
-    if rest == "%" {
-        if v < 0 {
-            return Err("Relative weight must be positive.\n");
-        }
-        let v = v.min(25600);
-        return Ok((i64::from(initial) * v / 100).min(256) as u32);
-    }
-    if !(0..=256).contains(&v) {
-        return Err("Absolute weight can only be between 0 and 256 inclusive.\n");
-    }
-    if !rest.is_empty() {
-        return Err("Trailing garbage in weight string");
-    }
-    Ok(v as u32)
-}
-
 fn set_weight(s: &ServerRt, arg: Option<&String>) -> Output {
-    match parse_weight(arg, s.weight) {
+    match arg
+        .ok_or("Require <weight> or <weight%>.\n")
+        .and_then(|a| admin::weight_change(a, s.weight))
+    {
         Ok(w) => {
             s.state.weight.store(w, Relaxed);
             text("")
@@ -398,17 +361,50 @@ pub(super) fn cmd_set_server(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
             admin::apply(be, s, ServerAction::Health(to));
             text("")
         }
-        Some("addr") => set_addr(s, arg(2), arg(3), arg(4)),
-        // No agent checks in sluice, as on a HAProxy server without `agent-check`.
-        Some("agent") | Some("agent-send") => {
-            text("agent checks are not enabled on this server.\n")
+        Some("addr") => {
+            let out = set_addr(s, arg(2), arg(3), arg(4));
+            // `set server .. addr` ends a `MAINT (resolution)`, as in
+            // HAProxy (even when it could not change the address).
+            if s.state.admin() & crate::state::ADMF_RMAINT != 0 && s.state.set_rmaint(false) {
+                crate::observe::log::server_state::resolution_up(be, s, false);
+            }
+            out
         }
-        Some("agent-addr") | Some("agent-port") => {
-            text("agent checks are not enabled on this server")
+        Some("agent") => {
+            if !s.state.health.agent_enabled() {
+                return text("agent checks are not enabled on this server.\n");
+            }
+            let up = match arg(2) {
+                Some("up") => true,
+                Some("down") => false,
+                _ => return text("'set server <srv> agent' expects 'up' or 'down'.\n"),
+            };
+            s.state.health.force_agent(up);
+            text("")
         }
-        Some("fqdn") => {
-            text("set server <b>/<s> fqdn failed because no resolution is configured.\n")
+        Some("agent-send") => {
+            if !s.state.health.agent_enabled() {
+                return text("agent checks are not enabled on this server.\n");
+            }
+            crate::state::lock(&s.state.agent_target).send = arg(2).unwrap_or("").to_string();
+            text("")
         }
+        Some("agent-addr") => {
+            let Some(a) = arg(2).filter(|a| !a.is_empty()) else {
+                return text(
+                    "set server <b>/<s> agent-addr requires an address and optionally a port.\n",
+                );
+            };
+            let port = (arg(3) == Some("port")).then(|| arg(4).unwrap_or(""));
+            set_agent_target(s, Some(a), port)
+        }
+        Some("agent-port") => {
+            let Some(p) = arg(2).filter(|p| !p.is_empty()) else {
+                return text("set server <b>/<s> agent-port requires a port.\n");
+            };
+            set_agent_target(s, None, Some(p))
+        }
+        Some("fqdn") => set_fqdn(be, s, arg(2)),
         Some("ssl") => text(
             "'set server <srv> ssl' cannot be set.  default-server should define ssl settings\n",
         ),
@@ -417,6 +413,117 @@ pub(super) fn cmd_set_server(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
         )),
         _ => text(SET_SERVER_USAGE),
     }
+}
+
+/// `set server .. agent-addr|agent-port`: HAProxy's
+/// `srv_update_agent_addr_port` (nothing changes on an error, told
+/// without a line feed).
+fn set_agent_target(s: &ServerRt, addr: Option<&str>, port: Option<&str>) -> Output {
+    if !s.state.health.agent_enabled() {
+        return text("agent checks are not enabled on this server");
+    }
+    let ip = match addr.map(str::parse::<std::net::IpAddr>) {
+        Some(Err(_)) => return text(format!("invalid addr '{}'", addr.unwrap_or(""))),
+        Some(Ok(ip)) => Some(ip),
+        None => None,
+    };
+    let port = match port.map(str::parse::<i64>) {
+        Some(Err(_)) => return text("provided port is not an integer"),
+        Some(Ok(p)) if !(0..=65535).contains(&p) => return text("provided port is invalid"),
+        Some(Ok(p)) => Some(p as u32),
+        None => None,
+    };
+    let mut t = crate::state::lock(&s.state.agent_target);
+    if let Some(ip) = ip {
+        t.addr = Some(ip);
+    }
+    if let Some(p) = port {
+        t.port = p;
+    }
+    text("")
+}
+
+/// `enable agent` / `disable agent`.
+fn set_agent(ctx: &Ctx<'_>, args: &[String], on: bool) -> Output {
+    match find_server(&ctx.snap, args.first()) {
+        Ok((_, s)) if s.state.health.set_agent_enabled(on) => text(""),
+        Ok(_) => text("Agent was not configured on this server, cannot enable.\n"),
+        Err(e) => text(e),
+    }
+}
+
+pub(super) fn cmd_enable_agent(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    set_agent(ctx, args, true)
+}
+
+pub(super) fn cmd_disable_agent(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    set_agent(ctx, args, false)
+}
+
+/// `set server <b>/<s> fqdn <name>`: a server resolved by a `resolvers`
+/// section is resolved under that name from now on.
+fn set_fqdn(be: &BackendRt, s: &ServerRt, name: Option<&str>) -> Output {
+    let Some(name) = name.filter(|n| !n.is_empty()) else {
+        return text("set server <b>/<s> fqdn requires a FQDN.\n");
+    };
+    if s.resolve.is_none() {
+        return text("set server <b>/<s> fqdn failed because no resolution is configured.\n");
+    }
+    if s.srvrecord.is_some() {
+        return text("set server <b>/<s> fqdn failed because SRV resolution is configured.\n");
+    }
+    let st = &s.state;
+    let current = st.fqdn.load_full();
+    let msg = if current.as_deref().is_some_and(|c| c == name) {
+        "no need to change the FDQN".to_string()
+    } else if name.len() > 255
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.' || b == b'_')
+    {
+        format!("invalid fqdn '{name}'")
+    } else {
+        let before = current
+            .as_deref()
+            .map_or("(null)", String::as_str)
+            .to_string();
+        st.fqdn.store(Some(std::sync::Arc::new(name.to_string())));
+        crate::upstream::dns::wake();
+        format!(
+            "{}/{} changed its FQDN from {before} to {name}",
+            be.name, st.name
+        )
+    };
+    text(format!("{msg} by 'stats socket command'\n"))
+}
+
+/// `show resolvers [<section>]`: each section's nameservers and their
+/// counters, as HAProxy 2.6 prints them.
+pub(super) fn cmd_show_resolvers(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
+    let sections = &ctx.snap.global.resolvers;
+    if let Some(name) = args.first()
+        && !sections.iter().any(|r| r.name == *name)
+    {
+        return text("Can't find that resolvers section\n");
+    }
+    let mut out = String::new();
+    for r in sections {
+        if args.first().is_some_and(|n| *n != r.name) {
+            continue;
+        }
+        let _ = writeln!(out, "Resolvers section {}", r.name);
+        if r.nameservers.is_empty() {
+            out.push_str(" no nameserver\n");
+        }
+        for ns in &r.nameservers {
+            let _ = writeln!(out, " nameserver {}:", ns.name);
+            let c = crate::state::resolvers::counters(&r.name, &ns.name);
+            for (label, v) in c.named() {
+                let _ = writeln!(out, "  {:<13}{v}", format!("{label}:"));
+            }
+        }
+    }
+    text(out)
 }
 
 /// `set server <b>/<s> addr <ip> [port <port>]` with HAProxy's report
@@ -431,6 +538,12 @@ fn set_addr(s: &ServerRt, ip: Option<&str>, port_kw: Option<&str>, port: Option<
     let Ok(new_ip) = ip.parse::<std::net::IpAddr>() else {
         return text(format!("Invalid addr '{ip}'{BY}"));
     };
+    if !s.state.has_addr() {
+        // No address (family) yet: HAProxy changes nothing.
+        return text(format!(
+            "Update for the current server address family is only supported through configuration file{BY}"
+        ));
+    }
     let old = s.state.addr();
     let mut msg = if old.ip() == new_ip {
         "no need to change the addr".to_string()
@@ -621,26 +734,37 @@ pub(super) fn cmd_show_servers_state(ctx: &mut Ctx<'_>, args: &[String]) -> Outp
                 c if c.is_ok() => 3,
                 _ => 2,
             };
-            let check_state = if !h.is_checked() {
-                0
-            } else if !h.check_enabled() {
-                0x02
-            } else if h.is_paused() {
-                0x02 | 0x04 | 0x08
-            } else {
-                0x02 | 0x04
-            };
+            // HAProxy's CHK_ST_CONFIGURED, _ENABLED and _PAUSED bits (a
+            // server that starts `disabled` has its checks paused even
+            // without `check`).
+            let check_state = if h.is_checked() { 0x02 } else { 0 }
+                | if h.check_enabled() { 0x04 } else { 0 }
+                | if h.is_paused() { 0x08 } else { 0 };
             let addr = st.addr();
             // A UNIX socket server has no address or port to show.
             let unix = st.pool.load().unix().is_some();
             let (srv_addr, srv_port) = if unix {
                 ("-".to_string(), 0)
+            } else if !st.has_addr() {
+                ("-".to_string(), addr.port())
             } else {
                 (addr.ip().to_string(), addr.port())
             };
+            // HAProxy's CHK_ST_CONFIGURED, _ENABLED and _AGENT bits.
+            let agent_state = if h.agent_configured() {
+                0x02 | 0x10 | if h.agent_enabled() { 0x04 } else { 0 }
+            } else {
+                0
+            };
+            let (agent_addr, agent_port) = {
+                let t = crate::state::lock(&st.agent_target);
+                (t.addr.map_or("-".to_string(), |a| a.to_string()), t.port)
+            };
+            let fqdn = st.fqdn.load();
+            let fqdn = fqdn.as_deref().map_or("-", String::as_str);
             let _ = writeln!(
                 out,
-                "{} {} {} {} {} {} {} {} {} {} {} {} {} {} 0 0 0 - {} - {} 0 - - 0",
+                "{} {} {} {} {} {} {} {} {} {} {} {} {} {} {} 0 {} {fqdn} {} {} {} 0 - {} {}",
                 be.iid,
                 be.name,
                 s.sid,
@@ -655,8 +779,13 @@ pub(super) fn cmd_show_servers_state(ctx: &mut Ctx<'_>, args: &[String]) -> Outp
                 result,
                 info.health,
                 check_state,
+                agent_state,
+                u8::from(s.opts.forced_id),
                 srv_port,
-                s.opts.use_ssl
+                s.srvrecord.as_deref().unwrap_or("-"),
+                s.opts.use_ssl,
+                agent_addr,
+                agent_port
             );
         }
     }

@@ -8,6 +8,8 @@
 mod commands;
 mod mapcmd;
 mod socket;
+mod srvcmd;
+mod tablecmd;
 mod varcmd;
 
 use commands::*;
@@ -16,6 +18,8 @@ pub(crate) use socket::{
     SocketOwnershipError, bind_unix, count_accepted, handle_conn, serve_listener, serve_tcp,
 };
 pub use socket::{bind_unix_at, serve_unix_listener};
+use srvcmd::*;
+use tablecmd::*;
 use varcmd::*;
 
 use std::fmt::Write as _;
@@ -53,6 +57,9 @@ pub(crate) enum Effect {
     Quit,
     /// `set timeout cli <delay>`: the session's new idle timeout.
     SetTimeout(Duration),
+    /// `reload`: the session runs the reload (it awaits it, where the
+    /// synchronous dispatcher cannot) and its report is the output.
+    Reload,
 }
 
 /// One command's output: complete lines, each ending in `\n`, never an empty
@@ -71,6 +78,8 @@ pub(crate) struct Reply {
     pub(crate) level: CliLevel,
     /// The session's experimental mode after the line.
     pub(crate) experimental: bool,
+    /// The commands of the line after a `reload`, run once it is done.
+    pub(crate) rest: Vec<Vec<String>>,
 }
 
 impl Reply {
@@ -82,7 +91,7 @@ impl Reply {
             match o.effect {
                 Effect::Quit => return (out, true),
                 Effect::TogglePrompt => *prompt = !*prompt,
-                Effect::None | Effect::SetTimeout(_) => {}
+                Effect::None | Effect::SetTimeout(_) | Effect::Reload => {}
             }
             out.push_str(&o.text);
             out.push_str(if *prompt { "\n> " } else { "\n" });
@@ -119,6 +128,13 @@ static COMMANDS: &[Command] = &[
         run: cmd_add_map,
     },
     Command {
+        words: &["add", "server"],
+        usage: "add server <bk>/<srv>",
+        desc: "create a new server",
+        level: CliLevel::Admin,
+        run: cmd_add_server,
+    },
+    Command {
         words: &["clear", "acl"],
         usage: "clear acl [@<ver>] <acl>",
         desc: "clear the contents of this acl",
@@ -138,6 +154,13 @@ static COMMANDS: &[Command] = &[
         desc: "clear the contents of this map",
         level: CliLevel::User,
         run: cmd_clear_map,
+    },
+    Command {
+        words: &["clear", "table"],
+        usage: "clear table <table> [<filter>]*",
+        desc: "remove an entry from a table (filter: data/key)",
+        level: CliLevel::User,
+        run: cmd_clear_table,
     },
     Command {
         words: &["commit", "acl"],
@@ -168,6 +191,20 @@ static COMMANDS: &[Command] = &[
         run: cmd_del_map,
     },
     Command {
+        words: &["del", "server"],
+        usage: "del server <bk>/<srv>",
+        desc: "remove a dynamically added server",
+        level: CliLevel::Admin,
+        run: cmd_del_server,
+    },
+    Command {
+        words: &["disable", "agent"],
+        usage: "disable agent",
+        desc: "disable agent checks",
+        level: CliLevel::Admin,
+        run: cmd_disable_agent,
+    },
+    Command {
         words: &["disable", "health"],
         usage: "disable health",
         desc: "disable health checks",
@@ -180,6 +217,13 @@ static COMMANDS: &[Command] = &[
         desc: "disable a server for maintenance (use 'set server' instead)",
         level: CliLevel::Admin,
         run: cmd_disable_server,
+    },
+    Command {
+        words: &["enable", "agent"],
+        usage: "enable agent",
+        desc: "enable agent checks",
+        level: CliLevel::Admin,
+        run: cmd_enable_agent,
     },
     Command {
         words: &["enable", "health"],
@@ -280,6 +324,13 @@ static COMMANDS: &[Command] = &[
         run: cmd_set_server,
     },
     Command {
+        words: &["set", "table"],
+        usage: "set table <table> key <k> [data.* <v>]*",
+        desc: "update or create a table entry's data",
+        level: CliLevel::User,
+        run: cmd_set_table,
+    },
+    Command {
         words: &["set", "timeout"],
         usage: "set timeout [cli] <delay>",
         desc: "change a timeout setting",
@@ -343,6 +394,13 @@ static COMMANDS: &[Command] = &[
         run: cmd_show_map,
     },
     Command {
+        words: &["show", "resolvers"],
+        usage: "show resolvers [id]",
+        desc: "dumps counters from all resolvers section and associated name servers",
+        level: CliLevel::User,
+        run: cmd_show_resolvers,
+    },
+    Command {
         words: &["show", "servers", "state"],
         usage: "show servers state [<backend>]",
         desc: "dump volatile server information (all or for a single backend)",
@@ -362,6 +420,13 @@ static COMMANDS: &[Command] = &[
         desc: "report counters for each proxy and server",
         level: CliLevel::User,
         run: cmd_show_stat,
+    },
+    Command {
+        words: &["show", "table"],
+        usage: "show table <table> [<filter>]*",
+        desc: "report table usage stats or dump this table's contents (filter: data/key)",
+        level: CliLevel::User,
+        run: cmd_show_table,
     },
     Command {
         words: &["show", "version"],
@@ -444,7 +509,10 @@ struct Ctx<'a> {
     /// `experimental-mode on` was given in this session.
     experimental: bool,
     level: CliLevel,
-    rt: &'a Runtime,
+    /// The level of the socket (`stats socket ... level`), whatever the
+    /// session lowered its own to.
+    bind_level: CliLevel,
+    rt: &'a Arc<Runtime>,
     snap: Arc<Snapshot>,
     /// The session's client and address (its own `show sess` line).
     origin: CliOrigin,
@@ -464,17 +532,53 @@ fn text(s: impl Into<String>) -> Output {
 #[cfg(test)]
 /// Runs one input line (without its `\n`) at `level`. Never panics, whatever
 /// the input: unknown words get the suggestion text, bad arguments an error
-/// line.
-pub(crate) fn execute(line: &str, level: CliLevel, rt: &Runtime) -> Reply {
-    execute_from(line, (level, false), rt, CliOrigin::Unix, 0, None)
+/// line. A `reload` is answered as where no reload can run.
+pub(crate) fn execute(line: &str, level: CliLevel, rt: &Arc<Runtime>) -> Reply {
+    let mut reply = execute_from(line, (level, false, level), rt, CliOrigin::Unix, 0, None);
+    for o in &mut reply.outputs {
+        if o.effect == Effect::Reload {
+            *o = text(commands::NO_RELOAD);
+        }
+    }
+    reply
 }
 
-/// [`execute`] for a session coming from `origin`, `me` naming it in
-/// `show sess`.
+/// Runs one input line for a session coming from `origin`, `me` naming it
+/// in `show sess`. A `reload` stops the line there: its output says
+/// [`Effect::Reload`], and the session runs it and then the rest of the
+/// line ([`Reply::rest`]).
 pub(crate) fn execute_from(
     line: &str,
-    (level, experimental): (CliLevel, bool),
-    rt: &Runtime,
+    (level, experimental, bind_level): (CliLevel, bool, CliLevel),
+    rt: &Arc<Runtime>,
+    origin: CliOrigin,
+    me: usize,
+    payload: Option<&str>,
+) -> Reply {
+    let line = line.strip_suffix('\r').unwrap_or(line);
+    let mut commands = split_line(line);
+    // A payload's `<<`, a word of its own, is no argument.
+    if payload.is_some()
+        && let Some(last) = commands.last_mut()
+        && last.last().is_some_and(|w| w == "<<")
+    {
+        last.pop();
+    }
+    execute_words(
+        commands,
+        (level, experimental, bind_level),
+        rt,
+        origin,
+        me,
+        payload,
+    )
+}
+
+/// [`execute_from`] on a line already split into commands.
+pub(crate) fn execute_words(
+    commands: Vec<Vec<String>>,
+    (level, experimental, bind_level): (CliLevel, bool, CliLevel),
+    rt: &Arc<Runtime>,
     origin: CliOrigin,
     me: usize,
     payload: Option<&str>,
@@ -482,34 +586,33 @@ pub(crate) fn execute_from(
     let mut ctx = Ctx {
         experimental,
         level,
+        bind_level,
         rt,
         snap: rt.snapshot(),
         origin,
         me,
         payload,
     };
-    let line = line.strip_suffix('\r').unwrap_or(line);
     let mut outputs = Vec::new();
-    let mut cmds = split_line(line);
-    // A payload's `<<`, a word of its own, is no argument.
-    if payload.is_some()
-        && let Some(last) = cmds.last_mut()
-        && last.last().is_some_and(|w| w == "<<")
-    {
-        last.pop();
-    }
-    for words in cmds {
+    let mut commands = commands.into_iter();
+    for words in commands.by_ref() {
         let out = dispatch(&mut ctx, &words);
-        let quit = out.effect == Effect::Quit;
+        let stop = matches!(out.effect, Effect::Quit | Effect::Reload);
         outputs.push(sanitize(out));
-        if quit {
+        if stop {
             break;
         }
     }
+    let reloading = outputs.last().is_some_and(|o| o.effect == Effect::Reload);
     Reply {
         outputs,
         level: ctx.level,
         experimental: ctx.experimental,
+        rest: if reloading {
+            commands.collect()
+        } else {
+            Vec::new()
+        },
     }
 }
 
@@ -805,7 +908,7 @@ mod tests {
         );
     }
 
-    fn status(rt: &Runtime, sv: &str) -> String {
+    fn status(rt: &Arc<Runtime>, sv: &str) -> String {
         let out = execute("show stat web_be 4 -1", CliLevel::Admin, rt);
         let idx = csv::FIELDS.iter().position(|f| *f == "status").unwrap();
         out.outputs[0]
@@ -816,7 +919,7 @@ mod tests {
             .unwrap_or_default()
     }
 
-    fn one(rt: &Runtime, line: &str) -> String {
+    fn one(rt: &Arc<Runtime>, line: &str) -> String {
         let r = execute(line, CliLevel::Admin, rt);
         r.render(&mut false).0
     }

@@ -177,6 +177,9 @@ pub(crate) async fn handle_conn<S>(
         .global
         .stats_timeout
         .unwrap_or(DEFAULT_STATS_TIMEOUT);
+    // The socket's own level: some commands read it rather than the
+    // session's (`show table` entries).
+    let bind_level = level;
     let mut level = level;
     let mut experimental = false;
     let mut prompt = false;
@@ -230,14 +233,38 @@ pub(crate) async fn handle_conn<S>(
             });
             // The session's `show sess` pointer: its read buffer's address.
             let me = chunk.as_ptr() as usize;
-            let reply = execute_from(
+            let mut reply = execute_from(
                 &line,
-                (level, experimental),
+                (level, experimental, bind_level),
                 &rt,
                 origin,
                 me,
                 payload.as_deref(),
             );
+            // A `reload` is run here, where it can be awaited, then the
+            // rest of the line.
+            while reply
+                .outputs
+                .last()
+                .is_some_and(|o| o.effect == Effect::Reload)
+            {
+                if let Some(last) = reply.outputs.last_mut() {
+                    *last = commands::run_reload().await;
+                }
+                let rest = std::mem::take(&mut reply.rest);
+                let more = execute_words(
+                    rest,
+                    (reply.level, reply.experimental, bind_level),
+                    &rt,
+                    origin,
+                    me,
+                    payload.as_deref(),
+                );
+                reply.outputs.extend(more.outputs);
+                reply.level = more.level;
+                reply.experimental = more.experimental;
+                reply.rest = more.rest;
+            }
             level = reply.level;
             experimental = reply.experimental;
             for o in &reply.outputs {

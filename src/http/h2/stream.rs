@@ -73,7 +73,7 @@ pub(crate) async fn serve(
                 .rt
                 .with_snapshot(|snap| snap.global.hard_stop_after.map(|_| snap.generation));
             let request = crate::http::service::handle_request(
-                &sess,
+                (&sess, client.trackers()),
                 &client.rt,
                 client.frontend(),
                 client.stream.entry(),

@@ -71,6 +71,18 @@ pub(crate) fn classify(msg: &str) -> Option<Class<'_>> {
             went_down: down || stopping,
         });
     }
+    // A server moved by the DNS: `b/s changed its IP from ...`, `b/s
+    // changed its FQDN from ...`.
+    if let Some((who, rest)) = msg.split_once(' ')
+        && (rest.starts_with("changed its IP from ") || rest.starts_with("changed its FQDN from "))
+        && let Some((proxy, _)) = who.split_once('/')
+    {
+        return Some(Class {
+            proxy,
+            severity: NOTICE,
+            went_down: false,
+        });
+    }
     // `option log-health-checks`: `Health check for [backup ]server b/s ...`.
     if let Some(rest) = msg.strip_prefix("Health check for ") {
         let rest = rest.strip_prefix("backup ").unwrap_or(rest);
@@ -162,5 +174,9 @@ mod tests {
         let c = classify("Server be/s1 is stopping, reason: Layer7 check conditionally passed, code: 404, check duration: 0ms.").unwrap();
         assert_eq!((c.severity, c.went_down), (NOTICE, true));
         assert_eq!(classify("sluice started"), None);
+        let c = classify("be/s1 changed its IP from (none) to 10.0.0.1 by dns/ns1.").unwrap();
+        assert_eq!((c.proxy, c.severity), ("be", NOTICE));
+        let c = classify("Server be/s1 is going DOWN for maintenance (DNS NX status). 0 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue.").unwrap();
+        assert_eq!((c.severity, c.went_down), (ALERT, true));
     }
 }

@@ -109,7 +109,7 @@ pub(crate) struct Line<'a> {
 
 /// What a line's samples read beyond the record: the request's variables
 /// (`var()`), the client connection's TLS (`ssl_fc*`) and other facts
-/// (`fc_*`, `so_*`).
+/// (`fc_*`, `so_*`), the proxies' state, the stick counters.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct Samples<'a> {
     pub(crate) vars: Option<&'a crate::sample::vars::Vars<'a>>,
@@ -117,6 +117,9 @@ pub(crate) struct Samples<'a> {
     pub(crate) client: Option<&'a crate::sample::conn::ClientFacts>,
     /// The proxies' runtime state (`nbsrv`, `be_conn`...).
     pub(crate) proxies: Option<&'a dyn crate::sample::Proxies>,
+    /// The stick tables and the counters the exchange tracked, still
+    /// tracked when its line is written (as in HAProxy).
+    pub(crate) stick: Option<&'a crate::state::table::track::StickView<'a>>,
 }
 
 impl Line<'_> {
@@ -315,6 +318,10 @@ impl Source for Line<'_> {
             // Not kept for the log line yet.
             first_req: None,
             proxies: self.samples.proxies,
+            stick: self
+                .samples
+                .stick
+                .map(|s| s as &dyn crate::sample::stick::Stick),
             // Looked up once per line that has a sample.
             server_id: match (&self.rec.backend, &self.rec.server) {
                 (Some(be), SrvName::Server(s)) => be

@@ -7,6 +7,15 @@ use crate::snapshot::{BackendRt, ServerRt, Snapshot};
 use crate::state::AdminState;
 use crate::state::health::Forced;
 
+/// What the page asks of a server's agent check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AgentAction {
+    Disable,
+    Enable,
+    Up,
+    Down,
+}
+
 /// One action on one server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ServerAction {
@@ -18,9 +27,10 @@ pub(crate) enum ServerAction {
     /// `set server ... health up|stopping|down`; the page's `hrunn`,
     /// `hnolb`, `hdown`.
     Health(Forced),
-    /// The page's agent actions: sluice has no agent checks, so these never
-    /// alter a server (as on a HAProxy server without `agent-check`).
-    Agent,
+    /// The page's agent actions: `dagent` / `eagent` (checks off, on) and
+    /// `arunn` / `adown` (the agent's health forced up, down); a server
+    /// without an agent is not altered, as in HAProxy.
+    Agent(AgentAction),
     /// `shutdown sessions server`, the page's "Kill Sessions": the client
     /// connections of the server's streams are shut down.
     Shutdown,
@@ -48,8 +58,65 @@ pub(crate) fn apply(be: &BackendRt, s: &ServerRt, action: ServerAction) -> bool 
             s.state.cut_sessions();
             true
         }
-        ServerAction::Agent => false,
+        ServerAction::Agent(a) => {
+            let h = &s.state.health;
+            if !h.agent_configured() {
+                return false;
+            }
+            match a {
+                AgentAction::Disable => h.set_agent_enabled(false),
+                AgentAction::Enable => h.set_agent_enabled(true),
+                AgentAction::Up | AgentAction::Down if h.agent_enabled() => {
+                    h.force_agent(a == AgentAction::Up);
+                    true
+                }
+                _ => false,
+            }
+        }
     }
+}
+
+/// C `strtol(s, &end, 10)`: leading blanks, sign, digits. Returns the
+/// value (saturated) and the unparsed rest, or `None` when no digit was
+/// read (`end == s`).
+pub(crate) fn strtol(s: &str) -> Option<(i64, &str)> {
+    let t = s.trim_start_matches([' ', '\t']);
+    let (neg, body) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let digits = body.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return None;
+    }
+    let v = body[..digits].bytes().fold(0i64, |acc, d| {
+        acc.saturating_mul(10).saturating_add(i64::from(d - b'0'))
+    });
+    Some((if neg { -v } else { v }, &body[digits..]))
+}
+
+/// HAProxy's `server_parse_weight_change_request`: the new weight, or the
+/// exact error text (some of HAProxy's have no line feed; the framing's
+/// empty line then ends the line).
+pub(crate) fn weight_change(w: &str, initial: u32) -> Result<u32, &'static str> {
+    let Some((v, rest)) = strtol(w) else {
+        return Err("Empty weight string empty or preceded by garbage");
+    };
+    if rest == "%" {
+        if v < 0 {
+            return Err("Relative weight must be positive.\n");
+        }
+        let v = v.min(25600);
+        return Ok((i64::from(initial) * v / 100).min(256) as u32);
+    }
+    if !(0..=256).contains(&v) {
+        return Err("Absolute weight can only be between 0 and 256 inclusive.\n");
+    }
+    if !rest.is_empty() {
+        return Err("Trailing garbage in weight string");
+    }
+    Ok(v as u32)
 }
 
 /// The page's `action=` values (HAProxy 2.6's list, including the old
@@ -65,7 +132,10 @@ fn parse_action(v: &str) -> Option<ServerAction> {
         "hrunn" => ServerAction::Health(Forced::Up),
         "hnolb" => ServerAction::Health(Forced::Stopping),
         "hdown" => ServerAction::Health(Forced::Down),
-        "dagent" | "eagent" | "arunn" | "adown" => ServerAction::Agent,
+        "dagent" => ServerAction::Agent(AgentAction::Disable),
+        "eagent" => ServerAction::Agent(AgentAction::Enable),
+        "arunn" => ServerAction::Agent(AgentAction::Up),
+        "adown" => ServerAction::Agent(AgentAction::Down),
         "shutdown" => ServerAction::Shutdown,
         _ => return None,
     })

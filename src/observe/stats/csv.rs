@@ -613,7 +613,7 @@ fn frontend_row(p: &ProxyRt, fe: &FrontendRt) -> Row {
         r.zero(&["cache_lookups", "cache_hits"]);
     }
     r.set("dcon", get(&c.dcon));
-    r.zero(&["dses"]);
+    r.set("dses", get(&c.dses));
     r.zero(MODULE_FIELDS_FE_BE);
     ssl_counts(&mut r, c);
     if fe.mode == Mode::Http {
@@ -722,6 +722,25 @@ fn server_row(p: &ProxyRt, be: &BackendRt, sv: &ServerRt, opts: CsvOptions) -> R
         r.set("check_fall", i.fall);
         r.set("check_health", i.health);
     }
+    if h.agent_enabled()
+        && let Some(a) = h.agent_info()
+    {
+        r.set("agent_status", a.status.code());
+        if matches!(
+            a.status,
+            CheckStatus::L7Ok | CheckStatus::L7OkC | CheckStatus::L7Sts
+        ) {
+            r.set("agent_code", a.code.unwrap_or(0));
+        }
+        if let Some(d) = a.duration_ms {
+            r.set("agent_duration", d);
+        }
+        r.set("agent_desc", a.status.desc());
+        r.set("last_agt", &a.detail);
+        r.set("agent_rise", a.rise);
+        r.set("agent_fall", a.fall);
+        r.set("agent_health", a.health);
+    }
     hrsp(&mut r, c, be.mode);
     if be.mode == Mode::Http {
         r.set("req_tot", get(&c.req_tot));
@@ -734,7 +753,7 @@ fn server_row(p: &ProxyRt, be: &BackendRt, sv: &ServerRt, opts: CsvOptions) -> R
         if st.pool.load().unix().is_some() {
             // A UNIX socket server, as HAProxy 2.6 shows it.
             r.set("addr", "unix");
-        } else {
+        } else if st.has_addr() {
             r.set("addr", addr_text(st.addr()));
         }
         if let Some(c) = &sv.cookie {
@@ -745,6 +764,11 @@ fn server_row(p: &ProxyRt, be: &BackendRt, sv: &ServerRt, opts: CsvOptions) -> R
     r.set("reuse", get(&c.reuse));
     let idle = st.pool.load().idle_count();
     r.set("srv_icur", idle);
+    if sv.opts.dynamic {
+        // HAProxy's dynamic servers have a limit of idle connections
+        // (none); the configured ones show no limit.
+        r.set("src_ilim", 0);
+    }
     r.set("idle_conn_cur", idle);
     r.set("safe_conn_cur", 0);
     r.set("used_conn_cur", st.inflight());

@@ -309,10 +309,8 @@ fn tokio_load() -> (usize, usize) {
         })
     };
     match tokio::runtime::Handle::try_current() {
-        // All runtimes (one per thread, see `workers`) when installed.
-        Ok(_) if !crate::sys::workers::handles().is_empty() => {
-            sum(&mut crate::sys::workers::handles().iter())
-        }
+        // All runtimes (one per thread, see `workers`) when started.
+        Ok(_) if !crate::sys::workers::workers().is_empty() => sum(&mut crate::sys::workers::all()),
         Ok(h) => sum(&mut std::iter::once(&h)),
         Err(_) => (0, 0),
     }

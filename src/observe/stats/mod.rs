@@ -43,6 +43,11 @@ pub(crate) mod fixture {
             loc: loc(),
             tls: None,
             check_tls: None,
+            fqdn: None,
+            resolve: None,
+            init_addr: None,
+            srvrecord: None,
+            agent: None,
         }
     }
 

@@ -44,6 +44,8 @@ pub(crate) struct Scopes {
     pub(crate) frontend: bool,
     pub(crate) backend: bool,
     pub(crate) server: bool,
+    /// The stick tables' sizes and use.
+    pub(crate) sticktable: bool,
     /// `no-maint`: servers in maintenance are left out.
     pub(crate) no_maint: bool,
 }
@@ -55,6 +57,7 @@ impl Default for Scopes {
             frontend: true,
             backend: true,
             server: true,
+            sticktable: true,
             no_maint: false,
         }
     }
@@ -81,6 +84,7 @@ impl Scopes {
                             frontend: false,
                             backend: false,
                             server: false,
+                            sticktable: false,
                             no_maint: s.no_maint,
                         };
                         first = false;
@@ -90,6 +94,7 @@ impl Scopes {
                         "frontend" => s.frontend = true,
                         "backend" => s.backend = true,
                         "server" => s.server = true,
+                        "sticktable" => s.sticktable = true,
                         "*" | "%2A" | "%2a" => {
                             s = Scopes {
                                 no_maint: s.no_maint,
@@ -135,12 +140,49 @@ pub(crate) fn render(rt: &Runtime, scopes: Scopes) -> String {
             let _ = writeln!(out, "{} {}", metric.name, v);
         }
     }
-    if !(scopes.frontend || scopes.backend || scopes.server) {
-        return out;
+    if scopes.frontend || scopes.backend || scopes.server {
+        proxies(&mut out, rt, &snap, scopes);
     }
+    if scopes.sticktable {
+        sticktables(&mut out, &snap);
+    }
+    out
+}
+
+/// `haproxy_sticktable_size` and `haproxy_sticktable_used`, each table
+/// labelled with its name and key type, in `show table`'s order.
+fn sticktables(out: &mut String, snap: &crate::snapshot::Snapshot) {
+    let tables = snap.tables.listed();
+    if tables.is_empty() {
+        return;
+    }
+    for (name, help, used) in [
+        ("haproxy_sticktable_size", "Stick table size.", false),
+        (
+            "haproxy_sticktable_used",
+            "Number of entries used in this stick table.",
+            true,
+        ),
+    ] {
+        let _ = writeln!(out, "# HELP {name} {help}");
+        let _ = writeln!(out, "# TYPE {name} gauge");
+        for t in tables {
+            let v = if used { t.used() } else { t.def.size };
+            let _ = writeln!(
+                out,
+                "{name}{{name=\"{}\",type=\"{}\"}} {v}",
+                label(t.name()),
+                t.def.key.name()
+            );
+        }
+    }
+}
+
+/// The frontend, backend and server metrics asked for.
+fn proxies(out: &mut String, rt: &Runtime, snap: &crate::snapshot::Snapshot, scopes: Scopes) {
     let rows = csv::rows(
         rt,
-        &snap,
+        snap,
         CsvOptions {
             no_maint: scopes.no_maint,
             ..CsvOptions::default()
@@ -161,12 +203,11 @@ pub(crate) fn render(rt: &Runtime, scopes: Scopes) -> String {
                 samples_of(&mut samples, metric, row, &rows);
             }
             if !samples.is_empty() {
-                header(&mut out, metric);
+                header(out, metric);
                 out.push_str(&samples);
             }
         }
     }
-    out
 }
 
 fn scope_of(m: &Metric) -> &'static str {

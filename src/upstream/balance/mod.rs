@@ -300,6 +300,27 @@ async fn wait_for_server(
     r
 }
 
+/// A slot on the server persistence names, else on the one balancing
+/// picks, or in the queue until one is free.
+pub(crate) async fn pick(
+    be: &Arc<BackendRt>,
+    key: &crate::snapshot::lb::LbKey<'_>,
+    persisted: &mut Option<usize>,
+) -> Result<SlotGuard, PickError> {
+    let Some(i) = *persisted else {
+        return acquire(be, key).await;
+    };
+    match acquire_server(be, i).await {
+        // The server's queue is full: with `option redispatch` the request
+        // is balanced instead (persistence is lost), as HAProxy.
+        Err(PickError::QueueFull { .. }) if be.redispatch.is_some() => {
+            *persisted = None;
+            acquire(be, key).await
+        }
+        r => r,
+    }
+}
+
 /// Picks a server for one request, waiting in the backend queue (FIFO, at
 /// most `timeout queue`, which defaults to `timeout connect`) while all
 /// usable servers are at their `maxconn`; hash-based algorithms wait for

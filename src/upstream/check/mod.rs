@@ -11,7 +11,10 @@
 //! available!" at `emerg`, as tracing events of target `sluice::event` with
 //! a `severity` field (the syslog sink maps it to the syslog level).
 
+mod agent;
 mod expect;
+
+pub(crate) use agent::spawn_agents;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -111,7 +114,9 @@ async fn check_loop(rt: Arc<Runtime>, server: Arc<ServerState>, offset: Duration
             return;
         };
         let started = Instant::now();
-        if server.health.checks_active() {
+        // A server without address (a name that does not resolve) is not
+        // probed: its checks wait in maintenance.
+        if server.health.checks_active() && server.has_addr() {
             let (status, code, detail, ms) = run_check(&server, &plan).await;
             let before = server.health.info();
             let transition = server.health.record(status, code, ms, detail.clone());
@@ -126,7 +131,7 @@ async fn check_loop(rt: Arc<Runtime>, server: Arc<ServerState>, offset: Duration
                     report_down(&rt, &server, (status, code, &detail, Some(ms)), quiet)
                 }
                 Some(Transition::WentUp | Transition::Resumed) => {
-                    report_up(&rt, &server, status, code, ms, quiet)
+                    report_up(&rt, &server, (status, code, ""), ms, quiet)
                 }
                 Some(Transition::WentStopping) => report_stopping(&rt, &server, code, ms),
                 None => {}
@@ -662,8 +667,7 @@ fn down_event(
 fn report_up(
     rt: &Runtime,
     server: &ServerState,
-    status: CheckStatus,
-    code: Option<u16>,
+    (status, code, detail): (CheckStatus, Option<u16>, &str),
     ms: u64,
     quiet: bool,
 ) {
@@ -687,7 +691,7 @@ fn report_up(
         server_word(backup),
         server.backend,
         server.name,
-        told_reason(quiet, status, code, "", Some(ms)),
+        told_reason(quiet, status, code, detail, Some(ms)),
         act,
         bck,
         on_backup(act, bck),
