@@ -26,6 +26,7 @@ pub const SECTIONS: &[&str] = &[
     "userlist",
     "resolvers",
     "peers",
+    "cache",
 ];
 
 /// Directives (lines starting with a dot).
@@ -40,7 +41,6 @@ pub(crate) const UNSUPPORTED_SECTIONS: &[&str] = &[
     "http-errors",
     "ring",
     "log-forward",
-    "cache",
     "fcgi-app",
     "namespace_list",
     "crt-store",
@@ -103,9 +103,14 @@ pub(crate) const GLOBAL_TUNE_IGNORED: &[(&str, &str)] = &[
     ("tune.lua.service-timeout", "sluice runs no Lua"),
     ("tune.lua.session-timeout", "sluice runs no Lua"),
     ("tune.lua.task-timeout", "sluice runs no Lua"),
-    ("tune.zlib.memlevel", "sluice does not compress"),
-    ("tune.zlib.windowsize", "sluice does not compress"),
-    ("tune.comp.maxlevel", "sluice does not compress"),
+    (
+        "tune.zlib.memlevel",
+        "sluice's zlib encoder (zlib-rs) keeps its default memory level",
+    ),
+    (
+        "tune.zlib.windowsize",
+        "sluice's zlib encoder (zlib-rs) keeps its default window",
+    ),
     (
         "tune.quic.frontend.conn-tx-buffers.limit",
         "sluice does not speak QUIC",
@@ -211,7 +216,6 @@ pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "errorloc303",
     "http-error",
     "tcp-response",
-    "compression",
     "dispatch",
     "hash-balance-factor",
     "email-alert",
@@ -222,7 +226,6 @@ pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "persist",
     "source",
     "use-server",
-    "filter",
     "description",
     "id",
     "disabled",

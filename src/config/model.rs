@@ -62,6 +62,10 @@ pub(crate) struct Global {
     pub(crate) userlists: Vec<crate::sample::auth::Userlist>,
     /// `resolvers` sections, in order.
     pub(crate) resolvers: Vec<ResolversSection>,
+    /// `cache` sections, in order.
+    pub(crate) caches: Vec<CacheSection>,
+    /// `tune.comp.maxlevel` (1 to 9; HAProxy's default is 1).
+    pub(crate) comp_maxlevel: Option<u32>,
     /// `server-state-file` and `server-state-base`: where the servers'
     /// state saved from `show servers state` is read at start-up.
     pub(crate) server_state_file: Option<String>,
@@ -765,6 +769,8 @@ pub(crate) enum HttpRequestAction {
     /// `http-request silent-drop`: the connection is closed without a
     /// response, the client not told.
     SilentDrop,
+    /// `http-request cache-use <name>`.
+    CacheUse(CacheRef),
 }
 
 /// `wait-for-body time <time> [at-least <bytes>]`: the message's body is
@@ -998,6 +1004,8 @@ pub(crate) enum HttpResponseAction {
     Map(MapRule),
     /// `track-sc*`, `sc-inc-gpc*`, `sc-set-gpt*`.
     Table(TableAction),
+    /// `http-response cache-store <name>`.
+    CacheStore(CacheRef),
 }
 
 /// What a map or ACL action does to the entries of a pattern file.
@@ -1505,6 +1513,11 @@ pub(crate) struct Proxy {
     pub(crate) table: Option<TableDef>,
     /// `stick match|on|store-request|store-response` rules, in order.
     pub(crate) stick_rules: Vec<StickRule>,
+    /// `compression algo|type|offload` (None: none of them).
+    pub(crate) compression: Option<Compression>,
+    /// `filter compression`, `filter cache <name>` and the filters the
+    /// cache actions declare implicitly, in order.
+    pub(crate) filters: Vec<FilterDecl>,
 }
 
 impl Proxy {
@@ -1568,6 +1581,8 @@ impl Proxy {
             log: Default::default(),
             table: None,
             stick_rules: Vec::new(),
+            compression: None,
+            filters: Vec::new(),
         }
     }
 }
@@ -1700,4 +1715,126 @@ pub(crate) enum TcpCheckRule {
     Send(Vec<u8>),
     /// `tcp-check expect [!] string|rstring <pattern>`.
     Expect(Expect),
+}
+
+/// An encoding of `compression algo`: HAProxy 2.6's four, and sluice's
+/// `br` and `zstd`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum CompAlgo {
+    Identity,
+    Deflate,
+    RawDeflate,
+    Gzip,
+    /// Brotli: sluice's addition (haproxy -c refuses it).
+    Br,
+    /// Zstandard: sluice's addition (haproxy -c refuses it).
+    Zstd,
+}
+
+impl CompAlgo {
+    pub(crate) const ALL: [CompAlgo; 6] = [
+        CompAlgo::Identity,
+        CompAlgo::Deflate,
+        CompAlgo::RawDeflate,
+        CompAlgo::Gzip,
+        CompAlgo::Br,
+        CompAlgo::Zstd,
+    ];
+
+    /// The name `compression algo` and `res.comp_algo` use.
+    pub(crate) fn cfg_name(self) -> &'static str {
+        match self {
+            CompAlgo::Identity => "identity",
+            CompAlgo::Deflate => "deflate",
+            CompAlgo::RawDeflate => "raw-deflate",
+            CompAlgo::Gzip => "gzip",
+            CompAlgo::Br => "br",
+            CompAlgo::Zstd => "zstd",
+        }
+    }
+
+    /// The content-coding clients ask for and `Content-Encoding` says
+    /// (`raw-deflate` is announced as `deflate`, as HAProxy does).
+    pub(crate) fn coding(self) -> &'static str {
+        match self {
+            CompAlgo::RawDeflate => "deflate",
+            a => a.cfg_name(),
+        }
+    }
+
+    pub(crate) fn by_name(name: &str) -> Option<CompAlgo> {
+        Self::ALL.into_iter().find(|a| a.cfg_name() == name)
+    }
+}
+
+/// `compression algo <a>...`, `compression type <t>...`,
+/// `compression offload` of one proxy (or `defaults` section).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Compression {
+    /// In HAProxy's order: each `algo` word goes in front of the ones
+    /// before it, so the last one named is tried first (and is what `*`
+    /// chooses).
+    pub(crate) algos: Vec<CompAlgo>,
+    /// The `Content-Type` prefixes that are compressed (none: all).
+    pub(crate) types: Vec<String>,
+    /// `compression offload`: `Accept-Encoding` is taken out of the
+    /// request, so the server does not compress.
+    pub(crate) offload: bool,
+}
+
+/// One filter of a proxy, declared by `filter` or implicitly.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FilterDecl {
+    pub(crate) kind: FilterKind,
+    /// Declared by a `filter` line (not implied by an action).
+    pub(crate) explicit: bool,
+    pub(crate) loc: Loc,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum FilterKind {
+    Compression,
+    /// The cache of this name.
+    Cache(String),
+}
+
+/// A `cache <name>` section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CacheSection {
+    pub(crate) name: String,
+    pub(crate) loc: Loc,
+    /// `total-max-size`, in 1 KiB blocks as HAProxy counts them.
+    pub(crate) max_blocks: u32,
+    /// `max-object-size` in bytes (0 until the section ends: then a 256th
+    /// of the total, as HAProxy sets it).
+    pub(crate) max_object_size: u32,
+    /// `max-age` in seconds (60 by default).
+    pub(crate) max_age: u32,
+    /// `process-vary on`.
+    pub(crate) process_vary: bool,
+    /// `max-secondary-entries` (10 by default).
+    pub(crate) max_secondary_entries: u32,
+}
+
+impl CacheSection {
+    pub(crate) fn new(name: String, loc: Loc) -> CacheSection {
+        CacheSection {
+            name,
+            loc,
+            max_blocks: 0,
+            max_object_size: 0,
+            max_age: 60,
+            process_vary: false,
+            max_secondary_entries: 10,
+        }
+    }
+}
+
+/// The cache a `cache-use` or `cache-store` action names: its name, and
+/// its place in `Global::caches` once every section is read (the snapshot
+/// holds the caches in that order).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CacheRef {
+    pub(crate) name: String,
+    pub(crate) idx: usize,
 }

@@ -17,6 +17,7 @@ use crate::config::model::*;
 use crate::config::suggest;
 use crate::config::units::{parse_time, parse_u32, time_error_message};
 
+mod compkw;
 mod cookiekw;
 mod globalkw;
 mod lbkw;
@@ -88,6 +89,8 @@ enum Section {
     Resolvers(usize),
     /// Index into `Global::peers`.
     Peers(usize),
+    /// Index into `Global::caches`.
+    Cache(usize),
     /// Inside a section we cannot use (already reported once).
     Skip,
 }
@@ -99,6 +102,7 @@ impl Section {
             Section::Userlist(_) => "userlist",
             Section::Resolvers(_) => "resolvers",
             Section::Peers(_) => "peers",
+            Section::Cache(_) => "cache",
             Section::Global => "global",
             Section::Defaults(_) => "defaults",
             Section::Proxy(i) => proxies.get(i).map_or("", |p| p.kind.keyword()),
@@ -452,6 +456,8 @@ impl<'r> State<'r> {
     /// declaration.
     pub(crate) fn finish(&mut self) {
         self.finish_userlists();
+        self.finish_caches();
+        self.check_filters();
         for (di, pi, name) in std::mem::take(&mut self.missing_acls) {
             let Some(def) = self
                 .proxies
@@ -628,6 +634,7 @@ impl<'r> State<'r> {
             Section::Userlist(i) => self.userlist_line(i, loc, words),
             Section::Resolvers(i) => self.resolvers_line(i, loc, words),
             Section::Peers(i) => self.peers_line(i, loc, words),
+            Section::Cache(i) => self.cache_line(i, loc, words),
             Section::Defaults(_) | Section::Proxy(_) => self.proxy_line(loc, words),
         }
     }
@@ -699,6 +706,7 @@ impl<'r> State<'r> {
             "userlist" => return self.start_userlist(loc, words),
             "resolvers" => return self.start_resolvers(loc, words),
             "peers" => return self.start_peers(loc, words),
+            "cache" => return self.start_cache(loc, words),
             "global" => {
                 self.section = Section::Global;
                 return;
@@ -817,6 +825,12 @@ impl<'r> State<'r> {
             p.monitor_uri = d.monitor_uri.clone();
         }
         p.log = d.log.clone();
+        // HAProxy copies the algorithms and types of `defaults`, never
+        // its `offload` (which it ignores there).
+        p.compression = d.compression.clone().map(|c| Compression {
+            offload: false,
+            ..c
+        });
         if kind.has_frontend() {
             p.maxconn = d.maxconn;
             p.default_backend = d.default_backend.clone();

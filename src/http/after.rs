@@ -40,7 +40,8 @@ pub(crate) fn apply(
         | HttpResponseAction::Var(_)
         | HttpResponseAction::WaitForBody(_)
         | HttpResponseAction::Map(_)
-        | HttpResponseAction::Table(_) => {}
+        | HttpResponseAction::Table(_)
+        | HttpResponseAction::CacheStore(_) => {}
     }
 }
 

@@ -168,6 +168,8 @@ impl<'a> Exchange<'a> {
             ctx: self.ctx,
             bytes_out: 0,
             logged_out: 0,
+            comp: None,
+            fill: None,
         }
         .run(resp, pool, plan.server_close)
         .await;

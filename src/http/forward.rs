@@ -281,6 +281,11 @@ pub(crate) struct ReqCtx<'a> {
     /// The entries `stick on|store-request` rules will store the server
     /// in once it answers; set by [`forward`].
     pub(crate) stores: crate::upstream::stick::Stores,
+    /// The compression algorithm the request negotiated (the response
+    /// may still not be compressed).
+    pub(crate) comp: Option<crate::config::model::CompAlgo>,
+    /// What the cache rules learned of the request (None without any).
+    pub(crate) cache: Option<&'a crate::http::cache::CacheTxn>,
 }
 
 /// No server for the request (none usable, queue full or timed out), at
@@ -351,6 +356,8 @@ pub(crate) async fn forward(
         proxies: ctx.proxies,
         stick: ctx.stick,
         stores,
+        comp: ctx.comp,
+        cache: ctx.cache,
     };
     let acquired = balance::pick(be, &key, &mut cookie_ctx.persisted).await;
     let ctx = &cookie_ctx;

@@ -2,8 +2,11 @@
 
 pub(crate) mod after;
 mod body;
+pub(crate) mod cache;
+pub(crate) mod compress;
 pub(crate) mod cookie;
 mod exchange;
+mod filtered;
 pub(crate) mod forward;
 pub(crate) mod h2;
 pub(crate) mod legacy;

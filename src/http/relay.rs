@@ -6,7 +6,8 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::{BufMut, BytesMut};
 
-use crate::config::model::{HttpReply, HttpResponseAction, HttpReuse};
+use crate::config::model::{CompAlgo, HttpReply, HttpResponseAction, HttpReuse};
+use crate::http::compress;
 use crate::http::cookie;
 use crate::http::forward::{
     BAD_RESPONSE, Outcome, ReqCtx, SERVER_HEADERS, bad_response, capture_response, send_answer,
@@ -40,6 +41,11 @@ pub(super) struct Relay<'a> {
     /// The same as HAProxy 2.6 logs it (`%B`): the internal form of the
     /// heads and bodies (`wire::logged_size`), not their wire bytes.
     pub(super) logged_out: u64,
+    /// The algorithm the response is compressed with, once decided.
+    pub(super) comp: Option<CompAlgo>,
+    /// The cache object the body is stored in (`http-response
+    /// cache-store`).
+    pub(super) fill: Option<crate::state::cache::Fill>,
 }
 
 /// Why [`Relay::prepare`] refused a response.
@@ -83,6 +89,15 @@ impl<'a> Relay<'a> {
         // small, and is moved less.
         if resp.status == 101 {
             return Box::pin(self.switch(resp)).await;
+        }
+        // The compression filter decides on the server's head, before the
+        // rules (which may test `res.comp`).
+        if let Some(algo) = self.ctx.comp
+            && let Ok(body) = resp.response_body(self.req.method())
+            && compress::applies(self.fe, self.be, self.req, &resp, body)
+        {
+            self.comp = Some(algo);
+            self.ctx.vars.set_comp(algo.cfg_name());
         }
         // `http-response wait-for-body`: the body before the rules.
         if !(self.be.http_response.is_empty() && self.fe.http_response.is_empty())
@@ -173,7 +188,7 @@ impl<'a> Relay<'a> {
     async fn interim(&mut self, mut resp: Head) -> Result<Head, Outcome> {
         let (fe, be) = (self.fe, self.be);
         while is_interim(resp.status) {
-            let mut head = downstream_head(&resp, BodyKind::None, true, 1, None);
+            let mut head = downstream_head(&resp, BodyKind::None, true, 1, None, None);
             if let Some(names) = &fe.case_client {
                 names.apply(&mut head);
             }
@@ -418,7 +433,23 @@ impl<'a> Relay<'a> {
                 crate::http::body::view(&self.upstream.buf, body, room, &mut decoded)
             });
         let cap = &mut self.rec.cap_resp;
-        match response_edits(fe, be, &who, req, ctx, resp, cap, cookie, res_body.as_ref()) {
+        let store = Store {
+            fill: &mut self.fill,
+            body,
+            compressing: self.comp.is_some(),
+        };
+        match response_edits(
+            fe,
+            be,
+            &who,
+            req,
+            ctx,
+            resp,
+            cap,
+            cookie,
+            res_body.as_ref(),
+            Some(store),
+        ) {
             Ok(e) => Ok(e),
             Err(RespRefused::Denied(reply)) => Err(Refusal::Denied(reply)),
             Err(RespRefused::Invalid) => Err(Refusal::Invalid),
@@ -483,7 +514,11 @@ impl<'a> Relay<'a> {
             edits,
         } = ready;
         let status = resp.status;
-        let mut head = downstream_head(&resp, body, keep, req.minor, edits.as_ref());
+        let mut edits = edits;
+        if self.comp.is_some() {
+            compress::edit_head(&resp, &mut edits);
+        }
+        let mut head = downstream_head(&resp, body, keep, req.minor, edits.as_ref(), self.comp);
         // `option h1-case-adjust-bogus-client`: every field of the head,
         // the ones sluice adds too, as HAProxy respells them.
         if let Some(names) = &fe.case_client {
@@ -500,17 +535,22 @@ impl<'a> Relay<'a> {
             stick: self.ctx.stick,
         };
         self.rec.log_early(fe, status, logged_head, req, samples);
-        let relayed = io::relay_message(
-            &mut head,
-            &mut self.upstream,
-            &mut self.client.stream,
-            body,
-            be.timeouts.server,
-            fe.timeouts.client,
-            fe.splice,
-            fe.case_client.as_deref(),
-        )
-        .await;
+        let relayed = match (self.comp, self.fill.is_some()) {
+            (None, false) => {
+                io::relay_message(
+                    &mut head,
+                    &mut self.upstream,
+                    &mut self.client.stream,
+                    body,
+                    be.timeouts.server,
+                    fe.timeouts.client,
+                    fe.splice,
+                    fe.case_client.as_deref(),
+                )
+                .await
+            }
+            (comp, _) => Box::pin(self.filtered(&mut head, body, comp)).await,
+        };
         let ok = match relayed {
             Ok(n) => {
                 self.bytes_out += head_len + n.wire;
@@ -565,6 +605,65 @@ impl<'a> Relay<'a> {
         }
     }
 
+    /// The body through the response filters (compression): the
+    /// counters of the frontend and the backend as HAProxy fills them.
+    async fn filtered(
+        &mut self,
+        head: &mut BytesMut,
+        body: BodyKind,
+        comp: Option<CompAlgo>,
+    ) -> Result<io::Relayed, RelayError> {
+        let (fe, be) = (self.fe, self.be);
+        let enc = match comp {
+            Some(algo) => Some(compress::Encoder::new(algo, fe, be).map_err(RelayError::Write)?),
+            None => None,
+        };
+        let compresses = enc.as_ref().is_some_and(compress::Encoder::compresses);
+        let mut fill = self.fill.take();
+        let filters = crate::http::filtered::Filters {
+            enc,
+            store: fill
+                .as_mut()
+                .map(|f| f as &mut (dyn crate::http::filtered::Sink + Send)),
+        };
+        let p = crate::http::filtered::relay(
+            head,
+            &mut self.upstream,
+            &mut self.client.stream,
+            body,
+            filters,
+            be.timeouts.server,
+            fe.timeouts.client,
+            fe.case_client.as_deref(),
+        )
+        .await?;
+        // (The fill, complete or not, is dropped here: an incomplete one
+        // leaves nothing.)
+        drop(fill);
+        for c in [&fe.state.counters, &be.state.counters] {
+            if comp.is_none() {
+                break;
+            }
+            if compresses {
+                c.comp_in.fetch_add(p.comp_in, Relaxed);
+                c.comp_out.fetch_add(p.comp_out, Relaxed);
+            } else {
+                c.comp_byp.fetch_add(p.comp_in, Relaxed);
+            }
+            c.comp_rsp.fetch_add(1, Relaxed);
+        }
+        // What the client was sent stands for the server's bytes in the
+        // logged size: HAProxy logs the compressed message.
+        Ok(io::Relayed {
+            wire: p.relayed.wire,
+            logged: if comp.is_some() {
+                p.sent
+            } else {
+                p.relayed.logged
+            },
+        })
+    }
+
     /// The body broke off after the head went out: a framing error is kept
     /// for `show errors`, the side that failed is logged and counted.
     fn body_failed(&mut self, e: &RelayError) {
@@ -608,13 +707,20 @@ fn is_interim(status: u16) -> bool {
 }
 
 /// The response head as it goes to the client.
-fn downstream_head(
+pub(super) fn downstream_head(
     resp: &Head,
     body: BodyKind,
     keep: bool,
     client_minor: u8,
     edits: Option<&Edits>,
+    comp: Option<CompAlgo>,
 ) -> io::HeadBuf {
+    // A compressed body goes chunked.
+    let body = if comp.is_some() {
+        BodyKind::Chunked
+    } else {
+        body
+    };
     let framing = resp.response_framing(body);
     let mut out = io::HeadBuf::new();
     let placed = match edits {
@@ -627,11 +733,26 @@ fn downstream_head(
             &framing,
         ),
     };
-    if !placed {
-        out.put_slice(framing.bytes());
-    }
-    if let Some(e) = edits {
-        e.put_added(&mut out);
+    match comp {
+        None => {
+            if !placed {
+                out.put_slice(framing.bytes());
+            }
+            if let Some(e) = edits {
+                e.put_added(&mut out);
+            }
+        }
+        // HAProxy's compression filter changes the head after the rules:
+        // their fields first, then its own.
+        Some(algo) => {
+            if let Some(e) = edits {
+                e.put_added(&mut out);
+            }
+            if !placed {
+                out.put_slice(framing.bytes());
+            }
+            compress::put_added(&mut out, algo);
+        }
     }
     // What becomes of the connection, said against the defaults of the
     // version the status line carries (the server's, as HAProxy 2.6
@@ -677,6 +798,58 @@ async fn deny_response(
     send_answer(client, &out, status, keep, fe, Some(be)).await
 }
 
+/// What `http-response cache-store` needs: where the fill goes, the
+/// body's framing, whether the response is compressed.
+struct Store<'s> {
+    fill: &'s mut Option<crate::state::cache::Fill>,
+    body: BodyKind,
+    compressing: bool,
+}
+
+/// Whether `e` changes nothing (a rule made it before deciding not to).
+fn is_empty(e: &Edits) -> bool {
+    e.target.is_none()
+        && e.del.is_empty()
+        && e.add.is_empty()
+        && e.replaced.is_empty()
+        && e.del_at.is_empty()
+}
+
+/// The `http-response` rules (and `http-after-response`) on an answer
+/// from the cache: as on a server's, the server being `<CACHE>`; a deny
+/// is `Err`.
+pub(super) fn rules_on_hit(
+    fe: &FrontendRt,
+    be: &BackendRt,
+    req: &Head,
+    ctx: &ReqCtx<'_>,
+    resp: &mut Head,
+    rec: &mut LogRecord,
+) -> Result<Option<Edits>, ()> {
+    let rules = !be.http_response.is_empty()
+        || !fe.http_response.is_empty()
+        || !be.http_after.is_empty()
+        || !fe.http_after.is_empty()
+        || be.legacy_rsp.is_some()
+        || fe.legacy_rsp.is_some();
+    if !rules {
+        return Ok(None);
+    }
+    ctx.vars.to_response();
+    let uid = rec.unique_id.clone();
+    let who = Who {
+        server: "<CACHE>",
+        src: ctx.src,
+        tls: ctx.tls,
+        client: ctx.client,
+        // No server connection: the `bc_*` fetches find nothing.
+        server_conn: None,
+        unique_id: uid.as_deref(),
+    };
+    let cap = &mut rec.cap_resp;
+    response_edits(fe, be, &who, req, ctx, resp, cap, |_, _| {}, None, None).map_err(|_| ())
+}
+
 /// Why the response rules refused a response.
 enum RespRefused<'r> {
     /// `http-response deny` (with its reply), `rspdeny` (without).
@@ -717,6 +890,7 @@ fn response_edits<'r>(
     cap_resp: &mut [Option<Vec<u8>>],
     cookie: impl FnOnce(&Head, &mut Option<Edits>),
     res_body: Option<&crate::sample::fetch::Body<'_>>,
+    mut store: Option<Store<'_>>,
 ) -> Result<Option<Edits>, RespRefused<'r>> {
     let (server, src, tls) = (who.server, who.src, who.tls);
     // The proxies' state for the rules' samples, held only when there
@@ -785,7 +959,7 @@ fn response_edits<'r>(
         (&be.http_response[..], &be.acls, be.legacy_rsp.as_deref()),
         (fe_rules, &fe.acls, fe_legacy),
     ];
-    for (rules_, acls, legacy_rsp) in sets {
+    for (set, (rules_, acls, legacy_rsp)) in sets.into_iter().enumerate() {
         for (action, cond) in rules_ {
             // The response's conditions see it (`status`, `res.hdr`).
             let res_view = View {
@@ -864,6 +1038,32 @@ fn response_edits<'r>(
                             &rules::sample_ctx(&cx),
                             crate::state::table::track::Level::HttpStream,
                         );
+                    }
+                }
+                HttpResponseAction::CacheStore(c) => {
+                    // The backend's rules come first; a hit is not stored
+                    // again (no `store` then).
+                    let caches = if set == 0 { &be.caches } else { &fe.caches };
+                    if let Some(st) = store.as_mut()
+                        && st.fill.is_none()
+                        && let Some(cache) = caches.get(c.idx)
+                        // A compression filter before the cache's (the
+                        // frontend's, the cache's in the backend) leaves
+                        // nothing to store, as in HAProxy.
+                        && !(st.compressing && set == 0 && fe.iid != be.iid && fe.comp.is_some())
+                    {
+                        let before = edits.as_ref().filter(|e| !is_empty(e));
+                        let stored = crate::http::cache::store_rule(
+                            cache, ctx.cache, req, resp, before, st.body,
+                        );
+                        if let Some((fill, age)) = stored {
+                            *st.fill = Some(fill);
+                            // HAProxy took the server's `Age` out of the
+                            // response itself.
+                            if let Some(i) = age {
+                                edits.get_or_insert_with(Edits::default).set_at(i, None);
+                            }
+                        }
                     }
                 }
             }

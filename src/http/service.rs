@@ -914,7 +914,10 @@ async fn route(
     // The head the fetches read once an `Expect: 100-continue` was
     // answered (without that field, as HAProxy holds it then).
     let shown = std::sync::OnceLock::new();
+    // What `cache-use` rules learn (None until one runs).
+    let mut cache_txn: Option<crate::http::cache::CacheTxn> = None;
     let mut run = RuleRun {
+        cache: &mut cache_txn,
         rt,
         fe,
         src: peer.ip(),
@@ -964,6 +967,15 @@ async fn route(
             Err(out) => return out,
         }
     };
+    // A hit of the frontend's own `cache-use`: no backend is switched to
+    // (HAProxy's stream has its target already): the frontend answers,
+    // with its own rules (a `listen` section's) and counters.
+    if run.cache.as_ref().is_some_and(|t| t.hit.is_some()) {
+        return Box::pin(frontend_hit(
+            rt, fe, rq, head, run.conn, keep, run.rec, run.cache,
+        ))
+        .await;
+    }
     let backend = if fe.switching.is_empty() {
         fe.default_backend.as_ref()
     } else {
@@ -1068,9 +1080,15 @@ async fn route(
             .get_or_insert_with(Default::default)
             .add_header(name, id.as_bytes().to_vec());
     }
+    // The compression filter's choice, on the request as the rules left
+    // it (`compression offload` takes `Accept-Encoding` out of it).
+    let comp = crate::http::compress::negotiate(fe, be, head, &mut edits);
     // The server gets the body from the connection's buffer.
     held.rejoin(conn);
+    let hit = cache_txn.as_mut().and_then(|t| t.hit.take());
     let ctx = forward::ReqCtx {
+        comp,
+        cache: cache_txn.as_ref(),
         src: peer.ip(),
         peer,
         dst: rq.dst,
@@ -1085,7 +1103,64 @@ async fn route(
         stick: Some(rq.stick),
         stores: Default::default(),
     };
+    if let Some(hit) = hit {
+        // The answer comes from the cache: the request's body, if any, is
+        // not read (the connection goes on only if it is all here).
+        let keep_local = keep && conn.pending != io::PendingBody::Partial;
+        return Box::pin(crate::http::cache::serve(
+            fe, be, head, &ctx, conn, keep_local, rec, hit, true,
+        ))
+        .await;
+    }
     forward::forward(fe, be, head, body, conn, keep, rec, &ctx).await
+}
+
+/// The answer to a request its frontend's `cache-use` found in the cache.
+/// The response rules are those of the section's own backend for a
+/// `listen`, else of the backend the request would go to (HAProxy runs
+/// the frontend's only there); no backend counts the request.
+#[allow(clippy::too_many_arguments)]
+async fn frontend_hit(
+    rt: &Runtime,
+    fe: &Arc<FrontendRt>,
+    rq: &Req<'_>,
+    head: &Head,
+    conn: &mut BufConn,
+    keep: bool,
+    rec: &mut LogRecord,
+    cache_txn: &mut Option<crate::http::cache::CacheTxn>,
+) -> Outcome {
+    let Some(hit) = cache_txn.as_mut().and_then(|t| t.hit.take()) else {
+        return forward::send_error(conn, 500, fe, false).await;
+    };
+    let own = fe.by_name.as_ref().and_then(|m| m.get(&fe.name)).cloned();
+    let Some(be) = own
+        .filter(|b| b.iid == fe.iid)
+        .or_else(|| fe.default_backend.clone())
+    else {
+        return forward::send_error(conn, 503, fe, false).await;
+    };
+    let mut edits = None;
+    let comp = crate::http::compress::negotiate(fe, &be, head, &mut edits);
+    let ctx = forward::ReqCtx {
+        comp,
+        cache: cache_txn.as_ref(),
+        src: rq.peer.ip(),
+        peer: rq.peer,
+        dst: rq.dst,
+        edits: None,
+        stream: rq.stream,
+        persisted: None,
+        tls: rq.tls,
+        client: rq.client,
+        vars: rq.vars,
+        rt,
+        proxies: rq.proxies,
+        stick: Some(rq.stick),
+        stores: Default::default(),
+    };
+    let keep_local = keep && conn.pending != io::PendingBody::Partial;
+    crate::http::cache::serve(fe, &be, head, &ctx, conn, keep_local, rec, hit, false).await
 }
 
 /// `http-request|http-response capture`: the expression's value as text,
@@ -1181,6 +1256,8 @@ struct RuleRun<'r> {
     keep: bool,
     /// The request's body framing.
     body: BodyKind,
+    /// What the `cache-use` rules learned (made by the first one).
+    cache: &'r mut Option<crate::http::cache::CacheTxn>,
 }
 
 /// Why a proxy's rules stopped before their end.
@@ -1646,6 +1723,20 @@ impl RuleRun<'_> {
                         body_in: 0,
                         body_logged: 0,
                     }));
+                }
+                HttpRequestAction::CacheUse(c) => {
+                    let caches = be.map_or(&fe.caches, |b| &b.caches);
+                    if let Some(cache) = caches.get(c.idx) {
+                        // Counted on the rule's proxy.
+                        let counters = be.map_or(&fe.state.counters, |b| &b.state.counters);
+                        crate::http::cache::use_rule(
+                            self.cache,
+                            cache,
+                            head,
+                            self.edits.as_ref(),
+                            counters,
+                        );
+                    }
                 }
                 HttpRequestAction::PrometheusExporter => {
                     self.rec.tally.intercepted = rows(be);

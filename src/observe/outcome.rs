@@ -208,6 +208,8 @@ pub(crate) enum SrvName {
     None,
     /// The stats page answered (`<STATS>`).
     Stats,
+    /// The cache answered (`<CACHE>`).
+    Cache,
     Server(Arc<ServerState>),
 }
 
@@ -581,6 +583,7 @@ pub(crate) mod seen {
         let server = match &rec.server {
             SrvName::None => "<NOSRV>".to_string(),
             SrvName::Stats => "<STATS>".to_string(),
+            SrvName::Cache => "<CACHE>".to_string(),
             SrvName::Server(s) => s.name.clone(),
         };
         let ended = Ended {

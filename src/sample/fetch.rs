@@ -809,6 +809,22 @@ static FETCHES: &[FetchDef] = &[
             cx.res_body.copied().unwrap_or_default().size as i64,
         ))
     }),
+    // The response filters' facts, set on the request's variables by
+    // the relay (`http/compress.rs`, `http/cache.rs`).
+    def("res.cache_hit", HRSHP, ArgSpec::NONE, T::Bool, |_, cx| {
+        Some(Sample::Bool(
+            cx.vars.is_some_and(|v| v.cache_hit().is_some()),
+        ))
+    }),
+    def("res.cache_name", HRSHP, ArgSpec::NONE, T::Str, |_, cx| {
+        Some(Sample::str(cx.vars?.cache_hit()?.as_bytes()))
+    }),
+    def("res.comp", HRSHP, ArgSpec::NONE, T::Bool, |_, cx| {
+        Some(Sample::Bool(cx.vars.is_some_and(|v| v.comp().is_some())))
+    }),
+    def("res.comp_algo", HRSHP, ArgSpec::NONE, T::Str, |_, cx| {
+        Some(Sample::str(cx.vars?.comp()?.as_bytes()))
+    }),
     def("res.cook", HRSHV, OPT_STR, T::Str, |a, cx| {
         res_cookie(cx.res?, a).map(Sample::str)
     }),

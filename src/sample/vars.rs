@@ -11,7 +11,7 @@
 //! locks are never contended.
 
 use std::sync::atomic::{AtomicI64, AtomicU8, AtomicU64, Ordering::Relaxed};
-use std::sync::{Mutex, MutexGuard, RwLock};
+use std::sync::{Mutex, MutexGuard, OnceLock, RwLock};
 
 use super::value::Sample;
 
@@ -442,6 +442,12 @@ pub(crate) struct Vars<'s> {
     reqres_size: AtomicU64,
     /// A [`Dir`]: an atomic, not a lock, as each request sets it twice.
     dir: AtomicU8,
+    /// The compression algorithm of the response, by its configuration
+    /// name (`res.comp`, `res.comp_algo`).
+    comp: OnceLock<&'static str>,
+    /// The cache the response came from (`res.cache_hit`,
+    /// `res.cache_name`).
+    cache_hit: OnceLock<std::sync::Arc<str>>,
 }
 
 impl<'s> Vars<'s> {
@@ -463,7 +469,29 @@ impl<'s> Vars<'s> {
             reqres: Mutex::new(Vec::new()),
             reqres_size: AtomicU64::new(0),
             dir: AtomicU8::new(Dir::Req as u8),
+            comp: OnceLock::new(),
+            cache_hit: OnceLock::new(),
         }
+    }
+
+    /// The response is compressed with the algorithm named `algo`.
+    pub(crate) fn set_comp(&self, algo: &'static str) {
+        let _ = self.comp.set(algo);
+    }
+
+    /// The name of the algorithm the response is compressed with.
+    pub(crate) fn comp(&self) -> Option<&'static str> {
+        self.comp.get().copied()
+    }
+
+    /// The response is served from the cache named `name`.
+    pub(crate) fn set_cache_hit(&self, name: std::sync::Arc<str>) {
+        let _ = self.cache_hit.set(name);
+    }
+
+    /// The cache the response is served from.
+    pub(crate) fn cache_hit(&self) -> Option<&str> {
+        self.cache_hit.get().map(|n| &**n)
     }
 
     /// The request's processing is over: its `req` variables go, the

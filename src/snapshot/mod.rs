@@ -4,6 +4,7 @@
 
 pub(crate) mod client;
 pub(crate) mod delta;
+pub(crate) mod filters;
 pub(crate) mod h2_limits;
 pub(crate) mod lb;
 pub(crate) mod legacy_rt;
@@ -28,6 +29,9 @@ use legacy_rt::LegacyRt;
 pub(crate) struct Snapshot {
     pub(crate) generation: u64,
     pub(crate) global: Global,
+    /// The `cache` sections' objects, in the sections' order (`show
+    /// cache`; the proxies hold those their rules name).
+    pub(crate) caches: Vec<Arc<crate::state::cache::Cache>>,
     /// Every proxy in declaration order, as `show stat` lists them.
     pub(crate) proxies: Vec<ProxyRt>,
     /// The stick tables.
@@ -121,6 +125,11 @@ pub(crate) struct FrontendRt {
     /// without any).
     pub(crate) by_name: Option<Arc<HashMap<String, Arc<BackendRt>>>>,
     pub(crate) default_backend: Option<Arc<BackendRt>>,
+    /// `compression` (None without it: a response pays nothing).
+    pub(crate) comp: Option<Box<filters::CompRt>>,
+    /// The caches, in the sections' order, when its rules use one
+    /// (`cache-use`, `cache-store` hold their place in it); else empty.
+    pub(crate) caches: Vec<Arc<crate::state::cache::Cache>>,
     pub(crate) http_response: Vec<(HttpResponseAction, Option<CompiledCond>)>,
     /// `http-after-response` rules.
     pub(crate) http_after: Vec<(HttpResponseAction, Option<CompiledCond>)>,
@@ -221,6 +230,10 @@ pub(crate) struct BackendRt {
     pub(crate) legacy_at: usize,
     pub(crate) legacy_req: Option<Box<LegacyRt>>,
     pub(crate) legacy_rsp: Option<Box<LegacyRt>>,
+    /// `compression` (None without it).
+    pub(crate) comp: Option<Box<filters::CompRt>>,
+    /// See [`FrontendRt::caches`].
+    pub(crate) caches: Vec<Arc<crate::state::cache::Cache>>,
     pub(crate) http_response: Vec<(HttpResponseAction, Option<CompiledCond>)>,
     /// `http-after-response` rules.
     pub(crate) http_after: Vec<(HttpResponseAction, Option<CompiledCond>)>,
@@ -327,8 +340,10 @@ fn compile_with(
         new_frontends: Vec::new(),
         new_backends: Vec::new(),
         tables: Default::default(),
+        caches: Vec::new(),
     };
     c.tables = c.tables();
+    c.caches();
     // Backends first, so that frontends can point at them.
     let backends = c.backends();
     let proxies = c.proxies(&backends);
@@ -336,6 +351,7 @@ fn compile_with(
     let snap = Snapshot {
         generation,
         global: config.global.clone(),
+        caches: c.caches,
         proxies,
         tables: std::mem::take(&mut c.tables),
     };
@@ -374,6 +390,8 @@ struct Compiler<'a> {
     new_backends: Vec<Arc<BackendState>>,
     /// The stick tables, compiled first (rules point at them).
     tables: crate::state::table::registry::Tables,
+    /// The caches of the `cache` sections, in order.
+    caches: Vec<Arc<crate::state::cache::Cache>>,
 }
 
 /// The backends of a snapshot by name, as frontends look them up.
@@ -387,6 +405,23 @@ fn find_backend(backends: &Backends, name: &str) -> Option<Arc<BackendRt>> {
 }
 
 impl Compiler<'_> {
+    /// Each `cache` section's objects: those of the running generation
+    /// when the section's settings are the same, else a new cache (which
+    /// the changes put in the registry).
+    fn caches(&mut self) {
+        for sec in &self.config.global.caches {
+            let cache = match self.registry.find_cache(sec) {
+                Some(c) => c,
+                None => {
+                    let c = Arc::new(crate::state::cache::Cache::new(sec));
+                    self.changes.push(StateChange::SetCache(c.clone()));
+                    c
+                }
+            };
+            self.caches.push(cache);
+        }
+    }
+
     /// The state of frontend `name`: the registry's, or a new one.
     fn frontend_state(&mut self, name: &str) -> Arc<FrontendState> {
         if let Some(st) = self.registry.find_frontend(name) {
@@ -584,6 +619,16 @@ impl Compiler<'_> {
             legacy_at: p.blocks.len() + p.http_request.len(),
             legacy_req: LegacyRt::compile(&p.legacy_req, &acls),
             legacy_rsp: LegacyRt::compile(&p.legacy_rsp, &acls),
+            comp: comp_rt(p, &config.global),
+            caches: if p
+                .filters
+                .iter()
+                .any(|f| matches!(f.kind, crate::config::model::FilterKind::Cache(_)))
+            {
+                self.caches.clone()
+            } else {
+                Vec::new()
+            },
             http_response: response_rules(&p.http_response, &acls),
             http_after: response_rules(&p.http_after_response, &acls),
             stats: stats_rt(p.stats.as_ref(), &acls),
@@ -699,6 +744,16 @@ impl Compiler<'_> {
             legacy_req: LegacyRt::compile(&p.legacy_req, &acls),
             legacy_rsp: LegacyRt::compile(&p.legacy_rsp, &acls),
             http_request: request_rules(p, &acls),
+            comp: comp_rt(p, &config.global),
+            caches: if p
+                .filters
+                .iter()
+                .any(|f| matches!(f.kind, crate::config::model::FilterKind::Cache(_)))
+            {
+                self.caches.clone()
+            } else {
+                Vec::new()
+            },
             http_response: response_rules(&p.http_response, &acls),
             http_after: response_rules(&p.http_after_response, &acls),
             stats: stats_rt(p.stats.as_ref(), &acls),
@@ -997,4 +1052,16 @@ fn tls_binds(p: &crate::config::model::Proxy) -> Vec<(ListenAddr, Arc<crate::tls
         }
     }
     out
+}
+
+/// A proxy's compression settings, compiled (HTTP proxies only).
+fn comp_rt(
+    p: &crate::config::model::Proxy,
+    g: &crate::config::model::Global,
+) -> Option<Box<filters::CompRt>> {
+    let c = p.compression.as_ref().filter(|_| p.mode == Mode::Http)?;
+    Some(Box::new(filters::CompRt::compile(
+        c,
+        g.comp_maxlevel.unwrap_or(1),
+    )))
 }

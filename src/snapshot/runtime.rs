@@ -119,6 +119,7 @@ impl Runtime {
             snapshot: ArcSwap::from_pointee(Snapshot {
                 generation: 0,
                 global: Default::default(),
+                caches: Vec::new(),
                 proxies: Vec::new(),
                 tables: Default::default(),
             }),

@@ -17,6 +17,10 @@ use crate::tls::upstream::UpstreamTls;
 /// shared with anyone), an existing one was found by name in the registry.
 #[derive(Debug, Clone)]
 pub(crate) enum StateChange {
+    /// A `cache` section new, or with new settings: an empty cache in
+    /// place of any of its name (a section left as it was keeps its
+    /// objects).
+    SetCache(Arc<super::cache::Cache>),
     /// A frontend name seen for the first time.
     AddFrontend {
         name: String,
@@ -301,6 +305,7 @@ impl std::fmt::Display for StateChange {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let who = |s: &ServerState| format!("server {}/{}", s.backend, s.name);
         match self {
+            StateChange::SetCache(c) => write!(f, "cache {} emptied", c.name),
             StateChange::AddFrontend { name, .. } => write!(f, "frontend {name} added"),
             StateChange::AddBackend(be) => write!(f, "backend {} added", be.name),
             StateChange::AddServer { server, .. } => write!(f, "{} added", who(server)),
@@ -348,6 +353,7 @@ impl Registry {
     pub(crate) fn apply<'a>(&self, changes: impl IntoIterator<Item = &'a StateChange>) {
         for c in changes {
             match c {
+                StateChange::SetCache(cache) => self.set_cache(cache.clone()),
                 StateChange::AddFrontend { name, state } => {
                     super::lock(&self.frontends).insert(name.clone(), state.clone());
                 }

@@ -263,6 +263,17 @@ pub(crate) struct Counters {
     /// Sessions refused by `tcp-request session` rules (frontend).
     pub(crate) dses: AtomicU64,
     pub(crate) intercepted: AtomicU64,
+    /// HTTP compression (frontend and backend): body bytes given to the
+    /// compressor and emitted by it, bytes passed through the `identity`
+    /// algorithm, and responses compressed.
+    pub(crate) comp_in: AtomicU64,
+    pub(crate) comp_out: AtomicU64,
+    pub(crate) comp_byp: AtomicU64,
+    pub(crate) comp_rsp: AtomicU64,
+    /// `http-request cache-use`: lookups made and hits served (on the
+    /// proxy whose rule looked).
+    pub(crate) cache_lookups: AtomicU64,
+    pub(crate) cache_hits: AtomicU64,
     /// Connection attempts to servers / reuses of idle ones.
     pub(crate) connect: AtomicU64,
     pub(crate) reuse: AtomicU64,
@@ -398,7 +409,7 @@ impl Counters {
     /// `clear counters all`: every cumulative counter, average and max back
     /// to 0. Gauges keep their current value (those sessions still exist).
     pub(crate) fn clear_all(&self) {
-        let cum: [&AtomicU64; 21] = [
+        let cum: [&AtomicU64; 27] = [
             &self.stot,
             &self.bin,
             &self.bout,
@@ -417,6 +428,12 @@ impl Counters {
             &self.dcon,
             &self.dses,
             &self.intercepted,
+            &self.comp_in,
+            &self.comp_out,
+            &self.comp_byp,
+            &self.comp_rsp,
+            &self.cache_lookups,
+            &self.cache_hits,
             &self.connect,
             &self.reuse,
             &self.last_sess,

@@ -2,6 +2,7 @@
 //! counters, health, maxconn slots and the queue, idle server connections. A
 //! reload compiles a new snapshot that points at the same state objects.
 
+pub(crate) mod cache;
 pub(crate) mod capture;
 pub(crate) mod change;
 pub(crate) mod generation;
@@ -448,6 +449,8 @@ pub(crate) struct Registry {
     backends: Mutex<HashMap<String, Arc<BackendState>>>,
     /// Stick tables, by name.
     pub(crate) tables: table::registry::TableRegistry,
+    /// The `cache` sections' objects, by name (`cache.rs`).
+    caches: Mutex<HashMap<String, Arc<cache::Cache>>>,
 }
 
 impl Registry {

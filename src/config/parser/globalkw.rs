@@ -262,6 +262,7 @@ pub(crate) const GLOBAL: &[GlobalKw] = &[
     kwd("ulimit-n", g_ulimit_n),
     kwd("cpu-map", g_cpu_map),
     kwd("tune.bufsize", g_tune_bufsize),
+    kwd("tune.comp.maxlevel", g_tune_comp_maxlevel),
     kwd("tune.maxrewrite", g_tune_maxrewrite),
     kwd("tune.pipesize", g_pipes),
     kwd("nosplice", g_nosplice),
@@ -420,6 +421,23 @@ fn g_tune_ssl_capture(s: &mut State<'_>, loc: &Loc, words: &[String]) {
         return s.alert(loc, format!("'{k}' expects a positive numeric value."));
     }
     s.global.ssl.capture_size = n as u32;
+}
+
+/// `tune.comp.maxlevel <1..9>`: the compression level (HAProxy's
+/// encoder gives 1 whatever the level; zlib-rs, brotli and zstd use it).
+fn g_tune_comp_maxlevel(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    let arg = words.get(1).map_or("", String::as_str);
+    if arg.is_empty() {
+        let msg = format!("'{}' expects a numeric value between 1 and 9", words[0]);
+        return s.tight(Level::Alert, loc, msg);
+    }
+    match arg.parse::<u32>() {
+        Ok(n) if (1..=9).contains(&n) => s.global.comp_maxlevel = Some(n),
+        _ => {
+            let msg = format!("'{}' expects a numeric value between 1 and 9", words[0]);
+            s.tight(Level::Alert, loc, msg)
+        }
+    }
 }
 
 fn g_tune_maxrewrite(s: &mut State<'_>, loc: &Loc, words: &[String]) {

@@ -862,6 +862,8 @@ pub(crate) const PROXY: &[ProxyKw] = &[
     kwd("tcp-request", |s, loc, w, _| s.kw_tcp_request(loc, w)),
     kwd("stick-table", |s, loc, w, _| s.kw_stick_table(loc, w)),
     kwd("stick", |s, loc, w, _| s.kw_stick(loc, w)),
+    kwd("compression", |s, loc, w, _| s.kw_compression(loc, w)),
+    kwd("filter", |s, loc, w, _| s.kw_filter(loc, w)),
 ];
 
 impl State<'_> {

@@ -50,6 +50,20 @@ impl State<'_> {
 
     /// HAProxy's "error detected in <type> '<name>' while parsing '<rule>'
     /// rule : <msg>." of a rule's action.
+    /// `cache-use <name>`, `cache-store <name>`: the cache's name; the
+    /// proxy gets the cache's filter (implicitly declared).
+    fn cache_action_args(&mut self, loc: &Loc, a: &[String]) -> Result<String, String> {
+        let name = a.first().map_or("", String::as_str);
+        if name.is_empty() || name == "if" || name == "unless" {
+            return Err("expects a cache name".into());
+        }
+        if let Some(extra) = a.get(1) {
+            return Err(format!("unexpected argument '{extra}'"));
+        }
+        self.cache_filter_for(loc, name);
+        Ok(name.to_string())
+    }
+
     fn rule_error(&self, rule: &str, action: &str, msg: String) -> String {
         let (t, pname) = match self.section {
             Section::Proxy(i) => self
@@ -1259,6 +1273,10 @@ pub(crate) type ActionKw<A> = Kwd<fn(&mut State<'_>, &Loc, &[String]) -> Result<
 /// `kw_http_request` dispatches through this table and
 /// [`kw::HTTP_REQUEST_SUPPORTED`] is read from it.
 pub(crate) const HTTP_REQUEST: &[ActionKw<HttpRequestAction>] = &[
+    kwd("cache-use", |s, loc, a| {
+        s.cache_action_args(loc, a)
+            .map(|name| HttpRequestAction::CacheUse(CacheRef { name, idx: 0 }))
+    }),
     kwd("return", |s, loc, a| {
         let st = s.http_stage(false);
         s.reply_args(loc, a, 200, st).map(HttpRequestAction::Return)
@@ -1363,6 +1381,10 @@ pub(crate) const HTTP_AFTER_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
 /// `kw_http_response` dispatches through this table and
 /// [`kw::HTTP_RESPONSE_SUPPORTED`] is read from it.
 pub(crate) const HTTP_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
+    kwd("cache-store", |s, loc, a| {
+        s.cache_action_args(loc, a)
+            .map(|name| HttpResponseAction::CacheStore(CacheRef { name, idx: 0 }))
+    }),
     kwd("set-header", |s, _, a| {
         header_args(a, s.http_stage(true))
             .map(|(name, fmt)| HttpResponseAction::SetHeader { name, fmt })

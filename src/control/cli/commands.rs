@@ -497,6 +497,12 @@ fn set_fqdn(be: &BackendRt, s: &ServerRt, name: Option<&str>) -> Output {
     text(format!("{msg} by 'stats socket command'\n"))
 }
 
+/// `show cache`: each cache section and its objects, as HAProxy 2.6
+/// prints them (`http::cache::show`).
+pub(super) fn cmd_show_cache(ctx: &mut Ctx<'_>, _args: &[String]) -> Output {
+    text(crate::http::cache::show(&ctx.snap.caches))
+}
+
 /// `show resolvers [<section>]`: each section's nameservers and their
 /// counters, as HAProxy 2.6 prints them.
 pub(super) fn cmd_show_resolvers(ctx: &mut Ctx<'_>, args: &[String]) -> Output {

@@ -359,6 +359,13 @@ static COMMANDS: &[Command] = &[
         run: cmd_show_backend,
     },
     Command {
+        words: &["show", "cache"],
+        usage: "show cache",
+        desc: "show cache status",
+        level: CliLevel::Admin,
+        run: cmd_show_cache,
+    },
+    Command {
         words: &["show", "cli", "level"],
         usage: "show cli level",
         desc: "display the level of the current CLI session",

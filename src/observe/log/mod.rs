@@ -203,6 +203,7 @@ impl Source for Line<'_> {
             Var::Server => out.text(Some(match &rec.server {
                 SrvName::None => "<NOSRV>",
                 SrvName::Stats => "<STATS>",
+                SrvName::Cache => "<CACHE>",
                 SrvName::Server(s) => &s.name,
             })),
             Var::AcceptDate

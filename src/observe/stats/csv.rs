@@ -546,6 +546,15 @@ fn common(r: &mut Row, p: &ProxyRt, svname: &str, sid: u32, kind: u32, mode: Mod
 
 /// HTTP response classes, printed only by HTTP proxies (HAProxy leaves them
 /// empty in TCP mode).
+/// `comp_in`, `comp_out`, `comp_byp`, `comp_rsp` of a frontend or a
+/// backend (the compression filter counts on both).
+fn comp_counts(r: &mut Row, c: &Counters) {
+    r.set("comp_in", get(&c.comp_in));
+    r.set("comp_out", get(&c.comp_out));
+    r.set("comp_byp", get(&c.comp_byp));
+    r.set("comp_rsp", get(&c.comp_rsp));
+}
+
 fn hrsp(r: &mut Row, c: &Counters, mode: Mode) {
     if mode != Mode::Http {
         return;
@@ -604,13 +613,14 @@ fn frontend_row(p: &ProxyRt, fe: &FrontendRt) -> Row {
     r.set("req_rate", c.req_rate.rate());
     r.set("req_rate_max", c.req_rate.max());
     r.set("req_tot", get(&c.req_tot));
-    r.zero(&["comp_in", "comp_out", "comp_byp", "comp_rsp"]);
+    comp_counts(&mut r, c);
     r.set("conn_rate", c.conn_rate.rate());
     r.set("conn_rate_max", c.conn_rate.max());
     r.set("conn_tot", get(&c.conn_tot));
     if fe.mode == Mode::Http {
         r.set("intercepted", get(&c.intercepted));
-        r.zero(&["cache_lookups", "cache_hits"]);
+        r.set("cache_lookups", get(&c.cache_lookups));
+        r.set("cache_hits", get(&c.cache_hits));
     }
     r.set("dcon", get(&c.dcon));
     r.set("dses", get(&c.dses));
@@ -832,11 +842,12 @@ fn backend_row(p: &ProxyRt, be: &BackendRt, opts: CsvOptions, uptime: u64) -> Ro
     hrsp(&mut r, c, be.mode);
     if be.mode == Mode::Http {
         r.set("req_tot", get(&c.req_tot));
-        r.zero(&["cache_lookups", "cache_hits"]);
+        r.set("cache_lookups", get(&c.cache_lookups));
+        r.set("cache_hits", get(&c.cache_hits));
     }
     r.set("cli_abrt", get(&c.cli_abrt));
     r.set("srv_abrt", get(&c.srv_abrt));
-    r.zero(&["comp_in", "comp_out", "comp_byp", "comp_rsp"]);
+    comp_counts(&mut r, c);
     r.set("lastsess", c.lastsess_age());
     times(&mut r, c);
     if opts.show_legends {
