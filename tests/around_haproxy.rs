@@ -150,6 +150,18 @@ fn config_errors_are_haproxys() {
         "backend be_b\n    balance hash nosuch\n",
         "backend be_b\n    balance hash req.hdr(host),nosuch\n",
         "backend be_b\n    balance hash req.hdr(host),lower\n",
+        // del-header's matching methods.
+        "    http-request del-header x-a -m beg\n",
+        "    http-request del-header x-a -m foo\n",
+        "    http-request del-header x-a -m found\n",
+        "    http-request del-header x-a -m\n",
+        "    http-request del-header x-a y\n",
+        "    http-request del-header ( -m reg\n",
+        "    http-request del-header\n",
+        "    http-response del-header x-a -m str extra\n",
+        "    http-after-response del-header x-a -m sub if TRUE\n",
+        "    http-after-response del-header x-a y\n",
+        "    http-after-response set-header x-a b if { status 200 }\n",
     ];
     let cases = cases.iter().map(|line| {
         let cfg = format!(
@@ -318,6 +330,17 @@ frontend fe
     http-after-response add-header x-fe %f
     http-after-response del-header x-drop
     http-after-response del-header cache-control
+    http-after-response del-header x-Pre -m beg
+    http-after-response del-header -SUF -m end
+    http-after-response del-header mid -m sub
+    http-after-response del-header ^x-r[0-9]$ -m reg
+    http-after-response del-header ^X-R1 -m reg
+    http-after-response set-header x-when-503 yes if {{ status 503 }}
+    http-after-response set-header x-unless-200 yes unless {{ status 200 }}
+    # The request is gone when these run: a `path` never matches.
+    http-after-response set-header x-path yes if {{ path /a }}
+    http-response del-header x-s -m str
+    http-response del-header x-b -m beg
     http-request return status 200 content-type text/plain string local if {{ path /return }}
     http-request deny if {{ path /deny }}
     http-request redirect location /elsewhere code 301 if {{ path /redir }}
@@ -331,11 +354,27 @@ backend nosrv
 "
     );
     let pair = Pair::start("after", &cfg, 1).await;
-    pair.answer(b"HTTP/1.1 200 OK\r\nx-drop: 1\r\ncontent-length: 2\r\n\r\nok");
+    pair.answer(b"HTTP/1.1 200 OK\r\nx-drop: 1\r\nX-Pre-a: 1\r\nx-prex: 2\r\nx-a-suf: 3\r\nx-amidb: 4\r\nx-r1: 5\r\nx-r12: 6\r\nx-r9: 7\r\nx-s: 8\r\nx-sx: 9\r\nx-bb: 10\r\ncontent-length: 2\r\n\r\nok");
     let mut differ = haproxy::Differences::default();
     for path in ["/a", "/return", "/deny", "/redir", "/nosrv"] {
         let req = format!("GET {path} HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n");
         let [h, s] = pair.both(0, &req).await;
+        if path == "/a" {
+            // Not vacuous: haproxy kept and dropped what the rules say.
+            let kept: Vec<&str> = h.0.lines().filter(|l| l.starts_with("x-")).collect();
+            assert_eq!(
+                kept,
+                [
+                    "x-r12: 6",
+                    "x-sx: 9",
+                    "x-be: be",
+                    "x-after: fe-200",
+                    "x-fe: fe"
+                ],
+                "{}",
+                h.0
+            );
+        }
         differ.compare(path, &h, &s);
     }
     // A request the parser refuses: its 400 page too.

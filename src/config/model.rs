@@ -731,8 +731,8 @@ pub(crate) enum HttpRequestAction {
     SetHeader { name: String, fmt: LogFmt },
     /// `http-request add-header <name> <fmt>`
     AddHeader { name: String, fmt: LogFmt },
-    /// `http-request del-header <name>`
-    DelHeader { name: String },
+    /// `http-request del-header <name> [-m <meth>]`
+    DelHeader { name: String, how: NameMatch },
     /// `http-request replace-header <name> <regex> <fmt>`: a value the
     /// regex matches is replaced whole by `<fmt>` (`\1`... back-references).
     ReplaceHeader {
@@ -987,6 +987,7 @@ pub(crate) enum HttpResponseAction {
     },
     DelHeader {
         name: String,
+        how: NameMatch,
     },
     /// `http-response deny [deny_status <code>] [<reply arguments>]`.
     Deny(HttpReply),
@@ -1050,6 +1051,35 @@ pub(crate) enum LegacyAction {
     /// `reqrep` / `rsprep`: the line becomes this string, `\N` standing
     /// for the regex's groups.
     Replace(Vec<u8>),
+}
+
+/// How `del-header <name> -m <meth>` matches the names of the fields:
+/// without case (`str`, the default, `beg`, `end`, `sub`), or a regex
+/// tested on the name in lower case (HAProxy keeps names so).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum NameMatch {
+    Str,
+    Beg,
+    End,
+    Sub,
+    Reg(ByteRegex),
+}
+
+impl NameMatch {
+    /// Whether the field `name` is one `pattern` (lower case) designates.
+    pub(crate) fn matches(&self, pattern: &str, name: &[u8]) -> bool {
+        let p = pattern.as_bytes();
+        let lower = |n: &[u8]| n.to_ascii_lowercase();
+        match self {
+            NameMatch::Str => name.eq_ignore_ascii_case(p),
+            NameMatch::Beg => name.len() >= p.len() && name[..p.len()].eq_ignore_ascii_case(p),
+            NameMatch::End => {
+                name.len() >= p.len() && name[name.len() - p.len()..].eq_ignore_ascii_case(p)
+            }
+            NameMatch::Sub => p.is_empty() || lower(name).windows(p.len()).any(|w| w == p),
+            NameMatch::Reg(re) => re.is_match(&lower(name)),
+        }
+    }
 }
 
 /// A compiled regex of a rule, equal to another written the same way (the

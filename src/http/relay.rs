@@ -989,7 +989,7 @@ fn response_edits<'r>(
                     };
                     e.add_header(name, rules::eval(fmt, &cx))
                 }
-                HttpResponseAction::DelHeader { name } => e.del_header(name),
+                HttpResponseAction::DelHeader { name, how } => e.del_matching(name, how),
                 HttpResponseAction::Deny(reply) => return Err(RespRefused::Denied(Some(reply))),
                 HttpResponseAction::Capture { expr, slot } => {
                     let (Some(dst), Some((_, len))) =
@@ -1087,17 +1087,19 @@ fn response_edits<'r>(
     cookie(resp, &mut edits);
     for (rules_, acls) in crate::http::after::sets(fe, Some(be)) {
         for (action, cond) in rules_ {
-            if let Some(c) = cond
-                && !acls.eval(c, &view)
-            {
-                continue;
-            }
             // These rules see the response (`status`, `res.hdr`).
             let scx = crate::sample::Ctx {
                 res: Some(&*resp),
                 status: Some(resp.status),
                 ..rules::sample_ctx(&cx)
             };
+            // Their conditions no longer see the request: in HAProxy it
+            // is gone by then (one on `path` never matches there).
+            if let Some(c) = cond
+                && !acls.eval(c, &crate::sample::Ctx { req: None, ..scx })
+            {
+                continue;
+            }
             let e = edits.get_or_insert_with(Edits::default);
             crate::http::after::apply(action, e, |f| f.render(&scx));
         }

@@ -8,7 +8,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use bytes::{BufMut, BytesMut};
 
-use crate::config::model::{ForwardFor, LogFmt, RedirectKind};
+use crate::config::model::{ForwardFor, LogFmt, NameMatch, RedirectKind};
 use crate::sample::Count;
 use crate::snapshot::Snapshot;
 use crate::wire::h1::Head;
@@ -18,8 +18,9 @@ use crate::wire::h1::Head;
 pub(crate) struct Edits {
     /// New request target (set-path / set-query).
     pub(crate) target: Option<Vec<u8>>,
-    /// Lower-case names of the received headers to leave out.
-    pub(crate) del: Vec<String>,
+    /// The received headers to leave out: lower-case names (patterns
+    /// under `-m`) and how they match.
+    pub(crate) del: Vec<(String, NameMatch)>,
     /// Headers added after the received ones: lower-case name, value.
     pub(crate) add: Vec<(String, Vec<u8>)>,
     /// New values of received headers, by position (`replace-header`).
@@ -32,10 +33,21 @@ pub(crate) struct Edits {
 impl Edits {
     /// `del-header`: the received ones and those added before.
     pub(crate) fn del_header(&mut self, name: &str) {
-        let lower = name.to_ascii_lowercase();
-        self.add.retain(|(n, _)| *n != lower);
-        if !self.del.contains(&lower) {
-            self.del.push(lower);
+        self.del_matching(name, &NameMatch::Str);
+    }
+
+    /// `del-header <name> -m <meth>`: every field whose name `how`
+    /// matches, received or added before.
+    pub(crate) fn del_matching(&mut self, name: &str, how: &NameMatch) {
+        // Regexes are tested as written, other patterns without case.
+        let pattern = match how {
+            NameMatch::Reg(_) => name.to_string(),
+            _ => name.to_ascii_lowercase(),
+        };
+        self.add
+            .retain(|(n, _)| !how.matches(&pattern, n.as_bytes()));
+        if !self.del.iter().any(|(p, h)| *p == pattern && h == how) {
+            self.del.push((pattern, how.clone()));
         }
     }
 
@@ -85,9 +97,7 @@ impl Edits {
 
     /// Whether a received header named `name` is dropped.
     pub(crate) fn drops(&self, name: &[u8]) -> bool {
-        self.del
-            .iter()
-            .any(|d| name.eq_ignore_ascii_case(d.as_bytes()))
+        self.del.iter().any(|(p, how)| how.matches(p, name))
     }
 
     /// Whether the received header at position `i`, named `name`, is

@@ -1615,10 +1615,10 @@ impl RuleRun<'_> {
                         .get_or_insert_with(Default::default)
                         .add_header(name, v);
                 }
-                HttpRequestAction::DelHeader { name } => {
+                HttpRequestAction::DelHeader { name, how } => {
                     self.edits
                         .get_or_insert_with(Default::default)
-                        .del_header(name);
+                        .del_matching(name, how);
                 }
                 HttpRequestAction::ReplaceHeader { name, re, fmt } => {
                     let v = rules::eval(fmt, &cx);

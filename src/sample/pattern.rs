@@ -1951,7 +1951,7 @@ fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
 /// HAProxy's message for a regex its PCRE refuses. The regex crate's
 /// reasons are worded otherwise; the usual ones are translated, with the
 /// offset PCRE gives (the end of the pattern for an unclosed group).
-fn regex_error(text: &str, e: &regex::Error) -> String {
+pub(crate) fn regex_error(text: &str, e: &regex::Error) -> String {
     let detail = e.to_string();
     let reason = if detail.contains("unclosed group") {
         format!(

@@ -498,9 +498,9 @@ impl State<'_> {
             },
         }
     }
-    /// `http-after-response set-header|add-header|del-header`: HAProxy
-    /// 2.6's other actions there, and conditions, are named as not
-    /// supported yet.
+    /// `http-after-response set-header|add-header|del-header`, with a
+    /// condition or not: HAProxy 2.6's other actions there are named as
+    /// not supported yet.
     pub(super) fn kw_http_after_response(&mut self, loc: &Loc, words: &[String]) {
         if !self.cap(loc, "http-after-response", false, true, true) {
             return;
@@ -515,11 +515,8 @@ impl State<'_> {
                 format!("'http-after-response' expects 'set-header', 'add-header' or another HAProxy action, but got '{action}'"),
             );
         };
-        // HAProxy tests them once the request is gone (a `path` there finds
-        // nothing); sluice's conditions read the request, so it takes none.
-        if words.iter().any(|w| w == "if" || w == "unless") {
-            return self.unsupported(loc, "http-after-response with a condition");
-        }
+        // HAProxy tests the conditions once the request is gone (a `path`
+        // there finds nothing): they are evaluated so (`http::after`).
         let Some((cond_at, cond)) = self.rule_condition(loc, words, "http-after-response", action)
         else {
             return;
@@ -530,6 +527,9 @@ impl State<'_> {
                 .px()
                 .http_after_response
                 .push(HttpResponseRule { action: a, cond }),
+            Err(e) if e.starts_with(WHOLE_MESSAGE) => {
+                self.tight(Level::Alert, loc, &e[WHOLE_MESSAGE.len()..])
+            }
             Err(e) => {
                 let (t, pname) = match self.section {
                     Section::Proxy(i) => self
@@ -904,10 +904,46 @@ fn header_args(args: &[String], stage: Stage) -> Result<(String, LogFmt), String
     Ok((header_name(args, 0)?, parse_logfmt(&args[1], stage)?))
 }
 
-/// `<name>` of `del-header`.
-fn del_header_args(args: &[String]) -> Result<String, String> {
-    exact_args(args, 1)?;
-    header_name(args, 0)
+/// `<name> [-m <meth>]` of `del-header`, `rule` naming the rule set in
+/// HAProxy's message for words left over.
+fn del_header_args(
+    args: &[String],
+    rule: &str,
+) -> Result<(String, crate::config::model::NameMatch), String> {
+    use crate::config::model::NameMatch;
+    if args.is_empty() {
+        return Err("expects at least 1 argument".to_string());
+    }
+    let mut how = NameMatch::Str;
+    let mut used = 1;
+    if args.get(1).is_some_and(|a| a == "-m") {
+        let Some(meth) = args.get(2) else {
+            return Err("-m flag expects exactly 1 argument".to_string());
+        };
+        how = match meth.as_str() {
+            "str" => NameMatch::Str,
+            "beg" => NameMatch::Beg,
+            "end" => NameMatch::End,
+            "sub" => NameMatch::Sub,
+            "reg" => NameMatch::Reg(
+                crate::config::model::ByteRegex::new(&args[0], false)
+                    .map_err(|e| crate::sample::pattern::regex_error(&args[0], &e))?,
+            ),
+            m => return Err(format!("-m with unsupported matching method '{m}'")),
+        };
+        used = 3;
+    }
+    if let Some(extra) = args.get(used) {
+        return Err(format!(
+            "{WHOLE_MESSAGE}'{rule} del-header' expects either 'if' or 'unless' followed by a condition but found '{extra}'."
+        ));
+    }
+    // A regex is no field name; the other patterns are (parts of) one.
+    let name = match how {
+        NameMatch::Reg(_) => args[0].clone(),
+        _ => header_name(args, 0)?,
+    };
+    Ok((name, how))
 }
 
 /// `<name> <regex> <fmt>` of `replace-header`.
@@ -1305,7 +1341,8 @@ pub(crate) const HTTP_REQUEST: &[ActionKw<HttpRequestAction>] = &[
             .map(|(name, fmt)| HttpRequestAction::AddHeader { name, fmt })
     }),
     kwd("del-header", |_, _, a| {
-        del_header_args(a).map(|name| HttpRequestAction::DelHeader { name })
+        del_header_args(a, "http-request")
+            .map(|(name, how)| HttpRequestAction::DelHeader { name, how })
     }),
     kwd("replace-header", |s, _, a| {
         replace_header_args(a, s.http_stage(false))
@@ -1373,7 +1410,8 @@ pub(crate) const HTTP_AFTER_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
             .map(|(name, fmt)| HttpResponseAction::AddHeader { name, fmt })
     }),
     kwd("del-header", |_, _, a| {
-        del_header_args(a).map(|name| HttpResponseAction::DelHeader { name })
+        del_header_args(a, "http-after-response")
+            .map(|(name, how)| HttpResponseAction::DelHeader { name, how })
     }),
 ];
 
@@ -1394,7 +1432,8 @@ pub(crate) const HTTP_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
             .map(|(name, fmt)| HttpResponseAction::AddHeader { name, fmt })
     }),
     kwd("del-header", |_, _, a| {
-        del_header_args(a).map(|name| HttpResponseAction::DelHeader { name })
+        del_header_args(a, "http-response")
+            .map(|(name, how)| HttpResponseAction::DelHeader { name, how })
     }),
     kwd("deny", |s, loc, a| {
         let st = s.http_stage(true);
