@@ -355,6 +355,11 @@ const REQUEST_FETCHES: &[&str] = &[
     "cookie",
     "fe_defbe",
     "fe_client_timeout",
+    // The layer 6 ones in an HTTP proxy's rules: no content there.
+    "req_len",
+    "req.len",
+    "req.rdp_cookie_cnt",
+    "wait_end",
 ];
 
 /// The two requests of [`REQUEST_FETCHES`], for path `/<n>`.
@@ -723,6 +728,10 @@ const RESPONSE_FETCHES: &[&str] = &[
     "shdr_ip(x-ip)",
     "shdr_val(x-n)",
     "res.fhdr_cnt(set-cookie)",
+    "res.fhdr(set-cookie)",
+    "res.fhdr(set-cookie,1)",
+    "res.fhdr(set-cookie,-2)",
+    "res.hdr_cnt(set-cookie)",
     "res.hdr_ip(x-ip)",
     "res.hdr_val(x-n)",
     // In a response rule, `hdr` reads the response.
@@ -748,6 +757,7 @@ const RESPONSE_FETCHES: &[&str] = &[
 /// later `http-response` rules see the headers earlier ones set, sluice's
 /// see the server's (it applies the edits after the last rule).
 const RESPONSE_BLOCK_FETCHES: &[&str] = &[
+    "res.hdr_cnt",
     "res.hdr_names",
     "res.hdr_names(;)",
     "res.hdrs",
@@ -894,8 +904,11 @@ async fn runtime_state_fetches_give_haproxys_bytes() {
         "be_conn_free",
         "be_conn_free(only_backups)",
         "fe_conn(fe)",
-        // Nothing reached the backends and servers yet.
+        // Nothing reached the backends and servers yet, nor the idle
+        // frontend.
         "be_sess_rate(only_backups)",
+        "fe_sess_rate(idle)",
+        "fe_req_rate(idle)",
         "srv_sess_rate(be/s2)",
         "avg_queue",
         "avg_queue(only_backups)",
@@ -939,6 +952,8 @@ async fn runtime_state_fetches_give_haproxys_bytes() {
     timeout server 5s
 frontend fe
     bind {bind}
+    default_backend be
+frontend idle
     default_backend be
 backend only_backups
     server b1 127.0.0.1:9 backup
@@ -1038,4 +1053,118 @@ backend be
         .await;
     assert!(h.1.contains("a=captured-value"), "{}", h.1);
     assert_eq!(s.1, h.1, "sluice's log line, then haproxy's");
+}
+
+/// Every matcher of the `map_*` converters with its `_int` and `_ip`
+/// outputs (and `_str`, the default's), found and not found, with and
+/// without a default value, on the same files under both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn map_output_forms_give_haproxys_bytes() {
+    if !haproxy::available() {
+        return;
+    }
+    let dir = TempDir::new("sample-maps");
+    // (matcher, the patterns of a map's three lines, a key finding each,
+    // a key found nowhere): each map file is written with the values of
+    // one output type (haproxy refuses a file whose values are not).
+    let keys: &[(&str, [&str; 3], [&str; 3], &str)] = &[
+        ("str", ["k", "kip", "kw"], ["k", "kip", "kw"], "zz"),
+        ("beg", ["/a", "/ip", "/w"], ["/a/b", "/ip", "/w/x"], "/zz"),
+        ("end", [".int", ".ip", ".w"], ["x.int", "y.ip", "z.w"], "zz"),
+        (
+            "sub",
+            ["int", "ipv", "wrd"],
+            ["xintx", "aipvb", "wrdz"],
+            "zz",
+        ),
+        (
+            "reg",
+            ["^i.t$", "^i[p]+$", "^w"],
+            ["int", "ipp", "wx"],
+            "zz",
+        ),
+        (
+            "dom",
+            ["int.test", "ip.test", "w.test"],
+            ["a.int.test", "ip.test", "w.test"],
+            "zz.test",
+        ),
+        (
+            "dir",
+            ["int", "ip", "w"],
+            ["/x/int/y", "/ip", "/w/z"],
+            "/zz",
+        ),
+        ("int", ["1", "2", "3"], ["1", "2", "3"], "9"),
+        (
+            "ip",
+            ["10.0.0.0/8", "192.168.0.0/16", "127.0.0.1"],
+            ["10.9.9.9", "192.168.1.1", "127.0.0.1"],
+            "8.8.8.8",
+        ),
+    ];
+    let values = [
+        ("", ["word", "other", "third"], "dflt"),
+        ("_int", ["42", "-7", "0"], "7"),
+        ("_ip", ["10.1.2.3", "192.168.0.1", "::1"], "1.1.1.1"),
+    ];
+    let d = dir.path().display().to_string();
+    let mut exprs = Vec::new();
+    for (m, patterns, found, missing) in keys {
+        let input = |k: &str| match *m {
+            "int" => format!("int({k})"),
+            "ip" => format!("ipv4({k})"),
+            _ => format!("str({k})"),
+        };
+        for (out, vals, default) in &values {
+            let file = format!("{m}{out}.map");
+            let text: String = patterns
+                .iter()
+                .zip(vals)
+                .map(|(p, v)| format!("{p} {v}\n"))
+                .collect();
+            dir.write(&file, &text);
+            // map_<m> is map_<m>_str (map_str_str and the like are not
+            // in the 2.6 binary: faulty_expressions checks them).
+            let conv = format!("map_{m}{out}");
+            for k in found.iter().chain([missing]) {
+                exprs.push(format!("{},{conv}({d}/{file})", input(k)));
+            }
+            exprs.push(format!("{},{conv}({d}/{file},{default})", input(missing)));
+        }
+    }
+    let cfg = |bind: &str| {
+        format!(
+            "defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {bind}
+{}",
+            haproxy::return_rules(&exprs)
+        )
+    };
+    let fronts = listens(2);
+    let _hap = Haproxy::start(
+        "sample-maps-hap",
+        &cfg(&fronts[0].to_string()),
+        &[&fronts[0]],
+    );
+    let _sl = Sluice::start(&cfg(&fronts[1].to_string()));
+    let mut differ = Vec::new();
+    let mut found = 0;
+    for (i, e) in exprs.iter().enumerate() {
+        let path = format!("/{i}");
+        let (h, s) = (
+            get(fronts[0].addr(), &path).await,
+            get(fronts[1].addr(), &path).await,
+        );
+        // Not vacuous: most keys give haproxy a value.
+        found += usize::from(h.body.len() > 2);
+        differ.extend(haproxy::answer_differs(e, &h, &s));
+    }
+    assert!(found > exprs.len() / 2, "{found} of {}", exprs.len());
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
 }

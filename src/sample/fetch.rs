@@ -967,7 +967,8 @@ static FETCHES: &[FetchDef] = &[
     // ---- Fetches the ACL engine moved here (TLS facts, RDP, the wait of
     // content inspection). ----
     def("req.rdp_cookie_cnt", L6REQ, OPT_STR, T::Sint, |a, cx| {
-        let p = cx.payload?;
+        // An HTTP request holds no RDP cookie: 0, as HAProxy counts it.
+        let p = cx.payload.or(cx.req.map(|_| &b""[..]))?;
         Some(Sample::Sint(rdp_cookie(p, a).is_some() as i64))
     }),
     def("ssl_c_used", L5CLI, ArgSpec::NONE, T::Bool, |_, cx| {
@@ -1173,7 +1174,13 @@ fn rdp_cookie<'a>(p: &'a [u8], a: &[Arg]) -> Option<&'a [u8]> {
 fn req_len<'a>(cx: &Ctx<'a>) -> Option<Sample<'a>> {
     match (cx.payload, cx.req) {
         (Some(p), _) => Some(Sample::Sint(p.len() as i64)),
-        (None, Some(h)) => Some(Sample::Sint(h.raw.len() as i64)),
+        // An HTTP request: HAProxy counts its internal form of what it
+        // holds, the size it logs for the head and the body bytes
+        // buffered (those sluice waited for).
+        (None, Some(h)) => {
+            let body = cx.req_body.map_or(0, |b| b.data.len() as u64);
+            Some(Sample::Sint((h.logged_size() + body) as i64))
+        }
         (None, None) => None,
     }
 }
