@@ -1133,6 +1133,41 @@ async fn map_output_forms_give_haproxys_bytes() {
             exprs.push(format!("{},{conv}({d}/{file},{default})", input(missing)));
         }
     }
+    // The converters compared, by name (the docs gate finds them here).
+    const CONVERTERS: &[&str] = &[
+        "map_str",
+        "map_str_int",
+        "map_str_ip",
+        "map_beg",
+        "map_beg_int",
+        "map_beg_ip",
+        "map_end",
+        "map_end_int",
+        "map_end_ip",
+        "map_sub",
+        "map_sub_int",
+        "map_sub_ip",
+        "map_reg",
+        "map_reg_int",
+        "map_reg_ip",
+        "map_dom",
+        "map_dom_int",
+        "map_dom_ip",
+        "map_dir",
+        "map_dir_int",
+        "map_dir_ip",
+        "map_int",
+        "map_int_int",
+        "map_int_ip",
+        "map_ip",
+        "map_ip_int",
+        "map_ip_ip",
+    ];
+    let used: std::collections::BTreeSet<&str> = exprs
+        .iter()
+        .filter_map(|e| e.split(',').nth(1)?.split('(').next())
+        .collect();
+    assert_eq!(used, CONVERTERS.iter().copied().collect());
     let cfg = |bind: &str| {
         format!(
             "defaults
