@@ -348,6 +348,12 @@ frontend fe
     default_backend be
 backend be
     http-after-response set-header x-be %b
+    http-after-response set-header x-am yes if {{ method GET }}
+    # The request's headers are gone when response rules run: these
+    # two never match; the method, kept, does.
+    http-response set-header x-rp yes if {{ path /a }}
+    http-response set-header x-rh yes if {{ req.hdr(host) -m found }}
+    http-response set-header x-rm yes if {{ method GET }}
     server s {{srv}}
 backend nosrv
     http-after-response add-header x-nosrv 1
@@ -367,7 +373,9 @@ backend nosrv
                 [
                     "x-r12: 6",
                     "x-sx: 9",
+                    "x-rm: yes",
                     "x-be: be",
+                    "x-am: yes",
                     "x-after: fe-200",
                     "x-fe: fe"
                 ],

@@ -966,8 +966,16 @@ fn response_edits<'r>(
                 res: Some(&*resp),
                 ..view
             };
+            // Nor the request's headers, gone in HAProxy by then (a
+            // condition on `path` never matches there, as it warns).
             if let Some(c) = cond
-                && !acls.eval(c, &res_view)
+                && !acls.eval(
+                    c,
+                    &crate::sample::Ctx {
+                        req_gone: true,
+                        ..crate::acl::eval::RequestView::sample_ctx(&res_view)
+                    },
+                )
             {
                 continue;
             }
@@ -1096,7 +1104,13 @@ fn response_edits<'r>(
             // Their conditions no longer see the request: in HAProxy it
             // is gone by then (one on `path` never matches there).
             if let Some(c) = cond
-                && !acls.eval(c, &crate::sample::Ctx { req: None, ..scx })
+                && !acls.eval(
+                    c,
+                    &crate::sample::Ctx {
+                        req_gone: true,
+                        ..scx
+                    },
+                )
             {
                 continue;
             }

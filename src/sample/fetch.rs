@@ -127,6 +127,11 @@ pub(crate) struct Ctx<'a> {
     /// reference: a context is made per evaluation, and small.
     pub(crate) req_body: Option<&'a Body<'a>>,
     pub(crate) res_body: Option<&'a Body<'a>>,
+    /// The conditions of response rules: HAProxy no longer holds the
+    /// request's headers and body there (forwarded), so the fetches that
+    /// read only them find nothing (`path`, `req.hdr`; `method`, kept
+    /// with the transaction, still answers).
+    pub(crate) req_gone: bool,
 }
 
 /// A message's body as far as it is buffered: a view of the bytes the

@@ -498,6 +498,13 @@ impl Uses {
         self.0 & (1 << src as u8) != 0
     }
 
+    /// Whether every source is the request's headers or body, which
+    /// HAProxy has forwarded by the time a response is handled.
+    pub(crate) fn request_only(self) -> bool {
+        let gone = Uses::of(&[Src::Hrqhv, Src::Hrqbo]).0;
+        self.0 != 0 && self.0 & !gone == 0
+    }
+
     /// Whether a fetch of these sources can work somewhere in `stage`.
     pub(crate) fn usable_in(self, stage: Stage) -> bool {
         self.places() & stage.0 != 0

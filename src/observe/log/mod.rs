@@ -319,6 +319,8 @@ impl Source for Line<'_> {
             // Not kept for the log line yet.
             first_req: None,
             proxies: self.samples.proxies,
+            // The log line sees the request as it was.
+            req_gone: false,
             stick: self
                 .samples
                 .stick
