@@ -448,3 +448,47 @@ backend nosrv
     }
     differ.assert_none();
 }
+
+/// A condition whose ACL cannot work where its rule runs (a request's
+/// header in a response rule, a response's in a request rule) is warned
+/// about in haproxy's words: the ACL that never matches, else the one
+/// with such a keyword among others; named, anonymous and predefined
+/// ACLs, in a frontend, a backend and a listen section.
+#[test]
+fn condition_conflicts_warned_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let cases = [
+        "    http-response set-header x-c yes if p\n",
+        "    http-response set-header x-c yes if q\n",
+        "    http-response set-header x-c yes if p q\n",
+        "    http-response set-header x-c yes if { status 200 } || p\n",
+        "    http-request set-header x-e yes if r\n",
+        "    http-request set-header x-f yes if { res.hdr(x) -m found } { path /x }\n",
+        "    http-response set-header x-g yes if { method GET } { path /x }\n",
+        "    http-response set-header x-g yes if { method GET } METH_GET\n",
+        "    http-response set-header x-g yes if { status 200 }\n",
+        "    http-after-response set-header x-g yes if { req.hdr(host) -m found }\n",
+        "    http-request deny if { path_beg /x } !{ res.hdr(x) -m found }\n",
+        "backend be2\n    http-response set-header x-c yes if { path /a }\n",
+        "listen li\n    bind 127.0.0.1:2\n    http-response set-header x-c yes if { url_param(a) -m found }\n",
+    ];
+    let cases = cases.iter().map(|line| {
+        let cfg = format!(
+            "defaults\n    mode http\n    timeout connect 5s\n    timeout client 5s\n    timeout server 5s\nfrontend fe\n    bind 127.0.0.1:1\n    acl p path /a\n    acl q path /b\n    acl q status 200\n    acl r res.hdr(x) -m found\n    default_backend be_a\n{line}backend be_a\n"
+        );
+        (line.trim_end().to_string(), cfg)
+    });
+    // Every warning, without the pid and the file's directory (each
+    // program's own).
+    let warnings = |stderr: &str| -> String {
+        stderr
+            .lines()
+            .filter(|l| l.contains("[WARNING]"))
+            .map(|l| alert(&l.replace("[WARNING]", "[ALERT]")))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    haproxy::assert_check_agrees("cond-conflicts", cases, warnings);
+}

@@ -111,8 +111,7 @@ impl Stage {
     pub(crate) const TCP_CONNECTION: Stage = Stage::of(Place::FeConAcc);
 
     /// HAProxy's name of the place, the first of the set (its ACL warnings
-    /// say "incompatible with '<name>'"; src/acl/ is to take it).
-    #[allow(dead_code)]
+    /// say "incompatible with '<name>'", as the rules' parser does).
     pub(crate) fn name(self) -> &'static str {
         PLACE_NAMES
             .get(self.0.trailing_zeros() as usize)

@@ -21,7 +21,19 @@ impl State<'_> {
             return Some((cond_at, None));
         }
         match self.condition(loc, &words[cond_at..]) {
-            Ok(c) => Some((cond_at, Some(c))),
+            Ok(c) => {
+                let stage = match rule {
+                    "http-request" => Some(self.http_stage(false)),
+                    "http-response" | "http-after-response" => Some(self.http_stage(true)),
+                    _ => None,
+                };
+                if let Some(stage) = stage
+                    && matches!(self.section, Section::Proxy(_))
+                {
+                    self.warn_conflicts(loc, &c, stage, &words[cond_at..]);
+                }
+                Some((cond_at, Some(c)))
+            }
             Err(e) => {
                 let m = format!(
                     "error detected while parsing an '{rule} {action}' condition : {e}{}",
@@ -109,6 +121,74 @@ impl State<'_> {
         self.diags.push(crate::config::diag::Diagnostic::warning(
             Some(loc.clone()),
             crate::acl::parse::never_matches_warning(criterion),
+        ));
+    }
+
+    /// HAProxy's warning for a condition with an ACL whose keywords cannot
+    /// work where the rule runs (`stage`): the first ACL that can never
+    /// match, else the first with such a keyword among others.
+    fn warn_conflicts(&mut self, loc: &Loc, cond: &Condition, stage: Stage, words: &[String]) {
+        let place = stage.name();
+        let acls = &self.px().acls;
+        // An anonymous ACL's keyword as written (`url_param`, not the
+        // `urlp` it stands for): the word after its `{`, in order.
+        let mut written = words
+            .windows(2)
+            .filter(|w| w[0].trim_start_matches('!') == "{")
+            .map(|w| w[1].split('(').next().unwrap_or(""));
+        let anon_kw: Vec<(&str, &str)> = cond
+            .groups
+            .iter()
+            .flatten()
+            .filter(|t| t.name.starts_with('{'))
+            .filter_map(|t| Some((t.name.as_str(), written.next()?)))
+            .collect();
+        let kw_of = |name: &str, fetch: &'static str| -> String {
+            anon_kw
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map_or(fetch, |(_, k)| k)
+                .to_string()
+        };
+        let conflicts = |name: &str| {
+            let lines = acls.iter().filter(|a| a.name == name);
+            let bad = lines
+                .clone()
+                .filter(|a| !a.expr.fetch().uses.usable_in(stage));
+            (
+                lines.count(),
+                bad.clone().count(),
+                bad.map(|a| a.expr.fetch().name).next(),
+            )
+        };
+        let terms = || cond.groups.iter().flatten().map(|t| t.name.as_str());
+        let never = terms().find_map(|n| match conflicts(n) {
+            (all, bad, Some(kw)) if all == bad => Some((n, kw)),
+            _ => None,
+        });
+        let msg = match never {
+            Some((n, kw)) if n.starts_with('{') => format!(
+                "anonymous acl will never match because it uses keyword '{}' which is incompatible with '{place}'",
+                kw_of(n, kw)
+            ),
+            Some((n, _)) => format!(
+                "acl '{n}' will never match because it only involves keywords that are incompatible with '{place}'"
+            ),
+            None => match terms().find_map(|n| conflicts(n).2.map(|kw| (n, kw))) {
+                Some((n, kw)) if n.starts_with('{') => format!(
+                    "anonymous acl involves keyword '{}' which is incompatible with '{place}'",
+                    kw_of(n, kw)
+                ),
+                Some((n, kw)) => format!(
+                    "acl '{n}' involves keywords '{kw}' which is incompatible with '{place}'"
+                ),
+                None => return,
+            },
+        };
+        self.diags.push(crate::config::diag::Diagnostic::parsing(
+            Level::Warning,
+            loc,
+            msg,
         ));
     }
 
