@@ -19,13 +19,17 @@
 #
 #   bench/edge.sh                     # 3 rounds of 5 s per case
 #   ROUNDS=5 SECS=10 bench/edge.sh > bench/results/edge-$(date +%F).md
+#   HAPROXY=/path/to/haproxy bench/edge.sh   # another build, e.g. USE_ZLIB=1
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 ROUNDS=${ROUNDS:-3}
 SECS=${SECS:-5}
 BASE=${PORT_BASE:-18800}
-for tool in haproxy nginx wrk; do
+# Debian's haproxy compresses with SLZ; a build with USE_ZLIB=1 compresses
+# with zlib at the level tune.comp.maxlevel allows.
+HAPROXY=${HAPROXY:-haproxy}
+for tool in "$HAPROXY" nginx wrk; do
   command -v "$tool" >/dev/null || { echo "edge.sh: $tool missing" >&2; exit 1; }
 done
 (cd "$root" && cargo build --release --quiet)
@@ -128,7 +132,7 @@ config "$hp" >"$tmp/haproxy.cfg"
 "$sluice" -f "$tmp/sluice.cfg" >"$tmp/sluice.log" 2>&1 &
 sl_pid=$!
 pids+=("$sl_pid")
-haproxy -f "$tmp/haproxy.cfg" >"$tmp/haproxy.log" 2>&1 &
+"$HAPROXY" -f "$tmp/haproxy.cfg" >"$tmp/haproxy.log" 2>&1 &
 hp_pid=$!
 pids+=("$hp_pid")
 for port in $sl $hp; do
@@ -167,7 +171,7 @@ rate() { wrk -t1 -c50 -d"${SECS}s" "$1" | awk '/Requests\/sec/ {printf "%d", $2}
 
 echo "# Compression and cache, $(date +%F)"
 echo
-echo "sluice $(git -C "$root" rev-parse --short HEAD), $(haproxy -v | head -1 | cut -d' ' -f1-3) (SLZ); $ROUNDS interleaved rounds of ${SECS}s, wrk -t1 -c50; median (min-max)"
+echo "sluice $(git -C "$root" rev-parse --short HEAD), $("$HAPROXY" -v | head -1 | cut -d' ' -f1-3) ($("$HAPROXY" -vv | grep -q "+SLZ" && echo SLZ || echo zlib)); $ROUNDS interleaved rounds of ${SECS}s, wrk -t1 -c50; median (min-max)"
 echo
 echo "### Compression: ms of CPU per MiB of response body"
 echo

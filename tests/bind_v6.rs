@@ -149,3 +149,34 @@ async fn a_reload_applies_a_changed_v6only() {
     v4_refused_soon(port).await;
     assert_eq!(who(v6(port)).await.unwrap(), "fe");
 }
+
+/// A listener a reload replaces (here: its `v6only` changed) takes the
+/// connections already queued on it before it closes: an IPv6 client that
+/// connects right after each reload lands on the old socket (the kernel
+/// keeps it first until it closes) and is served, not reset.
+#[tokio::test]
+async fn a_replaced_listener_serves_its_backlog() {
+    if !have_ipv6_loopback() {
+        return;
+    }
+    let (_held, port) = hold_port();
+    let with = |opt: &str| format!("{HEAD}{}", frontend("fe", &format!(":::{port} {opt}")));
+    let sl = Sluice::builder(&with("v6only"))
+        .ready(Ready::Tcp(v6(port)))
+        .start();
+    let sock = sl.path("stats.sock");
+    let dir = sl.path("");
+    let dir = dir.to_str().unwrap().trim_end_matches('/').to_string();
+    for round in 0..20 {
+        let opt = if round % 2 == 0 { "v4v6" } else { "v6only" };
+        std::fs::write(sl.path("sluice.cfg"), with(opt).replace("@DIR@", &dir)).unwrap();
+        let reply = cli(&sock, "reload").await;
+        assert!(reply.starts_with("Success=1"), "{reply}");
+        let got = who(v6(port)).await;
+        assert_eq!(
+            got.as_deref().ok(),
+            Some("fe"),
+            "round {round} ({opt}): {got:?}"
+        );
+    }
+}

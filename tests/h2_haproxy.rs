@@ -1414,3 +1414,99 @@ async fn each_byte_in_each_part_as_haproxy() {
 fn leak(b: &[u8]) -> &'static [u8] {
     Box::leak(b.to_vec().into_boxed_slice())
 }
+
+/// What an HTTP/2 client gets for a POST with a body of unknown length and
+/// trailer fields, from a proxy on `port`: the response's status, fields
+/// (but `date`), body and trailers.
+async fn post_with_trailers(
+    port: u16,
+) -> (u16, Vec<(String, String)>, Vec<u8>, Vec<(String, String)>) {
+    let tcp = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], port)))
+        .await
+        .unwrap();
+    let (send, conn) = h2::client::handshake(tcp).await.unwrap();
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    let mut send = send.ready().await.unwrap();
+    let req = http::Request::builder()
+        .method("POST")
+        .uri("http://h/up")
+        .body(())
+        .unwrap();
+    let (resp, mut body) = send.send_request(req, false).unwrap();
+    body.send_data(bytes::Bytes::from_static(b"hello"), false)
+        .unwrap();
+    let mut trailers = http::HeaderMap::new();
+    trailers.insert("x-client-trailer", "one".parse().unwrap());
+    trailers.append("x-other", "two".parse().unwrap());
+    body.send_trailers(trailers).unwrap();
+    let resp = tokio::time::timeout(STALL, resp).await.unwrap().unwrap();
+    let (parts, mut recv) = resp.into_parts();
+    let mut data = Vec::new();
+    while let Some(chunk) = recv.data().await {
+        let chunk = chunk.unwrap();
+        let _ = recv.flow_control().release_capacity(chunk.len());
+        data.extend_from_slice(&chunk);
+    }
+    let trailers = recv.trailers().await.unwrap().unwrap_or_default();
+    let list = |m: &http::HeaderMap| {
+        m.iter()
+            .filter(|(n, _)| *n != "date")
+            .map(|(n, v)| {
+                (
+                    n.to_string(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    (
+        parts.status.as_u16(),
+        list(&parts.headers),
+        data,
+        list(&trailers),
+    )
+}
+
+/// Trailers both ways across an HTTP/1 server: an HTTP/2 request's
+/// trailers reach the server in the last chunk of its chunked body, and a
+/// chunked response's trailer fields reach the client as HTTP/2 trailers,
+/// the same bytes and fields from haproxy and from sluice.
+#[tokio::test]
+async fn trailers_both_ways_as_haproxy() {
+    let hbe = RawBackend::start().await;
+    let sbe = RawBackend::start().await;
+    let answer: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nworld\r\n0\r\nX-Server-Trailer: yes\r\nx-count: 2\r\n\r\n";
+    hbe.answer(answer);
+    sbe.answer(answer);
+    let Some((_hap, _sl, fronts)) = start("h2trl", &hbe.addr.to_string(), &sbe.addr.to_string())
+    else {
+        return;
+    };
+    let h = post_with_trailers(fronts[0].port()).await;
+    let s = post_with_trailers(fronts[1].port()).await;
+    assert_eq!(s, h, "sluice, then haproxy");
+    assert_eq!(s.2, b"world");
+    assert_eq!(
+        s.3,
+        [
+            ("x-server-trailer".to_string(), "yes".to_string()),
+            ("x-count".to_string(), "2".to_string())
+        ]
+    );
+    let text = |b: Vec<Vec<u8>>| {
+        b.iter()
+            .map(|r| String::from_utf8_lossy(r).into_owned())
+            .collect::<Vec<_>>()
+    };
+    let (hgot, sgot) = (text(hbe.take_requests()), text(sbe.take_requests()));
+    assert_eq!(
+        sgot, hgot,
+        "what the servers received: sluice, then haproxy"
+    );
+    assert!(
+        sgot[0].ends_with("0\r\nx-client-trailer: one\r\nx-other: two\r\n\r\n"),
+        "{sgot:?}"
+    );
+}

@@ -176,7 +176,10 @@ async fn accept_loop(
         let now = *run.borrow_and_update();
         match now {
             Run::Accepting => {}
-            Run::Stopped => return,
+            Run::Stopped => {
+                drain(&rt, &listener, &global, &ctl).await;
+                return;
+            }
             Run::Paused => {
                 match sit_out_pause(listener, &mut run, &ctl.addr).await {
                     Some(l) => listener = l,
@@ -222,23 +225,83 @@ async fn accept_loop(
             }
         };
         drop(ready);
-        // Non-blocking already (accept4).
-        let stream = match TcpStream::from_std(stream) {
-            Ok(s) => s,
-            // Unusable socket: dropping it closes the connection.
-            Err(_) => continue,
-        };
-        let (client, peer, serving, screen, tls) =
-            open_client(&rt, &binding.frontend, permits, &stream, peer, &ctl.addr);
-        if let Some(screen) = screen {
-            tokio::spawn(crate::frontend::accept::serve_screened(
-                client, stream, peer, serving, screen, tls,
-            ));
-            continue;
-        }
-        spawn_accepted(client, stream, peer, serving, tls);
+        serve_new(&rt, &binding.frontend, permits, stream, peer, &ctl.addr);
     }
 }
+
+/// Serves a connection just accepted on `local` for `frontend`.
+fn serve_new(
+    rt: &Arc<Runtime>,
+    frontend: &Arc<str>,
+    permits: [OwnedSemaphorePermit; 2],
+    stream: std::net::TcpStream,
+    peer: Option<SocketAddr>,
+    local: &ListenAddr,
+) {
+    // Non-blocking already (accept4).
+    let Ok(stream) = TcpStream::from_std(stream) else {
+        // Unusable socket: dropping it closes the connection.
+        return;
+    };
+    let (client, peer, serving, screen, tls) =
+        open_client(rt, frontend, permits, &stream, peer, local);
+    if let Some(screen) = screen {
+        tokio::spawn(crate::frontend::accept::serve_screened(
+            client, stream, peer, serving, screen, tls,
+        ));
+        return;
+    }
+    spawn_accepted(client, stream, peer, serving, tls);
+}
+
+/// A listener told to stop (a reload replaced or removed it, the process
+/// stops) takes what already waits in its backlog before its descriptor
+/// closes: closing a listening socket resets the connections queued on
+/// it, and the kernel goes on queueing there until it closes (an IPv6
+/// socket replaced by another of the same address and port stays first in
+/// its lookup). Each worker's loop takes what it finds, then waits a
+/// little for a connection that was on its way, until the socket has been
+/// quiet that long ([`DRAIN_QUIET`]) or [`DRAIN_MAX`] has passed; the
+/// socket closes with the last loop. Without a free slot the rest is
+/// left, as a full frontend leaves it.
+async fn drain(
+    rt: &Arc<Runtime>,
+    listener: &AsyncFd<Listening>,
+    global: &Arc<Semaphore>,
+    ctl: &Arc<ListenerCtl>,
+) {
+    let binding = ctl.binding.load_full();
+    let until = tokio::time::Instant::now() + DRAIN_MAX;
+    loop {
+        loop {
+            let Ok(l) = binding.limit.clone().try_acquire_owned() else {
+                return;
+            };
+            let Ok(g) = global.clone().try_acquire_owned() else {
+                return;
+            };
+            match listener.get_ref().accept_stream() {
+                Ok((stream, peer)) => {
+                    serve_new(rt, &binding.frontend, [g, l], stream, peer, &ctl.addr)
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionAborted => {}
+                // Nothing left (WouldBlock), or an error that more tries
+                // would meet again.
+                Err(_) => break,
+            }
+        }
+        let quiet = (until - tokio::time::Instant::now()).min(DRAIN_QUIET);
+        match tokio::time::timeout(quiet, listener.readable()).await {
+            Ok(Ok(mut ready)) if tokio::time::Instant::now() < until => ready.clear_ready(),
+            _ => return,
+        }
+    }
+}
+
+/// How long a stopping listener must stay quiet before it closes, and the
+/// longest it goes on draining under a steady flow.
+const DRAIN_QUIET: std::time::Duration = std::time::Duration::from_millis(20);
+const DRAIN_MAX: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// How an accepted connection is served: its frontend's mode, and what the
 /// listener that accepted it speaks in `mode http` (`bind ... proto`,

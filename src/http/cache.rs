@@ -755,7 +755,8 @@ async fn send_hit(
         }
         (None, _) => out.put_slice(&data),
     }
-    let sent = crate::wire::io::write_all(&mut client.stream, &out, fe.timeouts.client).await;
+    // An HTTP/2 client gets it as frames.
+    let sent = client.answer(&out, fe.timeouts.client).await;
     let ok = sent.is_ok();
     if !ok {
         rec.term(

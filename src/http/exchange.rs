@@ -342,12 +342,10 @@ impl<'a> Exchange<'a> {
                 .values("expect")
                 .any(|v| v.eq_ignore_ascii_case(b"100-continue"))
         {
-            let _ = io::write_all(
-                &mut self.client.stream,
-                b"HTTP/1.1 100 Continue\r\n\r\n",
-                fe.timeouts.client,
-            )
-            .await;
+            let _ = self
+                .client
+                .answer(b"HTTP/1.1 100 Continue\r\n\r\n", fe.timeouts.client)
+                .await;
         }
         plan.body_sent = true;
         // Relayed from here on, not skipped after an answer.

@@ -166,9 +166,7 @@ async fn error_page(
     // parser's are sent as they are (by HAProxy's connection layer).
     let page = if after { respelled(fe, page) } else { page };
     let page = &page[..];
-    let ok = io::write_all(&mut client.stream, page, fe.timeouts.client)
-        .await
-        .is_ok();
+    let ok = client.answer(page, fe.timeouts.client).await.is_ok();
     Outcome {
         status: Some(code),
         keep_client: ok && keep && !error_pages::closes(code),
@@ -575,9 +573,7 @@ pub(crate) async fn send_answer(
     };
     let out = respelled(fe, out);
     let out = &out[..];
-    let ok = io::write_all(&mut client.stream, out, fe.timeouts.client)
-        .await
-        .is_ok();
+    let ok = client.answer(out, fe.timeouts.client).await.is_ok();
     Outcome {
         status: Some(status),
         keep_client: ok && keep,

@@ -23,6 +23,7 @@ use crate::state::ServerState;
 use crate::wire::error_pages;
 use crate::wire::error_spot::{self, ErrorSpot};
 use crate::wire::h1::{BodyKind, H1Error, Head};
+use crate::wire::h2_convert;
 use crate::wire::io::{self, BufConn, HeadError, RelayError};
 
 /// A response being relayed: the exchange it belongs to, the server
@@ -192,19 +193,9 @@ impl<'a> Relay<'a> {
             if let Some(names) = &fe.case_client {
                 names.apply(&mut head);
             }
-            if io::write_all(&mut self.client.stream, &head, fe.timeouts.client)
-                .await
-                .is_err()
-            {
+            if self.client.answer(&head, fe.timeouts.client).await.is_err() {
                 self.rec.term(Cause::Client, Phase::Headers);
-                return Err(Outcome {
-                    status: None,
-                    keep_client: false,
-                    bytes_out: self.bytes_out,
-                    logged_out: self.logged_out,
-                    body_in: 0,
-                    body_logged: 0,
-                });
+                return Err(self.unanswered());
             }
             self.bytes_out += head.len() as u64;
             self.logged_out += resp.logged_size();
@@ -236,6 +227,52 @@ impl<'a> Relay<'a> {
         Ok(resp)
     }
 
+    /// An HTTP/1 client's side of a switch: the 101's `head`, then the
+    /// raw bytes both ways until either side closes; the bytes moved from
+    /// the client and to it, those that came with the heads included.
+    async fn tunnel(
+        client: &mut BufConn,
+        upstream: &mut BufConn,
+        head: &[u8],
+        idle: (Option<std::time::Duration>, Option<std::time::Duration>),
+        fe: &FrontendRt,
+        be: &BackendRt,
+    ) -> (u64, u64) {
+        let _ = io::write_all(&mut client.stream, head, fe.timeouts.client).await;
+        // The tunnel's bytes that came with the heads count with the rest.
+        let (early_out, early_in) = (upstream.buf.len() as u64, client.buf.len() as u64);
+        if !upstream.buf.is_empty() {
+            let pending = upstream.buf.split();
+            let _ = io::write_all(&mut client.stream, &pending, fe.timeouts.client).await;
+        }
+        if !client.buf.is_empty() {
+            let pending = client.buf.split();
+            let _ = io::write_all(&mut upstream.stream, &pending, be.timeouts.server).await;
+        }
+        let (c2s, s2c) = crate::tcp::relay(
+            &mut client.stream,
+            &mut upstream.stream,
+            idle.0,
+            idle.1,
+            fe.splice,
+        )
+        .await;
+        (early_in + c2s, early_out + s2c)
+    }
+
+    /// The outcome of an answer that could not be sent: what went out
+    /// before it.
+    fn unanswered(&self) -> Outcome {
+        Outcome {
+            status: None,
+            keep_client: false,
+            bytes_out: self.bytes_out,
+            logged_out: self.logged_out,
+            body_in: 0,
+            body_logged: 0,
+        }
+    }
+
     /// A 101: the protocol switch is checked, then the raw bytes are
     /// relayed both ways until either side closes (WebSocket and friends).
     async fn switch(mut self, resp: Head) -> Outcome {
@@ -259,31 +296,29 @@ impl<'a> Relay<'a> {
             names.apply(&mut head);
         }
         let (client, upstream) = (&mut *self.client, &mut self.upstream);
-        let _ = io::write_all(&mut client.stream, &head, fe.timeouts.client).await;
-        // The tunnel's bytes that came with the heads count with the rest.
-        let (early_out, early_in) = (upstream.buf.len() as u64, client.buf.len() as u64);
-        if !upstream.buf.is_empty() {
-            let pending = upstream.buf.split();
-            let _ = io::write_all(&mut client.stream, &pending, fe.timeouts.client).await;
-        }
-        if !client.buf.is_empty() {
-            let pending = client.buf.split();
-            let _ = io::write_all(&mut upstream.stream, &pending, be.timeouts.server).await;
-        }
         // Both sides idle out after `timeout tunnel` if set, else after
         // their own client/server timeout.
-        let (c2s, s2c) = crate::tcp::relay(
-            &mut client.stream,
-            &mut upstream.stream,
+        let idle = (
             fe.timeouts
                 .tunnel
                 .or(be.timeouts.tunnel)
                 .or(fe.timeouts.client),
             be.timeouts.tunnel.or(be.timeouts.server),
-            fe.splice,
-        )
-        .await;
-        let (c2s, s2c) = (early_in + c2s, early_out + s2c);
+        );
+        // An HTTP/2 client's tunnel is its stream (an extended CONNECT):
+        // the switch is its 200, the bytes its DATA frames.
+        let (c2s, s2c) = if let Some(h2) = client.h2.as_deref_mut() {
+            let mut ok = crate::wire::h2_convert::response(&resp);
+            if let Some(r) = &mut ok {
+                *r.status_mut() = http::StatusCode::OK;
+            }
+            let Some(response) = ok else {
+                return self.unanswered();
+            };
+            h2.tunnel(response, upstream, idle).await
+        } else {
+            Self::tunnel(client, upstream, &head, idle, fe, be).await
+        };
         self.rec.tally.srv_in += c2s;
         // HAProxy 2.6 logs the 101 as its internal form measures it, like
         // any head, then the tunnel's bytes (measured: 146 for a 101 of
@@ -535,8 +570,11 @@ impl<'a> Relay<'a> {
             stick: self.ctx.stick,
         };
         self.rec.log_early(fe, status, logged_head, req, samples);
-        let relayed = match (self.comp, self.fill.is_some()) {
-            (None, false) => {
+        // Bodies no filter touches: relayed as they are, spliced when
+        // they can be, or as frames to an HTTP/2 client.
+        let filtering = self.comp.is_some() || self.fill.is_some();
+        let relayed = match self.client.h2.as_deref_mut() {
+            None if !filtering => {
                 io::relay_message(
                     &mut head,
                     &mut self.upstream,
@@ -549,7 +587,20 @@ impl<'a> Relay<'a> {
                 )
                 .await
             }
-            (comp, _) => Box::pin(self.filtered(&mut head, body, comp)).await,
+            // An HTTP/2 client: the same response as frames (the HTTP/1
+            // form above is what the counters measure).
+            Some(h2) if !filtering => {
+                let t = (be.timeouts.server, fe.timeouts.client);
+                let up = &mut self.upstream;
+                match deliver_h2(h2, &mut head, &resp, body, edits.as_ref(), up, t) {
+                    Ok(done) => done,
+                    Err(later) => later.await,
+                }
+            }
+            _ => {
+                let comp = self.comp;
+                Box::pin(self.filtered(&mut head, body, comp, &resp, edits.as_ref())).await
+            }
         };
         let ok = match relayed {
             Ok(n) => {
@@ -612,6 +663,8 @@ impl<'a> Relay<'a> {
         head: &mut BytesMut,
         body: BodyKind,
         comp: Option<CompAlgo>,
+        resp: &Head,
+        edits: Option<&Edits>,
     ) -> Result<io::Relayed, RelayError> {
         let (fe, be) = (self.fe, self.be);
         let enc = match comp {
@@ -626,17 +679,56 @@ impl<'a> Relay<'a> {
                 .as_mut()
                 .map(|f| f as &mut (dyn crate::http::filtered::Sink + Send)),
         };
-        let p = crate::http::filtered::relay(
-            head,
-            &mut self.upstream,
-            &mut self.client.stream,
-            body,
-            filters,
-            be.timeouts.server,
-            fe.timeouts.client,
-            fe.case_client.as_deref(),
-        )
-        .await?;
+        let p = match self.client.h2.as_deref_mut() {
+            None => {
+                crate::http::filtered::relay(
+                    head,
+                    &mut self.upstream,
+                    &mut self.client.stream,
+                    body,
+                    filters,
+                    be.timeouts.server,
+                    fe.timeouts.client,
+                    fe.case_client.as_deref(),
+                )
+                .await?
+            }
+            Some(h2) => {
+                let t = (be.timeouts.server, fe.timeouts.client);
+                let out_kind = if comp.is_some() {
+                    BodyKind::Chunked
+                } else {
+                    body
+                };
+                let response = match edits {
+                    None => h2_convert::forwarded_response(resp, out_kind, |_, _| false, &[], &[]),
+                    Some(e) => h2_convert::forwarded_response(
+                        resp,
+                        out_kind,
+                        |i, n| e.drops_at(i, n),
+                        &e.replaced,
+                        &e.add,
+                    ),
+                }
+                .ok_or(RelayError::Write(std::io::ErrorKind::InvalidData.into()))?;
+                let mut response = response;
+                // The compression filter's own fields, last, as
+                // `compress::put_added` writes them for HTTP/1.
+                if let Some(algo) = comp {
+                    let h = response.headers_mut();
+                    h.append(
+                        http::header::VARY,
+                        http::HeaderValue::from_static("Accept-Encoding"),
+                    );
+                    if algo != CompAlgo::Identity {
+                        let coding = http::HeaderValue::from_static(algo.coding());
+                        h.append(http::header::CONTENT_ENCODING, coding);
+                    }
+                }
+                let src = &mut self.upstream;
+                filtered_h2(h2, head, response, src, body, out_kind, filters, t).await?
+            }
+        };
         // (The fill, complete or not, is dropped here: an incomplete one
         // leaves nothing.)
         drop(fill);
@@ -699,6 +791,113 @@ impl<'a> Relay<'a> {
         }
         bad_response(fe, be, self.client, self.rec, self.keep_client).await
     }
+}
+
+/// A response relayed to an HTTP/2 client: at once, or a future of its own.
+type H2Delivery<'d> = Result<
+    Result<io::Relayed, RelayError>,
+    std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<io::Relayed, RelayError>> + Send + 'd>,
+    >,
+>;
+
+/// [`Relay::deliver`] to an HTTP/2 client: the response's HEADERS made
+/// from the parsed head and the rules' edits, then its body; done at once
+/// for no body or a small one already here, else a future of its own,
+/// boxed. Out of line: the HTTP/1 path's future stays as it was.
+#[inline(never)]
+fn deliver_h2<'d>(
+    h2: &'d mut crate::wire::h2_stream::H2Stream,
+    head: &'d mut BytesMut,
+    resp: &Head,
+    body: BodyKind,
+    edits: Option<&Edits>,
+    upstream: &'d mut BufConn,
+    (server_timeout, client_timeout): (Option<std::time::Duration>, Option<std::time::Duration>),
+) -> H2Delivery<'d> {
+    let response = match edits {
+        None => h2_convert::forwarded_response(resp, body, |_, _| false, &[], &[]),
+        Some(e) => {
+            h2_convert::forwarded_response(resp, body, |i, n| e.drops_at(i, n), &e.replaced, &e.add)
+        }
+    };
+    let Some(response) = response else {
+        return Ok(Err(RelayError::Write(
+            std::io::ErrorKind::InvalidData.into(),
+        )));
+    };
+    match h2.deliver_at_once(head, response, upstream, body) {
+        Ok(done) => Ok(done),
+        Err(r) => Err(Box::pin(h2.deliver(
+            head,
+            r,
+            upstream,
+            body,
+            server_timeout,
+            client_timeout,
+        ))),
+    }
+}
+
+/// A filtered body (compressed, or stored in the cache) to an HTTP/2
+/// client: the filters write its HTTP/1 form (`out_kind`: chunked when
+/// compressed) into an in-process pipe, which the stream reads as frames,
+/// `response` its HEADERS. Filtering is rarer than plain relaying, so it
+/// keeps one implementation, HTTP/1's, at the cost of a copy.
+#[allow(clippy::too_many_arguments)]
+async fn filtered_h2(
+    h2: &mut crate::wire::h2_stream::H2Stream,
+    head: &mut BytesMut,
+    response: http::Response<()>,
+    src: &mut BufConn,
+    body: BodyKind,
+    out_kind: BodyKind,
+    filters: crate::http::filtered::Filters<'_>,
+    (server_timeout, client_timeout): (Option<std::time::Duration>, Option<std::time::Duration>),
+) -> Result<crate::http::filtered::Pumped, RelayError> {
+    use tokio::io::AsyncWriteExt as _;
+    let pipe = |rx, tx| {
+        crate::tls::Stream::Pipe(Box::new(crate::tls::stream::Pipe {
+            rx,
+            tx,
+            peer: None,
+            local: None,
+        }))
+    };
+    let (w, r) = tokio::io::duplex(64 * 1024);
+    let (unused_a, unused_b) = tokio::io::duplex(1);
+    let mut writer = pipe(unused_a, w);
+    let reader = BufConn::new(pipe(r, unused_b));
+    let fill = async {
+        // The head goes as HEADERS on the other side: none here.
+        let mut none = BytesMut::new();
+        let p = crate::http::filtered::relay(
+            &mut none,
+            src,
+            &mut writer,
+            body,
+            filters,
+            server_timeout,
+            None,
+            None,
+        )
+        .await;
+        // The end of the pipe ends a body that lasts until the close.
+        let _ = writer.shutdown().await;
+        drop(writer);
+        p
+    };
+    let send = async {
+        let mut reader = reader;
+        // The reader goes when the stream is done with it, so that a
+        // client that reset the stream stops the filling side too.
+        h2.deliver(head, response, &mut reader, out_kind, None, client_timeout)
+            .await
+    };
+    let (p, sent) = tokio::join!(fill, send);
+    let p = p?;
+    sent?;
+    Ok(p)
 }
 
 /// A 1xx answer other than 101: relayed, and a final one follows.

@@ -146,16 +146,16 @@ pub(crate) async fn serve_connection(
     let proto = accepted.unwrap_or_default();
     // `bind ... proto h2`, or TLS that chose h2 by ALPN.
     if fresh && (proto == BindProto::H2 || tls.as_ref().is_some_and(|t| t.h2)) {
-        // Boxed, as below: the HTTP/2 engine's state would otherwise be
-        // part of every HTTP/1 connection's task, idle ones included.
-        return Box::pin(crate::http::h2::serve(
+        // A task of its own, sized to the HTTP/2 engine: this one (the
+        // HTTP/1 pipeline's future, a TLS handshake's before it) ends.
+        tokio::spawn(crate::http::h2::serve(
             client,
             stream,
             bytes::Bytes::new(),
             peer,
             tls,
-        ))
-        .await;
+        ));
+        return;
     }
     // A cleartext client may start with the HTTP/2 preface instead.
     let mut upgradable = fresh && proto == BindProto::Auto && !stream.is_tls();
@@ -167,6 +167,8 @@ pub(crate) async fn serve_connection(
     // The `sess` variables live as long as the connection (empty, it
     // allocates nothing).
     let sess_vars = crate::sample::vars::SessVars::default();
+    // The keep-alive waits' timer, made at the first one and kept.
+    let mut idle_timer = IdleTimer::default();
     loop {
         if conn.buf.is_empty() && !first {
             // Soft stop: an idle keep-alive connection is closed, unless
@@ -200,15 +202,18 @@ pub(crate) async fn serve_connection(
                 // are served at once; else wait for the socket. Nor is one
                 // whose session has variables: they live in this task.
                 if !conn.stream.has_buffered_plaintext()
-                    && !wait_readable_or_stop(conn.stream.tcp(), idle).await
+                    && !idle_timer
+                        .wait_readable_or_stop(conn.stream.tcp(), idle)
+                        .await
                 {
                     return;
                 }
-            } else if !wait_readable_or_stop(
-                conn.stream.tcp(),
-                Some(idle.map_or(park::GRACE, |t| t.min(park::GRACE))),
-            )
-            .await
+            } else if !idle_timer
+                .wait_readable_or_stop(
+                    conn.stream.tcp(),
+                    Some(idle.map_or(park::GRACE, |t| t.min(park::GRACE))),
+                )
+                .await
             {
                 // Waited a little in the task; a client that stays silent
                 // longer is parked outside the runtime until it speaks.
@@ -289,14 +294,15 @@ pub(crate) async fn serve_connection(
         };
         if to_h2 {
             let BufConn { stream, buf, .. } = conn;
-            return Box::pin(crate::http::h2::serve(
+            // As above: a task of its own.
+            tokio::spawn(crate::http::h2::serve(
                 client,
                 stream,
                 buf.freeze(),
                 peer,
                 tls,
-            ))
-            .await;
+            ));
+            return;
         }
         if !keep {
             return;
@@ -320,6 +326,60 @@ async fn wait_readable_or_stop(stream: Option<&TcpStream>, timeout: Option<Durat
         _ = crate::sys::process::stop_begun() => {
             // Bytes already here are served, not reset.
             io::has_pending(stream)
+        }
+    }
+}
+
+/// The timer of a connection's keep-alive waits: made at the first wait,
+/// then moved only when it fires before a wait's deadline, instead of a
+/// new timer registered for every request. Registering one takes the time
+/// driver's lock, and when the driver had no timer left at its last turn
+/// it also wakes the driver through its eventfd (from its own thread: a
+/// system call for nothing, 0.26 per keep-alive request under load). A
+/// timer left armed past its wait may wake the connection once, which it
+/// takes as nothing to do.
+#[derive(Default)]
+struct IdleTimer(Option<std::pin::Pin<Box<tokio::time::Sleep>>>);
+
+impl IdleTimer {
+    /// [`wait_readable_or_stop`] with this timer.
+    async fn wait_readable_or_stop(
+        &mut self,
+        stream: Option<&TcpStream>,
+        timeout: Option<Duration>,
+    ) -> bool {
+        let (Some(stream), Some(t)) = (stream, timeout) else {
+            return wait_readable_or_stop(stream, timeout).await;
+        };
+        let deadline = tokio::time::Instant::now() + t;
+        let timer = match &mut self.0 {
+            Some(timer) => {
+                // A shorter timeout than the timer's (a reload changed it).
+                if timer.deadline() > deadline {
+                    timer.as_mut().reset(deadline);
+                }
+                timer
+            }
+            None => self.0.insert(Box::pin(tokio::time::sleep_until(deadline))),
+        };
+        let wait = poll_fn(|cx| {
+            if let Poll::Ready(r) = stream.poll_read_ready(cx) {
+                return Poll::Ready(r.is_ok());
+            }
+            loop {
+                match timer.as_mut().poll(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(()) if tokio::time::Instant::now() >= deadline => {
+                        return Poll::Ready(false);
+                    }
+                    // Armed for an earlier wait: moved to this one's end.
+                    Poll::Ready(()) => timer.as_mut().reset(deadline),
+                }
+            }
+        });
+        tokio::select! {
+            r = wait => r,
+            _ = crate::sys::process::stop_begun() => io::has_pending(stream),
         }
     }
 }
@@ -1479,7 +1539,7 @@ impl RuleRun<'_> {
             .get_or_insert_with(Default::default)
             .del_header("expect");
         let _ = self.shown.set(head.without_expect());
-        let _ = io::write_all(&mut self.conn.stream, CONTINUE, self.fe.timeouts.client).await;
+        let _ = self.conn.answer(CONTINUE, self.fe.timeouts.client).await;
     }
 
     /// More of the body is in the buffer: a local answer may now keep the
@@ -1878,13 +1938,9 @@ async fn read_form(
     {
         // The client waits for this before sending the form (curl does
         // for a large one), as HAProxy's stats applet sends it.
-        io::write_all(
-            &mut conn.stream,
-            b"HTTP/1.1 100 Continue\r\n\r\n",
-            fe.timeouts.client,
-        )
-        .await
-        .map_err(|_| StCode::Unkn)?;
+        conn.answer(b"HTTP/1.1 100 Continue\r\n\r\n", fe.timeouts.client)
+            .await
+            .map_err(|_| StCode::Unkn)?;
     }
     while conn.buf.len() < len {
         match conn.fill(fe.timeouts.client).await {
@@ -1932,9 +1988,7 @@ async fn stats_reply(
     if !head_only {
         head.put_slice(body.as_bytes());
     }
-    let ok = io::write_all(&mut conn.stream, &head, fe.timeouts.client)
-        .await
-        .is_ok();
+    let ok = conn.answer(&head, fe.timeouts.client).await.is_ok();
     Outcome {
         status: Some(status),
         keep_client: keep && ok,

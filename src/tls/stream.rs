@@ -1,6 +1,7 @@
-//! The byte stream of a connection: plain TCP, TLS over TCP, or the
-//! in-process pipe an HTTP/2 stream is served through (see
-//! `crate::http::h2`).
+//! The byte stream of a connection: plain TCP, TLS over TCP, the
+//! in-process pipe a request to an HTTP/2 server goes through (see
+//! `crate::upstream::h2`), or none at all for an HTTP/2 client's stream,
+//! whose frames the pipeline reads and writes itself (`wire::h2_stream`).
 //!
 //! An enum rather than a trait object: the plain arm is the `TcpStream`
 //! itself, so the plain-TCP hot path (the `try_write` fast path, reads into
@@ -22,14 +23,39 @@ use tokio_rustls::TlsStream;
 pub(crate) enum Stream {
     Tcp(TcpStream),
     Tls(Box<TlsStream<TcpStream>>),
-    /// One HTTP/2 stream as the HTTP/1 pipeline sees it: the request's
-    /// HTTP/1 form comes out of it, the HTTP/1 response goes into it.
+    /// One stream to an HTTP/2 server as the HTTP/1 pipeline sees it: the
+    /// request's HTTP/1 form goes into it, the response comes out of it.
     Pipe(Box<Pipe>),
+    /// A stream of an HTTP/2 client connection, served by the pipeline
+    /// through its frames: reads give its request body (in its HTTP/1
+    /// framing, `wire::h2_stream::H2Body`), writes fail (answers go out as
+    /// frames, `wire::io::BufConn::h2`).
+    Frames(Box<Frames>),
 }
 
-/// The pipeline's end of an HTTP/2 stream, with the addresses of the
-/// connection that carries it: the request is read from `rx`, the response
-/// written to `tx` (two pipes, so that either side can end on its own).
+/// What the pipeline reads of an HTTP/2 stream, and the addresses of the
+/// connection it belongs to.
+pub(crate) struct Frames {
+    /// None for a client on a UNIX socket.
+    pub(crate) peer: Option<SocketAddr>,
+    pub(crate) local: Option<SocketAddr>,
+    /// The request body; None for a request without one (reads end).
+    pub(crate) body: Option<Box<dyn AsyncRead + Send + Unpin>>,
+}
+
+impl std::fmt::Debug for Frames {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Frames")
+            .field("peer", &self.peer)
+            .field("local", &self.local)
+            .field("body", &self.body.is_some())
+            .finish()
+    }
+}
+
+/// The forwarding code's end of a stream to an HTTP/2 server: the request
+/// is written to `tx`, the response read from `rx` (two pipes, so that
+/// either side can end on its own).
 #[derive(Debug)]
 pub(crate) struct Pipe {
     pub(crate) rx: DuplexStream,
@@ -40,14 +66,14 @@ pub(crate) struct Pipe {
 }
 
 impl Stream {
-    /// The TCP socket underneath (options, readiness); None for an
-    /// HTTP/2 stream's pipe.
+    /// The TCP socket underneath (options, readiness); None for a pipe or
+    /// an HTTP/2 stream.
     #[inline]
     pub(crate) fn tcp(&self) -> Option<&TcpStream> {
         match self {
             Stream::Tcp(s) => Some(s),
             Stream::Tls(s) => Some(s.get_ref().0),
-            Stream::Pipe(_) => None,
+            Stream::Pipe(_) | Stream::Frames(_) => None,
         }
     }
 
@@ -55,6 +81,7 @@ impl Stream {
     pub(crate) fn peer_addr(&self) -> io::Result<SocketAddr> {
         match self {
             Stream::Pipe(p) => p.peer.ok_or_else(|| io::ErrorKind::NotConnected.into()),
+            Stream::Frames(a) => a.peer.ok_or_else(|| io::ErrorKind::NotConnected.into()),
             _ => self.tcp().ok_or(io::ErrorKind::NotConnected)?.peer_addr(),
         }
     }
@@ -63,6 +90,7 @@ impl Stream {
     pub(crate) fn local_addr(&self) -> io::Result<SocketAddr> {
         match self {
             Stream::Pipe(p) => p.local.ok_or_else(|| io::ErrorKind::NotConnected.into()),
+            Stream::Frames(a) => a.local.ok_or_else(|| io::ErrorKind::NotConnected.into()),
             _ => self.tcp().ok_or(io::ErrorKind::NotConnected)?.local_addr(),
         }
     }
@@ -87,7 +115,9 @@ impl Stream {
     pub(crate) fn try_read_buf(&self, buf: &mut bytes::BytesMut) -> io::Result<usize> {
         match self {
             Stream::Tcp(s) => s.try_read_buf(buf),
-            Stream::Tls(_) | Stream::Pipe(_) => Err(io::ErrorKind::WouldBlock.into()),
+            Stream::Tls(_) | Stream::Pipe(_) | Stream::Frames(_) => {
+                Err(io::ErrorKind::WouldBlock.into())
+            }
         }
     }
 }
@@ -103,6 +133,10 @@ impl AsyncRead for Stream {
             Stream::Tcp(s) => Pin::new(s).poll_read(cx, buf),
             Stream::Tls(s) => Pin::new(&mut **s).poll_read(cx, buf),
             Stream::Pipe(p) => Pin::new(&mut p.rx).poll_read(cx, buf),
+            Stream::Frames(f) => match &mut f.body {
+                Some(b) => Pin::new(&mut **b).poll_read(cx, buf),
+                None => Poll::Ready(Ok(())),
+            },
         }
     }
 }
@@ -118,6 +152,7 @@ impl AsyncWrite for Stream {
             Stream::Tcp(s) => Pin::new(s).poll_write(cx, buf),
             Stream::Tls(s) => Pin::new(&mut **s).poll_write(cx, buf),
             Stream::Pipe(p) => Pin::new(&mut p.tx).poll_write(cx, buf),
+            Stream::Frames(_) => Poll::Ready(Err(io::ErrorKind::BrokenPipe.into())),
         }
     }
 
@@ -130,6 +165,7 @@ impl AsyncWrite for Stream {
             Stream::Tcp(s) => Pin::new(s).poll_write_vectored(cx, bufs),
             Stream::Tls(s) => Pin::new(&mut **s).poll_write_vectored(cx, bufs),
             Stream::Pipe(p) => Pin::new(&mut p.tx).poll_write_vectored(cx, bufs),
+            Stream::Frames(_) => Poll::Ready(Err(io::ErrorKind::BrokenPipe.into())),
         }
     }
 
@@ -138,6 +174,7 @@ impl AsyncWrite for Stream {
             Stream::Tcp(s) => s.is_write_vectored(),
             Stream::Tls(s) => s.is_write_vectored(),
             Stream::Pipe(p) => p.tx.is_write_vectored(),
+            Stream::Frames(_) => false,
         }
     }
 
@@ -146,6 +183,7 @@ impl AsyncWrite for Stream {
             Stream::Tcp(s) => Pin::new(s).poll_flush(cx),
             Stream::Tls(s) => Pin::new(&mut **s).poll_flush(cx),
             Stream::Pipe(p) => Pin::new(&mut p.tx).poll_flush(cx),
+            Stream::Frames(_) => Poll::Ready(Ok(())),
         }
     }
 
@@ -154,6 +192,7 @@ impl AsyncWrite for Stream {
             Stream::Tcp(s) => Pin::new(s).poll_shutdown(cx),
             Stream::Tls(s) => Pin::new(&mut **s).poll_shutdown(cx),
             Stream::Pipe(p) => Pin::new(&mut p.tx).poll_shutdown(cx),
+            Stream::Frames(_) => Poll::Ready(Ok(())),
         }
     }
 }

@@ -611,6 +611,12 @@ impl Head {
         self.connection_has(ConnTokens::UPGRADE)
     }
 
+    /// Whether a `Connection` field names a field (a token other than
+    /// `close`, `keep-alive` and `upgrade`): most messages' do not.
+    pub(crate) fn connection_names_fields(&self) -> bool {
+        self.connection_has(ConnTokens::OTHER)
+    }
+
     /// Whether this request asks for a protocol switch (`Upgrade` named
     /// by `Connection`): only then may a 101 answer open a tunnel.
     pub(crate) fn requests_upgrade(&self) -> bool {
@@ -739,13 +745,23 @@ impl Head {
     pub(crate) fn response_framing(&self, body: BodyKind) -> FramingLine {
         match body {
             BodyKind::Length(_) | BodyKind::Chunked => FramingLine::of(body),
+            BodyKind::None => match self.response_length(body) {
+                Some(n) => FramingLine::of(BodyKind::Length(n)),
+                None => FramingLine::of(BodyKind::None),
+            },
+            BodyKind::UntilClose => FramingLine::of(BodyKind::None),
+        }
+    }
+
+    /// The `content-length` this response goes to the client with, given
+    /// its body (see [`response_framing`](Self::response_framing)).
+    pub(crate) fn response_length(&self, body: BodyKind) -> Option<u64> {
+        match body {
+            BodyKind::Length(n) => Some(n),
             BodyKind::None if self.status >= 200 && self.status != 204 => {
-                match self.content_length() {
-                    Ok(Some(n)) => FramingLine::of(BodyKind::Length(n)),
-                    _ => FramingLine::of(BodyKind::None),
-                }
+                self.content_length().ok().flatten()
             }
-            BodyKind::None | BodyKind::UntilClose => FramingLine::of(BodyKind::None),
+            BodyKind::None | BodyKind::UntilClose | BodyKind::Chunked => None,
         }
     }
 

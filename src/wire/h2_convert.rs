@@ -152,10 +152,13 @@ fn connection_specific(name: &HeaderName) -> bool {
 /// `host` from `:authority` (which wins over a `host` field, HAProxy
 /// 2.6 drops the latter), the fields in their order, the cookie crumbs
 /// joined with `; ` into one `cookie` field, and the body's framing: its
-/// `content-length` when the client gave one, else chunked.
+/// `content-length` when the client gave one, else chunked. The head is
+/// written into `head` (empty; a spare read buffer, which the head's
+/// `Bytes` then share without an allocation of their own).
 pub(crate) fn request(
     parts: &http::request::Parts,
     has_body: bool,
+    mut head: BytesMut,
 ) -> Result<Http1Request, Malformed> {
     let none = Vec::new();
     let refused = parts
@@ -218,7 +221,6 @@ pub(crate) fn request(
         _ => None,
     };
     let target = absolute.as_deref().unwrap_or(target);
-    let mut head = BytesMut::with_capacity(256);
     head.put_slice(method);
     head.put_u8(b' ');
     head.put_slice(target);
@@ -370,6 +372,155 @@ pub(crate) fn response(resp: &Head) -> Option<http::Response<()>> {
     Some(out)
 }
 
+/// The HTTP/2 response of a server's HTTP/1 one as the pipeline forwards
+/// it, made from its parsed head without writing it out again: what
+/// [`response`] makes of the head `Head::write_forwarded_with` writes for
+/// an HTTP/1 client (the fields `drop` names left out, values `replaced`
+/// by position, then `added`), with its `content-length` as that head
+/// frames `body`. Values are slices of one copy of the head: slices of the
+/// head itself would keep the server connection's whole read buffer from
+/// going back to the thread's spares (the frame layer holds them until
+/// the HEADERS frame is written, and its table for as long as it keeps
+/// an entry).
+pub(crate) fn forwarded_response(
+    resp: &Head,
+    body: crate::wire::h1::BodyKind,
+    drop: impl Fn(usize, &[u8]) -> bool,
+    replaced: &[(usize, Vec<u8>)],
+    added: &[(String, Vec<u8>)],
+) -> Option<http::Response<()>> {
+    let mut out = http::Response::new(());
+    *out.status_mut() = http::StatusCode::from_u16(resp.status).ok()?;
+    let mut length = resp.response_length(body);
+    // The fields the server's `Connection` fields name (but `close` and
+    // `keep-alive`) are hop-by-hop too, unless a rule took that field out.
+    let mut named: Vec<&[u8]> = Vec::new();
+    // (`upgrade` names a hop-by-hop field, dropped anyway.)
+    let names_fields = resp.connection_names_fields();
+    for (i, (name, value)) in resp.headers().enumerate().filter(|_| names_fields) {
+        if name.eq_ignore_ascii_case(b"connection") && !drop(i, name) {
+            named.extend(
+                value
+                    .split(|&b| b == b',')
+                    .map(crate::wire::h1::trim)
+                    .filter(|t| {
+                        !t.is_empty()
+                            && !t.eq_ignore_ascii_case(b"close")
+                            && !t.eq_ignore_ascii_case(b"keep-alive")
+                    }),
+            );
+        }
+    }
+    let raw = bytes::Bytes::copy_from_slice(&resp.raw);
+    let own = |v: &[u8]| {
+        let at = v.as_ptr() as usize - resp.raw.as_ptr() as usize;
+        raw.slice(at..at + v.len())
+    };
+    let headers = out.headers_mut();
+    headers.reserve(resp.headers().count() + added.len());
+    for (i, (name, value)) in resp.headers().enumerate() {
+        // Framing: the length goes where the server's first was.
+        if name.eq_ignore_ascii_case(b"content-length") {
+            if let Some(n) = length.take() {
+                // The server's own digits when they say it (nearly always).
+                let v = match std::str::from_utf8(value)
+                    .ok()
+                    .and_then(|s| s.parse::<u64>().ok())
+                {
+                    Some(m) if m == n => HeaderValue::from_maybe_shared(own(value))
+                        .unwrap_or_else(|_| HeaderValue::from(n)),
+                    _ => HeaderValue::from(n),
+                };
+                headers.append(header::CONTENT_LENGTH, v);
+            }
+            continue;
+        }
+        if hop_by_hop(name) || drop(i, name) || named.iter().any(|n| n.eq_ignore_ascii_case(name)) {
+            continue;
+        }
+        let Ok(name) = HeaderName::from_bytes(name) else {
+            continue;
+        };
+        let value = match replaced.iter().find(|(j, _)| *j == i) {
+            Some((_, v)) => HeaderValue::from_bytes(v),
+            None => HeaderValue::from_maybe_shared(own(value)),
+        };
+        if let Ok(value) = value {
+            headers.append(name, value);
+        }
+    }
+    if let Some(n) = length {
+        headers.append(header::CONTENT_LENGTH, HeaderValue::from(n));
+    }
+    for (name, value) in added {
+        if hop_by_hop(name.as_bytes())
+            || named
+                .iter()
+                .any(|n| n.eq_ignore_ascii_case(name.as_bytes()))
+        {
+            continue;
+        }
+        if let (Ok(n), Ok(v)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_bytes(value),
+        ) {
+            headers.append(n, v);
+        }
+    }
+    Some(out)
+}
+
+/// The fields of an HTTP/1 message that never go into an HTTP/2 one: the
+/// framing, the connection-specific ones (RFC 9113 §8.2.2) and `Expect`,
+/// which sluice answers itself.
+fn hop_by_hop(name: &[u8]) -> bool {
+    let is = |k: &[u8]| name.eq_ignore_ascii_case(k);
+    match name.len() {
+        2 => is(b"te"),
+        6 => is(b"expect"),
+        7 => is(b"upgrade") || is(b"trailer"),
+        10 => is(b"connection") || is(b"keep-alive"),
+        14 => is(b"content-length"),
+        16 => is(b"proxy-connection"),
+        17 => is(b"transfer-encoding"),
+        _ => false,
+    }
+}
+
+/// Header fields as HTTP/1 lines (`name: value` and CRLF each): an
+/// HTTP/2 message's fields, or its trailers in a last chunk.
+pub(crate) fn put_fields(out: &mut BytesMut, headers: &http::HeaderMap) {
+    for (n, v) in headers {
+        out.put_slice(n.as_str().as_bytes());
+        out.put_slice(b": ");
+        out.put_slice(v.as_bytes());
+        out.put_slice(b"\r\n");
+    }
+}
+
+/// The trailer fields of a chunked body's end (`0`, the fields, the
+/// blank line), for HTTP/2 trailers: those HTTP/2 cannot carry, or that
+/// make no sense in trailers, left out.
+pub(crate) fn trailer_fields(tail: &[u8]) -> http::HeaderMap {
+    let mut out = http::HeaderMap::new();
+    let fields = tail.splitn(2, |&b| b == b'\n').nth(1).unwrap_or_default();
+    for line in fields.split(|&b| b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let Some(colon) = memchr::memchr(b':', line) else {
+            continue;
+        };
+        let name = &line[..colon];
+        if hop_by_hop(name) {
+            continue;
+        }
+        let value = crate::wire::h1::trim(&line[colon + 1..]);
+        if let (Ok(n), Ok(v)) = (HeaderName::from_bytes(name), HeaderValue::from_bytes(value)) {
+            out.append(n, v);
+        }
+    }
+    out
+}
+
 /// The HTTP/2 request of an HTTP/1.1 one, for a `proto h2` server:
 /// `:authority` from `Host` (else the server's address), `:scheme` from
 /// the server's TLS, the fields without the connection-specific ones and
@@ -406,15 +557,24 @@ pub(crate) fn h2_request(
 }
 
 /// Takes the data out of a chunked body (the pipeline checked its
-/// framing already; a fault here still only ends the stream).
+/// framing already; a fault here still only ends the stream), and keeps
+/// its trailer fields.
 #[derive(Default)]
 pub(crate) struct Dechunker {
     dec: ChunkedDecoder,
+    /// The last chunk and its trailer section as received (`0` and CRLF
+    /// standing for the last-chunk line).
+    tail: BytesMut,
 }
 
 impl Dechunker {
     pub(crate) fn is_done(&self) -> bool {
         self.dec.is_done()
+    }
+
+    /// The trailer fields, once the body is done (none for most).
+    pub(crate) fn trailers(&self) -> http::HeaderMap {
+        trailer_fields(&self.tail)
     }
 
     /// Consumes from the front of `input`; returns the data bytes taken
@@ -430,7 +590,13 @@ impl Dechunker {
             }
             // Framing: one byte at a time, so that the decoder stops
             // where the data starts.
+            let was_in_trailers = self.dec.in_trailers();
             self.dec.feed(&input[..1])?;
+            if was_in_trailers {
+                self.tail.put_u8(input[0]);
+            } else if self.dec.in_trailers() {
+                self.tail.put_slice(b"0\r\n");
+            }
             bytes::Buf::advance(input, 1);
         }
         Ok(None)
@@ -457,7 +623,7 @@ mod tests {
             .header("cookie", "a=1")
             .header("x-up", "Hi")
             .header("cookie", "b=2"));
-        let r = request(&parts, false).unwrap_or_else(|e| panic!("{e}"));
+        let r = request(&parts, false, BytesMut::new()).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
             &r.head[..],
             b"GET /p?q=1 HTTP/1.1\r\nhost: example.test\r\nx-up: Hi\r\ncookie: a=1; b=2\r\n\r\n"
@@ -476,7 +642,7 @@ mod tests {
             ("Http://h/x", "/x", "http://h"),
         ] {
             let parts = req(http::Request::builder().method("GET").uri(uri));
-            let r = request(&parts, false).unwrap_or_else(|e| panic!("{e}"));
+            let r = request(&parts, false, BytesMut::new()).unwrap_or_else(|e| panic!("{e}"));
             let line = format!("GET {target} HTTP/1.1\r\n");
             assert!(r.head.starts_with(line.as_bytes()), "{uri}: {:?}", r.head);
             assert_eq!(r.origin, origin, "{uri}");
@@ -486,14 +652,14 @@ mod tests {
     #[test]
     fn body_without_length_goes_chunked() {
         let parts = req(http::Request::builder().method("POST").uri("http://h/u"));
-        let r = request(&parts, true).unwrap_or_else(|e| panic!("{e}"));
+        let r = request(&parts, true, BytesMut::new()).unwrap_or_else(|e| panic!("{e}"));
         assert!(r.chunked);
         assert!(r.head.ends_with(b"transfer-encoding: chunked\r\n\r\n"));
         let parts = req(http::Request::builder()
             .method("POST")
             .uri("http://h/u")
             .header("content-length", "5"));
-        let r = request(&parts, true).unwrap_or_else(|e| panic!("{e}"));
+        let r = request(&parts, true, BytesMut::new()).unwrap_or_else(|e| panic!("{e}"));
         assert!(!r.chunked);
         assert!(r.head.ends_with(b"content-length: 5\r\n\r\n"));
     }
@@ -504,7 +670,7 @@ mod tests {
             .uri("http://h/")
             .header("connection", "close"));
         assert_eq!(
-            request(&parts, false).err(),
+            request(&parts, false, BytesMut::new()).err(),
             Some(Malformed::ConnectionHeader)
         );
     }
@@ -519,6 +685,51 @@ mod tests {
         let names: Vec<&str> = resp.headers().keys().map(|k| k.as_str()).collect();
         assert_eq!(names, ["content-length", "x-a"]);
         assert_eq!(resp.status(), 200);
+    }
+
+    /// A server's response forwarded to an HTTP/2 client: what `response`
+    /// makes of the HTTP/1 head the relay writes, rules' edits included.
+    #[test]
+    fn forwarded_response_as_the_written_head() {
+        let raw = bytes::Bytes::from_static(
+            b"HTTP/1.1 200 OK\r\nServer: t\r\nConnection: keep-alive, x-hop\r\nKeep-Alive: timeout=5\r\nX-Hop: 1\r\nContent-Length: 2\r\nX-A: b\r\nX-Gone: 1\r\nX-Old: 1\r\n\r\n",
+        );
+        let head = Head::parse_response(raw).unwrap_or_else(|e| panic!("{e}"));
+        let body = head.response_body(b"GET").unwrap_or_else(|e| panic!("{e}"));
+        let replaced = [(7, b"new".to_vec())];
+        let added = [("x-added".to_string(), b"yes".to_vec())];
+        let resp = forwarded_response(&head, body, |_, n| n == b"X-Gone", &replaced, &added)
+            .unwrap_or_else(|| panic!("no response"));
+        let fields: Vec<(&str, &[u8])> = resp
+            .headers()
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_bytes()))
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                ("server", &b"t"[..]),
+                ("content-length", b"2"),
+                ("x-a", b"b"),
+                ("x-old", b"new"),
+                ("x-added", b"yes"),
+            ]
+        );
+        // Without a field a `Connection` names, nothing is scanned for one.
+        let raw = bytes::Bytes::from_static(
+            b"HTTP/1.1 204 No Content\r\nConnection: close\r\nX-Hop: 1\r\n\r\n",
+        );
+        let head = Head::parse_response(raw).unwrap_or_else(|e| panic!("{e}"));
+        let resp = forwarded_response(
+            &head,
+            crate::wire::h1::BodyKind::None,
+            |_, _| false,
+            &[],
+            &[],
+        )
+        .unwrap_or_else(|| panic!("no response"));
+        assert_eq!(resp.status(), 204);
+        assert_eq!(resp.headers().len(), 1);
     }
 
     #[test]

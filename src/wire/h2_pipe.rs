@@ -8,7 +8,7 @@ use std::future::poll_fn;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 use h2::{RecvStream, SendStream};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
@@ -74,8 +74,17 @@ pub(crate) async fn upload(
         }
     }
     if ok && chunked {
-        // Trailers are not forwarded: the body just ends.
-        let _ = pipe.write_all(b"0\r\n\r\n").await;
+        // The last chunk, with the stream's trailers as its fields.
+        let mut end = bytes::BytesMut::from(&b"0\r\n"[..]);
+        match with_timeout(timeout, body.trailers()).await {
+            Some(Ok(Some(t))) => crate::wire::h2_convert::put_fields(&mut end, &t),
+            Some(Ok(None)) => {}
+            _ => ok = false,
+        }
+        end.put_slice(b"\r\n");
+        if ok {
+            let _ = pipe.write_all(&end).await;
+        }
     }
     if !ok {
         // A cut body: the pipeline reads the end of its stream.
@@ -133,7 +142,11 @@ pub(crate) async fn relay_body(
                 send_data(send, data, timeout, false).await?;
             }
             if d.is_done() {
-                return end_stream(send);
+                let trailers = d.trailers();
+                if trailers.is_empty() {
+                    return end_stream(send);
+                }
+                return send.send_trailers(trailers).map_err(|_| Cut::Client);
             }
         } else if !buf.is_empty() {
             let n = (buf.len() as u64).min(left) as usize;

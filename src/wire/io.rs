@@ -85,6 +85,12 @@ pub(crate) struct BufConn {
     /// The current request's `Expect: 100-continue` was answered already
     /// (sluice waited for the body): none is sent again.
     pub(crate) continued: bool,
+    /// The client side of the pipeline is either of two: a connection's
+    /// bytes (`stream`: HTTP/1), or, when this is set, one stream of an
+    /// HTTP/2 connection, whose answers ([`answer`](Self::answer), the
+    /// relay's head and body) go out as its frames; its `stream` is then a
+    /// `Stream::Frames`, its request body (`wire::h2_stream::H2Body`).
+    pub(crate) h2: Option<Box<crate::wire::h2_stream::H2Stream>>,
 }
 
 /// Where the body of the request being answered is: an answer made
@@ -169,7 +175,8 @@ thread_local! {
 /// Spare buffers kept per thread at most.
 const SPARE_MAX: usize = 32;
 
-fn take_buffer() -> BytesMut {
+/// A read buffer from the thread's spares (or a new one).
+pub(crate) fn take_buffer() -> BytesMut {
     SPARE
         .with(|s| s.borrow_mut().pop())
         .unwrap_or_else(|| BytesMut::with_capacity(READ_CHUNK))
@@ -260,6 +267,7 @@ impl BufConn {
             asked: ConnAsk::Default,
             pending: PendingBody::None,
             continued: false,
+            h2: None,
         }
     }
 
@@ -276,6 +284,20 @@ impl BufConn {
             None => Err(RelayError::ReadTimeout),
             Some(Err(e)) => Err(RelayError::Read(e)),
             Some(Ok(n)) => Ok(n),
+        }
+    }
+
+    /// Sends a whole message sluice made (an error page, a reply, an
+    /// interim `100 Continue`) to the client.
+    pub(crate) async fn answer(
+        &mut self,
+        message: &[u8],
+        timeout: Option<Duration>,
+    ) -> Result<(), RelayError> {
+        match self.h2.as_deref_mut() {
+            None => write_all(&mut self.stream, message, timeout).await,
+            // Boxed: the common path's futures stay small.
+            Some(h2) => Box::pin(h2.answer(message, timeout)).await,
         }
     }
 
@@ -330,7 +352,9 @@ pub(crate) async fn write_all(
 ) -> Result<(), RelayError> {
     match stream {
         Stream::Tcp(s) => write_all_tcp(s, data, timeout).await,
-        Stream::Tls(_) | Stream::Pipe(_) => write_all_flushed(stream, &[data], timeout).await,
+        Stream::Tls(_) | Stream::Pipe(_) | Stream::Frames(_) => {
+            write_all_flushed(stream, &[data], timeout).await
+        }
     }
 }
 
@@ -383,7 +407,9 @@ async fn write_parts(
 ) -> Result<(), RelayError> {
     let dst = match dst {
         Stream::Tcp(s) => s,
-        Stream::Tls(_) | Stream::Pipe(_) => return write_all_flushed(dst, parts, timeout).await,
+        Stream::Tls(_) | Stream::Pipe(_) | Stream::Frames(_) => {
+            return write_all_flushed(dst, parts, timeout).await;
+        }
     };
     let mut parts: Vec<&[u8]> = parts.iter().copied().filter(|p| !p.is_empty()).collect();
     // Drops the `n` bytes written from the front of `parts`.
@@ -429,7 +455,9 @@ async fn write_two(
 ) -> Result<(), RelayError> {
     let dst = match dst {
         Stream::Tcp(s) => s,
-        Stream::Tls(_) | Stream::Pipe(_) => return write_all_flushed(dst, &[a, b], timeout).await,
+        Stream::Tls(_) | Stream::Pipe(_) | Stream::Frames(_) => {
+            return write_all_flushed(dst, &[a, b], timeout).await;
+        }
     };
     let (mut a, mut b) = (a, b);
     // As in `write_all`: first without a timer.
@@ -558,40 +586,17 @@ pub(crate) async fn relay_message(
                     return Err(RelayError::Truncated);
                 }
                 let mut data: Option<std::ops::Range<usize>> = None;
-                let mut pos = 0;
-                while pos < src.buf.len() && !dec.is_done() {
-                    let left = dec.data_left();
-                    if left > 0 {
-                        let take = ((src.buf.len() - pos) as u64).min(left) as usize;
-                        let r = pos..pos + take;
-                        // Inside a chunk's data: cannot fail.
-                        dec.feed(&src.buf[r.clone()])
-                            .map_err(|e| RelayError::Framing(e, dec.error_spot()))?;
-                        match data.take() {
-                            None => data = Some(r),
-                            Some(first) => {
-                                if joined.is_empty() {
-                                    joined.extend_from_slice(&src.buf[first]);
-                                }
-                                joined.extend_from_slice(&src.buf[r]);
-                                data = Some(0..0);
-                            }
+                let buf = &src.buf[..];
+                let pos = walk_chunked(&mut dec, buf, &mut tail, |r| match data.take() {
+                    None => data = Some(r),
+                    Some(first) => {
+                        if joined.is_empty() {
+                            joined.extend_from_slice(&buf[first]);
                         }
-                        pos += take;
-                        continue;
+                        joined.extend_from_slice(&buf[r]);
+                        data = Some(0..0);
                     }
-                    let was_in_trailers = dec.in_trailers();
-                    let end = dec
-                        .feed_framing(&src.buf, pos)
-                        .map_err(|e| RelayError::Framing(e, dec.error_spot()))?;
-                    if let Some(at) = dec.trailers_at() {
-                        tail.extend_from_slice(b"0\r\n");
-                        tail.extend_from_slice(&src.buf[at..end]);
-                    } else if was_in_trailers {
-                        tail.extend_from_slice(&src.buf[pos..end]);
-                    }
-                    pos = end;
-                }
+                })?;
                 let body: &[u8] = match data {
                     None => b"",
                     Some(r) if joined.is_empty() => &src.buf[r],
@@ -633,6 +638,45 @@ pub(crate) async fn relay_message(
         wire: total,
         logged: total,
     })
+}
+
+/// Goes through the chunked body bytes at the start of `buf` with `dec`:
+/// each run of data is handed to `data` (its range in `buf`), the last
+/// chunk and its trailer section as received (`0` and CRLF first) are
+/// added to `tail`. Returns how far it went: the end of `buf`, or of the
+/// body.
+pub(crate) fn walk_chunked(
+    dec: &mut ChunkedDecoder,
+    buf: &[u8],
+    tail: &mut BytesMut,
+    mut data: impl FnMut(std::ops::Range<usize>),
+) -> Result<usize, RelayError> {
+    let mut pos = 0;
+    while pos < buf.len() && !dec.is_done() {
+        let left = dec.data_left();
+        if left > 0 {
+            let take = ((buf.len() - pos) as u64).min(left) as usize;
+            let r = pos..pos + take;
+            // Inside a chunk's data: cannot fail.
+            dec.feed(&buf[r.clone()])
+                .map_err(|e| RelayError::Framing(e, dec.error_spot()))?;
+            data(r);
+            pos += take;
+            continue;
+        }
+        let was_in_trailers = dec.in_trailers();
+        let end = dec
+            .feed_framing(buf, pos)
+            .map_err(|e| RelayError::Framing(e, dec.error_spot()))?;
+        if let Some(at) = dec.trailers_at() {
+            tail.extend_from_slice(b"0\r\n");
+            tail.extend_from_slice(&buf[at..end]);
+        } else if was_in_trailers {
+            tail.extend_from_slice(&buf[pos..end]);
+        }
+        pos = end;
+    }
+    Ok(pos)
 }
 
 /// The write side of a relay, holding the head until the first body bytes

@@ -9,6 +9,7 @@ pub(crate) mod error_spot;
 pub mod h1;
 pub(crate) mod h2_convert;
 pub(crate) mod h2_pipe;
+pub(crate) mod h2_stream;
 pub(crate) mod http_date;
 pub(crate) mod io;
 pub(crate) mod logged_size;

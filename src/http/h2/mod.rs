@@ -6,12 +6,13 @@
 //!
 //! Each stream goes through the very pipeline an HTTP/1 request goes
 //! through (`service::handle_request`: rules, routing, balancing, queues,
-//! retries, counters, logs, error pages): the stream's request is written
-//! in its HTTP/1.1 form into an in-process pipe the pipeline reads as its
-//! client connection, and the HTTP/1 response the pipeline writes back is
-//! translated into HTTP/2 frames (HAProxy 1.8 converted HTTP/2 to HTTP/1
-//! the same way). Bodies stream both ways through the pipe, one buffer at
-//! a time, under HTTP/2 flow control.
+//! retries, counters, logs, error pages), in a task of its own
+//! (`stream.rs`): its request head in HTTP/1 form is what the pipeline
+//! parses, its body and the answer go through the stream's frames
+//! (`wire::h2_stream`), under HTTP/2 flow control both ways, trailers
+//! included. An idle connection gives back its buffers after
+//! `park::GRACE` (`h2::server::Connection::release_idle_memory`, a
+//! change of the vendored crate).
 //!
 //! Limits are set explicitly (see [`Limits`]): concurrent streams, header
 //! list size (which also bounds a CONTINUATION sequence), windows, and the
@@ -29,7 +30,6 @@ use std::time::Duration;
 
 use bytes::{Buf, Bytes};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::task::JoinSet;
 
 use crate::observe::log::LogRecord;
 use crate::observe::outcome::{Cause, Phase};
@@ -111,14 +111,34 @@ impl AsyncRead for Rewind {
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         if this.prefix.has_remaining() {
-            let n = this.prefix.len().min(buf.remaining());
-            buf.put_slice(&this.prefix[..n]);
-            this.prefix.advance(n);
+            // (Emptied, the prefix lets go of the preface's read buffer,
+            // 16 KiB, which would otherwise stay with the connection.)
+            crate::wire::h2_stream::read_from(&mut this.prefix, buf);
+            return Poll::Ready(Ok(()));
+        }
+        if buf.remaining() < SMALL_READ {
+            // The read buffer an idle connection gave back comes again a
+            // few bytes at a time (it doubles with each read that fills
+            // it): what the socket holds is read in one go here, the rest
+            // served from memory.
+            let mut scratch = [std::mem::MaybeUninit::<u8>::uninit(); 16 * 1024];
+            let mut rb = ReadBuf::uninit(&mut scratch);
+            std::task::ready!(Pin::new(&mut this.inner).poll_read(cx, &mut rb))?;
+            let got = rb.filled();
+            let n = got.len().min(buf.remaining());
+            buf.put_slice(&got[..n]);
+            if n < got.len() {
+                this.prefix = Bytes::copy_from_slice(&got[n..]);
+            }
             return Poll::Ready(Ok(()));
         }
         Pin::new(&mut this.inner).poll_read(cx, buf)
     }
 }
+
+/// A read into less room than this goes through a buffer of its own (see
+/// `Rewind::poll_read`).
+const SMALL_READ: usize = 64;
 
 impl AsyncWrite for Rewind {
     fn poll_write(
@@ -183,7 +203,10 @@ pub(crate) async fn serve(
             .await
             .map_err(Refused::from)
     };
-    let mut conn = match crate::wire::io::with_timeout(handshake_timeout, handshake).await {
+    // Boxed: the task's future is then the size of what an established
+    // connection holds, not of the handshake's state too.
+    let handshake = Box::pin(crate::wire::io::with_timeout(handshake_timeout, handshake));
+    let mut conn = match handshake.await {
         Some(Ok(conn)) => conn,
         // Not HTTP/2 (no preface), or silent: closed.
         Some(Err(e)) => {
@@ -219,8 +242,11 @@ pub(crate) async fn serve(
     // The connection's `sess` variables, shared by its streams.
     let sess_vars = Arc::new(crate::sample::vars::SessVars::default());
     conn.set_target_window_size(CONNECTION_WINDOW);
-    let mut streams = JoinSet::new();
+    // The streams in flight, each in a task of its own.
+    let streams = Arc::new(Streams::default());
     let mut closing = false;
+    // The connection's buffers and tables were given back (see below).
+    let mut shed = false;
     loop {
         // Idle (no stream in flight): `timeout http-keep-alive`, as for an
         // HTTP/1 connection between requests.
@@ -242,7 +268,10 @@ pub(crate) async fn serve(
             next = conn.accept() => match next {
                 Some(Ok((req, respond))) => {
                     c.h2_headers_rcvd.fetch_add(1, Relaxed);
-                    streams.spawn(stream::serve(
+                    shed = false;
+                    // Boxed: the task tokio moves around as it spawns,
+                    // runs and ends it is then a few words.
+                    let serve = Box::pin(stream::serve(
                         client.clone(),
                         req,
                         respond,
@@ -250,6 +279,11 @@ pub(crate) async fn serve(
                         tls.clone(),
                         sess_vars.clone(),
                     ));
+                    let end = streams.begin();
+                    tokio::spawn(async move {
+                        serve.await;
+                        drop(end);
+                    });
                 }
                 Some(Err(e)) => {
                     if e.is_go_away() && !e.is_remote() {
@@ -262,7 +296,14 @@ pub(crate) async fn serve(
                 }
                 None => break,
             },
-            Some(_) = streams.join_next(), if !streams.is_empty() => {}
+            _ = streams.none_left(), if !streams.is_empty() => {}
+            // Idle a little while (as an HTTP/1 connection is before it is
+            // parked): the memory it needs only while frames come and go
+            // is given back, a few hundred bytes left of tens of KB.
+            _ = sleep(Some(crate::http::park::GRACE)), if streams.is_empty() && !shed && !closing => {
+                conn.release_idle_memory();
+                shed = true;
+            }
             _ = sleep(idle), if idle.is_some() => {
                 if closing {
                     break;
@@ -281,7 +322,9 @@ pub(crate) async fn serve(
     // closed socket its address: its number may be another's.)
     client.facts.forget_socket();
     drop(conn);
-    while streams.join_next().await.is_some() {}
+    while !streams.is_empty() {
+        streams.none_left().await;
+    }
     c.h2_open_connections.dec();
 }
 
@@ -342,5 +385,43 @@ async fn sleep(d: Option<Duration>) {
     match d {
         Some(d) => tokio::time::sleep(d).await,
         None => std::future::pending().await,
+    }
+}
+
+/// The streams of a connection in flight: counted as their tasks start and
+/// end, the connection's task woken when the last ends (its idle timers
+/// start then). Cheaper than a `JoinSet`, whose tasks' results nobody
+/// needs.
+#[derive(Default)]
+struct Streams {
+    live: std::sync::atomic::AtomicUsize,
+    none_left: tokio::sync::Notify,
+}
+
+/// A stream in flight; dropped when its task ends.
+struct InFlight(Arc<Streams>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if self.0.live.fetch_sub(1, Relaxed) == 1 {
+            self.0.none_left.notify_one();
+        }
+    }
+}
+
+impl Streams {
+    fn begin(self: &Arc<Self>) -> InFlight {
+        self.live.fetch_add(1, Relaxed);
+        InFlight(self.clone())
+    }
+
+    fn is_empty(&self) -> bool {
+        self.live.load(Relaxed) == 0
+    }
+
+    /// Waits for the last stream in flight to end (at once if one ended
+    /// with none left since the last wait).
+    async fn none_left(&self) {
+        self.none_left.notified().await
     }
 }

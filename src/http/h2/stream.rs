@@ -1,22 +1,20 @@
-//! One HTTP/2 stream, served through the HTTP/1 pipeline over a pipe.
+//! One HTTP/2 stream, served by the request pipeline: its request head in
+//! HTTP/1 form (`wire::h2_convert`), its body and answer through its frames
+//! (`wire::h2_stream`).
 
-use std::future::poll_fn;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use h2::server::SendResponse;
 use h2::{Reason, RecvStream};
-use tokio::io::AsyncRead;
 
 use crate::snapshot::client::ClientConn;
-use crate::tls::stream::Pipe;
+use crate::tls::stream::Frames;
 use crate::tls::{Stream, TlsFacts};
-use crate::wire::h1::{BodyKind, Head};
 use crate::wire::h2_convert;
-use crate::wire::h2_pipe::{Cut, PIPE_BUF, read_head, relay_body, upload};
+use crate::wire::h2_stream::{H2Body, H2Stream};
 use crate::wire::io::BufConn;
 
 /// Serves one stream: its request through the pipeline, the pipeline's
@@ -29,16 +27,16 @@ pub(crate) async fn serve(
     tls: Option<Arc<TlsFacts>>,
     sess: Arc<crate::sample::vars::SessVars>,
 ) {
-    let Some((timeout, counters)) = client.rt.with_snapshot(|snap| {
+    let Some(counters) = client.rt.with_snapshot(|snap| {
         let fe = snap.frontends().find(|f| *f.name == *client.frontend())?;
-        Some((fe.timeouts.client, fe.state.clone()))
+        Some(fe.state.clone())
     }) else {
         respond.send_reset(Reason::REFUSED_STREAM);
         return;
     };
     let (parts, body) = req.into_parts();
     let has_body = !body.is_end_stream();
-    let h1req = match h2_convert::request(&parts, has_body) {
+    let h1req = match h2_convert::request(&parts, has_body, crate::wire::io::take_buffer()) {
         Ok(r) => r,
         Err(_) => {
             counters
@@ -49,136 +47,75 @@ pub(crate) async fn serve(
             return;
         }
     };
-    let (rx, req_pipe) = tokio::io::duplex(PIPE_BUF);
-    let (tx, resp_pipe) = tokio::io::duplex(PIPE_BUF);
-    let conn = BufConn {
-        asked: crate::wire::io::ConnAsk::Default,
-        pending: crate::wire::io::PendingBody::None,
-        continued: false,
-        stream: Stream::Pipe(Box::new(Pipe {
-            rx,
-            tx,
-            peer: peer.inet(),
-            local,
-        })),
-        buf: h1req.head,
-    };
-    let origin = h1req.origin;
-    let bad = h1req.bad;
-    let pipeline = {
-        let client = client.clone();
-        async move {
-            let mut conn = conn;
-            let bound = client
-                .rt
-                .with_snapshot(|snap| snap.global.hard_stop_after.map(|_| snap.generation));
-            let request = crate::http::service::handle_request(
-                (&sess, client.trackers()),
-                &client.rt,
-                client.frontend(),
-                client.stream.entry(),
-                &mut conn,
-                (peer, &client.facts),
-                false,
-                tls.as_deref(),
-                crate::http::service::Via::Http2 {
-                    origin: &origin,
-                    bad,
-                },
-            );
-            match bound {
-                None => {
-                    request.await;
-                }
-                Some(generation) => {
-                    crate::state::generation::bounded(generation, request).await;
-                }
-            }
-            // Dropping the pipeline's end tells the response relay the
-            // response is complete (or cut).
-        }
-    };
     let head_only = parts.method == http::Method::HEAD;
-    // An extended CONNECT: the pipeline's 101 opens the tunnel.
+    // An extended CONNECT's DATA is its tunnel's; any other request's, its
+    // body, read by the pipeline as its client connection's bytes.
     let tunnel = parts.method == http::Method::CONNECT
         && parts.extensions.get::<h2::ext::Protocol>().is_some();
-    let upload = upload(
-        body,
-        req_pipe,
-        h1req.chunked,
-        Some(&counters.counters.h2_data_rcvd),
-        timeout,
-    );
-    let download = download(resp_pipe, respond, head_only, tunnel, timeout);
-    let main = async { tokio::join!(pipeline, download) };
-    tokio::pin!(main, upload);
-    let mut uploading = true;
-    loop {
-        tokio::select! {
-            _ = &mut main => break,
-            _ = &mut upload, if uploading => uploading = false,
+    let (tunnel, body) = match (tunnel, has_body) {
+        (true, _) => (Some(body), None),
+        (false, true) => {
+            let frames = DataFrames(counters.clone());
+            let body: Box<dyn tokio::io::AsyncRead + Send + Unpin> =
+                Box::new(H2Body::new(body, h1req.chunked, frames));
+            (None, Some(body))
         }
+        (false, false) => (None, None),
+    };
+    let h2 = H2Stream::new(respond, tunnel, head_only);
+    let mut conn = BufConn::new(Stream::Frames(Box::new(Frames {
+        peer: peer.inet(),
+        local,
+        body,
+    })));
+    conn.buf = h1req.head;
+    conn.h2 = Some(Box::new(h2));
+    let bound = client
+        .rt
+        .with_snapshot(|snap| snap.global.hard_stop_after.map(|_| snap.generation));
+    // Boxed: this stream's task then stays a few words, which tokio moves
+    // several times as it spawns, runs and ends it (the pipeline's future
+    // is kilobytes: it is copied once, here, instead).
+    let request = Box::pin(crate::http::service::handle_request(
+        (&sess, client.trackers()),
+        &client.rt,
+        client.frontend(),
+        client.stream.entry(),
+        &mut conn,
+        (peer, &client.facts),
+        false,
+        tls.as_deref(),
+        crate::http::service::Via::Http2 {
+            origin: &h1req.origin,
+            bad: h1req.bad,
+        },
+    ));
+    match bound {
+        None => {
+            request.await;
+        }
+        Some(generation) => {
+            crate::state::generation::bounded(generation, request).await;
+        }
+    }
+    // The buffer the head was written in, back to the thread's spares.
+    conn.release_buffer();
+    if let Some(h2) = conn.h2.as_deref_mut() {
+        counters
+            .counters
+            .h2_data_rcvd
+            .fetch_add(h2.data_frames(), Relaxed);
+        h2.finish();
     }
 }
 
-/// Reads the HTTP/1 response the pipeline writes and sends it on the
-/// stream: interim 1xx heads are skipped, the final head becomes HEADERS,
-/// the body DATA frames as it arrives. For an extended CONNECT (`tunnel`)
-/// the 101 is final: a 200, and the tunnel's bytes as DATA, as HAProxy
-/// answers it.
-async fn download(
-    mut pipe: impl AsyncRead + Unpin,
-    mut respond: SendResponse<Bytes>,
-    head_only: bool,
-    tunnel: bool,
-    timeout: Option<Duration>,
-) {
-    let mut buf = BytesMut::with_capacity(PIPE_BUF);
-    let head = loop {
-        let raw = tokio::select! {
-            r = read_head(&mut pipe, &mut buf) => r,
-            // Reset by the client while the pipeline works: nothing to
-            // wait for (the pipeline sees the pipe close when it writes).
-            _ = poll_fn(|cx| respond.poll_reset(cx)) => return,
-        };
-        let Some(raw) = raw else {
-            respond.send_reset(Reason::INTERNAL_ERROR);
-            return;
-        };
-        match Head::parse_response(raw) {
-            Ok(h) if tunnel && h.status == 101 => break h,
-            Ok(h) if (100..200).contains(&h.status) => continue,
-            Ok(h) => break h,
-            Err(_) => {
-                respond.send_reset(Reason::INTERNAL_ERROR);
-                return;
-            }
-        }
-    };
-    let method: &[u8] = if head_only { b"HEAD" } else { b"GET" };
-    let switched = head.status == 101;
-    let body = if switched {
-        BodyKind::UntilClose
-    } else {
-        head.response_body(method).unwrap_or(BodyKind::UntilClose)
-    };
-    let Some(mut response) = h2_convert::response(&head) else {
-        respond.send_reset(Reason::INTERNAL_ERROR);
-        return;
-    };
-    if switched {
-        *response.status_mut() = http::StatusCode::OK;
-    }
-    drop(head);
-    let end = body == BodyKind::None;
-    let Ok(mut send) = respond.send_response(response, end) else {
-        return;
-    };
-    if end {
-        return;
-    }
-    match relay_body(&mut pipe, &mut buf, &mut send, body, timeout).await {
-        Ok(()) | Err(Cut::Client) => {}
-        Err(Cut::Pipeline) => send.send_reset(Reason::INTERNAL_ERROR),
+/// A frontend's count of the DATA frames its HTTP/2 clients sent, as a
+/// stream's body reader counts them.
+struct DataFrames(Arc<crate::state::FrontendState>);
+
+impl std::ops::Deref for DataFrames {
+    type Target = std::sync::atomic::AtomicU64;
+    fn deref(&self) -> &Self::Target {
+        &self.0.counters.h2_data_rcvd
     }
 }

@@ -564,6 +564,15 @@ where
         self.connection.has_streams()
     }
 
+    /// sluice: gives back the memory an idle connection can do without: its
+    /// read and write buffers when they hold nothing, the HPACK decoder's
+    /// scratch buffer, and the streams' tables when no stream is left. Each
+    /// grows again with the next frames. Call it once the connection has
+    /// been idle for a while (not between the frames of a busy one).
+    pub fn release_idle_memory(&mut self) {
+        self.connection.release_idle_memory();
+    }
+
     /// Returns the maximum number of concurrent streams that may be initiated
     /// by the server on this connection.
     ///

@@ -64,6 +64,15 @@ impl<T> FramedRead<T> {
         FramedRead { inner, decoder }
     }
 
+    /// sluice: the read buffer and the HPACK decoder's scratch buffer given
+    /// back when nothing is in them (the next read allocates again).
+    pub(crate) fn release_idle_memory(&mut self) {
+        if self.decoder.partial.is_none() && self.inner.read_buffer().is_empty() {
+            *self.inner.read_buffer_mut() = BytesMut::new();
+        }
+        self.decoder.hpack.release_idle_memory();
+    }
+
     pub fn get_ref(&self) -> &T {
         self.inner.get_ref()
     }

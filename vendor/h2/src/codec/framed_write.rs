@@ -126,6 +126,14 @@ where
         self.encoder.has_capacity()
     }
 
+    /// sluice: the write buffer given back when nothing waits in it; the
+    /// next frame buffered allocates it again.
+    pub(crate) fn release_idle_memory(&mut self) {
+        if self.encoder.next.is_none() && !self.encoder.buf.has_remaining() {
+            self.encoder.buf = Cursor::new(BytesMut::new());
+        }
+    }
+
     /// Buffer a frame.
     ///
     /// `poll_ready` must be called first to ensure that a frame may be
@@ -221,6 +229,10 @@ where
     }
 
     fn buffer(&mut self, item: Frame<B>) -> Result<(), UserError> {
+        // sluice: a buffer given back while idle is taken again.
+        if self.buf.get_ref().capacity() == 0 {
+            self.buf.get_mut().reserve(DEFAULT_BUFFER_CAPACITY);
+        }
         // Ensure that we have enough capacity to accept the write.
         assert!(self.has_capacity());
         let span = tracing::trace_span!("FramedWrite::buffer", frame = ?item);
@@ -307,9 +319,11 @@ where
     }
 
     fn has_capacity(&self) -> bool {
+        // sluice: a buffer given back while idle (capacity 0) is taken
+        // again by `buffer`.
+        let buf = self.buf.get_ref();
         self.next.is_none()
-            && (self.buf.get_ref().capacity() - self.buf.get_ref().len()
-                >= self.min_buffer_capacity)
+            && (buf.capacity() == 0 || buf.capacity() - buf.len() >= self.min_buffer_capacity)
     }
 
     fn is_empty(&self) -> bool {

@@ -30,6 +30,18 @@ where
     T: AsyncRead + AsyncWrite + Unpin,
     B: Buf,
 {
+    /// sluice: the read and write buffers given back when empty.
+    pub(crate) fn release_idle_memory(&mut self) {
+        self.inner.release_idle_memory();
+        self.framed_write().release_idle_memory();
+    }
+}
+
+impl<T, B> Codec<T, B>
+where
+    T: AsyncRead + AsyncWrite + Unpin,
+    B: Buf,
+{
     /// Returns a new `Codec` with the default max frame size
     #[inline]
     pub fn new(io: T) -> Self {

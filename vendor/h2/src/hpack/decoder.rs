@@ -152,6 +152,14 @@ struct StringMarker {
 // ===== impl Decoder =====
 
 impl Decoder {
+    /// sluice: the scratch buffer given back (the dynamic table stays: the
+    /// peer's encoder counts on it).
+    pub(crate) fn release_idle_memory(&mut self) {
+        if self.buffer.is_empty() {
+            self.buffer = BytesMut::new();
+        }
+    }
+
     /// Creates a new `Decoder` with all settings set to default values.
     pub fn new(size: usize) -> Decoder {
         Decoder {
@@ -214,8 +222,9 @@ impl Decoder {
                     can_resize = false;
                     let entry = self.decode_literal(src, true)?;
 
-                    // Insert the header into the table
-                    self.table.insert(entry.clone());
+                    // Insert the header into the table (sluice: in bytes of
+                    // its own, see `Header::owned`)
+                    self.table.insert(entry.owned());
                     consume(src);
 
                     if f(entry).is_break() {

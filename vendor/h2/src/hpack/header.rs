@@ -70,6 +70,35 @@ impl Header<Option<HeaderName>> {
 }
 
 impl Header {
+    /// sluice: the same field in bytes of its own. A field decoded or sent
+    /// without a copy shares the buffer it came in (a connection's read
+    /// buffer, a server's response head): kept in a dynamic table as it
+    /// is, it would keep that whole buffer alive as long as the entry
+    /// lives. Entries are copied as they go into a table instead.
+    pub(crate) fn owned(&self) -> Header {
+        let copy = |b: &[u8]| Bytes::copy_from_slice(b);
+        match self {
+            Header::Field { name, value } => {
+                let mut v = HeaderValue::from_maybe_shared(copy(value.as_bytes()))
+                    .unwrap_or_else(|_| value.clone());
+                v.set_sensitive(value.is_sensitive());
+                Header::Field {
+                    name: name.clone(),
+                    value: v,
+                }
+            }
+            Header::Authority(v) => Header::Authority(BytesStr(copy(v.0.as_ref()))),
+            Header::Scheme(v) => Header::Scheme(BytesStr(copy(v.0.as_ref()))),
+            Header::Path(v) => Header::Path(BytesStr(copy(v.0.as_ref()))),
+            Header::Protocol(p) => Header::Protocol(Protocol::from(p.as_str())),
+            Header::Refused { name, value } => Header::Refused {
+                name: copy(name),
+                value: copy(value),
+            },
+            Header::Method(_) | Header::Status(_) => self.clone(),
+        }
+    }
+
     /// sluice: [`Header::new`], a field the `http` types refuse kept as a
     /// [`Header::Refused`].
     pub fn new_or_refused(name: Bytes, value: Bytes) -> Result<Header, DecoderError> {

@@ -337,9 +337,10 @@ impl Table {
     fn insert(&mut self, header: Header, hash: HashValue) {
         self.inserted = self.inserted.wrapping_add(1);
 
+        // sluice: in bytes of its own (see `Header::owned`).
         self.slots.push_front(Slot {
             hash,
-            header,
+            header: header.owned(),
             next: None,
         });
     }

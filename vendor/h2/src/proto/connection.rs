@@ -282,6 +282,12 @@ where
         }
     }
 
+    /// sluice: see `server::Connection::release_idle_memory`.
+    pub(crate) fn release_idle_memory(&mut self) {
+        self.codec.release_idle_memory();
+        self.inner.streams.release_idle_memory();
+    }
+
     /// Checks if there are any streams
     pub fn has_streams(&self) -> bool {
         self.inner.streams.has_streams()

@@ -30,6 +30,15 @@ impl<T> Buffer<T> {
         Buffer { slab: Slab::new() }
     }
 
+    /// sluice: see `Streams::release_idle_memory`.
+    pub(crate) fn release_idle_memory(&mut self) {
+        if self.slab.is_empty() {
+            self.slab = Slab::new();
+        } else {
+            self.slab.shrink_to_fit();
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.slab.is_empty()
     }

@@ -91,6 +91,11 @@ pub(crate) enum Open {
 }
 
 impl Recv {
+    /// sluice: see `Streams::release_idle_memory`.
+    pub(crate) fn release_idle_memory(&mut self) {
+        self.buffer.release_idle_memory();
+    }
+
     pub fn new(peer: peer::Dyn, config: &Config) -> Self {
         let next_stream_id = if peer.is_server() { 1 } else { 2 };
 

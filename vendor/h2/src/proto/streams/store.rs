@@ -79,6 +79,17 @@ pub(super) trait Resolve {
 // ===== impl Store =====
 
 impl Store {
+    /// sluice: see `Streams::release_idle_memory`.
+    pub(crate) fn release_idle_memory(&mut self) {
+        if self.slab.is_empty() {
+            self.slab = slab::Slab::new();
+            self.ids = IndexMap::new();
+        } else {
+            self.slab.shrink_to_fit();
+            self.ids.shrink_to_fit();
+        }
+    }
+
     pub fn new() -> Self {
         Store {
             slab: slab::Slab::new(),

@@ -1144,6 +1144,17 @@ where
         me.counts.has_streams()
     }
 
+    /// sluice: the streams' tables and frame buffers shrunk to what they
+    /// hold (nothing, for an idle connection).
+    pub fn release_idle_memory(&self) {
+        let mut me = self.inner.lock().unwrap();
+        let me = &mut *me;
+        me.store.release_idle_memory();
+        me.actions.recv.release_idle_memory();
+        let mut send = self.send_buffer.inner.lock().unwrap();
+        send.release_idle_memory();
+    }
+
     pub fn has_streams_or_other_references(&self) -> bool {
         let me = self.inner.lock().unwrap();
         me.counts.has_streams() || me.refs > 1
