@@ -1037,20 +1037,14 @@ fn split_fields<'a>(s: Sample<'a>, a: &[Arg], words: bool) -> Option<Sample<'a>>
     let delims = a[1].as_bytes();
     let count = a.get(2).map_or(1, Arg::as_int);
     let text = text(s);
-    // Field spans, as (start, end) in `text`.
-    let mut spans = Vec::new();
-    let mut start = 0;
-    for (i, b) in text.iter().enumerate() {
-        if delims.contains(b) {
-            spans.push((start, i));
-            start = i + 1;
-        }
-    }
-    spans.push((start, text.len()));
-    if words {
-        spans.retain(|(s, e)| s < e);
-    }
-    let n = spans.len() as i64;
+    // The fields, walked twice (counted, then found) rather than
+    // collected: a field of the input is a slice of it, nothing
+    // allocated; `word` skips the empty ones.
+    let fields = || {
+        text.split(|b| delims.contains(b))
+            .filter(move |f| !words || !f.is_empty())
+    };
+    let n = fields().count() as i64;
     let (first, last) = if idx > 0 {
         let first = idx - 1;
         let last = if count == 0 { n - 1 } else { first + count - 1 };
@@ -1063,8 +1057,12 @@ fn split_fields<'a>(s: Sample<'a>, a: &[Arg], words: bool) -> Option<Sample<'a>>
     if first < 0 || first >= n || last < first {
         return None;
     }
-    let (s, _) = spans[first as usize];
-    let (_, e) = spans[last as usize];
+    let start = fields().nth(first as usize)?;
+    let end = fields().nth(last as usize)?;
+    // Their places in `text`, from where the slices are.
+    let base = text.as_ptr() as usize;
+    let s = start.as_ptr() as usize - base;
+    let e = end.as_ptr() as usize - base + end.len();
     Some(Sample::Str(sub_cow(text, s, e)))
 }
 

@@ -1242,36 +1242,42 @@ fn version(req: &Head) -> &'static [u8] {
 /// The values of header `a[0]` (all headers without a name), split at
 /// commas when `split`; `a[1]` picks the occurrence: positive from the
 /// first, negative from the last, absent or 0 the last.
-fn values<'a>(head: &'a Head, a: &'a [Arg], split: bool) -> Vec<&'a [u8]> {
+/// The values of header `a[0]` (of every header without a name), split at
+/// commas and trimmed when `split`: an iterator over the head, nothing
+/// collected (a fetch of a header's value allocates nothing).
+fn values<'a>(head: &'a Head, a: &'a [Arg], split: bool) -> impl Iterator<Item = &'a [u8]> {
     let name = a.first().map(|n| n.as_str()).unwrap_or("");
-    let whole: Vec<&[u8]> = if name.is_empty() {
-        head.headers().map(|(_, v)| v).collect()
-    } else {
-        head.values(name).collect()
-    };
-    if !split {
-        return whole;
-    }
-    whole
+    let every = head
+        .headers()
+        .take(if name.is_empty() { usize::MAX } else { 0 })
+        .map(|(_, v)| v);
+    let named = (!name.is_empty())
+        .then(|| head.values(name))
         .into_iter()
-        .flat_map(|v| v.split(|&b| b == b','))
-        .map(crate::wire::h1::trim)
-        .collect()
+        .flatten();
+    every
+        .chain(named)
+        // Without `split` a value is one piece.
+        .flat_map(move |v| v.split(move |&b| split && b == b','))
+        .map(move |v| if split { crate::wire::h1::trim(v) } else { v })
 }
 
 fn header<'a>(head: &'a Head, a: &'a [Arg], split: bool) -> Option<Sample<'a>> {
-    let all = values(head, a, split);
     let occ = a.get(1).map_or(-1, Arg::as_int);
     let v = match occ {
-        0 | -1 => all.last()?,
-        n if n > 0 => all.get(n as usize - 1)?,
-        n => all.get(all.len().checked_sub(n.unsigned_abs() as usize)?)?,
+        0 | -1 => values(head, a, split).last()?,
+        n if n > 0 => values(head, a, split).nth(n as usize - 1)?,
+        // From the end: counted first, then found.
+        n => {
+            let all = values(head, a, split).count();
+            values(head, a, split).nth(all.checked_sub(n.unsigned_abs() as usize)?)?
+        }
     };
-    Some(Sample::str(*v))
+    Some(Sample::str(v))
 }
 
 fn count(head: &Head, a: &[Arg], split: bool) -> i64 {
-    values(head, a, split).len() as i64
+    values(head, a, split).count() as i64
 }
 
 fn last_value<'a>(head: &'a Head, name: &'a str) -> Option<&'a [u8]> {

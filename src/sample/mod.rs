@@ -34,6 +34,8 @@ pub(crate) use fetch::{Count, Ctx, Proxies};
 pub(crate) use stage::Stage;
 
 #[cfg(test)]
+mod alloc_check;
+#[cfg(test)]
 mod docs;
 #[cfg(test)]
 mod map_bench;
