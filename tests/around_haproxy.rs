@@ -162,6 +162,10 @@ fn config_errors_are_haproxys() {
         "    http-after-response del-header x-a -m sub if TRUE\n",
         "    http-after-response del-header x-a y\n",
         "    http-after-response set-header x-a b if { status 200 }\n",
+        "    http-request allow foo\n",
+        "    http-response allow foo\n",
+        "    http-after-response allow foo\n",
+        "    http-after-response allow unless { status 200 }\n",
     ];
     let cases = cases.iter().map(|line| {
         let cfg = format!(
@@ -354,6 +358,11 @@ backend be
     http-response set-header x-rp yes if {{ path /a }}
     http-response set-header x-rh yes if {{ req.hdr(host) -m found }}
     http-response set-header x-rm yes if {{ method GET }}
+    # `allow` skips the rest of its section's rules, not the frontend's.
+    http-response allow if {{ status 200 }}
+    http-response set-header x-rnever yes
+    http-after-response allow
+    http-after-response set-header x-never yes
     server s {{srv}}
 backend nosrv
     http-after-response add-header x-nosrv 1

@@ -1007,6 +1007,8 @@ pub(crate) enum HttpResponseAction {
     Table(TableAction),
     /// `http-response cache-store <name>`.
     CacheStore(CacheRef),
+    /// `allow`: the rest of the section's rules are skipped.
+    Allow,
 }
 
 /// What a map or ACL action does to the entries of a pattern file.

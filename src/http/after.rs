@@ -41,7 +41,9 @@ pub(crate) fn apply(
         | HttpResponseAction::WaitForBody(_)
         | HttpResponseAction::Map(_)
         | HttpResponseAction::Table(_)
-        | HttpResponseAction::CacheStore(_) => {}
+        | HttpResponseAction::CacheStore(_)
+        // `allow` ends its section's rules: the callers' loops stop.
+        | HttpResponseAction::Allow => {}
     }
 }
 
@@ -70,6 +72,9 @@ pub(crate) fn local<'p>(
                 && !acls.eval(c, &cx)
             {
                 continue;
+            }
+            if *action == HttpResponseAction::Allow {
+                break;
             }
             apply(action, &mut e, |f| f.render(&cx));
         }

@@ -1178,6 +1178,10 @@ fn response_edits<'r>(
             {
                 continue;
             }
+            // The rest of this section's rules are skipped.
+            if *action == HttpResponseAction::Allow {
+                break;
+            }
             let e = edits.get_or_insert_with(Edits::default);
             match action {
                 // The response as the server sent it (the edits of earlier
@@ -1247,6 +1251,8 @@ fn response_edits<'r>(
                         );
                     }
                 }
+                // Stopped the loop above.
+                HttpResponseAction::Allow => {}
                 HttpResponseAction::CacheStore(c) => {
                     // The backend's rules come first; a hit is not stored
                     // again (no `store` then).
@@ -1312,6 +1318,9 @@ fn response_edits<'r>(
                 )
             {
                 continue;
+            }
+            if *action == HttpResponseAction::Allow {
+                break;
             }
             let e = edits.get_or_insert_with(Edits::default);
             crate::http::after::apply(action, e, |f| f.render(&scx));

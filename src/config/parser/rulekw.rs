@@ -984,6 +984,17 @@ fn header_args(args: &[String], stage: Stage) -> Result<(String, LogFmt), String
     Ok((header_name(args, 0)?, parse_logfmt(&args[1], stage)?))
 }
 
+/// `allow` takes no argument: a word left is where HAProxy's rule parser
+/// expects the condition.
+fn allow_args(args: &[String], rule: &str) -> Result<(), String> {
+    match args.first() {
+        None => Ok(()),
+        Some(extra) => Err(format!(
+            "{WHOLE_MESSAGE}'{rule} allow' expects either 'if' or 'unless' followed by a condition but found '{extra}'."
+        )),
+    }
+}
+
 /// `<name> [-m <meth>]` of `del-header`, `rule` naming the rule set in
 /// HAProxy's message for words left over.
 fn del_header_args(
@@ -1407,7 +1418,7 @@ pub(crate) const HTTP_REQUEST: &[ActionKw<HttpRequestAction>] = &[
     }),
     kwd("use-service", |_, _, a| use_service_args(a)),
     kwd("allow", |_, _, a| {
-        exact_args(a, 0).map(|()| HttpRequestAction::Allow)
+        allow_args(a, "http-request").map(|()| HttpRequestAction::Allow)
     }),
     kwd("redirect", |s, _, a| {
         redirect_args(a, Some(s.http_stage(false)))
@@ -1493,6 +1504,9 @@ pub(crate) const HTTP_AFTER_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
         del_header_args(a, "http-after-response")
             .map(|(name, how)| HttpResponseAction::DelHeader { name, how })
     }),
+    kwd("allow", |_, _, a| {
+        allow_args(a, "http-after-response").map(|()| HttpResponseAction::Allow)
+    }),
 ];
 
 /// The `http-response` actions, in the order suggestions try them:
@@ -1518,6 +1532,9 @@ pub(crate) const HTTP_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
     kwd("deny", |s, loc, a| {
         let st = s.http_stage(true);
         s.deny_args(loc, a, 502, st).map(HttpResponseAction::Deny)
+    }),
+    kwd("allow", |_, _, a| {
+        allow_args(a, "http-response").map(|()| HttpResponseAction::Allow)
     }),
     // ---- Captures (what goes around the sample engine). ----
     kwd("capture", |s, _, a| {
