@@ -453,3 +453,63 @@ fn meaningless_tune_keywords_are_accepted_with_a_notice() {
         out.stderr
     );
 }
+
+/// Global keywords that pick one of HAProxy's pollers, profile its task
+/// scheduler or place its threads on NUMA nodes are accepted, as haproxy
+/// 2.6 accepts them (both exit 0 on the same file), each with a notice
+/// saying why it changes nothing in sluice.
+#[test]
+fn poller_and_profiling_keywords_are_accepted_as_haproxy_does() {
+    let words = [
+        "noepoll",
+        "nopoll",
+        "nokqueue",
+        "noevports",
+        "busy-polling",
+        "profiling.tasks auto",
+        "numa-cpu-mapping",
+        "nogetaddrinfo",
+    ];
+    let lines: String = words.iter().map(|w| format!("    {w}\n")).collect();
+    let cfg = format!(
+        "global\n{lines}{DEFAULTS}listen l\n    bind 127.0.0.1:18802\n    server s 127.0.0.1:18803\n"
+    );
+    let ((hcode, herr), out) = support::haproxy::check_both("pollers", &cfg);
+    assert_eq!(hcode, Some(0), "haproxy: {herr}");
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    for (i, w) in words.iter().enumerate() {
+        let k = w.split(' ').next().unwrap_or(w);
+        let want = format!("sluice.cfg:{}] : '{k}' is accepted and ignored: ", i + 2);
+        assert!(
+            out.stderr
+                .lines()
+                .any(|l| l.starts_with("[NOTICE]") && l.contains(&want)),
+            "{want}\n{}",
+            out.stderr
+        );
+    }
+}
+
+/// `spread-checks` is read as haproxy 2.6 reads it: the same values
+/// accepted (a word that is not a number counts as 0) and the same
+/// messages for the others, compared with `haproxy -c`.
+#[test]
+fn spread_checks_is_read_as_haproxy_reads_it() {
+    let cases = ["", "0", "5", "50", "51", "-1", "abc", "7x"].map(|v| {
+        (
+            format!("spread-checks {v:?}"),
+            format!(
+                "global\n    spread-checks {v}\n{DEFAULTS}listen l\n    bind 127.0.0.1:18802\n    server s 127.0.0.1:18803 check\n"
+            ),
+        )
+    });
+    // What follows "parsing [<file>:<line>]": the file names differ.
+    let alert = |stderr: &str| {
+        stderr
+            .lines()
+            .find(|l| l.contains("parsing ["))
+            .and_then(|l| l.split_once("parsing [")?.1.split_once(']'))
+            .map_or_else(|| "(accepted)".to_string(), |(_, m)| m.to_string())
+    };
+    support::haproxy::assert_check_agrees("spread", cases, alert);
+}

@@ -418,8 +418,8 @@ backend be
     http-request set-header X-C %[fc_rtt]
 mailers mymailers
     mailer a 127.0.0.1:25
-ring c
-    size 4
+ring r
+    size 32768
 fcgi-app php
     docroot /var/www
 listen li

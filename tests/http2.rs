@@ -312,6 +312,20 @@ backend be
         "{text}"
     );
     assert_eq!(get(addr(p1), "/h1").await.status, 200);
+    // A request is counted as it ends, after its last byte went out: the
+    // client can read it first.
+    let want = before.num("fe", "FRONTEND", "req_tot") + n + 1;
+    wait_until(
+        Duration::from_secs(5),
+        "the last request counted",
+        || async {
+            show_stat(&s.stats_socket())
+                .await
+                .num("fe", "FRONTEND", "req_tot")
+                >= want
+        },
+    )
+    .await;
     let after = show_stat(&s.stats_socket()).await;
     let delta = |px: &str, sv: &str, f: &str| after.num(px, sv, f) - before.num(px, sv, f);
     assert_eq!(delta("fe", "FRONTEND", "req_tot"), n + 1);

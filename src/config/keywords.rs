@@ -50,10 +50,11 @@ pub(crate) const UNSUPPORTED_SECTIONS: &[&str] = &[
 /// The `global` keywords sluice parses: the names of its table.
 pub const GLOBAL_SUPPORTED: &[&str] = &names::<_, { parser::GLOBAL.len() }>(parser::GLOBAL);
 
-/// `tune.*` keywords of HAProxy 2.6 that have no meaning for sluice
-/// (rustls, tokio): accepted with a notice giving the reason, so that a
-/// tuned HAProxy configuration still starts.
-pub(crate) const GLOBAL_TUNE_IGNORED: &[(&str, &str)] = &[
+/// `global` keywords of HAProxy 2.6 that have no meaning for sluice
+/// (`tune.*` of OpenSSL, Lua or HAProxy's scheduler, the choice of a
+/// poller): accepted with a notice giving the reason, so that a tuned
+/// HAProxy configuration still starts.
+pub(crate) const GLOBAL_IGNORED: &[(&str, &str)] = &[
     (
         "tune.ssl.default-dh-param",
         "rustls has no DHE cipher suites, so no Diffie-Hellman parameters are used",
@@ -96,7 +97,39 @@ pub(crate) const GLOBAL_TUNE_IGNORED: &[(&str, &str)] = &[
     ),
     (
         "tune.listener.multi-queue",
-        "sluice deals accepted connections to its threads on its own",
+        "each of sluice's threads accepts on every listener itself",
+    ),
+    (
+        "noepoll",
+        "sluice's reactor (tokio) polls with epoll on Linux, HAProxy's choice of poller has no counterpart",
+    ),
+    (
+        "nopoll",
+        "sluice's reactor (tokio) polls with epoll on Linux, HAProxy's choice of poller has no counterpart",
+    ),
+    (
+        "nokqueue",
+        "sluice's reactor (tokio) polls with epoll on Linux, HAProxy's choice of poller has no counterpart",
+    ),
+    (
+        "noevports",
+        "sluice's reactor (tokio) polls with epoll on Linux, HAProxy's choice of poller has no counterpart",
+    ),
+    (
+        "busy-polling",
+        "sluice's reactor (tokio) sleeps in epoll_wait, it cannot spin",
+    ),
+    (
+        "profiling.tasks",
+        "sluice runs on tokio's scheduler, HAProxy's task profiler has no counterpart",
+    ),
+    (
+        "numa-cpu-mapping",
+        "sluice leaves its threads where the system and cpu-map put them",
+    ),
+    (
+        "nogetaddrinfo",
+        "sluice resolves the names of its configuration with the system's getaddrinfo either way",
     ),
     ("tune.lua.forced-yield", "sluice runs no Lua"),
     ("tune.lua.maxmem", "sluice runs no Lua"),
@@ -133,7 +166,6 @@ pub(crate) const GLOBAL_UNSUPPORTED: &[&str] = &[
     "ssl-engine",
     "lua-load",
     "lua-prepend-path",
-    "spread-checks",
     "setenv",
     "presetenv",
     "resetenv",
@@ -143,24 +175,17 @@ pub(crate) const GLOBAL_UNSUPPORTED: &[&str] = &[
     "maxsessrate",
     "maxsslrate",
     "maxzlibmem",
-    "noepoll",
-    "nopoll",
-    "nokqueue",
-    "nogetaddrinfo",
     "noreuseport",
     "insecure-fork-wanted",
     "insecure-setuid-wanted",
     "external-check",
     "expose-experimental-directives",
-    "busy-polling",
     "set-dumpable",
     "quiet",
     "debug",
     "strict-limits",
-    "profiling.tasks",
     "unix-bind",
     "thread-groups",
-    "numa-cpu-mapping",
     "default-path",
     "grace",
     "mworker-max-reloads",
@@ -484,7 +509,7 @@ pub(crate) fn global_keywords() -> impl Iterator<Item = &'static str> {
         .iter()
         .chain(GLOBAL_UNSUPPORTED)
         .copied()
-        .chain(GLOBAL_TUNE_IGNORED.iter().map(|(k, _)| *k))
+        .chain(GLOBAL_IGNORED.iter().map(|(k, _)| *k))
 }
 
 pub(crate) use crate::haproxy26::{Kind, haproxy_has, haproxy26};

@@ -32,6 +32,9 @@ pub(crate) struct Global {
     pub(crate) pidfile: Option<PathBuf>,
     pub(crate) node: Option<String>,
     pub(crate) description: Option<String>,
+    /// `spread-checks <0..50>`: each check's interval moved by up to this
+    /// percentage either way, at random (0: exact intervals).
+    pub(crate) spread_checks: u32,
     /// `zero-warning`: warnings make the configuration fail (as -dW).
     pub(crate) zero_warning: bool,
     /// `log` targets and `log-tag`.

@@ -257,7 +257,11 @@ impl Supervisor {
                 }
                 None => {
                     if let Some(ctl) = st.listeners.remove(&addr) {
-                        ctl.stop();
+                        if replaced {
+                            ctl.retire();
+                        } else {
+                            ctl.stop();
+                        }
                         if !replaced {
                             listeners.push(Change::ListenerClosed { addr });
                         }

@@ -37,6 +37,9 @@ enum Run {
     /// SIGTTOU: the socket does not listen; the loops leave the reactor.
     Paused,
     Stopped,
+    /// Replaced by a reload: what waits in the backlog is taken before the
+    /// socket closes (`drain`).
+    Retired,
 }
 
 /// Control of a listener's accept loops (one per worker).
@@ -57,6 +60,14 @@ impl ListenerCtl {
     /// Stops accepting; the socket closes, open connections go on.
     pub(crate) fn stop(&self) {
         self.run.send_replace(Run::Stopped);
+    }
+
+    /// Stops accepting once what waits in the backlog is taken (a reload
+    /// bound this address again: closing at once would reset what the
+    /// kernel queued here). Not for a process that stops: a socket handed
+    /// to a new process (`-x`) lives on there, and what waits is its.
+    pub(crate) fn retire(&self) {
+        self.run.send_replace(Run::Retired);
     }
 
     pub(crate) fn raw_fd(&self) -> RawFd {
@@ -176,7 +187,8 @@ async fn accept_loop(
         let now = *run.borrow_and_update();
         match now {
             Run::Accepting => {}
-            Run::Stopped => {
+            Run::Stopped => return,
+            Run::Retired => {
                 drain(&rt, &listener, &global, &ctl).await;
                 return;
             }
@@ -254,10 +266,9 @@ fn serve_new(
     spawn_accepted(client, stream, peer, serving, tls);
 }
 
-/// A listener told to stop (a reload replaced or removed it, the process
-/// stops) takes what already waits in its backlog before its descriptor
-/// closes: closing a listening socket resets the connections queued on
-/// it, and the kernel goes on queueing there until it closes (an IPv6
+/// A listener a reload replaced takes what already waits in its backlog
+/// before its descriptor closes: closing a listening socket resets the
+/// connections queued on it, and the kernel goes on queueing there until it closes (an IPv6
 /// socket replaced by another of the same address and port stays first in
 /// its lookup). Each worker's loop takes what it finds, then waits a
 /// little for a connection that was on its way, until the socket has been
@@ -442,7 +453,7 @@ async fn sit_out_pause(
         run.changed().await.ok()?;
         match *run.borrow_and_update() {
             Run::Paused => {}
-            Run::Stopped => return None,
+            Run::Stopped | Run::Retired => return None,
             Run::Accepting => break,
         }
     }

@@ -10,8 +10,8 @@ impl State<'_> {
             return (e.run)(self, loc, words);
         }
         match k {
-            _ if kw::GLOBAL_TUNE_IGNORED.iter().any(|(n, _)| *n == k) => {
-                let why = kw::GLOBAL_TUNE_IGNORED
+            _ if kw::GLOBAL_IGNORED.iter().any(|(n, _)| *n == k) => {
+                let why = kw::GLOBAL_IGNORED
                     .iter()
                     .find_map(|(n, why)| (*n == k).then_some(*why))
                     .unwrap_or_default();
@@ -248,6 +248,7 @@ pub(crate) const GLOBAL: &[GlobalKw] = &[
     kwd("daemon", g_daemon),
     kwd("pidfile", g_pidfile),
     kwd("node", g_node),
+    kwd("spread-checks", g_spread_checks),
     kwd("localpeer", g_localpeer),
     kwd("description", g_description),
     kwd("zero-warning", g_zero_warning),
@@ -633,6 +634,34 @@ fn g_pidfile(s: &mut State<'_>, loc: &Loc, words: &[String]) {
         Some(p) => s.global.pidfile = Some(PathBuf::from(p)),
         None => s.alert(loc, "'pidfile' expects a file name as an argument."),
     };
+}
+
+/// `spread-checks <0..50>`, read as HAProxy reads it: a leading integer
+/// (`atol`: words that are not one count as 0), out of range refused.
+fn g_spread_checks(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    let Some(arg) = words.get(1) else {
+        return s.tight(
+            Level::Alert,
+            loc,
+            "'spread-checks' expects an integer argument (0..50).",
+        );
+    };
+    let digits = arg
+        .strip_prefix(['-', '+'])
+        .unwrap_or(arg)
+        .bytes()
+        .take_while(u8::is_ascii_digit)
+        .count();
+    let sign = usize::from(arg.starts_with(['-', '+']));
+    let n: i64 = arg[..sign + digits].parse().unwrap_or(0);
+    if !(0..=50).contains(&n) {
+        return s.tight(
+            Level::Alert,
+            loc,
+            "'spread-checks' needs a positive value in range 0..50.",
+        );
+    }
+    s.global.spread_checks = n as u32;
 }
 
 fn g_node(s: &mut State<'_>, loc: &Loc, words: &[String]) {

@@ -32,8 +32,8 @@ pub(crate) fn spawn_agents(rt: &Arc<Runtime>) {
     }
 }
 
-/// The agent's interval and timeouts, from the current snapshot (None:
-/// the server or its agent is gone).
+/// The agent's interval (moved by `spread-checks`) and timeouts, from the
+/// current snapshot (None: the server or its agent is gone).
 fn plan(rt: &Runtime, server: &Arc<ServerState>) -> Option<(Duration, Duration, Duration)> {
     rt.with_snapshot(|snap| {
         let be = snap.backend(&server.backend)?;
@@ -41,7 +41,11 @@ fn plan(rt: &Runtime, server: &Arc<ServerState>) -> Option<(Duration, Duration, 
         let inter = s.agent_inter?;
         let connect = be.timeouts.connect.map_or(inter, |t| t.min(inter));
         let read = be.timeouts.check.unwrap_or(inter);
-        Some((inter, connect, read))
+        Some((
+            super::spread(inter, snap.global.spread_checks),
+            connect,
+            read,
+        ))
     })
 }
 

@@ -70,6 +70,8 @@ struct Plan {
     check_tls: Option<Arc<UpstreamTls>>,
     /// `option log-health-checks`.
     log_checks: bool,
+    /// `spread-checks`, in percent.
+    spread: u32,
 }
 
 fn plan_now(rt: &Runtime, server: &Arc<ServerState>) -> Option<Plan> {
@@ -89,6 +91,7 @@ fn plan_now(rt: &Runtime, server: &Arc<ServerState>) -> Option<Plan> {
             read_timeout,
             check_tls: s.check_tls.clone(),
             log_checks: be.log_health_checks,
+            spread: snap.global.spread_checks,
         })
     })
 }
@@ -104,6 +107,18 @@ fn interval(server: &ServerState, p: &CheckParams) -> Duration {
     } else {
         p.fastinter.unwrap_or(p.inter)
     }
+}
+
+/// `spread-checks`: `inter` moved by a random amount of at most `pct`
+/// percent of it, either way (HAProxy's formula).
+fn spread(inter: Duration, pct: u32) -> Duration {
+    if pct == 0 {
+        return inter;
+    }
+    let most = inter.as_millis() as u64 * u64::from(pct) / 100;
+    // Uniform in [0, 2 * most].
+    let r = crate::sample::random::next_u64() % (2 * most + 1);
+    (inter + Duration::from_millis(r)).saturating_sub(Duration::from_millis(most))
 }
 
 async fn check_loop(rt: Arc<Runtime>, server: Arc<ServerState>, offset: Duration) {
@@ -138,7 +153,8 @@ async fn check_loop(rt: Arc<Runtime>, server: Arc<ServerState>, offset: Duration
             }
         }
         // Maintenance or `disable health`: no probe, same pace.
-        let next = interval(&server, &plan.params).saturating_sub(started.elapsed());
+        let next =
+            spread(interval(&server, &plan.params), plan.spread).saturating_sub(started.elapsed());
         tokio::select! {
             _ = tokio::time::sleep(next) => {}
             // `on-error fastinter` and friends: check again soon.
@@ -781,6 +797,18 @@ pub(crate) fn observe(be: &BackendRt, server: &ServerState, error: Option<&str>)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `spread-checks 50` moves a 2 s interval anywhere within 1 s to 3 s,
+    /// not always by the same amount; 0 leaves it exact.
+    #[test]
+    fn spread_stays_within_its_percentage() {
+        let inter = Duration::from_secs(2);
+        let drawn: Vec<Duration> = (0..200).map(|_| spread(inter, 50)).collect();
+        let range = Duration::from_secs(1)..=Duration::from_secs(3);
+        assert!(drawn.iter().all(|d| range.contains(d)), "{drawn:?}");
+        assert!(drawn.iter().any(|d| *d < inter) && drawn.iter().any(|d| *d > inter));
+        assert_eq!(spread(inter, 0), inter);
+    }
     use crate::config::model::Expect;
 
     #[test]
