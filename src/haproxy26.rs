@@ -62,7 +62,23 @@ pub(crate) fn haproxy26(kind: Kind) -> impl Iterator<Item = &'static str> {
 /// `req.hdr(host)`).
 pub(crate) fn haproxy_has(kind: Kind, name: &str) -> bool {
     let name = name.split('(').next().unwrap_or(name);
-    !name.is_empty() && haproxy26(kind).any(|k| k == name)
+    !name.is_empty() && !manual_only(kind, name) && haproxy26(kind).any(|k| k == name)
+}
+
+/// The fetches and converters the 2.6 manual names and the 2.6 binary
+/// does not know (its `-dKsmp` and `-dKcnv` lists): haproxy refuses them
+/// as unknown, so does sluice. The device detection converter is an
+/// add-on the packaged binary is built without.
+pub(crate) fn manual_only(kind: Kind, name: &str) -> bool {
+    match kind {
+        Kind::Fetch => name == "set-cookie",
+        Kind::Converter => {
+            name == "da-csv-conv"
+                || name.starts_with("map_len")
+                || (name.starts_with("map_") && name.ends_with("_str") && name != "map_str")
+        }
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -98,6 +114,9 @@ mod tests {
             assert!(haproxy_has(kind, name), "{kind:?} {name}");
         }
         assert!(!haproxy_has(Kind::Converter, "nosuchconv"));
+        assert!(!haproxy_has(Kind::Converter, "map_str_str"));
+        assert!(haproxy_has(Kind::Converter, "map_str"));
+        assert!(haproxy_has(Kind::Converter, "map_regm"));
         assert!(!haproxy_has(Kind::Fetch, ""));
         // Entries are well formed: three fields, a known kind.
         for l in HAPROXY26.lines() {

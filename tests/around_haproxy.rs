@@ -150,6 +150,22 @@ fn config_errors_are_haproxys() {
         "backend be_b\n    balance hash nosuch\n",
         "backend be_b\n    balance hash req.hdr(host),nosuch\n",
         "backend be_b\n    balance hash req.hdr(host),lower\n",
+        // del-header's matching methods.
+        "    http-request del-header x-a -m beg\n",
+        "    http-request del-header x-a -m foo\n",
+        "    http-request del-header x-a -m found\n",
+        "    http-request del-header x-a -m\n",
+        "    http-request del-header x-a y\n",
+        "    http-request del-header ( -m reg\n",
+        "    http-request del-header\n",
+        "    http-response del-header x-a -m str extra\n",
+        "    http-after-response del-header x-a -m sub if TRUE\n",
+        "    http-after-response del-header x-a y\n",
+        "    http-after-response set-header x-a b if { status 200 }\n",
+        "    http-request allow foo\n",
+        "    http-response allow foo\n",
+        "    http-after-response allow foo\n",
+        "    http-after-response allow unless { status 200 }\n",
     ];
     let cases = cases.iter().map(|line| {
         let cfg = format!(
@@ -318,6 +334,17 @@ frontend fe
     http-after-response add-header x-fe %f
     http-after-response del-header x-drop
     http-after-response del-header cache-control
+    http-after-response del-header x-Pre -m beg
+    http-after-response del-header -SUF -m end
+    http-after-response del-header mid -m sub
+    http-after-response del-header ^x-r[0-9]$ -m reg
+    http-after-response del-header ^X-R1 -m reg
+    http-after-response set-header x-when-503 yes if {{ status 503 }}
+    http-after-response set-header x-unless-200 yes unless {{ status 200 }}
+    # The request is gone when these run: a `path` never matches.
+    http-after-response set-header x-path yes if {{ path /a }}
+    http-response del-header x-s -m str
+    http-response del-header x-b -m beg
     http-request return status 200 content-type text/plain string local if {{ path /return }}
     http-request deny if {{ path /deny }}
     http-request redirect location /elsewhere code 301 if {{ path /redir }}
@@ -325,17 +352,46 @@ frontend fe
     default_backend be
 backend be
     http-after-response set-header x-be %b
+    http-after-response set-header x-am yes if {{ method GET }}
+    # The request's headers are gone when response rules run: these
+    # two never match; the method, kept, does.
+    http-response set-header x-rp yes if {{ path /a }}
+    http-response set-header x-rh yes if {{ req.hdr(host) -m found }}
+    http-response set-header x-rm yes if {{ method GET }}
+    # `allow` skips the rest of its section's rules, not the frontend's.
+    http-response allow if {{ status 200 }}
+    http-response set-header x-rnever yes
+    http-after-response allow
+    http-after-response set-header x-never yes
     server s {{srv}}
 backend nosrv
     http-after-response add-header x-nosrv 1
 "
     );
     let pair = Pair::start("after", &cfg, 1).await;
-    pair.answer(b"HTTP/1.1 200 OK\r\nx-drop: 1\r\ncontent-length: 2\r\n\r\nok");
+    pair.answer(b"HTTP/1.1 200 OK\r\nx-drop: 1\r\nX-Pre-a: 1\r\nx-prex: 2\r\nx-a-suf: 3\r\nx-amidb: 4\r\nx-r1: 5\r\nx-r12: 6\r\nx-r9: 7\r\nx-s: 8\r\nx-sx: 9\r\nx-bb: 10\r\ncontent-length: 2\r\n\r\nok");
     let mut differ = haproxy::Differences::default();
     for path in ["/a", "/return", "/deny", "/redir", "/nosrv"] {
         let req = format!("GET {path} HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n");
         let [h, s] = pair.both(0, &req).await;
+        if path == "/a" {
+            // Not vacuous: haproxy kept and dropped what the rules say.
+            let kept: Vec<&str> = h.0.lines().filter(|l| l.starts_with("x-")).collect();
+            assert_eq!(
+                kept,
+                [
+                    "x-r12: 6",
+                    "x-sx: 9",
+                    "x-rm: yes",
+                    "x-be: be",
+                    "x-am: yes",
+                    "x-after: fe-200",
+                    "x-fe: fe"
+                ],
+                "{}",
+                h.0
+            );
+        }
         differ.compare(path, &h, &s);
     }
     // A request the parser refuses: its 400 page too.
@@ -400,4 +456,48 @@ backend nosrv
         }
     }
     differ.assert_none();
+}
+
+/// A condition whose ACL cannot work where its rule runs (a request's
+/// header in a response rule, a response's in a request rule) is warned
+/// about in haproxy's words: the ACL that never matches, else the one
+/// with such a keyword among others; named, anonymous and predefined
+/// ACLs, in a frontend, a backend and a listen section.
+#[test]
+fn condition_conflicts_warned_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let cases = [
+        "    http-response set-header x-c yes if p\n",
+        "    http-response set-header x-c yes if q\n",
+        "    http-response set-header x-c yes if p q\n",
+        "    http-response set-header x-c yes if { status 200 } || p\n",
+        "    http-request set-header x-e yes if r\n",
+        "    http-request set-header x-f yes if { res.hdr(x) -m found } { path /x }\n",
+        "    http-response set-header x-g yes if { method GET } { path /x }\n",
+        "    http-response set-header x-g yes if { method GET } METH_GET\n",
+        "    http-response set-header x-g yes if { status 200 }\n",
+        "    http-after-response set-header x-g yes if { req.hdr(host) -m found }\n",
+        "    http-request deny if { path_beg /x } !{ res.hdr(x) -m found }\n",
+        "backend be2\n    http-response set-header x-c yes if { path /a }\n",
+        "listen li\n    bind 127.0.0.1:2\n    http-response set-header x-c yes if { url_param(a) -m found }\n",
+    ];
+    let cases = cases.iter().map(|line| {
+        let cfg = format!(
+            "defaults\n    mode http\n    timeout connect 5s\n    timeout client 5s\n    timeout server 5s\nfrontend fe\n    bind 127.0.0.1:1\n    acl p path /a\n    acl q path /b\n    acl q status 200\n    acl r res.hdr(x) -m found\n    default_backend be_a\n{line}backend be_a\n"
+        );
+        (line.trim_end().to_string(), cfg)
+    });
+    // Every warning, without the pid and the file's directory (each
+    // program's own).
+    let warnings = |stderr: &str| -> String {
+        stderr
+            .lines()
+            .filter(|l| l.contains("[WARNING]"))
+            .map(|l| alert(&l.replace("[WARNING]", "[ALERT]")))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    haproxy::assert_check_agrees("cond-conflicts", cases, warnings);
 }

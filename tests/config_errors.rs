@@ -407,7 +407,7 @@ frontend fe
     option mysql-check
     rate-limit sessions 10
     acl a base,ungrpc -m found
-    acl b ssl_f_s_dn -m found
+    acl b fc_rtt -m found
     default_backend be
 backend be
     server s1 127.0.0.1:1 track be/s2
@@ -415,7 +415,7 @@ backend be
     tcp-response content close
     tcp-request content set-mark 1
     http-request set-header X-B %[req.hdr(host),ungrpc]
-    http-request set-header X-C %[ssl_f_s_dn]
+    http-request set-header X-C %[fc_rtt]
 mailers mymailers
     mailer a 127.0.0.1:25
 ring r
@@ -447,7 +447,7 @@ listen li
         ),
         (
             16,
-            "sample fetch 'ssl_f_s_dn' is not supported by sluice yet in ACL expression 'ssl_f_s_dn'",
+            "sample fetch 'fc_rtt' is not supported by sluice yet in ACL expression 'fc_rtt'",
         ),
         (
             19,
@@ -471,7 +471,7 @@ listen li
         ),
         (
             24,
-            "sample fetch 'ssl_f_s_dn' is not supported by sluice yet in log-format expression '%[ssl_f_s_dn]'",
+            "sample fetch 'fc_rtt' is not supported by sluice yet in log-format expression '%[fc_rtt]'",
         ),
         (25, "'mailers' sections are not supported by sluice yet"),
         (27, "'ring' sections are not supported by sluice yet"),

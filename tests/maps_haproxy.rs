@@ -676,3 +676,169 @@ async fn late_formats_as_haproxy() {
     let differ = differences_on("maps-late", LATE_STEPS, &cfg).await;
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }
+
+/// `map_regm`: the value of the first regex that matches, its `\<n>`
+/// replaced by the groups (a group that did not take part, or one the
+/// regex has not, by nothing), `\xHH` by a byte, `\<c>` by `c`; a value
+/// ending in a lone backslash gives no sample. `map_reg` on the same file
+/// gives the values as written.
+fn regm_config(bind: &str, sock: &std::path::Path, dir: &std::path::Path) -> String {
+    let d = dir.display();
+    std::fs::write(
+        dir.join("regm.map"),
+        "^/api/([a-z]+)/(\\d+)$ backend=\\1 id=\\2 whole=\\0 none=\\9\n\
+         ^/x(.*) X\\1\\1\n\
+         ^/h(a)?(b) hex=\\x41\\x4g q=\\q s=\\\\ opt=[\\1]\n\
+         ^/t(.*) trail\\\n",
+    )
+    .expect("write map");
+    format!(
+        "global
+    stats socket {} level admin
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {bind}
+    http-request return status 200 content-type text/plain lf-string \"[%[path,map_regm({d}/regm.map,def)]] [%[path,map_reg({d}/regm.map)]]\"
+",
+        sock.display()
+    )
+}
+
+const REGM_STEPS: &[&str] = &[
+    "GET /api/users/42 a",
+    "GET /xab a",
+    "GET /nope a",
+    "GET /hb a",
+    "GET /hab a",
+    "GET /tq a",
+    "show map",
+    "get map D/regm.map /xab",
+    "get map D/regm.map /nope",
+    "add map D/regm.map ^/n(o)pe N\\1",
+    "GET /nope a",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn map_regm_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let differ = differences_on("maps-regm", REGM_STEPS, &regm_config).await;
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+/// `add map <map> <<` with a payload of `<key> <value>` lines, read as
+/// HAProxy reads it (the key ends at the first blank, a line that
+/// starts with one has an empty key, the value keeps its trailing
+/// blanks; the first entry refused ends it, those before stay), and the
+/// entries named by id: `set map` and `del map` take `#0x<id>` as `show
+/// map` shows it (an id no entry has, a malformed one, `#<key>`).
+const PAYLOAD_STEPS: &[&str] = &[
+    "add map D/hosts.map <<\nc.com 3\nd.com three words  \n  e.com 5\n",
+    "show map D/hosts.map",
+    "GET / c.com",
+    "GET / d.com",
+    "add map D/ip.map <<\n10.1.0.0/16 y\nnotanip z\n10.2.0.0/16 w\n",
+    "show map D/ip.map",
+    "add map D/hosts.map <<\nf.com 6\nonlykey\n",
+    "add map D/hosts.map <<\n",
+    "add map D/hosts.map g.com <<\nh.com 8\n",
+    "add map nope <<\nx y\n",
+    "add map @1 D/hosts.map <<\nx y\n",
+    "show map D/hosts.map",
+    "set map D/hosts.map #ENTRY2 changed",
+    "GET / b.com",
+    "set map D/hosts.map #0x1 z",
+    "set map D/hosts.map #0xzz z",
+    "set map D/hosts.map #zz z",
+    "del map D/hosts.map #ENTRY1",
+    "show map D/hosts.map",
+    "GET / a.com",
+    "del map D/hosts.map #ENTRY1",
+    "del map D/hosts.map #0x",
+    "del map D/hosts.map #0x1",
+    "del map D/hosts.map #zz",
+    "show map D/hosts.map",
+    "add acl D/paths.acl <<\n/x\n",
+    "show acl D/paths.acl",
+    "prepare map D/hosts.map",
+    "add map @1 D/hosts.map <<\nv.com 1\nw.com 2\n",
+    "show map @1 D/hosts.map",
+    "commit map @1 D/hosts.map",
+    "show map D/hosts.map",
+    "GET / w.com",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn payloads_and_entry_ids_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let dir = TempDir::new("maps-payload");
+    dir.write("paths.acl", "/api\n/static\n");
+    dir.write("hosts.acl", "a.com\n");
+    dir.write("hosts.map", "a.com be1\nb.com be2\n");
+    dir.write("ip.map", "10.0.0.0/8 x\n");
+    let (hsock, ssock) = (dir.join("h.sock"), dir.join("s.sock"));
+    let fronts = listens(2);
+    let hap = Haproxy::start(
+        "maps-payload",
+        &refs_config(&fronts[0].to_string(), &hsock, dir.path()),
+        &[&fronts[0]],
+    );
+    let sl = Sluice::start(&refs_config(&fronts[1].to_string(), &ssock, dir.path()));
+    let d = dir.path().display().to_string();
+    let mut differ = Vec::new();
+    for (n, step) in PAYLOAD_STEPS.iter().enumerate() {
+        let step = step.replace("D/", &format!("{d}/"));
+        let mut got = Vec::new();
+        for (i, sock) in [&hsock, &ssock].into_iter().enumerate() {
+            if let Some(req) = step.strip_prefix("GET ") {
+                let (path, host) = req.split_once(' ').unwrap_or((req, ""));
+                let mut c = HttpConn::connect(fronts[i].addr()).await;
+                let raw = format!("GET {path} HTTP/1.1\r\nhost: {host}\r\n\r\n");
+                let r = c.raw(raw.as_bytes(), false).await.expect("response");
+                got.push(format!("{} {}", r.status, r.text()));
+                continue;
+            }
+            // `#ENTRY<n>`: the id `show map` gives the n-th entry (from
+            // 1) on this side, each its own.
+            let mut line = step.clone();
+            if let Some(at) = line.find("#ENTRY") {
+                let n: usize = line[at + 6..at + 7].parse().expect("entry number");
+                let file = format!("{d}/hosts.map");
+                let shown = cli(sock, &format!("show map {file}"));
+                let id = shown.lines().nth(n - 1).and_then(|l| l.split(' ').next());
+                line = line.replace(&format!("#ENTRY{n}"), &format!("#{}", id.unwrap_or("?")));
+            }
+            let cfg = if i == 0 {
+                hap.config_path()
+            } else {
+                sl.path("sluice.cfg").display().to_string()
+            };
+            got.push(mask_refs(&mask_pointers(&cli(sock, &line)), &cfg));
+        }
+        if got[0] != got[1] {
+            differ.push(format!(
+                "{step}:\n  haproxy {:?}\n  sluice  {:?}",
+                got[0], got[1]
+            ));
+        }
+        // Not a comparison of nothing: haproxy took the payload, then
+        // the id.
+        if n == 1 {
+            assert!(got[0].contains(" d.com three words  \n"), "{}", got[0]);
+        }
+        if step == "GET / w.com" {
+            assert!(got[0].contains("m=2"), "{}", got[0]);
+        }
+        if step == "GET / b.com" {
+            assert!(got[0].contains("changed"), "{}", got[0]);
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}

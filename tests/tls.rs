@@ -1192,7 +1192,8 @@ async fn tls_fetches_give_haproxys_bytes() {
     let pem = write(dir.path(), "site.pem", &ca.leaf(&["site.test"]));
     let fetches = "ssl_fc ssl_fc_alpn ssl_fc_cipher ssl_fc_has_sni ssl_fc_is_resumed \
                    ssl_fc_use_keysize ssl_fc_alg_keysize ssl_c_verify ssl_fc_has_crt \
-                   ssl_fc_protocol ssl_fc_sni";
+                   ssl_fc_protocol ssl_fc_sni ssl_fc_err ssl_fc_err_str ssl_fc_has_early \
+                   ssl_fc_npn";
     let line: Vec<String> = fetches
         .split_whitespace()
         .map(|f| format!("{f}=%[{f}]"))
@@ -1400,6 +1401,423 @@ frontend fe
         );
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+/// The server connection's fetches give haproxy 2.6's bytes: `bc_*`,
+/// `ssl_bc*` and the server certificate's `ssl_s_*`, in `http-response`
+/// rules (a plain server and a TLS one) and in the log line (those two,
+/// a server that refuses the connection, and a TLS handshake with a
+/// plain server). Both proxies reach the same servers; what must differ
+/// is masked, with the reason where it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_connection_fetches_give_haproxys_bytes() {
+    if !support::haproxy::available() {
+        return;
+    }
+    let ca = Ca::new("backend CA");
+    let tls_up = tls_backend(&ca.leaf(&["backend.test"])).await;
+    let plain = Backend::start("plain").await;
+    let plain_up = plain.hostport();
+    let refused = Port::new();
+    // The source port is the kernel's choice: only whether there is one.
+    let facts = "bc_src bc_src_port,bool bc_dst bc_dst_port bc_err bc_err_str bc_http_major \
+                 ssl_bc ssl_bc_protocol ssl_bc_cipher ssl_bc_alg_keysize ssl_bc_use_keysize \
+                 ssl_bc_alpn ssl_bc_is_resumed ssl_bc_err ssl_bc_err_str ssl_bc_npn \
+                 ssl_s_der,length ssl_s_chain_der,length ssl_s_sha1,hex ssl_s_serial,hex \
+                 ssl_s_version ssl_s_s_dn ssl_s_i_dn ssl_s_s_dn(CN) ssl_s_notbefore \
+                 ssl_s_notafter ssl_s_sig_alg ssl_s_key_alg";
+    let line: Vec<String> = facts
+        .split_whitespace()
+        .map(|f| format!("{f}=%[{f}]"))
+        .collect();
+    let line = line.join("|");
+    let cfg = |bind: &str, log: &str| {
+        format!(
+            "global
+    log {log} format raw local0 info
+defaults
+    mode http
+    log global
+    option dontlognull
+    timeout connect 2s
+    timeout client 5s
+    timeout server 5s
+    retries 0
+frontend fe
+    bind {bind}
+    log-format \"%b|{line}\"
+    use_backend tls if {{ path /tls }}
+    use_backend refused if {{ path /refused }}
+    use_backend tlsbad if {{ path /tlsbad }}
+    default_backend plain
+backend plain
+    http-response set-header x-bc \"{line}\"
+    server s1 {plain_up}
+backend tls
+    http-response set-header x-bc \"{line}\"
+    server s1 {tls_up} ssl verify none sni str(backend.test) ciphersuites TLS_AES_128_GCM_SHA256
+backend refused
+    server s1 {refused}
+backend tlsbad
+    server s1 {plain_up} ssl verify none
+",
+            refused = refused.addr()
+        )
+    };
+    let fronts = listens(2);
+    let logs = [
+        support::syslog::Syslog::new(),
+        support::syslog::Syslog::new(),
+    ];
+    let _hap = support::haproxy::Haproxy::start(
+        "tlsbc-hap",
+        &cfg(&fronts[0].to_string(), &logs[0].addr()),
+        &[&fronts[0]],
+    );
+    let _sl = Sluice::start(&cfg(&fronts[1].to_string(), &logs[1].addr()));
+    let mut d = support::haproxy::Differences::default();
+    for path in ["/plain", "/tls", "/refused", "/tlsbad"] {
+        let mut seen = Vec::new();
+        for (f, log) in fronts.iter().zip(&logs) {
+            let r = get(f.addr(), path).await;
+            let line = log.take(1).remove(0);
+            seen.push((r.status, r.header("x-bc").map(str::to_string), line));
+        }
+        if path == "/tls" {
+            // Not a vacuous comparison: haproxy saw the TLS server.
+            assert!(
+                seen[0].2.contains("ssl_s_s_dn(CN)=backend.test|"),
+                "{}",
+                seen[0].2
+            );
+        }
+        if path == "/refused" || path == "/tlsbad" {
+            // A connection that failed: haproxy shows the unconnected
+            // socket's source (0.0.0.0 and a port) where sluice, which
+            // has no socket left, shows none; and of a failed handshake
+            // OpenSSL's own facts (the version it offered, `(NONE)` for
+            // the suite, its error code and text), which rustls has no
+            // equivalent of.
+            for (_, _, line) in seen.iter_mut() {
+                *line = line
+                    .split('|')
+                    .map(|f| match f.split_once('=') {
+                        Some((k, _))
+                            if [
+                                "bc_src",
+                                "bc_src_port,bool",
+                                "ssl_bc_protocol",
+                                "ssl_bc_cipher",
+                                "ssl_bc_err",
+                                "ssl_bc_err_str",
+                            ]
+                            .contains(&k) =>
+                        {
+                            format!("{k}=MASKED")
+                        }
+                        _ => f.to_string(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join("|");
+            }
+        }
+        d.compare(path, &seen[0], &seen[1]);
+    }
+    d.assert_none();
+}
+
+/// The certificate the listener presented (`ssl_f_*`), picked by SNI
+/// among two, and the client connection's TLS facts in the log line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listener_certificate_fetches_give_haproxys_bytes() {
+    if !support::haproxy::available() {
+        return;
+    }
+    let ca = Ca::new("sluice test CA");
+    let dir = TempDir::new("tlsfcert");
+    let one = write(dir.path(), "one.pem", &ca.leaf(&["one.test"]));
+    let two = write(dir.path(), "two.pem", &ca.leaf(&["two.test", "*.two.test"]));
+    let fetches = [
+        "ssl_f_der,length",
+        "ssl_f_sha1,hex",
+        "ssl_f_serial,hex",
+        "ssl_f_version",
+        "ssl_f_s_dn",
+        "ssl_f_i_dn",
+        "ssl_f_s_dn(CN)",
+        "ssl_f_i_dn(CN,1,rfc2253)",
+        "ssl_f_notbefore",
+        "ssl_f_notafter",
+        "ssl_f_sig_alg",
+        "ssl_f_key_alg",
+        "ssl_fc",
+        "ssl_fc_sni",
+        "ssl_fc_protocol",
+        "ssl_fc_cipher",
+    ];
+    let line: Vec<String> = fetches.iter().map(|f| format!("{f}=%[{f}]")).collect();
+    let line = line.join("|");
+    let cfg = |bind: &str, log: &str| {
+        format!(
+            "global
+    log {log} format raw local0 info
+defaults
+    mode http
+    log global
+    option dontlognull
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {bind} ssl crt {one} crt {two}
+    log-format \"{line}\"
+    http-request return status 200 content-type text/plain lf-string \"{line}\"
+"
+        )
+    };
+    let fronts = listens(2);
+    let logs = [
+        support::syslog::Syslog::new(),
+        support::syslog::Syslog::new(),
+    ];
+    let _hap = support::haproxy::Haproxy::start(
+        "tlsfcert-hap",
+        &cfg(&fronts[0].to_string(), &logs[0].addr()),
+        &[&fronts[0]],
+    );
+    let _sl = Sluice::start(&cfg(&fronts[1].to_string(), &logs[1].addr()));
+    let client = one_suite_config(
+        &rustls::version::TLS13,
+        rustls::CipherSuite::TLS13_AES_128_GCM_SHA256,
+        &[b"http/1.1"],
+    );
+    let mut d = support::haproxy::Differences::default();
+    for sni in ["one.test", "x.two.test", "other.test"] {
+        let mut seen = Vec::new();
+        for (f, log) in fronts.iter().zip(&logs) {
+            let tls = tls_connect(f.addr(), sni, client.clone()).await.unwrap();
+            let mut conn = BufReader::new(tls);
+            let r = tls_get(&mut conn, "/").await;
+            drop(conn);
+            seen.push((r.status, r.text().to_string(), log.take(1).remove(0)));
+        }
+        assert!(
+            seen[0].1.contains("ssl_f_s_dn(CN)="),
+            "{sni}: {:?}",
+            seen[0]
+        );
+        d.compare(sni, &seen[0], &seen[1]);
+    }
+    d.assert_none();
+}
+
+/// The ClientHello as `tune.ssl.capture-buffer-size` keeps it: the
+/// `ssl_fc_cipherlist_*`, `ssl_fc_*list_bin` and
+/// `ssl_fc_protocol_hello_id` fetches give haproxy 2.6's bytes for an
+/// OpenSSL client (curl: many suites, groups, point formats) and rustls
+/// ones (TLS 1.3 and 1.2), with room for all and with the buffer cutting
+/// the lists at several places; without the setting they give nothing.
+/// (rustls sends its extensions in an order of its own for each
+/// connection: the extension list is compared on curl's hellos only, and
+/// each rustls connection is a fresh client, which resumes nothing.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_hello_captures_give_haproxys_bytes() {
+    if !support::haproxy::available() {
+        return;
+    }
+    let ca = Ca::new("sluice test CA");
+    let dir = TempDir::new("tlshello");
+    let pem = write(dir.path(), "site.pem", &ca.leaf(&["site.test"]));
+    let fetches = [
+        "ssl_fc_protocol_hello_id",
+        "ssl_fc_cipherlist_bin,hex",
+        "ssl_fc_cipherlist_bin(1),hex",
+        "ssl_fc_cipherlist_hex",
+        "ssl_fc_cipherlist_hex(1)",
+        "ssl_fc_cipherlist_str",
+        "ssl_fc_cipherlist_str(1)",
+        "ssl_fc_cipherlist_xxh",
+        "ssl_fc_extlist_bin,hex",
+        "ssl_fc_extlist_bin(1),hex",
+        "ssl_fc_eclist_bin,hex",
+        "ssl_fc_eclist_bin(1),hex",
+        "ssl_fc_ecformats_bin,hex",
+        // HAProxy's JA3 example.
+        "ssl_fc_cipherlist_bin(1),be2dec(-,2)",
+        "ssl_fc_extlist_bin(1),be2dec(-,2)",
+    ];
+    let line: Vec<String> = fetches.iter().map(|f| format!("{f}=%[{f}]")).collect();
+    let line = line.join("|");
+    let mut d = support::haproxy::Differences::default();
+    for size in [0, 4096, 20, 70, 90, 106] {
+        let cfg = |bind: &str| {
+            format!(
+                "global
+    tune.ssl.capture-buffer-size {size}
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {bind} ssl crt {pem}
+    http-request return status 200 content-type text/plain lf-string \"{line}\"
+"
+            )
+        };
+        let fronts = listens(2);
+        let _hap = support::haproxy::Haproxy::start(
+            "tlshello-hap",
+            &cfg(&fronts[0].to_string()),
+            &[&fronts[0]],
+        );
+        let _sl = Sluice::start(&cfg(&fronts[1].to_string()));
+        let rustls_clients = [
+            ("rustls TLS 1.3", &rustls::version::TLS13, &["http/1.1"][..]),
+            ("rustls TLS 1.2", &rustls::version::TLS12, &[][..]),
+        ];
+        for (name, version, alpn) in rustls_clients {
+            let mut bodies = Vec::new();
+            for f in &fronts {
+                let cfg = client_with(&[version], alpn, None);
+                let tls = tls_connect(f.addr(), "site.test", cfg).await.unwrap();
+                let mut conn = BufReader::new(tls);
+                let body = tls_get(&mut conn, "/").await.text().to_string();
+                let kept: Vec<&str> = body
+                    .split('|')
+                    .filter(|f| !f.starts_with("ssl_fc_extlist_bin"))
+                    .collect();
+                bodies.push(kept.join("|"));
+            }
+            d.compare(format!("{name}, {size} bytes"), &bodies[0], &bodies[1]);
+        }
+        if have_curl() {
+            let bodies: Vec<String> = fronts
+                .iter()
+                .map(|f| curl(&["-k", &format!("https://127.0.0.1:{}/", f.port())]).1)
+                .collect();
+            if size == 4096 {
+                // Not a comparison of nothing: haproxy kept the lists.
+                assert!(
+                    bodies[0].contains("ssl_fc_ecformats_bin,hex=00"),
+                    "{}",
+                    bodies[0]
+                );
+            }
+            d.compare(format!("curl, {size} bytes"), &bodies[0], &bodies[1]);
+        }
+    }
+    d.assert_none();
+}
+
+/// `tune.ssl.capture-buffer-size` and its deprecated name, as `haproxy
+/// -c` takes them.
+#[test]
+fn capture_buffer_size_checked_as_haproxy() {
+    if !support::haproxy::available() {
+        return;
+    }
+    let cfg = |line: &str| {
+        format!(
+            "global\n    {line}\ndefaults\n    mode http\n    timeout connect 5s\n    timeout client 5s\n    timeout server 5s\nfrontend fe\n    bind 127.0.0.1:1\n    http-request return status 200\n"
+        )
+    };
+    let cases = [
+        "tune.ssl.capture-buffer-size 96",
+        "tune.ssl.capture-buffer-size x",
+        "tune.ssl.capture-buffer-size -1",
+        "tune.ssl.capture-buffer-size",
+        "tune.ssl.capture-cipherlist-size 64",
+    ]
+    .map(|l| (l.to_string(), cfg(l)));
+    // The deprecation is a warning: compared with its text, from the
+    // place on (each reads its own file; HAProxy writes no space before
+    // the colon there).
+    let alert = |stderr: &str| {
+        stderr
+            .lines()
+            .find_map(|l| l.split_once("parsing [").map(|(_, r)| r))
+            .and_then(|r| r.split_once(']').map(|(_, m)| m.to_string()))
+            .unwrap_or_else(|| "(accepted)".to_string())
+    };
+    support::haproxy::assert_check_agrees("capture-size", cases, alert);
+}
+
+/// `req.ssl_ec_ext` and `req.ssl_st_ext` read the ClientHello `tcp-request
+/// content` rules wait for in `mode tcp`, as haproxy 2.6 reads them (the
+/// TLS goes through to a TLS server).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_hello_extensions_in_content_rules_as_haproxy() {
+    if !support::haproxy::available() {
+        return;
+    }
+    let ca = Ca::new("backend CA");
+    let upstream = tls_backend(&ca.leaf(&["backend.test"])).await;
+    let cfg = |bind: &str, log: &str| {
+        format!(
+            "global
+    log {log} format raw local0 info
+defaults
+    mode tcp
+    log global
+    option dontlognull
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+listen tcpfe
+    bind {bind}
+    tcp-request inspect-delay 5s
+    tcp-request content set-var(sess.hello) bool(1) if {{ req.ssl_hello_type 1 }}
+    tcp-request content set-var(sess.ec) req.ssl_ec_ext if {{ req.ssl_hello_type 1 }}
+    tcp-request content set-var(sess.st) req.ssl_st_ext if {{ req.ssl_hello_type 1 }}
+    tcp-request content accept if {{ req.ssl_hello_type 1 }}
+    log-format \"hello=%[var(sess.hello)] ec=%[var(sess.ec)] st=%[var(sess.st)]\"
+    server s1 {upstream}
+"
+        )
+    };
+    let fronts = listens(2);
+    let logs = [
+        support::syslog::Syslog::new(),
+        support::syslog::Syslog::new(),
+    ];
+    let _hap = support::haproxy::Haproxy::start(
+        "tlsext-hap",
+        &cfg(&fronts[0].to_string(), &logs[0].addr()),
+        &[&fronts[0]],
+    );
+    let _sl = Sluice::start(&cfg(&fronts[1].to_string(), &logs[1].addr()));
+    let mut d = support::haproxy::Differences::default();
+    for (name, version) in [
+        ("TLS 1.3", &rustls::version::TLS13),
+        ("TLS 1.2", &rustls::version::TLS12),
+    ] {
+        let mut lines = Vec::new();
+        for (f, log) in fronts.iter().zip(&logs) {
+            let cfg = client_with(&[version], &[], None);
+            let tls = tls_connect(f.addr(), "backend.test", cfg).await.unwrap();
+            let mut conn = BufReader::new(tls);
+            assert_eq!(tls_get(&mut conn, "/").await.status, 200, "{name}");
+            drop(conn);
+            // haproxy may log its readiness probe's connection (a race
+            // with the connection to the server): lines without a hello
+            // are not the test's.
+            let line = loop {
+                let l = log.take(1).remove(0);
+                if l.starts_with("hello=1 ") {
+                    break l;
+                }
+            };
+            lines.push(line);
+        }
+        d.compare(name, &lines[0], &lines[1]);
+        assert!(
+            lines[0].starts_with("hello=1 ec=1 st="),
+            "{name}: {:?}",
+            lines
+        );
+    }
+    d.assert_none();
 }
 
 /// A client's configuration offering only `version`, trusting `ca`, with

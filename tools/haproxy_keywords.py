@@ -53,6 +53,9 @@ def expand(name):
         names = [name.replace("<match_type>", t) for t in MATCH_TYPES]
         if "<output_type>" in name:
             names = [n.replace("<output_type>", o) for n in names for o in OUTPUT_TYPES]
+        elif name.startswith("map_"):
+            # The table under this heading names one more: "map_regm".
+            names.append("map_regm")
         return names
     if "<" in name:
         return []

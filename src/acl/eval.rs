@@ -134,7 +134,7 @@ impl AclTest {
             };
             let user = user.bytes().unwrap_or_default();
             return crate::sample::auth::with_list(self.expr.first_arg(), |l| {
-                p.any_list(|groups| l.in_any_group(user, groups.iter().map(String::as_str)))
+                p.any_list(|groups| l.in_any_group(user, groups))
             })
             .unwrap_or(false);
         }

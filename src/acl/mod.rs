@@ -58,13 +58,13 @@ impl AclPatterns {
     /// Every pattern as written, in order.
     pub(crate) fn texts(&self) -> Vec<String> {
         (self.sets.iter())
-            .flat_map(|m| m.with_keys(|k| k.texts().to_vec()))
+            .flat_map(|m| m.with_keys(|k| k.texts().map(String::from).collect::<Vec<_>>()))
             .collect()
     }
 
     /// Whether `f` holds for the patterns (as written) of one list.
-    pub(crate) fn any_list(&self, f: impl Fn(&[String]) -> bool) -> bool {
-        self.sets.iter().any(|m| m.with_keys(|k| f(k.texts())))
+    pub(crate) fn any_list(&self, f: impl Fn(&mut dyn Iterator<Item = &str>) -> bool) -> bool {
+        self.sets.iter().any(|m| m.with_keys(|k| f(&mut k.texts())))
     }
 
     /// Whether sample `s` matches one pattern of one list.

@@ -68,14 +68,6 @@ pub(crate) const GLOBAL_IGNORED: &[(&str, &str)] = &[
         "sluice generates no certificates, so it keeps no cache of them",
     ),
     (
-        "tune.ssl.capture-buffer-size",
-        "sluice has no ssl_fc_cipherlist_* fetches that would read a captured ClientHello",
-    ),
-    (
-        "tune.ssl.capture-cipherlist-size",
-        "sluice has no ssl_fc_cipherlist_* fetches that would read a captured ClientHello",
-    ),
-    (
         "tune.fd.edge-triggered",
         "the tokio reactor always polls edge-triggered",
     ),
@@ -403,6 +395,7 @@ pub const BIND_SUPPORTED: &[&str] = &[
     "verify",
     "ca-file",
     "name",
+    "id",
     "no-sslv3",
     "no-tlsv10",
     "no-tlsv11",
@@ -426,7 +419,6 @@ pub(crate) const BIND_UNSUPPORTED: &[&str] = &[
     "npn",
     "accept-netscaler-cip",
     "maxconn",
-    "id",
     "process",
     "thread",
     "transparent",

@@ -161,6 +161,9 @@ pub(crate) struct GlobalSsl {
     pub(crate) server_verify_none: bool,
     pub(crate) crt_base: Option<PathBuf>,
     pub(crate) ca_base: Option<PathBuf>,
+    /// `tune.ssl.capture-buffer-size`: the bytes of each TLS client's
+    /// ClientHello kept for the `ssl_fc_*list` fetches (0: none kept).
+    pub(crate) capture_size: u32,
 }
 
 impl Global {
@@ -583,6 +586,10 @@ pub(crate) struct Bind {
     /// `bind /path`, `unix@/path`, `abns@name`: a UNIX stream listener
     /// (`addrs` is then empty).
     pub(crate) unix: Option<UnixBind>,
+    /// `id <n>`: the listener's id (`so_id`; HAProxy numbers the others).
+    pub(crate) id: Option<u32>,
+    /// `name <n>` (`so_name`).
+    pub(crate) name: Option<String>,
 }
 
 /// The name of a UNIX stream socket: a file, or a Linux abstract name.
@@ -661,6 +668,8 @@ impl PartialEq for Bind {
             proto,
             v6,
             unix,
+            id,
+            name,
         } = self;
         *text == o.text
             && *addrs == o.addrs
@@ -671,6 +680,8 @@ impl PartialEq for Bind {
             && *proto == o.proto
             && *v6 == o.v6
             && *unix == o.unix
+            && *id == o.id
+            && *name == o.name
     }
 }
 
@@ -723,8 +734,8 @@ pub(crate) enum HttpRequestAction {
     SetHeader { name: String, fmt: LogFmt },
     /// `http-request add-header <name> <fmt>`
     AddHeader { name: String, fmt: LogFmt },
-    /// `http-request del-header <name>`
-    DelHeader { name: String },
+    /// `http-request del-header <name> [-m <meth>]`
+    DelHeader { name: String, how: NameMatch },
     /// `http-request replace-header <name> <regex> <fmt>`: a value the
     /// regex matches is replaced whole by `<fmt>` (`\1`... back-references).
     ReplaceHeader {
@@ -979,6 +990,7 @@ pub(crate) enum HttpResponseAction {
     },
     DelHeader {
         name: String,
+        how: NameMatch,
     },
     /// `http-response deny [deny_status <code>] [<reply arguments>]`.
     Deny(HttpReply),
@@ -998,6 +1010,8 @@ pub(crate) enum HttpResponseAction {
     Table(TableAction),
     /// `http-response cache-store <name>`.
     CacheStore(CacheRef),
+    /// `allow`: the rest of the section's rules are skipped.
+    Allow,
 }
 
 /// What a map or ACL action does to the entries of a pattern file.
@@ -1042,6 +1056,35 @@ pub(crate) enum LegacyAction {
     /// `reqrep` / `rsprep`: the line becomes this string, `\N` standing
     /// for the regex's groups.
     Replace(Vec<u8>),
+}
+
+/// How `del-header <name> -m <meth>` matches the names of the fields:
+/// without case (`str`, the default, `beg`, `end`, `sub`), or a regex
+/// tested on the name in lower case (HAProxy keeps names so).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum NameMatch {
+    Str,
+    Beg,
+    End,
+    Sub,
+    Reg(ByteRegex),
+}
+
+impl NameMatch {
+    /// Whether the field `name` is one `pattern` (lower case) designates.
+    pub(crate) fn matches(&self, pattern: &str, name: &[u8]) -> bool {
+        let p = pattern.as_bytes();
+        let lower = |n: &[u8]| n.to_ascii_lowercase();
+        match self {
+            NameMatch::Str => name.eq_ignore_ascii_case(p),
+            NameMatch::Beg => name.len() >= p.len() && name[..p.len()].eq_ignore_ascii_case(p),
+            NameMatch::End => {
+                name.len() >= p.len() && name[name.len() - p.len()..].eq_ignore_ascii_case(p)
+            }
+            NameMatch::Sub => p.is_empty() || lower(name).windows(p.len()).any(|w| w == p),
+            NameMatch::Reg(re) => re.is_match(&lower(name)),
+        }
+    }
 }
 
 /// A compiled regex of a rule, equal to another written the same way (the

@@ -37,7 +37,12 @@ pub(crate) fn check(config: &mut Config, diags: &mut Vec<Diagnostic>) {
                 diags.push(Diagnostic::warning(
                     Some(p.loc.clone()),
                     format!(
-                        "Proxy '{}' has no 'bind' directive. Please declare it as a backend if this was intended.",
+                        "{} '{}' has no 'bind' directive. Please declare it as a backend if this was intended.",
+                        // HAProxy's proxy_type_str: a listen section is a "proxy".
+                        match p.kind {
+                            crate::config::model::ProxyKind::Frontend => "frontend",
+                            _ => "proxy",
+                        },
                         p.name
                     ),
                 ));

@@ -38,12 +38,12 @@ impl Screen {
     }
 }
 
-/// The number of the listener on `local` in its frontend, from 1.
+/// The number of the listener on `local` in its frontend (its id).
 pub(crate) fn luid(fe: &FrontendRt, local: &ListenAddr) -> u32 {
-    fe.binds
+    fe.listeners
         .iter()
-        .position(|a| a == local)
-        .map_or(1, |i| i as u32 + 1)
+        .find(|(a, _)| a == local)
+        .map_or(1, |(_, l)| l.id() as u32)
 }
 
 /// Screens the connection, then serves it in the frontend's mode.
@@ -58,7 +58,7 @@ pub(crate) async fn serve_screened(
     let accepted = SystemTime::now();
     let limit = {
         let snap = client.rt.snapshot();
-        let Some(fe) = snap.frontends().find(|f| *f.name == *client.frontend) else {
+        let Some(fe) = snap.frontends().find(|f| *f.name == *client.frontend()) else {
             return;
         };
         let verdict = rules(fe, &snap.tables, &mut client, peer, Rules::Connection);
@@ -70,15 +70,15 @@ pub(crate) async fn serve_screened(
     };
     if screen.accept_proxy {
         match proxy_proto::read_header(&mut stream, limit).await {
-            Ok(Origin::Proxied { src, dst }) => {
+            Ok((Origin::Proxied { src, dst }, tlvs)) => {
+                client.facts.set_proxied(Some(dst), peer.inet(), tlvs);
                 peer = Peer::Ip(src);
-                client.set_dst(dst);
                 client.stream.entry().set_peer(peer);
             }
-            Ok(Origin::Local) => {}
+            Ok((Origin::Local, tlvs)) => client.facts.set_proxied(None, None, tlvs),
             Err((e, got_bytes)) => {
                 let snap = client.rt.snapshot();
-                if let Some(fe) = snap.frontends().find(|f| *f.name == *client.frontend) {
+                if let Some(fe) = snap.frontends().find(|f| *f.name == *client.frontend()) {
                     crate::observe::log::emit_conn_error(
                         fe,
                         peer,
@@ -94,7 +94,7 @@ pub(crate) async fn serve_screened(
     }
     {
         let snap = client.rt.snapshot();
-        let Some(fe) = snap.frontends().find(|f| *f.name == *client.frontend) else {
+        let Some(fe) = snap.frontends().find(|f| *f.name == *client.frontend()) else {
             return;
         };
         let verdict = rules(fe, &snap.tables, &mut client, peer, Rules::Session);
@@ -149,11 +149,10 @@ fn rules(
             crate::config::model::TcpAction::Table(crate::config::model::TableAction::Track(_))
         )
     });
-    let sess = if tracks {
-        Some(client.trackers_mut())
-    } else {
-        client.trackers()
-    };
+    if tracks {
+        client.trackers_mut();
+    }
+    let sess = client.trackers();
     let sv = StickView {
         tables,
         sess,
@@ -163,6 +162,8 @@ fn rules(
         src: peer.inet(),
         local,
         payload: b"",
+        tls: None,
+        client: Some(&client.facts),
         stick: Some(&sv),
     };
     crate::tcp::rules::run(set, &fe.acls, &view, None, Level::Session)

@@ -347,7 +347,7 @@ pub(crate) fn spawn_accepted(
             ));
         }
         (None, Mode::Tcp) => {
-            tokio::spawn(crate::tcp::serve(client, Stream::Tcp(stream), peer));
+            tokio::spawn(crate::tcp::serve(client, Stream::Tcp(stream), peer, None));
         }
         (Some(tls), _) => {
             tokio::spawn(tls_accept(client, stream, peer, tls, serving));
@@ -365,7 +365,15 @@ async fn tls_accept(
     tls: TlsAccept,
     serving: Serving,
 ) {
+    // `tune.ssl.capture-buffer-size`: the ClientHello's bytes are kept
+    // while rustls reads them (the handshake is driven from its first
+    // message, as with crt-list options).
+    let mut raw_hello = Vec::new();
+    let capture = tls.capture;
     let handshake = async {
+        if capture > 0 {
+            return accept_keeping_hello(stream, &tls.config, &mut raw_hello).await;
+        }
         if tls.config.per_cert.is_none() {
             return tokio_rustls::TlsAcceptor::from(tls.config.config.clone())
                 .accept(stream)
@@ -381,6 +389,7 @@ async fn tls_accept(
         start.into_stream(config).await
     };
     let handshake = crate::wire::io::with_timeout(tls.handshake_timeout, handshake);
+    let listen = &tls.config;
     let fe = client.frontend_state().cloned();
     let counters = fe.as_ref().map(|s| &s.counters);
     match handshake.await {
@@ -388,7 +397,12 @@ async fn tls_accept(
             if let Some(c) = counters {
                 c.ssl_sess.fetch_add(1, Relaxed);
             }
-            let facts = Box::new(crate::tls::TlsFacts::of(tls.get_ref().1));
+            let conn = tls.get_ref().1;
+            let own = listen.presented(conn.server_name());
+            let mut facts = Box::new(crate::tls::TlsFacts::of(conn, own));
+            if capture > 0 {
+                facts.hello = crate::wire::client_hello::capture(&raw_hello, capture).map(Box::new);
+            }
             let stream = Stream::Tls(Box::new(tokio_rustls::TlsStream::Server(tls)));
             match serving.mode {
                 Mode::Http => {
@@ -396,7 +410,7 @@ async fn tls_accept(
                     crate::http::service::serve_connection(client, stream, peer, proto, Some(facts))
                         .await
                 }
-                Mode::Tcp => crate::tcp::serve(client, stream, peer).await,
+                Mode::Tcp => crate::tcp::serve(client, stream, peer, Some(facts)).await,
             }
         }
         failed => {
@@ -409,7 +423,7 @@ async fn tls_accept(
             };
             crate::observe::log::emit_handshake_failure(
                 &client.rt,
-                &client.frontend,
+                client.frontend(),
                 peer,
                 &reason,
                 empty,
@@ -452,9 +466,53 @@ async fn sit_out_pause(
     }
 }
 
+/// The TLS handshake of a listener whose ClientHellos are captured: the
+/// first message is read here, its bytes kept in `raw` (up to the most a
+/// ClientHello can take), then given to rustls, and the handshake goes on
+/// with the configuration its SNI picks.
+async fn accept_keeping_hello(
+    stream: TcpStream,
+    listen: &crate::tls::ListenTls,
+    raw: &mut Vec<u8>,
+) -> std::io::Result<tokio_rustls::server::TlsStream<TcpStream>> {
+    use std::io::{Error, ErrorKind};
+    // A ClientHello is one handshake message, in records of at most
+    // 2^14 + 5 bytes: none worth keeping goes beyond this.
+    const KEEP: usize = 64 * 1024;
+    let mut acceptor = rustls::server::Acceptor::default();
+    let mut chunk = vec![0u8; 4096];
+    loop {
+        stream.readable().await?;
+        let n = match stream.try_read(&mut chunk) {
+            Ok(0) => return Err(ErrorKind::UnexpectedEof.into()),
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(e),
+        };
+        if raw.len() < KEEP {
+            raw.extend_from_slice(&chunk[..n.min(KEEP - raw.len())]);
+        }
+        let mut got = &chunk[..n];
+        while !got.is_empty() {
+            acceptor.read_tls(&mut got)?;
+        }
+        match acceptor.accept() {
+            Ok(None) => continue,
+            Ok(Some(accepted)) => {
+                let config = listen.pick(accepted.client_hello().server_name());
+                let start = tokio_rustls::StartHandshake::from_parts(accepted, stream);
+                return start.into_stream(config).await;
+            }
+            Err((e, _alert)) => return Err(Error::new(ErrorKind::InvalidData, e)),
+        }
+    }
+}
+
 /// The TLS of a `bind ... ssl` listener, for an accepted connection.
 pub(crate) struct TlsAccept {
     config: Arc<crate::tls::ListenTls>,
+    /// `tune.ssl.capture-buffer-size`.
+    capture: usize,
     /// The handshake's bound: `timeout client`.
     handshake_timeout: Option<std::time::Duration>,
 }
@@ -476,45 +534,56 @@ fn open_client(
     Option<crate::frontend::accept::Screen>,
     Option<TlsAccept>,
 ) {
-    let (fe_state, mode, fe_iid, screen, tls, luid, proto) =
-        rt.with_snapshot(
-            |snap| match snap.frontends().find(|f| *f.name == **frontend) {
-                Some(f) => {
-                    if f.tcpka {
-                        let _ = socket2::SockRef::from(stream).set_keepalive(true);
-                    }
-                    (
-                        Some(f.state.clone()),
-                        f.mode,
-                        f.iid,
-                        crate::frontend::accept::Screen::of(f, local),
-                        f.tls_binds
-                            .iter()
-                            .find(|(a, _)| a == local)
-                            .map(|(_, c)| TlsAccept {
-                                config: c.clone(),
-                                handshake_timeout: f.timeouts.client,
-                            }),
-                        // Looked up for a UNIX client only: its
-                        // address is the listener's number.
-                        if peer.is_none() {
-                            crate::frontend::accept::luid(f, local)
-                        } else {
-                            0
-                        },
-                        bind_proto(f, local),
-                    )
+    let (fe_state, mode, fe_iid, screen, tls, listener, proto) = rt.with_snapshot(
+        |snap| match snap.frontends().find(|f| *f.name == **frontend) {
+            Some(f) => {
+                if f.tcpka {
+                    let _ = socket2::SockRef::from(stream).set_keepalive(true);
                 }
-                None => (None, Mode::Http, 0, None, None, 1, BindProto::Auto),
-            },
-        );
+                (
+                    Some(f.state.clone()),
+                    f.mode,
+                    f.iid,
+                    crate::frontend::accept::Screen::of(f, local),
+                    f.tls_binds
+                        .iter()
+                        .find(|(a, _)| a == local)
+                        .map(|(_, c)| TlsAccept {
+                            config: c.clone(),
+                            capture: snap.global.ssl.capture_size as usize,
+                            handshake_timeout: f.timeouts.client,
+                        }),
+                    // Its id and count (`so_id`, `dst_conn`); a
+                    // UNIX client's address is the listener's id.
+                    f.listeners
+                        .iter()
+                        .find(|(a, _)| a == local)
+                        .map(|(_, l)| l.clone()),
+                    bind_proto(f, local),
+                )
+            }
+            None => (None, Mode::Http, 0, None, None, None, BindProto::Auto),
+        },
+    );
+    // A listener its frontend no longer has (a reload between accept and
+    // here): one of its own, numbered 1, the connection goes on to close.
+    let listener = listener.unwrap_or_else(|| {
+        Arc::new(crate::sample::conn::Listener::new(
+            frontend.clone(),
+            1,
+            None,
+        ))
+    });
+    let luid = listener.id() as u32;
     let peer = peer.map_or(Peer::Unix(luid), Peer::Ip);
     if let Some(st) = &fe_state {
         st.counters.conn_tot.fetch_add(1, Relaxed);
         st.counters.conn_rate.hit();
     }
-    let slot = crate::state::sessions::Slot::register(peer, fe_iid, stream.as_raw_fd());
-    let mut client = ClientConn::new(rt, frontend, permits, slot);
+    let fd = stream.as_raw_fd();
+    let slot = crate::state::sessions::Slot::register(peer, fe_iid, fd);
+    let facts = crate::sample::conn::ClientFacts::new(fd, listener);
+    let mut client = ClientConn::new(rt, permits, slot, facts);
     if let Some(st) = fe_state
         && screen.is_none()
     {

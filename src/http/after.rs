@@ -33,7 +33,7 @@ pub(crate) fn apply(
     match action {
         HttpResponseAction::SetHeader { name, fmt } => e.set_header(name, value(fmt)),
         HttpResponseAction::AddHeader { name, fmt } => e.add_header(name, value(fmt)),
-        HttpResponseAction::DelHeader { name } => e.del_header(name),
+        HttpResponseAction::DelHeader { name, how } => e.del_matching(name, how),
         // Not among the actions the parser takes here.
         HttpResponseAction::Deny(_)
         | HttpResponseAction::Capture { .. }
@@ -41,13 +41,14 @@ pub(crate) fn apply(
         | HttpResponseAction::WaitForBody(_)
         | HttpResponseAction::Map(_)
         | HttpResponseAction::Table(_)
-        | HttpResponseAction::CacheStore(_) => {}
+        | HttpResponseAction::CacheStore(_)
+        // `allow` ends its section's rules: the callers' loops stop.
+        | HttpResponseAction::Allow => {}
     }
 }
 
 /// A response sluice made (`page`: head and body, as sent) with the rules
-/// applied (the parser takes them without conditions); values see the
-/// proxies' names and the status. Without rules the page is sent as it
+/// applied; values and conditions see the proxies' names and the status. Without rules the page is sent as it
 /// is.
 pub(crate) fn local<'p>(
     fe: &FrontendRt,
@@ -65,8 +66,16 @@ pub(crate) fn local<'p>(
         ..Default::default()
     };
     let mut e = Edits::default();
-    for (rules, _) in sets(fe, be) {
-        for (action, _) in rules {
+    for (rules, acls) in sets(fe, be) {
+        for (action, cond) in rules {
+            if let Some(c) = cond
+                && !acls.eval(c, &cx)
+            {
+                continue;
+            }
+            if *action == HttpResponseAction::Allow {
+                break;
+            }
             apply(action, &mut e, |f| f.render(&cx));
         }
     }

@@ -637,10 +637,10 @@ pub(crate) async fn serve(
     hit: Hit,
     on_backend: bool,
 ) -> Outcome {
-    let bc = &be.state.counters;
+    // The backend's session is counted from its assignment
+    // (`forward::BackendSession`), the request here.
     if on_backend {
-        bc.count_request();
-        bc.session_start();
+        be.state.counters.count_request();
     }
     rec.server = crate::observe::outcome::SrvName::Cache;
     // Answered locally, before any server (HAProxy logs `LR`).
@@ -653,11 +653,7 @@ pub(crate) async fn serve(
     rec.t_resp = 0;
     ctx.vars.set_cache_hit(hit.cache.name.clone());
     let now = now();
-    let out = send_hit(fe, be, req, ctx, client, keep, rec, &hit, now, on_backend).await;
-    if on_backend {
-        bc.session_end();
-    }
-    out
+    send_hit(fe, be, req, ctx, client, keep, rec, &hit, now, on_backend).await
 }
 
 #[allow(clippy::too_many_arguments)]

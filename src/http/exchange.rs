@@ -24,6 +24,7 @@ use crate::http::relay;
 use crate::http::rules;
 use crate::observe::log::LogRecord;
 use crate::observe::outcome::{Cause, Phase, Rows, Term};
+use crate::sample::srvconn::ServerFacts;
 use crate::snapshot::{BackendRt, FrontendRt};
 use crate::state::ServerState;
 use crate::state::capture;
@@ -141,6 +142,9 @@ impl<'a> Exchange<'a> {
         // own: each nested future is made on the stack and then moved into
         // its parent's, and this one is large.
         let rec = self.rec;
+        if crate::sample::fetch::server_read() {
+            rec.server_conn = Some(Box::new(ServerFacts::of(&up.stream)));
+        }
         rec.t_connect = plan.connect_ms as i64;
         rec.t_resp = response_ms as i64;
         // Set before relaying: `option logasap` logs at the response head.
@@ -253,6 +257,15 @@ impl<'a> Exchange<'a> {
                         return Step::End(Box::pin(out).await, true);
                     }
                     Err(e) => {
+                        if crate::sample::fetch::server_read() {
+                            let pool = self.seat.server().pool.load();
+                            let facts = ServerFacts::failed(
+                                Some(pool.target(dst)),
+                                e.server_error(),
+                                pool.tls().is_some(),
+                            );
+                            self.rec.server_conn = Some(Box::new(facts));
+                        }
                         self.rec.end(e.term());
                         self.rec.retryable = e.retryable();
                         // HAProxy counts its own 503 on the backend only.

@@ -263,11 +263,16 @@ pub(crate) struct ReqCtx<'a> {
     pub(crate) persisted: Option<usize>,
     /// The client connection's TLS (conditions of `http-response` rules).
     pub(crate) tls: Option<&'a crate::tls::TlsFacts>,
+    /// The client connection's other facts (`fc_*`, `so_*`).
+    pub(crate) client: &'a crate::sample::conn::ClientFacts,
     /// The request's variables.
     pub(crate) vars: &'a crate::sample::vars::Vars<'a>,
     /// The process, whose snapshot response rules read the proxies'
     /// state from (`nbsrv`, `be_server_timeout`...).
     pub(crate) rt: &'a crate::snapshot::runtime::Runtime,
+    /// The snapshot the request runs on (the proxies' state the
+    /// response's conditions and log line read).
+    pub(crate) proxies: &'a crate::snapshot::Snapshot,
     /// The stick tables and the request's counters (None in tests that
     /// build a request by hand).
     pub(crate) stick: Option<&'a crate::state::table::track::StickView<'a>>,
@@ -343,8 +348,10 @@ pub(crate) async fn forward(
         stream: ctx.stream,
         persisted,
         tls: ctx.tls,
+        client: ctx.client,
         vars: ctx.vars,
         rt: ctx.rt,
+        proxies: ctx.proxies,
         stick: ctx.stick,
         stores,
         comp: ctx.comp,
@@ -364,7 +371,6 @@ pub(crate) async fn forward(
     rec.srv_queue = slot.srv_queue_position();
     let mut seat = Seat::new(slot);
     let first: Arc<ServerState> = seat.server().clone();
-    bc.session_start();
     first.counters.count_request();
     let queue_ms = ms(started.elapsed());
     rec.t_queue = queue_ms as i64;
@@ -415,9 +421,27 @@ pub(crate) async fn forward(
     if observe != 0 && !conn_failed {
         observe_outcome(be, server, observe, out.status);
     }
-    bc.session_end();
     drop(seat);
     out
+}
+
+/// A request's session on its backend, from the moment it is assigned
+/// (`use_backend`, `default_backend`) to its end, as HAProxy counts a
+/// stream on its backend (`scur`, `stot`, `be_conn` in the backend's own
+/// rules): whatever answers it, a server, a rule or an error page.
+pub(crate) struct BackendSession<'a>(&'a crate::state::counters::Counters);
+
+impl<'a> BackendSession<'a> {
+    pub(crate) fn start(be: &'a BackendRt) -> BackendSession<'a> {
+        be.state.counters.session_start();
+        BackendSession(&be.state.counters)
+    }
+}
+
+impl Drop for BackendSession<'_> {
+    fn drop(&mut self) {
+        self.0.session_end();
+    }
 }
 
 /// What the backend's `stick` rules read of the request.
@@ -438,6 +462,8 @@ fn request_ctx<'a>(
         backend_id: Some(be.iid),
         vars: Some(ctx.vars),
         tls: ctx.tls,
+        client: Some(ctx.client),
+        proxies: Some(ctx.proxies),
         stick: ctx.stick.map(|s| s as &dyn crate::sample::stick::Stick),
         ..Default::default()
     }

@@ -126,6 +126,8 @@ async fn exchange(rt: &Runtime, frontend: &str, request: &str) -> Answer {
     let mut conn = BufConn::new(Stream::Tcp(accepted));
     let entry = StreamEntry::default();
     let sess = crate::sample::vars::SessVars::default();
+    let listener = crate::sample::conn::Listener::new(frontend.into(), 1, None);
+    let facts = crate::sample::conn::ClientFacts::new(-1, std::sync::Arc::new(listener));
     let keep = tokio::time::timeout(
         LIMIT,
         handle_request(
@@ -134,7 +136,7 @@ async fn exchange(rt: &Runtime, frontend: &str, request: &str) -> Answer {
             frontend,
             &entry,
             &mut conn,
-            (peer.into(), None),
+            (peer.into(), &facts),
             true,
             None,
             Via::Http1,

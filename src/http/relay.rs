@@ -135,7 +135,12 @@ impl<'a> Relay<'a> {
             src_port: None,
             local: None,
             tls: ctx.tls,
+            client: Some(ctx.client),
+            proxies: Some(ctx.proxies),
+            server_conn: self.rec.server_conn.as_deref(),
             frontend: &fe.name,
+            frontend_id: fe.iid,
+            backend: Some((be.name.as_str(), be.iid)),
             vars: Some(ctx.vars),
             req_body: None,
             res_body: None,
@@ -450,6 +455,8 @@ impl<'a> Relay<'a> {
             server: &server.name,
             src: ctx.src,
             tls: ctx.tls,
+            client: ctx.client,
+            server_conn: self.rec.server_conn.as_deref(),
             unique_id: uid.as_deref(),
         };
         // The body that came with the head, or was waited for: a view of
@@ -510,9 +517,11 @@ impl<'a> Relay<'a> {
                     first_req: None,
                     server_id: sid(be, &server.name),
                     local: None,
-                    proxies: None,
+                    proxies: Some(ctx.proxies),
                     vars: Some(ctx.vars),
                     tls: ctx.tls,
+                    client: Some(ctx.client),
+                    server_conn: self.rec.server_conn.as_deref(),
                     req_body: None,
                     res_body: None,
                     stick: ctx.stick,
@@ -553,7 +562,14 @@ impl<'a> Relay<'a> {
         let head_len = head.len() as u64;
         // From the parsed fields: the head is not scanned again.
         let logged_head = self.logged_out + resp.logged_size();
-        self.rec.log_early(fe, status, logged_head, req);
+        let samples = crate::observe::log::Samples {
+            vars: Some(self.ctx.vars),
+            tls: self.ctx.tls,
+            client: Some(self.ctx.client),
+            proxies: Some(self.ctx.proxies),
+            stick: self.ctx.stick,
+        };
+        self.rec.log_early(fe, status, logged_head, req, samples);
         // Bodies no filter touches: relayed as they are, spliced when
         // they can be, or as frames to an HTTP/2 client.
         let filtering = self.comp.is_some() || self.fill.is_some();
@@ -1024,6 +1040,9 @@ pub(super) fn rules_on_hit(
         server: "<CACHE>",
         src: ctx.src,
         tls: ctx.tls,
+        client: ctx.client,
+        // No server connection: the `bc_*` fetches find nothing.
+        server_conn: None,
         unique_id: uid.as_deref(),
     };
     let cap = &mut rec.cap_resp;
@@ -1044,6 +1063,8 @@ struct Who<'a> {
     server: &'a str,
     src: Option<std::net::IpAddr>,
     tls: Option<&'a crate::tls::TlsFacts>,
+    client: &'a crate::sample::conn::ClientFacts,
+    server_conn: Option<&'a crate::sample::srvconn::ServerFacts>,
     unique_id: Option<&'a str>,
 }
 
@@ -1073,17 +1094,26 @@ fn response_edits<'r>(
     let (server, src, tls) = (who.server, who.src, who.tls);
     // The proxies' state for the rules' samples, held only when there
     // are rules (a snapshot reference is a shared count's write).
-    let snap =
-        (!fe.http_response.is_empty() || !be.http_response.is_empty()).then(|| ctx.rt.snapshot());
+    let rules = !fe.http_response.is_empty() || !be.http_response.is_empty();
+    // The address the client reached (`dst`): a PROXY header's, else
+    // asked of the socket, only where rules run.
+    let local = rules
+        .then(|| ctx.dst.or_else(|| ctx.client.socket_local()))
+        .flatten();
+    let src_port = ctx.peer.inet().map(|a| a.port());
     let view = View {
         head: req,
         res: None,
         src,
-        // The response rules are not given the client's port yet.
-        src_port: None,
-        local: None,
+        src_port,
+        local,
         tls,
+        client: Some(who.client),
+        proxies: Some(ctx.proxies),
+        server_conn: who.server_conn,
         frontend: &fe.name,
+        frontend_id: fe.iid,
+        backend: Some((be.name.as_str(), be.iid)),
         vars: Some(ctx.vars),
         req_body: None,
         res_body,
@@ -1099,13 +1129,15 @@ fn response_edits<'r>(
         res: None,
         frontend_id: fe.iid,
         backend_id: Some(be.iid),
-        src_port: None,
+        src_port,
         first_req: None,
         server_id: sid(be, server),
-        local: None,
-        proxies: snap.as_deref(),
+        local,
+        proxies: Some(ctx.proxies),
         vars: Some(ctx.vars),
         tls,
+        client: Some(who.client),
+        server_conn: who.server_conn,
         req_body: None,
         res_body,
         stick: ctx.stick,
@@ -1133,10 +1165,22 @@ fn response_edits<'r>(
                 res: Some(&*resp),
                 ..view
             };
+            // Nor the request's headers, gone in HAProxy by then (a
+            // condition on `path` never matches there, as it warns).
             if let Some(c) = cond
-                && !acls.eval(c, &res_view)
+                && !acls.eval(
+                    c,
+                    &crate::sample::Ctx {
+                        req_gone: true,
+                        ..crate::acl::eval::RequestView::sample_ctx(&res_view)
+                    },
+                )
             {
                 continue;
+            }
+            // The rest of this section's rules are skipped.
+            if *action == HttpResponseAction::Allow {
+                break;
             }
             let e = edits.get_or_insert_with(Edits::default);
             match action {
@@ -1156,7 +1200,7 @@ fn response_edits<'r>(
                     };
                     e.add_header(name, rules::eval(fmt, &cx))
                 }
-                HttpResponseAction::DelHeader { name } => e.del_header(name),
+                HttpResponseAction::DelHeader { name, how } => e.del_matching(name, how),
                 HttpResponseAction::Deny(reply) => return Err(RespRefused::Denied(Some(reply))),
                 HttpResponseAction::Capture { expr, slot } => {
                     let (Some(dst), Some((_, len))) =
@@ -1177,7 +1221,14 @@ fn response_edits<'r>(
                         *dst = Some(b[..b.len().min(*len)].to_vec());
                     }
                 }
-                HttpResponseAction::Var(rule) => rules::run_var(rule, &cx),
+                // The response is there for the value (`res.hdr`).
+                HttpResponseAction::Var(rule) => {
+                    let cx = rules::FmtCtx {
+                        res: Some(resp),
+                        ..cx
+                    };
+                    rules::run_var(rule, &cx)
+                }
                 // Waited for before the rules ran (`Relay::wait_body`).
                 HttpResponseAction::WaitForBody(_) => {}
                 HttpResponseAction::Map(rule) => {
@@ -1200,6 +1251,8 @@ fn response_edits<'r>(
                         );
                     }
                 }
+                // Stopped the loop above.
+                HttpResponseAction::Allow => {}
                 HttpResponseAction::CacheStore(c) => {
                     // The backend's rules come first; a hit is not stored
                     // again (no `store` then).
@@ -1247,17 +1300,28 @@ fn response_edits<'r>(
     cookie(resp, &mut edits);
     for (rules_, acls) in crate::http::after::sets(fe, Some(be)) {
         for (action, cond) in rules_ {
-            if let Some(c) = cond
-                && !acls.eval(c, &view)
-            {
-                continue;
-            }
             // These rules see the response (`status`, `res.hdr`).
             let scx = crate::sample::Ctx {
                 res: Some(&*resp),
                 status: Some(resp.status),
                 ..rules::sample_ctx(&cx)
             };
+            // Their conditions no longer see the request: in HAProxy it
+            // is gone by then (one on `path` never matches there).
+            if let Some(c) = cond
+                && !acls.eval(
+                    c,
+                    &crate::sample::Ctx {
+                        req_gone: true,
+                        ..scx
+                    },
+                )
+            {
+                continue;
+            }
+            if *action == HttpResponseAction::Allow {
+                break;
+            }
             let e = edits.get_or_insert_with(Edits::default);
             crate::http::after::apply(action, e, |f| f.render(&scx));
         }

@@ -8,7 +8,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use bytes::{BufMut, BytesMut};
 
-use crate::config::model::{ForwardFor, LogFmt, RedirectKind};
+use crate::config::model::{ForwardFor, LogFmt, NameMatch, RedirectKind};
 use crate::sample::Count;
 use crate::snapshot::Snapshot;
 use crate::wire::h1::Head;
@@ -18,8 +18,9 @@ use crate::wire::h1::Head;
 pub(crate) struct Edits {
     /// New request target (set-path / set-query).
     pub(crate) target: Option<Vec<u8>>,
-    /// Lower-case names of the received headers to leave out.
-    pub(crate) del: Vec<String>,
+    /// The received headers to leave out: lower-case names (patterns
+    /// under `-m`) and how they match.
+    pub(crate) del: Vec<(String, NameMatch)>,
     /// Headers added after the received ones: lower-case name, value.
     pub(crate) add: Vec<(String, Vec<u8>)>,
     /// New values of received headers, by position (`replace-header`).
@@ -32,10 +33,21 @@ pub(crate) struct Edits {
 impl Edits {
     /// `del-header`: the received ones and those added before.
     pub(crate) fn del_header(&mut self, name: &str) {
-        let lower = name.to_ascii_lowercase();
-        self.add.retain(|(n, _)| *n != lower);
-        if !self.del.contains(&lower) {
-            self.del.push(lower);
+        self.del_matching(name, &NameMatch::Str);
+    }
+
+    /// `del-header <name> -m <meth>`: every field whose name `how`
+    /// matches, received or added before.
+    pub(crate) fn del_matching(&mut self, name: &str, how: &NameMatch) {
+        // Regexes are tested as written, other patterns without case.
+        let pattern = match how {
+            NameMatch::Reg(_) => name.to_string(),
+            _ => name.to_ascii_lowercase(),
+        };
+        self.add
+            .retain(|(n, _)| !how.matches(&pattern, n.as_bytes()));
+        if !self.del.iter().any(|(p, h)| *p == pattern && h == how) {
+            self.del.push((pattern, how.clone()));
         }
     }
 
@@ -85,9 +97,7 @@ impl Edits {
 
     /// Whether a received header named `name` is dropped.
     pub(crate) fn drops(&self, name: &[u8]) -> bool {
-        self.del
-            .iter()
-            .any(|d| name.eq_ignore_ascii_case(d.as_bytes()))
+        self.del.iter().any(|(p, how)| how.matches(p, name))
     }
 
     /// Whether the received header at position `i`, named `name`, is
@@ -184,6 +194,10 @@ pub(crate) struct FmtCtx<'a> {
     pub(crate) vars: Option<&'a crate::sample::vars::Vars<'a>>,
     /// The client connection's TLS (`ssl_fc*`), if any.
     pub(crate) tls: Option<&'a crate::tls::TlsFacts>,
+    /// The client connection's other facts (`fc_*`, `so_*`), if passed.
+    pub(crate) client: Option<&'a crate::sample::conn::ClientFacts>,
+    /// The server connection's (`bc_*`, `ssl_bc*`), in response rules.
+    pub(crate) server_conn: Option<&'a crate::sample::srvconn::ServerFacts>,
     /// The bodies as far as they are buffered (`req.body*`, `res.body*`).
     pub(crate) req_body: Option<&'a crate::sample::fetch::Body<'a>>,
     pub(crate) res_body: Option<&'a crate::sample::fetch::Body<'a>>,
@@ -233,13 +247,13 @@ pub(crate) fn run_map(rule: &crate::config::model::MapRule, cx: &FmtCtx<'_>) {
             let value = rule.value.as_ref().map(|v| eval(v, cx)).unwrap_or_default();
             let value = String::from_utf8_lossy(&value);
             if r.has_key(&key) {
-                let _ = r.set(&key, &value);
+                let _ = r.set(crate::sample::pattern::Entry::Key(&key), &value);
             } else {
                 let _ = r.add(None, &key, Some(&value));
             }
         }
         MapOp::Delete => {
-            r.delete(&key);
+            r.delete(crate::sample::pattern::Entry::Key(&key));
         }
     }
 }
@@ -269,6 +283,8 @@ pub(crate) fn sample_ctx<'a>(cx: &FmtCtx<'a>) -> crate::sample::Ctx<'a> {
         proxies: cx.proxies.map(|s| s as &dyn crate::sample::Proxies),
         vars: cx.vars,
         tls: cx.tls,
+        client: cx.client,
+        server_conn: cx.server_conn,
         req_body: cx.req_body,
         res_body: cx.res_body,
         stick: cx.stick.map(|s| s as &dyn crate::sample::stick::Stick),

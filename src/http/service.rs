@@ -11,6 +11,7 @@ use std::time::Duration;
 use bytes::{BufMut, BytesMut};
 use tokio::net::TcpStream;
 
+use crate::sample::conn::ClientFacts;
 use crate::sys::peer::Peer;
 use crate::tls::{Stream, TlsFacts};
 
@@ -46,7 +47,17 @@ pub(super) struct View<'a> {
     pub(super) local: Option<SocketAddr>,
     /// The client connection's TLS, if any.
     pub(super) tls: Option<&'a TlsFacts>,
+    /// The client connection's other facts (`fc_*`, `so_*`).
+    pub(super) client: Option<&'a ClientFacts>,
+    /// The proxies' runtime state (`nbsrv`, `be_conn`...), where passed.
+    pub(super) proxies: Option<&'a crate::snapshot::Snapshot>,
+    /// The server connection's facts (`bc_*`), in response conditions.
+    pub(super) server_conn: Option<&'a crate::sample::srvconn::ServerFacts>,
     pub(super) frontend: &'a str,
+    pub(super) frontend_id: u32,
+    /// The backend once chosen (`be_name`, `nbsrv` without a name): its
+    /// name and id.
+    pub(super) backend: Option<(&'a str, u32)>,
     /// The request's variables (`var()` in conditions).
     pub(super) vars: Option<&'a crate::sample::vars::Vars<'a>>,
     /// The request's body as far as it is buffered (`req.body*`), and
@@ -73,7 +84,12 @@ impl<'a> View<'a> {
             src_port: rq.peer.inet().map(|a| a.port()),
             local,
             tls: rq.tls,
+            client: Some(rq.client),
+            proxies: Some(rq.proxies),
+            server_conn: None,
             frontend: &fe.name,
+            frontend_id: fe.iid,
+            backend: None,
             vars: Some(rq.vars),
             req_body,
             res_body: None,
@@ -92,7 +108,13 @@ impl RequestView for View<'_> {
             res: self.res,
             status: self.res.map(|r| r.status),
             tls: self.tls,
+            client: self.client,
+            proxies: self.proxies.map(|s| s as &dyn crate::sample::Proxies),
+            server_conn: self.server_conn,
             frontend: self.frontend,
+            frontend_id: self.frontend_id,
+            backend: self.backend.map(|b| b.0),
+            backend_id: self.backend.map(|b| b.1),
             vars: self.vars,
             req_body: self.req_body,
             res_body: self.res_body,
@@ -165,7 +187,7 @@ pub(crate) async fn serve_connection(
         // http-request`); only keep-alive waits happen here, and park.
         if conn.buf.is_empty() && !first {
             let idle = client.rt.with_snapshot(|snap| {
-                let fe = snap.frontends().find(|f| *f.name == *client.frontend)?;
+                let fe = snap.frontends().find(|f| *f.name == *client.frontend())?;
                 Some(if first {
                     fe.timeouts.http_request.or(fe.timeouts.client)
                 } else {
@@ -204,7 +226,8 @@ pub(crate) async fn serve_connection(
                 let Stream::Tcp(stream) = stream else { return };
                 match park::park(client, stream, peer, left) {
                     Ok(()) => return,
-                    Err((c, s)) => {
+                    Err(back) => {
+                        let (c, s) = *back;
                         // Parking unavailable: wait here for the rest.
                         if !wait_readable_or_stop(Some(&s), left).await {
                             return;
@@ -254,10 +277,10 @@ pub(crate) async fn serve_connection(
             let request = std::pin::pin!(handle_request(
                 (&sess_vars, client.trackers()),
                 &client.rt,
-                &client.frontend,
+                client.frontend(),
                 client.stream.entry(),
                 &mut conn,
-                (peer, client.dst()),
+                (peer, &client.facts),
                 first,
                 tls.as_deref(),
                 via,
@@ -407,11 +430,13 @@ pub(crate) async fn handle_request(
     frontend: &str,
     stream: &StreamEntry,
     conn: &mut BufConn,
-    (peer, dst): (Peer, Option<SocketAddr>),
+    (peer, client): (Peer, &ClientFacts),
     first: bool,
     tls: Option<&TlsFacts>,
     via: Via<'_>,
 ) -> bool {
+    // The address the client reached, when a PROXY header said it.
+    let dst = client.dst();
     // HTTP/1 connections also count in the h1_* columns.
     let h1 = !matches!(via, Via::Http2 { .. });
     // The snapshot is loaded once per request and used to its end.
@@ -502,7 +527,13 @@ pub(crate) async fn handle_request(
                     tables: Some(&snap.tables),
                     ..Default::default()
                 };
-                outcome::finish_tracked(fe, &rt.process, &mut rec, (None, None, None), seen);
+                outcome::finish_tracked(
+                    fe,
+                    &rt.process,
+                    &mut rec,
+                    (None, None, Default::default()),
+                    seen,
+                );
             }
             return false;
         }
@@ -529,7 +560,13 @@ pub(crate) async fn handle_request(
                 tables: Some(&snap.tables),
                 ..Default::default()
             };
-            outcome::finish_tracked(fe, &rt.process, &mut rec, (Some(408), None, None), seen);
+            outcome::finish_tracked(
+                fe,
+                &rt.process,
+                &mut rec,
+                (Some(408), None, Default::default()),
+                seen,
+            );
             return false;
         }
         Err(e) => {
@@ -601,6 +638,8 @@ pub(crate) async fn handle_request(
             src: peer.inet(),
             local: dst,
             payload: b"",
+            tls,
+            client: Some(client),
             stick: Some(&stick),
         };
         let verdict = crate::tcp::rules::run(&fe.tcp_content, &fe.acls, &view, None, Level::Stream);
@@ -663,7 +702,8 @@ pub(crate) async fn handle_request(
     // From here to the answer the request is a stream `show sess` lists.
     stream.begin();
     // The transaction's variables: dropped with the request.
-    let vars = crate::sample::vars::Vars::new(sess);
+    let slots = [fe.captures.request.len(), fe.captures.response.len()];
+    let vars = crate::sample::vars::Vars::with_slots(sess, slots);
     let req = Req {
         vars: &vars,
         stick: &stick,
@@ -673,6 +713,8 @@ pub(crate) async fn handle_request(
         dst,
         stream,
         tls,
+        client,
+        proxies: &snap,
         first,
     };
     conn.pending = io::PendingBody::of(body, &conn.buf);
@@ -701,7 +743,14 @@ pub(crate) async fn handle_request(
         io::PendingBody::Partial => out.keep_client = false,
         _ => {}
     }
-    finish(rt, fe, &mut rec, &out, (Some(&head), Some(&vars)), tracking);
+    let samples = crate::observe::log::Samples {
+        vars: Some(&vars),
+        tls,
+        client: Some(client),
+        proxies: Some(&*snap),
+        stick: None,
+    };
+    finish(rt, fe, &mut rec, &out, Some(&head), samples, tracking);
     out.keep_client
 }
 
@@ -727,7 +776,13 @@ async fn refused(
     rec.status = i64::from(status);
     // The page is counted in `bout` but not in the log's bytes.
     rec.tally.fe_out += out.bytes_out;
-    outcome::finish_tracked(fe, &rt.process, rec, (out.status, None, None), tracking);
+    outcome::finish_tracked(
+        fe,
+        &rt.process,
+        rec,
+        (out.status, None, Default::default()),
+        tracking,
+    );
     false
 }
 
@@ -748,7 +803,13 @@ async fn refused_by_stream(
     rec.status = 400;
     rec.tally.fe_out += out.bytes_out;
     rec.bytes_out = out.logged_out;
-    outcome::finish_tracked(fe, &rt.process, rec, (out.status, None, None), tracking);
+    outcome::finish_tracked(
+        fe,
+        &rt.process,
+        rec,
+        (out.status, None, Default::default()),
+        tracking,
+    );
     false
 }
 
@@ -772,7 +833,13 @@ fn content_refused(
     rec.tally.dreq = Rows::FE;
     rec.term(Cause::Proxy, Phase::Request);
     rec.t_req = -1;
-    outcome::finish_tracked(fe, &rt.process, rec, (None, None, None), tracking);
+    outcome::finish_tracked(
+        fe,
+        &rt.process,
+        rec,
+        (None, None, Default::default()),
+        tracking,
+    );
     false
 }
 
@@ -785,7 +852,8 @@ fn finish(
     fe: &FrontendRt,
     rec: &mut LogRecord,
     out: &Outcome,
-    (head, vars): (Option<&Head>, Option<&crate::sample::vars::Vars<'_>>),
+    head: Option<&Head>,
+    samples: crate::observe::log::Samples<'_>,
     tracking: outcome::Tracking<'_>,
 ) {
     if let Some(s) = out.status {
@@ -796,7 +864,7 @@ fn finish(
     rec.bytes_out = out.logged_out;
     // The head as HAProxy counts it, the body as received.
     rec.bytes_in = out.body_logged + head.map_or(0, Head::logged_size);
-    outcome::finish_tracked(fe, &rt.process, rec, (out.status, head, vars), tracking);
+    outcome::finish_tracked(fe, &rt.process, rec, (out.status, head, samples), tracking);
 }
 
 /// The interim answer to `Expect: 100-continue`.
@@ -812,6 +880,10 @@ struct Req<'a> {
     stream: &'a StreamEntry,
     /// The client connection's TLS, if any.
     tls: Option<&'a TlsFacts>,
+    client: &'a ClientFacts,
+    /// The snapshot the request runs on (the proxies' state for `nbsrv`
+    /// and the like in conditions).
+    proxies: &'a crate::snapshot::Snapshot,
     /// The connection's first request (`http_first_req`).
     first: bool,
     vars: &'a crate::sample::vars::Vars<'a>,
@@ -836,7 +908,8 @@ async fn route(
         None if fe.acls.reads_local() => rq.dst.or_else(|| conn.stream.local_addr().ok()),
         None => None,
     };
-    let view = View::of_request(head, rq, local, fe, None);
+    // The views of the request the conditions read are made where one is
+    // read (each costs as much as the fields it copies).
     // A local answer does not read the request body: the connection
     // carries another request after it only if the body is all here, to
     // be skipped.
@@ -852,23 +925,42 @@ async fn route(
                 && crate::snapshot::lb::path_of(head.target()) == uri.as_bytes()))
     {
         rec.logged = true;
+        let view = View::of_request(head, rq, local, fe, None);
         let failing = fail.as_ref().is_some_and(|c| fe.acls.eval(c, &view));
         let code = if failing { 503 } else { 200 };
         return forward::send_error(conn, code, fe, keep_local).await;
     }
     if let Some(stats) = &fe.stats
-        && let Some(out) = stats_page(rt, stats, &fe.acls, &view, body, conn, keep, fe).await
+        && let Some(out) = stats_page(
+            rt,
+            stats,
+            &fe.acls,
+            &View::of_request(head, rq, local, fe, None),
+            body,
+            conn,
+            keep,
+            fe,
+        )
+        .await
     {
         stats_logged(rec);
         return out;
     }
     // The request's id, made before any rule can use it.
     if let Some(uid) = &fe.unique_id {
+        let samples = crate::observe::log::Samples {
+            vars: Some(rq.vars),
+            tls,
+            client: Some(rq.client),
+            proxies: Some(rq.proxies),
+            stick: Some(rq.stick),
+        };
         rec.unique_id = Some(crate::observe::log::unique_id(
             fe,
             &uid.format,
             rec,
             Some(head),
+            samples,
         ));
     }
     // Edits of the header and path rules: created by the first rule that
@@ -879,6 +971,9 @@ async fn route(
     // frontend's, then the backend's); and their "allowed" verdict.
     let (mut fe_head, mut be_head) = (None, None);
     let mut allowed = false;
+    // The head the fetches read once an `Expect: 100-continue` was
+    // answered (without that field, as HAProxy holds it then).
+    let shown = std::sync::OnceLock::new();
     // What `cache-use` rules learn (None until one runs).
     let mut cache_txn: Option<crate::http::cache::CacheTxn> = None;
     let mut run = RuleRun {
@@ -891,6 +986,9 @@ async fn route(
         first: rq.first,
         local,
         tls,
+        client: rq.client,
+        proxies: rq.proxies,
+        shown: &shown,
         conn,
         keep_local,
         rec,
@@ -938,19 +1036,26 @@ async fn route(
         ))
         .await;
     }
-    let rb = held.view();
-    let view = View::of_request(head, rq, local, fe, rb.as_ref());
-    let sample_cx = crate::sample::Ctx {
-        src: peer.ip(),
-        src_port: peer.inet().map(|a| a.port()),
-        local: local.or(rq.dst),
-        req: Some(head),
-        frontend: &fe.name,
-        req_body: rb.as_ref(),
-        stick: Some(rq.stick as &dyn crate::sample::stick::Stick),
-        ..Default::default()
+    let backend = if fe.switching.is_empty() {
+        fe.default_backend.as_ref()
+    } else {
+        let rb = held.view();
+        let fetched = shown.get().unwrap_or(head);
+        let view = View::of_request(fetched, rq, local, fe, rb.as_ref());
+        let sample_cx = crate::sample::Ctx {
+            src: peer.ip(),
+            src_port: peer.inet().map(|a| a.port()),
+            local: local.or(rq.dst),
+            req: Some(fetched),
+            frontend: &fe.name,
+            req_body: rb.as_ref(),
+            tls,
+            client: Some(rq.client),
+            stick: Some(rq.stick as &dyn crate::sample::stick::Stick),
+            ..Default::default()
+        };
+        fe.pick_backend(|c| fe.acls.eval(c, &view), &sample_cx)
     };
-    let backend = fe.pick_backend(|c| fe.acls.eval(c, &view), &sample_cx);
     // The same run goes on with the backend's rules: until then the
     // connection and the record are reached through it.
     let Some(be) = backend else {
@@ -961,6 +1066,7 @@ async fn route(
         return forward::send_error(run.conn, 503, fe, keep_local).await;
     };
     run.rec.assign_backend(be);
+    let _session = forward::BackendSession::start(be);
     rq.stream.to_backend(be.iid);
     // Only a dynamic name can reach a TCP backend from here: HAProxy 2.6
     // cannot switch an HTTP stream to it and closes without an answer,
@@ -976,7 +1082,6 @@ async fn route(
             body_logged: 0,
         };
     }
-    let view = View::of_request(head, rq, local, fe, None);
     // The body is the connection's again for the stats page's form.
     let reads_body = body != BodyKind::None && crate::sample::fetch::body_read(false);
     if be.stats.is_some() {
@@ -984,7 +1089,17 @@ async fn route(
     }
     if let Some(stats) = &be.stats
         && fe.stats.as_ref().map(|s| &s.page) != Some(&stats.page)
-        && let Some(out) = stats_page(rt, stats, &be.acls, &view, body, run.conn, keep, fe).await
+        && let Some(out) = stats_page(
+            rt,
+            stats,
+            &be.acls,
+            &View::of_request(shown.get().unwrap_or(head), rq, local, fe, None),
+            body,
+            run.conn,
+            keep,
+            fe,
+        )
+        .await
     {
         stats_logged(run.rec);
         return out;
@@ -1041,8 +1156,10 @@ async fn route(
         stream: rq.stream,
         persisted: None,
         tls,
+        client: rq.client,
         vars: rq.vars,
         rt,
+        proxies: rq.proxies,
         stick: Some(rq.stick),
         stores: Default::default(),
     };
@@ -1095,8 +1212,10 @@ async fn frontend_hit(
         stream: rq.stream,
         persisted: None,
         tls: rq.tls,
+        client: rq.client,
         vars: rq.vars,
         rt,
+        proxies: rq.proxies,
         stick: Some(rq.stick),
         stores: Default::default(),
     };
@@ -1178,6 +1297,11 @@ struct RuleRun<'r> {
     first: bool,
     local: Option<SocketAddr>,
     tls: Option<&'r TlsFacts>,
+    client: &'r ClientFacts,
+    proxies: &'r crate::snapshot::Snapshot,
+    /// The head without its `Expect` fields, once a `100 Continue` was
+    /// sent: the fetches of the rules after read it.
+    shown: &'r std::sync::OnceLock<Head>,
     conn: &'r mut BufConn,
     keep_local: bool,
     rec: &'r mut LogRecord,
@@ -1232,13 +1356,18 @@ impl RuleRun<'_> {
         let fe = self.fe;
         let rb = held.view();
         let view = View {
-            head,
+            head: self.shown.get().unwrap_or(head),
             res: None,
             src: self.src,
             src_port: self.src_port,
             local: self.local,
             tls: self.tls,
+            client: Some(self.client),
+            proxies: Some(self.proxies),
+            server_conn: None,
             frontend: &fe.name,
+            frontend_id: fe.iid,
+            backend: st.be.map(|b| (b.name.as_str(), b.iid)),
             vars: Some(self.vars),
             req_body: rb.as_ref(),
             res_body: None,
@@ -1298,21 +1427,31 @@ impl RuleRun<'_> {
                 Some(self.vars),
                 self.fe,
             );
+            let client = Some(self.client);
+            let proxies = Some(self.proxies);
             let rb = held.view();
             let view = View {
-                head,
+                head: self.shown.get().unwrap_or(head),
                 res: None,
                 src,
                 src_port,
                 local,
                 tls,
+                client,
+                proxies,
+                server_conn: None,
                 frontend: &fe.name,
+                frontend_id: fe.iid,
+                backend: st.be.map(|b| (b.name.as_str(), b.iid)),
                 vars,
                 req_body: rb.as_ref(),
                 res_body: None,
                 stick: Some(self.stick),
             };
-            match self.apply(&view, rules, st.acls, st.be, st.timeouts).await {
+            match self
+                .apply(&view, head, rules, st.acls, st.be, st.timeouts)
+                .await
+            {
                 None => return None,
                 Some(Stop::Answered(out)) => return Some(out),
                 Some(Stop::Wait { at, wait }) => {
@@ -1399,6 +1538,7 @@ impl RuleRun<'_> {
         self.edits
             .get_or_insert_with(Default::default)
             .del_header("expect");
+        let _ = self.shown.set(head.without_expect());
         let _ = self.conn.answer(CONTINUE, self.fe.timeouts.client).await;
     }
 
@@ -1460,9 +1600,12 @@ impl RuleRun<'_> {
     /// Runs `rules` under `acls`; `be` is set for a backend's rules, whose
     /// denials and interceptions count on the backend too, as in HAProxy.
     /// Returns the outcome when a rule answered the request.
+    /// `orig`: the head edits count its fields in (the view's may lack
+    /// its `Expect` fields).
     async fn apply(
         &mut self,
         view: &View<'_>,
+        orig: &Head,
         rules: &[(HttpRequestAction, Option<CompiledCond>)],
         acls: &AclSet,
         be: Option<&BackendRt>,
@@ -1480,7 +1623,6 @@ impl RuleRun<'_> {
                 .or(self.dst)
                 .or_else(|| self.conn.stream.local_addr().ok()),
         };
-        let snap = (!rules.is_empty()).then(|| self.rt.snapshot());
         let cx = rules::FmtCtx {
             req: head,
             src: view.src,
@@ -1495,9 +1637,11 @@ impl RuleRun<'_> {
             first_req: Some(self.first),
             server_id: None,
             local,
-            proxies: snap.as_deref(),
+            proxies: Some(self.proxies),
             vars: Some(self.vars),
             tls: view.tls,
+            client: view.client,
+            server_conn: None,
             req_body: view.req_body,
             res_body: None,
             stick: Some(self.stick),
@@ -1531,16 +1675,16 @@ impl RuleRun<'_> {
                         .get_or_insert_with(Default::default)
                         .add_header(name, v);
                 }
-                HttpRequestAction::DelHeader { name } => {
+                HttpRequestAction::DelHeader { name, how } => {
                     self.edits
                         .get_or_insert_with(Default::default)
-                        .del_header(name);
+                        .del_matching(name, how);
                 }
                 HttpRequestAction::ReplaceHeader { name, re, fmt } => {
                     let v = rules::eval(fmt, &cx);
                     self.edits
                         .get_or_insert_with(Default::default)
-                        .replace_header(head, name, re, &v);
+                        .replace_header(orig, name, re, &v);
                 }
                 HttpRequestAction::SetPath(fmt) | HttpRequestAction::SetQuery(fmt) => {
                     let v = rules::eval(fmt, &cx);

@@ -269,6 +269,9 @@ pub(crate) struct LogRecord {
     /// `unique-id-format`: the request's id once made (`%ID`, the
     /// `unique-id` fetch, `unique-id-header`).
     pub(crate) unique_id: Option<std::sync::Arc<str>>,
+    /// The server connection's facts (`bc_*`, `ssl_bc*`, `ssl_s_*`), kept
+    /// only when a configuration reads them (`sample::fetch::server_read`).
+    pub(crate) server_conn: Option<Box<crate::sample::srvconn::ServerFacts>>,
 }
 
 static REQ_ID: AtomicU64 = AtomicU64::new(0);
@@ -311,6 +314,7 @@ impl LogRecord {
             tls: false,
             h2_origin: None,
             unique_id: None,
+            server_conn: None,
         }
     }
 
@@ -367,11 +371,18 @@ impl LogRecord {
 
     /// `option logasap`: log now, when the response headers are in, with
     /// the bytes sent so far (`+` prefixed, as HAProxy).
-    pub(crate) fn log_early(&mut self, fe: &FrontendRt, status: u16, head_bytes: u64, req: &Head) {
+    pub(crate) fn log_early(
+        &mut self,
+        fe: &FrontendRt,
+        status: u16,
+        head_bytes: u64,
+        req: &Head,
+        samples: crate::observe::log::Samples<'_>,
+    ) {
         if self.enabled() && fe.log.as_ref().is_some_and(|l| l.logasap) {
             self.status = status as i64;
             self.bytes_out = head_bytes;
-            emit(fe, self, Some(req), true, None, None);
+            emit(fe, self, Some(req), true, samples);
         }
     }
 
@@ -445,19 +456,26 @@ pub(crate) fn finish(
     status: Option<u16>,
     head: Option<&Head>,
 ) {
-    finish_with_vars(fe, process, rec, status, head, None)
+    finish_with(fe, process, rec, status, head, Default::default())
 }
 
-/// [`finish`], the log line seeing the request's variables.
-pub(crate) fn finish_with_vars(
+/// [`finish`], the log line's samples seeing the request's variables and
+/// its connections' facts.
+pub(crate) fn finish_with(
     fe: &FrontendRt,
     process: &crate::snapshot::runtime::ProcessCounters,
     rec: &mut LogRecord,
     status: Option<u16>,
     head: Option<&Head>,
-    vars: Option<&crate::sample::vars::Vars<'_>>,
+    samples: crate::observe::log::Samples<'_>,
 ) {
-    finish_tracked(fe, process, rec, (status, head, vars), Tracking::default())
+    finish_tracked(
+        fe,
+        process,
+        rec,
+        (status, head, samples),
+        Tracking::default(),
+    )
 }
 
 /// The stick counters an exchange counts on when it ends: its session's
@@ -473,7 +491,7 @@ pub(crate) struct Tracking<'a> {
     pub(crate) tables: Option<&'a crate::state::table::registry::Tables>,
 }
 
-/// [`finish_with_vars`], counting on the stick counters of `tracking`
+/// [`finish_with`], counting on the stick counters of `tracking`
 /// too: the bytes from and to the client, an HTTP request's error
 /// (`http_err_*`) and failure (`http_fail_*`), as HAProxy classifies
 /// them.
@@ -481,11 +499,7 @@ pub(crate) fn finish_tracked(
     fe: &FrontendRt,
     process: &crate::snapshot::runtime::ProcessCounters,
     rec: &mut LogRecord,
-    (status, head, vars): (
-        Option<u16>,
-        Option<&Head>,
-        Option<&crate::sample::vars::Vars<'_>>,
-    ),
+    (status, head, samples): (Option<u16>, Option<&Head>, crate::observe::log::Samples<'_>),
     tracking: Tracking<'_>,
 ) {
     if tracking.sess.is_some_and(Trackers::any) || tracking.strm.is_some_and(Trackers::any) {
@@ -509,7 +523,11 @@ pub(crate) fn finish_tracked(
             sess: tracking.sess,
             strm: tracking.strm,
         });
-    emit(fe, rec, head, false, vars, stick.as_ref());
+    let samples = crate::observe::log::Samples {
+        stick: stick.as_ref().or(samples.stick),
+        ..samples
+    };
+    emit(fe, rec, head, false, samples);
 }
 
 /// What an exchange counts on its stick counters.

@@ -623,9 +623,48 @@ static CONVERTERS: &[ConvDef] = &[
     checked("xor", INT, int_or_var, T::Sint, T::Sint, |s, a, cx| {
         arith(s, a, cx, |x, y| x ^ y)
     }),
+    // ---- The stream: capture slots and the proxies' state. ----
+    // `capture-req(<slot>)`, `capture-res(<slot>)`: the input goes to the
+    // frontend's capture slot (for the log line), and on unchanged; no
+    // sample when there is no such slot.
+    def(
+        "capture-req",
+        ArgSpec::of(&[A::Sint], 1),
+        T::Str,
+        T::Str,
+        |s, a, cx| capture(s, a, cx, false),
+    ),
+    def(
+        "capture-res",
+        ArgSpec::of(&[A::Sint], 1),
+        T::Str,
+        T::Str,
+        |s, a, cx| capture(s, a, cx, true),
+    ),
+    // `nbsrv`: the usable servers of the backend the input names.
+    def("nbsrv", NONE, T::Str, T::Sint, |s, _, cx| {
+        let name = std::str::from_utf8(s.bytes()?).ok()?;
+        let n = cx.proxies?.count(super::Count::UsableServers, name, None)?;
+        Some(Sample::Sint(n))
+    }),
+    // `srv_queue`: the queue of the server the input names,
+    // `<backend>/<server>` or a server of the current backend.
+    def("srv_queue", NONE, T::Str, T::Sint, |s, _, cx| {
+        let name = std::str::from_utf8(s.bytes()?).ok()?;
+        let (be, srv) = match name.split_once('/') {
+            Some((be, srv)) => (be, srv),
+            None => (cx.backend?, name),
+        };
+        let n = cx
+            .proxies?
+            .count(super::Count::ServerQueue, be, Some(srv))?;
+        Some(Sample::Sint(n))
+    }),
     // ---- Maps: `map_<match>[_int|_ip](<file>[,<default>])`, the file
-    // read when the configuration is (sample::pattern::Map). HAProxy 2.6
-    // has neither the `_str` forms its manual names nor `map_len`. ----
+    // read when the configuration is (sample::pattern::Map), and
+    // `map_regm`. The HAProxy 2.6 binary has neither the `_str` forms its
+    // manual names nor `map_len` (`haproxy -dKcnv` lists its converters):
+    // sluice neither. ----
     checked("map", MAP_ARGS, map_check::<0, 0>, T::Str, T::Str, map_eval),
     checked(
         "map_str",
@@ -819,6 +858,15 @@ static CONVERTERS: &[ConvDef] = &[
         T::Addr,
         map_eval,
     ),
+    // The values' `\<n>` are the groups of the regex that matched.
+    checked(
+        "map_regm",
+        MAP_ARGS,
+        map_regm_check,
+        T::Str,
+        T::Str,
+        map_eval,
+    ),
     checked(
         "map_sub",
         MAP_ARGS,
@@ -844,6 +892,12 @@ static CONVERTERS: &[ConvDef] = &[
         map_eval,
     ),
 ];
+
+/// `capture-req` and `capture-res`: the input, once put in its slot.
+fn capture<'a>(s: Sample<'a>, a: &[Arg], cx: &Ctx<'_>, res: bool) -> Option<Sample<'a>> {
+    let slot = a.first()?.as_int();
+    cx.vars?.capture(res, slot, s.bytes()?).then_some(s)
+}
 
 /// `b64dec` and `ub64dec`: no sample when the text is not base64.
 fn b64_decode<'a>(engine: &impl base64::Engine, s: Sample<'a>) -> Option<Sample<'a>> {
@@ -983,20 +1037,14 @@ fn split_fields<'a>(s: Sample<'a>, a: &[Arg], words: bool) -> Option<Sample<'a>>
     let delims = a[1].as_bytes();
     let count = a.get(2).map_or(1, Arg::as_int);
     let text = text(s);
-    // Field spans, as (start, end) in `text`.
-    let mut spans = Vec::new();
-    let mut start = 0;
-    for (i, b) in text.iter().enumerate() {
-        if delims.contains(b) {
-            spans.push((start, i));
-            start = i + 1;
-        }
-    }
-    spans.push((start, text.len()));
-    if words {
-        spans.retain(|(s, e)| s < e);
-    }
-    let n = spans.len() as i64;
+    // The fields, walked twice (counted, then found) rather than
+    // collected: a field of the input is a slice of it, nothing
+    // allocated; `word` skips the empty ones.
+    let fields = || {
+        text.split(|b| delims.contains(b))
+            .filter(move |f| !words || !f.is_empty())
+    };
+    let n = fields().count() as i64;
     let (first, last) = if idx > 0 {
         let first = idx - 1;
         let last = if count == 0 { n - 1 } else { first + count - 1 };
@@ -1009,8 +1057,12 @@ fn split_fields<'a>(s: Sample<'a>, a: &[Arg], words: bool) -> Option<Sample<'a>>
     if first < 0 || first >= n || last < first {
         return None;
     }
-    let (s, _) = spans[first as usize];
-    let (_, e) = spans[last as usize];
+    let start = fields().nth(first as usize)?;
+    let end = fields().nth(last as usize)?;
+    // Their places in `text`, from where the slices are.
+    let base = text.as_ptr() as usize;
+    let s = start.as_ptr() as usize - base;
+    let e = end.as_ptr() as usize - base + end.len();
     Some(Sample::Str(sub_cow(text, s, e)))
 }
 
@@ -1396,6 +1448,15 @@ const MAP_ARGS: ArgSpec = ArgSpec::of(&[A::Str, A::Str], 0);
 /// Loads the map file of a `map_*` converter: matcher `K` (in the order
 /// of [`MAP_KINDS`]), output `O` (str, str, int, ip).
 fn map_check<const K: usize, const O: usize>(a: &mut [Arg]) -> Result<(), CheckError> {
+    map_user::<K, O>(a, false)
+}
+
+/// `map_regm`: the `reg` matcher, its values expanded with the groups.
+fn map_regm_check(a: &mut [Arg]) -> Result<(), CheckError> {
+    map_user::<8, 0>(a, true)
+}
+
+fn map_user<const K: usize, const O: usize>(a: &mut [Arg], regm: bool) -> Result<(), CheckError> {
     use super::pattern::{Map, MatchKind as M};
     const MAP_KINDS: [M; 10] = [
         M::Str,
@@ -1416,8 +1477,11 @@ fn map_check<const K: usize, const O: usize>(a: &mut [Arg]) -> Result<(), CheckE
         &path,
         super::patref::MAP,
         true,
-        || Map::load(&path, MAP_KINDS[K], out, default.as_deref()),
-        |m| m.looks_up(MAP_KINDS[K], out, default.as_deref()),
+        || {
+            let m = Map::load(&path, MAP_KINDS[K], out, default.as_deref())?;
+            Ok(if regm { m.with_groups() } else { m })
+        },
+        |m| m.looks_up(MAP_KINDS[K], out, default.as_deref()) && m.is_regm() == regm,
     )
     .map_err(CheckError::Invalid)?;
     match a.first_mut() {

@@ -204,7 +204,7 @@ impl Expr {
         let Some(each) = self.fetch.each else {
             return self.eval(cx).is_some_and(f);
         };
-        if self.args.len() < self.fetch.args.min {
+        if self.args.len() < self.fetch.args.min || cx.req_gone && self.fetch.uses.request_only() {
             return false;
         }
         each(&self.args, cx, &mut |s| {
@@ -225,7 +225,7 @@ impl Expr {
     /// Evaluates the expression; `None` when a step finds nothing or a
     /// value cannot be cast to the next step's input.
     pub(crate) fn eval<'a>(&'a self, cx: &Ctx<'a>) -> Option<Sample<'a>> {
-        if self.args.len() < self.fetch.args.min {
+        if self.args.len() < self.fetch.args.min || cx.req_gone && self.fetch.uses.request_only() {
             return None;
         }
         let s = (self.fetch.eval)(&self.args, cx)?;

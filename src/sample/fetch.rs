@@ -112,6 +112,12 @@ pub(crate) struct Ctx<'a> {
     pub(crate) stick: Option<&'a dyn super::stick::Stick>,
     /// The client connection's TLS (None: cleartext).
     pub(crate) tls: Option<&'a crate::tls::TlsFacts>,
+    /// The client connection's other facts (`fc_*`, `so_*`, `dst_conn`),
+    /// where passed.
+    pub(crate) client: Option<&'a super::conn::ClientFacts>,
+    /// The server connection's (`bc_*`, `ssl_bc_*`, `ssl_s_*`), where
+    /// kept (see [`server_read`]).
+    pub(crate) server_conn: Option<&'a super::srvconn::ServerFacts>,
     /// The request's variables (None where there is no request: `proc`
     /// variables are still reached).
     pub(crate) vars: Option<&'a super::vars::Vars<'a>>,
@@ -121,6 +127,11 @@ pub(crate) struct Ctx<'a> {
     /// reference: a context is made per evaluation, and small.
     pub(crate) req_body: Option<&'a Body<'a>>,
     pub(crate) res_body: Option<&'a Body<'a>>,
+    /// The conditions of response rules: HAProxy no longer holds the
+    /// request's headers and body there (forwarded), so the fetches that
+    /// read only them find nothing (`path`, `req.hdr`; `method`, kept
+    /// with the transaction, still answers).
+    pub(crate) req_gone: bool,
 }
 
 /// A message's body as far as it is buffered: a view of the bytes the
@@ -151,8 +162,23 @@ pub(crate) fn body_read(res: bool) -> bool {
     BODY_READ[res as usize].load(std::sync::atomic::Ordering::Relaxed)
 }
 
-/// Notes that fetch `name` was parsed: a body fetch sets [`BODY_READ`].
+/// Whether a configuration this process parsed reads the server
+/// connection (`bc_*`, `ssl_bc*`, `ssl_s_*`): only then are its facts
+/// kept with each exchange. As [`BODY_READ`], it stays set.
+static SERVER_READ: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// [`SERVER_READ`].
+pub(crate) fn server_read() -> bool {
+    SERVER_READ.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Notes that fetch `name` was parsed: a body fetch sets [`BODY_READ`],
+/// a server connection's one [`SERVER_READ`].
 pub(crate) fn note_parsed(name: &str) {
+    if name.starts_with("bc_") || name.starts_with("ssl_bc") || name.starts_with("ssl_s_") {
+        SERVER_READ.store(true, std::sync::atomic::Ordering::Relaxed);
+        return;
+    }
     let side = match name.get(..8) {
         Some("req.body") => 0,
         Some("res.body") => 1,
@@ -229,7 +255,16 @@ impl std::fmt::Debug for FetchDef {
 
 /// The fetch tables, one per file that declares fetches: a new family of
 /// fetches (stick tables, connection facts, ...) adds its table here.
-static TABLES: &[&[FetchDef]] = &[FETCHES, super::x509::FETCHES];
+static TABLES: &[&[FetchDef]] = &[
+    FETCHES,
+    super::x509::FETCHES,
+    super::x509::CERT_TABLES[0],
+    super::x509::CERT_TABLES[1],
+    super::x509::CERT_TABLES[2],
+    super::conn::FETCHES,
+    super::srvconn::FETCHES,
+    super::hello::FETCHES,
+];
 
 /// Every fetch sluice knows.
 pub(crate) fn all() -> impl Iterator<Item = &'static FetchDef> {
@@ -276,6 +311,7 @@ pub(crate) const CONST: Uses = Uses::of(&[Src::Const]);
 pub(crate) const INTRN: Uses = Uses::of(&[Src::Intrn]);
 pub(crate) const FTEND: Uses = Uses::of(&[Src::Ftend]);
 pub(crate) const L4CLI: Uses = Uses::of(&[Src::L4cli]);
+pub(crate) const LISTN: Uses = Uses::of(&[Src::Listn]);
 pub(crate) const L5CLI: Uses = Uses::of(&[Src::L5cli]);
 pub(crate) const BKEND: Uses = Uses::of(&[Src::Bkend]);
 pub(crate) const SERVR: Uses = Uses::of(&[Src::Servr]);
@@ -576,6 +612,12 @@ static FETCHES: &[FetchDef] = &[
     }),
     def("req.ssl_ver", L6REQ, ArgSpec::NONE, T::Sint, |_, cx| {
         crate::wire::client_hello::ssl_ver(cx.payload?).map(Sample::Sint)
+    }),
+    def("req.ssl_ec_ext", L6REQ, ArgSpec::NONE, T::Bool, |_, cx| {
+        crate::wire::client_hello::ssl_ec_ext(cx.payload?).map(Sample::Bool)
+    }),
+    def("req.ssl_st_ext", L6REQ, ArgSpec::NONE, T::Sint, |_, cx| {
+        crate::wire::client_hello::ssl_st_ext(cx.payload?).map(Sample::Sint)
     }),
     def("req_len", L6REQ, ArgSpec::NONE, T::Sint, |_, cx| {
         req_len(cx)
@@ -930,7 +972,8 @@ static FETCHES: &[FetchDef] = &[
     // ---- Fetches the ACL engine moved here (TLS facts, RDP, the wait of
     // content inspection). ----
     def("req.rdp_cookie_cnt", L6REQ, OPT_STR, T::Sint, |a, cx| {
-        let p = cx.payload?;
+        // An HTTP request holds no RDP cookie: 0, as HAProxy counts it.
+        let p = cx.payload.or(cx.req.map(|_| &b""[..]))?;
         Some(Sample::Sint(rdp_cookie(p, a).is_some() as i64))
     }),
     def("ssl_c_used", L5CLI, ArgSpec::NONE, T::Bool, |_, cx| {
@@ -973,6 +1016,22 @@ static FETCHES: &[FetchDef] = &[
     def("ssl_fc_protocol", L5CLI, ArgSpec::NONE, T::Str, |_, cx| {
         cx.tls.map(|t| Sample::str(t.protocol.as_bytes()))
     }),
+    // A handshake rustls completed raised no error: OpenSSL's 0 (and no
+    // text for it, as HAProxy gives none).
+    def("ssl_fc_err", L5CLI, ArgSpec::NONE, T::Sint, |_, cx| {
+        cx.tls.map(|_| Sample::Sint(0))
+    }),
+    def("ssl_fc_err_str", L5CLI, ArgSpec::NONE, T::Str, |_, _| None),
+    // sluice accepts no TLS 1.3 early data (0-RTT): never any.
+    def(
+        "ssl_fc_has_early",
+        L5CLI,
+        ArgSpec::NONE,
+        T::Bool,
+        |_, cx| cx.tls.map(|_| Sample::Bool(false)),
+    ),
+    // No NPN: rustls has none, and `npn` is refused on bind lines.
+    def("ssl_fc_npn", L5CLI, ArgSpec::NONE, T::Str, |_, _| None),
     def("ssl_fc_sni", L5CLI, ArgSpec::NONE, T::Str, |_, cx| {
         cx.tls?.sni.as_deref().map(|s| Sample::str(s.as_bytes()))
     }),
@@ -1096,6 +1155,8 @@ pub(crate) fn reads_payload(name: &str) -> bool {
             | "req_ssl_sni"
             | "req.ssl_alpn"
             | "req.ssl_ver"
+            | "req.ssl_ec_ext"
+            | "req.ssl_st_ext"
             | "req_ssl_ver"
             | "wait_end"
     )
@@ -1118,7 +1179,13 @@ fn rdp_cookie<'a>(p: &'a [u8], a: &[Arg]) -> Option<&'a [u8]> {
 fn req_len<'a>(cx: &Ctx<'a>) -> Option<Sample<'a>> {
     match (cx.payload, cx.req) {
         (Some(p), _) => Some(Sample::Sint(p.len() as i64)),
-        (None, Some(h)) => Some(Sample::Sint(h.raw.len() as i64)),
+        // An HTTP request: HAProxy counts its internal form of what it
+        // holds, the size it logs for the head and the body bytes
+        // buffered (those sluice waited for).
+        (None, Some(h)) => {
+            let body = cx.req_body.map_or(0, |b| b.data.len() as u64);
+            Some(Sample::Sint((h.logged_size() + body) as i64))
+        }
         (None, None) => None,
     }
 }
@@ -1158,7 +1225,7 @@ pub(crate) fn src_sample(a: IpAddr) -> Sample<'static> {
 }
 
 /// An address as HAProxy gives it: an IPv4-mapped IPv6 as IPv4.
-fn ip(a: IpAddr) -> Sample<'static> {
+pub(crate) fn ip(a: IpAddr) -> Sample<'static> {
     match a {
         IpAddr::V4(v4) => Sample::Ipv4(v4),
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
@@ -1175,36 +1242,42 @@ fn version(req: &Head) -> &'static [u8] {
 /// The values of header `a[0]` (all headers without a name), split at
 /// commas when `split`; `a[1]` picks the occurrence: positive from the
 /// first, negative from the last, absent or 0 the last.
-fn values<'a>(head: &'a Head, a: &'a [Arg], split: bool) -> Vec<&'a [u8]> {
+/// The values of header `a[0]` (of every header without a name), split at
+/// commas and trimmed when `split`: an iterator over the head, nothing
+/// collected (a fetch of a header's value allocates nothing).
+fn values<'a>(head: &'a Head, a: &'a [Arg], split: bool) -> impl Iterator<Item = &'a [u8]> {
     let name = a.first().map(|n| n.as_str()).unwrap_or("");
-    let whole: Vec<&[u8]> = if name.is_empty() {
-        head.headers().map(|(_, v)| v).collect()
-    } else {
-        head.values(name).collect()
-    };
-    if !split {
-        return whole;
-    }
-    whole
+    let every = head
+        .headers()
+        .take(if name.is_empty() { usize::MAX } else { 0 })
+        .map(|(_, v)| v);
+    let named = (!name.is_empty())
+        .then(|| head.values(name))
         .into_iter()
-        .flat_map(|v| v.split(|&b| b == b','))
-        .map(crate::wire::h1::trim)
-        .collect()
+        .flatten();
+    every
+        .chain(named)
+        // Without `split` a value is one piece.
+        .flat_map(move |v| v.split(move |&b| split && b == b','))
+        .map(move |v| if split { crate::wire::h1::trim(v) } else { v })
 }
 
 fn header<'a>(head: &'a Head, a: &'a [Arg], split: bool) -> Option<Sample<'a>> {
-    let all = values(head, a, split);
     let occ = a.get(1).map_or(-1, Arg::as_int);
     let v = match occ {
-        0 | -1 => all.last()?,
-        n if n > 0 => all.get(n as usize - 1)?,
-        n => all.get(all.len().checked_sub(n.unsigned_abs() as usize)?)?,
+        0 | -1 => values(head, a, split).last()?,
+        n if n > 0 => values(head, a, split).nth(n as usize - 1)?,
+        // From the end: counted first, then found.
+        n => {
+            let all = values(head, a, split).count();
+            values(head, a, split).nth(all.checked_sub(n.unsigned_abs() as usize)?)?
+        }
     };
-    Some(Sample::str(*v))
+    Some(Sample::str(v))
 }
 
 fn count(head: &Head, a: &[Arg], split: bool) -> i64 {
-    values(head, a, split).len() as i64
+    values(head, a, split).count() as i64
 }
 
 fn last_value<'a>(head: &'a Head, name: &'a str) -> Option<&'a [u8]> {
@@ -1286,7 +1359,7 @@ fn http_version(h: &Head) -> &'static [u8] {
 
 /// Whether `a` is one of this machine's addresses: it can be bound, as
 /// HAProxy finds out (a system call or two, per evaluation).
-fn is_local(a: IpAddr) -> bool {
+pub(crate) fn is_local(a: IpAddr) -> bool {
     std::net::UdpSocket::bind(SocketAddr::new(a, 0)).is_ok()
 }
 

@@ -11,15 +11,18 @@
 pub(crate) mod aead;
 pub(crate) mod arg;
 pub(crate) mod auth;
+pub(crate) mod conn;
 pub(crate) mod conv;
 pub(crate) mod expr;
 pub(crate) mod fetch;
 pub(crate) mod hash;
+pub(crate) mod hello;
 pub(crate) mod json;
 pub(crate) mod jwt;
 pub(crate) mod patref;
 pub(crate) mod pattern;
 pub(crate) mod random;
+pub(crate) mod srvconn;
 pub(crate) mod stage;
 pub(crate) mod stick;
 pub(crate) mod value;
@@ -30,6 +33,8 @@ pub(crate) use expr::{Expr, ExprError};
 pub(crate) use fetch::{Count, Ctx, Proxies};
 pub(crate) use stage::Stage;
 
+#[cfg(test)]
+mod alloc_check;
 #[cfg(test)]
 mod docs;
 #[cfg(test)]

@@ -22,7 +22,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 
 use arc_swap::ArcSwap;
 
-use super::pattern::{Map, MapEditError, MatchKind};
+use super::pattern::{Entry, Map, MapEditError, MatchKind};
 use super::value::SmpType;
 
 /// What uses a reference: `map_*` converters, ACLs or both.
@@ -84,6 +84,8 @@ fn class(m: &Map) -> (u8, u8, u8, bool) {
         Str => (3, 4),
         Beg => (4, 4),
         Sub | Dir | Dom | End => (5, 4),
+        // `map_regm` matches with its own function: another structure.
+        Reg if m.is_regm() => (8, 5),
         Reg => (6, 5),
         Meth => (7, 6),
     };
@@ -284,7 +286,7 @@ impl PatRef {
 
     /// The value of every entry of `key`, of every version: a value a
     /// map's output type refuses changes nothing.
-    pub(crate) fn set(&self, key: &str, value: &str) -> Result<(), MapEditError> {
+    pub(crate) fn set(&self, key: Entry<'_>, value: &str) -> Result<(), MapEditError> {
         let users = self.users();
         if let Some(e) = users.iter().find_map(|m| m.check_value(value).err()) {
             return Err(e);
@@ -293,7 +295,9 @@ impl PatRef {
         for m in &users {
             found |= m.set(key, value).is_ok();
         }
-        found |= self.set_staged(key, value);
+        if let Entry::Key(key) = key {
+            found |= self.set_staged(key, value);
+        }
         if found {
             Ok(())
         } else {
@@ -303,7 +307,7 @@ impl PatRef {
 
     /// Deletes every entry of `key`, of every version; whether there was
     /// one.
-    pub(crate) fn delete(&self, key: &str) -> bool {
+    pub(crate) fn delete(&self, key: Entry<'_>) -> bool {
         let mut live = None;
         for m in self.users() {
             if let Ok(n) = m.delete(key) {
@@ -313,7 +317,11 @@ impl PatRef {
         if let Some(n) = live {
             self.note_deleted(n);
         }
-        let staged = self.drop_staged(|_, k| k == key);
+        let staged = match key {
+            Entry::Key(key) => self.drop_staged(|_, k| k == key),
+            // The entries of other versions are named by key only.
+            Entry::Id(_) => 0,
+        };
         live.is_some() || staged > 0
     }
 

@@ -111,8 +111,7 @@ impl Stage {
     pub(crate) const TCP_CONNECTION: Stage = Stage::of(Place::FeConAcc);
 
     /// HAProxy's name of the place, the first of the set (its ACL warnings
-    /// say "incompatible with '<name>'"; src/acl/ is to take it).
-    #[allow(dead_code)]
+    /// say "incompatible with '<name>'", as the rules' parser does).
     pub(crate) fn name(self) -> &'static str {
         PLACE_NAMES
             .get(self.0.trailing_zeros() as usize)
@@ -496,6 +495,13 @@ impl Uses {
     /// Whether `src` is one of the sources.
     pub(crate) fn has(self, src: Src) -> bool {
         self.0 & (1 << src as u8) != 0
+    }
+
+    /// Whether every source is the request's headers or body, which
+    /// HAProxy has forwarded by the time a response is handled.
+    pub(crate) fn request_only(self) -> bool {
+        let gone = Uses::of(&[Src::Hrqhv, Src::Hrqbo]).0;
+        self.0 != 0 && self.0 & !gone == 0
     }
 
     /// Whether a fetch of these sources can work somewhere in `stage`.

@@ -430,6 +430,12 @@ impl Dir {
 #[derive(Debug)]
 pub(crate) struct Vars<'s> {
     sess: &'s SessVars,
+    /// What `capture-req` and `capture-res` put in the frontend's
+    /// capture slots, for the log line to take (see [`Vars::capture`]).
+    captured: Mutex<Vec<Captured>>,
+    captured_any: std::sync::atomic::AtomicBool,
+    /// How many request and response capture slots the frontend has.
+    slots: [u32; 2],
     txn: Mutex<Vec<Entry>>,
     txn_size: AtomicU64,
     reqres: Mutex<Vec<Entry>>,
@@ -446,8 +452,18 @@ pub(crate) struct Vars<'s> {
 
 impl<'s> Vars<'s> {
     pub(crate) fn new(sess: &'s SessVars) -> Vars<'s> {
+        Vars::with_slots(sess, [0, 0])
+    }
+
+    /// The variables of a request on a frontend with `slots` request and
+    /// response capture slots. Inlined: made once per request, in place.
+    #[inline(always)]
+    pub(crate) fn with_slots(sess: &'s SessVars, slots: [usize; 2]) -> Vars<'s> {
         Vars {
             sess,
+            captured: Mutex::new(Vec::new()),
+            captured_any: std::sync::atomic::AtomicBool::new(false),
+            slots: slots.map(|n| n as u32),
             txn: Mutex::new(Vec::new()),
             txn_size: AtomicU64::new(0),
             reqres: Mutex::new(Vec::new()),
@@ -579,6 +595,49 @@ impl<'s> Vars<'s> {
             return get_proc(&v.name);
         }
         get_in(&lock(self.store(v.scope)?), &v.name)
+    }
+}
+
+/// A value a converter put in a capture slot.
+#[derive(Debug)]
+struct Captured {
+    res: bool,
+    slot: usize,
+    value: Vec<u8>,
+}
+
+impl Vars<'_> {
+    /// `capture-req(<slot>)` (`res` false) or `capture-res(<slot>)`:
+    /// `value` goes to the slot (cut to its length when stored); false
+    /// when the frontend has no such slot, as HAProxy's converter then
+    /// fails.
+    pub(crate) fn capture(&self, res: bool, slot: i64, value: &[u8]) -> bool {
+        let Ok(slot) = usize::try_from(slot) else {
+            return false;
+        };
+        if slot >= self.slots[res as usize] as usize {
+            return false;
+        }
+        let mut c = lock(&self.captured);
+        c.retain(|e| (e.res, e.slot) != (res, slot));
+        c.push(Captured {
+            res,
+            slot,
+            value: value.to_vec(),
+        });
+        self.captured_any.store(true, Relaxed);
+        true
+    }
+
+    /// Hands over what the converters captured: `store(res, slot,
+    /// value)` for each (nothing to lock when none did).
+    pub(crate) fn take_captures(&self, mut store: impl FnMut(bool, usize, Vec<u8>)) {
+        if !self.captured_any.swap(false, Relaxed) {
+            return;
+        }
+        for c in lock(&self.captured).drain(..) {
+            store(c.res, c.slot, c.value);
+        }
     }
 }
 

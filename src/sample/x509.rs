@@ -1,7 +1,9 @@
-//! The certificate fetches (`ssl_c_*`: the client's certificate, as the
-//! TLS handshake verified it), on `x509-parser`: each field as HAProxy
-//! prints it from OpenSSL (a DN as `/C=FR/CN=name`, times as ASN.1 writes
-//! them, algorithms by OpenSSL's short names).
+//! The certificate fetches, on `x509-parser`: the client's certificate as
+//! the TLS handshake verified it (`ssl_c_*`), the server's on a connection
+//! to it (`ssl_s_*`) and the one a listener presented (`ssl_f_*`), each
+//! field as HAProxy prints it from OpenSSL (a DN as `/C=FR/CN=name`, times
+//! as ASN.1 writes them, algorithms by OpenSSL's short names). The three
+//! families are one code, on a different certificate.
 
 use std::borrow::Cow;
 
@@ -15,53 +17,120 @@ use super::value::{Sample, SmpType as T};
 /// `[<entry>[,<occ>[,<format>]]]` of the DN fetches.
 const DN: ArgSpec = ArgSpec::of(&[A::Str, A::Sint, A::Str], 0);
 
+/// Whose certificate a family of fetches reads: the client's (`ssl_c_*`),
+/// the server's (`ssl_s_*`), the listener's own (`ssl_f_*`).
+const CLIENT: u8 = 0;
+const SERVER: u8 = 1;
+const FRONT: u8 = 2;
+
+/// One family's fetches of a certificate's fields: `$p` the prefix, `$w`
+/// whose certificate; the chain fetch is declared apart (the listener's
+/// own family has none).
+macro_rules! cert_fetches {
+    ($p:literal, $w:expr) => {
+        [
+            def(concat!($p, "der"), L5CLI, ArgSpec::NONE, T::Bin, |_, cx| {
+                leaf::<{ $w }>(cx).map(|d| Sample::Bin(Cow::Borrowed(d)))
+            }),
+            def(
+                concat!($p, "sha1"),
+                L5CLI,
+                ArgSpec::NONE,
+                T::Bin,
+                |_, cx| {
+                    let d = leaf::<{ $w }>(cx)?;
+                    Some(Sample::Bin(Cow::Owned(sha1::Sha1::digest(d).to_vec())))
+                },
+            ),
+            def(
+                concat!($p, "serial"),
+                L5CLI,
+                ArgSpec::NONE,
+                T::Bin,
+                |_, cx| {
+                    with_cert::<{ $w }, _>(cx, |c| Sample::Bin(Cow::Owned(c.raw_serial().to_vec())))
+                },
+            ),
+            def(
+                concat!($p, "version"),
+                L5CLI,
+                ArgSpec::NONE,
+                T::Sint,
+                |_, cx| with_cert::<{ $w }, _>(cx, |c| Sample::Sint(i64::from(c.version().0) + 1)),
+            ),
+            def(concat!($p, "s_dn"), L5CLI, DN, T::Str, |a, cx| {
+                with_cert::<{ $w }, _>(cx, |c| dn(c.subject(), a)).flatten()
+            }),
+            def(concat!($p, "i_dn"), L5CLI, DN, T::Str, |a, cx| {
+                with_cert::<{ $w }, _>(cx, |c| dn(c.issuer(), a)).flatten()
+            }),
+            def(
+                concat!($p, "notbefore"),
+                L5CLI,
+                ArgSpec::NONE,
+                T::Str,
+                |_, cx| {
+                    with_cert::<{ $w }, _>(cx, |c| asn1_time(&c.validity().not_before)).flatten()
+                },
+            ),
+            def(
+                concat!($p, "notafter"),
+                L5CLI,
+                ArgSpec::NONE,
+                T::Str,
+                |_, cx| {
+                    with_cert::<{ $w }, _>(cx, |c| asn1_time(&c.validity().not_after)).flatten()
+                },
+            ),
+            def(
+                concat!($p, "sig_alg"),
+                L5CLI,
+                ArgSpec::NONE,
+                T::Str,
+                |_, cx| {
+                    with_cert::<{ $w }, _>(cx, |c| {
+                        short_name(&c.signature_algorithm.algorithm.to_id_string())
+                    })
+                    .flatten()
+                },
+            ),
+            def(
+                concat!($p, "key_alg"),
+                L5CLI,
+                ArgSpec::NONE,
+                T::Str,
+                |_, cx| {
+                    with_cert::<{ $w }, _>(cx, |c| {
+                        short_name(&c.public_key().algorithm.algorithm.to_id_string())
+                    })
+                    .flatten()
+                },
+            ),
+        ]
+    };
+}
+
+static CLIENT_CERT: [FetchDef; 10] = cert_fetches!("ssl_c_", CLIENT);
+/// The server's certificate, on the connection to it. HAProxy 2.6 takes
+/// them where the client's are (its "usable in" list says so).
+static SERVER_CERT: [FetchDef; 10] = cert_fetches!("ssl_s_", SERVER);
+/// The certificate the listener presented to the client.
+static FRONT_CERT: [FetchDef; 10] = cert_fetches!("ssl_f_", FRONT);
+
+/// The families, for `fetch::TABLES`.
+pub(crate) static CERT_TABLES: [&[FetchDef]; 3] = [&CLIENT_CERT, &SERVER_CERT, &FRONT_CERT];
+
 pub(crate) static FETCHES: &[FetchDef] = &[
-    def("ssl_c_der", L5CLI, ArgSpec::NONE, T::Bin, |_, cx| {
-        leaf(cx).map(|d| Sample::Bin(Cow::Borrowed(d)))
-    }),
+    // The certificates after the leaf, one DER after the other.
     def("ssl_c_chain_der", L5CLI, ArgSpec::NONE, T::Bin, |_, cx| {
-        // The certificates after the leaf, one DER after the other.
-        let chain = &cx.tls?.client_chain;
-        let rest: Vec<u8> = chain
-            .iter()
-            .skip(1)
-            .flat_map(|c| c.iter().copied())
-            .collect();
-        (!rest.is_empty()).then_some(Sample::Bin(Cow::Owned(rest)))
+        chain_der(&cx.tls?.peer_chain)
     }),
-    def("ssl_c_sha1", L5CLI, ArgSpec::NONE, T::Bin, |_, cx| {
-        let d = leaf(cx)?;
-        Some(Sample::Bin(Cow::Owned(sha1::Sha1::digest(d).to_vec())))
-    }),
-    def("ssl_c_serial", L5CLI, ArgSpec::NONE, T::Bin, |_, cx| {
-        with_cert(cx, |c| Sample::Bin(Cow::Owned(c.raw_serial().to_vec())))
-    }),
-    def("ssl_c_version", L5CLI, ArgSpec::NONE, T::Sint, |_, cx| {
-        with_cert(cx, |c| Sample::Sint(i64::from(c.version().0) + 1))
-    }),
-    def("ssl_c_s_dn", L5CLI, DN, T::Str, |a, cx| {
-        with_cert(cx, |c| dn(c.subject(), a)).flatten()
-    }),
-    def("ssl_c_i_dn", L5CLI, DN, T::Str, |a, cx| {
-        with_cert(cx, |c| dn(c.issuer(), a)).flatten()
-    }),
-    def("ssl_c_notbefore", L5CLI, ArgSpec::NONE, T::Str, |_, cx| {
-        with_cert(cx, |c| asn1_time(&c.validity().not_before)).flatten()
-    }),
-    def("ssl_c_notafter", L5CLI, ArgSpec::NONE, T::Str, |_, cx| {
-        with_cert(cx, |c| asn1_time(&c.validity().not_after)).flatten()
-    }),
-    def("ssl_c_sig_alg", L5CLI, ArgSpec::NONE, T::Str, |_, cx| {
-        with_cert(cx, |c| {
-            short_name(&c.signature_algorithm.algorithm.to_id_string())
-        })
-        .flatten()
-    }),
-    def("ssl_c_key_alg", L5CLI, ArgSpec::NONE, T::Str, |_, cx| {
-        with_cert(cx, |c| {
-            short_name(&c.public_key().algorithm.algorithm.to_id_string())
-        })
-        .flatten()
+    // A server's chain holds its own certificate too (OpenSSL gives the
+    // peer's chain so on a client connection).
+    def("ssl_s_chain_der", L5CLI, ArgSpec::NONE, T::Bin, |_, cx| {
+        let chain = &cx.server_conn?.tls.as_ref()?.peer_chain;
+        let all: Vec<u8> = chain.iter().flat_map(|c| c.iter().copied()).collect();
+        (!all.is_empty()).then_some(Sample::Bin(Cow::Owned(all)))
     }),
     // rustls refuses a handshake whose client certificate does not
     // verify: a connection that got here has OpenSSL's X509_V_OK, 0, at
@@ -81,14 +150,37 @@ pub(crate) static FETCHES: &[FetchDef] = &[
     ),
 ];
 
-fn leaf<'a>(cx: &Ctx<'a>) -> Option<&'a [u8]> {
-    cx.tls?.client_chain.first().map(|c| &c[..])
+fn chain_der(chain: &[Box<[u8]>]) -> Option<Sample<'static>> {
+    let rest: Vec<u8> = chain
+        .iter()
+        .skip(1)
+        .flat_map(|c| c.iter().copied())
+        .collect();
+    (!rest.is_empty()).then_some(Sample::Bin(Cow::Owned(rest)))
 }
 
-/// `f` of the client's certificate, parsed (once per fetch: a fetch is
+/// The leaf certificate of family `W`, as DER.
+fn leaf<'a, const W: u8>(cx: &Ctx<'a>) -> Option<&'a [u8]> {
+    match W {
+        CLIENT => cx.tls?.peer_chain.first().map(|c| &c[..]),
+        SERVER => cx
+            .server_conn?
+            .tls
+            .as_ref()?
+            .peer_chain
+            .first()
+            .map(|c| &c[..]),
+        _ => cx.tls?.own_cert.as_ref()?.cert.first().map(|c| c.as_ref()),
+    }
+}
+
+/// `f` of family `W`'s certificate, parsed (once per fetch: a fetch is
 /// rare, a certificate small).
-fn with_cert<'a, R>(cx: &Ctx<'a>, f: impl FnOnce(&X509Certificate<'_>) -> R) -> Option<R> {
-    let (_, cert) = X509Certificate::from_der(leaf(cx)?).ok()?;
+fn with_cert<'a, const W: u8, R>(
+    cx: &Ctx<'a>,
+    f: impl FnOnce(&X509Certificate<'_>) -> R,
+) -> Option<R> {
+    let (_, cert) = X509Certificate::from_der(leaf::<W>(cx)?).ok()?;
     Some(f(&cert))
 }
 

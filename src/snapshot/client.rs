@@ -10,6 +10,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use tokio::sync::OwnedSemaphorePermit;
 
+use crate::sample::conn::ClientFacts;
 use crate::snapshot::runtime::Runtime;
 use crate::state::FrontendState;
 use crate::state::sessions::Slot;
@@ -20,7 +21,6 @@ use crate::state::table::track::Trackers;
 /// way the connection ended.
 pub(crate) struct ClientConn {
     pub(crate) rt: Arc<Runtime>,
-    pub(crate) frontend: Arc<str>,
     /// The frontend's state, once the connection counts as one of its
     /// sessions (`scur`, `stot`): from accept, or once `tcp-request
     /// connection` rules and the PROXY header let it through.
@@ -28,20 +28,13 @@ pub(crate) struct ClientConn {
     _permits: [OwnedSemaphorePermit; 2],
     /// Its `show sess` entry (a pointer: idle connections stay small).
     pub(crate) stream: Slot,
-    /// What few connections have, boxed so that idle connections stay
-    /// small.
-    rare: Option<Box<Rare>>,
-}
-
-/// A client connection's rarer data.
-#[derive(Default)]
-struct Rare {
-    /// The address the client connected to, as a PROXY protocol header
-    /// told it (None: the socket's own).
-    dst: Option<SocketAddr>,
+    /// What the fetches read of it (`fc_*`, `so_*`, `dst_conn`), the
+    /// address a PROXY header said the client connected to included.
+    pub(crate) facts: ClientFacts,
     /// The stick counters its `tcp-request connection|session` rules
-    /// track, released (`conn_cur` down) when it closes.
-    trackers: Trackers,
+    /// track, released (`conn_cur` down) when it closes; boxed, as few
+    /// connections have them, so that idle connections stay small.
+    trackers: Option<Box<Trackers>>,
 }
 
 impl ClientConn {
@@ -50,9 +43,9 @@ impl ClientConn {
     /// [`ClientConn::start_session`].
     pub(crate) fn new(
         rt: &Arc<Runtime>,
-        frontend: &Arc<str>,
         permits: [OwnedSemaphorePermit; 2],
         stream: Slot,
+        facts: ClientFacts,
     ) -> ClientConn {
         let p = &rt.process;
         p.conns.inc();
@@ -61,23 +54,28 @@ impl ClientConn {
         p.sess_rate.hit();
         ClientConn {
             rt: rt.clone(),
-            frontend: frontend.clone(),
             fe_state: None,
             _permits: permits,
             stream,
-            rare: None,
+            facts,
+            trackers: None,
         }
+    }
+
+    /// The frontend it came in on (its listener's).
+    pub(crate) fn frontend(&self) -> &str {
+        self.facts.listener().frontend()
     }
 
     /// The stick counters of the session, if it may track some.
     pub(crate) fn trackers(&self) -> Option<&Trackers> {
-        self.rare.as_deref().map(|r| &r.trackers)
+        self.trackers.as_deref()
     }
 
     /// The session's stick counters, made empty if need be (the
     /// connection and session rules track into them).
     pub(crate) fn trackers_mut(&mut self) -> &Trackers {
-        &self.rare.get_or_insert_with(Default::default).trackers
+        self.trackers.get_or_insert_with(Default::default)
     }
 
     /// The frontend's state, once the connection is one of its sessions.
@@ -87,11 +85,7 @@ impl ClientConn {
 
     /// The address the client connected to, when a PROXY header said it.
     pub(crate) fn dst(&self) -> Option<SocketAddr> {
-        self.rare.as_ref().and_then(|r| r.dst)
-    }
-
-    pub(crate) fn set_dst(&mut self, dst: SocketAddr) {
-        self.rare.get_or_insert_with(Default::default).dst = Some(dst);
+        self.facts.dst()
     }
 
     /// Counts the connection as a session of its frontend (`st`).

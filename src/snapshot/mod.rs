@@ -85,7 +85,10 @@ pub(crate) struct FrontendRt {
     /// h1-case-adjust-bogus-client` asks for them on answers to HTTP/1
     /// clients (and there are some).
     pub(crate) case_client: Option<Arc<crate::wire::h1::CaseAdjust>>,
-    pub(crate) binds: Vec<ListenAddr>,
+    /// Its listening addresses, each with its id, name and connection
+    /// count (`so_id`, `so_name`, `dst_conn`; the id is also the
+    /// listener's number in the logs of UNIX clients).
+    pub(crate) listeners: Vec<(ListenAddr, Arc<crate::sample::conn::Listener>)>,
     /// Listening addresses with `accept-proxy`.
     pub(crate) accept_proxy: Vec<ListenAddr>,
     /// Listening addresses with `proto h1` or `proto h2`.
@@ -719,7 +722,7 @@ impl Compiler<'_> {
             case_client: self.case_adjust.clone().filter(|_| p.h1_case_bogus_client),
             // An inherited `fd@` socket is a listener too (HAProxy counts
             // it in `show info` and numbers it among the frontend's).
-            binds: p.binds.iter().flat_map(listening_addrs).collect(),
+            listeners: listeners(p),
             accept_proxy: p
                 .binds
                 .iter()
@@ -786,6 +789,39 @@ impl Compiler<'_> {
 
 /// The addresses a bind line listens on: an inherited socket (`fd@n`)
 /// stands for the address it was found listening on.
+/// The listening addresses of proxy `p`, numbered as HAProxy numbers
+/// them: an `id` given is the listener's; the others take, in order, the
+/// first id not given nor taken from a counter that goes up by one at
+/// every listener (`so_id`).
+fn listeners(p: &Proxy) -> Vec<(ListenAddr, Arc<crate::sample::conn::Listener>)> {
+    let mut used: std::collections::HashSet<u32> = p.binds.iter().filter_map(|b| b.id).collect();
+    let frontend: Arc<str> = Arc::from(p.name.as_str());
+    let mut next = 1u32;
+    let mut out = Vec::new();
+    for b in &p.binds {
+        for a in listening_addrs(b) {
+            let id = match b.id {
+                Some(id) => id,
+                None => {
+                    while used.contains(&next) {
+                        next += 1;
+                    }
+                    used.insert(next);
+                    next
+                }
+            };
+            next += 1;
+            let l = crate::sample::conn::Listener::new(
+                frontend.clone(),
+                i64::from(id),
+                b.name.as_deref(),
+            );
+            out.push((a, Arc::new(l)));
+        }
+    }
+    out
+}
+
 fn listening_addrs(b: &crate::config::model::Bind) -> Vec<ListenAddr> {
     if let Some(u) = &b.unix {
         return vec![ListenAddr::Unix(u.name.clone())];

@@ -71,6 +71,16 @@ impl std::fmt::Display for Peer {
     }
 }
 
+/// The local address of the socket `fd`; None for a socket that is not
+/// an IP one (a UNIX client's). `fd` must be an open descriptor for the
+/// call (a connection's socket, asked while its connection lives).
+pub(crate) fn socket_local(fd: i32) -> Option<SocketAddr> {
+    // SAFETY: the caller's descriptor is open for the duration of the
+    // call, which only reads its address.
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    socket2::SockRef::from(&fd).local_addr().ok()?.as_socket()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

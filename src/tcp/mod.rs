@@ -67,12 +67,18 @@ async fn inspect(stream: &mut Stream, buf: &mut Vec<u8>, delay: Duration) {
 /// The client's stream is a plain socket, or TLS on a `bind ... ssl`
 /// listener (terminated here, relayed in clear or re-encrypted to `ssl`
 /// servers).
-pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
+pub(crate) async fn serve(
+    mut client: ClientConn,
+    stream: Stream,
+    peer: Peer,
+    tls: Option<Box<crate::tls::TlsFacts>>,
+) {
     if let Some(tcp) = stream.tcp() {
         let _ = tcp.set_nodelay(true);
     }
+    client.facts.set_raw();
     let snap = client.rt.snapshot();
-    let Some(fe) = snap.frontends().find(|f| *f.name == *client.frontend) else {
+    let Some(fe) = snap.frontends().find(|f| *f.name == *client.frontend()) else {
         return;
     };
     // A request id needs the accept date and the request counter.
@@ -113,12 +119,21 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
     };
     let process = &client.rt.process;
     let end = |rec: &mut LogRecord, vars: Option<&crate::sample::vars::Vars<'_>>| {
-        outcome::finish_tracked(fe, process, rec, (None, None, vars), tracking)
+        let samples = crate::observe::log::Samples {
+            vars,
+            tls: tls.as_deref(),
+            client: Some(&client.facts),
+            proxies: Some(&*snap),
+            stick: None,
+        };
+        outcome::finish_tracked(fe, process, rec, (None, None, samples), tracking)
     };
     let view = View {
         src: peer.inet(),
         local,
         payload: &payload,
+        tls: tls.as_deref(),
+        client: Some(&client.facts),
         stick: Some(&stick),
     };
     // A TCP connection is its session and its one transaction.
@@ -187,6 +202,8 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
             src: peer.inet(),
             local,
             payload: &payload,
+            tls: tls.as_deref(),
+            client: Some(&client.facts),
             stick: Some(&stick),
         };
         let cx = crate::sample::Ctx {
@@ -244,6 +261,15 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
             if let ConnectError::Pick(PickError::NoServer) = e {
                 rec.tally.econ = Rows::BE;
             }
+            if crate::sample::fetch::server_read() {
+                let pool = server.pool.load();
+                let facts = crate::sample::srvconn::ServerFacts::failed(
+                    Some(pool.target(dst)),
+                    e.server_error(),
+                    pool.tls().is_some(),
+                );
+                rec.server_conn = Some(Box::new(facts));
+            }
             // A queue on the redispatch is logged as a connect failure.
             rec.end(match &e {
                 ConnectError::Pick(_) => Term::new(Cause::Server, Phase::Connect),
@@ -264,6 +290,10 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
         }
         Ok(Ok(mut upstream)) => {
             rec.t_connect = ms(connecting.elapsed());
+            if crate::sample::fetch::server_read() {
+                let facts = crate::sample::srvconn::ServerFacts::of(&upstream);
+                rec.server_conn = Some(Box::new(facts));
+            }
             if crate::upstream::stick::any(&be)
                 && let Some(i) = be
                     .servers
@@ -274,6 +304,8 @@ pub(crate) async fn serve(client: ClientConn, stream: Stream, peer: Peer) {
                     src: peer.inet(),
                     local,
                     payload: &payload,
+                    tls: tls.as_deref(),
+                    client: Some(&client.facts),
                     stick: Some(&stick),
                 };
                 let cx = crate::sample::Ctx {

@@ -18,6 +18,10 @@ pub(crate) struct View<'a> {
     /// The address the client connected to (`dst`, `dst_port`).
     pub(crate) local: Option<SocketAddr>,
     pub(crate) payload: &'a [u8],
+    /// The client connection's TLS, once its handshake is done.
+    pub(crate) tls: Option<&'a crate::tls::TlsFacts>,
+    /// The client connection's other facts (`fc_*`, `so_*`).
+    pub(crate) client: Option<&'a crate::sample::conn::ClientFacts>,
     pub(crate) stick: Option<&'a StickView<'a>>,
 }
 
@@ -28,6 +32,8 @@ impl RequestView for View<'_> {
             src_port: self.src.map(|a| a.port()),
             local: self.local,
             payload: Some(self.payload),
+            tls: self.tls,
+            client: self.client,
             stick: self.stick.map(|s| s as &dyn crate::sample::stick::Stick),
             ..Default::default()
         }

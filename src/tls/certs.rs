@@ -387,6 +387,13 @@ impl SniResolver {
     }
 }
 
+impl SniResolver {
+    /// The certificate a handshake naming `sni` gets.
+    pub(crate) fn key(&self, sni: Option<&str>) -> Option<Arc<CertifiedKey>> {
+        self.choose(sni).map(|i| self.keys[i].clone())
+    }
+}
+
 impl ResolvesServerCert for SniResolver {
     fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
         // Strict with no match: no certificate, the handshake fails

@@ -322,6 +322,9 @@ pub(crate) struct ListenTls {
     /// them: the handshake fails as with a single configuration).
     pub(crate) config: Arc<rustls::ServerConfig>,
     pub(crate) per_cert: Option<PerCert>,
+    /// The certificates by SNI, as the handshakes pick them: which one a
+    /// connection was presented (`ssl_f_*`).
+    chooser: certs::SniResolver,
 }
 
 /// The configurations of a listener whose crt-list lines have options.
@@ -333,6 +336,12 @@ pub(crate) struct PerCert {
 }
 
 impl ListenTls {
+    /// The certificate a handshake whose ClientHello named `sni` was
+    /// presented.
+    pub(crate) fn presented(&self, sni: Option<&str>) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        self.chooser.key(sni)
+    }
+
     /// The configuration of a handshake whose ClientHello names `sni`.
     pub(crate) fn pick(&self, sni: Option<&str>) -> Arc<rustls::ServerConfig> {
         match &self.per_cert {
@@ -352,10 +361,13 @@ impl BindTls {
     /// options over the bind line's).
     pub(crate) fn listen_tls(&self, warnings: &mut Vec<String>) -> Result<ListenTls, String> {
         let config = self.server_config(warnings)?;
+        let chooser = certs::SniResolver::new(&self.certs, self.strict_sni)
+            .ok_or_else(|| "no certificate loaded".to_string())?;
         if self.certs.iter().all(|c| c.opts.is_none()) {
             return Ok(ListenTls {
                 config,
                 per_cert: None,
+                chooser,
             });
         }
         let resolver = certs::SniResolver::new(&self.certs, self.strict_sni)
@@ -388,6 +400,7 @@ impl BindTls {
         Ok(ListenTls {
             config,
             per_cert: Some(PerCert { resolver, configs }),
+            chooser,
         })
     }
 }
@@ -441,9 +454,54 @@ pub(crate) struct TlsFacts {
     pub(crate) keysize: i64,
     /// `ssl_fc_is_resumed`: the handshake resumed a session.
     pub(crate) resumed: bool,
-    /// The client's certificate chain, leaf first, as DER (`ssl_c_*`);
-    /// empty without one.
-    pub(crate) client_chain: Box<[Box<[u8]>]>,
+    /// The peer's certificate chain, leaf first, as DER: the client's on
+    /// a listener (`ssl_c_*`; empty without one), the server's on a
+    /// server connection (`ssl_s_*`).
+    pub(crate) peer_chain: Box<[Box<[u8]>]>,
+    /// The certificate a listener presented (`ssl_f_*`): the one its
+    /// certificates give the ClientHello's SNI.
+    pub(crate) own_cert: Option<Arc<rustls::sign::CertifiedKey>>,
+    /// The ClientHello as `tune.ssl.capture-buffer-size` keeps it
+    /// (`ssl_fc_cipherlist_*`, `ssl_fc_*list_bin`,
+    /// `ssl_fc_protocol_hello_id`); None without the setting.
+    pub(crate) hello: Option<Box<HelloCapture>>,
+}
+
+/// The parts of a ClientHello a listener captures for the `ssl_fc_*list`
+/// fetches, as HAProxy 2.6 keeps them: one buffer of
+/// `tune.ssl.capture-buffer-size` bytes holding, in order and each cut to
+/// what room is left, the cipher suites, the extensions' types, the
+/// supported groups and the point formats; the hash of the whole cipher
+/// list and the hello's version besides. `wire::client_hello::capture`
+/// reads it from the hello's bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct HelloCapture {
+    /// The ClientHello's legacy version (`ssl_fc_protocol_hello_id`).
+    pub(crate) version: u16,
+    /// xxh64 of the whole cipher suite list (`ssl_fc_cipherlist_xxh`).
+    pub(crate) xxh: u64,
+    /// The parts, one after the other (`wire::client_hello::capture`
+    /// fills them).
+    pub(crate) data: Box<[u8]>,
+    pub(crate) ciphers: usize,
+    pub(crate) exts: (usize, usize),
+    pub(crate) groups: (usize, usize),
+    pub(crate) formats: (usize, usize),
+}
+
+impl HelloCapture {
+    pub(crate) fn ciphers(&self) -> &[u8] {
+        &self.data[..self.ciphers]
+    }
+    pub(crate) fn extensions(&self) -> &[u8] {
+        &self.data[self.exts.0..self.exts.0 + self.exts.1]
+    }
+    pub(crate) fn groups(&self) -> &[u8] {
+        &self.data[self.groups.0..self.groups.0 + self.groups.1]
+    }
+    pub(crate) fn formats(&self) -> &[u8] {
+        &self.data[self.formats.0..self.formats.0 + self.formats.1]
+    }
 }
 
 /// OpenSSL's name and key size of a suite rustls negotiated.
@@ -467,28 +525,64 @@ fn suite_facts(suite: Option<rustls::SupportedCipherSuite>) -> (&'static str, i6
     }
 }
 
+/// A TLS version as OpenSSL names it.
+fn protocol_name(v: Option<ProtocolVersion>) -> &'static str {
+    match v {
+        Some(ProtocolVersion::TLSv1_3) => "TLSv1.3",
+        Some(ProtocolVersion::TLSv1_2) => "TLSv1.2",
+        _ => "",
+    }
+}
+
 impl TlsFacts {
-    pub(crate) fn of(conn: &rustls::ServerConnection) -> Self {
+    /// A listener's connection, once its handshake is done; `own` the
+    /// certificate it presented.
+    pub(crate) fn of(
+        conn: &rustls::ServerConnection,
+        own: Option<Arc<rustls::sign::CertifiedKey>>,
+    ) -> Self {
         let (cipher, keysize) = suite_facts(conn.negotiated_cipher_suite());
         TlsFacts {
             sni: conn.server_name().map(Into::into),
-            protocol: match conn.protocol_version() {
-                Some(ProtocolVersion::TLSv1_3) => "TLSv1.3",
-                Some(ProtocolVersion::TLSv1_2) => "TLSv1.2",
-                _ => "",
-            },
+            protocol: protocol_name(conn.protocol_version()),
             client_cert: conn.peer_certificates().is_some_and(|c| !c.is_empty()),
             h2: conn.alpn_protocol() == Some(b"h2"),
             alpn: conn.alpn_protocol().map(Into::into),
             cipher,
             keysize,
             resumed: conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed),
-            client_chain: conn
+            peer_chain: conn
                 .peer_certificates()
                 .unwrap_or_default()
                 .iter()
                 .map(|c| Box::from(c.as_ref()))
                 .collect(),
+            own_cert: own,
+            hello: None,
+        }
+    }
+
+    /// A connection to a server, once its handshake is done (`ssl_bc_*`,
+    /// `ssl_s_*`).
+    pub(crate) fn of_server(conn: &rustls::ClientConnection) -> Self {
+        let (cipher, keysize) = suite_facts(conn.negotiated_cipher_suite());
+        TlsFacts {
+            sni: None,
+            protocol: protocol_name(conn.protocol_version()),
+            client_cert: false,
+            h2: conn.alpn_protocol() == Some(b"h2"),
+            alpn: conn.alpn_protocol().map(Into::into),
+            cipher,
+            keysize,
+            resumed: conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed),
+            peer_chain: conn
+                .peer_certificates()
+                .unwrap_or_default()
+                .iter()
+                .map(|c| Box::from(c.as_ref()))
+                .collect(),
+            own_cert: None,
+            hello: None,
         }
     }
 }

@@ -59,6 +59,21 @@ impl ConnectError {
         )
     }
 
+    /// HAProxy's error of the (last) server connection (`bc_err`): a
+    /// failed handshake has one, a TCP connection that failed none.
+    pub(crate) fn server_error(&self) -> Option<crate::sample::srvconn::ConnErr> {
+        use crate::sample::srvconn::ConnErr;
+        match self {
+            ConnectError::Tls(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                Some(ConnErr::TlsClosed)
+            }
+            ConnectError::Tls(_) => Some(ConnErr::TlsFailed),
+            ConnectError::TlsTimeout => Some(ConnErr::TlsTimeout),
+            ConnectError::Exhausted { last } => last.server_error(),
+            ConnectError::Tcp(_) | ConnectError::Pick(_) => None,
+        }
+    }
+
     /// The attempt stroke `timeout connect` (HAProxy's `sC`, else `SC`).
     pub(crate) fn timed_out(&self) -> bool {
         match self {

@@ -3,6 +3,8 @@
 //! whole handshake message in the first record). Wire format only: the
 //! fetches and rules that use it live above.
 
+use crate::tls::HelloCapture;
+
 /// Whether more bytes could change what the payload fetches return: no
 /// byte yet, or a TLS record whose handshake message is not whole.
 pub(crate) fn hello_incomplete(buf: &[u8]) -> bool {
@@ -104,6 +106,151 @@ pub(crate) fn ssl_ver(buf: &[u8]) -> Option<i64> {
     Some(i64::from(version >> 8) * 65536 + i64::from(version & 0xff))
 }
 
+/// `req.ssl_ec_ext`: the ClientHello has the supported groups (elliptic
+/// curves) extension.
+pub(crate) fn ssl_ec_ext(buf: &[u8]) -> Option<bool> {
+    hello(buf)?;
+    Some(extension(buf, 10).is_some())
+}
+
+/// `req.ssl_st_ext`: 0 without a SessionTicket extension, 1 with an
+/// empty one, 2 with a ticket in it.
+pub(crate) fn ssl_st_ext(buf: &[u8]) -> Option<i64> {
+    hello(buf)?;
+    Some(match extension(buf, 35) {
+        None => 0,
+        Some(t) if t.0.is_empty() => 1,
+        Some(_) => 2,
+    })
+}
+
+/// The handshake message the records at the start of `raw` carry whole
+/// (it may span several records), if it is a ClientHello.
+fn hello_message(raw: &[u8]) -> Option<std::borrow::Cow<'_, [u8]>> {
+    let mut r = Reader(raw);
+    let mut msg: Option<std::borrow::Cow<'_, [u8]>> = None;
+    loop {
+        if let Some(m) = &msg
+            && m.len() >= 4
+        {
+            let len = u32::from_be_bytes([0, m[1], m[2], m[3]]) as usize;
+            if m.len() >= 4 + len {
+                return (m[0] == 1).then(|| match msg {
+                    Some(std::borrow::Cow::Borrowed(b)) => {
+                        std::borrow::Cow::Borrowed(&b[..4 + len])
+                    }
+                    Some(std::borrow::Cow::Owned(mut v)) => {
+                        v.truncate(4 + len);
+                        std::borrow::Cow::Owned(v)
+                    }
+                    None => std::borrow::Cow::Borrowed(&[][..]),
+                });
+            }
+        }
+        if r.u8()? != 0x16 {
+            return None;
+        }
+        r.skip(2)?;
+        let payload = r.sub16()?.0;
+        msg = Some(match msg {
+            None => std::borrow::Cow::Borrowed(payload),
+            Some(m) => {
+                let mut v = m.into_owned();
+                v.extend_from_slice(payload);
+                std::borrow::Cow::Owned(v)
+            }
+        });
+    }
+}
+
+/// The capture of the ClientHello the bytes `raw` (the first a client
+/// sent) begin with, in a buffer of `size` bytes; None when they hold no
+/// ClientHello (the parts after a malformed one are left out, as HAProxy
+/// stops at it).
+pub(crate) fn capture(raw: &[u8], size: usize) -> Option<HelloCapture> {
+    let msg = hello_message(raw)?;
+    let mut m = Reader(msg.get(4..)?);
+    let version = m.u16()?;
+    m.skip(32)?;
+    let n = m.u8()? as usize;
+    m.skip(n)?;
+    let suites = m.sub16()?.0;
+    let mut data = vec![0u8; size];
+    let ciphers = suites.len().min(size);
+    data[..ciphers].copy_from_slice(&suites[..ciphers]);
+    let mut c = HelloCapture {
+        version,
+        xxh: xxhash_rust::xxh64::xxh64(suites, 0),
+        ciphers,
+        exts: (ciphers, 0),
+        groups: (0, 0),
+        formats: (0, 0),
+        data: Box::default(),
+    };
+    let mut at = ciphers;
+    let exts = (|| {
+        let n = m.u8()? as usize;
+        m.skip(n)?;
+        m.sub16()
+    })();
+    let Some(mut exts) = exts else {
+        c.data = data.into();
+        return Some(c);
+    };
+    let (mut groups, mut formats) = (None, None);
+    // An extension is read while more than its 4-byte header is left, as
+    // HAProxy reads them (an empty last one is not). A malformed one ends
+    // the capture there, groups and formats left out.
+    let mut malformed = false;
+    while exts.0.len() > 4 {
+        if at + 2 > size {
+            break;
+        }
+        data[at..at + 2].copy_from_slice(&exts.0[..2]);
+        at += 2;
+        c.exts.1 += 2;
+        let kind = u16::from_be_bytes([exts.0[0], exts.0[1]]);
+        exts.skip(2)?;
+        let Some(mut body) = exts.sub16() else {
+            malformed = true;
+            break;
+        };
+        let list = match kind {
+            10 => body.sub16().map(|l| l.0),
+            11 => body.u8().and_then(|n| body.take(n as usize)),
+            _ => continue,
+        };
+        let Some(list) = list else {
+            malformed = true;
+            break;
+        };
+        if kind == 10 {
+            groups = Some(list);
+        } else {
+            formats = Some(list);
+        }
+    }
+    if malformed {
+        (groups, formats) = (None, None);
+    }
+    for (list, slot) in [(groups, &mut c.groups), (formats, &mut c.formats)] {
+        if let Some(list) = list {
+            let n = list.len().min(size - at);
+            data[at..at + n].copy_from_slice(&list[..n]);
+            *slot = (at, n);
+            at += n;
+        }
+    }
+    c.data = data.into();
+    Some(c)
+}
+
+/// Whether a 2-byte value of a ClientHello list is a GREASE one (RFC
+/// 8701: `0x?A?A` with both bytes equal).
+pub(crate) fn is_grease(v: &[u8]) -> bool {
+    v.len() == 2 && v[0] == v[1] && v[0] & 0x0f == 0x0a
+}
+
 /// A bounds-checked cursor over a TLS message.
 #[derive(Clone, Copy)]
 struct Reader<'a>(&'a [u8]);
@@ -171,6 +318,37 @@ mod tests {
         rec.extend_from_slice(&(hs.len() as u16).to_be_bytes());
         rec.extend_from_slice(&hs);
         rec
+    }
+
+    #[test]
+    fn captures_as_haproxy_keeps_them() {
+        let h = hello("b.example");
+        // Room for all: the suite, the two extensions' types, the formats.
+        let c = capture(&h, 64).expect("a hello");
+        assert_eq!(c.version, 0x0303);
+        assert_eq!(c.ciphers(), &[0x13, 0x01]);
+        assert_eq!(c.extensions(), &[0, 0x0b, 0, 0]);
+        assert_eq!(c.groups(), &[] as &[u8]);
+        assert_eq!(c.formats(), &[0]);
+        assert_eq!(c.xxh, xxhash_rust::xxh64::xxh64(&[0x13, 0x01], 0));
+        // Cut: each part gets what room the ones before it left.
+        let c = capture(&h, 4).expect("a hello");
+        assert_eq!(
+            (c.ciphers(), c.extensions(), c.formats()),
+            (&[0x13, 0x01][..], &[0, 0x0b][..], &[][..])
+        );
+        // The hello split over two records.
+        let (head, rest) = h.split_at(5 + 20);
+        let mut two = head.to_vec();
+        two[3..5].copy_from_slice(&20u16.to_be_bytes());
+        two.extend_from_slice(&[0x16, 3, 1]);
+        two.extend_from_slice(&(rest.len() as u16).to_be_bytes());
+        two.extend_from_slice(rest);
+        assert_eq!(capture(&two, 64), capture(&h, 64));
+        assert_eq!(capture(b"GET / HTTP/1.1\r\n", 64), None);
+        assert!(is_grease(&[0x3a, 0x3a]) && !is_grease(&[0x3a, 0x4a]) && !is_grease(&[0x13, 0x01]));
+        assert_eq!(ssl_ec_ext(&h), Some(false));
+        assert_eq!(ssl_st_ext(&h), Some(0));
     }
 
     #[test]

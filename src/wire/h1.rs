@@ -442,6 +442,15 @@ impl Head {
             .map(|h| self.slice(h.value))
     }
 
+    /// The head as HAProxy holds it once it answered an `Expect:
+    /// 100-continue` itself: without its `Expect` fields (what the
+    /// sample fetches read then; the bytes forwarded are the edits').
+    pub(crate) fn without_expect(&self) -> Head {
+        let mut h = self.clone();
+        h.headers.retain(|p| p.kind != Kind::Expect);
+        h
+    }
+
     /// Values of the headers of a kind sluice tracks (no name compare).
     /// A head of parsed parts, with what its `Connection` fields list and
     /// its fields' logged size (one pass over the fields).

@@ -223,7 +223,7 @@ fn parse_v2(buf: &[u8]) -> Result<Parsed, PpError> {
                 0x00 | 0x12 | 0x22 | 0x31 | 0x32 => (&body[body.len()..], Origin::Local),
                 _ => return Err(PpError::BadProto),
             };
-            tlvs(rest).map_err(|_| PpError::BadHeader)?;
+            tlvs(rest, &buf[..total]).map_err(|_| PpError::BadHeader)?;
             origin
         }
         _ => return Err(PpError::BadHeader),
@@ -257,15 +257,85 @@ fn v2_inet6(i: In<'_>) -> Res<'_, Origin> {
     ))
 }
 
+/// The TLV types HAProxy 2.6 reads (the others are skipped).
+const TLV_AUTHORITY: u8 = 0x02;
+const TLV_CRC32C: u8 = 0x03;
+const TLV_UNIQUE_ID: u8 = 0x05;
+
 /// The TLVs after the addresses: each a type, a length and that many
-/// bytes, exactly filling the block. Their contents are skipped.
-fn tlvs(mut i: In<'_>) -> Result<(), nom::Err<nom::error::Error<In<'_>>>> {
+/// bytes, exactly filling the block. As HAProxy 2.6 refuses them: an
+/// authority over 255 bytes, a unique id over 128, a CRC32C that is not
+/// the header's (`header`, whole, its CRC taken as zero).
+fn tlvs<'a>(mut i: In<'a>, header: &[u8]) -> Result<(), nom::Err<nom::error::Error<In<'a>>>> {
+    let bad = |i| nom::Err::Error(nom::error::Error::new(i, nom::error::ErrorKind::Verify));
     while !i.is_empty() {
-        let (rest, (_kind, len)) = (be_u8, be_u16).parse(i)?;
-        let (rest, _) = take(len).parse(rest)?;
+        let (rest, (kind, len)) = (be_u8, be_u16).parse(i)?;
+        let (rest, value) = take(len).parse(rest)?;
+        let ok = match kind {
+            TLV_AUTHORITY => len <= 255,
+            TLV_UNIQUE_ID => len <= 128,
+            TLV_CRC32C => {
+                let at = header.len() - rest.len() - value.len();
+                value.len() == 4
+                    && crc32c_zeroed(header, at)
+                        == u32::from_be_bytes([value[0], value[1], value[2], value[3]])
+            }
+            _ => true,
+        };
+        if !ok {
+            return Err(bad(i));
+        }
         i = rest;
     }
     Ok(())
+}
+
+/// The CRC32C of `header` with the 4 bytes at `at` taken as zero.
+fn crc32c_zeroed(header: &[u8], at: usize) -> u32 {
+    let crc = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI);
+    let mut d = crc.digest();
+    d.update(&header[..at]);
+    d.update(&[0; 4]);
+    d.update(&header[at + 4..]);
+    d.finalize()
+}
+
+/// What the TLVs of a PROXY command told (`fc_pp_authority`,
+/// `fc_pp_unique_id`): the last of each type, as HAProxy keeps it. Boxed
+/// only when there is one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct PpTlvs {
+    pub(crate) authority: Option<Box<[u8]>>,
+    pub(crate) unique_id: Option<Box<[u8]>>,
+}
+
+impl PpTlvs {
+    /// The TLVs of `header`, a complete v2 header [`parse`] took (none
+    /// for v1, a LOCAL command, or a family whose block is skipped).
+    pub(crate) fn of(header: &[u8]) -> PpTlvs {
+        let mut out = PpTlvs::default();
+        if header.len() < 16 || !header.starts_with(V2_SIG) || header[12] & 0x0f != 0x1 {
+            return out;
+        }
+        let addrs = match header[13] {
+            0x11 => 12,
+            0x21 => 36,
+            _ => return out,
+        };
+        let mut i = header.get(16 + addrs..).unwrap_or_default();
+        while let Ok((rest, (kind, len))) = (be_u8::<In<'_>, ()>, be_u16).parse(i) {
+            let Ok((rest, value)) = take::<u16, In<'_>, ()>(len).parse(rest) else {
+                break;
+            };
+            match kind {
+                TLV_AUTHORITY => out.authority = Some(value.into()),
+                TLV_UNIQUE_ID => out.unique_id = Some(value.into()),
+                _ => {}
+            }
+            i = rest;
+        }
+        out
+    }
 }
 
 /// Reads the PROXY header opening `stream`, consuming exactly its bytes
@@ -275,7 +345,7 @@ fn tlvs(mut i: In<'_>) -> Result<(), nom::Err<nom::error::Error<In<'_>>>> {
 pub(crate) async fn read_header(
     stream: &mut tokio::net::TcpStream,
     limit: Option<std::time::Duration>,
-) -> Result<Origin, (PpError, bool)> {
+) -> Result<(Origin, PpTlvs), (PpError, bool)> {
     let read = async {
         use tokio::io::AsyncReadExt;
         let mut got: Vec<u8> = Vec::new();
@@ -293,15 +363,17 @@ pub(crate) async fn read_header(
             // what was peeked while incomplete, the rest of it once
             // complete.
             let (take, done) = match parse(&got) {
-                Ok(Parsed::Complete { len, origin }) => (len - seen, Some(origin)),
+                Ok(Parsed::Complete { len, origin }) => {
+                    (len - seen, Some((origin, PpTlvs::of(&got[..len]))))
+                }
                 Ok(Parsed::Incomplete) => (n, None),
                 Err(e) => return Err((e, true)),
             };
             if stream.read_exact(&mut peeked[..take]).await.is_err() {
                 return Err((PpError::Abort, true));
             }
-            if let Some(origin) = done {
-                return Ok(origin);
+            if let Some(done) = done {
+                return Ok(done);
             }
         }
     };
@@ -547,6 +619,41 @@ mod tests {
         assert!(matches!(parse(&tlv), Ok(Parsed::Complete { len: 33, .. })));
         tlv[30] = 0x03;
         assert_eq!(parse(&tlv), Err(PpError::BadHeader));
+        // The authority and unique id TLVs are kept (the last of each), up
+        // to HAProxy's lengths; a CRC32C must be the header's.
+        let with = |tlvs: &[(u8, &[u8])]| {
+            let mut out = h.clone();
+            for (kind, v) in tlvs {
+                out.push(*kind);
+                out.extend_from_slice(&(v.len() as u16).to_be_bytes());
+                out.extend_from_slice(v);
+            }
+            let len = (out.len() - 16) as u16;
+            out[14..16].copy_from_slice(&len.to_be_bytes());
+            out
+        };
+        let both = with(&[(2, b"first"), (5, b"id-1"), (2, b"example.org")]);
+        assert!(matches!(parse(&both), Ok(Parsed::Complete { .. })));
+        let t = PpTlvs::of(&both);
+        assert_eq!(t.authority.as_deref(), Some(&b"example.org"[..]));
+        assert_eq!(t.unique_id.as_deref(), Some(&b"id-1"[..]));
+        assert!(matches!(
+            parse(&with(&[(2, &[b'a'; 255])])),
+            Ok(Parsed::Complete { .. })
+        ));
+        assert_eq!(parse(&with(&[(2, &[b'a'; 256])])), Err(PpError::BadHeader));
+        assert!(matches!(
+            parse(&with(&[(5, &[b'u'; 128])])),
+            Ok(Parsed::Complete { .. })
+        ));
+        assert_eq!(parse(&with(&[(5, &[b'u'; 129])])), Err(PpError::BadHeader));
+        let mut crc = with(&[(3, &[0; 4])]);
+        assert_eq!(parse(&crc), Err(PpError::BadHeader));
+        let at = crc.len() - 4;
+        let sum = crc32c_zeroed(&crc, at);
+        crc[at..].copy_from_slice(&sum.to_be_bytes());
+        assert!(matches!(parse(&crc), Ok(Parsed::Complete { .. })));
+        assert_eq!(PpTlvs::of(&crc), PpTlvs::default());
         // Short address block, bad version, bad command, bad family.
         let mut short = h.clone();
         short[15] = 8;

@@ -283,6 +283,8 @@ pub(crate) const GLOBAL: &[GlobalKw] = &[
     kwd("ssl-server-verify", g_ssl),
     kwd("ca-base", g_ssl),
     kwd("crt-base", g_ssl),
+    kwd("tune.ssl.capture-buffer-size", g_tune_ssl_capture),
+    kwd("tune.ssl.capture-cipherlist-size", g_tune_ssl_capture),
     // Variables (issue 17).
     kwd("set-var", g_set_var),
     kwd("set-var-fmt", g_set_var),
@@ -388,6 +390,38 @@ fn g_tune_bufsize(s: &mut State<'_>, loc: &Loc, words: &[String]) {
             "'tune.bufsize' expects a positive integer argument (at least 1024).",
         ),
     };
+}
+
+/// `tune.ssl.capture-buffer-size <n>` (and its deprecated name): read as
+/// HAProxy's `atoi` reads it (leading digits, nothing being 0), a
+/// negative one refused.
+fn g_tune_ssl_capture(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    let k = words[0].as_str();
+    if k == "tune.ssl.capture-cipherlist-size" {
+        s.diags.push(Diagnostic::parsing_tight(
+            Level::Warning,
+            loc,
+            format!("'{k}' is deprecated and will be removed in version 2.7. Please use 'tune.ssl.capture-buffer-size' instead."),
+        ));
+    }
+    let Some(arg) = words.get(1).filter(|a| !a.is_empty()) else {
+        return s.alert(loc, format!("'{k}' expects an integer argument."));
+    };
+    let t = arg.trim_start();
+    let (neg, digits) = match t.strip_prefix('-') {
+        Some(d) => (true, d),
+        None => (false, t.strip_prefix('+').unwrap_or(t)),
+    };
+    let n = digits
+        .bytes()
+        .take_while(u8::is_ascii_digit)
+        .fold(0u64, |n, d| {
+            (n * 10 + u64::from(d - b'0')).min(u64::from(i32::MAX as u32))
+        });
+    if neg && n > 0 {
+        return s.alert(loc, format!("'{k}' expects a positive numeric value."));
+    }
+    s.global.ssl.capture_size = n as u32;
 }
 
 /// `tune.comp.maxlevel <1..9>`: the compression level (HAProxy's

@@ -539,9 +539,18 @@ impl State<'_> {
                 "'bind' expects {<path>|[addr1]:port1[-end1]}{,[addr]:port[-end]}... as arguments.",
             );
         };
-        let (mut ok, tls, accept_proxy, proto, v6, perms) =
+        let (mut ok, tls, accept_proxy, proto, v6, perms, id, name) =
             match self.bind_options(loc, text, &words[2..]) {
-                Ok(o) => (true, o.tls, o.accept_proxy, o.proto, o.v6, o.perms),
+                Ok(o) => (
+                    true,
+                    o.tls,
+                    o.accept_proxy,
+                    o.proto,
+                    o.v6,
+                    o.perms,
+                    o.id,
+                    o.name,
+                ),
                 Err(()) => (
                     false,
                     None,
@@ -549,6 +558,8 @@ impl State<'_> {
                     BindProto::Auto,
                     BindV6::System,
                     crate::config::model::UnixPerms::default(),
+                    None,
+                    None,
                 ),
             };
         let mut binds = Vec::new();
@@ -601,11 +612,34 @@ impl State<'_> {
                     proto,
                     v6,
                     unix,
+                    id,
+                    name: name.clone(),
                 }),
                 Err(e) => {
                     ok = false;
                     self.alert(loc, format!("'bind' : {e}"));
                 }
+            }
+        }
+        let section = format!("'bind {shown}' in section '{}'", self.px().kind.keyword());
+        // An id names one listening socket: a line of several (a list, a
+        // port range) cannot take one; nor can two lines share one.
+        let sockets: usize = binds.iter().map(|b| b.addrs.len().max(1)).sum();
+        if ok && let Some(n) = id {
+            let used = self.px().binds.iter().find(|b| b.id == Some(n));
+            if sockets > 1 {
+                ok = false;
+                self.alert(
+                    loc,
+                    format!("{section} : 'id' can only be used with a single socket"),
+                );
+            } else if let Some(b) = used {
+                ok = false;
+                let msg = format!(
+                    "{section} : 'id' : custom id {n} already used at {}:{} ('bind {}')",
+                    b.loc.file, b.loc.line, b.text
+                );
+                self.alert(loc, msg);
             }
         }
         if !ok {
@@ -621,6 +655,8 @@ impl State<'_> {
                 proto,
                 v6,
                 unix: None,
+                id: None,
+                name: None,
             }];
         }
         self.px().binds.extend(binds);

@@ -21,7 +21,19 @@ impl State<'_> {
             return Some((cond_at, None));
         }
         match self.condition(loc, &words[cond_at..]) {
-            Ok(c) => Some((cond_at, Some(c))),
+            Ok(c) => {
+                let stage = match rule {
+                    "http-request" => Some(self.http_stage(false)),
+                    "http-response" | "http-after-response" => Some(self.http_stage(true)),
+                    _ => None,
+                };
+                if let Some(stage) = stage
+                    && matches!(self.section, Section::Proxy(_))
+                {
+                    self.warn_conflicts(loc, &c, stage, &words[cond_at..]);
+                }
+                Some((cond_at, Some(c)))
+            }
             Err(e) => {
                 let m = format!(
                     "error detected while parsing an '{rule} {action}' condition : {e}{}",
@@ -109,6 +121,74 @@ impl State<'_> {
         self.diags.push(crate::config::diag::Diagnostic::warning(
             Some(loc.clone()),
             crate::acl::parse::never_matches_warning(criterion),
+        ));
+    }
+
+    /// HAProxy's warning for a condition with an ACL whose keywords cannot
+    /// work where the rule runs (`stage`): the first ACL that can never
+    /// match, else the first with such a keyword among others.
+    fn warn_conflicts(&mut self, loc: &Loc, cond: &Condition, stage: Stage, words: &[String]) {
+        let place = stage.name();
+        let acls = &self.px().acls;
+        // An anonymous ACL's keyword as written (`url_param`, not the
+        // `urlp` it stands for): the word after its `{`, in order.
+        let mut written = words
+            .windows(2)
+            .filter(|w| w[0].trim_start_matches('!') == "{")
+            .map(|w| w[1].split('(').next().unwrap_or(""));
+        let anon_kw: Vec<(&str, &str)> = cond
+            .groups
+            .iter()
+            .flatten()
+            .filter(|t| t.name.starts_with('{'))
+            .filter_map(|t| Some((t.name.as_str(), written.next()?)))
+            .collect();
+        let kw_of = |name: &str, fetch: &'static str| -> String {
+            anon_kw
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map_or(fetch, |(_, k)| k)
+                .to_string()
+        };
+        let conflicts = |name: &str| {
+            let lines = acls.iter().filter(|a| a.name == name);
+            let bad = lines
+                .clone()
+                .filter(|a| !a.expr.fetch().uses.usable_in(stage));
+            (
+                lines.count(),
+                bad.clone().count(),
+                bad.map(|a| a.expr.fetch().name).next(),
+            )
+        };
+        let terms = || cond.groups.iter().flatten().map(|t| t.name.as_str());
+        let never = terms().find_map(|n| match conflicts(n) {
+            (all, bad, Some(kw)) if all == bad => Some((n, kw)),
+            _ => None,
+        });
+        let msg = match never {
+            Some((n, kw)) if n.starts_with('{') => format!(
+                "anonymous acl will never match because it uses keyword '{}' which is incompatible with '{place}'",
+                kw_of(n, kw)
+            ),
+            Some((n, _)) => format!(
+                "acl '{n}' will never match because it only involves keywords that are incompatible with '{place}'"
+            ),
+            None => match terms().find_map(|n| conflicts(n).2.map(|kw| (n, kw))) {
+                Some((n, kw)) if n.starts_with('{') => format!(
+                    "anonymous acl involves keyword '{}' which is incompatible with '{place}'",
+                    kw_of(n, kw)
+                ),
+                Some((n, kw)) => format!(
+                    "acl '{n}' involves keywords '{kw}' which is incompatible with '{place}'"
+                ),
+                None => return,
+            },
+        };
+        self.diags.push(crate::config::diag::Diagnostic::parsing(
+            Level::Warning,
+            loc,
+            msg,
         ));
     }
 
@@ -498,9 +578,9 @@ impl State<'_> {
             },
         }
     }
-    /// `http-after-response set-header|add-header|del-header`: HAProxy
-    /// 2.6's other actions there, and conditions, are named as not
-    /// supported yet.
+    /// `http-after-response set-header|add-header|del-header`, with a
+    /// condition or not: HAProxy 2.6's other actions there are named as
+    /// not supported yet.
     pub(super) fn kw_http_after_response(&mut self, loc: &Loc, words: &[String]) {
         if !self.cap(loc, "http-after-response", false, true, true) {
             return;
@@ -515,11 +595,8 @@ impl State<'_> {
                 format!("'http-after-response' expects 'set-header', 'add-header' or another HAProxy action, but got '{action}'"),
             );
         };
-        // HAProxy tests them once the request is gone (a `path` there finds
-        // nothing); sluice's conditions read the request, so it takes none.
-        if words.iter().any(|w| w == "if" || w == "unless") {
-            return self.unsupported(loc, "http-after-response with a condition");
-        }
+        // HAProxy tests the conditions once the request is gone (a `path`
+        // there finds nothing): they are evaluated so (`http::after`).
         let Some((cond_at, cond)) = self.rule_condition(loc, words, "http-after-response", action)
         else {
             return;
@@ -530,6 +607,9 @@ impl State<'_> {
                 .px()
                 .http_after_response
                 .push(HttpResponseRule { action: a, cond }),
+            Err(e) if e.starts_with(WHOLE_MESSAGE) => {
+                self.tight(Level::Alert, loc, &e[WHOLE_MESSAGE.len()..])
+            }
             Err(e) => {
                 let (t, pname) = match self.section {
                     Section::Proxy(i) => self
@@ -904,10 +984,57 @@ fn header_args(args: &[String], stage: Stage) -> Result<(String, LogFmt), String
     Ok((header_name(args, 0)?, parse_logfmt(&args[1], stage)?))
 }
 
-/// `<name>` of `del-header`.
-fn del_header_args(args: &[String]) -> Result<String, String> {
-    exact_args(args, 1)?;
-    header_name(args, 0)
+/// `allow` takes no argument: a word left is where HAProxy's rule parser
+/// expects the condition.
+fn allow_args(args: &[String], rule: &str) -> Result<(), String> {
+    match args.first() {
+        None => Ok(()),
+        Some(extra) => Err(format!(
+            "{WHOLE_MESSAGE}'{rule} allow' expects either 'if' or 'unless' followed by a condition but found '{extra}'."
+        )),
+    }
+}
+
+/// `<name> [-m <meth>]` of `del-header`, `rule` naming the rule set in
+/// HAProxy's message for words left over.
+fn del_header_args(
+    args: &[String],
+    rule: &str,
+) -> Result<(String, crate::config::model::NameMatch), String> {
+    use crate::config::model::NameMatch;
+    if args.is_empty() {
+        return Err("expects at least 1 argument".to_string());
+    }
+    let mut how = NameMatch::Str;
+    let mut used = 1;
+    if args.get(1).is_some_and(|a| a == "-m") {
+        let Some(meth) = args.get(2) else {
+            return Err("-m flag expects exactly 1 argument".to_string());
+        };
+        how = match meth.as_str() {
+            "str" => NameMatch::Str,
+            "beg" => NameMatch::Beg,
+            "end" => NameMatch::End,
+            "sub" => NameMatch::Sub,
+            "reg" => NameMatch::Reg(
+                crate::config::model::ByteRegex::new(&args[0], false)
+                    .map_err(|e| crate::sample::pattern::regex_error(&args[0], &e))?,
+            ),
+            m => return Err(format!("-m with unsupported matching method '{m}'")),
+        };
+        used = 3;
+    }
+    if let Some(extra) = args.get(used) {
+        return Err(format!(
+            "{WHOLE_MESSAGE}'{rule} del-header' expects either 'if' or 'unless' followed by a condition but found '{extra}'."
+        ));
+    }
+    // A regex is no field name; the other patterns are (parts of) one.
+    let name = match how {
+        NameMatch::Reg(_) => args[0].clone(),
+        _ => header_name(args, 0)?,
+    };
+    Ok((name, how))
 }
 
 /// `<name> <regex> <fmt>` of `replace-header`.
@@ -1291,7 +1418,7 @@ pub(crate) const HTTP_REQUEST: &[ActionKw<HttpRequestAction>] = &[
     }),
     kwd("use-service", |_, _, a| use_service_args(a)),
     kwd("allow", |_, _, a| {
-        exact_args(a, 0).map(|()| HttpRequestAction::Allow)
+        allow_args(a, "http-request").map(|()| HttpRequestAction::Allow)
     }),
     kwd("redirect", |s, _, a| {
         redirect_args(a, Some(s.http_stage(false)))
@@ -1305,7 +1432,8 @@ pub(crate) const HTTP_REQUEST: &[ActionKw<HttpRequestAction>] = &[
             .map(|(name, fmt)| HttpRequestAction::AddHeader { name, fmt })
     }),
     kwd("del-header", |_, _, a| {
-        del_header_args(a).map(|name| HttpRequestAction::DelHeader { name })
+        del_header_args(a, "http-request")
+            .map(|(name, how)| HttpRequestAction::DelHeader { name, how })
     }),
     kwd("replace-header", |s, _, a| {
         replace_header_args(a, s.http_stage(false))
@@ -1373,7 +1501,11 @@ pub(crate) const HTTP_AFTER_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
             .map(|(name, fmt)| HttpResponseAction::AddHeader { name, fmt })
     }),
     kwd("del-header", |_, _, a| {
-        del_header_args(a).map(|name| HttpResponseAction::DelHeader { name })
+        del_header_args(a, "http-after-response")
+            .map(|(name, how)| HttpResponseAction::DelHeader { name, how })
+    }),
+    kwd("allow", |_, _, a| {
+        allow_args(a, "http-after-response").map(|()| HttpResponseAction::Allow)
     }),
 ];
 
@@ -1394,11 +1526,15 @@ pub(crate) const HTTP_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
             .map(|(name, fmt)| HttpResponseAction::AddHeader { name, fmt })
     }),
     kwd("del-header", |_, _, a| {
-        del_header_args(a).map(|name| HttpResponseAction::DelHeader { name })
+        del_header_args(a, "http-response")
+            .map(|(name, how)| HttpResponseAction::DelHeader { name, how })
     }),
     kwd("deny", |s, loc, a| {
         let st = s.http_stage(true);
         s.deny_args(loc, a, 502, st).map(HttpResponseAction::Deny)
+    }),
+    kwd("allow", |_, _, a| {
+        allow_args(a, "http-response").map(|()| HttpResponseAction::Allow)
     }),
     // ---- Captures (what goes around the sample engine). ----
     kwd("capture", |s, _, a| {

@@ -28,6 +28,9 @@ pub(super) struct BindOptions {
     pub(super) proto: BindProto,
     pub(super) v6: BindV6,
     pub(super) perms: crate::config::model::UnixPerms,
+    /// `id <n>` (`so_id`) and `name <n>` (`so_name`).
+    pub(super) id: Option<u32>,
+    pub(super) name: Option<String>,
 }
 
 impl State<'_> {
@@ -61,6 +64,10 @@ impl State<'_> {
         let mut proto = BindProto::Auto;
         let (mut v6only, mut v4v6) = (false, false);
         let mut perms = crate::config::model::UnixPerms::default();
+        let (mut id, mut name) = (None, None);
+        // HAProxy's messages about the listener's own options name the
+        // section: `'bind <addr>' in section 'frontend' : ...`.
+        let section = format!("'bind {text}' in section '{}'", self.px().kind.keyword());
         // `ssl-default-bind-options` come first, the line's own override.
         let defaults: Vec<String> = g.bind_options.clone();
         for (from_global, list) in [(true, &defaults[..]), (false, words)] {
@@ -249,8 +256,38 @@ impl State<'_> {
                         ca_file = Some(Self::base_path(g.ca_base.as_ref(), a));
                         2
                     }
-                    // `name <n>` only labels the listener.
-                    "name" => 2,
+                    "name" if !from_global => {
+                        match arg.filter(|a| !a.is_empty()) {
+                            Some(a) => name = Some(a.to_string()),
+                            None => {
+                                self.alert(loc, format!("{section} : 'name' : missing name"));
+                                ok = false;
+                            }
+                        }
+                        2
+                    }
+                    "id" if !from_global => {
+                        let why = match arg.filter(|a| !a.is_empty()) {
+                            None => Some("'id' : expects an integer argument".to_string()),
+                            Some(a) => match a.parse::<i64>() {
+                                Err(_) => {
+                                    Some(format!("'id' : expects an integer argument, found '{a}'"))
+                                }
+                                Ok(n) if n <= 0 => {
+                                    Some("'id' : custom id has to be > 0".to_string())
+                                }
+                                Ok(n) => {
+                                    id = u32::try_from(n).ok();
+                                    None
+                                }
+                            },
+                        };
+                        if let Some(why) = why {
+                            self.alert(loc, format!("{section} : {why}"));
+                            ok = false;
+                        }
+                        2
+                    }
                     noop if BIND_NOOPS.contains(&noop) => 1,
                     other if from_global => {
                         self.alert(
@@ -319,6 +356,8 @@ impl State<'_> {
                 proto,
                 v6,
                 perms,
+                id,
+                name,
             });
         }
         if certs.is_empty() {
@@ -359,6 +398,8 @@ impl State<'_> {
                 proto,
                 v6,
                 perms,
+                id,
+                name,
             }),
             Err(e) => {
                 self.alert(loc, format!("'bind {text}' : {e}"));

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use super::{Ctx, Output, text};
 use crate::sample::patref::{self, ACL, MAP, PatRef};
-use crate::sample::pattern::MapEditError;
+use crate::sample::pattern::{Entry, MapEditError};
 
 const UNKNOWN_MAP: &str = "Unknown map identifier. Please use #<id> or <file>.\n";
 const UNKNOWN_ACL: &str = "Unknown ACL identifier. Please use #<id> or <file>.\n";
@@ -50,8 +50,10 @@ fn kind_word(flag: u8) -> &'static str {
 
 /// `show map|acl [<ref>]`: the list of references, or the entries of one
 /// as `0x<id> <key> [<value>]`. HAProxy shows the address of its entry;
-/// here the id is the entry's place (stable until the entries change, as
-/// HAProxy's addresses are while the entry lives).
+/// here the id is the entry's own number, which it keeps while it lives
+/// whatever happens to the others, as HAProxy's addresses are (`set map`
+/// and `del map` take it as `#0x<id>`). Entries of a version not yet
+/// committed are numbered by their place.
 fn show(flag: u8, args: &[String]) -> Output {
     if args.is_empty() {
         let mut out = String::from("# id (file) description\n");
@@ -66,23 +68,43 @@ fn show(flag: u8, args: &[String]) -> Output {
         return unknown(flag);
     };
     let (curr, _) = r.versions();
-    let entries: Vec<(String, Option<String>)> = match ver {
-        Some(g) if g != curr => r.staged(g),
+    let entries: Vec<(u64, String, Option<String>)> = match ver {
+        Some(g) if g != curr => (r.staged(g).into_iter().enumerate())
+            .map(|(i, (k, v))| (i as u64, k, v))
+            .collect(),
         _ => r.users().first().map_or_else(Vec::new, |m| {
             let map = m.has_values();
             (m.entries().into_iter())
-                .map(|(k, v)| (k, (map || !v.is_empty()).then_some(v)))
+                .map(|(id, k, v)| (id, k, (map || !v.is_empty()).then_some(v)))
                 .collect()
         }),
     };
     let mut out = String::new();
-    for (i, (k, v)) in entries.into_iter().enumerate() {
+    for (id, k, v) in entries {
         let _ = match v {
-            Some(v) => writeln!(out, "{:#x} {k} {v}", entry_id(i)),
-            None => writeln!(out, "{:#x} {k}", entry_id(i)),
+            Some(v) => writeln!(out, "{:#x} {k} {v}", entry_id(id)),
+            None => writeln!(out, "{:#x} {k}", entry_id(id)),
         };
     }
     text(out)
+}
+
+/// The entries a `set map` or `del map` argument names: `#0x<id>` one
+/// entry by the id `show map` shows (HAProxy's own form: anything else
+/// after `#` is a key), or a key; Err for a `#0x` one that is no number.
+fn entry_arg(arg: &str) -> Result<Entry<'_>, Output> {
+    let Some(hex) = arg.strip_prefix("#0x") else {
+        return Ok(Entry::Key(arg));
+    };
+    match u64::from_str_radix(hex, 16) {
+        // An id sluice did not give names no entry.
+        Ok(n) => Ok(Entry::Id(
+            n.checked_sub(ENTRY_BASE)
+                .filter(|d| d % ENTRY_STEP == 0)
+                .map_or(u64::MAX, |d| d / ENTRY_STEP),
+        )),
+        Err(_) => Err(text("Malformed identifier. Please use #<id> or <file>.\n")),
+    }
 }
 
 pub(super) fn cmd_show_map(_: &mut Ctx<'_>, args: &[String]) -> Output {
@@ -93,10 +115,13 @@ pub(super) fn cmd_show_acl(_: &mut Ctx<'_>, args: &[String]) -> Output {
     show(ACL, args)
 }
 
-/// An entry's id: non-zero and spaced as addresses are.
-fn entry_id(i: usize) -> usize {
-    0x1000 + i * 0x50
+/// An entry's id as shown: non-zero and spaced as addresses are.
+fn entry_id(n: u64) -> u64 {
+    ENTRY_BASE + n * ENTRY_STEP
 }
+
+const ENTRY_BASE: u64 = 0x1000;
+const ENTRY_STEP: u64 = 0x50;
 
 /// `get map|acl <ref> <key>`: one line per lookup structure of the
 /// reference (HAProxy's expressions), of any kind.
@@ -141,9 +166,13 @@ fn add_entry(r: &PatRef, ver: Option<u32>, key: &str, value: Option<&str>) -> Ou
     }
 }
 
-/// `add map <ref> <key> <value>`: to every user of the file.
-pub(super) fn cmd_add_map(_: &mut Ctx<'_>, args: &[String]) -> Output {
+/// `add map <ref> <key> <value>`: to every user of the file; or `add map
+/// <ref> <<` and a payload of `<key> <value>` lines.
+pub(super) fn cmd_add_map(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
     let (ver, args) = version(args);
+    if let (Some(payload), Some(name)) = (ctx.payload, args.first()) {
+        return add_payload(name, ver, payload);
+    }
     let (Some(name), Some(key), Some(value)) = (args.first(), args.get(1), args.get(2)) else {
         return text(
             "'add map' expects three parameters (map identifier, key and value) or one parameter (map identifier) and a payload\n",
@@ -156,6 +185,37 @@ pub(super) fn cmd_add_map(_: &mut Ctx<'_>, args: &[String]) -> Output {
         return out;
     }
     add_entry(&r, ver, key, Some(value))
+}
+
+/// `add map <ref> <<`: each `<key> <value>` of the payload added in turn,
+/// read as HAProxy reads them: the key ends at the first blank (a line
+/// end does not end it), the value after the blanks that follow runs to
+/// the line end (trailing blanks kept); the first entry refused ends it
+/// with its reply, those before it stay.
+fn add_payload(name: &str, ver: Option<u32>, payload: &str) -> Output {
+    let Some(r) = find(name, None) else {
+        return unknown(MAP);
+    };
+    if let Some(out) = future(&r, ver, MAP) {
+        return out;
+    }
+    let mut p = payload;
+    while !p.is_empty() {
+        let end = p.find([' ', '\t']).unwrap_or(p.len());
+        let key = &p[..end];
+        if end == p.len() {
+            return text(format!("Missing value for key '{key}'.\n"));
+        }
+        p = p[end + 1..].trim_start_matches([' ', '\t']);
+        let end = p.find('\n').unwrap_or(p.len());
+        let value = &p[..end];
+        p = p.get(end + 1..).unwrap_or("");
+        let out = add_entry(&r, ver, key, Some(value));
+        if !out.text.is_empty() {
+            return out;
+        }
+    }
+    text("")
 }
 
 /// HAProxy's refusal of a version `prepare` has not made yet.
@@ -198,11 +258,20 @@ pub(super) fn cmd_set_map(_: &mut Ctx<'_>, args: &[String]) -> Output {
     let Some(r) = find(name, None) else {
         return unknown(MAP);
     };
-    match r.set(key, value) {
+    let entry = match entry_arg(key) {
+        Ok(e) => e,
+        Err(out) => return out,
+    };
+    // HAProxy's reply for an id it has no entry of.
+    let not_found = match entry {
+        Entry::Id(_) => "key or pattern not found.\n",
+        Entry::Key(_) => "entry not found.\n",
+    };
+    match r.set(entry, value) {
         Ok(()) => text(""),
         // HAProxy 2.6 answers nothing to a value its converter cannot parse.
         Err(MapEditError::Value(_)) => text(""),
-        Err(e) => edit_error(e, "entry not found.\n"),
+        Err(e) => edit_error(e, not_found),
     }
 }
 
@@ -218,7 +287,11 @@ fn del(flag: u8, args: &[String]) -> Output {
     let Some(r) = find(name, Some(flag)) else {
         return text(UNKNOWN_MAP);
     };
-    if r.delete(key) {
+    let entry = match entry_arg(key) {
+        Ok(e) => e,
+        Err(out) => return out,
+    };
+    if r.delete(entry) {
         text("")
     } else {
         text("Key not found.\n")

@@ -531,6 +531,9 @@ struct Ctx<'a> {
     /// The session's client and address (its own `show sess` line).
     origin: CliOrigin,
     me: usize,
+    /// The lines sent after a command ending with `<<` (`add map <map>
+    /// <<`), up to the empty line that ends them, `\n`-separated.
+    payload: Option<&'a str>,
 }
 
 fn text(s: impl Into<String>) -> Output {
@@ -545,7 +548,7 @@ fn text(s: impl Into<String>) -> Output {
 /// the input: unknown words get the suggestion text, bad arguments an error
 /// line. A `reload` is answered as where no reload can run.
 pub(crate) fn execute(line: &str, level: CliLevel, rt: &Arc<Runtime>) -> Reply {
-    let mut reply = execute_from(line, (level, false, level), rt, CliOrigin::Unix, 0);
+    let mut reply = execute_from(line, (level, false, level), rt, CliOrigin::Unix, 0, None);
     for o in &mut reply.outputs {
         if o.effect == Effect::Reload {
             *o = text(commands::NO_RELOAD);
@@ -564,14 +567,24 @@ pub(crate) fn execute_from(
     rt: &Arc<Runtime>,
     origin: CliOrigin,
     me: usize,
+    payload: Option<&str>,
 ) -> Reply {
     let line = line.strip_suffix('\r').unwrap_or(line);
+    let mut commands = split_line(line);
+    // A payload's `<<`, a word of its own, is no argument.
+    if payload.is_some()
+        && let Some(last) = commands.last_mut()
+        && last.last().is_some_and(|w| w == "<<")
+    {
+        last.pop();
+    }
     execute_words(
-        split_line(line),
+        commands,
         (level, experimental, bind_level),
         rt,
         origin,
         me,
+        payload,
     )
 }
 
@@ -582,6 +595,7 @@ pub(crate) fn execute_words(
     rt: &Arc<Runtime>,
     origin: CliOrigin,
     me: usize,
+    payload: Option<&str>,
 ) -> Reply {
     let mut ctx = Ctx {
         experimental,
@@ -591,6 +605,7 @@ pub(crate) fn execute_words(
         snap: rt.snapshot(),
         origin,
         me,
+        payload,
     };
     let mut outputs = Vec::new();
     let mut commands = commands.into_iter();

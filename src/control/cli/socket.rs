@@ -185,6 +185,9 @@ pub(crate) async fn handle_conn<S>(
     let mut prompt = false;
     let mut buf: Vec<u8> = Vec::new();
     let mut chunk = [0u8; 4096];
+    // A command line ending with `<<` and the payload lines after it, up
+    // to an empty line (HAProxy's payload syntax).
+    let mut pending: Option<(String, Vec<String>)> = None;
     loop {
         let n = match tokio::time::timeout(idle, stream.read(&mut chunk)).await {
             Ok(Ok(n)) if n > 0 => n,
@@ -193,10 +196,51 @@ pub(crate) async fn handle_conn<S>(
         buf.extend_from_slice(&chunk[..n]);
         while let Some(pos) = buf.iter().position(|&b| b == b'\n') {
             let raw: Vec<u8> = buf.drain(..=pos).collect();
-            let line = String::from_utf8_lossy(&raw[..raw.len() - 1]);
+            let line = String::from_utf8_lossy(&raw[..raw.len() - 1]).into_owned();
+            let ended = match pending.as_mut() {
+                // The empty line ends the payload: the command runs.
+                Some(_) if line.is_empty() || line == "\r" => pending.take(),
+                Some((_, lines)) => {
+                    lines.push(line);
+                    None
+                }
+                None if line.trim_end_matches('\r').ends_with("<<") => {
+                    pending = Some((line, Vec::new()));
+                    None
+                }
+                None => Some((line, Vec::new())),
+            };
+            let Some((line, lines)) = ended else {
+                // In interactive mode each payload line is asked for.
+                if prompt
+                    && !matches!(
+                        tokio::time::timeout(idle, stream.write_all(b"+ ")).await,
+                        Ok(Ok(()))
+                    )
+                {
+                    return;
+                }
+                continue;
+            };
+            // A command with a payload but no line in it sees the line
+            // end, as HAProxy's does.
+            let payload = line.trim_end_matches('\r').ends_with("<<").then(|| {
+                if lines.is_empty() {
+                    "\n".to_string()
+                } else {
+                    lines.join("\n")
+                }
+            });
             // The session's `show sess` pointer: its read buffer's address.
             let me = chunk.as_ptr() as usize;
-            let mut reply = execute_from(&line, (level, experimental, bind_level), &rt, origin, me);
+            let mut reply = execute_from(
+                &line,
+                (level, experimental, bind_level),
+                &rt,
+                origin,
+                me,
+                payload.as_deref(),
+            );
             // A `reload` is run here, where it can be awaited, then the
             // rest of the line.
             while reply
@@ -214,6 +258,7 @@ pub(crate) async fn handle_conn<S>(
                     &rt,
                     origin,
                     me,
+                    payload.as_deref(),
                 );
                 reply.outputs.extend(more.outputs);
                 reply.level = more.level;
@@ -237,7 +282,7 @@ pub(crate) async fn handle_conn<S>(
             tracing::debug!("stats socket request larger than {MAX_REQUEST} bytes");
             break;
         }
-        if !prompt && buf.is_empty() {
+        if !prompt && buf.is_empty() && pending.is_none() {
             break;
         }
     }

@@ -169,14 +169,15 @@ impl AsyncWrite for Rewind {
 /// Serves an HTTP/2 client connection until it closes. `prefix` holds
 /// bytes already read from `stream` (part of the preface, or empty).
 pub(crate) async fn serve(
-    client: ClientConn,
+    mut client: ClientConn,
     stream: Stream,
     prefix: Bytes,
     peer: crate::sys::peer::Peer,
     tls: Option<Box<TlsFacts>>,
 ) {
+    client.facts.set_h2();
     let Some((limits, handshake_timeout, state)) = client.rt.with_snapshot(|snap| {
-        let fe = snap.frontends().find(|f| *f.name == *client.frontend)?;
+        let fe = snap.frontends().find(|f| *f.name == *client.frontend())?;
         Some((
             fe.h2,
             fe.timeouts.http_request.or(fe.timeouts.client),
@@ -217,7 +218,7 @@ pub(crate) async fn serve(
             // nothing (`option dontlognull`).
             {
                 client.rt.with_snapshot(|snap| {
-                    let Some(fe) = snap.frontends().find(|f| *f.name == *client.frontend) else {
+                    let Some(fe) = snap.frontends().find(|f| *f.name == *client.frontend()) else {
                         return;
                     };
                     let mut rec = LogRecord::new(fe.log.is_some());
@@ -254,7 +255,7 @@ pub(crate) async fn serve(
                 .rt
                 .with_snapshot(|snap| {
                     snap.frontends()
-                        .find(|f| *f.name == *client.frontend)
+                        .find(|f| *f.name == *client.frontend())
                         .map(|f| f.timeouts.keep_alive())
                 })
                 .unwrap_or(Some(Duration::ZERO))
@@ -317,7 +318,9 @@ pub(crate) async fn serve(
         }
     }
     // Streams still running can no longer reach the client: their
-    // pipelines see the pipe close and end as client aborts.
+    // pipelines see the pipe close and end as client aborts. (Nor ask the
+    // closed socket its address: its number may be another's.)
+    client.facts.forget_socket();
     drop(conn);
     while !streams.is_empty() {
         streams.none_left().await;

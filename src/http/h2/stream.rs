@@ -28,7 +28,7 @@ pub(crate) async fn serve(
     sess: Arc<crate::sample::vars::SessVars>,
 ) {
     let Some(counters) = client.rt.with_snapshot(|snap| {
-        let fe = snap.frontends().find(|f| *f.name == *client.frontend)?;
+        let fe = snap.frontends().find(|f| *f.name == *client.frontend())?;
         Some(fe.state.clone())
     }) else {
         respond.send_reset(Reason::REFUSED_STREAM);
@@ -79,10 +79,10 @@ pub(crate) async fn serve(
     let request = Box::pin(crate::http::service::handle_request(
         (&sess, client.trackers()),
         &client.rt,
-        &client.frontend,
+        client.frontend(),
         client.stream.entry(),
         &mut conn,
-        (peer, client.dst()),
+        (peer, &client.facts),
         false,
         tls.as_deref(),
         crate::http::service::Via::Http2 {

@@ -102,8 +102,21 @@ pub(crate) struct Line<'a> {
     pub(crate) log_counter: u64,
     /// An early `option logasap` line: `Ta` and `B` are prefixed with `+`.
     pub(crate) logasap_early: bool,
-    /// The request's variables, still there at its end.
+    /// The request's variables and its connections' facts, still there at
+    /// its end.
+    pub(crate) samples: Samples<'a>,
+}
+
+/// What a line's samples read beyond the record: the request's variables
+/// (`var()`), the client connection's TLS (`ssl_fc*`) and other facts
+/// (`fc_*`, `so_*`), the proxies' state, the stick counters.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Samples<'a> {
     pub(crate) vars: Option<&'a crate::sample::vars::Vars<'a>>,
+    pub(crate) tls: Option<&'a crate::tls::TlsFacts>,
+    pub(crate) client: Option<&'a crate::sample::conn::ClientFacts>,
+    /// The proxies' runtime state (`nbsrv`, `be_conn`...).
+    pub(crate) proxies: Option<&'a dyn crate::sample::Proxies>,
     /// The stick tables and the counters the exchange tracked, still
     /// tracked when its line is written (as in HAProxy).
     pub(crate) stick: Option<&'a crate::state::table::track::StickView<'a>>,
@@ -305,9 +318,13 @@ impl Source for Line<'_> {
             backend_id: self.rec.backend.as_ref().map(|b| b.iid),
             // Not kept for the log line yet.
             first_req: None,
-            // Not passed to the log line yet.
-            proxies: None,
-            stick: self.stick.map(|s| s as &dyn crate::sample::stick::Stick),
+            proxies: self.samples.proxies,
+            // The log line sees the request as it was.
+            req_gone: false,
+            stick: self
+                .samples
+                .stick
+                .map(|s| s as &dyn crate::sample::stick::Stick),
             // Looked up once per line that has a sample.
             server_id: match (&self.rec.backend, &self.rec.server) {
                 (Some(be), SrvName::Server(s)) => be
@@ -317,8 +334,10 @@ impl Source for Line<'_> {
                     .map(|r| r.sid),
                 _ => None,
             },
-            tls: None,
-            vars: self.vars,
+            tls: self.samples.tls,
+            client: self.samples.client,
+            server_conn: self.rec.server_conn.as_deref(),
+            vars: self.samples.vars,
         }
     }
 }
@@ -331,8 +350,7 @@ pub(crate) fn emit(
     rec: &mut LogRecord,
     head: Option<&Head>,
     early: bool,
-    vars: Option<&crate::sample::vars::Vars<'_>>,
-    stick: Option<&crate::state::table::track::StickView<'_>>,
+    samples: Samples<'_>,
 ) {
     let Some(flog) = fe.log.as_ref() else { return };
     let Some(accept) = rec.accept else { return };
@@ -341,11 +359,25 @@ pub(crate) fn emit(
         return;
     }
     let Some(format) = &flog.format else { return };
+    // What `capture-req` and `capture-res` captured, in its slots, cut to
+    // their lengths.
+    if let Some(vars) = samples.vars {
+        vars.take_captures(|res, slot, mut value| {
+            let (caps, lens) = match res {
+                false => (&mut rec.cap_req, &fe.captures.request),
+                true => (&mut rec.cap_resp, &fe.captures.response),
+            };
+            if let (Some(dst), Some((_, len))) = (caps.get_mut(slot), lens.get(slot)) {
+                value.truncate(*len);
+                *dst = Some(value);
+            }
+        });
+    }
     // HAProxy makes the id at the latest for the log line.
     if rec.unique_id.is_none()
         && let Some(uid) = &fe.unique_id
     {
-        rec.unique_id = Some(unique_id(fe, &uid.format, rec, head));
+        rec.unique_id = Some(unique_id(fe, &uid.format, rec, head, samples));
     }
     rec.logged = early;
     let line = Line {
@@ -359,8 +391,7 @@ pub(crate) fn emit(
         date: Date::from(accept),
         log_counter: flog.counter.fetch_add(1, Relaxed),
         logasap_early: early,
-        vars,
-        stick,
+        samples,
     };
     let mut msg = String::with_capacity(256);
     format.render(&line, &mut msg);
@@ -379,6 +410,7 @@ pub(crate) fn unique_id(
     format: &crate::config::log_format::LogFormat,
     rec: &LogRecord,
     head: Option<&Head>,
+    samples: Samples<'_>,
 ) -> std::sync::Arc<str> {
     let Some(client) = rec.client else {
         return std::sync::Arc::from("");
@@ -394,9 +426,7 @@ pub(crate) fn unique_id(
         date: Date::from(rec.accept.unwrap_or_else(SystemTime::now)),
         log_counter: fe.log.as_ref().map_or(0, |l| l.counter.load(Relaxed)),
         logasap_early: false,
-        // The request's variables are not passed to the id yet.
-        vars: None,
-        stick: None,
+        samples,
     };
     let mut id = String::with_capacity(64);
     format.render(&line, &mut id);

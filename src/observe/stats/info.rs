@@ -37,8 +37,8 @@ pub(crate) fn info_fields(rt: &Runtime, snap: &Snapshot) -> Vec<(&'static str, S
     let uptime = rt.uptime_secs();
     let maxconn = snap.global.maxconn.unwrap_or(DEFAULT_MAXCONN);
     let nofile = nofile_limit();
-    let listeners: usize =
-        snap.frontends().map(|f| f.binds.len()).sum::<usize>() + snap.global.stats_sockets.len();
+    let listeners: usize = snap.frontends().map(|f| f.listeners.len()).sum::<usize>()
+        + snap.global.stats_sockets.len();
     let conns = p.conns.cur();
     let (tasks, run_queue) = tokio_load();
     let node = snap
