@@ -23,6 +23,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
 ROUNDS=${ROUNDS:-3}
 SECS=${SECS:-5}
 BASE=${PORT_BASE:-18800}
@@ -92,17 +94,8 @@ pids+=($!)
 # Frontends from port $1: +0 compressing, +1 caching, +2 return (sluice's
 # reference; haproxy answers it too).
 config() {
+  proxy_config_head
   cat <<EOF
-global
-    nbthread 2
-    maxconn 4000
-defaults
-    mode http
-    maxconn 4000
-    timeout connect 5s
-    timeout client 30s
-    timeout server 30s
-    http-reuse always
 cache objects
     total-max-size 16
     max-age 600

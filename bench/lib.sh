@@ -27,3 +27,21 @@ CONF
   nginx -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" &
   BACKEND_PID=$!
 }
+
+# proxy_config_head: the global and defaults sections the scripts' configs
+# share, read alike by sluice and haproxy: two threads, 4000 connections,
+# HTTP with server connections reused.
+proxy_config_head() {
+  cat <<HEAD
+global
+    nbthread 2
+    maxconn 4000
+defaults
+    mode http
+    maxconn 4000
+    timeout connect 5s
+    timeout client 30s
+    timeout server 30s
+    http-reuse always
+HEAD
+}

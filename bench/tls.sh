@@ -45,17 +45,8 @@ pids+=("$BACKEND_PID")
 
 # One frontend per (certificate, version), ports from BASE+10.
 config() {
+  proxy_config_head
   cat <<EOF
-global
-    nbthread 2
-    maxconn 4000
-defaults
-    mode http
-    maxconn 4000
-    timeout connect 5s
-    timeout client 30s
-    timeout server 30s
-    http-reuse always
 frontend ec13
     bind 127.0.0.1:$(($1 + 0)) ssl crt $tmp/ec.pem
     default_backend be
