@@ -39,18 +39,11 @@ done
 sluice="$root/target/release/sluice"
 sluice_counting="$root/target/alloc-count/release/sluice"
 
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-backend=$BASE
 # shellcheck source=bench/lib.sh
 . "$here/lib.sh"
+bench_scratch
+
+backend=$BASE
 start_backend "$tmp/nginx" "$backend"
 pids+=("$BACKEND_PID")
 

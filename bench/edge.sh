@@ -36,16 +36,9 @@ for tool in "$HAPROXY" nginx wrk; do
 done
 (cd "$root" && cargo build --release --quiet)
 sluice="$root/target/release/sluice"
-tmp=$(mktemp -d)
+bench_scratch
 # nginx's workers (another user) read the files there.
 chmod 755 "$tmp"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
 
 # Text that compresses as web pages do (about 4:1 with gzip -1), not a
 # repeated line (which any encoder squeezes to nothing).

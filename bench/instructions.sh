@@ -21,17 +21,10 @@ BASE=${PORT_BASE:-18900}
 for tool in nginx h2load valgrind; do
   command -v "$tool" >/dev/null || { echo "instructions.sh: $tool missing" >&2; exit 1; }
 done
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-backend=$BASE
 # shellcheck source=bench/lib.sh
 . "$here/lib.sh"
+bench_scratch
+backend=$BASE
 start_backend "$tmp/nginx" "$backend"
 pids+=("$BACKEND_PID")
 

@@ -45,3 +45,17 @@ defaults
     http-reuse always
 HEAD
 }
+
+# bench_scratch: a scratch directory in $tmp and the list $pids of the
+# processes a script starts; both are cleaned up when the script exits.
+bench_scratch() {
+  tmp=$(mktemp -d)
+  pids=()
+  trap bench_cleanup EXIT
+}
+
+bench_cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$tmp"
+}

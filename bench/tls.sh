@@ -21,14 +21,9 @@ for tool in haproxy nginx wrk openssl; do
 done
 (cd "$root" && cargo build --release --quiet)
 sluice="$root/target/release/sluice"
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
+bench_scratch
 
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$tmp/ec.key" \
   -out "$tmp/ec.crt" -subj /CN=bench.test -days 30 2>/dev/null
@@ -38,8 +33,6 @@ cat "$tmp/ec.crt" "$tmp/ec.key" >"$tmp/ec.pem"
 cat "$tmp/rsa.crt" "$tmp/rsa.key" >"$tmp/rsa.pem"
 
 backend=$BASE
-# shellcheck source=bench/lib.sh
-. "$here/lib.sh"
 start_backend "$tmp/nginx" "$backend"
 pids+=("$BACKEND_PID")
 
