@@ -19,6 +19,7 @@
 //! under CI, where that is a failure.
 
 mod support;
+use support::cli_blocking as cli;
 
 use std::io::Read as _;
 
@@ -396,15 +397,6 @@ fn normalize(raw: &[u8]) -> (String, Vec<u8>) {
         body = out;
     }
     (head, body)
-}
-
-fn cli(sock: &std::path::Path, line: &str) -> String {
-    use std::io::Write;
-    let mut c = std::os::unix::net::UnixStream::connect(sock).expect("connect to the CLI");
-    c.write_all(format!("{line}\n").as_bytes()).expect("send");
-    let mut out = Vec::new();
-    c.read_to_end(&mut out).expect("reply");
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// `show cache` with each address (the process's own) and each object's

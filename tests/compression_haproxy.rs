@@ -15,6 +15,7 @@
 //! under CI, where that is a failure.
 
 mod support;
+use support::cli_blocking as cli;
 
 use std::io::Read as _;
 
@@ -505,15 +506,6 @@ fn comp_columns(csv: &str) -> Vec<String> {
             )
         })
         .collect()
-}
-
-fn cli(sock: &std::path::Path, line: &str) -> String {
-    use std::io::Write;
-    let mut c = std::os::unix::net::UnixStream::connect(sock).expect("connect to the CLI");
-    c.write_all(format!("{line}\n").as_bytes()).expect("send");
-    let mut out = Vec::new();
-    c.read_to_end(&mut out).expect("reply");
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

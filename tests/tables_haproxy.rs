@@ -9,6 +9,7 @@
 //! under CI, where that is a failure.
 
 mod support;
+use support::cli_blocking as cli;
 
 use support::haproxy::{self, Haproxy};
 use support::*;
@@ -350,16 +351,6 @@ const CLI_LINES: &[&str] = &[
     "show table b3",
     "show table f9",
 ];
-
-/// One command line on a new connection: the whole reply.
-fn cli(sock: &std::path::Path, line: &str) -> String {
-    use std::io::{Read, Write};
-    let mut c = std::os::unix::net::UnixStream::connect(sock).expect("connect to the CLI");
-    c.write_all(format!("{line}\n").as_bytes()).expect("send");
-    let mut out = Vec::new();
-    c.read_to_end(&mut out).expect("reply");
-    String::from_utf8_lossy(&out).into_owned()
-}
 
 /// `show table` starts each entry with the address of HAProxy's entry in
 /// its memory and gives its time to live in milliseconds (which moves

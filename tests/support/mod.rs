@@ -1392,6 +1392,18 @@ pub async fn cli(path: &Path, cmd: &str) -> String {
     .await
 }
 
+/// [`cli`] for tests that are not async (or that talk to haproxy's
+/// socket from a blocking section): one command line on a new connection,
+/// the whole reply.
+pub fn cli_blocking(path: &Path, line: &str) -> String {
+    use std::io::{Read as _, Write as _};
+    let mut c = std::os::unix::net::UnixStream::connect(path).expect("connect to the CLI");
+    c.write_all(format!("{line}\n").as_bytes()).expect("send");
+    let mut out = Vec::new();
+    c.read_to_end(&mut out).expect("reply");
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// Whether `socat` is on PATH.
 pub fn have_socat() -> bool {
     Command::new("socat")
