@@ -6,7 +6,7 @@
 
 mod support;
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
@@ -30,10 +30,9 @@ impl Drop for Named {
     }
 }
 
-async fn named(addr: SocketAddr, name: &'static str) -> Named {
-    let l = tokio::net::TcpListener::bind(addr)
-        .await
-        .expect("bind named server");
+fn named(l: std::net::TcpListener, name: &'static str) -> Named {
+    l.set_nonblocking(true).expect("nonblocking listener");
+    let l = tokio::net::TcpListener::from_std(l).expect("named server listener");
     let hits = Arc::new(AtomicUsize::new(0));
     let counted = hits.clone();
     let task = tokio::spawn(async move {
@@ -65,23 +64,32 @@ async fn named(addr: SocketAddr, name: &'static str) -> Named {
     Named { hits, task }
 }
 
-/// Two loopback addresses of their own with the same free port: a server
-/// name moved from one to the other keeps its port.
-fn two_addresses() -> (SocketAddr, SocketAddr) {
-    let a = unique_loopback(78);
-    let b = std::net::Ipv4Addr::new(
-        a.octets()[0],
-        a.octets()[1],
-        a.octets()[2],
-        a.octets()[3].wrapping_add(100),
-    );
-    let probe = std::net::TcpListener::bind((a, 0)).expect("bind probe");
-    let port = probe.local_addr().expect("probe addr").port();
-    drop(probe);
-    (
-        SocketAddr::new(IpAddr::V4(a), port),
-        SocketAddr::new(IpAddr::V4(b), port),
-    )
+/// Listeners on two loopback addresses of their own with the same port: a
+/// server name moved from one to the other keeps its port. Both stay bound
+/// from the moment the port is chosen (a port probed, released and bound
+/// again can be taken in between by any socket bound to the wildcard).
+fn two_listeners() -> (std::net::TcpListener, std::net::TcpListener) {
+    for _ in 0..20 {
+        let a = unique_loopback(78);
+        let b = std::net::Ipv4Addr::new(
+            a.octets()[0],
+            a.octets()[1],
+            a.octets()[2],
+            a.octets()[3].wrapping_add(100),
+        );
+        let first = std::net::TcpListener::bind((a, 0)).expect("bind the first address");
+        let port = first.local_addr().expect("first address").port();
+        // Another socket may hold the port on the second address (or the
+        // wildcard): then try another pair.
+        if let Ok(second) = std::net::TcpListener::bind((b, port)) {
+            return (first, second);
+        }
+    }
+    panic!("no port free on two loopback addresses in 20 tries");
+}
+
+fn addr_of(l: &std::net::TcpListener) -> SocketAddr {
+    l.local_addr().expect("listener address")
 }
 
 /// Polls `show servers state` until `line` holds for server `be/sv`'s
@@ -284,9 +292,10 @@ async fn an_address_replaced_under_traffic_fails_no_request() {
     if !support::dnsmasq::available() {
         return;
     }
-    let (a, b) = two_addresses();
-    let old = named(a, "old").await;
-    let new = named(b, "new").await;
+    let (la, lb) = two_listeners();
+    let (a, b) = (addr_of(&la), addr_of(&lb));
+    let old = named(la, "old");
+    let new = named(lb, "new");
     let dns = Dnsmasq::start(&format!("{} app.test\n", a.ip()), &[]);
     let dir = TempDir::new("dnsmove");
     let sock = dir.join("s.sock");
@@ -357,9 +366,10 @@ async fn srv_weights_share_the_requests() {
     if !support::dnsmasq::available() {
         return;
     }
-    let (a, b) = two_addresses();
-    let light = named(a, "light").await;
-    let heavy = named(b, "heavy").await;
+    let (la, lb) = two_listeners();
+    let (a, b) = (addr_of(&la), addr_of(&lb));
+    let light = named(la, "light");
+    let heavy = named(lb, "heavy");
     let dns = Dnsmasq::start(
         "",
         &[
