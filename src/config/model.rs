@@ -738,15 +738,27 @@ pub(crate) enum HttpRequestAction {
     DelHeader { name: String, how: NameMatch },
     /// `http-request replace-header <name> <regex> <fmt>`: a value the
     /// regex matches is replaced whole by `<fmt>` (`\1`... back-references).
-    ReplaceHeader {
-        name: String,
+    ReplaceHeader(HeaderRewrite),
+    /// `http-request replace-value <name> <regex> <fmt>`: the same, on
+    /// each comma-separated value.
+    ReplaceValue(HeaderRewrite),
+    /// `http-request set-path|set-query|set-pathq|set-uri <fmt>`.
+    SetTarget { part: UriPart, fmt: LogFmt },
+    /// `http-request replace-path|replace-pathq|replace-uri <regex>
+    /// <fmt>`: the part, if the regex matches it, replaced whole.
+    ReplaceTarget {
+        part: UriPart,
         re: ByteRegex,
         fmt: LogFmt,
     },
-    /// `http-request set-path <fmt>`
-    SetPath(LogFmt),
-    /// `http-request set-query <fmt>`
-    SetQuery(LogFmt),
+    /// `http-request set-method <fmt>`.
+    SetMethod(LogFmt),
+    /// `http-request reject`: the connection is closed at once, without
+    /// an answer.
+    Reject,
+    /// `http-request strict-mode on|off`: sluice's rewrites cannot fail,
+    /// so there is nothing for it to change (kept for `-c` and docs).
+    StrictMode(bool),
     /// `http-request redirect location|prefix|scheme <fmt> [code <n>]
     /// [drop-query] [append-slash]`, and the `redirect` keyword.
     Redirect {
@@ -1012,6 +1024,40 @@ pub(crate) enum HttpResponseAction {
     CacheStore(CacheRef),
     /// `allow`: the rest of the section's rules are skipped.
     Allow,
+    /// `set-status <code> [reason <fmt>]`: the status line's code and
+    /// reason (the code's usual one without `reason`).
+    SetStatus {
+        code: u16,
+        reason: Option<LogFmt>,
+    },
+    /// `replace-header <name> <regex> <fmt>`.
+    ReplaceHeader(HeaderRewrite),
+    /// `replace-value <name> <regex> <fmt>`.
+    ReplaceValue(HeaderRewrite),
+    /// `strict-mode on|off`: see [`HttpRequestAction::StrictMode`].
+    StrictMode(bool),
+}
+
+/// The part of a request target a rule sets or replaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum UriPart {
+    /// The path, without the query.
+    Path,
+    /// The query string, without its `?`.
+    Query,
+    /// The path and the query.
+    PathQ,
+    /// The whole target, absolute or not.
+    Uri,
+}
+
+/// `replace-header` and `replace-value`: the header, the regex its values
+/// are matched against and the format a matching value becomes.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct HeaderRewrite {
+    pub(crate) name: String,
+    pub(crate) re: ByteRegex,
+    pub(crate) fmt: LogFmt,
 }
 
 /// What a map or ACL action does to the entries of a pattern file.

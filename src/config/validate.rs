@@ -232,10 +232,16 @@ fn capture_ids(p: &Proxy, diags: &mut Vec<Diagnostic>) {
         Q::Capture { slot, .. } => Some((*slot, p.captures.request.len(), "request")),
         _ => None,
     });
-    let resp = p.http_response.iter().filter_map(|r| match &r.action {
-        R::Capture { slot, .. } => Some((*slot, p.captures.response.len(), "response")),
-        _ => None,
-    });
+    // HAProxy names `http-after-response` captures as `http-response`
+    // ones.
+    let resp = p
+        .http_response
+        .iter()
+        .chain(&p.http_after_response)
+        .filter_map(|r| match &r.action {
+            R::Capture { slot, .. } => Some((*slot, p.captures.response.len(), "response")),
+            _ => None,
+        });
     for (slot, have, side) in req.chain(resp) {
         if slot >= have {
             diags.push(Diagnostic::alert(

@@ -10,8 +10,8 @@ use crate::config::model::{CompAlgo, HttpReply, HttpResponseAction, HttpReuse};
 use crate::http::compress;
 use crate::http::cookie;
 use crate::http::forward::{
-    BAD_RESPONSE, Outcome, ReqCtx, SERVER_HEADERS, bad_response, capture_response, send_answer,
-    send_error_be,
+    BAD_RESPONSE, Outcome, ReqCtx, SERVER_HEADERS, bad_response, capture_response,
+    send_answer_seen, send_error_be, send_error_seen,
 };
 use crate::http::legacy;
 use crate::http::rules::{self, Edits};
@@ -926,7 +926,7 @@ pub(super) fn downstream_head(
         None => resp.write_forwarded(&mut out, &framing),
         Some(e) => resp.write_forwarded_with(
             &mut out,
-            None,
+            (None, None),
             |i, n| e.drops_at(i, n),
             &e.replaced,
             &framing,
@@ -990,11 +990,11 @@ async fn deny_response(
             .chain(&fe.errorfiles)
             .any(|(c, _)| *c == status) =>
         {
-            return send_error_be(client, status, fe, Some(be), false).await;
+            return send_error_seen(client, status, fe, Some(be), false, cx).await;
         }
         None => crate::http::reply::with_close(error_pages::response(status), keep),
     };
-    send_answer(client, &out, status, keep, fe, Some(be)).await
+    send_answer_seen(client, &out, status, keep, fe, Some(be), Some(cx)).await
 }
 
 /// What `http-response cache-store` needs: where the fill goes, the
@@ -1182,62 +1182,19 @@ fn response_edits<'r>(
             if *action == HttpResponseAction::Allow {
                 break;
             }
-            let e = edits.get_or_insert_with(Edits::default);
+            let mut caps = rules::CaptureSlots {
+                slots: &mut *cap_resp,
+                lens: &fe.captures.response,
+            };
+            // The response as the server sent it (the edits of earlier
+            // rules are applied after the last rule).
+            if rules::edit_response(action, resp, &mut edits, &cx, &mut caps) {
+                continue;
+            }
             match action {
-                // The response as the server sent it (the edits of earlier
-                // rules are applied after the last rule).
-                HttpResponseAction::SetHeader { name, fmt } => {
-                    let cx = rules::FmtCtx {
-                        res: Some(resp),
-                        ..cx
-                    };
-                    e.set_header(name, rules::eval(fmt, &cx))
-                }
-                HttpResponseAction::AddHeader { name, fmt } => {
-                    let cx = rules::FmtCtx {
-                        res: Some(resp),
-                        ..cx
-                    };
-                    e.add_header(name, rules::eval(fmt, &cx))
-                }
-                HttpResponseAction::DelHeader { name, how } => e.del_matching(name, how),
                 HttpResponseAction::Deny(reply) => return Err(RespRefused::Denied(Some(reply))),
-                HttpResponseAction::Capture { expr, slot } => {
-                    let (Some(dst), Some((_, len))) =
-                        (cap_resp.get_mut(*slot), fe.captures.response.get(*slot))
-                    else {
-                        continue;
-                    };
-                    let scx = crate::sample::Ctx {
-                        res: Some(&*resp),
-                        status: Some(resp.status),
-                        ..rules::sample_ctx(&cx)
-                    };
-                    if let Some(v) = expr
-                        .eval(&scx)
-                        .and_then(|s| s.cast(crate::sample::value::SmpType::Str))
-                    {
-                        let b = v.bytes().unwrap_or(b"");
-                        *dst = Some(b[..b.len().min(*len)].to_vec());
-                    }
-                }
-                // The response is there for the value (`res.hdr`).
-                HttpResponseAction::Var(rule) => {
-                    let cx = rules::FmtCtx {
-                        res: Some(resp),
-                        ..cx
-                    };
-                    rules::run_var(rule, &cx)
-                }
                 // Waited for before the rules ran (`Relay::wait_body`).
                 HttpResponseAction::WaitForBody(_) => {}
-                HttpResponseAction::Map(rule) => {
-                    let cx = rules::FmtCtx {
-                        res: Some(resp),
-                        ..cx
-                    };
-                    rules::run_map(rule, &cx)
-                }
                 HttpResponseAction::Table(a) => {
                     if let Some(stick) = ctx.stick {
                         let cx = rules::FmtCtx {
@@ -1251,8 +1208,18 @@ fn response_edits<'r>(
                         );
                     }
                 }
-                // Stopped the loop above.
-                HttpResponseAction::Allow => {}
+                // Stopped the loop above; the others were applied.
+                HttpResponseAction::Allow
+                | HttpResponseAction::SetHeader { .. }
+                | HttpResponseAction::AddHeader { .. }
+                | HttpResponseAction::DelHeader { .. }
+                | HttpResponseAction::ReplaceHeader(_)
+                | HttpResponseAction::ReplaceValue(_)
+                | HttpResponseAction::SetStatus { .. }
+                | HttpResponseAction::Capture { .. }
+                | HttpResponseAction::Var(_)
+                | HttpResponseAction::Map(_)
+                | HttpResponseAction::StrictMode(_) => {}
                 HttpResponseAction::CacheStore(c) => {
                     // The backend's rules come first; a hit is not stored
                     // again (no `store` then).
@@ -1322,8 +1289,11 @@ fn response_edits<'r>(
             if *action == HttpResponseAction::Allow {
                 break;
             }
-            let e = edits.get_or_insert_with(Edits::default);
-            crate::http::after::apply(action, e, |f| f.render(&scx));
+            let mut caps = rules::CaptureSlots {
+                slots: &mut *cap_resp,
+                lens: &fe.captures.response,
+            };
+            rules::edit_response(action, resp, &mut edits, &cx, &mut caps);
         }
     }
     Ok(edits)

@@ -16,7 +16,9 @@ use crate::sys::peer::Peer;
 use crate::tls::{Stream, TlsFacts};
 
 use crate::acl::eval::{AclSet, CompiledCond, RequestView};
-use crate::config::model::{BindProto, HttpConnMode, HttpReply, HttpRequestAction, Timeouts};
+use crate::config::model::{
+    BindProto, HttpConnMode, HttpReply, HttpRequestAction, Timeouts, UriPart,
+};
 use crate::http::forward::{self, Outcome};
 use crate::http::legacy;
 use crate::http::park;
@@ -1592,9 +1594,9 @@ impl RuleRun<'_> {
         keep: bool,
     ) -> Outcome {
         let Some(out) = crate::http::reply::render(reply, cx, keep) else {
-            return forward::send_error_be(self.conn, reply.status, self.fe, be, keep).await;
+            return forward::send_error_seen(self.conn, reply.status, self.fe, be, keep, cx).await;
         };
-        forward::send_answer(self.conn, &out, reply.status, keep, self.fe, be).await
+        forward::send_answer_seen(self.conn, &out, reply.status, keep, self.fe, be, Some(cx)).await
     }
 
     /// Runs `rules` under `acls`; `be` is set for a backend's rules, whose
@@ -1680,21 +1682,63 @@ impl RuleRun<'_> {
                         .get_or_insert_with(Default::default)
                         .del_matching(name, how);
                 }
-                HttpRequestAction::ReplaceHeader { name, re, fmt } => {
-                    let v = rules::eval(fmt, &cx);
+                HttpRequestAction::ReplaceHeader(r) => {
+                    let v = rules::eval(&r.fmt, &cx);
                     self.edits
                         .get_or_insert_with(Default::default)
-                        .replace_header(orig, name, re, &v);
+                        .replace_header(orig, &r.name, &r.re, &v);
                 }
-                HttpRequestAction::SetPath(fmt) | HttpRequestAction::SetQuery(fmt) => {
+                HttpRequestAction::ReplaceValue(r) => {
+                    let v = rules::eval(&r.fmt, &cx);
+                    self.edits
+                        .get_or_insert_with(Default::default)
+                        .replace_value(orig, &r.name, &r.re, &v);
+                }
+                HttpRequestAction::SetTarget { part, fmt } => {
                     let v = rules::eval(fmt, &cx);
                     let e = self.edits.get_or_insert_with(Default::default);
                     let cur = e.target.as_deref().unwrap_or(head.target());
-                    e.target = Some(if matches!(action, HttpRequestAction::SetPath(_)) {
-                        rules::set_path(cur, &v)
-                    } else {
-                        rules::set_query(cur, &v)
-                    });
+                    e.target = Some(rules::set_part(*part, cur, &v));
+                    if *part == UriPart::Uri {
+                        e.host_from_target(orig);
+                    }
+                }
+                HttpRequestAction::ReplaceTarget { part, re, fmt } => {
+                    let cur = self
+                        .edits
+                        .as_ref()
+                        .and_then(|e| e.target.as_deref())
+                        .unwrap_or(head.target());
+                    // The format is made only for a target it changes.
+                    if re.is_match(cur) {
+                        let v = rules::eval(fmt, &cx);
+                        if let Some(t) = rules::replace_part(*part, cur, re, &v) {
+                            let e = self.edits.get_or_insert_with(Default::default);
+                            e.target = Some(t);
+                            if *part == UriPart::Uri {
+                                e.host_from_target(orig);
+                            }
+                        }
+                    }
+                }
+                HttpRequestAction::SetMethod(fmt) => {
+                    let v = rules::eval(fmt, &cx);
+                    self.edits.get_or_insert_with(Default::default).method = Some(v);
+                }
+                HttpRequestAction::StrictMode(_) => {}
+                HttpRequestAction::Reject => {
+                    // Closed at once, nothing said to the client (HAProxy's
+                    // `PR--`, no status).
+                    self.rec.tally.dreq = rows(be);
+                    self.rec.term(Cause::Proxy, Phase::Request);
+                    return Some(Stop::Answered(Outcome {
+                        status: None,
+                        keep_client: false,
+                        bytes_out: 0,
+                        logged_out: 0,
+                        body_in: 0,
+                        body_logged: 0,
+                    }));
                 }
                 HttpRequestAction::Redirect {
                     kind,
@@ -1719,7 +1763,9 @@ impl RuleRun<'_> {
                     let body = self.conn.pending != io::PendingBody::None;
                     let keep = self.keep_local && !body;
                     let resp = rules::redirect_response(*code, &loc, keep);
-                    let mut out = forward::send_answer(self.conn, &resp, *code, keep, fe, be).await;
+                    let mut out =
+                        forward::send_answer_seen(self.conn, &resp, *code, keep, fe, be, Some(&cx))
+                            .await;
                     if body && out.logged_out > 0 {
                         out.logged_out += crate::wire::logged_size::OWN_CONNECTION_CLOSE;
                     }
@@ -1757,7 +1803,16 @@ impl RuleRun<'_> {
                         .map(|(_, page)| &page[..]);
                     let page = crate::http::reply::auth_required(custom, realm, self.keep_local);
                     return Some(Stop::Answered(
-                        forward::send_answer(self.conn, &page, 401, self.keep_local, fe, be).await,
+                        forward::send_answer_seen(
+                            self.conn,
+                            &page,
+                            401,
+                            self.keep_local,
+                            fe,
+                            be,
+                            Some(&cx),
+                        )
+                        .await,
                     ));
                 }
                 HttpRequestAction::WaitForBody(wait) => {

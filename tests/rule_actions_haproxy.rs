@@ -1,0 +1,247 @@
+//! The rewriting actions of `http-request`, `http-response` and
+//! `http-after-response` against the real HAProxy 2.6: the same
+//! configuration runs under haproxy and sluice, the same requests go to
+//! both, and the answers, the log lines and what the server receives must
+//! be equal, byte for byte. Covered: `replace-path`, `replace-pathq`,
+//! `replace-uri`, `set-uri`, `set-pathq`, `set-query`, `set-method`,
+//! `replace-value`, `reject`, `strict-mode`, `set-status`, response
+//! `replace-header`/`replace-value`, and the variable and capture actions
+//! of `http-after-response`.
+//!
+//! Skipped (with a note) when `/usr/sbin/haproxy` is not installed, except
+//! under CI, where that is a failure.
+
+mod support;
+
+use support::haproxy::HTTP_LOG_GLOBAL as GLOBAL;
+use support::haproxy::{self, Pair};
+
+/// A log line without dates, ports or timers (what must differ is left
+/// out of the format rather than masked); `%r` is the request line as
+/// received, before the rules.
+const LOG: &str = "log-format \"%ci %f %b/%s %ST %B %ts %{+Q}r\"";
+
+/// The request rules under test, each applied when the request's `x-case`
+/// header names it (a path condition would see the rewrites in HAProxy).
+const REQUEST_RULES: &str = "
+    http-request replace-path /foo/(.*) /\\1 if { req.hdr(x-case) rp }
+    http-request replace-path ^/nomatch /x if { req.hdr(x-case) rp-miss }
+    http-request replace-path o /O if { req.hdr(x-case) rp-part }
+    http-request replace-pathq ^/a(.*) /b\\1 if { req.hdr(x-case) rpq }
+    http-request replace-uri ^http://[^/]*(.*) \\1 if { req.hdr(x-case) ru }
+    http-request replace-uri ^/(.*)$ /pre/\\1/%[req.hdr(x-v)] if { req.hdr(x-case) ru-fmt }
+    http-request set-uri /new?%[req.hdr(x-v)] if { req.hdr(x-case) su }
+    http-request set-uri http://other.example/abs if { req.hdr(x-case) su-abs }
+    http-request set-pathq /p?q=%[req.hdr(x-v)] if { req.hdr(x-case) spq }
+    http-request set-query %[req.hdr(x-v)] if { req.hdr(x-case) sq }
+    http-request set-method %[req.hdr(x-v)] if { req.hdr(x-case) sm }
+    http-request replace-value x-list ^a(.*) A\\1 if { req.hdr(x-case) rv }
+    http-request replace-value x-list .* [&] if { req.hdr(x-case) rv-all }
+    http-request strict-mode off if { req.hdr(x-case) strict }
+    http-request set-path /after-strict if { req.hdr(x-case) strict }
+    http-request strict-mode on if { req.hdr(x-case) strict }
+    http-request reject if { req.hdr(x-case) reject }
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_rewrites_are_haproxys() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = format!(
+        "{GLOBAL}
+frontend fe
+    bind {{fe0}}
+    {LOG}
+{REQUEST_RULES}
+    default_backend be
+backend be
+    server s {{srv}}
+"
+    );
+    let pair = Pair::start("reqrw", &cfg, 1).await;
+    pair.answer(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+    let cases: &[(&str, &str, &str)] = &[
+        ("rp", "/foo/bar?q=1", ""),
+        ("rp", "/foo/", ""),
+        ("rp-miss", "/foo/bar", ""),
+        ("rp-part", "/foo/bar?o=1", ""),
+        ("rpq", "/a/x?y=1", ""),
+        ("rpq", "/ab", ""),
+        ("ru", "http://h.example/p/q?r=1", ""),
+        ("ru", "/origin?x", ""),
+        ("ru-fmt", "/one/two?three", "x-v: V\r\n"),
+        ("su", "/old/path?old", "x-v: k=v\r\n"),
+        ("su-abs", "/old", ""),
+        ("spq", "/old?o=1", "x-v: 7\r\n"),
+        ("spq", "http://h.example/old?o=1", "x-v: 8\r\n"),
+        ("sq", "/q?old", "x-v: new=1\r\n"),
+        ("sq", "/q", "x-v: n\r\n"),
+        ("sq", "/q?old", "x-v: \r\n"),
+        ("sm", "/m", "x-v: PUT\r\n"),
+        ("sm", "/m", "x-v: PURGE\r\n"),
+        ("rv", "/v", "x-list: a1, b, a2\r\nx-list: c,a3\r\n"),
+        ("rv-all", "/v", "x-list: a1, b\r\n"),
+        ("strict", "/s", ""),
+        ("reject", "/r", ""),
+    ];
+    let mut differ = haproxy::Differences::default();
+    for (case, target, extra) in cases {
+        let req = format!(
+            "GET {target} HTTP/1.1\r\nhost: h\r\nx-case: {case}\r\n{extra}connection: close\r\n\r\n"
+        );
+        let [h, s] = pair.both(0, &req).await;
+        if *case == "rp" && *target == "/foo/bar?q=1" {
+            // Not vacuous: haproxy rewrote the path, kept the query.
+            assert!(h.2.starts_with("GET /bar?q=1 HTTP/1.1\r\n"), "{}", h.2);
+        }
+        differ.compare(format!("{case} {target} {extra:?}"), &h, &s);
+    }
+    differ.assert_none();
+}
+
+/// `set-status`, `replace-header` and `replace-value` on the server's
+/// answer (`http-response`) and on every answer (`http-after-response`,
+/// sluice's own pages included); the variables and captures of
+/// `http-after-response`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn response_rewrites_are_haproxys() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = format!(
+        "{GLOBAL}
+frontend fe
+    bind {{fe0}}
+    log-format \"%ci %f %b/%s %ST %B %ts %{{+Q}}r %hs\"
+    declare capture response len 8
+    http-request set-var(txn.case) req.hdr(x-case)
+    http-request return status 200 content-type text/plain string local if {{ path /return }}
+    http-request deny deny_status 429 if {{ path /deny }}
+    http-response set-status 503 if {{ var(txn.case) -m str st }}
+    http-response set-status 200 reason \"Fine Thanks\" if {{ var(txn.case) -m str st-reason }}
+    http-response set-status 299 if {{ var(txn.case) -m str st-odd }}
+    http-response replace-header x-a ^(.*)-(.*)$ <\\2-\\1> if {{ var(txn.case) -m str rh }}
+    http-response replace-value x-l ^b(.*) B\\1-%[status] if {{ var(txn.case) -m str rv }}
+    http-response strict-mode on
+    http-after-response set-status 418 if {{ var(txn.case) -m str after-st }}
+    http-after-response set-status 404 reason Gone if {{ var(txn.case) -m str after-local }}
+    http-after-response replace-header x-a ^x(.*) y\\1 if {{ var(txn.case) -m str after-rh }}
+    http-after-response replace-value x-l ^c$ C if {{ var(txn.case) -m str after-rv }}
+    http-after-response set-var(txn.st) status
+    http-after-response set-var-fmt(txn.fmt) st=%[var(txn.st)]
+    http-after-response set-header x-st %[var(txn.st)] if {{ var(txn.case) -m str vars }}
+    http-after-response set-header x-fmt %[var(txn.fmt)] if {{ var(txn.case) -m str vars }}
+    http-after-response unset-var(txn.fmt) if {{ var(txn.case) -m str vars }}
+    http-after-response set-header x-unset [%[var(txn.fmt)]] if {{ var(txn.case) -m str vars }}
+    http-after-response capture var(txn.case) id 0
+    http-after-response strict-mode off
+    default_backend be
+backend be
+    server s {{srv}}
+"
+    );
+    let pair = Pair::start("resprw", &cfg, 1).await;
+    pair.answer(
+        b"HTTP/1.1 200 OK\r\nx-a: xa-xb\r\nx-l: a, b1,c\r\nx-l: b2\r\ncontent-length: 2\r\n\r\nok",
+    );
+    let cases: &[(&str, &str)] = &[
+        ("st", "/"),
+        ("st-reason", "/"),
+        ("st-odd", "/"),
+        ("rh", "/"),
+        ("rv", "/"),
+        ("after-st", "/"),
+        ("after-st", "/return"),
+        ("after-local", "/deny"),
+        ("after-rh", "/"),
+        ("after-rv", "/"),
+        ("vars", "/"),
+        ("vars", "/return"),
+        ("none", "/"),
+    ];
+    let mut differ = haproxy::Differences::default();
+    for (case, path) in cases {
+        let req = format!(
+            "GET {path} HTTP/1.1\r\nhost: h\r\nx-case: {case}\r\nconnection: close\r\n\r\n"
+        );
+        let [h, s] = pair.both(0, &req).await;
+        if *case == "st" {
+            assert!(h.0.starts_with("HTTP/1.1 503 "), "{}", h.0);
+        }
+        differ.compare(format!("{case} {path}"), &h, &s);
+    }
+    differ.assert_none();
+}
+
+/// The first alert of `-c`, its file path masked (each tool reads its
+/// own file).
+fn alert(stderr: &str) -> String {
+    let Some(l) = stderr.lines().find(|l| l.contains("[ALERT]")) else {
+        return "(accepted)".to_string();
+    };
+    let m = l.split_once(" : config : ").map_or(l, |(_, m)| m);
+    match (m.find("[/"), m.find(']')) {
+        (Some(a), Some(b)) if a < b => match m[a..b].rfind(':') {
+            Some(c) => format!("{}[cfg{}{}", &m[..a], &m[a + c..b], &m[b..]),
+            None => m.to_string(),
+        },
+        _ => m.to_string(),
+    }
+}
+
+#[test]
+fn misused_rewrites_are_refused_as_haproxy_refuses_them() {
+    if !haproxy::available() {
+        return;
+    }
+    let cases = [
+        "    http-request replace-path\n",
+        "    http-request replace-path a\n",
+        "    http-request replace-path ( x\n",
+        "    http-request replace-path a b c\n",
+        "    http-request replace-uri a\n",
+        "    http-request replace-pathq a\n",
+        "    http-request set-uri\n",
+        "    http-request set-uri a b\n",
+        "    http-request set-method\n",
+        "    http-request set-pathq\n",
+        "    http-request replace-value x\n",
+        "    http-request replace-value x y\n",
+        "    http-request replace-value x ( y\n",
+        "    http-request reject foo\n",
+        "    http-request strict-mode\n",
+        "    http-request strict-mode maybe\n",
+        "    http-request strict-mode on foo\n",
+        "    http-response set-status\n",
+        "    http-response set-status abc\n",
+        "    http-response set-status 99\n",
+        "    http-response set-status 1000\n",
+        "    http-response set-status 200 reason\n",
+        "    http-response set-status 200 foo\n",
+        "    http-response replace-header x\n",
+        "    http-response replace-value x y\n",
+        "    http-after-response set-status 600\n",
+        "    http-after-response replace-header x (\n",
+        "    http-after-response set-var(txn.a)\n",
+        "    http-after-response set-var(a.b) str(x)\n",
+        "    http-after-response set-var-fmt(txn.a)\n",
+        "    http-after-response unset-var(txn.a) foo\n",
+        "    http-after-response capture str(a)\n",
+        "    http-after-response capture str(a) id 3\n",
+        "    http-after-response capture str(a) len 3\n",
+        "    http-after-response strict-mode\n",
+    ];
+    haproxy::assert_check_agrees(
+        "rwcheck",
+        cases.iter().map(|line| {
+            (
+                line.trim().to_string(),
+                format!(
+                    "defaults\n    mode http\n    timeout client 1s\n    timeout server 1s\n    timeout connect 1s\nfrontend fe\n    bind 127.0.0.1:8080\n    declare capture response len 4\n{line}"
+                ),
+            )
+        }),
+        alert,
+    );
+}
