@@ -403,7 +403,7 @@ fn haproxy_keywords_sluice_lacks_are_not_supported_yet() {
 frontend fe
     bind 127.0.0.1:{port} tfo
     http-request set-nice 1
-    http-response set-status 503
+    http-response send-spoe-group engine group
     option mysql-check
     rate-limit sessions 10
     acl a base,ungrpc -m found
@@ -411,7 +411,7 @@ frontend fe
     default_backend be
 backend be
     server s1 127.0.0.1:1 track be/s2
-    http-after-response set-status 500
+    http-request send-spoe-group engine group
     tcp-response content close
     tcp-request content set-mark 1
     http-request set-header X-B %[req.hdr(host),ungrpc]
@@ -437,7 +437,7 @@ listen li
         (11, "'http-request set-nice' is not supported by sluice yet"),
         (
             12,
-            "'http-response set-status' is not supported by sluice yet",
+            "'http-response send-spoe-group' is not supported by sluice yet",
         ),
         (13, "'option mysql-check' is not supported by sluice yet"),
         (14, "'rate-limit' is not supported by sluice yet"),
@@ -455,7 +455,7 @@ listen li
         ),
         (
             20,
-            "'http-after-response set-status' is not supported by sluice yet",
+            "'http-request send-spoe-group' is not supported by sluice yet",
         ),
         (
             21,

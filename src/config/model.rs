@@ -1554,6 +1554,11 @@ pub(crate) struct Proxy {
     pub(crate) redirects: Vec<HttpRequestRule>,
     /// `capture request|response header <name> len <n>`, in order.
     pub(crate) captures: HeaderCaptures,
+    /// The conditions that read the connection's buffer (layer 6
+    /// fetches: `req.len`, `req.ssl_sni`...), with the rank of their rule
+    /// set in HAProxy's checks and where they were written: an HTTP proxy
+    /// gets HAProxy's warning for each.
+    pub(crate) l6_conds: Vec<(u8, Loc)>,
     /// `unique-id-format <fmt>` (the log-format text, checked) and
     /// `unique-id-header <name>`: a frontend's request id.
     pub(crate) unique_id_format: Option<String>,
@@ -1652,6 +1657,7 @@ impl Proxy {
             inspect_delay: None,
             http_response: Vec::new(),
             http_after_response: Vec::new(),
+            l6_conds: Vec::new(),
             forwardfor: None,
             errorfiles: Vec::new(),
             use_backends: Vec::new(),

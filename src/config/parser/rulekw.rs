@@ -116,6 +116,40 @@ impl State<'_> {
         }
     }
 
+    /// Notes a condition of a proxy's rule that reads layer 6 fetches, for
+    /// HAProxy's check-time warning on HTTP proxies (`validate.rs`); the
+    /// rank orders the rule sets as HAProxy checks them.
+    fn note_l6(&mut self, loc: &Loc, cond: &Condition) {
+        use crate::sample::stage::Src;
+        if !matches!(self.section, Section::Proxy(_)) {
+            return;
+        }
+        let first = |i: usize| self.raw_words.get(i).map_or("", String::as_str);
+        let rank = match (first(0), first(1)) {
+            ("use_backend", _) => 0,
+            ("use-server", _) => 1,
+            ("stick", _) => 2,
+            ("tcp-request", "connection") => 3,
+            ("tcp-request", "session") => 4,
+            ("tcp-request", "content") => 5,
+            ("tcp-response", _) => 6,
+            ("http-request" | "redirect", _) => 7,
+            ("http-response", _) => 8,
+            ("http-after-response", _) => 9,
+            _ => return,
+        };
+        let acls = &self.px().acls;
+        let l6 = cond.groups.iter().flatten().any(|t| {
+            acls.iter().filter(|a| a.name == t.name).any(|a| {
+                let u = a.expr.fetch().uses;
+                u.has(Src::L6req) || u.has(Src::L6res)
+            })
+        });
+        if l6 {
+            self.px().l6_conds.push((rank, loc.clone()));
+        }
+    }
+
     /// HAProxy's warning for an ACL that can never match: no location in
     /// it, as HAProxy prints it.
     fn never_matches(&mut self, loc: &Loc, criterion: &str) {
@@ -248,6 +282,7 @@ impl State<'_> {
             return Err(format!("no such ACL : '{}'{sugg}", term.name));
         }
         self.px().acls.extend(extra);
+        self.note_l6(loc, &cond);
         Ok(cond)
     }
 
