@@ -231,6 +231,11 @@ fn misused_rewrites_are_refused_as_haproxy_refuses_them() {
         "    http-after-response capture str(a) id 3\n",
         "    http-after-response capture str(a) len 3\n",
         "    http-after-response strict-mode\n",
+        "    http-request set-log-level\n",
+        "    http-request set-log-level loud\n",
+        "    http-request set-log-level err x\n",
+        "    http-response set-log-level silent x\n",
+        "    http-response set-log-level\n",
     ];
     haproxy::assert_check_agrees(
         "rwcheck",
@@ -244,4 +249,56 @@ fn misused_rewrites_are_refused_as_haproxy_refuses_them() {
         }),
         alert,
     );
+}
+
+/// `set-log-level` of `http-request` and `http-response`: the severity the
+/// access log line is sent at (the `<PRI>` of the `short` format), and
+/// `silent`, which sends none, as haproxy 2.6 does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_levels_are_haproxys() {
+    if !haproxy::available() {
+        return;
+    }
+    let global = GLOBAL.replace("format raw local0 info", "format short local0 debug");
+    let cfg = format!(
+        "{global}
+frontend fe
+    bind {{fe0}}
+    {LOG}
+    option log-separate-errors
+    http-request set-var(txn.p) path
+    http-request set-log-level err if {{ path /err }}
+    http-request set-log-level silent if {{ path /silent }}
+    http-request set-log-level notice if {{ path /both }}
+    http-response set-log-level debug if {{ var(txn.p) -m str /dbg /both }}
+    http-request deny if {{ path /denied }}
+    default_backend be
+backend be
+    server s {{srv}}
+"
+    );
+    let pair = Pair::start("loglevel", &cfg, 1).await;
+    pair.answer(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+    let mut differ = haproxy::Differences::default();
+    for path in ["/plain", "/err", "/dbg", "/both", "/denied"] {
+        let req = format!("GET {path} HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n");
+        let [h, s] = pair.both(0, &req).await;
+        if path == "/err" {
+            // Not vacuous: the `short` format's `<severity>`, err (3).
+            assert!(h.1.starts_with("<3>"), "{}", h.1);
+        }
+        differ.compare(path, &h, &s);
+    }
+    // A silent request sends no line: the next line is the next request's.
+    for i in 0..2 {
+        let addr = pair.fronts[i][0].addr();
+        for path in ["/silent", "/after"] {
+            let req = format!("GET {path} HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n");
+            haproxy::exchange(addr, req.as_bytes(), false).await;
+        }
+    }
+    let (h, s) = (pair.logs[0].take(1), pair.logs[1].take(1));
+    assert!(h[0].contains("/after"), "{h:?}");
+    differ.compare("silent", &h, &s);
+    differ.assert_none();
 }

@@ -756,6 +756,8 @@ pub(crate) enum HttpRequestAction {
     /// `http-request reject`: the connection is closed at once, without
     /// an answer.
     Reject,
+    /// `http-request set-log-level <level>|silent`.
+    SetLogLevel(LogLevel),
     /// `http-request strict-mode on|off`: sluice's rewrites cannot fail,
     /// so there is nothing for it to change (kept for `-c` and docs).
     StrictMode(bool),
@@ -1036,6 +1038,17 @@ pub(crate) enum HttpResponseAction {
     ReplaceValue(HeaderRewrite),
     /// `strict-mode on|off`: see [`HttpRequestAction::StrictMode`].
     StrictMode(bool),
+    /// `set-log-level <level>|silent`.
+    SetLogLevel(LogLevel),
+}
+
+/// What `set-log-level` makes of the request's access log line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LogLevel {
+    /// Not logged at all.
+    Silent,
+    /// Logged at this syslog severity (0 emerg .. 7 debug).
+    Severity(u8),
 }
 
 /// The part of a request target a rule sets or replaces.

@@ -467,7 +467,10 @@ impl<'a> Relay<'a> {
                 let room = crate::http::body::room(resp, be.max_head, body == BodyKind::Chunked);
                 crate::http::body::view(&self.upstream.buf, body, room, &mut decoded)
             });
-        let cap = &mut self.rec.cap_resp;
+        let log = RespLog {
+            cap: &mut self.rec.cap_resp,
+            level: &mut self.rec.level,
+        };
         let store = Store {
             fill: &mut self.fill,
             body,
@@ -480,7 +483,7 @@ impl<'a> Relay<'a> {
             req,
             ctx,
             resp,
-            cap,
+            log,
             cookie,
             res_body.as_ref(),
             Some(store),
@@ -1045,8 +1048,18 @@ pub(super) fn rules_on_hit(
         server_conn: None,
         unique_id: uid.as_deref(),
     };
-    let cap = &mut rec.cap_resp;
-    response_edits(fe, be, &who, req, ctx, resp, cap, |_, _| {}, None, None).map_err(|_| ())
+    let log = RespLog {
+        cap: &mut rec.cap_resp,
+        level: &mut rec.level,
+    };
+    response_edits(fe, be, &who, req, ctx, resp, log, |_, _| {}, None, None).map_err(|_| ())
+}
+
+/// What the response rules write into the request's log record: the
+/// response capture slots, the level of the line.
+struct RespLog<'a> {
+    cap: &'a mut [Option<Vec<u8>>],
+    level: &'a mut Option<crate::config::model::LogLevel>,
 }
 
 /// Why the response rules refused a response.
@@ -1086,7 +1099,7 @@ fn response_edits<'r>(
     req: &Head,
     ctx: &ReqCtx<'_>,
     resp: &mut Head,
-    cap_resp: &mut [Option<Vec<u8>>],
+    log: RespLog<'_>,
     cookie: impl FnOnce(&Head, &mut Option<Edits>),
     res_body: Option<&crate::sample::fetch::Body<'_>>,
     mut store: Option<Store<'_>>,
@@ -1183,7 +1196,7 @@ fn response_edits<'r>(
                 break;
             }
             let mut caps = rules::CaptureSlots {
-                slots: &mut *cap_resp,
+                slots: &mut *log.cap,
                 lens: &fe.captures.response,
             };
             // The response as the server sent it (the edits of earlier
@@ -1208,6 +1221,7 @@ fn response_edits<'r>(
                         );
                     }
                 }
+                HttpResponseAction::SetLogLevel(l) => *log.level = Some(*l),
                 // Stopped the loop above; the others were applied.
                 HttpResponseAction::Allow
                 | HttpResponseAction::SetHeader { .. }
@@ -1290,7 +1304,7 @@ fn response_edits<'r>(
                 break;
             }
             let mut caps = rules::CaptureSlots {
-                slots: &mut *cap_resp,
+                slots: &mut *log.cap,
                 lens: &fe.captures.response,
             };
             rules::edit_response(action, resp, &mut edits, &cx, &mut caps);

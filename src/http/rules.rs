@@ -373,7 +373,8 @@ pub(crate) fn edit_response(
         | HttpResponseAction::Allow
         | HttpResponseAction::WaitForBody(_)
         | HttpResponseAction::Table(_)
-        | HttpResponseAction::CacheStore(_) => return false,
+        | HttpResponseAction::CacheStore(_)
+        | HttpResponseAction::SetLogLevel(_) => return false,
     }
     true
 }

@@ -1726,6 +1726,7 @@ impl RuleRun<'_> {
                     self.edits.get_or_insert_with(Default::default).method = Some(v);
                 }
                 HttpRequestAction::StrictMode(_) => {}
+                HttpRequestAction::SetLogLevel(l) => self.rec.level = Some(*l),
                 HttpRequestAction::Reject => {
                     // Closed at once, nothing said to the client (HAProxy's
                     // `PR--`, no status).

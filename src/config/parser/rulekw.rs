@@ -1145,6 +1145,24 @@ fn format_arg(args: &[String], stage: Stage) -> Result<LogFmt, String> {
     parse_logfmt(&args[0], stage)
 }
 
+/// `<level>|silent` of `set-log-level`; `rule` names the rule set in
+/// HAProxy's message for words left over.
+fn log_level_args(args: &[String], rule: &str) -> Result<crate::config::model::LogLevel, String> {
+    use crate::config::model::LogLevel;
+    let level = match args.first().map(String::as_str) {
+        Some("silent") => LogLevel::Silent,
+        Some(l) => match crate::config::log::LEVELS.iter().position(|n| *n == l) {
+            Some(n) => LogLevel::Severity(n as u8),
+            None => {
+                return Err("expects exactly 1 argument (log level name or 'silent')".to_string());
+            }
+        },
+        None => return Err("expects exactly 1 argument (log level name or 'silent')".to_string()),
+    };
+    no_more_args(&args[1..], rule, "set-log-level")?;
+    Ok(level)
+}
+
 /// `on|off` of `strict-mode`; `rule` names the rule set in HAProxy's
 /// message for words left over.
 fn strict_mode_args(args: &[String], rule: &str) -> Result<bool, String> {
@@ -1613,6 +1631,9 @@ pub(crate) const HTTP_REQUEST: &[ActionKw<HttpRequestAction>] = &[
     kwd("strict-mode", |_, _, a| {
         strict_mode_args(a, "http-request").map(HttpRequestAction::StrictMode)
     }),
+    kwd("set-log-level", |_, _, a| {
+        log_level_args(a, "http-request").map(HttpRequestAction::SetLogLevel)
+    }),
     // ---- Captures (what goes around the sample engine). ----
     kwd("capture", |s, _, a| {
         s.capture_rule(a, true)
@@ -1735,6 +1756,9 @@ pub(crate) const HTTP_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
     }),
     kwd("strict-mode", |_, _, a| {
         strict_mode_args(a, "http-response").map(HttpResponseAction::StrictMode)
+    }),
+    kwd("set-log-level", |_, _, a| {
+        log_level_args(a, "http-response").map(HttpResponseAction::SetLogLevel)
     }),
     // ---- Captures (what goes around the sample engine). ----
     kwd("capture", |s, _, a| {

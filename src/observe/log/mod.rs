@@ -355,7 +355,10 @@ pub(crate) fn emit(
     let Some(flog) = fe.log.as_ref() else { return };
     let Some(accept) = rec.accept else { return };
     let Some(client) = rec.client else { return };
-    if rec.logged || (rec.null && flog.dontlognull) {
+    if rec.logged
+        || (rec.null && flog.dontlognull)
+        || rec.level == Some(crate::config::model::LogLevel::Silent)
+    {
         return;
     }
     let Some(format) = &flog.format else { return };
@@ -395,10 +398,10 @@ pub(crate) fn emit(
     };
     let mut msg = String::with_capacity(256);
     format.render(&line, &mut msg);
-    let severity = if flog.separate_errors && rec.is_error() {
-        crate::config::log::ERR
-    } else {
-        crate::config::log::INFO
+    let severity = match rec.level {
+        Some(crate::config::model::LogLevel::Severity(l)) => l,
+        _ if flog.separate_errors && rec.is_error() => crate::config::log::ERR,
+        _ => crate::config::log::INFO,
     };
     flog.setup.send(severity, &Date::now(), &msg);
 }
