@@ -758,6 +758,11 @@ pub(crate) enum HttpRequestAction {
     Reject,
     /// `http-request set-log-level <level>|silent`.
     SetLogLevel(LogLevel),
+    /// `http-request set-src|set-src-port|set-dst|set-dst-port <expr>`.
+    SetAddr {
+        part: AddrPart,
+        expr: crate::sample::Expr,
+    },
     /// `http-request strict-mode on|off`: sluice's rewrites cannot fail,
     /// so there is nothing for it to change (kept for `-c` and docs).
     StrictMode(bool),
@@ -1040,6 +1045,15 @@ pub(crate) enum HttpResponseAction {
     StrictMode(bool),
     /// `set-log-level <level>|silent`.
     SetLogLevel(LogLevel),
+}
+
+/// The address or port a `set-src`-like rule replaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AddrPart {
+    Src,
+    SrcPort,
+    Dst,
+    DstPort,
 }
 
 /// What `set-log-level` makes of the request's access log line.

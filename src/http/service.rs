@@ -982,6 +982,7 @@ async fn route(
         cache: &mut cache_txn,
         rt,
         fe,
+        peer,
         src: peer.ip(),
         src_port: peer.inet().map(|a| a.port()),
         dst: rq.dst,
@@ -1043,11 +1044,16 @@ async fn route(
     } else {
         let rb = held.view();
         let fetched = shown.get().unwrap_or(head);
-        let view = View::of_request(fetched, rq, local, fe, rb.as_ref());
+        // The addresses as the frontend's rules left them (`set-src`).
+        let view = View {
+            src: run.src,
+            src_port: run.src_port,
+            ..View::of_request(fetched, rq, run.local, fe, rb.as_ref())
+        };
         let sample_cx = crate::sample::Ctx {
-            src: peer.ip(),
-            src_port: peer.inet().map(|a| a.port()),
-            local: local.or(rq.dst),
+            src: run.src,
+            src_port: run.src_port,
+            local: run.local.or(run.dst),
             req: Some(fetched),
             frontend: &fe.name,
             req_body: rb.as_ref(),
@@ -1132,6 +1138,8 @@ async fn route(
     } else {
         head
     };
+    // The client and the address it reached as the rules left them.
+    let moved = (run.peer, run.dst);
     // `unique-id-header`: the id goes to the server after the rules'
     // edits, as HAProxy adds it once the rules have run.
     if let Some(uid) = &fe.unique_id
@@ -1151,9 +1159,9 @@ async fn route(
     let ctx = forward::ReqCtx {
         comp,
         cache: cache_txn.as_ref(),
-        src: peer.ip(),
-        peer,
-        dst: rq.dst,
+        src: moved.0.ip(),
+        peer: moved.0,
+        dst: moved.1,
         edits: edits.as_ref(),
         stream: rq.stream,
         persisted: None,
@@ -1291,6 +1299,8 @@ impl<'p> Stage<'p> {
 struct RuleRun<'r> {
     rt: &'r Runtime,
     fe: &'r FrontendRt,
+    /// The client as the rules left it (`set-src`, `set-src-port`).
+    peer: Peer,
     src: Option<IpAddr>,
     src_port: Option<u16>,
     /// The address a PROXY header names as the client's destination.
@@ -1332,6 +1342,9 @@ enum Stop {
         at: usize,
         wait: crate::config::model::WaitForBody,
     },
+    /// Rule `at` changed what the rules see of the connection (`set-src`
+    /// and the like): the rules after it run on a new view.
+    Moved { at: usize },
 }
 
 impl RuleRun<'_> {
@@ -1456,12 +1469,73 @@ impl RuleRun<'_> {
             {
                 None => return None,
                 Some(Stop::Answered(out)) => return Some(out),
+                Some(Stop::Moved { at }) => rules = rules.get(at + 1..).unwrap_or(&[]),
                 Some(Stop::Wait { at, wait }) => {
                     rules = rules.get(at + 1..).unwrap_or(&[]);
                     // A future of its own: the rules' stays small.
                     if let Some(out) = Box::pin(self.wait_rule(head, wait, st.be, held)).await {
                         return Some(out);
                     }
+                }
+            }
+        }
+    }
+
+    /// `set-src`, `set-src-port`, `set-dst`, `set-dst-port`: the address
+    /// the rest of the request sees (rules, backend choice, the server's
+    /// `X-Forwarded-For`, the log). A value that is no address (no port)
+    /// changes nothing; a new address keeps the port, a new port the
+    /// address (`0.0.0.0` where there was none), as in HAProxy.
+    fn set_addr(
+        &mut self,
+        part: crate::config::model::AddrPart,
+        v: Option<crate::sample::value::Sample<'_>>,
+        local: Option<SocketAddr>,
+    ) {
+        use crate::config::model::AddrPart;
+        use crate::sample::value::{Sample, SmpType};
+        let Some(v) = v else { return };
+        let ip = |v: Sample<'_>| match v.cast(SmpType::Addr)? {
+            Sample::Ipv4(a) => Some(IpAddr::V4(a)),
+            Sample::Ipv6(a) => Some(IpAddr::V6(a)),
+            _ => None,
+        };
+        // HAProxy stores the low 16 bits.
+        let port = |v: Sample<'_>| match v.cast(SmpType::Sint)? {
+            Sample::Sint(n) => Some(n as u16),
+            _ => None,
+        };
+        let unspecified = IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED);
+        match part {
+            AddrPart::Src | AddrPart::SrcPort => {
+                let cur = self.peer.inet();
+                let new = if part == AddrPart::Src {
+                    let Some(ip) = ip(v) else { return };
+                    SocketAddr::new(ip, cur.map_or(0, |a| a.port()))
+                } else {
+                    let Some(p) = port(v) else { return };
+                    SocketAddr::new(cur.map_or(unspecified, |a| a.ip()), p)
+                };
+                self.peer = Peer::Ip(new);
+                self.src = Some(new.ip());
+                self.src_port = Some(new.port());
+                if self.rec.client.is_some() {
+                    self.rec.client = Some(self.peer);
+                }
+            }
+            AddrPart::Dst | AddrPart::DstPort => {
+                let cur = self.local.or(local);
+                let new = if part == AddrPart::Dst {
+                    let Some(ip) = ip(v) else { return };
+                    SocketAddr::new(ip, cur.map_or(0, |a| a.port()))
+                } else {
+                    let Some(p) = port(v) else { return };
+                    SocketAddr::new(cur.map_or(unspecified, |a| a.ip()), p)
+                };
+                self.local = Some(new);
+                self.dst = Some(new);
+                if self.rec.local.is_some() {
+                    self.rec.local = Some(Peer::Ip(new));
                 }
             }
         }
@@ -1727,6 +1801,11 @@ impl RuleRun<'_> {
                 }
                 HttpRequestAction::StrictMode(_) => {}
                 HttpRequestAction::SetLogLevel(l) => self.rec.level = Some(*l),
+                HttpRequestAction::SetAddr { part, expr } => {
+                    let v = expr.eval(&rules::sample_ctx(&cx));
+                    self.set_addr(*part, v, local);
+                    return Some(Stop::Moved { at });
+                }
                 HttpRequestAction::Reject => {
                     // Closed at once, nothing said to the client (HAProxy's
                     // `PR--`, no status).

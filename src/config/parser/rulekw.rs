@@ -3,7 +3,7 @@
 //! `return`/`deny`, and the argument parsers of their actions.
 
 use super::*;
-use crate::config::model::UriPart;
+use crate::config::model::{AddrPart, UriPart};
 use crate::sample::Stage;
 
 impl State<'_> {
@@ -493,6 +493,13 @@ impl State<'_> {
             }
             Err(e) => return Err(e.to_string()),
         };
+        let stage = self.http_stage(!request);
+        if !expr.fetch().uses.usable_in(stage) {
+            return Err(format!(
+                "fetch method '{text}' extracts information from '{}', none of which is available here",
+                expr.fetch().uses.names()
+            ));
+        }
         let caps = &mut self.px().captures;
         let slots = if request {
             &mut caps.request
@@ -1163,6 +1170,45 @@ fn log_level_args(args: &[String], rule: &str) -> Result<crate::config::model::L
     Ok(level)
 }
 
+/// The sample expression `text` of an action, read as HAProxy's actions
+/// read theirs: a fetch its place cannot give is refused naming `quoted`
+/// (the expression; for `set-var`, HAProxy names the action word).
+pub(super) fn action_expr(
+    text: &str,
+    stage: Stage,
+    quoted: &str,
+) -> Result<crate::sample::Expr, String> {
+    let (expr, used) = crate::sample::Expr::parse(text).map_err(|e| e.to_string())?;
+    if used != text.len() {
+        return Err(format!(
+            "failed to parse sample expression <{text}> : unexpected '{}'",
+            &text[used..]
+        ));
+    }
+    if !expr.fetch().uses.usable_in(stage) {
+        return Err(format!(
+            "fetch method '{quoted}' extracts information from '{}', none of which is available here",
+            expr.fetch().uses.names()
+        ));
+    }
+    Ok(expr)
+}
+
+/// `<expr>` of `set-src`, `set-src-port`, `set-dst` and `set-dst-port`.
+fn addr_args(
+    args: &[String],
+    part: crate::config::model::AddrPart,
+    stage: Stage,
+    action: &str,
+) -> Result<HttpRequestAction, String> {
+    let Some(text) = args.first() else {
+        return Err("missing fetch method".to_string());
+    };
+    let expr = action_expr(text, stage, text)?;
+    no_more_args(&args[1..], "http-request", action)?;
+    Ok(HttpRequestAction::SetAddr { part, expr })
+}
+
 /// `on|off` of `strict-mode`; `rule` names the rule set in HAProxy's
 /// message for words left over.
 fn strict_mode_args(args: &[String], rule: &str) -> Result<bool, String> {
@@ -1500,18 +1546,7 @@ pub(crate) fn var_rule(
         1 if args.len() < 2 => return Err("missing fetch method".to_string()),
         // HAProxy takes no format as an empty one.
         2 if args.len() < 2 => VarValue::Fmt(parse_logfmt("", stage)?),
-        1 => {
-            let text = &args[1];
-            let (expr, used) =
-                crate::sample::Expr::parse_in(text, stage).map_err(|e| e.to_string())?;
-            if used != text.len() {
-                return Err(format!(
-                    "failed to parse sample expression <{text}> : unexpected '{}'",
-                    &text[used..]
-                ));
-            }
-            VarValue::Expr(expr)
-        }
+        1 => VarValue::Expr(action_expr(&args[1], stage, word)?),
         _ => VarValue::Fmt(parse_logfmt(&args[1], stage)?),
     };
     let extra = if kind == 0 { 1 } else { 2 };
@@ -1633,6 +1668,18 @@ pub(crate) const HTTP_REQUEST: &[ActionKw<HttpRequestAction>] = &[
     }),
     kwd("set-log-level", |_, _, a| {
         log_level_args(a, "http-request").map(HttpRequestAction::SetLogLevel)
+    }),
+    kwd("set-src", |s, _, a| {
+        addr_args(a, AddrPart::Src, s.http_stage(false), "set-src")
+    }),
+    kwd("set-src-port", |s, _, a| {
+        addr_args(a, AddrPart::SrcPort, s.http_stage(false), "set-src-port")
+    }),
+    kwd("set-dst", |s, _, a| {
+        addr_args(a, AddrPart::Dst, s.http_stage(false), "set-dst")
+    }),
+    kwd("set-dst-port", |s, _, a| {
+        addr_args(a, AddrPart::DstPort, s.http_stage(false), "set-dst-port")
     }),
     // ---- Captures (what goes around the sample engine). ----
     kwd("capture", |s, _, a| {
