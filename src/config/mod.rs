@@ -7,6 +7,8 @@
 
 pub(crate) mod log;
 pub(crate) mod log_format;
+#[cfg(test)]
+mod matrix;
 
 pub mod addr;
 pub(crate) mod cond;
