@@ -7,7 +7,7 @@
 //! true (`SLUICE_WRITE_DOCS=1` rewrites it).
 
 use crate::config::diag::Level;
-use crate::haproxy26::{Kind, haproxy26};
+use crate::haproxy26::Kind;
 
 /// What sluice's parser does with a keyword.
 #[derive(Debug, Clone, PartialEq, Eq)]
