@@ -252,7 +252,6 @@ pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "source",
     "use-server",
     "description",
-    "id",
     "disabled",
     "enabled",
     "bind-process",

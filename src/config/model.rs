@@ -1523,6 +1523,8 @@ pub(crate) struct Proxy {
     pub(crate) log_health_checks: bool,
     /// `fullconn` (None: HAProxy's default, 10% of the frontends' maxconn).
     pub(crate) fullconn: Option<u32>,
+    /// `id <n>`: the proxy's number (`iid`, `pxid`), else one is given.
+    pub(crate) id: Option<u32>,
     /// `load-server-state-from-file global|local|none` (None: none).
     pub(crate) load_server_state: Option<LoadServerState>,
     /// `server-state-file-name [<file>|use-backend-name]` (None: the
@@ -1646,6 +1648,7 @@ impl Proxy {
             allbackups: false,
             log_health_checks: false,
             fullconn: None,
+            id: None,
             load_server_state: None,
             server_state_file_name: None,
             check_type: CheckType::default(),

@@ -847,6 +847,7 @@ pub(crate) const PROXY: &[ProxyKw] = &[
     }),
     kwd("hash-type", |s, loc, w, _| s.kw_hash_type(loc, w)),
     kwd("fullconn", |s, loc, w, _| s.kw_fullconn(loc, w)),
+    kwd("id", |s, loc, w, _| s.kw_proxy_id(loc, w)),
     kwd("http-check", |s, loc, w, _| s.kw_http_check(loc, w)),
     kwd("tcp-check", |s, loc, w, _| s.kw_tcp_check(loc, w)),
     kwd("log", |s, loc, w, _| s.kw_log(loc, w)),
