@@ -366,3 +366,43 @@ backend ten
     }
     differ.assert_none();
 }
+
+/// `option dontlog-normal`: only the exchanges that failed (an error
+/// status of 500 and up, a termination state, a retry) are logged, as
+/// haproxy 2.6 logs them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dontlog_normal_is_haproxys() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = format!(
+        "{GLOBAL}
+frontend fe
+    bind {{fe0}}
+    {LOG}
+    option dontlog-normal
+    http-request deny if {{ path /denied }}
+    http-request return status 503 if {{ path /busy }}
+    use_backend nosrv if {{ path /nosrv }}
+    default_backend be
+backend be
+    server s {{srv}}
+backend nosrv
+"
+    );
+    let pair = Pair::start("dontlognormal", &cfg, 1).await;
+    pair.answer(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+    let mut differ = haproxy::Differences::default();
+    for i in 0..2 {
+        let addr = pair.fronts[i][0].addr();
+        for path in ["/ok", "/denied", "/ok", "/busy", "/nosrv"] {
+            let req = format!("GET {path} HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n");
+            haproxy::exchange(addr, req.as_bytes(), false).await;
+        }
+    }
+    // The two /ok are not logged; the next line is the deny's.
+    let (h, s) = (pair.logs[0].take(3), pair.logs[1].take(3));
+    assert!(h[0].contains("/denied"), "{h:?}");
+    differ.compare("dontlog-normal", &h, &s);
+    differ.assert_none();
+}

@@ -252,8 +252,6 @@ pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "source",
     "use-server",
     "description",
-    "disabled",
-    "enabled",
     "bind-process",
     "backlog",
     "grace",
@@ -320,7 +318,6 @@ pub(crate) const OPTIONS_IGNORED: &[(&str, &str)] = &[
 
 pub(crate) const OPTIONS_UNSUPPORTED: &[&str] = &[
     "checkcache",
-    "dontlog-normal",
     "http-use-proxy-header",
     "ldap-check",
     "mysql-check",

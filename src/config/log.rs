@@ -148,6 +148,8 @@ pub(crate) struct ProxyLog {
     /// `option httplog [clf]`, `option tcplog`, `log-format`.
     pub(crate) format: Option<LogFormatKind>,
     pub(crate) dontlognull: bool,
+    /// `option dontlog-normal`: only the exchanges that failed are logged.
+    pub(crate) dontlog_normal: bool,
     pub(crate) separate_errors: bool,
     pub(crate) logasap: bool,
     /// `log-tag` of the proxy.
@@ -175,6 +177,7 @@ impl ProxyLog {
     pub(crate) fn set_option(&mut self, name: &str, on: bool) -> bool {
         match name {
             "dontlognull" => self.dontlognull = on,
+            "dontlog-normal" => self.dontlog_normal = on,
             "log-separate-errors" => self.separate_errors = on,
             "logasap" => self.logasap = on,
             _ => return false,

@@ -1525,6 +1525,9 @@ pub(crate) struct Proxy {
     pub(crate) fullconn: Option<u32>,
     /// `id <n>`: the proxy's number (`iid`, `pxid`), else one is given.
     pub(crate) id: Option<u32>,
+    /// `disabled` (`enabled` undoes it): the proxy is not started, not
+    /// checked, not shown; it keeps its number.
+    pub(crate) disabled: bool,
     /// `load-server-state-from-file global|local|none` (None: none).
     pub(crate) load_server_state: Option<LoadServerState>,
     /// `server-state-file-name [<file>|use-backend-name]` (None: the
@@ -1649,6 +1652,7 @@ impl Proxy {
             log_health_checks: false,
             fullconn: None,
             id: None,
+            disabled: false,
             load_server_state: None,
             server_state_file_name: None,
             check_type: CheckType::default(),

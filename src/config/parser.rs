@@ -805,6 +805,7 @@ impl<'r> State<'r> {
         p.h1_case_bogus_client = d.h1_case_bogus_client;
         p.h1_case_bogus_server = d.h1_case_bogus_server;
         p.fullconn = d.fullconn;
+        p.disabled = d.disabled;
         p.load_server_state = d.load_server_state;
         p.server_state_file_name = d.server_state_file_name.clone();
         p.check_type = d.check_type;

@@ -16,6 +16,10 @@ pub(crate) fn check(config: &mut Config, diags: &mut Vec<Diagnostic>) {
         }
     }
     for (idx, p) in config.proxies.iter().enumerate() {
+        // HAProxy checks nothing of a proxy that will not start.
+        if p.disabled {
+            continue;
+        }
         if p.kind.has_frontend() {
             if let Some((name, _)) = &p.default_backend {
                 check_target(config, idx, p, name, "default_backend", diags);

@@ -51,6 +51,7 @@ pub(crate) struct FrontendLog {
     /// `None`: no log format, HAProxy's "Connect from" line at accept.
     pub(crate) format: Option<LogFormat>,
     pub(crate) dontlognull: bool,
+    pub(crate) dontlog_normal: bool,
     pub(crate) separate_errors: bool,
     pub(crate) logasap: bool,
     /// `%lc`.
@@ -69,6 +70,7 @@ impl FrontendLog {
             setup,
             format,
             dontlognull: p.dontlognull,
+            dontlog_normal: p.dontlog_normal,
             separate_errors: p.separate_errors,
             logasap: p.logasap,
             counter: AtomicU64::new(0),

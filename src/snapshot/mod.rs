@@ -492,7 +492,7 @@ impl Compiler<'_> {
             .proxies
             .iter()
             .enumerate()
-            .filter(|(_, p)| p.kind.has_backend())
+            .filter(|(_, p)| p.kind.has_backend() && !p.disabled)
             .map(|(i, p)| (p.name.clone(), self.backend(self.iids[i], p)))
             .collect()
     }
@@ -505,6 +505,8 @@ impl Compiler<'_> {
             .proxies
             .iter()
             .enumerate()
+            // A disabled proxy is not started: no listener, no row.
+            .filter(|(_, p)| !p.disabled)
             .map(|(i, p)| {
                 let iid = self.iids[i];
                 let backend = if p.kind.has_backend() {

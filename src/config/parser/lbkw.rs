@@ -603,6 +603,21 @@ impl State<'_> {
         self.px().id = Some(id);
     }
 
+    /// `disabled` (`on`) and `enabled`: whether the proxy (the proxies a
+    /// `defaults` section makes) starts.
+    pub(super) fn kw_disabled(&mut self, loc: &Loc, words: &[String], on: bool) {
+        if let Some(extra) = words.get(1) {
+            return self.alert(
+                loc,
+                format!(
+                    "'{}' cannot handle unexpected argument '{extra}'.",
+                    words[0]
+                ),
+            );
+        }
+        self.px().disabled = on;
+    }
+
     /// `option httpchk|tcp-check|allbackups`; false when `name` is none of
     /// them.
     pub(super) fn lb_option(&mut self, loc: &Loc, words: &[String], neg: bool) -> bool {

@@ -358,6 +358,7 @@ pub(crate) fn emit(
     if rec.logged
         || (rec.null && flog.dontlognull)
         || rec.level == Some(crate::config::model::LogLevel::Silent)
+        || (flog.dontlog_normal && !rec.is_error())
     {
         return;
     }
