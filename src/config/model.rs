@@ -32,6 +32,8 @@ pub(crate) struct Global {
     pub(crate) pidfile: Option<PathBuf>,
     pub(crate) node: Option<String>,
     pub(crate) description: Option<String>,
+    /// `setenv`, `presetenv`, `unsetenv`, `resetenv`.
+    pub(crate) env: crate::sys::env::EnvEdits,
     /// `spread-checks <0..50>`: each check's interval moved by up to this
     /// percentage either way, at random (0: exact intervals).
     pub(crate) spread_checks: u32,

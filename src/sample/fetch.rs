@@ -415,7 +415,7 @@ static FETCHES: &[FetchDef] = &[
         Some(Sample::Sint(i64::from(now.subsec_micros())))
     }),
     def("env", CONST, STR, T::Str, |a, _| {
-        let v = std::env::var_os(a[0].as_str())?;
+        let v = crate::sys::env::var(a[0].as_str())?;
         Some(Sample::Str(Cow::Owned(v.into_encoded_bytes())))
     }),
     def("hostname", CONST, ArgSpec::NONE, T::Str, |_, _| {

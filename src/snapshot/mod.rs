@@ -324,6 +324,7 @@ fn compile_with(
 ) -> (Snapshot, Vec<StateChange>) {
     // Process-wide, as in HAProxy: the limits of the running configuration.
     crate::sample::vars::set_limits(&config.global.vars_limits);
+    crate::sys::env::publish(&config.global.env);
     crate::sample::auth::publish(&config.global.userlists);
     crate::sample::patref::publish(&config.global.pat_refs);
     let mut c = Compiler {

@@ -248,6 +248,10 @@ pub(crate) const GLOBAL: &[GlobalKw] = &[
     kwd("daemon", g_daemon),
     kwd("pidfile", g_pidfile),
     kwd("node", g_node),
+    kwd("setenv", g_setenv),
+    kwd("presetenv", g_setenv),
+    kwd("unsetenv", g_unsetenv),
+    kwd("resetenv", g_resetenv),
     kwd("spread-checks", g_spread_checks),
     kwd("localpeer", g_localpeer),
     kwd("description", g_description),
@@ -670,6 +674,40 @@ fn g_node(s: &mut State<'_>, loc: &Loc, words: &[String]) {
         Some(n) => s.global.node = Some(n.to_string()),
         None => s.alert(loc, "'node' expects a name as an argument."),
     };
+}
+
+/// `setenv <name> <value>`, `presetenv <name> <value>` (only where the
+/// variable is not set): for the `${...}` of the lines after it and for
+/// the running configuration (the `env` fetch, `show env`).
+fn g_setenv(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    let (Some(name), Some(value)) = (words.get(1), words.get(2)) else {
+        return s.tight(
+            Level::Alert,
+            loc,
+            format!("'{}' expects a name and a value.", words[0]),
+        );
+    };
+    let base = s.env.unwrap_or(&|_| None);
+    s.global.env.set(name, value, words[0] == "setenv", base);
+}
+
+/// `unsetenv <name>...`.
+fn g_unsetenv(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    if words.len() < 2 {
+        return s.tight(
+            Level::Alert,
+            loc,
+            "'unsetenv' expects at least one variable name.",
+        );
+    }
+    for name in &words[1..] {
+        s.global.env.unset(name);
+    }
+}
+
+/// `resetenv [<name>...]`: only the variables named are kept.
+fn g_resetenv(s: &mut State<'_>, _: &Loc, words: &[String]) {
+    s.global.env.reset(&words[1..]);
 }
 
 /// `localpeer <name>`: this process among the peers (the peers layer
