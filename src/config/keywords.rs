@@ -239,7 +239,6 @@ pub(crate) const GLOBAL_IGNORED: &[(&str, &str)] = &[
 ];
 
 pub(crate) const GLOBAL_UNSUPPORTED: &[&str] = &[
-    "log-send-hostname",
     "master-worker",
     "ssl-engine",
     "lua-load",

@@ -21,8 +21,11 @@ pub(crate) enum Sink {
 /// The `format` of a log target (HAProxy's names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) enum Format {
-    /// RFC3164 without the host name (HAProxy's default).
+    /// No `format`: RFC3164 without the host name, unless the global
+    /// section has `log-send-hostname` (HAProxy's default).
     #[default]
+    Default,
+    /// `format local`: RFC3164 without the host name, always.
     Local,
     Rfc3164,
     Rfc5424,
@@ -107,6 +110,9 @@ pub(crate) struct GlobalLog {
     pub(crate) targets: Vec<LogTarget>,
     /// `log-tag`: the program name in the syslog header (default `sluice`).
     pub(crate) tag: Option<String>,
+    /// `log-send-hostname [<name>]`: the host name the syslog header
+    /// carries (the machine's without a name).
+    pub(crate) send_hostname: Option<String>,
 }
 
 /// The log format a proxy asked for.

@@ -16,6 +16,8 @@ pub(crate) const DEFAULT_TAG: &str = "sluice";
 pub(crate) struct LogSetup {
     pub(crate) targets: Vec<(LogTarget, Arc<Sink>)>,
     pub(crate) tag: Arc<str>,
+    /// `log-send-hostname`: the host name of the syslog headers.
+    pub(crate) hostname: Option<Arc<str>>,
 }
 
 impl LogSetup {
@@ -40,6 +42,7 @@ impl LogSetup {
         Some(LogSetup {
             targets,
             tag: Arc::from(tag),
+            hostname: g.send_hostname.as_deref().map(Arc::from),
         })
     }
 }

@@ -242,6 +242,7 @@ pub(crate) const GLOBAL: &[GlobalKw] = &[
     kwd("maxconn", g_maxconn),
     kwd("log", g_log),
     kwd("log-tag", g_log_tag),
+    kwd("log-send-hostname", g_log_send_hostname),
     kwd("nbthread", g_maxconn),
     kwd("stats", g_stats),
     kwd("nbproc", g_nbproc),
@@ -770,6 +771,16 @@ fn g_log_tag(s: &mut State<'_>, loc: &Loc, words: &[String]) {
         Ok(t) => s.global.log.tag = Some(t),
         Err(e) => s.alert(loc, e),
     };
+}
+
+/// `log-send-hostname [<name>]`: the syslog header names the host (this
+/// one, or `<name>`).
+fn g_log_send_hostname(s: &mut State<'_>, _: &Loc, words: &[String]) {
+    let name = match words.get(1) {
+        Some(n) => n.clone(),
+        None => crate::sys::process::hostname().to_string(),
+    };
+    s.global.log.send_hostname = Some(name);
 }
 
 fn g_ssl(s: &mut State<'_>, loc: &Loc, words: &[String]) {
