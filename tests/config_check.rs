@@ -568,3 +568,21 @@ backend t
         out.stderr
     );
 }
+
+/// The global `quiet` silences the check as `-q` does, errors included:
+/// haproxy 2.6 and sluice print nothing and exit with the same code.
+#[test]
+fn global_quiet_is_haproxys() {
+    for bad in ["", "    foo\n"] {
+        let cfg = format!(
+            "global\n    quiet\n    tune.maxaccept 10\n{bad}{DEFAULTS}listen l\n    bind 127.0.0.1:18802\n    server s 127.0.0.1:18803\n"
+        );
+        let ((hcode, herr), out) = support::haproxy::check_both("quiet", &cfg);
+        assert_eq!(herr, "", "haproxy");
+        assert_eq!(hcode, Some(if bad.is_empty() { 0 } else { 1 }));
+        assert_eq!(
+            (hcode, herr.as_str(), ""),
+            (out.code(), out.stderr.as_str(), out.stdout.as_str())
+        );
+    }
+}

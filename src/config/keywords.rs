@@ -252,7 +252,6 @@ pub(crate) const GLOBAL_UNSUPPORTED: &[&str] = &[
     "insecure-setuid-wanted",
     "external-check",
     "set-dumpable",
-    "quiet",
     "debug",
     "strict-limits",
     "unix-bind",

@@ -43,6 +43,14 @@ pub struct Loaded {
 }
 
 impl Loaded {
+    /// Whether the global section says `quiet` (read even when the
+    /// configuration has errors: HAProxy prints none of them then).
+    pub(crate) fn says_quiet(&self) -> bool {
+        self.statements
+            .iter()
+            .any(|s| !s.header && s.words.first().is_some_and(|w| w == "quiet"))
+    }
+
     pub(crate) fn has_warnings(&self) -> bool {
         self.diagnostics.iter().any(|d| d.level == Level::Warning)
     }

@@ -391,7 +391,7 @@ pub fn main_with_args(args: &[String]) -> i32 {
         return 0;
     }
     // -V cancels -q, whichever comes first (as in HAProxy).
-    let quiet = opts.quiet && !opts.verbose;
+    let mut quiet = opts.quiet && !opts.verbose;
     if let Some(cond) = &opts.check_condition {
         return check_condition(cond, quiet);
     }
@@ -430,6 +430,11 @@ pub fn main_with_args(args: &[String]) -> i32 {
     }
     if opts.dump {
         print!("{}", config::dump(&loaded.statements));
+    }
+    // The global `quiet`, as `-q`.
+    if loaded.says_quiet() && !opts.verbose {
+        quiet = true;
+        QUIET.store(true, std::sync::atomic::Ordering::Relaxed);
     }
     if !quiet {
         eprint!("{}", report(&loaded.diagnostics, pid));

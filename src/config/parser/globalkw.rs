@@ -243,6 +243,7 @@ pub(crate) const GLOBAL: &[GlobalKw] = &[
     kwd("log", g_log),
     kwd("log-tag", g_log_tag),
     kwd("log-send-hostname", g_log_send_hostname),
+    kwd("quiet", g_quiet),
     kwd("nbthread", g_maxconn),
     kwd("stats", g_stats),
     kwd("nbproc", g_nbproc),
@@ -781,6 +782,17 @@ fn g_log_send_hostname(s: &mut State<'_>, _: &Loc, words: &[String]) {
         None => crate::sys::process::hostname().to_string(),
     };
     s.global.log.send_hostname = Some(name);
+}
+
+/// `quiet`: nothing is printed at start-up, as with `-q` (the start-up
+/// code reads it from the statements, errors or not: `says_quiet`).
+fn g_quiet(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    if let Some(extra) = words.get(1) {
+        s.alert(
+            loc,
+            format!("'quiet' cannot handle unexpected argument '{extra}'."),
+        );
+    }
 }
 
 fn g_ssl(s: &mut State<'_>, loc: &Loc, words: &[String]) {
