@@ -733,11 +733,20 @@ pub(crate) enum HttpRequestAction {
     /// `http-request allow`: stops the evaluation of the rules.
     Allow,
     /// `http-request set-header <name> <fmt>` (name kept as written).
-    SetHeader { name: String, fmt: LogFmt },
+    SetHeader {
+        name: String,
+        fmt: LogFmt,
+    },
     /// `http-request add-header <name> <fmt>`
-    AddHeader { name: String, fmt: LogFmt },
+    AddHeader {
+        name: String,
+        fmt: LogFmt,
+    },
     /// `http-request del-header <name> [-m <meth>]`
-    DelHeader { name: String, how: NameMatch },
+    DelHeader {
+        name: String,
+        how: NameMatch,
+    },
     /// `http-request replace-header <name> <regex> <fmt>`: a value the
     /// regex matches is replaced whole by `<fmt>` (`\1`... back-references).
     ReplaceHeader(HeaderRewrite),
@@ -745,7 +754,10 @@ pub(crate) enum HttpRequestAction {
     /// each comma-separated value.
     ReplaceValue(HeaderRewrite),
     /// `http-request set-path|set-query|set-pathq|set-uri <fmt>`.
-    SetTarget { part: UriPart, fmt: LogFmt },
+    SetTarget {
+        part: UriPart,
+        fmt: LogFmt,
+    },
     /// `http-request replace-path|replace-pathq|replace-uri <regex>
     /// <fmt>`: the part, if the regex matches it, replaced whole.
     ReplaceTarget {
@@ -760,6 +772,13 @@ pub(crate) enum HttpRequestAction {
     Reject,
     /// `http-request set-log-level <level>|silent`.
     SetLogLevel(LogLevel),
+    /// `set-tos <n>`, `set-mark <n>`: the client socket's IP TOS (IPv6
+    /// traffic class) and netfilter mark.
+    SetTos(u32),
+    SetMark(u32),
+    /// `set-nice <n>`: a stream's scheduling weight in HAProxy; tokio
+    /// has no such thing, so it is taken and changes nothing.
+    SetNice(i32),
     /// `http-request set-src|set-src-port|set-dst|set-dst-port <expr>`.
     SetAddr {
         part: AddrPart,
@@ -785,7 +804,9 @@ pub(crate) enum HttpRequestAction {
     Map(MapRule),
     /// `http-request auth [realm <realm>]`: a 401 asking for credentials
     /// (the realm defaults to the proxy's name).
-    Auth { realm: String },
+    Auth {
+        realm: String,
+    },
     /// `http-request wait-for-body time <time> [at-least <bytes>]`.
     WaitForBody(WaitForBody),
     /// `track-sc*`, `sc-inc-gpc*`, `sc-set-gpt*`.
@@ -1047,6 +1068,10 @@ pub(crate) enum HttpResponseAction {
     StrictMode(bool),
     /// `set-log-level <level>|silent`.
     SetLogLevel(LogLevel),
+    /// `set-tos`, `set-mark`, `set-nice`: see [`HttpRequestAction::SetTos`].
+    SetTos(u32),
+    SetMark(u32),
+    SetNice(i32),
 }
 
 /// The address or port a `set-src`-like rule replaces.

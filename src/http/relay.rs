@@ -467,9 +467,11 @@ impl<'a> Relay<'a> {
                 let room = crate::http::body::room(resp, be.max_head, body == BodyKind::Chunked);
                 crate::http::body::view(&self.upstream.buf, body, room, &mut decoded)
             });
+        let mut marks = rules::SockMarks::default();
         let log = RespLog {
             cap: &mut self.rec.cap_resp,
             level: &mut self.rec.level,
+            marks: &mut marks,
         };
         let store = Store {
             fill: &mut self.fill,
@@ -488,7 +490,14 @@ impl<'a> Relay<'a> {
             res_body.as_ref(),
             Some(store),
         ) {
-            Ok(e) => Ok(e),
+            Ok(e) => {
+                if (marks.tos.is_some() || marks.mark.is_some())
+                    && let Some(tcp) = self.client.stream.tcp()
+                {
+                    marks.apply(tcp);
+                }
+                Ok(e)
+            }
             Err(RespRefused::Denied(reply)) => Err(Refusal::Denied(reply)),
             Err(RespRefused::Invalid) => Err(Refusal::Invalid),
         }
@@ -1051,6 +1060,9 @@ pub(super) fn rules_on_hit(
     let log = RespLog {
         cap: &mut rec.cap_resp,
         level: &mut rec.level,
+        // A hit's rules run where the client socket is not at hand: their
+        // `set-tos` and `set-mark` are not applied.
+        marks: &mut rules::SockMarks::default(),
     };
     response_edits(fe, be, &who, req, ctx, resp, log, |_, _| {}, None, None).map_err(|_| ())
 }
@@ -1060,6 +1072,8 @@ pub(super) fn rules_on_hit(
 struct RespLog<'a> {
     cap: &'a mut [Option<Vec<u8>>],
     level: &'a mut Option<crate::config::model::LogLevel>,
+    /// `set-tos`, `set-mark`: for the client socket, once the rules ran.
+    marks: &'a mut rules::SockMarks,
 }
 
 /// Why the response rules refused a response.
@@ -1222,6 +1236,8 @@ fn response_edits<'r>(
                     }
                 }
                 HttpResponseAction::SetLogLevel(l) => *log.level = Some(*l),
+                HttpResponseAction::SetTos(v) => log.marks.tos = Some(*v),
+                HttpResponseAction::SetMark(v) => log.marks.mark = Some(*v),
                 // Stopped the loop above; the others were applied.
                 HttpResponseAction::Allow
                 | HttpResponseAction::SetHeader { .. }
@@ -1233,7 +1249,8 @@ fn response_edits<'r>(
                 | HttpResponseAction::Capture { .. }
                 | HttpResponseAction::Var(_)
                 | HttpResponseAction::Map(_)
-                | HttpResponseAction::StrictMode(_) => {}
+                | HttpResponseAction::StrictMode(_)
+                | HttpResponseAction::SetNice(_) => {}
                 HttpResponseAction::CacheStore(c) => {
                     // The backend's rules come first; a hit is not stored
                     // again (no `store` then).
