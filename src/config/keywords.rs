@@ -251,7 +251,6 @@ pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "persist",
     "source",
     "use-server",
-    "description",
     "id",
     "disabled",
     "enabled",
@@ -444,14 +443,7 @@ pub(crate) const BIND_UNSUPPORTED: &[&str] = &[
     "label",
 ];
 
-pub(crate) const STATS_PROXY_UNSUPPORTED: &[&str] = &[
-    "scope",
-    "show-node",
-    "show-desc",
-    "http-request",
-    "bind-process",
-    "show-modules",
-];
+pub(crate) const STATS_PROXY_UNSUPPORTED: &[&str] = &["scope", "http-request", "bind-process"];
 
 /// The `http-request` actions sluice implements: the names of their table.
 pub const HTTP_REQUEST_SUPPORTED: &[&str] =

@@ -11,6 +11,7 @@ pub(crate) mod log_format;
 pub mod addr;
 pub(crate) mod cond;
 pub(crate) mod diag;
+pub(crate) mod extras;
 pub mod keywords;
 pub(crate) mod lexer;
 pub mod model;

@@ -545,6 +545,16 @@ pub(crate) struct StatsPage {
     /// `stats admin if|unless <cond>` (repeatable): the page offers and
     /// accepts server actions when any of them holds for the request.
     pub(crate) admin: Vec<Condition>,
+    /// `stats show-node [<name>]`: the page names the node, `<name>` or
+    /// (`Some(None)`) the global `node`, read when the page is made.
+    pub(crate) show_node: Option<Option<String>>,
+    /// `stats show-desc [<text>]`: the description the page shows, the
+    /// global one when the line gave none (taken when the line is read,
+    /// as HAProxy does).
+    pub(crate) show_desc: Option<String>,
+    /// `stats show-modules`: the page has the modules' counters (ssl, h2,
+    /// h1) as extra columns.
+    pub(crate) show_modules: bool,
 }
 
 impl StatsPage {
@@ -561,6 +571,9 @@ impl StatsPage {
             hide_version: false,
             show_legends: false,
             admin: Vec::new(),
+            show_node: None,
+            show_desc: None,
+            show_modules: false,
         }
     }
 }
@@ -1553,6 +1566,9 @@ pub(crate) struct Proxy {
     /// `filter compression`, `filter cache <name>` and the filters the
     /// cache actions declare implicitly, in order.
     pub(crate) filters: Vec<FilterDecl>,
+    /// The settings of the keywords `config/extras.rs` describes
+    /// (`description`, `source`, `dispatch`, `option originalto`...).
+    pub(crate) extras: crate::config::extras::ProxyExtras,
 }
 
 impl Proxy {
@@ -1618,6 +1634,7 @@ impl Proxy {
             stick_rules: Vec::new(),
             compression: None,
             filters: Vec::new(),
+            extras: Default::default(),
         }
     }
 }

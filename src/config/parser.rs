@@ -19,6 +19,7 @@ use crate::config::units::{parse_time, parse_u32, time_error_message};
 
 mod compkw;
 mod cookiekw;
+mod extraskw;
 mod globalkw;
 mod lbkw;
 mod legacykw;

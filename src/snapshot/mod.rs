@@ -47,6 +47,8 @@ pub(crate) struct ProxyRt {
     pub(crate) iid: u32,
     pub(crate) frontend: Option<Arc<FrontendRt>>,
     pub(crate) backend: Option<Arc<BackendRt>>,
+    /// `description`: shown on the stats page.
+    pub(crate) description: Option<String>,
 }
 
 /// Compiled `tcp-request connection|content` rules of one proxy, in
@@ -489,6 +491,7 @@ impl Compiler<'_> {
                     iid,
                     frontend,
                     backend,
+                    description: p.extras.description.clone(),
                 }
             })
             .collect()

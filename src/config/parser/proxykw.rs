@@ -466,6 +466,9 @@ impl State<'_> {
             }
             Some("hide-version") => self.stats_page().hide_version = true,
             Some("show-legends") => self.stats_page().show_legends = true,
+            Some("show-modules") => self.stats_page().show_modules = true,
+            Some("show-node") => self.stats_show_node(loc, arg),
+            Some("show-desc") => self.stats_show_desc(loc, words),
             Some("admin") => self.stats_admin(loc, words),
             Some(sub) if kw::STATS_PROXY_UNSUPPORTED.contains(&sub) => {
                 self.unsupported(loc, &format!("stats {sub}"))
@@ -864,6 +867,7 @@ pub(crate) const PROXY: &[ProxyKw] = &[
     kwd("stick", |s, loc, w, _| s.kw_stick(loc, w)),
     kwd("compression", |s, loc, w, _| s.kw_compression(loc, w)),
     kwd("filter", |s, loc, w, _| s.kw_filter(loc, w)),
+    kwd("description", |s, loc, w, _| s.kw_description(loc, w)),
 ];
 
 impl State<'_> {
@@ -999,4 +1003,42 @@ fn opt_lb(s: &mut State<'_>, loc: &Loc, words: &[String], neg: bool) {
 
 fn opt_socket(s: &mut State<'_>, loc: &Loc, words: &[String], neg: bool) {
     s.legacy_or_socket_option(loc, &words[1], words, neg);
+}
+
+impl State<'_> {
+    /// `stats show-node [<name>]`: HAProxy takes letters, digits, `-`, `_`
+    /// and `.` in a node name.
+    fn stats_show_node(&mut self, loc: &Loc, name: Option<String>) {
+        if let Some(n) = &name {
+            let ok = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.');
+            if !n.bytes().all(ok) {
+                return self.tight(
+                    Level::Alert,
+                    loc,
+                    "'stats show-node' invalid node name - should be a stringwith digits(0-9), letters(A-Z, a-z), hyphen(-) or underscode(_).",
+                );
+            }
+        }
+        self.stats_page().show_node = Some(name);
+    }
+
+    /// `stats show-desc [<text>...]`: the words joined with one space, or
+    /// the global `description` as it stands when the line is read (none:
+    /// HAProxy warns and shows nothing).
+    fn stats_show_desc(&mut self, loc: &Loc, words: &[String]) {
+        let text = words[2..].join(" ");
+        let desc = if text.is_empty() {
+            self.global.description.clone()
+        } else {
+            Some(text)
+        };
+        match desc {
+            Some(d) => self.stats_page().show_desc = Some(d),
+            None => self.tight(
+                Level::Warning,
+                loc,
+                "'show-desc' requires a parameter or 'desc' to be set in the global section.",
+            ),
+        }
+    }
 }

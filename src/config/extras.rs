@@ -1,0 +1,82 @@
+//! The settings of proxy keywords that each touch one spot of the data
+//! plane: the proxy's `description`, the source address of its server
+//! connections (`source`), `dispatch`, `option transparent`, `option
+//! originalto`, `http-send-name-header`, `rate-limit sessions` and the TCP
+//! keep-alive tuning (`clitcpka-*`, `srvtcpka-*`). Parsed in
+//! `parser/extraskw.rs`; kept apart from `model::Proxy`'s own fields so
+//! that each keyword's setting and its documentation sit together.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// What a proxy section's extra keywords set. `Default` is HAProxy's
+/// behaviour without them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct ProxyExtras {
+    /// `description <text>`: shown on the stats page (the words joined
+    /// with one space, as HAProxy joins them).
+    pub(crate) description: Option<String>,
+    /// `source <addr>[:<port>] [usesrc ...]` (backends and defaults): the
+    /// local address of connections to the servers, unless a server sets
+    /// its own.
+    pub(crate) source: Option<Source>,
+    /// `dispatch <addr>:<port>`: the one server of a backend that has no
+    /// `server` line.
+    pub(crate) dispatch: Option<SocketAddr>,
+    /// `option transparent`: a backend without servers connects to the
+    /// address the client connected to.
+    pub(crate) transparent: bool,
+    /// `option originalto [except <net>] [header <name>]`.
+    pub(crate) originalto: Option<OriginalTo>,
+    /// `http-send-name-header [<name>]`: the chosen server's name in this
+    /// request header, set when the request is sent to it.
+    pub(crate) send_name_header: Option<String>,
+    /// `rate-limit sessions <n>`: at most n new sessions a second on the
+    /// frontend (0: no limit).
+    pub(crate) rate_limit_sessions: Option<u32>,
+    /// `clitcpka-cnt|idle|intvl`: the client sockets' keep-alive probes.
+    pub(crate) clitcpka: TcpKaTuning,
+    /// `srvtcpka-cnt|idle|intvl`: the server sockets' keep-alive probes.
+    pub(crate) srvtcpka: TcpKaTuning,
+}
+
+/// `source <addr>[:<port>] [usesrc ...]`, the proxy's or a server's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Source {
+    /// The address to bind before connecting (port 0: any).
+    pub(crate) addr: SocketAddr,
+    /// `usesrc ...`: the address the server should see (transparent
+    /// proxying, IP_TRANSPARENT).
+    pub(crate) usesrc: Option<UseSrc>,
+}
+
+/// `usesrc <addr>[:<port>] | client | clientip`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum UseSrc {
+    /// A fixed foreign address.
+    Addr(SocketAddr),
+    /// The client's address and port.
+    Client,
+    /// The client's address, any port.
+    ClientIp,
+}
+
+/// `option originalto [except <net>] [header <name>]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct OriginalTo {
+    /// No header when the destination address is in this network.
+    pub(crate) except: Option<(std::net::IpAddr, u8)>,
+    /// The header's name (`X-Original-To` by default), as written.
+    pub(crate) header: String,
+}
+
+/// The keep-alive probes' tuning of one side (None: the system's).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct TcpKaTuning {
+    /// `*tcpka-cnt`: probes sent before the connection is dropped.
+    pub(crate) cnt: Option<u32>,
+    /// `*tcpka-idle`: idle time before the first probe.
+    pub(crate) idle: Option<Duration>,
+    /// `*tcpka-intvl`: the time between two probes.
+    pub(crate) intvl: Option<Duration>,
+}
