@@ -206,3 +206,192 @@ fn message(stderr: &str) -> String {
         .map(|(_, m)| m.trim_start_matches([':', ' ']).to_string())
         .unwrap_or_else(|| "(accepted)".into())
 }
+
+/// A server that never closes first: for each connection it sends
+/// `greet` and shuts its sending side (when `greet` is set), reads until
+/// the peer's end, then keeps the socket open until the test ends.
+async fn holding_server(greet: Option<&'static [u8]>) -> std::net::SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = l.local_addr().expect("addr");
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((mut s, _)) = l.accept().await {
+            if let Some(g) = greet {
+                let _ = s.write_all(g).await;
+                let _ = s.shutdown().await;
+            }
+            let mut buf = [0u8; 1024];
+            // Read what comes (not necessarily to the end: the socket is
+            // kept either way).
+            let _ =
+                tokio::time::timeout(std::time::Duration::from_millis(50), s.read(&mut buf)).await;
+            held.push(s);
+        }
+    });
+    addr
+}
+
+/// The log line (`%cp ...`) of the session of client `c`, without the
+/// port: the readiness probes' sessions log lines too.
+fn line_of(log: &support::syslog::Syslog, c: &tokio::net::TcpStream) -> String {
+    let port = c.local_addr().expect("addr").port();
+    let mask = format!("{port} {{}}");
+    log.until(&[&mask])
+        .into_iter()
+        .find(|l| support::syslog::matches(&mask, l))
+        .map(|l| l[port.to_string().len() + 1..].trim_end().to_string())
+        .unwrap_or_default()
+}
+
+/// `timeout server-fin` and `timeout client-fin` end a TCP session whose
+/// other direction has ended, where `timeout server`/`client` (30 s,
+/// longer than the log line is waited for) would keep it: the log lines'
+/// termination states and byte counts are compared with haproxy's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fin_timeouts_end_half_closed_sessions_as_haproxy() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    if !available() {
+        return;
+    }
+    let silent = holding_server(None).await;
+    let greeter = holding_server(Some(b"hello\n")).await;
+    let logs = [
+        support::syslog::Syslog::new(),
+        support::syslog::Syslog::new(),
+    ];
+    let fronts = [listens(2), listens(2)];
+    let cfg = |i: usize| {
+        format!(
+            "global
+    log {log} format raw local0 info
+defaults
+    mode tcp
+    log global
+    timeout connect 5s
+    timeout client 30s
+    timeout server 30s
+    timeout client-fin 100ms
+    timeout server-fin 100ms
+frontend srvfin
+    bind {fe0}
+    log-format \"%cp %ts %U %B\"
+    default_backend held
+frontend clifin
+    bind {fe1}
+    log-format \"%cp %ts %U %B\"
+    default_backend greets
+backend held
+    server s {silent}
+backend greets
+    server s {greeter}
+",
+            log = logs[i].addr(),
+            fe0 = fronts[i][0],
+            fe1 = fronts[i][1],
+        )
+    };
+    let hap = Haproxy::start("pxkw-fin", &cfg(0), &[&fronts[0][0], &fronts[0][1]]);
+    let sl = Sluice::start(&cfg(1));
+    let mut got: [Vec<String>; 2] = Default::default();
+    let mut held = Vec::new();
+    for i in 0..2 {
+        // The client sends and shuts its side; the server never answers
+        // nor closes: server-fin ends it.
+        let mut c = tokio::net::TcpStream::connect(fronts[i][0].addr())
+            .await
+            .expect("connect");
+        c.write_all(b"ping\n").await.expect("send");
+        c.shutdown().await.expect("shutdown");
+        got[i].push(line_of(&logs[i], &c));
+        held.push(c);
+        // The server greets and shuts its side; the client reads to the
+        // end and never closes: client-fin ends it.
+        let mut c = tokio::net::TcpStream::connect(fronts[i][1].addr())
+            .await
+            .expect("connect");
+        let mut bytes = Vec::new();
+        c.read_to_end(&mut bytes).await.expect("read");
+        got[i].push(format!("{:?}", String::from_utf8_lossy(&bytes)));
+        got[i].push(line_of(&logs[i], &c));
+        held.push(c);
+    }
+    let mut d = Differences::default();
+    // What is compared is what it should be (the sessions were ended by
+    // the fin timeouts, not by their ends).
+    assert!(
+        got[0][0].starts_with("sD ") && got[0][2].starts_with("cD "),
+        "{got:?}"
+    );
+    d.compare("server-fin, client-fin", &got[0], &got[1]);
+    d.assert_none();
+    drop((hap, sl));
+}
+
+/// `http-request tarpit` holds the request for `timeout tarpit`, taken
+/// from `defaults`, not for `timeout connect` (30 s, longer than the
+/// answer is waited for): the answer and the log line are haproxy's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tarpit_waits_timeout_tarpit_from_defaults_as_haproxy() {
+    if !available() {
+        return;
+    }
+    let cfg = "global
+    log {log} format raw local0 info
+defaults
+    mode http
+    log global
+    option dontlognull
+    timeout connect 30s
+    timeout client 30s
+    timeout server 30s
+    timeout tarpit 50ms
+frontend fe
+    bind {fe0}
+    log-format \"%ST %tsc %B\"
+    http-request tarpit if { path /t }
+    default_backend be
+backend be
+    server s {srv}
+";
+    let pair = support::haproxy::Pair::start("pxkw-tarpit", cfg, 1).await;
+    let [h, s] = pair
+        .both(0, "GET /t HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n")
+        .await;
+    assert!(h.0.starts_with("HTTP/1.1 500"), "{h:?}");
+    assert_eq!(h, s);
+}
+
+/// `-c` on the fin timeouts where they mean nothing, and a bad value.
+#[test]
+fn fin_timeouts_misuse_is_reported_as_haproxy() {
+    if !available() {
+        return;
+    }
+    let cases = [
+        (
+            "client-fin in a backend",
+            "backend b\n    timeout client-fin 1s\n",
+        ),
+        (
+            "server-fin in a frontend",
+            "frontend f\n    timeout server-fin 1s\n",
+        ),
+        ("bad value", "backend b\n    timeout server-fin 1x\n"),
+        (
+            "defaults",
+            "defaults\n    timeout server-fin 1s\n    timeout client-fin 2s\nbackend b\n",
+        ),
+    ]
+    .map(|(l, c)| (l.to_string(), format!("{DEFAULTS}{c}")));
+    assert_check_agrees("pxkw-fin-check", cases, |e| {
+        let warns: Vec<&str> = e
+            .lines()
+            .filter(|l| l.contains("-fin'"))
+            .filter_map(|l| l.split_once("] : ").map(|(_, m)| m))
+            .collect();
+        format!("{} {warns:?}", message(e))
+    });
+}

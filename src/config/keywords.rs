@@ -484,8 +484,6 @@ pub(crate) const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
     "set-bandwidth-limit",
 ];
 
-pub(crate) const TIMEOUTS_UNSUPPORTED: &[&str] = &["client-fin", "server-fin"];
-
 /// Every keyword a proxy section may start with, for suggestions.
 pub(crate) fn proxy_keywords() -> impl Iterator<Item = &'static str> {
     PROXY_SUPPORTED

@@ -344,6 +344,10 @@ pub(crate) struct Timeouts {
     pub(crate) tunnel: Option<Duration>,
     /// `timeout tarpit` (falls back to `timeout connect`).
     pub(crate) tarpit: Option<Duration>,
+    /// `timeout client-fin`, `timeout server-fin`: a side's inactivity
+    /// once one direction of a tunnel has ended (else the usual one).
+    pub(crate) client_fin: Option<Duration>,
+    pub(crate) server_fin: Option<Duration>,
 }
 
 impl Timeouts {

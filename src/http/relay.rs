@@ -249,11 +249,18 @@ impl<'a> Relay<'a> {
             let pending = client.buf.split();
             let _ = io::write_all(&mut upstream.stream, &pending, be.timeouts.server).await;
         }
+        // `timeout client-fin` / `server-fin` once a direction has ended.
         let (c2s, s2c) = crate::tcp::relay(
             &mut client.stream,
             &mut upstream.stream,
-            idle.0,
-            idle.1,
+            crate::wire::relay::IdleTimeouts {
+                open: idle.0,
+                fin: fe.timeouts.client_fin,
+            },
+            crate::wire::relay::IdleTimeouts {
+                open: idle.1,
+                fin: be.timeouts.server_fin,
+            },
             fe.splice,
         )
         .await;

@@ -106,12 +106,10 @@ impl State<'_> {
     pub(super) fn set_timeout(&mut self, loc: &Loc, name: &str, value: &str) {
         // (field selector, frontend-side?, backend-side?)
         let (fe, be) = match name {
-            "client" => (true, false),
+            "client" | "client-fin" => (true, false),
+            "server-fin" => (false, true),
             "http-request" | "http-keep-alive" | "tarpit" => (true, true),
             "server" | "connect" | "queue" | "check" | "tunnel" => (false, true),
-            _ if kw::TIMEOUTS_UNSUPPORTED.contains(&name) => {
-                return self.unsupported(loc, &format!("timeout {name}"));
-            }
             _ => {
                 return self.alert(
                     loc,
@@ -151,6 +149,8 @@ impl State<'_> {
             "http-keep-alive" => t.http_keep_alive = v,
             "check" => t.check = v,
             "tarpit" => t.tarpit = v,
+            "client-fin" => t.client_fin = v,
+            "server-fin" => t.server_fin = v,
             _ => t.tunnel = v,
         }
     }
