@@ -395,3 +395,159 @@ fn fin_timeouts_misuse_is_reported_as_haproxy() {
         format!("{} {warns:?}", message(e))
     });
 }
+
+/// `http-errors` sections imported by `errorfiles` (from `defaults` and
+/// in the proxy, all codes or some), overridden by a later `errorfile`,
+/// and `errorloc302`/`errorloc303`/`errorloc`: the bytes of each answer
+/// and its log line are haproxy's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_errors_and_errorloc_answer_as_haproxy() {
+    if !available() {
+        return;
+    }
+    let dir = TempDir::new("pxkw-errors");
+    let page = |name: &str, text: &str| dir.write(name, text).display().to_string();
+    let p503 = page(
+        "503.http",
+        "HTTP/1.1 503 Busy\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nbusy\n",
+    );
+    let p403 = page(
+        "403.http",
+        "HTTP/1.0 403 Nope\r\nX-A: 1\r\n\r\nforbidden page\n",
+    );
+    let p403b = page(
+        "403b.http",
+        "HTTP/1.1 403 Own\r\nContent-Length: 4\r\nCache-Control: no-cache\r\n\r\nown\n",
+    );
+    let p404 = page(
+        "404.http",
+        "HTTP/1.1 404 Gone\r\nContent-Length: 3\r\n\r\nnf\n",
+    );
+    let cfg = format!(
+        "{}    errorfiles site 403 503 429
+frontend fe
+    bind {{fe0}}
+    log-format \"%ST %B %HP\"
+    errorfiles site 404
+    errorfile 403 {p403b}
+    errorloc302 500 http://x.example/nf?a=1
+    errorloc303 502 /e502
+    errorloc 504 /e504
+    http-request deny deny_status 403 if {{ path /403 }}
+    http-request deny deny_status 404 if {{ path /404 }}
+    http-request deny deny_status 500 if {{ path /500 }}
+    http-request deny deny_status 502 if {{ path /502 }}
+    http-request deny deny_status 504 if {{ path /504 }}
+    http-request deny deny_status 429 if {{ path /429 }}
+    use_backend empty if {{ path /503 }}
+    default_backend be
+backend be
+    server s {{srv}}
+backend empty
+    errorfiles site
+http-errors site
+    errorfile 503 {p503}
+    errorfile 403 {p403}
+    errorfile 404 {p404}
+",
+        support::haproxy::HTTP_LOG_GLOBAL
+    );
+    let pair = support::haproxy::Pair::start("pxkw-errors", &cfg, 1).await;
+    let mut d = Differences::default();
+    for code in [403, 404, 500, 502, 504, 429, 503] {
+        let req = format!("GET /{code} HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n");
+        let [h, s] = pair.both(0, &req).await;
+        // What haproxy answered is what the case is about.
+        let first = h.0.lines().next().unwrap_or_default().to_string();
+        let want = match code {
+            403 => "HTTP/1.1 403 Own",
+            404 => "HTTP/1.1 404 Gone",
+            500 | 502 | 504 => "HTTP/1.1 30",
+            503 => "HTTP/1.1 503 Busy",
+            _ => "HTTP/1.1 429 Too Many Requests",
+        };
+        assert!(first.starts_with(want), "/{code}: {first}");
+        d.compare(format!("/{code}"), &h, &s);
+    }
+    d.assert_none();
+}
+
+/// `-c` on `http-errors` sections, `errorfiles` and `errorloc*` misuse:
+/// the same exit code and first alert as `haproxy -c`, and the warning
+/// for a code the section lacks.
+#[test]
+fn http_errors_misuse_is_reported_as_haproxy() {
+    if !available() {
+        return;
+    }
+    let cases = [
+        (
+            "section without a name",
+            "http-errors\n    errorfile 503 /dev/null\n",
+        ),
+        (
+            "code not handled in a section",
+            "http-errors e\n    errorfile 999 /dev/null\n",
+        ),
+        (
+            "missing file",
+            "http-errors e\n    errorfile 503 /nonexistent/x\n",
+        ),
+        ("unknown keyword", "http-errors e\n    foo bar\n"),
+        ("twice", "http-errors e\nhttp-errors e\n"),
+        (
+            "errorfile without a file",
+            "http-errors e\n    errorfile 503\n",
+        ),
+        ("errorfiles without a name", "backend b\n    errorfiles\n"),
+        ("unknown section", "backend b\n    errorfiles nope\n"),
+        (
+            "code not handled",
+            "http-errors e\nbackend b\n    errorfiles e 999\n",
+        ),
+        (
+            "code not declared",
+            "http-errors e\n    errorfile 503 /dev/null\nbackend b\n    errorfiles e 404 503\n",
+        ),
+        (
+            "section declared later",
+            "backend b\n    errorfiles e 503\nhttp-errors e\n    errorfile 503 /dev/null\n",
+        ),
+        ("errorloc without url", "backend b\n    errorloc 404\n"),
+        ("errorloc bad code", "backend b\n    errorloc302 999 /x\n"),
+        (
+            "errorloc303",
+            "defaults\n    mode http\n    errorloc303 503 /z extra\nbackend b\n",
+        ),
+    ]
+    .map(|(l, c)| (l.to_string(), format!("{DEFAULTS}{c}")));
+    assert_check_agrees("pxkw-errors-check", cases, |e| {
+        let e = &mask_cfg_path(e);
+        let warns: Vec<&str> = e
+            .lines()
+            .filter(|l| l.contains("not declared"))
+            .filter_map(|l| l.split_once(" : config : ").map(|(_, m)| m))
+            .collect();
+        let alert = e
+            .lines()
+            .find(|l| l.contains("http-errors section '") && l.contains("[ALERT]"))
+            .and_then(|l| l.split_once(" : config : ").map(|(_, m)| m.to_string()));
+        format!("{} {warns:?} {alert:?}", message(e))
+    });
+}
+
+/// `e` with each configuration file's path as `<cfg>`: the two runs read
+/// copies in two temporary directories (`haproxy.cfg`, `sluice.cfg`).
+fn mask_cfg_path(e: &str) -> String {
+    let mut out = String::new();
+    let mut rest = e;
+    while let Some(at) = rest.find("/tmp/sluice-") {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        let end = tail.find(".cfg").map_or(tail.len(), |i| i + 4);
+        out.push_str("<cfg>");
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}

@@ -38,6 +38,23 @@ pub(crate) struct ProxyExtras {
     pub(crate) clitcpka: TcpKaTuning,
     /// `srvtcpka-cnt|idle|intvl`: the server sockets' keep-alive probes.
     pub(crate) srvtcpka: TcpKaTuning,
+    /// `errorfiles <name> [<code>...]`, in order: resolved into the
+    /// proxy's `errorfiles` once every `http-errors` section is read.
+    pub(crate) error_refs: Vec<ErrorsRef>,
+}
+
+/// One `errorfiles <name> [<code>...]` line.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ErrorsRef {
+    /// The `http-errors` section.
+    pub(crate) name: String,
+    /// The codes taken (none: every page of the section).
+    pub(crate) codes: Vec<u16>,
+    pub(crate) loc: crate::loc::Loc,
+    /// The proxy's own pages (`errorfile`, `errorloc`) when the line was
+    /// read: a code whose page changed since was set by a later line,
+    /// which wins over this one as in HAProxy.
+    pub(crate) before: Vec<(u16, bytes::Bytes)>,
 }
 
 /// `source <addr>[:<port>] [usesrc ...]`, the proxy's or a server's.

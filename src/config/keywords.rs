@@ -27,6 +27,7 @@ pub const SECTIONS: &[&str] = &[
     "resolvers",
     "peers",
     "cache",
+    "http-errors",
 ];
 
 /// Directives (lines starting with a dot).
@@ -38,7 +39,6 @@ pub const DIRECTIVES: &[&str] = &[
 pub(crate) const UNSUPPORTED_SECTIONS: &[&str] = &[
     "mailers",
     "program",
-    "http-errors",
     "ring",
     "log-forward",
     "fcgi-app",
@@ -235,10 +235,6 @@ pub const PROXY_LEGACY: &[&str] = &[
 
 pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "log-format-sd",
-    "errorfiles",
-    "errorloc",
-    "errorloc302",
-    "errorloc303",
     "http-error",
     "tcp-response",
     "dispatch",

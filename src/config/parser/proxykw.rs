@@ -868,6 +868,10 @@ pub(crate) const PROXY: &[ProxyKw] = &[
     kwd("compression", |s, loc, w, _| s.kw_compression(loc, w)),
     kwd("filter", |s, loc, w, _| s.kw_filter(loc, w)),
     kwd("description", |s, loc, w, _| s.kw_description(loc, w)),
+    kwd("errorfiles", |s, loc, w, _| s.kw_errorfiles(loc, w)),
+    kwd("errorloc", |s, loc, w, _| s.kw_errorloc(loc, w)),
+    kwd("errorloc302", |s, loc, w, _| s.kw_errorloc(loc, w)),
+    kwd("errorloc303", |s, loc, w, _| s.kw_errorloc(loc, w)),
 ];
 
 impl State<'_> {
