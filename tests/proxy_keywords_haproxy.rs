@@ -551,3 +551,163 @@ fn mask_cfg_path(e: &str) -> String {
     out.push_str(rest);
     out
 }
+
+/// An HTTP server that answers each request with the address its
+/// connection came from, then closes.
+async fn peer_echo_server() -> std::net::SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = l.local_addr().expect("addr");
+    tokio::spawn(async move {
+        while let Ok((mut s, peer)) = l.accept().await {
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let body = format!("{}\n", peer.ip());
+                let resp = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = s.write_all(resp.as_bytes()).await;
+            });
+        }
+    });
+    addr
+}
+
+/// `source` in a backend and in `defaults`, a server's own `source`, and
+/// `usesrc clientip` (the client connects from 127.0.0.9), and a backend
+/// whose server is its `dispatch` address: the address the server sees,
+/// which it answers with, is haproxy's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn source_addresses_as_haproxy() {
+    if !available() {
+        return;
+    }
+    let echo = peer_echo_server().await;
+    let fronts = [listens(5), listens(5)];
+    let cfg = |i: usize| {
+        let f = &fronts[i];
+        format!(
+            "defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+    source 127.0.0.5
+frontend f0
+    bind {}
+    default_backend b0
+frontend f1
+    bind {}
+    default_backend b1
+frontend f2
+    bind {}
+    default_backend b2
+frontend f3
+    bind {}
+    default_backend b3
+frontend f4
+    bind {}
+    default_backend b4
+backend b0
+    source 127.0.0.2
+    server s {echo}
+backend b1
+    source 127.0.0.3
+    server s {echo} source 127.0.0.4
+backend b2
+    server s {echo}
+backend b3
+    source 0.0.0.0 usesrc clientip
+    server s {echo}
+backend b4
+    dispatch {echo}
+",
+            f[0], f[1], f[2], f[3], f[4]
+        )
+    };
+    let refs: Vec<&Listen> = fronts[0].iter().collect();
+    let hap = Haproxy::start("pxkw-source", &cfg(0), &refs);
+    let sl = Sluice::start(&cfg(1));
+    let mut d = Differences::default();
+    for n in 0..5 {
+        let mut seen = Vec::new();
+        for f in &fronts {
+            let sock = tokio::net::TcpSocket::new_v4().expect("socket");
+            sock.bind("127.0.0.9:0".parse().expect("addr"))
+                .expect("bind");
+            let mut c = sock.connect(f[n].addr()).await.expect("connect");
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            c.write_all(b"GET / HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n")
+                .await
+                .expect("send");
+            let mut out = Vec::new();
+            let _ = within(REQ_DEADLINE, "the answer", c.read_to_end(&mut out)).await;
+            let text = String::from_utf8_lossy(&out).into_owned();
+            seen.push(text.rsplit("\r\n").next().unwrap_or_default().to_string());
+        }
+        let want = [
+            "127.0.0.2\n",
+            "127.0.0.4\n",
+            "127.0.0.5\n",
+            "127.0.0.9\n",
+            "127.0.0.5\n",
+        ][n];
+        assert_eq!(seen[0], want, "haproxy, frontend f{n}");
+        d.compare(format!("f{n}"), &seen[0], &seen[1]);
+    }
+    d.assert_none();
+    drop((hap, sl));
+}
+
+/// `-c` on `source` (a proxy's, a server's, `usesrc`, `interface`) and
+/// `dispatch`: the same exit code and first alert as `haproxy -c`.
+#[test]
+fn source_and_dispatch_misuse_is_reported_as_haproxy() {
+    if !available() {
+        return;
+    }
+    let cases = [
+        ("no address", "backend b\n    source\n"),
+        ("bad address", "backend b\n    source foo\n"),
+        ("usesrc without argument", "backend b\n    source 127.0.0.2 usesrc\n"),
+        ("usesrc forms", "backend b\n    source 127.0.0.2 usesrc clientip\nbackend c\n    source 127.0.0.2:4000 usesrc 127.0.0.3:80\nbackend d\n    source 127.0.0.2 usesrc client interface lo\n"),
+        ("unknown word", "backend b\n    source 127.0.0.2 bogus\n"),
+        ("in a frontend", "frontend f\n    bind 127.0.0.1:0\n    source 127.0.0.2\n"),
+        ("server source range", "backend b\n    server s 127.0.0.1:80 source 127.0.0.2:1000-2000 usesrc clientip\n"),
+        ("server source without address", "backend b\n    server s 127.0.0.1:80 source\n"),
+        ("server usesrc alone", "backend b\n    server s 127.0.0.1:80 usesrc clientip\n"),
+        ("dispatch without address", "backend b\n    dispatch\n"),
+        ("dispatch without port", "backend b\n    dispatch 127.0.0.1\n"),
+        ("dispatch bad address", "backend b\n    dispatch foo:80\n"),
+        ("dispatch", "backend b\n    dispatch 127.0.0.1:80\n"),
+        ("option transparent", "backend b\n    option transparent\nfrontend f\n    option transparent\n"),
+    ]
+    .map(|(l, c)| (l.to_string(), format!("{DEFAULTS}{c}")));
+    assert_check_agrees("pxkw-source-check", cases, |e| {
+        let e = mask_cfg_path(e);
+        let warns: Vec<String> = e
+            .lines()
+            .filter(|l| {
+                l.contains("[WARNING]") && (l.contains("'source'") || l.contains("'transparent'"))
+            })
+            .filter_map(|l| l.split_once("] : ").map(|(_, m)| m.to_string()))
+            .collect();
+        // A server line's alert has no `parsing`: its text after the
+        // location.
+        let server = e
+            .lines()
+            .find(|l| l.contains("[ALERT]") && l.contains("'server b/s'"))
+            .and_then(|l| l.split_once("'server b/s' : ").map(|(_, m)| m.to_string()));
+        format!("{} {warns:?} {server:?}", message(&e))
+    });
+}

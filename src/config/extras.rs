@@ -57,18 +57,34 @@ pub(crate) struct ErrorsRef {
     pub(crate) before: Vec<(u16, bytes::Bytes)>,
 }
 
-/// `source <addr>[:<port>] [usesrc ...]`, the proxy's or a server's.
-#[derive(Debug, Clone, PartialEq, Eq)]
+impl ProxyExtras {
+    /// What the data plane reads: all but the `errorfiles` lines, whose
+    /// pages are in the proxy's `errorfiles` already.
+    pub(crate) fn compiled(&self) -> ProxyExtras {
+        ProxyExtras {
+            error_refs: Vec::new(),
+            ..self.clone()
+        }
+    }
+}
+
+/// `source <addr>[:<port>] [usesrc ...] [interface <name>]`, the proxy's
+/// or a server's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Source {
     /// The address to bind before connecting (port 0: any).
     pub(crate) addr: SocketAddr,
+    /// `<port>-<port>` (a server's `source`): the ports taken in turn.
+    pub(crate) ports: Option<(u16, u16)>,
     /// `usesrc ...`: the address the server should see (transparent
     /// proxying, IP_TRANSPARENT).
     pub(crate) usesrc: Option<UseSrc>,
+    /// `interface <name>`: SO_BINDTODEVICE.
+    pub(crate) interface: Option<IfName>,
 }
 
 /// `usesrc <addr>[:<port>] | client | clientip`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum UseSrc {
     /// A fixed foreign address.
     Addr(SocketAddr),
@@ -76,6 +92,34 @@ pub(crate) enum UseSrc {
     Client,
     /// The client's address, any port.
     ClientIp,
+}
+
+/// A network interface's name, at most 15 bytes as the kernel's
+/// (IFNAMSIZ, its NUL included), held inline so that server options stay
+/// `Copy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct IfName {
+    bytes: [u8; 15],
+    len: u8,
+}
+
+impl IfName {
+    pub(crate) fn new(name: &str) -> Option<IfName> {
+        let b = name.as_bytes();
+        if b.is_empty() || b.len() > 15 || b.contains(&0) {
+            return None;
+        }
+        let mut bytes = [0u8; 15];
+        bytes[..b.len()].copy_from_slice(b);
+        Some(IfName {
+            bytes,
+            len: b.len() as u8,
+        })
+    }
+
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
 }
 
 /// `option originalto [except <net>] [header <name>]`.

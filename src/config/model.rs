@@ -1448,6 +1448,9 @@ pub(crate) struct ServerOpts {
     pub(crate) dynamic: bool,
     /// `non-stick`: `stick` rules never store it.
     pub(crate) non_stick: bool,
+    /// `source <addr>[:<port>[-<port>]] [usesrc ...] [interface <name>]`:
+    /// the local address of its connections (else the backend's).
+    pub(crate) source: Option<crate::config::extras::Source>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -244,7 +244,8 @@ impl<'a> Exchange<'a> {
                 // The request's Host: the SNI to servers with `sni
                 // req.hdr(host)`.
                 let host = self.req.values("host").next();
-                let fresh = retry::connect(be, self.key, self.seat, self.tries, host, dst);
+                let client = self.ctx.peer.inet();
+                let fresh = retry::connect(be, self.key, self.seat, self.tries, host, dst, client);
                 match Box::pin(fresh).await {
                     Ok(s) => {
                         plan.connect_ms = ms(t.elapsed());

@@ -108,6 +108,9 @@ pub(crate) struct FrontendRt {
     pub(crate) http_request: Vec<(HttpRequestAction, Option<CompiledCond>)>,
     /// `option clitcpka` (or `tcpka`): SO_KEEPALIVE on client connections.
     pub(crate) tcpka: bool,
+    /// `clitcpka-*`, `rate-limit sessions`, `option originalto`... (see
+    /// `config/extras.rs`).
+    pub(crate) extras: Arc<crate::config::extras::ProxyExtras>,
     /// `capture request|response header` for the access log.
     pub(crate) captures: crate::config::model::HeaderCaptures,
     /// `unique-id-format` and `unique-id-header`.
@@ -202,6 +205,9 @@ pub(crate) struct BackendRt {
     pub(crate) retries: u32,
     /// `option srvtcpka` (or `tcpka`): SO_KEEPALIVE on server connections.
     pub(crate) tcpka: bool,
+    /// `source`, `dispatch`, `srvtcpka-*`, `http-send-name-header`... (see
+    /// `config/extras.rs`).
+    pub(crate) extras: Arc<crate::config::extras::ProxyExtras>,
     /// `option redispatch [<interval>]` (None: off).
     pub(crate) redispatch: Option<i32>,
     pub(crate) retry_on: crate::config::model::RetryOn,
@@ -606,6 +612,7 @@ impl Compiler<'_> {
             timeouts: p.timeouts,
             retries: p.retries,
             tcpka: p.tcpka.server,
+            extras: Arc::new(p.extras.compiled()),
             redispatch: p.redispatch,
             retry_on: p.retry_on,
             http_reuse: p.http_reuse,
@@ -763,6 +770,7 @@ impl Compiler<'_> {
             acls,
             monitor,
             tcpka: p.tcpka.client,
+            extras: Arc::new(p.extras.compiled()),
             captures: p.captures.clone(),
             // Checked by the parser: a format that does not compile is
             // none.

@@ -231,13 +231,14 @@ pub(crate) async fn serve(
     let mut tries = Retries::default();
     let connecting = Instant::now();
     let dst = client.dst().or_else(|| stream.local_addr().ok());
+    let client_addr = peer.inet();
     // HAProxy 2.6 reads the client while it connects: what comes goes to
     // the server first, and a client that leaves first ends the session.
     let connected = if first == FirstRead::Closed {
-        Ok(retry::connect(&be, &key, &mut seat, &mut tries, None, dst).await)
+        Ok(retry::connect(&be, &key, &mut seat, &mut tries, None, dst, client_addr).await)
     } else {
         tokio::select! {
-            c = retry::connect(&be, &key, &mut seat, &mut tries, None, dst) => Ok(c),
+            c = retry::connect(&be, &key, &mut seat, &mut tries, None, dst, client_addr) => Ok(c),
             t = client_left(&mut stream, &mut payload) => Err(t),
         }
     };

@@ -4,6 +4,7 @@
 //! `originalto` and `transparent`.
 
 use super::*;
+use crate::config::extras::{IfName, Source, UseSrc};
 
 impl State<'_> {
     /// `description <text>...`: the words joined with one space. Not in
@@ -25,5 +26,170 @@ impl State<'_> {
             );
         }
         self.px().extras.description = Some(text);
+    }
+}
+
+/// Why a `source` could not be read.
+pub(super) enum SourceError {
+    /// No address, or one that is not an address.
+    Addr(Option<String>),
+    /// `usesrc` without a valid argument.
+    UseSrc,
+    /// `interface` without a valid name.
+    Interface,
+    /// `usesrc hdr_ip(...)`: the address of a request header.
+    HdrIp,
+}
+
+impl State<'_> {
+    /// An IP address and port from a `source` or `usesrc` word, as HAProxy
+    /// reads it (a host name is resolved); `range`: a port range may
+    /// follow (a server's `source`).
+    fn source_addr(
+        &self,
+        text: &str,
+        range: bool,
+    ) -> Result<(std::net::SocketAddr, Option<(u16, u16)>), String> {
+        let a = self.addr_word(text)?;
+        let hp = addr::split_source(&a)?;
+        let (lo, hi) = hp.ports;
+        if !range && lo != hi {
+            return Err(format!("invalid port '{lo}-{hi}'"));
+        }
+        let ip = addr::resolve_host(hp.host, hp.family, lo, self.resolve)
+            .map_err(|_| format!("invalid address: '{}' in '{a}'", hp.host))?;
+        let ports = (lo != hi).then_some((lo, hi));
+        Ok((std::net::SocketAddr::new(ip, lo), ports))
+    }
+
+    /// `usesrc <addr>[:<port>] | client | clientip | hdr_ip(...)`.
+    fn usesrc(&self, v: Option<&str>) -> Result<UseSrc, SourceError> {
+        match v {
+            Some("client") => Ok(UseSrc::Client),
+            Some("clientip") => Ok(UseSrc::ClientIp),
+            Some(h) if h.starts_with("hdr_ip(") => Err(SourceError::HdrIp),
+            Some(a) if !a.is_empty() => self
+                .source_addr(a, false)
+                .map(|(a, _)| UseSrc::Addr(a))
+                .map_err(|_| SourceError::UseSrc),
+            _ => Err(SourceError::UseSrc),
+        }
+    }
+
+    /// `source <addr>[:<port>] [usesrc ...] [interface <name>]` from
+    /// `words` (the address first): the source and the words it took.
+    /// Reading stops at a word that is neither `usesrc` nor `interface`.
+    pub(super) fn parse_source(
+        &self,
+        words: &[&str],
+        range: bool,
+    ) -> Result<(Source, usize), SourceError> {
+        let Some(text) = words.first().filter(|w| !w.is_empty()) else {
+            return Err(SourceError::Addr(None));
+        };
+        let (addr, ports) = self
+            .source_addr(text, range)
+            .map_err(|e| SourceError::Addr(Some(e)))?;
+        let mut src = Source {
+            addr,
+            ports,
+            usesrc: None,
+            interface: None,
+        };
+        let mut i = 1;
+        loop {
+            let v = words.get(i + 1).copied();
+            match words.get(i).copied() {
+                Some("usesrc") => src.usesrc = Some(self.usesrc(v)?),
+                Some("interface") => {
+                    src.interface = Some(v.and_then(IfName::new).ok_or(SourceError::Interface)?)
+                }
+                _ => return Ok((src, i)),
+            }
+            i += 2;
+        }
+    }
+
+    /// `source <addr>[:<port>] [usesrc ...] [interface <name>]` in a proxy:
+    /// its servers' connections start from there, unless a server says
+    /// otherwise.
+    pub(super) fn kw_source(&mut self, loc: &Loc, words: &[String]) {
+        if !self.cap(loc, "source", true, false, true) {
+            return;
+        }
+        let w: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+        let err = match self.parse_source(&w, false) {
+            Ok((src, used)) if used == w.len() => {
+                self.px().extras.source = Some(src);
+                return;
+            }
+            Ok(_) => "'source' only supports optional keywords 'interface' and 'usesrc'.".into(),
+            Err(SourceError::Addr(None)) => "'source' expects <addr>[:<port>], and optionally 'usesrc' <addr>, and 'interface' <name>.".into(),
+            Err(SourceError::Addr(Some(e))) => format!("'source {}' : {e}", w[0]),
+            Err(SourceError::UseSrc) => {
+                "'usesrc' expects <addr>[:<port>], 'client', or 'clientip' as argument.".into()
+            }
+            Err(SourceError::Interface) => "'interface' expects a network interface name.".into(),
+            Err(SourceError::HdrIp) => {
+                "'usesrc hdr_ip(...)' is not supported by sluice yet".into()
+            }
+        };
+        self.alert(loc, err);
+    }
+
+    /// `[no] option transparent` (HAProxy names it without `option` in
+    /// its warning).
+    pub(super) fn opt_transparent(&mut self, loc: &Loc, words: &[String], neg: bool) {
+        if words.len() > 2 {
+            return self.alert(loc, "'option transparent' does not expect any argument.");
+        }
+        if self.cap(loc, "transparent", true, false, true) {
+            self.px().extras.transparent = !neg;
+        }
+    }
+
+    /// `dispatch <addr>:<port>`: the server of a backend without `server`
+    /// lines.
+    pub(super) fn kw_dispatch(&mut self, loc: &Loc, words: &[String]) {
+        if !self.cap(loc, "dispatch", false, false, true) {
+            return;
+        }
+        let text = words.get(1).map_or("", String::as_str);
+        let parsed = self.addr_word(text).and_then(|a| {
+            let hp = addr::split(&a, false)?;
+            addr::resolve_host(hp.host, hp.family, hp.ports.0, self.resolve)
+                .map(|ip| std::net::SocketAddr::new(ip, hp.ports.0))
+                .map_err(|_| format!("invalid address: '{}' in '{a}'", hp.host))
+        });
+        match parsed {
+            Ok(a) => self.px().extras.dispatch = Some(a),
+            Err(e) => self.alert(loc, format!("'dispatch' : {e}")),
+        }
+    }
+}
+
+impl State<'_> {
+    /// Once every section is read: a backend without `server` lines gets
+    /// the server `dispatch` names (`dispatch`), or one at the address
+    /// each client connected to (`option transparent`), as if the line
+    /// had been written.
+    pub(super) fn finish_dispatch(&mut self) {
+        let section = self.section;
+        for i in 0..self.proxies.len() {
+            let p = &self.proxies[i];
+            if !p.kind.has_backend() || !p.servers.is_empty() {
+                continue;
+            }
+            let (name, addr) = match (p.extras.dispatch, p.extras.transparent) {
+                (Some(a), _) => ("dispatch", a.to_string()),
+                (None, true) => ("transparent", "0.0.0.0:0".to_string()),
+                _ => continue,
+            };
+            let loc = p.loc.clone();
+            self.section = Section::Proxy(i);
+            let words = ["server", name, &addr].map(String::from);
+            self.kw_server(&loc, &words);
+        }
+        self.section = section;
     }
 }

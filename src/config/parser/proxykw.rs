@@ -872,6 +872,8 @@ pub(crate) const PROXY: &[ProxyKw] = &[
     kwd("errorloc", |s, loc, w, _| s.kw_errorloc(loc, w)),
     kwd("errorloc302", |s, loc, w, _| s.kw_errorloc(loc, w)),
     kwd("errorloc303", |s, loc, w, _| s.kw_errorloc(loc, w)),
+    kwd("source", |s, loc, w, _| s.kw_source(loc, w)),
+    kwd("dispatch", |s, loc, w, _| s.kw_dispatch(loc, w)),
 ];
 
 impl State<'_> {
@@ -992,6 +994,9 @@ pub(crate) const OPTIONS: &[ProxyKw] = &[
         s.redispatch_option(loc, w, neg)
     }),
     kwd("persist", |s, loc, w, neg| s.persist_option(loc, w, neg)),
+    kwd("transparent", |s, loc, w, neg| {
+        s.opt_transparent(loc, w, neg)
+    }),
     kwd("splice-auto", opt_socket),
     kwd("splice-request", opt_socket),
     kwd("splice-response", opt_socket),
