@@ -691,6 +691,11 @@ fn source_and_dispatch_misuse_is_reported_as_haproxy() {
         ("dispatch bad address", "backend b\n    dispatch foo:80\n"),
         ("dispatch", "backend b\n    dispatch 127.0.0.1:80\n"),
         ("option transparent", "backend b\n    option transparent\nfrontend f\n    option transparent\n"),
+        ("originalto except without net", "backend b\n    option originalto except\n"),
+        ("originalto except not a net", "backend b\n    option originalto except foo\n"),
+        ("originalto header without name", "backend b\n    option originalto header\n"),
+        ("originalto unknown word", "backend b\n    option originalto bogus\n"),
+        ("no option originalto", "backend b\n    no option originalto\n"),
     ]
     .map(|(l, c)| (l.to_string(), format!("{DEFAULTS}{c}")));
     assert_check_agrees("pxkw-source-check", cases, |e| {
@@ -710,4 +715,53 @@ fn source_and_dispatch_misuse_is_reported_as_haproxy() {
             .and_then(|l| l.split_once("'server b/s' : ").map(|(_, m)| m.to_string()));
         format!("{} {warns:?} {server:?}", message(&e))
     });
+}
+
+/// `option originalto` in a frontend, with `header`, after `option
+/// forwardfor`, with `except`, and a backend's over a frontend's: the
+/// bytes the server receives are haproxy's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn originalto_header_as_haproxy() {
+    if !available() {
+        return;
+    }
+    let cfg = format!(
+        "{}frontend f0
+    bind {{fe0}}
+    option originalto
+    default_backend plain
+frontend f1
+    bind {{fe1}}
+    option forwardfor
+    option originalto header X-Dst
+    default_backend plain
+frontend f2
+    bind {{fe2}}
+    option originalto except 127.0.0.0/8
+    default_backend plain
+frontend f3
+    bind {{fe3}}
+    option originalto header X-Front
+    default_backend own
+backend plain
+    server s {{srv}}
+backend own
+    option originalto header X-Back
+    server s {{srv}}
+",
+        support::haproxy::HTTP_LOG_GLOBAL
+    );
+    let pair = support::haproxy::Pair::start("pxkw-orig", &cfg, 4).await;
+    let mut d = Differences::default();
+    for n in 0..4 {
+        let [h, s] = pair
+            .both(
+                n,
+                "GET / HTTP/1.1\r\nhost: h\r\nx-original-to: 1.2.3.4\r\nconnection: close\r\n\r\n",
+            )
+            .await;
+        d.compare(format!("f{n}: to the server"), &h.2, &s.2);
+        d.compare(format!("f{n}: answer"), &h.0, &s.0);
+    }
+    d.assert_none();
 }

@@ -127,7 +127,8 @@ impl IfName {
 pub(crate) struct OriginalTo {
     /// No header when the destination address is in this network.
     pub(crate) except: Option<(std::net::IpAddr, u8)>,
-    /// The header's name (`X-Original-To` by default), as written.
+    /// The header's name (`x-original-to` by default), lower-cased as
+    /// HAProxy sends it.
     pub(crate) header: String,
 }
 

@@ -318,7 +318,6 @@ pub(crate) const OPTIONS_UNSUPPORTED: &[&str] = &[
     "http-use-proxy-header",
     "ldap-check",
     "mysql-check",
-    "originalto",
     "pgsql-check",
     "redis-check",
     "smtpchk",

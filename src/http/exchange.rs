@@ -189,7 +189,30 @@ impl<'a> Exchange<'a> {
             be.conn_mode != HttpConnMode::KeepAlive || fe.conn_mode != HttpConnMode::KeepAlive;
         // `option forwardfor`: the backend's settings, else the frontend's.
         let ff = be.forwardfor.as_ref().or(fe.forwardfor.as_ref());
-        let mut head = upstream_head(req, body, server_close, ff, self.ctx);
+        // `option originalto`: the backend's settings, else the frontend's.
+        let ot = be
+            .extras
+            .originalto
+            .as_ref()
+            .or(fe.extras.originalto.as_ref());
+        let dst = ot.and_then(|_| {
+            self.ctx
+                .dst
+                .or_else(|| self.client.stream.local_addr().ok())
+                .map(|a| a.ip())
+        });
+        let excepted = |e: &Option<crate::config::extras::OriginalTo>, ip| {
+            e.as_ref()
+                .and_then(|o| o.except)
+                .is_some_and(|(addr, prefix)| {
+                    crate::sample::pattern::Net { addr, prefix }.contains(ip)
+                })
+        };
+        // No header for a destination in either proxy's `except` network.
+        let ot = ot.zip(dst).filter(|&(_, ip)| {
+            !excepted(&be.extras.originalto, ip) && !excepted(&fe.extras.originalto, ip)
+        });
+        let mut head = upstream_head(req, body, server_close, (ff, ot), self.ctx);
         // `option h1-case-adjust-bogus-server`: every field of the head,
         // the ones sluice adds too, as HAProxy respells them.
         if let Some(names) = &be.case_server {
@@ -561,7 +584,10 @@ fn upstream_head(
     req: &Head,
     body: BodyKind,
     close: bool,
-    ff: Option<&ForwardFor>,
+    (ff, ot): (
+        Option<&ForwardFor>,
+        Option<(&crate::config::extras::OriginalTo, std::net::IpAddr)>,
+    ),
     ctx: &ReqCtx<'_>,
 ) -> io::HeadBuf {
     let mut out = io::HeadBuf::new();
@@ -587,6 +613,14 @@ fn upstream_head(
         && let Some(src) = ctx.src
     {
         rules::put_forwarded_for(&mut out, ff, src, req, ctx.edits);
+    }
+    // `option originalto`: the address the client connected to, after
+    // `x-forwarded-for` as HAProxy adds it.
+    if let Some((ot, dst)) = ot {
+        out.put_slice(ot.header.as_bytes());
+        out.put_slice(b": ");
+        rules::put_ip(&mut out, dst);
+        out.put_slice(b"\r\n");
     }
     // A protocol switch (WebSocket) has its `upgrade` and `connection`
     // fields forwarded in place, as HAProxy 2.6 keeps them, and nothing

@@ -193,3 +193,56 @@ impl State<'_> {
         self.section = section;
     }
 }
+
+impl State<'_> {
+    /// `option originalto [except <net>] [header <name>]`, with HAProxy
+    /// 2.6's messages (it has no `no` form).
+    pub(super) fn opt_originalto(&mut self, loc: &Loc, words: &[String], neg: bool) {
+        if neg {
+            return self.tight(
+                Level::Alert,
+                loc,
+                "negation/default is not supported for option 'originalto'.",
+            );
+        }
+        if !self.cap(loc, "option originalto", true, true, true) {
+            return;
+        }
+        let mut ot = crate::config::extras::OriginalTo {
+            except: None,
+            header: "x-original-to".into(),
+        };
+        let mut i = 2;
+        while let Some(w) = words.get(i) {
+            let v = words.get(i + 1).map_or("", String::as_str);
+            match w.as_str() {
+                "except" => match crate::sample::pattern::Net::parse(v) {
+                    Some(crate::sample::pattern::Net { addr, prefix }) => {
+                        ot.except = Some((addr, prefix))
+                    }
+                    None => {
+                        return self.alert(
+                            loc,
+                            "'option originalto except' expects <address>[/mask] as argument.",
+                        );
+                    }
+                },
+                "header" if !v.is_empty() => ot.header = v.to_ascii_lowercase(),
+                "header" => {
+                    return self.alert(
+                        loc,
+                        "'option originalto header' expects <header_name> as argument.",
+                    );
+                }
+                _ => {
+                    return self.alert(
+                        loc,
+                        "'option originalto' only supports optional values: 'except' and 'header'.",
+                    );
+                }
+            }
+            i += 2;
+        }
+        self.px().extras.originalto = Some(ot);
+    }
+}

@@ -997,6 +997,7 @@ pub(crate) const OPTIONS: &[ProxyKw] = &[
     kwd("transparent", |s, loc, w, neg| {
         s.opt_transparent(loc, w, neg)
     }),
+    kwd("originalto", |s, loc, w, neg| s.opt_originalto(loc, w, neg)),
     kwd("splice-auto", opt_socket),
     kwd("splice-request", opt_socket),
     kwd("splice-response", opt_socket),
