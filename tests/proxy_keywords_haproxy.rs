@@ -696,6 +696,8 @@ fn source_and_dispatch_misuse_is_reported_as_haproxy() {
         ("originalto header without name", "backend b\n    option originalto header\n"),
         ("originalto unknown word", "backend b\n    option originalto bogus\n"),
         ("no option originalto", "backend b\n    no option originalto\n"),
+        ("send-name-header without name", "backend b\n    http-send-name-header\n"),
+        ("send-name-header in a frontend", "frontend f\n    http-send-name-header x\nbackend b\n    http-send-name-header a b\n"),
     ]
     .map(|(l, c)| (l.to_string(), format!("{DEFAULTS}{c}")));
     assert_check_agrees("pxkw-source-check", cases, |e| {
@@ -703,7 +705,10 @@ fn source_and_dispatch_misuse_is_reported_as_haproxy() {
         let warns: Vec<String> = e
             .lines()
             .filter(|l| {
-                l.contains("[WARNING]") && (l.contains("'source'") || l.contains("'transparent'"))
+                l.contains("[WARNING]")
+                    && ["'source'", "'transparent'", "'http-send-name-header'"]
+                        .iter()
+                        .any(|k| l.contains(k))
             })
             .filter_map(|l| l.split_once("] : ").map(|(_, m)| m.to_string()))
             .collect();
@@ -718,7 +723,8 @@ fn source_and_dispatch_misuse_is_reported_as_haproxy() {
 }
 
 /// `option originalto` in a frontend, with `header`, after `option
-/// forwardfor`, with `except`, and a backend's over a frontend's: the
+/// forwardfor`, with `except`, and a backend's over a frontend's; and
+/// `http-send-name-header`, whose field replaces the request's own: the
 /// bytes the server receives are haproxy's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn originalto_header_as_haproxy() {
@@ -743,6 +749,13 @@ frontend f3
     bind {{fe3}}
     option originalto header X-Front
     default_backend own
+frontend f4
+    bind {{fe4}}
+    option forwardfor
+    default_backend named
+backend named
+    http-send-name-header X-Srv
+    server s {{srv}}
 backend plain
     server s {{srv}}
 backend own
@@ -751,15 +764,22 @@ backend own
 ",
         support::haproxy::HTTP_LOG_GLOBAL
     );
-    let pair = support::haproxy::Pair::start("pxkw-orig", &cfg, 4).await;
+    let pair = support::haproxy::Pair::start("pxkw-orig", &cfg, 5).await;
     let mut d = Differences::default();
-    for n in 0..4 {
+    for n in 0..5 {
         let [h, s] = pair
             .both(
                 n,
-                "GET / HTTP/1.1\r\nhost: h\r\nx-original-to: 1.2.3.4\r\nconnection: close\r\n\r\n",
+                "GET / HTTP/1.1\r\nhost: h\r\nx-original-to: 1.2.3.4\r\nX-Srv: old\r\nconnection: close\r\n\r\n",
             )
             .await;
+        if n == 4 {
+            assert!(
+                h.2.contains("\r\nx-srv: s\r\n") && !h.2.contains("old"),
+                "{}",
+                h.2
+            );
+        }
         d.compare(format!("f{n}: to the server"), &h.2, &s.2);
         d.compare(format!("f{n}: answer"), &h.0, &s.0);
     }

@@ -252,7 +252,6 @@ pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "backlog",
     "grace",
     "guid",
-    "http-send-name-header",
     "max-keep-alive-queue",
     "max-session-srv-conns",
     "use-fcgi-app",

@@ -246,3 +246,17 @@ impl State<'_> {
         self.px().extras.originalto = Some(ot);
     }
 }
+
+impl State<'_> {
+    /// `http-send-name-header <name>`: HAProxy requires the name (and
+    /// ignores words after it).
+    pub(super) fn kw_send_name_header(&mut self, loc: &Loc, words: &[String]) {
+        if !self.cap(loc, "http-send-name-header", true, false, true) {
+            return;
+        }
+        match words.get(1).filter(|w| !w.is_empty()) {
+            Some(h) => self.px().extras.send_name_header = Some(h.to_ascii_lowercase()),
+            None => self.alert(loc, "'http-send-name-header' requires a header string."),
+        }
+    }
+}
