@@ -785,3 +785,96 @@ backend own
     }
     d.assert_none();
 }
+
+/// `rate-limit sessions 1`: a burst of connections is taken one a second,
+/// the rest wait in the listening socket's backlog, and `show stat` gives
+/// the limit as `rate_lim`, as haproxy does. (Four connections made at
+/// once cannot all be taken in less than two seconds: the check reads the
+/// backlog right after they are made.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_limit_sessions_as_haproxy() {
+    if !available() {
+        return;
+    }
+    let dir = TempDir::new("pxkw-rate");
+    let hsock = dir.join("h.sock");
+    let cfg = |fe: &Listen, sock: &str| {
+        format!(
+            "global
+    stats socket {sock} level admin
+{DEFAULTS}frontend fe
+    bind {fe}
+    rate-limit sessions 1
+    http-request return status 200
+backend b
+    rate-limit sessions 5
+"
+        )
+    };
+    let (h, s) = (Listen::new(), Listen::new());
+    let hap = Haproxy::start("pxkw-rate", &cfg(&h, hsock.to_str().expect("utf-8")), &[&h]);
+    let sl = Sluice::start(&cfg(&s, "@DIR@/s.sock"));
+    let mut d = Differences::default();
+    for (who, l) in [("haproxy", &h), ("sluice", &s)] {
+        let mut conns = Vec::new();
+        for _ in 0..4 {
+            conns.push(
+                tokio::net::TcpStream::connect(l.addr())
+                    .await
+                    .expect("connect"),
+            );
+        }
+        let waiting = l.queued();
+        assert!(waiting >= 1, "{who}: {waiting} connections wait");
+        drop(conns);
+    }
+    let rate_lim = |text: String| {
+        let csv = Csv::parse(&text);
+        csv.get("fe", "FRONTEND", "rate_lim")
+    };
+    d.compare(
+        "rate_lim",
+        &rate_lim(cli_blocking(&hsock, "show stat")),
+        &rate_lim(cli_blocking(&sl.path("s.sock"), "show stat")),
+    );
+    d.assert_none();
+    drop(hap);
+}
+
+/// `-c` on `rate-limit` and the keep-alive tuning keywords: the same exit
+/// code, first alert and warnings as `haproxy -c`.
+#[test]
+fn rate_limit_and_tcpka_misuse_is_reported_as_haproxy() {
+    if !available() {
+        return;
+    }
+    let mut cases = Vec::new();
+    for l in [
+        "rate-limit",
+        "rate-limit sessions",
+        "rate-limit sessions x",
+        "rate-limit foo 3",
+        "rate-limit sessions 10",
+        "clitcpka-cnt",
+        "clitcpka-cnt x",
+        "clitcpka-idle 10x",
+        "clitcpka-idle",
+        "clitcpka-intvl 5s",
+        "srvtcpka-cnt 3",
+        "srvtcpka-idle 30s",
+        "srvtcpka-intvl 0",
+    ] {
+        cases.push((
+            l.to_string(),
+            format!("{DEFAULTS}    {l}\nbackend b\n    {l}\nfrontend f\n    {l}\n"),
+        ));
+    }
+    assert_check_agrees("pxkw-rate-check", cases, |e| {
+        let warns: Vec<&str> = e
+            .lines()
+            .filter(|l| l.contains("will be ignored"))
+            .filter_map(|l| l.split_once("] : ").map(|(_, m)| m))
+            .collect();
+        format!("{} {warns:?}", message(e))
+    });
+}

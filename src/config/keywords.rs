@@ -242,7 +242,6 @@ pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "external-check",
     "force-persist",
     "ignore-persist",
-    "rate-limit",
     "persist",
     "use-server",
     "id",
@@ -256,12 +255,6 @@ pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "max-session-srv-conns",
     "use-fcgi-app",
     "dynamic-cookie-key",
-    "srvtcpka-cnt",
-    "srvtcpka-idle",
-    "srvtcpka-intvl",
-    "clitcpka-cnt",
-    "clitcpka-idle",
-    "clitcpka-intvl",
     "appsession",
 ];
 

@@ -104,3 +104,48 @@ pub(crate) fn keepalive(s: &TcpStream, tuning: &TcpKaTuning) {
     }
     let _ = sref.set_tcp_keepalive(&ka);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn keepalive_tuning_reaches_the_socket() {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let s = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+        let tuning = TcpKaTuning {
+            cnt: Some(4),
+            idle: Some(Duration::from_secs(42)),
+            intvl: Some(Duration::from_secs(7)),
+        };
+        keepalive(&s, &tuning);
+        let r = socket2::SockRef::from(&s);
+        assert!(r.keepalive().unwrap());
+        assert_eq!(r.tcp_keepalive_time().unwrap(), Duration::from_secs(42));
+        assert_eq!(r.tcp_keepalive_interval().unwrap(), Duration::from_secs(7));
+        assert_eq!(r.tcp_keepalive_retries().unwrap(), 4);
+    }
+
+    #[tokio::test]
+    async fn source_port_ranges_skip_ports_in_use() {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let taken = std::net::TcpListener::bind("127.0.0.2:0").unwrap();
+        let port = taken.local_addr().unwrap().port();
+        if port == u16::MAX {
+            return;
+        }
+        let src = Source {
+            addr: "127.0.0.2:0".parse().unwrap(),
+            ports: Some((port, port + 1)),
+            usesrc: None,
+            interface: None,
+        };
+        // Whichever port the rotation starts from, the listening one is
+        // skipped.
+        let s = connect_from(l.local_addr().unwrap(), &src, None).await;
+        let local = s.expect("connect").local_addr().unwrap();
+        assert_eq!(local.ip().to_string(), "127.0.0.2");
+        assert_eq!(local.port(), port + 1);
+    }
+}

@@ -260,3 +260,113 @@ impl State<'_> {
         }
     }
 }
+
+/// `'<kw>' : unexpected character 'x' in integer value 'x'`, HAProxy's
+/// text for a word that is not a number.
+fn int_error(kw: &str, v: &str) -> String {
+    match v.chars().find(|c| !c.is_ascii_digit()) {
+        Some(c) => format!("'{kw}' : unexpected character '{c}' in integer value '{v}'"),
+        None => format!("'{kw}' : integer value '{v}' is too large"),
+    }
+}
+
+impl State<'_> {
+    /// Warns, in HAProxy's words, when a proxy lacks the side `kw` tunes;
+    /// false then.
+    fn side_cap(&mut self, loc: &Loc, kw: &str, fe: bool) -> bool {
+        let Some(kind) = self.proxy_kind() else {
+            return true;
+        };
+        if (fe && kind.has_frontend()) || (!fe && kind.has_backend()) {
+            return true;
+        }
+        let name = self.px().name.clone();
+        let side = if fe { "frontend" } else { "backend" };
+        self.warn(
+            loc,
+            format!(
+                "{kw} will be ignored because {} '{name}' has no {side} capability",
+                type_str(kind)
+            ),
+        );
+        false
+    }
+
+    /// `rate-limit sessions <n>`: new sessions of a frontend per second.
+    pub(super) fn kw_rate_limit(&mut self, loc: &Loc, words: &[String]) {
+        let what = words.get(1).map_or("", String::as_str);
+        if what != "sessions" {
+            return self.alert(
+                loc,
+                format!("'rate-limit' only supports 'sessions' (got '{what}')"),
+            );
+        }
+        let v = words.get(2).map_or("", String::as_str);
+        let n = match parse_u32(v) {
+            Some(n) => n,
+            None if v.is_empty() => {
+                return self.alert(
+                    loc,
+                    "'rate-limit sessions' expects expects an integer value (in sessions/second)",
+                );
+            }
+            None => return self.alert(loc, int_error("rate-limit sessions", v)),
+        };
+        if self.side_cap(loc, "rate-limit sessions", true) {
+            self.px().extras.rate_limit_sessions = (n > 0).then_some(n);
+        }
+    }
+
+    /// `clitcpka-cnt|idle|intvl`, `srvtcpka-cnt|idle|intvl`: the
+    /// keep-alive probes of `option clitcpka`/`srvtcpka` (a time in
+    /// seconds unless a unit says otherwise).
+    pub(super) fn kw_tcpka_tuning(&mut self, loc: &Loc, words: &[String]) {
+        let k = words[0].as_str();
+        let v = words.get(1).map_or("", String::as_str);
+        if v.is_empty() {
+            return self.alert(loc, format!("'{k}' expects an integer value"));
+        }
+        let (side, what) = k.split_once('-').unwrap_or((k, ""));
+        let mut tuning = if side == "clitcpka" {
+            self.px().extras.clitcpka
+        } else {
+            self.px().extras.srvtcpka
+        };
+        if what == "cnt" {
+            match parse_u32(v) {
+                Some(n) => tuning.cnt = Some(n),
+                None => return self.alert(loc, int_error(k, v)),
+            }
+        } else {
+            let secs = if v.bytes().all(|b| b.is_ascii_digit()) {
+                format!("{v}s")
+            } else {
+                v.to_string()
+            };
+            let d = match parse_time(&secs) {
+                Ok(d) => d,
+                Err(crate::config::units::TimeError::BadChar(c)) => {
+                    return self.alert(
+                        loc,
+                        format!("unexpected character '{c}' in argument to <{k}>."),
+                    );
+                }
+                Err(_) => return self.alert(loc, format!("'{k}' expects an integer value")),
+            };
+            if what == "idle" {
+                tuning.idle = Some(d);
+            } else {
+                tuning.intvl = Some(d);
+            }
+        }
+        if !self.side_cap(loc, k, side == "clitcpka") {
+            return;
+        }
+        let e = &mut self.px().extras;
+        if side == "clitcpka" {
+            e.clitcpka = tuning;
+        } else {
+            e.srvtcpka = tuning;
+        }
+    }
+}

@@ -877,6 +877,13 @@ pub(crate) const PROXY: &[ProxyKw] = &[
     kwd("http-send-name-header", |s, loc, w, _| {
         s.kw_send_name_header(loc, w)
     }),
+    kwd("rate-limit", |s, loc, w, _| s.kw_rate_limit(loc, w)),
+    kwd("clitcpka-cnt", |s, loc, w, _| s.kw_tcpka_tuning(loc, w)),
+    kwd("clitcpka-idle", |s, loc, w, _| s.kw_tcpka_tuning(loc, w)),
+    kwd("clitcpka-intvl", |s, loc, w, _| s.kw_tcpka_tuning(loc, w)),
+    kwd("srvtcpka-cnt", |s, loc, w, _| s.kw_tcpka_tuning(loc, w)),
+    kwd("srvtcpka-idle", |s, loc, w, _| s.kw_tcpka_tuning(loc, w)),
+    kwd("srvtcpka-intvl", |s, loc, w, _| s.kw_tcpka_tuning(loc, w)),
 ];
 
 impl State<'_> {
