@@ -863,6 +863,11 @@ fn rate_limit_and_tcpka_misuse_is_reported_as_haproxy() {
         "srvtcpka-cnt 3",
         "srvtcpka-idle 30s",
         "srvtcpka-intvl 0",
+        "max-keep-alive-queue",
+        "max-keep-alive-queue x",
+        "max-keep-alive-queue -1",
+        "option httpslog x",
+        "no option httpslog",
     ] {
         cases.push((
             l.to_string(),
@@ -872,9 +877,50 @@ fn rate_limit_and_tcpka_misuse_is_reported_as_haproxy() {
     assert_check_agrees("pxkw-rate-check", cases, |e| {
         let warns: Vec<&str> = e
             .lines()
-            .filter(|l| l.contains("will be ignored"))
+            .filter(|l| l.contains("will be ignored") || l.contains("is ignored in"))
             .filter_map(|l| l.split_once("] : ").map(|(_, m)| m))
             .collect();
         format!("{} {warns:?}", message(e))
     });
+}
+
+/// `option httpslog` on a clear-text frontend: the log line's HTTPS part
+/// (after the request line: the connection's error, the TLS errors,
+/// resumption, SNI, version and cipher) is haproxy's; the head of the line
+/// is `option httplog`'s, which tests/log_lines_haproxy.rs compares.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn httpslog_fields_as_haproxy() {
+    if !available() {
+        return;
+    }
+    let cfg = format!(
+        "{}frontend fe
+    bind {{fe0}}
+    option httpslog
+    default_backend be
+backend be
+    server s {{srv}}
+",
+        support::haproxy::HTTP_LOG_GLOBAL
+    );
+    let pair = support::haproxy::Pair::start("pxkw-httpslog", &cfg, 1).await;
+    let [h, s] = pair
+        .both(0, "GET /x HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n")
+        .await;
+    let tail = |line: &str| {
+        line.rsplit('"')
+            .next()
+            .unwrap_or_default()
+            .trim_end()
+            .to_string()
+    };
+    assert!(h.1.contains("\"GET /x HTTP/1.1\" "), "{}", h.1);
+    assert_eq!(
+        tail(&h.1),
+        tail(&s.1),
+        "haproxy {:?}, sluice {:?}",
+        h.1,
+        s.1
+    );
+    assert_eq!(h.0, s.0);
 }

@@ -251,7 +251,6 @@ pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "backlog",
     "grace",
     "guid",
-    "max-keep-alive-queue",
     "max-session-srv-conns",
     "use-fcgi-app",
     "dynamic-cookie-key",
@@ -318,7 +317,6 @@ pub(crate) const OPTIONS_UNSUPPORTED: &[&str] = &[
     "idle-close-on-response",
     "external-check",
     "http-restrict-req-hdr-names",
-    "httpslog",
     "log-health-check",
     "http-tunnel",
 ];

@@ -1011,7 +1011,9 @@ static FETCHES: &[FetchDef] = &[
         L5CLI,
         ArgSpec::NONE,
         T::Bool,
-        |_, cx| cx.tls.map(|t| Sample::Bool(t.resumed)),
+        // False, not absent, on a clear connection, as HAProxy 2.6 (the
+        // `0` of `option httpslog`'s line).
+        |_, cx| Some(Sample::Bool(cx.tls.is_some_and(|t| t.resumed))),
     ),
     def("ssl_fc_protocol", L5CLI, ArgSpec::NONE, T::Str, |_, cx| {
         cx.tls.map(|t| Sample::str(t.protocol.as_bytes()))

@@ -370,3 +370,55 @@ impl State<'_> {
         }
     }
 }
+
+/// HAProxy 2.6's `option httpslog` format: `option httplog`'s, then the
+/// connection's and TLS session's errors, resumption, SNI, version and
+/// cipher.
+pub(crate) const HTTPSLOG_FORMAT: &str = "%ci:%cp [%tr] %ft %b/%s %TR/%Tw/%Tc/%Tr/%Ta %ST %B %CC %CS %tsc %ac/%fc/%bc/%sc/%rc %sq/%bq %hr %hs %{+Q}r %[fc_err]/%[ssl_fc_err,hex]/%[ssl_c_err]/%[ssl_c_ca_err]/%[ssl_fc_is_resumed] %[ssl_fc_sni]/%sslv/%sslc";
+
+impl State<'_> {
+    /// `option httpslog`: the HTTPS log format (words after it are
+    /// ignored, as HAProxy ignores them; no `no` form).
+    pub(super) fn opt_httpslog(&mut self, loc: &Loc, neg: bool) {
+        if neg {
+            return self.tight(
+                Level::Alert,
+                loc,
+                "negation/default is not supported for option 'httpslog'.",
+            );
+        }
+        if let Some(kind) = self.proxy_kind()
+            && !kind.has_frontend()
+        {
+            let name = self.px().name.clone();
+            return self.warn(
+                loc,
+                format!(
+                    "{} '{name}' : 'option httpslog' directive is ignored in backends.",
+                    type_str(kind)
+                ),
+            );
+        }
+        let f = crate::config::log::LogFormatKind::Custom(HTTPSLOG_FORMAT.to_string());
+        self.px().log.format = Some(f);
+    }
+
+    /// `max-keep-alive-queue <n>` (-1: no limit). sluice balances every
+    /// request of a keep-alive client on its own, never holding it to the
+    /// server of the previous one, so no request ever waits in a server's
+    /// queue because of keep-alive: the limit always holds.
+    pub(super) fn kw_max_keep_alive_queue(&mut self, loc: &Loc, words: &[String]) {
+        let v = words.get(1).map_or("", String::as_str);
+        if v.is_empty() {
+            return self.alert(
+                loc,
+                "'max-keep-alive-queue' expects expects an integer value (or -1 to disable)",
+            );
+        }
+        let digits = v.strip_prefix('-').unwrap_or(v);
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return self.alert(loc, int_error("max-keep-alive-queue", digits));
+        }
+        self.side_cap(loc, "max-keep-alive-queue", false);
+    }
+}

@@ -878,6 +878,9 @@ pub(crate) const PROXY: &[ProxyKw] = &[
         s.kw_send_name_header(loc, w)
     }),
     kwd("rate-limit", |s, loc, w, _| s.kw_rate_limit(loc, w)),
+    kwd("max-keep-alive-queue", |s, loc, w, _| {
+        s.kw_max_keep_alive_queue(loc, w)
+    }),
     kwd("clitcpka-cnt", |s, loc, w, _| s.kw_tcpka_tuning(loc, w)),
     kwd("clitcpka-idle", |s, loc, w, _| s.kw_tcpka_tuning(loc, w)),
     kwd("clitcpka-intvl", |s, loc, w, _| s.kw_tcpka_tuning(loc, w)),
@@ -1008,6 +1011,7 @@ pub(crate) const OPTIONS: &[ProxyKw] = &[
         s.opt_transparent(loc, w, neg)
     }),
     kwd("originalto", |s, loc, w, neg| s.opt_originalto(loc, w, neg)),
+    kwd("httpslog", |s, loc, _, neg| s.opt_httpslog(loc, neg)),
     kwd("splice-auto", opt_socket),
     kwd("splice-request", opt_socket),
     kwd("splice-response", opt_socket),
