@@ -869,10 +869,14 @@ fn rate_limit_and_tcpka_misuse_is_reported_as_haproxy() {
         "option httpslog x",
         "no option httpslog",
     ] {
-        cases.push((
-            l.to_string(),
-            format!("{DEFAULTS}    {l}\nbackend b\n    {l}\nfrontend f\n    {l}\n"),
-        ));
+        // haproxy 2.6.12 aborts (`free(): invalid pointer`) on `option
+        // httpslog` in a backend: a frontend only then.
+        let cfg = if l.contains("httpslog") {
+            format!("{DEFAULTS}frontend f\n    {l}\n")
+        } else {
+            format!("{DEFAULTS}    {l}\nbackend b\n    {l}\nfrontend f\n    {l}\n")
+        };
+        cases.push((l.to_string(), cfg));
     }
     assert_check_agrees("pxkw-rate-check", cases, |e| {
         let warns: Vec<&str> = e
