@@ -696,6 +696,9 @@ fn source_and_dispatch_misuse_is_reported_as_haproxy() {
         ("originalto header without name", "backend b\n    option originalto header\n"),
         ("originalto unknown word", "backend b\n    option originalto bogus\n"),
         ("no option originalto", "backend b\n    no option originalto\n"),
+        ("ignore-persist without condition", "backend b\n    ignore-persist\n"),
+        ("ignore-persist bad word", "backend b\n    ignore-persist foo\n"),
+        ("force-persist in a frontend", "frontend f\n    force-persist unless TRUE\nbackend b\n    force-persist if TRUE\n    ignore-persist unless TRUE\n"),
         ("send-name-header without name", "backend b\n    http-send-name-header\n"),
         ("send-name-header in a frontend", "frontend f\n    http-send-name-header x\nbackend b\n    http-send-name-header a b\n"),
     ]
@@ -706,9 +709,14 @@ fn source_and_dispatch_misuse_is_reported_as_haproxy() {
             .lines()
             .filter(|l| {
                 l.contains("[WARNING]")
-                    && ["'source'", "'transparent'", "'http-send-name-header'"]
-                        .iter()
-                        .any(|k| l.contains(k))
+                    && [
+                        "'source'",
+                        "'transparent'",
+                        "'http-send-name-header'",
+                        "-persist'",
+                    ]
+                    .iter()
+                    .any(|k| l.contains(k))
             })
             .filter_map(|l| l.split_once("] : ").map(|(_, m)| m.to_string()))
             .collect();
@@ -927,4 +935,45 @@ backend be
         s.1
     );
     assert_eq!(h.0, s.0);
+}
+
+/// `force-persist` sends a cookie naming a server in maintenance there,
+/// `ignore-persist` balances a request whose cookie names a server: the
+/// server each request goes to and the log's cookie flags are haproxy's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn force_and_ignore_persist_as_haproxy() {
+    if !available() {
+        return;
+    }
+    let cfg = format!(
+        "{}frontend fe
+    bind {{fe0}}
+    log-format \"%s %tsc\"
+    default_backend be
+backend be
+    cookie SRV insert indirect nocache
+    force-persist if {{ hdr(x-force) 1 }}
+    ignore-persist if {{ path /ignore }}
+    server s1 {{srv}} cookie s1
+    server s2 {{srv}} cookie s2 disabled
+    server s3 {{srv}} cookie s3
+",
+        support::haproxy::HTTP_LOG_GLOBAL
+    );
+    let pair = support::haproxy::Pair::start("pxkw-persist", &cfg, 1).await;
+    let mut d = Differences::default();
+    for (label, path, cookie, force) in [
+        ("maint server, forced", "/", "s2", true),
+        ("maint server", "/", "s2", false),
+        ("cookie, ignored", "/ignore", "s3", false),
+        ("cookie", "/", "s3", false),
+    ] {
+        let req = format!(
+            "GET {path} HTTP/1.1\r\nhost: h\r\ncookie: SRV={cookie}\r\n{}connection: close\r\n\r\n",
+            if force { "x-force: 1\r\n" } else { "" }
+        );
+        let [h, s] = pair.both(0, &req).await;
+        d.compare(label, &h.1, &s.1);
+    }
+    d.assert_none();
 }

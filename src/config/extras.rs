@@ -38,9 +38,21 @@ pub(crate) struct ProxyExtras {
     pub(crate) clitcpka: TcpKaTuning,
     /// `srvtcpka-cnt|idle|intvl`: the server sockets' keep-alive probes.
     pub(crate) srvtcpka: TcpKaTuning,
+    /// `force-persist` and `ignore-persist` rules, in order: the first
+    /// whose condition holds decides for the request.
+    pub(crate) persist_rules: Vec<PersistRule>,
     /// `errorfiles <name> [<code>...]`, in order: resolved into the
     /// proxy's `errorfiles` once every `http-errors` section is read.
     pub(crate) error_refs: Vec<ErrorsRef>,
+}
+
+/// `force-persist { if | unless } <cond>` (`force`: a persistence cookie
+/// or stick entry naming a DOWN server still sends the request there) or
+/// `ignore-persist { if | unless } <cond>` (persistence is not looked at).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PersistRule {
+    pub(crate) force: bool,
+    pub(crate) cond: crate::acl::Condition,
 }
 
 /// One `errorfiles <name> [<code>...]` line.
@@ -63,6 +75,7 @@ impl ProxyExtras {
     pub(crate) fn compiled(&self) -> ProxyExtras {
         ProxyExtras {
             error_refs: Vec::new(),
+            persist_rules: Vec::new(),
             ..self.clone()
         }
     }

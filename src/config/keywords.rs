@@ -240,8 +240,6 @@ pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "hash-balance-factor",
     "email-alert",
     "external-check",
-    "force-persist",
-    "ignore-persist",
     "persist",
     "use-server",
     "id",

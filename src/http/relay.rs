@@ -372,13 +372,16 @@ impl<'a> Relay<'a> {
             Some((ck, i))
         });
         let (req, persisted) = (self.req, self.ctx.persisted);
+        let ignored = self.ctx.persist_ignored;
         let mut sck = None;
         let mut cookie = |resp: &Head, edits: &mut Option<Edits>| {
             if let Some((ck, i)) = persist {
                 // `direct`: the cookie chose this server (not a redispatch).
                 let direct = persisted == Some(i);
                 let own = be.servers[i].cookie.as_deref();
-                sck = Some(cookie::server_side(ck, own, direct, req, resp, edits));
+                sck = Some(cookie::server_side(
+                    ck, own, direct, req, resp, edits, ignored,
+                ));
             }
         };
         let mut edits = None;

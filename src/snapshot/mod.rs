@@ -208,6 +208,8 @@ pub(crate) struct BackendRt {
     /// `source`, `dispatch`, `srvtcpka-*`, `http-send-name-header`... (see
     /// `config/extras.rs`).
     pub(crate) extras: Arc<crate::config::extras::ProxyExtras>,
+    /// `force-persist` (true) and `ignore-persist` rules, in order.
+    pub(crate) persist_rules: Vec<(bool, CompiledCond)>,
     /// `option redispatch [<interval>]` (None: off).
     pub(crate) redispatch: Option<i32>,
     pub(crate) retry_on: crate::config::model::RetryOn,
@@ -613,6 +615,12 @@ impl Compiler<'_> {
             retries: p.retries,
             tcpka: p.tcpka.server,
             extras: Arc::new(p.extras.compiled()),
+            persist_rules: p
+                .extras
+                .persist_rules
+                .iter()
+                .map(|r| (r.force, acls.compile(&r.cond)))
+                .collect(),
             redispatch: p.redispatch,
             retry_on: p.retry_on,
             http_reuse: p.http_reuse,

@@ -211,7 +211,7 @@ pub(crate) async fn serve(
             backend_id: Some(be.iid),
             ..crate::acl::eval::RequestView::sample_ctx(&view)
         };
-        stuck = crate::upstream::stick::on_request(&be, &cx, false, &mut stores);
+        stuck = crate::upstream::stick::on_request(&be, &cx, false, &mut stores, false);
     }
     let slot = match balance::pick(&be, &key, &mut stuck).await {
         Ok(slot) => slot,

@@ -422,3 +422,35 @@ impl State<'_> {
         self.side_cap(loc, "max-keep-alive-queue", false);
     }
 }
+
+impl State<'_> {
+    /// `force-persist { if | unless } <cond>`, `ignore-persist { if |
+    /// unless } <cond>`: rules read in order, the section's ACLs in the
+    /// condition.
+    pub(super) fn kw_persist_rule(&mut self, loc: &Loc, words: &[String]) {
+        let k = words[0].as_str();
+        if !self.cap(loc, k, false, false, true) {
+            return;
+        }
+        if !matches!(words.get(1).map(String::as_str), Some("if" | "unless")) {
+            return self.alert(
+                loc,
+                format!("'{k}' requires either 'if' or 'unless' followed by a condition."),
+            );
+        }
+        match self.condition(loc, &words[1..]) {
+            Ok(cond) => self
+                .px()
+                .extras
+                .persist_rules
+                .push(crate::config::extras::PersistRule {
+                    force: k == "force-persist",
+                    cond,
+                }),
+            Err(e) => self.alert(
+                loc,
+                format!("error detected while parsing a '{k}' condition : {e}."),
+            ),
+        }
+    }
+}

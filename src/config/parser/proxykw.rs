@@ -878,6 +878,8 @@ pub(crate) const PROXY: &[ProxyKw] = &[
         s.kw_send_name_header(loc, w)
     }),
     kwd("rate-limit", |s, loc, w, _| s.kw_rate_limit(loc, w)),
+    kwd("force-persist", |s, loc, w, _| s.kw_persist_rule(loc, w)),
+    kwd("ignore-persist", |s, loc, w, _| s.kw_persist_rule(loc, w)),
     kwd("max-keep-alive-queue", |s, loc, w, _| {
         s.kw_max_keep_alive_queue(loc, w)
     }),
