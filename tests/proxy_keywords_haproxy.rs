@@ -696,6 +696,7 @@ fn source_and_dispatch_misuse_is_reported_as_haproxy() {
         ("originalto header without name", "backend b\n    option originalto header\n"),
         ("originalto unknown word", "backend b\n    option originalto bogus\n"),
         ("no option originalto", "backend b\n    no option originalto\n"),
+        ("http-use-proxy-header", "backend b\n    option http-use-proxy-header\nfrontend f\n    option http-use-proxy-header x\n"),
         ("ignore-persist without condition", "backend b\n    ignore-persist\n"),
         ("ignore-persist bad word", "backend b\n    ignore-persist foo\n"),
         ("force-persist in a frontend", "frontend f\n    force-persist unless TRUE\nbackend b\n    force-persist if TRUE\n    ignore-persist unless TRUE\n"),
@@ -714,6 +715,7 @@ fn source_and_dispatch_misuse_is_reported_as_haproxy() {
                         "'transparent'",
                         "'http-send-name-header'",
                         "-persist'",
+                        "'http-use-proxy-header'",
                     ]
                     .iter()
                     .any(|k| l.contains(k))
@@ -976,4 +978,33 @@ backend be
         d.compare(label, &h.1, &s.1);
     }
     d.assert_none();
+}
+
+/// `option http-use-proxy-header`: HAProxy 2.6 still keeps a connection
+/// whose request says `Proxy-Connection: close` (its HTTP/1 layer reads
+/// `Connection` only): the second of two pipelined requests is answered
+/// on the same connection, by both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_use_proxy_header_as_haproxy() {
+    if !available() {
+        return;
+    }
+    let cfg = format!(
+        "{}frontend fe
+    bind {{fe0}}
+    option http-use-proxy-header
+    http-request return status 200 content-type text/plain lf-string \"%[path]\"
+",
+        support::haproxy::HTTP_LOG_GLOBAL
+    );
+    let pair = support::haproxy::Pair::start("pxkw-pxhdr", &cfg, 1).await;
+    let req = "GET http://x/one HTTP/1.1\r\nhost: x\r\nproxy-connection: close\r\n\r\n\
+               GET http://x/two HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
+    let mut got = Vec::new();
+    for f in &pair.fronts {
+        let bytes = support::haproxy::exchange(f[0].addr(), req.as_bytes(), false).await;
+        got.push(String::from_utf8_lossy(&bytes).into_owned());
+    }
+    assert!(got[0].contains("/two"), "{}", got[0]);
+    assert_eq!(got[0], got[1]);
 }

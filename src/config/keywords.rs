@@ -304,7 +304,6 @@ pub(crate) const OPTIONS_IGNORED: &[(&str, &str)] = &[
 pub(crate) const OPTIONS_UNSUPPORTED: &[&str] = &[
     "checkcache",
     "dontlog-normal",
-    "http-use-proxy-header",
     "ldap-check",
     "mysql-check",
     "pgsql-check",

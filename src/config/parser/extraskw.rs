@@ -454,3 +454,22 @@ impl State<'_> {
         }
     }
 }
+
+impl State<'_> {
+    /// `[no] option http-use-proxy-header`: HAProxy 2.6 takes it and
+    /// changes nothing (its HTTP/1 layer never reads `Proxy-Connection`
+    /// in place of `Connection`, with the option or without), so neither
+    /// does sluice; HAProxy's warning in a proxy without a frontend.
+    pub(super) fn opt_use_proxy_header(&mut self, loc: &Loc, words: &[String]) {
+        if words.len() > 2 {
+            return self.alert(
+                loc,
+                format!(
+                    "'option http-use-proxy-header' cannot handle unexpected argument '{}'.",
+                    words[2]
+                ),
+            );
+        }
+        self.cap(loc, "http-use-proxy-header", true, true, false);
+    }
+}

@@ -1014,6 +1014,9 @@ pub(crate) const OPTIONS: &[ProxyKw] = &[
     }),
     kwd("originalto", |s, loc, w, neg| s.opt_originalto(loc, w, neg)),
     kwd("httpslog", |s, loc, _, neg| s.opt_httpslog(loc, neg)),
+    kwd("http-use-proxy-header", |s, loc, w, _| {
+        s.opt_use_proxy_header(loc, w)
+    }),
     kwd("splice-auto", opt_socket),
     kwd("splice-request", opt_socket),
     kwd("splice-response", opt_socket),
