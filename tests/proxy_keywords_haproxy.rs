@@ -697,6 +697,10 @@ fn source_and_dispatch_misuse_is_reported_as_haproxy() {
         ("originalto unknown word", "backend b\n    option originalto bogus\n"),
         ("no option originalto", "backend b\n    no option originalto\n"),
         ("http-use-proxy-header", "backend b\n    option http-use-proxy-header\nfrontend f\n    option http-use-proxy-header x\n"),
+        ("persist without method", "backend b\n    persist\n"),
+        ("persist unknown method", "backend b\n    persist foo\n"),
+        ("persist rdp-cookie without name", "backend b\n    persist rdp-cookie(\n"),
+        ("persist rdp-cookie forms", "backend b\n    persist rdp-cookie(foo)\nbackend c\n    persist rdp-cookie\nfrontend f\n    persist rdp-cookiex\n"),
         ("ignore-persist without condition", "backend b\n    ignore-persist\n"),
         ("ignore-persist bad word", "backend b\n    ignore-persist foo\n"),
         ("force-persist in a frontend", "frontend f\n    force-persist unless TRUE\nbackend b\n    force-persist if TRUE\n    ignore-persist unless TRUE\n"),
@@ -1007,4 +1011,104 @@ async fn http_use_proxy_header_as_haproxy() {
     }
     assert!(got[0].contains("/two"), "{}", got[0]);
     assert_eq!(got[0], got[1]);
+}
+
+/// A TCP server that writes `name` to each connection once it has read
+/// something, then closes.
+async fn naming_server(name: &'static str) -> std::net::SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = l.local_addr().expect("addr");
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = l.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 1024];
+                let _ = s.read(&mut buf).await;
+                let _ = s.write_all(name.as_bytes()).await;
+            });
+        }
+    });
+    addr
+}
+
+/// `persist rdp-cookie`: an RDP connection request whose `msts` cookie
+/// encodes a server's address goes to that server, one without it is
+/// balanced: which server answers each is haproxy's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn persist_rdp_cookie_as_haproxy() {
+    if !available() {
+        return;
+    }
+    let (a, b) = (naming_server("A\n").await, naming_server("B\n").await);
+    let msts = |s: std::net::SocketAddr| {
+        let std::net::IpAddr::V4(ip) = s.ip() else {
+            unreachable!("127.0.0.1")
+        };
+        let addr = u32::from_le_bytes(ip.octets());
+        let port = u16::from_le_bytes(s.port().to_be_bytes());
+        format!("{addr}.{port}.0000")
+    };
+    let rdp = |cookie: &str| {
+        let body = format!("Cookie: msts={cookie}\r\n\x01\x00\x08\x00\x03\x00\x00\x00");
+        let mut p = vec![
+            0x03,
+            0x00,
+            0x00,
+            (11 + body.len()) as u8,
+            (6 + body.len()) as u8,
+            0xe0,
+            0,
+            0,
+            0,
+            0,
+            0,
+        ];
+        p.extend_from_slice(body.as_bytes());
+        p
+    };
+    let fronts = [listens(1), listens(1)];
+    let cfg = |i: usize| {
+        format!(
+            "defaults
+    mode tcp
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {}
+    tcp-request inspect-delay 5s
+    tcp-request content accept if RDP_COOKIE
+    default_backend be
+backend be
+    balance roundrobin
+    persist rdp-cookie
+    server a {a}
+    server b {b}
+",
+            fronts[i][0]
+        )
+    };
+    let hap = Haproxy::start("pxkw-rdp", &cfg(0), &[&fronts[0][0]]);
+    let sl = Sluice::start(&cfg(1));
+    let mut d = Differences::default();
+    for (label, cookie) in [
+        ("b's cookie", msts(b)),
+        ("b's cookie again", msts(b)),
+        ("a's cookie", msts(a)),
+        ("unknown address", "16777343.1.0000".to_string()),
+    ] {
+        let mut seen = Vec::new();
+        for f in &fronts {
+            let out = support::haproxy::exchange(f[0].addr(), &rdp(&cookie), false).await;
+            seen.push(String::from_utf8_lossy(&out).into_owned());
+        }
+        if label.starts_with("b's") {
+            assert_eq!(seen[0], "B\n", "haproxy, {label}");
+        }
+        d.compare(label, &seen[0], &seen[1]);
+    }
+    d.assert_none();
+    drop((hap, sl));
 }

@@ -38,6 +38,9 @@ pub(crate) struct ProxyExtras {
     pub(crate) clitcpka: TcpKaTuning,
     /// `srvtcpka-cnt|idle|intvl`: the server sockets' keep-alive probes.
     pub(crate) srvtcpka: TcpKaTuning,
+    /// `persist rdp-cookie[(<name>)]`: the RDP cookie (`msts` by default)
+    /// naming the server of a TCP session.
+    pub(crate) rdp_persist: Option<String>,
     /// `force-persist` and `ignore-persist` rules, in order: the first
     /// whose condition holds decides for the request.
     pub(crate) persist_rules: Vec<PersistRule>,

@@ -240,7 +240,6 @@ pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "hash-balance-factor",
     "email-alert",
     "external-check",
-    "persist",
     "use-server",
     "id",
     "disabled",

@@ -213,6 +213,11 @@ pub(crate) async fn serve(
         };
         stuck = crate::upstream::stick::on_request(&be, &cx, false, &mut stores, false);
     }
+    if stuck.is_none()
+        && let Some(name) = &be.extras.rdp_persist
+    {
+        stuck = rdp_server(&be, &payload, name);
+    }
     let slot = match balance::pick(&be, &key, &mut stuck).await {
         Ok(slot) => slot,
         Err(e) => {
@@ -440,6 +445,26 @@ fn first_read(stream: &Stream, buf: &mut Vec<u8>) -> FirstRead {
         }
     }
     FirstRead::Open
+}
+
+/// `persist rdp-cookie`: the server whose address the RDP cookie encodes
+/// (`msts=<IPv4 as the integer of its bytes in memory>.<port as the
+/// integer of its network-order bytes>.0000`, as the Microsoft broker
+/// writes it on x86), if it takes the session (up, or `option persist`).
+fn rdp_server(be: &BackendRt, payload: &[u8], name: &str) -> Option<usize> {
+    let value = crate::sample::fetch::rdp_cookie_value(payload, name)?;
+    let text = std::str::from_utf8(value).ok()?;
+    let mut parts = text.split('.');
+    let addr: u32 = parts.next()?.parse().ok()?;
+    let port: u32 = parts.next()?.parse().ok()?;
+    let ip = std::net::Ipv4Addr::from(addr.to_le_bytes());
+    let port = u16::from_be_bytes((port as u16).to_le_bytes());
+    let want = std::net::SocketAddr::from((ip, port));
+    let i = be
+        .servers
+        .iter()
+        .position(|s| s.state.pool.load().addr() == want)?;
+    (be.servers[i].state.takes_persistent() || be.persist).then_some(i)
 }
 
 /// A session that ended before relaying counts the bytes the client sent

@@ -473,3 +473,29 @@ impl State<'_> {
         self.cap(loc, "http-use-proxy-header", true, true, false);
     }
 }
+
+impl State<'_> {
+    /// `persist rdp-cookie[(<name>)]`, with HAProxy 2.6's messages (which
+    /// takes it in a frontend too, with no effect there).
+    pub(super) fn kw_persist(&mut self, loc: &Loc, words: &[String]) {
+        let Some(m) = words.get(1).filter(|w| !w.is_empty()) else {
+            return self.alert(loc, "missing persist method.");
+        };
+        // What follows `rdp-cookie` counts only when it opens a name, as
+        // HAProxy reads it; the name ends at the first `)`.
+        let name = match m.strip_prefix("rdp-cookie") {
+            Some(rest) if !rest.starts_with('(') => "msts".to_string(),
+            Some(rest) => match rest[1..].split_once(')') {
+                Some((n, _)) if !n.is_empty() => n.to_string(),
+                _ => {
+                    return self.alert(
+                        loc,
+                        "persist rdp-cookie(name)' requires an rdp cookie name.",
+                    );
+                }
+            },
+            None => return self.alert(loc, "unknown persist method."),
+        };
+        self.px().extras.rdp_persist = Some(name);
+    }
+}
