@@ -481,11 +481,11 @@ impl State<'_> {
         let Some(m) = words.get(1).filter(|w| !w.is_empty()) else {
             return self.alert(loc, "missing persist method.");
         };
-        // What follows `rdp-cookie` counts only when it opens a name, as
-        // HAProxy reads it; the name ends at the first `)`.
+        // Anything after `rdp-cookie` must open a name, which ends at the
+        // first `)` (HAProxy ignores what follows it).
         let name = match m.strip_prefix("rdp-cookie") {
-            Some(rest) if !rest.starts_with('(') => "msts".to_string(),
-            Some(rest) => match rest[1..].split_once(')') {
+            Some("") => "msts".to_string(),
+            Some(rest) => match rest.strip_prefix('(').and_then(|r| r.split_once(')')) {
                 Some((n, _)) if !n.is_empty() => n.to_string(),
                 _ => {
                     return self.alert(
