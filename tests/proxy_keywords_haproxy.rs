@@ -10,7 +10,7 @@
 
 mod support;
 
-use support::haproxy::{Differences, Haproxy, answers_to, assert_check_agrees, available};
+use support::haproxy::{Differences, Haproxy, assert_check_agrees, available};
 use support::*;
 
 const DEFAULTS: &str = "defaults

@@ -294,10 +294,12 @@ pub(crate) fn server_side(
         };
         edits.get_or_insert_with(Edits::default).set_at(i, new);
     }
+    // Nothing to insert when the cookie chose the server, or when an
+    // `ignore-persist` rule held (HAProxy inserts nothing then).
+    let no_insert = direct || ignored;
     if ck.mode == CookieMode::Insert
         && !(found && ck.preserve)
-        && !direct
-        && !ignored
+        && !no_insert
         && (!ck.postonly || req.method() == b"POST")
     {
         let e = edits.get_or_insert_with(Edits::default);
