@@ -38,6 +38,9 @@ pub(crate) struct ProxyExtras {
     pub(crate) clitcpka: TcpKaTuning,
     /// `srvtcpka-cnt|idle|intvl`: the server sockets' keep-alive probes.
     pub(crate) srvtcpka: TcpKaTuning,
+    /// `option checkcache`: a cacheable response that sets a cookie is
+    /// refused (502).
+    pub(crate) checkcache: bool,
     /// `persist rdp-cookie[(<name>)]`: the RDP cookie (`msts` by default)
     /// naming the server of a TCP session.
     pub(crate) rdp_persist: Option<String>,

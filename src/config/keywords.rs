@@ -301,7 +301,6 @@ pub(crate) const OPTIONS_IGNORED: &[(&str, &str)] = &[
 ];
 
 pub(crate) const OPTIONS_UNSUPPORTED: &[&str] = &[
-    "checkcache",
     "dontlog-normal",
     "ldap-check",
     "mysql-check",

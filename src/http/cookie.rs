@@ -365,6 +365,22 @@ fn set_cookie_value(ck: &CookiePersist, server_cookie: Option<&str>) -> Vec<u8> 
 /// `Pragma: no-cache` nor `Cache-Control` saying otherwise (`public` makes
 /// it cacheable again), and a freshness (`max-age`, `s-maxage`, `Expires`)
 /// or a validator (`ETag`, `Last-Modified`).
+/// `option checkcache`: `resp` sets a cookie and could be kept by a
+/// cache (the test of `nocache`, and no `no-cache="set-cookie"`), which
+/// HAProxy 2.6 refuses.
+pub(crate) fn cacheable_cookie(req: &Head, resp: &Head) -> bool {
+    let no_cache_cookie = |v: &[u8]| {
+        let p = b"no-cache=\"set-cookie";
+        v.len() >= p.len() && v[..p.len()].eq_ignore_ascii_case(p)
+    };
+    resp.values("set-cookie").next().is_some()
+        && cacheable(req, resp)
+        && !resp
+            .values("cache-control")
+            .flat_map(|v| v.split(|&b| b == b','))
+            .any(|v| no_cache_cookie(trim(v)))
+}
+
 fn cacheable(req: &Head, resp: &Head) -> bool {
     let mut ok = matches!(req.method(), b"GET" | b"HEAD" | b"OPTIONS" | b"TRACE")
         && matches!(

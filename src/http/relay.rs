@@ -57,6 +57,8 @@ enum Refusal<'r> {
     Denied(Option<&'r HttpReply>),
     /// An `rsprep` left a head that does not parse.
     Invalid,
+    /// `option checkcache`: a cacheable response sets a cookie.
+    CacheableCookie,
 }
 
 /// The response is ready to go: its head as the rules left it, its
@@ -384,6 +386,16 @@ impl<'a> Relay<'a> {
                 ));
             }
         };
+        if be.extras.checkcache && cookie::cacheable_cookie(req, &resp) {
+            crate::observe::log::emit_alert(
+                be,
+                &format!(
+                    "Blocking cacheable cookie in response from instance {}, server {}.",
+                    be.name, self.server.name
+                ),
+            );
+            return Err(Refusal::CacheableCookie);
+        }
         let mut edits = None;
         if self.has_response_rules() {
             edits = self.response_rules(&mut resp, body, cookie)?;
@@ -537,6 +549,12 @@ impl<'a> Relay<'a> {
                     stick: ctx.stick,
                 };
                 deny_response(self.client, fe, be, self.keep_client, reply, &cx).await
+            }
+            // HAProxy's `return_srv_prx_502`: `PH`, a failed response.
+            Refusal::CacheableCookie => {
+                self.rec.tally.eresp |= Rows::BE_SRV;
+                self.rec.end(BAD_RESPONSE);
+                send_error_be(self.client, 502, fe, Some(be), self.keep_client).await
             }
             Refusal::Invalid => {
                 // An `rsprep` that broke the head: HAProxy 1.8's

@@ -499,3 +499,19 @@ impl State<'_> {
         self.px().extras.rdp_persist = Some(name);
     }
 }
+
+impl State<'_> {
+    /// `[no] option checkcache`, with HAProxy's messages (its warning
+    /// names it without `option`).
+    pub(super) fn opt_checkcache(&mut self, loc: &Loc, words: &[String], neg: bool) {
+        if let Some(w) = words.get(2) {
+            return self.alert(
+                loc,
+                format!("'option checkcache' cannot handle unexpected argument '{w}'."),
+            );
+        }
+        if self.cap(loc, "checkcache", true, false, true) {
+            self.px().extras.checkcache = !neg;
+        }
+    }
+}

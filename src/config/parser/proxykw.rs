@@ -1015,6 +1015,7 @@ pub(crate) const OPTIONS: &[ProxyKw] = &[
     }),
     kwd("originalto", |s, loc, w, neg| s.opt_originalto(loc, w, neg)),
     kwd("httpslog", |s, loc, _, neg| s.opt_httpslog(loc, neg)),
+    kwd("checkcache", |s, loc, w, neg| s.opt_checkcache(loc, w, neg)),
     kwd("http-use-proxy-header", |s, loc, w, _| {
         s.opt_use_proxy_header(loc, w)
     }),
