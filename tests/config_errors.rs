@@ -405,7 +405,7 @@ frontend fe
     http-request set-nice 1
     http-response send-spoe-group engine group
     option mysql-check
-    rate-limit sessions 10
+    log-format-sd test
     acl a base,ungrpc -m found
     acl b fc_rtt -m found
     default_backend be
@@ -440,7 +440,7 @@ listen li
             "'http-response send-spoe-group' is not supported by sluice yet",
         ),
         (13, "'option mysql-check' is not supported by sluice yet"),
-        (14, "'rate-limit' is not supported by sluice yet"),
+        (14, "'log-format-sd' is not supported by sluice yet"),
         (
             15,
             "converter 'ungrpc' is not supported by sluice yet in ACL expression 'base,ungrpc'",

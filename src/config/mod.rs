@@ -13,6 +13,7 @@ mod matrix;
 pub mod addr;
 pub(crate) mod cond;
 pub(crate) mod diag;
+pub(crate) mod extras;
 pub mod keywords;
 pub(crate) mod lexer;
 pub mod model;

@@ -19,6 +19,8 @@ use crate::config::units::{parse_time, parse_u32, time_error_message};
 
 mod compkw;
 mod cookiekw;
+mod errorskw;
+mod extraskw;
 mod globalkw;
 mod lbkw;
 mod legacykw;
@@ -91,6 +93,8 @@ enum Section {
     Peers(usize),
     /// Index into `Global::caches`.
     Cache(usize),
+    /// Index into `State::http_errors`.
+    HttpErrors(usize),
     /// Inside a section we cannot use (already reported once).
     Skip,
 }
@@ -103,6 +107,7 @@ impl Section {
             Section::Resolvers(_) => "resolvers",
             Section::Peers(_) => "peers",
             Section::Cache(_) => "cache",
+            Section::HttpErrors(_) => "http-errors",
             Section::Global => "global",
             Section::Defaults(_) => "defaults",
             Section::Proxy(i) => proxies.get(i).map_or("", |p| p.kind.keyword()),
@@ -231,6 +236,9 @@ pub(crate) struct State<'r> {
     /// `default-server` values of each proxy (same index as `proxies`).
     server_defaults: Vec<ServerDefaults>,
     section: Section,
+    /// The `http-errors` sections, read by the proxies' `errorfiles`
+    /// once the configuration ends.
+    http_errors: Vec<errorskw::HttpErrors>,
     conds: Vec<CondFrame>,
     resolve: Resolver<'r>,
     /// The environment of the file being parsed: addresses expand their
@@ -299,6 +307,7 @@ impl<'r> State<'r> {
             defaults: Vec::new(),
             server_defaults: Vec::new(),
             section: Section::None,
+            http_errors: Vec::new(),
             conds: Vec::new(),
             resolve,
             env: None,
@@ -463,6 +472,8 @@ impl<'r> State<'r> {
     pub(crate) fn finish(&mut self) {
         self.finish_userlists();
         self.finish_caches();
+        self.finish_errorfiles();
+        self.finish_dispatch();
         self.check_filters();
         for (di, pi, name) in std::mem::take(&mut self.missing_acls) {
             let Some(def) = self
@@ -641,6 +652,7 @@ impl<'r> State<'r> {
             Section::Resolvers(i) => self.resolvers_line(i, loc, words),
             Section::Peers(i) => self.peers_line(i, loc, words),
             Section::Cache(i) => self.cache_line(i, loc, words),
+            Section::HttpErrors(i) => self.http_errors_line(i, loc, words),
             Section::Defaults(_) | Section::Proxy(_) => self.proxy_line(loc, words),
         }
     }
@@ -713,6 +725,7 @@ impl<'r> State<'r> {
             "resolvers" => return self.start_resolvers(loc, words),
             "peers" => return self.start_peers(loc, words),
             "cache" => return self.start_cache(loc, words),
+            "http-errors" => return self.start_http_errors(loc, words),
             "global" => {
                 self.section = Section::Global;
                 return;
@@ -827,6 +840,7 @@ impl<'r> State<'r> {
         p.forwardfor = d.forwardfor.clone();
         p.tcpka = d.tcpka;
         p.errorfiles = d.errorfiles.clone();
+        p.extras = d.extras.clone();
         p.stats = d.stats.clone();
         if kind.has_frontend() {
             p.monitor_uri = d.monitor_uri.clone();
