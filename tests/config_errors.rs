@@ -402,7 +402,7 @@ fn haproxy_keywords_sluice_lacks_are_not_supported_yet() {
 {DEFAULTS}
 frontend fe
     bind 127.0.0.1:{port} tfo
-    http-request set-nice 1
+    http-request set-priority-class int(1)
     http-response send-spoe-group engine group
     option mysql-check
     log-format-sd test
@@ -434,7 +434,7 @@ listen li
     for (line, want) in [
         (2, "'lua-load' is not supported by sluice yet"),
         (10, "'tfo' option is not supported by sluice yet"),
-        (11, "'http-request set-nice' is not supported by sluice yet"),
+        (11, "'http-request set-priority-class' is not supported by sluice yet"),
         (
             12,
             "'http-response send-spoe-group' is not supported by sluice yet",
