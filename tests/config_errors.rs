@@ -434,7 +434,10 @@ listen li
     for (line, want) in [
         (2, "'lua-load' is not supported by sluice yet"),
         (10, "'tfo' option is not supported by sluice yet"),
-        (11, "'http-request set-priority-class' is not supported by sluice yet"),
+        (
+            11,
+            "'http-request set-priority-class' is not supported by sluice yet",
+        ),
         (
             12,
             "'http-response send-spoe-group' is not supported by sluice yet",

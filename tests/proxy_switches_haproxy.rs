@@ -200,3 +200,58 @@ fn proxy_id_misuse_is_refused_as_haproxy_refuses_it() {
     };
     haproxy::assert_check_agrees("pxidc", cases, alert);
 }
+
+/// `use-server`: the first rule whose condition holds names the server
+/// (over balancing), a rule naming a server in maintenance is skipped, in
+/// HTTP and in TCP, as haproxy 2.6 chooses (the log line names it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn use_server_rules_are_haproxys() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = format!(
+        "{}
+frontend fe
+    bind {{fe0}}
+    log-format \"%f %b/%s %ST\"
+    default_backend be
+backend be
+    balance first
+    use-server s3 if {{ path /three }}
+    use-server s2 if {{ path /two }} || {{ path /three }}
+    use-server s2 unless {{ path_beg /x }}
+    server s1 {{srv}}
+    server s2 {{srv}}
+    server s3 {{srv}} disabled
+listen raw
+    mode tcp
+    bind {{fe1}}
+    log-format \"%f %b/%s\"
+    balance first
+    use-server t2 if {{ src 127.0.0.1 }}
+    server t1 {{srv}}
+    server t2 {{srv}}
+",
+        haproxy::HTTP_LOG_GLOBAL
+    );
+    let pair = haproxy::Pair::start("useserver", &cfg, 2).await;
+    pair.answer(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+    // haproxy logs the readiness probe's empty connection to the TCP
+    // listener (it reached a server; sluice's `dontlognull` hides it): not
+    // what is compared here, it is taken out of haproxy's lines first.
+    pair.logs[0].until(&["raw raw/t2{end}"]);
+    let mut differ = haproxy::Differences::default();
+    for path in ["/two", "/three", "/x1", "/other"] {
+        let req = format!("GET {path} HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n");
+        let [h, s] = pair.both(0, &req).await;
+        differ.compare(path, &h.1, &s.1);
+        if path == "/three" {
+            // Not vacuous: s3 is down, the next rule chose s2.
+            assert_eq!(h.1, "fe be/s2 200\n");
+        }
+    }
+    let [h, s] = pair.both_as(1, "GET / HTTP/1.0\r\n\r\n", true).await;
+    assert_eq!(h.1, "raw raw/t2\n");
+    differ.compare("tcp", &h.1, &s.1);
+    differ.assert_none();
+}

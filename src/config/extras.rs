@@ -50,6 +50,16 @@ pub(crate) struct ProxyExtras {
     /// `errorfiles <name> [<code>...]`, in order: resolved into the
     /// proxy's `errorfiles` once every `http-errors` section is read.
     pub(crate) error_refs: Vec<ErrorsRef>,
+    /// `use-server <name> if|unless <cond>`, in order.
+    pub(crate) use_servers: Vec<UseServer>,
+}
+
+/// `use-server <name> if|unless <cond>`: the request goes to that server
+/// (of the same backend) when the condition holds.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct UseServer {
+    pub(crate) server: String,
+    pub(crate) cond: crate::acl::Condition,
 }
 
 /// `force-persist { if | unless } <cond>` (`force`: a persistence cookie
@@ -82,6 +92,7 @@ impl ProxyExtras {
         ProxyExtras {
             error_refs: Vec::new(),
             persist_rules: Vec::new(),
+            use_servers: Vec::new(),
             ..self.clone()
         }
     }

@@ -308,7 +308,6 @@ pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "hash-balance-factor",
     "email-alert",
     "external-check",
-    "use-server",
     "bind-process",
     "backlog",
     "grace",

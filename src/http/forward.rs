@@ -367,6 +367,15 @@ pub(crate) async fn forward(
             rec.persist[0] = cookie::CK_UNUSED;
         }
     }
+    // `use-server` comes before the cookie's choice and the stick
+    // tables' (the cookie is still read and rewritten).
+    if !be.use_servers.is_empty() {
+        let cx = request_ctx(fe, be, req, ctx);
+        let view = &cx as &dyn crate::acl::eval::RequestView;
+        if let Some(i) = balance::use_server(be, |c| be.acls.eval(c, view), force) {
+            persisted = Some(i);
+        }
+    }
     let mut stores = crate::upstream::stick::Stores::default();
     if crate::upstream::stick::any(be) {
         let cx = request_ctx(fe, be, req, ctx);

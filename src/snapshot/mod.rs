@@ -208,6 +208,8 @@ pub(crate) struct BackendRt {
     /// `source`, `dispatch`, `srvtcpka-*`, `http-send-name-header`... (see
     /// `config/extras.rs`).
     pub(crate) extras: Arc<crate::config::extras::ProxyExtras>,
+    /// `use-server` rules: the server (its index) and the condition.
+    pub(crate) use_servers: Vec<(usize, CompiledCond)>,
     /// `force-persist` (true) and `ignore-persist` rules, in order.
     pub(crate) persist_rules: Vec<(bool, CompiledCond)>,
     /// `option redispatch [<interval>]` (None: off).
@@ -650,6 +652,15 @@ impl Compiler<'_> {
             retries: p.retries,
             tcpka: p.tcpka.server,
             extras: Arc::new(p.extras.compiled()),
+            use_servers: p
+                .extras
+                .use_servers
+                .iter()
+                .filter_map(|u| {
+                    let i = p.servers.iter().position(|s| s.name == u.server)?;
+                    Some((i, acls.compile(&u.cond)))
+                })
+                .collect(),
             persist_rules: p
                 .extras
                 .persist_rules

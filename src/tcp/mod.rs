@@ -197,6 +197,18 @@ pub(crate) async fn serve(
     let queued = Instant::now();
     let mut stores = crate::upstream::stick::Stores::default();
     let mut stuck = None;
+    // `use-server` first (its conditions read the buffered payload).
+    if !be.use_servers.is_empty() {
+        let view = View {
+            src: peer.inet(),
+            local,
+            payload: &payload,
+            tls: tls.as_deref(),
+            client: Some(&client.facts),
+            stick: Some(&stick),
+        };
+        stuck = balance::use_server(&be, |c| be.acls.eval(c, &view), false);
+    }
     if crate::upstream::stick::any(&be) {
         let view = View {
             src: peer.inet(),
@@ -211,7 +223,13 @@ pub(crate) async fn serve(
             backend_id: Some(be.iid),
             ..crate::acl::eval::RequestView::sample_ctx(&view)
         };
-        stuck = crate::upstream::stick::on_request(&be, &cx, false, &mut stores, false);
+        // A server `use-server` chose is not looked up, its keys are
+        // still stored.
+        let assigned = stuck.is_some();
+        if let Some(i) = crate::upstream::stick::on_request(&be, &cx, assigned, &mut stores, false)
+        {
+            stuck = Some(i);
+        }
     }
     if stuck.is_none()
         && let Some(name) = &be.extras.rdp_persist

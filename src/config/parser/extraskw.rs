@@ -456,6 +456,52 @@ impl State<'_> {
 }
 
 impl State<'_> {
+    /// `use-server <name> if|unless <cond>`: rules read in order (the
+    /// server is looked up once the section is complete, `validate.rs`).
+    pub(super) fn kw_use_server(&mut self, loc: &Loc, words: &[String]) {
+        if !self.cap(loc, "use-server", false, false, true) {
+            return;
+        }
+        let Some(server) = words.get(1).filter(|w| !w.is_empty()) else {
+            return self.alert(loc, "'use-server' expects a server name.");
+        };
+        if !matches!(words.get(2).map(String::as_str), Some("if" | "unless")) {
+            return self.alert(
+                loc,
+                "'use-server' requires either 'if' or 'unless' followed by a condition.",
+            );
+        }
+        if server.contains('%') {
+            return self.unsupported(loc, "use-server with a log-format server name");
+        }
+        // HAProxy takes an empty condition: it always holds.
+        let cond = if words.len() == 3 {
+            crate::acl::Condition {
+                unless: words[2] == "unless",
+                groups: vec![Vec::new()],
+            }
+        } else {
+            match self.condition(loc, &words[2..]) {
+                Ok(c) => c,
+                Err(e) => {
+                    return self.alert(
+                        loc,
+                        format!("error detected while parsing switching rule : {e}."),
+                    );
+                }
+            }
+        };
+        self.px()
+            .extras
+            .use_servers
+            .push(crate::config::extras::UseServer {
+                server: server.clone(),
+                cond,
+            });
+    }
+}
+
+impl State<'_> {
     /// `[no] option http-use-proxy-header`: HAProxy 2.6 takes it and
     /// changes nothing (its HTTP/1 layer never reads `Proxy-Connection`
     /// in place of `Connection`, with the option or without), so neither

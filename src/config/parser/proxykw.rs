@@ -883,6 +883,7 @@ pub(crate) const PROXY: &[ProxyKw] = &[
     }),
     kwd("rate-limit", |s, loc, w, _| s.kw_rate_limit(loc, w)),
     kwd("force-persist", |s, loc, w, _| s.kw_persist_rule(loc, w)),
+    kwd("use-server", |s, loc, w, _| s.kw_use_server(loc, w)),
     kwd("persist", |s, loc, w, _| s.kw_persist(loc, w)),
     kwd("ignore-persist", |s, loc, w, _| s.kw_persist_rule(loc, w)),
     kwd("max-keep-alive-queue", |s, loc, w, _| {
