@@ -161,7 +161,6 @@ pub(crate) const GLOBAL_IGNORED: &[(&str, &str)] = &[
 
 pub(crate) const GLOBAL_UNSUPPORTED: &[&str] = &[
     "log-send-hostname",
-    "master-worker",
     "ssl-dh-param-file",
     "ssl-engine",
     "lua-load",
@@ -188,7 +187,6 @@ pub(crate) const GLOBAL_UNSUPPORTED: &[&str] = &[
     "thread-groups",
     "default-path",
     "grace",
-    "mworker-max-reloads",
     "pp2-never-send-local",
     "issuers-chain-path",
     "stats-file",
