@@ -573,6 +573,13 @@ fn master_cli_answers_as_haproxy_does() {
         // A worker's CLI answer through the master: its `show cli level`.
         a.push(mcli(&m.sock, &format!("@!{w} show cli level")));
         a.push(mcli(&m.sock, "@1 show cli level"));
+        // Interactive mode: the prompts name the master, then the worker
+        // (its pid masked: two runs).
+        let session = mcli(
+            &m.sock,
+            "prompt\nshow cli level\n@1\nshow cli level\n@\nshow cli level\nquit",
+        );
+        a.push(session.replace(&format!("{w}> "), "<pid>> "));
         assert_eq!(mcli(&m.sock, "reload"), "");
         // HAProxy's master starts again on a reload: its CLI comes back
         // once it has, with the new worker.

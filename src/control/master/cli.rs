@@ -284,7 +284,13 @@ async fn command(st: &mut Session, words: &[String], shared: &Shared, out: &mut 
             st.prompt = !st.prompt;
             return After::Continue;
         }
-        ["quit", ..] => return After::Quit,
+        // HAProxy's master prompts once more before it closes.
+        ["quit", ..] => {
+            if st.prompt {
+                out.push_str(&prompt(st, shared));
+            }
+            return After::Quit;
+        }
         ["show", "proc", ..] => out.push_str(&show_proc(shared)),
         ["show", "version", ..] => {
             out.push_str(crate::control::startup::VERSION);
