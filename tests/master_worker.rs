@@ -566,6 +566,8 @@ fn master_cli_answers_as_haproxy_does() {
             "user; show cli level; reload",
             "operator; show cli level",
             "show cli sockets",
+            "user; help",
+            "operator; help",
         ] {
             a.push(format!("{cmd}: {}", mcli(&m.sock, cmd)));
         }

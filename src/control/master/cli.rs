@@ -18,67 +18,36 @@ const DENIED: &str = "Permission denied\n";
 const MAX_LINE: usize = 64 * 1024;
 
 /// The master's commands, as `help` lists them (HAProxy 2.6's order and
-/// words), with the level each needs.
-const COMMANDS: &[(&str, &str, CliLevel)] = &[
-    (
-        "@!<pid>",
-        "send a command to the <pid> process",
-        CliLevel::User,
-    ),
+/// words). HAProxy's master lists them all whatever the session's level.
+const COMMANDS: &[(&str, &str)] = &[
+    ("@!<pid>", "send a command to the <pid> process"),
     (
         "@<relative pid>",
         "send a command to the <relative pid> process",
-        CliLevel::User,
     ),
-    (
-        "@master",
-        "send a command to the master process",
-        CliLevel::User,
-    ),
+    ("@master", "send a command to the master process"),
     (
         "operator",
         "lower the level of the current CLI session to operator",
-        CliLevel::User,
     ),
-    ("reload", "reload haproxy", CliLevel::Operator),
+    ("reload", "reload haproxy"),
     (
         "show cli level",
         "display the level of the current CLI session",
-        CliLevel::User,
     ),
-    (
-        "show cli sockets",
-        "dump list of cli sockets",
-        CliLevel::User,
-    ),
-    ("show proc", "show processes status", CliLevel::User),
-    (
-        "show version",
-        "show version of the current process",
-        CliLevel::User,
-    ),
-    (
-        "user",
-        "lower the level of the current CLI session to user",
-        CliLevel::User,
-    ),
-    (
-        "help [<command>]",
-        "list matching or all commands",
-        CliLevel::User,
-    ),
-    (
-        "prompt",
-        "toggle interactive mode with prompt",
-        CliLevel::User,
-    ),
-    ("quit", "disconnect", CliLevel::User),
+    ("show cli sockets", "dump list of cli sockets"),
+    ("show proc", "show processes status"),
+    ("show version", "show version of the current process"),
+    ("user", "lower the level of the current CLI session to user"),
+    ("help [<command>]", "list matching or all commands"),
+    ("prompt", "toggle interactive mode with prompt"),
+    ("quit", "disconnect"),
 ];
 
-fn help_lines(level: CliLevel, only: Option<&str>) -> String {
+fn help_lines(only: Option<&str>) -> String {
     let mut out = String::new();
-    for (usage, desc, need) in COMMANDS {
-        if level < *need || only.is_some_and(|w| !usage.starts_with(w)) {
+    for (usage, desc) in COMMANDS {
+        if only.is_some_and(|w| !usage.starts_with(w)) {
             continue;
         }
         out.push_str(&format!("  {usage:<39} : {desc}\n"));
@@ -278,7 +247,7 @@ async fn command(st: &mut Session, words: &[String], shared: &Shared, out: &mut 
         [] => return After::Continue,
         ["help", rest @ ..] => {
             out.push_str(VALID);
-            out.push_str(&help_lines(st.level, rest.first().copied()));
+            out.push_str(&help_lines(rest.first().copied()));
         }
         ["prompt", ..] => {
             st.prompt = !st.prompt;
@@ -317,7 +286,7 @@ async fn command(st: &mut Session, words: &[String], shared: &Shared, out: &mut 
         ["reload", ..] => return After::Reload,
         _ => {
             out.push_str(UNKNOWN);
-            out.push_str(&help_lines(st.level, None));
+            out.push_str(&help_lines(None));
         }
     }
     out.push('\n');
@@ -418,12 +387,12 @@ mod tests {
 
     #[test]
     fn help_is_haproxy_layout() {
-        let h = help_lines(CliLevel::Admin, None);
+        let h = help_lines(None);
         assert!(h.starts_with(
             "  @!<pid>                                 : send a command to the <pid> process\n"
         ));
         assert!(h.contains("\n  reload                                  : reload haproxy\n"));
-        assert!(!help_lines(CliLevel::User, None).contains("reload"));
+        assert_eq!(help_lines(Some("show")).lines().count(), 4);
     }
 
     #[test]
