@@ -627,3 +627,112 @@ fn master_worker_keywords_check_as_haproxy_does() {
     .map(|g| (g.to_string(), format!("global\n    {g}\n{tail}")));
     assert_check_agrees("mwkw", cases, first_alert);
 }
+
+/// A reload after the binary was replaced (a package upgrade) starts a
+/// worker of the new binary, which takes the listening sockets over from
+/// the running one; that one is listed among the old workers while its
+/// request finishes, and stopped once it has survived more reloads than
+/// `mworker-max-reloads`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replaced_binary_gets_a_new_worker_and_the_old_one_finishes() {
+    let be = Backend::start("s1").await;
+    let l = Listen::new();
+    let dir = TempDir::new("mwup");
+    let exe = dir.join("sluice");
+    std::fs::copy(bin(), &exe).unwrap();
+    let text = format!(
+        "global\n    mworker-max-reloads 1\ndefaults\n    mode http\n    timeout connect 5s\n    timeout client 30s\n    timeout server 30s\nfrontend fe\n    bind fd@{}\n    default_backend be\nbackend be\n    server s1 {}\n",
+        l.fd(),
+        be.hostport()
+    );
+    let cfg = dir.write("sluice.cfg", &text);
+    let master = dir.join("master.sock");
+    let mut cmd = Command::new(&exe);
+    cmd.arg("-W")
+        .arg("-S")
+        .arg(&master)
+        .arg("-f")
+        .arg(&cfg)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("stderr")).unwrap());
+    inherit(&mut cmd, &[&l]);
+    let mut child = cmd.spawn().expect("spawn sluice -W");
+    let old = started(&master).await;
+    // A request held by the server, on the worker about to be replaced.
+    be.set_gated(true);
+    let addr = l.addr();
+    let held = tokio::spawn(async move {
+        let mut c = HttpConn::connect(addr).await;
+        c.send("GET", "/held", b"").await
+    });
+    wait_until(Duration::from_secs(10), "the held request", || {
+        let n = be.in_flight();
+        async move { n == 1 }
+    })
+    .await;
+    // The package manager's way: a new file renamed over the old one.
+    let fresh = dir.join("sluice.new");
+    std::fs::copy(bin(), &fresh).unwrap();
+    std::fs::rename(&fresh, &exe).unwrap();
+    assert_eq!(cli(&master, "reload").await, "");
+    let procs = cli(&master, "show proc").await;
+    let new = worker_pid(&procs).expect("a new worker");
+    assert_ne!(new, old, "{procs}");
+    assert!(
+        procs.contains(&format!("# old workers\n{old:<15} worker          1 ")),
+        "{procs}"
+    );
+    // The new worker serves while the old one finishes.
+    be.release(1);
+    be.set_gated(false);
+    let mut c = HttpConn::connect(addr).await;
+    let r = c.get("/new").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(held.await.unwrap().unwrap().status, 200);
+    // The old worker exits once its request is done.
+    proc_until(&master, "the old worker gone", |p| {
+        !p.contains("# old workers")
+    })
+    .await;
+    let err = std::fs::read_to_string(dir.join("stderr")).unwrap();
+    assert!(
+        err.contains(&format!("Former worker ({old}) exited with code 0 (Exit)")),
+        "{err}"
+    );
+    // mworker-max-reloads: an old worker past it is stopped.
+    be.set_gated(true);
+    let held = tokio::spawn(async move {
+        let mut c = HttpConn::connect(addr).await;
+        c.send("GET", "/held2", b"").await
+    });
+    wait_until(Duration::from_secs(10), "the second held request", || {
+        let n = be.in_flight();
+        async move { n == 1 }
+    })
+    .await;
+    let fresh = dir.join("sluice.new");
+    std::fs::copy(bin(), &fresh).unwrap();
+    std::fs::rename(&fresh, &exe).unwrap();
+    assert_eq!(cli(&master, "reload").await, "");
+    let procs = cli(&master, "show proc").await;
+    // One reload survived (HAProxy counts the one that replaced it), not
+    // more than 1: kept; the next one makes it 2.
+    assert!(
+        procs.contains(&format!("# old workers\n{new:<15} worker          1 ")),
+        "{procs}"
+    );
+    assert_eq!(cli(&master, "reload").await, "");
+    proc_until(
+        &master,
+        "the old worker stopped past mworker-max-reloads",
+        |p| !p.contains("# old workers"),
+    )
+    .await;
+    // Its held request was cut, not answered.
+    assert!(held.await.unwrap().is_err());
+    be.set_gated(false);
+    be.release(1);
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -15,9 +15,12 @@
 //! one, and counters, health and tables are kept. HAProxy starts a new
 //! worker process at each reload instead; sluice starts one only when
 //! there is none (the worker died and `no-exit-on-failure` kept the
-//! master). So no old worker outlives a reload, and `mworker-max-reloads`
-//! has nothing to stop: a replaced generation is bounded by
-//! `hard-stop-after`.
+//! master), or when the executable was replaced since the worker started
+//! (a package upgrade): the new worker then takes the listening sockets
+//! over from the running one (`-x` on its private socket, which serves
+//! `_getsocks`) and tells it to finish (`-sf`), and the replaced worker is
+//! an old worker until its connections are done, stopped (SIGINT) once it
+//! has survived more reloads than `mworker-max-reloads`.
 //!
 //! The worker's systemd notifications (`READY=1`, `RELOADING=1`,
 //! `STOPPING=1`) reach the master through a private datagram socket given
@@ -88,6 +91,9 @@ struct Procs {
     /// Whether the last reload failed (the prompt says so).
     last_failed: bool,
     worker: Option<WorkerInfo>,
+    /// Workers a new binary replaced, finishing their connections, with
+    /// the reloads each has survived.
+    old: Vec<(WorkerInfo, u32)>,
 }
 
 #[derive(Debug, Clone)]
@@ -261,6 +267,7 @@ pub(crate) fn run(cfg: &Config, opts: &Options, args: &[String]) -> i32 {
                         scratch: &scratch,
                         listeners,
                         exit_on_failure,
+                        max_reloads: cfg.global.mworker_max_reloads,
                     }));
                     rt.shutdown_background();
                     code
@@ -289,7 +296,11 @@ struct Supervise<'a> {
     scratch: &'a Scratch,
     listeners: Vec<(MasterListener, crate::config::model::CliLevel)>,
     exit_on_failure: bool,
+    max_reloads: Option<u32>,
 }
+
+/// An old worker's end: its pid and exit status.
+type Gone = (u32, std::io::Result<std::process::ExitStatus>);
 
 /// The worker process and what the master knows of it.
 struct Worker {
@@ -360,7 +371,15 @@ async fn supervise(s: Supervise<'_>) -> i32 {
         count: 0,
     };
     let mut spawner = spawner;
-    let mut worker = match spawner.start(&notify).await {
+    let (gone_tx, mut gone) = mpsc::unbounded_channel::<Gone>();
+    let mut ctx = ReloadCtx {
+        shared: &shared,
+        spawner: &mut spawner,
+        notify: &notify,
+        gone: gone_tx,
+        max_reloads: s.max_reloads,
+    };
+    let mut worker = match ctx.spawner.start(ctx.notify, &[]).await {
         Ok(w) => w,
         Err(code) => return code,
     };
@@ -396,6 +415,14 @@ async fn supervise(s: Supervise<'_>) -> i32 {
                     return code;
                 }
             }
+            Some((opid, st)) = gone.recv() => {
+                shared.procs().old.retain(|(w, _)| w.pid != opid);
+                let (code, how) = match st {
+                    Ok(st) => describe_exit(st),
+                    Err(_) => (1, "Exit".to_string()),
+                };
+                warning(&format!("Former worker ({opid}) exited with code {code} ({how})"));
+            }
             n = notify.recv(&mut buf) => {
                 // The worker's own notifications after start-up: its
                 // reloads and stop, passed on under the master's pid.
@@ -404,13 +431,13 @@ async fn supervise(s: Supervise<'_>) -> i32 {
                 }
             }
             _ = recv_opt(&mut usr2) => {
-                reload(&shared, &mut worker, &mut spawner, &notify).await;
+                ctx.reload(&mut worker).await;
             }
             _ = recv_opt(&mut hup) => {
-                reload(&shared, &mut worker, &mut spawner, &notify).await;
+                ctx.reload(&mut worker).await;
             }
             Some(Request::Reload(done)) = requests.recv() => {
-                reload(&shared, &mut worker, &mut spawner, &notify).await;
+                ctx.reload(&mut worker).await;
                 let _ = done.send(());
             }
             signo = forwarded_signal(&mut forwarded) => {
@@ -424,9 +451,9 @@ async fn supervise(s: Supervise<'_>) -> i32 {
                         return 0;
                     }
                 }
-                if let Some(w) = &worker {
-                    crate::sys::process::signal_pids(&[w.info.pid as i32], signo);
-                }
+                let mut pids: Vec<i32> = shared.procs().old.iter().map(|(w, _)| w.pid as i32).collect();
+                pids.extend(worker.as_ref().map(|w| w.info.pid as i32));
+                crate::sys::process::signal_pids(&pids, signo);
             }
         }
     }
@@ -504,11 +531,18 @@ struct Spawner {
 impl Spawner {
     /// Starts a worker and waits until it is ready (`Ok(Some)`), or until
     /// it exits first (`Err(its exit code)`).
-    async fn start(&mut self, notify: &tokio::net::UnixDatagram) -> Result<Option<Worker>, i32> {
+    /// `extra`: arguments after the master's own (a new binary's `-x`
+    /// and `-sf`).
+    async fn start(
+        &mut self,
+        notify: &tokio::net::UnixDatagram,
+        extra: &[String],
+    ) -> Result<Option<Worker>, i32> {
         self.count += 1;
         let cli = self.dir.join(format!("worker.{}.sock", self.count));
         let mut cmd = tokio::process::Command::new(&self.exe);
         cmd.args(&self.args)
+            .args(extra)
             .env(WORKER_ENV, &cli)
             .env("NOTIFY_SOCKET", &self.notify_path)
             .stdin(std::process::Stdio::null());
@@ -564,57 +598,119 @@ impl Spawner {
     }
 }
 
-/// A reload: the worker's own, asked for on its CLI socket; a new worker
-/// when there is none.
-async fn reload(
-    shared: &Shared,
-    worker: &mut Option<Worker>,
-    spawner: &mut Spawner,
-    notify: &tokio::net::UnixDatagram,
-) {
-    notice("Reloading sluice");
-    let mut respawned = false;
-    let ok = match worker {
-        Some(w) => {
-            let reply = worker_command(&w.info.cli, "reload").await;
-            // The worker's notifications of this reload (RELOADING=1,
-            // READY=1) wait in the socket and are passed on by the loop.
-            match reply {
-                Ok(r) if r.starts_with("Success=1") => true,
-                Ok(r) => {
-                    for line in r.lines().skip(1).filter(|l| !l.is_empty()) {
-                        alert(line);
+/// What a reload works with.
+struct ReloadCtx<'a> {
+    shared: &'a Shared,
+    spawner: &'a mut Spawner,
+    notify: &'a tokio::net::UnixDatagram,
+    /// Where the old workers' ends are told.
+    gone: mpsc::UnboundedSender<Gone>,
+    max_reloads: Option<u32>,
+}
+
+/// Whether the executable the master starts workers from is no longer the
+/// one `pid` runs (a package upgrade replaced it).
+fn exe_replaced(exe: &Path, pid: u32) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (
+        std::fs::metadata(exe),
+        std::fs::metadata(format!("/proc/{pid}/exe")),
+    ) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) != (b.dev(), b.ino()),
+        _ => false,
+    }
+}
+
+impl ReloadCtx<'_> {
+    /// A reload: the worker's own, asked for on its CLI socket; a new
+    /// worker when there is none, or when the binary was replaced: that
+    /// one takes the listening sockets over from the running worker
+    /// (`-x`, its private socket) and tells it to finish (`-sf`), which
+    /// then shows among the old workers until its connections are done.
+    async fn reload(&mut self, worker: &mut Option<Worker>) {
+        notice("Reloading sluice");
+        let mut respawned = false;
+        let ok = match worker {
+            Some(w) if exe_replaced(&self.spawner.exe, w.info.pid) => {
+                let extra = [
+                    "-x".to_string(),
+                    w.info.cli.to_string_lossy().into_owned(),
+                    "-sf".to_string(),
+                    w.info.pid.to_string(),
+                ];
+                match self.spawner.start(self.notify, &extra).await {
+                    Ok(Some(new)) => {
+                        respawned = true;
+                        if let Some(old) = worker.replace(new) {
+                            self.retire(old);
+                        }
+                        true
                     }
-                    false
-                }
-                Err(e) => {
-                    alert(&format!("cannot reach the worker's CLI: {e}"));
-                    false
+                    _ => false,
                 }
             }
-        }
-        None => match spawner.start(notify).await {
-            Ok(w) => {
-                *worker = w;
-                respawned = true;
-                crate::sys::process::sd_notify("READY=1\n");
-                true
+            Some(w) => {
+                let reply = worker_command(&w.info.cli, "reload").await;
+                // The worker's notifications of this reload (RELOADING=1,
+                // READY=1) wait in the socket and are passed on by the loop.
+                match reply {
+                    Ok(r) if r.starts_with("Success=1") => true,
+                    Ok(r) => {
+                        for line in r.lines().skip(1).filter(|l| !l.is_empty()) {
+                            alert(line);
+                        }
+                        false
+                    }
+                    Err(e) => {
+                        alert(&format!("cannot reach the worker's CLI: {e}"));
+                        false
+                    }
+                }
             }
-            Err(_) => false,
-        },
-    };
-    // Counted once over, so that `show proc` shows a reload done.
-    let mut procs = shared.procs();
-    procs.reloads += 1;
-    procs.worker = worker.as_ref().map(|w| w.info.clone());
-    procs.last_failed = !ok;
-    if ok {
-        if !respawned {
-            notice("Loading success.");
+            None => match self.spawner.start(self.notify, &[]).await {
+                Ok(w) => {
+                    *worker = w;
+                    respawned = true;
+                    crate::sys::process::sd_notify("READY=1\n");
+                    true
+                }
+                Err(_) => false,
+            },
+        };
+        // Counted once over, so that `show proc` shows a reload done.
+        let mut procs = self.shared.procs();
+        procs.reloads += 1;
+        procs.worker = worker.as_ref().map(|w| w.info.clone());
+        procs.last_failed = !ok;
+        if ok {
+            if !respawned {
+                notice("Loading success.");
+            }
+            // Old workers have survived one more reload: past
+            // `mworker-max-reloads`, they are stopped at once (SIGINT,
+            // sluice's immediate stop, where HAProxy's is SIGTERM).
+            for (w, n) in procs.old.iter_mut() {
+                *n += 1;
+                if self.max_reloads.is_some_and(|max| *n > max) {
+                    crate::sys::process::signal_pids(&[w.pid as i32], libc::SIGINT);
+                }
+            }
+        } else {
+            procs.failed += 1;
+            alert("Loading failure!");
         }
-    } else {
-        procs.failed += 1;
-        alert("Loading failure!");
+    }
+
+    /// Keeps a replaced worker among the old ones until it exits.
+    fn retire(&self, old: Worker) {
+        let Worker { mut child, info } = old;
+        let pid = info.pid;
+        self.shared.procs().old.push((info, 0));
+        let gone = self.gone.clone();
+        tokio::spawn(async move {
+            let st = child.wait().await;
+            let _ = gone.send((pid, st));
+        });
     }
 }
 

@@ -954,9 +954,10 @@ async fn serve(
         }
     }
     // A master's worker: the private CLI its master routes commands and
-    // reloads through.
+    // reloads through, which hands the listeners over to the worker of a
+    // new binary (`-x`).
     match crate::control::master::bind_worker_cli() {
-        Some(Ok(l)) => cli_servers.push(Box::pin(crate::control::cli::serve_unix_listener(
+        Some(Ok(l)) => cli_servers.push(Box::pin(crate::control::takeover::serve_exposing(
             l,
             crate::config::model::CliLevel::Admin,
             rt.clone(),

@@ -337,10 +337,10 @@ fn uptime(since: u64) -> String {
     )
 }
 
-/// HAProxy's `show proc` table. The worker is sluice's one serving
-/// process: it reloads in place, so it is always current and has
-/// survived no reload as an old worker (0), and there are no old workers
-/// nor programs to list.
+/// HAProxy's `show proc` table. The current worker reloads in place, so
+/// it has survived no reload as an old worker (0); old workers are those
+/// a new binary replaced, still finishing their connections. sluice has no
+/// programs to list.
 fn show_proc(shared: &Shared) -> String {
     let procs = shared.procs();
     let version = crate::control::startup::VERSION;
@@ -366,6 +366,19 @@ fn show_proc(shared: &Shared) -> String {
             uptime(w.started),
             version
         ));
+    }
+    if !procs.old.is_empty() {
+        out.push_str("# old workers\n");
+        for (w, n) in &procs.old {
+            out.push_str(&format!(
+                "{:<15} {:<15} {:<15} {:<15} {}\n",
+                w.pid,
+                "worker",
+                n,
+                uptime(w.started),
+                version
+            ));
+        }
     }
     out.push_str("# programs\n");
     out
