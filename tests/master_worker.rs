@@ -210,6 +210,11 @@ async fn sigusr2_and_cli_reload_apply_the_config_and_keep_the_worker_and_counter
     assert_eq!(body_of(l.addr()).await, "v2");
     assert_eq!(req_tot(&master).await, 5, "counters kept over the reloads");
     assert!(s.stderr().contains("Loading failure!"), "{}", s.stderr());
+    // The interactive prompt says the last reload failed.
+    assert_eq!(
+        cli(&master, "prompt\nquit").await,
+        "master[ReloadFailed]> master[ReloadFailed]> "
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
