@@ -129,10 +129,32 @@ struct Scratch(PathBuf);
 impl Scratch {
     fn create() -> std::io::Result<Scratch> {
         use std::os::unix::fs::DirBuilderExt;
+        sweep_stale();
         let dir = std::env::temp_dir().join(format!("sluice-master.{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
         Ok(Scratch(dir))
+    }
+}
+
+/// Removes the directories of masters that are gone without cleaning up
+/// (killed with SIGKILL): those whose pid no longer runs.
+fn sweep_stale() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("sluice-master."))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
     }
 }
 
