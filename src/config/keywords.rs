@@ -239,7 +239,6 @@ pub(crate) const GLOBAL_IGNORED: &[(&str, &str)] = &[
 ];
 
 pub(crate) const GLOBAL_UNSUPPORTED: &[&str] = &[
-    "master-worker",
     "ssl-engine",
     "lua-load",
     "lua-prepend-path",
@@ -258,7 +257,6 @@ pub(crate) const GLOBAL_UNSUPPORTED: &[&str] = &[
     "thread-groups",
     "default-path",
     "grace",
-    "mworker-max-reloads",
     "pp2-never-send-local",
     "issuers-chain-path",
     "stats-file",

@@ -21,6 +21,13 @@ pub struct Config {
     pub(crate) proxies: Vec<Proxy>,
 }
 
+/// The global `master-worker` line.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct MasterWorker {
+    /// `no-exit-on-failure`: the master outlives a worker that dies.
+    pub(crate) no_exit_on_failure: bool,
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Global {
     pub(crate) maxconn: Option<u32>,
@@ -29,6 +36,12 @@ pub(crate) struct Global {
     /// `stats timeout`: idle timeout of a CLI connection (default 10s).
     pub(crate) stats_timeout: Option<Duration>,
     pub(crate) daemon: bool,
+    /// `master-worker [no-exit-on-failure]`: run as a master process that
+    /// supervises the serving worker (as `-W`); the flag is whether the
+    /// master stays when the worker dies.
+    pub(crate) master_worker: Option<MasterWorker>,
+    /// `mworker-max-reloads <n>`.
+    pub(crate) mworker_max_reloads: Option<u32>,
     pub(crate) pidfile: Option<PathBuf>,
     pub(crate) node: Option<String>,
     pub(crate) description: Option<String>,

@@ -248,6 +248,8 @@ pub(crate) const GLOBAL: &[GlobalKw] = &[
     kwd("stats", g_stats),
     kwd("nbproc", g_nbproc),
     kwd("daemon", g_daemon),
+    kwd("master-worker", g_master_worker),
+    kwd("mworker-max-reloads", g_mworker_max_reloads),
     kwd("pidfile", g_pidfile),
     kwd("node", g_node),
     kwd("setenv", g_setenv),
@@ -466,6 +468,57 @@ fn g_tune_h2(s: &mut State<'_>, loc: &Loc, words: &[String]) {
 
 fn g_daemon(s: &mut State<'_>, _loc: &Loc, _words: &[String]) {
     s.global.daemon = true;
+}
+
+/// `master-worker [no-exit-on-failure]`, with HAProxy 2.6's messages.
+fn g_master_worker(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    let mut mw = crate::config::model::MasterWorker::default();
+    match words.get(1).map(String::as_str) {
+        None | Some("") => {}
+        Some("no-exit-on-failure") => mw.no_exit_on_failure = true,
+        Some(_) => {
+            return s.alert(
+                loc,
+                "'master-worker' only supports 'no-exit-on-failure' option.",
+            );
+        }
+    }
+    if let Some(extra) = words.get(2).filter(|w| !w.is_empty()) {
+        return s.alert(
+            loc,
+            format!("'master-worker' cannot handle unexpected argument '{extra}'."),
+        );
+    }
+    s.global.master_worker = Some(mw);
+}
+
+/// `mworker-max-reloads <n>`. HAProxy reads the number with `atol` (a word
+/// that is not one counts as 0) and only warns about a missing or negative
+/// one, keeping the configuration valid: so does sluice, with its words.
+fn g_mworker_max_reloads(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    let Some(arg) = words.get(1).filter(|w| !w.is_empty()) else {
+        return s.warn(loc, "'mworker-max-reloads' expects an integer argument.");
+    };
+    if let Some(extra) = words.get(2).filter(|w| !w.is_empty()) {
+        return s.warn(
+            loc,
+            format!("'mworker-max-reloads' cannot handle unexpected argument '{extra}'."),
+        );
+    }
+    let digits = arg
+        .strip_prefix(['-', '+'])
+        .unwrap_or(arg)
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap_or("");
+    let n: i64 = digits.parse().unwrap_or(0);
+    if arg.starts_with('-') && n > 0 {
+        return s.warn(
+            loc,
+            format!("'mworker-max-reloads' : invalid value -{n}, must be >= 0"),
+        );
+    }
+    s.global.mworker_max_reloads = Some(u32::try_from(n).unwrap_or(u32::MAX));
 }
 
 fn g_nosplice(s: &mut State<'_>, _loc: &Loc, _words: &[String]) {
