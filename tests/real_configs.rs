@@ -2,8 +2,10 @@
 //! API balancer, a role-rendered web farm, a docker-compose broker stack,
 //! orchestrator-rendered TLS ingresses, content switching, forward and
 //! transparent proxies, userlist authentication, rate limits, a
-//! sentinel-aware Redis front, an ingress controller's skeleton and a
-//! caching HTTPS edge (`tests/configs/real/*.cfg`). Each uses the keywords
+//! sentinel-aware Redis front (tcp-check sequences, use-server on the
+//! sentinels' vote), an ingress controller's skeleton (also in
+//! master-worker mode) and a caching HTTPS edge
+//! (`tests/configs/real/*.cfg`). Each uses the keywords
 //! that public configs of its kind use; `haproxy -c` and `sluice -c` must
 //! both accept every one.
 //!
