@@ -308,10 +308,14 @@ impl State<'_> {
             return (e.run)(self, loc, words, neg);
         }
         if let Some((_, why)) = kw::OPTIONS_IGNORED.iter().find(|(n, _)| *n == name) {
-            return self.warn(
+            // A notice, as for the global keywords: haproxy says nothing
+            // of these options, so `zero-warning` configurations must
+            // still start.
+            return self.diags.push(Diagnostic::parsing(
+                Level::Notice,
                 loc,
                 format!("'option {name}' is accepted and ignored: {why}."),
-            );
+            ));
         }
         let n = name.as_str();
         if kw::OPTIONS_UNSUPPORTED.contains(&n) || kw::haproxy_has(kw::Kind::Option, n) {
