@@ -9,6 +9,7 @@ pub(crate) mod log;
 pub(crate) mod log_format;
 
 pub mod addr;
+pub(crate) mod check_proto;
 pub(crate) mod cond;
 pub(crate) mod diag;
 pub mod keywords;

@@ -1750,6 +1750,11 @@ pub(crate) enum TcpCheckRule {
     Send(Vec<u8>),
     /// `tcp-check expect [!] string|rstring <pattern>`.
     Expect(Expect),
+    /// A reply judged by a protocol check's rules (`option redis-check`
+    /// and the like, `config/check_proto.rs`).
+    Proto(crate::config::check_proto::ProtoStep),
+    /// `option ssl-hello-chk`'s SSLv3 ClientHello (it carries the time).
+    SslHello,
 }
 
 /// An encoding of `compression algo`: HAProxy 2.6's four, and sluice's

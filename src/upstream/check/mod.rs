@@ -13,6 +13,7 @@
 
 mod agent;
 mod expect;
+mod proto;
 
 pub(crate) use agent::spawn_agents;
 
@@ -132,11 +133,11 @@ async fn check_loop(rt: Arc<Runtime>, server: Arc<ServerState>, offset: Duration
         // A server without address (a name that does not resolve) is not
         // probed: its checks wait in maintenance.
         if server.health.checks_active() && server.has_addr() {
-            let (status, code, detail, ms) = run_check(&server, &plan).await;
+            let ((status, code, detail, ms), said) = run_check(&server, &plan).await;
             let before = server.health.info();
             let transition = server.health.record(status, code, ms, detail.clone());
             if plan.log_checks {
-                log_check(&rt, &server, &before, ms);
+                log_check(&rt, &server, &before, ms, said.as_deref());
             }
             // With `log-health-checks` the check's line told the reason:
             // the state change line does not repeat it (as HAProxy).
@@ -180,7 +181,9 @@ fn check_addr(server: &ServerState, p: &CheckParams, port: Option<u16>) -> Socke
 
 type Outcome = (CheckStatus, Option<u16>, String, u64);
 
-async fn run_check(server: &ServerState, plan: &Plan) -> Outcome {
+/// A check's result, and what its log line tells when that differs from
+/// what `show stat` keeps (see `proto::Judged::Pass`).
+async fn run_check(server: &ServerState, plan: &Plan) -> (Outcome, Option<String>) {
     let start = Instant::now();
     let ms = |s: Instant| s.elapsed().as_millis() as u64;
     let (status, code, detail) = match &plan.kind {
@@ -202,9 +205,12 @@ async fn run_check(server: &ServerState, plan: &Plan) -> Outcome {
             },
             Err((st, d)) => (st, None, d),
         },
-        CheckKind::TcpCheck(rules) => tcp_check(server, plan, rules).await,
+        CheckKind::TcpCheck(rules) => {
+            let (verdict, said) = tcp_check(server, plan, rules).await;
+            return ((verdict.0, verdict.1, verdict.2, ms(start)), said);
+        }
     };
-    (status, code, detail, ms(start))
+    ((status, code, detail, ms(start)), None)
 }
 
 async fn connect(
@@ -431,55 +437,129 @@ async fn http_check(
     }
 }
 
+/// A `tcp-check` script, or a protocol check's rule set (`option
+/// redis-check` and the like), whose steps HAProxy numbers without the
+/// implicit connect and whose connection errors it tells plainly.
 async fn tcp_check(
     server: &ServerState,
     plan: &Plan,
     rules: &[TcpCheckRule],
-) -> (CheckStatus, Option<u16>, String) {
+) -> ((CheckStatus, Option<u16>, String), Option<String>) {
     let mut conn: Option<Stream> = None;
     let deadline = |t: Duration| Instant::now() + t;
     let mut buf: Vec<u8> = Vec::new();
     let mut data_step = false;
+    let proto = rules.iter().any(crate::config::check_proto::is_proto_rule);
+    // The last protocol step's verdict, and what the log line tells.
+    let mut passed: Option<(CheckStatus, Option<u16>, String)> = None;
+    let mut said: Option<String> = None;
+    // Whether the server closed its side (protocol steps read on).
+    let mut closed = false;
     // An implicit connect when the script does not start with one.
     let implicit = !matches!(rules.first(), Some(TcpCheckRule::Connect { .. }));
     if implicit {
         match connect(server, plan, None).await {
             Ok(c) => conn = Some(c),
-            Err((st, d)) => return (st, None, d),
+            Err((st, d)) => return ((st, None, d), None),
         }
     }
     for (n, rule) in rules.iter().enumerate() {
-        let step = n + 1 + usize::from(implicit);
+        let step = n + 1 + usize::from(implicit && !proto);
         match rule {
             TcpCheckRule::Connect { port } => match connect(server, plan, *port).await {
                 Ok(c) => {
                     conn = Some(c);
                     buf.clear();
+                    closed = false;
                 }
+                Err((st, d)) if proto => return ((st, None, d), None),
                 Err((st, d)) => {
                     return (
-                        st,
+                        (
+                            st,
+                            None,
+                            format!("{d} at step {step} of tcp-check (connect)"),
+                        ),
                         None,
-                        format!("{d} at step {step} of tcp-check (connect)"),
                     );
                 }
             },
-            TcpCheckRule::Send(data) => {
+            TcpCheckRule::Send(_) | TcpCheckRule::SslHello => {
                 let Some(c) = conn.as_mut() else {
-                    return (CheckStatus::L7Rsp, None, "no connection".into());
+                    return ((CheckStatus::L7Rsp, None, "no connection".into()), None);
                 };
                 data_step = true;
-                if c.write_all(data).await.is_err() || c.flush().await.is_err() {
+                let data = match rule {
+                    TcpCheckRule::Send(d) => std::borrow::Cow::Borrowed(d.as_slice()),
+                    _ => {
+                        let now = std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map_or(0, |d| d.as_secs() as u32);
+                        std::borrow::Cow::Owned(proto::ssl_client_hello(now))
+                    }
+                };
+                // A protocol's reply is read afresh after each request.
+                if proto {
+                    buf.clear();
+                }
+                if c.write_all(&data).await.is_err() || c.flush().await.is_err() {
                     return (
-                        CheckStatus::L7Rsp,
+                        (
+                            CheckStatus::L7Rsp,
+                            None,
+                            format!("Write error at step {step} of tcp-check (send)"),
+                        ),
                         None,
-                        format!("Write error at step {step} of tcp-check (send)"),
                     );
+                }
+            }
+            TcpCheckRule::Proto(p) => {
+                let Some(c) = conn.as_mut() else {
+                    return ((CheckStatus::L7Rsp, None, "no connection".into()), None);
+                };
+                let until = deadline(plan.read_timeout);
+                let verdict = loop {
+                    if buf.is_empty() && closed {
+                        let (st, code) = proto::empty_status(*p);
+                        let d = format!("TCPCHK got an empty response at step {step}");
+                        return ((st, code, d), None);
+                    }
+                    let full = buf.len() >= MAX_CHECK_RESPONSE;
+                    match proto::judge(*p, &buf, closed, full) {
+                        proto::Judged::More => {}
+                        v => break v,
+                    }
+                    let mut chunk = [0u8; 4096];
+                    let left = until.saturating_duration_since(Instant::now());
+                    match tokio::time::timeout(left, c.read(&mut chunk)).await {
+                        Ok(Ok(0)) | Ok(Err(_)) => closed = true,
+                        Ok(Ok(k)) => buf.extend_from_slice(&chunk[..k]),
+                        Err(_) => return ((proto::timeout_status(*p), None, String::new()), None),
+                    }
+                };
+                match verdict {
+                    proto::Judged::Pass {
+                        status,
+                        code,
+                        detail,
+                        said: s,
+                    } => {
+                        passed = Some((status, code, detail));
+                        if s.is_some() {
+                            said = s;
+                        }
+                    }
+                    proto::Judged::Fail {
+                        status,
+                        code,
+                        detail,
+                    } => return ((status, code, detail), None),
+                    proto::Judged::More => {}
                 }
             }
             TcpCheckRule::Expect(e) => {
                 let Some(c) = conn.as_mut() else {
-                    return (CheckStatus::L7Rsp, None, "no connection".into());
+                    return ((CheckStatus::L7Rsp, None, "no connection".into()), None);
                 };
                 data_step = true;
                 let check = |b: &[u8]| match &e.kind {
@@ -502,9 +582,12 @@ async fn tcp_check(
                 if hit == e.negate {
                     if timed_out && !e.negate {
                         return (
-                            CheckStatus::L7Tout,
+                            (
+                                CheckStatus::L7Tout,
+                                None,
+                                format!("at step {step} of tcp-check (expect)"),
+                            ),
                             None,
-                            format!("at step {step} of tcp-check (expect)"),
                         );
                     }
                     let pat = match &e.kind {
@@ -512,9 +595,12 @@ async fn tcp_check(
                         _ => "",
                     };
                     return (
-                        CheckStatus::L7Rsp,
+                        (
+                            CheckStatus::L7Rsp,
+                            None,
+                            format!("TCPCHK did not match content '{pat}' at step {step}"),
+                        ),
                         None,
-                        format!("TCPCHK did not match content '{pat}' at step {step}"),
                     );
                 }
                 // The matched data is consumed.
@@ -522,10 +608,12 @@ async fn tcp_check(
             }
         }
     }
-    if data_step {
-        (CheckStatus::L7Ok, None, "(tcp-check)".into())
+    if let Some(v) = passed {
+        (v, said)
+    } else if data_step {
+        ((CheckStatus::L7Ok, None, "(tcp-check)".into()), None)
     } else {
-        (CheckStatus::L4Ok, None, String::new())
+        ((CheckStatus::L4Ok, None, String::new()), None)
     }
 }
 
@@ -533,7 +621,8 @@ async fn tcp_check(
 /// previous one, or that moved the health counter, is logged at `notice`
 /// (and to stderr) in HAProxy 2.6's words: `Health check for server b/s
 /// succeeded|failed, <reason>, status: <n>/<of> UP|DRAIN|DOWN.`
-fn log_check(rt: &Runtime, server: &ServerState, before: &CheckInfo, ms: u64) {
+/// `said`: the text the line tells in place of the check's kept one.
+fn log_check(rt: &Runtime, server: &ServerState, before: &CheckInfo, ms: u64, said: Option<&str>) {
     let after = server.health.info();
     if after.status == before.status && after.health == before.health {
         return;
@@ -570,7 +659,12 @@ fn log_check(rt: &Runtime, server: &ServerState, before: &CheckInfo, ms: u64) {
         } else {
             "failed"
         },
-        reason(after.status, after.code, &after.detail, Some(ms)),
+        reason(
+            after.status,
+            after.code,
+            said.unwrap_or(&after.detail),
+            Some(ms)
+        ),
     );
 }
 
