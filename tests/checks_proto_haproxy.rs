@@ -447,3 +447,64 @@ backend redis_auth
         assert_eq!(status(down), "DOWN", "{down}");
     }
 }
+
+/// `sluice -c` says what `haproxy -c` says of each misuse of the protocol
+/// check options (and accepts what it accepts).
+#[test]
+fn protocol_check_options_are_read_as_haproxy_reads_them() {
+    if !available() {
+        return;
+    }
+    let lines = [
+        "option redis-check",
+        "option mysql-check",
+        "option mysql-check user bob",
+        "option mysql-check user bob pre-41",
+        "option mysql-check user bob post-41",
+        "option mysql-check user",
+        "option mysql-check foo",
+        "option mysql-check user bob post-42",
+        "option mysql-check user bob pre-41 x",
+        "option pgsql-check user bob",
+        "option pgsql-check",
+        "option pgsql-check user",
+        "option pgsql-check foo bar",
+        "option pgsql-check user bob x",
+        "option redis-check x",
+        "option ldap-check",
+        "option ldap-check x",
+        "option ssl-hello-chk",
+        "option ssl-hello-chk x",
+        "option smtpchk",
+        "option smtpchk EHLO mx.example.org",
+        "option smtpchk FOO bar",
+        "option smtpchk EHLO",
+        "option smtpchk EHLO a b",
+        "no option redis-check",
+        "no option smtpchk",
+    ];
+    let cases = lines.iter().map(|l| {
+        (
+            l.to_string(),
+            format!(
+                "defaults\n  timeout client 1s\n  timeout server 1s\n  timeout connect 1s\nbackend b\n  {l}\n  server s 127.0.0.1:1 check\n"
+            ),
+        )
+    });
+    // The message after the file and line (the two files' names differ).
+    let alert = |stderr: &str| -> String {
+        stderr
+            .lines()
+            .find_map(|l| {
+                let at = l.find("parsing [")?;
+                let rest = &l[at..];
+                Some(
+                    rest[rest.find(']')? + 1..]
+                        .trim_start_matches([' ', ':'])
+                        .to_string(),
+                )
+            })
+            .unwrap_or_else(|| "(accepted)".to_string())
+    };
+    support::haproxy::assert_check_agrees("proto-check-options", cases, alert);
+}
