@@ -27,6 +27,7 @@ pub const SECTIONS: &[&str] = &[
     "resolvers",
     "peers",
     "cache",
+    "mailers",
 ];
 
 /// Directives (lines starting with a dot).
@@ -36,7 +37,6 @@ pub const DIRECTIVES: &[&str] = &[
 
 /// HAProxy sections sluice does not support.
 pub(crate) const UNSUPPORTED_SECTIONS: &[&str] = &[
-    "mailers",
     "program",
     "http-errors",
     "ring",
@@ -243,7 +243,6 @@ pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "tcp-response",
     "dispatch",
     "hash-balance-factor",
-    "email-alert",
     "external-check",
     "force-persist",
     "ignore-persist",

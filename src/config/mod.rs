@@ -7,6 +7,7 @@
 
 pub(crate) mod log;
 pub(crate) mod log_format;
+pub(crate) mod mailers;
 
 pub mod addr;
 pub(crate) mod check_proto;

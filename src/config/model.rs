@@ -67,6 +67,8 @@ pub(crate) struct Global {
     pub(crate) resolvers: Vec<ResolversSection>,
     /// `cache` sections, in order.
     pub(crate) caches: Vec<CacheSection>,
+    /// `mailers` sections, in order.
+    pub(crate) mailers: Vec<crate::config::mailers::MailersSection>,
     /// `tune.comp.maxlevel` (1 to 9; HAProxy's default is 1).
     pub(crate) comp_maxlevel: Option<u32>,
     /// `server-state-file` and `server-state-base`: where the servers'
@@ -1461,6 +1463,8 @@ pub(crate) struct Proxy {
     pub(crate) http_check: HttpCheck,
     /// `tcp-check` rules.
     pub(crate) tcp_check: Vec<TcpCheckRule>,
+    /// `email-alert` lines.
+    pub(crate) email_alert: crate::config::mailers::EmailAlert,
     /// Frontend `maxconn` (defaults to the global one).
     pub(crate) maxconn: Option<u32>,
     pub(crate) retries: u32,
@@ -1573,6 +1577,7 @@ impl Proxy {
             check_type: CheckType::default(),
             http_check: HttpCheck::default(),
             tcp_check: Vec::new(),
+            email_alert: Default::default(),
             maxconn: None,
             retries: 3,
             redispatch: None,

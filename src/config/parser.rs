@@ -22,6 +22,7 @@ mod cookiekw;
 mod globalkw;
 mod lbkw;
 mod legacykw;
+mod mailerskw;
 mod peerskw;
 mod proxykw;
 mod resolverskw;
@@ -91,6 +92,8 @@ enum Section {
     Peers(usize),
     /// Index into `Global::caches`.
     Cache(usize),
+    /// Index into `Global::mailers`.
+    Mailers(usize),
     /// Inside a section we cannot use (already reported once).
     Skip,
 }
@@ -103,6 +106,7 @@ impl Section {
             Section::Resolvers(_) => "resolvers",
             Section::Peers(_) => "peers",
             Section::Cache(_) => "cache",
+            Section::Mailers(_) => "mailers",
             Section::Global => "global",
             Section::Defaults(_) => "defaults",
             Section::Proxy(i) => proxies.get(i).map_or("", |p| p.kind.keyword()),
@@ -638,6 +642,7 @@ impl<'r> State<'r> {
             Section::Resolvers(i) => self.resolvers_line(i, loc, words),
             Section::Peers(i) => self.peers_line(i, loc, words),
             Section::Cache(i) => self.cache_line(i, loc, words),
+            Section::Mailers(i) => self.mailers_line(i, loc, words),
             Section::Defaults(_) | Section::Proxy(_) => self.proxy_line(loc, words),
         }
     }
@@ -710,6 +715,7 @@ impl<'r> State<'r> {
             "resolvers" => return self.start_resolvers(loc, words),
             "peers" => return self.start_peers(loc, words),
             "cache" => return self.start_cache(loc, words),
+            "mailers" => return self.start_mailers(loc, words),
             "global" => {
                 self.section = Section::Global;
                 return;
@@ -813,6 +819,7 @@ impl<'r> State<'r> {
             ..d.http_check.clone()
         };
         p.tcp_check = d.tcp_check.clone();
+        p.email_alert = d.email_alert.clone();
         p.retries = d.retries;
         p.redispatch = d.redispatch;
         p.retry_on = d.retry_on;

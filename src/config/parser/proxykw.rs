@@ -849,6 +849,7 @@ pub(crate) const PROXY: &[ProxyKw] = &[
     kwd("fullconn", |s, loc, w, _| s.kw_fullconn(loc, w)),
     kwd("http-check", |s, loc, w, _| s.kw_http_check(loc, w)),
     kwd("tcp-check", |s, loc, w, _| s.kw_tcp_check(loc, w)),
+    kwd("email-alert", |s, loc, w, _| s.kw_email_alert(loc, w)),
     kwd("log", |s, loc, w, _| s.kw_log(loc, w)),
     kwd("log-format", |s, loc, w, _| s.kw_log(loc, w)),
     kwd("log-tag", |s, loc, w, _| s.kw_log(loc, w)),

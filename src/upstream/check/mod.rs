@@ -13,6 +13,7 @@
 
 mod agent;
 mod expect;
+mod mail;
 mod proto;
 
 pub(crate) use agent::spawn_agents;
@@ -627,9 +628,10 @@ fn log_check(rt: &Runtime, server: &ServerState, before: &CheckInfo, ms: u64, sa
     if after.status == before.status && after.health == before.health {
         return;
     }
-    let backup = rt.with_snapshot(|snap| {
-        snap.backend(&server.backend)
-            .is_some_and(|be| is_backup(be, server))
+    let (backup, mail) = rt.with_snapshot(|snap| {
+        snap.backend(&server.backend).map_or((false, None), |be| {
+            (is_backup(be, server), be.email_alert.clone())
+        })
     });
     let (h, rise, fall) = (after.health, after.rise, after.fall);
     let (n, of, state) = if h >= rise {
@@ -642,9 +644,7 @@ fn log_check(rt: &Runtime, server: &ServerState, before: &CheckInfo, ms: u64, sa
     } else {
         (h, rise, "DOWN")
     };
-    tracing::warn!(
-        target: "sluice::event",
-        severity = "notice",
+    let line = format!(
         "Health check for {}server {}/{} {}{}, {}, status: {n}/{of} {state}.",
         if backup { "backup " } else { "" },
         server.backend,
@@ -666,6 +666,9 @@ fn log_check(rt: &Runtime, server: &ServerState, before: &CheckInfo, ms: u64, sa
             Some(ms)
         ),
     );
+    tracing::warn!(target: "sluice::event", severity = "notice", "{line}");
+    // HAProxy mails these at `info`, though it logs them at `notice`.
+    mail::alert(mail.as_ref(), crate::config::log::INFO, &line);
 }
 
 /// `, <reason>` after a server's state change, or nothing when `quiet`.
@@ -713,20 +716,22 @@ pub(crate) fn report_down(
     (status, code, detail, ms): (CheckStatus, Option<u16>, &str, Option<u64>),
     quiet: bool,
 ) {
-    let (act, bck, backup) = rt.with_snapshot(|snap| {
-        snap.backend(&server.backend).map_or((0, 0, false), |be| {
-            let (a, b) = counts(be);
-            if a + b == 0 {
-                be.state.went_down.fetch_add(1, Relaxed);
-            }
-            (a, b, is_backup(be, server))
-        })
+    let (act, bck, backup, mail) = rt.with_snapshot(|snap| {
+        snap.backend(&server.backend)
+            .map_or((0, 0, false, None), |be| {
+                let (a, b) = counts(be);
+                if a + b == 0 {
+                    be.state.went_down.fetch_add(1, Relaxed);
+                }
+                (a, b, is_backup(be, server), be.email_alert.clone())
+            })
     });
     down_event(
         server,
         (act, bck, backup),
         (status, code, detail, ms),
         quiet,
+        mail.as_ref(),
     );
 }
 
@@ -741,15 +746,14 @@ fn down_event(
     (act, bck, backup): (usize, usize, bool),
     (status, code, detail, ms): (CheckStatus, Option<u16>, &str, Option<u64>),
     quiet: bool,
+    mail: Option<&Arc<crate::config::mailers::Alerting>>,
 ) {
     let cut = server.shutdown_on_down.load(Relaxed);
     let active = server.inflight();
     if cut {
         server.cut_sessions();
     }
-    tracing::error!(
-        target: "sluice::event",
-        severity = "alert",
+    let line = format!(
         "{} {}/{} is DOWN{}. {} active and {} backup servers left.{} {} sessions active, 0 requeued, {} remaining in queue.",
         server_word(backup),
         server.backend,
@@ -761,6 +765,8 @@ fn down_event(
         active,
         server.waiters.load(Relaxed),
     );
+    tracing::error!(target: "sluice::event", severity = "alert", "{line}");
+    mail::alert(mail, crate::config::log::ALERT, &line);
     if act + bck == 0 {
         tracing::error!(
             target: "sluice::event",
@@ -781,22 +787,27 @@ fn report_up(
     ms: u64,
     quiet: bool,
 ) {
-    let (act, bck, queued, backup) = rt.with_snapshot(|snap| match snap.backend(&server.backend) {
-        Some(be) => {
-            let me = be.servers.iter().find(|s| std::ptr::eq(&*s.state, server));
-            if me.is_some_and(|s| s.opts.shutdown_backup_on_up) {
-                for b in be.servers.iter().filter(|s| s.backup) {
-                    b.state.cut_sessions();
+    let (act, bck, queued, backup, mail) =
+        rt.with_snapshot(|snap| match snap.backend(&server.backend) {
+            Some(be) => {
+                let me = be.servers.iter().find(|s| std::ptr::eq(&*s.state, server));
+                if me.is_some_and(|s| s.opts.shutdown_backup_on_up) {
+                    for b in be.servers.iter().filter(|s| s.backup) {
+                        b.state.cut_sessions();
+                    }
                 }
+                let (a, b) = counts(be);
+                (
+                    a,
+                    b,
+                    be.state.queue.len(),
+                    is_backup(be, server),
+                    be.email_alert.clone(),
+                )
             }
-            let (a, b) = counts(be);
-            (a, b, be.state.queue.len(), is_backup(be, server))
-        }
-        None => (0, 0, 0, false),
-    });
-    tracing::info!(
-        target: "sluice::event",
-        severity = "notice",
+            None => (0, 0, 0, false, None),
+        });
+    let line = format!(
         "{} {}/{} is UP{}. {} active and {} backup servers online.{} 0 sessions requeued, {} total in queue.",
         server_word(backup),
         server.backend,
@@ -807,25 +818,32 @@ fn report_up(
         on_backup(act, bck),
         queued,
     );
+    tracing::info!(target: "sluice::event", severity = "notice", "{line}");
+    mail::alert(mail.as_ref(), crate::config::log::NOTICE, &line);
 }
 
 /// Logs a server going to NOLB after an `L7OKC` check (`http-check
 /// disable-on-404`), at `notice` as HAProxy's `srv_set_stopping`, and the
 /// backend losing its last server that takes new traffic (`emerg`).
 fn report_stopping(rt: &Runtime, server: &ServerState, code: Option<u16>, ms: u64) {
-    let (act, bck, queued, backup) = rt.with_snapshot(|snap| match snap.backend(&server.backend) {
-        Some(be) => {
-            let (a, b) = counts(be);
-            if a + b == 0 {
-                be.state.went_down.fetch_add(1, Relaxed);
+    let (act, bck, queued, backup, mail) =
+        rt.with_snapshot(|snap| match snap.backend(&server.backend) {
+            Some(be) => {
+                let (a, b) = counts(be);
+                if a + b == 0 {
+                    be.state.went_down.fetch_add(1, Relaxed);
+                }
+                (
+                    a,
+                    b,
+                    be.state.queue.len(),
+                    is_backup(be, server),
+                    be.email_alert.clone(),
+                )
             }
-            (a, b, be.state.queue.len(), is_backup(be, server))
-        }
-        None => (0, 0, 0, false),
-    });
-    tracing::info!(
-        target: "sluice::event",
-        severity = "notice",
+            None => (0, 0, 0, false, None),
+        });
+    let line = format!(
         "{} {}/{} is stopping, {}. {} active and {} backup servers online.{} 0 sessions requeued, {} total in queue.",
         server_word(backup),
         server.backend,
@@ -836,6 +854,8 @@ fn report_stopping(rt: &Runtime, server: &ServerState, code: Option<u16>, ms: u6
         on_backup(act, bck),
         queued,
     );
+    tracing::info!(target: "sluice::event", severity = "notice", "{line}");
+    mail::alert(mail.as_ref(), crate::config::log::NOTICE, &line);
     if act + bck == 0 {
         tracing::error!(
             target: "sluice::event",
@@ -883,6 +903,7 @@ pub(crate) fn observe(be: &BackendRt, server: &ServerState, error: Option<&str>)
             (act, bck, s.backup),
             (CheckStatus::Hana, None, &detail, None),
             false,
+            be.email_alert.as_ref(),
         );
     }
     server.check_soon.notify_one();
