@@ -13,6 +13,7 @@ pub mod addr;
 pub(crate) mod check_proto;
 pub(crate) mod cond;
 pub(crate) mod diag;
+pub(crate) mod external_check;
 pub mod keywords;
 pub(crate) mod lexer;
 pub mod model;

@@ -67,6 +67,10 @@ pub(crate) struct Global {
     pub(crate) resolvers: Vec<ResolversSection>,
     /// `cache` sections, in order.
     pub(crate) caches: Vec<CacheSection>,
+    /// `external-check`: `option external-check` may run programs.
+    pub(crate) external_check: bool,
+    /// `insecure-fork-wanted`.
+    pub(crate) insecure_fork_wanted: bool,
     /// `mailers` sections, in order.
     pub(crate) mailers: Vec<crate::config::mailers::MailersSection>,
     /// `tune.comp.maxlevel` (1 to 9; HAProxy's default is 1).
@@ -1463,6 +1467,8 @@ pub(crate) struct Proxy {
     pub(crate) http_check: HttpCheck,
     /// `tcp-check` rules.
     pub(crate) tcp_check: Vec<TcpCheckRule>,
+    /// `external-check command|path`.
+    pub(crate) external_check: crate::config::external_check::ExternalCheckCfg,
     /// `email-alert` lines.
     pub(crate) email_alert: crate::config::mailers::EmailAlert,
     /// Frontend `maxconn` (defaults to the global one).
@@ -1578,6 +1584,7 @@ impl Proxy {
             http_check: HttpCheck::default(),
             tcp_check: Vec::new(),
             email_alert: Default::default(),
+            external_check: Default::default(),
             maxconn: None,
             retries: 3,
             redispatch: None,
@@ -1670,6 +1677,8 @@ pub(crate) enum CheckType {
     Tcp,
     Http,
     TcpCheck,
+    /// `option external-check`.
+    External,
 }
 
 impl Proxy {
@@ -1679,6 +1688,9 @@ impl Proxy {
             CheckType::Tcp => CheckKind::Tcp,
             CheckType::Http => CheckKind::Http(self.http_check.clone()),
             CheckType::TcpCheck => CheckKind::TcpCheck(self.tcp_check.clone()),
+            CheckType::External => {
+                CheckKind::External(crate::config::external_check::ExternalCheck::of(self))
+            }
         }
     }
 }
@@ -1693,6 +1705,8 @@ pub(crate) enum CheckKind {
     Http(HttpCheck),
     /// `option tcp-check`: `tcp-check connect|send|expect` rules.
     TcpCheck(Vec<TcpCheckRule>),
+    /// `option external-check`: a program's exit status.
+    External(crate::config::external_check::ExternalCheck),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -19,6 +19,7 @@ use crate::config::units::{parse_time, parse_u32, time_error_message};
 
 mod compkw;
 mod cookiekw;
+mod extcheckkw;
 mod globalkw;
 mod lbkw;
 mod legacykw;
@@ -820,6 +821,7 @@ impl<'r> State<'r> {
         };
         p.tcp_check = d.tcp_check.clone();
         p.email_alert = d.email_alert.clone();
+        p.external_check = d.external_check.clone();
         p.retries = d.retries;
         p.redispatch = d.redispatch;
         p.retry_on = d.retry_on;

@@ -58,6 +58,7 @@ pub(crate) fn check(config: &mut Config, diags: &mut Vec<Diagnostic>) {
     duplicate_binds(config, diags);
     case_adjust_file(config, diags);
     crate::config::mailers::check(config, diags);
+    crate::config::external_check::check(config, diags);
 }
 
 /// The last `h1-case-adjust-file`, read once the configuration is parsed,

@@ -850,6 +850,7 @@ pub(crate) const PROXY: &[ProxyKw] = &[
     kwd("http-check", |s, loc, w, _| s.kw_http_check(loc, w)),
     kwd("tcp-check", |s, loc, w, _| s.kw_tcp_check(loc, w)),
     kwd("email-alert", |s, loc, w, _| s.kw_email_alert(loc, w)),
+    kwd("external-check", |s, loc, w, _| s.kw_external_check(loc, w)),
     kwd("log", |s, loc, w, _| s.kw_log(loc, w)),
     kwd("log-format", |s, loc, w, _| s.kw_log(loc, w)),
     kwd("log-tag", |s, loc, w, _| s.kw_log(loc, w)),
@@ -955,6 +956,9 @@ pub(crate) const OPTIONS: &[ProxyKw] = &[
     kwd("smtpchk", opt_lb),
     kwd("ldap-check", opt_lb),
     kwd("ssl-hello-chk", opt_lb),
+    kwd("external-check", |s, loc, w, neg| {
+        s.opt_external_check(loc, w, neg)
+    }),
     kwd("httplog", opt_log),
     kwd("tcplog", opt_log),
     kwd("dontlognull", opt_log),

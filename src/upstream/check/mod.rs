@@ -13,6 +13,7 @@
 
 mod agent;
 mod expect;
+mod external;
 mod mail;
 mod proto;
 
@@ -74,6 +75,8 @@ struct Plan {
     log_checks: bool,
     /// `spread-checks`, in percent.
     spread: u32,
+    /// What an external check's environment tells.
+    identity: external::Identity,
 }
 
 fn plan_now(rt: &Runtime, server: &Arc<ServerState>) -> Option<Plan> {
@@ -86,7 +89,21 @@ fn plan_now(rt: &Runtime, server: &Arc<ServerState>) -> Option<Plan> {
             .connect
             .map_or(params.inter, |t| t.min(params.inter));
         let read_timeout = be.timeouts.check.unwrap_or(params.inter);
+        let pool = s.state.pool.load();
+        let identity = external::Identity {
+            proxy_id: be.iid,
+            server_id: s.sid,
+            ssl: pool.tls().is_some(),
+            proto: if pool.is_h2() {
+                "h2"
+            } else if be.mode == crate::config::model::Mode::Http {
+                "h1"
+            } else {
+                "tcp"
+            },
+        };
         Some(Plan {
+            identity,
             params,
             kind: be.check.clone(),
             connect_timeout,
@@ -206,6 +223,10 @@ async fn run_check(server: &ServerState, plan: &Plan) -> (Outcome, Option<String
             },
             Err((st, d)) => (st, None, d),
         },
+        // HAProxy gives the program until the next check.
+        CheckKind::External(ext) => {
+            external::run(server, ext, &plan.identity, plan.params.inter).await
+        }
         CheckKind::TcpCheck(rules) => {
             let (verdict, said) = tcp_check(server, plan, rules).await;
             return ((verdict.0, verdict.1, verdict.2, ms(start)), said);
@@ -692,7 +713,13 @@ fn reason(status: CheckStatus, code: Option<u16>, detail: &str, ms: Option<u64>)
     if let Some(c) = code.filter(|_| {
         matches!(
             status,
-            CheckStatus::L7Ok | CheckStatus::L7OkC | CheckStatus::L7Sts | CheckStatus::L7Rsp
+            CheckStatus::L7Ok
+                | CheckStatus::L7OkC
+                | CheckStatus::L7Sts
+                | CheckStatus::L7Rsp
+                | CheckStatus::ProcOk
+                | CheckStatus::ProcErr
+                | CheckStatus::ProcTout
         )
     }) {
         r.push_str(&format!(", code: {c}"));
