@@ -1723,6 +1723,9 @@ pub(crate) struct HttpCheck {
     /// `http-check disable-on-404`: a 404 to the check of a server that is
     /// not DOWN passes "conditionally" (L7OKC) and puts it in NOLB.
     pub(crate) disable_on_404: bool,
+    /// `http-check send-state`: the request tells the server its state
+    /// (`X-Haproxy-Server-State`).
+    pub(crate) send_state: bool,
     /// The request and expect rules came from `defaults` (the section has
     /// written none): its own `option httpchk` or `http-check` rule then
     /// starts them afresh, as HAProxy gives it a rule set of its own.
@@ -1739,6 +1742,7 @@ impl Default for HttpCheck {
             body: String::new(),
             expect: None,
             disable_on_404: false,
+            send_state: false,
             inherited: false,
         }
     }

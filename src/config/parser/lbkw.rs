@@ -699,16 +699,20 @@ impl State<'_> {
                 Ok(e) => hc.expect = Some(e),
                 Err(m) => return self.alert(loc, format!("'http-check expect' : {m}")),
             },
-            "disable-on-404" => {
+            "disable-on-404" | "send-state" => {
                 if let Some(extra) = words.get(2) {
                     return self.alert(
                         loc,
                         format!("'http-check' cannot handle unexpected argument '{extra}'."),
                     );
                 }
-                hc.disable_on_404 = true;
+                if sub == "send-state" {
+                    hc.send_state = true;
+                } else {
+                    hc.disable_on_404 = true;
+                }
             }
-            "connect" | "send-state" | "comment" | "set-var" | "unset-var" => {
+            "connect" | "comment" | "set-var" | "unset-var" => {
                 return self.unsupported(loc, &format!("http-check {sub}"));
             }
             _ => {
@@ -785,6 +789,7 @@ fn own_rules(hc: &mut HttpCheck) {
     if hc.inherited {
         *hc = HttpCheck {
             disable_on_404: hc.disable_on_404,
+            send_state: hc.send_state,
             ..HttpCheck::default()
         };
     }

@@ -77,6 +77,8 @@ struct Plan {
     spread: u32,
     /// What an external check's environment tells.
     identity: external::Identity,
+    /// `http-check send-state`: the `X-Haproxy-Server-State` value.
+    state_header: Option<String>,
 }
 
 fn plan_now(rt: &Runtime, server: &Arc<ServerState>) -> Option<Plan> {
@@ -102,8 +104,13 @@ fn plan_now(rt: &Runtime, server: &Arc<ServerState>) -> Option<Plan> {
                 "tcp"
             },
         };
+        let state_header = match &be.check {
+            CheckKind::Http(hc) if hc.send_state => Some(server_state_header(snap, be, s)),
+            _ => None,
+        };
         Some(Plan {
             identity,
+            state_header,
             params,
             kind: be.check.clone(),
             connect_timeout,
@@ -113,6 +120,43 @@ fn plan_now(rt: &Runtime, server: &Arc<ServerState>) -> Option<Plan> {
             spread: snap.global.spread_checks,
         })
     })
+}
+
+/// `http-check send-state`'s value, as HAProxy 2.6 tells a server its
+/// state: the health as `show stat` words it (`UP`, `UP 1/3`, `DOWN 1/2`,
+/// `NOLB`), its address and port, the names, the node, its weight of the
+/// backend's, its sessions of the backend's and its queue.
+fn server_state_header(
+    snap: &crate::snapshot::Snapshot,
+    be: &BackendRt,
+    s: &crate::snapshot::ServerRt,
+) -> String {
+    let st = &s.state;
+    let addr = st.addr();
+    let idx = be
+        .servers
+        .iter()
+        .position(|x| Arc::ptr_eq(&x.state, st))
+        .unwrap_or(0);
+    let (weight, _) = be.lb.shown_weight(&be.servers, idx);
+    let (total, _, _) = be.lb.shown_totals(&be.servers);
+    let node = snap
+        .global
+        .node
+        .clone()
+        .or_else(|| crate::sys::process::local_peer().map(str::to_string))
+        .unwrap_or_else(crate::sys::process::hostname);
+    format!(
+        "{}; address={}; port={}; name={}/{}; node={node}; weight={weight}/{total}; scur={}/{}; qcur={}",
+        st.health.status_text_admin(false),
+        addr.ip(),
+        addr.port(),
+        be.name,
+        s.name,
+        st.counters.sess.cur(),
+        be.state.counters.sess.cur(),
+        st.counters.queue.cur(),
+    )
 }
 
 /// HAProxy's `srv_getinter`: `inter` at full health, `downinter` when
@@ -217,7 +261,8 @@ async fn run_check(server: &ServerState, plan: &Plan) -> (Outcome, Option<String
                     // HAProxy takes a 404 as "stopping" only from a server
                     // that is not DOWN.
                     let drain_on_404 = hc.disable_on_404 && server.health.is_up();
-                    http_check(conn, hc, plan.read_timeout, drain_on_404).await
+                    let state = plan.state_header.as_deref();
+                    http_check(conn, hc, state, plan.read_timeout, drain_on_404).await
                 }
                 Err(e) => (CheckStatus::L7Rsp, None, format!("HTTP/2 error ({e})")),
             },
@@ -367,6 +412,7 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 async fn http_check(
     mut conn: Stream,
     hc: &HttpCheck,
+    state: Option<&str>,
     timeout: Duration,
     drain_on_404: bool,
 ) -> (CheckStatus, Option<u16>, String) {
@@ -375,6 +421,9 @@ async fn http_check(
     // Header names go out lower-cased, as HAProxy's HTX/H1 path sends them.
     for (n, v) in &hc.headers {
         req.push_str(&format!("{}: {v}\r\n", n.to_ascii_lowercase()));
+    }
+    if let Some(s) = state {
+        req.push_str(&format!("x-haproxy-server-state: {s}\r\n"));
     }
     if !hc.body.is_empty() {
         req.push_str(&format!("content-length: {}\r\n", hc.body.len()));
