@@ -506,5 +506,18 @@ fn protocol_check_options_are_read_as_haproxy_reads_them() {
             })
             .unwrap_or_else(|| "(accepted)".to_string())
     };
+    // In a frontend: HAProxy's warning that the option is ignored.
+    let frontend = (
+        "frontend".to_string(),
+        "frontend f\n  bind 127.0.0.1:1\n  timeout client 1s\n  option redis-check\n".to_string(),
+    );
+    let warning = |stderr: &str| -> String {
+        stderr
+            .lines()
+            .find(|l| l.contains("ignored because"))
+            .and_then(|l| Some(l[l.find("] : ")? + 4..].to_string()))
+            .unwrap_or_default()
+    };
+    support::haproxy::assert_check_agrees("proto-check-frontend", [frontend], warning);
     support::haproxy::assert_check_agrees("proto-check-options", cases, alert);
 }

@@ -338,6 +338,10 @@ fn mailers_and_email_alert_are_read_as_haproxy_reads_them() {
             format!("{mailers}{base}backend b\n  email-alert level foo\n"),
         ),
         (
+            "level alone",
+            format!("{mailers}{base}backend b\n  email-alert level\n"),
+        ),
+        (
             "no argument",
             format!("{mailers}{base}backend b\n  email-alert\n"),
         ),

@@ -268,6 +268,10 @@ fn external_check_lines_are_read_as_haproxy_reads_them() {
             format!("{g}{base}backend b\n  option external-check x\n"),
         ),
         (
+            "in a frontend",
+            format!("{g}{base}frontend f\n  bind 127.0.0.1:1\n  option external-check\n"),
+        ),
+        (
             "in defaults",
             format!(
                 "{g}{base}  option external-check\n  external-check command /bin/true\nbackend b\n  server s 127.0.0.1:1 check\n"

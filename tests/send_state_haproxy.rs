@@ -94,3 +94,19 @@ backend api
         got[1][0]
     );
 }
+
+/// `sluice -c` says what `haproxy -c` says of `http-check send-state`.
+#[test]
+fn send_state_is_read_as_haproxy_reads_it() {
+    if !available() {
+        return;
+    }
+    let base = "defaults\n  timeout client 1s\n  timeout server 1s\n  timeout connect 1s\n";
+    let cases = [
+        ("whole", "  option httpchk\n  http-check send-state\n"),
+        ("argument", "  option httpchk\n  http-check send-state x\n"),
+        ("without httpchk", "  http-check send-state\n"),
+    ]
+    .map(|(l, lines)| (l.to_string(), format!("{base}backend b\n{lines}")));
+    support::haproxy::assert_check_agrees("send-state-c", cases, support::haproxy::first_alert);
+}
