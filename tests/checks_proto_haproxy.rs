@@ -23,12 +23,14 @@ use support::*;
 
 /// What a scripted server says: a greeting on connect, then one reply
 /// per message read; `close`: it closes after its last reply rather than
-/// waiting for the proxy to.
+/// waiting for the proxy to; `reset`: it closes once the proxy's next
+/// message arrives, unread (the kernel resets the connection).
 #[derive(Clone)]
 struct Dialog {
     greeting: Vec<u8>,
     replies: Vec<Vec<u8>>,
     close: bool,
+    reset: bool,
 }
 
 /// A scripted server; `first` holds everything the first connection
@@ -62,7 +64,9 @@ impl Scripted {
                         }
                         let _ = s.write_all(r).await;
                     }
-                    if !d.close && !eof {
+                    if d.reset && !eof {
+                        let _ = s.peek(&mut buf).await;
+                    } else if !d.close && !eof {
                         // Until the proxy closes (a check that waits in
                         // vain ends at `timeout check`).
                         let read = async {
@@ -153,6 +157,7 @@ fn dialog(greeting: &[u8], replies: &[&[u8]], close: bool) -> Dialog {
         greeting: greeting.to_vec(),
         replies: replies.iter().map(|r| r.to_vec()).collect(),
         close,
+        reset: false,
     }
 }
 
@@ -309,6 +314,16 @@ async fn protocol_checks_match_haproxy() {
             "option smtpchk",
             dialog(b"220 mx\r\n", &[b"550 no thanks\r\n"], true),
         ),
+        // A server that closes on the QUIT it did not read: a reset,
+        // HAProxy's socket error.
+        (
+            "smtp_reset",
+            "option smtpchk",
+            Dialog {
+                reset: true,
+                ..dialog(b"220 mx\r\n", &[b"250 mx\r\n"], false)
+            },
+        ),
         (
             "ldap_up",
             "option ldap-check",
@@ -440,6 +455,7 @@ backend redis_auth
         "smtp_busy",
         "smtp_junk",
         "smtp_nohelo",
+        "smtp_reset",
         "ldap_49",
         "ldap_bad",
         "ssl_bad",

@@ -603,8 +603,14 @@ async fn tcp_check(
                     let mut chunk = [0u8; 4096];
                     let left = until.saturating_duration_since(Instant::now());
                     match tokio::time::timeout(left, c.read(&mut chunk)).await {
-                        Ok(Ok(0)) | Ok(Err(_)) => closed = true,
+                        Ok(Ok(0)) => closed = true,
                         Ok(Ok(k)) => buf.extend_from_slice(&chunk[..k]),
+                        // A reset (a server that closed on a request it
+                        // did not read): HAProxy's socket error.
+                        Ok(Err(e)) => {
+                            let why = crate::sys::strerror(&e);
+                            return ((CheckStatus::SockErr, None, why), None);
+                        }
                         Err(_) => return ((proto::timeout_status(*p), None, String::new()), None),
                     }
                 };
