@@ -354,7 +354,9 @@ async fn protocol_checks_match_haproxy() {
     let redis_up = Redis::start(dir.path(), "redis-up", None);
     let redis_auth = Redis::start(dir.path(), "redis-auth", Some("secret"));
 
-    let mut names: Vec<String> = vec!["redis_up".into(), "redis_auth".into()];
+    // A real SMTP server (aiosmtpd) per proxy.
+    let sinks = [support::smtp::Sink::start(), support::smtp::Sink::start()];
+    let mut names: Vec<String> = vec!["redis_up".into(), "redis_auth".into(), "smtp_real".into()];
     names.extend(scripted.iter().map(|(n, _, _)| n.to_string()));
     let logs = [Syslog::new(), Syslog::new()];
     let mut servers: [Vec<Scripted>; 2] = Default::default();
@@ -379,11 +381,15 @@ backend redis_up
 backend redis_auth
     option redis-check
     server s {} check inter 1s rise 1 fall 1
+backend smtp_real
+    option smtpchk
+    server s 127.0.0.1:{} check inter 1s rise 1 fall 1
 ",
             sock.display(),
             logs[i].addr(),
             redis_up.sock.display(),
             redis_auth.sock.display(),
+            sinks[i].port,
         );
         for (name, opt, d) in &scripted {
             let srv = Scripted::start(d.clone()).await;
@@ -431,10 +437,18 @@ backend redis_auth
         diff.compare(format!("{name}: bytes sent"), &sent(0), &sent(1));
     }
     diff.assert_none();
+    // The real SMTP server's view of the first check of each.
+    let dialogues = [sinks[0].dialogues(1), sinks[1].dialogues(1)];
+    assert_eq!(
+        dialogues[0], dialogues[1],
+        "the SMTP dialogues (haproxy, sluice)"
+    );
+    assert_eq!(dialogues[1][0], ["HELO localhost", "QUIT"]);
     // The UP and DOWN outcomes are what they should be, not merely alike.
     let status = |name: &str| &got[1][names.iter().position(|n| n == name).unwrap()][0];
     for up in [
         "redis_up",
+        "smtp_real",
         "my_greet",
         "my41",
         "my40",
