@@ -206,20 +206,9 @@ fn check_lines(log: &Syslog, names: &[String]) -> Vec<String> {
         .map(|n| {
             let head = format!("Health check for server {n}/s ");
             let l = lines.iter().find(|l| l.starts_with(&head)).unwrap();
-            mask_duration(l.trim_end())
+            support::syslog::mask_check_duration(l.trim_end())
         })
         .collect()
-}
-
-fn mask_duration(l: &str) -> String {
-    match l.find("check duration: ") {
-        Some(i) => {
-            let rest = &l[i + 16..];
-            let end = rest.find("ms").unwrap_or(0);
-            format!("{}check duration: <ms>{}", &l[..i], &rest[end + 2..])
-        }
-        None => l.to_string(),
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

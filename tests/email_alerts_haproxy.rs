@@ -26,24 +26,13 @@ fn mask(dialogue: &[String]) -> Vec<String> {
                     if l.starts_with("Date: ") {
                         "Date: <date>".to_string()
                     } else {
-                        mask_ms(l)
+                        support::syslog::mask_check_duration(l)
                     }
                 })
                 .collect();
             lines.join("\r\n")
         })
         .collect()
-}
-
-fn mask_ms(l: &str) -> String {
-    match l.find("check duration: ") {
-        Some(i) => {
-            let rest = &l[i + 16..];
-            let end = rest.find("ms").map_or(0, |e| e + 2);
-            format!("{}check duration: <ms>{}", &l[..i], mask_ms(&rest[end..]))
-        }
-        None => l.to_string(),
-    }
 }
 
 const HTTP_200: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
@@ -213,34 +202,9 @@ fn mailers_and_email_alert_are_read_as_haproxy_reads_them() {
         ("unused", format!("{mailers}  timeout mail 20s\n")),
     ];
     let cases = cases.into_iter().map(|(l, c)| (l.to_string(), c));
-    // Every alert and warning, with pids and file names left out (the
-    // two runs differ there).
-    let said = |stderr: &str| -> String {
-        stderr
-            .lines()
-            .filter(|l| l.starts_with("[ALERT]") || l.starts_with("[WARNING]"))
-            .filter(|l| !l.contains("Fatal errors") && !l.contains("Error(s) found"))
-            .map(|l| {
-                let msg = l.split_once(" : config : ").map_or(l, |(_, m)| m);
-                match msg.find('[').zip(msg.find(':')) {
-                    Some((a, b)) if a < b && msg.starts_with("parsing [") => {
-                        format!("parsing [{}", &msg[b..])
-                    }
-                    _ => strip_dirs(&msg.replace("haproxy.cfg", "F").replace("sluice.cfg", "F")),
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
-    support::haproxy::assert_check_agrees("mailers-check", cases, said);
-}
-
-/// The temporary directories of the two runs' files left out.
-fn strip_dirs(msg: &str) -> String {
-    let mut out = msg.to_string();
-    while let Some(i) = out.find("/tmp/") {
-        let Some(j) = out[i..].find("/F") else { break };
-        out.replace_range(i..i + j + 1, "");
-    }
-    out
+    support::haproxy::assert_check_agrees(
+        "mailers-check",
+        cases,
+        support::haproxy::config_messages,
+    );
 }

@@ -78,17 +78,6 @@ async fn wait_for(sock: &Path, px: &str, sv: &str, status: &str, check: &str) ->
     }
 }
 
-fn mask_ms(l: &str) -> String {
-    match l.find("check duration: ") {
-        Some(i) => {
-            let rest = &l[i + 16..];
-            let end = rest.find("ms").map_or(0, |e| e + 2);
-            format!("{}check duration: <ms>{}", &l[..i], &rest[end..])
-        }
-        None => l.to_string(),
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn external_checks_run_as_haproxy_runs_them() {
     if !available() {
@@ -186,7 +175,9 @@ backend be
                 .iter()
                 .map(|m| {
                     let head = m.trim_end_matches("{}");
-                    mask_ms(got.iter().find(|l| l.starts_with(head)).unwrap().trim_end())
+                    support::syslog::mask_check_duration(
+                        got.iter().find(|l| l.starts_with(head)).unwrap().trim_end(),
+                    )
                 })
                 .collect();
             v.sort();
@@ -279,21 +270,5 @@ fn external_check_lines_are_read_as_haproxy_reads_them() {
         ),
     ];
     let cases = cases.into_iter().map(|(l, c)| (l.to_string(), c));
-    // Every alert and warning, the file's name and line left out.
-    let said = |stderr: &str| -> String {
-        stderr
-            .lines()
-            .filter(|l| l.starts_with("[ALERT]") || l.starts_with("[WARNING]"))
-            .filter(|l| !l.contains("Fatal errors") && !l.contains("Error(s) found"))
-            .map(|l| {
-                let msg = l.split_once(" : config : ").map_or(l, |(_, m)| m);
-                match msg.find(']') {
-                    Some(b) if msg.starts_with("parsing [") => format!("parsing [{}", &msg[b..]),
-                    _ => msg.to_string(),
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
-    support::haproxy::assert_check_agrees("ext-check-c", cases, said);
+    support::haproxy::assert_check_agrees("ext-check-c", cases, support::haproxy::config_messages);
 }
