@@ -57,6 +57,17 @@ pub(crate) fn haproxy26(kind: Kind) -> impl Iterator<Item = &'static str> {
     })
 }
 
+/// The HAProxy 2.6 keywords of one kind with where the manual puts them
+/// (sections, or `connection`/`content`/`session` for `tcp-request`).
+#[cfg(test)]
+pub(crate) fn entries(kind: Kind) -> impl Iterator<Item = (&'static str, &'static str)> {
+    let tag = kind.tag();
+    HAPROXY26.lines().filter_map(move |l| {
+        let mut f = l.split('\t');
+        (f.next() == Some(tag)).then(|| Some((f.next()?, f.next().unwrap_or(""))))?
+    })
+}
+
 /// Whether HAProxy 2.6 has `name` as a keyword of `kind`. An action or a
 /// fetch is looked up by its name before any `(` (`set-var(txn.x)`,
 /// `req.hdr(host)`).

@@ -440,15 +440,13 @@ fn meaningless_tune_keywords_are_accepted_with_a_notice() {
     }
     dir.write(
         "k.cfg",
-        &format!("global\n    tune.ssl.keylog on\n{DEFAULTS}listen l\n    bind 127.0.0.1:18802\n    server s 127.0.0.1:18803\n"),
+        &format!("global\n    lua-load-per-thread /etc/sluice/x.lua\n{DEFAULTS}listen l\n    bind 127.0.0.1:18802\n    server s 127.0.0.1:18803\n"),
     );
     let out = run_sluice(&["-c", "-f", "k.cfg"], Some(dir.path()));
     assert_ne!(out.code(), Some(0));
     assert!(
-        alerts(&out.stderr)
-            .iter()
-            .any(|l| l
-                .ends_with("parsing [k.cfg:2] : 'tune.ssl.keylog' is not supported by sluice yet")),
+        alerts(&out.stderr).iter().any(|l| l
+            .ends_with("parsing [k.cfg:2] : 'lua-load-per-thread' is not supported by sluice yet")),
         "{}",
         out.stderr
     );
@@ -512,4 +510,79 @@ fn spread_checks_is_read_as_haproxy_reads_it() {
             .map_or_else(|| "(accepted)".to_string(), |(_, m)| m.to_string())
     };
     support::haproxy::assert_check_agrees("spread", cases, alert);
+}
+
+/// Rule conditions that read the connection's buffer (layer 6 fetches)
+/// in an HTTP proxy get HAProxy's warning, in the order and with the
+/// lines haproxy 2.6 gives; a TCP proxy and a condition without such a
+/// fetch get none.
+#[test]
+fn layer6_fetches_in_http_proxies_are_warned_as_haproxy_warns() {
+    let cfg = format!(
+        "{DEFAULTS}frontend fe
+    mode http
+    bind 127.0.0.1:18802
+    acl sni req.ssl_sni -m found
+    tcp-request inspect-delay 5s
+    tcp-request content accept if {{ req.ssl_hello_type 1 }}
+    tcp-request content reject if {{ src 10.0.0.1 }}
+    http-request deny if {{ req.len gt 10 }} || {{ path /x }}
+    http-request deny if {{ path /y }}
+    use_backend b if sni
+    default_backend b
+frontend raw
+    mode tcp
+    bind 127.0.0.1:18803
+    tcp-request inspect-delay 5s
+    tcp-request content accept if {{ req.ssl_hello_type 1 }}
+    default_backend t
+backend b
+    mode http
+    server s 127.0.0.1:18804
+backend t
+    mode tcp
+    server s 127.0.0.1:18805
+"
+    );
+    let ((hcode, herr), out) = support::haproxy::check_both("l6", &cfg);
+    // The warnings after "config : ", file paths cut to their line.
+    let warnings = |stderr: &str| -> Vec<String> {
+        stderr
+            .lines()
+            .filter(|l| l.starts_with("[WARNING]"))
+            .filter_map(|l| l.split_once(" : config : "))
+            .map(|(_, m)| match m.split_once("(declared at ") {
+                Some((head, at)) => {
+                    format!("{head}(declared at {}", at.rsplit(':').next().unwrap_or(""))
+                }
+                None => m.to_string(),
+            })
+            .collect()
+    };
+    let h = warnings(&herr);
+    assert_eq!(h.len(), 3, "{herr}");
+    assert_eq!(
+        (hcode, h),
+        (out.code(), warnings(&out.stderr)),
+        "{}",
+        out.stderr
+    );
+}
+
+/// The global `quiet` silences the check as `-q` does, errors included:
+/// haproxy 2.6 and sluice print nothing and exit with the same code.
+#[test]
+fn global_quiet_is_haproxys() {
+    for bad in ["", "    foo\n"] {
+        let cfg = format!(
+            "global\n    quiet\n    tune.maxaccept 10\n{bad}{DEFAULTS}listen l\n    bind 127.0.0.1:18802\n    server s 127.0.0.1:18803\n"
+        );
+        let ((hcode, herr), out) = support::haproxy::check_both("quiet", &cfg);
+        assert_eq!(herr, "", "haproxy");
+        assert_eq!(hcode, Some(if bad.is_empty() { 0 } else { 1 }));
+        assert_eq!(
+            (hcode, herr.as_str(), ""),
+            (out.code(), out.stderr.as_str(), out.stdout.as_str())
+        );
+    }
 }

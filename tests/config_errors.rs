@@ -402,16 +402,16 @@ fn haproxy_keywords_sluice_lacks_are_not_supported_yet() {
 {DEFAULTS}
 frontend fe
     bind 127.0.0.1:{port} tfo
-    http-request set-nice 1
-    http-response set-status 503
+    http-request set-priority-class int(1)
+    http-response send-spoe-group engine group
     option checkcache
-    rate-limit sessions 10
+    log-format-sd test
     acl a base,ungrpc -m found
     acl b fc_rtt -m found
     default_backend be
 backend be
     server s1 127.0.0.1:1 track be/s2
-    http-after-response set-status 500
+    http-request send-spoe-group engine group
     tcp-response content close
     tcp-request content set-mark 1
     http-request set-header X-B %[req.hdr(host),ungrpc]
@@ -434,13 +434,16 @@ listen li
     for (line, want) in [
         (2, "'lua-load' is not supported by sluice yet"),
         (10, "'tfo' option is not supported by sluice yet"),
-        (11, "'http-request set-nice' is not supported by sluice yet"),
+        (
+            11,
+            "'http-request set-priority-class' is not supported by sluice yet",
+        ),
         (
             12,
-            "'http-response set-status' is not supported by sluice yet",
+            "'http-response send-spoe-group' is not supported by sluice yet",
         ),
         (13, "'option checkcache' is not supported by sluice yet"),
-        (14, "'rate-limit' is not supported by sluice yet"),
+        (14, "'log-format-sd' is not supported by sluice yet"),
         (
             15,
             "converter 'ungrpc' is not supported by sluice yet in ACL expression 'base,ungrpc'",
@@ -455,7 +458,7 @@ listen li
         ),
         (
             20,
-            "'http-after-response set-status' is not supported by sluice yet",
+            "'http-request send-spoe-group' is not supported by sluice yet",
         ),
         (
             21,

@@ -157,29 +157,99 @@ pub(crate) const GLOBAL_IGNORED: &[(&str, &str)] = &[
         "sluice does not speak QUIC",
     ),
     ("tune.quic.retry-threshold", "sluice does not speak QUIC"),
+    (
+        "cluster-secret",
+        "it keys HAProxy's QUIC retry tokens, and sluice does not speak QUIC",
+    ),
+    (
+        "expose-experimental-directives",
+        "sluice has no experimental directives for it to unlock",
+    ),
+    (
+        "httpclient.resolvers.id",
+        "sluice has no internal HTTP client (HAProxy's serves Lua and its CLI)",
+    ),
+    (
+        "httpclient.resolvers.prefer",
+        "sluice has no internal HTTP client (HAProxy's serves Lua and its CLI)",
+    ),
+    (
+        "httpclient.ssl.ca-file",
+        "sluice has no internal HTTP client (HAProxy's serves Lua and its CLI)",
+    ),
+    (
+        "httpclient.ssl.verify",
+        "sluice has no internal HTTP client (HAProxy's serves Lua and its CLI)",
+    ),
+    (
+        "ssl-dh-param-file",
+        "rustls has no DHE cipher suites, so no Diffie-Hellman parameters are used",
+    ),
+    (
+        "ssl-mode-async",
+        "OpenSSL's asynchronous engines: rustls has none",
+    ),
+    ("ssl-propquery", "OpenSSL's providers: rustls has none"),
+    ("ssl-provider", "OpenSSL's providers: rustls has none"),
+    ("ssl-provider-path", "OpenSSL's providers: rustls has none"),
+    (
+        "no-memory-trimming",
+        "sluice does not give memory back to the system at reload (no malloc_trim)",
+    ),
+    (
+        "tune.idletimer",
+        "sluice does not size what it forwards by how idle a stream is",
+    ),
+    (
+        "tune.maxaccept",
+        "each of sluice's threads accepts what the listener has at each wake-up",
+    ),
+    (
+        "tune.pattern.cache-size",
+        "sluice's maps and ACL lists are indexed (hash, tree), it keeps no cache of match results",
+    ),
+    (
+        "tune.pool-high-fd-ratio",
+        "sluice does not size its idle server connection pools from the file descriptor limit",
+    ),
+    (
+        "tune.pool-low-fd-ratio",
+        "sluice does not size its idle server connection pools from the file descriptor limit",
+    ),
+    (
+        "tune.recv_enough",
+        "sluice reads what the socket has at once",
+    ),
+    (
+        "tune.ssl.keylog",
+        "it feeds the fetches of TLS secrets, which rustls keeps to itself and sluice does not offer",
+    ),
+    (
+        "maxcompcpuusage",
+        "sluice compresses every response its compression settings select, whatever the CPU load",
+    ),
+    (
+        "maxcomprate",
+        "sluice compresses every response its compression settings select, whatever the rate",
+    ),
+    (
+        "maxzlibmem",
+        "each of sluice's compressors has its own memory, without a process-wide budget",
+    ),
 ];
 
 pub(crate) const GLOBAL_UNSUPPORTED: &[&str] = &[
-    "log-send-hostname",
     "master-worker",
-    "ssl-dh-param-file",
     "ssl-engine",
     "lua-load",
     "lua-prepend-path",
-    "setenv",
-    "presetenv",
-    "resetenv",
-    "unsetenv",
     "maxsslconn",
     "maxconnrate",
     "maxsessrate",
     "maxsslrate",
-    "maxzlibmem",
     "noreuseport",
     "insecure-setuid-wanted",
-    "expose-experimental-directives",
     "set-dumpable",
-    "quiet",
     "debug",
     "strict-limits",
     "unix-bind",
@@ -190,9 +260,7 @@ pub(crate) const GLOBAL_UNSUPPORTED: &[&str] = &[
     "pp2-never-send-local",
     "issuers-chain-path",
     "stats-file",
-    "httpclient.resolvers.prefer",
     "h2-workaround-bogus-websocket-clients",
-    "cluster-secret",
     "deviceatlas-json-file",
     "51degrees-data-file",
     "wurfl-data-file",
@@ -248,9 +316,6 @@ pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "source",
     "use-server",
     "description",
-    "id",
-    "disabled",
-    "enabled",
     "bind-process",
     "backlog",
     "grace",
@@ -317,7 +382,6 @@ pub(crate) const OPTIONS_IGNORED: &[(&str, &str)] = &[
 
 pub(crate) const OPTIONS_UNSUPPORTED: &[&str] = &[
     "checkcache",
-    "dontlog-normal",
     "http-use-proxy-header",
     "originalto",
     "spop-check",

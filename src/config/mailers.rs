@@ -173,7 +173,7 @@ impl Alerting {
             hostname: e
                 .myhostname
                 .clone()
-                .unwrap_or_else(crate::sys::process::hostname),
+                .unwrap_or_else(|| crate::sys::process::hostname().to_string()),
             level: e.level.unwrap_or(1),
             timeout: section.timeout,
             mailers: section.mailers.iter().map(|(_, a)| *a).collect(),

@@ -8,6 +8,8 @@
 pub(crate) mod log;
 pub(crate) mod log_format;
 pub(crate) mod mailers;
+#[cfg(test)]
+mod matrix;
 
 pub mod addr;
 pub(crate) mod check_proto;
@@ -44,6 +46,14 @@ pub struct Loaded {
 }
 
 impl Loaded {
+    /// Whether the global section says `quiet` (read even when the
+    /// configuration has errors: HAProxy prints none of them then).
+    pub(crate) fn says_quiet(&self) -> bool {
+        self.statements
+            .iter()
+            .any(|s| !s.header && s.words.first().is_some_and(|w| w == "quiet"))
+    }
+
     pub(crate) fn has_warnings(&self) -> bool {
         self.diagnostics.iter().any(|d| d.level == Level::Warning)
     }

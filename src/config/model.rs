@@ -32,6 +32,8 @@ pub(crate) struct Global {
     pub(crate) pidfile: Option<PathBuf>,
     pub(crate) node: Option<String>,
     pub(crate) description: Option<String>,
+    /// `setenv`, `presetenv`, `unsetenv`, `resetenv`.
+    pub(crate) env: crate::sys::env::EnvEdits,
     /// `spread-checks <0..50>`: each check's interval moved by up to this
     /// percentage either way, at random (0: exact intervals).
     pub(crate) spread_checks: u32,
@@ -737,22 +739,60 @@ pub(crate) enum HttpRequestAction {
     /// `http-request allow`: stops the evaluation of the rules.
     Allow,
     /// `http-request set-header <name> <fmt>` (name kept as written).
-    SetHeader { name: String, fmt: LogFmt },
+    SetHeader {
+        name: String,
+        fmt: LogFmt,
+    },
     /// `http-request add-header <name> <fmt>`
-    AddHeader { name: String, fmt: LogFmt },
+    AddHeader {
+        name: String,
+        fmt: LogFmt,
+    },
     /// `http-request del-header <name> [-m <meth>]`
-    DelHeader { name: String, how: NameMatch },
+    DelHeader {
+        name: String,
+        how: NameMatch,
+    },
     /// `http-request replace-header <name> <regex> <fmt>`: a value the
     /// regex matches is replaced whole by `<fmt>` (`\1`... back-references).
-    ReplaceHeader {
-        name: String,
+    ReplaceHeader(HeaderRewrite),
+    /// `http-request replace-value <name> <regex> <fmt>`: the same, on
+    /// each comma-separated value.
+    ReplaceValue(HeaderRewrite),
+    /// `http-request set-path|set-query|set-pathq|set-uri <fmt>`.
+    SetTarget {
+        part: UriPart,
+        fmt: LogFmt,
+    },
+    /// `http-request replace-path|replace-pathq|replace-uri <regex>
+    /// <fmt>`: the part, if the regex matches it, replaced whole.
+    ReplaceTarget {
+        part: UriPart,
         re: ByteRegex,
         fmt: LogFmt,
     },
-    /// `http-request set-path <fmt>`
-    SetPath(LogFmt),
-    /// `http-request set-query <fmt>`
-    SetQuery(LogFmt),
+    /// `http-request set-method <fmt>`.
+    SetMethod(LogFmt),
+    /// `http-request reject`: the connection is closed at once, without
+    /// an answer.
+    Reject,
+    /// `http-request set-log-level <level>|silent`.
+    SetLogLevel(LogLevel),
+    /// `set-tos <n>`, `set-mark <n>`: the client socket's IP TOS (IPv6
+    /// traffic class) and netfilter mark.
+    SetTos(u32),
+    SetMark(u32),
+    /// `set-nice <n>`: a stream's scheduling weight in HAProxy; tokio
+    /// has no such thing, so it is taken and changes nothing.
+    SetNice(i32),
+    /// `http-request set-src|set-src-port|set-dst|set-dst-port <expr>`.
+    SetAddr {
+        part: AddrPart,
+        expr: crate::sample::Expr,
+    },
+    /// `http-request strict-mode on|off`: sluice's rewrites cannot fail,
+    /// so there is nothing for it to change (kept for `-c` and docs).
+    StrictMode(bool),
     /// `http-request redirect location|prefix|scheme <fmt> [code <n>]
     /// [drop-query] [append-slash]`, and the `redirect` keyword.
     Redirect {
@@ -770,7 +810,9 @@ pub(crate) enum HttpRequestAction {
     Map(MapRule),
     /// `http-request auth [realm <realm>]`: a 401 asking for credentials
     /// (the realm defaults to the proxy's name).
-    Auth { realm: String },
+    Auth {
+        realm: String,
+    },
     /// `http-request wait-for-body time <time> [at-least <bytes>]`.
     WaitForBody(WaitForBody),
     /// `track-sc*`, `sc-inc-gpc*`, `sc-set-gpt*`.
@@ -1018,6 +1060,64 @@ pub(crate) enum HttpResponseAction {
     CacheStore(CacheRef),
     /// `allow`: the rest of the section's rules are skipped.
     Allow,
+    /// `set-status <code> [reason <fmt>]`: the status line's code and
+    /// reason (the code's usual one without `reason`).
+    SetStatus {
+        code: u16,
+        reason: Option<LogFmt>,
+    },
+    /// `replace-header <name> <regex> <fmt>`.
+    ReplaceHeader(HeaderRewrite),
+    /// `replace-value <name> <regex> <fmt>`.
+    ReplaceValue(HeaderRewrite),
+    /// `strict-mode on|off`: see [`HttpRequestAction::StrictMode`].
+    StrictMode(bool),
+    /// `set-log-level <level>|silent`.
+    SetLogLevel(LogLevel),
+    /// `set-tos`, `set-mark`, `set-nice`: see [`HttpRequestAction::SetTos`].
+    SetTos(u32),
+    SetMark(u32),
+    SetNice(i32),
+}
+
+/// The address or port a `set-src`-like rule replaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AddrPart {
+    Src,
+    SrcPort,
+    Dst,
+    DstPort,
+}
+
+/// What `set-log-level` makes of the request's access log line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LogLevel {
+    /// Not logged at all.
+    Silent,
+    /// Logged at this syslog severity (0 emerg .. 7 debug).
+    Severity(u8),
+}
+
+/// The part of a request target a rule sets or replaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum UriPart {
+    /// The path, without the query.
+    Path,
+    /// The query string, without its `?`.
+    Query,
+    /// The path and the query.
+    PathQ,
+    /// The whole target, absolute or not.
+    Uri,
+}
+
+/// `replace-header` and `replace-value`: the header, the regex its values
+/// are matched against and the format a matching value becomes.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct HeaderRewrite {
+    pub(crate) name: String,
+    pub(crate) re: ByteRegex,
+    pub(crate) fmt: LogFmt,
 }
 
 /// What a map or ACL action does to the entries of a pattern file.
@@ -1456,6 +1556,11 @@ pub(crate) struct Proxy {
     pub(crate) log_health_checks: bool,
     /// `fullconn` (None: HAProxy's default, 10% of the frontends' maxconn).
     pub(crate) fullconn: Option<u32>,
+    /// `id <n>`: the proxy's number (`iid`, `pxid`), else one is given.
+    pub(crate) id: Option<u32>,
+    /// `disabled` (`enabled` undoes it): the proxy is not started, not
+    /// checked, not shown; it keeps its number.
+    pub(crate) disabled: bool,
     /// `load-server-state-from-file global|local|none` (None: none).
     pub(crate) load_server_state: Option<LoadServerState>,
     /// `server-state-file-name [<file>|use-backend-name]` (None: the
@@ -1518,6 +1623,11 @@ pub(crate) struct Proxy {
     pub(crate) redirects: Vec<HttpRequestRule>,
     /// `capture request|response header <name> len <n>`, in order.
     pub(crate) captures: HeaderCaptures,
+    /// The conditions that read the connection's buffer (layer 6
+    /// fetches: `req.len`, `req.ssl_sni`...), with the rank of their rule
+    /// set in HAProxy's checks and where they were written: an HTTP proxy
+    /// gets HAProxy's warning for each.
+    pub(crate) l6_conds: Vec<(u8, Loc)>,
     /// `unique-id-format <fmt>` (the log-format text, checked) and
     /// `unique-id-header <name>`: a frontend's request id.
     pub(crate) unique_id_format: Option<String>,
@@ -1578,6 +1688,8 @@ impl Proxy {
             allbackups: false,
             log_health_checks: false,
             fullconn: None,
+            id: None,
+            disabled: false,
             load_server_state: None,
             server_state_file_name: None,
             check_type: CheckType::default(),
@@ -1618,6 +1730,7 @@ impl Proxy {
             inspect_delay: None,
             http_response: Vec::new(),
             http_after_response: Vec::new(),
+            l6_conds: Vec::new(),
             forwardfor: None,
             errorfiles: Vec::new(),
             use_backends: Vec::new(),

@@ -397,11 +397,14 @@ impl<'r> State<'r> {
                 line: u32::try_from(idx + 1).unwrap_or(u32::MAX),
             };
             last_line = loc.line;
+            // `${...}` through the global section's `setenv` lines so far.
+            let edits = self.global.env.clone();
+            let with_edits = |n: &str| edits.get(n, env);
             let ctx = LexCtx {
                 file: name,
                 line: loc.line,
                 section: self.section.name(&self.proxies),
-                env,
+                env: &with_edits,
             };
             let words: Vec<String> = match split_line_raw(raw, &ctx) {
                 Ok(w) => {
@@ -417,7 +420,7 @@ impl<'r> State<'r> {
                 continue;
             }
             if matches!(words[0].as_str(), ".if" | ".elif" | ".else" | ".endif") {
-                self.conditional(&loc, &words, env);
+                self.conditional(&loc, &words, &with_edits);
                 continue;
             }
             if !self.active() {
@@ -812,6 +815,7 @@ impl<'r> State<'r> {
         p.h1_case_bogus_client = d.h1_case_bogus_client;
         p.h1_case_bogus_server = d.h1_case_bogus_server;
         p.fullconn = d.fullconn;
+        p.disabled = d.disabled;
         p.load_server_state = d.load_server_state;
         p.server_state_file_name = d.server_state_file_name.clone();
         p.check_type = d.check_type;

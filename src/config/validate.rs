@@ -16,6 +16,10 @@ pub(crate) fn check(config: &mut Config, diags: &mut Vec<Diagnostic>) {
         }
     }
     for (idx, p) in config.proxies.iter().enumerate() {
+        // HAProxy checks nothing of a proxy that will not start.
+        if p.disabled {
+            continue;
+        }
         if p.kind.has_frontend() {
             if let Some((name, _)) = &p.default_backend {
                 check_target(config, idx, p, name, "default_backend", diags);
@@ -48,6 +52,7 @@ pub(crate) fn check(config: &mut Config, diags: &mut Vec<Diagnostic>) {
                 ));
             }
         }
+        l6_in_http(p, diags);
         capture_ids(p, diags);
         crate::config::table_check::proxy(config, p, diags);
         missing_timeouts(p, diags);
@@ -228,16 +233,42 @@ fn check_target(
 
 /// `http-request|http-response capture ... id <n>` needs slot `n` of the
 /// proxy's captures (declared anywhere in it).
+/// HAProxy's warning for each rule condition of an HTTP proxy that reads
+/// layer 6 fetches (the connection's buffer: it holds no request bytes
+/// once HTTP is parsed), in the order HAProxy checks the rule sets.
+fn l6_in_http(p: &Proxy, diags: &mut Vec<Diagnostic>) {
+    if p.mode != crate::config::model::Mode::Http {
+        return;
+    }
+    let mut conds: Vec<&(u8, crate::loc::Loc)> = p.l6_conds.iter().collect();
+    conds.sort_by_key(|(rank, _)| *rank);
+    for (_, at) in conds {
+        diags.push(Diagnostic::warning(
+            None,
+            format!(
+                "Proxy '{}': L6 sample fetches ignored on HTTP proxies (declared at {at}).",
+                p.name
+            ),
+        ));
+    }
+}
+
 fn capture_ids(p: &Proxy, diags: &mut Vec<Diagnostic>) {
     use crate::config::model::{HttpRequestAction as Q, HttpResponseAction as R};
     let req = p.http_request.iter().filter_map(|r| match &r.action {
         Q::Capture { slot, .. } => Some((*slot, p.captures.request.len(), "request")),
         _ => None,
     });
-    let resp = p.http_response.iter().filter_map(|r| match &r.action {
-        R::Capture { slot, .. } => Some((*slot, p.captures.response.len(), "response")),
-        _ => None,
-    });
+    // HAProxy names `http-after-response` captures as `http-response`
+    // ones.
+    let resp = p
+        .http_response
+        .iter()
+        .chain(&p.http_after_response)
+        .filter_map(|r| match &r.action {
+            R::Capture { slot, .. } => Some((*slot, p.captures.response.len(), "response")),
+            _ => None,
+        });
     for (slot, have, side) in req.chain(resp) {
         if slot >= have {
             diags.push(Diagnostic::alert(

@@ -391,7 +391,7 @@ pub fn main_with_args(args: &[String]) -> i32 {
         return 0;
     }
     // -V cancels -q, whichever comes first (as in HAProxy).
-    let quiet = opts.quiet && !opts.verbose;
+    let mut quiet = opts.quiet && !opts.verbose;
     if let Some(cond) = &opts.check_condition {
         return check_condition(cond, quiet);
     }
@@ -431,6 +431,11 @@ pub fn main_with_args(args: &[String]) -> i32 {
     if opts.dump {
         print!("{}", config::dump(&loaded.statements));
     }
+    // The global `quiet`, as `-q`.
+    if loaded.says_quiet() && !opts.verbose {
+        quiet = true;
+        QUIET.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
     if !quiet {
         eprint!("{}", report(&loaded.diagnostics, pid));
     }
@@ -453,7 +458,10 @@ pub fn main_with_args(args: &[String]) -> i32 {
     if opts.check_only {
         // A `peers` section naming this process listens for its peers.
         let local = crate::config::table::local_peer(&cfg.global);
-        let listens = cfg.proxies.iter().any(|p| !p.binds.is_empty())
+        let listens = cfg
+            .proxies
+            .iter()
+            .any(|p| !p.disabled && !p.binds.is_empty())
             || !cfg.global.stats_sockets.is_empty()
             || cfg
                 .global
@@ -574,7 +582,12 @@ fn run(cfg: Config, opts: &Options) -> i32 {
         }
     }
     let mut bound: Vec<Bound> = Vec::new();
-    for p in cfg.proxies.iter().filter(|p| p.kind.has_frontend()) {
+    // A disabled proxy listens nowhere.
+    for p in cfg
+        .proxies
+        .iter()
+        .filter(|p| p.kind.has_frontend() && !p.disabled)
+    {
         for b in &p.binds {
             if let Some(fd) = b.fd {
                 let got = inherited_or_handed(

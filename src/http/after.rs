@@ -5,10 +5,13 @@
 
 use std::borrow::Cow;
 
+use bytes::Bytes;
+
 use crate::acl::eval::{AclSet, CompiledCond};
 use crate::config::model::HttpResponseAction;
-use crate::http::rules::Edits;
+use crate::http::rules::{self, Edits, FmtCtx};
 use crate::snapshot::{BackendRt, FrontendRt};
+use crate::wire::h1::Head;
 
 type Rules = [(HttpResponseAction, Option<CompiledCond>)];
 
@@ -24,66 +27,151 @@ pub(crate) fn sets<'a>(
         .chain(std::iter::once((&fe.http_after[..], &fe.acls)))
 }
 
-/// Applies one rule's action to `e`; `value` renders a format.
-pub(crate) fn apply(
-    action: &HttpResponseAction,
-    e: &mut Edits,
-    value: impl Fn(&crate::config::model::LogFmt) -> Vec<u8>,
-) {
-    match action {
-        HttpResponseAction::SetHeader { name, fmt } => e.set_header(name, value(fmt)),
-        HttpResponseAction::AddHeader { name, fmt } => e.add_header(name, value(fmt)),
-        HttpResponseAction::DelHeader { name, how } => e.del_matching(name, how),
-        // Not among the actions the parser takes here.
-        HttpResponseAction::Deny(_)
-        | HttpResponseAction::Capture { .. }
-        | HttpResponseAction::Var(_)
-        | HttpResponseAction::WaitForBody(_)
-        | HttpResponseAction::Map(_)
-        | HttpResponseAction::Table(_)
-        | HttpResponseAction::CacheStore(_)
-        // `allow` ends its section's rules: the callers' loops stop.
-        | HttpResponseAction::Allow => {}
-    }
-}
-
 /// A response sluice made (`page`: head and body, as sent) with the rules
-/// applied; values and conditions see the proxies' names and the status. Without rules the page is sent as it
-/// is.
+/// applied, and its status then (`set-status` may change it). `seen` is
+/// what the rules see of the exchange where the answer's sender has it
+/// (the request, its variables, the client); without it, the proxies'
+/// names and the status. Without rules the page is sent as it is.
 pub(crate) fn local<'p>(
     fe: &FrontendRt,
     be: Option<&BackendRt>,
     status: u16,
     page: &'p [u8],
-) -> Cow<'p, [u8]> {
+    seen: Option<&FmtCtx<'_>>,
+) -> (Cow<'p, [u8]>, u16) {
     if fe.http_after.is_empty() && be.is_none_or(|b| b.http_after.is_empty()) {
-        return Cow::Borrowed(page);
+        return (Cow::Borrowed(page), status);
     }
-    let cx = crate::sample::Ctx {
-        frontend: &fe.name,
-        backend: be.map(|b| b.name.as_str()),
-        status: Some(status),
-        ..Default::default()
+    let Some(end) = memchr::memmem::find(page, b"\r\n\r\n") else {
+        return (Cow::Borrowed(page), status);
     };
-    let mut e = Edits::default();
+    let Ok(mut head) = Head::parse_response(Bytes::copy_from_slice(&page[..end + 4])) else {
+        return (Cow::Borrowed(page), status);
+    };
+    let body = &page[end + 4..];
+    let unseen;
+    let cx = match seen {
+        Some(cx) => FmtCtx {
+            backend: be.map(|b| b.name.as_str()),
+            backend_id: be.map(|b| b.iid),
+            res: None,
+            ..*cx
+        },
+        None => {
+            unseen = no_request();
+            FmtCtx {
+                req: unseen,
+                src: None,
+                frontend: &fe.name,
+                backend: be.map(|b| b.name.as_str()),
+                server: None,
+                unique_id: None,
+                res: None,
+                frontend_id: fe.iid,
+                backend_id: be.map(|b| b.iid),
+                src_port: None,
+                first_req: None,
+                server_id: None,
+                local: None,
+                proxies: None,
+                vars: None,
+                tls: None,
+                client: None,
+                server_conn: None,
+                req_body: None,
+                res_body: None,
+                stick: None,
+            }
+        }
+    };
+    let mut edits: Option<Edits> = None;
     for (rules, acls) in sets(fe, be) {
         for (action, cond) in rules {
+            // The conditions no longer see the request (see `relay.rs`).
             if let Some(c) = cond
-                && !acls.eval(c, &cx)
+                && !acls.eval(
+                    c,
+                    &crate::sample::Ctx {
+                        req_gone: true,
+                        ..rules::sample_ctx(&FmtCtx {
+                            res: Some(&head),
+                            ..cx
+                        })
+                    },
+                )
             {
                 continue;
             }
             if *action == HttpResponseAction::Allow {
                 break;
             }
-            apply(action, &mut e, |f| f.render(&cx));
+            // `set-status`: the page as it is now, with its new status
+            // line (the added fields stay before `connection`).
+            if let HttpResponseAction::SetStatus { code, reason } = action {
+                let reason = match reason {
+                    Some(f) => rules::eval(
+                        f,
+                        &FmtCtx {
+                            res: Some(&head),
+                            ..cx
+                        },
+                    ),
+                    None => crate::wire::error_pages::http_reason(*code)
+                        .as_bytes()
+                        .to_vec(),
+                };
+                let now = rewrite(&head.raw, &edits.take().unwrap_or_default());
+                let rest = memchr::memmem::find(&now, b"\r\n").map_or(&now[..0], |i| &now[i..]);
+                let line = format!("HTTP/1.{} {code:03} ", head.minor);
+                let raw = [line.as_bytes(), &reason, rest].concat();
+                if let Ok(h) = Head::parse_response(Bytes::from(raw)) {
+                    head = h;
+                }
+                continue;
+            }
+            // A capture goes to the log line through the variables (the
+            // record is not at hand here).
+            if let HttpResponseAction::Capture { expr, slot } = action {
+                let scx = rules::sample_ctx(&FmtCtx {
+                    res: Some(&head),
+                    ..cx
+                });
+                if let Some(vars) = cx.vars
+                    && let Some(v) = expr
+                        .eval(&scx)
+                        .and_then(|s| s.cast(crate::sample::value::SmpType::Str))
+                {
+                    vars.capture(true, *slot as i64, v.bytes().unwrap_or(b""));
+                }
+                continue;
+            }
+            let mut caps = rules::CaptureSlots {
+                slots: &mut [],
+                lens: &[],
+            };
+            rules::edit_response(action, &mut head, &mut edits, &cx, &mut caps);
         }
     }
-    Cow::Owned(rewrite(page, &e))
+    let mut out = match &edits {
+        Some(e) => rewrite(&head.raw, e),
+        None => head.raw.to_vec(),
+    };
+    out.extend_from_slice(body);
+    (Cow::Owned(out), head.status)
 }
 
-/// `page` with the headers `e` drops left out and its added ones put after
-/// the others, before `connection` (which HAProxy writes last).
+/// The request the rules see where the sender of a page has none: no
+/// fields (a `path` or a header fetch finds nothing useful).
+fn no_request() -> &'static Head {
+    static EMPTY: std::sync::OnceLock<Head> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(|| {
+        Head::parse_request(Bytes::from_static(b"GET / HTTP/1.1\r\n\r\n")).expect("a request line")
+    })
+}
+
+/// `page` with the headers `e` drops left out, its replaced values in
+/// place and its added ones put after the others, before `connection`
+/// (which HAProxy writes last).
 fn rewrite(page: &[u8], e: &Edits) -> Vec<u8> {
     let Some(end) = memchr::memmem::find(page, b"\r\n\r\n") else {
         return page.to_vec();
@@ -102,9 +190,9 @@ fn rewrite(page: &[u8], e: &Edits) -> Vec<u8> {
         out.extend_from_slice(b"\r\n");
     }
     let mut conn = Vec::new();
-    for line in lines {
+    for (i, line) in lines.enumerate() {
         let name = line.split(|&b| b == b':').next().unwrap_or(b"");
-        if e.drops(name) {
+        if e.drops_at(i, name) {
             continue;
         }
         let target = if name.eq_ignore_ascii_case(b"connection") {
@@ -112,7 +200,14 @@ fn rewrite(page: &[u8], e: &Edits) -> Vec<u8> {
         } else {
             &mut out
         };
-        target.extend_from_slice(line);
+        match e.replaced.iter().find(|(j, _)| *j == i) {
+            Some((_, v)) => {
+                target.extend_from_slice(name);
+                target.extend_from_slice(b": ");
+                target.extend_from_slice(v);
+            }
+            None => target.extend_from_slice(line),
+        }
         target.extend_from_slice(b"\r\n");
     }
     for (n, v) in &e.add {

@@ -494,7 +494,7 @@ pub(crate) fn store_rule(
             let framing = resp.response_framing(body);
             if !resp.write_forwarded_with(
                 &mut h,
-                None,
+                (None, None),
                 |i, n| e.drops_at(i, n),
                 &e.replaced,
                 &framing,
@@ -541,7 +541,13 @@ pub(crate) fn store_rule(
         .headers()
         .position(|(n, _)| n.eq_ignore_ascii_case(b"age"))
         .filter(|_| st.age > 0);
-    if !resp.write_forwarded_with(&mut head, None, |i, _| Some(i) == first_age, &[], &framing) {
+    if !resp.write_forwarded_with(
+        &mut head,
+        (None, None),
+        |i, _| Some(i) == first_age,
+        &[],
+        &framing,
+    ) {
         head.put_slice(framing.bytes());
     }
     let dropped = ghosts + u64::from(first_age.is_some());

@@ -569,7 +569,7 @@ fn upstream_head(
         None => req.write_forwarded(&mut out, &framing),
         Some(e) => req.write_forwarded_with(
             &mut out,
-            e.target.as_deref(),
+            (e.method.as_deref(), e.target.as_deref()),
             |i, n| e.drops_at(i, n),
             &e.replaced,
             &framing,

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::http::cookie;
 use crate::http::exchange::Exchange;
-use crate::http::rules::Edits;
+use crate::http::rules::{self, Edits};
 use crate::observe::log::LogRecord;
 use crate::observe::outcome::{Cause, Phase, Rows, Term};
 use crate::snapshot::{BackendRt, FrontendRt};
@@ -68,7 +68,20 @@ pub(crate) async fn send_error_be(
     be: Option<&BackendRt>,
     keep: bool,
 ) -> Outcome {
-    error_page(client, code, fe, be, keep, true).await
+    error_page(client, code, fe, be, keep, true, None).await
+}
+
+/// [`send_error_be`] where the sender has the exchange the
+/// `http-after-response` rules see (the request, its variables).
+pub(crate) async fn send_error_seen(
+    client: &mut BufConn,
+    code: u16,
+    fe: &FrontendRt,
+    be: Option<&BackendRt>,
+    keep: bool,
+    seen: &rules::FmtCtx<'_>,
+) -> Outcome {
+    error_page(client, code, fe, be, keep, true, Some(seen)).await
 }
 
 /// The 408 of a body waited for that did not come (HAProxy's stream
@@ -78,7 +91,7 @@ pub(crate) async fn send_body_timeout(
     fe: &FrontendRt,
     be: Option<&BackendRt>,
 ) -> Outcome {
-    error_page(client, 0, fe, be, false, true).await
+    error_page(client, 0, fe, be, false, true, None).await
 }
 
 /// The error page of a request the HTTP/1 parser refused, or of one that
@@ -90,7 +103,7 @@ pub(crate) async fn send_parser_error(
     fe: &FrontendRt,
     keep: bool,
 ) -> Outcome {
-    error_page(client, code, fe, None, keep, false).await
+    error_page(client, code, fe, None, keep, false, None).await
 }
 
 async fn error_page(
@@ -100,6 +113,7 @@ async fn error_page(
     be: Option<&BackendRt>,
     keep: bool,
     after: bool,
+    seen: Option<&rules::FmtCtx<'_>>,
 ) -> Outcome {
     // Code 0: the stream's own 408 (see `send_body_timeout`).
     let stream_408 = code == 0;
@@ -130,10 +144,10 @@ async fn error_page(
         (None, None) if after => error_pages::stream_response(code),
         (None, None) => error_pages::response(code),
     };
-    let page = if after {
-        crate::http::after::local(fe, be, code, page)
+    let (page, code) = if after {
+        crate::http::after::local(fe, be, code, page, seen)
     } else {
-        Cow::Borrowed(page)
+        (Cow::Borrowed(page), code)
     };
     let http10 = own
         .as_ref()
@@ -561,7 +575,21 @@ pub(crate) async fn send_answer(
     fe: &FrontendRt,
     be: Option<&BackendRt>,
 ) -> Outcome {
-    let out = crate::http::after::local(fe, be, status, out);
+    send_answer_seen(client, out, status, keep, fe, be, None).await
+}
+
+/// [`send_answer`] where the sender has the exchange the
+/// `http-after-response` rules see (the request, its variables).
+pub(crate) async fn send_answer_seen(
+    client: &mut BufConn,
+    out: &[u8],
+    status: u16,
+    keep: bool,
+    fe: &FrontendRt,
+    be: Option<&BackendRt>,
+    seen: Option<&rules::FmtCtx<'_>>,
+) -> Outcome {
+    let (out, status) = crate::http::after::local(fe, be, status, out, seen);
     // An HTTP/1.0 client kept alive is told so, after every other field
     // (where HAProxy 2.6's connection layer writes it; `%B` does not
     // count it).

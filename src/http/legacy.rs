@@ -10,13 +10,11 @@
 //! refused (400 for a request, 502 for a response), as HAProxy 1.8 does.
 //! A proxy without such filters has none compiled: nothing here runs.
 
-use bytes::Bytes;
-
 use crate::acl::eval::{AclSet, RequestView};
 use crate::config::model::LegacyAction;
 use crate::http::rules::{self, Edits};
 use crate::snapshot::legacy_rt::LegacyRt;
-use crate::wire::h1::{self, Head};
+use crate::wire::h1::Head;
 
 /// What the filters decided.
 #[derive(Debug)]
@@ -44,7 +42,7 @@ pub(crate) fn apply(
     view: &dyn RequestView,
     allowed: &mut bool,
 ) -> Verdict {
-    let mut lines = head_lines(head, edits);
+    let mut lines = rules::head_lines(head, edits);
     // Unchanged by the filters, the head goes on as it was, the rules'
     // edits still to be applied when it is forwarded.
     let mut changed = false;
@@ -103,88 +101,17 @@ pub(crate) fn apply(
     if !changed {
         return Verdict::Pass(None);
     }
-    match rebuild(&lines, head.status != 0) {
+    match rules::rebuild(&lines, head.status != 0) {
         Some(h) => Verdict::Pass(Some(h)),
         None => Verdict::Invalid,
     }
-}
-
-/// The head as lines without their line ends: the start line, then each
-/// header line (edited ones rewritten, dropped ones left out, added ones
-/// last).
-fn head_lines(head: &Head, edits: Option<&Edits>) -> Vec<Vec<u8>> {
-    let mut lines = Vec::with_capacity(head.header_lines().size_hint().0 + 4);
-    let mut first = Vec::with_capacity(64);
-    if head.status == 0 {
-        first.extend_from_slice(head.method());
-        first.push(b' ');
-        first.extend_from_slice(
-            edits
-                .and_then(|e| e.target.as_deref())
-                .unwrap_or(head.target()),
-        );
-        first.extend_from_slice(if head.minor == 0 {
-            b" HTTP/1.0"
-        } else {
-            b" HTTP/1.1"
-        });
-    } else {
-        first.extend_from_slice(if head.minor == 0 {
-            b"HTTP/1.0 "
-        } else {
-            b"HTTP/1.1 "
-        });
-        first.extend_from_slice(format!("{:03} ", head.status).as_bytes());
-        first.extend_from_slice(head.reason());
-    }
-    lines.push(first);
-    for (i, (name, line)) in head.header_lines().enumerate() {
-        let Some(e) = edits else {
-            lines.push(line.to_vec());
-            continue;
-        };
-        if e.drops(name) {
-            continue;
-        }
-        match e.replaced.iter().find(|(j, _)| *j == i) {
-            Some((_, v)) => lines.push([name, b": ", v].concat()),
-            None => lines.push(line.to_vec()),
-        }
-    }
-    if let Some(e) = edits {
-        for (n, v) in &e.add {
-            lines.push([n.as_bytes(), b": ", v].concat());
-        }
-    }
-    lines
-}
-
-/// Parses the rewritten lines as a head; None if they are not one (a
-/// replacement that broke the start line, or that put a blank line in).
-fn rebuild(lines: &[Vec<u8>], response: bool) -> Option<Head> {
-    let len = lines.iter().map(|l| l.len() + 2).sum::<usize>() + 2;
-    let mut raw = Vec::with_capacity(len);
-    for l in lines {
-        raw.extend_from_slice(l);
-        raw.extend_from_slice(b"\r\n");
-    }
-    raw.extend_from_slice(b"\r\n");
-    if h1::head_end(&raw) != Some(raw.len()) {
-        return None;
-    }
-    let raw = Bytes::from(raw);
-    let head = if response {
-        Head::parse_response(raw)
-    } else {
-        Head::parse_request(raw)
-    };
-    head.ok()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::model::{LegacyAdd, LegacyFilter, LegacyRules};
+    use bytes::Bytes;
 
     struct NoView;
     impl RequestView for NoView {

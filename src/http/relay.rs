@@ -10,8 +10,8 @@ use crate::config::model::{CompAlgo, HttpReply, HttpResponseAction, HttpReuse};
 use crate::http::compress;
 use crate::http::cookie;
 use crate::http::forward::{
-    BAD_RESPONSE, Outcome, ReqCtx, SERVER_HEADERS, bad_response, capture_response, send_answer,
-    send_error_be,
+    BAD_RESPONSE, Outcome, ReqCtx, SERVER_HEADERS, bad_response, capture_response,
+    send_answer_seen, send_error_be, send_error_seen,
 };
 use crate::http::legacy;
 use crate::http::rules::{self, Edits};
@@ -467,7 +467,12 @@ impl<'a> Relay<'a> {
                 let room = crate::http::body::room(resp, be.max_head, body == BodyKind::Chunked);
                 crate::http::body::view(&self.upstream.buf, body, room, &mut decoded)
             });
-        let cap = &mut self.rec.cap_resp;
+        let mut marks = rules::SockMarks::default();
+        let log = RespLog {
+            cap: &mut self.rec.cap_resp,
+            level: &mut self.rec.level,
+            marks: &mut marks,
+        };
         let store = Store {
             fill: &mut self.fill,
             body,
@@ -480,12 +485,19 @@ impl<'a> Relay<'a> {
             req,
             ctx,
             resp,
-            cap,
+            log,
             cookie,
             res_body.as_ref(),
             Some(store),
         ) {
-            Ok(e) => Ok(e),
+            Ok(e) => {
+                if (marks.tos.is_some() || marks.mark.is_some())
+                    && let Some(tcp) = self.client.stream.tcp()
+                {
+                    marks.apply(tcp);
+                }
+                Ok(e)
+            }
             Err(RespRefused::Denied(reply)) => Err(Refusal::Denied(reply)),
             Err(RespRefused::Invalid) => Err(Refusal::Invalid),
         }
@@ -926,7 +938,7 @@ pub(super) fn downstream_head(
         None => resp.write_forwarded(&mut out, &framing),
         Some(e) => resp.write_forwarded_with(
             &mut out,
-            None,
+            (None, None),
             |i, n| e.drops_at(i, n),
             &e.replaced,
             &framing,
@@ -990,11 +1002,11 @@ async fn deny_response(
             .chain(&fe.errorfiles)
             .any(|(c, _)| *c == status) =>
         {
-            return send_error_be(client, status, fe, Some(be), false).await;
+            return send_error_seen(client, status, fe, Some(be), false, cx).await;
         }
         None => crate::http::reply::with_close(error_pages::response(status), keep),
     };
-    send_answer(client, &out, status, keep, fe, Some(be)).await
+    send_answer_seen(client, &out, status, keep, fe, Some(be), Some(cx)).await
 }
 
 /// What `http-response cache-store` needs: where the fill goes, the
@@ -1045,8 +1057,23 @@ pub(super) fn rules_on_hit(
         server_conn: None,
         unique_id: uid.as_deref(),
     };
-    let cap = &mut rec.cap_resp;
-    response_edits(fe, be, &who, req, ctx, resp, cap, |_, _| {}, None, None).map_err(|_| ())
+    let log = RespLog {
+        cap: &mut rec.cap_resp,
+        level: &mut rec.level,
+        // A hit's rules run where the client socket is not at hand: their
+        // `set-tos` and `set-mark` are not applied.
+        marks: &mut rules::SockMarks::default(),
+    };
+    response_edits(fe, be, &who, req, ctx, resp, log, |_, _| {}, None, None).map_err(|_| ())
+}
+
+/// What the response rules write into the request's log record: the
+/// response capture slots, the level of the line.
+struct RespLog<'a> {
+    cap: &'a mut [Option<Vec<u8>>],
+    level: &'a mut Option<crate::config::model::LogLevel>,
+    /// `set-tos`, `set-mark`: for the client socket, once the rules ran.
+    marks: &'a mut rules::SockMarks,
 }
 
 /// Why the response rules refused a response.
@@ -1086,7 +1113,7 @@ fn response_edits<'r>(
     req: &Head,
     ctx: &ReqCtx<'_>,
     resp: &mut Head,
-    cap_resp: &mut [Option<Vec<u8>>],
+    log: RespLog<'_>,
     cookie: impl FnOnce(&Head, &mut Option<Edits>),
     res_body: Option<&crate::sample::fetch::Body<'_>>,
     mut store: Option<Store<'_>>,
@@ -1182,62 +1209,19 @@ fn response_edits<'r>(
             if *action == HttpResponseAction::Allow {
                 break;
             }
-            let e = edits.get_or_insert_with(Edits::default);
+            let mut caps = rules::CaptureSlots {
+                slots: &mut *log.cap,
+                lens: &fe.captures.response,
+            };
+            // The response as the server sent it (the edits of earlier
+            // rules are applied after the last rule).
+            if rules::edit_response(action, resp, &mut edits, &cx, &mut caps) {
+                continue;
+            }
             match action {
-                // The response as the server sent it (the edits of earlier
-                // rules are applied after the last rule).
-                HttpResponseAction::SetHeader { name, fmt } => {
-                    let cx = rules::FmtCtx {
-                        res: Some(resp),
-                        ..cx
-                    };
-                    e.set_header(name, rules::eval(fmt, &cx))
-                }
-                HttpResponseAction::AddHeader { name, fmt } => {
-                    let cx = rules::FmtCtx {
-                        res: Some(resp),
-                        ..cx
-                    };
-                    e.add_header(name, rules::eval(fmt, &cx))
-                }
-                HttpResponseAction::DelHeader { name, how } => e.del_matching(name, how),
                 HttpResponseAction::Deny(reply) => return Err(RespRefused::Denied(Some(reply))),
-                HttpResponseAction::Capture { expr, slot } => {
-                    let (Some(dst), Some((_, len))) =
-                        (cap_resp.get_mut(*slot), fe.captures.response.get(*slot))
-                    else {
-                        continue;
-                    };
-                    let scx = crate::sample::Ctx {
-                        res: Some(&*resp),
-                        status: Some(resp.status),
-                        ..rules::sample_ctx(&cx)
-                    };
-                    if let Some(v) = expr
-                        .eval(&scx)
-                        .and_then(|s| s.cast(crate::sample::value::SmpType::Str))
-                    {
-                        let b = v.bytes().unwrap_or(b"");
-                        *dst = Some(b[..b.len().min(*len)].to_vec());
-                    }
-                }
-                // The response is there for the value (`res.hdr`).
-                HttpResponseAction::Var(rule) => {
-                    let cx = rules::FmtCtx {
-                        res: Some(resp),
-                        ..cx
-                    };
-                    rules::run_var(rule, &cx)
-                }
                 // Waited for before the rules ran (`Relay::wait_body`).
                 HttpResponseAction::WaitForBody(_) => {}
-                HttpResponseAction::Map(rule) => {
-                    let cx = rules::FmtCtx {
-                        res: Some(resp),
-                        ..cx
-                    };
-                    rules::run_map(rule, &cx)
-                }
                 HttpResponseAction::Table(a) => {
                     if let Some(stick) = ctx.stick {
                         let cx = rules::FmtCtx {
@@ -1251,8 +1235,22 @@ fn response_edits<'r>(
                         );
                     }
                 }
-                // Stopped the loop above.
-                HttpResponseAction::Allow => {}
+                HttpResponseAction::SetLogLevel(l) => *log.level = Some(*l),
+                HttpResponseAction::SetTos(v) => log.marks.tos = Some(*v),
+                HttpResponseAction::SetMark(v) => log.marks.mark = Some(*v),
+                // Stopped the loop above; the others were applied.
+                HttpResponseAction::Allow
+                | HttpResponseAction::SetHeader { .. }
+                | HttpResponseAction::AddHeader { .. }
+                | HttpResponseAction::DelHeader { .. }
+                | HttpResponseAction::ReplaceHeader(_)
+                | HttpResponseAction::ReplaceValue(_)
+                | HttpResponseAction::SetStatus { .. }
+                | HttpResponseAction::Capture { .. }
+                | HttpResponseAction::Var(_)
+                | HttpResponseAction::Map(_)
+                | HttpResponseAction::StrictMode(_)
+                | HttpResponseAction::SetNice(_) => {}
                 HttpResponseAction::CacheStore(c) => {
                     // The backend's rules come first; a hit is not stored
                     // again (no `store` then).
@@ -1322,8 +1320,11 @@ fn response_edits<'r>(
             if *action == HttpResponseAction::Allow {
                 break;
             }
-            let e = edits.get_or_insert_with(Edits::default);
-            crate::http::after::apply(action, e, |f| f.render(&scx));
+            let mut caps = rules::CaptureSlots {
+                slots: &mut *log.cap,
+                lens: &fe.captures.response,
+            };
+            rules::edit_response(action, resp, &mut edits, &cx, &mut caps);
         }
     }
     Ok(edits)

@@ -8,7 +8,9 @@ use std::net::{IpAddr, SocketAddr};
 
 use bytes::{BufMut, BytesMut};
 
-use crate::config::model::{ForwardFor, LogFmt, NameMatch, RedirectKind};
+use crate::config::model::{
+    ForwardFor, HttpResponseAction, LogFmt, NameMatch, RedirectKind, UriPart,
+};
 use crate::sample::Count;
 use crate::snapshot::Snapshot;
 use crate::wire::h1::Head;
@@ -16,8 +18,10 @@ use crate::wire::h1::Head;
 /// Edits to a message head, in rule order.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Edits {
-    /// New request target (set-path / set-query).
+    /// New request target (set-path / set-query / set-uri / replace-*).
     pub(crate) target: Option<Vec<u8>>,
+    /// New request method (`set-method`).
+    pub(crate) method: Option<Vec<u8>>,
     /// The received headers to leave out: lower-case names (patterns
     /// under `-m`) and how they match.
     pub(crate) del: Vec<(String, NameMatch)>,
@@ -79,6 +83,37 @@ impl Edits {
         for (n, v) in &mut self.add {
             if n.eq_ignore_ascii_case(name)
                 && let Some(new) = substitute(re, v, fmt)
+            {
+                *v = new;
+            }
+        }
+    }
+
+    /// `replace-value`: each comma-separated value of `name` (received
+    /// or added) that `re` matches is replaced whole by `fmt`; the commas
+    /// and the spaces around the values stay as they were.
+    pub(crate) fn replace_value(
+        &mut self,
+        head: &Head,
+        name: &str,
+        re: &regex::bytes::Regex,
+        fmt: &[u8],
+    ) {
+        if !self.drops(name.as_bytes()) {
+            for (i, (n, v)) in head.headers().enumerate() {
+                if !n.eq_ignore_ascii_case(name.as_bytes()) {
+                    continue;
+                }
+                let cur = self.value_at(i, v);
+                if let Some(new) = substitute_each(re, cur, fmt) {
+                    self.replaced.retain(|(j, _)| *j != i);
+                    self.replaced.push((i, new));
+                }
+            }
+        }
+        for (n, v) in &mut self.add {
+            if n.eq_ignore_ascii_case(name)
+                && let Some(new) = substitute_each(re, v, fmt)
             {
                 *v = new;
             }
@@ -162,6 +197,35 @@ pub(super) fn substitute(re: &regex::bytes::Regex, value: &[u8], fmt: &[u8]) -> 
     Some(out)
 }
 
+/// [`substitute`] on each comma-separated value of `value` (the spaces
+/// around a value are not part of it); None if no value matched.
+fn substitute_each(re: &regex::bytes::Regex, value: &[u8], fmt: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(value.len() + fmt.len());
+    let mut changed = false;
+    for (k, item) in value.split(|&b| b == b',').enumerate() {
+        if k > 0 {
+            out.push(b',');
+        }
+        let start = item
+            .iter()
+            .position(|b| !b.is_ascii_whitespace())
+            .unwrap_or(item.len());
+        let end = item
+            .iter()
+            .rposition(|b| !b.is_ascii_whitespace())
+            .map_or(start, |e| e + 1);
+        // A value replaced loses the spaces around it, as in HAProxy.
+        match substitute(re, &item[start..end], fmt) {
+            Some(new) => {
+                out.extend_from_slice(&new);
+                changed = true;
+            }
+            None => out.extend_from_slice(item),
+        }
+    }
+    changed.then_some(out)
+}
+
 /// What a rule's log-format string is evaluated against: the request, its
 /// client, and the names of where it is in its journey.
 #[derive(Clone, Copy)]
@@ -203,6 +267,147 @@ pub(crate) struct FmtCtx<'a> {
     pub(crate) res_body: Option<&'a crate::sample::fetch::Body<'a>>,
     /// The stick tables and the request's counters, where passed.
     pub(crate) stick: Option<&'a crate::state::table::track::StickView<'a>>,
+}
+
+/// What `set-tos` and `set-mark` rules ask of the client connection's
+/// socket, the last of each kept.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct SockMarks {
+    pub(crate) tos: Option<u32>,
+    pub(crate) mark: Option<u32>,
+}
+
+impl SockMarks {
+    /// Sets them on `tcp` (the IPv6 traffic class for an IPv6 socket). A
+    /// refusal (no `CAP_NET_ADMIN` for a mark) is ignored, as in HAProxy.
+    pub(crate) fn apply(self, tcp: &tokio::net::TcpStream) {
+        let sock = socket2::SockRef::from(tcp);
+        if let Some(tos) = self.tos {
+            let _ = match tcp.local_addr() {
+                Ok(SocketAddr::V6(a)) if a.ip().to_ipv4_mapped().is_none() => {
+                    sock.set_tclass_v6(tos)
+                }
+                _ => sock.set_tos_v4(tos),
+            };
+        }
+        if let Some(mark) = self.mark {
+            let _ = sock.set_mark(mark);
+        }
+    }
+}
+
+/// Where `http-response capture` rules put their values: the response
+/// capture slots and the frontend's lengths of them.
+pub(crate) struct CaptureSlots<'a> {
+    pub(crate) slots: &'a mut [Option<Vec<u8>>],
+    pub(crate) lens: &'a [(String, usize)],
+}
+
+/// Applies one of the actions `http-response` and `http-after-response`
+/// share to the response `resp` and its `edits` (`cx` without the
+/// response: it is added here, as each action leaves it): header edits,
+/// `set-status`, variables, captures, maps. False for the actions it
+/// leaves to its caller (`deny`, `allow`, tables, cache, `wait-for-body`).
+pub(crate) fn edit_response(
+    action: &HttpResponseAction,
+    resp: &mut Head,
+    edits: &mut Option<Edits>,
+    cx: &FmtCtx<'_>,
+    caps: &mut CaptureSlots<'_>,
+) -> bool {
+    let value = |fmt: &LogFmt, resp: &Head| {
+        eval(
+            fmt,
+            &FmtCtx {
+                res: Some(resp),
+                ..*cx
+            },
+        )
+    };
+    match action {
+        HttpResponseAction::SetHeader { name, fmt } => {
+            let v = value(fmt, resp);
+            edits.get_or_insert_with(Edits::default).set_header(name, v)
+        }
+        HttpResponseAction::AddHeader { name, fmt } => {
+            let v = value(fmt, resp);
+            edits.get_or_insert_with(Edits::default).add_header(name, v)
+        }
+        HttpResponseAction::DelHeader { name, how } => edits
+            .get_or_insert_with(Edits::default)
+            .del_matching(name, how),
+        HttpResponseAction::ReplaceHeader(r) => {
+            let v = value(&r.fmt, resp);
+            edits
+                .get_or_insert_with(Edits::default)
+                .replace_header(resp, &r.name, &r.re, &v)
+        }
+        HttpResponseAction::ReplaceValue(r) => {
+            let v = value(&r.fmt, resp);
+            edits
+                .get_or_insert_with(Edits::default)
+                .replace_value(resp, &r.name, &r.re, &v)
+        }
+        HttpResponseAction::SetStatus { code, reason } => {
+            let reason = match reason {
+                Some(f) => value(f, resp),
+                None => crate::wire::error_pages::http_reason(*code)
+                    .as_bytes()
+                    .to_vec(),
+            };
+            // The edits so far become part of the new head.
+            if let Some(mut h) = restatus(resp, edits.as_ref(), *code, &reason) {
+                h.count_status_line_of(resp);
+                *resp = h;
+                *edits = None;
+            }
+        }
+        HttpResponseAction::Capture { expr, slot } => {
+            let (Some(dst), Some((_, len))) = (caps.slots.get_mut(*slot), caps.lens.get(*slot))
+            else {
+                return true;
+            };
+            let scx = sample_ctx(&FmtCtx {
+                res: Some(resp),
+                ..*cx
+            });
+            if let Some(v) = expr
+                .eval(&scx)
+                .and_then(|s| s.cast(crate::sample::value::SmpType::Str))
+            {
+                let b = v.bytes().unwrap_or(b"");
+                *dst = Some(b[..b.len().min(*len)].to_vec());
+            }
+        }
+        // The response is there for the value (`res.hdr`).
+        HttpResponseAction::Var(rule) => run_var(
+            rule,
+            &FmtCtx {
+                res: Some(resp),
+                ..*cx
+            },
+        ),
+        HttpResponseAction::Map(rule) => run_map(
+            rule,
+            &FmtCtx {
+                res: Some(resp),
+                ..*cx
+            },
+        ),
+        // sluice's rewrites do not fail: nothing for it to change.
+        HttpResponseAction::StrictMode(_) => {}
+        HttpResponseAction::Deny(_)
+        | HttpResponseAction::Allow
+        | HttpResponseAction::WaitForBody(_)
+        | HttpResponseAction::Table(_)
+        | HttpResponseAction::CacheStore(_)
+        | HttpResponseAction::SetLogLevel(_)
+        | HttpResponseAction::SetTos(_)
+        | HttpResponseAction::SetMark(_) => return false,
+        // tokio schedules every task alike.
+        HttpResponseAction::SetNice(_) => {}
+    }
+    true
 }
 
 /// Runs a `set-var`, `set-var-fmt` or `unset-var` rule. A value that
@@ -338,6 +543,87 @@ pub(crate) fn set_query(target: &[u8], query: &[u8]) -> Vec<u8> {
     t
 }
 
+/// The authority of an absolute-form target (`http://<authority>/...`).
+pub(crate) fn authority(target: &[u8]) -> Option<&[u8]> {
+    let p = memchr::memmem::find(target, b"://")?;
+    if p == 0 || target.first() == Some(&b'/') {
+        return None;
+    }
+    let rest = &target[p + 3..];
+    let end = rest
+        .iter()
+        .position(|&b| matches!(b, b'/' | b'?' | b'#'))
+        .unwrap_or(rest.len());
+    Some(&rest[..end])
+}
+
+impl Edits {
+    /// A new absolute target: its authority becomes the `Host` field (in
+    /// place, as HAProxy keeps the two in step).
+    pub(crate) fn host_from_target(&mut self, head: &Head) {
+        let Some(auth) = self
+            .target
+            .as_deref()
+            .and_then(authority)
+            .map(<[u8]>::to_vec)
+        else {
+            return;
+        };
+        match head
+            .headers()
+            .position(|(n, _)| n.eq_ignore_ascii_case(b"host"))
+        {
+            Some(i) if !self.drops_at(i, b"host") => self.set_at(i, Some(auth)),
+            _ => self.set_header("host", auth),
+        }
+    }
+}
+
+/// `set-pathq`: the new path and query, what follows them kept.
+fn set_pathq(target: &[u8], pathq: &[u8]) -> Vec<u8> {
+    let (s, _) = path_span(target);
+    let end = target[s..]
+        .iter()
+        .position(|&b| b == b'#')
+        .map_or(target.len(), |i| s + i);
+    [&target[..s], pathq, &target[end..]].concat()
+}
+
+/// The target once `part` of `target` is set to `value`.
+pub(crate) fn set_part(part: UriPart, target: &[u8], value: &[u8]) -> Vec<u8> {
+    match part {
+        UriPart::Path => set_path(target, value),
+        UriPart::Query => set_query(target, value),
+        UriPart::PathQ => set_pathq(target, value),
+        UriPart::Uri => value.to_vec(),
+    }
+}
+
+/// `replace-path|replace-pathq|replace-uri`: the target with `part`
+/// replaced by `fmt` (its `\N` taken from the match), if `re` matches
+/// that part; None if it does not.
+pub(crate) fn replace_part(
+    part: UriPart,
+    target: &[u8],
+    re: &regex::bytes::Regex,
+    fmt: &[u8],
+) -> Option<Vec<u8>> {
+    let (s, e) = path_span(target);
+    let cur = match part {
+        UriPart::Path => &target[s..e],
+        UriPart::PathQ => {
+            let end = target[s..]
+                .iter()
+                .position(|&b| b == b'#')
+                .map_or(target.len(), |i| s + i);
+            &target[s..end]
+        }
+        UriPart::Query | UriPart::Uri => target,
+    };
+    let new = substitute(re, cur, fmt)?;
+    Some(set_part(part, target, &new))
+}
+
 /// The Location of a `redirect` rule.
 pub(crate) fn location(
     kind: RedirectKind,
@@ -397,6 +683,104 @@ pub(crate) fn redirect_response(code: u16, location: &[u8], keep: bool) -> Bytes
     }
     out.put_slice(b"\r\n");
     out
+}
+
+/// The head as lines without their line ends: the start line, then each
+/// header line (edited ones rewritten, dropped ones left out, added ones
+/// last).
+pub(crate) fn head_lines(head: &Head, edits: Option<&Edits>) -> Vec<Vec<u8>> {
+    let mut lines = Vec::with_capacity(head.header_lines().size_hint().0 + 4);
+    let mut first = Vec::with_capacity(64);
+    if head.status == 0 {
+        first.extend_from_slice(
+            edits
+                .and_then(|e| e.method.as_deref())
+                .unwrap_or(head.method()),
+        );
+        first.push(b' ');
+        first.extend_from_slice(
+            edits
+                .and_then(|e| e.target.as_deref())
+                .unwrap_or(head.target()),
+        );
+        first.extend_from_slice(if head.minor == 0 {
+            b" HTTP/1.0"
+        } else {
+            b" HTTP/1.1"
+        });
+    } else {
+        first.extend_from_slice(if head.minor == 0 {
+            b"HTTP/1.0 "
+        } else {
+            b"HTTP/1.1 "
+        });
+        first.extend_from_slice(format!("{:03} ", head.status).as_bytes());
+        first.extend_from_slice(head.reason());
+    }
+    lines.push(first);
+    for (i, (name, line)) in head.header_lines().enumerate() {
+        let Some(e) = edits else {
+            lines.push(line.to_vec());
+            continue;
+        };
+        if e.drops_at(i, name) {
+            continue;
+        }
+        match e.replaced.iter().find(|(j, _)| *j == i) {
+            Some((_, v)) => lines.push([name, b": ", v].concat()),
+            None => lines.push(line.to_vec()),
+        }
+    }
+    if let Some(e) = edits {
+        for (n, v) in &e.add {
+            lines.push([n.as_bytes(), b": ", v].concat());
+        }
+    }
+    lines
+}
+
+/// Parses the rewritten lines as a head; None if they are not one (a
+/// replacement that broke the start line, or that put a blank line in).
+pub(crate) fn rebuild(lines: &[Vec<u8>], response: bool) -> Option<Head> {
+    let len = lines.iter().map(|l| l.len() + 2).sum::<usize>() + 2;
+    let mut raw = Vec::with_capacity(len);
+    for l in lines {
+        raw.extend_from_slice(l);
+        raw.extend_from_slice(b"\r\n");
+    }
+    raw.extend_from_slice(b"\r\n");
+    if crate::wire::h1::head_end(&raw) != Some(raw.len()) {
+        return None;
+    }
+    let raw = bytes::Bytes::from(raw);
+    let head = if response {
+        Head::parse_response(raw)
+    } else {
+        Head::parse_request(raw)
+    };
+    head.ok()
+}
+
+/// `set-status`: the response with its edits applied and its status line
+/// saying `code` and `reason`; None if that is no head any more (a reason
+/// with a line break in it).
+pub(crate) fn restatus(
+    head: &Head,
+    edits: Option<&Edits>,
+    code: u16,
+    reason: &[u8],
+) -> Option<Head> {
+    let mut lines = head_lines(head, edits);
+    let mut first = Vec::with_capacity(16 + reason.len());
+    first.extend_from_slice(if head.minor == 0 {
+        b"HTTP/1.0 "
+    } else {
+        b"HTTP/1.1 "
+    });
+    first.extend_from_slice(format!("{code:03} ").as_bytes());
+    first.extend_from_slice(reason);
+    lines[0] = first;
+    rebuild(&lines, true)
 }
 
 /// `option forwardfor`: writes the header line unless the client is in

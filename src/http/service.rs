@@ -16,7 +16,9 @@ use crate::sys::peer::Peer;
 use crate::tls::{Stream, TlsFacts};
 
 use crate::acl::eval::{AclSet, CompiledCond, RequestView};
-use crate::config::model::{BindProto, HttpConnMode, HttpReply, HttpRequestAction, Timeouts};
+use crate::config::model::{
+    BindProto, HttpConnMode, HttpReply, HttpRequestAction, Timeouts, UriPart,
+};
 use crate::http::forward::{self, Outcome};
 use crate::http::legacy;
 use crate::http::park;
@@ -980,6 +982,7 @@ async fn route(
         cache: &mut cache_txn,
         rt,
         fe,
+        peer,
         src: peer.ip(),
         src_port: peer.inet().map(|a| a.port()),
         dst: rq.dst,
@@ -1041,11 +1044,16 @@ async fn route(
     } else {
         let rb = held.view();
         let fetched = shown.get().unwrap_or(head);
-        let view = View::of_request(fetched, rq, local, fe, rb.as_ref());
+        // The addresses as the frontend's rules left them (`set-src`).
+        let view = View {
+            src: run.src,
+            src_port: run.src_port,
+            ..View::of_request(fetched, rq, run.local, fe, rb.as_ref())
+        };
         let sample_cx = crate::sample::Ctx {
-            src: peer.ip(),
-            src_port: peer.inet().map(|a| a.port()),
-            local: local.or(rq.dst),
+            src: run.src,
+            src_port: run.src_port,
+            local: run.local.or(run.dst),
             req: Some(fetched),
             frontend: &fe.name,
             req_body: rb.as_ref(),
@@ -1130,6 +1138,8 @@ async fn route(
     } else {
         head
     };
+    // The client and the address it reached as the rules left them.
+    let moved = (run.peer, run.dst);
     // `unique-id-header`: the id goes to the server after the rules'
     // edits, as HAProxy adds it once the rules have run.
     if let Some(uid) = &fe.unique_id
@@ -1149,9 +1159,9 @@ async fn route(
     let ctx = forward::ReqCtx {
         comp,
         cache: cache_txn.as_ref(),
-        src: peer.ip(),
-        peer,
-        dst: rq.dst,
+        src: moved.0.ip(),
+        peer: moved.0,
+        dst: moved.1,
         edits: edits.as_ref(),
         stream: rq.stream,
         persisted: None,
@@ -1289,6 +1299,8 @@ impl<'p> Stage<'p> {
 struct RuleRun<'r> {
     rt: &'r Runtime,
     fe: &'r FrontendRt,
+    /// The client as the rules left it (`set-src`, `set-src-port`).
+    peer: Peer,
     src: Option<IpAddr>,
     src_port: Option<u16>,
     /// The address a PROXY header names as the client's destination.
@@ -1330,6 +1342,9 @@ enum Stop {
         at: usize,
         wait: crate::config::model::WaitForBody,
     },
+    /// Rule `at` changed what the rules see of the connection (`set-src`
+    /// and the like): the rules after it run on a new view.
+    Moved { at: usize },
 }
 
 impl RuleRun<'_> {
@@ -1454,12 +1469,73 @@ impl RuleRun<'_> {
             {
                 None => return None,
                 Some(Stop::Answered(out)) => return Some(out),
+                Some(Stop::Moved { at }) => rules = rules.get(at + 1..).unwrap_or(&[]),
                 Some(Stop::Wait { at, wait }) => {
                     rules = rules.get(at + 1..).unwrap_or(&[]);
                     // A future of its own: the rules' stays small.
                     if let Some(out) = Box::pin(self.wait_rule(head, wait, st.be, held)).await {
                         return Some(out);
                     }
+                }
+            }
+        }
+    }
+
+    /// `set-src`, `set-src-port`, `set-dst`, `set-dst-port`: the address
+    /// the rest of the request sees (rules, backend choice, the server's
+    /// `X-Forwarded-For`, the log). A value that is no address (no port)
+    /// changes nothing; a new address keeps the port, a new port the
+    /// address (`0.0.0.0` where there was none), as in HAProxy.
+    fn set_addr(
+        &mut self,
+        part: crate::config::model::AddrPart,
+        v: Option<crate::sample::value::Sample<'_>>,
+        local: Option<SocketAddr>,
+    ) {
+        use crate::config::model::AddrPart;
+        use crate::sample::value::{Sample, SmpType};
+        let Some(v) = v else { return };
+        let ip = |v: Sample<'_>| match v.cast(SmpType::Addr)? {
+            Sample::Ipv4(a) => Some(IpAddr::V4(a)),
+            Sample::Ipv6(a) => Some(IpAddr::V6(a)),
+            _ => None,
+        };
+        // HAProxy stores the low 16 bits.
+        let port = |v: Sample<'_>| match v.cast(SmpType::Sint)? {
+            Sample::Sint(n) => Some(n as u16),
+            _ => None,
+        };
+        let unspecified = IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED);
+        match part {
+            AddrPart::Src | AddrPart::SrcPort => {
+                let cur = self.peer.inet();
+                let new = if part == AddrPart::Src {
+                    let Some(ip) = ip(v) else { return };
+                    SocketAddr::new(ip, cur.map_or(0, |a| a.port()))
+                } else {
+                    let Some(p) = port(v) else { return };
+                    SocketAddr::new(cur.map_or(unspecified, |a| a.ip()), p)
+                };
+                self.peer = Peer::Ip(new);
+                self.src = Some(new.ip());
+                self.src_port = Some(new.port());
+                if self.rec.client.is_some() {
+                    self.rec.client = Some(self.peer);
+                }
+            }
+            AddrPart::Dst | AddrPart::DstPort => {
+                let cur = self.local.or(local);
+                let new = if part == AddrPart::Dst {
+                    let Some(ip) = ip(v) else { return };
+                    SocketAddr::new(ip, cur.map_or(0, |a| a.port()))
+                } else {
+                    let Some(p) = port(v) else { return };
+                    SocketAddr::new(cur.map_or(unspecified, |a| a.ip()), p)
+                };
+                self.local = Some(new);
+                self.dst = Some(new);
+                if self.rec.local.is_some() {
+                    self.rec.local = Some(Peer::Ip(new));
                 }
             }
         }
@@ -1592,9 +1668,9 @@ impl RuleRun<'_> {
         keep: bool,
     ) -> Outcome {
         let Some(out) = crate::http::reply::render(reply, cx, keep) else {
-            return forward::send_error_be(self.conn, reply.status, self.fe, be, keep).await;
+            return forward::send_error_seen(self.conn, reply.status, self.fe, be, keep, cx).await;
         };
-        forward::send_answer(self.conn, &out, reply.status, keep, self.fe, be).await
+        forward::send_answer_seen(self.conn, &out, reply.status, keep, self.fe, be, Some(cx)).await
     }
 
     /// Runs `rules` under `acls`; `be` is set for a backend's rules, whose
@@ -1680,21 +1756,81 @@ impl RuleRun<'_> {
                         .get_or_insert_with(Default::default)
                         .del_matching(name, how);
                 }
-                HttpRequestAction::ReplaceHeader { name, re, fmt } => {
-                    let v = rules::eval(fmt, &cx);
+                HttpRequestAction::ReplaceHeader(r) => {
+                    let v = rules::eval(&r.fmt, &cx);
                     self.edits
                         .get_or_insert_with(Default::default)
-                        .replace_header(orig, name, re, &v);
+                        .replace_header(orig, &r.name, &r.re, &v);
                 }
-                HttpRequestAction::SetPath(fmt) | HttpRequestAction::SetQuery(fmt) => {
+                HttpRequestAction::ReplaceValue(r) => {
+                    let v = rules::eval(&r.fmt, &cx);
+                    self.edits
+                        .get_or_insert_with(Default::default)
+                        .replace_value(orig, &r.name, &r.re, &v);
+                }
+                HttpRequestAction::SetTarget { part, fmt } => {
                     let v = rules::eval(fmt, &cx);
                     let e = self.edits.get_or_insert_with(Default::default);
                     let cur = e.target.as_deref().unwrap_or(head.target());
-                    e.target = Some(if matches!(action, HttpRequestAction::SetPath(_)) {
-                        rules::set_path(cur, &v)
-                    } else {
-                        rules::set_query(cur, &v)
-                    });
+                    e.target = Some(rules::set_part(*part, cur, &v));
+                    if *part == UriPart::Uri {
+                        e.host_from_target(orig);
+                    }
+                }
+                HttpRequestAction::ReplaceTarget { part, re, fmt } => {
+                    let cur = self
+                        .edits
+                        .as_ref()
+                        .and_then(|e| e.target.as_deref())
+                        .unwrap_or(head.target());
+                    // The format is made only for a target it changes.
+                    if re.is_match(cur) {
+                        let v = rules::eval(fmt, &cx);
+                        if let Some(t) = rules::replace_part(*part, cur, re, &v) {
+                            let e = self.edits.get_or_insert_with(Default::default);
+                            e.target = Some(t);
+                            if *part == UriPart::Uri {
+                                e.host_from_target(orig);
+                            }
+                        }
+                    }
+                }
+                HttpRequestAction::SetMethod(fmt) => {
+                    let v = rules::eval(fmt, &cx);
+                    self.edits.get_or_insert_with(Default::default).method = Some(v);
+                }
+                HttpRequestAction::StrictMode(_) => {}
+                HttpRequestAction::SetLogLevel(l) => self.rec.level = Some(*l),
+                HttpRequestAction::SetTos(v) | HttpRequestAction::SetMark(v) => {
+                    if let Some(tcp) = self.conn.stream.tcp() {
+                        let tos = matches!(action, HttpRequestAction::SetTos(_));
+                        rules::SockMarks {
+                            tos: tos.then_some(*v),
+                            mark: (!tos).then_some(*v),
+                        }
+                        .apply(tcp);
+                    }
+                }
+                // tokio schedules every task alike.
+                HttpRequestAction::SetNice(_) => {}
+                HttpRequestAction::SetAddr { part, expr } => {
+                    let v = expr.eval(&rules::sample_ctx(&cx));
+                    self.set_addr(*part, v, local);
+                    return Some(Stop::Moved { at });
+                }
+                HttpRequestAction::Reject => {
+                    // Closed at once, nothing said to the client (HAProxy's
+                    // `PR--`, no status).
+                    self.rec.tally.dreq = rows(be);
+                    self.rec.term(Cause::Proxy, Phase::Request);
+                    return Some(Stop::Answered(Outcome {
+                        status: None,
+                        keep_client: false,
+                        bytes_out: 0,
+                        logged_out: 0,
+                        body_in: 0,
+                        body_logged: 0,
+                    }));
                 }
                 HttpRequestAction::Redirect {
                     kind,
@@ -1719,7 +1855,9 @@ impl RuleRun<'_> {
                     let body = self.conn.pending != io::PendingBody::None;
                     let keep = self.keep_local && !body;
                     let resp = rules::redirect_response(*code, &loc, keep);
-                    let mut out = forward::send_answer(self.conn, &resp, *code, keep, fe, be).await;
+                    let mut out =
+                        forward::send_answer_seen(self.conn, &resp, *code, keep, fe, be, Some(&cx))
+                            .await;
                     if body && out.logged_out > 0 {
                         out.logged_out += crate::wire::logged_size::OWN_CONNECTION_CLOSE;
                     }
@@ -1757,7 +1895,16 @@ impl RuleRun<'_> {
                         .map(|(_, page)| &page[..]);
                     let page = crate::http::reply::auth_required(custom, realm, self.keep_local);
                     return Some(Stop::Answered(
-                        forward::send_answer(self.conn, &page, 401, self.keep_local, fe, be).await,
+                        forward::send_answer_seen(
+                            self.conn,
+                            &page,
+                            401,
+                            self.keep_local,
+                            fe,
+                            be,
+                            Some(&cx),
+                        )
+                        .await,
                     ));
                 }
                 HttpRequestAction::WaitForBody(wait) => {

@@ -248,6 +248,8 @@ pub(crate) struct LogRecord {
     pub(crate) be_queue: u32,
     /// Nothing at all came from the client (`option dontlognull`).
     pub(crate) null: bool,
+    /// What a `set-log-level` rule made of the access log line.
+    pub(crate) level: Option<crate::config::model::LogLevel>,
     /// Already logged (`option logasap`).
     pub(crate) logged: bool,
     /// `%rt`.
@@ -301,6 +303,7 @@ impl LogRecord {
             srv_queue: 0,
             be_queue: 0,
             null: false,
+            level: None,
             logged: false,
             req_id: if logging {
                 REQ_ID.fetch_add(1, Relaxed)

@@ -415,11 +415,11 @@ static FETCHES: &[FetchDef] = &[
         Some(Sample::Sint(i64::from(now.subsec_micros())))
     }),
     def("env", CONST, STR, T::Str, |a, _| {
-        let v = std::env::var_os(a[0].as_str())?;
+        let v = crate::sys::env::var(a[0].as_str())?;
         Some(Sample::Str(Cow::Owned(v.into_encoded_bytes())))
     }),
     def("hostname", CONST, ArgSpec::NONE, T::Str, |_, _| {
-        Some(Sample::str(hostname().as_bytes()))
+        Some(Sample::str(crate::sys::process::hostname().as_bytes()))
     }),
     // sluice is one process: HAProxy's `proc` with one.
     def("proc", CONST, ArgSpec::NONE, T::Sint, |_, _| {
@@ -1338,12 +1338,6 @@ fn method_arg(args: &mut [Arg]) -> Result<(), String> {
         return Err("expects valid method.".to_string());
     }
     Ok(())
-}
-
-/// The host name, read once (as HAProxy reads it at start).
-fn hostname() -> &'static str {
-    static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    HOST.get_or_init(crate::sys::process::hostname)
 }
 
 /// `date([<offset>],[<unit>])`: now plus the offset, in seconds or in the

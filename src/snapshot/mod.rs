@@ -326,16 +326,20 @@ fn compile_with(
 ) -> (Snapshot, Vec<StateChange>) {
     // Process-wide, as in HAProxy: the limits of the running configuration.
     crate::sample::vars::set_limits(&config.global.vars_limits);
+    crate::sys::env::publish(&config.global.env);
     crate::sample::auth::publish(&config.global.userlists);
     crate::sample::patref::publish(&config.global.pat_refs);
     let mut c = Compiler {
         config,
         registry,
-        first_iid: if config.global.stats_sockets.is_empty() {
-            1
-        } else {
-            2
-        },
+        iids: proxy_ids(
+            &config.proxies,
+            if config.global.stats_sockets.is_empty() {
+                1
+            } else {
+                2
+            },
+        ),
         global_maxconn: config.global.maxconn.unwrap_or(DEFAULT_MAXCONN),
         case_adjust: crate::wire::h1::CaseAdjust::new(&config.global.h1_case_adjust).map(Arc::new),
         changes: Vec::new(),
@@ -381,7 +385,8 @@ pub(crate) fn plan(
 struct Compiler<'a> {
     config: &'a Config,
     registry: &'a Registry,
-    first_iid: u32,
+    /// Each proxy's number, in declaration order.
+    iids: Vec<u32>,
     global_maxconn: u32,
     /// The global `h1-case-adjust` table, shared by the proxies that use it.
     case_adjust: Option<Arc<crate::wire::h1::CaseAdjust>>,
@@ -394,6 +399,34 @@ struct Compiler<'a> {
     tables: crate::state::table::registry::Tables,
     /// The caches of the `cache` sections, in order.
     caches: Vec<Arc<crate::state::cache::Cache>>,
+}
+
+/// The numbers of `proxies` (`iid`), as HAProxy 2.6 gives them: an `id`
+/// as written; else the next number no proxy has from a count that starts
+/// at `first` (after the stats socket's own proxy when there is one) and
+/// that every proxy moves on by one, past the number it took.
+fn proxy_ids(proxies: &[crate::config::model::Proxy], first: u32) -> Vec<u32> {
+    let mut taken: Vec<u32> = proxies.iter().filter_map(|p| p.id).collect();
+    let mut next = first;
+    let mut out = Vec::with_capacity(proxies.len());
+    for p in proxies {
+        let id = match p.id {
+            Some(id) => {
+                next += 1;
+                id
+            }
+            None => {
+                while taken.contains(&next) {
+                    next += 1;
+                }
+                taken.push(next);
+                next += 1;
+                next - 1
+            }
+        };
+        out.push(id);
+    }
+    out
 }
 
 /// The backends of a snapshot by name, as frontends look them up.
@@ -462,8 +495,8 @@ impl Compiler<'_> {
             .proxies
             .iter()
             .enumerate()
-            .filter(|(_, p)| p.kind.has_backend())
-            .map(|(i, p)| (p.name.clone(), self.backend(self.first_iid + i as u32, p)))
+            .filter(|(_, p)| p.kind.has_backend() && !p.disabled)
+            .map(|(i, p)| (p.name.clone(), self.backend(self.iids[i], p)))
             .collect()
     }
 
@@ -475,8 +508,10 @@ impl Compiler<'_> {
             .proxies
             .iter()
             .enumerate()
+            // A disabled proxy is not started: no listener, no row.
+            .filter(|(_, p)| !p.disabled)
             .map(|(i, p)| {
-                let iid = self.first_iid + i as u32;
+                let iid = self.iids[i];
                 let backend = if p.kind.has_backend() {
                     find_backend(backends, &p.name)
                 } else {

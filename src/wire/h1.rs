@@ -409,6 +409,15 @@ impl Head {
             + crate::wire::logged_size::END_OF_HEAD
     }
 
+    /// The head counts in `%B` as `sent` did: its fields as they are,
+    /// the status line `sent` had (HAProxy counts the server's status
+    /// line, whatever `set-status` made of it).
+    pub(crate) fn count_status_line_of(&mut self, sent: &Head) {
+        let words = |h: &Head| h.status_version().len() + (h.target.1 - h.target.0) as usize;
+        let (was, now) = (words(sent) as u32, words(self) as u32);
+        self.logged_fields = (self.logged_fields + was).saturating_sub(now);
+    }
+
     pub(crate) fn reason(&self) -> &[u8] {
         self.slice(self.target)
     }
@@ -794,7 +803,7 @@ impl Head {
     /// then `extra` lines. The caller adds framing headers and the blank
     /// line through `extra`.
     pub(crate) fn write_forwarded(&self, out: &mut BytesMut, framing: &FramingLine) -> bool {
-        self.write_forwarded_with(out, None, |_, _| false, &[], framing)
+        self.write_forwarded_with(out, (None, None), |_, _| false, &[], framing)
     }
 
     /// [`write_forwarded`](Self::write_forwarded) with rule edits: another
@@ -809,7 +818,7 @@ impl Head {
     pub(crate) fn write_forwarded_with(
         &self,
         out: &mut BytesMut,
-        target: Option<&[u8]>,
+        (method, target): (Option<&[u8]>, Option<&[u8]>),
         drop: impl Fn(usize, &[u8]) -> bool,
         replaced: &[(usize, Vec<u8>)],
         framing: &FramingLine,
@@ -817,9 +826,14 @@ impl Head {
         // The head rarely grows: room for it and the framing lines sluice
         // adds, in one allocation.
         out.reserve(self.raw.len() + 96 + target.map_or(0, <[u8]>::len));
-        match target {
-            Some(t) => self.put_request_line(out, t),
-            None => self.put_first_line(out),
+        if method.is_none() && target.is_none() {
+            self.put_first_line(out);
+        } else {
+            self.put_request_line(
+                out,
+                method.unwrap_or(self.method()),
+                target.unwrap_or(self.target()),
+            );
         }
         out.put_slice(b"\r\n");
         let mut in_place = framing.replaces();
@@ -890,8 +904,8 @@ impl Head {
 
     /// A request line to `target`, without its CRLF: the request's own
     /// version, as HAProxy 2.6 forwards an HTTP/1.0 request as HTTP/1.0.
-    fn put_request_line(&self, out: &mut BytesMut, target: &[u8]) {
-        out.put_slice(self.method());
+    fn put_request_line(&self, out: &mut BytesMut, method: &[u8], target: &[u8]) {
+        out.put_slice(method);
         out.put_u8(b' ');
         out.put_slice(target);
         out.put_u8(b' ');
@@ -924,7 +938,7 @@ impl Head {
     /// response, the version as received.
     fn put_first_line(&self, out: &mut BytesMut) {
         if self.status == 0 {
-            self.put_request_line(out, self.target());
+            self.put_request_line(out, self.method(), self.target());
         } else {
             out.put_slice(self.status_version());
             out.put_u8(b' ');

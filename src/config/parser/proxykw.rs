@@ -261,7 +261,8 @@ impl State<'_> {
     }
 
     /// `option httplog [clf]`, `option tcplog`, `option dontlognull`,
-    /// `option log-separate-errors`, `option logasap`.
+    /// `option dontlog-normal`, `option log-separate-errors`, `option
+    /// logasap`.
     pub(super) fn log_option(&mut self, loc: &Loc, words: &[String], neg: bool) {
         use crate::config::log as lc;
         let name = words[1].as_str();
@@ -847,6 +848,9 @@ pub(crate) const PROXY: &[ProxyKw] = &[
     }),
     kwd("hash-type", |s, loc, w, _| s.kw_hash_type(loc, w)),
     kwd("fullconn", |s, loc, w, _| s.kw_fullconn(loc, w)),
+    kwd("id", |s, loc, w, _| s.kw_proxy_id(loc, w)),
+    kwd("disabled", |s, loc, w, _| s.kw_disabled(loc, w, true)),
+    kwd("enabled", |s, loc, w, _| s.kw_disabled(loc, w, false)),
     kwd("http-check", |s, loc, w, _| s.kw_http_check(loc, w)),
     kwd("tcp-check", |s, loc, w, _| s.kw_tcp_check(loc, w)),
     kwd("email-alert", |s, loc, w, _| s.kw_email_alert(loc, w)),
@@ -962,6 +966,7 @@ pub(crate) const OPTIONS: &[ProxyKw] = &[
     kwd("httplog", opt_log),
     kwd("tcplog", opt_log),
     kwd("dontlognull", opt_log),
+    kwd("dontlog-normal", opt_log),
     kwd("accept-invalid-http-request", |s, loc, w, neg| {
         s.opt_accept_invalid(loc, w, neg)
     }),

@@ -3,6 +3,7 @@
 //! `return`/`deny`, and the argument parsers of their actions.
 
 use super::*;
+use crate::config::model::{AddrPart, UriPart};
 use crate::sample::Stage;
 
 impl State<'_> {
@@ -112,6 +113,40 @@ impl State<'_> {
                 loc,
                 format!("error detected while parsing ACL '{name}' : {e}."),
             ),
+        }
+    }
+
+    /// Notes a condition of a proxy's rule that reads layer 6 fetches, for
+    /// HAProxy's check-time warning on HTTP proxies (`validate.rs`); the
+    /// rank orders the rule sets as HAProxy checks them.
+    fn note_l6(&mut self, loc: &Loc, cond: &Condition) {
+        use crate::sample::stage::Src;
+        if !matches!(self.section, Section::Proxy(_)) {
+            return;
+        }
+        let first = |i: usize| self.raw_words.get(i).map_or("", String::as_str);
+        let rank = match (first(0), first(1)) {
+            ("use_backend", _) => 0,
+            ("use-server", _) => 1,
+            ("stick", _) => 2,
+            ("tcp-request", "connection") => 3,
+            ("tcp-request", "session") => 4,
+            ("tcp-request", "content") => 5,
+            ("tcp-response", _) => 6,
+            ("http-request" | "redirect", _) => 7,
+            ("http-response", _) => 8,
+            ("http-after-response", _) => 9,
+            _ => return,
+        };
+        let acls = &self.px().acls;
+        let l6 = cond.groups.iter().flatten().any(|t| {
+            acls.iter().filter(|a| a.name == t.name).any(|a| {
+                let u = a.expr.fetch().uses;
+                u.has(Src::L6req) || u.has(Src::L6res)
+            })
+        });
+        if l6 {
+            self.px().l6_conds.push((rank, loc.clone()));
         }
     }
 
@@ -247,6 +282,7 @@ impl State<'_> {
             return Err(format!("no such ACL : '{}'{sugg}", term.name));
         }
         self.px().acls.extend(extra);
+        self.note_l6(loc, &cond);
         Ok(cond)
     }
 
@@ -457,6 +493,13 @@ impl State<'_> {
             }
             Err(e) => return Err(e.to_string()),
         };
+        let stage = self.http_stage(!request);
+        if !expr.fetch().uses.usable_in(stage) {
+            return Err(format!(
+                "fetch method '{text}' extracts information from '{}', none of which is available here",
+                expr.fetch().uses.names()
+            ));
+        }
         let caps = &mut self.px().captures;
         let slots = if request {
             &mut caps.request
@@ -480,7 +523,10 @@ impl State<'_> {
                 let v = v.ok_or("missing id value")?;
                 v.parse().map_err(|_| format!("cannot parse id '{v}'"))?
             }
-            "" => return Err("expects <expression> [ 'len' <length> | id <idx> ]".into()),
+            "" if request => {
+                return Err("expects <expression> [ 'len' <length> | id <idx> ]".into());
+            }
+            "" => return Err("expects <expression> id <idx>".into()),
             other if request => return Err(format!("expects 'len' or 'id', found '{other}'")),
             other => return Err(format!("expects 'id', found '{other}'")),
         };
@@ -586,7 +632,10 @@ impl State<'_> {
             return;
         }
         let action = words.get(1).map_or("", String::as_str);
-        let Some(entry) = HTTP_AFTER_RESPONSE.iter().find(|e| e.name == action) else {
+        let Some(entry) = HTTP_AFTER_RESPONSE
+            .iter()
+            .find(|e| e.name == var_key(action))
+        else {
             if kw::haproxy_has(kw::Kind::HttpAfterResponse, action) {
                 return self.unsupported(loc, &format!("http-after-response {action}"));
             }
@@ -597,32 +646,28 @@ impl State<'_> {
         };
         // HAProxy tests the conditions once the request is gone (a `path`
         // there finds nothing): they are evaluated so (`http::after`).
-        let Some((cond_at, cond)) = self.rule_condition(loc, words, "http-after-response", action)
-        else {
-            return;
+        let cond_at = cond_start(words);
+        let args = &words[action_args(action).min(cond_at)..cond_at];
+        let parsed = (entry.run)(self, loc, args);
+        let cond = match &parsed {
+            Ok(_) => match self.rule_condition(loc, words, "http-after-response", action) {
+                Some((_, cond)) => cond,
+                None => return,
+            },
+            Err(_) => None,
         };
-        let args = &words[2..cond_at];
-        match (entry.run)(self, loc, args) {
+        match parsed {
             Ok(a) => self
                 .px()
                 .http_after_response
                 .push(HttpResponseRule { action: a, cond }),
-            Err(e) if e.starts_with(WHOLE_MESSAGE) => {
-                self.tight(Level::Alert, loc, &e[WHOLE_MESSAGE.len()..])
-            }
-            Err(e) => {
-                let (t, pname) = match self.section {
-                    Section::Proxy(i) => self
-                        .proxies
-                        .get(i)
-                        .map_or(("proxy", ""), |p| (type_str(p.kind), p.name.as_str())),
-                    _ => ("defaults", ""),
-                };
-                let m = format!(
-                    "error detected in {t} '{pname}' while parsing 'http-after-response {action}' rule : {e}."
-                );
-                self.alert(loc, m)
-            }
+            Err(e) => match e.strip_prefix(WHOLE_MESSAGE) {
+                Some(m) => self.tight(Level::Alert, loc, m),
+                None => {
+                    let m = self.rule_error("http-after-response", action, e);
+                    self.alert(loc, m)
+                }
+            },
         }
     }
 
@@ -1037,22 +1082,234 @@ fn del_header_args(
     Ok((name, how))
 }
 
-/// `<name> <regex> <fmt>` of `replace-header`.
-fn replace_header_args(args: &[String], stage: Stage) -> Result<HttpRequestAction, String> {
-    exact_args(args, 3)?;
+/// `<name> <regex> <fmt>` of `replace-header` and `replace-value`.
+fn header_rewrite_args(
+    args: &[String],
+    stage: Stage,
+) -> Result<crate::config::model::HeaderRewrite, String> {
+    if args.len() != 3 {
+        return Err("expects exactly 3 arguments".to_string());
+    }
     let re = crate::config::model::ByteRegex::new(&args[1], false)
-        .map_err(|e| format!("invalid regex '{}' : {e}", args[1]))?;
-    Ok(HttpRequestAction::ReplaceHeader {
+        .map_err(|e| crate::sample::pattern::regex_error(&args[1], &e))?;
+    Ok(crate::config::model::HeaderRewrite {
         name: header_name(args, 0)?,
         re,
         fmt: parse_logfmt(&args[2], stage)?,
     })
 }
 
-/// `<fmt>` of `set-path` and `set-query`.
-fn fmt_arg(args: &[String], stage: Stage) -> Result<LogFmt, String> {
-    exact_args(args, 1)?;
+/// `<regex> <fmt>` of `replace-path`, `replace-pathq` and `replace-uri`.
+fn target_rewrite_args(
+    args: &[String],
+    part: crate::config::model::UriPart,
+    stage: Stage,
+) -> Result<HttpRequestAction, String> {
+    if args.len() != 2 {
+        return Err("expects exactly 2 arguments <match-regex> and <replace-format>".to_string());
+    }
+    let re = crate::config::model::ByteRegex::new(&args[0], false).map_err(|e| {
+        format!(
+            "failed to parse the regex : {}",
+            crate::sample::pattern::regex_error(&args[0], &e)
+        )
+    })?;
+    Ok(HttpRequestAction::ReplaceTarget {
+        part,
+        re,
+        fmt: parse_logfmt(&args[1], stage)?,
+    })
+}
+
+/// `set-path|set-query|set-pathq|set-uri <fmt>`.
+fn set_target(args: &[String], part: UriPart, stage: Stage) -> Result<HttpRequestAction, String> {
+    format_arg(args, stage).map(|fmt| HttpRequestAction::SetTarget { part, fmt })
+}
+
+/// `set-var(...)`, `set-var-fmt(...)`, `unset-var(...)` of an HTTP rule
+/// set: words left before the condition are HAProxy's rule parser's
+/// error.
+fn http_var_rule(
+    args: &[String],
+    stage: Stage,
+    rule: &str,
+) -> Result<crate::config::model::VarRule, String> {
+    let takes = if args[0].starts_with("unset-var") {
+        1
+    } else {
+        2
+    };
+    no_more_args(args.get(takes..).unwrap_or(&[]), rule, &args[0])?;
+    var_rule(args, stage)
+}
+
+/// `<fmt>` of `set-path`, `set-query`, `set-pathq`, `set-uri` and
+/// `set-method`.
+fn format_arg(args: &[String], stage: Stage) -> Result<LogFmt, String> {
+    if args.len() != 1 {
+        return Err("expects exactly 1 argument <format>".to_string());
+    }
     parse_logfmt(&args[0], stage)
+}
+
+/// `<level>|silent` of `set-log-level`; `rule` names the rule set in
+/// HAProxy's message for words left over.
+fn log_level_args(args: &[String], rule: &str) -> Result<crate::config::model::LogLevel, String> {
+    use crate::config::model::LogLevel;
+    let level = match args.first().map(String::as_str) {
+        Some("silent") => LogLevel::Silent,
+        Some(l) => match crate::config::log::LEVELS.iter().position(|n| *n == l) {
+            Some(n) => LogLevel::Severity(n as u8),
+            None => {
+                return Err("expects exactly 1 argument (log level name or 'silent')".to_string());
+            }
+        },
+        None => return Err("expects exactly 1 argument (log level name or 'silent')".to_string()),
+    };
+    no_more_args(&args[1..], rule, "set-log-level")?;
+    Ok(level)
+}
+
+/// The sample expression `text` of an action, read as HAProxy's actions
+/// read theirs: a fetch its place cannot give is refused naming `quoted`
+/// (the expression; for `set-var`, HAProxy names the action word).
+pub(super) fn action_expr(
+    text: &str,
+    stage: Stage,
+    quoted: &str,
+) -> Result<crate::sample::Expr, String> {
+    let (expr, used) = crate::sample::Expr::parse(text).map_err(|e| e.to_string())?;
+    if used != text.len() {
+        return Err(format!(
+            "failed to parse sample expression <{text}> : unexpected '{}'",
+            &text[used..]
+        ));
+    }
+    if !expr.fetch().uses.usable_in(stage) {
+        return Err(format!(
+            "fetch method '{quoted}' extracts information from '{}', none of which is available here",
+            expr.fetch().uses.names()
+        ));
+    }
+    Ok(expr)
+}
+
+/// `<expr>` of `set-src`, `set-src-port`, `set-dst` and `set-dst-port`.
+fn addr_args(
+    args: &[String],
+    part: crate::config::model::AddrPart,
+    stage: Stage,
+    action: &str,
+) -> Result<HttpRequestAction, String> {
+    let Some(text) = args.first() else {
+        return Err("missing fetch method".to_string());
+    };
+    let expr = action_expr(text, stage, text)?;
+    no_more_args(&args[1..], "http-request", action)?;
+    Ok(HttpRequestAction::SetAddr { part, expr })
+}
+
+/// The `<n>` of `set-tos` and `set-mark`: decimal, hexadecimal (`0x`) or
+/// octal (`0`), as C's `strtol`; a negative value wraps as HAProxy's does.
+fn sock_value_args(args: &[String], rule: &str, action: &str) -> Result<u32, String> {
+    let Some(text) = args.first() else {
+        return Err("expects exactly 1 argument (integer/hex value)".to_string());
+    };
+    let (neg, digits) = match text.strip_prefix('-') {
+        Some(d) => (true, d),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    };
+    let (radix, body) = if let Some(h) = digits
+        .strip_prefix("0x")
+        .or_else(|| digits.strip_prefix("0X"))
+    {
+        (16, h)
+    } else if digits.len() > 1 && digits.starts_with('0') {
+        (8, &digits[1..])
+    } else {
+        (10, digits)
+    };
+    let v = i64::from_str_radix(body, radix).map_err(|_| {
+        let bad = body
+            .find(|c: char| !c.is_digit(radix))
+            .map_or(text.as_str(), |i| &body[i..]);
+        format!("invalid character starting at '{bad}' (integer/hex value expected)")
+    })?;
+    no_more_args(&args[1..], rule, action)?;
+    Ok((if neg { -v } else { v }) as u32)
+}
+
+/// The `<n>` of `set-nice`: an integer (`atoi`: a word that is none is
+/// 0), kept within -1024..1024.
+fn nice_args(args: &[String], rule: &str) -> Result<i32, String> {
+    let Some(text) = args.first() else {
+        return Err("expects exactly 1 argument (integer value)".to_string());
+    };
+    let digits: String = text
+        .chars()
+        .enumerate()
+        .take_while(|(i, c)| c.is_ascii_digit() || (*i == 0 && (*c == '-' || *c == '+')))
+        .map(|(_, c)| c)
+        .collect();
+    let n = digits.parse::<i64>().unwrap_or(0).clamp(-1024, 1024) as i32;
+    no_more_args(&args[1..], rule, "set-nice")?;
+    Ok(n)
+}
+
+/// `on|off` of `strict-mode`; `rule` names the rule set in HAProxy's
+/// message for words left over.
+fn strict_mode_args(args: &[String], rule: &str) -> Result<bool, String> {
+    let on = match args.first().map(String::as_str) {
+        None => return Err("expects exactly 1 arguments".to_string()),
+        Some("on") => true,
+        Some("off") => false,
+        Some(v) => {
+            return Err(format!(
+                "Unexpected value '{v}'. Only 'on' and 'off' are supported"
+            ));
+        }
+    };
+    no_more_args(&args[1..], rule, "strict-mode")?;
+    Ok(on)
+}
+
+/// HAProxy's rule parser's error for words between an action's arguments
+/// and its condition.
+fn no_more_args(rest: &[String], rule: &str, action: &str) -> Result<(), String> {
+    match rest.first() {
+        None => Ok(()),
+        Some(extra) => Err(format!(
+            "{WHOLE_MESSAGE}'{rule} {action}' expects either 'if' or 'unless' followed by a condition but found '{extra}'."
+        )),
+    }
+}
+
+/// `<code> [reason <fmt>]` of `set-status`.
+fn set_status_args(
+    args: &[String],
+    stage: Stage,
+    rule: &str,
+) -> Result<HttpResponseAction, String> {
+    let Some(code) = args.first() else {
+        return Err(
+            "expects 1 argument: <status>; or 3 arguments: <status> reason <fmt>".to_string(),
+        );
+    };
+    let code = parse_u32(code)
+        .filter(|c| (100..=999).contains(c))
+        .ok_or("expects an integer status code between 100 and 999")? as u16;
+    let reason = match args.get(1..) {
+        Some([kw, fmt, rest @ ..]) if kw == "reason" => {
+            no_more_args(rest, rule, "set-status")?;
+            Some(parse_logfmt(fmt, stage)?)
+        }
+        Some(rest) => {
+            no_more_args(rest, rule, "set-status")?;
+            None
+        }
+        None => None,
+    };
+    Ok(HttpResponseAction::SetStatus { code, reason })
 }
 
 /// The `i`th argument as a header name (an HTTP token).
@@ -1333,25 +1590,10 @@ pub(crate) fn var_rule(
     }
     let value = match kind {
         0 => VarValue::Unset,
-        _ if args.len() < 2 => {
-            return Err(if kind == 1 {
-                "missing fetch method".to_string()
-            } else {
-                "missing format string".to_string()
-            });
-        }
-        1 => {
-            let text = &args[1];
-            let (expr, used) =
-                crate::sample::Expr::parse_in(text, stage).map_err(|e| e.to_string())?;
-            if used != text.len() {
-                return Err(format!(
-                    "failed to parse sample expression <{text}> : unexpected '{}'",
-                    &text[used..]
-                ));
-            }
-            VarValue::Expr(expr)
-        }
+        1 if args.len() < 2 => return Err("missing fetch method".to_string()),
+        // HAProxy takes no format as an empty one.
+        2 if args.len() < 2 => VarValue::Fmt(parse_logfmt("", stage)?),
+        1 => VarValue::Expr(action_expr(&args[1], stage, word)?),
         _ => VarValue::Fmt(parse_logfmt(&args[1], stage)?),
     };
     let extra = if kind == 0 { 1 } else { 2 };
@@ -1436,13 +1678,64 @@ pub(crate) const HTTP_REQUEST: &[ActionKw<HttpRequestAction>] = &[
             .map(|(name, how)| HttpRequestAction::DelHeader { name, how })
     }),
     kwd("replace-header", |s, _, a| {
-        replace_header_args(a, s.http_stage(false))
+        header_rewrite_args(a, s.http_stage(false)).map(HttpRequestAction::ReplaceHeader)
+    }),
+    kwd("replace-value", |s, _, a| {
+        header_rewrite_args(a, s.http_stage(false)).map(HttpRequestAction::ReplaceValue)
     }),
     kwd("set-path", |s, _, a| {
-        fmt_arg(a, s.http_stage(false)).map(HttpRequestAction::SetPath)
+        set_target(a, UriPart::Path, s.http_stage(false))
     }),
     kwd("set-query", |s, _, a| {
-        fmt_arg(a, s.http_stage(false)).map(HttpRequestAction::SetQuery)
+        set_target(a, UriPart::Query, s.http_stage(false))
+    }),
+    kwd("set-pathq", |s, _, a| {
+        set_target(a, UriPart::PathQ, s.http_stage(false))
+    }),
+    kwd("set-uri", |s, _, a| {
+        set_target(a, UriPart::Uri, s.http_stage(false))
+    }),
+    kwd("replace-path", |s, _, a| {
+        target_rewrite_args(a, UriPart::Path, s.http_stage(false))
+    }),
+    kwd("replace-pathq", |s, _, a| {
+        target_rewrite_args(a, UriPart::PathQ, s.http_stage(false))
+    }),
+    kwd("replace-uri", |s, _, a| {
+        target_rewrite_args(a, UriPart::Uri, s.http_stage(false))
+    }),
+    kwd("set-method", |s, _, a| {
+        format_arg(a, s.http_stage(false)).map(HttpRequestAction::SetMethod)
+    }),
+    kwd("reject", |_, _, a| {
+        no_more_args(a, "http-request", "reject").map(|()| HttpRequestAction::Reject)
+    }),
+    kwd("strict-mode", |_, _, a| {
+        strict_mode_args(a, "http-request").map(HttpRequestAction::StrictMode)
+    }),
+    kwd("set-log-level", |_, _, a| {
+        log_level_args(a, "http-request").map(HttpRequestAction::SetLogLevel)
+    }),
+    kwd("set-tos", |_, _, a| {
+        sock_value_args(a, "http-request", "set-tos").map(HttpRequestAction::SetTos)
+    }),
+    kwd("set-mark", |_, _, a| {
+        sock_value_args(a, "http-request", "set-mark").map(HttpRequestAction::SetMark)
+    }),
+    kwd("set-nice", |_, _, a| {
+        nice_args(a, "http-request").map(HttpRequestAction::SetNice)
+    }),
+    kwd("set-src", |s, _, a| {
+        addr_args(a, AddrPart::Src, s.http_stage(false), "set-src")
+    }),
+    kwd("set-src-port", |s, _, a| {
+        addr_args(a, AddrPart::SrcPort, s.http_stage(false), "set-src-port")
+    }),
+    kwd("set-dst", |s, _, a| {
+        addr_args(a, AddrPart::Dst, s.http_stage(false), "set-dst")
+    }),
+    kwd("set-dst-port", |s, _, a| {
+        addr_args(a, AddrPart::DstPort, s.http_stage(false), "set-dst-port")
     }),
     // ---- Captures (what goes around the sample engine). ----
     kwd("capture", |s, _, a| {
@@ -1452,7 +1745,7 @@ pub(crate) const HTTP_REQUEST: &[ActionKw<HttpRequestAction>] = &[
     // Variables and authentication (issue 17): `set-var` stands for
     // `set-var(...)`, `set-var-fmt(...)` and `unset-var(...)`.
     kwd("set-var", |s, _, a| {
-        var_rule(a, s.http_stage(false)).map(HttpRequestAction::Var)
+        http_var_rule(a, s.http_stage(false), "http-request").map(HttpRequestAction::Var)
     }),
     // The map and ACL actions: a row each for `<name>(<file>)`.
     kwd("set-map", |s, _, a| {
@@ -1507,6 +1800,25 @@ pub(crate) const HTTP_AFTER_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
     kwd("allow", |_, _, a| {
         allow_args(a, "http-after-response").map(|()| HttpResponseAction::Allow)
     }),
+    kwd("set-status", |s, _, a| {
+        set_status_args(a, s.http_stage(true), "http-after-response")
+    }),
+    kwd("replace-header", |s, _, a| {
+        header_rewrite_args(a, s.http_stage(true)).map(HttpResponseAction::ReplaceHeader)
+    }),
+    kwd("replace-value", |s, _, a| {
+        header_rewrite_args(a, s.http_stage(true)).map(HttpResponseAction::ReplaceValue)
+    }),
+    kwd("set-var", |s, _, a| {
+        http_var_rule(a, s.http_stage(true), "http-after-response").map(HttpResponseAction::Var)
+    }),
+    kwd("capture", |s, _, a| {
+        s.capture_rule(a, false)
+            .map(|(expr, slot)| HttpResponseAction::Capture { expr, slot })
+    }),
+    kwd("strict-mode", |_, _, a| {
+        strict_mode_args(a, "http-after-response").map(HttpResponseAction::StrictMode)
+    }),
 ];
 
 /// The `http-response` actions, in the order suggestions try them:
@@ -1536,6 +1848,30 @@ pub(crate) const HTTP_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
     kwd("allow", |_, _, a| {
         allow_args(a, "http-response").map(|()| HttpResponseAction::Allow)
     }),
+    kwd("set-status", |s, _, a| {
+        set_status_args(a, s.http_stage(true), "http-response")
+    }),
+    kwd("replace-header", |s, _, a| {
+        header_rewrite_args(a, s.http_stage(true)).map(HttpResponseAction::ReplaceHeader)
+    }),
+    kwd("replace-value", |s, _, a| {
+        header_rewrite_args(a, s.http_stage(true)).map(HttpResponseAction::ReplaceValue)
+    }),
+    kwd("strict-mode", |_, _, a| {
+        strict_mode_args(a, "http-response").map(HttpResponseAction::StrictMode)
+    }),
+    kwd("set-log-level", |_, _, a| {
+        log_level_args(a, "http-response").map(HttpResponseAction::SetLogLevel)
+    }),
+    kwd("set-tos", |_, _, a| {
+        sock_value_args(a, "http-response", "set-tos").map(HttpResponseAction::SetTos)
+    }),
+    kwd("set-mark", |_, _, a| {
+        sock_value_args(a, "http-response", "set-mark").map(HttpResponseAction::SetMark)
+    }),
+    kwd("set-nice", |_, _, a| {
+        nice_args(a, "http-response").map(HttpResponseAction::SetNice)
+    }),
     // ---- Captures (what goes around the sample engine). ----
     kwd("capture", |s, _, a| {
         s.capture_rule(a, false)
@@ -1543,7 +1879,7 @@ pub(crate) const HTTP_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
     }),
     // Variables (issue 17), as in `HTTP_REQUEST`.
     kwd("set-var", |s, _, a| {
-        var_rule(a, s.http_stage(true)).map(HttpResponseAction::Var)
+        http_var_rule(a, s.http_stage(true), "http-response").map(HttpResponseAction::Var)
     }),
     kwd("wait-for-body", |_, _, a| {
         wait_for_body_args(a, "http-response").map(HttpResponseAction::WaitForBody)

@@ -21,7 +21,6 @@ pub(crate) mod time;
 
 use std::borrow::Cow;
 use std::net::SocketAddr;
-use std::sync::OnceLock;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::SystemTime;
 
@@ -48,7 +47,12 @@ impl LogSetup {
         let pid = std::process::id();
         for (t, sink) in &self.targets {
             if let Some(sev) = t.severity(severity) {
-                sink::send(sink, sink::frame(t, sev, &self.tag, pid, date, msg));
+                let who = sink::Sender {
+                    tag: &self.tag,
+                    pid,
+                    host: self.hostname.as_deref(),
+                };
+                sink::send(sink, sink::frame(t, sev, &who, date, msg));
             }
         }
     }
@@ -71,20 +75,6 @@ pub(crate) fn capture_headers(list: &[(String, usize)], head: &Head) -> Vec<Opti
             Some(v[..v.len().min(*len)].to_vec())
         })
         .collect()
-}
-
-fn hostname() -> &'static str {
-    static H: OnceLock<String> = OnceLock::new();
-    H.get_or_init(|| {
-        let mut buf = [0u8; 256];
-        // SAFETY: the buffer outlives the call and its length is given.
-        let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-        if r != 0 {
-            return "localhost".to_string();
-        }
-        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-        String::from_utf8_lossy(&buf[..end]).into_owned()
-    })
 }
 
 /// What a line is made of when it is emitted.
@@ -280,7 +270,7 @@ impl Source for Line<'_> {
                     .map_or(BADREQ.into(), |h| self.version(h))
                     .as_ref(),
             )),
-            Var::Hostname => out.text(Some(hostname())),
+            Var::Hostname => out.text(Some(crate::sys::process::hostname())),
             Var::Pid => out.id_num(std::process::id() as i64),
             Var::UniqueId => out.text(rec.unique_id.as_deref()),
             Var::RequestCounter => out.id_num(rec.req_id as i64),
@@ -355,7 +345,11 @@ pub(crate) fn emit(
     let Some(flog) = fe.log.as_ref() else { return };
     let Some(accept) = rec.accept else { return };
     let Some(client) = rec.client else { return };
-    if rec.logged || (rec.null && flog.dontlognull) {
+    if rec.logged
+        || (rec.null && flog.dontlognull)
+        || rec.level == Some(crate::config::model::LogLevel::Silent)
+        || (flog.dontlog_normal && !rec.is_error())
+    {
         return;
     }
     let Some(format) = &flog.format else { return };
@@ -395,10 +389,10 @@ pub(crate) fn emit(
     };
     let mut msg = String::with_capacity(256);
     format.render(&line, &mut msg);
-    let severity = if flog.separate_errors && rec.is_error() {
-        crate::config::log::ERR
-    } else {
-        crate::config::log::INFO
+    let severity = match rec.level {
+        Some(crate::config::model::LogLevel::Severity(l)) => l,
+        _ if flog.separate_errors && rec.is_error() => crate::config::log::ERR,
+        _ => crate::config::log::INFO,
     };
     flog.setup.send(severity, &Date::now(), &msg);
 }

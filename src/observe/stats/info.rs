@@ -48,7 +48,7 @@ pub(crate) fn info_fields(rt: &Runtime, snap: &Snapshot) -> Vec<(&'static str, S
         // HAProxy's local peer name defaults to the host name too; -L
         // names the node when the config does not.
         .or_else(|| crate::sys::process::local_peer().map(str::to_string))
-        .unwrap_or_else(crate::sys::process::hostname)
+        .unwrap_or_else(|| crate::sys::process::hostname().to_string())
         .replace(['\n', '\r'], " ");
 
     let mut v: Vec<(&'static str, String)> = Vec::with_capacity(72);

@@ -145,7 +145,7 @@ fn server_state_header(
         .node
         .clone()
         .or_else(|| crate::sys::process::local_peer().map(str::to_string))
-        .unwrap_or_else(crate::sys::process::hostname);
+        .unwrap_or_else(|| crate::sys::process::hostname().to_string());
     format!(
         "{}; address={}; port={}; name={}/{}; node={node}; weight={weight}/{total}; scur={}/{}; qcur={}",
         st.health.status_text_admin(false),
