@@ -404,7 +404,7 @@ frontend fe
     bind 127.0.0.1:{port} tfo
     http-request set-priority-class int(1)
     http-response send-spoe-group engine group
-    option checkcache
+    option spop-check
     log-format-sd test
     acl a base,ungrpc -m found
     acl b fc_rtt -m found
@@ -442,7 +442,7 @@ listen li
             12,
             "'http-response send-spoe-group' is not supported by sluice yet",
         ),
-        (13, "'option checkcache' is not supported by sluice yet"),
+        (13, "'option spop-check' is not supported by sluice yet"),
         (14, "'log-format-sd' is not supported by sluice yet"),
         (
             15,

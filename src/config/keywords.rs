@@ -28,6 +28,7 @@ pub const SECTIONS: &[&str] = &[
     "peers",
     "cache",
     "mailers",
+    "http-errors",
 ];
 
 /// Directives (lines starting with a dot).
@@ -38,7 +39,6 @@ pub const DIRECTIVES: &[&str] = &[
 /// HAProxy sections sluice does not support.
 pub(crate) const UNSUPPORTED_SECTIONS: &[&str] = &[
     "program",
-    "http-errors",
     "ring",
     "log-forward",
     "fcgi-app",
@@ -301,36 +301,17 @@ pub const PROXY_LEGACY: &[&str] = &[
 
 pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "log-format-sd",
-    "errorfiles",
-    "errorloc",
-    "errorloc302",
-    "errorloc303",
     "http-error",
     "tcp-response",
-    "dispatch",
     "hash-balance-factor",
-    "force-persist",
-    "ignore-persist",
-    "rate-limit",
-    "persist",
-    "source",
     "use-server",
-    "description",
     "bind-process",
     "backlog",
     "grace",
     "guid",
-    "http-send-name-header",
-    "max-keep-alive-queue",
     "max-session-srv-conns",
     "use-fcgi-app",
     "dynamic-cookie-key",
-    "srvtcpka-cnt",
-    "srvtcpka-idle",
-    "srvtcpka-intvl",
-    "clitcpka-cnt",
-    "clitcpka-idle",
-    "clitcpka-intvl",
     "appsession",
 ];
 
@@ -381,14 +362,9 @@ pub(crate) const OPTIONS_IGNORED: &[(&str, &str)] = &[
 ];
 
 pub(crate) const OPTIONS_UNSUPPORTED: &[&str] = &[
-    "checkcache",
-    "http-use-proxy-header",
-    "originalto",
     "spop-check",
-    "transparent",
     "idle-close-on-response",
     "http-restrict-req-hdr-names",
-    "httpslog",
     "log-health-check",
     "http-tunnel",
 ];
@@ -404,14 +380,12 @@ pub(crate) const SERVER_UNSUPPORTED: &[&str] = &[
     "check-sni",
     "check-alpn",
     "redir",
-    "source",
     "namespace",
     "pool-max-conn",
     "pool-purge-delay",
     "pool-low-conn",
     "max-reuse",
     "tfo",
-    "usesrc",
     "socks4",
     "ws",
     "tcp-ut",
@@ -497,14 +471,7 @@ pub(crate) const BIND_UNSUPPORTED: &[&str] = &[
     "label",
 ];
 
-pub(crate) const STATS_PROXY_UNSUPPORTED: &[&str] = &[
-    "scope",
-    "show-node",
-    "show-desc",
-    "http-request",
-    "bind-process",
-    "show-modules",
-];
+pub(crate) const STATS_PROXY_UNSUPPORTED: &[&str] = &["scope", "http-request", "bind-process"];
 
 /// The `http-request` actions sluice implements: the names of their table.
 pub const HTTP_REQUEST_SUPPORTED: &[&str] =
@@ -544,8 +511,6 @@ pub(crate) const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
     "replace-uri",
     "set-bandwidth-limit",
 ];
-
-pub(crate) const TIMEOUTS_UNSUPPORTED: &[&str] = &["client-fin", "server-fin"];
 
 /// Every keyword a proxy section may start with, for suggestions.
 pub(crate) fn proxy_keywords() -> impl Iterator<Item = &'static str> {

@@ -16,6 +16,7 @@ pub(crate) mod check_proto;
 pub(crate) mod cond;
 pub(crate) mod diag;
 pub(crate) mod external_check;
+pub(crate) mod extras;
 pub mod keywords;
 pub(crate) mod lexer;
 pub mod model;

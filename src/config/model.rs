@@ -352,6 +352,10 @@ pub(crate) struct Timeouts {
     pub(crate) tunnel: Option<Duration>,
     /// `timeout tarpit` (falls back to `timeout connect`).
     pub(crate) tarpit: Option<Duration>,
+    /// `timeout client-fin`, `timeout server-fin`: a side's inactivity
+    /// once one direction of a tunnel has ended (else the usual one).
+    pub(crate) client_fin: Option<Duration>,
+    pub(crate) server_fin: Option<Duration>,
 }
 
 impl Timeouts {
@@ -553,6 +557,16 @@ pub(crate) struct StatsPage {
     /// `stats admin if|unless <cond>` (repeatable): the page offers and
     /// accepts server actions when any of them holds for the request.
     pub(crate) admin: Vec<Condition>,
+    /// `stats show-node [<name>]`: the page names the node, `<name>` or
+    /// (`Some(None)`) the global `node`, read when the page is made.
+    pub(crate) show_node: Option<Option<String>>,
+    /// `stats show-desc [<text>]`: the description the page shows, the
+    /// global one when the line gave none (taken when the line is read,
+    /// as HAProxy does).
+    pub(crate) show_desc: Option<String>,
+    /// `stats show-modules`: the page has the modules' counters (ssl, h2,
+    /// h1) as extra columns.
+    pub(crate) show_modules: bool,
 }
 
 impl StatsPage {
@@ -569,6 +583,9 @@ impl StatsPage {
             hide_version: false,
             show_legends: false,
             admin: Vec::new(),
+            show_node: None,
+            show_desc: None,
+            show_modules: false,
         }
     }
 }
@@ -1537,6 +1554,9 @@ pub(crate) struct ServerOpts {
     pub(crate) dynamic: bool,
     /// `non-stick`: `stick` rules never store it.
     pub(crate) non_stick: bool,
+    /// `source <addr>[:<port>[-<port>]] [usesrc ...] [interface <name>]`:
+    /// the local address of its connections (else the backend's).
+    pub(crate) source: Option<crate::config::extras::Source>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -1673,6 +1693,9 @@ pub(crate) struct Proxy {
     /// `filter compression`, `filter cache <name>` and the filters the
     /// cache actions declare implicitly, in order.
     pub(crate) filters: Vec<FilterDecl>,
+    /// The settings of the keywords `config/extras.rs` describes
+    /// (`description`, `source`, `dispatch`, `option originalto`...).
+    pub(crate) extras: crate::config::extras::ProxyExtras,
 }
 
 impl Proxy {
@@ -1743,6 +1766,7 @@ impl Proxy {
             stick_rules: Vec::new(),
             compression: None,
             filters: Vec::new(),
+            extras: Default::default(),
         }
     }
 }

@@ -19,7 +19,9 @@ use crate::config::units::{parse_time, parse_u32, time_error_message};
 
 mod compkw;
 mod cookiekw;
+mod errorskw;
 mod extcheckkw;
+mod extraskw;
 mod globalkw;
 mod lbkw;
 mod legacykw;
@@ -95,6 +97,8 @@ enum Section {
     Cache(usize),
     /// Index into `Global::mailers`.
     Mailers(usize),
+    /// Index into `State::http_errors`.
+    HttpErrors(usize),
     /// Inside a section we cannot use (already reported once).
     Skip,
 }
@@ -108,6 +112,7 @@ impl Section {
             Section::Peers(_) => "peers",
             Section::Cache(_) => "cache",
             Section::Mailers(_) => "mailers",
+            Section::HttpErrors(_) => "http-errors",
             Section::Global => "global",
             Section::Defaults(_) => "defaults",
             Section::Proxy(i) => proxies.get(i).map_or("", |p| p.kind.keyword()),
@@ -236,6 +241,9 @@ pub(crate) struct State<'r> {
     /// `default-server` values of each proxy (same index as `proxies`).
     server_defaults: Vec<ServerDefaults>,
     section: Section,
+    /// The `http-errors` sections, read by the proxies' `errorfiles`
+    /// once the configuration ends.
+    http_errors: Vec<errorskw::HttpErrors>,
     conds: Vec<CondFrame>,
     resolve: Resolver<'r>,
     /// The environment of the file being parsed: addresses expand their
@@ -304,6 +312,7 @@ impl<'r> State<'r> {
             defaults: Vec::new(),
             server_defaults: Vec::new(),
             section: Section::None,
+            http_errors: Vec::new(),
             conds: Vec::new(),
             resolve,
             env: None,
@@ -468,6 +477,8 @@ impl<'r> State<'r> {
     pub(crate) fn finish(&mut self) {
         self.finish_userlists();
         self.finish_caches();
+        self.finish_errorfiles();
+        self.finish_dispatch();
         self.check_filters();
         for (di, pi, name) in std::mem::take(&mut self.missing_acls) {
             let Some(def) = self
@@ -647,6 +658,7 @@ impl<'r> State<'r> {
             Section::Peers(i) => self.peers_line(i, loc, words),
             Section::Cache(i) => self.cache_line(i, loc, words),
             Section::Mailers(i) => self.mailers_line(i, loc, words),
+            Section::HttpErrors(i) => self.http_errors_line(i, loc, words),
             Section::Defaults(_) | Section::Proxy(_) => self.proxy_line(loc, words),
         }
     }
@@ -720,6 +732,7 @@ impl<'r> State<'r> {
             "peers" => return self.start_peers(loc, words),
             "cache" => return self.start_cache(loc, words),
             "mailers" => return self.start_mailers(loc, words),
+            "http-errors" => return self.start_http_errors(loc, words),
             "global" => {
                 self.section = Section::Global;
                 return;
@@ -836,6 +849,7 @@ impl<'r> State<'r> {
         p.forwardfor = d.forwardfor.clone();
         p.tcpka = d.tcpka;
         p.errorfiles = d.errorfiles.clone();
+        p.extras = d.extras.clone();
         p.stats = d.stats.clone();
         if kind.has_frontend() {
             p.monitor_uri = d.monitor_uri.clone();

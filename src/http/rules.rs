@@ -812,6 +812,12 @@ pub(crate) fn put_forwarded_for(
     out.put_slice(b"\r\n");
 }
 
+/// Writes `ip` as `option forwardfor` does (an IPv4-mapped IPv6 address as
+/// IPv4).
+pub(crate) fn put_ip(out: &mut BytesMut, ip: IpAddr) {
+    let _ = write!(out, "{}", MappedIp(ip));
+}
+
 /// Displays an IPv4-mapped IPv6 address as IPv4, without allocating.
 struct MappedIp(IpAddr);
 

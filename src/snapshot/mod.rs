@@ -47,6 +47,8 @@ pub(crate) struct ProxyRt {
     pub(crate) iid: u32,
     pub(crate) frontend: Option<Arc<FrontendRt>>,
     pub(crate) backend: Option<Arc<BackendRt>>,
+    /// `description`: shown on the stats page.
+    pub(crate) description: Option<String>,
 }
 
 /// Compiled `tcp-request connection|content` rules of one proxy, in
@@ -106,6 +108,9 @@ pub(crate) struct FrontendRt {
     pub(crate) http_request: Vec<(HttpRequestAction, Option<CompiledCond>)>,
     /// `option clitcpka` (or `tcpka`): SO_KEEPALIVE on client connections.
     pub(crate) tcpka: bool,
+    /// `clitcpka-*`, `rate-limit sessions`, `option originalto`... (see
+    /// `config/extras.rs`).
+    pub(crate) extras: Arc<crate::config::extras::ProxyExtras>,
     /// `capture request|response header` for the access log.
     pub(crate) captures: crate::config::model::HeaderCaptures,
     /// `unique-id-format` and `unique-id-header`.
@@ -200,6 +205,11 @@ pub(crate) struct BackendRt {
     pub(crate) retries: u32,
     /// `option srvtcpka` (or `tcpka`): SO_KEEPALIVE on server connections.
     pub(crate) tcpka: bool,
+    /// `source`, `dispatch`, `srvtcpka-*`, `http-send-name-header`... (see
+    /// `config/extras.rs`).
+    pub(crate) extras: Arc<crate::config::extras::ProxyExtras>,
+    /// `force-persist` (true) and `ignore-persist` rules, in order.
+    pub(crate) persist_rules: Vec<(bool, CompiledCond)>,
     /// `option redispatch [<interval>]` (None: off).
     pub(crate) redispatch: Option<i32>,
     pub(crate) retry_on: crate::config::model::RetryOn,
@@ -526,6 +536,7 @@ impl Compiler<'_> {
                     iid,
                     frontend,
                     backend,
+                    description: p.extras.description.clone(),
                 }
             })
             .collect()
@@ -640,6 +651,13 @@ impl Compiler<'_> {
             timeouts: p.timeouts,
             retries: p.retries,
             tcpka: p.tcpka.server,
+            extras: Arc::new(p.extras.compiled()),
+            persist_rules: p
+                .extras
+                .persist_rules
+                .iter()
+                .map(|r| (r.force, acls.compile(&r.cond)))
+                .collect(),
             redispatch: p.redispatch,
             retry_on: p.retry_on,
             http_reuse: p.http_reuse,
@@ -799,6 +817,7 @@ impl Compiler<'_> {
             acls,
             monitor,
             tcpka: p.tcpka.client,
+            extras: Arc::new(p.extras.compiled()),
             captures: p.captures.clone(),
             // Checked by the parser: a format that does not compile is
             // none.

@@ -444,6 +444,16 @@ pub(crate) fn emit_connect(fe: &FrontendRt, client: Peer, local: Option<Peer>) {
         .send(crate::config::log::INFO, &Date::now(), &msg);
 }
 
+/// A backend's alert (`option checkcache`'s refused response), in
+/// HAProxy's words: to the backend's log targets at level alert, and to
+/// sluice's own log.
+pub(crate) fn emit_alert(be: &crate::snapshot::BackendRt, msg: &str) {
+    tracing::warn!("{msg}");
+    if let Some(setup) = be.log.as_ref() {
+        setup.send(crate::config::log::ALERT, &Date::now(), msg);
+    }
+}
+
 /// HAProxy's line for a connection that failed before becoming a session
 /// (a bad PROXY header): `<client> [<accept date>] <frontend>/<listener>:
 /// <reason>`, sent only when the frontend has a log format, and not for a
