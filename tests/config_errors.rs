@@ -404,7 +404,7 @@ frontend fe
     bind 127.0.0.1:{port} tfo
     http-request set-priority-class int(1)
     http-response send-spoe-group engine group
-    option mysql-check
+    option spop-check
     log-format-sd test
     acl a base,ungrpc -m found
     acl b fc_rtt -m found
@@ -416,8 +416,8 @@ backend be
     tcp-request content set-mark 1
     http-request set-header X-B %[req.hdr(host),ungrpc]
     http-request set-header X-C %[fc_rtt]
-mailers mymailers
-    mailer a 127.0.0.1:25
+log-forward lf
+    dgram-bind 127.0.0.1:1
 ring r
     size 32768
 fcgi-app php
@@ -442,7 +442,7 @@ listen li
             12,
             "'http-response send-spoe-group' is not supported by sluice yet",
         ),
-        (13, "'option mysql-check' is not supported by sluice yet"),
+        (13, "'option spop-check' is not supported by sluice yet"),
         (14, "'log-format-sd' is not supported by sluice yet"),
         (
             15,
@@ -476,7 +476,7 @@ listen li
             24,
             "sample fetch 'fc_rtt' is not supported by sluice yet in log-format expression '%[fc_rtt]'",
         ),
-        (25, "'mailers' sections are not supported by sluice yet"),
+        (25, "'log-forward' sections are not supported by sluice yet"),
         (27, "'ring' sections are not supported by sluice yet"),
         (29, "'fcgi-app' sections are not supported by sluice yet"),
         (32, "'expose-fd' option is not supported by sluice yet"),

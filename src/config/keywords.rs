@@ -27,6 +27,7 @@ pub const SECTIONS: &[&str] = &[
     "resolvers",
     "peers",
     "cache",
+    "mailers",
     "http-errors",
 ];
 
@@ -37,7 +38,6 @@ pub const DIRECTIVES: &[&str] = &[
 
 /// HAProxy sections sluice does not support.
 pub(crate) const UNSUPPORTED_SECTIONS: &[&str] = &[
-    "mailers",
     "program",
     "ring",
     "log-forward",
@@ -247,9 +247,7 @@ pub(crate) const GLOBAL_UNSUPPORTED: &[&str] = &[
     "maxsessrate",
     "maxsslrate",
     "noreuseport",
-    "insecure-fork-wanted",
     "insecure-setuid-wanted",
-    "external-check",
     "set-dumpable",
     "debug",
     "strict-limits",
@@ -304,8 +302,6 @@ pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "http-error",
     "tcp-response",
     "hash-balance-factor",
-    "email-alert",
-    "external-check",
     "bind-process",
     "backlog",
     "grace",
@@ -363,15 +359,8 @@ pub(crate) const OPTIONS_IGNORED: &[(&str, &str)] = &[
 ];
 
 pub(crate) const OPTIONS_UNSUPPORTED: &[&str] = &[
-    "ldap-check",
-    "mysql-check",
-    "pgsql-check",
-    "redis-check",
-    "smtpchk",
     "spop-check",
-    "ssl-hello-chk",
     "idle-close-on-response",
-    "external-check",
     "http-restrict-req-hdr-names",
     "log-health-check",
     "http-tunnel",

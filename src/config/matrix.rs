@@ -37,24 +37,8 @@ const INSTEAD: &[(&str, &str)] = &[
     ),
     ("ring", "`log` to a syslog server or a UNIX socket"),
     (
-        "mailers",
-        "an alerting system reading the log or `show stat`",
-    ),
-    (
-        "email-alert",
-        "an alerting system reading the log or `show stat`",
-    ),
-    (
         "*-check",
         "`option httpchk` or `tcp-check` send/expect rules for the protocol",
-    ),
-    (
-        "smtpchk",
-        "`tcp-check expect rstring ^220` then `send`/`expect` for the dialogue",
-    ),
-    (
-        "external-check",
-        "an HTTP health endpoint checked with `option httpchk`",
     ),
     ("ssl-engine", "rustls has no engines: nothing to configure"),
     ("51degrees-*", "a device detection service behind a backend"),

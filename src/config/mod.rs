@@ -7,12 +7,15 @@
 
 pub(crate) mod log;
 pub(crate) mod log_format;
+pub(crate) mod mailers;
 #[cfg(test)]
 mod matrix;
 
 pub mod addr;
+pub(crate) mod check_proto;
 pub(crate) mod cond;
 pub(crate) mod diag;
+pub(crate) mod external_check;
 pub(crate) mod extras;
 pub mod keywords;
 pub(crate) mod lexer;

@@ -82,6 +82,12 @@ pub(crate) struct Global {
     pub(crate) resolvers: Vec<ResolversSection>,
     /// `cache` sections, in order.
     pub(crate) caches: Vec<CacheSection>,
+    /// `external-check`: `option external-check` may run programs.
+    pub(crate) external_check: bool,
+    /// `insecure-fork-wanted`.
+    pub(crate) insecure_fork_wanted: bool,
+    /// `mailers` sections, in order.
+    pub(crate) mailers: Vec<crate::config::mailers::MailersSection>,
     /// `tune.comp.maxlevel` (1 to 9; HAProxy's default is 1).
     pub(crate) comp_maxlevel: Option<u32>,
     /// `server-state-file` and `server-state-base`: where the servers'
@@ -1599,6 +1605,10 @@ pub(crate) struct Proxy {
     pub(crate) http_check: HttpCheck,
     /// `tcp-check` rules.
     pub(crate) tcp_check: Vec<TcpCheckRule>,
+    /// `external-check command|path`.
+    pub(crate) external_check: crate::config::external_check::ExternalCheckCfg,
+    /// `email-alert` lines.
+    pub(crate) email_alert: crate::config::mailers::EmailAlert,
     /// Frontend `maxconn` (defaults to the global one).
     pub(crate) maxconn: Option<u32>,
     pub(crate) retries: u32,
@@ -1721,6 +1731,8 @@ impl Proxy {
             check_type: CheckType::default(),
             http_check: HttpCheck::default(),
             tcp_check: Vec::new(),
+            email_alert: Default::default(),
+            external_check: Default::default(),
             maxconn: None,
             retries: 3,
             redispatch: None,
@@ -1815,6 +1827,8 @@ pub(crate) enum CheckType {
     Tcp,
     Http,
     TcpCheck,
+    /// `option external-check`.
+    External,
 }
 
 impl Proxy {
@@ -1824,6 +1838,9 @@ impl Proxy {
             CheckType::Tcp => CheckKind::Tcp,
             CheckType::Http => CheckKind::Http(self.http_check.clone()),
             CheckType::TcpCheck => CheckKind::TcpCheck(self.tcp_check.clone()),
+            CheckType::External => {
+                CheckKind::External(crate::config::external_check::ExternalCheck::of(self))
+            }
         }
     }
 }
@@ -1838,6 +1855,8 @@ pub(crate) enum CheckKind {
     Http(HttpCheck),
     /// `option tcp-check`: `tcp-check connect|send|expect` rules.
     TcpCheck(Vec<TcpCheckRule>),
+    /// `option external-check`: a program's exit status.
+    External(crate::config::external_check::ExternalCheck),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -1854,6 +1873,9 @@ pub(crate) struct HttpCheck {
     /// `http-check disable-on-404`: a 404 to the check of a server that is
     /// not DOWN passes "conditionally" (L7OKC) and puts it in NOLB.
     pub(crate) disable_on_404: bool,
+    /// `http-check send-state`: the request tells the server its state
+    /// (`X-Haproxy-Server-State`).
+    pub(crate) send_state: bool,
     /// The request and expect rules came from `defaults` (the section has
     /// written none): its own `option httpchk` or `http-check` rule then
     /// starts them afresh, as HAProxy gives it a rule set of its own.
@@ -1870,6 +1892,7 @@ impl Default for HttpCheck {
             body: String::new(),
             expect: None,
             disable_on_404: false,
+            send_state: false,
             inherited: false,
         }
     }
@@ -1900,6 +1923,11 @@ pub(crate) enum TcpCheckRule {
     Send(Vec<u8>),
     /// `tcp-check expect [!] string|rstring <pattern>`.
     Expect(Expect),
+    /// A reply judged by a protocol check's rules (`option redis-check`
+    /// and the like, `config/check_proto.rs`).
+    Proto(crate::config::check_proto::ProtoStep),
+    /// `option ssl-hello-chk`'s SSLv3 ClientHello (it carries the time).
+    SslHello,
 }
 
 /// An encoding of `compression algo`: HAProxy 2.6's four, and sluice's

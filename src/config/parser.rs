@@ -20,10 +20,12 @@ use crate::config::units::{parse_time, parse_u32, time_error_message};
 mod compkw;
 mod cookiekw;
 mod errorskw;
+mod extcheckkw;
 mod extraskw;
 mod globalkw;
 mod lbkw;
 mod legacykw;
+mod mailerskw;
 mod peerskw;
 mod proxykw;
 mod resolverskw;
@@ -93,6 +95,8 @@ enum Section {
     Peers(usize),
     /// Index into `Global::caches`.
     Cache(usize),
+    /// Index into `Global::mailers`.
+    Mailers(usize),
     /// Index into `State::http_errors`.
     HttpErrors(usize),
     /// Inside a section we cannot use (already reported once).
@@ -107,6 +111,7 @@ impl Section {
             Section::Resolvers(_) => "resolvers",
             Section::Peers(_) => "peers",
             Section::Cache(_) => "cache",
+            Section::Mailers(_) => "mailers",
             Section::HttpErrors(_) => "http-errors",
             Section::Global => "global",
             Section::Defaults(_) => "defaults",
@@ -652,6 +657,7 @@ impl<'r> State<'r> {
             Section::Resolvers(i) => self.resolvers_line(i, loc, words),
             Section::Peers(i) => self.peers_line(i, loc, words),
             Section::Cache(i) => self.cache_line(i, loc, words),
+            Section::Mailers(i) => self.mailers_line(i, loc, words),
             Section::HttpErrors(i) => self.http_errors_line(i, loc, words),
             Section::Defaults(_) | Section::Proxy(_) => self.proxy_line(loc, words),
         }
@@ -725,6 +731,7 @@ impl<'r> State<'r> {
             "resolvers" => return self.start_resolvers(loc, words),
             "peers" => return self.start_peers(loc, words),
             "cache" => return self.start_cache(loc, words),
+            "mailers" => return self.start_mailers(loc, words),
             "http-errors" => return self.start_http_errors(loc, words),
             "global" => {
                 self.section = Section::Global;
@@ -830,6 +837,8 @@ impl<'r> State<'r> {
             ..d.http_check.clone()
         };
         p.tcp_check = d.tcp_check.clone();
+        p.email_alert = d.email_alert.clone();
+        p.external_check = d.external_check.clone();
         p.retries = d.retries;
         p.redispatch = d.redispatch;
         p.retry_on = d.retry_on;

@@ -75,6 +75,8 @@ pub(crate) fn check(config: &mut Config, diags: &mut Vec<Diagnostic>) {
     }
     duplicate_binds(config, diags);
     case_adjust_file(config, diags);
+    crate::config::mailers::check(config, diags);
+    crate::config::external_check::check(config, diags);
 }
 
 /// The last `h1-case-adjust-file`, read once the configuration is parsed,
@@ -419,7 +421,12 @@ pub(crate) fn stats_socket_dirs(
 /// so HAProxy requires a `port` for them. (`tcp-check connect port` rules
 /// can give it too: such proxies are left to their rules.)
 fn portless_checks(p: &Proxy, diags: &mut Vec<Diagnostic>) {
-    if !p.tcp_check.is_empty() {
+    // A protocol check's rule set connects to the server's port.
+    let proto = p
+        .tcp_check
+        .iter()
+        .any(crate::config::check_proto::is_proto_rule);
+    if !p.tcp_check.is_empty() && !proto {
         return;
     }
     for s in &p.servers {

@@ -227,6 +227,8 @@ pub(crate) struct BackendRt {
     pub(crate) check: CheckKind,
     /// `option log-health-checks`.
     pub(crate) log_health_checks: bool,
+    /// `email-alert`: where its servers' state changes are mailed.
+    pub(crate) email_alert: Option<Arc<crate::config::mailers::Alerting>>,
     /// `option accept-invalid-http-response`.
     pub(crate) accept_invalid_resp: bool,
     /// The global `h1-case-adjust` names, when `option
@@ -676,6 +678,8 @@ impl Compiler<'_> {
             lb: Lb::new(&p.balance, p.hash_type, p.allbackups, &lb_servers),
             check: p.check_kind(),
             log_health_checks: p.log_health_checks,
+            email_alert: crate::config::mailers::Alerting::compile(config, &p.email_alert)
+                .map(Arc::new),
             accept_invalid_resp: p.accept_invalid_resp,
             case_server: self.case_adjust.clone().filter(|_| p.h1_case_bogus_server),
             tcp_content: tcp_rules(&p.tcp_content, &acls),

@@ -32,6 +32,11 @@ pub(crate) enum CheckStatus {
     SockErr,
     /// An agent's reply that says nothing of the health (`drain`, `50%`).
     Checked,
+    /// `option external-check`: the program exited 0, exited otherwise
+    /// (the code is its status), or ran out of time.
+    ProcOk,
+    ProcErr,
+    ProcTout,
 }
 
 impl CheckStatus {
@@ -52,6 +57,9 @@ impl CheckStatus {
             CheckStatus::L7OkC => "L7OKC",
             CheckStatus::SockErr => "SOCKERR",
             CheckStatus::Checked => "CHECKED",
+            CheckStatus::ProcOk => "PROCOK",
+            CheckStatus::ProcErr => "PROCERR",
+            CheckStatus::ProcTout => "PROCTOUT",
         }
     }
 
@@ -72,13 +80,20 @@ impl CheckStatus {
             CheckStatus::L7OkC => "Layer7 check conditionally passed",
             CheckStatus::SockErr => "Socket error",
             CheckStatus::Checked => "No status change",
+            CheckStatus::ProcOk => "External check passed",
+            CheckStatus::ProcErr => "External check error",
+            CheckStatus::ProcTout => "External check timeout",
         }
     }
 
     pub(crate) fn is_ok(self) -> bool {
         matches!(
             self,
-            CheckStatus::L4Ok | CheckStatus::L6Ok | CheckStatus::L7Ok | CheckStatus::L7OkC
+            CheckStatus::L4Ok
+                | CheckStatus::L6Ok
+                | CheckStatus::L7Ok
+                | CheckStatus::L7OkC
+                | CheckStatus::ProcOk
         )
     }
 
@@ -100,6 +115,9 @@ impl CheckStatus {
             CheckStatus::L7OkC => 16,
             CheckStatus::SockErr => 5,
             CheckStatus::Checked => 3,
+            CheckStatus::ProcErr => 18,
+            CheckStatus::ProcTout => 19,
+            CheckStatus::ProcOk => 20,
         }
     }
 }

@@ -97,6 +97,37 @@ pub fn first_alert(stderr: &str) -> String {
         .unwrap_or_else(|| "(accepted)".to_string())
 }
 
+/// Every alert and warning of a `-c` run, one a line, as
+/// [`assert_check_agrees`] compares them: without the pid, the closing
+/// lines, the configuration file's name (the two runs' files differ; its
+/// line is kept) and temporary directories.
+pub fn config_messages(stderr: &str) -> String {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with("[ALERT]") || l.starts_with("[WARNING]"))
+        .filter(|l| !l.contains("Fatal errors") && !l.contains("Error(s) found"))
+        .map(|l| {
+            let msg = l.split_once(" : config : ").map_or(l, |(_, m)| m);
+            match msg.find(':') {
+                Some(b) if msg.starts_with("parsing [") => format!("parsing [{}", &msg[b..]),
+                _ => strip_dirs(&msg.replace("haproxy.cfg", "F").replace("sluice.cfg", "F")),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The temporary directories of the two runs' files (`/tmp/.../F`) left
+/// out.
+fn strip_dirs(msg: &str) -> String {
+    let mut out = msg.to_string();
+    while let Some(i) = out.find("/tmp/") {
+        let Some(j) = out[i..].find("/F") else { break };
+        out.replace_range(i..i + j + 1, "");
+    }
+    out
+}
+
 /// `haproxy -c` and `sluice -c` on `cfg`: haproxy's exit code and stderr,
 /// then sluice's run.
 pub fn check_both(tag: &str, cfg: &str) -> ((Option<i32>, String), RunOutput) {

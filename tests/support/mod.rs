@@ -26,6 +26,7 @@ pub mod dnsmasq;
 pub mod fuzz;
 pub mod haproxy;
 pub mod raw;
+pub mod smtp;
 pub mod syslog;
 pub mod ws;
 

@@ -21,6 +21,23 @@ pub fn matches(mask: &str, line: &str) -> bool {
     go(mask.as_bytes(), line.as_bytes())
 }
 
+/// `line` with each `check duration: <n>ms` masked (a check's duration
+/// depends on timing).
+pub fn mask_check_duration(line: &str) -> String {
+    match line.find("check duration: ") {
+        Some(i) => {
+            let rest = &line[i + 16..];
+            let end = rest.find("ms").map_or(0, |e| e + 2);
+            format!(
+                "{}check duration: <ms>{}",
+                &line[..i],
+                mask_check_duration(&rest[end..])
+            )
+        }
+        None => line.to_string(),
+    }
+}
+
 pub fn assert_line(mask: &str, line: &str) {
     assert!(
         matches(mask, line),

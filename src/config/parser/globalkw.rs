@@ -250,6 +250,8 @@ pub(crate) const GLOBAL: &[GlobalKw] = &[
     kwd("daemon", g_daemon),
     kwd("master-worker", g_master_worker),
     kwd("mworker-max-reloads", g_mworker_max_reloads),
+    kwd("external-check", g_flag),
+    kwd("insecure-fork-wanted", g_flag),
     kwd("pidfile", g_pidfile),
     kwd("node", g_node),
     kwd("setenv", g_setenv),
@@ -464,6 +466,22 @@ fn g_tune_h2(s: &mut State<'_>, loc: &Loc, words: &[String]) {
     let k = words[0].as_str();
     let arg = words.get(1).map(String::as_str);
     s.tune_h2(loc, k, arg);
+}
+
+/// `external-check`, `insecure-fork-wanted`: flags without arguments.
+fn g_flag(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    let k = words[0].as_str();
+    if let Some(extra) = words.get(1) {
+        return s.alert(
+            loc,
+            format!("'{k}' cannot handle unexpected argument '{extra}'."),
+        );
+    }
+    if k == "external-check" {
+        s.global.external_check = true;
+    } else {
+        s.global.insecure_fork_wanted = true;
+    }
 }
 
 fn g_daemon(s: &mut State<'_>, _loc: &Loc, _words: &[String]) {

@@ -622,6 +622,10 @@ impl State<'_> {
     /// them.
     pub(super) fn lb_option(&mut self, loc: &Loc, words: &[String], neg: bool) -> bool {
         let name = words.get(1).map_or("", String::as_str);
+        if crate::config::check_proto::OPTION_NAMES.contains(&name) {
+            self.proto_check_option(loc, words, neg);
+            return true;
+        }
         if !matches!(name, "httpchk" | "tcp-check" | "allbackups") {
             return false;
         }
@@ -637,6 +641,13 @@ impl State<'_> {
                 }
             }
             "tcp-check" => {
+                // The rules a protocol check set are not the section's own.
+                if p.tcp_check
+                    .iter()
+                    .any(crate::config::check_proto::is_proto_rule)
+                {
+                    p.tcp_check.clear();
+                }
                 if neg {
                     p.check_type = CheckType::Tcp;
                 } else {
@@ -686,6 +697,31 @@ impl State<'_> {
         true
     }
 
+    /// `option redis-check|mysql-check|pgsql-check|smtpchk|ldap-check|
+    /// ssl-hello-chk`: the protocol's rule set replaces the section's
+    /// check rules, run by the `tcp-check` engine.
+    fn proto_check_option(&mut self, loc: &Loc, words: &[String], neg: bool) {
+        let name = words[1].as_str();
+        if neg {
+            return self.tight(
+                Level::Alert,
+                loc,
+                format!("negation/default is not supported for option '{name}'."),
+            );
+        }
+        if !self.cap(loc, name, true, false, true) {
+            return;
+        }
+        match crate::config::check_proto::parse_option(words) {
+            Ok(check) => {
+                let p = self.px();
+                p.check_type = CheckType::TcpCheck;
+                p.tcp_check = check.rules();
+            }
+            Err(m) => self.alert(loc, m),
+        }
+    }
+
     /// `http-check send|expect|connect|disable-on-404 ...`.
     pub(super) fn kw_http_check(&mut self, loc: &Loc, words: &[String]) {
         if !self.cap(loc, "http-check", true, false, true) {
@@ -725,16 +761,20 @@ impl State<'_> {
                 Ok(e) => hc.expect = Some(e),
                 Err(m) => return self.alert(loc, format!("'http-check expect' : {m}")),
             },
-            "disable-on-404" => {
+            "disable-on-404" | "send-state" => {
                 if let Some(extra) = words.get(2) {
                     return self.alert(
                         loc,
                         format!("'http-check' cannot handle unexpected argument '{extra}'."),
                     );
                 }
-                hc.disable_on_404 = true;
+                if sub == "send-state" {
+                    hc.send_state = true;
+                } else {
+                    hc.disable_on_404 = true;
+                }
             }
-            "connect" | "send-state" | "comment" | "set-var" | "unset-var" => {
+            "connect" | "comment" | "set-var" | "unset-var" => {
                 return self.unsupported(loc, &format!("http-check {sub}"));
             }
             _ => {
@@ -811,6 +851,7 @@ fn own_rules(hc: &mut HttpCheck) {
     if hc.inherited {
         *hc = HttpCheck {
             disable_on_404: hc.disable_on_404,
+            send_state: hc.send_state,
             ..HttpCheck::default()
         };
     }

@@ -717,7 +717,12 @@ fn server_row(p: &ProxyRt, be: &BackendRt, sv: &ServerRt, opts: CsvOptions) -> R
         // HAProxy prints a code only for statuses carrying L5-7 data.
         if matches!(
             i.status,
-            CheckStatus::L7Ok | CheckStatus::L7OkC | CheckStatus::L7Sts
+            CheckStatus::L7Ok
+                | CheckStatus::L7OkC
+                | CheckStatus::L7Sts
+                | CheckStatus::ProcOk
+                | CheckStatus::ProcErr
+                | CheckStatus::ProcTout
         ) {
             r.set("check_code", i.code.unwrap_or(0));
         }

@@ -270,6 +270,7 @@ fn apply(
                     (act, bck, s.backup),
                     (status, Some(0), &desc, Some(ms)),
                     false,
+                    be.email_alert.as_ref(),
                 );
             }
             Some(Transition::WentUp) => {

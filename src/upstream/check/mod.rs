@@ -13,6 +13,9 @@
 
 mod agent;
 mod expect;
+mod external;
+mod mail;
+mod proto;
 
 pub(crate) use agent::spawn_agents;
 
@@ -72,6 +75,10 @@ struct Plan {
     log_checks: bool,
     /// `spread-checks`, in percent.
     spread: u32,
+    /// What an external check's environment tells.
+    identity: external::Identity,
+    /// `http-check send-state`: the `X-Haproxy-Server-State` value.
+    state_header: Option<String>,
 }
 
 fn plan_now(rt: &Runtime, server: &Arc<ServerState>) -> Option<Plan> {
@@ -84,7 +91,26 @@ fn plan_now(rt: &Runtime, server: &Arc<ServerState>) -> Option<Plan> {
             .connect
             .map_or(params.inter, |t| t.min(params.inter));
         let read_timeout = be.timeouts.check.unwrap_or(params.inter);
+        let pool = s.state.pool.load();
+        let identity = external::Identity {
+            proxy_id: be.iid,
+            server_id: s.sid,
+            ssl: pool.tls().is_some(),
+            proto: if pool.is_h2() {
+                "h2"
+            } else if be.mode == crate::config::model::Mode::Http {
+                "h1"
+            } else {
+                "tcp"
+            },
+        };
+        let state_header = match &be.check {
+            CheckKind::Http(hc) if hc.send_state => Some(server_state_header(snap, be, s)),
+            _ => None,
+        };
         Some(Plan {
+            identity,
+            state_header,
             params,
             kind: be.check.clone(),
             connect_timeout,
@@ -94,6 +120,43 @@ fn plan_now(rt: &Runtime, server: &Arc<ServerState>) -> Option<Plan> {
             spread: snap.global.spread_checks,
         })
     })
+}
+
+/// `http-check send-state`'s value, as HAProxy 2.6 tells a server its
+/// state: the health as `show stat` words it (`UP`, `UP 1/3`, `DOWN 1/2`,
+/// `NOLB`), its address and port, the names, the node, its weight of the
+/// backend's, its sessions of the backend's and its queue.
+fn server_state_header(
+    snap: &crate::snapshot::Snapshot,
+    be: &BackendRt,
+    s: &crate::snapshot::ServerRt,
+) -> String {
+    let st = &s.state;
+    let addr = st.addr();
+    let idx = be
+        .servers
+        .iter()
+        .position(|x| Arc::ptr_eq(&x.state, st))
+        .unwrap_or(0);
+    let (weight, _) = be.lb.shown_weight(&be.servers, idx);
+    let (total, _, _) = be.lb.shown_totals(&be.servers);
+    let node = snap
+        .global
+        .node
+        .clone()
+        .or_else(|| crate::sys::process::local_peer().map(str::to_string))
+        .unwrap_or_else(|| crate::sys::process::hostname().to_string());
+    format!(
+        "{}; address={}; port={}; name={}/{}; node={node}; weight={weight}/{total}; scur={}/{}; qcur={}",
+        st.health.status_text_admin(false),
+        addr.ip(),
+        addr.port(),
+        be.name,
+        s.name,
+        st.counters.sess.cur(),
+        be.state.counters.sess.cur(),
+        st.counters.queue.cur(),
+    )
 }
 
 /// HAProxy's `srv_getinter`: `inter` at full health, `downinter` when
@@ -132,11 +195,11 @@ async fn check_loop(rt: Arc<Runtime>, server: Arc<ServerState>, offset: Duration
         // A server without address (a name that does not resolve) is not
         // probed: its checks wait in maintenance.
         if server.health.checks_active() && server.has_addr() {
-            let (status, code, detail, ms) = run_check(&server, &plan).await;
+            let ((status, code, detail, ms), said) = run_check(&server, &plan).await;
             let before = server.health.info();
             let transition = server.health.record(status, code, ms, detail.clone());
             if plan.log_checks {
-                log_check(&rt, &server, &before, ms);
+                log_check(&rt, &server, &before, ms, said.as_deref());
             }
             // With `log-health-checks` the check's line told the reason:
             // the state change line does not repeat it (as HAProxy).
@@ -180,7 +243,9 @@ fn check_addr(server: &ServerState, p: &CheckParams, port: Option<u16>) -> Socke
 
 type Outcome = (CheckStatus, Option<u16>, String, u64);
 
-async fn run_check(server: &ServerState, plan: &Plan) -> Outcome {
+/// A check's result, and what its log line tells when that differs from
+/// what `show stat` keeps (see `proto::Judged::Pass`).
+async fn run_check(server: &ServerState, plan: &Plan) -> (Outcome, Option<String>) {
     let start = Instant::now();
     let ms = |s: Instant| s.elapsed().as_millis() as u64;
     let (status, code, detail) = match &plan.kind {
@@ -196,15 +261,23 @@ async fn run_check(server: &ServerState, plan: &Plan) -> Outcome {
                     // HAProxy takes a 404 as "stopping" only from a server
                     // that is not DOWN.
                     let drain_on_404 = hc.disable_on_404 && server.health.is_up();
-                    http_check(conn, hc, plan.read_timeout, drain_on_404).await
+                    let state = plan.state_header.as_deref();
+                    http_check(conn, hc, state, plan.read_timeout, drain_on_404).await
                 }
                 Err(e) => (CheckStatus::L7Rsp, None, format!("HTTP/2 error ({e})")),
             },
             Err((st, d)) => (st, None, d),
         },
-        CheckKind::TcpCheck(rules) => tcp_check(server, plan, rules).await,
+        // HAProxy gives the program until the next check.
+        CheckKind::External(ext) => {
+            external::run(server, ext, &plan.identity, plan.params.inter).await
+        }
+        CheckKind::TcpCheck(rules) => {
+            let (verdict, said) = tcp_check(server, plan, rules).await;
+            return ((verdict.0, verdict.1, verdict.2, ms(start)), said);
+        }
     };
-    (status, code, detail, ms(start))
+    ((status, code, detail, ms(start)), None)
 }
 
 async fn connect(
@@ -339,6 +412,7 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 async fn http_check(
     mut conn: Stream,
     hc: &HttpCheck,
+    state: Option<&str>,
     timeout: Duration,
     drain_on_404: bool,
 ) -> (CheckStatus, Option<u16>, String) {
@@ -347,6 +421,9 @@ async fn http_check(
     // Header names go out lower-cased, as HAProxy's HTX/H1 path sends them.
     for (n, v) in &hc.headers {
         req.push_str(&format!("{}: {v}\r\n", n.to_ascii_lowercase()));
+    }
+    if let Some(s) = state {
+        req.push_str(&format!("x-haproxy-server-state: {s}\r\n"));
     }
     if !hc.body.is_empty() {
         req.push_str(&format!("content-length: {}\r\n", hc.body.len()));
@@ -431,55 +508,135 @@ async fn http_check(
     }
 }
 
+/// A `tcp-check` script, or a protocol check's rule set (`option
+/// redis-check` and the like), whose steps HAProxy numbers without the
+/// implicit connect and whose connection errors it tells plainly.
 async fn tcp_check(
     server: &ServerState,
     plan: &Plan,
     rules: &[TcpCheckRule],
-) -> (CheckStatus, Option<u16>, String) {
+) -> ((CheckStatus, Option<u16>, String), Option<String>) {
     let mut conn: Option<Stream> = None;
     let deadline = |t: Duration| Instant::now() + t;
     let mut buf: Vec<u8> = Vec::new();
     let mut data_step = false;
+    let proto = rules.iter().any(crate::config::check_proto::is_proto_rule);
+    // The last protocol step's verdict, and what the log line tells.
+    let mut passed: Option<(CheckStatus, Option<u16>, String)> = None;
+    let mut said: Option<String> = None;
+    // Whether the server closed its side (protocol steps read on).
+    let mut closed = false;
     // An implicit connect when the script does not start with one.
     let implicit = !matches!(rules.first(), Some(TcpCheckRule::Connect { .. }));
     if implicit {
         match connect(server, plan, None).await {
             Ok(c) => conn = Some(c),
-            Err((st, d)) => return (st, None, d),
+            Err((st, d)) => return ((st, None, d), None),
         }
     }
     for (n, rule) in rules.iter().enumerate() {
-        let step = n + 1 + usize::from(implicit);
+        let step = n + 1 + usize::from(implicit && !proto);
         match rule {
             TcpCheckRule::Connect { port } => match connect(server, plan, *port).await {
                 Ok(c) => {
                     conn = Some(c);
                     buf.clear();
+                    closed = false;
                 }
+                Err((st, d)) if proto => return ((st, None, d), None),
                 Err((st, d)) => {
                     return (
-                        st,
+                        (
+                            st,
+                            None,
+                            format!("{d} at step {step} of tcp-check (connect)"),
+                        ),
                         None,
-                        format!("{d} at step {step} of tcp-check (connect)"),
                     );
                 }
             },
-            TcpCheckRule::Send(data) => {
+            TcpCheckRule::Send(_) | TcpCheckRule::SslHello => {
                 let Some(c) = conn.as_mut() else {
-                    return (CheckStatus::L7Rsp, None, "no connection".into());
+                    return ((CheckStatus::L7Rsp, None, "no connection".into()), None);
                 };
                 data_step = true;
-                if c.write_all(data).await.is_err() || c.flush().await.is_err() {
+                let data = match rule {
+                    TcpCheckRule::Send(d) => std::borrow::Cow::Borrowed(d.as_slice()),
+                    _ => {
+                        let now = std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map_or(0, |d| d.as_secs() as u32);
+                        std::borrow::Cow::Owned(proto::ssl_client_hello(now))
+                    }
+                };
+                // A protocol's reply is read afresh after each request.
+                if proto {
+                    buf.clear();
+                }
+                if c.write_all(&data).await.is_err() || c.flush().await.is_err() {
                     return (
-                        CheckStatus::L7Rsp,
+                        (
+                            CheckStatus::L7Rsp,
+                            None,
+                            format!("Write error at step {step} of tcp-check (send)"),
+                        ),
                         None,
-                        format!("Write error at step {step} of tcp-check (send)"),
                     );
+                }
+            }
+            TcpCheckRule::Proto(p) => {
+                let Some(c) = conn.as_mut() else {
+                    return ((CheckStatus::L7Rsp, None, "no connection".into()), None);
+                };
+                let until = deadline(plan.read_timeout);
+                let verdict = loop {
+                    if buf.is_empty() && closed {
+                        let (st, code) = proto::empty_status(*p);
+                        let d = format!("TCPCHK got an empty response at step {step}");
+                        return ((st, code, d), None);
+                    }
+                    let full = buf.len() >= MAX_CHECK_RESPONSE;
+                    match proto::judge(*p, &buf, closed, full) {
+                        proto::Judged::More => {}
+                        v => break v,
+                    }
+                    let mut chunk = [0u8; 4096];
+                    let left = until.saturating_duration_since(Instant::now());
+                    match tokio::time::timeout(left, c.read(&mut chunk)).await {
+                        Ok(Ok(0)) => closed = true,
+                        Ok(Ok(k)) => buf.extend_from_slice(&chunk[..k]),
+                        // A reset (a server that closed on a request it
+                        // did not read): HAProxy's socket error.
+                        Ok(Err(e)) => {
+                            let why = crate::sys::strerror(&e);
+                            return ((CheckStatus::SockErr, None, why), None);
+                        }
+                        Err(_) => return ((proto::timeout_status(*p), None, String::new()), None),
+                    }
+                };
+                match verdict {
+                    proto::Judged::Pass {
+                        status,
+                        code,
+                        detail,
+                        said: s,
+                    } => {
+                        passed = Some((status, code, detail));
+                        if s.is_some() {
+                            said = s;
+                        }
+                    }
+                    proto::Judged::Fail {
+                        status,
+                        code,
+                        detail,
+                    } => return ((status, code, detail), None),
+                    proto::Judged::More => {}
                 }
             }
             TcpCheckRule::Expect(e) => {
                 let Some(c) = conn.as_mut() else {
-                    return (CheckStatus::L7Rsp, None, "no connection".into());
+                    return ((CheckStatus::L7Rsp, None, "no connection".into()), None);
                 };
                 data_step = true;
                 let check = |b: &[u8]| match &e.kind {
@@ -502,9 +659,12 @@ async fn tcp_check(
                 if hit == e.negate {
                     if timed_out && !e.negate {
                         return (
-                            CheckStatus::L7Tout,
+                            (
+                                CheckStatus::L7Tout,
+                                None,
+                                format!("at step {step} of tcp-check (expect)"),
+                            ),
                             None,
-                            format!("at step {step} of tcp-check (expect)"),
                         );
                     }
                     let pat = match &e.kind {
@@ -512,9 +672,12 @@ async fn tcp_check(
                         _ => "",
                     };
                     return (
-                        CheckStatus::L7Rsp,
+                        (
+                            CheckStatus::L7Rsp,
+                            None,
+                            format!("TCPCHK did not match content '{pat}' at step {step}"),
+                        ),
                         None,
-                        format!("TCPCHK did not match content '{pat}' at step {step}"),
                     );
                 }
                 // The matched data is consumed.
@@ -522,10 +685,12 @@ async fn tcp_check(
             }
         }
     }
-    if data_step {
-        (CheckStatus::L7Ok, None, "(tcp-check)".into())
+    if let Some(v) = passed {
+        (v, said)
+    } else if data_step {
+        ((CheckStatus::L7Ok, None, "(tcp-check)".into()), None)
     } else {
-        (CheckStatus::L4Ok, None, String::new())
+        ((CheckStatus::L4Ok, None, String::new()), None)
     }
 }
 
@@ -533,14 +698,16 @@ async fn tcp_check(
 /// previous one, or that moved the health counter, is logged at `notice`
 /// (and to stderr) in HAProxy 2.6's words: `Health check for server b/s
 /// succeeded|failed, <reason>, status: <n>/<of> UP|DRAIN|DOWN.`
-fn log_check(rt: &Runtime, server: &ServerState, before: &CheckInfo, ms: u64) {
+/// `said`: the text the line tells in place of the check's kept one.
+fn log_check(rt: &Runtime, server: &ServerState, before: &CheckInfo, ms: u64, said: Option<&str>) {
     let after = server.health.info();
     if after.status == before.status && after.health == before.health {
         return;
     }
-    let backup = rt.with_snapshot(|snap| {
-        snap.backend(&server.backend)
-            .is_some_and(|be| is_backup(be, server))
+    let (backup, mail) = rt.with_snapshot(|snap| {
+        snap.backend(&server.backend).map_or((false, None), |be| {
+            (is_backup(be, server), be.email_alert.clone())
+        })
     });
     let (h, rise, fall) = (after.health, after.rise, after.fall);
     let (n, of, state) = if h >= rise {
@@ -553,9 +720,7 @@ fn log_check(rt: &Runtime, server: &ServerState, before: &CheckInfo, ms: u64) {
     } else {
         (h, rise, "DOWN")
     };
-    tracing::warn!(
-        target: "sluice::event",
-        severity = "notice",
+    let line = format!(
         "Health check for {}server {}/{} {}{}, {}, status: {n}/{of} {state}.",
         if backup { "backup " } else { "" },
         server.backend,
@@ -570,8 +735,16 @@ fn log_check(rt: &Runtime, server: &ServerState, before: &CheckInfo, ms: u64) {
         } else {
             "failed"
         },
-        reason(after.status, after.code, &after.detail, Some(ms)),
+        reason(
+            after.status,
+            after.code,
+            said.unwrap_or(&after.detail),
+            Some(ms)
+        ),
     );
+    tracing::warn!(target: "sluice::event", severity = "notice", "{line}");
+    // HAProxy mails these at `info`, though it logs them at `notice`.
+    mail::alert(mail.as_ref(), crate::config::log::INFO, &line);
 }
 
 /// `, <reason>` after a server's state change, or nothing when `quiet`.
@@ -595,7 +768,13 @@ fn reason(status: CheckStatus, code: Option<u16>, detail: &str, ms: Option<u64>)
     if let Some(c) = code.filter(|_| {
         matches!(
             status,
-            CheckStatus::L7Ok | CheckStatus::L7OkC | CheckStatus::L7Sts | CheckStatus::L7Rsp
+            CheckStatus::L7Ok
+                | CheckStatus::L7OkC
+                | CheckStatus::L7Sts
+                | CheckStatus::L7Rsp
+                | CheckStatus::ProcOk
+                | CheckStatus::ProcErr
+                | CheckStatus::ProcTout
         )
     }) {
         r.push_str(&format!(", code: {c}"));
@@ -619,20 +798,22 @@ pub(crate) fn report_down(
     (status, code, detail, ms): (CheckStatus, Option<u16>, &str, Option<u64>),
     quiet: bool,
 ) {
-    let (act, bck, backup) = rt.with_snapshot(|snap| {
-        snap.backend(&server.backend).map_or((0, 0, false), |be| {
-            let (a, b) = counts(be);
-            if a + b == 0 {
-                be.state.went_down.fetch_add(1, Relaxed);
-            }
-            (a, b, is_backup(be, server))
-        })
+    let (act, bck, backup, mail) = rt.with_snapshot(|snap| {
+        snap.backend(&server.backend)
+            .map_or((0, 0, false, None), |be| {
+                let (a, b) = counts(be);
+                if a + b == 0 {
+                    be.state.went_down.fetch_add(1, Relaxed);
+                }
+                (a, b, is_backup(be, server), be.email_alert.clone())
+            })
     });
     down_event(
         server,
         (act, bck, backup),
         (status, code, detail, ms),
         quiet,
+        mail.as_ref(),
     );
 }
 
@@ -647,15 +828,14 @@ fn down_event(
     (act, bck, backup): (usize, usize, bool),
     (status, code, detail, ms): (CheckStatus, Option<u16>, &str, Option<u64>),
     quiet: bool,
+    mail: Option<&Arc<crate::config::mailers::Alerting>>,
 ) {
     let cut = server.shutdown_on_down.load(Relaxed);
     let active = server.inflight();
     if cut {
         server.cut_sessions();
     }
-    tracing::error!(
-        target: "sluice::event",
-        severity = "alert",
+    let line = format!(
         "{} {}/{} is DOWN{}. {} active and {} backup servers left.{} {} sessions active, 0 requeued, {} remaining in queue.",
         server_word(backup),
         server.backend,
@@ -667,6 +847,8 @@ fn down_event(
         active,
         server.waiters.load(Relaxed),
     );
+    tracing::error!(target: "sluice::event", severity = "alert", "{line}");
+    mail::alert(mail, crate::config::log::ALERT, &line);
     if act + bck == 0 {
         tracing::error!(
             target: "sluice::event",
@@ -687,22 +869,27 @@ fn report_up(
     ms: u64,
     quiet: bool,
 ) {
-    let (act, bck, queued, backup) = rt.with_snapshot(|snap| match snap.backend(&server.backend) {
-        Some(be) => {
-            let me = be.servers.iter().find(|s| std::ptr::eq(&*s.state, server));
-            if me.is_some_and(|s| s.opts.shutdown_backup_on_up) {
-                for b in be.servers.iter().filter(|s| s.backup) {
-                    b.state.cut_sessions();
+    let (act, bck, queued, backup, mail) =
+        rt.with_snapshot(|snap| match snap.backend(&server.backend) {
+            Some(be) => {
+                let me = be.servers.iter().find(|s| std::ptr::eq(&*s.state, server));
+                if me.is_some_and(|s| s.opts.shutdown_backup_on_up) {
+                    for b in be.servers.iter().filter(|s| s.backup) {
+                        b.state.cut_sessions();
+                    }
                 }
+                let (a, b) = counts(be);
+                (
+                    a,
+                    b,
+                    be.state.queue.len(),
+                    is_backup(be, server),
+                    be.email_alert.clone(),
+                )
             }
-            let (a, b) = counts(be);
-            (a, b, be.state.queue.len(), is_backup(be, server))
-        }
-        None => (0, 0, 0, false),
-    });
-    tracing::info!(
-        target: "sluice::event",
-        severity = "notice",
+            None => (0, 0, 0, false, None),
+        });
+    let line = format!(
         "{} {}/{} is UP{}. {} active and {} backup servers online.{} 0 sessions requeued, {} total in queue.",
         server_word(backup),
         server.backend,
@@ -713,25 +900,32 @@ fn report_up(
         on_backup(act, bck),
         queued,
     );
+    tracing::info!(target: "sluice::event", severity = "notice", "{line}");
+    mail::alert(mail.as_ref(), crate::config::log::NOTICE, &line);
 }
 
 /// Logs a server going to NOLB after an `L7OKC` check (`http-check
 /// disable-on-404`), at `notice` as HAProxy's `srv_set_stopping`, and the
 /// backend losing its last server that takes new traffic (`emerg`).
 fn report_stopping(rt: &Runtime, server: &ServerState, code: Option<u16>, ms: u64) {
-    let (act, bck, queued, backup) = rt.with_snapshot(|snap| match snap.backend(&server.backend) {
-        Some(be) => {
-            let (a, b) = counts(be);
-            if a + b == 0 {
-                be.state.went_down.fetch_add(1, Relaxed);
+    let (act, bck, queued, backup, mail) =
+        rt.with_snapshot(|snap| match snap.backend(&server.backend) {
+            Some(be) => {
+                let (a, b) = counts(be);
+                if a + b == 0 {
+                    be.state.went_down.fetch_add(1, Relaxed);
+                }
+                (
+                    a,
+                    b,
+                    be.state.queue.len(),
+                    is_backup(be, server),
+                    be.email_alert.clone(),
+                )
             }
-            (a, b, be.state.queue.len(), is_backup(be, server))
-        }
-        None => (0, 0, 0, false),
-    });
-    tracing::info!(
-        target: "sluice::event",
-        severity = "notice",
+            None => (0, 0, 0, false, None),
+        });
+    let line = format!(
         "{} {}/{} is stopping, {}. {} active and {} backup servers online.{} 0 sessions requeued, {} total in queue.",
         server_word(backup),
         server.backend,
@@ -742,6 +936,8 @@ fn report_stopping(rt: &Runtime, server: &ServerState, code: Option<u16>, ms: u6
         on_backup(act, bck),
         queued,
     );
+    tracing::info!(target: "sluice::event", severity = "notice", "{line}");
+    mail::alert(mail.as_ref(), crate::config::log::NOTICE, &line);
     if act + bck == 0 {
         tracing::error!(
             target: "sluice::event",
@@ -789,6 +985,7 @@ pub(crate) fn observe(be: &BackendRt, server: &ServerState, error: Option<&str>)
             (act, bck, s.backup),
             (CheckStatus::Hana, None, &detail, None),
             false,
+            be.email_alert.as_ref(),
         );
     }
     server.check_soon.notify_one();
