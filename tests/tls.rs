@@ -1917,3 +1917,107 @@ frontend fe
         }
     }
 }
+
+/// A client offering `version` and the key exchange groups `groups`,
+/// trusting `ca`.
+fn group_config(
+    version: &'static rustls::SupportedProtocolVersion,
+    groups: Vec<&'static dyn rustls::crypto::SupportedKxGroup>,
+    ca: &Ca,
+) -> Arc<rustls::ClientConfig> {
+    let provider = rustls::crypto::CryptoProvider {
+        kx_groups: groups,
+        ..rustls::crypto::ring::default_provider()
+    };
+    Arc::new(
+        rustls::ClientConfig::builder_with_provider(Arc::new(provider))
+            .with_protocol_versions(&[version])
+            .unwrap()
+            .with_root_certificates(ca.roots())
+            .with_no_client_auth(),
+    )
+}
+
+/// Version pins (`force-tlsv12`, `force-tlsv13`, `no-tlsv13`) and key
+/// exchange groups (`curves`, `ecdhe`) on a `bind` line: each client
+/// (one version, one group) completes its handshake or not, with the
+/// version and group haproxy 2.6 gives it on the same line. A TLS 1.2
+/// client offers P-256 second: OpenSSL serves its ECDSA P-256
+/// certificate in TLS 1.2 only to a client that names that curve; the
+/// group of a TLS 1.2 handshake is not compared (rustls takes the
+/// client's first usable one, OpenSSL under HAProxy its own first).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn version_pins_and_curves_as_with_haproxy() {
+    if !support::haproxy::available() {
+        return;
+    }
+    use rustls::crypto::ring::kx_group::{SECP256R1, SECP384R1, X25519};
+    let ca = Ca::new("sluice test CA");
+    let dir = TempDir::new("tlspins");
+    let pem = write(dir.path(), "site.pem", &ca.leaf(&["site.test"]));
+    let config = |bind: &str, opts: &str| {
+        format!(
+            "defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {bind} ssl crt {pem} {opts}
+    http-request return status 200 content-type text/plain string ok
+"
+        )
+    };
+    let mut d = support::haproxy::Differences::default();
+    for opts in [
+        "force-tlsv12",
+        "force-tlsv13",
+        "no-tlsv13",
+        "curves P-384",
+        "curves X25519:P-256",
+        "ecdhe secp384r1",
+        "ecdhe prime256v1 force-tlsv12",
+    ] {
+        let fronts = listens(2);
+        let _hap = support::haproxy::Haproxy::start(
+            "tlspins-hap",
+            &config(&fronts[0].to_string(), opts),
+            &[&fronts[0]],
+        );
+        let _sl = Sluice::start(&config(&fronts[1].to_string(), opts));
+        for version in [&rustls::version::TLS12, &rustls::version::TLS13] {
+            for group in [X25519, SECP256R1, SECP384R1] {
+                let mut seen = Vec::new();
+                for front in &fronts {
+                    let mut groups = vec![group];
+                    if version.version == rustls::ProtocolVersion::TLSv1_2
+                        && group.name() != SECP256R1.name()
+                    {
+                        groups.push(SECP256R1);
+                    }
+                    let client = group_config(version, groups, &ca);
+                    let got = match tls_connect(front.addr(), "site.test", client).await {
+                        Ok(tls) => {
+                            let c = tls.get_ref().1;
+                            let group = match c.protocol_version() {
+                                Some(rustls::ProtocolVersion::TLSv1_3) => {
+                                    c.negotiated_key_exchange_group().map(|g| g.name())
+                                }
+                                _ => None,
+                            };
+                            format!("{:?} {group:?}", c.protocol_version())
+                        }
+                        Err(_) => "refused".to_string(),
+                    };
+                    seen.push(got);
+                }
+                d.compare(
+                    format!("{opts}, {:?} {:?}", version.version, group.name()),
+                    &seen[0],
+                    &seen[1],
+                );
+            }
+        }
+    }
+    d.assert_none();
+}

@@ -590,6 +590,39 @@ pub(crate) struct Bind {
     pub(crate) id: Option<u32>,
     /// `name <n>` (`so_name`).
     pub(crate) name: Option<String>,
+    /// `backlog`, `defer-accept`, `tfo`, ...: the listening
+    /// socket's options.
+    pub(crate) sock: BindSock,
+}
+
+/// The socket options of a TCP `bind` line, set on the listening socket
+/// (an inherited `fd@` one too, as HAProxy does).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct BindSock {
+    /// `backlog <n>`: the accept queue's length (listen(2)).
+    pub(crate) backlog: Option<i32>,
+    /// `defer-accept`: TCP_DEFER_ACCEPT, the connection is accepted once
+    /// data came.
+    pub(crate) defer_accept: bool,
+    /// `tfo`: TCP_FASTOPEN.
+    pub(crate) tfo: bool,
+    /// `interface <name>`: SO_BINDTODEVICE.
+    pub(crate) interface: Option<String>,
+    /// `mss <n>`: TCP_MAXSEG (a negative one is read and left unset, as
+    /// HAProxy 2.6 leaves it on a listener).
+    pub(crate) mss: Option<i32>,
+    /// `tcp-ut <ms>`: TCP_USER_TIMEOUT, inherited by accepted sockets.
+    pub(crate) tcp_ut: Option<u32>,
+    /// `transparent`: IP_TRANSPARENT, to take connections to foreign
+    /// addresses.
+    pub(crate) transparent: bool,
+}
+
+impl BindSock {
+    /// The accept queue's length: `backlog`, else `default`.
+    pub(crate) fn backlog_or(&self, default: i32) -> i32 {
+        self.backlog.filter(|b| *b > 0).unwrap_or(default)
+    }
 }
 
 /// The name of a UNIX stream socket: a file, or a Linux abstract name.
@@ -670,6 +703,7 @@ impl PartialEq for Bind {
             unix,
             id,
             name,
+            sock,
         } = self;
         *text == o.text
             && *addrs == o.addrs
@@ -682,6 +716,7 @@ impl PartialEq for Bind {
             && *unix == o.unix
             && *id == o.id
             && *name == o.name
+            && *sock == o.sock
     }
 }
 

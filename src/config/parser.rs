@@ -28,6 +28,7 @@ mod resolverskw;
 mod retrykw;
 mod rulekw;
 mod serverkw;
+mod sockkw;
 mod sslkw;
 pub(crate) mod stickkw;
 mod tcpkw;

@@ -198,7 +198,7 @@ impl Supervisor {
         }
         // Bind what is new before changing anything.
         let mut fresh: Vec<(Arc<str>, ListenAddr, listener::Listening)> = Vec::new();
-        for (name, addr, v6, unix) in binds(&cfg) {
+        for (name, addr, v6, unix, sock) in binds(&cfg) {
             // A listener whose `v6only`/`v4v6` changed is bound again: the
             // option cannot change on a bound socket. A UNIX one is kept
             // as it is (its file's mode and owner included).
@@ -207,13 +207,30 @@ impl Supervisor {
                 None => true,
             });
             if kept || fresh.iter().any(|(_, a, _)| *a == addr) {
+                // The socket options of the new configuration, on the
+                // socket it keeps.
+                if let (Some(c), true) = (st.listeners.get(&addr), addr.ip().is_some())
+                    && let Err(e) = listener::set_bind_options(c.raw_fd(), sock, false)
+                {
+                    report.errors.push(format!(
+                        "Starting frontend {name}: cannot set socket options ({e}) [{addr}]"
+                    ));
+                    return self.finish(report);
+                }
                 continue;
             }
             let got = match (unix, addr.ip()) {
                 (Some(u), _) => listener::bind_unix(u).map(listener::Listening::Unix),
-                (None, Some(ip)) => {
-                    listener::bind_std(ip, v6.unwrap_or_default()).map(listener::Listening::Tcp)
-                }
+                (None, Some(ip)) => listener::bind_std(ip, v6.unwrap_or_default(), sock)
+                    .and_then(|l| {
+                        listener::set_bind_options(
+                            std::os::fd::AsRawFd::as_raw_fd(&l),
+                            sock,
+                            true,
+                        )?;
+                        Ok(l)
+                    })
+                    .map(listener::Listening::Tcp),
                 (None, None) => continue,
             };
             match got {
@@ -231,8 +248,10 @@ impl Supervisor {
         // can load it, and removed servers are retired by then. The same
         // list is what `show reload` prints.
         let generation = self.rt.snapshot().generation + 1;
-        let wanted: HashMap<ListenAddr, Arc<str>> =
-            binds(&cfg).into_iter().map(|(n, a, _, _)| (a, n)).collect();
+        let wanted: HashMap<ListenAddr, Arc<str>> = binds(&cfg)
+            .into_iter()
+            .map(|(n, a, _, _, _)| (a, n))
+            .collect();
         let (new, mut changes) = self.rt.publish_reload(cfg, generation);
         dispatch_queues(&new);
         if let Some(after) = new.global.hard_stop_after {
@@ -387,6 +406,7 @@ type WantedBind<'c> = (
     ListenAddr,
     Option<crate::config::model::BindV6>,
     Option<&'c crate::config::model::UnixBind>,
+    &'c crate::config::model::BindSock,
 );
 
 /// The frontends' addresses.
@@ -411,9 +431,10 @@ fn binds(cfg: &Config) -> Vec<WantedBind<'_>> {
                     };
                     let v6 = b.fd.is_none().then_some(b.v6);
                     let unix = b.unix.as_ref();
-                    addrs.into_iter().map(move |a| (a, v6, unix))
+                    let sock = &b.sock;
+                    addrs.into_iter().map(move |a| (a, v6, unix, sock))
                 })
-                .map(move |(a, v6, unix)| (name.clone(), a, v6, unix))
+                .map(move |(a, v6, unix, sock)| (name.clone(), a, v6, unix, sock))
         })
         .collect()
 }

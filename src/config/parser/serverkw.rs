@@ -79,10 +79,16 @@ impl State<'_> {
         // `check-ssl`: the server's TLS options, enabled for the checks.
         let check_tls = match &sd.tls {
             Some(t) if params.ssl && check => {
-                let t = crate::tls::upstream::ServerTlsOpts {
+                let mut t = crate::tls::upstream::ServerTlsOpts {
                     enabled: true,
                     ..t.clone()
                 };
+                if let Some(sni) = &t.check_sni {
+                    t.sni = Some(crate::tls::upstream::SniSpec::Fixed(sni.clone()));
+                }
+                if let Some(alpn) = &t.check_alpn {
+                    t.alpn = Some(alpn.clone());
+                }
                 match self.server_tls(&t, false) {
                     Ok(u) => u,
                     Err(msg) => {
@@ -626,6 +632,28 @@ pub(crate) const SERVER: &[ServerKw] = &[
     kwd("ciphersuites", opt_tls),
     kwd("ssl-min-ver", opt_tls),
     kwd("ssl-max-ver", opt_tls),
+    kwd("force-tlsv12", opt_tls),
+    kwd("force-tlsv13", opt_tls),
+    kwd("force-sslv3", opt_tls),
+    kwd("force-tlsv10", opt_tls),
+    kwd("force-tlsv11", opt_tls),
+    kwd("no-sslv3", opt_tls),
+    kwd("no-tlsv10", opt_tls),
+    kwd("no-tlsv11", opt_tls),
+    kwd("no-tlsv12", opt_tls),
+    kwd("no-tlsv13", opt_tls),
+    kwd("crl-file", opt_tls),
+    kwd("ssl-reuse", opt_tls),
+    kwd("no-ssl-reuse", opt_tls),
+    kwd("tls-tickets", opt_tls),
+    kwd("no-tls-tickets", opt_tls),
+    kwd("verifyhost", opt_tls),
+    kwd("no-verifyhost", opt_tls),
+    kwd("check-sni", opt_tls),
+    kwd("check-alpn", opt_tls),
+    kwd("allow-0rtt", opt_ignored),
+    kwd("npn", opt_ignored),
+    kwd("log-proto", opt_ignored),
     kwd("resolvers", opt_resolve),
     kwd("resolve-prefer", opt_resolve),
     kwd("resolve-net", opt_resolve),
@@ -891,6 +919,19 @@ fn opt_tls(s: &mut State<'_>, l: &mut ServerLine<'_>, w: &str, v: Option<&str>) 
             OptStep::Stop
         }
     }
+}
+
+/// An option that changes nothing under sluice ([`kw::SERVER_IGNORED`]):
+/// a notice says why.
+fn opt_ignored(s: &mut State<'_>, l: &mut ServerLine<'_>, w: &str, _: Option<&str>) -> OptStep {
+    let (n, why) = kw::ignored(kw::SERVER_IGNORED, w).unwrap_or((0, ""));
+    let ctx = l.ctx.map(|c| format!("'{c}' : ")).unwrap_or_default();
+    s.diags.push(Diagnostic::parsing(
+        Level::Notice,
+        l.loc,
+        format!("{ctx}'{w}' is accepted and ignored: {why}."),
+    ));
+    OptStep::Next(1 + n)
 }
 
 /// The balancing and check options (`lbkw.rs`).

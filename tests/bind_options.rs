@@ -1,0 +1,309 @@
+//! The socket options of `bind` lines (`backlog`, `defer-accept`, `tfo`,
+//! `mss`, `tcp-ut`), read back from the listening socket handed to each
+//! process and compared with what haproxy 2.6 sets on the same line; and
+//! the options sluice accepts with a notice, or refuses with the reason,
+//! as `-c` says them.
+
+mod support;
+
+use std::os::fd::RawFd;
+
+use support::*;
+
+/// An integer socket option of `fd` at IPPROTO_TCP.
+fn tcp_opt(fd: RawFd, name: libc::c_int) -> i32 {
+    let mut v: libc::c_int = -1;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt into a c_int of the size given, on an open socket.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            name,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    assert_eq!(
+        rc,
+        0,
+        "getsockopt({name}): {}",
+        std::io::Error::last_os_error()
+    );
+    v
+}
+
+/// The accept queue's length of the listening socket `fd` (TCP_INFO's
+/// `tcpi_sacked` on a listener: the backlog listen(2) was given, capped by
+/// `net.core.somaxconn`).
+fn backlog(fd: RawFd) -> u32 {
+    // SAFETY: getsockopt into a zeroed tcp_info of the size given.
+    unsafe {
+        let mut info: libc::tcp_info = std::mem::zeroed();
+        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+        let rc = libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        );
+        assert_eq!(rc, 0);
+        info.tcpi_sacked
+    }
+}
+
+/// What a listening socket says of the options in question.
+fn options(fd: RawFd) -> [(&'static str, i64); 5] {
+    [
+        ("backlog", backlog(fd) as i64),
+        (
+            "TCP_DEFER_ACCEPT",
+            tcp_opt(fd, libc::TCP_DEFER_ACCEPT) as i64,
+        ),
+        ("TCP_FASTOPEN", tcp_opt(fd, libc::TCP_FASTOPEN) as i64),
+        ("TCP_MAXSEG", tcp_opt(fd, libc::TCP_MAXSEG) as i64),
+        (
+            "TCP_USER_TIMEOUT",
+            tcp_opt(fd, libc::TCP_USER_TIMEOUT) as i64,
+        ),
+    ]
+}
+
+fn config(bind: &str) -> String {
+    format!(
+        "defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {bind}
+    http-request return status 200 content-type text/plain string ok
+"
+    )
+}
+
+/// The same `bind` line under haproxy and sluice leaves the same options
+/// on the socket each was handed; without them, both leave the socket's
+/// (the test's listen(2) backlog, no TCP_DEFER_ACCEPT...) as it came.
+#[test]
+fn socket_options_are_set_as_haproxy_sets_them() {
+    if !support::haproxy::available() {
+        return;
+    }
+    for opts in [
+        "backlog 7 defer-accept tfo mss 1200 tcp-ut 3s",
+        "tfo backlog 33",
+        "mss -1300 tcp-ut 1500",
+    ] {
+        let fronts = listens(2);
+        let before = options(fronts[0].fd());
+        let _hap = support::haproxy::Haproxy::start(
+            "bindopts-hap",
+            &config(&format!("{} {opts}", fronts[0])),
+            &[&fronts[0]],
+        );
+        let _sl = Sluice::start(&config(&format!("{} {opts}", fronts[1])));
+        let (h, s) = (options(fronts[0].fd()), options(fronts[1].fd()));
+        assert_eq!(h, s, "{opts}: haproxy then sluice");
+        assert_ne!(h, before, "{opts}: the options changed the socket");
+    }
+    // A negative `mss` leaves the socket's MSS alone, in both.
+    let fronts = listens(2);
+    let before = options(fronts[0].fd());
+    let _hap = support::haproxy::Haproxy::start(
+        "bindopts-hap",
+        &config(&format!("{} mss -36", fronts[0])),
+        &[&fronts[0]],
+    );
+    let _sl = Sluice::start(&config(&format!("{} mss -36", fronts[1])));
+    for f in &fronts {
+        assert_eq!(options(f.fd()), before, "mss -36");
+    }
+}
+
+/// What `ss` shows of the socket listening on port `port`: its local
+/// address (`<ip>%<device>:<port>` when bound to a device), once one
+/// listens there.
+async fn listening_as(port: u16) -> String {
+    let mut found = String::new();
+    wait_until(std::time::Duration::from_secs(10), "the listener", || {
+        let out = std::process::Command::new("ss")
+            .args(["-ltnH", &format!("sport = :{port}")])
+            .output()
+            .expect("ss");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        found = text.split_whitespace().nth(3).unwrap_or("").to_string();
+        let ok = !found.is_empty();
+        async move { ok }
+    })
+    .await;
+    found
+}
+
+/// `interface` (SO_BINDTODEVICE) on sockets each process binds, as
+/// haproxy binds them. It needs privileges: skipped, saying so, without.
+#[tokio::test]
+async fn interface_binds_as_with_haproxy() {
+    if !support::haproxy::available() {
+        return;
+    }
+    let probe = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    if probe.bind_device(Some(b"lo")).is_err() {
+        eprintln!("skipped: SO_BINDTODEVICE needs CAP_NET_RAW");
+        return;
+    }
+    let (_held, [hp, sp]) = hold_ports::<2>();
+    let bind = |p: u16| format!("127.0.0.1:{p} interface lo");
+    let _hap = support::haproxy::Haproxy::start("bindopts-dev", &config(&bind(hp)), &[]);
+    let _sl = Sluice::start(&config(&bind(sp)));
+    assert_eq!(
+        listening_as(hp).await,
+        format!("127.0.0.1%lo:{hp}"),
+        "haproxy"
+    );
+    assert_eq!(
+        listening_as(sp).await,
+        format!("127.0.0.1%lo:{sp}"),
+        "sluice"
+    );
+}
+
+/// The accept queue length `ss` shows for the socket listening on
+/// 127.0.0.1:`port` (its Send-Q), once one listens there.
+async fn listen_queue(port: u16) -> u32 {
+    let mut found = None;
+    wait_until(std::time::Duration::from_secs(10), "the listener", || {
+        let out = std::process::Command::new("ss")
+            .args(["-ltnH", &format!("sport = :{port}")])
+            .output()
+            .expect("ss");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        found = text
+            .split_whitespace()
+            .nth(2)
+            .and_then(|q| q.parse::<u32>().ok());
+        let ok = found.is_some();
+        async move { ok }
+    })
+    .await;
+    found.unwrap_or(0)
+}
+
+/// `backlog` on a socket each process binds itself: the queue listen(2)
+/// was given, as haproxy gives it. (A socket handed over listening keeps
+/// its queue, in both.)
+#[tokio::test]
+async fn backlog_is_the_listen_queue_as_with_haproxy() {
+    if !support::haproxy::available() {
+        return;
+    }
+    let (_held, [hp, sp]) = hold_ports::<2>();
+    let _hap = support::haproxy::Haproxy::start(
+        "bindopts-backlog",
+        &config(&format!("127.0.0.1:{hp} backlog 17")),
+        &[],
+    );
+    let _sl = Sluice::start(&config(&format!("127.0.0.1:{sp} backlog 17")));
+    assert_eq!(listen_queue(hp).await, 17, "haproxy");
+    assert_eq!(listen_queue(sp).await, 17, "sluice");
+}
+
+/// `-c`: the options sluice cannot honour are accepted with a notice that
+/// says why (never silently), or refused with the reason; the values it
+/// reads give HAProxy's messages.
+#[test]
+fn check_says_what_becomes_of_each_option() {
+    let dir = TempDir::new("bindopts-check");
+    let run = |bind_opts: &str, server_opts: &str| {
+        let cfg = format!(
+            "{}backend be\n    server s 127.0.0.1:1 {server_opts}\n",
+            config(&format!("127.0.0.1:1 {bind_opts}"))
+        );
+        let p = dir.write("t.cfg", &cfg);
+        run_sluice(&["-c", "-f", p.to_str().unwrap()], None)
+    };
+    for (bind, server, said) in [
+        (
+            "nice 10",
+            "",
+            "'bind 127.0.0.1:1' : 'nice' is accepted and ignored: sluice's threads serve every listener's connections alike",
+        ),
+        (
+            "thread 1 process 1 shards 2",
+            "",
+            "'shards' is accepted and ignored: each of sluice's threads accepts on every listener, through one socket.",
+        ),
+        (
+            "npn h2",
+            "",
+            "'npn' is accepted and ignored: rustls has no NPN",
+        ),
+        (
+            "",
+            "allow-0rtt npn h2",
+            "'server be/s' : 'npn' is accepted and ignored: rustls has no NPN",
+        ),
+        (
+            "",
+            "log-proto octet-count",
+            "'log-proto' is accepted and ignored: only the servers of a 'ring' section send logs",
+        ),
+    ] {
+        let out = run(bind, server);
+        assert_eq!(out.code(), Some(0), "{bind}/{server}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("[NOTICE]") && out.stderr.contains(said),
+            "{bind}/{server}: {}",
+            out.stderr
+        );
+    }
+    for (bind, server, said) in [
+        (
+            "force-tlsv10",
+            "",
+            "'force-tlsv10' : TLS versions below TLSv1.2 are not supported by sluice",
+        ),
+        (
+            "",
+            "ssl verify none force-tlsv11",
+            "'force-tlsv11' : TLS versions below TLSv1.2 are not supported by sluice",
+        ),
+        (
+            "namespace blue",
+            "",
+            "'namespace' : network namespaces are not supported by sluice",
+        ),
+    ] {
+        let out = run(bind, server);
+        assert_eq!(out.code(), Some(1), "{bind}/{server}: {}", out.stderr);
+        assert!(out.stderr.contains(said), "{bind}/{server}: {}", out.stderr);
+    }
+}
+
+/// Bad values of the socket options: haproxy's exit code and message.
+#[test]
+fn bad_socket_option_values_are_refused_as_haproxy_refuses_them() {
+    if !support::haproxy::available() {
+        return;
+    }
+    let cases = [
+        "backlog",
+        "backlog 12",
+        "defer-accept tfo",
+        "mss",
+        "mss 70000",
+        "mss 1400",
+        "tcp-ut",
+        "tcp-ut x",
+        "tcp-ut 20s",
+        "interface",
+        "curves",
+        "ecdhe",
+    ]
+    .map(|o| (o.to_string(), config(&format!("127.0.0.1:1 {o}"))));
+    support::haproxy::assert_check_agrees("bindopts-values", cases, |e| {
+        support::haproxy::first_alert(e)
+    });
+}
