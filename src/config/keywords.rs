@@ -347,7 +347,6 @@ pub const SERVER_SUPPORTED: &[&str] = &names::<_, { parser::SERVER.len() }>(pars
 pub(crate) const SERVER_UNSUPPORTED: &[&str] = &[
     "track",
     "check-send-proxy",
-    "redir",
     "source",
     "namespace",
     "pool-max-conn",

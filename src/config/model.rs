@@ -1483,6 +1483,9 @@ pub(crate) struct Server {
     pub(crate) srvrecord: Option<String>,
     /// `agent-check` with its port.
     pub(crate) agent: Option<AgentParams>,
+    /// `redir <prefix>`: GET and HEAD requests to this server are answered
+    /// with a 302 to `<prefix><path>` instead.
+    pub(crate) redir: Option<String>,
 }
 
 /// `observe layer4|layer7`: passive health from live traffic.

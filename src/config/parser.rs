@@ -124,6 +124,8 @@ pub(crate) struct ServerDefaults {
     pub(crate) id: Option<u32>,
     /// `cookie <value>`.
     pub(crate) cookie: Option<String>,
+    /// `redir <prefix>`.
+    pub(crate) redir: Option<String>,
     /// `ssl` and its options (None: plain TCP).
     pub(crate) tls: Option<crate::tls::upstream::ServerTlsOpts>,
     /// `resolvers <name>` and the `resolve-*` options (the name empty
@@ -153,6 +155,7 @@ impl Default for ServerDefaults {
             },
             id: None,
             cookie: None,
+            redir: None,
             tls: None,
             resolve: ServerResolve {
                 resolvers: String::new(),

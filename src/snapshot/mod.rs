@@ -209,6 +209,8 @@ pub(crate) struct BackendRt {
     pub(crate) buffer_request: bool,
     pub(crate) balance: Balance,
     pub(crate) servers: Vec<ServerRt>,
+    /// Some server has `redir`: the server a request gets is looked up.
+    pub(crate) redirs: bool,
     /// Balancing state (algorithm, map/ring, round-robin position).
     pub(crate) lb: Lb,
     /// What active checks do (TCP connect, `option httpchk`, `tcp-check`).
@@ -294,6 +296,8 @@ pub(crate) struct ServerRt {
     pub(crate) srvrecord: Option<Arc<str>>,
     /// `agent-inter` (None: no agent check, or the check's `inter`).
     pub(crate) agent_inter: Option<std::time::Duration>,
+    /// `redir <prefix>`.
+    pub(crate) redir: Option<Arc<str>>,
 }
 
 /// HAProxy's default when neither global nor frontend sets `maxconn`
@@ -635,6 +639,7 @@ impl Compiler<'_> {
             acls,
             forwardfor: p.forwardfor.clone(),
             errorfiles: p.errorfiles.clone(),
+            redirs: servers.iter().any(|s| s.redir.is_some()),
             servers,
             log: log_setup::LogSetup::compile(&p.log, &config.global.log).map(Arc::new),
             fullconn: p
@@ -897,6 +902,7 @@ fn server_rt(s: &crate::config::model::Server, sid: u32, st: Arc<ServerState>) -
         check_tls: s.check_tls.clone(),
         resolve: s.resolve.clone(),
         srvrecord: s.srvrecord.as_deref().map(Arc::from),
+        redir: s.redir.as_deref().map(Arc::from),
         agent_inter: s
             .agent
             .as_ref()

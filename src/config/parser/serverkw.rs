@@ -167,6 +167,7 @@ impl State<'_> {
             resolve,
             init_addr: sd.init_addr.clone(),
             srvrecord: None,
+            redir: sd.redir.clone(),
             agent,
             name: name.clone(),
             addr_text: addr_text.clone(),
@@ -651,6 +652,7 @@ pub(crate) const SERVER: &[ServerKw] = &[
     kwd("no-verifyhost", opt_tls),
     kwd("check-sni", opt_tls),
     kwd("check-alpn", opt_tls),
+    kwd("redir", opt_redir),
     kwd("allow-0rtt", opt_ignored),
     kwd("npn", opt_ignored),
     kwd("log-proto", opt_ignored),
@@ -916,6 +918,20 @@ fn opt_tls(s: &mut State<'_>, l: &mut ServerLine<'_>, w: &str, v: Option<&str>) 
         Ok(step) => OptStep::Next(step),
         Err(msg) => {
             s.server_at(l, msg);
+            OptStep::Stop
+        }
+    }
+}
+
+/// `redir <prefix>`.
+fn opt_redir(s: &mut State<'_>, l: &mut ServerLine<'_>, _: &str, v: Option<&str>) -> OptStep {
+    match v.filter(|v| !v.is_empty()) {
+        Some(v) => {
+            l.sd.redir = Some(v.to_string());
+            OptStep::Next(2)
+        }
+        None => {
+            s.server_at(l, "'redir' expects <prefix> as argument..".to_string());
             OptStep::Stop
         }
     }
