@@ -2021,3 +2021,155 @@ frontend fe
     }
     d.assert_none();
 }
+
+/// A TLS server (`pem`) answering each request with the version of its
+/// connection and whether the handshake resumed a session; `tickets_only`:
+/// it keeps no sessions, so only a client with a ticket resumes.
+async fn tls_version_backend(pem: &str, tickets_only: bool) -> SocketAddr {
+    let chain: Vec<CertificateDer<'static>> =
+        rustls::pki_types::pem::PemObject::pem_slice_iter(pem.as_bytes())
+            .collect::<Result<_, _>>()
+            .unwrap();
+    let key = rustls::pki_types::pem::PemObject::from_pem_slice(pem.as_bytes()).unwrap();
+    let mut cfg = rustls::ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .unwrap();
+    if tickets_only {
+        cfg.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
+        cfg.ticketer = rustls::crypto::ring::Ticketer::new().unwrap();
+    }
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(cfg));
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let a = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = l.accept().await {
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let c = tls.get_ref().1;
+                let body = format!("{:?} {:?}", c.protocol_version(), c.handshake_kind());
+                let mut r = BufReader::new(tls);
+                let mut head = String::new();
+                loop {
+                    let mut line = String::new();
+                    match tokio::io::AsyncBufReadExt::read_line(&mut r, &mut line).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(_) => {}
+                    }
+                    head.push_str(&line);
+                    if line == "\r\n" {
+                        break;
+                    }
+                }
+                let resp = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = r.get_mut().write_all(resp.as_bytes()).await;
+                let _ = r.get_mut().shutdown().await;
+            });
+        }
+    });
+    a
+}
+
+/// The TLS options of server lines, seen by the server: version pins
+/// (`force-tlsv12`, `force-tlsv13`, `no-tlsv13`, `no-tlsv12`), session
+/// reuse (`no-ssl-reuse`: every connection a full handshake; by default
+/// the next one resumes), and `verifyhost` (the certificate checked
+/// against that name, whatever the SNI).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_tls_options_as_the_server_sees_them() {
+    let ca = Ca::new("backend CA");
+    let upstream = tls_version_backend(&ca.leaf(&["backend.test"]), false).await;
+    let ticketing = tls_version_backend(&ca.leaf(&["backend.test"]), true).await;
+    let fe = Listen::new();
+    let dir = TempDir::new("tlssrvopts");
+    let ca_file = write(dir.path(), "ca.pem", &ca.pem());
+    let mut backends = String::new();
+    for (name, opts) in [
+        ("f12", "verify none force-tlsv12"),
+        ("f13", "verify none force-tlsv13"),
+        ("n13", "verify none no-tlsv13"),
+        ("n12", "verify none no-tlsv12"),
+        ("reuse", "verify none"),
+        ("noreuse", "verify none no-ssl-reuse"),
+        ("ids12", "verify none force-tlsv12 no-tls-tickets"),
+        (
+            "hostok",
+            &format!("ca-file {ca_file} sni str(other.test) verifyhost backend.test"),
+        ),
+        (
+            "hostbad",
+            &format!("ca-file {ca_file} sni str(backend.test) verifyhost wrong.test"),
+        ),
+        (
+            "hostno",
+            &format!("ca-file {ca_file} verifyhost wrong.test no-verifyhost"),
+        ),
+    ] {
+        backends.push_str(&format!(
+            "backend {name}\n    retries 0\n    server s {upstream} ssl {opts}\n"
+        ));
+    }
+    // A server that resumes TLS 1.2 sessions by ticket only.
+    for (name, opts) in [
+        ("tk12", "verify none force-tlsv12"),
+        ("notk12", "verify none force-tlsv12 no-tls-tickets"),
+    ] {
+        backends.push_str(&format!(
+            "backend {name}\n    retries 0\n    server s {ticketing} ssl {opts}\n"
+        ));
+    }
+    let _s = Sluice::start(&format!(
+        "defaults
+    mode http
+    timeout connect 2s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {fe}
+    use_backend %[path,field(2,/)]
+{backends}"
+    ));
+    let front = fe.addr();
+    let ask = |b: &'static str| async move {
+        let r = get(front, &format!("/{b}")).await;
+        (r.status, r.text())
+    };
+    let full = |v: &str| format!("Some({v}) Some(Full)");
+    assert_eq!(ask("f12").await, (200, full("TLSv1_2")));
+    assert_eq!(ask("f13").await, (200, full("TLSv1_3")));
+    assert_eq!(ask("n13").await, (200, full("TLSv1_2")));
+    assert_eq!(ask("n12").await, (200, full("TLSv1_3")));
+    // The server closes each connection: the second one resumes, unless
+    // `no-ssl-reuse`.
+    assert_eq!(ask("reuse").await, (200, full("TLSv1_3")));
+    assert_eq!(
+        ask("reuse").await,
+        (200, "Some(TLSv1_3) Some(Resumed)".to_string())
+    );
+    assert_eq!(ask("noreuse").await, (200, full("TLSv1_3")));
+    assert_eq!(ask("noreuse").await, (200, full("TLSv1_3")));
+    // TLS 1.2 without tickets resumes by session id, not by ticket.
+    assert_eq!(ask("ids12").await, (200, full("TLSv1_2")));
+    assert_eq!(
+        ask("ids12").await,
+        (200, "Some(TLSv1_2) Some(Resumed)".to_string())
+    );
+    assert_eq!(ask("tk12").await, (200, full("TLSv1_2")));
+    assert_eq!(
+        ask("tk12").await,
+        (200, "Some(TLSv1_2) Some(Resumed)".to_string())
+    );
+    assert_eq!(ask("notk12").await, (200, full("TLSv1_2")));
+    assert_eq!(ask("notk12").await, (200, full("TLSv1_2")));
+    assert_eq!(ask("hostok").await.0, 200);
+    assert_eq!(ask("hostbad").await.0, 503);
+    assert_eq!(ask("hostno").await.0, 200);
+}
