@@ -396,3 +396,63 @@ backend be
     }
     d.assert_none();
 }
+
+/// `pool-max-conn 0` and `pool-purge-delay 0` keep no idle connection to
+/// the server: separate clients each get a new one (`connect`), where by
+/// default the second reuses the first's (`reuse`); as haproxy counts
+/// them.
+#[tokio::test]
+async fn pool_max_conn_zero_keeps_no_idle_connection_as_haproxy() {
+    if !support::haproxy::available() {
+        return;
+    }
+    let backend = Backend::start("pooled").await;
+    let dir = TempDir::new("poolmax");
+    let mut d = support::haproxy::Differences::default();
+    for (opts, connects) in [("", 1), ("pool-max-conn 0", 3), ("pool-purge-delay 0", 3)] {
+        let fronts = listens(2);
+        let cfg = |front: &Listen, sock: &str| {
+            format!(
+                "global
+    stats socket {sock} level admin
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {front}
+    default_backend be
+backend be
+    http-reuse always
+    server s1 {} {opts}
+",
+                backend.hostport()
+            )
+        };
+        let hsock = dir.join("hap.sock");
+        let _hap = support::haproxy::Haproxy::start(
+            "poolmax-hap",
+            &cfg(&fronts[0], hsock.to_str().unwrap()),
+            &[&fronts[0]],
+        );
+        let sl = Sluice::start(&cfg(&fronts[1], "@DIR@/stats.sock"));
+        for f in &fronts {
+            // One client after the other, each on its own connection.
+            for _ in 0..3 {
+                let mut c = HttpConn::connect(f.addr()).await;
+                assert_eq!(c.get("/").await.status, 200);
+            }
+        }
+        let (h, s) = (show_stat(&hsock).await, show_stat(&sl.stats_socket()).await);
+        for field in ["connect", "reuse"] {
+            d.compare(
+                format!("{opts:?} be/s1 {field}"),
+                &h.get("be", "s1", field),
+                &s.get("be", "s1", field),
+            );
+        }
+        assert_eq!(s.num("be", "s1", "connect"), connects, "{opts:?}");
+    }
+    d.assert_none();
+}

@@ -1542,6 +1542,9 @@ pub(crate) struct ServerOpts {
     pub(crate) dynamic: bool,
     /// `non-stick`: `stick` rules never store it.
     pub(crate) non_stick: bool,
+    /// `pool-max-conn <n>` (`pool-purge-delay 0`: 0): idle connections
+    /// kept for reuse at most; None: no limit but the process's.
+    pub(crate) pool_max_conn: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -863,6 +863,7 @@ fn server_settings(p: &Proxy, s: &crate::config::model::Server) -> ServerSetting
             Some(Observe::Layer7) => crate::state::OBSERVE_L7,
         },
         send_proxy: s.opts.send_proxy,
+        pool_max: s.opts.pool_max_conn.unwrap_or(u32::MAX),
         shutdown_on_down: s.opts.shutdown_on_down,
         cuttable: s.opts.shutdown_on_down || cut_by_active,
         checks_enabled: !s.opts.dynamic,

@@ -653,6 +653,9 @@ pub(crate) const SERVER: &[ServerKw] = &[
     kwd("check-sni", opt_tls),
     kwd("check-alpn", opt_tls),
     kwd("redir", opt_redir),
+    kwd("pool-max-conn", opt_pool),
+    kwd("pool-purge-delay", opt_pool),
+    kwd("pool-low-conn", opt_pool),
     kwd("allow-0rtt", opt_ignored),
     kwd("npn", opt_ignored),
     kwd("log-proto", opt_ignored),
@@ -935,6 +938,66 @@ fn opt_redir(s: &mut State<'_>, l: &mut ServerLine<'_>, _: &str, v: Option<&str>
             OptStep::Stop
         }
     }
+}
+
+/// `pool-max-conn <n>` (-1: no limit), `pool-purge-delay <time>` (0: no
+/// idle connection is kept; others: a notice, sluice purges none on a
+/// timer), `pool-low-conn <n>` (a notice), with HAProxy 2.6's messages.
+fn opt_pool(s: &mut State<'_>, l: &mut ServerLine<'_>, w: &str, v: Option<&str>) -> OptStep {
+    let Some(v) = v.filter(|v| !v.is_empty()) else {
+        s.server_at(l, format!("'{w}' expects <value> as argument.."));
+        return OptStep::Stop;
+    };
+    let notice = |s: &mut State<'_>, l: &ServerLine<'_>, why: &str| {
+        let ctx = l.ctx.map(|c| format!("'{c}' : ")).unwrap_or_default();
+        s.diags.push(Diagnostic::parsing(
+            Level::Notice,
+            l.loc,
+            format!("{ctx}'{w}' is accepted and ignored: {why}."),
+        ));
+    };
+    match w {
+        "pool-max-conn" => {
+            // atol(), as HAProxy reads it.
+            let digits: String = v
+                .trim_start_matches('-')
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            let n: i64 = digits.parse().unwrap_or(0);
+            let n = if v.starts_with('-') { -n } else { n };
+            if n < -1 {
+                s.server_at(l, "'pool-max-conn' must be >= -1.".to_string());
+                return OptStep::Stop;
+            }
+            l.sd.opts.pool_max_conn = u32::try_from(n).ok();
+        }
+        "pool-purge-delay" => match parse_time(v) {
+            Ok(d) if d.is_zero() => l.sd.opts.pool_max_conn = Some(0),
+            Ok(_) => notice(
+                s,
+                l,
+                "sluice purges no idle server connection on a timer, it keeps each until the server closes it or a request reuses it",
+            ),
+            Err(crate::config::units::TimeError::BadChar(c)) => {
+                s.server_at(
+                    l,
+                    format!("unexpected character '{c}' in argument to <pool-purge-delay>.."),
+                );
+                return OptStep::Stop;
+            }
+            Err(_) => {
+                s.server_at(l, format!("'{w}' expects <value> as argument.."));
+                return OptStep::Stop;
+            }
+        },
+        _ => notice(
+            s,
+            l,
+            "each of sluice's threads takes an idle connection from another's list whenever its own has none",
+        ),
+    }
+    OptStep::Next(2)
 }
 
 /// An option that changes nothing under sluice ([`kw::SERVER_IGNORED`]):
