@@ -292,6 +292,8 @@ fn bad_socket_option_values_are_refused_as_haproxy_refuses_them() {
     let cases = [
         "backlog",
         "backlog 12",
+        "maxconn",
+        "maxconn 10",
         "defer-accept tfo",
         "mss",
         "mss 70000",

@@ -398,6 +398,7 @@ pub const BIND_SUPPORTED: &[&str] = &[
     "crl-file",
     "ca-verify-file",
     "backlog",
+    "maxconn",
     "defer-accept",
     "tfo",
     "interface",
@@ -408,7 +409,6 @@ pub const BIND_SUPPORTED: &[&str] = &[
 
 pub(crate) const BIND_UNSUPPORTED: &[&str] = &[
     "accept-netscaler-cip",
-    "maxconn",
     "expose-fd",
     "quic-cc-algo",
     "ocsp-update",

@@ -601,6 +601,9 @@ pub(crate) struct Bind {
 pub(crate) struct BindSock {
     /// `backlog <n>`: the accept queue's length (listen(2)).
     pub(crate) backlog: Option<i32>,
+    /// `maxconn <n>`: connections this listener serves at once; the next
+    /// ones wait in the kernel's backlog.
+    pub(crate) maxconn: Option<u32>,
     /// `defer-accept`: TCP_DEFER_ACCEPT, the connection is accepted once
     /// data came.
     pub(crate) defer_accept: bool,
@@ -619,9 +622,12 @@ pub(crate) struct BindSock {
 }
 
 impl BindSock {
-    /// The accept queue's length: `backlog`, else `default`.
+    /// The accept queue's length: `backlog`, else (as HAProxy) the
+    /// listener's `maxconn`, else `default`.
     pub(crate) fn backlog_or(&self, default: i32) -> i32 {
-        self.backlog.filter(|b| *b > 0).unwrap_or(default)
+        self.backlog
+            .or(self.maxconn.map(|m| m.min(i32::MAX as u32) as i32))
+            .unwrap_or(default)
     }
 }
 

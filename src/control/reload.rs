@@ -54,6 +54,8 @@ pub(crate) struct Supervisor {
 struct Bound {
     listeners: HashMap<ListenAddr, Arc<ListenerCtl>>,
     limits: HashMap<String, (Arc<Semaphore>, u32)>,
+    /// `bind ... maxconn`: each listener's own limit and its size.
+    listener_limits: HashMap<ListenAddr, (Arc<Semaphore>, u32)>,
 }
 
 static SUPERVISOR: OnceLock<Arc<Supervisor>> = OnceLock::new();
@@ -98,6 +100,7 @@ impl Supervisor {
             let snap = sup.rt.snapshot();
             for (name, addr, l) in bound {
                 let limit = sup.limit_for(&mut st, &snap, &name);
+                let own = listener_limit_for(&mut st, &snap, &name, &addr);
                 let ctl = listener::spawn(
                     sup.rt.clone(),
                     l,
@@ -105,6 +108,7 @@ impl Supervisor {
                     Binding {
                         frontend: name,
                         limit,
+                        own,
                     },
                     sup.global_max.clone(),
                 )?;
@@ -268,10 +272,12 @@ impl Supervisor {
             match wanted.get(&addr).filter(|_| !replaced) {
                 Some(name) => {
                     let limit = self.limit_for(&mut st, &new, name);
+                    let own = listener_limit_for(&mut st, &new, name, &addr);
                     if let Some(ctl) = st.listeners.get(&addr) {
                         ctl.rebind(Binding {
                             frontend: name.clone(),
                             limit,
+                            own,
                         });
                     }
                 }
@@ -291,6 +297,7 @@ impl Supervisor {
         }
         for (name, addr, l) in fresh {
             let limit = self.limit_for(&mut st, &new, &name);
+            let own = listener_limit_for(&mut st, &new, &name, &addr);
             match listener::spawn(
                 self.rt.clone(),
                 l,
@@ -298,6 +305,7 @@ impl Supervisor {
                 Binding {
                     frontend: name.clone(),
                     limit,
+                    own,
                 },
                 self.global_max.clone(),
             ) {
@@ -498,6 +506,33 @@ impl ControlSignals {
             }
         });
     }
+}
+
+/// The limit of the listener on `addr` of `frontend` (`bind ... maxconn`),
+/// kept across reloads as the frontends' are (resized in place); None when
+/// its line has none.
+fn listener_limit_for(
+    st: &mut Bound,
+    snap: &Snapshot,
+    frontend: &str,
+    addr: &ListenAddr,
+) -> Option<Arc<Semaphore>> {
+    let max = snap
+        .frontends()
+        .find(|f| &*f.name == frontend)
+        .and_then(|f| f.bind_maxconn.iter().find(|(a, _)| a == addr))
+        .map(|(_, n)| (*n).max(1));
+    let Some(max) = max else {
+        st.listener_limits.remove(addr);
+        return None;
+    };
+    let entry = st
+        .listener_limits
+        .entry(addr.clone())
+        .or_insert_with(|| (Arc::new(Semaphore::new(max as usize)), max));
+    resize_limit(&entry.0, entry.1, max);
+    entry.1 = max;
+    Some(entry.0.clone())
 }
 
 /// Changes a connection limit in place: connections holding permits keep

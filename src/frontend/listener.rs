@@ -12,7 +12,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 use tokio::net::TcpStream;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Semaphore;
 
 use crate::config::model::{BindProto, BindV6, ListenAddr, Mode, UnixBind, UnixName};
 use crate::snapshot::client::ClientConn;
@@ -28,6 +28,8 @@ const BACKLOG: i32 = 1024;
 pub(crate) struct Binding {
     pub(crate) frontend: Arc<str>,
     pub(crate) limit: Arc<Semaphore>,
+    /// `bind ... maxconn`: the listener's own limit.
+    pub(crate) own: Option<Arc<Semaphore>>,
 }
 
 /// What the accept loops of a listener are to do.
@@ -217,9 +219,15 @@ async fn accept_loop(
                 Err(_) => return,
             },
             r = async {
+                // The listener's own slot first, as HAProxy's listener
+                // stops accepting before its frontend does.
+                let own = match &binding.own {
+                    Some(o) => Some(o.clone().acquire_owned().await.ok()?),
+                    None => None,
+                };
                 let l = binding.limit.clone().acquire_owned().await.ok()?;
                 let g = global.clone().acquire_owned().await.ok()?;
-                Some([g, l])
+                Some(([g, l], own))
             } => r,
         };
         let Some(permits) = permits else { return };
@@ -245,7 +253,7 @@ async fn accept_loop(
 fn serve_new(
     rt: &Arc<Runtime>,
     frontend: &Arc<str>,
-    permits: [OwnedSemaphorePermit; 2],
+    permits: crate::snapshot::client::Permits,
     stream: std::net::TcpStream,
     peer: Option<SocketAddr>,
     local: &ListenAddr,
@@ -285,6 +293,13 @@ async fn drain(
     let until = tokio::time::Instant::now() + DRAIN_MAX;
     loop {
         loop {
+            let own = match &binding.own {
+                Some(o) => match o.clone().try_acquire_owned() {
+                    Ok(p) => Some(p),
+                    Err(_) => return,
+                },
+                None => None,
+            };
             let Ok(l) = binding.limit.clone().try_acquire_owned() else {
                 return;
             };
@@ -292,9 +307,14 @@ async fn drain(
                 return;
             };
             match listener.get_ref().accept_stream() {
-                Ok((stream, peer)) => {
-                    serve_new(rt, &binding.frontend, [g, l], stream, peer, &ctl.addr)
-                }
+                Ok((stream, peer)) => serve_new(
+                    rt,
+                    &binding.frontend,
+                    ([g, l], own),
+                    stream,
+                    peer,
+                    &ctl.addr,
+                ),
                 Err(e) if e.kind() == std::io::ErrorKind::ConnectionAborted => {}
                 // Nothing left (WouldBlock), or an error that more tries
                 // would meet again.
@@ -523,7 +543,7 @@ pub(crate) struct TlsAccept {
 fn open_client(
     rt: &Arc<Runtime>,
     frontend: &Arc<str>,
-    permits: [OwnedSemaphorePermit; 2],
+    permits: crate::snapshot::client::Permits,
     stream: &tokio::net::TcpStream,
     peer: Option<SocketAddr>,
     local: &ListenAddr,
@@ -693,7 +713,7 @@ pub(crate) fn set_bind_options(
         }
         Ok(())
     }
-    if fresh && sock.backlog.is_some() {
+    if fresh && (sock.backlog.is_some() || sock.maxconn.is_some()) {
         // SAFETY: listen on a bound socket the caller owns; on one that
         // listens already it changes the queue's length.
         if unsafe { libc::listen(fd, sock.backlog_or(BACKLOG)) } < 0 {

@@ -93,6 +93,8 @@ pub(crate) struct FrontendRt {
     pub(crate) accept_proxy: Vec<ListenAddr>,
     /// Listening addresses with `proto h1` or `proto h2`.
     pub(crate) bind_protos: Vec<(ListenAddr, crate::config::model::BindProto)>,
+    /// `bind ... maxconn`: the listeners with a limit of their own.
+    pub(crate) bind_maxconn: Vec<(ListenAddr, u32)>,
     /// The HTTP/2 settings and limits of its connections.
     pub(crate) h2: h2_limits::Limits,
     /// `tcp-request connection` / `session` / `content` rules,
@@ -739,6 +741,12 @@ impl Compiler<'_> {
                 .iter()
                 .filter(|b| b.proto != crate::config::model::BindProto::Auto)
                 .flat_map(|b| listening_addrs(b).into_iter().map(move |a| (a, b.proto)))
+                .collect(),
+            bind_maxconn: p
+                .binds
+                .iter()
+                .filter_map(|b| Some((b, b.sock.maxconn?)))
+                .flat_map(|(b, n)| listening_addrs(b).into_iter().map(move |a| (a, n)))
                 .collect(),
             h2: h2_limits::Limits::of(&config.global),
             tcp_connection: tcp_rules(&p.tcp_connection, &acls),

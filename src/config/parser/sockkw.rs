@@ -1,4 +1,4 @@
-//! The socket options of `bind` lines (`backlog`, `defer-accept`, `tfo`, `interface`, `mss`, `tcp-ut`, `transparent`,
+//! The socket options of `bind` lines (`backlog`, `maxconn`, `defer-accept`, `tfo`, `interface`, `mss`, `tcp-ut`, `transparent`,
 //! `namespace`), read into [`BindSock`] with HAProxy 2.6's messages; the
 //! listener sets them on its socket (`frontend::sockopt`).
 
@@ -11,6 +11,7 @@ pub(super) const OLD_TLS: &str = "TLS versions below TLSv1.2 are not supported b
 
 const BIND_SOCKOPTS: &[&str] = &[
     "backlog",
+    "maxconn",
     "defer-accept",
     "tfo",
     "interface",
@@ -44,10 +45,14 @@ pub(super) fn bind_sockopt(
 ) -> Result<usize, String> {
     let arg = arg.filter(|a| !a.is_empty());
     match w {
-        "backlog" => {
-            let a = arg.ok_or("'backlog' : missing value")?;
+        "backlog" | "maxconn" => {
+            let a = arg.ok_or_else(|| format!("'{w}' : missing value"))?;
             let n = atol(a).clamp(0, i32::MAX as i64);
-            sock.backlog = (n > 0).then_some(n as i32);
+            if w == "backlog" {
+                sock.backlog = (n > 0).then_some(n as i32);
+            } else {
+                sock.maxconn = (n > 0).then_some(n as u32);
+            }
             Ok(2)
         }
         "defer-accept" => {
