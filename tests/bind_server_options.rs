@@ -248,6 +248,11 @@ fn check_says_what_becomes_of_each_option() {
         ),
         (
             "",
+            "max-reuse 10 pool-low-conn 2",
+            "'max-reuse' is accepted and ignored: as HAProxy 2.6 with HTTP/1 servers",
+        ),
+        (
+            "",
             "log-proto octet-count",
             "'log-proto' is accepted and ignored: only the servers of a 'ring' section send logs",
         ),
@@ -401,17 +406,25 @@ backend be
 
 /// `pool-max-conn 0` and `pool-purge-delay 0` keep no idle connection to
 /// the server: separate clients each get a new one (`connect`), where by
-/// default the second reuses the first's (`reuse`); as haproxy counts
-/// them.
+/// default the second reuses the first's (`reuse`), whatever `max-reuse`
+/// says; as haproxy counts them.
 #[tokio::test]
-async fn pool_max_conn_zero_keeps_no_idle_connection_as_haproxy() {
+async fn pool_limits_and_max_reuse_as_haproxy() {
     if !support::haproxy::available() {
         return;
     }
     let backend = Backend::start("pooled").await;
     let dir = TempDir::new("poolmax");
     let mut d = support::haproxy::Differences::default();
-    for (opts, connects) in [("", 1), ("pool-max-conn 0", 3), ("pool-purge-delay 0", 3)] {
+    for (opts, connects) in [
+        ("", 1),
+        ("pool-max-conn 0", 3),
+        ("pool-purge-delay 0", 3),
+        // haproxy 2.6 counts no reuse of an HTTP/1 connection: the
+        // option changes nothing there (sluice says so in a notice).
+        ("max-reuse 0", 1),
+        ("max-reuse 1", 1),
+    ] {
         let fronts = listens(2);
         let cfg = |front: &Listen, sock: &str| {
             format!(
@@ -439,11 +452,26 @@ backend be
             &[&fronts[0]],
         );
         let sl = Sluice::start(&cfg(&fronts[1], "@DIR@/stats.sock"));
-        for f in &fronts {
-            // One client after the other, each on its own connection.
+        let socks = [hsock.clone(), sl.stats_socket()];
+        for (f, sock) in fronts.iter().zip(&socks) {
+            // One client after the other, each on its own connection,
+            // once the previous one's server connection is back in the
+            // pool (or closed), as `idle_conn_cur` tells.
             for _ in 0..3 {
                 let mut c = HttpConn::connect(f.addr()).await;
                 assert_eq!(c.get("/").await.status, 200);
+                drop(c);
+                let want = u64::from(connects == 1);
+                wait_until(
+                    std::time::Duration::from_secs(5),
+                    "the idle count",
+                    || async {
+                        let st = show_stat(sock).await;
+                        st.num("be", "s1", "idle_conn_cur") + st.num("be", "s1", "safe_conn_cur")
+                            == want
+                    },
+                )
+                .await;
             }
         }
         let (h, s) = (show_stat(&hsock).await, show_stat(&sl.stats_socket()).await);

@@ -349,7 +349,6 @@ pub(crate) const SERVER_UNSUPPORTED: &[&str] = &[
     "check-send-proxy",
     "source",
     "namespace",
-    "max-reuse",
     "tfo",
     "usesrc",
     "socks4",

@@ -654,6 +654,7 @@ pub(crate) const SERVER: &[ServerKw] = &[
     kwd("check-alpn", opt_tls),
     kwd("redir", opt_redir),
     kwd("pool-max-conn", opt_pool),
+    kwd("max-reuse", opt_pool),
     kwd("pool-purge-delay", opt_pool),
     kwd("pool-low-conn", opt_pool),
     kwd("allow-0rtt", opt_ignored),
@@ -942,7 +943,8 @@ fn opt_redir(s: &mut State<'_>, l: &mut ServerLine<'_>, _: &str, v: Option<&str>
 
 /// `pool-max-conn <n>` (-1: no limit), `pool-purge-delay <time>` (0: no
 /// idle connection is kept; others: a notice, sluice purges none on a
-/// timer), `pool-low-conn <n>` (a notice), with HAProxy 2.6's messages.
+/// timer), `pool-low-conn <n>` and `max-reuse <n>` (notices), with
+/// HAProxy 2.6's messages.
 fn opt_pool(s: &mut State<'_>, l: &mut ServerLine<'_>, w: &str, v: Option<&str>) -> OptStep {
     let Some(v) = v.filter(|v| !v.is_empty()) else {
         s.server_at(l, format!("'{w}' expects <value> as argument.."));
@@ -957,7 +959,7 @@ fn opt_pool(s: &mut State<'_>, l: &mut ServerLine<'_>, w: &str, v: Option<&str>)
         ));
     };
     match w {
-        "pool-max-conn" => {
+        "pool-max-conn" | "max-reuse" => {
             // atol(), as HAProxy reads it.
             let digits: String = v
                 .trim_start_matches('-')
@@ -966,6 +968,18 @@ fn opt_pool(s: &mut State<'_>, l: &mut ServerLine<'_>, w: &str, v: Option<&str>)
                 .collect();
             let n: i64 = digits.parse().unwrap_or(0);
             let n = if v.starts_with('-') { -n } else { n };
+            if w == "max-reuse" {
+                // HAProxy 2.6 takes any value and counts reuses of HTTP/2
+                // connections only (its documentation says the lower
+                // layers may not enforce it; HTTP/1 ones are reused
+                // without a count, as observed).
+                notice(
+                    s,
+                    l,
+                    "as HAProxy 2.6 with HTTP/1 servers, connections are reused without a count (a 'proto h2' server's one connection is shared, not reused)",
+                );
+                return OptStep::Next(2);
+            }
             if n < -1 {
                 s.server_at(l, "'pool-max-conn' must be >= -1.".to_string());
                 return OptStep::Stop;
