@@ -281,6 +281,11 @@ fn check_says_what_becomes_of_each_option() {
             "",
             "'namespace' : network namespaces are not supported by sluice",
         ),
+        (
+            "",
+            "proto h2 ws h1",
+            "'ws h1' with 'proto h2' is not supported by sluice yet",
+        ),
     ] {
         let out = run(bind, server);
         assert_eq!(out.code(), Some(1), "{bind}/{server}: {}", out.stderr);
@@ -485,4 +490,41 @@ backend be
         assert_eq!(s.num("be", "s1", "connect"), connects, "{opts:?}");
     }
     d.assert_none();
+}
+
+/// Server option values: haproxy's exit code and message.
+#[test]
+fn server_option_values_are_refused_as_haproxy_refuses_them() {
+    if !support::haproxy::available() {
+        return;
+    }
+    let cases = [
+        "ws",
+        "ws foo",
+        "ws auto",
+        "ws h1",
+        "ws h2 proto h2",
+        "redir",
+        "redir http://img.example.com",
+        "pool-max-conn",
+        "pool-max-conn -2",
+        "pool-max-conn -1",
+        "pool-max-conn 10",
+        "pool-purge-delay",
+        "pool-purge-delay x",
+        "pool-purge-delay 0",
+        "max-reuse",
+    ]
+    .map(|o| {
+        (
+            o.to_string(),
+            format!(
+                "{}backend be\n    server s 127.0.0.1:1 {o}\n",
+                config("127.0.0.1:1")
+            ),
+        )
+    });
+    support::haproxy::assert_check_agrees("srvopts-values", cases, |e| {
+        support::haproxy::first_alert(e)
+    });
 }

@@ -352,7 +352,6 @@ pub(crate) const SERVER_UNSUPPORTED: &[&str] = &[
     "tfo",
     "usesrc",
     "socks4",
-    "ws",
     "tcp-ut",
     "check-via-socks4",
     "health-check",

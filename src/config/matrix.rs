@@ -61,6 +61,22 @@ const INSTEAD: &[(&str, &str)] = &[
         "an HTTP health endpoint checked with `option httpchk`",
     ),
     ("ssl-engine", "rustls has no engines: nothing to configure"),
+    (
+        "force-sslv3",
+        "`force-tlsv12`: rustls has no version below TLS 1.2",
+    ),
+    (
+        "force-tlsv10",
+        "`force-tlsv12`: rustls has no version below TLS 1.2",
+    ),
+    (
+        "force-tlsv11",
+        "`force-tlsv12`: rustls has no version below TLS 1.2",
+    ),
+    (
+        "namespace",
+        "start sluice inside the namespace (`ip netns exec`)",
+    ),
     ("51degrees-*", "a device detection service behind a backend"),
     (
         "deviceatlas-*",

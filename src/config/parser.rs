@@ -126,6 +126,8 @@ pub(crate) struct ServerDefaults {
     pub(crate) cookie: Option<String>,
     /// `redir <prefix>`.
     pub(crate) redir: Option<String>,
+    /// `ws h1` (1) or `ws h2` (2); 0: `auto`.
+    pub(crate) ws: u8,
     /// `ssl` and its options (None: plain TCP).
     pub(crate) tls: Option<crate::tls::upstream::ServerTlsOpts>,
     /// `resolvers <name>` and the `resolve-*` options (the name empty
@@ -156,6 +158,7 @@ impl Default for ServerDefaults {
             id: None,
             cookie: None,
             redir: None,
+            ws: 0,
             tls: None,
             resolve: ServerResolve {
                 resolvers: String::new(),

@@ -100,6 +100,26 @@ impl State<'_> {
             }
             _ => None,
         };
+        // WebSocket streams go the server's own way: HTTP/1.1 upgrades to
+        // an HTTP/1 server, RFC 8441 extended CONNECTs on a `proto h2`
+        // server's connection (`ws auto`, or the `ws` that names it).
+        match (sd.ws, opts.h2) {
+            (1, true) => {
+                at(
+                    self,
+                    "'ws h1' with 'proto h2' is not supported by sluice yet (WebSocket streams go over the server's HTTP/2 connection, RFC 8441).".to_string(),
+                );
+                ok = false;
+            }
+            (2, false) => {
+                at(
+                    self,
+                    "'ws h2' without 'proto h2' is not supported by sluice yet (WebSocket streams go over HTTP/1.1 to an HTTP/1 server).".to_string(),
+                );
+                ok = false;
+            }
+            _ => {}
+        }
         if opts.h2 && opts.send_proxy != 0 {
             // One HTTP/2 connection carries many clients' requests: it
             // cannot start with one client's PROXY header.
@@ -653,6 +673,7 @@ pub(crate) const SERVER: &[ServerKw] = &[
     kwd("check-sni", opt_tls),
     kwd("check-alpn", opt_tls),
     kwd("redir", opt_redir),
+    kwd("ws", opt_ws),
     kwd("pool-max-conn", opt_pool),
     kwd("max-reuse", opt_pool),
     kwd("pool-purge-delay", opt_pool),
@@ -925,6 +946,21 @@ fn opt_tls(s: &mut State<'_>, l: &mut ServerLine<'_>, w: &str, v: Option<&str>) 
             OptStep::Stop
         }
     }
+}
+
+/// `ws auto|h1|h2`: the protocol of WebSocket streams (checked against
+/// the server's `proto` once the line is read, see `kw_server`).
+fn opt_ws(s: &mut State<'_>, l: &mut ServerLine<'_>, _: &str, v: Option<&str>) -> OptStep {
+    l.sd.ws = match v {
+        Some("auto") => 0,
+        Some("h1") => 1,
+        Some("h2") => 2,
+        _ => {
+            s.server_at(l, "'ws' has to be 'auto', 'h1' or 'h2'.".to_string());
+            return OptStep::Stop;
+        }
+    };
+    OptStep::Next(2)
 }
 
 /// `redir <prefix>`.
