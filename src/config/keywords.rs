@@ -346,7 +346,6 @@ pub const SERVER_SUPPORTED: &[&str] = &names::<_, { parser::SERVER.len() }>(pars
 
 pub(crate) const SERVER_UNSUPPORTED: &[&str] = &[
     "track",
-    "check-send-proxy",
     "source",
     "namespace",
     "tfo",

@@ -1317,6 +1317,9 @@ pub(crate) struct CheckParams {
     /// `check-ssl`: checks over TLS (the server's TLS options) even when
     /// the server has no `ssl` or checks go elsewhere (`addr`/`port`).
     pub(crate) ssl: bool,
+    /// `check-send-proxy`: checks start with a PROXY header wherever
+    /// they go (v2 when the server has `send-proxy-v2`, else v1).
+    pub(crate) send_proxy: bool,
 }
 
 impl Default for CheckParams {
@@ -1331,6 +1334,7 @@ impl Default for CheckParams {
             port: None,
             proto_h2: None,
             ssl: false,
+            send_proxy: false,
         }
     }
 }

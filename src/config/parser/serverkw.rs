@@ -673,6 +673,10 @@ pub(crate) const SERVER: &[ServerKw] = &[
     kwd("check-sni", opt_tls),
     kwd("check-alpn", opt_tls),
     kwd("redir", opt_redir),
+    kwd("check-send-proxy", |_, l, _, _| {
+        l.sd.params.send_proxy = true;
+        OptStep::Next(1)
+    }),
     kwd("ws", opt_ws),
     kwd("pool-max-conn", opt_pool),
     kwd("max-reuse", opt_pool),
