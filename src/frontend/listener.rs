@@ -227,7 +227,7 @@ async fn accept_loop(
                 };
                 let l = binding.limit.clone().acquire_owned().await.ok()?;
                 let g = global.clone().acquire_owned().await.ok()?;
-                Some(([g, l], own))
+                Some(crate::snapshot::client::Permits::new([g, l], own))
             } => r,
         };
         let Some(permits) = permits else { return };
@@ -310,7 +310,7 @@ async fn drain(
                 Ok((stream, peer)) => serve_new(
                     rt,
                     &binding.frontend,
-                    ([g, l], own),
+                    crate::snapshot::client::Permits::new([g, l], own),
                     stream,
                     peer,
                     &ctl.addr,

@@ -17,8 +17,26 @@ use crate::state::sessions::Slot;
 use crate::state::table::track::Trackers;
 
 /// The `maxconn` slots a connection holds: the process's and its
-/// frontend's, and its listener's (`bind ... maxconn`) when it has one.
-pub(crate) type Permits = ([OwnedSemaphorePermit; 2], Option<OwnedSemaphorePermit>);
+/// frontend's, and its listener's (`bind ... maxconn`) when it has one,
+/// boxed then: few listeners have one, and every idle connection would
+/// pay for the room (the enum is no larger than the pair). Held for their
+/// drop, which gives the slots back: never read.
+pub(crate) enum Permits {
+    Two(#[allow(dead_code)] [OwnedSemaphorePermit; 2]),
+    Three(#[allow(dead_code)] Box<[OwnedSemaphorePermit; 3]>),
+}
+
+impl Permits {
+    pub(crate) fn new(pair: [OwnedSemaphorePermit; 2], own: Option<OwnedSemaphorePermit>) -> Self {
+        match own {
+            None => Permits::Two(pair),
+            Some(o) => {
+                let [g, f] = pair;
+                Permits::Three(Box::new([g, f, o]))
+            }
+        }
+    }
+}
 
 /// A client connection's record. Opening it counts the connection;
 /// dropping it closes the books and frees the `maxconn` permits, whatever
