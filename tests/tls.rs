@@ -2173,3 +2173,105 @@ frontend fe
     assert_eq!(ask("hostbad").await.0, 503);
     assert_eq!(ask("hostno").await.0, 200);
 }
+
+impl Ca {
+    /// A leaf certificate and key (PEM) with the serial number `serial`.
+    fn leaf_serial(&self, name: &str, serial: u64) -> String {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(vec![name.to_string()]).unwrap();
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.serial_number = Some(rcgen::SerialNumber::from(serial));
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        format!("{}{}", cert.pem(), key.serialize_pem())
+    }
+
+    /// A CRL of this CA revoking the serial numbers `revoked`.
+    fn crl(&self, revoked: &[u64]) -> String {
+        let params = rcgen::CertificateRevocationListParams {
+            this_update: rcgen::date_time_ymd(2024, 1, 1),
+            next_update: rcgen::date_time_ymd(2099, 1, 1),
+            crl_number: rcgen::SerialNumber::from(1u64),
+            issuing_distribution_point: None,
+            revoked_certs: revoked
+                .iter()
+                .map(|s| rcgen::RevokedCertParams {
+                    serial_number: rcgen::SerialNumber::from(*s),
+                    revocation_time: rcgen::date_time_ymd(2024, 1, 1),
+                    reason_code: None,
+                    invalidity_date: None,
+                })
+                .collect(),
+            key_identifier_method: rcgen::KeyIdMethod::Sha256,
+        };
+        params.signed_by(&self.issuer).unwrap().pem().unwrap()
+    }
+}
+
+/// `crl-file` on a bind line: a client certificate the CRL revokes is
+/// refused, another of the same CA is served; `ca-verify-file` adds the
+/// roots a client certificate may chain to; `no-ca-names` changes none of
+/// that. A file without a CRL is an error at the line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_certificates_against_crl_and_verify_files() {
+    use rustls::version::{TLS12, TLS13};
+    let ca = Ca::new("client CA");
+    let other = Ca::new("other client CA");
+    let site = Ca::new("site CA");
+    let dir = TempDir::new("tlscrl");
+    let pem = write(dir.path(), "site.pem", &site.leaf(&["site.test"]));
+    let ca_file = write(dir.path(), "ca.pem", &ca.pem());
+    let other_file = write(dir.path(), "other.pem", &other.pem());
+    let crl = write(dir.path(), "crl.pem", &ca.crl(&[42]));
+    let (revoked, good) = (
+        ca.leaf_serial("a.client", 42),
+        ca.leaf_serial("b.client", 43),
+    );
+    let from_other = other.leaf_serial("c.client", 44);
+    let fronts = listens(2);
+    let _s = Sluice::start(&format!(
+        "defaults
+    mode http
+    timeout client 5s
+frontend fe
+    bind {} ssl crt {pem} verify required ca-file {ca_file} ca-verify-file {other_file} crl-file {crl} no-ca-names
+    bind {} ssl crt {pem} verify required ca-file {ca_file} ca-verify-file {other_file}
+    http-request return status 200 content-type text/plain string ok
+",
+        fronts[0], fronts[1]
+    ));
+    let both = &[&TLS12, &TLS13][..];
+    // With the CRL: the revoked one is refused; so is one of a CA the
+    // CRL file has no list of (OpenSSL under HAProxy checks every
+    // certificate of the chain and refuses one whose CRL it lacks).
+    for (front, client, served) in [
+        (0, &revoked, false),
+        (0, &good, true),
+        (0, &from_other, false),
+        (1, &revoked, true),
+        (1, &from_other, true),
+    ] {
+        let got = match tls_connect(
+            fronts[front].addr(),
+            "site.test",
+            client_with(both, &[], Some(client)),
+        )
+        .await
+        {
+            Ok(tls) => answers(tls).await,
+            Err(_) => false,
+        };
+        assert_eq!(got, served, "front {front}: {}", &client[..80]);
+    }
+    std::fs::write(dir.join("t.cfg"), format!(
+        "defaults\n    mode http\n    timeout client 1s\nfrontend fe\n    bind 127.0.0.1:1 ssl crt {pem} verify required ca-file {ca_file} crl-file {ca_file}\n"
+    ))
+    .unwrap();
+    let out = run_sluice(&["-c", "-f", "t.cfg"], Some(dir.path()));
+    assert_eq!(out.code(), Some(1), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("parsing [t.cfg:5]")
+            && out.stderr.contains("unable to configure CRL file"),
+        "{}",
+        out.stderr
+    );
+}
