@@ -2298,3 +2298,37 @@ frontend fe
         out.stderr
     );
 }
+
+/// `check-sni`: the TLS health checks send that name (the server answers
+/// with the SNI it got, which the check expects); `check-alpn` sets what
+/// they offer without changing the SNI.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_sni_is_what_the_checks_send() {
+    let ca = Ca::new("backend CA");
+    let upstream = tls_backend(&ca.leaf(&["backend.test"])).await;
+    let fe = Listen::new();
+    let s = Sluice::start(&format!(
+        "global
+    stats socket @DIR@/stats.sock level admin
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 5s
+    timeout server 5s
+    timeout check 300ms
+frontend fe
+    bind {fe}
+    default_backend b
+backend b
+    option httpchk GET /
+    http-check expect string sni=health.test
+    server right {upstream} ssl verify none check check-ssl inter 100ms check-sni health.test check-alpn http/1.1
+    server wrong {upstream} ssl verify none check check-ssl inter 100ms check-sni other.test
+"
+    ));
+    let sock = s.stats_socket();
+    wait_check(&sock, "b", "right", "UP", "L7OK").await;
+    // The answer without the name: the check waits for more until its
+    // timeout (the server keeps the connection).
+    wait_check(&sock, "b", "wrong", "DOWN", "L7TOUT").await;
+}
