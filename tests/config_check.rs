@@ -440,15 +440,13 @@ fn meaningless_tune_keywords_are_accepted_with_a_notice() {
     }
     dir.write(
         "k.cfg",
-        &format!("global\n    tune.ssl.keylog on\n{DEFAULTS}listen l\n    bind 127.0.0.1:18802\n    server s 127.0.0.1:18803\n"),
+        &format!("global\n    lua-load-per-thread /etc/sluice/x.lua\n{DEFAULTS}listen l\n    bind 127.0.0.1:18802\n    server s 127.0.0.1:18803\n"),
     );
     let out = run_sluice(&["-c", "-f", "k.cfg"], Some(dir.path()));
     assert_ne!(out.code(), Some(0));
     assert!(
-        alerts(&out.stderr)
-            .iter()
-            .any(|l| l
-                .ends_with("parsing [k.cfg:2] : 'tune.ssl.keylog' is not supported by sluice yet")),
+        alerts(&out.stderr).iter().any(|l| l
+            .ends_with("parsing [k.cfg:2] : 'lua-load-per-thread' is not supported by sluice yet")),
         "{}",
         out.stderr
     );
@@ -569,4 +567,22 @@ backend t
         "{}",
         out.stderr
     );
+}
+
+/// The global `quiet` silences the check as `-q` does, errors included:
+/// haproxy 2.6 and sluice print nothing and exit with the same code.
+#[test]
+fn global_quiet_is_haproxys() {
+    for bad in ["", "    foo\n"] {
+        let cfg = format!(
+            "global\n    quiet\n    tune.maxaccept 10\n{bad}{DEFAULTS}listen l\n    bind 127.0.0.1:18802\n    server s 127.0.0.1:18803\n"
+        );
+        let ((hcode, herr), out) = support::haproxy::check_both("quiet", &cfg);
+        assert_eq!(herr, "", "haproxy");
+        assert_eq!(hcode, Some(if bad.is_empty() { 0 } else { 1 }));
+        assert_eq!(
+            (hcode, herr.as_str(), ""),
+            (out.code(), out.stderr.as_str(), out.stdout.as_str())
+        );
+    }
 }

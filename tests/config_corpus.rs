@@ -187,6 +187,8 @@ fn broken() -> Vec<(String, String)> {
 fn every_corpus_entry_is_listed() {
     let mut listed: Vec<&str> = CASES.iter().map(|c| c.path).collect();
     listed.push("broken");
+    // Checked against haproxy by tests/real_configs.rs.
+    listed.push("real");
     for e in std::fs::read_dir(configs())
         .expect("tests/configs")
         .flatten()

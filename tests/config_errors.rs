@@ -402,10 +402,10 @@ fn haproxy_keywords_sluice_lacks_are_not_supported_yet() {
 {DEFAULTS}
 frontend fe
     bind 127.0.0.1:{port} accept-netscaler-cip 1234
-    http-request set-nice 1
+    http-request set-priority-class int(1)
     http-response send-spoe-group engine group
     option mysql-check
-    rate-limit sessions 10
+    log-format-sd test
     acl a base,ungrpc -m found
     acl b fc_rtt -m found
     default_backend be
@@ -437,13 +437,16 @@ listen li
             10,
             "'accept-netscaler-cip' option is not supported by sluice yet",
         ),
-        (11, "'http-request set-nice' is not supported by sluice yet"),
+        (
+            11,
+            "'http-request set-priority-class' is not supported by sluice yet",
+        ),
         (
             12,
             "'http-response send-spoe-group' is not supported by sluice yet",
         ),
         (13, "'option mysql-check' is not supported by sluice yet"),
-        (14, "'rate-limit' is not supported by sluice yet"),
+        (14, "'log-format-sd' is not supported by sluice yet"),
         (
             15,
             "converter 'ungrpc' is not supported by sluice yet in ACL expression 'base,ungrpc'",

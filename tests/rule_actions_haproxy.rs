@@ -13,6 +13,7 @@
 
 mod support;
 
+use support::HttpConn;
 use support::haproxy::HTTP_LOG_GLOBAL as GLOBAL;
 use support::haproxy::{self, Pair};
 
@@ -243,6 +244,12 @@ fn misused_rewrites_are_refused_as_haproxy_refuses_them() {
         "    http-request set-dst req.hdr(x) foo\n",
         "    http-request set-dst-port int(1)\n",
         "    http-request set-src res.hdr(x)\n",
+        "    http-request set-tos\n",
+        "    http-request set-tos abc\n",
+        "    http-request set-tos 16 foo\n",
+        "    http-request set-mark\n",
+        "    http-request set-nice\n",
+        "    http-response set-nice 10 foo\n",
         "    http-request set-var(txn.a) res.hdr(x)\n",
         "    http-request capture res.hdr(x) len 3\n",
         "    http-response capture req.hdr(x) id 0\n",
@@ -365,4 +372,115 @@ backend ten
         differ.compare(format!("{extra:?}"), &h, &s);
     }
     differ.assert_none();
+}
+
+/// `option dontlog-normal`: only the exchanges that failed (an error
+/// status of 500 and up, a termination state, a retry) are logged, as
+/// haproxy 2.6 logs them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dontlog_normal_is_haproxys() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = format!(
+        "{GLOBAL}
+frontend fe
+    bind {{fe0}}
+    {LOG}
+    option dontlog-normal
+    http-request deny if {{ path /denied }}
+    http-request return status 503 if {{ path /busy }}
+    use_backend nosrv if {{ path /nosrv }}
+    default_backend be
+backend be
+    server s {{srv}}
+backend nosrv
+"
+    );
+    let pair = Pair::start("dontlognormal", &cfg, 1).await;
+    pair.answer(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+    let mut differ = haproxy::Differences::default();
+    for i in 0..2 {
+        let addr = pair.fronts[i][0].addr();
+        for path in ["/ok", "/denied", "/ok", "/busy", "/nosrv"] {
+            let req = format!("GET {path} HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n");
+            haproxy::exchange(addr, req.as_bytes(), false).await;
+        }
+    }
+    // The two /ok are not logged; the next line is the deny's.
+    let (h, s) = (pair.logs[0].take(3), pair.logs[1].take(3));
+    assert!(h[0].contains("/denied"), "{h:?}");
+    differ.compare("dontlog-normal", &h, &s);
+    differ.assert_none();
+}
+
+/// `set-tos` and `set-mark` of `http-request` and `http-response`: what
+/// the client connection's socket says afterwards (`ss --tos -e` on the
+/// proxy's side), as haproxy 2.6 leaves it; `set-nice` changes nothing
+/// visible and is taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn socket_marks_are_haproxys() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = format!(
+        "{GLOBAL}
+frontend req
+    bind {{fe0}}
+    http-request set-tos 0x20
+    http-request set-mark 5
+    http-request set-nice 100
+    http-request return status 200
+frontend res
+    bind {{fe1}}
+    http-response set-tos 72
+    http-response set-mark 0x9
+    http-response set-nice -100
+    default_backend be
+backend be
+    server s {{srv}}
+"
+    );
+    let pair = Pair::start("sockmarks", &cfg, 2).await;
+    pair.answer(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+    let mut seen = Vec::new();
+    for i in 0..2 {
+        let mut marks = Vec::new();
+        for n in 0..2 {
+            let front = pair.fronts[i][n].addr();
+            // Kept open while `ss` looks at the proxy's end of it.
+            let mut conn = HttpConn::connect(front).await;
+            let r = conn.get("/").await;
+            assert_eq!(r.status, 200);
+            let mine = conn.local_addr();
+            let out = std::process::Command::new("ss")
+                .args(["-tnieH", "--tos", "state", "established"])
+                .output()
+                .expect("ss");
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            // The proxy's socket: local end the frontend, peer this client.
+            let line = text
+                .split("\n\t")
+                .find(|l| l.contains(&format!(" {front} {mine} ")))
+                .unwrap_or("")
+                .to_string();
+            let field = |k: &str| {
+                line.split_whitespace()
+                    .find_map(|w| w.strip_prefix(k))
+                    .unwrap_or("-")
+                    .to_string()
+            };
+            marks.push((field("tos:"), field("fwmark:")));
+        }
+        seen.push(marks);
+    }
+    // Not vacuous: haproxy set both, on each side.
+    assert_eq!(
+        seen[0],
+        [
+            ("0x20".to_string(), "0x5".to_string()),
+            ("0x48".to_string(), "0x9".to_string())
+        ]
+    );
+    assert_eq!(seen[0], seen[1]);
 }

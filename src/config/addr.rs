@@ -103,6 +103,12 @@ pub(crate) fn split_server(text: &str) -> Result<ServerAddr, String> {
     })
 }
 
+/// Split a `source` address, `[family@]host[:port[-port]]`: no port, an
+/// empty one or `0` mean any port.
+pub(crate) fn split_source(text: &str) -> Result<HostPorts<'_>, String> {
+    split_inner(text, true, true)
+}
+
 /// Split `[family@]host:port[-port]`. `allow_range` is false for servers.
 pub(crate) fn split(text: &str, allow_range: bool) -> Result<HostPorts<'_>, String> {
     split_inner(text, allow_range, false)

@@ -27,6 +27,7 @@ pub const SECTIONS: &[&str] = &[
     "resolvers",
     "peers",
     "cache",
+    "http-errors",
 ];
 
 /// Directives (lines starting with a dot).
@@ -38,7 +39,6 @@ pub const DIRECTIVES: &[&str] = &[
 pub(crate) const UNSUPPORTED_SECTIONS: &[&str] = &[
     "mailers",
     "program",
-    "http-errors",
     "ring",
     "log-forward",
     "fcgi-app",
@@ -157,44 +157,110 @@ pub(crate) const GLOBAL_IGNORED: &[(&str, &str)] = &[
         "sluice does not speak QUIC",
     ),
     ("tune.quic.retry-threshold", "sluice does not speak QUIC"),
+    (
+        "cluster-secret",
+        "it keys HAProxy's QUIC retry tokens, and sluice does not speak QUIC",
+    ),
+    (
+        "expose-experimental-directives",
+        "sluice has no experimental directives for it to unlock",
+    ),
+    (
+        "httpclient.resolvers.id",
+        "sluice has no internal HTTP client (HAProxy's serves Lua and its CLI)",
+    ),
+    (
+        "httpclient.resolvers.prefer",
+        "sluice has no internal HTTP client (HAProxy's serves Lua and its CLI)",
+    ),
+    (
+        "httpclient.ssl.ca-file",
+        "sluice has no internal HTTP client (HAProxy's serves Lua and its CLI)",
+    ),
+    (
+        "httpclient.ssl.verify",
+        "sluice has no internal HTTP client (HAProxy's serves Lua and its CLI)",
+    ),
+    (
+        "ssl-dh-param-file",
+        "rustls has no DHE cipher suites, so no Diffie-Hellman parameters are used",
+    ),
+    (
+        "ssl-mode-async",
+        "OpenSSL's asynchronous engines: rustls has none",
+    ),
+    ("ssl-propquery", "OpenSSL's providers: rustls has none"),
+    ("ssl-provider", "OpenSSL's providers: rustls has none"),
+    ("ssl-provider-path", "OpenSSL's providers: rustls has none"),
+    (
+        "no-memory-trimming",
+        "sluice does not give memory back to the system at reload (no malloc_trim)",
+    ),
+    (
+        "tune.idletimer",
+        "sluice does not size what it forwards by how idle a stream is",
+    ),
+    (
+        "tune.maxaccept",
+        "each of sluice's threads accepts what the listener has at each wake-up",
+    ),
+    (
+        "tune.pattern.cache-size",
+        "sluice's maps and ACL lists are indexed (hash, tree), it keeps no cache of match results",
+    ),
+    (
+        "tune.pool-high-fd-ratio",
+        "sluice does not size its idle server connection pools from the file descriptor limit",
+    ),
+    (
+        "tune.pool-low-fd-ratio",
+        "sluice does not size its idle server connection pools from the file descriptor limit",
+    ),
+    (
+        "tune.recv_enough",
+        "sluice reads what the socket has at once",
+    ),
+    (
+        "tune.ssl.keylog",
+        "it feeds the fetches of TLS secrets, which rustls keeps to itself and sluice does not offer",
+    ),
+    (
+        "maxcompcpuusage",
+        "sluice compresses every response its compression settings select, whatever the CPU load",
+    ),
+    (
+        "maxcomprate",
+        "sluice compresses every response its compression settings select, whatever the rate",
+    ),
+    (
+        "maxzlibmem",
+        "each of sluice's compressors has its own memory, without a process-wide budget",
+    ),
 ];
 
 pub(crate) const GLOBAL_UNSUPPORTED: &[&str] = &[
-    "log-send-hostname",
-    "master-worker",
-    "ssl-dh-param-file",
     "ssl-engine",
     "lua-load",
     "lua-prepend-path",
-    "setenv",
-    "presetenv",
-    "resetenv",
-    "unsetenv",
     "maxsslconn",
     "maxconnrate",
     "maxsessrate",
     "maxsslrate",
-    "maxzlibmem",
     "noreuseport",
     "insecure-fork-wanted",
     "insecure-setuid-wanted",
     "external-check",
-    "expose-experimental-directives",
     "set-dumpable",
-    "quiet",
     "debug",
     "strict-limits",
     "unix-bind",
     "thread-groups",
     "default-path",
     "grace",
-    "mworker-max-reloads",
     "pp2-never-send-local",
     "issuers-chain-path",
     "stats-file",
-    "httpclient.resolvers.prefer",
     "h2-workaround-bogus-websocket-clients",
-    "cluster-secret",
     "deviceatlas-json-file",
     "51degrees-data-file",
     "wurfl-data-file",
@@ -235,41 +301,18 @@ pub const PROXY_LEGACY: &[&str] = &[
 
 pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "log-format-sd",
-    "errorfiles",
-    "errorloc",
-    "errorloc302",
-    "errorloc303",
     "http-error",
     "tcp-response",
-    "dispatch",
     "hash-balance-factor",
     "email-alert",
     "external-check",
-    "force-persist",
-    "ignore-persist",
-    "rate-limit",
-    "persist",
-    "source",
-    "use-server",
-    "description",
-    "id",
-    "disabled",
-    "enabled",
     "bind-process",
     "backlog",
     "grace",
     "guid",
-    "http-send-name-header",
-    "max-keep-alive-queue",
     "max-session-srv-conns",
     "use-fcgi-app",
     "dynamic-cookie-key",
-    "srvtcpka-cnt",
-    "srvtcpka-idle",
-    "srvtcpka-intvl",
-    "clitcpka-cnt",
-    "clitcpka-idle",
-    "clitcpka-intvl",
     "appsession",
 ];
 
@@ -320,22 +363,16 @@ pub(crate) const OPTIONS_IGNORED: &[(&str, &str)] = &[
 ];
 
 pub(crate) const OPTIONS_UNSUPPORTED: &[&str] = &[
-    "checkcache",
-    "dontlog-normal",
-    "http-use-proxy-header",
     "ldap-check",
     "mysql-check",
-    "originalto",
     "pgsql-check",
     "redis-check",
     "smtpchk",
     "spop-check",
     "ssl-hello-chk",
-    "transparent",
     "idle-close-on-response",
     "external-check",
     "http-restrict-req-hdr-names",
-    "httpslog",
     "log-health-check",
     "http-tunnel",
 ];
@@ -346,10 +383,8 @@ pub const SERVER_SUPPORTED: &[&str] = &names::<_, { parser::SERVER.len() }>(pars
 
 pub(crate) const SERVER_UNSUPPORTED: &[&str] = &[
     "track",
-    "source",
     "namespace",
     "tfo",
-    "usesrc",
     "socks4",
     "tcp-ut",
     "check-via-socks4",
@@ -521,14 +556,7 @@ pub(crate) fn ignored(
         .map(|(_, args, why)| (*args, *why))
 }
 
-pub(crate) const STATS_PROXY_UNSUPPORTED: &[&str] = &[
-    "scope",
-    "show-node",
-    "show-desc",
-    "http-request",
-    "bind-process",
-    "show-modules",
-];
+pub(crate) const STATS_PROXY_UNSUPPORTED: &[&str] = &["scope", "http-request", "bind-process"];
 
 /// The `http-request` actions sluice implements: the names of their table.
 pub const HTTP_REQUEST_SUPPORTED: &[&str] =
@@ -568,8 +596,6 @@ pub(crate) const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
     "replace-uri",
     "set-bandwidth-limit",
 ];
-
-pub(crate) const TIMEOUTS_UNSUPPORTED: &[&str] = &["client-fin", "server-fin"];
 
 /// Every keyword a proxy section may start with, for suggestions.
 pub(crate) fn proxy_keywords() -> impl Iterator<Item = &'static str> {

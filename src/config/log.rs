@@ -21,8 +21,11 @@ pub(crate) enum Sink {
 /// The `format` of a log target (HAProxy's names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) enum Format {
-    /// RFC3164 without the host name (HAProxy's default).
+    /// No `format`: RFC3164 without the host name, unless the global
+    /// section has `log-send-hostname` (HAProxy's default).
     #[default]
+    Default,
+    /// `format local`: RFC3164 without the host name, always.
     Local,
     Rfc3164,
     Rfc5424,
@@ -107,6 +110,9 @@ pub(crate) struct GlobalLog {
     pub(crate) targets: Vec<LogTarget>,
     /// `log-tag`: the program name in the syslog header (default `sluice`).
     pub(crate) tag: Option<String>,
+    /// `log-send-hostname [<name>]`: the host name the syslog header
+    /// carries (the machine's without a name).
+    pub(crate) send_hostname: Option<String>,
 }
 
 /// The log format a proxy asked for.
@@ -148,6 +154,8 @@ pub(crate) struct ProxyLog {
     /// `option httplog [clf]`, `option tcplog`, `log-format`.
     pub(crate) format: Option<LogFormatKind>,
     pub(crate) dontlognull: bool,
+    /// `option dontlog-normal`: only the exchanges that failed are logged.
+    pub(crate) dontlog_normal: bool,
     pub(crate) separate_errors: bool,
     pub(crate) logasap: bool,
     /// `log-tag` of the proxy.
@@ -175,6 +183,7 @@ impl ProxyLog {
     pub(crate) fn set_option(&mut self, name: &str, on: bool) -> bool {
         match name {
             "dontlognull" => self.dontlognull = on,
+            "dontlog-normal" => self.dontlog_normal = on,
             "log-separate-errors" => self.separate_errors = on,
             "logasap" => self.logasap = on,
             _ => return false,

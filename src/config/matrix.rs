@@ -45,10 +45,6 @@ const INSTEAD: &[(&str, &str)] = &[
         "an alerting system reading the log or `show stat`",
     ),
     (
-        "mworker-*",
-        "run sluice under systemd; reload with `-sf` (seamless, counters kept)",
-    ),
-    (
         "*-check",
         "`option httpchk` or `tcp-check` send/expect rules for the protocol",
     ),

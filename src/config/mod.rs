@@ -13,6 +13,7 @@ mod matrix;
 pub mod addr;
 pub(crate) mod cond;
 pub(crate) mod diag;
+pub(crate) mod extras;
 pub mod keywords;
 pub(crate) mod lexer;
 pub mod model;
@@ -43,6 +44,14 @@ pub struct Loaded {
 }
 
 impl Loaded {
+    /// Whether the global section says `quiet` (read even when the
+    /// configuration has errors: HAProxy prints none of them then).
+    pub(crate) fn says_quiet(&self) -> bool {
+        self.statements
+            .iter()
+            .any(|s| !s.header && s.words.first().is_some_and(|w| w == "quiet"))
+    }
+
     pub(crate) fn has_warnings(&self) -> bool {
         self.diagnostics.iter().any(|d| d.level == Level::Warning)
     }
@@ -256,21 +265,26 @@ pub(crate) fn parse_sources(
         let Some(server) = proxy.servers.get_mut(p.server) else {
             continue;
         };
-        if server.resolve.is_some() {
-            // Resolved at run time: `init-addr` says what to start with.
+        // Resolved at run time (`resolvers`), or told how to start
+        // (`init-addr`): the methods say what to start with.
+        if server.resolve.is_some() || server.init_addr.is_some() {
             let methods = server
                 .init_addr
                 .clone()
                 .unwrap_or_else(|| vec![model::InitAddr::Last, model::InitAddr::Libc]);
             let mut got = None;
             let mut none = false;
+            // A name the system could not resolve before `none` is told,
+            // as HAProxy tells it.
+            let mut failed = false;
             for m in methods {
                 match m {
                     // No server-state file is read yet: nothing to take.
                     model::InitAddr::Last => {}
                     model::InitAddr::Libc => {
-                        if let Ok(ip) = addr::resolve_host(&p.host, p.family, p.port, resolve) {
-                            got = Some(ip);
+                        match addr::resolve_host(&p.host, p.family, p.port, resolve) {
+                            Ok(ip) => got = Some(ip),
+                            Err(_) => failed = true,
                         }
                     }
                     model::InitAddr::Ip(ip) => got = Some(ip),
@@ -282,7 +296,21 @@ pub(crate) fn parse_sources(
             }
             match got {
                 Some(ip) => server.addr = SocketAddr::new(ip, p.port),
-                None if none => {}
+                None if none => {
+                    // Without resolvers nothing will give it an address: it
+                    // starts in maintenance, as HAProxy's does.
+                    if server.resolve.is_none() {
+                        server.opts.disabled = true;
+                    }
+                    if failed {
+                        diags.push(Diagnostic::at(
+                            Level::Warning,
+                            &server.loc,
+                            &format!("server {pname}/{}", server.name),
+                            format!("could not resolve address '{}', disabling server.", p.host),
+                        ));
+                    }
+                }
                 None => diags.push(Diagnostic::at(
                     Level::Warning,
                     &server.loc,

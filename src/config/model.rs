@@ -21,6 +21,13 @@ pub struct Config {
     pub(crate) proxies: Vec<Proxy>,
 }
 
+/// The global `master-worker` line.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct MasterWorker {
+    /// `no-exit-on-failure`: the master outlives a worker that dies.
+    pub(crate) no_exit_on_failure: bool,
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Global {
     pub(crate) maxconn: Option<u32>,
@@ -29,9 +36,17 @@ pub(crate) struct Global {
     /// `stats timeout`: idle timeout of a CLI connection (default 10s).
     pub(crate) stats_timeout: Option<Duration>,
     pub(crate) daemon: bool,
+    /// `master-worker [no-exit-on-failure]`: run as a master process that
+    /// supervises the serving worker (as `-W`); the flag is whether the
+    /// master stays when the worker dies.
+    pub(crate) master_worker: Option<MasterWorker>,
+    /// `mworker-max-reloads <n>`.
+    pub(crate) mworker_max_reloads: Option<u32>,
     pub(crate) pidfile: Option<PathBuf>,
     pub(crate) node: Option<String>,
     pub(crate) description: Option<String>,
+    /// `setenv`, `presetenv`, `unsetenv`, `resetenv`.
+    pub(crate) env: crate::sys::env::EnvEdits,
     /// `spread-checks <0..50>`: each check's interval moved by up to this
     /// percentage either way, at random (0: exact intervals).
     pub(crate) spread_checks: u32,
@@ -344,6 +359,10 @@ pub(crate) struct Timeouts {
     pub(crate) tunnel: Option<Duration>,
     /// `timeout tarpit` (falls back to `timeout connect`).
     pub(crate) tarpit: Option<Duration>,
+    /// `timeout client-fin`, `timeout server-fin`: a side's inactivity
+    /// once one direction of a tunnel has ended (else the usual one).
+    pub(crate) client_fin: Option<Duration>,
+    pub(crate) server_fin: Option<Duration>,
 }
 
 impl Timeouts {
@@ -545,6 +564,16 @@ pub(crate) struct StatsPage {
     /// `stats admin if|unless <cond>` (repeatable): the page offers and
     /// accepts server actions when any of them holds for the request.
     pub(crate) admin: Vec<Condition>,
+    /// `stats show-node [<name>]`: the page names the node, `<name>` or
+    /// (`Some(None)`) the global `node`, read when the page is made.
+    pub(crate) show_node: Option<Option<String>>,
+    /// `stats show-desc [<text>]`: the description the page shows, the
+    /// global one when the line gave none (taken when the line is read,
+    /// as HAProxy does).
+    pub(crate) show_desc: Option<String>,
+    /// `stats show-modules`: the page has the modules' counters (ssl, h2,
+    /// h1) as extra columns.
+    pub(crate) show_modules: bool,
 }
 
 impl StatsPage {
@@ -561,6 +590,9 @@ impl StatsPage {
             hide_version: false,
             show_legends: false,
             admin: Vec::new(),
+            show_node: None,
+            show_desc: None,
+            show_modules: false,
         }
     }
 }
@@ -772,11 +804,20 @@ pub(crate) enum HttpRequestAction {
     /// `http-request allow`: stops the evaluation of the rules.
     Allow,
     /// `http-request set-header <name> <fmt>` (name kept as written).
-    SetHeader { name: String, fmt: LogFmt },
+    SetHeader {
+        name: String,
+        fmt: LogFmt,
+    },
     /// `http-request add-header <name> <fmt>`
-    AddHeader { name: String, fmt: LogFmt },
+    AddHeader {
+        name: String,
+        fmt: LogFmt,
+    },
     /// `http-request del-header <name> [-m <meth>]`
-    DelHeader { name: String, how: NameMatch },
+    DelHeader {
+        name: String,
+        how: NameMatch,
+    },
     /// `http-request replace-header <name> <regex> <fmt>`: a value the
     /// regex matches is replaced whole by `<fmt>` (`\1`... back-references).
     ReplaceHeader(HeaderRewrite),
@@ -784,7 +825,10 @@ pub(crate) enum HttpRequestAction {
     /// each comma-separated value.
     ReplaceValue(HeaderRewrite),
     /// `http-request set-path|set-query|set-pathq|set-uri <fmt>`.
-    SetTarget { part: UriPart, fmt: LogFmt },
+    SetTarget {
+        part: UriPart,
+        fmt: LogFmt,
+    },
     /// `http-request replace-path|replace-pathq|replace-uri <regex>
     /// <fmt>`: the part, if the regex matches it, replaced whole.
     ReplaceTarget {
@@ -799,6 +843,13 @@ pub(crate) enum HttpRequestAction {
     Reject,
     /// `http-request set-log-level <level>|silent`.
     SetLogLevel(LogLevel),
+    /// `set-tos <n>`, `set-mark <n>`: the client socket's IP TOS (IPv6
+    /// traffic class) and netfilter mark.
+    SetTos(u32),
+    SetMark(u32),
+    /// `set-nice <n>`: a stream's scheduling weight in HAProxy; tokio
+    /// has no such thing, so it is taken and changes nothing.
+    SetNice(i32),
     /// `http-request set-src|set-src-port|set-dst|set-dst-port <expr>`.
     SetAddr {
         part: AddrPart,
@@ -824,7 +875,9 @@ pub(crate) enum HttpRequestAction {
     Map(MapRule),
     /// `http-request auth [realm <realm>]`: a 401 asking for credentials
     /// (the realm defaults to the proxy's name).
-    Auth { realm: String },
+    Auth {
+        realm: String,
+    },
     /// `http-request wait-for-body time <time> [at-least <bytes>]`.
     WaitForBody(WaitForBody),
     /// `track-sc*`, `sc-inc-gpc*`, `sc-set-gpt*`.
@@ -1086,6 +1139,10 @@ pub(crate) enum HttpResponseAction {
     StrictMode(bool),
     /// `set-log-level <level>|silent`.
     SetLogLevel(LogLevel),
+    /// `set-tos`, `set-mark`, `set-nice`: see [`HttpRequestAction::SetTos`].
+    SetTos(u32),
+    SetMark(u32),
+    SetNice(i32),
 }
 
 /// The address or port a `set-src`-like rule replaces.
@@ -1555,6 +1612,9 @@ pub(crate) struct ServerOpts {
     /// `pool-max-conn <n>` (`pool-purge-delay 0`: 0): idle connections
     /// kept for reuse at most; None: no limit but the process's.
     pub(crate) pool_max_conn: Option<u32>,
+    /// `source <addr>[:<port>[-<port>]] [usesrc ...] [interface <name>]`:
+    /// the local address of its connections (else the backend's).
+    pub(crate) source: Option<crate::config::extras::Source>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -1574,6 +1634,11 @@ pub(crate) struct Proxy {
     pub(crate) log_health_checks: bool,
     /// `fullconn` (None: HAProxy's default, 10% of the frontends' maxconn).
     pub(crate) fullconn: Option<u32>,
+    /// `id <n>`: the proxy's number (`iid`, `pxid`), else one is given.
+    pub(crate) id: Option<u32>,
+    /// `disabled` (`enabled` undoes it): the proxy is not started, not
+    /// checked, not shown; it keeps its number.
+    pub(crate) disabled: bool,
     /// `load-server-state-from-file global|local|none` (None: none).
     pub(crate) load_server_state: Option<LoadServerState>,
     /// `server-state-file-name [<file>|use-backend-name]` (None: the
@@ -1682,6 +1747,9 @@ pub(crate) struct Proxy {
     /// `filter compression`, `filter cache <name>` and the filters the
     /// cache actions declare implicitly, in order.
     pub(crate) filters: Vec<FilterDecl>,
+    /// The settings of the keywords `config/extras.rs` describes
+    /// (`description`, `source`, `dispatch`, `option originalto`...).
+    pub(crate) extras: crate::config::extras::ProxyExtras,
 }
 
 impl Proxy {
@@ -1697,6 +1765,8 @@ impl Proxy {
             allbackups: false,
             log_health_checks: false,
             fullconn: None,
+            id: None,
+            disabled: false,
             load_server_state: None,
             server_state_file_name: None,
             check_type: CheckType::default(),
@@ -1748,6 +1818,7 @@ impl Proxy {
             stick_rules: Vec::new(),
             compression: None,
             filters: Vec::new(),
+            extras: Default::default(),
         }
     }
 }

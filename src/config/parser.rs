@@ -19,6 +19,8 @@ use crate::config::units::{parse_time, parse_u32, time_error_message};
 
 mod compkw;
 mod cookiekw;
+mod errorskw;
+mod extraskw;
 mod globalkw;
 mod lbkw;
 mod legacykw;
@@ -92,6 +94,8 @@ enum Section {
     Peers(usize),
     /// Index into `Global::caches`.
     Cache(usize),
+    /// Index into `State::http_errors`.
+    HttpErrors(usize),
     /// Inside a section we cannot use (already reported once).
     Skip,
 }
@@ -104,6 +108,7 @@ impl Section {
             Section::Resolvers(_) => "resolvers",
             Section::Peers(_) => "peers",
             Section::Cache(_) => "cache",
+            Section::HttpErrors(_) => "http-errors",
             Section::Global => "global",
             Section::Defaults(_) => "defaults",
             Section::Proxy(i) => proxies.get(i).map_or("", |p| p.kind.keyword()),
@@ -238,6 +243,9 @@ pub(crate) struct State<'r> {
     /// `default-server` values of each proxy (same index as `proxies`).
     server_defaults: Vec<ServerDefaults>,
     section: Section,
+    /// The `http-errors` sections, read by the proxies' `errorfiles`
+    /// once the configuration ends.
+    http_errors: Vec<errorskw::HttpErrors>,
     conds: Vec<CondFrame>,
     resolve: Resolver<'r>,
     /// The environment of the file being parsed: addresses expand their
@@ -306,6 +314,7 @@ impl<'r> State<'r> {
             defaults: Vec::new(),
             server_defaults: Vec::new(),
             section: Section::None,
+            http_errors: Vec::new(),
             conds: Vec::new(),
             resolve,
             env: None,
@@ -399,11 +408,14 @@ impl<'r> State<'r> {
                 line: u32::try_from(idx + 1).unwrap_or(u32::MAX),
             };
             last_line = loc.line;
+            // `${...}` through the global section's `setenv` lines so far.
+            let edits = self.global.env.clone();
+            let with_edits = |n: &str| edits.get(n, env);
             let ctx = LexCtx {
                 file: name,
                 line: loc.line,
                 section: self.section.name(&self.proxies),
-                env,
+                env: &with_edits,
             };
             let words: Vec<String> = match split_line_raw(raw, &ctx) {
                 Ok(w) => {
@@ -419,7 +431,7 @@ impl<'r> State<'r> {
                 continue;
             }
             if matches!(words[0].as_str(), ".if" | ".elif" | ".else" | ".endif") {
-                self.conditional(&loc, &words, env);
+                self.conditional(&loc, &words, &with_edits);
                 continue;
             }
             if !self.active() {
@@ -467,6 +479,8 @@ impl<'r> State<'r> {
     pub(crate) fn finish(&mut self) {
         self.finish_userlists();
         self.finish_caches();
+        self.finish_errorfiles();
+        self.finish_dispatch();
         self.check_filters();
         for (di, pi, name) in std::mem::take(&mut self.missing_acls) {
             let Some(def) = self
@@ -645,6 +659,7 @@ impl<'r> State<'r> {
             Section::Resolvers(i) => self.resolvers_line(i, loc, words),
             Section::Peers(i) => self.peers_line(i, loc, words),
             Section::Cache(i) => self.cache_line(i, loc, words),
+            Section::HttpErrors(i) => self.http_errors_line(i, loc, words),
             Section::Defaults(_) | Section::Proxy(_) => self.proxy_line(loc, words),
         }
     }
@@ -717,6 +732,7 @@ impl<'r> State<'r> {
             "resolvers" => return self.start_resolvers(loc, words),
             "peers" => return self.start_peers(loc, words),
             "cache" => return self.start_cache(loc, words),
+            "http-errors" => return self.start_http_errors(loc, words),
             "global" => {
                 self.section = Section::Global;
                 return;
@@ -812,6 +828,7 @@ impl<'r> State<'r> {
         p.h1_case_bogus_client = d.h1_case_bogus_client;
         p.h1_case_bogus_server = d.h1_case_bogus_server;
         p.fullconn = d.fullconn;
+        p.disabled = d.disabled;
         p.load_server_state = d.load_server_state;
         p.server_state_file_name = d.server_state_file_name.clone();
         p.check_type = d.check_type;
@@ -830,6 +847,7 @@ impl<'r> State<'r> {
         p.forwardfor = d.forwardfor.clone();
         p.tcpka = d.tcpka;
         p.errorfiles = d.errorfiles.clone();
+        p.extras = d.extras.clone();
         p.stats = d.stats.clone();
         if kind.has_frontend() {
             p.monitor_uri = d.monitor_uri.clone();

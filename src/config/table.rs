@@ -152,7 +152,7 @@ pub(crate) fn local_peer(global: &crate::config::model::Global) -> String {
         .localpeer
         .clone()
         .or_else(|| crate::sys::process::local_peer().map(str::to_string))
-        .unwrap_or_else(crate::sys::process::hostname)
+        .unwrap_or_else(|| crate::sys::process::hostname().to_string())
 }
 
 /// One peer of a `peers` section.

@@ -16,6 +16,10 @@ pub(crate) fn check(config: &mut Config, diags: &mut Vec<Diagnostic>) {
         }
     }
     for (idx, p) in config.proxies.iter().enumerate() {
+        // HAProxy checks nothing of a proxy that will not start.
+        if p.disabled {
+            continue;
+        }
         if p.kind.has_frontend() {
             if let Some((name, _)) = &p.default_backend {
                 check_target(config, idx, p, name, "default_backend", diags);
@@ -49,6 +53,19 @@ pub(crate) fn check(config: &mut Config, diags: &mut Vec<Diagnostic>) {
             }
         }
         l6_in_http(p, diags);
+        for u in &p.extras.use_servers {
+            if !p.servers.iter().any(|s| s.name == u.server) {
+                diags.push(Diagnostic::alert(
+                    None,
+                    format!(
+                        "{} '{}' : unable to find server '{}' referenced in a 'use-server' rule.",
+                        crate::config::parser::type_str(p.kind),
+                        p.name,
+                        u.server
+                    ),
+                ));
+            }
+        }
         capture_ids(p, diags);
         crate::config::table_check::proxy(config, p, diags);
         missing_timeouts(p, diags);

@@ -421,7 +421,7 @@ type WantedBind<'c> = (
 fn binds(cfg: &Config) -> Vec<WantedBind<'_>> {
     cfg.proxies
         .iter()
-        .filter(|p| p.kind.has_frontend())
+        .filter(|p| p.kind.has_frontend() && !p.disabled)
         .flat_map(|p| {
             let name: Arc<str> = Arc::from(p.name.as_str());
             // An inherited socket (`fd@n`) stands for the address it was

@@ -27,12 +27,13 @@ pub(crate) const USAGE: &str = "Usage : sluice [-f <cfgfile|cfgdir>]* [ -vdVD ] 
         -sf [pid ]* once ready, tells old pids to finish (SIGUSR1: soft stop, requests in flight end)
         -st [pid ]* once ready, terminates old pids (SIGINT: immediate stop, requests in flight are cut)
         -x <unix_socket> takes the listening sockets over from an old process
-        -Ws stays in the foreground and speaks systemd's Type=notify (READY, RELOADING, STOPPING)
-        -W stays in the foreground (sluice is one process: no master, reloads happen in place)
+        -W master-worker mode: a master process starts the worker and reloads it on SIGUSR2
+        -Ws master-worker mode speaking systemd's Type=notify (READY, RELOADING, STOPPING)
+        -S <bind>[,<opts>] binds the master CLI (master-worker mode): show proc, reload, @<n> <command>
         -L <name> sets the local peer name, this process's in `peers` sections (shown as 'node' when no node is set)
         -f <file|dir> adds a configuration file, the *.cfg files of a directory in byte order,
            or a split layout (global.cfg, defaults.cfg, frontend.cfg, frontend.d/, backend.d/)
-        -m <megs> is accepted without effect, as are -S <bind>, -dM[<opts>], -dK<classes>, -dD, -de, -dp, -dG, -dR
+        -m <megs> is accepted without effect, as are -dM[<opts>], -dK<classes>, -dD, -de, -dp, -dG, -dR
 ";
 
 /// What the command line asks for.
@@ -59,10 +60,9 @@ pub(crate) struct Options {
     /// `-x <socket>`: take the listening sockets of the process behind
     /// this stats socket (`expose-fd listeners`).
     pub(crate) takeover: Option<PathBuf>,
-    /// `-Ws`: systemd `Type=notify` (stays in the foreground).
+    /// `-Ws`: master-worker mode with systemd's `Type=notify`.
     pub(crate) systemd: bool,
-    /// `-W`: master-worker mode; sluice is one process, so this only keeps
-    /// it in the foreground.
+    /// `-W`: master-worker mode (`control/master.rs`).
     pub(crate) master_worker: bool,
     /// `-L <name>`: the local peer name.
     pub(crate) local_peer: Option<String>,
@@ -72,8 +72,7 @@ pub(crate) struct Options {
     pub(crate) change_dir: Option<PathBuf>,
     /// `-dL`: list the loaded object files after the check.
     pub(crate) dump_libs: bool,
-    /// `-S <bind>`: HAProxy's master CLI; sluice has no master, so these
-    /// are only reported.
+    /// `-S <bind>[,<opts>]`: the master CLI sockets (master-worker mode).
     pub(crate) master_cli: Vec<String>,
     /// `-n`, `-N`, `-dS`, `-dV`, `-dr`: applied to every load.
     pub(crate) overrides: config::Overrides,
@@ -391,7 +390,7 @@ pub fn main_with_args(args: &[String]) -> i32 {
         return 0;
     }
     // -V cancels -q, whichever comes first (as in HAProxy).
-    let quiet = opts.quiet && !opts.verbose;
+    let mut quiet = opts.quiet && !opts.verbose;
     if let Some(cond) = &opts.check_condition {
         return check_condition(cond, quiet);
     }
@@ -431,6 +430,11 @@ pub fn main_with_args(args: &[String]) -> i32 {
     if opts.dump {
         print!("{}", config::dump(&loaded.statements));
     }
+    // The global `quiet`, as `-q`.
+    if loaded.says_quiet() && !opts.verbose {
+        quiet = true;
+        QUIET.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
     if !quiet {
         eprint!("{}", report(&loaded.diagnostics, pid));
     }
@@ -453,7 +457,10 @@ pub fn main_with_args(args: &[String]) -> i32 {
     if opts.check_only {
         // A `peers` section naming this process listens for its peers.
         let local = crate::config::table::local_peer(&cfg.global);
-        let listens = cfg.proxies.iter().any(|p| !p.binds.is_empty())
+        let listens = cfg
+            .proxies
+            .iter()
+            .any(|p| !p.disabled && !p.binds.is_empty())
             || !cfg.global.stats_sockets.is_empty()
             || cfg
                 .global
@@ -481,6 +488,9 @@ pub fn main_with_args(args: &[String]) -> i32 {
         .map(|s| s.cli_address())
         .collect();
     crate::sys::process::export_cli_env(&cli);
+    if crate::control::master::wanted(&opts, &cfg) {
+        return crate::control::master::run(&cfg, &opts, args);
+    }
     run(cfg, &opts)
 }
 
@@ -529,13 +539,11 @@ fn machine_checks(cfg: &Config, opts: &Options) -> Vec<config::Diagnostic> {
             ));
         }
     }
-    if !opts.master_cli.is_empty() {
-        let msg = if opts.master_worker || opts.systemd {
-            "a master CLI socket was defined (-S), but sluice has no master process: it is not started (a 'stats socket' serves the CLI)."
-        } else {
-            "a master CLI socket was defined, but master-worker mode (-W) is not enabled."
-        };
-        out.push(config::Diagnostic::warning(None, msg));
+    if !opts.master_cli.is_empty() && !crate::control::master::requested(opts, cfg) {
+        out.push(config::Diagnostic::warning(
+            None,
+            "a master CLI socket was defined, but master-worker mode (-W) is not enabled.",
+        ));
     }
     if level == config::Level::Alert && out.iter().any(config::Diagnostic::is_alert) {
         out.push(config::Diagnostic::alert(None, config::diag::FATAL_ERRORS));
@@ -574,7 +582,12 @@ fn run(cfg: Config, opts: &Options) -> i32 {
         }
     }
     let mut bound: Vec<Bound> = Vec::new();
-    for p in cfg.proxies.iter().filter(|p| p.kind.has_frontend()) {
+    // A disabled proxy listens nowhere.
+    for p in cfg
+        .proxies
+        .iter()
+        .filter(|p| p.kind.has_frontend() && !p.disabled)
+    {
         for b in &p.binds {
             if let Some(fd) = b.fd {
                 let got = inherited_or_handed(
@@ -728,8 +741,15 @@ fn run(cfg: Config, opts: &Options) -> i32 {
             return 1;
         }
     };
-    let daemon = (opts.daemon || cfg.global.daemon) && !opts.systemd && !opts.master_worker;
-    let pidfile = opts.pidfile.clone().or(cfg.global.pidfile.clone());
+    // A master's worker leaves both to its master, which runs in the
+    // foreground unless asked to go to background itself.
+    let worker = crate::control::master::worker_cli().is_some();
+    let daemon = (opts.daemon || cfg.global.daemon) && !opts.systemd && !worker;
+    let pidfile = if worker {
+        None
+    } else {
+        opts.pidfile.clone().or(cfg.global.pidfile.clone())
+    };
     if daemon && let Err(e) = crate::sys::process::daemonize(pidfile.as_deref()) {
         alert(pid, &format!("cannot go to background: {e}"));
         return 1;
@@ -896,10 +916,16 @@ pub(crate) fn thread_cpus(
 static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 fn warn(pid: u32, msg: &str) {
+    print_line("[WARNING]", pid, msg);
+}
+
+/// One line of HAProxy's start-up messages (`[NOTICE]`, `[WARNING]`,
+/// `[ALERT]`) on stderr, unless `-q`.
+pub(crate) fn print_line(tag: &str, pid: u32, msg: &str) {
     if QUIET.load(std::sync::atomic::Ordering::Relaxed) {
         return;
     }
-    eprintln!("{:<10} ({pid}) : {msg}", "[WARNING]");
+    eprintln!("{tag:<10} ({pid}) : {msg}");
 }
 
 async fn serve(
@@ -971,6 +997,21 @@ async fn serve(
                 return 1;
             }
         }
+    }
+    // A master's worker: the private CLI its master routes commands and
+    // reloads through, which hands the listeners over to the worker of a
+    // new binary (`-x`).
+    match crate::control::master::bind_worker_cli() {
+        Some(Ok(l)) => cli_servers.push(Box::pin(crate::control::takeover::serve_exposing(
+            l,
+            crate::config::model::CliLevel::Admin,
+            rt.clone(),
+        ))),
+        Some(Err(e)) => {
+            alert(pid, &format!("cannot bind the master's CLI socket: {e}"));
+            return 1;
+        }
+        None => {}
     }
     drop(snap);
     // The local peers' listeners, bound before privileges are dropped.

@@ -211,6 +211,17 @@ async fn accept_loop(
         };
         let Ok(mut ready) = ready else { return };
         let binding = ctl.binding.load_full();
+        // `rate-limit sessions`: past the frontend's rate, connections wait
+        // in the backlog until it falls back below.
+        let wait = session_rate_wait(&rt, &binding.frontend);
+        if !wait.is_zero() {
+            drop(ready);
+            tokio::select! {
+                r = run.changed() => if r.is_err() { return },
+                _ = tokio::time::sleep(wait) => {}
+            }
+            continue;
+        }
         // The frontend's slot first: waiting for it holds nothing another
         // frontend needs.
         let permits = tokio::select! {
@@ -247,6 +258,20 @@ async fn accept_loop(
         drop(ready);
         serve_new(&rt, &binding.frontend, permits, stream, peer, &ctl.addr);
     }
+}
+
+/// How long the frontend's `rate-limit sessions` keeps new connections
+/// waiting (zero without a limit, or below it).
+fn session_rate_wait(rt: &Runtime, frontend: &str) -> std::time::Duration {
+    rt.with_snapshot(|snap| {
+        snap.frontends()
+            .find(|f| *f.name == *frontend)
+            .and_then(|f| {
+                let limit = f.extras.rate_limit_sessions?;
+                Some(f.state.counters.sess_rate.wait_below(limit))
+            })
+            .unwrap_or_default()
+    })
 }
 
 /// Serves a connection just accepted on `local` for `frontend`.
@@ -558,7 +583,7 @@ fn open_client(
         |snap| match snap.frontends().find(|f| *f.name == **frontend) {
             Some(f) => {
                 if f.tcpka {
-                    let _ = socket2::SockRef::from(stream).set_keepalive(true);
+                    crate::upstream::source::keepalive(stream, &f.extras.clitcpka);
                 }
                 (
                     Some(f.state.clone()),

@@ -15,6 +15,8 @@ use crate::wire::h1::{Head, trim};
 /// no cookie, invalid, for a DOWN server, valid. (HAProxy's `U`, unused,
 /// needs `use-server`, which sluice does not have.)
 pub(crate) const CK_NONE: u8 = b'N';
+/// A cookie was there but chose nothing (`ignore-persist`).
+pub(crate) const CK_UNUSED: u8 = b'U';
 const CK_INVALID: u8 = b'I';
 const CK_DOWN: u8 = b'D';
 const CK_VALID: u8 = b'V';
@@ -28,6 +30,9 @@ pub(crate) struct ClientCookie {
     pub(crate) state: u8,
     /// `Cookie` headers to rewrite: position, new value (None: removed).
     pub(crate) rewrites: Vec<(usize, Option<Vec<u8>>)>,
+    /// A `force-persist` rule holds: a DOWN server named still takes the
+    /// request, as under `option persist`.
+    force: bool,
 }
 
 fn is_sp(b: u8) -> bool {
@@ -42,6 +47,7 @@ pub(crate) fn client_side(
     be: &BackendRt,
     req: &Head,
     edits: Option<&Edits>,
+    force: bool,
 ) -> Option<ClientCookie> {
     let mut out: Option<ClientCookie> = None;
     for (i, (name, received)) in req.headers().enumerate() {
@@ -53,6 +59,7 @@ pub(crate) fn client_side(
             server: None,
             state: CK_NONE,
             rewrites: Vec::new(),
+            force,
         });
         if let Some(new) = scan_header(ck, be, value, c) {
             c.rewrites.push((i, new));
@@ -205,7 +212,7 @@ fn segment(
                 continue;
             }
             let up = s.state.takes_persistent();
-            if up || be.persist {
+            if up || be.persist || c.force {
                 c.server = Some(i);
                 c.state = if up { CK_VALID } else { CK_DOWN };
                 break;
@@ -237,7 +244,8 @@ const SCK_REPLACED: u8 = b'R';
 
 /// The response side for the request `req` answered `resp` by the server
 /// whose cookie value is `server_cookie`; `direct`: the request went to
-/// that server because its cookie named it. Header changes go into
+/// that server because its cookie named it; `ignored`: an
+/// `ignore-persist` rule held (nothing inserted). Header changes go into
 /// `edits` (created when needed). Returns the log character.
 pub(crate) fn server_side(
     ck: &CookiePersist,
@@ -246,6 +254,7 @@ pub(crate) fn server_side(
     req: &Head,
     resp: &Head,
     edits: &mut Option<Edits>,
+    ignored: bool,
 ) -> u8 {
     let mut sck = SCK_NONE;
     let mut found = false;
@@ -285,9 +294,12 @@ pub(crate) fn server_side(
         };
         edits.get_or_insert_with(Edits::default).set_at(i, new);
     }
+    // Nothing to insert when the cookie chose the server, or when an
+    // `ignore-persist` rule held (HAProxy inserts nothing then).
+    let no_insert = direct || ignored;
     if ck.mode == CookieMode::Insert
         && !(found && ck.preserve)
-        && !direct
+        && !no_insert
         && (!ck.postonly || req.method() == b"POST")
     {
         let e = edits.get_or_insert_with(Edits::default);
@@ -353,6 +365,22 @@ fn set_cookie_value(ck: &CookiePersist, server_cookie: Option<&str>) -> Vec<u8> 
 /// `Pragma: no-cache` nor `Cache-Control` saying otherwise (`public` makes
 /// it cacheable again), and a freshness (`max-age`, `s-maxage`, `Expires`)
 /// or a validator (`ETag`, `Last-Modified`).
+/// `option checkcache`: `resp` sets a cookie and could be kept by a
+/// cache (the test of `nocache`, and no `no-cache="set-cookie"`), which
+/// HAProxy 2.6 refuses.
+pub(crate) fn cacheable_cookie(req: &Head, resp: &Head) -> bool {
+    let no_cache_cookie = |v: &[u8]| {
+        let p = b"no-cache=\"set-cookie";
+        v.len() >= p.len() && v[..p.len()].eq_ignore_ascii_case(p)
+    };
+    resp.values("set-cookie").next().is_some()
+        && cacheable(req, resp)
+        && !resp
+            .values("cache-control")
+            .flat_map(|v| v.split(|&b| b == b','))
+            .any(|v| no_cache_cookie(trim(v)))
+}
+
 fn cacheable(req: &Head, resp: &Head) -> bool {
     let mut ok = matches!(req.method(), b"GET" | b"HEAD" | b"OPTIONS" | b"TRACE")
         && matches!(

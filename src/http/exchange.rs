@@ -71,6 +71,9 @@ struct Plan {
     body_in: u64,
     body_logged: u64,
     connect_ms: u32,
+    /// `http-send-name-header`: where the head's last line ends, the
+    /// server's name going after it for each attempt's server.
+    name_at: Option<usize>,
 }
 
 /// A connection to the attempt's server (the seat's, which no step of an
@@ -189,13 +192,39 @@ impl<'a> Exchange<'a> {
             be.conn_mode != HttpConnMode::KeepAlive || fe.conn_mode != HttpConnMode::KeepAlive;
         // `option forwardfor`: the backend's settings, else the frontend's.
         let ff = be.forwardfor.as_ref().or(fe.forwardfor.as_ref());
-        let mut head = upstream_head(req, body, server_close, ff, self.ctx);
+        // `option originalto`: the backend's settings, else the frontend's.
+        let ot = be
+            .extras
+            .originalto
+            .as_ref()
+            .or(fe.extras.originalto.as_ref());
+        let dst = ot.and_then(|_| {
+            self.ctx
+                .dst
+                .or_else(|| self.client.stream.local_addr().ok())
+                .map(|a| a.ip())
+        });
+        let excepted = |e: &Option<crate::config::extras::OriginalTo>, ip| {
+            e.as_ref()
+                .and_then(|o| o.except)
+                .is_some_and(|(addr, prefix)| {
+                    crate::sample::pattern::Net { addr, prefix }.contains(ip)
+                })
+        };
+        // No header for a destination in either proxy's `except` network.
+        let ot = ot.zip(dst).filter(|&(_, ip)| {
+            !excepted(&be.extras.originalto, ip) && !excepted(&fe.extras.originalto, ip)
+        });
+        let name = be.extras.send_name_header.as_deref();
+        let mut head = upstream_head(req, body, server_close, (ff, ot, name), self.ctx);
         // `option h1-case-adjust-bogus-server`: every field of the head,
         // the ones sluice adds too, as HAProxy respells them.
         if let Some(names) = &be.case_server {
             names.apply(&mut head);
         }
+        let name_at = name.map(|_| head.len() - 2);
         Plan {
+            name_at,
             server_close,
             head,
             l7_retries: be.retry_on.layer7() && body == BodyKind::None,
@@ -244,7 +273,8 @@ impl<'a> Exchange<'a> {
                 // The request's Host: the SNI to servers with `sni
                 // req.hdr(host)`.
                 let host = self.req.values("host").next();
-                let fresh = retry::connect(be, self.key, self.seat, self.tries, host, dst);
+                let client = self.ctx.peer.inet();
+                let fresh = retry::connect(be, self.key, self.seat, self.tries, host, dst, client);
                 match Box::pin(fresh).await {
                     Ok(s) => {
                         plan.connect_ms = ms(t.elapsed());
@@ -303,6 +333,16 @@ impl<'a> Exchange<'a> {
     /// response.
     async fn send_head(&mut self, plan: &mut Plan, a: Attempt) -> Step<Attempt> {
         let Attempt { mut up, reused } = a;
+        if let (Some(at), Some(h)) = (plan.name_at, &self.be.extras.send_name_header) {
+            // The attempt's server, after the head's last line (after
+            // `connection`, as HAProxy adds it).
+            let head = &mut plan.head;
+            head.truncate(at);
+            head.put_slice(h.as_bytes());
+            head.put_slice(b": ");
+            head.put_slice(self.seat.server().name.as_bytes());
+            head.put_slice(b"\r\n\r\n");
+        }
         if io::write_all(&mut up.stream, &plan.head, self.be.timeouts.server)
             .await
             .is_err()
@@ -560,17 +600,24 @@ fn upstream_head(
     req: &Head,
     body: BodyKind,
     close: bool,
-    ff: Option<&ForwardFor>,
+    (ff, ot, name): (
+        Option<&ForwardFor>,
+        Option<(&crate::config::extras::OriginalTo, std::net::IpAddr)>,
+        Option<&str>,
+    ),
     ctx: &ReqCtx<'_>,
 ) -> io::HeadBuf {
     let mut out = io::HeadBuf::new();
     let framing = req.request_framing(body);
+    // `http-send-name-header` removes the request's own fields of its name.
+    let named = |n: &[u8]| name.is_some_and(|h| n.eq_ignore_ascii_case(h.as_bytes()));
     let placed = match ctx.edits {
-        None => req.write_forwarded(&mut out, &framing),
+        None if name.is_none() => req.write_forwarded(&mut out, &framing),
+        None => req.write_forwarded_with(&mut out, (None, None), |_, n| named(n), &[], &framing),
         Some(e) => req.write_forwarded_with(
             &mut out,
             (e.method.as_deref(), e.target.as_deref()),
-            |i, n| e.drops_at(i, n),
+            |i, n| e.drops_at(i, n) || named(n),
             &e.replaced,
             &framing,
         ),
@@ -586,6 +633,14 @@ fn upstream_head(
         && let Some(src) = ctx.src
     {
         rules::put_forwarded_for(&mut out, ff, src, req, ctx.edits);
+    }
+    // `option originalto`: the address the client connected to, after
+    // `x-forwarded-for` as HAProxy adds it.
+    if let Some((ot, dst)) = ot {
+        out.put_slice(ot.header.as_bytes());
+        out.put_slice(b": ");
+        rules::put_ip(&mut out, dst);
+        out.put_slice(b"\r\n");
     }
     // A protocol switch (WebSocket) has its `upgrade` and `connection`
     // fields forwarded in place, as HAProxy 2.6 keeps them, and nothing

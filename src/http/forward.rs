@@ -275,6 +275,9 @@ pub(crate) struct ReqCtx<'a> {
     /// The server (index in the backend) a persistence cookie sent the
     /// request to; set by [`forward`].
     pub(crate) persisted: Option<usize>,
+    /// An `ignore-persist` rule held: no cookie chose the server, and
+    /// none is inserted in the response (set by [`forward`]).
+    pub(crate) persist_ignored: bool,
     /// The client connection's TLS (conditions of `http-response` rules).
     pub(crate) tls: Option<&'a crate::tls::TlsFacts>,
     /// The client connection's other facts (`fc_*`, `so_*`).
@@ -375,13 +378,42 @@ pub(crate) async fn forward(
         src,
         head: Some(req),
     };
-    let (mut persisted, cookie_edits) = persistence(be, req, ctx.edits, rec);
+    // `force-persist` / `ignore-persist`: the first rule whose condition
+    // holds (Some(true): force, Some(false): ignore).
+    let rule = if be.persist_rules.is_empty() {
+        None
+    } else {
+        let cx = request_ctx(fe, be, req, ctx);
+        let view = &cx as &dyn crate::acl::eval::RequestView;
+        be.persist_rules
+            .iter()
+            .find(|(_, c)| be.acls.eval(c, view))
+            .map(|&(force, _)| force)
+    };
+    let force = rule == Some(true);
+    let (mut persisted, cookie_edits) = persistence(be, req, ctx.edits, rec, force);
+    if rule == Some(false) {
+        // The cookie is read (and rewritten) but chooses nothing: `U`.
+        if persisted.take().is_some() || rec.persist[0] != cookie::CK_NONE {
+            rec.persist[0] = cookie::CK_UNUSED;
+        }
+    }
+    // `use-server` comes before the cookie's choice and the stick
+    // tables' (the cookie is still read and rewritten).
+    if !be.use_servers.is_empty() {
+        let cx = request_ctx(fe, be, req, ctx);
+        let view = &cx as &dyn crate::acl::eval::RequestView;
+        if let Some(i) = balance::use_server(be, |c| be.acls.eval(c, view), force) {
+            persisted = Some(i);
+        }
+    }
     let mut stores = crate::upstream::stick::Stores::default();
     if crate::upstream::stick::any(be) {
         let cx = request_ctx(fe, be, req, ctx);
-        if let Some(i) =
-            crate::upstream::stick::on_request(be, &cx, persisted.is_some(), &mut stores)
-        {
+        // Ignored persistence: the entries are not looked up, the keys
+        // still stored.
+        let assigned = persisted.is_some() || rule == Some(false);
+        if let Some(i) = crate::upstream::stick::on_request(be, &cx, assigned, &mut stores, force) {
             persisted = Some(i);
         }
     }
@@ -392,6 +424,7 @@ pub(crate) async fn forward(
         edits: cookie_edits.as_ref().or(ctx.edits),
         stream: ctx.stream,
         persisted,
+        persist_ignored: rule == Some(false),
         tls: ctx.tls,
         client: ctx.client,
         vars: ctx.vars,
@@ -537,11 +570,12 @@ fn persistence(
     req: &Head,
     edits: Option<&Edits>,
     rec: &mut LogRecord,
+    force: bool,
 ) -> (Option<usize>, Option<Edits>) {
     let Some(ck) = be.cookie.as_deref() else {
         return (None, None);
     };
-    let Some(cc) = cookie::client_side(ck, be, req, edits) else {
+    let Some(cc) = cookie::client_side(ck, be, req, edits, force) else {
         if ck.logged() {
             rec.persist = [cookie::CK_NONE, cookie::SCK_NONE];
         }

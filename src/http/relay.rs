@@ -57,6 +57,8 @@ enum Refusal<'r> {
     Denied(Option<&'r HttpReply>),
     /// An `rsprep` left a head that does not parse.
     Invalid,
+    /// `option checkcache`: a cacheable response sets a cookie.
+    CacheableCookie,
 }
 
 /// The response is ready to go: its head as the rules left it, its
@@ -249,11 +251,18 @@ impl<'a> Relay<'a> {
             let pending = client.buf.split();
             let _ = io::write_all(&mut upstream.stream, &pending, be.timeouts.server).await;
         }
+        // `timeout client-fin` / `server-fin` once a direction has ended.
         let (c2s, s2c) = crate::tcp::relay(
             &mut client.stream,
             &mut upstream.stream,
-            idle.0,
-            idle.1,
+            crate::wire::relay::IdleTimeouts {
+                open: idle.0,
+                fin: fe.timeouts.client_fin,
+            },
+            crate::wire::relay::IdleTimeouts {
+                open: idle.1,
+                fin: be.timeouts.server_fin,
+            },
             fe.splice,
         )
         .await;
@@ -365,15 +374,28 @@ impl<'a> Relay<'a> {
             Some((ck, i))
         });
         let (req, persisted) = (self.req, self.ctx.persisted);
+        let ignored = self.ctx.persist_ignored;
         let mut sck = None;
         let mut cookie = |resp: &Head, edits: &mut Option<Edits>| {
             if let Some((ck, i)) = persist {
                 // `direct`: the cookie chose this server (not a redispatch).
                 let direct = persisted == Some(i);
                 let own = be.servers[i].cookie.as_deref();
-                sck = Some(cookie::server_side(ck, own, direct, req, resp, edits));
+                sck = Some(cookie::server_side(
+                    ck, own, direct, req, resp, edits, ignored,
+                ));
             }
         };
+        if be.extras.checkcache && cookie::cacheable_cookie(req, &resp) {
+            crate::observe::log::emit_alert(
+                be,
+                &format!(
+                    "Blocking cacheable cookie in response from instance {}, server {}.",
+                    be.name, self.server.name
+                ),
+            );
+            return Err(Refusal::CacheableCookie);
+        }
         let mut edits = None;
         if self.has_response_rules() {
             edits = self.response_rules(&mut resp, body, cookie)?;
@@ -467,9 +489,11 @@ impl<'a> Relay<'a> {
                 let room = crate::http::body::room(resp, be.max_head, body == BodyKind::Chunked);
                 crate::http::body::view(&self.upstream.buf, body, room, &mut decoded)
             });
+        let mut marks = rules::SockMarks::default();
         let log = RespLog {
             cap: &mut self.rec.cap_resp,
             level: &mut self.rec.level,
+            marks: &mut marks,
         };
         let store = Store {
             fill: &mut self.fill,
@@ -488,7 +512,14 @@ impl<'a> Relay<'a> {
             res_body.as_ref(),
             Some(store),
         ) {
-            Ok(e) => Ok(e),
+            Ok(e) => {
+                if (marks.tos.is_some() || marks.mark.is_some())
+                    && let Some(tcp) = self.client.stream.tcp()
+                {
+                    marks.apply(tcp);
+                }
+                Ok(e)
+            }
             Err(RespRefused::Denied(reply)) => Err(Refusal::Denied(reply)),
             Err(RespRefused::Invalid) => Err(Refusal::Invalid),
         }
@@ -530,6 +561,12 @@ impl<'a> Relay<'a> {
                     stick: ctx.stick,
                 };
                 deny_response(self.client, fe, be, self.keep_client, reply, &cx).await
+            }
+            // HAProxy's `return_srv_prx_502`: `PH`, a failed response.
+            Refusal::CacheableCookie => {
+                self.rec.tally.eresp |= Rows::BE_SRV;
+                self.rec.end(BAD_RESPONSE);
+                send_error_be(self.client, 502, fe, Some(be), self.keep_client).await
             }
             Refusal::Invalid => {
                 // An `rsprep` that broke the head: HAProxy 1.8's
@@ -1054,6 +1091,9 @@ pub(super) fn rules_on_hit(
     let log = RespLog {
         cap: &mut rec.cap_resp,
         level: &mut rec.level,
+        // A hit's rules run where the client socket is not at hand: their
+        // `set-tos` and `set-mark` are not applied.
+        marks: &mut rules::SockMarks::default(),
     };
     response_edits(fe, be, &who, req, ctx, resp, log, |_, _| {}, None, None).map_err(|_| ())
 }
@@ -1063,6 +1103,8 @@ pub(super) fn rules_on_hit(
 struct RespLog<'a> {
     cap: &'a mut [Option<Vec<u8>>],
     level: &'a mut Option<crate::config::model::LogLevel>,
+    /// `set-tos`, `set-mark`: for the client socket, once the rules ran.
+    marks: &'a mut rules::SockMarks,
 }
 
 /// Why the response rules refused a response.
@@ -1225,6 +1267,8 @@ fn response_edits<'r>(
                     }
                 }
                 HttpResponseAction::SetLogLevel(l) => *log.level = Some(*l),
+                HttpResponseAction::SetTos(v) => log.marks.tos = Some(*v),
+                HttpResponseAction::SetMark(v) => log.marks.mark = Some(*v),
                 // Stopped the loop above; the others were applied.
                 HttpResponseAction::Allow
                 | HttpResponseAction::SetHeader { .. }
@@ -1236,7 +1280,8 @@ fn response_edits<'r>(
                 | HttpResponseAction::Capture { .. }
                 | HttpResponseAction::Var(_)
                 | HttpResponseAction::Map(_)
-                | HttpResponseAction::StrictMode(_) => {}
+                | HttpResponseAction::StrictMode(_)
+                | HttpResponseAction::SetNice(_) => {}
                 HttpResponseAction::CacheStore(c) => {
                     // The backend's rules come first; a hit is not stored
                     // again (no `store` then).

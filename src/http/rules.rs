@@ -269,6 +269,33 @@ pub(crate) struct FmtCtx<'a> {
     pub(crate) stick: Option<&'a crate::state::table::track::StickView<'a>>,
 }
 
+/// What `set-tos` and `set-mark` rules ask of the client connection's
+/// socket, the last of each kept.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct SockMarks {
+    pub(crate) tos: Option<u32>,
+    pub(crate) mark: Option<u32>,
+}
+
+impl SockMarks {
+    /// Sets them on `tcp` (the IPv6 traffic class for an IPv6 socket). A
+    /// refusal (no `CAP_NET_ADMIN` for a mark) is ignored, as in HAProxy.
+    pub(crate) fn apply(self, tcp: &tokio::net::TcpStream) {
+        let sock = socket2::SockRef::from(tcp);
+        if let Some(tos) = self.tos {
+            let _ = match tcp.local_addr() {
+                Ok(SocketAddr::V6(a)) if a.ip().to_ipv4_mapped().is_none() => {
+                    sock.set_tclass_v6(tos)
+                }
+                _ => sock.set_tos_v4(tos),
+            };
+        }
+        if let Some(mark) = self.mark {
+            let _ = sock.set_mark(mark);
+        }
+    }
+}
+
 /// Where `http-response capture` rules put their values: the response
 /// capture slots and the frontend's lengths of them.
 pub(crate) struct CaptureSlots<'a> {
@@ -374,7 +401,11 @@ pub(crate) fn edit_response(
         | HttpResponseAction::WaitForBody(_)
         | HttpResponseAction::Table(_)
         | HttpResponseAction::CacheStore(_)
-        | HttpResponseAction::SetLogLevel(_) => return false,
+        | HttpResponseAction::SetLogLevel(_)
+        | HttpResponseAction::SetTos(_)
+        | HttpResponseAction::SetMark(_) => return false,
+        // tokio schedules every task alike.
+        HttpResponseAction::SetNice(_) => {}
     }
     true
 }
@@ -779,6 +810,12 @@ pub(crate) fn put_forwarded_for(
     out.put_slice(b": ");
     let _ = write!(out, "{}", MappedIp(src));
     out.put_slice(b"\r\n");
+}
+
+/// Writes `ip` as `option forwardfor` does (an IPv4-mapped IPv6 address as
+/// IPv4).
+pub(crate) fn put_ip(out: &mut BytesMut, ip: IpAddr) {
+    let _ = write!(out, "{}", MappedIp(ip));
 }
 
 /// Displays an IPv4-mapped IPv6 address as IPv4, without allocating.

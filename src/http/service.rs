@@ -1165,6 +1165,7 @@ async fn route(
         edits: edits.as_ref(),
         stream: rq.stream,
         persisted: None,
+        persist_ignored: false,
         tls,
         client: rq.client,
         vars: rq.vars,
@@ -1221,6 +1222,7 @@ async fn frontend_hit(
         edits: None,
         stream: rq.stream,
         persisted: None,
+        persist_ignored: false,
         tls: rq.tls,
         client: rq.client,
         vars: rq.vars,
@@ -1801,6 +1803,18 @@ impl RuleRun<'_> {
                 }
                 HttpRequestAction::StrictMode(_) => {}
                 HttpRequestAction::SetLogLevel(l) => self.rec.level = Some(*l),
+                HttpRequestAction::SetTos(v) | HttpRequestAction::SetMark(v) => {
+                    if let Some(tcp) = self.conn.stream.tcp() {
+                        let tos = matches!(action, HttpRequestAction::SetTos(_));
+                        rules::SockMarks {
+                            tos: tos.then_some(*v),
+                            mark: (!tos).then_some(*v),
+                        }
+                        .apply(tcp);
+                    }
+                }
+                // tokio schedules every task alike.
+                HttpRequestAction::SetNice(_) => {}
                 HttpRequestAction::SetAddr { part, expr } => {
                     let v = expr.eval(&rules::sample_ctx(&cx));
                     self.set_addr(*part, v, local);

@@ -415,11 +415,11 @@ static FETCHES: &[FetchDef] = &[
         Some(Sample::Sint(i64::from(now.subsec_micros())))
     }),
     def("env", CONST, STR, T::Str, |a, _| {
-        let v = std::env::var_os(a[0].as_str())?;
+        let v = crate::sys::env::var(a[0].as_str())?;
         Some(Sample::Str(Cow::Owned(v.into_encoded_bytes())))
     }),
     def("hostname", CONST, ArgSpec::NONE, T::Str, |_, _| {
-        Some(Sample::str(hostname().as_bytes()))
+        Some(Sample::str(crate::sys::process::hostname().as_bytes()))
     }),
     // sluice is one process: HAProxy's `proc` with one.
     def("proc", CONST, ArgSpec::NONE, T::Sint, |_, _| {
@@ -1011,7 +1011,9 @@ static FETCHES: &[FetchDef] = &[
         L5CLI,
         ArgSpec::NONE,
         T::Bool,
-        |_, cx| cx.tls.map(|t| Sample::Bool(t.resumed)),
+        // False, not absent, on a clear connection, as HAProxy 2.6 (the
+        // `0` of `option httpslog`'s line).
+        |_, cx| Some(Sample::Bool(cx.tls.is_some_and(|t| t.resumed))),
     ),
     def("ssl_fc_protocol", L5CLI, ArgSpec::NONE, T::Str, |_, cx| {
         cx.tls.map(|t| Sample::str(t.protocol.as_bytes()))
@@ -1165,6 +1167,12 @@ pub(crate) fn reads_payload(name: &str) -> bool {
 /// The `Cookie: <name>=<value>` line of an RDP connection request (after
 /// the 4-byte TPKT and 7-byte X.224 headers), when it names `a[0]` (any
 /// name when absent): the value.
+/// The value of RDP cookie `name` (any name when empty) in `payload`: the
+/// `persist rdp-cookie` lookup.
+pub(crate) fn rdp_cookie_value<'a>(payload: &'a [u8], name: &str) -> Option<&'a [u8]> {
+    rdp_cookie(payload, &[Arg::Str(name.into())])
+}
+
 fn rdp_cookie<'a>(p: &'a [u8], a: &[Arg]) -> Option<&'a [u8]> {
     let line = p.get(11..)?.strip_prefix(b"Cookie: ")?;
     let end = memchr::memmem::find(line, b"\r\n")?;
@@ -1338,12 +1346,6 @@ fn method_arg(args: &mut [Arg]) -> Result<(), String> {
         return Err("expects valid method.".to_string());
     }
     Ok(())
-}
-
-/// The host name, read once (as HAProxy reads it at start).
-fn hostname() -> &'static str {
-    static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    HOST.get_or_init(crate::sys::process::hostname)
 }
 
 /// `date([<offset>],[<unit>])`: now plus the offset, in seconds or in the

@@ -16,6 +16,8 @@ pub(crate) const DEFAULT_TAG: &str = "sluice";
 pub(crate) struct LogSetup {
     pub(crate) targets: Vec<(LogTarget, Arc<Sink>)>,
     pub(crate) tag: Arc<str>,
+    /// `log-send-hostname`: the host name of the syslog headers.
+    pub(crate) hostname: Option<Arc<str>>,
 }
 
 impl LogSetup {
@@ -40,6 +42,7 @@ impl LogSetup {
         Some(LogSetup {
             targets,
             tag: Arc::from(tag),
+            hostname: g.send_hostname.as_deref().map(Arc::from),
         })
     }
 }
@@ -51,6 +54,7 @@ pub(crate) struct FrontendLog {
     /// `None`: no log format, HAProxy's "Connect from" line at accept.
     pub(crate) format: Option<LogFormat>,
     pub(crate) dontlognull: bool,
+    pub(crate) dontlog_normal: bool,
     pub(crate) separate_errors: bool,
     pub(crate) logasap: bool,
     /// `%lc`.
@@ -69,6 +73,7 @@ impl FrontendLog {
             setup,
             format,
             dontlognull: p.dontlognull,
+            dontlog_normal: p.dontlog_normal,
             separate_errors: p.separate_errors,
             logasap: p.logasap,
             counter: AtomicU64::new(0),

@@ -47,6 +47,8 @@ pub(crate) struct ProxyRt {
     pub(crate) iid: u32,
     pub(crate) frontend: Option<Arc<FrontendRt>>,
     pub(crate) backend: Option<Arc<BackendRt>>,
+    /// `description`: shown on the stats page.
+    pub(crate) description: Option<String>,
 }
 
 /// Compiled `tcp-request connection|content` rules of one proxy, in
@@ -108,6 +110,9 @@ pub(crate) struct FrontendRt {
     pub(crate) http_request: Vec<(HttpRequestAction, Option<CompiledCond>)>,
     /// `option clitcpka` (or `tcpka`): SO_KEEPALIVE on client connections.
     pub(crate) tcpka: bool,
+    /// `clitcpka-*`, `rate-limit sessions`, `option originalto`... (see
+    /// `config/extras.rs`).
+    pub(crate) extras: Arc<crate::config::extras::ProxyExtras>,
     /// `capture request|response header` for the access log.
     pub(crate) captures: crate::config::model::HeaderCaptures,
     /// `unique-id-format` and `unique-id-header`.
@@ -202,6 +207,13 @@ pub(crate) struct BackendRt {
     pub(crate) retries: u32,
     /// `option srvtcpka` (or `tcpka`): SO_KEEPALIVE on server connections.
     pub(crate) tcpka: bool,
+    /// `source`, `dispatch`, `srvtcpka-*`, `http-send-name-header`... (see
+    /// `config/extras.rs`).
+    pub(crate) extras: Arc<crate::config::extras::ProxyExtras>,
+    /// `use-server` rules: the server (its index) and the condition.
+    pub(crate) use_servers: Vec<(usize, CompiledCond)>,
+    /// `force-persist` (true) and `ignore-persist` rules, in order.
+    pub(crate) persist_rules: Vec<(bool, CompiledCond)>,
     /// `option redispatch [<interval>]` (None: off).
     pub(crate) redispatch: Option<i32>,
     pub(crate) retry_on: crate::config::model::RetryOn,
@@ -330,16 +342,20 @@ fn compile_with(
 ) -> (Snapshot, Vec<StateChange>) {
     // Process-wide, as in HAProxy: the limits of the running configuration.
     crate::sample::vars::set_limits(&config.global.vars_limits);
+    crate::sys::env::publish(&config.global.env);
     crate::sample::auth::publish(&config.global.userlists);
     crate::sample::patref::publish(&config.global.pat_refs);
     let mut c = Compiler {
         config,
         registry,
-        first_iid: if config.global.stats_sockets.is_empty() {
-            1
-        } else {
-            2
-        },
+        iids: proxy_ids(
+            &config.proxies,
+            if config.global.stats_sockets.is_empty() {
+                1
+            } else {
+                2
+            },
+        ),
         global_maxconn: config.global.maxconn.unwrap_or(DEFAULT_MAXCONN),
         case_adjust: crate::wire::h1::CaseAdjust::new(&config.global.h1_case_adjust).map(Arc::new),
         changes: Vec::new(),
@@ -385,7 +401,8 @@ pub(crate) fn plan(
 struct Compiler<'a> {
     config: &'a Config,
     registry: &'a Registry,
-    first_iid: u32,
+    /// Each proxy's number, in declaration order.
+    iids: Vec<u32>,
     global_maxconn: u32,
     /// The global `h1-case-adjust` table, shared by the proxies that use it.
     case_adjust: Option<Arc<crate::wire::h1::CaseAdjust>>,
@@ -398,6 +415,34 @@ struct Compiler<'a> {
     tables: crate::state::table::registry::Tables,
     /// The caches of the `cache` sections, in order.
     caches: Vec<Arc<crate::state::cache::Cache>>,
+}
+
+/// The numbers of `proxies` (`iid`), as HAProxy 2.6 gives them: an `id`
+/// as written; else the next number no proxy has from a count that starts
+/// at `first` (after the stats socket's own proxy when there is one) and
+/// that every proxy moves on by one, past the number it took.
+fn proxy_ids(proxies: &[crate::config::model::Proxy], first: u32) -> Vec<u32> {
+    let mut taken: Vec<u32> = proxies.iter().filter_map(|p| p.id).collect();
+    let mut next = first;
+    let mut out = Vec::with_capacity(proxies.len());
+    for p in proxies {
+        let id = match p.id {
+            Some(id) => {
+                next += 1;
+                id
+            }
+            None => {
+                while taken.contains(&next) {
+                    next += 1;
+                }
+                taken.push(next);
+                next += 1;
+                next - 1
+            }
+        };
+        out.push(id);
+    }
+    out
 }
 
 /// The backends of a snapshot by name, as frontends look them up.
@@ -466,8 +511,8 @@ impl Compiler<'_> {
             .proxies
             .iter()
             .enumerate()
-            .filter(|(_, p)| p.kind.has_backend())
-            .map(|(i, p)| (p.name.clone(), self.backend(self.first_iid + i as u32, p)))
+            .filter(|(_, p)| p.kind.has_backend() && !p.disabled)
+            .map(|(i, p)| (p.name.clone(), self.backend(self.iids[i], p)))
             .collect()
     }
 
@@ -479,8 +524,10 @@ impl Compiler<'_> {
             .proxies
             .iter()
             .enumerate()
+            // A disabled proxy is not started: no listener, no row.
+            .filter(|(_, p)| !p.disabled)
             .map(|(i, p)| {
-                let iid = self.first_iid + i as u32;
+                let iid = self.iids[i];
                 let backend = if p.kind.has_backend() {
                     find_backend(backends, &p.name)
                 } else {
@@ -495,6 +542,7 @@ impl Compiler<'_> {
                     iid,
                     frontend,
                     backend,
+                    description: p.extras.description.clone(),
                 }
             })
             .collect()
@@ -609,6 +657,22 @@ impl Compiler<'_> {
             timeouts: p.timeouts,
             retries: p.retries,
             tcpka: p.tcpka.server,
+            extras: Arc::new(p.extras.compiled()),
+            use_servers: p
+                .extras
+                .use_servers
+                .iter()
+                .filter_map(|u| {
+                    let i = p.servers.iter().position(|s| s.name == u.server)?;
+                    Some((i, acls.compile(&u.cond)))
+                })
+                .collect(),
+            persist_rules: p
+                .extras
+                .persist_rules
+                .iter()
+                .map(|r| (r.force, acls.compile(&r.cond)))
+                .collect(),
             redispatch: p.redispatch,
             retry_on: p.retry_on,
             http_reuse: p.http_reuse,
@@ -773,6 +837,7 @@ impl Compiler<'_> {
             acls,
             monitor,
             tcpka: p.tcpka.client,
+            extras: Arc::new(p.extras.compiled()),
             captures: p.captures.clone(),
             // Checked by the parser: a format that does not compile is
             // none.

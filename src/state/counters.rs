@@ -98,6 +98,39 @@ impl FreqCtr {
         self.max.load(Relaxed)
     }
 
+    /// How long until HAProxy's estimate of the events of the last second
+    /// (this second's count, plus the previous second's weighted by what
+    /// remains of this one) falls below `limit`: zero when it is below
+    /// already (`rate-limit sessions`).
+    pub(crate) fn wait_below(&self, limit: u32) -> std::time::Duration {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        let sec = now.as_secs() as u32;
+        let frac = f64::from(now.subsec_millis()) / 1000.0;
+        let cur = self.cur.load(Relaxed);
+        let (s, n) = ((cur >> 32) as u32, cur as u32);
+        let (n, p) = if s == sec {
+            (n, self.prev.load(Relaxed))
+        } else if s.wrapping_add(1) == sec {
+            (0, n)
+        } else {
+            (0, 0)
+        };
+        let (n, p, limit) = (f64::from(n), f64::from(p), f64::from(limit));
+        if n + p * (1.0 - frac) < limit {
+            return std::time::Duration::ZERO;
+        }
+        // The rest of this second when it alone is at the limit, else
+        // until the previous second's share has shrunk enough.
+        let at = if n >= limit {
+            1.0
+        } else {
+            1.0 - (limit - n) / p
+        };
+        std::time::Duration::from_secs_f64((at - frac).max(0.0) + 0.001)
+    }
+
     pub(crate) fn clear_max(&self) {
         self.max.store(0, Relaxed);
     }

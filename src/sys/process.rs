@@ -406,7 +406,7 @@ pub(crate) fn export_startup_env(
     local_peer: Option<&str>,
     version: &str,
 ) {
-    let peer = local_peer.map_or_else(hostname, str::to_string);
+    let peer = local_peer.map_or_else(|| hostname().to_string(), str::to_string);
     let files: Vec<String> = files
         .iter()
         .map(|f| f.to_string_lossy().into_owned())
@@ -433,8 +433,14 @@ fn set_env(key: &str, value: &str) {
     unsafe { std::env::set_var(key, value) };
 }
 
-/// The machine's host name (empty if it cannot be read).
-pub(crate) fn hostname() -> String {
+/// The machine's host name, read once (as HAProxy reads it at start;
+/// empty if it cannot be read).
+pub(crate) fn hostname() -> &'static str {
+    static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HOST.get_or_init(read_hostname)
+}
+
+fn read_hostname() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: gethostname writes at most `buf.len()` bytes into `buf`.
     let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };

@@ -29,7 +29,7 @@ use crate::tcp::rules::{Verdict, View};
 use crate::upstream::ConnectError;
 use crate::upstream::balance::{self, PickError};
 use crate::upstream::retry::{self, Retries, Seat};
-use crate::wire::relay::{End, Relayed, pump};
+use crate::wire::relay::{End, HalfClose, IdleTimeouts, Relayed, pump};
 
 /// Most request bytes held for content inspection (HAProxy's buffer).
 const INSPECT_MAX: usize = 16 * 1024;
@@ -197,6 +197,18 @@ pub(crate) async fn serve(
     let queued = Instant::now();
     let mut stores = crate::upstream::stick::Stores::default();
     let mut stuck = None;
+    // `use-server` first (its conditions read the buffered payload).
+    if !be.use_servers.is_empty() {
+        let view = View {
+            src: peer.inet(),
+            local,
+            payload: &payload,
+            tls: tls.as_deref(),
+            client: Some(&client.facts),
+            stick: Some(&stick),
+        };
+        stuck = balance::use_server(&be, |c| be.acls.eval(c, &view), false);
+    }
     if crate::upstream::stick::any(&be) {
         let view = View {
             src: peer.inet(),
@@ -211,7 +223,18 @@ pub(crate) async fn serve(
             backend_id: Some(be.iid),
             ..crate::acl::eval::RequestView::sample_ctx(&view)
         };
-        stuck = crate::upstream::stick::on_request(&be, &cx, false, &mut stores);
+        // A server `use-server` chose is not looked up, its keys are
+        // still stored.
+        let assigned = stuck.is_some();
+        if let Some(i) = crate::upstream::stick::on_request(&be, &cx, assigned, &mut stores, false)
+        {
+            stuck = Some(i);
+        }
+    }
+    if stuck.is_none()
+        && let Some(name) = &be.extras.rdp_persist
+    {
+        stuck = rdp_server(&be, &payload, name);
     }
     let slot = match balance::pick(&be, &key, &mut stuck).await {
         Ok(slot) => slot,
@@ -231,13 +254,14 @@ pub(crate) async fn serve(
     let mut tries = Retries::default();
     let connecting = Instant::now();
     let dst = client.dst().or_else(|| stream.local_addr().ok());
+    let client_addr = peer.inet();
     // HAProxy 2.6 reads the client while it connects: what comes goes to
     // the server first, and a client that leaves first ends the session.
     let connected = if first == FirstRead::Closed {
-        Ok(retry::connect(&be, &key, &mut seat, &mut tries, None, dst).await)
+        Ok(retry::connect(&be, &key, &mut seat, &mut tries, None, dst, client_addr).await)
     } else {
         tokio::select! {
-            c = retry::connect(&be, &key, &mut seat, &mut tries, None, dst) => Ok(c),
+            c = retry::connect(&be, &key, &mut seat, &mut tries, None, dst, client_addr) => Ok(c),
             t = client_left(&mut stream, &mut payload) => Err(t),
         }
     };
@@ -441,6 +465,26 @@ fn first_read(stream: &Stream, buf: &mut Vec<u8>) -> FirstRead {
     FirstRead::Open
 }
 
+/// `persist rdp-cookie`: the server whose address the RDP cookie encodes
+/// (`msts=<IPv4 as the integer of its bytes in memory>.<port as the
+/// integer of its network-order bytes>.0000`, as the Microsoft broker
+/// writes it on x86), if it takes the session (up, or `option persist`).
+fn rdp_server(be: &BackendRt, payload: &[u8], name: &str) -> Option<usize> {
+    let value = crate::sample::fetch::rdp_cookie_value(payload, name)?;
+    let text = std::str::from_utf8(value).ok()?;
+    let mut parts = text.split('.');
+    let addr: u32 = parts.next()?.parse().ok()?;
+    let port: u32 = parts.next()?.parse().ok()?;
+    let ip = std::net::Ipv4Addr::from(addr.to_le_bytes());
+    let port = u16::from_be_bytes((port as u16).to_le_bytes());
+    let want = std::net::SocketAddr::from((ip, port));
+    let i = be
+        .servers
+        .iter()
+        .position(|s| s.state.pool.load().addr() == want)?;
+    (be.servers[i].state.takes_persistent() || be.persist).then_some(i)
+}
+
 /// A session that ended before relaying counts the bytes the client sent
 /// meanwhile as received (`%U`, `bin`), as HAProxy 2.6 does.
 fn read_while_connecting(rec: &mut LogRecord, payload: &[u8]) {
@@ -489,66 +533,82 @@ fn termination(c2s: &Relayed, s2c: &Relayed) -> Option<Term> {
 pub(crate) async fn relay(
     a: &mut Stream,
     b: &mut Stream,
-    a_idle: Option<Duration>,
-    b_idle: Option<Duration>,
+    a_idle: impl Into<IdleTimeouts>,
+    b_idle: impl Into<IdleTimeouts>,
     tune: crate::wire::splice::Tune,
 ) -> (u64, u64) {
-    let (ab, ba) = relay_ends(a, b, a_idle, b_idle, tune).await;
+    let (ab, ba) = relay_ends(a, b, a_idle.into(), b_idle.into(), tune).await;
     (ab.bytes, ba.bytes)
 }
 
-/// [`relay`], also telling how each direction ended.
+/// [`relay`], also telling how each direction ended. Once one direction
+/// has ended, each side's waits use its `fin` timeout.
 pub(crate) async fn relay_ends(
     a: &mut Stream,
     b: &mut Stream,
-    a_idle: Option<Duration>,
-    b_idle: Option<Duration>,
+    a_idle: IdleTimeouts,
+    b_idle: IdleTimeouts,
     tune: crate::wire::splice::Tune,
 ) -> (Relayed, Relayed) {
+    let half = HalfClose::default();
     if let (Stream::Tcp(a), Stream::Tcp(b)) = (&mut *a, &mut *b) {
-        return relay_tcp(a, b, a_idle, b_idle, tune).await;
+        return relay_tcp(a, b, a_idle, b_idle, tune, &half).await;
     }
     // TLS on a side: its read and write halves share the TLS session.
     let (ar, aw) = tokio::io::split(a);
     let (br, bw) = tokio::io::split(b);
-    tokio::join!(pump(ar, bw, a_idle, b_idle), pump(br, aw, b_idle, a_idle))
+    tokio::join!(
+        pump(ar, bw, a_idle, b_idle, &half),
+        pump(br, aw, b_idle, a_idle, &half)
+    )
 }
 
 /// Two plain sockets: spliced in the kernel where it can be.
 async fn relay_tcp(
     a: &mut TcpStream,
     b: &mut TcpStream,
-    a_idle: Option<Duration>,
-    b_idle: Option<Duration>,
+    a_idle: IdleTimeouts,
+    b_idle: IdleTimeouts,
     tune: crate::wire::splice::Tune,
+    half: &HalfClose,
 ) -> (Relayed, Relayed) {
     #[cfg(target_os = "linux")]
     if !tune.disabled {
         let (a, b) = (&*a, &*b);
         return tokio::join!(
-            crate::wire::splice::pump(a, b, a_idle, b_idle, tune),
-            crate::wire::splice::pump(b, a, b_idle, a_idle, tune)
+            crate::wire::splice::pump(a, b, a_idle, b_idle, tune, half),
+            crate::wire::splice::pump(b, a, b_idle, a_idle, tune, half)
         );
     }
     #[cfg(not(target_os = "linux"))]
     let _ = tune;
     let (ar, aw) = a.split();
     let (br, bw) = b.split();
-    tokio::join!(pump(ar, bw, a_idle, b_idle), pump(br, aw, b_idle, a_idle))
+    tokio::join!(
+        pump(ar, bw, a_idle, b_idle, half),
+        pump(br, aw, b_idle, a_idle, half)
+    )
 }
 
 impl FrontendRt {
     /// Client-side inactivity in TCP mode: `timeout tunnel` if set (the
-    /// connection is a tunnel from the start), else `timeout client`.
-    pub(crate) fn timeouts_for_tcp(&self) -> Option<Duration> {
-        self.timeouts.tunnel.or(self.timeouts.client)
+    /// connection is a tunnel from the start), else `timeout client`;
+    /// `timeout client-fin` once a direction has ended.
+    pub(crate) fn timeouts_for_tcp(&self) -> IdleTimeouts {
+        IdleTimeouts {
+            open: self.timeouts.tunnel.or(self.timeouts.client),
+            fin: self.timeouts.client_fin,
+        }
     }
 }
 
 impl BackendRt {
     /// Server-side inactivity in TCP mode: `timeout tunnel`, else `timeout
-    /// server`.
-    pub(crate) fn timeouts_for_tcp(&self) -> Option<Duration> {
-        self.timeouts.tunnel.or(self.timeouts.server)
+    /// server`; `timeout server-fin` once a direction has ended.
+    pub(crate) fn timeouts_for_tcp(&self) -> IdleTimeouts {
+        IdleTimeouts {
+            open: self.timeouts.tunnel.or(self.timeouts.server),
+            fin: self.timeouts.server_fin,
+        }
     }
 }

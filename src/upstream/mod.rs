@@ -9,6 +9,7 @@ pub(crate) mod dns;
 pub(crate) mod h2;
 pub(crate) mod pool;
 pub(crate) mod retry;
+pub(crate) mod source;
 pub(crate) mod stick;
 pub(crate) mod unix;
 

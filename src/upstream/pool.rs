@@ -21,16 +21,16 @@ use crate::upstream::ConnectError;
 pub(crate) async fn connect(
     pool: &Pool,
     timeout: Option<Duration>,
-    keepalive: bool,
+    dial: &crate::upstream::retry::Dial,
     host: Option<&[u8]>,
     io_timeout: Option<Duration>,
     dst: Option<SocketAddr>,
 ) -> Result<Stream, ConnectError> {
     let Some(shared) = pool.h2() else {
-        return connect_io(pool, timeout, keepalive, host, dst).await;
+        return connect_io(pool, timeout, dial, host, dst).await;
     };
     let send = crate::upstream::h2::sender(shared, timeout, || {
-        connect_io(pool, timeout, keepalive, host, dst)
+        connect_io(pool, timeout, dial, host, dst)
     })
     .await?;
     Ok(crate::upstream::h2::bridge(
@@ -44,14 +44,14 @@ pub(crate) async fn connect(
 async fn connect_io(
     pool: &Pool,
     timeout: Option<Duration>,
-    keepalive: bool,
+    dial: &crate::upstream::retry::Dial,
     host: Option<&[u8]>,
     dst: Option<SocketAddr>,
 ) -> Result<Stream, ConnectError> {
     let addr = pool.target(dst);
     let tcp = match pool.unix() {
         Some(name) => crate::upstream::unix::connect(name, timeout).await,
-        None => crate::upstream::retry::connect_once(addr, timeout, keepalive).await,
+        None => crate::upstream::retry::connect_once(addr, timeout, dial).await,
     }
     .map_err(ConnectError::Tcp)?;
     let Some(tls) = pool.tls() else {

@@ -230,7 +230,8 @@ fn active_servers(be: &BackendRt) -> usize {
 /// for an SNI taken from it); a failed handshake is a failed connection,
 /// also counted in `ssl_failed_handshake` and logged with its reason.
 /// `dst`: the address the client connected to (a server without a port or
-/// with address `0.0.0.0` takes it from there).
+/// with address `0.0.0.0` takes it from there); `client`: the client's
+/// own (`source ... usesrc client|clientip`).
 pub(crate) async fn connect(
     be: &Arc<BackendRt>,
     key: &LbKey<'_>,
@@ -238,6 +239,7 @@ pub(crate) async fn connect(
     tries: &mut Retries,
     host: Option<&[u8]>,
     dst: Option<SocketAddr>,
+    client: Option<SocketAddr>,
 ) -> Result<Stream, ConnectError> {
     loop {
         seat.attempt();
@@ -246,19 +248,26 @@ pub(crate) async fn connect(
         add(&be.state.counters.connect);
         let pool = server.pool.load_full();
         let (timeout, io_timeout) = (be.timeouts.connect, be.timeouts.server);
-        let failed =
-            match crate::upstream::pool::connect(&pool, timeout, be.tcpka, host, io_timeout, dst)
-                .await
-            {
-                Ok(s) => {
-                    if s.is_tls() {
-                        add(&server.counters.ssl_sess);
-                        add(&be.state.counters.ssl_sess);
-                    }
-                    return Ok(s);
+        let dial = Dial {
+            keepalive: be.tcpka,
+            tuning: be.extras.srvtcpka,
+            source: server_source(be, &server).or(be.extras.source),
+            client,
+        };
+        let failed = match crate::upstream::pool::connect(
+            &pool, timeout, &dial, host, io_timeout, dst,
+        )
+        .await
+        {
+            Ok(s) => {
+                if s.is_tls() {
+                    add(&server.counters.ssl_sess);
+                    add(&be.state.counters.ssl_sess);
                 }
-                Err(e) => e,
-            };
+                return Ok(s);
+            }
+            Err(e) => e,
+        };
         if matches!(failed, ConnectError::Tls(_) | ConnectError::TlsTimeout) {
             add(&server.counters.ssl_failed_handshake);
             add(&be.state.counters.ssl_failed_handshake);
@@ -283,16 +292,47 @@ pub(crate) async fn connect(
     }
 }
 
-/// One TCP connection attempt bounded by `timeout connect`.
-/// With `keepalive` (`option srvtcpka`), the socket sends TCP keep-alive
-/// probes.
+/// The server's own `source`, if it has one. A scan of pointers, on the
+/// path of new connections only, which a connect's system calls dwarf.
+fn server_source(
+    be: &BackendRt,
+    server: &Arc<ServerState>,
+) -> Option<crate::config::extras::Source> {
+    be.servers
+        .iter()
+        .find(|s| Arc::ptr_eq(&s.state, server))
+        .and_then(|s| s.opts.source)
+}
+
+/// How a new TCP connection to a server is made, beyond its address.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Dial {
+    /// `option srvtcpka`: TCP keep-alive probes.
+    pub(crate) keepalive: bool,
+    /// `srvtcpka-cnt|idle|intvl`: their tuning.
+    pub(crate) tuning: crate::config::extras::TcpKaTuning,
+    /// `source`: the server's, else the backend's.
+    pub(crate) source: Option<crate::config::extras::Source>,
+    /// The client's address, for `usesrc client|clientip`.
+    pub(crate) client: Option<SocketAddr>,
+}
+
+/// One TCP connection attempt bounded by `timeout connect`, from the
+/// `source` address `dial` names if any; with `keepalive` (`option
+/// srvtcpka`), the socket sends TCP keep-alive probes.
 pub(crate) async fn connect_once(
     addr: SocketAddr,
     timeout: Option<Duration>,
-    keepalive: bool,
+    dial: &Dial,
 ) -> std::io::Result<TcpStream> {
+    let connecting = async {
+        match &dial.source {
+            Some(src) => crate::upstream::source::connect_from(addr, src, dial.client).await,
+            None => TcpStream::connect(addr).await,
+        }
+    };
     let attempt = match timeout {
-        Some(t) => tokio::time::timeout(t, TcpStream::connect(addr))
+        Some(t) => tokio::time::timeout(t, connecting)
             .await
             .unwrap_or_else(|_| {
                 Err(std::io::Error::new(
@@ -300,12 +340,12 @@ pub(crate) async fn connect_once(
                     "connect timeout",
                 ))
             }),
-        None => TcpStream::connect(addr).await,
+        None => connecting.await,
     };
     let s = attempt?;
     let _ = s.set_nodelay(true);
-    if keepalive {
-        let _ = socket2::SockRef::from(&s).set_keepalive(true);
+    if dial.keepalive {
+        crate::upstream::source::keepalive(&s, &dial.tuning);
     }
     Ok(s)
 }

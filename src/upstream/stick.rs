@@ -55,6 +55,7 @@ pub(crate) fn on_request(
     cx: &Ctx<'_>,
     mut assigned: bool,
     stores: &mut Stores,
+    force: bool,
 ) -> Option<usize> {
     let mut target = None;
     for rule in &be.stick {
@@ -72,7 +73,7 @@ pub(crate) fn on_request(
         if rule.kind.matches() {
             let t = &rule.table;
             let found = t.with(&key, |e| {
-                let server = (!assigned).then(|| server_of(be, t, e)).flatten();
+                let server = (!assigned).then(|| server_of(be, t, e, force)).flatten();
                 t.touch(e.slot);
                 server
             });
@@ -90,7 +91,12 @@ pub(crate) fn on_request(
 
 /// The server an entry names (its key first, then its id), if it takes
 /// the request: not stopped, or `option persist`.
-fn server_of(be: &BackendRt, t: &Table, e: crate::state::table::entry::Entry<'_>) -> Option<usize> {
+fn server_of(
+    be: &BackendRt,
+    t: &Table,
+    e: crate::state::table::entry::Entry<'_>,
+    force: bool,
+) -> Option<usize> {
     let by_key = e.server_key().and_then(|k| match t.def.srvkey {
         SrvKey::Name => be.servers.iter().position(|s| s.name == *k),
         SrvKey::Addr => be.servers.iter().position(|s| addr_key(s) == *k),
@@ -99,7 +105,7 @@ fn server_of(be: &BackendRt, t: &Table, e: crate::state::table::entry::Entry<'_>
         let id = e.get(crate::sample::stick::DataType::ServerId, 0)?;
         be.servers.iter().position(|s| i64::from(s.sid) == id)
     })?;
-    (be.servers[i].state.takes_persistent() || be.persist).then_some(i)
+    (be.servers[i].state.takes_persistent() || be.persist || force).then_some(i)
 }
 
 /// A server's address as `srvkey addr` keeps it: `<ip>:<port>`.

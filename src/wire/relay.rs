@@ -2,9 +2,85 @@
 //! a direction ends ([`End`], [`Relayed`]), shared with the kernel-side
 //! pump of [`crate::wire::splice`]. The engines pair two directions.
 
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::Notify;
+
+/// One side's inactivity timeout in a relay: `open` while both directions
+/// flow, `fin` (`timeout client-fin`, `timeout server-fin`) once one of
+/// them has ended, falling back to `open` when unset.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct IdleTimeouts {
+    pub(crate) open: Option<Duration>,
+    pub(crate) fin: Option<Duration>,
+}
+
+impl IdleTimeouts {
+    pub(crate) fn at(self, half_closed: bool) -> Option<Duration> {
+        if half_closed {
+            self.fin.or(self.open)
+        } else {
+            self.open
+        }
+    }
+}
+
+impl From<Option<Duration>> for IdleTimeouts {
+    fn from(open: Option<Duration>) -> IdleTimeouts {
+        IdleTimeouts { open, fin: None }
+    }
+}
+
+/// What the two directions of a relay share: whether one has ended, so
+/// that the other's waits switch to the sides' `fin` timeouts, the wait
+/// in progress included.
+#[derive(Debug, Default)]
+pub(crate) struct HalfClose {
+    closed: AtomicBool,
+    notify: Notify,
+}
+
+impl HalfClose {
+    /// One direction has ended.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.notify.notify_waiters();
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// `fut`, unless it waits longer than `idle` allows (None): the
+    /// timer starts again with the `fin` timeout when the other direction
+    /// ends meanwhile.
+    pub(crate) async fn within<F: Future>(&self, idle: IdleTimeouts, fut: F) -> Option<F::Output> {
+        tokio::pin!(fut);
+        loop {
+            // Registered before the flag is read: a close in between
+            // still wakes it.
+            let ended = self.notify.notified();
+            let closed = self.is_closed();
+            let Some(t) = idle.at(closed) else {
+                if closed || idle.fin.is_none() {
+                    return Some(fut.await);
+                }
+                tokio::select! {
+                    r = &mut fut => return Some(r),
+                    _ = ended => continue,
+                }
+            };
+            tokio::select! {
+                r = &mut fut => return Some(r),
+                _ = tokio::time::sleep(t) => return None,
+                _ = ended, if !closed => continue,
+            }
+        }
+    }
+}
 
 /// Why one direction of a relay stopped.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -29,22 +105,22 @@ pub(crate) struct Relayed {
 }
 
 /// Copies `from` to `to` until `from` ends, a read waits longer than `idle`
-/// or a write longer than `write_idle`; then shuts `to`'s write half.
+/// or a write longer than `write_idle` (each the `fin` one once `half`
+/// says the other direction ended); then shuts `to`'s write half and
+/// tells `half`.
 pub(crate) async fn pump(
     mut from: impl AsyncRead + Unpin,
     mut to: impl AsyncWrite + Unpin,
-    idle: Option<Duration>,
-    write_idle: Option<Duration>,
+    idle: IdleTimeouts,
+    write_idle: IdleTimeouts,
+    half: &HalfClose,
 ) -> Relayed {
     let mut buf = vec![0u8; 16 * 1024];
     let mut total = 0u64;
     let end = loop {
-        let read = match idle {
-            Some(t) => match tokio::time::timeout(t, from.read(&mut buf)).await {
-                Ok(r) => r,
-                Err(_) => break End::Timeout,
-            },
-            None => from.read(&mut buf).await,
+        let read = match half.within(idle, from.read(&mut buf)).await {
+            Some(r) => r,
+            None => break End::Timeout,
         };
         let n = match read {
             Ok(0) => break End::Eof,
@@ -58,7 +134,7 @@ pub(crate) async fn pump(
             if off == n {
                 break None;
             }
-            match crate::wire::io::with_timeout(write_idle, to.write(&buf[off..n])).await {
+            match half.within(write_idle, to.write(&buf[off..n])).await {
                 None => break Some(End::WriteTimeout),
                 Some(Ok(0) | Err(_)) => break Some(End::WriteError),
                 Some(Ok(m)) => {
@@ -72,5 +148,6 @@ pub(crate) async fn pump(
         }
     };
     let _ = to.shutdown().await;
+    half.close();
     Relayed { bytes: total, end }
 }

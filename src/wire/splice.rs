@@ -62,7 +62,7 @@ mod linux {
     use tokio::net::TcpStream;
 
     use crate::wire::io::RelayError;
-    use crate::wire::relay::{End, Relayed};
+    use crate::wire::relay::{End, HalfClose, IdleTimeouts, Relayed};
     use crate::wire::splice::{PIPES_FREE, PIPES_USED, SPLICED_OUT, Tune};
 
     /// Spare pipes kept per thread at most.
@@ -323,23 +323,27 @@ mod linux {
     }
 
     /// Relays one direction, `from` to `to`, until `from` ends, fails or
-    /// stays silent for `idle`, or `to` takes nothing for `write_idle`; then shuts `to`'s write half (after every
-    /// byte read went out). Counts the bytes written to `to`.
+    /// stays silent for `idle`, or `to` takes nothing for `write_idle`
+    /// (each the `fin` one once `half` says the other direction ended);
+    /// then shuts `to`'s write half (after every byte read went out) and
+    /// tells `half`. Counts the bytes written to `to`.
     pub(crate) async fn pump(
         from: &TcpStream,
         to: &TcpStream,
-        idle: Option<Duration>,
-        write_idle: Option<Duration>,
+        idle: IdleTimeouts,
+        write_idle: IdleTimeouts,
         tune: Tune,
+        half: &HalfClose,
     ) -> Relayed {
         let mut total = 0u64;
         let end = 'relay: loop {
             // Nothing in flight: wait for the next bytes holding no pipe.
-            match readable(from, idle).await {
-                Ok(true) => {}
-                Ok(false) => break End::Timeout,
-                Err(_) => break End::ReadError,
+            match half.within(idle, from.readable()).await {
+                Some(Ok(())) => {}
+                None => break End::Timeout,
+                Some(Err(_)) => break End::ReadError,
             }
+            let write_idle = write_idle.at(half.is_closed());
             let mut carrier = Carrier::take(&tune);
             loop {
                 match move_some(from, to, &mut carrier, usize::MAX, write_idle, &mut total).await {
@@ -364,6 +368,7 @@ mod linux {
             }
         };
         let _ = socket2::SockRef::from(to).shutdown(std::net::Shutdown::Write);
+        half.close();
         Relayed { bytes: total, end }
     }
 

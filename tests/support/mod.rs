@@ -1178,6 +1178,12 @@ pub struct HttpConn {
 pub const REQ_DEADLINE: Duration = Duration::from_secs(15);
 
 impl HttpConn {
+    /// This end's address (where the proxy sees the client).
+    #[allow(dead_code)]
+    pub fn local_addr(&self) -> SocketAddr {
+        self.stream.get_ref().local_addr().expect("local address")
+    }
+
     pub async fn connect(addr: SocketAddr) -> HttpConn {
         let s = within(REQ_DEADLINE, "connect to sluice", TcpStream::connect(addr))
             .await

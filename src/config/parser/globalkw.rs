@@ -259,12 +259,20 @@ pub(crate) const GLOBAL: &[GlobalKw] = &[
     kwd("maxconn", g_maxconn),
     kwd("log", g_log),
     kwd("log-tag", g_log_tag),
+    kwd("log-send-hostname", g_log_send_hostname),
+    kwd("quiet", g_quiet),
     kwd("nbthread", g_maxconn),
     kwd("stats", g_stats),
     kwd("nbproc", g_nbproc),
     kwd("daemon", g_daemon),
+    kwd("master-worker", g_master_worker),
+    kwd("mworker-max-reloads", g_mworker_max_reloads),
     kwd("pidfile", g_pidfile),
     kwd("node", g_node),
+    kwd("setenv", g_setenv),
+    kwd("presetenv", g_setenv),
+    kwd("unsetenv", g_unsetenv),
+    kwd("resetenv", g_resetenv),
     kwd("spread-checks", g_spread_checks),
     kwd("localpeer", g_localpeer),
     kwd("description", g_description),
@@ -479,6 +487,57 @@ fn g_daemon(s: &mut State<'_>, _loc: &Loc, _words: &[String]) {
     s.global.daemon = true;
 }
 
+/// `master-worker [no-exit-on-failure]`, with HAProxy 2.6's messages.
+fn g_master_worker(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    let mut mw = crate::config::model::MasterWorker::default();
+    match words.get(1).map(String::as_str) {
+        None | Some("") => {}
+        Some("no-exit-on-failure") => mw.no_exit_on_failure = true,
+        Some(_) => {
+            return s.alert(
+                loc,
+                "'master-worker' only supports 'no-exit-on-failure' option.",
+            );
+        }
+    }
+    if let Some(extra) = words.get(2).filter(|w| !w.is_empty()) {
+        return s.alert(
+            loc,
+            format!("'master-worker' cannot handle unexpected argument '{extra}'."),
+        );
+    }
+    s.global.master_worker = Some(mw);
+}
+
+/// `mworker-max-reloads <n>`. HAProxy reads the number with `atol` (a word
+/// that is not one counts as 0) and only warns about a missing or negative
+/// one, keeping the configuration valid: so does sluice, with its words.
+fn g_mworker_max_reloads(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    let Some(arg) = words.get(1).filter(|w| !w.is_empty()) else {
+        return s.warn(loc, "'mworker-max-reloads' expects an integer argument.");
+    };
+    if let Some(extra) = words.get(2).filter(|w| !w.is_empty()) {
+        return s.warn(
+            loc,
+            format!("'mworker-max-reloads' cannot handle unexpected argument '{extra}'."),
+        );
+    }
+    let digits = arg
+        .strip_prefix(['-', '+'])
+        .unwrap_or(arg)
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap_or("");
+    let n: i64 = digits.parse().unwrap_or(0);
+    if arg.starts_with('-') && n > 0 {
+        return s.warn(
+            loc,
+            format!("'mworker-max-reloads' : invalid value -{n}, must be >= 0"),
+        );
+    }
+    s.global.mworker_max_reloads = Some(u32::try_from(n).unwrap_or(u32::MAX));
+}
+
 fn g_nosplice(s: &mut State<'_>, _loc: &Loc, _words: &[String]) {
     s.global.splice.disabled = true;
 }
@@ -689,6 +748,40 @@ fn g_node(s: &mut State<'_>, loc: &Loc, words: &[String]) {
     };
 }
 
+/// `setenv <name> <value>`, `presetenv <name> <value>` (only where the
+/// variable is not set): for the `${...}` of the lines after it and for
+/// the running configuration (the `env` fetch, `show env`).
+fn g_setenv(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    let (Some(name), Some(value)) = (words.get(1), words.get(2)) else {
+        return s.tight(
+            Level::Alert,
+            loc,
+            format!("'{}' expects a name and a value.", words[0]),
+        );
+    };
+    let base = s.env.unwrap_or(&|_| None);
+    s.global.env.set(name, value, words[0] == "setenv", base);
+}
+
+/// `unsetenv <name>...`.
+fn g_unsetenv(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    if words.len() < 2 {
+        return s.tight(
+            Level::Alert,
+            loc,
+            "'unsetenv' expects at least one variable name.",
+        );
+    }
+    for name in &words[1..] {
+        s.global.env.unset(name);
+    }
+}
+
+/// `resetenv [<name>...]`: only the variables named are kept.
+fn g_resetenv(s: &mut State<'_>, _: &Loc, words: &[String]) {
+    s.global.env.reset(&words[1..]);
+}
+
 /// `localpeer <name>`: this process among the peers (the peers layer
 /// reads it; `-L` wins, as in HAProxy).
 fn g_localpeer(s: &mut State<'_>, loc: &Loc, words: &[String]) {
@@ -749,6 +842,27 @@ fn g_log_tag(s: &mut State<'_>, loc: &Loc, words: &[String]) {
         Ok(t) => s.global.log.tag = Some(t),
         Err(e) => s.alert(loc, e),
     };
+}
+
+/// `log-send-hostname [<name>]`: the syslog header names the host (this
+/// one, or `<name>`).
+fn g_log_send_hostname(s: &mut State<'_>, _: &Loc, words: &[String]) {
+    let name = match words.get(1) {
+        Some(n) => n.clone(),
+        None => crate::sys::process::hostname().to_string(),
+    };
+    s.global.log.send_hostname = Some(name);
+}
+
+/// `quiet`: nothing is printed at start-up, as with `-q` (the start-up
+/// code reads it from the statements, errors or not: `says_quiet`).
+fn g_quiet(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    if let Some(extra) = words.get(1) {
+        s.alert(
+            loc,
+            format!("'quiet' cannot handle unexpected argument '{extra}'."),
+        );
+    }
 }
 
 fn g_ssl(s: &mut State<'_>, loc: &Loc, words: &[String]) {

@@ -556,6 +556,68 @@ impl State<'_> {
         }
     }
 
+    /// `id <n>`: the proxy's number, unique among the proxies (HAProxy's
+    /// messages, its "proxy" for a `listen` section).
+    pub(super) fn kw_proxy_id(&mut self, loc: &Loc, words: &[String]) {
+        let Section::Proxy(me) = self.section else {
+            return self.tight(Level::Alert, loc, "'id' not allowed in 'defaults' section.");
+        };
+        let Some(arg) = words.get(1) else {
+            return self.tight(Level::Alert, loc, "'id' expects an integer argument.");
+        };
+        if let Some(extra) = words.get(2) {
+            return self.alert(
+                loc,
+                format!("'id' cannot handle unexpected argument '{extra}'."),
+            );
+        }
+        let Some(id) = arg
+            .parse::<i64>()
+            .ok()
+            .filter(|n| (1..=i64::from(i32::MAX)).contains(n))
+        else {
+            return self.tight(Level::Alert, loc, "custom id has to be > 0.");
+        };
+        let id = id as u32;
+        let kind = |k: ProxyKind| match k {
+            ProxyKind::Listen => "proxy",
+            k => type_str(k),
+        };
+        if let Some(other) = self
+            .proxies
+            .iter()
+            .enumerate()
+            .find(|(i, p)| *i != me && p.id == Some(id))
+            .map(|(_, p)| p)
+        {
+            let m = format!(
+                "{} {} reuses same custom id as {} {} (declared at {}).",
+                kind(self.proxies[me].kind),
+                self.proxies[me].name,
+                kind(other.kind),
+                other.name,
+                other.loc
+            );
+            return self.tight(Level::Alert, loc, m);
+        }
+        self.px().id = Some(id);
+    }
+
+    /// `disabled` (`on`) and `enabled`: whether the proxy (the proxies a
+    /// `defaults` section makes) starts.
+    pub(super) fn kw_disabled(&mut self, loc: &Loc, words: &[String], on: bool) {
+        if let Some(extra) = words.get(1) {
+            return self.alert(
+                loc,
+                format!(
+                    "'{}' cannot handle unexpected argument '{extra}'.",
+                    words[0]
+                ),
+            );
+        }
+        self.px().disabled = on;
+    }
+
     /// `option httpchk|tcp-check|allbackups`; false when `name` is none of
     /// them.
     pub(super) fn lb_option(&mut self, loc: &Loc, words: &[String], neg: bool) -> bool {

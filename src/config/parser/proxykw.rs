@@ -106,12 +106,10 @@ impl State<'_> {
     pub(super) fn set_timeout(&mut self, loc: &Loc, name: &str, value: &str) {
         // (field selector, frontend-side?, backend-side?)
         let (fe, be) = match name {
-            "client" => (true, false),
+            "client" | "client-fin" => (true, false),
+            "server-fin" => (false, true),
             "http-request" | "http-keep-alive" | "tarpit" => (true, true),
             "server" | "connect" | "queue" | "check" | "tunnel" => (false, true),
-            _ if kw::TIMEOUTS_UNSUPPORTED.contains(&name) => {
-                return self.unsupported(loc, &format!("timeout {name}"));
-            }
             _ => {
                 return self.alert(
                     loc,
@@ -151,6 +149,8 @@ impl State<'_> {
             "http-keep-alive" => t.http_keep_alive = v,
             "check" => t.check = v,
             "tarpit" => t.tarpit = v,
+            "client-fin" => t.client_fin = v,
+            "server-fin" => t.server_fin = v,
             _ => t.tunnel = v,
         }
     }
@@ -261,7 +261,8 @@ impl State<'_> {
     }
 
     /// `option httplog [clf]`, `option tcplog`, `option dontlognull`,
-    /// `option log-separate-errors`, `option logasap`.
+    /// `option dontlog-normal`, `option log-separate-errors`, `option
+    /// logasap`.
     pub(super) fn log_option(&mut self, loc: &Loc, words: &[String], neg: bool) {
         use crate::config::log as lc;
         let name = words[1].as_str();
@@ -307,10 +308,14 @@ impl State<'_> {
             return (e.run)(self, loc, words, neg);
         }
         if let Some((_, why)) = kw::OPTIONS_IGNORED.iter().find(|(n, _)| *n == name) {
-            return self.warn(
+            // A notice, as for the global keywords: haproxy says nothing
+            // of these options, so `zero-warning` configurations must
+            // still start.
+            return self.diags.push(Diagnostic::parsing(
+                Level::Notice,
                 loc,
                 format!("'option {name}' is accepted and ignored: {why}."),
-            );
+            ));
         }
         let n = name.as_str();
         if kw::OPTIONS_UNSUPPORTED.contains(&n) || kw::haproxy_has(kw::Kind::Option, n) {
@@ -466,6 +471,9 @@ impl State<'_> {
             }
             Some("hide-version") => self.stats_page().hide_version = true,
             Some("show-legends") => self.stats_page().show_legends = true,
+            Some("show-modules") => self.stats_page().show_modules = true,
+            Some("show-node") => self.stats_show_node(loc, arg),
+            Some("show-desc") => self.stats_show_desc(loc, words),
             Some("admin") => self.stats_admin(loc, words),
             Some(sub) if kw::STATS_PROXY_UNSUPPORTED.contains(&sub) => {
                 self.unsupported(loc, &format!("stats {sub}"))
@@ -851,6 +859,9 @@ pub(crate) const PROXY: &[ProxyKw] = &[
     }),
     kwd("hash-type", |s, loc, w, _| s.kw_hash_type(loc, w)),
     kwd("fullconn", |s, loc, w, _| s.kw_fullconn(loc, w)),
+    kwd("id", |s, loc, w, _| s.kw_proxy_id(loc, w)),
+    kwd("disabled", |s, loc, w, _| s.kw_disabled(loc, w, true)),
+    kwd("enabled", |s, loc, w, _| s.kw_disabled(loc, w, false)),
     kwd("http-check", |s, loc, w, _| s.kw_http_check(loc, w)),
     kwd("tcp-check", |s, loc, w, _| s.kw_tcp_check(loc, w)),
     kwd("log", |s, loc, w, _| s.kw_log(loc, w)),
@@ -868,6 +879,30 @@ pub(crate) const PROXY: &[ProxyKw] = &[
     kwd("stick", |s, loc, w, _| s.kw_stick(loc, w)),
     kwd("compression", |s, loc, w, _| s.kw_compression(loc, w)),
     kwd("filter", |s, loc, w, _| s.kw_filter(loc, w)),
+    kwd("description", |s, loc, w, _| s.kw_description(loc, w)),
+    kwd("errorfiles", |s, loc, w, _| s.kw_errorfiles(loc, w)),
+    kwd("errorloc", |s, loc, w, _| s.kw_errorloc(loc, w)),
+    kwd("errorloc302", |s, loc, w, _| s.kw_errorloc(loc, w)),
+    kwd("errorloc303", |s, loc, w, _| s.kw_errorloc(loc, w)),
+    kwd("source", |s, loc, w, _| s.kw_source(loc, w)),
+    kwd("dispatch", |s, loc, w, _| s.kw_dispatch(loc, w)),
+    kwd("http-send-name-header", |s, loc, w, _| {
+        s.kw_send_name_header(loc, w)
+    }),
+    kwd("rate-limit", |s, loc, w, _| s.kw_rate_limit(loc, w)),
+    kwd("force-persist", |s, loc, w, _| s.kw_persist_rule(loc, w)),
+    kwd("use-server", |s, loc, w, _| s.kw_use_server(loc, w)),
+    kwd("persist", |s, loc, w, _| s.kw_persist(loc, w)),
+    kwd("ignore-persist", |s, loc, w, _| s.kw_persist_rule(loc, w)),
+    kwd("max-keep-alive-queue", |s, loc, w, _| {
+        s.kw_max_keep_alive_queue(loc, w)
+    }),
+    kwd("clitcpka-cnt", |s, loc, w, _| s.kw_tcpka_tuning(loc, w)),
+    kwd("clitcpka-idle", |s, loc, w, _| s.kw_tcpka_tuning(loc, w)),
+    kwd("clitcpka-intvl", |s, loc, w, _| s.kw_tcpka_tuning(loc, w)),
+    kwd("srvtcpka-cnt", |s, loc, w, _| s.kw_tcpka_tuning(loc, w)),
+    kwd("srvtcpka-idle", |s, loc, w, _| s.kw_tcpka_tuning(loc, w)),
+    kwd("srvtcpka-intvl", |s, loc, w, _| s.kw_tcpka_tuning(loc, w)),
 ];
 
 impl State<'_> {
@@ -955,6 +990,7 @@ pub(crate) const OPTIONS: &[ProxyKw] = &[
     kwd("httplog", opt_log),
     kwd("tcplog", opt_log),
     kwd("dontlognull", opt_log),
+    kwd("dontlog-normal", opt_log),
     kwd("accept-invalid-http-request", |s, loc, w, neg| {
         s.opt_accept_invalid(loc, w, neg)
     }),
@@ -988,6 +1024,15 @@ pub(crate) const OPTIONS: &[ProxyKw] = &[
         s.redispatch_option(loc, w, neg)
     }),
     kwd("persist", |s, loc, w, neg| s.persist_option(loc, w, neg)),
+    kwd("transparent", |s, loc, w, neg| {
+        s.opt_transparent(loc, w, neg)
+    }),
+    kwd("originalto", |s, loc, w, neg| s.opt_originalto(loc, w, neg)),
+    kwd("httpslog", |s, loc, _, neg| s.opt_httpslog(loc, neg)),
+    kwd("checkcache", |s, loc, w, neg| s.opt_checkcache(loc, w, neg)),
+    kwd("http-use-proxy-header", |s, loc, w, _| {
+        s.opt_use_proxy_header(loc, w)
+    }),
     kwd("splice-auto", opt_socket),
     kwd("splice-request", opt_socket),
     kwd("splice-response", opt_socket),
@@ -1003,4 +1048,42 @@ fn opt_lb(s: &mut State<'_>, loc: &Loc, words: &[String], neg: bool) {
 
 fn opt_socket(s: &mut State<'_>, loc: &Loc, words: &[String], neg: bool) {
     s.legacy_or_socket_option(loc, &words[1], words, neg);
+}
+
+impl State<'_> {
+    /// `stats show-node [<name>]`: HAProxy takes letters, digits, `-`, `_`
+    /// and `.` in a node name.
+    fn stats_show_node(&mut self, loc: &Loc, name: Option<String>) {
+        if let Some(n) = &name {
+            let ok = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.');
+            if !n.bytes().all(ok) {
+                return self.tight(
+                    Level::Alert,
+                    loc,
+                    "'stats show-node' invalid node name - should be a stringwith digits(0-9), letters(A-Z, a-z), hyphen(-) or underscode(_).",
+                );
+            }
+        }
+        self.stats_page().show_node = Some(name);
+    }
+
+    /// `stats show-desc [<text>...]`: the words joined with one space, or
+    /// the global `description` as it stands when the line is read (none:
+    /// HAProxy warns and shows nothing).
+    fn stats_show_desc(&mut self, loc: &Loc, words: &[String]) {
+        let text = words[2..].join(" ");
+        let desc = if text.is_empty() {
+            self.global.description.clone()
+        } else {
+            Some(text)
+        };
+        match desc {
+            Some(d) => self.stats_page().show_desc = Some(d),
+            None => self.tight(
+                Level::Warning,
+                loc,
+                "'show-desc' requires a parameter or 'desc' to be set in the global section.",
+            ),
+        }
+    }
 }

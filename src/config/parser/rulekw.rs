@@ -1209,6 +1209,53 @@ fn addr_args(
     Ok(HttpRequestAction::SetAddr { part, expr })
 }
 
+/// The `<n>` of `set-tos` and `set-mark`: decimal, hexadecimal (`0x`) or
+/// octal (`0`), as C's `strtol`; a negative value wraps as HAProxy's does.
+fn sock_value_args(args: &[String], rule: &str, action: &str) -> Result<u32, String> {
+    let Some(text) = args.first() else {
+        return Err("expects exactly 1 argument (integer/hex value)".to_string());
+    };
+    let (neg, digits) = match text.strip_prefix('-') {
+        Some(d) => (true, d),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    };
+    let (radix, body) = if let Some(h) = digits
+        .strip_prefix("0x")
+        .or_else(|| digits.strip_prefix("0X"))
+    {
+        (16, h)
+    } else if digits.len() > 1 && digits.starts_with('0') {
+        (8, &digits[1..])
+    } else {
+        (10, digits)
+    };
+    let v = i64::from_str_radix(body, radix).map_err(|_| {
+        let bad = body
+            .find(|c: char| !c.is_digit(radix))
+            .map_or(text.as_str(), |i| &body[i..]);
+        format!("invalid character starting at '{bad}' (integer/hex value expected)")
+    })?;
+    no_more_args(&args[1..], rule, action)?;
+    Ok((if neg { -v } else { v }) as u32)
+}
+
+/// The `<n>` of `set-nice`: an integer (`atoi`: a word that is none is
+/// 0), kept within -1024..1024.
+fn nice_args(args: &[String], rule: &str) -> Result<i32, String> {
+    let Some(text) = args.first() else {
+        return Err("expects exactly 1 argument (integer value)".to_string());
+    };
+    let digits: String = text
+        .chars()
+        .enumerate()
+        .take_while(|(i, c)| c.is_ascii_digit() || (*i == 0 && (*c == '-' || *c == '+')))
+        .map(|(_, c)| c)
+        .collect();
+    let n = digits.parse::<i64>().unwrap_or(0).clamp(-1024, 1024) as i32;
+    no_more_args(&args[1..], rule, "set-nice")?;
+    Ok(n)
+}
+
 /// `on|off` of `strict-mode`; `rule` names the rule set in HAProxy's
 /// message for words left over.
 fn strict_mode_args(args: &[String], rule: &str) -> Result<bool, String> {
@@ -1669,6 +1716,15 @@ pub(crate) const HTTP_REQUEST: &[ActionKw<HttpRequestAction>] = &[
     kwd("set-log-level", |_, _, a| {
         log_level_args(a, "http-request").map(HttpRequestAction::SetLogLevel)
     }),
+    kwd("set-tos", |_, _, a| {
+        sock_value_args(a, "http-request", "set-tos").map(HttpRequestAction::SetTos)
+    }),
+    kwd("set-mark", |_, _, a| {
+        sock_value_args(a, "http-request", "set-mark").map(HttpRequestAction::SetMark)
+    }),
+    kwd("set-nice", |_, _, a| {
+        nice_args(a, "http-request").map(HttpRequestAction::SetNice)
+    }),
     kwd("set-src", |s, _, a| {
         addr_args(a, AddrPart::Src, s.http_stage(false), "set-src")
     }),
@@ -1806,6 +1862,15 @@ pub(crate) const HTTP_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
     }),
     kwd("set-log-level", |_, _, a| {
         log_level_args(a, "http-response").map(HttpResponseAction::SetLogLevel)
+    }),
+    kwd("set-tos", |_, _, a| {
+        sock_value_args(a, "http-response", "set-tos").map(HttpResponseAction::SetTos)
+    }),
+    kwd("set-mark", |_, _, a| {
+        sock_value_args(a, "http-response", "set-mark").map(HttpResponseAction::SetMark)
+    }),
+    kwd("set-nice", |_, _, a| {
+        nice_args(a, "http-response").map(HttpResponseAction::SetNice)
     }),
     // ---- Captures (what goes around the sample engine). ----
     kwd("capture", |s, _, a| {

@@ -696,7 +696,49 @@ pub(crate) const SERVER: &[ServerKw] = &[
     kwd("agent-addr", opt_agent),
     kwd("agent-inter", opt_agent),
     kwd("agent-send", opt_agent),
+    kwd("source", opt_source),
+    kwd("usesrc", opt_source),
+    kwd("interface", opt_source),
 ];
+
+/// `source <addr>[:<port>[-<port>]]`, then `usesrc ...` and `interface
+/// <name>` as options of their own that complete it, with HAProxy 2.6's
+/// messages.
+fn opt_source(s: &mut State<'_>, l: &mut ServerLine<'_>, w: &str, v: Option<&str>) -> OptStep {
+    use super::extraskw::SourceError;
+    let words: Vec<&str> = match w {
+        "source" => v.into_iter().collect(),
+        _ => match l.sd.opts.source {
+            Some(_) => vec!["0.0.0.0", w, v.unwrap_or("")],
+            None => {
+                s.server_at(
+                    l,
+                    format!("'{w}' only allowed after a 'source' statement.."),
+                );
+                return OptStep::Bad(2);
+            }
+        },
+    };
+    let err = match s.parse_source(&words, true) {
+        Ok((src, _)) => {
+            let opts = &mut l.sd.opts;
+            match (w, &mut opts.source) {
+                ("source", _) => opts.source = Some(src),
+                ("usesrc", Some(old)) => old.usesrc = src.usesrc,
+                (_, Some(old)) => old.interface = src.interface,
+                (_, None) => {}
+            }
+            return OptStep::Next(2);
+        }
+        Err(SourceError::Addr(None)) => "'source' expects <addr>[:<port>[-<port>]], and optionally 'usesrc' <addr>, and 'interface' <name> as argument..".to_string(),
+        Err(SourceError::Addr(Some(e))) => format!("'source' : {e}."),
+        Err(SourceError::UseSrc) => "'usesrc' expects <addr>[:<port>], 'client', 'clientip', or 'hdr_ip(name,#)' as argument.".to_string(),
+        Err(SourceError::Interface) => "'interface' expects a network interface name.".to_string(),
+        Err(SourceError::HdrIp) => "'usesrc hdr_ip(...)' is not supported by sluice yet.".to_string(),
+    };
+    s.server_at(l, err);
+    OptStep::Bad(2)
+}
 
 /// `agent-check`, `no-agent-check`, `agent-port`, `agent-addr`,
 /// `agent-inter`, `agent-send`, with HAProxy 2.6's messages.

@@ -709,7 +709,7 @@ pub(super) fn cmd_set_timeout(_: &mut Ctx<'_>, args: &[String]) -> Output {
 
 pub(super) fn cmd_show_env(_: &mut Ctx<'_>, args: &[String]) -> Output {
     let mut out = String::new();
-    for (k, v) in std::env::vars_os() {
+    for (k, v) in crate::sys::env::vars() {
         let (k, v) = (k.to_string_lossy(), v.to_string_lossy());
         if args.first().is_none_or(|name| *name == k) {
             let _ = writeln!(out, "{k}={}", v.replace(['\n', '\r'], " "));

@@ -21,7 +21,6 @@ pub(crate) mod time;
 
 use std::borrow::Cow;
 use std::net::SocketAddr;
-use std::sync::OnceLock;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::SystemTime;
 
@@ -48,7 +47,12 @@ impl LogSetup {
         let pid = std::process::id();
         for (t, sink) in &self.targets {
             if let Some(sev) = t.severity(severity) {
-                sink::send(sink, sink::frame(t, sev, &self.tag, pid, date, msg));
+                let who = sink::Sender {
+                    tag: &self.tag,
+                    pid,
+                    host: self.hostname.as_deref(),
+                };
+                sink::send(sink, sink::frame(t, sev, &who, date, msg));
             }
         }
     }
@@ -71,20 +75,6 @@ pub(crate) fn capture_headers(list: &[(String, usize)], head: &Head) -> Vec<Opti
             Some(v[..v.len().min(*len)].to_vec())
         })
         .collect()
-}
-
-fn hostname() -> &'static str {
-    static H: OnceLock<String> = OnceLock::new();
-    H.get_or_init(|| {
-        let mut buf = [0u8; 256];
-        // SAFETY: the buffer outlives the call and its length is given.
-        let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-        if r != 0 {
-            return "localhost".to_string();
-        }
-        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-        String::from_utf8_lossy(&buf[..end]).into_owned()
-    })
 }
 
 /// What a line is made of when it is emitted.
@@ -280,7 +270,7 @@ impl Source for Line<'_> {
                     .map_or(BADREQ.into(), |h| self.version(h))
                     .as_ref(),
             )),
-            Var::Hostname => out.text(Some(hostname())),
+            Var::Hostname => out.text(Some(crate::sys::process::hostname())),
             Var::Pid => out.id_num(std::process::id() as i64),
             Var::UniqueId => out.text(rec.unique_id.as_deref()),
             Var::RequestCounter => out.id_num(rec.req_id as i64),
@@ -358,6 +348,7 @@ pub(crate) fn emit(
     if rec.logged
         || (rec.null && flog.dontlognull)
         || rec.level == Some(crate::config::model::LogLevel::Silent)
+        || (flog.dontlog_normal && !rec.is_error())
     {
         return;
     }
@@ -451,6 +442,16 @@ pub(crate) fn emit_connect(fe: &FrontendRt, client: Peer, local: Option<Peer>) {
     let msg = format!("Connect from {client} to {to} ({}/{mode})", fe.name);
     flog.setup
         .send(crate::config::log::INFO, &Date::now(), &msg);
+}
+
+/// A backend's alert (`option checkcache`'s refused response), in
+/// HAProxy's words: to the backend's log targets at level alert, and to
+/// sluice's own log.
+pub(crate) fn emit_alert(be: &crate::snapshot::BackendRt, msg: &str) {
+    tracing::warn!("{msg}");
+    if let Some(setup) = be.log.as_ref() {
+        setup.send(crate::config::log::ALERT, &Date::now(), msg);
+    }
 }
 
 /// HAProxy's line for a connection that failed before becoming a session

@@ -125,20 +125,35 @@ fn run(rx: Receiver<Msg>) {
     }
 }
 
+/// Who a line comes from, as its syslog header says.
+pub(crate) struct Sender<'a> {
+    /// The program (`log-tag`).
+    pub(crate) tag: &'a str,
+    pub(crate) pid: u32,
+    /// `log-send-hostname`: the host, where the format has a place for it.
+    pub(crate) host: Option<&'a str>,
+}
+
 /// Builds the datagram for `target`: the header its `format` asks for, the
 /// message, cut to `len` bytes, and a line feed.
 pub(crate) fn frame(
     target: &LogTarget,
     severity: u8,
-    tag: &str,
-    pid: u32,
+    who: &Sender<'_>,
     date: &Date,
     msg: &str,
 ) -> Vec<u8> {
+    let Sender { tag, pid, host } = *who;
     let pri = target.facility as u32 * 8 + severity as u32;
     let mut h = String::with_capacity(64 + msg.len());
     match target.format {
-        Format::Local => {
+        // HAProxy's default names the host only when told to.
+        Format::Default if host.is_some() => {
+            h.push_str(&format!("<{pri}>"));
+            syslog_date(date, &mut h);
+            h.push_str(&format!(" {} {tag}[{pid}]: ", host.unwrap_or("")));
+        }
+        Format::Default | Format::Local => {
             h.push_str(&format!("<{pri}>"));
             syslog_date(date, &mut h);
             h.push_str(&format!(" {tag}[{pid}]: "));
@@ -146,12 +161,12 @@ pub(crate) fn frame(
         Format::Rfc3164 => {
             h.push_str(&format!("<{pri}>"));
             syslog_date(date, &mut h);
-            h.push_str(&format!(" localhost {tag}[{pid}]: "));
+            h.push_str(&format!(" {} {tag}[{pid}]: ", host.unwrap_or("localhost")));
         }
         Format::Rfc5424 => {
             h.push_str(&format!("<{pri}>1 "));
             iso_date(date, &mut h);
-            h.push_str(&format!(" - {tag} {pid} - - "));
+            h.push_str(&format!(" {} {tag} {pid} - - ", host.unwrap_or("-")));
         }
         Format::Priority => h.push_str(&format!("<{pri}>")),
         Format::Short => h.push_str(&format!("<{severity}>")),
@@ -193,7 +208,12 @@ mod tests {
     fn headers() {
         let d = Date::from(UNIX_EPOCH + Duration::from_millis(1_796_010_455_273));
         let f = |fmt, len| {
-            String::from_utf8(frame(&target(fmt, len), 6, "sluice", 42, &d, "hello")).unwrap()
+            let who = Sender {
+                tag: "sluice",
+                pid: 42,
+                host: None,
+            };
+            String::from_utf8(frame(&target(fmt, len), 6, &who, &d, "hello")).unwrap()
         };
         let local = f(Format::Local, 1024);
         assert!(local.starts_with("<134>Nov 30 "), "{local}");
@@ -207,7 +227,12 @@ mod tests {
         // len counts the line without its line feed (as HAProxy 2.6 does).
         assert_eq!(f(Format::Raw, 80).len(), 6);
         let long = "x".repeat(200);
-        let cut = frame(&target(Format::Raw, 100), 6, "s", 1, &d, &long);
+        let who = Sender {
+            tag: "s",
+            pid: 1,
+            host: None,
+        };
+        let cut = frame(&target(Format::Raw, 100), 6, &who, &d, &long);
         assert_eq!(cut.len(), 101);
     }
 }

@@ -607,7 +607,7 @@ fn frontend_row(p: &ProxyRt, fe: &FrontendRt) -> Row {
     // sluice has no `disable frontend` yet, so a frontend is always open.
     r.set("status", "OPEN");
     r.set("rate", c.sess_rate.rate());
-    r.set("rate_lim", 0);
+    r.set("rate_lim", fe.extras.rate_limit_sessions.unwrap_or(0));
     r.set("rate_max", c.sess_rate.max());
     hrsp(&mut r, c, fe.mode);
     r.set("req_rate", c.req_rate.rate());

@@ -32,6 +32,18 @@ pub(crate) fn format_uptime(secs: u64) -> String {
 }
 
 /// `Name: value` pairs in output order. Values never contain a line break.
+/// The global `node`, else the local peer's name (`-L`), else the host
+/// name: `show info`'s `node` and the stats page's `stats show-node`.
+pub(crate) fn node_name(snap: &Snapshot) -> String {
+    snap.global
+        .node
+        .clone()
+        // HAProxy's local peer name defaults to the host name too; -L
+        // names the node when the config does not.
+        .or_else(|| crate::sys::process::local_peer().map(str::to_string))
+        .unwrap_or_else(|| crate::sys::process::hostname().to_string())
+}
+
 pub(crate) fn info_fields(rt: &Runtime, snap: &Snapshot) -> Vec<(&'static str, String)> {
     let p = &rt.process;
     let uptime = rt.uptime_secs();
@@ -41,15 +53,7 @@ pub(crate) fn info_fields(rt: &Runtime, snap: &Snapshot) -> Vec<(&'static str, S
         + snap.global.stats_sockets.len();
     let conns = p.conns.cur();
     let (tasks, run_queue) = tokio_load();
-    let node = snap
-        .global
-        .node
-        .clone()
-        // HAProxy's local peer name defaults to the host name too; -L
-        // names the node when the config does not.
-        .or_else(|| crate::sys::process::local_peer().map(str::to_string))
-        .unwrap_or_else(crate::sys::process::hostname)
-        .replace(['\n', '\r'], " ");
+    let node = node_name(snap).replace(['\n', '\r'], " ");
 
     let mut v: Vec<(&'static str, String)> = Vec::with_capacity(72);
     let mut put = |k: &'static str, val: String| v.push((k, val));

@@ -266,12 +266,19 @@ fn html(rt: &Runtime, snap: &crate::snapshot::Snapshot, rows: &[Row], view: &Htm
     let page = view.page;
     let mut out = String::new();
     let p = &rt.process;
+    let on_node = match &page.show_node {
+        Some(name) => format!(
+            " on {}",
+            name.clone().unwrap_or_else(|| info::node_name(snap))
+        ),
+        None => String::new(),
+    };
     let _ = write!(
         out,
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>Statistics Report for sluice</title><style>{CSS}</style></head><body>\n\
-         <h1>Statistics Report for sluice{ver}</h1>\n\
+         <title>Statistics Report for sluice{on_node}</title><style>{CSS}</style></head><body>\n\
+         <h1>Statistics Report for sluice{ver}</h1>\n{report}\
          <p class=info>pid {pid}, uptime {up}, {thr} threads, current conns {cur}, maxconn {max}, total requests {req}</p>\n",
         ver = if page.hide_version {
             String::new()
@@ -287,6 +294,8 @@ fn html(rt: &Runtime, snap: &crate::snapshot::Snapshot, rows: &[Row], view: &Htm
             .maxconn
             .unwrap_or(crate::snapshot::DEFAULT_MAXCONN),
         req = p.cum_req.load(std::sync::atomic::Ordering::Relaxed),
+        on_node = esc(&on_node),
+        report = report_line(page, p.pid, &on_node),
     );
     // HAProxy's scope box: its form GETs `?scope=<text>`.
     let _ = writeln!(
@@ -319,6 +328,14 @@ fn html(rt: &Runtime, snap: &crate::snapshot::Snapshot, rows: &[Row], view: &Htm
                 .filter(|b| view.admin && !b.servers.is_empty())
                 .map(|b| b.iid);
             let _ = writeln!(out, "<h2>{}</h2>", esc(px));
+            if let Some(d) = snap
+                .proxies
+                .iter()
+                .find(|p| p.name == px)
+                .and_then(|p| p.description.as_deref())
+            {
+                let _ = writeln!(out, "<p class=desc>{}</p>", esc(d));
+            }
             if form.is_some() {
                 out.push_str("<form method=\"post\">");
             }
@@ -336,9 +353,14 @@ fn html(rt: &Runtime, snap: &crate::snapshot::Snapshot, rows: &[Row], view: &Htm
             for c in COLUMNS {
                 let _ = write!(out, "<th>{c}</th>");
             }
+            if page.show_modules {
+                for (m, _) in MODULES {
+                    let _ = write!(out, "<th>{m}</th>");
+                }
+            }
             out.push_str("</tr>\n");
         }
-        row_html(&mut out, r, view.admin);
+        row_html(&mut out, r, view.admin, page.show_modules);
     }
     if current.is_some() {
         close_table(&mut out, form);
@@ -372,7 +394,7 @@ const ACTIONS: &str = "<option value=\"\"></option>\
 <option value=\"hdown\">Health: force DOWN</option>\
 <option value=\"shutdown\">Kill Sessions</option>";
 
-fn row_html(out: &mut String, r: &Row, admin: bool) {
+fn row_html(out: &mut String, r: &Row, admin: bool, modules: bool) {
     let class = match r.kind() {
         "0" => " class=fe",
         "1" => " class=be",
@@ -433,7 +455,78 @@ fn row_html(out: &mut String, r: &Row, admin: bool) {
     ] {
         let _ = write!(out, "<td>{}</td>", esc(r.get(f)));
     }
-    let _ = writeln!(out, "<td class=check>{}</td></tr>", esc(&check));
+    let _ = write!(out, "<td class=check>{}</td>", esc(&check));
+    if modules {
+        for (m, fields) in MODULES {
+            // The module's counters, as HAProxy's tooltip lists them;
+            // a row a module does not count has none.
+            let tip: Vec<String> = fields
+                .iter()
+                .filter(|f| !r.get(f).is_empty())
+                .map(|f| format!("{f}: {}", r.get(f)))
+                .collect();
+            let _ = write!(out, "<td title=\"{}\">{m}</td>", esc(&tip.join(", ")));
+        }
+    }
+    out.push_str("</tr>\n");
+}
+
+/// The modules' counters `stats show-modules` shows, by module, as
+/// HAProxy 2.6 orders its extra columns (`ssl`, `h2`, `h1`).
+const MODULES: &[(&str, &[&str])] = &[
+    (
+        "ssl",
+        &["ssl_sess", "ssl_reused_sess", "ssl_failed_handshake"],
+    ),
+    (
+        "h2",
+        &[
+            "h2_headers_rcvd",
+            "h2_data_rcvd",
+            "h2_settings_rcvd",
+            "h2_rst_stream_rcvd",
+            "h2_goaway_rcvd",
+            "h2_detected_conn_protocol_errors",
+            "h2_detected_strm_protocol_errors",
+            "h2_rst_stream_resp",
+            "h2_goaway_resp",
+            "h2_open_connections",
+            "h2_backend_open_streams",
+            "h2_total_connections",
+            "h2_backend_total_streams",
+        ],
+    ),
+    (
+        "h1",
+        &[
+            "h1_open_connections",
+            "h1_open_streams",
+            "h1_total_connections",
+            "h1_total_streams",
+            "h1_bytes_in",
+            "h1_bytes_out",
+            "h1_spliced_bytes_in",
+            "h1_spliced_bytes_out",
+        ],
+    ),
+];
+
+/// HAProxy's `Statistics Report for pid <pid>[ on <node>][: <desc>]` line,
+/// when `stats show-node` or `stats show-desc` asks for it.
+fn report_line(page: &StatsPage, pid: u32, on_node: &str) -> String {
+    if page.show_node.is_none() && page.show_desc.is_none() {
+        return String::new();
+    }
+    let desc = page
+        .show_desc
+        .as_deref()
+        .map(|d| format!(": {d}"))
+        .unwrap_or_default();
+    format!(
+        "<p class=node>Statistics Report for pid {pid}{}{}</p>\n",
+        esc(on_node),
+        esc(&desc)
+    )
 }
 
 #[cfg(test)]

@@ -300,6 +300,22 @@ async fn wait_for_server(
     r
 }
 
+/// `use-server`: the server the first rule whose condition `holds` names
+/// and that can take the request (up, or down under `force-persist` or
+/// `option persist`); a rule naming a server that cannot goes on to the
+/// next, as in HAProxy.
+pub(crate) fn use_server(
+    be: &BackendRt,
+    holds: impl Fn(&crate::acl::eval::CompiledCond) -> bool,
+    force: bool,
+) -> Option<usize> {
+    be.use_servers.iter().find_map(|(i, cond)| {
+        let srv = be.servers.get(*i)?;
+        let can = force || be.persist || srv.state.takes_persistent();
+        (can && holds(cond)).then_some(*i)
+    })
+}
+
 /// A slot on the server persistence names, else on the one balancing
 /// picks, or in the queue until one is free.
 pub(crate) async fn pick(
