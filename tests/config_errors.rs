@@ -401,7 +401,7 @@ fn haproxy_keywords_sluice_lacks_are_not_supported_yet() {
     lua-load /etc/sluice/x.lua
 {DEFAULTS}
 frontend fe
-    bind 127.0.0.1:{port} tfo
+    bind 127.0.0.1:{port} accept-netscaler-cip 1234
     http-request set-priority-class int(1)
     http-response send-spoe-group engine group
     option spop-check
@@ -433,7 +433,10 @@ listen li
     let al = alerts(&err);
     for (line, want) in [
         (2, "'lua-load' is not supported by sluice yet"),
-        (10, "'tfo' option is not supported by sluice yet"),
+        (
+            10,
+            "'accept-netscaler-cip' option is not supported by sluice yet",
+        ),
         (
             11,
             "'http-request set-priority-class' is not supported by sluice yet",

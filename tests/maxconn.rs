@@ -278,3 +278,34 @@ backend be
     assert!(r.text().starts_with("HTTP/1.1 200"), "{}", r.text());
     assert_eq!(show_stat(&sock).await.get("fe", "FRONTEND", "slim"), "5");
 }
+
+/// `bind ... maxconn 2`: that listener serves two connections at once, the
+/// third waits in its backlog until one closes, as with a frontend's
+/// `maxconn`; the frontend's other listener is not limited by it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bind_maxconn_keeps_excess_in_that_listeners_backlog() {
+    let b = Backend::start("s1").await;
+    let (limited, free) = (Listen::new(), Listen::new());
+    let port = limited.port();
+    let s = Sluice::start(&format!(
+        "global
+    stats socket @DIR@/stats.sock level admin
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 10s
+    timeout server 10s
+frontend fe
+    bind {limited} maxconn 2
+    bind {free}
+    default_backend be
+backend be
+    server s1 {}
+",
+        b.hostport()
+    ));
+    // The unlimited listener serves while nothing is held.
+    let r = get(free.addr(), "/free").await;
+    assert_eq!(r.status, 200);
+    third_waits_in_backlog(&s, &b, [port; 3], ["fe"; 3]).await;
+}

@@ -361,6 +361,7 @@ listen plain
 async fn checks_of_send_proxy_servers_send_the_header() {
     let v1 = RawBackend::start().await;
     let v2 = RawBackend::start().await;
+    let forced = RawBackend::start().await;
     let fe = Listen::new();
     let _s = Sluice::start(&format!(
         "defaults
@@ -377,18 +378,24 @@ backend b1
 backend b2
     option httpchk GET /chk
     server s1 {} check inter 200ms send-proxy-v2
+backend b3
+    option httpchk GET /chk
+    server s1 127.0.0.1:1 check inter 200ms check-send-proxy port {}
 ",
-        v1.addr, v2.addr
+        v1.addr,
+        v2.addr,
+        forced.addr.port()
     ));
     let first = |b: &RawBackend| {
         let b = b.take_conns();
         b.into_iter().next()
     };
-    let (mut c1, mut c2) = (None, None);
+    let (mut c1, mut c2, mut c3) = (None, None, None);
     within(Duration::from_secs(5), "a check on each server", async {
-        while c1.is_none() || c2.is_none() {
+        while c1.is_none() || c2.is_none() || c3.is_none() {
             c1 = c1.take().or_else(|| first(&v1));
             c2 = c2.take().or_else(|| first(&v2));
+            c3 = c3.take().or_else(|| first(&forced));
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     })
@@ -409,4 +416,19 @@ backend b2
     let c2 = c2.unwrap();
     let local: &[u8] = b"\r\n\r\n\x00\r\nQUIT\n \x00\x00\x00GET /chk HTTP/1.0\r\n";
     assert!(c2.starts_with(local), "{c2:?}");
+    // `check-send-proxy`: the v1 header, though the server has no
+    // `send-proxy` and its check goes elsewhere (`port`).
+    let c3 = String::from_utf8_lossy(&c3.unwrap()).into_owned();
+    let want = format!("PROXY TCP4 127.0.0.1 127.0.0.1 {{}} {}", forced.addr.port());
+    let (line, rest) = c3.split_once("\r\n").unwrap();
+    let parts: Vec<&str> = line.split(' ').collect();
+    assert_eq!(parts.len(), 6, "{line}");
+    assert_eq!(
+        format!(
+            "{} {} {} {} {{}} {}",
+            parts[0], parts[1], parts[2], parts[3], parts[5]
+        ),
+        want
+    );
+    assert!(rest.starts_with("GET /chk HTTP/1.0\r\n"), "{rest}");
 }

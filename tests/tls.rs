@@ -1917,3 +1917,418 @@ frontend fe
         }
     }
 }
+
+/// A client offering `version` and the key exchange groups `groups`,
+/// trusting `ca`.
+fn group_config(
+    version: &'static rustls::SupportedProtocolVersion,
+    groups: Vec<&'static dyn rustls::crypto::SupportedKxGroup>,
+    ca: &Ca,
+) -> Arc<rustls::ClientConfig> {
+    let provider = rustls::crypto::CryptoProvider {
+        kx_groups: groups,
+        ..rustls::crypto::ring::default_provider()
+    };
+    Arc::new(
+        rustls::ClientConfig::builder_with_provider(Arc::new(provider))
+            .with_protocol_versions(&[version])
+            .unwrap()
+            .with_root_certificates(ca.roots())
+            .with_no_client_auth(),
+    )
+}
+
+/// Version pins (`force-tlsv12`, `force-tlsv13`, `no-tlsv13`) and key
+/// exchange groups (`curves`, `ecdhe`) on a `bind` line: each client
+/// (one version, one group) completes its handshake or not, with the
+/// version and group haproxy 2.6 gives it on the same line. A TLS 1.2
+/// client offers P-256 second: OpenSSL serves its ECDSA P-256
+/// certificate in TLS 1.2 only to a client that names that curve; the
+/// group of a TLS 1.2 handshake is not compared (rustls takes the
+/// client's first usable one, OpenSSL under HAProxy its own first).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn version_pins_and_curves_as_with_haproxy() {
+    if !support::haproxy::available() {
+        return;
+    }
+    use rustls::crypto::ring::kx_group::{SECP256R1, SECP384R1, X25519};
+    let ca = Ca::new("sluice test CA");
+    let dir = TempDir::new("tlspins");
+    let pem = write(dir.path(), "site.pem", &ca.leaf(&["site.test"]));
+    let config = |bind: &str, opts: &str| {
+        format!(
+            "defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {bind} ssl crt {pem} {opts}
+    http-request return status 200 content-type text/plain string ok
+"
+        )
+    };
+    let mut d = support::haproxy::Differences::default();
+    for opts in [
+        "force-tlsv12",
+        "force-tlsv13",
+        "no-tlsv13",
+        "curves P-384",
+        "curves X25519:P-256",
+        "ecdhe secp384r1",
+        "ecdhe prime256v1 force-tlsv12",
+    ] {
+        let fronts = listens(2);
+        let _hap = support::haproxy::Haproxy::start(
+            "tlspins-hap",
+            &config(&fronts[0].to_string(), opts),
+            &[&fronts[0]],
+        );
+        let _sl = Sluice::start(&config(&fronts[1].to_string(), opts));
+        for version in [&rustls::version::TLS12, &rustls::version::TLS13] {
+            for group in [X25519, SECP256R1, SECP384R1] {
+                let mut seen = Vec::new();
+                for front in &fronts {
+                    let mut groups = vec![group];
+                    if version.version == rustls::ProtocolVersion::TLSv1_2
+                        && group.name() != SECP256R1.name()
+                    {
+                        groups.push(SECP256R1);
+                    }
+                    let client = group_config(version, groups, &ca);
+                    let got = match tls_connect(front.addr(), "site.test", client).await {
+                        Ok(tls) => {
+                            let c = tls.get_ref().1;
+                            let group = match c.protocol_version() {
+                                Some(rustls::ProtocolVersion::TLSv1_3) => {
+                                    c.negotiated_key_exchange_group().map(|g| g.name())
+                                }
+                                _ => None,
+                            };
+                            format!("{:?} {group:?}", c.protocol_version())
+                        }
+                        Err(_) => "refused".to_string(),
+                    };
+                    seen.push(got);
+                }
+                d.compare(
+                    format!("{opts}, {:?} {:?}", version.version, group.name()),
+                    &seen[0],
+                    &seen[1],
+                );
+            }
+        }
+    }
+    d.assert_none();
+}
+
+/// A TLS server (`pem`) answering each request with the version of its
+/// connection and whether the handshake resumed a session; `tickets_only`:
+/// it keeps no sessions, so only a client with a ticket resumes.
+async fn tls_version_backend(pem: &str, tickets_only: bool) -> SocketAddr {
+    let chain: Vec<CertificateDer<'static>> =
+        rustls::pki_types::pem::PemObject::pem_slice_iter(pem.as_bytes())
+            .collect::<Result<_, _>>()
+            .unwrap();
+    let key = rustls::pki_types::pem::PemObject::from_pem_slice(pem.as_bytes()).unwrap();
+    let mut cfg = rustls::ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .unwrap();
+    if tickets_only {
+        cfg.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
+        cfg.ticketer = rustls::crypto::ring::Ticketer::new().unwrap();
+    }
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(cfg));
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let a = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = l.accept().await {
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let c = tls.get_ref().1;
+                let body = format!("{:?} {:?}", c.protocol_version(), c.handshake_kind());
+                let mut r = BufReader::new(tls);
+                let mut head = String::new();
+                loop {
+                    let mut line = String::new();
+                    match tokio::io::AsyncBufReadExt::read_line(&mut r, &mut line).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(_) => {}
+                    }
+                    head.push_str(&line);
+                    if line == "\r\n" {
+                        break;
+                    }
+                }
+                let resp = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = r.get_mut().write_all(resp.as_bytes()).await;
+                let _ = r.get_mut().shutdown().await;
+            });
+        }
+    });
+    a
+}
+
+/// The TLS options of server lines, seen by the server: version pins
+/// (`force-tlsv12`, `force-tlsv13`, `no-tlsv13`, `no-tlsv12`), session
+/// reuse (`no-ssl-reuse`: every connection a full handshake; by default
+/// the next one resumes), and `verifyhost` (the certificate checked
+/// against that name, whatever the SNI).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_tls_options_as_the_server_sees_them() {
+    let ca = Ca::new("backend CA");
+    let upstream = tls_version_backend(&ca.leaf(&["backend.test"]), false).await;
+    let ticketing = tls_version_backend(&ca.leaf(&["backend.test"]), true).await;
+    let fe = Listen::new();
+    let dir = TempDir::new("tlssrvopts");
+    let ca_file = write(dir.path(), "ca.pem", &ca.pem());
+    let mut backends = String::new();
+    for (name, opts) in [
+        ("f12", "verify none force-tlsv12"),
+        ("f13", "verify none force-tlsv13"),
+        ("n13", "verify none no-tlsv13"),
+        ("n12", "verify none no-tlsv12"),
+        ("reuse", "verify none"),
+        ("noreuse", "verify none no-ssl-reuse"),
+        ("ids12", "verify none force-tlsv12 no-tls-tickets"),
+        (
+            "hostok",
+            &format!("ca-file {ca_file} sni str(other.test) verifyhost backend.test"),
+        ),
+        (
+            "hostbad",
+            &format!("ca-file {ca_file} sni str(backend.test) verifyhost wrong.test"),
+        ),
+        (
+            "hostno",
+            &format!("ca-file {ca_file} verifyhost wrong.test no-verifyhost"),
+        ),
+    ] {
+        backends.push_str(&format!(
+            "backend {name}\n    retries 0\n    server s {upstream} ssl {opts}\n"
+        ));
+    }
+    // A server that resumes TLS 1.2 sessions by ticket only.
+    for (name, opts) in [
+        ("tk12", "verify none force-tlsv12"),
+        ("notk12", "verify none force-tlsv12 no-tls-tickets"),
+    ] {
+        backends.push_str(&format!(
+            "backend {name}\n    retries 0\n    server s {ticketing} ssl {opts}\n"
+        ));
+    }
+    let _s = Sluice::start(&format!(
+        "defaults
+    mode http
+    timeout connect 2s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {fe}
+    use_backend %[path,field(2,/)]
+{backends}"
+    ));
+    let front = fe.addr();
+    let ask = |b: &'static str| async move {
+        let r = get(front, &format!("/{b}")).await;
+        (r.status, r.text())
+    };
+    let full = |v: &str| format!("Some({v}) Some(Full)");
+    assert_eq!(ask("f12").await, (200, full("TLSv1_2")));
+    assert_eq!(ask("f13").await, (200, full("TLSv1_3")));
+    assert_eq!(ask("n13").await, (200, full("TLSv1_2")));
+    assert_eq!(ask("n12").await, (200, full("TLSv1_3")));
+    // The server closes each connection: the second one resumes, unless
+    // `no-ssl-reuse`.
+    assert_eq!(ask("reuse").await, (200, full("TLSv1_3")));
+    assert_eq!(
+        ask("reuse").await,
+        (200, "Some(TLSv1_3) Some(Resumed)".to_string())
+    );
+    assert_eq!(ask("noreuse").await, (200, full("TLSv1_3")));
+    assert_eq!(ask("noreuse").await, (200, full("TLSv1_3")));
+    // TLS 1.2 without tickets resumes by session id, not by ticket.
+    assert_eq!(ask("ids12").await, (200, full("TLSv1_2")));
+    assert_eq!(
+        ask("ids12").await,
+        (200, "Some(TLSv1_2) Some(Resumed)".to_string())
+    );
+    assert_eq!(ask("tk12").await, (200, full("TLSv1_2")));
+    assert_eq!(
+        ask("tk12").await,
+        (200, "Some(TLSv1_2) Some(Resumed)".to_string())
+    );
+    assert_eq!(ask("notk12").await, (200, full("TLSv1_2")));
+    assert_eq!(ask("notk12").await, (200, full("TLSv1_2")));
+    assert_eq!(ask("hostok").await.0, 200);
+    assert_eq!(ask("hostbad").await.0, 503);
+    assert_eq!(ask("hostno").await.0, 200);
+}
+
+impl Ca {
+    /// A leaf certificate and key (PEM) with the serial number `serial`.
+    fn leaf_serial(&self, name: &str, serial: u64) -> String {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(vec![name.to_string()]).unwrap();
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.serial_number = Some(rcgen::SerialNumber::from(serial));
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        format!("{}{}", cert.pem(), key.serialize_pem())
+    }
+
+    /// A CRL of this CA revoking the serial numbers `revoked`.
+    fn crl(&self, revoked: &[u64]) -> String {
+        let params = rcgen::CertificateRevocationListParams {
+            this_update: rcgen::date_time_ymd(2024, 1, 1),
+            next_update: rcgen::date_time_ymd(2099, 1, 1),
+            crl_number: rcgen::SerialNumber::from(1u64),
+            issuing_distribution_point: None,
+            revoked_certs: revoked
+                .iter()
+                .map(|s| rcgen::RevokedCertParams {
+                    serial_number: rcgen::SerialNumber::from(*s),
+                    revocation_time: rcgen::date_time_ymd(2024, 1, 1),
+                    reason_code: None,
+                    invalidity_date: None,
+                })
+                .collect(),
+            key_identifier_method: rcgen::KeyIdMethod::Sha256,
+        };
+        params.signed_by(&self.issuer).unwrap().pem().unwrap()
+    }
+}
+
+/// `crl-file` on a bind line: a client certificate the CRL revokes is
+/// refused, another of the same CA is served; `ca-verify-file` adds the
+/// roots a client certificate may chain to; `no-ca-names` changes none of
+/// that; as haproxy 2.6 decides on the same lines. A file without a CRL
+/// is an error at the line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_certificates_against_crl_and_verify_files() {
+    use rustls::version::{TLS12, TLS13};
+    let ca = Ca::new("client CA");
+    let other = Ca::new("other client CA");
+    let site = Ca::new("site CA");
+    let dir = TempDir::new("tlscrl");
+    let pem = write(dir.path(), "site.pem", &site.leaf(&["site.test"]));
+    let ca_file = write(dir.path(), "ca.pem", &ca.pem());
+    let other_file = write(dir.path(), "other.pem", &other.pem());
+    let crl = write(dir.path(), "crl.pem", &ca.crl(&[42]));
+    let (revoked, good) = (
+        ca.leaf_serial("a.client", 42),
+        ca.leaf_serial("b.client", 43),
+    );
+    let from_other = other.leaf_serial("c.client", 44);
+    let config = |f: &[Listen]| {
+        format!(
+            "defaults
+    mode http
+    timeout client 5s
+frontend fe
+    bind {} ssl crt {pem} verify required ca-file {ca_file} ca-verify-file {other_file} crl-file {crl} no-ca-names
+    bind {} ssl crt {pem} verify required ca-file {ca_file} ca-verify-file {other_file}
+    http-request return status 200 content-type text/plain string ok
+",
+            f[0], f[1]
+        )
+    };
+    let fronts = listens(2);
+    let _s = Sluice::start(&config(&fronts));
+    let haproxy_fronts = listens(2);
+    let _hap = support::haproxy::available().then(|| {
+        support::haproxy::Haproxy::start(
+            "tlscrl-hap",
+            &config(&haproxy_fronts),
+            &[&haproxy_fronts[0], &haproxy_fronts[1]],
+        )
+    });
+    let both = &[&TLS12, &TLS13][..];
+    // With the CRL: the revoked one is refused; so is one of a CA the
+    // CRL file has no list of (OpenSSL under HAProxy checks every
+    // certificate of the chain and refuses one whose CRL it lacks).
+    for (front, client, served) in [
+        (0, &revoked, false),
+        (0, &good, true),
+        (0, &from_other, false),
+        (1, &revoked, true),
+        (1, &from_other, true),
+    ] {
+        let mut seen = Vec::new();
+        for fs in [&fronts, &haproxy_fronts] {
+            if fs[0].addr() == haproxy_fronts[0].addr() && _hap.is_none() {
+                continue;
+            }
+            let got = match tls_connect(
+                fs[front].addr(),
+                "site.test",
+                client_with(both, &[], Some(client)),
+            )
+            .await
+            {
+                Ok(tls) => answers(tls).await,
+                Err(_) => false,
+            };
+            seen.push(got);
+        }
+        assert!(
+            seen.iter().all(|g| *g == served),
+            "front {front} (sluice, haproxy): {seen:?}: {}",
+            &client[..80]
+        );
+    }
+    std::fs::write(dir.join("t.cfg"), format!(
+        "defaults\n    mode http\n    timeout client 1s\nfrontend fe\n    bind 127.0.0.1:1 ssl crt {pem} verify required ca-file {ca_file} crl-file {ca_file}\n"
+    ))
+    .unwrap();
+    let out = run_sluice(&["-c", "-f", "t.cfg"], Some(dir.path()));
+    assert_eq!(out.code(), Some(1), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("parsing [t.cfg:5]")
+            && out.stderr.contains("unable to configure CRL file"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// `check-sni`: the TLS health checks send that name (the server answers
+/// with the SNI it got, which the check expects); `check-alpn` sets what
+/// they offer without changing the SNI.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_sni_is_what_the_checks_send() {
+    let ca = Ca::new("backend CA");
+    let upstream = tls_backend(&ca.leaf(&["backend.test"])).await;
+    let fe = Listen::new();
+    let s = Sluice::start(&format!(
+        "global
+    stats socket @DIR@/stats.sock level admin
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 5s
+    timeout server 5s
+    timeout check 300ms
+frontend fe
+    bind {fe}
+    default_backend b
+backend b
+    option httpchk GET /
+    http-check expect string sni=health.test
+    server right {upstream} ssl verify none check check-ssl inter 100ms check-sni health.test check-alpn http/1.1
+    server wrong {upstream} ssl verify none check check-ssl inter 100ms check-sni other.test
+"
+    ));
+    let sock = s.stats_socket();
+    wait_check(&sock, "b", "right", "UP", "L7OK").await;
+    // The answer without the name: the check waits for more until its
+    // timeout (the server keeps the connection).
+    wait_check(&sock, "b", "wrong", "DOWN", "L7TOUT").await;
+}

@@ -371,38 +371,13 @@ pub(crate) const OPTIONS_UNSUPPORTED: &[&str] = &[
 pub const SERVER_SUPPORTED: &[&str] = &names::<_, { parser::SERVER.len() }>(parser::SERVER);
 
 pub(crate) const SERVER_UNSUPPORTED: &[&str] = &[
-    "verifyhost",
     "track",
-    "check-send-proxy",
-    "check-sni",
-    "check-alpn",
-    "redir",
     "namespace",
-    "pool-max-conn",
-    "pool-purge-delay",
-    "pool-low-conn",
-    "max-reuse",
     "tfo",
     "socks4",
-    "ws",
     "tcp-ut",
-    "allow-0rtt",
     "check-via-socks4",
     "health-check",
-    "force-sslv3",
-    "force-tlsv10",
-    "force-tlsv11",
-    "force-tlsv12",
-    "force-tlsv13",
-    "no-sslv3",
-    "no-tlsv10",
-    "no-tlsv11",
-    "no-tlsv12",
-    "no-tlsv13",
-    "ssl-reuse",
-    "no-ssl-reuse",
-    "npn",
-    "crl-file",
 ];
 
 /// Options of a `bind` line sluice takes (PROXY protocol, TLS termination).
@@ -437,36 +412,138 @@ pub const BIND_SUPPORTED: &[&str] = &[
     "gid",
     "user",
     "group",
+    "force-tlsv13",
+    "curves",
+    "ecdhe",
+    "no-ca-names",
+    "crl-file",
+    "ca-verify-file",
+    "backlog",
+    "maxconn",
+    "defer-accept",
+    "tfo",
+    "interface",
+    "mss",
+    "tcp-ut",
+    "transparent",
 ];
 
 pub(crate) const BIND_UNSUPPORTED: &[&str] = &[
-    "npn",
     "accept-netscaler-cip",
-    "maxconn",
-    "process",
-    "thread",
-    "transparent",
-    "defer-accept",
-    "level",
-    "severity-output",
     "expose-fd",
-    "interface",
-    "tfo",
-    "backlog",
-    "nice",
-    "namespace",
-    "mss",
-    "tcp-ut",
-    "curves",
-    "ecdhe",
-    "allow-0rtt",
     "quic-cc-algo",
-    "generate-certificates",
-    "crl-file",
-    "no-ca-names",
     "ocsp-update",
     "label",
 ];
+
+/// `bind` options of HAProxy 2.6 that change nothing under sluice:
+/// accepted with a notice giving the reason, so a tuned HAProxy
+/// configuration still starts. (name, words it takes after it, why)
+pub(crate) const BIND_IGNORED: &[(&str, usize, &str)] = &[
+    (
+        "allow-0rtt",
+        0,
+        "sluice takes no TLS 1.3 early data, clients send their request once the handshake is done",
+    ),
+    (
+        "ca-ignore-err",
+        1,
+        "rustls has no OpenSSL verify error ids to skip, a client certificate that fails verification is refused",
+    ),
+    (
+        "crt-ignore-err",
+        1,
+        "rustls has no OpenSSL verify error ids to skip, a client certificate that fails verification is refused",
+    ),
+    (
+        "ca-sign-file",
+        1,
+        "sluice generates no certificates, clients get the listener's 'crt'",
+    ),
+    (
+        "ca-sign-pass",
+        1,
+        "sluice generates no certificates, clients get the listener's 'crt'",
+    ),
+    (
+        "generate-certificates",
+        0,
+        "sluice generates no certificates, clients get the listener's 'crt'",
+    ),
+    (
+        "level",
+        1,
+        "only a 'stats socket' listener serves the CLI, where it sets the level",
+    ),
+    (
+        "severity-output",
+        1,
+        "only a 'stats socket' listener serves the CLI, where it sets the output",
+    ),
+    (
+        "nice",
+        1,
+        "sluice's threads serve every listener's connections alike, tokio's scheduler has no priorities",
+    ),
+    (
+        "npn",
+        1,
+        "rustls has no NPN (replaced by ALPN), protocols are negotiated with 'alpn'",
+    ),
+    (
+        "process",
+        1,
+        "sluice is one process, each of its threads accepts on every listener",
+    ),
+    (
+        "thread",
+        1,
+        "each of sluice's threads accepts on every listener",
+    ),
+    (
+        "shards",
+        1,
+        "each of sluice's threads accepts on every listener, through one socket",
+    ),
+    ("quic-force-retry", 0, "sluice does not speak QUIC"),
+    (
+        "tls-ticket-keys",
+        1,
+        "rustls makes and rotates its own ticket keys (kept across reloads), it takes none from a file",
+    ),
+];
+
+/// `server` options of HAProxy 2.6 that change nothing under sluice, as
+/// [`BIND_IGNORED`].
+pub(crate) const SERVER_IGNORED: &[(&str, usize, &str)] = &[
+    (
+        "allow-0rtt",
+        0,
+        "sluice sends no TLS 1.3 early data to servers",
+    ),
+    (
+        "npn",
+        1,
+        "rustls has no NPN (replaced by ALPN), protocols are negotiated with 'alpn'",
+    ),
+    (
+        "log-proto",
+        1,
+        "only the servers of a 'ring' section send logs, and sluice has no rings",
+    ),
+];
+
+/// The reason an option of `table` ([`BIND_IGNORED`], [`SERVER_IGNORED`])
+/// is ignored, and the words it takes after it.
+pub(crate) fn ignored(
+    table: &[(&str, usize, &'static str)],
+    name: &str,
+) -> Option<(usize, &'static str)> {
+    table
+        .iter()
+        .find(|(n, _, _)| *n == name)
+        .map(|(_, args, why)| (*args, *why))
+}
 
 pub(crate) const STATS_PROXY_UNSUPPORTED: &[&str] = &["scope", "http-request", "bind-process"];
 

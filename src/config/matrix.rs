@@ -41,6 +41,22 @@ const INSTEAD: &[(&str, &str)] = &[
         "`option httpchk` or `tcp-check` send/expect rules for the protocol",
     ),
     ("ssl-engine", "rustls has no engines: nothing to configure"),
+    (
+        "force-sslv3",
+        "`force-tlsv12`: rustls has no version below TLS 1.2",
+    ),
+    (
+        "force-tlsv10",
+        "`force-tlsv12`: rustls has no version below TLS 1.2",
+    ),
+    (
+        "force-tlsv11",
+        "`force-tlsv12`: rustls has no version below TLS 1.2",
+    ),
+    (
+        "namespace",
+        "start sluice inside the namespace (`ip netns exec`)",
+    ),
     ("51degrees-*", "a device detection service behind a backend"),
     (
         "deviceatlas-*",

@@ -628,6 +628,45 @@ pub(crate) struct Bind {
     pub(crate) id: Option<u32>,
     /// `name <n>` (`so_name`).
     pub(crate) name: Option<String>,
+    /// `backlog`, `defer-accept`, `tfo`, ...: the listening
+    /// socket's options.
+    pub(crate) sock: BindSock,
+}
+
+/// The socket options of a TCP `bind` line, set on the listening socket
+/// (an inherited `fd@` one too, as HAProxy does).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct BindSock {
+    /// `backlog <n>`: the accept queue's length (listen(2)).
+    pub(crate) backlog: Option<i32>,
+    /// `maxconn <n>`: connections this listener serves at once; the next
+    /// ones wait in the kernel's backlog.
+    pub(crate) maxconn: Option<u32>,
+    /// `defer-accept`: TCP_DEFER_ACCEPT, the connection is accepted once
+    /// data came.
+    pub(crate) defer_accept: bool,
+    /// `tfo`: TCP_FASTOPEN.
+    pub(crate) tfo: bool,
+    /// `interface <name>`: SO_BINDTODEVICE.
+    pub(crate) interface: Option<String>,
+    /// `mss <n>`: TCP_MAXSEG (a negative one is read and left unset, as
+    /// HAProxy 2.6 leaves it on a listener).
+    pub(crate) mss: Option<i32>,
+    /// `tcp-ut <ms>`: TCP_USER_TIMEOUT, inherited by accepted sockets.
+    pub(crate) tcp_ut: Option<u32>,
+    /// `transparent`: IP_TRANSPARENT, to take connections to foreign
+    /// addresses.
+    pub(crate) transparent: bool,
+}
+
+impl BindSock {
+    /// The accept queue's length: `backlog`, else (as HAProxy) the
+    /// listener's `maxconn`, else `default`.
+    pub(crate) fn backlog_or(&self, default: i32) -> i32 {
+        self.backlog
+            .or(self.maxconn.map(|m| m.min(i32::MAX as u32) as i32))
+            .unwrap_or(default)
+    }
 }
 
 /// The name of a UNIX stream socket: a file, or a Linux abstract name.
@@ -708,6 +747,7 @@ impl PartialEq for Bind {
             unix,
             id,
             name,
+            sock,
         } = self;
         *text == o.text
             && *addrs == o.addrs
@@ -720,6 +760,7 @@ impl PartialEq for Bind {
             && *unix == o.unix
             && *id == o.id
             && *name == o.name
+            && *sock == o.sock
     }
 }
 
@@ -1339,6 +1380,9 @@ pub(crate) struct CheckParams {
     /// `check-ssl`: checks over TLS (the server's TLS options) even when
     /// the server has no `ssl` or checks go elsewhere (`addr`/`port`).
     pub(crate) ssl: bool,
+    /// `check-send-proxy`: checks start with a PROXY header wherever
+    /// they go (v2 when the server has `send-proxy-v2`, else v1).
+    pub(crate) send_proxy: bool,
 }
 
 impl Default for CheckParams {
@@ -1353,6 +1397,7 @@ impl Default for CheckParams {
             port: None,
             proto_h2: None,
             ssl: false,
+            send_proxy: false,
         }
     }
 }
@@ -1511,6 +1556,9 @@ pub(crate) struct Server {
     pub(crate) srvrecord: Option<String>,
     /// `agent-check` with its port.
     pub(crate) agent: Option<AgentParams>,
+    /// `redir <prefix>`: GET and HEAD requests to this server are answered
+    /// with a 302 to `<prefix><path>` instead.
+    pub(crate) redir: Option<String>,
 }
 
 /// `observe layer4|layer7`: passive health from live traffic.
@@ -1567,6 +1615,9 @@ pub(crate) struct ServerOpts {
     pub(crate) dynamic: bool,
     /// `non-stick`: `stick` rules never store it.
     pub(crate) non_stick: bool,
+    /// `pool-max-conn <n>` (`pool-purge-delay 0`: 0): idle connections
+    /// kept for reuse at most; None: no limit but the process's.
+    pub(crate) pool_max_conn: Option<u32>,
     /// `source <addr>[:<port>[-<port>]] [usesrc ...] [interface <name>]`:
     /// the local address of its connections (else the backend's).
     pub(crate) source: Option<crate::config::extras::Source>,

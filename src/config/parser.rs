@@ -32,6 +32,7 @@ mod resolverskw;
 mod retrykw;
 mod rulekw;
 mod serverkw;
+mod sockkw;
 mod sslkw;
 pub(crate) mod stickkw;
 mod tcpkw;
@@ -133,6 +134,10 @@ pub(crate) struct ServerDefaults {
     pub(crate) id: Option<u32>,
     /// `cookie <value>`.
     pub(crate) cookie: Option<String>,
+    /// `redir <prefix>`.
+    pub(crate) redir: Option<String>,
+    /// `ws h1` (1) or `ws h2` (2); 0: `auto`.
+    pub(crate) ws: u8,
     /// `ssl` and its options (None: plain TCP).
     pub(crate) tls: Option<crate::tls::upstream::ServerTlsOpts>,
     /// `resolvers <name>` and the `resolve-*` options (the name empty
@@ -162,6 +167,8 @@ impl Default for ServerDefaults {
             },
             id: None,
             cookie: None,
+            redir: None,
+            ws: 0,
             tls: None,
             resolve: ServerResolve {
                 resolvers: String::new(),

@@ -230,7 +230,8 @@ enum MasterListener {
 
 fn bind_master_socket(sock: &StatsSocket) -> std::io::Result<MasterListener> {
     match sock.tcp {
-        Some(addr) => crate::frontend::listener::bind_std(addr, sock.v6).map(MasterListener::Tcp),
+        Some(addr) => crate::frontend::listener::bind_std(addr, sock.v6, &Default::default())
+            .map(MasterListener::Tcp),
         None => crate::control::cli::bind_unix(sock).map(MasterListener::Unix),
     }
 }

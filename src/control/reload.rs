@@ -54,6 +54,8 @@ pub(crate) struct Supervisor {
 struct Bound {
     listeners: HashMap<ListenAddr, Arc<ListenerCtl>>,
     limits: HashMap<String, (Arc<Semaphore>, u32)>,
+    /// `bind ... maxconn`: each listener's own limit and its size.
+    listener_limits: HashMap<ListenAddr, (Arc<Semaphore>, u32)>,
 }
 
 static SUPERVISOR: OnceLock<Arc<Supervisor>> = OnceLock::new();
@@ -98,6 +100,7 @@ impl Supervisor {
             let snap = sup.rt.snapshot();
             for (name, addr, l) in bound {
                 let limit = sup.limit_for(&mut st, &snap, &name);
+                let own = listener_limit_for(&mut st, &snap, &name, &addr);
                 let ctl = listener::spawn(
                     sup.rt.clone(),
                     l,
@@ -105,6 +108,7 @@ impl Supervisor {
                     Binding {
                         frontend: name,
                         limit,
+                        own,
                     },
                     sup.global_max.clone(),
                 )?;
@@ -198,7 +202,7 @@ impl Supervisor {
         }
         // Bind what is new before changing anything.
         let mut fresh: Vec<(Arc<str>, ListenAddr, listener::Listening)> = Vec::new();
-        for (name, addr, v6, unix) in binds(&cfg) {
+        for (name, addr, v6, unix, sock) in binds(&cfg) {
             // A listener whose `v6only`/`v4v6` changed is bound again: the
             // option cannot change on a bound socket. A UNIX one is kept
             // as it is (its file's mode and owner included).
@@ -207,13 +211,30 @@ impl Supervisor {
                 None => true,
             });
             if kept || fresh.iter().any(|(_, a, _)| *a == addr) {
+                // The socket options of the new configuration, on the
+                // socket it keeps.
+                if let (Some(c), true) = (st.listeners.get(&addr), addr.ip().is_some())
+                    && let Err(e) = listener::set_bind_options(c.raw_fd(), sock, false)
+                {
+                    report.errors.push(format!(
+                        "Starting frontend {name}: cannot set socket options ({e}) [{addr}]"
+                    ));
+                    return self.finish(report);
+                }
                 continue;
             }
             let got = match (unix, addr.ip()) {
                 (Some(u), _) => listener::bind_unix(u).map(listener::Listening::Unix),
-                (None, Some(ip)) => {
-                    listener::bind_std(ip, v6.unwrap_or_default()).map(listener::Listening::Tcp)
-                }
+                (None, Some(ip)) => listener::bind_std(ip, v6.unwrap_or_default(), sock)
+                    .and_then(|l| {
+                        listener::set_bind_options(
+                            std::os::fd::AsRawFd::as_raw_fd(&l),
+                            sock,
+                            true,
+                        )?;
+                        Ok(l)
+                    })
+                    .map(listener::Listening::Tcp),
                 (None, None) => continue,
             };
             match got {
@@ -231,8 +252,10 @@ impl Supervisor {
         // can load it, and removed servers are retired by then. The same
         // list is what `show reload` prints.
         let generation = self.rt.snapshot().generation + 1;
-        let wanted: HashMap<ListenAddr, Arc<str>> =
-            binds(&cfg).into_iter().map(|(n, a, _, _)| (a, n)).collect();
+        let wanted: HashMap<ListenAddr, Arc<str>> = binds(&cfg)
+            .into_iter()
+            .map(|(n, a, _, _, _)| (a, n))
+            .collect();
         let (new, mut changes) = self.rt.publish_reload(cfg, generation);
         dispatch_queues(&new);
         if let Some(after) = new.global.hard_stop_after {
@@ -249,10 +272,12 @@ impl Supervisor {
             match wanted.get(&addr).filter(|_| !replaced) {
                 Some(name) => {
                     let limit = self.limit_for(&mut st, &new, name);
+                    let own = listener_limit_for(&mut st, &new, name, &addr);
                     if let Some(ctl) = st.listeners.get(&addr) {
                         ctl.rebind(Binding {
                             frontend: name.clone(),
                             limit,
+                            own,
                         });
                     }
                 }
@@ -272,6 +297,7 @@ impl Supervisor {
         }
         for (name, addr, l) in fresh {
             let limit = self.limit_for(&mut st, &new, &name);
+            let own = listener_limit_for(&mut st, &new, &name, &addr);
             match listener::spawn(
                 self.rt.clone(),
                 l,
@@ -279,6 +305,7 @@ impl Supervisor {
                 Binding {
                     frontend: name.clone(),
                     limit,
+                    own,
                 },
                 self.global_max.clone(),
             ) {
@@ -387,6 +414,7 @@ type WantedBind<'c> = (
     ListenAddr,
     Option<crate::config::model::BindV6>,
     Option<&'c crate::config::model::UnixBind>,
+    &'c crate::config::model::BindSock,
 );
 
 /// The frontends' addresses.
@@ -411,9 +439,10 @@ fn binds(cfg: &Config) -> Vec<WantedBind<'_>> {
                     };
                     let v6 = b.fd.is_none().then_some(b.v6);
                     let unix = b.unix.as_ref();
-                    addrs.into_iter().map(move |a| (a, v6, unix))
+                    let sock = &b.sock;
+                    addrs.into_iter().map(move |a| (a, v6, unix, sock))
                 })
-                .map(move |(a, v6, unix)| (name.clone(), a, v6, unix))
+                .map(move |(a, v6, unix, sock)| (name.clone(), a, v6, unix, sock))
         })
         .collect()
 }
@@ -477,6 +506,33 @@ impl ControlSignals {
             }
         });
     }
+}
+
+/// The limit of the listener on `addr` of `frontend` (`bind ... maxconn`),
+/// kept across reloads as the frontends' are (resized in place); None when
+/// its line has none.
+fn listener_limit_for(
+    st: &mut Bound,
+    snap: &Snapshot,
+    frontend: &str,
+    addr: &ListenAddr,
+) -> Option<Arc<Semaphore>> {
+    let max = snap
+        .frontends()
+        .find(|f| &*f.name == frontend)
+        .and_then(|f| f.bind_maxconn.iter().find(|(a, _)| a == addr))
+        .map(|(_, n)| (*n).max(1));
+    let Some(max) = max else {
+        st.listener_limits.remove(addr);
+        return None;
+    };
+    let entry = st
+        .listener_limits
+        .entry(addr.clone())
+        .or_insert_with(|| (Arc::new(Semaphore::new(max as usize)), max));
+    resize_limit(&entry.0, entry.1, max);
+    entry.1 = max;
+    Some(entry.0.clone())
 }
 
 /// Changes a connection limit in place: connections holding permits keep

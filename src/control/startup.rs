@@ -597,7 +597,27 @@ fn run(cfg: Config, opts: &Options) -> i32 {
                     |s| crate::frontend::listener::inherited(fd, s),
                 );
                 match got {
-                    Ok((addr, l)) => bound.push((Arc::from(p.name.as_str()), addr, l)),
+                    Ok((addr, l)) => {
+                        if addr.ip().is_some()
+                            && let Err(e) = crate::frontend::listener::set_bind_options(
+                                l.raw_fd(),
+                                &b.sock,
+                                false,
+                            )
+                        {
+                            alert(
+                                pid,
+                                &format!(
+                                    "Starting frontend {}: cannot set socket options on 'fd@{fd}' ({}) [{}]",
+                                    p.name,
+                                    crate::sys::strerror(&e),
+                                    b.loc
+                                ),
+                            );
+                            return 1;
+                        }
+                        bound.push((Arc::from(p.name.as_str()), addr, l))
+                    }
                     Err(e) => {
                         alert(
                             pid,
@@ -635,33 +655,45 @@ fn run(cfg: Config, opts: &Options) -> i32 {
                 continue;
             }
             for addr in &b.addrs {
-                if let Some(l) = taken.take_tcp(*addr) {
-                    bound.push((
-                        Arc::from(p.name.as_str()),
-                        ListenAddr::Ip(*addr),
-                        Listening::Tcp(l),
-                    ));
-                    continue;
+                let (l, fresh) = match taken.take_tcp(*addr) {
+                    Some(l) => (l, false),
+                    None => match crate::frontend::listener::bind_std(*addr, b.v6, &b.sock) {
+                        Ok(l) => (l, true),
+                        Err(e) => {
+                            alert(
+                                pid,
+                                &format!(
+                                    "Starting frontend {}: cannot bind socket ({}) [{}]",
+                                    p.name,
+                                    crate::sys::strerror(&e),
+                                    addr
+                                ),
+                            );
+                            return 1;
+                        }
+                    },
+                };
+                if let Err(e) = crate::frontend::listener::set_bind_options(
+                    std::os::fd::AsRawFd::as_raw_fd(&l),
+                    &b.sock,
+                    fresh,
+                ) {
+                    alert(
+                        pid,
+                        &format!(
+                            "Starting frontend {}: cannot set socket options ({}) [{}]",
+                            p.name,
+                            crate::sys::strerror(&e),
+                            addr
+                        ),
+                    );
+                    return 1;
                 }
-                match crate::frontend::listener::bind_std(*addr, b.v6) {
-                    Ok(l) => bound.push((
-                        Arc::from(p.name.as_str()),
-                        ListenAddr::Ip(*addr),
-                        Listening::Tcp(l),
-                    )),
-                    Err(e) => {
-                        alert(
-                            pid,
-                            &format!(
-                                "Starting frontend {}: cannot bind socket ({}) [{}]",
-                                p.name,
-                                crate::sys::strerror(&e),
-                                addr
-                            ),
-                        );
-                        return 1;
-                    }
-                }
+                bound.push((
+                    Arc::from(p.name.as_str()),
+                    ListenAddr::Ip(*addr),
+                    Listening::Tcp(l),
+                ));
             }
         }
     }
@@ -1155,7 +1187,8 @@ fn bind_stats_socket(
         }
         None => match sock.tcp {
             Some(addr) => {
-                let listener = crate::frontend::listener::bind_std(addr, sock.v6)?;
+                let listener =
+                    crate::frontend::listener::bind_std(addr, sock.v6, &Default::default())?;
                 Box::pin(cli::serve_tcp(listener, level, rt))
             }
             None if sock.expose_fd => {

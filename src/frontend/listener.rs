@@ -12,7 +12,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 use tokio::net::TcpStream;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Semaphore;
 
 use crate::config::model::{BindProto, BindV6, ListenAddr, Mode, UnixBind, UnixName};
 use crate::snapshot::client::ClientConn;
@@ -28,6 +28,8 @@ const BACKLOG: i32 = 1024;
 pub(crate) struct Binding {
     pub(crate) frontend: Arc<str>,
     pub(crate) limit: Arc<Semaphore>,
+    /// `bind ... maxconn`: the listener's own limit.
+    pub(crate) own: Option<Arc<Semaphore>>,
 }
 
 /// What the accept loops of a listener are to do.
@@ -228,9 +230,15 @@ async fn accept_loop(
                 Err(_) => return,
             },
             r = async {
+                // The listener's own slot first, as HAProxy's listener
+                // stops accepting before its frontend does.
+                let own = match &binding.own {
+                    Some(o) => Some(o.clone().acquire_owned().await.ok()?),
+                    None => None,
+                };
                 let l = binding.limit.clone().acquire_owned().await.ok()?;
                 let g = global.clone().acquire_owned().await.ok()?;
-                Some([g, l])
+                Some(crate::snapshot::client::Permits::new([g, l], own))
             } => r,
         };
         let Some(permits) = permits else { return };
@@ -270,7 +278,7 @@ fn session_rate_wait(rt: &Runtime, frontend: &str) -> std::time::Duration {
 fn serve_new(
     rt: &Arc<Runtime>,
     frontend: &Arc<str>,
-    permits: [OwnedSemaphorePermit; 2],
+    permits: crate::snapshot::client::Permits,
     stream: std::net::TcpStream,
     peer: Option<SocketAddr>,
     local: &ListenAddr,
@@ -310,6 +318,13 @@ async fn drain(
     let until = tokio::time::Instant::now() + DRAIN_MAX;
     loop {
         loop {
+            let own = match &binding.own {
+                Some(o) => match o.clone().try_acquire_owned() {
+                    Ok(p) => Some(p),
+                    Err(_) => return,
+                },
+                None => None,
+            };
             let Ok(l) = binding.limit.clone().try_acquire_owned() else {
                 return;
             };
@@ -317,9 +332,14 @@ async fn drain(
                 return;
             };
             match listener.get_ref().accept_stream() {
-                Ok((stream, peer)) => {
-                    serve_new(rt, &binding.frontend, [g, l], stream, peer, &ctl.addr)
-                }
+                Ok((stream, peer)) => serve_new(
+                    rt,
+                    &binding.frontend,
+                    crate::snapshot::client::Permits::new([g, l], own),
+                    stream,
+                    peer,
+                    &ctl.addr,
+                ),
                 Err(e) if e.kind() == std::io::ErrorKind::ConnectionAborted => {}
                 // Nothing left (WouldBlock), or an error that more tries
                 // would meet again.
@@ -548,7 +568,7 @@ pub(crate) struct TlsAccept {
 fn open_client(
     rt: &Arc<Runtime>,
     frontend: &Arc<str>,
-    permits: [OwnedSemaphorePermit; 2],
+    permits: crate::snapshot::client::Permits,
     stream: &tokio::net::TcpStream,
     peer: Option<SocketAddr>,
     local: &ListenAddr,
@@ -649,8 +669,24 @@ pub(crate) fn bind_unix(u: &UnixBind) -> std::io::Result<std::os::unix::net::Uni
 
 /// Binds a listening socket without a runtime (before daemonizing), with
 /// the `v6only`/`v4v6` choice of its `bind` line.
-pub(crate) fn bind_std(addr: SocketAddr, v6: BindV6) -> std::io::Result<std::net::TcpListener> {
+/// `interface` and `transparent` (SO_BINDTODEVICE, IP_TRANSPARENT) are set
+/// before bind(2), as HAProxy sets them: only on a socket bound here.
+pub(crate) fn bind_std(
+    addr: SocketAddr,
+    v6: BindV6,
+    opts: &crate::config::model::BindSock,
+) -> std::io::Result<std::net::TcpListener> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    if let Some(dev) = &opts.interface {
+        socket.bind_device(Some(dev.as_bytes()))?;
+    }
+    if opts.transparent {
+        if addr.is_ipv6() {
+            socket.set_ip_transparent_v6(true)?;
+        } else {
+            socket.set_ip_transparent_v4(true)?;
+        }
+    }
     socket.set_reuse_address(true)?;
     // As HAProxy: a new process (`-sf`) can bind next to the old one.
     set_reuse_port(&socket)?;
@@ -667,6 +703,76 @@ pub(crate) fn bind_std(addr: SocketAddr, v6: BindV6) -> std::io::Result<std::net
     socket.listen(BACKLOG)?;
     socket.set_nonblocking(true)?;
     Ok(socket.into())
+}
+
+/// Sets the socket options of a `bind` line on its listening TCP socket
+/// `fd` (bound here, handed over, or inherited as `fd@<n>`, as HAProxy sets
+/// them on every listener): TCP_DEFER_ACCEPT, TCP_FASTOPEN, TCP_MAXSEG,
+/// TCP_USER_TIMEOUT as asked, and,
+/// on a socket `fresh`ly bound here, listen(2) again with the line's
+/// backlog (as HAProxy, a socket that came listening keeps its queue).
+/// An option the line does not give is left as the socket has it.
+pub(crate) fn set_bind_options(
+    fd: RawFd,
+    sock: &crate::config::model::BindSock,
+    fresh: bool,
+) -> std::io::Result<()> {
+    fn set(
+        fd: RawFd,
+        level: libc::c_int,
+        name: libc::c_int,
+        v: libc::c_int,
+    ) -> std::io::Result<()> {
+        // SAFETY: setsockopt with a c_int value on a socket the caller owns.
+        let r = unsafe {
+            libc::setsockopt(
+                fd,
+                level,
+                name,
+                (&v as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if r < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+    if fresh && (sock.backlog.is_some() || sock.maxconn.is_some()) {
+        // SAFETY: listen on a bound socket the caller owns; on one that
+        // listens already it changes the queue's length.
+        if unsafe { libc::listen(fd, sock.backlog_or(BACKLOG)) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    if sock.defer_accept {
+        // HAProxy's value: the kernel waits that many seconds for data
+        // (then accepts anyway on the SYN-ACK retransmit).
+        set(fd, libc::IPPROTO_TCP, libc::TCP_DEFER_ACCEPT, 1)?;
+    }
+    if sock.tfo {
+        // The queue of pending Fast Open requests: the listener's backlog.
+        set(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_FASTOPEN,
+            sock.backlog_or(BACKLOG),
+        )?;
+    }
+    // A negative `mss` leaves the socket's MSS as it is: HAProxy 2.6
+    // sets only a positive one on a listener.
+    if let Some(mss) = sock.mss.filter(|m| *m > 0) {
+        set(fd, libc::IPPROTO_TCP, libc::TCP_MAXSEG, mss)?;
+    }
+    if let Some(ms) = sock.tcp_ut {
+        set(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_USER_TIMEOUT,
+            ms.min(i32::MAX as u32) as i32,
+        )?;
+    }
+    Ok(())
 }
 
 /// Whether the listening socket `fd` already is what `v6` asks for: a

@@ -322,6 +322,37 @@ pub(super) async fn no_server(
     send_error_be(client, 503, fe, Some(be), keep).await
 }
 
+/// `redir <prefix>`: the server chosen for a GET or HEAD request answers
+/// for it with HAProxy's forged 302 to `<prefix>` followed by the
+/// request's path and query, and the connection closes, as HAProxy 2.6
+/// does. No response rule or cookie applies to it.
+async fn server_redirect(
+    fe: &FrontendRt,
+    prefix: &str,
+    req: &Head,
+    client: &mut BufConn,
+    rec: &mut LogRecord,
+) -> Outcome {
+    let path = crate::sample::fetch::pathq_of(req.target());
+    let mut page = Vec::with_capacity(96 + prefix.len() + path.len());
+    page.extend_from_slice(
+        b"HTTP/1.1 302 Found\r\ncache-control: no-cache\r\ncontent-length: 0\r\nlocation: ",
+    );
+    page.extend_from_slice(prefix.as_bytes());
+    page.extend_from_slice(path);
+    page.extend_from_slice(b"\r\nconnection: close\r\n\r\n");
+    rec.tally.status(302, Rows::BE);
+    let ok = client.answer(&page, fe.timeouts.client).await.is_ok();
+    Outcome {
+        status: Some(302),
+        keep_client: false,
+        bytes_out: if ok { page.len() as u64 } else { 0 },
+        logged_out: if ok { logged_size::message(&page) } else { 0 },
+        body_in: 0,
+        body_logged: 0,
+    }
+}
+
 /// Forwards `req` (whose body is still in `client`) to a server of `be`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn forward(
@@ -418,6 +449,21 @@ pub(crate) async fn forward(
     rec.srv_queue = slot.srv_queue_position();
     let mut seat = Seat::new(slot);
     let first: Arc<ServerState> = seat.server().clone();
+    if be.redirs
+        && matches!(req.method(), b"GET" | b"HEAD")
+        && let Some(prefix) = be
+            .servers
+            .iter()
+            .find(|s| Arc::ptr_eq(&s.state, &first))
+            .and_then(|s| s.redir.as_deref())
+    {
+        // As HAProxy: the server is chosen (`stot`, `lbtot`) but sees no
+        // request (`req_tot`, its `hrsp_*`).
+        rec.server = crate::observe::log::SrvName::Server(first);
+        drop(seat);
+        // Rare: boxed, so the future of the common path stays small.
+        return Box::pin(server_redirect(fe, prefix, req, client, rec)).await;
+    }
     first.counters.count_request();
     let queue_ms = ms(started.elapsed());
     rec.t_queue = queue_ms as i64;

@@ -669,6 +669,8 @@ impl<'a> Relay<'a> {
             && self.upstream.buf.is_empty()
             && be.http_reuse != HttpReuse::Never
             && self.server.send_proxy.load(Relaxed) == 0
+            // `pool-max-conn 0`: none is kept.
+            && self.server.pool_max.load(Relaxed) != 0
             // A server in maintenance keeps no idle connection (HAProxy
             // parks none), so that it can be deleted once drained.
             && !self.server.is_maint();
@@ -683,6 +685,7 @@ impl<'a> Relay<'a> {
                 current.put(
                     self.upstream.stream,
                     current.request_sni(|| req.values("host").next()),
+                    self.server.pool_max.load(Relaxed),
                 );
             }
         }

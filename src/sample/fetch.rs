@@ -1410,7 +1410,7 @@ fn base32(req: &Head) -> Option<u32> {
 }
 
 /// From the path on: the path and its query (no fragment).
-fn pathq_of(target: &[u8]) -> &[u8] {
+pub(crate) fn pathq_of(target: &[u8]) -> &[u8] {
     let rest = &target[path_start(target)..];
     &rest[..memchr::memchr(b'#', rest).unwrap_or(rest.len())]
 }

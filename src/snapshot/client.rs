@@ -16,6 +16,28 @@ use crate::state::FrontendState;
 use crate::state::sessions::Slot;
 use crate::state::table::track::Trackers;
 
+/// The `maxconn` slots a connection holds: the process's and its
+/// frontend's, and its listener's (`bind ... maxconn`) when it has one,
+/// boxed then: few listeners have one, and every idle connection would
+/// pay for the room (the enum is no larger than the pair). Held for their
+/// drop, which gives the slots back: never read.
+pub(crate) enum Permits {
+    Two(#[allow(dead_code)] [OwnedSemaphorePermit; 2]),
+    Three(#[allow(dead_code)] Box<[OwnedSemaphorePermit; 3]>),
+}
+
+impl Permits {
+    pub(crate) fn new(pair: [OwnedSemaphorePermit; 2], own: Option<OwnedSemaphorePermit>) -> Self {
+        match own {
+            None => Permits::Two(pair),
+            Some(o) => {
+                let [g, f] = pair;
+                Permits::Three(Box::new([g, f, o]))
+            }
+        }
+    }
+}
+
 /// A client connection's record. Opening it counts the connection;
 /// dropping it closes the books and frees the `maxconn` permits, whatever
 /// way the connection ended.
@@ -25,7 +47,7 @@ pub(crate) struct ClientConn {
     /// sessions (`scur`, `stot`): from accept, or once `tcp-request
     /// connection` rules and the PROXY header let it through.
     fe_state: Option<Arc<FrontendState>>,
-    _permits: [OwnedSemaphorePermit; 2],
+    _permits: Permits,
     /// Its `show sess` entry (a pointer: idle connections stay small).
     pub(crate) stream: Slot,
     /// What the fetches read of it (`fc_*`, `so_*`, `dst_conn`), the
@@ -43,7 +65,7 @@ impl ClientConn {
     /// [`ClientConn::start_session`].
     pub(crate) fn new(
         rt: &Arc<Runtime>,
-        permits: [OwnedSemaphorePermit; 2],
+        permits: Permits,
         stream: Slot,
         facts: ClientFacts,
     ) -> ClientConn {

@@ -95,6 +95,8 @@ pub(crate) struct FrontendRt {
     pub(crate) accept_proxy: Vec<ListenAddr>,
     /// Listening addresses with `proto h1` or `proto h2`.
     pub(crate) bind_protos: Vec<(ListenAddr, crate::config::model::BindProto)>,
+    /// `bind ... maxconn`: the listeners with a limit of their own.
+    pub(crate) bind_maxconn: Vec<(ListenAddr, u32)>,
     /// The HTTP/2 settings and limits of its connections.
     pub(crate) h2: h2_limits::Limits,
     /// `tcp-request connection` / `session` / `content` rules,
@@ -221,6 +223,8 @@ pub(crate) struct BackendRt {
     pub(crate) buffer_request: bool,
     pub(crate) balance: Balance,
     pub(crate) servers: Vec<ServerRt>,
+    /// Some server has `redir`: the server a request gets is looked up.
+    pub(crate) redirs: bool,
     /// Balancing state (algorithm, map/ring, round-robin position).
     pub(crate) lb: Lb,
     /// What active checks do (TCP connect, `option httpchk`, `tcp-check`).
@@ -308,6 +312,8 @@ pub(crate) struct ServerRt {
     pub(crate) srvrecord: Option<Arc<str>>,
     /// `agent-inter` (None: no agent check, or the check's `inter`).
     pub(crate) agent_inter: Option<std::time::Duration>,
+    /// `redir <prefix>`.
+    pub(crate) redir: Option<Arc<str>>,
 }
 
 /// HAProxy's default when neither global nor frontend sets `maxconn`
@@ -703,6 +709,7 @@ impl Compiler<'_> {
             acls,
             forwardfor: p.forwardfor.clone(),
             errorfiles: p.errorfiles.clone(),
+            redirs: servers.iter().any(|s| s.redir.is_some()),
             servers,
             log: log_setup::LogSetup::compile(&p.log, &config.global.log).map(Arc::new),
             fullconn: p
@@ -802,6 +809,12 @@ impl Compiler<'_> {
                 .iter()
                 .filter(|b| b.proto != crate::config::model::BindProto::Auto)
                 .flat_map(|b| listening_addrs(b).into_iter().map(move |a| (a, b.proto)))
+                .collect(),
+            bind_maxconn: p
+                .binds
+                .iter()
+                .filter_map(|b| Some((b, b.sock.maxconn?)))
+                .flat_map(|(b, n)| listening_addrs(b).into_iter().map(move |a| (a, n)))
                 .collect(),
             h2: h2_limits::Limits::of(&config.global),
             tcp_connection: tcp_rules(&p.tcp_connection, &acls),
@@ -927,6 +940,7 @@ fn server_settings(p: &Proxy, s: &crate::config::model::Server) -> ServerSetting
             Some(Observe::Layer7) => crate::state::OBSERVE_L7,
         },
         send_proxy: s.opts.send_proxy,
+        pool_max: s.opts.pool_max_conn.unwrap_or(u32::MAX),
         shutdown_on_down: s.opts.shutdown_on_down,
         cuttable: s.opts.shutdown_on_down || cut_by_active,
         checks_enabled: !s.opts.dynamic,
@@ -966,6 +980,7 @@ fn server_rt(s: &crate::config::model::Server, sid: u32, st: Arc<ServerState>) -
         check_tls: s.check_tls.clone(),
         resolve: s.resolve.clone(),
         srvrecord: s.srvrecord.as_deref().map(Arc::from),
+        redir: s.redir.as_deref().map(Arc::from),
         agent_inter: s
             .agent
             .as_ref()

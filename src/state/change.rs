@@ -72,6 +72,8 @@ pub(crate) enum StateChange {
     SetObserve { server: Arc<ServerState>, to: u8 },
     /// `send-proxy` (1), `send-proxy-v2` (2), none (0).
     SetSendProxy { server: Arc<ServerState>, to: u8 },
+    /// `pool-max-conn` (`u32::MAX`: none).
+    SetPoolMax { server: Arc<ServerState>, to: u32 },
     /// The host name a resolved server is resolved under (the
     /// configuration's, over a `set server .. fqdn`).
     SetFqdn {
@@ -145,6 +147,8 @@ pub(crate) struct ServerSettings {
     pub(crate) maxconn: u32,
     pub(crate) observe: u8,
     pub(crate) send_proxy: u8,
+    /// `pool-max-conn` (`u32::MAX`: none).
+    pub(crate) pool_max: u32,
     pub(crate) shutdown_on_down: bool,
     pub(crate) cuttable: bool,
     /// Checks start enabled (a dynamic server's wait for `enable health`).
@@ -176,6 +180,7 @@ impl ServerSettings {
         s.maxconn.store(self.maxconn, Relaxed);
         s.observe.store(self.observe, Relaxed);
         s.send_proxy.store(self.send_proxy, Relaxed);
+        s.pool_max.store(self.pool_max, Relaxed);
         s.shutdown_on_down.store(self.shutdown_on_down, Relaxed);
         s.cuttable.store(self.cuttable, Relaxed);
         if !self.checks_enabled {
@@ -278,6 +283,12 @@ impl ServerSettings {
                 to: self.observe,
             });
         }
+        if s.pool_max.load(Relaxed) != self.pool_max {
+            out.push(StateChange::SetPoolMax {
+                server: s.clone(),
+                to: self.pool_max,
+            });
+        }
         if s.send_proxy.load(Relaxed) != self.send_proxy {
             out.push(StateChange::SetSendProxy {
                 server: s.clone(),
@@ -342,6 +353,7 @@ impl std::fmt::Display for StateChange {
             StateChange::SetAgent { server, .. } => write!(f, "{} agent check", who(server)),
             StateChange::SetObserve { server, .. }
             | StateChange::SetSendProxy { server, .. }
+            | StateChange::SetPoolMax { server, .. }
             | StateChange::SetFlag { server, .. } => write!(f, "{} options", who(server)),
         }
     }
@@ -413,6 +425,7 @@ impl Registry {
                 }
                 StateChange::SetObserve { server, to } => server.observe.store(*to, Relaxed),
                 StateChange::SetSendProxy { server, to } => server.send_proxy.store(*to, Relaxed),
+                StateChange::SetPoolMax { server, to } => server.pool_max.store(*to, Relaxed),
                 StateChange::SetFlag { server, flag, to } => flag.cell(server).store(*to, Relaxed),
             }
         }

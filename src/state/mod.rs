@@ -102,6 +102,9 @@ pub(crate) struct ServerState {
     /// `send-proxy` (1) / `send-proxy-v2` (2), 0 none (set from the
     /// config, read per connection).
     pub(crate) send_proxy: AtomicU8,
+    /// `pool-max-conn`: idle connections kept at most (`u32::MAX`: no
+    /// limit of its own).
+    pub(crate) pool_max: AtomicU32,
     /// Live sessions listen for [`kill`](Self::kill): the server has
     /// `on-marked-down shutdown-sessions`, or it is a backup of a backend
     /// where an active server has `on-marked-up shutdown-backup-sessions`.
@@ -168,6 +171,7 @@ impl ServerState {
             observe: AtomicU8::new(0),
             shutdown_on_down: AtomicBool::new(false),
             send_proxy: AtomicU8::new(0),
+            pool_max: AtomicU32::new(u32::MAX),
             cuttable: AtomicBool::new(false),
             kill: tokio::sync::Notify::new(),
             retired: AtomicBool::new(false),

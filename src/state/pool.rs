@@ -252,8 +252,9 @@ impl Pool {
         }
     }
 
-    /// Keeps `conn` for reuse (up to the idle limit).
-    pub(crate) fn put(&self, stream: Stream, sni: Option<&str>) {
+    /// Keeps `conn` for reuse (up to the idle limit: the process's, or
+    /// the server's `pool-max-conn` when lower).
+    pub(crate) fn put(&self, stream: Stream, sni: Option<&str>, max: u32) {
         // Its connections go to different places: one kept here could be
         // handed to a client that connected elsewhere.
         if self.is_dynamic() {
@@ -262,8 +263,13 @@ impl Pool {
         let Some(here) = self.list_here() else {
             return;
         };
+        let max = (max as usize).min(MAX_IDLE);
+        if max == 0 {
+            return;
+        }
+        // Shared out over the lists; the last ones may take one more.
         let mut idle = lock(&self.idle[here]);
-        if idle.len() < (MAX_IDLE / self.idle.len()).max(1) {
+        if idle.len() < max.div_ceil(self.idle.len()) {
             idle.push(Idle {
                 stream,
                 sni: sni.map(Into::into),

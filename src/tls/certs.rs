@@ -38,6 +38,8 @@ pub(crate) enum CertError {
     EmptyCrtList(String),
     #[error("unable to load CA file '{0}': {1}")]
     Ca(String, String),
+    #[error("unable to configure CRL file '{0}': {1}")]
+    Crl(String, String),
 }
 
 /// One loaded certificate with the names it answers to.
@@ -418,6 +420,22 @@ pub(crate) fn load_ca(path: &Path) -> Result<rustls::RootCertStore, CertError> {
         return Err(CertError::Ca(shown, "no CA certificate found".into()));
     }
     Ok(roots)
+}
+
+/// The certificate revocation lists of a PEM file (`crl-file`), for
+/// webpki to check the peer's chain against.
+pub(crate) fn load_crls(
+    path: &Path,
+) -> Result<Vec<rustls::pki_types::CertificateRevocationListDer<'static>>, CertError> {
+    let shown = path.display().to_string();
+    let data = std::fs::read(path).map_err(|e| CertError::Crl(shown.clone(), e.to_string()))?;
+    let crls = rustls::pki_types::CertificateRevocationListDer::pem_slice_iter(&data)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| CertError::Crl(shown.clone(), e.to_string()))?;
+    if crls.is_empty() {
+        return Err(CertError::Crl(shown, "no CRL found".into()));
+    }
+    Ok(crls)
 }
 
 /// The DNS names of a certificate: its subjectAltName dNSNames, or its

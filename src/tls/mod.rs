@@ -58,7 +58,22 @@ pub(crate) struct Suites {
     pub(crate) ciphers: Option<String>,
     /// `ciphersuites`: TLS 1.3 suite names, `:`-separated.
     pub(crate) ciphersuites: Option<String>,
+    /// `curves` (`:`-separated) or `ecdhe` (one name): the key exchange
+    /// groups offered, in this order of preference.
+    pub(crate) curves: Option<String>,
 }
+
+/// The key exchange groups of rustls's provider, by the names OpenSSL
+/// (and so HAProxy's `curves` and `ecdhe`) gives them.
+const GROUP_NAMES: &[(&str, &dyn rustls::crypto::SupportedKxGroup)] = &[
+    ("X25519", provider::kx_group::X25519),
+    ("x25519", provider::kx_group::X25519),
+    ("P-256", provider::kx_group::SECP256R1),
+    ("prime256v1", provider::kx_group::SECP256R1),
+    ("secp256r1", provider::kx_group::SECP256R1),
+    ("P-384", provider::kx_group::SECP384R1),
+    ("secp384r1", provider::kx_group::SECP384R1),
+];
 
 /// The rustls names of the TLS 1.2 suites, by their OpenSSL names.
 const TLS12_NAMES: &[(&str, SupportedCipherSuite)] = &[
@@ -167,10 +182,31 @@ impl Suites {
             }
             versions.retain(|v| v.version != ProtocolVersion::TLSv1_3);
         }
-        let provider = CryptoProvider {
+        let mut provider = CryptoProvider {
             cipher_suites: tls13.into_iter().chain(tls12).collect(),
             ..provider::default_provider()
         };
+        if let Some(list) = &self.curves {
+            let mut groups: Vec<&'static dyn rustls::crypto::SupportedKxGroup> = Vec::new();
+            let mut skipped = Vec::new();
+            for name in list.split(':').filter(|n| !n.is_empty()) {
+                match GROUP_NAMES.iter().find(|(n, _)| *n == name) {
+                    Some((_, g)) if !groups.iter().any(|h| h.name() == g.name()) => groups.push(*g),
+                    Some(_) => {}
+                    None => skipped.push(name),
+                }
+            }
+            if !skipped.is_empty() {
+                warnings.push(format!(
+                    "'curves' : sluice (rustls) ignores '{}' (supported: X25519:P-256:P-384).",
+                    skipped.join(":")
+                ));
+            }
+            if groups.is_empty() {
+                return Err(format!("no curve usable by sluice (rustls) in '{list}'"));
+            }
+            provider.kx_groups = groups;
+        }
         Ok((Arc::new(provider), versions))
     }
 }
@@ -244,6 +280,10 @@ pub(crate) struct BindTls {
     /// `no-tls-tickets`: no stateless session tickets (sessions resume
     /// from the listener's cache instead).
     pub(crate) no_tickets: bool,
+    /// `no-ca-names`: the certificate request names no CA.
+    pub(crate) no_ca_names: bool,
+    /// `crl-file`: revoked client certificates are refused.
+    pub(crate) crls: Vec<rustls::pki_types::CertificateRevocationListDer<'static>>,
 }
 
 impl BindTls {
@@ -275,6 +315,12 @@ impl BindTls {
                 } else {
                     b
                 };
+                let b = if self.no_ca_names {
+                    b.clear_root_hint_subjects()
+                } else {
+                    b
+                };
+                let b = b.with_crls(self.crls.iter().cloned());
                 builder.with_client_cert_verifier(b.build().map_err(|e| e.to_string())?)
             }
         };

@@ -51,6 +51,19 @@ pub(crate) struct ServerTlsOpts {
     pub(crate) alpn: Option<String>,
     pub(crate) crt: Option<String>,
     pub(crate) suites: Suites,
+    /// `crl-file`: revoked server certificates are refused.
+    pub(crate) crl_file: Option<String>,
+    /// `no-ssl-reuse`: every connection makes a full handshake.
+    pub(crate) no_reuse: bool,
+    /// `no-tls-tickets`: TLS 1.2 sessions resume by session id only.
+    pub(crate) no_tickets: bool,
+    /// `verifyhost <name>`: the certificate must be valid for this name
+    /// (instead of the SNI's).
+    pub(crate) verifyhost: Option<String>,
+    /// `check-sni <name>`: the SNI of the health checks.
+    pub(crate) check_sni: Option<String>,
+    /// `check-alpn <list>`: the ALPN of the health checks.
+    pub(crate) check_alpn: Option<String>,
 }
 
 /// A server's TLS settings, ready to connect.
@@ -97,13 +110,26 @@ impl UpstreamTls {
                 return Err("verify is enabled by default but no CA file specified. If you're running on a LAN where you're certain to trust the server's certificate, please set an explicit 'verify none' statement on the 'server' line, or use 'ssl-server-verify none' in the global section to disable server-side verifications by default.".to_string());
             };
             let roots = certs::load_ca(Path::new(ca)).map_err(|e| e.to_string())?;
+            let crls = match &opts.crl_file {
+                Some(f) => certs::load_crls(Path::new(f)).map_err(|e| e.to_string())?,
+                None => Vec::new(),
+            };
             let inner =
                 WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+                    .with_crls(crls)
                     .build()
                     .map_err(|e| e.to_string())?;
+            let host = match &opts.verifyhost {
+                Some(h) => Some(
+                    ServerName::try_from(h.clone())
+                        .map_err(|_| format!("'verifyhost' : '{h}' is not a valid host name."))?,
+                ),
+                None => None,
+            };
             Arc::new(Verified {
                 inner,
-                check_host: opts.sni.is_some(),
+                check_host: opts.sni.is_some() || host.is_some(),
+                host,
             })
         } else {
             Arc::new(Unverified(provider.clone()))
@@ -120,13 +146,19 @@ impl UpstreamTls {
             }
             None => builder.with_no_client_auth(),
         };
+        if opts.no_reuse {
+            config.resumption = rustls::client::Resumption::disabled();
+        } else if opts.no_tickets {
+            config.resumption = rustls::client::Resumption::default()
+                .tls12_resumption(rustls::client::Tls12Resumption::SessionIdOnly);
+        }
         match &opts.alpn {
             Some(list) => config.alpn_protocols = crate::tls::alpn_protocols(list, h2, warnings),
             None if h2 => config.alpn_protocols = vec![b"h2".to_vec()],
             None => {}
         }
         let identity = format!(
-            "verify={};ca={}#{:x};crt={}#{:x};sni={:?};alpn={:?};suites={:?}/{:?}/{:?}/{:?}",
+            "verify={};ca={}#{:x};crt={}#{:x};sni={:?};alpn={:?};suites={:?}/{:?}/{:?}/{:?}/{:?};crl={:?}#{:x};reuse={}/{};host={:?}",
             opts.verify_required,
             opts.ca_file.as_deref().unwrap_or(""),
             opts.ca_file.as_deref().map_or(0, file_hash),
@@ -138,6 +170,12 @@ impl UpstreamTls {
             opts.suites.max_ver,
             opts.suites.ciphers,
             opts.suites.ciphersuites,
+            opts.suites.curves,
+            opts.crl_file,
+            opts.crl_file.as_deref().map_or(0, file_hash),
+            opts.no_reuse,
+            opts.no_tickets,
+            opts.verifyhost,
         );
         Ok(UpstreamTls {
             config: Arc::new(config),
@@ -190,6 +228,8 @@ impl UpstreamTls {
 struct Verified {
     inner: Arc<WebPkiServerVerifier>,
     check_host: bool,
+    /// `verifyhost`: the name checked, whatever the SNI.
+    host: Option<ServerName<'static>>,
 }
 
 impl ServerCertVerifier for Verified {
@@ -201,6 +241,7 @@ impl ServerCertVerifier for Verified {
         ocsp: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
+        let server_name = self.host.as_ref().unwrap_or(server_name);
         match self
             .inner
             .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)

@@ -193,7 +193,24 @@ impl State<'_> {
                         "'stats socket' : 'expose-fd' only supports 'listeners'.",
                     );
                 }
-                other if kw::BIND_UNSUPPORTED.contains(&other) => {
+                // Scheduling options: notices, as on a `bind` line. The
+                // CLI's own (`level`, `severity-output`) are not among them.
+                other
+                    if !matches!(other, "level" | "severity-output")
+                        && let Some((n, why)) = kw::ignored(kw::BIND_IGNORED, other) =>
+                {
+                    self.diags.push(Diagnostic::parsing(
+                        Level::Notice,
+                        loc,
+                        format!("'stats socket' : '{other}' is accepted and ignored: {why}."),
+                    ));
+                    i += 1 + n;
+                    continue;
+                }
+                other
+                    if kw::BIND_UNSUPPORTED.contains(&other)
+                        || kw::haproxy_has(kw::Kind::Bind, other) =>
+                {
                     ok = false;
                     self.alert(
                         loc,

@@ -547,7 +547,7 @@ impl State<'_> {
                 "'bind' expects {<path>|[addr1]:port1[-end1]}{,[addr]:port[-end]}... as arguments.",
             );
         };
-        let (mut ok, tls, accept_proxy, proto, v6, perms, id, name) =
+        let (mut ok, tls, accept_proxy, proto, v6, perms, id, name, sock) =
             match self.bind_options(loc, text, &words[2..]) {
                 Ok(o) => (
                     true,
@@ -558,6 +558,7 @@ impl State<'_> {
                     o.perms,
                     o.id,
                     o.name,
+                    o.sock,
                 ),
                 Err(()) => (
                     false,
@@ -568,6 +569,7 @@ impl State<'_> {
                     crate::config::model::UnixPerms::default(),
                     None,
                     None,
+                    Default::default(),
                 ),
             };
         let mut binds = Vec::new();
@@ -622,6 +624,7 @@ impl State<'_> {
                     unix,
                     id,
                     name: name.clone(),
+                    sock: sock.clone(),
                 }),
                 Err(e) => {
                     ok = false;
@@ -665,6 +668,7 @@ impl State<'_> {
                 unix: None,
                 id: None,
                 name: None,
+                sock: Default::default(),
             }];
         }
         self.px().binds.extend(binds);

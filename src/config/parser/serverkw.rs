@@ -79,10 +79,16 @@ impl State<'_> {
         // `check-ssl`: the server's TLS options, enabled for the checks.
         let check_tls = match &sd.tls {
             Some(t) if params.ssl && check => {
-                let t = crate::tls::upstream::ServerTlsOpts {
+                let mut t = crate::tls::upstream::ServerTlsOpts {
                     enabled: true,
                     ..t.clone()
                 };
+                if let Some(sni) = &t.check_sni {
+                    t.sni = Some(crate::tls::upstream::SniSpec::Fixed(sni.clone()));
+                }
+                if let Some(alpn) = &t.check_alpn {
+                    t.alpn = Some(alpn.clone());
+                }
                 match self.server_tls(&t, false) {
                     Ok(u) => u,
                     Err(msg) => {
@@ -94,6 +100,26 @@ impl State<'_> {
             }
             _ => None,
         };
+        // WebSocket streams go the server's own way: HTTP/1.1 upgrades to
+        // an HTTP/1 server, RFC 8441 extended CONNECTs on a `proto h2`
+        // server's connection (`ws auto`, or the `ws` that names it).
+        match (sd.ws, opts.h2) {
+            (1, true) => {
+                at(
+                    self,
+                    "'ws h1' with 'proto h2' is not supported by sluice yet (WebSocket streams go over the server's HTTP/2 connection, RFC 8441).".to_string(),
+                );
+                ok = false;
+            }
+            (2, false) => {
+                at(
+                    self,
+                    "'ws h2' without 'proto h2' is not supported by sluice yet (WebSocket streams go over HTTP/1.1 to an HTTP/1 server).".to_string(),
+                );
+                ok = false;
+            }
+            _ => {}
+        }
         if opts.h2 && opts.send_proxy != 0 {
             // One HTTP/2 connection carries many clients' requests: it
             // cannot start with one client's PROXY header.
@@ -161,6 +187,7 @@ impl State<'_> {
             resolve,
             init_addr: sd.init_addr.clone(),
             srvrecord: None,
+            redir: sd.redir.clone(),
             agent,
             name: name.clone(),
             addr_text: addr_text.clone(),
@@ -626,6 +653,38 @@ pub(crate) const SERVER: &[ServerKw] = &[
     kwd("ciphersuites", opt_tls),
     kwd("ssl-min-ver", opt_tls),
     kwd("ssl-max-ver", opt_tls),
+    kwd("force-tlsv12", opt_tls),
+    kwd("force-tlsv13", opt_tls),
+    kwd("force-sslv3", opt_tls),
+    kwd("force-tlsv10", opt_tls),
+    kwd("force-tlsv11", opt_tls),
+    kwd("no-sslv3", opt_tls),
+    kwd("no-tlsv10", opt_tls),
+    kwd("no-tlsv11", opt_tls),
+    kwd("no-tlsv12", opt_tls),
+    kwd("no-tlsv13", opt_tls),
+    kwd("crl-file", opt_tls),
+    kwd("ssl-reuse", opt_tls),
+    kwd("no-ssl-reuse", opt_tls),
+    kwd("tls-tickets", opt_tls),
+    kwd("no-tls-tickets", opt_tls),
+    kwd("verifyhost", opt_tls),
+    kwd("no-verifyhost", opt_tls),
+    kwd("check-sni", opt_tls),
+    kwd("check-alpn", opt_tls),
+    kwd("redir", opt_redir),
+    kwd("check-send-proxy", |_, l, _, _| {
+        l.sd.params.send_proxy = true;
+        OptStep::Next(1)
+    }),
+    kwd("ws", opt_ws),
+    kwd("pool-max-conn", opt_pool),
+    kwd("max-reuse", opt_pool),
+    kwd("pool-purge-delay", opt_pool),
+    kwd("pool-low-conn", opt_pool),
+    kwd("allow-0rtt", opt_ignored),
+    kwd("npn", opt_ignored),
+    kwd("log-proto", opt_ignored),
     kwd("resolvers", opt_resolve),
     kwd("resolve-prefer", opt_resolve),
     kwd("resolve-net", opt_resolve),
@@ -933,6 +992,121 @@ fn opt_tls(s: &mut State<'_>, l: &mut ServerLine<'_>, w: &str, v: Option<&str>) 
             OptStep::Stop
         }
     }
+}
+
+/// `ws auto|h1|h2`: the protocol of WebSocket streams (checked against
+/// the server's `proto` once the line is read, see `kw_server`).
+fn opt_ws(s: &mut State<'_>, l: &mut ServerLine<'_>, _: &str, v: Option<&str>) -> OptStep {
+    l.sd.ws = match v {
+        Some("auto") => 0,
+        Some("h1") => 1,
+        Some("h2") => 2,
+        _ => {
+            s.server_at(l, "'ws' has to be 'auto', 'h1' or 'h2'.".to_string());
+            return OptStep::Stop;
+        }
+    };
+    OptStep::Next(2)
+}
+
+/// `redir <prefix>`.
+fn opt_redir(s: &mut State<'_>, l: &mut ServerLine<'_>, _: &str, v: Option<&str>) -> OptStep {
+    match v.filter(|v| !v.is_empty()) {
+        Some(v) => {
+            l.sd.redir = Some(v.to_string());
+            OptStep::Next(2)
+        }
+        None => {
+            s.server_at(l, "'redir' expects <prefix> as argument..".to_string());
+            OptStep::Stop
+        }
+    }
+}
+
+/// `pool-max-conn <n>` (-1: no limit), `pool-purge-delay <time>` (0: no
+/// idle connection is kept; others: a notice, sluice purges none on a
+/// timer), `pool-low-conn <n>` and `max-reuse <n>` (notices), with
+/// HAProxy 2.6's messages.
+fn opt_pool(s: &mut State<'_>, l: &mut ServerLine<'_>, w: &str, v: Option<&str>) -> OptStep {
+    let Some(v) = v.filter(|v| !v.is_empty()) else {
+        s.server_at(l, format!("'{w}' expects <value> as argument.."));
+        return OptStep::Stop;
+    };
+    let notice = |s: &mut State<'_>, l: &ServerLine<'_>, why: &str| {
+        let ctx = l.ctx.map(|c| format!("'{c}' : ")).unwrap_or_default();
+        s.diags.push(Diagnostic::parsing(
+            Level::Notice,
+            l.loc,
+            format!("{ctx}'{w}' is accepted and ignored: {why}."),
+        ));
+    };
+    match w {
+        "pool-max-conn" | "max-reuse" => {
+            // atol(), as HAProxy reads it.
+            let digits: String = v
+                .trim_start_matches('-')
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            let n: i64 = digits.parse().unwrap_or(0);
+            let n = if v.starts_with('-') { -n } else { n };
+            if w == "max-reuse" {
+                // HAProxy 2.6 takes any value and counts reuses of HTTP/2
+                // connections only (its documentation says the lower
+                // layers may not enforce it; HTTP/1 ones are reused
+                // without a count, as observed).
+                notice(
+                    s,
+                    l,
+                    "as HAProxy 2.6 with HTTP/1 servers, connections are reused without a count (a 'proto h2' server's one connection is shared, not reused)",
+                );
+                return OptStep::Next(2);
+            }
+            if n < -1 {
+                s.server_at(l, "'pool-max-conn' must be >= -1.".to_string());
+                return OptStep::Stop;
+            }
+            l.sd.opts.pool_max_conn = u32::try_from(n).ok();
+        }
+        "pool-purge-delay" => match parse_time(v) {
+            Ok(d) if d.is_zero() => l.sd.opts.pool_max_conn = Some(0),
+            Ok(_) => notice(
+                s,
+                l,
+                "sluice purges no idle server connection on a timer, it keeps each until the server closes it or a request reuses it",
+            ),
+            Err(crate::config::units::TimeError::BadChar(c)) => {
+                s.server_at(
+                    l,
+                    format!("unexpected character '{c}' in argument to <pool-purge-delay>.."),
+                );
+                return OptStep::Stop;
+            }
+            Err(_) => {
+                s.server_at(l, format!("'{w}' expects <value> as argument.."));
+                return OptStep::Stop;
+            }
+        },
+        _ => notice(
+            s,
+            l,
+            "each of sluice's threads takes an idle connection from another's list whenever its own has none",
+        ),
+    }
+    OptStep::Next(2)
+}
+
+/// An option that changes nothing under sluice ([`kw::SERVER_IGNORED`]):
+/// a notice says why.
+fn opt_ignored(s: &mut State<'_>, l: &mut ServerLine<'_>, w: &str, _: Option<&str>) -> OptStep {
+    let (n, why) = kw::ignored(kw::SERVER_IGNORED, w).unwrap_or((0, ""));
+    let ctx = l.ctx.map(|c| format!("'{c}' : ")).unwrap_or_default();
+    s.diags.push(Diagnostic::parsing(
+        Level::Notice,
+        l.loc,
+        format!("{ctx}'{w}' is accepted and ignored: {why}."),
+    ));
+    OptStep::Next(1 + n)
 }
 
 /// The balancing and check options (`lbkw.rs`).

@@ -15,7 +15,6 @@ const BIND_NOOPS: &[&str] = &[
     "no-sslv3",
     "no-tlsv10",
     "no-tlsv11",
-    "force-tlsv12",
     "prefer-client-ciphers",
 ];
 
@@ -31,6 +30,8 @@ pub(super) struct BindOptions {
     /// `id <n>` (`so_id`) and `name <n>` (`so_name`).
     pub(super) id: Option<u32>,
     pub(super) name: Option<String>,
+    /// `backlog`, `maxconn`, `defer-accept`, `tfo`, ...
+    pub(super) sock: crate::config::model::BindSock,
 }
 
 impl State<'_> {
@@ -65,6 +66,9 @@ impl State<'_> {
         let (mut v6only, mut v4v6) = (false, false);
         let mut perms = crate::config::model::UnixPerms::default();
         let (mut id, mut name) = (None, None);
+        let mut sock = crate::config::model::BindSock::default();
+        let mut crl_file: Option<PathBuf> = None;
+        let mut ca_verify_file: Option<PathBuf> = None;
         // HAProxy's messages about the listener's own options name the
         // section: `'bind <addr>' in section 'frontend' : ...`.
         let section = format!("'bind {text}' in section '{}'", self.px().kind.keyword());
@@ -288,6 +292,75 @@ impl State<'_> {
                         }
                         2
                     }
+                    "force-tlsv12" | "force-tlsv13" => {
+                        let v = if w == "force-tlsv12" {
+                            TlsVersion::Tls12
+                        } else {
+                            TlsVersion::Tls13
+                        };
+                        bt.suites.min_ver = Some(v);
+                        bt.suites.max_ver = Some(v);
+                        1
+                    }
+                    "force-sslv3" | "force-tlsv10" | "force-tlsv11" => {
+                        self.alert(
+                            loc,
+                            format!("'bind {text}' : '{w}' : {}", super::sockkw::OLD_TLS),
+                        );
+                        ok = false;
+                        1
+                    }
+                    "curves" | "ecdhe" => {
+                        let Some(a) = arg.filter(|a| !a.is_empty()) else {
+                            let what = if w == "curves" {
+                                "curve suite"
+                            } else {
+                                "named curve"
+                            };
+                            self.alert(loc, format!("{section} : '{w}' : missing {what}"));
+                            ok = false;
+                            break;
+                        };
+                        bt.suites.curves = Some(a.to_string());
+                        2
+                    }
+                    "no-ca-names" => {
+                        bt.no_ca_names = true;
+                        1
+                    }
+                    "crl-file" | "ca-verify-file" => {
+                        let Some(a) = need(self) else {
+                            ok = false;
+                            break;
+                        };
+                        let p = Self::base_path(g.ca_base.as_ref(), a);
+                        if w == "crl-file" {
+                            crl_file = Some(p);
+                        } else {
+                            ca_verify_file = Some(p);
+                        }
+                        2
+                    }
+                    sockopt if !from_global && super::sockkw::is_bind_sockopt(sockopt) => {
+                        match super::sockkw::bind_sockopt(sockopt, arg, &mut sock) {
+                            Ok(n) => n,
+                            Err(why) => {
+                                self.alert(loc, format!("{section} : {why}"));
+                                ok = false;
+                                break;
+                            }
+                        }
+                    }
+                    ign if let Some((n, why)) = kw::ignored(kw::BIND_IGNORED, ign) => {
+                        // A notice, not a warning: `zero-warning` setups
+                        // keep starting.
+                        self.diags.push(Diagnostic::parsing(
+                            Level::Notice,
+                            loc,
+                            format!("'bind {text}' : '{ign}' is accepted and ignored: {why}."),
+                        ));
+                        1 + n
+                    }
                     noop if BIND_NOOPS.contains(&noop) => 1,
                     other if from_global => {
                         self.alert(
@@ -358,6 +431,7 @@ impl State<'_> {
                 perms,
                 id,
                 name,
+                sock,
             });
         }
         if certs.is_empty() {
@@ -373,9 +447,25 @@ impl State<'_> {
             );
             return Err(());
         }
-        if let Some(ca) = &ca_file {
+        // `ca-verify-file`: more roots to verify with (rustls names them
+        // in the certificate request too, unless `no-ca-names`).
+        let mut roots: Option<rustls::RootCertStore> = None;
+        for ca in ca_file.iter().chain(&ca_verify_file) {
             match certs::load_ca(ca) {
-                Ok(roots) => bt.ca = Some(Arc::new(roots)),
+                Ok(r) => roots
+                    .get_or_insert_with(rustls::RootCertStore::empty)
+                    .roots
+                    .extend(r.roots),
+                Err(e) => {
+                    self.alert(loc, format!("'bind {text}' : {e}."));
+                    return Err(());
+                }
+            }
+        }
+        bt.ca = roots.map(Arc::new);
+        if let Some(crl) = &crl_file {
+            match certs::load_crls(crl) {
+                Ok(c) => bt.crls = c,
                 Err(e) => {
                     self.alert(loc, format!("'bind {text}' : {e}."));
                     return Err(());
@@ -400,6 +490,7 @@ impl State<'_> {
                 perms,
                 id,
                 name,
+                sock,
             }),
             Err(e) => {
                 self.alert(loc, format!("'bind {text}' : {e}"));
@@ -516,6 +607,60 @@ impl State<'_> {
             }
             "ciphersuites" => {
                 t.suites.ciphersuites = Some(need()?.to_string());
+                2
+            }
+            "force-tlsv12" | "force-tlsv13" => {
+                let v = if w == "force-tlsv12" {
+                    TlsVersion::Tls12
+                } else {
+                    TlsVersion::Tls13
+                };
+                t.suites.min_ver = Some(v);
+                t.suites.max_ver = Some(v);
+                1
+            }
+            "no-tlsv12" => {
+                t.suites.min_ver = Some(TlsVersion::Tls13);
+                1
+            }
+            "no-tlsv13" => {
+                t.suites.max_ver = Some(TlsVersion::Tls12);
+                1
+            }
+            // rustls never offers them.
+            "no-sslv3" | "no-tlsv10" | "no-tlsv11" => 1,
+            "force-sslv3" | "force-tlsv10" | "force-tlsv11" => {
+                return Err(format!(
+                    "'{w}' : TLS versions below TLSv1.2 are not supported by sluice (rustls speaks TLSv1.2 and TLSv1.3 only), a server forced to one could not be reached."
+                ));
+            }
+            "crl-file" => {
+                let p = Self::base_path(g.ca_base.as_ref(), need()?);
+                t.crl_file = Some(p.display().to_string());
+                2
+            }
+            "ssl-reuse" | "no-ssl-reuse" => {
+                t.no_reuse = w == "no-ssl-reuse";
+                1
+            }
+            "tls-tickets" | "no-tls-tickets" => {
+                t.no_tickets = w == "no-tls-tickets";
+                1
+            }
+            "verifyhost" => {
+                t.verifyhost = Some(need()?.to_string());
+                2
+            }
+            "no-verifyhost" => {
+                t.verifyhost = None;
+                1
+            }
+            "check-sni" => {
+                t.check_sni = Some(need()?.to_string());
+                2
+            }
+            "check-alpn" => {
+                t.check_alpn = Some(need()?.to_string());
                 2
             }
             _ => 1,

@@ -47,6 +47,7 @@ pub(crate) mod fixture {
             resolve: None,
             init_addr: None,
             srvrecord: None,
+            redir: None,
             agent: None,
         }
     }

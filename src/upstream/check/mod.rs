@@ -317,12 +317,18 @@ async fn connect(
         Ok(Ok(mut s)) => {
             let _ = s.set_nodelay(true);
             // `send-proxy[-v2]` servers get the header on checks too, unless
-            // the check goes elsewhere (`addr` / `port`), as in HAProxy.
-            let version = server.send_proxy.load(Relaxed);
+            // the check goes elsewhere (`addr` / `port`), as in HAProxy;
+            // `check-send-proxy` sends it wherever the check goes (v1
+            // unless the server has `send-proxy-v2`).
+            let forced = plan.params.send_proxy;
+            let version = match server.send_proxy.load(Relaxed) {
+                0 if forced => 1,
+                v => v,
+            };
             let elsewhere =
                 port.is_some() || plan.params.port.is_some() || plan.params.addr.is_some();
             if version != 0
-                && !elsewhere
+                && (forced || !elsewhere)
                 && let Some(h) = crate::wire::proxy_proto::for_check(version, &s)
                 && s.write_all(&h).await.is_err()
             {
