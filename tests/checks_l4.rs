@@ -53,3 +53,39 @@ backend be
         assert_eq!(r.backend(), "ok");
     }
 }
+
+/// `max-spread-checks`: with a 20 s interval, ten servers' first checks
+/// would be spread over 20 s; bounded to 200 ms, every one of them has
+/// been checked long before the first interval ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_spread_checks_bounds_the_first_checks() {
+    let target = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = target.local_addr().unwrap().port();
+    let _accepting = tokio::spawn(async move {
+        while let Ok((s, _)) = target.accept().await {
+            drop(s);
+        }
+    });
+    let dir = TempDir::new("maxspread");
+    let sock = dir.join("s.sock");
+    let servers: String = (0..10)
+        .map(|i| format!("    server s{i} 127.0.0.1:{port} check inter 20s\n"))
+        .collect();
+    let fe = Listen::new();
+    let _sl = Sluice::start(&format!(
+        "global\n    stats socket {} level admin\n    max-spread-checks 200\ndefaults\n    mode tcp\n    timeout client 5s\n    timeout server 5s\n    timeout connect 5s\nlisten l\n    bind {fe}\n{servers}",
+        sock.display()
+    ));
+    wait_until(
+        std::time::Duration::from_secs(5),
+        "every server checked",
+        || {
+            let sock = sock.clone();
+            async move {
+                let csv = show_stat(&sock).await;
+                (0..10).all(|i| csv.get("l", &format!("s{i}"), "check_status") == "L4OK")
+            }
+        },
+    )
+    .await;
+}

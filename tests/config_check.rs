@@ -586,3 +586,34 @@ fn global_quiet_is_haproxys() {
         );
     }
 }
+
+/// `max-spread-checks` and `strict-limits` are read as haproxy 2.6 reads
+/// them: the same values accepted, the same messages for the others.
+#[test]
+fn check_spread_bound_and_strict_limits_are_read_as_haproxy_reads_them() {
+    let lines = [
+        "max-spread-checks",
+        "max-spread-checks abc",
+        "max-spread-checks 5s",
+        "max-spread-checks 100",
+        "max-spread-checks -1",
+        "max-spread-checks 5s x",
+        "strict-limits",
+        "strict-limits x",
+    ];
+    let cases = lines.map(|l| {
+        (
+            l.to_string(),
+            format!("global\n    {l}\n{DEFAULTS}listen l\n    bind 127.0.0.1:18802\n    server s 127.0.0.1:18803 check\n"),
+        )
+    });
+    // What follows "parsing [<file>:<line>]": the file names differ.
+    let alert = |stderr: &str| {
+        stderr
+            .lines()
+            .find(|l| l.contains("parsing ["))
+            .and_then(|l| l.split_once("parsing [")?.1.split_once(']'))
+            .map_or_else(|| "(accepted)".to_string(), |(_, m)| m.to_string())
+    };
+    support::haproxy::assert_check_agrees("maxspread", cases, alert);
+}

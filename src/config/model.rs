@@ -50,6 +50,12 @@ pub(crate) struct Global {
     /// `spread-checks <0..50>`: each check's interval moved by up to this
     /// percentage either way, at random (0: exact intervals).
     pub(crate) spread_checks: u32,
+    /// `max-spread-checks <delay>`: the first checks of all the servers
+    /// start within this delay (their interval otherwise).
+    pub(crate) max_spread_checks: Option<Duration>,
+    /// `strict-limits`: a file descriptor limit that cannot be had makes
+    /// the start fail.
+    pub(crate) strict_limits: bool,
     /// `zero-warning`: warnings make the configuration fail (as -dW).
     pub(crate) zero_warning: bool,
     /// `log` targets and `log-tag`.

@@ -733,7 +733,9 @@ fn run(cfg: Config, opts: &Options) -> i32 {
     }
     // Handed-over sockets the new configuration does not use close here.
     drop(taken);
-    raise_fd_limit(&cfg, pid);
+    if !raise_fd_limit(&cfg, pid) {
+        return 1;
+    }
     let ids = match resolve_ids(&cfg) {
         Ok(ids) => ids,
         Err(e) => {
@@ -826,7 +828,9 @@ fn inherited_or_handed<T>(
 
 /// `ulimit-n`, or what `maxconn` needs: two descriptors per connection
 /// (client and server side) and a margin for listeners, checks and the CLI.
-fn raise_fd_limit(cfg: &Config, pid: u32) {
+/// False when the limit could not be had and `strict-limits` makes that
+/// fatal (an alert then, a warning without it).
+fn raise_fd_limit(cfg: &Config, pid: u32) -> bool {
     let maxconn = cfg
         .global
         .maxconn
@@ -843,17 +847,19 @@ fn raise_fd_limit(cfg: &Config, pid: u32) {
         Some(n) => crate::sys::process::set_nofile(n as u64),
         None => crate::sys::process::raise_nofile(want),
     };
-    match result {
-        Ok(got) if got < want => warn(
-            pid,
-            &format!("[sluice.main()] Cannot raise FD limit to {want}, limit is {got}."),
-        ),
-        Ok(_) => {}
-        Err(e) => warn(
-            pid,
-            &format!("[sluice.main()] Cannot raise FD limit to {want}: {e}."),
-        ),
+    let short = match result {
+        Ok(got) if got < want => {
+            format!("[sluice.main()] Cannot raise FD limit to {want}, limit is {got}.")
+        }
+        Ok(_) => return true,
+        Err(e) => format!("[sluice.main()] Cannot raise FD limit to {want}: {e}."),
+    };
+    if cfg.global.strict_limits {
+        alert(pid, &short);
+        return false;
     }
+    warn(pid, &short);
+    true
 }
 
 /// The uid and gid to drop to, resolved before a chroot hides the user

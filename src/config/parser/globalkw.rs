@@ -276,6 +276,8 @@ pub(crate) const GLOBAL: &[GlobalKw] = &[
     kwd("unsetenv", g_unsetenv),
     kwd("resetenv", g_resetenv),
     kwd("spread-checks", g_spread_checks),
+    kwd("max-spread-checks", g_max_spread_checks),
+    kwd("strict-limits", g_strict_limits),
     kwd("localpeer", g_localpeer),
     kwd("description", g_description),
     kwd("zero-warning", g_zero_warning),
@@ -732,6 +734,47 @@ fn g_pidfile(s: &mut State<'_>, loc: &Loc, words: &[String]) {
 
 /// `spread-checks <0..50>`, read as HAProxy reads it: a leading integer
 /// (`atol`: words that are not one count as 0), out of range refused.
+/// `max-spread-checks <delay>` (milliseconds by default).
+fn g_max_spread_checks(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    let Some(v) = words.get(1) else {
+        return s.tight(
+            Level::Alert,
+            loc,
+            "'max-spread-checks' expects an integer argument (0..50).",
+        );
+    };
+    if let Some(extra) = words.get(2) {
+        return s.alert(
+            loc,
+            format!("'max-spread-checks' cannot handle unexpected argument '{extra}'."),
+        );
+    }
+    match crate::config::units::parse_time(v) {
+        Ok(d) => s.global.max_spread_checks = Some(d),
+        Err(crate::config::units::TimeError::BadChar(c)) => s.tight(
+            Level::Alert,
+            loc,
+            format!("unsupported character '{c}' in 'max-spread-checks' (wants an integer delay)."),
+        ),
+        Err(_) => s.tight(
+            Level::Alert,
+            loc,
+            "'max-spread-checks' expects an integer argument (0..50).",
+        ),
+    }
+}
+
+/// `strict-limits`.
+fn g_strict_limits(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    if let Some(extra) = words.get(1) {
+        return s.alert(
+            loc,
+            format!("'strict-limits' cannot handle unexpected argument '{extra}'."),
+        );
+    }
+    s.global.strict_limits = true;
+}
+
 fn g_spread_checks(s: &mut State<'_>, loc: &Loc, words: &[String]) {
     let Some(arg) = words.get(1) else {
         return s.tight(

@@ -54,9 +54,12 @@ pub(crate) fn spawn_checks(rt: &Arc<Runtime>) {
         .filter(|(s, _)| !s.checker.swap(true, Relaxed))
         .collect();
     let n = servers.len().max(1) as u32;
+    let bound = snap.global.max_spread_checks;
     for (i, (state, inter)) in servers.into_iter().enumerate() {
-        // Spread the first checks over one interval.
+        // Spread the first checks over one interval, at most over
+        // `max-spread-checks`.
         let offset = inter * i as u32 / n;
+        let offset = bound.map_or(offset, |b| offset.min(b * i as u32 / n));
         tokio::spawn(check_loop(rt.clone(), state, offset));
     }
 }
