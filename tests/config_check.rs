@@ -617,3 +617,31 @@ fn check_spread_bound_and_strict_limits_are_read_as_haproxy_reads_them() {
     };
     support::haproxy::assert_check_agrees("maxspread", cases, alert);
 }
+
+/// `unix-bind` is read as haproxy 2.6 reads it (a `uid` or `gid` that is
+/// no number is refused where haproxy would read it as 0, root).
+#[test]
+fn unix_bind_is_read_as_haproxy_reads_it() {
+    let lines = [
+        "unix-bind foo",
+        "unix-bind mode",
+        "unix-bind prefix",
+        "unix-bind mode abc",
+        "unix-bind user nosuchuser",
+        "unix-bind prefix /tmp/ mode 600 uid 0 gid 0",
+    ];
+    let cases = lines.map(|l| {
+        (
+            l.to_string(),
+            format!("global\n    {l}\n{DEFAULTS}listen l\n    bind 127.0.0.1:18802\n    server s 127.0.0.1:18803\n"),
+        )
+    });
+    let alert = |stderr: &str| {
+        stderr
+            .lines()
+            .find(|l| l.contains("parsing ["))
+            .and_then(|l| l.split_once("parsing [")?.1.split_once(']'))
+            .map_or_else(|| "(accepted)".to_string(), |(_, m)| m.to_string())
+    };
+    support::haproxy::assert_check_agrees("unixbind", cases, alert);
+}

@@ -255,3 +255,63 @@ listen raw
     differ.compare("tcp", &h.1, &s.1);
     differ.assert_none();
 }
+
+/// A process killed when dropped (a failing test leaves none behind).
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The global `unix-bind`: its prefix goes before the path of the UNIX
+/// `bind` lines after it and its mode is theirs unless they set one, as
+/// haproxy 2.6 creates the socket files.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unix_bind_defaults_are_haproxys() {
+    use std::os::unix::fs::PermissionsExt;
+    if !haproxy::available() {
+        return;
+    }
+    let mut seen = Vec::new();
+    for tool in ["haproxy", "sluice"] {
+        let dir = TempDir::new("unixbind");
+        let cfg = format!(
+            "global\n    unix-bind prefix {}/ mode 640\ndefaults\n    mode http\n    timeout client 5s\n    timeout server 5s\n    timeout connect 5s\nfrontend f\n    bind unix@a.sock\n    bind unix@b.sock mode 600\n    http-request return status 200\n",
+            dir.path().display()
+        );
+        let _h = (tool == "haproxy").then(|| Haproxy::start("unixbind", &cfg, &[]));
+        // Run by hand: the harness would wait for `a.sock` where the test
+        // runs, not under the prefix.
+        let _child = (tool == "sluice").then(|| {
+            let path = dir.write("sluice.cfg", &cfg);
+            std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+                .arg("-f")
+                .arg(&path)
+                .arg("-d")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .map(Killed)
+                .expect("spawn sluice")
+        });
+        let (a, b) = (dir.join("a.sock"), dir.join("b.sock"));
+        wait_until(
+            std::time::Duration::from_secs(10),
+            "the socket files",
+            || {
+                let ok = a.exists() && b.exists();
+                async move { ok }
+            },
+        )
+        .await;
+        let mode = |p: &std::path::Path| {
+            std::fs::metadata(p).map_or(0, |m| m.permissions().mode() & 0o777)
+        };
+        seen.push((mode(&a), mode(&b)));
+    }
+    assert_eq!(seen[0], (0o640, 0o600));
+    assert_eq!(seen[0], seen[1]);
+}

@@ -250,7 +250,6 @@ pub(crate) const GLOBAL_UNSUPPORTED: &[&str] = &[
     "insecure-setuid-wanted",
     "set-dumpable",
     "debug",
-    "unix-bind",
     "thread-groups",
     "default-path",
     "grace",

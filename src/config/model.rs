@@ -56,6 +56,9 @@ pub(crate) struct Global {
     /// `strict-limits`: a file descriptor limit that cannot be had makes
     /// the start fail.
     pub(crate) strict_limits: bool,
+    /// `unix-bind [prefix <p>] [mode <m>] [user|uid ...] [group|gid ...]`:
+    /// what the UNIX `bind` lines after it take when they say nothing.
+    pub(crate) unix_bind: UnixBindDefaults,
     /// `zero-warning`: warnings make the configuration fail (as -dW).
     pub(crate) zero_warning: bool,
     /// `log` targets and `log-tag`.
@@ -697,6 +700,14 @@ impl std::fmt::Display for UnixName {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct UnixBind {
     pub(crate) name: UnixName,
+    pub(crate) perms: UnixPerms,
+}
+
+/// `unix-bind`: a prefix put before the path of every UNIX `bind`, and
+/// the permissions a `bind` line does not set.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct UnixBindDefaults {
+    pub(crate) prefix: Option<String>,
     pub(crate) perms: UnixPerms,
 }
 

@@ -278,6 +278,7 @@ pub(crate) const GLOBAL: &[GlobalKw] = &[
     kwd("spread-checks", g_spread_checks),
     kwd("max-spread-checks", g_max_spread_checks),
     kwd("strict-limits", g_strict_limits),
+    kwd("unix-bind", g_unix_bind),
     kwd("localpeer", g_localpeer),
     kwd("description", g_description),
     kwd("zero-warning", g_zero_warning),
@@ -762,6 +763,60 @@ fn g_max_spread_checks(s: &mut State<'_>, loc: &Loc, words: &[String]) {
             "'max-spread-checks' expects an integer argument (0..50).",
         ),
     }
+}
+
+/// `unix-bind [prefix <p>] [mode <m>] [user <u>|uid <n>] [group <g>|gid
+/// <n>]`.
+fn g_unix_bind(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    let mut d = s.global.unix_bind.clone();
+    let mut i = 1;
+    while let Some(kw) = words.get(i) {
+        let v = words
+            .get(i + 1)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty());
+        match kw.as_str() {
+            "prefix" => match v {
+                Some(p) => d.prefix = Some(p.to_string()),
+                None => {
+                    return s.alert(loc, "unix_bind 'prefix' expects a path as an argument.");
+                }
+            },
+            // Octal, as HAProxy reads it (what is no number is 0).
+            "mode" => {
+                d.perms.mode = Some(v.and_then(|m| u32::from_str_radix(m, 8).ok()).unwrap_or(0));
+            }
+            "user" | "group" => {
+                let name = v.unwrap_or("");
+                let id = if kw == "user" {
+                    crate::sys::process::lookup_user(name).map(|(u, _)| u)
+                } else {
+                    crate::sys::process::lookup_group(name)
+                };
+                match id {
+                    Some(id) if kw == "user" => d.perms.uid = Some(id),
+                    Some(id) => d.perms.gid = Some(id),
+                    None => {
+                        return s.alert(loc, format!("'unix-bind' : '{name}' unknown {kw}."));
+                    }
+                }
+            }
+            // A number only: HAProxy's `atol` would read a word as 0 (root).
+            "uid" | "gid" => match socket_owner(kw, v) {
+                Ok(id) if kw == "uid" => d.perms.uid = Some(id),
+                Ok(id) => d.perms.gid = Some(id),
+                Err(e) => return s.alert(loc, format!("'unix-bind' : {e}.")),
+            },
+            _ => {
+                return s.alert(
+                    loc,
+                    "'unix-bind' only supports the 'prefix', 'mode', 'uid', 'gid', 'user' and 'group' options.",
+                );
+            }
+        }
+        i += 2;
+    }
+    s.global.unix_bind = d;
 }
 
 /// `strict-limits`.

@@ -602,7 +602,23 @@ impl State<'_> {
                     Err(e) => Err(format!("{e} in '{shown}'")),
                 }
             } else if let Some(name) = addr::unix_name(item) {
+                // The global `unix-bind` fills in what the line leaves.
+                let d = &self.global.unix_bind;
+                let perms = crate::config::model::UnixPerms {
+                    mode: perms.mode.or(d.perms.mode),
+                    uid: perms.uid.or(d.perms.uid),
+                    gid: perms.gid.or(d.perms.gid),
+                };
+                let prefix = d.prefix.clone();
                 name.map(|name| {
+                    let name = match (name, prefix) {
+                        (crate::config::model::UnixName::Path(p), Some(pre)) => {
+                            crate::config::model::UnixName::Path(
+                                format!("{pre}{}", p.display()).into(),
+                            )
+                        }
+                        (name, _) => name,
+                    };
                     let unix = crate::config::model::UnixBind { name, perms };
                     (Vec::new(), None, Some(unix))
                 })
