@@ -315,3 +315,59 @@ async fn unix_bind_defaults_are_haproxys() {
     assert_eq!(seen[0], (0o640, 0o600));
     assert_eq!(seen[0], seen[1]);
 }
+
+/// `stats http-request`: the first rule that holds decides over `stats
+/// auth` (allow, deny with the 403 page, auth with its realm), as haproxy
+/// 2.6 answers; the page itself is sluice's, so its status line and the
+/// challenge are compared.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stats_http_request_rules_are_haproxys() {
+    if !haproxy::available() {
+        return;
+    }
+    let mut seen = Vec::new();
+    for tool in ["haproxy", "sluice"] {
+        let front = Listen::new();
+        let cfg = format!(
+            "defaults\n    mode http\n    timeout client 5s\n    timeout server 5s\n    timeout connect 5s
+userlist UL
+    user admin insecure-password secret
+listen stats
+    bind {front}
+    stats enable
+    stats uri /
+    acl AUTH http_auth(UL)
+    acl local req.hdr(x-local) yes
+    stats http-request deny if {{ req.hdr(x-deny) yes }}
+    stats http-request allow if local
+    stats http-request auth realm MyRealm unless AUTH
+"
+        );
+        let _h = (tool == "haproxy").then(|| Haproxy::start("statsrules", &cfg, &[&front]));
+        let _s = (tool == "sluice").then(|| Sluice::start(&cfg));
+        let mut answers = Vec::new();
+        for extra in [
+            "x-deny: yes\r\n",
+            "x-local: yes\r\n",
+            "",
+            "authorization: Basic YWRtaW46c2VjcmV0\r\n",
+            "authorization: Basic YWRtaW46d3Jvbmc=\r\n",
+        ] {
+            let req = format!("GET / HTTP/1.1\r\nhost: h\r\n{extra}connection: close\r\n\r\n");
+            let a = haproxy::exchange(front.addr(), req.as_bytes(), false).await;
+            let a = String::from_utf8_lossy(&a).into_owned();
+            let status = a.lines().next().unwrap_or("").to_string();
+            let challenge = a
+                .lines()
+                .find(|l| l.to_ascii_lowercase().starts_with("www-authenticate"))
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            answers.push((status, challenge));
+        }
+        seen.push(answers);
+    }
+    // Not vacuous: haproxy denied, allowed, asked in its realm, allowed.
+    assert_eq!(seen[0][0].0, "HTTP/1.1 403 Forbidden");
+    assert_eq!(seen[0][2].1, "www-authenticate: basic realm=\"myrealm\"");
+    assert_eq!(seen[0], seen[1]);
+}

@@ -543,7 +543,7 @@ pub(crate) fn ignored(
         .map(|(_, args, why)| (*args, *why))
 }
 
-pub(crate) const STATS_PROXY_UNSUPPORTED: &[&str] = &["scope", "http-request", "bind-process"];
+pub(crate) const STATS_PROXY_UNSUPPORTED: &[&str] = &["scope", "bind-process"];
 
 /// The `http-request` actions sluice implements: the names of their table.
 pub const HTTP_REQUEST_SUPPORTED: &[&str] =
@@ -554,33 +554,14 @@ pub const HTTP_RESPONSE_SUPPORTED: &[&str] =
     &names::<_, { parser::HTTP_RESPONSE.len() }>(parser::HTTP_RESPONSE);
 
 pub(crate) const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
-    "replace-value",
-    "set-pathq",
-    "set-uri",
-    "set-method",
-    "capture",
-    "set-log-level",
-    "set-nice",
-    "set-tos",
-    "set-mark",
     "lua",
-    "cache-use",
     "early-hint",
     "normalize-uri",
-    "reject",
     "wait-for-handshake",
     "send-spoe-group",
-    "set-src",
-    "set-dst",
-    "set-src-port",
-    "set-dst-port",
     "set-timeout",
-    "strict-mode",
     "disable-l7-retry",
     "do-resolve",
-    "replace-path",
-    "replace-pathq",
-    "replace-uri",
     "set-bandwidth-limit",
 ];
 

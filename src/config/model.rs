@@ -589,6 +589,22 @@ pub(crate) struct StatsPage {
     /// `stats show-modules`: the page has the modules' counters (ssl, h2,
     /// h1) as extra columns.
     pub(crate) show_modules: bool,
+    /// `stats http-request allow|deny|auth [realm <r>] [if|unless
+    /// <cond>]`, in order: the first that holds decides, before `stats
+    /// auth`.
+    pub(crate) rules: Vec<(StatsAction, Option<Condition>)>,
+}
+
+/// What a `stats http-request` rule does with a request for the page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum StatsAction {
+    /// The page, without asking for credentials.
+    Allow,
+    /// HAProxy's 403.
+    Deny,
+    /// A 401 asking for credentials in this realm (the page's without
+    /// one).
+    Auth(Option<String>),
 }
 
 impl StatsPage {
@@ -608,6 +624,7 @@ impl StatsPage {
             show_node: None,
             show_desc: None,
             show_modules: false,
+            rules: Vec::new(),
         }
     }
 }

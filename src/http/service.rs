@@ -2004,10 +2004,31 @@ async fn stats_page(
     // Without reading the body, the connection goes on only past a body
     // that is all here.
     let keep_local = keep && conn.pending != io::PendingBody::Partial;
+    // `stats http-request`: the first rule that holds decides.
+    use crate::config::model::StatsAction;
+    let rule = stats
+        .rules
+        .iter()
+        .find(|(_, c)| c.as_ref().is_none_or(|c| acls.eval(c, view)))
+        .map(|(a, _)| a);
+    if rule == Some(&StatsAction::Deny) {
+        return Some(forward::send_error(conn, 403, fe, keep_local).await);
+    }
     let authorization = head.values("authorization").next();
-    if !stats_page::authorized(page, authorization) {
+    let asked = match rule {
+        Some(StatsAction::Auth(realm)) => Some(realm.as_deref()),
+        Some(_) => None,
+        None => (!stats_page::authorized(page, authorization)).then_some(None),
+    };
+    if let Some(realm) = asked {
         // HAProxy's 401: its page and the realm's challenge.
-        let challenge = format!("www-authenticate: {}\r\n", stats_page::challenge(page));
+        let challenge = match realm {
+            Some(r) => format!(
+                "www-authenticate: Basic realm=\"{}\"\r\n",
+                r.replace('"', "\\\"")
+            ),
+            None => format!("www-authenticate: {}\r\n", stats_page::challenge(page)),
+        };
         let body = stats_page::UNAUTHORIZED_BODY;
         let reply = StatsReply {
             status: 401,

@@ -994,12 +994,19 @@ fn server_rt(s: &crate::config::model::Server, sid: u32, st: Arc<ServerState>) -
 pub(crate) struct StatsRt {
     pub(crate) page: StatsPage,
     pub(crate) admin: Vec<CompiledCond>,
+    /// `stats http-request` rules.
+    pub(crate) rules: Vec<(crate::config::model::StatsAction, Option<CompiledCond>)>,
 }
 
 fn stats_rt(page: Option<&StatsPage>, acls: &AclSet) -> Option<StatsRt> {
     let page = page?;
     Some(StatsRt {
         admin: page.admin.iter().map(|c| acls.compile(c)).collect(),
+        rules: page
+            .rules
+            .iter()
+            .map(|(a, c)| (a.clone(), c.as_ref().map(|c| acls.compile(c))))
+            .collect(),
         page: page.clone(),
     })
 }

@@ -475,6 +475,7 @@ impl State<'_> {
             Some("show-node") => self.stats_show_node(loc, arg),
             Some("show-desc") => self.stats_show_desc(loc, words),
             Some("admin") => self.stats_admin(loc, words),
+            Some("http-request") => self.stats_http_request(loc, words),
             Some(sub) if kw::STATS_PROXY_UNSUPPORTED.contains(&sub) => {
                 self.unsupported(loc, &format!("stats {sub}"))
             }
@@ -508,6 +509,58 @@ impl State<'_> {
                 format!("error detected while parsing a 'stats admin' rule : {e}."),
             ),
         }
+    }
+
+    /// `stats http-request allow|deny|auth [realm <realm>] [if|unless
+    /// <cond>]`.
+    pub(super) fn stats_http_request(&mut self, loc: &Loc, words: &[String]) {
+        use crate::config::model::StatsAction;
+        if self.proxy_kind().is_none() {
+            return self.alert(
+                loc,
+                "'stats http-request' not allowed in 'defaults' section.",
+            );
+        }
+        let mut at = 3;
+        let action = match words.get(2).map(String::as_str) {
+            Some("allow") => StatsAction::Allow,
+            Some("deny") => StatsAction::Deny,
+            Some("auth") => match words.get(3).map(String::as_str) {
+                Some("realm") => {
+                    let Some(r) = words.get(4) else {
+                        return self.alert(loc, "'stats http-request auth' : missing realm value.");
+                    };
+                    at = 5;
+                    StatsAction::Auth(Some(r.clone()))
+                }
+                _ => StatsAction::Auth(None),
+            },
+            _ => {
+                return self.alert(
+                    loc,
+                    "'stats http-request' expects 'allow', 'deny', 'auth', followed by an optional condition.",
+                );
+            }
+        };
+        let cond = match words.get(at).map(String::as_str) {
+            None => None,
+            Some("if" | "unless") => match self.condition(loc, &words[at..]) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    return self.alert(
+                        loc,
+                        format!("error detected while parsing a 'stats http-request' rule : {e}."),
+                    );
+                }
+            },
+            Some(other) => {
+                return self.alert(
+                    loc,
+                    format!("'stats http-request' expects either 'if' or 'unless' followed by a condition but found '{other}'."),
+                );
+            }
+        };
+        self.stats_page().rules.push((action, cond));
     }
 
     /// One `tune.h2.*` keyword, with HAProxy 2.6's bounds.
