@@ -250,6 +250,8 @@ fn misused_rewrites_are_refused_as_haproxy_refuses_them() {
         "    http-request set-mark\n",
         "    http-request set-nice\n",
         "    http-response set-nice 10 foo\n",
+        "    http-response silent-drop foo\n",
+        "    http-response return status 99\n",
         "    http-request set-var(txn.a) res.hdr(x)\n",
         "    http-request capture res.hdr(x) len 3\n",
         "    http-response capture req.hdr(x) id 0\n",
@@ -483,4 +485,63 @@ backend be
         ]
     );
     assert_eq!(seen[0], seen[1]);
+}
+
+/// `http-response return` (the server's answer replaced, logged `LH`) and
+/// `http-response silent-drop` (nothing sent, logged `PR` with the
+/// server's status), as haproxy 2.6 does them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn response_return_and_drop_are_haproxys() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = format!(
+        "{GLOBAL}
+frontend fe
+    bind {{fe0}}
+    {LOG}
+    default_backend be
+backend be
+    http-request set-var(txn.p) path
+    http-response return status 202 content-type text/plain string replaced if {{ var(txn.p) -m str /ret }}
+    http-response return if {{ var(txn.p) -m str /empty }}
+    http-response silent-drop if {{ var(txn.p) -m str /drop }}
+    server s {{srv}}
+"
+    );
+    let pair = Pair::start("respreturn", &cfg, 1).await;
+    pair.answer(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+    // The server closes after its answer: with it still open, haproxy may
+    // reset the client connection it answered itself before the client
+    // has read the answer.
+    for s in &pair.servers {
+        s.set_close_after(true);
+    }
+    let mut differ = haproxy::Differences::default();
+    for path in ["/ret", "/empty", "/plain"] {
+        let req = format!("GET {path} HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n");
+        let [h, s] = pair.both(0, &req).await;
+        if path == "/ret" {
+            assert!(h.0.starts_with("HTTP/1.1 202 "), "{h:?}");
+        }
+        differ.compare(path, &h, &s);
+    }
+    // A dropped connection never sees its end (the proxy hides its close
+    // from the client): the log line, sent when it drops it, is compared.
+    let mut lines = Vec::new();
+    for i in 0..2 {
+        let mut c = tokio::net::TcpStream::connect(pair.fronts[i][0].addr())
+            .await
+            .expect("connect");
+        tokio::io::AsyncWriteExt::write_all(
+            &mut c,
+            b"GET /drop HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n",
+        )
+        .await
+        .expect("send");
+        lines.push(pair.logs[i].take(1));
+    }
+    assert!(lines[0][0].contains(" PR "), "{lines:?}");
+    differ.compare("/drop", &lines[0], &lines[1]);
+    differ.assert_none();
 }

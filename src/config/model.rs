@@ -1183,6 +1183,12 @@ pub(crate) enum HttpResponseAction {
     SetTos(u32),
     SetMark(u32),
     SetNice(i32),
+    /// `http-response return [<reply arguments>]`: the server's answer is
+    /// replaced by this one (logged `LH`, not a denial).
+    Return(HttpReply),
+    /// `http-response silent-drop`: the client connection is closed
+    /// without the answer.
+    SilentDrop,
 }
 
 /// The address or port a `set-src`-like rule replaces.

@@ -17,7 +17,7 @@ use crate::http::legacy;
 use crate::http::rules::{self, Edits};
 use crate::http::service::View;
 use crate::observe::log::LogRecord;
-use crate::observe::outcome::{Cause, Phase, Rows};
+use crate::observe::outcome::{Cause, Phase, Rows, Term};
 use crate::snapshot::{BackendRt, FrontendRt};
 use crate::state::ServerState;
 use crate::wire::error_pages;
@@ -55,6 +55,12 @@ enum Refusal<'r> {
     Framing(Head, ErrorSpot),
     /// `http-response deny` (with its reply), `rspdeny` (without).
     Denied(Option<&'r HttpReply>),
+    /// `http-response return`: this reply instead, and what `%B` counts
+    /// of the server's answer (HAProxy had it in its buffer).
+    Returned(&'r HttpReply, u64),
+    /// `http-response silent-drop`: the client is left without the
+    /// answer (its status, and what `%B` counts of it, for the log).
+    Dropped(u16, u64),
     /// An `rsprep` left a head that does not parse.
     Invalid,
     /// `option checkcache`: a cacheable response sets a cookie.
@@ -521,6 +527,16 @@ impl<'a> Relay<'a> {
                 Ok(e)
             }
             Err(RespRefused::Denied(reply)) => Err(Refusal::Denied(reply)),
+            Err(RespRefused::Returned(reply)) => Err(Refusal::Returned(
+                reply,
+                resp.logged_size()
+                    + crate::wire::logged_size::buffered_body(body, &self.upstream.buf),
+            )),
+            Err(RespRefused::Dropped(status)) => Err(Refusal::Dropped(
+                status,
+                resp.logged_size()
+                    + crate::wire::logged_size::buffered_body(body, &self.upstream.buf),
+            )),
             Err(RespRefused::Invalid) => Err(Refusal::Invalid),
         }
     }
@@ -530,11 +546,40 @@ impl<'a> Relay<'a> {
         let (fe, be) = (self.fe, self.be);
         match refusal {
             Refusal::Framing(resp, spot) => self.refuse(Some(&resp.raw), spot).await,
-            Refusal::Denied(reply) => {
-                // `http-response deny`, `rspdeny`: the server's answer is
-                // dropped.
-                self.rec.end(BAD_RESPONSE);
-                self.rec.tally.dresp |= Rows::BE_SRV;
+            Refusal::Dropped(status, server_part) => {
+                // HAProxy's `PR--` with the server's status, nothing sent.
+                self.rec.end(Term::new(Cause::Proxy, Phase::Request));
+                if let Some(tcp) = self.client.stream.tcp() {
+                    crate::tcp::rules::silent_drop(tcp);
+                }
+                // What HAProxy had read of the server's answer counts in
+                // `%B`, as for a `return`.
+                Outcome {
+                    status: Some(status),
+                    keep_client: false,
+                    bytes_out: 0,
+                    logged_out: server_part,
+                    body_in: 0,
+                    body_logged: 0,
+                }
+            }
+            Refusal::Denied(_) | Refusal::Returned(..) => {
+                let (reply, server_part) = match refusal {
+                    Refusal::Returned(reply, server_part) => {
+                        // `http-response return`: an answer made here,
+                        // `LH` (HAProxy), not a denial.
+                        self.rec.end(Term::new(Cause::Local, Phase::Headers));
+                        (Some(reply), Some(server_part))
+                    }
+                    Refusal::Denied(reply) => {
+                        // `http-response deny`, `rspdeny`: the server's
+                        // answer is dropped.
+                        self.rec.end(BAD_RESPONSE);
+                        self.rec.tally.dresp |= Rows::BE_SRV;
+                        (reply, None)
+                    }
+                    _ => (None, None),
+                };
                 let (req, ctx, server) = (self.req, self.ctx, self.server);
                 let uid = self.rec.unique_id.clone();
                 let cx = rules::FmtCtx {
@@ -560,7 +605,14 @@ impl<'a> Relay<'a> {
                     res_body: None,
                     stick: ctx.stick,
                 };
-                deny_response(self.client, fe, be, self.keep_client, reply, &cx).await
+                let mut out =
+                    deny_response(self.client, fe, be, self.keep_client, reply, &cx).await;
+                // HAProxy's `%B` of a `return` counts the server's answer it
+                // had read too.
+                if let Some(n) = server_part {
+                    out.logged_out += n;
+                }
+                out
             }
             // HAProxy's `return_srv_prx_502`: `PH`, a failed response.
             Refusal::CacheableCookie => {
@@ -1111,6 +1163,10 @@ struct RespLog<'a> {
 enum RespRefused<'r> {
     /// `http-response deny` (with its reply), `rspdeny` (without).
     Denied(Option<&'r HttpReply>),
+    /// `http-response return`.
+    Returned(&'r HttpReply),
+    /// `http-response silent-drop` (the response's status).
+    Dropped(u16),
     /// An `rsprep` left a head that does not parse.
     Invalid,
 }
@@ -1251,6 +1307,8 @@ fn response_edits<'r>(
             }
             match action {
                 HttpResponseAction::Deny(reply) => return Err(RespRefused::Denied(Some(reply))),
+                HttpResponseAction::Return(reply) => return Err(RespRefused::Returned(reply)),
+                HttpResponseAction::SilentDrop => return Err(RespRefused::Dropped(resp.status)),
                 // Waited for before the rules ran (`Relay::wait_body`).
                 HttpResponseAction::WaitForBody(_) => {}
                 HttpResponseAction::Table(a) => {

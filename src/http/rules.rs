@@ -403,7 +403,9 @@ pub(crate) fn edit_response(
         | HttpResponseAction::CacheStore(_)
         | HttpResponseAction::SetLogLevel(_)
         | HttpResponseAction::SetTos(_)
-        | HttpResponseAction::SetMark(_) => return false,
+        | HttpResponseAction::SetMark(_)
+        | HttpResponseAction::Return(_)
+        | HttpResponseAction::SilentDrop => return false,
         // tokio schedules every task alike.
         HttpResponseAction::SetNice(_) => {}
     }

@@ -1863,6 +1863,14 @@ pub(crate) const HTTP_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
     kwd("set-log-level", |_, _, a| {
         log_level_args(a, "http-response").map(HttpResponseAction::SetLogLevel)
     }),
+    kwd("return", |s, loc, a| {
+        let st = s.http_stage(true);
+        s.reply_args(loc, a, 200, st)
+            .map(HttpResponseAction::Return)
+    }),
+    kwd("silent-drop", |_, _, a| {
+        no_more_args(a, "http-response", "silent-drop").map(|()| HttpResponseAction::SilentDrop)
+    }),
     kwd("set-tos", |_, _, a| {
         sock_value_args(a, "http-response", "set-tos").map(HttpResponseAction::SetTos)
     }),
