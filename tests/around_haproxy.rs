@@ -95,22 +95,6 @@ listen lst
     differ.assert_none();
 }
 
-/// The first alert, after `config : `, the file's path masked (each tool
-/// reads its own file: `[<path>:8]` becomes `[cfg:8]`).
-fn alert(stderr: &str) -> String {
-    let Some(l) = stderr.lines().find(|l| l.contains("[ALERT]")) else {
-        return "(accepted)".to_string();
-    };
-    let m = l.split_once(" : config : ").map_or(l, |(_, m)| m);
-    match (m.find("[/"), m.find("]")) {
-        (Some(a), Some(b)) if a < b => match m[a..b].rfind(':') {
-            Some(c) => format!("{}[cfg{}{}", &m[..a], &m[a + c..b], &m[b..]),
-            None => m.to_string(),
-        },
-        _ => m.to_string(),
-    }
-}
-
 #[test]
 fn config_errors_are_haproxys() {
     if !haproxy::available() {
@@ -173,7 +157,7 @@ fn config_errors_are_haproxys() {
         );
         (line.trim_end().to_string(), cfg)
     });
-    haproxy::assert_check_agrees("dynbe-check", cases, alert);
+    haproxy::assert_check_agrees("dynbe-check", cases, haproxy::first_alert_masked);
 }
 
 /// The same in `mode tcp`: the name is made when the connection is
@@ -495,7 +479,7 @@ fn condition_conflicts_warned_as_haproxy() {
         stderr
             .lines()
             .filter(|l| l.contains("[WARNING]"))
-            .map(|l| alert(&l.replace("[WARNING]", "[ALERT]")))
+            .map(|l| haproxy::first_alert_masked(&l.replace("[WARNING]", "[ALERT]")))
             .collect::<Vec<_>>()
             .join("\n")
     };

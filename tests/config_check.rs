@@ -501,15 +501,7 @@ fn spread_checks_is_read_as_haproxy_reads_it() {
             ),
         )
     });
-    // What follows "parsing [<file>:<line>]": the file names differ.
-    let alert = |stderr: &str| {
-        stderr
-            .lines()
-            .find(|l| l.contains("parsing ["))
-            .and_then(|l| l.split_once("parsing [")?.1.split_once(']'))
-            .map_or_else(|| "(accepted)".to_string(), |(_, m)| m.to_string())
-    };
-    support::haproxy::assert_check_agrees("spread", cases, alert);
+    support::haproxy::assert_check_agrees("spread", cases, support::haproxy::parsing_message);
 }
 
 /// Rule conditions that read the connection's buffer (layer 6 fetches)
@@ -607,15 +599,7 @@ fn check_spread_bound_and_strict_limits_are_read_as_haproxy_reads_them() {
             format!("global\n    {l}\n{DEFAULTS}listen l\n    bind 127.0.0.1:18802\n    server s 127.0.0.1:18803 check\n"),
         )
     });
-    // What follows "parsing [<file>:<line>]": the file names differ.
-    let alert = |stderr: &str| {
-        stderr
-            .lines()
-            .find(|l| l.contains("parsing ["))
-            .and_then(|l| l.split_once("parsing [")?.1.split_once(']'))
-            .map_or_else(|| "(accepted)".to_string(), |(_, m)| m.to_string())
-    };
-    support::haproxy::assert_check_agrees("maxspread", cases, alert);
+    support::haproxy::assert_check_agrees("maxspread", cases, support::haproxy::parsing_message);
 }
 
 /// `unix-bind` is read as haproxy 2.6 reads it (a `uid` or `gid` that is
@@ -636,12 +620,5 @@ fn unix_bind_is_read_as_haproxy_reads_it() {
             format!("global\n    {l}\n{DEFAULTS}listen l\n    bind 127.0.0.1:18802\n    server s 127.0.0.1:18803\n"),
         )
     });
-    let alert = |stderr: &str| {
-        stderr
-            .lines()
-            .find(|l| l.contains("parsing ["))
-            .and_then(|l| l.split_once("parsing [")?.1.split_once(']'))
-            .map_or_else(|| "(accepted)".to_string(), |(_, m)| m.to_string())
-    };
-    support::haproxy::assert_check_agrees("unixbind", cases, alert);
+    support::haproxy::assert_check_agrees("unixbind", cases, support::haproxy::parsing_message);
 }

@@ -175,22 +175,6 @@ backend be
     differ.assert_none();
 }
 
-/// The first alert of `-c`, its file path masked (each tool reads its
-/// own file).
-fn alert(stderr: &str) -> String {
-    let Some(l) = stderr.lines().find(|l| l.contains("[ALERT]")) else {
-        return "(accepted)".to_string();
-    };
-    let m = l.split_once(" : config : ").map_or(l, |(_, m)| m);
-    match (m.find("[/"), m.find(']')) {
-        (Some(a), Some(b)) if a < b => match m[a..b].rfind(':') {
-            Some(c) => format!("{}[cfg{}{}", &m[..a], &m[a + c..b], &m[b..]),
-            None => m.to_string(),
-        },
-        _ => m.to_string(),
-    }
-}
-
 #[test]
 fn misused_rewrites_are_refused_as_haproxy_refuses_them() {
     if !haproxy::available() {
@@ -266,7 +250,7 @@ fn misused_rewrites_are_refused_as_haproxy_refuses_them() {
                 ),
             )
         }),
-        alert,
+        haproxy::first_alert_masked,
     );
 }
 

@@ -8,6 +8,7 @@
 
 use crate::config::diag::Level;
 use crate::haproxy26::Kind;
+use crate::sample::docs::matches as name_matches;
 
 /// What sluice's parser does with a keyword.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,22 +66,9 @@ const INSTEAD: &[(&str, &str)] = &[
     ("wurfl-*", "a device detection service behind a backend"),
 ];
 
-fn matches(pat: &str, name: &str) -> bool {
-    match pat.split_once('*') {
-        None => pat == name,
-        Some((head, tail)) => {
-            name.len() >= head.len()
-                && name.starts_with(head)
-                && (tail.is_empty()
-                    || (0..=name.len() - head.len())
-                        .any(|i| matches(tail, &name[head.len() + i..])))
-        }
-    }
-}
-
 /// What to use instead of `name` of `kind`, which sluice refuses.
 fn instead(kind: Kind, name: &str) -> &'static str {
-    if let Some((_, advice)) = INSTEAD.iter().find(|(p, _)| matches(p, name)) {
+    if let Some((_, advice)) = INSTEAD.iter().find(|(p, _)| name_matches(p, name)) {
         return advice;
     }
     match kind {
@@ -248,7 +236,7 @@ mod tests {
                 !want
                     .lines()
                     .filter(|l| l.contains("| refused"))
-                    .any(|l| l.split('`').nth(1).is_some_and(|n| matches(p, n)))
+                    .any(|l| l.split('`').nth(1).is_some_and(|n| name_matches(p, n)))
             })
             .map(|(p, _)| *p)
             .collect();

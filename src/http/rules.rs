@@ -65,28 +65,7 @@ impl Edits {
         re: &regex::bytes::Regex,
         fmt: &[u8],
     ) {
-        if !self.drops(name.as_bytes()) {
-            for (i, (n, v)) in head.headers().enumerate() {
-                if !n.eq_ignore_ascii_case(name.as_bytes()) {
-                    continue;
-                }
-                let cur = match self.replaced.iter().position(|(j, _)| *j == i) {
-                    Some(k) => self.replaced[k].1.clone(),
-                    None => v.to_vec(),
-                };
-                if let Some(new) = substitute(re, &cur, fmt) {
-                    self.replaced.retain(|(j, _)| *j != i);
-                    self.replaced.push((i, new));
-                }
-            }
-        }
-        for (n, v) in &mut self.add {
-            if n.eq_ignore_ascii_case(name)
-                && let Some(new) = substitute(re, v, fmt)
-            {
-                *v = new;
-            }
-        }
+        self.rewrite_values(head, name, |v| substitute(re, v, fmt));
     }
 
     /// `replace-value`: each comma-separated value of `name` (received
@@ -99,23 +78,28 @@ impl Edits {
         re: &regex::bytes::Regex,
         fmt: &[u8],
     ) {
+        self.rewrite_values(head, name, |v| substitute_each(re, v, fmt));
+    }
+
+    /// Every value of `name`, received (as earlier edits left it) or
+    /// added, that `new` gives a replacement for, replaced in place.
+    fn rewrite_values(&mut self, head: &Head, name: &str, new: impl Fn(&[u8]) -> Option<Vec<u8>>) {
         if !self.drops(name.as_bytes()) {
             for (i, (n, v)) in head.headers().enumerate() {
                 if !n.eq_ignore_ascii_case(name.as_bytes()) {
                     continue;
                 }
-                let cur = self.value_at(i, v);
-                if let Some(new) = substitute_each(re, cur, fmt) {
+                if let Some(value) = new(self.value_at(i, v)) {
                     self.replaced.retain(|(j, _)| *j != i);
-                    self.replaced.push((i, new));
+                    self.replaced.push((i, value));
                 }
             }
         }
         for (n, v) in &mut self.add {
             if n.eq_ignore_ascii_case(name)
-                && let Some(new) = substitute_each(re, v, fmt)
+                && let Some(value) = new(v)
             {
-                *v = new;
+                *v = value;
             }
         }
     }

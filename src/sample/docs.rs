@@ -80,7 +80,7 @@ const WHY: &[(&str, &str)] = &[
 ];
 
 /// Whether `name` matches `pat` (`*` stands for any run of characters).
-fn matches(pat: &str, name: &str) -> bool {
+pub(crate) fn matches(pat: &str, name: &str) -> bool {
     match pat.split_once('*') {
         None => pat == name,
         Some((head, tail)) => {

@@ -36,7 +36,7 @@ pub(crate) use stage::Stage;
 #[cfg(test)]
 mod alloc_check;
 #[cfg(test)]
-mod docs;
+pub(crate) mod docs;
 #[cfg(test)]
 mod map_bench;
 #[cfg(test)]

@@ -197,27 +197,20 @@ pub(crate) async fn serve(
     let queued = Instant::now();
     let mut stores = crate::upstream::stick::Stores::default();
     let mut stuck = None;
-    // `use-server` first (its conditions read the buffered payload).
+    // What the backend's rules see: the buffered payload included.
+    let view = View {
+        src: peer.inet(),
+        local,
+        payload: &payload,
+        tls: tls.as_deref(),
+        client: Some(&client.facts),
+        stick: Some(&stick),
+    };
+    // `use-server` first.
     if !be.use_servers.is_empty() {
-        let view = View {
-            src: peer.inet(),
-            local,
-            payload: &payload,
-            tls: tls.as_deref(),
-            client: Some(&client.facts),
-            stick: Some(&stick),
-        };
         stuck = balance::use_server(&be, |c| be.acls.eval(c, &view), false);
     }
     if crate::upstream::stick::any(&be) {
-        let view = View {
-            src: peer.inet(),
-            local,
-            payload: &payload,
-            tls: tls.as_deref(),
-            client: Some(&client.facts),
-            stick: Some(&stick),
-        };
         let cx = crate::sample::Ctx {
             backend: Some(&be.name),
             backend_id: Some(be.iid),

@@ -97,6 +97,33 @@ pub fn first_alert(stderr: &str) -> String {
         .unwrap_or_else(|| "(accepted)".to_string())
 }
 
+/// What follows "parsing [<file>:<line>]" in the first line naming a
+/// config line (its ` : ` or tight `: ` kept), or "(accepted)": the file
+/// names of two tools' runs differ.
+pub fn parsing_message(stderr: &str) -> String {
+    stderr
+        .lines()
+        .find(|l| l.contains("parsing ["))
+        .and_then(|l| l.split_once("parsing [")?.1.split_once(']'))
+        .map_or_else(|| "(accepted)".to_string(), |(_, m)| m.to_string())
+}
+
+/// The first alert after `config : `, its file's path masked (each tool
+/// reads its own file: `[<path>:8]` becomes `[cfg:8]`), or "(accepted)".
+pub fn first_alert_masked(stderr: &str) -> String {
+    let Some(l) = stderr.lines().find(|l| l.contains("[ALERT]")) else {
+        return "(accepted)".to_string();
+    };
+    let m = l.split_once(" : config : ").map_or(l, |(_, m)| m);
+    match (m.find("[/"), m.find(']')) {
+        (Some(a), Some(b)) if a < b => match m[a..b].rfind(':') {
+            Some(c) => format!("{}[cfg{}{}", &m[..a], &m[a + c..b], &m[b..]),
+            None => m.to_string(),
+        },
+        _ => m.to_string(),
+    }
+}
+
 /// Every alert and warning of a `-c` run, one a line, as
 /// [`assert_check_agrees`] compares them: without the pid, the closing
 /// lines, the configuration file's name (the two runs' files differ; its
