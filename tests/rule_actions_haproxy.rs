@@ -22,6 +22,12 @@ use support::haproxy::{self, Pair};
 /// received, before the rules.
 const LOG: &str = "log-format \"%ci %f %b/%s %ST %B %ts %{+Q}r\"";
 
+/// A GET of `target` with `headers` (each ending in CRLF), closing the
+/// connection after the answer.
+fn get(target: &str, headers: &str) -> String {
+    format!("GET {target} HTTP/1.1\r\nhost: h\r\n{headers}connection: close\r\n\r\n")
+}
+
 /// The request rules under test, each applied when the request's `x-case`
 /// header names it (a path condition would see the rewrites in HAProxy).
 const REQUEST_RULES: &str = "
@@ -88,9 +94,7 @@ backend be
     ];
     let mut differ = haproxy::Differences::default();
     for (case, target, extra) in cases {
-        let req = format!(
-            "GET {target} HTTP/1.1\r\nhost: h\r\nx-case: {case}\r\n{extra}connection: close\r\n\r\n"
-        );
+        let req = get(target, &format!("x-case: {case}\r\n{extra}"));
         let [h, s] = pair.both(0, &req).await;
         if *case == "rp" && *target == "/foo/bar?q=1" {
             // Not vacuous: haproxy rewrote the path, kept the query.
@@ -163,9 +167,7 @@ backend be
     ];
     let mut differ = haproxy::Differences::default();
     for (case, path) in cases {
-        let req = format!(
-            "GET {path} HTTP/1.1\r\nhost: h\r\nx-case: {case}\r\nconnection: close\r\n\r\n"
-        );
+        let req = get(path, &format!("x-case: {case}\r\n"));
         let [h, s] = pair.both(0, &req).await;
         if *case == "st" {
             assert!(h.0.starts_with("HTTP/1.1 503 "), "{}", h.0);
@@ -284,7 +286,7 @@ backend be
     pair.answer(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
     let mut differ = haproxy::Differences::default();
     for path in ["/plain", "/err", "/dbg", "/both", "/denied"] {
-        let req = format!("GET {path} HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n");
+        let req = get(path, "");
         let [h, s] = pair.both(0, &req).await;
         if path == "/err" {
             // Not vacuous: the `short` format's `<severity>`, err (3).
@@ -296,7 +298,7 @@ backend be
     for i in 0..2 {
         let addr = pair.fronts[i][0].addr();
         for path in ["/silent", "/after"] {
-            let req = format!("GET {path} HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n");
+            let req = get(path, "");
             haproxy::exchange(addr, req.as_bytes(), false).await;
         }
     }
@@ -348,7 +350,7 @@ backend ten
     ];
     let mut differ = haproxy::Differences::default();
     for extra in cases {
-        let req = format!("GET /a HTTP/1.1\r\nhost: h\r\n{extra}connection: close\r\n\r\n");
+        let req = get("/a", extra);
         let [h, s] = pair.both(0, &req).await;
         if extra.starts_with("x-ip: 10.1.2.3") {
             // Not vacuous: haproxy routed and forwarded the new source.
@@ -389,7 +391,7 @@ backend nosrv
     for i in 0..2 {
         let addr = pair.fronts[i][0].addr();
         for path in ["/ok", "/denied", "/ok", "/busy", "/nosrv"] {
-            let req = format!("GET {path} HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n");
+            let req = get(path, "");
             haproxy::exchange(addr, req.as_bytes(), false).await;
         }
     }
@@ -503,7 +505,7 @@ backend be
     }
     let mut differ = haproxy::Differences::default();
     for path in ["/ret", "/empty", "/plain"] {
-        let req = format!("GET {path} HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n");
+        let req = get(path, "");
         let [h, s] = pair.both(0, &req).await;
         if path == "/ret" {
             assert!(h.0.starts_with("HTTP/1.1 202 "), "{h:?}");
@@ -517,12 +519,9 @@ backend be
         let mut c = tokio::net::TcpStream::connect(pair.fronts[i][0].addr())
             .await
             .expect("connect");
-        tokio::io::AsyncWriteExt::write_all(
-            &mut c,
-            b"GET /drop HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n",
-        )
-        .await
-        .expect("send");
+        tokio::io::AsyncWriteExt::write_all(&mut c, get("/drop", "").as_bytes())
+            .await
+            .expect("send");
         lines.push(pair.logs[i].take(1));
     }
     assert!(lines[0][0].contains(" PR "), "{lines:?}");
