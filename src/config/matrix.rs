@@ -29,10 +29,6 @@ const INSTEAD: &[(&str, &str)] = &[
     ),
     ("*spoe*", "SPOE is not built yet (#23)"),
     (
-        "fcgi-app",
-        "a FastCGI gateway (php-fpm behind nginx or a web server) as an HTTP backend",
-    ),
-    (
         "program",
         "the service manager (systemd units) for the side programs",
     ),
@@ -191,7 +187,7 @@ mod tests {
     #[test]
     fn probes_tell_the_three_states_apart() {
         assert_eq!(state(Kind::Proxy, "balance", ""), State::Implemented);
-        assert_eq!(state(Kind::Section, "fcgi-app", ""), State::Refused);
+        assert_eq!(state(Kind::Section, "fcgi-app", ""), State::Implemented);
         assert_eq!(state(Kind::Global, "lua-load", ""), State::Refused);
         assert!(matches!(
             state(Kind::Global, "nopoll", ""),

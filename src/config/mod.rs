@@ -17,6 +17,7 @@ pub(crate) mod cond;
 pub(crate) mod diag;
 pub(crate) mod external_check;
 pub(crate) mod extras;
+pub(crate) mod fcgi;
 pub mod keywords;
 pub(crate) mod lexer;
 pub mod model;

@@ -1120,6 +1120,20 @@ async fn route(
             return out;
         }
     }
+    // A FastCGI request gives its body's length first: a chunked body is
+    // waited for as `http-buffer-request` waits (HAProxy 2.6's FastCGI
+    // application does the same; one its buffer cannot hold is refused
+    // when the request goes out, `http/exchange.rs`).
+    if be.fcgi.is_some()
+        && body == BodyKind::Chunked
+        && !fe.buffer_request
+        && !(be.iid != fe.iid && be.buffer_request)
+    {
+        held.rejoin(run.conn);
+        if let Some(out) = Box::pin(run.buffer_body(head, be.timeouts.http_request)).await {
+            return out;
+        }
+    }
     if reads_body && !held.is_set() {
         let room = crate::http::body::room(head, fe.max_head, body == BodyKind::Chunked);
         let waited = fe.buffer_request || be.buffer_request;

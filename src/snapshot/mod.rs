@@ -4,6 +4,7 @@
 
 pub(crate) mod client;
 pub(crate) mod delta;
+pub(crate) mod fcgi;
 pub(crate) mod filters;
 pub(crate) mod h2_limits;
 pub(crate) mod lb;
@@ -210,6 +211,8 @@ pub(crate) struct BackendRt {
     /// `source`, `dispatch`, `srvtcpka-*`, `http-send-name-header`... (see
     /// `config/extras.rs`).
     pub(crate) extras: Arc<crate::config::extras::ProxyExtras>,
+    /// `use-fcgi-app`: the application its `proto fcgi` servers run.
+    pub(crate) fcgi: Option<Arc<fcgi::FcgiRt>>,
     /// `use-server` rules: the server (its index) and the condition.
     pub(crate) use_servers: Vec<(usize, CompiledCond)>,
     /// `force-persist` (true) and `ignore-persist` rules, in order.
@@ -649,7 +652,12 @@ impl Compiler<'_> {
         let acls = AclSet::new(&p.acls);
         let stick = self.stick_rules(p, &acls, false);
         let store_response = self.stick_rules(p, &acls, true);
+        let fcgi = p.extras.use_fcgi_app.as_deref().and_then(|name| {
+            let app = config.global.fcgi_apps.iter().find(|a| a.name == name)?;
+            Some(Arc::new(fcgi::compile(app)))
+        });
         Arc::new(BackendRt {
+            fcgi,
             name: p.name.clone(),
             iid,
             max_head: config.global.max_head(),
@@ -928,7 +936,13 @@ fn server_settings(p: &Proxy, s: &crate::config::model::Server) -> ServerSetting
         addr: s.addr,
         unix: s.unix.clone(),
         tls: s.tls.clone(),
-        h2: s.opts.h2,
+        mux: if s.opts.h2 {
+            crate::state::pool::Mux::H2
+        } else if s.opts.fcgi {
+            crate::state::pool::Mux::Fcgi
+        } else {
+            crate::state::pool::Mux::H1
+        },
         checked: s.check.is_some(),
         rise: params.rise,
         fall: params.fall,

@@ -6,6 +6,7 @@
 pub(crate) mod client_hello;
 pub(crate) mod error_pages;
 pub(crate) mod error_spot;
+pub(crate) mod fcgi;
 pub mod h1;
 pub(crate) mod h2_convert;
 pub(crate) mod h2_pipe;
