@@ -26,6 +26,9 @@ pub(crate) struct ProxyExtras {
     /// `use-fcgi-app <name>`: the `fcgi-app` section of the backend's
     /// `proto fcgi` servers.
     pub(crate) use_fcgi_app: Option<String>,
+    /// `filter spoe [engine <name>] config <file>`: the engines, each
+    /// with what its file says.
+    pub(crate) spoe: Vec<crate::config::spoe::SpoeEngine>,
     /// `option transparent`: a backend without servers connects to the
     /// address the client connected to.
     pub(crate) transparent: bool,

@@ -27,12 +27,19 @@ const INSTEAD: &[(&str, &str)] = &[
         "lua-*",
         "Lua is not embedded yet (#23): an external service behind a backend",
     ),
-    ("*spoe*", "SPOE is not built yet (#23)"),
+    (
+        "*spoe*",
+        "`http-request send-spoe-group` or an `on-frontend-http-request` message: SPOE runs on requests only yet (#23)",
+    ),
     (
         "program",
         "the service manager (systemd units) for the side programs",
     ),
     ("ring", "`log` to a syslog server or a UNIX socket"),
+    (
+        "spop-check",
+        "`option tcp-check` send/expect rules for the SPOP HELLO (SPOE checks are not built yet, #23)",
+    ),
     (
         "*-check",
         "`option httpchk` or `tcp-check` send/expect rules for the protocol",

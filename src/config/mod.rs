@@ -22,6 +22,7 @@ pub mod keywords;
 pub(crate) mod lexer;
 pub mod model;
 pub(crate) mod parser;
+pub(crate) mod spoe;
 pub(crate) mod suggest;
 pub(crate) mod table;
 pub(crate) mod table_check;

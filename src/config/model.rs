@@ -845,6 +845,12 @@ pub(crate) enum HttpRequestAction {
     PrometheusExporter,
     /// `http-request allow`: stops the evaluation of the rules.
     Allow,
+    /// `http-request send-spoe-group <engine> <group>`: the group's
+    /// messages sent to the engine's agent, its answer awaited.
+    SendSpoeGroup {
+        engine: String,
+        group: String,
+    },
     /// `http-request set-header <name> <fmt>` (name kept as written).
     SetHeader {
         name: String,

@@ -77,6 +77,7 @@ pub(crate) fn check(config: &mut Config, diags: &mut Vec<Diagnostic>) {
     case_adjust_file(config, diags);
     crate::config::mailers::check(config, diags);
     crate::config::fcgi::check(config, diags);
+    crate::config::spoe::check(config, diags);
     crate::config::external_check::check(config, diags);
 }
 

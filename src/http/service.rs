@@ -1018,6 +1018,12 @@ async fn route(
             held.take(run.conn, body, room, first_read);
         }
     }
+    // SPOE messages of the frontend's request, before its rules read
+    // what the agents answer.
+    if !fe.spoe.is_empty() {
+        use crate::config::spoe::SpoeEvent;
+        Box::pin(run.spoe_event(head, &fe.spoe, SpoeEvent::FrontendHttpRequest, None)).await;
+    }
     // Without rules the stage is never made (its future is large).
     let head = if fe.http_request.is_empty() && fe.legacy_req.is_none() {
         head
@@ -1139,6 +1145,11 @@ async fn route(
         let waited = fe.buffer_request || be.buffer_request;
         let first_read = (!waited).then(|| fe.max_head.saturating_sub(head.raw.len()));
         held.take(run.conn, body, room, first_read);
+    }
+    if !be.spoe.is_empty() {
+        use crate::config::spoe::SpoeEvent;
+        let event = SpoeEvent::BackendHttpRequest;
+        Box::pin(run.spoe_event(head, &be.spoe, event, Some(be))).await;
     }
     // A `listen` section is its own backend: its rules ran above already.
     let head = if be.iid != fe.iid && (!be.http_request.is_empty() || be.legacy_req.is_some()) {
@@ -1364,6 +1375,38 @@ enum Stop {
 }
 
 impl RuleRun<'_> {
+    /// Sends the messages of `event` whose conditions hold to each
+    /// engine's agent; the variables they answer are set for the rules.
+    async fn spoe_event(
+        &mut self,
+        head: &Head,
+        engines: &[Arc<crate::snapshot::spoe::SpoeRt>],
+        event: crate::config::spoe::SpoeEvent,
+        be: Option<&BackendRt>,
+    ) {
+        let fe = self.fe;
+        let cx = crate::sample::Ctx {
+            src: self.src,
+            src_port: self.src_port,
+            local: self.local.or(self.dst),
+            req: Some(self.shown.get().unwrap_or(head)),
+            frontend: &fe.name,
+            frontend_id: fe.iid,
+            backend: be.map(|b| b.name.as_str()),
+            backend_id: be.map(|b| b.iid),
+            vars: Some(self.vars),
+            tls: self.tls,
+            client: Some(self.client),
+            proxies: Some(self.proxies as &dyn crate::sample::Proxies),
+            stick: Some(self.stick as &dyn crate::sample::stick::Stick),
+            ..Default::default()
+        };
+        for e in engines {
+            let msgs = e.for_event(event, &cx);
+            e.notify(&msgs, &cx, self.vars, self.proxies).await;
+        }
+    }
+
     /// Runs one proxy's rules on `head`; gives the head the request goes
     /// on with (`head`, or the legacy filters' rewrite, kept in `slot`),
     /// or the outcome when a rule answered the request.
@@ -1746,6 +1789,15 @@ impl RuleRun<'_> {
             }
             match action {
                 HttpRequestAction::Allow => return None,
+                HttpRequestAction::SendSpoeGroup { engine, group } => {
+                    let engines = be.map_or(&fe.spoe, |b| &b.spoe);
+                    if let Some(e) = engines.iter().find(|e| e.conf.id == *engine)
+                        && let Some(msgs) = e.group(group)
+                    {
+                        e.notify(msgs, &rules::sample_ctx(&cx), self.vars, self.proxies)
+                            .await;
+                    }
+                }
                 HttpRequestAction::Capture { expr, slot } => {
                     capture(
                         &mut self.rec.cap_req,

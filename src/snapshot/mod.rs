@@ -11,6 +11,7 @@ pub(crate) mod lb;
 pub(crate) mod legacy_rt;
 pub(crate) mod log_setup;
 pub mod runtime;
+pub(crate) mod spoe;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -64,6 +65,8 @@ pub(crate) struct FrontendRt {
     /// finds its own here at each accept, so a reload's certificates serve
     /// the next handshake).
     pub(crate) tls_binds: Vec<(ListenAddr, Arc<crate::tls::ListenTls>)>,
+    /// `filter spoe` engines.
+    pub(crate) spoe: Vec<Arc<spoe::SpoeRt>>,
     /// Largest request head (tune.bufsize - tune.maxrewrite).
     pub(crate) max_head: usize,
     /// `tune.bufsize`: how much of a refused request is captured.
@@ -213,6 +216,8 @@ pub(crate) struct BackendRt {
     pub(crate) extras: Arc<crate::config::extras::ProxyExtras>,
     /// `use-fcgi-app`: the application its `proto fcgi` servers run.
     pub(crate) fcgi: Option<Arc<fcgi::FcgiRt>>,
+    /// `filter spoe` engines.
+    pub(crate) spoe: Vec<Arc<spoe::SpoeRt>>,
     /// `use-server` rules: the server (its index) and the condition.
     pub(crate) use_servers: Vec<(usize, CompiledCond)>,
     /// `force-persist` (true) and `ignore-persist` rules, in order.
@@ -658,6 +663,7 @@ impl Compiler<'_> {
         });
         Arc::new(BackendRt {
             fcgi,
+            spoe: spoe_rt(p),
             name: p.name.clone(),
             iid,
             max_head: config.global.max_head(),
@@ -787,6 +793,7 @@ impl Compiler<'_> {
             None => None,
         };
         Arc::new(FrontendRt {
+            spoe: spoe_rt(p),
             name: p.name.clone(),
             iid,
             tls_binds: tls_binds(p),
@@ -1023,6 +1030,15 @@ fn stats_rt(page: Option<&StatsPage>, acls: &AclSet) -> Option<StatsRt> {
             .collect(),
         page: page.clone(),
     })
+}
+
+/// A proxy's SPOE engines, each with its own connections to its agents.
+fn spoe_rt(p: &Proxy) -> Vec<Arc<spoe::SpoeRt>> {
+    p.extras
+        .spoe
+        .iter()
+        .map(|e| Arc::new(spoe::SpoeRt::new(e.clone())))
+        .collect()
 }
 
 fn tcp_rules(rules: &[crate::config::model::TcpRule], acls: &AclSet) -> TcpRules {

@@ -17,3 +17,4 @@ pub(crate) mod logged_size;
 pub mod proxy_proto;
 pub(crate) mod relay;
 pub(crate) mod splice;
+pub(crate) mod spop;
