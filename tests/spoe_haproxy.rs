@@ -203,6 +203,7 @@ fn serve(mut s: TcpStream, seen: &Mutex<Vec<String>>) {
                             put_varint(&mut ack, arg("path").len() as u64);
                         }
                         "late-msg" => set_var(&mut ack, 3, "late", &arg("p")),
+                        "resp-msg" => set_var(&mut ack, 4, "seen", &arg("status")),
                         _ => {}
                     }
                 }
@@ -221,7 +222,7 @@ fn serve(mut s: TcpStream, seen: &Mutex<Vec<String>>) {
 
 const SPOE: &str = "[sec]
 spoe-agent sec-agent
-    messages check-client
+    messages check-client resp-msg
     groups grp
     option var-prefix sec
     option set-on-error err
@@ -233,6 +234,10 @@ spoe-agent sec-agent
 spoe-message check-client
     args ip=src path=path ua=req.hdr(user-agent) n=int(7)
     event on-frontend-http-request if !{ path_beg /skip }
+
+spoe-message resp-msg
+    args status=status
+    event on-http-response
 
 spoe-group grp
     messages late-msg
@@ -257,6 +262,8 @@ async fn agents_answer_the_rules_as_under_haproxy() {
     let mut messages = Vec::new();
     for tool in ["haproxy", "sluice"] {
         let agent = Agent::start();
+        let web = support::raw::RawBackend::start().await;
+        let front2 = Listen::new();
         let dir = TempDir::new("spoe");
         let spoe = dir.write("spoe.conf", SPOE);
         let front = Listen::new();
@@ -271,14 +278,21 @@ frontend f
     filter spoe engine sec config {spoe}
     http-request send-spoe-group sec grp if {{ path_beg /group }}
     http-request return status 200 content-type text/plain lf-string \"score=%[var(txn.sec.score)] ip=%[var(txn.sec.ip)] ua=%[var(txn.sec.ua)] late=%[var(req.sec.late)] err=%[var(txn.sec.err)]\"
+listen g
+    mode http
+    bind {front2}
+    filter spoe engine sec config {spoe}
+    http-response set-header x-seen \"%[var(res.sec.seen)] %[var(txn.sec.score)]\"
+    server web {web}
 backend agents
     mode tcp
     server a {agent}
 ",
             spoe = spoe.display(),
-            agent = agent.addr
+            agent = agent.addr,
+            web = web.addr
         );
-        let _h = (tool == "haproxy").then(|| Haproxy::start("spoe", &cfg, &[&front]));
+        let _h = (tool == "haproxy").then(|| Haproxy::start("spoe", &cfg, &[&front, &front2]));
         let _s = (tool == "sluice").then(|| Sluice::start(&cfg));
         let mut got = Vec::new();
         for req in requests {
@@ -289,6 +303,14 @@ backend agents
                     .map_or(text.clone(), |(_, b)| b.to_string()),
             );
         }
+        // Through a server: the response's event.
+        let a = haproxy::exchange(
+            front2.addr(),
+            b"GET /web HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n",
+            false,
+        )
+        .await;
+        got.push(String::from_utf8_lossy(&a).into_owned());
         answers.push(got);
         messages.push(agent.got.lock().expect("lock").clone());
     }
@@ -298,7 +320,13 @@ backend agents
         "{:?}",
         answers[0]
     );
+    assert!(
+        answers[0][5].contains("x-seen: int:200 8"),
+        "{:?}",
+        answers[0][5]
+    );
     let mut differ = haproxy::Differences::default();
+    differ.compare("GET /web", &answers[0][5], &answers[1][5]);
     for (i, req) in requests.iter().enumerate() {
         differ.compare(
             req.lines().next().unwrap_or_default(),

@@ -29,7 +29,7 @@ const INSTEAD: &[(&str, &str)] = &[
     ),
     (
         "*spoe*",
-        "`http-request send-spoe-group` or an `on-frontend-http-request` message: SPOE runs on requests only yet (#23)",
+        "`http-request send-spoe-group` or a message of an HTTP event: SPOE runs on HTTP requests and responses only yet (#23)",
     ),
     (
         "program",

@@ -18,6 +18,8 @@ pub(crate) enum SpoeEvent {
     FrontendHttpRequest,
     /// `on-backend-http-request`: before the backend's.
     BackendHttpRequest,
+    /// `on-http-response`: before the `http-response` rules.
+    HttpResponse,
 }
 
 /// A `spoe-message` section.
@@ -417,14 +419,14 @@ fn message_line(m: &mut SpoeMessage, words: &[String], loc: &Loc) -> Result<(), 
             let ev = match w(1) {
                 "on-frontend-http-request" => SpoeEvent::FrontendHttpRequest,
                 "on-backend-http-request" => SpoeEvent::BackendHttpRequest,
+                "on-http-response" => SpoeEvent::HttpResponse,
                 "on-client-session"
                 | "on-server-session"
                 | "on-frontend-tcp-request"
                 | "on-backend-tcp-request"
-                | "on-tcp-response"
-                | "on-http-response" => {
+                | "on-tcp-response" => {
                     return Err(err(format!(
-                        "SPOE event '{}' is not supported by sluice yet (the HTTP request events and send-spoe-group are).",
+                        "SPOE event '{}' is not supported by sluice yet (the HTTP events and send-spoe-group are).",
                         w(1)
                     )));
                 }

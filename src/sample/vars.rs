@@ -497,6 +497,11 @@ impl<'s> Vars<'s> {
     /// The request's processing is over: its `req` variables go, the
     /// response's `res` scope begins.
     pub(crate) fn to_response(&self) {
+        // Once: what was set for the response since (an SPOE agent's
+        // `res` variables) stays.
+        if self.dir.load(Relaxed) == Dir::Res as u8 {
+            return;
+        }
         self.prune_reqres();
         self.dir.store(Dir::Res as u8, Relaxed);
     }
