@@ -1,5 +1,5 @@
 //! The protocol health checks (`option redis-check`, `mysql-check`,
-//! `pgsql-check`, `smtpchk`, `ldap-check`, `ssl-hello-chk`) against
+//! `pgsql-check`, `smtpchk`, `ldap-check`, `ssl-hello-chk`, `spop-check`) against
 //! haproxy 2.6 on the same configuration: each proxy checks its own copy
 //! of the same server (a real `redis-server`; for the others a scripted
 //! server that records what it reads and answers with the protocol's
@@ -228,6 +228,14 @@ async fn protocol_checks_match_haproxy() {
     let ldap_49 = unhex("300c02010161070a013104000400");
     let ldap_bad = unhex("300c02010162070a010004000400");
     let ssl_ok = unhex("160300004a020000460300");
+    // SPOP: an AGENT-HELLO (version 2.0, its frame size, no
+    // capabilities), an AGENT-DISCONNECT with status 3.
+    let spop_hello = unhex(
+        "00000036650000000100000776657273696f6e0803322e300e6d61782d6672616d652d73697a6503fcf0060c6361706162696c69746965730800",
+    );
+    let spop_bye = unhex(
+        "0000002a660000000100000b7374617475732d636f64650303076d657373616765080b6261642076657273696f6e",
+    );
     // (backend, option line, what the server says)
     let scripted: Vec<(&str, &str, Dialog)> = vec![
         (
@@ -312,6 +320,21 @@ async fn protocol_checks_match_haproxy() {
                 reset: true,
                 ..dialog(b"220 mx\r\n", &[b"250 mx\r\n"], false)
             },
+        ),
+        (
+            "spop_up",
+            "option spop-check",
+            dialog(b"", &[&spop_hello], false),
+        ),
+        (
+            "spop_bye",
+            "option spop-check",
+            dialog(b"", &[&spop_bye], false),
+        ),
+        (
+            "spop_junk",
+            "option spop-check",
+            dialog(b"", &[b"garbage\n"], false),
         ),
         (
             "ldap_up",

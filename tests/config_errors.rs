@@ -404,7 +404,7 @@ frontend fe
     bind 127.0.0.1:{port} accept-netscaler-cip 1234
     http-request set-priority-class int(1)
     http-response send-spoe-group engine group
-    option spop-check
+    option log-health-check
     log-format-sd test
     acl a base,ungrpc -m found
     acl b fc_rtt -m found
@@ -445,7 +445,10 @@ listen li
             12,
             "'http-response send-spoe-group' is not supported by sluice yet",
         ),
-        (13, "'option spop-check' is not supported by sluice yet"),
+        (
+            13,
+            "'option log-health-check' is not supported by sluice yet",
+        ),
         (14, "'log-format-sd' is not supported by sluice yet"),
         (
             15,

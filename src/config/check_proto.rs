@@ -29,6 +29,8 @@ pub(crate) enum ProtoStep {
     LdapBind,
     /// SSL: a handshake or alert record in reply to the ClientHello.
     SslHello,
+    /// SPOP: the AGENT-HELLO frame in reply to the HAPROXY-HELLO.
+    SpopHello,
 }
 
 /// A protocol check as configured.
@@ -40,6 +42,7 @@ pub(crate) enum ProtoCheck {
     Smtp { hello: String },
     Ldap,
     SslHello,
+    Spop,
 }
 
 /// A rule of a protocol check's rule set (`option redis-check` and the
@@ -89,8 +92,23 @@ impl ProtoCheck {
             ],
             ProtoCheck::Ldap => vec![Send(LDAP_BIND.to_vec()), Proto(P::LdapBind)],
             ProtoCheck::SslHello => vec![TcpCheckRule::SslHello, Proto(P::SslHello)],
+            ProtoCheck::Spop => vec![Send(spop_hello()), Proto(P::SpopHello)],
         }
     }
+}
+
+/// The HAPROXY-HELLO frame of a SPOP health check, as HAProxy 2.6 sends
+/// it: version 2.0, its frame size, no capabilities, `healthcheck` true.
+fn spop_hello() -> Vec<u8> {
+    use crate::wire::spop::{Data, HAPROXY_HELLO, put_frame, put_kv};
+    let mut p = bytes::BytesMut::new();
+    put_kv(&mut p, "supported-versions", &Data::Str(b"2.0".to_vec()));
+    put_kv(&mut p, "max-frame-size", &Data::Uint32(16_380));
+    put_kv(&mut p, "capabilities", &Data::Str(Vec::new()));
+    put_kv(&mut p, "healthcheck", &Data::Bool(true));
+    let mut frame = bytes::BytesMut::new();
+    put_frame(&mut frame, HAPROXY_HELLO, (0, 0), &p);
+    frame.to_vec()
 }
 
 /// A MySQL login packet (sequence 1) for `user` with no password, then
@@ -158,6 +176,10 @@ pub(crate) fn parse_option(words: &[String]) -> Result<ProtoCheck, String> {
             extra(2)?;
             ProtoCheck::SslHello
         }
+        "spop-check" => {
+            extra(2)?;
+            ProtoCheck::Spop
+        }
         "mysql-check" => match w(2) {
             None | Some("") => ProtoCheck::Mysql {
                 user: None,
@@ -220,7 +242,8 @@ pub(crate) fn parse_option(words: &[String]) -> Result<ProtoCheck, String> {
 }
 
 /// The option names [`parse_option`] reads.
-pub(crate) const OPTION_NAMES: [&str; 6] = [
+pub(crate) const OPTION_NAMES: [&str; 7] = [
+    "spop-check",
     "redis-check",
     "mysql-check",
     "pgsql-check",

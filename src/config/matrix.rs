@@ -36,14 +36,6 @@ const INSTEAD: &[(&str, &str)] = &[
         "the service manager (systemd units) for the side programs",
     ),
     ("ring", "`log` to a syslog server or a UNIX socket"),
-    (
-        "spop-check",
-        "`option tcp-check` send/expect rules for the SPOP HELLO (SPOE checks are not built yet, #23)",
-    ),
-    (
-        "*-check",
-        "`option httpchk` or `tcp-check` send/expect rules for the protocol",
-    ),
     ("ssl-engine", "rustls has no engines: nothing to configure"),
     (
         "force-sslv3",

@@ -138,7 +138,7 @@ impl crate::snapshot::spoe::SpoeRt {
         spop::put_kv(
             &mut hello,
             "max-frame-size",
-            &Data::Uint(u64::from(self.conf.max_frame_size)),
+            &Data::Uint32(self.conf.max_frame_size),
         );
         spop::put_kv(&mut hello, "capabilities", &Data::Str(Vec::new()));
         spop::put_kv(
@@ -232,6 +232,7 @@ fn sample_of(d: Data) -> Option<Sample<'static>> {
         Data::Bool(b) => Sample::Bool(b),
         Data::Int(i) => Sample::Sint(i),
         Data::Uint(u) => Sample::Sint(i64::try_from(u).unwrap_or(i64::MAX)),
+        Data::Uint32(u) => Sample::Sint(i64::from(u)),
         Data::Ipv4(a) => Sample::Ipv4(a),
         Data::Ipv6(a) => Sample::Ipv6(a),
         Data::Str(s) => Sample::Str(std::borrow::Cow::Owned(s)),

@@ -32,6 +32,8 @@ pub(crate) enum Data {
     Bool(bool),
     Int(i64),
     Uint(u64),
+    /// Sent as a 32-bit unsigned integer (HAProxy's `max-frame-size`).
+    Uint32(u32),
     Ipv4(std::net::Ipv4Addr),
     Ipv6(std::net::Ipv6Addr),
     Str(Vec<u8>),
@@ -81,7 +83,7 @@ fn put_str(out: &mut BytesMut, s: &[u8]) {
     out.put_slice(s);
 }
 
-fn get_str<'a>(b: &mut &'a [u8]) -> Option<&'a [u8]> {
+pub(crate) fn get_str<'a>(b: &mut &'a [u8]) -> Option<&'a [u8]> {
     let n = usize::try_from(get_varint(b)?).ok()?;
     if b.len() < n {
         return None;
@@ -108,6 +110,10 @@ pub(crate) fn put_data(out: &mut BytesMut, d: &Data) {
         Data::Uint(v) => {
             out.put_u8(T_UINT64);
             put_varint(out, *v);
+        }
+        Data::Uint32(v) => {
+            out.put_u8(T_UINT32);
+            put_varint(out, u64::from(*v));
         }
         Data::Ipv4(a) => {
             out.put_u8(T_IPV4);

@@ -1065,6 +1065,7 @@ pub(crate) const OPTIONS: &[ProxyKw] = &[
     kwd("smtpchk", opt_lb),
     kwd("ldap-check", opt_lb),
     kwd("ssl-hello-chk", opt_lb),
+    kwd("spop-check", opt_lb),
     kwd("external-check", |s, loc, w, neg| {
         s.opt_external_check(loc, w, neg)
     }),

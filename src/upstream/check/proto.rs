@@ -108,6 +108,7 @@ pub(super) fn judge(step: ProtoStep, buf: &[u8], closed: bool, full: bool) -> Ju
         }
         ProtoStep::SmtpOk { wait } => smtp_ok(buf, wait, done),
         ProtoStep::LdapBind => ldap(buf, done),
+        ProtoStep::SpopHello => spop_hello(buf, done),
         ProtoStep::SslHello => {
             if buf.len() < 5 && !done {
                 Judged::More
@@ -122,6 +123,70 @@ pub(super) fn judge(step: ProtoStep, buf: &[u8], closed: bool, full: bool) -> Ju
                 fail(CheckStatus::L6Rsp, None, "")
             }
         }
+    }
+}
+
+/// SPOP's error texts, by status code (HAProxy's words).
+fn spop_error(code: u64) -> &'static str {
+    match code {
+        0 => "normal",
+        1 => "I/O error",
+        2 => "a timeout occurred",
+        3 => "frame is too big",
+        4 => "invalid frame received",
+        5 => "version value not found",
+        6 => "max-frame-size value not found",
+        7 => "capabilities value not found",
+        8 => "unsupported version",
+        9 => "max-frame-size too big or too small",
+        10 => "payload fragmentation is not supported",
+        11 => "invalid interlaced frames",
+        12 => "frame-id not found",
+        13 => "resource allocation error",
+        _ => "an unknown error occurred",
+    }
+}
+
+/// The agent's reply to a SPOP health check: an AGENT-HELLO passes
+/// (`L7OK`, code 0); an AGENT-DISCONNECT fails with its status's text, and
+/// anything else as an invalid frame (`L7RSP`), once the frame its length
+/// announces is all there (HAProxy 2.6 waits for it, to its timeout).
+fn spop_hello(buf: &[u8], done: bool) -> Judged {
+    use crate::wire::spop;
+    let invalid = || fail(CheckStatus::L7Rsp, None, spop_error(4));
+    let Some(len) = buf
+        .first_chunk::<4>()
+        .map(|l| u32::from_be_bytes(*l) as usize)
+    else {
+        return if done { invalid() } else { Judged::More };
+    };
+    if buf.len() < 4 + len {
+        return if done { invalid() } else { Judged::More };
+    }
+    let Some(frame) = spop::parse_frame(&buf[4..4 + len]) else {
+        return invalid();
+    };
+    match frame.kind {
+        spop::AGENT_HELLO => pass(Some(0), "", Some("SPOA server is ok".to_string())),
+        spop::AGENT_DISCONNECT => {
+            let mut p = frame.payload;
+            let mut code = 99;
+            while !p.is_empty() {
+                let Some(k) = spop::get_str(&mut p) else {
+                    break;
+                };
+                let Some(v) = spop::get_data(&mut p) else {
+                    break;
+                };
+                if k == b"status-code"
+                    && let spop::Data::Uint(c) = v
+                {
+                    code = c;
+                }
+            }
+            fail(CheckStatus::L7Rsp, None, spop_error(code))
+        }
+        _ => invalid(),
     }
 }
 
