@@ -167,7 +167,7 @@ fn serve(mut s: TcpStream, seen: &Mutex<Vec<String>>) {
             // NOTIFY: its messages, and an ACK.
             3 => {
                 let mut ack = Vec::new();
-                let mut close = false;
+                let (mut close, mut bye) = (false, false);
                 while !b.is_empty() {
                     let name = String::from_utf8_lossy(string(&mut b)).into_owned();
                     let n = b[0];
@@ -193,6 +193,11 @@ fn serve(mut s: TcpStream, seen: &Mutex<Vec<String>>) {
                     if arg("path").contains("/close") {
                         close = true;
                     }
+                    // Answered, then the connection closed, as an agent's
+                    // `timeout idle` would.
+                    if arg("path").contains("/bye") {
+                        bye = true;
+                    }
                     match name.as_str() {
                         "check-client" => {
                             set_var(&mut ack, 2, "ip", &arg("ip"));
@@ -210,7 +215,7 @@ fn serve(mut s: TcpStream, seen: &Mutex<Vec<String>>) {
                 if close {
                     return;
                 }
-                if !send(&mut s, 103, (stream_id, frame_id), &ack) {
+                if !send(&mut s, 103, (stream_id, frame_id), &ack) || bye {
                     return;
                 }
             }
@@ -257,6 +262,8 @@ async fn agents_answer_the_rules_as_under_haproxy() {
         "GET /skip HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n",
         "GET /close HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n",
         "GET /after HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n",
+        "GET /bye HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n",
+        "GET /again HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n",
     ];
     let mut answers = Vec::new();
     let mut messages = Vec::new();
@@ -321,12 +328,12 @@ backend agents
         answers[0]
     );
     assert!(
-        answers[0][5].contains("x-seen: int:200 8"),
+        answers[0][7].contains("x-seen: int:200 8"),
         "{:?}",
-        answers[0][5]
+        answers[0][7]
     );
     let mut differ = haproxy::Differences::default();
-    differ.compare("GET /web", &answers[0][5], &answers[1][5]);
+    differ.compare("GET /web", &answers[0][7], &answers[1][7]);
     for (i, req) in requests.iter().enumerate() {
         differ.compare(
             req.lines().next().unwrap_or_default(),

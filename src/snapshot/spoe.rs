@@ -20,6 +20,10 @@ pub(crate) struct SpoeRt {
     pub(crate) conds: Vec<(AclSet, Option<CompiledCond>)>,
     pub(crate) idle: Mutex<Vec<TcpStream>>,
     pub(crate) next_id: AtomicU64,
+    /// The engine's id in its HELLO frames: a UUID drawn when the engine
+    /// is compiled, as HAProxy draws one per engine (agents tell engines
+    /// apart by it).
+    pub(crate) engine_id: String,
 }
 
 impl SpoeRt {
@@ -42,6 +46,7 @@ impl SpoeRt {
             conds,
             idle: Mutex::new(Vec::new()),
             next_id: AtomicU64::new(1),
+            engine_id: crate::sample::random::uuid4(),
         }
     }
 

@@ -338,7 +338,7 @@ fn reactor_quiet(conn: &TcpStream) -> bool {
 /// True when nothing is waiting to be read and the peer has not closed, as
 /// a real `recv(MSG_PEEK)` says (a system call, which cannot be fooled by
 /// a reactor that has not caught up).
-fn probe_clean(conn: &TcpStream) -> bool {
+pub(crate) fn probe_clean(conn: &TcpStream) -> bool {
     use std::os::fd::AsRawFd;
     let mut probe = [0u8; 1];
     // SAFETY: `probe` is a valid one-byte buffer; the descriptor is open

@@ -74,18 +74,37 @@ impl crate::snapshot::spoe::SpoeRt {
         }
     }
 
-    /// One NOTIFY and its ACK on a connection (kept for the next one when
-    /// the exchange went well).
+    /// One NOTIFY and its ACK on a kept connection, else on a new one. A
+    /// kept connection the agent closed meanwhile (its `timeout idle`) is
+    /// seen closed before the messages go (a peek), so that none is sent
+    /// twice.
     async fn exchange(
         &self,
         payload: &[u8],
         snap: &crate::snapshot::Snapshot,
     ) -> Result<Vec<Action>, Failure> {
-        let pooled = crate::state::lock(&self.idle).pop();
-        let mut conn = match pooled {
+        let kept = loop {
+            let Some(conn) = crate::state::lock(&self.idle).pop() else {
+                break None;
+            };
+            if crate::state::pool::probe_clean(&conn) {
+                break Some(conn);
+            }
+        };
+        let conn = match kept {
             Some(c) => c,
             None => self.connect(snap).await?,
         };
+        self.exchange_on(conn, payload).await
+    }
+
+    /// One NOTIFY and its ACK on `conn` (kept for the next one when the
+    /// exchange went well).
+    async fn exchange_on(
+        &self,
+        mut conn: TcpStream,
+        payload: &[u8],
+    ) -> Result<Vec<Action>, Failure> {
         let id = self.next_id.fetch_add(1, Relaxed);
         let mut frame = BytesMut::new();
         spop::put_frame(&mut frame, spop::NOTIFY, (id, 1), payload);
@@ -144,7 +163,7 @@ impl crate::snapshot::spoe::SpoeRt {
         spop::put_kv(
             &mut hello,
             "engine-id",
-            &Data::Str(self.conf.id.as_bytes().to_vec()),
+            &Data::Str(self.engine_id.as_bytes().to_vec()),
         );
         let mut frame = BytesMut::new();
         spop::put_frame(&mut frame, spop::HAPROXY_HELLO, (0, 0), &hello);
