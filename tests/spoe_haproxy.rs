@@ -215,7 +215,12 @@ fn serve(mut s: TcpStream, seen: &Mutex<Vec<String>>) {
                 if close {
                     return;
                 }
-                if !send(&mut s, 103, (stream_id, frame_id), &ack) || bye {
+                if !send(&mut s, 103, (stream_id, frame_id), &ack) {
+                    return;
+                }
+                if bye {
+                    drop(s);
+                    seen.lock().expect("lock").push("closed".to_string());
                     return;
                 }
             }
@@ -303,6 +308,24 @@ backend agents
         let _s = (tool == "sluice").then(|| Sluice::start(&cfg));
         let mut got = Vec::new();
         for req in requests {
+            if req.starts_with("GET /again") {
+                // Once the agent closed the connection it answered on (its
+                // FIN is then in the proxy's socket, whatever the threads'
+                // timing).
+                let closed = || {
+                    agent
+                        .got
+                        .lock()
+                        .expect("lock")
+                        .iter()
+                        .any(|m| m == "closed")
+                };
+                let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+                while !closed() {
+                    assert!(std::time::Instant::now() < end, "the agent did not close");
+                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                }
+            }
             let a = haproxy::exchange(front.addr(), req.as_bytes(), false).await;
             let text = String::from_utf8_lossy(&a).into_owned();
             got.push(
