@@ -557,10 +557,7 @@ pub(crate) const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
     "lua",
     "early-hint",
     "normalize-uri",
-    "wait-for-handshake",
     "send-spoe-group",
-    "set-timeout",
-    "disable-l7-retry",
     "do-resolve",
     "set-bandwidth-limit",
 ];

@@ -812,6 +812,78 @@ pub(crate) enum TcpAction {
     /// `set-var(...)`, `set-var-fmt(...)`, `unset-var(...)`: the next rule
     /// is evaluated after it.
     Var(VarRule),
+    /// `set-priority-class <expr>`, `set-priority-offset <expr>`.
+    Priority(PriorityRule),
+}
+
+/// `set-priority-class <expr>` or `set-priority-offset <expr>`, of
+/// `http-request` and `tcp-request content`: the stream's place in the
+/// backend queue (`sample::tune`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum PriorityRule {
+    Class(crate::sample::Expr),
+    Offset(crate::sample::Expr),
+}
+
+impl PriorityRule {
+    /// Sets the class or offset to the expression's integer; a sample that
+    /// is not one leaves it as it was, as in HAProxy.
+    pub(crate) fn run(&self, cx: &crate::sample::Ctx<'_>) {
+        let (Self::Class(e) | Self::Offset(e)) = self;
+        let Some(tune) = cx.vars.map(|v| &v.tune) else {
+            return;
+        };
+        let Some(n) = sample_int(e, cx) else {
+            return;
+        };
+        match self {
+            Self::Class(_) => tune.set_class(n),
+            Self::Offset(_) => tune.set_offset(n),
+        }
+    }
+}
+
+/// `expr`'s value as an integer, None when it has none.
+fn sample_int(expr: &crate::sample::Expr, cx: &crate::sample::Ctx<'_>) -> Option<i64> {
+    match expr.eval(cx)?.cast(crate::sample::value::SmpType::Sint)? {
+        crate::sample::value::Sample::Sint(n) => Some(n),
+        _ => None,
+    }
+}
+
+/// `http-request set-timeout server|tunnel <time>|<expr>`: the stream's own
+/// server or tunnel timeout.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SetTimeout {
+    pub(crate) kind: crate::sample::tune::TimeoutKind,
+    pub(crate) value: TimeoutValue,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum TimeoutValue {
+    Fixed(Duration),
+    /// An integer of milliseconds.
+    Expr(crate::sample::Expr),
+}
+
+impl SetTimeout {
+    /// Sets the timeout; an expression that gives no integer changes
+    /// nothing, 0 gives the configuration's timeout back (HAProxy's unset
+    /// tick) and a negative one has expired already (its tick in the
+    /// past).
+    pub(crate) fn run(&self, cx: &crate::sample::Ctx<'_>) {
+        let Some(tune) = cx.vars.map(|v| &v.tune) else {
+            return;
+        };
+        let ms = match &self.value {
+            TimeoutValue::Fixed(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
+            TimeoutValue::Expr(e) => match sample_int(e, cx) {
+                Some(n) => n,
+                None => return,
+            },
+        };
+        tune.set_timeout(self.kind, ms);
+    }
 }
 
 /// One `tcp-request connection|content <action> [if|unless <cond>]` line.
@@ -927,6 +999,18 @@ pub(crate) enum HttpRequestAction {
     SilentDrop,
     /// `http-request cache-use <name>`.
     CacheUse(CacheRef),
+    /// `http-request set-timeout server|tunnel <time>|<expr>`.
+    SetTimeout(SetTimeout),
+    /// `http-request set-priority-class|set-priority-offset <expr>`.
+    Priority(PriorityRule),
+    /// `http-request disable-l7-retry`: no `retry-on` of a response
+    /// status or of a response that failed for this request.
+    DisableL7Retry,
+    /// `http-request wait-for-handshake`: waits for a TLS handshake that
+    /// took early data to finish. sluice's listeners take no early data
+    /// (rustls's `max_early_data_size` is left at 0), so the handshake is
+    /// always over when rules run and the rule goes on at once.
+    WaitForHandshake,
 }
 
 /// `wait-for-body time <time> [at-least <bytes>]`: the message's body is

@@ -303,6 +303,23 @@ pub(crate) struct ReqCtx<'a> {
     pub(crate) cache: Option<&'a crate::http::cache::CacheTxn>,
 }
 
+impl ReqCtx<'_> {
+    /// The request's `timeout server`: a `set-timeout server` rule's, else
+    /// its backend's.
+    pub(crate) fn server_timeout(&self, be: &BackendRt) -> Option<std::time::Duration> {
+        use crate::sample::tune::TimeoutKind;
+        self.vars.tune.or(TimeoutKind::Server, be.timeouts.server)
+    }
+
+    /// The `timeout tunnel` a `set-timeout tunnel` rule gave the request,
+    /// for both sides of its tunnel, None when no rule did.
+    pub(crate) fn tunnel_timeout(&self) -> Option<std::time::Duration> {
+        self.vars
+            .tune
+            .timeout(crate::sample::tune::TimeoutKind::Tunnel)
+    }
+}
+
 /// No server for the request (none usable, queue full or timed out), at
 /// first or on a redispatch: HAProxy's 503 with `SC`, `SQ` or `sQ`.
 pub(super) async fn no_server(
@@ -377,6 +394,7 @@ pub(crate) async fn forward(
     let key = crate::snapshot::lb::LbKey {
         src,
         head: Some(req),
+        prio: ctx.vars.tune.priority(),
     };
     // `force-persist` / `ignore-persist`: the first rule whose condition
     // holds (Some(true): force, Some(false): ignore).

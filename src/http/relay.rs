@@ -174,7 +174,10 @@ impl<'a> Relay<'a> {
         }
         let (fe, be) = (self.fe, self.be);
         let room = crate::http::body::room(resp, be.max_head, body == BodyKind::Chunked);
-        let limit = Some(wait.time).into_iter().chain(be.timeouts.server).min();
+        let limit = Some(wait.time)
+            .into_iter()
+            .chain(self.ctx.server_timeout(be))
+            .min();
         let waited =
             crate::http::body::wait(&mut self.upstream, body, room, wait.at_least, limit).await;
         if waited == crate::http::body::Waited::Ready {
@@ -209,7 +212,7 @@ impl<'a> Relay<'a> {
             self.logged_out += resp.logged_size();
             resp = match self
                 .upstream
-                .read_head(be.max_head, be.timeouts.server)
+                .read_head(be.max_head, self.ctx.server_timeout(be))
                 .await
             {
                 Ok(raw) => match Head::parse_response_lax(raw, be.accept_invalid_resp) {
@@ -314,11 +317,15 @@ impl<'a> Relay<'a> {
         // Both sides idle out after `timeout tunnel` if set, else after
         // their own client/server timeout.
         let idle = (
-            fe.timeouts
-                .tunnel
+            self.ctx
+                .tunnel_timeout()
+                .or(fe.timeouts.tunnel)
                 .or(be.timeouts.tunnel)
                 .or(fe.timeouts.client),
-            be.timeouts.tunnel.or(be.timeouts.server),
+            self.ctx
+                .tunnel_timeout()
+                .or(be.timeouts.tunnel)
+                .or(self.ctx.server_timeout(be)),
         );
         // An HTTP/2 client's tunnel is its stream (an extended CONNECT):
         // the switch is its 200, the bytes its DATA frames.
@@ -672,7 +679,7 @@ impl<'a> Relay<'a> {
                     &mut self.upstream,
                     &mut self.client.stream,
                     body,
-                    be.timeouts.server,
+                    self.ctx.server_timeout(be),
                     fe.timeouts.client,
                     fe.splice,
                     fe.case_client.as_deref(),
@@ -682,7 +689,7 @@ impl<'a> Relay<'a> {
             // An HTTP/2 client: the same response as frames (the HTTP/1
             // form above is what the counters measure).
             Some(h2) if !filtering => {
-                let t = (be.timeouts.server, fe.timeouts.client);
+                let t = (self.ctx.server_timeout(be), fe.timeouts.client);
                 let up = &mut self.upstream;
                 match deliver_h2(h2, &mut head, &resp, body, edits.as_ref(), up, t) {
                     Ok(done) => done,
@@ -782,14 +789,14 @@ impl<'a> Relay<'a> {
                     &mut self.client.stream,
                     body,
                     filters,
-                    be.timeouts.server,
+                    self.ctx.server_timeout(be),
                     fe.timeouts.client,
                     fe.case_client.as_deref(),
                 )
                 .await?
             }
             Some(h2) => {
-                let t = (be.timeouts.server, fe.timeouts.client);
+                let t = (self.ctx.server_timeout(be), fe.timeouts.client);
                 let out_kind = if comp.is_some() {
                     BodyKind::Chunked
                 } else {

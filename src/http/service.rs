@@ -632,6 +632,11 @@ pub(crate) async fn handle_request(
             return refused(rt, fe, conn, &mut rec, e.request_status(), tracking).await;
         }
     };
+    // The transaction's variables: dropped with the request. Made before
+    // the content rules, whose `set-priority-*` actions set its stream's
+    // priority.
+    let slots = [fe.captures.request.len(), fe.captures.response.len()];
+    let vars = crate::sample::vars::Vars::with_slots(sess, slots);
     // `tcp-request content` rules of an HTTP frontend run for each
     // request, before it is counted (HAProxy runs them before its HTTP
     // analysis), on the client's address and the head.
@@ -644,7 +649,8 @@ pub(crate) async fn handle_request(
             client: Some(client),
             stick: Some(&stick),
         };
-        let verdict = crate::tcp::rules::run(&fe.tcp_content, &fe.acls, &view, None, Level::Stream);
+        let verdict =
+            crate::tcp::rules::run(&fe.tcp_content, &fe.acls, &view, Some(&vars), Level::Stream);
         if verdict != crate::tcp::rules::Verdict::Accept {
             return content_refused(rt, fe, conn, &mut rec, verdict, tracking);
         }
@@ -703,9 +709,6 @@ pub(crate) async fn handle_request(
     }
     // From here to the answer the request is a stream `show sess` lists.
     stream.begin();
-    // The transaction's variables: dropped with the request.
-    let slots = [fe.captures.request.len(), fe.captures.response.len()];
-    let vars = crate::sample::vars::Vars::with_slots(sess, slots);
     let req = Req {
         vars: &vars,
         stick: &stick,
@@ -1947,6 +1950,11 @@ impl RuleRun<'_> {
                         );
                     }
                 }
+                HttpRequestAction::SetTimeout(t) => t.run(&rules::sample_ctx(&cx)),
+                HttpRequestAction::Priority(p) => p.run(&rules::sample_ctx(&cx)),
+                HttpRequestAction::DisableL7Retry => self.vars.tune.disable_l7_retry(),
+                // No early data is taken (see the action's doc).
+                HttpRequestAction::WaitForHandshake => {}
                 HttpRequestAction::PrometheusExporter => {
                     self.rec.tally.intercepted = rows(be);
                     self.rec.term(Cause::Local, Phase::Request);

@@ -1781,7 +1781,112 @@ pub(crate) const HTTP_REQUEST: &[ActionKw<HttpRequestAction>] = &[
     kwd("wait-for-body", |_, _, a| {
         wait_for_body_args(a, "http-request").map(HttpRequestAction::WaitForBody)
     }),
+    // The stream's own handling (issue 22): `sample::tune`.
+    kwd("set-timeout", |s, _, a| {
+        s.set_timeout_args(a).map(HttpRequestAction::SetTimeout)
+    }),
+    kwd("set-priority-class", |s, _, a| {
+        priority_args(a, s.http_stage(false), "http-request", "set-priority-class")
+            .map(HttpRequestAction::Priority)
+    }),
+    kwd("set-priority-offset", |s, _, a| {
+        priority_args(
+            a,
+            s.http_stage(false),
+            "http-request",
+            "set-priority-offset",
+        )
+        .map(HttpRequestAction::Priority)
+    }),
+    kwd("disable-l7-retry", |_, _, a| {
+        no_more_args(a, "http-request", "disable-l7-retry")
+            .map(|()| HttpRequestAction::DisableL7Retry)
+    }),
+    kwd("wait-for-handshake", |_, _, a| {
+        no_more_args(a, "http-request", "wait-for-handshake")
+            .map(|()| HttpRequestAction::WaitForHandshake)
+    }),
 ];
+
+/// `set-priority-class <expr>` or `set-priority-offset <expr>` (`action`),
+/// of `rule` (`http-request`, `tcp-request content`).
+pub(super) fn priority_args(
+    args: &[String],
+    stage: Stage,
+    rule: &str,
+    action: &str,
+) -> Result<crate::config::model::PriorityRule, String> {
+    use crate::config::model::PriorityRule;
+    let text = args.first().map_or("", String::as_str);
+    let expr = action_expr(text, stage, text)?;
+    no_more_args(args.get(1..).unwrap_or(&[]), rule, action)?;
+    Ok(match action {
+        "set-priority-class" => PriorityRule::Class(expr),
+        _ => PriorityRule::Offset(expr),
+    })
+}
+
+impl State<'_> {
+    /// `set-timeout server|tunnel <time>|<expr>`: a time if the value
+    /// reads as one, else a sample expression; HAProxy's messages.
+    fn set_timeout_args(
+        &mut self,
+        args: &[String],
+    ) -> Result<crate::config::model::SetTimeout, String> {
+        use crate::config::model::{SetTimeout, TimeoutValue};
+        use crate::config::units::{TimeError, parse_time};
+        use crate::sample::tune::TimeoutKind;
+        if self.proxy_kind() == Some(ProxyKind::Frontend) {
+            return Err(format!(
+                "proxy '{}' has no backend capability",
+                self.px().name
+            ));
+        }
+        if args.len() < 2 {
+            return Err("expects exactly 2 arguments".to_string());
+        }
+        let kind = match args[0].as_str() {
+            "server" => TimeoutKind::Server,
+            "tunnel" => TimeoutKind::Tunnel,
+            other => {
+                return Err(format!(
+                    "'set-timeout' rule supports 'server'/'tunnel' (got '{other}')"
+                ));
+            }
+        };
+        let value = match parse_time(&args[1]) {
+            Ok(d) if d.is_zero() => {
+                return Err(format!(
+                    "null value is not valid for a 'set-timeout {}' rule",
+                    args[0]
+                ));
+            }
+            Ok(d) => TimeoutValue::Fixed(d),
+            Err(TimeError::Overflow) => {
+                return Err(format!(
+                    "timer overflow in argument '{}' to rule 'set-timeout {}' (maximum value is 2147483647 ms or ~24.8 days)",
+                    args[1], args[0]
+                ));
+            }
+            Err(e) => match action_expr(&args[1], self.http_stage(false), &args[1]) {
+                Ok(expr) => TimeoutValue::Expr(expr),
+                // HAProxy reports the value as a time that failed.
+                Err(_) => {
+                    let c = match e {
+                        TimeError::BadChar(c) => c,
+                        _ => args[1].chars().next().unwrap_or(' '),
+                    };
+                    return Err(format!(
+                        "unexpected character '{c}' in rule 'set-timeout {}'",
+                        args[0]
+                    ));
+                }
+            },
+        };
+        no_more_args(&args[2..], "http-request", "set-timeout")?;
+        Ok(SetTimeout { kind, value })
+    }
+}
 
 /// The `http-after-response` actions sluice has.
 pub(crate) const HTTP_AFTER_RESPONSE: &[ActionKw<HttpResponseAction>] = &[

@@ -1,0 +1,301 @@
+//! HTTP keywords of HAProxy 2.6 against the real HAProxy: the same
+//! configuration runs under haproxy and sluice, and the `-c` messages, the
+//! answers, the log lines and what the server receives must be equal.
+//! Covered: `set-timeout`, `set-priority-class`, `set-priority-offset` (of
+//! `http-request` and `tcp-request content`) with the `prio_class`,
+//! `prio_offset`, `cur_server_timeout` and `cur_tunnel_timeout` fetches
+//! and the order of the backend queue, `disable-l7-retry` and
+//! `wait-for-handshake`.
+//!
+//! Skipped (with a note) when `/usr/sbin/haproxy` is not installed, except
+//! under CI, where that is a failure.
+
+mod support;
+
+use std::time::Duration;
+
+use support::haproxy::HTTP_LOG_GLOBAL as GLOBAL;
+use support::haproxy::{self, Differences, Pair};
+use tokio::io::AsyncWriteExt;
+
+/// A log line without dates, ports or timers (what must differ is left
+/// out of the format rather than masked): the status, the termination
+/// state, the retries and the request line.
+const LOG: &str = "log-format \"%ci %f %b/%s %ST %ts %rc %{+Q}r\"";
+
+/// A GET of `target` with `headers` (each ending in CRLF), closing the
+/// connection after the answer.
+fn get(target: &str, headers: &str) -> String {
+    format!("GET {target} HTTP/1.1\r\nhost: h\r\n{headers}connection: close\r\n\r\n")
+}
+
+/// The `defaults` of the `-c` cases.
+const CHECK_DEFAULTS: &str = "defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+";
+
+/// A `listen` section's text around `body`, for `-c`.
+fn listen(body: &str) -> String {
+    format!("{CHECK_DEFAULTS}listen li\n    bind 127.0.0.1:0\n{body}\n    server s 127.0.0.1:1\n")
+}
+
+#[test]
+fn config_checks_are_haproxys() {
+    if !haproxy::available() {
+        return;
+    }
+    let lines = [
+        "http-request set-timeout server 5s",
+        "http-request set-timeout tunnel 1m if { path /x }",
+        "http-request set-timeout server req.hdr(x-t)",
+        "http-request set-timeout client 5s",
+        "http-request set-timeout server",
+        "http-request set-timeout tunnel req.hdr(x),foo",
+        "http-request set-timeout server -5",
+        "http-request set-timeout server 0",
+        "http-request set-timeout tunnel 5s foo",
+        "http-request set-priority-class req.hdr(x)",
+        "http-request set-priority-offset int(-10) if TRUE",
+        "http-request set-priority-class",
+        "http-request set-priority-offset int(3) foo",
+        "http-request disable-l7-retry",
+        "http-request disable-l7-retry foo",
+        "http-request wait-for-handshake",
+        "http-request wait-for-handshake x",
+        "tcp-request content set-priority-class int(1)",
+        "tcp-request content set-priority-offset req.len if { req.len gt 0 }",
+        "tcp-request content set-priority-class",
+        "tcp-request content set-priority-class int(1) x",
+        "tcp-request connection set-priority-class int(1)",
+    ];
+    let mut cases: Vec<(String, String)> = lines
+        .iter()
+        .map(|l| (l.to_string(), listen(&format!("    {l}"))))
+        .collect();
+    // `set-timeout` needs a backend.
+    cases.push((
+        "frontend set-timeout".to_string(),
+        format!(
+            "{CHECK_DEFAULTS}frontend fe\n    bind 127.0.0.1:0\n    http-request set-timeout server 1s\n"
+        ),
+    ));
+    haproxy::assert_check_agrees("kwcheck", cases, haproxy::first_alert_masked);
+}
+
+/// What the fetches say after the rules, in the request the server gets
+/// (before a server is chosen) and in the response (after).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_settings_are_haproxys() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = format!(
+        "{GLOBAL}
+listen li
+    bind {{fe0}}
+    {LOG}
+    timeout tunnel 30s
+    http-request set-timeout server 7s if {{ req.hdr(x-case) st }}
+    http-request set-timeout server req.hdr(x-v) if {{ req.hdr(x-case) st-expr }}
+    http-request set-timeout tunnel req.hdr(x-v) if {{ req.hdr(x-case) tt }}
+    http-request set-priority-class req.hdr(x-v) if {{ req.hdr(x-case) pc }}
+    http-request set-priority-offset req.hdr(x-v) if {{ req.hdr(x-case) po }}
+    http-request disable-l7-retry if {{ req.hdr(x-case) nr }}
+    http-request wait-for-handshake if {{ req.hdr(x-case) wfh }}
+    http-request set-header x-seen \"%[cur_server_timeout]/%[cur_tunnel_timeout]/%[prio_class]/%[prio_offset]\"
+    http-response set-header x-after \"%[cur_server_timeout]/%[cur_tunnel_timeout]/%[prio_class]/%[prio_offset]\"
+    server s {{srv}}
+"
+    );
+    let pair = Pair::start("kwfetch", &cfg, 1).await;
+    let cases: &[(&str, &str)] = &[
+        ("none", ""),
+        ("st", ""),
+        ("st-expr", "1500"),
+        ("st-expr", "abc"),
+        ("st-expr", "0"),
+        ("tt", "2500"),
+        ("pc", "12"),
+        ("pc", "-9999"),
+        ("pc", "x"),
+        ("po", "-300"),
+        ("po", "9000000"),
+        ("nr", ""),
+        ("wfh", ""),
+    ];
+    let mut diff = Differences::default();
+    for (case, v) in cases {
+        let req = get("/p", &format!("x-case: {case}\r\nx-v: {v}\r\n"));
+        let [h, s] = pair.both(0, &req).await;
+        diff.compare(format!("{case} {v}"), &h, &s);
+    }
+    diff.assert_none();
+}
+
+/// A `set-timeout server` rule's timeout is the one a silent server gets:
+/// both answer 504 long before the configured `timeout server` (5 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_timeout_server_cuts_a_silent_server() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = format!(
+        "{GLOBAL}
+frontend fe
+    bind {{fe0}}
+    {LOG}
+    default_backend be
+backend be
+    timeout server 1h
+    http-request set-timeout server 100ms
+    server s {{srv}}
+"
+    );
+    let pair = Pair::start("kwtimeout", &cfg, 1).await;
+    for s in &pair.servers {
+        s.set_silent(true);
+    }
+    let [h, s] = pair.both(0, &get("/slow", "")).await;
+    assert!(h.0.starts_with("HTTP/1.1 504"), "haproxy: {}", h.0);
+    assert_eq!(h.0, s.0);
+    assert_eq!(h.1, s.1);
+}
+
+/// `disable-l7-retry`: a 503 `retry-on` would retry is the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disable_l7_retry_is_haproxys() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = format!(
+        "{GLOBAL}
+listen li
+    bind {{fe0}}
+    {LOG}
+    retries 2
+    retry-on 503
+    http-request disable-l7-retry if {{ req.hdr(x-case) nr }}
+    server s {{srv}}
+"
+    );
+    let pair = Pair::start("kwl7", &cfg, 1).await;
+    let unavailable: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\n\r\n";
+    let mut diff = Differences::default();
+    for case in ["retry", "nr"] {
+        for s in &pair.servers {
+            s.script(&[unavailable]);
+        }
+        let [h, s] = pair
+            .both(0, &get("/", &format!("x-case: {case}\r\n")))
+            .await;
+        diff.compare(case, &h, &s);
+    }
+    diff.assert_none();
+}
+
+/// The backend queue's order: lower classes first, then the earlier
+/// arrival moved by its offset; compared on the order the server gets the
+/// queued requests in, for `http-request` and `tcp-request content` rules.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_order_is_haproxys() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = format!(
+        "{GLOBAL}
+frontend fe
+    bind {{fe0}}
+    tcp-request content set-priority-class int(3)
+    default_backend be
+frontend watch
+    bind {{fe1}}
+    http-request return status 200 content-type text/plain lf-string \"%[queue(be)]\"
+backend be
+    timeout queue 30s
+    http-request set-priority-class req.hdr(x-class) if {{ req.hdr(x-class) -m found }}
+    http-request set-priority-offset req.hdr(x-offset) if {{ req.hdr(x-offset) -m found }}
+    server s {{srv}} maxconn 1
+"
+    );
+    let pair = Pair::start("kwqueue", &cfg, 2).await;
+    let queued: &[(&str, &str)] = &[
+        ("a", "x-class: 5\r\n"),
+        ("b", "x-class: 1\r\n"),
+        ("c", "x-class: 1\r\nx-offset: -1000\r\n"),
+        // The content rule's class.
+        ("d", ""),
+        ("e", "x-class: 0\r\n"),
+        ("f", "x-class: 0\r\nx-offset: 1000\r\n"),
+        ("g", "x-class: -1\r\nx-offset: 5000\r\n"),
+    ];
+    let mut orders = Vec::new();
+    for i in 0..2 {
+        let front = pair.fronts[i][0].addr();
+        let watch = pair.fronts[i][1].addr();
+        // The first request holds the server's one slot while its body is
+        // incomplete.
+        let mut hold = tokio::net::TcpStream::connect(front).await.unwrap();
+        hold.write_all(
+            b"POST /hold HTTP/1.1\r\nhost: h\r\ncontent-length: 4\r\nconnection: close\r\n\r\nab",
+        )
+        .await
+        .unwrap();
+        wait_until(|| pair.servers[i].accepted() == 1).await;
+        let mut waiting = Vec::new();
+        for (n, (name, headers)) in queued.iter().enumerate() {
+            let req = get(&format!("/{name}"), headers);
+            waiting.push(tokio::spawn(haproxy::exchange(
+                front,
+                req.into_bytes().leak(),
+                false,
+            )));
+            wait_queue(watch, n + 1).await;
+        }
+        hold.write_all(b"cd").await.unwrap();
+        for w in waiting {
+            w.await.unwrap();
+        }
+        let order: Vec<String> = pair.servers[i]
+            .take_requests()
+            .iter()
+            .map(|r| {
+                let line = String::from_utf8_lossy(r);
+                line.split(' ').nth(1).unwrap_or("").to_string()
+            })
+            .collect();
+        orders.push(order);
+    }
+    assert_eq!(
+        orders[0][0], "/hold",
+        "haproxy's first request is the one holding the slot"
+    );
+    assert_eq!(orders[0], orders[1], "haproxy's order, then sluice's");
+}
+
+/// Waits (at most 10 s) for `ready`.
+async fn wait_until(ready: impl Fn() -> bool) {
+    for _ in 0..1000 {
+        if ready() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("not ready after 10 s");
+}
+
+/// Waits until the backend's queue, as the `watch` frontend reports it,
+/// holds `n` requests.
+async fn wait_queue(watch: std::net::SocketAddr, n: usize) {
+    for _ in 0..1000 {
+        let got = haproxy::exchange(watch, get("/", "").as_bytes(), false).await;
+        let text = String::from_utf8_lossy(&got);
+        if text.ends_with(&format!("\r\n\r\n{n}")) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the queue never held {n} requests");
+}
