@@ -65,6 +65,15 @@ fn config_checks_are_haproxys() {
         "http-request disable-l7-retry foo",
         "http-request wait-for-handshake",
         "http-request wait-for-handshake x",
+        "http-request do-resolve(txn.ip,default) hdr(host)",
+        "http-request do-resolve(txn.ip,default,ipv4) hdr(host),lower",
+        "http-request do-resolve(txn.ip,default,ipv5) hdr(host)",
+        "http-request do-resolve(txn.ip,nope) hdr(host)",
+        "http-request do-resolve(txn.ip) hdr(host)",
+        "http-request do-resolve(txn.ip,default)",
+        "http-request do-resolve(txn.ip,default) hdr(host) foo",
+        "http-request do-resolve txn.ip",
+        "http-request do-resolve(txn.ip,default hdr(host)",
         "tcp-request content set-priority-class int(1)",
         "tcp-request content set-priority-offset req.len if { req.len gt 0 }",
         "tcp-request content set-priority-class",
@@ -298,4 +307,56 @@ async fn wait_queue(watch: std::net::SocketAddr, n: usize) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     panic!("the queue never held {n} requests");
+}
+
+/// `do-resolve` against a real DNS server (dnsmasq): the address each
+/// rule stores, as the server receives it in a header, for names with
+/// A records, AAAA records, both, or none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn do_resolve_is_haproxys() {
+    if !haproxy::available() || !support::dnsmasq::available() {
+        return;
+    }
+    let dns = support::dnsmasq::Dnsmasq::start(
+        "10.1.2.3 a.example.test\n10.1.2.4 both.example.test\nfd00::4 both.example.test\nfd00::5 v6.example.test\n",
+        &[],
+    );
+    let cfg = format!(
+        "{GLOBAL}
+resolvers dns
+    nameserver n1 {}
+listen li
+    bind {{fe0}}
+    {LOG}
+    http-request do-resolve(txn.ip,dns) req.hdr(x-name) if {{ req.hdr(x-fam) 6 }}
+    http-request do-resolve(txn.ip,dns,ipv4) req.hdr(x-name),lower if {{ req.hdr(x-fam) 4 }}
+    http-request set-header x-ip %[var(txn.ip)]
+    server s {{srv}}
+",
+        dns.addr
+    );
+    let pair = Pair::start("kwresolve", &cfg, 1).await;
+    let mut diff = Differences::default();
+    for name in [
+        "a.example.test",
+        "both.example.test",
+        "v6.example.test",
+        "nx.example.test",
+        "",
+        "A.Example.Test",
+    ] {
+        for fam in ["6", "4"] {
+            let req = get("/", &format!("x-name: {name}\r\nx-fam: {fam}\r\n"));
+            let [h, s] = pair.both(0, &req).await;
+            if (name, fam) == ("both.example.test", "6") {
+                assert!(
+                    h.2.contains("x-ip: fd00::4\r\n"),
+                    "haproxy resolves: {}",
+                    h.2
+                );
+            }
+            diff.compare(format!("{name} ipv{fam}"), &h, &s);
+        }
+    }
+    diff.assert_none();
 }

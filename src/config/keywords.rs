@@ -558,7 +558,6 @@ pub(crate) const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
     "early-hint",
     "normalize-uri",
     "send-spoe-group",
-    "do-resolve",
     "set-bandwidth-limit",
 ];
 

@@ -843,6 +843,18 @@ impl PriorityRule {
     }
 }
 
+/// `do-resolve(<var>,<resolvers>[,ipv4|ipv6]) <expr>`: the name `expr`
+/// gives is resolved with the nameservers of section `resolvers`, and
+/// the address found stored in `var` (left alone on any failure).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct DoResolve {
+    pub(crate) var: crate::sample::vars::VarName,
+    pub(crate) resolvers: String,
+    /// `ipv4`: A records first; IPv6 is preferred by default.
+    pub(crate) ipv4: bool,
+    pub(crate) expr: crate::sample::Expr,
+}
+
 /// `expr`'s value as an integer, None when it has none.
 fn sample_int(expr: &crate::sample::Expr, cx: &crate::sample::Ctx<'_>) -> Option<i64> {
     match expr.eval(cx)?.cast(crate::sample::value::SmpType::Sint)? {
@@ -1006,6 +1018,8 @@ pub(crate) enum HttpRequestAction {
     /// `http-request disable-l7-retry`: no `retry-on` of a response
     /// status or of a response that failed for this request.
     DisableL7Retry,
+    /// `http-request do-resolve(<var>,<resolvers>[,ipv4|ipv6]) <expr>`.
+    DoResolve(DoResolve),
     /// `http-request wait-for-handshake`: waits for a TLS handshake that
     /// took early data to finish. sluice's listeners take no early data
     /// (rustls's `max_early_data_size` is left at 0), so the handshake is

@@ -1953,6 +1953,30 @@ impl RuleRun<'_> {
                 HttpRequestAction::SetTimeout(t) => t.run(&rules::sample_ctx(&cx)),
                 HttpRequestAction::Priority(p) => p.run(&rules::sample_ctx(&cx)),
                 HttpRequestAction::DisableL7Retry => self.vars.tune.disable_l7_retry(),
+                HttpRequestAction::DoResolve(r) => {
+                    let section = self
+                        .proxies
+                        .global
+                        .resolvers
+                        .iter()
+                        .find(|s| s.name == r.resolvers);
+                    let name = r
+                        .expr
+                        .eval(&rules::sample_ctx(&cx))
+                        .and_then(|v| v.cast(crate::sample::value::SmpType::Str));
+                    if let (Some(section), Some(crate::sample::value::Sample::Str(name))) =
+                        (section, name)
+                        && let Ok(name) = std::str::from_utf8(&name)
+                        && let Some(ip) =
+                            crate::upstream::dns::resolve_addr(section, name, r.ipv4).await
+                    {
+                        let v = match ip {
+                            std::net::IpAddr::V4(a) => crate::sample::value::Sample::Ipv4(a),
+                            std::net::IpAddr::V6(a) => crate::sample::value::Sample::Ipv6(a),
+                        };
+                        self.vars.set(&r.var, &v, Default::default());
+                    }
+                }
                 // No early data is taken (see the action's doc).
                 HttpRequestAction::WaitForHandshake => {}
                 HttpRequestAction::PrometheusExporter => {

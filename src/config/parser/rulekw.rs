@@ -1484,6 +1484,8 @@ fn var_key(action: &str) -> &str {
         .any(|p| action.starts_with(p))
     {
         "set-var"
+    } else if action.starts_with("do-resolve") {
+        "do-resolve"
     } else if let Some(&row) = MAP_ACTIONS
         .iter()
         .find(|r| action.strip_prefix(**r).is_some_and(|t| t.starts_with('(')))
@@ -1504,7 +1506,11 @@ const TABLE_ACTIONS: [&str; 3] = ["track-sc", "sc-inc-gpc", "sc-set-gpt"];
 /// ACL actions get their own word too (it names the variable or file).
 fn action_args(action: &str) -> usize {
     let row = var_key(action);
-    if row == "set-var" || MAP_ACTIONS.contains(&row) || TABLE_ACTIONS.contains(&row) {
+    if row == "set-var"
+        || row == "do-resolve"
+        || MAP_ACTIONS.contains(&row)
+        || TABLE_ACTIONS.contains(&row)
+    {
         1
     } else {
         2
@@ -1802,11 +1808,59 @@ pub(crate) const HTTP_REQUEST: &[ActionKw<HttpRequestAction>] = &[
         no_more_args(a, "http-request", "disable-l7-retry")
             .map(|()| HttpRequestAction::DisableL7Retry)
     }),
+    kwd("do-resolve", |s, _, a| {
+        do_resolve_args(a, s.http_stage(false), "http-request").map(HttpRequestAction::DoResolve)
+    }),
     kwd("wait-for-handshake", |_, _, a| {
         no_more_args(a, "http-request", "wait-for-handshake")
             .map(|()| HttpRequestAction::WaitForHandshake)
     }),
 ];
+
+/// `do-resolve(<var>,<resolvers>[,ipv4|ipv6]) <expr>` of `rule`: `args[0]`
+/// is the action word. The section is looked for once the configuration
+/// is read (`config::load`).
+pub(super) fn do_resolve_args(
+    args: &[String],
+    stage: Stage,
+    rule: &str,
+) -> Result<crate::config::model::DoResolve, String> {
+    let word = args[0].as_str();
+    let usage = |what: &str| {
+        format!(
+            "Can't parse '{what}'. Expects 'do-resolve(<varname>,<resolvers>[,<options>]) <expr>'. Available options are 'ipv4' and 'ipv6'"
+        )
+    };
+    let inner = word
+        .strip_prefix("do-resolve(")
+        .and_then(|r| r.strip_suffix(')'))
+        .ok_or_else(|| usage(word))?;
+    let mut parts = inner.split(',');
+    let (var, resolvers) = match (parts.next(), parts.next()) {
+        (Some(v), Some(r)) if !v.is_empty() && !r.is_empty() => (v, r),
+        _ => return Err(usage(word)),
+    };
+    let ipv4 = match parts.next() {
+        None | Some("ipv6") => false,
+        Some("ipv4") => true,
+        Some(_) => return Err(usage(word)),
+    };
+    if parts.next().is_some() {
+        return Err(usage(word));
+    }
+    let Some(text) = args.get(1) else {
+        return Err(usage(""));
+    };
+    let var = crate::sample::vars::VarName::parse(var)?;
+    let expr = action_expr(text, stage, text)?;
+    no_more_args(&args[2..], rule, word)?;
+    Ok(crate::config::model::DoResolve {
+        var,
+        resolvers: resolvers.to_string(),
+        ipv4,
+        expr,
+    })
+}
 
 /// `set-priority-class <expr>` or `set-priority-offset <expr>` (`action`),
 /// of `rule` (`http-request`, `tcp-request content`).
