@@ -128,7 +128,7 @@ impl Line<'_> {
         if let Some(origin) = &self.rec.h2_origin {
             s.push_str(origin);
         }
-        s.push_str(&String::from_utf8_lossy(h.target()));
+        escape_uri(h.target(), &mut s);
         s.push(' ');
         s.push_str(&self.version(h));
         Some(s)
@@ -144,8 +144,25 @@ impl Line<'_> {
     }
 
     fn target(&self) -> Option<String> {
-        self.head
-            .map(|h| String::from_utf8_lossy(h.target()).into_owned())
+        self.head.map(|h| {
+            let mut s = String::with_capacity(h.target().len());
+            escape_uri(h.target(), &mut s);
+            s
+        })
+    }
+}
+
+/// A request target as HAProxy logs it: `"`, `#`, control bytes and bytes
+/// above 126 as `#XX` (its URL encoding map; a target holds those only
+/// where `option accept-invalid-http-request` let them in).
+fn escape_uri(target: &[u8], out: &mut String) {
+    use std::fmt::Write as _;
+    for &b in target {
+        if !(0x20..0x7f).contains(&b) || matches!(b, b'"' | b'#') {
+            let _ = write!(out, "#{b:02X}");
+        } else {
+            out.push(b as char);
+        }
     }
 }
 
