@@ -74,6 +74,7 @@ fn config_checks_are_haproxys() {
         "http-request do-resolve(txn.ip,default) hdr(host) foo",
         "http-request do-resolve txn.ip",
         "http-request do-resolve(txn.ip,default hdr(host)",
+        "http-request normalize-uri path-strip-dot",
         "tcp-request content set-priority-class int(1)",
         "tcp-request content set-priority-offset req.len if { req.len gt 0 }",
         "tcp-request content set-priority-class",
@@ -356,6 +357,147 @@ listen li
                 );
             }
             diff.compare(format!("{name} ipv{fam}"), &h, &s);
+        }
+    }
+    diff.assert_none();
+}
+
+/// `normalize-uri`: the request line the server gets, for each normalizer
+/// on a table of tricky targets (absolute forms, dot segments, percent
+/// sequences, queries), and the 400 of a `strict` one. Each normalizer
+/// has a frontend of its own, its rule unconditional; a last one has
+/// conditional rules, which HAProxy 2.6 reads as `path-merge-slashes`
+/// for three normalizers without their option.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn normalize_uri_is_haproxys() {
+    if !haproxy::available() {
+        return;
+    }
+    let normalizers = [
+        "fragment-encode",
+        "fragment-strip",
+        "path-merge-slashes",
+        "path-strip-dot",
+        "path-strip-dotdot",
+        "path-strip-dotdot full",
+        "percent-decode-unreserved",
+        "percent-decode-unreserved strict",
+        "percent-to-uppercase",
+        "percent-to-uppercase strict",
+        "query-sort-by-name",
+    ];
+    let mut sections = String::new();
+    for (i, n) in normalizers.iter().enumerate() {
+        sections.push_str(&format!(
+            "listen li{i}\n    bind {{fe{i}}}\n    {LOG}\n    http-request normalize-uri {n}\n    server s {{srv}}\n"
+        ));
+    }
+    let conditional = normalizers.len();
+    sections.push_str(&format!(
+        "listen cond\n    bind {{fe{conditional}}}\n    {LOG}\n"
+    ));
+    for n in [
+        "path-strip-dotdot",
+        "percent-decode-unreserved",
+        "percent-to-uppercase",
+    ] {
+        sections.push_str(&format!(
+            "    http-request normalize-uri {n} if {{ req.hdr(x-case) {n} }}\n"
+        ));
+    }
+    sections.push_str("    server s {srv}\n");
+    // A `#` is refused before the rules unless the frontend accepts
+    // invalid requests.
+    let relaxed = conditional + 1;
+    for (j, n) in ["fragment-strip", "fragment-encode"].iter().enumerate() {
+        sections.push_str(&format!(
+            "listen relaxed{j}\n    bind {{fe{}}}\n    {LOG}\n    option accept-invalid-http-request\n    http-request normalize-uri {n}\n    server s {{srv}}\n",
+            relaxed + j
+        ));
+    }
+    let global = GLOBAL.replacen(
+        "global\n",
+        "global\n    expose-experimental-directives\n",
+        1,
+    );
+    let cfg = format!("{global}{sections}");
+    let pair = Pair::start("kwnormalize", &cfg, normalizers.len() + 3).await;
+    let targets = [
+        "/",
+        "/a/b",
+        "/.",
+        "/..",
+        "/./",
+        "/../",
+        "/a/.",
+        "/a/..",
+        "/a/b/..",
+        "/a/./b/../c/",
+        "/a/b/../../../c",
+        "/../../a",
+        "/a//b///c",
+        "//",
+        "/a/.b/..c/...",
+        "/foo/../bar/",
+        "/foo/bar/../",
+        "/bar/../../",
+        "/foo//../",
+        "/a/b/c/../../d",
+        "/a/%2e/b/%2E%2E/",
+        "/%61%62%2d%2E%5f%7E%2F%3f",
+        "/%%36%36",
+        "/%ZZ",
+        "/%6",
+        "/a%6fb?q=%6f%zz",
+        "/a?c=3&a=1&b=2",
+        "/a?aaa=3&a=1&aa=2",
+        "/a?a=3&b=4&a=1&b=5&a=2",
+        "/a?b&a=&&c",
+        "/a?",
+        "/a/../b?x=/../y",
+        "http://h.example//a/./b/../c?z=1&a=2",
+        "http://h.example",
+        "http://h.example?b=1&a=2",
+        "*",
+    ];
+    let request = |t: &str, case: &str| {
+        let method = if t == "*" { "OPTIONS" } else { "GET" };
+        format!("{method} {t} HTTP/1.1\r\nhost: h\r\nx-case: {case}\r\nconnection: close\r\n\r\n")
+    };
+    let mut diff = Differences::default();
+    for (i, n) in normalizers.iter().enumerate() {
+        for t in targets {
+            let [h, s] = pair.both(i, &request(t, "")).await;
+            if (*n, t) == ("path-strip-dotdot", "/foo/../bar/") {
+                assert!(h.2.starts_with("GET /bar/ "), "haproxy normalizes: {}", h.2);
+            }
+            if (*n, t) == ("percent-decode-unreserved strict", "/%ZZ") {
+                assert!(h.0.starts_with("HTTP/1.1 400"), "haproxy refuses: {}", h.0);
+            }
+            diff.compare(format!("{n} {t}"), &h, &s);
+        }
+    }
+    let fragments = ["/a#frag", "/a?x=1#frag?y", "/a/./b#c/../d", "/#"];
+    for (i, n) in normalizers.iter().enumerate().take(2) {
+        for t in fragments {
+            let [h, s] = pair.both(i, &request(t, "")).await;
+            diff.compare(format!("{n} {t}"), &h, &s);
+        }
+    }
+    for (j, n) in ["fragment-strip", "fragment-encode"].iter().enumerate() {
+        for t in fragments {
+            let [h, s] = pair.both(relaxed + j, &request(t, "")).await;
+            diff.compare(format!("{n} (accept-invalid) {t}"), &h, &s);
+        }
+    }
+    for n in [
+        "path-strip-dotdot",
+        "percent-decode-unreserved",
+        "percent-to-uppercase",
+    ] {
+        for t in ["/a//b/../c", "/%61//%6f"] {
+            let [h, s] = pair.both(conditional, &request(t, n)).await;
+            diff.compare(format!("{n} if ... {t}"), &h, &s);
         }
     }
     diff.assert_none();

@@ -162,10 +162,6 @@ pub(crate) const GLOBAL_IGNORED: &[(&str, &str)] = &[
         "it keys HAProxy's QUIC retry tokens, and sluice does not speak QUIC",
     ),
     (
-        "expose-experimental-directives",
-        "sluice has no experimental directives for it to unlock",
-    ),
-    (
         "httpclient.resolvers.id",
         "sluice has no internal HTTP client (HAProxy's serves Lua and its CLI)",
     ),
@@ -556,7 +552,6 @@ pub const HTTP_RESPONSE_SUPPORTED: &[&str] =
 pub(crate) const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
     "lua",
     "early-hint",
-    "normalize-uri",
     "send-spoe-group",
     "set-bandwidth-limit",
 ];

@@ -56,6 +56,9 @@ pub(crate) struct Global {
     /// `strict-limits`: a file descriptor limit that cannot be had makes
     /// the start fail.
     pub(crate) strict_limits: bool,
+    /// `expose-experimental-directives`: HAProxy's experimental keywords
+    /// (`http-request normalize-uri`) are accepted after it.
+    pub(crate) expose_experimental: bool,
     /// `unix-bind [prefix <p>] [mode <m>] [user|uid ...] [group|gid ...]`:
     /// what the UNIX `bind` lines after it take when they say nothing.
     pub(crate) unix_bind: UnixBindDefaults,
@@ -843,6 +846,19 @@ impl PriorityRule {
     }
 }
 
+/// The normalizers of `http-request normalize-uri` (`http::normalize`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum UriNormalizer {
+    FragmentEncode,
+    FragmentStrip,
+    PathMergeSlashes,
+    PathStripDot,
+    PathStripDotdot { full: bool },
+    PercentDecodeUnreserved { strict: bool },
+    PercentToUppercase { strict: bool },
+    QuerySortByName,
+}
+
 /// `do-resolve(<var>,<resolvers>[,ipv4|ipv6]) <expr>`: the name `expr`
 /// gives is resolved with the nameservers of section `resolvers`, and
 /// the address found stored in `var` (left alone on any failure).
@@ -1020,6 +1036,8 @@ pub(crate) enum HttpRequestAction {
     DisableL7Retry,
     /// `http-request do-resolve(<var>,<resolvers>[,ipv4|ipv6]) <expr>`.
     DoResolve(DoResolve),
+    /// `http-request normalize-uri <normalizer> [full|strict]`.
+    NormalizeUri(UriNormalizer),
     /// `http-request wait-for-handshake`: waits for a TLS handshake that
     /// took early data to finish. sluice's listeners take no early data
     /// (rustls's `max_early_data_size` is left at 0), so the handshake is

@@ -1953,6 +1953,29 @@ impl RuleRun<'_> {
                 HttpRequestAction::SetTimeout(t) => t.run(&rules::sample_ctx(&cx)),
                 HttpRequestAction::Priority(p) => p.run(&rules::sample_ctx(&cx)),
                 HttpRequestAction::DisableL7Retry => self.vars.tune.disable_l7_retry(),
+                HttpRequestAction::NormalizeUri(how) => {
+                    let cur = self
+                        .edits
+                        .as_ref()
+                        .and_then(|e| e.target.as_deref())
+                        .unwrap_or(head.target());
+                    match crate::http::normalize::normalize(*how, cur) {
+                        Ok(Some(t)) => {
+                            self.edits.get_or_insert_with(Default::default).target = Some(t)
+                        }
+                        Ok(None) => {}
+                        // A `strict` normalizer's invalid sequence: HAProxy's
+                        // bad request (400, `PR--`, counted in `ereq`).
+                        Err(_) => {
+                            self.rec.tally.ereq = Rows::FE;
+                            self.rec.tally.http_err = true;
+                            self.rec.term(Cause::Proxy, Phase::Request);
+                            return Some(Stop::Answered(
+                                forward::send_error_be(self.conn, 400, fe, be, false).await,
+                            ));
+                        }
+                    }
+                }
                 HttpRequestAction::DoResolve(r) => {
                     let section = self
                         .proxies

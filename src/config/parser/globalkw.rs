@@ -278,6 +278,7 @@ pub(crate) const GLOBAL: &[GlobalKw] = &[
     kwd("spread-checks", g_spread_checks),
     kwd("max-spread-checks", g_max_spread_checks),
     kwd("strict-limits", g_strict_limits),
+    kwd("expose-experimental-directives", g_expose_experimental),
     kwd("unix-bind", g_unix_bind),
     kwd("localpeer", g_localpeer),
     kwd("description", g_description),
@@ -817,6 +818,13 @@ fn g_unix_bind(s: &mut State<'_>, loc: &Loc, words: &[String]) {
         i += 2;
     }
     s.global.unix_bind = d;
+}
+
+/// `expose-experimental-directives`: the keywords HAProxy 2.6 calls
+/// experimental (`http-request normalize-uri`) may follow. HAProxy reads
+/// no argument, and says nothing of one.
+fn g_expose_experimental(s: &mut State<'_>, _loc: &Loc, _words: &[String]) {
+    s.global.expose_experimental = true;
 }
 
 /// `strict-limits`.

@@ -384,6 +384,12 @@ impl State<'_> {
             Err(_) => None,
         };
         self.warn_misplaced(loc, "http-request", legacykw::ReqStage::HttpRequest);
+        let parsed = match parsed {
+            Ok(HttpRequestAction::NormalizeUri(n)) if cond.is_some() => Ok(
+                HttpRequestAction::NormalizeUri(self.normalizer_with_condition(loc, n)),
+            ),
+            p => p,
+        };
         match parsed {
             Ok(a) => self
                 .px()
@@ -1811,11 +1817,82 @@ pub(crate) const HTTP_REQUEST: &[ActionKw<HttpRequestAction>] = &[
     kwd("do-resolve", |s, _, a| {
         do_resolve_args(a, s.http_stage(false), "http-request").map(HttpRequestAction::DoResolve)
     }),
+    kwd("normalize-uri", |s, _, a| {
+        if !s.global.expose_experimental {
+            return Err(format!(
+                "{WHOLE_MESSAGE}'normalize-uri' action is experimental, must be allowed via a global 'expose-experimental-directives'"
+            ));
+        }
+        normalize_uri_args(a).map(HttpRequestAction::NormalizeUri)
+    }),
     kwd("wait-for-handshake", |_, _, a| {
         no_more_args(a, "http-request", "wait-for-handshake")
             .map(|()| HttpRequestAction::WaitForHandshake)
     }),
 ];
+
+impl State<'_> {
+    /// HAProxy 2.6 reads `path-strip-dotdot`, `percent-decode-unreserved`
+    /// and `percent-to-uppercase` followed by a condition, without their
+    /// option, as `path-merge-slashes` (its parser leaves the normalizer
+    /// unset, and the first one is that). sluice does as it does, so that a
+    /// request is forwarded as HAProxy forwards it, and says so.
+    fn normalizer_with_condition(
+        &mut self,
+        loc: &Loc,
+        n: crate::config::model::UriNormalizer,
+    ) -> crate::config::model::UriNormalizer {
+        use crate::config::model::UriNormalizer as U;
+        let name = match n {
+            U::PathStripDotdot { full: false } => "path-strip-dotdot",
+            U::PercentDecodeUnreserved { strict: false } => "percent-decode-unreserved",
+            U::PercentToUppercase { strict: false } => "percent-to-uppercase",
+            other => return other,
+        };
+        self.diags.push(Diagnostic::parsing(
+            Level::Notice,
+            loc,
+            format!(
+                "'http-request normalize-uri {name}' followed by a condition merges slashes instead, as HAProxy 2.6 does (it reads no normalizer there); write the rule without a condition for {name} itself."
+            ),
+        ));
+        U::PathMergeSlashes
+    }
+}
+
+/// `normalize-uri <normalizer> [full|strict]`.
+fn normalize_uri_args(args: &[String]) -> Result<crate::config::model::UriNormalizer, String> {
+    use crate::config::model::UriNormalizer as U;
+    let Some(name) = args.first() else {
+        return Err("missing argument <normalizer>".to_string());
+    };
+    // The normalizers that take an option, and its word.
+    let (flagged, option): (fn(bool) -> U, &str) = match name.as_str() {
+        "path-strip-dotdot" => (|full| U::PathStripDotdot { full }, "full"),
+        "percent-decode-unreserved" => (|strict| U::PercentDecodeUnreserved { strict }, "strict"),
+        "percent-to-uppercase" => (|strict| U::PercentToUppercase { strict }, "strict"),
+        other => {
+            let n = match other {
+                "fragment-encode" => U::FragmentEncode,
+                "fragment-strip" => U::FragmentStrip,
+                "path-merge-slashes" => U::PathMergeSlashes,
+                "path-strip-dot" => U::PathStripDot,
+                "query-sort-by-name" => U::QuerySortByName,
+                _ => return Err(format!("unknown normalizer '{other}'")),
+            };
+            no_more_args(&args[1..], "http-request", "normalize-uri")?;
+            return Ok(n);
+        }
+    };
+    match args.get(1).map(String::as_str) {
+        None => Ok(flagged(false)),
+        Some(w) if w == option => {
+            no_more_args(&args[2..], "http-request", "normalize-uri")?;
+            Ok(flagged(true))
+        }
+        Some(w) => Err(format!("unknown argument '{w}' for '{name}' normalizer")),
+    }
+}
 
 /// `do-resolve(<var>,<resolvers>[,ipv4|ipv6]) <expr>` of `rule`: `args[0]`
 /// is the action word. The section is looked for once the configuration
