@@ -502,3 +502,85 @@ async fn normalize_uri_is_haproxys() {
     }
     diff.assert_none();
 }
+
+/// The global HTTP tunables: `-c` messages, then `tune.http.logurilen`
+/// on the log line, `tune.http.maxhdr` and HTTP/1.0 bodies on methods that
+/// take none (`h1-accept-payload-with-any-method`) on the answers.
+#[test]
+fn http_tunables_check_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let lines = [
+        "tune.http.logurilen",
+        "tune.http.logurilen 100 x",
+        "tune.http.logurilen 2048",
+        "tune.http.maxhdr",
+        "tune.http.maxhdr 0",
+        "tune.http.maxhdr 40000",
+        "tune.http.maxhdr 50",
+        "tune.http.cookielen 10",
+        "h1-accept-payload-with-any-method",
+        "h1-accept-payload-with-any-method x",
+        "h2-workaround-bogus-websocket-clients",
+        "h2-workaround-bogus-websocket-clients x",
+    ];
+    let cases = lines.iter().map(|l| {
+        (
+            l.to_string(),
+            format!("global\n    {l}\n{CHECK_DEFAULTS}listen li\n    bind 127.0.0.1:0\n    server s 127.0.0.1:1\n"),
+        )
+    });
+    haproxy::assert_check_agrees("kwtune", cases, haproxy::first_alert_masked);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_tunables_are_haproxys() {
+    if !haproxy::available() {
+        return;
+    }
+    let tuned = GLOBAL.replacen(
+        "global\n",
+        "global\n    tune.http.logurilen 24\n    tune.http.maxhdr 5\n",
+        1,
+    );
+    let relaxed = GLOBAL.replacen(
+        "global\n",
+        "global\n    h1-accept-payload-with-any-method\n",
+        1,
+    );
+    let body = "
+listen li
+    bind {fe0}
+    log-format \"%ST %ts %{+Q}r %HM|%HU|%HP|%HQ|%HV\"
+    server s {srv}
+";
+    let mut diff = Differences::default();
+    let requests = [
+        get("/short", ""),
+        get("/abcdefghijklmnop?q=1", ""),
+        get("/abcdefghij?q=1&r=2", ""),
+        get("/a", "a: 1\r\nb: 2\r\n"),
+        get("/a", "a: 1\r\nb: 2\r\nc: 3\r\n"),
+        get("/a", "a: 1\r\nb: 2\r\nc: 3\r\nd: 4\r\n"),
+        get("/a", "a: 1\r\nb: 2\r\nc: 3\r\nd: 4\r\ne: 5\r\n"),
+        "GET /g HTTP/1.0\r\ncontent-length: 3\r\n\r\nabc".to_string(),
+        "GET /g HTTP/1.0\r\ncontent-length: 0\r\n\r\n".to_string(),
+        "HEAD /g HTTP/1.0\r\ncontent-length: 2\r\n\r\nab".to_string(),
+        "DELETE /g HTTP/1.0\r\ncontent-length: 1\r\n\r\nx".to_string(),
+        "POST /g HTTP/1.0\r\ncontent-length: 3\r\n\r\nabc".to_string(),
+        "GET /g HTTP/1.1\r\nhost: h\r\ncontent-length: 3\r\nconnection: close\r\n\r\nabc"
+            .to_string(),
+    ];
+    for (label, global) in [("tuned", &tuned), ("relaxed", &relaxed)] {
+        let pair = Pair::start("kwtunables", &format!("{global}{body}"), 1).await;
+        for r in &requests {
+            let [h, s] = pair.both(0, r).await;
+            if label == "tuned" && r.contains("e: 5") {
+                assert!(h.0.starts_with("HTTP/1.1 400"), "haproxy's maxhdr: {}", h.0);
+            }
+            diff.compare(format!("{label}: {r:?}"), &h, &s);
+        }
+    }
+    diff.assert_none();
+}

@@ -56,6 +56,10 @@ pub const GLOBAL_SUPPORTED: &[&str] = &names::<_, { parser::GLOBAL.len() }>(pars
 /// HAProxy configuration still starts.
 pub(crate) const GLOBAL_IGNORED: &[(&str, &str)] = &[
     (
+        "tune.http.cookielen",
+        "it bounds `capture cookie`, which sluice does not have yet",
+    ),
+    (
         "tune.ssl.default-dh-param",
         "rustls has no DHE cipher suites, so no Diffie-Hellman parameters are used",
     ),
@@ -252,7 +256,6 @@ pub(crate) const GLOBAL_UNSUPPORTED: &[&str] = &[
     "pp2-never-send-local",
     "issuers-chain-path",
     "stats-file",
-    "h2-workaround-bogus-websocket-clients",
     "deviceatlas-json-file",
     "51degrees-data-file",
     "wurfl-data-file",

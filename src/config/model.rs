@@ -56,6 +56,21 @@ pub(crate) struct Global {
     /// `strict-limits`: a file descriptor limit that cannot be had makes
     /// the start fail.
     pub(crate) strict_limits: bool,
+    /// `tune.http.logurilen`: the request line's bytes a log line shows
+    /// (`%r`, and the `%HM`, `%HU`, `%HP`, `%HQ`, `%HV` read from them);
+    /// 1024 when unset.
+    pub(crate) log_uri_len: Option<usize>,
+    /// `tune.http.maxhdr`: a request with more lines than this in its
+    /// head (its request line counted) is answered 400; unset, the
+    /// parser's own bound (100 fields, HAProxy's default of 101 lines).
+    pub(crate) max_hdr: Option<u32>,
+    /// `h1-accept-payload-with-any-method`: an HTTP/1.0 GET, HEAD or
+    /// DELETE request may have a body (else it is answered 413).
+    pub(crate) h1_accept_payload_with_any_method: bool,
+    /// `h2-workaround-bogus-websocket-clients`: HTTP/2 clients are not
+    /// told of extended CONNECT (RFC 8441), so that they open WebSockets
+    /// over HTTP/1.1.
+    pub(crate) h2_no_websocket: bool,
     /// `expose-experimental-directives`: HAProxy's experimental keywords
     /// (`http-request normalize-uri`) are accepted after it.
     pub(crate) expose_experimental: bool,

@@ -142,6 +142,8 @@ async fn error_page(
         (None, Some(p)) => p,
         (None, None) if stream_408 => error_pages::stream_408(),
         (None, None) if after => error_pages::stream_response(code),
+        // The parser's 413 (`h1-accept-payload-with-any-method`).
+        (None, None) if code == 413 => error_pages::parser_413(),
         (None, None) => error_pages::response(code),
     };
     let (page, code) = if after {
@@ -156,7 +158,12 @@ async fn error_page(
     // own and custom ones alike (the parser's pages, 400/408/422, say
     // `Connection: close` themselves; its custom ones are sent as loaded).
     let page = match client.asked {
-        _ if (own.is_none() && custom.is_some()) || error_pages::closes(code) => page,
+        _ if (own.is_none() && custom.is_some())
+            || error_pages::closes(code)
+            || (!after && code == 413) =>
+        {
+            page
+        }
         // An HTTP/1.0 page closes by default: only keep-alive is said.
         _ if http10 && !keep => page,
         _ if http10 => Cow::Owned(

@@ -668,10 +668,29 @@ pub(crate) async fn handle_request(
     if rec.enabled() {
         crate::observe::log::emit_connect(fe, peer, rec.local);
     }
-    let framing = head.request_body().map_err(|e| {
+    // `tune.http.maxhdr` below the parser's own bound: a 400 as for a head
+    // with too many fields. An HTTP/1.0 GET, HEAD or DELETE with a body: a
+    // 413 unless `h1-accept-payload-with-any-method` (a request smuggling
+    // risk: old servers read no body there), as HAProxy 2.6 answers.
+    let too_many = fe
+        .max_hdr
+        .is_some_and(|m| head.headers().count() > m as usize);
+    let payload_refused = !fe.payload_any_method
+        && h1
+        && head.minor == 0
+        && matches!(head.method(), b"GET" | b"HEAD" | b"DELETE")
+        && (head.values("transfer-encoding").next().is_some()
+            || !matches!(head.content_length(), Ok(None | Some(0))));
+    let framing = if too_many || payload_refused {
+        let e = crate::wire::h1::H1Error::TooManyHeaders;
         let spot = error_spot::locate(&head.raw, false, &e);
-        (e.request_status(), spot)
-    });
+        Err((if too_many { 400 } else { 413 }, spot))
+    } else {
+        head.request_body().map_err(|e| {
+            let spot = error_spot::locate(&head.raw, false, &e);
+            (e.request_status(), spot)
+        })
+    };
     let framing = framing.and_then(|body| {
         if body == BodyKind::Chunked {
             h1::check_chunked_prefix(&conn.buf)

@@ -65,6 +65,13 @@ pub(crate) struct FrontendRt {
     pub(crate) tls_binds: Vec<(ListenAddr, Arc<crate::tls::ListenTls>)>,
     /// Largest request head (tune.bufsize - tune.maxrewrite).
     pub(crate) max_head: usize,
+    /// The head lines a request may have, its request line counted
+    /// (`tune.http.maxhdr`; None: the parser's own bound).
+    pub(crate) max_hdr: Option<u32>,
+    /// `h1-accept-payload-with-any-method`.
+    pub(crate) payload_any_method: bool,
+    /// The request line's bytes its log lines show (`tune.http.logurilen`).
+    pub(crate) log_uri_len: usize,
     /// `tune.bufsize`: how much of a refused request is captured.
     pub(crate) bufsize: usize,
     /// `nosplice`, `tune.pipesize`, `maxpipes`: how TCP relays and
@@ -783,6 +790,9 @@ impl Compiler<'_> {
             iid,
             tls_binds: tls_binds(p),
             max_head: config.global.max_head(),
+            max_hdr: config.global.max_hdr,
+            payload_any_method: config.global.h1_accept_payload_with_any_method,
+            log_uri_len: config.global.log_uri_len.unwrap_or(1024),
             bufsize: config.global.bufsize(),
             splice: config.global.splice(),
             state: self.frontend_state(&p.name),

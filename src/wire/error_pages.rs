@@ -139,6 +139,28 @@ pub(crate) fn stream_response(code: u16) -> &'static [u8] {
     })
 }
 
+/// The 413 HAProxy's H1 parser answers to an HTTP/1.0 GET, HEAD or
+/// DELETE with a body: its capitalised header names, and no `Connection`
+/// line though it closes (as its 422).
+pub(crate) fn parser_413() -> &'static [u8] {
+    static PAGE: OnceLock<Vec<u8>> = OnceLock::new();
+    PAGE.get_or_init(|| {
+        let (c, r, t) = CODES
+            .iter()
+            .find(|(c, _, _)| *c == 413)
+            .copied()
+            .unwrap_or((413, "Payload Too Large", ""));
+        let body = page_body(c, r, t);
+        let mut page = format!(
+            "HTTP/1.1 {c} {r}\r\nContent-length: {}\r\nCache-Control: no-cache\r\nContent-Type: text/html\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        page.extend_from_slice(body.as_bytes());
+        page
+    })
+}
+
 /// The 408 HAProxy's stream answers when a body it waits for
 /// (`option http-buffer-request`, `wait-for-body`) does not come in time:
 /// through the HTX layer, as [`stream_response`]'s 400.

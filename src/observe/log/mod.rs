@@ -134,6 +134,26 @@ impl Line<'_> {
         Some(s)
     }
 
+    /// The request line cut to `tune.http.logurilen` bytes, when it is
+    /// longer.
+    fn cut_line(&self) -> Option<String> {
+        let max = self.fe.log_uri_len;
+        let h = self.head?;
+        // The line's length is known before it is written out.
+        if h.method().len() + h.target().len() + h.version().len() + 2 <= max
+            && self.rec.h2_origin.is_none()
+        {
+            return None;
+        }
+        let mut line = self.request_line()?;
+        if line.len() <= max {
+            return None;
+        }
+        // Escaped, the line is ASCII: any byte is a boundary.
+        line.truncate(max);
+        Some(line)
+    }
+
     /// `%HV`: the client's protocol version, as received over HTTP/1.
     fn version<'h>(&self, h: &'h Head) -> Cow<'h, str> {
         if self.rec.h2_origin.is_some() {
@@ -260,6 +280,29 @@ impl Source for Line<'_> {
             Var::CapturedRespHeaders => out.captures(&rec.cap_resp, false),
             Var::CapturedReqHeadersLong => out.captures(&rec.cap_req, true),
             Var::CapturedRespHeadersLong => out.captures(&rec.cap_resp, true),
+            // A request line past `tune.http.logurilen`: cut, and its parts
+            // read from what is left, as HAProxy logs its copy of it.
+            Var::RequestLine | Var::Method | Var::Uri | Var::Path | Var::Query | Var::Version
+                if let Some(cut) = self.cut_line() =>
+            {
+                let mut parts = cut.splitn(3, ' ');
+                let (method, uri, version) = (
+                    parts.next().unwrap_or(""),
+                    parts.next().unwrap_or(""),
+                    parts.next().unwrap_or(""),
+                );
+                let text = match var {
+                    Var::RequestLine => cut.as_str(),
+                    Var::Method => method,
+                    Var::Uri => uri,
+                    Var::Path => uri.split('?').next().unwrap_or(""),
+                    Var::Query => uri.find('?').map_or("", |i| &uri[i..]),
+                    // A line without its version reads as HTTP/0.9's.
+                    _ if version.is_empty() => "HTTP/0.9",
+                    _ => version,
+                };
+                out.text(Some(text))
+            }
             Var::RequestLine => match self.request_line() {
                 Some(l) => out.text(Some(&l)),
                 None => out.text(Some(BADREQ)),
