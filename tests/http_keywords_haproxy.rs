@@ -584,3 +584,27 @@ listen li
     }
     diff.assert_none();
 }
+
+/// A header name written with a trailing colon (HAProxy takes the colon
+/// as part of the name): what the server gets, and the response side.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn header_name_with_a_colon_is_haproxys() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = format!(
+        "{GLOBAL}
+listen li
+    bind {{fe0}}
+    {LOG}
+    http-request set-header X-Forwarded-Proto: http
+    http-request add-header X-Added: %[src]
+    http-request del-header X-Gone:
+    http-response set-header X-Resp: yes
+    server s {{srv}}
+"
+    );
+    let pair = Pair::start("kwcolon", &cfg, 1).await;
+    let [h, s] = pair.both(0, &get("/", "x-gone: 1\r\n")).await;
+    assert_eq!(h, s);
+}

@@ -1321,7 +1321,10 @@ fn set_status_args(
 /// The `i`th argument as a header name (an HTTP token).
 fn header_name(args: &[String], i: usize) -> Result<String, String> {
     let n = args.get(i).map_or("", String::as_str);
-    if n.is_empty() || !n.bytes().all(is_token_byte) {
+    // A trailing colon, copied from the wire format, is part of the name
+    // for HAProxy 2.6, which sends it as written (`X-Proto:: http`).
+    let token = n.strip_suffix(':').unwrap_or(n);
+    if token.is_empty() || !token.bytes().all(is_token_byte) {
         return Err(format!("expects a header name (got '{n}')"));
     }
     Ok(n.to_string())
