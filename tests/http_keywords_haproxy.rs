@@ -65,6 +65,10 @@ fn config_checks_are_haproxys() {
         "http-request disable-l7-retry foo",
         "http-request wait-for-handshake",
         "http-request wait-for-handshake x",
+        "http-request early-hint",
+        "http-request early-hint link",
+        "http-request early-hint link %[foo]",
+        "http-request early-hint link x y",
         "http-request do-resolve(txn.ip,default) hdr(host)",
         "http-request do-resolve(txn.ip,default,ipv4) hdr(host),lower",
         "http-request do-resolve(txn.ip,default,ipv5) hdr(host)",
@@ -607,4 +611,45 @@ listen li
     let pair = Pair::start("kwcolon", &cfg, 1).await;
     let [h, s] = pair.both(0, &get("/", "x-gone: 1\r\n")).await;
     assert_eq!(h, s);
+}
+
+/// `early-hint`: the `103 Early Hints` before the answer (one per run of
+/// consecutive rules), as the client reads it, and `%B` counting it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn early_hint_is_haproxys() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = format!(
+        "{GLOBAL}
+listen li
+    bind {{fe0}}
+    log-format \"%ST %B %ts %{{+Q}}r\"
+    http-request early-hint Link \"</style.css>; rel=preload; as=style\" if {{ path_beg /a }}
+    http-request early-hint Link \"</app.js>; rel=preload; as=script\"
+    http-request set-header x-mid 1
+    http-request early-hint X-Hint %[path] if {{ path_beg /a }}
+    http-request return status 200 content-type text/plain string done if {{ path /a/local }}
+    server s {{srv}}
+"
+    );
+    let pair = Pair::start("kwearly", &cfg, 1).await;
+    let mut diff = Differences::default();
+    for req in [
+        get("/a", ""),
+        get("/b", ""),
+        get("/a/local", ""),
+        "GET /a HTTP/1.0\r\n\r\n".to_string(),
+    ] {
+        let [h, s] = pair.both(0, &req).await;
+        if req.starts_with("GET /a HTTP/1.1") {
+            assert!(
+                h.0.starts_with("HTTP/1.1 103 Early Hints\r\n"),
+                "haproxy: {}",
+                h.0
+            );
+        }
+        diff.compare(format!("{req:?}"), &h, &s);
+    }
+    diff.assert_none();
 }

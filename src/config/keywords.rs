@@ -552,12 +552,8 @@ pub const HTTP_REQUEST_SUPPORTED: &[&str] =
 pub const HTTP_RESPONSE_SUPPORTED: &[&str] =
     &names::<_, { parser::HTTP_RESPONSE.len() }>(parser::HTTP_RESPONSE);
 
-pub(crate) const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
-    "lua",
-    "early-hint",
-    "send-spoe-group",
-    "set-bandwidth-limit",
-];
+pub(crate) const HTTP_REQUEST_UNSUPPORTED: &[&str] =
+    &["lua", "send-spoe-group", "set-bandwidth-limit"];
 
 /// Every keyword a proxy section may start with, for suggestions.
 pub(crate) fn proxy_keywords() -> impl Iterator<Item = &'static str> {

@@ -1053,6 +1053,12 @@ pub(crate) enum HttpRequestAction {
     DoResolve(DoResolve),
     /// `http-request normalize-uri <normalizer> [full|strict]`.
     NormalizeUri(UriNormalizer),
+    /// `http-request early-hint <name> <fmt>`: a field of the `103 Early
+    /// Hints` sent before the answer.
+    EarlyHint {
+        name: String,
+        fmt: LogFmt,
+    },
     /// `http-request wait-for-handshake`: waits for a TLS handshake that
     /// took early data to finish. sluice's listeners take no early data
     /// (rustls's `max_early_data_size` is left at 0), so the handshake is

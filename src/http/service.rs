@@ -743,6 +743,7 @@ pub(crate) async fn handle_request(
     };
     conn.pending = io::PendingBody::of(body, &conn.buf);
     conn.continued = false;
+    conn.early_hints = (0, 0);
     // The body the rules read, set aside from the buffer while they run.
     let mut held = crate::http::body::Held::default();
     let mut out = route(rt, fe, &req, conn, keep_client, &mut rec, &mut held).await;
@@ -753,6 +754,8 @@ pub(crate) async fn handle_request(
         out.bytes_out += CONTINUE.len() as u64;
         out.logged_out += crate::wire::logged_size::head(CONTINUE);
     }
+    out.bytes_out += conn.early_hints.0;
+    out.logged_out += conn.early_hints.1;
     stream.end();
     vars.end();
     // A body no server was sent (a local answer, a server that could not
@@ -1697,6 +1700,22 @@ impl RuleRun<'_> {
         forward::send_answer_seen(self.conn, &out, reply.status, keep, self.fe, be, Some(cx)).await
     }
 
+    /// Sends the `103 Early Hints` of `early-hint` rules to an HTTP/1.1
+    /// client (HTTP/1.0 has no interim answers, and an HTTP/2 stream's
+    /// would need a HEADERS frame of its own: neither gets one).
+    async fn send_early_hints(&mut self, hints: &[u8], fe: &FrontendRt, minor: u8) {
+        if self.conn.h2.is_some() || minor == 0 {
+            return;
+        }
+        if io::write_all(&mut self.conn.stream, hints, fe.timeouts.client)
+            .await
+            .is_ok()
+        {
+            self.conn.early_hints.0 += hints.len() as u64;
+            self.conn.early_hints.1 += crate::wire::logged_size::head(hints);
+        }
+    }
+
     /// Runs `rules` under `acls`; `be` is set for a backend's rules, whose
     /// denials and interceptions count on the backend too, as in HAProxy.
     /// Returns the outcome when a rule answered the request.
@@ -1746,6 +1765,8 @@ impl RuleRun<'_> {
             res_body: None,
             stick: Some(self.stick),
         };
+        // A `103 Early Hints` being made by `early-hint` rules.
+        let mut early: Option<Vec<u8>> = None;
         for (at, (action, cond)) in rules.iter().enumerate() {
             if let Some(c) = cond
                 && !acls.eval(c, view)
@@ -1972,6 +1993,23 @@ impl RuleRun<'_> {
                 HttpRequestAction::SetTimeout(t) => t.run(&rules::sample_ctx(&cx)),
                 HttpRequestAction::Priority(p) => p.run(&rules::sample_ctx(&cx)),
                 HttpRequestAction::DisableL7Retry => self.vars.tune.disable_l7_retry(),
+                HttpRequestAction::EarlyHint { name, fmt } => {
+                    let hints =
+                        early.get_or_insert_with(|| b"HTTP/1.1 103 Early Hints\r\n".to_vec());
+                    hints.extend(name.bytes().map(|b| b.to_ascii_lowercase()));
+                    hints.extend_from_slice(b": ");
+                    hints.extend_from_slice(&rules::eval(fmt, &cx));
+                    hints.extend_from_slice(b"\r\n");
+                    // As HAProxy: the hints of the rules that follow one
+                    // another go in one 103, sent after the last of them.
+                    let next = rules.get(at + 1).map(|(a, _)| a);
+                    if !matches!(next, Some(HttpRequestAction::EarlyHint { .. }))
+                        && let Some(mut hints) = early.take()
+                    {
+                        hints.extend_from_slice(b"\r\n");
+                        self.send_early_hints(&hints, fe, head.minor).await;
+                    }
+                }
                 HttpRequestAction::NormalizeUri(how) => {
                     let cur = self
                         .edits

@@ -1828,6 +1828,14 @@ pub(crate) const HTTP_REQUEST: &[ActionKw<HttpRequestAction>] = &[
         }
         normalize_uri_args(a).map(HttpRequestAction::NormalizeUri)
     }),
+    kwd("early-hint", |s, _, a| {
+        if a.len() < 2 {
+            return Err("expects exactly 2 arguments".to_string());
+        }
+        header_args(&a[..2], s.http_stage(false))
+            .and_then(|h| no_more_args(&a[2..], "http-request", "early-hint").map(|()| h))
+            .map(|(name, fmt)| HttpRequestAction::EarlyHint { name, fmt })
+    }),
     kwd("wait-for-handshake", |_, _, a| {
         no_more_args(a, "http-request", "wait-for-handshake")
             .map(|()| HttpRequestAction::WaitForHandshake)
