@@ -653,3 +653,50 @@ listen li
     }
     diff.assert_none();
 }
+
+/// `http-error`: the page a deny and a 503 without a server answer with,
+/// for the reply forms without samples; the `-c` messages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_error_is_haproxys() {
+    if !haproxy::available() {
+        return;
+    }
+    let cases = [
+        "http-error",
+        "http-error status",
+        "http-error status 999",
+        "http-error status 503 string x",
+        "http-error status 503",
+        "http-error content-type text/plain string x",
+        "http-error status 503 content-type text/plain string x",
+        "http-error status 503 default-errorfiles",
+    ]
+    .iter()
+    .map(|l| (l.to_string(), listen(&format!("    {l}"))));
+    haproxy::assert_check_agrees("kwerrcheck", cases, haproxy::first_alert_masked);
+    let cfg = format!(
+        "{GLOBAL}
+listen li
+    bind {{fe0}}
+    {LOG}
+    retries 0
+    http-error status 403 content-type text/plain string \"not you\" hdr x-why policy
+    http-error status 503 content-type text/html string \"<p>down</p>\"
+    http-error status 400
+    http-request deny if {{ path /d }}
+    http-request deny deny_status 400 if {{ path /e }}
+    server s {{srv}}
+"
+    );
+    let pair = Pair::start("kwerr", &cfg, 1).await;
+    let mut diff = Differences::default();
+    for req in [
+        get("/d", ""),
+        get("/e", ""),
+        "GET /d HTTP/1.0\r\n\r\n".to_string(),
+    ] {
+        let [h, s] = pair.both(0, &req).await;
+        diff.compare(format!("{req:?}"), &h, &s);
+    }
+    diff.assert_none();
+}

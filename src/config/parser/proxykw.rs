@@ -941,6 +941,7 @@ pub(crate) const PROXY: &[ProxyKw] = &[
     kwd("unique-id-format", |s, loc, w, _| s.kw_unique_id(loc, w)),
     kwd("unique-id-header", |s, loc, w, _| s.kw_unique_id(loc, w)),
     kwd("errorfile", |s, loc, w, _| s.kw_errorfile(loc, w)),
+    kwd("http-error", |s, loc, w, _| s.kw_http_error(loc, w)),
     kwd("http-response", |s, loc, w, _| s.kw_http_response(loc, w)),
     kwd("http-after-response", |s, loc, w, _| {
         s.kw_http_after_response(loc, w)

@@ -720,6 +720,67 @@ impl State<'_> {
         p.errorfiles.push((code, page));
     }
 
+    /// `http-error status <code> [<reply arguments>]`: the proxy's page for
+    /// `<code>`, as an `errorfile` gives one; `default-errorfiles` drops
+    /// the proxy's own. Replies with samples (`lf-string`, `lf-file`, a
+    /// `hdr` with `%[...]`) are not taken yet.
+    pub(super) fn kw_http_error(&mut self, loc: &Loc, words: &[String]) {
+        if !self.cap(loc, "http-error", true, true, true) {
+            return;
+        }
+        if words.get(1).is_none_or(|w| w != "status") {
+            return self.alert(
+                loc,
+                "http-error : expects at least a <status> as arguments.",
+            );
+        }
+        let stage = self.http_stage(false);
+        let reply = match self.reply_args(loc, &words[1..], 200, stage) {
+            Ok(r) => r,
+            Err(e) => {
+                let e = e.strip_prefix(WHOLE_MESSAGE).unwrap_or(&e).to_string();
+                return self.alert(loc, format!("http-error : {e}"));
+            }
+        };
+        let code = reply.status;
+        let literal = |f: &LogFmt| -> Option<String> {
+            f.0.iter()
+                .map(|p| match p {
+                    crate::config::model::FmtPart::Lit(t) => Some(t.as_str()),
+                    _ => None,
+                })
+                .collect()
+        };
+        let headers: Option<Vec<(String, String)>> = reply
+            .headers
+            .iter()
+            .map(|(n, f)| literal(f).map(|v| (n.clone(), v)))
+            .collect();
+        let page = match (&reply.body, headers) {
+            (ReplyBody::ErrorPage, _) => None,
+            (ReplyBody::Message(page), _) => Some(bytes::Bytes::from(page.clone())),
+            (ReplyBody::Static(body), Some(h)) => {
+                Some(bytes::Bytes::from(crate::wire::error_pages::static_reply(
+                    code,
+                    &h,
+                    reply.content_type.as_deref(),
+                    body,
+                )))
+            }
+            _ => {
+                return self.unsupported(
+                    loc,
+                    "http-error with 'lf-string', 'lf-file' or a 'hdr' made of samples",
+                );
+            }
+        };
+        let p = self.px();
+        p.errorfiles.retain(|(c, _)| *c != code);
+        if let Some(page) = page {
+            p.errorfiles.push((code, page));
+        }
+    }
+
     /// `deny [deny_status <code>] [<reply arguments>]`, for `http-request`
     /// and `http-response`: without reply arguments, the error page of the
     /// status (which must have one, as HAProxy checks).
