@@ -65,6 +65,13 @@ fn config_checks_are_haproxys() {
         "http-request disable-l7-retry foo",
         "http-request wait-for-handshake",
         "http-request wait-for-handshake x",
+        "http-response redirect location /x",
+        "http-response redirect location /m/%[path]",
+        "http-response redirect prefix /p",
+        "http-response redirect scheme https",
+        "http-response redirect",
+        "http-response redirect location",
+        "http-response redirect location /x code 399",
         "http-request early-hint",
         "http-request early-hint link",
         "http-request early-hint link %[foo]",
@@ -697,6 +704,47 @@ listen li
     ] {
         let [h, s] = pair.both(0, &req).await;
         diff.compare(format!("{req:?}"), &h, &s);
+    }
+    diff.assert_none();
+}
+
+/// `http-response redirect`: the server's answer replaced by the
+/// redirect, for its three forms, and the log line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn response_redirect_is_haproxys() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = format!(
+        "{GLOBAL}
+listen li
+    bind {{fe0}}
+    log-format \"%ST %B %ts %{{+Q}}r\"
+    http-request set-var(txn.case) req.hdr(x-case)
+    http-response redirect location /moved/%[status] code 302 if {{ var(txn.case) -m str loc }}
+    http-response redirect location /pre drop-query if {{ var(txn.case) -m str pre }}
+    http-response redirect location https://h.example/s code 301 if {{ var(txn.case) -m str scheme }}
+    http-response redirect location /x code 303 if {{ status 200 }} {{ var(txn.case) -m str status }}
+    server s {{srv}}
+"
+    );
+    let pair = Pair::start("kwrspredir", &cfg, 1).await;
+    let mut diff = Differences::default();
+    for case in ["loc", "pre", "scheme", "status", "none"] {
+        for req in [
+            get("/a/b?q=1", &format!("x-case: {case}\r\n")),
+            format!("GET /k HTTP/1.0\r\nx-case: {case}\r\n\r\n"),
+        ] {
+            let [h, s] = pair.both(0, &req).await;
+            if case == "loc" && req.contains("HTTP/1.1") {
+                assert!(
+                    h.0.starts_with("HTTP/1.1 302 Found\r\n"),
+                    "haproxy: {}",
+                    h.0
+                );
+            }
+            diff.compare(format!("{req:?}"), &h, &s);
+        }
     }
     diff.assert_none();
 }

@@ -1326,6 +1326,16 @@ pub(crate) enum HttpResponseAction {
     /// `http-response silent-drop`: the client connection is closed
     /// without the answer.
     SilentDrop,
+    /// `http-response redirect location|prefix|scheme <fmt> [code <n>]
+    /// [drop-query] [append-slash]`: the server's answer replaced by the
+    /// redirect.
+    Redirect {
+        kind: RedirectKind,
+        fmt: LogFmt,
+        code: u16,
+        drop_query: bool,
+        append_slash: bool,
+    },
 }
 
 /// The address or port a `set-src`-like rule replaces.

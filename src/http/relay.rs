@@ -61,6 +61,9 @@ enum Refusal<'r> {
     /// `http-response silent-drop`: the client is left without the
     /// answer (its status, and what `%B` counts of it, for the log).
     Dropped(u16, u64),
+    /// `http-response redirect`: this answer instead (its status, its
+    /// location), and what `%B` counts of the server's.
+    Redirected(u16, Vec<u8>, u64),
     /// An `rsprep` left a head that does not parse.
     Invalid,
     /// `option checkcache`: a cacheable response sets a cookie.
@@ -544,6 +547,12 @@ impl<'a> Relay<'a> {
                 resp.logged_size()
                     + crate::wire::logged_size::buffered_body(body, &self.upstream.buf),
             )),
+            Err(RespRefused::Redirected(code, page)) => Err(Refusal::Redirected(
+                code,
+                page,
+                resp.logged_size()
+                    + crate::wire::logged_size::buffered_body(body, &self.upstream.buf),
+            )),
             Err(RespRefused::Invalid) => Err(Refusal::Invalid),
         }
     }
@@ -619,6 +628,23 @@ impl<'a> Relay<'a> {
                 if let Some(n) = server_part {
                     out.logged_out += n;
                 }
+                out
+            }
+            Refusal::Redirected(code, loc, server_part) => {
+                // An answer made here, as `http-response return`'s.
+                self.rec.end(Term::new(Cause::Local, Phase::Headers));
+                let page = rules::redirect_response(code, &loc, self.keep_client);
+                let mut out = send_answer_seen(
+                    self.client,
+                    &page,
+                    code,
+                    self.keep_client,
+                    fe,
+                    Some(be),
+                    None,
+                )
+                .await;
+                out.logged_out += server_part;
                 out
             }
             // HAProxy's `return_srv_prx_502`: `PH`, a failed response.
@@ -1174,6 +1200,8 @@ enum RespRefused<'r> {
     Returned(&'r HttpReply),
     /// `http-response silent-drop` (the response's status).
     Dropped(u16),
+    /// `http-response redirect`: its status and location.
+    Redirected(u16, Vec<u8>),
     /// An `rsprep` left a head that does not parse.
     Invalid,
 }
@@ -1316,6 +1344,27 @@ fn response_edits<'r>(
                 HttpResponseAction::Deny(reply) => return Err(RespRefused::Denied(Some(reply))),
                 HttpResponseAction::Return(reply) => return Err(RespRefused::Returned(reply)),
                 HttpResponseAction::SilentDrop => return Err(RespRefused::Dropped(resp.status)),
+                HttpResponseAction::Redirect {
+                    kind,
+                    fmt,
+                    code,
+                    drop_query,
+                    append_slash,
+                } => {
+                    let cx = rules::FmtCtx {
+                        res: Some(resp),
+                        ..cx
+                    };
+                    let v = rules::eval(fmt, &cx);
+                    let loc = rules::location(
+                        *kind,
+                        &v,
+                        cx.req,
+                        cx.req.target(),
+                        (*drop_query, *append_slash),
+                    );
+                    return Err(RespRefused::Redirected(*code, loc));
+                }
                 // Waited for before the rules ran (`Relay::wait_body`).
                 HttpResponseAction::WaitForBody(_) => {}
                 HttpResponseAction::Table(a) => {

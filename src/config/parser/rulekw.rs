@@ -2179,6 +2179,29 @@ pub(crate) const HTTP_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
     kwd("silent-drop", |_, _, a| {
         no_more_args(a, "http-response", "silent-drop").map(|()| HttpResponseAction::SilentDrop)
     }),
+    kwd("redirect", |s, _, a| {
+        match redirect_args(a, Some(s.http_stage(true)))? {
+            HttpRequestAction::Redirect { kind, .. }
+                if kind != crate::config::model::RedirectKind::Location =>
+            {
+                Err("response only supports redirect type 'location'".to_string())
+            }
+            HttpRequestAction::Redirect {
+                kind,
+                fmt,
+                code,
+                drop_query,
+                append_slash,
+            } => Ok(HttpResponseAction::Redirect {
+                kind,
+                fmt,
+                code,
+                drop_query,
+                append_slash,
+            }),
+            _ => Err("expects a redirect rule".to_string()),
+        }
+    }),
     kwd("set-tos", |_, _, a| {
         sock_value_args(a, "http-response", "set-tos").map(HttpResponseAction::SetTos)
     }),
