@@ -748,3 +748,54 @@ listen li
     }
     diff.assert_none();
 }
+
+/// `option http-restrict-req-hdr-names`: what the server gets (`delete`)
+/// or the client (`reject`'s 403), for names outside `[A-Za-z0-9-]`, in a
+/// frontend and in a backend; the `-c` messages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restrict_req_hdr_names_is_haproxys() {
+    if !haproxy::available() {
+        return;
+    }
+    let cases = [
+        "option http-restrict-req-hdr-names",
+        "option http-restrict-req-hdr-names foo",
+        "option http-restrict-req-hdr-names delete x",
+        "no option http-restrict-req-hdr-names delete",
+        "option http-restrict-req-hdr-names reject",
+    ]
+    .iter()
+    .map(|l| (l.to_string(), listen(&format!("    {l}"))));
+    haproxy::assert_check_agrees("kwhdrcheck", cases, haproxy::first_alert_masked);
+    let cfg = format!(
+        "{GLOBAL}
+listen del
+    bind {{fe0}}
+    {LOG}
+    option http-restrict-req-hdr-names delete
+    http-request set-header x-seen %[req.hdr_cnt(x_y)]
+    server s {{srv}}
+listen rej
+    bind {{fe1}}
+    {LOG}
+    option http-restrict-req-hdr-names reject
+    server s {{srv}}
+frontend fe
+    bind {{fe2}}
+    {LOG}
+    default_backend be
+backend be
+    option http-restrict-req-hdr-names delete
+    server s {{srv}}
+"
+    );
+    let pair = Pair::start("kwhdrnames", &cfg, 3).await;
+    let mut diff = Differences::default();
+    for fe in 0..3 {
+        for headers in ["good-1: ok\r\n", "x_y: 1\r\nx.y: 2\r\nok: 3\r\nX_Y: 4\r\n"] {
+            let [h, s] = pair.both(fe, &get("/", headers)).await;
+            diff.compare(format!("fe{fe} {headers:?}"), &h, &s);
+        }
+    }
+    diff.assert_none();
+}

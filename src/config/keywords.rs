@@ -357,7 +357,6 @@ pub(crate) const OPTIONS_IGNORED: &[(&str, &str)] = &[
 pub(crate) const OPTIONS_UNSUPPORTED: &[&str] = &[
     "spop-check",
     "idle-close-on-response",
-    "http-restrict-req-hdr-names",
     "log-health-check",
     "http-tunnel",
 ];

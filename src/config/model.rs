@@ -834,6 +834,18 @@ pub(crate) enum TcpAction {
     Priority(PriorityRule),
 }
 
+/// What a proxy does, once its `http-request` rules have run, with the
+/// request's header fields whose names hold a character outside
+/// `[A-Za-z0-9-]` (`option http-restrict-req-hdr-names`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum HdrNamePolicy {
+    #[default]
+    Preserve,
+    Delete,
+    /// HAProxy's 403.
+    Reject,
+}
+
 /// `set-priority-class <expr>` or `set-priority-offset <expr>`, of
 /// `http-request` and `tcp-request content`: the stream's place in the
 /// backend queue (`sample::tune`).
@@ -1871,6 +1883,8 @@ pub(crate) struct Proxy {
     /// `accept-invalid-http-response` (backends): HAProxy's relaxed parsing.
     pub(crate) accept_invalid_req: bool,
     pub(crate) accept_invalid_resp: bool,
+    /// `option http-restrict-req-hdr-names preserve|delete|reject`.
+    pub(crate) restrict_hdr_names: HdrNamePolicy,
     /// `option h1-case-adjust-bogus-client` (frontends: the answers to
     /// HTTP/1 clients) and `-bogus-server` (backends: the requests to
     /// HTTP/1 servers) apply the global `h1-case-adjust` names.
@@ -1981,6 +1995,7 @@ impl Proxy {
             disable_h2_upgrade: false,
             buffer_request: false,
             accept_invalid_req: false,
+            restrict_hdr_names: HdrNamePolicy::Preserve,
             accept_invalid_resp: false,
             h1_case_bogus_client: false,
             h1_case_bogus_server: false,

@@ -1044,7 +1044,10 @@ async fn route(
         }
     }
     // Without rules the stage is never made (its future is large).
-    let head = if fe.http_request.is_empty() && fe.legacy_req.is_none() {
+    let head = if fe.http_request.is_empty()
+        && fe.legacy_req.is_none()
+        && fe.restrict_hdr_names == crate::config::model::HdrNamePolicy::Preserve
+    {
         head
     } else {
         match run
@@ -1152,7 +1155,11 @@ async fn route(
         held.take(run.conn, body, room, first_read);
     }
     // A `listen` section is its own backend: its rules ran above already.
-    let head = if be.iid != fe.iid && (!be.http_request.is_empty() || be.legacy_req.is_some()) {
+    let head = if be.iid != fe.iid
+        && (!be.http_request.is_empty()
+            || be.legacy_req.is_some()
+            || be.restrict_hdr_names != crate::config::model::HdrNamePolicy::Preserve)
+    {
         match run
             .stage(head, &mut be_head, Stage::backend(be), held)
             .await
@@ -1294,6 +1301,8 @@ struct Stage<'p> {
     /// Set for a backend's rules.
     be: Option<&'p BackendRt>,
     timeouts: &'p Timeouts,
+    /// `option http-restrict-req-hdr-names`, applied after the rules.
+    restrict: crate::config::model::HdrNamePolicy,
 }
 
 impl<'p> Stage<'p> {
@@ -1305,6 +1314,7 @@ impl<'p> Stage<'p> {
             acls: &fe.acls,
             be: None,
             timeouts: &fe.timeouts,
+            restrict: fe.restrict_hdr_names,
         }
     }
 
@@ -1316,6 +1326,7 @@ impl<'p> Stage<'p> {
             acls: &be.acls,
             be: Some(be),
             timeouts: &be.timeouts,
+            restrict: be.restrict_hdr_names,
         }
     }
 }
@@ -1379,6 +1390,42 @@ impl RuleRun<'_> {
     /// on with (`head`, or the legacy filters' rewrite, kept in `slot`),
     /// or the outcome when a rule answered the request.
     async fn stage<'h>(
+        &mut self,
+        head: &'h Head,
+        slot: &'h mut Option<Head>,
+        st: Stage<'_>,
+        held: &mut crate::http::body::Held,
+    ) -> Result<&'h Head, Outcome> {
+        use crate::config::model::{HdrNamePolicy, NameMatch};
+        let (restrict, be) = (st.restrict, st.be);
+        let head = self.stage_rules(head, slot, st, held).await?;
+        if restrict == HdrNamePolicy::Preserve {
+            return Ok(head);
+        }
+        // Evaluated after the rules, on the fields the request came with.
+        let bad = |n: &[u8]| !n.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'-');
+        if restrict == HdrNamePolicy::Reject {
+            if head.headers().any(|(n, _)| bad(n)) {
+                self.rec.tally.dreq = rows(be);
+                self.rec.tally.http_err = true;
+                self.rec.term(Cause::Proxy, Phase::Request);
+                return Err(
+                    forward::send_error_be(self.conn, 403, self.fe, be, self.keep_local).await,
+                );
+            }
+            return Ok(head);
+        }
+        for (n, _) in head.headers().filter(|(n, _)| bad(n)) {
+            let name = String::from_utf8_lossy(n).into_owned();
+            self.edits
+                .get_or_insert_with(Default::default)
+                .del_matching(&name, &NameMatch::Str);
+        }
+        Ok(head)
+    }
+
+    /// [`stage`](Self::stage)'s rules and legacy filters.
+    async fn stage_rules<'h>(
         &mut self,
         head: &'h Head,
         slot: &'h mut Option<Head>,

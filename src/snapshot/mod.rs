@@ -90,6 +90,8 @@ pub(crate) struct FrontendRt {
     pub(crate) disable_h2_upgrade: bool,
     /// `option accept-invalid-http-request`.
     pub(crate) accept_invalid_req: bool,
+    /// `option http-restrict-req-hdr-names`.
+    pub(crate) restrict_hdr_names: crate::config::model::HdrNamePolicy,
     /// The global `h1-case-adjust` names, when `option
     /// h1-case-adjust-bogus-client` asks for them on answers to HTTP/1
     /// clients (and there are some).
@@ -280,6 +282,8 @@ pub(crate) struct BackendRt {
     /// store-response` ones.
     pub(crate) stick: Vec<StickRt>,
     pub(crate) store_response: Vec<StickRt>,
+    /// `option http-restrict-req-hdr-names`.
+    pub(crate) restrict_hdr_names: crate::config::model::HdrNamePolicy,
 }
 
 /// A compiled `stick` rule: its table found.
@@ -657,6 +661,7 @@ impl Compiler<'_> {
         let stick = self.stick_rules(p, &acls, false);
         let store_response = self.stick_rules(p, &acls, true);
         Arc::new(BackendRt {
+            restrict_hdr_names: p.restrict_hdr_names,
             name: p.name.clone(),
             iid,
             max_head: config.global.max_head(),
@@ -804,6 +809,7 @@ impl Compiler<'_> {
             buffer_request: p.buffer_request,
             disable_h2_upgrade: p.disable_h2_upgrade,
             accept_invalid_req: p.accept_invalid_req,
+            restrict_hdr_names: p.restrict_hdr_names,
             case_client: self.case_adjust.clone().filter(|_| p.h1_case_bogus_client),
             // An inherited `fd@` socket is a listener too (HAProxy counts
             // it in `show info` and numbers it among the frontend's).
