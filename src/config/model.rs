@@ -1198,6 +1198,11 @@ pub(crate) enum ReplyBody {
     Format(LogFmt),
     /// `errorfile <file>`: a whole HTTP response, sent as is.
     Message(Vec<u8>),
+    /// `errorfiles <name>`: the page of `http-errors` section `<name>`
+    /// for the status, once every section is read (`finish_errorfiles`
+    /// makes it a `Message`, or an empty `Static` when the section has
+    /// none, as HAProxy answers).
+    Section(String),
 }
 
 /// A log-format string as the header rules use it: literal text, a few

@@ -82,7 +82,11 @@ impl State<'_> {
             Section::Proxy(i) => self
                 .proxies
                 .get(i)
-                .map_or(("proxy", ""), |p| (type_str(p.kind), p.name.as_str())),
+                // HAProxy 2.6 names a listen section "proxy" here.
+                .map_or(("proxy", ""), |p| match p.kind {
+                    ProxyKind::Listen => ("proxy", p.name.as_str()),
+                    k => (type_str(k), p.name.as_str()),
+                }),
             _ => ("defaults", ""),
         };
         format!("error detected in {t} '{pname}' while parsing '{rule} {action}' rule : {msg}.")
@@ -371,6 +375,12 @@ impl State<'_> {
                 format!("'http-request' expects 'return', 'deny' or another HAProxy action, but got '{action}'{sugg}"),
             );
         };
+        if action == "normalize-uri" && !self.global.expose_experimental {
+            return self.alert(
+                loc,
+                "'normalize-uri' action is experimental, must be allowed via a global 'expose-experimental-directives'",
+            );
+        }
         // The action first, then its condition, as HAProxy reads them (the
         // pattern files they read are numbered in that order).
         let cond_at = cond_start(words);
@@ -832,6 +842,7 @@ impl State<'_> {
             Format(String),
             ErrorPage,
             Message(Vec<u8>),
+            Section(String),
         }
         let mut status = default_status;
         let mut content_type: Option<String> = None;
@@ -911,9 +922,7 @@ impl State<'_> {
                     payload = Payload::Message(page.to_vec());
                 }
                 "errorfiles" => {
-                    return Err(
-                        "'errorfiles' (http-errors sections) is not supported by sluice yet".into(),
-                    );
+                    payload = Payload::Section(v.ok_or_else(|| missing("<name>"))?.to_string());
                 }
                 "hdr" => {
                     let (Some(name), Some(value)) = (v, args.get(i + 2)) else {
@@ -957,7 +966,7 @@ impl State<'_> {
                 }
                 ReplyBody::Static(Vec::new())
             }
-            Payload::ErrorPage | Payload::Message(_) => {
+            Payload::ErrorPage | Payload::Message(_) | Payload::Section(_) => {
                 if matches!(payload, Payload::ErrorPage) && !ERROR_PAGE_CODES.contains(&status) {
                     return Err(format!(
                         "status code '{status}' not handled by default with 'default-errorfiles' argument."
@@ -978,6 +987,7 @@ impl State<'_> {
                 }
                 match payload {
                     Payload::Message(page) => ReplyBody::Message(page),
+                    Payload::Section(name) => ReplyBody::Section(name),
                     _ => ReplyBody::ErrorPage,
                 }
             }
@@ -1881,12 +1891,9 @@ pub(crate) const HTTP_REQUEST: &[ActionKw<HttpRequestAction>] = &[
     kwd("do-resolve", |s, _, a| {
         do_resolve_args(a, s.http_stage(false), "http-request").map(HttpRequestAction::DoResolve)
     }),
-    kwd("normalize-uri", |s, _, a| {
-        if !s.global.expose_experimental {
-            return Err(format!(
-                "{WHOLE_MESSAGE}'normalize-uri' action is experimental, must be allowed via a global 'expose-experimental-directives'"
-            ));
-        }
+    // Refused without `expose-experimental-directives` before it is
+    // dispatched here (`kw_http_request`).
+    kwd("normalize-uri", |_, _, a| {
         normalize_uri_args(a).map(HttpRequestAction::NormalizeUri)
     }),
     kwd("early-hint", |s, _, a| {
@@ -2021,6 +2028,9 @@ pub(super) fn priority_args(
 ) -> Result<crate::config::model::PriorityRule, String> {
     use crate::config::model::PriorityRule;
     let text = args.first().map_or("", String::as_str);
+    if text.is_empty() {
+        return Err("missing fetch method".to_string());
+    }
     let expr = action_expr(text, stage, text)?;
     no_more_args(args.get(1..).unwrap_or(&[]), rule, action)?;
     Ok(match action {

@@ -128,7 +128,11 @@ impl State<'_> {
                     action
                 };
                 if used < args_end {
-                    let kind = type_str(self.proxy_kind().unwrap_or(ProxyKind::Listen));
+                    // HAProxy 2.6 names a listen section "proxy" here.
+                    let kind = match self.proxy_kind().unwrap_or(ProxyKind::Listen) {
+                        ProxyKind::Listen => "proxy",
+                        k => type_str(k),
+                    };
                     let name = self.px().name.clone();
                     return self.alert(
                         loc,
