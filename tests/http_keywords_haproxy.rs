@@ -4,8 +4,15 @@
 //! Covered: `set-timeout`, `set-priority-class`, `set-priority-offset` (of
 //! `http-request` and `tcp-request content`) with the `prio_class`,
 //! `prio_offset`, `cur_server_timeout` and `cur_tunnel_timeout` fetches
-//! and the order of the backend queue, `disable-l7-retry` and
-//! `wait-for-handshake`.
+//! and the order of the backend queue, `disable-l7-retry`,
+//! `wait-for-handshake`, `do-resolve` (against dnsmasq), `normalize-uri`
+//! (every normalizer on a table of tricky targets), `early-hint`,
+//! `http-response redirect`, the `http-error` keyword, the `errorfiles`
+//! reply form, header names with a trailing colon, `option
+//! http-restrict-req-hdr-names`, and the globals `tune.http.logurilen`,
+//! `tune.http.maxhdr`, `h1-accept-payload-with-any-method`,
+//! `h2-workaround-bogus-websocket-clients` (`-c` only) and
+//! `tune.http.cookielen`.
 //!
 //! Skipped (with a note) when `/usr/sbin/haproxy` is not installed, except
 //! under CI, where that is a failure.
