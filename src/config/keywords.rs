@@ -56,6 +56,10 @@ pub const GLOBAL_SUPPORTED: &[&str] = &names::<_, { parser::GLOBAL.len() }>(pars
 /// HAProxy configuration still starts.
 pub(crate) const GLOBAL_IGNORED: &[(&str, &str)] = &[
     (
+        "tune.http.cookielen",
+        "it bounds `capture cookie`, which sluice does not have yet",
+    ),
+    (
         "tune.ssl.default-dh-param",
         "rustls has no DHE cipher suites, so no Diffie-Hellman parameters are used",
     ),
@@ -162,10 +166,6 @@ pub(crate) const GLOBAL_IGNORED: &[(&str, &str)] = &[
         "it keys HAProxy's QUIC retry tokens, and sluice does not speak QUIC",
     ),
     (
-        "expose-experimental-directives",
-        "sluice has no experimental directives for it to unlock",
-    ),
-    (
         "httpclient.resolvers.id",
         "sluice has no internal HTTP client (HAProxy's serves Lua and its CLI)",
     ),
@@ -256,7 +256,6 @@ pub(crate) const GLOBAL_UNSUPPORTED: &[&str] = &[
     "pp2-never-send-local",
     "issuers-chain-path",
     "stats-file",
-    "h2-workaround-bogus-websocket-clients",
     "deviceatlas-json-file",
     "51degrees-data-file",
     "wurfl-data-file",
@@ -297,7 +296,6 @@ pub const PROXY_LEGACY: &[&str] = &[
 
 pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "log-format-sd",
-    "http-error",
     "tcp-response",
     "hash-balance-factor",
     "bind-process",
@@ -357,7 +355,6 @@ pub(crate) const OPTIONS_IGNORED: &[(&str, &str)] = &[
 
 pub(crate) const OPTIONS_UNSUPPORTED: &[&str] = &[
     "idle-close-on-response",
-    "http-restrict-req-hdr-names",
     "log-health-check",
     "http-tunnel",
 ];
@@ -551,17 +548,8 @@ pub const HTTP_REQUEST_SUPPORTED: &[&str] =
 pub const HTTP_RESPONSE_SUPPORTED: &[&str] =
     &names::<_, { parser::HTTP_RESPONSE.len() }>(parser::HTTP_RESPONSE);
 
-pub(crate) const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
-    "lua",
-    "early-hint",
-    "normalize-uri",
-    "wait-for-handshake",
-    "send-spoe-group",
-    "set-timeout",
-    "disable-l7-retry",
-    "do-resolve",
-    "set-bandwidth-limit",
-];
+pub(crate) const HTTP_REQUEST_UNSUPPORTED: &[&str] =
+    &["lua", "send-spoe-group", "set-bandwidth-limit"];
 
 /// Every keyword a proxy section may start with, for suggestions.
 pub(crate) fn proxy_keywords() -> impl Iterator<Item = &'static str> {

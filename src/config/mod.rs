@@ -375,6 +375,30 @@ pub(crate) fn parse_sources(
             }
         }
     }
+    for p in &config.proxies {
+        let missing = p.http_request.iter().filter_map(|r| match &r.action {
+            model::HttpRequestAction::DoResolve(d)
+                if !config
+                    .global
+                    .resolvers
+                    .iter()
+                    .any(|s| s.name == d.resolvers) =>
+            {
+                Some(&d.resolvers)
+            }
+            _ => None,
+        });
+        for name in missing {
+            unresolved_section = true;
+            diags.push(Diagnostic::alert(
+                None,
+                format!(
+                    "Proxy '{}': Can't find resolvers section '{name}' for do-resolve action.",
+                    p.name
+                ),
+            ));
+        }
+    }
     if fatal_before_resolution || unresolved_section {
         diags.push(Diagnostic::alert(None, diag::FATAL_ERRORS));
     }

@@ -56,6 +56,24 @@ pub(crate) struct Global {
     /// `strict-limits`: a file descriptor limit that cannot be had makes
     /// the start fail.
     pub(crate) strict_limits: bool,
+    /// `tune.http.logurilen`: the request line's bytes a log line shows
+    /// (`%r`, and the `%HM`, `%HU`, `%HP`, `%HQ`, `%HV` read from them);
+    /// 1024 when unset.
+    pub(crate) log_uri_len: Option<usize>,
+    /// `tune.http.maxhdr`: a request with more lines than this in its
+    /// head (its request line counted) is answered 400; unset, the
+    /// parser's own bound (100 fields, HAProxy's default of 101 lines).
+    pub(crate) max_hdr: Option<u32>,
+    /// `h1-accept-payload-with-any-method`: an HTTP/1.0 GET, HEAD or
+    /// DELETE request may have a body (else it is answered 413).
+    pub(crate) h1_accept_payload_with_any_method: bool,
+    /// `h2-workaround-bogus-websocket-clients`: HTTP/2 clients are not
+    /// told of extended CONNECT (RFC 8441), so that they open WebSockets
+    /// over HTTP/1.1.
+    pub(crate) h2_no_websocket: bool,
+    /// `expose-experimental-directives`: HAProxy's experimental keywords
+    /// (`http-request normalize-uri`) are accepted after it.
+    pub(crate) expose_experimental: bool,
     /// `unix-bind [prefix <p>] [mode <m>] [user|uid ...] [group|gid ...]`:
     /// what the UNIX `bind` lines after it take when they say nothing.
     pub(crate) unix_bind: UnixBindDefaults,
@@ -814,6 +832,115 @@ pub(crate) enum TcpAction {
     /// `set-var(...)`, `set-var-fmt(...)`, `unset-var(...)`: the next rule
     /// is evaluated after it.
     Var(VarRule),
+    /// `set-priority-class <expr>`, `set-priority-offset <expr>`.
+    Priority(PriorityRule),
+}
+
+/// What a proxy does, once its `http-request` rules have run, with the
+/// request's header fields whose names hold a character outside
+/// `[A-Za-z0-9-]` (`option http-restrict-req-hdr-names`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum HdrNamePolicy {
+    #[default]
+    Preserve,
+    Delete,
+    /// HAProxy's 403.
+    Reject,
+}
+
+/// `set-priority-class <expr>` or `set-priority-offset <expr>`, of
+/// `http-request` and `tcp-request content`: the stream's place in the
+/// backend queue (`sample::tune`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum PriorityRule {
+    Class(crate::sample::Expr),
+    Offset(crate::sample::Expr),
+}
+
+impl PriorityRule {
+    /// Sets the class or offset to the expression's integer; a sample that
+    /// is not one leaves it as it was, as in HAProxy.
+    pub(crate) fn run(&self, cx: &crate::sample::Ctx<'_>) {
+        let (Self::Class(e) | Self::Offset(e)) = self;
+        let Some(tune) = cx.vars.map(|v| &v.tune) else {
+            return;
+        };
+        let Some(n) = sample_int(e, cx) else {
+            return;
+        };
+        match self {
+            Self::Class(_) => tune.set_class(n),
+            Self::Offset(_) => tune.set_offset(n),
+        }
+    }
+}
+
+/// The normalizers of `http-request normalize-uri` (`http::normalize`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum UriNormalizer {
+    FragmentEncode,
+    FragmentStrip,
+    PathMergeSlashes,
+    PathStripDot,
+    PathStripDotdot { full: bool },
+    PercentDecodeUnreserved { strict: bool },
+    PercentToUppercase { strict: bool },
+    QuerySortByName,
+}
+
+/// `do-resolve(<var>,<resolvers>[,ipv4|ipv6]) <expr>`: the name `expr`
+/// gives is resolved with the nameservers of section `resolvers`, and
+/// the address found stored in `var` (left alone on any failure).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct DoResolve {
+    pub(crate) var: crate::sample::vars::VarName,
+    pub(crate) resolvers: String,
+    /// `ipv4`: A records first; IPv6 is preferred by default.
+    pub(crate) ipv4: bool,
+    pub(crate) expr: crate::sample::Expr,
+}
+
+/// `expr`'s value as an integer, None when it has none.
+fn sample_int(expr: &crate::sample::Expr, cx: &crate::sample::Ctx<'_>) -> Option<i64> {
+    match expr.eval(cx)?.cast(crate::sample::value::SmpType::Sint)? {
+        crate::sample::value::Sample::Sint(n) => Some(n),
+        _ => None,
+    }
+}
+
+/// `http-request set-timeout server|tunnel <time>|<expr>`: the stream's own
+/// server or tunnel timeout.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SetTimeout {
+    pub(crate) kind: crate::sample::tune::TimeoutKind,
+    pub(crate) value: TimeoutValue,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum TimeoutValue {
+    Fixed(Duration),
+    /// An integer of milliseconds.
+    Expr(crate::sample::Expr),
+}
+
+impl SetTimeout {
+    /// Sets the timeout; an expression that gives no integer changes
+    /// nothing, 0 gives the configuration's timeout back (HAProxy's unset
+    /// tick) and a negative one has expired already (its tick in the
+    /// past).
+    pub(crate) fn run(&self, cx: &crate::sample::Ctx<'_>) {
+        let Some(tune) = cx.vars.map(|v| &v.tune) else {
+            return;
+        };
+        let ms = match &self.value {
+            TimeoutValue::Fixed(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
+            TimeoutValue::Expr(e) => match sample_int(e, cx) {
+                Some(n) => n,
+                None => return,
+            },
+        };
+        tune.set_timeout(self.kind, ms);
+    }
 }
 
 /// One `tcp-request connection|content <action> [if|unless <cond>]` line.
@@ -935,6 +1062,28 @@ pub(crate) enum HttpRequestAction {
     SilentDrop,
     /// `http-request cache-use <name>`.
     CacheUse(CacheRef),
+    /// `http-request set-timeout server|tunnel <time>|<expr>`.
+    SetTimeout(SetTimeout),
+    /// `http-request set-priority-class|set-priority-offset <expr>`.
+    Priority(PriorityRule),
+    /// `http-request disable-l7-retry`: no `retry-on` of a response
+    /// status or of a response that failed for this request.
+    DisableL7Retry,
+    /// `http-request do-resolve(<var>,<resolvers>[,ipv4|ipv6]) <expr>`.
+    DoResolve(DoResolve),
+    /// `http-request normalize-uri <normalizer> [full|strict]`.
+    NormalizeUri(UriNormalizer),
+    /// `http-request early-hint <name> <fmt>`: a field of the `103 Early
+    /// Hints` sent before the answer.
+    EarlyHint {
+        name: String,
+        fmt: LogFmt,
+    },
+    /// `http-request wait-for-handshake`: waits for a TLS handshake that
+    /// took early data to finish. sluice's listeners take no early data
+    /// (rustls's `max_early_data_size` is left at 0), so the handshake is
+    /// always over when rules run and the rule goes on at once.
+    WaitForHandshake,
 }
 
 /// `wait-for-body time <time> [at-least <bytes>]`: the message's body is
@@ -1057,6 +1206,11 @@ pub(crate) enum ReplyBody {
     Format(LogFmt),
     /// `errorfile <file>`: a whole HTTP response, sent as is.
     Message(Vec<u8>),
+    /// `errorfiles <name>`: the page of `http-errors` section `<name>`
+    /// for the status, once every section is read (`finish_errorfiles`
+    /// makes it a `Message`, or an empty `Static` when the section has
+    /// none, as HAProxy answers).
+    Section(String),
 }
 
 /// A log-format string as the header rules use it: literal text, a few
@@ -1197,6 +1351,16 @@ pub(crate) enum HttpResponseAction {
     /// `http-response silent-drop`: the client connection is closed
     /// without the answer.
     SilentDrop,
+    /// `http-response redirect location|prefix|scheme <fmt> [code <n>]
+    /// [drop-query] [append-slash]`: the server's answer replaced by the
+    /// redirect.
+    Redirect {
+        kind: RedirectKind,
+        fmt: LogFmt,
+        code: u16,
+        drop_query: bool,
+        append_slash: bool,
+    },
 }
 
 /// The address or port a `set-src`-like rule replaces.
@@ -1734,6 +1898,8 @@ pub(crate) struct Proxy {
     /// `accept-invalid-http-response` (backends): HAProxy's relaxed parsing.
     pub(crate) accept_invalid_req: bool,
     pub(crate) accept_invalid_resp: bool,
+    /// `option http-restrict-req-hdr-names preserve|delete|reject`.
+    pub(crate) restrict_hdr_names: HdrNamePolicy,
     /// `option h1-case-adjust-bogus-client` (frontends: the answers to
     /// HTTP/1 clients) and `-bogus-server` (backends: the requests to
     /// HTTP/1 servers) apply the global `h1-case-adjust` names.
@@ -1844,6 +2010,7 @@ impl Proxy {
             disable_h2_upgrade: false,
             buffer_request: false,
             accept_invalid_req: false,
+            restrict_hdr_names: HdrNamePolicy::Preserve,
             accept_invalid_resp: false,
             h1_case_bogus_client: false,
             h1_case_bogus_server: false,

@@ -489,6 +489,7 @@ impl<'r> State<'r> {
         self.finish_userlists();
         self.finish_caches();
         self.finish_errorfiles();
+        self.finish_reply_sections();
         self.finish_dispatch();
         self.check_filters();
         for (di, pi, name) in std::mem::take(&mut self.missing_acls) {

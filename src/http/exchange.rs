@@ -227,7 +227,9 @@ impl<'a> Exchange<'a> {
             name_at,
             server_close,
             head,
-            l7_retries: be.retry_on.layer7() && body == BodyKind::None,
+            l7_retries: be.retry_on.layer7()
+                && body == BodyKind::None
+                && self.ctx.vars.tune.l7_retry(),
             // Before the body is read: a page skips it if it is all here.
             keep_on_error: self.keep_client && self.client.pending != io::PendingBody::Partial,
             reuse_ok: be.http_reuse != HttpReuse::Never,
@@ -315,7 +317,7 @@ impl<'a> Exchange<'a> {
                 self.ctx.dst,
                 || self.client.stream.local_addr().ok(),
             )
-            && io::write_all(&mut up.stream, h, be.timeouts.server)
+            && io::write_all(&mut up.stream, h, self.ctx.server_timeout(be))
                 .await
                 .is_err()
         {
@@ -361,7 +363,7 @@ impl<'a> Exchange<'a> {
             }
             _ => &plan.head,
         };
-        if io::write_all(&mut up.stream, head, self.be.timeouts.server)
+        if io::write_all(&mut up.stream, head, self.ctx.server_timeout(self.be))
             .await
             .is_err()
         {
@@ -454,7 +456,7 @@ impl<'a> Exchange<'a> {
             &mut a.up.stream,
             body,
             fe.timeouts.client,
-            be.timeouts.server,
+            self.ctx.server_timeout(be),
             fe.splice,
             be.case_server.as_deref(),
         )
@@ -514,7 +516,7 @@ impl<'a> Exchange<'a> {
         let (fe, be) = (self.fe, self.be);
         let Attempt { mut up, reused } = a;
         let sent_at = Instant::now();
-        let failure = match up.read_head(be.max_head, be.timeouts.server).await {
+        let failure = match up.read_head(be.max_head, self.ctx.server_timeout(be)).await {
             Ok(raw) => match Head::parse_response_lax(raw, be.accept_invalid_resp) {
                 Ok(resp) => {
                     if be.retry_on.on_status(resp.status) && plan.l7_retries {

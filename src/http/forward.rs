@@ -142,6 +142,8 @@ async fn error_page(
         (None, Some(p)) => p,
         (None, None) if stream_408 => error_pages::stream_408(),
         (None, None) if after => error_pages::stream_response(code),
+        // The parser's 413 (`h1-accept-payload-with-any-method`).
+        (None, None) if code == 413 => error_pages::parser_413(),
         (None, None) => error_pages::response(code),
     };
     let (page, code) = if after {
@@ -156,7 +158,12 @@ async fn error_page(
     // own and custom ones alike (the parser's pages, 400/408/422, say
     // `Connection: close` themselves; its custom ones are sent as loaded).
     let page = match client.asked {
-        _ if (own.is_none() && custom.is_some()) || error_pages::closes(code) => page,
+        _ if (own.is_none() && custom.is_some())
+            || error_pages::closes(code)
+            || (!after && code == 413) =>
+        {
+            page
+        }
         // An HTTP/1.0 page closes by default: only keep-alive is said.
         _ if http10 && !keep => page,
         _ if http10 => Cow::Owned(
@@ -303,6 +310,23 @@ pub(crate) struct ReqCtx<'a> {
     pub(crate) cache: Option<&'a crate::http::cache::CacheTxn>,
 }
 
+impl ReqCtx<'_> {
+    /// The request's `timeout server`: a `set-timeout server` rule's, else
+    /// its backend's.
+    pub(crate) fn server_timeout(&self, be: &BackendRt) -> Option<std::time::Duration> {
+        use crate::sample::tune::TimeoutKind;
+        self.vars.tune.or(TimeoutKind::Server, be.timeouts.server)
+    }
+
+    /// The `timeout tunnel` a `set-timeout tunnel` rule gave the request,
+    /// for both sides of its tunnel, None when no rule did.
+    pub(crate) fn tunnel_timeout(&self) -> Option<std::time::Duration> {
+        self.vars
+            .tune
+            .timeout(crate::sample::tune::TimeoutKind::Tunnel)
+    }
+}
+
 /// No server for the request (none usable, queue full or timed out), at
 /// first or on a redispatch: HAProxy's 503 with `SC`, `SQ` or `sQ`.
 pub(super) async fn no_server(
@@ -377,6 +401,7 @@ pub(crate) async fn forward(
     let key = crate::snapshot::lb::LbKey {
         src,
         head: Some(req),
+        prio: ctx.vars.tune.priority(),
     };
     // `force-persist` / `ignore-persist`: the first rule whose condition
     // holds (Some(true): force, Some(false): ignore).

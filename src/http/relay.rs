@@ -61,6 +61,9 @@ enum Refusal<'r> {
     /// `http-response silent-drop`: the client is left without the
     /// answer (its status, and what `%B` counts of it, for the log).
     Dropped(u16, u64),
+    /// `http-response redirect`: this answer instead (its status, its
+    /// location), and what `%B` counts of the server's.
+    Redirected(u16, Vec<u8>, u64),
     /// An `rsprep` left a head that does not parse.
     Invalid,
     /// `option checkcache`: a cacheable response sets a cookie.
@@ -177,7 +180,10 @@ impl<'a> Relay<'a> {
         }
         let (fe, be) = (self.fe, self.be);
         let room = crate::http::body::room(resp, be.max_head, body == BodyKind::Chunked);
-        let limit = Some(wait.time).into_iter().chain(be.timeouts.server).min();
+        let limit = Some(wait.time)
+            .into_iter()
+            .chain(self.ctx.server_timeout(be))
+            .min();
         let waited =
             crate::http::body::wait(&mut self.upstream, body, room, wait.at_least, limit).await;
         if waited == crate::http::body::Waited::Ready {
@@ -212,7 +218,7 @@ impl<'a> Relay<'a> {
             self.logged_out += resp.logged_size();
             resp = match self
                 .upstream
-                .read_head(be.max_head, be.timeouts.server)
+                .read_head(be.max_head, self.ctx.server_timeout(be))
                 .await
             {
                 Ok(raw) => match Head::parse_response_lax(raw, be.accept_invalid_resp) {
@@ -317,11 +323,15 @@ impl<'a> Relay<'a> {
         // Both sides idle out after `timeout tunnel` if set, else after
         // their own client/server timeout.
         let idle = (
-            fe.timeouts
-                .tunnel
+            self.ctx
+                .tunnel_timeout()
+                .or(fe.timeouts.tunnel)
                 .or(be.timeouts.tunnel)
                 .or(fe.timeouts.client),
-            be.timeouts.tunnel.or(be.timeouts.server),
+            self.ctx
+                .tunnel_timeout()
+                .or(be.timeouts.tunnel)
+                .or(self.ctx.server_timeout(be)),
         );
         // An HTTP/2 client's tunnel is its stream (an extended CONNECT):
         // the switch is its 200, the bytes its DATA frames.
@@ -574,6 +584,12 @@ impl<'a> Relay<'a> {
                 resp.logged_size()
                     + crate::wire::logged_size::buffered_body(body, &self.upstream.buf),
             )),
+            Err(RespRefused::Redirected(code, page)) => Err(Refusal::Redirected(
+                code,
+                page,
+                resp.logged_size()
+                    + crate::wire::logged_size::buffered_body(body, &self.upstream.buf),
+            )),
             Err(RespRefused::Invalid) => Err(Refusal::Invalid),
         }
     }
@@ -651,6 +667,23 @@ impl<'a> Relay<'a> {
                 }
                 out
             }
+            Refusal::Redirected(code, loc, server_part) => {
+                // An answer made here, as `http-response return`'s.
+                self.rec.end(Term::new(Cause::Local, Phase::Headers));
+                let page = rules::redirect_response(code, &loc, self.keep_client);
+                let mut out = send_answer_seen(
+                    self.client,
+                    &page,
+                    code,
+                    self.keep_client,
+                    fe,
+                    Some(be),
+                    None,
+                )
+                .await;
+                out.logged_out += server_part;
+                out
+            }
             // HAProxy's `return_srv_prx_502`: `PH`, a failed response.
             Refusal::CacheableCookie => {
                 self.rec.tally.eresp |= Rows::BE_SRV;
@@ -709,7 +742,7 @@ impl<'a> Relay<'a> {
                     &mut self.upstream,
                     &mut self.client.stream,
                     body,
-                    be.timeouts.server,
+                    self.ctx.server_timeout(be),
                     fe.timeouts.client,
                     fe.splice,
                     fe.case_client.as_deref(),
@@ -719,7 +752,7 @@ impl<'a> Relay<'a> {
             // An HTTP/2 client: the same response as frames (the HTTP/1
             // form above is what the counters measure).
             Some(h2) if !filtering => {
-                let t = (be.timeouts.server, fe.timeouts.client);
+                let t = (self.ctx.server_timeout(be), fe.timeouts.client);
                 let up = &mut self.upstream;
                 match deliver_h2(h2, &mut head, &resp, body, edits.as_ref(), up, t) {
                     Ok(done) => done,
@@ -819,14 +852,14 @@ impl<'a> Relay<'a> {
                     &mut self.client.stream,
                     body,
                     filters,
-                    be.timeouts.server,
+                    self.ctx.server_timeout(be),
                     fe.timeouts.client,
                     fe.case_client.as_deref(),
                 )
                 .await?
             }
             Some(h2) => {
-                let t = (be.timeouts.server, fe.timeouts.client);
+                let t = (self.ctx.server_timeout(be), fe.timeouts.client);
                 let out_kind = if comp.is_some() {
                     BodyKind::Chunked
                 } else {
@@ -1204,6 +1237,8 @@ enum RespRefused<'r> {
     Returned(&'r HttpReply),
     /// `http-response silent-drop` (the response's status).
     Dropped(u16),
+    /// `http-response redirect`: its status and location.
+    Redirected(u16, Vec<u8>),
     /// An `rsprep` left a head that does not parse.
     Invalid,
 }
@@ -1346,6 +1381,27 @@ fn response_edits<'r>(
                 HttpResponseAction::Deny(reply) => return Err(RespRefused::Denied(Some(reply))),
                 HttpResponseAction::Return(reply) => return Err(RespRefused::Returned(reply)),
                 HttpResponseAction::SilentDrop => return Err(RespRefused::Dropped(resp.status)),
+                HttpResponseAction::Redirect {
+                    kind,
+                    fmt,
+                    code,
+                    drop_query,
+                    append_slash,
+                } => {
+                    let cx = rules::FmtCtx {
+                        res: Some(resp),
+                        ..cx
+                    };
+                    let v = rules::eval(fmt, &cx);
+                    let loc = rules::location(
+                        *kind,
+                        &v,
+                        cx.req,
+                        cx.req.target(),
+                        (*drop_query, *append_slash),
+                    );
+                    return Err(RespRefused::Redirected(*code, loc));
+                }
                 // Waited for before the rules ran (`Relay::wait_body`).
                 HttpResponseAction::WaitForBody(_) => {}
                 HttpResponseAction::Table(a) => {

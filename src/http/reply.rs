@@ -15,7 +15,7 @@ use crate::wire::error_pages;
 pub(crate) fn render(reply: &HttpReply, cx: &FmtCtx<'_>, keep: bool) -> Option<BytesMut> {
     let evaluated;
     let body: &[u8] = match &reply.body {
-        ReplyBody::ErrorPage => return None,
+        ReplyBody::ErrorPage | ReplyBody::Section(_) => return None,
         ReplyBody::Message(page) => return Some(with_close(page, keep)),
         ReplyBody::Static(bytes) => bytes,
         ReplyBody::Format(fmt) => {

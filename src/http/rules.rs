@@ -389,6 +389,7 @@ pub(crate) fn edit_response(
         | HttpResponseAction::SetTos(_)
         | HttpResponseAction::SetMark(_)
         | HttpResponseAction::Return(_)
+        | HttpResponseAction::Redirect { .. }
         | HttpResponseAction::SilentDrop => return false,
         // tokio schedules every task alike.
         HttpResponseAction::SetNice(_) => {}
@@ -485,7 +486,7 @@ pub(crate) fn sample_ctx<'a>(cx: &FmtCtx<'a>) -> crate::sample::Ctx<'a> {
 
 /// Where the path of a request target starts and ends (the query and
 /// fragment excluded).
-fn path_span(target: &[u8]) -> (usize, usize) {
+pub(crate) fn path_span(target: &[u8]) -> (usize, usize) {
     let start = if target.first() == Some(&b'/') {
         0
     } else if let Some(p) = target.windows(3).position(|w| w == b"://") {

@@ -632,6 +632,11 @@ pub(crate) async fn handle_request(
             return refused(rt, fe, conn, &mut rec, e.request_status(), tracking).await;
         }
     };
+    // The transaction's variables: dropped with the request. Made before
+    // the content rules, whose `set-priority-*` actions set its stream's
+    // priority.
+    let slots = [fe.captures.request.len(), fe.captures.response.len()];
+    let vars = crate::sample::vars::Vars::with_slots(sess, slots);
     // `tcp-request content` rules of an HTTP frontend run for each
     // request, before it is counted (HAProxy runs them before its HTTP
     // analysis), on the client's address and the head.
@@ -644,7 +649,8 @@ pub(crate) async fn handle_request(
             client: Some(client),
             stick: Some(&stick),
         };
-        let verdict = crate::tcp::rules::run(&fe.tcp_content, &fe.acls, &view, None, Level::Stream);
+        let verdict =
+            crate::tcp::rules::run(&fe.tcp_content, &fe.acls, &view, Some(&vars), Level::Stream);
         if verdict != crate::tcp::rules::Verdict::Accept {
             return content_refused(rt, fe, conn, &mut rec, verdict, tracking);
         }
@@ -662,10 +668,29 @@ pub(crate) async fn handle_request(
     if rec.enabled() {
         crate::observe::log::emit_connect(fe, peer, rec.local);
     }
-    let framing = head.request_body().map_err(|e| {
+    // `tune.http.maxhdr` below the parser's own bound: a 400 as for a head
+    // with too many fields. An HTTP/1.0 GET, HEAD or DELETE with a body: a
+    // 413 unless `h1-accept-payload-with-any-method` (a request smuggling
+    // risk: old servers read no body there), as HAProxy 2.6 answers.
+    let too_many = fe
+        .max_hdr
+        .is_some_and(|m| head.headers().count() > m as usize);
+    let payload_refused = !fe.payload_any_method
+        && h1
+        && head.minor == 0
+        && matches!(head.method(), b"GET" | b"HEAD" | b"DELETE")
+        && (head.values("transfer-encoding").next().is_some()
+            || !matches!(head.content_length(), Ok(None | Some(0))));
+    let framing = if too_many || payload_refused {
+        let e = crate::wire::h1::H1Error::TooManyHeaders;
         let spot = error_spot::locate(&head.raw, false, &e);
-        (e.request_status(), spot)
-    });
+        Err((if too_many { 400 } else { 413 }, spot))
+    } else {
+        head.request_body().map_err(|e| {
+            let spot = error_spot::locate(&head.raw, false, &e);
+            (e.request_status(), spot)
+        })
+    };
     let framing = framing.and_then(|body| {
         if body == BodyKind::Chunked {
             h1::check_chunked_prefix(&conn.buf)
@@ -703,9 +728,6 @@ pub(crate) async fn handle_request(
     }
     // From here to the answer the request is a stream `show sess` lists.
     stream.begin();
-    // The transaction's variables: dropped with the request.
-    let slots = [fe.captures.request.len(), fe.captures.response.len()];
-    let vars = crate::sample::vars::Vars::with_slots(sess, slots);
     let req = Req {
         vars: &vars,
         stick: &stick,
@@ -721,6 +743,7 @@ pub(crate) async fn handle_request(
     };
     conn.pending = io::PendingBody::of(body, &conn.buf);
     conn.continued = false;
+    conn.early_hints = (0, 0);
     // The body the rules read, set aside from the buffer while they run.
     let mut held = crate::http::body::Held::default();
     let mut out = route(rt, fe, &req, conn, keep_client, &mut rec, &mut held).await;
@@ -731,6 +754,8 @@ pub(crate) async fn handle_request(
         out.bytes_out += CONTINUE.len() as u64;
         out.logged_out += crate::wire::logged_size::head(CONTINUE);
     }
+    out.bytes_out += conn.early_hints.0;
+    out.logged_out += conn.early_hints.1;
     stream.end();
     vars.end();
     // A body no server was sent (a local answer, a server that could not
@@ -1025,7 +1050,10 @@ async fn route(
         Box::pin(run.spoe_event(head, &fe.spoe, SpoeEvent::FrontendHttpRequest, None)).await;
     }
     // Without rules the stage is never made (its future is large).
-    let head = if fe.http_request.is_empty() && fe.legacy_req.is_none() {
+    let head = if fe.http_request.is_empty()
+        && fe.legacy_req.is_none()
+        && fe.restrict_hdr_names == crate::config::model::HdrNamePolicy::Preserve
+    {
         head
     } else {
         match run
@@ -1152,7 +1180,11 @@ async fn route(
         Box::pin(run.spoe_event(head, &be.spoe, event, Some(be))).await;
     }
     // A `listen` section is its own backend: its rules ran above already.
-    let head = if be.iid != fe.iid && (!be.http_request.is_empty() || be.legacy_req.is_some()) {
+    let head = if be.iid != fe.iid
+        && (!be.http_request.is_empty()
+            || be.legacy_req.is_some()
+            || be.restrict_hdr_names != crate::config::model::HdrNamePolicy::Preserve)
+    {
         match run
             .stage(head, &mut be_head, Stage::backend(be), held)
             .await
@@ -1294,6 +1326,8 @@ struct Stage<'p> {
     /// Set for a backend's rules.
     be: Option<&'p BackendRt>,
     timeouts: &'p Timeouts,
+    /// `option http-restrict-req-hdr-names`, applied after the rules.
+    restrict: crate::config::model::HdrNamePolicy,
 }
 
 impl<'p> Stage<'p> {
@@ -1305,6 +1339,7 @@ impl<'p> Stage<'p> {
             acls: &fe.acls,
             be: None,
             timeouts: &fe.timeouts,
+            restrict: fe.restrict_hdr_names,
         }
     }
 
@@ -1316,6 +1351,7 @@ impl<'p> Stage<'p> {
             acls: &be.acls,
             be: Some(be),
             timeouts: &be.timeouts,
+            restrict: be.restrict_hdr_names,
         }
     }
 }
@@ -1411,6 +1447,42 @@ impl RuleRun<'_> {
     /// on with (`head`, or the legacy filters' rewrite, kept in `slot`),
     /// or the outcome when a rule answered the request.
     async fn stage<'h>(
+        &mut self,
+        head: &'h Head,
+        slot: &'h mut Option<Head>,
+        st: Stage<'_>,
+        held: &mut crate::http::body::Held,
+    ) -> Result<&'h Head, Outcome> {
+        use crate::config::model::{HdrNamePolicy, NameMatch};
+        let (restrict, be) = (st.restrict, st.be);
+        let head = self.stage_rules(head, slot, st, held).await?;
+        if restrict == HdrNamePolicy::Preserve {
+            return Ok(head);
+        }
+        // Evaluated after the rules, on the fields the request came with.
+        let bad = |n: &[u8]| !n.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'-');
+        if restrict == HdrNamePolicy::Reject {
+            if head.headers().any(|(n, _)| bad(n)) {
+                self.rec.tally.dreq = rows(be);
+                self.rec.tally.http_err = true;
+                self.rec.term(Cause::Proxy, Phase::Request);
+                return Err(
+                    forward::send_error_be(self.conn, 403, self.fe, be, self.keep_local).await,
+                );
+            }
+            return Ok(head);
+        }
+        for (n, _) in head.headers().filter(|(n, _)| bad(n)) {
+            let name = String::from_utf8_lossy(n).into_owned();
+            self.edits
+                .get_or_insert_with(Default::default)
+                .del_matching(&name, &NameMatch::Str);
+        }
+        Ok(head)
+    }
+
+    /// [`stage`](Self::stage)'s rules and legacy filters.
+    async fn stage_rules<'h>(
         &mut self,
         head: &'h Head,
         slot: &'h mut Option<Head>,
@@ -1732,6 +1804,22 @@ impl RuleRun<'_> {
         forward::send_answer_seen(self.conn, &out, reply.status, keep, self.fe, be, Some(cx)).await
     }
 
+    /// Sends the `103 Early Hints` of `early-hint` rules to an HTTP/1.1
+    /// client (HTTP/1.0 has no interim answers, and an HTTP/2 stream's
+    /// would need a HEADERS frame of its own: neither gets one).
+    async fn send_early_hints(&mut self, hints: &[u8], fe: &FrontendRt, minor: u8) {
+        if self.conn.h2.is_some() || minor == 0 {
+            return;
+        }
+        if io::write_all(&mut self.conn.stream, hints, fe.timeouts.client)
+            .await
+            .is_ok()
+        {
+            self.conn.early_hints.0 += hints.len() as u64;
+            self.conn.early_hints.1 += crate::wire::logged_size::head(hints);
+        }
+    }
+
     /// Runs `rules` under `acls`; `be` is set for a backend's rules, whose
     /// denials and interceptions count on the backend too, as in HAProxy.
     /// Returns the outcome when a rule answered the request.
@@ -1781,6 +1869,8 @@ impl RuleRun<'_> {
             res_body: None,
             stick: Some(self.stick),
         };
+        // A `103 Early Hints` being made by `early-hint` rules.
+        let mut early: Option<Vec<u8>> = None;
         for (at, (action, cond)) in rules.iter().enumerate() {
             if let Some(c) = cond
                 && !acls.eval(c, view)
@@ -2013,6 +2103,75 @@ impl RuleRun<'_> {
                         );
                     }
                 }
+                HttpRequestAction::SetTimeout(t) => t.run(&rules::sample_ctx(&cx)),
+                HttpRequestAction::Priority(p) => p.run(&rules::sample_ctx(&cx)),
+                HttpRequestAction::DisableL7Retry => self.vars.tune.disable_l7_retry(),
+                HttpRequestAction::EarlyHint { name, fmt } => {
+                    let hints =
+                        early.get_or_insert_with(|| b"HTTP/1.1 103 Early Hints\r\n".to_vec());
+                    hints.extend(name.bytes().map(|b| b.to_ascii_lowercase()));
+                    hints.extend_from_slice(b": ");
+                    hints.extend_from_slice(&rules::eval(fmt, &cx));
+                    hints.extend_from_slice(b"\r\n");
+                    // As HAProxy: the hints of the rules that follow one
+                    // another go in one 103, sent after the last of them.
+                    let next = rules.get(at + 1).map(|(a, _)| a);
+                    if !matches!(next, Some(HttpRequestAction::EarlyHint { .. }))
+                        && let Some(mut hints) = early.take()
+                    {
+                        hints.extend_from_slice(b"\r\n");
+                        self.send_early_hints(&hints, fe, head.minor).await;
+                    }
+                }
+                HttpRequestAction::NormalizeUri(how) => {
+                    let cur = self
+                        .edits
+                        .as_ref()
+                        .and_then(|e| e.target.as_deref())
+                        .unwrap_or(head.target());
+                    match crate::http::normalize::normalize(*how, cur) {
+                        Ok(Some(t)) => {
+                            self.edits.get_or_insert_with(Default::default).target = Some(t)
+                        }
+                        Ok(None) => {}
+                        // A `strict` normalizer's invalid sequence: HAProxy's
+                        // bad request (400, `PR--`, counted in `ereq`).
+                        Err(_) => {
+                            self.rec.tally.ereq = Rows::FE;
+                            self.rec.tally.http_err = true;
+                            self.rec.term(Cause::Proxy, Phase::Request);
+                            return Some(Stop::Answered(
+                                forward::send_error_be(self.conn, 400, fe, be, false).await,
+                            ));
+                        }
+                    }
+                }
+                HttpRequestAction::DoResolve(r) => {
+                    let section = self
+                        .proxies
+                        .global
+                        .resolvers
+                        .iter()
+                        .find(|s| s.name == r.resolvers);
+                    let name = r
+                        .expr
+                        .eval(&rules::sample_ctx(&cx))
+                        .and_then(|v| v.cast(crate::sample::value::SmpType::Str));
+                    if let (Some(section), Some(crate::sample::value::Sample::Str(name))) =
+                        (section, name)
+                        && let Ok(name) = std::str::from_utf8(&name)
+                        && let Some(ip) =
+                            crate::upstream::dns::resolve_addr(section, name, r.ipv4).await
+                    {
+                        let v = match ip {
+                            std::net::IpAddr::V4(a) => crate::sample::value::Sample::Ipv4(a),
+                            std::net::IpAddr::V6(a) => crate::sample::value::Sample::Ipv6(a),
+                        };
+                        self.vars.set(&r.var, &v, Default::default());
+                    }
+                }
+                // No early data is taken (see the action's doc).
+                HttpRequestAction::WaitForHandshake => {}
                 HttpRequestAction::PrometheusExporter => {
                     self.rec.tally.intercepted = rows(be);
                     self.rec.term(Cause::Local, Phase::Request);

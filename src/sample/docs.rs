@@ -24,7 +24,6 @@ const WHY: &[(&str, &str)] = &[
         "lat_ns_*",
         "HAProxy's task scheduler statistics: no equivalent",
     ),
-    ("prio_*", "request priorities (#22)"),
     ("last_rule_*", "rule tracing (#22)"),
     // TLS.
     (

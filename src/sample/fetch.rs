@@ -3,6 +3,7 @@
 //! that takes a sample (ACLs, rules, log formats, balancing) looks it up
 //! in [`FETCHES`].
 
+use super::tune::TimeoutKind;
 use std::borrow::Cow;
 use std::net::{IpAddr, SocketAddr};
 
@@ -503,28 +504,44 @@ static FETCHES: &[FetchDef] = &[
         T::Sint,
         |_, cx| backend_count(cx, &[], Count::BackendTunnelTimeout),
     ),
-    // The stream's own server timeout: none before a server is connected
-    // (HAProxy gives 0 in request rules), then the backend's (sluice has
-    // no `set-timeout`).
+    // The stream's own server timeout: the one a `set-timeout` rule set,
+    // else none before a server is connected (HAProxy gives 0 in request
+    // rules), then the backend's.
     def(
         "cur_server_timeout",
         BKEND,
         ArgSpec::NONE,
         T::Sint,
-        |_, cx| match cx.server {
-            Some(_) => backend_count(cx, &[], Count::BackendServerTimeout),
-            None => Some(Sample::Sint(0)),
+        |_, cx| match (set_timeout(cx, TimeoutKind::Server), cx.server) {
+            (Some(ms), _) => Some(Sample::Sint(ms)),
+            (None, Some(_)) => backend_count(cx, &[], Count::BackendServerTimeout),
+            (None, None) => Some(Sample::Sint(0)),
         },
     ),
-    // The tunnel timeout applies once a tunnel is up, and no rule runs
-    // then.
+    // The same for the tunnel timeout: a rule's, else none before a
+    // server is connected, then the backend's.
     def(
         "cur_tunnel_timeout",
         BKEND,
         ArgSpec::NONE,
         T::Sint,
-        |_, _| Some(Sample::Sint(0)),
+        |_, cx| match (set_timeout(cx, TimeoutKind::Tunnel), cx.server) {
+            (Some(ms), _) => Some(Sample::Sint(ms)),
+            (None, Some(_)) => backend_count(cx, &[], Count::BackendTunnelTimeout),
+            (None, None) => Some(Sample::Sint(0)),
+        },
     ),
+    // The stream's queue priority, as its rules set it (0 by default).
+    def("prio_class", INTRN, ArgSpec::NONE, T::Sint, |_, cx| {
+        Some(Sample::Sint(
+            cx.vars.map_or(0, |v| v.tune.priority().class).into(),
+        ))
+    }),
+    def("prio_offset", INTRN, ArgSpec::NONE, T::Sint, |_, cx| {
+        Some(Sample::Sint(
+            cx.vars.map_or(0, |v| v.tune.priority().offset_ms).into(),
+        ))
+    }),
     def("queue", INTRN, OPT_STR, T::Sint, |a, cx| {
         backend_count(cx, a, Count::BackendQueue)
     }),
@@ -1657,6 +1674,12 @@ fn hash_and_src(hash: u32, src: IpAddr) -> Option<Sample<'static>> {
 }
 
 /// A count of the backend named by `a[0]`, else of the current one.
+/// The server or tunnel timeout a `set-timeout` rule gave the stream, in
+/// milliseconds, None when no rule did.
+fn set_timeout(cx: &Ctx<'_>, kind: TimeoutKind) -> Option<i64> {
+    cx.vars?.tune.timeout_ms(kind)
+}
+
 fn backend_count<'a>(cx: &Ctx<'a>, a: &[Arg], what: Count) -> Option<Sample<'a>> {
     let be = match a.first().map(Arg::as_str) {
         Some(name) if !name.is_empty() => name,

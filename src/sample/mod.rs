@@ -25,6 +25,7 @@ pub(crate) mod random;
 pub(crate) mod srvconn;
 pub(crate) mod stage;
 pub(crate) mod stick;
+pub(crate) mod tune;
 pub(crate) mod value;
 pub(crate) mod vars;
 pub(crate) mod x509;

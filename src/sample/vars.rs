@@ -448,6 +448,10 @@ pub(crate) struct Vars<'s> {
     /// The cache the response came from (`res.cache_hit`,
     /// `res.cache_name`).
     cache_hit: OnceLock<std::sync::Arc<str>>,
+    /// What the stream's rules changed of its handling (priority,
+    /// timeouts, retries): kept with its variables, which every place
+    /// that runs rules or fetches already holds.
+    pub(crate) tune: super::tune::StreamTune,
 }
 
 impl<'s> Vars<'s> {
@@ -471,6 +475,7 @@ impl<'s> Vars<'s> {
             dir: AtomicU8::new(Dir::Req as u8),
             comp: OnceLock::new(),
             cache_hit: OnceLock::new(),
+            tune: super::tune::StreamTune::default(),
         }
     }
 

@@ -22,6 +22,9 @@ pub(crate) struct Limits {
     /// in HAProxy. A larger header block, CONTINUATION frames included,
     /// is refused; a much larger one closes the connection.
     pub(crate) max_header_list_size: u32,
+    /// Extended CONNECT (RFC 8441) announced: WebSockets over HTTP/2
+    /// (not under `h2-workaround-bogus-websocket-clients`).
+    pub(crate) connect_protocol: bool,
 }
 
 impl Limits {
@@ -39,6 +42,7 @@ impl Limits {
                 .unwrap_or(H2Tune::DEFAULT_HEADER_TABLE_SIZE),
             max_frame_size: t.max_frame_size.unwrap_or(H2Tune::DEFAULT_MAX_FRAME_SIZE),
             max_header_list_size: g.max_head() as u32,
+            connect_protocol: !g.h2_no_websocket,
         }
     }
 }

@@ -39,6 +39,10 @@ pub(crate) struct LbKey<'a> {
     pub(crate) src: Option<IpAddr>,
     /// The request head (`uri`, `url_param`, `hdr`).
     pub(crate) head: Option<&'a Head>,
+    /// Where the request waits in the backend's queue, should it wait
+    /// (`set-priority-class`, `set-priority-offset`): carried with the
+    /// key as both reach the picking of a server.
+    pub(crate) prio: crate::sample::tune::Priority,
 }
 
 /// HAProxy's `SRV_EWGHT_RANGE`: chash points are keyed `id * 4096 + n`.

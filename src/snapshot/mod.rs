@@ -69,6 +69,13 @@ pub(crate) struct FrontendRt {
     pub(crate) spoe: Vec<Arc<spoe::SpoeRt>>,
     /// Largest request head (tune.bufsize - tune.maxrewrite).
     pub(crate) max_head: usize,
+    /// The head lines a request may have, its request line counted
+    /// (`tune.http.maxhdr`; None: the parser's own bound).
+    pub(crate) max_hdr: Option<u32>,
+    /// `h1-accept-payload-with-any-method`.
+    pub(crate) payload_any_method: bool,
+    /// The request line's bytes its log lines show (`tune.http.logurilen`).
+    pub(crate) log_uri_len: usize,
     /// `tune.bufsize`: how much of a refused request is captured.
     pub(crate) bufsize: usize,
     /// `nosplice`, `tune.pipesize`, `maxpipes`: how TCP relays and
@@ -87,6 +94,8 @@ pub(crate) struct FrontendRt {
     pub(crate) disable_h2_upgrade: bool,
     /// `option accept-invalid-http-request`.
     pub(crate) accept_invalid_req: bool,
+    /// `option http-restrict-req-hdr-names`.
+    pub(crate) restrict_hdr_names: crate::config::model::HdrNamePolicy,
     /// The global `h1-case-adjust` names, when `option
     /// h1-case-adjust-bogus-client` asks for them on answers to HTTP/1
     /// clients (and there are some).
@@ -281,6 +290,8 @@ pub(crate) struct BackendRt {
     /// store-response` ones.
     pub(crate) stick: Vec<StickRt>,
     pub(crate) store_response: Vec<StickRt>,
+    /// `option http-restrict-req-hdr-names`.
+    pub(crate) restrict_hdr_names: crate::config::model::HdrNamePolicy,
 }
 
 /// A compiled `stick` rule: its table found.
@@ -664,6 +675,7 @@ impl Compiler<'_> {
         Arc::new(BackendRt {
             fcgi,
             spoe: spoe_rt(p),
+            restrict_hdr_names: p.restrict_hdr_names,
             name: p.name.clone(),
             iid,
             max_head: config.global.max_head(),
@@ -798,6 +810,9 @@ impl Compiler<'_> {
             iid,
             tls_binds: tls_binds(p),
             max_head: config.global.max_head(),
+            max_hdr: config.global.max_hdr,
+            payload_any_method: config.global.h1_accept_payload_with_any_method,
+            log_uri_len: config.global.log_uri_len.unwrap_or(1024),
             bufsize: config.global.bufsize(),
             splice: config.global.splice(),
             state: self.frontend_state(&p.name),
@@ -809,6 +824,7 @@ impl Compiler<'_> {
             buffer_request: p.buffer_request,
             disable_h2_upgrade: p.disable_h2_upgrade,
             accept_invalid_req: p.accept_invalid_req,
+            restrict_hdr_names: p.restrict_hdr_names,
             case_client: self.case_adjust.clone().filter(|_| p.h1_case_bogus_client),
             // An inherited `fd@` socket is a listener too (HAProxy counts
             // it in `show info` and numbers it among the frontend's).

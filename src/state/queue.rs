@@ -1,7 +1,10 @@
-//! Per-server `maxconn` slots and the backend's FIFO queue.
+//! Per-server `maxconn` slots and the backend's queue.
 //!
 //! A request holds a [`SlotGuard`] while a server serves it. When requests
-//! are queued, free slots go to the oldest waiter first. No wake-up is lost:
+//! are queued, free slots go to the first waiter in HAProxy's order: the
+//! lowest priority class, then the earliest arrival moved by its priority
+//! offset (`set-priority-class`, `set-priority-offset`); oldest first
+//! when no rule set them. No wake-up is lost:
 //! a waiter publishes itself and then looks for a free slot again, while a
 //! releasing request frees its slot and then looks for waiters (both with
 //! sequentially consistent operations), so one of the two always sees the
@@ -15,6 +18,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
+use crate::sample::tune::Priority;
 use crate::state::{BackendState, ServerState, lock};
 
 #[derive(Debug, Default)]
@@ -31,6 +35,8 @@ struct Waiters {
     /// Requests handed a slot from the queue so far (HAProxy's queue
     /// `idx`): a request's position for `%bq` is counted from it.
     dispatched: u64,
+    /// The instant arrivals are counted from, for the waiters' keys.
+    epoch: Option<std::time::Instant>,
 }
 
 impl std::fmt::Debug for Waiters {
@@ -52,6 +58,9 @@ struct Waiter {
     accepts: Accepts,
     /// `Waiters::dispatched` when it joined.
     entered: u64,
+    /// Its place in line: class, then arrival plus offset (milliseconds
+    /// since the queue's `epoch`), as HAProxy keys its queues.
+    key: (i32, i64),
 }
 
 impl Waiters {
@@ -60,6 +69,13 @@ impl Waiters {
     /// the first in line, whether it is served or times out).
     fn position(&self, entered: u64) -> u32 {
         u32::try_from(self.dispatched - entered + 1).unwrap_or(u32::MAX)
+    }
+
+    /// The place in line of a request that joins now with `prio`.
+    fn key(&mut self, prio: Priority) -> (i32, i64) {
+        let epoch = *self.epoch.get_or_insert_with(std::time::Instant::now);
+        let now = i64::try_from(epoch.elapsed().as_millis()).unwrap_or(i64::MAX);
+        (prio.class, now.saturating_add(prio.offset_ms.into()))
     }
 }
 
@@ -222,13 +238,14 @@ impl Queue {
         self.len() == 0
     }
 
-    /// Waits in FIFO order for a slot found by `try_pick`, at most `timeout`,
-    /// on a server `accepts` allows.
+    /// Waits in line (see the module's order, `prio` its place) for a slot
+    /// found by `try_pick`, at most `timeout`, on a server `accepts` allows.
     pub(crate) async fn wait_for_slot(
         backend: &Arc<BackendState>,
         try_pick: impl Fn() -> Option<SlotGuard>,
         accepts: Accepts,
         timeout: Option<Duration>,
+        prio: Priority,
     ) -> Result<SlotGuard, QueueTimeout> {
         let q = &backend.queue;
         let (id, mut rx) = {
@@ -242,12 +259,20 @@ impl Queue {
             let id = w.next_id;
             w.next_id += 1;
             let entered = w.dispatched;
-            w.list.push_back(Waiter {
-                id,
-                tx,
-                accepts,
-                entered,
-            });
+            let key = w.key(prio);
+            // Behind every waiter of the same or an earlier key: FIFO
+            // among equals.
+            let at = w.list.partition_point(|x| x.key <= key);
+            w.list.insert(
+                at,
+                Waiter {
+                    id,
+                    tx,
+                    accepts,
+                    entered,
+                    key,
+                },
+            );
             q.len.store(w.list.len(), SeqCst);
             backend.counters.queue.inc();
             // A slot freed before we were visible must not be missed.

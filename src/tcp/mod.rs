@@ -193,6 +193,7 @@ pub(crate) async fn serve(
     let key = crate::snapshot::lb::LbKey {
         src: peer.ip(),
         head: None,
+        prio: vars.tune.priority(),
     };
     let queued = Instant::now();
     let mut stores = crate::upstream::stick::Stores::default();

@@ -74,6 +74,10 @@ pub(crate) fn run(
                         ..view.sample_ctx()
                     });
                 }
+                TcpAction::Priority(rule) => rule.run(&crate::sample::Ctx {
+                    vars,
+                    ..view.sample_ctx()
+                }),
                 TcpAction::Table(a) => {
                     if let Some(stick) = view.stick {
                         stick.act(

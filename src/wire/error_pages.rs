@@ -139,6 +139,59 @@ pub(crate) fn stream_response(code: u16) -> &'static [u8] {
     })
 }
 
+/// A reply without samples (`http-error status <code> [content-type
+/// <t>] [string|file <x>] [hdr <name> <value>]...`) as HAProxy sends it,
+/// the bytes `http::reply::render` makes at run time for one with
+/// samples, without its `connection` line but for the codes that always
+/// close (the error page's path adds it to the others): the status line, the `hdr` fields, the length, the type of a
+/// non-empty body.
+pub(crate) fn static_reply(
+    status: u16,
+    headers: &[(String, String)],
+    content_type: Option<&str>,
+    body: &[u8],
+) -> Vec<u8> {
+    let mut out = format!("HTTP/1.1 {status} {}\r\n", http_reason(status));
+    for (name, value) in headers {
+        out.push_str(&format!("{name}: {value}\r\n"));
+    }
+    out.push_str(&format!("content-length: {}\r\n", body.len()));
+    if let Some(t) = content_type.filter(|_| !body.is_empty()) {
+        out.push_str(&format!("content-type: {t}\r\n"));
+    }
+    // The codes that always close are sent as loaded: their line is the
+    // reply's own.
+    if closes(status) {
+        out.push_str("connection: close\r\n");
+    }
+    out.push_str("\r\n");
+    let mut out = out.into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+/// The 413 HAProxy's H1 parser answers to an HTTP/1.0 GET, HEAD or
+/// DELETE with a body: its capitalised header names, and no `Connection`
+/// line though it closes (as its 422).
+pub(crate) fn parser_413() -> &'static [u8] {
+    static PAGE: OnceLock<Vec<u8>> = OnceLock::new();
+    PAGE.get_or_init(|| {
+        let (c, r, t) = CODES
+            .iter()
+            .find(|(c, _, _)| *c == 413)
+            .copied()
+            .unwrap_or((413, "Payload Too Large", ""));
+        let body = page_body(c, r, t);
+        let mut page = format!(
+            "HTTP/1.1 {c} {r}\r\nContent-length: {}\r\nCache-Control: no-cache\r\nContent-Type: text/html\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        page.extend_from_slice(body.as_bytes());
+        page
+    })
+}
+
 /// The 408 HAProxy's stream answers when a body it waits for
 /// (`option http-buffer-request`, `wait-for-body`) does not come in time:
 /// through the HTX layer, as [`stream_response`]'s 400.

@@ -554,11 +554,14 @@ impl Head {
             Ok(p) => p,
             Err(e) => return Err((e, raw)),
         };
-        // HAProxy refuses bytes above 127 in the target unless relaxed.
+        // HAProxy refuses bytes above 127 in the target unless relaxed, and
+        // a `#` (a fragment a client must not send, which a server may read
+        // as part of the path: CVE-2023-45539, fixed in the 2.6 that Debian
+        // ships).
         if !lax
             && let Some(i) = raw[target.0 as usize..target.1 as usize]
                 .iter()
-                .position(|&b| b >= 0x80)
+                .position(|&b| b >= 0x80 || b == b'#')
         {
             return Err((H1Error::Syntax(target.0 as usize + i), raw));
         }

@@ -85,6 +85,9 @@ pub(crate) struct BufConn {
     /// The current request's `Expect: 100-continue` was answered already
     /// (sluice waited for the body): none is sent again.
     pub(crate) continued: bool,
+    /// The `103 Early Hints` sluice sent the request (`http-request
+    /// early-hint`): bytes on the wire, and as `%B` counts them.
+    pub(crate) early_hints: (u64, u64),
     /// The client side of the pipeline is either of two: a connection's
     /// bytes (`stream`: HTTP/1), or, when this is set, one stream of an
     /// HTTP/2 connection, whose answers ([`answer`](Self::answer), the
@@ -267,6 +270,7 @@ impl BufConn {
             asked: ConnAsk::Default,
             pending: PendingBody::None,
             continued: false,
+            early_hints: (0, 0),
             h2: None,
         }
     }

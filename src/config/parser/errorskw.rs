@@ -154,6 +154,57 @@ impl State<'_> {
         p.errorfiles.push((code, page));
     }
 
+    /// Once every section is read: the replies of `http-request` and
+    /// `http-response` rules that name an `http-errors` section
+    /// (`errorfiles <name>`) take its page for their status, or an empty
+    /// answer when it has none, with HAProxy's messages.
+    pub(super) fn finish_reply_sections(&mut self) {
+        use crate::config::model::{HttpReply, HttpRequestAction as Q, HttpResponseAction as R};
+        let mut diags = Vec::new();
+        for p in &mut self.proxies {
+            let mut resolve = |reply: &mut HttpReply| {
+                let crate::config::model::ReplyBody::Section(name) = &reply.body else {
+                    return;
+                };
+                let Some(section) = self.http_errors.iter().find(|e| e.name == *name) else {
+                    diags.push(Diagnostic::alert(
+                        None,
+                        format!(
+                            "Proxy '{}': unknown http-errors section '{name}' referenced by an http reply .",
+                            p.name
+                        ),
+                    ));
+                    return;
+                };
+                reply.body = match section.pages.iter().find(|(c, _)| *c == reply.status) {
+                    Some((_, page)) => crate::config::model::ReplyBody::Message(page.to_vec()),
+                    None => {
+                        diags.push(Diagnostic::warning(
+                            None,
+                            format!(
+                                "Proxy '{}': status '{}' referenced by an http reply not declared in http-errors section '{name}'.",
+                                p.name, reply.status
+                            ),
+                        ));
+                        // An empty answer, as HAProxy sends it then.
+                        crate::config::model::ReplyBody::Static(Vec::new())
+                    }
+                };
+            };
+            for r in &mut p.http_request {
+                if let Q::Return(reply) | Q::Deny(reply) | Q::Tarpit(reply) = &mut r.action {
+                    resolve(reply);
+                }
+            }
+            for r in &mut p.http_response {
+                if let R::Return(reply) | R::Deny(reply) = &mut r.action {
+                    resolve(reply);
+                }
+            }
+        }
+        self.diags.extend(diags);
+    }
+
     /// Once every section is read: each proxy's `errorfiles` lines, in
     /// order, put their sections' pages in the proxy's, except where a
     /// later `errorfile` or `errorloc` line set the code again.

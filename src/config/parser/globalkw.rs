@@ -278,6 +278,11 @@ pub(crate) const GLOBAL: &[GlobalKw] = &[
     kwd("spread-checks", g_spread_checks),
     kwd("max-spread-checks", g_max_spread_checks),
     kwd("strict-limits", g_strict_limits),
+    kwd("expose-experimental-directives", g_expose_experimental),
+    kwd("tune.http.logurilen", g_tune_http),
+    kwd("tune.http.maxhdr", g_tune_http),
+    kwd("h1-accept-payload-with-any-method", g_flag),
+    kwd("h2-workaround-bogus-websocket-clients", g_flag),
     kwd("unix-bind", g_unix_bind),
     kwd("localpeer", g_localpeer),
     kwd("description", g_description),
@@ -497,10 +502,11 @@ fn g_flag(s: &mut State<'_>, loc: &Loc, words: &[String]) {
             format!("'{k}' cannot handle unexpected argument '{extra}'."),
         );
     }
-    if k == "external-check" {
-        s.global.external_check = true;
-    } else {
-        s.global.insecure_fork_wanted = true;
+    match k {
+        "external-check" => s.global.external_check = true,
+        "h1-accept-payload-with-any-method" => s.global.h1_accept_payload_with_any_method = true,
+        "h2-workaround-bogus-websocket-clients" => s.global.h2_no_websocket = true,
+        _ => s.global.insecure_fork_wanted = true,
     }
 }
 
@@ -817,6 +823,40 @@ fn g_unix_bind(s: &mut State<'_>, loc: &Loc, words: &[String]) {
         i += 2;
     }
     s.global.unix_bind = d;
+}
+
+/// `tune.http.logurilen <n>` (atoi's value, as HAProxy reads it) and
+/// `tune.http.maxhdr <1..32767>`.
+fn g_tune_http(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    let k = words[0].as_str();
+    let Some(arg) = words.get(1).filter(|a| !a.is_empty()) else {
+        return s.alert(loc, format!("'{k}' expects an integer argument."));
+    };
+    if let Some(extra) = words.get(2) {
+        return s.alert(
+            loc,
+            format!("'{k}' cannot handle unexpected argument '{extra}'."),
+        );
+    }
+    let n = crate::sample::value::str_to_int(arg.as_bytes());
+    if k == "tune.http.maxhdr" {
+        if !(1..=32767).contains(&n) {
+            return s.alert(
+                loc,
+                format!("'{k}' expects a numeric value between 1 and 32767"),
+            );
+        }
+        s.global.max_hdr = Some(n as u32);
+    } else {
+        s.global.log_uri_len = Some(n.clamp(0, i64::from(i32::MAX)) as usize);
+    }
+}
+
+/// `expose-experimental-directives`: the keywords HAProxy 2.6 calls
+/// experimental (`http-request normalize-uri`) may follow. HAProxy reads
+/// no argument, and says nothing of one.
+fn g_expose_experimental(s: &mut State<'_>, _loc: &Loc, _words: &[String]) {
+    s.global.expose_experimental = true;
 }
 
 /// `strict-limits`.

@@ -348,6 +348,41 @@ impl State<'_> {
     }
 
     /// `option accept-invalid-http-request|response`.
+    /// `option http-restrict-req-hdr-names preserve|delete|reject`, with
+    /// HAProxy 2.6's messages.
+    fn opt_restrict_hdr_names(&mut self, loc: &Loc, words: &[String], neg: bool) {
+        use crate::config::model::HdrNamePolicy;
+        let name = words[1].as_str();
+        if neg {
+            return self.tight(
+                Level::Alert,
+                loc,
+                format!("negation/default is not supported for option '{name}'."),
+            );
+        }
+        let expects = format!("option '{name}' expects 'preserve', 'reject' or 'delete' option.");
+        let policy = match words.get(2).map(String::as_str) {
+            None | Some("") => {
+                return self.alert(loc, format!("missing parameter. {expects}"));
+            }
+            Some("preserve") => HdrNamePolicy::Preserve,
+            Some("delete") => HdrNamePolicy::Delete,
+            Some("reject") => HdrNamePolicy::Reject,
+            Some(other) => {
+                return self.alert(loc, format!("invalid parameter '{other}'. {expects}"));
+            }
+        };
+        if let Some(extra) = words.get(3) {
+            return self.alert(
+                loc,
+                format!("'option' cannot handle unexpected argument '{extra}'."),
+            );
+        }
+        if self.cap(loc, &format!("option {name}"), true, true, true) {
+            self.px().restrict_hdr_names = policy;
+        }
+    }
+
     fn opt_accept_invalid(&mut self, loc: &Loc, words: &[String], neg: bool) {
         let name = words[1].as_str();
         let req = name == "accept-invalid-http-request";
@@ -941,6 +976,7 @@ pub(crate) const PROXY: &[ProxyKw] = &[
     kwd("unique-id-format", |s, loc, w, _| s.kw_unique_id(loc, w)),
     kwd("unique-id-header", |s, loc, w, _| s.kw_unique_id(loc, w)),
     kwd("errorfile", |s, loc, w, _| s.kw_errorfile(loc, w)),
+    kwd("http-error", |s, loc, w, _| s.kw_http_error(loc, w)),
     kwd("http-response", |s, loc, w, _| s.kw_http_response(loc, w)),
     kwd("http-after-response", |s, loc, w, _| {
         s.kw_http_after_response(loc, w)
@@ -1073,6 +1109,9 @@ pub(crate) const OPTIONS: &[ProxyKw] = &[
     kwd("tcplog", opt_log),
     kwd("dontlognull", opt_log),
     kwd("dontlog-normal", opt_log),
+    kwd("http-restrict-req-hdr-names", |s, loc, w, neg| {
+        s.opt_restrict_hdr_names(loc, w, neg)
+    }),
     kwd("accept-invalid-http-request", |s, loc, w, neg| {
         s.opt_accept_invalid(loc, w, neg)
     }),

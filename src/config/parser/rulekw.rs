@@ -82,7 +82,11 @@ impl State<'_> {
             Section::Proxy(i) => self
                 .proxies
                 .get(i)
-                .map_or(("proxy", ""), |p| (type_str(p.kind), p.name.as_str())),
+                // HAProxy 2.6 names a listen section "proxy" here.
+                .map_or(("proxy", ""), |p| match p.kind {
+                    ProxyKind::Listen => ("proxy", p.name.as_str()),
+                    k => (type_str(k), p.name.as_str()),
+                }),
             _ => ("defaults", ""),
         };
         format!("error detected in {t} '{pname}' while parsing '{rule} {action}' rule : {msg}.")
@@ -371,6 +375,12 @@ impl State<'_> {
                 format!("'http-request' expects 'return', 'deny' or another HAProxy action, but got '{action}'{sugg}"),
             );
         };
+        if action == "normalize-uri" && !self.global.expose_experimental {
+            return self.alert(
+                loc,
+                "'normalize-uri' action is experimental, must be allowed via a global 'expose-experimental-directives'",
+            );
+        }
         // The action first, then its condition, as HAProxy reads them (the
         // pattern files they read are numbered in that order).
         let cond_at = cond_start(words);
@@ -384,6 +394,12 @@ impl State<'_> {
             Err(_) => None,
         };
         self.warn_misplaced(loc, "http-request", legacykw::ReqStage::HttpRequest);
+        let parsed = match parsed {
+            Ok(HttpRequestAction::NormalizeUri(n)) if cond.is_some() => Ok(
+                HttpRequestAction::NormalizeUri(self.normalizer_with_condition(loc, n)),
+            ),
+            p => p,
+        };
         match parsed {
             Ok(a) => self
                 .px()
@@ -714,6 +730,67 @@ impl State<'_> {
         p.errorfiles.push((code, page));
     }
 
+    /// `http-error status <code> [<reply arguments>]`: the proxy's page for
+    /// `<code>`, as an `errorfile` gives one; `default-errorfiles` drops
+    /// the proxy's own. Replies with samples (`lf-string`, `lf-file`, a
+    /// `hdr` with `%[...]`) are not taken yet.
+    pub(super) fn kw_http_error(&mut self, loc: &Loc, words: &[String]) {
+        if !self.cap(loc, "http-error", true, true, true) {
+            return;
+        }
+        if words.get(1).is_none_or(|w| w != "status") {
+            return self.alert(
+                loc,
+                "http-error : expects at least a <status> as arguments.",
+            );
+        }
+        let stage = self.http_stage(false);
+        let reply = match self.reply_args(loc, &words[1..], 200, stage) {
+            Ok(r) => r,
+            Err(e) => {
+                let e = e.strip_prefix(WHOLE_MESSAGE).unwrap_or(&e).to_string();
+                return self.alert(loc, format!("http-error : {e}"));
+            }
+        };
+        let code = reply.status;
+        let literal = |f: &LogFmt| -> Option<String> {
+            f.0.iter()
+                .map(|p| match p {
+                    crate::config::model::FmtPart::Lit(t) => Some(t.as_str()),
+                    _ => None,
+                })
+                .collect()
+        };
+        let headers: Option<Vec<(String, String)>> = reply
+            .headers
+            .iter()
+            .map(|(n, f)| literal(f).map(|v| (n.clone(), v)))
+            .collect();
+        let page = match (&reply.body, headers) {
+            (ReplyBody::ErrorPage, _) => None,
+            (ReplyBody::Message(page), _) => Some(bytes::Bytes::from(page.clone())),
+            (ReplyBody::Static(body), Some(h)) => {
+                Some(bytes::Bytes::from(crate::wire::error_pages::static_reply(
+                    code,
+                    &h,
+                    reply.content_type.as_deref(),
+                    body,
+                )))
+            }
+            _ => {
+                return self.unsupported(
+                    loc,
+                    "http-error with 'lf-string', 'lf-file' or a 'hdr' made of samples",
+                );
+            }
+        };
+        let p = self.px();
+        p.errorfiles.retain(|(c, _)| *c != code);
+        if let Some(page) = page {
+            p.errorfiles.push((code, page));
+        }
+    }
+
     /// `deny [deny_status <code>] [<reply arguments>]`, for `http-request`
     /// and `http-response`: without reply arguments, the error page of the
     /// status (which must have one, as HAProxy checks).
@@ -765,6 +842,7 @@ impl State<'_> {
             Format(String),
             ErrorPage,
             Message(Vec<u8>),
+            Section(String),
         }
         let mut status = default_status;
         let mut content_type: Option<String> = None;
@@ -844,9 +922,7 @@ impl State<'_> {
                     payload = Payload::Message(page.to_vec());
                 }
                 "errorfiles" => {
-                    return Err(
-                        "'errorfiles' (http-errors sections) is not supported by sluice yet".into(),
-                    );
+                    payload = Payload::Section(v.ok_or_else(|| missing("<name>"))?.to_string());
                 }
                 "hdr" => {
                     let (Some(name), Some(value)) = (v, args.get(i + 2)) else {
@@ -890,7 +966,7 @@ impl State<'_> {
                 }
                 ReplyBody::Static(Vec::new())
             }
-            Payload::ErrorPage | Payload::Message(_) => {
+            Payload::ErrorPage | Payload::Message(_) | Payload::Section(_) => {
                 if matches!(payload, Payload::ErrorPage) && !ERROR_PAGE_CODES.contains(&status) {
                     return Err(format!(
                         "status code '{status}' not handled by default with 'default-errorfiles' argument."
@@ -911,6 +987,7 @@ impl State<'_> {
                 }
                 match payload {
                     Payload::Message(page) => ReplyBody::Message(page),
+                    Payload::Section(name) => ReplyBody::Section(name),
                     _ => ReplyBody::ErrorPage,
                 }
             }
@@ -1315,7 +1392,10 @@ fn set_status_args(
 /// The `i`th argument as a header name (an HTTP token).
 fn header_name(args: &[String], i: usize) -> Result<String, String> {
     let n = args.get(i).map_or("", String::as_str);
-    if n.is_empty() || !n.bytes().all(is_token_byte) {
+    // A trailing colon, copied from the wire format, is part of the name
+    // for HAProxy 2.6, which sends it as written (`X-Proto:: http`).
+    let token = n.strip_suffix(':').unwrap_or(n);
+    if token.is_empty() || !token.bytes().all(is_token_byte) {
         return Err(format!("expects a header name (got '{n}')"));
     }
     Ok(n.to_string())
@@ -1484,6 +1564,8 @@ fn var_key(action: &str) -> &str {
         .any(|p| action.starts_with(p))
     {
         "set-var"
+    } else if action.starts_with("do-resolve") {
+        "do-resolve"
     } else if let Some(&row) = MAP_ACTIONS
         .iter()
         .find(|r| action.strip_prefix(**r).is_some_and(|t| t.starts_with('(')))
@@ -1504,7 +1586,11 @@ const TABLE_ACTIONS: [&str; 3] = ["track-sc", "sc-inc-gpc", "sc-set-gpt"];
 /// ACL actions get their own word too (it names the variable or file).
 fn action_args(action: &str) -> usize {
     let row = var_key(action);
-    if row == "set-var" || MAP_ACTIONS.contains(&row) || TABLE_ACTIONS.contains(&row) {
+    if row == "set-var"
+        || row == "do-resolve"
+        || MAP_ACTIONS.contains(&row)
+        || TABLE_ACTIONS.contains(&row)
+    {
         1
     } else {
         2
@@ -1788,7 +1874,239 @@ pub(crate) const HTTP_REQUEST: &[ActionKw<HttpRequestAction>] = &[
         }),
         _ => Err("expects 2 arguments: <engine-id> <group-id>".to_string()),
     }),
+    // The stream's own handling (issue 22): `sample::tune`.
+    kwd("set-timeout", |s, _, a| {
+        s.set_timeout_args(a).map(HttpRequestAction::SetTimeout)
+    }),
+    kwd("set-priority-class", |s, _, a| {
+        priority_args(a, s.http_stage(false), "http-request", "set-priority-class")
+            .map(HttpRequestAction::Priority)
+    }),
+    kwd("set-priority-offset", |s, _, a| {
+        priority_args(
+            a,
+            s.http_stage(false),
+            "http-request",
+            "set-priority-offset",
+        )
+        .map(HttpRequestAction::Priority)
+    }),
+    kwd("disable-l7-retry", |_, _, a| {
+        no_more_args(a, "http-request", "disable-l7-retry")
+            .map(|()| HttpRequestAction::DisableL7Retry)
+    }),
+    kwd("do-resolve", |s, _, a| {
+        do_resolve_args(a, s.http_stage(false), "http-request").map(HttpRequestAction::DoResolve)
+    }),
+    // Refused without `expose-experimental-directives` before it is
+    // dispatched here (`kw_http_request`).
+    kwd("normalize-uri", |_, _, a| {
+        normalize_uri_args(a).map(HttpRequestAction::NormalizeUri)
+    }),
+    kwd("early-hint", |s, _, a| {
+        if a.len() < 2 {
+            return Err("expects exactly 2 arguments".to_string());
+        }
+        header_args(&a[..2], s.http_stage(false))
+            .and_then(|h| no_more_args(&a[2..], "http-request", "early-hint").map(|()| h))
+            .map(|(name, fmt)| HttpRequestAction::EarlyHint { name, fmt })
+    }),
+    kwd("wait-for-handshake", |_, _, a| {
+        no_more_args(a, "http-request", "wait-for-handshake")
+            .map(|()| HttpRequestAction::WaitForHandshake)
+    }),
 ];
+
+impl State<'_> {
+    /// HAProxy 2.6 reads `path-strip-dotdot`, `percent-decode-unreserved`
+    /// and `percent-to-uppercase` followed by a condition, without their
+    /// option, as `path-merge-slashes` (its parser leaves the normalizer
+    /// unset, and the first one is that). sluice does as it does, so that a
+    /// request is forwarded as HAProxy forwards it, and says so.
+    fn normalizer_with_condition(
+        &mut self,
+        loc: &Loc,
+        n: crate::config::model::UriNormalizer,
+    ) -> crate::config::model::UriNormalizer {
+        use crate::config::model::UriNormalizer as U;
+        let name = match n {
+            U::PathStripDotdot { full: false } => "path-strip-dotdot",
+            U::PercentDecodeUnreserved { strict: false } => "percent-decode-unreserved",
+            U::PercentToUppercase { strict: false } => "percent-to-uppercase",
+            other => return other,
+        };
+        self.diags.push(Diagnostic::parsing(
+            Level::Notice,
+            loc,
+            format!(
+                "'http-request normalize-uri {name}' followed by a condition merges slashes instead, as HAProxy 2.6 does (it reads no normalizer there); write the rule without a condition for {name} itself."
+            ),
+        ));
+        U::PathMergeSlashes
+    }
+}
+
+/// `normalize-uri <normalizer> [full|strict]`.
+fn normalize_uri_args(args: &[String]) -> Result<crate::config::model::UriNormalizer, String> {
+    use crate::config::model::UriNormalizer as U;
+    let Some(name) = args.first() else {
+        return Err("missing argument <normalizer>".to_string());
+    };
+    // The normalizers that take an option, and its word.
+    let (flagged, option): (fn(bool) -> U, &str) = match name.as_str() {
+        "path-strip-dotdot" => (|full| U::PathStripDotdot { full }, "full"),
+        "percent-decode-unreserved" => (|strict| U::PercentDecodeUnreserved { strict }, "strict"),
+        "percent-to-uppercase" => (|strict| U::PercentToUppercase { strict }, "strict"),
+        other => {
+            let n = match other {
+                "fragment-encode" => U::FragmentEncode,
+                "fragment-strip" => U::FragmentStrip,
+                "path-merge-slashes" => U::PathMergeSlashes,
+                "path-strip-dot" => U::PathStripDot,
+                "query-sort-by-name" => U::QuerySortByName,
+                _ => return Err(format!("unknown normalizer '{other}'")),
+            };
+            no_more_args(&args[1..], "http-request", "normalize-uri")?;
+            return Ok(n);
+        }
+    };
+    match args.get(1).map(String::as_str) {
+        None => Ok(flagged(false)),
+        Some(w) if w == option => {
+            no_more_args(&args[2..], "http-request", "normalize-uri")?;
+            Ok(flagged(true))
+        }
+        Some(w) => Err(format!("unknown argument '{w}' for '{name}' normalizer")),
+    }
+}
+
+/// `do-resolve(<var>,<resolvers>[,ipv4|ipv6]) <expr>` of `rule`: `args[0]`
+/// is the action word. The section is looked for once the configuration
+/// is read (`config::load`).
+pub(super) fn do_resolve_args(
+    args: &[String],
+    stage: Stage,
+    rule: &str,
+) -> Result<crate::config::model::DoResolve, String> {
+    let word = args[0].as_str();
+    let usage = |what: &str| {
+        format!(
+            "Can't parse '{what}'. Expects 'do-resolve(<varname>,<resolvers>[,<options>]) <expr>'. Available options are 'ipv4' and 'ipv6'"
+        )
+    };
+    let inner = word
+        .strip_prefix("do-resolve(")
+        .and_then(|r| r.strip_suffix(')'))
+        .ok_or_else(|| usage(word))?;
+    let mut parts = inner.split(',');
+    let (var, resolvers) = match (parts.next(), parts.next()) {
+        (Some(v), Some(r)) if !v.is_empty() && !r.is_empty() => (v, r),
+        _ => return Err(usage(word)),
+    };
+    let ipv4 = match parts.next() {
+        None | Some("ipv6") => false,
+        Some("ipv4") => true,
+        Some(_) => return Err(usage(word)),
+    };
+    if parts.next().is_some() {
+        return Err(usage(word));
+    }
+    let Some(text) = args.get(1) else {
+        return Err(usage(""));
+    };
+    let var = crate::sample::vars::VarName::parse(var)?;
+    let expr = action_expr(text, stage, text)?;
+    no_more_args(&args[2..], rule, word)?;
+    Ok(crate::config::model::DoResolve {
+        var,
+        resolvers: resolvers.to_string(),
+        ipv4,
+        expr,
+    })
+}
+
+/// `set-priority-class <expr>` or `set-priority-offset <expr>` (`action`),
+/// of `rule` (`http-request`, `tcp-request content`).
+pub(super) fn priority_args(
+    args: &[String],
+    stage: Stage,
+    rule: &str,
+    action: &str,
+) -> Result<crate::config::model::PriorityRule, String> {
+    use crate::config::model::PriorityRule;
+    let text = args.first().map_or("", String::as_str);
+    if text.is_empty() {
+        return Err("missing fetch method".to_string());
+    }
+    let expr = action_expr(text, stage, text)?;
+    no_more_args(args.get(1..).unwrap_or(&[]), rule, action)?;
+    Ok(match action {
+        "set-priority-class" => PriorityRule::Class(expr),
+        _ => PriorityRule::Offset(expr),
+    })
+}
+
+impl State<'_> {
+    /// `set-timeout server|tunnel <time>|<expr>`: a time if the value
+    /// reads as one, else a sample expression; HAProxy's messages.
+    fn set_timeout_args(
+        &mut self,
+        args: &[String],
+    ) -> Result<crate::config::model::SetTimeout, String> {
+        use crate::config::model::{SetTimeout, TimeoutValue};
+        use crate::config::units::{TimeError, parse_time};
+        use crate::sample::tune::TimeoutKind;
+        if self.proxy_kind() == Some(ProxyKind::Frontend) {
+            return Err(format!(
+                "proxy '{}' has no backend capability",
+                self.px().name
+            ));
+        }
+        if args.len() < 2 {
+            return Err("expects exactly 2 arguments".to_string());
+        }
+        let kind = match args[0].as_str() {
+            "server" => TimeoutKind::Server,
+            "tunnel" => TimeoutKind::Tunnel,
+            other => {
+                return Err(format!(
+                    "'set-timeout' rule supports 'server'/'tunnel' (got '{other}')"
+                ));
+            }
+        };
+        let value = match parse_time(&args[1]) {
+            Ok(d) if d.is_zero() => {
+                return Err(format!(
+                    "null value is not valid for a 'set-timeout {}' rule",
+                    args[0]
+                ));
+            }
+            Ok(d) => TimeoutValue::Fixed(d),
+            Err(TimeError::Overflow) => {
+                return Err(format!(
+                    "timer overflow in argument '{}' to rule 'set-timeout {}' (maximum value is 2147483647 ms or ~24.8 days)",
+                    args[1], args[0]
+                ));
+            }
+            Err(e) => match action_expr(&args[1], self.http_stage(false), &args[1]) {
+                Ok(expr) => TimeoutValue::Expr(expr),
+                // HAProxy reports the value as a time that failed.
+                Err(_) => {
+                    let c = match e {
+                        TimeError::BadChar(c) => c,
+                        _ => args[1].chars().next().unwrap_or(' '),
+                    };
+                    return Err(format!(
+                        "unexpected character '{c}' in rule 'set-timeout {}'",
+                        args[0]
+                    ));
+                }
+            },
+        };
+        no_more_args(&args[2..], "http-request", "set-timeout")?;
+        Ok(SetTimeout { kind, value })
+    }
+}
 
 /// The `http-after-response` actions sluice has.
 pub(crate) const HTTP_AFTER_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
@@ -1877,6 +2195,29 @@ pub(crate) const HTTP_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
     }),
     kwd("silent-drop", |_, _, a| {
         no_more_args(a, "http-response", "silent-drop").map(|()| HttpResponseAction::SilentDrop)
+    }),
+    kwd("redirect", |s, _, a| {
+        match redirect_args(a, Some(s.http_stage(true)))? {
+            HttpRequestAction::Redirect { kind, .. }
+                if kind != crate::config::model::RedirectKind::Location =>
+            {
+                Err("response only supports redirect type 'location'".to_string())
+            }
+            HttpRequestAction::Redirect {
+                kind,
+                fmt,
+                code,
+                drop_query,
+                append_slash,
+            } => Ok(HttpResponseAction::Redirect {
+                kind,
+                fmt,
+                code,
+                drop_query,
+                append_slash,
+            }),
+            _ => Err("expects a redirect rule".to_string()),
+        }
     }),
     kwd("set-tos", |_, _, a| {
         sock_value_args(a, "http-response", "set-tos").map(HttpResponseAction::SetTos)

@@ -20,8 +20,6 @@ const TCP_ACTIONS_UNSUPPORTED: &[&str] = &[
     "do-resolve",
     "switch-mode",
     "use-service",
-    "set-priority-class",
-    "set-priority-offset",
     "set-log-level",
     "send-spoe-group",
     "attach-srv",
@@ -67,12 +65,15 @@ impl State<'_> {
                 let table = ["track-sc", "sc-inc-gpc", "sc-set-gpt"]
                     .iter()
                     .any(|p| action.starts_with(p));
+                // `set-priority-class|offset <expr>`: content rules only.
+                let priority = what == "content"
+                    && matches!(action, "set-priority-class" | "set-priority-offset");
                 let action = match action {
                     "accept" => TcpAction::Accept,
                     "reject" => TcpAction::Reject,
                     "silent-drop" => TcpAction::SilentDrop,
                     // Parsed below, with their arguments.
-                    _ if is_var || table => TcpAction::Accept,
+                    _ if is_var || table || priority => TcpAction::Accept,
                     a if TCP_ACTIONS_UNSUPPORTED.contains(&a)
                         || kw::haproxy_has(kw::Kind::TcpRequest, a)
                         || a.starts_with("lua.") =>
@@ -114,11 +115,24 @@ impl State<'_> {
                         }
                         Err(e) => return self.alert(loc, e),
                     }
+                } else if priority {
+                    // The expression, then only a condition.
+                    used = args_end.min(2);
+                    let stage = self.tcp_stage(set);
+                    match super::rulekw::priority_args(&rest[1..used], stage, &label, &rest[0]) {
+                        Ok(r) => TcpAction::Priority(r),
+                        // HAProxy prints these bare.
+                        Err(e) => return self.alert(loc, e),
+                    }
                 } else {
                     action
                 };
                 if used < args_end {
-                    let kind = type_str(self.proxy_kind().unwrap_or(ProxyKind::Listen));
+                    // HAProxy 2.6 names a listen section "proxy" here.
+                    let kind = match self.proxy_kind().unwrap_or(ProxyKind::Listen) {
+                        ProxyKind::Listen => "proxy",
+                        k => type_str(k),
+                    };
                     let name = self.px().name.clone();
                     return self.alert(
                         loc,

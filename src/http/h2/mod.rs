@@ -90,10 +90,12 @@ fn builder(limits: &Limits) -> h2::server::Builder {
         .max_local_error_reset_streams(Some(MAX_LOCAL_ERROR_RESET_STREAMS))
         .max_concurrent_reset_streams(MAX_CONCURRENT_RESET_STREAMS)
         .reset_stream_duration(RESET_STREAM_DURATION)
-        .max_send_buffer_size(MAX_SEND_BUFFER)
-        // WebSocket over HTTP/2 (RFC 8441), announced as HAProxy 2.6
-        // announces it: an extended CONNECT goes on as an HTTP/1 upgrade.
-        .enable_connect_protocol();
+        .max_send_buffer_size(MAX_SEND_BUFFER);
+    // WebSocket over HTTP/2 (RFC 8441), announced as HAProxy 2.6
+    // announces it: an extended CONNECT goes on as an HTTP/1 upgrade.
+    if limits.connect_protocol {
+        b.enable_connect_protocol();
+    }
     b
 }
 /// The client connection's byte stream, with bytes already read from it

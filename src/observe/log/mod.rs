@@ -128,10 +128,30 @@ impl Line<'_> {
         if let Some(origin) = &self.rec.h2_origin {
             s.push_str(origin);
         }
-        s.push_str(&String::from_utf8_lossy(h.target()));
+        escape_uri(h.target(), &mut s);
         s.push(' ');
         s.push_str(&self.version(h));
         Some(s)
+    }
+
+    /// The request line cut to `tune.http.logurilen` bytes, when it is
+    /// longer.
+    fn cut_line(&self) -> Option<String> {
+        let max = self.fe.log_uri_len;
+        let h = self.head?;
+        // The line's length is known before it is written out.
+        if h.method().len() + h.target().len() + h.version().len() + 2 <= max
+            && self.rec.h2_origin.is_none()
+        {
+            return None;
+        }
+        let mut line = self.request_line()?;
+        if line.len() <= max {
+            return None;
+        }
+        // Escaped, the line is ASCII: any byte is a boundary.
+        line.truncate(max);
+        Some(line)
     }
 
     /// `%HV`: the client's protocol version, as received over HTTP/1.
@@ -144,8 +164,25 @@ impl Line<'_> {
     }
 
     fn target(&self) -> Option<String> {
-        self.head
-            .map(|h| String::from_utf8_lossy(h.target()).into_owned())
+        self.head.map(|h| {
+            let mut s = String::with_capacity(h.target().len());
+            escape_uri(h.target(), &mut s);
+            s
+        })
+    }
+}
+
+/// A request target as HAProxy logs it: `"`, `#`, control bytes and bytes
+/// above 126 as `#XX` (its URL encoding map; a target holds those only
+/// where `option accept-invalid-http-request` let them in).
+fn escape_uri(target: &[u8], out: &mut String) {
+    use std::fmt::Write as _;
+    for &b in target {
+        if !(0x20..0x7f).contains(&b) || matches!(b, b'"' | b'#') {
+            let _ = write!(out, "#{b:02X}");
+        } else {
+            out.push(b as char);
+        }
     }
 }
 
@@ -243,6 +280,29 @@ impl Source for Line<'_> {
             Var::CapturedRespHeaders => out.captures(&rec.cap_resp, false),
             Var::CapturedReqHeadersLong => out.captures(&rec.cap_req, true),
             Var::CapturedRespHeadersLong => out.captures(&rec.cap_resp, true),
+            // A request line past `tune.http.logurilen`: cut, and its parts
+            // read from what is left, as HAProxy logs its copy of it.
+            Var::RequestLine | Var::Method | Var::Uri | Var::Path | Var::Query | Var::Version
+                if let Some(cut) = self.cut_line() =>
+            {
+                let mut parts = cut.splitn(3, ' ');
+                let (method, uri, version) = (
+                    parts.next().unwrap_or(""),
+                    parts.next().unwrap_or(""),
+                    parts.next().unwrap_or(""),
+                );
+                let text = match var {
+                    Var::RequestLine => cut.as_str(),
+                    Var::Method => method,
+                    Var::Uri => uri,
+                    Var::Path => uri.split('?').next().unwrap_or(""),
+                    Var::Query => uri.find('?').map_or("", |i| &uri[i..]),
+                    // A line without its version reads as HTTP/0.9's.
+                    _ if version.is_empty() => "HTTP/0.9",
+                    _ => version,
+                };
+                out.text(Some(text))
+            }
             Var::RequestLine => match self.request_line() {
                 Some(l) => out.text(Some(&l)),
                 None => out.text(Some(BADREQ)),

@@ -408,6 +408,7 @@ pub(crate) async fn acquire_avoiding(
             || pick_any(be, key),
             members_of(be),
             be.timeouts.queue_or_connect(),
+            key.prio,
         )
         .await
         .map_err(|t| PickError::QueueTimeout {
@@ -539,6 +540,7 @@ mod tests {
             let key = LbKey {
                 src,
                 head: Some(&head),
+                prio: Default::default(),
             };
             match try_pick(be, &key) {
                 Pick::Got(s) => c[index_of(be, &s)] += 1,
@@ -826,6 +828,7 @@ mod tests {
                         &LbKey {
                             src: None,
                             head: Some(&head),
+                            prio: Default::default(),
                         },
                     )
                     .unwrap()

@@ -49,6 +49,23 @@ pub(crate) fn spawn_resolvers(rt: &Arc<Runtime>) {
     }
 }
 
+/// One resolution of `name` for a `do-resolve` rule: the first address of
+/// the family asked first (`ipv4`: A, else AAAA), else the first of the
+/// other, as HAProxy picks one for a requester that is no server; None on
+/// any failure.
+pub(crate) async fn resolve_addr(
+    section: &ResolversSection,
+    name: &str,
+    ipv4: bool,
+) -> Option<IpAddr> {
+    let ask = if ipv4 { Ask::V4First } else { Ask::V6First };
+    let Outcome::Valid(answer, _) = query::resolve(section, name, ask).await else {
+        return None;
+    };
+    let preferred = answer.ips.iter().find(|ip| ip.is_ipv4() == ipv4);
+    preferred.or(answer.ips.first()).copied()
+}
+
 /// Resolve again now (a server's FQDN changed).
 pub(crate) fn wake() {
     WAKE.notify_waiters();
