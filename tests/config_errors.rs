@@ -402,7 +402,7 @@ fn haproxy_keywords_sluice_lacks_are_not_supported_yet() {
 {DEFAULTS}
 frontend fe
     bind 127.0.0.1:{port} accept-netscaler-cip 1234
-    http-request send-spoe-group engine group0
+    tcp-request content switch-mode http
     http-response send-spoe-group engine group
     option log-health-check
     log-format-sd test
@@ -439,7 +439,7 @@ listen li
         ),
         (
             11,
-            "'http-request send-spoe-group' is not supported by sluice yet",
+            "'tcp-request content switch-mode' is not supported by sluice yet",
         ),
         (
             12,
