@@ -117,11 +117,66 @@ impl AclSet {
         });
         any != cond.unless
     }
+
+    /// `cond` while the server's bytes are still coming, with HAProxy's
+    /// three answers: None (its `ACL_TEST_MISS`) when the answer may
+    /// change with more bytes: an ACL on them that does not hold yet
+    /// (`res.len`, or a `res.payload` beyond what is there), in a group
+    /// no other term makes false. Once the rules must decide, [`eval`]
+    /// takes such an ACL as false.
+    ///
+    /// [`eval`]: AclSet::eval
+    pub(crate) fn eval_partial(&self, cond: &CompiledCond, req: &dyn RequestView) -> Option<bool> {
+        let cx = req.sample_ctx();
+        let mut open = false;
+        for group in &cond.groups {
+            let mut group_open = false;
+            let mut failed = false;
+            for &(idx, negated) in group {
+                let hit = self
+                    .acls
+                    .get(idx)
+                    .map_or(Some(false), |a| a.matches_partial(&cx));
+                match hit.map(|h| h != negated) {
+                    Some(true) => {}
+                    Some(false) => {
+                        failed = true;
+                        break;
+                    }
+                    None => group_open = true,
+                }
+            }
+            if failed {
+                continue;
+            }
+            if !group_open {
+                return Some(!cond.unless);
+            }
+            open = true;
+        }
+        (!open).then_some(cond.unless)
+    }
 }
 
 impl CompiledAcl {
     fn matches(&self, cx: &Ctx<'_>) -> bool {
         self.tests.iter().any(|t| t.matches(cx))
+    }
+
+    /// [`AclSet::eval_partial`]'s answer for one ACL: a test that holds
+    /// decides, else one that may still change leaves it open.
+    fn matches_partial(&self, cx: &Ctx<'_>) -> Option<bool> {
+        let mut open = false;
+        for t in &self.tests {
+            if t.matches(cx) {
+                return Some(true);
+            }
+            open |= match crate::sample::fetch::reads_res_payload(t.expr.fetch_name()) {
+                Some(always) => always || t.expr.eval(cx).is_none(),
+                None => false,
+            };
+        }
+        (!open).then_some(false)
     }
 }
 

@@ -298,7 +298,6 @@ pub const PROXY_LEGACY: &[&str] = &[
 pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "log-format-sd",
     "http-error",
-    "tcp-response",
     "hash-balance-factor",
     "bind-process",
     "backlog",

@@ -61,7 +61,13 @@ pub(crate) async fn serve_screened(
         let Some(fe) = snap.frontends().find(|f| *f.name == *client.frontend()) else {
             return;
         };
-        let verdict = rules(fe, &snap.tables, &mut client, peer, Rules::Connection);
+        let verdict = rules(
+            fe,
+            &snap.tables,
+            &mut client,
+            (peer, &stream),
+            Rules::Connection,
+        );
         if verdict != Verdict::Accept {
             refuse(fe, &stream, verdict, &fe.state.counters.dcon);
             return;
@@ -97,7 +103,13 @@ pub(crate) async fn serve_screened(
         let Some(fe) = snap.frontends().find(|f| *f.name == *client.frontend()) else {
             return;
         };
-        let verdict = rules(fe, &snap.tables, &mut client, peer, Rules::Session);
+        let verdict = rules(
+            fe,
+            &snap.tables,
+            &mut client,
+            (peer, &stream),
+            Rules::Session,
+        );
         if verdict != Verdict::Accept {
             refuse(fe, &stream, verdict, &fe.state.counters.dses);
             return;
@@ -123,12 +135,13 @@ enum Rules {
 /// Runs a frontend's `tcp-request connection` or `session` rules for a
 /// client at `peer` (before any byte of the request: only the addresses,
 /// and the counters tracked so far, mean anything); their `track-sc*`
-/// actions track on the connection's counters.
+/// actions track on the connection's counters; `set-tos` and `set-mark`
+/// mark `stream`.
 fn rules(
     fe: &FrontendRt,
     tables: &crate::state::table::registry::Tables,
     client: &mut ClientConn,
-    peer: Peer,
+    (peer, stream): (Peer, &TcpStream),
     which: Rules,
 ) -> Verdict {
     let set = match which {
@@ -162,11 +175,15 @@ fn rules(
         src: peer.inet(),
         local,
         payload: b"",
+        res_payload: None,
         tls: None,
         client: Some(&client.facts),
         stick: Some(&sv),
     };
-    crate::tcp::rules::run(set, &fe.acls, &view, None, Level::Session)
+    let mut fx = crate::tcp::rules::Effects::default();
+    let verdict = crate::tcp::rules::run(set, &fe.acls, &view, None, Level::Session, &mut fx);
+    fx.mark(Some(stream));
+    verdict
 }
 
 /// A connection the rules refused: reset (`reject`, counted in `denied`:

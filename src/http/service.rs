@@ -640,11 +640,24 @@ pub(crate) async fn handle_request(
             src: peer.inet(),
             local: dst,
             payload: b"",
+            res_payload: None,
             tls,
             client: Some(client),
             stick: Some(&stick),
         };
-        let verdict = crate::tcp::rules::run(&fe.tcp_content, &fe.acls, &view, None, Level::Stream);
+        let mut fx = crate::tcp::rules::Effects::default();
+        let verdict = crate::tcp::rules::run(
+            &fe.tcp_content,
+            &fe.acls,
+            &view,
+            None,
+            Level::Stream,
+            &mut fx,
+        );
+        fx.mark(conn.stream.tcp());
+        if fx.level.is_some() {
+            rec.level = fx.level;
+        }
         if verdict != crate::tcp::rules::Verdict::Accept {
             return content_refused(rt, fe, conn, &mut rec, verdict, tracking);
         }

@@ -501,6 +501,14 @@ impl<'s> Vars<'s> {
         self.dir.store(Dir::Res as u8, Relaxed);
     }
 
+    /// [`to_response`](Vars::to_response) unless the response's scope
+    /// has begun (its variables are kept).
+    pub(crate) fn to_response_once(&self) {
+        if Dir::of(self.dir.load(Relaxed)) == Dir::Req {
+            self.to_response();
+        }
+    }
+
     /// The exchange is over: only `txn`, `sess` and `proc` remain (for the
     /// log line), as in HAProxy.
     pub(crate) fn end(&self) {

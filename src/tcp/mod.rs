@@ -5,9 +5,11 @@
 //!
 //! Before choosing, `tcp-request content` rules run on the bytes buffered
 //! within `tcp-request inspect-delay` (when a condition reads them, e.g.
-//! `req.ssl_sni`); those bytes go to the server first. The session ends
-//! with HAProxy's `option tcplog` line.
+//! `req.ssl_sni`); those bytes go to the server first. Once connected, the
+//! backend's `tcp-response content` rules run on the server's first bytes
+//! (`response.rs`). The session ends with HAProxy's `option tcplog` line.
 
+mod response;
 pub(crate) mod rules;
 
 use std::sync::Arc;
@@ -132,6 +134,7 @@ pub(crate) async fn serve(
         src: peer.inet(),
         local,
         payload: &payload,
+        res_payload: None,
         tls: tls.as_deref(),
         client: Some(&client.facts),
         stick: Some(&stick),
@@ -139,8 +142,16 @@ pub(crate) async fn serve(
     // A TCP connection is its session and its one transaction.
     let sess_vars = crate::sample::vars::SessVars::default();
     let vars = crate::sample::vars::Vars::new(&sess_vars);
-    let verdict =
-        crate::tcp::rules::run(&fe.tcp_content, &fe.acls, &view, Some(&vars), Level::Stream);
+    let mut fx = crate::tcp::rules::Effects::default();
+    let verdict = crate::tcp::rules::run(
+        &fe.tcp_content,
+        &fe.acls,
+        &view,
+        Some(&vars),
+        Level::Stream,
+        &mut fx,
+    );
+    rec.level = fx.level;
     if verdict != Verdict::Accept {
         rec.tally.dreq = Rows::FE;
         rec.term(Cause::Proxy, Phase::Request);
@@ -163,10 +174,19 @@ pub(crate) async fn serve(
     rec.assign_backend(&be);
     let bc = &be.state.counters;
     let verdict = if be.iid != fe.iid {
-        crate::tcp::rules::run(&be.tcp_content, &be.acls, &view, Some(&vars), Level::Stream)
+        crate::tcp::rules::run(
+            &be.tcp_content,
+            &be.acls,
+            &view,
+            Some(&vars),
+            Level::Stream,
+            &mut fx,
+        )
     } else {
         Verdict::Accept
     };
+    fx.mark(stream.tcp());
+    rec.level = fx.level;
     if verdict != Verdict::Accept {
         rec.tally.dreq = Rows::BE;
         rec.term(Cause::Proxy, Phase::Request);
@@ -202,6 +222,7 @@ pub(crate) async fn serve(
         src: peer.inet(),
         local,
         payload: &payload,
+        res_payload: None,
         tls: tls.as_deref(),
         client: Some(&client.facts),
         stick: Some(&stick),
@@ -321,6 +342,7 @@ pub(crate) async fn serve(
                     src: peer.inet(),
                     local,
                     payload: &payload,
+                    res_payload: None,
                     tls: tls.as_deref(),
                     client: Some(&client.facts),
                     stick: Some(&stick),
@@ -352,12 +374,90 @@ pub(crate) async fn serve(
                 || crate::wire::io::write_all(&mut upstream, &first, be.timeouts.server)
                     .await
                     .is_ok();
+            // `tcp-response content`: the server's first bytes held
+            // until the backend's rules decide.
+            let mut held = Vec::new();
+            // The request's `req` variables go, `res` ones may be set
+            // (and stay for the log line, as in HAProxy).
+            vars.to_response();
+            let mut inspected = response::Inspected {
+                verdict: Verdict::Accept,
+                c2s: 0,
+            };
+            if wrote && !be.tcp_response.is_empty() {
+                inspected = response::inspect(
+                    &mut stream,
+                    &mut upstream,
+                    &mut held,
+                    be.res_inspect_delay,
+                    be.timeouts.server,
+                    |res, last| {
+                        let view = View {
+                            src: peer.inet(),
+                            local,
+                            payload: &payload,
+                            res_payload: Some(res),
+                            tls: tls.as_deref(),
+                            client: Some(&client.facts),
+                            stick: Some(&stick),
+                        };
+                        crate::tcp::rules::run_partial(
+                            &be.tcp_response,
+                            &be.acls,
+                            &view,
+                            Some(&vars),
+                            Level::Stream,
+                            &mut fx,
+                            last,
+                        )
+                    },
+                )
+                .await;
+                fx.mark(stream.tcp());
+                rec.level = fx.level;
+            }
+            let delivered = held.is_empty()
+                || !matches!(inspected.verdict, Verdict::Accept | Verdict::Close)
+                || crate::wire::io::write_all(&mut stream, &held, fe.timeouts.client)
+                    .await
+                    .is_ok();
             let (c2s, s2c) = if !wrote {
                 let failed = Relayed {
                     end: End::WriteError,
                     ..Relayed::default()
                 };
                 (Relayed::default(), failed)
+            } else if !delivered {
+                let failed = Relayed {
+                    end: End::WriteError,
+                    ..Relayed::default()
+                };
+                (failed, Relayed::default())
+            } else if inspected.verdict != Verdict::Accept {
+                // What the client sent meanwhile is read (HAProxy holds it
+                // in its buffer), so that closing does not reset it.
+                let _ = first_read(&stream, &mut Vec::new());
+                match inspected.verdict {
+                    // Reset the server; the client told with a close
+                    // once what was held reached it.
+                    Verdict::Close => {
+                        if let Some(tcp) = upstream.tcp() {
+                            let _ = socket2::SockRef::from(tcp).set_linger(Some(Duration::ZERO));
+                        }
+                    }
+                    Verdict::Reject => {
+                        rec.tally.dresp = Rows::ALL;
+                        rec.term(Cause::Proxy, Phase::Data);
+                    }
+                    _ => {
+                        rec.tally.dreq = Rows::FE;
+                        rec.term(Cause::Proxy, Phase::Request);
+                        if let Some(tcp) = stream.tcp() {
+                            crate::tcp::rules::silent_drop(tcp);
+                        }
+                    }
+                }
+                Default::default()
             } else {
                 let relayed = relay_ends(
                     &mut stream,
@@ -380,12 +480,16 @@ pub(crate) async fn serve(
                     relayed.await
                 }
             };
-            let c2s_total = c2s.bytes + payload.len() as u64;
+            // What went through during the inspection counts as relayed
+            // (HAProxy counts the server's bytes as they are read, those
+            // a rule refused included).
+            let c2s_total = c2s.bytes + payload.len() as u64 + inspected.c2s;
+            let s2c_total = s2c.bytes + held.len() as u64;
             let t = &mut rec.tally;
             (t.fe_in, t.srv_in) = (c2s_total, c2s_total);
-            (t.fe_out, t.srv_out) = (s2c.bytes, s2c.bytes);
+            (t.fe_out, t.srv_out) = (s2c_total, s2c_total);
             rec.bytes_in = c2s_total;
-            rec.bytes_out = s2c.bytes;
+            rec.bytes_out = s2c_total;
             rec.null = c2s_total == 0;
             if let Some(t) = termination(&c2s, &s2c) {
                 rec.end(t);
@@ -394,7 +498,9 @@ pub(crate) async fn serve(
     }
     bc.session_end();
     drop(seat);
-    vars.end();
+    // `res` variables stay for the log line in mode tcp; `req` ones are
+    // gone (HAProxy's log line reads the response's side).
+    vars.to_response_once();
     end(&mut rec, Some(&vars));
 }
 

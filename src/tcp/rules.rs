@@ -18,6 +18,8 @@ pub(crate) struct View<'a> {
     /// The address the client connected to (`dst`, `dst_port`).
     pub(crate) local: Option<SocketAddr>,
     pub(crate) payload: &'a [u8],
+    /// The server's bytes buffered so far, for `tcp-response content`.
+    pub(crate) res_payload: Option<&'a [u8]>,
     /// The client connection's TLS, once its handshake is done.
     pub(crate) tls: Option<&'a crate::tls::TlsFacts>,
     /// The client connection's other facts (`fc_*`, `so_*`).
@@ -32,6 +34,7 @@ impl RequestView for View<'_> {
             src_port: self.src.map(|a| a.port()),
             local: self.local,
             payload: Some(self.payload),
+            res_payload: self.res_payload,
             tls: self.tls,
             client: self.client,
             stick: self.stick.map(|s| s as &dyn crate::sample::stick::Stick),
@@ -47,49 +50,101 @@ pub(crate) enum Verdict {
     Reject,
     /// `silent-drop`: closed without the client being told.
     SilentDrop,
+    /// `tcp-response content close`: the server's side closed, what was
+    /// read from it still delivered.
+    Close,
 }
 
-/// Runs `rules` in order: the first accept, reject or silent-drop that
-/// applies decides; variable and table actions run and go on; none
-/// deciding accepts (HAProxy's default). `vars` are the connection's
-/// (None where only `proc` ones exist yet: `tcp-request connection`);
-/// `level` says whose counters the `track-sc*` actions set.
+/// What the rules asked of the session beside their verdict: its log
+/// line's level, the client socket's TOS and mark.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Effects {
+    pub(crate) level: Option<crate::config::model::LogLevel>,
+    pub(crate) marks: crate::sys::sockmarks::SockMarks,
+}
+
+impl Effects {
+    /// Sets the marks asked for on the client's socket (a TCP one).
+    pub(crate) fn mark(&self, tcp: Option<&tokio::net::TcpStream>) {
+        if let Some(tcp) = tcp
+            && (self.marks.tos.is_some() || self.marks.mark.is_some())
+        {
+            self.marks.apply(tcp);
+        }
+    }
+}
+
+/// Runs `rules` in order: the first accept, reject, close or silent-drop
+/// that applies decides; the other actions run and go on; none deciding
+/// accepts (HAProxy's default). `vars` are the connection's (None where
+/// only `proc` ones exist yet: `tcp-request connection`); `level` says
+/// whose counters the `track-sc*` actions set; `fx` gathers the log level
+/// and socket marks asked for.
 pub(crate) fn run(
     rules: &TcpRules,
     acls: &AclSet,
     view: &View<'_>,
     vars: Option<&crate::sample::vars::Vars<'_>>,
     level: Level,
+    fx: &mut Effects,
 ) -> Verdict {
+    run_partial(rules, acls, view, vars, level, fx, true).unwrap_or(Verdict::Accept)
+}
+
+/// [`run`] on bytes still coming (`last` false): None when a condition
+/// cannot be decided yet (HAProxy's missing data), the actions before it
+/// having run; the caller runs the rules again from the first when more
+/// bytes came, as HAProxy does. With `last` every condition decides.
+pub(crate) fn run_partial(
+    rules: &TcpRules,
+    acls: &AclSet,
+    view: &View<'_>,
+    vars: Option<&crate::sample::vars::Vars<'_>>,
+    level: Level,
+    fx: &mut Effects,
+    last: bool,
+) -> Option<Verdict> {
     for (action, cond) in rules {
-        if cond.as_ref().is_none_or(|c| acls.eval(c, view)) {
-            match action {
-                TcpAction::Accept => return Verdict::Accept,
-                TcpAction::Reject => return Verdict::Reject,
-                TcpAction::SilentDrop => return Verdict::SilentDrop,
-                TcpAction::Var(rule) => {
-                    // Stored silently or not at all, as in HAProxy.
-                    rule.run(&crate::sample::Ctx {
-                        vars,
-                        ..view.sample_ctx()
-                    });
-                }
-                TcpAction::Table(a) => {
-                    if let Some(stick) = view.stick {
-                        stick.act(
-                            a,
-                            &crate::sample::Ctx {
-                                vars,
-                                ..view.sample_ctx()
-                            },
-                            level,
-                        );
-                    }
+        let holds = match cond {
+            None => true,
+            Some(c) if last => acls.eval(c, view),
+            Some(c) => acls.eval_partial(c, view)?,
+        };
+        if !holds {
+            continue;
+        }
+        match action {
+            TcpAction::Accept => return Some(Verdict::Accept),
+            TcpAction::Reject => return Some(Verdict::Reject),
+            TcpAction::SilentDrop => return Some(Verdict::SilentDrop),
+            TcpAction::Close => return Some(Verdict::Close),
+            TcpAction::Var(rule) => {
+                // Stored silently or not at all, as in HAProxy.
+                rule.run(&crate::sample::Ctx {
+                    vars,
+                    ..view.sample_ctx()
+                });
+            }
+            TcpAction::Table(a) => {
+                if let Some(stick) = view.stick {
+                    stick.act(
+                        a,
+                        &crate::sample::Ctx {
+                            vars,
+                            ..view.sample_ctx()
+                        },
+                        level,
+                    );
                 }
             }
+            TcpAction::SetLogLevel(l) => fx.level = Some(*l),
+            TcpAction::SetTos(v) => fx.marks.tos = Some(*v),
+            TcpAction::SetMark(v) => fx.marks.mark = Some(*v),
+            // tokio schedules every task alike.
+            TcpAction::SetNice(_) => {}
         }
     }
-    Verdict::Accept
+    Some(Verdict::Accept)
 }
 
 /// Closes `sock` so that the client is not told (HAProxy's silent drop):

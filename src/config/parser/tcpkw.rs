@@ -1,5 +1,7 @@
-//! `tcp-request connection|content accept|reject [if|unless <cond>]` and
-//! `tcp-request inspect-delay <time>`.
+//! `tcp-request connection|session|content <action> [if|unless <cond>]`,
+//! `tcp-request inspect-delay <time>`, and their response side in a
+//! backend: `tcp-response content <action> [if|unless <cond>]` and
+//! `tcp-response inspect-delay <time>`.
 
 use super::stickkw::RuleSet;
 use super::*;
@@ -15,14 +17,11 @@ const TCP_ACTIONS_UNSUPPORTED: &[&str] = &[
     "set-src-port",
     "set-dst",
     "set-dst-port",
-    "set-mark",
-    "set-tos",
     "do-resolve",
     "switch-mode",
     "use-service",
     "set-priority-class",
     "set-priority-offset",
-    "set-log-level",
     "send-spoe-group",
     "attach-srv",
     "lua",
@@ -67,12 +66,16 @@ impl State<'_> {
                 let table = ["track-sc", "sc-inc-gpc", "sc-set-gpt"]
                     .iter()
                     .any(|p| action.starts_with(p));
+                // `set-tos` and `set-mark` in every set, the others on
+                // content only, as in HAProxy 2.6.
+                let sock = matches!(action, "set-tos" | "set-mark")
+                    || (what == "content" && matches!(action, "set-log-level" | "set-nice"));
                 let action = match action {
                     "accept" => TcpAction::Accept,
                     "reject" => TcpAction::Reject,
                     "silent-drop" => TcpAction::SilentDrop,
                     // Parsed below, with their arguments.
-                    _ if is_var || table => TcpAction::Accept,
+                    _ if is_var || table || sock => TcpAction::Accept,
                     a if TCP_ACTIONS_UNSUPPORTED.contains(&a)
                         || kw::haproxy_has(kw::Kind::TcpRequest, a)
                         || a.starts_with("lua.") =>
@@ -103,6 +106,11 @@ impl State<'_> {
                     match super::rulekw::var_rule(&rest[..args_end], crate::sample::Stage::ANY) {
                         Ok(r) => TcpAction::Var(r),
                         // HAProxy prints these bare.
+                        Err(e) => return self.alert(loc, e),
+                    }
+                } else if sock {
+                    match setting_action(&rest[..args_end], &label) {
+                        Ok(a) => a,
                         Err(e) => return self.alert(loc, e),
                     }
                 } else if table {
@@ -146,7 +154,173 @@ impl State<'_> {
     }
 }
 
+/// The actions of `tcp-response content` in HAProxy 2.6's order, for its
+/// message about another word.
+const TCP_RESPONSE_EXPECTS: &str = "'accept', 'close', 'reject', 'ot-group', 'set-log-level', 'set-nice', 'sc-inc-gpc(*)', 'sc-inc-gpc0(*)', 'sc-inc-gpc1(*)', 'sc-set-gpt(*)', 'sc-set-gpt0(*)', 'send-spoe-group', 'set-var-fmt(*)', 'set-var(*)', 'unset-var(*)', 'set-mark', 'set-tos', 'silent-drop'";
+
+/// `set-log-level`, `set-tos`, `set-mark`, `set-nice` with their one
+/// argument (`args[0]` the action word; words after the first argument
+/// are left to the caller's "only accepts 'if' or 'unless'").
+fn setting_action(args: &[String], label: &str) -> Result<TcpAction, String> {
+    use super::rulekw::{log_level_args, nice_args, sock_value_args};
+    let one = args.get(1..2).unwrap_or(&[]);
+    Ok(match args[0].as_str() {
+        "set-log-level" => TcpAction::SetLogLevel(log_level_args(one, label)?),
+        "set-tos" => TcpAction::SetTos(sock_value_args(one, label, "set-tos")?),
+        "set-mark" => TcpAction::SetMark(sock_value_args(one, label, "set-mark")?),
+        _ => TcpAction::SetNice(nice_args(one, label)?),
+    })
+}
+
 impl State<'_> {
+    /// `tcp-response inspect-delay <time>` and `tcp-response content
+    /// <action> [if|unless <cond>]`, a backend's.
+    pub(super) fn kw_tcp_response(&mut self, loc: &Loc, words: &[String]) {
+        let what = words.get(1).map_or("", String::as_str);
+        let desc = |s: &mut Self| match s.proxy_kind() {
+            Some(k) => format!("{} '{}'", type_str(k), s.px().name),
+            None => "defaults ''".to_string(),
+        };
+        if what.is_empty() {
+            let d = desc(self);
+            return self.alert(loc, format!("missing argument for 'tcp-response' in {d}"));
+        }
+        if what != "inspect-delay" && what != "content" {
+            let d = desc(self);
+            return self.alert(
+                loc,
+                format!(
+                    "'tcp-response' expects 'inspect-delay' or 'content' in {d} (got '{what}')"
+                ),
+            );
+        }
+        match (self.proxy_kind(), &self.section) {
+            (Some(k), _) if k.has_backend() => {}
+            // A named defaults section's rules would be HAProxy's; sluice
+            // has no rules in defaults sections yet.
+            (None, Section::Defaults(i)) if !self.defaults[*i].name.is_empty() => {
+                return self.alert(
+                    loc,
+                    format!("'tcp-response {what}' not allowed in 'defaults' section."),
+                );
+            }
+            _ => {
+                return self.alert(
+                    loc,
+                    format!("tcp-response {what} is only allowed in 'backend' sections or 'defaults' section with a name"),
+                );
+            }
+        }
+        if what == "inspect-delay" {
+            let d = desc(self);
+            let msg = format!(
+                "'tcp-response inspect-delay' expects a positive delay in milliseconds, in {d}"
+            );
+            let Some(v) = words.get(2) else {
+                return self.alert(loc, msg);
+            };
+            if self.px().res_inspect_delay.is_some() {
+                return self.warn(
+                    loc,
+                    format!("ignoring tcp-response inspect-delay (was already defined) in {d}"),
+                );
+            }
+            // Words after the delay are ignored, as HAProxy does.
+            match parse_time(v) {
+                Ok(t) => self.px().res_inspect_delay = Some(t),
+                Err(crate::config::units::TimeError::BadChar(c)) => {
+                    self.alert(loc, format!("{msg} (unexpected character '{c}')"))
+                }
+                Err(_) => self.alert(loc, msg),
+            }
+            return;
+        }
+        use crate::sample::Stage;
+        use crate::sample::stage::Place;
+        let stage = Stage::of(Place::BeResCnt);
+        crate::sample::stick::context(RuleSet::TcpContent.arg_ctx());
+        let label = "tcp-response content";
+        let word = words.get(2).map_or("", String::as_str);
+        let rest = &words[2.min(words.len())..];
+        let args_end = rest
+            .iter()
+            .position(|w| w == "if" || w == "unless")
+            .unwrap_or(rest.len());
+        let args = &rest[..args_end];
+        let var = ["set-var(", "set-var-fmt(", "unset-var("]
+            .iter()
+            .any(|p| word.starts_with(p));
+        let parsed: Result<(TcpAction, usize), String> = match word {
+            "accept" => Ok((TcpAction::Accept, 1)),
+            "reject" => Ok((TcpAction::Reject, 1)),
+            "close" => Ok((TcpAction::Close, 1)),
+            "silent-drop" => Ok((TcpAction::SilentDrop, 1)),
+            "set-log-level" | "set-tos" | "set-mark" | "set-nice" => {
+                setting_action(args, label).map(|a| (a, 2.min(args.len())))
+            }
+            _ if var => {
+                let n = if word.starts_with("unset") { 1 } else { 2 }.min(args.len());
+                super::rulekw::var_rule(&args[..n], stage).map(|r| (TcpAction::Var(r), n))
+            }
+            w if w.starts_with("sc-inc-gpc") => {
+                super::stickkw::inc_gpc(w).map(|a| (TcpAction::Table(TableAction::IncGpc(a)), 1))
+            }
+            w if w.starts_with("sc-set-gpt") => {
+                super::stickkw::set_gpt(args, stage, RuleSet::TcpContent)
+                    .map(|(a, n)| (TcpAction::Table(TableAction::SetGpt(a)), n))
+            }
+            // `ot-group`, `send-spoe-group`.
+            w if kw::haproxy_has(kw::Kind::TcpResponse, w) => {
+                return self.unsupported(loc, &format!("{label} {word}"));
+            }
+            _ => {
+                let d = desc(self);
+                return self.alert(
+                    loc,
+                    format!("'{label}' expects {TCP_RESPONSE_EXPECTS} in {d} (got '{word}')."),
+                );
+            }
+        };
+        let (action, used) = match parsed {
+            Ok(p) => p,
+            // HAProxy prints these bare.
+            Err(e) => return self.alert(loc, e),
+        };
+        if used < args_end {
+            let d = desc(self);
+            return self.alert(
+                loc,
+                format!(
+                    "'{label} {word}' only accepts 'if' or 'unless', in {d} (got '{}')",
+                    rest[used]
+                ),
+            );
+        }
+        let cond = match rest.get(args_end).map(String::as_str) {
+            None => None,
+            // An empty condition holds for `unless`, never for `if`, as
+            // in HAProxy.
+            Some(w) if rest.len() == args_end + 1 => Some(crate::acl::Condition {
+                unless: w == "unless",
+                groups: Vec::new(),
+            }),
+            Some(w) => match self.condition(loc, &rest[args_end..]) {
+                Ok(c) => {
+                    self.warn_conflicts(loc, &c, stage, &rest[args_end..], Some(label));
+                    Some(c)
+                }
+                Err(e) => {
+                    let d = desc(self);
+                    return self.alert(
+                        loc,
+                        format!("'{label} {word}' : error detected in {d} while parsing '{w}' condition : {e}"),
+                    );
+                }
+            },
+        };
+        self.px().tcp_response.push(TcpRule { action, cond });
+    }
+
     /// Where the expressions of a `tcp-request` rule set are read.
     fn tcp_stage(&self, set: RuleSet) -> crate::sample::Stage {
         use crate::sample::Stage;
