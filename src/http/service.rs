@@ -745,7 +745,9 @@ pub(crate) async fn handle_request(
         out.logged_out += crate::wire::logged_size::head(CONTINUE);
     }
     stream.end();
-    vars.end();
+    // The request's variables go; the response's stay for the log line,
+    // as in HAProxy.
+    vars.to_response_once();
     // A body no server was sent (a local answer, a server that could not
     // be reached) still counts in `%U` for what came with the head.
     if out.body_in == 0 {

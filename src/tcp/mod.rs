@@ -370,7 +370,10 @@ pub(crate) async fn serve(
                 || stream.local_addr().ok(),
             );
             let first = [proxy_header.as_deref().unwrap_or(b""), &payload].concat();
-            let wrote = first.is_empty()
+            // With `tcp-response` rules, sent once they first ran.
+            let inspecting = !be.tcp_response.is_empty();
+            let mut wrote = inspecting
+                || first.is_empty()
                 || crate::wire::io::write_all(&mut upstream, &first, be.timeouts.server)
                     .await
                     .is_ok();
@@ -383,12 +386,13 @@ pub(crate) async fn serve(
             let mut inspected = response::Inspected {
                 verdict: Verdict::Accept,
                 c2s: 0,
+                first_sent: true,
             };
-            if wrote && !be.tcp_response.is_empty() {
+            if inspecting {
                 inspected = response::inspect(
                     &mut stream,
                     &mut upstream,
-                    &mut held,
+                    (&first, &mut held),
                     be.res_inspect_delay,
                     be.timeouts.server,
                     |res, last| {
@@ -415,6 +419,7 @@ pub(crate) async fn serve(
                 .await;
                 fx.mark(stream.tcp());
                 rec.level = fx.level;
+                wrote = inspected.first_sent || inspected.verdict != Verdict::Accept;
             }
             let delivered = held.is_empty()
                 || !matches!(inspected.verdict, Verdict::Accept | Verdict::Close)
@@ -483,7 +488,12 @@ pub(crate) async fn serve(
             // What went through during the inspection counts as relayed
             // (HAProxy counts the server's bytes as they are read, those
             // a rule refused included).
-            let c2s_total = c2s.bytes + payload.len() as u64 + inspected.c2s;
+            let first_part = if inspected.first_sent {
+                payload.len() as u64
+            } else {
+                0
+            };
+            let c2s_total = c2s.bytes + first_part + inspected.c2s;
             let s2c_total = s2c.bytes + held.len() as u64;
             let t = &mut rec.tally;
             (t.fe_in, t.srv_in) = (c2s_total, c2s_total);

@@ -22,6 +22,10 @@ pub(super) struct Inspected {
     pub(super) verdict: Verdict,
     /// The client's bytes relayed to the server meanwhile.
     pub(super) c2s: u64,
+    /// Whether the bytes to send first went to the server: not when the
+    /// rules decided against the session at once, before HAProxy would
+    /// have forwarded anything.
+    pub(super) first_sent: bool,
 }
 
 /// One thing that happened while waiting.
@@ -32,20 +36,42 @@ enum Event {
 }
 
 /// Holds the server's bytes in `held` until `decide` (the rules on the
-/// bytes held, told whether they must decide) gives a verdict. `delay` is
-/// the backend's `tcp-response inspect-delay`; `server_timeout` bounds
-/// each write of the client's bytes to the server.
+/// bytes held, told whether they must decide) gives a verdict. The rules
+/// first run as the connection is made, before `first` (the PROXY header
+/// and the client's bytes read so far) is sent, as HAProxy runs them
+/// before it forwards the request. `delay` is the backend's
+/// `tcp-response inspect-delay`; `server_timeout` bounds each write to the
+/// server. A server that cannot be written to ends the wait.
 pub(super) async fn inspect(
     client: &mut Stream,
     server: &mut Stream,
-    held: &mut Vec<u8>,
+    (first, held): (&[u8], &mut Vec<u8>),
     delay: Option<Duration>,
     server_timeout: Option<Duration>,
     mut decide: impl FnMut(&[u8], bool) -> Option<Verdict>,
 ) -> Inspected {
     let deadline = delay.map(|d| tokio::time::Instant::now() + d);
+    match decide(held, deadline.is_none()) {
+        Some(Verdict::Accept) => {
+            let first_sent = send_first(server, first, server_timeout).await;
+            return Inspected {
+                verdict: Verdict::Accept,
+                c2s: 0,
+                first_sent,
+            };
+        }
+        Some(verdict) => {
+            return Inspected {
+                verdict,
+                c2s: 0,
+                first_sent: false,
+            };
+        }
+        None => {}
+    }
+    let first_sent = send_first(server, first, server_timeout).await;
     let mut c2s = 0u64;
-    let (mut client_done, mut server_done) = (false, false);
+    let (mut client_done, mut server_done) = (false, !first_sent);
     // Allocated only when the rules wait: most decide at once.
     let mut chunk = Vec::new();
     loop {
@@ -53,13 +79,18 @@ pub(super) async fn inspect(
             || held.len() >= INSPECT_MAX
             || deadline.is_none_or(|d| tokio::time::Instant::now() >= d);
         if let Some(verdict) = decide(held, last) {
-            return Inspected { verdict, c2s };
+            return Inspected {
+                verdict,
+                c2s,
+                first_sent,
+            };
         }
         let Some(deadline) = deadline else {
             // `last` made the rules decide.
             return Inspected {
                 verdict: Verdict::Accept,
                 c2s,
+                first_sent,
             };
         };
         if chunk.is_empty() {
@@ -95,4 +126,12 @@ pub(super) async fn inspect(
             }
         }
     }
+}
+
+/// Sends `first` to the server: whether it went (or there was nothing).
+async fn send_first(server: &mut Stream, first: &[u8], timeout: Option<Duration>) -> bool {
+    first.is_empty()
+        || crate::wire::io::write_all(server, first, timeout)
+            .await
+            .is_ok()
 }

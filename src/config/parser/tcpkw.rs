@@ -52,6 +52,16 @@ impl State<'_> {
             }
             "connection" | "session" | "content" => {
                 let label = format!("tcp-request {what}");
+                if let Some(k) = self.proxy_kind()
+                    && what != "content"
+                    && !k.has_frontend()
+                {
+                    let name = self.px().name.clone();
+                    return self.alert(
+                        loc,
+                        format!("{label} is not allowed because {} {name} is not a frontend", type_str(k)),
+                    );
+                }
                 if !self.cap(loc, &label, false, true, what == "content") {
                     return;
                 }
@@ -109,6 +119,7 @@ impl State<'_> {
                         Err(e) => return self.alert(loc, e),
                     }
                 } else if sock {
+                    used = args_end.min(2);
                     match setting_action(&rest[..args_end], &label) {
                         Ok(a) => a,
                         Err(e) => return self.alert(loc, e),
