@@ -258,9 +258,7 @@ impl State<'_> {
             .position(|w| w == "if" || w == "unless")
             .unwrap_or(rest.len());
         let args = &rest[..args_end];
-        let var = ["set-var(", "set-var-fmt(", "unset-var("]
-            .iter()
-            .any(|p| word.starts_with(p));
+        let var = ["set-var", "unset-var"].iter().any(|p| word.starts_with(p));
         let parsed: Result<(TcpAction, usize), String> = match word {
             "accept" => Ok((TcpAction::Accept, 1)),
             "reject" => Ok((TcpAction::Reject, 1)),
