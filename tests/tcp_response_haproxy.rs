@@ -459,6 +459,63 @@ async fn tcp_request_settings_as_haproxy() {
     assert!(lines[1].starts_with("<132> "), "{}", lines[1]);
 }
 
+/// `tcp-request connection expect-proxy layer4`: a PROXY header read
+/// first from the clients the condition names, its addresses then those
+/// of the session (`%ci`, `src`), the real peer still `fc_src`; another
+/// frontend without the rule relays the header as data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expect_proxy_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let text = "global
+    log {log} local0
+    stats socket {stats} level admin
+defaults
+    mode tcp
+    log global
+    log-format \"%[fc_src]:%[fc_src_port] %ci:%cp %[src] %f %ts %B %U\"
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+listen l0
+    bind {fe0}
+    tcp-request connection expect-proxy layer4 if { src 127.0.0.1 }
+    server s1 {srv0}
+listen l1
+    bind {fe1}
+    tcp-request connection expect-proxy layer4 if { src 10.0.0.0/8 }
+    server s1 {srv1}
+";
+    // The server answers once it has the client's line: the header's
+    // own line, where it is relayed.
+    let srv = parted_server(vec![b"HELLO".to_vec()], false).await;
+    let req = b"PROXY TCP4 1.2.3.4 5.6.7.8 1111 2222\r\nhello\n";
+    let mut seen: Vec<Vec<String>> = Vec::new();
+    for hap in [true, false] {
+        let side = Side::start(hap, text, &[srv, srv]);
+        let mut got = Vec::new();
+        for front in &side.fronts {
+            let (answer, port, _) = client(front.addr(), req, true).await;
+            let mask = format!("{{}}: 127.0.0.1:{port} {{}}");
+            let lines = side.log.until(&[&mask]);
+            let line = lines
+                .iter()
+                .find(|l| support::syslog::matches(&mask, l))
+                .expect("the line");
+            got.push(String::from_utf8_lossy(&answer).into_owned());
+            got.push(pri_and_msg(line).replace(&format!(":{port} "), ":<port> "));
+        }
+        seen.push(got);
+    }
+    assert_eq!(seen[0], seen[1]);
+    assert!(
+        seen[1][1].contains(" 1.2.3.4:1111 1.2.3.4 l0 "),
+        "{:?}",
+        seen[1]
+    );
+}
+
 /// `haproxy -c` and `sluice -c` on each misuse: the same exit code and the
 /// same alerts and warnings.
 #[test]
@@ -508,6 +565,9 @@ fn check_messages_as_haproxy() {
         "tcp-request content set-log-level info extra",
         "tcp-request connection set-log-level err",
         "tcp-request session set-nice 3",
+        "tcp-request content use-service foo",
+        "tcp-request content use-service prometheus-exporter",
+        "tcp-request content use-service",
     ];
     let mut cases: Vec<(String, String)> = lines
         .iter()
@@ -518,6 +578,20 @@ fn check_messages_as_haproxy() {
             )
         })
         .collect();
+    // Frontend-only actions.
+    for l in [
+        "tcp-request connection expect-proxy",
+        "tcp-request connection expect-proxy layer5",
+        "tcp-request connection expect-proxy layer4 foo",
+        "tcp-request connection expect-proxy layer4 if { src 10.0.0.1 }",
+        "tcp-request content expect-proxy layer4",
+        "tcp-request session expect-proxy layer4",
+    ] {
+        cases.push((
+            format!("frontend: {l}"),
+            format!("{HEAD}frontend f\n    bind 127.0.0.1:39999\n    {l}\n"),
+        ));
+    }
     // The places the rules may not be.
     for (label, cfg) in [
         (

@@ -816,6 +816,9 @@ pub(crate) enum TcpAction {
     /// `set-nice`: accepted, without effect (see
     /// [`HttpRequestAction::SetNice`]).
     SetNice(i32),
+    /// `tcp-request connection expect-proxy layer4`: a PROXY header is
+    /// read before anything else, as `bind ... accept-proxy` asks.
+    ExpectProxy,
     /// `silent-drop`: the connection is closed without the client being
     /// told.
     SilentDrop,

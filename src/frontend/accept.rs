@@ -61,7 +61,7 @@ pub(crate) async fn serve_screened(
         let Some(fe) = snap.frontends().find(|f| *f.name == *client.frontend()) else {
             return;
         };
-        let verdict = rules(
+        let (verdict, fx) = rules(
             fe,
             &snap.tables,
             &mut client,
@@ -72,9 +72,12 @@ pub(crate) async fn serve_screened(
             refuse(fe, &stream, verdict, &fe.state.counters.dcon);
             return;
         }
-        fe.timeouts.client
+        (fe.timeouts.client, fx.expect_proxy)
     };
-    if screen.accept_proxy {
+    let (limit, expect_proxy) = limit;
+    // `tcp-request connection expect-proxy layer4` asks for the header
+    // as `accept-proxy` does.
+    if screen.accept_proxy || expect_proxy {
         match proxy_proto::read_header(&mut stream, limit).await {
             Ok((Origin::Proxied { src, dst }, tlvs)) => {
                 client.facts.set_proxied(Some(dst), peer.inet(), tlvs);
@@ -103,7 +106,7 @@ pub(crate) async fn serve_screened(
         let Some(fe) = snap.frontends().find(|f| *f.name == *client.frontend()) else {
             return;
         };
-        let verdict = rules(
+        let (verdict, _) = rules(
             fe,
             &snap.tables,
             &mut client,
@@ -143,13 +146,13 @@ fn rules(
     client: &mut ClientConn,
     (peer, stream): (Peer, &TcpStream),
     which: Rules,
-) -> Verdict {
+) -> (Verdict, crate::tcp::rules::Effects) {
     let set = match which {
         Rules::Connection => &fe.tcp_connection,
         Rules::Session => &fe.tcp_session,
     };
     if set.is_empty() {
-        return Verdict::Accept;
+        return (Verdict::Accept, Default::default());
     }
     let local = match which {
         Rules::Connection => None,
@@ -183,7 +186,7 @@ fn rules(
     let mut fx = crate::tcp::rules::Effects::default();
     let verdict = crate::tcp::rules::run(set, &fe.acls, &view, None, Level::Session, &mut fx);
     fx.mark(Some(stream));
-    verdict
+    (verdict, fx)
 }
 
 /// A connection the rules refused: reset (`reject`, counted in `denied`:

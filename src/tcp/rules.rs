@@ -61,6 +61,8 @@ pub(crate) enum Verdict {
 pub(crate) struct Effects {
     pub(crate) level: Option<crate::config::model::LogLevel>,
     pub(crate) marks: crate::sys::sockmarks::SockMarks,
+    /// `expect-proxy layer4`: a PROXY header comes first.
+    pub(crate) expect_proxy: bool,
 }
 
 impl Effects {
@@ -142,6 +144,7 @@ pub(crate) fn run_partial(
             TcpAction::SetMark(v) => fx.marks.mark = Some(*v),
             // tokio schedules every task alike.
             TcpAction::SetNice(_) => {}
+            TcpAction::ExpectProxy => fx.expect_proxy = true,
         }
     }
     Some(Verdict::Accept)

@@ -10,7 +10,6 @@ use crate::config::model::{TableAction, TcpAction, TcpRule};
 /// HAProxy 2.6's other `tcp-request` actions: refused as not supported
 /// yet rather than as unknown.
 const TCP_ACTIONS_UNSUPPORTED: &[&str] = &[
-    "expect-proxy",
     "expect-netscaler-cip",
     "capture",
     "set-src",
@@ -19,7 +18,6 @@ const TCP_ACTIONS_UNSUPPORTED: &[&str] = &[
     "set-dst-port",
     "do-resolve",
     "switch-mode",
-    "use-service",
     "set-priority-class",
     "set-priority-offset",
     "send-spoe-group",
@@ -80,10 +78,42 @@ impl State<'_> {
                 // content only, as in HAProxy 2.6.
                 let sock = matches!(action, "set-tos" | "set-mark")
                     || (what == "content" && matches!(action, "set-log-level" | "set-nice"));
+                let next = words.get(3).map_or("", String::as_str);
+                let desc = || {
+                    let kind = type_str(self.proxy_kind().unwrap_or(ProxyKind::Listen));
+                    format!("{kind} '{}'", self.proxies.last().map_or("", |p| p.name.as_str()))
+                };
                 let action = match action {
                     "accept" => TcpAction::Accept,
                     "reject" => TcpAction::Reject,
                     "silent-drop" => TcpAction::SilentDrop,
+                    "expect-proxy" if what != "connection" => {
+                        let d = desc();
+                        return self.alert(
+                            loc,
+                            format!("'expect-proxy {next}' is not allowed in '{label}' rules in {d}"),
+                        );
+                    }
+                    "expect-proxy" if next != "layer4" => {
+                        let d = desc();
+                        return self.alert(
+                            loc,
+                            format!("'{label} expect-proxy' only supports 'layer4' in {d} (got '{next}')"),
+                        );
+                    }
+                    "expect-proxy" => TcpAction::ExpectProxy,
+                    // No service can be named here: HAProxy 2.6 has none
+                    // for TCP but Lua's.
+                    "use-service" if what == "content" && !next.starts_with("lua.") => {
+                        let msg = match next {
+                            "" | "if" | "unless" => "'tcp-request' expects a service name.",
+                            "prometheus-exporter" => {
+                                "Prometheus exporter service only available on 'http-request' rulesets"
+                            }
+                            _ => "'content' unknown service name.",
+                        };
+                        return self.alert(loc, msg);
+                    }
                     // Parsed below, with their arguments.
                     _ if is_var || table || sock => TcpAction::Accept,
                     a if TCP_ACTIONS_UNSUPPORTED.contains(&a)
@@ -118,6 +148,9 @@ impl State<'_> {
                         // HAProxy prints these bare.
                         Err(e) => return self.alert(loc, e),
                     }
+                } else if action == TcpAction::ExpectProxy {
+                    used = 2;
+                    action
                 } else if sock {
                     used = args_end.min(2);
                     match setting_action(&rest[..args_end], &label) {
