@@ -516,6 +516,82 @@ listen l1
     );
 }
 
+/// `set-src`, `set-src-port`, `set-dst`, `set-dst-port` in `tcp-request
+/// connection`, `session` and `content` rules (mode tcp and http): the
+/// addresses the log line and the later rules see.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_addresses_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let text = "global
+    log {log} local0
+    stats socket {stats} level admin
+defaults
+    mode tcp
+    log global
+    # The readiness probes send nothing: no line.
+    option dontlognull
+    log-format \"%f %ci %fi:%fp [%[src]] [%[dst]] [%[dst_port]] [%[var(txn.s)]] %ts %U\"
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+listen l0
+    bind {fe0}
+    tcp-request connection set-src ipv4(10.1.2.3)
+    tcp-request connection set-src-port int(4444)
+    tcp-request content set-var(txn.s) src_port
+    server s1 {srv0}
+listen l1
+    bind {fe1}
+    tcp-request session set-dst ipv4(10.9.9.9)
+    tcp-request session set-dst-port int(8080)
+    server s1 {srv1}
+listen l2
+    bind {fe2}
+    tcp-request content set-src ipv4(192.168.1.1)
+    tcp-request content set-var(txn.s) src
+    tcp-request content set-dst-port int(81)
+    server s1 {srv2}
+listen l3
+    mode http
+    bind {fe3}
+    tcp-request content set-src ipv4(10.7.7.7)
+    tcp-request content set-dst ipv4(10.8.8.8)
+    http-request set-var(txn.s) src
+    server s1 {srv3}
+";
+    let srv = parted_server(vec![b"HELLO".to_vec()], false).await;
+    let http = parted_server(
+        vec![b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok".to_vec()],
+        true,
+    )
+    .await;
+    let mut seen: Vec<Vec<String>> = Vec::new();
+    for hap in [true, false] {
+        let side = Side::start(hap, text, &[srv, srv, srv, http]);
+        let mut got = Vec::new();
+        for (i, front) in side.fronts.iter().enumerate() {
+            let req: &[u8] = if i == 3 {
+                b"GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n"
+            } else {
+                b"hello\n"
+            };
+            let (answer, _, _) = client(front.addr(), req, true).await;
+            let mask = format!("{{}}]: l{i} {{}}");
+            let line = side.log.until(&[&mask]).pop().expect("the line");
+            // The listeners' ports differ between the two runs.
+            let line = pri_and_msg(&line)
+                .replace(&format!(":{} ", front.port()), ":<fe> ")
+                .replace(&format!("[{}]", front.port()), "[<fe>]");
+            got.push(format!("{} {line}", String::from_utf8_lossy(&answer).len()));
+        }
+        seen.push(got);
+    }
+    assert_eq!(seen[0], seen[1]);
+    assert!(seen[1][2].contains("[192.168.1.1]"), "{:?}", seen[1]);
+}
+
 /// `haproxy -c` and `sluice -c` on each misuse: the same exit code and the
 /// same alerts and warnings.
 #[test]
@@ -568,6 +644,10 @@ fn check_messages_as_haproxy() {
         "tcp-request content use-service foo",
         "tcp-request content use-service prometheus-exporter",
         "tcp-request content use-service",
+        "tcp-request content set-src",
+        "tcp-request content set-src nosuch",
+        "tcp-request content set-src src foo",
+        "tcp-request content set-dst-port hdr(x)",
     ];
     let mut cases: Vec<(String, String)> = lines
         .iter()

@@ -819,6 +819,12 @@ pub(crate) enum TcpAction {
     /// `tcp-request connection expect-proxy layer4`: a PROXY header is
     /// read before anything else, as `bind ... accept-proxy` asks.
     ExpectProxy,
+    /// `set-src|set-src-port|set-dst|set-dst-port <expr>`: the session's
+    /// addresses from then on, as [`HttpRequestAction::SetAddr`].
+    SetAddr {
+        part: AddrPart,
+        expr: crate::sample::Expr,
+    },
     /// `silent-drop`: the connection is closed without the client being
     /// told.
     SilentDrop,

@@ -72,6 +72,7 @@ pub(crate) async fn serve_screened(
             refuse(fe, &stream, verdict, &fe.state.counters.dcon);
             return;
         }
+        moved(&mut client, &mut peer, &fx);
         (fe.timeouts.client, fx.expect_proxy)
     };
     let (limit, expect_proxy) = limit;
@@ -106,7 +107,7 @@ pub(crate) async fn serve_screened(
         let Some(fe) = snap.frontends().find(|f| *f.name == *client.frontend()) else {
             return;
         };
-        let (verdict, _) = rules(
+        let (verdict, fx) = rules(
             fe,
             &snap.tables,
             &mut client,
@@ -117,6 +118,7 @@ pub(crate) async fn serve_screened(
             refuse(fe, &stream, verdict, &fe.state.counters.dses);
             return;
         }
+        moved(&mut client, &mut peer, &fx);
         client.start_session(fe.state.clone());
         // A new session on the counters the connection tracks.
         if let Some(t) = client.trackers() {
@@ -187,6 +189,18 @@ fn rules(
     let verdict = crate::tcp::rules::run(set, &fe.acls, &view, None, Level::Session, &mut fx);
     fx.mark(Some(stream));
     (verdict, fx)
+}
+
+/// The addresses `set-src`, `set-dst` and their ports gave the
+/// connection: the client's from then on, as a PROXY header's would be.
+fn moved(client: &mut ClientConn, peer: &mut Peer, fx: &crate::tcp::rules::Effects) {
+    if let Some(src) = fx.src {
+        *peer = Peer::Ip(src);
+        client.stream.entry().set_peer(*peer);
+    }
+    if let Some(dst) = fx.dst {
+        client.facts.set_dst(dst);
+    }
 }
 
 /// A connection the rules refused: reset (`reject`, counted in `denied`:

@@ -635,10 +635,17 @@ pub(crate) async fn handle_request(
     // `tcp-request content` rules of an HTTP frontend run for each
     // request, before it is counted (HAProxy runs them before its HTTP
     // analysis), on the client's address and the head.
-    if !fe.tcp_content.is_empty() {
+    let (peer, dst) = if fe.tcp_content.is_empty() {
+        (peer, dst)
+    } else {
+        let local = if crate::tcp::rules::moves_dst(&fe.tcp_content) {
+            dst.or_else(|| conn.stream.local_addr().ok())
+        } else {
+            dst
+        };
         let view = crate::tcp::rules::View {
             src: peer.inet(),
-            local: dst,
+            local,
             payload: b"",
             res_payload: None,
             tls,
@@ -661,7 +668,13 @@ pub(crate) async fn handle_request(
         if verdict != crate::tcp::rules::Verdict::Accept {
             return content_refused(rt, fe, conn, &mut rec, verdict, tracking);
         }
-    }
+        // `set-src`, `set-dst`: the request's addresses from here on.
+        let moved = (fx.src.map_or(peer, Peer::Ip), fx.dst.or(dst));
+        if rec.enabled() && (fx.src.is_some() || fx.dst.is_some()) {
+            rec.set_addrs(moved.0, moved.1.or_else(|| conn.stream.local_addr().ok()));
+        }
+        moved
+    };
     fc.count_request();
     rt.count_request();
     track::http_request(sess_trackers, Some(&strm));
@@ -1510,28 +1523,12 @@ impl RuleRun<'_> {
         local: Option<SocketAddr>,
     ) {
         use crate::config::model::AddrPart;
-        use crate::sample::value::{Sample, SmpType};
+        use crate::tcp::rules::moved_addr;
         let Some(v) = v else { return };
-        let ip = |v: Sample<'_>| match v.cast(SmpType::Addr)? {
-            Sample::Ipv4(a) => Some(IpAddr::V4(a)),
-            Sample::Ipv6(a) => Some(IpAddr::V6(a)),
-            _ => None,
-        };
-        // HAProxy stores the low 16 bits.
-        let port = |v: Sample<'_>| match v.cast(SmpType::Sint)? {
-            Sample::Sint(n) => Some(n as u16),
-            _ => None,
-        };
-        let unspecified = IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED);
         match part {
             AddrPart::Src | AddrPart::SrcPort => {
-                let cur = self.peer.inet();
-                let new = if part == AddrPart::Src {
-                    let Some(ip) = ip(v) else { return };
-                    SocketAddr::new(ip, cur.map_or(0, |a| a.port()))
-                } else {
-                    let Some(p) = port(v) else { return };
-                    SocketAddr::new(cur.map_or(unspecified, |a| a.ip()), p)
+                let Some(new) = moved_addr(part, v, self.peer.inet()) else {
+                    return;
                 };
                 self.peer = Peer::Ip(new);
                 self.src = Some(new.ip());
@@ -1541,13 +1538,8 @@ impl RuleRun<'_> {
                 }
             }
             AddrPart::Dst | AddrPart::DstPort => {
-                let cur = self.local.or(local);
-                let new = if part == AddrPart::Dst {
-                    let Some(ip) = ip(v) else { return };
-                    SocketAddr::new(ip, cur.map_or(0, |a| a.port()))
-                } else {
-                    let Some(p) = port(v) else { return };
-                    SocketAddr::new(cur.map_or(unspecified, |a| a.ip()), p)
+                let Some(new) = moved_addr(part, v, self.local.or(local)) else {
+                    return;
                 };
                 self.local = Some(new);
                 self.dst = Some(new);

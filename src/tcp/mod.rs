@@ -72,7 +72,7 @@ async fn inspect(stream: &mut Stream, buf: &mut Vec<u8>, delay: Duration) {
 pub(crate) async fn serve(
     mut client: ClientConn,
     stream: Stream,
-    peer: Peer,
+    mut peer: Peer,
     tls: Option<Box<crate::tls::TlsFacts>>,
 ) {
     if let Some(tcp) = stream.tcp() {
@@ -99,10 +99,13 @@ pub(crate) async fn serve(
     {
         inspect(&mut stream, &mut payload, delay).await;
     }
-    // Looked up only for ACLs that read it: a system call otherwise saved.
-    let local = match rec.local {
+    // Looked up only for ACLs that read it or a `set-dst-port` that keeps
+    // it: a system call otherwise saved.
+    let mut local = match rec.local {
         Some(a) => a.inet(),
-        None if fe.acls.reads_local() => client.dst().or_else(|| stream.local_addr().ok()),
+        None if fe.acls.reads_local() || crate::tcp::rules::moves_dst(&fe.tcp_content) => {
+            client.dst().or_else(|| stream.local_addr().ok())
+        }
         None => None,
     };
     // The connection's one stream counts on the counters its session
@@ -164,6 +167,22 @@ pub(crate) async fn serve(
         end(&mut rec, None);
         return;
     }
+    // `set-src`, `set-dst`: the session's addresses from here on.
+    let mut set_dst = None;
+    moved(&fx, (&mut peer, &mut local, &mut set_dst), entry);
+    if rec.enabled() && (fx.src.is_some() || fx.dst.is_some()) {
+        rec.set_addrs(
+            peer,
+            set_dst
+                .or_else(|| client.dst())
+                .or_else(|| stream.local_addr().ok()),
+        );
+    }
+    let view = View {
+        src: peer.inet(),
+        local,
+        ..view
+    };
     let Some(be) = pick_backend(fe, &view) else {
         rec.term(Cause::Server, Phase::Connect);
         rec.null = sent_nothing(&payload, &stream);
@@ -187,6 +206,15 @@ pub(crate) async fn serve(
     };
     fx.mark(stream.tcp());
     rec.level = fx.level;
+    moved(&fx, (&mut peer, &mut local, &mut set_dst), entry);
+    if rec.enabled() && (fx.src.is_some() || fx.dst.is_some()) {
+        rec.set_addrs(
+            peer,
+            set_dst
+                .or_else(|| client.dst())
+                .or_else(|| stream.local_addr().ok()),
+        );
+    }
     if verdict != Verdict::Accept {
         rec.tally.dreq = Rows::BE;
         rec.term(Cause::Proxy, Phase::Request);
@@ -267,7 +295,9 @@ pub(crate) async fn serve(
     bc.session_start();
     let mut tries = Retries::default();
     let connecting = Instant::now();
-    let dst = client.dst().or_else(|| stream.local_addr().ok());
+    let dst = set_dst
+        .or_else(|| client.dst())
+        .or_else(|| stream.local_addr().ok());
     let client_addr = peer.inet();
     // HAProxy 2.6 reads the client while it connects: what comes goes to
     // the server first, and a client that leaves first ends the session.
@@ -366,7 +396,7 @@ pub(crate) async fn serve(
             let proxy_header = crate::wire::proxy_proto::for_server(
                 server.send_proxy.load(Relaxed),
                 peer.inet(),
-                client.dst(),
+                set_dst.or_else(|| client.dst()),
                 || stream.local_addr().ok(),
             );
             let first = [proxy_header.as_deref().unwrap_or(b""), &payload].concat();
@@ -512,6 +542,28 @@ pub(crate) async fn serve(
     // gone (HAProxy's log line reads the response's side).
     vars.to_response_once();
     end(&mut rec, Some(&vars));
+}
+
+/// The addresses `set-src`, `set-dst` and their ports gave the session
+/// (`fx`): the client `peer` (and its `show sess` entry), the `local`
+/// address the rules and logs see, and `set_dst`, the one a PROXY header
+/// to the server and a transparent connect use.
+fn moved(
+    fx: &crate::tcp::rules::Effects,
+    (peer, local, set_dst): (
+        &mut Peer,
+        &mut Option<std::net::SocketAddr>,
+        &mut Option<std::net::SocketAddr>,
+    ),
+    entry: &crate::state::sessions::StreamEntry,
+) {
+    if let Some(src) = fx.src {
+        *peer = Peer::Ip(src);
+        entry.set_peer(*peer);
+    }
+    if let Some(dst) = fx.dst {
+        (*local, *set_dst) = (Some(dst), Some(dst));
+    }
 }
 
 /// Reads what the client sends while sluice connects to a server, into

@@ -12,6 +12,7 @@ use crate::state::table::track::{Level, StickView};
 
 /// What a TCP rule can look at: the client address, the bytes buffered so
 /// far, and the stick tables with the counters tracked so far.
+#[derive(Clone, Copy)]
 pub(crate) struct View<'a> {
     /// None for a client on a UNIX socket.
     pub(crate) src: Option<SocketAddr>,
@@ -63,6 +64,51 @@ pub(crate) struct Effects {
     pub(crate) marks: crate::sys::sockmarks::SockMarks,
     /// `expect-proxy layer4`: a PROXY header comes first.
     pub(crate) expect_proxy: bool,
+    /// The client's and the local address `set-src`, `set-dst` and their
+    /// ports made.
+    pub(crate) src: Option<SocketAddr>,
+    pub(crate) dst: Option<SocketAddr>,
+}
+
+/// Whether `rules` set the local address (`set-dst`, `set-dst-port`): the
+/// part they keep is then looked up.
+pub(crate) fn moves_dst(rules: &TcpRules) -> bool {
+    use crate::config::model::AddrPart;
+    rules.iter().any(|(a, _)| {
+        matches!(
+            a,
+            TcpAction::SetAddr {
+                part: AddrPart::Dst | AddrPart::DstPort,
+                ..
+            }
+        )
+    })
+}
+
+/// The address `part` of a `set-src`, `set-src-port`, `set-dst` or
+/// `set-dst-port` rule makes of `cur` with the value `v`: an address, or a
+/// port of which HAProxy keeps the low 16 bits (None when `v` is neither).
+pub(crate) fn moved_addr(
+    part: crate::config::model::AddrPart,
+    v: crate::sample::value::Sample<'_>,
+    cur: Option<SocketAddr>,
+) -> Option<SocketAddr> {
+    use crate::config::model::AddrPart;
+    use crate::sample::value::{Sample, SmpType};
+    let unspecified = std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED);
+    if matches!(part, AddrPart::Src | AddrPart::Dst) {
+        let ip = match v.cast(SmpType::Addr)? {
+            Sample::Ipv4(a) => std::net::IpAddr::V4(a),
+            Sample::Ipv6(a) => std::net::IpAddr::V6(a),
+            _ => return None,
+        };
+        return Some(SocketAddr::new(ip, cur.map_or(0, |a| a.port())));
+    }
+    let port = match v.cast(SmpType::Sint)? {
+        Sample::Sint(n) => n as u16,
+        _ => return None,
+    };
+    Some(SocketAddr::new(cur.map_or(unspecified, |a| a.ip()), port))
 }
 
 impl Effects {
@@ -106,6 +152,9 @@ pub(crate) fn run_partial(
     fx: &mut Effects,
     last: bool,
 ) -> Option<Verdict> {
+    // The rules after a `set-src` or `set-dst` see its address.
+    let mut view = *view;
+    let view = &mut view;
     for (action, cond) in rules {
         let holds = match cond {
             None => true,
@@ -145,6 +194,24 @@ pub(crate) fn run_partial(
             // tokio schedules every task alike.
             TcpAction::SetNice(_) => {}
             TcpAction::ExpectProxy => fx.expect_proxy = true,
+            TcpAction::SetAddr { part, expr } => {
+                use crate::config::model::AddrPart;
+                let cx = crate::sample::Ctx {
+                    vars,
+                    ..view.sample_ctx()
+                };
+                let Some(v) = expr.eval(&cx) else { continue };
+                let src = matches!(part, AddrPart::Src | AddrPart::SrcPort);
+                let cur = if src { view.src } else { view.local };
+                let Some(new) = moved_addr(*part, v, cur) else {
+                    continue;
+                };
+                if src {
+                    (view.src, fx.src) = (Some(new), Some(new));
+                } else {
+                    (view.local, fx.dst) = (Some(new), Some(new));
+                }
+            }
         }
     }
     Some(Verdict::Accept)

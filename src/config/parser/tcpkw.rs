@@ -12,10 +12,6 @@ use crate::config::model::{TableAction, TcpAction, TcpRule};
 const TCP_ACTIONS_UNSUPPORTED: &[&str] = &[
     "expect-netscaler-cip",
     "capture",
-    "set-src",
-    "set-src-port",
-    "set-dst",
-    "set-dst-port",
     "do-resolve",
     "switch-mode",
     "set-priority-class",
@@ -115,7 +111,9 @@ impl State<'_> {
                         return self.alert(loc, msg);
                     }
                     // Parsed below, with their arguments.
-                    _ if is_var || table || sock => TcpAction::Accept,
+                    _ if is_var || table || sock || addr_part(action).is_some() => {
+                        TcpAction::Accept
+                    }
                     a if TCP_ACTIONS_UNSUPPORTED.contains(&a)
                         || kw::haproxy_has(kw::Kind::TcpRequest, a)
                         || a.starts_with("lua.") =>
@@ -151,6 +149,16 @@ impl State<'_> {
                 } else if action == TcpAction::ExpectProxy {
                     used = 2;
                     action
+                } else if let Some(part) = addr_part(words[2].as_str()) {
+                    // HAProxy checks no place for these expressions.
+                    let Some(text) = rest.get(1).filter(|_| args_end > 1) else {
+                        return self.alert(loc, "missing fetch method");
+                    };
+                    used = 2;
+                    match super::rulekw::action_expr(text, crate::sample::Stage::ANY, text) {
+                        Ok(expr) => TcpAction::SetAddr { part, expr },
+                        Err(e) => return self.alert(loc, e),
+                    }
                 } else if sock {
                     used = args_end.min(2);
                     match setting_action(&rest[..args_end], &label) {
@@ -196,6 +204,19 @@ impl State<'_> {
             ),
         }
     }
+}
+
+/// The address a `set-src`, `set-src-port`, `set-dst` or `set-dst-port`
+/// action sets.
+fn addr_part(action: &str) -> Option<crate::config::model::AddrPart> {
+    use crate::config::model::AddrPart;
+    Some(match action {
+        "set-src" => AddrPart::Src,
+        "set-src-port" => AddrPart::SrcPort,
+        "set-dst" => AddrPart::Dst,
+        "set-dst-port" => AddrPart::DstPort,
+        _ => return None,
+    })
 }
 
 /// The actions of `tcp-response content` in HAProxy 2.6's order, for its
