@@ -592,6 +592,68 @@ listen l3
     assert!(seen[1][2].contains("[192.168.1.1]"), "{:?}", seen[1]);
 }
 
+/// `tcp-request content capture <expr> len <n>`: the request capture
+/// slots of the log line (`%hr`, `capture.req.hdr(<n>)`), in mode tcp on
+/// the bytes the client sent, in mode http beside a `capture request
+/// header` (where HAProxy's request buffer holds no raw bytes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn capture_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let text = "global
+    log {log} local0
+    stats socket {stats} level admin
+defaults
+    mode tcp
+    log global
+    option dontlognull
+    log-format \"%f [%hr] [%[capture.req.hdr(0)]] [%[capture.req.hdr(1)]] [%[capture.req.hdr(2)]] %U\"
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+listen l0
+    bind {fe0}
+    tcp-request inspect-delay 2s
+    tcp-request content capture req.payload(0,4) len 10
+    tcp-request content capture str(abcdefgh) len 3
+    tcp-request content capture str(never) len 5 if { src 10.0.0.1 }
+    server s1 {srv0}
+listen l1
+    mode http
+    bind {fe1}
+    capture request header host len 10
+    tcp-request content capture str(abcdefgh) len 3
+    tcp-request content capture req.payload(0,2) len 4
+    server s1 {srv1}
+";
+    let srv = parted_server(vec![b"HELLO".to_vec()], false).await;
+    let http = parted_server(
+        vec![b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok".to_vec()],
+        true,
+    )
+    .await;
+    let mut seen: Vec<Vec<String>> = Vec::new();
+    for hap in [true, false] {
+        let side = Side::start(hap, text, &[srv, http]);
+        let mut got = Vec::new();
+        for (i, front) in side.fronts.iter().enumerate() {
+            let req: &[u8] = if i == 1 {
+                b"GET / HTTP/1.1\r\nhost: example.org\r\nconnection: close\r\n\r\n"
+            } else {
+                b"hello\n"
+            };
+            let (answer, _, _) = client(front.addr(), req, true).await;
+            let mask = format!("{{}}]: l{i} {{}}");
+            let line = side.log.until(&[&mask]).pop().expect("the line");
+            got.push(format!("{} {}", answer.len(), pri_and_msg(&line)));
+        }
+        seen.push(got);
+    }
+    assert_eq!(seen[0], seen[1]);
+    assert!(seen[1][0].contains("[{hell|abc|}]"), "{:?}", seen[1]);
+}
+
 /// `haproxy -c` and `sluice -c` on each misuse: the same exit code and the
 /// same alerts and warnings.
 #[test]
@@ -648,6 +710,7 @@ fn check_messages_as_haproxy() {
         "tcp-request content set-src nosuch",
         "tcp-request content set-src src foo",
         "tcp-request content set-dst-port hdr(x)",
+        "tcp-request content capture src len 3",
     ];
     let mut cases: Vec<(String, String)> = lines
         .iter()
@@ -666,6 +729,14 @@ fn check_messages_as_haproxy() {
         "tcp-request connection expect-proxy layer4 if { src 10.0.0.1 }",
         "tcp-request content expect-proxy layer4",
         "tcp-request session expect-proxy layer4",
+        "tcp-request content capture",
+        "tcp-request content capture nosuch len 3",
+        "tcp-request content capture res.len len 3",
+        "tcp-request content capture src len 3 foo",
+        "tcp-request content capture src len -1",
+        "tcp-request content capture src id 1",
+        "tcp-request connection capture src len 4",
+        "tcp-request session capture src len 4",
     ] {
         cases.push((
             format!("frontend: {l}"),

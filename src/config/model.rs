@@ -819,6 +819,13 @@ pub(crate) enum TcpAction {
     /// `tcp-request connection expect-proxy layer4`: a PROXY header is
     /// read before anything else, as `bind ... accept-proxy` asks.
     ExpectProxy,
+    /// `tcp-request content capture <expr> len <n>`: the value into the
+    /// frontend's request capture slot `slot`, cut to `len` bytes.
+    Capture {
+        expr: crate::sample::Expr,
+        slot: usize,
+        len: usize,
+    },
     /// `set-src|set-src-port|set-dst|set-dst-port <expr>`: the session's
     /// addresses from then on, as [`HttpRequestAction::SetAddr`].
     SetAddr {

@@ -635,8 +635,8 @@ pub(crate) async fn handle_request(
     // `tcp-request content` rules of an HTTP frontend run for each
     // request, before it is counted (HAProxy runs them before its HTTP
     // analysis), on the client's address and the head.
-    let (peer, dst) = if fe.tcp_content.is_empty() {
-        (peer, dst)
+    let (peer, dst, mut content_fx) = if fe.tcp_content.is_empty() {
+        (peer, dst, None)
     } else {
         let local = if crate::tcp::rules::moves_dst(&fe.tcp_content) {
             dst.or_else(|| conn.stream.local_addr().ok())
@@ -673,7 +673,7 @@ pub(crate) async fn handle_request(
         if rec.enabled() && (fx.src.is_some() || fx.dst.is_some()) {
             rec.set_addrs(moved.0, moved.1.or_else(|| conn.stream.local_addr().ok()));
         }
-        moved
+        (moved.0, moved.1, Some(fx))
     };
     fc.count_request();
     rt.count_request();
@@ -722,6 +722,10 @@ pub(crate) async fn handle_request(
         && !crate::sys::process::stopping();
 
     rec.cap_req = crate::observe::log::capture_headers(&fe.captures.request, &head);
+    // What `tcp-request content capture` rules took.
+    if let Some(fx) = &mut content_fx {
+        fx.capture_into(&mut rec.cap_req);
+    }
     // A request answered without a server response shows empty response
     // captures (`{|}`), as HAProxy allocates them with the stream.
     if !fe.captures.response.is_empty() {

@@ -95,7 +95,7 @@ pub(crate) async fn serve(
     let mut stream = stream;
     let mut payload = Vec::new();
     if let Some(delay) = fe.inspect_delay
-        && fe.acls.reads_payload()
+        && (fe.acls.reads_payload() || crate::tcp::rules::reads_payload(&fe.tcp_content))
     {
         inspect(&mut stream, &mut payload, delay).await;
     }
@@ -206,6 +206,10 @@ pub(crate) async fn serve(
     };
     fx.mark(stream.tcp());
     rec.level = fx.level;
+    if !fx.captures.is_empty() {
+        rec.cap_req = vec![None; fe.captures.request.len()];
+        fx.capture_into(&mut rec.cap_req);
+    }
     moved(&fx, (&mut peer, &mut local, &mut set_dst), entry);
     if rec.enabled() && (fx.src.is_some() || fx.dst.is_some()) {
         rec.set_addrs(

@@ -58,7 +58,7 @@ pub(crate) enum Verdict {
 
 /// What the rules asked of the session beside their verdict: its log
 /// line's level, the client socket's TOS and mark.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Effects {
     pub(crate) level: Option<crate::config::model::LogLevel>,
     pub(crate) marks: crate::sys::sockmarks::SockMarks,
@@ -68,6 +68,38 @@ pub(crate) struct Effects {
     /// ports made.
     pub(crate) src: Option<SocketAddr>,
     pub(crate) dst: Option<SocketAddr>,
+    /// `capture`: the values for the request capture slots, by slot.
+    pub(crate) captures: Vec<(usize, Vec<u8>)>,
+}
+
+impl Effects {
+    /// Puts the captured values into the log record's slots `caps` (one
+    /// per slot of the frontend's).
+    pub(crate) fn capture_into(&mut self, caps: &mut [Option<Vec<u8>>]) {
+        for (slot, v) in self.captures.drain(..) {
+            if let Some(c) = caps.get_mut(slot) {
+                *c = Some(v);
+            }
+        }
+    }
+}
+
+/// Whether an action of `rules` reads the request's bytes (`capture
+/// req.payload(0,4) len 4`, `set-var(txn.x) req.len`): content inspection
+/// then waits for them, as for a condition that does.
+pub(crate) fn reads_payload(rules: &TcpRules) -> bool {
+    use crate::config::model::VarValue;
+    rules.iter().any(|(a, _)| {
+        let expr = match a {
+            TcpAction::Capture { expr, .. } | TcpAction::SetAddr { expr, .. } => expr,
+            TcpAction::Var(v) => match &v.value {
+                VarValue::Expr(e) => e,
+                _ => return false,
+            },
+            _ => return false,
+        };
+        crate::sample::fetch::reads_payload(expr.fetch_name())
+    })
 }
 
 /// Whether `rules` set the local address (`set-dst`, `set-dst-port`): the
@@ -194,6 +226,19 @@ pub(crate) fn run_partial(
             // tokio schedules every task alike.
             TcpAction::SetNice(_) => {}
             TcpAction::ExpectProxy => fx.expect_proxy = true,
+            TcpAction::Capture { expr, slot, len } => {
+                let cx = crate::sample::Ctx {
+                    vars,
+                    ..view.sample_ctx()
+                };
+                let v = expr
+                    .eval(&cx)
+                    .and_then(|s| s.cast(crate::sample::value::SmpType::Str));
+                if let Some(v) = v {
+                    let b = v.bytes().unwrap_or(b"");
+                    fx.captures.push((*slot, b[..b.len().min(*len)].to_vec()));
+                }
+            }
             TcpAction::SetAddr { part, expr } => {
                 use crate::config::model::AddrPart;
                 let cx = crate::sample::Ctx {

@@ -11,7 +11,6 @@ use crate::config::model::{TableAction, TcpAction, TcpRule};
 /// yet rather than as unknown.
 const TCP_ACTIONS_UNSUPPORTED: &[&str] = &[
     "expect-netscaler-cip",
-    "capture",
     "do-resolve",
     "switch-mode",
     "set-priority-class",
@@ -98,6 +97,17 @@ impl State<'_> {
                         );
                     }
                     "expect-proxy" => TcpAction::ExpectProxy,
+                    "capture" if what != "content" => {
+                        let d = desc();
+                        return self.alert(
+                            loc,
+                            format!("'capture {next}' is not allowed in '{label}' rules in {d}"),
+                        );
+                    }
+                    "capture" => match self.tcp_capture(&words[3..]) {
+                        Ok(a) => a,
+                        Err(e) => return self.alert(loc, format!("'{label} capture' : {e}")),
+                    },
                     // No service can be named here: HAProxy 2.6 has none
                     // for TCP but Lua's.
                     "use-service" if what == "content" && !next.starts_with("lua.") => {
@@ -148,6 +158,9 @@ impl State<'_> {
                     }
                 } else if action == TcpAction::ExpectProxy {
                     used = 2;
+                    action
+                } else if matches!(action, TcpAction::Capture { .. }) {
+                    used = 4;
                     action
                 } else if let Some(part) = addr_part(words[2].as_str()) {
                     // HAProxy checks no place for these expressions.
@@ -382,6 +395,36 @@ impl State<'_> {
             },
         };
         self.px().tcp_response.push(TcpRule { action, cond });
+    }
+
+    /// `capture <expr> len <n>` of `tcp-request content` (`args` after
+    /// `capture`): a request capture slot of its own, as `http-request
+    /// capture ... len` takes; HAProxy's messages.
+    fn tcp_capture(&mut self, args: &[String]) -> Result<TcpAction, String> {
+        if !self.proxy_kind().is_some_and(|k| k.has_frontend()) {
+            let name = self.px().name.clone();
+            return Err(format!("proxy '{name}' has no frontend capability"));
+        }
+        let text = match args.first().map(String::as_str) {
+            None | Some("if" | "unless") => return Err("missing fetch method".into()),
+            Some(t) => t,
+        };
+        let stage = self.tcp_stage(RuleSet::TcpContent);
+        let expr = super::rulekw::action_expr(text, stage, text)?;
+        let len = match (args.get(1).map(String::as_str), args.get(2)) {
+            (Some("len"), Some(n)) => crate::config::units::atoi(n),
+            _ => return Err("a positive 'len' argument is mandatory".into()),
+        };
+        if len <= 0 {
+            return Err("length must be > 0".into());
+        }
+        let slots = &mut self.px().captures.request;
+        slots.push((String::new(), len as usize));
+        Ok(TcpAction::Capture {
+            expr,
+            slot: slots.len() - 1,
+            len: len as usize,
+        })
     }
 
     /// Where the expressions of a `tcp-request` rule set are read.
