@@ -270,6 +270,45 @@ mod tests {
     }
 
     #[test]
+    fn partial_answers_wait_only_where_more_bytes_can_change_them() {
+        let set = AclSet::new(&[
+            def("long", "res.len ge 6"),
+            def("hel", "res.payload(0,3) -m str HEL"),
+            def("far", "src 10.9.9.9"),
+        ]);
+        let at = |res: &'static [u8]| Ctx {
+            res_payload: Some(res),
+            src: Some("10.1.2.3".parse().unwrap()),
+            ..Default::default()
+        };
+        let c = |unless: bool, groups: &[&[(&str, bool)]]| set.compile(&cond(unless, groups));
+        // `res.len` below its bound may grow: open until it holds.
+        assert_eq!(
+            set.eval_partial(&c(false, &[&[("long", false)]]), &at(b"HEL")),
+            None
+        );
+        let long = c(false, &[&[("long", false)]]);
+        assert_eq!(set.eval_partial(&long, &at(b"HELLOW")), Some(true));
+        // A payload that is there is final; one still missing is open.
+        let hel = c(false, &[&[("hel", false)]]);
+        assert_eq!(set.eval_partial(&hel, &at(b"XYZW")), Some(false));
+        assert_eq!(set.eval_partial(&hel, &at(b"HE")), None);
+        // A false term of the group decides it; another group that holds
+        // decides the condition.
+        let and = c(false, &[&[("long", false), ("far", false)]]);
+        assert_eq!(set.eval_partial(&and, &at(b"HE")), Some(false));
+        let or = c(false, &[&[("long", false)], &[("far", true)]]);
+        assert_eq!(set.eval_partial(&or, &at(b"HE")), Some(true));
+        // Negations and `unless` leave an open answer open.
+        let not = c(false, &[&[("long", true)]]);
+        assert_eq!(set.eval_partial(&not, &at(b"HE")), None);
+        let unless = c(true, &[&[("long", false)]]);
+        assert_eq!(set.eval_partial(&unless, &at(b"HE")), None);
+        // Once the rules must decide, open is false.
+        assert!(set.eval(&unless, &at(b"HE")));
+    }
+
+    #[test]
     fn and_or_not_unless() {
         let set = AclSet::new(&[
             def("api", "path_beg /api/"),
