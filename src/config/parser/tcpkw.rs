@@ -205,6 +205,21 @@ impl State<'_> {
                     return;
                 };
                 let rule = TcpRule { action, cond };
+                // HAProxy runs the sets in their order whatever the lines'.
+                let p = self.px();
+                let before = match set {
+                    RuleSet::TcpConnection if !p.tcp_session.is_empty() => Some("session"),
+                    RuleSet::TcpConnection | RuleSet::TcpSession if !p.tcp_content.is_empty() => {
+                        Some("content")
+                    }
+                    _ => None,
+                };
+                if let Some(later) = before {
+                    self.warn(
+                        loc,
+                        format!("a 'tcp-request' rule placed after a 'tcp-request {later}' rule will still be processed before."),
+                    );
+                }
                 match set {
                     RuleSet::TcpConnection => self.px().tcp_connection.push(rule),
                     RuleSet::TcpSession => self.px().tcp_session.push(rule),
