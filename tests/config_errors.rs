@@ -411,7 +411,7 @@ frontend fe
     default_backend be
 backend be
     server s1 127.0.0.1:1 track be/s2
-    http-request send-spoe-group engine group
+    tcp-request content send-spoe-group engine group
     tcp-response content send-spoe-group engine group
     tcp-request content switch-mode http
     http-request set-header X-B %[req.hdr(host),ungrpc]
@@ -420,8 +420,8 @@ log-forward lf
     dgram-bind 127.0.0.1:1
 ring r
     size 32768
-fcgi-app php
-    docroot /var/www
+crt-store st
+    crt-base /etc/ssl
 listen li
     bind 127.0.0.1:{port2} expose-fd listeners
     tcp-request connection expect-netscaler-cip layer4
@@ -461,7 +461,7 @@ listen li
         ),
         (
             20,
-            "'http-request send-spoe-group' is not supported by sluice yet",
+            "'tcp-request content send-spoe-group' is not supported by sluice yet",
         ),
         (
             21,
@@ -481,7 +481,7 @@ listen li
         ),
         (25, "'log-forward' sections are not supported by sluice yet"),
         (27, "'ring' sections are not supported by sluice yet"),
-        (29, "'fcgi-app' sections are not supported by sluice yet"),
+        (29, "'crt-store' sections are not supported by sluice yet"),
         (32, "'expose-fd' option is not supported by sluice yet"),
         (
             33,

@@ -738,6 +738,10 @@ async fn abuse_list_shared_by_two_instances() {
         };
         // Listed by an operator on lb1: refused by lb2.
         assert_eq!(status_from("127.0.0.2", &fes[1]), 200);
+        // The peers are connected and lb1 learnt lb2's entry: the value
+        // set next is the newer one on both (set before the first sync,
+        // each side's teaching could cross the other's).
+        show(0, "127.0.0.2", "gpt0=0");
         let r = cli_sync(&socks2[0], "set table lbs/abuse key 127.0.0.2 data.gpt0 1");
         assert_eq!(r.trim(), "");
         show(1, "127.0.0.2", "gpt0=1");

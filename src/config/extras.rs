@@ -23,6 +23,12 @@ pub(crate) struct ProxyExtras {
     /// `dispatch <addr>:<port>`: the one server of a backend that has no
     /// `server` line.
     pub(crate) dispatch: Option<SocketAddr>,
+    /// `use-fcgi-app <name>`: the `fcgi-app` section of the backend's
+    /// `proto fcgi` servers.
+    pub(crate) use_fcgi_app: Option<String>,
+    /// `filter spoe [engine <name>] config <file>`: the engines, each
+    /// with what its file says.
+    pub(crate) spoe: Vec<crate::config::spoe::SpoeEngine>,
     /// `option transparent`: a backend without servers connects to the
     /// address the client connected to.
     pub(crate) transparent: bool,

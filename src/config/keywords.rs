@@ -29,6 +29,7 @@ pub const SECTIONS: &[&str] = &[
     "cache",
     "mailers",
     "http-errors",
+    "fcgi-app",
 ];
 
 /// Directives (lines starting with a dot).
@@ -41,7 +42,6 @@ pub(crate) const UNSUPPORTED_SECTIONS: &[&str] = &[
     "program",
     "ring",
     "log-forward",
-    "fcgi-app",
     "namespace_list",
     "crt-store",
     "traces",
@@ -304,7 +304,6 @@ pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "grace",
     "guid",
     "max-session-srv-conns",
-    "use-fcgi-app",
     "dynamic-cookie-key",
     "appsession",
 ];

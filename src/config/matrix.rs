@@ -27,16 +27,19 @@ const INSTEAD: &[(&str, &str)] = &[
         "lua-*",
         "Lua is not embedded yet (#23): an external service behind a backend",
     ),
-    ("*spoe*", "SPOE is not built yet (#23)"),
     (
-        "fcgi-app",
-        "a FastCGI gateway (php-fpm behind nginx or a web server) as an HTTP backend",
+        "*spoe*",
+        "`http-request send-spoe-group` or a message of an HTTP event: SPOE runs on HTTP requests and responses only yet (#23)",
     ),
     (
         "program",
         "the service manager (systemd units) for the side programs",
     ),
     ("ring", "`log` to a syslog server or a UNIX socket"),
+    (
+        "spop-check",
+        "`option tcp-check` send/expect rules for the SPOP HELLO (SPOE checks are not built yet, #23)",
+    ),
     (
         "*-check",
         "`option httpchk` or `tcp-check` send/expect rules for the protocol",
@@ -191,7 +194,7 @@ mod tests {
     #[test]
     fn probes_tell_the_three_states_apart() {
         assert_eq!(state(Kind::Proxy, "balance", ""), State::Implemented);
-        assert_eq!(state(Kind::Section, "fcgi-app", ""), State::Refused);
+        assert_eq!(state(Kind::Section, "fcgi-app", ""), State::Implemented);
         assert_eq!(state(Kind::Global, "lua-load", ""), State::Refused);
         assert!(matches!(
             state(Kind::Global, "nopoll", ""),

@@ -95,6 +95,8 @@ pub(crate) struct Global {
     pub(crate) external_check: bool,
     /// `insecure-fork-wanted`.
     pub(crate) insecure_fork_wanted: bool,
+    /// `fcgi-app` sections, in order.
+    pub(crate) fcgi_apps: Vec<crate::config::fcgi::FcgiApp>,
     /// `mailers` sections, in order.
     pub(crate) mailers: Vec<crate::config::mailers::MailersSection>,
     /// `tune.comp.maxlevel` (1 to 9; HAProxy's default is 1).
@@ -872,6 +874,12 @@ pub(crate) enum HttpRequestAction {
     PrometheusExporter,
     /// `http-request allow`: stops the evaluation of the rules.
     Allow,
+    /// `http-request send-spoe-group <engine> <group>`: the group's
+    /// messages sent to the engine's agent, its answer awaited.
+    SendSpoeGroup {
+        engine: String,
+        group: String,
+    },
     /// `http-request set-header <name> <fmt>` (name kept as written).
     SetHeader {
         name: String,
@@ -1676,6 +1684,8 @@ pub(crate) struct ServerOpts {
     pub(crate) send_proxy: u8,
     /// `proto h2`: HTTP/2 to the server (h2c in clear).
     pub(crate) h2: bool,
+    /// `proto fcgi`: FastCGI to the server (the backend's `use-fcgi-app`).
+    pub(crate) fcgi: bool,
     /// `srv_use_ssl` of `show servers state`, as HAProxy keeps it: 1 for
     /// `ssl`, -1 for `no-ssl`, 0 when neither was said.
     pub(crate) use_ssl: i8,

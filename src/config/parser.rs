@@ -22,6 +22,7 @@ mod cookiekw;
 mod errorskw;
 mod extcheckkw;
 mod extraskw;
+mod fcgikw;
 mod globalkw;
 mod lbkw;
 mod legacykw;
@@ -100,6 +101,8 @@ enum Section {
     Mailers(usize),
     /// Index into `State::http_errors`.
     HttpErrors(usize),
+    /// Index into `Global::fcgi_apps`.
+    FcgiApp(usize),
     /// Inside a section we cannot use (already reported once).
     Skip,
 }
@@ -114,6 +117,7 @@ impl Section {
             Section::Cache(_) => "cache",
             Section::Mailers(_) => "mailers",
             Section::HttpErrors(_) => "http-errors",
+            Section::FcgiApp(_) => "fcgi-app",
             Section::Global => "global",
             Section::Defaults(_) => "defaults",
             Section::Proxy(i) => proxies.get(i).map_or("", |p| p.kind.keyword()),
@@ -666,6 +670,7 @@ impl<'r> State<'r> {
             Section::Cache(i) => self.cache_line(i, loc, words),
             Section::Mailers(i) => self.mailers_line(i, loc, words),
             Section::HttpErrors(i) => self.http_errors_line(i, loc, words),
+            Section::FcgiApp(i) => self.fcgi_app_line(i, loc, words),
             Section::Defaults(_) | Section::Proxy(_) => self.proxy_line(loc, words),
         }
     }
@@ -740,6 +745,7 @@ impl<'r> State<'r> {
             "cache" => return self.start_cache(loc, words),
             "mailers" => return self.start_mailers(loc, words),
             "http-errors" => return self.start_http_errors(loc, words),
+            "fcgi-app" => return self.start_fcgi_app(loc, words),
             "global" => {
                 self.section = Section::Global;
                 return;

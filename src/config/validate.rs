@@ -76,6 +76,8 @@ pub(crate) fn check(config: &mut Config, diags: &mut Vec<Diagnostic>) {
     duplicate_binds(config, diags);
     case_adjust_file(config, diags);
     crate::config::mailers::check(config, diags);
+    crate::config::fcgi::check(config, diags);
+    crate::config::spoe::check(config, diags);
     crate::config::external_check::check(config, diags);
 }
 

@@ -344,7 +344,25 @@ impl<'a> Exchange<'a> {
             head.put_slice(self.seat.server().name.as_bytes());
             head.put_slice(b"\r\n\r\n");
         }
-        if io::write_all(&mut up.stream, &plan.head, self.be.timeouts.server)
+        let fcgi_head;
+        let head: &[u8] = match (&mut up.stream, self.be.fcgi.as_deref()) {
+            (crate::tls::Stream::Fcgi(conn), Some(app)) => {
+                let Some((records, framing)) = self.fcgi_request(&plan.head, app) else {
+                    // A chunked body not all here: FastCGI needs its
+                    // length first. HAProxy 2.6 answers 400, logged `PH`.
+                    drop(up);
+                    self.rec.term(Cause::Proxy, Phase::Headers);
+                    self.rec.tally.status(400, Rows::BE_SRV);
+                    let out = send_error_be(self.client, 400, self.fe, Some(self.be), false);
+                    return Step::End(Box::pin(out).await, false);
+                };
+                conn.start(records.len(), framing, self.req.minor == 0);
+                fcgi_head = records;
+                &fcgi_head
+            }
+            _ => &plan.head,
+        };
+        if io::write_all(&mut up.stream, head, self.be.timeouts.server)
             .await
             .is_err()
         {
@@ -368,6 +386,45 @@ impl<'a> Exchange<'a> {
         }
         self.rec.tally.srv_in += self.req.raw.len() as u64;
         Step::Go(Attempt { up, reused })
+    }
+
+    /// The records that open the request to a FastCGI application, made
+    /// of the head as it goes to servers (`head`, rewritten by the rules),
+    /// and the framing of the body after them; None for a chunked body
+    /// whose length is not known yet.
+    fn fcgi_request(
+        &self,
+        head: &[u8],
+        app: &crate::snapshot::fcgi::FcgiRt,
+    ) -> Option<(BytesMut, Option<u64>)> {
+        let parsed = Head::parse_request(bytes::Bytes::copy_from_slice(head));
+        let req = parsed.as_ref().unwrap_or(self.req);
+        let cx = crate::http::forward::request_ctx(self.fe, self.be, req, self.ctx);
+        let chunked_len = match self.client.pending {
+            io::PendingBody::Buffered(end) if self.body == BodyKind::Chunked => {
+                let mut d = crate::wire::h1::ChunkedDecoder::default();
+                match d.feed(&self.client.buf[..end]) {
+                    Ok(_) if d.is_done() => Some(d.body_len()),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        if self.body == BodyKind::Chunked && chunked_len.is_none() {
+            return None;
+        }
+        let facts = crate::http::fcgi::Facts {
+            app,
+            cx: &cx,
+            dst: self
+                .ctx
+                .dst
+                .or_else(|| self.client.stream.local_addr().ok()),
+            peer: self.ctx.peer.inet(),
+            https: self.ctx.tls.is_some(),
+            chunked_len,
+        };
+        Some(crate::http::fcgi::request(req, self.body, &facts))
     }
 
     /// Streams the request body to the server, once: sluice answers an
@@ -541,7 +598,7 @@ impl<'a> Exchange<'a> {
     /// to wait for.
     fn tcp_response_rules(&mut self) -> Verdict {
         let ctx = self.ctx;
-        ctx.vars.to_response_once();
+        ctx.vars.to_response();
         let view = crate::tcp::rules::View {
             src: ctx.peer.inet(),
             local: ctx.dst,

@@ -538,7 +538,7 @@ impl Drop for BackendSession<'_> {
 }
 
 /// What the backend's `stick` rules read of the request.
-fn request_ctx<'a>(
+pub(super) fn request_ctx<'a>(
     fe: &'a FrontendRt,
     be: &'a BackendRt,
     req: &'a Head,

@@ -6,6 +6,7 @@ pub(crate) mod cache;
 pub(crate) mod compress;
 pub(crate) mod cookie;
 mod exchange;
+mod fcgi;
 mod filtered;
 pub(crate) mod forward;
 pub(crate) mod h2;

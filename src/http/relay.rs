@@ -115,6 +115,9 @@ impl<'a> Relay<'a> {
         {
             return out;
         }
+        if !(self.fe.spoe.is_empty() && self.be.spoe.is_empty()) {
+            Box::pin(self.spoe_response(&resp)).await;
+        }
         let ready = match self.prepare(resp) {
             Ok(r) => r,
             Err(refusal) => return Box::pin(self.refused(refusal)).await,
@@ -421,6 +424,40 @@ impl<'a> Relay<'a> {
         })
     }
 
+    /// SPOE messages of the `on-http-response` event (the backend's
+    /// engines, then the frontend's when it is another proxy), before the
+    /// `http-response` rules read what the agents answer.
+    async fn spoe_response(&mut self, resp: &Head) {
+        use crate::config::spoe::SpoeEvent;
+        let (fe, be, ctx) = (self.fe, self.be, self.ctx);
+        // The request's processing is over: `res` variables begin.
+        ctx.vars.to_response();
+        let cx = crate::sample::Ctx {
+            src: ctx.src,
+            src_port: ctx.peer.inet().map(|a| a.port()),
+            local: ctx.dst,
+            req: Some(self.req),
+            res: Some(resp),
+            status: Some(resp.status),
+            frontend: &fe.name,
+            backend: Some(&be.name),
+            server: Some(&self.server.name),
+            frontend_id: fe.iid,
+            backend_id: Some(be.iid),
+            vars: Some(ctx.vars),
+            tls: ctx.tls,
+            client: Some(ctx.client),
+            proxies: Some(ctx.proxies as &dyn crate::sample::Proxies),
+            stick: ctx.stick.map(|s| s as &dyn crate::sample::stick::Stick),
+            ..Default::default()
+        };
+        let fe_own = (fe.iid != be.iid).then_some(&fe.spoe);
+        for e in be.spoe.iter().chain(fe_own.into_iter().flatten()) {
+            let msgs = e.for_event(SpoeEvent::HttpResponse, &cx);
+            e.notify(&msgs, &cx, ctx.vars, ctx.proxies).await;
+        }
+    }
+
     /// `stick` rules: the server that answers goes into the entries noted
     /// for it, once the response's head is known good (HAProxy's
     /// `process_store_rules`, before the `http-response` rules).
@@ -477,7 +514,7 @@ impl<'a> Relay<'a> {
         let (req, ctx, server) = (self.req, self.ctx, self.server);
         // The request's processing is over: `req` variables go, `res`
         // ones begin (unless `tcp-response` rules began them).
-        ctx.vars.to_response_once();
+        ctx.vars.to_response();
         let uid = self.rec.unique_id.clone();
         let who = Who {
             server: &server.name,

@@ -764,7 +764,7 @@ pub(crate) async fn handle_request(
     stream.end();
     // The request's variables go; the response's stay for the log line,
     // as in HAProxy.
-    vars.to_response_once();
+    vars.to_response();
     // A body no server was sent (a local answer, a server that could not
     // be reached) still counts in `%U` for what came with the head.
     if out.body_in == 0 {
@@ -1050,6 +1050,12 @@ async fn route(
             held.take(run.conn, body, room, first_read);
         }
     }
+    // SPOE messages of the frontend's request, before its rules read
+    // what the agents answer.
+    if !fe.spoe.is_empty() {
+        use crate::config::spoe::SpoeEvent;
+        Box::pin(run.spoe_event(head, &fe.spoe, SpoeEvent::FrontendHttpRequest, None)).await;
+    }
     // Without rules the stage is never made (its future is large).
     let head = if fe.http_request.is_empty() && fe.legacy_req.is_none() {
         head
@@ -1152,11 +1158,30 @@ async fn route(
             return out;
         }
     }
+    // A FastCGI request gives its body's length first: a chunked body is
+    // waited for as `http-buffer-request` waits (HAProxy 2.6's FastCGI
+    // application does the same; one its buffer cannot hold is refused
+    // when the request goes out, `http/exchange.rs`).
+    if be.fcgi.is_some()
+        && body == BodyKind::Chunked
+        && !fe.buffer_request
+        && !(be.iid != fe.iid && be.buffer_request)
+    {
+        held.rejoin(run.conn);
+        if let Some(out) = Box::pin(run.buffer_body(head, be.timeouts.http_request)).await {
+            return out;
+        }
+    }
     if reads_body && !held.is_set() {
         let room = crate::http::body::room(head, fe.max_head, body == BodyKind::Chunked);
         let waited = fe.buffer_request || be.buffer_request;
         let first_read = (!waited).then(|| fe.max_head.saturating_sub(head.raw.len()));
         held.take(run.conn, body, room, first_read);
+    }
+    if !be.spoe.is_empty() {
+        use crate::config::spoe::SpoeEvent;
+        let event = SpoeEvent::BackendHttpRequest;
+        Box::pin(run.spoe_event(head, &be.spoe, event, Some(be))).await;
     }
     // A `listen` section is its own backend: its rules ran above already.
     let head = if be.iid != fe.iid && (!be.http_request.is_empty() || be.legacy_req.is_some()) {
@@ -1382,6 +1407,38 @@ enum Stop {
 }
 
 impl RuleRun<'_> {
+    /// Sends the messages of `event` whose conditions hold to each
+    /// engine's agent; the variables they answer are set for the rules.
+    async fn spoe_event(
+        &mut self,
+        head: &Head,
+        engines: &[Arc<crate::snapshot::spoe::SpoeRt>],
+        event: crate::config::spoe::SpoeEvent,
+        be: Option<&BackendRt>,
+    ) {
+        let fe = self.fe;
+        let cx = crate::sample::Ctx {
+            src: self.src,
+            src_port: self.src_port,
+            local: self.local.or(self.dst),
+            req: Some(self.shown.get().unwrap_or(head)),
+            frontend: &fe.name,
+            frontend_id: fe.iid,
+            backend: be.map(|b| b.name.as_str()),
+            backend_id: be.map(|b| b.iid),
+            vars: Some(self.vars),
+            tls: self.tls,
+            client: Some(self.client),
+            proxies: Some(self.proxies as &dyn crate::sample::Proxies),
+            stick: Some(self.stick as &dyn crate::sample::stick::Stick),
+            ..Default::default()
+        };
+        for e in engines {
+            let msgs = e.for_event(event, &cx);
+            e.notify(&msgs, &cx, self.vars, self.proxies).await;
+        }
+    }
+
     /// Runs one proxy's rules on `head`; gives the head the request goes
     /// on with (`head`, or the legacy filters' rewrite, kept in `slot`),
     /// or the outcome when a rule answered the request.
@@ -1743,6 +1800,15 @@ impl RuleRun<'_> {
             }
             match action {
                 HttpRequestAction::Allow => return None,
+                HttpRequestAction::SendSpoeGroup { engine, group } => {
+                    let engines = be.map_or(&fe.spoe, |b| &b.spoe);
+                    if let Some(e) = engines.iter().find(|e| e.conf.id == *engine)
+                        && let Some(msgs) = e.group(group)
+                    {
+                        e.notify(msgs, &rules::sample_ctx(&cx), self.vars, self.proxies)
+                            .await;
+                    }
+                }
                 HttpRequestAction::Capture { expr, slot } => {
                     capture(
                         &mut self.rec.cap_req,

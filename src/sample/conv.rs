@@ -1066,7 +1066,9 @@ fn split_fields<'a>(s: Sample<'a>, a: &[Arg], words: bool) -> Option<Sample<'a>>
     Some(Sample::Str(sub_cow(text, s, e)))
 }
 
-fn url_decode(b: &[u8], plus: bool) -> Option<Vec<u8>> {
+/// `%XX` sequences decoded (and `+` as a space when `plus`); None for a
+/// `%` not followed by two hex digits.
+pub(crate) fn url_decode(b: &[u8], plus: bool) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {

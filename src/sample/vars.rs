@@ -496,16 +496,13 @@ impl<'s> Vars<'s> {
     /// The request's processing is over: its `req` variables go, the
     /// response's `res` scope begins.
     pub(crate) fn to_response(&self) {
+        // Once: what was set for the response since (an SPOE agent's
+        // `res` variables) stays.
+        if self.dir.load(Relaxed) == Dir::Res as u8 {
+            return;
+        }
         self.prune_reqres();
         self.dir.store(Dir::Res as u8, Relaxed);
-    }
-
-    /// [`to_response`](Vars::to_response) unless the response's scope
-    /// has begun (its variables are kept).
-    pub(crate) fn to_response_once(&self) {
-        if Dir::of(self.dir.load(Relaxed)) == Dir::Req {
-            self.to_response();
-        }
     }
 
     fn prune_reqres(&self) {

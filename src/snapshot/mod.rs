@@ -4,12 +4,14 @@
 
 pub(crate) mod client;
 pub(crate) mod delta;
+pub(crate) mod fcgi;
 pub(crate) mod filters;
 pub(crate) mod h2_limits;
 pub(crate) mod lb;
 pub(crate) mod legacy_rt;
 pub(crate) mod log_setup;
 pub mod runtime;
+pub(crate) mod spoe;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -63,6 +65,8 @@ pub(crate) struct FrontendRt {
     /// finds its own here at each accept, so a reload's certificates serve
     /// the next handshake).
     pub(crate) tls_binds: Vec<(ListenAddr, Arc<crate::tls::ListenTls>)>,
+    /// `filter spoe` engines.
+    pub(crate) spoe: Vec<Arc<spoe::SpoeRt>>,
     /// Largest request head (tune.bufsize - tune.maxrewrite).
     pub(crate) max_head: usize,
     /// `tune.bufsize`: how much of a refused request is captured.
@@ -210,6 +214,10 @@ pub(crate) struct BackendRt {
     /// `source`, `dispatch`, `srvtcpka-*`, `http-send-name-header`... (see
     /// `config/extras.rs`).
     pub(crate) extras: Arc<crate::config::extras::ProxyExtras>,
+    /// `use-fcgi-app`: the application its `proto fcgi` servers run.
+    pub(crate) fcgi: Option<Arc<fcgi::FcgiRt>>,
+    /// `filter spoe` engines.
+    pub(crate) spoe: Vec<Arc<spoe::SpoeRt>>,
     /// `use-server` rules: the server (its index) and the condition.
     pub(crate) use_servers: Vec<(usize, CompiledCond)>,
     /// `force-persist` (true) and `ignore-persist` rules, in order.
@@ -653,7 +661,13 @@ impl Compiler<'_> {
         let acls = AclSet::new(&p.acls);
         let stick = self.stick_rules(p, &acls, false);
         let store_response = self.stick_rules(p, &acls, true);
+        let fcgi = p.extras.use_fcgi_app.as_deref().and_then(|name| {
+            let app = config.global.fcgi_apps.iter().find(|a| a.name == name)?;
+            Some(Arc::new(fcgi::compile(app)))
+        });
         Arc::new(BackendRt {
+            fcgi,
+            spoe: spoe_rt(p),
             name: p.name.clone(),
             iid,
             max_head: config.global.max_head(),
@@ -785,6 +799,7 @@ impl Compiler<'_> {
             None => None,
         };
         Arc::new(FrontendRt {
+            spoe: spoe_rt(p),
             name: p.name.clone(),
             iid,
             tls_binds: tls_binds(p),
@@ -934,7 +949,13 @@ fn server_settings(p: &Proxy, s: &crate::config::model::Server) -> ServerSetting
         addr: s.addr,
         unix: s.unix.clone(),
         tls: s.tls.clone(),
-        h2: s.opts.h2,
+        mux: if s.opts.h2 {
+            crate::state::pool::Mux::H2
+        } else if s.opts.fcgi {
+            crate::state::pool::Mux::Fcgi
+        } else {
+            crate::state::pool::Mux::H1
+        },
         checked: s.check.is_some(),
         rise: params.rise,
         fall: params.fall,
@@ -1015,6 +1036,15 @@ fn stats_rt(page: Option<&StatsPage>, acls: &AclSet) -> Option<StatsRt> {
             .collect(),
         page: page.clone(),
     })
+}
+
+/// A proxy's SPOE engines, each with its own connections to its agents.
+fn spoe_rt(p: &Proxy) -> Vec<Arc<spoe::SpoeRt>> {
+    p.extras
+        .spoe
+        .iter()
+        .map(|e| Arc::new(spoe::SpoeRt::new(e.clone())))
+        .collect()
 }
 
 fn tcp_rules(rules: &[crate::config::model::TcpRule], acls: &AclSet) -> TcpRules {

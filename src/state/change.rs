@@ -49,7 +49,7 @@ pub(crate) enum StateChange {
         /// A UNIX socket server's (`to` is then unspecified).
         unix: Option<Arc<UnixName>>,
         tls: Option<Arc<UpstreamTls>>,
-        h2: bool,
+        mux: super::pool::Mux,
     },
     SetWeight {
         server: Arc<ServerState>,
@@ -139,7 +139,7 @@ pub(crate) struct ServerSettings {
     /// A server at `/path`, `unix@path` or `abns@name`.
     pub(crate) unix: Option<Arc<UnixName>>,
     pub(crate) tls: Option<Arc<UpstreamTls>>,
-    pub(crate) h2: bool,
+    pub(crate) mux: super::pool::Mux,
     pub(crate) checked: bool,
     pub(crate) rise: u32,
     pub(crate) fall: u32,
@@ -174,7 +174,7 @@ impl ServerSettings {
     pub(crate) fn build(&self, backend: &str, name: &str) -> ServerState {
         let s = ServerState::new(backend, name, self.addr, self.checked, self.rise, self.fall);
         s.pool.store(Arc::new(
-            super::Pool::new(self.addr, self.tls.clone(), self.h2).on_unix(self.unix.clone()),
+            super::Pool::new(self.addr, self.tls.clone(), self.mux).on_unix(self.unix.clone()),
         ));
         s.weight.store(self.weight, Relaxed);
         s.maxconn.store(self.maxconn, Relaxed);
@@ -216,7 +216,7 @@ impl ServerSettings {
         // A resolved server's address is the DNS's, not the configuration's.
         let addr_changed = !self.resolved && pool.addr() != self.addr;
         if addr_changed
-            || !pool.same_peer(pool.addr(), self.tls.as_ref(), self.h2)
+            || !pool.same_peer(pool.addr(), self.tls.as_ref(), self.mux)
             || pool.unix() != self.unix.as_ref()
         {
             out.push(StateChange::SetPeer {
@@ -229,7 +229,7 @@ impl ServerSettings {
                 },
                 unix: self.unix.clone(),
                 tls: self.tls.clone(),
-                h2: self.h2,
+                mux: self.mux,
             });
         }
         let info = s.health.info();
@@ -398,10 +398,10 @@ impl Registry {
                     to,
                     unix,
                     tls,
-                    h2,
+                    mux,
                     ..
                 } => server.pool.store(Arc::new(
-                    super::Pool::new(*to, tls.clone(), *h2).on_unix(unix.clone()),
+                    super::Pool::new(*to, tls.clone(), *mux).on_unix(unix.clone()),
                 )),
                 StateChange::SetWeight { server, to, .. } => server.weight.store(*to, Relaxed),
                 StateChange::SetMaxconn { server, to, .. } => server.maxconn.store(*to, Relaxed),

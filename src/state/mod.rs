@@ -160,7 +160,7 @@ impl ServerState {
             admin: AtomicU8::new(0),
             inflight: AtomicU32::new(0),
             maxconn: AtomicU32::new(0),
-            pool: ArcSwap::from_pointee(Pool::new(addr, None, false)),
+            pool: ArcSwap::from_pointee(Pool::new(addr, None, Default::default())),
             checker: AtomicBool::new(false),
             waiters: AtomicU32::new(0),
             queue_served: AtomicU64::new(0),
@@ -363,7 +363,7 @@ impl ServerState {
         self.pool.store(Arc::new(Pool::new(
             old.addr(),
             old.tls().cloned(),
-            old.is_h2(),
+            old.mux(),
         )));
     }
 
@@ -388,8 +388,8 @@ impl ServerState {
     pub(crate) fn set_addr(&self, addr: SocketAddr) {
         self.no_addr.store(false, Relaxed);
         let old = self.pool.load();
-        let (tls, h2) = (old.tls().cloned(), old.is_h2());
-        self.pool.store(Arc::new(Pool::new(addr, tls, h2)));
+        let (tls, mux) = (old.tls().cloned(), old.mux());
+        self.pool.store(Arc::new(Pool::new(addr, tls, mux)));
     }
 }
 

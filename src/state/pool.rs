@@ -50,6 +50,21 @@ pub(crate) struct Pool {
     /// `proto h2`: the HTTP/2 connection all requests share (nothing is
     /// kept in `idle` then).
     h2: Option<H2Conn>,
+    /// `proto fcgi`.
+    fcgi: bool,
+}
+
+/// What a server speaks (`proto`): part of the peer's identity, so a
+/// change gives the server a fresh pool.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Mux {
+    #[default]
+    H1,
+    /// `proto h2`: one shared HTTP/2 connection.
+    H2,
+    /// `proto fcgi`: FastCGI (`wire::fcgi`), its connections pooled as
+    /// HTTP/1 ones are.
+    Fcgi,
 }
 
 /// The HTTP/2 connection a `proto h2` server's requests share, once made
@@ -72,7 +87,7 @@ impl H2Conn {
 }
 
 impl Pool {
-    pub(crate) fn new(addr: SocketAddr, tls: Option<Arc<UpstreamTls>>, h2: bool) -> Self {
+    pub(crate) fn new(addr: SocketAddr, tls: Option<Arc<UpstreamTls>>, mux: Mux) -> Self {
         static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         Pool {
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
@@ -82,7 +97,8 @@ impl Pool {
             idle: (0..crate::sys::workers::count())
                 .map(|_| Mutex::new(Vec::new()))
                 .collect(),
-            h2: h2.then(Default::default),
+            h2: (mux == Mux::H2).then(Default::default),
+            fcgi: mux == Mux::Fcgi,
         }
     }
 
@@ -104,6 +120,15 @@ impl Pool {
     /// The server speaks HTTP/2 (`proto h2`).
     pub(crate) fn is_h2(&self) -> bool {
         self.h2.is_some()
+    }
+
+    /// What the server speaks.
+    pub(crate) fn mux(&self) -> Mux {
+        match (self.is_h2(), self.fcgi) {
+            (true, _) => Mux::H2,
+            (false, true) => Mux::Fcgi,
+            (false, false) => Mux::H1,
+        }
     }
 
     /// The shared connection of a `proto h2` server.
@@ -149,10 +174,10 @@ impl Pool {
         &self,
         addr: SocketAddr,
         tls: Option<&Arc<UpstreamTls>>,
-        h2: bool,
+        mux: Mux,
     ) -> bool {
         self.addr == addr
-            && self.is_h2() == h2
+            && self.mux() == mux
             && match (&self.tls, tls) {
                 (None, None) => true,
                 (Some(a), Some(b)) => a.identity == b.identity,
@@ -352,23 +377,27 @@ mod tests {
         let addr: SocketAddr = ([127, 0, 0, 1], 443).into();
         let other: SocketAddr = ([127, 0, 0, 1], 444).into();
         let a = tls("a.test");
-        let pool = Pool::new(addr, Some(a.clone()), false);
-        assert!(pool.same_peer(addr, Some(&a), false));
+        let pool = Pool::new(addr, Some(a.clone()), Mux::H1);
+        assert!(pool.same_peer(addr, Some(&a), Mux::H1));
         assert!(
-            pool.same_peer(addr, Some(&tls("a.test")), false),
+            pool.same_peer(addr, Some(&tls("a.test")), Mux::H1),
             "same settings"
         );
-        assert!(!pool.same_peer(other, Some(&a), false), "another address");
-        assert!(!pool.same_peer(addr, None, false), "plain TCP");
+        assert!(!pool.same_peer(other, Some(&a), Mux::H1), "another address");
+        assert!(!pool.same_peer(addr, None, Mux::H1), "plain TCP");
         assert!(
-            !pool.same_peer(addr, Some(&tls("b.test")), false),
+            !pool.same_peer(addr, Some(&tls("b.test")), Mux::H1),
             "another SNI"
         );
-        assert!(!Pool::new(addr, None, false).same_peer(addr, Some(&a), false));
-        assert!(Pool::new(addr, None, false).same_peer(addr, None, false));
+        assert!(!Pool::new(addr, None, Mux::H1).same_peer(addr, Some(&a), Mux::H1));
+        assert!(Pool::new(addr, None, Mux::H1).same_peer(addr, None, Mux::H1));
         assert!(
-            !Pool::new(addr, None, false).same_peer(addr, None, true),
+            !Pool::new(addr, None, Mux::H1).same_peer(addr, None, Mux::H2),
             "HTTP/2 or not"
+        );
+        assert!(
+            !Pool::new(addr, None, Mux::H1).same_peer(addr, None, Mux::Fcgi),
+            "FastCGI or not"
         );
     }
 }

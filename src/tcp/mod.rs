@@ -544,7 +544,7 @@ pub(crate) async fn serve(
     drop(seat);
     // `res` variables stay for the log line in mode tcp; `req` ones are
     // gone (HAProxy's log line reads the response's side).
-    vars.to_response_once();
+    vars.to_response();
     end(&mut rec, Some(&vars));
 }
 

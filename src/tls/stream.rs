@@ -31,6 +31,25 @@ pub(crate) enum Stream {
     /// framing, `wire::h2_stream::H2Body`), writes fail (answers go out as
     /// frames, `wire::io::BufConn::h2`).
     Frames(Box<Frames>),
+    /// A connection to a FastCGI application (`proto fcgi`), read and
+    /// written in HTTP/1 (`wire::fcgi` implements it).
+    Fcgi(Box<dyn Translated>),
+}
+
+/// A protocol spoken over a connection in the guise of HTTP/1: the
+/// pipeline writes it requests and reads it answers as it does an HTTP/1
+/// server's. A trait here, implemented in `wire`, so that the stream
+/// types need nothing of the codecs.
+pub(crate) trait Translated:
+    AsyncRead + AsyncWrite + Send + Unpin + std::fmt::Debug
+{
+    /// The connection underneath.
+    fn inner(&self) -> &Stream;
+    /// A request starts: its first `head_len` bytes written are the
+    /// protocol's own, then its body in the framing of `length` (Some:
+    /// that many bytes, none for 0; None: chunked); `http10`: an HTTP/1.0
+    /// request.
+    fn start(&mut self, head_len: usize, length: Option<u64>, http10: bool);
 }
 
 /// What the pipeline reads of an HTTP/2 stream, and the addresses of the
@@ -73,6 +92,7 @@ impl Stream {
         match self {
             Stream::Tcp(s) => Some(s),
             Stream::Tls(s) => Some(s.get_ref().0),
+            Stream::Fcgi(f) => f.inner().tcp(),
             Stream::Pipe(_) | Stream::Frames(_) => None,
         }
     }
@@ -96,7 +116,10 @@ impl Stream {
     }
 
     pub(crate) fn is_tls(&self) -> bool {
-        matches!(self, Stream::Tls(_))
+        match self {
+            Stream::Fcgi(f) => f.inner().is_tls(),
+            s => matches!(s, Stream::Tls(_)),
+        }
     }
 
     /// Whether TLS has decrypted bytes buffered that the socket's readiness
@@ -115,7 +138,7 @@ impl Stream {
     pub(crate) fn try_read_buf(&self, buf: &mut bytes::BytesMut) -> io::Result<usize> {
         match self {
             Stream::Tcp(s) => s.try_read_buf(buf),
-            Stream::Tls(_) | Stream::Pipe(_) | Stream::Frames(_) => {
+            Stream::Tls(_) | Stream::Pipe(_) | Stream::Frames(_) | Stream::Fcgi(_) => {
                 Err(io::ErrorKind::WouldBlock.into())
             }
         }
@@ -133,6 +156,7 @@ impl AsyncRead for Stream {
             Stream::Tcp(s) => Pin::new(s).poll_read(cx, buf),
             Stream::Tls(s) => Pin::new(&mut **s).poll_read(cx, buf),
             Stream::Pipe(p) => Pin::new(&mut p.rx).poll_read(cx, buf),
+            Stream::Fcgi(f) => Pin::new(&mut **f).poll_read(cx, buf),
             Stream::Frames(f) => match &mut f.body {
                 Some(b) => Pin::new(&mut **b).poll_read(cx, buf),
                 None => Poll::Ready(Ok(())),
@@ -152,6 +176,7 @@ impl AsyncWrite for Stream {
             Stream::Tcp(s) => Pin::new(s).poll_write(cx, buf),
             Stream::Tls(s) => Pin::new(&mut **s).poll_write(cx, buf),
             Stream::Pipe(p) => Pin::new(&mut p.tx).poll_write(cx, buf),
+            Stream::Fcgi(f) => Pin::new(&mut **f).poll_write(cx, buf),
             Stream::Frames(_) => Poll::Ready(Err(io::ErrorKind::BrokenPipe.into())),
         }
     }
@@ -165,6 +190,7 @@ impl AsyncWrite for Stream {
             Stream::Tcp(s) => Pin::new(s).poll_write_vectored(cx, bufs),
             Stream::Tls(s) => Pin::new(&mut **s).poll_write_vectored(cx, bufs),
             Stream::Pipe(p) => Pin::new(&mut p.tx).poll_write_vectored(cx, bufs),
+            Stream::Fcgi(f) => Pin::new(&mut **f).poll_write_vectored(cx, bufs),
             Stream::Frames(_) => Poll::Ready(Err(io::ErrorKind::BrokenPipe.into())),
         }
     }
@@ -174,6 +200,7 @@ impl AsyncWrite for Stream {
             Stream::Tcp(s) => s.is_write_vectored(),
             Stream::Tls(s) => s.is_write_vectored(),
             Stream::Pipe(p) => p.tx.is_write_vectored(),
+            Stream::Fcgi(_) => false,
             Stream::Frames(_) => false,
         }
     }
@@ -183,6 +210,7 @@ impl AsyncWrite for Stream {
             Stream::Tcp(s) => Pin::new(s).poll_flush(cx),
             Stream::Tls(s) => Pin::new(&mut **s).poll_flush(cx),
             Stream::Pipe(p) => Pin::new(&mut p.tx).poll_flush(cx),
+            Stream::Fcgi(f) => Pin::new(&mut **f).poll_flush(cx),
             Stream::Frames(_) => Poll::Ready(Ok(())),
         }
     }
@@ -192,6 +220,7 @@ impl AsyncWrite for Stream {
             Stream::Tcp(s) => Pin::new(s).poll_shutdown(cx),
             Stream::Tls(s) => Pin::new(&mut **s).poll_shutdown(cx),
             Stream::Pipe(p) => Pin::new(&mut p.tx).poll_shutdown(cx),
+            Stream::Fcgi(f) => Pin::new(&mut **f).poll_shutdown(cx),
             Stream::Frames(_) => Poll::Ready(Ok(())),
         }
     }

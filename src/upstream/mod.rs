@@ -10,6 +10,7 @@ pub(crate) mod h2;
 pub(crate) mod pool;
 pub(crate) mod retry;
 pub(crate) mod source;
+pub(crate) mod spoe;
 pub(crate) mod stick;
 pub(crate) mod unix;
 

@@ -1,5 +1,6 @@
 //! New connections to a server: TCP or a UNIX socket, then TLS, or a
-//! stream of the shared HTTP/2 connection of a `proto h2` server. The idle
+//! stream of the shared HTTP/2 connection of a `proto h2` server; a
+//! `proto fcgi` server's speaks FastCGI under its HTTP/1 guise. The idle
 //! ones are kept by the server's pool (`state/pool.rs`).
 
 use std::net::SocketAddr;
@@ -27,7 +28,11 @@ pub(crate) async fn connect(
     dst: Option<SocketAddr>,
 ) -> Result<Stream, ConnectError> {
     let Some(shared) = pool.h2() else {
-        return connect_io(pool, timeout, dial, host, dst).await;
+        let io = connect_io(pool, timeout, dial, host, dst).await?;
+        if pool.mux() == crate::state::pool::Mux::Fcgi {
+            return Ok(Stream::Fcgi(Box::new(crate::wire::fcgi::FcgiConn::new(io))));
+        }
+        return Ok(io);
     };
     let send = crate::upstream::h2::sender(shared, timeout, || {
         connect_io(pool, timeout, dial, host, dst)

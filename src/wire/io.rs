@@ -352,7 +352,7 @@ pub(crate) async fn write_all(
 ) -> Result<(), RelayError> {
     match stream {
         Stream::Tcp(s) => write_all_tcp(s, data, timeout).await,
-        Stream::Tls(_) | Stream::Pipe(_) | Stream::Frames(_) => {
+        Stream::Tls(_) | Stream::Pipe(_) | Stream::Frames(_) | Stream::Fcgi(_) => {
             write_all_flushed(stream, &[data], timeout).await
         }
     }
@@ -407,7 +407,7 @@ async fn write_parts(
 ) -> Result<(), RelayError> {
     let dst = match dst {
         Stream::Tcp(s) => s,
-        Stream::Tls(_) | Stream::Pipe(_) | Stream::Frames(_) => {
+        Stream::Tls(_) | Stream::Pipe(_) | Stream::Frames(_) | Stream::Fcgi(_) => {
             return write_all_flushed(dst, parts, timeout).await;
         }
     };
@@ -455,7 +455,7 @@ async fn write_two(
 ) -> Result<(), RelayError> {
     let dst = match dst {
         Stream::Tcp(s) => s,
-        Stream::Tls(_) | Stream::Pipe(_) | Stream::Frames(_) => {
+        Stream::Tls(_) | Stream::Pipe(_) | Stream::Frames(_) | Stream::Fcgi(_) => {
             return write_all_flushed(dst, &[a, b], timeout).await;
         }
     };

@@ -6,6 +6,7 @@
 pub(crate) mod client_hello;
 pub(crate) mod error_pages;
 pub(crate) mod error_spot;
+pub(crate) mod fcgi;
 pub mod h1;
 pub(crate) mod h2_convert;
 pub(crate) mod h2_pipe;
@@ -16,3 +17,4 @@ pub(crate) mod logged_size;
 pub mod proxy_proto;
 pub(crate) mod relay;
 pub(crate) mod splice;
+pub(crate) mod spop;

@@ -110,7 +110,17 @@ impl State<'_> {
                 }
                 (FilterKind::Cache(cname.clone()), 3)
             }
-            "trace" | "spoe" | "fcgi-app" | "opentracing" => {
+            "spoe" => return self.spoe_filter(loc, words),
+            "fcgi-app" => {
+                // `use-fcgi-app` declares the same filter.
+                let Some(app) = words.get(2).filter(|w| !w.is_empty()) else {
+                    let msg = "'filter' : 'fcgi-app : expects a <name> argument'";
+                    return self.alert(loc, msg);
+                };
+                self.px().extras.use_fcgi_app = Some(app.clone());
+                return;
+            }
+            "trace" | "opentracing" => {
                 return self.unsupported(loc, &format!("filter {name}"));
             }
             other => {
@@ -131,6 +141,45 @@ impl State<'_> {
             explicit: true,
             loc: loc.clone(),
         });
+    }
+
+    /// `filter spoe [engine <name>] config <file>`: the engine's file is
+    /// read now, its errors reported on the `filter` line.
+    fn spoe_filter(&mut self, loc: &Loc, words: &[String]) {
+        let (mut engine, mut file) = (None, None);
+        let mut i = 2;
+        while i < words.len() {
+            match (words[i].as_str(), words.get(i + 1)) {
+                ("engine", Some(v)) => engine = Some(v.clone()),
+                ("config", Some(v)) => file = Some(v.clone()),
+                (w, _) => {
+                    let msg = format!("'filter' : 'spoe' : unknown keyword '{w}'");
+                    return self.alert(loc, msg);
+                }
+            }
+            i += 2;
+        }
+        let Some(file) = file else {
+            return self.alert(loc, "'filter' : ''spoe' : missing config file'");
+        };
+        let env = |n: &str| std::env::var(n).ok();
+        use crate::config::spoe::SpoeError;
+        let mut warnings = Vec::new();
+        let loaded = crate::config::spoe::load(&file, engine.as_deref(), &env, &mut warnings);
+        let pname = self.px().name.clone();
+        for w in warnings {
+            let msg = w.replace("{proxy}", &pname);
+            self.diags.push(Diagnostic::warning(None, msg));
+        }
+        match loaded {
+            Ok(e) => self.px().extras.spoe.push(e),
+            Err(SpoeError::Filter(e)) => self.alert(loc, format!("'filter' : '{e}'")),
+            Err(SpoeError::Line(at, e)) => {
+                self.alert(&at, e);
+                let msg = format!("'filter' : 'Error(s) found in configuration file {file}'");
+                self.alert(loc, msg);
+            }
+        }
     }
 
     /// The cache filter an action names, declared implicitly unless the

@@ -57,14 +57,15 @@ impl State<'_> {
         let o = &mut sd.opts;
         match w {
             "proto" => {
-                o.h2 = match val {
-                    "h2" => true,
-                    "h1" => false,
+                (o.h2, o.fcgi) = match val {
+                    "h2" => (true, false),
+                    "h1" => (false, false),
+                    "fcgi" => (false, true),
                     _ => {
                         self.lb_at(
                             loc,
                             ctx,
-                            format!("'proto' : unknown MUX protocol '{val}' (sluice knows 'h1' and 'h2')."),
+                            format!("'proto' : unknown MUX protocol '{val}' (sluice knows 'h1', 'h2' and 'fcgi')."),
                         );
                         return None;
                     }

@@ -941,6 +941,7 @@ pub(crate) const PROXY: &[ProxyKw] = &[
     kwd("errorloc303", |s, loc, w, _| s.kw_errorloc(loc, w)),
     kwd("source", |s, loc, w, _| s.kw_source(loc, w)),
     kwd("dispatch", |s, loc, w, _| s.kw_dispatch(loc, w)),
+    kwd("use-fcgi-app", |s, loc, w, _| s.kw_use_fcgi_app(loc, w)),
     kwd("http-send-name-header", |s, loc, w, _| {
         s.kw_send_name_header(loc, w)
     }),

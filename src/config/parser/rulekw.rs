@@ -1797,6 +1797,13 @@ pub(crate) const HTTP_REQUEST: &[ActionKw<HttpRequestAction>] = &[
     kwd("wait-for-body", |_, _, a| {
         wait_for_body_args(a, "http-request").map(HttpRequestAction::WaitForBody)
     }),
+    kwd("send-spoe-group", |_, _, a| match a {
+        [engine, group] => Ok(HttpRequestAction::SendSpoeGroup {
+            engine: engine.clone(),
+            group: group.clone(),
+        }),
+        _ => Err("expects 2 arguments: <engine-id> <group-id>".to_string()),
+    }),
 ];
 
 /// The `http-after-response` actions sluice has.

@@ -293,22 +293,7 @@ pub(crate) fn process_post(body: &[u8], snap: &Snapshot) -> StCode {
 /// Form decoding: `+` is a space, `%XX` a byte; a bad escape or a result
 /// that is not UTF-8 is refused.
 fn url_decode(s: &[u8]) -> Option<String> {
-    let mut out = Vec::with_capacity(s.len());
-    let mut i = 0;
-    while i < s.len() {
-        match s[i] {
-            b'+' => out.push(b' '),
-            b'%' => {
-                let hex = s.get(i + 1..i + 3)?;
-                let hex = std::str::from_utf8(hex).ok()?;
-                out.push(u8::from_str_radix(hex, 16).ok()?);
-                i += 2;
-            }
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8(out).ok()
+    String::from_utf8(crate::sample::conv::url_decode(s, true)?).ok()
 }
 
 #[cfg(test)]
