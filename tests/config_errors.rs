@@ -412,8 +412,8 @@ frontend fe
 backend be
     server s1 127.0.0.1:1 track be/s2
     tcp-request content send-spoe-group engine group
-    tcp-response content close
-    tcp-request content set-mark 1
+    tcp-response content send-spoe-group engine group
+    tcp-request content switch-mode http
     http-request set-header X-B %[req.hdr(host),ungrpc]
     http-request set-header X-C %[fc_rtt]
 log-forward lf
@@ -424,9 +424,9 @@ crt-store st
     crt-base /etc/ssl
 listen li
     bind 127.0.0.1:{port2} expose-fd listeners
-    tcp-request connection expect-proxy layer4
+    tcp-request connection expect-netscaler-cip layer4
     # (a dynamic use_backend name is taken: tests/around_haproxy.rs)
-    tcp-response inspect-delay 1s
+    tcp-request content send-spoe-group engine group
 "
     );
     let err = assert_rejected("ns.cfg", &cfg);
@@ -468,11 +468,11 @@ listen li
         ),
         (
             21,
-            "'tcp-response content close' is not supported by sluice yet",
+            "'tcp-response content send-spoe-group' is not supported by sluice yet",
         ),
         (
             22,
-            "'tcp-request content set-mark' is not supported by sluice yet",
+            "'tcp-request content switch-mode' is not supported by sluice yet",
         ),
         (
             23,
@@ -488,11 +488,11 @@ listen li
         (32, "'expose-fd' option is not supported by sluice yet"),
         (
             33,
-            "'tcp-request connection expect-proxy' is not supported by sluice yet",
+            "'tcp-request connection expect-netscaler-cip' is not supported by sluice yet",
         ),
         (
             35,
-            "'tcp-response inspect-delay' is not supported by sluice yet",
+            "'tcp-request content send-spoe-group' is not supported by sluice yet",
         ),
     ] {
         let at = format!("ns.cfg:{line}]");

@@ -117,11 +117,66 @@ impl AclSet {
         });
         any != cond.unless
     }
+
+    /// `cond` while the server's bytes are still coming, with HAProxy's
+    /// three answers: None (its `ACL_TEST_MISS`) when the answer may
+    /// change with more bytes: an ACL on them that does not hold yet
+    /// (`res.len`, or a `res.payload` beyond what is there), in a group
+    /// no other term makes false. Once the rules must decide, [`eval`]
+    /// takes such an ACL as false.
+    ///
+    /// [`eval`]: AclSet::eval
+    pub(crate) fn eval_partial(&self, cond: &CompiledCond, req: &dyn RequestView) -> Option<bool> {
+        let cx = req.sample_ctx();
+        let mut open = false;
+        for group in &cond.groups {
+            let mut group_open = false;
+            let mut failed = false;
+            for &(idx, negated) in group {
+                let hit = self
+                    .acls
+                    .get(idx)
+                    .map_or(Some(false), |a| a.matches_partial(&cx));
+                match hit.map(|h| h != negated) {
+                    Some(true) => {}
+                    Some(false) => {
+                        failed = true;
+                        break;
+                    }
+                    None => group_open = true,
+                }
+            }
+            if failed {
+                continue;
+            }
+            if !group_open {
+                return Some(!cond.unless);
+            }
+            open = true;
+        }
+        (!open).then_some(cond.unless)
+    }
 }
 
 impl CompiledAcl {
     fn matches(&self, cx: &Ctx<'_>) -> bool {
         self.tests.iter().any(|t| t.matches(cx))
+    }
+
+    /// [`AclSet::eval_partial`]'s answer for one ACL: a test that holds
+    /// decides, else one that may still change leaves it open.
+    fn matches_partial(&self, cx: &Ctx<'_>) -> Option<bool> {
+        let mut open = false;
+        for t in &self.tests {
+            if t.matches(cx) {
+                return Some(true);
+            }
+            open |= match crate::sample::fetch::reads_res_payload(t.expr.fetch_name()) {
+                Some(always) => always || t.expr.eval(cx).is_none(),
+                None => false,
+            };
+        }
+        (!open).then_some(false)
     }
 }
 
@@ -212,6 +267,45 @@ mod tests {
         assert!(!hit(&set, "w", &head("GET", "/")));
         assert!(!hit(&set, "lc", &head("POST", "/")));
         assert!(hit(&set, "lc", &head("PATCH", "/")));
+    }
+
+    #[test]
+    fn partial_answers_wait_only_where_more_bytes_can_change_them() {
+        let set = AclSet::new(&[
+            def("long", "res.len ge 6"),
+            def("hel", "res.payload(0,3) -m str HEL"),
+            def("far", "src 10.9.9.9"),
+        ]);
+        let at = |res: &'static [u8]| Ctx {
+            res_payload: Some(res),
+            src: Some("10.1.2.3".parse().unwrap()),
+            ..Default::default()
+        };
+        let c = |unless: bool, groups: &[&[(&str, bool)]]| set.compile(&cond(unless, groups));
+        // `res.len` below its bound may grow: open until it holds.
+        assert_eq!(
+            set.eval_partial(&c(false, &[&[("long", false)]]), &at(b"HEL")),
+            None
+        );
+        let long = c(false, &[&[("long", false)]]);
+        assert_eq!(set.eval_partial(&long, &at(b"HELLOW")), Some(true));
+        // A payload that is there is final; one still missing is open.
+        let hel = c(false, &[&[("hel", false)]]);
+        assert_eq!(set.eval_partial(&hel, &at(b"XYZW")), Some(false));
+        assert_eq!(set.eval_partial(&hel, &at(b"HE")), None);
+        // A false term of the group decides it; another group that holds
+        // decides the condition.
+        let and = c(false, &[&[("long", false), ("far", false)]]);
+        assert_eq!(set.eval_partial(&and, &at(b"HE")), Some(false));
+        let or = c(false, &[&[("long", false)], &[("far", true)]]);
+        assert_eq!(set.eval_partial(&or, &at(b"HE")), Some(true));
+        // Negations and `unless` leave an open answer open.
+        let not = c(false, &[&[("long", true)]]);
+        assert_eq!(set.eval_partial(&not, &at(b"HE")), None);
+        let unless = c(true, &[&[("long", false)]]);
+        assert_eq!(set.eval_partial(&unless, &at(b"HE")), None);
+        // Once the rules must decide, open is false.
+        assert!(set.eval(&unless, &at(b"HE")));
     }
 
     #[test]

@@ -296,7 +296,6 @@ pub const PROXY_LEGACY: &[&str] = &[
 
 pub(crate) const PROXY_UNSUPPORTED: &[&str] = &[
     "log-format-sd",
-    "tcp-response",
     "hash-balance-factor",
     "bind-process",
     "backlog",

@@ -818,11 +818,40 @@ impl PartialEq for Bind {
     }
 }
 
-/// What a `tcp-request connection|content` rule does when it applies.
+/// What a `tcp-request connection|session|content` or `tcp-response
+/// content` rule does when it applies.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum TcpAction {
     Accept,
     Reject,
+    /// `tcp-response content close`: the server's side is closed, what
+    /// was read from it still goes to the client.
+    Close,
+    /// `set-log-level <level>|silent`: the session's log line.
+    SetLogLevel(LogLevel),
+    /// `set-tos`, `set-mark`: the client socket's, as
+    /// [`HttpRequestAction::SetTos`].
+    SetTos(u32),
+    SetMark(u32),
+    /// `set-nice`: accepted, without effect (see
+    /// [`HttpRequestAction::SetNice`]).
+    SetNice(i32),
+    /// `tcp-request connection expect-proxy layer4`: a PROXY header is
+    /// read before anything else, as `bind ... accept-proxy` asks.
+    ExpectProxy,
+    /// `tcp-request content capture <expr> len <n>`: the value into the
+    /// frontend's request capture slot `slot`, cut to `len` bytes.
+    Capture {
+        expr: crate::sample::Expr,
+        slot: usize,
+        len: usize,
+    },
+    /// `set-src|set-src-port|set-dst|set-dst-port <expr>`: the session's
+    /// addresses from then on, as [`HttpRequestAction::SetAddr`].
+    SetAddr {
+        part: AddrPart,
+        expr: crate::sample::Expr,
+    },
     /// `silent-drop`: the connection is closed without the client being
     /// told.
     SilentDrop,
@@ -1951,6 +1980,10 @@ pub(crate) struct Proxy {
     pub(crate) tcp_content: Vec<TcpRule>,
     /// `tcp-request inspect-delay`: how long content rules wait for data.
     pub(crate) inspect_delay: Option<Duration>,
+    /// `tcp-response content` rules (a backend's, on the server's bytes).
+    pub(crate) tcp_response: Vec<TcpRule>,
+    /// `tcp-response inspect-delay`: how long they wait for them.
+    pub(crate) res_inspect_delay: Option<Duration>,
     /// `option forwardfor` (None: off).
     pub(crate) forwardfor: Option<ForwardFor>,
     /// `errorfile <code> <file>`: the response each code is answered with.
@@ -2032,6 +2065,8 @@ impl Proxy {
             tcp_session: Vec::new(),
             tcp_content: Vec::new(),
             inspect_delay: None,
+            tcp_response: Vec::new(),
+            res_inspect_delay: None,
             http_response: Vec::new(),
             http_after_response: Vec::new(),
             l6_conds: Vec::new(),

@@ -61,14 +61,24 @@ pub(crate) async fn serve_screened(
         let Some(fe) = snap.frontends().find(|f| *f.name == *client.frontend()) else {
             return;
         };
-        let verdict = rules(fe, &snap.tables, &mut client, peer, Rules::Connection);
+        let (verdict, fx) = rules(
+            fe,
+            &snap.tables,
+            &mut client,
+            (peer, &stream),
+            Rules::Connection,
+        );
         if verdict != Verdict::Accept {
             refuse(fe, &stream, verdict, &fe.state.counters.dcon);
             return;
         }
-        fe.timeouts.client
+        moved(&mut client, &mut peer, &fx);
+        (fe.timeouts.client, fx.expect_proxy)
     };
-    if screen.accept_proxy {
+    let (limit, expect_proxy) = limit;
+    // `tcp-request connection expect-proxy layer4` asks for the header
+    // as `accept-proxy` does.
+    if screen.accept_proxy || expect_proxy {
         match proxy_proto::read_header(&mut stream, limit).await {
             Ok((Origin::Proxied { src, dst }, tlvs)) => {
                 client.facts.set_proxied(Some(dst), peer.inet(), tlvs);
@@ -97,11 +107,18 @@ pub(crate) async fn serve_screened(
         let Some(fe) = snap.frontends().find(|f| *f.name == *client.frontend()) else {
             return;
         };
-        let verdict = rules(fe, &snap.tables, &mut client, peer, Rules::Session);
+        let (verdict, fx) = rules(
+            fe,
+            &snap.tables,
+            &mut client,
+            (peer, &stream),
+            Rules::Session,
+        );
         if verdict != Verdict::Accept {
             refuse(fe, &stream, verdict, &fe.state.counters.dses);
             return;
         }
+        moved(&mut client, &mut peer, &fx);
         client.start_session(fe.state.clone());
         // A new session on the counters the connection tracks.
         if let Some(t) = client.trackers() {
@@ -123,20 +140,21 @@ enum Rules {
 /// Runs a frontend's `tcp-request connection` or `session` rules for a
 /// client at `peer` (before any byte of the request: only the addresses,
 /// and the counters tracked so far, mean anything); their `track-sc*`
-/// actions track on the connection's counters.
+/// actions track on the connection's counters; `set-tos` and `set-mark`
+/// mark `stream`.
 fn rules(
     fe: &FrontendRt,
     tables: &crate::state::table::registry::Tables,
     client: &mut ClientConn,
-    peer: Peer,
+    (peer, stream): (Peer, &TcpStream),
     which: Rules,
-) -> Verdict {
+) -> (Verdict, crate::tcp::rules::Effects) {
     let set = match which {
         Rules::Connection => &fe.tcp_connection,
         Rules::Session => &fe.tcp_session,
     };
     if set.is_empty() {
-        return Verdict::Accept;
+        return (Verdict::Accept, Default::default());
     }
     let local = match which {
         Rules::Connection => None,
@@ -162,11 +180,27 @@ fn rules(
         src: peer.inet(),
         local,
         payload: b"",
+        res_payload: None,
         tls: None,
         client: Some(&client.facts),
         stick: Some(&sv),
     };
-    crate::tcp::rules::run(set, &fe.acls, &view, None, Level::Session)
+    let mut fx = crate::tcp::rules::Effects::default();
+    let verdict = crate::tcp::rules::run(set, &fe.acls, &view, None, Level::Session, &mut fx);
+    fx.mark(Some(stream));
+    (verdict, fx)
+}
+
+/// The addresses `set-src`, `set-dst` and their ports gave the
+/// connection: the client's from then on, as a PROXY header's would be.
+fn moved(client: &mut ClientConn, peer: &mut Peer, fx: &crate::tcp::rules::Effects) {
+    if let Some(src) = fx.src {
+        *peer = Peer::Ip(src);
+        client.stream.entry().set_peer(*peer);
+    }
+    if let Some(dst) = fx.dst {
+        client.facts.set_dst(dst);
+    }
 }
 
 /// A connection the rules refused: reset (`reject`, counted in `denied`:

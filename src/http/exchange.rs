@@ -9,6 +9,7 @@
 //! (statuses, empty, junk or late responses) replays only requests without
 //! a body: sluice streams bodies and keeps no copy to send twice.
 
+use crate::tcp::rules::Verdict;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
@@ -516,6 +517,25 @@ impl<'a> Exchange<'a> {
         let (fe, be) = (self.fe, self.be);
         let Attempt { mut up, reused } = a;
         let sent_at = Instant::now();
+        if !be.tcp_response.is_empty() {
+            match self.tcp_response_rules() {
+                Verdict::Accept => {}
+                // The server's side closed before its answer: HAProxy's
+                // 502 `SH`.
+                Verdict::Close => {
+                    drop(up);
+                    let server = self.seat.server().clone();
+                    let failure = HeadFailure {
+                        bit: 0,
+                        code: Some(502),
+                        term: SERVER_HEADERS,
+                        abort: true,
+                    };
+                    return Box::pin(self.head_failed(plan, &server, failure)).await;
+                }
+                v => return Step::End(self.tcp_response_refused(v, plan), false),
+            }
+        }
         let failure = match up.read_head(be.max_head, self.ctx.server_timeout(be)).await {
             Ok(raw) => match Head::parse_response_lax(raw, be.accept_invalid_resp) {
                 Ok(resp) => {
@@ -572,6 +592,66 @@ impl<'a> Exchange<'a> {
         drop(up);
         let server = self.seat.server().clone();
         Box::pin(self.head_failed(plan, &server, failure)).await
+    }
+
+    /// The backend's `tcp-response content` rules in an HTTP backend: run
+    /// once the request is sent, before the response head is read (as
+    /// HAProxy runs them before its HTTP analysis), with no buffered bytes
+    /// to wait for.
+    fn tcp_response_rules(&mut self) -> Verdict {
+        let ctx = self.ctx;
+        ctx.vars.to_response();
+        let view = crate::tcp::rules::View {
+            src: ctx.peer.inet(),
+            local: ctx.dst,
+            payload: b"",
+            res_payload: None,
+            tls: ctx.tls,
+            client: Some(ctx.client),
+            stick: ctx.stick,
+        };
+        let mut fx = crate::tcp::rules::Effects::default();
+        let verdict = crate::tcp::rules::run(
+            &self.be.tcp_response,
+            &self.be.acls,
+            &view,
+            Some(ctx.vars),
+            crate::state::table::track::Level::Stream,
+            &mut fx,
+        );
+        fx.mark(self.client.stream.tcp());
+        if fx.level.is_some() {
+            self.rec.level = fx.level;
+        }
+        verdict
+    }
+
+    /// A response `tcp-response content` refused before it came: the
+    /// client's connection closed with nothing said (`reject`, HAProxy's
+    /// `PD--`, counted in `dresp`) or dropped unknowing (`silent-drop`,
+    /// `PR--`, `dreq`).
+    fn tcp_response_refused(&mut self, verdict: Verdict, plan: &Plan) -> Outcome {
+        let rec = &mut *self.rec;
+        if verdict == Verdict::SilentDrop {
+            rec.tally.dreq |= Rows::FE;
+            rec.term(Cause::Proxy, Phase::Request);
+            if let Some(tcp) = self.client.stream.tcp() {
+                crate::tcp::rules::silent_drop(tcp);
+            }
+        } else {
+            rec.tally.dresp |= Rows::ALL;
+            rec.term(Cause::Proxy, Phase::Data);
+        }
+        rec.t_connect = plan.connect_ms as i64;
+        rec.retries = self.tries.done;
+        Outcome {
+            status: None,
+            keep_client: false,
+            bytes_out: 0,
+            logged_out: 0,
+            body_in: 0,
+            body_logged: 0,
+        }
     }
 
     /// No usable response head: another attempt if `retry-on` names the

@@ -523,7 +523,7 @@ impl<'a> Relay<'a> {
         let (fe, be) = (self.fe, self.be);
         let (req, ctx, server) = (self.req, self.ctx, self.server);
         // The request's processing is over: `req` variables go, `res`
-        // ones begin.
+        // ones begin (unless `tcp-response` rules began them).
         ctx.vars.to_response();
         let uid = self.rec.unique_id.clone();
         let who = Who {

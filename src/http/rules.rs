@@ -253,32 +253,7 @@ pub(crate) struct FmtCtx<'a> {
     pub(crate) stick: Option<&'a crate::state::table::track::StickView<'a>>,
 }
 
-/// What `set-tos` and `set-mark` rules ask of the client connection's
-/// socket, the last of each kept.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct SockMarks {
-    pub(crate) tos: Option<u32>,
-    pub(crate) mark: Option<u32>,
-}
-
-impl SockMarks {
-    /// Sets them on `tcp` (the IPv6 traffic class for an IPv6 socket). A
-    /// refusal (no `CAP_NET_ADMIN` for a mark) is ignored, as in HAProxy.
-    pub(crate) fn apply(self, tcp: &tokio::net::TcpStream) {
-        let sock = socket2::SockRef::from(tcp);
-        if let Some(tos) = self.tos {
-            let _ = match tcp.local_addr() {
-                Ok(SocketAddr::V6(a)) if a.ip().to_ipv4_mapped().is_none() => {
-                    sock.set_tclass_v6(tos)
-                }
-                _ => sock.set_tos_v4(tos),
-            };
-        }
-        if let Some(mark) = self.mark {
-            let _ = sock.set_mark(mark);
-        }
-    }
-}
+pub(crate) use crate::sys::sockmarks::SockMarks;
 
 /// Where `http-response capture` rules put their values: the response
 /// capture slots and the frontend's lengths of them.

@@ -640,21 +640,46 @@ pub(crate) async fn handle_request(
     // `tcp-request content` rules of an HTTP frontend run for each
     // request, before it is counted (HAProxy runs them before its HTTP
     // analysis), on the client's address and the head.
-    if !fe.tcp_content.is_empty() {
+    let (peer, dst, mut content_fx) = if fe.tcp_content.is_empty() {
+        (peer, dst, None)
+    } else {
+        let local = if crate::tcp::rules::moves_dst(&fe.tcp_content) {
+            dst.or_else(|| conn.stream.local_addr().ok())
+        } else {
+            dst
+        };
         let view = crate::tcp::rules::View {
             src: peer.inet(),
-            local: dst,
+            local,
             payload: b"",
+            res_payload: None,
             tls,
             client: Some(client),
             stick: Some(&stick),
         };
-        let verdict =
-            crate::tcp::rules::run(&fe.tcp_content, &fe.acls, &view, Some(&vars), Level::Stream);
+        let mut fx = crate::tcp::rules::Effects::default();
+        let verdict = crate::tcp::rules::run(
+            &fe.tcp_content,
+            &fe.acls,
+            &view,
+            Some(&vars),
+            Level::Stream,
+            &mut fx,
+        );
+        fx.mark(conn.stream.tcp());
+        if fx.level.is_some() {
+            rec.level = fx.level;
+        }
         if verdict != crate::tcp::rules::Verdict::Accept {
             return content_refused(rt, fe, conn, &mut rec, verdict, tracking);
         }
-    }
+        // `set-src`, `set-dst`: the request's addresses from here on.
+        let moved = (fx.src.map_or(peer, Peer::Ip), fx.dst.or(dst));
+        if rec.enabled() && (fx.src.is_some() || fx.dst.is_some()) {
+            rec.set_addrs(moved.0, moved.1.or_else(|| conn.stream.local_addr().ok()));
+        }
+        (moved.0, moved.1, Some(fx))
+    };
     fc.count_request();
     rt.count_request();
     track::http_request(sess_trackers, Some(&strm));
@@ -721,6 +746,10 @@ pub(crate) async fn handle_request(
         && !crate::sys::process::stopping();
 
     rec.cap_req = crate::observe::log::capture_headers(&fe.captures.request, &head);
+    // What `tcp-request content capture` rules took.
+    if let Some(fx) = &mut content_fx {
+        fx.capture_into(&mut rec.cap_req);
+    }
     // A request answered without a server response shows empty response
     // captures (`{|}`), as HAProxy allocates them with the stream.
     if !fe.captures.response.is_empty() {
@@ -757,7 +786,9 @@ pub(crate) async fn handle_request(
     out.bytes_out += conn.early_hints.0;
     out.logged_out += conn.early_hints.1;
     stream.end();
-    vars.end();
+    // The request's variables go; the response's stay for the log line,
+    // as in HAProxy.
+    vars.to_response();
     // A body no server was sent (a local answer, a server that could not
     // be reached) still counts in `%U` for what came with the head.
     if out.body_in == 0 {
@@ -1624,28 +1655,12 @@ impl RuleRun<'_> {
         local: Option<SocketAddr>,
     ) {
         use crate::config::model::AddrPart;
-        use crate::sample::value::{Sample, SmpType};
+        use crate::tcp::rules::moved_addr;
         let Some(v) = v else { return };
-        let ip = |v: Sample<'_>| match v.cast(SmpType::Addr)? {
-            Sample::Ipv4(a) => Some(IpAddr::V4(a)),
-            Sample::Ipv6(a) => Some(IpAddr::V6(a)),
-            _ => None,
-        };
-        // HAProxy stores the low 16 bits.
-        let port = |v: Sample<'_>| match v.cast(SmpType::Sint)? {
-            Sample::Sint(n) => Some(n as u16),
-            _ => None,
-        };
-        let unspecified = IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED);
         match part {
             AddrPart::Src | AddrPart::SrcPort => {
-                let cur = self.peer.inet();
-                let new = if part == AddrPart::Src {
-                    let Some(ip) = ip(v) else { return };
-                    SocketAddr::new(ip, cur.map_or(0, |a| a.port()))
-                } else {
-                    let Some(p) = port(v) else { return };
-                    SocketAddr::new(cur.map_or(unspecified, |a| a.ip()), p)
+                let Some(new) = moved_addr(part, v, self.peer.inet()) else {
+                    return;
                 };
                 self.peer = Peer::Ip(new);
                 self.src = Some(new.ip());
@@ -1655,13 +1670,8 @@ impl RuleRun<'_> {
                 }
             }
             AddrPart::Dst | AddrPart::DstPort => {
-                let cur = self.local.or(local);
-                let new = if part == AddrPart::Dst {
-                    let Some(ip) = ip(v) else { return };
-                    SocketAddr::new(ip, cur.map_or(0, |a| a.port()))
-                } else {
-                    let Some(p) = port(v) else { return };
-                    SocketAddr::new(cur.map_or(unspecified, |a| a.ip()), p)
+                let Some(new) = moved_addr(part, v, self.local.or(local)) else {
+                    return;
                 };
                 self.local = Some(new);
                 self.dst = Some(new);

@@ -131,6 +131,7 @@ impl Rows {
     pub(crate) const SRV: Rows = Rows(4);
     pub(crate) const BE_SRV: Rows = Rows(2 | 4);
     pub(crate) const FE_BE: Rows = Rows(1 | 2);
+    pub(crate) const ALL: Rows = Rows(1 | 2 | 4);
 
     fn has(self, r: Rows) -> bool {
         self.0 & r.0 != 0

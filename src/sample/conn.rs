@@ -139,6 +139,21 @@ impl ClientFacts {
         }
     }
 
+    /// A rule's `set-dst`: the address the client connected to from then
+    /// on.
+    pub(crate) fn set_dst(&mut self, dst: SocketAddr) {
+        match &mut self.proxied {
+            Some(p) => p.dst = Some(dst),
+            None => {
+                self.proxied = Some(Box::new(Proxied {
+                    dst: Some(dst),
+                    tlvs: Default::default(),
+                    socket_peer: None,
+                }))
+            }
+        }
+    }
+
     /// The connection is not HTTP (`mode tcp`): no `fc_http_major`.
     pub(crate) fn set_raw(&mut self) {
         self.http_major = 0;

@@ -57,11 +57,7 @@ const WHY: &[(&str, &str)] = &[
     ("fc_fackets", "TCP_INFO of the connection (#22)"),
     ("fc_lost", "TCP_INFO of the connection (#22)"),
     // Other buffers.
-    ("res.len", "tcp-response content rules (#22)"),
-    ("res.payload*", "tcp-response content rules (#22)"),
-    ("res.ssl_hello_type", "tcp-response content rules (#22)"),
-    ("rep_ssl_hello_type", "tcp-response content rules (#22)"),
-    ("payload*", "tcp-response content rules (#22)"),
+    ("payload*", "the direction-neutral payload fetches (#22)"),
     ("distcc_*", "protocol parsers of tcp-request content (#22)"),
     (
         "rdp_cookie*",

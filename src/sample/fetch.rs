@@ -98,6 +98,9 @@ pub(crate) struct Ctx<'a> {
     /// rules (`req.len`, `req.payload`, `req.ssl_sni`): a view of the
     /// buffer, never a copy.
     pub(crate) payload: Option<&'a [u8]>,
+    /// The server's bytes buffered so far, in `tcp-response content`
+    /// rules (`res.len`, `res.payload`), likewise a view.
+    pub(crate) res_payload: Option<&'a [u8]>,
     /// The frontend's and the backend's ids (`fe_id`, `be_id`; the
     /// backend's is the frontend's until one is chosen, as `be_name`).
     pub(crate) frontend_id: u32,
@@ -317,6 +320,7 @@ pub(crate) const L5CLI: Uses = Uses::of(&[Src::L5cli]);
 pub(crate) const BKEND: Uses = Uses::of(&[Src::Bkend]);
 pub(crate) const SERVR: Uses = Uses::of(&[Src::Servr]);
 pub(crate) const L6REQ: Uses = Uses::of(&[Src::L6req]);
+pub(crate) const L6RES: Uses = Uses::of(&[Src::L6res]);
 pub(crate) const HRQHV: Uses = Uses::of(&[Src::Hrqhv]);
 pub(crate) const HRQHP: Uses = Uses::of(&[Src::Hrqhp]);
 pub(crate) const HRSHV: Uses = Uses::of(&[Src::Hrshv]);
@@ -639,6 +643,39 @@ static FETCHES: &[FetchDef] = &[
     def("req_len", L6REQ, ArgSpec::NONE, T::Sint, |_, cx| {
         req_len(cx)
     }),
+    // The response's buffered bytes, as `tcp-response content` sees them.
+    def("res.len", L6RES, ArgSpec::NONE, T::Sint, |_, cx| {
+        cx.res_payload.map(|p| Sample::Sint(p.len() as i64))
+    }),
+    def("res.payload", L6RES, PAYLOAD, T::Bin, |a, cx| {
+        payload(cx.res_payload?, a[0].as_int(), a[1].as_int()).map(bin)
+    }),
+    FetchDef {
+        check: Some(lv_offset),
+        ..def("res.payload_lv", L6RES, PAYLOAD_LV, T::Bin, |a, cx| {
+            payload_lv(cx.res_payload?, a).map(bin)
+        })
+    },
+    def(
+        "res.ssl_hello_type",
+        L6RES,
+        ArgSpec::NONE,
+        T::Sint,
+        |_, cx| {
+            crate::wire::client_hello::ssl_hello_type(cx.res_payload?)
+                .map(|t| Sample::Sint(t as i64))
+        },
+    ),
+    def(
+        "rep_ssl_hello_type",
+        L6RES,
+        ArgSpec::NONE,
+        T::Sint,
+        |_, cx| {
+            crate::wire::client_hello::ssl_hello_type(cx.res_payload?)
+                .map(|t| Sample::Sint(t as i64))
+        },
+    ),
     def(
         "req_ssl_hello_type",
         L6REQ,
@@ -1156,6 +1193,20 @@ fn var_arg(args: &mut [Arg]) -> Result<(), String> {
 fn slot<'a>(caps: &'a [Option<Vec<u8>>], a: &[Arg]) -> Option<Sample<'a>> {
     let n = usize::try_from(a.first()?.as_int()).ok()?;
     Some(Sample::str(caps.get(n)?.as_deref()?))
+}
+
+/// Whether the fetch `name` reads the server's buffered bytes, and so may
+/// give another answer once more of them are there (HAProxy's
+/// `SMP_F_MAY_CHANGE`): `res.len` always, the others while they find
+/// nothing.
+pub(crate) fn reads_res_payload(name: &str) -> Option<bool> {
+    match name {
+        "res.len" => Some(true),
+        "res.payload" | "res.payload_lv" | "res.ssl_hello_type" | "rep_ssl_hello_type" => {
+            Some(false)
+        }
+        _ => None,
+    }
 }
 
 /// Whether the fetch `name` reads the buffered request bytes: content

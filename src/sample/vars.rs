@@ -410,17 +410,16 @@ impl Drop for SessVars {
 #[repr(u8)]
 enum Dir {
     Req,
+    /// From the response on, its log line included (which sees the
+    /// response's variables, as HAProxy's does).
     Res,
-    /// The exchange is over (its log line): neither `req` nor `res` is.
-    Done,
 }
 
 impl Dir {
     fn of(v: u8) -> Dir {
         match v {
             0 => Dir::Req,
-            1 => Dir::Res,
-            _ => Dir::Done,
+            _ => Dir::Res,
         }
     }
 }
@@ -509,13 +508,6 @@ impl<'s> Vars<'s> {
         }
         self.prune_reqres();
         self.dir.store(Dir::Res as u8, Relaxed);
-    }
-
-    /// The exchange is over: only `txn`, `sess` and `proc` remain (for the
-    /// log line), as in HAProxy.
-    pub(crate) fn end(&self) {
-        self.prune_reqres();
-        self.dir.store(Dir::Done as u8, Relaxed);
     }
 
     fn prune_reqres(&self) {

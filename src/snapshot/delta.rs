@@ -67,6 +67,7 @@ pub(crate) enum ProxyAspect {
     Timeouts,
     Acls,
     TcpRequestRules,
+    TcpResponseRules,
     HttpRequestRules,
     HttpResponseRules,
     UseBackendRules,
@@ -163,13 +164,14 @@ fn by_key(cfg: &Config) -> BTreeMap<(&'static str, &str), &Proxy> {
 
 impl ProxyAspect {
     /// Every aspect but `Options`, in the order they are listed.
-    const NAMED: [ProxyAspect; 14] = [
+    const NAMED: [ProxyAspect; 15] = [
         ProxyAspect::Mode,
         ProxyAspect::Binds,
         ProxyAspect::Maxconn,
         ProxyAspect::Timeouts,
         ProxyAspect::Acls,
         ProxyAspect::TcpRequestRules,
+        ProxyAspect::TcpResponseRules,
         ProxyAspect::HttpRequestRules,
         ProxyAspect::HttpResponseRules,
         ProxyAspect::UseBackendRules,
@@ -197,6 +199,10 @@ impl ProxyAspect {
                 part.tcp_session = take(&mut p.tcp_session);
                 part.tcp_content = take(&mut p.tcp_content);
                 part.inspect_delay = p.inspect_delay.take();
+            }
+            ProxyAspect::TcpResponseRules => {
+                part.tcp_response = take(&mut p.tcp_response);
+                part.res_inspect_delay = p.res_inspect_delay.take();
             }
             ProxyAspect::HttpRequestRules => {
                 part.blocks = take(&mut p.blocks);
@@ -239,6 +245,7 @@ impl ProxyAspect {
             ProxyAspect::Timeouts => "timeouts",
             ProxyAspect::Acls => "ACLs",
             ProxyAspect::TcpRequestRules => "tcp-request rules",
+            ProxyAspect::TcpResponseRules => "tcp-response rules",
             ProxyAspect::HttpRequestRules => "http-request rules",
             ProxyAspect::HttpResponseRules => "http-response rules",
             ProxyAspect::UseBackendRules => "use_backend rules",
@@ -570,6 +577,12 @@ backend api
             ),
             ("fe", FE, "+    option forwardfor", A::Options),
             ("web", WEB, "+    balance leastconn", A::Balance),
+            (
+                "web",
+                WEB,
+                "+    tcp-response content reject",
+                A::TcpResponseRules,
+            ),
             ("web", WEB, "+    hash-type consistent", A::Balance),
             (
                 "web",

@@ -275,6 +275,10 @@ pub(crate) struct BackendRt {
     /// `tcp-request content` rules of a backend section (mode tcp), run
     /// after the frontend's once the backend is chosen.
     pub(crate) tcp_content: TcpRules,
+    /// `tcp-response content` rules, on the server's first bytes, and
+    /// `tcp-response inspect-delay`.
+    pub(crate) tcp_response: TcpRules,
+    pub(crate) res_inspect_delay: Option<std::time::Duration>,
     pub(crate) forwardfor: Option<ForwardFor>,
     pub(crate) errorfiles: Vec<(u16, bytes::Bytes)>,
     pub(crate) stats: Option<StatsRt>,
@@ -715,6 +719,8 @@ impl Compiler<'_> {
             accept_invalid_resp: p.accept_invalid_resp,
             case_server: self.case_adjust.clone().filter(|_| p.h1_case_bogus_server),
             tcp_content: tcp_rules(&p.tcp_content, &acls),
+            tcp_response: tcp_rules(&p.tcp_response, &acls),
+            res_inspect_delay: p.res_inspect_delay,
             http_request: request_rules(p, &acls),
             legacy_at: p.blocks.len() + p.http_request.len(),
             legacy_req: LegacyRt::compile(&p.legacy_req, &acls),

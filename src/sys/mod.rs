@@ -5,6 +5,7 @@ pub(crate) mod abns;
 pub(crate) mod env;
 pub(crate) mod peer;
 pub(crate) mod process;
+pub(crate) mod sockmarks;
 pub(crate) mod time;
 pub(crate) mod unix;
 pub(crate) mod workers;

@@ -5,9 +5,11 @@
 //!
 //! Before choosing, `tcp-request content` rules run on the bytes buffered
 //! within `tcp-request inspect-delay` (when a condition reads them, e.g.
-//! `req.ssl_sni`); those bytes go to the server first. The session ends
-//! with HAProxy's `option tcplog` line.
+//! `req.ssl_sni`); those bytes go to the server first. Once connected, the
+//! backend's `tcp-response content` rules run on the server's first bytes
+//! (`response.rs`). The session ends with HAProxy's `option tcplog` line.
 
+mod response;
 pub(crate) mod rules;
 
 use std::sync::Arc;
@@ -70,7 +72,7 @@ async fn inspect(stream: &mut Stream, buf: &mut Vec<u8>, delay: Duration) {
 pub(crate) async fn serve(
     mut client: ClientConn,
     stream: Stream,
-    peer: Peer,
+    mut peer: Peer,
     tls: Option<Box<crate::tls::TlsFacts>>,
 ) {
     if let Some(tcp) = stream.tcp() {
@@ -93,14 +95,17 @@ pub(crate) async fn serve(
     let mut stream = stream;
     let mut payload = Vec::new();
     if let Some(delay) = fe.inspect_delay
-        && fe.acls.reads_payload()
+        && (fe.acls.reads_payload() || crate::tcp::rules::reads_payload(&fe.tcp_content))
     {
         inspect(&mut stream, &mut payload, delay).await;
     }
-    // Looked up only for ACLs that read it: a system call otherwise saved.
-    let local = match rec.local {
+    // Looked up only for ACLs that read it or a `set-dst-port` that keeps
+    // it: a system call otherwise saved.
+    let mut local = match rec.local {
         Some(a) => a.inet(),
-        None if fe.acls.reads_local() => client.dst().or_else(|| stream.local_addr().ok()),
+        None if fe.acls.reads_local() || crate::tcp::rules::moves_dst(&fe.tcp_content) => {
+            client.dst().or_else(|| stream.local_addr().ok())
+        }
         None => None,
     };
     // The connection's one stream counts on the counters its session
@@ -132,6 +137,7 @@ pub(crate) async fn serve(
         src: peer.inet(),
         local,
         payload: &payload,
+        res_payload: None,
         tls: tls.as_deref(),
         client: Some(&client.facts),
         stick: Some(&stick),
@@ -139,8 +145,16 @@ pub(crate) async fn serve(
     // A TCP connection is its session and its one transaction.
     let sess_vars = crate::sample::vars::SessVars::default();
     let vars = crate::sample::vars::Vars::new(&sess_vars);
-    let verdict =
-        crate::tcp::rules::run(&fe.tcp_content, &fe.acls, &view, Some(&vars), Level::Stream);
+    let mut fx = crate::tcp::rules::Effects::default();
+    let verdict = crate::tcp::rules::run(
+        &fe.tcp_content,
+        &fe.acls,
+        &view,
+        Some(&vars),
+        Level::Stream,
+        &mut fx,
+    );
+    rec.level = fx.level;
     if verdict != Verdict::Accept {
         rec.tally.dreq = Rows::FE;
         rec.term(Cause::Proxy, Phase::Request);
@@ -153,6 +167,22 @@ pub(crate) async fn serve(
         end(&mut rec, None);
         return;
     }
+    // `set-src`, `set-dst`: the session's addresses from here on.
+    let mut set_dst = None;
+    moved(&fx, (&mut peer, &mut local, &mut set_dst), entry);
+    if rec.enabled() && (fx.src.is_some() || fx.dst.is_some()) {
+        rec.set_addrs(
+            peer,
+            set_dst
+                .or_else(|| client.dst())
+                .or_else(|| stream.local_addr().ok()),
+        );
+    }
+    let view = View {
+        src: peer.inet(),
+        local,
+        ..view
+    };
     let Some(be) = pick_backend(fe, &view) else {
         rec.term(Cause::Server, Phase::Connect);
         rec.null = sent_nothing(&payload, &stream);
@@ -163,10 +193,32 @@ pub(crate) async fn serve(
     rec.assign_backend(&be);
     let bc = &be.state.counters;
     let verdict = if be.iid != fe.iid {
-        crate::tcp::rules::run(&be.tcp_content, &be.acls, &view, Some(&vars), Level::Stream)
+        crate::tcp::rules::run(
+            &be.tcp_content,
+            &be.acls,
+            &view,
+            Some(&vars),
+            Level::Stream,
+            &mut fx,
+        )
     } else {
         Verdict::Accept
     };
+    fx.mark(stream.tcp());
+    rec.level = fx.level;
+    if !fx.captures.is_empty() {
+        rec.cap_req = vec![None; fe.captures.request.len()];
+        fx.capture_into(&mut rec.cap_req);
+    }
+    moved(&fx, (&mut peer, &mut local, &mut set_dst), entry);
+    if rec.enabled() && (fx.src.is_some() || fx.dst.is_some()) {
+        rec.set_addrs(
+            peer,
+            set_dst
+                .or_else(|| client.dst())
+                .or_else(|| stream.local_addr().ok()),
+        );
+    }
     if verdict != Verdict::Accept {
         rec.tally.dreq = Rows::BE;
         rec.term(Cause::Proxy, Phase::Request);
@@ -203,6 +255,7 @@ pub(crate) async fn serve(
         src: peer.inet(),
         local,
         payload: &payload,
+        res_payload: None,
         tls: tls.as_deref(),
         client: Some(&client.facts),
         stick: Some(&stick),
@@ -247,7 +300,9 @@ pub(crate) async fn serve(
     bc.session_start();
     let mut tries = Retries::default();
     let connecting = Instant::now();
-    let dst = client.dst().or_else(|| stream.local_addr().ok());
+    let dst = set_dst
+        .or_else(|| client.dst())
+        .or_else(|| stream.local_addr().ok());
     let client_addr = peer.inet();
     // HAProxy 2.6 reads the client while it connects: what comes goes to
     // the server first, and a client that leaves first ends the session.
@@ -322,6 +377,7 @@ pub(crate) async fn serve(
                     src: peer.inet(),
                     local,
                     payload: &payload,
+                    res_payload: None,
                     tls: tls.as_deref(),
                     client: Some(&client.facts),
                     stick: Some(&stick),
@@ -345,12 +401,64 @@ pub(crate) async fn serve(
             let proxy_header = crate::wire::proxy_proto::for_server(
                 server.send_proxy.load(Relaxed),
                 peer.inet(),
-                client.dst(),
+                set_dst.or_else(|| client.dst()),
                 || stream.local_addr().ok(),
             );
             let first = [proxy_header.as_deref().unwrap_or(b""), &payload].concat();
-            let wrote = first.is_empty()
+            // With `tcp-response` rules, sent once they first ran.
+            let inspecting = !be.tcp_response.is_empty();
+            let mut wrote = inspecting
+                || first.is_empty()
                 || crate::wire::io::write_all(&mut upstream, &first, be.timeouts.server)
+                    .await
+                    .is_ok();
+            // `tcp-response content`: the server's first bytes held
+            // until the backend's rules decide.
+            let mut held = Vec::new();
+            // The request's `req` variables go, `res` ones may be set
+            // (and stay for the log line, as in HAProxy).
+            vars.to_response();
+            let mut inspected = response::Inspected {
+                verdict: Verdict::Accept,
+                c2s: 0,
+                first_sent: true,
+            };
+            if inspecting {
+                inspected = response::inspect(
+                    &mut stream,
+                    &mut upstream,
+                    (&first, &mut held),
+                    be.res_inspect_delay,
+                    be.timeouts.server,
+                    |res, last| {
+                        let view = View {
+                            src: peer.inet(),
+                            local,
+                            payload: &payload,
+                            res_payload: Some(res),
+                            tls: tls.as_deref(),
+                            client: Some(&client.facts),
+                            stick: Some(&stick),
+                        };
+                        crate::tcp::rules::run_partial(
+                            &be.tcp_response,
+                            &be.acls,
+                            &view,
+                            Some(&vars),
+                            Level::Stream,
+                            &mut fx,
+                            last,
+                        )
+                    },
+                )
+                .await;
+                fx.mark(stream.tcp());
+                rec.level = fx.level;
+                wrote = inspected.first_sent || inspected.verdict != Verdict::Accept;
+            }
+            let delivered = held.is_empty()
+                || !matches!(inspected.verdict, Verdict::Accept | Verdict::Close)
+                || crate::wire::io::write_all(&mut stream, &held, fe.timeouts.client)
                     .await
                     .is_ok();
             let (c2s, s2c) = if !wrote {
@@ -359,6 +467,37 @@ pub(crate) async fn serve(
                     ..Relayed::default()
                 };
                 (Relayed::default(), failed)
+            } else if !delivered {
+                let failed = Relayed {
+                    end: End::WriteError,
+                    ..Relayed::default()
+                };
+                (failed, Relayed::default())
+            } else if inspected.verdict != Verdict::Accept {
+                // What the client sent meanwhile is read (HAProxy holds it
+                // in its buffer), so that closing does not reset it.
+                let _ = first_read(&stream, &mut Vec::new());
+                match inspected.verdict {
+                    // Reset the server; the client told with a close
+                    // once what was held reached it.
+                    Verdict::Close => {
+                        if let Some(tcp) = upstream.tcp() {
+                            let _ = socket2::SockRef::from(tcp).set_linger(Some(Duration::ZERO));
+                        }
+                    }
+                    Verdict::Reject => {
+                        rec.tally.dresp = Rows::ALL;
+                        rec.term(Cause::Proxy, Phase::Data);
+                    }
+                    _ => {
+                        rec.tally.dreq = Rows::FE;
+                        rec.term(Cause::Proxy, Phase::Request);
+                        if let Some(tcp) = stream.tcp() {
+                            crate::tcp::rules::silent_drop(tcp);
+                        }
+                    }
+                }
+                Default::default()
             } else {
                 let relayed = relay_ends(
                     &mut stream,
@@ -381,12 +520,21 @@ pub(crate) async fn serve(
                     relayed.await
                 }
             };
-            let c2s_total = c2s.bytes + payload.len() as u64;
+            // What went through during the inspection counts as relayed
+            // (HAProxy counts the server's bytes as they are read, those
+            // a rule refused included).
+            let first_part = if inspected.first_sent {
+                payload.len() as u64
+            } else {
+                0
+            };
+            let c2s_total = c2s.bytes + first_part + inspected.c2s;
+            let s2c_total = s2c.bytes + held.len() as u64;
             let t = &mut rec.tally;
             (t.fe_in, t.srv_in) = (c2s_total, c2s_total);
-            (t.fe_out, t.srv_out) = (s2c.bytes, s2c.bytes);
+            (t.fe_out, t.srv_out) = (s2c_total, s2c_total);
             rec.bytes_in = c2s_total;
-            rec.bytes_out = s2c.bytes;
+            rec.bytes_out = s2c_total;
             rec.null = c2s_total == 0;
             if let Some(t) = termination(&c2s, &s2c) {
                 rec.end(t);
@@ -395,8 +543,32 @@ pub(crate) async fn serve(
     }
     bc.session_end();
     drop(seat);
-    vars.end();
+    // `res` variables stay for the log line in mode tcp; `req` ones are
+    // gone (HAProxy's log line reads the response's side).
+    vars.to_response();
     end(&mut rec, Some(&vars));
+}
+
+/// The addresses `set-src`, `set-dst` and their ports gave the session
+/// (`fx`): the client `peer` (and its `show sess` entry), the `local`
+/// address the rules and logs see, and `set_dst`, the one a PROXY header
+/// to the server and a transparent connect use.
+fn moved(
+    fx: &crate::tcp::rules::Effects,
+    (peer, local, set_dst): (
+        &mut Peer,
+        &mut Option<std::net::SocketAddr>,
+        &mut Option<std::net::SocketAddr>,
+    ),
+    entry: &crate::state::sessions::StreamEntry,
+) {
+    if let Some(src) = fx.src {
+        *peer = Peer::Ip(src);
+        entry.set_peer(*peer);
+    }
+    if let Some(dst) = fx.dst {
+        (*local, *set_dst) = (Some(dst), Some(dst));
+    }
 }
 
 /// Reads what the client sends while sluice connects to a server, into

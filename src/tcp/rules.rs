@@ -12,12 +12,15 @@ use crate::state::table::track::{Level, StickView};
 
 /// What a TCP rule can look at: the client address, the bytes buffered so
 /// far, and the stick tables with the counters tracked so far.
+#[derive(Clone, Copy)]
 pub(crate) struct View<'a> {
     /// None for a client on a UNIX socket.
     pub(crate) src: Option<SocketAddr>,
     /// The address the client connected to (`dst`, `dst_port`).
     pub(crate) local: Option<SocketAddr>,
     pub(crate) payload: &'a [u8],
+    /// The server's bytes buffered so far, for `tcp-response content`.
+    pub(crate) res_payload: Option<&'a [u8]>,
     /// The client connection's TLS, once its handshake is done.
     pub(crate) tls: Option<&'a crate::tls::TlsFacts>,
     /// The client connection's other facts (`fc_*`, `so_*`).
@@ -32,6 +35,7 @@ impl RequestView for View<'_> {
             src_port: self.src.map(|a| a.port()),
             local: self.local,
             payload: Some(self.payload),
+            res_payload: self.res_payload,
             tls: self.tls,
             client: self.client,
             stick: self.stick.map(|s| s as &dyn crate::sample::stick::Stick),
@@ -47,53 +51,219 @@ pub(crate) enum Verdict {
     Reject,
     /// `silent-drop`: closed without the client being told.
     SilentDrop,
+    /// `tcp-response content close`: the server's side closed, what was
+    /// read from it still delivered.
+    Close,
 }
 
-/// Runs `rules` in order: the first accept, reject or silent-drop that
-/// applies decides; variable and table actions run and go on; none
-/// deciding accepts (HAProxy's default). `vars` are the connection's
-/// (None where only `proc` ones exist yet: `tcp-request connection`);
-/// `level` says whose counters the `track-sc*` actions set.
+/// What the rules asked of the session beside their verdict: its log
+/// line's level, the client socket's TOS and mark.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Effects {
+    pub(crate) level: Option<crate::config::model::LogLevel>,
+    pub(crate) marks: crate::sys::sockmarks::SockMarks,
+    /// `expect-proxy layer4`: a PROXY header comes first.
+    pub(crate) expect_proxy: bool,
+    /// The client's and the local address `set-src`, `set-dst` and their
+    /// ports made.
+    pub(crate) src: Option<SocketAddr>,
+    pub(crate) dst: Option<SocketAddr>,
+    /// `capture`: the values for the request capture slots, by slot.
+    pub(crate) captures: Vec<(usize, Vec<u8>)>,
+}
+
+impl Effects {
+    /// Puts the captured values into the log record's slots `caps` (one
+    /// per slot of the frontend's).
+    pub(crate) fn capture_into(&mut self, caps: &mut [Option<Vec<u8>>]) {
+        for (slot, v) in self.captures.drain(..) {
+            if let Some(c) = caps.get_mut(slot) {
+                *c = Some(v);
+            }
+        }
+    }
+}
+
+/// Whether an action of `rules` reads the request's bytes (`capture
+/// req.payload(0,4) len 4`, `set-var(txn.x) req.len`): content inspection
+/// then waits for them, as for a condition that does.
+pub(crate) fn reads_payload(rules: &TcpRules) -> bool {
+    use crate::config::model::VarValue;
+    rules.iter().any(|(a, _)| {
+        let expr = match a {
+            TcpAction::Capture { expr, .. } | TcpAction::SetAddr { expr, .. } => expr,
+            TcpAction::Var(v) => match &v.value {
+                VarValue::Expr(e) => e,
+                _ => return false,
+            },
+            _ => return false,
+        };
+        crate::sample::fetch::reads_payload(expr.fetch_name())
+    })
+}
+
+/// Whether `rules` set the local address (`set-dst`, `set-dst-port`): the
+/// part they keep is then looked up.
+pub(crate) fn moves_dst(rules: &TcpRules) -> bool {
+    use crate::config::model::AddrPart;
+    rules.iter().any(|(a, _)| {
+        matches!(
+            a,
+            TcpAction::SetAddr {
+                part: AddrPart::Dst | AddrPart::DstPort,
+                ..
+            }
+        )
+    })
+}
+
+/// The address `part` of a `set-src`, `set-src-port`, `set-dst` or
+/// `set-dst-port` rule makes of `cur` with the value `v`: an address, or a
+/// port of which HAProxy keeps the low 16 bits (None when `v` is neither).
+pub(crate) fn moved_addr(
+    part: crate::config::model::AddrPart,
+    v: crate::sample::value::Sample<'_>,
+    cur: Option<SocketAddr>,
+) -> Option<SocketAddr> {
+    use crate::config::model::AddrPart;
+    use crate::sample::value::{Sample, SmpType};
+    let unspecified = std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED);
+    if matches!(part, AddrPart::Src | AddrPart::Dst) {
+        let ip = match v.cast(SmpType::Addr)? {
+            Sample::Ipv4(a) => std::net::IpAddr::V4(a),
+            Sample::Ipv6(a) => std::net::IpAddr::V6(a),
+            _ => return None,
+        };
+        return Some(SocketAddr::new(ip, cur.map_or(0, |a| a.port())));
+    }
+    let port = match v.cast(SmpType::Sint)? {
+        Sample::Sint(n) => n as u16,
+        _ => return None,
+    };
+    Some(SocketAddr::new(cur.map_or(unspecified, |a| a.ip()), port))
+}
+
+impl Effects {
+    /// Sets the marks asked for on the client's socket (a TCP one).
+    pub(crate) fn mark(&self, tcp: Option<&tokio::net::TcpStream>) {
+        if let Some(tcp) = tcp
+            && (self.marks.tos.is_some() || self.marks.mark.is_some())
+        {
+            self.marks.apply(tcp);
+        }
+    }
+}
+
+/// Runs `rules` in order: the first accept, reject, close or silent-drop
+/// that applies decides; the other actions run and go on; none deciding
+/// accepts (HAProxy's default). `vars` are the connection's (None where
+/// only `proc` ones exist yet: `tcp-request connection`); `level` says
+/// whose counters the `track-sc*` actions set; `fx` gathers the log level
+/// and socket marks asked for.
 pub(crate) fn run(
     rules: &TcpRules,
     acls: &AclSet,
     view: &View<'_>,
     vars: Option<&crate::sample::vars::Vars<'_>>,
     level: Level,
+    fx: &mut Effects,
 ) -> Verdict {
+    run_partial(rules, acls, view, vars, level, fx, true).unwrap_or(Verdict::Accept)
+}
+
+/// [`run`] on bytes still coming (`last` false): None when a condition
+/// cannot be decided yet (HAProxy's missing data), the actions before it
+/// having run; the caller runs the rules again from the first when more
+/// bytes came, as HAProxy does. With `last` every condition decides.
+pub(crate) fn run_partial(
+    rules: &TcpRules,
+    acls: &AclSet,
+    view: &View<'_>,
+    vars: Option<&crate::sample::vars::Vars<'_>>,
+    level: Level,
+    fx: &mut Effects,
+    last: bool,
+) -> Option<Verdict> {
+    // The rules after a `set-src` or `set-dst` see its address.
+    let mut view = *view;
+    let view = &mut view;
     for (action, cond) in rules {
-        if cond.as_ref().is_none_or(|c| acls.eval(c, view)) {
-            match action {
-                TcpAction::Accept => return Verdict::Accept,
-                TcpAction::Reject => return Verdict::Reject,
-                TcpAction::SilentDrop => return Verdict::SilentDrop,
-                TcpAction::Var(rule) => {
-                    // Stored silently or not at all, as in HAProxy.
-                    rule.run(&crate::sample::Ctx {
-                        vars,
-                        ..view.sample_ctx()
-                    });
-                }
-                TcpAction::Priority(rule) => rule.run(&crate::sample::Ctx {
+        let holds = match cond {
+            None => true,
+            Some(c) if last => acls.eval(c, view),
+            Some(c) => acls.eval_partial(c, view)?,
+        };
+        if !holds {
+            continue;
+        }
+        match action {
+            TcpAction::Accept => return Some(Verdict::Accept),
+            TcpAction::Reject => return Some(Verdict::Reject),
+            TcpAction::SilentDrop => return Some(Verdict::SilentDrop),
+            TcpAction::Close => return Some(Verdict::Close),
+            TcpAction::Var(rule) => {
+                // Stored silently or not at all, as in HAProxy.
+                rule.run(&crate::sample::Ctx {
                     vars,
                     ..view.sample_ctx()
-                }),
-                TcpAction::Table(a) => {
-                    if let Some(stick) = view.stick {
-                        stick.act(
-                            a,
-                            &crate::sample::Ctx {
-                                vars,
-                                ..view.sample_ctx()
-                            },
-                            level,
-                        );
-                    }
+                });
+            }
+            TcpAction::Table(a) => {
+                if let Some(stick) = view.stick {
+                    stick.act(
+                        a,
+                        &crate::sample::Ctx {
+                            vars,
+                            ..view.sample_ctx()
+                        },
+                        level,
+                    );
+                }
+            }
+            TcpAction::Priority(rule) => rule.run(&crate::sample::Ctx {
+                vars,
+                ..view.sample_ctx()
+            }),
+            TcpAction::SetLogLevel(l) => fx.level = Some(*l),
+            TcpAction::SetTos(v) => fx.marks.tos = Some(*v),
+            TcpAction::SetMark(v) => fx.marks.mark = Some(*v),
+            // tokio schedules every task alike.
+            TcpAction::SetNice(_) => {}
+            TcpAction::ExpectProxy => fx.expect_proxy = true,
+            TcpAction::Capture { expr, slot, len } => {
+                let cx = crate::sample::Ctx {
+                    vars,
+                    ..view.sample_ctx()
+                };
+                let v = expr
+                    .eval(&cx)
+                    .and_then(|s| s.cast(crate::sample::value::SmpType::Str));
+                if let Some(v) = v {
+                    let b = v.bytes().unwrap_or(b"");
+                    fx.captures.push((*slot, b[..b.len().min(*len)].to_vec()));
+                }
+            }
+            TcpAction::SetAddr { part, expr } => {
+                use crate::config::model::AddrPart;
+                let cx = crate::sample::Ctx {
+                    vars,
+                    ..view.sample_ctx()
+                };
+                let Some(v) = expr.eval(&cx) else { continue };
+                let src = matches!(part, AddrPart::Src | AddrPart::SrcPort);
+                let cur = if src { view.src } else { view.local };
+                let Some(new) = moved_addr(*part, v, cur) else {
+                    continue;
+                };
+                if src {
+                    (view.src, fx.src) = (Some(new), Some(new));
+                } else {
+                    (view.local, fx.dst) = (Some(new), Some(new));
                 }
             }
         }
     }
-    Verdict::Accept
+    Some(Verdict::Accept)
 }
 
 /// Closes `sock` so that the client is not told (HAProxy's silent drop):

@@ -76,7 +76,6 @@ impl State<'_> {
         }
         match k {
             _ if legacykw::is_legacy(k) => self.kw_legacy_rewrite(loc, words),
-            "tcp-response" => self.lacked_rules(loc, words),
             _ if kw::PROXY_UNSUPPORTED.contains(&k) || kw::haproxy_has(kw::Kind::Proxy, k) => {
                 self.unsupported(loc, k)
             }
@@ -329,22 +328,6 @@ impl State<'_> {
                 .copied(),
         );
         self.alert(loc, format!("unknown option '{n}'{sugg}"));
-    }
-
-    /// `tcp-response` rules, which sluice does not have: the action is
-    /// named when HAProxy 2.6 has it, so the message says what exactly is
-    /// missing.
-    fn lacked_rules(&mut self, loc: &Loc, words: &[String]) {
-        let k = words[0].as_str();
-        let w = |i: usize| words.get(i).map_or("", String::as_str);
-        let what = match k {
-            "tcp-response" if w(1) == "inspect-delay" => format!("{k} {}", w(1)),
-            "tcp-response" if w(1) == "content" && kw::haproxy_has(kw::Kind::TcpResponse, w(2)) => {
-                format!("{k} content {}", w(2))
-            }
-            _ => k.to_string(),
-        };
-        self.unsupported(loc, &what);
     }
 
     /// `option accept-invalid-http-request|response`.
@@ -982,6 +965,7 @@ pub(crate) const PROXY: &[ProxyKw] = &[
         s.kw_http_after_response(loc, w)
     }),
     kwd("tcp-request", |s, loc, w, _| s.kw_tcp_request(loc, w)),
+    kwd("tcp-response", |s, loc, w, _| s.kw_tcp_response(loc, w)),
     kwd("stick-table", |s, loc, w, _| s.kw_stick_table(loc, w)),
     kwd("stick", |s, loc, w, _| s.kw_stick(loc, w)),
     kwd("compression", |s, loc, w, _| s.kw_compression(loc, w)),

@@ -31,7 +31,7 @@ impl State<'_> {
                 if let Some(stage) = stage
                     && matches!(self.section, Section::Proxy(_))
                 {
-                    self.warn_conflicts(loc, &c, stage, &words[cond_at..]);
+                    self.warn_conflicts(loc, &c, stage, &words[cond_at..], None);
                 }
                 Some((cond_at, Some(c)))
             }
@@ -165,9 +165,18 @@ impl State<'_> {
 
     /// HAProxy's warning for a condition with an ACL whose keywords cannot
     /// work where the rule runs (`stage`): the first ACL that can never
-    /// match, else the first with such a keyword among others.
-    fn warn_conflicts(&mut self, loc: &Loc, cond: &Condition, stage: Stage, words: &[String]) {
+    /// match, else the first with such a keyword among others. A `tcp-*`
+    /// rule set's (`in_rule`) is named in them, as HAProxy names it.
+    pub(super) fn warn_conflicts(
+        &mut self,
+        loc: &Loc,
+        cond: &Condition,
+        stage: Stage,
+        words: &[String],
+        in_rule: Option<&str>,
+    ) {
         let place = stage.name();
+        let within = in_rule.map_or(String::new(), |r| format!(" in '{r}'"));
         let acls = &self.px().acls;
         // An anonymous ACL's keyword as written (`url_param`, not the
         // `urlp` it stands for): the word after its `{`, in order.
@@ -207,16 +216,20 @@ impl State<'_> {
         });
         let msg = match never {
             Some((n, kw)) if n.starts_with('{') => format!(
-                "anonymous acl will never match because it uses keyword '{}' which is incompatible with '{place}'",
+                "anonymous acl will never match{within} because it uses keyword '{}' which is incompatible with '{place}'",
                 kw_of(n, kw)
             ),
             Some((n, _)) => format!(
-                "acl '{n}' will never match because it only involves keywords that are incompatible with '{place}'"
+                "acl '{n}' will never match{within} because it only involves keywords that are incompatible with '{place}'"
             ),
             None => match terms().find_map(|n| conflicts(n).2.map(|kw| (n, kw))) {
                 Some((n, kw)) if n.starts_with('{') => format!(
                     "anonymous acl involves keyword '{}' which is incompatible with '{place}'",
                     kw_of(n, kw)
+                ),
+                // HAProxy's `tcp-*` rules say "keyword".
+                Some((n, kw)) if in_rule.is_some() => format!(
+                    "acl '{n}' involves keyword '{kw}' which is incompatible with '{place}'"
                 ),
                 Some((n, kw)) => format!(
                     "acl '{n}' involves keywords '{kw}' which is incompatible with '{place}'"
@@ -1231,7 +1244,10 @@ fn format_arg(args: &[String], stage: Stage) -> Result<LogFmt, String> {
 
 /// `<level>|silent` of `set-log-level`; `rule` names the rule set in
 /// HAProxy's message for words left over.
-fn log_level_args(args: &[String], rule: &str) -> Result<crate::config::model::LogLevel, String> {
+pub(super) fn log_level_args(
+    args: &[String],
+    rule: &str,
+) -> Result<crate::config::model::LogLevel, String> {
     use crate::config::model::LogLevel;
     let level = match args.first().map(String::as_str) {
         Some("silent") => LogLevel::Silent,
@@ -1288,7 +1304,7 @@ fn addr_args(
 
 /// The `<n>` of `set-tos` and `set-mark`: decimal, hexadecimal (`0x`) or
 /// octal (`0`), as C's `strtol`; a negative value wraps as HAProxy's does.
-fn sock_value_args(args: &[String], rule: &str, action: &str) -> Result<u32, String> {
+pub(super) fn sock_value_args(args: &[String], rule: &str, action: &str) -> Result<u32, String> {
     let Some(text) = args.first() else {
         return Err("expects exactly 1 argument (integer/hex value)".to_string());
     };
@@ -1318,7 +1334,7 @@ fn sock_value_args(args: &[String], rule: &str, action: &str) -> Result<u32, Str
 
 /// The `<n>` of `set-nice`: an integer (`atoi`: a word that is none is
 /// 0), kept within -1024..1024.
-fn nice_args(args: &[String], rule: &str) -> Result<i32, String> {
+pub(super) fn nice_args(args: &[String], rule: &str) -> Result<i32, String> {
     let Some(text) = args.first() else {
         return Err("expects exactly 1 argument (integer value)".to_string());
     };

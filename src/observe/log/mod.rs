@@ -361,6 +361,7 @@ impl Source for Line<'_> {
             // No request buffer at the end either (HAProxy refuses the
             // L6 fetches in a log format).
             payload: None,
+            res_payload: None,
             // Nor bodies: HAProxy refuses `req.body*` in a log format.
             req_body: None,
             res_body: None,

@@ -1,0 +1,31 @@
+//! The client socket's IP TOS and netfilter mark, as the `set-tos` and
+//! `set-mark` actions of the HTTP and TCP rules ask for them.
+
+use std::net::SocketAddr;
+
+/// What `set-tos` and `set-mark` rules ask of the client connection's
+/// socket, the last of each kept.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct SockMarks {
+    pub(crate) tos: Option<u32>,
+    pub(crate) mark: Option<u32>,
+}
+
+impl SockMarks {
+    /// Sets them on `tcp` (the IPv6 traffic class for an IPv6 socket). A
+    /// refusal (no `CAP_NET_ADMIN` for a mark) is ignored, as in HAProxy.
+    pub(crate) fn apply(self, tcp: &tokio::net::TcpStream) {
+        let sock = socket2::SockRef::from(tcp);
+        if let Some(tos) = self.tos {
+            let _ = match tcp.local_addr() {
+                Ok(SocketAddr::V6(a)) if a.ip().to_ipv4_mapped().is_none() => {
+                    sock.set_tclass_v6(tos)
+                }
+                _ => sock.set_tos_v4(tos),
+            };
+        }
+        if let Some(mark) = self.mark {
+            let _ = sock.set_mark(mark);
+        }
+    }
+}
