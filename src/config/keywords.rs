@@ -29,6 +29,7 @@ pub const SECTIONS: &[&str] = &[
     "cache",
     "mailers",
     "http-errors",
+    "ring",
 ];
 
 /// Directives (lines starting with a dot).
@@ -39,7 +40,6 @@ pub const DIRECTIVES: &[&str] = &[
 /// HAProxy sections sluice does not support.
 pub(crate) const UNSUPPORTED_SECTIONS: &[&str] = &[
     "program",
-    "ring",
     "log-forward",
     "fcgi-app",
     "namespace_list",
@@ -527,7 +527,7 @@ pub(crate) const SERVER_IGNORED: &[(&str, usize, &str)] = &[
     (
         "log-proto",
         1,
-        "only the servers of a 'ring' section send logs, and sluice has no rings",
+        "a proxy's servers are sent no logs: only a 'ring' section's servers forward them, where 'log-proto' is read",
     ),
 ];
 

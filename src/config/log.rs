@@ -16,6 +16,8 @@ pub(crate) enum Sink {
     Stdout,
     /// `stderr` / `fd@2`.
     Stderr,
+    /// `ring@<name>`: the `ring` section of that name.
+    Ring(String),
 }
 
 /// The `format` of a log target (HAProxy's names).
@@ -42,7 +44,7 @@ pub(crate) enum Format {
 }
 
 impl Format {
-    fn parse(s: &str) -> Option<Format> {
+    pub(crate) fn parse(s: &str) -> Option<Format> {
         Some(match s {
             "local" => Format::Local,
             "rfc3164" => Format::Rfc3164,
@@ -276,7 +278,10 @@ fn parse_sink(t: &str) -> Result<Sink, String> {
     if t.starts_with('/') {
         return Ok(Sink::Unix(PathBuf::from(t)));
     }
-    if t.starts_with("ring@") || t.starts_with("fd@") {
+    if let Some(name) = t.strip_prefix("ring@") {
+        return Ok(Sink::Ring(name.to_string()));
+    }
+    if t.starts_with("fd@") {
         return Err(format!("log : target '{t}' is not supported by sluice yet"));
     }
     let addr = t

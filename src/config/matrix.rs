@@ -36,7 +36,6 @@ const INSTEAD: &[(&str, &str)] = &[
         "program",
         "the service manager (systemd units) for the side programs",
     ),
-    ("ring", "`log` to a syslog server or a UNIX socket"),
     (
         "*-check",
         "`option httpchk` or `tcp-check` send/expect rules for the protocol",

@@ -10,6 +10,7 @@ pub(crate) mod log_format;
 pub(crate) mod mailers;
 #[cfg(test)]
 mod matrix;
+pub(crate) mod ring;
 
 pub mod addr;
 pub(crate) mod check_proto;

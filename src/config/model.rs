@@ -97,6 +97,8 @@ pub(crate) struct Global {
     pub(crate) insecure_fork_wanted: bool,
     /// `mailers` sections, in order.
     pub(crate) mailers: Vec<crate::config::mailers::MailersSection>,
+    /// `ring` sections, in order.
+    pub(crate) rings: Vec<crate::config::ring::RingSection>,
     /// `tune.comp.maxlevel` (1 to 9; HAProxy's default is 1).
     pub(crate) comp_maxlevel: Option<u32>,
     /// `server-state-file` and `server-state-base`: where the servers'

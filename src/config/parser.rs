@@ -30,6 +30,7 @@ mod peerskw;
 mod proxykw;
 mod resolverskw;
 mod retrykw;
+mod ringkw;
 mod rulekw;
 mod serverkw;
 mod sockkw;
@@ -100,6 +101,8 @@ enum Section {
     Mailers(usize),
     /// Index into `State::http_errors`.
     HttpErrors(usize),
+    /// Index into `Global::rings`.
+    Ring(usize),
     /// Inside a section we cannot use (already reported once).
     Skip,
 }
@@ -114,6 +117,7 @@ impl Section {
             Section::Cache(_) => "cache",
             Section::Mailers(_) => "mailers",
             Section::HttpErrors(_) => "http-errors",
+            Section::Ring(_) => "ring",
             Section::Global => "global",
             Section::Defaults(_) => "defaults",
             Section::Proxy(i) => proxies.get(i).map_or("", |p| p.kind.keyword()),
@@ -275,6 +279,9 @@ pub(crate) struct State<'r> {
     declared_tables: Vec<stickkw::Declared>,
     /// What the lines of the current `peers` section said so far.
     peers_parse: peerskw::PeersParse,
+    /// The `log ring@<name>` lines: where, the ring, the proxy (None: the
+    /// global section); checked once every ring is read.
+    ring_refs: Vec<(Loc, String, Option<String>)>,
 }
 
 /// Looks up an environment variable (injected, so tests choose the
@@ -331,6 +338,7 @@ impl<'r> State<'r> {
             dynamic: false,
             declared_tables: Vec::new(),
             peers_parse: Default::default(),
+            ring_refs: Vec::new(),
         }
     }
 
@@ -486,6 +494,7 @@ impl<'r> State<'r> {
         self.finish_caches();
         self.finish_errorfiles();
         self.finish_dispatch();
+        self.finish_rings();
         self.check_filters();
         for (di, pi, name) in std::mem::take(&mut self.missing_acls) {
             let Some(def) = self
@@ -666,6 +675,7 @@ impl<'r> State<'r> {
             Section::Cache(i) => self.cache_line(i, loc, words),
             Section::Mailers(i) => self.mailers_line(i, loc, words),
             Section::HttpErrors(i) => self.http_errors_line(i, loc, words),
+            Section::Ring(i) => self.ring_line(i, loc, words),
             Section::Defaults(_) | Section::Proxy(_) => self.proxy_line(loc, words),
         }
     }
@@ -740,6 +750,7 @@ impl<'r> State<'r> {
             "cache" => return self.start_cache(loc, words),
             "mailers" => return self.start_mailers(loc, words),
             "http-errors" => return self.start_http_errors(loc, words),
+            "ring" => return self.start_ring(loc, words),
             "global" => {
                 self.section = Section::Global;
                 return;

@@ -98,6 +98,8 @@ impl Supervisor {
                 .try_lock()
                 .map_err(|_| std::io::Error::other("supervisor busy"))?;
             let snap = sup.rt.snapshot();
+            // The rings before the first line is logged to them.
+            crate::observe::log::ring_fwd::start(&snap.global.rings);
             for (name, addr, l) in bound {
                 let limit = sup.limit_for(&mut st, &snap, &name);
                 let own = listener_limit_for(&mut st, &snap, &name, &addr);
@@ -323,6 +325,7 @@ impl Supervisor {
         crate::upstream::check::spawn_agents(&self.rt);
         crate::upstream::dns::spawn_resolvers(&self.rt);
         crate::peers::spawn(&self.rt);
+        crate::observe::log::ring_fwd::start(&self.rt.snapshot().global.rings);
         // The listeners with the configuration's changes, before the state's.
         let at = changes
             .iter()

@@ -945,7 +945,10 @@ fn g_log(s: &mut State<'_>, loc: &Loc, words: &[String]) {
         .log_words(words)
         .and_then(|w| crate::config::log::parse_log(&w))
     {
-        Ok(crate::config::log::LogLine::Target(t)) => s.global.log.targets.push(t),
+        Ok(crate::config::log::LogLine::Target(t)) => {
+            s.note_ring_ref(loc, &t.sink, None);
+            s.global.log.targets.push(t)
+        }
         Ok(crate::config::log::LogLine::Global) => {
             s.alert(loc, "log : 'global' is only allowed in proxies")
         }

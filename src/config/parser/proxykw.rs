@@ -194,7 +194,11 @@ impl State<'_> {
         match k {
             "log" => match self.log_words(words).and_then(|w| lc::parse_log(&w)) {
                 Ok(lc::LogLine::Global) => self.px().log.global = true,
-                Ok(lc::LogLine::Target(t)) => self.px().log.targets.push(t),
+                Ok(lc::LogLine::Target(t)) => {
+                    let name = self.px().name.clone();
+                    self.note_ring_ref(loc, &t.sink, Some(name));
+                    self.px().log.targets.push(t)
+                }
                 Err(e) => self.alert(loc, e),
             },
             "log-tag" => match lc::parse_log_tag(words) {

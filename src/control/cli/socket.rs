@@ -151,6 +151,43 @@ async fn accept_failed(e: io::Error) {
     tokio::time::sleep(Duration::from_millis(100)).await;
 }
 
+/// `show events <ring> -w`: sends the ring's lines from number `from` on
+/// as they are written, until the client sends anything (dropped, as
+/// HAProxy's "any key") or goes; then the end of the response. `false`:
+/// the client went.
+async fn follow<S>(stream: &mut S, ring: &str, from: u64) -> bool
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let Some(ring) = crate::state::ring::get(ring) else {
+        return stream.write_all(b"\n").await.is_ok();
+    };
+    let mut at = from;
+    let mut chunk = [0u8; 512];
+    loop {
+        let woken = ring.notify.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        let (lines, end) = ring.read_from(at);
+        at = end;
+        let mut out = Vec::new();
+        for l in lines {
+            out.extend_from_slice(&l);
+            out.push(b'\n');
+        }
+        if !out.is_empty() && stream.write_all(&out).await.is_err() {
+            return false;
+        }
+        tokio::select! {
+            _ = &mut woken => {}
+            n = stream.read(&mut chunk) => {
+                let more = matches!(n, Ok(n) if n > 0);
+                return stream.write_all(b"\n").await.is_ok() && more;
+            }
+        }
+    }
+}
+
 /// One CLI connection: reads lines, runs them, writes replies. Closes after
 /// `quit`, on idle timeout (`stats timeout`), on EOF, or — when not in
 /// prompt mode — as soon as every received line has been answered and
@@ -268,13 +305,18 @@ pub(crate) async fn handle_conn<S>(
             level = reply.level;
             experimental = reply.experimental;
             for o in &reply.outputs {
-                if let Effect::SetTimeout(t) = o.effect {
-                    idle = t;
+                if let Effect::SetTimeout(t) = &o.effect {
+                    idle = *t;
                 }
             }
             let (out, quit) = reply.render(&mut prompt);
             let wrote = tokio::time::timeout(idle, stream.write_all(out.as_bytes())).await;
             if quit || !matches!(wrote, Ok(Ok(()))) {
+                return;
+            }
+            if let Some(Effect::Follow { ring, from }) = reply.outputs.last().map(|o| &o.effect)
+                && !follow(&mut stream, ring, *from).await
+            {
                 return;
             }
         }

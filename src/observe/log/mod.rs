@@ -15,6 +15,7 @@
 
 pub mod event;
 pub(crate) mod format;
+pub(crate) mod ring_fwd;
 pub(crate) mod server_state;
 pub(crate) mod sink;
 pub(crate) mod time;

@@ -118,6 +118,14 @@ fn run(rx: Receiver<Msg>) {
             }
             Sink::Stdout => std::io::stdout().lock().write_all(&m.data).is_ok(),
             Sink::Stderr => std::io::stderr().lock().write_all(&m.data).is_ok(),
+            // A ring keeps the line without its line feed.
+            Sink::Ring(name) => match crate::state::ring::get(name) {
+                Some(ring) => {
+                    ring.write(m.data.strip_suffix(b"\n").unwrap_or(&m.data));
+                    true
+                }
+                None => false,
+            },
         };
         if !ok {
             DROPPED.fetch_add(1, Relaxed);
