@@ -30,6 +30,7 @@ pub const SECTIONS: &[&str] = &[
     "mailers",
     "http-errors",
     "ring",
+    "log-forward",
 ];
 
 /// Directives (lines starting with a dot).
@@ -40,7 +41,6 @@ pub const DIRECTIVES: &[&str] = &[
 /// HAProxy sections sluice does not support.
 pub(crate) const UNSUPPORTED_SECTIONS: &[&str] = &[
     "program",
-    "log-forward",
     "fcgi-app",
     "namespace_list",
     "crt-store",

@@ -7,6 +7,7 @@
 
 pub(crate) mod log;
 pub(crate) mod log_format;
+pub(crate) mod log_forward;
 pub(crate) mod mailers;
 #[cfg(test)]
 mod matrix;

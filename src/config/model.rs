@@ -99,6 +99,8 @@ pub(crate) struct Global {
     pub(crate) mailers: Vec<crate::config::mailers::MailersSection>,
     /// `ring` sections, in order.
     pub(crate) rings: Vec<crate::config::ring::RingSection>,
+    /// `log-forward` sections, in order.
+    pub(crate) log_forwards: Vec<crate::config::log_forward::LogForward>,
     /// `tune.comp.maxlevel` (1 to 9; HAProxy's default is 1).
     pub(crate) comp_maxlevel: Option<u32>,
     /// `server-state-file` and `server-state-base`: where the servers'

@@ -25,6 +25,7 @@ mod extraskw;
 mod globalkw;
 mod lbkw;
 mod legacykw;
+mod logfwdkw;
 mod mailerskw;
 mod peerskw;
 mod proxykw;
@@ -103,6 +104,8 @@ enum Section {
     HttpErrors(usize),
     /// Index into `Global::rings`.
     Ring(usize),
+    /// Index into `Global::log_forwards`.
+    LogForward(usize),
     /// Inside a section we cannot use (already reported once).
     Skip,
 }
@@ -118,6 +121,7 @@ impl Section {
             Section::Mailers(_) => "mailers",
             Section::HttpErrors(_) => "http-errors",
             Section::Ring(_) => "ring",
+            Section::LogForward(_) => "log-forward",
             Section::Global => "global",
             Section::Defaults(_) => "defaults",
             Section::Proxy(i) => proxies.get(i).map_or("", |p| p.kind.keyword()),
@@ -495,6 +499,7 @@ impl<'r> State<'r> {
         self.finish_errorfiles();
         self.finish_dispatch();
         self.finish_rings();
+        self.finish_log_forwards();
         self.check_filters();
         for (di, pi, name) in std::mem::take(&mut self.missing_acls) {
             let Some(def) = self
@@ -676,6 +681,7 @@ impl<'r> State<'r> {
             Section::Mailers(i) => self.mailers_line(i, loc, words),
             Section::HttpErrors(i) => self.http_errors_line(i, loc, words),
             Section::Ring(i) => self.ring_line(i, loc, words),
+            Section::LogForward(i) => self.log_forward_line(i, loc, words),
             Section::Defaults(_) | Section::Proxy(_) => self.proxy_line(loc, words),
         }
     }
@@ -751,6 +757,7 @@ impl<'r> State<'r> {
             "mailers" => return self.start_mailers(loc, words),
             "http-errors" => return self.start_http_errors(loc, words),
             "ring" => return self.start_ring(loc, words),
+            "log-forward" => return self.start_log_forward(loc, words),
             "global" => {
                 self.section = Section::Global;
                 return;

@@ -100,6 +100,10 @@ impl Supervisor {
             let snap = sup.rt.snapshot();
             // The rings before the first line is logged to them.
             crate::observe::log::ring_fwd::start(&snap.global.rings);
+            crate::observe::log::forward::start(
+                &snap.global.log_forwards,
+                &snap.global.log.targets,
+            );
             for (name, addr, l) in bound {
                 let limit = sup.limit_for(&mut st, &snap, &name);
                 let own = listener_limit_for(&mut st, &snap, &name, &addr);
@@ -325,7 +329,14 @@ impl Supervisor {
         crate::upstream::check::spawn_agents(&self.rt);
         crate::upstream::dns::spawn_resolvers(&self.rt);
         crate::peers::spawn(&self.rt);
-        crate::observe::log::ring_fwd::start(&self.rt.snapshot().global.rings);
+        {
+            let snap = self.rt.snapshot();
+            crate::observe::log::ring_fwd::start(&snap.global.rings);
+            crate::observe::log::forward::start(
+                &snap.global.log_forwards,
+                &snap.global.log.targets,
+            );
+        }
         // The listeners with the configuration's changes, before the state's.
         let at = changes
             .iter()

@@ -228,5 +228,8 @@ impl State<'_> {
         for p in &mut self.proxies {
             p.log.targets.iter_mut().for_each(fit);
         }
+        for f in &mut self.global.log_forwards {
+            f.targets.iter_mut().for_each(fit);
+        }
     }
 }

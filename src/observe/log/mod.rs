@@ -15,6 +15,8 @@
 
 pub mod event;
 pub(crate) mod format;
+pub(crate) mod forward;
+pub(crate) mod received;
 pub(crate) mod ring_fwd;
 pub(crate) mod server_state;
 pub(crate) mod sink;
