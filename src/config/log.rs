@@ -162,6 +162,8 @@ pub(crate) struct ProxyLog {
     pub(crate) logasap: bool,
     /// `log-tag` of the proxy.
     pub(crate) tag: Option<String>,
+    /// `log-format-sd`: the structured data of RFC 5424 headers.
+    pub(crate) sd: Option<String>,
 }
 
 impl ProxyLog {
@@ -344,6 +346,21 @@ pub(crate) fn parse_httplog(words: &[String]) -> Result<LogFormatKind, String> {
 }
 
 /// Parses `log-format <string>`, checking the string compiles.
+/// Parses `log-format-sd <fmt>` (`words[0] == "log-format-sd"`).
+pub(crate) fn parse_log_format_sd(words: &[String]) -> Result<String, String> {
+    let Some(f) = words.get(1) else {
+        return Err("log-format-sd expects an argument.".to_string());
+    };
+    if words.len() > 2 {
+        return Err(
+            "log-format-sd expects only one argument, don't forget to escape spaces!".to_string(),
+        );
+    }
+    crate::config::log_format::LogFormat::compile(f)
+        .map_err(|e| format!("failed to parse log-format-sd : {e}"))?;
+    Ok(f.clone())
+}
+
 pub(crate) fn parse_log_format(words: &[String]) -> Result<LogFormatKind, String> {
     let Some(f) = words.get(1) else {
         return Err("log-format expects an argument.".to_string());

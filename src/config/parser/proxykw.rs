@@ -205,6 +205,26 @@ impl State<'_> {
                 Ok(t) => self.px().log.tag = Some(t),
                 Err(e) => self.alert(loc, e),
             },
+            "log-format-sd" => {
+                match crate::sample::patref::late(|| lc::parse_log_format_sd(words)) {
+                    Ok(f) => {
+                        if let Some(kind) = self.proxy_kind()
+                            && !kind.has_frontend()
+                        {
+                            let name = self.px().name.clone();
+                            return self.warn(
+                                loc,
+                                format!(
+                                    "{} '{name}' : 'log-format-sd' directive is ignored in backends.",
+                                    type_str(kind)
+                                ),
+                            );
+                        }
+                        self.px().log.sd = Some(f)
+                    }
+                    Err(e) => self.alert(loc, e),
+                }
+            }
             // HAProxy reads the format once the configuration is parsed.
             _ => match crate::sample::patref::late(|| lc::parse_log_format(words)) {
                 Ok(f) => {
@@ -941,6 +961,7 @@ pub(crate) const PROXY: &[ProxyKw] = &[
     kwd("external-check", |s, loc, w, _| s.kw_external_check(loc, w)),
     kwd("log", |s, loc, w, _| s.kw_log(loc, w)),
     kwd("log-format", |s, loc, w, _| s.kw_log(loc, w)),
+    kwd("log-format-sd", |s, loc, w, _| s.kw_log(loc, w)),
     kwd("log-tag", |s, loc, w, _| s.kw_log(loc, w)),
     kwd("unique-id-format", |s, loc, w, _| s.kw_unique_id(loc, w)),
     kwd("unique-id-header", |s, loc, w, _| s.kw_unique_id(loc, w)),
