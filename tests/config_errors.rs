@@ -405,7 +405,7 @@ frontend fe
     http-request set-priority-class int(1)
     http-response send-spoe-group engine group
     option spop-check
-    log-format-sd test
+    error-log-format test
     acl a base,ungrpc -m found
     acl b fc_rtt -m found
     default_backend be
@@ -416,10 +416,10 @@ backend be
     tcp-request content set-mark 1
     http-request set-header X-B %[req.hdr(host),ungrpc]
     http-request set-header X-C %[fc_rtt]
-log-forward lf
-    dgram-bind 127.0.0.1:1
-ring r
-    size 32768
+program p
+    command /bin/true
+program q
+    command /bin/true
 fcgi-app php
     docroot /var/www
 listen li
@@ -446,7 +446,7 @@ listen li
             "'http-response send-spoe-group' is not supported by sluice yet",
         ),
         (13, "'option spop-check' is not supported by sluice yet"),
-        (14, "'log-format-sd' is not supported by sluice yet"),
+        (14, "'error-log-format' is not supported by sluice yet"),
         (
             15,
             "converter 'ungrpc' is not supported by sluice yet in ACL expression 'base,ungrpc'",
@@ -479,8 +479,8 @@ listen li
             24,
             "sample fetch 'fc_rtt' is not supported by sluice yet in log-format expression '%[fc_rtt]'",
         ),
-        (25, "'log-forward' sections are not supported by sluice yet"),
-        (27, "'ring' sections are not supported by sluice yet"),
+        (25, "'program' sections are not supported by sluice yet"),
+        (27, "'program' sections are not supported by sluice yet"),
         (29, "'fcgi-app' sections are not supported by sluice yet"),
         (32, "'expose-fd' option is not supported by sluice yet"),
         (

@@ -56,6 +56,22 @@ pub const GLOBAL_SUPPORTED: &[&str] = &names::<_, { parser::GLOBAL.len() }>(pars
 /// HAProxy configuration still starts.
 pub(crate) const GLOBAL_IGNORED: &[(&str, &str)] = &[
     (
+        "insecure-setuid-wanted",
+        "sluice never forbids setuid programs (it sets no PR_SET_NO_NEW_PRIVS), so external checks may run them already",
+    ),
+    (
+        "tune.ssl.lifetime",
+        "rustls keeps cached TLS sessions until the cache is full and rotates its ticket keys itself",
+    ),
+    (
+        "tune.ssl.maxrecord",
+        "rustls has no dynamic record sizing, records are cut only at 'tune.ssl.hard-maxrecord'",
+    ),
+    (
+        "tune.idle-pool.shared",
+        "each of sluice's threads keeps the idle server connections it made, they are never shared",
+    ),
+    (
         "tune.ssl.default-dh-param",
         "rustls has no DHE cipher suites, so no Diffie-Hellman parameters are used",
     ),

@@ -500,6 +500,7 @@ impl<'r> State<'r> {
         self.finish_dispatch();
         self.finish_rings();
         self.finish_log_forwards();
+        self.finish_bind_globals();
         self.check_filters();
         for (di, pi, name) in std::mem::take(&mut self.missing_acls) {
             let Some(def) = self
@@ -863,6 +864,7 @@ impl<'r> State<'r> {
         };
         p.tcp_check = d.tcp_check.clone();
         p.email_alert = d.email_alert.clone();
+        p.backlog = d.backlog;
         p.external_check = d.external_check.clone();
         p.retries = d.retries;
         p.redispatch = d.redispatch;

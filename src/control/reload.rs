@@ -100,6 +100,8 @@ impl Supervisor {
             let snap = sup.rt.snapshot();
             // The rings before the first line is logged to them.
             crate::observe::log::ring_fwd::start(&snap.global.rings);
+            let bufs = snap.global.sockbufs;
+            crate::upstream::source::set_server_bufs(bufs.rcv_server, bufs.snd_server);
             crate::observe::log::forward::start(
                 &snap.global.log_forwards,
                 &snap.global.log.targets,
@@ -332,6 +334,8 @@ impl Supervisor {
         {
             let snap = self.rt.snapshot();
             crate::observe::log::ring_fwd::start(&snap.global.rings);
+            let bufs = snap.global.sockbufs;
+            crate::upstream::source::set_server_bufs(bufs.rcv_server, bufs.snd_server);
             crate::observe::log::forward::start(
                 &snap.global.log_forwards,
                 &snap.global.log.targets,

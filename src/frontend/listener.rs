@@ -688,8 +688,18 @@ pub(crate) fn bind_std(
         }
     }
     socket.set_reuse_address(true)?;
-    // As HAProxy: a new process (`-sf`) can bind next to the old one.
-    set_reuse_port(&socket)?;
+    // As HAProxy: a new process (`-sf`) can bind next to the old one,
+    // unless `noreuseport` says otherwise.
+    if !opts.noreuseport {
+        set_reuse_port(&socket)?;
+    }
+    // Accepted sockets inherit the listener's buffer sizes.
+    if let Some(n) = opts.rcvbuf {
+        socket.set_recv_buffer_size(n as usize)?;
+    }
+    if let Some(n) = opts.sndbuf {
+        socket.set_send_buffer_size(n as usize)?;
+    }
     if addr.is_ipv6() {
         // As HAProxy: without either option the system's default stands
         // (`net.ipv6.bindv6only`, 0 on most systems: `:::80` takes IPv4).

@@ -54,7 +54,11 @@ impl State<'_> {
         let mut ssl = false;
         let mut certs: Vec<LoadedCert> = Vec::new();
         let mut crt_given = false;
-        let mut bt = BindTls::default();
+        let mut bt = BindTls {
+            session_cache: self.global.ssl_cachesize.map(|n| n as usize),
+            max_fragment: self.global.ssl_hard_maxrecord.map(|n| n as usize),
+            ..BindTls::default()
+        };
         bt.suites.ciphers = g.bind_ciphers.clone();
         bt.suites.ciphersuites = g.bind_ciphersuites.clone();
         let mut alpn: Option<String> = None;
