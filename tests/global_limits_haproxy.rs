@@ -232,3 +232,77 @@ fn limits_check_as_haproxy() {
             .join("\n")
     });
 }
+
+/// `haproxy -c` and `sluice -c` on `cfg` (a file path) from `cwd`: each
+/// one's exit code and the message of its first alert, the files'
+/// directories masked.
+fn check_from(cfg: &std::path::Path, cwd: &std::path::Path) -> [(Option<i32>, String); 2] {
+    let first = |stderr: &str| {
+        stderr
+            .lines()
+            .find(|l| l.contains("ALERT") && l.contains(".cfg:"))
+            .map(|l| l.split_once(".cfg:").map_or(l, |(_, m)| m).to_string())
+            .unwrap_or_else(|| "(accepted)".to_string())
+    };
+    let h = Command::new(HAPROXY)
+        .arg("-c")
+        .arg("-f")
+        .arg(cfg)
+        .current_dir(cwd)
+        .output()
+        .expect("haproxy -c");
+    let s = run_sluice(&["-c", "-f", cfg.to_str().unwrap()], Some(cwd));
+    [
+        (h.status.code(), first(&String::from_utf8_lossy(&h.stderr))),
+        (s.code(), first(&s.stderr)),
+    ]
+}
+
+/// `default-path`: the relative paths of an error file, a `return file`
+/// and a map start where haproxy would have them start (the directory
+/// of the configuration, its parent, a given one, or where the process
+/// runs), the process being started elsewhere.
+#[test]
+fn default_path_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let root = TempDir::new("glim-dpath");
+    let conf = root.join("conf");
+    std::fs::create_dir_all(conf.join("errors")).unwrap();
+    std::fs::create_dir_all(root.join("maps")).unwrap();
+    std::fs::write(
+        conf.join("errors/503.http"),
+        "HTTP/1.0 503 Service Unavailable\r\ncontent-length: 0\r\n\r\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("maps/m.map"), "a b\n").unwrap();
+    let elsewhere = TempDir::new("glim-dpath-cwd");
+    let origin = root.path().display().to_string();
+    for (policy, errorfile, map, ok) in [
+        ("config", "errors/503.http", "../maps/m.map", true),
+        ("parent", "conf/errors/503.http", "maps/m.map", true),
+        (
+            &format!("origin {origin}") as &str,
+            "conf/errors/503.http",
+            "maps/m.map",
+            true,
+        ),
+        ("current", "errors/503.http", "maps/m.map", false),
+        ("config", "conf/errors/503.http", "maps/m.map", false),
+        ("config", "errors/503.http", "maps/m.map", false),
+    ] {
+        let cfg = format!(
+            "global\n    default-path {policy}\ndefaults\n    mode http\n    timeout client 1s\n    timeout server 1s\n    timeout connect 1s\nfrontend f\n    bind 127.0.0.1:1\n    errorfile 503 {errorfile}\n    http-request return status 200 content-type text/plain file {errorfile} if {{ path /f }}\n    http-request set-header x-m %[path,map({map})]\n"
+        );
+        let path = conf.join("h.cfg");
+        std::fs::write(&path, &cfg).unwrap();
+        let [h, s] = check_from(&path, elsewhere.path());
+        assert_eq!(s, h, "default-path {policy}, {errorfile}, {map}");
+        assert_eq!(
+            h.0 == Some(0),
+            ok,
+            "haproxy on {policy}, {errorfile}, {map}: {h:?}"
+        );
+    }
+}

@@ -286,6 +286,9 @@ pub(crate) struct State<'r> {
     /// The `log ring@<name>` lines: where, the ring, the proxy (None: the
     /// global section); checked once every ring is read.
     ring_refs: Vec<(Loc, String, Option<String>)>,
+    /// `default-path`, and the file whose directory is in force.
+    default_path: crate::sys::cfgdir::DefaultPath,
+    path_file: Option<Arc<str>>,
 }
 
 /// Looks up an environment variable (injected, so tests choose the
@@ -343,6 +346,8 @@ impl<'r> State<'r> {
             declared_tables: Vec::new(),
             peers_parse: Default::default(),
             ring_refs: Vec::new(),
+            default_path: Default::default(),
+            path_file: None,
         }
     }
 
@@ -494,6 +499,9 @@ impl<'r> State<'r> {
     /// Work that needs every file: notes on ACLs used before their
     /// declaration.
     pub(crate) fn finish(&mut self) {
+        // Relative paths read after the files start where the process did.
+        crate::sys::cfgdir::set_base(None);
+        self.path_file = None;
         self.finish_userlists();
         self.finish_caches();
         self.finish_errorfiles();
@@ -641,6 +649,11 @@ impl<'r> State<'r> {
     }
 
     fn statement(&mut self, loc: &Loc, words: &[String]) {
+        // `default-path` follows each file to its directory.
+        if self.path_file.as_ref() != Some(&loc.file) {
+            crate::sys::cfgdir::set_base(self.default_path.base(&loc.file));
+            self.path_file = Some(loc.file.clone());
+        }
         // Where the pattern files a statement reads are used from.
         crate::sample::patref::at(&loc.file, loc.line);
         crate::sample::stick::at(&loc.file, loc.line);

@@ -284,6 +284,7 @@ pub(crate) const GLOBAL: &[GlobalKw] = &[
     kwd("max-spread-checks", g_max_spread_checks),
     kwd("strict-limits", g_strict_limits),
     kwd("set-dumpable", g_bare_flag),
+    kwd("default-path", g_default_path),
     kwd("noreuseport", g_bare_flag),
     kwd("grace", g_grace),
     kwd("fd-hard-limit", g_count),
@@ -846,6 +847,10 @@ fn g_strict_limits(s: &mut State<'_>, loc: &Loc, words: &[String]) {
 }
 
 impl State<'_> {
+    pub(super) fn set_default_path(&mut self, policy: crate::sys::cfgdir::DefaultPath) {
+        self.default_path = policy;
+    }
+
     /// The global socket settings every `bind` line takes: `noreuseport`,
     /// `tune.rcvbuf.client`, `tune.sndbuf.client`.
     pub(super) fn finish_bind_globals(&mut self) {
@@ -907,6 +912,43 @@ fn g_bare_flag(s: &mut State<'_>, loc: &Loc, words: &[String]) {
         "set-dumpable" => s.global.set_dumpable = true,
         _ => s.global.noreuseport = true,
     }
+}
+
+/// `default-path current|config|parent|origin <dir>`: from this line on,
+/// relative paths start there.
+fn g_default_path(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    use crate::sys::cfgdir::DefaultPath;
+    let mode = words.get(1).map_or("", String::as_str);
+    let policy = match mode {
+        "current" => DefaultPath::Current,
+        "config" => DefaultPath::Config,
+        "parent" => DefaultPath::Parent,
+        "origin" => match words.get(2).filter(|d| !d.is_empty()) {
+            Some(d) => DefaultPath::Origin(std::path::PathBuf::from(d)),
+            None => {
+                return s.alert(
+                    loc,
+                    "'default-path origin' expects a directory as an argument.",
+                );
+            }
+        },
+        "" => {
+            return s.alert(
+                loc,
+                "missing default-path mode '' for 'default-path', supported modes include 'current', 'config', 'parent', and 'origin'.",
+            );
+        }
+        other => {
+            return s.alert(
+                loc,
+                format!(
+                    "unsupported default-path mode '{other}' for 'default-path', supported modes include 'current', 'config', 'parent', and 'origin'."
+                ),
+            );
+        }
+    };
+    crate::sys::cfgdir::set_base(policy.base(&loc.file));
+    s.set_default_path(policy);
 }
 
 /// `grace <time>`.

@@ -36,10 +36,11 @@ pub(super) struct BindOptions {
 
 impl State<'_> {
     fn base_path(base: Option<&PathBuf>, p: &str) -> PathBuf {
-        match base {
+        // Relative to `default-path` (the base may be relative itself).
+        crate::sys::cfgdir::resolve(match base {
             Some(b) if !p.starts_with('/') => b.join(p),
             _ => PathBuf::from(p),
-        }
+        })
     }
 
     /// The options after the address of a `bind` line: the TLS
