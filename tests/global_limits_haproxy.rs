@@ -198,6 +198,8 @@ fn limits_check_as_haproxy() {
         "tune.ssl.lifetime",
         "tune.ssl.lifetime 5x",
         "insecure-setuid-wanted x",
+        "ssl-default-bind-curves X25519:P-256",
+        "ssl-default-bind-curves",
     ]
     .map(|l| {
         (

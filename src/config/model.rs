@@ -207,6 +207,8 @@ pub(crate) enum BindV6 {
 pub(crate) struct GlobalSsl {
     pub(crate) bind_options: Vec<String>,
     pub(crate) bind_ciphers: Option<String>,
+    /// `ssl-default-bind-curves`: the `curves` of bind lines without.
+    pub(crate) bind_curves: Option<String>,
     pub(crate) bind_ciphersuites: Option<String>,
     pub(crate) server_options: Vec<String>,
     pub(crate) server_ciphers: Option<String>,

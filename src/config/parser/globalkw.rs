@@ -321,6 +321,7 @@ pub(crate) const GLOBAL: &[GlobalKw] = &[
     kwd("tune.h2.max-concurrent-streams", g_tune_h2),
     kwd("tune.h2.max-frame-size", g_tune_h2),
     kwd("ssl-default-bind-ciphers", g_ssl),
+    kwd("ssl-default-bind-curves", g_ssl),
     kwd("ssl-default-bind-ciphersuites", g_ssl),
     kwd("ssl-default-bind-options", g_ssl),
     kwd("ssl-default-server-ciphers", g_ssl),

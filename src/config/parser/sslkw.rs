@@ -61,6 +61,8 @@ impl State<'_> {
             ..BindTls::default()
         };
         bt.suites.ciphers = g.bind_ciphers.clone();
+        // A bind line's own `curves` replaces it.
+        bt.suites.curves = g.bind_curves.clone();
         bt.suites.ciphersuites = g.bind_ciphersuites.clone();
         let mut alpn: Option<String> = None;
         let mut ca_file: Option<PathBuf> = None;
@@ -696,6 +698,12 @@ impl State<'_> {
         let k = words[0].as_str();
         let arg = words.get(1).map(String::as_str).filter(|a| !a.is_empty());
         let Some(a) = arg else {
+            if k == "ssl-default-bind-curves" {
+                return self.alert(
+                    loc,
+                    format!("global statement '{k}' expects a curves suite as an arguments."),
+                );
+            }
             return self.alert(loc, format!("'{k}' expects an argument."));
         };
         let g = &mut self.global.ssl;
@@ -703,6 +711,7 @@ impl State<'_> {
             "ssl-default-bind-options" => g.bind_options = words[1..].to_vec(),
             "ssl-default-server-options" => g.server_options = words[1..].to_vec(),
             "ssl-default-bind-ciphers" => g.bind_ciphers = Some(a.to_string()),
+            "ssl-default-bind-curves" => g.bind_curves = Some(a.to_string()),
             "ssl-default-bind-ciphersuites" => g.bind_ciphersuites = Some(a.to_string()),
             "ssl-default-server-ciphers" => g.server_ciphers = Some(a.to_string()),
             "ssl-default-server-ciphersuites" => g.server_ciphersuites = Some(a.to_string()),
