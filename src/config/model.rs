@@ -102,6 +102,10 @@ pub(crate) struct Global {
     /// `fd-hard-limit <n>`: the most file descriptors sluice asks for
     /// when it sizes the limit itself (no `ulimit-n`).
     pub(crate) fd_hard_limit: Option<u64>,
+    /// `maxconnrate <n>`, `maxsessrate <n>`: the connections and sessions
+    /// the process accepts per second at most (0: no limit).
+    pub(crate) maxconnrate: Option<u32>,
+    pub(crate) maxsessrate: Option<u32>,
     /// `set-dumpable`: the process may dump core after changing user.
     pub(crate) set_dumpable: bool,
     /// `noreuseport`: listeners are bound without SO_REUSEPORT.

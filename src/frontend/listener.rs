@@ -260,10 +260,24 @@ async fn accept_loop(
     }
 }
 
-/// How long the frontend's `rate-limit sessions` keeps new connections
+/// How long the process's `maxconnrate` and `maxsessrate`, then the
+/// frontend's `rate-limit sessions`, keep new connections
 /// waiting (zero without a limit, or below it).
 fn session_rate_wait(rt: &Runtime, frontend: &str) -> std::time::Duration {
     rt.with_snapshot(|snap| {
+        // The process's `maxconnrate` and `maxsessrate` first.
+        let g = &snap.global;
+        let p = &rt.process;
+        let process = g
+            .maxconnrate
+            .map(|l| p.conn_rate.wait_below(l))
+            .into_iter()
+            .chain(g.maxsessrate.map(|l| p.sess_rate.wait_below(l)))
+            .max()
+            .unwrap_or_default();
+        if !process.is_zero() {
+            return process;
+        }
         snap.frontends()
             .find(|f| *f.name == *frontend)
             .and_then(|f| {

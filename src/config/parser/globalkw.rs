@@ -288,6 +288,8 @@ pub(crate) const GLOBAL: &[GlobalKw] = &[
     kwd("noreuseport", g_bare_flag),
     kwd("grace", g_grace),
     kwd("fd-hard-limit", g_count),
+    kwd("maxconnrate", g_count),
+    kwd("maxsessrate", g_count),
     kwd("tune.rcvbuf.client", g_count),
     kwd("tune.rcvbuf.server", g_count),
     kwd("tune.sndbuf.client", g_count),
@@ -975,10 +977,18 @@ fn g_count(s: &mut State<'_>, loc: &Loc, words: &[String]) {
     let Some(arg) = words.get(1).filter(|a| !a.is_empty()) else {
         return s.alert(loc, format!("'{k}' expects an integer argument."));
     };
+    if let Some(extra) = words.get(2).filter(|_| k.starts_with("max")) {
+        return s.alert(
+            loc,
+            format!("'{k}' cannot handle unexpected argument '{extra}'."),
+        );
+    }
     let n = crate::config::units::atoi(arg).clamp(0, i64::from(u32::MAX));
     let n32 = n as u32;
     let g = &mut s.global;
     match k {
+        "maxconnrate" => g.maxconnrate = Some(n32).filter(|n| *n > 0),
+        "maxsessrate" => g.maxsessrate = Some(n32).filter(|n| *n > 0),
         "fd-hard-limit" => g.fd_hard_limit = Some(n as u64),
         "tune.rcvbuf.client" => g.sockbufs.rcv_client = Some(n32),
         "tune.rcvbuf.server" => g.sockbufs.rcv_server = Some(n32),

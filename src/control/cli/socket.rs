@@ -110,6 +110,20 @@ where
     let slots = Arc::new(Semaphore::new(MAX_CLI_CONNS));
     loop {
         let permit = slots.clone().acquire_owned().await;
+        // The process's `maxconnrate` and `maxsessrate` hold the CLI's
+        // clients too, as HAProxy's.
+        let wait = rt.with_snapshot(|snap| {
+            let (g, p) = (&snap.global, &rt.process);
+            g.maxconnrate
+                .map(|l| p.conn_rate.wait_below(l))
+                .into_iter()
+                .chain(g.maxsessrate.map(|l| p.sess_rate.wait_below(l)))
+                .max()
+                .unwrap_or_default()
+        });
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+        }
         match accept().await {
             Ok((stream, origin)) => spawn_conn(stream, origin, level, rt.clone(), permit.ok()),
             Err(e) => accept_failed(e).await,
