@@ -205,6 +205,8 @@ fn limits_check_as_haproxy() {
         "maxconnrate 10 20",
         "maxsessrate 100",
         "maxsessrate",
+        "pp2-never-send-local",
+        "pp2-never-send-local x",
     ]
     .map(|l| {
         (
@@ -386,4 +388,62 @@ async fn accept_rates_as_haproxy() {
             "MaxConnRate over the limit: {side:?} (haproxy {h:?})"
         );
     }
+}
+
+/// The first bytes of a health check of a `send-proxy-v2` server under
+/// the global `pp2-never-send-local`, the ports masked (each side has
+/// its own source port and server).
+async fn never_local_check(hap: bool) -> Vec<u8> {
+    let srv = support::raw::RawBackend::start().await;
+    let dir = TempDir::new(if hap { "glim-pp2-h" } else { "glim-pp2-s" });
+    let (held, [p0]) = hold_ports::<1>();
+    let cfg = format!(
+        "global
+    pp2-never-send-local
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 2s
+    timeout server 2s
+frontend f
+    bind 127.0.0.1:{p0}
+    default_backend b
+backend b
+    option httpchk GET /chk
+    server s1 {} check inter 200ms send-proxy-v2
+",
+        srv.addr
+    );
+    let mut p = spawn(hap, &dir, &cfg);
+    drop(held);
+    assert!(accepts(&mut p, format!("127.0.0.1:{p0}").parse().unwrap()));
+    let mut got = None;
+    within(Duration::from_secs(10), "a check", async {
+        while got.is_none() {
+            got = srv.take_conns().into_iter().next();
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    let mut c = got.unwrap();
+    assert!(c.len() > 28, "{c:?}");
+    // The destination is the server, whose port differs per side.
+    assert_eq!(u16::from_be_bytes([c[26], c[27]]), srv.addr.port(), "{c:?}");
+    c[24..28].fill(0);
+    c.truncate(28 + "GET /chk HTTP/1.0\r\n".len());
+    c
+}
+
+/// `pp2-never-send-local`: the check sends a PROXY command with its
+/// connection's addresses (HAProxy 2.1's), where it sends LOCAL without.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pp2_never_send_local_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let h = never_local_check(true).await;
+    let s = never_local_check(false).await;
+    assert_eq!(s, h);
+    // PROXY (0x21) over TCP4 (0x11), 12 bytes of addresses.
+    assert_eq!(&h[12..16], &[0x21, 0x11, 0x00, 0x0c], "{h:?}");
 }

@@ -106,6 +106,8 @@ pub(crate) struct Global {
     /// the process accepts per second at most (0: no limit).
     pub(crate) maxconnrate: Option<u32>,
     pub(crate) maxsessrate: Option<u32>,
+    /// `pp2-never-send-local`: see `upstream::check::PP2_NEVER_LOCAL`.
+    pub(crate) pp2_never_send_local: bool,
     /// `set-dumpable`: the process may dump core after changing user.
     pub(crate) set_dumpable: bool,
     /// `noreuseport`: listeners are bound without SO_REUSEPORT.

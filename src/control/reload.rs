@@ -102,6 +102,10 @@ impl Supervisor {
             crate::observe::log::ring_fwd::start(&snap.global.rings);
             let bufs = snap.global.sockbufs;
             crate::upstream::source::set_server_bufs(bufs.rcv_server, bufs.snd_server);
+            crate::upstream::check::PP2_NEVER_LOCAL.store(
+                snap.global.pp2_never_send_local,
+                std::sync::atomic::Ordering::Relaxed,
+            );
             crate::observe::log::forward::start(
                 &snap.global.log_forwards,
                 &snap.global.log.targets,
@@ -336,6 +340,10 @@ impl Supervisor {
             crate::observe::log::ring_fwd::start(&snap.global.rings);
             let bufs = snap.global.sockbufs;
             crate::upstream::source::set_server_bufs(bufs.rcv_server, bufs.snd_server);
+            crate::upstream::check::PP2_NEVER_LOCAL.store(
+                snap.global.pp2_never_send_local,
+                std::sync::atomic::Ordering::Relaxed,
+            );
             crate::observe::log::forward::start(
                 &snap.global.log_forwards,
                 &snap.global.log.targets,

@@ -286,6 +286,7 @@ pub(crate) const GLOBAL: &[GlobalKw] = &[
     kwd("set-dumpable", g_bare_flag),
     kwd("default-path", g_default_path),
     kwd("noreuseport", g_bare_flag),
+    kwd("pp2-never-send-local", g_bare_flag),
     kwd("grace", g_grace),
     kwd("fd-hard-limit", g_count),
     kwd("maxconnrate", g_count),
@@ -913,6 +914,7 @@ fn g_bare_flag(s: &mut State<'_>, loc: &Loc, words: &[String]) {
     }
     match k {
         "set-dumpable" => s.global.set_dumpable = true,
+        "pp2-never-send-local" => s.global.pp2_never_send_local = true,
         _ => s.global.noreuseport = true,
     }
 }
