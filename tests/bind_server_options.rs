@@ -254,7 +254,7 @@ fn check_says_what_becomes_of_each_option() {
         (
             "",
             "log-proto octet-count",
-            "'log-proto' is accepted and ignored: only the servers of a 'ring' section send logs",
+            "'log-proto' is accepted and ignored: a proxy's servers are sent no logs",
         ),
     ] {
         let out = run(bind, server);

@@ -405,7 +405,7 @@ frontend fe
     tcp-request content switch-mode http
     http-response send-spoe-group engine group
     option log-health-check
-    log-format-sd test
+    error-log-format test
     acl a base,ungrpc -m found
     acl b fc_rtt -m found
     default_backend be
@@ -416,10 +416,10 @@ backend be
     tcp-request content switch-mode http
     http-request set-header X-B %[req.hdr(host),ungrpc]
     http-request set-header X-C %[fc_rtt]
-log-forward lf
-    dgram-bind 127.0.0.1:1
-ring r
-    size 32768
+program p
+    command /bin/true
+program q
+    command /bin/true
 crt-store st
     crt-base /etc/ssl
 listen li
@@ -449,7 +449,7 @@ listen li
             13,
             "'option log-health-check' is not supported by sluice yet",
         ),
-        (14, "'log-format-sd' is not supported by sluice yet"),
+        (14, "'error-log-format' is not supported by sluice yet"),
         (
             15,
             "converter 'ungrpc' is not supported by sluice yet in ACL expression 'base,ungrpc'",
@@ -482,8 +482,8 @@ listen li
             24,
             "sample fetch 'fc_rtt' is not supported by sluice yet in log-format expression '%[fc_rtt]'",
         ),
-        (25, "'log-forward' sections are not supported by sluice yet"),
-        (27, "'ring' sections are not supported by sluice yet"),
+        (25, "'program' sections are not supported by sluice yet"),
+        (27, "'program' sections are not supported by sluice yet"),
         (29, "'crt-store' sections are not supported by sluice yet"),
         (32, "'expose-fd' option is not supported by sluice yet"),
         (

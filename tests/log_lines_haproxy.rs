@@ -1170,3 +1170,79 @@ async fn tcp_client_gone_before_first_read_as_haproxy() {
         ]
     );
 }
+
+const SD_CFG: &str = "global
+    log-tag sdtest
+defaults
+    log {log} format rfc5424 local0 info
+    # The start-up's probes send nothing: no line.
+    option dontlognull
+    timeout connect 1s
+    timeout client 5s
+    timeout server 5s
+
+listen sd
+    mode http
+    bind {fe0}
+    log-format \"%ft %ST %{+Q}r\"
+    log-format-sd \"[req@32473 status=\\\"%ST\\\" path=\\\"%HP\\\" fe=\\\"%[fe_name]\\\"]\"
+    http-request return status 200 if { path /ok }
+    http-request deny if { path /deny }
+
+# From `defaults`: a backend ignores it (with haproxy's warning).
+defaults
+    log {log} format rfc5424 local0 info
+    log-format-sd \"[d@1 x=\\\"%ST\\\"]\"
+    option dontlognull
+    timeout connect 1s
+    timeout client 5s
+    timeout server 5s
+
+listen inherited
+    mode http
+    bind {fe1}
+    log-format \"%ft %ST\"
+    http-request return status 204
+
+backend ignored
+    log-format-sd \"[b@1 y=\\\"1\\\"]\"
+    server s1 {srv}
+";
+
+/// The line of one request, its date and pid masked (they must differ),
+/// each checked for its place first.
+async fn sd_line(side: &Side, &(fe, path): &(usize, &str)) -> String {
+    let req = format!("GET {path} HTTP/1.1\r\nhost: ex.org\r\nconnection: close\r\n\r\n");
+    client(side.addr(fe), req.as_bytes()).await;
+    let line = side.log.take(1).remove(0);
+    let mut f: Vec<&str> = line.splitn(6, ' ').collect();
+    assert!(
+        f.len() == 6 && f[1].contains('T') && f[4].parse::<u32>().is_ok(),
+        "{line}"
+    );
+    f[1] = "<date>";
+    f[4] = "<pid>";
+    f.join(" ")
+}
+
+/// `log-format-sd`: RFC 5424's structured data of a frontend's lines
+/// (from the listen itself and from `defaults`), as haproxy 2.6 writes
+/// them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn structured_data_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let want = each_case(
+        SD_CFG,
+        2,
+        &[(0, "/ok"), (0, "/deny?x=1"), (1, "/"), (0, "/ok")],
+        sd_line,
+        |case, w, g| assert_eq!(g, w, "{case:?}"),
+    )
+    .await;
+    assert_eq!(
+        want[0],
+        "<134>1 <date> - sdtest <pid> - [req@32473 status=\"200\" path=\"/ok\" fe=\"sd\"] sd 200 \"GET /ok HTTP/1.1\"\n"
+    );
+}

@@ -1939,7 +1939,8 @@ fn group_config(
 }
 
 /// Version pins (`force-tlsv12`, `force-tlsv13`, `no-tlsv13`) and key
-/// exchange groups (`curves`, `ecdhe`) on a `bind` line: each client
+/// exchange groups (`curves`, `ecdhe`, the global
+/// `ssl-default-bind-curves` and a line's own over it) on a `bind` line: each client
 /// (one version, one group) completes its handshake or not, with the
 /// version and group haproxy 2.6 gives it on the same line. A TLS 1.2
 /// client offers P-256 second: OpenSSL serves its ECDSA P-256
@@ -1955,9 +1956,18 @@ async fn version_pins_and_curves_as_with_haproxy() {
     let ca = Ca::new("sluice test CA");
     let dir = TempDir::new("tlspins");
     let pem = write(dir.path(), "site.pem", &ca.leaf(&["site.test"]));
+    // `@<curves> <opts>`: the global `ssl-default-bind-curves <curves>`
+    // and the bind line's `<opts>`.
     let config = |bind: &str, opts: &str| {
+        let (global, opts) = match opts.strip_prefix('@') {
+            Some(rest) => {
+                let (c, o) = rest.split_once(' ').unwrap_or((rest, ""));
+                (format!("global\n    ssl-default-bind-curves {c}\n"), o)
+            }
+            None => (String::new(), opts),
+        };
         format!(
-            "defaults
+            "{global}defaults
     mode http
     timeout connect 5s
     timeout client 5s
@@ -1977,6 +1987,8 @@ frontend fe
         "curves X25519:P-256",
         "ecdhe secp384r1",
         "ecdhe prime256v1 force-tlsv12",
+        "@P-384",
+        "@P-384 curves X25519:P-256",
     ] {
         let fronts = listens(2);
         let _hap = support::haproxy::Haproxy::start(

@@ -30,6 +30,8 @@ pub const SECTIONS: &[&str] = &[
     "mailers",
     "http-errors",
     "fcgi-app",
+    "ring",
+    "log-forward",
 ];
 
 /// Directives (lines starting with a dot).
@@ -40,8 +42,6 @@ pub const DIRECTIVES: &[&str] = &[
 /// HAProxy sections sluice does not support.
 pub(crate) const UNSUPPORTED_SECTIONS: &[&str] = &[
     "program",
-    "ring",
-    "log-forward",
     "namespace_list",
     "crt-store",
     "traces",
@@ -55,6 +55,22 @@ pub const GLOBAL_SUPPORTED: &[&str] = &names::<_, { parser::GLOBAL.len() }>(pars
 /// poller): accepted with a notice giving the reason, so that a tuned
 /// HAProxy configuration still starts.
 pub(crate) const GLOBAL_IGNORED: &[(&str, &str)] = &[
+    (
+        "insecure-setuid-wanted",
+        "sluice never forbids setuid programs (it sets no PR_SET_NO_NEW_PRIVS), so external checks may run them already",
+    ),
+    (
+        "tune.ssl.lifetime",
+        "rustls keeps cached TLS sessions until the cache is full and rotates its ticket keys itself",
+    ),
+    (
+        "tune.ssl.maxrecord",
+        "rustls has no dynamic record sizing, records are cut only at 'tune.ssl.hard-maxrecord'",
+    ),
+    (
+        "tune.idle-pool.shared",
+        "each of sluice's threads keeps the idle server connections it made, they are never shared",
+    ),
     (
         "tune.http.cookielen",
         "it bounds `capture cookie`, which sluice does not have yet",
@@ -521,7 +537,7 @@ pub(crate) const SERVER_IGNORED: &[(&str, usize, &str)] = &[
     (
         "log-proto",
         1,
-        "only the servers of a 'ring' section send logs, and sluice has no rings",
+        "a proxy's servers are sent no logs: only a 'ring' section's servers forward them, where 'log-proto' is read",
     ),
 ];
 

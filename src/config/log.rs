@@ -16,6 +16,8 @@ pub(crate) enum Sink {
     Stdout,
     /// `stderr` / `fd@2`.
     Stderr,
+    /// `ring@<name>`: the `ring` section of that name.
+    Ring(String),
 }
 
 /// The `format` of a log target (HAProxy's names).
@@ -42,7 +44,7 @@ pub(crate) enum Format {
 }
 
 impl Format {
-    fn parse(s: &str) -> Option<Format> {
+    pub(crate) fn parse(s: &str) -> Option<Format> {
         Some(match s {
             "local" => Format::Local,
             "rfc3164" => Format::Rfc3164,
@@ -160,6 +162,8 @@ pub(crate) struct ProxyLog {
     pub(crate) logasap: bool,
     /// `log-tag` of the proxy.
     pub(crate) tag: Option<String>,
+    /// `log-format-sd`: the structured data of RFC 5424 headers.
+    pub(crate) sd: Option<String>,
 }
 
 impl ProxyLog {
@@ -276,7 +280,10 @@ fn parse_sink(t: &str) -> Result<Sink, String> {
     if t.starts_with('/') {
         return Ok(Sink::Unix(PathBuf::from(t)));
     }
-    if t.starts_with("ring@") || t.starts_with("fd@") {
+    if let Some(name) = t.strip_prefix("ring@") {
+        return Ok(Sink::Ring(name.to_string()));
+    }
+    if t.starts_with("fd@") {
         return Err(format!("log : target '{t}' is not supported by sluice yet"));
     }
     let addr = t
@@ -339,6 +346,21 @@ pub(crate) fn parse_httplog(words: &[String]) -> Result<LogFormatKind, String> {
 }
 
 /// Parses `log-format <string>`, checking the string compiles.
+/// Parses `log-format-sd <fmt>` (`words[0] == "log-format-sd"`).
+pub(crate) fn parse_log_format_sd(words: &[String]) -> Result<String, String> {
+    let Some(f) = words.get(1) else {
+        return Err("log-format-sd expects an argument.".to_string());
+    };
+    if words.len() > 2 {
+        return Err(
+            "log-format-sd expects only one argument, don't forget to escape spaces!".to_string(),
+        );
+    }
+    crate::config::log_format::LogFormat::compile(f)
+        .map_err(|e| format!("failed to parse log-format-sd : {e}"))?;
+    Ok(f.clone())
+}
+
 pub(crate) fn parse_log_format(words: &[String]) -> Result<LogFormatKind, String> {
     let Some(f) = words.get(1) else {
         return Err("log-format expects an argument.".to_string());

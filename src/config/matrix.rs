@@ -35,7 +35,6 @@ const INSTEAD: &[(&str, &str)] = &[
         "program",
         "the service manager (systemd units) for the side programs",
     ),
-    ("ring", "`log` to a syslog server or a UNIX socket"),
     ("ssl-engine", "rustls has no engines: nothing to configure"),
     (
         "force-sslv3",

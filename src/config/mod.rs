@@ -7,9 +7,11 @@
 
 pub(crate) mod log;
 pub(crate) mod log_format;
+pub(crate) mod log_forward;
 pub(crate) mod mailers;
 #[cfg(test)]
 mod matrix;
+pub(crate) mod ring;
 
 pub mod addr;
 pub(crate) mod check_proto;

@@ -117,6 +117,36 @@ pub(crate) struct Global {
     pub(crate) fcgi_apps: Vec<crate::config::fcgi::FcgiApp>,
     /// `mailers` sections, in order.
     pub(crate) mailers: Vec<crate::config::mailers::MailersSection>,
+    /// `ring` sections, in order.
+    pub(crate) rings: Vec<crate::config::ring::RingSection>,
+    /// `fd-hard-limit <n>`: the most file descriptors sluice asks for
+    /// when it sizes the limit itself (no `ulimit-n`).
+    pub(crate) fd_hard_limit: Option<u64>,
+    /// `maxconnrate <n>`, `maxsessrate <n>`: the connections and sessions
+    /// the process accepts per second at most (0: no limit).
+    pub(crate) maxconnrate: Option<u32>,
+    pub(crate) maxsessrate: Option<u32>,
+    /// `pp2-never-send-local`: see `upstream::check::PP2_NEVER_LOCAL`.
+    pub(crate) pp2_never_send_local: bool,
+    /// `set-dumpable`: the process may dump core after changing user.
+    pub(crate) set_dumpable: bool,
+    /// `noreuseport`: listeners are bound without SO_REUSEPORT.
+    pub(crate) noreuseport: bool,
+    /// `grace <time>`: how long listeners keep accepting after a stop
+    /// signal, before the soft stop begins.
+    pub(crate) grace: Option<Duration>,
+    /// `tune.rcvbuf.client`, `tune.sndbuf.client`, `tune.rcvbuf.server`,
+    /// `tune.sndbuf.server`: SO_RCVBUF and SO_SNDBUF of the client and
+    /// server sockets.
+    pub(crate) sockbufs: SockBufs,
+    /// `tune.ssl.cachesize <n>`: sessions a TLS listener keeps for
+    /// resumption.
+    pub(crate) ssl_cachesize: Option<u32>,
+    /// `tune.ssl.hard-maxrecord <n>`: the most plaintext bytes a TLS
+    /// record sluice sends carries.
+    pub(crate) ssl_hard_maxrecord: Option<u32>,
+    /// `log-forward` sections, in order.
+    pub(crate) log_forwards: Vec<crate::config::log_forward::LogForward>,
     /// `tune.comp.maxlevel` (1 to 9; HAProxy's default is 1).
     pub(crate) comp_maxlevel: Option<u32>,
     /// `server-state-file` and `server-state-base`: where the servers'
@@ -203,6 +233,8 @@ pub(crate) enum BindV6 {
 pub(crate) struct GlobalSsl {
     pub(crate) bind_options: Vec<String>,
     pub(crate) bind_ciphers: Option<String>,
+    /// `ssl-default-bind-curves`: the `curves` of bind lines without.
+    pub(crate) bind_curves: Option<String>,
     pub(crate) bind_ciphersuites: Option<String>,
     pub(crate) server_options: Vec<String>,
     pub(crate) server_ciphers: Option<String>,
@@ -214,6 +246,15 @@ pub(crate) struct GlobalSsl {
     /// `tune.ssl.capture-buffer-size`: the bytes of each TLS client's
     /// ClientHello kept for the `ssl_fc_*list` fetches (0: none kept).
     pub(crate) capture_size: u32,
+}
+
+/// The socket buffer sizes of `tune.rcvbuf.*` and `tune.sndbuf.*`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct SockBufs {
+    pub(crate) rcv_client: Option<u32>,
+    pub(crate) snd_client: Option<u32>,
+    pub(crate) rcv_server: Option<u32>,
+    pub(crate) snd_server: Option<u32>,
 }
 
 impl Global {
@@ -703,6 +744,13 @@ pub(crate) struct BindSock {
     /// `transparent`: IP_TRANSPARENT, to take connections to foreign
     /// addresses.
     pub(crate) transparent: bool,
+    /// SO_RCVBUF and SO_SNDBUF of the listener, which the connections it
+    /// accepts inherit (the global `tune.rcvbuf.client`,
+    /// `tune.sndbuf.client`).
+    pub(crate) rcvbuf: Option<u32>,
+    pub(crate) sndbuf: Option<u32>,
+    /// The global `noreuseport`: no SO_REUSEPORT.
+    pub(crate) noreuseport: bool,
 }
 
 impl BindSock {
@@ -1903,6 +1951,9 @@ pub(crate) struct Proxy {
     pub(crate) external_check: crate::config::external_check::ExternalCheckCfg,
     /// `email-alert` lines.
     pub(crate) email_alert: crate::config::mailers::EmailAlert,
+    /// `backlog <n>`: the accept queue of the proxy's `bind` lines that
+    /// set none.
+    pub(crate) backlog: Option<i32>,
     /// Frontend `maxconn` (defaults to the global one).
     pub(crate) maxconn: Option<u32>,
     pub(crate) retries: u32,
@@ -2032,6 +2083,7 @@ impl Proxy {
             http_check: HttpCheck::default(),
             tcp_check: Vec::new(),
             email_alert: Default::default(),
+            backlog: None,
             external_check: Default::default(),
             maxconn: None,
             retries: 3,

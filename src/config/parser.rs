@@ -26,11 +26,13 @@ mod fcgikw;
 mod globalkw;
 mod lbkw;
 mod legacykw;
+mod logfwdkw;
 mod mailerskw;
 mod peerskw;
 mod proxykw;
 mod resolverskw;
 mod retrykw;
+mod ringkw;
 mod rulekw;
 mod serverkw;
 mod sockkw;
@@ -103,6 +105,10 @@ enum Section {
     HttpErrors(usize),
     /// Index into `Global::fcgi_apps`.
     FcgiApp(usize),
+    /// Index into `Global::rings`.
+    Ring(usize),
+    /// Index into `Global::log_forwards`.
+    LogForward(usize),
     /// Inside a section we cannot use (already reported once).
     Skip,
 }
@@ -118,6 +124,8 @@ impl Section {
             Section::Mailers(_) => "mailers",
             Section::HttpErrors(_) => "http-errors",
             Section::FcgiApp(_) => "fcgi-app",
+            Section::Ring(_) => "ring",
+            Section::LogForward(_) => "log-forward",
             Section::Global => "global",
             Section::Defaults(_) => "defaults",
             Section::Proxy(i) => proxies.get(i).map_or("", |p| p.kind.keyword()),
@@ -279,6 +287,12 @@ pub(crate) struct State<'r> {
     declared_tables: Vec<stickkw::Declared>,
     /// What the lines of the current `peers` section said so far.
     peers_parse: peerskw::PeersParse,
+    /// The `log ring@<name>` lines: where, the ring, the proxy (None: the
+    /// global section); checked once every ring is read.
+    ring_refs: Vec<(Loc, String, Option<String>)>,
+    /// `default-path`, and the file whose directory is in force.
+    default_path: crate::sys::cfgdir::DefaultPath,
+    path_file: Option<Arc<str>>,
 }
 
 /// Looks up an environment variable (injected, so tests choose the
@@ -335,6 +349,9 @@ impl<'r> State<'r> {
             dynamic: false,
             declared_tables: Vec::new(),
             peers_parse: Default::default(),
+            ring_refs: Vec::new(),
+            default_path: Default::default(),
+            path_file: None,
         }
     }
 
@@ -486,11 +503,17 @@ impl<'r> State<'r> {
     /// Work that needs every file: notes on ACLs used before their
     /// declaration.
     pub(crate) fn finish(&mut self) {
+        // Relative paths read after the files start where the process did.
+        crate::sys::cfgdir::set_base(None);
+        self.path_file = None;
         self.finish_userlists();
         self.finish_caches();
         self.finish_errorfiles();
         self.finish_reply_sections();
         self.finish_dispatch();
+        self.finish_rings();
+        self.finish_log_forwards();
+        self.finish_bind_globals();
         self.check_filters();
         for (di, pi, name) in std::mem::take(&mut self.missing_acls) {
             let Some(def) = self
@@ -631,6 +654,11 @@ impl<'r> State<'r> {
     }
 
     fn statement(&mut self, loc: &Loc, words: &[String]) {
+        // `default-path` follows each file to its directory.
+        if self.path_file.as_ref() != Some(&loc.file) {
+            crate::sys::cfgdir::set_base(self.default_path.base(&loc.file));
+            self.path_file = Some(loc.file.clone());
+        }
         // Where the pattern files a statement reads are used from.
         crate::sample::patref::at(&loc.file, loc.line);
         crate::sample::stick::at(&loc.file, loc.line);
@@ -672,6 +700,8 @@ impl<'r> State<'r> {
             Section::Mailers(i) => self.mailers_line(i, loc, words),
             Section::HttpErrors(i) => self.http_errors_line(i, loc, words),
             Section::FcgiApp(i) => self.fcgi_app_line(i, loc, words),
+            Section::Ring(i) => self.ring_line(i, loc, words),
+            Section::LogForward(i) => self.log_forward_line(i, loc, words),
             Section::Defaults(_) | Section::Proxy(_) => self.proxy_line(loc, words),
         }
     }
@@ -747,6 +777,8 @@ impl<'r> State<'r> {
             "mailers" => return self.start_mailers(loc, words),
             "http-errors" => return self.start_http_errors(loc, words),
             "fcgi-app" => return self.start_fcgi_app(loc, words),
+            "ring" => return self.start_ring(loc, words),
+            "log-forward" => return self.start_log_forward(loc, words),
             "global" => {
                 self.section = Section::Global;
                 return;
@@ -852,6 +884,7 @@ impl<'r> State<'r> {
         };
         p.tcp_check = d.tcp_check.clone();
         p.email_alert = d.email_alert.clone();
+        p.backlog = d.backlog;
         p.external_check = d.external_check.clone();
         p.retries = d.retries;
         p.redispatch = d.redispatch;

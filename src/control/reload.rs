@@ -98,6 +98,18 @@ impl Supervisor {
                 .try_lock()
                 .map_err(|_| std::io::Error::other("supervisor busy"))?;
             let snap = sup.rt.snapshot();
+            // The rings before the first line is logged to them.
+            crate::observe::log::ring_fwd::start(&snap.global.rings);
+            let bufs = snap.global.sockbufs;
+            crate::upstream::source::set_server_bufs(bufs.rcv_server, bufs.snd_server);
+            crate::upstream::check::PP2_NEVER_LOCAL.store(
+                snap.global.pp2_never_send_local,
+                std::sync::atomic::Ordering::Relaxed,
+            );
+            crate::observe::log::forward::start(
+                &snap.global.log_forwards,
+                &snap.global.log.targets,
+            );
             for (name, addr, l) in bound {
                 let limit = sup.limit_for(&mut st, &snap, &name);
                 let own = listener_limit_for(&mut st, &snap, &name, &addr);
@@ -323,6 +335,20 @@ impl Supervisor {
         crate::upstream::check::spawn_agents(&self.rt);
         crate::upstream::dns::spawn_resolvers(&self.rt);
         crate::peers::spawn(&self.rt);
+        {
+            let snap = self.rt.snapshot();
+            crate::observe::log::ring_fwd::start(&snap.global.rings);
+            let bufs = snap.global.sockbufs;
+            crate::upstream::source::set_server_bufs(bufs.rcv_server, bufs.snd_server);
+            crate::upstream::check::PP2_NEVER_LOCAL.store(
+                snap.global.pp2_never_send_local,
+                std::sync::atomic::Ordering::Relaxed,
+            );
+            crate::observe::log::forward::start(
+                &snap.global.log_forwards,
+                &snap.global.log.targets,
+            );
+        }
         // The listeners with the configuration's changes, before the state's.
         let at = changes
             .iter()

@@ -840,7 +840,9 @@ fn raise_fd_limit(cfg: &Config, pid: u32) -> bool {
         None => {
             let listeners: usize = cfg.proxies.iter().map(|p| p.binds.len()).sum();
             let servers: usize = cfg.proxies.iter().map(|p| p.servers.len()).sum();
-            maxconn * 2 + listeners as u64 + servers as u64 + 100
+            let need = maxconn * 2 + listeners as u64 + servers as u64 + 100;
+            // `fd-hard-limit`: never more than this.
+            cfg.global.fd_hard_limit.map_or(need, |cap| need.min(cap))
         }
     };
     let result = match cfg.global.ulimit_n {
@@ -1054,6 +1056,10 @@ async fn serve(
         );
         return 1;
     }
+    // A process that changed user is not dumpable unless asked.
+    if cfg.global.set_dumpable {
+        crate::sys::process::set_dumpable();
+    }
     let sup =
         match crate::control::reload::Supervisor::start(rt.clone(), sources, global_max, bound) {
             Ok(sup) => sup,
@@ -1115,6 +1121,10 @@ async fn soft_stop(
     rt: &Arc<Runtime>,
     signals: &mut crate::sys::process::StopSignals,
 ) -> i32 {
+    // `grace`: the listeners keep accepting a while before the stop.
+    if let Some(grace) = rt.snapshot().global.grace {
+        tokio::time::sleep(grace).await;
+    }
     crate::sys::process::sd_notify("STOPPING=1\n");
     crate::sys::process::begin_soft_stop();
     sup.stop_listening().await;

@@ -260,10 +260,24 @@ async fn accept_loop(
     }
 }
 
-/// How long the frontend's `rate-limit sessions` keeps new connections
+/// How long the process's `maxconnrate` and `maxsessrate`, then the
+/// frontend's `rate-limit sessions`, keep new connections
 /// waiting (zero without a limit, or below it).
 fn session_rate_wait(rt: &Runtime, frontend: &str) -> std::time::Duration {
     rt.with_snapshot(|snap| {
+        // The process's `maxconnrate` and `maxsessrate` first.
+        let g = &snap.global;
+        let p = &rt.process;
+        let process = g
+            .maxconnrate
+            .map(|l| p.conn_rate.wait_below(l))
+            .into_iter()
+            .chain(g.maxsessrate.map(|l| p.sess_rate.wait_below(l)))
+            .max()
+            .unwrap_or_default();
+        if !process.is_zero() {
+            return process;
+        }
         snap.frontends()
             .find(|f| *f.name == *frontend)
             .and_then(|f| {
@@ -688,8 +702,18 @@ pub(crate) fn bind_std(
         }
     }
     socket.set_reuse_address(true)?;
-    // As HAProxy: a new process (`-sf`) can bind next to the old one.
-    set_reuse_port(&socket)?;
+    // As HAProxy: a new process (`-sf`) can bind next to the old one,
+    // unless `noreuseport` says otherwise.
+    if !opts.noreuseport {
+        set_reuse_port(&socket)?;
+    }
+    // Accepted sockets inherit the listener's buffer sizes.
+    if let Some(n) = opts.rcvbuf {
+        socket.set_recv_buffer_size(n as usize)?;
+    }
+    if let Some(n) = opts.sndbuf {
+        socket.set_send_buffer_size(n as usize)?;
+    }
     if addr.is_ipv6() {
         // As HAProxy: without either option the system's default stands
         // (`net.ipv6.bindv6only`, 0 on most systems: `:::80` takes IPv4).

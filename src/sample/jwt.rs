@@ -178,7 +178,10 @@ fn keys() -> &'static ArcSwap<HashMap<String, Arc<PublicKey>>> {
 }
 
 fn load_key(path: &str) {
-    let Some(key) = std::fs::read(path).ok().and_then(|pem| parse_key(&pem)) else {
+    let Some(key) = std::fs::read(crate::sys::cfgdir::resolve(path))
+        .ok()
+        .and_then(|pem| parse_key(&pem))
+    else {
         return;
     };
     let key = Arc::new(key);

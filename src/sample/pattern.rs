@@ -1248,7 +1248,8 @@ fn each_line(
     path: &str,
     mut f: impl FnMut(usize, usize, &str) -> Result<(), String>,
 ) -> Result<(), String> {
-    let bytes = std::fs::read(path).map_err(|_| format!("failed to open pattern file <{path}>"))?;
+    let bytes = std::fs::read(crate::sys::cfgdir::resolve(path))
+        .map_err(|_| format!("failed to open pattern file <{path}>"))?;
     let lines = memchr::memchr_iter(b'\n', &bytes).count() + 1;
     let text = String::from_utf8_lossy(&bytes);
     for (i, l) in text.lines().enumerate() {

@@ -53,6 +53,8 @@ pub(crate) struct FrontendLog {
     pub(crate) setup: LogSetup,
     /// `None`: no log format, HAProxy's "Connect from" line at accept.
     pub(crate) format: Option<LogFormat>,
+    /// `log-format-sd`: the structured data of RFC 5424 headers.
+    pub(crate) sd: Option<LogFormat>,
     pub(crate) dontlognull: bool,
     pub(crate) dontlog_normal: bool,
     pub(crate) separate_errors: bool,
@@ -69,9 +71,14 @@ impl FrontendLog {
         let format = p.format.as_ref().and_then(|f| {
             crate::sample::stick::compiling_for(name, || LogFormat::compile(f.text())).ok()
         });
+        let sd = p
+            .sd
+            .as_ref()
+            .and_then(|f| crate::sample::stick::compiling_for(name, || LogFormat::compile(f)).ok());
         Some(Arc::new(FrontendLog {
             setup,
             format,
+            sd,
             dontlognull: p.dontlognull,
             dontlog_normal: p.dontlog_normal,
             separate_errors: p.separate_errors,

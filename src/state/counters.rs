@@ -106,8 +106,16 @@ impl FreqCtr {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default();
-        let sec = now.as_secs() as u32;
-        let frac = f64::from(now.subsec_millis()) / 1000.0;
+        // The second of `hit`'s clock, which may lag the system's by a
+        // tick: the events are counted in it, so the estimate must be too
+        // (a lagging second is at its very end).
+        let coarse = now_secs();
+        let sec = coarse as u32;
+        let frac = match now.as_secs().cmp(&coarse) {
+            std::cmp::Ordering::Equal => f64::from(now.subsec_millis()) / 1000.0,
+            std::cmp::Ordering::Greater => 0.999,
+            std::cmp::Ordering::Less => 0.0,
+        };
         let cur = self.cur.load(Relaxed);
         let (s, n) = ((cur >> 32) as u32, cur as u32);
         let (n, p) = if s == sec {

@@ -8,6 +8,7 @@ pub(crate) mod change;
 pub(crate) mod generation;
 pub(crate) mod inherited;
 pub(crate) mod pool;
+pub(crate) mod ring;
 pub(crate) mod sessions;
 pub(crate) mod table;
 

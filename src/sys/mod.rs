@@ -2,6 +2,7 @@
 //! limits, affinity, systemd notifications) and the worker threads.
 
 pub(crate) mod abns;
+pub(crate) mod cfgdir;
 pub(crate) mod env;
 pub(crate) mod peer;
 pub(crate) mod process;

@@ -233,6 +233,15 @@ pub(crate) fn drop_privileges(uid: Option<u32>, gid: Option<u32>) -> std::io::Re
     Ok(())
 }
 
+/// `set-dumpable`: the process may dump core after it changed user
+/// (PR_SET_DUMPABLE); a failure only loses the cores.
+pub(crate) fn set_dumpable() {
+    // SAFETY: prctl with integer arguments only.
+    unsafe {
+        libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0);
+    }
+}
+
 /// Raises the soft `RLIMIT_NOFILE` to `want` (up to the hard limit, or
 /// past it when privileged). Returns the limit in force afterwards.
 pub(crate) fn raise_nofile(want: u64) -> std::io::Result<u64> {

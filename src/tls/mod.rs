@@ -284,6 +284,11 @@ pub(crate) struct BindTls {
     pub(crate) no_ca_names: bool,
     /// `crl-file`: revoked client certificates are refused.
     pub(crate) crls: Vec<rustls::pki_types::CertificateRevocationListDer<'static>>,
+    /// The global `tune.ssl.cachesize` (None: HAProxy's default).
+    pub(crate) session_cache: Option<usize>,
+    /// The global `tune.ssl.hard-maxrecord`: the most plaintext bytes of
+    /// a record.
+    pub(crate) max_fragment: Option<usize>,
 }
 
 impl BindTls {
@@ -327,7 +332,14 @@ impl BindTls {
         let mut cfg = builder.with_cert_resolver(Arc::new(resolver));
         cfg.alpn_protocols = self.alpn.clone();
         // HAProxy's default session cache (`tune.ssl.cachesize`).
-        cfg.session_storage = rustls::server::ServerSessionMemoryCache::new(SESSION_CACHE);
+        cfg.session_storage = match self.session_cache {
+            // `tune.ssl.cachesize 0`: no cache.
+            Some(0) => Arc::new(rustls::server::NoServerSessionStorage {}),
+            n => rustls::server::ServerSessionMemoryCache::new(n.unwrap_or(SESSION_CACHE)),
+        };
+        // rustls refuses records smaller than 32 bytes and larger than
+        // TLS allows.
+        cfg.max_fragment_size = self.max_fragment.map(|n| n.clamp(32, 16384));
         // `no-tls-tickets` turns the stateless tickets off, as OpenSSL's
         // option does under HAProxy: TLS 1.2 clients resume by session id
         // then, TLS 1.3 ones with tickets that name a cached session.

@@ -328,7 +328,7 @@ pub(crate) async fn connect_once(
     let connecting = async {
         match &dial.source {
             Some(src) => crate::upstream::source::connect_from(addr, src, dial.client).await,
-            None => TcpStream::connect(addr).await,
+            None => crate::upstream::source::connect_plain(addr).await,
         }
     };
     let attempt = match timeout {

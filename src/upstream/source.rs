@@ -45,6 +45,13 @@ pub(crate) async fn connect_from(
     let mut last = io::Error::new(io::ErrorKind::AddrInUse, "no free source port");
     for port in ports {
         let sock = socket_for(addr, local)?;
+        let (rcv, snd) = (SERVER_BUFS[0].load(Relaxed), SERVER_BUFS[1].load(Relaxed));
+        if rcv > 0 {
+            sock.set_recv_buffer_size(rcv)?;
+        }
+        if snd > 0 {
+            sock.set_send_buffer_size(snd)?;
+        }
         let sref = socket2::SockRef::from(&sock);
         if let Some(name) = &src.interface {
             sref.bind_device(Some(name.as_bytes()))?;
@@ -67,6 +74,39 @@ pub(crate) async fn connect_from(
         }
     }
     Err(last)
+}
+
+/// SO_RCVBUF and SO_SNDBUF of server sockets (`tune.rcvbuf.server`,
+/// `tune.sndbuf.server`; 0: the system's), set by the configuration in
+/// force.
+static SERVER_BUFS: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
+
+/// Makes `rcv` and `snd` the server sockets' buffer sizes from now on.
+pub(crate) fn set_server_bufs(rcv: Option<u32>, snd: Option<u32>) {
+    SERVER_BUFS[0].store(rcv.unwrap_or(0), Relaxed);
+    SERVER_BUFS[1].store(snd.unwrap_or(0), Relaxed);
+}
+
+/// A connection to `addr` from any local address, with the server
+/// sockets' buffer sizes set before it connects (the window scale is
+/// agreed on then).
+pub(crate) async fn connect_plain(addr: SocketAddr) -> io::Result<TcpStream> {
+    let (rcv, snd) = (SERVER_BUFS[0].load(Relaxed), SERVER_BUFS[1].load(Relaxed));
+    if rcv == 0 && snd == 0 {
+        return TcpStream::connect(addr).await;
+    }
+    let sock = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    if rcv > 0 {
+        sock.set_recv_buffer_size(rcv)?;
+    }
+    if snd > 0 {
+        sock.set_send_buffer_size(snd)?;
+    }
+    sock.connect(addr).await
 }
 
 /// A TCP socket of the family of the server's address.

@@ -416,8 +416,17 @@ pub(crate) fn for_server(
 
 /// The header a health check of a `send-proxy` server starts with, as
 /// HAProxy 2.6 sends it: v1 tells the check connection's own addresses,
-/// v2 is a LOCAL command.
-pub(crate) fn for_check(version: u8, conn: &tokio::net::TcpStream) -> Option<Vec<u8>> {
+/// v2 is a LOCAL command, unless `never_local` (the global
+/// `pp2-never-send-local`) asks for HAProxy 2.1's PROXY command with the
+/// check connection's addresses.
+pub(crate) fn for_check(
+    version: u8,
+    conn: &tokio::net::TcpStream,
+    never_local: bool,
+) -> Option<Vec<u8>> {
+    if version == 2 && never_local {
+        return Some(v2_header(conn.local_addr().ok()?, conn.peer_addr().ok()?));
+    }
     if version == 2 {
         return Some([&V2_SIG[..], &[0x20, 0x00, 0x00, 0x00]].concat());
     }

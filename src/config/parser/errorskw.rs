@@ -19,7 +19,8 @@ pub(crate) struct HttpErrors {
 
 /// Why an error page file could not be had, in HAProxy's words.
 fn read_page(path: &str, code: u16) -> Result<Bytes, String> {
-    let bytes = std::fs::read(path).map_err(|_| format!("error opening file '{path}'."))?;
+    let bytes = std::fs::read(crate::sys::cfgdir::resolve(path))
+        .map_err(|_| format!("error opening file '{path}'."))?;
     // An empty file (`/dev/null`) is an empty answer: the connection is
     // closed without a byte.
     if bytes.is_empty() {

@@ -11,6 +11,7 @@ impl State<'_> {
         }
         match k {
             _ if kw::GLOBAL_IGNORED.iter().any(|(n, _)| *n == k) => {
+                let bad_arg = ignored_arg_error(words);
                 let why = kw::GLOBAL_IGNORED
                     .iter()
                     .find_map(|(n, why)| (*n == k).then_some(*why))
@@ -22,6 +23,10 @@ impl State<'_> {
                     loc,
                     format!("'{k}' is accepted and ignored: {why}."),
                 ));
+                // An argument HAProxy would refuse is refused all the same.
+                if let Some(e) = bad_arg {
+                    self.alert(loc, e);
+                }
             }
             _ if k.starts_with("tune.")
                 || kw::GLOBAL_UNSUPPORTED.contains(&k)
@@ -283,6 +288,20 @@ pub(crate) const GLOBAL: &[GlobalKw] = &[
     kwd("tune.http.maxhdr", g_tune_http),
     kwd("h1-accept-payload-with-any-method", g_flag),
     kwd("h2-workaround-bogus-websocket-clients", g_flag),
+    kwd("set-dumpable", g_bare_flag),
+    kwd("default-path", g_default_path),
+    kwd("noreuseport", g_bare_flag),
+    kwd("pp2-never-send-local", g_bare_flag),
+    kwd("grace", g_grace),
+    kwd("fd-hard-limit", g_count),
+    kwd("maxconnrate", g_count),
+    kwd("maxsessrate", g_count),
+    kwd("tune.rcvbuf.client", g_count),
+    kwd("tune.rcvbuf.server", g_count),
+    kwd("tune.sndbuf.client", g_count),
+    kwd("tune.sndbuf.server", g_count),
+    kwd("tune.ssl.cachesize", g_count),
+    kwd("tune.ssl.hard-maxrecord", g_count),
     kwd("unix-bind", g_unix_bind),
     kwd("localpeer", g_localpeer),
     kwd("description", g_description),
@@ -310,6 +329,7 @@ pub(crate) const GLOBAL: &[GlobalKw] = &[
     kwd("tune.h2.max-concurrent-streams", g_tune_h2),
     kwd("tune.h2.max-frame-size", g_tune_h2),
     kwd("ssl-default-bind-ciphers", g_ssl),
+    kwd("ssl-default-bind-curves", g_ssl),
     kwd("ssl-default-bind-ciphersuites", g_ssl),
     kwd("ssl-default-bind-options", g_ssl),
     kwd("ssl-default-server-ciphers", g_ssl),
@@ -870,6 +890,157 @@ fn g_strict_limits(s: &mut State<'_>, loc: &Loc, words: &[String]) {
     s.global.strict_limits = true;
 }
 
+impl State<'_> {
+    pub(super) fn set_default_path(&mut self, policy: crate::sys::cfgdir::DefaultPath) {
+        self.default_path = policy;
+    }
+
+    /// The global socket settings every `bind` line takes: `noreuseport`,
+    /// `tune.rcvbuf.client`, `tune.sndbuf.client`.
+    pub(super) fn finish_bind_globals(&mut self) {
+        let g = &self.global;
+        let (noreuse, rcv, snd) = (g.noreuseport, g.sockbufs.rcv_client, g.sockbufs.snd_client);
+        for p in &mut self.proxies {
+            for b in &mut p.binds {
+                b.sock.noreuseport = noreuse;
+                b.sock.rcvbuf = rcv;
+                b.sock.sndbuf = snd;
+                // The proxy's `backlog` where the line sets none (0 is
+                // no setting, as in HAProxy).
+                if b.sock.backlog.is_none() {
+                    b.sock.backlog = p.backlog.filter(|n| *n > 0);
+                }
+            }
+        }
+    }
+}
+
+/// HAProxy's error for the argument of a keyword sluice ignores, for the
+/// ones whose argument HAProxy checks.
+fn ignored_arg_error(words: &[String]) -> Option<String> {
+    let k = words[0].as_str();
+    let arg = words.get(1).map_or("", String::as_str);
+    match k {
+        "insecure-setuid-wanted" => words
+            .get(1)
+            .map(|extra| format!("'{k}' cannot handle unexpected argument '{extra}'.")),
+        "tune.ssl.maxrecord" if arg.is_empty() => {
+            Some(format!("'{k}' expects an integer argument."))
+        }
+        "tune.ssl.lifetime" if arg.is_empty() => Some(format!(
+            "'{k}' expects ssl sessions <lifetime> in seconds as argument."
+        )),
+        "tune.ssl.lifetime" => match parse_time(arg) {
+            Err(crate::config::units::TimeError::BadChar(c)) => {
+                Some(format!("unexpected character '{c}' in argument to <{k}>."))
+            }
+            _ => None,
+        },
+        "tune.idle-pool.shared" if arg != "on" && arg != "off" => Some(format!(
+            "'{k}' expects either 'on' or 'off' but got '{arg}'."
+        )),
+        _ => None,
+    }
+}
+
+/// `set-dumpable`, `noreuseport`: flags without arguments.
+fn g_bare_flag(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    let k = words[0].as_str();
+    if let Some(extra) = words.get(1) {
+        return s.alert(
+            loc,
+            format!("'{k}' cannot handle unexpected argument '{extra}'."),
+        );
+    }
+    match k {
+        "set-dumpable" => s.global.set_dumpable = true,
+        "pp2-never-send-local" => s.global.pp2_never_send_local = true,
+        _ => s.global.noreuseport = true,
+    }
+}
+
+/// `default-path current|config|parent|origin <dir>`: from this line on,
+/// relative paths start there.
+fn g_default_path(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    use crate::sys::cfgdir::DefaultPath;
+    let mode = words.get(1).map_or("", String::as_str);
+    let policy = match mode {
+        "current" => DefaultPath::Current,
+        "config" => DefaultPath::Config,
+        "parent" => DefaultPath::Parent,
+        "origin" => match words.get(2).filter(|d| !d.is_empty()) {
+            Some(d) => DefaultPath::Origin(std::path::PathBuf::from(d)),
+            None => {
+                return s.alert(
+                    loc,
+                    "'default-path origin' expects a directory as an argument.",
+                );
+            }
+        },
+        "" => {
+            return s.alert(
+                loc,
+                "missing default-path mode '' for 'default-path', supported modes include 'current', 'config', 'parent', and 'origin'.",
+            );
+        }
+        other => {
+            return s.alert(
+                loc,
+                format!(
+                    "unsupported default-path mode '{other}' for 'default-path', supported modes include 'current', 'config', 'parent', and 'origin'."
+                ),
+            );
+        }
+    };
+    crate::sys::cfgdir::set_base(policy.base(&loc.file));
+    s.set_default_path(policy);
+}
+
+/// `grace <time>`.
+fn g_grace(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    let Some(arg) = words.get(1).filter(|a| !a.is_empty()) else {
+        return s.alert(loc, "'grace' expects <time> as argument.\n");
+    };
+    match parse_time(arg) {
+        Ok(d) => s.global.grace = Some(d),
+        Err(crate::config::units::TimeError::BadChar(c)) => s.alert(
+            loc,
+            format!("unexpected character '{c}' in argument to <grace>.\n"),
+        ),
+        Err(e) => s.alert(loc, time_error_message("grace", arg, &e)),
+    }
+}
+
+/// `fd-hard-limit`, `tune.rcvbuf.*`, `tune.sndbuf.*`,
+/// `tune.ssl.cachesize`, `tune.ssl.hard-maxrecord`: a count, read as
+/// HAProxy's atol reads it.
+fn g_count(s: &mut State<'_>, loc: &Loc, words: &[String]) {
+    let k = words[0].as_str();
+    let Some(arg) = words.get(1).filter(|a| !a.is_empty()) else {
+        return s.alert(loc, format!("'{k}' expects an integer argument."));
+    };
+    if let Some(extra) = words.get(2).filter(|_| k.starts_with("max")) {
+        return s.alert(
+            loc,
+            format!("'{k}' cannot handle unexpected argument '{extra}'."),
+        );
+    }
+    let n = crate::config::units::atoi(arg).clamp(0, i64::from(u32::MAX));
+    let n32 = n as u32;
+    let g = &mut s.global;
+    match k {
+        "maxconnrate" => g.maxconnrate = Some(n32).filter(|n| *n > 0),
+        "maxsessrate" => g.maxsessrate = Some(n32).filter(|n| *n > 0),
+        "fd-hard-limit" => g.fd_hard_limit = Some(n as u64),
+        "tune.rcvbuf.client" => g.sockbufs.rcv_client = Some(n32),
+        "tune.rcvbuf.server" => g.sockbufs.rcv_server = Some(n32),
+        "tune.sndbuf.client" => g.sockbufs.snd_client = Some(n32),
+        "tune.sndbuf.server" => g.sockbufs.snd_server = Some(n32),
+        "tune.ssl.cachesize" => g.ssl_cachesize = Some(n32),
+        _ => g.ssl_hard_maxrecord = Some(n32),
+    }
+}
+
 fn g_spread_checks(s: &mut State<'_>, loc: &Loc, words: &[String]) {
     let Some(arg) = words.get(1) else {
         return s.tight(
@@ -985,7 +1156,10 @@ fn g_log(s: &mut State<'_>, loc: &Loc, words: &[String]) {
         .log_words(words)
         .and_then(|w| crate::config::log::parse_log(&w))
     {
-        Ok(crate::config::log::LogLine::Target(t)) => s.global.log.targets.push(t),
+        Ok(crate::config::log::LogLine::Target(t)) => {
+            s.note_ring_ref(loc, &t.sink, None);
+            s.global.log.targets.push(t)
+        }
         Ok(crate::config::log::LogLine::Global) => {
             s.alert(loc, "log : 'global' is only allowed in proxies")
         }

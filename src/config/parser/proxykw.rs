@@ -186,6 +186,27 @@ impl State<'_> {
     }
 
     /// `log`, `log-format`, `log-tag` in a proxy.
+    /// `backlog <n>` (atol, as HAProxy reads it).
+    pub(super) fn kw_backlog(&mut self, loc: &Loc, words: &[String]) {
+        let Some(arg) = words.get(1).filter(|a| !a.is_empty()) else {
+            return self.alert(loc, "'backlog' expects an integer argument.");
+        };
+        if let Some(kind) = self.proxy_kind()
+            && !kind.has_frontend()
+        {
+            let name = self.px().name.clone();
+            return self.warn(
+                loc,
+                format!(
+                    "'backlog' ignored because {} '{name}' has no frontend capability.",
+                    type_str(kind)
+                ),
+            );
+        }
+        let n = crate::config::units::atoi(arg).clamp(0, i64::from(i32::MAX)) as i32;
+        self.px().backlog = Some(n);
+    }
+
     pub(super) fn kw_log(&mut self, loc: &Loc, words: &[String]) {
         crate::sample::stick::context(crate::sample::stick::ArgCtx::Log);
         use crate::config::log as lc;
@@ -193,13 +214,37 @@ impl State<'_> {
         match k {
             "log" => match self.log_words(words).and_then(|w| lc::parse_log(&w)) {
                 Ok(lc::LogLine::Global) => self.px().log.global = true,
-                Ok(lc::LogLine::Target(t)) => self.px().log.targets.push(t),
+                Ok(lc::LogLine::Target(t)) => {
+                    let name = self.px().name.clone();
+                    self.note_ring_ref(loc, &t.sink, Some(name));
+                    self.px().log.targets.push(t)
+                }
                 Err(e) => self.alert(loc, e),
             },
             "log-tag" => match lc::parse_log_tag(words) {
                 Ok(t) => self.px().log.tag = Some(t),
                 Err(e) => self.alert(loc, e),
             },
+            "log-format-sd" => {
+                match crate::sample::patref::late(|| lc::parse_log_format_sd(words)) {
+                    Ok(f) => {
+                        if let Some(kind) = self.proxy_kind()
+                            && !kind.has_frontend()
+                        {
+                            let name = self.px().name.clone();
+                            return self.warn(
+                                loc,
+                                format!(
+                                    "{} '{name}' : 'log-format-sd' directive is ignored in backends.",
+                                    type_str(kind)
+                                ),
+                            );
+                        }
+                        self.px().log.sd = Some(f)
+                    }
+                    Err(e) => self.alert(loc, e),
+                }
+            }
             // HAProxy reads the format once the configuration is parsed.
             _ => match crate::sample::patref::late(|| lc::parse_log_format(words)) {
                 Ok(f) => {
@@ -955,6 +1000,15 @@ pub(crate) const PROXY: &[ProxyKw] = &[
     kwd("external-check", |s, loc, w, _| s.kw_external_check(loc, w)),
     kwd("log", |s, loc, w, _| s.kw_log(loc, w)),
     kwd("log-format", |s, loc, w, _| s.kw_log(loc, w)),
+    kwd("log-format-sd", |s, loc, w, _| s.kw_log(loc, w)),
+    kwd("backlog", |s, loc, w, _| s.kw_backlog(loc, w)),
+    kwd("bind-process", |s, loc, _, _| {
+        s.tight(
+            Level::Warning,
+            loc,
+            "'bind-process' has no effect, is deprecated, and will be removed in version 2.7.",
+        )
+    }),
     kwd("log-tag", |s, loc, w, _| s.kw_log(loc, w)),
     kwd("unique-id-format", |s, loc, w, _| s.kw_unique_id(loc, w)),
     kwd("unique-id-header", |s, loc, w, _| s.kw_unique_id(loc, w)),

@@ -718,7 +718,7 @@ impl State<'_> {
                 format!("status code '{code}' not handled, error customization will be ignored."),
             );
         };
-        let bytes = match std::fs::read(path) {
+        let bytes = match std::fs::read(crate::sys::cfgdir::resolve(path)) {
             Ok(b) => b,
             Err(_) => {
                 return self.alert(loc, format!("errorfile : error opening file '{path}'."));
@@ -890,8 +890,8 @@ impl State<'_> {
             }
             let read_file = |v: Option<&str>| -> Result<Vec<u8>, String> {
                 let path = v.ok_or_else(|| missing("<file>"))?;
-                let bytes =
-                    std::fs::read(path).map_err(|_| format!("error opening file '{path}'"))?;
+                let bytes = std::fs::read(crate::sys::cfgdir::resolve(path))
+                    .map_err(|_| format!("error opening file '{path}'"))?;
                 if bytes.len() as u64 > bufsize {
                     return Err(format!(
                         "file '{path}' exceeds the buffer size ({} > {bufsize})",
@@ -927,8 +927,8 @@ impl State<'_> {
                 }
                 "errorfile" => {
                     let path = v.ok_or_else(|| missing("<fmt>"))?;
-                    let bytes =
-                        std::fs::read(path).map_err(|_| format!("error opening file '{path}'"))?;
+                    let bytes = std::fs::read(crate::sys::cfgdir::resolve(path))
+                        .map_err(|_| format!("error opening file '{path}'"))?;
                     let page = crate::wire::error_pages::load_errorfile(&bytes).ok_or_else(|| {
                         format!("unable to parse the custom error message file '{path}' : not a valid HTTP response")
                     })?;

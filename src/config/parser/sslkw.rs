@@ -36,10 +36,11 @@ pub(super) struct BindOptions {
 
 impl State<'_> {
     fn base_path(base: Option<&PathBuf>, p: &str) -> PathBuf {
-        match base {
+        // Relative to `default-path` (the base may be relative itself).
+        crate::sys::cfgdir::resolve(match base {
             Some(b) if !p.starts_with('/') => b.join(p),
             _ => PathBuf::from(p),
-        }
+        })
     }
 
     /// The options after the address of a `bind` line: the TLS
@@ -54,8 +55,14 @@ impl State<'_> {
         let mut ssl = false;
         let mut certs: Vec<LoadedCert> = Vec::new();
         let mut crt_given = false;
-        let mut bt = BindTls::default();
+        let mut bt = BindTls {
+            session_cache: self.global.ssl_cachesize.map(|n| n as usize),
+            max_fragment: self.global.ssl_hard_maxrecord.map(|n| n as usize),
+            ..BindTls::default()
+        };
         bt.suites.ciphers = g.bind_ciphers.clone();
+        // A bind line's own `curves` replaces it.
+        bt.suites.curves = g.bind_curves.clone();
         bt.suites.ciphersuites = g.bind_ciphersuites.clone();
         let mut alpn: Option<String> = None;
         let mut ca_file: Option<PathBuf> = None;
@@ -691,6 +698,12 @@ impl State<'_> {
         let k = words[0].as_str();
         let arg = words.get(1).map(String::as_str).filter(|a| !a.is_empty());
         let Some(a) = arg else {
+            if k == "ssl-default-bind-curves" {
+                return self.alert(
+                    loc,
+                    format!("global statement '{k}' expects a curves suite as an arguments."),
+                );
+            }
             return self.alert(loc, format!("'{k}' expects an argument."));
         };
         let g = &mut self.global.ssl;
@@ -698,6 +711,7 @@ impl State<'_> {
             "ssl-default-bind-options" => g.bind_options = words[1..].to_vec(),
             "ssl-default-server-options" => g.server_options = words[1..].to_vec(),
             "ssl-default-bind-ciphers" => g.bind_ciphers = Some(a.to_string()),
+            "ssl-default-bind-curves" => g.bind_curves = Some(a.to_string()),
             "ssl-default-bind-ciphersuites" => g.bind_ciphersuites = Some(a.to_string()),
             "ssl-default-server-ciphers" => g.server_ciphers = Some(a.to_string()),
             "ssl-default-server-ciphersuites" => g.server_ciphersuites = Some(a.to_string()),

@@ -6,6 +6,7 @@
 //! [`commands`], the sockets in [`socket`].
 
 mod commands;
+mod eventscmd;
 mod mapcmd;
 mod socket;
 mod srvcmd;
@@ -13,6 +14,7 @@ mod tablecmd;
 mod varcmd;
 
 use commands::*;
+use eventscmd::*;
 use mapcmd::*;
 pub(crate) use socket::{
     SocketOwnershipError, bind_unix, count_accepted, handle_conn, serve_listener, serve_tcp,
@@ -48,7 +50,7 @@ const DENIED: &str = "Permission denied\n";
 // Dispatcher
 
 /// What the session must do after printing a command's output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Effect {
     None,
     /// `prompt`: toggle interactive mode.
@@ -60,6 +62,16 @@ pub(crate) enum Effect {
     /// `reload`: the session runs the reload (it awaits it, where the
     /// synchronous dispatcher cannot) and its report is the output.
     Reload,
+    /// The output is sent without the empty line after it (HAProxy's
+    /// `show events` errors).
+    Bare,
+    /// `show events <ring> -w`: after the output, the session sends the
+    /// ring's lines from number `from` on as they come, until the client
+    /// sends anything or goes.
+    Follow {
+        ring: String,
+        from: u64,
+    },
 }
 
 /// One command's output: complete lines, each ending in `\n`, never an empty
@@ -88,9 +100,15 @@ impl Reply {
     pub(crate) fn render(&self, prompt: &mut bool) -> (String, bool) {
         let mut out = String::new();
         for o in &self.outputs {
-            match o.effect {
+            match &o.effect {
                 Effect::Quit => return (out, true),
                 Effect::TogglePrompt => *prompt = !*prompt,
+                Effect::Bare | Effect::Follow { .. } => {
+                    // No end of response: none at all, or once the
+                    // following ends.
+                    out.push_str(&o.text);
+                    continue;
+                }
                 Effect::None | Effect::SetTimeout(_) | Effect::Reload => {}
             }
             out.push_str(&o.text);
@@ -387,6 +405,13 @@ static COMMANDS: &[Command] = &[
         run: cmd_show_errors,
     },
     Command {
+        words: &["show", "events"],
+        usage: "show events [<sink>] [-w] [-n]",
+        desc: "show event sink state",
+        level: CliLevel::User,
+        run: cmd_show_events,
+    },
+    Command {
         words: &["show", "info"],
         usage: "show info [desc|json|typed|float]*",
         desc: "report information about the running process",
@@ -611,7 +636,10 @@ pub(crate) fn execute_words(
     let mut commands = commands.into_iter();
     for words in commands.by_ref() {
         let out = dispatch(&mut ctx, &words);
-        let stop = matches!(out.effect, Effect::Quit | Effect::Reload);
+        let stop = matches!(
+            out.effect,
+            Effect::Quit | Effect::Reload | Effect::Follow { .. }
+        );
         outputs.push(sanitize(out));
         if stop {
             break;
@@ -632,6 +660,9 @@ pub(crate) fn execute_words(
 
 /// Drops empty lines: they would end the response early for the client.
 fn sanitize(mut o: Output) -> Output {
+    if matches!(o.effect, Effect::Bare | Effect::Follow { .. }) {
+        return o;
+    }
     if o.text.contains("\n\n") || o.text.starts_with('\n') {
         o.text = o
             .text

@@ -110,6 +110,20 @@ where
     let slots = Arc::new(Semaphore::new(MAX_CLI_CONNS));
     loop {
         let permit = slots.clone().acquire_owned().await;
+        // The process's `maxconnrate` and `maxsessrate` hold the CLI's
+        // clients too, as HAProxy's.
+        let wait = rt.with_snapshot(|snap| {
+            let (g, p) = (&snap.global, &rt.process);
+            g.maxconnrate
+                .map(|l| p.conn_rate.wait_below(l))
+                .into_iter()
+                .chain(g.maxsessrate.map(|l| p.sess_rate.wait_below(l)))
+                .max()
+                .unwrap_or_default()
+        });
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+        }
         match accept().await {
             Ok((stream, origin)) => spawn_conn(stream, origin, level, rt.clone(), permit.ok()),
             Err(e) => accept_failed(e).await,
@@ -149,6 +163,43 @@ async fn accept_failed(e: io::Error) {
     // Typically EMFILE: back off rather than spin, and keep serving.
     tracing::warn!(error = %e, "stats socket accept failed");
     tokio::time::sleep(Duration::from_millis(100)).await;
+}
+
+/// `show events <ring> -w`: sends the ring's lines from number `from` on
+/// as they are written, until the client sends anything (dropped, as
+/// HAProxy's "any key") or goes; then the end of the response. `false`:
+/// the client went.
+async fn follow<S>(stream: &mut S, ring: &str, from: u64) -> bool
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let Some(ring) = crate::state::ring::get(ring) else {
+        return stream.write_all(b"\n").await.is_ok();
+    };
+    let mut at = from;
+    let mut chunk = [0u8; 512];
+    loop {
+        let woken = ring.notify.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        let (lines, end) = ring.read_from(at);
+        at = end;
+        let mut out = Vec::new();
+        for l in lines {
+            out.extend_from_slice(&l);
+            out.push(b'\n');
+        }
+        if !out.is_empty() && stream.write_all(&out).await.is_err() {
+            return false;
+        }
+        tokio::select! {
+            _ = &mut woken => {}
+            n = stream.read(&mut chunk) => {
+                let more = matches!(n, Ok(n) if n > 0);
+                return stream.write_all(b"\n").await.is_ok() && more;
+            }
+        }
+    }
 }
 
 /// One CLI connection: reads lines, runs them, writes replies. Closes after
@@ -268,13 +319,18 @@ pub(crate) async fn handle_conn<S>(
             level = reply.level;
             experimental = reply.experimental;
             for o in &reply.outputs {
-                if let Effect::SetTimeout(t) = o.effect {
-                    idle = t;
+                if let Effect::SetTimeout(t) = &o.effect {
+                    idle = *t;
                 }
             }
             let (out, quit) = reply.render(&mut prompt);
             let wrote = tokio::time::timeout(idle, stream.write_all(out.as_bytes())).await;
             if quit || !matches!(wrote, Ok(Ok(()))) {
+                return;
+            }
+            if let Some(Effect::Follow { ring, from }) = reply.outputs.last().map(|o| &o.effect)
+                && !follow(&mut stream, ring, *from).await
+            {
                 return;
             }
         }

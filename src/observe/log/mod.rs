@@ -15,6 +15,9 @@
 
 pub mod event;
 pub(crate) mod format;
+pub(crate) mod forward;
+pub(crate) mod received;
+pub(crate) mod ring_fwd;
 pub(crate) mod server_state;
 pub(crate) mod sink;
 pub(crate) mod time;
@@ -44,6 +47,12 @@ const BADREQ: &str = "<BADREQ>";
 impl LogSetup {
     /// Sends `msg` at `severity` to every target that accepts it.
     pub(crate) fn send(&self, severity: u8, date: &Date, msg: &str) {
+        self.send_sd(severity, date, msg, None);
+    }
+
+    /// [`send`](Self::send) with RFC 5424's structured data
+    /// (`log-format-sd`).
+    pub(crate) fn send_sd(&self, severity: u8, date: &Date, msg: &str, sd: Option<&str>) {
         let pid = std::process::id();
         for (t, sink) in &self.targets {
             if let Some(sev) = t.severity(severity) {
@@ -51,6 +60,7 @@ impl LogSetup {
                     tag: &self.tag,
                     pid,
                     host: self.hostname.as_deref(),
+                    sd,
                 };
                 sink::send(sink, sink::frame(t, sev, &who, date, msg));
             }
@@ -450,12 +460,18 @@ pub(crate) fn emit(
     };
     let mut msg = String::with_capacity(256);
     format.render(&line, &mut msg);
+    let sd = flog.sd.as_ref().map(|f| {
+        let mut sd = String::new();
+        f.render(&line, &mut sd);
+        sd
+    });
     let severity = match rec.level {
         Some(crate::config::model::LogLevel::Severity(l)) => l,
         _ if flog.separate_errors && rec.is_error() => crate::config::log::ERR,
         _ => crate::config::log::INFO,
     };
-    flog.setup.send(severity, &Date::now(), &msg);
+    flog.setup
+        .send_sd(severity, &Date::now(), &msg, sd.as_deref());
 }
 
 /// `unique-id-format`: the id of a request, made of what its record and

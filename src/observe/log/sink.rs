@@ -118,6 +118,14 @@ fn run(rx: Receiver<Msg>) {
             }
             Sink::Stdout => std::io::stdout().lock().write_all(&m.data).is_ok(),
             Sink::Stderr => std::io::stderr().lock().write_all(&m.data).is_ok(),
+            // A ring keeps the line without its line feed.
+            Sink::Ring(name) => match crate::state::ring::get(name) {
+                Some(ring) => {
+                    ring.write(m.data.strip_suffix(b"\n").unwrap_or(&m.data));
+                    true
+                }
+                None => false,
+            },
         };
         if !ok {
             DROPPED.fetch_add(1, Relaxed);
@@ -132,6 +140,8 @@ pub(crate) struct Sender<'a> {
     pub(crate) pid: u32,
     /// `log-send-hostname`: the host, where the format has a place for it.
     pub(crate) host: Option<&'a str>,
+    /// `log-format-sd`: RFC 5424's structured data (`-` without).
+    pub(crate) sd: Option<&'a str>,
 }
 
 /// Builds the datagram for `target`: the header its `format` asks for, the
@@ -143,7 +153,7 @@ pub(crate) fn frame(
     date: &Date,
     msg: &str,
 ) -> Vec<u8> {
-    let Sender { tag, pid, host } = *who;
+    let Sender { tag, pid, host, sd } = *who;
     let pri = target.facility as u32 * 8 + severity as u32;
     let mut h = String::with_capacity(64 + msg.len());
     match target.format {
@@ -166,7 +176,11 @@ pub(crate) fn frame(
         Format::Rfc5424 => {
             h.push_str(&format!("<{pri}>1 "));
             iso_date(date, &mut h);
-            h.push_str(&format!(" {} {tag} {pid} - - ", host.unwrap_or("-")));
+            h.push_str(&format!(
+                " {} {tag} {pid} - {} ",
+                host.unwrap_or("-"),
+                sd.unwrap_or("-")
+            ));
         }
         Format::Priority => h.push_str(&format!("<{pri}>")),
         Format::Short => h.push_str(&format!("<{severity}>")),
@@ -212,6 +226,7 @@ mod tests {
                 tag: "sluice",
                 pid: 42,
                 host: None,
+                sd: None,
             };
             String::from_utf8(frame(&target(fmt, len), 6, &who, &d, "hello")).unwrap()
         };
@@ -231,6 +246,7 @@ mod tests {
             tag: "s",
             pid: 1,
             host: None,
+            sd: None,
         };
         let cut = frame(&target(Format::Raw, 100), 6, &who, &d, &long);
         assert_eq!(cut.len(), 101);

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-const MONTHS: [&str; 12] = [
+pub(crate) const MONTHS: [&str; 12] = [
     "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
 ];
 
@@ -30,6 +30,11 @@ pub(crate) struct Date {
 }
 
 impl Date {
+    /// The year, local time.
+    pub(crate) fn year(&self) -> i32 {
+        self.year
+    }
+
     pub(crate) fn now() -> Date {
         Date::from(SystemTime::now())
     }

@@ -93,10 +93,16 @@ pub(crate) fn info_fields(rt: &Runtime, snap: &Snapshot) -> Vec<(&'static str, S
     put("PipesUsed", pipes_used.to_string());
     put("PipesFree", pipes_free.to_string());
     put("ConnRate", p.conn_rate.rate().to_string());
-    put("ConnRateLimit", zero.clone());
+    put(
+        "ConnRateLimit",
+        snap.global.maxconnrate.unwrap_or(0).to_string(),
+    );
     put("MaxConnRate", p.conn_rate.max().to_string());
     put("SessRate", p.sess_rate.rate().to_string());
-    put("SessRateLimit", zero.clone());
+    put(
+        "SessRateLimit",
+        snap.global.maxsessrate.unwrap_or(0).to_string(),
+    );
     put("MaxSessRate", p.sess_rate.max().to_string());
     for k in [
         "SslRate",

@@ -38,6 +38,12 @@ use crate::state::ServerState;
 use crate::state::health::CheckInfo;
 use crate::state::health::{CheckStatus, Transition};
 
+/// The global `pp2-never-send-local`: checks of `send-proxy-v2` servers
+/// send a PROXY command, not a LOCAL one (set by the configuration in
+/// force).
+pub(crate) static PP2_NEVER_LOCAL: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
 /// Starts a checker task for every server of the current snapshot that has
 /// `check` and no checker yet. A checker follows its server across reloads
 /// (new parameters apply at its next check) and ends when the server is
@@ -332,7 +338,8 @@ async fn connect(
                 port.is_some() || plan.params.port.is_some() || plan.params.addr.is_some();
             if version != 0
                 && (forced || !elsewhere)
-                && let Some(h) = crate::wire::proxy_proto::for_check(version, &s)
+                && let Some(h) =
+                    crate::wire::proxy_proto::for_check(version, &s, PP2_NEVER_LOCAL.load(Relaxed))
                 && s.write_all(&h).await.is_err()
             {
                 return Err((CheckStatus::L4Con, "Write error".to_string()));
