@@ -40,12 +40,8 @@ pub const DIRECTIVES: &[&str] = &[
 ];
 
 /// HAProxy sections sluice does not support.
-pub(crate) const UNSUPPORTED_SECTIONS: &[&str] = &[
-    "program",
-    "namespace_list",
-    "crt-store",
-    "traces",
-];
+pub(crate) const UNSUPPORTED_SECTIONS: &[&str] =
+    &["program", "namespace_list", "crt-store", "traces"];
 
 /// The `global` keywords sluice parses: the names of its table.
 pub const GLOBAL_SUPPORTED: &[&str] = &names::<_, { parser::GLOBAL.len() }>(parser::GLOBAL);
@@ -368,11 +364,8 @@ pub(crate) const OPTIONS_IGNORED: &[(&str, &str)] = &[
     ),
 ];
 
-pub(crate) const OPTIONS_UNSUPPORTED: &[&str] = &[
-    "idle-close-on-response",
-    "log-health-check",
-    "http-tunnel",
-];
+pub(crate) const OPTIONS_UNSUPPORTED: &[&str] =
+    &["idle-close-on-response", "log-health-check", "http-tunnel"];
 
 /// The `server` and `default-server` options sluice implements: the names
 /// of their table.

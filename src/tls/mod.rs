@@ -211,8 +211,13 @@ impl Suites {
     }
 }
 
+/// The prefix of a TLS setting's message that is a notice, not a warning.
+pub(crate) const NOTICE: &str = "notice: ";
+
 /// The suites of `list` rustls has, in the list's order; the others are
 /// reported (OpenSSL keywords like `HIGH` or `!aNULL` included).
+///
+/// A message of the list that starts with [`NOTICE`] is a notice.
 fn pick(
     list: &str,
     table: &[(&str, SupportedCipherSuite)],
@@ -230,8 +235,11 @@ fn pick(
         }
     }
     if !skipped.is_empty() {
+        // Some of the list usable: the rest only says what rustls lacks
+        // (DHE, CBC...), a notice, which `zero-warning` lets start.
+        let level = if out.is_empty() { "" } else { NOTICE };
         warnings.push(format!(
-            "'{what}' : sluice (rustls) ignores '{}' (supported: {}).",
+            "{level}'{what}' : sluice (rustls) ignores '{}' (supported: {}).",
             skipped.join(":"),
             table.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(":")
         ));

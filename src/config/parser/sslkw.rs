@@ -486,7 +486,14 @@ impl State<'_> {
         bt.certs = certs;
         let built = bt.listen_tls(&mut warnings);
         for w in warnings {
-            self.warn(loc, format!("'bind {text}' : {w}"));
+            match w.strip_prefix(crate::tls::NOTICE) {
+                Some(n) => self.diags.push(Diagnostic::parsing(
+                    Level::Notice,
+                    loc,
+                    format!("'bind {text}' : {n}"),
+                )),
+                None => self.warn(loc, format!("'bind {text}' : {w}")),
+            }
         }
         match built {
             Ok(cfg) => Ok(BindOptions {
@@ -687,7 +694,10 @@ impl State<'_> {
         let mut warnings = Vec::new();
         let built = UpstreamTls::new(opts, h2, &mut warnings);
         for w in warnings {
-            tracing::warn!("server option: {w}");
+            match w.strip_prefix(crate::tls::NOTICE) {
+                Some(n) => tracing::info!("server option: {n}"),
+                None => tracing::warn!("server option: {w}"),
+            }
         }
         built.map(|u| Some(Arc::new(u)))
     }
