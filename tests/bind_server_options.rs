@@ -429,6 +429,9 @@ async fn pool_limits_and_max_reuse_as_haproxy() {
         // option changes nothing there (sluice says so in a notice).
         ("max-reuse 0", 1),
         ("max-reuse 1", 1),
+        // TCP Fast Open: the same exchanges (the backend takes no Fast
+        // Open, so each connection does a plain handshake after its SYN).
+        ("tfo", 1),
     ] {
         let fronts = listens(2);
         let cfg = |front: &Listen, sock: &str| {
@@ -514,6 +517,9 @@ fn server_option_values_are_refused_as_haproxy_refuses_them() {
         "pool-purge-delay x",
         "pool-purge-delay 0",
         "max-reuse",
+        "tfo",
+        "no-tfo",
+        "tfo extra",
     ]
     .map(|o| {
         (

@@ -374,7 +374,6 @@ pub const SERVER_SUPPORTED: &[&str] = &names::<_, { parser::SERVER.len() }>(pars
 pub(crate) const SERVER_UNSUPPORTED: &[&str] = &[
     "track",
     "namespace",
-    "tfo",
     "socks4",
     "tcp-ut",
     "check-via-socks4",

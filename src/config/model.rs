@@ -1898,6 +1898,9 @@ pub(crate) struct ServerOpts {
     pub(crate) h2: bool,
     /// `proto fcgi`: FastCGI to the server (the backend's `use-fcgi-app`).
     pub(crate) fcgi: bool,
+    /// `tfo`: TCP Fast Open on connections to the server (the request's
+    /// first bytes go with the SYN when the kernel has a cookie).
+    pub(crate) tfo: bool,
     /// `srv_use_ssl` of `show servers state`, as HAProxy keeps it: 1 for
     /// `ssl`, -1 for `no-ssl`, 0 when neither was said.
     pub(crate) use_ssl: i8,

@@ -248,11 +248,13 @@ pub(crate) async fn connect(
         add(&be.state.counters.connect);
         let pool = server.pool.load_full();
         let (timeout, io_timeout) = (be.timeouts.connect, be.timeouts.server);
+        let opts = server_opts(be, &server);
         let dial = Dial {
             keepalive: be.tcpka,
             tuning: be.extras.srvtcpka,
-            source: server_source(be, &server).or(be.extras.source),
+            source: opts.and_then(|o| o.source).or(be.extras.source),
             client,
+            tfo: opts.is_some_and(|o| o.tfo),
         };
         let failed = match crate::upstream::pool::connect(
             &pool, timeout, &dial, host, io_timeout, dst,
@@ -294,14 +296,16 @@ pub(crate) async fn connect(
 
 /// The server's own `source`, if it has one. A scan of pointers, on the
 /// path of new connections only, which a connect's system calls dwarf.
-fn server_source(
-    be: &BackendRt,
+/// The configured options of `server` (None for one a snapshot no
+/// longer has).
+fn server_opts<'b>(
+    be: &'b BackendRt,
     server: &Arc<ServerState>,
-) -> Option<crate::config::extras::Source> {
+) -> Option<&'b crate::config::model::ServerOpts> {
     be.servers
         .iter()
         .find(|s| Arc::ptr_eq(&s.state, server))
-        .and_then(|s| s.opts.source)
+        .map(|s| &s.opts)
 }
 
 /// How a new TCP connection to a server is made, beyond its address.
@@ -315,6 +319,8 @@ pub(crate) struct Dial {
     pub(crate) source: Option<crate::config::extras::Source>,
     /// The client's address, for `usesrc client|clientip`.
     pub(crate) client: Option<SocketAddr>,
+    /// `tfo`: TCP Fast Open.
+    pub(crate) tfo: bool,
 }
 
 /// One TCP connection attempt bounded by `timeout connect`, from the
@@ -328,7 +334,7 @@ pub(crate) async fn connect_once(
     let connecting = async {
         match &dial.source {
             Some(src) => crate::upstream::source::connect_from(addr, src, dial.client).await,
-            None => crate::upstream::source::connect_plain(addr).await,
+            None => crate::upstream::source::connect_plain(addr, dial.tfo).await,
         }
     };
     let attempt = match timeout {

@@ -93,6 +93,8 @@ impl State<'_> {
             "backup" => o.backup = true,
             "no-backup" => o.backup = false,
             "non-stick" => o.non_stick = true,
+            "tfo" => o.tfo = true,
+            "no-tfo" => o.tfo = false,
             "stick" => o.non_stick = false,
             "disabled" => (o.disabled, o.enabled) = (true, false),
             "enabled" => (o.disabled, o.enabled) = (false, true),

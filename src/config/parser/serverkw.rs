@@ -626,6 +626,8 @@ pub(crate) const SERVER: &[ServerKw] = &[
     kwd("backup", opt_lb),
     kwd("no-backup", opt_lb),
     kwd("non-stick", opt_lb),
+    kwd("tfo", opt_lb),
+    kwd("no-tfo", opt_lb),
     kwd("stick", opt_lb),
     kwd("disabled", opt_lb),
     kwd("enabled", opt_lb),
