@@ -131,11 +131,6 @@ pub(crate) const GLOBAL_IGNORED: &[(&str, &str)] = &[
         "nogetaddrinfo",
         "sluice resolves the names of its configuration with the system's getaddrinfo either way",
     ),
-    ("tune.lua.forced-yield", "sluice runs no Lua"),
-    ("tune.lua.maxmem", "sluice runs no Lua"),
-    ("tune.lua.service-timeout", "sluice runs no Lua"),
-    ("tune.lua.session-timeout", "sluice runs no Lua"),
-    ("tune.lua.task-timeout", "sluice runs no Lua"),
     (
         "tune.zlib.memlevel",
         "sluice's zlib encoder (zlib-rs) keeps its default memory level",
@@ -240,8 +235,6 @@ pub(crate) const GLOBAL_IGNORED: &[(&str, &str)] = &[
 
 pub(crate) const GLOBAL_UNSUPPORTED: &[&str] = &[
     "ssl-engine",
-    "lua-load",
-    "lua-prepend-path",
     "maxsslconn",
     "maxconnrate",
     "maxsessrate",
@@ -554,7 +547,6 @@ pub const HTTP_RESPONSE_SUPPORTED: &[&str] =
     &names::<_, { parser::HTTP_RESPONSE.len() }>(parser::HTTP_RESPONSE);
 
 pub(crate) const HTTP_REQUEST_UNSUPPORTED: &[&str] = &[
-    "lua",
     "early-hint",
     "normalize-uri",
     "wait-for-handshake",

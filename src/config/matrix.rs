@@ -192,7 +192,7 @@ mod tests {
     fn probes_tell_the_three_states_apart() {
         assert_eq!(state(Kind::Proxy, "balance", ""), State::Implemented);
         assert_eq!(state(Kind::Section, "fcgi-app", ""), State::Refused);
-        assert_eq!(state(Kind::Global, "lua-load", ""), State::Refused);
+        assert_eq!(state(Kind::Global, "ssl-engine", ""), State::Refused);
         assert!(matches!(
             state(Kind::Global, "nopoll", ""),
             State::Noticed(_)

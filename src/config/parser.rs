@@ -25,6 +25,7 @@ mod extraskw;
 mod globalkw;
 mod lbkw;
 mod legacykw;
+mod luakw;
 mod mailerskw;
 mod peerskw;
 mod proxykw;

@@ -10,6 +10,7 @@ mod filtered;
 pub(crate) mod forward;
 pub(crate) mod h2;
 pub(crate) mod legacy;
+mod lua_txn;
 pub(crate) mod park;
 mod relay;
 pub(crate) mod reply;

@@ -1476,8 +1476,32 @@ fn cond_start(words: &[String]) -> usize {
 
 /// The map and ACL actions are a row each, whatever file their name gives
 /// (`set-map(/etc/haproxy/hosts.map)`).
+/// `lua.<name> [args]` (`a[0]` the action word) for an action a script
+/// registered for `kind`; else the message of an unknown action, which
+/// starts with `expects`.
+fn lua_action(a: &[String], kind: &str, rule: &str, expects: &str) -> Result<LuaAction, String> {
+    let word = a.first().map_or("", String::as_str);
+    let name = word.strip_prefix("lua.").unwrap_or(word);
+    let Some(nargs) = crate::sample::script::parsing_action_args(name, kind) else {
+        return Err(format!("{WHOLE_MESSAGE}{expects}, but got '{word}'"));
+    };
+    // The action takes the words it registered for; HAProxy reads the
+    // next one as the condition.
+    if let Some(extra) = a.get(1 + nargs) {
+        return Err(format!(
+            "{WHOLE_MESSAGE}'{rule} {word}' expects either 'if' or 'unless' followed by a condition but found '{extra}'."
+        ));
+    }
+    Ok(LuaAction {
+        name: name.to_string(),
+        args: a[1..].to_vec(),
+    })
+}
+
 fn var_key(action: &str) -> &str {
-    if let Some(row) = TABLE_ACTIONS.iter().find(|r| action.starts_with(**r)) {
+    if action.starts_with("lua.") {
+        "lua"
+    } else if let Some(row) = TABLE_ACTIONS.iter().find(|r| action.starts_with(**r)) {
         row
     } else if ["set-var", "unset-var"]
         .iter()
@@ -1504,7 +1528,11 @@ const TABLE_ACTIONS: [&str; 3] = ["track-sc", "sc-inc-gpc", "sc-set-gpt"];
 /// ACL actions get their own word too (it names the variable or file).
 fn action_args(action: &str) -> usize {
     let row = var_key(action);
-    if row == "set-var" || MAP_ACTIONS.contains(&row) || TABLE_ACTIONS.contains(&row) {
+    if row == "set-var"
+        || row == "lua"
+        || MAP_ACTIONS.contains(&row)
+        || TABLE_ACTIONS.contains(&row)
+    {
         1
     } else {
         2
@@ -1642,6 +1670,15 @@ pub(crate) type ActionKw<A> = Kwd<fn(&mut State<'_>, &Loc, &[String]) -> Result<
 /// `kw_http_request` dispatches through this table and
 /// [`kw::HTTP_REQUEST_SUPPORTED`] is read from it.
 pub(crate) const HTTP_REQUEST: &[ActionKw<HttpRequestAction>] = &[
+    kwd("lua", |_, _, a| {
+        lua_action(
+            a,
+            "http-req",
+            "http-request",
+            "'http-request' expects 'return', 'deny' or another HAProxy action",
+        )
+        .map(HttpRequestAction::Lua)
+    }),
     kwd("cache-use", |s, loc, a| {
         s.cache_action_args(loc, a)
             .map(|name| HttpRequestAction::CacheUse(CacheRef { name, idx: 0 }))

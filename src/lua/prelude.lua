@@ -1,0 +1,107 @@
+-- The parts of HAProxy's Lua API written in Lua itself: the TXN, HTTP,
+-- Fetches and Converters objects, and the core functions that yield.
+-- `S` is the table whose functions sluice fills with the request's
+-- primitives each time it runs or resumes a script, and empties after.
+local S, SLEEP = ...
+
+function core.sleep(s) coroutine.yield(SLEEP, math.floor(s * 1000)) end
+function core.msleep(ms) coroutine.yield(SLEEP, math.floor(ms)) end
+function core.yield() coroutine.yield(SLEEP, 0) end
+
+-- Fetches and converters by the names HAProxy gives their methods ('.'
+-- written '_'); `sf`, `sc`: the string form, "" for no value.
+local function methods(call, strings)
+  return setmetatable({}, { __index = function(_, k)
+    return function(_, ...) return call(k, strings, ...) end
+  end })
+end
+
+local function hdrs_table(list)
+  -- HAProxy's form: hdr[name][0], hdr[name][1]... in the message's order.
+  local t, n = {}, {}
+  for _, h in ipairs(list) do
+    local name, value = h[1], h[2]
+    local i = n[name] or 0
+    if i == 0 then t[name] = {} end
+    t[name][i] = value
+    n[name] = i + 1
+  end
+  return t
+end
+
+local HTTP = {}
+HTTP.__index = HTTP
+function HTTP:req_get_headers() return hdrs_table(S.headers(false)) end
+function HTTP:res_get_headers() return hdrs_table(S.headers(true)) end
+function HTTP:req_add_header(n, v) S.add_header(false, n, v) end
+function HTTP:res_add_header(n, v) S.add_header(true, n, v) end
+function HTTP:req_set_header(n, v) S.del_header(false, n); S.add_header(false, n, v) end
+function HTTP:res_set_header(n, v) S.del_header(true, n); S.add_header(true, n, v) end
+function HTTP:req_del_header(n) S.del_header(false, n) end
+function HTTP:res_del_header(n) S.del_header(true, n) end
+function HTTP:req_rep_header(n, re, r) S.rep_header(false, n, re, r, false) end
+function HTTP:res_rep_header(n, re, r) S.rep_header(true, n, re, r, false) end
+function HTTP:req_rep_value(n, re, r) S.rep_header(false, n, re, r, true) end
+function HTTP:res_rep_value(n, re, r) S.rep_header(true, n, re, r, true) end
+function HTTP:req_set_method(m) S.set_target("method", m) end
+function HTTP:req_set_path(p) S.set_target("path", p) end
+function HTTP:req_set_query(q) S.set_target("query", q) end
+function HTTP:req_set_uri(u) S.set_target("uri", u) end
+function HTTP:res_set_status(code, reason) S.set_status(code, reason) end
+
+local TXN = {}
+TXN.__index = TXN
+function TXN:get_var(name) return S.get_var(name) end
+function TXN:set_var(name, value, ifexist) S.set_var(name, value, ifexist) end
+function TXN:unset_var(name) S.unset_var(name) end
+function TXN:set_priv(v) self.__priv = v end
+function TXN:get_priv() return self.__priv end
+function TXN:done() S.done(); coroutine.yield(SLEEP, -1) end
+function TXN:set_loglevel(l) S.set_loglevel(l) end
+function TXN:log(level, msg) S.log(level, msg) end
+function TXN:Debug(msg) S.log(core.debug, msg) end
+function TXN:Info(msg) S.log(core.info, msg) end
+function TXN:Warning(msg) S.log(core.warning, msg) end
+function TXN:Alert(msg) S.log(core.alert, msg) end
+
+-- HAProxy's traceback of an error: each frame from the one that raised
+-- it to the registered function, as "file:line: in <what>".
+local xpcall, getinfo = xpcall, debug.getinfo
+local function traceback(err)
+  local parts, level = {}, 2
+  while true do
+    local ar = getinfo(level, "Slntf")
+    if not ar or ar.func == xpcall then break end
+    level = level + 1
+    if not (ar.currentline < 0 and ar.what == "C" and ar.namewhat == "" and not ar.name) then
+      local s
+      if ar.currentline > 0 then s = ar.short_src .. ":" .. ar.currentline .. ": "
+      else s = ar.short_src .. ": " end
+      if ar.namewhat ~= "" and ar.name then s = s .. "in " .. ar.namewhat .. " '" .. ar.name .. "'"
+      elseif ar.what == "main" then s = s .. "in main chunk"
+      elseif ar.what ~= "C" then s = s .. "in function line " .. ar.linedefined
+      else s = s .. "?" end
+      if ar.istailcall then s = s .. " ..." end
+      parts[#parts + 1] = s
+    end
+  end
+  return { err, table.concat(parts, ", ") }
+end
+
+-- Runs a registered function: true and its results, or false and
+-- { error, traceback }.
+local function run(f, ...) return xpcall(f, traceback, ...) end
+
+-- A new TXN object: `http` for the HTTP actions, nil elsewhere.
+local function new_txn(http)
+  local t = setmetatable({
+    f = methods(S.fetch, false),
+    sf = methods(S.fetch, true),
+    c = methods(S.convert, false),
+    sc = methods(S.convert, true),
+  }, TXN)
+  if http then t.http = setmetatable({}, HTTP) end
+  return t
+end
+
+return new_txn, run

@@ -1,0 +1,224 @@
+//! Running a script's function: as a coroutine for actions and
+//! services, resumed after each yield (`core.sleep`, `core.yield`, a
+//! forced yield every `tune.lua.forced-yield` instructions) so that the
+//! worker serves other connections meanwhile; directly for fetches and
+//! converters, which cannot yield. Either way a hook stops a function
+//! whose Lua time passes its timeout, with HAProxy's "execution timeout".
+
+use std::cell::{Cell, RefCell};
+use std::time::{Duration, Instant};
+
+use mlua::{HookTriggers, Lua, MultiValue, Table, ThreadStatus, Value, VmState};
+
+use super::Host;
+use super::txn::{self, Flags, Txn};
+
+thread_local! {
+    /// When the function running on this thread has used its Lua time.
+    static DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// The error a function past its timeout stops with.
+const TIMEOUT: &str = "execution timeout";
+
+/// The hook every state and coroutine runs every `forced-yield`
+/// instructions: past the deadline, an error; else a yield (ignored
+/// where the function cannot yield).
+fn hook(_: &Lua, _: mlua::Debug) -> mlua::Result<VmState> {
+    match DEADLINE.with(Cell::get) {
+        Some(d) if Instant::now() >= d => Err(mlua::Error::RuntimeError(TIMEOUT.into())),
+        _ => Ok(VmState::Yield),
+    }
+}
+
+pub(super) fn triggers(forced_yield: u32) -> HookTriggers {
+    HookTriggers::new().every_nth_instruction(forced_yield.max(1))
+}
+
+pub(super) fn set_hook(lua: &Lua, forced_yield: u32) {
+    lua.set_hook(triggers(forced_yield), hook);
+}
+
+/// Runs `f` with `timeout` of Lua time (None: unbounded).
+pub(super) fn call_bounded<R>(
+    _lua: &Lua,
+    timeout: Option<Duration>,
+    f: impl FnOnce() -> mlua::Result<R>,
+) -> mlua::Result<R> {
+    let before = DEADLINE.with(|d| d.replace(timeout.map(|t| Instant::now() + t)));
+    let r = f();
+    DEADLINE.with(|d| d.set(before));
+    r
+}
+
+/// Runs a fetch's or converter's function over `t` (`f` calls it through
+/// the prelude's `run`), within the session timeout: its value, or
+/// HAProxy's text of its error.
+pub(super) fn call_sync(
+    host: &Host,
+    t: &mut dyn Txn,
+    f: impl FnOnce(&Host) -> mlua::Result<MultiValue>,
+) -> Result<Value, String> {
+    let timeout = crate::sample::script::tune().session_timeout;
+    let flags = Flags::default();
+    let cell: RefCell<&mut dyn Txn> = RefCell::new(t);
+    let r = call_bounded(&host.lua, Some(timeout), || {
+        host.lua.scope(|scope| {
+            txn::install(scope, host, &cell, &flags)?;
+            f(host)
+        })
+    });
+    match r {
+        Ok(vals) => ran(vals).map(|mut v| v.pop_front().unwrap_or(Value::Nil)),
+        Err(e) => Err(format!(
+            "[state-id 0] runtime error: {}",
+            super::message(&e)
+        )),
+    }
+}
+
+/// What the prelude's `run` gave: the function's results, or HAProxy's
+/// text of its error, `[state-id 0] runtime error: <error> from <frames>`.
+fn ran(mut vals: MultiValue) -> Result<MultiValue, String> {
+    match vals.pop_front() {
+        Some(Value::Boolean(true)) => Ok(vals),
+        _ => {
+            let (err, trace) = match vals.pop_front() {
+                Some(Value::Table(t)) => (
+                    t.get::<Value>(1).unwrap_or(Value::Nil),
+                    t.get::<String>(2).unwrap_or_default(),
+                ),
+                _ => (Value::Nil, String::new()),
+            };
+            let msg = match &err {
+                Value::String(s) => s.to_string_lossy(),
+                Value::Error(e) => super::message(e),
+                Value::Nil => "unknown error".into(),
+                other => other.to_string().unwrap_or_default(),
+            };
+            Err(format!("[state-id 0] runtime error: {msg} from {trace}"))
+        }
+    }
+}
+
+/// How an action ended, as HAProxy's `act.*` codes say (an error and
+/// `act.ERROR` alike are `Error`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ActionEnd {
+    Continue,
+    Stop,
+    Done,
+    Deny,
+    Abort,
+    Invalid,
+    Error,
+    /// The function failed (a Lua error, its timeout): reported, and
+    /// the rules go on, as in HAProxy.
+    Failed,
+}
+
+impl ActionEnd {
+    fn of(code: Option<i64>) -> ActionEnd {
+        match code {
+            Some(1) => ActionEnd::Stop,
+            Some(3) => ActionEnd::Error,
+            Some(4) => ActionEnd::Done,
+            Some(5) => ActionEnd::Deny,
+            Some(6) => ActionEnd::Abort,
+            Some(7) => ActionEnd::Invalid,
+            _ => ActionEnd::Continue,
+        }
+    }
+}
+
+/// An error of a script's function, reported as HAProxy reports it
+/// (stderr, HAProxy's alert form).
+pub(crate) fn report(msg: &str) {
+    eprintln!("[ALERT]    ({}) : {msg}", std::process::id());
+}
+
+impl Host {
+    /// Runs the action `name` with its rule's arguments over `t`, until it
+    /// ends: its sleeps and yields wait on the worker's runtime.
+    pub(crate) async fn run_action<T: Txn + Send>(
+        &self,
+        name: &str,
+        args: &[String],
+        http: bool,
+        t: &mut T,
+    ) -> ActionEnd {
+        let Some(f) = self.registered().actions.get(name).map(|a| a.f.clone()) else {
+            return ActionEnd::Continue;
+        };
+        let what = format!("Lua function '{name}'");
+        let thread = match self.lua.create_thread(self.run.clone()) {
+            Ok(th) => th,
+            Err(e) => {
+                report(&format!("{what}: {}.", super::message(&e)));
+                return ActionEnd::Failed;
+            }
+        };
+        let tune = crate::sample::script::tune();
+        thread.set_hook(triggers(tune.forced_yield), hook);
+        let mut spent = Duration::ZERO;
+        let mut first = true;
+        loop {
+            let flags = Flags::default();
+            let start = Instant::now();
+            let r = {
+                let cell: RefCell<&mut dyn Txn> = RefCell::new(&mut *t);
+                let left = tune.session_timeout.saturating_sub(spent);
+                call_bounded(&self.lua, Some(left), || {
+                    self.lua.scope(|scope| {
+                        txn::install(scope, self, &cell, &flags)?;
+                        if first {
+                            let txn: Table = self.new_txn.call(http)?;
+                            let mut v = mlua::Variadic::new();
+                            v.push(Value::Function(f.clone()));
+                            v.push(Value::Table(txn));
+                            for a in args {
+                                v.push(Value::String(self.lua.create_string(a)?));
+                            }
+                            thread.resume::<mlua::MultiValue>(v)
+                        } else {
+                            thread.resume::<mlua::MultiValue>(())
+                        }
+                    })
+                })
+            };
+            spent += start.elapsed();
+            first = false;
+            let vals = match r {
+                Ok(v) => v,
+                Err(e) => {
+                    report(&format!(
+                        "{what}: [state-id 0] runtime error: {}.",
+                        super::message(&e)
+                    ));
+                    return ActionEnd::Failed;
+                }
+            };
+            if flags.done.get() {
+                return ActionEnd::Done;
+            }
+            if thread.status() != ThreadStatus::Resumable {
+                return match ran(vals) {
+                    Ok(v) => ActionEnd::of(v.front().and_then(Value::as_i64)),
+                    Err(e) => {
+                        report(&format!("{what}: {e}."));
+                        ActionEnd::Failed
+                    }
+                };
+            }
+            let ms = match (vals.front(), vals.get(1)) {
+                (Some(Value::Table(m)), Some(ms)) if *m == self.sleep => ms.as_i64().unwrap_or(0),
+                _ => 0,
+            };
+            if ms > 0 {
+                tokio::time::sleep(Duration::from_millis(ms as u64)).await;
+            } else {
+                tokio::task::yield_now().await;
+            }
+        }
+    }
+}

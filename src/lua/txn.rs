@@ -1,0 +1,296 @@
+//! What a script's TXN object reaches: the [`Txn`] an engine hands a
+//! running action (the message's head and its edits, the request's
+//! samples), and the primitives `prelude.lua`'s objects call, made for
+//! the time of one resume of the script ([`install`]: scoped functions,
+//! which fail if a script kept one and called it later).
+
+use std::cell::{Cell, RefCell};
+
+use mlua::{Lua, Table, Value, Variadic};
+
+use crate::sample::Ctx;
+use crate::sample::expr::Expr;
+use crate::sample::value::Sample;
+use crate::sample::vars::{Conds, VarName};
+
+use super::Host;
+
+/// The transaction a script works on, as its engine shows it.
+pub(crate) trait Txn {
+    /// What the fetches read.
+    fn sample(&self) -> Ctx<'_>;
+    /// The request's (`res` false) or response's header fields as they
+    /// are now, rules' edits included: (lower-case name, value).
+    fn headers(&self, _res: bool) -> Vec<(String, Vec<u8>)> {
+        Vec::new()
+    }
+    fn add_header(&mut self, _res: bool, _name: &str, _value: &[u8]) {}
+    fn del_header(&mut self, _res: bool, _name: &str) {}
+    /// `replace-header` (`value` false) or `replace-value`.
+    fn rep_header(
+        &mut self,
+        _res: bool,
+        _name: &str,
+        _re: &regex::bytes::Regex,
+        _with: &[u8],
+        _value: bool,
+    ) {
+    }
+    /// `method`, `path`, `query` or `uri`.
+    fn set_target(&mut self, _part: &str, _value: &[u8]) {}
+    fn set_status(&mut self, _code: u16, _reason: Option<&[u8]>) {}
+    fn set_loglevel(&mut self, _level: u8) {}
+}
+
+/// A fetch's or converter's transaction: samples only.
+pub(crate) struct FetchTxn<'a>(pub(crate) Ctx<'a>);
+
+impl Txn for FetchTxn<'_> {
+    fn sample(&self) -> Ctx<'_> {
+        self.0
+    }
+}
+
+/// A Lua value as a sample: strings, integers, booleans (nil: none).
+pub(crate) fn to_sample(v: &Value) -> Option<Sample<'static>> {
+    match v {
+        Value::String(s) => Some(Sample::Str(s.as_bytes().to_vec().into())),
+        Value::Integer(n) => Some(Sample::Sint(*n)),
+        Value::Number(f) => Some(Sample::Sint(*f as i64)),
+        Value::Boolean(b) => Some(Sample::Bool(*b)),
+        _ => None,
+    }
+}
+
+/// A sample as a Lua value (addresses as their text).
+pub(crate) fn from_sample(lua: &Lua, s: &Sample<'_>) -> mlua::Result<Value> {
+    Ok(match s {
+        Sample::Bool(b) => Value::Boolean(*b),
+        Sample::Sint(n) => Value::Integer(*n),
+        Sample::Ipv4(a) => Value::String(lua.create_string(a.to_string())?),
+        Sample::Ipv6(a) => Value::String(lua.create_string(a.to_string())?),
+        Sample::Str(b) | Sample::Bin(b) | Sample::Meth(b) => Value::String(lua.create_string(b)?),
+    })
+}
+
+/// A Lua argument as it goes between a keyword's parentheses.
+fn arg_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.to_string_lossy(),
+        Value::Integer(n) => n.to_string(),
+        Value::Number(f) => (*f as i64).to_string(),
+        Value::Boolean(b) => b.to_string(),
+        _ => String::new(),
+    }
+}
+
+fn args_text(args: &[Value]) -> String {
+    args.iter().map(arg_text).collect::<Vec<_>>().join(",")
+}
+
+/// What a run of a script leaves for its engine.
+#[derive(Default)]
+pub(crate) struct Flags {
+    /// `txn:done()`.
+    pub(crate) done: Cell<bool>,
+}
+
+fn rt(msg: String) -> mlua::Error {
+    mlua::Error::RuntimeError(msg)
+}
+
+/// Fills `S` with the primitives over `t` for one resume; the scope
+/// ends them.
+pub(super) fn install<'s, 'e: 's>(
+    scope: &'s mlua::Scope<'s, 'e>,
+    host: &'e Host,
+    t: &'e RefCell<&'e mut dyn Txn>,
+    flags: &'e Flags,
+) -> mlua::Result<()> {
+    let s: &Table = &host.prims;
+    s.set(
+        "fetch",
+        scope.create_function(
+            move |lua, (k, strings, args): (String, bool, Variadic<Value>)| {
+                let Some(name) = host.fetch_names.get(&k).copied() else {
+                    return Err(rt(format!("unknown sample fetch '{k}'")));
+                };
+                let text = if args.is_empty() {
+                    name.to_string()
+                } else {
+                    format!("{name}({})", args_text(&args))
+                };
+                let expr = match Expr::parse(&text) {
+                    Ok((e, n)) if n == text.len() => e,
+                    Ok(_) => return Err(rt(format!("invalid arguments to '{k}'"))),
+                    Err(e) => return Err(rt(e.to_string())),
+                };
+                let t = t.borrow();
+                let cx = t.sample();
+                match expr.eval(&cx) {
+                    Some(v) if strings => match v.cast(crate::sample::value::SmpType::Str) {
+                        Some(v) => from_sample(lua, &v),
+                        None => Ok(Value::String(lua.create_string("")?)),
+                    },
+                    Some(v) => from_sample(lua, &v),
+                    None if strings => Ok(Value::String(lua.create_string("")?)),
+                    None => Ok(Value::Nil),
+                }
+            },
+        )?,
+    )?;
+    s.set(
+        "convert",
+        scope.create_function(
+            move |lua, (k, strings, input, args): (String, bool, Value, Variadic<Value>)| {
+                let Some(name) = host.conv_names.get(&k).copied() else {
+                    return Err(rt(format!("unknown converter '{k}'")));
+                };
+                let Some(input) = to_sample(&input) else {
+                    return Ok(Value::Nil);
+                };
+                let t = t.borrow();
+                let cx = t.sample();
+                let out = crate::sample::script::convert_named(name, input, &args_text(&args), &cx)
+                    .map_err(rt)?;
+                match out {
+                    Some(v) if strings => match v.cast(crate::sample::value::SmpType::Str) {
+                        Some(v) => from_sample(lua, &v),
+                        None => Ok(Value::String(lua.create_string("")?)),
+                    },
+                    Some(v) => from_sample(lua, &v),
+                    None if strings => Ok(Value::String(lua.create_string("")?)),
+                    None => Ok(Value::Nil),
+                }
+            },
+        )?,
+    )?;
+    s.set(
+        "headers",
+        scope.create_function(move |lua, res: bool| {
+            let list = lua.create_table()?;
+            for (n, v) in t.borrow().headers(res) {
+                let pair = lua.create_table()?;
+                pair.push(n)?;
+                pair.push(lua.create_string(v)?)?;
+                list.push(pair)?;
+            }
+            Ok(list)
+        })?,
+    )?;
+    s.set(
+        "add_header",
+        scope.create_function(move |_, (res, n, v): (bool, String, mlua::String)| {
+            t.borrow_mut().add_header(res, &n, &v.as_bytes());
+            Ok(())
+        })?,
+    )?;
+    s.set(
+        "del_header",
+        scope.create_function(move |_, (res, n): (bool, String)| {
+            t.borrow_mut().del_header(res, &n);
+            Ok(())
+        })?,
+    )?;
+    s.set(
+        "rep_header",
+        scope.create_function(
+            move |_, (res, n, re, with, value): (bool, String, String, mlua::String, bool)| {
+                let re = regex::bytes::Regex::new(&re).map_err(|e| rt(e.to_string()))?;
+                t.borrow_mut()
+                    .rep_header(res, &n, &re, &with.as_bytes(), value);
+                Ok(())
+            },
+        )?,
+    )?;
+    s.set(
+        "set_target",
+        scope.create_function(move |_, (part, v): (String, mlua::String)| {
+            t.borrow_mut().set_target(&part, &v.as_bytes());
+            Ok(())
+        })?,
+    )?;
+    s.set(
+        "set_status",
+        scope.create_function(move |_, (code, reason): (i64, Option<mlua::String>)| {
+            let reason = reason.map(|r| r.as_bytes().to_vec());
+            t.borrow_mut()
+                .set_status(code.clamp(0, 999) as u16, reason.as_deref());
+            Ok(())
+        })?,
+    )?;
+    s.set(
+        "get_var",
+        scope.create_function(move |lua, name: String| {
+            let Ok(v) = VarName::parse(&name) else {
+                return Ok(Value::Nil);
+            };
+            let t = t.borrow();
+            let got = match t.sample().vars {
+                Some(vars) => vars.get(&v),
+                None => crate::sample::vars::get_outside(&v),
+            };
+            match got {
+                Some(s) => from_sample(lua, &s),
+                None => Ok(Value::Nil),
+            }
+        })?,
+    )?;
+    s.set(
+        "set_var",
+        scope.create_function(
+            move |_, (name, value, ifexist): (String, Value, Option<bool>)| {
+                let v = VarName::parse(&name).map_err(rt)?;
+                let Some(smp) = to_sample(&value) else {
+                    return Ok(());
+                };
+                let mut conds = Conds::default();
+                if ifexist == Some(true) {
+                    let _ = conds.add("ifexists");
+                }
+                let t = t.borrow();
+                match t.sample().vars {
+                    Some(vars) => {
+                        vars.set(&v, &smp, conds);
+                    }
+                    None => {
+                        crate::sample::vars::set_proc(&v.name, &smp, conds);
+                    }
+                }
+                Ok(())
+            },
+        )?,
+    )?;
+    s.set(
+        "unset_var",
+        scope.create_function(move |_, name: String| {
+            let v = VarName::parse(&name).map_err(rt)?;
+            if let Some(vars) = t.borrow().sample().vars {
+                vars.unset(&v);
+            }
+            Ok(())
+        })?,
+    )?;
+    s.set(
+        "done",
+        scope.create_function(move |_, ()| {
+            flags.done.set(true);
+            Ok(())
+        })?,
+    )?;
+    s.set(
+        "set_loglevel",
+        scope.create_function(move |_, level: i64| {
+            t.borrow_mut().set_loglevel(level.clamp(0, 7) as u8);
+            Ok(())
+        })?,
+    )?;
+    s.set(
+        "log",
+        scope.create_function(move |_, (level, msg): (i64, String)| {
+            super::core_api::log(level, &msg);
+            Ok(())
+        })?,
+    )?;
+    Ok(())
+}
