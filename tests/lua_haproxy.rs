@@ -243,7 +243,7 @@ fn haproxy_with_stderr(dir: &TempDir, cfg: &str, listen: &Listen) -> std::proces
 fn lua_errors(stderr: &str) -> Vec<String> {
     stderr
         .lines()
-        .filter(|l| l.contains("Lua function"))
+        .filter(|l| l.contains("Lua function") || l.contains("Lua applet"))
         .map(|l| l.split_once(") : ").map_or(l, |(_, m)| m).to_string())
         .collect()
 }
@@ -270,9 +270,11 @@ async fn script_errors_and_runaway_scripts_are_haproxys() {
             "global
     nbthread 1
     lua-load {}
+    lua-load {}
     tune.lua.session-timeout 3s
 {DEFAULTS}frontend fe
     bind {bind}
+    http-request use-service lua.broken if {{ path /broken }}
     http-request lua.boom if {{ path /boom }}
     http-request lua.spin if {{ path /spin }}
     http-request set-header x-after lua
@@ -281,6 +283,7 @@ backend be
     server s {}
 ",
             script("actions.lua"),
+            script("services.lua"),
             backend.addr
         )
     };
@@ -291,7 +294,8 @@ backend be
     let sluice = Sluice::start(&cfg(&sl.to_string()));
     let mut answers = Vec::new();
     for addr in [hl.addr(), sl.addr()] {
-        let boom = send(addr, &get("/boom", "")).await;
+        let broken = send(addr, &get("/broken", "")).await;
+        let boom = broken + &send(addr, &get("/boom", "")).await;
         let got = String::from_utf8_lossy(&backend.take()).into_owned();
         // A runaway action: while it runs, another connection is served.
         let mut spin = TcpStream::connect(addr).await.expect("connect");
@@ -324,7 +328,71 @@ backend be
     let mut differ = haproxy::Differences::default();
     differ.compare("answers and server requests", &answers[0], &answers[1]);
     let h = lua_errors(&herr);
-    assert_eq!(h.len(), 2, "{herr}");
+    assert_eq!(h.len(), 3, "{herr}");
     differ.compare("stderr", &h, &lua_errors(&sluice.stderr()));
+    differ.assert_none();
+}
+
+/// An answer with its header lines sorted: HAProxy keeps a service's
+/// headers in a Lua table, whose order changes from one run to the next
+/// (Lua's string hashes are seeded at random); sluice sends them in the
+/// order the script added them.
+fn headers_sorted(answer: &str) -> String {
+    let Some((head, body)) = answer.split_once("\r\n\r\n") else {
+        return answer.to_string();
+    };
+    let mut lines = head.split("\r\n");
+    let first = lines.next().unwrap_or("");
+    let mut rest: Vec<&str> = lines.collect();
+    rest.sort_unstable();
+    format!("{first}\r\n{}\r\n\r\n{body}", rest.join("\r\n"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_services_are_haproxys() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = HTTP_LOG_GLOBAL.replacen(
+        "global\n",
+        &format!("global\n    lua-load {}\n", script("services.lua")),
+        1,
+    ) + &format!(
+        "frontend fe
+    bind {{fe0}}
+    log-format \"%ci %f %b/%s %ST %B %ts %{{+Q}}r\"
+    http-request lua.cors https://a.example,https://b.example
+    http-request use-service lua.preflight if METH_OPTIONS
+    http-request use-service lua.acme if {{ path_beg /.well-known/acme-challenge/ }}
+    http-request use-service lua.slow if {{ path /slow }}
+    http-response set-header access-control-allow-origin %[var(txn.cors_origin)] if {{ var(txn.cors_origin) -m found }}
+    default_backend be
+backend be
+    server s {{srv}}
+"
+    );
+    let pair = Pair::start("lua-services", &cfg, 1).await;
+    pair.answer(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+    let mut differ = haproxy::Differences::default();
+    for req in [
+        "OPTIONS /api HTTP/1.1\r\nhost: h\r\norigin: https://a.example\r\nconnection: close\r\n\r\n",
+        "OPTIONS /api HTTP/1.1\r\nhost: h\r\norigin: https://evil.example\r\nconnection: close\r\n\r\n",
+        "OPTIONS /api HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n",
+        "GET /api HTTP/1.1\r\nhost: h\r\norigin: https://b.example\r\nconnection: close\r\n\r\n",
+        "GET /api HTTP/1.1\r\nhost: h\r\norigin: https://c.example\r\nconnection: close\r\n\r\n",
+        "GET /.well-known/acme-challenge/Abc-123_x HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n",
+        "GET /.well-known/acme-challenge/tok_1 HTTP/1.0\r\nhost: h\r\n\r\n",
+        "GET /.well-known/acme-challenge/unknown HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n",
+        "GET /.well-known/acme-challenge/unknown HTTP/1.0\r\nhost: h\r\n\r\n",
+        "GET /slow HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n",
+    ] {
+        let [mut h, mut s] = pair.both(0, req).await;
+        h.0 = headers_sorted(&h.0);
+        s.0 = headers_sorted(&s.0);
+        if req.starts_with("GET /.well-known/acme-challenge/Abc") {
+            assert!(h.0.ends_with("\r\n\r\nAbc-123_x.tHuMbPrInT"), "{}", h.0);
+        }
+        differ.compare(req.lines().next().unwrap_or(req), &h, &s);
+    }
     differ.assert_none();
 }

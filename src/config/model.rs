@@ -827,6 +827,9 @@ pub(crate) struct TcpRule {
 pub(crate) enum HttpRequestAction {
     /// `lua.<name> [args]`: an action a script registered.
     Lua(LuaAction),
+    /// `use-service lua.<name>`: an HTTP service a script registered
+    /// (its name without `lua.`).
+    LuaService(String),
     /// `http-request capture <expr> len <n> | id <n>`: the value into the
     /// frontend's request capture slot `slot`, cut to the slot's length.
     Capture {

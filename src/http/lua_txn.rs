@@ -4,7 +4,7 @@
 
 use crate::config::model::{LogLevel, LuaAction, UriPart};
 use crate::http::rules::{self, Edits, FmtCtx};
-use crate::lua::{ActionEnd, Host, Txn};
+use crate::lua::{ActionEnd, Host, ServiceEnd, Txn};
 use crate::sample::Ctx;
 use crate::wire::h1::Head;
 
@@ -92,6 +92,25 @@ impl Txn for ReqTxn<'_, '_> {
         }
     }
 
+    fn request_line(&self) -> [Vec<u8>; 4] {
+        let target = self
+            .edits
+            .as_ref()
+            .and_then(|e| e.target.as_deref())
+            .unwrap_or(self.head.target());
+        let method = self
+            .edits
+            .as_ref()
+            .and_then(|e| e.method.as_deref())
+            .unwrap_or(self.head.method());
+        let (path, qs) = match target.iter().position(|&c| c == b'?') {
+            Some(i) => (&target[..i], &target[i + 1..]),
+            None => (target, &b""[..]),
+        };
+        let version = format!("HTTP/1.{}", self.head.minor).into_bytes();
+        [method.to_vec(), path.to_vec(), qs.to_vec(), version]
+    }
+
     fn set_loglevel(&mut self, level: u8) {
         self.level = Some(LogLevel::Severity(level));
     }
@@ -107,4 +126,71 @@ pub(super) async fn run_request(a: &LuaAction, t: &mut ReqTxn<'_, '_>) -> Action
         return ActionEnd::Continue;
     };
     host.run_action(&a.name, &a.args, true, t).await
+}
+
+/// Runs the HTTP service `name` over the request: the response it
+/// composed (None: it failed, or sent nothing, HAProxy's 500).
+pub(super) async fn run_service(
+    name: &str,
+    t: &mut ReqTxn<'_, '_>,
+) -> Option<crate::lua::txn::Reply> {
+    let scripts = crate::sample::script::active()?;
+    let host = scripts.as_any().downcast_ref::<Host>()?;
+    match host.run_service(name, t).await {
+        ServiceEnd::Reply(r) => Some(r),
+        ServiceEnd::Failed => None,
+    }
+}
+
+/// A service's response as HAProxy sends it: its status line (the
+/// client's version), its headers in the order added, then its body:
+/// as it is under a `content-length` the service set, else in one chunk
+/// for an HTTP/1.1 client, else up to the close. Whether the connection
+/// stays open goes with it, and the bytes of chunk framing (which
+/// HAProxy's `%B` leaves out).
+pub(super) fn render(r: &crate::lua::txn::Reply, minor: u8, keep: bool) -> (Vec<u8>, bool, u64) {
+    let status = r.status.unwrap_or(200);
+    let reason = r.reason.clone().unwrap_or_else(|| {
+        crate::wire::error_pages::http_reason(status)
+            .as_bytes()
+            .to_vec()
+    });
+    let mut out = format!("HTTP/1.{minor} {status} ").into_bytes();
+    out.extend_from_slice(&reason);
+    out.extend_from_slice(b"\r\n");
+    for (n, v) in &r.headers {
+        out.extend_from_slice(n.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(v);
+        out.extend_from_slice(b"\r\n");
+    }
+    // 1xx, 204 and 304 answers have no body, hence no framing.
+    let bodiless = status < 200 || status == 204 || status == 304;
+    let sized = bodiless || r.headers.iter().any(|(n, _)| n == "content-length");
+    let chunked = !sized && minor >= 1;
+    let keep = keep && (sized || chunked);
+    if chunked {
+        out.extend_from_slice(b"transfer-encoding: chunked\r\n");
+    }
+    if !keep && minor >= 1 {
+        out.extend_from_slice(b"connection: close\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    let framed_from = out.len();
+    if chunked {
+        if !r.body.is_empty() {
+            out.extend_from_slice(format!("{:X}\r\n", r.body.len()).as_bytes());
+            out.extend_from_slice(&r.body);
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b"0\r\n\r\n");
+    } else if !bodiless {
+        out.extend_from_slice(&r.body);
+    }
+    let framing = if chunked {
+        (out.len() - framed_from - r.body.len()) as u64
+    } else {
+        0
+    };
+    (out, keep, framing)
 }

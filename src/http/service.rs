@@ -1774,6 +1774,35 @@ impl RuleRun<'_> {
                             .await,
                     ));
                 }
+                HttpRequestAction::LuaService(name) => {
+                    let mut t = crate::http::lua_txn::ReqTxn {
+                        cx,
+                        head,
+                        orig,
+                        edits: &mut *self.edits,
+                        level: None,
+                    };
+                    let reply = crate::http::lua_txn::run_service(name, &mut t).await;
+                    self.rec.server =
+                        crate::observe::outcome::SrvName::Applet(format!("<lua.{name}>").into());
+                    self.rec.tally.intercepted = rows(be);
+                    self.rec.term(Cause::Local, Phase::Request);
+                    let Some(reply) = reply else {
+                        self.rec.tally.http_err = true;
+                        return Some(Stop::Answered(
+                            forward::send_error_seen(self.conn, 500, fe, be, self.keep_local, &cx)
+                                .await,
+                        ));
+                    };
+                    let (out, keep, framing) =
+                        crate::http::lua_txn::render(&reply, head.minor, self.keep_local);
+                    let status = reply.status.unwrap_or(200);
+                    let mut o =
+                        forward::send_answer_seen(self.conn, &out, status, keep, fe, be, Some(&cx))
+                            .await;
+                    o.logged_out = o.logged_out.saturating_sub(framing);
+                    return Some(Stop::Answered(o));
+                }
                 HttpRequestAction::Capture { expr, slot } => {
                     capture(
                         &mut self.rec.cap_req,

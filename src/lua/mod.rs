@@ -27,7 +27,7 @@ use crate::sample::arg::Arg;
 use crate::sample::script::{LoadReq, Scripts};
 use crate::sample::value::Sample;
 
-pub(crate) use run::ActionEnd;
+pub(crate) use run::{ActionEnd, ServiceEnd};
 pub(crate) use txn::Txn;
 
 /// Where an action may be used (`core.register_action`'s second
@@ -66,6 +66,8 @@ pub(crate) struct Host {
     /// The prelude's `run`: a registered function called under its
     /// traceback handler.
     run: Function,
+    /// The prelude's AppletHTTP maker.
+    new_applet: Function,
     /// The primitives' table the prelude's objects call (`S`).
     prims: Table,
     /// The value `core.sleep` and friends yield first.
@@ -125,7 +127,7 @@ impl Host {
         core_api::install(&lua, &reg)?;
         let prims = lua.create_table()?;
         let sleep = lua.create_table()?;
-        let (new_txn, run): (Function, Function) = lua
+        let (new_txn, run, new_applet): (Function, Function, Function) = lua
             .load(include_str!("prelude.lua"))
             .set_name("=prelude")
             .call((prims.clone(), sleep.clone()))?;
@@ -135,6 +137,7 @@ impl Host {
             reg,
             new_txn,
             run,
+            new_applet,
             prims,
             sleep,
             fetch_names: crate::sample::fetch::all()

@@ -64,6 +64,34 @@ function TXN:Info(msg) S.log(core.info, msg) end
 function TXN:Warning(msg) S.log(core.warning, msg) end
 function TXN:Alert(msg) S.log(core.alert, msg) end
 
+-- The AppletHTTP object of an HTTP service: the request's line and
+-- headers, and the response it composes (sent when the service ends).
+local APPLET = {}
+APPLET.__index = APPLET
+function APPLET:set_status(code, reason) S.svc_status(code, reason) end
+function APPLET:add_header(n, v) S.svc_header(n, tostring(v)) end
+function APPLET:start_response() S.svc_start() end
+function APPLET:send(d) S.svc_send(tostring(d)) end
+function APPLET:receive(n) return S.svc_receive(n) end
+function APPLET:getline() return S.svc_getline() end
+APPLET.get_var = TXN.get_var
+APPLET.set_var = TXN.set_var
+APPLET.unset_var = TXN.unset_var
+APPLET.set_priv = TXN.set_priv
+APPLET.get_priv = TXN.get_priv
+
+local function new_applet()
+  local method, path, qs, version, length = S.request()
+  return setmetatable({
+    f = methods(S.fetch, false),
+    sf = methods(S.fetch, true),
+    c = methods(S.convert, false),
+    sc = methods(S.convert, true),
+    method = method, path = path, qs = qs, version = version, length = length,
+    headers = hdrs_table(S.headers(false)),
+  }, APPLET)
+end
+
 -- HAProxy's traceback of an error: each frame from the one that raised
 -- it to the registered function, as "file:line: in <what>".
 local xpcall, getinfo = xpcall, debug.getinfo
@@ -104,4 +132,4 @@ local function new_txn(http)
   return t
 end
 
-return new_txn, run
+return new_txn, run, new_applet

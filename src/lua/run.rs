@@ -8,7 +8,7 @@
 use std::cell::{Cell, RefCell};
 use std::time::{Duration, Instant};
 
-use mlua::{HookTriggers, Lua, MultiValue, Table, ThreadStatus, Value, VmState};
+use mlua::{Function, HookTriggers, Lua, MultiValue, Table, ThreadStatus, Value, VmState};
 
 use super::Host;
 use super::txn::{self, Flags, Txn};
@@ -137,7 +137,101 @@ pub(crate) fn report(msg: &str) {
     eprintln!("[ALERT]    ({}) : {msg}", std::process::id());
 }
 
+/// How a coroutine's run ended.
+enum Driven {
+    /// The function returned these values.
+    Returned(MultiValue),
+    /// `txn:done()`.
+    Done,
+    /// It failed; reported.
+    Failed,
+}
+
+/// What an HTTP service gives its engine.
+pub(crate) enum ServiceEnd {
+    /// The response it composed.
+    Reply(txn::Reply),
+    /// It failed or sent nothing: HAProxy's 500.
+    Failed,
+}
+
 impl Host {
+    /// Runs `f` as a coroutine over `t` until it ends: its first
+    /// arguments from `first`, its sleeps and yields waited for on the
+    /// worker's runtime, `timeout` of Lua time. `what` names it in the
+    /// errors reported.
+    async fn drive<T: Txn + Send>(
+        &self,
+        f: Function,
+        first: impl Fn(&Host, &Function) -> mlua::Result<mlua::Variadic<Value>>,
+        t: &mut T,
+        timeout: Duration,
+        what: &str,
+    ) -> (Driven, Flags) {
+        let flags = Flags::default();
+        let thread = match self.lua.create_thread(self.run.clone()) {
+            Ok(th) => th,
+            Err(e) => {
+                report(&format!("{what}: {}.", super::message(&e)));
+                return (Driven::Failed, flags);
+            }
+        };
+        let tune = crate::sample::script::tune();
+        thread.set_hook(triggers(tune.forced_yield), hook);
+        let mut spent = Duration::ZERO;
+        let mut started = false;
+        loop {
+            let start = Instant::now();
+            let r = {
+                let cell: RefCell<&mut dyn Txn> = RefCell::new(&mut *t);
+                let left = timeout.saturating_sub(spent);
+                call_bounded(&self.lua, Some(left), || {
+                    self.lua.scope(|scope| {
+                        txn::install(scope, self, &cell, &flags)?;
+                        if started {
+                            thread.resume::<MultiValue>(())
+                        } else {
+                            thread.resume::<MultiValue>(first(self, &f)?)
+                        }
+                    })
+                })
+            };
+            spent += start.elapsed();
+            started = true;
+            let vals = match r {
+                Ok(v) => v,
+                Err(e) => {
+                    report(&format!(
+                        "{what}: [state-id 0] runtime error: {}.",
+                        super::message(&e)
+                    ));
+                    return (Driven::Failed, flags);
+                }
+            };
+            if flags.done.get() {
+                return (Driven::Done, flags);
+            }
+            if thread.status() != ThreadStatus::Resumable {
+                return match ran(vals) {
+                    Ok(v) => (Driven::Returned(v), flags),
+                    Err(e) => {
+                        report(&format!("{what}: {e}."));
+                        (Driven::Failed, flags)
+                    }
+                };
+            }
+            let ms = match (vals.front(), vals.get(1)) {
+                (Some(Value::Table(m)), Some(ms)) if *m == self.sleep => ms.as_i64().unwrap_or(0),
+                _ => 0,
+            };
+            if ms > 0 {
+                tokio::time::sleep(Duration::from_millis(ms as u64)).await;
+            } else {
+                tokio::task::yield_now().await;
+            }
+        }
+    }
+
     /// Runs the action `name` with its rule's arguments over `t`, until it
     /// ends: its sleeps and yields wait on the worker's runtime.
     pub(crate) async fn run_action<T: Txn + Send>(
@@ -151,74 +245,45 @@ impl Host {
             return ActionEnd::Continue;
         };
         let what = format!("Lua function '{name}'");
-        let thread = match self.lua.create_thread(self.run.clone()) {
-            Ok(th) => th,
-            Err(e) => {
-                report(&format!("{what}: {}.", super::message(&e)));
-                return ActionEnd::Failed;
+        let first = |host: &Host, f: &Function| {
+            let txn: Table = host.new_txn.call(http)?;
+            let mut v = mlua::Variadic::new();
+            v.push(Value::Function(f.clone()));
+            v.push(Value::Table(txn));
+            for a in args {
+                v.push(Value::String(host.lua.create_string(a)?));
             }
+            Ok(v)
         };
-        let tune = crate::sample::script::tune();
-        thread.set_hook(triggers(tune.forced_yield), hook);
-        let mut spent = Duration::ZERO;
-        let mut first = true;
-        loop {
-            let flags = Flags::default();
-            let start = Instant::now();
-            let r = {
-                let cell: RefCell<&mut dyn Txn> = RefCell::new(&mut *t);
-                let left = tune.session_timeout.saturating_sub(spent);
-                call_bounded(&self.lua, Some(left), || {
-                    self.lua.scope(|scope| {
-                        txn::install(scope, self, &cell, &flags)?;
-                        if first {
-                            let txn: Table = self.new_txn.call(http)?;
-                            let mut v = mlua::Variadic::new();
-                            v.push(Value::Function(f.clone()));
-                            v.push(Value::Table(txn));
-                            for a in args {
-                                v.push(Value::String(self.lua.create_string(a)?));
-                            }
-                            thread.resume::<mlua::MultiValue>(v)
-                        } else {
-                            thread.resume::<mlua::MultiValue>(())
-                        }
-                    })
-                })
-            };
-            spent += start.elapsed();
-            first = false;
-            let vals = match r {
-                Ok(v) => v,
-                Err(e) => {
-                    report(&format!(
-                        "{what}: [state-id 0] runtime error: {}.",
-                        super::message(&e)
-                    ));
-                    return ActionEnd::Failed;
-                }
-            };
-            if flags.done.get() {
-                return ActionEnd::Done;
-            }
-            if thread.status() != ThreadStatus::Resumable {
-                return match ran(vals) {
-                    Ok(v) => ActionEnd::of(v.front().and_then(Value::as_i64)),
-                    Err(e) => {
-                        report(&format!("{what}: {e}."));
-                        ActionEnd::Failed
-                    }
-                };
-            }
-            let ms = match (vals.front(), vals.get(1)) {
-                (Some(Value::Table(m)), Some(ms)) if *m == self.sleep => ms.as_i64().unwrap_or(0),
-                _ => 0,
-            };
-            if ms > 0 {
-                tokio::time::sleep(Duration::from_millis(ms as u64)).await;
-            } else {
-                tokio::task::yield_now().await;
-            }
+        let timeout = crate::sample::script::tune().session_timeout;
+        match self.drive(f, first, t, timeout, &what).await.0 {
+            Driven::Returned(v) => ActionEnd::of(v.front().and_then(Value::as_i64)),
+            Driven::Done => ActionEnd::Done,
+            Driven::Failed => ActionEnd::Failed,
+        }
+    }
+
+    /// Runs the HTTP service `name` over `t`: the response it composed,
+    /// once it ended.
+    pub(crate) async fn run_service<T: Txn + Send>(&self, name: &str, t: &mut T) -> ServiceEnd {
+        let Some(f) = self.registered().services.get(name).map(|s| s.0.clone()) else {
+            return ServiceEnd::Failed;
+        };
+        let what = format!("Lua applet http '<lua.{name}>'");
+        let first = |host: &Host, f: &Function| {
+            let applet: Table = host.new_applet.call(())?;
+            let mut v = mlua::Variadic::new();
+            v.push(Value::Function(f.clone()));
+            v.push(Value::Table(applet));
+            Ok(v)
+        };
+        let timeout = crate::sample::script::tune().service_timeout;
+        let (end, flags) = self.drive(f, first, t, timeout, &what).await;
+        let reply = flags.reply.into_inner();
+        match end {
+            Driven::Failed => ServiceEnd::Failed,
+            _ if !reply.started => ServiceEnd::Failed,
+            _ => ServiceEnd::Reply(reply),
         }
     }
 }

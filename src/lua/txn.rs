@@ -39,6 +39,11 @@ pub(crate) trait Txn {
     /// `method`, `path`, `query` or `uri`.
     fn set_target(&mut self, _part: &str, _value: &[u8]) {}
     fn set_status(&mut self, _code: u16, _reason: Option<&[u8]>) {}
+    /// The request's method, path, query string and version
+    /// (`HTTP/1.1`), for an HTTP service's applet.
+    fn request_line(&self) -> [Vec<u8>; 4] {
+        Default::default()
+    }
     fn set_loglevel(&mut self, _level: u8) {}
 }
 
@@ -93,6 +98,22 @@ fn args_text(args: &[Value]) -> String {
 pub(crate) struct Flags {
     /// `txn:done()`.
     pub(crate) done: Cell<bool>,
+    /// An HTTP service's response.
+    pub(crate) reply: RefCell<Reply>,
+}
+
+/// The response an HTTP service composes.
+#[derive(Debug, Default)]
+pub(crate) struct Reply {
+    /// `applet:set_status()` (200 unless set).
+    pub(crate) status: Option<u16>,
+    pub(crate) reason: Option<Vec<u8>>,
+    /// `applet:add_header()`, in order.
+    pub(crate) headers: Vec<(String, Vec<u8>)>,
+    /// `applet:start_response()` was called.
+    pub(crate) started: bool,
+    /// What `applet:send()` gave.
+    pub(crate) body: Vec<u8>,
 }
 
 fn rt(msg: String) -> mlua::Error {
@@ -270,6 +291,70 @@ pub(super) fn install<'s, 'e: 's>(
             }
             Ok(())
         })?,
+    )?;
+    s.set(
+        "request",
+        scope.create_function(move |lua, ()| {
+            let [m, p, q, v] = t.borrow().request_line();
+            let length = t
+                .borrow()
+                .headers(false)
+                .iter()
+                .find(|(n, _)| n == "content-length")
+                .and_then(|(_, v)| std::str::from_utf8(v).ok()?.trim().parse::<i64>().ok())
+                .unwrap_or(0);
+            Ok((
+                lua.create_string(m)?,
+                lua.create_string(p)?,
+                lua.create_string(q)?,
+                lua.create_string(v)?,
+                length,
+            ))
+        })?,
+    )?;
+    s.set(
+        "svc_status",
+        scope.create_function(move |_, (code, reason): (i64, Option<mlua::String>)| {
+            let mut r = flags.reply.borrow_mut();
+            r.status = Some(code.clamp(0, 999) as u16);
+            r.reason = reason.map(|s| s.as_bytes().to_vec());
+            Ok(())
+        })?,
+    )?;
+    s.set(
+        "svc_header",
+        scope.create_function(move |_, (n, v): (String, mlua::String)| {
+            let mut r = flags.reply.borrow_mut();
+            r.headers
+                .push((n.to_ascii_lowercase(), v.as_bytes().to_vec()));
+            Ok(())
+        })?,
+    )?;
+    s.set(
+        "svc_start",
+        scope.create_function(move |_, ()| {
+            flags.reply.borrow_mut().started = true;
+            Ok(())
+        })?,
+    )?;
+    s.set(
+        "svc_send",
+        scope.create_function(move |_, d: mlua::String| {
+            let mut r = flags.reply.borrow_mut();
+            // HAProxy starts the response at the first send.
+            r.started = true;
+            r.body.extend_from_slice(&d.as_bytes());
+            Ok(())
+        })?,
+    )?;
+    // The request's body is not read by services yet: it ends at once.
+    s.set(
+        "svc_receive",
+        scope.create_function(move |lua, _: Option<i64>| lua.create_string(""))?,
+    )?;
+    s.set(
+        "svc_getline",
+        scope.create_function(move |lua, ()| lua.create_string(""))?,
     )?;
     s.set(
         "done",

@@ -960,6 +960,14 @@ impl State<'_> {
 pub(super) fn use_service_args(args: &[String]) -> Result<HttpRequestAction, String> {
     match args {
         [name] if name == "prometheus-exporter" => Ok(HttpRequestAction::PrometheusExporter),
+        [name] if name.starts_with("lua.") => {
+            let short = &name["lua.".len()..];
+            if crate::sample::script::parsing_has_service(short, true) {
+                Ok(HttpRequestAction::LuaService(short.to_string()))
+            } else {
+                Err(format!("'{name}' unknown service name."))
+            }
+        }
         [name] => Err(format!(
             "'use-service' expects a service name, 'prometheus-exporter' is the only one sluice has (got '{name}')"
         )),
