@@ -396,3 +396,56 @@ backend be
     }
     differ.assert_none();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_updates_a_map_as_in_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let mut answers = Vec::new();
+    for tool in ["haproxy", "sluice"] {
+        // Each its own map file and script (the task edits the map).
+        let dir = TempDir::new("lua-task");
+        let map = dir.write("m.map", "state starting\ngone here\n");
+        let text = std::fs::read_to_string(script("map_task.lua")).expect("script");
+        let lua = dir.write(
+            "task.lua",
+            &text.replace("@MAP@", &map.display().to_string()),
+        );
+        let listen = Listen::new();
+        let m = map.display();
+        let cfg = format!(
+            "global\n    lua-load {}\n{DEFAULTS}frontend fe\n    bind {listen}\n    http-request return status 200 content-type text/plain lf-string \"%[str(state),map({m},none)] %[str(added),map({m},none)] %[str(gone),map({m},none)]\"\n",
+            lua.display()
+        );
+        let mut hap = None;
+        let mut sl = None;
+        if tool == "haproxy" {
+            hap = Some(haproxy_with_stderr(&dir, &cfg, &listen));
+        } else {
+            sl = Some(Sluice::start(&cfg));
+        }
+        // The task runs once started: asked until the map shows it (its
+        // first entry changed), at most 100 times.
+        let mut last = String::new();
+        for _ in 0..100 {
+            last = send(listen.addr(), &get("/", "")).await;
+            if !last.contains("starting") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        answers.push(last);
+        if let Some(mut h) = hap {
+            let _ = h.kill();
+            let _ = h.wait();
+        }
+        drop(sl);
+    }
+    assert!(
+        answers[0].ends_with("\r\n\r\nready new none"),
+        "{}",
+        answers[0]
+    );
+    assert_eq!(answers[0], answers[1]);
+}

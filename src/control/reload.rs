@@ -118,6 +118,7 @@ impl Supervisor {
             crate::upstream::check::spawn_agents(&sup.rt);
             crate::upstream::dns::spawn_resolvers(&sup.rt);
             crate::peers::spawn(&sup.rt);
+            crate::lua::spawn();
         }
         let _ = SUPERVISOR.set(sup.clone());
         Ok(sup)
@@ -323,6 +324,7 @@ impl Supervisor {
         crate::upstream::check::spawn_agents(&self.rt);
         crate::upstream::dns::spawn_resolvers(&self.rt);
         crate::peers::spawn(&self.rt);
+        crate::lua::spawn();
         // The listeners with the configuration's changes, before the state's.
         let at = changes
             .iter()

@@ -117,6 +117,20 @@ pub(super) fn install(lua: &Lua, reg: &Arc<Mutex<Registered>>) -> mlua::Result<(
         )?;
     }
     core.set(
+        "set_map",
+        lua.create_function(|_, (file, key, value): (String, String, String)| {
+            crate::sample::patref::set_map(&file, &key, &value);
+            Ok(())
+        })?,
+    )?;
+    core.set(
+        "del_map",
+        lua.create_function(|_, (file, key): (String, String)| {
+            crate::sample::patref::del_map(&file, &key);
+            Ok(())
+        })?,
+    )?;
+    core.set(
         "now",
         lua.create_function(|lua, ()| {
             let d = std::time::SystemTime::now()

@@ -76,12 +76,57 @@ pub(crate) struct Host {
     /// for `req.hdr`).
     fetch_names: HashMap<String, &'static str>,
     conv_names: HashMap<String, &'static str>,
+    /// A reload replaced these scripts: their tasks end.
+    retired: std::sync::atomic::AtomicBool,
 }
 
 /// Makes `lua-load` work: called once at start, before a configuration
 /// is read.
 pub(crate) fn install() {
     crate::sample::script::set_loader(load);
+}
+
+/// The scripts whose init functions ran and whose tasks run.
+static STARTED: Mutex<Option<Arc<dyn Scripts>>> = Mutex::new(None);
+
+/// After a start or a reload: the running configuration's scripts run
+/// their `core.register_init` functions, then their tasks start on the
+/// calling runtime; the tasks of the scripts they replace end.
+pub(crate) fn spawn() {
+    let current = crate::sample::script::active();
+    let mut started = STARTED.lock().unwrap_or_else(|e| e.into_inner());
+    let same = match (&*started, &current) {
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+        (None, None) => true,
+        _ => false,
+    };
+    if same {
+        return;
+    }
+    if let Some(old) = started
+        .as_ref()
+        .and_then(|s| s.as_any().downcast_ref::<Host>())
+    {
+        old.retired
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    started.clone_from(&current);
+    let Some(scripts) = current else {
+        return;
+    };
+    let Some(host) = scripts.as_any().downcast_ref::<Host>() else {
+        return;
+    };
+    host.run_inits();
+    let tasks = host.registered().tasks.clone();
+    for f in tasks {
+        let scripts = scripts.clone();
+        tokio::spawn(async move {
+            if let Some(host) = scripts.as_any().downcast_ref::<Host>() {
+                host.run_task(f).await;
+            }
+        });
+    }
 }
 
 fn load(prev: Option<&Arc<dyn Scripts>>, req: &LoadReq<'_>) -> Result<Arc<dyn Scripts>, String> {
@@ -144,6 +189,7 @@ impl Host {
                 .map(|f| mangle(f.name))
                 .collect(),
             conv_names: crate::sample::conv::all().map(|c| mangle(c.name)).collect(),
+            retired: std::sync::atomic::AtomicBool::new(false),
         })
     }
 

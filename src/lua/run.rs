@@ -45,7 +45,8 @@ pub(super) fn call_bounded<R>(
     timeout: Option<Duration>,
     f: impl FnOnce() -> mlua::Result<R>,
 ) -> mlua::Result<R> {
-    let before = DEADLINE.with(|d| d.replace(timeout.map(|t| Instant::now() + t)));
+    let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+    let before = DEADLINE.with(|d| d.replace(deadline));
     let r = f();
     DEADLINE.with(|d| d.set(before));
     r
@@ -165,7 +166,7 @@ impl Host {
         f: Function,
         first: impl Fn(&Host, &Function) -> mlua::Result<mlua::Variadic<Value>>,
         t: &mut T,
-        timeout: Duration,
+        timeout: Option<Duration>,
         what: &str,
     ) -> (Driven, Flags) {
         let flags = Flags::default();
@@ -184,8 +185,8 @@ impl Host {
             let start = Instant::now();
             let r = {
                 let cell: RefCell<&mut dyn Txn> = RefCell::new(&mut *t);
-                let left = timeout.saturating_sub(spent);
-                call_bounded(&self.lua, Some(left), || {
+                let left = timeout.map(|t| t.saturating_sub(spent));
+                call_bounded(&self.lua, left, || {
                     self.lua.scope(|scope| {
                         txn::install(scope, self, &cell, &flags)?;
                         if started {
@@ -219,6 +220,10 @@ impl Host {
                         (Driven::Failed, flags)
                     }
                 };
+            }
+            // A task of scripts a reload replaced ends at its next yield.
+            if self.retired.load(std::sync::atomic::Ordering::Relaxed) {
+                return (Driven::Done, flags);
             }
             let ms = match (vals.front(), vals.get(1)) {
                 (Some(Value::Table(m)), Some(ms)) if *m == self.sleep => ms.as_i64().unwrap_or(0),
@@ -256,7 +261,7 @@ impl Host {
             Ok(v)
         };
         let timeout = crate::sample::script::tune().session_timeout;
-        match self.drive(f, first, t, timeout, &what).await.0 {
+        match self.drive(f, first, t, Some(timeout), &what).await.0 {
             Driven::Returned(v) => ActionEnd::of(v.front().and_then(Value::as_i64)),
             Driven::Done => ActionEnd::Done,
             Driven::Failed => ActionEnd::Failed,
@@ -278,12 +283,40 @@ impl Host {
             Ok(v)
         };
         let timeout = crate::sample::script::tune().service_timeout;
-        let (end, flags) = self.drive(f, first, t, timeout, &what).await;
+        let (end, flags) = self.drive(f, first, t, Some(timeout), &what).await;
         let reply = flags.reply.into_inner();
         match end {
             Driven::Failed => ServiceEnd::Failed,
             _ if !reply.started => ServiceEnd::Failed,
             _ => ServiceEnd::Reply(reply),
+        }
+    }
+}
+
+impl Host {
+    /// Runs a `core.register_task` function until it returns, fails, or
+    /// a reload replaces these scripts (`tune.lua.task-timeout` of Lua
+    /// time, unbounded by default).
+    pub(crate) async fn run_task(&self, f: Function) {
+        let first = |_: &Host, f: &Function| {
+            let mut v = mlua::Variadic::new();
+            v.push(Value::Function(f.clone()));
+            Ok(v)
+        };
+        let timeout = crate::sample::script::tune().task_timeout;
+        let mut t = txn::NoTxn;
+        self.drive(f, first, &mut t, timeout, "Lua task").await;
+    }
+
+    /// Runs the `core.register_init` functions, in order.
+    pub(crate) fn run_inits(&self) {
+        let inits = self.registered().inits.clone();
+        for f in inits {
+            let mut t = txn::NoTxn;
+            let r = call_sync(self, &mut t, |host| host.run.call::<MultiValue>(f.clone()));
+            if let Err(e) = r {
+                report(&format!("Lua init: {e}."));
+            }
         }
     }
 }

@@ -47,6 +47,16 @@ pub(crate) trait Txn {
     fn set_loglevel(&mut self, _level: u8) {}
 }
 
+/// A task's or an init function's transaction: no request; `proc`
+/// variables only.
+pub(crate) struct NoTxn;
+
+impl Txn for NoTxn {
+    fn sample(&self) -> Ctx<'_> {
+        Ctx::default()
+    }
+}
+
 /// A fetch's or converter's transaction: samples only.
 pub(crate) struct FetchTxn<'a>(pub(crate) Ctx<'a>);
 
