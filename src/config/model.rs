@@ -1140,6 +1140,9 @@ pub(crate) enum FmtPart {
 /// `http-response set-header|add-header|del-header|deny`.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum HttpResponseAction {
+    /// `lua.<name> [args]`: an action a script registered (run without
+    /// yielding: the response path is not asynchronous).
+    Lua(LuaAction),
     SetHeader {
         name: String,
         fmt: LogFmt,

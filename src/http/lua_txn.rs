@@ -28,15 +28,7 @@ impl Txn for ReqTxn<'_, '_> {
         if res {
             return Vec::new();
         }
-        rules::head_lines(self.head, self.edits.as_ref())
-            .into_iter()
-            .skip(1)
-            .filter_map(|l| {
-                let colon = l.iter().position(|&c| c == b':')?;
-                let name = String::from_utf8_lossy(&l[..colon]).to_ascii_lowercase();
-                Some((name, l[colon + 1..].trim_ascii().to_vec()))
-            })
-            .collect()
+        header_fields(self.head, self.edits.as_ref())
     }
 
     fn add_header(&mut self, res: bool, name: &str, value: &[u8]) {
@@ -125,7 +117,8 @@ pub(super) async fn run_request(a: &LuaAction, t: &mut ReqTxn<'_, '_>) -> Action
     let Some(host) = scripts.as_any().downcast_ref::<Host>() else {
         return ActionEnd::Continue;
     };
-    host.run_action(&a.name, &a.args, true, t).await
+    host.run_action(&a.name, &a.args, crate::lua::HTTP_REQ, t)
+        .await
 }
 
 /// Runs the HTTP service `name` over the request: the response it
@@ -193,4 +186,107 @@ pub(super) fn render(r: &crate::lua::txn::Reply, minor: u8, keep: bool) -> (Vec<
         0
     };
     (out, keep, framing)
+}
+
+/// The transaction an `http-response lua.<name>` action works on: the
+/// response head as the rules before it left it, and the edits it adds.
+pub(super) struct ResTxn<'r, 'a> {
+    pub(super) cx: FmtCtx<'a>,
+    pub(super) resp: &'r Head,
+    pub(super) edits: &'r mut Option<Edits>,
+    /// `txn.http:res_set_status()`: code and reason, applied after.
+    pub(super) status: Option<(u16, Vec<u8>)>,
+    pub(super) level: Option<LogLevel>,
+}
+
+impl Txn for ResTxn<'_, '_> {
+    fn sample(&self) -> Ctx<'_> {
+        rules::sample_ctx(&self.cx)
+    }
+
+    fn headers(&self, res: bool) -> Vec<(String, Vec<u8>)> {
+        if res {
+            header_fields(self.resp, self.edits.as_ref())
+        } else {
+            header_fields(self.cx.req, None)
+        }
+    }
+
+    fn add_header(&mut self, res: bool, name: &str, value: &[u8]) {
+        if res {
+            self.edits
+                .get_or_insert_with(Default::default)
+                .add_header(name, value.to_vec());
+        }
+    }
+
+    fn del_header(&mut self, res: bool, name: &str) {
+        if res {
+            self.edits
+                .get_or_insert_with(Default::default)
+                .del_header(name);
+        }
+    }
+
+    fn rep_header(
+        &mut self,
+        res: bool,
+        name: &str,
+        re: &regex::bytes::Regex,
+        with: &[u8],
+        value: bool,
+    ) {
+        if !res {
+            return;
+        }
+        let e = self.edits.get_or_insert_with(Default::default);
+        if value {
+            e.replace_value(self.resp, name, re, with);
+        } else {
+            e.replace_header(self.resp, name, re, with);
+        }
+    }
+
+    fn set_status(&mut self, code: u16, reason: Option<&[u8]>) {
+        let reason = reason.map_or_else(
+            || {
+                crate::wire::error_pages::http_reason(code)
+                    .as_bytes()
+                    .to_vec()
+            },
+            <[u8]>::to_vec,
+        );
+        self.status = Some((code, reason));
+    }
+
+    fn set_loglevel(&mut self, level: u8) {
+        self.level = Some(LogLevel::Severity(level));
+    }
+}
+
+/// The header fields of `head` as edits leave them: (lower-case name,
+/// value).
+fn header_fields(head: &Head, edits: Option<&Edits>) -> Vec<(String, Vec<u8>)> {
+    rules::head_lines(head, edits)
+        .into_iter()
+        .skip(1)
+        .filter_map(|l| {
+            let colon = l.iter().position(|&c| c == b':')?;
+            let name = String::from_utf8_lossy(&l[..colon]).to_ascii_lowercase();
+            Some((name, l[colon + 1..].trim_ascii().to_vec()))
+        })
+        .collect()
+}
+
+/// Runs `a` over the response, at once: the response path does not
+/// wait, so the action cannot yield (`core.sleep` there fails, and the
+/// action with it).
+pub(super) fn run_response(a: &LuaAction, t: &mut ResTxn<'_, '_>) -> ActionEnd {
+    let Some(scripts) = crate::sample::script::active() else {
+        return ActionEnd::Continue;
+    };
+    let Some(host) = scripts.as_any().downcast_ref::<Host>() else {
+        return ActionEnd::Continue;
+    };
+    host.run_action_now(&a.name, &a.args, crate::lua::HTTP_RES, t)
 }

@@ -389,6 +389,7 @@ pub(crate) fn edit_response(
         | HttpResponseAction::SetTos(_)
         | HttpResponseAction::SetMark(_)
         | HttpResponseAction::Return(_)
+        | HttpResponseAction::Lua(_)
         | HttpResponseAction::SilentDrop => return false,
         // tokio schedules every task alike.
         HttpResponseAction::SetNice(_) => {}

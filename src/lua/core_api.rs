@@ -39,14 +39,19 @@ pub(super) fn install(lua: &Lua, reg: &Arc<Mutex<Registered>>) -> mlua::Result<(
                     };
                 }
                 let nargs = nargs.unwrap_or(0).max(0) as usize;
-                lock(&r).actions.insert(
-                    name,
-                    ActionDef {
-                        f,
-                        kinds: bits,
-                        nargs,
-                    },
-                );
+                // One action per rule set: a name may serve requests and
+                // responses with two functions, as HAProxy's rule sets
+                // keep their keywords apart.
+                let mut reg = lock(&r);
+                for bit in [HTTP_REQ, HTTP_RES, TCP_REQ, TCP_RES] {
+                    if bits & bit != 0 {
+                        let def = ActionDef {
+                            f: f.clone(),
+                            nargs,
+                        };
+                        reg.actions.insert((name.clone(), bit), def);
+                    }
+                }
                 Ok(())
             },
         )?,

@@ -40,7 +40,6 @@ pub(crate) const TCP_RES: u8 = 8;
 /// A registered action.
 pub(crate) struct ActionDef {
     f: Function,
-    kinds: u8,
     /// How many words after it a rule gives it.
     nargs: usize,
 }
@@ -48,7 +47,8 @@ pub(crate) struct ActionDef {
 /// What the scripts registered.
 #[derive(Default)]
 pub(crate) struct Registered {
-    actions: HashMap<String, ActionDef>,
+    /// By name and the one rule set (`HTTP_REQ`...) each serves.
+    actions: HashMap<(String, u8), ActionDef>,
     fetches: HashMap<String, Function>,
     convs: HashMap<String, Function>,
     /// Services and whether each is HTTP (`"http"`) or TCP.
@@ -297,8 +297,7 @@ impl Scripts for Host {
             _ => TCP_RES,
         };
         let r = self.registered();
-        let a = r.actions.get(name)?;
-        (a.kinds & bit != 0).then_some(a.nargs)
+        r.actions.get(&(name.to_string(), bit)).map(|a| a.nargs)
     }
 
     fn has_service(&self, name: &str, http: bool) -> bool {

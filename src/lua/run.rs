@@ -243,10 +243,12 @@ impl Host {
         &self,
         name: &str,
         args: &[String],
-        http: bool,
+        kind: u8,
         t: &mut T,
     ) -> ActionEnd {
-        let Some(f) = self.registered().actions.get(name).map(|a| a.f.clone()) else {
+        let http = kind & (super::HTTP_REQ | super::HTTP_RES) != 0;
+        let key = (name.to_string(), kind);
+        let Some(f) = self.registered().actions.get(&key).map(|a| a.f.clone()) else {
             return ActionEnd::Continue;
         };
         let what = format!("Lua function '{name}'");
@@ -316,6 +318,40 @@ impl Host {
             let r = call_sync(self, &mut t, |host| host.run.call::<MultiValue>(f.clone()));
             if let Err(e) = r {
                 report(&format!("Lua init: {e}."));
+            }
+        }
+    }
+}
+
+impl Host {
+    /// Runs the action `name` over `t` without yielding (where its engine
+    /// cannot wait): a yield fails it.
+    pub(crate) fn run_action_now(
+        &self,
+        name: &str,
+        args: &[String],
+        kind: u8,
+        t: &mut dyn Txn,
+    ) -> ActionEnd {
+        let key = (name.to_string(), kind);
+        let Some(f) = self.registered().actions.get(&key).map(|a| a.f.clone()) else {
+            return ActionEnd::Continue;
+        };
+        let r = call_sync(self, t, |host| {
+            let txn: Table = host.new_txn.call(true)?;
+            let mut v = mlua::Variadic::new();
+            v.push(Value::Function(f));
+            v.push(Value::Table(txn));
+            for a in args {
+                v.push(Value::String(host.lua.create_string(a)?));
+            }
+            host.run.call::<MultiValue>(v)
+        });
+        match r {
+            Ok(v) => ActionEnd::of(v.as_i64()),
+            Err(e) => {
+                report(&format!("Lua function '{name}': {e}."));
+                ActionEnd::Failed
             }
         }
     }

@@ -1870,6 +1870,15 @@ pub(crate) const HTTP_AFTER_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
 /// `kw_http_response` dispatches through this table and
 /// [`kw::HTTP_RESPONSE_SUPPORTED`] is read from it.
 pub(crate) const HTTP_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
+    kwd("lua", |_, _, a| {
+        lua_action(
+            a,
+            "http-res",
+            "http-response",
+            "'http-response' expects 'deny', 'set-header' or another HAProxy action",
+        )
+        .map(HttpResponseAction::Lua)
+    }),
     kwd("cache-store", |s, loc, a| {
         s.cache_action_args(loc, a)
             .map(|name| HttpResponseAction::CacheStore(CacheRef { name, idx: 0 }))

@@ -39,6 +39,22 @@ core.register_action("cors", { "http-req" }, function(txn, origins)
   end
 end, 1)
 
+-- The response side, under the same name: the allowed origin and Vary
+-- on the server's answers; `x-status` asks for a new status (a test's
+-- hook for res_set_status).
+core.register_action("cors", { "http-res" }, function(txn)
+  local origin = txn:get_var("txn.cors_origin")
+  if origin ~= nil then
+    txn.http:res_set_header("access-control-allow-origin", origin)
+    txn.http:res_add_header("vary", "Origin")
+  end
+  local hdrs = txn.http:res_get_headers()
+  if hdrs["x-status"] then
+    txn.http:res_del_header("x-status")
+    txn.http:res_set_status(tonumber(hdrs["x-status"][0]))
+  end
+end)
+
 core.register_service("preflight", "http", function(applet)
   local origin = applet:get_var("txn.cors_origin")
   if origin == nil then
