@@ -466,3 +466,39 @@ async fn a_task_updates_a_map_as_in_haproxy() {
     );
     assert_eq!(answers[0], answers[1]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tcp_content_actions_are_haproxys() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = HTTP_LOG_GLOBAL.replacen(
+        "global\n",
+        &format!("global\n    lua-load {}\n", script("actions.lua")),
+        1,
+    ) + "frontend fe
+    bind {fe0}
+    mode tcp
+    log-format \"%ci %f %b/%s %ts %[var(txn.first)]\"
+    tcp-request inspect-delay 5s
+    tcp-request content lua.gate if { req.len ge 3 }
+    default_backend be
+backend be
+    mode tcp
+    server s {srv}
+";
+    let pair = Pair::start("lua-tcp", &cfg, 1).await;
+    pair.answer(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+    let mut differ = haproxy::Differences::default();
+    for req in [
+        "GET / HTTP/1.1\r\nhost: h\r\n\r\n",
+        "BAD / HTTP/1.1\r\nhost: h\r\n\r\n",
+    ] {
+        let [h, s] = pair.both_as(0, req, true).await;
+        // The gate lets GET through (its first bytes noted), refuses BAD.
+        assert_eq!(h.0.contains("200 OK"), req.starts_with("GET"), "{h:?}");
+        assert_eq!(h.1.ends_with(" GET\n"), req.starts_with("GET"), "{h:?}");
+        differ.compare(req.lines().next().unwrap_or(req), &h, &s);
+    }
+    differ.assert_none();
+}

@@ -814,6 +814,9 @@ pub(crate) enum TcpAction {
     /// `set-var(...)`, `set-var-fmt(...)`, `unset-var(...)`: the next rule
     /// is evaluated after it.
     Var(VarRule),
+    /// `tcp-request content lua.<name> [args]`: an action a script
+    /// registered for `tcp-req` (run without yielding).
+    Lua(LuaAction),
 }
 
 /// One `tcp-request connection|content <action> [if|unless <cond>]` line.

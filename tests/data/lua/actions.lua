@@ -52,3 +52,12 @@ end)
 core.register_converters("rev", function(s, suffix)
   return string.reverse(s) .. (suffix or "")
 end)
+
+-- A content gate in `mode tcp`: the first bytes decide.
+core.register_action("gate", { "tcp-req" }, function(txn)
+  local first = txn.f:req_payload(0, 3)
+  if first == "BAD" then
+    return act.DENY
+  end
+  txn:set_var("txn.first", first)
+end)
