@@ -317,7 +317,7 @@ backend be
         answers.push((
             boom,
             got,
-            other.len() > 0,
+            !other.is_empty(),
             String::from_utf8_lossy(&rest).into_owned(),
             got_spin,
         ));

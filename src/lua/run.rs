@@ -63,12 +63,18 @@ pub(super) fn call_sync(
     let timeout = crate::sample::script::tune().session_timeout;
     let flags = Flags::default();
     let cell: RefCell<&mut dyn Txn> = RefCell::new(t);
+    // A fetch a script calls from a script (`txn.f:lua_x()`) runs inside
+    // the caller's resume: the caller's primitives come back after it.
+    let saved: Vec<(Value, Value)> = host.prims.pairs().flatten().collect();
     let r = call_bounded(&host.lua, Some(timeout), || {
         host.lua.scope(|scope| {
             txn::install(scope, host, &cell, &flags)?;
             f(host)
         })
     });
+    for (k, v) in saved {
+        let _ = host.prims.raw_set(k, v);
+    }
     match r {
         Ok(vals) => ran(vals).map(|mut v| v.pop_front().unwrap_or(Value::Nil)),
         Err(e) => Err(format!(
