@@ -357,23 +357,21 @@ async fn http_services_are_haproxys() {
         "global\n",
         &format!("global\n    lua-load {}\n", script("services.lua")),
         1,
-    ) + &format!(
-        "frontend fe
-    bind {{fe0}}
-    log-format \"%ci %f %b/%s %ST %B %ts %{{+Q}}r\"
+    ) + "frontend fe
+    bind {fe0}
+    log-format \"%ci %f %b/%s %ST %B %ts %{+Q}r\"
     http-request lua.cors https://a.example,https://b.example
     http-request use-service lua.preflight if METH_OPTIONS
-    http-request use-service lua.acme if {{ path_beg /.well-known/acme-challenge/ }}
-    http-request use-service lua.slow if {{ path /slow }}
+    http-request use-service lua.acme if { path_beg /.well-known/acme-challenge/ }
+    http-request use-service lua.slow if { path /slow }
     # HAProxy runs the response rules on a service's answer too; sluice
     # does not yet (docs/configuration.md, Lua), so the rule stays off
     # the preflight's.
     http-response lua.cors unless METH_OPTIONS
     default_backend be
 backend be
-    server s {{srv}}
-"
-    );
+    server s {srv}
+";
     let pair = Pair::start("lua-services", &cfg, 1).await;
     pair.answer(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
     let mut differ = haproxy::Differences::default();
