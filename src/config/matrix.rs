@@ -23,10 +23,6 @@ pub(crate) enum State {
 /// for any run of characters); the first match wins. A refused keyword no
 /// line names gets the fallback of its kind (`instead`).
 const INSTEAD: &[(&str, &str)] = &[
-    (
-        "lua-*",
-        "Lua is not embedded yet (#23): an external service behind a backend",
-    ),
     ("*spoe*", "SPOE is not built yet (#23)"),
     (
         "fcgi-app",
