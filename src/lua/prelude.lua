@@ -9,12 +9,16 @@ function core.msleep(ms) coroutine.yield(SLEEP, math.floor(ms)) end
 function core.yield() coroutine.yield(SLEEP, 0) end
 
 -- Fetches and converters by the names HAProxy gives their methods ('.'
--- written '_'); `sf`, `sc`: the string form, "" for no value.
-local function methods(call, strings)
+-- written '_'); `sf`, `sc`: the string form, "" for no value. The
+-- primitive is looked up at each call (S's change with each resume), so
+-- the four objects are made once and shared by every TXN.
+local function methods(prim, strings)
   return setmetatable({}, { __index = function(_, k)
-    return function(_, ...) return call(k, strings, ...) end
+    return function(_, ...) return S[prim](k, strings, ...) end
   end })
 end
+local F, SF = methods("fetch", false), methods("fetch", true)
+local C, SC = methods("convert", false), methods("convert", true)
 
 local function hdrs_table(list)
   -- HAProxy's form: hdr[name][0], hdr[name][1]... in the message's order.
@@ -48,6 +52,9 @@ function HTTP:req_set_path(p) S.set_target("path", p) end
 function HTTP:req_set_query(q) S.set_target("query", q) end
 function HTTP:req_set_uri(u) S.set_target("uri", u) end
 function HTTP:res_set_status(code, reason) S.set_status(code, reason) end
+
+-- The one HTTP object (its methods keep no state of their own).
+local HTTP_OBJ = setmetatable({}, HTTP)
 
 local TXN = {}
 TXN.__index = TXN
@@ -83,10 +90,7 @@ APPLET.get_priv = TXN.get_priv
 local function new_applet()
   local method, path, qs, version, length = S.request()
   return setmetatable({
-    f = methods(S.fetch, false),
-    sf = methods(S.fetch, true),
-    c = methods(S.convert, false),
-    sc = methods(S.convert, true),
+    f = F, sf = SF, c = C, sc = SC,
     method = method, path = path, qs = qs, version = version, length = length,
     headers = hdrs_table(S.headers(false)),
   }, APPLET)
@@ -122,13 +126,8 @@ local function run(f, ...) return xpcall(f, traceback, ...) end
 
 -- A new TXN object: `http` for the HTTP actions, nil elsewhere.
 local function new_txn(http)
-  local t = setmetatable({
-    f = methods(S.fetch, false),
-    sf = methods(S.fetch, true),
-    c = methods(S.convert, false),
-    sc = methods(S.convert, true),
-  }, TXN)
-  if http then t.http = setmetatable({}, HTTP) end
+  local t = setmetatable({ f = F, sf = SF, c = C, sc = SC }, TXN)
+  if http then t.http = HTTP_OBJ end
   return t
 end
 

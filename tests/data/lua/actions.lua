@@ -37,10 +37,10 @@ core.register_action("spin", { "http-req" }, function(txn)
   while true do end
 end)
 
--- Sleeps without holding the worker.
+-- Sleeps without holding the worker, then reads the request again.
 core.register_action("nap", { "http-req" }, function(txn)
   core.msleep(20)
-  txn:set_var("txn.napped", "yes")
+  txn:set_var("txn.napped", "yes-" .. txn.sf:path())
 end)
 
 -- `lua.greet(<who>)`: a fetch reading the request through the TXN object.
