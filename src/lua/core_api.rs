@@ -49,7 +49,7 @@ pub(super) fn install(lua: &Lua, reg: &Arc<Mutex<Registered>>) -> mlua::Result<(
                             f: f.clone(),
                             nargs,
                         };
-                        reg.actions.insert((name.clone(), bit), def);
+                        reg.actions[super::kind_index(bit)].insert(name.clone(), def);
                     }
                 }
                 Ok(())

@@ -37,6 +37,11 @@ pub(crate) const HTTP_RES: u8 = 2;
 pub(crate) const TCP_REQ: u8 = 4;
 pub(crate) const TCP_RES: u8 = 8;
 
+/// The position of a rule set's bit (`HTTP_REQ`...) among the four.
+pub(crate) fn kind_index(kind: u8) -> usize {
+    (kind.trailing_zeros() as usize).min(3)
+}
+
 /// A registered action.
 pub(crate) struct ActionDef {
     f: Function,
@@ -47,8 +52,9 @@ pub(crate) struct ActionDef {
 /// What the scripts registered.
 #[derive(Default)]
 pub(crate) struct Registered {
-    /// By name and the one rule set (`HTTP_REQ`...) each serves.
-    actions: HashMap<(String, u8), ActionDef>,
+    /// By rule set (`HTTP_REQ`... as [`kind_index`] numbers them), then
+    /// by name.
+    actions: [HashMap<String, ActionDef>; 4],
     fetches: HashMap<String, Function>,
     convs: HashMap<String, Function>,
     /// Services and whether each is HTTP (`"http"`) or TCP.
@@ -297,7 +303,7 @@ impl Scripts for Host {
             _ => TCP_RES,
         };
         let r = self.registered();
-        r.actions.get(&(name.to_string(), bit)).map(|a| a.nargs)
+        r.actions[kind_index(bit)].get(name).map(|a| a.nargs)
     }
 
     fn has_service(&self, name: &str, http: bool) -> bool {

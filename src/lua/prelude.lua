@@ -1,7 +1,7 @@
 -- The parts of HAProxy's Lua API written in Lua itself: the TXN, HTTP,
 -- Fetches and Converters objects, and the core functions that yield.
--- `S` is the table whose functions sluice fills with the request's
--- primitives each time it runs or resumes a script, and empties after.
+-- `S.call(<primitive>, ...)` is the function sluice sets for the time of
+-- each run or resume of a script, over the request's primitives.
 local S, SLEEP = ...
 
 function core.sleep(s) coroutine.yield(SLEEP, math.floor(s * 1000)) end
@@ -14,7 +14,7 @@ function core.yield() coroutine.yield(SLEEP, 0) end
 -- the four objects are made once and shared by every TXN.
 local function methods(prim, strings)
   return setmetatable({}, { __index = function(_, k)
-    return function(_, ...) return S[prim](k, strings, ...) end
+    return function(_, ...) return S.call(prim, k, strings, ...) end
   end })
 end
 local F, SF = methods("fetch", false), methods("fetch", true)
@@ -35,52 +35,52 @@ end
 
 local HTTP = {}
 HTTP.__index = HTTP
-function HTTP:req_get_headers() return hdrs_table(S.headers(false)) end
-function HTTP:res_get_headers() return hdrs_table(S.headers(true)) end
-function HTTP:req_add_header(n, v) S.add_header(false, n, v) end
-function HTTP:res_add_header(n, v) S.add_header(true, n, v) end
-function HTTP:req_set_header(n, v) S.del_header(false, n); S.add_header(false, n, v) end
-function HTTP:res_set_header(n, v) S.del_header(true, n); S.add_header(true, n, v) end
-function HTTP:req_del_header(n) S.del_header(false, n) end
-function HTTP:res_del_header(n) S.del_header(true, n) end
-function HTTP:req_rep_header(n, re, r) S.rep_header(false, n, re, r, false) end
-function HTTP:res_rep_header(n, re, r) S.rep_header(true, n, re, r, false) end
-function HTTP:req_rep_value(n, re, r) S.rep_header(false, n, re, r, true) end
-function HTTP:res_rep_value(n, re, r) S.rep_header(true, n, re, r, true) end
-function HTTP:req_set_method(m) S.set_target("method", m) end
-function HTTP:req_set_path(p) S.set_target("path", p) end
-function HTTP:req_set_query(q) S.set_target("query", q) end
-function HTTP:req_set_uri(u) S.set_target("uri", u) end
-function HTTP:res_set_status(code, reason) S.set_status(code, reason) end
+function HTTP:req_get_headers() return hdrs_table(S.call("headers", false)) end
+function HTTP:res_get_headers() return hdrs_table(S.call("headers", true)) end
+function HTTP:req_add_header(n, v) S.call("add_header", false, n, v) end
+function HTTP:res_add_header(n, v) S.call("add_header", true, n, v) end
+function HTTP:req_set_header(n, v) S.call("del_header", false, n); S.call("add_header", false, n, v) end
+function HTTP:res_set_header(n, v) S.call("del_header", true, n); S.call("add_header", true, n, v) end
+function HTTP:req_del_header(n) S.call("del_header", false, n) end
+function HTTP:res_del_header(n) S.call("del_header", true, n) end
+function HTTP:req_rep_header(n, re, r) S.call("rep_header", false, n, re, r, false) end
+function HTTP:res_rep_header(n, re, r) S.call("rep_header", true, n, re, r, false) end
+function HTTP:req_rep_value(n, re, r) S.call("rep_header", false, n, re, r, true) end
+function HTTP:res_rep_value(n, re, r) S.call("rep_header", true, n, re, r, true) end
+function HTTP:req_set_method(m) S.call("set_target", "method", m) end
+function HTTP:req_set_path(p) S.call("set_target", "path", p) end
+function HTTP:req_set_query(q) S.call("set_target", "query", q) end
+function HTTP:req_set_uri(u) S.call("set_target", "uri", u) end
+function HTTP:res_set_status(code, reason) S.call("set_status", code, reason) end
 
 -- The one HTTP object (its methods keep no state of their own).
 local HTTP_OBJ = setmetatable({}, HTTP)
 
 local TXN = {}
 TXN.__index = TXN
-function TXN:get_var(name) return S.get_var(name) end
-function TXN:set_var(name, value, ifexist) S.set_var(name, value, ifexist) end
-function TXN:unset_var(name) S.unset_var(name) end
+function TXN:get_var(name) return S.call("get_var", name) end
+function TXN:set_var(name, value, ifexist) S.call("set_var", name, value, ifexist) end
+function TXN:unset_var(name) S.call("unset_var", name) end
 function TXN:set_priv(v) self.__priv = v end
 function TXN:get_priv() return self.__priv end
-function TXN:done() S.done(); coroutine.yield(SLEEP, -1) end
-function TXN:set_loglevel(l) S.set_loglevel(l) end
-function TXN:log(level, msg) S.log(level, msg) end
-function TXN:Debug(msg) S.log(core.debug, msg) end
-function TXN:Info(msg) S.log(core.info, msg) end
-function TXN:Warning(msg) S.log(core.warning, msg) end
-function TXN:Alert(msg) S.log(core.alert, msg) end
+function TXN:done() S.call("done"); coroutine.yield(SLEEP, -1) end
+function TXN:set_loglevel(l) S.call("set_loglevel", l) end
+function TXN:log(level, msg) S.call("log", level, msg) end
+function TXN:Debug(msg) S.call("log", core.debug, msg) end
+function TXN:Info(msg) S.call("log", core.info, msg) end
+function TXN:Warning(msg) S.call("log", core.warning, msg) end
+function TXN:Alert(msg) S.call("log", core.alert, msg) end
 
 -- The AppletHTTP object of an HTTP service: the request's line and
 -- headers, and the response it composes (sent when the service ends).
 local APPLET = {}
 APPLET.__index = APPLET
-function APPLET:set_status(code, reason) S.svc_status(code, reason) end
-function APPLET:add_header(n, v) S.svc_header(n, tostring(v)) end
-function APPLET:start_response() S.svc_start() end
-function APPLET:send(d) S.svc_send(tostring(d)) end
-function APPLET:receive(n) return S.svc_receive(n) end
-function APPLET:getline() return S.svc_getline() end
+function APPLET:set_status(code, reason) S.call("svc_status", code, reason) end
+function APPLET:add_header(n, v) S.call("svc_header", n, tostring(v)) end
+function APPLET:start_response() S.call("svc_start") end
+function APPLET:send(d) S.call("svc_send", tostring(d)) end
+function APPLET:receive(n) return S.call("svc_receive", n) end
+function APPLET:getline() return S.call("svc_getline") end
 APPLET.get_var = TXN.get_var
 APPLET.set_var = TXN.set_var
 APPLET.unset_var = TXN.unset_var
@@ -88,11 +88,11 @@ APPLET.set_priv = TXN.set_priv
 APPLET.get_priv = TXN.get_priv
 
 local function new_applet()
-  local method, path, qs, version, length = S.request()
+  local method, path, qs, version, length = S.call("request")
   return setmetatable({
     f = F, sf = SF, c = C, sc = SC,
     method = method, path = path, qs = qs, version = version, length = length,
-    headers = hdrs_table(S.headers(false)),
+    headers = hdrs_table(S.call("headers", false)),
   }, APPLET)
 end
 

@@ -253,8 +253,10 @@ impl Host {
         t: &mut T,
     ) -> ActionEnd {
         let http = kind & (super::HTTP_REQ | super::HTTP_RES) != 0;
-        let key = (name.to_string(), kind);
-        let Some(f) = self.registered().actions.get(&key).map(|a| a.f.clone()) else {
+        let Some(f) = self.registered().actions[super::kind_index(kind)]
+            .get(name)
+            .map(|a| a.f.clone())
+        else {
             return ActionEnd::Continue;
         };
         let what = format!("Lua function '{name}'");
@@ -339,8 +341,10 @@ impl Host {
         kind: u8,
         t: &mut dyn Txn,
     ) -> ActionEnd {
-        let key = (name.to_string(), kind);
-        let Some(f) = self.registered().actions.get(&key).map(|a| a.f.clone()) else {
+        let Some(f) = self.registered().actions[super::kind_index(kind)]
+            .get(name)
+            .map(|a| a.f.clone())
+        else {
             return ActionEnd::Continue;
         };
         let r = call_sync(self, t, |host| {

@@ -6,7 +6,7 @@
 
 use std::cell::{Cell, RefCell};
 
-use mlua::{Lua, Table, Value, Variadic};
+use mlua::{FromLuaMulti, IntoLuaMulti, Lua, MultiValue, Value, Variadic};
 
 use crate::sample::Ctx;
 use crate::sample::expr::Expr;
@@ -130,19 +130,38 @@ fn rt(msg: String) -> mlua::Error {
     mlua::Error::RuntimeError(msg)
 }
 
-/// Fills `S` with the primitives over `t` for one resume; the scope
-/// ends them.
+/// Sets `S.call`, the primitives over `t`, for one resume; the scope
+/// ends it. One scoped function rather than one per primitive: each is
+/// made again at every resume.
 pub(super) fn install<'s, 'e: 's>(
     scope: &'s mlua::Scope<'s, 'e>,
     host: &'e Host,
     t: &'e RefCell<&'e mut dyn Txn>,
     flags: &'e Flags,
 ) -> mlua::Result<()> {
-    let s: &Table = &host.prims;
-    s.set(
-        "fetch",
-        scope.create_function(
-            move |lua, (k, strings, args): (String, bool, Variadic<Value>)| {
+    host.prims.raw_set(
+        "call",
+        scope.create_function(move |lua, (op, args): (mlua::String, MultiValue)| {
+            dispatch(lua, host, t, flags, &op.as_bytes(), args)
+        })?,
+    )?;
+    Ok(())
+}
+
+/// The primitive `op` with its arguments.
+fn dispatch(
+    lua: &Lua,
+    host: &Host,
+    t: &RefCell<&mut dyn Txn>,
+    flags: &Flags,
+    op: &[u8],
+    args: MultiValue,
+) -> mlua::Result<MultiValue> {
+    match op {
+        b"fetch" => {
+            let (k, strings, args): (String, bool, Variadic<Value>) =
+                FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
                 let Some(name) = host.fetch_names.get(&k).copied() else {
                     return Err(rt(format!("unknown sample fetch '{k}'")));
                 };
@@ -167,13 +186,13 @@ pub(super) fn install<'s, 'e: 's>(
                     None if strings => Ok(Value::String(lua.create_string("")?)),
                     None => Ok(Value::Nil),
                 }
-            },
-        )?,
-    )?;
-    s.set(
-        "convert",
-        scope.create_function(
-            move |lua, (k, strings, input, args): (String, bool, Value, Variadic<Value>)| {
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"convert" => {
+            let (k, strings, input, args): (String, bool, Value, Variadic<Value>) =
+                FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
                 let Some(name) = host.conv_names.get(&k).copied() else {
                     return Err(rt(format!("unknown converter '{k}'")));
                 };
@@ -193,84 +212,92 @@ pub(super) fn install<'s, 'e: 's>(
                     None if strings => Ok(Value::String(lua.create_string("")?)),
                     None => Ok(Value::Nil),
                 }
-            },
-        )?,
-    )?;
-    s.set(
-        "headers",
-        scope.create_function(move |lua, res: bool| {
-            let list = lua.create_table()?;
-            for (n, v) in t.borrow().headers(res) {
-                let pair = lua.create_table()?;
-                pair.push(n)?;
-                pair.push(lua.create_string(v)?)?;
-                list.push(pair)?;
-            }
-            Ok(list)
-        })?,
-    )?;
-    s.set(
-        "add_header",
-        scope.create_function(move |_, (res, n, v): (bool, String, mlua::String)| {
-            t.borrow_mut().add_header(res, &n, &v.as_bytes());
-            Ok(())
-        })?,
-    )?;
-    s.set(
-        "del_header",
-        scope.create_function(move |_, (res, n): (bool, String)| {
-            t.borrow_mut().del_header(res, &n);
-            Ok(())
-        })?,
-    )?;
-    s.set(
-        "rep_header",
-        scope.create_function(
-            move |_, (res, n, re, with, value): (bool, String, String, mlua::String, bool)| {
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"headers" => {
+            let res: bool = FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                let list = lua.create_table()?;
+                for (n, v) in t.borrow().headers(res) {
+                    let pair = lua.create_table()?;
+                    pair.push(n)?;
+                    pair.push(lua.create_string(v)?)?;
+                    list.push(pair)?;
+                }
+                Ok(list)
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"add_header" => {
+            let (res, n, v): (bool, String, mlua::String) =
+                FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                t.borrow_mut().add_header(res, &n, &v.as_bytes());
+                Ok(())
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"del_header" => {
+            let (res, n): (bool, String) = FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                t.borrow_mut().del_header(res, &n);
+                Ok(())
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"rep_header" => {
+            let (res, n, re, with, value): (bool, String, String, mlua::String, bool) =
+                FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
                 let re = regex::bytes::Regex::new(&re).map_err(|e| rt(e.to_string()))?;
                 t.borrow_mut()
                     .rep_header(res, &n, &re, &with.as_bytes(), value);
                 Ok(())
-            },
-        )?,
-    )?;
-    s.set(
-        "set_target",
-        scope.create_function(move |_, (part, v): (String, mlua::String)| {
-            t.borrow_mut().set_target(&part, &v.as_bytes());
-            Ok(())
-        })?,
-    )?;
-    s.set(
-        "set_status",
-        scope.create_function(move |_, (code, reason): (i64, Option<mlua::String>)| {
-            let reason = reason.map(|r| r.as_bytes().to_vec());
-            t.borrow_mut()
-                .set_status(code.clamp(0, 999) as u16, reason.as_deref());
-            Ok(())
-        })?,
-    )?;
-    s.set(
-        "get_var",
-        scope.create_function(move |lua, name: String| {
-            let Ok(v) = VarName::parse(&name) else {
-                return Ok(Value::Nil);
-            };
-            let t = t.borrow();
-            let got = match t.sample().vars {
-                Some(vars) => vars.get(&v),
-                None => crate::sample::vars::get_outside(&v),
-            };
-            match got {
-                Some(s) => from_sample(lua, &s),
-                None => Ok(Value::Nil),
-            }
-        })?,
-    )?;
-    s.set(
-        "set_var",
-        scope.create_function(
-            move |_, (name, value, ifexist): (String, Value, Option<bool>)| {
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"set_target" => {
+            let (part, v): (String, mlua::String) = FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                t.borrow_mut().set_target(&part, &v.as_bytes());
+                Ok(())
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"set_status" => {
+            let (code, reason): (i64, Option<mlua::String>) =
+                FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                let reason = reason.map(|r| r.as_bytes().to_vec());
+                t.borrow_mut()
+                    .set_status(code.clamp(0, 999) as u16, reason.as_deref());
+                Ok(())
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"get_var" => {
+            let name: String = FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                let Ok(v) = VarName::parse(&name) else {
+                    return Ok(Value::Nil);
+                };
+                let t = t.borrow();
+                let got = match t.sample().vars {
+                    Some(vars) => vars.get(&v),
+                    None => crate::sample::vars::get_outside(&v),
+                };
+                match got {
+                    Some(s) => from_sample(lua, &s),
+                    None => Ok(Value::Nil),
+                }
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"set_var" => {
+            let (name, value, ifexist): (String, Value, Option<bool>) =
+                FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
                 let v = VarName::parse(&name).map_err(rt)?;
                 let Some(smp) = to_sample(&value) else {
                     return Ok(());
@@ -289,103 +316,119 @@ pub(super) fn install<'s, 'e: 's>(
                     }
                 }
                 Ok(())
-            },
-        )?,
-    )?;
-    s.set(
-        "unset_var",
-        scope.create_function(move |_, name: String| {
-            let v = VarName::parse(&name).map_err(rt)?;
-            if let Some(vars) = t.borrow().sample().vars {
-                vars.unset(&v);
-            }
-            Ok(())
-        })?,
-    )?;
-    s.set(
-        "request",
-        scope.create_function(move |lua, ()| {
-            let [m, p, q, v] = t.borrow().request_line();
-            let length = t
-                .borrow()
-                .headers(false)
-                .iter()
-                .find(|(n, _)| n == "content-length")
-                .and_then(|(_, v)| std::str::from_utf8(v).ok()?.trim().parse::<i64>().ok())
-                .unwrap_or(0);
-            Ok((
-                lua.create_string(m)?,
-                lua.create_string(p)?,
-                lua.create_string(q)?,
-                lua.create_string(v)?,
-                length,
-            ))
-        })?,
-    )?;
-    s.set(
-        "svc_status",
-        scope.create_function(move |_, (code, reason): (i64, Option<mlua::String>)| {
-            let mut r = flags.reply.borrow_mut();
-            r.status = Some(code.clamp(0, 999) as u16);
-            r.reason = reason.map(|s| s.as_bytes().to_vec());
-            Ok(())
-        })?,
-    )?;
-    s.set(
-        "svc_header",
-        scope.create_function(move |_, (n, v): (String, mlua::String)| {
-            let mut r = flags.reply.borrow_mut();
-            r.headers
-                .push((n.to_ascii_lowercase(), v.as_bytes().to_vec()));
-            Ok(())
-        })?,
-    )?;
-    s.set(
-        "svc_start",
-        scope.create_function(move |_, ()| {
-            flags.reply.borrow_mut().started = true;
-            Ok(())
-        })?,
-    )?;
-    s.set(
-        "svc_send",
-        scope.create_function(move |_, d: mlua::String| {
-            let mut r = flags.reply.borrow_mut();
-            // HAProxy starts the response at the first send.
-            r.started = true;
-            r.body.extend_from_slice(&d.as_bytes());
-            Ok(())
-        })?,
-    )?;
-    // The request's body is not read by services yet: it ends at once.
-    s.set(
-        "svc_receive",
-        scope.create_function(move |lua, _: Option<i64>| lua.create_string(""))?,
-    )?;
-    s.set(
-        "svc_getline",
-        scope.create_function(move |lua, ()| lua.create_string(""))?,
-    )?;
-    s.set(
-        "done",
-        scope.create_function(move |_, ()| {
-            flags.done.set(true);
-            Ok(())
-        })?,
-    )?;
-    s.set(
-        "set_loglevel",
-        scope.create_function(move |_, level: i64| {
-            t.borrow_mut().set_loglevel(level.clamp(0, 7) as u8);
-            Ok(())
-        })?,
-    )?;
-    s.set(
-        "log",
-        scope.create_function(move |_, (level, msg): (i64, String)| {
-            super::core_api::log(level, &msg);
-            Ok(())
-        })?,
-    )?;
-    Ok(())
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"unset_var" => {
+            let name: String = FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                let v = VarName::parse(&name).map_err(rt)?;
+                if let Some(vars) = t.borrow().sample().vars {
+                    vars.unset(&v);
+                }
+                Ok(())
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"request" => {
+            let (): () = FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                let [m, p, q, v] = t.borrow().request_line();
+                let length = t
+                    .borrow()
+                    .headers(false)
+                    .iter()
+                    .find(|(n, _)| n == "content-length")
+                    .and_then(|(_, v)| std::str::from_utf8(v).ok()?.trim().parse::<i64>().ok())
+                    .unwrap_or(0);
+                Ok((
+                    lua.create_string(m)?,
+                    lua.create_string(p)?,
+                    lua.create_string(q)?,
+                    lua.create_string(v)?,
+                    length,
+                ))
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"svc_status" => {
+            let (code, reason): (i64, Option<mlua::String>) =
+                FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                let mut r = flags.reply.borrow_mut();
+                r.status = Some(code.clamp(0, 999) as u16);
+                r.reason = reason.map(|s| s.as_bytes().to_vec());
+                Ok(())
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"svc_header" => {
+            let (n, v): (String, mlua::String) = FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                let mut r = flags.reply.borrow_mut();
+                r.headers
+                    .push((n.to_ascii_lowercase(), v.as_bytes().to_vec()));
+                Ok(())
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"svc_start" => {
+            let (): () = FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                flags.reply.borrow_mut().started = true;
+                Ok(())
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"svc_send" => {
+            let d: mlua::String = FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                let mut r = flags.reply.borrow_mut();
+                // HAProxy starts the response at the first send.
+                r.started = true;
+                r.body.extend_from_slice(&d.as_bytes());
+                Ok(())
+            })();
+            r?.into_lua_multi(lua)
+        }
+        // The request's body is not read by services yet: it ends at once.
+        b"svc_receive" => {
+            let _: Option<i64> = FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| lua.create_string(""))();
+            r?.into_lua_multi(lua)
+        }
+        b"svc_getline" => {
+            let (): () = FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| lua.create_string(""))();
+            r?.into_lua_multi(lua)
+        }
+        b"done" => {
+            let (): () = FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                flags.done.set(true);
+                Ok(())
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"set_loglevel" => {
+            let level: i64 = FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                t.borrow_mut().set_loglevel(level.clamp(0, 7) as u8);
+                Ok(())
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"log" => {
+            let (level, msg): (i64, String) = FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                super::core_api::log(level, &msg);
+                Ok(())
+            })();
+            r?.into_lua_multi(lua)
+        }
+        other => Err(rt(format!(
+            "unknown primitive '{}'",
+            String::from_utf8_lossy(other)
+        ))),
+    }
 }
