@@ -148,7 +148,10 @@ pub(super) fn install<'s, 'e: 's>(
     Ok(())
 }
 
-/// The primitive `op` with its arguments.
+/// The primitive `op` with its arguments. Each arm's body is a closure
+/// called at once: its `?` and early `return`s give the primitive's own
+/// value, which the arm then turns into Lua values.
+#[allow(clippy::redundant_closure_call)]
 fn dispatch(
     lua: &Lua,
     host: &Host,
