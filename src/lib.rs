@@ -12,6 +12,7 @@ pub mod frontend;
 pub mod haproxy26;
 pub mod http;
 pub mod loc;
+pub mod lua;
 pub mod observe;
 pub mod peers;
 pub mod sample;

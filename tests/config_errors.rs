@@ -398,7 +398,7 @@ fn haproxy_keywords_sluice_lacks_are_not_supported_yet() {
     let (_held, [port, port2]) = hold_ports::<2>();
     let cfg = format!(
         "global
-    lua-load /etc/sluice/x.lua
+    maxsslrate 10
 {DEFAULTS}
 frontend fe
     bind 127.0.0.1:{port} accept-netscaler-cip 1234
@@ -432,7 +432,7 @@ listen li
     let err = assert_rejected("ns.cfg", &cfg);
     let al = alerts(&err);
     for (line, want) in [
-        (2, "'lua-load' is not supported by sluice yet"),
+        (2, "'maxsslrate' is not supported by sluice yet"),
         (
             10,
             "'accept-netscaler-cip' option is not supported by sluice yet",

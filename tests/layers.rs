@@ -17,6 +17,7 @@ const LAYERS: &[&[&str]] = &[
     &["peers"],
     &["frontend"],
     &["http", "tcp"],
+    &["lua"],
     &["upstream"],
     &["observe"],
     &["snapshot"],

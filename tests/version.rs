@@ -50,7 +50,7 @@ fn vv_prints_the_build_facts() {
     // The features `.if feature(...)` sees.
     let features = line("Feature list : ");
     for f in [
-        "+EPOLL", "+THREAD", "+PROMEX", "+SYSTEMD", "+OPENSSL", "-LUA", "-QUIC",
+        "+EPOLL", "+THREAD", "+PROMEX", "+SYSTEMD", "+OPENSSL", "+LUA", "-QUIC",
     ] {
         assert!(
             features.split(' ').any(|w| w == f),

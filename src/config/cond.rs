@@ -10,7 +10,7 @@
 pub(crate) const DIALECT_VERSION: &str = "2.6.12";
 
 /// Build features, in HAProxy's `+NAME` / `-NAME` form, for `feature()`.
-pub(crate) const FEATURES: &str = "+EPOLL +THREAD +GETADDRINFO +BACKTRACE +OPENSSL -LUA -PCRE -PCRE2 -ZLIB -SLZ +PROMEX -QUIC +SYSTEMD";
+pub(crate) const FEATURES: &str = "+EPOLL +THREAD +GETADDRINFO +BACKTRACE +OPENSSL +LUA -PCRE -PCRE2 -ZLIB -SLZ +PROMEX -QUIC +SYSTEMD";
 
 /// HAProxy's MAX_CFG_RECURSION.
 const MAX_DEPTH: i32 = 1024;
@@ -439,7 +439,7 @@ mod tests {
         assert!(ok(
             "(defined(NOPE) || version_atleast(2.5)) && feature(OPENSSL)"
         ));
-        assert!(!ok("feature(LUA)"));
+        assert!(ok("feature(LUA)"));
         assert!(ok(
             "version_before(2.6.13) && version_atleast(2.6.12) && !version_atleast(2.7)"
         ));

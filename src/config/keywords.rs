@@ -147,11 +147,6 @@ pub(crate) const GLOBAL_IGNORED: &[(&str, &str)] = &[
         "nogetaddrinfo",
         "sluice resolves the names of its configuration with the system's getaddrinfo either way",
     ),
-    ("tune.lua.forced-yield", "sluice runs no Lua"),
-    ("tune.lua.maxmem", "sluice runs no Lua"),
-    ("tune.lua.service-timeout", "sluice runs no Lua"),
-    ("tune.lua.session-timeout", "sluice runs no Lua"),
-    ("tune.lua.task-timeout", "sluice runs no Lua"),
     (
         "tune.zlib.memlevel",
         "sluice's zlib encoder (zlib-rs) keeps its default memory level",
@@ -252,8 +247,6 @@ pub(crate) const GLOBAL_IGNORED: &[(&str, &str)] = &[
 
 pub(crate) const GLOBAL_UNSUPPORTED: &[&str] = &[
     "ssl-engine",
-    "lua-load",
-    "lua-prepend-path",
     "maxsslconn",
     "maxconnrate",
     "maxsessrate",
@@ -555,8 +548,7 @@ pub const HTTP_REQUEST_SUPPORTED: &[&str] =
 pub const HTTP_RESPONSE_SUPPORTED: &[&str] =
     &names::<_, { parser::HTTP_RESPONSE.len() }>(parser::HTTP_RESPONSE);
 
-pub(crate) const HTTP_REQUEST_UNSUPPORTED: &[&str] =
-    &["lua", "send-spoe-group", "set-bandwidth-limit"];
+pub(crate) const HTTP_REQUEST_UNSUPPORTED: &[&str] = &["set-bandwidth-limit"];
 
 /// Every keyword a proxy section may start with, for suggestions.
 pub(crate) fn proxy_keywords() -> impl Iterator<Item = &'static str> {

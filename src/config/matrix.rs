@@ -24,10 +24,6 @@ pub(crate) enum State {
 /// line names gets the fallback of its kind (`instead`).
 const INSTEAD: &[(&str, &str)] = &[
     (
-        "lua-*",
-        "Lua is not embedded yet (#23): an external service behind a backend",
-    ),
-    (
         "*spoe*",
         "`http-request send-spoe-group` or a message of an HTTP event: SPOE runs on HTTP requests and responses only yet (#23)",
     ),
@@ -186,7 +182,7 @@ mod tests {
     fn probes_tell_the_three_states_apart() {
         assert_eq!(state(Kind::Proxy, "balance", ""), State::Implemented);
         assert_eq!(state(Kind::Section, "fcgi-app", ""), State::Implemented);
-        assert_eq!(state(Kind::Global, "lua-load", ""), State::Refused);
+        assert_eq!(state(Kind::Global, "ssl-engine", ""), State::Refused);
         assert!(matches!(
             state(Kind::Global, "nopoll", ""),
             State::Noticed(_)

@@ -220,6 +220,7 @@ pub(crate) fn parse_sources(
     let mut st = parser::State::new(resolve);
     crate::sample::patref::begin();
     crate::sample::stick::begin();
+    crate::sample::script::parsing_done();
     if flags.ssl_verify_none {
         // Before parsing, as HAProxy's -dV: a later `ssl-server-verify`
         // line still wins.
@@ -229,6 +230,7 @@ pub(crate) fn parse_sources(
         st.parse_file(&f.name, &f.text, env, f.continues);
     }
     st.finish();
+    crate::sample::script::parsing_done();
     st.global.pat_refs = crate::sample::patref::finish();
     let table_uses = crate::sample::stick::take_uses();
     let statements = std::mem::take(&mut st.statements);

@@ -30,6 +30,8 @@ pub(crate) struct MasterWorker {
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Global {
+    /// `lua-load`, `lua-prepend-path` and `tune.lua.*`.
+    pub(crate) lua: LuaConf,
     pub(crate) maxconn: Option<u32>,
     pub(crate) nbthread: Option<u32>,
     pub(crate) stats_sockets: Vec<StatsSocket>,
@@ -911,6 +913,9 @@ pub(crate) enum TcpAction {
     Var(VarRule),
     /// `set-priority-class <expr>`, `set-priority-offset <expr>`.
     Priority(PriorityRule),
+    /// `tcp-request content lua.<name> [args]`: an action a script
+    /// registered for `tcp-req` (run without yielding).
+    Lua(LuaAction),
 }
 
 /// What a proxy does, once its `http-request` rules have run, with the
@@ -1029,6 +1034,11 @@ pub(crate) struct TcpRule {
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum HttpRequestAction {
+    /// `lua.<name> [args]`: an action a script registered.
+    Lua(LuaAction),
+    /// `use-service lua.<name>`: an HTTP service a script registered
+    /// (its name without `lua.`).
+    LuaService(String),
     /// `http-request capture <expr> len <n> | id <n>`: the value into the
     /// frontend's request capture slot `slot`, cut to the slot's length.
     Capture {
@@ -1372,6 +1382,9 @@ pub(crate) enum FmtPart {
 /// `http-response set-header|add-header|del-header|deny`.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum HttpResponseAction {
+    /// `lua.<name> [args]`: an action a script registered (run without
+    /// yielding: the response path is not asynchronous).
+    Lua(LuaAction),
     SetHeader {
         name: String,
         fmt: LogFmt,
@@ -2408,4 +2421,76 @@ impl CacheSection {
 pub(crate) struct CacheRef {
     pub(crate) name: String,
     pub(crate) idx: usize,
+}
+
+/// The global section's Lua lines: the scripts run while the
+/// configuration was read, and the bounds their code runs under.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct LuaConf {
+    /// `lua-load` and `lua-load-per-thread` lines, in order.
+    pub(crate) loads: Vec<LuaLoad>,
+    /// `lua-prepend-path <path> [path|cpath]`: (path, is cpath).
+    pub(crate) prepend: Vec<(String, bool)>,
+    /// `tune.lua.forced-yield` (instructions between forced yields).
+    pub(crate) forced_yield: Option<u32>,
+    /// `tune.lua.maxmem` in bytes (its megabytes as written).
+    pub(crate) maxmem: Option<usize>,
+    /// `tune.lua.session-timeout`, `task-timeout`, `service-timeout`.
+    pub(crate) session_timeout: Option<Duration>,
+    pub(crate) task_timeout: Option<Duration>,
+    pub(crate) service_timeout: Option<Duration>,
+    /// `tune.lua.log.loggers on|off` (on by default).
+    pub(crate) log_loggers: Option<bool>,
+    /// `tune.lua.log.stderr on|auto|off` (auto by default).
+    pub(crate) log_stderr: Option<LuaStderr>,
+    /// The scripts the `lua-load` lines ran (None: no `lua-load`).
+    pub(crate) scripts: ScriptsHandle,
+}
+
+/// One `lua-load` line.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct LuaLoad {
+    pub(crate) file: String,
+    pub(crate) args: Vec<String>,
+    pub(crate) per_thread: bool,
+}
+
+/// `tune.lua.log.stderr`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LuaStderr {
+    On,
+    Auto,
+    Off,
+}
+
+/// The loaded scripts; two configurations with the same `lua-load`
+/// lines compare equal whatever their scripts' states (the lines are
+/// compared in [`LuaConf`]).
+#[derive(Clone, Default)]
+pub(crate) struct ScriptsHandle(
+    pub(crate) Option<std::sync::Arc<dyn crate::sample::script::Scripts>>,
+);
+
+impl PartialEq for ScriptsHandle {
+    fn eq(&self, _: &ScriptsHandle) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for ScriptsHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "ScriptsHandle(loaded)"
+        } else {
+            "ScriptsHandle(none)"
+        })
+    }
+}
+
+/// A rule's `lua.<name> [args]`: the action's name (without `lua.`) and
+/// the words after it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct LuaAction {
+    pub(crate) name: String,
+    pub(crate) args: Vec<String>,
 }

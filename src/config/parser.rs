@@ -27,6 +27,7 @@ mod globalkw;
 mod lbkw;
 mod legacykw;
 mod logfwdkw;
+mod luakw;
 mod mailerskw;
 mod peerskw;
 mod proxykw;

@@ -124,7 +124,7 @@ fn every_error_is_listed_in_one_run() {
     let a = "global
     foobar
     maxconn 100 \"unterminated
-    lua-load-per-thread /etc/sluice/x.lua
+    ssl-engine rdrand
 frontend fe
     mode http
     bind ${MYADDR}:17180
@@ -153,7 +153,7 @@ backend be
     let expect = [
         "[ALERT]    (1) : config : parsing [bad1.cfg:2] : unknown keyword 'foobar' in 'global' section",
         "[ALERT]    (1) : config : parsing [bad1.cfg:3]: unmatched quote at position 17:\n  maxconn 100 \"unterminated\n              ^",
-        "[ALERT]    (1) : config : parsing [bad1.cfg:4] : 'lua-load-per-thread' is not supported by sluice yet",
+        "[ALERT]    (1) : config : parsing [bad1.cfg:4] : 'ssl-engine' is not supported by sluice yet",
         "[ALERT]    (1) : config : parsing [bad1.cfg:7] : 'bind' : invalid address: 'garbage' in '${MYADDR}:17180'",
         "[ALERT]    (1) : config : parsing [bad1.cfg:8] : unknown option 'httplogg'; did you mean 'httplog' maybe ?",
         "[ALERT]    (1) : config : parsing [bad1.cfg:9] : keyword 'httplog' only supports option 'clf'.",

@@ -298,6 +298,7 @@ fn build_options() -> String {
          Feature list : {features}\n\
          \n\
          Built with TLS : {tls}\n\
+         Built with Lua version : Lua 5.4 (vendored through mlua)\n\
          Built with HTTP/2 : {h2}\n\
          Built with the Prometheus exporter as a service : yes\n\
          Built with systemd notify support : yes (sd_notify protocol built in, no libsystemd)\n\
@@ -419,6 +420,8 @@ pub fn main_with_args(args: &[String]) -> i32 {
     if let Some(peer) = &opts.local_peer {
         crate::sys::process::set_local_peer(peer);
     }
+    // Before the configuration is read: its `lua-load` lines run there.
+    crate::lua::install();
     let mut loaded = config::load(&opts.files);
     if let Some(cfg) = &loaded.config {
         let machine = machine_checks(cfg, &opts);

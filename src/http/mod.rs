@@ -11,6 +11,7 @@ mod filtered;
 pub(crate) mod forward;
 pub(crate) mod h2;
 pub(crate) mod legacy;
+mod lua_txn;
 mod normalize;
 pub(crate) mod park;
 mod relay;

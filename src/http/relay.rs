@@ -1378,6 +1378,43 @@ fn response_edits<'r>(
                 continue;
             }
             match action {
+                HttpResponseAction::Lua(a) => {
+                    let cx = rules::FmtCtx {
+                        res: Some(resp),
+                        ..cx
+                    };
+                    let mut t = crate::http::lua_txn::ResTxn {
+                        cx,
+                        resp: &*resp,
+                        edits: &mut edits,
+                        status: None,
+                        level: None,
+                    };
+                    let end = crate::http::lua_txn::run_response(a, &mut t);
+                    let (status, level) = (t.status.take(), t.level);
+                    if let Some(l) = level {
+                        *log.level = Some(l);
+                    }
+                    if let Some((code, reason)) = status
+                        && let Some(mut h) = rules::restatus(resp, edits.as_ref(), code, &reason)
+                    {
+                        // As `set-status`: the edits so far are part of
+                        // the new head.
+                        h.count_status_line_of(resp);
+                        *resp = h;
+                        edits = None;
+                    }
+                    use crate::lua::ActionEnd;
+                    match end {
+                        ActionEnd::Continue | ActionEnd::Failed => {}
+                        ActionEnd::Stop => break,
+                        ActionEnd::Deny
+                        | ActionEnd::Invalid
+                        | ActionEnd::Error
+                        | ActionEnd::Done
+                        | ActionEnd::Abort => return Err(RespRefused::Denied(None)),
+                    }
+                }
                 HttpResponseAction::Deny(reply) => return Err(RespRefused::Denied(Some(reply))),
                 HttpResponseAction::Return(reply) => return Err(RespRefused::Returned(reply)),
                 HttpResponseAction::SilentDrop => return Err(RespRefused::Dropped(resp.status)),

@@ -365,6 +365,7 @@ pub(crate) fn edit_response(
         | HttpResponseAction::SetMark(_)
         | HttpResponseAction::Return(_)
         | HttpResponseAction::Redirect { .. }
+        | HttpResponseAction::Lua(_)
         | HttpResponseAction::SilentDrop => return false,
         // tokio schedules every task alike.
         HttpResponseAction::SetNice(_) => {}
@@ -412,16 +413,9 @@ pub(crate) fn run_map(rule: &crate::config::model::MapRule, cx: &FmtCtx<'_>) {
         }
         MapOp::SetMap => {
             let value = rule.value.as_ref().map(|v| eval(v, cx)).unwrap_or_default();
-            let value = String::from_utf8_lossy(&value);
-            if r.has_key(&key) {
-                let _ = r.set(crate::sample::pattern::Entry::Key(&key), &value);
-            } else {
-                let _ = r.add(None, &key, Some(&value));
-            }
+            crate::sample::patref::set_map(&rule.file, &key, &String::from_utf8_lossy(&value));
         }
-        MapOp::Delete => {
-            r.delete(crate::sample::pattern::Entry::Key(&key));
-        }
+        MapOp::Delete => crate::sample::patref::del_map(&rule.file, &key),
     }
 }
 

@@ -1898,6 +1898,77 @@ impl RuleRun<'_> {
                             .await;
                     }
                 }
+                HttpRequestAction::Lua(a) => {
+                    let mut t = crate::http::lua_txn::ReqTxn {
+                        cx,
+                        head,
+                        orig,
+                        edits: &mut *self.edits,
+                        level: None,
+                    };
+                    let end = crate::http::lua_txn::run_request(a, &mut t).await;
+                    if let Some(l) = t.level {
+                        self.rec.level = Some(l);
+                    }
+                    use crate::lua::ActionEnd;
+                    let status = match end {
+                        ActionEnd::Continue | ActionEnd::Failed => continue,
+                        ActionEnd::Stop => return None,
+                        ActionEnd::Error => 500,
+                        ActionEnd::Deny => 403,
+                        ActionEnd::Invalid => 400,
+                        ActionEnd::Done | ActionEnd::Abort => {
+                            // Ended with no reply: the connection closes.
+                            self.rec.term(Cause::Proxy, Phase::Request);
+                            return Some(Stop::Answered(Outcome {
+                                status: None,
+                                keep_client: false,
+                                bytes_out: 0,
+                                logged_out: 0,
+                                body_in: 0,
+                                body_logged: 0,
+                            }));
+                        }
+                    };
+                    if status == 403 {
+                        self.rec.tally.dreq = rows(be);
+                    }
+                    self.rec.tally.http_err = true;
+                    self.rec.term(Cause::Proxy, Phase::Request);
+                    return Some(Stop::Answered(
+                        forward::send_error_seen(self.conn, status, fe, be, self.keep_local, &cx)
+                            .await,
+                    ));
+                }
+                HttpRequestAction::LuaService(name) => {
+                    let mut t = crate::http::lua_txn::ReqTxn {
+                        cx,
+                        head,
+                        orig,
+                        edits: &mut *self.edits,
+                        level: None,
+                    };
+                    let reply = crate::http::lua_txn::run_service(name, &mut t).await;
+                    self.rec.server =
+                        crate::observe::outcome::SrvName::Applet(format!("<lua.{name}>").into());
+                    self.rec.tally.intercepted = rows(be);
+                    self.rec.term(Cause::Local, Phase::Request);
+                    let Some(reply) = reply else {
+                        self.rec.tally.http_err = true;
+                        return Some(Stop::Answered(
+                            forward::send_error_seen(self.conn, 500, fe, be, self.keep_local, &cx)
+                                .await,
+                        ));
+                    };
+                    let (out, keep, framing) =
+                        crate::http::lua_txn::render(&reply, head.minor, self.keep_local);
+                    let status = reply.status.unwrap_or(200);
+                    let mut o =
+                        forward::send_answer_seen(self.conn, &out, status, keep, fe, be, Some(&cx))
+                            .await;
+                    o.logged_out = o.logged_out.saturating_sub(framing);
+                    return Some(Stop::Answered(o));
+                }
                 HttpRequestAction::Capture { expr, slot } => {
                     capture(
                         &mut self.rec.cap_req,

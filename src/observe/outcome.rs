@@ -211,6 +211,8 @@ pub(crate) enum SrvName {
     Stats,
     /// The cache answered (`<CACHE>`).
     Cache,
+    /// A Lua service answered (`<lua.name>`, the text kept here).
+    Applet(Arc<str>),
     Server(Arc<ServerState>),
 }
 
@@ -588,6 +590,7 @@ pub(crate) mod seen {
             SrvName::None => "<NOSRV>".to_string(),
             SrvName::Stats => "<STATS>".to_string(),
             SrvName::Cache => "<CACHE>".to_string(),
+            SrvName::Applet(a) => a.to_string(),
             SrvName::Server(s) => s.name.clone(),
         };
         let ended = Ended {

@@ -55,7 +55,9 @@ pub(crate) fn all() -> impl Iterator<Item = &'static ConvDef> {
 }
 
 pub(crate) fn find(name: &str) -> Option<&'static ConvDef> {
-    all().find(|c| c.name == name)
+    all()
+        .find(|c| c.name == name)
+        .or_else(|| super::script::find_conv(name))
 }
 
 pub(crate) const fn def(

@@ -126,6 +126,9 @@ impl Expr {
             args = arg::parse(fetch.args, ")").map_err(fetch_err)?.0;
         }
         super::stick::resolve_args(fetch.args, &mut args, fetch.name, None);
+        if super::script::is_script(fetch.name) {
+            args.insert(0, super::script::hidden_name(fetch.name));
+        }
         if args.len() >= fetch.args.min
             && let Some(check) = fetch.check
         {
@@ -176,6 +179,9 @@ impl Expr {
                     }
                     CheckError::Unsupported(m) => ExprError::Unsupported(m),
                 })?;
+            }
+            if super::script::is_script(conv.name) {
+                cargs.insert(0, super::script::hidden_name(conv.name));
             }
             out = conv.out;
             convs.push((conv, cargs));

@@ -279,7 +279,9 @@ pub(crate) fn all() -> impl Iterator<Item = &'static FetchDef> {
 }
 
 pub(crate) fn find(name: &str) -> Option<&'static FetchDef> {
-    all().find(|f| f.name == name)
+    all()
+        .find(|f| f.name == name)
+        .or_else(|| super::script::find_fetch(name))
 }
 
 pub(crate) const fn def(

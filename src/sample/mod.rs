@@ -22,6 +22,7 @@ pub(crate) mod jwt;
 pub(crate) mod patref;
 pub(crate) mod pattern;
 pub(crate) mod random;
+pub(crate) mod script;
 pub(crate) mod srvconn;
 pub(crate) mod stage;
 pub(crate) mod stick;

@@ -421,6 +421,27 @@ thread_local! {
 /// parsed: the references it creates are numbered after the others (and
 /// after the two ACLs of HAProxy's internal HTTP client, which come in
 /// between).
+/// `set-map` and `core.set_map`: the value of `key` in the running
+/// configuration's map file `file` (its entries' values when it has the
+/// key, a new entry else).
+pub(crate) fn set_map(file: &str, key: &str, value: &str) {
+    let Some(r) = running().file(file) else {
+        return;
+    };
+    if r.has_key(key) {
+        let _ = r.set(super::pattern::Entry::Key(key), value);
+    } else {
+        let _ = r.add(None, key, Some(value));
+    }
+}
+
+/// `del-map` and `core.del_map`: every entry of `key` in map file `file`.
+pub(crate) fn del_map(file: &str, key: &str) {
+    if let Some(r) = running().file(file) {
+        r.delete(super::pattern::Entry::Key(key));
+    }
+}
+
 pub(crate) fn late<R>(f: impl FnOnce() -> R) -> R {
     let set = |v: bool| {
         COLLECTING.with(|c| {

@@ -66,6 +66,19 @@ impl<'a> Sample<'a> {
         Sample::Str(s.into())
     }
 
+    /// The same value, owning its bytes.
+    pub(crate) fn into_owned(self) -> Sample<'static> {
+        match self {
+            Sample::Bool(b) => Sample::Bool(b),
+            Sample::Sint(n) => Sample::Sint(n),
+            Sample::Ipv4(a) => Sample::Ipv4(a),
+            Sample::Ipv6(a) => Sample::Ipv6(a),
+            Sample::Str(s) => Sample::Str(Cow::Owned(s.into_owned())),
+            Sample::Bin(s) => Sample::Bin(Cow::Owned(s.into_owned())),
+            Sample::Meth(s) => Sample::Meth(Cow::Owned(s.into_owned())),
+        }
+    }
+
     pub(crate) fn owned_str(s: String) -> Sample<'a> {
         Sample::Str(Cow::Owned(s.into_bytes()))
     }

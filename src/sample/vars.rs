@@ -300,7 +300,7 @@ fn set_in(
         e.value = Some(Sample::Bool(true));
         return false;
     }
-    e.value = Some(to_static(smp));
+    e.value = Some(smp.clone().into_owned());
     true
 }
 
@@ -328,19 +328,6 @@ fn get_in(store: &[Entry], name: &str) -> Option<Sample<'static>> {
         .iter()
         .find(|e| *e.name == *name)
         .and_then(|e| e.value.clone())
-}
-
-fn to_static(s: &Sample<'_>) -> Sample<'static> {
-    use std::borrow::Cow::Owned;
-    match s {
-        Sample::Bool(b) => Sample::Bool(*b),
-        Sample::Sint(n) => Sample::Sint(*n),
-        Sample::Ipv4(a) => Sample::Ipv4(*a),
-        Sample::Ipv6(a) => Sample::Ipv6(*a),
-        Sample::Str(b) => Sample::Str(Owned(b.to_vec())),
-        Sample::Bin(b) => Sample::Bin(Owned(b.to_vec())),
-        Sample::Meth(b) => Sample::Meth(Owned(b.to_vec())),
-    }
 }
 
 /// Sets a `proc` variable (the `global` section, the CLI, rules).

@@ -360,6 +360,19 @@ pub(crate) fn compile(
     })
 }
 
+/// The scripts a configuration loaded and their bounds, for the requests
+/// of its snapshot (process-wide, as HAProxy's Lua state).
+fn publish_lua(lua: &crate::config::model::LuaConf) {
+    let d = crate::sample::script::Tune::default();
+    crate::sample::script::set_tune(crate::sample::script::Tune {
+        forced_yield: lua.forced_yield.unwrap_or(d.forced_yield),
+        session_timeout: lua.session_timeout.unwrap_or(d.session_timeout),
+        service_timeout: lua.service_timeout.unwrap_or(d.service_timeout),
+        task_timeout: lua.task_timeout.or(d.task_timeout),
+    });
+    crate::sample::script::activate(lua.scripts.0.clone());
+}
+
 fn compile_with(
     config: &Config,
     registry: &Registry,
@@ -370,6 +383,7 @@ fn compile_with(
     crate::sys::env::publish(&config.global.env);
     crate::sample::auth::publish(&config.global.userlists);
     crate::sample::patref::publish(&config.global.pat_refs);
+    publish_lua(&config.global.lua);
     let mut c = Compiler {
         config,
         registry,

@@ -220,6 +220,26 @@ pub(crate) fn run_partial(
                     );
                 }
             }
+            TcpAction::Lua(a) => {
+                use crate::lua::ActionEnd;
+                let Some(scripts) = crate::sample::script::active() else {
+                    continue;
+                };
+                let Some(host) = scripts.as_any().downcast_ref::<crate::lua::Host>() else {
+                    continue;
+                };
+                let mut t = crate::lua::txn::FetchTxn(crate::sample::Ctx {
+                    vars,
+                    ..view.sample_ctx()
+                });
+                match host.run_action_now(&a.name, &a.args, crate::lua::TCP_REQ, &mut t) {
+                    ActionEnd::Continue | ActionEnd::Failed => {}
+                    ActionEnd::Stop | ActionEnd::Done => return Some(Verdict::Accept),
+                    ActionEnd::Deny | ActionEnd::Error | ActionEnd::Invalid | ActionEnd::Abort => {
+                        return Some(Verdict::Reject);
+                    }
+                }
+            }
             TcpAction::Priority(rule) => rule.run(&crate::sample::Ctx {
                 vars,
                 ..view.sample_ctx()

@@ -1050,6 +1050,14 @@ impl State<'_> {
 pub(super) fn use_service_args(args: &[String]) -> Result<HttpRequestAction, String> {
     match args {
         [name] if name == "prometheus-exporter" => Ok(HttpRequestAction::PrometheusExporter),
+        [name] if name.starts_with("lua.") => {
+            let short = &name["lua.".len()..];
+            if crate::sample::script::parsing_has_service(short, true) {
+                Ok(HttpRequestAction::LuaService(short.to_string()))
+            } else {
+                Err(format!("'{name}' unknown service name."))
+            }
+        }
         [name] => Err(format!(
             "'use-service' expects a service name, 'prometheus-exporter' is the only one sluice has (got '{name}')"
         )),
@@ -1572,8 +1580,32 @@ fn cond_start(words: &[String]) -> usize {
 
 /// The map and ACL actions are a row each, whatever file their name gives
 /// (`set-map(/etc/haproxy/hosts.map)`).
+/// `lua.<name> [args]` (`a[0]` the action word) for an action a script
+/// registered for `kind`; else the message of an unknown action, which
+/// starts with `expects`.
+fn lua_action(a: &[String], kind: &str, rule: &str, expects: &str) -> Result<LuaAction, String> {
+    let word = a.first().map_or("", String::as_str);
+    let name = word.strip_prefix("lua.").unwrap_or(word);
+    let Some(nargs) = crate::sample::script::parsing_action_args(name, kind) else {
+        return Err(format!("{WHOLE_MESSAGE}{expects}, but got '{word}'"));
+    };
+    // The action takes the words it registered for; HAProxy reads the
+    // next one as the condition.
+    if let Some(extra) = a.get(1 + nargs) {
+        return Err(format!(
+            "{WHOLE_MESSAGE}'{rule} {word}' expects either 'if' or 'unless' followed by a condition but found '{extra}'."
+        ));
+    }
+    Ok(LuaAction {
+        name: name.to_string(),
+        args: a[1..].to_vec(),
+    })
+}
+
 fn var_key(action: &str) -> &str {
-    if let Some(row) = TABLE_ACTIONS.iter().find(|r| action.starts_with(**r)) {
+    if action.starts_with("lua.") {
+        "lua"
+    } else if let Some(row) = TABLE_ACTIONS.iter().find(|r| action.starts_with(**r)) {
         row
     } else if ["set-var", "unset-var"]
         .iter()
@@ -1604,6 +1636,7 @@ fn action_args(action: &str) -> usize {
     let row = var_key(action);
     if row == "set-var"
         || row == "do-resolve"
+        || row == "lua"
         || MAP_ACTIONS.contains(&row)
         || TABLE_ACTIONS.contains(&row)
     {
@@ -1744,6 +1777,15 @@ pub(crate) type ActionKw<A> = Kwd<fn(&mut State<'_>, &Loc, &[String]) -> Result<
 /// `kw_http_request` dispatches through this table and
 /// [`kw::HTTP_REQUEST_SUPPORTED`] is read from it.
 pub(crate) const HTTP_REQUEST: &[ActionKw<HttpRequestAction>] = &[
+    kwd("lua", |_, _, a| {
+        lua_action(
+            a,
+            "http-req",
+            "http-request",
+            "'http-request' expects 'return', 'deny' or another HAProxy action",
+        )
+        .map(HttpRequestAction::Lua)
+    }),
     kwd("cache-use", |s, loc, a| {
         s.cache_action_args(loc, a)
             .map(|name| HttpRequestAction::CacheUse(CacheRef { name, idx: 0 }))
@@ -2166,6 +2208,15 @@ pub(crate) const HTTP_AFTER_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
 /// `kw_http_response` dispatches through this table and
 /// [`kw::HTTP_RESPONSE_SUPPORTED`] is read from it.
 pub(crate) const HTTP_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
+    kwd("lua", |_, _, a| {
+        lua_action(
+            a,
+            "http-res",
+            "http-response",
+            "'http-response' expects 'deny', 'set-header' or another HAProxy action",
+        )
+        .map(HttpResponseAction::Lua)
+    }),
     kwd("cache-store", |s, loc, a| {
         s.cache_action_args(loc, a)
             .map(|name| HttpResponseAction::CacheStore(CacheRef { name, idx: 0 }))

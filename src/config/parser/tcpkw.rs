@@ -15,7 +15,6 @@ const TCP_ACTIONS_UNSUPPORTED: &[&str] = &[
     "switch-mode",
     "send-spoe-group",
     "attach-srv",
-    "lua",
 ];
 
 impl State<'_> {
@@ -79,8 +78,13 @@ impl State<'_> {
                     let kind = type_str(self.proxy_kind().unwrap_or(ProxyKind::Listen));
                     format!("{kind} '{}'", self.proxies.last().map_or("", |p| p.name.as_str()))
                 };
+                let lua_args = action
+                    .strip_prefix("lua.")
+                    .filter(|_| set == RuleSet::TcpContent)
+                    .and_then(|n| crate::sample::script::parsing_action_args(n, "tcp-req"));
                 let action = match action {
                     "accept" => TcpAction::Accept,
+                    _ if lua_args.is_some() => TcpAction::Accept,
                     "reject" => TcpAction::Reject,
                     "silent-drop" => TcpAction::SilentDrop,
                     "expect-proxy" if what != "connection" => {
@@ -126,8 +130,7 @@ impl State<'_> {
                         TcpAction::Accept
                     }
                     a if TCP_ACTIONS_UNSUPPORTED.contains(&a)
-                        || kw::haproxy_has(kw::Kind::TcpRequest, a)
-                        || a.starts_with("lua.") =>
+                        || kw::haproxy_has(kw::Kind::TcpRequest, a) =>
                     {
                         return self.unsupported(loc, &format!("{label} {a}"));
                     }
@@ -150,7 +153,13 @@ impl State<'_> {
                     .position(|w| w == "if" || w == "unless")
                     .unwrap_or(rest.len());
                 let mut used = 1;
-                let action = if is_var {
+                let action = if let Some(nargs) = lua_args {
+                    used = (1 + nargs).min(args_end);
+                    TcpAction::Lua(LuaAction {
+                        name: rest[0]["lua.".len()..].to_string(),
+                        args: rest[1..used].to_vec(),
+                    })
+                } else if is_var {
                     used = args_end;
                     match super::rulekw::var_rule(&rest[..args_end], crate::sample::Stage::ANY) {
                         Ok(r) => TcpAction::Var(r),

@@ -241,6 +241,7 @@ impl Source for Line<'_> {
                 SrvName::None => "<NOSRV>",
                 SrvName::Stats => "<STATS>",
                 SrvName::Cache => "<CACHE>",
+                SrvName::Applet(a) => a,
                 SrvName::Server(s) => &s.name,
             })),
             Var::AcceptDate

@@ -1,0 +1,134 @@
+-- The parts of HAProxy's Lua API written in Lua itself: the TXN, HTTP,
+-- Fetches and Converters objects, and the core functions that yield.
+-- `S.call(<primitive>, ...)` is the function sluice sets for the time of
+-- each run or resume of a script, over the request's primitives.
+local S, SLEEP = ...
+
+function core.sleep(s) coroutine.yield(SLEEP, math.floor(s * 1000)) end
+function core.msleep(ms) coroutine.yield(SLEEP, math.floor(ms)) end
+function core.yield() coroutine.yield(SLEEP, 0) end
+
+-- Fetches and converters by the names HAProxy gives their methods ('.'
+-- written '_'); `sf`, `sc`: the string form, "" for no value. The
+-- primitive is looked up at each call (S's change with each resume), so
+-- the four objects are made once and shared by every TXN.
+local function methods(prim, strings)
+  return setmetatable({}, { __index = function(_, k)
+    return function(_, ...) return S.call(prim, k, strings, ...) end
+  end })
+end
+local F, SF = methods("fetch", false), methods("fetch", true)
+local C, SC = methods("convert", false), methods("convert", true)
+
+local function hdrs_table(list)
+  -- HAProxy's form: hdr[name][0], hdr[name][1]... in the message's order.
+  local t, n = {}, {}
+  for _, h in ipairs(list) do
+    local name, value = h[1], h[2]
+    local i = n[name] or 0
+    if i == 0 then t[name] = {} end
+    t[name][i] = value
+    n[name] = i + 1
+  end
+  return t
+end
+
+local HTTP = {}
+HTTP.__index = HTTP
+function HTTP:req_get_headers() return hdrs_table(S.call("headers", false)) end
+function HTTP:res_get_headers() return hdrs_table(S.call("headers", true)) end
+function HTTP:req_add_header(n, v) S.call("add_header", false, n, v) end
+function HTTP:res_add_header(n, v) S.call("add_header", true, n, v) end
+function HTTP:req_set_header(n, v) S.call("del_header", false, n); S.call("add_header", false, n, v) end
+function HTTP:res_set_header(n, v) S.call("del_header", true, n); S.call("add_header", true, n, v) end
+function HTTP:req_del_header(n) S.call("del_header", false, n) end
+function HTTP:res_del_header(n) S.call("del_header", true, n) end
+function HTTP:req_rep_header(n, re, r) S.call("rep_header", false, n, re, r, false) end
+function HTTP:res_rep_header(n, re, r) S.call("rep_header", true, n, re, r, false) end
+function HTTP:req_rep_value(n, re, r) S.call("rep_header", false, n, re, r, true) end
+function HTTP:res_rep_value(n, re, r) S.call("rep_header", true, n, re, r, true) end
+function HTTP:req_set_method(m) S.call("set_target", "method", m) end
+function HTTP:req_set_path(p) S.call("set_target", "path", p) end
+function HTTP:req_set_query(q) S.call("set_target", "query", q) end
+function HTTP:req_set_uri(u) S.call("set_target", "uri", u) end
+function HTTP:res_set_status(code, reason) S.call("set_status", code, reason) end
+
+-- The one HTTP object (its methods keep no state of their own).
+local HTTP_OBJ = setmetatable({}, HTTP)
+
+local TXN = {}
+TXN.__index = TXN
+function TXN:get_var(name) return S.call("get_var", name) end
+function TXN:set_var(name, value, ifexist) S.call("set_var", name, value, ifexist) end
+function TXN:unset_var(name) S.call("unset_var", name) end
+function TXN:set_priv(v) self.__priv = v end
+function TXN:get_priv() return self.__priv end
+function TXN:done() S.call("done"); coroutine.yield(SLEEP, -1) end
+function TXN:set_loglevel(l) S.call("set_loglevel", l) end
+function TXN:log(level, msg) S.call("log", level, msg) end
+function TXN:Debug(msg) S.call("log", core.debug, msg) end
+function TXN:Info(msg) S.call("log", core.info, msg) end
+function TXN:Warning(msg) S.call("log", core.warning, msg) end
+function TXN:Alert(msg) S.call("log", core.alert, msg) end
+
+-- The AppletHTTP object of an HTTP service: the request's line and
+-- headers, and the response it composes (sent when the service ends).
+local APPLET = {}
+APPLET.__index = APPLET
+function APPLET:set_status(code, reason) S.call("svc_status", code, reason) end
+function APPLET:add_header(n, v) S.call("svc_header", n, tostring(v)) end
+function APPLET:start_response() S.call("svc_start") end
+function APPLET:send(d) S.call("svc_send", tostring(d)) end
+function APPLET:receive(n) return S.call("svc_receive", n) end
+function APPLET:getline() return S.call("svc_getline") end
+APPLET.get_var = TXN.get_var
+APPLET.set_var = TXN.set_var
+APPLET.unset_var = TXN.unset_var
+APPLET.set_priv = TXN.set_priv
+APPLET.get_priv = TXN.get_priv
+
+local function new_applet()
+  local method, path, qs, version, length = S.call("request")
+  return setmetatable({
+    f = F, sf = SF, c = C, sc = SC,
+    method = method, path = path, qs = qs, version = version, length = length,
+    headers = hdrs_table(S.call("headers", false)),
+  }, APPLET)
+end
+
+-- HAProxy's traceback of an error: each frame from the one that raised
+-- it to the registered function, as "file:line: in <what>".
+local xpcall, getinfo = xpcall, debug.getinfo
+local function traceback(err)
+  local parts, level = {}, 2
+  while true do
+    local ar = getinfo(level, "Slntf")
+    if not ar or ar.func == xpcall then break end
+    level = level + 1
+    if not (ar.currentline < 0 and ar.what == "C" and ar.namewhat == "" and not ar.name) then
+      local s
+      if ar.currentline > 0 then s = ar.short_src .. ":" .. ar.currentline .. ": "
+      else s = ar.short_src .. ": " end
+      if ar.namewhat ~= "" and ar.name then s = s .. "in " .. ar.namewhat .. " '" .. ar.name .. "'"
+      elseif ar.what == "main" then s = s .. "in main chunk"
+      elseif ar.what ~= "C" then s = s .. "in function line " .. ar.linedefined
+      else s = s .. "?" end
+      if ar.istailcall then s = s .. " ..." end
+      parts[#parts + 1] = s
+    end
+  end
+  return { err, table.concat(parts, ", ") }
+end
+
+-- Runs a registered function: true and its results, or false and
+-- { error, traceback }.
+local function run(f, ...) return xpcall(f, traceback, ...) end
+
+-- A new TXN object: `http` for the HTTP actions, nil elsewhere.
+local function new_txn(http)
+  local t = setmetatable({ f = F, sf = SF, c = C, sc = SC }, TXN)
+  if http then t.http = HTTP_OBJ end
+  return t
+end
+
+return new_txn, run, new_applet

@@ -1,0 +1,437 @@
+//! What a script's TXN object reaches: the [`Txn`] an engine hands a
+//! running action (the message's head and its edits, the request's
+//! samples), and the primitives `prelude.lua`'s objects call, made for
+//! the time of one resume of the script ([`install`]: scoped functions,
+//! which fail if a script kept one and called it later).
+
+use std::cell::{Cell, RefCell};
+
+use mlua::{FromLuaMulti, IntoLuaMulti, Lua, MultiValue, Value, Variadic};
+
+use crate::sample::Ctx;
+use crate::sample::expr::Expr;
+use crate::sample::value::Sample;
+use crate::sample::vars::{Conds, VarName};
+
+use super::Host;
+
+/// The transaction a script works on, as its engine shows it.
+pub(crate) trait Txn {
+    /// What the fetches read.
+    fn sample(&self) -> Ctx<'_>;
+    /// The request's (`res` false) or response's header fields as they
+    /// are now, rules' edits included: (lower-case name, value).
+    fn headers(&self, _res: bool) -> Vec<(String, Vec<u8>)> {
+        Vec::new()
+    }
+    fn add_header(&mut self, _res: bool, _name: &str, _value: &[u8]) {}
+    fn del_header(&mut self, _res: bool, _name: &str) {}
+    /// `replace-header` (`value` false) or `replace-value`.
+    fn rep_header(
+        &mut self,
+        _res: bool,
+        _name: &str,
+        _re: &regex::bytes::Regex,
+        _with: &[u8],
+        _value: bool,
+    ) {
+    }
+    /// `method`, `path`, `query` or `uri`.
+    fn set_target(&mut self, _part: &str, _value: &[u8]) {}
+    fn set_status(&mut self, _code: u16, _reason: Option<&[u8]>) {}
+    /// The request's method, path, query string and version
+    /// (`HTTP/1.1`), for an HTTP service's applet.
+    fn request_line(&self) -> [Vec<u8>; 4] {
+        Default::default()
+    }
+    fn set_loglevel(&mut self, _level: u8) {}
+}
+
+/// A task's or an init function's transaction: no request; `proc`
+/// variables only.
+pub(crate) struct NoTxn;
+
+impl Txn for NoTxn {
+    fn sample(&self) -> Ctx<'_> {
+        Ctx::default()
+    }
+}
+
+/// A fetch's or converter's transaction: samples only.
+pub(crate) struct FetchTxn<'a>(pub(crate) Ctx<'a>);
+
+impl Txn for FetchTxn<'_> {
+    fn sample(&self) -> Ctx<'_> {
+        self.0
+    }
+}
+
+/// A Lua value as a sample: strings, integers, booleans (nil: none).
+pub(crate) fn to_sample(v: &Value) -> Option<Sample<'static>> {
+    match v {
+        Value::String(s) => Some(Sample::Str(s.as_bytes().to_vec().into())),
+        Value::Integer(n) => Some(Sample::Sint(*n)),
+        Value::Number(f) => Some(Sample::Sint(*f as i64)),
+        Value::Boolean(b) => Some(Sample::Bool(*b)),
+        _ => None,
+    }
+}
+
+/// A sample as a Lua value (addresses as their text).
+pub(crate) fn from_sample(lua: &Lua, s: &Sample<'_>) -> mlua::Result<Value> {
+    Ok(match s {
+        Sample::Bool(b) => Value::Boolean(*b),
+        Sample::Sint(n) => Value::Integer(*n),
+        Sample::Ipv4(a) => Value::String(lua.create_string(a.to_string())?),
+        Sample::Ipv6(a) => Value::String(lua.create_string(a.to_string())?),
+        Sample::Str(b) | Sample::Bin(b) | Sample::Meth(b) => Value::String(lua.create_string(b)?),
+    })
+}
+
+/// A Lua argument as it goes between a keyword's parentheses.
+fn arg_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.to_string_lossy(),
+        Value::Integer(n) => n.to_string(),
+        Value::Number(f) => (*f as i64).to_string(),
+        Value::Boolean(b) => b.to_string(),
+        _ => String::new(),
+    }
+}
+
+fn args_text(args: &[Value]) -> String {
+    args.iter().map(arg_text).collect::<Vec<_>>().join(",")
+}
+
+/// What a run of a script leaves for its engine.
+#[derive(Default)]
+pub(crate) struct Flags {
+    /// `txn:done()`.
+    pub(crate) done: Cell<bool>,
+    /// An HTTP service's response.
+    pub(crate) reply: RefCell<Reply>,
+}
+
+/// The response an HTTP service composes.
+#[derive(Debug, Default)]
+pub(crate) struct Reply {
+    /// `applet:set_status()` (200 unless set).
+    pub(crate) status: Option<u16>,
+    pub(crate) reason: Option<Vec<u8>>,
+    /// `applet:add_header()`, in order.
+    pub(crate) headers: Vec<(String, Vec<u8>)>,
+    /// `applet:start_response()` was called.
+    pub(crate) started: bool,
+    /// What `applet:send()` gave.
+    pub(crate) body: Vec<u8>,
+}
+
+fn rt(msg: String) -> mlua::Error {
+    mlua::Error::RuntimeError(msg)
+}
+
+/// Sets `S.call`, the primitives over `t`, for one resume; the scope
+/// ends it. One scoped function rather than one per primitive: each is
+/// made again at every resume.
+pub(super) fn install<'s, 'e: 's>(
+    scope: &'s mlua::Scope<'s, 'e>,
+    host: &'e Host,
+    t: &'e RefCell<&'e mut dyn Txn>,
+    flags: &'e Flags,
+) -> mlua::Result<()> {
+    host.prims.raw_set(
+        "call",
+        scope.create_function(move |lua, (op, args): (mlua::String, MultiValue)| {
+            dispatch(lua, host, t, flags, &op.as_bytes(), args)
+        })?,
+    )?;
+    Ok(())
+}
+
+/// The primitive `op` with its arguments. Each arm's body is a closure
+/// called at once: its `?` and early `return`s give the primitive's own
+/// value, which the arm then turns into Lua values.
+#[allow(clippy::redundant_closure_call)]
+fn dispatch(
+    lua: &Lua,
+    host: &Host,
+    t: &RefCell<&mut dyn Txn>,
+    flags: &Flags,
+    op: &[u8],
+    args: MultiValue,
+) -> mlua::Result<MultiValue> {
+    match op {
+        b"fetch" => {
+            let (k, strings, args): (String, bool, Variadic<Value>) =
+                FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                let Some(name) = host.fetch_names.get(&k).copied() else {
+                    return Err(rt(format!("unknown sample fetch '{k}'")));
+                };
+                let text = if args.is_empty() {
+                    name.to_string()
+                } else {
+                    format!("{name}({})", args_text(&args))
+                };
+                let expr = match Expr::parse(&text) {
+                    Ok((e, n)) if n == text.len() => e,
+                    Ok(_) => return Err(rt(format!("invalid arguments to '{k}'"))),
+                    Err(e) => return Err(rt(e.to_string())),
+                };
+                let t = t.borrow();
+                let cx = t.sample();
+                match expr.eval(&cx) {
+                    Some(v) if strings => match v.cast(crate::sample::value::SmpType::Str) {
+                        Some(v) => from_sample(lua, &v),
+                        None => Ok(Value::String(lua.create_string("")?)),
+                    },
+                    Some(v) => from_sample(lua, &v),
+                    None if strings => Ok(Value::String(lua.create_string("")?)),
+                    None => Ok(Value::Nil),
+                }
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"convert" => {
+            let (k, strings, input, args): (String, bool, Value, Variadic<Value>) =
+                FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                let Some(name) = host.conv_names.get(&k).copied() else {
+                    return Err(rt(format!("unknown converter '{k}'")));
+                };
+                let Some(input) = to_sample(&input) else {
+                    return Ok(Value::Nil);
+                };
+                let t = t.borrow();
+                let cx = t.sample();
+                let out = crate::sample::script::convert_named(name, input, &args_text(&args), &cx)
+                    .map_err(rt)?;
+                match out {
+                    Some(v) if strings => match v.cast(crate::sample::value::SmpType::Str) {
+                        Some(v) => from_sample(lua, &v),
+                        None => Ok(Value::String(lua.create_string("")?)),
+                    },
+                    Some(v) => from_sample(lua, &v),
+                    None if strings => Ok(Value::String(lua.create_string("")?)),
+                    None => Ok(Value::Nil),
+                }
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"headers" => {
+            let res: bool = FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                let list = lua.create_table()?;
+                for (n, v) in t.borrow().headers(res) {
+                    let pair = lua.create_table()?;
+                    pair.push(n)?;
+                    pair.push(lua.create_string(v)?)?;
+                    list.push(pair)?;
+                }
+                Ok(list)
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"add_header" => {
+            let (res, n, v): (bool, String, mlua::String) =
+                FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                t.borrow_mut().add_header(res, &n, &v.as_bytes());
+                Ok(())
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"del_header" => {
+            let (res, n): (bool, String) = FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                t.borrow_mut().del_header(res, &n);
+                Ok(())
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"rep_header" => {
+            let (res, n, re, with, value): (bool, String, String, mlua::String, bool) =
+                FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                let re = regex::bytes::Regex::new(&re).map_err(|e| rt(e.to_string()))?;
+                t.borrow_mut()
+                    .rep_header(res, &n, &re, &with.as_bytes(), value);
+                Ok(())
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"set_target" => {
+            let (part, v): (String, mlua::String) = FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                t.borrow_mut().set_target(&part, &v.as_bytes());
+                Ok(())
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"set_status" => {
+            let (code, reason): (i64, Option<mlua::String>) =
+                FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                let reason = reason.map(|r| r.as_bytes().to_vec());
+                t.borrow_mut()
+                    .set_status(code.clamp(0, 999) as u16, reason.as_deref());
+                Ok(())
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"get_var" => {
+            let name: String = FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                let Ok(v) = VarName::parse(&name) else {
+                    return Ok(Value::Nil);
+                };
+                let t = t.borrow();
+                let got = match t.sample().vars {
+                    Some(vars) => vars.get(&v),
+                    None => crate::sample::vars::get_outside(&v),
+                };
+                match got {
+                    Some(s) => from_sample(lua, &s),
+                    None => Ok(Value::Nil),
+                }
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"set_var" => {
+            let (name, value, ifexist): (String, Value, Option<bool>) =
+                FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                let v = VarName::parse(&name).map_err(rt)?;
+                let Some(smp) = to_sample(&value) else {
+                    return Ok(());
+                };
+                let mut conds = Conds::default();
+                if ifexist == Some(true) {
+                    let _ = conds.add("ifexists");
+                }
+                let t = t.borrow();
+                match t.sample().vars {
+                    Some(vars) => {
+                        vars.set(&v, &smp, conds);
+                    }
+                    None => {
+                        crate::sample::vars::set_proc(&v.name, &smp, conds);
+                    }
+                }
+                Ok(())
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"unset_var" => {
+            let name: String = FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                let v = VarName::parse(&name).map_err(rt)?;
+                if let Some(vars) = t.borrow().sample().vars {
+                    vars.unset(&v);
+                }
+                Ok(())
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"request" => {
+            let (): () = FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                let [m, p, q, v] = t.borrow().request_line();
+                let length = t
+                    .borrow()
+                    .headers(false)
+                    .iter()
+                    .find(|(n, _)| n == "content-length")
+                    .and_then(|(_, v)| std::str::from_utf8(v).ok()?.trim().parse::<i64>().ok())
+                    .unwrap_or(0);
+                Ok((
+                    lua.create_string(m)?,
+                    lua.create_string(p)?,
+                    lua.create_string(q)?,
+                    lua.create_string(v)?,
+                    length,
+                ))
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"svc_status" => {
+            let (code, reason): (i64, Option<mlua::String>) =
+                FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                let mut r = flags.reply.borrow_mut();
+                r.status = Some(code.clamp(0, 999) as u16);
+                r.reason = reason.map(|s| s.as_bytes().to_vec());
+                Ok(())
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"svc_header" => {
+            let (n, v): (String, mlua::String) = FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                let mut r = flags.reply.borrow_mut();
+                r.headers
+                    .push((n.to_ascii_lowercase(), v.as_bytes().to_vec()));
+                Ok(())
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"svc_start" => {
+            let (): () = FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                flags.reply.borrow_mut().started = true;
+                Ok(())
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"svc_send" => {
+            let d: mlua::String = FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                let mut r = flags.reply.borrow_mut();
+                // HAProxy starts the response at the first send.
+                r.started = true;
+                r.body.extend_from_slice(&d.as_bytes());
+                Ok(())
+            })();
+            r?.into_lua_multi(lua)
+        }
+        // The request's body is not read by services yet: it ends at once.
+        b"svc_receive" => {
+            let _: Option<i64> = FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| lua.create_string(""))();
+            r?.into_lua_multi(lua)
+        }
+        b"svc_getline" => {
+            let (): () = FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| lua.create_string(""))();
+            r?.into_lua_multi(lua)
+        }
+        b"done" => {
+            let (): () = FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                flags.done.set(true);
+                Ok(())
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"set_loglevel" => {
+            let level: i64 = FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                t.borrow_mut().set_loglevel(level.clamp(0, 7) as u8);
+                Ok(())
+            })();
+            r?.into_lua_multi(lua)
+        }
+        b"log" => {
+            let (level, msg): (i64, String) = FromLuaMulti::from_lua_multi(args, lua)?;
+            let r: mlua::Result<_> = (|| {
+                super::core_api::log(level, &msg);
+                Ok(())
+            })();
+            r?.into_lua_multi(lua)
+        }
+        other => Err(rt(format!(
+            "unknown primitive '{}'",
+            String::from_utf8_lossy(other)
+        ))),
+    }
+}

@@ -1,0 +1,63 @@
+-- Actions, a fetch and a converter in the idioms of the public scripts:
+-- header edits and variables from the TXN object, HAProxy's fetches and
+-- converters called by name, results returned as act.* codes.
+
+-- Tags the request for its server: who asked (the rule's argument), the
+-- client's user agent and the path, read back through the fetches.
+core.register_action("tag", { "http-req" }, function(txn, who)
+  local hdrs = txn.http:req_get_headers()
+  local ua = hdrs["user-agent"] and hdrs["user-agent"][0] or "none"
+  txn.http:req_set_header("x-lua", "hello " .. who)
+  txn.http:req_add_header("x-lua-ua", ua)
+  txn.http:req_del_header("x-drop")
+  txn:set_var("txn.path", txn.sf:path())
+  txn:set_var("txn.low", txn.c:lower("ABC"))
+  txn:set_var("txn.host", txn.f:req_hdr("host"))
+end, 1)
+
+-- Rewrites the request line.
+core.register_action("move", { "http-req" }, function(txn)
+  txn.http:req_set_method("PUT")
+  txn.http:req_set_path("/moved")
+  txn.http:req_set_query("from=lua")
+end)
+
+core.register_action("deny", { "http-req" }, function(txn)
+  return act.DENY
+end)
+
+-- A script error: the action stops, the request goes on.
+core.register_action("boom", { "http-req" }, function(txn)
+  error("bad thing")
+end)
+
+-- A runaway script: stopped by tune.lua.session-timeout, its worker
+-- serving other requests meanwhile.
+core.register_action("spin", { "http-req" }, function(txn)
+  while true do end
+end)
+
+-- Sleeps without holding the worker, then reads the request again.
+core.register_action("nap", { "http-req" }, function(txn)
+  core.msleep(20)
+  txn:set_var("txn.napped", "yes-" .. txn.sf:path())
+end)
+
+-- `lua.greet(<who>)`: a fetch reading the request through the TXN object.
+core.register_fetches("greet", function(txn, who)
+  return "hi-" .. who .. "-" .. txn.sf:req_hdr("host")
+end)
+
+-- `lua.rev(<suffix>)`: a converter.
+core.register_converters("rev", function(s, suffix)
+  return string.reverse(s) .. (suffix or "")
+end)
+
+-- A content gate in `mode tcp`: the first bytes decide.
+core.register_action("gate", { "tcp-req" }, function(txn)
+  local first = txn.f:req_payload(0, 3)
+  if first == "BAD" then
+    return act.DENY
+  end
+  txn:set_var("txn.first", first)
+end)
