@@ -227,44 +227,34 @@ impl State<'_> {
             },
             "log-format-sd" => {
                 match crate::sample::patref::late(|| lc::parse_log_format_sd(words)) {
-                    Ok(f) => {
-                        if let Some(kind) = self.proxy_kind()
-                            && !kind.has_frontend()
-                        {
-                            let name = self.px().name.clone();
-                            return self.warn(
-                                loc,
-                                format!(
-                                    "{} '{name}' : 'log-format-sd' directive is ignored in backends.",
-                                    type_str(kind)
-                                ),
-                            );
-                        }
-                        self.px().log.sd = Some(f)
-                    }
+                    Ok(f) if self.frontend_format(loc, k) => self.px().log.sd = Some(f),
+                    Ok(_) => {}
                     Err(e) => self.alert(loc, e),
                 }
             }
             // HAProxy reads the format once the configuration is parsed.
             _ => match crate::sample::patref::late(|| lc::parse_log_format(words)) {
-                Ok(f) => {
-                    if let Some(kind) = self.proxy_kind()
-                        && !kind.has_frontend()
-                    {
-                        let name = self.px().name.clone();
-                        return self.warn(
-                            loc,
-                            format!(
-                                "{} '{name}' : 'log-format' directive is ignored in backends.",
-                                type_str(kind)
-                            ),
-                        );
-                    }
-                    self.px().log.format = Some(f)
-                }
+                Ok(f) if self.frontend_format(loc, k) => self.px().log.format = Some(f),
+                Ok(_) => {}
                 Err(e) => self.alert(loc, e),
             },
         }
+    }
+
+    /// Whether a log format keyword (`log-format`, `log-format-sd`) takes
+    /// effect here: a section without a frontend ignores it with
+    /// HAProxy's warning.
+    fn frontend_format(&mut self, loc: &Loc, keyword: &str) -> bool {
+        let Some(kind) = self.proxy_kind().filter(|k| !k.has_frontend()) else {
+            return true;
+        };
+        let name = self.px().name.clone();
+        let msg = format!(
+            "{} '{name}' : '{keyword}' directive is ignored in backends.",
+            type_str(kind)
+        );
+        self.warn(loc, msg);
+        false
     }
 
     /// `unique-id-format <fmt>`, `unique-id-header <name>`: taken in
