@@ -440,13 +440,13 @@ fn meaningless_tune_keywords_are_accepted_with_a_notice() {
     }
     dir.write(
         "k.cfg",
-        &format!("global\n    tune.http.maxhdr 150\n{DEFAULTS}listen l\n    bind 127.0.0.1:18802\n    server s 127.0.0.1:18803\n"),
+        &format!("global\n    maxsslrate 10\n{DEFAULTS}listen l\n    bind 127.0.0.1:18802\n    server s 127.0.0.1:18803\n"),
     );
     let out = run_sluice(&["-c", "-f", "k.cfg"], Some(dir.path()));
     assert_ne!(out.code(), Some(0));
     assert!(
         alerts(&out.stderr).iter().any(|l| l
-            .ends_with("parsing [k.cfg:2] : 'tune.http.maxhdr' is not supported by sluice yet")),
+            .ends_with("parsing [k.cfg:2] : 'maxsslrate' is not supported by sluice yet")),
         "{}",
         out.stderr
     );
