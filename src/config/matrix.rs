@@ -24,6 +24,60 @@ pub(crate) enum State {
 /// line names gets the fallback of its kind (`instead`).
 const INSTEAD: &[(&str, &str)] = &[
     (
+        "issuers-chain-path",
+        "the issuer chain in the `crt` file after the certificate (sluice sends the file's chain as it is)",
+    ),
+    (
+        "ssl-skip-self-issued-ca",
+        "the `crt` file without its self-issued CA (sluice sends the chain as it is)",
+    ),
+    (
+        "maxsslconn",
+        "`maxconn` on the TLS `bind` lines, which bounds their connections",
+    ),
+    (
+        "maxsslrate",
+        "`maxconnrate`, or `rate-limit sessions` on the TLS frontend",
+    ),
+    (
+        "error-log-format",
+        "HAProxy's default line for connection errors, which sluice logs",
+    ),
+    ("transparent", "`option transparent`"),
+    (
+        "idle-close-on-response",
+        "leave it out: idle client connections close at `timeout client`, and at once on a soft stop",
+    ),
+    (
+        "*netscaler-cip",
+        "`accept-proxy`: the PROXY protocol, which NetScaler sends too",
+    ),
+    (
+        "expose-fd",
+        "leave it out: sluice's reloads hand the listeners to the new process themselves (`-sf`, master-worker)",
+    ),
+    (
+        "*socks4",
+        "the server reached directly, or through a `mode tcp` relay beside it",
+    ),
+    (
+        "*proxy-v2-*",
+        "`send-proxy-v2`: the addresses, without the TLS TLVs",
+    ),
+    (
+        "tcp-ut",
+        "`timeout server`, and `srvtcpka-*` for dead peers",
+    ),
+    ("track", "the same `check` on both servers"),
+    (
+        "do-resolve",
+        "`http-request do-resolve` in an HTTP frontend",
+    ),
+    (
+        "switch-mode",
+        "a `mode http` frontend from the start (it takes HTTP/1 and HTTP/2 alike)",
+    ),
+    (
         "*spoe*",
         "`http-request send-spoe-group` or a message of an HTTP event: SPOE runs on HTTP requests and responses only yet (#23)",
     ),
