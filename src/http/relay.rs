@@ -442,25 +442,7 @@ impl<'a> Relay<'a> {
         let (fe, be, ctx) = (self.fe, self.be, self.ctx);
         // The request's processing is over: `res` variables begin.
         ctx.vars.to_response();
-        let cx = crate::sample::Ctx {
-            src: ctx.src,
-            src_port: ctx.peer.inet().map(|a| a.port()),
-            local: ctx.dst,
-            req: Some(self.req),
-            res: Some(resp),
-            status: Some(resp.status),
-            frontend: &fe.name,
-            backend: Some(&be.name),
-            server: Some(&self.server.name),
-            frontend_id: fe.iid,
-            backend_id: Some(be.iid),
-            vars: Some(ctx.vars),
-            tls: ctx.tls,
-            client: Some(ctx.client),
-            proxies: Some(ctx.proxies as &dyn crate::sample::Proxies),
-            stick: ctx.stick.map(|s| s as &dyn crate::sample::stick::Stick),
-            ..Default::default()
-        };
+        let cx = response_ctx(fe, be, ctx, self.req, self.server, resp);
         let fe_own = (fe.iid != be.iid).then_some(&fe.spoe);
         for e in be.spoe.iter().chain(fe_own.into_iter().flatten()) {
             let msgs = e.for_event(SpoeEvent::HttpResponse, &cx);
@@ -480,23 +462,7 @@ impl<'a> Relay<'a> {
         else {
             return;
         };
-        let cx = crate::sample::Ctx {
-            src: ctx.src,
-            src_port: ctx.peer.inet().map(|a| a.port()),
-            local: ctx.dst,
-            req: Some(self.req),
-            res: Some(resp),
-            status: Some(resp.status),
-            frontend: &self.fe.name,
-            backend: Some(&be.name),
-            server: Some(&self.server.name),
-            frontend_id: self.fe.iid,
-            backend_id: Some(be.iid),
-            vars: Some(ctx.vars),
-            tls: ctx.tls,
-            stick: ctx.stick.map(|s| s as &dyn crate::sample::stick::Stick),
-            ..Default::default()
-        };
+        let cx = response_ctx(self.fe, be, ctx, self.req, self.server, resp);
         crate::upstream::stick::on_response(be, &cx, i, &ctx.stores);
     }
 
@@ -1063,6 +1029,37 @@ async fn filtered_h2(
     let p = p?;
     sent?;
     Ok(p)
+}
+
+/// What the response's samples read: the request and its answer's head
+/// (the `stick` store rules, SPOE's `on-http-response` messages).
+fn response_ctx<'c>(
+    fe: &'c FrontendRt,
+    be: &'c BackendRt,
+    ctx: &'c ReqCtx<'_>,
+    req: &'c Head,
+    server: &'c ServerState,
+    resp: &'c Head,
+) -> crate::sample::Ctx<'c> {
+    crate::sample::Ctx {
+        src: ctx.src,
+        src_port: ctx.peer.inet().map(|a| a.port()),
+        local: ctx.dst,
+        req: Some(req),
+        res: Some(resp),
+        status: Some(resp.status),
+        frontend: &fe.name,
+        backend: Some(&be.name),
+        server: Some(&server.name),
+        frontend_id: fe.iid,
+        backend_id: Some(be.iid),
+        vars: Some(ctx.vars),
+        tls: ctx.tls,
+        client: Some(ctx.client),
+        proxies: Some(ctx.proxies as &dyn crate::sample::Proxies),
+        stick: ctx.stick.map(|s| s as &dyn crate::sample::stick::Stick),
+        ..Default::default()
+    }
 }
 
 /// A 1xx answer other than 101: relayed, and a final one follows.
