@@ -19,6 +19,23 @@ pub(super) struct ReqTxn<'r, 'a> {
     pub(super) level: Option<LogLevel>,
 }
 
+impl<'r, 'a> ReqTxn<'r, 'a> {
+    pub(super) fn new(
+        cx: FmtCtx<'a>,
+        head: &'r Head,
+        orig: &'r Head,
+        edits: &'r mut Option<Edits>,
+    ) -> Self {
+        ReqTxn {
+            cx,
+            head,
+            orig,
+            edits,
+            level: None,
+        }
+    }
+}
+
 impl Txn for ReqTxn<'_, '_> {
     fn sample(&self) -> Ctx<'_> {
         rules::sample_ctx(&self.cx)

@@ -1899,13 +1899,7 @@ impl RuleRun<'_> {
                     }
                 }
                 HttpRequestAction::Lua(a) => {
-                    let mut t = crate::http::lua_txn::ReqTxn {
-                        cx,
-                        head,
-                        orig,
-                        edits: &mut *self.edits,
-                        level: None,
-                    };
+                    let mut t = crate::http::lua_txn::ReqTxn::new(cx, head, orig, &mut *self.edits);
                     let end = crate::http::lua_txn::run_request(a, &mut t).await;
                     if let Some(l) = t.level {
                         self.rec.level = Some(l);
@@ -1941,13 +1935,7 @@ impl RuleRun<'_> {
                     ));
                 }
                 HttpRequestAction::LuaService(name) => {
-                    let mut t = crate::http::lua_txn::ReqTxn {
-                        cx,
-                        head,
-                        orig,
-                        edits: &mut *self.edits,
-                        level: None,
-                    };
+                    let mut t = crate::http::lua_txn::ReqTxn::new(cx, head, orig, &mut *self.edits);
                     let reply = crate::http::lua_txn::run_service(name, &mut t).await;
                     self.rec.server =
                         crate::observe::outcome::SrvName::Applet(format!("<lua.{name}>").into());

@@ -169,15 +169,13 @@ pub(crate) async fn serve(
     }
     // `set-src`, `set-dst`: the session's addresses from here on.
     let mut set_dst = None;
-    moved(&fx, (&mut peer, &mut local, &mut set_dst), entry);
-    if rec.enabled() && (fx.src.is_some() || fx.dst.is_some()) {
-        rec.set_addrs(
-            peer,
-            set_dst
-                .or_else(|| client.dst())
-                .or_else(|| stream.local_addr().ok()),
-        );
-    }
+    moved(
+        &fx,
+        (&mut peer, &mut local, &mut set_dst),
+        entry,
+        &mut rec,
+        || client.dst().or_else(|| stream.local_addr().ok()),
+    );
     let view = View {
         src: peer.inet(),
         local,
@@ -210,15 +208,13 @@ pub(crate) async fn serve(
         rec.cap_req = vec![None; fe.captures.request.len()];
         fx.capture_into(&mut rec.cap_req);
     }
-    moved(&fx, (&mut peer, &mut local, &mut set_dst), entry);
-    if rec.enabled() && (fx.src.is_some() || fx.dst.is_some()) {
-        rec.set_addrs(
-            peer,
-            set_dst
-                .or_else(|| client.dst())
-                .or_else(|| stream.local_addr().ok()),
-        );
-    }
+    moved(
+        &fx,
+        (&mut peer, &mut local, &mut set_dst),
+        entry,
+        &mut rec,
+        || client.dst().or_else(|| stream.local_addr().ok()),
+    );
     if verdict != Verdict::Accept {
         rec.tally.dreq = Rows::BE;
         rec.term(Cause::Proxy, Phase::Request);
@@ -561,6 +557,8 @@ fn moved(
         &mut Option<std::net::SocketAddr>,
     ),
     entry: &crate::state::sessions::StreamEntry,
+    rec: &mut LogRecord,
+    socket_dst: impl FnOnce() -> Option<std::net::SocketAddr>,
 ) {
     if let Some(src) = fx.src {
         *peer = Peer::Ip(src);
@@ -568,6 +566,11 @@ fn moved(
     }
     if let Some(dst) = fx.dst {
         (*local, *set_dst) = (Some(dst), Some(dst));
+    }
+    // The log line's addresses: the moved ones, the connection's for the
+    // side no rule moved (`socket_dst`: where the client connected).
+    if rec.enabled() && (fx.src.is_some() || fx.dst.is_some()) {
+        rec.set_addrs(*peer, set_dst.or_else(socket_dst));
     }
 }
 
