@@ -916,6 +916,13 @@ pub(crate) enum TcpAction {
     /// `tcp-request content lua.<name> [args]`: an action a script
     /// registered for `tcp-req` (run without yielding).
     Lua(LuaAction),
+    /// `send-spoe-group <engine> <group>` of `tcp-request content` and
+    /// `tcp-response content`: the group's messages sent to the engine's
+    /// agent, the rules after it waiting for its answer.
+    SendSpoeGroup {
+        engine: String,
+        group: String,
+    },
 }
 
 /// What a proxy does, once its `http-request` rules have run, with the

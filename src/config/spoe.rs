@@ -13,19 +13,56 @@ use crate::loc::Loc;
 /// When a message goes to the agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SpoeEvent {
+    /// `on-client-session`: as the stream starts (each HTTP request is a
+    /// stream of its own).
+    ClientSession,
+    /// `on-frontend-tcp-request`: before the frontend's `tcp-request
+    /// content` rules.
+    FrontendTcpRequest,
+    /// `on-backend-tcp-request`: before the backend's.
+    BackendTcpRequest,
     /// `on-frontend-http-request`: before the frontend's `http-request`
     /// rules.
     FrontendHttpRequest,
     /// `on-backend-http-request`: before the backend's.
     BackendHttpRequest,
+    /// `on-server-session`: once the server's connection is made.
+    ServerSession,
+    /// `on-tcp-response`: before the `tcp-response content` rules.
+    TcpResponse,
     /// `on-http-response`: before the `http-response` rules.
     HttpResponse,
+}
+
+impl SpoeEvent {
+    /// The events of the frontend's side, which an engine of a backend
+    /// never sends.
+    pub(crate) fn frontend_side(self) -> bool {
+        matches!(
+            self,
+            SpoeEvent::ClientSession
+                | SpoeEvent::FrontendTcpRequest
+                | SpoeEvent::FrontendHttpRequest
+        )
+    }
+
+    /// The frontend's event sent with this backend's one by an engine of
+    /// a `listen` section (HAProxy puts their messages in one frame).
+    pub(crate) fn backend_twin(self) -> Option<SpoeEvent> {
+        match self {
+            SpoeEvent::FrontendTcpRequest => Some(SpoeEvent::BackendTcpRequest),
+            SpoeEvent::FrontendHttpRequest => Some(SpoeEvent::BackendHttpRequest),
+            _ => None,
+        }
+    }
 }
 
 /// A `spoe-message` section.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SpoeMessage {
     pub(crate) name: String,
+    /// Where its `spoe-message` line is.
+    pub(crate) at: Loc,
     /// `args [name=]<sample> ...`: each argument's name (empty when
     /// unnamed) and expression.
     pub(crate) args: Vec<(String, crate::sample::Expr)>,
@@ -54,6 +91,15 @@ pub(crate) struct SpoeEngine {
     pub(crate) force_set_var: bool,
     pub(crate) register_var_names: Vec<String>,
     pub(crate) max_frame_size: u32,
+    /// `max-waiting-frames`: frames waiting for their ACK on one
+    /// connection, when the agent pipelines.
+    pub(crate) max_waiting_frames: u32,
+    /// `option pipelining`, `option async` (both on by default): the
+    /// capabilities announced in the HELLO frame.
+    pub(crate) pipelining: bool,
+    pub(crate) async_acks: bool,
+    /// `option dontlog-normal`.
+    pub(crate) dontlog_normal: bool,
     /// The messages the agent's `messages` lines name, in order.
     pub(crate) messages: Vec<SpoeMessage>,
     /// The groups its `groups` lines name: name and message indexes.
@@ -107,6 +153,10 @@ struct AgentDraft {
     force_set_var: bool,
     register_var_names: Vec<String>,
     max_frame_size: Option<u32>,
+    max_waiting_frames: Option<u32>,
+    no_pipelining: bool,
+    no_async: bool,
+    dontlog_normal: bool,
 }
 
 enum In {
@@ -183,6 +233,7 @@ pub(crate) fn parse(
                 }
                 messages.push(SpoeMessage {
                     name: w(1).to_string(),
+                    at: loc.clone(),
                     args: Vec::new(),
                     event: None,
                     acls: Vec::new(),
@@ -290,6 +341,10 @@ pub(crate) fn parse(
         force_set_var: a.force_set_var,
         register_var_names: a.register_var_names,
         max_frame_size: a.max_frame_size.unwrap_or(16_380),
+        max_waiting_frames: a.max_waiting_frames.unwrap_or(20),
+        pipelining: !a.no_pipelining,
+        async_acks: !a.no_async,
+        dontlog_normal: a.dontlog_normal,
         messages: used,
         groups: out_groups,
     })
@@ -346,9 +401,16 @@ fn agent_line(a: &mut AgentDraft, words: &[String], loc: &Loc) -> Result<(), Str
                 a.register_var_names.push(n.clone());
             }
         }
-        // Rates, logging and frame tuning: the agent's connections are
-        // opened as requests need them, one frame at a time each.
-        "maxconnrate" | "maxerrrate" | "max-waiting-frames" | "log" => {}
+        "max-waiting-frames" => {
+            let n: u32 =
+                w(1).parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                    err(format!("'{}' expects a positive integer argument.", w(0)))
+                })?;
+            a.max_waiting_frames = Some(n);
+        }
+        // Rates and logging: the agent's connections are opened as
+        // requests need them.
+        "maxconnrate" | "maxerrrate" | "log" => {}
         "option" | "no" => {
             let neg = w(0) == "no";
             let at = usize::from(neg);
@@ -375,7 +437,12 @@ fn agent_line(a: &mut AgentDraft, words: &[String], loc: &Loc) -> Result<(), Str
                 "set-total-time" => a.set_total_time = Some(var(w(at + 2))?),
                 "continue-on-error" => a.continue_on_error = !neg,
                 "force-set-var" => a.force_set_var = !neg,
-                "async" | "pipelining" | "send-frag-payload" | "dontlog-normal" => {}
+                "async" => a.no_async = neg,
+                "pipelining" => a.no_pipelining = neg,
+                "dontlog-normal" => a.dontlog_normal = !neg,
+                // Frames are never fragmented: a payload larger than the
+                // frame size is an error (3) either way.
+                "send-frag-payload" => {}
                 other => {
                     return Err(err(format!("option '{other}' is not supported.")));
                 }
@@ -417,19 +484,14 @@ fn message_line(m: &mut SpoeMessage, words: &[String], loc: &Loc) -> Result<(), 
         }
         "event" => {
             let ev = match w(1) {
+                "on-client-session" => SpoeEvent::ClientSession,
+                "on-frontend-tcp-request" => SpoeEvent::FrontendTcpRequest,
+                "on-backend-tcp-request" => SpoeEvent::BackendTcpRequest,
                 "on-frontend-http-request" => SpoeEvent::FrontendHttpRequest,
                 "on-backend-http-request" => SpoeEvent::BackendHttpRequest,
+                "on-server-session" => SpoeEvent::ServerSession,
+                "on-tcp-response" => SpoeEvent::TcpResponse,
                 "on-http-response" => SpoeEvent::HttpResponse,
-                "on-client-session"
-                | "on-server-session"
-                | "on-frontend-tcp-request"
-                | "on-backend-tcp-request"
-                | "on-tcp-response" => {
-                    return Err(err(format!(
-                        "SPOE event '{}' is not supported by sluice yet (the HTTP events and send-spoe-group are).",
-                        w(1)
-                    )));
-                }
                 other => return Err(err(format!("unknown event '{other}'."))),
             };
             let cond = if words.len() > 2 {
@@ -485,10 +547,21 @@ pub(crate) fn check(
                 ));
             }
         }
-        for rule in &p.http_request {
-            let HttpRequestAction::SendSpoeGroup { engine, group } = &rule.action else {
-                continue;
-            };
+        let http = p.http_request.iter().filter_map(|r| match &r.action {
+            HttpRequestAction::SendSpoeGroup { engine, group } => Some((engine, group)),
+            _ => None,
+        });
+        let tcp = p
+            .tcp_content
+            .iter()
+            .chain(&p.tcp_response)
+            .filter_map(|r| match &r.action {
+                crate::config::model::TcpAction::SendSpoeGroup { engine, group } => {
+                    Some((engine, group))
+                }
+                _ => None,
+            });
+        for (engine, group) in http.chain(tcp) {
             match p.extras.spoe.iter().find(|e| e.id == *engine) {
                 None => diags.push(Diagnostic::alert(
                     None,

@@ -517,8 +517,16 @@ impl<'a> Exchange<'a> {
         let (fe, be) = (self.fe, self.be);
         let Attempt { mut up, reused } = a;
         let sent_at = Instant::now();
+        // SPOE: the server's session, then the response's content rules
+        // (the frontend's engines, then the backend's).
+        let be_spoe = (be.iid != fe.iid).then_some(&be.spoe[..]);
+        if (!fe.spoe.is_empty() || be_spoe.is_some_and(|e| !e.is_empty()))
+            && self.ctx.vars.spoe.server_side_first()
+        {
+            Box::pin(self.spoe_server_side(be_spoe)).await;
+        }
         if !be.tcp_response.is_empty() {
-            match self.tcp_response_rules() {
+            match Box::pin(self.tcp_response_rules()).await {
                 Verdict::Accept => {}
                 // The server's side closed before its answer: HAProxy's
                 // 502 `SH`.
@@ -598,7 +606,34 @@ impl<'a> Exchange<'a> {
     /// once the request is sent, before the response head is read (as
     /// HAProxy runs them before its HTTP analysis), with no buffered bytes
     /// to wait for.
-    fn tcp_response_rules(&mut self) -> Verdict {
+    async fn spoe_server_side(&mut self, be_spoe: Option<&[Arc<crate::snapshot::spoe::SpoeRt>]>) {
+        use crate::config::spoe::SpoeEvent;
+        let (fe, be, ctx) = (self.fe, self.be, self.ctx);
+        let server = self.seat.server().clone();
+        let cx = || crate::sample::Ctx {
+            src: ctx.src,
+            src_port: ctx.peer.inet().map(|a| a.port()),
+            local: ctx.dst,
+            req: Some(self.req),
+            frontend: &fe.name,
+            backend: Some(&be.name),
+            server: Some(&server.name),
+            frontend_id: fe.iid,
+            backend_id: Some(be.iid),
+            vars: Some(ctx.vars),
+            tls: ctx.tls,
+            client: Some(ctx.client),
+            proxies: Some(ctx.proxies as &dyn crate::sample::Proxies),
+            stick: ctx.stick.map(|s| s as &dyn crate::sample::stick::Stick),
+            ..Default::default()
+        };
+        for ev in [SpoeEvent::ServerSession, SpoeEvent::TcpResponse] {
+            let engines = crate::upstream::spoe::engines(&fe.spoe, be_spoe);
+            crate::upstream::spoe::send_event(engines, ev, ctx.vars, ctx.proxies, cx).await;
+        }
+    }
+
+    async fn tcp_response_rules(&mut self) -> Verdict {
         let ctx = self.ctx;
         ctx.vars.to_response();
         let view = crate::tcp::rules::View {
@@ -611,14 +646,28 @@ impl<'a> Exchange<'a> {
             stick: ctx.stick,
         };
         let mut fx = crate::tcp::rules::Effects::default();
-        let verdict = crate::tcp::rules::run(
-            &self.be.tcp_response,
-            &self.be.acls,
-            &view,
-            Some(ctx.vars),
-            crate::state::table::track::Level::Stream,
-            &mut fx,
-        );
+        let level = crate::state::table::track::Level::Stream;
+        // A listen section's engines are its frontend's.
+        let engines = if self.be.iid == self.fe.iid {
+            &self.fe.spoe
+        } else {
+            &self.be.spoe
+        };
+        let verdict = if engines.is_empty() {
+            let (rules, acls) = (&self.be.tcp_response, &self.be.acls);
+            crate::tcp::rules::run(rules, acls, &view, Some(ctx.vars), level, &mut fx)
+        } else {
+            let spoe = crate::tcp::rules::SpoeRules {
+                engines,
+                may_wait: self.be.res_inspect_delay.is_some(),
+                snap: ctx.proxies,
+                cx: None,
+            };
+            let (rules, acls) = (&self.be.tcp_response, &self.be.acls);
+            crate::tcp::rules::run_spoe(rules, acls, &view, ctx.vars, level, &mut fx, spoe, true)
+                .await
+                .unwrap_or(Verdict::Accept)
+        };
         fx.mark(self.client.stream.tcp());
         if fx.level.is_some() {
             self.rec.level = fx.level;

@@ -434,8 +434,8 @@ impl<'a> Relay<'a> {
         })
     }
 
-    /// SPOE messages of the `on-http-response` event (the backend's
-    /// engines, then the frontend's when it is another proxy), before the
+    /// SPOE messages of the `on-http-response` event (the frontend's
+    /// engines, then the backend's when it is another proxy), before the
     /// `http-response` rules read what the agents answer.
     async fn spoe_response(&mut self, resp: &Head) {
         use crate::config::spoe::SpoeEvent;
@@ -443,10 +443,14 @@ impl<'a> Relay<'a> {
         // The request's processing is over: `res` variables begin.
         ctx.vars.to_response();
         let cx = response_ctx(fe, be, ctx, self.req, self.server, resp);
-        let fe_own = (fe.iid != be.iid).then_some(&fe.spoe);
-        for e in be.spoe.iter().chain(fe_own.into_iter().flatten()) {
-            let msgs = e.for_event(SpoeEvent::HttpResponse, &cx);
-            e.notify(&msgs, &cx, ctx.vars, ctx.proxies).await;
+        // The frontend's engines, then the backend's (a listen section's
+        // are its frontend's).
+        let be_spoe = (fe.iid != be.iid).then_some(&be.spoe[..]);
+        for e in crate::upstream::spoe::engines(&fe.spoe, be_spoe) {
+            if e.wants(SpoeEvent::HttpResponse, ctx.vars) {
+                let msgs = e.for_event(SpoeEvent::HttpResponse, &cx);
+                e.notify(&msgs, &cx, ctx.vars, ctx.proxies).await;
+            }
         }
     }
 

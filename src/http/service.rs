@@ -637,6 +637,35 @@ pub(crate) async fn handle_request(
     // priority.
     let slots = [fe.captures.request.len(), fe.captures.response.len()];
     let vars = crate::sample::vars::Vars::with_slots(sess, slots);
+    // SPOE: the stream starts, then the frontend's content rules run
+    // (each request is a stream of its own, as in HAProxy).
+    if !fe.spoe.is_empty() {
+        use crate::config::spoe::SpoeEvent;
+        let cx = || crate::sample::Ctx {
+            src: peer.ip(),
+            src_port: peer.inet().map(|a| a.port()),
+            local: dst,
+            req: Some(&head),
+            frontend: &fe.name,
+            frontend_id: fe.iid,
+            vars: Some(&vars),
+            tls,
+            client: Some(client),
+            stick: Some(&stick as &dyn crate::sample::stick::Stick),
+            proxies: Some(&*snap as &dyn crate::sample::Proxies),
+            ..Default::default()
+        };
+        for ev in [SpoeEvent::ClientSession, SpoeEvent::FrontendTcpRequest] {
+            Box::pin(crate::upstream::spoe::send_event(
+                fe.spoe.iter(),
+                ev,
+                &vars,
+                &snap,
+                cx,
+            ))
+            .await;
+        }
+    }
     // `tcp-request content` rules of an HTTP frontend run for each
     // request, before it is counted (HAProxy runs them before its HTTP
     // analysis), on the client's address and the head.
@@ -658,14 +687,44 @@ pub(crate) async fn handle_request(
             stick: Some(&stick),
         };
         let mut fx = crate::tcp::rules::Effects::default();
-        let verdict = crate::tcp::rules::run(
-            &fe.tcp_content,
-            &fe.acls,
-            &view,
-            Some(&vars),
-            Level::Stream,
-            &mut fx,
-        );
+        let verdict = if fe.spoe.is_empty() {
+            crate::tcp::rules::run(
+                &fe.tcp_content,
+                &fe.acls,
+                &view,
+                Some(&vars),
+                Level::Stream,
+                &mut fx,
+            )
+        } else {
+            let cx = crate::sample::Ctx {
+                req: Some(&head),
+                frontend: &fe.name,
+                frontend_id: fe.iid,
+                vars: Some(&vars),
+                ..crate::acl::eval::RequestView::sample_ctx(&view)
+            };
+            let spoe = crate::tcp::rules::SpoeRules {
+                engines: &fe.spoe,
+                may_wait: fe.inspect_delay.is_some(),
+                snap: &snap,
+                cx: Some(&cx),
+            };
+            let (rules, acls) = (&fe.tcp_content, &fe.acls);
+            let run = crate::tcp::rules::run_spoe(
+                rules,
+                acls,
+                &view,
+                &vars,
+                Level::Stream,
+                &mut fx,
+                spoe,
+                true,
+            );
+            Box::pin(run)
+                .await
+                .unwrap_or(crate::tcp::rules::Verdict::Accept)
+        };
         fx.mark(conn.stream.tcp());
         if fx.level.is_some() {
             rec.level = fx.level;
@@ -1078,7 +1137,8 @@ async fn route(
     // what the agents answer.
     if !fe.spoe.is_empty() {
         use crate::config::spoe::SpoeEvent;
-        Box::pin(run.spoe_event(head, &fe.spoe, SpoeEvent::FrontendHttpRequest, None)).await;
+        let event = SpoeEvent::FrontendHttpRequest;
+        Box::pin(run.spoe_event(head, fe.spoe.iter(), event, None)).await;
     }
     // Without rules the stage is never made (its future is large).
     let head = if fe.http_request.is_empty()
@@ -1205,10 +1265,16 @@ async fn route(
         let first_read = (!waited).then(|| fe.max_head.saturating_sub(head.raw.len()));
         held.take(run.conn, body, room, first_read);
     }
-    if !be.spoe.is_empty() {
+    // SPOE: the backend's content rules, then its `http-request` rules
+    // (the frontend's engines, then the backend's; a listen section's
+    // sent these with the frontend's events).
+    let be_spoe = (be.iid != fe.iid).then_some(&be.spoe[..]);
+    if !fe.spoe.is_empty() || be_spoe.is_some_and(|e| !e.is_empty()) {
         use crate::config::spoe::SpoeEvent;
-        let event = SpoeEvent::BackendHttpRequest;
-        Box::pin(run.spoe_event(head, &be.spoe, event, Some(be))).await;
+        for event in [SpoeEvent::BackendTcpRequest, SpoeEvent::BackendHttpRequest] {
+            let engines = crate::upstream::spoe::engines(&fe.spoe, be_spoe);
+            Box::pin(run.spoe_event(head, engines, event, Some(be))).await;
+        }
     }
     // A `listen` section is its own backend: its rules ran above already.
     let head = if be.iid != fe.iid
@@ -1447,7 +1513,7 @@ impl RuleRun<'_> {
     async fn spoe_event(
         &mut self,
         head: &Head,
-        engines: &[Arc<crate::snapshot::spoe::SpoeRt>],
+        engines: impl Iterator<Item = &Arc<crate::snapshot::spoe::SpoeRt>>,
         event: crate::config::spoe::SpoeEvent,
         be: Option<&BackendRt>,
     ) {
@@ -1469,8 +1535,10 @@ impl RuleRun<'_> {
             ..Default::default()
         };
         for e in engines {
-            let msgs = e.for_event(event, &cx);
-            e.notify(&msgs, &cx, self.vars, self.proxies).await;
+            if e.wants(event, self.vars) {
+                let msgs = e.for_event(event, &cx);
+                e.notify(&msgs, &cx, self.vars, self.proxies).await;
+            }
         }
     }
 

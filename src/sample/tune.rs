@@ -153,3 +153,88 @@ mod tests {
         );
     }
 }
+
+/// Where a stream is with the SPOE engines it talks to (HAProxy's SPOE
+/// context of a stream): its id in their frames, the id of its last frame
+/// to each engine, and the engines an error turned off for it (without
+/// `option continue-on-error`). Empty, and without an allocation, for a
+/// stream no engine sees.
+#[derive(Debug, Default)]
+pub(crate) struct SpoeStream {
+    inner: std::sync::Mutex<SpoeInner>,
+}
+
+#[derive(Debug, Default)]
+struct SpoeInner {
+    /// 0 until the stream's first frame.
+    stream_id: u64,
+    /// The server-side events were sent (once per stream, whatever the
+    /// retries).
+    server_side: bool,
+    /// An engine (its address) with its last frame id and whether an
+    /// error turned it off.
+    engines: Vec<(usize, u64, bool)>,
+}
+
+/// The ids SPOE streams are numbered from, process-wide.
+static SPOE_STREAMS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+impl SpoeStream {
+    fn with<T>(&self, engine: usize, f: impl FnOnce(&mut u64, &mut (usize, u64, bool)) -> T) -> T {
+        let mut g = self
+            .inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let inner = &mut *g;
+        let i = match inner.engines.iter().position(|e| e.0 == engine) {
+            Some(i) => i,
+            None => {
+                inner.engines.push((engine, 0, false));
+                inner.engines.len() - 1
+            }
+        };
+        f(&mut inner.stream_id, &mut inner.engines[i])
+    }
+
+    /// Whether an error turned `engine` off for this stream.
+    pub(crate) fn is_off(&self, engine: usize) -> bool {
+        self.with(engine, |_, e| e.2)
+    }
+
+    pub(crate) fn turn_off(&self, engine: usize) {
+        self.with(engine, |_, e| e.2 = true);
+    }
+
+    /// Turns every engine on again: a TCP stream's response side starts
+    /// afresh after an error on its request side, as HAProxy's does.
+    pub(crate) fn turn_on(&self) {
+        let mut g = self
+            .inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for e in &mut g.engines {
+            e.2 = false;
+        }
+    }
+
+    /// Whether the server-side events are still to be sent (true once).
+    pub(crate) fn server_side_first(&self) -> bool {
+        let mut g = self
+            .inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        !std::mem::replace(&mut g.server_side, true)
+    }
+
+    /// The ids of the stream's next frame to `engine`: the stream's (drawn
+    /// on its first frame) and the next of its frames to that engine.
+    pub(crate) fn next_frame(&self, engine: usize) -> (u64, u64) {
+        self.with(engine, |sid, e| {
+            if *sid == 0 {
+                *sid = SPOE_STREAMS.fetch_add(1, Relaxed) + 1;
+            }
+            e.1 += 1;
+            (*sid, e.1)
+        })
+    }
+}

@@ -438,6 +438,8 @@ pub(crate) struct Vars<'s> {
     /// timeouts, retries): kept with its variables, which every place
     /// that runs rules or fetches already holds.
     pub(crate) tune: super::tune::StreamTune,
+    /// The stream's place with the SPOE engines it talks to.
+    pub(crate) spoe: super::tune::SpoeStream,
 }
 
 impl<'s> Vars<'s> {
@@ -462,6 +464,7 @@ impl<'s> Vars<'s> {
             comp: OnceLock::new(),
             cache_hit: OnceLock::new(),
             tune: super::tune::StreamTune::default(),
+            spoe: super::tune::SpoeStream::default(),
         }
     }
 

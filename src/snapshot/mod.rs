@@ -279,6 +279,9 @@ pub(crate) struct BackendRt {
     /// `tcp-response inspect-delay`.
     pub(crate) tcp_response: TcpRules,
     pub(crate) res_inspect_delay: Option<std::time::Duration>,
+    /// `tcp-request inspect-delay` of the backend: whether its
+    /// `send-spoe-group` content rules may wait for an agent.
+    pub(crate) inspect_delay: Option<std::time::Duration>,
     pub(crate) forwardfor: Option<ForwardFor>,
     pub(crate) errorfiles: Vec<(u16, bytes::Bytes)>,
     pub(crate) stats: Option<StatsRt>,
@@ -735,6 +738,7 @@ impl Compiler<'_> {
             tcp_content: tcp_rules(&p.tcp_content, &acls),
             tcp_response: tcp_rules(&p.tcp_response, &acls),
             res_inspect_delay: p.res_inspect_delay,
+            inspect_delay: p.inspect_delay,
             http_request: request_rules(p, &acls),
             legacy_at: p.blocks.len() + p.http_request.len(),
             legacy_req: LegacyRt::compile(&p.legacy_req, &acls),
@@ -1073,7 +1077,7 @@ fn spoe_rt(p: &Proxy) -> Vec<Arc<spoe::SpoeRt>> {
     p.extras
         .spoe
         .iter()
-        .map(|e| Arc::new(spoe::SpoeRt::new(e.clone())))
+        .map(|e| Arc::new(spoe::SpoeRt::new(e.clone(), p.kind == ProxyKind::Listen)))
         .collect()
 }
 

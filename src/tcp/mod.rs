@@ -22,15 +22,17 @@ use tokio::net::TcpStream;
 use crate::sys::peer::Peer;
 use crate::tls::Stream;
 
+use crate::config::spoe::SpoeEvent;
 use crate::observe::log::LogRecord;
 use crate::observe::outcome::{self, Cause, Phase, Rows, Term};
 use crate::snapshot::client::ClientConn;
 use crate::snapshot::{BackendRt, FrontendRt};
 use crate::state::table::track::{Level, StickView, Trackers};
-use crate::tcp::rules::{Verdict, View};
+use crate::tcp::rules::{SpoeRules, Verdict, View};
 use crate::upstream::ConnectError;
 use crate::upstream::balance::{self, PickError};
 use crate::upstream::retry::{self, Retries, Seat};
+use crate::upstream::spoe;
 use crate::wire::relay::{End, HalfClose, IdleTimeouts, Relayed, pump};
 
 /// Most request bytes held for content inspection (HAProxy's buffer).
@@ -146,14 +148,48 @@ pub(crate) async fn serve(
     let sess_vars = crate::sample::vars::SessVars::default();
     let vars = crate::sample::vars::Vars::new(&sess_vars);
     let mut fx = crate::tcp::rules::Effects::default();
-    let verdict = crate::tcp::rules::run(
-        &fe.tcp_content,
-        &fe.acls,
-        &view,
-        Some(&vars),
-        Level::Stream,
-        &mut fx,
-    );
+    // SPOE: the stream starts, then the frontend's content rules run.
+    if !fe.spoe.is_empty() {
+        let cx = || crate::sample::Ctx {
+            vars: Some(&vars),
+            frontend: &fe.name,
+            frontend_id: fe.iid,
+            ..crate::acl::eval::RequestView::sample_ctx(&view)
+        };
+        for ev in [SpoeEvent::ClientSession, SpoeEvent::FrontendTcpRequest] {
+            spoe::send_event(fe.spoe.iter(), ev, &vars, &snap, cx).await;
+        }
+    }
+    let verdict = if fe.spoe.is_empty() {
+        crate::tcp::rules::run(
+            &fe.tcp_content,
+            &fe.acls,
+            &view,
+            Some(&vars),
+            Level::Stream,
+            &mut fx,
+        )
+    } else {
+        let spoe = SpoeRules {
+            engines: &fe.spoe,
+            may_wait: fe.inspect_delay.is_some(),
+            snap: &snap,
+            cx: None,
+        };
+        let rules = &fe.tcp_content;
+        crate::tcp::rules::run_spoe(
+            rules,
+            &fe.acls,
+            &view,
+            &vars,
+            Level::Stream,
+            &mut fx,
+            spoe,
+            true,
+        )
+        .await
+        .unwrap_or(Verdict::Accept)
+    };
     rec.level = fx.level;
     if verdict != Verdict::Accept {
         rec.tally.dreq = Rows::FE;
@@ -190,7 +226,24 @@ pub(crate) async fn serve(
     entry.to_backend(be.iid);
     rec.assign_backend(&be);
     let bc = &be.state.counters;
-    let verdict = if be.iid != fe.iid {
+    // A listen section's engines are its frontend's.
+    let be_spoe = (be.iid != fe.iid).then_some(&be.spoe[..]);
+    let spoe_any = !fe.spoe.is_empty() || be_spoe.is_some_and(|e| !e.is_empty());
+    if spoe_any {
+        let cx = || crate::sample::Ctx {
+            vars: Some(&vars),
+            frontend: &fe.name,
+            frontend_id: fe.iid,
+            backend: Some(&be.name),
+            backend_id: Some(be.iid),
+            ..crate::acl::eval::RequestView::sample_ctx(&view)
+        };
+        let ev = SpoeEvent::BackendTcpRequest;
+        spoe::send_event(spoe::engines(&fe.spoe, be_spoe), ev, &vars, &snap, cx).await;
+    }
+    let verdict = if be.iid == fe.iid {
+        Verdict::Accept
+    } else if be.spoe.is_empty() {
         crate::tcp::rules::run(
             &be.tcp_content,
             &be.acls,
@@ -200,7 +253,25 @@ pub(crate) async fn serve(
             &mut fx,
         )
     } else {
-        Verdict::Accept
+        let spoe = SpoeRules {
+            engines: &be.spoe,
+            may_wait: be.inspect_delay.is_some(),
+            snap: &snap,
+            cx: None,
+        };
+        let rules = &be.tcp_content;
+        crate::tcp::rules::run_spoe(
+            rules,
+            &be.acls,
+            &view,
+            &vars,
+            Level::Stream,
+            &mut fx,
+            spoe,
+            true,
+        )
+        .await
+        .unwrap_or(Verdict::Accept)
     };
     fx.mark(stream.tcp());
     rec.level = fx.level;
@@ -414,6 +485,38 @@ pub(crate) async fn serve(
             // The request's `req` variables go, `res` ones may be set
             // (and stay for the log line, as in HAProxy).
             vars.to_response();
+            // SPOE: the server's session, then its response's rules.
+            if spoe_any {
+                crate::snapshot::spoe::SpoeRt::response_side(&vars);
+                let view = View {
+                    src: peer.inet(),
+                    local,
+                    payload: &payload,
+                    res_payload: None,
+                    tls: tls.as_deref(),
+                    client: Some(&client.facts),
+                    stick: Some(&stick),
+                };
+                let cx = || crate::sample::Ctx {
+                    vars: Some(&vars),
+                    frontend: &fe.name,
+                    frontend_id: fe.iid,
+                    backend: Some(&be.name),
+                    backend_id: Some(be.iid),
+                    server: Some(&server.name),
+                    ..crate::acl::eval::RequestView::sample_ctx(&view)
+                };
+                for ev in [SpoeEvent::ServerSession, SpoeEvent::TcpResponse] {
+                    let engines = spoe::engines(&fe.spoe, be_spoe);
+                    spoe::send_event(engines, ev, &vars, &snap, cx).await;
+                }
+            }
+            // A listen section's engines are its frontend's.
+            let own_spoe = if be_spoe.is_some() {
+                &be.spoe
+            } else {
+                &fe.spoe
+            };
             let mut inspected = response::Inspected {
                 verdict: Verdict::Accept,
                 c2s: 0,
@@ -426,25 +529,25 @@ pub(crate) async fn serve(
                     (&first, &mut held),
                     be.res_inspect_delay,
                     be.timeouts.server,
-                    |res, last| {
-                        let view = View {
+                    &mut ResponseRules {
+                        be: &be,
+                        view: View {
                             src: peer.inet(),
                             local,
                             payload: &payload,
-                            res_payload: Some(res),
+                            res_payload: None,
                             tls: tls.as_deref(),
                             client: Some(&client.facts),
                             stick: Some(&stick),
-                        };
-                        crate::tcp::rules::run_partial(
-                            &be.tcp_response,
-                            &be.acls,
-                            &view,
-                            Some(&vars),
-                            Level::Stream,
-                            &mut fx,
-                            last,
-                        )
+                        },
+                        vars: &vars,
+                        fx: &mut fx,
+                        spoe: (!own_spoe.is_empty()).then_some(SpoeRules {
+                            engines: own_spoe,
+                            may_wait: be.res_inspect_delay.is_some(),
+                            snap: &snap,
+                            cx: None,
+                        }),
                     },
                 )
                 .await;
@@ -543,6 +646,57 @@ pub(crate) async fn serve(
     // gone (HAProxy's log line reads the response's side).
     vars.to_response();
     end(&mut rec, Some(&vars));
+}
+
+/// A backend's `tcp-response content` rules on the server's bytes held.
+struct ResponseRules<'a, 'v> {
+    be: &'a BackendRt,
+    view: View<'a>,
+    vars: &'a crate::sample::vars::Vars<'v>,
+    fx: &'a mut crate::tcp::rules::Effects,
+    /// Set when the rules' proxy has SPOE engines.
+    spoe: Option<SpoeRules<'a>>,
+}
+
+impl response::Decide for ResponseRules<'_, '_> {
+    fn decide(
+        &mut self,
+        held: &[u8],
+        last: bool,
+    ) -> impl std::future::Future<Output = Option<Verdict>> + Send {
+        async move {
+            let view = View {
+                res_payload: Some(held),
+                ..self.view
+            };
+            let (rules, acls) = (&self.be.tcp_response, &self.be.acls);
+            match self.spoe {
+                None => crate::tcp::rules::run_partial(
+                    rules,
+                    acls,
+                    &view,
+                    Some(self.vars),
+                    Level::Stream,
+                    self.fx,
+                    last,
+                ),
+                Some(spoe) => {
+                    let (vars, fx) = (self.vars, &mut *self.fx);
+                    crate::tcp::rules::run_spoe(
+                        rules,
+                        acls,
+                        &view,
+                        vars,
+                        Level::Stream,
+                        fx,
+                        spoe,
+                        last,
+                    )
+                    .await
+                }
+            }
+        }
+    }
 }
 
 /// The addresses `set-src`, `set-dst` and their ports gave the session

@@ -28,6 +28,16 @@ pub(super) struct Inspected {
     pub(super) first_sent: bool,
 }
 
+/// The rules on the bytes held, told whether they must decide: a verdict,
+/// or None while they cannot (they may wait for an SPOE agent).
+pub(super) trait Decide {
+    fn decide(
+        &mut self,
+        held: &[u8],
+        last: bool,
+    ) -> impl std::future::Future<Output = Option<Verdict>> + Send;
+}
+
 /// One thing that happened while waiting.
 enum Event {
     Server(usize),
@@ -48,10 +58,10 @@ pub(super) async fn inspect(
     (first, held): (&[u8], &mut Vec<u8>),
     delay: Option<Duration>,
     server_timeout: Option<Duration>,
-    mut decide: impl FnMut(&[u8], bool) -> Option<Verdict>,
+    decide: &mut impl Decide,
 ) -> Inspected {
     let deadline = delay.map(|d| tokio::time::Instant::now() + d);
-    match decide(held, deadline.is_none()) {
+    match decide.decide(held, deadline.is_none()).await {
         Some(Verdict::Accept) => {
             let first_sent = send_first(server, first, server_timeout).await;
             return Inspected {
@@ -78,7 +88,7 @@ pub(super) async fn inspect(
         let last = server_done
             || held.len() >= INSPECT_MAX
             || deadline.is_none_or(|d| tokio::time::Instant::now() >= d);
-        if let Some(verdict) = decide(held, last) {
+        if let Some(verdict) = decide.decide(held, last).await {
             return Inspected {
                 verdict,
                 c2s,

@@ -70,6 +70,11 @@ pub(crate) struct Effects {
     pub(crate) dst: Option<SocketAddr>,
     /// `capture`: the values for the request capture slots, by slot.
     pub(crate) captures: Vec<(usize, Vec<u8>)>,
+    /// A `send-spoe-group` rule reached (its index): the rules stopped
+    /// there, to go on from `resume` once its agent answered
+    /// ([`run_spoe`]).
+    pub(crate) spoe: Option<usize>,
+    pub(crate) resume: usize,
 }
 
 impl Effects {
@@ -184,10 +189,31 @@ pub(crate) fn run_partial(
     fx: &mut Effects,
     last: bool,
 ) -> Option<Verdict> {
-    // The rules after a `set-src` or `set-dst` see its address.
+    // The rules after a `set-src` or `set-dst` see its address (those
+    // before a `send-spoe-group` too).
     let mut view = *view;
     let view = &mut view;
-    for (action, cond) in rules {
+    if fx.resume > 0 {
+        view.src = fx.src.or(view.src);
+        view.local = fx.dst.or(view.local);
+    }
+    let verdict = run_steps(rules, acls, view, vars, level, fx, last);
+    if fx.spoe.is_none() && verdict.is_some() {
+        fx.resume = 0;
+    }
+    verdict
+}
+
+fn run_steps(
+    rules: &TcpRules,
+    acls: &AclSet,
+    view: &mut View<'_>,
+    vars: Option<&crate::sample::vars::Vars<'_>>,
+    level: Level,
+    fx: &mut Effects,
+    last: bool,
+) -> Option<Verdict> {
+    for (at, (action, cond)) in rules.iter().enumerate().skip(fx.resume) {
         let holds = match cond {
             None => true,
             Some(c) if last => acls.eval(c, view),
@@ -198,6 +224,10 @@ pub(crate) fn run_partial(
         }
         match action {
             TcpAction::Accept => return Some(Verdict::Accept),
+            TcpAction::SendSpoeGroup { .. } => {
+                (fx.spoe, fx.resume) = (Some(at), at + 1);
+                return Some(Verdict::Accept);
+            }
             TcpAction::Reject => return Some(Verdict::Reject),
             TcpAction::SilentDrop => return Some(Verdict::SilentDrop),
             TcpAction::Close => return Some(Verdict::Close),
@@ -284,6 +314,66 @@ pub(crate) fn run_partial(
         }
     }
     Some(Verdict::Accept)
+}
+
+/// What the `send-spoe-group` rules of a rule set need: the engines of
+/// the rules' proxy, whether the rules may wait for an agent (HAProxy's
+/// rules may yield only while their inspect delay runs), the snapshot
+/// that finds the agents' backends, and the context of the groups'
+/// messages (the view's, when None).
+#[derive(Clone, Copy)]
+pub(crate) struct SpoeRules<'a> {
+    pub(crate) engines: &'a [std::sync::Arc<crate::snapshot::spoe::SpoeRt>],
+    pub(crate) may_wait: bool,
+    pub(crate) snap: &'a crate::snapshot::Snapshot,
+    pub(crate) cx: Option<&'a crate::sample::Ctx<'a>>,
+}
+
+/// [`run_partial`] for a rule set that may hold `send-spoe-group` rules:
+/// at each, the group's messages go to its engine's agent and the rules
+/// after it run once the agent answered (its variables set), or at once
+/// when the rules may not wait (the processing then interrupted, error 5,
+/// as in HAProxy).
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn run_spoe(
+    rules: &TcpRules,
+    acls: &AclSet,
+    view: &View<'_>,
+    vars: &crate::sample::vars::Vars<'_>,
+    level: Level,
+    fx: &mut Effects,
+    spoe: SpoeRules<'_>,
+    last: bool,
+) -> Option<Verdict> {
+    loop {
+        let verdict = run_partial(rules, acls, view, Some(vars), level, fx, last);
+        let Some(at) = fx.spoe.take() else {
+            return verdict;
+        };
+        let Some((TcpAction::SendSpoeGroup { engine, group }, _)) = rules.get(at) else {
+            continue;
+        };
+        let Some(e) = spoe.engines.iter().find(|e| e.conf.id == *engine) else {
+            continue;
+        };
+        let Some(msgs) = e.group(group) else { continue };
+        if !spoe.may_wait {
+            e.interrupted(vars);
+            continue;
+        }
+        let own;
+        let cx = match spoe.cx {
+            Some(cx) => cx,
+            None => {
+                own = crate::sample::Ctx {
+                    vars: Some(vars),
+                    ..view.sample_ctx()
+                };
+                &own
+            }
+        };
+        e.notify(msgs, cx, vars, spoe.snap).await;
+    }
 }
 
 /// Closes `sock` so that the client is not told (HAProxy's silent drop):

@@ -1,33 +1,70 @@
 //! SPOE agents: the messages of an engine sent to one of its agents (a
 //! server of its `use-backend`) in a NOTIFY frame, and the variables its
 //! ACK sets, before the rules that read them run. Connections to agents
-//! are opened with the HELLO handshake and kept for the next messages,
-//! one exchange at a time each.
+//! are opened with the HELLO handshake, which announces the capabilities
+//! HAProxy announces (`pipelining`, `async`); an agent that pipelines
+//! takes up to `max-waiting-frames` frames at once on a connection, and
+//! each ACK is matched to its frame by its stream and frame ids, in any
+//! order and, for an asynchronous agent, on any of the connections. One
+//! task per connection reads its ACKs.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::config::spoe::SpoeEvent;
 use crate::sample::value::Sample;
 use crate::sample::vars::{Conds, VarName, Vars};
+use crate::snapshot::spoe::{AgentLink, AgentPool, SpoeRt, Waiter};
 use crate::wire::spop::{self, Action, Data};
 
-/// Why an exchange with an agent failed: HAProxy's error codes for
-/// `option set-on-error` (a SPOP status is 256 + status: 1 is an I/O
-/// error, a connection closed or refused, as HAProxy reports it).
-#[derive(Debug, Clone, Copy)]
-enum Failure {
-    Timeout = 1,
-    Io = 257,
+/// HAProxy's error codes for `option set-on-error`: below 256 the
+/// engine's own, 256 + a SPOP status code for an error of the protocol
+/// (1, an I/O error: a connection closed or refused).
+pub(crate) mod code {
+    pub(crate) const TIMEOUT: u16 = 1;
+    pub(crate) const TOO_BIG: u16 = 3;
+    pub(crate) const INTERRUPTED: u16 = 5;
+    pub(crate) const IO: u16 = 257;
 }
 
-impl crate::snapshot::spoe::SpoeRt {
+impl SpoeRt {
+    /// The engine's key in a stream's [`SpoeStream`](crate::sample::tune::SpoeStream).
+    fn key(&self) -> usize {
+        std::ptr::from_ref(self) as usize
+    }
+
+    /// Whether the engine has messages for `event` and is still on for
+    /// the stream of `vars`: a context for its messages is then worth
+    /// making.
+    pub(crate) fn wants(&self, event: SpoeEvent, vars: &Vars<'_>) -> bool {
+        self.sends_on(event) && !vars.spoe.is_off(self.key())
+    }
+
+    /// `send-spoe-group` where it may not wait (a `tcp-request content`
+    /// or `tcp-response content` rule without an inspect delay): nothing
+    /// is sent, the processing counts as interrupted (error 5), as in
+    /// HAProxy.
+    pub(crate) fn interrupted(&self, vars: &Vars<'_>) {
+        if !vars.spoe.is_off(self.key()) {
+            self.failed(code::INTERRUPTED, vars);
+        }
+    }
+
+    /// A TCP stream's response side: the engines an error turned off on
+    /// its request side are on again, as HAProxy's are.
+    pub(crate) fn response_side(vars: &Vars<'_>) {
+        vars.spoe.turn_on();
+    }
+
     /// Sends `messages` (evaluated on `cx`) to an agent and applies its
     /// answer to `vars`, within `timeout processing`; a failure sets
-    /// `option set-on-error`'s variable.
+    /// `option set-on-error`'s variable and, without `option
+    /// continue-on-error`, turns the engine off for the stream.
     pub(crate) async fn notify(
         &self,
         messages: &[usize],
@@ -35,7 +72,7 @@ impl crate::snapshot::spoe::SpoeRt {
         vars: &Vars<'_>,
         snap: &crate::snapshot::Snapshot,
     ) {
-        if messages.is_empty() {
+        if messages.is_empty() || vars.spoe.is_off(self.key()) {
             return;
         }
         let mut payload = BytesMut::new();
@@ -48,91 +85,112 @@ impl crate::snapshot::spoe::SpoeRt {
                 .collect();
             spop::put_message(&mut payload, &m.name, &args);
         }
+        let ids = vars.spoe.next_frame(self.key());
         let started = Instant::now();
-        let done =
-            tokio::time::timeout(self.conf.timeout_processing, self.exchange(&payload, snap)).await;
-        let result = match done {
-            Ok(r) => r,
-            Err(_) => Err(Failure::Timeout),
-        };
-        let conds = Conds::default();
-        match result {
+        let done = tokio::time::timeout(
+            self.conf.timeout_processing,
+            self.exchange(ids, &payload, snap),
+        )
+        .await;
+        let result = done.unwrap_or(Err(code::TIMEOUT));
+        let actions = result.and_then(|p| spop::get_actions(&p).ok_or(code::IO));
+        match actions {
             Ok(actions) => {
                 for a in actions {
                     self.apply(a, vars);
                 }
                 if let Some(n) = &self.conf.set_process_time {
                     let ms = started.elapsed().as_millis() as i64;
-                    self.set(vars, 2, n, &Sample::Sint(ms), conds);
+                    self.set(vars, 2, n, &Sample::Sint(ms), Conds::default());
                 }
             }
-            Err(f) => {
-                if let Some(n) = &self.conf.set_on_error {
-                    self.set(vars, 2, n, &Sample::Sint(f as i64), conds);
-                }
-            }
+            Err(c) => self.failed(c, vars),
         }
     }
 
-    /// One NOTIFY and its ACK on a kept connection, else on a new one. A
-    /// kept connection the agent closed meanwhile (its `timeout idle`) is
-    /// seen closed before the messages go (a peek), so that none is sent
-    /// twice.
+    fn failed(&self, c: u16, vars: &Vars<'_>) {
+        if let Some(n) = &self.conf.set_on_error {
+            self.set(vars, 2, n, &Sample::Sint(i64::from(c)), Conds::default());
+        }
+        if !self.conf.continue_on_error {
+            vars.spoe.turn_off(self.key());
+        }
+    }
+
+    /// One NOTIFY on a connection with room for it, and its ACK's
+    /// payload.
     async fn exchange(
         &self,
+        ids: (u64, u64),
         payload: &[u8],
         snap: &crate::snapshot::Snapshot,
-    ) -> Result<Vec<Action>, Failure> {
-        let kept = loop {
-            let Some(conn) = crate::state::lock(&self.idle).pop() else {
-                break None;
-            };
-            if crate::state::pool::probe_clean(&conn) {
-                break Some(conn);
-            }
+    ) -> Result<Vec<u8>, u16> {
+        let link = self.link(snap).await?;
+        let pool = &self.agents;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let link2 = link.clone();
+        crate::state::lock(&pool.waiting).insert(ids, Waiter { tx, link: link2 });
+        // Whatever ends the wait (the ACK, an error, `timeout
+        // processing`), the frame stops waiting and its room is freed.
+        let _guard = Pending {
+            pool,
+            ids,
+            link: &link,
         };
-        let conn = match kept {
-            Some(c) => c,
-            None => self.connect(snap).await?,
-        };
-        self.exchange_on(conn, payload).await
+        let mut frame = BytesMut::new();
+        spop::put_frame(&mut frame, spop::NOTIFY, ids, payload);
+        // Frames are not fragmented: one larger than agreed cannot go.
+        if frame.len() - 4 > link.frame_max {
+            return Err(code::TOO_BIG);
+        }
+        let written = link.write.lock().await.write_all(&frame).await;
+        if written.is_err() {
+            link.dead.store(true, Relaxed);
+            return Err(code::IO);
+        }
+        rx.await.unwrap_or(Err(code::IO))
     }
 
-    /// One NOTIFY and its ACK on `conn` (kept for the next one when the
-    /// exchange went well).
-    async fn exchange_on(
-        &self,
-        mut conn: TcpStream,
-        payload: &[u8],
-    ) -> Result<Vec<Action>, Failure> {
-        let id = self.next_id.fetch_add(1, Relaxed);
-        let mut frame = BytesMut::new();
-        spop::put_frame(&mut frame, spop::NOTIFY, (id, 1), payload);
-        conn.write_all(&frame).await.map_err(|_| Failure::Io)?;
-        loop {
-            let f = read_frame(&mut conn).await?;
-            let frame = spop::parse_frame(&f).ok_or(Failure::Io)?;
-            match frame.kind {
-                spop::ACK if frame.stream_id == id => {
-                    let actions = spop::get_actions(frame.payload).ok_or(Failure::Io)?;
-                    crate::state::lock(&self.idle).push(conn);
-                    return Ok(actions);
+    /// A connection with room for one more frame (counted in it), a kept
+    /// one when there is, else a new one.
+    async fn link(&self, snap: &crate::snapshot::Snapshot) -> Result<Arc<AgentLink>, u16> {
+        {
+            let mut links = crate::state::lock(&self.agents.links);
+            links.retain(|l| !l.dead.load(Relaxed));
+            for l in links.iter() {
+                let waiting = l.waiting.load(Relaxed);
+                if waiting >= l.room {
+                    continue;
                 }
-                spop::AGENT_DISCONNECT => return Err(Failure::Io),
-                // An ACK of another exchange (a late one): skipped.
-                _ => {}
+                // An idle connection the agent closed meanwhile (its
+                // `timeout idle`) is seen closed before a frame goes on
+                // it, so that none is lost.
+                if waiting == 0
+                    && let Ok(w) = l.write.try_lock()
+                    && !crate::state::pool::probe_clean(w.as_ref())
+                {
+                    l.dead.store(true, Relaxed);
+                    continue;
+                }
+                l.waiting.fetch_add(1, Relaxed);
+                return Ok(l.clone());
             }
         }
+        let link = self.connect(snap).await?;
+        link.waiting.fetch_add(1, Relaxed);
+        crate::state::lock(&self.agents.links).push(link.clone());
+        Ok(link)
     }
 
-    /// A new connection to an agent, the HELLO handshake done.
-    async fn connect(&self, snap: &crate::snapshot::Snapshot) -> Result<TcpStream, Failure> {
-        let be = snap.backend(&self.conf.backend).ok_or(Failure::Io)?;
+    /// A new connection to an agent, the HELLO handshake done, with the
+    /// task that reads its ACKs.
+    async fn connect(&self, snap: &crate::snapshot::Snapshot) -> Result<Arc<AgentLink>, u16> {
+        let be = snap.backend(&self.conf.backend).ok_or(code::IO)?;
         let server = be
             .servers
             .iter()
             .find(|s| s.state.usable())
-            .ok_or(Failure::Io)?;
+            .ok_or(code::IO)?;
         let pool = server.state.pool.load();
         let mut conn = match pool.unix() {
             Some(u) => crate::upstream::unix::connect(u, be.timeouts.connect).await,
@@ -146,8 +204,9 @@ impl crate::snapshot::spoe::SpoeRt {
                 }
             }
         }
-        .map_err(|_| Failure::Io)?;
+        .map_err(|_| code::IO)?;
         let _ = conn.set_nodelay(true);
+        let conf = &self.conf;
         let mut hello = BytesMut::new();
         spop::put_kv(
             &mut hello,
@@ -157,9 +216,18 @@ impl crate::snapshot::spoe::SpoeRt {
         spop::put_kv(
             &mut hello,
             "max-frame-size",
-            &Data::Uint32(self.conf.max_frame_size),
+            &Data::Uint32(conf.max_frame_size),
         );
-        spop::put_kv(&mut hello, "capabilities", &Data::Str(Vec::new()));
+        let caps: Vec<&str> = [(conf.pipelining, "pipelining"), (conf.async_acks, "async")]
+            .iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, c)| *c)
+            .collect();
+        spop::put_kv(
+            &mut hello,
+            "capabilities",
+            &Data::Str(caps.join(",").into_bytes()),
+        );
         spop::put_kv(
             &mut hello,
             "engine-id",
@@ -168,18 +236,43 @@ impl crate::snapshot::spoe::SpoeRt {
         let mut frame = BytesMut::new();
         spop::put_frame(&mut frame, spop::HAPROXY_HELLO, (0, 0), &hello);
         let handshake = async {
-            conn.write_all(&frame).await.map_err(|_| Failure::Io)?;
+            conn.write_all(&frame).await.map_err(|_| code::IO)?;
             let f = read_frame(&mut conn).await?;
             match spop::parse_frame(&f) {
-                Some(h) if h.kind == spop::AGENT_HELLO => Ok(()),
-                _ => Err(Failure::Io),
+                Some(h) if h.kind == spop::AGENT_HELLO => Ok(spop::get_hello(h.payload)),
+                Some(h) if h.kind == spop::AGENT_DISCONNECT => {
+                    Err(256 + spop::get_status(h.payload))
+                }
+                _ => Err(code::IO),
             }
         };
-        match tokio::time::timeout(self.conf.timeout_hello, handshake).await {
-            Ok(Ok(())) => Ok(conn),
-            Ok(Err(e)) => Err(e),
-            Err(_) => Err(Failure::Timeout),
-        }
+        let agreed = match tokio::time::timeout(conf.timeout_hello, handshake).await {
+            Ok(r) => r?,
+            Err(_) => return Err(code::TIMEOUT),
+        };
+        let pipelined = conf.pipelining && agreed.pipelining;
+        let frame_max = agreed
+            .max_frame_size
+            .map_or(conf.max_frame_size, |m| m.min(conf.max_frame_size));
+        let (read, write) = conn.into_split();
+        let link = Arc::new(AgentLink {
+            write: tokio::sync::Mutex::new(write),
+            waiting: 0.into(),
+            room: if pipelined {
+                conf.max_waiting_frames.max(1) as usize
+            } else {
+                1
+            },
+            frame_max: frame_max as usize,
+            dead: false.into(),
+        });
+        tokio::spawn(read_acks(
+            read,
+            link.clone(),
+            self.agents.clone(),
+            conf.timeout_idle,
+        ));
+        Ok(link)
     }
 
     /// An action of the agent's ACK: the variable is the engine's
@@ -220,14 +313,82 @@ impl crate::snapshot::spoe::SpoeRt {
     }
 }
 
+/// A frame waiting for its ACK; dropped, it waits no more.
+struct Pending<'a> {
+    pool: &'a AgentPool,
+    ids: (u64, u64),
+    link: &'a AgentLink,
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        crate::state::lock(&self.pool.waiting).remove(&self.ids);
+        self.link.waiting.fetch_sub(1, Relaxed);
+    }
+}
+
+/// The ACKs read on one connection, each given to the frame it names
+/// (a frame of another connection, for an asynchronous agent). The
+/// connection ends when the agent closes it or says it disconnects (the
+/// frames still waiting on it then fail), or after `idle` without a frame
+/// waiting.
+async fn read_acks(
+    mut read: tokio::net::tcp::OwnedReadHalf,
+    link: Arc<AgentLink>,
+    pool: Arc<AgentPool>,
+    idle: Duration,
+) {
+    let mut status = code::IO;
+    loop {
+        let f = match tokio::time::timeout(idle, read_frame(&mut read)).await {
+            Err(_) if link.waiting.load(Relaxed) == 0 => break,
+            Err(_) => continue,
+            Ok(Err(_)) => break,
+            Ok(Ok(f)) => f,
+        };
+        let Some(frame) = spop::parse_frame(&f) else {
+            break;
+        };
+        match frame.kind {
+            spop::ACK => {
+                let ids = (frame.stream_id, frame.frame_id);
+                // An ACK of no frame waiting (one whose processing timed
+                // out): dropped.
+                if let Some(w) = crate::state::lock(&pool.waiting).remove(&ids) {
+                    let _ = w.tx.send(Ok(frame.payload.to_vec()));
+                }
+            }
+            spop::AGENT_DISCONNECT => {
+                status = 256 + spop::get_status(frame.payload);
+                break;
+            }
+            _ => {}
+        }
+    }
+    link.dead.store(true, Relaxed);
+    let failed: Vec<Waiter> = {
+        let mut waiting = crate::state::lock(&pool.waiting);
+        let ids: Vec<(u64, u64)> = waiting
+            .iter()
+            .filter(|(_, w)| Arc::ptr_eq(&w.link, &link))
+            .map(|(k, _)| *k)
+            .collect();
+        ids.iter().filter_map(|k| waiting.remove(k)).collect()
+    };
+    for w in failed {
+        let _ = w.tx.send(Err(status));
+    }
+    crate::state::lock(&pool.links).retain(|l| !Arc::ptr_eq(l, &link));
+}
+
 /// One frame from `conn`, its length removed.
-async fn read_frame(conn: &mut TcpStream) -> Result<Vec<u8>, Failure> {
-    let n = conn.read_u32().await.map_err(|_| Failure::Io)? as usize;
+async fn read_frame(conn: &mut (impl AsyncRead + Unpin)) -> Result<Vec<u8>, u16> {
+    let n = conn.read_u32().await.map_err(|_| code::IO)? as usize;
     if n > 1 << 20 {
-        return Err(Failure::Io);
+        return Err(code::IO);
     }
     let mut f = vec![0u8; n];
-    conn.read_exact(&mut f).await.map_err(|_| Failure::Io)?;
+    conn.read_exact(&mut f).await.map_err(|_| code::IO)?;
     Ok(f)
 }
 
@@ -257,4 +418,32 @@ fn sample_of(d: Data) -> Option<Sample<'static>> {
         Data::Str(s) => Sample::Str(std::borrow::Cow::Owned(s)),
         Data::Bin(b) => Sample::Bin(std::borrow::Cow::Owned(b)),
     })
+}
+
+/// The engines a stream's event goes to: the frontend's, then the
+/// backend's when it is another proxy (HAProxy's order of the filters).
+pub(crate) fn engines<'a>(
+    fe: &'a [Arc<SpoeRt>],
+    be: Option<&'a [Arc<SpoeRt>]>,
+) -> impl Iterator<Item = &'a Arc<SpoeRt>> {
+    fe.iter().chain(be.into_iter().flatten())
+}
+
+/// Sends `event`'s messages of each of `engines` in turn, each waiting
+/// for its agent's answer; `cx` makes their context (with `vars`), only
+/// for an engine that has messages for the event.
+pub(crate) async fn send_event<'a, 'c>(
+    engines: impl Iterator<Item = &'a Arc<SpoeRt>>,
+    event: SpoeEvent,
+    vars: &Vars<'_>,
+    snap: &crate::snapshot::Snapshot,
+    cx: impl Fn() -> crate::sample::Ctx<'c>,
+) {
+    for e in engines {
+        if e.wants(event, vars) {
+            let cx = cx();
+            let msgs = e.for_event(event, &cx);
+            e.notify(&msgs, &cx, vars, snap).await;
+        }
+    }
 }

@@ -213,6 +213,64 @@ pub(crate) fn put_message(out: &mut BytesMut, name: &str, args: &[(&str, Data)])
     }
 }
 
+/// What an AGENT-HELLO frame says the agent does.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct AgentHello {
+    pub(crate) max_frame_size: Option<u32>,
+    pub(crate) pipelining: bool,
+    pub(crate) async_acks: bool,
+    pub(crate) fragmentation: bool,
+}
+
+/// The key/value items of a HELLO or DISCONNECT payload (None at the
+/// first malformed one).
+fn items(mut b: &[u8]) -> impl Iterator<Item = (&[u8], Data)> {
+    std::iter::from_fn(move || {
+        if b.is_empty() {
+            return None;
+        }
+        let k = get_str(&mut b)?;
+        let v = get_data(&mut b)?;
+        Some((k, v))
+    })
+}
+
+/// The agent's answer to the HELLO: its frame size and capabilities (a
+/// comma-separated list, spaces allowed).
+pub(crate) fn get_hello(payload: &[u8]) -> AgentHello {
+    let mut h = AgentHello::default();
+    for (k, v) in items(payload) {
+        match (k, v) {
+            (b"max-frame-size", Data::Uint(n)) => h.max_frame_size = u32::try_from(n).ok(),
+            (b"max-frame-size", Data::Int(n)) => h.max_frame_size = u32::try_from(n).ok(),
+            (b"capabilities", Data::Str(caps)) => {
+                for c in caps.split(|&b| b == b',') {
+                    match c.trim_ascii() {
+                        b"pipelining" => h.pipelining = true,
+                        b"async" => h.async_acks = true,
+                        b"fragmentation" => h.fragmentation = true,
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    h
+}
+
+/// The `status-code` of an AGENT-DISCONNECT frame (99, unknown, without
+/// one).
+pub(crate) fn get_status(payload: &[u8]) -> u16 {
+    items(payload)
+        .find_map(|(k, v)| match (k, v) {
+            (b"status-code", Data::Uint(n)) => u16::try_from(n).ok(),
+            (b"status-code", Data::Int(n)) => u16::try_from(n).ok(),
+            _ => None,
+        })
+        .unwrap_or(99)
+}
+
 /// An action of an ACK frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Action {

@@ -172,7 +172,22 @@ impl State<'_> {
             self.diags.push(Diagnostic::warning(None, msg));
         }
         match loaded {
-            Ok(e) => self.px().extras.spoe.push(e),
+            Ok(e) => {
+                // HAProxy's check: an engine of a backend never sends the
+                // frontend's events.
+                if !self.proxy_kind().is_some_and(|k| k.has_frontend()) {
+                    for m in &e.messages {
+                        if m.event.as_ref().is_some_and(|(ev, _)| ev.frontend_side()) {
+                            let msg = format!(
+                                "Proxy '{pname}': frontend event used on a backend proxy at {}.",
+                                m.at
+                            );
+                            self.diags.push(Diagnostic::warning(None, msg));
+                        }
+                    }
+                }
+                self.px().extras.spoe.push(e)
+            }
             Err(SpoeError::Filter(e)) => self.alert(loc, format!("'filter' : '{e}'")),
             Err(SpoeError::Line(at, e)) => {
                 self.alert(&at, e);

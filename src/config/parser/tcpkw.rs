@@ -13,7 +13,6 @@ const TCP_ACTIONS_UNSUPPORTED: &[&str] = &[
     "expect-netscaler-cip",
     "do-resolve",
     "switch-mode",
-    "send-spoe-group",
     "attach-srv",
 ];
 
@@ -129,6 +128,12 @@ impl State<'_> {
                     _ if is_var || table || priority || sock || addr_part(action).is_some() => {
                         TcpAction::Accept
                     }
+                    "send-spoe-group" if what == "content" => {
+                        match spoe_group(&words[3..]) {
+                            Ok(a) => a,
+                            Err(e) => return self.alert(loc, e),
+                        }
+                    }
                     a if TCP_ACTIONS_UNSUPPORTED.contains(&a)
                         || kw::haproxy_has(kw::Kind::TcpRequest, a) =>
                     {
@@ -171,6 +176,9 @@ impl State<'_> {
                     action
                 } else if matches!(action, TcpAction::Capture { .. }) {
                     used = 4;
+                    action
+                } else if matches!(action, TcpAction::SendSpoeGroup { .. }) {
+                    used = 3;
                     action
                 } else if let Some(part) = addr_part(words[2].as_str()) {
                     // HAProxy checks no place for these expressions.
@@ -254,6 +262,22 @@ impl State<'_> {
                 format!("'tcp-request' expects 'connection', 'session', 'content' or 'inspect-delay', but got '{what}'"),
             ),
         }
+    }
+}
+
+/// `send-spoe-group <engine> <group>` (the words after the action, up to
+/// the condition).
+fn spoe_group(args: &[String]) -> Result<TcpAction, String> {
+    let end = args
+        .iter()
+        .position(|w| w == "if" || w == "unless")
+        .unwrap_or(args.len());
+    match &args[..end.min(2)] {
+        [engine, group] => Ok(TcpAction::SendSpoeGroup {
+            engine: engine.clone(),
+            group: group.clone(),
+        }),
+        _ => Err("expects 2 arguments: <engine-id> <group-id>".to_string()),
     }
 }
 
@@ -383,7 +407,8 @@ impl State<'_> {
                 super::stickkw::set_gpt(args, stage, RuleSet::TcpContent)
                     .map(|(a, n)| (TcpAction::Table(TableAction::SetGpt(a)), n))
             }
-            // `ot-group`, `send-spoe-group`.
+            "send-spoe-group" => spoe_group(&args[1..]).map(|a| (a, 3)),
+            // `ot-group`.
             w if kw::haproxy_has(kw::Kind::TcpResponse, w) => {
                 return self.unsupported(loc, &format!("{label} {word}"));
             }
