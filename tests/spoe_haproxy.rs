@@ -118,30 +118,84 @@ fn set_var(out: &mut Vec<u8>, scope: u8, name: &str, value: &str) {
 }
 
 /// The agent: HELLO answered, then each NOTIFY answered with variables
-/// made of its messages' arguments; the messages it got are recorded.
+/// made of its messages' arguments; the messages it got are recorded,
+/// each with its frame id (a stream's frames are numbered from 1 per
+/// engine, by haproxy and sluice alike; the stream ids are not compared:
+/// haproxy numbers its streams with its own internal ones).
 struct Agent {
     addr: std::net::SocketAddr,
     got: Arc<Mutex<Vec<String>>>,
+    /// The HELLO frames, the engine id left out (a random UUID).
+    hellos: Arc<Mutex<Vec<String>>>,
+    /// For each frame held (a `/hold` path), whether its ACK went out
+    /// after a later frame's on the connection it came on (pipelined)
+    /// rather than on another (asynchronous).
+    held: Arc<Mutex<Vec<bool>>>,
+}
+
+/// What the connections of one agent share.
+#[derive(Clone)]
+struct Shared {
+    caps: &'static str,
+    seen: Arc<Mutex<Vec<String>>>,
+    hellos: Arc<Mutex<Vec<String>>>,
+    held: Arc<Mutex<Vec<bool>>>,
+    /// A frame whose ACK waits for the next frame: its connection, ids
+    /// and ACK payload.
+    waiting: Arc<Mutex<Option<(usize, (u64, u64), Vec<u8>)>>>,
 }
 
 impl Agent {
     fn start() -> Agent {
+        Agent::with_caps("")
+    }
+
+    /// An agent announcing `caps` in its AGENT-HELLO.
+    fn with_caps(caps: &'static str) -> Agent {
         let l = TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = l.local_addr().expect("addr");
-        let got = Arc::new(Mutex::new(Vec::new()));
-        let seen = got.clone();
+        let shared = Shared {
+            caps,
+            seen: Arc::default(),
+            hellos: Arc::default(),
+            held: Arc::default(),
+            waiting: Arc::default(),
+        };
+        let agent = Agent {
+            addr,
+            got: shared.seen.clone(),
+            hellos: shared.hellos.clone(),
+            held: shared.held.clone(),
+        };
         std::thread::spawn(move || {
-            for s in l.incoming() {
+            for (n, s) in l.incoming().enumerate() {
                 let Ok(s) = s else { return };
-                let seen = seen.clone();
-                std::thread::spawn(move || serve(s, &seen));
+                let shared = shared.clone();
+                std::thread::spawn(move || serve(s, n, &shared));
             }
         });
-        Agent { addr, got }
+        agent
+    }
+
+    fn got(&self) -> Vec<String> {
+        self.got.lock().expect("lock").clone()
+    }
+
+    /// Waits until the agent recorded a message containing `what`.
+    async fn wait_for(&self, what: &str) {
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !self.got().iter().any(|m| m.contains(what)) {
+            assert!(
+                std::time::Instant::now() < end,
+                "the agent never got {what}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
     }
 }
 
-fn serve(mut s: TcpStream, seen: &Mutex<Vec<String>>) {
+fn serve(mut s: TcpStream, conn: usize, shared: &Shared) {
+    let seen = &shared.seen;
     while let Some(f) = frame(&mut s) {
         let kind = f[0];
         let mut b = &f[5..];
@@ -150,6 +204,15 @@ fn serve(mut s: TcpStream, seen: &Mutex<Vec<String>>) {
         match kind {
             // HAPROXY-HELLO: AGENT-HELLO.
             1 => {
+                let mut items = Vec::new();
+                while !b.is_empty() {
+                    let k = String::from_utf8_lossy(string(&mut b)).into_owned();
+                    let v = data(&mut b);
+                    if k != "engine-id" {
+                        items.push(format!("{k}={v}"));
+                    }
+                }
+                shared.hellos.lock().expect("lock").push(items.join(" "));
                 let mut p = Vec::new();
                 put_string(&mut p, b"version");
                 p.push(8);
@@ -159,7 +222,7 @@ fn serve(mut s: TcpStream, seen: &Mutex<Vec<String>>) {
                 put_varint(&mut p, 16380);
                 put_string(&mut p, b"capabilities");
                 p.push(8);
-                put_string(&mut p, b"");
+                put_string(&mut p, shared.caps.as_bytes());
                 if !send(&mut s, 101, (0, 0), &p) {
                     return;
                 }
@@ -167,7 +230,7 @@ fn serve(mut s: TcpStream, seen: &Mutex<Vec<String>>) {
             // NOTIFY: its messages, and an ACK.
             3 => {
                 let mut ack = Vec::new();
-                let (mut close, mut bye) = (false, false);
+                let (mut close, mut bye, mut hold, mut mute) = (false, false, false, false);
                 while !b.is_empty() {
                     let name = String::from_utf8_lossy(string(&mut b)).into_owned();
                     let n = b[0];
@@ -184,7 +247,9 @@ fn serve(mut s: TcpStream, seen: &Mutex<Vec<String>>) {
                             .collect::<Vec<_>>()
                             .join(",")
                     );
-                    seen.lock().expect("lock").push(line.clone());
+                    seen.lock()
+                        .expect("lock")
+                        .push(format!("#{frame_id} {line}"));
                     let arg = |k: &str| {
                         args.iter()
                             .find(|(n, _)| n == k)
@@ -198,6 +263,14 @@ fn serve(mut s: TcpStream, seen: &Mutex<Vec<String>>) {
                     if arg("path").contains("/bye") {
                         bye = true;
                     }
+                    // Answered after the next frame, wherever it comes.
+                    if arg("path").contains("/hold") {
+                        hold = true;
+                    }
+                    // Never answered: `timeout processing` ends the wait.
+                    if arg("path").contains("/mute") {
+                        mute = true;
+                    }
                     match name.as_str() {
                         "check-client" => {
                             set_var(&mut ack, 2, "ip", &arg("ip"));
@@ -209,14 +282,32 @@ fn serve(mut s: TcpStream, seen: &Mutex<Vec<String>>) {
                         }
                         "late-msg" => set_var(&mut ack, 3, "late", &arg("p")),
                         "resp-msg" => set_var(&mut ack, 4, "seen", &arg("status")),
-                        _ => {}
+                        // Any other: `txn.<prefix>.<message>` is the
+                        // message as the agent got it.
+                        _ => set_var(&mut ack, 2, &name, &line),
                     }
                 }
                 if close {
                     return;
                 }
+                if mute {
+                    continue;
+                }
+                if hold {
+                    *shared.waiting.lock().expect("lock") =
+                        Some((conn, (stream_id, frame_id), ack));
+                    continue;
+                }
                 if !send(&mut s, 103, (stream_id, frame_id), &ack) {
                     return;
+                }
+                // A frame held: answered now, after this later one.
+                let held = shared.waiting.lock().expect("lock").take();
+                if let Some((on, ids, ack)) = held {
+                    shared.held.lock().expect("lock").push(on == conn);
+                    if !send(&mut s, 103, ids, &ack) {
+                        return;
+                    }
                 }
                 if bye {
                     drop(s);
@@ -399,4 +490,221 @@ fn misuses_are_refused_as_haproxy_refuses_them() {
         })
         .collect();
     haproxy::assert_check_agrees("spoe-check", cfgs, haproxy::config_messages);
+}
+
+/// `req` sent from 127.0.0.2, and the answer to the server's close.
+async fn exchange_from_2(to: std::net::SocketAddr, req: &[u8]) -> Vec<u8> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let sock = tokio::net::TcpSocket::new_v4().expect("socket");
+    sock.bind("127.0.0.2:0".parse().expect("addr"))
+        .expect("bind 127.0.0.2");
+    let mut s = sock.connect(to).await.expect("connect");
+    s.write_all(req).await.expect("send");
+    let mut out = Vec::new();
+    let read = s.read_to_end(&mut out);
+    tokio::time::timeout(std::time::Duration::from_secs(10), read)
+        .await
+        .ok();
+    out
+}
+
+/// A TCP server that answers what it first reads, prefixed, and closes.
+fn echo_server() -> std::net::SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = l.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { return };
+            std::thread::spawn(move || {
+                let mut b = [0u8; 1024];
+                let n = s.read(&mut b).unwrap_or(0);
+                let _ = s.write_all(&[b"echo:", &b[..n]].concat());
+            });
+        }
+    });
+    addr
+}
+
+/// Every event, each message's argument the variable the previous
+/// event's ACK set (so the agent's record shows which were set when),
+/// and the groups `tcp-request content` and `tcp-response content` send.
+/// Only for the test's clients, from 127.0.0.2: the readiness probes of
+/// the TCP listeners make streams too.
+const EVENTS: &str = "[sec]
+spoe-agent a
+    messages cs fetcp betcp ss tr fehttp behttp hr
+    groups g1 g2
+    option var-prefix sec
+    option set-on-error err
+    timeout hello 2s
+    timeout idle 2m
+    timeout processing 5s
+    use-backend agents
+spoe-message cs
+    acl from_test src 127.0.0.2
+    args src=src x=str(cs)
+    event on-client-session if from_test
+spoe-message fetcp
+    acl from_test src 127.0.0.2
+    args prev=var(txn.sec.cs)
+    event on-frontend-tcp-request if from_test
+spoe-message betcp
+    acl from_test src 127.0.0.2
+    args prev=var(txn.sec.fetcp)
+    event on-backend-tcp-request if from_test
+spoe-message ss
+    acl from_test src 127.0.0.2
+    args prev=var(txn.sec.betcp)
+    event on-server-session if from_test
+spoe-message tr
+    acl from_test src 127.0.0.2
+    args prev=var(txn.sec.ss)
+    event on-tcp-response if from_test
+spoe-message fehttp
+    acl from_test src 127.0.0.2
+    args prev=var(txn.sec.tr) path=path
+    event on-frontend-http-request if from_test
+spoe-message behttp
+    acl from_test src 127.0.0.2
+    args prev=var(txn.sec.fehttp)
+    event on-backend-http-request if from_test
+spoe-message hr
+    acl from_test src 127.0.0.2
+    args prev=var(txn.sec.behttp) st=status
+    event on-http-response if from_test
+spoe-group g1
+    messages gm
+spoe-group g2
+    messages gr
+spoe-message gm
+    args prev=var(txn.sec.fetcp)
+spoe-message gr
+    args prev=var(txn.sec.tr)
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_and_tcp_events_as_under_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let mut answers = Vec::new();
+    let mut messages = Vec::new();
+    let mut hellos = Vec::new();
+    for tool in ["haproxy", "sluice"] {
+        let agent = Agent::with_caps("pipelining,async");
+        let web = support::raw::RawBackend::start().await;
+        let echo = echo_server();
+        let dir = TempDir::new("spoe-events");
+        let spoe = dir.write("spoe.conf", EVENTS);
+        let fronts: Vec<Listen> = (0..5).map(|_| Listen::new()).collect();
+        let cfg = format!(
+            "defaults
+    timeout client 5s
+    timeout server 5s
+    timeout connect 5s
+frontend ft
+    mode tcp
+    bind {f0}
+    filter spoe engine sec config {spoe}
+    default_backend bt
+backend bt
+    mode tcp
+    filter spoe engine sec config {spoe}
+    server s {echo}
+frontend fh
+    mode http
+    bind {f1}
+    filter spoe engine sec config {spoe}
+    default_backend bh
+backend bh
+    mode http
+    filter spoe engine sec config {spoe}
+    http-response set-header x-err %[var(txn.sec.err)]
+    server s {web}
+listen lh
+    mode http
+    bind {f2}
+    tcp-request inspect-delay 2s
+    tcp-response inspect-delay 2s
+    filter spoe engine sec config {spoe}
+    tcp-request content send-spoe-group sec g1 if {{ src 127.0.0.2 }}
+    tcp-response content send-spoe-group sec g2 if {{ src 127.0.0.2 }}
+    http-response set-header x-err %[var(txn.sec.err)]
+    server s {web}
+listen interrupted
+    mode http
+    bind {f3}
+    filter spoe engine sec config {spoe}
+    tcp-request content send-spoe-group sec g1 if {{ src 127.0.0.2 }}
+    http-response set-header x-err %[var(txn.sec.err)]
+    server s {web}
+listen lt
+    mode tcp
+    bind {f4}
+    tcp-request inspect-delay 2s
+    tcp-response inspect-delay 2s
+    filter spoe engine sec config {spoe}
+    tcp-request content send-spoe-group sec g1 if {{ src 127.0.0.2 }}
+    tcp-response content send-spoe-group sec g2 if {{ src 127.0.0.2 }}
+    server s {echo}
+backend agents
+    mode tcp
+    server a {agent}
+",
+            f0 = fronts[0],
+            f1 = fronts[1],
+            f2 = fronts[2],
+            f3 = fronts[3],
+            f4 = fronts[4],
+            spoe = spoe.display(),
+            agent = agent.addr,
+            web = web.addr
+        );
+        let refs: Vec<&Listen> = fronts.iter().collect();
+        let _h = (tool == "haproxy").then(|| Haproxy::start("spoe-events", &cfg, &refs));
+        let _s = (tool == "sluice").then(|| Sluice::start(&cfg));
+        let mut got = Vec::new();
+        for (i, f) in fronts.iter().enumerate() {
+            let req: &[u8] = if [0, 4].contains(&i) {
+                b"hello"
+            } else {
+                b"GET /p HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n"
+            };
+            agent
+                .got
+                .lock()
+                .expect("lock")
+                .push(format!("-- front {i}"));
+            let a = exchange_from_2(f.addr(), req).await;
+            got.push(String::from_utf8_lossy(&a).into_owned());
+        }
+        answers.push(got);
+        messages.push(agent.got());
+        let mut h = agent.hellos.lock().expect("lock").clone();
+        h.dedup();
+        hellos.push(h);
+    }
+    // Not vacuous: the events came in order, each seeing the last one's
+    // variable, and the groups went.
+    let m = messages[0].join("\n");
+    for want in [
+        "#2 fetcp(prev=str:cs(src=ipv4:127.0.0.2,x=str:cs))",
+        "#1 betcp(prev=str:fetcp(",
+        "gm(prev=str:fetcp(",
+        "gr(prev=str:tr(",
+    ] {
+        assert!(m.contains(want), "{want} in {m}");
+    }
+    assert!(answers[0][3].contains("x-err: 5"), "{}", answers[0][3]);
+    assert_eq!(
+        hellos[0],
+        ["supported-versions=str:2.0 max-frame-size=uint:16380 capabilities=str:pipelining,async"]
+    );
+    let mut differ = haproxy::Differences::default();
+    for (i, (h, s)) in answers[0].iter().zip(&answers[1]).enumerate() {
+        differ.compare(&format!("front {i}"), h, s);
+    }
+    differ.compare("the agent's messages", &messages[0], &messages[1]);
+    differ.compare("the HELLO frames", &hellos[0], &hellos[1]);
+    differ.assert_none();
 }

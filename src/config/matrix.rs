@@ -78,10 +78,6 @@ const INSTEAD: &[(&str, &str)] = &[
         "a `mode http` frontend from the start (it takes HTTP/1 and HTTP/2 alike)",
     ),
     (
-        "*spoe*",
-        "`http-request send-spoe-group` or a message of an HTTP event: SPOE runs on HTTP requests and responses only yet (#23)",
-    ),
-    (
         "program",
         "the service manager (systemd units) for the side programs",
     ),
