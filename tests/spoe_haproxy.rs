@@ -708,3 +708,150 @@ backend agents
     differ.compare("the HELLO frames", &hellos[0], &hellos[1]);
     differ.assert_none();
 }
+
+const PIPELINED: &str = "[sec]
+spoe-agent a
+    messages m
+    option var-prefix sec
+    option set-on-error err
+    timeout hello 2s
+    timeout idle 2m
+    timeout processing 5s
+    use-backend agents
+spoe-message m
+    args path=path
+    event on-frontend-http-request
+
+[one]
+spoe-agent b
+    messages m
+    option var-prefix sec
+    option set-on-error err
+    max-waiting-frames 1
+    timeout hello 2s
+    timeout idle 2m
+    timeout processing 5s
+    use-backend agents
+spoe-message m
+    args path=path
+    event on-frontend-http-request
+
+[plain]
+spoe-agent c
+    messages m
+    no option pipelining
+    no option async
+    max-frame-size 1024
+    option var-prefix sec
+    option set-on-error err
+    timeout hello 2s
+    timeout idle 2m
+    timeout processing 300ms
+    use-backend agents
+spoe-message m
+    args path=path
+    event on-frontend-http-request
+";
+
+/// An agent that pipelines and answers asynchronously gets a stream's
+/// frame while another's waits, and answers the later first: each ACK
+/// still reaches its own stream (by its stream and frame ids), on the
+/// connection the frame came on or, when `max-waiting-frames 1` made the
+/// later go on another, on that one. haproxy runs one thread: its
+/// asynchronous ACKs are matched among the connections of the thread that
+/// sent the frame. An agent whose HELLO asks for frames larger than the
+/// engine's is refused: the stream waits until `timeout processing`
+/// (error 1).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_agents_answer_out_of_order_as_under_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let mut answers = Vec::new();
+    let mut hellos = Vec::new();
+    let mut held = Vec::new();
+    for tool in ["haproxy", "sluice"] {
+        let agent = Agent::with_caps("pipelining,async");
+        let dir = TempDir::new("spoe-pipelined");
+        let spoe = dir.write("spoe.conf", PIPELINED);
+        let fronts: Vec<Listen> = (0..3).map(|_| Listen::new()).collect();
+        let mut cfg = String::from(
+            "global
+    nbthread 1
+defaults
+    mode http
+    timeout client 5s
+    timeout server 5s
+    timeout connect 5s
+backend agents
+    mode tcp
+",
+        );
+        cfg += &format!("    server a {}\n", agent.addr);
+        for (f, engine) in fronts.iter().zip(["sec", "one", "plain"]) {
+            cfg += &format!(
+                "frontend {engine}
+    bind {f}
+    filter spoe engine {engine} config {spoe}
+    http-request return status 200 content-type text/plain lf-string \"m=%[var(txn.sec.m)] err=%[var(txn.sec.err)]\"
+",
+                spoe = spoe.display()
+            );
+        }
+        let refs: Vec<&Listen> = fronts.iter().collect();
+        let _h = (tool == "haproxy").then(|| Haproxy::start("spoe-pipelined", &cfg, &refs));
+        let _s = (tool == "sluice").then(|| Sluice::start(&cfg));
+        let mut got = Vec::new();
+        for f in &fronts[..2] {
+            let addr = f.addr();
+            // A first exchange: a connection to the agent is open.
+            let warm = b"GET /warm HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n";
+            got.push(haproxy::exchange(addr, warm, false).await);
+            let first = tokio::spawn(async move {
+                let req = b"GET /hold HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n";
+                haproxy::exchange(addr, req, false).await
+            });
+            agent.wait_for("path=str:/hold").await;
+            let req = b"GET /free HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n";
+            got.push(haproxy::exchange(addr, req, false).await);
+            got.push(first.await.expect("the held request"));
+            agent.got.lock().expect("lock").clear();
+        }
+        let req = b"GET /plain HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n";
+        got.push(haproxy::exchange(fronts[2].addr(), req, false).await);
+        answers.push(
+            got.iter()
+                .map(|a| {
+                    let t = String::from_utf8_lossy(a).into_owned();
+                    t.split_once("\r\n\r\n")
+                        .map_or(t.clone(), |(_, b)| b.to_string())
+                })
+                .collect::<Vec<_>>(),
+        );
+        let mut h = agent.hellos.lock().expect("lock").clone();
+        h.sort();
+        h.dedup();
+        hellos.push(h);
+        held.push(agent.held.lock().expect("lock").clone());
+    }
+    // Not vacuous: each stream has its own answer.
+    assert_eq!(
+        answers[0][1..3],
+        ["m=m(path=str:/free) err=", "m=m(path=str:/hold) err="],
+        "{:?}",
+        answers[0]
+    );
+    // sluice sends the second frame on the connection the first waits
+    // on (its ACK comes last there), and on another when
+    // `max-waiting-frames 1` leaves no room.
+    assert_eq!(held[1], [true, false], "sluice");
+    let mut differ = haproxy::Differences::default();
+    differ.compare("the answers", &answers[0], &answers[1]);
+    differ.compare("the HELLO frames", &hellos[0], &hellos[1]);
+    differ.compare(
+        "the held frames answered on their own connection",
+        &held[0],
+        &held[1],
+    );
+    differ.assert_none();
+}

@@ -250,10 +250,14 @@ impl SpoeRt {
             Ok(r) => r?,
             Err(_) => return Err(code::TIMEOUT),
         };
+        // A frame size beyond ours (or below the protocol's least) is
+        // refused, as HAProxy refuses it: the stream waits for another
+        // connection, which `timeout processing` ends.
+        let frame_max = match agreed.max_frame_size {
+            Some(m) if (256..=conf.max_frame_size).contains(&m) => m,
+            _ => return std::future::pending().await,
+        };
         let pipelined = conf.pipelining && agreed.pipelining;
-        let frame_max = agreed
-            .max_frame_size
-            .map_or(conf.max_frame_size, |m| m.min(conf.max_frame_size));
         let (read, write) = conn.into_split();
         let link = Arc::new(AgentLink {
             write: tokio::sync::Mutex::new(write),
