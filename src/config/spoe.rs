@@ -100,6 +100,9 @@ pub(crate) struct SpoeEngine {
     pub(crate) async_acks: bool,
     /// `option dontlog-normal`.
     pub(crate) dontlog_normal: bool,
+    /// `option send-frag-payload` (on by default): a payload larger than
+    /// a frame goes in several to an agent that takes them.
+    pub(crate) send_frag: bool,
     /// The messages the agent's `messages` lines name, in order.
     pub(crate) messages: Vec<SpoeMessage>,
     /// The groups its `groups` lines name: name and message indexes.
@@ -157,6 +160,7 @@ struct AgentDraft {
     no_pipelining: bool,
     no_async: bool,
     dontlog_normal: bool,
+    no_send_frag: bool,
 }
 
 enum In {
@@ -345,6 +349,7 @@ pub(crate) fn parse(
         pipelining: !a.no_pipelining,
         async_acks: !a.no_async,
         dontlog_normal: a.dontlog_normal,
+        send_frag: !a.no_send_frag,
         messages: used,
         groups: out_groups,
     })
@@ -440,9 +445,7 @@ fn agent_line(a: &mut AgentDraft, words: &[String], loc: &Loc) -> Result<(), Str
                 "async" => a.no_async = neg,
                 "pipelining" => a.no_pipelining = neg,
                 "dontlog-normal" => a.dontlog_normal = !neg,
-                // Frames are never fragmented: a payload larger than the
-                // frame size is an error (3) either way.
-                "send-frag-payload" => {}
+                "send-frag-payload" => a.no_send_frag = neg,
                 other => {
                     return Err(err(format!("option '{other}' is not supported.")));
                 }

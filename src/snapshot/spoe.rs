@@ -57,8 +57,10 @@ pub(crate) struct AgentLink {
     /// How many may wait at once: `max-waiting-frames` when both sides
     /// pipeline, else one.
     pub(crate) room: usize,
-    /// The frame size both sides accept (the smaller of theirs).
+    /// The frame size the agent accepts (at most the engine's).
     pub(crate) frame_max: usize,
+    /// The agent takes fragmented frames (its `fragmentation`).
+    pub(crate) fragmentation: bool,
     /// Closed by the agent, or failed: not used again.
     pub(crate) dead: AtomicBool,
 }

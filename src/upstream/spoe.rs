@@ -25,6 +25,9 @@ use crate::wire::spop::{self, Action, Data};
 /// HAProxy's error codes for `option set-on-error`: below 256 the
 /// engine's own, 256 + a SPOP status code for an error of the protocol
 /// (1, an I/O error: a connection closed or refused).
+/// What HAProxy keeps of a frame's size for its head (type, flags, ids).
+const FRAME_HEAD: usize = 32;
+
 pub(crate) mod code {
     pub(crate) const TIMEOUT: u16 = 1;
     pub(crate) const TOO_BIG: u16 = 3;
@@ -137,11 +140,41 @@ impl SpoeRt {
             ids,
             link: &link,
         };
+        // HAProxy keeps room for a frame's head out of its size: what is
+        // left is each frame's payload.
+        let room = link.frame_max.saturating_sub(FRAME_HEAD).max(1);
         let mut frame = BytesMut::new();
-        spop::put_frame(&mut frame, spop::NOTIFY, ids, payload);
-        // Frames are not fragmented: one larger than agreed cannot go.
-        if frame.len() - 4 > link.frame_max {
+        if payload.len() <= room {
+            spop::put_frame(&mut frame, spop::NOTIFY, ids, payload);
+        } else if !self.conf.send_frag {
             return Err(code::TOO_BIG);
+        } else if !link.fragmentation {
+            // HAProxy tells the agent and closes; the stream waits for
+            // another connection, which `timeout processing` ends.
+            let mut bye = BytesMut::new();
+            spop::put_kv(&mut bye, "status-code", &Data::Uint32(10));
+            spop::put_kv(
+                &mut bye,
+                "message",
+                &Data::Str(b"fragmentation not supported".to_vec()),
+            );
+            spop::put_frame(&mut frame, spop::HAPROXY_DISCONNECT, (0, 0), &bye);
+            link.dead.store(true, Relaxed);
+            let mut w = link.write.lock().await;
+            let _ = w.write_all(&frame).await;
+            let _ = w.shutdown().await;
+            drop(w);
+            return std::future::pending().await;
+        } else {
+            // The first part in the NOTIFY, the others in frames of no
+            // type, the last one with FIN.
+            let parts = payload.chunks(room);
+            let last = parts.len() - 1;
+            for (i, part) in parts.enumerate() {
+                let kind = if i == 0 { spop::NOTIFY } else { spop::UNSET };
+                let flags = if i == last { spop::FIN } else { 0 };
+                spop::put_frame_flags(&mut frame, kind, flags, ids, part);
+            }
         }
         let written = link.write.lock().await.write_all(&frame).await;
         if written.is_err() {
@@ -268,6 +301,7 @@ impl SpoeRt {
                 1
             },
             frame_max: frame_max as usize,
+            fragmentation: agreed.fragmentation,
             dead: false.into(),
         });
         tokio::spawn(read_acks(

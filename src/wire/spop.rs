@@ -6,13 +6,16 @@
 
 use bytes::{BufMut, BytesMut};
 
+/// The frames after the first of a fragmented NOTIFY.
+pub(crate) const UNSET: u8 = 0;
 pub(crate) const HAPROXY_HELLO: u8 = 1;
+pub(crate) const HAPROXY_DISCONNECT: u8 = 2;
 pub(crate) const NOTIFY: u8 = 3;
 pub(crate) const AGENT_HELLO: u8 = 101;
 pub(crate) const AGENT_DISCONNECT: u8 = 102;
 pub(crate) const ACK: u8 = 103;
-/// The FIN flag: the frame is whole (sluice never fragments).
-const FIN: u32 = 1;
+/// The FIN flag: the frame is whole, or the last of a fragmented one.
+pub(crate) const FIN: u32 = 1;
 
 const T_NULL: u8 = 0;
 const T_BOOL: u8 = 1;
@@ -172,9 +175,20 @@ pub(crate) struct Frame<'a> {
 
 /// Appends a whole frame (its length first) of `kind` with `payload`.
 pub(crate) fn put_frame(out: &mut BytesMut, kind: u8, ids: (u64, u64), payload: &[u8]) {
+    put_frame_flags(out, kind, FIN, ids, payload);
+}
+
+/// Appends a frame with `flags` (FIN or not).
+pub(crate) fn put_frame_flags(
+    out: &mut BytesMut,
+    kind: u8,
+    flags: u32,
+    ids: (u64, u64),
+    payload: &[u8],
+) {
     let mut meta = BytesMut::with_capacity(16);
     meta.put_u8(kind);
-    meta.put_u32(FIN);
+    meta.put_u32(flags);
     put_varint(&mut meta, ids.0);
     put_varint(&mut meta, ids.1);
     out.put_u32((meta.len() + payload.len()) as u32);
