@@ -1058,3 +1058,121 @@ backend wholes
     differ.compare("the agent's messages", &messages[0], &messages[1]);
     differ.assert_none();
 }
+
+const ERRORS: &str = "[stop]
+spoe-agent a
+    messages req res
+    option var-prefix sec
+    option set-on-error err
+    timeout hello 2s
+    timeout idle 2m
+    timeout processing 300ms
+    use-backend agents
+spoe-message req
+    args path=path
+    event on-frontend-http-request
+spoe-message res
+    args st=status
+    event on-http-response
+
+[cont]
+spoe-agent b
+    messages req res
+    option var-prefix sec
+    option set-on-error err
+    option continue-on-error
+    timeout hello 2s
+    timeout idle 2m
+    timeout processing 300ms
+    use-backend agents
+spoe-message req
+    args path=path
+    event on-frontend-http-request
+spoe-message res
+    args st=status
+    event on-http-response
+";
+
+/// An agent that does not answer: `timeout processing` ends the wait and
+/// sets the error variable (1); the stream's later events are not sent,
+/// unless `option continue-on-error`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn processing_timeouts_and_continue_on_error_as_under_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let mut answers = Vec::new();
+    let mut messages = Vec::new();
+    for tool in ["haproxy", "sluice"] {
+        let agent = Agent::start();
+        let web = support::raw::RawBackend::start().await;
+        let dir = TempDir::new("spoe-errors");
+        let spoe = dir.write("spoe.conf", ERRORS);
+        let fronts: Vec<Listen> = (0..2).map(|_| Listen::new()).collect();
+        let mut cfg = format!(
+            "defaults
+    mode http
+    timeout client 5s
+    timeout server 5s
+    timeout connect 5s
+backend agents
+    mode tcp
+    server a {}
+",
+            agent.addr
+        );
+        for (f, engine) in fronts.iter().zip(["stop", "cont"]) {
+            cfg += &format!(
+                "listen {engine}
+    bind {f}
+    filter spoe engine {engine} config {spoe}
+    http-response set-header x-spoe \"req=%[var(txn.sec.req)] res=%[var(txn.sec.res)] err=%[var(txn.sec.err)]\"
+    server web {web}
+",
+                spoe = spoe.display(),
+                web = web.addr
+            );
+        }
+        let refs: Vec<&Listen> = fronts.iter().collect();
+        let _h = (tool == "haproxy").then(|| Haproxy::start("spoe-errors", &cfg, &refs));
+        let _s = (tool == "sluice").then(|| Sluice::start(&cfg));
+        let mut got = Vec::new();
+        for (i, f) in fronts.iter().enumerate() {
+            for path in ["/mute", "/fine"] {
+                agent
+                    .got
+                    .lock()
+                    .expect("lock")
+                    .push(format!("-- {i} {path}"));
+                let req = format!("GET {path} HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n");
+                let a = haproxy::exchange(f.addr(), req.as_bytes(), false).await;
+                let t = String::from_utf8_lossy(&a).into_owned();
+                let spoe = t
+                    .lines()
+                    .find(|l| l.starts_with("x-spoe"))
+                    .unwrap_or_default()
+                    .to_string();
+                got.push(spoe);
+            }
+        }
+        answers.push(got);
+        messages.push(agent.got());
+    }
+    // Not vacuous: the timeout set the error, and the response's event
+    // went only with continue-on-error.
+    assert_eq!(
+        answers[0],
+        [
+            "x-spoe: req= res= err=1",
+            "x-spoe: req=req(path=str:/fine) res=res(st=int:200) err=",
+            "x-spoe: req= res=res(st=int:200) err=1",
+            "x-spoe: req=req(path=str:/fine) res=res(st=int:200) err=",
+        ],
+        "{:?}",
+        answers[0]
+    );
+    let mut differ = haproxy::Differences::default();
+    differ.compare("the answers", &answers[0], &answers[1]);
+    differ.compare("the agent's messages", &messages[0], &messages[1]);
+    differ.assert_none();
+}

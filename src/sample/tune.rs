@@ -227,14 +227,19 @@ impl SpoeStream {
     }
 
     /// The ids of the stream's next frame to `engine`: the stream's (drawn
-    /// on its first frame) and the next of its frames to that engine.
+    /// on its first frame) and the next of its frames to that engine,
+    /// which only an answered frame moves on ([`SpoeStream::answered`]),
+    /// as HAProxy numbers them.
     pub(crate) fn next_frame(&self, engine: usize) -> (u64, u64) {
         self.with(engine, |sid, e| {
             if *sid == 0 {
                 *sid = SPOE_STREAMS.fetch_add(1, Relaxed) + 1;
             }
-            e.1 += 1;
-            (*sid, e.1)
+            (*sid, e.1 + 1)
         })
+    }
+
+    pub(crate) fn answered(&self, engine: usize) {
+        self.with(engine, |_, e| e.1 += 1);
     }
 }

@@ -99,6 +99,7 @@ impl SpoeRt {
         let actions = result.and_then(|p| spop::get_actions(&p).ok_or(code::IO));
         match actions {
             Ok(actions) => {
+                vars.spoe.answered(self.key());
                 for a in actions {
                     self.apply(a, vars);
                 }
