@@ -1176,3 +1176,107 @@ backend agents
     differ.compare("the agent's messages", &messages[0], &messages[1]);
     differ.assert_none();
 }
+
+const LOGGED: &str = "[lg]
+spoe-agent a
+    messages m r
+    groups g
+    log global
+    option var-prefix sec
+    option set-on-error err
+    timeout hello 2s
+    timeout idle 2m
+    timeout processing 300ms
+    use-backend agents
+spoe-message m
+    args path=path
+    event on-frontend-http-request
+spoe-message r
+    args st=status
+    event on-http-response
+spoe-group g
+    messages gm
+spoe-message gm
+    args p=path
+";
+
+/// The agent's `log` lines: one per event or group processed, at notice,
+/// or warning with the error's status. Masked: the syslog date and pid,
+/// the stream id (haproxy numbers its streams with its own internal
+/// ones) and the five processing times (times).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agents_log_lines_are_haproxys() {
+    if !haproxy::available() {
+        return;
+    }
+    fn mask(line: &str) -> String {
+        let (head, msg) = line.split_once("]: ").unwrap_or(("", line));
+        let pri = head.split('>').next().unwrap_or_default();
+        let tag = head.rsplit(' ').next().unwrap_or_default();
+        let tag = tag.split('[').next().unwrap_or_default();
+        let words: Vec<String> = msg
+            .trim_end()
+            .split(' ')
+            .map(|w| {
+                if w.starts_with("sid=") {
+                    "sid=<sid>".to_string()
+                } else if w.split('/').count() == 5 {
+                    "<times>".to_string()
+                } else {
+                    w.to_string()
+                }
+            })
+            .collect();
+        format!("{pri}> <date> {tag}[<pid>]: {}", words.join(" "))
+    }
+    let mut lines = Vec::new();
+    for tool in ["haproxy", "sluice"] {
+        let agent = Agent::start();
+        let web = support::raw::RawBackend::start().await;
+        let syslog = support::syslog::Syslog::new();
+        let dir = TempDir::new("spoe-log");
+        let spoe = dir.write("spoe.conf", LOGGED);
+        let front = Listen::new();
+        let cfg = format!(
+            "global
+    nbthread 1
+    log {log} local0
+    log-tag spoetest
+defaults
+    mode http
+    timeout client 5s
+    timeout server 5s
+    timeout connect 5s
+listen f
+    bind {front}
+    filter spoe engine lg config {spoe}
+    http-request send-spoe-group lg g
+    server web {web}
+backend agents
+    mode tcp
+    server a {agent}
+",
+            log = syslog.addr(),
+            spoe = spoe.display(),
+            web = web.addr,
+            agent = agent.addr
+        );
+        let _h = (tool == "haproxy").then(|| Haproxy::start("spoe-log", &cfg, &[&front]));
+        let _s = (tool == "sluice").then(|| Sluice::start(&cfg));
+        for path in ["/a", "/mute", "/b"] {
+            let req = format!("GET {path} HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n");
+            haproxy::exchange(front.addr(), req.as_bytes(), false).await;
+        }
+        lines.push(syslog.take(7).iter().map(|l| mask(l)).collect::<Vec<_>>());
+    }
+    // Not vacuous: each event and group has its line, the error its own.
+    assert_eq!(
+        lines[0][3],
+        "<132> <date> spoetest[<pid>]: SPOE: [a] <EVENT:on-frontend-http-request> sid=<sid> st=1 <times> 0/1 0/0 1/4",
+        "{:#?}",
+        lines[0]
+    );
+    let mut differ = haproxy::Differences::default();
+    differ.compare("the log lines", &lines[0], &lines[1]);
+    differ.assert_none();
+}

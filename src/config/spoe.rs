@@ -35,6 +35,21 @@ pub(crate) enum SpoeEvent {
 }
 
 impl SpoeEvent {
+    /// The event's name, as its `event` line and HAProxy's log lines
+    /// give it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            SpoeEvent::ClientSession => "on-client-session",
+            SpoeEvent::FrontendTcpRequest => "on-frontend-tcp-request",
+            SpoeEvent::BackendTcpRequest => "on-backend-tcp-request",
+            SpoeEvent::FrontendHttpRequest => "on-frontend-http-request",
+            SpoeEvent::BackendHttpRequest => "on-backend-http-request",
+            SpoeEvent::ServerSession => "on-server-session",
+            SpoeEvent::TcpResponse => "on-tcp-response",
+            SpoeEvent::HttpResponse => "on-http-response",
+        }
+    }
+
     /// The events of the frontend's side, which an engine of a backend
     /// never sends.
     pub(crate) fn frontend_side(self) -> bool {
@@ -100,6 +115,8 @@ pub(crate) struct SpoeEngine {
     pub(crate) async_acks: bool,
     /// `option dontlog-normal`.
     pub(crate) dontlog_normal: bool,
+    /// The agent's `log` lines: where its processing is logged.
+    pub(crate) log: crate::config::log::ProxyLog,
     /// `option send-frag-payload` (on by default): a payload larger than
     /// a frame goes in several to an agent that takes them.
     pub(crate) send_frag: bool,
@@ -161,6 +178,7 @@ struct AgentDraft {
     no_async: bool,
     dontlog_normal: bool,
     no_send_frag: bool,
+    log: crate::config::log::ProxyLog,
 }
 
 enum In {
@@ -350,6 +368,7 @@ pub(crate) fn parse(
         async_acks: !a.no_async,
         dontlog_normal: a.dontlog_normal,
         send_frag: !a.no_send_frag,
+        log: a.log,
         messages: used,
         groups: out_groups,
     })
@@ -413,12 +432,21 @@ fn agent_line(a: &mut AgentDraft, words: &[String], loc: &Loc) -> Result<(), Str
                 })?;
             a.max_waiting_frames = Some(n);
         }
-        // Rates and logging: the agent's connections are opened as
-        // requests need them.
-        "maxconnrate" | "maxerrrate" | "log" => {}
+        "log" => match crate::config::log::parse_log(words)? {
+            crate::config::log::LogLine::Global => a.log.global = true,
+            crate::config::log::LogLine::Target(t) => a.log.targets.push(t),
+        },
+        // Rates: the agent's connections are opened as requests need
+        // them.
+        "maxconnrate" | "maxerrrate" => {}
         "option" | "no" => {
             let neg = w(0) == "no";
             let at = usize::from(neg);
+            // `no log`: the loggers so far are forgotten.
+            if neg && w(1) == "log" {
+                a.log = Default::default();
+                return Ok(());
+            }
             if w(at) != "option" {
                 return Err(err(format!(
                     "unknown keyword '{}' in spoe-agent section.",

@@ -449,7 +449,8 @@ impl<'a> Relay<'a> {
         for e in crate::upstream::spoe::engines(&fe.spoe, be_spoe) {
             if e.wants(SpoeEvent::HttpResponse, ctx.vars) {
                 let msgs = e.for_event(SpoeEvent::HttpResponse, &cx);
-                e.notify(&msgs, &cx, ctx.vars, ctx.proxies).await;
+                let about = crate::upstream::spoe::Sent::Event(SpoeEvent::HttpResponse);
+                e.notify(&msgs, &cx, ctx.vars, ctx.proxies, about).await;
             }
         }
     }

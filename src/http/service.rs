@@ -1537,7 +1537,8 @@ impl RuleRun<'_> {
         for e in engines {
             if e.wants(event, self.vars) {
                 let msgs = e.for_event(event, &cx);
-                e.notify(&msgs, &cx, self.vars, self.proxies).await;
+                let about = crate::upstream::spoe::Sent::Event(event);
+                e.notify(&msgs, &cx, self.vars, self.proxies, about).await;
             }
         }
     }
@@ -1962,8 +1963,9 @@ impl RuleRun<'_> {
                     if let Some(e) = engines.iter().find(|e| e.conf.id == *engine)
                         && let Some(msgs) = e.group(group)
                     {
-                        e.notify(msgs, &rules::sample_ctx(&cx), self.vars, self.proxies)
-                            .await;
+                        let about = crate::upstream::spoe::Sent::Group(group);
+                        let cx = rules::sample_ctx(&cx);
+                        e.notify(msgs, &cx, self.vars, self.proxies, about).await;
                     }
                 }
                 HttpRequestAction::Lua(a) => {

@@ -695,7 +695,7 @@ impl Compiler<'_> {
         });
         Arc::new(BackendRt {
             fcgi,
-            spoe: spoe_rt(p),
+            spoe: spoe_rt(p, &config.global.log),
             restrict_hdr_names: p.restrict_hdr_names,
             name: p.name.clone(),
             iid,
@@ -829,7 +829,7 @@ impl Compiler<'_> {
             None => None,
         };
         Arc::new(FrontendRt {
-            spoe: spoe_rt(p),
+            spoe: spoe_rt(p, &config.global.log),
             name: p.name.clone(),
             iid,
             tls_binds: tls_binds(p),
@@ -1073,11 +1073,18 @@ fn stats_rt(page: Option<&StatsPage>, acls: &AclSet) -> Option<StatsRt> {
 }
 
 /// A proxy's SPOE engines, each with its own connections to its agents.
-fn spoe_rt(p: &Proxy) -> Vec<Arc<spoe::SpoeRt>> {
+fn spoe_rt(p: &Proxy, log: &crate::config::log::GlobalLog) -> Vec<Arc<spoe::SpoeRt>> {
     p.extras
         .spoe
         .iter()
-        .map(|e| Arc::new(spoe::SpoeRt::new(e.clone(), p.kind == ProxyKind::Listen)))
+        .map(|e| {
+            let log = log_setup::LogSetup::compile(&e.log, log);
+            Arc::new(spoe::SpoeRt::new(
+                e.clone(),
+                p.kind == ProxyKind::Listen,
+                log,
+            ))
+        })
         .collect()
 }
 

@@ -4,7 +4,7 @@
 //! (`upstream/spoe.rs` makes the exchanges).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex};
 
 use tokio::net::tcp::OwnedWriteHalf;
@@ -23,6 +23,12 @@ pub(crate) struct SpoeRt {
     /// with the frontend's (HAProxy puts their messages in one frame).
     pub(crate) listen: bool,
     pub(crate) agents: Arc<AgentPool>,
+    /// Where the agent's processing is logged (its `log` lines).
+    pub(crate) log: Option<crate::snapshot::log_setup::LogSetup>,
+    /// The events and groups processed, and those that failed (the last
+    /// two figures of its log lines).
+    pub(crate) processed: AtomicU64,
+    pub(crate) errors: AtomicU64,
     /// The engine's id in its HELLO frames: a UUID drawn when the engine
     /// is compiled, as HAProxy draws one per engine (agents tell engines
     /// apart by it).
@@ -66,7 +72,11 @@ pub(crate) struct AgentLink {
 }
 
 impl SpoeRt {
-    pub(crate) fn new(conf: SpoeEngine, listen: bool) -> SpoeRt {
+    pub(crate) fn new(
+        conf: SpoeEngine,
+        listen: bool,
+        log: Option<crate::snapshot::log_setup::LogSetup>,
+    ) -> SpoeRt {
         let conds = conf
             .messages
             .iter()
@@ -85,6 +95,9 @@ impl SpoeRt {
             conds,
             listen,
             agents: Arc::default(),
+            log,
+            processed: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
             engine_id: crate::sample::random::uuid4(),
         }
     }

@@ -372,7 +372,8 @@ pub(crate) async fn run_spoe(
                 &own
             }
         };
-        e.notify(msgs, cx, vars, spoe.snap).await;
+        let about = crate::upstream::spoe::Sent::Group(group);
+        e.notify(msgs, cx, vars, spoe.snap, about).await;
     }
 }
 

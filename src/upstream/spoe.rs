@@ -67,17 +67,20 @@ impl SpoeRt {
     /// Sends `messages` (evaluated on `cx`) to an agent and applies its
     /// answer to `vars`, within `timeout processing`; a failure sets
     /// `option set-on-error`'s variable and, without `option
-    /// continue-on-error`, turns the engine off for the stream.
+    /// continue-on-error`, turns the engine off for the stream. `about`
+    /// names the event or group for the agent's log line.
     pub(crate) async fn notify(
         &self,
         messages: &[usize],
         cx: &crate::sample::Ctx<'_>,
         vars: &Vars<'_>,
         snap: &crate::snapshot::Snapshot,
+        about: Sent<'_>,
     ) {
         if messages.is_empty() || vars.spoe.is_off(self.key()) {
             return;
         }
+        let started = Instant::now();
         let mut payload = BytesMut::new();
         for &i in messages {
             let m = &self.conf.messages[i];
@@ -88,16 +91,16 @@ impl SpoeRt {
                 .collect();
             spop::put_message(&mut payload, &m.name, &args);
         }
+        let mut times = Times {
+            encoded: Some(Instant::now()),
+            ..Times::default()
+        };
         let ids = vars.spoe.next_frame(self.key());
-        let started = Instant::now();
-        let done = tokio::time::timeout(
-            self.conf.timeout_processing,
-            self.exchange(ids, &payload, snap),
-        )
-        .await;
+        let exchange = self.exchange(ids, &payload, snap, &mut times);
+        let done = tokio::time::timeout(self.conf.timeout_processing, exchange).await;
         let result = done.unwrap_or(Err(code::TIMEOUT));
         let actions = result.and_then(|p| spop::get_actions(&p).ok_or(code::IO));
-        match actions {
+        let status = match actions {
             Ok(actions) => {
                 vars.spoe.answered(self.key());
                 for a in actions {
@@ -107,9 +110,74 @@ impl SpoeRt {
                     let ms = started.elapsed().as_millis() as i64;
                     self.set(vars, 2, n, &Sample::Sint(ms), Conds::default());
                 }
+                times.applied = Some(Instant::now());
+                0
             }
-            Err(c) => self.failed(c, vars),
+            Err(c) => {
+                self.failed(c, vars);
+                c
+            }
+        };
+        self.log_line(about, ids.0, status, started, &times);
+    }
+
+    /// The agent's line for one event or group, in HAProxy's form:
+    /// `SPOE: [<agent>] <EVENT|GROUP:<name>> sid=<stream> st=<status>
+    /// <reqT>/<qT>/<wT>/<resT>/<pT> <idles>/<connections>
+    /// <sending>/<waiting> <errors>/<processed>` (-1 for a time the
+    /// processing did not reach), at notice, or warning for an error.
+    fn log_line(&self, about: Sent<'_>, sid: u64, status: u16, started: Instant, t: &Times) {
+        let processed = self.processed.fetch_add(1, Relaxed) + 1;
+        let errors = if status == 0 {
+            self.errors.load(Relaxed)
+        } else {
+            self.errors.fetch_add(1, Relaxed) + 1
+        };
+        let Some(log) = &self.log else { return };
+        if status == 0 && self.conf.dontlog_normal {
+            return;
         }
+        let ms = |from: Option<Instant>, to: Option<Instant>| match (from, to) {
+            (Some(a), Some(b)) => b.saturating_duration_since(a).as_millis() as i64,
+            _ => -1,
+        };
+        let req_t = ms(Some(started), t.encoded);
+        let q_t = ms(t.encoded, t.sent);
+        let w_t = ms(t.sent, t.acked);
+        let res_t = ms(t.acked, t.applied);
+        let p_t = if t.applied.is_some() {
+            ms(Some(started), t.applied)
+        } else {
+            -1
+        };
+        let (idles, links) = {
+            let links = crate::state::lock(&self.agents.links);
+            let idles = links
+                .iter()
+                .filter(|l| l.waiting.load(Relaxed) == 0)
+                .count();
+            (idles, links.len())
+        };
+        // The streams still waiting for an ACK (a frame whose stream gave
+        // up waiting keeps its connection busy, but is not counted).
+        let waiting = crate::state::lock(&self.agents.waiting)
+            .values()
+            .filter(|w| !w.tx.is_closed())
+            .count();
+        let (kind, name) = match about {
+            Sent::Event(e) => ("EVENT", e.name()),
+            Sent::Group(g) => ("GROUP", g),
+        };
+        let msg = format!(
+            "SPOE: [{}] <{kind}:{name}> sid={sid} st={status} {req_t}/{q_t}/{w_t}/{res_t}/{p_t} {idles}/{links} 0/{waiting} {errors}/{processed}",
+            self.conf.agent
+        );
+        let level = if status == 0 {
+            crate::config::log::NOTICE
+        } else {
+            crate::config::log::WARNING
+        };
+        log.send(level, &crate::observe::log::time::Date::now(), &msg);
     }
 
     fn failed(&self, c: u16, vars: &Vars<'_>) {
@@ -128,18 +196,23 @@ impl SpoeRt {
         ids: (u64, u64),
         payload: &[u8],
         snap: &crate::snapshot::Snapshot,
+        times: &mut Times,
     ) -> Result<Vec<u8>, u16> {
         let link = self.link(snap).await?;
         let pool = &self.agents;
         let (tx, rx) = tokio::sync::oneshot::channel();
         let link2 = link.clone();
         crate::state::lock(&pool.waiting).insert(ids, Waiter { tx, link: link2 });
-        // Whatever ends the wait (the ACK, an error, `timeout
-        // processing`), the frame stops waiting and its room is freed.
-        let _guard = Pending {
+        // Whatever ends the wait before the frame is written, the frame
+        // stops waiting and its room is freed. Once written, it waits for
+        // its ACK whatever becomes of its stream (`timeout processing`):
+        // the connection is busy with it until the ACK comes, late or
+        // not, as HAProxy's is.
+        let mut guard = Pending {
             pool,
             ids,
             link: &link,
+            written: false,
         };
         // HAProxy keeps room for a frame's head out of its size: what is
         // left is each frame's payload.
@@ -182,7 +255,13 @@ impl SpoeRt {
             link.dead.store(true, Relaxed);
             return Err(code::IO);
         }
-        rx.await.unwrap_or(Err(code::IO))
+        guard.written = true;
+        times.sent = Some(Instant::now());
+        let acked = rx.await.unwrap_or(Err(code::IO));
+        if acked.is_ok() {
+            times.acked = Some(Instant::now());
+        }
+        acked
     }
 
     /// A connection with room for one more frame (counted in it), a kept
@@ -352,17 +431,39 @@ impl SpoeRt {
     }
 }
 
+/// What a NOTIFY is about, for the log line: an event or a group.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Sent<'a> {
+    Event(SpoeEvent),
+    Group(&'a str),
+}
+
+/// When a NOTIFY's steps ended (None: not reached): its messages encoded,
+/// its frame written, its ACK read, its actions applied.
+#[derive(Debug, Default)]
+struct Times {
+    encoded: Option<Instant>,
+    sent: Option<Instant>,
+    acked: Option<Instant>,
+    applied: Option<Instant>,
+}
+
 /// A frame waiting for its ACK; dropped, it waits no more.
 struct Pending<'a> {
     pool: &'a AgentPool,
     ids: (u64, u64),
     link: &'a AgentLink,
+    /// Written: the connection's reader frees its room when the ACK
+    /// comes.
+    written: bool,
 }
 
 impl Drop for Pending<'_> {
     fn drop(&mut self) {
-        crate::state::lock(&self.pool.waiting).remove(&self.ids);
-        self.link.waiting.fetch_sub(1, Relaxed);
+        if !self.written {
+            crate::state::lock(&self.pool.waiting).remove(&self.ids);
+            self.link.waiting.fetch_sub(1, Relaxed);
+        }
     }
 }
 
@@ -391,9 +492,11 @@ async fn read_acks(
         match frame.kind {
             spop::ACK => {
                 let ids = (frame.stream_id, frame.frame_id);
-                // An ACK of no frame waiting (one whose processing timed
-                // out): dropped.
-                if let Some(w) = crate::state::lock(&pool.waiting).remove(&ids) {
+                // The frame's room is freed on its connection; its
+                // stream may have stopped waiting (`timeout processing`).
+                let waiter = crate::state::lock(&pool.waiting).remove(&ids);
+                if let Some(w) = waiter {
+                    w.link.waiting.fetch_sub(1, Relaxed);
                     let _ = w.tx.send(Ok(frame.payload.to_vec()));
                 }
             }
@@ -482,7 +585,7 @@ pub(crate) async fn send_event<'a, 'c>(
         if e.wants(event, vars) {
             let cx = cx();
             let msgs = e.for_event(event, &cx);
-            e.notify(&msgs, &cx, vars, snap).await;
+            e.notify(&msgs, &cx, vars, snap, Sent::Event(event)).await;
         }
     }
 }
