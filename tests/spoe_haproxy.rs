@@ -322,6 +322,8 @@ fn serve(mut s: TcpStream, conn: usize, shared: &Shared) {
                         // Any other: `txn.<prefix>.<message>` is the
                         // message as the agent got it (its length when
                         // long: an ACK fits in a frame).
+                        // `proc.<prefix>.<message>`: the message's name.
+                        n if n.starts_with("proc_") => set_var(&mut ack, 0, n, n),
                         _ if line.len() > 200 => {
                             set_var(&mut ack, 2, &name, &format!("{} bytes", line.len()));
                         }
@@ -1278,5 +1280,103 @@ backend agents
     );
     let mut differ = haproxy::Differences::default();
     differ.compare("the log lines", &lines[0], &lines[1]);
+    differ.assert_none();
+}
+
+const REGISTERED: &str = "[rv]
+spoe-agent a
+    messages proc_a proc_b proc_c
+    register-var-names proc_b other
+    option var-prefix sec
+    timeout hello 2s
+    timeout idle 2m
+    timeout processing 1s
+    use-backend agents
+spoe-message proc_a
+    args x=int(1)
+    event on-frontend-http-request
+spoe-message proc_b
+    args x=int(1)
+    event on-frontend-http-request
+spoe-message proc_c
+    args x=int(1)
+    event on-frontend-http-request
+
+[forced]
+spoe-agent b
+    messages proc_d
+    option var-prefix frc
+    option force-set-var
+    timeout hello 2s
+    timeout idle 2m
+    timeout processing 1s
+    use-backend agents
+spoe-message proc_d
+    args x=int(1)
+    event on-frontend-http-request
+";
+
+/// An agent sets `proc` variables: only those the configuration names or
+/// `register-var-names` registers, unless `option force-set-var` (read
+/// back with the CLI's `get var`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proc_variables_need_a_name_as_under_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let mut replies = Vec::new();
+    for tool in ["haproxy", "sluice"] {
+        let agent = Agent::start();
+        let dir = TempDir::new("spoe-vars");
+        let spoe = dir.write("spoe.conf", REGISTERED);
+        let sock = dir.path().join("stats.sock");
+        let front = Listen::new();
+        let cfg = format!(
+            "global
+    stats socket {sock} level admin
+defaults
+    mode http
+    timeout client 5s
+    timeout server 5s
+    timeout connect 5s
+frontend f
+    bind {front}
+    filter spoe engine rv config {spoe}
+    filter spoe engine forced config {spoe}
+    http-request return status 200 content-type text/plain lf-string \"c=%[var(proc.sec.proc_c)]\"
+backend agents
+    mode tcp
+    server a {agent}
+",
+            sock = sock.display(),
+            spoe = spoe.display(),
+            agent = agent.addr
+        );
+        let _h = (tool == "haproxy").then(|| Haproxy::start("spoe-vars", &cfg, &[&front]));
+        let _s = (tool == "sluice").then(|| Sluice::start(&cfg));
+        let req = b"GET / HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n";
+        haproxy::exchange(front.addr(), req, false).await;
+        let mut got = Vec::new();
+        for v in [
+            "sec.proc_a",
+            "sec.proc_b",
+            "sec.proc_c",
+            "sec.other",
+            "frc.proc_d",
+        ] {
+            got.push(support::cli(&sock, &format!("get var proc.{v}")).await);
+        }
+        replies.push(got);
+    }
+    // Not vacuous: one was refused, another set.
+    assert_eq!(
+        replies[0][0].trim(),
+        "Variable not found.",
+        "{:?}",
+        replies[0]
+    );
+    assert!(replies[0][4].contains("value=<proc_d>"), "{:?}", replies[0]);
+    let mut differ = haproxy::Differences::default();
+    differ.compare("get var", &replies[0], &replies[1]);
     differ.assert_none();
 }

@@ -347,6 +347,12 @@ pub(crate) fn parse(
         }
         out_groups.push((gname.clone(), idx));
     }
+    // The names registered are the engine's `proc` variables: they exist
+    // from the start (empty), as those the configuration names do.
+    let var_prefix = a.var_prefix.clone().unwrap_or_else(|| a.name.clone());
+    for n in &a.register_var_names {
+        crate::sample::vars::declare_proc(&format!("{var_prefix}.{n}"));
+    }
     Ok(SpoeEngine {
         id: engine.unwrap_or(&a.name).to_string(),
         var_prefix: a.var_prefix.clone().unwrap_or_else(|| a.name.clone()),

@@ -399,8 +399,15 @@ impl SpoeRt {
         match a {
             Action::SetVar(scope, name, value) => {
                 let name = String::from_utf8_lossy(&name).into_owned();
+                // A `proc` variable the configuration does not name (nor
+                // `register-var-names`) is not created, unless `option
+                // force-set-var`, as in HAProxy.
+                let mut conds = Conds::default();
+                if scope == 0 && !self.conf.force_set_var {
+                    let _ = conds.add("ifexists");
+                }
                 if let Some(smp) = sample_of(value) {
-                    self.set(vars, scope, &name, &smp, Conds::default());
+                    self.set(vars, scope, &name, &smp, conds);
                 }
             }
             Action::UnsetVar(scope, name) => {
