@@ -133,6 +133,10 @@ struct Agent {
     held: Arc<Mutex<Vec<bool>>>,
 }
 
+/// A frame whose ACK waits: the connection it came on, its ids and the
+/// ACK's payload.
+type Held = (usize, (u64, u64), Vec<u8>);
+
 /// What the connections of one agent share.
 #[derive(Clone)]
 struct Shared {
@@ -145,7 +149,7 @@ struct Shared {
     held: Arc<Mutex<Vec<bool>>>,
     /// A frame whose ACK waits for the next frame: its connection, ids
     /// and ACK payload.
-    waiting: Arc<Mutex<Option<(usize, (u64, u64), Vec<u8>)>>>,
+    waiting: Arc<Mutex<Option<Held>>>,
 }
 
 impl Agent {
@@ -756,7 +760,7 @@ backend agents
     );
     let mut differ = haproxy::Differences::default();
     for (i, (h, s)) in answers[0].iter().zip(&answers[1]).enumerate() {
-        differ.compare(&format!("front {i}"), h, s);
+        differ.compare(format!("front {i}"), h, s);
     }
     differ.compare("the agent's messages", &messages[0], &messages[1]);
     differ.compare("the HELLO frames", &hellos[0], &hellos[1]);

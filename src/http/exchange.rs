@@ -526,7 +526,15 @@ impl<'a> Exchange<'a> {
             Box::pin(self.spoe_server_side(be_spoe)).await;
         }
         if !be.tcp_response.is_empty() {
-            match Box::pin(self.tcp_response_rules()).await {
+            // A listen section's engines are its frontend's.
+            let (fe, be) = (self.fe, self.be);
+            let engines = if be.iid == fe.iid { &fe.spoe } else { &be.spoe };
+            let verdict = if engines.is_empty() {
+                self.tcp_response_rules()
+            } else {
+                Box::pin(self.tcp_response_rules_spoe(engines)).await
+            };
+            match verdict {
                 Verdict::Accept => {}
                 // The server's side closed before its answer: HAProxy's
                 // 502 `SH`.
@@ -633,10 +641,47 @@ impl<'a> Exchange<'a> {
         }
     }
 
-    async fn tcp_response_rules(&mut self) -> Verdict {
+    fn tcp_response_rules(&mut self) -> Verdict {
         let ctx = self.ctx;
         ctx.vars.to_response();
-        let view = crate::tcp::rules::View {
+        let view = self.tcp_response_view();
+        let mut fx = crate::tcp::rules::Effects::default();
+        let level = crate::state::table::track::Level::Stream;
+        let (rules, acls) = (&self.be.tcp_response, &self.be.acls);
+        let verdict = crate::tcp::rules::run(rules, acls, &view, Some(ctx.vars), level, &mut fx);
+        self.tcp_response_effects(&fx);
+        verdict
+    }
+
+    /// [`Self::tcp_response_rules`] where the rules' proxy has SPOE
+    /// engines: a `send-spoe-group` rule waits for its agent.
+    async fn tcp_response_rules_spoe(
+        &mut self,
+        engines: &[Arc<crate::snapshot::spoe::SpoeRt>],
+    ) -> Verdict {
+        let ctx = self.ctx;
+        ctx.vars.to_response();
+        let view = self.tcp_response_view();
+        let mut fx = crate::tcp::rules::Effects::default();
+        let level = crate::state::table::track::Level::Stream;
+        let spoe = crate::tcp::rules::SpoeRules {
+            engines,
+            may_wait: self.be.res_inspect_delay.is_some(),
+            snap: ctx.proxies,
+            cx: None,
+        };
+        let (rules, acls) = (&self.be.tcp_response, &self.be.acls);
+        let verdict =
+            crate::tcp::rules::run_spoe(rules, acls, &view, ctx.vars, level, &mut fx, spoe, true)
+                .await
+                .unwrap_or(Verdict::Accept);
+        self.tcp_response_effects(&fx);
+        verdict
+    }
+
+    fn tcp_response_view(&self) -> crate::tcp::rules::View<'a> {
+        let ctx = self.ctx;
+        crate::tcp::rules::View {
             src: ctx.peer.inet(),
             local: ctx.dst,
             payload: b"",
@@ -644,35 +689,14 @@ impl<'a> Exchange<'a> {
             tls: ctx.tls,
             client: Some(ctx.client),
             stick: ctx.stick,
-        };
-        let mut fx = crate::tcp::rules::Effects::default();
-        let level = crate::state::table::track::Level::Stream;
-        // A listen section's engines are its frontend's.
-        let engines = if self.be.iid == self.fe.iid {
-            &self.fe.spoe
-        } else {
-            &self.be.spoe
-        };
-        let verdict = if engines.is_empty() {
-            let (rules, acls) = (&self.be.tcp_response, &self.be.acls);
-            crate::tcp::rules::run(rules, acls, &view, Some(ctx.vars), level, &mut fx)
-        } else {
-            let spoe = crate::tcp::rules::SpoeRules {
-                engines,
-                may_wait: self.be.res_inspect_delay.is_some(),
-                snap: ctx.proxies,
-                cx: None,
-            };
-            let (rules, acls) = (&self.be.tcp_response, &self.be.acls);
-            crate::tcp::rules::run_spoe(rules, acls, &view, ctx.vars, level, &mut fx, spoe, true)
-                .await
-                .unwrap_or(Verdict::Accept)
-        };
+        }
+    }
+
+    fn tcp_response_effects(&mut self, fx: &crate::tcp::rules::Effects) {
         fx.mark(self.client.stream.tcp());
         if fx.level.is_some() {
             self.rec.level = fx.level;
         }
-        verdict
     }
 
     /// A response `tcp-response content` refused before it came: the

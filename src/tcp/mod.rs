@@ -157,7 +157,7 @@ pub(crate) async fn serve(
             ..crate::acl::eval::RequestView::sample_ctx(&view)
         };
         for ev in [SpoeEvent::ClientSession, SpoeEvent::FrontendTcpRequest] {
-            spoe::send_event(fe.spoe.iter(), ev, &vars, &snap, cx).await;
+            Box::pin(spoe::send_event(fe.spoe.iter(), ev, &vars, &snap, cx)).await;
         }
     }
     let verdict = if fe.spoe.is_empty() {
@@ -177,7 +177,7 @@ pub(crate) async fn serve(
             cx: None,
         };
         let rules = &fe.tcp_content;
-        crate::tcp::rules::run_spoe(
+        Box::pin(crate::tcp::rules::run_spoe(
             rules,
             &fe.acls,
             &view,
@@ -186,7 +186,7 @@ pub(crate) async fn serve(
             &mut fx,
             spoe,
             true,
-        )
+        ))
         .await
         .unwrap_or(Verdict::Accept)
     };
@@ -239,7 +239,8 @@ pub(crate) async fn serve(
             ..crate::acl::eval::RequestView::sample_ctx(&view)
         };
         let ev = SpoeEvent::BackendTcpRequest;
-        spoe::send_event(spoe::engines(&fe.spoe, be_spoe), ev, &vars, &snap, cx).await;
+        let engines = spoe::engines(&fe.spoe, be_spoe);
+        Box::pin(spoe::send_event(engines, ev, &vars, &snap, cx)).await;
     }
     let verdict = if be.iid == fe.iid {
         Verdict::Accept
@@ -260,7 +261,7 @@ pub(crate) async fn serve(
             cx: None,
         };
         let rules = &be.tcp_content;
-        crate::tcp::rules::run_spoe(
+        Box::pin(crate::tcp::rules::run_spoe(
             rules,
             &be.acls,
             &view,
@@ -269,7 +270,7 @@ pub(crate) async fn serve(
             &mut fx,
             spoe,
             true,
-        )
+        ))
         .await
         .unwrap_or(Verdict::Accept)
     };
@@ -508,7 +509,7 @@ pub(crate) async fn serve(
                 };
                 for ev in [SpoeEvent::ServerSession, SpoeEvent::TcpResponse] {
                     let engines = spoe::engines(&fe.spoe, be_spoe);
-                    spoe::send_event(engines, ev, &vars, &snap, cx).await;
+                    Box::pin(spoe::send_event(engines, ev, &vars, &snap, cx)).await;
                 }
             }
             // A listen section's engines are its frontend's.
@@ -659,12 +660,8 @@ struct ResponseRules<'a, 'v> {
 }
 
 impl response::Decide for ResponseRules<'_, '_> {
-    fn decide(
-        &mut self,
-        held: &[u8],
-        last: bool,
-    ) -> impl std::future::Future<Output = Option<Verdict>> + Send {
-        async move {
+    async fn decide(&mut self, held: &[u8], last: bool) -> Option<Verdict> {
+        {
             let view = View {
                 res_payload: Some(held),
                 ..self.view
@@ -682,7 +679,7 @@ impl response::Decide for ResponseRules<'_, '_> {
                 ),
                 Some(spoe) => {
                     let (vars, fx) = (self.vars, &mut *self.fx);
-                    crate::tcp::rules::run_spoe(
+                    Box::pin(crate::tcp::rules::run_spoe(
                         rules,
                         acls,
                         &view,
@@ -691,7 +688,7 @@ impl response::Decide for ResponseRules<'_, '_> {
                         fx,
                         spoe,
                         last,
-                    )
+                    ))
                     .await
                 }
             }
