@@ -693,7 +693,7 @@ impl<'a> Exchange<'a> {
     }
 
     fn tcp_response_effects(&mut self, fx: &crate::tcp::rules::Effects) {
-        fx.mark(self.client.stream.tcp());
+        fx.mark(self.client.stream.socket());
         if fx.level.is_some() {
             self.rec.level = fx.level;
         }
@@ -708,8 +708,8 @@ impl<'a> Exchange<'a> {
         if verdict == Verdict::SilentDrop {
             rec.tally.dreq |= Rows::FE;
             rec.term(Cause::Proxy, Phase::Request);
-            if let Some(tcp) = self.client.stream.tcp() {
-                crate::tcp::rules::silent_drop(tcp);
+            if let Some(tcp) = self.client.stream.socket() {
+                crate::tcp::rules::silent_drop(&tcp);
             }
         } else {
             rec.tally.dresp |= Rows::ALL;
