@@ -654,7 +654,7 @@ async fn session_and_tcp_events_as_under_haproxy() {
         let echo = echo_server();
         let dir = TempDir::new("spoe-events");
         let spoe = dir.write("spoe.conf", EVENTS);
-        let fronts: Vec<Listen> = (0..5).map(|_| Listen::new()).collect();
+        let fronts: Vec<Listen> = (0..6).map(|_| Listen::new()).collect();
         let cfg = format!(
             "defaults
     timeout client 5s
@@ -705,10 +705,17 @@ listen lt
     tcp-request content send-spoe-group sec g1 if {{ src 127.0.0.2 }}
     tcp-response content send-spoe-group sec g2 if {{ src 127.0.0.2 }}
     server s {echo}
+listen tcp_interrupted
+    mode tcp
+    bind {f5}
+    filter spoe engine sec config {spoe}
+    tcp-request content send-spoe-group sec g1 if {{ src 127.0.0.2 }}
+    server s {echo}
 backend agents
     mode tcp
     server a {agent}
 ",
+            f5 = fronts[5],
             f0 = fronts[0],
             f1 = fronts[1],
             f2 = fronts[2],
@@ -723,7 +730,7 @@ backend agents
         let _s = (tool == "sluice").then(|| Sluice::start(&cfg));
         let mut got = Vec::new();
         for (i, f) in fronts.iter().enumerate() {
-            let req: &[u8] = if [0, 4].contains(&i) {
+            let req: &[u8] = if [0, 4, 5].contains(&i) {
                 b"hello"
             } else {
                 b"GET /p HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n"
@@ -754,6 +761,12 @@ backend agents
         assert!(m.contains(want), "{want} in {m}");
     }
     assert!(answers[0][3].contains("x-err: 5"), "{}", answers[0][3]);
+    // A TCP stream's interrupted group leaves its response side's events.
+    let (_, tcp_interrupted) = m.split_once("-- front 5").expect("front 5");
+    assert!(
+        tcp_interrupted.contains("#4 tr(prev=str:ss("),
+        "{tcp_interrupted}"
+    );
     assert_eq!(
         hellos[0],
         ["supported-versions=str:2.0 max-frame-size=uint:16380 capabilities=str:pipelining,async"]
