@@ -218,7 +218,8 @@ impl SpoeRt {
         // left is each frame's payload.
         let room = link.frame_max.saturating_sub(FRAME_HEAD).max(1);
         let mut frame = BytesMut::new();
-        if payload.len() <= room {
+        let cuts = spop::frame_cuts(payload, room).ok_or(code::TOO_BIG)?;
+        if cuts.len() == 1 {
             spop::put_frame(&mut frame, spop::NOTIFY, ids, payload);
         } else if !self.conf.send_frag {
             return Err(code::TOO_BIG);
@@ -242,9 +243,11 @@ impl SpoeRt {
         } else {
             // The first part in the NOTIFY, the others in frames of no
             // type, the last one with FIN.
-            let parts = payload.chunks(room);
-            let last = parts.len() - 1;
-            for (i, part) in parts.enumerate() {
+            let last = cuts.len() - 1;
+            let mut rest = payload;
+            for (i, n) in cuts.into_iter().enumerate() {
+                let (part, after) = rest.split_at(n.min(rest.len()));
+                rest = after;
                 let kind = if i == 0 { spop::NOTIFY } else { spop::UNSET };
                 let flags = if i == last { spop::FIN } else { 0 };
                 spop::put_frame_flags(&mut frame, kind, flags, ids, part);

@@ -285,6 +285,84 @@ pub(crate) fn get_status(payload: &[u8]) -> u16 {
         .unwrap_or(99)
 }
 
+/// Where HAProxy cuts a NOTIFY payload of messages into frames whose
+/// payload holds at most `room` bytes: the length of each frame's part.
+/// An item goes whole into a frame, a message's name and argument count
+/// only with room for a two-byte length, the name and the count, except
+/// the bytes of a string or binary value, which are split (its type, its
+/// length and one byte at least first). None when an item cannot go even
+/// in an empty frame, or the payload is not messages.
+pub(crate) fn frame_cuts(payload: &[u8], room: usize) -> Option<Vec<usize>> {
+    // Each item: its size, the room it needs in the frame, and for a
+    // string's bytes the part that must come with the first byte.
+    let mut items: Vec<(usize, usize, Option<usize>)> = Vec::new();
+    let mut b = payload;
+    let taken = |before: &[u8], after: &[u8]| before.len() - after.len();
+    while !b.is_empty() {
+        let start = b;
+        let name = get_str(&mut b)?;
+        let (&nargs, rest) = b.split_first()?;
+        b = rest;
+        items.push((taken(start, b), 2 + name.len() + 1, None));
+        for _ in 0..nargs {
+            let start = b;
+            get_str(&mut b)?;
+            let n = taken(start, b);
+            items.push((n, n, None));
+            let start = b;
+            let t = *b.first()? & 0x0f;
+            get_data(&mut b)?;
+            let n = taken(start, b);
+            let head = if matches!(t, T_STRING | T_BINARY) {
+                let mut v = &start[1..];
+                let len = get_varint(&mut v)?;
+                (len > 0).then(|| taken(start, v))
+            } else {
+                None
+            };
+            items.push((n, n, head));
+        }
+    }
+    let mut cuts = Vec::new();
+    let mut used = 0usize;
+    for (size, need, head) in items {
+        if used + need.max(size) <= room {
+            used += size;
+            continue;
+        }
+        // A string's bytes whose head and a byte fit: the frame is
+        // filled with them.
+        let left = match head {
+            Some(head) if used + head < room => size - (room - used),
+            _ => {
+                // The item starts the next frame.
+                if used == 0 {
+                    return None;
+                }
+                cuts.push(used);
+                used = 0;
+                if need.max(size) <= room {
+                    used = size;
+                    continue;
+                }
+                match head {
+                    Some(head) if head < room => size - room,
+                    _ => return None,
+                }
+            }
+        };
+        cuts.push(room);
+        let mut left = left;
+        while left > room {
+            cuts.push(room);
+            left -= room;
+        }
+        used = left;
+    }
+    cuts.push(used);
+    Some(cuts)
+}
+
 /// An action of an ACK frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Action {
@@ -357,6 +435,35 @@ mod tests {
             let mut b = &out[..];
             assert_eq!(get_data(&mut b), Some(d));
         }
+    }
+
+    #[test]
+    fn payloads_are_cut_where_haproxy_cuts_them() {
+        let msg = |args: &[(&str, Data)]| {
+            let mut p = BytesMut::new();
+            put_message(&mut p, "m", args);
+            p
+        };
+        // Fits: one frame.
+        let p = msg(&[("n", Data::Int(1))]);
+        assert_eq!(frame_cuts(&p, 992), Some(vec![p.len()]));
+        // A long string is split at the frame's end.
+        let p = msg(&[("h", Data::Str(vec![b'a'; 3000]))]);
+        assert_eq!(p.len(), 3009);
+        assert_eq!(frame_cuts(&p, 992), Some(vec![992, 992, 992, 33]));
+        // An integer that does not fit goes whole to the next frame.
+        let p = msg(&[
+            ("n", Data::Int(1)),
+            ("h", Data::Str(vec![b'a'; 976])),
+            ("z", Data::Int(1_000_000)),
+        ]);
+        assert_eq!(frame_cuts(&p, 992), Some(vec![990, 5]));
+        // Items go whole into frames of their own when they must...
+        let p = msg(&[("n", Data::Int(1))]);
+        assert_eq!(frame_cuts(&p, 4), Some(vec![3, 4]));
+        // ...and none holds an item larger than a frame but a string.
+        let p = msg(&[("z", Data::Int(1_000_000))]);
+        assert_eq!(frame_cuts(&p, 4), None);
     }
 
     #[test]
