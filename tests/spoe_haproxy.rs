@@ -137,6 +137,9 @@ struct Agent {
 /// ACK's payload.
 type Held = (usize, (u64, u64), Vec<u8>);
 
+/// A fragmented NOTIFY so far: its ids, payload and each frame's size.
+type Fragments = ((u64, u64), Vec<u8>, Vec<usize>);
+
 /// What the connections of one agent share.
 #[derive(Clone)]
 struct Shared {
@@ -208,8 +211,7 @@ impl Agent {
 
 fn serve(mut s: TcpStream, conn: usize, shared: &Shared) {
     let seen = &shared.seen;
-    // A fragmented NOTIFY: its ids, payload so far and frames.
-    let mut parts: Option<((u64, u64), Vec<u8>, Vec<usize>)> = None;
+    let mut parts: Option<Fragments> = None;
     while let Some(f) = frame(&mut s) {
         let mut kind = f[0];
         let fin = f[4] & 1 != 0;

@@ -340,7 +340,6 @@ pub(crate) fn frame_cuts(payload: &[u8], room: usize) -> Option<Vec<usize>> {
                     return None;
                 }
                 cuts.push(used);
-                used = 0;
                 if need.max(size) <= room {
                     used = size;
                     continue;
