@@ -1120,11 +1120,25 @@ spoe-message req
 spoe-message res
     args st=status
     event on-http-response
+
+[down]
+spoe-agent c
+    messages req
+    option var-prefix sec
+    option set-on-error err
+    timeout hello 2s
+    timeout idle 2m
+    timeout processing 300ms
+    use-backend nowhere
+spoe-message req
+    args path=path
+    event on-frontend-http-request
 ";
 
 /// An agent that does not answer: `timeout processing` ends the wait and
 /// sets the error variable (1); the stream's later events are not sent,
-/// unless `option continue-on-error`.
+/// unless `option continue-on-error`. An agent that refuses connections
+/// is tried until `timeout processing` too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn processing_timeouts_and_continue_on_error_as_under_haproxy() {
     if !haproxy::available() {
@@ -1137,7 +1151,8 @@ async fn processing_timeouts_and_continue_on_error_as_under_haproxy() {
         let web = support::raw::RawBackend::start().await;
         let dir = TempDir::new("spoe-errors");
         let spoe = dir.write("spoe.conf", ERRORS);
-        let fronts: Vec<Listen> = (0..2).map(|_| Listen::new()).collect();
+        let fronts: Vec<Listen> = (0..3).map(|_| Listen::new()).collect();
+        let refused = support::Port::new();
         let mut cfg = format!(
             "defaults
     mode http
@@ -1147,10 +1162,14 @@ async fn processing_timeouts_and_continue_on_error_as_under_haproxy() {
 backend agents
     mode tcp
     server a {}
+backend nowhere
+    mode tcp
+    server a {}
 ",
-            agent.addr
+            agent.addr,
+            refused.addr()
         );
-        for (f, engine) in fronts.iter().zip(["stop", "cont"]) {
+        for (f, engine) in fronts.iter().zip(["stop", "cont", "down"]) {
             cfg += &format!(
                 "listen {engine}
     bind {f}
@@ -1196,6 +1215,8 @@ backend agents
             "x-spoe: req=req(path=str:/fine) res=res(st=int:200) err=",
             "x-spoe: req= res=res(st=int:200) err=1",
             "x-spoe: req=req(path=str:/fine) res=res(st=int:200) err=",
+            "x-spoe: req= res= err=1",
+            "x-spoe: req= res= err=1",
         ],
         "{:?}",
         answers[0]

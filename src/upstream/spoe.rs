@@ -25,6 +25,9 @@ use crate::wire::spop::{self, Action, Data};
 /// HAProxy's error codes for `option set-on-error`: below 256 the
 /// engine's own, 256 + a SPOP status code for an error of the protocol
 /// (1, an I/O error: a connection closed or refused).
+/// The pause between two attempts at a connection to an agent.
+const RECONNECT: Duration = Duration::from_millis(50);
+
 /// What HAProxy keeps of a frame's size for its head (type, flags, ids).
 const FRAME_HEAD: usize = 32;
 
@@ -292,7 +295,16 @@ impl SpoeRt {
                 return Ok(l.clone());
             }
         }
-        let link = self.connect(snap).await?;
+        // An agent that cannot be reached (refused, down, its HELLO
+        // failed or refused) is tried again until `timeout processing`
+        // ends the wait, as HAProxy tries new connections for the
+        // streams that wait.
+        let link = loop {
+            match self.connect(snap).await {
+                Ok(l) => break l,
+                Err(_) => tokio::time::sleep(RECONNECT).await,
+            }
+        };
         link.waiting.fetch_add(1, Relaxed);
         crate::state::lock(&self.agents.links).push(link.clone());
         Ok(link)
@@ -367,11 +379,10 @@ impl SpoeRt {
             Err(_) => return Err(code::TIMEOUT),
         };
         // A frame size beyond ours (or below the protocol's least) is
-        // refused, as HAProxy refuses it: the stream waits for another
-        // connection, which `timeout processing` ends.
+        // refused, as HAProxy refuses it.
         let frame_max = match agreed.max_frame_size {
             Some(m) if (256..=conf.max_frame_size).contains(&m) => m,
-            _ => return std::future::pending().await,
+            _ => return Err(256 + 9),
         };
         let pipelined = conf.pipelining && agreed.pipelining;
         let (read, write) = conn.into_split();
