@@ -1093,6 +1093,8 @@ spoe-agent a
     messages req res
     option var-prefix sec
     option set-on-error err
+    option set-process-time pt
+    option set-total-time tt
     timeout hello 2s
     timeout idle 2m
     timeout processing 300ms
@@ -1138,7 +1140,8 @@ spoe-message req
 /// An agent that does not answer: `timeout processing` ends the wait and
 /// sets the error variable (1); the stream's later events are not sent,
 /// unless `option continue-on-error`. An agent that refuses connections
-/// is tried until `timeout processing` too.
+/// is tried until `timeout processing` too. `option set-process-time`
+/// and `set-total-time` are set whatever the outcome.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn processing_timeouts_and_continue_on_error_as_under_haproxy() {
     if !haproxy::available() {
@@ -1175,6 +1178,7 @@ backend nowhere
     bind {f}
     filter spoe engine {engine} config {spoe}
     http-response set-header x-spoe \"req=%[var(txn.sec.req)] res=%[var(txn.sec.res)] err=%[var(txn.sec.err)]\"
+    http-response set-header x-times \"%[var(txn.sec.pt),add(1),bool] %[var(txn.sec.tt),add(1),bool]\"
     server web {web}
 ",
                 spoe = spoe.display(),
@@ -1195,12 +1199,12 @@ backend nowhere
                 let req = format!("GET {path} HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n");
                 let a = haproxy::exchange(f.addr(), req.as_bytes(), false).await;
                 let t = String::from_utf8_lossy(&a).into_owned();
-                let spoe = t
-                    .lines()
-                    .find(|l| l.starts_with("x-spoe"))
-                    .unwrap_or_default()
-                    .to_string();
-                got.push(spoe);
+                // The times themselves differ (they are times): whether
+                // they were set is compared.
+                for h in ["x-spoe", "x-times"] {
+                    let line = t.lines().find(|l| l.starts_with(h)).unwrap_or_default();
+                    got.push(line.to_string());
+                }
             }
         }
         answers.push(got);
@@ -1212,11 +1216,17 @@ backend nowhere
         answers[0],
         [
             "x-spoe: req= res= err=1",
+            "x-times: 1 1",
             "x-spoe: req=req(path=str:/fine) res=res(st=int:200) err=",
+            "x-times: 1 1",
             "x-spoe: req= res=res(st=int:200) err=1",
+            "x-times:  ",
             "x-spoe: req=req(path=str:/fine) res=res(st=int:200) err=",
+            "x-times:  ",
             "x-spoe: req= res= err=1",
+            "x-times:  ",
             "x-spoe: req= res= err=1",
+            "x-times:  ",
         ],
         "{:?}",
         answers[0]

@@ -174,6 +174,9 @@ struct SpoeInner {
     /// An engine (its address) with its last frame id and whether an
     /// error turned it off.
     engines: Vec<(usize, u64, bool)>,
+    /// The milliseconds the stream waited for its engines, all told
+    /// (`option set-total-time`).
+    total_ms: i64,
 }
 
 /// The ids SPOE streams are numbered from, process-wide.
@@ -237,6 +240,16 @@ impl SpoeStream {
             }
             (*sid, e.1 + 1)
         })
+    }
+
+    /// Adds `ms` to the stream's time with its engines; gives the total.
+    pub(crate) fn add_time(&self, ms: i64) -> i64 {
+        let mut g = self
+            .inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        g.total_ms = g.total_ms.saturating_add(ms);
+        g.total_ms
     }
 
     pub(crate) fn answered(&self, engine: usize) {

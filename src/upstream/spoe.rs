@@ -109,18 +109,24 @@ impl SpoeRt {
                 for a in actions {
                     self.apply(a, vars);
                 }
-                if let Some(n) = &self.conf.set_process_time {
-                    let ms = started.elapsed().as_millis() as i64;
-                    self.set(vars, 2, n, &Sample::Sint(ms), Conds::default());
-                }
                 times.applied = Some(Instant::now());
                 0
             }
-            Err(c) => {
-                self.failed(c, vars);
-                c
-            }
+            Err(c) => c,
         };
+        // The processing's time, and the stream's with its engines, as
+        // HAProxy sets them whatever the outcome.
+        let ms = started.elapsed().as_millis() as i64;
+        let total = vars.spoe.add_time(ms);
+        if let Some(n) = &self.conf.set_process_time {
+            self.set(vars, 2, n, &Sample::Sint(ms), Conds::default());
+        }
+        if let Some(n) = &self.conf.set_total_time {
+            self.set(vars, 2, n, &Sample::Sint(total), Conds::default());
+        }
+        if status != 0 {
+            self.failed(status, vars);
+        }
         self.log_line(about, ids.0, status, started, &times);
     }
 
