@@ -541,6 +541,11 @@ fn misuses_are_refused_as_haproxy_refuses_them() {
         ("unknown keyword", "  filter spoe engine sec config {f}\n".into(), format!("[sec]\nspoe-agent a\n  messages m\n  use-backend agents\n  bogus\n{GOOD_MSG}")),
         ("unknown fetch", "  filter spoe engine sec config {f}\n".into(), "[sec]\nspoe-agent a\n  messages m\n  use-backend agents\nspoe-message m\n  args nope_fetch\n  event on-frontend-http-request\n".into()),
         ("group args", "  filter spoe engine sec config {f}\n  http-request send-spoe-group sec\n".into(), format!("[sec]\nspoe-agent a\n  messages m\n  use-backend agents\n{GOOD_MSG}")),
+        ("tcp group args", "  filter spoe engine sec config {f}\n  tcp-request content send-spoe-group sec\n".into(), format!("[sec]\nspoe-agent a\n  messages m\n  use-backend agents\n{GOOD_MSG}")),
+        ("tcp unknown group", "  filter spoe engine sec config {f}\n  tcp-request content send-spoe-group sec nogrp\n".into(), format!("[sec]\nspoe-agent a\n  messages m\n  use-backend agents\n{GOOD_MSG}")),
+        ("tcp unknown engine", "  filter spoe engine sec config {f}\n  tcp-request content send-spoe-group other g\n".into(), format!("[sec]\nspoe-agent a\n  messages m\n  use-backend agents\n{GOOD_MSG}")),
+        ("max-waiting-frames", "  filter spoe engine sec config {f}\n".into(), format!("[sec]\nspoe-agent a\n  messages m\n  max-waiting-frames 0\n  use-backend agents\n{GOOD_MSG}")),
+        ("unknown event", "  filter spoe engine sec config {f}\n".into(), "[sec]\nspoe-agent a\n  messages m\n  use-backend agents\nspoe-message m\n  args src\n  event on-nothing\n".into()),
     ];
     let cfgs: Vec<(String, String)> = cases
         .iter()
@@ -552,6 +557,28 @@ fn misuses_are_refused_as_haproxy_refuses_them() {
         })
         .collect();
     haproxy::assert_check_agrees("spoe-check", cfgs, haproxy::config_messages);
+}
+
+/// An engine of a backend warns of its frontend events, as haproxy does.
+#[test]
+fn frontend_events_on_a_backend_are_warned_about_as_by_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let dir = TempDir::new("spoe-warn");
+    let spoe = dir.write(
+        "spoe.conf",
+        "[sec]\nspoe-agent a\n  messages cs fe be\n  use-backend agents\n  timeout hello 1s\n  timeout idle 1s\n  timeout processing 1s\nspoe-message cs\n  args src\n  event on-client-session\nspoe-message fe\n  args src\n  event on-frontend-tcp-request\nspoe-message be\n  args src\n  event on-backend-tcp-request\n",
+    );
+    let cfg = format!(
+        "defaults\n  mode tcp\n  timeout client 1s\n  timeout server 1s\n  timeout connect 1s\nbackend agents\n  server a 127.0.0.1:9\nbackend b\n  filter spoe engine sec config {}\n  server s 127.0.0.1:9\n",
+        spoe.display()
+    );
+    haproxy::assert_check_agrees(
+        "spoe-warn",
+        [("backend engine".to_string(), cfg)],
+        haproxy::config_messages,
+    );
 }
 
 /// `req` sent from 127.0.0.2, and the answer to the server's close.
