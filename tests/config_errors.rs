@@ -411,8 +411,8 @@ frontend fe
     default_backend be
 backend be
     server s1 127.0.0.1:1 track be/s2
-    tcp-request content send-spoe-group engine group
-    tcp-response content send-spoe-group engine group
+    # (tcp-request content send-spoe-group is taken: tests/spoe_haproxy.rs)
+    # (so is tcp-response content send-spoe-group)
     tcp-request content switch-mode http
     http-request set-header X-B %[req.hdr(host),ungrpc]
     http-request set-header X-C %[fc_rtt]
@@ -426,7 +426,7 @@ listen li
     bind 127.0.0.1:{port2} expose-fd listeners
     tcp-request connection expect-netscaler-cip layer4
     # (a dynamic use_backend name is taken: tests/around_haproxy.rs)
-    tcp-request content send-spoe-group engine group
+    # (and send-spoe-group: tests/spoe_haproxy.rs)
 "
     );
     let err = assert_rejected("ns.cfg", &cfg);
@@ -463,14 +463,6 @@ listen li
             "'server be/s1' : 'track' is not supported by sluice yet",
         ),
         (
-            20,
-            "'tcp-request content send-spoe-group' is not supported by sluice yet",
-        ),
-        (
-            21,
-            "'tcp-response content send-spoe-group' is not supported by sluice yet",
-        ),
-        (
             22,
             "'tcp-request content switch-mode' is not supported by sluice yet",
         ),
@@ -489,10 +481,6 @@ listen li
         (
             33,
             "'tcp-request connection expect-netscaler-cip' is not supported by sluice yet",
-        ),
-        (
-            35,
-            "'tcp-request content send-spoe-group' is not supported by sluice yet",
         ),
     ] {
         let at = format!("ns.cfg:{line}]");

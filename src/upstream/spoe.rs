@@ -22,15 +22,15 @@ use crate::sample::vars::{Conds, VarName, Vars};
 use crate::snapshot::spoe::{AgentLink, AgentPool, SpoeRt, Waiter};
 use crate::wire::spop::{self, Action, Data};
 
-/// HAProxy's error codes for `option set-on-error`: below 256 the
-/// engine's own, 256 + a SPOP status code for an error of the protocol
-/// (1, an I/O error: a connection closed or refused).
 /// The pause between two attempts at a connection to an agent.
 const RECONNECT: Duration = Duration::from_millis(50);
 
 /// What HAProxy keeps of a frame's size for its head (type, flags, ids).
 const FRAME_HEAD: usize = 32;
 
+/// HAProxy's error codes for `option set-on-error`: below 256 the
+/// engine's own, 256 + a SPOP status code for an error of the protocol
+/// (1, an I/O error: a connection closed before the ACK).
 pub(crate) mod code {
     pub(crate) const TIMEOUT: u16 = 1;
     pub(crate) const TOO_BIG: u16 = 3;
@@ -497,8 +497,8 @@ impl Drop for Pending<'_> {
 /// The ACKs read on one connection, each given to the frame it names
 /// (a frame of another connection, for an asynchronous agent). The
 /// connection ends when the agent closes it or says it disconnects (the
-/// frames still waiting on it then fail), or after `idle` without a frame
-/// waiting.
+/// frames still waiting on it then fail), or after `idle` without a
+/// stream waiting on it.
 async fn read_acks(
     mut read: tokio::net::tcp::OwnedReadHalf,
     link: Arc<AgentLink>,
@@ -508,8 +508,17 @@ async fn read_acks(
     let mut status = code::IO;
     loop {
         let f = match tokio::time::timeout(idle, read_frame(&mut read)).await {
-            Err(_) if link.waiting.load(Relaxed) == 0 => break,
-            Err(_) => continue,
+            // Idle: no frame waits, or only frames no stream waits for
+            // any more (an agent that never answered them).
+            Err(_) => {
+                let busy = crate::state::lock(&pool.waiting)
+                    .values()
+                    .any(|w| Arc::ptr_eq(&w.link, &link) && !w.tx.is_closed());
+                if busy {
+                    continue;
+                }
+                break;
+            }
             Ok(Err(_)) => break,
             Ok(Ok(f)) => f,
         };
