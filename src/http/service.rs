@@ -310,10 +310,13 @@ pub(crate) async fn serve_connection(
             ));
             return;
         }
+        // The read buffer goes back to the thread's spares either way: a
+        // connection closed after one request would otherwise free its
+        // 16 KiB and the next allocate them again.
+        conn.release_buffer();
         if !keep {
             return;
         }
-        conn.release_buffer();
         first = false;
         upgradable = false;
     }
