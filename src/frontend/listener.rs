@@ -136,6 +136,12 @@ pub(crate) fn spawn(
 ) -> std::io::Result<Arc<ListenerCtl>> {
     let fd = l.raw_fd();
     l.set_nonblocking()?;
+    // Sockets accepted on a TCP listener inherit TCP_NODELAY from it: set
+    // here once (on a socket bound here, inherited or handed over alike),
+    // it saves a system call on every connection.
+    if let Listening::Tcp(t) = &l {
+        let _ = socket2::SockRef::from(t).set_tcp_nodelay(true);
+    }
     let ctl = Arc::new(ListenerCtl {
         binding: ArcSwap::from_pointee(binding),
         run: tokio::sync::watch::Sender::new(Run::Accepting),
