@@ -1285,12 +1285,27 @@ spoe-group g
     messages gm
 spoe-message gm
     args p=path
+
+[quiet]
+spoe-agent q
+    messages m
+    log global
+    option dontlog-normal
+    option var-prefix sec
+    timeout hello 2s
+    timeout idle 2m
+    timeout processing 300ms
+    use-backend agents
+spoe-message m
+    args path=path
+    event on-frontend-http-request
 ";
 
 /// The agent's `log` lines: one per event or group processed, at notice,
 /// or warning with the error's status. Masked: the syslog date and pid,
 /// the stream id (haproxy numbers its streams with its own internal
-/// ones) and the five processing times (times).
+/// ones) and the five processing times (times). `option dontlog-normal`
+/// keeps the errors' lines only.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_agents_log_lines_are_haproxys() {
     if !haproxy::available() {
@@ -1324,6 +1339,7 @@ async fn the_agents_log_lines_are_haproxys() {
         let dir = TempDir::new("spoe-log");
         let spoe = dir.write("spoe.conf", LOGGED);
         let front = Listen::new();
+        let quiet = Listen::new();
         let cfg = format!(
             "global
     nbthread 1
@@ -1339,6 +1355,10 @@ listen f
     filter spoe engine lg config {spoe}
     http-request send-spoe-group lg g
     server web {web}
+listen q
+    bind {quiet}
+    filter spoe engine quiet config {spoe}
+    server web {web}
 backend agents
     mode tcp
     server a {agent}
@@ -1348,18 +1368,27 @@ backend agents
             web = web.addr,
             agent = agent.addr
         );
-        let _h = (tool == "haproxy").then(|| Haproxy::start("spoe-log", &cfg, &[&front]));
+        let _h = (tool == "haproxy").then(|| Haproxy::start("spoe-log", &cfg, &[&front, &quiet]));
         let _s = (tool == "sluice").then(|| Sluice::start(&cfg));
-        for path in ["/a", "/mute", "/b"] {
+        for (to, path) in [(&front, "/a"), (&front, "/mute"), (&front, "/b")]
+            .into_iter()
+            .chain([(&quiet, "/a"), (&quiet, "/mute"), (&quiet, "/b")])
+        {
             let req = format!("GET {path} HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n");
-            haproxy::exchange(front.addr(), req.as_bytes(), false).await;
+            haproxy::exchange(to.addr(), req.as_bytes(), false).await;
         }
-        lines.push(syslog.take(7).iter().map(|l| mask(l)).collect::<Vec<_>>());
+        lines.push(syslog.take(8).iter().map(|l| mask(l)).collect::<Vec<_>>());
     }
     // Not vacuous: each event and group has its line, the error its own.
     assert_eq!(
         lines[0][3],
         "<132> <date> spoetest[<pid>]: SPOE: [a] <EVENT:on-frontend-http-request> sid=<sid> st=1 <times> 0/1 0/0 1/4",
+        "{:#?}",
+        lines[0]
+    );
+    // The quiet agent's first line is its error's.
+    assert!(
+        lines[0][7].contains("SPOE: [q] <EVENT:on-frontend-http-request> sid=<sid> st=1 "),
         "{:#?}",
         lines[0]
     );
