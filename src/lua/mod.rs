@@ -14,6 +14,8 @@
 //! lock is mlua's); `lua-load-per-thread` loads into that same state.
 
 mod core_api;
+mod httpclient;
+mod io;
 mod run;
 pub(crate) mod txn;
 
@@ -78,6 +80,8 @@ pub(crate) struct Host {
     prims: Table,
     /// The value `core.sleep` and friends yield first.
     sleep: Table,
+    /// The value a script yields first to wait for I/O (`io.rs`).
+    io: Table,
     /// Fetch and converter methods by the names Lua gives them (`req_hdr`
     /// for `req.hdr`).
     fetch_names: HashMap<String, &'static str>,
@@ -178,10 +182,11 @@ impl Host {
         core_api::install(&lua, &reg)?;
         let prims = lua.create_table()?;
         let sleep = lua.create_table()?;
+        let io = lua.create_table()?;
         let (new_txn, run, new_applet): (Function, Function, Function) = lua
             .load(include_str!("prelude.lua"))
             .set_name("=prelude")
-            .call((prims.clone(), sleep.clone()))?;
+            .call((prims.clone(), sleep.clone(), io.clone()))?;
         let mangle = |n: &'static str| (n.replace('.', "_"), n);
         Ok(Host {
             lua,
@@ -191,6 +196,7 @@ impl Host {
             new_applet,
             prims,
             sleep,
+            io,
             fetch_names: crate::sample::fetch::all()
                 .map(|f| mangle(f.name))
                 .collect(),

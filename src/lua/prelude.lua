@@ -2,7 +2,7 @@
 -- Fetches and Converters objects, and the core functions that yield.
 -- `S.call(<primitive>, ...)` is the function sluice sets for the time of
 -- each run or resume of a script, over the request's primitives.
-local S, SLEEP = ...
+local S, SLEEP, IO = ...
 
 function core.sleep(s) coroutine.yield(SLEEP, math.floor(s * 1000)) end
 function core.msleep(ms) coroutine.yield(SLEEP, math.floor(ms)) end
@@ -52,6 +52,65 @@ function HTTP:req_set_path(p) S.call("set_target", "path", p) end
 function HTTP:req_set_query(q) S.call("set_target", "query", q) end
 function HTTP:req_set_uri(u) S.call("set_target", "uri", u) end
 function HTTP:res_set_status(code, reason) S.call("set_status", code, reason) end
+
+-- HAProxy's HttpClient: each method sends one request and waits for
+-- its response (`IO` yields: the worker serves others meanwhile).
+local HC = {}
+HC.__index = HC
+local function hc_send(method)
+  return function(_, req)
+    if type(req) ~= "table" then error("httpclient: a request table is expected", 2) end
+    local flat = {}
+    if type(req.headers) == "table" then
+      for name, vals in pairs(req.headers) do
+        if type(vals) == "table" then
+          for _, v in pairs(vals) do flat[#flat + 1] = { tostring(name), tostring(v) } end
+        end
+      end
+    end
+    local status, reason, hdrs, body =
+      coroutine.yield(IO, "http", method, req.url, flat, req.body, req.timeout, req.dst)
+    if status == nil then error(reason, 2) end
+    return { status = status, reason = reason, headers = hdrs_table(hdrs), body = body }
+  end
+end
+HC.get, HC.head, HC.put = hc_send("GET"), hc_send("HEAD"), hc_send("PUT")
+HC.post, HC.delete = hc_send("POST"), hc_send("DELETE")
+function core.httpclient() return setmetatable({}, HC) end
+
+-- HAProxy's Socket (`core.tcp()`), as LuaSocket's: its number among its
+-- coroutine's sockets once connected, its timeout in seconds.
+local SOCK = {}
+SOCK.__index = SOCK
+function core.tcp() return setmetatable({}, SOCK) end
+function SOCK:settimeout(t) self.timeout = tonumber(t); return 1 end
+function SOCK:connect(host, port)
+  local id, err = coroutine.yield(IO, "connect", host, port, self.timeout)
+  if id == nil then return nil, err end
+  self.id = id
+  return 1
+end
+function SOCK:send(data, i, j)
+  if self.id == nil then return nil, "connection closed." end
+  data = tostring(data)
+  if i ~= nil then data = string.sub(data, i, j or -1) end
+  return coroutine.yield(IO, "send", self.id, data, self.timeout)
+end
+function SOCK:receive(pattern, prefix)
+  if self.id == nil then return nil, "connection closed." end
+  return coroutine.yield(IO, "receive", self.id, pattern, prefix, self.timeout)
+end
+function SOCK:close()
+  if self.id ~= nil then coroutine.yield(IO, "close", self.id); self.id = nil end
+end
+function SOCK:getpeername()
+  if self.id == nil then return nil end
+  return coroutine.yield(IO, "peer", self.id)
+end
+function SOCK:getsockname()
+  if self.id == nil then return nil end
+  return coroutine.yield(IO, "name", self.id)
+end
 
 -- The one HTTP object (its methods keep no state of their own).
 local HTTP_OBJ = setmetatable({}, HTTP)

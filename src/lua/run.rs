@@ -187,6 +187,10 @@ impl Host {
         thread.set_hook(triggers(tune.forced_yield), hook);
         let mut spent = Duration::ZERO;
         let mut started = false;
+        // The results of the I/O the coroutine waited for, handed to it
+        // at the next resume; its sockets.
+        let mut io_done: Option<Vec<super::io::Out>> = None;
+        let mut sockets = super::io::Sockets::default();
         loop {
             let start = Instant::now();
             let r = {
@@ -195,7 +199,9 @@ impl Host {
                 call_bounded(&self.lua, left, || {
                     self.lua.scope(|scope| {
                         txn::install(scope, self, &cell, &flags)?;
-                        if started {
+                        if let Some(outs) = io_done.take() {
+                            thread.resume::<MultiValue>(super::io::to_lua(&self.lua, outs)?)
+                        } else if started {
                             thread.resume::<MultiValue>(())
                         } else {
                             thread.resume::<MultiValue>(first(self, &f)?)
@@ -230,6 +236,16 @@ impl Host {
             // A task of scripts a reload replaced ends at its next yield.
             if self.retired.load(std::sync::atomic::Ordering::Relaxed) {
                 return (Driven::Done, flags);
+            }
+            if matches!(vals.front(), Some(Value::Table(m)) if *m == self.io) {
+                let outs = match super::io::ask(&vals) {
+                    Ok(ask) => sockets.perform(ask).await,
+                    Err(e) => Err(e),
+                };
+                io_done = Some(outs.unwrap_or_else(|e| {
+                    vec![super::io::Out::Nil, super::io::Out::Str(e.into_bytes())]
+                }));
+                continue;
             }
             let ms = match (vals.front(), vals.get(1)) {
                 (Some(Value::Table(m)), Some(ms)) if *m == self.sleep => ms.as_i64().unwrap_or(0),
