@@ -57,7 +57,33 @@ fn load_errors_and_lua_lines_are_haproxys() {
             "global\n    lua-load {actions}\n{DEFAULTS}frontend fe\n    bind 127.0.0.1:0\n    {rule}\n    default_backend be\nbackend be\n    server s 127.0.0.1:1\n"
         )
     };
+    let services = script("services.lua");
+    let tcp_rule = |mode: &str, rule: &str| {
+        format!(
+            "global\n    lua-load {services}\n{DEFAULTS}frontend fe\n    mode {mode}\n    bind 127.0.0.1:0\n    {rule}\n    default_backend be\nbackend be\n    mode {mode}\n    server s 127.0.0.1:1\n"
+        )
+    };
     let cases = [
+        (
+            "tcp-service",
+            tcp_rule("tcp", "tcp-request content use-service lua.lines"),
+        ),
+        (
+            "tcp-service-unknown",
+            tcp_rule("tcp", "tcp-request content use-service lua.nope"),
+        ),
+        (
+            "tcp-service-http-applet",
+            tcp_rule("tcp", "tcp-request content use-service lua.acme"),
+        ),
+        (
+            "tcp-service-on-http",
+            tcp_rule("http", "tcp-request content use-service lua.lines"),
+        ),
+        (
+            "tcp-service-extra",
+            tcp_rule("tcp", "tcp-request content use-service lua.lines extra"),
+        ),
         (
             "syntax",
             global(&format!("    lua-load {}", syntax.display())),
@@ -497,6 +523,51 @@ backend be
         assert_eq!(h.0.contains("200 OK"), req.starts_with("GET"), "{h:?}");
         assert_eq!(h.1.ends_with(" GET\n"), req.starts_with("GET"), "{h:?}");
         differ.compare(req.lines().next().unwrap_or(req), &h, &s);
+    }
+    differ.assert_none();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn services_read_their_clients_as_in_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = HTTP_LOG_GLOBAL.replacen(
+        "global\n",
+        &format!("global\n    lua-load {}\n", script("services.lua")),
+        1,
+    ) + "frontend fh
+    bind {fe0}
+    log-format \"%f %b/%s %ST %B %U %ts %{+Q}r\"
+    http-request use-service lua.echo-body
+frontend ft
+    bind {fe1}
+    mode tcp
+    log-format \"%ci %f %b/%s %ts %B %U %[var(txn.seen)]\"
+    tcp-request content use-service lua.lines
+";
+    let pair = Pair::start("lua-service-reads", &cfg, 2).await;
+    let mut differ = haproxy::Differences::default();
+    for req in [
+        "POST /x HTTP/1.1\r\nhost: h\r\ncontent-length: 18\r\nconnection: close\r\n\r\nl1\nAB rest of body",
+        "POST /x HTTP/1.1\r\nhost: h\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n3\r\nl1\n\r\nF\r\nAB rest of body\r\n0\r\n\r\n",
+        "GET /x HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n",
+    ] {
+        let [h, s] = pair.both(0, req).await;
+        if req.contains("content-length") {
+            assert!(
+                h.0.ends_with("line=[l1\n] two=[AB] rest=[ rest of body] more=[] len=18\n"),
+                "{h:?}"
+            );
+        }
+        differ.compare(req.lines().next().unwrap_or(req), &h, &s);
+    }
+    for req in ["hello\r\nabcdefg\nxyz", "one line only\n"] {
+        let [h, s] = pair.both_as(1, req, true).await;
+        if req.starts_with("hello") {
+            assert!(h.0.starts_with("first=[hello\r\n]\ntwo=[ab]\nrest=[cdefg\nxyz] var=hello src=127.0.0.1\nafter=[]\n"), "{h:?}");
+        }
+        differ.compare(format!("tcp {req:?}"), &h, &s);
     }
     differ.assert_none();
 }

@@ -916,6 +916,9 @@ pub(crate) enum TcpAction {
     /// `tcp-request content lua.<name> [args]`: an action a script
     /// registered for `tcp-req` (run without yielding).
     Lua(LuaAction),
+    /// `tcp-request content use-service lua.<name>`: the TCP service a
+    /// script registered serves the connection in a server's place.
+    LuaService(String),
 }
 
 /// What a proxy does, once its `http-request` rules have run, with the

@@ -17,6 +17,10 @@ pub(super) struct ReqTxn<'r, 'a> {
     pub(super) edits: &'r mut Option<Edits>,
     /// `txn:set_loglevel()`.
     pub(super) level: Option<LogLevel>,
+    /// An HTTP service's request body, and how much of it the script
+    /// read.
+    pub(super) body: Vec<u8>,
+    body_read: usize,
 }
 
 impl<'r, 'a> ReqTxn<'r, 'a> {
@@ -32,6 +36,8 @@ impl<'r, 'a> ReqTxn<'r, 'a> {
             orig,
             edits,
             level: None,
+            body: Vec::new(),
+            body_read: 0,
         }
     }
 }
@@ -122,6 +128,23 @@ impl Txn for ReqTxn<'_, '_> {
 
     fn set_loglevel(&mut self, level: u8) {
         self.level = Some(LogLevel::Severity(level));
+    }
+
+    fn body_len(&self) -> usize {
+        self.body.len()
+    }
+
+    fn read_body(&mut self, n: Option<usize>, line: bool) -> Vec<u8> {
+        let rest = &self.body[self.body_read..];
+        let take = if line {
+            rest.iter()
+                .position(|&c| c == b'\n')
+                .map_or(rest.len(), |i| i + 1)
+        } else {
+            n.map_or(rest.len(), |n| n.min(rest.len()))
+        };
+        self.body_read += take;
+        rest[..take].to_vec()
     }
 }
 

@@ -1766,6 +1766,24 @@ impl RuleRun<'_> {
         self.keep_local = self.keep && self.conn.pending != io::PendingBody::Partial;
     }
 
+    /// The request's body for a Lua HTTP service's `receive` and
+    /// `getline`: waited for (as much as HAProxy's buffer holds, within
+    /// the client's timeout), then copied; empty without one.
+    async fn service_body(&mut self, head: &Head) -> Vec<u8> {
+        if self.body == BodyKind::None {
+            return Vec::new();
+        }
+        self.send_continue(head).await;
+        let room = crate::http::body::room(head, self.fe.max_head, self.body == BodyKind::Chunked);
+        let _ =
+            crate::http::body::wait(self.conn, self.body, room, 0, self.fe.timeouts.client).await;
+        self.body_came();
+        let mut decoded = Vec::new();
+        crate::http::body::view(&self.conn.buf, self.body, room, &mut decoded)
+            .data
+            .to_vec()
+    }
+
     /// The body did not come in time: HAProxy 2.6 answers 408 and logs
     /// `cR--` without a request time, a failed request of the frontend.
     async fn body_timeout(&mut self, be: Option<&BackendRt>) -> Outcome {
@@ -1935,7 +1953,9 @@ impl RuleRun<'_> {
                     ));
                 }
                 HttpRequestAction::LuaService(name) => {
+                    let body = self.service_body(head).await;
                     let mut t = crate::http::lua_txn::ReqTxn::new(cx, head, orig, &mut *self.edits);
+                    t.body = body;
                     let reply = crate::http::lua_txn::run_service(name, &mut t).await;
                     self.rec.server =
                         crate::observe::outcome::SrvName::Applet(format!("<lua.{name}>").into());

@@ -3,8 +3,9 @@
 //! (`coroutine.yield(IO, op, ...)` in `prelude.lua`); the driver of
 //! `run.rs` reads it into an [`Ask`], performs it on the worker's
 //! runtime with the Lua state free, and resumes the coroutine with its
-//! results ([`Out`]). A coroutine's sockets are its own ([`Sockets`]):
-//! they close when it ends.
+//! results ([`Out`]). A coroutine's sockets are its own ([`Io`]): they
+//! close when it ends. A TCP service's client connection is read and
+//! written the same way ([`AppletConn`]).
 
 use std::time::Duration;
 
@@ -49,6 +50,10 @@ pub(super) enum Ask {
         sock: usize,
         peer: bool,
     },
+    /// A TCP service's `receive` (`Count`, or `All` without a size) and
+    /// `getline` (`Line`, its line end kept).
+    AppletRead(Pattern),
+    AppletSend(Vec<u8>),
 }
 
 /// What `receive` reads.
@@ -205,6 +210,12 @@ pub(super) fn ask(vals: &MultiValue) -> Result<Ask, String> {
         b"close" => Ask::Close {
             sock: sock(arg(0))?,
         },
+        b"applet_receive" => Ask::AppletRead(match int(arg(0)) {
+            Some(n) if n > 0 => Pattern::Count(n as usize),
+            _ => Pattern::All,
+        }),
+        b"applet_getline" => Ask::AppletRead(Pattern::Line),
+        b"applet_send" => Ask::AppletSend(bytes(arg(0)).unwrap_or_default()),
         b"peer" | b"name" => Ask::Name {
             sock: sock(arg(0))?,
             peer: op == b"peer",
@@ -223,11 +234,61 @@ struct Sock {
     eof: bool,
 }
 
-/// A coroutine's sockets, by the number its Lua object holds.
-#[derive(Default)]
-pub(super) struct Sockets(Vec<Option<Sock>>);
+/// The client connection of a TCP service.
+pub(crate) struct AppletConn<'c> {
+    pub(crate) stream: &'c mut crate::tls::Stream,
+    /// What was read from it and not yet given to the script (first, the
+    /// bytes the rules inspected).
+    pub(crate) buf: Vec<u8>,
+    /// The client closed its side.
+    pub(crate) eof: bool,
+    /// `timeout client`.
+    pub(crate) timeout: Option<Duration>,
+    /// Bytes sent to the client, received from it (the log's `%B`, `%U`).
+    pub(crate) sent: u64,
+    pub(crate) received: u64,
+}
 
-impl Sockets {
+impl AppletConn<'_> {
+    /// What `pattern` asks of the client: a count or a line (its line end
+    /// kept) as soon as it came, everything up to its close; what is left
+    /// when it closes first ("" past the end).
+    async fn read(&mut self, pattern: &Pattern) -> Vec<u8> {
+        loop {
+            let take = match pattern {
+                Pattern::Line => self.buf.iter().position(|&c| c == b'\n').map(|i| i + 1),
+                Pattern::Count(n) => (self.buf.len() >= *n).then_some(*n),
+                Pattern::All => None,
+            };
+            if let Some(n) = take {
+                return self.buf.drain(..n).collect();
+            }
+            if self.eof {
+                return std::mem::take(&mut self.buf);
+            }
+            self.buf.reserve(4096);
+            let read = self.stream.read_buf(&mut self.buf);
+            let n = match self.timeout {
+                Some(t) => tokio::time::timeout(t, read).await.unwrap_or(Ok(0)),
+                None => read.await,
+            };
+            match n {
+                Ok(0) | Err(_) => self.eof = true,
+                Ok(n) => self.received += n as u64,
+            }
+        }
+    }
+}
+
+/// A coroutine's sockets, by the number its Lua object holds, and a TCP
+/// service's client connection.
+#[derive(Default)]
+pub(crate) struct Io<'c> {
+    socks: Vec<Option<Sock>>,
+    pub(crate) applet: Option<AppletConn<'c>>,
+}
+
+impl Io<'_> {
     /// Performs `ask`: its results, or the error the script raises.
     pub(super) async fn perform(&mut self, ask: Ask) -> Result<Vec<Out>, String> {
         match ask {
@@ -246,12 +307,12 @@ impl Sockets {
                 timeout,
             } => Ok(match connect(&host, port, timeout).await {
                 Some(stream) => {
-                    self.0.push(Some(Sock {
+                    self.socks.push(Some(Sock {
                         stream,
                         buf: Vec::new(),
                         eof: false,
                     }));
-                    vec![Out::Int(self.0.len() as i64 - 1)]
+                    vec![Out::Int(self.socks.len() as i64 - 1)]
                 }
                 None => vec![Out::Nil, Out::str("Can't connect")],
             }),
@@ -288,8 +349,25 @@ impl Sockets {
                     None => vec![Out::Nil, Out::str(CLOSED)],
                 })
             }
+            Ask::AppletRead(pattern) => Ok(match self.applet.as_mut() {
+                Some(a) => vec![Out::Str(a.read(&pattern).await)],
+                None => vec![Out::Nil],
+            }),
+            Ask::AppletSend(data) => {
+                if let Some(a) = self.applet.as_mut() {
+                    let w = a.stream.write_all(&data);
+                    let ok = match a.timeout {
+                        Some(t) => matches!(tokio::time::timeout(t, w).await, Ok(Ok(()))),
+                        None => w.await.is_ok(),
+                    };
+                    if ok {
+                        a.sent += data.len() as u64;
+                    }
+                }
+                Ok(Vec::new())
+            }
             Ask::Close { sock } => {
-                if let Some(slot) = self.0.get_mut(sock) {
+                if let Some(slot) = self.socks.get_mut(sock) {
                     *slot = None;
                 }
                 Ok(Vec::new())
@@ -312,7 +390,7 @@ impl Sockets {
     }
 
     fn get(&mut self, sock: usize) -> Option<&mut Sock> {
-        self.0.get_mut(sock)?.as_mut()
+        self.socks.get_mut(sock)?.as_mut()
     }
 }
 

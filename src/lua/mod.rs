@@ -29,6 +29,7 @@ use crate::sample::arg::Arg;
 use crate::sample::script::{LoadReq, Scripts};
 use crate::sample::value::Sample;
 
+pub(crate) use io::{AppletConn, Io};
 pub(crate) use run::{ActionEnd, ServiceEnd};
 pub(crate) use txn::Txn;
 
@@ -74,8 +75,9 @@ pub(crate) struct Host {
     /// The prelude's `run`: a registered function called under its
     /// traceback handler.
     run: Function,
-    /// The prelude's AppletHTTP maker.
+    /// The prelude's AppletHTTP and AppletTCP makers.
     new_applet: Function,
+    new_applet_tcp: Function,
     /// The primitives' table the prelude's objects call (`S`).
     prims: Table,
     /// The value `core.sleep` and friends yield first.
@@ -183,10 +185,10 @@ impl Host {
         let prims = lua.create_table()?;
         let sleep = lua.create_table()?;
         let io = lua.create_table()?;
-        let (new_txn, run, new_applet): (Function, Function, Function) = lua
-            .load(include_str!("prelude.lua"))
-            .set_name("=prelude")
-            .call((prims.clone(), sleep.clone(), io.clone()))?;
+        let (new_txn, run, new_applet, new_applet_tcp): (Function, Function, Function, Function) =
+            lua.load(include_str!("prelude.lua"))
+                .set_name("=prelude")
+                .call((prims.clone(), sleep.clone(), io.clone()))?;
         let mangle = |n: &'static str| (n.replace('.', "_"), n);
         Ok(Host {
             lua,
@@ -194,6 +196,7 @@ impl Host {
             new_txn,
             run,
             new_applet,
+            new_applet_tcp,
             prims,
             sleep,
             io,

@@ -146,6 +146,23 @@ APPLET.unset_var = TXN.unset_var
 APPLET.set_priv = TXN.set_priv
 APPLET.get_priv = TXN.get_priv
 
+-- The AppletTCP object of a TCP service: the client connection, read
+-- and written as the script waits (`IO` yields).
+local TAPPLET = {}
+TAPPLET.__index = TAPPLET
+function TAPPLET:receive(n) return coroutine.yield(IO, "applet_receive", n) end
+function TAPPLET:getline() return coroutine.yield(IO, "applet_getline") end
+function TAPPLET:send(d) coroutine.yield(IO, "applet_send", tostring(d)) end
+TAPPLET.get_var = TXN.get_var
+TAPPLET.set_var = TXN.set_var
+TAPPLET.unset_var = TXN.unset_var
+TAPPLET.set_priv = TXN.set_priv
+TAPPLET.get_priv = TXN.get_priv
+
+local function new_applet_tcp()
+  return setmetatable({ f = F, sf = SF, c = C, sc = SC }, TAPPLET)
+end
+
 local function new_applet()
   local method, path, qs, version, length = S.call("request")
   return setmetatable({
@@ -190,4 +207,4 @@ local function new_txn(http)
   return t
 end
 
-return new_txn, run, new_applet
+return new_txn, run, new_applet, new_applet_tcp

@@ -174,6 +174,7 @@ impl Host {
         t: &mut T,
         timeout: Option<Duration>,
         what: &str,
+        sockets: &mut super::io::Io<'_>,
     ) -> (Driven, Flags) {
         let flags = Flags::default();
         let thread = match self.lua.create_thread(self.run.clone()) {
@@ -190,7 +191,6 @@ impl Host {
         // The results of the I/O the coroutine waited for, handed to it
         // at the next resume; its sockets.
         let mut io_done: Option<Vec<super::io::Out>> = None;
-        let mut sockets = super::io::Sockets::default();
         loop {
             let start = Instant::now();
             let r = {
@@ -287,7 +287,11 @@ impl Host {
             Ok(v)
         };
         let timeout = crate::sample::script::tune().session_timeout;
-        match self.drive(f, first, t, Some(timeout), &what).await.0 {
+        match self
+            .drive(f, first, t, Some(timeout), &what, &mut Default::default())
+            .await
+            .0
+        {
             Driven::Returned(v) => ActionEnd::of(v.front().and_then(Value::as_i64)),
             Driven::Done => ActionEnd::Done,
             Driven::Failed => ActionEnd::Failed,
@@ -309,7 +313,9 @@ impl Host {
             Ok(v)
         };
         let timeout = crate::sample::script::tune().service_timeout;
-        let (end, flags) = self.drive(f, first, t, Some(timeout), &what).await;
+        let (end, flags) = self
+            .drive(f, first, t, Some(timeout), &what, &mut Default::default())
+            .await;
         let reply = flags.reply.into_inner();
         match end {
             Driven::Failed => ServiceEnd::Failed,
@@ -320,6 +326,30 @@ impl Host {
 }
 
 impl Host {
+    /// Runs the TCP service `name` over `t` and the client connection
+    /// `io.applet` until it ends: false when it failed (reported).
+    pub(crate) async fn run_tcp_service<T: Txn + Send>(
+        &self,
+        name: &str,
+        t: &mut T,
+        io: &mut super::io::Io<'_>,
+    ) -> bool {
+        let Some(f) = self.registered().services.get(name).map(|s| s.0.clone()) else {
+            return false;
+        };
+        let what = format!("Lua applet tcp '<lua.{name}>'");
+        let first = |host: &Host, f: &Function| {
+            let applet: Table = host.new_applet_tcp.call(())?;
+            let mut v = mlua::Variadic::new();
+            v.push(Value::Function(f.clone()));
+            v.push(Value::Table(applet));
+            Ok(v)
+        };
+        let timeout = crate::sample::script::tune().service_timeout;
+        let (end, _) = self.drive(f, first, t, Some(timeout), &what, io).await;
+        !matches!(end, Driven::Failed)
+    }
+
     /// Runs a `core.register_task` function until it returns, fails, or
     /// a reload replaces these scripts (`tune.lua.task-timeout` of Lua
     /// time, unbounded by default).
@@ -331,7 +361,15 @@ impl Host {
         };
         let timeout = crate::sample::script::tune().task_timeout;
         let mut t = txn::NoTxn;
-        self.drive(f, first, &mut t, timeout, "Lua task").await;
+        self.drive(
+            f,
+            first,
+            &mut t,
+            timeout,
+            "Lua task",
+            &mut Default::default(),
+        )
+        .await;
     }
 
     /// Runs the `core.register_init` functions, in order.

@@ -155,6 +155,17 @@ pub(crate) async fn serve(
         &mut fx,
     );
     rec.level = fx.level;
+    if verdict == Verdict::Service {
+        let cx = crate::sample::Ctx {
+            vars: Some(&vars),
+            ..crate::acl::eval::RequestView::sample_ctx(&view)
+        };
+        let name = fx.service.take().unwrap_or_default();
+        lua_service(&name, &mut stream, &payload, cx, fe, &mut rec).await;
+        vars.to_response();
+        end(&mut rec, Some(&vars));
+        return;
+    }
     if verdict != Verdict::Accept {
         rec.tally.dreq = Rows::FE;
         rec.term(Cause::Proxy, Phase::Request);
@@ -215,6 +226,18 @@ pub(crate) async fn serve(
         &mut rec,
         || client.dst().or_else(|| stream.local_addr().ok()),
     );
+    if verdict == Verdict::Service {
+        let cx = crate::sample::Ctx {
+            vars: Some(&vars),
+            ..crate::acl::eval::RequestView::sample_ctx(&view)
+        };
+        let name = fx.service.take().unwrap_or_default();
+        lua_service(&name, &mut stream, &payload, cx, fe, &mut rec).await;
+        rec.tally.intercepted = Rows::FE_BE;
+        vars.to_response();
+        end(&mut rec, Some(&vars));
+        return;
+    }
     if verdict != Verdict::Accept {
         rec.tally.dreq = Rows::BE;
         rec.term(Cause::Proxy, Phase::Request);
@@ -543,6 +566,46 @@ pub(crate) async fn serve(
     // gone (HAProxy's log line reads the response's side).
     vars.to_response();
     end(&mut rec, Some(&vars));
+}
+
+/// `tcp-request content use-service lua.<name>`: the script's TCP
+/// service serves the client in a server's place, logged as HAProxy logs
+/// it (`<lua.name>` for the server, its bytes both ways), counted as an
+/// interception.
+async fn lua_service(
+    name: &str,
+    stream: &mut Stream,
+    payload: &[u8],
+    cx: crate::sample::Ctx<'_>,
+    fe: &FrontendRt,
+    rec: &mut LogRecord,
+) {
+    rec.server = crate::observe::outcome::SrvName::Applet(format!("<lua.{name}>").into());
+    rec.tally.intercepted = Rows::FE;
+    let Some(scripts) = crate::sample::script::active() else {
+        return;
+    };
+    let Some(host) = scripts.as_any().downcast_ref::<crate::lua::Host>() else {
+        return;
+    };
+    let mut io = crate::lua::Io::default();
+    io.applet = Some(crate::lua::AppletConn {
+        stream: &mut *stream,
+        buf: payload.to_vec(),
+        eof: false,
+        timeout: fe.timeouts.client,
+        sent: 0,
+        received: payload.len() as u64,
+    });
+    let mut t = crate::lua::txn::FetchTxn(cx);
+    host.run_tcp_service(name, &mut t, &mut io).await;
+    if let Some(a) = io.applet.take() {
+        rec.bytes_in = a.received;
+        rec.bytes_out = a.sent;
+        (rec.tally.fe_in, rec.tally.fe_out) = (a.received, a.sent);
+        rec.null = a.received == 0;
+    }
+    let _ = tokio::io::AsyncWriteExt::shutdown(stream).await;
 }
 
 /// The addresses `set-src`, `set-dst` and their ports gave the session

@@ -54,6 +54,9 @@ pub(crate) enum Verdict {
     /// `tcp-response content close`: the server's side closed, what was
     /// read from it still delivered.
     Close,
+    /// `use-service lua.<name>`: the service named in
+    /// [`Effects::service`] serves the connection.
+    Service,
 }
 
 /// What the rules asked of the session beside their verdict: its log
@@ -70,6 +73,8 @@ pub(crate) struct Effects {
     pub(crate) dst: Option<SocketAddr>,
     /// `capture`: the values for the request capture slots, by slot.
     pub(crate) captures: Vec<(usize, Vec<u8>)>,
+    /// `use-service lua.<name>`: the service's name.
+    pub(crate) service: Option<String>,
 }
 
 impl Effects {
@@ -201,6 +206,10 @@ pub(crate) fn run_partial(
             TcpAction::Reject => return Some(Verdict::Reject),
             TcpAction::SilentDrop => return Some(Verdict::SilentDrop),
             TcpAction::Close => return Some(Verdict::Close),
+            TcpAction::LuaService(name) => {
+                fx.service = Some(name.clone());
+                return Some(Verdict::Service);
+            }
             TcpAction::Var(rule) => {
                 // Stored silently or not at all, as in HAProxy.
                 rule.run(&crate::sample::Ctx {
