@@ -16,6 +16,7 @@
 mod core_api;
 mod httpclient;
 mod io;
+mod proxies;
 mod run;
 pub(crate) mod txn;
 
@@ -62,6 +63,8 @@ pub(crate) struct Registered {
     convs: HashMap<String, Function>,
     /// Services and whether each is HTTP (`"http"`) or TCP.
     services: HashMap<String, (Function, bool)>,
+    /// `core.register_cli`: each command's words, usage and function.
+    clis: Vec<(Vec<String>, String, Function)>,
     inits: Vec<Function>,
     tasks: Vec<Function>,
 }
@@ -78,6 +81,10 @@ pub(crate) struct Host {
     /// The prelude's AppletHTTP and AppletTCP makers.
     new_applet: Function,
     new_applet_tcp: Function,
+    /// The prelude's maker of `core.proxies` and its friends.
+    set_proxies: Function,
+    /// The prelude's maker of a CLI command's applet.
+    new_cli: Function,
     /// The primitives' table the prelude's objects call (`S`).
     prims: Table,
     /// The value `core.sleep` and friends yield first.
@@ -104,7 +111,8 @@ static STARTED: Mutex<Option<Arc<dyn Scripts>>> = Mutex::new(None);
 /// After a start or a reload: the running configuration's scripts run
 /// their `core.register_init` functions, then their tasks start on the
 /// calling runtime; the tasks of the scripts they replace end.
-pub(crate) fn spawn() {
+pub(crate) fn spawn(rt: &Arc<crate::snapshot::runtime::Runtime>) {
+    proxies::set_runtime(rt);
     let current = crate::sample::script::active();
     let mut started = STARTED.lock().unwrap_or_else(|e| e.into_inner());
     let same = match (&*started, &current) {
@@ -129,6 +137,9 @@ pub(crate) fn spawn() {
     let Some(host) = scripts.as_any().downcast_ref::<Host>() else {
         return;
     };
+    if let Err(e) = proxies::describe(&host.lua, rt).and_then(|l| host.set_proxies.call::<()>(l)) {
+        run::report(&format!("Lua: {}.", message(&e)));
+    }
     host.run_inits();
     let tasks = host.registered().tasks.clone();
     for f in tasks {
@@ -139,6 +150,14 @@ pub(crate) fn spawn() {
             }
         });
     }
+}
+
+/// A command of the stats socket a script registered
+/// (`core.register_cli`): its answer, or None when `words` name none.
+pub(crate) fn run_cli(words: &[String]) -> Option<String> {
+    let scripts = crate::sample::script::active()?;
+    let host = scripts.as_any().downcast_ref::<Host>()?;
+    host.run_cli(words)
 }
 
 fn load(prev: Option<&Arc<dyn Scripts>>, req: &LoadReq<'_>) -> Result<Arc<dyn Scripts>, String> {
@@ -185,10 +204,12 @@ impl Host {
         let prims = lua.create_table()?;
         let sleep = lua.create_table()?;
         let io = lua.create_table()?;
-        let (new_txn, run, new_applet, new_applet_tcp): (Function, Function, Function, Function) =
-            lua.load(include_str!("prelude.lua"))
-                .set_name("=prelude")
-                .call((prims.clone(), sleep.clone(), io.clone()))?;
+        proxies::install(&lua, &prims)?;
+        type Made = (Function, Function, Function, Function, Function, Function);
+        let (new_txn, run, new_applet, new_applet_tcp, set_proxies, new_cli): Made = lua
+            .load(include_str!("prelude.lua"))
+            .set_name("=prelude")
+            .call((prims.clone(), sleep.clone(), io.clone()))?;
         let mangle = |n: &'static str| (n.replace('.', "_"), n);
         Ok(Host {
             lua,
@@ -197,6 +218,8 @@ impl Host {
             run,
             new_applet,
             new_applet_tcp,
+            set_proxies,
+            new_cli,
             prims,
             sleep,
             io,

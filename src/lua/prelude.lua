@@ -112,6 +112,41 @@ function SOCK:getsockname()
   return coroutine.yield(IO, "name", self.id)
 end
 
+-- What a script sees of the running process: `show info`'s fields, the
+-- proxies and their servers (`S.info`, `S.px` and `S.srv` read them at
+-- each call), made once the process started (`set_proxies`).
+function core.get_info() return S.info() end
+local PROXY, SERVER = {}, {}
+PROXY.__index, SERVER.__index = PROXY, SERVER
+function PROXY:get_stats() return S.px("stats", self.name) end
+function PROXY:get_cap() return S.px("cap", self.name) end
+function PROXY:get_mode() return S.px("mode", self.name) end
+local function srv(op) return function(self, arg) return S.srv(op, self.__px, self.name, arg) end end
+SERVER.get_stats, SERVER.get_addr, SERVER.get_weight = srv("stats"), srv("addr"), srv("weight")
+SERVER.set_weight, SERVER.get_maxconn, SERVER.is_draining = srv("set_weight"), srv("maxconn"), srv("draining")
+SERVER.set_maint, SERVER.set_drain, SERVER.set_ready = srv("maint"), srv("drain"), srv("ready")
+local function set_proxies(list)
+  local all, fes, bes = {}, {}, {}
+  for _, p in ipairs(list) do
+    local servers = {}
+    for _, s in ipairs(p.servers) do
+      servers[s.name] = setmetatable({ name = s.name, puid = s.puid, __px = p.name }, SERVER)
+    end
+    local px = setmetatable({ name = p.name, uuid = p.uuid, servers = servers, listeners = {} }, PROXY)
+    all[p.name] = px
+    if p.fe then fes[p.name] = px end
+    if p.be then bes[p.name] = px end
+  end
+  core.proxies, core.frontends, core.backends = all, fes, bes
+end
+
+-- The applet of a `core.register_cli` function: what it sends is the
+-- command's answer.
+local CLI = {}
+CLI.__index = CLI
+function CLI:send(d) S.call("svc_send", tostring(d)) end
+local function new_cli() return setmetatable({}, CLI) end
+
 -- The one HTTP object (its methods keep no state of their own).
 local HTTP_OBJ = setmetatable({}, HTTP)
 
@@ -207,4 +242,4 @@ local function new_txn(http)
   return t
 end
 
-return new_txn, run, new_applet, new_applet_tcp
+return new_txn, run, new_applet, new_applet_tcp, set_proxies, new_cli

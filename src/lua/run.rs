@@ -60,15 +60,24 @@ pub(super) fn call_sync(
     t: &mut dyn Txn,
     f: impl FnOnce(&Host) -> mlua::Result<MultiValue>,
 ) -> Result<Value, String> {
+    call_sync_with(host, t, &Flags::default(), f)
+}
+
+/// [`call_sync`] leaving what the function did in `flags`.
+pub(super) fn call_sync_with(
+    host: &Host,
+    t: &mut dyn Txn,
+    flags: &Flags,
+    f: impl FnOnce(&Host) -> mlua::Result<MultiValue>,
+) -> Result<Value, String> {
     let timeout = crate::sample::script::tune().session_timeout;
-    let flags = Flags::default();
     let cell: RefCell<&mut dyn Txn> = RefCell::new(t);
     // A fetch a script calls from a script (`txn.f:lua_x()`) runs inside
     // the caller's resume: the caller's primitives come back after it.
     let saved: Vec<(Value, Value)> = host.prims.pairs().flatten().collect();
     let r = call_bounded(&host.lua, Some(timeout), || {
         host.lua.scope(|scope| {
-            txn::install(scope, host, &cell, &flags)?;
+            txn::install(scope, host, &cell, flags)?;
             f(host)
         })
     });
@@ -370,6 +379,37 @@ impl Host {
             &mut Default::default(),
         )
         .await;
+    }
+
+    /// A command of the stats socket the scripts registered: what its
+    /// function sent, once it returned (it cannot yield); None when
+    /// `words` name none (the longest path that starts them wins).
+    pub(crate) fn run_cli(&self, words: &[String]) -> Option<String> {
+        let (path, f) = self
+            .registered()
+            .clis
+            .iter()
+            .filter(|(p, _, _)| words.len() >= p.len() && p.iter().zip(words).all(|(a, b)| a == b))
+            .max_by_key(|(p, _, _)| p.len())
+            .map(|(p, _, f)| (p.join("."), f.clone()))?;
+        let mut t = txn::NoTxn;
+        let flags = Flags::default();
+        let r = call_sync_with(self, &mut t, &flags, |host| {
+            let applet: Table = host.new_cli.call(())?;
+            let mut v = mlua::Variadic::new();
+            v.push(Value::Function(f));
+            v.push(Value::Table(applet));
+            for w in words {
+                v.push(Value::String(host.lua.create_string(w)?));
+            }
+            host.run.call::<MultiValue>(v)
+        });
+        if let Err(e) = r {
+            report(&format!("Lua cli '<lua.cli.{path}>': {e}."));
+            return Some(String::new());
+        }
+        let body = std::mem::take(&mut flags.reply.borrow_mut().body);
+        Some(String::from_utf8_lossy(&body).into_owned())
     }
 
     /// Runs the `core.register_init` functions, in order.
