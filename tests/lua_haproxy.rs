@@ -503,9 +503,10 @@ async fn tcp_content_actions_are_haproxys() {
     ) + "frontend fe
     bind {fe0}
     mode tcp
-    log-format \"%ci %f %b/%s %ts %[var(txn.first)]\"
+    log-format \"%ci %f %b/%s %ts %[var(txn.napped)] %[var(txn.first)]\"
     tcp-request inspect-delay 5s
     tcp-request content lua.gate if { req.len ge 3 }
+    tcp-request content lua.napgate
     default_backend be
 backend be
     mode tcp
@@ -521,7 +522,11 @@ backend be
         let [h, s] = pair.both_as(0, req, true).await;
         // The gate lets GET through (its first bytes noted), refuses BAD.
         assert_eq!(h.0.contains("200 OK"), req.starts_with("GET"), "{h:?}");
-        assert_eq!(h.1.ends_with(" GET\n"), req.starts_with("GET"), "{h:?}");
+        assert_eq!(
+            h.1.ends_with(" slept-27 GET\n"),
+            req.starts_with("GET"),
+            "{h:?}"
+        );
         differ.compare(req.lines().next().unwrap_or(req), &h, &s);
     }
     differ.assert_none();

@@ -146,14 +146,15 @@ pub(crate) async fn serve(
     let sess_vars = crate::sample::vars::SessVars::default();
     let vars = crate::sample::vars::Vars::new(&sess_vars);
     let mut fx = crate::tcp::rules::Effects::default();
-    let verdict = crate::tcp::rules::run(
+    let verdict = crate::tcp::rules::run_waiting(
         &fe.tcp_content,
         &fe.acls,
         &view,
         Some(&vars),
         Level::Stream,
         &mut fx,
-    );
+    )
+    .await;
     rec.level = fx.level;
     if verdict == Verdict::Service {
         let cx = crate::sample::Ctx {
@@ -202,7 +203,7 @@ pub(crate) async fn serve(
     rec.assign_backend(&be);
     let bc = &be.state.counters;
     let verdict = if be.iid != fe.iid {
-        crate::tcp::rules::run(
+        crate::tcp::rules::run_waiting(
             &be.tcp_content,
             &be.acls,
             &view,
@@ -210,6 +211,7 @@ pub(crate) async fn serve(
             Level::Stream,
             &mut fx,
         )
+        .await
     } else {
         Verdict::Accept
     };

@@ -189,10 +189,134 @@ pub(crate) fn run_partial(
     fx: &mut Effects,
     last: bool,
 ) -> Option<Verdict> {
+    match run_from(rules, 0, acls, view, vars, level, fx, last, false) {
+        Step::Done(v) => v,
+        // Not asked for: Lua actions run where they are.
+        Step::Lua(_) => Some(Verdict::Accept),
+    }
+}
+
+/// Where a run of the rules stopped.
+enum Step {
+    /// What [`run_partial`] gives.
+    Done(Option<Verdict>),
+    /// At this Lua action, whose condition held, for the caller to run
+    /// it where it may wait.
+    Lua(usize),
+}
+
+/// [`run`], where the rules' Lua actions may wait (`core.sleep`, a
+/// socket, an HTTP exchange) on the worker's runtime: the rules stop at
+/// each, which runs as a coroutine, then go on after it. Rules without
+/// one run as [`run`] runs them.
+pub(crate) async fn run_waiting(
+    rules: &TcpRules,
+    acls: &AclSet,
+    view: &View<'_>,
+    vars: Option<&crate::sample::vars::Vars<'_>>,
+    level: Level,
+    fx: &mut Effects,
+) -> Verdict {
+    let mut from = 0;
+    loop {
+        // The rules after a `set-src` or `set-dst` see its address.
+        let moved = View {
+            src: fx.src.or(view.src),
+            local: fx.dst.or(view.local),
+            ..*view
+        };
+        let at = match run_from(rules, from, acls, &moved, vars, level, fx, true, true) {
+            Step::Done(v) => return v.unwrap_or(Verdict::Accept),
+            Step::Lua(at) => at,
+        };
+        from = at + 1;
+        let Some((TcpAction::Lua(a), _)) = rules.get(at) else {
+            continue;
+        };
+        let Some(scripts) = crate::sample::script::active() else {
+            continue;
+        };
+        let Some(host) = scripts.as_any().downcast_ref::<crate::lua::Host>() else {
+            continue;
+        };
+        let mut t = crate::lua::txn::FetchTxn(crate::sample::Ctx {
+            vars,
+            ..moved.sample_ctx()
+        });
+        use crate::lua::ActionEnd;
+        match host
+            .run_action(&a.name, &a.args, crate::lua::TCP_REQ, &mut t)
+            .await
+        {
+            ActionEnd::Continue | ActionEnd::Failed => {}
+            ActionEnd::Stop | ActionEnd::Done => return Verdict::Accept,
+            ActionEnd::Deny | ActionEnd::Error | ActionEnd::Invalid | ActionEnd::Abort => {
+                return Verdict::Reject;
+            }
+        }
+    }
+}
+
+/// The rules from `from` on; `pause` stops at a Lua action.
+#[allow(clippy::too_many_arguments)]
+fn run_from(
+    rules: &TcpRules,
+    from: usize,
+    acls: &AclSet,
+    view: &View<'_>,
+    vars: Option<&crate::sample::vars::Vars<'_>>,
+    level: Level,
+    fx: &mut Effects,
+    last: bool,
+    pause: bool,
+) -> Step {
+    let mut paused = None;
+    let (view, vars) = (*view, vars);
+    let v = run_body(
+        rules,
+        from,
+        acls,
+        view,
+        (vars, level),
+        fx,
+        last,
+        pause.then_some(&mut paused),
+    );
+    match paused {
+        Some(at) => Step::Lua(at),
+        None => Step::Done(v),
+    }
+}
+
+/// [`run_from`]'s loop: a Lua action met with `paused` given is noted
+/// there, and the loop ends.
+#[allow(clippy::too_many_arguments)]
+fn run_body(
+    rules: &TcpRules,
+    from: usize,
+    acls: &AclSet,
+    mut view: View<'_>,
+    (vars, level): (Option<&crate::sample::vars::Vars<'_>>, Level),
+    fx: &mut Effects,
+    last: bool,
+    mut paused: Option<&mut Option<usize>>,
+) -> Option<Verdict> {
     // The rules after a `set-src` or `set-dst` see its address.
-    let mut view = *view;
     let view = &mut view;
-    for (action, cond) in rules {
+    for (at, (action, cond)) in rules.iter().enumerate().skip(from) {
+        if let Some(p) = paused.as_deref_mut()
+            && matches!(action, TcpAction::Lua(_))
+        {
+            let holds = match cond {
+                None => true,
+                Some(c) => acls.eval(c, view),
+            };
+            if holds {
+                *p = Some(at);
+                return None;
+            }
+            continue;
+        }
         let holds = match cond {
             None => true,
             Some(c) if last => acls.eval(c, view),
