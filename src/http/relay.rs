@@ -121,7 +121,7 @@ impl<'a> Relay<'a> {
         if !(self.fe.spoe.is_empty() && self.be.spoe.is_empty()) {
             Box::pin(self.spoe_response(&resp)).await;
         }
-        let ready = match self.prepare(resp) {
+        let ready = match self.prepare(resp).await {
             Ok(r) => r,
             Err(refusal) => return Box::pin(self.refused(refusal)).await,
         };
@@ -366,7 +366,7 @@ impl<'a> Relay<'a> {
     /// will be sent, or the answer that replaces it.
     /// Synchronous: what refuses the response is answered by
     /// [`Relay::refused`].
-    fn prepare(&mut self, mut resp: Head) -> Result<Ready, Refusal<'a>> {
+    async fn prepare(&mut self, mut resp: Head) -> Result<Ready, Refusal<'a>> {
         let be = self.be;
         let body = match resp.response_body(self.req.method()) {
             Ok(b) => b,
@@ -417,7 +417,7 @@ impl<'a> Relay<'a> {
         }
         let mut edits = None;
         if self.has_response_rules() {
-            edits = self.response_rules(&mut resp, body, cookie)?;
+            edits = self.response_rules(&mut resp, body, cookie).await?;
         } else {
             cookie(&resp, &mut edits);
         }
@@ -480,7 +480,7 @@ impl<'a> Relay<'a> {
 
     /// `http-response` rules and legacy `rsp*` filters: the backend's,
     /// then the frontend's. A deny answers in the server's stead.
-    fn response_rules(
+    async fn response_rules(
         &mut self,
         resp: &mut Head,
         body: BodyKind,
@@ -530,7 +530,9 @@ impl<'a> Relay<'a> {
             cookie,
             res_body.as_ref(),
             Some(store),
-        ) {
+        )
+        .await
+        {
             Ok(e) => {
                 if (marks.tos.is_some() || marks.mark.is_some())
                     && let Some(tcp) = self.client.stream.tcp()
@@ -1179,7 +1181,7 @@ fn is_empty(e: &Edits) -> bool {
 /// The `http-response` rules (and `http-after-response`) on an answer
 /// from the cache: as on a server's, the server being `<CACHE>`; a deny
 /// is `Err`.
-pub(super) fn rules_on_hit(
+pub(super) async fn rules_on_hit(
     fe: &FrontendRt,
     be: &BackendRt,
     req: &Head,
@@ -1214,7 +1216,9 @@ pub(super) fn rules_on_hit(
         // `set-tos` and `set-mark` are not applied.
         marks: &mut rules::SockMarks::default(),
     };
-    response_edits(fe, be, &who, req, ctx, resp, log, |_, _| {}, None, None).map_err(|_| ())
+    response_edits(fe, be, &who, req, ctx, resp, log, |_, _| {}, None, None)
+        .await
+        .map_err(|_| ())
 }
 
 /// What the response rules write into the request's log record: the
@@ -1262,7 +1266,7 @@ fn sid(be: &BackendRt, name: &str) -> Option<u32> {
 /// (the persistence cookie), then the `http-after-response` rules. The
 /// filters may replace `resp` with their rewrite.
 #[allow(clippy::too_many_arguments)]
-fn response_edits<'r>(
+async fn response_edits<'r>(
     fe: &'r FrontendRt,
     be: &'r BackendRt,
     who: &Who<'_>,
@@ -1387,7 +1391,9 @@ fn response_edits<'r>(
                         status: None,
                         level: None,
                     };
-                    let end = crate::http::lua_txn::run_response(a, &mut t);
+                    // Boxed: the coroutine's state stays out of the relay's
+                    // future when no script runs.
+                    let end = Box::pin(crate::http::lua_txn::run_response(a, &mut t)).await;
                     let (status, level) = (t.status.take(), t.level);
                     if let Some(l) = level {
                         *log.level = Some(l);

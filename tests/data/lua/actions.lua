@@ -68,3 +68,9 @@ core.register_action("napgate", { "tcp-req" }, function(txn)
   core.msleep(10)
   txn:set_var("txn.napped", "slept-" .. txn.sf:req_len())
 end)
+
+-- A response action that waits before it tags the answer.
+core.register_action("slowres", { "http-res" }, function(txn)
+  core.msleep(10)
+  txn.http:res_add_header("x-slept", txn:get_var("txn.napped"))
+end)
