@@ -141,17 +141,21 @@ counted() { # port n
   awk '/alloc-count:/ {print $2}' "$cfg.log"
 }
 
-# Syscalls and context switches per request under wrk -c$C.
-under_load() { # name pid port
-  local name=$1 pid=$2 port=$3
+# Syscalls and context switches per request under wrk -c$C; with a
+# fourth argument, each request also sends that header (`Connection:
+# close`: a new connection per request).
+under_load() { # name pid port [header]
+  local name=$1 pid=$2 port=$3 hdr=${4:-}
   local trace="$tmp/strace-$name"
+  local how="wrk -c$C"
+  [ -n "$hdr" ] && how="$how, $hdr"
   timeout $((SECS + 3)) strace -c -f -p "$pid" -o "$trace" 2>/dev/null &
   local tracer=$!
   sleep 0.5
   local req
-  req=$(wrk -t1 -c"$C" -d"${SECS}s" "http://127.0.0.1:$port/" | awk '/requests in/ {print $1}')
+  req=$(wrk -t1 -c"$C" -d"${SECS}s" ${hdr:+-H "$hdr"} "http://127.0.0.1:$port/" | awk '/requests in/ {print $1}')
   wait "$tracer" || true
-  echo "### $name: system calls per request (strace -c -f, wrk -c$C, $req requests)"
+  echo "### $name: system calls per request (strace -c -f, $how, $req requests)"
   echo
   if [ ! -s "$trace" ]; then
     echo "(strace could not attach here: see kernel.yama.ptrace_scope)"
@@ -165,9 +169,9 @@ under_load() { # name pid port
   echo
   local s0 s1
   s0=$(cat /proc/"$pid"/task/*/status | awk '/^voluntary/ {v+=$2} /^nonvoluntary/ {n+=$2} END {print v, n}')
-  req=$(wrk -t1 -c"$C" -d"${SECS}s" "http://127.0.0.1:$port/" | awk '/requests in/ {print $1}')
+  req=$(wrk -t1 -c"$C" -d"${SECS}s" ${hdr:+-H "$hdr"} "http://127.0.0.1:$port/" | awk '/requests in/ {print $1}')
   s1=$(cat /proc/"$pid"/task/*/status | awk '/^voluntary/ {v+=$2} /^nonvoluntary/ {n+=$2} END {print v, n}')
-  echo "$s0 $s1 $req" | awk -v name="$name" '{ printf "%s: context switches per request (wrk -c%d, no tracer): voluntary %.3f, involuntary %.3f\n\n", name, '"$C"', ($3 - $1) / $5, ($4 - $2) / $5 }'
+  echo "$s0 $s1 $req" | awk -v name="$name" -v how="$how" '{ printf "%s: context switches per request (%s, no tracer): voluntary %.3f, involuntary %.3f\n\n", name, how, ($3 - $1) / $5, ($4 - $2) / $5 }'
 }
 
 echo "# Accounting per request, $(date +%F)"
@@ -178,11 +182,13 @@ port=$((BASE + 1))
 config 2 "$port" >"$tmp/sluice.cfg"
 pid=$(start "$tmp/sluice.cfg" "$port" "$sluice")
 under_load sluice "$pid" "$port"
+under_load sluice "$pid" "$port" "Connection: close"
 stop "$pid"
 port=$((BASE + 2))
 config 2 "$port" >"$tmp/haproxy.cfg"
 pid=$(start "$tmp/haproxy.cfg" "$port" haproxy)
 under_load haproxy "$pid" "$port"
+under_load haproxy "$pid" "$port" "Connection: close"
 stop "$pid"
 
 echo "### Counted on one thread (valgrind), per keep-alive request"

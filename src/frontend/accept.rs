@@ -125,7 +125,7 @@ pub(crate) async fn serve_screened(
             crate::state::table::track::session(t);
         }
     }
-    crate::frontend::listener::spawn_accepted(client, stream, peer, serving, tls)
+    crate::frontend::listener::spawn_accepted(client, stream.into(), peer, serving, tls)
 }
 
 /// Which of a frontend's rules run before the session starts.
@@ -187,7 +187,7 @@ fn rules(
     };
     let mut fx = crate::tcp::rules::Effects::default();
     let verdict = crate::tcp::rules::run(set, &fe.acls, &view, None, Level::Session, &mut fx);
-    fx.mark(Some(stream));
+    fx.mark(Some(std::os::fd::AsFd::as_fd(stream)));
     (verdict, fx)
 }
 

@@ -7,6 +7,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 
+use crate::tls::TcpConn;
 use arc_swap::ArcSwap;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::io::Interest;
@@ -297,20 +298,22 @@ fn serve_new(
     peer: Option<SocketAddr>,
     local: &ListenAddr,
 ) {
-    // Non-blocking already (accept4).
-    let Ok(stream) = TcpStream::from_std(stream) else {
-        // Unusable socket: dropping it closes the connection.
-        return;
-    };
     let (client, peer, serving, screen, tls) =
         open_client(rt, frontend, permits, &stream, peer, local);
     if let Some(screen) = screen {
+        // Non-blocking already (accept4).
+        let Ok(stream) = TcpStream::from_std(stream) else {
+            // Unusable socket: dropping it closes the connection.
+            return;
+        };
         tokio::spawn(crate::frontend::accept::serve_screened(
             client, stream, peer, serving, screen, tls,
         ));
         return;
     }
-    spawn_accepted(client, stream, peer, serving, tls);
+    // Not registered with the reactor until it has to wait: a request
+    // already there is read, answered and closed without `epoll_ctl`.
+    spawn_accepted(client, TcpConn::unregistered(stream), peer, serving, tls);
 }
 
 /// A listener a reload replaced takes what already waits in its backlog
@@ -390,7 +393,7 @@ pub(crate) struct Serving {
 /// plain connection pays for it while it waits.
 pub(crate) fn spawn_accepted(
     client: ClientConn,
-    stream: TcpStream,
+    stream: TcpConn,
     peer: Peer,
     serving: Serving,
     tls: Option<TlsAccept>,
@@ -409,6 +412,9 @@ pub(crate) fn spawn_accepted(
             tokio::spawn(crate::tcp::serve(client, Stream::Tcp(stream), peer, None));
         }
         (Some(tls), _) => {
+            let Ok(stream) = stream.into_reactor() else {
+                return;
+            };
             tokio::spawn(tls_accept(client, stream, peer, tls, serving));
         }
     }
@@ -583,7 +589,7 @@ fn open_client(
     rt: &Arc<Runtime>,
     frontend: &Arc<str>,
     permits: crate::snapshot::client::Permits,
-    stream: &tokio::net::TcpStream,
+    stream: &std::net::TcpStream,
     peer: Option<SocketAddr>,
     local: &ListenAddr,
 ) -> (

@@ -619,7 +619,7 @@ impl<'a> Exchange<'a> {
             crate::state::table::track::Level::Stream,
             &mut fx,
         );
-        fx.mark(self.client.stream.tcp());
+        fx.mark(self.client.stream.socket());
         if fx.level.is_some() {
             self.rec.level = fx.level;
         }
@@ -635,8 +635,8 @@ impl<'a> Exchange<'a> {
         if verdict == Verdict::SilentDrop {
             rec.tally.dreq |= Rows::FE;
             rec.term(Cause::Proxy, Phase::Request);
-            if let Some(tcp) = self.client.stream.tcp() {
-                crate::tcp::rules::silent_drop(tcp);
+            if let Some(tcp) = self.client.stream.socket() {
+                crate::tcp::rules::silent_drop(&tcp);
             }
         } else {
             rec.tally.dresp |= Rows::ALL;

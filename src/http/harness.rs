@@ -123,7 +123,7 @@ async fn exchange(rt: &Runtime, frontend: &str, request: &str) -> Answer {
     let (accepted, peer) = listener.accept().await.unwrap();
     client.write_all(request.as_bytes()).await.unwrap();
     let _ = seen::take();
-    let mut conn = BufConn::new(Stream::Tcp(accepted));
+    let mut conn = BufConn::new(Stream::Tcp(accepted.into()));
     let entry = StreamEntry::default();
     let sess = crate::sample::vars::SessVars::default();
     let listener = crate::sample::conn::Listener::new(frontend.into(), 1, None);

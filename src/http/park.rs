@@ -283,7 +283,7 @@ fn serve_again(p: Parked) {
     if let Ok(stream) = TcpStream::from_std(stream) {
         tokio::spawn(crate::http::service::serve_connection(
             client,
-            crate::tls::Stream::Tcp(stream),
+            crate::tls::Stream::Tcp(stream.into()),
             peer,
             None,
             None,

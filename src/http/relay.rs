@@ -535,7 +535,7 @@ impl<'a> Relay<'a> {
         {
             Ok(e) => {
                 if (marks.tos.is_some() || marks.mark.is_some())
-                    && let Some(tcp) = self.client.stream.tcp()
+                    && let Some(tcp) = self.client.stream.socket()
                 {
                     marks.apply(tcp);
                 }
@@ -570,8 +570,8 @@ impl<'a> Relay<'a> {
             Refusal::Dropped(status, server_part) => {
                 // HAProxy's `PR--` with the server's status, nothing sent.
                 self.rec.end(Term::new(Cause::Proxy, Phase::Request));
-                if let Some(tcp) = self.client.stream.tcp() {
-                    crate::tcp::rules::silent_drop(tcp);
+                if let Some(tcp) = self.client.stream.socket() {
+                    crate::tcp::rules::silent_drop(&tcp);
                 }
                 // What HAProxy had read of the server's answer counts in
                 // `%B`, as for a `return`.

@@ -142,8 +142,8 @@ pub(crate) async fn serve_connection(
     tls: Option<Box<TlsFacts>>,
 ) {
     let fresh = accepted.is_some();
-    if fresh && let Some(tcp) = stream.tcp() {
-        let _ = tcp.set_nodelay(true);
+    if fresh && let Some(tcp) = stream.socket() {
+        let _ = socket2::SockRef::from(&tcp).set_tcp_nodelay(true);
     }
     let proto = accepted.unwrap_or_default();
     // `bind ... proto h2`, or TLS that chose h2 by ALPN.
@@ -226,6 +226,10 @@ pub(crate) async fn serve_connection(
                 }
                 let BufConn { stream, .. } = conn;
                 let Stream::Tcp(stream) = stream else { return };
+                // Registered already: it waited above.
+                let Ok(stream) = stream.into_reactor() else {
+                    return;
+                };
                 match park::park(client, stream, peer, left) {
                     Ok(()) => return,
                     Err(back) => {
@@ -236,7 +240,7 @@ pub(crate) async fn serve_connection(
                         }
                         return Box::pin(serve_connection(
                             c,
-                            Stream::Tcp(s),
+                            Stream::Tcp(s.into()),
                             peer,
                             first.then_some(proto),
                             None,
@@ -474,7 +478,7 @@ pub(crate) async fn handle_request(
     let read = match awaited {
         Some(r) => r,
         // Bytes already here are served, not reset.
-        None if conn.stream.tcp().is_some_and(io::has_pending) => {
+        None if conn.stream.socket().is_some_and(|s| io::has_pending(&s)) => {
             conn.read_head(fe.max_head, head_timeout).await
         }
         // A client accepted just before the stop has usually not sent its
@@ -666,7 +670,7 @@ pub(crate) async fn handle_request(
             Level::Stream,
             &mut fx,
         );
-        fx.mark(conn.stream.tcp());
+        fx.mark(conn.stream.socket());
         if fx.level.is_some() {
             rec.level = fx.level;
         }
@@ -884,9 +888,9 @@ fn content_refused(
     tracking: outcome::Tracking<'_>,
 ) -> bool {
     if verdict == crate::tcp::rules::Verdict::SilentDrop
-        && let Some(tcp) = conn.stream.tcp()
+        && let Some(tcp) = conn.stream.socket()
     {
-        crate::tcp::rules::silent_drop(tcp);
+        crate::tcp::rules::silent_drop(&tcp);
     }
     rec.tally.dreq = Rows::FE;
     rec.term(Cause::Proxy, Phase::Request);
@@ -2049,7 +2053,7 @@ impl RuleRun<'_> {
                 HttpRequestAction::StrictMode(_) => {}
                 HttpRequestAction::SetLogLevel(l) => self.rec.level = Some(*l),
                 HttpRequestAction::SetTos(v) | HttpRequestAction::SetMark(v) => {
-                    if let Some(tcp) = self.conn.stream.tcp() {
+                    if let Some(tcp) = self.conn.stream.socket() {
                         let tos = matches!(action, HttpRequestAction::SetTos(_));
                         rules::SockMarks {
                             tos: tos.then_some(*v),
@@ -2166,8 +2170,8 @@ impl RuleRun<'_> {
                     // `PR--`, no status).
                     self.rec.tally.dreq = rows(be);
                     self.rec.term(Cause::Proxy, Phase::Request);
-                    if let Some(tcp) = self.conn.stream.tcp() {
-                        crate::tcp::rules::silent_drop(tcp);
+                    if let Some(tcp) = self.conn.stream.socket() {
+                        crate::tcp::rules::silent_drop(&tcp);
                     }
                     return Some(Stop::Answered(Outcome {
                         status: None,

@@ -253,7 +253,7 @@ impl Pool {
     /// thread has seen, so its connections are always probed.
     fn take_from(&self, list: usize, sni: Option<&str>, here: bool) -> Option<Stream> {
         loop {
-            let conn = {
+            let mut conn = {
                 let mut idle = lock(&self.idle[list]);
                 let pos = idle.iter().rposition(|c| c.sni.as_deref() == sni)?;
                 idle.remove(pos)
@@ -310,10 +310,11 @@ impl Pool {
 fn adopt(s: Stream) -> Option<Stream> {
     match s {
         Stream::Tcp(t) => t
-            .into_std()
+            .into_reactor()
+            .and_then(|t| t.into_std())
             .and_then(TcpStream::from_std)
             .ok()
-            .map(Stream::Tcp),
+            .map(|t| Stream::Tcp(t.into())),
         other => Some(other),
     }
 }

@@ -14,11 +14,11 @@ pub(crate) struct SockMarks {
 impl SockMarks {
     /// Sets them on `tcp` (the IPv6 traffic class for an IPv6 socket). A
     /// refusal (no `CAP_NET_ADMIN` for a mark) is ignored, as in HAProxy.
-    pub(crate) fn apply(self, tcp: &tokio::net::TcpStream) {
-        let sock = socket2::SockRef::from(tcp);
+    pub(crate) fn apply(self, tcp: std::os::fd::BorrowedFd<'_>) {
+        let sock = socket2::SockRef::from(&tcp);
         if let Some(tos) = self.tos {
-            let _ = match tcp.local_addr() {
-                Ok(SocketAddr::V6(a)) if a.ip().to_ipv4_mapped().is_none() => {
+            let _ = match sock.local_addr().ok().and_then(|a| a.as_socket()) {
+                Some(SocketAddr::V6(a)) if a.ip().to_ipv4_mapped().is_none() => {
                     sock.set_tclass_v6(tos)
                 }
                 _ => sock.set_tos_v4(tos),

@@ -75,8 +75,8 @@ pub(crate) async fn serve(
     mut peer: Peer,
     tls: Option<Box<crate::tls::TlsFacts>>,
 ) {
-    if let Some(tcp) = stream.tcp() {
-        let _ = tcp.set_nodelay(true);
+    if let Some(tcp) = stream.socket() {
+        let _ = socket2::SockRef::from(&tcp).set_tcp_nodelay(true);
     }
     client.facts.set_raw();
     let snap = client.rt.snapshot();
@@ -172,9 +172,9 @@ pub(crate) async fn serve(
         rec.term(Cause::Proxy, Phase::Request);
         rec.null = sent_nothing(&payload, &stream);
         if verdict == Verdict::SilentDrop
-            && let Some(tcp) = stream.tcp()
+            && let Some(tcp) = stream.socket()
         {
-            crate::tcp::rules::silent_drop(tcp);
+            crate::tcp::rules::silent_drop(&tcp);
         }
         end(&mut rec, None);
         return;
@@ -215,7 +215,7 @@ pub(crate) async fn serve(
     } else {
         Verdict::Accept
     };
-    fx.mark(stream.tcp());
+    fx.mark(stream.socket());
     rec.level = fx.level;
     if !fx.captures.is_empty() {
         rec.cap_req = vec![None; fe.captures.request.len()];
@@ -245,9 +245,9 @@ pub(crate) async fn serve(
         rec.term(Cause::Proxy, Phase::Request);
         rec.null = sent_nothing(&payload, &stream);
         if verdict == Verdict::SilentDrop
-            && let Some(tcp) = stream.tcp()
+            && let Some(tcp) = stream.socket()
         {
-            crate::tcp::rules::silent_drop(tcp);
+            crate::tcp::rules::silent_drop(&tcp);
         }
         end(&mut rec, None);
         return;
@@ -473,7 +473,7 @@ pub(crate) async fn serve(
                     },
                 )
                 .await;
-                fx.mark(stream.tcp());
+                fx.mark(stream.socket());
                 rec.level = fx.level;
                 wrote = inspected.first_sent || inspected.verdict != Verdict::Accept;
             }
@@ -502,8 +502,8 @@ pub(crate) async fn serve(
                     // Reset the server; the client told with a close
                     // once what was held reached it.
                     Verdict::Close => {
-                        if let Some(tcp) = upstream.tcp() {
-                            let _ = socket2::SockRef::from(tcp).set_linger(Some(Duration::ZERO));
+                        if let Some(tcp) = upstream.socket() {
+                            let _ = socket2::SockRef::from(&tcp).set_linger(Some(Duration::ZERO));
                         }
                     }
                     Verdict::Reject => {
@@ -513,8 +513,8 @@ pub(crate) async fn serve(
                     _ => {
                         rec.tally.dreq = Rows::FE;
                         rec.term(Cause::Proxy, Phase::Request);
-                        if let Some(tcp) = stream.tcp() {
-                            crate::tcp::rules::silent_drop(tcp);
+                        if let Some(tcp) = stream.socket() {
+                            crate::tcp::rules::silent_drop(&tcp);
                         }
                     }
                 }
@@ -681,7 +681,10 @@ fn first_read(stream: &Stream, buf: &mut Vec<u8>) -> FirstRead {
     };
     // The socket itself, not tokio's `try_read`: a socket just accepted
     // has no readiness recorded yet, and would read as empty.
-    let sock = socket2::SockRef::from(tcp);
+    let Some(fd) = tcp.fd() else {
+        return FirstRead::Closed;
+    };
+    let sock = socket2::SockRef::from(&fd);
     while buf.len() < INSPECT_MAX {
         let start = buf.len();
         buf.resize((start + 4096).min(INSPECT_MAX), 0);
@@ -785,7 +788,9 @@ pub(crate) async fn relay_ends(
     tune: crate::wire::splice::Tune,
 ) -> (Relayed, Relayed) {
     let half = HalfClose::default();
-    if let (Stream::Tcp(a), Stream::Tcp(b)) = (&mut *a, &mut *b) {
+    if let (Stream::Tcp(a), Stream::Tcp(b)) = (&mut *a, &mut *b)
+        && let (Ok(a), Ok(b)) = (a.reactor(), b.reactor())
+    {
         return relay_tcp(a, b, a_idle, b_idle, tune, &half).await;
     }
     // TLS on a side: its read and write halves share the TLS session.

@@ -150,7 +150,7 @@ pub(crate) fn moved_addr(
 
 impl Effects {
     /// Sets the marks asked for on the client's socket (a TCP one).
-    pub(crate) fn mark(&self, tcp: Option<&tokio::net::TcpStream>) {
+    pub(crate) fn mark(&self, tcp: Option<std::os::fd::BorrowedFd<'_>>) {
         if let Some(tcp) = tcp
             && (self.marks.tos.is_some() || self.marks.mark.is_some())
         {

@@ -6,6 +6,7 @@
 
 pub mod certs;
 pub(crate) mod stream;
+pub(crate) mod tcp_conn;
 pub(crate) mod upstream;
 
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use rustls::{ProtocolVersion, SupportedCipherSuite};
 
 pub(crate) use certs::{LineOpts, LoadedCert};
 pub(crate) use stream::Stream;
+pub(crate) use tcp_conn::TcpConn;
 
 /// A TLS version as HAProxy names it (`ssl-min-ver` / `ssl-max-ver`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

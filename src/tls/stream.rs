@@ -19,9 +19,13 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsStream;
 
+use super::tcp_conn::TcpConn;
+use std::os::fd::{AsFd, BorrowedFd};
+
 #[derive(Debug)]
 pub(crate) enum Stream {
-    Tcp(TcpStream),
+    /// Plain TCP; a client's joins the reactor when it first waits.
+    Tcp(TcpConn),
     Tls(Box<TlsStream<TcpStream>>),
     /// One stream to an HTTP/2 server as the HTTP/1 pipeline sees it: the
     /// request's HTTP/1 form goes into it, the response comes out of it.
@@ -45,6 +49,7 @@ pub(crate) trait Translated:
 {
     /// The connection underneath.
     fn inner(&self) -> &Stream;
+    fn inner_mut(&mut self) -> &mut Stream;
     /// A request starts: its first `head_len` bytes written are the
     /// protocol's own, then its body in the framing of `length` (Some:
     /// that many bytes, none for 0; None: chunked); `http10`: an HTTP/1.0
@@ -85,14 +90,27 @@ pub(crate) struct Pipe {
 }
 
 impl Stream {
-    /// The TCP socket underneath (options, readiness); None for a pipe or
-    /// an HTTP/2 stream.
+    /// The TCP socket underneath, registered with the reactor for a wait
+    /// on its readiness; None for a pipe or an HTTP/2 stream (or a socket
+    /// that could not register).
     #[inline]
-    pub(crate) fn tcp(&self) -> Option<&TcpStream> {
+    pub(crate) fn tcp(&mut self) -> Option<&TcpStream> {
         match self {
-            Stream::Tcp(s) => Some(s),
+            Stream::Tcp(s) => s.reactor().ok().map(|s| &*s),
             Stream::Tls(s) => Some(s.get_ref().0),
-            Stream::Fcgi(f) => f.inner().tcp(),
+            Stream::Fcgi(f) => f.inner_mut().tcp(),
+            Stream::Pipe(_) | Stream::Frames(_) => None,
+        }
+    }
+
+    /// The TCP socket's descriptor, for its options and peeks (no
+    /// registration needed).
+    #[inline]
+    pub(crate) fn socket(&self) -> Option<BorrowedFd<'_>> {
+        match self {
+            Stream::Tcp(s) => s.fd(),
+            Stream::Tls(s) => Some(s.get_ref().0.as_fd()),
+            Stream::Fcgi(f) => f.inner().socket(),
             Stream::Pipe(_) | Stream::Frames(_) => None,
         }
     }
@@ -102,7 +120,9 @@ impl Stream {
         match self {
             Stream::Pipe(p) => p.peer.ok_or_else(|| io::ErrorKind::NotConnected.into()),
             Stream::Frames(a) => a.peer.ok_or_else(|| io::ErrorKind::NotConnected.into()),
-            _ => self.tcp().ok_or(io::ErrorKind::NotConnected)?.peer_addr(),
+            Stream::Tcp(s) => s.peer_addr(),
+            Stream::Tls(s) => s.get_ref().0.peer_addr(),
+            Stream::Fcgi(f) => f.inner().peer_addr(),
         }
     }
 
@@ -111,7 +131,9 @@ impl Stream {
         match self {
             Stream::Pipe(p) => p.local.ok_or_else(|| io::ErrorKind::NotConnected.into()),
             Stream::Frames(a) => a.local.ok_or_else(|| io::ErrorKind::NotConnected.into()),
-            _ => self.tcp().ok_or(io::ErrorKind::NotConnected)?.local_addr(),
+            Stream::Tcp(s) => s.local_addr(),
+            Stream::Tls(s) => s.get_ref().0.local_addr(),
+            Stream::Fcgi(f) => f.inner().local_addr(),
         }
     }
 
@@ -197,7 +219,7 @@ impl AsyncWrite for Stream {
 
     fn is_write_vectored(&self) -> bool {
         match self {
-            Stream::Tcp(s) => s.is_write_vectored(),
+            Stream::Tcp(_) => true,
             Stream::Tls(s) => s.is_write_vectored(),
             Stream::Pipe(p) => p.tx.is_write_vectored(),
             Stream::Fcgi(_) => false,

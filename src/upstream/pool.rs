@@ -60,7 +60,7 @@ async fn connect_io(
     }
     .map_err(ConnectError::Tcp)?;
     let Some(tls) = pool.tls() else {
-        return Ok(Stream::Tcp(tcp));
+        return Ok(Stream::Tcp(tcp.into()));
     };
     let sni = tls.sni_for(host);
     match crate::wire::io::with_timeout(timeout, tls.handshake(tcp, addr, sni)).await {

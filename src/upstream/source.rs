@@ -149,7 +149,7 @@ fn socket_for(addr: SocketAddr, local: SocketAddr) -> io::Result<TcpSocket> {
 
 /// SO_KEEPALIVE on `s`, with the probes' count, idle time and interval
 /// `tuning` sets (the system's where it sets none).
-pub(crate) fn keepalive(s: &TcpStream, tuning: &TcpKaTuning) {
+pub(crate) fn keepalive(s: &impl std::os::fd::AsFd, tuning: &TcpKaTuning) {
     let sref = socket2::SockRef::from(s);
     let _ = sref.set_keepalive(true);
     if *tuning == TcpKaTuning::default() {

@@ -344,6 +344,10 @@ impl crate::tls::stream::Translated for FcgiConn {
         &self.io
     }
 
+    fn inner_mut(&mut self) -> &mut Stream {
+        &mut self.io
+    }
+
     /// The request's records ([`request_head`]) come first.
     fn start(&mut self, head_len: usize, length: Option<u64>, http10: bool) {
         self.http10 = http10;

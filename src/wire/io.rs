@@ -11,7 +11,6 @@ use std::time::Duration;
 use crate::tls::Stream;
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use crate::wire::error_spot::ErrorSpot;
 use crate::wire::h1::{self, BodyKind, ChunkedDecoder, H1Error};
@@ -143,8 +142,7 @@ pub(crate) enum ConnAsk {
 }
 
 /// Whether the client has sent bytes not read yet (a non-blocking peek).
-pub(crate) fn has_pending(stream: &TcpStream) -> bool {
-    use std::os::fd::AsRawFd;
+pub(crate) fn has_pending(stream: &impl std::os::fd::AsRawFd) -> bool {
     let mut probe = [0u8; 1];
     // SAFETY: recv into a one-byte buffer; MSG_PEEK leaves the byte queued.
     let n = unsafe {
@@ -363,7 +361,7 @@ pub(crate) async fn write_all(
 }
 
 async fn write_all_tcp(
-    stream: &mut TcpStream,
+    stream: &mut crate::tls::TcpConn,
     mut data: &[u8],
     timeout: Option<Duration>,
 ) -> Result<(), RelayError> {
@@ -543,13 +541,17 @@ pub(crate) async fn relay_message(
                 // Plain sockets both sides only: TLS bytes must be
                 // decrypted and encrypted in user space.
                 #[cfg(target_os = "linux")]
-                if let (Stream::Tcp(from), Stream::Tcp(_)) = (&src.stream, &*out.dst)
+                if let (Stream::Tcp(_), Stream::Tcp(_)) = (&src.stream, &*out.dst)
                     && src.buf.is_empty()
                     && left >= SPLICE_MIN
                     && !tune.disabled
                 {
                     out.send(&[]).await?;
-                    if let Stream::Tcp(to) = &*out.dst {
+                    // The kernel moves the bytes: both sockets wait on
+                    // the reactor.
+                    if let (Stream::Tcp(from), Stream::Tcp(to)) = (&mut src.stream, &mut *out.dst)
+                        && let (Ok(from), Ok(to)) = (from.reactor(), to.reactor())
+                    {
                         crate::wire::splice::transfer(
                             from,
                             to,

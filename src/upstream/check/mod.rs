@@ -359,7 +359,7 @@ async fn connect(
         None => pool.tls().filter(|_| addr == server.addr()),
     };
     let Some(tls) = tls else {
-        return Ok(Stream::Tcp(tcp));
+        return Ok(Stream::Tcp(tcp.into()));
     };
     match tokio::time::timeout(
         plan.connect_timeout,
