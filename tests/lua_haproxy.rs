@@ -580,3 +580,43 @@ frontend ft
     }
     differ.assert_none();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn script_errors_go_to_the_proxys_log_as_in_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = HTTP_LOG_GLOBAL.replacen(
+        "global\n",
+        &format!(
+            "global\n    lua-load {}\n    lua-load {}\n",
+            script("actions.lua"),
+            script("services.lua")
+        ),
+        1,
+    ) + "frontend fe
+    bind {fe0}
+    log-format \"%f %b/%s %ST %ts %{+Q}r\"
+    http-request lua.boom if { path /boom }
+    http-request use-service lua.broken if { path /broken }
+    default_backend be
+backend be
+    server s {srv}
+";
+    let pair = Pair::start("lua-error-log", &cfg, 1).await;
+    pair.answer(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+    let mut differ = haproxy::Differences::default();
+    for path in ["/boom", "/broken"] {
+        let req = get(path, "");
+        let mut got = Vec::new();
+        for i in 0..2 {
+            let bytes = haproxy::exchange(pair.fronts[i][0].addr(), req.as_bytes(), false).await;
+            // The error's line, then the request's.
+            let lines = pair.logs[i].take(2);
+            got.push((String::from_utf8_lossy(&bytes).into_owned(), lines));
+        }
+        assert!(got[0].1[0].contains("runtime error"), "{:?}", got[0]);
+        differ.compare(path.to_string(), &got[0], &got[1]);
+    }
+    differ.assert_none();
+}

@@ -21,6 +21,8 @@ pub(super) struct ReqTxn<'r, 'a> {
     /// read.
     pub(super) body: Vec<u8>,
     body_read: usize,
+    /// The log targets of the rule's proxy, for the script's errors.
+    pub(super) log: Option<&'r crate::snapshot::log_setup::LogSetup>,
 }
 
 impl<'r, 'a> ReqTxn<'r, 'a> {
@@ -38,6 +40,7 @@ impl<'r, 'a> ReqTxn<'r, 'a> {
             level: None,
             body: Vec::new(),
             body_read: 0,
+            log: None,
         }
     }
 }
@@ -132,6 +135,10 @@ impl Txn for ReqTxn<'_, '_> {
 
     fn body_len(&self) -> usize {
         self.body.len()
+    }
+
+    fn log_to(&self) -> Option<&crate::snapshot::log_setup::LogSetup> {
+        self.log
     }
 
     fn read_body(&mut self, n: Option<usize>, line: bool) -> Vec<u8> {
@@ -237,6 +244,8 @@ pub(super) struct ResTxn<'r, 'a> {
     /// `txn.http:res_set_status()`: code and reason, applied after.
     pub(super) status: Option<(u16, Vec<u8>)>,
     pub(super) level: Option<LogLevel>,
+    /// The log targets of the rule's proxy, for the script's errors.
+    pub(super) log: Option<&'r crate::snapshot::log_setup::LogSetup>,
 }
 
 impl Txn for ResTxn<'_, '_> {
@@ -301,6 +310,10 @@ impl Txn for ResTxn<'_, '_> {
 
     fn set_loglevel(&mut self, level: u8) {
         self.level = Some(LogLevel::Severity(level));
+    }
+
+    fn log_to(&self) -> Option<&crate::snapshot::log_setup::LogSetup> {
+        self.log
     }
 }
 

@@ -1390,6 +1390,13 @@ async fn response_edits<'r>(
                         edits: &mut edits,
                         status: None,
                         level: None,
+                        // The backend's rules come first, then the
+                        // frontend's.
+                        log: if set == 0 {
+                            be.log.as_deref()
+                        } else {
+                            fe.log.as_deref().map(|l| &l.setup)
+                        },
                     };
                     // Boxed: the coroutine's state stays out of the relay's
                     // future when no script runs.

@@ -1922,6 +1922,7 @@ impl RuleRun<'_> {
                 }
                 HttpRequestAction::Lua(a) => {
                     let mut t = crate::http::lua_txn::ReqTxn::new(cx, head, orig, &mut *self.edits);
+                    t.log = proxy_log(fe, be);
                     let end = crate::http::lua_txn::run_request(a, &mut t).await;
                     if let Some(l) = t.level {
                         self.rec.level = Some(l);
@@ -1960,6 +1961,7 @@ impl RuleRun<'_> {
                     let body = self.service_body(head).await;
                     let mut t = crate::http::lua_txn::ReqTxn::new(cx, head, orig, &mut *self.edits);
                     t.body = body;
+                    t.log = proxy_log(fe, be);
                     let reply = crate::http::lua_txn::run_service(name, &mut t).await;
                     self.rec.server =
                         crate::observe::outcome::SrvName::Applet(format!("<lua.{name}>").into());
@@ -2275,6 +2277,18 @@ impl RuleRun<'_> {
             }
         }
         None
+    }
+}
+
+/// The log targets of the proxy whose rules run: the backend's for a
+/// backend's rules.
+fn proxy_log<'p>(
+    fe: &'p FrontendRt,
+    be: Option<&'p BackendRt>,
+) -> Option<&'p crate::snapshot::log_setup::LogSetup> {
+    match be {
+        Some(b) => b.log.as_deref(),
+        None => fe.log.as_deref().map(|l| &l.setup),
     }
 }
 

@@ -153,6 +153,19 @@ pub(crate) fn report(msg: &str) {
     eprintln!("[ALERT]    ({}) : {msg}", std::process::id());
 }
 
+/// [`report`], and to the log targets of the proxy of `t` at level err,
+/// as HAProxy sends its Lua errors.
+fn report_in(t: &(impl Txn + ?Sized), msg: &str) {
+    report(msg);
+    if let Some(setup) = t.log_to() {
+        setup.send(
+            crate::config::log::ERR,
+            &crate::observe::log::time::Date::now(),
+            msg,
+        );
+    }
+}
+
 /// How a coroutine's run ended.
 enum Driven {
     /// The function returned these values.
@@ -189,7 +202,7 @@ impl Host {
         let thread = match self.lua.create_thread(self.run.clone()) {
             Ok(th) => th,
             Err(e) => {
-                report(&format!("{what}: {}.", super::message(&e)));
+                report_in(&*t, &format!("{what}: {}.", super::message(&e)));
                 return (Driven::Failed, flags);
             }
         };
@@ -223,10 +236,13 @@ impl Host {
             let vals = match r {
                 Ok(v) => v,
                 Err(e) => {
-                    report(&format!(
-                        "{what}: [state-id 0] runtime error: {}.",
-                        super::message(&e)
-                    ));
+                    report_in(
+                        &*t,
+                        &format!(
+                            "{what}: [state-id 0] runtime error: {}.",
+                            super::message(&e)
+                        ),
+                    );
                     return (Driven::Failed, flags);
                 }
             };
@@ -237,7 +253,7 @@ impl Host {
                 return match ran(vals) {
                     Ok(v) => (Driven::Returned(v), flags),
                     Err(e) => {
-                        report(&format!("{what}: {e}."));
+                        report_in(&*t, &format!("{what}: {e}."));
                         (Driven::Failed, flags)
                     }
                 };
@@ -454,7 +470,7 @@ impl Host {
         match r {
             Ok(v) => ActionEnd::of(v.as_i64()),
             Err(e) => {
-                report(&format!("Lua function '{name}': {e}."));
+                report_in(t, &format!("Lua function '{name}': {e}."));
                 ActionEnd::Failed
             }
         }

@@ -54,6 +54,11 @@ pub(crate) trait Txn {
     fn body_len(&self) -> usize {
         0
     }
+    /// The log targets of the proxy whose rule runs the script, where
+    /// HAProxy sends its errors too.
+    fn log_to(&self) -> Option<&crate::snapshot::log_setup::LogSetup> {
+        None
+    }
 }
 
 /// A task's or an init function's transaction: no request; `proc`
@@ -72,6 +77,23 @@ pub(crate) struct FetchTxn<'a>(pub(crate) Ctx<'a>);
 impl Txn for FetchTxn<'_> {
     fn sample(&self) -> Ctx<'_> {
         self.0
+    }
+}
+
+/// A TCP rule's or service's transaction: the connection's samples, and
+/// its proxy's log targets.
+pub(crate) struct ConnTxn<'a> {
+    pub(crate) cx: Ctx<'a>,
+    pub(crate) log: Option<&'a crate::snapshot::log_setup::LogSetup>,
+}
+
+impl Txn for ConnTxn<'_> {
+    fn sample(&self) -> Ctx<'_> {
+        self.cx
+    }
+
+    fn log_to(&self) -> Option<&crate::snapshot::log_setup::LogSetup> {
+        self.log
     }
 }
 

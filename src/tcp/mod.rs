@@ -147,12 +147,12 @@ pub(crate) async fn serve(
     let vars = crate::sample::vars::Vars::new(&sess_vars);
     let mut fx = crate::tcp::rules::Effects::default();
     let verdict = crate::tcp::rules::run_waiting(
-        &fe.tcp_content,
-        &fe.acls,
+        (&fe.tcp_content, &fe.acls),
         &view,
         Some(&vars),
         Level::Stream,
         &mut fx,
+        fe.log.as_deref().map(|l| &l.setup),
     )
     .await;
     rec.level = fx.level;
@@ -204,12 +204,12 @@ pub(crate) async fn serve(
     let bc = &be.state.counters;
     let verdict = if be.iid != fe.iid {
         crate::tcp::rules::run_waiting(
-            &be.tcp_content,
-            &be.acls,
+            (&be.tcp_content, &be.acls),
             &view,
             Some(&vars),
             Level::Stream,
             &mut fx,
+            be.log.as_deref(),
         )
         .await
     } else {
@@ -599,7 +599,10 @@ async fn lua_service(
         sent: 0,
         received: payload.len() as u64,
     });
-    let mut t = crate::lua::txn::FetchTxn(cx);
+    let mut t = crate::lua::txn::ConnTxn {
+        cx,
+        log: fe.log.as_deref().map(|l| &l.setup),
+    };
     host.run_tcp_service(name, &mut t, &mut io).await;
     if let Some(a) = io.applet.take() {
         rec.bytes_in = a.received;

@@ -210,12 +210,12 @@ enum Step {
 /// each, which runs as a coroutine, then go on after it. Rules without
 /// one run as [`run`] runs them.
 pub(crate) async fn run_waiting(
-    rules: &TcpRules,
-    acls: &AclSet,
+    (rules, acls): (&TcpRules, &AclSet),
     view: &View<'_>,
     vars: Option<&crate::sample::vars::Vars<'_>>,
     level: Level,
     fx: &mut Effects,
+    log: Option<&crate::snapshot::log_setup::LogSetup>,
 ) -> Verdict {
     let mut from = 0;
     loop {
@@ -239,10 +239,13 @@ pub(crate) async fn run_waiting(
         let Some(host) = scripts.as_any().downcast_ref::<crate::lua::Host>() else {
             continue;
         };
-        let mut t = crate::lua::txn::FetchTxn(crate::sample::Ctx {
-            vars,
-            ..moved.sample_ctx()
-        });
+        let mut t = crate::lua::txn::ConnTxn {
+            cx: crate::sample::Ctx {
+                vars,
+                ..moved.sample_ctx()
+            },
+            log,
+        };
         use crate::lua::ActionEnd;
         match host
             .run_action(&a.name, &a.args, crate::lua::TCP_REQ, &mut t)
