@@ -914,8 +914,8 @@ pub(crate) enum TcpAction {
     /// `set-priority-class <expr>`, `set-priority-offset <expr>`.
     Priority(PriorityRule),
     /// `tcp-request content lua.<name> [args]`: an action a script
-    /// registered for `tcp-req` (in `tcp-request content` rules of a TCP
-    /// proxy it may wait: `tcp::rules::run_waiting`).
+    /// registered for `tcp-req` (under a `tcp-request inspect-delay` it
+    /// may wait: `tcp::rules::run_waiting`).
     Lua(LuaAction),
     /// `tcp-request content use-service lua.<name>`: the TCP service a
     /// script registered serves the connection in a server's place.

@@ -662,14 +662,16 @@ pub(crate) async fn handle_request(
             stick: Some(&stick),
         };
         let mut fx = crate::tcp::rules::Effects::default();
-        let verdict = crate::tcp::rules::run(
-            &fe.tcp_content,
-            &fe.acls,
+        let verdict = crate::tcp::rules::run_waiting(
+            (&fe.tcp_content, &fe.acls),
             &view,
             Some(&vars),
             Level::Stream,
             &mut fx,
-        );
+            fe.log.as_deref().map(|l| &l.setup),
+            fe.inspect_delay.is_some(),
+        )
+        .await;
         fx.mark(conn.stream.socket());
         if fx.level.is_some() {
             rec.level = fx.level;

@@ -469,6 +469,15 @@ impl Host {
         });
         match r {
             Ok(v) => ActionEnd::of(v.as_i64()),
+            // Where nothing may wait (no `tcp-request inspect-delay`), a
+            // yield is HAProxy's expired timeout.
+            Err(e) if e.contains("attempt to yield") => {
+                report_in(
+                    t,
+                    &format!("Lua function '{name}': aborting Lua processing on expired timeout."),
+                );
+                ActionEnd::Failed
+            }
             Err(e) => {
                 report_in(t, &format!("Lua function '{name}': {e}."));
                 ActionEnd::Failed

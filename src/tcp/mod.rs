@@ -153,6 +153,7 @@ pub(crate) async fn serve(
         Level::Stream,
         &mut fx,
         fe.log.as_deref().map(|l| &l.setup),
+        fe.inspect_delay.is_some(),
     )
     .await;
     rec.level = fx.level;
@@ -210,6 +211,7 @@ pub(crate) async fn serve(
             Level::Stream,
             &mut fx,
             be.log.as_deref(),
+            fe.inspect_delay.is_some(),
         )
         .await
     } else {

@@ -176,6 +176,22 @@ pub(crate) fn run(
     run_partial(rules, acls, view, vars, level, fx, true).unwrap_or(Verdict::Accept)
 }
 
+/// [`run`], its Lua actions' errors sent to `log` too.
+fn run_logged(
+    rules: &TcpRules,
+    acls: &AclSet,
+    view: &View<'_>,
+    vars: Option<&crate::sample::vars::Vars<'_>>,
+    level: Level,
+    fx: &mut Effects,
+    log: Option<&crate::snapshot::log_setup::LogSetup>,
+) -> Verdict {
+    match run_from(rules, 0, acls, view, (vars, level, log), fx, true, false) {
+        Step::Done(v) => v.unwrap_or(Verdict::Accept),
+        Step::Lua(_) => Verdict::Accept,
+    }
+}
+
 /// [`run`] on bytes still coming (`last` false): None when a condition
 /// cannot be decided yet (HAProxy's missing data), the actions before it
 /// having run; the caller runs the rules again from the first when more
@@ -189,7 +205,7 @@ pub(crate) fn run_partial(
     fx: &mut Effects,
     last: bool,
 ) -> Option<Verdict> {
-    match run_from(rules, 0, acls, view, vars, level, fx, last, false) {
+    match run_from(rules, 0, acls, view, (vars, level, None), fx, last, false) {
         Step::Done(v) => v,
         // Not asked for: Lua actions run where they are.
         Step::Lua(_) => Some(Verdict::Accept),
@@ -208,8 +224,26 @@ enum Step {
 /// [`run`], where the rules' Lua actions may wait (`core.sleep`, a
 /// socket, an HTTP exchange) on the worker's runtime: the rules stop at
 /// each, which runs as a coroutine, then go on after it. Rules without
-/// one run as [`run`] runs them.
+/// one run as [`run`] runs them, and the caller's future does not hold
+/// the coroutine's state (boxed, where a rule set has Lua actions).
+/// Without `tcp-request inspect-delay` (`waits` false) nothing may wait:
+/// a Lua action that yields fails with HAProxy's expired timeout.
 pub(crate) async fn run_waiting(
+    (rules, acls): (&TcpRules, &AclSet),
+    view: &View<'_>,
+    vars: Option<&crate::sample::vars::Vars<'_>>,
+    level: Level,
+    fx: &mut Effects,
+    log: Option<&crate::snapshot::log_setup::LogSetup>,
+    waits: bool,
+) -> Verdict {
+    if !waits || !rules.iter().any(|(a, _)| matches!(a, TcpAction::Lua(_))) {
+        return run_logged(rules, acls, view, vars, level, fx, log);
+    }
+    Box::pin(run_lua((rules, acls), view, vars, level, fx, log)).await
+}
+
+async fn run_lua(
     (rules, acls): (&TcpRules, &AclSet),
     view: &View<'_>,
     vars: Option<&crate::sample::vars::Vars<'_>>,
@@ -225,7 +259,16 @@ pub(crate) async fn run_waiting(
             local: fx.dst.or(view.local),
             ..*view
         };
-        let at = match run_from(rules, from, acls, &moved, vars, level, fx, true, true) {
+        let at = match run_from(
+            rules,
+            from,
+            acls,
+            &moved,
+            (vars, level, log),
+            fx,
+            true,
+            true,
+        ) {
             Step::Done(v) => return v.unwrap_or(Verdict::Accept),
             Step::Lua(at) => at,
         };
@@ -267,20 +310,18 @@ fn run_from(
     from: usize,
     acls: &AclSet,
     view: &View<'_>,
-    vars: Option<&crate::sample::vars::Vars<'_>>,
-    level: Level,
+    how: RunWith<'_, '_>,
     fx: &mut Effects,
     last: bool,
     pause: bool,
 ) -> Step {
     let mut paused = None;
-    let (view, vars) = (*view, vars);
     let v = run_body(
         rules,
         from,
         acls,
-        view,
-        (vars, level),
+        *view,
+        how,
         fx,
         last,
         pause.then_some(&mut paused),
@@ -291,6 +332,14 @@ fn run_from(
     }
 }
 
+/// The variables, the stick counters' level and the log targets (for
+/// the Lua actions' errors) a run works with.
+type RunWith<'v, 'l> = (
+    Option<&'v crate::sample::vars::Vars<'v>>,
+    Level,
+    Option<&'l crate::snapshot::log_setup::LogSetup>,
+);
+
 /// [`run_from`]'s loop: a Lua action met with `paused` given is noted
 /// there, and the loop ends.
 #[allow(clippy::too_many_arguments)]
@@ -299,7 +348,7 @@ fn run_body(
     from: usize,
     acls: &AclSet,
     mut view: View<'_>,
-    (vars, level): (Option<&crate::sample::vars::Vars<'_>>, Level),
+    (vars, level, log): RunWith<'_, '_>,
     fx: &mut Effects,
     last: bool,
     mut paused: Option<&mut Option<usize>>,
@@ -364,10 +413,13 @@ fn run_body(
                 let Some(host) = scripts.as_any().downcast_ref::<crate::lua::Host>() else {
                     continue;
                 };
-                let mut t = crate::lua::txn::FetchTxn(crate::sample::Ctx {
-                    vars,
-                    ..view.sample_ctx()
-                });
+                let mut t = crate::lua::txn::ConnTxn {
+                    cx: crate::sample::Ctx {
+                        vars,
+                        ..view.sample_ctx()
+                    },
+                    log,
+                };
                 match host.run_action_now(&a.name, &a.args, crate::lua::TCP_REQ, &mut t) {
                     ActionEnd::Continue | ActionEnd::Failed => {}
                     ActionEnd::Stop | ActionEnd::Done => return Some(Verdict::Accept),

@@ -74,3 +74,9 @@ core.register_action("slowres", { "http-res" }, function(txn)
   core.msleep(10)
   txn.http:res_add_header("x-slept", txn:get_var("txn.napped"))
 end)
+
+-- A content action of an HTTP proxy that waits, then notes the client.
+core.register_action("napsrc", { "tcp-req" }, function(txn)
+  core.msleep(5)
+  txn:set_var("txn.napsrc", txn.sf:src())
+end)
