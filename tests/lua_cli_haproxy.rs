@@ -116,6 +116,7 @@ listen li
             "lua weight 7",
             "lua weight 300",
             "lua broken",
+            "lua server",
             "show greeting a;lua backends",
         ] {
             got.push((c, socat(&sock, &format!("{c}\n"))));
@@ -133,6 +134,13 @@ listen li
             .contains("  s1 puid=1 addr=127.0.0.1:1 weight=3 status="),
         "{:?}",
         replies[0][2]
+    );
+    assert!(
+        replies[0][6]
+            .1
+            .starts_with("maxconn nil 20\nmaxconn Trailing garbage in maxconn string 20\naddr ["),
+        "{:?}",
+        replies[0][6]
     );
     let mut differ = haproxy::Differences::default();
     for (h, s) in replies[0].iter().zip(&replies[1]) {

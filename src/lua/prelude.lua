@@ -125,6 +125,16 @@ local function srv(op) return function(self, arg) return S.srv(op, self.__px, se
 SERVER.get_stats, SERVER.get_addr, SERVER.get_weight = srv("stats"), srv("addr"), srv("weight")
 SERVER.set_weight, SERVER.get_maxconn, SERVER.is_draining = srv("set_weight"), srv("maxconn"), srv("draining")
 SERVER.set_maint, SERVER.set_drain, SERVER.set_ready = srv("maint"), srv("drain"), srv("ready")
+SERVER.set_maxconn, SERVER.shut_sess = srv("set_maxconn"), srv("shut_sess")
+function SERVER:set_addr(addr, port)
+  local a = tostring(addr)
+  if port ~= nil then a = a .. " " .. tostring(port) end
+  return S.srv("set_addr", self.__px, self.name, a)
+end
+for _, op in ipairs({ "check_enable", "check_disable", "check_force_up", "check_force_nolb",
+    "check_force_down", "agent_enable", "agent_disable", "agent_force_up", "agent_force_down" }) do
+  SERVER[op] = srv(op)
+end
 local function set_proxies(list)
   local all, fes, bes = {}, {}, {}
   for _, p in ipairs(list) do

@@ -191,7 +191,37 @@ fn server_op(
         "maint" => state(AdminState::Maint),
         "drain" => state(AdminState::Drain),
         "ready" => state(AdminState::Ready),
-        _ => Ok(Value::Nil),
+        "set_maxconn" => match admin::set_maxconn(be, s, arg.unwrap_or("")) {
+            Ok(()) => Ok(Value::Nil),
+            Err(e) => Ok(Value::String(lua.create_string(e)?)),
+        },
+        // HAProxy's words name the script as the change's author.
+        "set_addr" => {
+            let (ip, port) = match arg.and_then(|a| a.split_once(' ')) {
+                Some((ip, port)) => (Some(ip), Some(port)),
+                None => (arg, None),
+            };
+            let msg = admin::set_addr(s, (ip, port.map(|_| "port"), port), "Lua script");
+            Ok(Value::String(lua.create_string(msg.trim_end())?))
+        }
+        _ => {
+            use crate::state::health::Forced;
+            let action = match op {
+                "check_enable" => ServerAction::Checks(true),
+                "check_disable" => ServerAction::Checks(false),
+                "check_force_up" => ServerAction::Health(Forced::Up),
+                "check_force_nolb" => ServerAction::Health(Forced::Stopping),
+                "check_force_down" => ServerAction::Health(Forced::Down),
+                "agent_enable" => ServerAction::Agent(admin::AgentAction::Enable),
+                "agent_disable" => ServerAction::Agent(admin::AgentAction::Disable),
+                "agent_force_up" => ServerAction::Agent(admin::AgentAction::Up),
+                "agent_force_down" => ServerAction::Agent(admin::AgentAction::Down),
+                "shut_sess" => ServerAction::Shutdown,
+                _ => return Ok(Value::Nil),
+            };
+            admin::apply(be, s, action);
+            Ok(Value::Nil)
+        }
     }
 }
 
