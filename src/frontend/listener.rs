@@ -398,24 +398,35 @@ pub(crate) fn spawn_accepted(
     serving: Serving,
     tls: Option<TlsAccept>,
 ) {
+    // Boxed: tokio moves a task's future by value as it spawns it, stores
+    // it and replaces it by its output, and each move copies the whole
+    // state machine (several KB here). In a box each move is a pointer's;
+    // the one copy into the box costs a fifth of what the moves did
+    // (about 7,700 instructions per connection, a sixth of a request on a
+    // new connection, callgrind).
     match (tls, serving.mode) {
         (None, Mode::Http) => {
-            tokio::spawn(crate::http::service::serve_connection(
+            tokio::spawn(Box::pin(crate::http::service::serve_connection(
                 client,
                 Stream::Tcp(stream),
                 peer,
                 Some(serving.proto),
                 None,
-            ));
+            )));
         }
         (None, Mode::Tcp) => {
-            tokio::spawn(crate::tcp::serve(client, Stream::Tcp(stream), peer, None));
+            tokio::spawn(Box::pin(crate::tcp::serve(
+                client,
+                Stream::Tcp(stream),
+                peer,
+                None,
+            )));
         }
         (Some(tls), _) => {
             let Ok(stream) = stream.into_reactor() else {
                 return;
             };
-            tokio::spawn(tls_accept(client, stream, peer, tls, serving));
+            tokio::spawn(Box::pin(tls_accept(client, stream, peer, tls, serving)));
         }
     }
 }

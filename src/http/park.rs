@@ -280,15 +280,16 @@ fn serve_again(p: Parked) {
         ..
     } = p;
     let _on = crate::sys::workers::enter_next();
-    if let Ok(stream) = TcpStream::from_std(stream) {
-        tokio::spawn(crate::http::service::serve_connection(
-            client,
-            crate::tls::Stream::Tcp(stream.into()),
-            peer,
-            None,
-            None,
-        ));
-    }
+    // Its request is there: read and answered before the socket joins
+    // the reactor again (`tls::TcpConn`); boxed as a new connection's task
+    // is (`frontend::listener::spawn_accepted`).
+    tokio::spawn(Box::pin(crate::http::service::serve_connection(
+        client,
+        crate::tls::Stream::Tcp(crate::tls::TcpConn::unregistered(stream)),
+        peer,
+        None,
+        None,
+    )));
 }
 
 /// Closes the expired connections; returns the earliest deadline left.
