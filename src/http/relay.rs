@@ -121,7 +121,12 @@ impl<'a> Relay<'a> {
         if !(self.fe.spoe.is_empty() && self.be.spoe.is_empty()) {
             Box::pin(self.spoe_response(&resp)).await;
         }
-        let ready = match self.prepare(resp).await {
+        let prepared = if self.has_response_rules() {
+            self.prepare(resp).await
+        } else {
+            self.prepare_plain(resp)
+        };
+        let ready = match prepared {
             Ok(r) => r,
             Err(refusal) => return Box::pin(self.refused(refusal)).await,
         };
@@ -363,10 +368,77 @@ impl<'a> Relay<'a> {
 
     /// The final response's framing, then the `http-response` rules,
     /// legacy `rsp*` filters and the persistence cookie: what the client
-    /// will be sent, or the answer that replaces it.
-    /// Synchronous: what refuses the response is answered by
-    /// [`Relay::refused`].
-    async fn prepare(&mut self, mut resp: Head) -> Result<Ready, Refusal<'a>> {
+    /// will be sent, or the answer that replaces it. The rules may wait
+    /// (a Lua action's); a response without rules goes through
+    /// [`Relay::prepare_plain`], no future made for them.
+    async fn prepare(&mut self, resp: Head) -> Result<Ready, Refusal<'a>> {
+        let (mut resp, body, keep) = self.prepare_head(resp)?;
+        let cookie = self.cookie_setter();
+        let mut sck = None;
+        let set_cookie = |resp: &Head, edits: &mut Option<Edits>| sck = cookie.set(resp, edits);
+        let edits = self.response_rules(&mut resp, body, set_cookie).await?;
+        Ok(self.prepared(
+            &cookie,
+            sck,
+            Ready {
+                resp,
+                body,
+                keep,
+                edits,
+            },
+        ))
+    }
+
+    /// [`Relay::prepare`] without response rules: synchronous.
+    fn prepare_plain(&mut self, resp: Head) -> Result<Ready, Refusal<'a>> {
+        let (resp, body, keep) = self.prepare_head(resp)?;
+        let cookie = self.cookie_setter();
+        let mut edits = None;
+        let sck = cookie.set(&resp, &mut edits);
+        Ok(self.prepared(
+            &cookie,
+            sck,
+            Ready {
+                resp,
+                body,
+                keep,
+                edits,
+            },
+        ))
+    }
+
+    /// The persistence cookie the response will carry.
+    fn cookie_setter(&self) -> CookieSetter<'a> {
+        CookieSetter {
+            be: self.be,
+            persist: self.be.cookie.as_deref().and_then(|ck| {
+                let i = self
+                    .be
+                    .servers
+                    .iter()
+                    .position(|s| std::ptr::eq(&*s.state, self.server))?;
+                Some((ck, i))
+            }),
+            req: self.req,
+            persisted: self.ctx.persisted,
+            ignored: self.ctx.persist_ignored,
+        }
+    }
+
+    /// `ready`, its cookie's character logged where the cookie is.
+    fn prepared(&mut self, cookie: &CookieSetter<'_>, sck: Option<u8>, ready: Ready) -> Ready {
+        if let (Some((ck, _)), Some(sck)) = (cookie.persist, sck)
+            && ck.logged()
+        {
+            self.rec.persist[1] = sck;
+        }
+        ready
+    }
+
+    /// [`Relay::prepare`]'s part before the rules: the response's
+    /// framing, the `stick` rules' stores, whether the client connection
+    /// stays open, `option checkcache`.
+    fn prepare_head(&mut self, resp: Head) -> Result<(Head, BodyKind, bool), Refusal<'a>> {
         let be = self.be;
         let body = match resp.response_body(self.req.method()) {
             Ok(b) => b,
@@ -382,30 +454,7 @@ impl<'a> Relay<'a> {
         // A soft stop that began during the request: the response says close.
         let keep =
             self.keep_client && body != BodyKind::UntilClose && !crate::sys::process::stopping();
-        // The persistence cookie is set once the `http-response` rules
-        // have run, before the `http-after-response` ones, as HAProxy 2.6
-        // orders the fields they add.
-        let persist = be.cookie.as_deref().and_then(|ck| {
-            let i = be
-                .servers
-                .iter()
-                .position(|s| std::ptr::eq(&*s.state, self.server))?;
-            Some((ck, i))
-        });
-        let (req, persisted) = (self.req, self.ctx.persisted);
-        let ignored = self.ctx.persist_ignored;
-        let mut sck = None;
-        let mut cookie = |resp: &Head, edits: &mut Option<Edits>| {
-            if let Some((ck, i)) = persist {
-                // `direct`: the cookie chose this server (not a redispatch).
-                let direct = persisted == Some(i);
-                let own = be.servers[i].cookie.as_deref();
-                sck = Some(cookie::server_side(
-                    ck, own, direct, req, resp, edits, ignored,
-                ));
-            }
-        };
-        if be.extras.checkcache && cookie::cacheable_cookie(req, &resp) {
+        if be.extras.checkcache && cookie::cacheable_cookie(self.req, &resp) {
             crate::observe::log::emit_alert(
                 be,
                 &format!(
@@ -415,23 +464,7 @@ impl<'a> Relay<'a> {
             );
             return Err(Refusal::CacheableCookie);
         }
-        let mut edits = None;
-        if self.has_response_rules() {
-            edits = self.response_rules(&mut resp, body, cookie).await?;
-        } else {
-            cookie(&resp, &mut edits);
-        }
-        if let (Some((ck, _)), Some(sck)) = (persist, sck)
-            && ck.logged()
-        {
-            self.rec.persist[1] = sck;
-        }
-        Ok(Ready {
-            resp,
-            body,
-            keep,
-            edits,
-        })
+        Ok((resp, body, keep))
     }
 
     /// SPOE messages of the `on-http-response` event (the backend's
@@ -1257,6 +1290,38 @@ struct Who<'a> {
 
 /// The id of the server named `name` in `be` (`srv_id`): looked up only
 /// where response rules run.
+/// The persistence cookie of a response, set once the `http-response`
+/// rules have run, before the `http-after-response` ones, as HAProxy 2.6
+/// orders the fields they add.
+struct CookieSetter<'c> {
+    be: &'c BackendRt,
+    /// The backend's cookie and the answering server's position.
+    persist: Option<(&'c crate::config::model::CookiePersist, usize)>,
+    req: &'c Head,
+    /// The server a cookie chose, and whether it was ignored.
+    persisted: Option<usize>,
+    ignored: bool,
+}
+
+impl CookieSetter<'_> {
+    /// The cookie's edits; its log character.
+    fn set(&self, resp: &Head, edits: &mut Option<Edits>) -> Option<u8> {
+        let (ck, i) = self.persist?;
+        // `direct`: the cookie chose this server (not a redispatch).
+        let direct = self.persisted == Some(i);
+        let own = self.be.servers[i].cookie.as_deref();
+        Some(cookie::server_side(
+            ck,
+            own,
+            direct,
+            self.req,
+            resp,
+            edits,
+            self.ignored,
+        ))
+    }
+}
+
 fn sid(be: &BackendRt, name: &str) -> Option<u32> {
     be.servers.iter().find(|s| s.name == name).map(|s| s.sid)
 }
