@@ -121,12 +121,7 @@ impl<'a> Relay<'a> {
         if !(self.fe.spoe.is_empty() && self.be.spoe.is_empty()) {
             Box::pin(self.spoe_response(&resp)).await;
         }
-        let prepared = if self.has_response_rules() {
-            self.prepare(resp).await
-        } else {
-            self.prepare_plain(resp)
-        };
-        let ready = match prepared {
+        let ready = match self.prepare(resp) {
             Ok(r) => r,
             Err(refusal) => return Box::pin(self.refused(refusal)).await,
         };
@@ -368,77 +363,10 @@ impl<'a> Relay<'a> {
 
     /// The final response's framing, then the `http-response` rules,
     /// legacy `rsp*` filters and the persistence cookie: what the client
-    /// will be sent, or the answer that replaces it. The rules may wait
-    /// (a Lua action's); a response without rules goes through
-    /// [`Relay::prepare_plain`], no future made for them.
-    async fn prepare(&mut self, resp: Head) -> Result<Ready, Refusal<'a>> {
-        let (mut resp, body, keep) = self.prepare_head(resp)?;
-        let cookie = self.cookie_setter();
-        let mut sck = None;
-        let set_cookie = |resp: &Head, edits: &mut Option<Edits>| sck = cookie.set(resp, edits);
-        let edits = self.response_rules(&mut resp, body, set_cookie).await?;
-        Ok(self.prepared(
-            &cookie,
-            sck,
-            Ready {
-                resp,
-                body,
-                keep,
-                edits,
-            },
-        ))
-    }
-
-    /// [`Relay::prepare`] without response rules: synchronous.
-    fn prepare_plain(&mut self, resp: Head) -> Result<Ready, Refusal<'a>> {
-        let (resp, body, keep) = self.prepare_head(resp)?;
-        let cookie = self.cookie_setter();
-        let mut edits = None;
-        let sck = cookie.set(&resp, &mut edits);
-        Ok(self.prepared(
-            &cookie,
-            sck,
-            Ready {
-                resp,
-                body,
-                keep,
-                edits,
-            },
-        ))
-    }
-
-    /// The persistence cookie the response will carry.
-    fn cookie_setter(&self) -> CookieSetter<'a> {
-        CookieSetter {
-            be: self.be,
-            persist: self.be.cookie.as_deref().and_then(|ck| {
-                let i = self
-                    .be
-                    .servers
-                    .iter()
-                    .position(|s| std::ptr::eq(&*s.state, self.server))?;
-                Some((ck, i))
-            }),
-            req: self.req,
-            persisted: self.ctx.persisted,
-            ignored: self.ctx.persist_ignored,
-        }
-    }
-
-    /// `ready`, its cookie's character logged where the cookie is.
-    fn prepared(&mut self, cookie: &CookieSetter<'_>, sck: Option<u8>, ready: Ready) -> Ready {
-        if let (Some((ck, _)), Some(sck)) = (cookie.persist, sck)
-            && ck.logged()
-        {
-            self.rec.persist[1] = sck;
-        }
-        ready
-    }
-
-    /// [`Relay::prepare`]'s part before the rules: the response's
-    /// framing, the `stick` rules' stores, whether the client connection
-    /// stays open, `option checkcache`.
-    fn prepare_head(&mut self, resp: Head) -> Result<(Head, BodyKind, bool), Refusal<'a>> {
+    /// will be sent, or the answer that replaces it.
+    /// Synchronous: what refuses the response is answered by
+    /// [`Relay::refused`].
+    fn prepare(&mut self, mut resp: Head) -> Result<Ready, Refusal<'a>> {
         let be = self.be;
         let body = match resp.response_body(self.req.method()) {
             Ok(b) => b,
@@ -454,7 +382,30 @@ impl<'a> Relay<'a> {
         // A soft stop that began during the request: the response says close.
         let keep =
             self.keep_client && body != BodyKind::UntilClose && !crate::sys::process::stopping();
-        if be.extras.checkcache && cookie::cacheable_cookie(self.req, &resp) {
+        // The persistence cookie is set once the `http-response` rules
+        // have run, before the `http-after-response` ones, as HAProxy 2.6
+        // orders the fields they add.
+        let persist = be.cookie.as_deref().and_then(|ck| {
+            let i = be
+                .servers
+                .iter()
+                .position(|s| std::ptr::eq(&*s.state, self.server))?;
+            Some((ck, i))
+        });
+        let (req, persisted) = (self.req, self.ctx.persisted);
+        let ignored = self.ctx.persist_ignored;
+        let mut sck = None;
+        let mut cookie = |resp: &Head, edits: &mut Option<Edits>| {
+            if let Some((ck, i)) = persist {
+                // `direct`: the cookie chose this server (not a redispatch).
+                let direct = persisted == Some(i);
+                let own = be.servers[i].cookie.as_deref();
+                sck = Some(cookie::server_side(
+                    ck, own, direct, req, resp, edits, ignored,
+                ));
+            }
+        };
+        if be.extras.checkcache && cookie::cacheable_cookie(req, &resp) {
             crate::observe::log::emit_alert(
                 be,
                 &format!(
@@ -464,7 +415,23 @@ impl<'a> Relay<'a> {
             );
             return Err(Refusal::CacheableCookie);
         }
-        Ok((resp, body, keep))
+        let mut edits = None;
+        if self.has_response_rules() {
+            edits = self.response_rules(&mut resp, body, cookie)?;
+        } else {
+            cookie(&resp, &mut edits);
+        }
+        if let (Some((ck, _)), Some(sck)) = (persist, sck)
+            && ck.logged()
+        {
+            self.rec.persist[1] = sck;
+        }
+        Ok(Ready {
+            resp,
+            body,
+            keep,
+            edits,
+        })
     }
 
     /// SPOE messages of the `on-http-response` event (the backend's
@@ -513,7 +480,7 @@ impl<'a> Relay<'a> {
 
     /// `http-response` rules and legacy `rsp*` filters: the backend's,
     /// then the frontend's. A deny answers in the server's stead.
-    async fn response_rules(
+    fn response_rules(
         &mut self,
         resp: &mut Head,
         body: BodyKind,
@@ -563,9 +530,7 @@ impl<'a> Relay<'a> {
             cookie,
             res_body.as_ref(),
             Some(store),
-        )
-        .await
-        {
+        ) {
             Ok(e) => {
                 if (marks.tos.is_some() || marks.mark.is_some())
                     && let Some(tcp) = self.client.stream.socket()
@@ -1214,7 +1179,7 @@ fn is_empty(e: &Edits) -> bool {
 /// The `http-response` rules (and `http-after-response`) on an answer
 /// from the cache: as on a server's, the server being `<CACHE>`; a deny
 /// is `Err`.
-pub(super) async fn rules_on_hit(
+pub(super) fn rules_on_hit(
     fe: &FrontendRt,
     be: &BackendRt,
     req: &Head,
@@ -1249,9 +1214,7 @@ pub(super) async fn rules_on_hit(
         // `set-tos` and `set-mark` are not applied.
         marks: &mut rules::SockMarks::default(),
     };
-    response_edits(fe, be, &who, req, ctx, resp, log, |_, _| {}, None, None)
-        .await
-        .map_err(|_| ())
+    response_edits(fe, be, &who, req, ctx, resp, log, |_, _| {}, None, None).map_err(|_| ())
 }
 
 /// What the response rules write into the request's log record: the
@@ -1290,38 +1253,6 @@ struct Who<'a> {
 
 /// The id of the server named `name` in `be` (`srv_id`): looked up only
 /// where response rules run.
-/// The persistence cookie of a response, set once the `http-response`
-/// rules have run, before the `http-after-response` ones, as HAProxy 2.6
-/// orders the fields they add.
-struct CookieSetter<'c> {
-    be: &'c BackendRt,
-    /// The backend's cookie and the answering server's position.
-    persist: Option<(&'c crate::config::model::CookiePersist, usize)>,
-    req: &'c Head,
-    /// The server a cookie chose, and whether it was ignored.
-    persisted: Option<usize>,
-    ignored: bool,
-}
-
-impl CookieSetter<'_> {
-    /// The cookie's edits; its log character.
-    fn set(&self, resp: &Head, edits: &mut Option<Edits>) -> Option<u8> {
-        let (ck, i) = self.persist?;
-        // `direct`: the cookie chose this server (not a redispatch).
-        let direct = self.persisted == Some(i);
-        let own = self.be.servers[i].cookie.as_deref();
-        Some(cookie::server_side(
-            ck,
-            own,
-            direct,
-            self.req,
-            resp,
-            edits,
-            self.ignored,
-        ))
-    }
-}
-
 fn sid(be: &BackendRt, name: &str) -> Option<u32> {
     be.servers.iter().find(|s| s.name == name).map(|s| s.sid)
 }
@@ -1331,7 +1262,7 @@ fn sid(be: &BackendRt, name: &str) -> Option<u32> {
 /// (the persistence cookie), then the `http-after-response` rules. The
 /// filters may replace `resp` with their rewrite.
 #[allow(clippy::too_many_arguments)]
-async fn response_edits<'r>(
+fn response_edits<'r>(
     fe: &'r FrontendRt,
     be: &'r BackendRt,
     who: &Who<'_>,
@@ -1463,9 +1394,7 @@ async fn response_edits<'r>(
                             fe.log.as_deref().map(|l| &l.setup)
                         },
                     };
-                    // Boxed: the coroutine's state stays out of the relay's
-                    // future when no script runs.
-                    let end = Box::pin(crate::http::lua_txn::run_response(a, &mut t)).await;
+                    let end = crate::http::lua_txn::run_response(a, &mut t);
                     let (status, level) = (t.status.take(), t.level);
                     if let Some(l) = level {
                         *log.level = Some(l);

@@ -1960,7 +1960,8 @@ impl RuleRun<'_> {
                     ));
                 }
                 HttpRequestAction::LuaService(name) => {
-                    let body = self.service_body(head).await;
+                    // Boxed: the wait stays out of the rules' future.
+                    let body = Box::pin(self.service_body(head)).await;
                     let mut t = crate::http::lua_txn::ReqTxn::new(cx, head, orig, &mut *self.edits);
                     t.body = body;
                     t.log = proxy_log(fe, be);

@@ -7,8 +7,10 @@
 //! registry ([`Host`]'s `Scripts`).
 //!
 //! A script runs as a coroutine that yields on `core.sleep`,
-//! `core.yield`, and every `tune.lua.forced-yield` instructions, so it
-//! never holds its worker (`run.rs`); one running longer than its
+//! `core.yield`, its I/O (`core.tcp()`, `core.httpclient()`, a TCP
+//! service's client: `io.rs`) and every `tune.lua.forced-yield`
+//! instructions, so it never holds its worker (`run.rs`); one running
+//! longer than its
 //! timeout (`tune.lua.session-timeout`) fails with HAProxy's message.
 //! All threads share one Lua state, as HAProxy's `lua-load` does (its
 //! lock is mlua's); `lua-load-per-thread` loads into that same state.

@@ -1,8 +1,9 @@
-//! Running a script's function: as a coroutine for actions and
-//! services, resumed after each yield (`core.sleep`, `core.yield`, a
-//! forced yield every `tune.lua.forced-yield` instructions) so that the
-//! worker serves other connections meanwhile; directly for fetches and
-//! converters, which cannot yield. Either way a hook stops a function
+//! Running a script's function: as a coroutine for actions, services
+//! and tasks, resumed after each yield (`core.sleep`, `core.yield`, the
+//! I/O of `io.rs`, a forced yield every `tune.lua.forced-yield`
+//! instructions) so that the worker serves other connections meanwhile;
+//! directly for fetches, converters and CLI commands, which cannot
+//! yield. Either way a hook stops a function
 //! whose Lua time passes its timeout, with HAProxy's "execution timeout".
 
 use std::cell::{Cell, RefCell};
@@ -186,9 +187,10 @@ pub(crate) enum ServiceEnd {
 
 impl Host {
     /// Runs `f` as a coroutine over `t` until it ends: its first
-    /// arguments from `first`, its sleeps and yields waited for on the
-    /// worker's runtime, `timeout` of Lua time. `what` names it in the
-    /// errors reported.
+    /// arguments from `first`, its sleeps, yields and I/O (`sockets`: its
+    /// sockets, a TCP service's client) waited for on the worker's
+    /// runtime, `timeout` of Lua time. `what` names it in the errors
+    /// reported.
     async fn drive<T: Txn + Send>(
         &self,
         f: Function,
@@ -210,8 +212,8 @@ impl Host {
         thread.set_hook(triggers(tune.forced_yield), hook);
         let mut spent = Duration::ZERO;
         let mut started = false;
-        // The results of the I/O the coroutine waited for, handed to it
-        // at the next resume; its sockets.
+        // The results of the I/O the coroutine waited for (performed with
+        // `sockets`, its own), handed to it at the next resume.
         let mut io_done: Option<Vec<super::io::Out>> = None;
         loop {
             let start = Instant::now();

@@ -69,12 +69,6 @@ core.register_action("napgate", { "tcp-req" }, function(txn)
   txn:set_var("txn.napped", "slept-" .. txn.sf:req_len())
 end)
 
--- A response action that waits before it tags the answer.
-core.register_action("slowres", { "http-res" }, function(txn)
-  core.msleep(10)
-  txn.http:res_add_header("x-slept", txn:get_var("txn.napped"))
-end)
-
 -- A content action of an HTTP proxy that waits, then notes the client.
 core.register_action("napsrc", { "tcp-req" }, function(txn)
   core.msleep(5)
