@@ -10,7 +10,8 @@
 #   * instructions, clock reads and allocations (valgrind: callgrind's
 #     instruction and call counts, dhat's block count), on one thread, from
 #     two runs of different lengths (N+100 and 100 requests on one
-#     connection): (long - short) / N, so start-up and shutdown cancel out.
+#     connection): (long - short) / N, so start-up and shutdown cancel out;
+#     the same with NEW requests each on a connection of its own;
 #     Clock reads are calls to clock_gettime (valgrind runs without the
 #     vDSO, so each read is a call it sees);
 #   * sluice's allocations also from its own counting allocator (a build with
@@ -81,6 +82,23 @@ stop() { kill -TERM "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 # requests on one connection through port $1 (h2load, HTTP/1.1 keep-alive).
 ask() { h2load --h1 -n "$2" -c 1 "http://127.0.0.1:$1/" | grep -q "$2 succeeded"; }
 
+# $2 requests through port $1, one after the other, each on a connection
+# of its own (`Connection: close`).
+ask_new() {
+  python3 - "$1" "$2" <<'PY'
+import socket, sys
+port, n = int(sys.argv[1]), int(sys.argv[2])
+for _ in range(n):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"GET / HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n")
+    answer = b""
+    while chunk := s.recv(65536):
+        answer += chunk
+    s.close()
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:80]
+PY
+}
+
 # Valgrind figures: "<instructions> <clock reads> <allocations>" of a run of
 # $3 requests through a proxy on port $2 run by "${@:4}" under tool $1.
 valgrind_run() { # tool port n cmd...
@@ -98,7 +116,7 @@ valgrind_run() { # tool port n cmd...
     curl -fs -o /dev/null "http://127.0.0.1:$port/" && break
     sleep 0.2
   done
-  ask "$port" "$n"
+  ${ASK:-ask} "$port" "$n"
   stop "$pid"
   case $tool in
     callgrind) python3 - "$out" <<'PY'
@@ -207,4 +225,20 @@ for proxy in sluice haproxy; do
     counting=$(per_request "$(counted $((BASE + 4)) $((N + 100)))" "$(counted $((BASE + 4)) 100)")
   fi
   echo "| $proxy | $(per_request "$li" "$si") | $(per_request "$lc" "$sc") | $(per_request "$la" "$sa") | $counting |"
+done
+
+echo
+echo "### Counted on one thread (valgrind), per request on a new connection"
+echo
+echo "| proxy | instructions | clock reads | allocations (dhat) |"
+echo "|---|---|---|---|"
+NEW=${NEW:-1000}
+for proxy in sluice haproxy; do
+  if [ "$proxy" = sluice ]; then cmd=("$sluice"); else cmd=(haproxy); fi
+  port=$((BASE + 5))
+  read -r li lc < <(ASK=ask_new valgrind_run callgrind "$port" $((NEW + 100)) "${cmd[@]}")
+  read -r si sc < <(ASK=ask_new valgrind_run callgrind "$port" 100 "${cmd[@]}")
+  la=$(ASK=ask_new valgrind_run dhat "$port" $((NEW + 100)) "${cmd[@]}")
+  sa=$(ASK=ask_new valgrind_run dhat "$port" 100 "${cmd[@]}")
+  echo "| $proxy | $(N=$NEW per_request "$li" "$si") | $(N=$NEW per_request "$lc" "$sc") | $(N=$NEW per_request "$la" "$sa") |"
 done

@@ -136,6 +136,12 @@ pub(crate) fn spawn(
 ) -> std::io::Result<Arc<ListenerCtl>> {
     let fd = l.raw_fd();
     l.set_nonblocking()?;
+    // Sockets accepted on a TCP listener inherit TCP_NODELAY from it: set
+    // here once (on a socket bound here, inherited or handed over alike),
+    // it saves a system call on every connection.
+    if let Listening::Tcp(t) = &l {
+        let _ = socket2::SockRef::from(t).set_tcp_nodelay(true);
+    }
     let ctl = Arc::new(ListenerCtl {
         binding: ArcSwap::from_pointee(binding),
         run: tokio::sync::watch::Sender::new(Run::Accepting),
@@ -224,8 +230,17 @@ async fn accept_loop(
             continue;
         }
         // The frontend's slot first: waiting for it holds nothing another
-        // frontend needs.
-        let permits = tokio::select! {
+        // frontend needs. Below the limits the slots are taken at once,
+        // without the waiting futures (a tenth of the instructions of a
+        // request on a new connection went to them).
+        // (A change of the loop's orders goes first, as the wait below
+        // would see it.)
+        let permits = if !run.has_changed().unwrap_or(true)
+            && let Some(p) = try_permits(&binding, &global)
+        {
+            Some(p)
+        } else {
+            tokio::select! {
             r = run.changed() => match r {
                 Ok(()) => continue,
                 Err(_) => return,
@@ -241,6 +256,7 @@ async fn accept_loop(
                 let g = global.clone().acquire_owned().await.ok()?;
                 Some(crate::snapshot::client::Permits::new([g, l], own))
             } => r,
+            }
         };
         let Some(permits) = permits else { return };
         let (stream, peer) = match ready.try_io(|l| l.get_ref().accept_stream()) {
@@ -249,6 +265,18 @@ async fn accept_loop(
             // worker took it): wait again.
             Err(_would_block) => continue,
             Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionAborted => continue,
+            // Not listening: paused (SIGTTOU) under this loop, which may
+            // not have seen the order yet. The socket leaves the reactor
+            // and joins it afresh once listening again: its registration
+            // from before the pause reports no new connection after it.
+            Ok(Err(e)) if e.raw_os_error() == Some(libc::EINVAL) => {
+                drop(ready);
+                match sit_out_pause(listener, &mut run, &ctl.addr).await {
+                    Some(l) => listener = l,
+                    None => return,
+                }
+                continue;
+            }
             Ok(Err(e)) => {
                 // EMFILE and friends: back off briefly rather than spin.
                 tracing::warn!("accept on frontend {}: {e}", binding.frontend);
@@ -259,6 +287,22 @@ async fn accept_loop(
         drop(ready);
         serve_new(&rt, &binding.frontend, permits, stream, peer, &ctl.addr);
     }
+}
+
+/// The three slots a connection takes (the listener's own, its
+/// frontend's, the process's), if all are free now; None (and none held)
+/// if one is not.
+fn try_permits(
+    binding: &Binding,
+    global: &Arc<Semaphore>,
+) -> Option<crate::snapshot::client::Permits> {
+    let own = match &binding.own {
+        Some(o) => Some(o.clone().try_acquire_owned().ok()?),
+        None => None,
+    };
+    let l = binding.limit.clone().try_acquire_owned().ok()?;
+    let g = global.clone().try_acquire_owned().ok()?;
+    Some(crate::snapshot::client::Permits::new([g, l], own))
 }
 
 /// How long the process's `maxconnrate` and `maxsessrate`, then the
@@ -335,28 +379,13 @@ async fn drain(
     let until = tokio::time::Instant::now() + DRAIN_MAX;
     loop {
         loop {
-            let own = match &binding.own {
-                Some(o) => match o.clone().try_acquire_owned() {
-                    Ok(p) => Some(p),
-                    Err(_) => return,
-                },
-                None => None,
-            };
-            let Ok(l) = binding.limit.clone().try_acquire_owned() else {
-                return;
-            };
-            let Ok(g) = global.clone().try_acquire_owned() else {
+            let Some(permits) = try_permits(&binding, global) else {
                 return;
             };
             match listener.get_ref().accept_stream() {
-                Ok((stream, peer)) => serve_new(
-                    rt,
-                    &binding.frontend,
-                    crate::snapshot::client::Permits::new([g, l], own),
-                    stream,
-                    peer,
-                    &ctl.addr,
-                ),
+                Ok((stream, peer)) => {
+                    serve_new(rt, &binding.frontend, permits, stream, peer, &ctl.addr)
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::ConnectionAborted => {}
                 // Nothing left (WouldBlock), or an error that more tries
                 // would meet again.
@@ -526,9 +555,9 @@ async fn sit_out_pause(
 ) -> Option<AsyncFd<Listening>> {
     let std = l.into_inner();
     loop {
-        run.changed().await.ok()?;
-        match *run.borrow_and_update() {
-            Run::Paused => {}
+        let now = *run.borrow_and_update();
+        match now {
+            Run::Paused => run.changed().await.ok()?,
             Run::Stopped | Run::Retired => return None,
             Run::Accepting => break,
         }

@@ -141,10 +141,9 @@ pub(crate) async fn serve_connection(
     accepted: Option<BindProto>,
     tls: Option<Box<TlsFacts>>,
 ) {
+    // (No TCP_NODELAY to set: accepted sockets inherit their listener's,
+    // see `frontend::listener::spawn`.)
     let fresh = accepted.is_some();
-    if fresh && let Some(tcp) = stream.socket() {
-        let _ = socket2::SockRef::from(&tcp).set_tcp_nodelay(true);
-    }
     let proto = accepted.unwrap_or_default();
     // `bind ... proto h2`, or TLS that chose h2 by ALPN.
     if fresh && (proto == BindProto::H2 || tls.as_ref().is_some_and(|t| t.h2)) {
@@ -310,10 +309,13 @@ pub(crate) async fn serve_connection(
             ));
             return;
         }
+        // The read buffer goes back to the thread's spares either way: a
+        // connection closed after one request would otherwise free its
+        // 16 KiB and the next allocate them again.
+        conn.release_buffer();
         if !keep {
             return;
         }
-        conn.release_buffer();
         first = false;
         upgradable = false;
     }

@@ -75,9 +75,7 @@ pub(crate) async fn serve(
     mut peer: Peer,
     tls: Option<Box<crate::tls::TlsFacts>>,
 ) {
-    if let Some(tcp) = stream.socket() {
-        let _ = socket2::SockRef::from(&tcp).set_tcp_nodelay(true);
-    }
+    // TCP_NODELAY comes from the listener (`frontend::listener::spawn`).
     client.facts.set_raw();
     let snap = client.rt.snapshot();
     let Some(fe) = snap.frontends().find(|f| *f.name == *client.frontend()) else {
