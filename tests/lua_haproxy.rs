@@ -57,7 +57,33 @@ fn load_errors_and_lua_lines_are_haproxys() {
             "global\n    lua-load {actions}\n{DEFAULTS}frontend fe\n    bind 127.0.0.1:0\n    {rule}\n    default_backend be\nbackend be\n    server s 127.0.0.1:1\n"
         )
     };
+    let services = script("services.lua");
+    let tcp_rule = |mode: &str, rule: &str| {
+        format!(
+            "global\n    lua-load {services}\n{DEFAULTS}frontend fe\n    mode {mode}\n    bind 127.0.0.1:0\n    {rule}\n    default_backend be\nbackend be\n    mode {mode}\n    server s 127.0.0.1:1\n"
+        )
+    };
     let cases = [
+        (
+            "tcp-service",
+            tcp_rule("tcp", "tcp-request content use-service lua.lines"),
+        ),
+        (
+            "tcp-service-unknown",
+            tcp_rule("tcp", "tcp-request content use-service lua.nope"),
+        ),
+        (
+            "tcp-service-http-applet",
+            tcp_rule("tcp", "tcp-request content use-service lua.acme"),
+        ),
+        (
+            "tcp-service-on-http",
+            tcp_rule("http", "tcp-request content use-service lua.lines"),
+        ),
+        (
+            "tcp-service-extra",
+            tcp_rule("tcp", "tcp-request content use-service lua.lines extra"),
+        ),
         (
             "syntax",
             global(&format!("    lua-load {}", syntax.display())),
@@ -163,7 +189,7 @@ fn core_info_at_load_is_haproxys_line() {
 }
 
 /// A log line without dates, ports or timers.
-const LOG: &str = "log-format \"%ci %f %b/%s %ST %B %ts %{+Q}r %[var(txn.path)] %[var(txn.low)] %[var(txn.host)] %[var(txn.napped)]\"";
+const LOG: &str = "log-format \"%ci %f %b/%s %ST %B %ts %{+Q}r %[var(txn.path)] %[var(txn.low)] %[var(txn.host)] %[var(txn.napped)] %[var(txn.napsrc)]\"";
 
 fn get(target: &str, headers: &str) -> String {
     format!(
@@ -184,6 +210,9 @@ async fn actions_fetches_and_converters_are_haproxys() {
         "frontend fe
     bind {{fe0}}
     {LOG}
+    # A content action may wait where the rules may: with a delay.
+    tcp-request inspect-delay 5s
+    tcp-request content lua.napsrc
     http-request lua.tag bob if {{ req.hdr(x-case) tag }}
     http-request lua.move if {{ req.hdr(x-case) move }}
     http-request lua.deny if {{ req.hdr(x-case) deny }}
@@ -212,6 +241,7 @@ backend be
     ] {
         let req = get(target, &format!("x-case: {case}\r\n{extra}"));
         let [h, s] = pair.both(0, &req).await;
+        assert!(h.1.ends_with(" 127.0.0.1\n"), "{}", h.1);
         if case == "tag" && target == "/" {
             assert!(h.2.contains("x-lua: hello bob\r\n"), "{}", h.2);
         }
@@ -477,9 +507,10 @@ async fn tcp_content_actions_are_haproxys() {
     ) + "frontend fe
     bind {fe0}
     mode tcp
-    log-format \"%ci %f %b/%s %ts %[var(txn.first)]\"
+    log-format \"%ci %f %b/%s %ts %[var(txn.napped)] %[var(txn.first)]\"
     tcp-request inspect-delay 5s
     tcp-request content lua.gate if { req.len ge 3 }
+    tcp-request content lua.napgate
     default_backend be
 backend be
     mode tcp
@@ -495,8 +526,103 @@ backend be
         let [h, s] = pair.both_as(0, req, true).await;
         // The gate lets GET through (its first bytes noted), refuses BAD.
         assert_eq!(h.0.contains("200 OK"), req.starts_with("GET"), "{h:?}");
-        assert_eq!(h.1.ends_with(" GET\n"), req.starts_with("GET"), "{h:?}");
+        assert_eq!(
+            h.1.ends_with(" slept-27 GET\n"),
+            req.starts_with("GET"),
+            "{h:?}"
+        );
         differ.compare(req.lines().next().unwrap_or(req), &h, &s);
+    }
+    differ.assert_none();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn services_read_their_clients_as_in_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = HTTP_LOG_GLOBAL.replacen(
+        "global\n",
+        &format!("global\n    lua-load {}\n", script("services.lua")),
+        1,
+    ) + "frontend fh
+    bind {fe0}
+    log-format \"%f %b/%s %ST %B %U %ts %{+Q}r\"
+    http-request use-service lua.echo-body
+frontend ft
+    bind {fe1}
+    mode tcp
+    log-format \"%ci %f %b/%s %ts %B %U %[var(txn.seen)]\"
+    tcp-request content use-service lua.lines
+";
+    let pair = Pair::start("lua-service-reads", &cfg, 2).await;
+    let mut differ = haproxy::Differences::default();
+    for req in [
+        "POST /x HTTP/1.1\r\nhost: h\r\ncontent-length: 18\r\nconnection: close\r\n\r\nl1\nAB rest of body",
+        "POST /x HTTP/1.1\r\nhost: h\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n3\r\nl1\n\r\nF\r\nAB rest of body\r\n0\r\n\r\n",
+        "GET /x HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n",
+    ] {
+        let [h, s] = pair.both(0, req).await;
+        if req.contains("content-length") {
+            assert!(
+                h.0.ends_with("line=[l1\n] two=[AB] rest=[ rest of body] more=[] len=18\n"),
+                "{h:?}"
+            );
+        }
+        differ.compare(req.lines().next().unwrap_or(req), &h, &s);
+    }
+    for req in ["hello\r\nabcdefg\nxyz", "one line only\n"] {
+        let [h, s] = pair.both_as(1, req, true).await;
+        if req.starts_with("hello") {
+            assert!(h.0.starts_with("first=[hello\r\n]\ntwo=[ab]\nrest=[cdefg\nxyz] var=hello src=127.0.0.1\nafter=[]\n"), "{h:?}");
+        }
+        differ.compare(format!("tcp {req:?}"), &h, &s);
+    }
+    differ.assert_none();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn script_errors_go_to_the_proxys_log_as_in_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = HTTP_LOG_GLOBAL.replacen(
+        "global\n",
+        &format!(
+            "global\n    lua-load {}\n    lua-load {}\n",
+            script("actions.lua"),
+            script("services.lua")
+        ),
+        1,
+    ) + "frontend fe
+    bind {fe0}
+    log-format \"%f %b/%s %ST %ts %{+Q}r\"
+    http-request lua.boom if { path /boom }
+    http-request use-service lua.broken if { path /broken }
+    default_backend be
+frontend fe1
+    bind {fe1}
+    log-format \"%f %b/%s %ST %ts %{+Q}r %[var(txn.napsrc)]\"
+    # No inspect-delay: the action may not wait, its yield fails.
+    tcp-request content lua.napsrc
+    default_backend be
+backend be
+    server s {srv}
+";
+    let pair = Pair::start("lua-error-log", &cfg, 2).await;
+    pair.answer(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+    let mut differ = haproxy::Differences::default();
+    for (fe, path) in [(0, "/boom"), (0, "/broken"), (1, "/napsrc")] {
+        let req = get(path, "");
+        let mut got = Vec::new();
+        for i in 0..2 {
+            let bytes = haproxy::exchange(pair.fronts[i][fe].addr(), req.as_bytes(), false).await;
+            // The error's line, then the request's.
+            let lines = pair.logs[i].take(2);
+            got.push((String::from_utf8_lossy(&bytes).into_owned(), lines));
+        }
+        assert!(got[0].1[0].starts_with("Lua "), "{:?}", got[0]);
+        differ.compare(path.to_string(), &got[0], &got[1]);
     }
     differ.assert_none();
 }

@@ -914,7 +914,8 @@ pub(crate) enum TcpAction {
     /// `set-priority-class <expr>`, `set-priority-offset <expr>`.
     Priority(PriorityRule),
     /// `tcp-request content lua.<name> [args]`: an action a script
-    /// registered for `tcp-req` (run without yielding).
+    /// registered for `tcp-req` (under a `tcp-request inspect-delay` it
+    /// may wait: `tcp::rules::run_waiting`).
     Lua(LuaAction),
     /// `send-spoe-group <engine> <group>` of `tcp-request content` and
     /// `tcp-response content`: the group's messages sent to the engine's
@@ -923,6 +924,9 @@ pub(crate) enum TcpAction {
         engine: String,
         group: String,
     },
+    /// `tcp-request content use-service lua.<name>`: the TCP service a
+    /// script registered serves the connection in a server's place.
+    LuaService(String),
 }
 
 /// What a proxy does, once its `http-request` rules have run, with the

@@ -130,7 +130,7 @@ impl Supervisor {
             crate::upstream::check::spawn_agents(&sup.rt);
             crate::upstream::dns::spawn_resolvers(&sup.rt);
             crate::peers::spawn(&sup.rt);
-            crate::lua::spawn();
+            crate::lua::spawn(&sup.rt);
         }
         let _ = SUPERVISOR.set(sup.clone());
         Ok(sup)
@@ -350,7 +350,7 @@ impl Supervisor {
                 &snap.global.log.targets,
             );
         }
-        crate::lua::spawn();
+        crate::lua::spawn(&self.rt);
         // The listeners with the configuration's changes, before the state's.
         let at = changes
             .iter()

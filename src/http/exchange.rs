@@ -670,11 +670,22 @@ impl<'a> Exchange<'a> {
             snap: ctx.proxies,
             cx: None,
         };
+        let waits = crate::tcp::rules::Waits {
+            spoe: Some(spoe),
+            ..Default::default()
+        };
         let (rules, acls) = (&self.be.tcp_response, &self.be.acls);
-        let verdict =
-            crate::tcp::rules::run_spoe(rules, acls, &view, ctx.vars, level, &mut fx, spoe, true)
-                .await
-                .unwrap_or(Verdict::Accept);
+        let verdict = crate::tcp::rules::run_waiting(
+            (rules, acls),
+            &view,
+            Some(ctx.vars),
+            level,
+            &mut fx,
+            waits,
+            true,
+        )
+        .await
+        .unwrap_or(Verdict::Accept);
         self.tcp_response_effects(&fx);
         verdict
     }

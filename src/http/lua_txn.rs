@@ -17,6 +17,12 @@ pub(super) struct ReqTxn<'r, 'a> {
     pub(super) edits: &'r mut Option<Edits>,
     /// `txn:set_loglevel()`.
     pub(super) level: Option<LogLevel>,
+    /// An HTTP service's request body, and how much of it the script
+    /// read.
+    pub(super) body: Vec<u8>,
+    body_read: usize,
+    /// The log targets of the rule's proxy, for the script's errors.
+    pub(super) log: Option<&'r crate::snapshot::log_setup::LogSetup>,
 }
 
 impl<'r, 'a> ReqTxn<'r, 'a> {
@@ -32,6 +38,9 @@ impl<'r, 'a> ReqTxn<'r, 'a> {
             orig,
             edits,
             level: None,
+            body: Vec::new(),
+            body_read: 0,
+            log: None,
         }
     }
 }
@@ -122,6 +131,27 @@ impl Txn for ReqTxn<'_, '_> {
 
     fn set_loglevel(&mut self, level: u8) {
         self.level = Some(LogLevel::Severity(level));
+    }
+
+    fn body_len(&self) -> usize {
+        self.body.len()
+    }
+
+    fn log_to(&self) -> Option<&crate::snapshot::log_setup::LogSetup> {
+        self.log
+    }
+
+    fn read_body(&mut self, n: Option<usize>, line: bool) -> Vec<u8> {
+        let rest = &self.body[self.body_read..];
+        let take = if line {
+            rest.iter()
+                .position(|&c| c == b'\n')
+                .map_or(rest.len(), |i| i + 1)
+        } else {
+            n.map_or(rest.len(), |n| n.min(rest.len()))
+        };
+        self.body_read += take;
+        rest[..take].to_vec()
     }
 }
 
@@ -214,6 +244,8 @@ pub(super) struct ResTxn<'r, 'a> {
     /// `txn.http:res_set_status()`: code and reason, applied after.
     pub(super) status: Option<(u16, Vec<u8>)>,
     pub(super) level: Option<LogLevel>,
+    /// The log targets of the rule's proxy, for the script's errors.
+    pub(super) log: Option<&'r crate::snapshot::log_setup::LogSetup>,
 }
 
 impl Txn for ResTxn<'_, '_> {
@@ -279,6 +311,10 @@ impl Txn for ResTxn<'_, '_> {
     fn set_loglevel(&mut self, level: u8) {
         self.level = Some(LogLevel::Severity(level));
     }
+
+    fn log_to(&self) -> Option<&crate::snapshot::log_setup::LogSetup> {
+        self.log
+    }
 }
 
 /// The header fields of `head` as edits leave them: (lower-case name,
@@ -295,9 +331,10 @@ fn header_fields(head: &Head, edits: Option<&Edits>) -> Vec<(String, Vec<u8>)> {
         .collect()
 }
 
-/// Runs `a` over the response, at once: the response path does not
-/// wait, so the action cannot yield (`core.sleep` there fails, and the
-/// action with it).
+/// Runs `a` over the response, at once: the response rules do not wait
+/// (making them able to would cost every response a future, rules or
+/// not), so the action cannot yield: a `core.sleep` or I/O there fails
+/// it, reported as HAProxy reports an action that could not finish.
 pub(super) fn run_response(a: &LuaAction, t: &mut ResTxn<'_, '_>) -> ActionEnd {
     let Some(scripts) = crate::sample::script::active() else {
         return ActionEnd::Continue;

@@ -1391,6 +1391,13 @@ fn response_edits<'r>(
                         edits: &mut edits,
                         status: None,
                         level: None,
+                        // The backend's rules come first, then the
+                        // frontend's.
+                        log: if set == 0 {
+                            be.log.as_deref()
+                        } else {
+                            fe.log.as_deref().map(|l| &l.setup)
+                        },
                     };
                     let end = crate::http::lua_txn::run_response(a, &mut t);
                     let (status, level) = (t.status.take(), t.level);

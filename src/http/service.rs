@@ -693,44 +693,60 @@ pub(crate) async fn handle_request(
             stick: Some(&stick),
         };
         let mut fx = crate::tcp::rules::Effects::default();
+        let waits = crate::tcp::rules::Waits {
+            log: fe.log.as_deref().map(|l| &l.setup),
+            lua: fe.inspect_delay.is_some(),
+            spoe: None,
+        };
+        let rules = (&fe.tcp_content, &fe.acls);
         let verdict = if fe.spoe.is_empty() {
-            crate::tcp::rules::run(
-                &fe.tcp_content,
-                &fe.acls,
+            crate::tcp::rules::run_waiting(
+                rules,
                 &view,
                 Some(&vars),
                 Level::Stream,
                 &mut fx,
-            )
-        } else {
-            let cx = crate::sample::Ctx {
-                req: Some(&head),
-                frontend: &fe.name,
-                frontend_id: fe.iid,
-                vars: Some(&vars),
-                ..crate::acl::eval::RequestView::sample_ctx(&view)
-            };
-            let spoe = crate::tcp::rules::SpoeRules {
-                engines: &fe.spoe,
-                may_wait: fe.inspect_delay.is_some(),
-                snap: &snap,
-                cx: Some(&cx),
-            };
-            let (rules, acls) = (&fe.tcp_content, &fe.acls);
-            let run = crate::tcp::rules::run_spoe(
-                rules,
-                acls,
-                &view,
-                &vars,
-                Level::Stream,
-                &mut fx,
-                spoe,
+                waits,
                 true,
-            );
-            Box::pin(run)
+            )
+            .await
+        } else {
+            // Boxed: the SPOE messages' context stays out of the
+            // request's future.
+            let (view, vars, fx, head) = (&view, &vars, &mut fx, &head);
+            let snap: &crate::snapshot::Snapshot = &snap;
+            Box::pin(async move {
+                let cx = crate::sample::Ctx {
+                    req: Some(head),
+                    frontend: &fe.name,
+                    frontend_id: fe.iid,
+                    vars: Some(vars),
+                    ..crate::acl::eval::RequestView::sample_ctx(view)
+                };
+                let spoe = crate::tcp::rules::SpoeRules {
+                    engines: &fe.spoe,
+                    may_wait: fe.inspect_delay.is_some(),
+                    snap,
+                    cx: Some(&cx),
+                };
+                let waits = crate::tcp::rules::Waits {
+                    spoe: Some(spoe),
+                    ..waits
+                };
+                crate::tcp::rules::run_waiting(
+                    rules,
+                    view,
+                    Some(vars),
+                    Level::Stream,
+                    fx,
+                    waits,
+                    true,
+                )
                 .await
-                .unwrap_or(crate::tcp::rules::Verdict::Accept)
-        };
+            })
+            .await
+        }
+        .unwrap_or(crate::tcp::rules::Verdict::Accept);
         fx.mark(conn.stream.socket());
         if fx.level.is_some() {
             rec.level = fx.level;
@@ -1841,6 +1857,24 @@ impl RuleRun<'_> {
         self.keep_local = self.keep && self.conn.pending != io::PendingBody::Partial;
     }
 
+    /// The request's body for a Lua HTTP service's `receive` and
+    /// `getline`: waited for (as much as HAProxy's buffer holds, within
+    /// the client's timeout), then copied; empty without one.
+    async fn service_body(&mut self, head: &Head) -> Vec<u8> {
+        if self.body == BodyKind::None {
+            return Vec::new();
+        }
+        self.send_continue(head).await;
+        let room = crate::http::body::room(head, self.fe.max_head, self.body == BodyKind::Chunked);
+        let _ =
+            crate::http::body::wait(self.conn, self.body, room, 0, self.fe.timeouts.client).await;
+        self.body_came();
+        let mut decoded = Vec::new();
+        crate::http::body::view(&self.conn.buf, self.body, room, &mut decoded)
+            .data
+            .to_vec()
+    }
+
     /// The body did not come in time: HAProxy 2.6 answers 408 and logs
     /// `cR--` without a request time, a failed request of the frontend.
     async fn body_timeout(&mut self, be: Option<&BackendRt>) -> Outcome {
@@ -1976,6 +2010,7 @@ impl RuleRun<'_> {
                 }
                 HttpRequestAction::Lua(a) => {
                     let mut t = crate::http::lua_txn::ReqTxn::new(cx, head, orig, &mut *self.edits);
+                    t.log = proxy_log(fe, be);
                     let end = crate::http::lua_txn::run_request(a, &mut t).await;
                     if let Some(l) = t.level {
                         self.rec.level = Some(l);
@@ -2011,7 +2046,11 @@ impl RuleRun<'_> {
                     ));
                 }
                 HttpRequestAction::LuaService(name) => {
+                    // Boxed: the wait stays out of the rules' future.
+                    let body = Box::pin(self.service_body(head)).await;
                     let mut t = crate::http::lua_txn::ReqTxn::new(cx, head, orig, &mut *self.edits);
+                    t.body = body;
+                    t.log = proxy_log(fe, be);
                     let reply = crate::http::lua_txn::run_service(name, &mut t).await;
                     self.rec.server =
                         crate::observe::outcome::SrvName::Applet(format!("<lua.{name}>").into());
@@ -2327,6 +2366,18 @@ impl RuleRun<'_> {
             }
         }
         None
+    }
+}
+
+/// The log targets of the proxy whose rules run: the backend's for a
+/// backend's rules.
+fn proxy_log<'p>(
+    fe: &'p FrontendRt,
+    be: Option<&'p BackendRt>,
+) -> Option<&'p crate::snapshot::log_setup::LogSetup> {
+    match be {
+        Some(b) => b.log.as_deref(),
+        None => fe.log.as_deref().map(|l| &l.setup),
     }
 }
 

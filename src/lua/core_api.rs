@@ -91,6 +91,17 @@ pub(super) fn install(lua: &Lua, reg: &Arc<Mutex<Registered>>) -> mlua::Result<(
     )?;
     let r = reg.clone();
     core.set(
+        "register_cli",
+        lua.create_function(move |_, (path, usage, f): (Table, String, Function)| {
+            let words = path
+                .sequence_values::<String>()
+                .collect::<mlua::Result<Vec<_>>>()?;
+            lock(&r).clis.push((words, usage, f));
+            Ok(())
+        })?,
+    )?;
+    let r = reg.clone();
+    core.set(
         "register_init",
         lua.create_function(move |_, f: Function| {
             lock(&r).inits.push(f);

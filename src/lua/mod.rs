@@ -7,13 +7,18 @@
 //! registry ([`Host`]'s `Scripts`).
 //!
 //! A script runs as a coroutine that yields on `core.sleep`,
-//! `core.yield`, and every `tune.lua.forced-yield` instructions, so it
-//! never holds its worker (`run.rs`); one running longer than its
+//! `core.yield`, its I/O (`core.tcp()`, `core.httpclient()`, a TCP
+//! service's client: `io.rs`) and every `tune.lua.forced-yield`
+//! instructions, so it never holds its worker (`run.rs`); one running
+//! longer than its
 //! timeout (`tune.lua.session-timeout`) fails with HAProxy's message.
 //! All threads share one Lua state, as HAProxy's `lua-load` does (its
 //! lock is mlua's); `lua-load-per-thread` loads into that same state.
 
 mod core_api;
+mod httpclient;
+mod io;
+mod proxies;
 mod run;
 pub(crate) mod txn;
 
@@ -27,6 +32,7 @@ use crate::sample::arg::Arg;
 use crate::sample::script::{LoadReq, Scripts};
 use crate::sample::value::Sample;
 
+pub(crate) use io::{AppletConn, Io};
 pub(crate) use run::{ActionEnd, ServiceEnd};
 pub(crate) use txn::Txn;
 
@@ -59,6 +65,8 @@ pub(crate) struct Registered {
     convs: HashMap<String, Function>,
     /// Services and whether each is HTTP (`"http"`) or TCP.
     services: HashMap<String, (Function, bool)>,
+    /// `core.register_cli`: each command's words, usage and function.
+    clis: Vec<(Vec<String>, String, Function)>,
     inits: Vec<Function>,
     tasks: Vec<Function>,
 }
@@ -72,12 +80,19 @@ pub(crate) struct Host {
     /// The prelude's `run`: a registered function called under its
     /// traceback handler.
     run: Function,
-    /// The prelude's AppletHTTP maker.
+    /// The prelude's AppletHTTP and AppletTCP makers.
     new_applet: Function,
+    new_applet_tcp: Function,
+    /// The prelude's maker of `core.proxies` and its friends.
+    set_proxies: Function,
+    /// The prelude's maker of a CLI command's applet.
+    new_cli: Function,
     /// The primitives' table the prelude's objects call (`S`).
     prims: Table,
     /// The value `core.sleep` and friends yield first.
     sleep: Table,
+    /// The value a script yields first to wait for I/O (`io.rs`).
+    io: Table,
     /// Fetch and converter methods by the names Lua gives them (`req_hdr`
     /// for `req.hdr`).
     fetch_names: HashMap<String, &'static str>,
@@ -98,7 +113,8 @@ static STARTED: Mutex<Option<Arc<dyn Scripts>>> = Mutex::new(None);
 /// After a start or a reload: the running configuration's scripts run
 /// their `core.register_init` functions, then their tasks start on the
 /// calling runtime; the tasks of the scripts they replace end.
-pub(crate) fn spawn() {
+pub(crate) fn spawn(rt: &Arc<crate::snapshot::runtime::Runtime>) {
+    proxies::set_runtime(rt);
     let current = crate::sample::script::active();
     let mut started = STARTED.lock().unwrap_or_else(|e| e.into_inner());
     let same = match (&*started, &current) {
@@ -123,6 +139,9 @@ pub(crate) fn spawn() {
     let Some(host) = scripts.as_any().downcast_ref::<Host>() else {
         return;
     };
+    if let Err(e) = proxies::describe(&host.lua, rt).and_then(|l| host.set_proxies.call::<()>(l)) {
+        run::report(&format!("Lua: {}.", message(&e)));
+    }
     host.run_inits();
     let tasks = host.registered().tasks.clone();
     for f in tasks {
@@ -133,6 +152,14 @@ pub(crate) fn spawn() {
             }
         });
     }
+}
+
+/// A command of the stats socket a script registered
+/// (`core.register_cli`): its answer, or None when `words` name none.
+pub(crate) fn run_cli(words: &[String]) -> Option<String> {
+    let scripts = crate::sample::script::active()?;
+    let host = scripts.as_any().downcast_ref::<Host>()?;
+    host.run_cli(words)
 }
 
 fn load(prev: Option<&Arc<dyn Scripts>>, req: &LoadReq<'_>) -> Result<Arc<dyn Scripts>, String> {
@@ -178,10 +205,13 @@ impl Host {
         core_api::install(&lua, &reg)?;
         let prims = lua.create_table()?;
         let sleep = lua.create_table()?;
-        let (new_txn, run, new_applet): (Function, Function, Function) = lua
+        let io = lua.create_table()?;
+        proxies::install(&lua, &prims)?;
+        type Made = (Function, Function, Function, Function, Function, Function);
+        let (new_txn, run, new_applet, new_applet_tcp, set_proxies, new_cli): Made = lua
             .load(include_str!("prelude.lua"))
             .set_name("=prelude")
-            .call((prims.clone(), sleep.clone()))?;
+            .call((prims.clone(), sleep.clone(), io.clone()))?;
         let mangle = |n: &'static str| (n.replace('.', "_"), n);
         Ok(Host {
             lua,
@@ -189,8 +219,12 @@ impl Host {
             new_txn,
             run,
             new_applet,
+            new_applet_tcp,
+            set_proxies,
+            new_cli,
             prims,
             sleep,
+            io,
             fetch_names: crate::sample::fetch::all()
                 .map(|f| mangle(f.name))
                 .collect(),

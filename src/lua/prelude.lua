@@ -2,7 +2,7 @@
 -- Fetches and Converters objects, and the core functions that yield.
 -- `S.call(<primitive>, ...)` is the function sluice sets for the time of
 -- each run or resume of a script, over the request's primitives.
-local S, SLEEP = ...
+local S, SLEEP, IO = ...
 
 function core.sleep(s) coroutine.yield(SLEEP, math.floor(s * 1000)) end
 function core.msleep(ms) coroutine.yield(SLEEP, math.floor(ms)) end
@@ -53,6 +53,110 @@ function HTTP:req_set_query(q) S.call("set_target", "query", q) end
 function HTTP:req_set_uri(u) S.call("set_target", "uri", u) end
 function HTTP:res_set_status(code, reason) S.call("set_status", code, reason) end
 
+-- HAProxy's HttpClient: each method sends one request and waits for
+-- its response (`IO` yields: the worker serves others meanwhile).
+local HC = {}
+HC.__index = HC
+local function hc_send(method)
+  return function(_, req)
+    if type(req) ~= "table" then error("httpclient: a request table is expected", 2) end
+    local flat = {}
+    if type(req.headers) == "table" then
+      for name, vals in pairs(req.headers) do
+        if type(vals) == "table" then
+          for _, v in pairs(vals) do flat[#flat + 1] = { tostring(name), tostring(v) } end
+        end
+      end
+    end
+    local status, reason, hdrs, body =
+      coroutine.yield(IO, "http", method, req.url, flat, req.body, req.timeout, req.dst)
+    if status == nil then error(reason, 2) end
+    return { status = status, reason = reason, headers = hdrs_table(hdrs), body = body }
+  end
+end
+HC.get, HC.head, HC.put = hc_send("GET"), hc_send("HEAD"), hc_send("PUT")
+HC.post, HC.delete = hc_send("POST"), hc_send("DELETE")
+function core.httpclient() return setmetatable({}, HC) end
+
+-- HAProxy's Socket (`core.tcp()`), as LuaSocket's: its number among its
+-- coroutine's sockets once connected, its timeout in seconds.
+local SOCK = {}
+SOCK.__index = SOCK
+function core.tcp() return setmetatable({}, SOCK) end
+function SOCK:settimeout(t) self.timeout = tonumber(t); return 1 end
+function SOCK:connect(host, port)
+  local id, err = coroutine.yield(IO, "connect", host, port, self.timeout)
+  if id == nil then return nil, err end
+  self.id = id
+  return 1
+end
+function SOCK:send(data, i, j)
+  if self.id == nil then return nil, "connection closed." end
+  data = tostring(data)
+  if i ~= nil then data = string.sub(data, i, j or -1) end
+  return coroutine.yield(IO, "send", self.id, data, self.timeout)
+end
+function SOCK:receive(pattern, prefix)
+  if self.id == nil then return nil, "connection closed." end
+  return coroutine.yield(IO, "receive", self.id, pattern, prefix, self.timeout)
+end
+function SOCK:close()
+  if self.id ~= nil then coroutine.yield(IO, "close", self.id); self.id = nil end
+end
+function SOCK:getpeername()
+  if self.id == nil then return nil end
+  return coroutine.yield(IO, "peer", self.id)
+end
+function SOCK:getsockname()
+  if self.id == nil then return nil end
+  return coroutine.yield(IO, "name", self.id)
+end
+
+-- What a script sees of the running process: `show info`'s fields, the
+-- proxies and their servers (`S.info`, `S.px` and `S.srv` read them at
+-- each call), made once the process started (`set_proxies`).
+function core.get_info() return S.info() end
+local PROXY, SERVER = {}, {}
+PROXY.__index, SERVER.__index = PROXY, SERVER
+function PROXY:get_stats() return S.px("stats", self.name) end
+function PROXY:get_cap() return S.px("cap", self.name) end
+function PROXY:get_mode() return S.px("mode", self.name) end
+local function srv(op) return function(self, arg) return S.srv(op, self.__px, self.name, arg) end end
+SERVER.get_stats, SERVER.get_addr, SERVER.get_weight = srv("stats"), srv("addr"), srv("weight")
+SERVER.set_weight, SERVER.get_maxconn, SERVER.is_draining = srv("set_weight"), srv("maxconn"), srv("draining")
+SERVER.set_maint, SERVER.set_drain, SERVER.set_ready = srv("maint"), srv("drain"), srv("ready")
+SERVER.set_maxconn, SERVER.shut_sess = srv("set_maxconn"), srv("shut_sess")
+function SERVER:set_addr(addr, port)
+  local a = tostring(addr)
+  if port ~= nil then a = a .. " " .. tostring(port) end
+  return S.srv("set_addr", self.__px, self.name, a)
+end
+for _, op in ipairs({ "check_enable", "check_disable", "check_force_up", "check_force_nolb",
+    "check_force_down", "agent_enable", "agent_disable", "agent_force_up", "agent_force_down" }) do
+  SERVER[op] = srv(op)
+end
+local function set_proxies(list)
+  local all, fes, bes = {}, {}, {}
+  for _, p in ipairs(list) do
+    local servers = {}
+    for _, s in ipairs(p.servers) do
+      servers[s.name] = setmetatable({ name = s.name, puid = s.puid, __px = p.name }, SERVER)
+    end
+    local px = setmetatable({ name = p.name, uuid = p.uuid, servers = servers, listeners = {} }, PROXY)
+    all[p.name] = px
+    if p.fe then fes[p.name] = px end
+    if p.be then bes[p.name] = px end
+  end
+  core.proxies, core.frontends, core.backends = all, fes, bes
+end
+
+-- The applet of a `core.register_cli` function: what it sends is the
+-- command's answer.
+local CLI = {}
+CLI.__index = CLI
+function CLI:send(d) S.call("svc_send", tostring(d)) end
+local function new_cli() return setmetatable({}, CLI) end
+
 -- The one HTTP object (its methods keep no state of their own).
 local HTTP_OBJ = setmetatable({}, HTTP)
 
@@ -86,6 +190,23 @@ APPLET.set_var = TXN.set_var
 APPLET.unset_var = TXN.unset_var
 APPLET.set_priv = TXN.set_priv
 APPLET.get_priv = TXN.get_priv
+
+-- The AppletTCP object of a TCP service: the client connection, read
+-- and written as the script waits (`IO` yields).
+local TAPPLET = {}
+TAPPLET.__index = TAPPLET
+function TAPPLET:receive(n) return coroutine.yield(IO, "applet_receive", n) end
+function TAPPLET:getline() return coroutine.yield(IO, "applet_getline") end
+function TAPPLET:send(d) coroutine.yield(IO, "applet_send", tostring(d)) end
+TAPPLET.get_var = TXN.get_var
+TAPPLET.set_var = TXN.set_var
+TAPPLET.unset_var = TXN.unset_var
+TAPPLET.set_priv = TXN.set_priv
+TAPPLET.get_priv = TXN.get_priv
+
+local function new_applet_tcp()
+  return setmetatable({ f = F, sf = SF, c = C, sc = SC }, TAPPLET)
+end
 
 local function new_applet()
   local method, path, qs, version, length = S.call("request")
@@ -131,4 +252,4 @@ local function new_txn(http)
   return t
 end
 
-return new_txn, run, new_applet
+return new_txn, run, new_applet, new_applet_tcp, set_proxies, new_cli

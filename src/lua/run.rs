@@ -1,8 +1,9 @@
-//! Running a script's function: as a coroutine for actions and
-//! services, resumed after each yield (`core.sleep`, `core.yield`, a
-//! forced yield every `tune.lua.forced-yield` instructions) so that the
-//! worker serves other connections meanwhile; directly for fetches and
-//! converters, which cannot yield. Either way a hook stops a function
+//! Running a script's function: as a coroutine for actions, services
+//! and tasks, resumed after each yield (`core.sleep`, `core.yield`, the
+//! I/O of `io.rs`, a forced yield every `tune.lua.forced-yield`
+//! instructions) so that the worker serves other connections meanwhile;
+//! directly for fetches, converters and CLI commands, which cannot
+//! yield. Either way a hook stops a function
 //! whose Lua time passes its timeout, with HAProxy's "execution timeout".
 
 use std::cell::{Cell, RefCell};
@@ -60,15 +61,24 @@ pub(super) fn call_sync(
     t: &mut dyn Txn,
     f: impl FnOnce(&Host) -> mlua::Result<MultiValue>,
 ) -> Result<Value, String> {
+    call_sync_with(host, t, &Flags::default(), f)
+}
+
+/// [`call_sync`] leaving what the function did in `flags`.
+pub(super) fn call_sync_with(
+    host: &Host,
+    t: &mut dyn Txn,
+    flags: &Flags,
+    f: impl FnOnce(&Host) -> mlua::Result<MultiValue>,
+) -> Result<Value, String> {
     let timeout = crate::sample::script::tune().session_timeout;
-    let flags = Flags::default();
     let cell: RefCell<&mut dyn Txn> = RefCell::new(t);
     // A fetch a script calls from a script (`txn.f:lua_x()`) runs inside
     // the caller's resume: the caller's primitives come back after it.
     let saved: Vec<(Value, Value)> = host.prims.pairs().flatten().collect();
     let r = call_bounded(&host.lua, Some(timeout), || {
         host.lua.scope(|scope| {
-            txn::install(scope, host, &cell, &flags)?;
+            txn::install(scope, host, &cell, flags)?;
             f(host)
         })
     });
@@ -144,6 +154,19 @@ pub(crate) fn report(msg: &str) {
     eprintln!("[ALERT]    ({}) : {msg}", std::process::id());
 }
 
+/// [`report`], and to the log targets of the proxy of `t` at level err,
+/// as HAProxy sends its Lua errors.
+fn report_in(t: &(impl Txn + ?Sized), msg: &str) {
+    report(msg);
+    if let Some(setup) = t.log_to() {
+        setup.send(
+            crate::config::log::ERR,
+            &crate::observe::log::time::Date::now(),
+            msg,
+        );
+    }
+}
+
 /// How a coroutine's run ended.
 enum Driven {
     /// The function returned these values.
@@ -164,9 +187,10 @@ pub(crate) enum ServiceEnd {
 
 impl Host {
     /// Runs `f` as a coroutine over `t` until it ends: its first
-    /// arguments from `first`, its sleeps and yields waited for on the
-    /// worker's runtime, `timeout` of Lua time. `what` names it in the
-    /// errors reported.
+    /// arguments from `first`, its sleeps, yields and I/O (`sockets`: its
+    /// sockets, a TCP service's client) waited for on the worker's
+    /// runtime, `timeout` of Lua time. `what` names it in the errors
+    /// reported.
     async fn drive<T: Txn + Send>(
         &self,
         f: Function,
@@ -174,12 +198,13 @@ impl Host {
         t: &mut T,
         timeout: Option<Duration>,
         what: &str,
+        sockets: &mut super::io::Io<'_>,
     ) -> (Driven, Flags) {
         let flags = Flags::default();
         let thread = match self.lua.create_thread(self.run.clone()) {
             Ok(th) => th,
             Err(e) => {
-                report(&format!("{what}: {}.", super::message(&e)));
+                report_in(&*t, &format!("{what}: {}.", super::message(&e)));
                 return (Driven::Failed, flags);
             }
         };
@@ -187,6 +212,9 @@ impl Host {
         thread.set_hook(triggers(tune.forced_yield), hook);
         let mut spent = Duration::ZERO;
         let mut started = false;
+        // The results of the I/O the coroutine waited for (performed with
+        // `sockets`, its own), handed to it at the next resume.
+        let mut io_done: Option<Vec<super::io::Out>> = None;
         loop {
             let start = Instant::now();
             let r = {
@@ -195,7 +223,9 @@ impl Host {
                 call_bounded(&self.lua, left, || {
                     self.lua.scope(|scope| {
                         txn::install(scope, self, &cell, &flags)?;
-                        if started {
+                        if let Some(outs) = io_done.take() {
+                            thread.resume::<MultiValue>(super::io::to_lua(&self.lua, outs)?)
+                        } else if started {
                             thread.resume::<MultiValue>(())
                         } else {
                             thread.resume::<MultiValue>(first(self, &f)?)
@@ -208,10 +238,13 @@ impl Host {
             let vals = match r {
                 Ok(v) => v,
                 Err(e) => {
-                    report(&format!(
-                        "{what}: [state-id 0] runtime error: {}.",
-                        super::message(&e)
-                    ));
+                    report_in(
+                        &*t,
+                        &format!(
+                            "{what}: [state-id 0] runtime error: {}.",
+                            super::message(&e)
+                        ),
+                    );
                     return (Driven::Failed, flags);
                 }
             };
@@ -222,7 +255,7 @@ impl Host {
                 return match ran(vals) {
                     Ok(v) => (Driven::Returned(v), flags),
                     Err(e) => {
-                        report(&format!("{what}: {e}."));
+                        report_in(&*t, &format!("{what}: {e}."));
                         (Driven::Failed, flags)
                     }
                 };
@@ -230,6 +263,16 @@ impl Host {
             // A task of scripts a reload replaced ends at its next yield.
             if self.retired.load(std::sync::atomic::Ordering::Relaxed) {
                 return (Driven::Done, flags);
+            }
+            if matches!(vals.front(), Some(Value::Table(m)) if *m == self.io) {
+                let outs = match super::io::ask(&vals) {
+                    Ok(ask) => sockets.perform(ask).await,
+                    Err(e) => Err(e),
+                };
+                io_done = Some(outs.unwrap_or_else(|e| {
+                    vec![super::io::Out::Nil, super::io::Out::Str(e.into_bytes())]
+                }));
+                continue;
             }
             let ms = match (vals.front(), vals.get(1)) {
                 (Some(Value::Table(m)), Some(ms)) if *m == self.sleep => ms.as_i64().unwrap_or(0),
@@ -271,7 +314,11 @@ impl Host {
             Ok(v)
         };
         let timeout = crate::sample::script::tune().session_timeout;
-        match self.drive(f, first, t, Some(timeout), &what).await.0 {
+        match self
+            .drive(f, first, t, Some(timeout), &what, &mut Default::default())
+            .await
+            .0
+        {
             Driven::Returned(v) => ActionEnd::of(v.front().and_then(Value::as_i64)),
             Driven::Done => ActionEnd::Done,
             Driven::Failed => ActionEnd::Failed,
@@ -293,7 +340,9 @@ impl Host {
             Ok(v)
         };
         let timeout = crate::sample::script::tune().service_timeout;
-        let (end, flags) = self.drive(f, first, t, Some(timeout), &what).await;
+        let (end, flags) = self
+            .drive(f, first, t, Some(timeout), &what, &mut Default::default())
+            .await;
         let reply = flags.reply.into_inner();
         match end {
             Driven::Failed => ServiceEnd::Failed,
@@ -304,6 +353,30 @@ impl Host {
 }
 
 impl Host {
+    /// Runs the TCP service `name` over `t` and the client connection
+    /// `io.applet` until it ends: false when it failed (reported).
+    pub(crate) async fn run_tcp_service<T: Txn + Send>(
+        &self,
+        name: &str,
+        t: &mut T,
+        io: &mut super::io::Io<'_>,
+    ) -> bool {
+        let Some(f) = self.registered().services.get(name).map(|s| s.0.clone()) else {
+            return false;
+        };
+        let what = format!("Lua applet tcp '<lua.{name}>'");
+        let first = |host: &Host, f: &Function| {
+            let applet: Table = host.new_applet_tcp.call(())?;
+            let mut v = mlua::Variadic::new();
+            v.push(Value::Function(f.clone()));
+            v.push(Value::Table(applet));
+            Ok(v)
+        };
+        let timeout = crate::sample::script::tune().service_timeout;
+        let (end, _) = self.drive(f, first, t, Some(timeout), &what, io).await;
+        !matches!(end, Driven::Failed)
+    }
+
     /// Runs a `core.register_task` function until it returns, fails, or
     /// a reload replaces these scripts (`tune.lua.task-timeout` of Lua
     /// time, unbounded by default).
@@ -315,7 +388,46 @@ impl Host {
         };
         let timeout = crate::sample::script::tune().task_timeout;
         let mut t = txn::NoTxn;
-        self.drive(f, first, &mut t, timeout, "Lua task").await;
+        self.drive(
+            f,
+            first,
+            &mut t,
+            timeout,
+            "Lua task",
+            &mut Default::default(),
+        )
+        .await;
+    }
+
+    /// A command of the stats socket the scripts registered: what its
+    /// function sent, once it returned (it cannot yield); None when
+    /// `words` name none (the longest path that starts them wins).
+    pub(crate) fn run_cli(&self, words: &[String]) -> Option<String> {
+        let (path, f) = self
+            .registered()
+            .clis
+            .iter()
+            .filter(|(p, _, _)| words.len() >= p.len() && p.iter().zip(words).all(|(a, b)| a == b))
+            .max_by_key(|(p, _, _)| p.len())
+            .map(|(p, _, f)| (p.join("."), f.clone()))?;
+        let mut t = txn::NoTxn;
+        let flags = Flags::default();
+        let r = call_sync_with(self, &mut t, &flags, |host| {
+            let applet: Table = host.new_cli.call(())?;
+            let mut v = mlua::Variadic::new();
+            v.push(Value::Function(f));
+            v.push(Value::Table(applet));
+            for w in words {
+                v.push(Value::String(host.lua.create_string(w)?));
+            }
+            host.run.call::<MultiValue>(v)
+        });
+        if let Err(e) = r {
+            report(&format!("Lua cli '<lua.cli.{path}>': {e}."));
+            return Some(String::new());
+        }
+        let body = std::mem::take(&mut flags.reply.borrow_mut().body);
+        Some(String::from_utf8_lossy(&body).into_owned())
     }
 
     /// Runs the `core.register_init` functions, in order.
@@ -359,8 +471,17 @@ impl Host {
         });
         match r {
             Ok(v) => ActionEnd::of(v.as_i64()),
+            // Where nothing may wait (no `tcp-request inspect-delay`), a
+            // yield is HAProxy's expired timeout.
+            Err(e) if e.contains("attempt to yield") => {
+                report_in(
+                    t,
+                    &format!("Lua function '{name}': aborting Lua processing on expired timeout."),
+                );
+                ActionEnd::Failed
+            }
             Err(e) => {
-                report(&format!("Lua function '{name}': {e}."));
+                report_in(t, &format!("Lua function '{name}': {e}."));
                 ActionEnd::Failed
             }
         }

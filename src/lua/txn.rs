@@ -45,6 +45,20 @@ pub(crate) trait Txn {
         Default::default()
     }
     fn set_loglevel(&mut self, _level: u8) {}
+    /// An HTTP service's request body: `n` bytes (all that is left for
+    /// None), or a line with its LF (`line`); "" past its end.
+    fn read_body(&mut self, _n: Option<usize>, _line: bool) -> Vec<u8> {
+        Vec::new()
+    }
+    /// The length of that body.
+    fn body_len(&self) -> usize {
+        0
+    }
+    /// The log targets of the proxy whose rule runs the script, where
+    /// HAProxy sends its errors too.
+    fn log_to(&self) -> Option<&crate::snapshot::log_setup::LogSetup> {
+        None
+    }
 }
 
 /// A task's or an init function's transaction: no request; `proc`
@@ -63,6 +77,23 @@ pub(crate) struct FetchTxn<'a>(pub(crate) Ctx<'a>);
 impl Txn for FetchTxn<'_> {
     fn sample(&self) -> Ctx<'_> {
         self.0
+    }
+}
+
+/// A TCP rule's or service's transaction: the connection's samples, and
+/// its proxy's log targets.
+pub(crate) struct ConnTxn<'a> {
+    pub(crate) cx: Ctx<'a>,
+    pub(crate) log: Option<&'a crate::snapshot::log_setup::LogSetup>,
+}
+
+impl Txn for ConnTxn<'_> {
+    fn sample(&self) -> Ctx<'_> {
+        self.cx
+    }
+
+    fn log_to(&self) -> Option<&crate::snapshot::log_setup::LogSetup> {
+        self.log
     }
 }
 
@@ -305,10 +336,12 @@ fn dispatch(
                 let Some(smp) = to_sample(&value) else {
                     return Ok(());
                 };
-                let mut conds = Conds::default();
-                if ifexist == Some(true) {
-                    let _ = conds.add("ifexists");
-                }
+                // HAProxy's `ifexist` sets only a name its configuration
+                // uses somewhere (not one with a value already, as the
+                // rules' `ifexists`); a script's names are those the
+                // configuration reads, so it is set either way.
+                let _ = ifexist;
+                let conds = Conds::default();
                 let t = t.borrow();
                 match t.sample().vars {
                     Some(vars) => {
@@ -337,13 +370,15 @@ fn dispatch(
             let (): () = FromLuaMulti::from_lua_multi(args, lua)?;
             let r: mlua::Result<_> = (|| {
                 let [m, p, q, v] = t.borrow().request_line();
+                // A chunked body's length is what came of it, as HAProxy
+                // knows it once the body is in its buffer.
                 let length = t
                     .borrow()
                     .headers(false)
                     .iter()
                     .find(|(n, _)| n == "content-length")
                     .and_then(|(_, v)| std::str::from_utf8(v).ok()?.trim().parse::<i64>().ok())
-                    .unwrap_or(0);
+                    .unwrap_or_else(|| t.borrow().body_len() as i64);
                 Ok((
                     lua.create_string(m)?,
                     lua.create_string(p)?,
@@ -394,15 +429,15 @@ fn dispatch(
             })();
             r?.into_lua_multi(lua)
         }
-        // The request's body is not read by services yet: it ends at once.
         b"svc_receive" => {
-            let _: Option<i64> = FromLuaMulti::from_lua_multi(args, lua)?;
-            let r: mlua::Result<_> = (|| lua.create_string(""))();
+            let n: Option<i64> = FromLuaMulti::from_lua_multi(args, lua)?;
+            let n = n.filter(|&n| n > 0).map(|n| n as usize);
+            let r: mlua::Result<_> = (|| lua.create_string(t.borrow_mut().read_body(n, false)))();
             r?.into_lua_multi(lua)
         }
         b"svc_getline" => {
             let (): () = FromLuaMulti::from_lua_multi(args, lua)?;
-            let r: mlua::Result<_> = (|| lua.create_string(""))();
+            let r: mlua::Result<_> = (|| lua.create_string(t.borrow_mut().read_body(None, true)))();
             r?.into_lua_multi(lua)
         }
         b"done" => {

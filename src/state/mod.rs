@@ -288,7 +288,6 @@ impl ServerState {
         }
     }
 
-    #[cfg(test)]
     pub(crate) fn is_drain(&self) -> bool {
         self.admin() & ADMF_FDRAIN != 0
     }

@@ -28,7 +28,7 @@ use crate::observe::outcome::{self, Cause, Phase, Rows, Term};
 use crate::snapshot::client::ClientConn;
 use crate::snapshot::{BackendRt, FrontendRt};
 use crate::state::table::track::{Level, StickView, Trackers};
-use crate::tcp::rules::{SpoeRules, Verdict, View};
+use crate::tcp::rules::{SpoeRules, Verdict, View, Waits};
 use crate::upstream::ConnectError;
 use crate::upstream::balance::{self, PickError};
 use crate::upstream::retry::{self, Retries, Seat};
@@ -158,37 +158,39 @@ pub(crate) async fn serve(
             Box::pin(spoe::send_event(fe.spoe.iter(), ev, &vars, &snap, cx)).await;
         }
     }
-    let verdict = if fe.spoe.is_empty() {
-        crate::tcp::rules::run(
-            &fe.tcp_content,
-            &fe.acls,
-            &view,
-            Some(&vars),
-            Level::Stream,
-            &mut fx,
-        )
-    } else {
-        let spoe = SpoeRules {
+    let waits = Waits {
+        log: fe.log.as_deref().map(|l| &l.setup),
+        lua: fe.inspect_delay.is_some(),
+        spoe: (!fe.spoe.is_empty()).then_some(SpoeRules {
             engines: &fe.spoe,
             may_wait: fe.inspect_delay.is_some(),
             snap: &snap,
             cx: None,
-        };
-        let rules = &fe.tcp_content;
-        Box::pin(crate::tcp::rules::run_spoe(
-            rules,
-            &fe.acls,
-            &view,
-            &vars,
-            Level::Stream,
-            &mut fx,
-            spoe,
-            true,
-        ))
-        .await
-        .unwrap_or(Verdict::Accept)
+        }),
     };
+    let verdict = crate::tcp::rules::run_waiting(
+        (&fe.tcp_content, &fe.acls),
+        &view,
+        Some(&vars),
+        Level::Stream,
+        &mut fx,
+        waits,
+        true,
+    )
+    .await
+    .unwrap_or(Verdict::Accept);
     rec.level = fx.level;
+    if verdict == Verdict::Service {
+        let cx = crate::sample::Ctx {
+            vars: Some(&vars),
+            ..crate::acl::eval::RequestView::sample_ctx(&view)
+        };
+        let name = fx.service.take().unwrap_or_default();
+        lua_service(&name, &mut stream, &payload, cx, fe, &mut rec).await;
+        vars.to_response();
+        end(&mut rec, Some(&vars));
+        return;
+    }
     if verdict != Verdict::Accept {
         rec.tally.dreq = Rows::FE;
         rec.term(Cause::Proxy, Phase::Request);
@@ -240,37 +242,31 @@ pub(crate) async fn serve(
         let engines = spoe::engines(&fe.spoe, be_spoe);
         Box::pin(spoe::send_event(engines, ev, &vars, &snap, cx)).await;
     }
-    let verdict = if be.iid == fe.iid {
-        Verdict::Accept
-    } else if be.spoe.is_empty() {
-        crate::tcp::rules::run(
-            &be.tcp_content,
-            &be.acls,
+    let verdict = if be.iid != fe.iid {
+        // The Lua actions may wait as the frontend's rules do.
+        let waits = Waits {
+            log: be.log.as_deref(),
+            lua: fe.inspect_delay.is_some(),
+            spoe: (!be.spoe.is_empty()).then_some(SpoeRules {
+                engines: &be.spoe,
+                may_wait: be.inspect_delay.is_some(),
+                snap: &snap,
+                cx: None,
+            }),
+        };
+        crate::tcp::rules::run_waiting(
+            (&be.tcp_content, &be.acls),
             &view,
             Some(&vars),
             Level::Stream,
             &mut fx,
-        )
-    } else {
-        let spoe = SpoeRules {
-            engines: &be.spoe,
-            may_wait: be.inspect_delay.is_some(),
-            snap: &snap,
-            cx: None,
-        };
-        let rules = &be.tcp_content;
-        Box::pin(crate::tcp::rules::run_spoe(
-            rules,
-            &be.acls,
-            &view,
-            &vars,
-            Level::Stream,
-            &mut fx,
-            spoe,
+            waits,
             true,
-        ))
+        )
         .await
         .unwrap_or(Verdict::Accept)
+    } else {
+        Verdict::Accept
     };
     fx.mark(stream.socket());
     rec.level = fx.level;
@@ -285,6 +281,18 @@ pub(crate) async fn serve(
         &mut rec,
         || client.dst().or_else(|| stream.local_addr().ok()),
     );
+    if verdict == Verdict::Service {
+        let cx = crate::sample::Ctx {
+            vars: Some(&vars),
+            ..crate::acl::eval::RequestView::sample_ctx(&view)
+        };
+        let name = fx.service.take().unwrap_or_default();
+        lua_service(&name, &mut stream, &payload, cx, fe, &mut rec).await;
+        rec.tally.intercepted = Rows::FE_BE;
+        vars.to_response();
+        end(&mut rec, Some(&vars));
+        return;
+    }
     if verdict != Verdict::Accept {
         rec.tally.dreq = Rows::BE;
         rec.term(Cause::Proxy, Phase::Request);
@@ -659,39 +667,70 @@ struct ResponseRules<'a, 'v> {
 
 impl response::Decide for ResponseRules<'_, '_> {
     async fn decide(&mut self, held: &[u8], last: bool) -> Option<Verdict> {
-        {
-            let view = View {
-                res_payload: Some(held),
-                ..self.view
-            };
-            let (rules, acls) = (&self.be.tcp_response, &self.be.acls);
-            match self.spoe {
-                None => crate::tcp::rules::run_partial(
-                    rules,
-                    acls,
-                    &view,
-                    Some(self.vars),
-                    Level::Stream,
-                    self.fx,
-                    last,
-                ),
-                Some(spoe) => {
-                    let (vars, fx) = (self.vars, &mut *self.fx);
-                    Box::pin(crate::tcp::rules::run_spoe(
-                        rules,
-                        acls,
-                        &view,
-                        vars,
-                        Level::Stream,
-                        fx,
-                        spoe,
-                        last,
-                    ))
-                    .await
-                }
-            }
-        }
+        let view = View {
+            res_payload: Some(held),
+            ..self.view
+        };
+        // Only a `send-spoe-group` waits here: the response's Lua
+        // actions run to the end.
+        let waits = Waits {
+            spoe: self.spoe,
+            ..Waits::default()
+        };
+        crate::tcp::rules::run_waiting(
+            (&self.be.tcp_response, &self.be.acls),
+            &view,
+            Some(self.vars),
+            Level::Stream,
+            self.fx,
+            waits,
+            last,
+        )
+        .await
     }
+}
+
+/// `tcp-request content use-service lua.<name>`: the script's TCP
+/// service serves the client in a server's place, logged as HAProxy logs
+/// it (`<lua.name>` for the server, its bytes both ways), counted as an
+/// interception.
+async fn lua_service(
+    name: &str,
+    stream: &mut Stream,
+    payload: &[u8],
+    cx: crate::sample::Ctx<'_>,
+    fe: &FrontendRt,
+    rec: &mut LogRecord,
+) {
+    rec.server = crate::observe::outcome::SrvName::Applet(format!("<lua.{name}>").into());
+    rec.tally.intercepted = Rows::FE;
+    let Some(scripts) = crate::sample::script::active() else {
+        return;
+    };
+    let Some(host) = scripts.as_any().downcast_ref::<crate::lua::Host>() else {
+        return;
+    };
+    let mut io = crate::lua::Io::default();
+    io.applet = Some(crate::lua::AppletConn {
+        stream: &mut *stream,
+        buf: payload.to_vec(),
+        eof: false,
+        timeout: fe.timeouts.client,
+        sent: 0,
+        received: payload.len() as u64,
+    });
+    let mut t = crate::lua::txn::ConnTxn {
+        cx,
+        log: fe.log.as_deref().map(|l| &l.setup),
+    };
+    host.run_tcp_service(name, &mut t, &mut io).await;
+    if let Some(a) = io.applet.take() {
+        rec.bytes_in = a.received;
+        rec.bytes_out = a.sent;
+        (rec.tally.fe_in, rec.tally.fe_out) = (a.received, a.sent);
+        rec.null = a.received == 0;
+    }
+    let _ = tokio::io::AsyncWriteExt::shutdown(stream).await;
 }
 
 /// The addresses `set-src`, `set-dst` and their ports gave the session

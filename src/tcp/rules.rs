@@ -54,6 +54,9 @@ pub(crate) enum Verdict {
     /// `tcp-response content close`: the server's side closed, what was
     /// read from it still delivered.
     Close,
+    /// `use-service lua.<name>`: the service named in
+    /// [`Effects::service`] serves the connection.
+    Service,
 }
 
 /// What the rules asked of the session beside their verdict: its log
@@ -70,10 +73,14 @@ pub(crate) struct Effects {
     pub(crate) dst: Option<SocketAddr>,
     /// `capture`: the values for the request capture slots, by slot.
     pub(crate) captures: Vec<(usize, Vec<u8>)>,
-    /// A `send-spoe-group` rule reached (its index): the rules stopped
-    /// there, to go on from `resume` once its agent answered
-    /// ([`run_spoe`]).
-    pub(crate) spoe: Option<usize>,
+    /// `use-service lua.<name>`: the service's name.
+    pub(crate) service: Option<String>,
+    /// The rule the next run goes on from: the one after the last action
+    /// the rules waited at (a Lua action or a `send-spoe-group`,
+    /// [`run_waiting`]). Kept while a partial run cannot decide, so that
+    /// the run on more bytes does not repeat the actions and the wait
+    /// before it; back to 0 once the rules decided, for the next rule set
+    /// these effects gather.
     pub(crate) resume: usize,
 }
 
@@ -189,31 +196,267 @@ pub(crate) fn run_partial(
     fx: &mut Effects,
     last: bool,
 ) -> Option<Verdict> {
-    // The rules after a `set-src` or `set-dst` see its address (those
-    // before a `send-spoe-group` too).
-    let mut view = *view;
-    let view = &mut view;
-    if fx.resume > 0 {
-        view.src = fx.src.or(view.src);
-        view.local = fx.dst.or(view.local);
-    }
-    let verdict = run_steps(rules, acls, view, vars, level, fx, last);
-    if fx.spoe.is_none() && verdict.is_some() {
-        fx.resume = 0;
-    }
-    verdict
+    run_now(rules, acls, view, (vars, level, None), fx, last)
 }
 
-fn run_steps(
+/// The rules run at once, none waiting: Lua actions run to the end where
+/// they are, a `send-spoe-group` (which a proxy without SPOE engines
+/// cannot hold) is passed over.
+fn run_now(
     rules: &TcpRules,
     acls: &AclSet,
-    view: &mut View<'_>,
-    vars: Option<&crate::sample::vars::Vars<'_>>,
-    level: Level,
+    view: &View<'_>,
+    how: RunWith<'_, '_>,
     fx: &mut Effects,
     last: bool,
 ) -> Option<Verdict> {
-    for (at, (action, cond)) in rules.iter().enumerate().skip(fx.resume) {
+    match run_from(rules, 0, acls, view, how, fx, last, None) {
+        Step::Done(v) => v,
+        Step::Wait(_) => Some(Verdict::Accept),
+    }
+}
+
+/// Where a run of the rules stopped.
+enum Step {
+    /// What [`run_partial`] gives.
+    Done(Option<Verdict>),
+    /// At this action, a Lua action or a `send-spoe-group` whose
+    /// condition held, for the caller to run it where it may wait.
+    Wait(usize),
+}
+
+/// What may make a run of the rules wait, and what each wait needs.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Waits<'a> {
+    /// The log targets of the Lua actions' errors.
+    pub(crate) log: Option<&'a crate::snapshot::log_setup::LogSetup>,
+    /// Whether the Lua actions may wait (`tcp-request inspect-delay`
+    /// set): without, a Lua action that yields fails with HAProxy's
+    /// expired timeout.
+    pub(crate) lua: bool,
+    /// The rules' proxy's SPOE engines, when it has some, for its
+    /// `send-spoe-group` rules.
+    pub(crate) spoe: Option<SpoeRules<'a>>,
+}
+
+impl Waits<'_> {
+    /// Whether the rules stop at `action` for the caller to run it.
+    fn at(&self, action: &TcpAction) -> bool {
+        match action {
+            TcpAction::Lua(_) => self.lua,
+            TcpAction::SendSpoeGroup { .. } => self.spoe.is_some(),
+            _ => false,
+        }
+    }
+}
+
+/// What the `send-spoe-group` rules of a rule set need: the engines of
+/// the rules' proxy, whether the rules may wait for an agent (HAProxy's
+/// rules may yield only while their inspect delay runs), the snapshot
+/// that finds the agents' backends, and the context of the groups'
+/// messages (the view's, when None).
+#[derive(Clone, Copy)]
+pub(crate) struct SpoeRules<'a> {
+    pub(crate) engines: &'a [std::sync::Arc<crate::snapshot::spoe::SpoeRt>],
+    pub(crate) may_wait: bool,
+    pub(crate) snap: &'a crate::snapshot::Snapshot,
+    pub(crate) cx: Option<&'a crate::sample::Ctx<'a>>,
+}
+
+/// [`run_partial`], where some actions may wait on the worker's runtime:
+/// a Lua action (`core.sleep`, a socket, an HTTP exchange; it runs as a
+/// coroutine) and a `send-spoe-group` (the group's messages go to its
+/// engine's agent, whose answer sets its variables; or, where the rules
+/// may not wait, the processing is interrupted at once, error 5, as in
+/// HAProxy). The rules stop at each such action, the caller runs it, then
+/// the rules go on from the next rule (`fx.resume`, which a partial run
+/// that cannot decide keeps for the next). A rule set without such an
+/// action runs as [`run_partial`] runs it, with no future of its own to
+/// hold (the waiting one is boxed).
+pub(crate) async fn run_waiting(
+    (rules, acls): (&TcpRules, &AclSet),
+    view: &View<'_>,
+    vars: Option<&crate::sample::vars::Vars<'_>>,
+    level: Level,
+    fx: &mut Effects,
+    waits: Waits<'_>,
+    last: bool,
+) -> Option<Verdict> {
+    if !rules.iter().any(|(a, _)| waits.at(a)) {
+        return run_now(rules, acls, view, (vars, level, waits.log), fx, last);
+    }
+    let run = run_paused(
+        (rules, acls),
+        view,
+        (vars, level, waits.log),
+        fx,
+        waits,
+        last,
+    );
+    Box::pin(run).await
+}
+
+/// [`run_waiting`]'s loop over the actions that wait.
+async fn run_paused(
+    (rules, acls): (&TcpRules, &AclSet),
+    view: &View<'_>,
+    how: RunWith<'_, '_>,
+    fx: &mut Effects,
+    waits: Waits<'_>,
+    last: bool,
+) -> Option<Verdict> {
+    let vars = how.0;
+    loop {
+        // The rules after a `set-src` or `set-dst` see its address, those
+        // after a wait too.
+        let moved = View {
+            src: fx.src.or(view.src),
+            local: fx.dst.or(view.local),
+            ..*view
+        };
+        let at = match run_from(rules, fx.resume, acls, &moved, how, fx, last, Some(&waits)) {
+            Step::Done(v) => {
+                if v.is_some() {
+                    fx.resume = 0;
+                }
+                return v;
+            }
+            Step::Wait(at) => at,
+        };
+        fx.resume = at + 1;
+        let ended = match rules.get(at) {
+            Some((TcpAction::Lua(a), _)) => lua_waiting(a, &moved, vars, how.2).await,
+            Some((TcpAction::SendSpoeGroup { engine, group }, _)) => {
+                if let (Some(spoe), Some(vars)) = (waits.spoe, vars) {
+                    spoe_group(spoe, (engine, group), &moved, vars).await;
+                }
+                None
+            }
+            _ => None,
+        };
+        if ended.is_some() {
+            fx.resume = 0;
+            return ended;
+        }
+    }
+}
+
+/// A `tcp-request content lua.<name>` action run as a coroutine that may
+/// wait: the verdict it gives, None when the rules go on.
+async fn lua_waiting(
+    a: &crate::config::model::LuaAction,
+    view: &View<'_>,
+    vars: Option<&crate::sample::vars::Vars<'_>>,
+    log: Option<&crate::snapshot::log_setup::LogSetup>,
+) -> Option<Verdict> {
+    let scripts = crate::sample::script::active()?;
+    let host = scripts.as_any().downcast_ref::<crate::lua::Host>()?;
+    let mut t = crate::lua::txn::ConnTxn {
+        cx: crate::sample::Ctx {
+            vars,
+            ..view.sample_ctx()
+        },
+        log,
+    };
+    use crate::lua::ActionEnd;
+    match host
+        .run_action(&a.name, &a.args, crate::lua::TCP_REQ, &mut t)
+        .await
+    {
+        ActionEnd::Continue | ActionEnd::Failed => None,
+        ActionEnd::Stop | ActionEnd::Done => Some(Verdict::Accept),
+        ActionEnd::Deny | ActionEnd::Error | ActionEnd::Invalid | ActionEnd::Abort => {
+            Some(Verdict::Reject)
+        }
+    }
+}
+
+/// A `send-spoe-group <engine> <group>` rule: the group's messages sent
+/// to the engine's agent and its answer waited for, or the processing
+/// interrupted where the rules may not wait.
+async fn spoe_group(
+    spoe: SpoeRules<'_>,
+    (engine, group): (&str, &str),
+    view: &View<'_>,
+    vars: &crate::sample::vars::Vars<'_>,
+) {
+    let Some(e) = spoe.engines.iter().find(|e| e.conf.id == engine) else {
+        return;
+    };
+    let Some(msgs) = e.group(group) else { return };
+    if !spoe.may_wait {
+        e.interrupted(vars);
+        return;
+    }
+    let own;
+    let cx = match spoe.cx {
+        Some(cx) => cx,
+        None => {
+            own = crate::sample::Ctx {
+                vars: Some(vars),
+                ..view.sample_ctx()
+            };
+            &own
+        }
+    };
+    let about = crate::upstream::spoe::Sent::Group(group);
+    e.notify(msgs, cx, vars, spoe.snap, about).await;
+}
+
+/// The rules from `from` on; with `waits`, they stop at an action that
+/// waits.
+#[allow(clippy::too_many_arguments)]
+fn run_from(
+    rules: &TcpRules,
+    from: usize,
+    acls: &AclSet,
+    view: &View<'_>,
+    how: RunWith<'_, '_>,
+    fx: &mut Effects,
+    last: bool,
+    waits: Option<&Waits<'_>>,
+) -> Step {
+    let mut paused = None;
+    let v = run_body(
+        rules,
+        from,
+        acls,
+        *view,
+        how,
+        fx,
+        last,
+        (waits, &mut paused),
+    );
+    match paused {
+        Some(at) => Step::Wait(at),
+        None => Step::Done(v),
+    }
+}
+
+/// The variables, the stick counters' level and the log targets (for
+/// the Lua actions' errors) a run works with.
+type RunWith<'v, 'l> = (
+    Option<&'v crate::sample::vars::Vars<'v>>,
+    Level,
+    Option<&'l crate::snapshot::log_setup::LogSetup>,
+);
+
+/// [`run_from`]'s loop: an action that `waits` says waits, its condition
+/// holding, is noted in `paused`, and the loop ends.
+#[allow(clippy::too_many_arguments)]
+fn run_body(
+    rules: &TcpRules,
+    from: usize,
+    acls: &AclSet,
+    mut view: View<'_>,
+    (vars, level, log): RunWith<'_, '_>,
+    fx: &mut Effects,
+    last: bool,
+    (waits, paused): (Option<&Waits<'_>>, &mut Option<usize>),
+) -> Option<Verdict> {
+    // The rules after a `set-src` or `set-dst` see its address.
+    let view = &mut view;
+    for (at, (action, cond)) in rules.iter().enumerate().skip(from) {
         let holds = match cond {
             None => true,
             Some(c) if last => acls.eval(c, view),
@@ -222,15 +465,22 @@ fn run_steps(
         if !holds {
             continue;
         }
+        if waits.is_some_and(|w| w.at(action)) {
+            *paused = Some(at);
+            return None;
+        }
         match action {
             TcpAction::Accept => return Some(Verdict::Accept),
-            TcpAction::SendSpoeGroup { .. } => {
-                (fx.spoe, fx.resume) = (Some(at), at + 1);
-                return Some(Verdict::Accept);
-            }
+            // Run by the caller of `run_waiting`, when the proxy has
+            // SPOE engines (which a rule naming one requires).
+            TcpAction::SendSpoeGroup { .. } => {}
             TcpAction::Reject => return Some(Verdict::Reject),
             TcpAction::SilentDrop => return Some(Verdict::SilentDrop),
             TcpAction::Close => return Some(Verdict::Close),
+            TcpAction::LuaService(name) => {
+                fx.service = Some(name.clone());
+                return Some(Verdict::Service);
+            }
             TcpAction::Var(rule) => {
                 // Stored silently or not at all, as in HAProxy.
                 rule.run(&crate::sample::Ctx {
@@ -258,10 +508,13 @@ fn run_steps(
                 let Some(host) = scripts.as_any().downcast_ref::<crate::lua::Host>() else {
                     continue;
                 };
-                let mut t = crate::lua::txn::FetchTxn(crate::sample::Ctx {
-                    vars,
-                    ..view.sample_ctx()
-                });
+                let mut t = crate::lua::txn::ConnTxn {
+                    cx: crate::sample::Ctx {
+                        vars,
+                        ..view.sample_ctx()
+                    },
+                    log,
+                };
                 match host.run_action_now(&a.name, &a.args, crate::lua::TCP_REQ, &mut t) {
                     ActionEnd::Continue | ActionEnd::Failed => {}
                     ActionEnd::Stop | ActionEnd::Done => return Some(Verdict::Accept),
@@ -314,67 +567,6 @@ fn run_steps(
         }
     }
     Some(Verdict::Accept)
-}
-
-/// What the `send-spoe-group` rules of a rule set need: the engines of
-/// the rules' proxy, whether the rules may wait for an agent (HAProxy's
-/// rules may yield only while their inspect delay runs), the snapshot
-/// that finds the agents' backends, and the context of the groups'
-/// messages (the view's, when None).
-#[derive(Clone, Copy)]
-pub(crate) struct SpoeRules<'a> {
-    pub(crate) engines: &'a [std::sync::Arc<crate::snapshot::spoe::SpoeRt>],
-    pub(crate) may_wait: bool,
-    pub(crate) snap: &'a crate::snapshot::Snapshot,
-    pub(crate) cx: Option<&'a crate::sample::Ctx<'a>>,
-}
-
-/// [`run_partial`] for a rule set that may hold `send-spoe-group` rules:
-/// at each, the group's messages go to its engine's agent and the rules
-/// after it run once the agent answered (its variables set), or at once
-/// when the rules may not wait (the processing then interrupted, error 5,
-/// as in HAProxy).
-#[allow(clippy::too_many_arguments)]
-pub(crate) async fn run_spoe(
-    rules: &TcpRules,
-    acls: &AclSet,
-    view: &View<'_>,
-    vars: &crate::sample::vars::Vars<'_>,
-    level: Level,
-    fx: &mut Effects,
-    spoe: SpoeRules<'_>,
-    last: bool,
-) -> Option<Verdict> {
-    loop {
-        let verdict = run_partial(rules, acls, view, Some(vars), level, fx, last);
-        let Some(at) = fx.spoe.take() else {
-            return verdict;
-        };
-        let Some((TcpAction::SendSpoeGroup { engine, group }, _)) = rules.get(at) else {
-            continue;
-        };
-        let Some(e) = spoe.engines.iter().find(|e| e.conf.id == *engine) else {
-            continue;
-        };
-        let Some(msgs) = e.group(group) else { continue };
-        if !spoe.may_wait {
-            e.interrupted(vars);
-            continue;
-        }
-        let own;
-        let cx = match spoe.cx {
-            Some(cx) => cx,
-            None => {
-                own = crate::sample::Ctx {
-                    vars: Some(vars),
-                    ..view.sample_ctx()
-                };
-                &own
-            }
-        };
-        let about = crate::upstream::spoe::Sent::Group(group);
-        e.notify(msgs, cx, vars, spoe.snap, about).await;
-    }
 }
 
 /// Closes `sock` so that the client is not told (HAProxy's silent drop):

@@ -112,9 +112,29 @@ impl State<'_> {
                         Ok(a) => a,
                         Err(e) => return self.alert(loc, format!("'{label} capture' : {e}")),
                     },
-                    // No service can be named here: HAProxy 2.6 has none
-                    // for TCP but Lua's.
-                    "use-service" if what == "content" && !next.starts_with("lua.") => {
+                    // A Lua TCP service, in a TCP proxy.
+                    "use-service" if what == "content" && next.starts_with("lua.") => {
+                        let short = &next["lua.".len()..];
+                        if crate::sample::script::parsing_has_service(short, false) {
+                            if self.px().mode == Mode::Http {
+                                return self.alert(
+                                    loc,
+                                    "Lua TCP services cannot be used on HTTP proxies",
+                                );
+                            }
+                            TcpAction::LuaService(short.to_string())
+                        } else if crate::sample::script::parsing_has_service(short, true) {
+                            return self.alert(
+                                loc,
+                                "HTTP applets are forbidden from 'tcp-request' rulesets",
+                            );
+                        } else {
+                            return self.alert(loc, "'content' unknown service name.");
+                        }
+                    }
+                    // No other service can be named here: HAProxy 2.6 has
+                    // none for TCP but Lua's.
+                    "use-service" if what == "content" => {
                         let msg = match next {
                             "" | "if" | "unless" => "'tcp-request' expects a service name.",
                             "prometheus-exporter" => {
@@ -171,7 +191,9 @@ impl State<'_> {
                         // HAProxy prints these bare.
                         Err(e) => return self.alert(loc, e),
                     }
-                } else if action == TcpAction::ExpectProxy {
+                } else if action == TcpAction::ExpectProxy
+                    || matches!(action, TcpAction::LuaService(_))
+                {
                     used = 2;
                     action
                 } else if matches!(action, TcpAction::Capture { .. }) {

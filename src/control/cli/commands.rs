@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use crate::config::model::CliLevel;
 use crate::snapshot::{BackendRt, ServerRt, Snapshot};
+use crate::state::AdminState;
 use crate::state::health::{CheckStatus, Forced};
-use crate::state::{AdminState, Queue};
 
-use crate::observe::stats::admin::{self, ServerAction, strtol};
+use crate::observe::stats::admin::{self, ServerAction};
 use crate::observe::stats::csv::{self, CsvOptions, Filter};
 use crate::observe::stats::info;
 
@@ -362,7 +362,11 @@ pub(super) fn cmd_set_server(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
             text("")
         }
         Some("addr") => {
-            let out = set_addr(s, arg(2), arg(3), arg(4));
+            let out = text(admin::set_addr(
+                s,
+                (arg(2), arg(3), arg(4)),
+                "stats socket command",
+            ));
             // `set server .. addr` ends a `MAINT (resolution)`, as in
             // HAProxy (even when it could not change the address).
             if s.state.admin() & crate::state::ADMF_RMAINT != 0 && s.state.set_rmaint(false) {
@@ -539,50 +543,6 @@ pub(super) fn cmd_show_resolvers(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
     text(out)
 }
 
-/// `set server <b>/<s> addr <ip> [port <port>]` with HAProxy's report
-/// (`IP changed from '..' to '..', port changed from '..' to '..' by 'stats
-/// socket command'`). New connections go to the new address; idle pooled
-/// connections to the old one are dropped.
-fn set_addr(s: &ServerRt, ip: Option<&str>, port_kw: Option<&str>, port: Option<&str>) -> Output {
-    const BY: &str = " by 'stats socket command'\n";
-    let Some(ip) = ip else {
-        return text("set server <b>/<s> addr requires an address and optionally a port.\n");
-    };
-    let Ok(new_ip) = ip.parse::<std::net::IpAddr>() else {
-        return text(format!("Invalid addr '{ip}'{BY}"));
-    };
-    if !s.state.has_addr() {
-        // No address (family) yet: HAProxy changes nothing.
-        return text(format!(
-            "Update for the current server address family is only supported through configuration file{BY}"
-        ));
-    }
-    let old = s.state.addr();
-    let mut msg = if old.ip() == new_ip {
-        "no need to change the addr".to_string()
-    } else {
-        format!("IP changed from '{}' to '{new_ip}'", old.ip())
-    };
-    let mut new_port = old.port();
-    if port_kw == Some("port") {
-        let p = port.unwrap_or("");
-        match p.parse::<u16>() {
-            Ok(n) if n == old.port() => msg.push_str(", no need to change the port"),
-            Ok(n) => {
-                msg.push_str(&format!(", port changed from '{}' to '{n}'", old.port()));
-                new_port = n;
-            }
-            Err(_) => msg.push_str(&format!(", problem converting port '{p}' to an int")),
-        }
-    }
-    let new = std::net::SocketAddr::new(new_ip, new_port);
-    if new != old {
-        s.state.set_addr(new);
-    }
-    msg.push_str(BY);
-    text(msg)
-}
-
 pub(super) fn cmd_set_maxconn_server(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
     let (be, s) = match find_server(&ctx.snap, args.first()) {
         Ok(x) => x,
@@ -591,20 +551,10 @@ pub(super) fn cmd_set_maxconn_server(ctx: &mut Ctx<'_>, args: &[String]) -> Outp
     let Some(arg) = args.get(1) else {
         return text("Require <maxconn>.\n");
     };
-    let Some((v, rest)) = strtol(arg) else {
-        return text("maxconn string empty or preceded by garbage");
-    };
-    if !rest.is_empty() {
-        return text("Trailing garbage in maxconn string");
+    match admin::set_maxconn(be, s, arg) {
+        Ok(()) => text(""),
+        Err(e) => text(e),
     }
-    // Stored as HAProxy's unsigned field: -1 becomes 4294967295 (no limit).
-    let v = v as i32 as u32;
-    let before = s.state.maxconn.swap(v, Relaxed);
-    if v == 0 || (before != 0 && v > before) {
-        // More room: hand it to requests already waiting in the queue.
-        Queue::dispatch_to(&s.state, &be.state);
-    }
-    text("")
 }
 
 pub(super) fn cmd_set_maxconn_frontend(ctx: &mut Ctx<'_>, args: &[String]) -> Output {

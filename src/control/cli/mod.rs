@@ -723,6 +723,13 @@ fn matches(cmd: &Command, words: &[String]) -> bool {
 }
 
 fn dispatch(ctx: &mut Ctx<'_>, words: &[String]) -> Output {
+    // The commands scripts registered (`core.register_cli`) first, as
+    // HAProxy looks its keywords up most recent first.
+    if !words.is_empty()
+        && let Some(out) = crate::lua::run_cli(words)
+    {
+        return text(out);
+    }
     // Longest keyword first, so `show cli level` is not taken for a shorter
     // command sharing its prefix.
     let found = COMMANDS

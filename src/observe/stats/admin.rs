@@ -76,6 +76,75 @@ pub(crate) fn apply(be: &BackendRt, s: &ServerRt, action: ServerAction) -> bool 
     }
 }
 
+/// `set server <b>/<s> addr <ip> [port <port>]` (and a script's
+/// `set_addr`) with HAProxy's report (`IP changed from '..' to '..', port
+/// changed from '..' to '..' by '<by>'`). New connections go to the new
+/// address; idle pooled connections to the old one are dropped.
+pub(crate) fn set_addr(
+    s: &ServerRt,
+    (ip, port_kw, port): (Option<&str>, Option<&str>, Option<&str>),
+    by: &str,
+) -> String {
+    let by = format!(" by '{by}'\n");
+    let by = by.as_str();
+    let Some(ip) = ip else {
+        return "set server <b>/<s> addr requires an address and optionally a port.\n".into();
+    };
+    let Ok(new_ip) = ip.parse::<std::net::IpAddr>() else {
+        return format!("Invalid addr '{ip}'{by}");
+    };
+    if !s.state.has_addr() {
+        // No address (family) yet: HAProxy changes nothing.
+        return format!(
+            "Update for the current server address family is only supported through configuration file{by}"
+        );
+    }
+    let old = s.state.addr();
+    let mut msg = if old.ip() == new_ip {
+        "no need to change the addr".to_string()
+    } else {
+        format!("IP changed from '{}' to '{new_ip}'", old.ip())
+    };
+    let mut new_port = old.port();
+    if port_kw == Some("port") {
+        let p = port.unwrap_or("");
+        match p.parse::<u16>() {
+            Ok(n) if n == old.port() => msg.push_str(", no need to change the port"),
+            Ok(n) => {
+                msg.push_str(&format!(", port changed from '{}' to '{n}'", old.port()));
+                new_port = n;
+            }
+            Err(_) => msg.push_str(&format!(", problem converting port '{p}' to an int")),
+        }
+    }
+    let new = std::net::SocketAddr::new(new_ip, new_port);
+    if new != old {
+        s.state.set_addr(new);
+    }
+    msg.push_str(by);
+    msg
+}
+
+/// `set maxconn server` (and a script's `set_maxconn`): HAProxy's parse
+/// and error texts; a higher limit hands its room to the requests queued.
+pub(crate) fn set_maxconn(be: &BackendRt, s: &ServerRt, arg: &str) -> Result<(), &'static str> {
+    use std::sync::atomic::Ordering::Relaxed;
+    let Some((v, rest)) = strtol(arg) else {
+        return Err("maxconn string empty or preceded by garbage");
+    };
+    if !rest.is_empty() {
+        return Err("Trailing garbage in maxconn string");
+    }
+    // Stored as HAProxy's unsigned field: -1 becomes 4294967295 (no limit).
+    let v = v as i32 as u32;
+    let before = s.state.maxconn.swap(v, Relaxed);
+    if v == 0 || (before != 0 && v > before) {
+        // More room: hand it to requests already waiting in the queue.
+        crate::state::Queue::dispatch_to(&s.state, &be.state);
+    }
+    Ok(())
+}
+
 /// C `strtol(s, &end, 10)`: leading blanks, sign, digits. Returns the
 /// value (saturated) and the unparsed rest, or `None` when no digit was
 /// read (`end == s`).

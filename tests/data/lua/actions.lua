@@ -61,3 +61,16 @@ core.register_action("gate", { "tcp-req" }, function(txn)
   end
   txn:set_var("txn.first", first)
 end)
+
+-- Waits before it lets the connection through, its worker free
+-- meanwhile, and looks at what came by then.
+core.register_action("napgate", { "tcp-req" }, function(txn)
+  core.msleep(10)
+  txn:set_var("txn.napped", "slept-" .. txn.sf:req_len())
+end)
+
+-- A content action of an HTTP proxy that waits, then notes the client.
+core.register_action("napsrc", { "tcp-req" }, function(txn)
+  core.msleep(5)
+  txn:set_var("txn.napsrc", txn.sf:src())
+end)

@@ -80,3 +80,32 @@ core.register_service("slow", "http", function(applet)
   applet:send("late")
   applet:send(" reply")
 end)
+
+-- Echoes what the client posted, read the ways the public services read
+-- a body: its first line, two bytes, the rest, and nothing after that.
+core.register_service("echo-body", "http", function(applet)
+  local line = applet:getline()
+  local two = applet:receive(2)
+  local rest = applet:receive()
+  local s = "line=[" .. line .. "] two=[" .. two .. "] rest=[" .. rest ..
+    "] more=[" .. applet:receive() .. "] len=" .. tostring(applet.length) .. "\n"
+  applet:set_status(200)
+  applet:add_header("content-length", #s)
+  applet:start_response()
+  applet:send(s)
+end)
+
+-- A TCP service in the idiom of the line-based responders: a first
+-- line, two bytes, then everything up to the client's close, each
+-- answered as it is read.
+core.register_service("lines", "tcp", function(applet)
+  local first = applet:getline()
+  applet:send("first=[" .. first .. "]\n")
+  local two = applet:receive(2)
+  applet:send("two=[" .. tostring(two) .. "]\n")
+  applet:set_var("txn.seen", string.gsub(first, "%s+$", ""))
+  local rest = applet:receive()
+  applet:send("rest=[" .. rest .. "] var=" .. tostring(applet:get_var("txn.seen")) ..
+    " src=" .. applet.sf:src() .. "\n")
+  applet:send("after=[" .. applet:getline() .. "]\n")
+end)
