@@ -811,6 +811,130 @@ backend agents
     differ.assert_none();
 }
 
+const LUA_GROUPS: &str = "[sec]
+spoe-agent a
+    groups g1 g2 g3
+    option var-prefix sec
+    option set-on-error err
+    timeout hello 2s
+    timeout idle 2m
+    timeout processing 5s
+    use-backend agents
+spoe-message gm1
+    args napsrc=var(txn.napsrc)
+spoe-message gm2
+    args after=var(txn.after) napsrc=var(txn.napsrc)
+spoe-message gh
+    args napsrc=var(txn.napsrc)
+spoe-group g1
+    messages gm1
+spoe-group g2
+    messages gm2
+spoe-group g3
+    messages gh
+";
+
+/// Content rules whose Lua actions wait (`core.msleep`, under an
+/// inspect delay) among `send-spoe-group` rules: the rules stop at each
+/// and go on from the next rule once it is done, in `mode tcp` and in an
+/// HTTP proxy alike. A group's message sees what the Lua action before
+/// it set, the rules after a group its agent's answer, and the Lua action
+/// after a group runs again what a rule between them unset (the next
+/// group's message shows it). The rules' `src` conditions leave out the
+/// connections that probe the listeners' readiness.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lua_actions_and_groups_wait_in_turn_as_under_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/lua/actions.lua");
+    let mut answers = Vec::new();
+    let mut messages = Vec::new();
+    for tool in ["haproxy", "sluice"] {
+        let agent = Agent::start();
+        let web = support::raw::RawBackend::start().await;
+        let echo = echo_server();
+        let dir = TempDir::new("spoe-lua");
+        let spoe = dir.write("spoe.conf", LUA_GROUPS);
+        let fronts: Vec<Listen> = (0..2).map(|_| Listen::new()).collect();
+        let cfg = format!(
+            "global
+    lua-load {script}
+defaults
+    timeout client 5s
+    timeout server 5s
+    timeout connect 5s
+listen lt
+    mode tcp
+    bind {f0}
+    tcp-request inspect-delay 2s
+    filter spoe engine sec config {spoe}
+    tcp-request content lua.napsrc if {{ src 127.0.0.2 }}
+    tcp-request content send-spoe-group sec g1 if {{ src 127.0.0.2 }}
+    tcp-request content unset-var(txn.napsrc)
+    tcp-request content set-var(txn.after) var(txn.sec.gm1)
+    tcp-request content lua.napsrc if {{ src 127.0.0.2 }}
+    tcp-request content send-spoe-group sec g2 if {{ src 127.0.0.2 }}
+    server s {echo}
+listen lh
+    mode http
+    bind {f1}
+    tcp-request inspect-delay 2s
+    filter spoe engine sec config {spoe}
+    tcp-request content lua.napsrc if {{ src 127.0.0.2 }}
+    tcp-request content send-spoe-group sec g3 if {{ src 127.0.0.2 }}
+    tcp-request content set-var(txn.after) var(txn.sec.gh)
+    http-response set-header x-after %[var(txn.after)]
+    server s {web}
+backend agents
+    mode tcp
+    server a {agent}
+",
+            script = script.display(),
+            f0 = fronts[0],
+            f1 = fronts[1],
+            spoe = spoe.display(),
+            agent = agent.addr,
+            web = web.addr,
+        );
+        let refs: Vec<&Listen> = fronts.iter().collect();
+        let _h = (tool == "haproxy").then(|| Haproxy::start("spoe-lua", &cfg, &refs));
+        let _s = (tool == "sluice").then(|| Sluice::start(&cfg));
+        let mut got = Vec::new();
+        for (f, req) in fronts.iter().zip([
+            &b"hello"[..],
+            b"GET /p HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n",
+        ]) {
+            let a = exchange_from_2(f.addr(), req).await;
+            got.push(String::from_utf8_lossy(&a).into_owned());
+        }
+        answers.push(got);
+        messages.push(agent.got());
+    }
+    // Not vacuous: each group saw the Lua action before it, the rules
+    // after a group its answer.
+    let m = messages[0].join("\n");
+    for want in [
+        "#1 gm1(napsrc=str:127.0.0.2)",
+        "#2 gm2(after=str:gm1(napsrc=str:127.0.0.2),napsrc=str:127.0.0.2)",
+        "#1 gh(napsrc=str:127.0.0.2)",
+    ] {
+        assert!(m.contains(want), "{want} in {m}");
+    }
+    assert!(
+        answers[0][1].contains("x-after: gh(napsrc=str:127.0.0.2)"),
+        "{}",
+        answers[0][1]
+    );
+    let mut differ = haproxy::Differences::default();
+    for (i, (h, s)) in answers[0].iter().zip(&answers[1]).enumerate() {
+        differ.compare(format!("front {i}"), h, s);
+    }
+    differ.compare("the agent's messages", &messages[0], &messages[1]);
+    differ.assert_none();
+}
+
 const PIPELINED: &str = "[sec]
 spoe-agent a
     messages m
