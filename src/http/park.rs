@@ -281,15 +281,14 @@ fn serve_again(p: Parked) {
     } = p;
     let _on = crate::sys::workers::enter_next();
     // Its request is there: read and answered before the socket joins
-    // the reactor again (`tls::TcpConn`); boxed as a new connection's task
-    // is (`frontend::listener::spawn_accepted`).
-    tokio::spawn(Box::pin(crate::http::service::serve_connection(
+    // the reactor again (`tls::TcpConn`).
+    tokio::spawn(crate::http::service::serve_connection(
         client,
         crate::tls::Stream::Tcp(crate::tls::TcpConn::unregistered(stream)),
         peer,
         None,
         None,
-    )));
+    ));
 }
 
 /// Closes the expired connections; returns the earliest deadline left.
