@@ -618,23 +618,8 @@ impl<'a> Exchange<'a> {
         use crate::config::spoe::SpoeEvent;
         let (fe, be, ctx) = (self.fe, self.be, self.ctx);
         let server = self.seat.server().clone();
-        let cx = || crate::sample::Ctx {
-            src: ctx.src,
-            src_port: ctx.peer.inet().map(|a| a.port()),
-            local: ctx.dst,
-            req: Some(self.req),
-            frontend: &fe.name,
-            backend: Some(&be.name),
-            server: Some(&server.name),
-            frontend_id: fe.iid,
-            backend_id: Some(be.iid),
-            vars: Some(ctx.vars),
-            tls: ctx.tls,
-            client: Some(ctx.client),
-            proxies: Some(ctx.proxies as &dyn crate::sample::Proxies),
-            stick: ctx.stick.map(|s| s as &dyn crate::sample::stick::Stick),
-            ..Default::default()
-        };
+        let req = self.req;
+        let cx = || crate::http::relay::response_ctx(fe, be, ctx, req, &server, None);
         for ev in [SpoeEvent::ServerSession, SpoeEvent::TcpResponse] {
             let engines = crate::upstream::spoe::engines(&fe.spoe, be_spoe);
             crate::upstream::spoe::send_event(engines, ev, ctx.vars, ctx.proxies, cx).await;

@@ -442,7 +442,7 @@ impl<'a> Relay<'a> {
         let (fe, be, ctx) = (self.fe, self.be, self.ctx);
         // The request's processing is over: `res` variables begin.
         ctx.vars.to_response();
-        let cx = response_ctx(fe, be, ctx, self.req, self.server, resp);
+        let cx = response_ctx(fe, be, ctx, self.req, self.server, Some(resp));
         // The frontend's engines, then the backend's (a listen section's
         // are its frontend's).
         let be_spoe = (fe.iid != be.iid).then_some(&be.spoe[..]);
@@ -467,7 +467,7 @@ impl<'a> Relay<'a> {
         else {
             return;
         };
-        let cx = response_ctx(self.fe, be, ctx, self.req, self.server, resp);
+        let cx = response_ctx(self.fe, be, ctx, self.req, self.server, Some(resp));
         crate::upstream::stick::on_response(be, &cx, i, &ctx.stores);
     }
 
@@ -1036,23 +1036,25 @@ async fn filtered_h2(
     Ok(p)
 }
 
-/// What the response's samples read: the request and its answer's head
-/// (the `stick` store rules, SPOE's `on-http-response` messages).
-fn response_ctx<'c>(
+/// What the samples of a request sent to `server` read: the request and,
+/// once it came, its answer's head (the `stick` store rules, SPOE's
+/// `on-server-session`, `on-tcp-response` and `on-http-response`
+/// messages).
+pub(crate) fn response_ctx<'c>(
     fe: &'c FrontendRt,
     be: &'c BackendRt,
     ctx: &'c ReqCtx<'_>,
     req: &'c Head,
     server: &'c ServerState,
-    resp: &'c Head,
+    resp: Option<&'c Head>,
 ) -> crate::sample::Ctx<'c> {
     crate::sample::Ctx {
         src: ctx.src,
         src_port: ctx.peer.inet().map(|a| a.port()),
         local: ctx.dst,
         req: Some(req),
-        res: Some(resp),
-        status: Some(resp.status),
+        res: resp,
+        status: resp.map(|r| r.status),
         frontend: &fe.name,
         backend: Some(&be.name),
         server: Some(&server.name),
