@@ -245,10 +245,25 @@ const NULL_CLIENTS: [(usize, &[u8]); 9] = [
     (0, b"GET /again HTTP/1.1\r\nhost: x\r\n\r\n"),
 ];
 
+/// The listen section of [`NULL_CFG`] that binds `{fe<n>}`.
+fn null_listener(n: usize) -> &'static str {
+    let bind = format!("bind {{fe{n}}}");
+    let at = NULL_CFG
+        .find(&bind)
+        .expect("each client's listener is in the config");
+    let section = NULL_CFG[..at].rfind("listen ").expect("a listen section");
+    NULL_CFG[section + "listen ".len()..]
+        .split_whitespace()
+        .next()
+        .expect("its name")
+}
+
 /// The lines one side logged for [`NULL_CLIENTS`], sorted, with what must
 /// differ masked: each client's port (`{cN}`, the kernel's choice) and each
 /// listener's address (`{feN}`, each side has its own). The readiness
-/// probes' lines are left out (their ports are none of the clients').
+/// probes' lines are left out: a line counts as a client's only when it
+/// names the client's port and its listener (the kernel may give a probe
+/// of another listener the port a client had before).
 async fn null_lines(side: &Side) -> Vec<String> {
     let mut ports = Vec::new();
     for (fe, bytes) in NULL_CLIENTS {
@@ -263,10 +278,10 @@ async fn null_lines(side: &Side) -> Vec<String> {
     let mut out: Vec<String> = seen
         .iter()
         .filter_map(|l| {
-            let (n, p) = ports
-                .iter()
-                .enumerate()
-                .find(|(_, p)| l.contains(&format!("127.0.0.1:{p} ")))?;
+            let (n, p) = ports.iter().enumerate().find(|(n, p)| {
+                l.contains(&format!("127.0.0.1:{p} "))
+                    && l.contains(null_listener(NULL_CLIENTS[*n].0))
+            })?;
             let mut l = l.replace(&format!("127.0.0.1:{p} "), &format!("{{c{n}}} "));
             for (addr, mask) in side.front_masks() {
                 l = l.replace(&addr, &mask);
