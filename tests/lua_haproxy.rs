@@ -250,6 +250,82 @@ backend be
     differ.assert_none();
 }
 
+/// A response action that sleeps and yields waits on the worker, and
+/// what it does after is haproxy's: a header, a variable later rules
+/// read, a denial.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn response_actions_wait_as_in_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = HTTP_LOG_GLOBAL.replacen(
+        "global\n",
+        &format!("global\n    lua-load {}\n", script("actions.lua")),
+        1,
+    ) + &format!(
+        "frontend fe
+    bind {{fe0}}
+    {LOG}
+    http-response set-header x-before %[var(txn.resnap)]
+    http-response lua.napres
+    http-response set-header x-after %[var(txn.resnap)]
+    default_backend be
+backend be
+    server s {{srv}}
+"
+    );
+    let pair = Pair::start("lua-response", &cfg, 1).await;
+    let mut differ = haproxy::Differences::default();
+    for answer in [
+        "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok",
+        "HTTP/1.1 404 Not Found\r\nx-act: deny\r\ncontent-length: 2\r\n\r\nno",
+        "HTTP/1.1 200 OK\r\nx-act: deny\r\ncontent-length: 2\r\n\r\nok",
+        "HTTP/1.1 201 Created\r\nx-act: deny\r\ncontent-length: 2\r\n\r\nok",
+        "HTTP/1.1 200 OK\r\nx-act: error\r\ncontent-length: 2\r\n\r\nok",
+        "HTTP/1.1 200 OK\r\nx-act: invalid\r\ncontent-length: 2\r\n\r\nok",
+        "HTTP/1.1 200 OK\r\nx-act: stop\r\ncontent-length: 2\r\n\r\nok",
+    ] {
+        pair.answer(answer.as_bytes());
+        let [h, s] = pair.both(0, &get("/r", "")).await;
+        if !answer.contains("x-act") {
+            assert!(h.0.contains("x-napped: status-200\r\n"), "{}", h.0);
+            assert!(h.0.contains("x-after: yes\r\n"), "{}", h.0);
+        }
+        differ.compare(answer.split("\r\n\r\n").next().unwrap_or(answer), &h, &s);
+    }
+    // The response as it is, no more rules; the client closed with
+    // nothing. Only the bytes are compared: HAProxy 2.6 logs no line
+    // after `act.DONE` or `act.ABORT` (sluice logs its line).
+    for act in ["done", "abort", "close"] {
+        pair.answer(
+            format!("HTTP/1.1 200 OK\r\nx-act: {act}\r\ncontent-length: 2\r\n\r\nok").as_bytes(),
+        );
+        let req = get("/r", "");
+        let mut got = Vec::new();
+        for i in 0..2 {
+            // One answer read by its length: after `act.DONE` HAProxy 2.6
+            // keeps the connection open whatever the request said.
+            let mut conn = support::HttpConn::connect(pair.fronts[i][0].addr()).await;
+            got.push(match conn.raw(req.as_bytes(), false).await {
+                Ok(r) => format!("{}{}", r.head, String::from_utf8_lossy(&r.body)),
+                Err(_) => "closed, nothing sent".to_string(),
+            });
+        }
+        if act == "close" {
+            assert_eq!(got[0], "closed, nothing sent");
+        }
+        if act == "done" {
+            assert!(
+                got[0].ends_with("x-before: \r\nconnection: close\r\n\r\nok"),
+                "{}",
+                got[0]
+            );
+        }
+        differ.compare(act.to_string(), &got[0], &got[1]);
+    }
+    differ.assert_none();
+}
+
 /// Runs haproxy on `cfg` with its stderr kept in `dir/haproxy.err`.
 fn haproxy_with_stderr(dir: &TempDir, cfg: &str, listen: &Listen) -> std::process::Child {
     let path = dir.write("haproxy.cfg", cfg);

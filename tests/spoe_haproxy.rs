@@ -521,6 +521,102 @@ backend agents
     differ.assert_none();
 }
 
+const SPOE_RESPONSE: &str = "[sec]
+spoe-agent sec-agent
+    groups rgrp bgrp
+    option var-prefix sec
+    timeout hello 2s
+    timeout idle 2m
+    timeout processing 5s
+    use-backend agents
+
+spoe-message rspcheck
+    args status=status srv=res.hdr(x-srv) p=var(txn.path)
+
+spoe-message bemsg
+    args s=status
+
+spoe-group rgrp
+    messages rspcheck
+
+spoe-group bgrp
+    messages bemsg
+";
+
+/// `http-response send-spoe-group`: the response's rules wait for the
+/// agent, and the rules after it (the frontend's, the backend's) see
+/// its variables, as under haproxy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn response_rules_send_groups_as_under_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let answers_of_server: [&[u8]; 2] = [
+        b"HTTP/1.1 200 OK\r\nx-srv: web-1\r\ncontent-length: 2\r\n\r\nok",
+        b"HTTP/1.1 404 Not Found\r\ncontent-length: 2\r\n\r\nno",
+    ];
+    let mut answers = Vec::new();
+    let mut messages = Vec::new();
+    for tool in ["haproxy", "sluice"] {
+        let agent = Agent::start();
+        let web = support::raw::RawBackend::start().await;
+        let dir = TempDir::new("spoe-res");
+        let spoe = dir.write("spoe.conf", SPOE_RESPONSE);
+        let front = Listen::new();
+        let cfg = format!(
+            "defaults
+    timeout client 5s
+    timeout server 5s
+    timeout connect 5s
+frontend f
+    mode http
+    bind {front}
+    filter spoe engine sec config {spoe}
+    http-request set-var(txn.path) path
+    http-response send-spoe-group sec rgrp if {{ status 200 }}
+    http-response set-header x-agent \"%[var(txn.sec.rspcheck)]|%[var(txn.sec.bemsg)]\"
+    default_backend b
+backend b
+    mode http
+    filter spoe engine sec config {spoe}
+    http-response set-header x-before \"%[var(txn.sec.rspcheck)]\"
+    http-response send-spoe-group sec bgrp
+    server web {web}
+backend agents
+    mode tcp
+    server a {agent}
+",
+            spoe = spoe.display(),
+            agent = agent.addr,
+            web = web.addr
+        );
+        let _h = (tool == "haproxy").then(|| Haproxy::start("spoe-res", &cfg, &[&front]));
+        let _s = (tool == "sluice").then(|| Sluice::start(&cfg));
+        let mut got = Vec::new();
+        for (n, answer) in answers_of_server.iter().enumerate() {
+            web.answer(answer);
+            let req = format!("GET /r{n} HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n");
+            let a = haproxy::exchange(front.addr(), req.as_bytes(), false).await;
+            got.push(String::from_utf8_lossy(&a).into_owned());
+        }
+        answers.push(got);
+        messages.push(agent.got());
+    }
+    // Not vacuous: the agent's variables reached the later rules.
+    assert!(
+        answers[0][0]
+            .contains("x-agent: rspcheck(status=int:200,srv=str:web-1,p=str:/r0)|bemsg(s=int:200)"),
+        "{:?}",
+        answers[0]
+    );
+    let mut differ = haproxy::Differences::default();
+    for (i, (h, s)) in answers[0].iter().zip(&answers[1]).enumerate() {
+        differ.compare(format!("answer {i}"), h, s);
+    }
+    differ.compare("the agent's messages", &messages[0], &messages[1]);
+    differ.assert_none();
+}
+
 /// The `-c` messages of misused SPOE configurations are haproxy's.
 #[test]
 fn misuses_are_refused_as_haproxy_refuses_them() {

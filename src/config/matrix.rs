@@ -98,10 +98,6 @@ const INSTEAD: &[(&str, &str)] = &[
         "namespace",
         "start sluice inside the namespace (`ip netns exec`)",
     ),
-    (
-        "send-spoe-group",
-        "a message of the `on-http-response` event, or `tcp-response content send-spoe-group`: the `http-response` rules cannot wait for an agent yet (#23)",
-    ),
     ("51degrees-*", "a device detection service behind a backend"),
     (
         "deviceatlas-*",

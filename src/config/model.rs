@@ -1393,9 +1393,15 @@ pub(crate) enum FmtPart {
 /// `http-response set-header|add-header|del-header|deny`.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum HttpResponseAction {
-    /// `lua.<name> [args]`: an action a script registered (run without
-    /// yielding: the response path is not asynchronous).
+    /// `lua.<name> [args]`: an action a script registered (its sleeps
+    /// and I/O wait, as on the request).
     Lua(LuaAction),
+    /// `http-response send-spoe-group <engine> <group>`: the group's
+    /// messages sent to the engine's agent, its answer awaited.
+    SendSpoeGroup {
+        engine: String,
+        group: String,
+    },
     SetHeader {
         name: String,
         fmt: LogFmt,
@@ -1462,6 +1468,14 @@ pub(crate) enum HttpResponseAction {
         drop_query: bool,
         append_slash: bool,
     },
+}
+
+impl HttpResponseAction {
+    /// Whether the action may wait for something (a script's sleep or
+    /// I/O, an agent's answer).
+    pub(crate) fn waits(&self) -> bool {
+        matches!(self, Self::Lua(_) | Self::SendSpoeGroup { .. })
+    }
 }
 
 /// The address or port a `set-src`-like rule replaces.

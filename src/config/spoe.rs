@@ -567,7 +567,7 @@ pub(crate) fn check(
     diags: &mut Vec<crate::config::diag::Diagnostic>,
 ) {
     use crate::config::diag::Diagnostic;
-    use crate::config::model::HttpRequestAction;
+    use crate::config::model::{HttpRequestAction, HttpResponseAction};
     for p in &config.proxies {
         for e in &p.extras.spoe {
             let known = config
@@ -588,6 +588,10 @@ pub(crate) fn check(
             HttpRequestAction::SendSpoeGroup { engine, group } => Some((engine, group)),
             _ => None,
         });
+        let http_res = p.http_response.iter().filter_map(|r| match &r.action {
+            HttpResponseAction::SendSpoeGroup { engine, group } => Some((engine, group)),
+            _ => None,
+        });
         let tcp = p
             .tcp_content
             .iter()
@@ -598,7 +602,7 @@ pub(crate) fn check(
                 }
                 _ => None,
             });
-        for (engine, group) in http.chain(tcp) {
+        for (engine, group) in http.chain(http_res).chain(tcp) {
             match p.extras.spoe.iter().find(|e| e.id == *engine) {
                 None => diags.push(Diagnostic::alert(
                     None,

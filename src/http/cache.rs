@@ -692,7 +692,7 @@ async fn send_hit(
     if on_backend {
         rec.tally.srv_status = Some(resp.status);
     }
-    let mut edits = match crate::http::relay::rules_on_hit(fe, be, req, ctx, &mut resp, rec) {
+    let mut edits = match crate::http::relay::rules_on_hit(fe, be, req, ctx, &mut resp, rec).await {
         Ok(e) => e,
         Err(()) => {
             rec.tally.dresp |= crate::observe::outcome::Rows::BE_SRV;

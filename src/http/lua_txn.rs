@@ -331,16 +331,15 @@ fn header_fields(head: &Head, edits: Option<&Edits>) -> Vec<(String, Vec<u8>)> {
         .collect()
 }
 
-/// Runs `a` over the response, at once: the response rules do not wait
-/// (making them able to would cost every response a future, rules or
-/// not), so the action cannot yield: a `core.sleep` or I/O there fails
-/// it, reported as HAProxy reports an action that could not finish.
-pub(super) fn run_response(a: &LuaAction, t: &mut ResTxn<'_, '_>) -> ActionEnd {
+/// Runs `a` over the response; how it ended. Its sleeps and I/O wait
+/// on the worker, as on the request.
+pub(super) async fn run_response(a: &LuaAction, t: &mut ResTxn<'_, '_>) -> ActionEnd {
     let Some(scripts) = crate::sample::script::active() else {
         return ActionEnd::Continue;
     };
     let Some(host) = scripts.as_any().downcast_ref::<Host>() else {
         return ActionEnd::Continue;
     };
-    host.run_action_now(&a.name, &a.args, crate::lua::HTTP_RES, t)
+    host.run_action(&a.name, &a.args, crate::lua::HTTP_RES, t)
+        .await
 }

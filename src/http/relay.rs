@@ -68,6 +68,18 @@ enum Refusal<'r> {
     Invalid,
     /// `option checkcache`: a cacheable response sets a cookie.
     CacheableCookie,
+    /// A Lua action's `act.DENY`: the error page of the response's
+    /// status, and what `%B` counts of the server's answer.
+    LuaDenied(u16, u64),
+    /// A Lua action's `act.ERROR`, and what `%B` counts of the server's
+    /// answer.
+    LuaError(u64),
+    /// A Lua action's `act.INVALID`, and what `%B` counts of the
+    /// server's answer.
+    LuaInvalid(u64),
+    /// A Lua action's `txn:done()`, and what `%B` counts of the server's
+    /// answer.
+    Closed(u64),
 }
 
 /// The response is ready to go: its head as the rules left it, its
@@ -121,7 +133,15 @@ impl<'a> Relay<'a> {
         if !(self.fe.spoe.is_empty() && self.be.spoe.is_empty()) {
             Box::pin(self.spoe_response(&resp)).await;
         }
-        let ready = match self.prepare(resp) {
+        // Rules that may wait run in a future of their own; the others
+        // end at once, and their future stays out of this one.
+        let prepared = if self.fe.rsp_waits || self.be.rsp_waits {
+            Box::pin(self.prepare(resp)).await
+        } else {
+            // Without an action that waits, nothing in them pends.
+            crate::http::at_once(self.prepare(resp)).unwrap_or(Err(Refusal::Invalid))
+        };
+        let ready = match prepared {
             Ok(r) => r,
             Err(refusal) => return Box::pin(self.refused(refusal)).await,
         };
@@ -364,9 +384,8 @@ impl<'a> Relay<'a> {
     /// The final response's framing, then the `http-response` rules,
     /// legacy `rsp*` filters and the persistence cookie: what the client
     /// will be sent, or the answer that replaces it.
-    /// Synchronous: what refuses the response is answered by
-    /// [`Relay::refused`].
-    fn prepare(&mut self, mut resp: Head) -> Result<Ready, Refusal<'a>> {
+    /// What refuses the response is answered by [`Relay::refused`].
+    async fn prepare(&mut self, mut resp: Head) -> Result<Ready, Refusal<'a>> {
         let be = self.be;
         let body = match resp.response_body(self.req.method()) {
             Ok(b) => b,
@@ -417,7 +436,7 @@ impl<'a> Relay<'a> {
         }
         let mut edits = None;
         if self.has_response_rules() {
-            edits = self.response_rules(&mut resp, body, cookie)?;
+            edits = self.response_rules(&mut resp, body, cookie).await?;
         } else {
             cookie(&resp, &mut edits);
         }
@@ -485,11 +504,11 @@ impl<'a> Relay<'a> {
 
     /// `http-response` rules and legacy `rsp*` filters: the backend's,
     /// then the frontend's. A deny answers in the server's stead.
-    fn response_rules(
+    async fn response_rules(
         &mut self,
         resp: &mut Head,
         body: BodyKind,
-        cookie: impl FnOnce(&Head, &mut Option<Edits>),
+        cookie: impl FnOnce(&Head, &mut Option<Edits>) + Send,
     ) -> Result<Option<Edits>, Refusal<'a>> {
         let (fe, be) = (self.fe, self.be);
         let (req, ctx, server) = (self.req, self.ctx, self.server);
@@ -524,7 +543,7 @@ impl<'a> Relay<'a> {
             body,
             compressing: self.comp.is_some(),
         };
-        match response_edits(
+        let edited = response_edits(
             fe,
             be,
             &who,
@@ -535,7 +554,14 @@ impl<'a> Relay<'a> {
             cookie,
             res_body.as_ref(),
             Some(store),
-        ) {
+        )
+        .await;
+        // What `%B` counts of the server's answer when another replaces
+        // it (HAProxy had read it into its buffer).
+        let server_part = |resp: &Head| {
+            resp.logged_size() + crate::wire::logged_size::buffered_body(body, &self.upstream.buf)
+        };
+        match edited {
             Ok(e) => {
                 if (marks.tos.is_some() || marks.mark.is_some())
                     && let Some(tcp) = self.client.stream.socket()
@@ -545,23 +571,18 @@ impl<'a> Relay<'a> {
                 Ok(e)
             }
             Err(RespRefused::Denied(reply)) => Err(Refusal::Denied(reply)),
-            Err(RespRefused::Returned(reply)) => Err(Refusal::Returned(
-                reply,
-                resp.logged_size()
-                    + crate::wire::logged_size::buffered_body(body, &self.upstream.buf),
-            )),
-            Err(RespRefused::Dropped(status)) => Err(Refusal::Dropped(
-                status,
-                resp.logged_size()
-                    + crate::wire::logged_size::buffered_body(body, &self.upstream.buf),
-            )),
-            Err(RespRefused::Redirected(code, page)) => Err(Refusal::Redirected(
-                code,
-                page,
-                resp.logged_size()
-                    + crate::wire::logged_size::buffered_body(body, &self.upstream.buf),
-            )),
+            Err(RespRefused::Returned(reply)) => Err(Refusal::Returned(reply, server_part(resp))),
+            Err(RespRefused::Dropped(status)) => Err(Refusal::Dropped(status, server_part(resp))),
+            Err(RespRefused::Redirected(code, page)) => {
+                Err(Refusal::Redirected(code, page, server_part(resp)))
+            }
             Err(RespRefused::Invalid) => Err(Refusal::Invalid),
+            Err(RespRefused::LuaDenied(status)) => {
+                Err(Refusal::LuaDenied(status, server_part(resp)))
+            }
+            Err(RespRefused::LuaError) => Err(Refusal::LuaError(server_part(resp))),
+            Err(RespRefused::LuaInvalid) => Err(Refusal::LuaInvalid(server_part(resp))),
+            Err(RespRefused::Closed) => Err(Refusal::Closed(server_part(resp))),
         }
     }
 
@@ -655,11 +676,48 @@ impl<'a> Relay<'a> {
                 out.logged_out += server_part;
                 out
             }
+            Refusal::LuaDenied(status, server_part) => {
+                // As a deny (`PH`), with the page of the status the
+                // response had: HAProxy leaves it as it is.
+                self.rec.end(BAD_RESPONSE);
+                self.rec.tally.dresp |= Rows::BE_SRV;
+                let mut out =
+                    send_error_be(self.client, status, fe, Some(be), self.keep_client).await;
+                out.logged_out += server_part;
+                out
+            }
+            Refusal::LuaError(server_part) => {
+                // HAProxy's internal error: `IH`, a 500.
+                self.rec.end(Term::new(Cause::Internal, Phase::Headers));
+                let mut out = send_error_be(self.client, 500, fe, Some(be), self.keep_client).await;
+                out.logged_out += server_part;
+                out
+            }
+            Refusal::Closed(server_part) => {
+                // `txn:done()`: the client closed with nothing sent, as a
+                // local end (`LH`).
+                self.rec.end(Term::new(Cause::Local, Phase::Headers));
+                Outcome {
+                    status: None,
+                    keep_client: false,
+                    bytes_out: 0,
+                    logged_out: server_part,
+                    body_in: 0,
+                    body_logged: 0,
+                }
+            }
             // HAProxy's `return_srv_prx_502`: `PH`, a failed response.
             Refusal::CacheableCookie => {
                 self.rec.tally.eresp |= Rows::BE_SRV;
                 self.rec.end(BAD_RESPONSE);
                 send_error_be(self.client, 502, fe, Some(be), self.keep_client).await
+            }
+            Refusal::LuaInvalid(server_part) => {
+                self.rec.tally.eresp |= Rows::BE_SRV;
+                self.rec.end(BAD_RESPONSE);
+                let mut out = send_error_be(self.client, 502, fe, Some(be), self.keep_client).await;
+                out.logged_out += server_part;
+                out
             }
             Refusal::Invalid => {
                 // An `rsprep` that broke the head: HAProxy 1.8's
@@ -1186,7 +1244,7 @@ fn is_empty(e: &Edits) -> bool {
 /// The `http-response` rules (and `http-after-response`) on an answer
 /// from the cache: as on a server's, the server being `<CACHE>`; a deny
 /// is `Err`.
-pub(super) fn rules_on_hit(
+pub(super) async fn rules_on_hit(
     fe: &FrontendRt,
     be: &BackendRt,
     req: &Head,
@@ -1221,7 +1279,14 @@ pub(super) fn rules_on_hit(
         // `set-tos` and `set-mark` are not applied.
         marks: &mut rules::SockMarks::default(),
     };
-    response_edits(fe, be, &who, req, ctx, resp, log, |_, _| {}, None, None).map_err(|_| ())
+    let run = response_edits(fe, be, &who, req, ctx, resp, log, |_, _| {}, None, None);
+    let edits = if fe.rsp_waits || be.rsp_waits {
+        Box::pin(run).await
+    } else {
+        // Without an action that waits, nothing in them pends.
+        crate::http::at_once(run).unwrap_or(Err(RespRefused::Invalid))
+    };
+    edits.map_err(|_| ())
 }
 
 /// What the response rules write into the request's log record: the
@@ -1245,6 +1310,15 @@ enum RespRefused<'r> {
     Redirected(u16, Vec<u8>),
     /// An `rsprep` left a head that does not parse.
     Invalid,
+    /// A Lua action's `act.DENY`: the error page of this status (the
+    /// response's).
+    LuaDenied(u16),
+    /// A Lua action's `act.ERROR`: an internal error.
+    LuaError,
+    /// A Lua action's `act.INVALID`: a bad response.
+    LuaInvalid,
+    /// A Lua action's `txn:done()`: the client closed, sent nothing.
+    Closed,
 }
 
 /// Who a response's rules see: the server that answered, the client, the
@@ -1269,7 +1343,7 @@ fn sid(be: &BackendRt, name: &str) -> Option<u32> {
 /// (the persistence cookie), then the `http-after-response` rules. The
 /// filters may replace `resp` with their rewrite.
 #[allow(clippy::too_many_arguments)]
-fn response_edits<'r>(
+async fn response_edits<'r>(
     fe: &'r FrontendRt,
     be: &'r BackendRt,
     who: &Who<'_>,
@@ -1277,7 +1351,7 @@ fn response_edits<'r>(
     ctx: &ReqCtx<'_>,
     resp: &mut Head,
     log: RespLog<'_>,
-    cookie: impl FnOnce(&Head, &mut Option<Edits>),
+    cookie: impl FnOnce(&Head, &mut Option<Edits>) + Send,
     res_body: Option<&crate::sample::fetch::Body<'_>>,
     mut store: Option<Store<'_>>,
 ) -> Result<Option<Edits>, RespRefused<'r>> {
@@ -1401,7 +1475,7 @@ fn response_edits<'r>(
                             fe.log.as_deref().map(|l| &l.setup)
                         },
                     };
-                    let end = crate::http::lua_txn::run_response(a, &mut t);
+                    let end = crate::http::lua_txn::run_response(a, &mut t).await;
                     let (status, level) = (t.status.take(), t.level);
                     if let Some(l) = level {
                         *log.level = Some(l);
@@ -1419,11 +1493,32 @@ fn response_edits<'r>(
                     match end {
                         ActionEnd::Continue | ActionEnd::Failed => {}
                         ActionEnd::Stop => break,
-                        ActionEnd::Deny
-                        | ActionEnd::Invalid
-                        | ActionEnd::Error
-                        | ActionEnd::Done
-                        | ActionEnd::Abort => return Err(RespRefused::Denied(None)),
+                        // HAProxy's error page of the response's status.
+                        ActionEnd::Deny => return Err(RespRefused::LuaDenied(resp.status)),
+                        ActionEnd::Error => return Err(RespRefused::LuaError),
+                        ActionEnd::Invalid => return Err(RespRefused::LuaInvalid),
+                        ActionEnd::Closed => return Err(RespRefused::Closed),
+                        // The response goes as it is now: no more rules,
+                        // `http-after-response` ones neither.
+                        ActionEnd::Done | ActionEnd::Abort => {
+                            cookie(resp, &mut edits);
+                            return Ok(edits);
+                        }
+                    }
+                }
+                HttpResponseAction::SendSpoeGroup { engine, group } => {
+                    // The engines of the proxy whose rule this is.
+                    let engines = if set == 0 { &be.spoe } else { &fe.spoe };
+                    if let Some(e) = engines.iter().find(|e| e.conf.id == *engine)
+                        && let Some(msgs) = e.group(group)
+                    {
+                        let cx = rules::FmtCtx {
+                            res: Some(resp),
+                            ..cx
+                        };
+                        let about = crate::upstream::spoe::Sent::Group(group);
+                        let scx = rules::sample_ctx(&cx);
+                        e.notify(msgs, &scx, ctx.vars, ctx.proxies, about).await;
                     }
                 }
                 HttpResponseAction::Deny(reply) => return Err(RespRefused::Denied(Some(reply))),

@@ -366,6 +366,7 @@ pub(crate) fn edit_response(
         | HttpResponseAction::Return(_)
         | HttpResponseAction::Redirect { .. }
         | HttpResponseAction::Lua(_)
+        | HttpResponseAction::SendSpoeGroup { .. }
         | HttpResponseAction::SilentDrop => return false,
         // tokio schedules every task alike.
         HttpResponseAction::SetNice(_) => {}

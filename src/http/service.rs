@@ -2022,7 +2022,7 @@ impl RuleRun<'_> {
                         ActionEnd::Error => 500,
                         ActionEnd::Deny => 403,
                         ActionEnd::Invalid => 400,
-                        ActionEnd::Done | ActionEnd::Abort => {
+                        ActionEnd::Done | ActionEnd::Abort | ActionEnd::Closed => {
                             // Ended with no reply: the connection closes.
                             self.rec.term(Cause::Proxy, Phase::Request);
                             return Some(Stop::Answered(Outcome {

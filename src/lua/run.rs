@@ -129,6 +129,8 @@ pub(crate) enum ActionEnd {
     Abort,
     Invalid,
     Error,
+    /// `txn:done()`: the transaction ends there.
+    Closed,
     /// The function failed (a Lua error, its timeout): reported, and
     /// the rules go on, as in HAProxy.
     Failed,
@@ -320,7 +322,7 @@ impl Host {
             .0
         {
             Driven::Returned(v) => ActionEnd::of(v.front().and_then(Value::as_i64)),
-            Driven::Done => ActionEnd::Done,
+            Driven::Done => ActionEnd::Closed,
             Driven::Failed => ActionEnd::Failed,
         }
     }

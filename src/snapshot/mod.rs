@@ -151,6 +151,9 @@ pub(crate) struct FrontendRt {
     /// (`cache-use`, `cache-store` hold their place in it); else empty.
     pub(crate) caches: Vec<Arc<crate::state::cache::Cache>>,
     pub(crate) http_response: Vec<(HttpResponseAction, Option<CompiledCond>)>,
+    /// Whether an `http-response` rule may wait (a Lua action, a
+    /// `send-spoe-group`): the rules then run in a future of their own.
+    pub(crate) rsp_waits: bool,
     /// `http-after-response` rules.
     pub(crate) http_after: Vec<(HttpResponseAction, Option<CompiledCond>)>,
     pub(crate) forwardfor: Option<ForwardFor>,
@@ -270,6 +273,9 @@ pub(crate) struct BackendRt {
     /// See [`FrontendRt::caches`].
     pub(crate) caches: Vec<Arc<crate::state::cache::Cache>>,
     pub(crate) http_response: Vec<(HttpResponseAction, Option<CompiledCond>)>,
+    /// Whether an `http-response` rule may wait (a Lua action, a
+    /// `send-spoe-group`): the rules then run in a future of their own.
+    pub(crate) rsp_waits: bool,
     /// `http-after-response` rules.
     pub(crate) http_after: Vec<(HttpResponseAction, Option<CompiledCond>)>,
     /// `tcp-request content` rules of a backend section (mode tcp), run
@@ -754,6 +760,7 @@ impl Compiler<'_> {
                 Vec::new()
             },
             http_response: response_rules(&p.http_response, &acls),
+            rsp_waits: p.http_response.iter().any(|r| r.action.waits()),
             http_after: response_rules(&p.http_after_response, &acls),
             stats: stats_rt(p.stats.as_ref(), &acls),
             acls,
@@ -891,6 +898,7 @@ impl Compiler<'_> {
                 Vec::new()
             },
             http_response: response_rules(&p.http_response, &acls),
+            rsp_waits: p.http_response.iter().any(|r| r.action.waits()),
             http_after: response_rules(&p.http_after_response, &acls),
             stats: stats_rt(p.stats.as_ref(), &acls),
             acls,

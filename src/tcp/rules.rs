@@ -364,7 +364,7 @@ async fn lua_waiting(
         .await
     {
         ActionEnd::Continue | ActionEnd::Failed => None,
-        ActionEnd::Stop | ActionEnd::Done => Some(Verdict::Accept),
+        ActionEnd::Stop | ActionEnd::Done | ActionEnd::Closed => Some(Verdict::Accept),
         ActionEnd::Deny | ActionEnd::Error | ActionEnd::Invalid | ActionEnd::Abort => {
             Some(Verdict::Reject)
         }
@@ -517,7 +517,9 @@ fn run_body(
                 };
                 match host.run_action_now(&a.name, &a.args, crate::lua::TCP_REQ, &mut t) {
                     ActionEnd::Continue | ActionEnd::Failed => {}
-                    ActionEnd::Stop | ActionEnd::Done => return Some(Verdict::Accept),
+                    ActionEnd::Stop | ActionEnd::Done | ActionEnd::Closed => {
+                        return Some(Verdict::Accept);
+                    }
                     ActionEnd::Deny | ActionEnd::Error | ActionEnd::Invalid | ActionEnd::Abort => {
                         return Some(Verdict::Reject);
                     }

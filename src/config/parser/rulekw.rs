@@ -1925,12 +1925,8 @@ pub(crate) const HTTP_REQUEST: &[ActionKw<HttpRequestAction>] = &[
     kwd("wait-for-body", |_, _, a| {
         wait_for_body_args(a, "http-request").map(HttpRequestAction::WaitForBody)
     }),
-    kwd("send-spoe-group", |_, _, a| match a {
-        [engine, group] => Ok(HttpRequestAction::SendSpoeGroup {
-            engine: engine.clone(),
-            group: group.clone(),
-        }),
-        _ => Err("expects 2 arguments: <engine-id> <group-id>".to_string()),
+    kwd("send-spoe-group", |_, _, a| {
+        spoe_group_args(a).map(|(engine, group)| HttpRequestAction::SendSpoeGroup { engine, group })
     }),
     // The stream's own handling (issue 22): `sample::tune`.
     kwd("set-timeout", |s, _, a| {
@@ -2221,6 +2217,10 @@ pub(crate) const HTTP_RESPONSE: &[ActionKw<HttpResponseAction>] = &[
         s.cache_action_args(loc, a)
             .map(|name| HttpResponseAction::CacheStore(CacheRef { name, idx: 0 }))
     }),
+    kwd("send-spoe-group", |_, _, a| {
+        spoe_group_args(a)
+            .map(|(engine, group)| HttpResponseAction::SendSpoeGroup { engine, group })
+    }),
     kwd("set-header", |s, _, a| {
         header_args(a, s.http_stage(true))
             .map(|(name, fmt)| HttpResponseAction::SetHeader { name, fmt })
@@ -2363,5 +2363,14 @@ impl State<'_> {
             ));
         }
         Ok(action)
+    }
+}
+
+/// `send-spoe-group <engine> <group>` of `http-request` and
+/// `http-response`.
+fn spoe_group_args(a: &[String]) -> Result<(String, String), String> {
+    match a {
+        [engine, group] => Ok((engine.clone(), group.clone())),
+        _ => Err("expects 2 arguments: <engine-id> <group-id>".to_string()),
     }
 }

@@ -74,3 +74,30 @@ core.register_action("napsrc", { "tcp-req" }, function(txn)
   core.msleep(5)
   txn:set_var("txn.napsrc", txn.sf:src())
 end)
+
+-- A response action that waits (a sleep, a yield), then stamps the
+-- response with what it reads of it, or ends as the server's `x-act`
+-- field says.
+core.register_action("napres", { "http-res" }, function(txn)
+  core.msleep(20)
+  core.yield()
+  local hdrs = txn.http:res_get_headers()
+  local a = hdrs["x-act"] and hdrs["x-act"][0]
+  if a == "deny" then
+    return act.DENY
+  elseif a == "error" then
+    return act.ERROR
+  elseif a == "done" then
+    return act.DONE
+  elseif a == "invalid" then
+    return act.INVALID
+  elseif a == "stop" then
+    return act.STOP
+  elseif a == "abort" then
+    return act.ABORT
+  elseif a == "close" then
+    txn:done()
+  end
+  txn.http:res_set_header("x-napped", "status-" .. txn.f:status())
+  txn:set_var("txn.resnap", "yes")
+end)
