@@ -5,6 +5,7 @@
 //! body's size. Bodies that no filter touches never come here
 //! (`wire::io::relay_message` relays them, spliced when it can).
 
+use std::future::Future as _;
 use std::time::Duration;
 
 use bytes::BytesMut;
@@ -98,9 +99,13 @@ async fn refill(
     p: &mut Pumped,
     t: Option<Duration>,
 ) -> Result<usize, RelayError> {
-    // What the socket has now, if it has some.
-    if let Some(r) = crate::http::at_once(src.fill(None)) {
-        return r;
+    {
+        let fut = src.fill(None);
+        let mut fut = std::pin::pin!(fut);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        if let std::task::Poll::Ready(r) = fut.as_mut().poll(&mut cx) {
+            return r;
+        }
     }
     if let Some(enc) = enc {
         let mut z = Vec::new();

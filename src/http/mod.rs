@@ -19,18 +19,5 @@ pub(crate) mod reply;
 pub(crate) mod rules;
 pub(crate) mod service;
 
-/// Polls `fut` once, with a waker that wakes nothing: its output if it
-/// ended, None if it would have waited (and is dropped). For work that
-/// ends at once in the common case, run without a future of its own in
-/// the caller's.
-fn at_once<F: std::future::Future>(fut: F) -> Option<F::Output> {
-    let mut fut = std::pin::pin!(fut);
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    match fut.as_mut().poll(&mut cx) {
-        std::task::Poll::Ready(out) => Some(out),
-        std::task::Poll::Pending => None,
-    }
-}
-
 #[cfg(test)]
 mod harness;
