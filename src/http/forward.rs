@@ -501,7 +501,7 @@ pub(crate) async fn forward(
     // record, as each clone is a write to a count all worker threads share.
     let killer = first.cuttable.load(Relaxed).then(|| first.clone());
     rec.server = crate::observe::log::SrvName::Server(first);
-    let fut = Exchange {
+    let mut exchange = Exchange {
         fe,
         be,
         key: &key,
@@ -515,8 +515,8 @@ pub(crate) async fn forward(
         queue_ms,
         rec: &mut *rec,
         ctx,
-    }
-    .run();
+    };
+    let fut = exchange.run();
     let (out, conn_failed) = if let Some(first) = &killer {
         let killed = first.kill.notified();
         tokio::pin!(killed);

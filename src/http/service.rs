@@ -2005,7 +2005,9 @@ impl RuleRun<'_> {
                     {
                         let about = crate::upstream::spoe::Sent::Group(group);
                         let cx = rules::sample_ctx(&cx);
-                        e.notify(msgs, &cx, self.vars, self.proxies, about).await;
+                        // Boxed: the agent's exchange stays out of the
+                        // rules' future, and so of every connection's.
+                        Box::pin(e.notify(msgs, &cx, self.vars, self.proxies, about)).await;
                     }
                 }
                 HttpRequestAction::Lua(a) => {
