@@ -290,12 +290,9 @@ pub(crate) async fn serve_connection(
                 tls.as_deref(),
                 via,
             ));
-            match bound {
-                None => request.await,
-                Some(generation) => crate::state::generation::bounded(generation, request)
-                    .await
-                    .unwrap_or(false),
-            }
+            crate::state::generation::bounded_if(bound, request)
+                .await
+                .unwrap_or(false)
         };
         if to_h2 {
             let BufConn { stream, buf, .. } = conn;
@@ -1108,6 +1105,8 @@ async fn route(
     let mut edits: Option<rules::Edits> = None;
     // The head as the legacy `req*` filters rewrote it, if they did (the
     // frontend's, then the backend's); and their "allowed" verdict.
+    // Boxed: rare, and these live in the future of every request (and so
+    // of every connection) where `forward`'s does.
     let (mut fe_head, mut be_head) = (None, None);
     let mut allowed = false;
     // The head the fetches read once an `Expect: 100-continue` was
@@ -1331,6 +1330,9 @@ async fn route(
     let comp = crate::http::compress::negotiate(fe, be, head, &mut edits);
     // The server gets the body from the connection's buffer.
     held.rejoin(conn);
+    // Read no more: dropped here, it takes no room beside `forward`'s
+    // future (a value with a destructor lives to the end of its scope).
+    drop(shown);
     let hit = cache_txn.as_mut().and_then(|t| t.hit.take());
     let ctx = forward::ReqCtx {
         comp,
@@ -1571,7 +1573,7 @@ impl RuleRun<'_> {
     async fn stage<'h>(
         &mut self,
         head: &'h Head,
-        slot: &'h mut Option<Head>,
+        slot: &'h mut Option<Box<Head>>,
         st: Stage<'_>,
         held: &mut crate::http::body::Held,
     ) -> Result<&'h Head, Outcome> {
@@ -1607,7 +1609,7 @@ impl RuleRun<'_> {
     async fn stage_rules<'h>(
         &mut self,
         head: &'h Head,
-        slot: &'h mut Option<Head>,
+        slot: &'h mut Option<Box<Head>>,
         st: Stage<'_>,
         held: &mut crate::http::body::Held,
     ) -> Result<&'h Head, Outcome> {
@@ -1647,7 +1649,7 @@ impl RuleRun<'_> {
             legacy::Verdict::Pass(Some(h)) => {
                 // The rules' edits are part of the rewritten head now.
                 *self.edits = None;
-                &*slot.insert(h)
+                &**slot.insert(Box::new(h))
             }
             legacy::Verdict::Deny => {
                 self.rec.tally.dreq = rows(st.be);
