@@ -417,6 +417,9 @@ pub(crate) async fn forward(
     };
     let force = rule == Some(true);
     let (mut persisted, cookie_edits) = persistence(be, req, ctx.edits, rec, force);
+    // Boxed: rare (a cookie rewritten), and held beside the exchange's
+    // future, in every request's.
+    let cookie_edits = cookie_edits.map(Box::new);
     if rule == Some(false) {
         // The cookie is read (and rewritten) but chooses nothing: `U`.
         if persisted.take().is_some() || rec.persist[0] != cookie::CK_NONE {
@@ -446,7 +449,7 @@ pub(crate) async fn forward(
         src: ctx.src,
         peer: ctx.peer,
         dst: ctx.dst,
-        edits: cookie_edits.as_ref().or(ctx.edits),
+        edits: cookie_edits.as_deref().or(ctx.edits),
         stream: ctx.stream,
         persisted,
         persist_ignored: rule == Some(false),

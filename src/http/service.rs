@@ -675,75 +675,82 @@ pub(crate) async fn handle_request(
     let (peer, dst, mut content_fx) = if fe.tcp_content.is_empty() {
         (peer, dst, None)
     } else {
+        // A future of its own, awaited at one point: the rules' view and
+        // effects, held across two waits, would otherwise take room in
+        // the request's future beside all of its waits (`route`'s too).
         let local = if crate::tcp::rules::moves_dst(&fe.tcp_content) {
             dst.or_else(|| conn.stream.local_addr().ok())
         } else {
             dst
         };
-        let view = crate::tcp::rules::View {
-            src: peer.inet(),
-            local,
-            payload: b"",
-            res_payload: None,
-            tls,
-            client: Some(client),
-            stick: Some(&stick),
-        };
-        let mut fx = crate::tcp::rules::Effects::default();
-        let waits = crate::tcp::rules::Waits {
-            log: fe.log.as_deref().map(|l| &l.setup),
-            lua: fe.inspect_delay.is_some(),
-            spoe: None,
-        };
-        let rules = (&fe.tcp_content, &fe.acls);
-        let verdict = if fe.spoe.is_empty() {
-            crate::tcp::rules::run_waiting(
-                rules,
-                &view,
-                Some(&vars),
-                Level::Stream,
-                &mut fx,
-                waits,
-                true,
-            )
-            .await
-        } else {
-            // Boxed: the SPOE messages' context stays out of the
-            // request's future.
-            let (view, vars, fx, head) = (&view, &vars, &mut fx, &head);
-            let snap: &crate::snapshot::Snapshot = &snap;
-            Box::pin(async move {
-                let cx = crate::sample::Ctx {
-                    req: Some(head),
-                    frontend: &fe.name,
-                    frontend_id: fe.iid,
-                    vars: Some(vars),
-                    ..crate::acl::eval::RequestView::sample_ctx(view)
-                };
-                let spoe = crate::tcp::rules::SpoeRules {
-                    engines: &fe.spoe,
-                    may_wait: fe.inspect_delay.is_some(),
-                    snap,
-                    cx: Some(&cx),
-                };
-                let waits = crate::tcp::rules::Waits {
-                    spoe: Some(spoe),
-                    ..waits
-                };
+        let (verdict, mut fx) = async {
+            let view = crate::tcp::rules::View {
+                src: peer.inet(),
+                local,
+                payload: b"",
+                res_payload: None,
+                tls,
+                client: Some(client),
+                stick: Some(&stick),
+            };
+            let mut fx = crate::tcp::rules::Effects::default();
+            let waits = crate::tcp::rules::Waits {
+                log: fe.log.as_deref().map(|l| &l.setup),
+                lua: fe.inspect_delay.is_some(),
+                spoe: None,
+            };
+            let rules = (&fe.tcp_content, &fe.acls);
+            let verdict = if fe.spoe.is_empty() {
                 crate::tcp::rules::run_waiting(
                     rules,
-                    view,
-                    Some(vars),
+                    &view,
+                    Some(&vars),
                     Level::Stream,
-                    fx,
+                    &mut fx,
                     waits,
                     true,
                 )
                 .await
-            })
-            .await
+            } else {
+                // Boxed: the SPOE messages' context stays out of the
+                // request's future.
+                let (view, vars, fx, head) = (&view, &vars, &mut fx, &head);
+                let snap: &crate::snapshot::Snapshot = &snap;
+                Box::pin(async move {
+                    let cx = crate::sample::Ctx {
+                        req: Some(head),
+                        frontend: &fe.name,
+                        frontend_id: fe.iid,
+                        vars: Some(vars),
+                        ..crate::acl::eval::RequestView::sample_ctx(view)
+                    };
+                    let spoe = crate::tcp::rules::SpoeRules {
+                        engines: &fe.spoe,
+                        may_wait: fe.inspect_delay.is_some(),
+                        snap,
+                        cx: Some(&cx),
+                    };
+                    let waits = crate::tcp::rules::Waits {
+                        spoe: Some(spoe),
+                        ..waits
+                    };
+                    crate::tcp::rules::run_waiting(
+                        rules,
+                        view,
+                        Some(vars),
+                        Level::Stream,
+                        fx,
+                        waits,
+                        true,
+                    )
+                    .await
+                })
+                .await
+            }
+            .unwrap_or(crate::tcp::rules::Verdict::Accept);
+            (verdict, fx)
         }
-        .unwrap_or(crate::tcp::rules::Verdict::Accept);
+        .await;
         fx.mark(conn.stream.socket());
         if fx.level.is_some() {
             rec.level = fx.level;
