@@ -683,7 +683,7 @@ pub(crate) async fn handle_request(
         } else {
             dst
         };
-        let (verdict, mut fx) = async {
+        let (verdict, fx) = async {
             let view = crate::tcp::rules::View {
                 src: peer.inet(),
                 local,
@@ -1656,7 +1656,7 @@ impl RuleRun<'_> {
             legacy::Verdict::Pass(Some(h)) => {
                 // The rules' edits are part of the rewritten head now.
                 *self.edits = None;
-                &**slot.insert(Box::new(h))
+                slot.insert(Box::new(h))
             }
             legacy::Verdict::Deny => {
                 self.rec.tally.dreq = rows(st.be);
