@@ -428,11 +428,15 @@ pub(crate) fn spawn_accepted(
     tls: Option<TlsAccept>,
 ) {
     // Not boxed, though tokio moves a task's future by value as it spawns
-    // it, stores it and replaces it by its output, about ten copies of the
-    // 11.9 KB of `serve_connection` per connection: boxed, the idle memory
+    // it, stores it and replaces it by its output, about ten copies of
+    // `serve_connection`'s future per connection: boxed, the idle memory
     // per parked connection went from about 470 to 640-830 bytes (the
     // freed boxes leave holes the allocator cannot give back between the
-    // parked records). Making that future smaller is the way to both.
+    // parked records). That future is kept small instead (6.7 KB in a
+    // release build, 11.9 KB before; docs/benchmarks.md, "The
+    // connection's future"): the rare paths of a request run in boxed
+    // futures of their own, and the common path's functions borrow what
+    // they work on (an async fn keeps its by-value arguments twice).
     match (tls, serving.mode) {
         (None, Mode::Http) => {
             tokio::spawn(crate::http::service::serve_connection(

@@ -118,7 +118,9 @@ impl<'a> Exchange<'a> {
     /// retrying as `retries`, `option redispatch` and `retry-on` allow, then
     /// relays the response. Returns the outcome and whether it ended
     /// because no connection could be made.
-    pub(super) async fn run(mut self) -> (Outcome, bool) {
+    /// Borrowed, not consumed: an async fn's arguments are kept twice in
+    /// its future, and this one is inline in every connection's.
+    pub(super) async fn run(&mut self) -> (Outcome, bool) {
         // A step's result, or on to the next attempt, or the end.
         macro_rules! step {
             ($e:expr) => {
@@ -145,7 +147,7 @@ impl<'a> Exchange<'a> {
         // The response is relayed from here, not from a function of its
         // own: each nested future is made on the stack and then moved into
         // its parent's, and this one is large.
-        let rec = self.rec;
+        let rec = &mut *self.rec;
         if crate::sample::fetch::server_read() {
             rec.server_conn = Some(Box::new(ServerFacts::of(&up.stream)));
         }
@@ -160,13 +162,13 @@ impl<'a> Exchange<'a> {
         // The pool the connection goes back to, by its id: holding it (an
         // `Arc`) would be a write to a count every worker shares, twice.
         let pool = server.pool.load().id();
-        let mut out = relay::Relay {
+        let mut relay = relay::Relay {
             fe: self.fe,
             be: self.be,
             server,
             req: self.req,
             upstream: up,
-            client: self.client,
+            client: &mut *self.client,
             keep_client: self.keep_client,
             rec: &mut *rec,
             ctx: self.ctx,
@@ -174,9 +176,10 @@ impl<'a> Exchange<'a> {
             logged_out: 0,
             comp: None,
             fill: None,
-        }
-        .run(resp, pool, plan.server_close)
-        .await;
+            reusable: false,
+        };
+        let mut out = relay.run(resp, plan.server_close).await;
+        relay.give_back(pool);
         // After a 101 the relay counted the tunnel's bytes from the client.
         out.body_in += plan.body_in;
         out.body_logged += plan.body_logged;

@@ -417,6 +417,9 @@ pub(crate) async fn forward(
     };
     let force = rule == Some(true);
     let (mut persisted, cookie_edits) = persistence(be, req, ctx.edits, rec, force);
+    // Boxed: rare (a cookie rewritten), and held beside the exchange's
+    // future, in every request's.
+    let cookie_edits = cookie_edits.map(Box::new);
     if rule == Some(false) {
         // The cookie is read (and rewritten) but chooses nothing: `U`.
         if persisted.take().is_some() || rec.persist[0] != cookie::CK_NONE {
@@ -446,7 +449,7 @@ pub(crate) async fn forward(
         src: ctx.src,
         peer: ctx.peer,
         dst: ctx.dst,
-        edits: cookie_edits.as_ref().or(ctx.edits),
+        edits: cookie_edits.as_deref().or(ctx.edits),
         stream: ctx.stream,
         persisted,
         persist_ignored: rule == Some(false),
@@ -501,7 +504,7 @@ pub(crate) async fn forward(
     // record, as each clone is a write to a count all worker threads share.
     let killer = first.cuttable.load(Relaxed).then(|| first.clone());
     rec.server = crate::observe::log::SrvName::Server(first);
-    let fut = Exchange {
+    let mut exchange = Exchange {
         fe,
         be,
         key: &key,
@@ -515,8 +518,8 @@ pub(crate) async fn forward(
         queue_ms,
         rec: &mut *rec,
         ctx,
-    }
-    .run();
+    };
+    let fut = exchange.run();
     let (out, conn_failed) = if let Some(first) = &killer {
         let killed = first.kill.notified();
         tokio::pin!(killed);

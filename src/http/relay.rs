@@ -47,6 +47,9 @@ pub(super) struct Relay<'a> {
     /// The cache object the body is stored in (`http-response
     /// cache-store`).
     pub(super) fill: Option<crate::state::cache::Fill>,
+    /// The server connection may carry another request once the response
+    /// is relayed ([`Relay::give_back`] pools it).
+    pub(super) reusable: bool,
 }
 
 /// Why [`Relay::prepare`] refused a response.
@@ -131,8 +134,10 @@ impl<'a> Relay<'a> {
     /// Relays `resp` (a response head just read) and what follows it.
     /// `server_close`: the server connection is not kept for another
     /// request whatever the response says.
-    /// `pool`: the id of the pool the server connection goes back to.
-    pub(super) async fn run(mut self, resp: Head, pool: u64, server_close: bool) -> Outcome {
+    /// Borrowed, not consumed: an async fn's arguments are kept twice in
+    /// its future (as passed and as bound), and this one is inline in
+    /// every connection's; the caller then calls [`Relay::give_back`].
+    pub(super) async fn run(&mut self, resp: Head, server_close: bool) -> Outcome {
         // Most answers are final: their path never makes the future of
         // `interim`.
         let resp = if is_interim(resp.status) {
@@ -180,7 +185,26 @@ impl<'a> Relay<'a> {
             Ok(r) => r,
             Err(refusal) => return Box::pin(self.refused(refusal)).await,
         };
-        self.deliver(ready, pool, server_close).await
+        self.deliver(ready, server_close).await
+    }
+
+    /// Once the response is relayed: the server connection goes back to
+    /// the pool `pool` (its id) if it can carry another request; else it
+    /// closes.
+    pub(super) fn give_back(self, pool: u64) {
+        if !self.reusable {
+            return;
+        }
+        // Not into a pool a reload put in place of the one it was
+        // relayed under.
+        let current = self.server.pool.load();
+        if current.id() == pool {
+            current.put(
+                self.upstream.stream,
+                current.request_sni(|| self.req.values("host").next()),
+                self.server.pool_max.load(Relaxed),
+            );
+        }
     }
 
     /// The `http-response wait-for-body` rule that applies to `resp`, if
@@ -354,7 +378,7 @@ impl<'a> Relay<'a> {
 
     /// A 101: the protocol switch is checked, then the raw bytes are
     /// relayed both ways until either side closes (WebSocket and friends).
-    async fn switch(mut self, resp: Head) -> Outcome {
+    async fn switch(&mut self, resp: Head) -> Outcome {
         let (fe, be) = (self.fe, self.be);
         // A 101 opens a tunnel only for a request that asked for an upgrade;
         // an unsolicited one would let the client's next bytes bypass parsing.
@@ -794,9 +818,9 @@ impl<'a> Relay<'a> {
         }
     }
 
-    /// Sends the head and relays the body, then gives the server
-    /// connection back to its pool if it can carry another request.
-    async fn deliver(mut self, ready: Ready, pool: u64, server_close: bool) -> Outcome {
+    /// Sends the head and relays the body; notes whether the server
+    /// connection can carry another request.
+    async fn deliver(&mut self, ready: Ready, server_close: bool) -> Outcome {
         let (fe, be, req) = (self.fe, self.be, self.req);
         let Ready {
             resp,
@@ -893,18 +917,7 @@ impl<'a> Relay<'a> {
         // The response head points into the read buffer: drop it first.
         drop(resp);
         self.upstream.release_buffer();
-        if reusable {
-            // Not into a pool a reload put in place of the one it was
-            // relayed under.
-            let current = self.server.pool.load();
-            if current.id() == pool {
-                current.put(
-                    self.upstream.stream,
-                    current.request_sni(|| req.values("host").next()),
-                    self.server.pool_max.load(Relaxed),
-                );
-            }
-        }
+        self.reusable = reusable;
         Outcome {
             status: Some(status),
             keep_client: keep && ok,

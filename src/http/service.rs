@@ -290,12 +290,9 @@ pub(crate) async fn serve_connection(
                 tls.as_deref(),
                 via,
             ));
-            match bound {
-                None => request.await,
-                Some(generation) => crate::state::generation::bounded(generation, request)
-                    .await
-                    .unwrap_or(false),
-            }
+            crate::state::generation::bounded_if(bound, request)
+                .await
+                .unwrap_or(false)
         };
         if to_h2 {
             let BufConn { stream, buf, .. } = conn;
@@ -678,75 +675,82 @@ pub(crate) async fn handle_request(
     let (peer, dst, mut content_fx) = if fe.tcp_content.is_empty() {
         (peer, dst, None)
     } else {
+        // A future of its own, awaited at one point: the rules' view and
+        // effects, held across two waits, would otherwise take room in
+        // the request's future beside all of its waits (`route`'s too).
         let local = if crate::tcp::rules::moves_dst(&fe.tcp_content) {
             dst.or_else(|| conn.stream.local_addr().ok())
         } else {
             dst
         };
-        let view = crate::tcp::rules::View {
-            src: peer.inet(),
-            local,
-            payload: b"",
-            res_payload: None,
-            tls,
-            client: Some(client),
-            stick: Some(&stick),
-        };
-        let mut fx = crate::tcp::rules::Effects::default();
-        let waits = crate::tcp::rules::Waits {
-            log: fe.log.as_deref().map(|l| &l.setup),
-            lua: fe.inspect_delay.is_some(),
-            spoe: None,
-        };
-        let rules = (&fe.tcp_content, &fe.acls);
-        let verdict = if fe.spoe.is_empty() {
-            crate::tcp::rules::run_waiting(
-                rules,
-                &view,
-                Some(&vars),
-                Level::Stream,
-                &mut fx,
-                waits,
-                true,
-            )
-            .await
-        } else {
-            // Boxed: the SPOE messages' context stays out of the
-            // request's future.
-            let (view, vars, fx, head) = (&view, &vars, &mut fx, &head);
-            let snap: &crate::snapshot::Snapshot = &snap;
-            Box::pin(async move {
-                let cx = crate::sample::Ctx {
-                    req: Some(head),
-                    frontend: &fe.name,
-                    frontend_id: fe.iid,
-                    vars: Some(vars),
-                    ..crate::acl::eval::RequestView::sample_ctx(view)
-                };
-                let spoe = crate::tcp::rules::SpoeRules {
-                    engines: &fe.spoe,
-                    may_wait: fe.inspect_delay.is_some(),
-                    snap,
-                    cx: Some(&cx),
-                };
-                let waits = crate::tcp::rules::Waits {
-                    spoe: Some(spoe),
-                    ..waits
-                };
+        let (verdict, fx) = async {
+            let view = crate::tcp::rules::View {
+                src: peer.inet(),
+                local,
+                payload: b"",
+                res_payload: None,
+                tls,
+                client: Some(client),
+                stick: Some(&stick),
+            };
+            let mut fx = crate::tcp::rules::Effects::default();
+            let waits = crate::tcp::rules::Waits {
+                log: fe.log.as_deref().map(|l| &l.setup),
+                lua: fe.inspect_delay.is_some(),
+                spoe: None,
+            };
+            let rules = (&fe.tcp_content, &fe.acls);
+            let verdict = if fe.spoe.is_empty() {
                 crate::tcp::rules::run_waiting(
                     rules,
-                    view,
-                    Some(vars),
+                    &view,
+                    Some(&vars),
                     Level::Stream,
-                    fx,
+                    &mut fx,
                     waits,
                     true,
                 )
                 .await
-            })
-            .await
+            } else {
+                // Boxed: the SPOE messages' context stays out of the
+                // request's future.
+                let (view, vars, fx, head) = (&view, &vars, &mut fx, &head);
+                let snap: &crate::snapshot::Snapshot = &snap;
+                Box::pin(async move {
+                    let cx = crate::sample::Ctx {
+                        req: Some(head),
+                        frontend: &fe.name,
+                        frontend_id: fe.iid,
+                        vars: Some(vars),
+                        ..crate::acl::eval::RequestView::sample_ctx(view)
+                    };
+                    let spoe = crate::tcp::rules::SpoeRules {
+                        engines: &fe.spoe,
+                        may_wait: fe.inspect_delay.is_some(),
+                        snap,
+                        cx: Some(&cx),
+                    };
+                    let waits = crate::tcp::rules::Waits {
+                        spoe: Some(spoe),
+                        ..waits
+                    };
+                    crate::tcp::rules::run_waiting(
+                        rules,
+                        view,
+                        Some(vars),
+                        Level::Stream,
+                        fx,
+                        waits,
+                        true,
+                    )
+                    .await
+                })
+                .await
+            }
+            .unwrap_or(crate::tcp::rules::Verdict::Accept);
+            (verdict, fx)
         }
-        .unwrap_or(crate::tcp::rules::Verdict::Accept);
+        .await;
         fx.mark(conn.stream.socket());
         if fx.level.is_some() {
             rec.level = fx.level;
@@ -1108,6 +1112,8 @@ async fn route(
     let mut edits: Option<rules::Edits> = None;
     // The head as the legacy `req*` filters rewrote it, if they did (the
     // frontend's, then the backend's); and their "allowed" verdict.
+    // Boxed: rare, and these live in the future of every request (and so
+    // of every connection) where `forward`'s does.
     let (mut fe_head, mut be_head) = (None, None);
     let mut allowed = false;
     // The head the fetches read once an `Expect: 100-continue` was
@@ -1331,6 +1337,9 @@ async fn route(
     let comp = crate::http::compress::negotiate(fe, be, head, &mut edits);
     // The server gets the body from the connection's buffer.
     held.rejoin(conn);
+    // Read no more: dropped here, it takes no room beside `forward`'s
+    // future (a value with a destructor lives to the end of its scope).
+    drop(shown);
     let hit = cache_txn.as_mut().and_then(|t| t.hit.take());
     let ctx = forward::ReqCtx {
         comp,
@@ -1571,7 +1580,7 @@ impl RuleRun<'_> {
     async fn stage<'h>(
         &mut self,
         head: &'h Head,
-        slot: &'h mut Option<Head>,
+        slot: &'h mut Option<Box<Head>>,
         st: Stage<'_>,
         held: &mut crate::http::body::Held,
     ) -> Result<&'h Head, Outcome> {
@@ -1607,7 +1616,7 @@ impl RuleRun<'_> {
     async fn stage_rules<'h>(
         &mut self,
         head: &'h Head,
-        slot: &'h mut Option<Head>,
+        slot: &'h mut Option<Box<Head>>,
         st: Stage<'_>,
         held: &mut crate::http::body::Held,
     ) -> Result<&'h Head, Outcome> {
@@ -1647,7 +1656,7 @@ impl RuleRun<'_> {
             legacy::Verdict::Pass(Some(h)) => {
                 // The rules' edits are part of the rewritten head now.
                 *self.edits = None;
-                &*slot.insert(h)
+                slot.insert(Box::new(h))
             }
             legacy::Verdict::Deny => {
                 self.rec.tally.dreq = rows(st.be);
@@ -2005,7 +2014,9 @@ impl RuleRun<'_> {
                     {
                         let about = crate::upstream::spoe::Sent::Group(group);
                         let cx = rules::sample_ctx(&cx);
-                        e.notify(msgs, &cx, self.vars, self.proxies, about).await;
+                        // Boxed: the agent's exchange stays out of the
+                        // rules' future, and so of every connection's.
+                        Box::pin(e.notify(msgs, &cx, self.vars, self.proxies, about)).await;
                     }
                 }
                 HttpRequestAction::Lua(a) => {

@@ -39,3 +39,17 @@ pub(crate) async fn bounded<F: std::future::Future>(generation: u64, fut: F) -> 
         }
     }
 }
+
+/// [`bounded`] under `Some(generation)`, else `fut` as it is: one future
+/// either way, awaited at one point. A future held across two awaits of
+/// its caller takes room beside the futures of all the caller's other
+/// awaits; awaited at one, it shares theirs.
+pub(crate) async fn bounded_if<F: std::future::Future>(
+    generation: Option<u64>,
+    fut: F,
+) -> Option<F::Output> {
+    match generation {
+        None => Some(fut.await),
+        Some(generation) => bounded(generation, fut).await,
+    }
+}
