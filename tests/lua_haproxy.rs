@@ -341,6 +341,49 @@ cache c
     differ.assert_none();
 }
 
+/// `txn:reply()` and `txn:done(reply)`: the script's answer, in the
+/// request's rules and in the response's, with the `http-after-response`
+/// rules on it, and its log line, as haproxy's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replies_made_by_scripts_are_haproxys() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = HTTP_LOG_GLOBAL.replacen(
+        "global\n",
+        &format!("global\n    lua-load {}\n", script("actions.lua")),
+        1,
+    ) + "frontend fe
+    bind {fe0}
+    log-format \"%f %b/%s %ST %B %ts %{+Q}r\"
+    http-request lua.answer table if { path /table }
+    http-request lua.answer built if { path /built }
+    http-request lua.answer empty if { path /empty }
+    http-request lua.answer fields if { path /fields }
+    http-request return status 200 content-type text/plain lf-string \"%[var(txn.fields)]\" if { path /fields }
+    http-response lua.reanswer if { status 200 }
+    http-response set-header x-not-after-done 1
+    http-after-response set-header x-after 1
+    default_backend be
+backend be
+    server s {srv}
+";
+    let pair = Pair::start("lua-replies", &cfg, 1).await;
+    pair.answer(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+    let mut differ = haproxy::Differences::default();
+    for path in ["/table", "/built", "/empty", "/fields", "/server"] {
+        let [h, s] = pair.both(0, &get(path, "")).await;
+        if path == "/table" {
+            assert!(h.0.starts_with("HTTP/1.1 403 Forbidden\r\nx-a: 1\r\nx-a: 2\r\nx-a: 3\r\ncontent-length: 7\r\nx-after: 1\r\n"), "{}", h.0);
+        }
+        if path == "/server" {
+            assert!(h.0.ends_with("\r\n\r\ngone"), "{}", h.0);
+        }
+        differ.compare(path.to_string(), &h, &s);
+    }
+    differ.assert_none();
+}
+
 /// Runs haproxy on `cfg` with its stderr kept in `dir/haproxy.err`.
 fn haproxy_with_stderr(dir: &TempDir, cfg: &str, listen: &Listen) -> std::process::Child {
     let path = dir.write("haproxy.cfg", cfg);

@@ -23,6 +23,8 @@ pub(super) struct ReqTxn<'r, 'a> {
     body_read: usize,
     /// The log targets of the rule's proxy, for the script's errors.
     pub(super) log: Option<&'r crate::snapshot::log_setup::LogSetup>,
+    /// `txn:done(reply)`: the answer.
+    pub(super) reply: Option<crate::lua::txn::Reply>,
 }
 
 impl<'r, 'a> ReqTxn<'r, 'a> {
@@ -41,6 +43,7 @@ impl<'r, 'a> ReqTxn<'r, 'a> {
             body: Vec::new(),
             body_read: 0,
             log: None,
+            reply: None,
         }
     }
 }
@@ -139,6 +142,10 @@ impl Txn for ReqTxn<'_, '_> {
 
     fn log_to(&self) -> Option<&crate::snapshot::log_setup::LogSetup> {
         self.log
+    }
+
+    fn set_reply(&mut self, reply: crate::lua::txn::Reply) {
+        self.reply = Some(reply);
     }
 
     fn read_body(&mut self, n: Option<usize>, line: bool) -> Vec<u8> {
@@ -248,6 +255,8 @@ pub(super) struct ResTxn<'r, 'a> {
     pub(super) level: Option<LogLevel>,
     /// The log targets of the rule's proxy, for the script's errors.
     pub(super) log: Option<&'r crate::snapshot::log_setup::LogSetup>,
+    /// `txn:done(reply)`: the answer that replaces the response.
+    pub(super) reply: Option<crate::lua::txn::Reply>,
 }
 
 impl Txn for ResTxn<'_, '_> {
@@ -316,6 +325,10 @@ impl Txn for ResTxn<'_, '_> {
 
     fn log_to(&self) -> Option<&crate::snapshot::log_setup::LogSetup> {
         self.log
+    }
+
+    fn set_reply(&mut self, reply: crate::lua::txn::Reply) {
+        self.reply = Some(reply);
     }
 }
 

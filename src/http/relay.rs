@@ -83,6 +83,9 @@ enum Refusal<'r> {
     /// A Lua action's `txn:done()`, and what `%B` counts of the server's
     /// answer.
     Closed(u64),
+    /// A Lua action's `txn:done(reply)`: this answer instead, and what
+    /// `%B` counts of the server's.
+    Replied(crate::lua::txn::Reply, u64),
     /// The rules stopped to wait at this action (see [`Resume`]).
     Wait(usize, &'r HttpResponseAction),
 }
@@ -670,6 +673,7 @@ impl<'a> Relay<'a> {
             RespRefused::LuaError => Refusal::LuaError(server_part(resp)),
             RespRefused::LuaInvalid => Refusal::LuaInvalid(server_part(resp)),
             RespRefused::Closed => Refusal::Closed(server_part(resp)),
+            RespRefused::Replied(reply) => Refusal::Replied(reply, server_part(resp)),
             RespRefused::Wait(set, action) => Refusal::Wait(set, action),
         })
     }
@@ -780,6 +784,18 @@ impl<'a> Relay<'a> {
                 let mut out = send_error_be(self.client, 500, fe, Some(be), self.keep_client).await;
                 out.logged_out += server_part;
                 out
+            }
+            Refusal::Replied(reply, server_part) => {
+                // An answer made here (`LH`), the `http-after-response`
+                // rules applied to it.
+                self.rec.end(Term::new(Cause::Local, Phase::Headers));
+                let (out, keep, _) =
+                    crate::http::lua_txn::render(&reply, self.req.minor, self.keep_client);
+                let status = reply.status.unwrap_or(200);
+                let mut o =
+                    send_answer_seen(self.client, &out, status, keep, fe, Some(be), None).await;
+                o.logged_out += server_part;
+                o
             }
             Refusal::Closed(server_part) => {
                 // `txn:done()`: the client closed with nothing sent, as a
@@ -1408,6 +1424,8 @@ enum RespRefused<'r> {
     LuaInvalid,
     /// A Lua action's `txn:done()`: the client closed, sent nothing.
     Closed,
+    /// A Lua action's `txn:done(reply)`: this answer instead.
+    Replied(crate::lua::txn::Reply),
     /// The rules stopped at this action of set 0 (the backend's) or 1
     /// (the frontend's), which waits: see [`Resume`].
     Wait(usize, &'r HttpResponseAction),
@@ -1503,6 +1521,8 @@ struct LuaEnd {
     end: crate::lua::ActionEnd,
     status: Option<(u16, Vec<u8>)>,
     level: Option<crate::config::model::LogLevel>,
+    /// `txn:done(reply)`: the answer that replaces the response.
+    reply: Option<crate::lua::txn::Reply>,
 }
 
 /// Waits at `action`, rule of set `set` where the response rules stopped
@@ -1529,6 +1549,7 @@ async fn wait_for(
                 edits: &mut resume.edits,
                 status: None,
                 level: None,
+                reply: None,
                 // The backend's rules come first, then the frontend's.
                 log: if set == 0 {
                     be.log.as_deref()
@@ -1537,8 +1558,13 @@ async fn wait_for(
                 },
             };
             let end = crate::http::lua_txn::run_response(a, &mut t).await;
-            let (status, level) = (t.status.take(), t.level);
-            resume.lua = Some(LuaEnd { end, status, level });
+            let (status, level, reply) = (t.status.take(), t.level, t.reply.take());
+            resume.lua = Some(LuaEnd {
+                end,
+                status,
+                level,
+                reply,
+            });
         }
         HttpResponseAction::SendSpoeGroup { engine, group } => {
             // The engines of the proxy whose rule this is.
@@ -1702,8 +1728,12 @@ fn response_edits<'r>(
                 HttpResponseAction::Lua(_) => {
                     // Run by the caller of a run that may wait, which
                     // runs the rules again from here with how it ended.
-                    let Some(LuaEnd { end, status, level }) =
-                        resumed.then(|| resume.lua.take()).flatten()
+                    let Some(LuaEnd {
+                        end,
+                        status,
+                        level,
+                        reply,
+                    }) = resumed.then(|| resume.lua.take()).flatten()
                     else {
                         if resume.waits {
                             return Err(resume.wait_at(set, at, edits, action));
@@ -1730,7 +1760,12 @@ fn response_edits<'r>(
                         ActionEnd::Deny => return Err(RespRefused::LuaDenied(resp.status)),
                         ActionEnd::Error => return Err(RespRefused::LuaError),
                         ActionEnd::Invalid => return Err(RespRefused::LuaInvalid),
-                        ActionEnd::Closed => return Err(RespRefused::Closed),
+                        ActionEnd::Closed => {
+                            return Err(match reply {
+                                Some(reply) => RespRefused::Replied(reply),
+                                None => RespRefused::Closed,
+                            });
+                        }
                         // The response goes as it is now: no more rules,
                         // `http-after-response` ones neither.
                         ActionEnd::Done | ActionEnd::Abort => {

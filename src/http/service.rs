@@ -2026,6 +2026,28 @@ impl RuleRun<'_> {
                     if let Some(l) = t.level {
                         self.rec.level = Some(l);
                     }
+                    if let Some(reply) = t.reply.take() {
+                        // `txn:done(reply)`: the answer, made here (`LR`).
+                        self.rec.term(Cause::Local, Phase::Request);
+                        let (out, keep) = {
+                            let (out, keep, _) =
+                                crate::http::lua_txn::render(&reply, head.minor, self.keep_local);
+                            (out, keep)
+                        };
+                        let status = reply.status.unwrap_or(200);
+                        return Some(Stop::Answered(
+                            forward::send_answer_seen(
+                                self.conn,
+                                &out,
+                                status,
+                                keep,
+                                fe,
+                                be,
+                                Some(&cx),
+                            )
+                            .await,
+                        ));
+                    }
                     use crate::lua::ActionEnd;
                     let status = match end {
                         ActionEnd::Continue | ActionEnd::Failed => continue,

@@ -167,7 +167,40 @@ function TXN:set_var(name, value, ifexist) S.call("set_var", name, value, ifexis
 function TXN:unset_var(name) S.call("unset_var", name) end
 function TXN:set_priv(v) self.__priv = v end
 function TXN:get_priv() return self.__priv end
-function TXN:done() S.call("done"); coroutine.yield(SLEEP, -1) end
+function TXN:done(reply) S.call("done", reply); coroutine.yield(SLEEP, -1) end
+-- HAProxy's log line at the proxy's own level.
+function TXN:deflog(msg) S.call("log", core.info, msg) end
+
+-- The Reply object of `txn:reply()`, sent by `txn:done(reply)`: its
+-- header fields by name, each a list of values.
+local REPLY = {}
+REPLY.__index = REPLY
+function REPLY:set_status(code, reason) self.status = code; self.reason = reason end
+function REPLY:add_header(n, v)
+  local l = self.headers[n]
+  if not l then l = {}; self.headers[n] = l end
+  l[#l + 1] = tostring(v)
+end
+function REPLY:del_header(n) self.headers[n] = nil end
+function REPLY:set_body(b) self.body = b end
+-- As HAProxy 2.6: the reason is the status's own (a `reason` in `t` is
+-- not read), the header lists are copied.
+function TXN:reply(t)
+  local r = setmetatable({ status = 200, headers = {} }, REPLY)
+  if t then
+    r.status = t.status or 200
+    r.body = t.body
+    for n, v in pairs(t.headers or {}) do
+      if type(v) == "table" then
+        for _, x in ipairs(v) do r:add_header(n, x) end
+      else
+        r:add_header(n, v)
+      end
+    end
+  end
+  r.reason = S.call("reason", r.status)
+  return r
+end
 function TXN:set_loglevel(l) S.call("set_loglevel", l) end
 function TXN:log(level, msg) S.call("log", level, msg) end
 function TXN:Debug(msg) S.call("log", core.debug, msg) end

@@ -316,13 +316,17 @@ impl Host {
             Ok(v)
         };
         let timeout = crate::sample::script::tune().session_timeout;
-        match self
+        let (driven, flags) = self
             .drive(f, first, t, Some(timeout), &what, &mut Default::default())
-            .await
-            .0
-        {
+            .await;
+        match driven {
             Driven::Returned(v) => ActionEnd::of(v.front().and_then(Value::as_i64)),
-            Driven::Done => ActionEnd::Closed,
+            Driven::Done => {
+                if flags.replied.get() {
+                    t.set_reply(flags.reply.into_inner());
+                }
+                ActionEnd::Closed
+            }
             Driven::Failed => ActionEnd::Failed,
         }
     }

@@ -59,6 +59,8 @@ pub(crate) trait Txn {
     fn log_to(&self) -> Option<&crate::snapshot::log_setup::LogSetup> {
         None
     }
+    /// `txn:done(reply)`: the answer the transaction ends with.
+    fn set_reply(&mut self, _reply: Reply) {}
 }
 
 /// A task's or an init function's transaction: no request; `proc`
@@ -139,6 +141,8 @@ fn args_text(args: &[Value]) -> String {
 pub(crate) struct Flags {
     /// `txn:done()`.
     pub(crate) done: Cell<bool>,
+    /// `txn:done(reply)`: `reply` holds the answer.
+    pub(crate) replied: Cell<bool>,
     /// An HTTP service's response.
     pub(crate) reply: RefCell<Reply>,
 }
@@ -155,6 +159,38 @@ pub(crate) struct Reply {
     pub(crate) started: bool,
     /// What `applet:send()` gave.
     pub(crate) body: Vec<u8>,
+}
+
+/// The answer a `txn:reply()` object holds: its status and reason, its
+/// header fields (names in lower case, HAProxy's order being its Lua
+/// table's) with the `content-length` of its body after them.
+fn reply_of(t: &mlua::Table) -> mlua::Result<Reply> {
+    let status: Option<i64> = t.get("status")?;
+    let reason: Option<mlua::String> = t.get("reason")?;
+    let body: Option<mlua::String> = t.get("body")?;
+    let body = body.map(|b| b.as_bytes().to_vec()).unwrap_or_default();
+    let mut headers = Vec::new();
+    let fields: Option<mlua::Table> = t.get("headers")?;
+    if let Some(fields) = fields {
+        for pair in fields.pairs::<mlua::String, mlua::Table>() {
+            let (name, values) = pair?;
+            let name = String::from_utf8_lossy(&name.as_bytes()).to_ascii_lowercase();
+            for v in values.sequence_values::<mlua::String>() {
+                headers.push((name.clone(), v?.as_bytes().to_vec()));
+            }
+        }
+    }
+    headers.push((
+        "content-length".to_string(),
+        body.len().to_string().into_bytes(),
+    ));
+    Ok(Reply {
+        status: Some(status.unwrap_or(200).clamp(0, 999) as u16),
+        reason: reason.map(|r| r.as_bytes().to_vec()),
+        headers,
+        started: true,
+        body,
+    })
 }
 
 fn rt(msg: String) -> mlua::Error {
@@ -441,12 +477,21 @@ fn dispatch(
             r?.into_lua_multi(lua)
         }
         b"done" => {
-            let (): () = FromLuaMulti::from_lua_multi(args, lua)?;
+            let reply: Option<mlua::Table> = FromLuaMulti::from_lua_multi(args, lua)?;
             let r: mlua::Result<_> = (|| {
+                if let Some(reply) = reply {
+                    *flags.reply.borrow_mut() = reply_of(&reply)?;
+                    flags.replied.set(true);
+                }
                 flags.done.set(true);
                 Ok(())
             })();
             r?.into_lua_multi(lua)
+        }
+        b"reason" => {
+            let code: i64 = FromLuaMulti::from_lua_multi(args, lua)?;
+            let reason = crate::wire::error_pages::http_reason(code.clamp(0, 999) as u16);
+            lua.create_string(reason)?.into_lua_multi(lua)
         }
         b"set_loglevel" => {
             let level: i64 = FromLuaMulti::from_lua_multi(args, lua)?;

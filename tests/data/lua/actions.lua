@@ -101,3 +101,31 @@ core.register_action("napres", { "http-res" }, function(txn)
   txn.http:res_set_header("x-napped", "status-" .. txn.f:status())
   txn:set_var("txn.resnap", "yes")
 end)
+
+-- Answers made by the script, as auth and CORS scripts make them: a
+-- Reply object from its table, then changed, sent by txn:done().
+core.register_action("answer", { "http-req" }, function(txn, kind)
+  if kind == "table" then
+    local r = txn:reply({ status = 403, headers = { ["x-a"] = { "1", "2" } }, body = "denied\n" })
+    r:add_header("x-a", "3")
+    txn:done(r)
+  elseif kind == "built" then
+    local r = txn:reply()
+    r:set_status(401, "Auth")
+    r:add_header("www-authenticate", 'Basic realm="x"')
+    r:del_header("x-none")
+    r:set_body("no")
+    txn:done(r)
+  elseif kind == "empty" then
+    txn:done(txn:reply())
+  elseif kind == "fields" then
+    local r = txn:reply({ status = 302 })
+    txn:set_var("txn.fields", "status=" .. tostring(r.status) .. " reason=" .. tostring(r.reason)
+      .. " body=" .. tostring(r.body))
+  end
+end, 1)
+
+-- The server's answer replaced by the script's.
+core.register_action("reanswer", { "http-res" }, function(txn)
+  txn:done(txn:reply({ status = 503, body = "gone" }))
+end)
