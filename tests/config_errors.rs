@@ -403,7 +403,7 @@ fn haproxy_keywords_sluice_lacks_are_not_supported_yet() {
 frontend fe
     bind 127.0.0.1:{port} accept-netscaler-cip 1234
     tcp-request content switch-mode http
-    http-response send-spoe-group engine group
+    # (http-response send-spoe-group is taken: tests/spoe_haproxy.rs)
     option log-health-check
     error-log-format test
     acl a base,ungrpc -m found
@@ -440,10 +440,6 @@ listen li
         (
             11,
             "'tcp-request content switch-mode' is not supported by sluice yet",
-        ),
-        (
-            12,
-            "'http-response send-spoe-group' is not supported by sluice yet",
         ),
         (
             13,
