@@ -626,3 +626,113 @@ backend be
     }
     differ.assert_none();
 }
+
+/// Sends `req` on a new connection and reads until the answer ends
+/// with `end` or the peer closes (the client stays open meanwhile, so
+/// the server keeps its side open until the rules decided).
+async fn read_until(addr: std::net::SocketAddr, req: &[u8], end: &[u8]) -> String {
+    let mut s = TcpStream::connect(addr).await.expect("connect");
+    s.write_all(req).await.expect("send");
+    let mut out = Vec::new();
+    let mut chunk = [0u8; 1024];
+    let read = async {
+        while !out.ends_with(end) {
+            match s.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => out.extend_from_slice(&chunk[..n]),
+            }
+        }
+    };
+    support::within(Duration::from_secs(10), "the answer", read).await;
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tcp_response_actions_are_haproxys() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = HTTP_LOG_GLOBAL.replacen(
+        "global\n",
+        &format!("global\n    lua-load {}\n", script("tcp_res.lua")),
+        1,
+    ) + "defaults tcp
+    mode tcp
+    log global
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe_rw
+    bind {fe0}
+    log-format \"%f %b/%s %ts %B [%[var(txn.peek)]] [%[var(txn.rw)]] %[var(txn.after)] %[var(txn.real)]\"
+    {REAL}
+    default_backend be_rw
+frontend fe_now
+    bind {fe1}
+    log-format \"%f %b/%s %ts %B %[var(txn.yielded)] %[var(txn.napped)] %[var(txn.real)]\"
+    {REAL}
+    default_backend be_now
+frontend fe_deny
+    bind {fe2}
+    log-format \"%f %b/%s %ts %B %[var(txn.real)]\"
+    {REAL}
+    default_backend be_deny
+backend be_rw
+    # The actions wait (a sleep, a yield) within the delay, on the
+    # server's answer once it came; the rule after them sees their edits.
+    tcp-response inspect-delay 5s
+    tcp-response content lua.res-peek if { res.len gt 0 } { var(txn.real) -m found }
+    tcp-response content lua.res-rewrite bob if { res.len gt 0 } { var(txn.real) -m found }
+    tcp-response content set-var(txn.after) res.len
+    server s {srv}
+backend be_now
+    # No delay: a yield goes on at once, a sleep fails the action.
+    tcp-response content lua.res-yield if { var(txn.real) -m found }
+    tcp-response content lua.res-nap if { var(txn.real) -m found }
+    server s {srv}
+backend be_deny
+    tcp-response inspect-delay 5s
+    tcp-response content lua.res-deny if { res.len gt 0 } { var(txn.real) -m found }
+    server s {srv}
+";
+    // The test's clients are told from the readiness probes, which send
+    // nothing: only theirs run the Lua actions and are looked at.
+    let cfg = cfg.replace(
+        "{REAL}",
+        "tcp-request inspect-delay 5s
+    tcp-request content set-var(txn.real) str(real) if { req.len gt 0 }",
+    );
+    let pair = Pair::start("lua-tcp-res", &cfg, 3).await;
+    pair.answer(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+    let req = b"GET / HTTP/1.1\r\nhost: h\r\n\r\n";
+    let mut differ = haproxy::Differences::default();
+    for (fe, end) in [(0, &b"END"[..]), (1, &b"ok"[..]), (2, &b"\n"[..])] {
+        let mut got = Vec::new();
+        for i in 0..2 {
+            let answer = read_until(pair.fronts[i][fe].addr(), req, end).await;
+            // The session ends (and is logged) once the client left;
+            // a probe's line (no `real`) is passed over.
+            let mut lines = Vec::new();
+            while !lines
+                .last()
+                .is_some_and(|l: &String| l.ends_with(" real\n"))
+            {
+                let line = pair.logs[i].take(1).remove(0);
+                if line.ends_with(" real\n") || line.starts_with("Lua ") {
+                    lines.push(line);
+                }
+            }
+            got.push((answer, lines));
+        }
+        match fe {
+            0 => assert_eq!(
+                got[0].0, "<HTTP/1.1 201 Lua\r\nx-tag: bob\r\nContent-length: 2\r\n\r\nEND",
+                "{got:?}"
+            ),
+            1 => assert!(got[0].1[0].contains("aborting Lua processing"), "{got:?}"),
+            _ => assert!(got[0].1[0].contains(" PD "), "{got:?}"),
+        }
+        differ.compare(format!("fe{fe}"), &got[0], &got[1]);
+    }
+    differ.assert_none();
+}
