@@ -124,6 +124,15 @@ PROXY.__index, SERVER.__index = PROXY, SERVER
 function PROXY:get_stats() return S.px("stats", self.name) end
 function PROXY:get_cap() return S.px("cap", self.name) end
 function PROXY:get_mode() return S.px("mode", self.name) end
+function PROXY:pause() return S.px("pause", self.name) end
+function PROXY:resume() return S.px("resume", self.name) end
+function PROXY:stop() return S.px("stop", self.name) end
+function PROXY:shut_bcksess() return S.px("shut_bcksess", self.name) end
+-- HAProxy 2.6's Listener:get_stats() gives a table that pairs() finds
+-- empty.
+local LISTENER = {}
+LISTENER.__index = LISTENER
+function LISTENER:get_stats() return {} end
 local function srv(op) return function(self, arg) return S.srv(op, self.__px, self.name, arg) end end
 SERVER.get_stats, SERVER.get_addr, SERVER.get_weight = srv("stats"), srv("addr"), srv("weight")
 SERVER.set_weight, SERVER.get_maxconn, SERVER.is_draining = srv("set_weight"), srv("maxconn"), srv("draining")
@@ -145,7 +154,9 @@ local function set_proxies(list)
     for _, s in ipairs(p.servers) do
       servers[s.name] = setmetatable({ name = s.name, puid = s.puid, __px = p.name }, SERVER)
     end
-    local px = setmetatable({ name = p.name, uuid = p.uuid, servers = servers, listeners = {} }, PROXY)
+    local listeners = {}
+    for _, name in ipairs(p.listeners) do listeners[name] = setmetatable({}, LISTENER) end
+    local px = setmetatable({ name = p.name, uuid = p.uuid, servers = servers, listeners = listeners }, PROXY)
     all[p.name] = px
     if p.fe then fes[p.name] = px end
     if p.be then bes[p.name] = px end
