@@ -760,3 +760,226 @@ backend be
     }
     differ.assert_none();
 }
+
+/// Sends `req` on a new connection and reads until the answer ends
+/// with `end` or the peer closes (the client stays open meanwhile, so
+/// the server keeps its side open until the rules decided).
+async fn read_until(addr: std::net::SocketAddr, req: &[u8], end: &[u8]) -> String {
+    let mut s = TcpStream::connect(addr).await.expect("connect");
+    s.write_all(req).await.expect("send");
+    let mut out = Vec::new();
+    let mut chunk = [0u8; 1024];
+    let read = async {
+        while !out.ends_with(end) {
+            match s.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => out.extend_from_slice(&chunk[..n]),
+            }
+        }
+    };
+    support::within(Duration::from_secs(10), "the answer", read).await;
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tcp_response_actions_are_haproxys() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = HTTP_LOG_GLOBAL.replacen(
+        "global\n",
+        &format!("global\n    lua-load {}\n", script("tcp_res.lua")),
+        1,
+    ) + "defaults tcp
+    mode tcp
+    log global
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe_rw
+    bind {fe0}
+    log-format \"%f %b/%s %ts %B [%[var(txn.peek)]] [%[var(txn.rw)]] %[var(txn.after)] %[var(txn.real)]\"
+    {REAL}
+    default_backend be_rw
+frontend fe_now
+    bind {fe1}
+    log-format \"%f %b/%s %ts %B %[var(txn.yielded)] %[var(txn.napped)] %[var(txn.real)]\"
+    {REAL}
+    default_backend be_now
+frontend fe_deny
+    bind {fe2}
+    log-format \"%f %b/%s %ts %B %[var(txn.real)]\"
+    {REAL}
+    default_backend be_deny
+backend be_rw
+    # The actions wait (a sleep, a yield) within the delay, on the
+    # server's answer once it came; the rule after them sees their edits.
+    tcp-response inspect-delay 5s
+    tcp-response content lua.res-peek if { res.len gt 0 } { var(txn.real) -m found }
+    tcp-response content lua.res-rewrite bob if { res.len gt 0 } { var(txn.real) -m found }
+    tcp-response content set-var(txn.after) res.len
+    server s {srv}
+backend be_now
+    # No delay: a yield goes on at once, a sleep fails the action.
+    tcp-response content lua.res-yield if { var(txn.real) -m found }
+    tcp-response content lua.res-nap if { var(txn.real) -m found }
+    server s {srv}
+backend be_deny
+    tcp-response inspect-delay 5s
+    tcp-response content lua.res-deny if { res.len gt 0 } { var(txn.real) -m found }
+    server s {srv}
+";
+    // The test's clients are told from the readiness probes, which send
+    // nothing: only theirs run the Lua actions and are looked at.
+    let cfg = cfg.replace(
+        "{REAL}",
+        "tcp-request inspect-delay 5s
+    tcp-request content set-var(txn.real) str(real) if { req.len gt 0 }",
+    );
+    let pair = Pair::start("lua-tcp-res", &cfg, 3).await;
+    pair.answer(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+    let req = b"GET / HTTP/1.1\r\nhost: h\r\n\r\n";
+    let mut differ = haproxy::Differences::default();
+    for (fe, end) in [(0, &b"END"[..]), (1, &b"ok"[..]), (2, &b"\n"[..])] {
+        let mut got = Vec::new();
+        for i in 0..2 {
+            let answer = read_until(pair.fronts[i][fe].addr(), req, end).await;
+            // The session ends (and is logged) once the client left;
+            // a probe's line (no `real`) is passed over.
+            let mut lines = Vec::new();
+            while !lines
+                .last()
+                .is_some_and(|l: &String| l.ends_with(" real\n"))
+            {
+                let line = pair.logs[i].take(1).remove(0);
+                if line.ends_with(" real\n") || line.starts_with("Lua ") {
+                    lines.push(line);
+                }
+            }
+            got.push((answer, lines));
+        }
+        match fe {
+            0 => assert_eq!(
+                got[0].0, "<HTTP/1.1 201 Lua\r\nx-tag: bob\r\nContent-length: 2\r\n\r\nEND",
+                "{got:?}"
+            ),
+            1 => assert!(got[0].1[0].contains("aborting Lua processing"), "{got:?}"),
+            _ => assert!(got[0].1[0].contains(" PD "), "{got:?}"),
+        }
+        differ.compare(format!("fe{fe}"), &got[0], &got[1]);
+    }
+    differ.assert_none();
+}
+
+/// The log lines up to the first that starts with `last`, that one
+/// included.
+fn log_lines_until(log: &support::syslog::Syslog, last: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    while !lines.last().is_some_and(|l: &String| l.starts_with(last)) {
+        lines.push(log.take(1).remove(0));
+    }
+    lines
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_methods_are_haproxys() {
+    if !haproxy::available() {
+        return;
+    }
+    let cfg = HTTP_LOG_GLOBAL.replacen(
+        "global\n",
+        &format!("global\n    lua-load {}\n", script("proxies.lua")),
+        1,
+    ) + "frontend fe
+    bind {fe0}
+    log-format \"%f %b/%s %ST %{+Q}r\"
+    http-request use-service lua.px
+frontend fe2
+    bind {fe1}
+    bind {fe2} name two
+    log-format \"%f %ST\"
+    http-request return status 200 content-type text/plain string ok
+listen fe3
+    bind {fe3}
+    mode tcp
+    log-format \"%f %b/%s %ts\"
+    server main {srv} disabled
+    server spare {srv} backup
+backend bk
+    server s1 127.0.0.1:1
+    server b1 127.0.0.1:2 backup
+";
+    let pair = Pair::start("lua-proxy-methods", &cfg, 4).await;
+    pair.answer(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+    let mut differ = haproxy::Differences::default();
+    for op in ["none", "bkpause", "bkstop", "pause", "resume", "stop"] {
+        let mut got = Vec::new();
+        for i in 0..2 {
+            let req = format!("GET /?{op} HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n");
+            let answer = haproxy::exchange(pair.fronts[i][0].addr(), req.as_bytes(), false).await;
+            // HAProxy's warnings of the changes, then the request's line.
+            let line = log_lines_until(&pair.logs[i], "fe fe/");
+            let body = String::from_utf8_lossy(&answer);
+            let body = body.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
+            got.push((body, line));
+        }
+        // (Whether the listeners refuse is not asked here: they are the
+        // test's sockets too, which stay open.)
+        match op {
+            "pause" => assert!(got[0].0.contains("fe2=PAUSED"), "{got:?}"),
+            "resume" => assert!(got[0].0.contains("fe2=OPEN"), "{got:?}"),
+            "stop" => assert!(got[0].0.contains("fe2=STOP"), "{got:?}"),
+            _ => assert!(got[0].0.contains("listeners=sock-1,two"), "{got:?}"),
+        }
+        differ.compare(op.to_string(), &got[0], &got[1]);
+    }
+    // `shut_bcksess`: the session `fe3`'s backup server serves is shut.
+    let mut got = Vec::new();
+    for i in 0..2 {
+        let mut s = TcpStream::connect(pair.fronts[i][3].addr())
+            .await
+            .expect("connect");
+        s.write_all(b"GET / HTTP/1.1\r\nhost: h\r\n\r\n")
+            .await
+            .expect("send");
+        let mut out = Vec::new();
+        let mut chunk = [0u8; 512];
+        while !out.ends_with(b"ok") {
+            match s.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => out.extend_from_slice(&chunk[..n]),
+            }
+        }
+        let req = b"GET /?shut HTTP/1.1\r\nhost: h\r\nconnection: close\r\n\r\n";
+        let answer = haproxy::exchange(pair.fronts[i][0].addr(), req, false).await;
+        let mut rest = Vec::new();
+        support::within(
+            Duration::from_secs(10),
+            "the close",
+            s.read_to_end(&mut rest),
+        )
+        .await
+        .ok();
+        // The service's line and the session's, in either order (sluice
+        // logs the session as it is cut, HAProxy a moment later).
+        let mut lines = Vec::new();
+        while lines.len() < 2 {
+            let line = pair.logs[i].take(1).remove(0);
+            if line.starts_with("fe fe/") || line.starts_with("fe3 ") {
+                lines.push(line);
+            }
+        }
+        lines.sort();
+        let body = String::from_utf8_lossy(&answer);
+        let body = body.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
+        got.push((body, lines, rest));
+    }
+    // Shut by the script, not by a timeout.
+    assert_eq!(got[0].1[1], "fe3 fe3/spare K-\n", "{got:?}");
+    // A known difference: HAProxy ends a session its server's sessions
+    // were shut on as killed (`K-`), sluice as `--` (the CLI's `shutdown
+    // sessions server` alike).
+    got[1].1[1] = got[1].1[1].replace(" --", " K-");
+    differ.compare("shut_bcksess".to_string(), &got[0], &got[1]);
+    differ.assert_none();
+}

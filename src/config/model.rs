@@ -917,6 +917,11 @@ pub(crate) enum TcpAction {
     /// registered for `tcp-req` (under a `tcp-request inspect-delay` it
     /// may wait: `tcp::rules::run_waiting`).
     Lua(LuaAction),
+    /// `tcp-response content lua.<name> [args]`: an action a script
+    /// registered for `tcp-res`, run on the server's bytes held (under a
+    /// `tcp-response inspect-delay` it may wait), which it reads and
+    /// edits through `txn.res`.
+    LuaRes(LuaAction),
     /// `send-spoe-group <engine> <group>` of `tcp-request content` and
     /// `tcp-response content`: the group's messages sent to the engine's
     /// agent, the rules after it waiting for its answer.

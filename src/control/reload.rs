@@ -536,6 +536,48 @@ impl ControlSignals {
     }
 }
 
+/// Lets scripts pause, resume and stop a frontend's listeners
+/// (`Proxy:pause()`, `resume()`, `stop()`), as SIGTTOU and SIGTTIN pause
+/// and resume them all. A stopped listener leaves the supervisor's set
+/// (its socket closes); a reload binds its address again.
+pub(crate) fn serve_scripts(sup: &Arc<Supervisor>) {
+    let sup = sup.clone();
+    crate::lua::set_listener_ops(Box::new(move |frontend, op| {
+        use crate::lua::ListenerOp;
+        let frontend = frontend.to_string();
+        let act = move |st: &mut Bound| {
+            let mine: Vec<ListenAddr> = st
+                .listeners
+                .iter()
+                .filter(|(_, c)| *c.frontend() == *frontend)
+                .map(|(a, _)| a.clone())
+                .collect();
+            for addr in mine {
+                match op {
+                    ListenerOp::Pause | ListenerOp::Resume => {
+                        if let Some(ctl) = st.listeners.get(&addr) {
+                            ctl.set_paused(op == ListenerOp::Pause);
+                        }
+                    }
+                    ListenerOp::Stop => {
+                        if let Some(ctl) = st.listeners.remove(&addr) {
+                            ctl.stop();
+                        }
+                    }
+                }
+            }
+        };
+        // At once, unless a reload holds the set: then once it is done.
+        match sup.state.try_lock() {
+            Ok(mut st) => act(&mut st),
+            Err(_) => {
+                let sup = sup.clone();
+                tokio::spawn(async move { act(&mut *sup.state.lock().await) });
+            }
+        }
+    }));
+}
+
 /// The limit of the listener on `addr` of `frontend` (`bind ... maxconn`),
 /// kept across reloads as the frontends' are (resized in place); None when
 /// its line has none.

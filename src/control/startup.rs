@@ -1074,6 +1074,7 @@ async fn serve(
     if let Some(c) = control_signals {
         c.serve(sup.clone());
     }
+    crate::control::reload::serve_scripts(&sup);
     for server in cli_servers {
         tokio::spawn(server);
     }
@@ -1133,6 +1134,13 @@ async fn soft_stop(
     sup.stop_listening().await;
     let snap = rt.snapshot();
     for p in &snap.proxies {
+        // A script stopped it already, and said so (`Proxy:stop()`).
+        if p.frontend
+            .as_ref()
+            .is_some_and(|f| f.state.admin() == crate::state::FrontendAdmin::Stopped)
+        {
+            continue;
+        }
         let fe = p.frontend.as_ref().map_or(0, |f| {
             f.state
                 .counters

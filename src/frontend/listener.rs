@@ -81,33 +81,56 @@ impl ListenerCtl {
     /// process may take the port; the kernel resets what waited in the
     /// backlog) but stays bound, ready to listen again.
     pub(crate) fn pause(&self) {
+        if self.set_paused(true) {
+            tracing::warn!("Paused listener {} (SIGTTOU).", self.addr);
+        }
+    }
+
+    /// SIGTTIN: a paused socket listens again.
+    pub(crate) fn resume(&self) {
+        if self.set_paused(false) {
+            tracing::warn!("Resumed listener {} (SIGTTIN).", self.addr);
+        }
+    }
+
+    /// Pauses the socket (`on`) or has it listen again: whether it
+    /// changed (SIGTTOU and SIGTTIN for all listeners, a script's
+    /// `Proxy:pause()` and `resume()` for a frontend's).
+    pub(crate) fn set_paused(&self, on: bool) -> bool {
+        if on {
+            self.stop_listening()
+        } else {
+            self.listen_again()
+        }
+    }
+
+    fn stop_listening(&self) -> bool {
         if *self.run.borrow() != Run::Accepting {
-            return;
+            return false;
         }
         // SAFETY: shutdown on the listening socket the loops own.
         if unsafe { libc::shutdown(self.fd, libc::SHUT_RD) } < 0 {
             let e = std::io::Error::last_os_error();
             tracing::error!("Listener {}: cannot pause: {e}", self.addr);
-            return;
+            return false;
         }
-        tracing::warn!("Paused listener {} (SIGTTOU).", self.addr);
         self.run.send_replace(Run::Paused);
+        true
     }
 
-    /// SIGTTIN: a paused socket listens again.
-    pub(crate) fn resume(&self) {
+    fn listen_again(&self) -> bool {
         if *self.run.borrow() != Run::Paused {
-            return;
+            return false;
         }
         // SAFETY: listen on the bound socket the loops own.
         if unsafe { libc::listen(self.fd, BACKLOG) } < 0 {
             let e = std::io::Error::last_os_error();
             tracing::error!("Listener {}: cannot listen again: {e}", self.addr);
             self.run.send_replace(Run::Stopped);
-            return;
+            return false;
         }
-        tracing::warn!("Resumed listener {} (SIGTTIN).", self.addr);
         self.run.send_replace(Run::Accepting);
+        true
     }
 
     pub(crate) fn addr(&self) -> &ListenAddr {

@@ -532,10 +532,16 @@ impl<'a> Exchange<'a> {
             // A listen section's engines are its frontend's.
             let (fe, be) = (self.fe, self.be);
             let engines = if be.iid == fe.iid { &fe.spoe } else { &be.spoe };
-            let verdict = if engines.is_empty() {
+            // A Lua action may wait under the rules' inspect delay.
+            let lua = be.res_inspect_delay.is_some()
+                && be
+                    .tcp_response
+                    .iter()
+                    .any(|(a, _)| matches!(a, crate::config::model::TcpAction::LuaRes(_)));
+            let verdict = if engines.is_empty() && !lua {
                 self.tcp_response_rules()
             } else {
-                Box::pin(self.tcp_response_rules_spoe(engines)).await
+                Box::pin(self.tcp_response_rules_waiting(engines)).await
             };
             match verdict {
                 Verdict::Accept => {}
@@ -642,8 +648,9 @@ impl<'a> Exchange<'a> {
     }
 
     /// [`Self::tcp_response_rules`] where the rules' proxy has SPOE
-    /// engines: a `send-spoe-group` rule waits for its agent.
-    async fn tcp_response_rules_spoe(
+    /// engines or a Lua action may wait: a `send-spoe-group` rule waits
+    /// for its agent, a Lua action for what it waits for.
+    async fn tcp_response_rules_waiting(
         &mut self,
         engines: &[Arc<crate::snapshot::spoe::SpoeRt>],
     ) -> Verdict {
@@ -659,8 +666,10 @@ impl<'a> Exchange<'a> {
             cx: None,
         };
         let waits = crate::tcp::rules::Waits {
-            spoe: Some(spoe),
-            ..Default::default()
+            log: self.be.log.as_deref(),
+            lua: self.be.res_inspect_delay.is_some(),
+            spoe: (!engines.is_empty()).then_some(spoe),
+            res_open: true,
         };
         let (rules, acls) = (&self.be.tcp_response, &self.be.acls);
         let verdict = crate::tcp::rules::run_waiting(

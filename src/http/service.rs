@@ -698,6 +698,7 @@ pub(crate) async fn handle_request(
                 log: fe.log.as_deref().map(|l| &l.setup),
                 lua: fe.inspect_delay.is_some(),
                 spoe: None,
+                res_open: false,
             };
             let rules = (&fe.tcp_content, &fe.acls);
             let verdict = if fe.spoe.is_empty() {

@@ -190,5 +190,16 @@ pub(crate) fn log(level: i64, msg: &str) {
     let when = crate::sys::time::strftime("%j %H%M%S", secs, true).unwrap_or_default();
     let (day, time) = when.split_once(' ').unwrap_or(("1", ""));
     let yday = day.parse::<u32>().unwrap_or(1).saturating_sub(1);
+    // HAProxy writes what is not printable as a dot.
+    let msg: String = msg
+        .chars()
+        .map(|c| {
+            if c == ' ' || c.is_ascii_graphic() {
+                c
+            } else {
+                '.'
+            }
+        })
+        .collect();
     eprintln!("[{name}] {yday:03}/{time} ({}) : {msg}", std::process::id());
 }

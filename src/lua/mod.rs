@@ -33,6 +33,7 @@ use crate::sample::script::{LoadReq, Scripts};
 use crate::sample::value::Sample;
 
 pub(crate) use io::{AppletConn, Io};
+pub(crate) use proxies::{ListenerOp, set_listener_ops};
 pub(crate) use run::{ActionEnd, ServiceEnd};
 pub(crate) use txn::Txn;
 

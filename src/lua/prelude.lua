@@ -6,7 +6,10 @@ local S, SLEEP, IO = ...
 
 function core.sleep(s) coroutine.yield(SLEEP, math.floor(s * 1000)) end
 function core.msleep(ms) coroutine.yield(SLEEP, math.floor(ms)) end
-function core.yield() coroutine.yield(SLEEP, 0) end
+-- Where the script may not wait, HAProxy goes on at once.
+function core.yield()
+  if coroutine.isyieldable() then coroutine.yield(SLEEP, 0) end
+end
 
 -- Fetches and converters by the names HAProxy gives their methods ('.'
 -- written '_'); `sf`, `sc`: the string form, "" for no value. The
@@ -121,6 +124,15 @@ PROXY.__index, SERVER.__index = PROXY, SERVER
 function PROXY:get_stats() return S.px("stats", self.name) end
 function PROXY:get_cap() return S.px("cap", self.name) end
 function PROXY:get_mode() return S.px("mode", self.name) end
+function PROXY:pause() return S.px("pause", self.name) end
+function PROXY:resume() return S.px("resume", self.name) end
+function PROXY:stop() return S.px("stop", self.name) end
+function PROXY:shut_bcksess() return S.px("shut_bcksess", self.name) end
+-- HAProxy 2.6's Listener:get_stats() gives a table that pairs() finds
+-- empty.
+local LISTENER = {}
+LISTENER.__index = LISTENER
+function LISTENER:get_stats() return {} end
 local function srv(op) return function(self, arg) return S.srv(op, self.__px, self.name, arg) end end
 SERVER.get_stats, SERVER.get_addr, SERVER.get_weight = srv("stats"), srv("addr"), srv("weight")
 SERVER.set_weight, SERVER.get_maxconn, SERVER.is_draining = srv("set_weight"), srv("maxconn"), srv("draining")
@@ -142,7 +154,9 @@ local function set_proxies(list)
     for _, s in ipairs(p.servers) do
       servers[s.name] = setmetatable({ name = s.name, puid = s.puid, __px = p.name }, SERVER)
     end
-    local px = setmetatable({ name = p.name, uuid = p.uuid, servers = servers, listeners = {} }, PROXY)
+    local listeners = {}
+    for _, name in ipairs(p.listeners) do listeners[name] = setmetatable({}, LISTENER) end
+    local px = setmetatable({ name = p.name, uuid = p.uuid, servers = servers, listeners = listeners }, PROXY)
     all[p.name] = px
     if p.fe then fes[p.name] = px end
     if p.be then bes[p.name] = px end
@@ -156,6 +170,22 @@ local CLI = {}
 CLI.__index = CLI
 function CLI:send(d) S.call("svc_send", tostring(d)) end
 local function new_cli() return setmetatable({}, CLI) end
+
+-- HAProxy's Channel: the request's or the response's bytes a TCP rule
+-- holds (`res`), read and edited by the primitive `chan`.
+local CHAN = {}
+CHAN.__index = CHAN
+local function chan(op) return function(self, a, b, c) return S.call("chan", self.res, op, a, b, c) end end
+for _, op in ipairs({ "dup", "get", "getline", "data", "line", "set", "insert", "append",
+    "remove", "input", "output", "may_recv" }) do
+  CHAN[op] = chan(op)
+end
+CHAN.is_full = chan("full")
+CHAN.get_in_len, CHAN.get_out_len = CHAN.input, CHAN.output
+function CHAN:prepend(s) return S.call("chan", self.res, "insert", s, 0) end
+function CHAN:is_resp() return self.res end
+local REQ_CHAN = setmetatable({ res = false }, CHAN)
+local RES_CHAN = setmetatable({ res = true }, CHAN)
 
 -- The one HTTP object (its methods keep no state of their own).
 local HTTP_OBJ = setmetatable({}, HTTP)
@@ -259,9 +289,13 @@ local function traceback(err)
     local ar = getinfo(level, "Slntf")
     if not ar or ar.func == xpcall then break end
     level = level + 1
-    if not (ar.currentline < 0 and ar.what == "C" and ar.namewhat == "" and not ar.name) then
+    -- The primitives' `S.call` is not shown, and a function of this
+    -- prelude is shown as the C function it is in HAProxy.
+    local prim = ar.what == "C" and ar.name == "call" and ar.namewhat == "field"
+    if not prim and not (ar.currentline < 0 and ar.what == "C" and ar.namewhat == "" and not ar.name) then
       local s
-      if ar.currentline > 0 then s = ar.short_src .. ":" .. ar.currentline .. ": "
+      if ar.short_src == "prelude" then s = "[C]: "
+      elseif ar.currentline > 0 then s = ar.short_src .. ":" .. ar.currentline .. ": "
       else s = ar.short_src .. ": " end
       if ar.namewhat ~= "" and ar.name then s = s .. "in " .. ar.namewhat .. " '" .. ar.name .. "'"
       elseif ar.what == "main" then s = s .. "in main chunk"
@@ -278,10 +312,12 @@ end
 -- { error, traceback }.
 local function run(f, ...) return xpcall(f, traceback, ...) end
 
--- A new TXN object: `http` for the HTTP actions, nil elsewhere.
-local function new_txn(http)
+-- A new TXN object: `http` for the HTTP actions, nil elsewhere; the
+-- channels for a TCP response rule's (`chans`).
+local function new_txn(http, chans)
   local t = setmetatable({ f = F, sf = SF, c = C, sc = SC }, TXN)
   if http then t.http = HTTP_OBJ end
+  if chans then t.req, t.res = REQ_CHAN, RES_CHAN end
   return t
 end
 

@@ -15,6 +15,61 @@ use crate::snapshot::runtime::Runtime;
 use crate::snapshot::{BackendRt, ServerRt};
 use crate::state::AdminState;
 
+/// What `Proxy:pause()`, `resume()` and `stop()` ask of a frontend's
+/// listeners.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ListenerOp {
+    Pause,
+    Resume,
+    Stop,
+}
+
+/// The listeners are the control layer's: it says how to reach them
+/// (`set_listener_ops`, at start-up), for a frontend by name.
+type ListenerOps = Box<dyn Fn(&str, ListenerOp) + Send + Sync>;
+static LISTENER_OPS: std::sync::OnceLock<ListenerOps> = std::sync::OnceLock::new();
+
+pub(crate) fn set_listener_ops(f: ListenerOps) {
+    let _ = LISTENER_OPS.set(f);
+}
+
+/// `Proxy:pause()`, `resume()`, `stop()` on a proxy with a frontend, as
+/// HAProxy's: its status (the FRONTEND row's `PAUSED`, `OPEN`, `STOP`),
+/// its listeners, and HAProxy's warning. Nothing for a backend, for a
+/// stopped frontend, nor to resume one that was not paused.
+fn frontend_op(p: &crate::snapshot::ProxyRt, op: ListenerOp) {
+    use crate::state::FrontendAdmin;
+    use std::sync::atomic::Ordering::Relaxed;
+    let Some(fe) = &p.frontend else { return };
+    let now = fe.state.admin();
+    let to = match (op, now) {
+        (_, FrontendAdmin::Stopped) => return,
+        (ListenerOp::Pause, FrontendAdmin::Open) => FrontendAdmin::Paused,
+        (ListenerOp::Resume, FrontendAdmin::Paused) => FrontendAdmin::Open,
+        (ListenerOp::Stop, _) => FrontendAdmin::Stopped,
+        _ => return,
+    };
+    fe.state.set_admin(to);
+    if let Some(ops) = LISTENER_OPS.get() {
+        ops(&p.name, op);
+    }
+    match op {
+        ListenerOp::Pause => tracing::warn!("Paused frontend {}.", p.name),
+        ListenerOp::Resume => tracing::warn!("Resumed frontend {}.", p.name),
+        ListenerOp::Stop => {
+            let fe_conns = fe.state.counters.conn_tot.load(Relaxed);
+            let be_conns = p
+                .backend
+                .as_ref()
+                .map_or(0, |b| b.state.counters.stot.load(Relaxed));
+            tracing::warn!(
+                "Proxy {} stopped (cumulated conns: FE: {fe_conns}, BE: {be_conns}).",
+                p.name
+            );
+        }
+    }
+}
+
 /// The process's runtime, known once it started (`super::spawn`).
 static RUNTIME: Mutex<Option<Arc<Runtime>>> = Mutex::new(None);
 
@@ -94,6 +149,25 @@ pub(super) fn install(lua: &Lua, prims: &Table) -> mlua::Result<()> {
                         sid: -1,
                     },
                 )?,
+                "pause" | "resume" | "stop" => {
+                    let op = match op.as_str() {
+                        "pause" => ListenerOp::Pause,
+                        "resume" => ListenerOp::Resume,
+                        _ => ListenerOp::Stop,
+                    };
+                    frontend_op(p, op);
+                    Value::Nil
+                }
+                // The sessions on the backend's backup servers shut, as
+                // `shutdown sessions server` does for each.
+                "shut_bcksess" => {
+                    if let Some(be) = &p.backend {
+                        for s in be.servers.iter().filter(|s| s.backup) {
+                            admin::apply(be, s, ServerAction::Shutdown);
+                        }
+                    }
+                    Value::Nil
+                }
                 "mode" => {
                     let http = p
                         .backend
@@ -227,8 +301,8 @@ fn server_op(
 
 /// The proxies' description the prelude builds `core.proxies`,
 /// `core.backends` and `core.frontends` from: for each, its name, its
-/// number, whether it is a frontend and a backend, and its servers'
-/// names and numbers.
+/// number, whether it is a frontend and a backend, its servers' names
+/// and numbers, and its listeners' names.
 pub(super) fn describe(lua: &Lua, rt: &Runtime) -> mlua::Result<Table> {
     let snap = rt.snapshot();
     let list = lua.create_table()?;
@@ -248,6 +322,18 @@ pub(super) fn describe(lua: &Lua, rt: &Runtime) -> mlua::Result<Table> {
             }
         }
         t.set("servers", servers)?;
+        // By HAProxy's names: a bind line's `name`, else `sock-<id>`.
+        let listeners = lua.create_table()?;
+        if let Some(fe) = &p.frontend {
+            for (_, l) in &fe.listeners {
+                let name = match l.name() {
+                    Some(n) => n.to_string(),
+                    None => format!("sock-{}", l.id()),
+                };
+                listeners.push(name)?;
+            }
+        }
+        t.set("listeners", listeners)?;
         list.push(t)?;
     }
     Ok(list)

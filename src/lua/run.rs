@@ -305,8 +305,9 @@ impl Host {
             return ActionEnd::Continue;
         };
         let what = format!("Lua function '{name}'");
+        let chans = kind == super::TCP_RES;
         let first = |host: &Host, f: &Function| {
-            let txn: Table = host.new_txn.call(http)?;
+            let txn: Table = host.new_txn.call((http, chans))?;
             let mut v = mlua::Variadic::new();
             v.push(Value::Function(f.clone()));
             v.push(Value::Table(txn));
@@ -465,8 +466,12 @@ impl Host {
         else {
             return ActionEnd::Continue;
         };
+        // As before for the request's rules; a TCP response rule's has
+        // the channels instead (what HAProxy gives in `mode tcp`).
+        let chans = kind == super::TCP_RES;
+        let http = !chans;
         let r = call_sync(self, t, |host| {
-            let txn: Table = host.new_txn.call(true)?;
+            let txn: Table = host.new_txn.call((http, chans))?;
             let mut v = mlua::Variadic::new();
             v.push(Value::Function(f));
             v.push(Value::Table(txn));

@@ -61,6 +61,72 @@ pub(crate) trait Txn {
     }
     /// `txn:done(reply)`: the answer the transaction ends with.
     fn set_reply(&mut self, _reply: Reply) {}
+    /// The request's (`res` false) or response's channel, where a TCP
+    /// rule's script may read and edit it.
+    fn channel(&mut self, _res: bool) -> Option<&mut Chan> {
+        None
+    }
+}
+
+/// HAProxy's buffer size and the room it keeps for rewrites: a channel
+/// holds at most their difference of incoming bytes for a script.
+const BUFSIZE: usize = 16384;
+const MAXREWRITE: usize = 1024;
+
+/// The incoming bytes of a channel, as a script's Channel object reads
+/// and edits them (the server's bytes a `tcp-response content` rule
+/// holds); none of them forwarded yet (HAProxy's output part is empty).
+#[derive(Debug, Default)]
+pub(crate) struct Chan {
+    pub(crate) data: Vec<u8>,
+    /// Whether more bytes may come (the peer has not closed).
+    pub(crate) may_recv: bool,
+    /// Whether a script changed `data`.
+    pub(crate) edited: bool,
+}
+
+impl Chan {
+    /// The bytes `[offset, offset + length)` of the incoming data as
+    /// HAProxy's Channel functions take them: a negative offset counts
+    /// from the end, no length means up to the end, -1 as much as there
+    /// is. Lua's errors for the values out of range.
+    fn range(&self, offset: Option<i64>, length: Option<i64>) -> mlua::Result<(usize, usize)> {
+        let input = self.data.len() as i64;
+        let mut off = offset.unwrap_or(0);
+        if off < 0 {
+            off = (input + off).max(0);
+        }
+        if off > input {
+            return Err(rt("offset out of range.".into()));
+        }
+        let len = match length {
+            None | Some(-1) => input - off,
+            Some(l) if l < 0 => return Err(rt("length out of range.".into())),
+            Some(l) => l.min(input - off),
+        };
+        Ok((off as usize, (off + len) as usize))
+    }
+
+    /// Replaces the bytes `from..to` with `with`: its length, or -1 when
+    /// the buffer has no room for it.
+    fn splice(&mut self, (from, to): (usize, usize), with: &[u8]) -> i64 {
+        if self.data.len() - (to - from) + with.len() > BUFSIZE - MAXREWRITE {
+            return -1;
+        }
+        self.data.splice(from..to, with.iter().copied());
+        self.edited = true;
+        with.len() as i64
+    }
+
+    /// The first line of `from..to`, its LF included (all of it when it
+    /// has none).
+    fn line(&self, (from, to): (usize, usize)) -> (usize, usize) {
+        let end = self.data[from..to]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(to, |i| from + i + 1);
+        (from, end)
+    }
 }
 
 /// A task's or an init function's transaction: no request; `proc`
@@ -195,6 +261,111 @@ fn reply_of(t: &mlua::Table) -> mlua::Result<Reply> {
 
 fn rt(msg: String) -> mlua::Error {
     mlua::Error::RuntimeError(msg)
+}
+
+/// A `tcp-response content` rule's transaction: the connection's
+/// samples, its proxy's log targets, and the server's bytes held, which
+/// the script reads and edits through `txn.res`.
+pub(crate) struct ResTxn<'a> {
+    pub(crate) conn: ConnTxn<'a>,
+    pub(crate) res: Chan,
+}
+
+impl Txn for ResTxn<'_> {
+    fn sample(&self) -> Ctx<'_> {
+        self.conn.cx
+    }
+
+    fn log_to(&self) -> Option<&crate::snapshot::log_setup::LogSetup> {
+        self.conn.log
+    }
+
+    fn channel(&mut self, res: bool) -> Option<&mut Chan> {
+        res.then_some(&mut self.res)
+    }
+}
+
+/// A Channel function `op` over `chan` (None: a channel the script may
+/// not read, whose functions find nothing), its arguments `a`, `b`, `c`.
+fn channel_op(
+    lua: &Lua,
+    chan: Option<&mut Chan>,
+    op: &[u8],
+    (a, b, c): (Value, Value, Value),
+) -> mlua::Result<Value> {
+    let int = |v: &Value| v.as_i64().or_else(|| v.as_f64().map(|f| f as i64));
+    let Some(chan) = chan else {
+        return Ok(match op {
+            b"input" | b"output" => Value::Integer(0),
+            b"full" | b"may_recv" => Value::Boolean(false),
+            _ => Value::Nil,
+        });
+    };
+    // Nothing held and nothing more to come: nil, as in HAProxy.
+    let none = chan.data.is_empty() && !chan.may_recv;
+    let text = |v: &Value| -> mlua::Result<Vec<u8>> {
+        match v {
+            Value::String(s) => Ok(s.as_bytes().to_vec()),
+            Value::Integer(_) | Value::Number(_) => Ok(arg_text(v).into_bytes()),
+            _ => Err(rt("bad argument: string expected".into())),
+        }
+    };
+    Ok(match op {
+        b"input" => Value::Integer(chan.data.len() as i64),
+        b"output" => Value::Integer(0),
+        b"full" => Value::Boolean(chan.data.len() + MAXREWRITE >= BUFSIZE),
+        b"may_recv" => Value::Boolean(chan.may_recv),
+        _ if none && matches!(op, b"dup" | b"get" | b"getline" | b"data" | b"line") => Value::Nil,
+        b"dup" => Value::String(lua.create_string(&chan.data)?),
+        b"get" => {
+            let all = std::mem::take(&mut chan.data);
+            chan.edited |= !all.is_empty();
+            Value::String(lua.create_string(&all)?)
+        }
+        b"getline" => {
+            let (from, to) = chan.line((0, chan.data.len()));
+            let line: Vec<u8> = chan.data.drain(from..to).collect();
+            chan.edited |= !line.is_empty();
+            Value::String(lua.create_string(&line)?)
+        }
+        b"data" => {
+            let (from, to) = chan.range(int(&a), int(&b))?;
+            Value::String(lua.create_string(&chan.data[from..to])?)
+        }
+        b"line" => {
+            let (from, to) = chan.line(chan.range(int(&a), int(&b))?);
+            Value::String(lua.create_string(&chan.data[from..to])?)
+        }
+        b"set" => {
+            let with = text(&a)?;
+            let r = chan.range(int(&b), int(&c))?;
+            Value::Integer(chan.splice(r, &with))
+        }
+        b"insert" => {
+            let with = text(&a)?;
+            let (at, _) = chan.range(int(&b), Some(0))?;
+            Value::Integer(chan.splice((at, at), &with))
+        }
+        // HAProxy 2.6's `append` copies its string in front of the
+        // incoming data, as `prepend` does (not at their end, as its
+        // documentation says): its behaviour is what scripts met.
+        b"append" => {
+            let with = text(&a)?;
+            Value::Integer(chan.splice((0, 0), &with))
+        }
+        b"remove" => {
+            let (from, to) = chan.range(int(&a), int(&b))?;
+            chan.data.drain(from..to);
+            chan.edited |= to > from;
+            Value::Integer((to - from) as i64)
+        }
+        other => {
+            return Err(rt(format!(
+                "unknown channel function '{}'",
+                String::from_utf8_lossy(other)
+            )));
+        }
+    })
 }
 
 /// Sets `S.call`, the primitives over `t`, for one resume; the scope
@@ -508,6 +679,12 @@ fn dispatch(
                 Ok(())
             })();
             r?.into_lua_multi(lua)
+        }
+        b"chan" => {
+            let (res, op, a, b, c): (bool, mlua::String, Value, Value, Value) =
+                FromLuaMulti::from_lua_multi(args, lua)?;
+            let mut t = t.borrow_mut();
+            channel_op(lua, t.channel(res), &op.as_bytes(), (a, b, c))?.into_lua_multi(lua)
         }
         other => Err(rt(format!(
             "unknown primitive '{}'",

@@ -38,6 +38,37 @@ pub(crate) struct FrontendState {
     pub(crate) maxconn_now: std::sync::atomic::AtomicU32,
     /// The last refused request (`show errors`).
     pub(crate) errors: crate::state::capture::ErrorSlot,
+    /// Paused or stopped by a script (`Proxy:pause()`, `stop()`): the
+    /// FRONTEND row's status.
+    admin: std::sync::atomic::AtomicU8,
+}
+
+/// Whether a frontend's listeners accept (HAProxy's `OPEN`), were paused
+/// (`PAUSED`) or stopped for good (`STOP`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FrontendAdmin {
+    Open,
+    Paused,
+    Stopped,
+}
+
+impl FrontendState {
+    pub(crate) fn admin(&self) -> FrontendAdmin {
+        match self.admin.load(std::sync::atomic::Ordering::Relaxed) {
+            1 => FrontendAdmin::Paused,
+            2 => FrontendAdmin::Stopped,
+            _ => FrontendAdmin::Open,
+        }
+    }
+
+    pub(crate) fn set_admin(&self, to: FrontendAdmin) {
+        let v = match to {
+            FrontendAdmin::Open => 0,
+            FrontendAdmin::Paused => 1,
+            FrontendAdmin::Stopped => 2,
+        };
+        self.admin.store(v, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// `srv_admin_state` bits (HAProxy's `SRV_ADMF_*`), as `show servers state`

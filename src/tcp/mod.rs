@@ -167,6 +167,7 @@ pub(crate) async fn serve(
             snap: &snap,
             cx: None,
         }),
+        res_open: false,
     };
     let verdict = crate::tcp::rules::run_waiting(
         (&fe.tcp_content, &fe.acls),
@@ -253,6 +254,7 @@ pub(crate) async fn serve(
                 snap: &snap,
                 cx: None,
             }),
+            res_open: false,
         };
         crate::tcp::rules::run_waiting(
             (&be.tcp_content, &be.acls),
@@ -528,6 +530,7 @@ pub(crate) async fn serve(
                 verdict: Verdict::Accept,
                 c2s: 0,
                 first_sent: true,
+                read: 0,
             };
             if inspecting {
                 inspected = response::inspect(
@@ -635,7 +638,9 @@ pub(crate) async fn serve(
                 0
             };
             let c2s_total = c2s.bytes + first_part + inspected.c2s;
-            let s2c_total = s2c.bytes + held.len() as u64;
+            // The server's bytes as read, not as a Lua action left them
+            // (HAProxy counts them as they come).
+            let s2c_total = s2c.bytes + inspected.read;
             let t = &mut rec.tally;
             (t.fe_in, t.srv_in) = (c2s_total, c2s_total);
             (t.fe_out, t.srv_out) = (s2c_total, s2c_total);
@@ -666,18 +671,21 @@ struct ResponseRules<'a, 'v> {
 }
 
 impl response::Decide for ResponseRules<'_, '_> {
-    async fn decide(&mut self, held: &[u8], last: bool) -> Option<Verdict> {
+    async fn decide(&mut self, held: &mut Vec<u8>, last: bool, open: bool) -> Option<Verdict> {
         let view = View {
             res_payload: Some(held),
             ..self.view
         };
-        // Only a `send-spoe-group` waits here: the response's Lua
-        // actions run to the end.
+        // A `send-spoe-group` waits here, and so do the Lua actions
+        // under a `tcp-response inspect-delay` (without, one that yields
+        // fails, as in HAProxy).
         let waits = Waits {
+            log: self.be.log.as_deref(),
+            lua: self.be.res_inspect_delay.is_some(),
             spoe: self.spoe,
-            ..Waits::default()
+            res_open: open,
         };
-        crate::tcp::rules::run_waiting(
+        let verdict = crate::tcp::rules::run_waiting(
             (&self.be.tcp_response, &self.be.acls),
             &view,
             Some(self.vars),
@@ -686,7 +694,11 @@ impl response::Decide for ResponseRules<'_, '_> {
             waits,
             last,
         )
-        .await
+        .await;
+        if let Some(rewritten) = self.fx.res_rewrite.take() {
+            *held = rewritten;
+        }
+        verdict
     }
 }
 

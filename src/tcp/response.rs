@@ -26,15 +26,21 @@ pub(super) struct Inspected {
     /// rules decided against the session at once, before HAProxy would
     /// have forwarded anything.
     pub(super) first_sent: bool,
+    /// The bytes read from the server meanwhile (a Lua action may have
+    /// changed those held).
+    pub(super) read: u64,
 }
 
-/// The rules on the bytes held, told whether they must decide: a verdict,
-/// or None while they cannot (they may wait for an SPOE agent).
+/// The rules on the bytes held (which a Lua action may change), told
+/// whether they must decide and whether the server may send more: a
+/// verdict, or None while they cannot (they may wait for an SPOE agent
+/// or a Lua action).
 pub(super) trait Decide {
     fn decide(
         &mut self,
-        held: &[u8],
+        held: &mut Vec<u8>,
         last: bool,
+        open: bool,
     ) -> impl std::future::Future<Output = Option<Verdict>> + Send;
 }
 
@@ -61,13 +67,14 @@ pub(super) async fn inspect(
     decide: &mut impl Decide,
 ) -> Inspected {
     let deadline = delay.map(|d| tokio::time::Instant::now() + d);
-    match decide.decide(held, deadline.is_none()).await {
+    match decide.decide(held, deadline.is_none(), true).await {
         Some(Verdict::Accept) => {
             let first_sent = send_first(server, first, server_timeout).await;
             return Inspected {
                 verdict: Verdict::Accept,
                 c2s: 0,
                 first_sent,
+                read: 0,
             };
         }
         Some(verdict) => {
@@ -75,12 +82,13 @@ pub(super) async fn inspect(
                 verdict,
                 c2s: 0,
                 first_sent: false,
+                read: 0,
             };
         }
         None => {}
     }
     let first_sent = send_first(server, first, server_timeout).await;
-    let mut c2s = 0u64;
+    let (mut c2s, mut read) = (0u64, 0u64);
     let (mut client_done, mut server_done) = (false, !first_sent);
     // Allocated only when the rules wait: most decide at once.
     let mut chunk = Vec::new();
@@ -88,11 +96,12 @@ pub(super) async fn inspect(
         let last = server_done
             || held.len() >= INSPECT_MAX
             || deadline.is_none_or(|d| tokio::time::Instant::now() >= d);
-        if let Some(verdict) = decide.decide(held, last).await {
+        if let Some(verdict) = decide.decide(held, last, !server_done).await {
             return Inspected {
                 verdict,
                 c2s,
                 first_sent,
+                read,
             };
         }
         let Some(deadline) = deadline else {
@@ -101,6 +110,7 @@ pub(super) async fn inspect(
                 verdict: Verdict::Accept,
                 c2s,
                 first_sent,
+                read,
             };
         };
         if chunk.is_empty() {
@@ -121,7 +131,8 @@ pub(super) async fn inspect(
         };
         match event {
             Event::Server(0) => server_done = true,
-            Event::Server(_) | Event::Expired => {}
+            Event::Server(n) => read += n as u64,
+            Event::Expired => {}
             Event::Client(0) => {
                 // The client's end goes on to the server, which may be
                 // waiting for it to answer.

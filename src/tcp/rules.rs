@@ -82,6 +82,9 @@ pub(crate) struct Effects {
     /// before it; back to 0 once the rules decided, for the next rule set
     /// these effects gather.
     pub(crate) resume: usize,
+    /// The server's bytes held as a `tcp-response content` Lua action
+    /// left them (`txn.res`), for the caller to hold in their place.
+    pub(crate) res_rewrite: Option<Vec<u8>>,
 }
 
 impl Effects {
@@ -196,7 +199,14 @@ pub(crate) fn run_partial(
     fx: &mut Effects,
     last: bool,
 ) -> Option<Verdict> {
-    run_now(rules, acls, view, (vars, level, None), fx, last)
+    run_now(
+        rules,
+        acls,
+        view,
+        (vars, level, &Waits::default()),
+        fx,
+        last,
+    )
 }
 
 /// The rules run at once, none waiting: Lua actions run to the end where
@@ -237,13 +247,16 @@ pub(crate) struct Waits<'a> {
     /// The rules' proxy's SPOE engines, when it has some, for its
     /// `send-spoe-group` rules.
     pub(crate) spoe: Option<SpoeRules<'a>>,
+    /// For `tcp-response content` rules: whether the server may still
+    /// send (a Lua action's `txn.res:may_recv()`).
+    pub(crate) res_open: bool,
 }
 
 impl Waits<'_> {
     /// Whether the rules stop at `action` for the caller to run it.
     fn at(&self, action: &TcpAction) -> bool {
         match action {
-            TcpAction::Lua(_) => self.lua,
+            TcpAction::Lua(_) | TcpAction::LuaRes(_) => self.lua,
             TcpAction::SendSpoeGroup { .. } => self.spoe.is_some(),
             _ => false,
         }
@@ -283,16 +296,9 @@ pub(crate) async fn run_waiting(
     last: bool,
 ) -> Option<Verdict> {
     if !rules.iter().any(|(a, _)| waits.at(a)) {
-        return run_now(rules, acls, view, (vars, level, waits.log), fx, last);
+        return run_now(rules, acls, view, (vars, level, &waits), fx, last);
     }
-    let run = run_paused(
-        (rules, acls),
-        view,
-        (vars, level, waits.log),
-        fx,
-        waits,
-        last,
-    );
+    let run = run_paused((rules, acls), view, (vars, level, &waits), fx, last);
     Box::pin(run).await
 }
 
@@ -302,19 +308,21 @@ async fn run_paused(
     view: &View<'_>,
     how: RunWith<'_, '_>,
     fx: &mut Effects,
-    waits: Waits<'_>,
     last: bool,
 ) -> Option<Verdict> {
-    let vars = how.0;
+    let (vars, _, waits) = how;
     loop {
         // The rules after a `set-src` or `set-dst` see its address, those
-        // after a wait too.
+        // after a wait too, and those after a Lua action the response's
+        // bytes as it left them.
+        let rewritten = fx.res_rewrite.clone();
         let moved = View {
             src: fx.src.or(view.src),
             local: fx.dst.or(view.local),
+            res_payload: rewritten.as_deref().or(view.res_payload),
             ..*view
         };
-        let at = match run_from(rules, fx.resume, acls, &moved, how, fx, last, Some(&waits)) {
+        let at = match run_from(rules, fx.resume, acls, &moved, how, fx, last, Some(waits)) {
             Step::Done(v) => {
                 if v.is_some() {
                     fx.resume = 0;
@@ -325,7 +333,13 @@ async fn run_paused(
         };
         fx.resume = at + 1;
         let ended = match rules.get(at) {
-            Some((TcpAction::Lua(a), _)) => lua_waiting(a, &moved, vars, how.2).await,
+            Some((TcpAction::Lua(a), _)) => lua_waiting(a, &moved, vars, waits.log).await,
+            Some((TcpAction::LuaRes(a), _)) => {
+                let mut t = res_txn(&moved, vars, waits);
+                let ended = lua_ended(host_run(a, crate::lua::TCP_RES, &mut t).await);
+                res_edited(t, fx);
+                ended
+            }
             Some((TcpAction::SendSpoeGroup { engine, group }, _)) => {
                 if let (Some(spoe), Some(vars)) = (waits.spoe, vars) {
                     spoe_group(spoe, (engine, group), &moved, vars).await;
@@ -337,6 +351,64 @@ async fn run_paused(
         if ended.is_some() {
             fx.resume = 0;
             return ended;
+        }
+    }
+}
+
+/// The transaction of a `tcp-response content lua.<name>` action: the
+/// server's bytes held, the connection's samples, the rules' log targets.
+fn res_txn<'a>(
+    view: &'a View<'a>,
+    vars: Option<&'a crate::sample::vars::Vars<'a>>,
+    waits: &Waits<'a>,
+) -> crate::lua::txn::ResTxn<'a> {
+    crate::lua::txn::ResTxn {
+        conn: crate::lua::txn::ConnTxn {
+            cx: crate::sample::Ctx {
+                vars,
+                ..view.sample_ctx()
+            },
+            log: waits.log,
+        },
+        res: crate::lua::txn::Chan {
+            data: view.res_payload.unwrap_or_default().to_vec(),
+            may_recv: waits.res_open,
+            edited: false,
+        },
+    }
+}
+
+/// Keeps the response's bytes a Lua action changed for the caller.
+fn res_edited(t: crate::lua::txn::ResTxn<'_>, fx: &mut Effects) {
+    if t.res.edited {
+        fx.res_rewrite = Some(t.res.data);
+    }
+}
+
+/// Runs the Lua action `a` of rule set `kind` as a coroutine that may
+/// wait (Continue when the scripts are gone).
+async fn host_run<T: crate::lua::txn::Txn + Send>(
+    a: &crate::config::model::LuaAction,
+    kind: u8,
+    t: &mut T,
+) -> crate::lua::ActionEnd {
+    let Some(scripts) = crate::sample::script::active() else {
+        return crate::lua::ActionEnd::Continue;
+    };
+    let Some(host) = scripts.as_any().downcast_ref::<crate::lua::Host>() else {
+        return crate::lua::ActionEnd::Continue;
+    };
+    host.run_action(&a.name, &a.args, kind, t).await
+}
+
+/// The verdict of a TCP rule's Lua action, None when the rules go on.
+fn lua_ended(end: crate::lua::ActionEnd) -> Option<Verdict> {
+    use crate::lua::ActionEnd;
+    match end {
+        ActionEnd::Continue | ActionEnd::Failed => None,
+        ActionEnd::Stop | ActionEnd::Done | ActionEnd::Closed => Some(Verdict::Accept),
+        ActionEnd::Deny | ActionEnd::Error | ActionEnd::Invalid | ActionEnd::Abort => {
+            Some(Verdict::Reject)
         }
     }
 }
@@ -358,17 +430,10 @@ async fn lua_waiting(
         },
         log,
     };
-    use crate::lua::ActionEnd;
-    match host
-        .run_action(&a.name, &a.args, crate::lua::TCP_REQ, &mut t)
-        .await
-    {
-        ActionEnd::Continue | ActionEnd::Failed => None,
-        ActionEnd::Stop | ActionEnd::Done | ActionEnd::Closed => Some(Verdict::Accept),
-        ActionEnd::Deny | ActionEnd::Error | ActionEnd::Invalid | ActionEnd::Abort => {
-            Some(Verdict::Reject)
-        }
-    }
+    lua_ended(
+        host.run_action(&a.name, &a.args, crate::lua::TCP_REQ, &mut t)
+            .await,
+    )
 }
 
 /// A `send-spoe-group <engine> <group>` rule: the group's messages sent
@@ -433,12 +498,12 @@ fn run_from(
     }
 }
 
-/// The variables, the stick counters' level and the log targets (for
-/// the Lua actions' errors) a run works with.
+/// The variables, the stick counters' level and the waits (the log
+/// targets of the Lua actions' errors among them) a run works with.
 type RunWith<'v, 'l> = (
     Option<&'v crate::sample::vars::Vars<'v>>,
     Level,
-    Option<&'l crate::snapshot::log_setup::LogSetup>,
+    &'l Waits<'l>,
 );
 
 /// [`run_from`]'s loop: an action that `waits` says waits, its condition
@@ -449,7 +514,7 @@ fn run_body(
     from: usize,
     acls: &AclSet,
     mut view: View<'_>,
-    (vars, level, log): RunWith<'_, '_>,
+    (vars, level, with): RunWith<'_, '_>,
     fx: &mut Effects,
     last: bool,
     (waits, paused): (Option<&Waits<'_>>, &mut Option<usize>),
@@ -457,10 +522,15 @@ fn run_body(
     // The rules after a `set-src` or `set-dst` see its address.
     let view = &mut view;
     for (at, (action, cond)) in rules.iter().enumerate().skip(from) {
+        // The conditions see the session's variables too.
+        let cx = crate::sample::Ctx {
+            vars,
+            ..view.sample_ctx()
+        };
         let holds = match cond {
             None => true,
-            Some(c) if last => acls.eval(c, view),
-            Some(c) => acls.eval_partial(c, view)?,
+            Some(c) if last => acls.eval(c, &cx),
+            Some(c) => acls.eval_partial(c, &cx)?,
         };
         if !holds {
             continue;
@@ -501,7 +571,6 @@ fn run_body(
                 }
             }
             TcpAction::Lua(a) => {
-                use crate::lua::ActionEnd;
                 let Some(scripts) = crate::sample::script::active() else {
                     continue;
                 };
@@ -513,16 +582,27 @@ fn run_body(
                         vars,
                         ..view.sample_ctx()
                     },
-                    log,
+                    log: with.log,
                 };
-                match host.run_action_now(&a.name, &a.args, crate::lua::TCP_REQ, &mut t) {
-                    ActionEnd::Continue | ActionEnd::Failed => {}
-                    ActionEnd::Stop | ActionEnd::Done | ActionEnd::Closed => {
-                        return Some(Verdict::Accept);
-                    }
-                    ActionEnd::Deny | ActionEnd::Error | ActionEnd::Invalid | ActionEnd::Abort => {
-                        return Some(Verdict::Reject);
-                    }
+                let end = host.run_action_now(&a.name, &a.args, crate::lua::TCP_REQ, &mut t);
+                if let Some(v) = lua_ended(end) {
+                    return Some(v);
+                }
+            }
+            // The rules after it see the bytes as it left them only
+            // where they wait (`run_paused`).
+            TcpAction::LuaRes(a) => {
+                let Some(scripts) = crate::sample::script::active() else {
+                    continue;
+                };
+                let Some(host) = scripts.as_any().downcast_ref::<crate::lua::Host>() else {
+                    continue;
+                };
+                let mut t = res_txn(view, vars, with);
+                let end = host.run_action_now(&a.name, &a.args, crate::lua::TCP_RES, &mut t);
+                res_edited(t, fx);
+                if let Some(v) = lua_ended(end) {
+                    return Some(v);
                 }
             }
             TcpAction::Priority(rule) => rule.run(&crate::sample::Ctx {

@@ -430,6 +430,21 @@ impl State<'_> {
                     .map(|(a, n)| (TcpAction::Table(TableAction::SetGpt(a)), n))
             }
             "send-spoe-group" => spoe_group(&args[1..]).map(|a| (a, 3)),
+            // An action a script registered for `tcp-res`, with the
+            // number of words it takes after its name.
+            w if w.starts_with("lua.")
+                && crate::sample::script::parsing_action_args(&w[4..], "tcp-res").is_some() =>
+            {
+                let nargs = crate::sample::script::parsing_action_args(&w[4..], "tcp-res");
+                let used = (1 + nargs.unwrap_or(0)).min(args_end);
+                Ok((
+                    TcpAction::LuaRes(LuaAction {
+                        name: w[4..].to_string(),
+                        args: args[1..used].to_vec(),
+                    }),
+                    used,
+                ))
+            }
             // `ot-group`.
             w if kw::haproxy_has(kw::Kind::TcpResponse, w) => {
                 return self.unsupported(loc, &format!("{label} {word}"));

@@ -93,6 +93,18 @@ pub(crate) fn classify(msg: &str) -> Option<Class<'_>> {
             went_down: false,
         });
     }
+    // A script's `Proxy:pause()` and `resume()`.
+    if let Some(proxy) = msg
+        .strip_prefix("Paused frontend ")
+        .or_else(|| msg.strip_prefix("Resumed frontend "))
+        .and_then(|r| r.strip_suffix('.'))
+    {
+        return Some(Class {
+            proxy,
+            severity: WARNING,
+            went_down: false,
+        });
+    }
     if let Some(rest) = msg.strip_prefix("Proxy ")
         && let Some(proxy) = rest
             .strip_suffix(" stopped.")

@@ -604,8 +604,14 @@ fn frontend_row(p: &ProxyRt, fe: &FrontendRt) -> Row {
     r.set("slim", if now > 0 { now } else { fe.maxconn });
     r.set("dreq", get(&c.dreq));
     r.set("ereq", get(&c.ereq));
-    // sluice has no `disable frontend` yet, so a frontend is always open.
-    r.set("status", "OPEN");
+    r.set(
+        "status",
+        match fe.state.admin() {
+            crate::state::FrontendAdmin::Open => "OPEN",
+            crate::state::FrontendAdmin::Paused => "PAUSED",
+            crate::state::FrontendAdmin::Stopped => "STOP",
+        },
+    );
     r.set("rate", c.sess_rate.rate());
     r.set("rate_lim", fe.extras.rate_limit_sessions.unwrap_or(0));
     r.set("rate_max", c.sess_rate.max());
