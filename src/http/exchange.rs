@@ -72,6 +72,12 @@ struct Plan {
     body_in: u64,
     body_logged: u64,
     connect_ms: u32,
+    /// The id of the pool the attempt's connection came from or was
+    /// made for: it goes back only into that one. A server whose address
+    /// changed meanwhile (DNS, `set server addr`) has a new pool, which
+    /// must not get a connection to the old address (it would serve it
+    /// again and again).
+    pool: u64,
     /// `http-send-name-header`: where the head's last line ends, the
     /// server's name going after it for each attempt's server.
     name_at: Option<usize>,
@@ -161,7 +167,7 @@ impl<'a> Exchange<'a> {
         let server: &ServerState = self.seat.server();
         // The pool the connection goes back to, by its id: holding it (an
         // `Arc`) would be a write to a count every worker shares, twice.
-        let pool = server.pool.load().id();
+        let pool = plan.pool;
         let mut relay = relay::Relay {
             fe: self.fe,
             be: self.be,
@@ -241,6 +247,7 @@ impl<'a> Exchange<'a> {
             body_in: 0,
             body_logged: 0,
             connect_ms: 0,
+            pool: 0,
         }
     }
 
@@ -254,6 +261,7 @@ impl<'a> Exchange<'a> {
         // line, in practice the same client connection).
         let pooled = if plan.reuse_ok && self.seat.server().send_proxy.load(Relaxed) == 0 {
             let pool = self.seat.server().pool.load();
+            plan.pool = pool.id();
             pool.take(pool.request_sni(|| self.req.values("host").next()))
         } else {
             None
@@ -282,8 +290,9 @@ impl<'a> Exchange<'a> {
                 let client = self.ctx.peer.inet();
                 let fresh = retry::connect(be, self.key, self.seat, self.tries, host, dst, client);
                 match Box::pin(fresh).await {
-                    Ok(s) => {
+                    Ok((s, pool)) => {
                         plan.connect_ms = ms(t.elapsed());
+                        plan.pool = pool;
                         note_move(&before, self.seat, self.rec, self.ctx);
                         s
                     }

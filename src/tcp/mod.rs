@@ -383,10 +383,14 @@ pub(crate) async fn serve(
     // HAProxy 2.6 reads the client while it connects: what comes goes to
     // the server first, and a client that leaves first ends the session.
     let connected = if first == FirstRead::Closed {
-        Ok(retry::connect(&be, &key, &mut seat, &mut tries, None, dst, client_addr).await)
+        Ok(
+            retry::connect(&be, &key, &mut seat, &mut tries, None, dst, client_addr)
+                .await
+                .map(|(s, _)| s),
+        )
     } else {
         tokio::select! {
-            c = retry::connect(&be, &key, &mut seat, &mut tries, None, dst, client_addr) => Ok(c),
+            c = retry::connect(&be, &key, &mut seat, &mut tries, None, dst, client_addr) => Ok(c.map(|(s, _)| s)),
             t = client_left(&mut stream, &mut payload) => Err(t),
         }
     };

@@ -231,7 +231,8 @@ fn active_servers(be: &BackendRt) -> usize {
 /// also counted in `ssl_failed_handshake` and logged with its reason.
 /// `dst`: the address the client connected to (a server without a port or
 /// with address `0.0.0.0` takes it from there); `client`: the client's
-/// own (`source ... usesrc client|clientip`).
+/// own (`source ... usesrc client|clientip`). With the connection, the id
+/// of the server's pool whose address it dialed.
 pub(crate) async fn connect(
     be: &Arc<BackendRt>,
     key: &LbKey<'_>,
@@ -240,7 +241,7 @@ pub(crate) async fn connect(
     host: Option<&[u8]>,
     dst: Option<SocketAddr>,
     client: Option<SocketAddr>,
-) -> Result<Stream, ConnectError> {
+) -> Result<(Stream, u64), ConnectError> {
     loop {
         seat.attempt();
         let server = seat.server.clone();
@@ -266,7 +267,8 @@ pub(crate) async fn connect(
                     add(&server.counters.ssl_sess);
                     add(&be.state.counters.ssl_sess);
                 }
-                return Ok(s);
+                // With the id of the pool whose address it dialed.
+                return Ok((s, pool.id()));
             }
             Err(e) => e,
         };
