@@ -30,6 +30,16 @@ fn script(name: &str) -> String {
         .to_string()
 }
 
+/// HAProxy's logging `global` and `defaults` sections (HTTP_LOG_GLOBAL)
+/// with `lua-load` of each of `scripts`.
+fn logged_with(scripts: &[&str]) -> String {
+    let loads: String = scripts
+        .iter()
+        .map(|s| format!("    lua-load {}\n", script(s)))
+        .collect();
+    HTTP_LOG_GLOBAL.replacen("global\n", &format!("global\n{loads}"), 1)
+}
+
 const DEFAULTS: &str = "defaults
     mode http
     timeout connect 5s
@@ -202,12 +212,9 @@ async fn actions_fetches_and_converters_are_haproxys() {
     if !haproxy::available() {
         return;
     }
-    let cfg = HTTP_LOG_GLOBAL.replacen(
-        "global\n",
-        &format!("global\n    lua-load {}\n", script("actions.lua")),
-        1,
-    ) + &format!(
-        "frontend fe
+    let cfg = logged_with(&["actions.lua"])
+        + &format!(
+            "frontend fe
     bind {{fe0}}
     {LOG}
     # A content action may wait where the rules may: with a delay.
@@ -224,7 +231,7 @@ async fn actions_fetches_and_converters_are_haproxys() {
 backend be
     server s {{srv}}
 "
-    );
+        );
     let pair = Pair::start("lua-actions", &cfg, 1).await;
     pair.answer(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
     let mut differ = haproxy::Differences::default();
@@ -258,12 +265,9 @@ async fn response_actions_wait_as_in_haproxy() {
     if !haproxy::available() {
         return;
     }
-    let cfg = HTTP_LOG_GLOBAL.replacen(
-        "global\n",
-        &format!("global\n    lua-load {}\n", script("actions.lua")),
-        1,
-    ) + &format!(
-        "frontend fe
+    let cfg = logged_with(&["actions.lua"])
+        + &format!(
+            "frontend fe
     bind {{fe0}}
     {LOG}
     http-response set-header x-before %[var(txn.resnap)]
@@ -278,7 +282,7 @@ backend be
 cache c
     total-max-size 1
 "
-    );
+        );
     let pair = Pair::start("lua-response", &cfg, 1).await;
     let mut differ = haproxy::Differences::default();
     for answer in [
@@ -349,11 +353,7 @@ async fn replies_made_by_scripts_are_haproxys() {
     if !haproxy::available() {
         return;
     }
-    let cfg = HTTP_LOG_GLOBAL.replacen(
-        "global\n",
-        &format!("global\n    lua-load {}\n", script("actions.lua")),
-        1,
-    ) + "frontend fe
+    let cfg = logged_with(&["actions.lua"]) + "frontend fe
     bind {fe0}
     log-format \"%f %b/%s %ST %B %ts %{+Q}r\"
     http-request lua.answer table if { path /table }
@@ -517,11 +517,8 @@ async fn http_services_are_haproxys() {
     if !haproxy::available() {
         return;
     }
-    let cfg = HTTP_LOG_GLOBAL.replacen(
-        "global\n",
-        &format!("global\n    lua-load {}\n", script("services.lua")),
-        1,
-    ) + "frontend fe
+    let cfg = logged_with(&["services.lua"])
+        + "frontend fe
     bind {fe0}
     log-format \"%ci %f %b/%s %ST %B %ts %{+Q}r\"
     http-request lua.cors https://a.example,https://b.example
@@ -634,11 +631,8 @@ async fn tcp_content_actions_are_haproxys() {
     if !haproxy::available() {
         return;
     }
-    let cfg = HTTP_LOG_GLOBAL.replacen(
-        "global\n",
-        &format!("global\n    lua-load {}\n", script("actions.lua")),
-        1,
-    ) + "frontend fe
+    let cfg = logged_with(&["actions.lua"])
+        + "frontend fe
     bind {fe0}
     mode tcp
     log-format \"%ci %f %b/%s %ts %[var(txn.napped)] %[var(txn.first)]\"
@@ -675,11 +669,8 @@ async fn services_read_their_clients_as_in_haproxy() {
     if !haproxy::available() {
         return;
     }
-    let cfg = HTTP_LOG_GLOBAL.replacen(
-        "global\n",
-        &format!("global\n    lua-load {}\n", script("services.lua")),
-        1,
-    ) + "frontend fh
+    let cfg = logged_with(&["services.lua"])
+        + "frontend fh
     bind {fe0}
     log-format \"%f %b/%s %ST %B %U %ts %{+Q}r\"
     http-request use-service lua.echo-body
@@ -720,15 +711,8 @@ async fn script_errors_go_to_the_proxys_log_as_in_haproxy() {
     if !haproxy::available() {
         return;
     }
-    let cfg = HTTP_LOG_GLOBAL.replacen(
-        "global\n",
-        &format!(
-            "global\n    lua-load {}\n    lua-load {}\n",
-            script("actions.lua"),
-            script("services.lua")
-        ),
-        1,
-    ) + "frontend fe
+    let cfg = logged_with(&["actions.lua", "services.lua"])
+        + "frontend fe
     bind {fe0}
     log-format \"%f %b/%s %ST %ts %{+Q}r\"
     http-request lua.boom if { path /boom }
@@ -786,11 +770,7 @@ async fn tcp_response_actions_are_haproxys() {
     if !haproxy::available() {
         return;
     }
-    let cfg = HTTP_LOG_GLOBAL.replacen(
-        "global\n",
-        &format!("global\n    lua-load {}\n", script("tcp_res.lua")),
-        1,
-    ) + "defaults tcp
+    let cfg = logged_with(&["tcp_res.lua"]) + "defaults tcp
     mode tcp
     log global
     timeout connect 5s
@@ -886,11 +866,8 @@ async fn proxy_methods_are_haproxys() {
     if !haproxy::available() {
         return;
     }
-    let cfg = HTTP_LOG_GLOBAL.replacen(
-        "global\n",
-        &format!("global\n    lua-load {}\n", script("proxies.lua")),
-        1,
-    ) + "frontend fe
+    let cfg = logged_with(&["proxies.lua"])
+        + "frontend fe
     bind {fe0}
     log-format \"%f %b/%s %ST %{+Q}r\"
     http-request use-service lua.px
