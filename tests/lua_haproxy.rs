@@ -361,6 +361,8 @@ async fn replies_made_by_scripts_are_haproxys() {
     http-request lua.answer empty if { path /empty }
     http-request lua.answer fields if { path /fields }
     http-request return status 200 content-type text/plain lf-string \"%[var(txn.fields)]\" if { path /fields }
+    http-request lua.prio if { path /prio }
+    http-request return status 200 content-type text/plain lf-string \"%[prio_class] %[prio_offset]\" if { path /prio }
     http-response lua.reanswer if { status 200 }
     http-response set-header x-not-after-done 1
     http-after-response set-header x-after 1
@@ -371,13 +373,17 @@ backend be
     let pair = Pair::start("lua-replies", &cfg, 1).await;
     pair.answer(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
     let mut differ = haproxy::Differences::default();
-    for path in ["/table", "/built", "/empty", "/fields", "/server"] {
+    for path in ["/table", "/built", "/empty", "/fields", "/prio", "/server"] {
         let [h, s] = pair.both(0, &get(path, "")).await;
         if path == "/table" {
             assert!(h.0.starts_with("HTTP/1.1 403 Forbidden\r\nx-a: 1\r\nx-a: 2\r\nx-a: 3\r\ncontent-length: 7\r\nx-after: 1\r\n"), "{}", h.0);
         }
         if path == "/server" {
             assert!(h.0.ends_with("\r\n\r\ngone"), "{}", h.0);
+        }
+        if path == "/prio" {
+            // HAProxy bounds the offset as `set-priority-offset` does.
+            assert!(h.0.ends_with("\r\n\r\n5 -524287"), "{}", h.0);
         }
         differ.compare(path.to_string(), &h, &s);
     }

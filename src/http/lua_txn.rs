@@ -25,6 +25,8 @@ pub(super) struct ReqTxn<'r, 'a> {
     pub(super) log: Option<&'r crate::snapshot::log_setup::LogSetup>,
     /// `txn:done(reply)`: the answer.
     pub(super) reply: Option<crate::lua::txn::Reply>,
+    /// `txn:set_tos()`, `txn:set_mark()`.
+    pub(super) marks: rules::SockMarks,
 }
 
 impl<'r, 'a> ReqTxn<'r, 'a> {
@@ -44,6 +46,7 @@ impl<'r, 'a> ReqTxn<'r, 'a> {
             body_read: 0,
             log: None,
             reply: None,
+            marks: rules::SockMarks::default(),
         }
     }
 }
@@ -146,6 +149,10 @@ impl Txn for ReqTxn<'_, '_> {
 
     fn set_reply(&mut self, reply: crate::lua::txn::Reply) {
         self.reply = Some(reply);
+    }
+
+    fn set_sock_mark(&mut self, marks: rules::SockMarks) {
+        self.marks.merge(marks);
     }
 
     fn read_body(&mut self, n: Option<usize>, line: bool) -> Vec<u8> {
@@ -257,6 +264,8 @@ pub(super) struct ResTxn<'r, 'a> {
     pub(super) log: Option<&'r crate::snapshot::log_setup::LogSetup>,
     /// `txn:done(reply)`: the answer that replaces the response.
     pub(super) reply: Option<crate::lua::txn::Reply>,
+    /// `txn:set_tos()`, `txn:set_mark()`.
+    pub(super) marks: rules::SockMarks,
 }
 
 impl Txn for ResTxn<'_, '_> {
@@ -329,6 +338,10 @@ impl Txn for ResTxn<'_, '_> {
 
     fn set_reply(&mut self, reply: crate::lua::txn::Reply) {
         self.reply = Some(reply);
+    }
+
+    fn set_sock_mark(&mut self, marks: rules::SockMarks) {
+        self.marks.merge(marks);
     }
 }
 

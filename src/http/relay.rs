@@ -655,7 +655,7 @@ impl<'a> Relay<'a> {
             resp.logged_size() + crate::wire::logged_size::buffered_body(body, &self.upstream.buf)
         };
         // A rule's `set-tos` and `set-mark`, once they all ran.
-        if (marks.tos.is_some() || marks.mark.is_some())
+        if marks.any()
             && !matches!(edited, Err(RespRefused::Wait(..)))
             && let Some(tcp) = self.client.stream.socket()
         {
@@ -1523,6 +1523,8 @@ struct LuaEnd {
     level: Option<crate::config::model::LogLevel>,
     /// `txn:done(reply)`: the answer that replaces the response.
     reply: Option<crate::lua::txn::Reply>,
+    /// `txn:set_tos()`, `txn:set_mark()`.
+    marks: rules::SockMarks,
 }
 
 /// Waits at `action`, rule of set `set` where the response rules stopped
@@ -1550,6 +1552,7 @@ async fn wait_for(
                 status: None,
                 level: None,
                 reply: None,
+                marks: rules::SockMarks::default(),
                 // The backend's rules come first, then the frontend's.
                 log: if set == 0 {
                     be.log.as_deref()
@@ -1564,6 +1567,7 @@ async fn wait_for(
                 status,
                 level,
                 reply,
+                marks: t.marks,
             });
         }
         HttpResponseAction::SendSpoeGroup { engine, group } => {
@@ -1733,6 +1737,7 @@ fn response_edits<'r>(
                         status,
                         level,
                         reply,
+                        marks,
                     }) = resumed.then(|| resume.lua.take()).flatten()
                     else {
                         if resume.waits {
@@ -1743,6 +1748,7 @@ fn response_edits<'r>(
                     if let Some(l) = level {
                         *log.level = Some(l);
                     }
+                    log.marks.merge(marks);
                     if let Some((code, reason)) = status
                         && let Some(mut h) = rules::restatus(resp, edits.as_ref(), code, &reason)
                     {

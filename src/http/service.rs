@@ -2027,6 +2027,11 @@ impl RuleRun<'_> {
                     if let Some(l) = t.level {
                         self.rec.level = Some(l);
                     }
+                    if t.marks.any()
+                        && let Some(tcp) = self.conn.stream.socket()
+                    {
+                        t.marks.apply(tcp);
+                    }
                     if let Some(reply) = t.reply.take() {
                         // `txn:done(reply)`: the answer, made here (`LR`).
                         self.rec.term(Cause::Local, Phase::Request);

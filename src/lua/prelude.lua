@@ -198,6 +198,10 @@ function TXN:unset_var(name) S.call("unset_var", name) end
 function TXN:set_priv(v) self.__priv = v end
 function TXN:get_priv() return self.__priv end
 function TXN:done(reply) S.call("done", reply); coroutine.yield(SLEEP, -1) end
+function TXN:set_priority_class(n) S.call("priority", false, n) end
+function TXN:set_priority_offset(n) S.call("priority", true, n) end
+function TXN:set_tos(v) S.call("sockmark", false, v) end
+function TXN:set_mark(v) S.call("sockmark", true, v) end
 -- HAProxy's log line at the proxy's own level.
 function TXN:deflog(msg) S.call("log", core.info, msg) end
 

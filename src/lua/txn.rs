@@ -61,6 +61,9 @@ pub(crate) trait Txn {
     }
     /// `txn:done(reply)`: the answer the transaction ends with.
     fn set_reply(&mut self, _reply: Reply) {}
+    /// `txn:set_tos()`, `txn:set_mark()`: for the client connection, once
+    /// the action ended.
+    fn set_sock_mark(&mut self, _marks: crate::sys::sockmarks::SockMarks) {}
     /// The request's (`res` false) or response's channel, where a TCP
     /// rule's script may read and edit it.
     fn channel(&mut self, _res: bool) -> Option<&mut Chan> {
@@ -658,6 +661,33 @@ fn dispatch(
                 Ok(())
             })();
             r?.into_lua_multi(lua)
+        }
+        b"priority" => {
+            // `set-priority-class` (false) or `-offset`, bounded as theirs.
+            let (offset, n): (bool, i64) = FromLuaMulti::from_lua_multi(args, lua)?;
+            if let Some(vars) = t.borrow().sample().vars {
+                match offset {
+                    false => vars.tune.set_class(n),
+                    true => vars.tune.set_offset(n),
+                }
+            }
+            ().into_lua_multi(lua)
+        }
+        b"sockmark" => {
+            // `set-tos` (false) or `set-mark` on the client connection.
+            let (mark, v): (bool, i64) = FromLuaMulti::from_lua_multi(args, lua)?;
+            let v = v.clamp(0, u32::MAX as i64) as u32;
+            t.borrow_mut().set_sock_mark(match mark {
+                false => crate::sys::sockmarks::SockMarks {
+                    tos: Some(v),
+                    mark: None,
+                },
+                true => crate::sys::sockmarks::SockMarks {
+                    tos: None,
+                    mark: Some(v),
+                },
+            });
+            ().into_lua_multi(lua)
         }
         b"reason" => {
             let code: i64 = FromLuaMulti::from_lua_multi(args, lua)?;

@@ -12,6 +12,17 @@ pub(crate) struct SockMarks {
 }
 
 impl SockMarks {
+    /// `other`'s marks in place of these, each where it has one.
+    pub(crate) fn merge(&mut self, other: SockMarks) {
+        self.tos = other.tos.or(self.tos);
+        self.mark = other.mark.or(self.mark);
+    }
+
+    /// Whether there is a mark to set.
+    pub(crate) fn any(&self) -> bool {
+        self.tos.is_some() || self.mark.is_some()
+    }
+
     /// Sets them on `tcp` (the IPv6 traffic class for an IPv6 socket). A
     /// refusal (no `CAP_NET_ADMIN` for a mark) is ignored, as in HAProxy.
     pub(crate) fn apply(self, tcp: std::os::fd::BorrowedFd<'_>) {

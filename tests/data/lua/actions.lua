@@ -129,3 +129,11 @@ end, 1)
 core.register_action("reanswer", { "http-res" }, function(txn)
   txn:done(txn:reply({ status = 503, body = "gone" }))
 end)
+
+-- The request's queue priority and the client socket's marks.
+core.register_action("prio", { "http-req" }, function(txn)
+  txn:set_priority_class(5)
+  txn:set_priority_offset(-100000000)
+  txn:set_tos(16)
+  txn:set_mark(7)
+end)
