@@ -531,10 +531,9 @@ async fn http_services_are_haproxys() {
     http-request use-service lua.preflight if METH_OPTIONS
     http-request use-service lua.acme if { path_beg /.well-known/acme-challenge/ }
     http-request use-service lua.slow if { path /slow }
-    # HAProxy runs the response rules on a service's answer too; sluice
-    # does not yet (docs/configuration.md, Lua), so the rule stays off
-    # the preflight's.
-    http-response lua.cors unless METH_OPTIONS
+    # On the services' answers too (the preflight's), as in HAProxy.
+    http-response lua.cors
+    http-response set-header x-seen 1 if { status 200 }
     default_backend be
 backend be
     server s {srv}

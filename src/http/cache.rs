@@ -692,7 +692,17 @@ async fn send_hit(
     if on_backend {
         rec.tally.srv_status = Some(resp.status);
     }
-    let mut edits = match crate::http::relay::rules_on_hit(fe, be, req, ctx, &mut resp, rec).await {
+    let mut edits = match crate::http::relay::local_answer_rules(
+        fe,
+        Some(be),
+        "<CACHE>",
+        req,
+        ctx,
+        &mut resp,
+        rec,
+    )
+    .await
+    {
         Ok(e) => e,
         Err(()) => {
             rec.tally.dresp |= crate::observe::outcome::Rows::BE_SRV;

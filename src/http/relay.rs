@@ -487,6 +487,7 @@ impl<'a> Relay<'a> {
                     let who = Who::of(&self.server.name, ctx, server_conn, uid.as_deref());
                     let mut decoded = Vec::new();
                     let res_body = res_body(be, &self.upstream.buf, &f.resp, f.body, &mut decoded);
+                    let be = Some(be);
                     let (_, cx) = rules_cx(fe, be, &who, req, ctx, res_body.as_ref());
                     wait_for(fe, be, &cx, &f.resp, set, action, &mut resume).await;
                 }
@@ -598,13 +599,7 @@ impl<'a> Relay<'a> {
     /// Whether the backend or the frontend has `http-response` rules or
     /// legacy `rsp*` filters.
     fn has_response_rules(&self) -> bool {
-        let (fe, be) = (self.fe, self.be);
-        !be.http_response.is_empty()
-            || !fe.http_response.is_empty()
-            || !be.http_after.is_empty()
-            || !fe.http_after.is_empty()
-            || be.legacy_rsp.is_some()
-            || fe.legacy_rsp.is_some()
+        has_response_rules(self.fe, Some(self.be))
     }
 
     /// `http-response` rules and legacy `rsp*` filters: the backend's,
@@ -638,7 +633,7 @@ impl<'a> Relay<'a> {
         };
         let edited = response_edits(
             fe,
-            be,
+            Some(be),
             &who,
             req,
             ctx,
@@ -1336,34 +1331,31 @@ fn is_empty(e: &Edits) -> bool {
 }
 
 /// The `http-response` rules (and `http-after-response`) on an answer
-/// from the cache: as on a server's, the server being `<CACHE>`; a deny
-/// is `Err`.
-pub(super) async fn rules_on_hit(
+/// made here, as on a server's: from the cache (`server` `<CACHE>`), or
+/// from a Lua service (`<lua.name>`; `be` None when it answered in a
+/// frontend, whose own rules are the only ones then, as in HAProxy). A
+/// deny is `Err`.
+pub(super) async fn local_answer_rules(
     fe: &FrontendRt,
-    be: &BackendRt,
+    be: Option<&BackendRt>,
+    server: &str,
     req: &Head,
     ctx: &ReqCtx<'_>,
     resp: &mut Head,
     rec: &mut LogRecord,
 ) -> Result<Option<Edits>, ()> {
-    let rules = !be.http_response.is_empty()
-        || !fe.http_response.is_empty()
-        || !be.http_after.is_empty()
-        || !fe.http_after.is_empty()
-        || be.legacy_rsp.is_some()
-        || fe.legacy_rsp.is_some();
-    if !rules {
+    if !has_response_rules(fe, be) {
         return Ok(None);
     }
     ctx.vars.to_response();
     let uid = rec.unique_id.clone();
     // No server connection: the `bc_*` fetches find nothing.
-    let who = Who::of("<CACHE>", ctx, None, uid.as_deref());
-    // A hit's rules run where the client socket is not at hand: their
-    // `set-tos` and `set-mark` are not applied.
+    let who = Who::of(server, ctx, None, uid.as_deref());
+    // Rules run where the client socket is not at hand: their `set-tos`
+    // and `set-mark` are not applied.
     let mut marks = rules::SockMarks::default();
     let mut resume = Resume {
-        waits: fe.rsp_waits || be.rsp_waits,
+        waits: fe.rsp_waits || be.is_some_and(|b| b.rsp_waits),
         ..Resume::default()
     };
     let mut cookie = Some(|_: &Head, _: &mut Option<Edits>| {});
@@ -1392,6 +1384,17 @@ pub(super) async fn rules_on_hit(
         let (_, cx) = rules_cx(fe, be, &who, req, ctx, None);
         Box::pin(wait_for(fe, be, &cx, resp, set, action, &mut resume)).await;
     }
+}
+
+/// Whether `fe` or `be` has `http-response` or `http-after-response`
+/// rules or legacy `rsp*` filters.
+pub(super) fn has_response_rules(fe: &FrontendRt, be: Option<&BackendRt>) -> bool {
+    !fe.http_response.is_empty()
+        || !fe.http_after.is_empty()
+        || fe.legacy_rsp.is_some()
+        || be.is_some_and(|be| {
+            !be.http_response.is_empty() || !be.http_after.is_empty() || be.legacy_rsp.is_some()
+        })
 }
 
 /// What the response rules write into the request's log record: the
@@ -1532,7 +1535,7 @@ struct LuaEnd {
 /// messages to the agent and waits for its answer.
 async fn wait_for(
     fe: &FrontendRt,
-    be: &BackendRt,
+    be: Option<&BackendRt>,
     cx: &rules::FmtCtx<'_>,
     resp: &Head,
     set: usize,
@@ -1555,7 +1558,7 @@ async fn wait_for(
                 marks: rules::SockMarks::default(),
                 // The backend's rules come first, then the frontend's.
                 log: if set == 0 {
-                    be.log.as_deref()
+                    be.and_then(|b| b.log.as_deref())
                 } else {
                     fe.log.as_deref().map(|l| &l.setup)
                 },
@@ -1572,7 +1575,10 @@ async fn wait_for(
         }
         HttpResponseAction::SendSpoeGroup { engine, group } => {
             // The engines of the proxy whose rule this is.
-            let engines = if set == 0 { &be.spoe } else { &fe.spoe };
+            let engines = match (set, be) {
+                (0, Some(b)) => &b.spoe,
+                _ => &fe.spoe,
+            };
             if let Some(e) = engines.iter().find(|e| e.conf.id == *engine)
                 && let Some(msgs) = e.group(group)
             {
@@ -1595,7 +1601,7 @@ async fn wait_for(
 #[inline(always)]
 fn rules_cx<'x>(
     fe: &'x FrontendRt,
-    be: &'x BackendRt,
+    be: Option<&'x BackendRt>,
     who: &Who<'x>,
     req: &'x Head,
     ctx: &ReqCtx<'x>,
@@ -1604,7 +1610,7 @@ fn rules_cx<'x>(
     let (server, src, tls) = (who.server, who.src, who.tls);
     // The address the client reached (`dst`): a PROXY header's, else
     // asked of the socket, only where rules run.
-    let rules = !fe.http_response.is_empty() || !be.http_response.is_empty();
+    let rules = !fe.http_response.is_empty() || be.is_some_and(|b| !b.http_response.is_empty());
     let local = rules
         .then(|| ctx.dst.or_else(|| ctx.client.socket_local()))
         .flatten();
@@ -1621,7 +1627,7 @@ fn rules_cx<'x>(
         server_conn: who.server_conn,
         frontend: &fe.name,
         frontend_id: fe.iid,
-        backend: Some((be.name.as_str(), be.iid)),
+        backend: be.map(|b| (b.name.as_str(), b.iid)),
         vars: Some(ctx.vars),
         req_body: None,
         res_body,
@@ -1631,15 +1637,15 @@ fn rules_cx<'x>(
         req,
         src,
         frontend: &fe.name,
-        backend: Some(&be.name),
+        backend: be.map(|b| b.name.as_str()),
         server: Some(server),
         unique_id: who.unique_id,
         res: None,
         frontend_id: fe.iid,
-        backend_id: Some(be.iid),
+        backend_id: be.map(|b| b.iid),
         src_port,
         first_req: None,
-        server_id: sid(be, server),
+        server_id: be.and_then(|b| sid(b, server)),
         local,
         proxies: Some(ctx.proxies),
         vars: Some(ctx.vars),
@@ -1660,7 +1666,7 @@ fn rules_cx<'x>(
 #[allow(clippy::too_many_arguments)]
 fn response_edits<'r>(
     fe: &'r FrontendRt,
-    be: &'r BackendRt,
+    be: Option<&'r BackendRt>,
     who: &Who<'_>,
     req: &Head,
     ctx: &ReqCtx<'_>,
@@ -1677,18 +1683,16 @@ fn response_edits<'r>(
     let (from_set, from_rule) = from.unwrap_or((0, 0));
     let mut edits: Option<Edits> = resume.edits.take();
     // A `listen` section is its own frontend: its rules run once.
-    let fe_rules: &[_] = if fe.iid == be.iid {
-        &[]
-    } else {
-        &fe.http_response
-    };
-    let fe_legacy = if fe.iid == be.iid {
-        None
-    } else {
-        fe.legacy_rsp.as_deref()
-    };
+    // A `listen` section is its own backend; a service answering in a
+    // frontend has none.
+    let own = be.is_some_and(|b| b.iid == fe.iid);
+    let fe_rules: &[_] = if own { &[] } else { &fe.http_response };
+    let fe_legacy = if own { None } else { fe.legacy_rsp.as_deref() };
     let sets = [
-        (&be.http_response[..], &be.acls, be.legacy_rsp.as_deref()),
+        match be {
+            Some(b) => (&b.http_response[..], &b.acls, b.legacy_rsp.as_deref()),
+            None => (&[][..], &fe.acls, None),
+        },
         (fe_rules, &fe.acls, fe_legacy),
     ];
     for (set, (rules_, acls, legacy_rsp)) in sets.into_iter().enumerate().skip(from_set) {
@@ -1847,14 +1851,17 @@ fn response_edits<'r>(
                 HttpResponseAction::CacheStore(c) => {
                     // The backend's rules come first; a hit is not stored
                     // again (no `store` then).
-                    let caches = if set == 0 { &be.caches } else { &fe.caches };
+                    let caches = match (set, be) {
+                        (0, Some(b)) => &b.caches,
+                        _ => &fe.caches,
+                    };
                     if let Some(st) = store.as_mut()
                         && st.fill.is_none()
                         && let Some(cache) = caches.get(c.idx)
                         // A compression filter before the cache's (the
                         // frontend's, the cache's in the backend) leaves
                         // nothing to store, as in HAProxy.
-                        && !(st.compressing && set == 0 && fe.iid != be.iid && fe.comp.is_some())
+                        && !(st.compressing && set == 0 && !own && fe.comp.is_some())
                     {
                         let before = edits.as_ref().filter(|e| !is_empty(e));
                         let stored = crate::http::cache::store_rule(
@@ -1891,7 +1898,7 @@ fn response_edits<'r>(
     if let Some(cookie) = cookie.take() {
         cookie(resp, &mut edits);
     }
-    for (rules_, acls) in crate::http::after::sets(fe, Some(be)) {
+    for (rules_, acls) in crate::http::after::sets(fe, be) {
         for (action, cond) in rules_ {
             // These rules see the response (`status`, `res.hdr`).
             let scx = crate::sample::Ctx {

@@ -1126,6 +1126,7 @@ async fn route(
         cache: &mut cache_txn,
         rt,
         fe,
+        stream: rq.stream,
         peer,
         src: peer.ip(),
         src_port: peer.inet().map(|a| a.port()),
@@ -1491,6 +1492,8 @@ impl<'p> Stage<'p> {
 struct RuleRun<'r> {
     rt: &'r Runtime,
     fe: &'r FrontendRt,
+    /// The connection's `show sess` entry.
+    stream: &'r StreamEntry,
     /// The client as the rules left it (`set-src`, `set-src-port`).
     peer: Peer,
     src: Option<IpAddr>,
@@ -1933,6 +1936,54 @@ impl RuleRun<'_> {
         forward::send_answer_seen(self.conn, &out, reply.status, keep, self.fe, be, Some(cx)).await
     }
 
+    /// The `http-response` rules of `be` then `fe` (of `fe` alone for a
+    /// service in a frontend) on the answer `out` of the Lua service
+    /// `name`: the answer as they left it and how much larger its head
+    /// grew in `%B`'s count, None for one they refused.
+    async fn service_response_rules(
+        &mut self,
+        name: &str,
+        req: &Head,
+        be: Option<&BackendRt>,
+        out: Vec<u8>,
+        keep: bool,
+    ) -> Option<(Vec<u8>, u64)> {
+        let end = out.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
+        let mut resp = Head::parse_response(bytes::Bytes::copy_from_slice(&out[..end])).ok()?;
+        let ctx = forward::ReqCtx {
+            comp: None,
+            cache: None,
+            src: self.src,
+            peer: self.peer,
+            dst: self.dst,
+            edits: None,
+            stream: self.stream,
+            persisted: None,
+            persist_ignored: false,
+            tls: self.tls,
+            client: self.client,
+            vars: self.vars,
+            rt: self.rt,
+            proxies: self.proxies,
+            stick: Some(self.stick),
+            stores: Default::default(),
+        };
+        let server = format!("<lua.{name}>");
+        let ran = crate::http::relay::local_answer_rules(
+            self.fe, be, &server, req, &ctx, &mut resp, self.rec,
+        );
+        let edits = ran.await.ok()?;
+        let body = resp.response_body(req.method()).ok()?;
+        let minor = req.minor;
+        let head =
+            crate::http::relay::downstream_head(&resp, body, keep, minor, edits.as_ref(), None);
+        let logged = crate::wire::logged_size::head;
+        let grown = logged(&head).saturating_sub(logged(&out[..end]));
+        let mut edited = head.to_vec();
+        edited.extend_from_slice(&out[end..]);
+        Some((edited, grown))
+    }
+
     /// Sends the `103 Early Hints` of `early-hint` rules to an HTTP/1.1
     /// client (HTTP/1.0 has no interim answers, and an HTTP/2 stream's
     /// would need a HEADERS frame of its own: neither gets one).
@@ -2104,11 +2155,34 @@ impl RuleRun<'_> {
                     };
                     let (out, keep, framing) =
                         crate::http::lua_txn::render(&reply, head.minor, self.keep_local);
+                    // The response rules see the answer, as a server's.
+                    // (`%B` counts the service's answer as it made it, as
+                    // HAProxy counts it.)
+                    let (out, grown) = if crate::http::relay::has_response_rules(fe, be) {
+                        let ran = self.service_response_rules(name, head, be, out, keep);
+                        match Box::pin(ran).await {
+                            Some(edited) => edited,
+                            None => {
+                                self.rec.tally.http_err = true;
+                                let out = forward::send_error_seen(
+                                    self.conn,
+                                    502,
+                                    fe,
+                                    be,
+                                    self.keep_local,
+                                    &cx,
+                                );
+                                return Some(Stop::Answered(out.await));
+                            }
+                        }
+                    } else {
+                        (out, 0)
+                    };
                     let status = reply.status.unwrap_or(200);
                     let mut o =
                         forward::send_answer_seen(self.conn, &out, status, keep, fe, be, Some(&cx))
                             .await;
-                    o.logged_out = o.logged_out.saturating_sub(framing);
+                    o.logged_out = o.logged_out.saturating_sub(framing + grown);
                     return Some(Stop::Answered(o));
                 }
                 HttpRequestAction::Capture { expr, slot } => {
