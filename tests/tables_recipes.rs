@@ -93,6 +93,24 @@ impl Both {
     /// `show table web` of each, the entry pointers and times to live
     /// masked (HAProxy's addresses in its memory; the milliseconds left
     /// move while the commands run).
+    /// The two `show table web` replies once no session of either proxy
+    /// still tracks an entry (`use=0` everywhere): a client's last close
+    /// may still be on its way to the proxy when the client is done.
+    async fn settled_tables(&self) -> [String; 2] {
+        let busy = |t: &str| {
+            t.lines()
+                .any(|l| l.contains(" use=") && !l.contains(" use=0 "))
+        };
+        let end = Instant::now() + Duration::from_secs(5);
+        loop {
+            let t = self.tables();
+            if !t.iter().any(|t| busy(t)) || Instant::now() >= end {
+                return t;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
     fn tables(&self) -> [String; 2] {
         self.socks.clone().map(|s| {
             show_table(&std::os::unix::net::UnixStream::connect(&s).map_or_else(
@@ -258,7 +276,7 @@ async fn request_rate_limit_under_load() {
             assert_eq!(ok + refused, 240, "{results:?}");
         }
     }
-    let [h, s] = both.tables();
+    let [h, s] = both.settled_tables().await;
     diffs.compare("show table web", &h, &s);
     assert!(s.contains("http_req_rate(10000)=240"), "{s}");
     assert!(
@@ -327,7 +345,7 @@ async fn connection_limits_under_load() {
         assert_eq!(then[15..], vec![Got::Closed; 5], "{all:?}");
     }
     diffs.compare("connections", &all[0], &all[1]);
-    let [h, s] = both.tables();
+    let [h, s] = both.settled_tables().await;
     diffs.compare("show table web", &h, &s);
     diffs.assert_none();
 }
