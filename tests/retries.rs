@@ -496,12 +496,13 @@ listen be
         live.hostport()
     );
     let s = Sluice::start(&text);
-    for _ in 0..2 {
+    for _ in 0..4 {
         let r = get(fe_addr(port), "/").await;
         assert_eq!((r.status, r.backend()), (200, "live".to_string()));
     }
-    // The harness's readiness probe is a session too, and may or may not
-    // have been redispatched before it ended: at least our two were.
+    // The harness's readiness probe is a session too, which may or may
+    // not have taken a turn of the round robin before it ended: of our
+    // four sessions, two at least were dealt to `dead` and redispatched.
     let csv = show_stat(&s.stats_socket()).await;
     let n = |sv: &str, c: &str| csv.num("be", sv, c);
     assert!(
