@@ -513,3 +513,177 @@ backend short
     }
     d.assert_none();
 }
+
+/// Byte `i` of a body of the edge tests: the same under both proxies.
+fn edge_byte(i: usize) -> u8 {
+    (i % 251) as u8
+}
+
+/// Reads one message head (up to its blank line) from `s` after the
+/// `pending` bytes already read; None at the end of the stream.
+async fn read_message_head(s: &mut TcpStream, pending: &mut Vec<u8>) -> Option<String> {
+    let mut buf = vec![0u8; 65536];
+    loop {
+        if let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&pending[..end]).into_owned();
+            pending.drain(..end + 4);
+            return Some(head);
+        }
+        match s.read(&mut buf).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => pending.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+fn length_of(head: &str) -> usize {
+    head.to_ascii_lowercase()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("content-length:")
+                .map(|v| v.trim().to_string())
+        })
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A keep-alive server for the edge tests: each request's body is read
+/// whole (its length and a checksum go back in `x-got`), and the answer
+/// is a body of the size the path names (`/size/<n>`), head and body in
+/// one write, so that the proxy finds them together in its socket.
+async fn edge_server() -> SocketAddr {
+    tcp_server(|mut s| async move {
+        let mut pending = Vec::new();
+        let mut buf = vec![0u8; 65536];
+        while let Some(head) = read_message_head(&mut s, &mut pending).await {
+            let want = length_of(&head);
+            while pending.len() < want {
+                match s.read(&mut buf).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => pending.extend_from_slice(&buf[..n]),
+                }
+            }
+            let body: Vec<u8> = pending.drain(..want).collect();
+            let intact = body.iter().enumerate().all(|(i, b)| *b == edge_byte(i));
+            let size: usize = head
+                .split(' ')
+                .nth(1)
+                .and_then(|p| p.strip_prefix("/size/"))
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+            let mut answer = format!(
+                "HTTP/1.1 200 OK\r\nx-got: {} {intact}\r\ncontent-length: {size}\r\n\r\n",
+                body.len()
+            )
+            .into_bytes();
+            answer.extend((0..size).map(edge_byte));
+            if s.write_all(&answer).await.is_err() {
+                return;
+            }
+        }
+    })
+    .await
+}
+
+/// Bodies around the 16 KiB read buffer's edge, each way, with the next
+/// request pipelined behind an upload in the same write: what a read
+/// brings past a body is the next message's, and both proxies answer the
+/// same bytes. (sluice reads the rest of a body that filled its buffer
+/// without waiting, to send it in one write: the bytes must not change.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_across_the_buffer_edge_as_haproxy() {
+    if !haproxy::available() {
+        return;
+    }
+    let server = edge_server().await;
+    let cfg = |front: &Listen| {
+        format!(
+            "defaults
+    mode http
+    timeout connect 5s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {front}
+    default_backend be
+backend be
+    server s1 {server}
+"
+        )
+    };
+    let fronts = [listens(1), listens(1)];
+    let _hap = haproxy::Haproxy::start("body-edge", &cfg(&fronts[0][0]), &[&fronts[0][0]]);
+    let _sl = Sluice::start(&cfg(&fronts[1][0]));
+    // (upload size, answer sizes of the requests pipelined behind it)
+    let cases: [(usize, &[usize]); 4] = [
+        (20_000, &[16_000, 16_384, 16_500]),
+        (16_384, &[33_000, 100]),
+        (16_300, &[40_000, 16_384 - 40]),
+        (70_000, &[70_000, 16_400]),
+    ];
+    let mut d = Differences::default();
+    for (upload, answers) in cases {
+        let mut wire = format!(
+            "POST /size/{} HTTP/1.1\r\nhost: x\r\ncontent-length: {upload}\r\n\r\n",
+            answers[0]
+        )
+        .into_bytes();
+        wire.extend((0..upload).map(edge_byte));
+        for (i, size) in answers.iter().enumerate().skip(1) {
+            let close = if i + 1 == answers.len() {
+                "connection: close\r\n"
+            } else {
+                ""
+            };
+            wire.extend(format!("GET /size/{size} HTTP/1.1\r\nhost: x\r\n{close}\r\n").bytes());
+        }
+        let mut got = Vec::new();
+        for front in &fronts {
+            let mut s = TcpStream::connect(front[0].addr()).await.expect("connect");
+            s.write_all(&wire).await.expect("send");
+            let mut pending = Vec::new();
+            let mut summary = Vec::new();
+            for size in answers.iter() {
+                let Some(head) = within(
+                    Duration::from_secs(10),
+                    "an answer",
+                    read_message_head(&mut s, &mut pending),
+                )
+                .await
+                else {
+                    summary.push("closed".to_string());
+                    break;
+                };
+                let len = length_of(&head);
+                let mut buf = vec![0u8; 65536];
+                while pending.len() < len {
+                    match within(Duration::from_secs(10), "a body", s.read(&mut buf)).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => pending.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let body: Vec<u8> = pending.drain(..len.min(pending.len())).collect();
+                let intact =
+                    body.len() == *size && body.iter().enumerate().all(|(i, b)| *b == edge_byte(i));
+                summary.push(format!("{head}\n[{} bytes, intact {intact}]", body.len()));
+            }
+            got.push(summary.join("\n"));
+        }
+        assert!(
+            got[1].contains(&format!("x-got: {upload} true")),
+            "sluice: the upload of {upload} bytes did not arrive whole:\n{}",
+            got[1]
+        );
+        assert!(
+            !got[1].contains("intact false") && !got[1].contains("closed"),
+            "{}",
+            got[1]
+        );
+        d.compare(
+            format!("upload {upload}, answers {answers:?}"),
+            &got[0],
+            &got[1],
+        );
+    }
+    d.assert_none();
+}

@@ -401,43 +401,44 @@ async fn write_all_flushed(
     }
 }
 
-/// Writes `parts` in order with vectored writes until all are out.
-async fn write_parts(
+/// Writes `N` parts in order with vectored writes until all are out,
+/// without allocating.
+async fn write_array<const N: usize>(
     dst: &mut Stream,
-    parts: &[&[u8]],
+    mut parts: [&[u8]; N],
     timeout: Option<Duration>,
 ) -> Result<(), RelayError> {
     let dst = match dst {
         Stream::Tcp(s) => s,
         Stream::Tls(_) | Stream::Pipe(_) | Stream::Frames(_) | Stream::Fcgi(_) => {
-            return write_all_flushed(dst, parts, timeout).await;
+            return write_all_flushed(dst, &parts, timeout).await;
         }
     };
-    let mut parts: Vec<&[u8]> = parts.iter().copied().filter(|p| !p.is_empty()).collect();
-    // Drops the `n` bytes written from the front of `parts`.
-    fn advance(parts: &mut Vec<&[u8]>, mut n: usize) {
-        let mut done = 0;
+    // Drops the `n` bytes written from the front of `parts` (emptied
+    // parts stay, as empty slices: writev skips them).
+    fn advance(parts: &mut [&[u8]], mut n: usize) {
         for p in parts.iter_mut() {
             if n < p.len() {
                 *p = &p[n..];
-                break;
+                return;
             }
             n -= p.len();
-            done += 1;
+            *p = &[];
         }
-        parts.drain(..done);
-    }
-    fn slices<'a>(parts: &[&'a [u8]]) -> Vec<std::io::IoSlice<'a>> {
-        parts.iter().map(|p| std::io::IoSlice::new(p)).collect()
     }
     // As in `write_all`: first without a timer.
-    match dst.try_write_vectored(&slices(&parts)) {
+    match dst.try_write_vectored(&parts.map(std::io::IoSlice::new)) {
         Ok(n) => advance(&mut parts, n),
         Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
         Err(e) => return Err(RelayError::Write(e)),
     }
-    while !parts.is_empty() {
-        let n = match with_timeout(timeout, dst.write_vectored(&slices(&parts))).await {
+    while parts.iter().any(|p| !p.is_empty()) {
+        let n = match with_timeout(
+            timeout,
+            dst.write_vectored(&parts.map(std::io::IoSlice::new)),
+        )
+        .await
+        {
             None => return Err(RelayError::WriteTimeout),
             Some(Err(e)) => return Err(RelayError::Write(e)),
             Some(Ok(0)) => return Err(RelayError::Write(io::ErrorKind::WriteZero.into())),
@@ -568,11 +569,24 @@ pub(crate) async fn relay_message(
                 if src.buf.is_empty() && out.fill_src(src, read_timeout).await? == 0 {
                     return Err(RelayError::Truncated);
                 }
+                // The last read stopped at the buffer's end, not at the
+                // socket's: more is likely waiting.
+                let full = src.buf.len() == src.buf.capacity();
                 let take = (src.buf.len() as u64).min(left) as usize;
                 let chunk = src.buf.split_to(take);
-                out.send(&chunk).await?;
                 left -= take as u64;
                 total += take as u64;
+                if full
+                    && left > 0
+                    && let Some(more) = read_ahead(src, left)?
+                {
+                    out.send_two(&chunk, &more).await?;
+                    left -= more.len() as u64;
+                    total += more.len() as u64;
+                    give_buffer_if_unique(more);
+                    continue;
+                }
+                out.send(&chunk).await?;
             }
         }
         BodyKind::Chunked => {
@@ -646,6 +660,61 @@ pub(crate) async fn relay_message(
     })
 }
 
+/// `n` in upper-case hex without leading zeros, then CRLF: a chunk's size
+/// line, written into `out`.
+fn chunk_size_line(n: usize, out: &mut [u8; 18]) -> &[u8] {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let digits = ((usize::BITS - n.leading_zeros()).div_ceil(4)).max(1) as usize;
+    for i in 0..digits {
+        out[digits - 1 - i] = HEX[(n >> (4 * i)) & 0xf];
+    }
+    out[digits] = b'\r';
+    out[digits + 1] = b'\n';
+    &out[..digits + 2]
+}
+
+/// What a plain socket already holds of the rest of a body (`left` bytes)
+/// whose last read filled its buffer, read into a second buffer without
+/// waiting: sent with the first, it costs the receiver one wake-up and the
+/// sender one write rather than two of each (nginx reads a large answer
+/// into several buffers the same way). None when nothing is there yet
+/// (one `recv` that finds nothing), at the end of the stream (the next
+/// read sees it again), or on another stream than a plain socket. Bytes
+/// past the body stay in `src.buf` (a pipelined next message).
+fn read_ahead(src: &mut BufConn, left: u64) -> Result<Option<BytesMut>, RelayError> {
+    if !matches!(src.stream, Stream::Tcp(_)) || !src.buf.is_empty() {
+        return Ok(None);
+    }
+    let mut more = take_buffer();
+    // Polled once, as the reactor's reads are: a short read clears the
+    // socket's readiness, so the pool knows a drained connection without
+    // a probe (`state::pool`); a read that would block leaves a waker that
+    // the next real wait replaces.
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let read = std::future::Future::poll(std::pin::pin!(src.stream.read_buf(&mut more)), &mut cx);
+    match read {
+        std::task::Poll::Ready(Ok(0)) | std::task::Poll::Pending => {}
+        std::task::Poll::Ready(Ok(n)) => {
+            if n as u64 > left {
+                src.buf = more.split_off(left as usize);
+            }
+            return Ok(Some(more));
+        }
+        // Reported now: a socket reports its error once.
+        std::task::Poll::Ready(Err(e)) => return Err(RelayError::Read(e)),
+    }
+    give_buffer(more);
+    Ok(None)
+}
+
+/// Back to the thread's spares, unless part of it is still in use
+/// elsewhere (bytes past a body, kept in the connection's buffer).
+fn give_buffer_if_unique(buf: BytesMut) {
+    if buf.capacity() >= READ_CHUNK {
+        give_buffer(buf);
+    }
+}
+
 /// Goes through the chunked body bytes at the start of `buf` with `dec`:
 /// each run of data is handed to `data` (its range in `buf`), the last
 /// chunk and its trailer section as received (`0` and CRLF first) are
@@ -708,28 +777,40 @@ impl Outgoing<'_> {
         r
     }
 
+    /// Two pieces of a body, in one system call with the head if it is
+    /// still held.
+    async fn send_two(&mut self, a: &[u8], b: &[u8]) -> Result<(), RelayError> {
+        if self.head.is_empty() {
+            return write_two(self.dst, a, b, self.write_timeout).await;
+        }
+        let r = write_array(self.dst, [&self.head[..], a, b], self.write_timeout).await;
+        self.head.clear();
+        r
+    }
+
     /// A piece of a re-chunked body: `data` as one chunk (none when
     /// empty), then `end` (the last chunk and trailers, or nothing), in as
     /// few system calls as the socket allows (behind the head if it is
     /// still held: the size line is copied after it).
     async fn send_chunk(&mut self, data: &[u8], end: &[u8]) -> Result<(), RelayError> {
         // HAProxy's own chunk sizes: upper-case hex, no leading zeros.
-        let size = if data.is_empty() {
-            String::new()
+        let mut size_line = [0u8; 18];
+        let size: &[u8] = if data.is_empty() {
+            b""
         } else {
-            format!("{:X}\r\n", data.len())
+            chunk_size_line(data.len(), &mut size_line)
         };
         let crlf: &[u8] = if data.is_empty() { b"" } else { b"\r\n" };
         if self.head.is_empty() {
-            return write_parts(
-                self.dst,
-                &[size.as_bytes(), data, crlf, end],
-                self.write_timeout,
-            )
-            .await;
+            return write_array(self.dst, [size, data, crlf, end], self.write_timeout).await;
         }
-        self.head.extend_from_slice(size.as_bytes());
-        let r = write_parts(self.dst, &[self.head, data, crlf, end], self.write_timeout).await;
+        self.head.extend_from_slice(size);
+        let r = write_array(
+            self.dst,
+            [&self.head[..], data, crlf, end],
+            self.write_timeout,
+        )
+        .await;
         self.head.clear();
         r
     }
@@ -751,6 +832,23 @@ impl Outgoing<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Chunk sizes as HAProxy writes them: upper-case hex, no leading
+    /// zeros.
+    #[test]
+    fn chunk_size_lines() {
+        let mut out = [0u8; 18];
+        for (n, want) in [
+            (1usize, &b"1\r\n"[..]),
+            (0xF, b"F\r\n"),
+            (0x10, b"10\r\n"),
+            (16384, b"4000\r\n"),
+            (0xABCDEF, b"ABCDEF\r\n"),
+            (usize::MAX, b"FFFFFFFFFFFFFFFF\r\n"),
+        ] {
+            assert_eq!(chunk_size_line(n, &mut out), want, "{n}");
+        }
+    }
 
     /// A body is skippable only when all of it, its last chunk and
     /// trailers too, is in the buffer.
