@@ -53,3 +53,59 @@ backend be
     let text = String::from_utf8_lossy(&conns[0]).into_owned();
     assert_eq!(text.matches("GET /").count(), 8, "{text}");
 }
+
+/// A burst of connections, all arriving at once, is dealt over the
+/// threads: the first thread awake would otherwise accept them all while
+/// the other sleeps (every thread accepts on every listener), and serve
+/// them alone. Each connection asks which thread serves it (`thread`),
+/// the connections all held open until every answer is in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_connections_is_dealt_over_the_threads() {
+    let fe = Listen::new();
+    let port = fe.port();
+    let _s = Sluice::start(&format!(
+        "global
+    nbthread 2
+defaults
+    mode http
+    timeout client 10s
+frontend fe
+    bind {fe}
+    http-request return status 200 content-type text/plain lf-string \"%[thread]\"
+"
+    ));
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    const N: usize = 60;
+    // All the connections at once: they wait together in the backlog.
+    let connecting: Vec<_> = (0..N)
+        .map(|_| tokio::spawn(tokio::net::TcpStream::connect(addr)))
+        .collect();
+    let mut conns = Vec::with_capacity(N);
+    for c in connecting {
+        conns.push(c.await.expect("task").expect("connect"));
+    }
+    let mut threads = [0usize; 2];
+    for c in &mut conns {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        c.write_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
+            .await
+            .expect("send");
+        let mut got = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !got.ends_with(b"\r\n\r\n0") && !got.ends_with(b"\r\n\r\n1") {
+            let n = within(Duration::from_secs(5), "an answer", c.read(&mut buf))
+                .await
+                .expect("read");
+            assert!(n > 0, "closed: {}", String::from_utf8_lossy(&got));
+            got.extend_from_slice(&buf[..n]);
+        }
+        threads[usize::from(got.ends_with(b"1"))] += 1;
+    }
+    // Dealt as sys::workers::deal deals them: the busier of two threads
+    // serves at most one and an eighth more, plus two, than the other.
+    let (least, most) = (threads[0].min(threads[1]), threads[0].max(threads[1]));
+    assert!(
+        most <= least + 2 + least / 8 + 1,
+        "connections per thread: {threads:?}"
+    );
+}

@@ -308,7 +308,44 @@ async fn accept_loop(
             }
         };
         drop(ready);
-        serve_new(&rt, &binding.frontend, permits, stream, peer, &ctl.addr);
+        deal(&rt, &binding.frontend, permits, stream, peer, &ctl.addr);
+    }
+}
+
+/// Serves a connection just accepted here, or on the worker that serves
+/// the fewest connections when this one serves many more
+/// (`sys::workers::deal`).
+fn deal(
+    rt: &Arc<Runtime>,
+    frontend: &Arc<str>,
+    permits: crate::snapshot::client::Permits,
+    stream: std::net::TcpStream,
+    peer: Option<SocketAddr>,
+    local: &ListenAddr,
+) {
+    use crate::sys::workers;
+    let Some(me) = workers::current() else {
+        return serve_new(
+            rt,
+            frontend,
+            permits,
+            stream,
+            peer,
+            local,
+            workers::Load::default(),
+        );
+    };
+    let to = workers::deal(me);
+    // Counted there at once, so that the next connection of a burst sees it.
+    let load = workers::Load::on(to);
+    match workers::workers().get(to) {
+        Some(other) if to != me => {
+            let (rt, frontend, local) = (rt.clone(), frontend.clone(), local.clone());
+            other.spawn(async move {
+                serve_new(&rt, &frontend, permits, stream, peer, &local, load);
+            });
+        }
+        _ => serve_new(rt, frontend, permits, stream, peer, local, load),
     }
 }
 
@@ -356,7 +393,8 @@ fn session_rate_wait(rt: &Runtime, frontend: &str) -> std::time::Duration {
     })
 }
 
-/// Serves a connection just accepted on `local` for `frontend`.
+/// Serves a connection just accepted on `local` for `frontend`, on the
+/// calling worker (counted there by `load`).
 fn serve_new(
     rt: &Arc<Runtime>,
     frontend: &Arc<str>,
@@ -364,9 +402,10 @@ fn serve_new(
     stream: std::net::TcpStream,
     peer: Option<SocketAddr>,
     local: &ListenAddr,
+    load: crate::sys::workers::Load,
 ) {
     let (client, peer, serving, screen, tls) =
-        open_client(rt, frontend, permits, &stream, peer, local);
+        open_client(rt, frontend, permits, &stream, peer, local, load);
     if let Some(screen) = screen {
         // Non-blocking already (accept4).
         let Ok(stream) = TcpStream::from_std(stream) else {
@@ -406,9 +445,15 @@ async fn drain(
                 return;
             };
             match listener.get_ref().accept_stream() {
-                Ok((stream, peer)) => {
-                    serve_new(rt, &binding.frontend, permits, stream, peer, &ctl.addr)
-                }
+                Ok((stream, peer)) => serve_new(
+                    rt,
+                    &binding.frontend,
+                    permits,
+                    stream,
+                    peer,
+                    &ctl.addr,
+                    crate::sys::workers::Load::here(),
+                ),
                 Err(e) if e.kind() == std::io::ErrorKind::ConnectionAborted => {}
                 // Nothing left (WouldBlock), or an error that more tries
                 // would meet again.
@@ -654,6 +699,7 @@ fn open_client(
     stream: &std::net::TcpStream,
     peer: Option<SocketAddr>,
     local: &ListenAddr,
+    load: crate::sys::workers::Load,
 ) -> (
     ClientConn,
     Peer,
@@ -710,7 +756,7 @@ fn open_client(
     let fd = stream.as_raw_fd();
     let slot = crate::state::sessions::Slot::register(peer, fe_iid, fd);
     let facts = crate::sample::conn::ClientFacts::new(fd, listener);
-    let mut client = ClientConn::new(rt, permits, slot, facts);
+    let mut client = ClientConn::new(rt, permits, slot, facts, load);
     if let Some(st) = fe_state
         && screen.is_none()
     {

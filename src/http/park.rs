@@ -165,6 +165,9 @@ pub(crate) fn park(
         Err(_) => return Ok(()),
     };
     let fd = std_stream.as_raw_fd();
+    // A parked connection is no worker's until it is given back.
+    let mut client = client;
+    client.move_load(crate::sys::workers::Load::default());
     let deadline = idle_left.map(|d| Instant::now() + d);
     lot.parked_since_trim.fetch_add(1, Relaxed);
     let mut slots = lock(&lot.slots);
@@ -197,8 +200,10 @@ pub(crate) fn park(
             return Ok(());
         };
         drop(slots);
+        let mut client = p.client;
+        client.move_load(crate::sys::workers::Load::here());
         return match TcpStream::from_std(p.stream) {
-            Ok(s) => Err(Box::new((p.client, s))),
+            Ok(s) => Err(Box::new((client, s))),
             Err(_) => Ok(()),
         };
     }
@@ -279,7 +284,13 @@ fn serve_again(p: Parked) {
         peer,
         ..
     } = p;
-    let _on = crate::sys::workers::enter_next();
+    let mut client = client;
+    // The worker that serves the fewest connections takes it (the lot
+    // runs on the control runtime).
+    let _on = crate::sys::workers::enter_lightest().map(|(n, on)| {
+        client.move_load(crate::sys::workers::Load::on(n));
+        on
+    });
     // Its request is there: read and answered before the socket joins
     // the reactor again (`tls::TcpConn`).
     tokio::spawn(crate::http::service::serve_connection(

@@ -57,6 +57,9 @@ pub(crate) struct ClientConn {
     /// track, released (`conn_cur` down) when it closes; boxed, as few
     /// connections have them, so that idle connections stay small.
     trackers: Option<Box<Trackers>>,
+    /// Its place in its worker's count of connections, by which new ones
+    /// are dealt out (`sys::workers::deal`).
+    load: crate::sys::workers::Load,
 }
 
 impl ClientConn {
@@ -68,6 +71,7 @@ impl ClientConn {
         permits: Permits,
         stream: Slot,
         facts: ClientFacts,
+        load: crate::sys::workers::Load,
     ) -> ClientConn {
         let p = &rt.process;
         p.conns.inc();
@@ -81,7 +85,14 @@ impl ClientConn {
             stream,
             facts,
             trackers: None,
+            load,
         }
+    }
+
+    /// Counted on `worker` from now on, or on none (`Load::default()`, a
+    /// connection parked).
+    pub(crate) fn move_load(&mut self, load: crate::sys::workers::Load) {
+        self.load = load;
     }
 
     /// The frontend it came in on (its listener's).

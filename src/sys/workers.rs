@@ -3,11 +3,13 @@
 //! runtime on the main thread.
 //!
 //! A connection lives on one worker from accept to close: each worker
-//! accepts on every listener itself (`frontend::listener`), so the socket
-//! it accepts is registered with that worker's reactor (its own epoll set),
-//! its tasks run on that worker's thread, and the idle server connections
-//! it takes and gives back are that worker's (see `state::pool`). Nothing
-//! on the request path wakes another thread. One work-stealing runtime
+//! accepts on every listener itself (`frontend::listener`), and serves
+//! what it accepts unless it serves many more connections than another
+//! ([`deal`], which hands the socket over once, before its first read);
+//! the socket is registered with the serving worker's reactor (its own
+//! epoll set), its tasks run on that worker's thread, and the idle server
+//! connections it takes and gives back are that worker's (see
+//! `state::pool`). Nothing on the request path wakes another thread. One work-stealing runtime
 //! over all threads instead woke idle workers on every wake-up (to steal),
 //! and a fifth of the CPU went into those context switches; a runtime of
 //! one worker thread driven by the multi-thread scheduler still paid that
@@ -32,8 +34,15 @@ static WORKERS: OnceLock<Vec<Handle>> = OnceLock::new();
 /// The control runtime's handle.
 static CONTROL: OnceLock<Handle> = OnceLock::new();
 
-/// Round-robin position for the next connection dealt to a worker.
-static NEXT: AtomicUsize = AtomicUsize::new(0);
+/// How many connections each worker serves now (accepted or given back
+/// by the parking lot, not parked), for dealing new ones out evenly. The
+/// one figure the workers share that a connection writes: at open, park
+/// and close, never per request. A line each, so that one worker's
+/// connections do not slow another's.
+static LOADS: OnceLock<Box<[WorkerCount]>> = OnceLock::new();
+
+#[repr(align(128))]
+struct WorkerCount(AtomicUsize);
 
 thread_local! {
     /// The worker this thread is (None: the control thread, a blocking
@@ -83,6 +92,11 @@ pub(crate) fn start(
                 rt.block_on(heartbeat());
             })?;
     }
+    let _ = LOADS.set(
+        (0..handles.len())
+            .map(|_| WorkerCount(AtomicUsize::new(0)))
+            .collect(),
+    );
     let _ = WORKERS.set(handles);
     let _ = CONTROL.set(control.handle().clone());
     Ok(Runtimes { control })
@@ -133,16 +147,86 @@ pub(crate) fn all() -> impl Iterator<Item = &'static Handle> {
     workers().iter().chain(CONTROL.get())
 }
 
-/// Enters the worker the next connection goes to, when the caller is not
-/// a worker (the parking lot gives connections back from the control
-/// runtime): while the guard lives, sockets register with its reactor and
-/// `tokio::spawn` runs tasks on it. None (stay where we are) on a worker,
-/// or before [`start`]. The guard must not be held across an `.await`.
-pub(crate) fn enter_next() -> Option<EnterGuard<'static>> {
+/// Enters the worker that serves the fewest connections, when the caller
+/// is not a worker (the parking lot gives connections back from the
+/// control runtime): while the guard lives, sockets register with its
+/// reactor and `tokio::spawn` runs tasks on it. None (stay where we are) on
+/// a worker, or before [`start`]. The guard must not be held across an
+/// `.await`.
+pub(crate) fn enter_lightest() -> Option<(usize, EnterGuard<'static>)> {
     if current().is_some() {
         return None;
     }
     let handles = WORKERS.get()?;
-    let n = NEXT.fetch_add(1, Relaxed) % handles.len();
-    Some(handles[n].enter())
+    let (n, _) = lightest()?;
+    Some((n, handles.get(n)?.enter()))
+}
+
+/// The worker serving the fewest connections now, and how many.
+fn lightest() -> Option<(usize, usize)> {
+    LOADS
+        .get()?
+        .iter()
+        .map(|c| c.0.load(Relaxed))
+        .enumerate()
+        .min_by_key(|&(_, n)| n)
+}
+
+/// The worker that is to serve a connection the worker `me` just
+/// accepted: `me`, unless another serves fewer connections by more than
+/// one and an eighth. Every worker accepts on every listener and the one
+/// awake first takes what arrives, so a burst of connections (a load
+/// generator's, a browser's) would all land on one worker while the
+/// others sleep; dealt this way they end up even (50 at once: 26 and 24
+/// on two workers), as HAProxy's listeners deal theirs to the least
+/// loaded thread. A connection dealt elsewhere costs one wake-up of that
+/// worker, once, and is then served there to its end.
+pub(crate) fn deal(me: usize) -> usize {
+    let Some(loads) = LOADS.get() else { return me };
+    let Some(mine) = loads.get(me).map(|c| c.0.load(Relaxed)) else {
+        return me;
+    };
+    match lightest() {
+        Some((n, least)) if mine > least + 1 + least / 8 => n,
+        _ => me,
+    }
+}
+
+/// A connection's place in its worker's count ([`deal`]): counted from
+/// [`Load::on`] until released or dropped.
+#[derive(Debug, Default)]
+pub(crate) struct Load(Option<u32>);
+
+impl Load {
+    /// Counts a connection on `worker` (nothing before [`start`], or for a
+    /// worker that does not exist).
+    pub(crate) fn on(worker: usize) -> Load {
+        match LOADS.get().and_then(|l| l.get(worker)) {
+            Some(c) => {
+                c.0.fetch_add(1, Relaxed);
+                Load(Some(worker as u32))
+            }
+            None => Load(None),
+        }
+    }
+
+    /// Counts the connection on the calling worker, if it is one.
+    pub(crate) fn here() -> Load {
+        current().map_or(Load(None), Load::on)
+    }
+
+    /// No longer counted (a connection parked).
+    pub(crate) fn release(&mut self) {
+        if let Some(w) = self.0.take()
+            && let Some(c) = LOADS.get().and_then(|l| l.get(w as usize))
+        {
+            c.0.fetch_sub(1, Relaxed);
+        }
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        self.release();
+    }
 }
