@@ -9,6 +9,7 @@ use std::io;
 use std::time::Duration;
 
 use crate::tls::Stream;
+use crate::wire::deadline::{Deadline, Limit};
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -156,14 +157,14 @@ pub(crate) fn has_pending(stream: &impl std::os::fd::AsRawFd) -> bool {
     n > 0
 }
 
+/// `fut`, or None if it takes longer than `t`, counted from when it first
+/// has to wait (`wire::deadline`: what is ready at once costs no clock
+/// read and no timer).
 pub(crate) async fn with_timeout<T>(
     t: Option<Duration>,
     fut: impl std::future::Future<Output = T>,
 ) -> Option<T> {
-    match t {
-        Some(t) => tokio::time::timeout(t, fut).await.ok(),
-        None => Some(fut.await),
-    }
+    Deadline::new(fut, Limit::after(t)).await
 }
 
 thread_local! {
@@ -311,7 +312,10 @@ impl BufConn {
         max: usize,
         timeout: Option<Duration>,
     ) -> Result<Bytes, HeadError> {
-        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+        // Set when the wait first has to wait: a head already in the
+        // socket (a keep-alive client's next request, once it is readable)
+        // is read without a clock read or a timer.
+        let mut deadline: Option<tokio::time::Instant> = None;
         let mut scanned: usize = 0;
         loop {
             // Resume the search a little before where it stopped, in case
@@ -328,8 +332,17 @@ impl BufConn {
             if self.buf.len() > max {
                 return Err(HeadError::TooLarge);
             }
-            let left = deadline.map(|d| d.saturating_duration_since(tokio::time::Instant::now()));
-            match self.fill(left).await {
+            let limit = match (deadline, timeout) {
+                (Some(d), _) => Limit::At(d),
+                (None, t) => Limit::after(t),
+            };
+            let (filled, armed) = {
+                let mut wait = std::pin::pin!(Deadline::new(self.fill(None), limit));
+                let filled = wait.as_mut().await.unwrap_or(Err(RelayError::ReadTimeout));
+                (filled, wait.armed())
+            };
+            deadline = deadline.or(armed);
+            match filled {
                 Ok(0) if self.buf.is_empty() => return Err(HeadError::Closed),
                 Ok(0) => return Err(HeadError::Truncated),
                 Ok(_) => {}

@@ -4,6 +4,7 @@
 //! kernel splicing. Everything above it reads and writes through here.
 
 pub(crate) mod client_hello;
+pub(crate) mod deadline;
 pub(crate) mod error_pages;
 pub(crate) mod error_spot;
 pub(crate) mod fcgi;
