@@ -116,6 +116,13 @@ pub(crate) fn current() -> Option<usize> {
     INDEX.with(Cell::get)
 }
 
+/// Makes the calling thread say it is worker `index` (tests of what is
+/// kept per worker).
+#[cfg(test)]
+pub(crate) fn pretend(index: Option<usize>) {
+    INDEX.with(|i| i.set(index));
+}
+
 /// The workers' handles (empty before [`start`], as in unit tests, where
 /// everything runs on the test's runtime).
 pub(crate) fn workers() -> &'static [Handle] {

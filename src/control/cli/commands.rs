@@ -261,8 +261,8 @@ pub(super) fn cmd_clear_counters(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
     }
     let p = &ctx.rt.process;
     p.conns.clear_max();
-    p.conn_rate.clear_max();
-    p.sess_rate.clear_max();
+    p.counts.conn_rate().clear_max();
+    p.counts.sess_rate().clear_max();
     text("")
 }
 
