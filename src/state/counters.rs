@@ -129,12 +129,14 @@ impl<T> Sharded<T> {
     /// The calling thread's shard: the only one it writes.
     #[inline]
     pub(crate) fn local(&self) -> &T {
-        let other = self.0.len() - 1;
+        // A worker numbered past the workers' shards lands on the last,
+        // the other threads' one, which is what it should use.
+        let shards = &self.0;
         let i = match workers::current() {
-            Some(i) if i < other => i,
-            _ => other,
+            Some(i) if i < shards.len() => i,
+            _ => shards.len() - 1,
         };
-        &self.0[i].0
+        &shards[i].0
     }
 
     fn iter(&self) -> impl Iterator<Item = &T> {
@@ -163,7 +165,24 @@ pub(crate) struct FreqSlot {
 impl FreqSlot {
     /// Counts one event in second `sec`; the second this slot left for it
     /// and its count, when it left one with events.
+    #[inline]
     fn hit(&self, sec: u32) -> Option<(u32, u32)> {
+        let cur = self.cur.load(Relaxed);
+        if (cur >> 32) as u32 == sec && (cur as u32) < u32::MAX {
+            // Within the second: one add on the shard's own line (a
+            // compare-and-swap would loop only when the other threads'
+            // shard is shared). It cannot carry into the second's bits:
+            // 2^32 events in one second are out of reach.
+            self.cur.fetch_add(1, Relaxed);
+            return None;
+        }
+        self.roll(sec)
+    }
+
+    /// [`FreqSlot::hit`] in a new second: once per second per shard.
+    #[cold]
+    #[inline(never)]
+    fn roll(&self, sec: u32) -> Option<(u32, u32)> {
         let mut cur = self.cur.load(Relaxed);
         loop {
             let (s, n) = ((cur >> 32) as u32, cur as u32);
@@ -230,26 +249,32 @@ impl<'a, T> Rate<'a, T> {
     }
 
     /// Counts one event on `shard`, the calling thread's.
+    #[inline]
     fn hit_on(&self, shard: &T) {
         let own = (self.slot)(shard);
-        let sec = now_secs() as u32;
-        if let Some((s, n)) = own.hit(sec) {
-            // This shard left second `s`: its count over all shards (the
-            // others hold it in `prev` once they left it too, in `cur`
-            // while not) may be the highest. The last shard to leave it
-            // sees every count; a shard that never leaves it is seen by
-            // `max` itself.
-            if s < self.top.floor.load(Relaxed) {
-                return;
-            }
-            let others = self
-                .shards
-                .iter()
-                .map(self.slot)
-                .filter(|&o| !std::ptr::eq(o, own))
-                .fold(0u32, |a, o| a.saturating_add(o.count_in(s)));
-            self.top.max.fetch_max(n.saturating_add(others), Relaxed);
+        if let Some((s, n)) = own.hit(now_secs() as u32) {
+            self.settle(own, s, n);
         }
+    }
+
+    /// `own` left second `s` with `n` events: that second's count over all
+    /// shards (the others hold it in `prev` once they left it too, in
+    /// `cur` while not) may be the highest. The last shard to leave it
+    /// sees every count; a shard that never leaves it is seen by `max`
+    /// itself.
+    #[cold]
+    #[inline(never)]
+    fn settle(&self, own: &FreqSlot, s: u32, n: u32) {
+        if s < self.top.floor.load(Relaxed) {
+            return;
+        }
+        let others = self
+            .shards
+            .iter()
+            .map(self.slot)
+            .filter(|&o| !std::ptr::eq(o, own))
+            .fold(0u32, |a, o| a.saturating_add(o.count_in(s)));
+        self.top.max.fetch_max(n.saturating_add(others), Relaxed);
     }
 
     /// The events of second `t` over all shards.
@@ -651,18 +676,16 @@ impl Counters {
     pub(crate) fn record_times(&self, queue: u32, connect: u32, response: u32, total: u32) {
         let t = &self.shards().local().times;
         let seen = t.samples.fetch_add(1, Relaxed);
-        for ((sum, max), v) in t
-            .sums
-            .iter()
-            .zip(&t.maxima)
-            .zip([queue, connect, response, total])
-        {
-            sum.add(v, seen);
-            // A maximum rarely moves: read before writing.
-            if v > max.load(Relaxed) {
-                max.fetch_max(v, Relaxed);
-            }
-        }
+        let [q, c, r, tt] = &t.sums;
+        q.add(queue, seen);
+        c.add(connect, seen);
+        r.add(response, seen);
+        tt.add(total, seen);
+        let [qm, cm, rm, tm] = &t.maxima;
+        qm.fetch_max(queue, Relaxed);
+        cm.fetch_max(connect, Relaxed);
+        rm.fetch_max(response, Relaxed);
+        tm.fetch_max(total, Relaxed);
     }
 
     /// `[qtime, ctime, rtime, ttime]` averages. Each shard averages its

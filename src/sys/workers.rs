@@ -111,9 +111,11 @@ pub(crate) fn count() -> usize {
     WORKERS.get().map_or(1, |h| h.len().max(1))
 }
 
-/// The worker the calling thread is, if it is one.
+/// The worker the calling thread is, if it is one. Inlined: the counters
+/// ask it several times per request to find their shard.
+#[inline]
 pub(crate) fn current() -> Option<usize> {
-    INDEX.with(Cell::get)
+    INDEX.with(|i| i.get())
 }
 
 /// Makes the calling thread say it is worker `index` (tests of what is
