@@ -107,14 +107,14 @@ struct Padded<T>(T);
 /// `control/startup.rs`, which starts them before any state is made); a
 /// thread whose index is beyond it uses the last one.
 #[derive(Debug)]
-pub(crate) struct Sharded<T>(Box<[Padded<T>]>);
+struct Sharded<T>(Box<[Padded<T>]>);
 
 impl<T: Default> Sharded<T> {
-    pub(crate) fn new() -> Self {
+    fn new() -> Self {
         Self::with_shards(workers::count() + 1)
     }
 
-    pub(crate) fn with_shards(n: usize) -> Self {
+    fn with_shards(n: usize) -> Self {
         Sharded((0..n.max(1)).map(|_| Padded::default()).collect())
     }
 }
@@ -128,7 +128,7 @@ impl<T: Default> Default for Sharded<T> {
 impl<T> Sharded<T> {
     /// The calling thread's shard: the only one it writes.
     #[inline]
-    pub(crate) fn local(&self) -> &T {
+    fn local(&self) -> &T {
         // A worker numbered past the workers' shards lands on the last,
         // the other threads' one, which is what it should use.
         let shards = &self.0;
@@ -144,7 +144,7 @@ impl<T> Sharded<T> {
     }
 
     /// The sum of one counter over the shards.
-    pub(crate) fn sum(&self, field: impl Fn(&T) -> &Count) -> u64 {
+    fn sum(&self, field: impl Fn(&T) -> &Count) -> u64 {
         self.iter()
             .map(|s| field(s).get())
             .fold(0, u64::wrapping_add)
@@ -155,7 +155,7 @@ impl<T> Sharded<T> {
 /// second's count and the previous one's, packed so that one atomic holds
 /// a consistent pair. Only its shard's threads write it.
 #[derive(Default, Debug)]
-pub(crate) struct FreqSlot {
+struct FreqSlot {
     /// High 32 bits: second (mod 2^32); low 32 bits: count in that second.
     cur: AtomicU64,
     /// The count of the second before `cur`'s (0 if it had none).
@@ -169,10 +169,9 @@ impl FreqSlot {
     fn hit(&self, sec: u32) -> Option<(u32, u32)> {
         let cur = self.cur.load(Relaxed);
         if (cur >> 32) as u32 == sec && (cur as u32) < u32::MAX {
-            // Within the second: one add on the shard's own line (a
-            // compare-and-swap would loop only when the other threads'
-            // shard is shared). It cannot carry into the second's bits:
-            // 2^32 events in one second are out of reach.
+            // Within the second: one add on the shard's own line. It
+            // cannot carry into the second's bits: a full count goes
+            // through `roll`, which saturates.
             self.cur.fetch_add(1, Relaxed);
             return None;
         }
@@ -230,7 +229,7 @@ impl FreqSlot {
 /// worker, not per event), and the first second it covers since `clear
 /// counters`.
 #[derive(Default, Debug)]
-pub(crate) struct RateMax {
+struct RateMax {
     max: AtomicU32,
     floor: AtomicU32,
 }
@@ -244,7 +243,7 @@ pub(crate) struct Rate<'a, T> {
 }
 
 impl<'a, T> Rate<'a, T> {
-    pub(crate) fn new(shards: &'a Sharded<T>, slot: fn(&T) -> &FreqSlot, top: &'a RateMax) -> Self {
+    fn new(shards: &'a Sharded<T>, slot: fn(&T) -> &FreqSlot, top: &'a RateMax) -> Self {
         Rate { shards, slot, top }
     }
 
@@ -344,7 +343,9 @@ impl<'a, T> Rate<'a, T> {
         std::time::Duration::from_secs_f64((at - frac).max(0.0) + 0.001)
     }
 
-    /// `clear counters`: the maximum starts again with the next second.
+    /// `clear counters`: the maximum starts again with the next second
+    /// (the current one's count, which the shards do not split into
+    /// before and after the clear, is left out of it).
     pub(crate) fn clear_max(&self) {
         self.top
             .floor
