@@ -1144,7 +1144,7 @@ async fn soft_stop(
         let fe = p
             .frontend
             .as_ref()
-            .map_or(0, |f| f.state.counters.sum(|s| &s.conn_tot));
+            .map_or(0, |f| f.state.client.sum(|s| &s.conn_tot));
         let be = p
             .backend
             .as_ref()

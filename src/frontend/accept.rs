@@ -209,13 +209,13 @@ fn refuse(
     fe: &FrontendRt,
     stream: &TcpStream,
     verdict: Verdict,
-    denied: impl Fn(&crate::state::counters::Adds) -> &crate::state::counters::Count,
+    denied: impl Fn(&crate::state::counters::ClientAdds) -> &crate::state::counters::Count,
 ) {
     if verdict == Verdict::SilentDrop {
         fe.state.counters.local().dreq.inc();
         crate::tcp::rules::silent_drop(stream);
     } else {
-        denied(fe.state.counters.local()).inc();
+        denied(fe.state.client.local()).inc();
     }
     // As HAProxy: the refused connection is reset, not closed.
     let _ = socket2::SockRef::from(stream).set_linger(Some(std::time::Duration::ZERO));

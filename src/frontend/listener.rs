@@ -703,7 +703,7 @@ fn open_client(
     let luid = listener.id() as u32;
     let peer = peer.map_or(Peer::Unix(luid), Peer::Ip);
     if let Some(st) = &fe_state {
-        st.counters.count_connection();
+        st.client.count_connection();
     }
     let fd = stream.as_raw_fd();
     let slot = crate::state::sessions::Slot::register(peer, fe_iid, fd);

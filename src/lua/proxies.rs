@@ -56,7 +56,7 @@ fn frontend_op(p: &crate::snapshot::ProxyRt, op: ListenerOp) {
         ListenerOp::Pause => tracing::warn!("Paused frontend {}.", p.name),
         ListenerOp::Resume => tracing::warn!("Resumed frontend {}.", p.name),
         ListenerOp::Stop => {
-            let fe_conns = fe.state.counters.sum(|s| &s.conn_tot);
+            let fe_conns = fe.state.client.sum(|s| &s.conn_tot);
             let be_conns = p
                 .backend
                 .as_ref()

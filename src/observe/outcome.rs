@@ -28,7 +28,7 @@ use std::time::{Instant, SystemTime};
 
 use crate::observe::log::emit;
 use crate::snapshot::{BackendRt, FrontendRt};
-use crate::state::counters::Count;
+use crate::state::counters::{ClientCounters, Count};
 use crate::state::table::track::Trackers;
 use crate::state::{Counters, ServerState};
 use crate::wire::h1::Head;
@@ -426,10 +426,6 @@ fn count_on(c: &Counters, row: Rows, t: &Tally, status: Option<u16>) {
         }
         l.bin.add(t.fe_in);
         l.bout.add(t.fe_out);
-        if t.h1 {
-            l.h1_bytes_in.add(t.fe_in);
-            l.h1_bytes_out.add(t.fe_out);
-        }
         return;
     }
     if let Some(s) = t.srv_status {
@@ -444,6 +440,16 @@ fn count_on(c: &Counters, row: Rows, t: &Tally, status: Option<u16>) {
     l.bout.add(t.srv_out);
     if let Some([q, cn, r, tt]) = t.times {
         c.record_times(q, cn, r, tt);
+    }
+}
+
+/// What a frontend alone counts of an exchange: over HTTP/1, its bytes in
+/// `h1_bytes_in/out` too.
+fn count_client(c: &ClientCounters, t: &Tally) {
+    if t.h1 {
+        let l = c.local();
+        l.h1_bytes_in.add(t.fe_in);
+        l.h1_bytes_out.add(t.fe_out);
     }
 }
 
@@ -510,6 +516,7 @@ pub(crate) fn finish_tracked(
     }
     let t = &rec.tally;
     count_on(&fe.state.counters, Rows::FE, t, status);
+    count_client(&fe.state.client, t);
     process.counts.local().bytes_out.add(t.fe_out);
     if let Some(be) = &rec.backend {
         count_on(&be.state.counters, Rows::BE, t, status);
@@ -682,8 +689,13 @@ mod tests {
         assert_eq!(hrsp(&be), [1, 1]);
         assert_eq!(hrsp(&srv), [1, 0]);
         assert_eq!([fe.sum(|s| &s.bin), fe.sum(|s| &s.bout)], [10, 20]);
+        let client = ClientCounters::default();
+        count_client(&client, &t);
         assert_eq!(
-            [fe.sum(|s| &s.h1_bytes_in), fe.sum(|s| &s.h1_bytes_out)],
+            [
+                client.sum(|s| &s.h1_bytes_in),
+                client.sum(|s| &s.h1_bytes_out)
+            ],
             [10, 20]
         );
         assert_eq!([be.sum(|s| &s.bin), be.sum(|s| &s.bout)], [30, 40]);

@@ -20,11 +20,14 @@
 //! `maxconn` slots, `leastconn` and `first` read the one current value,
 //! which must be exact at every moment.
 //!
-//! Memory: a shard is 512 bytes (44 additive counters, `lastsess`, three
-//! rates, four time averages and their maxima, rounded up to the 128-byte
-//! padding), so a row costs 256 bytes plus 512 per worker thread plus 512
-//! for the other threads: 1.8 KiB with 2 threads, 8.7 KiB with 16, 33 KiB
-//! with 64 (10,000 servers on 64 threads: 330 MB).
+//! Memory: a shard holds only what adds up per worker (31 counters,
+//! `lastsess`, two rates' seconds, four time sums and their sample count:
+//! 328 bytes, 384 with the padding); the maxima are the row's. A row costs
+//! 256 bytes plus 384 per worker thread plus 384 for the other threads:
+//! 1.4 KiB with 2 threads, 6.6 KiB with 16, 24.6 KiB with 64 (10,000
+//! servers on 64 threads: 252 MB). What only a frontend counts (its
+//! connections, the h1/h2 modules, `conn_rate`) is in [`ClientCounters`],
+//! 128 bytes more per thread for a frontend only.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -103,15 +106,21 @@ impl Count {
 struct Padded<T>(T);
 
 /// One `T` per worker thread, then one for every other thread. The number
-/// is fixed when it is made: the workers the process started with (see
-/// `control/startup.rs`, which starts them before any state is made); a
-/// thread whose index is beyond it uses the last one.
+/// is fixed when it is made ([`shard_count`]); a thread whose index is
+/// beyond it uses the last one.
 #[derive(Debug)]
 struct Sharded<T>(Box<[Padded<T>]>);
 
+/// How many shards a new [`Sharded`] has: one per worker the process
+/// started with (see `control/startup.rs`, which starts them before any
+/// state is made), and one for every other thread.
+fn shard_count() -> usize {
+    workers::count() + 1
+}
+
 impl<T: Default> Sharded<T> {
     fn new() -> Self {
-        Self::with_shards(workers::count() + 1)
+        Self::with_shards(shard_count())
     }
 
     fn with_shards(n: usize) -> Self {
@@ -414,46 +423,57 @@ impl SwRate {
 }
 
 /// One shard's qtime/ctime/rtime/ttime: averages over its last 1024
-/// requests and the maxima, in milliseconds.
+/// requests, in milliseconds (the maxima are the row's, in [`Rare`]).
 #[derive(Default, Debug)]
 struct TimesShard {
     /// Requests measured so far.
     samples: AtomicU64,
     /// queue, connect, response, total.
     sums: [SwRate; 4],
-    maxima: [AtomicU32; 4],
 }
 
 macro_rules! additive {
-    ($($(#[$doc:meta])* $name:ident,)*) => {
-        /// One worker's share of a row's additive counters: added to
-        /// through [`Counters::local`], read summed over the shards.
+    (
+        $(#[$adds_doc:meta])* $adds:ident,
+        $(#[$totals_doc:meta])* $totals:ident,
+        [$($(#[$arr_doc:meta])* $arr:ident: $len:literal),*],
+        $($(#[$doc:meta])* $name:ident,)*
+    ) => {
+        $(#[$adds_doc])*
         #[derive(Default, Debug)]
-        pub(crate) struct Adds {
+        pub(crate) struct $adds {
             $($(#[$doc])* pub(crate) $name: Count,)*
-            /// hrsp_1xx .. hrsp_5xx, hrsp_other.
-            pub(crate) hrsp: [Count; 6],
+            $($(#[$arr_doc])* pub(crate) $arr: [Count; $len],)*
         }
 
-        /// A row's additive counters summed over the shards.
+        $(#[$totals_doc])*
         #[derive(Default, Debug, Clone, Copy, PartialEq, Eq)]
-        pub(crate) struct Totals {
+        pub(crate) struct $totals {
             $(pub(crate) $name: u64,)*
-            pub(crate) hrsp: [u64; 6],
+            $(pub(crate) $arr: [u64; $len],)*
         }
 
-        impl Totals {
-            fn add(&mut self, s: &Adds) {
+        impl $totals {
+            fn add(&mut self, s: &$adds) {
                 $(self.$name = self.$name.wrapping_add(s.$name.get());)*
-                for (t, c) in self.hrsp.iter_mut().zip(&s.hrsp) {
+                $(for (t, c) in self.$arr.iter_mut().zip(&s.$arr) {
                     *t = t.wrapping_add(c.get());
-                }
+                })*
             }
         }
     };
 }
 
 additive! {
+    /// One worker's share of a row's additive counters: added to through
+    /// [`Counters::local`], read summed over the shards.
+    Adds,
+    /// A row's additive counters summed over the shards.
+    Totals,
+    [
+        /// hrsp_1xx .. hrsp_5xx, hrsp_other.
+        hrsp: 6
+    ],
     /// Cumulative sessions.
     stot,
     bin,
@@ -470,12 +490,6 @@ additive! {
     srv_abrt,
     /// Times this backend/server was chosen by load balancing.
     lbtot,
-    /// Frontend: accepted connections.
-    conn_tot,
-    /// Connections refused by `tcp-request connection` rules (frontend).
-    dcon,
-    /// Sessions refused by `tcp-request session` rules (frontend).
-    dses,
     intercepted,
     /// HTTP compression (frontend and backend): body bytes given to the
     /// compressor and emitted by it, bytes passed through the `identity`
@@ -495,17 +509,32 @@ additive! {
     /// and backend: with servers).
     ssl_sess,
     ssl_failed_handshake,
-    /// HTTP/2 on the client side (frontend): streams opened (HEADERS),
-    /// DATA frames received, connections closed for a protocol error (or
-    /// a flood), streams reset for one, GOAWAYs sent for an error,
-    /// connections in all.
+}
+
+additive! {
+    /// One worker's share of a frontend's client-side counters: added to
+    /// through [`ClientCounters::local`], read summed over the shards.
+    ClientAdds,
+    /// A frontend's client-side counters summed over the shards.
+    ClientTotals,
+    [],
+    /// Accepted connections.
+    conn_tot,
+    /// Connections refused by `tcp-request connection` rules.
+    dcon,
+    /// Sessions refused by `tcp-request session` rules.
+    dses,
+    /// HTTP/2 on the client side: streams opened (HEADERS), DATA frames
+    /// received, connections closed for a protocol error (or a flood),
+    /// streams reset for one, GOAWAYs sent for an error, connections in
+    /// all.
     h2_headers_rcvd,
     h2_data_rcvd,
     h2_conn_protocol_errors,
     h2_strm_protocol_errors,
     h2_goaway_resp,
     h2_total_connections,
-    /// HTTP/1 client connections (frontend) and the requests they carried.
+    /// HTTP/1 client connections and the requests they carried.
     h1_total_connections,
     h1_total_streams,
     /// The bytes of those connections, in and out (as `bin`/`bout`).
@@ -523,12 +552,11 @@ pub(crate) struct Shard {
     last_sess: AtomicU64,
     sess_rate: FreqSlot,
     req_rate: FreqSlot,
-    conn_rate: FreqSlot,
     times: TimesShard,
 }
 
-/// The shared part of a row: its gauges, decisions read exactly by
-/// `maxconn` slots and balancing, and the rates' maxima.
+/// The shared part of a row that the request path writes: its gauges,
+/// decisions read exactly by `maxconn` slots and balancing.
 #[derive(Default, Debug)]
 pub(crate) struct Shared {
     /// Current / max sessions (frontend: client connections; backend and
@@ -538,9 +566,30 @@ pub(crate) struct Shared {
     pub(crate) queue: Gauge,
     /// HTTP/2 client connections open (frontend).
     pub(crate) h2_open_connections: Gauge,
+}
+
+/// The part of a row read on every count and written rarely: where the
+/// shards are, the rates' maxima (once per second per worker) and the
+/// times' maxima (when one is beaten, which a worker checks by reading
+/// first).
+#[derive(Debug)]
+struct Rare {
+    shards: Sharded<Shard>,
     sess_rate: RateMax,
     req_rate: RateMax,
-    conn_rate: RateMax,
+    /// qtime_max, ctime_max, rtime_max, ttime_max.
+    time_maxima: [AtomicU32; 4],
+}
+
+impl Rare {
+    fn with_shards(n: usize) -> Rare {
+        Rare {
+            shards: Sharded::with_shards(n),
+            sess_rate: RateMax::default(),
+            req_rate: RateMax::default(),
+            time_maxima: Default::default(),
+        }
+    }
 }
 
 /// Counters of one stats row (frontend, backend or server).
@@ -548,16 +597,16 @@ pub(crate) struct Shared {
 pub(crate) struct Counters {
     /// Written by the request path of every worker (the gauges).
     shared: Padded<Shared>,
-    /// Read on every count, never written: on lines of its own, away from
-    /// the gauges'.
-    shards: Padded<Sharded<Shard>>,
+    /// Read on every count, seldom written: on lines of their own, away
+    /// from the gauges'.
+    rare: Padded<Rare>,
 }
 
 impl Default for Counters {
     fn default() -> Self {
         Counters {
             shared: Padded::default(),
-            shards: Padded(Sharded::new()),
+            rare: Padded(Rare::with_shards(shard_count())),
         }
     }
 }
@@ -576,12 +625,12 @@ impl Counters {
     pub(crate) fn with_shards(n: usize) -> Counters {
         Counters {
             shared: Padded::default(),
-            shards: Padded(Sharded::with_shards(n)),
+            rare: Padded(Rare::with_shards(n)),
         }
     }
 
     fn shards(&self) -> &Sharded<Shard> {
-        &self.shards.0
+        &self.rare.0.shards
     }
 
     /// The calling thread's additive counters, to add to.
@@ -606,15 +655,11 @@ impl Counters {
     }
 
     pub(crate) fn sess_rate(&self) -> Rate<'_, Shard> {
-        Rate::new(self.shards(), |s| &s.sess_rate, &self.shared.0.sess_rate)
+        Rate::new(self.shards(), |s| &s.sess_rate, &self.rare.0.sess_rate)
     }
 
     pub(crate) fn req_rate(&self) -> Rate<'_, Shard> {
-        Rate::new(self.shards(), |s| &s.req_rate, &self.shared.0.req_rate)
-    }
-
-    pub(crate) fn conn_rate(&self) -> Rate<'_, Shard> {
-        Rate::new(self.shards(), |s| &s.conn_rate, &self.shared.0.conn_rate)
+        Rate::new(self.shards(), |s| &s.req_rate, &self.rare.0.req_rate)
     }
 
     /// A new session starts on this row.
@@ -643,13 +688,6 @@ impl Counters {
         self.req_rate().hit_on(local);
     }
 
-    /// A connection accepted on this frontend.
-    pub(crate) fn count_connection(&self) {
-        let local = self.shards().local();
-        local.adds.conn_tot.inc();
-        self.conn_rate().hit_on(local);
-    }
-
     /// Seconds since the last session, or -1 if there never was one.
     pub(crate) fn lastsess_age(&self) -> i64 {
         match self
@@ -673,7 +711,8 @@ impl Counters {
     /// * `total`: the whole request, accept to last byte (Ta/Tt).
     ///
     /// Requests that got no response from a server are not recorded.
-    /// Lock-free, on the calling thread's shard.
+    /// Lock-free, on the calling thread's shard; a maximum is written only
+    /// when beaten.
     pub(crate) fn record_times(&self, queue: u32, connect: u32, response: u32, total: u32) {
         let t = &self.shards().local().times;
         let seen = t.samples.fetch_add(1, Relaxed);
@@ -682,11 +721,16 @@ impl Counters {
         c.add(connect, seen);
         r.add(response, seen);
         tt.add(total, seen);
-        let [qm, cm, rm, tm] = &t.maxima;
-        qm.fetch_max(queue, Relaxed);
-        cm.fetch_max(connect, Relaxed);
-        rm.fetch_max(response, Relaxed);
-        tm.fetch_max(total, Relaxed);
+        let beat = |max: &AtomicU32, v: u32| {
+            if v > max.load(Relaxed) {
+                max.fetch_max(v, Relaxed);
+            }
+        };
+        let [qm, cm, rm, tm] = &self.rare.0.time_maxima;
+        beat(qm, queue);
+        beat(cm, connect);
+        beat(rm, response);
+        beat(tm, total);
     }
 
     /// `[qtime, ctime, rtime, ttime]` averages. Each shard averages its
@@ -710,41 +754,18 @@ impl Counters {
 
     /// `[qtime_max, ctime_max, rtime_max, ttime_max]`.
     pub(crate) fn time_maxima(&self) -> [u32; 4] {
-        let mut max = [0u32; 4];
-        for t in self.shards().iter().map(|s| &s.times) {
-            for (m, a) in max.iter_mut().zip(&t.maxima) {
-                *m = (*m).max(a.load(Relaxed));
-            }
-        }
-        max
+        self.rare.0.time_maxima.each_ref().map(|m| m.load(Relaxed))
     }
 
-    /// `clear counters`: the max values, and the h1/h2 columns: HAProxy's
-    /// stats modules are "clearable", reset by `clear counters` with or
-    /// without `all` (their open-connection gauges stay).
+    /// `clear counters`: the max values (a frontend's client-side
+    /// counters are cleared by [`ClientCounters::clear_max`]).
     pub(crate) fn clear_max(&self) {
         self.sess.clear_max();
         self.queue.clear_max();
         self.sess_rate().clear_max();
         self.req_rate().clear_max();
-        self.conn_rate().clear_max();
-        for s in self.shards().iter() {
-            s.times.maxima.iter().for_each(|m| m.store(0, Relaxed));
-            let a = &s.adds;
-            for c in [
-                &a.h1_total_connections,
-                &a.h1_total_streams,
-                &a.h1_bytes_in,
-                &a.h1_bytes_out,
-                &a.h2_headers_rcvd,
-                &a.h2_data_rcvd,
-                &a.h2_conn_protocol_errors,
-                &a.h2_strm_protocol_errors,
-                &a.h2_goaway_resp,
-                &a.h2_total_connections,
-            ] {
-                c.clear();
-            }
+        for m in &self.rare.0.time_maxima {
+            m.store(0, Relaxed);
         }
     }
 
@@ -753,7 +774,7 @@ impl Counters {
     pub(crate) fn clear_all(&self) {
         for s in self.shards().iter() {
             let a = &s.adds;
-            let cum: [&Count; 26] = [
+            let cum: [&Count; 23] = [
                 &a.stot,
                 &a.bin,
                 &a.bout,
@@ -768,9 +789,6 @@ impl Counters {
                 &a.cli_abrt,
                 &a.srv_abrt,
                 &a.lbtot,
-                &a.conn_tot,
-                &a.dcon,
-                &a.dses,
                 &a.intercepted,
                 &a.comp_in,
                 &a.comp_out,
@@ -804,6 +822,89 @@ impl Adds {
             _ => 5,
         };
         self.hrsp[idx].inc();
+    }
+}
+
+/// One worker's share of a frontend's client side.
+#[derive(Default, Debug)]
+pub(crate) struct ClientShard {
+    adds: ClientAdds,
+    conn_rate: FreqSlot,
+}
+
+/// What only a frontend counts, about its client connections, per worker
+/// as a row's [`Counters`] are: in their own shards, so that a backend's
+/// and a server's stay small.
+#[derive(Debug, Default)]
+pub(crate) struct ClientCounters {
+    shards: Sharded<ClientShard>,
+    conn_rate: RateMax,
+}
+
+impl ClientCounters {
+    /// The calling thread's counters, to add to.
+    #[inline]
+    pub(crate) fn local(&self) -> &ClientAdds {
+        &self.shards.local().adds
+    }
+
+    /// One counter, summed over the shards.
+    pub(crate) fn sum(&self, field: impl Fn(&ClientAdds) -> &Count) -> u64 {
+        self.shards.sum(|s| field(&s.adds))
+    }
+
+    /// Every counter, summed over the shards.
+    pub(crate) fn totals(&self) -> ClientTotals {
+        let mut t = ClientTotals::default();
+        for s in self.shards.iter() {
+            t.add(&s.adds);
+        }
+        t
+    }
+
+    pub(crate) fn conn_rate(&self) -> Rate<'_, ClientShard> {
+        Rate::new(&self.shards, |s| &s.conn_rate, &self.conn_rate)
+    }
+
+    /// A connection accepted on this frontend.
+    pub(crate) fn count_connection(&self) {
+        let local = self.shards.local();
+        local.adds.conn_tot.inc();
+        self.conn_rate().hit_on(local);
+    }
+
+    /// `clear counters`: the rate's max, and the h1/h2 columns: HAProxy's
+    /// stats modules are "clearable", reset by `clear counters` with or
+    /// without `all` (their open-connection gauges stay).
+    pub(crate) fn clear_max(&self) {
+        self.conn_rate().clear_max();
+        for s in self.shards.iter() {
+            let a = &s.adds;
+            for c in [
+                &a.h1_total_connections,
+                &a.h1_total_streams,
+                &a.h1_bytes_in,
+                &a.h1_bytes_out,
+                &a.h2_headers_rcvd,
+                &a.h2_data_rcvd,
+                &a.h2_conn_protocol_errors,
+                &a.h2_strm_protocol_errors,
+                &a.h2_goaway_resp,
+                &a.h2_total_connections,
+            ] {
+                c.clear();
+            }
+        }
+    }
+
+    /// `clear counters all`: the connection counts too.
+    pub(crate) fn clear_all(&self) {
+        for s in self.shards.iter() {
+            for c in [&s.adds.conn_tot, &s.adds.dcon, &s.adds.dses] {
+                c.clear();
+            }
+        }
+        self.clear_max();
     }
 }
 
@@ -881,9 +982,10 @@ mod tests {
 
     /// The sizes the module's doc gives for a row.
     #[test]
-    fn a_row_is_256_bytes_and_512_per_shard() {
-        assert_eq!(std::mem::size_of::<Padded<Shard>>(), 512);
+    fn a_row_is_256_bytes_and_384_per_shard() {
+        assert_eq!(std::mem::size_of::<Padded<Shard>>(), 384);
         assert_eq!(std::mem::size_of::<Counters>(), 256);
+        assert_eq!(std::mem::size_of::<Padded<ClientShard>>(), 128);
     }
 
     #[test]
@@ -1002,7 +1104,7 @@ mod tests {
         // Worker 0 comes back: the first second's total is settled in the
         // shared max as it leaves it.
         on_worker(Some(0), 1_000_100, || c.count_request());
-        assert_eq!(c.req_rate.max.load(Relaxed), 10);
+        assert_eq!(c.rare.0.req_rate.max.load(Relaxed), 10);
 
         c.clear_all();
         assert_eq!(c.totals(), Totals::default());

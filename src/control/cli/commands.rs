@@ -247,6 +247,11 @@ pub(super) fn cmd_clear_counters(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
     for p in &ctx.snap.proxies {
         if let Some(fe) = &p.frontend {
             clear(&fe.state.counters);
+            if all {
+                fe.state.client.clear_all();
+            } else {
+                fe.state.client.clear_max();
+            }
         }
         if let Some(be) = &p.backend {
             clear(&be.state.counters);

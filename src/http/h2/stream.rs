@@ -38,7 +38,7 @@ pub(crate) async fn serve(
     let h1req = match h2_convert::request(&parts, has_body, crate::wire::io::take_buffer()) {
         Ok(r) => r,
         Err(_) => {
-            counters.counters.local().h2_strm_protocol_errors.inc();
+            counters.client.local().h2_strm_protocol_errors.inc();
             respond.send_reset(Reason::PROTOCOL_ERROR);
             return;
         }
@@ -52,7 +52,7 @@ pub(crate) async fn serve(
         (true, _) => (Some(body), None),
         (false, true) => {
             let fe = counters.clone();
-            let frames = move || fe.counters.local().h2_data_rcvd.inc();
+            let frames = move || fe.client.local().h2_data_rcvd.inc();
             let body: Box<dyn tokio::io::AsyncRead + Send + Unpin> =
                 Box::new(H2Body::new(body, h1req.chunked, frames));
             (None, Some(body))
@@ -98,7 +98,7 @@ pub(crate) async fn serve(
     // The buffer the head was written in, back to the thread's spares.
     conn.release_buffer();
     if let Some(h2) = conn.h2.as_deref_mut() {
-        counters.counters.local().h2_data_rcvd.add(h2.data_frames());
+        counters.client.local().h2_data_rcvd.add(h2.data_frames());
         h2.finish();
     }
 }

@@ -12,7 +12,7 @@ use crate::config::model::Mode;
 use crate::snapshot::runtime::Runtime;
 use crate::snapshot::{BackendRt, FrontendRt, ProxyRt, ServerRt, Snapshot};
 use crate::state::Counters;
-use crate::state::counters::Totals;
+use crate::state::counters::{ClientTotals, Totals};
 use crate::state::health::CheckStatus;
 
 /// HAProxy 2.6.12's header, byte for byte: 103 static fields, the `-`
@@ -599,6 +599,7 @@ fn server_side(r: &mut Row, c: &Counters, t: &Totals) {
 fn frontend_row(p: &ProxyRt, fe: &FrontendRt) -> Row {
     let c = &fe.state.counters;
     let t = &c.totals();
+    let ct = &fe.state.client.totals();
     let mut r = Row::new();
     common(&mut r, p, "FRONTEND", 0, 0, fe.mode);
     traffic(&mut r, c, t);
@@ -622,21 +623,21 @@ fn frontend_row(p: &ProxyRt, fe: &FrontendRt) -> Row {
     r.set("req_rate_max", c.req_rate().max());
     r.set("req_tot", t.req_tot);
     comp_counts(&mut r, t);
-    r.set("conn_rate", c.conn_rate().rate());
-    r.set("conn_rate_max", c.conn_rate().max());
-    r.set("conn_tot", t.conn_tot);
+    r.set("conn_rate", fe.state.client.conn_rate().rate());
+    r.set("conn_rate_max", fe.state.client.conn_rate().max());
+    r.set("conn_tot", ct.conn_tot);
     if fe.mode == Mode::Http {
         r.set("intercepted", t.intercepted);
         r.set("cache_lookups", t.cache_lookups);
         r.set("cache_hits", t.cache_hits);
     }
-    r.set("dcon", t.dcon);
-    r.set("dses", t.dses);
+    r.set("dcon", ct.dcon);
+    r.set("dses", ct.dses);
     r.zero(MODULE_FIELDS_FE_BE);
     ssl_counts(&mut r, t);
     if fe.mode == Mode::Http {
-        h2_counts(&mut r, c, t);
-        h1_counts(&mut r, c, t);
+        h2_counts(&mut r, c, ct);
+        h1_counts(&mut r, c, ct);
     }
     r
 }
@@ -651,7 +652,7 @@ fn ssl_counts(r: &mut Row, t: &Totals) {
 /// connections, requests and their bytes; the open connections are the
 /// sessions that are not HTTP/2 (connections still in their TLS handshake
 /// count too).
-fn h1_counts(r: &mut Row, c: &Counters, t: &Totals) {
+fn h1_counts(r: &mut Row, c: &Counters, t: &ClientTotals) {
     let open = c.sess.cur().saturating_sub(c.h2_open_connections.cur());
     r.set("h1_open_connections", open);
     r.set("h1_total_connections", t.h1_total_connections);
@@ -661,7 +662,7 @@ fn h1_counts(r: &mut Row, c: &Counters, t: &Totals) {
 }
 
 /// The h2 module's columns sluice tracks (client side, frontend rows).
-fn h2_counts(r: &mut Row, c: &Counters, t: &Totals) {
+fn h2_counts(r: &mut Row, c: &Counters, t: &ClientTotals) {
     r.set("h2_headers_rcvd", t.h2_headers_rcvd);
     r.set("h2_data_rcvd", t.h2_data_rcvd);
     r.set(
