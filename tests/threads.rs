@@ -109,3 +109,87 @@ frontend fe
         "connections per thread: {threads:?}"
     );
 }
+
+/// With two workers each serving some of the requests, `show stat` counts
+/// every request once on the frontend, the backend and the server: the
+/// counters are kept per worker and summed when read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_counters_of_every_worker_add_up() {
+    let be = Backend::start("s1").await;
+    let fe = Listen::new();
+    let port = fe.port();
+    let s = Sluice::start(&format!(
+        "global
+    nbthread 2
+    stats socket @DIR@/stats.sock mode 600 level admin
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 5s
+    timeout server 5s
+frontend fe
+    bind {fe}
+    http-response set-header x-thread %[thread]
+    default_backend be
+backend be
+    server s1 {}
+",
+        be.hostport()
+    ));
+    let sock = s.stats_socket();
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    // Batches of eight connections open at once, three requests each,
+    // until both workers have answered (which worker accepts is the
+    // kernel's choice, so there is no telling how many batches it takes).
+    let mut threads = std::collections::BTreeSet::new();
+    let mut sent = 0;
+    for _ in 0..50 {
+        let mut conns = Vec::new();
+        for _ in 0..8 {
+            conns.push(HttpConn::connect(addr).await);
+        }
+        for c in &mut conns {
+            for i in 0..3 {
+                let r = c.get(&format!("/{i}")).await;
+                assert_eq!(r.status, 200);
+                threads.insert(r.header("x-thread").unwrap_or("none").to_string());
+                sent += 1;
+            }
+        }
+        drop(conns);
+        if threads.len() >= 2 {
+            break;
+        }
+    }
+    assert_eq!(
+        threads.into_iter().collect::<Vec<_>>(),
+        ["0", "1"],
+        "both workers served"
+    );
+    // Every session over, so every request counted.
+    wait_until(Duration::from_secs(5), "the sessions closed", || {
+        let sock = sock.clone();
+        async move { show_stat(&sock).await.num("fe", "FRONTEND", "scur") == 0 }
+    })
+    .await;
+    let csv = show_stat(&sock).await;
+    assert_eq!(be.hits(), sent as usize);
+    for (px, sv, col) in [
+        ("fe", "FRONTEND", "req_tot"),
+        ("fe", "FRONTEND", "hrsp_2xx"),
+        ("be", "BACKEND", "stot"),
+        ("be", "BACKEND", "req_tot"),
+        ("be", "BACKEND", "hrsp_2xx"),
+        ("be", "s1", "stot"),
+        ("be", "s1", "req_tot"),
+        ("be", "s1", "hrsp_2xx"),
+        ("be", "s1", "lbtot"),
+    ] {
+        assert_eq!(csv.num(px, sv, col), sent, "{px}/{sv} {col}");
+    }
+    // The rate's max counts one second of both workers together: at
+    // least the busiest worker's share of one second, never more than
+    // everything sent.
+    let max = csv.num("fe", "FRONTEND", "req_rate_max");
+    assert!((1..=sent).contains(&max), "req_rate_max {max} of {sent}");
+}

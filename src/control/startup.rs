@@ -1141,18 +1141,14 @@ async fn soft_stop(
         {
             continue;
         }
-        let fe = p.frontend.as_ref().map_or(0, |f| {
-            f.state
-                .counters
-                .conn_tot
-                .load(std::sync::atomic::Ordering::Relaxed)
-        });
-        let be = p.backend.as_ref().map_or(0, |b| {
-            b.state
-                .counters
-                .stot
-                .load(std::sync::atomic::Ordering::Relaxed)
-        });
+        let fe = p
+            .frontend
+            .as_ref()
+            .map_or(0, |f| f.state.client.sum(|s| &s.conn_tot));
+        let be = p
+            .backend
+            .as_ref()
+            .map_or(0, |b| b.state.counters.sum(|s| &s.stot));
         tracing::warn!(
             "Proxy {} stopped (cumulated conns: FE: {fe}, BE: {be}).",
             p.name

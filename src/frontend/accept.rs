@@ -4,7 +4,6 @@
 //! in `conn_tot` (and `dcon` for a rule) but never becomes a session, as in
 //! HAProxy 2.6.
 
-use std::sync::atomic::Ordering::Relaxed;
 use std::time::SystemTime;
 
 use tokio::net::TcpStream;
@@ -69,7 +68,7 @@ pub(crate) async fn serve_screened(
             Rules::Connection,
         );
         if verdict != Verdict::Accept {
-            refuse(fe, &stream, verdict, &fe.state.counters.dcon);
+            refuse(fe, &stream, verdict, |c| &c.dcon);
             return;
         }
         moved(&mut client, &mut peer, &fx);
@@ -115,7 +114,7 @@ pub(crate) async fn serve_screened(
             Rules::Session,
         );
         if verdict != Verdict::Accept {
-            refuse(fe, &stream, verdict, &fe.state.counters.dses);
+            refuse(fe, &stream, verdict, |c| &c.dses);
             return;
         }
         moved(&mut client, &mut peer, &fx);
@@ -210,13 +209,13 @@ fn refuse(
     fe: &FrontendRt,
     stream: &TcpStream,
     verdict: Verdict,
-    denied: &std::sync::atomic::AtomicU64,
+    denied: impl Fn(&crate::state::counters::ClientAdds) -> &crate::state::counters::Count,
 ) {
     if verdict == Verdict::SilentDrop {
-        fe.state.counters.dreq.fetch_add(1, Relaxed);
+        fe.state.counters.local().dreq.inc();
         crate::tcp::rules::silent_drop(stream);
     } else {
-        denied.fetch_add(1, Relaxed);
+        denied(fe.state.client.local()).inc();
     }
     // As HAProxy: the refused connection is reset, not closed.
     let _ = socket2::SockRef::from(stream).set_linger(Some(std::time::Duration::ZERO));

@@ -5,7 +5,6 @@
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
-use std::sync::atomic::Ordering::Relaxed;
 
 use crate::tls::TcpConn;
 use arc_swap::ArcSwap;
@@ -375,9 +374,9 @@ fn session_rate_wait(rt: &Runtime, frontend: &str) -> std::time::Duration {
         let p = &rt.process;
         let process = g
             .maxconnrate
-            .map(|l| p.conn_rate.wait_below(l))
+            .map(|l| p.counts.conn_rate().wait_below(l))
             .into_iter()
-            .chain(g.maxsessrate.map(|l| p.sess_rate.wait_below(l)))
+            .chain(g.maxsessrate.map(|l| p.counts.sess_rate().wait_below(l)))
             .max()
             .unwrap_or_default();
         if !process.is_zero() {
@@ -387,7 +386,7 @@ fn session_rate_wait(rt: &Runtime, frontend: &str) -> std::time::Duration {
             .find(|f| *f.name == *frontend)
             .and_then(|f| {
                 let limit = f.extras.rate_limit_sessions?;
-                Some(f.state.counters.sess_rate.wait_below(limit))
+                Some(f.state.counters.sess_rate().wait_below(limit))
             })
             .unwrap_or_default()
     })
@@ -567,7 +566,7 @@ async fn tls_accept(
     match handshake.await {
         Some(Ok(tls)) => {
             if let Some(c) = counters {
-                c.ssl_sess.fetch_add(1, Relaxed);
+                c.local().ssl_sess.inc();
             }
             let conn = tls.get_ref().1;
             let own = listen.presented(conn.server_name());
@@ -587,7 +586,7 @@ async fn tls_accept(
         }
         failed => {
             if let Some(c) = counters {
-                c.ssl_failed_handshake.fetch_add(1, Relaxed);
+                c.local().ssl_failed_handshake.inc();
             }
             let (reason, empty) = match failed {
                 Some(Err(e)) => (e.to_string(), e.kind() == std::io::ErrorKind::UnexpectedEof),
@@ -750,8 +749,7 @@ fn open_client(
     let luid = listener.id() as u32;
     let peer = peer.map_or(Peer::Unix(luid), Peer::Ip);
     if let Some(st) = &fe_state {
-        st.counters.conn_tot.fetch_add(1, Relaxed);
-        st.counters.conn_rate.hit();
+        st.client.count_connection();
     }
     let fd = stream.as_raw_fd();
     let slot = crate::state::sessions::Slot::register(peer, fe_iid, fd);

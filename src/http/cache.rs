@@ -130,10 +130,10 @@ pub(crate) fn use_rule(
     if t.ignore || t.hit.is_some() {
         return;
     }
-    counters.cache_lookups.fetch_add(1, Relaxed);
+    counters.local().cache_lookups.inc();
     let now = now();
     if let Lookup::Hit(entry) = cache.lookup(&key, now, |sig| secondary_key(head, sig)) {
-        counters.cache_hits.fetch_add(1, Relaxed);
+        counters.local().cache_hits.inc();
         cache.reading(&entry);
         t.hit = Some(Hit {
             not_modified: not_modified(head, &entry),
@@ -751,13 +751,13 @@ async fn send_hit(
                         (&be.state.counters, be_bytes, on_backend),
                     ] {
                         if bytes && compresses {
-                            c.comp_in.fetch_add(comp_in, Relaxed);
-                            c.comp_out.fetch_add(comp_out, Relaxed);
+                            c.local().comp_in.add(comp_in);
+                            c.local().comp_out.add(comp_out);
                         } else if bytes {
-                            c.comp_byp.fetch_add(comp_in, Relaxed);
+                            c.local().comp_byp.add(comp_in);
                         }
                         if rsp {
-                            c.comp_rsp.fetch_add(1, Relaxed);
+                            c.local().comp_rsp.inc();
                         }
                     }
                 }

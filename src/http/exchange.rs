@@ -18,8 +18,8 @@ use bytes::{BufMut, BytesMut};
 
 use crate::config::model::{ForwardFor, HttpConnMode, HttpReuse, RetryOn};
 use crate::http::forward::{
-    BAD_RESPONSE, Outcome, ReqCtx, SERVER_HEADERS, add, bad_response, capture_response, ms,
-    no_server, send_error_be,
+    BAD_RESPONSE, Outcome, ReqCtx, SERVER_HEADERS, bad_response, capture_response, ms, no_server,
+    send_error_be,
 };
 use crate::http::relay;
 use crate::http::rules;
@@ -270,8 +270,8 @@ impl<'a> Exchange<'a> {
         let stream = match pooled {
             Some(s) => {
                 self.seat.attempt();
-                add(&self.seat.server().counters.reuse, 1);
-                add(&be.state.counters.reuse, 1);
+                self.seat.server().counters.local().reuse.inc();
+                be.state.counters.local().reuse.inc();
                 s
             }
             None => {

@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use crate::http::cookie;
@@ -260,10 +260,6 @@ fn respelled<'p>(fe: &FrontendRt, page: Cow<'p, [u8]>) -> Cow<'p, [u8]> {
         }
         None => page,
     }
-}
-
-pub(super) fn add(c: &AtomicU64, n: u64) {
-    c.fetch_add(n, Relaxed);
 }
 
 /// What the frontend learnt about a request before forwarding it: the

@@ -1020,12 +1020,12 @@ impl<'a> Relay<'a> {
                 break;
             }
             if compresses {
-                c.comp_in.fetch_add(p.comp_in, Relaxed);
-                c.comp_out.fetch_add(p.comp_out, Relaxed);
+                c.local().comp_in.add(p.comp_in);
+                c.local().comp_out.add(p.comp_out);
             } else {
-                c.comp_byp.fetch_add(p.comp_in, Relaxed);
+                c.local().comp_byp.add(p.comp_in);
             }
-            c.comp_rsp.fetch_add(1, Relaxed);
+            c.local().comp_rsp.inc();
         }
         // What the client was sent stands for the server's bytes in the
         // logged size: HAProxy logs the compressed message.

@@ -801,8 +801,8 @@ impl crate::sample::Proxies for Snapshot {
             let c = &self.frontends().find(|f| f.name == backend)?.state.counters;
             return Some(match what {
                 Count::FrontendConns => c.sess.cur() as i64,
-                Count::FrontendSessRate => c.sess_rate.rate() as i64,
-                _ => c.req_rate.rate() as i64,
+                Count::FrontendSessRate => c.sess_rate().rate() as i64,
+                _ => c.req_rate().rate() as i64,
             });
         }
         if what == Count::FrontendClientTimeout {
@@ -841,7 +841,7 @@ impl crate::sample::Proxies for Snapshot {
                 }
                 Count::ServerInitialWeight => i64::from(srv.weight),
                 Count::ServerConnsFree => conns_free(st),
-                Count::ServerSessRate => st.counters.sess_rate.rate() as i64,
+                Count::ServerSessRate => st.counters.sess_rate().rate() as i64,
                 _ => return None,
             });
         }
@@ -884,7 +884,7 @@ impl crate::sample::Proxies for Snapshot {
             }
             Count::BackendConns => be.state.counters.sess.cur() as i64,
             Count::BackendQueue => be.state.counters.queue.cur() as i64,
-            Count::BackendSessRate => be.state.counters.sess_rate.rate() as i64,
+            Count::BackendSessRate => be.state.counters.sess_rate().rate() as i64,
             // Servers in maintenance do not count; one without `maxconn`
             // makes it unlimited.
             Count::BackendConnsFree => {

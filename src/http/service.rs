@@ -4,7 +4,6 @@
 use std::future::{Future, poll_fn};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::Ordering::Relaxed;
 use std::task::Poll;
 use std::time::Duration;
 
@@ -161,7 +160,7 @@ pub(crate) async fn serve_connection(
     // A cleartext client may start with the HTTP/2 preface instead.
     let mut upgradable = fresh && proto == BindProto::Auto && !stream.is_tls();
     if fresh && let Some(st) = client.frontend_state() {
-        st.counters.h1_total_connections.fetch_add(1, Relaxed);
+        st.client.local().h1_total_connections.inc();
     }
     let mut conn = BufConn::new(stream);
     let mut first = fresh;
@@ -591,7 +590,7 @@ pub(crate) async fn handle_request(
     rec.head_received();
     rec.tally.fe_in = raw.len() as u64;
     if h1 {
-        fc.h1_total_streams.fetch_add(1, Relaxed);
+        fe.state.client.local().h1_total_streams.inc();
     }
     // The request's own stick counters (its content rules' and its
     // rules' `track-sc*`), released when it ends; its session's are the

@@ -39,7 +39,6 @@ pub(crate) fn set_listener_ops(f: ListenerOps) {
 /// stopped frontend, nor to resume one that was not paused.
 fn frontend_op(p: &crate::snapshot::ProxyRt, op: ListenerOp) {
     use crate::state::FrontendAdmin;
-    use std::sync::atomic::Ordering::Relaxed;
     let Some(fe) = &p.frontend else { return };
     let now = fe.state.admin();
     let to = match (op, now) {
@@ -57,11 +56,11 @@ fn frontend_op(p: &crate::snapshot::ProxyRt, op: ListenerOp) {
         ListenerOp::Pause => tracing::warn!("Paused frontend {}.", p.name),
         ListenerOp::Resume => tracing::warn!("Resumed frontend {}.", p.name),
         ListenerOp::Stop => {
-            let fe_conns = fe.state.counters.conn_tot.load(Relaxed);
+            let fe_conns = fe.state.client.sum(|s| &s.conn_tot);
             let be_conns = p
                 .backend
                 .as_ref()
-                .map_or(0, |b| b.state.counters.stot.load(Relaxed));
+                .map_or(0, |b| b.state.counters.sum(|s| &s.stot));
             tracing::warn!(
                 "Proxy {} stopped (cumulated conns: FE: {fe_conns}, BE: {be_conns}).",
                 p.name

@@ -28,6 +28,7 @@ use std::time::{Instant, SystemTime};
 
 use crate::observe::log::emit;
 use crate::snapshot::{BackendRt, FrontendRt};
+use crate::state::counters::{ClientCounters, Count};
 use crate::state::table::track::Trackers;
 use crate::state::{Counters, ServerState};
 use crate::wire::h1::Head;
@@ -402,51 +403,53 @@ pub(crate) fn ms_since(t: Instant) -> i64 {
     t.elapsed().as_millis().min(i64::MAX as u128) as i64
 }
 
-fn add(c: &AtomicU64, n: u64) {
-    if n != 0 {
-        c.fetch_add(n, Relaxed);
-    }
-}
-
-/// The counters of one row and whether the exchange counts `rows` there.
+/// The counters of one row and whether the exchange counts `rows` there,
+/// on the calling worker's shard.
 fn count_on(c: &Counters, row: Rows, t: &Tally, status: Option<u16>) {
-    let hit = |rows: Rows, counter: &AtomicU64| {
+    let l = c.local();
+    let hit = |rows: Rows, counter: &Count| {
         if rows.has(row) {
-            counter.fetch_add(1, Relaxed);
+            counter.inc();
         }
     };
-    hit(t.ereq, &c.ereq);
-    hit(t.dreq, &c.dreq);
-    hit(t.dresp, &c.dresp);
-    hit(t.eresp, &c.eresp);
-    hit(t.econ, &c.econ);
-    hit(t.intercepted, &c.intercepted);
-    hit(t.cli_abrt, &c.cli_abrt);
-    hit(t.srv_abrt, &c.srv_abrt);
+    hit(t.ereq, &l.ereq);
+    hit(t.dreq, &l.dreq);
+    hit(t.dresp, &l.dresp);
+    hit(t.eresp, &l.eresp);
+    hit(t.econ, &l.econ);
+    hit(t.intercepted, &l.intercepted);
+    hit(t.cli_abrt, &l.cli_abrt);
+    hit(t.srv_abrt, &l.srv_abrt);
     if row == Rows::FE {
         if let Some(s) = status {
-            c.count_status(s);
+            l.count_status(s);
         }
-        add(&c.bin, t.fe_in);
-        add(&c.bout, t.fe_out);
-        if t.h1 {
-            add(&c.h1_bytes_in, t.fe_in);
-            add(&c.h1_bytes_out, t.fe_out);
-        }
+        l.bin.add(t.fe_in);
+        l.bout.add(t.fe_out);
         return;
     }
     if let Some(s) = t.srv_status {
-        c.count_status(s);
+        l.count_status(s);
     }
     if let Some((s, rows)) = t.be_status
         && rows.has(row)
     {
-        c.count_status(s);
+        l.count_status(s);
     }
-    add(&c.bin, t.srv_in);
-    add(&c.bout, t.srv_out);
+    l.bin.add(t.srv_in);
+    l.bout.add(t.srv_out);
     if let Some([q, cn, r, tt]) = t.times {
         c.record_times(q, cn, r, tt);
+    }
+}
+
+/// What a frontend alone counts of an exchange: over HTTP/1, its bytes in
+/// `h1_bytes_in/out` too.
+fn count_client(c: &ClientCounters, t: &Tally) {
+    if t.h1 {
+        let l = c.local();
+        l.h1_bytes_in.add(t.fe_in);
+        l.h1_bytes_out.add(t.fe_out);
     }
 }
 
@@ -513,7 +516,8 @@ pub(crate) fn finish_tracked(
     }
     let t = &rec.tally;
     count_on(&fe.state.counters, Rows::FE, t, status);
-    add(&process.bytes_out, t.fe_out);
+    count_client(&fe.state.client, t);
+    process.counts.local().bytes_out.add(t.fe_out);
     if let Some(be) = &rec.backend {
         count_on(&be.state.counters, Rows::BE, t, status);
     }
@@ -615,10 +619,6 @@ pub(crate) mod seen {
 mod tests {
     use super::*;
 
-    fn get(c: &AtomicU64) -> u64 {
-        c.load(Relaxed)
-    }
-
     #[test]
     fn termination_states_are_haproxy_characters() {
         let t = |c, p| Term::new(c, p).code();
@@ -666,20 +666,42 @@ mod tests {
         count_on(&fe, Rows::FE, &t, Some(502));
         count_on(&be, Rows::BE, &t, Some(502));
         count_on(&srv, Rows::SRV, &t, Some(502));
-        assert_eq!([get(&fe.eresp), get(&be.eresp), get(&srv.eresp)], [0, 1, 1]);
-        assert_eq!([get(&fe.dreq), get(&be.dreq), get(&srv.dreq)], [1, 1, 0]);
+        assert_eq!(
+            [
+                fe.sum(|s| &s.eresp),
+                be.sum(|s| &s.eresp),
+                srv.sum(|s| &s.eresp)
+            ],
+            [0, 1, 1]
+        );
+        assert_eq!(
+            [
+                fe.sum(|s| &s.dreq),
+                be.sum(|s| &s.dreq),
+                srv.sum(|s| &s.dreq)
+            ],
+            [1, 1, 0]
+        );
         // The frontend counts what the client got; the backend the
         // server's status and its own 502; the server only its own status.
-        let hrsp = |c: &Counters| [get(&c.hrsp[1]), get(&c.hrsp[4])];
+        let hrsp = |c: &Counters| [c.sum(|s| &s.hrsp[1]), c.sum(|s| &s.hrsp[4])];
         assert_eq!(hrsp(&fe), [0, 1]);
         assert_eq!(hrsp(&be), [1, 1]);
         assert_eq!(hrsp(&srv), [1, 0]);
-        assert_eq!([get(&fe.bin), get(&fe.bout)], [10, 20]);
-        assert_eq!([get(&fe.h1_bytes_in), get(&fe.h1_bytes_out)], [10, 20]);
-        assert_eq!([get(&be.bin), get(&be.bout)], [30, 40]);
-        assert_eq!([get(&srv.bin), get(&srv.bout)], [30, 40]);
-        assert_eq!(fe.times.averages(), [0; 4]);
-        assert_eq!(be.times.averages(), [1, 2, 3, 4]);
-        assert_eq!(srv.times.maxima(), [1, 2, 3, 4]);
+        assert_eq!([fe.sum(|s| &s.bin), fe.sum(|s| &s.bout)], [10, 20]);
+        let client = ClientCounters::default();
+        count_client(&client, &t);
+        assert_eq!(
+            [
+                client.sum(|s| &s.h1_bytes_in),
+                client.sum(|s| &s.h1_bytes_out)
+            ],
+            [10, 20]
+        );
+        assert_eq!([be.sum(|s| &s.bin), be.sum(|s| &s.bout)], [30, 40]);
+        assert_eq!([srv.sum(|s| &s.bin), srv.sum(|s| &s.bout)], [30, 40]);
+        assert_eq!(fe.time_averages(), [0; 4]);
+        assert_eq!(be.time_averages(), [1, 2, 3, 4]);
+        assert_eq!(srv.time_maxima(), [1, 2, 3, 4]);
     }
 }

@@ -6,7 +6,6 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::Ordering::Relaxed;
 
 use tokio::sync::OwnedSemaphorePermit;
 
@@ -75,9 +74,7 @@ impl ClientConn {
     ) -> ClientConn {
         let p = &rt.process;
         p.conns.inc();
-        p.cum_conns.fetch_add(1, Relaxed);
-        p.conn_rate.hit();
-        p.sess_rate.hit();
+        p.counts.count_connection();
         ClientConn {
             rt: rt.clone(),
             fe_state: None,

@@ -11,7 +11,7 @@ use crate::config::model::Config;
 use crate::snapshot::Snapshot;
 use crate::snapshot::delta::Change;
 use crate::state::Registry;
-use crate::state::counters::{FreqCtr, Gauge};
+use crate::state::counters::{Gauge, ProcessCounts};
 
 /// The configuration a runtime serves: as the files gave it (what the next
 /// reload is compared with), and with the CLI's server changes since, if
@@ -46,11 +46,8 @@ pub(crate) struct ProcessCounters {
     pub(crate) pid: u32,
     /// Client connections open now / max.
     pub(crate) conns: Gauge,
-    pub(crate) cum_conns: AtomicU64,
-    pub(crate) cum_req: AtomicU64,
-    pub(crate) conn_rate: FreqCtr,
-    pub(crate) sess_rate: FreqCtr,
-    pub(crate) bytes_out: AtomicU64,
+    /// CumConns, CumReq, TotalBytesOut and the rates, per worker.
+    pub(crate) counts: ProcessCounts,
     /// The global `maxconn` in force once `set maxconn global` may have
     /// changed it (0: no supervisor, the configured one). Written by the
     /// supervisor (`control/reload.rs`), read by `show info`: the figure
@@ -86,11 +83,7 @@ impl Default for ProcessCounters {
                 .unwrap_or(0),
             pid: std::process::id(),
             conns: Gauge::default(),
-            cum_conns: AtomicU64::new(0),
-            cum_req: AtomicU64::new(0),
-            conn_rate: FreqCtr::default(),
-            sess_rate: FreqCtr::default(),
-            bytes_out: AtomicU64::new(0),
+            counts: ProcessCounts::default(),
             maxconn_now: AtomicU32::new(0),
             last_reload: AtomicU64::new(0),
         }
@@ -228,6 +221,6 @@ impl Runtime {
     }
 
     pub(crate) fn count_request(&self) {
-        self.process.cum_req.fetch_add(1, Relaxed);
+        self.process.counts.local().cum_req.inc();
     }
 }

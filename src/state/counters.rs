@@ -1,9 +1,38 @@
-//! Lock-free counters shared by the FRONTEND, BACKEND and server rows of
-//! `show stat`. Every field is an atomic updated on the data plane without a
-//! lock; which fields a row prints is the stats module's business.
+//! Lock-free counters of the FRONTEND, BACKEND and server rows of `show
+//! stat`, and of the process (`show info`). Which fields a row prints is the
+//! stats module's business.
+//!
+//! What only adds up is kept per worker thread: a row's [`Counters`] holds
+//! one [`Shard`] per worker plus one for every other thread (the control
+//! runtime's checks and CLI, blocking pools, tests), each on cache lines of
+//! its own (`Padded`, 128 bytes: two lines, for the prefetcher that pulls
+//! pairs). A worker adds to its own shard, found by the thread's worker
+//! index (`sys::workers::current`); readers sum the shards. So the request
+//! path writes no cache line another worker writes for the cumulative
+//! counters, the rates (each shard counts its second; the shared maximum is
+//! written once per second per worker), the time averages and `lastsess`.
+//! A shard's [`Count`]s can only be added to outside this module: reading
+//! one shard by mistake is impossible, a reader goes through
+//! [`Counters::sum`] or [`Counters::totals`].
+//!
+//! What stays shared on purpose: the [`Gauge`]s (current sessions, queued
+//! requests, open HTTP/2 connections). Those are decisions, not statistics:
+//! `maxconn` slots, `leastconn` and `first` read the one current value,
+//! which must be exact at every moment.
+//!
+//! Memory: a shard holds only what adds up per worker (31 counters,
+//! `lastsess`, two rates' seconds, four time sums and their sample count:
+//! 328 bytes, 384 with the padding); the maxima are the row's. A row costs
+//! 256 bytes plus 384 per worker thread plus 384 for the other threads:
+//! 1.4 KiB with 2 threads, 6.6 KiB with 16, 24.6 KiB with 64 (10,000
+//! servers on 64 threads: 252 MB). What only a frontend counts (its
+//! connections, the h1/h2 modules, `conn_rate`) is in [`ClientCounters`],
+//! 128 bytes more per thread for a frontend only.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::sys::workers;
 
 /// The coarse clock's current second, 0 while no ticker runs.
 static COARSE_SECS: AtomicU64 = AtomicU64::new(0);
@@ -21,6 +50,10 @@ fn system_secs() -> u64 {
 /// from a system call; without the ticker (tests, `-c`) it asks the system.
 #[inline]
 pub(crate) fn now_secs() -> u64 {
+    #[cfg(test)]
+    if let s @ 1.. = tests::CLOCK.with(std::cell::Cell::get) {
+        return s;
+    }
     match COARSE_SECS.load(Relaxed) {
         0 => system_secs(),
         s => s,
@@ -39,20 +72,125 @@ pub(crate) fn start_coarse_clock() {
     });
 }
 
-/// Events per second over the last full second, like HAProxy's `freq_ctr`:
-/// the current second's count and the previous one's, packed so that one
-/// atomic holds a consistent pair.
+/// One additive counter of one shard. Outside this module it can only be
+/// added to: its value means nothing without the other shards'.
 #[derive(Default, Debug)]
-pub(crate) struct FreqCtr {
-    /// High 32 bits: second (mod 2^32); low 32 bits: count in that second.
-    cur: AtomicU64,
-    prev: AtomicU32,
-    max: AtomicU32,
+pub(crate) struct Count(AtomicU64);
+
+impl Count {
+    #[inline]
+    pub(crate) fn inc(&self) {
+        self.0.fetch_add(1, Relaxed);
+    }
+
+    #[inline]
+    pub(crate) fn add(&self, n: u64) {
+        if n != 0 {
+            self.0.fetch_add(n, Relaxed);
+        }
+    }
+
+    fn get(&self) -> u64 {
+        self.0.load(Relaxed)
+    }
+
+    fn clear(&self) {
+        self.0.store(0, Relaxed);
+    }
 }
 
-impl FreqCtr {
-    pub(crate) fn hit(&self) {
-        let sec = now_secs() as u32;
+/// A value on cache lines of its own: 128 bytes, as adjacent-line
+/// prefetchers pull 64-byte lines in pairs.
+#[repr(align(128))]
+#[derive(Default, Debug)]
+struct Padded<T>(T);
+
+/// One `T` per worker thread, then one for every other thread. The number
+/// is fixed when it is made ([`shard_count`]); a thread whose index is
+/// beyond it uses the last one.
+#[derive(Debug)]
+struct Sharded<T>(Box<[Padded<T>]>);
+
+/// How many shards a new [`Sharded`] has: one per worker the process
+/// started with (see `control/startup.rs`, which starts them before any
+/// state is made), and one for every other thread.
+fn shard_count() -> usize {
+    workers::count() + 1
+}
+
+impl<T: Default> Sharded<T> {
+    fn new() -> Self {
+        Self::with_shards(shard_count())
+    }
+
+    fn with_shards(n: usize) -> Self {
+        Sharded((0..n.max(1)).map(|_| Padded::default()).collect())
+    }
+}
+
+impl<T: Default> Default for Sharded<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> Sharded<T> {
+    /// The calling thread's shard: the only one it writes.
+    #[inline]
+    fn local(&self) -> &T {
+        // A worker numbered past the workers' shards lands on the last,
+        // the other threads' one, which is what it should use.
+        let shards = &self.0;
+        let i = match workers::current() {
+            Some(i) if i < shards.len() => i,
+            _ => shards.len() - 1,
+        };
+        &shards[i].0
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &T> {
+        self.0.iter().map(|p| &p.0)
+    }
+
+    /// The sum of one counter over the shards.
+    fn sum(&self, field: impl Fn(&T) -> &Count) -> u64 {
+        self.iter()
+            .map(|s| field(s).get())
+            .fold(0, u64::wrapping_add)
+    }
+}
+
+/// One shard's events per second, like HAProxy's `freq_ctr`: the current
+/// second's count and the previous one's, packed so that one atomic holds
+/// a consistent pair. Only its shard's threads write it.
+#[derive(Default, Debug)]
+struct FreqSlot {
+    /// High 32 bits: second (mod 2^32); low 32 bits: count in that second.
+    cur: AtomicU64,
+    /// The count of the second before `cur`'s (0 if it had none).
+    prev: AtomicU32,
+}
+
+impl FreqSlot {
+    /// Counts one event in second `sec`; the second this slot left for it
+    /// and its count, when it left one with events.
+    #[inline]
+    fn hit(&self, sec: u32) -> Option<(u32, u32)> {
+        let cur = self.cur.load(Relaxed);
+        if (cur >> 32) as u32 == sec && (cur as u32) < u32::MAX {
+            // Within the second: one add on the shard's own line. It
+            // cannot carry into the second's bits: a full count goes
+            // through `roll`, which saturates.
+            self.cur.fetch_add(1, Relaxed);
+            return None;
+        }
+        self.roll(sec)
+    }
+
+    /// [`FreqSlot::hit`] in a new second: once per second per shard.
+    #[cold]
+    #[inline(never)]
+    fn roll(&self, sec: u32) -> Option<(u32, u32)> {
         let mut cur = self.cur.load(Relaxed);
         loop {
             let (s, n) = ((cur >> 32) as u32, cur as u32);
@@ -62,40 +200,123 @@ impl FreqCtr {
                 ((sec as u64) << 32) | 1
             };
             match self.cur.compare_exchange_weak(cur, next, Relaxed, Relaxed) {
+                Ok(_) if s == sec => return None,
                 Ok(_) => {
-                    if s != sec {
-                        // The finished second becomes the previous one (or 0
-                        // if more than a second passed without events).
-                        let prev = if s.wrapping_add(1) == sec { n } else { 0 };
-                        self.prev.store(prev, Relaxed);
-                    }
-                    let now_n = next as u32;
-                    self.max.fetch_max(now_n, Relaxed);
-                    return;
+                    // The finished second becomes the previous one (or 0
+                    // if more than a second passed without events).
+                    let prev = if s.wrapping_add(1) == sec { n } else { 0 };
+                    self.prev.store(prev, Relaxed);
+                    return (n != 0).then_some((s, n));
                 }
                 Err(actual) => cur = actual,
             }
         }
     }
 
-    /// Rate over the last second: events counted in the current second,
-    /// plus the previous second's weighted by what remains of it, as HAProxy
-    /// approximates; here simply the larger of the two whole seconds' view.
-    pub(crate) fn rate(&self) -> u32 {
-        let sec = now_secs() as u32;
+    /// `(second, its count, the count of the second before)`.
+    fn read(&self) -> (u32, u32, u32) {
         let cur = self.cur.load(Relaxed);
-        let (s, n) = ((cur >> 32) as u32, cur as u32);
-        if s == sec {
-            n.max(self.prev.load(Relaxed))
-        } else if s.wrapping_add(1) == sec {
+        ((cur >> 32) as u32, cur as u32, self.prev.load(Relaxed))
+    }
+
+    /// The events this slot counted in second `t`, as far as it still
+    /// knows.
+    fn count_in(&self, t: u32) -> u32 {
+        let (s, n, prev) = self.read();
+        if s == t {
             n
+        } else if s == t.wrapping_add(1) {
+            prev
         } else {
             0
         }
     }
+}
 
+/// The shared part of a rate: its maximum over whole seconds of all shards
+/// together, written when a shard leaves a second (once per second per
+/// worker, not per event), and the first second it covers since `clear
+/// counters`.
+#[derive(Default, Debug)]
+struct RateMax {
+    max: AtomicU32,
+    floor: AtomicU32,
+}
+
+/// A rate as one counter over the shards' [`FreqSlot`]s: what hits it,
+/// limits and reports it.
+pub(crate) struct Rate<'a, T> {
+    shards: &'a Sharded<T>,
+    slot: fn(&T) -> &FreqSlot,
+    top: &'a RateMax,
+}
+
+impl<'a, T> Rate<'a, T> {
+    fn new(shards: &'a Sharded<T>, slot: fn(&T) -> &FreqSlot, top: &'a RateMax) -> Self {
+        Rate { shards, slot, top }
+    }
+
+    /// Counts one event on `shard`, the calling thread's.
+    #[inline]
+    fn hit_on(&self, shard: &T) {
+        let own = (self.slot)(shard);
+        if let Some((s, n)) = own.hit(now_secs() as u32) {
+            self.settle(own, s, n);
+        }
+    }
+
+    /// `own` left second `s` with `n` events: that second's count over all
+    /// shards (the others hold it in `prev` once they left it too, in
+    /// `cur` while not) may be the highest. The last shard to leave it
+    /// sees every count; a shard that never leaves it is seen by `max`
+    /// itself.
+    #[cold]
+    #[inline(never)]
+    fn settle(&self, own: &FreqSlot, s: u32, n: u32) {
+        if s < self.top.floor.load(Relaxed) {
+            return;
+        }
+        let others = self
+            .shards
+            .iter()
+            .map(self.slot)
+            .filter(|&o| !std::ptr::eq(o, own))
+            .fold(0u32, |a, o| a.saturating_add(o.count_in(s)));
+        self.top.max.fetch_max(n.saturating_add(others), Relaxed);
+    }
+
+    /// The events of second `t` over all shards.
+    fn total_in(&self, t: u32) -> u32 {
+        self.shards
+            .iter()
+            .map(self.slot)
+            .fold(0u32, |a, o| a.saturating_add(o.count_in(t)))
+    }
+
+    /// Rate over the last second: the larger of the current second's
+    /// count and the previous one's, over all shards.
+    pub(crate) fn rate(&self) -> u32 {
+        let sec = now_secs() as u32;
+        self.total_in(sec).max(self.total_in(sec.wrapping_sub(1)))
+    }
+
+    /// The highest count of one second since the start or `clear
+    /// counters`, over all shards together: the seconds shards left, and
+    /// the ones they still hold (the current one among them).
     pub(crate) fn max(&self) -> u32 {
-        self.max.load(Relaxed)
+        let floor = self.top.floor.load(Relaxed);
+        let mut max = self.top.max.load(Relaxed);
+        for slot in self.shards.iter().map(self.slot) {
+            let (s, n, prev) = slot.read();
+            if n != 0 && s >= floor {
+                max = max.max(self.total_in(s));
+            }
+            let before = s.wrapping_sub(1);
+            if prev != 0 && before >= floor {
+                max = max.max(self.total_in(before));
+            }
+        }
+        max
     }
 
     /// How long until HAProxy's estimate of the events of the last second
@@ -116,15 +337,7 @@ impl FreqCtr {
             std::cmp::Ordering::Greater => 0.999,
             std::cmp::Ordering::Less => 0.0,
         };
-        let cur = self.cur.load(Relaxed);
-        let (s, n) = ((cur >> 32) as u32, cur as u32);
-        let (n, p) = if s == sec {
-            (n, self.prev.load(Relaxed))
-        } else if s.wrapping_add(1) == sec {
-            (0, n)
-        } else {
-            (0, 0)
-        };
+        let (n, p) = (self.total_in(sec), self.total_in(sec.wrapping_sub(1)));
         let (n, p, limit) = (f64::from(n), f64::from(p), f64::from(limit));
         if n + p * (1.0 - frac) < limit {
             return std::time::Duration::ZERO;
@@ -139,8 +352,14 @@ impl FreqCtr {
         std::time::Duration::from_secs_f64((at - frac).max(0.0) + 0.001)
     }
 
+    /// `clear counters`: the maximum starts again with the next second
+    /// (the current one's count, which the shards do not split into
+    /// before and after the clear, is left out of it).
     pub(crate) fn clear_max(&self) {
-        self.max.store(0, Relaxed);
+        self.top
+            .floor
+            .store((now_secs() as u32).wrapping_add(1), Relaxed);
+        self.top.max.store(0, Relaxed);
     }
 }
 
@@ -198,201 +417,287 @@ impl SwRate {
         });
     }
 
-    /// The average over the last `min(samples, TIME_SAMPLES)` values
-    /// (rounded up, as HAProxy's `swrate_avg`), 0 without samples.
-    pub(crate) fn avg(&self, samples: u64) -> u64 {
-        let w = samples.min(TIME_SAMPLES);
-        if w == 0 {
-            return 0;
-        }
-        self.sum.load(Relaxed).div_ceil(w)
-    }
-
     fn clear(&self) {
         self.sum.store(0, Relaxed);
     }
 }
 
-/// qtime/ctime/rtime/ttime of a backend or server: averages over the last
-/// 1024 requests and the maxima, in milliseconds.
+/// One shard's qtime/ctime/rtime/ttime: averages over its last 1024
+/// requests, in milliseconds (the maxima are the row's, in [`Rare`]).
 #[derive(Default, Debug)]
-pub(crate) struct Times {
+struct TimesShard {
     /// Requests measured so far.
-    pub(crate) samples: AtomicU64,
-    pub(crate) queue: SwRate,
-    pub(crate) connect: SwRate,
-    pub(crate) response: SwRate,
-    pub(crate) total: SwRate,
-    pub(crate) queue_max: AtomicU32,
-    pub(crate) connect_max: AtomicU32,
-    pub(crate) response_max: AtomicU32,
-    pub(crate) total_max: AtomicU32,
+    samples: AtomicU64,
+    /// queue, connect, response, total.
+    sums: [SwRate; 4],
 }
 
-impl Times {
-    /// `[qtime, ctime, rtime, ttime]` averages.
-    pub(crate) fn averages(&self) -> [u64; 4] {
-        let n = self.samples.load(Relaxed);
-        [
-            self.queue.avg(n),
-            self.connect.avg(n),
-            self.response.avg(n),
-            self.total.avg(n),
-        ]
-    }
-
-    /// `[qtime_max, ctime_max, rtime_max, ttime_max]`.
-    pub(crate) fn maxima(&self) -> [u32; 4] {
-        [
-            self.queue_max.load(Relaxed),
-            self.connect_max.load(Relaxed),
-            self.response_max.load(Relaxed),
-            self.total_max.load(Relaxed),
-        ]
-    }
-
-    fn clear_max(&self) {
-        for m in [
-            &self.queue_max,
-            &self.connect_max,
-            &self.response_max,
-            &self.total_max,
-        ] {
-            m.store(0, Relaxed);
+macro_rules! additive {
+    (
+        $(#[$adds_doc:meta])* $adds:ident,
+        $(#[$totals_doc:meta])* $totals:ident,
+        [$($(#[$arr_doc:meta])* $arr:ident: $len:literal),*],
+        $($(#[$doc:meta])* $name:ident,)*
+    ) => {
+        $(#[$adds_doc])*
+        #[derive(Default, Debug)]
+        pub(crate) struct $adds {
+            $($(#[$doc])* pub(crate) $name: Count,)*
+            $($(#[$arr_doc])* pub(crate) $arr: [Count; $len],)*
         }
-    }
 
-    fn clear(&self) {
-        self.samples.store(0, Relaxed);
-        for r in [&self.queue, &self.connect, &self.response, &self.total] {
-            r.clear();
+        $(#[$totals_doc])*
+        #[derive(Default, Debug, Clone, Copy, PartialEq, Eq)]
+        pub(crate) struct $totals {
+            $(pub(crate) $name: u64,)*
+            $(pub(crate) $arr: [u64; $len],)*
         }
-        self.clear_max();
-    }
+
+        impl $totals {
+            fn add(&mut self, s: &$adds) {
+                $(self.$name = self.$name.wrapping_add(s.$name.get());)*
+                $(for (t, c) in self.$arr.iter_mut().zip(&s.$arr) {
+                    *t = t.wrapping_add(c.get());
+                })*
+            }
+        }
+    };
 }
 
-/// Counters of one stats row (frontend, backend or server).
+additive! {
+    /// One worker's share of a row's additive counters: added to through
+    /// [`Counters::local`], read summed over the shards.
+    Adds,
+    /// A row's additive counters summed over the shards.
+    Totals,
+    [
+        /// hrsp_1xx .. hrsp_5xx, hrsp_other.
+        hrsp: 6
+    ],
+    /// Cumulative sessions.
+    stot,
+    bin,
+    bout,
+    dreq,
+    dresp,
+    ereq,
+    econ,
+    eresp,
+    wretr,
+    wredis,
+    req_tot,
+    cli_abrt,
+    srv_abrt,
+    /// Times this backend/server was chosen by load balancing.
+    lbtot,
+    intercepted,
+    /// HTTP compression (frontend and backend): body bytes given to the
+    /// compressor and emitted by it, bytes passed through the `identity`
+    /// algorithm, and responses compressed.
+    comp_in,
+    comp_out,
+    comp_byp,
+    comp_rsp,
+    /// `http-request cache-use`: lookups made and hits served (on the
+    /// proxy whose rule looked).
+    cache_lookups,
+    cache_hits,
+    /// Connection attempts to servers / reuses of idle ones.
+    connect,
+    reuse,
+    /// TLS handshakes completed / failed (frontend: with clients; server
+    /// and backend: with servers).
+    ssl_sess,
+    ssl_failed_handshake,
+}
+
+additive! {
+    /// One worker's share of a frontend's client-side counters: added to
+    /// through [`ClientCounters::local`], read summed over the shards.
+    ClientAdds,
+    /// A frontend's client-side counters summed over the shards.
+    ClientTotals,
+    [],
+    /// Accepted connections.
+    conn_tot,
+    /// Connections refused by `tcp-request connection` rules.
+    dcon,
+    /// Sessions refused by `tcp-request session` rules.
+    dses,
+    /// HTTP/2 on the client side: streams opened (HEADERS), DATA frames
+    /// received, connections closed for a protocol error (or a flood),
+    /// streams reset for one, GOAWAYs sent for an error, connections in
+    /// all.
+    h2_headers_rcvd,
+    h2_data_rcvd,
+    h2_conn_protocol_errors,
+    h2_strm_protocol_errors,
+    h2_goaway_resp,
+    h2_total_connections,
+    /// HTTP/1 client connections and the requests they carried.
+    h1_total_connections,
+    h1_total_streams,
+    /// The bytes of those connections, in and out (as `bin`/`bout`).
+    h1_bytes_in,
+    h1_bytes_out,
+}
+
+/// One worker's share of a row: only the additive counters and the
+/// per-shard state of the rates and times (see the module's doc for its
+/// size).
 #[derive(Default, Debug)]
-pub(crate) struct Counters {
+pub(crate) struct Shard {
+    adds: Adds,
+    /// Unix time of this shard's last session, 0 = never.
+    last_sess: AtomicU64,
+    sess_rate: FreqSlot,
+    req_rate: FreqSlot,
+    times: TimesShard,
+}
+
+/// The shared part of a row that the request path writes: its gauges,
+/// decisions read exactly by `maxconn` slots and balancing.
+#[derive(Default, Debug)]
+pub(crate) struct Shared {
     /// Current / max sessions (frontend: client connections; backend and
     /// server: requests being served).
     pub(crate) sess: Gauge,
     /// Queued requests (backend and server).
     pub(crate) queue: Gauge,
-    /// Cumulative sessions.
-    pub(crate) stot: AtomicU64,
-    pub(crate) bin: AtomicU64,
-    pub(crate) bout: AtomicU64,
-    pub(crate) dreq: AtomicU64,
-    pub(crate) dresp: AtomicU64,
-    pub(crate) ereq: AtomicU64,
-    pub(crate) econ: AtomicU64,
-    pub(crate) eresp: AtomicU64,
-    pub(crate) wretr: AtomicU64,
-    pub(crate) wredis: AtomicU64,
-    /// hrsp_1xx .. hrsp_5xx, hrsp_other.
-    pub(crate) hrsp: [AtomicU64; 6],
-    pub(crate) req_tot: AtomicU64,
-    pub(crate) cli_abrt: AtomicU64,
-    pub(crate) srv_abrt: AtomicU64,
-    /// Times this backend/server was chosen by load balancing.
-    pub(crate) lbtot: AtomicU64,
-    /// Frontend: accepted connections.
-    pub(crate) conn_tot: AtomicU64,
-    /// Connections refused by `tcp-request connection` rules (frontend).
-    pub(crate) dcon: AtomicU64,
-    /// Sessions refused by `tcp-request session` rules (frontend).
-    pub(crate) dses: AtomicU64,
-    pub(crate) intercepted: AtomicU64,
-    /// HTTP compression (frontend and backend): body bytes given to the
-    /// compressor and emitted by it, bytes passed through the `identity`
-    /// algorithm, and responses compressed.
-    pub(crate) comp_in: AtomicU64,
-    pub(crate) comp_out: AtomicU64,
-    pub(crate) comp_byp: AtomicU64,
-    pub(crate) comp_rsp: AtomicU64,
-    /// `http-request cache-use`: lookups made and hits served (on the
-    /// proxy whose rule looked).
-    pub(crate) cache_lookups: AtomicU64,
-    pub(crate) cache_hits: AtomicU64,
-    /// Connection attempts to servers / reuses of idle ones.
-    pub(crate) connect: AtomicU64,
-    pub(crate) reuse: AtomicU64,
-    /// TLS handshakes completed / failed (frontend: with clients; server
-    /// and backend: with servers).
-    pub(crate) ssl_sess: AtomicU64,
-    pub(crate) ssl_failed_handshake: AtomicU64,
-    /// HTTP/2 on the client side (frontend): streams opened (HEADERS),
-    /// DATA frames received, connections closed for a protocol error (or
-    /// a flood), streams reset for one, GOAWAYs sent for an error,
-    /// connections open and in all.
-    pub(crate) h2_headers_rcvd: AtomicU64,
-    pub(crate) h2_data_rcvd: AtomicU64,
-    pub(crate) h2_conn_protocol_errors: AtomicU64,
-    pub(crate) h2_strm_protocol_errors: AtomicU64,
-    pub(crate) h2_goaway_resp: AtomicU64,
+    /// HTTP/2 client connections open (frontend).
     pub(crate) h2_open_connections: Gauge,
-    pub(crate) h2_total_connections: AtomicU64,
-    /// HTTP/1 client connections (frontend) and the requests they carried.
-    pub(crate) h1_total_connections: AtomicU64,
-    pub(crate) h1_total_streams: AtomicU64,
-    /// The bytes of those connections, in and out (as `bin`/`bout`).
-    pub(crate) h1_bytes_in: AtomicU64,
-    pub(crate) h1_bytes_out: AtomicU64,
-    /// Unix time of the last session, 0 = never.
-    pub(crate) last_sess: AtomicU64,
-    pub(crate) sess_rate: FreqCtr,
-    pub(crate) req_rate: FreqCtr,
-    pub(crate) conn_rate: FreqCtr,
-    /// qtime/ctime/rtime/ttime (backend and server rows).
-    pub(crate) times: Times,
+}
+
+/// The part of a row read on every count and written rarely: where the
+/// shards are, the rates' maxima (once per second per worker) and the
+/// times' maxima (when one is beaten, which a worker checks by reading
+/// first).
+#[derive(Debug)]
+struct Rare {
+    shards: Sharded<Shard>,
+    sess_rate: RateMax,
+    req_rate: RateMax,
+    /// qtime_max, ctime_max, rtime_max, ttime_max.
+    time_maxima: [AtomicU32; 4],
+}
+
+impl Rare {
+    fn with_shards(n: usize) -> Rare {
+        Rare {
+            shards: Sharded::with_shards(n),
+            sess_rate: RateMax::default(),
+            req_rate: RateMax::default(),
+            time_maxima: Default::default(),
+        }
+    }
+}
+
+/// Counters of one stats row (frontend, backend or server).
+#[derive(Debug)]
+pub(crate) struct Counters {
+    /// Written by the request path of every worker (the gauges).
+    shared: Padded<Shared>,
+    /// Read on every count, seldom written: on lines of their own, away
+    /// from the gauges'.
+    rare: Padded<Rare>,
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Counters {
+            shared: Padded::default(),
+            rare: Padded(Rare::with_shards(shard_count())),
+        }
+    }
+}
+
+impl std::ops::Deref for Counters {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.shared.0
+    }
 }
 
 impl Counters {
+    /// Counters of `n` shards, whatever the workers (tests).
+    #[cfg(test)]
+    pub(crate) fn with_shards(n: usize) -> Counters {
+        Counters {
+            shared: Padded::default(),
+            rare: Padded(Rare::with_shards(n)),
+        }
+    }
+
+    fn shards(&self) -> &Sharded<Shard> {
+        &self.rare.0.shards
+    }
+
+    /// The calling thread's additive counters, to add to.
+    #[inline]
+    pub(crate) fn local(&self) -> &Adds {
+        &self.shards().local().adds
+    }
+
+    /// One additive counter, summed over the shards.
+    pub(crate) fn sum(&self, field: impl Fn(&Adds) -> &Count) -> u64 {
+        self.shards().sum(|s| field(&s.adds))
+    }
+
+    /// Every additive counter, summed over the shards (one pass for a
+    /// whole row).
+    pub(crate) fn totals(&self) -> Totals {
+        let mut t = Totals::default();
+        for s in self.shards().iter() {
+            t.add(&s.adds);
+        }
+        t
+    }
+
+    pub(crate) fn sess_rate(&self) -> Rate<'_, Shard> {
+        Rate::new(self.shards(), |s| &s.sess_rate, &self.rare.0.sess_rate)
+    }
+
+    pub(crate) fn req_rate(&self) -> Rate<'_, Shard> {
+        Rate::new(self.shards(), |s| &s.req_rate, &self.rare.0.req_rate)
+    }
+
     /// A new session starts on this row.
     pub(crate) fn session_start(&self) {
         self.sess.inc();
-        self.stot.fetch_add(1, Relaxed);
-        self.sess_rate.hit();
-        self.last_sess.store(now_secs(), Relaxed);
+        let local = self.shards().local();
+        local.adds.stot.inc();
+        self.sess_rate().hit_on(local);
+        local.last_sess.store(now_secs(), Relaxed);
     }
 
     pub(crate) fn session_end(&self) {
         self.sess.dec();
     }
 
-    /// Count an HTTP response status in hrsp_*.
+    /// Count an HTTP response status in hrsp_* (the data plane counts on
+    /// its [`Counters::local`] shard).
+    #[cfg(test)]
     pub(crate) fn count_status(&self, status: u16) {
-        let idx = match status {
-            100..=199 => 0,
-            200..=299 => 1,
-            300..=399 => 2,
-            400..=499 => 3,
-            500..=599 => 4,
-            _ => 5,
-        };
-        self.hrsp[idx].fetch_add(1, Relaxed);
+        self.local().count_status(status);
     }
 
     pub(crate) fn count_request(&self) {
-        self.req_tot.fetch_add(1, Relaxed);
-        self.req_rate.hit();
-    }
-
-    pub(crate) fn add(counter: &AtomicU64, n: u64) {
-        counter.fetch_add(n, Relaxed);
-    }
-
-    #[cfg(test)]
-    pub(crate) fn get(counter: &AtomicU64) -> u64 {
-        counter.load(Relaxed)
+        let local = self.shards().local();
+        local.adds.req_tot.inc();
+        self.req_rate().hit_on(local);
     }
 
     /// Seconds since the last session, or -1 if there never was one.
     pub(crate) fn lastsess_age(&self) -> i64 {
-        match self.last_sess.load(Relaxed) {
-            0 => -1,
-            t => now_secs().saturating_sub(t) as i64,
+        match self
+            .shards()
+            .iter()
+            .map(|s| s.last_sess.load(Relaxed))
+            .max()
+        {
+            None | Some(0) => -1,
+            Some(t) => now_secs().saturating_sub(t) as i64,
         }
     }
 
@@ -406,90 +711,262 @@ impl Counters {
     /// * `total`: the whole request, accept to last byte (Ta/Tt).
     ///
     /// Requests that got no response from a server are not recorded.
-    /// Lock-free; a few atomic operations.
+    /// Lock-free, on the calling thread's shard; a maximum is written only
+    /// when beaten.
     pub(crate) fn record_times(&self, queue: u32, connect: u32, response: u32, total: u32) {
-        let t = &self.times;
+        let t = &self.shards().local().times;
         let seen = t.samples.fetch_add(1, Relaxed);
-        t.queue.add(queue, seen);
-        t.connect.add(connect, seen);
-        t.response.add(response, seen);
-        t.total.add(total, seen);
-        t.queue_max.fetch_max(queue, Relaxed);
-        t.connect_max.fetch_max(connect, Relaxed);
-        t.response_max.fetch_max(response, Relaxed);
-        t.total_max.fetch_max(total, Relaxed);
+        let [q, c, r, tt] = &t.sums;
+        q.add(queue, seen);
+        c.add(connect, seen);
+        r.add(response, seen);
+        tt.add(total, seen);
+        let beat = |max: &AtomicU32, v: u32| {
+            if v > max.load(Relaxed) {
+                max.fetch_max(v, Relaxed);
+            }
+        };
+        let [qm, cm, rm, tm] = &self.rare.0.time_maxima;
+        beat(qm, queue);
+        beat(cm, connect);
+        beat(rm, response);
+        beat(tm, total);
     }
 
-    /// `clear counters`: the max values, and the h1/h2 columns: HAProxy's
-    /// stats modules are "clearable", reset by `clear counters` with or
-    /// without `all` (their open-connection gauges stay).
+    /// `[qtime, ctime, rtime, ttime]` averages. Each shard averages its
+    /// own last 1024 requests; over several, the shards' sums over their
+    /// windows' sizes (an average weighted by their samples), which with
+    /// one active worker is that worker's average exactly.
+    pub(crate) fn time_averages(&self) -> [u64; 4] {
+        let mut sums = [0u64; 4];
+        let mut window = 0u64;
+        for t in self.shards().iter().map(|s| &s.times) {
+            window += t.samples.load(Relaxed).min(TIME_SAMPLES);
+            for (s, r) in sums.iter_mut().zip(&t.sums) {
+                *s += r.sum.load(Relaxed);
+            }
+        }
+        if window == 0 {
+            return [0; 4];
+        }
+        sums.map(|s| s.div_ceil(window))
+    }
+
+    /// `[qtime_max, ctime_max, rtime_max, ttime_max]`.
+    pub(crate) fn time_maxima(&self) -> [u32; 4] {
+        self.rare.0.time_maxima.each_ref().map(|m| m.load(Relaxed))
+    }
+
+    /// `clear counters`: the max values (a frontend's client-side
+    /// counters are cleared by [`ClientCounters::clear_max`]).
     pub(crate) fn clear_max(&self) {
         self.sess.clear_max();
         self.queue.clear_max();
-        self.sess_rate.clear_max();
-        self.req_rate.clear_max();
-        self.conn_rate.clear_max();
-        self.times.clear_max();
-        let modules: [&AtomicU64; 10] = [
-            &self.h1_total_connections,
-            &self.h1_total_streams,
-            &self.h1_bytes_in,
-            &self.h1_bytes_out,
-            &self.h2_headers_rcvd,
-            &self.h2_data_rcvd,
-            &self.h2_conn_protocol_errors,
-            &self.h2_strm_protocol_errors,
-            &self.h2_goaway_resp,
-            &self.h2_total_connections,
-        ];
-        for a in modules {
-            a.store(0, Relaxed);
+        self.sess_rate().clear_max();
+        self.req_rate().clear_max();
+        for m in &self.rare.0.time_maxima {
+            m.store(0, Relaxed);
         }
     }
 
     /// `clear counters all`: every cumulative counter, average and max back
     /// to 0. Gauges keep their current value (those sessions still exist).
     pub(crate) fn clear_all(&self) {
-        let cum: [&AtomicU64; 27] = [
-            &self.stot,
-            &self.bin,
-            &self.bout,
-            &self.dreq,
-            &self.dresp,
-            &self.ereq,
-            &self.econ,
-            &self.eresp,
-            &self.wretr,
-            &self.wredis,
-            &self.req_tot,
-            &self.cli_abrt,
-            &self.srv_abrt,
-            &self.lbtot,
-            &self.conn_tot,
-            &self.dcon,
-            &self.dses,
-            &self.intercepted,
-            &self.comp_in,
-            &self.comp_out,
-            &self.comp_byp,
-            &self.comp_rsp,
-            &self.cache_lookups,
-            &self.cache_hits,
-            &self.connect,
-            &self.reuse,
-            &self.last_sess,
-        ];
-        for a in cum.into_iter().chain(self.hrsp.iter()) {
-            a.store(0, Relaxed);
+        for s in self.shards().iter() {
+            let a = &s.adds;
+            let cum: [&Count; 23] = [
+                &a.stot,
+                &a.bin,
+                &a.bout,
+                &a.dreq,
+                &a.dresp,
+                &a.ereq,
+                &a.econ,
+                &a.eresp,
+                &a.wretr,
+                &a.wredis,
+                &a.req_tot,
+                &a.cli_abrt,
+                &a.srv_abrt,
+                &a.lbtot,
+                &a.intercepted,
+                &a.comp_in,
+                &a.comp_out,
+                &a.comp_byp,
+                &a.comp_rsp,
+                &a.cache_lookups,
+                &a.cache_hits,
+                &a.connect,
+                &a.reuse,
+            ];
+            for c in cum.into_iter().chain(a.hrsp.iter()) {
+                c.clear();
+            }
+            s.last_sess.store(0, Relaxed);
+            s.times.samples.store(0, Relaxed);
+            s.times.sums.iter().for_each(SwRate::clear);
         }
-        self.times.clear();
         self.clear_max();
+    }
+}
+
+impl Adds {
+    /// Counts an HTTP response status in hrsp_*.
+    pub(crate) fn count_status(&self, status: u16) {
+        let idx = match status {
+            100..=199 => 0,
+            200..=299 => 1,
+            300..=399 => 2,
+            400..=499 => 3,
+            500..=599 => 4,
+            _ => 5,
+        };
+        self.hrsp[idx].inc();
+    }
+}
+
+/// One worker's share of a frontend's client side.
+#[derive(Default, Debug)]
+pub(crate) struct ClientShard {
+    adds: ClientAdds,
+    conn_rate: FreqSlot,
+}
+
+/// What only a frontend counts, about its client connections, per worker
+/// as a row's [`Counters`] are: in their own shards, so that a backend's
+/// and a server's stay small.
+#[derive(Debug, Default)]
+pub(crate) struct ClientCounters {
+    shards: Sharded<ClientShard>,
+    conn_rate: RateMax,
+}
+
+impl ClientCounters {
+    /// The calling thread's counters, to add to.
+    #[inline]
+    pub(crate) fn local(&self) -> &ClientAdds {
+        &self.shards.local().adds
+    }
+
+    /// One counter, summed over the shards.
+    pub(crate) fn sum(&self, field: impl Fn(&ClientAdds) -> &Count) -> u64 {
+        self.shards.sum(|s| field(&s.adds))
+    }
+
+    /// Every counter, summed over the shards.
+    pub(crate) fn totals(&self) -> ClientTotals {
+        let mut t = ClientTotals::default();
+        for s in self.shards.iter() {
+            t.add(&s.adds);
+        }
+        t
+    }
+
+    pub(crate) fn conn_rate(&self) -> Rate<'_, ClientShard> {
+        Rate::new(&self.shards, |s| &s.conn_rate, &self.conn_rate)
+    }
+
+    /// A connection accepted on this frontend.
+    pub(crate) fn count_connection(&self) {
+        let local = self.shards.local();
+        local.adds.conn_tot.inc();
+        self.conn_rate().hit_on(local);
+    }
+
+    /// `clear counters`: the rate's max, and the h1/h2 columns: HAProxy's
+    /// stats modules are "clearable", reset by `clear counters` with or
+    /// without `all` (their open-connection gauges stay).
+    pub(crate) fn clear_max(&self) {
+        self.conn_rate().clear_max();
+        for s in self.shards.iter() {
+            let a = &s.adds;
+            for c in [
+                &a.h1_total_connections,
+                &a.h1_total_streams,
+                &a.h1_bytes_in,
+                &a.h1_bytes_out,
+                &a.h2_headers_rcvd,
+                &a.h2_data_rcvd,
+                &a.h2_conn_protocol_errors,
+                &a.h2_strm_protocol_errors,
+                &a.h2_goaway_resp,
+                &a.h2_total_connections,
+            ] {
+                c.clear();
+            }
+        }
+    }
+
+    /// `clear counters all`: the connection counts too.
+    pub(crate) fn clear_all(&self) {
+        for s in self.shards.iter() {
+            for c in [&s.adds.conn_tot, &s.adds.dcon, &s.adds.dses] {
+                c.clear();
+            }
+        }
+        self.clear_max();
+    }
+}
+
+/// The process's own shard: what `show info` adds up (CumConns, CumReq,
+/// TotalBytesOut) and its connection and session rates.
+#[derive(Default, Debug)]
+pub(crate) struct ProcessShard {
+    pub(crate) cum_conns: Count,
+    pub(crate) cum_req: Count,
+    pub(crate) bytes_out: Count,
+    conn_rate: FreqSlot,
+    sess_rate: FreqSlot,
+}
+
+/// The process's figures that add up, per worker as a row's are.
+#[derive(Debug, Default)]
+pub(crate) struct ProcessCounts {
+    shards: Sharded<ProcessShard>,
+    conn_rate: RateMax,
+    sess_rate: RateMax,
+}
+
+impl ProcessCounts {
+    /// The calling thread's shard, to add to.
+    #[inline]
+    pub(crate) fn local(&self) -> &ProcessShard {
+        self.shards.local()
+    }
+
+    pub(crate) fn sum(&self, field: impl Fn(&ProcessShard) -> &Count) -> u64 {
+        self.shards.sum(field)
+    }
+
+    pub(crate) fn conn_rate(&self) -> Rate<'_, ProcessShard> {
+        Rate::new(&self.shards, |s| &s.conn_rate, &self.conn_rate)
+    }
+
+    pub(crate) fn sess_rate(&self) -> Rate<'_, ProcessShard> {
+        Rate::new(&self.shards, |s| &s.sess_rate, &self.sess_rate)
+    }
+
+    /// A connection accepted: CumConns, ConnRate and SessRate.
+    pub(crate) fn count_connection(&self) {
+        let local = self.shards.local();
+        local.cum_conns.inc();
+        self.conn_rate().hit_on(local);
+        self.sess_rate().hit_on(local);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    thread_local! {
+        /// The second [`now_secs`] says on this thread, when not 0.
+        pub(super) static CLOCK: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+
+    fn set_clock(sec: u64) {
+        CLOCK.with(|c| c.set(sec));
+    }
 
     #[test]
     fn gauge_tracks_max_and_never_wraps() {
@@ -503,44 +980,153 @@ mod tests {
         assert_eq!(g.max(), 2);
     }
 
+    /// The sizes the module's doc gives for a row.
+    #[test]
+    fn a_row_is_256_bytes_and_384_per_shard() {
+        assert_eq!(std::mem::size_of::<Padded<Shard>>(), 384);
+        assert_eq!(std::mem::size_of::<Counters>(), 256);
+        assert_eq!(std::mem::size_of::<Padded<ClientShard>>(), 128);
+    }
+
     #[test]
     fn status_classes() {
         let c = Counters::default();
         for s in [101, 200, 204, 302, 404, 503, 99, 600] {
             c.count_status(s);
         }
-        let v: Vec<u64> = c.hrsp.iter().map(Counters::get).collect();
-        assert_eq!(v, vec![1, 2, 1, 1, 1, 2]);
+        assert_eq!(c.totals().hrsp, [1, 2, 1, 1, 1, 2]);
     }
 
     #[test]
     fn time_averages_cover_the_last_1024_requests() {
         let c = Counters::default();
-        assert_eq!(c.times.averages(), [0; 4]);
+        assert_eq!(c.time_averages(), [0; 4]);
         c.record_times(0, 2, 10, 20);
         c.record_times(0, 4, 20, 40);
-        assert_eq!(c.times.averages(), [0, 3, 15, 30]);
-        assert_eq!(c.times.maxima(), [0, 4, 20, 40]);
+        assert_eq!(c.time_averages(), [0, 3, 15, 30]);
+        assert_eq!(c.time_maxima(), [0, 4, 20, 40]);
         // A long run of 100 ms responses pushes the old samples out.
         for _ in 0..20 * TIME_SAMPLES {
             c.record_times(1, 1, 100, 100);
         }
-        let [q, _, r, _] = c.times.averages();
+        let [q, _, r, _] = c.time_averages();
         assert_eq!(q, 1);
         assert!((99..=101).contains(&r), "{r}");
         c.clear_max();
-        assert_eq!(c.times.maxima(), [0; 4]);
+        assert_eq!(c.time_maxima(), [0; 4]);
         c.clear_all();
-        assert_eq!(c.times.averages(), [0; 4]);
+        assert_eq!(c.time_averages(), [0; 4]);
     }
 
     #[test]
     fn freq_counts_this_second() {
-        let f = FreqCtr::default();
+        let c = Counters::default();
         for _ in 0..5 {
-            f.hit();
+            c.count_request();
         }
-        assert!(f.rate() >= 1);
-        assert!(f.max() >= 1);
+        assert!(c.req_rate().rate() >= 1);
+        assert!(c.req_rate().max() >= 1);
+    }
+
+    /// Runs `f` on a thread that says it is worker `index` (None: not a
+    /// worker) at second `sec`, and waits for it.
+    fn on_worker(index: Option<usize>, sec: u64, f: impl FnOnce() + Send) {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                workers::pretend(index);
+                set_clock(sec);
+                f();
+            })
+            .join()
+            .unwrap();
+        });
+    }
+
+    #[test]
+    fn shards_of_several_workers_add_up() {
+        // Two workers and the other threads' shard; worker 7 is beyond
+        // them and uses the other threads' shard.
+        let c = Counters::with_shards(3);
+        let workers = [Some(0), Some(1), None, Some(7)];
+        // Every thread works in the same second, so that the rates'
+        // counts are known.
+        set_clock(1_000_000);
+        for (k, w) in workers.into_iter().enumerate() {
+            on_worker(w, 1_000_000, || {
+                for _ in 0..=k {
+                    c.session_start();
+                    c.count_request();
+                    c.count_status(200);
+                    c.local().bin.add(10);
+                    c.record_times(0, 1, 2, 3 + k as u32);
+                    c.session_end();
+                }
+            });
+        }
+        // 1 + 2 + 3 + 4 of everything, in one second.
+        let t = c.totals();
+        assert_eq!((t.stot, t.req_tot, t.hrsp[1], t.bin), (10, 10, 10, 100));
+        assert_eq!(c.sum(|a| &a.stot), 10);
+        // The shards themselves: worker 0 has 1, worker 1 has 2, the
+        // other threads 3 + 4.
+        let per: Vec<u64> = c.shards().iter().map(|s| s.adds.stot.get()).collect();
+        assert_eq!(per, [1, 2, 7]);
+        assert_eq!(c.req_rate().rate(), 10);
+        assert_eq!(c.req_rate().max(), 10);
+        assert_eq!(c.sess_rate().max(), 10);
+        assert_eq!(c.sess.cur(), 0);
+        // Weighted by samples: ttime (1*3 + 2*4 + 3*5 + 4*6) / 10.
+        assert_eq!(c.time_averages(), [0, 1, 2, 5]);
+        assert_eq!(c.time_maxima(), [0, 1, 2, 6]);
+        assert_eq!(c.lastsess_age(), 0);
+
+        // The next second: worker 1 leaves the first one with 3 requests,
+        // and settles its total (10) as the max; the rate is the larger
+        // of the two seconds.
+        set_clock(1_000_001);
+        on_worker(Some(1), 1_000_001, || {
+            for _ in 0..3 {
+                c.count_request();
+            }
+        });
+        assert_eq!(c.req_rate().rate(), 10);
+        assert_eq!(c.req_rate().max(), 10);
+        // A quiet second later, the second with 3 is the last full one.
+        set_clock(1_000_002);
+        assert_eq!(c.req_rate().rate(), 3);
+        assert_eq!(c.req_rate().max(), 10);
+        // Long after, with every shard still holding its old second: the
+        // max is kept, the rate is 0, rate limits are free.
+        set_clock(1_000_100);
+        assert_eq!(c.req_rate().rate(), 0);
+        assert_eq!(c.req_rate().max(), 10);
+        assert_eq!(c.req_rate().wait_below(1), std::time::Duration::ZERO);
+        // Worker 0 comes back: the first second's total is settled in the
+        // shared max as it leaves it.
+        on_worker(Some(0), 1_000_100, || c.count_request());
+        assert_eq!(c.rare.0.req_rate.max.load(Relaxed), 10);
+
+        c.clear_all();
+        assert_eq!(c.totals(), Totals::default());
+        assert_eq!(c.req_rate().max(), 0);
+        assert_eq!(c.lastsess_age(), -1);
+    }
+
+    #[test]
+    fn a_rate_limit_sees_every_shard() {
+        let c = Counters::with_shards(3);
+        let sec = 2_000_000;
+        set_clock(sec);
+        for w in [Some(0), Some(1)] {
+            on_worker(w, sec, || {
+                for _ in 0..5 {
+                    c.session_start();
+                }
+            });
+        }
+        // 10 this second over both workers: a limit of 10 waits, one of
+        // 11 does not.
+        assert!(c.sess_rate().wait_below(10) > std::time::Duration::ZERO);
+        assert_eq!(c.sess_rate().wait_below(11), std::time::Duration::ZERO);
     }
 }

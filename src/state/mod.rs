@@ -33,6 +33,9 @@ pub(crate) use queue::{Queue, SlotGuard};
 #[derive(Debug, Default)]
 pub(crate) struct FrontendState {
     pub(crate) counters: Counters,
+    /// What only a frontend counts: its client connections, refused
+    /// ones, and the h1/h2 modules' columns.
+    pub(crate) client: counters::ClientCounters,
     /// The `maxconn` in force (the configuration's, or `set maxconn
     /// frontend`): the FRONTEND row's `slim`. 0 until the listeners start.
     pub(crate) maxconn_now: std::sync::atomic::AtomicU32,

@@ -125,9 +125,18 @@ pub(crate) fn count() -> usize {
     WORKERS.get().map_or(1, |h| h.len().max(1))
 }
 
-/// The worker the calling thread is, if it is one.
+/// The worker the calling thread is, if it is one. Inlined: the counters
+/// ask it several times per request to find their shard.
+#[inline]
 pub(crate) fn current() -> Option<usize> {
-    INDEX.with(Cell::get)
+    INDEX.with(|i| i.get())
+}
+
+/// Makes the calling thread say it is worker `index` (tests of what is
+/// kept per worker).
+#[cfg(test)]
+pub(crate) fn pretend(index: Option<usize>) {
+    INDEX.with(|i| i.set(index));
 }
 
 /// The workers' handles (empty before [`start`], as in unit tests, where

@@ -11,7 +11,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use tokio::net::TcpStream;
@@ -19,14 +19,10 @@ use tokio::net::TcpStream;
 use crate::config::model::RetryOn;
 use crate::snapshot::BackendRt;
 use crate::snapshot::lb::LbKey;
-use crate::state::{Counters, ServerState, SlotGuard};
+use crate::state::{ServerState, SlotGuard};
 use crate::tls::Stream;
 use crate::upstream::ConnectError;
 use crate::upstream::balance::{self, PickError};
-
-fn add(c: &AtomicU64) {
-    c.fetch_add(1, Relaxed);
-}
 
 /// A server slot held for one request or TCP session, with the server's
 /// current-session gauge: releasing it (or dropping it) ends the session
@@ -54,7 +50,7 @@ impl Seat {
     /// every attempt after the first in the server's `stot` too.
     pub(crate) fn attempt(&mut self) {
         if self.used {
-            Counters::add(&self.server.counters.stot, 1);
+            self.server.counters.local().stot.inc();
         }
         self.used = true;
     }
@@ -136,8 +132,8 @@ impl Retries {
             return None;
         }
         self.done += 1;
-        add(&server.counters.wretr);
-        add(&be.state.counters.wretr);
+        server.counters.local().wretr.inc();
+        be.state.counters.local().wretr.inc();
         let redispatch = self.choose_redispatch(be, server);
         Some(Next {
             redispatch,
@@ -163,8 +159,8 @@ impl Retries {
                 || (!be.balance.is_hash() && active_servers(be) > 1)
         });
         if !redispatch {
-            add(&server.counters.wretr);
-            add(&be.state.counters.wretr);
+            server.counters.local().wretr.inc();
+            be.state.counters.local().wretr.inc();
         }
         redispatch
     }
@@ -186,11 +182,11 @@ impl Retries {
         let moved = !Arc::ptr_eq(&failed, &seat.server);
         if moved {
             self.redispatched = true;
-            add(&failed.counters.wredis);
-            add(&be.state.counters.wredis);
+            failed.counters.local().wredis.inc();
+            be.state.counters.local().wredis.inc();
         } else {
-            add(&failed.counters.wretr);
-            add(&be.state.counters.wretr);
+            failed.counters.local().wretr.inc();
+            be.state.counters.local().wretr.inc();
         }
         Ok(moved)
     }
@@ -245,8 +241,8 @@ pub(crate) async fn connect(
     loop {
         seat.attempt();
         let server = seat.server.clone();
-        add(&server.counters.connect);
-        add(&be.state.counters.connect);
+        server.counters.local().connect.inc();
+        be.state.counters.local().connect.inc();
         let pool = server.pool.load_full();
         let (timeout, io_timeout) = (be.timeouts.connect, be.timeouts.server);
         let opts = server_opts(be, &server);
@@ -264,8 +260,8 @@ pub(crate) async fn connect(
         {
             Ok(s) => {
                 if s.is_tls() {
-                    add(&server.counters.ssl_sess);
-                    add(&be.state.counters.ssl_sess);
+                    server.counters.local().ssl_sess.inc();
+                    be.state.counters.local().ssl_sess.inc();
                 }
                 // With the id of the pool whose address it dialed.
                 return Ok((s, pool.id()));
@@ -273,8 +269,8 @@ pub(crate) async fn connect(
             Err(e) => e,
         };
         if matches!(failed, ConnectError::Tls(_) | ConnectError::TlsTimeout) {
-            add(&server.counters.ssl_failed_handshake);
-            add(&be.state.counters.ssl_failed_handshake);
+            server.counters.local().ssl_failed_handshake.inc();
+            be.state.counters.local().ssl_failed_handshake.inc();
             tracing::warn!(
                 "Connection to server {}/{} failed: {failed}.",
                 be.name,
@@ -286,8 +282,8 @@ pub(crate) async fn connect(
             crate::upstream::check::observe(be, &server, Some("Connection error"));
         }
         let Some(next) = tries.after_conn_failure(be, &server, !timed_out) else {
-            add(&server.counters.econ);
-            add(&be.state.counters.econ);
+            server.counters.local().econ.inc();
+            be.state.counters.local().econ.inc();
             return Err(ConnectError::Exhausted {
                 last: Box::new(failed),
             });

@@ -9,7 +9,6 @@
 use std::future::poll_fn;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
@@ -67,7 +66,7 @@ fn gone() -> RelayError {
 /// as soon as it is taken (HAProxy gives it back after every DATA frame),
 /// so a slow server slows the client by the stream's window. A body the
 /// client cut (a reset) ends early, as a connection closing would: the
-/// pipeline sees it truncated. Each DATA frame is counted in `frames`.
+/// pipeline sees it truncated. `frames` is called for each DATA frame.
 pub(crate) struct H2Body<C> {
     /// None once the end (or a reset) was read.
     recv: Option<RecvStream>,
@@ -91,7 +90,7 @@ impl<C> H2Body<C> {
     }
 }
 
-impl<C: std::ops::Deref<Target = AtomicU64>> H2Body<C> {
+impl<C: Fn()> H2Body<C> {
     /// The next piece of the body in its HTTP/1 framing; None at its end.
     fn poll_piece(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
         let Some(recv) = self.recv.as_mut() else {
@@ -100,7 +99,7 @@ impl<C: std::ops::Deref<Target = AtomicU64>> H2Body<C> {
         while !self.data_done {
             match ready!(recv.poll_data(cx)) {
                 Some(Ok(data)) => {
-                    self.frames.fetch_add(1, Relaxed);
+                    (self.frames)();
                     if data.is_empty() {
                         continue;
                     }
@@ -145,7 +144,7 @@ impl<C: std::ops::Deref<Target = AtomicU64>> H2Body<C> {
     }
 }
 
-impl<C: std::ops::Deref<Target = AtomicU64> + Unpin> AsyncRead for H2Body<C> {
+impl<C: Fn() + Unpin> AsyncRead for H2Body<C> {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,

@@ -247,6 +247,11 @@ pub(super) fn cmd_clear_counters(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
     for p in &ctx.snap.proxies {
         if let Some(fe) = &p.frontend {
             clear(&fe.state.counters);
+            if all {
+                fe.state.client.clear_all();
+            } else {
+                fe.state.client.clear_max();
+            }
         }
         if let Some(be) = &p.backend {
             clear(&be.state.counters);
@@ -261,8 +266,8 @@ pub(super) fn cmd_clear_counters(ctx: &mut Ctx<'_>, args: &[String]) -> Output {
     }
     let p = &ctx.rt.process;
     p.conns.clear_max();
-    p.conn_rate.clear_max();
-    p.sess_rate.clear_max();
+    p.counts.conn_rate().clear_max();
+    p.counts.sess_rate().clear_max();
     text("")
 }
 

@@ -809,7 +809,6 @@ fn levenshtein(a: &str, b: &str) -> usize {
 mod tests {
     use super::*;
     use crate::observe::stats::{csv, fixture};
-    use std::sync::atomic::Ordering::Relaxed;
 
     /// Runs lines as one session and returns what the client would read.
     fn session(lines: &[&str], level: CliLevel) -> String {
@@ -1272,8 +1271,8 @@ mod tests {
         fe.state.counters.session_start();
         fe.state.counters.count_status(200);
         execute("clear counters all", CliLevel::Admin, &rt);
-        assert_eq!(fe.state.counters.stot.load(Relaxed), 0);
-        assert_eq!(fe.state.counters.hrsp[1].load(Relaxed), 0);
+        assert_eq!(fe.state.counters.sum(|s| &s.stot), 0);
+        assert_eq!(fe.state.counters.sum(|s| &s.hrsp[1]), 0);
         assert_eq!(fe.state.counters.sess.max(), 1); // still one session open
     }
 

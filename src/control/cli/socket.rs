@@ -115,9 +115,9 @@ where
         let wait = rt.with_snapshot(|snap| {
             let (g, p) = (&snap.global, &rt.process);
             g.maxconnrate
-                .map(|l| p.conn_rate.wait_below(l))
+                .map(|l| p.counts.conn_rate().wait_below(l))
                 .into_iter()
-                .chain(g.maxsessrate.map(|l| p.sess_rate.wait_below(l)))
+                .chain(g.maxsessrate.map(|l| p.counts.sess_rate().wait_below(l)))
                 .max()
                 .unwrap_or_default()
         });
@@ -152,11 +152,7 @@ fn spawn_conn<S>(
 /// `show info` see every earlier connection), CumReq when the session ends
 /// ([`handle_conn`]); CurrConns not, its CLI listeners being unlimited.
 pub(crate) fn count_accepted(rt: &Runtime) {
-    let p = &rt.process;
-    p.cum_conns
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    p.conn_rate.hit();
-    p.sess_rate.hit();
+    rt.process.counts.count_connection();
 }
 
 async fn accept_failed(e: io::Error) {

@@ -189,6 +189,7 @@ pub(crate) async fn serve(
         return;
     };
     let c = &state.counters;
+    let client_counts = &state.client;
     // The address the client reached: a PROXY header's, else the socket's.
     let local = client.dst().or_else(|| stream.local_addr().ok());
     // The preface is read before the `h2` crate, which would send its
@@ -212,7 +213,7 @@ pub(crate) async fn serve(
         Some(Ok(conn)) => conn,
         // Not HTTP/2 (no preface), or silent: closed.
         Some(Err(e)) => {
-            c.h2_conn_protocol_errors.fetch_add(1, Relaxed);
+            client_counts.local().h2_conn_protocol_errors.inc();
             // Bytes that are not the preface (HTTP/1 on a `proto h2`
             // bind), or none: HAProxy 2.6 logs a request it could not
             // parse, with no status (`0`, `PR--`, `<BADREQ>`); a client
@@ -237,7 +238,7 @@ pub(crate) async fn serve(
         }
         None => return,
     };
-    c.h2_total_connections.fetch_add(1, Relaxed);
+    client_counts.local().h2_total_connections.inc();
     c.h2_open_connections.inc();
     let client = Arc::new(client);
     let tls: Option<Arc<TlsFacts>> = tls.map(Arc::from);
@@ -269,7 +270,7 @@ pub(crate) async fn serve(
         tokio::select! {
             next = conn.accept() => match next {
                 Some(Ok((req, respond))) => {
-                    c.h2_headers_rcvd.fetch_add(1, Relaxed);
+                    client_counts.local().h2_headers_rcvd.inc();
                     shed = false;
                     // Boxed: the task tokio moves around as it spawns,
                     // runs and ends it is then a few words.
@@ -291,8 +292,8 @@ pub(crate) async fn serve(
                     if e.is_go_away() && !e.is_remote() {
                         // sluice closed it for a protocol violation or a
                         // flood (rapid reset, CONTINUATION, MadeYouReset).
-                        c.h2_conn_protocol_errors.fetch_add(1, Relaxed);
-                        c.h2_goaway_resp.fetch_add(1, Relaxed);
+                        client_counts.local().h2_conn_protocol_errors.inc();
+                        client_counts.local().h2_goaway_resp.inc();
                     }
                     break;
                 }

@@ -4,7 +4,6 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::Bytes;
 use h2::server::SendResponse;
@@ -39,10 +38,7 @@ pub(crate) async fn serve(
     let h1req = match h2_convert::request(&parts, has_body, crate::wire::io::take_buffer()) {
         Ok(r) => r,
         Err(_) => {
-            counters
-                .counters
-                .h2_strm_protocol_errors
-                .fetch_add(1, Relaxed);
+            counters.client.local().h2_strm_protocol_errors.inc();
             respond.send_reset(Reason::PROTOCOL_ERROR);
             return;
         }
@@ -55,7 +51,8 @@ pub(crate) async fn serve(
     let (tunnel, body) = match (tunnel, has_body) {
         (true, _) => (Some(body), None),
         (false, true) => {
-            let frames = DataFrames(counters.clone());
+            let fe = counters.clone();
+            let frames = move || fe.client.local().h2_data_rcvd.inc();
             let body: Box<dyn tokio::io::AsyncRead + Send + Unpin> =
                 Box::new(H2Body::new(body, h1req.chunked, frames));
             (None, Some(body))
@@ -101,21 +98,7 @@ pub(crate) async fn serve(
     // The buffer the head was written in, back to the thread's spares.
     conn.release_buffer();
     if let Some(h2) = conn.h2.as_deref_mut() {
-        counters
-            .counters
-            .h2_data_rcvd
-            .fetch_add(h2.data_frames(), Relaxed);
+        counters.client.local().h2_data_rcvd.add(h2.data_frames());
         h2.finish();
-    }
-}
-
-/// A frontend's count of the DATA frames its HTTP/2 clients sent, as a
-/// stream's body reader counts them.
-struct DataFrames(Arc<crate::state::FrontendState>);
-
-impl std::ops::Deref for DataFrames {
-    type Target = std::sync::atomic::AtomicU64;
-    fn deref(&self) -> &Self::Target {
-        &self.0.counters.h2_data_rcvd
     }
 }

@@ -12,6 +12,7 @@ use crate::config::model::Mode;
 use crate::snapshot::runtime::Runtime;
 use crate::snapshot::{BackendRt, FrontendRt, ProxyRt, ServerRt, Snapshot};
 use crate::state::Counters;
+use crate::state::counters::{ClientTotals, Totals};
 use crate::state::health::CheckStatus;
 
 /// HAProxy 2.6.12's header, byte for byte: 103 static fields, the `-`
@@ -548,14 +549,14 @@ fn common(r: &mut Row, p: &ProxyRt, svname: &str, sid: u32, kind: u32, mode: Mod
 /// empty in TCP mode).
 /// `comp_in`, `comp_out`, `comp_byp`, `comp_rsp` of a frontend or a
 /// backend (the compression filter counts on both).
-fn comp_counts(r: &mut Row, c: &Counters) {
-    r.set("comp_in", get(&c.comp_in));
-    r.set("comp_out", get(&c.comp_out));
-    r.set("comp_byp", get(&c.comp_byp));
-    r.set("comp_rsp", get(&c.comp_rsp));
+fn comp_counts(r: &mut Row, t: &Totals) {
+    r.set("comp_in", t.comp_in);
+    r.set("comp_out", t.comp_out);
+    r.set("comp_byp", t.comp_byp);
+    r.set("comp_rsp", t.comp_rsp);
 }
 
-fn hrsp(r: &mut Row, c: &Counters, mode: Mode) {
+fn hrsp(r: &mut Row, t: &Totals, mode: Mode) {
     if mode != Mode::Http {
         return;
     }
@@ -567,43 +568,45 @@ fn hrsp(r: &mut Row, c: &Counters, mode: Mode) {
         "hrsp_5xx",
         "hrsp_other",
     ];
-    for (n, v) in NAMES.iter().zip(&c.hrsp) {
-        r.set(n, get(v));
+    for (n, v) in NAMES.iter().zip(t.hrsp) {
+        r.set(n, v);
     }
 }
 
 /// The columns every row shows alike: sessions now and at most, and the
 /// sessions, bytes and denied responses so far (columns are set by name,
 /// so their order here does not matter).
-fn traffic(r: &mut Row, c: &Counters) {
+fn traffic(r: &mut Row, c: &Counters, t: &Totals) {
     r.set("scur", c.sess.cur());
     r.set("smax", c.sess.max());
-    r.set("stot", get(&c.stot));
-    r.set("bin", get(&c.bin));
-    r.set("bout", get(&c.bout));
-    r.set("dresp", get(&c.dresp));
+    r.set("stot", t.stot);
+    r.set("bin", t.bin);
+    r.set("bout", t.bout);
+    r.set("dresp", t.dresp);
 }
 
 /// The columns of backends and servers alike: the queue, and the
 /// connection, response, retry and redispatch errors.
-fn server_side(r: &mut Row, c: &Counters) {
+fn server_side(r: &mut Row, c: &Counters, t: &Totals) {
     r.set("qcur", c.queue.cur());
     r.set("qmax", c.queue.max());
-    r.set("econ", get(&c.econ));
-    r.set("eresp", get(&c.eresp));
-    r.set("wretr", get(&c.wretr));
-    r.set("wredis", get(&c.wredis));
+    r.set("econ", t.econ);
+    r.set("eresp", t.eresp);
+    r.set("wretr", t.wretr);
+    r.set("wredis", t.wredis);
 }
 
 fn frontend_row(p: &ProxyRt, fe: &FrontendRt) -> Row {
     let c = &fe.state.counters;
+    let t = &c.totals();
+    let ct = &fe.state.client.totals();
     let mut r = Row::new();
     common(&mut r, p, "FRONTEND", 0, 0, fe.mode);
-    traffic(&mut r, c);
+    traffic(&mut r, c, t);
     let now = fe.state.maxconn_now.load(Relaxed);
     r.set("slim", if now > 0 { now } else { fe.maxconn });
-    r.set("dreq", get(&c.dreq));
-    r.set("ereq", get(&c.ereq));
+    r.set("dreq", t.dreq);
+    r.set("ereq", t.ereq);
     r.set(
         "status",
         match fe.state.admin() {
@@ -612,67 +615,67 @@ fn frontend_row(p: &ProxyRt, fe: &FrontendRt) -> Row {
             crate::state::FrontendAdmin::Stopped => "STOP",
         },
     );
-    r.set("rate", c.sess_rate.rate());
+    r.set("rate", c.sess_rate().rate());
     r.set("rate_lim", fe.extras.rate_limit_sessions.unwrap_or(0));
-    r.set("rate_max", c.sess_rate.max());
-    hrsp(&mut r, c, fe.mode);
-    r.set("req_rate", c.req_rate.rate());
-    r.set("req_rate_max", c.req_rate.max());
-    r.set("req_tot", get(&c.req_tot));
-    comp_counts(&mut r, c);
-    r.set("conn_rate", c.conn_rate.rate());
-    r.set("conn_rate_max", c.conn_rate.max());
-    r.set("conn_tot", get(&c.conn_tot));
+    r.set("rate_max", c.sess_rate().max());
+    hrsp(&mut r, t, fe.mode);
+    r.set("req_rate", c.req_rate().rate());
+    r.set("req_rate_max", c.req_rate().max());
+    r.set("req_tot", t.req_tot);
+    comp_counts(&mut r, t);
+    r.set("conn_rate", fe.state.client.conn_rate().rate());
+    r.set("conn_rate_max", fe.state.client.conn_rate().max());
+    r.set("conn_tot", ct.conn_tot);
     if fe.mode == Mode::Http {
-        r.set("intercepted", get(&c.intercepted));
-        r.set("cache_lookups", get(&c.cache_lookups));
-        r.set("cache_hits", get(&c.cache_hits));
+        r.set("intercepted", t.intercepted);
+        r.set("cache_lookups", t.cache_lookups);
+        r.set("cache_hits", t.cache_hits);
     }
-    r.set("dcon", get(&c.dcon));
-    r.set("dses", get(&c.dses));
+    r.set("dcon", ct.dcon);
+    r.set("dses", ct.dses);
     r.zero(MODULE_FIELDS_FE_BE);
-    ssl_counts(&mut r, c);
+    ssl_counts(&mut r, t);
     if fe.mode == Mode::Http {
-        h2_counts(&mut r, c);
-        h1_counts(&mut r, c);
+        h2_counts(&mut r, c, ct);
+        h1_counts(&mut r, c, ct);
     }
     r
 }
 
 /// The ssl module's columns sluice tracks.
-fn ssl_counts(r: &mut Row, c: &Counters) {
-    r.set("ssl_sess", get(&c.ssl_sess));
-    r.set("ssl_failed_handshake", get(&c.ssl_failed_handshake));
+fn ssl_counts(r: &mut Row, t: &Totals) {
+    r.set("ssl_sess", t.ssl_sess);
+    r.set("ssl_failed_handshake", t.ssl_failed_handshake);
 }
 
 /// The h1 module's columns sluice tracks (client side, frontend rows):
 /// connections, requests and their bytes; the open connections are the
 /// sessions that are not HTTP/2 (connections still in their TLS handshake
 /// count too).
-fn h1_counts(r: &mut Row, c: &Counters) {
+fn h1_counts(r: &mut Row, c: &Counters, t: &ClientTotals) {
     let open = c.sess.cur().saturating_sub(c.h2_open_connections.cur());
     r.set("h1_open_connections", open);
-    r.set("h1_total_connections", get(&c.h1_total_connections));
-    r.set("h1_total_streams", get(&c.h1_total_streams));
-    r.set("h1_bytes_in", get(&c.h1_bytes_in));
-    r.set("h1_bytes_out", get(&c.h1_bytes_out));
+    r.set("h1_total_connections", t.h1_total_connections);
+    r.set("h1_total_streams", t.h1_total_streams);
+    r.set("h1_bytes_in", t.h1_bytes_in);
+    r.set("h1_bytes_out", t.h1_bytes_out);
 }
 
 /// The h2 module's columns sluice tracks (client side, frontend rows).
-fn h2_counts(r: &mut Row, c: &Counters) {
-    r.set("h2_headers_rcvd", get(&c.h2_headers_rcvd));
-    r.set("h2_data_rcvd", get(&c.h2_data_rcvd));
+fn h2_counts(r: &mut Row, c: &Counters, t: &ClientTotals) {
+    r.set("h2_headers_rcvd", t.h2_headers_rcvd);
+    r.set("h2_data_rcvd", t.h2_data_rcvd);
     r.set(
         "h2_detected_conn_protocol_errors",
-        get(&c.h2_conn_protocol_errors),
+        t.h2_conn_protocol_errors,
     );
     r.set(
         "h2_detected_strm_protocol_errors",
-        get(&c.h2_strm_protocol_errors),
+        t.h2_strm_protocol_errors,
     );
-    r.set("h2_goaway_resp", get(&c.h2_goaway_resp));
+    r.set("h2_goaway_resp", t.h2_goaway_resp);
     r.set("h2_open_connections", c.h2_open_connections.cur());
-    r.set("h2_total_connections", get(&c.h2_total_connections));
+    r.set("h2_total_connections", t.h2_total_connections);
 }
 
 /// `ip:port`, IPv6 in brackets (SocketAddr's Display does exactly that).
@@ -683,11 +686,12 @@ fn addr_text(a: SocketAddr) -> String {
 fn server_row(p: &ProxyRt, be: &BackendRt, sv: &ServerRt, opts: CsvOptions) -> Row {
     let st = &sv.state;
     let c = &st.counters;
+    let t = &c.totals();
     let h = &st.health;
     let mut r = Row::new();
     common(&mut r, p, &sv.name, sv.sid, 2, be.mode);
-    traffic(&mut r, c);
-    server_side(&mut r, c);
+    traffic(&mut r, c, t);
+    server_side(&mut r, c, t);
     let maxconn = st.maxconn.load(Relaxed);
     if maxconn > 0 {
         r.set("slim", maxconn);
@@ -707,9 +711,9 @@ fn server_row(p: &ProxyRt, be: &BackendRt, sv: &ServerRt, opts: CsvOptions) -> R
     r.set("act", u32::from(!sv.backup));
     r.set("bck", u32::from(sv.backup));
     r.set("lastchg", h.lastchg());
-    r.set("lbtot", get(&c.lbtot));
-    r.set("rate", c.sess_rate.rate());
-    r.set("rate_max", c.sess_rate.max());
+    r.set("lbtot", t.lbtot);
+    r.set("rate", c.sess_rate().rate());
+    r.set("rate_max", c.sess_rate().max());
     // Check counters show while checks are enabled; the last check's
     // details only while they run (not paused by maintenance).
     if h.check_enabled() {
@@ -762,12 +766,12 @@ fn server_row(p: &ProxyRt, be: &BackendRt, sv: &ServerRt, opts: CsvOptions) -> R
         r.set("agent_fall", a.fall);
         r.set("agent_health", a.health);
     }
-    hrsp(&mut r, c, be.mode);
+    hrsp(&mut r, t, be.mode);
     if be.mode == Mode::Http {
-        r.set("req_tot", get(&c.req_tot));
+        r.set("req_tot", t.req_tot);
     }
-    r.set("cli_abrt", get(&c.cli_abrt));
-    r.set("srv_abrt", get(&c.srv_abrt));
+    r.set("cli_abrt", t.cli_abrt);
+    r.set("srv_abrt", t.srv_abrt);
     r.set("lastsess", c.lastsess_age());
     times(&mut r, c);
     if opts.show_legends {
@@ -781,8 +785,8 @@ fn server_row(p: &ProxyRt, be: &BackendRt, sv: &ServerRt, opts: CsvOptions) -> R
             r.set("cookie", c);
         }
     }
-    r.set("connect", get(&c.connect));
-    r.set("reuse", get(&c.reuse));
+    r.set("connect", t.connect);
+    r.set("reuse", t.reuse);
     let idle = st.pool.load().idle_count();
     r.set("srv_icur", idle);
     if sv.opts.dynamic {
@@ -796,15 +800,15 @@ fn server_row(p: &ProxyRt, be: &BackendRt, sv: &ServerRt, opts: CsvOptions) -> R
     r.set("need_conn_est", 0);
     r.set("uweight", weight);
     r.zero(&SSL_FIELDS);
-    ssl_counts(&mut r, c);
+    ssl_counts(&mut r, t);
     r
 }
 
 /// qtime/ctime/rtime/ttime (averages over the last 1024 requests) and
 /// their maxima; 0 until the data plane records samples, as in HAProxy.
 fn times(r: &mut Row, c: &Counters) {
-    let avg = c.times.averages();
-    let max = c.times.maxima();
+    let avg = c.time_averages();
+    let max = c.time_maxima();
     for (n, v) in ["qtime", "ctime", "rtime", "ttime"].iter().zip(avg) {
         r.set(n, v);
     }
@@ -818,12 +822,13 @@ fn times(r: &mut Row, c: &Counters) {
 
 fn backend_row(p: &ProxyRt, be: &BackendRt, opts: CsvOptions, uptime: u64) -> Row {
     let c = &be.state.counters;
+    let t = &c.totals();
     let mut r = Row::new();
     common(&mut r, p, "BACKEND", 0, 1, be.mode);
-    traffic(&mut r, c);
-    server_side(&mut r, c);
+    traffic(&mut r, c, t);
+    server_side(&mut r, c, t);
     r.set("slim", be.fullconn);
-    r.set("dreq", get(&c.dreq));
+    r.set("dreq", t.dreq);
 
     let (weight, act, bck) = be.lb.shown_totals(&be.servers);
     let mut status = if weight > 0 || be.servers.is_empty() {
@@ -847,18 +852,18 @@ fn backend_row(p: &ProxyRt, be: &BackendRt, opts: CsvOptions, uptime: u64) -> Ro
         // bounded by (and usually equal to) the smallest server downtime.
         r.set("downtime", d);
     }
-    r.set("lbtot", get(&c.lbtot));
-    r.set("rate", c.sess_rate.rate());
-    r.set("rate_max", c.sess_rate.max());
-    hrsp(&mut r, c, be.mode);
+    r.set("lbtot", t.lbtot);
+    r.set("rate", c.sess_rate().rate());
+    r.set("rate_max", c.sess_rate().max());
+    hrsp(&mut r, t, be.mode);
     if be.mode == Mode::Http {
-        r.set("req_tot", get(&c.req_tot));
-        r.set("cache_lookups", get(&c.cache_lookups));
-        r.set("cache_hits", get(&c.cache_hits));
+        r.set("req_tot", t.req_tot);
+        r.set("cache_lookups", t.cache_lookups);
+        r.set("cache_hits", t.cache_hits);
     }
-    r.set("cli_abrt", get(&c.cli_abrt));
-    r.set("srv_abrt", get(&c.srv_abrt));
-    comp_counts(&mut r, c);
+    r.set("cli_abrt", t.cli_abrt);
+    r.set("srv_abrt", t.srv_abrt);
+    comp_counts(&mut r, t);
     r.set("lastsess", c.lastsess_age());
     times(&mut r, c);
     if opts.show_legends {
@@ -867,8 +872,8 @@ fn backend_row(p: &ProxyRt, be: &BackendRt, opts: CsvOptions, uptime: u64) -> Ro
             r.set("cookie", &ck.name);
         }
     }
-    r.set("connect", get(&c.connect));
-    r.set("reuse", get(&c.reuse));
+    r.set("connect", t.connect);
+    r.set("reuse", t.reuse);
     r.set("uweight", weight);
     // HAProxy fills these for its Prometheus exporter only; CSV shows 0.
     r.zero(&[
@@ -877,7 +882,7 @@ fn backend_row(p: &ProxyRt, be: &BackendRt, opts: CsvOptions, uptime: u64) -> Ro
         "agg_check_status",
     ]);
     r.zero(MODULE_FIELDS_FE_BE);
-    ssl_counts(&mut r, c);
+    ssl_counts(&mut r, t);
     r
 }
 

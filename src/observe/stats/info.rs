@@ -80,8 +80,8 @@ pub(crate) fn info_fields(rt: &Runtime, snap: &Snapshot) -> Vec<(&'static str, S
     put("Maxconn", now.to_string());
     put("Hard_maxconn", maxconn.to_string());
     put("CurrConns", conns.to_string());
-    put("CumConns", p.cum_conns.load(Relaxed).to_string());
-    put("CumReq", p.cum_req.load(Relaxed).to_string());
+    put("CumConns", p.counts.sum(|s| &s.cum_conns).to_string());
+    put("CumReq", p.counts.sum(|s| &s.cum_req).to_string());
     for k in ["MaxSslConns", "CurrSslConns", "CumSslConns"] {
         put(k, zero.clone());
     }
@@ -92,18 +92,18 @@ pub(crate) fn info_fields(rt: &Runtime, snap: &Snapshot) -> Vec<(&'static str, S
     );
     put("PipesUsed", pipes_used.to_string());
     put("PipesFree", pipes_free.to_string());
-    put("ConnRate", p.conn_rate.rate().to_string());
+    put("ConnRate", p.counts.conn_rate().rate().to_string());
     put(
         "ConnRateLimit",
         snap.global.maxconnrate.unwrap_or(0).to_string(),
     );
-    put("MaxConnRate", p.conn_rate.max().to_string());
-    put("SessRate", p.sess_rate.rate().to_string());
+    put("MaxConnRate", p.counts.conn_rate().max().to_string());
+    put("SessRate", p.counts.sess_rate().rate().to_string());
     put(
         "SessRateLimit",
         snap.global.maxsessrate.unwrap_or(0).to_string(),
     );
-    put("MaxSessRate", p.sess_rate.max().to_string());
+    put("MaxSessRate", p.counts.sess_rate().max().to_string());
     for k in [
         "SslRate",
         "SslRateLimit",
@@ -141,7 +141,7 @@ pub(crate) fn info_fields(rt: &Runtime, snap: &Snapshot) -> Vec<(&'static str, S
     for k in ["BusyPolling", "FailedResolutions"] {
         put(k, zero.clone());
     }
-    put("TotalBytesOut", p.bytes_out.load(Relaxed).to_string());
+    put("TotalBytesOut", p.counts.sum(|s| &s.bytes_out).to_string());
     // Upstream's typo, kept: scripts match the key as HAProxy spells it.
     put("TotalSplicdedBytesOut", spliced_out.to_string());
     put("BytesOutRate", zero.clone());

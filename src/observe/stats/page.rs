@@ -293,7 +293,7 @@ fn html(rt: &Runtime, snap: &crate::snapshot::Snapshot, rows: &[Row], view: &Htm
             .global
             .maxconn
             .unwrap_or(crate::snapshot::DEFAULT_MAXCONN),
-        req = p.cum_req.load(std::sync::atomic::Ordering::Relaxed),
+        req = p.counts.sum(|s| &s.cum_req),
         on_node = esc(&on_node),
         report = report_line(page, p.pid, &on_node),
     );

@@ -416,8 +416,8 @@ pub(crate) async fn acquire_avoiding(
             srv_queue: 0,
         })?,
     };
-    slot.server().counters.lbtot.fetch_add(1, Relaxed);
-    be.state.counters.lbtot.fetch_add(1, Relaxed);
+    slot.server().counters.local().lbtot.inc();
+    be.state.counters.local().lbtot.inc();
     Ok(slot)
 }
 

@@ -369,10 +369,7 @@ async fn connect(
     {
         Ok(Ok(s)) => Ok(s),
         Ok(Err(e)) => {
-            server
-                .counters
-                .ssl_failed_handshake
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            server.counters.local().ssl_failed_handshake.inc();
             Err((CheckStatus::L6Rsp, format!("SSL handshake failure ({e})")))
         }
         Err(_) => Err((CheckStatus::L6Tout, String::new())),
