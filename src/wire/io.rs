@@ -393,6 +393,9 @@ async fn write_all_tcp(
     }
 }
 
+/// The most plaintext one TLS record carries.
+const TLS_RECORD_MAX: usize = 16 * 1024;
+
 /// TLS: the parts go into the TLS session (one record each at most per
 /// 16 KiB), then the records are flushed to the socket: rustls keeps what
 /// the socket did not take, so a write is complete only once flushed.
@@ -401,6 +404,25 @@ async fn write_all_flushed(
     parts: &[&[u8]],
     timeout: Option<Duration>,
 ) -> Result<(), RelayError> {
+    // Parts that fit one TLS record go in as one: a head and a small
+    // body become one record and one system call rather than two of
+    // each (OpenSSL under HAProxy writes its buffer in one `SSL_write`).
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    let joined = (parts.len() > 1 && total <= TLS_RECORD_MAX).then(|| {
+        let mut buf = HeadBuf::new();
+        for p in parts {
+            buf.extend_from_slice(p);
+        }
+        buf
+    });
+    let one: [&[u8]; 1];
+    let parts = match &joined {
+        Some(buf) => {
+            one = [&buf[..]];
+            &one[..]
+        }
+        None => parts,
+    };
     let fut = async {
         for p in parts {
             stream.write_all(p).await?;
