@@ -331,7 +331,7 @@ fn deal(
             stream,
             peer,
             local,
-            workers::Load::default(),
+            workers::Load::nowhere(),
         );
     };
     let to = workers::deal(me);

@@ -166,8 +166,7 @@ pub(crate) fn park(
     };
     let fd = std_stream.as_raw_fd();
     // A parked connection is no worker's until it is given back.
-    let mut client = client;
-    client.move_load(crate::sys::workers::Load::default());
+    client.load().park();
     let deadline = idle_left.map(|d| Instant::now() + d);
     lot.parked_since_trim.fetch_add(1, Relaxed);
     let mut slots = lock(&lot.slots);
@@ -200,10 +199,10 @@ pub(crate) fn park(
             return Ok(());
         };
         drop(slots);
-        let mut client = p.client;
-        client.move_load(crate::sys::workers::Load::here());
+        // Not parked after all: counted where it stays.
+        p.client.load().resume(None);
         return match TcpStream::from_std(p.stream) {
-            Ok(s) => Err(Box::new((client, s))),
+            Ok(s) => Err(Box::new((p.client, s))),
             Err(_) => Ok(()),
         };
     }
@@ -284,11 +283,10 @@ fn serve_again(p: Parked) {
         peer,
         ..
     } = p;
-    let mut client = client;
     // The worker that serves the fewest connections takes it (the lot
     // runs on the control runtime).
     let _on = crate::sys::workers::enter_lightest().map(|(n, on)| {
-        client.move_load(crate::sys::workers::Load::on(n));
+        client.load().resume(Some(n));
         on
     });
     // Its request is there: read and answered before the socket joins
@@ -391,7 +389,8 @@ mod tests {
             std::mem::size_of::<Peer>()
         );
         // 88: the connection's facts for the fetches (24 bytes, its
-        // PROXY header boxed) and its session's stick counters (boxed).
+        // PROXY header boxed) and its session's stick counters (boxed);
+        // its place in its worker's count holds nothing.
         let client = std::mem::size_of::<ClientConn>();
         assert!(client <= 88, "ClientConn: {client} bytes");
         let parked = std::mem::size_of::<Option<Parked>>();

@@ -86,10 +86,9 @@ impl ClientConn {
         }
     }
 
-    /// Counted on `worker` from now on, or on none (`Load::default()`, a
-    /// connection parked).
-    pub(crate) fn move_load(&mut self, load: crate::sys::workers::Load) {
-        self.load = load;
+    /// Its place in its worker's count, for the parking lot.
+    pub(crate) fn load(&self) -> &crate::sys::workers::Load {
+        &self.load
     }
 
     /// The frontend it came in on (its listener's).

@@ -201,41 +201,69 @@ pub(crate) fn deal(me: usize) -> usize {
     }
 }
 
-/// A connection's place in its worker's count ([`deal`]): counted from
-/// [`Load::on`] until released or dropped.
-#[derive(Debug, Default)]
-pub(crate) struct Load(Option<u32>);
+/// A connection's place in the count of the worker that serves it
+/// ([`deal`]): made by [`Load::on`] or [`Load::here`], which count it,
+/// and counted off when dropped, on that worker's thread (a connection is
+/// dropped where it is served). It holds nothing, so that an idle
+/// connection's record does not grow: a connection parked is counted off
+/// by [`Load::park`] and, if it comes back, on again by [`Load::resume`];
+/// one that expires while parked is dropped on the control thread, which
+/// counts nothing.
+#[derive(Debug)]
+pub(crate) struct Load(());
 
 impl Load {
     /// Counts a connection on `worker` (nothing before [`start`], or for a
-    /// worker that does not exist).
+    /// worker that does not exist): it must then be served there.
     pub(crate) fn on(worker: usize) -> Load {
-        match LOADS.get().and_then(|l| l.get(worker)) {
-            Some(c) => {
-                c.0.fetch_add(1, Relaxed);
-                Load(Some(worker as u32))
-            }
-            None => Load(None),
+        if let Some(c) = LOADS.get().and_then(|l| l.get(worker)) {
+            c.0.fetch_add(1, Relaxed);
         }
+        Load(())
     }
 
     /// Counts the connection on the calling worker, if it is one.
     pub(crate) fn here() -> Load {
-        current().map_or(Load(None), Load::on)
+        if let Some(w) = current() {
+            return Load::on(w);
+        }
+        Load(())
     }
 
-    /// No longer counted (a connection parked).
-    pub(crate) fn release(&mut self) {
-        if let Some(w) = self.0.take()
-            && let Some(c) = LOADS.get().and_then(|l| l.get(w as usize))
+    /// Counted nowhere: a connection served off the workers (before they
+    /// start, as in unit tests).
+    pub(crate) fn nowhere() -> Load {
+        Load(())
+    }
+
+    /// The connection leaves the calling worker for the parking lot.
+    pub(crate) fn park(&self) {
+        count_off_here();
+    }
+
+    /// The connection comes back from the parking lot to `worker` (or
+    /// stays where it is, parking having failed).
+    pub(crate) fn resume(&self, worker: Option<usize>) {
+        if let Some(c) = worker
+            .or_else(current)
+            .and_then(|w| LOADS.get().and_then(|l| l.get(w)))
         {
-            c.0.fetch_sub(1, Relaxed);
+            c.0.fetch_add(1, Relaxed);
         }
+    }
+}
+
+/// One connection fewer on the calling worker (never below zero: a
+/// connection dropped elsewhere than it was counted only skews the
+/// dealing, never wraps it).
+fn count_off_here() {
+    if let Some(c) = current().and_then(|w| LOADS.get().and_then(|l| l.get(w))) {
+        let _ = c.0.fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1));
     }
 }
 
 impl Drop for Load {
     fn drop(&mut self) {
-        self.release();
+        count_off_here();
     }
 }
