@@ -419,6 +419,12 @@ async fn supervise(s: Supervise<'_>) -> i32 {
         };
         tokio::select! {
             st = exited => {
+                // What the worker sent before it exited (its `STOPPING=1`)
+                // is passed on first: the exit may be seen before the
+                // datagram's branch is polled.
+                while let Ok(n) = notify.try_recv(&mut buf) {
+                    relay_notification(&buf[..n], pid);
+                }
                 let w = worker.take();
                 shared.procs().worker = None;
                 let wpid = w.map_or(0, |w| w.info.pid);
