@@ -494,34 +494,36 @@ pub(crate) fn spawn_accepted(
     serving: Serving,
     tls: Option<TlsAccept>,
 ) {
-    // Not boxed, though tokio moves a task's future by value as it spawns
-    // it, stores it and replaces it by its output, about ten copies of
-    // `serve_connection`'s future per connection: boxed, the idle memory
-    // per parked connection went from about 470 to 640-830 bytes (the
-    // freed boxes leave holes the allocator cannot give back between the
-    // parked records). That future is kept small instead (6.7 KB in a
-    // release build, 11.9 KB before; docs/benchmarks.md, "The
+    // In a slot of the worker's slab (`sys::slab`): tokio moves a task's
+    // future by value as it spawns it, stores it and replaces it by its
+    // output, about ten copies of several KB per connection; the slot is
+    // made once and the task holds its address. The future is kept small
+    // besides (6.7 KB in a release build; docs/benchmarks.md, "The
     // connection's future"): the rare paths of a request run in boxed
     // futures of their own, and the common path's functions borrow what
     // they work on (an async fn keeps its by-value arguments twice).
     match (tls, serving.mode) {
         (None, Mode::Http) => {
-            tokio::spawn(crate::http::service::serve_connection(
-                client,
-                Stream::Tcp(stream),
-                peer,
-                Some(serving.proto),
-                None,
-            ));
+            crate::sys::slab::spawn(move || {
+                crate::http::service::serve_connection(
+                    client,
+                    Stream::Tcp(stream),
+                    peer,
+                    Some(serving.proto),
+                    None,
+                )
+            });
         }
         (None, Mode::Tcp) => {
-            tokio::spawn(crate::tcp::serve(client, Stream::Tcp(stream), peer, None));
+            crate::sys::slab::spawn(move || {
+                crate::tcp::serve(client, Stream::Tcp(stream), peer, None)
+            });
         }
         (Some(tls), _) => {
             let Ok(stream) = stream.into_reactor() else {
                 return;
             };
-            tokio::spawn(tls_accept(client, stream, peer, tls, serving));
+            crate::sys::slab::spawn(move || tls_accept(client, stream, peer, tls, serving));
         }
     }
 }

@@ -291,13 +291,15 @@ fn serve_again(p: Parked) {
     });
     // Its request is there: read and answered before the socket joins
     // the reactor again (`tls::TcpConn`).
-    tokio::spawn(crate::http::service::serve_connection(
-        client,
-        crate::tls::Stream::Tcp(crate::tls::TcpConn::unregistered(stream)),
-        peer,
-        None,
-        None,
-    ));
+    crate::sys::slab::spawn(move || {
+        crate::http::service::serve_connection(
+            client,
+            crate::tls::Stream::Tcp(crate::tls::TcpConn::unregistered(stream)),
+            peer,
+            None,
+            None,
+        )
+    });
 }
 
 /// Closes the expired connections; returns the earliest deadline left.

@@ -6,6 +6,7 @@ pub(crate) mod cfgdir;
 pub(crate) mod env;
 pub(crate) mod peer;
 pub(crate) mod process;
+pub(crate) mod slab;
 pub(crate) mod sockmarks;
 pub(crate) mod time;
 pub(crate) mod unix;

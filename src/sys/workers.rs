@@ -111,10 +111,13 @@ pub(crate) fn start(
 /// closed did, 0.17 times per request with a new connection each (strace,
 /// `Connection: close`). With this one pending, the driver's next wake-up
 /// is never more than a second away, and the request timeouts, longer,
-/// register without waking it. One wake-up a second per idle worker.
+/// register without waking it. One wake-up a second per idle worker,
+/// which also gives back the memory of the futures of a burst of
+/// connections that has ended (`sys::slab`).
 async fn heartbeat() {
     loop {
         tokio::time::sleep(HEARTBEAT).await;
+        crate::sys::slab::trim();
     }
 }
 
