@@ -778,13 +778,14 @@ fn run(cfg: Config, opts: &Options) -> i32 {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
     let affinity = thread_cpus(&cfg.global.cpu_map, threads);
-    let runtimes = match crate::sys::workers::start(threads, &affinity) {
-        Ok(r) => r,
-        Err(e) => {
-            alert(pid, &format!("cannot start the runtime: {e}"));
-            return 1;
-        }
-    };
+    let runtimes =
+        match crate::sys::workers::start(threads, &affinity, crate::wire::spares::trim_all) {
+            Ok(r) => r,
+            Err(e) => {
+                alert(pid, &format!("cannot start the runtime: {e}"));
+                return 1;
+            }
+        };
     let code = runtimes.control.block_on(serve(
         cfg,
         opts.clone(),

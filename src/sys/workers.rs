@@ -58,12 +58,15 @@ pub(crate) struct Runtimes {
 }
 
 /// Builds the control runtime and starts `threads` workers; `affinity`
-/// pins worker `n` (0-based) to the CPUs of thread `n + 1` (`cpu-map`).
+/// pins worker `n` (0-based) to the CPUs of thread `n + 1` (`cpu-map`);
+/// each worker runs `every_second` once a second (giving back what the
+/// layers above keep per thread and no longer need).
 /// Threads a worker's runtime starts later for blocking work are not
 /// pinned, except through the CPUs they inherit.
 pub(crate) fn start(
     threads: usize,
     affinity: &HashMap<usize, Vec<usize>>,
+    every_second: fn(),
 ) -> std::io::Result<Runtimes> {
     let control = tokio::runtime::Builder::new_current_thread()
         .thread_name("sluice-control")
@@ -89,7 +92,7 @@ pub(crate) fn start(
                 // Runs the worker's tasks for the life of the process: the
                 // process exits from the main thread (connections still
                 // open at a hard stop are not waited for).
-                rt.block_on(heartbeat());
+                rt.block_on(heartbeat(every_second));
             })?;
     }
     let _ = LOADS.set(
@@ -112,12 +115,13 @@ pub(crate) fn start(
 /// `Connection: close`). With this one pending, the driver's next wake-up
 /// is never more than a second away, and the request timeouts, longer,
 /// register without waking it. One wake-up a second per idle worker,
-/// which also gives back the memory of the futures of a burst of
-/// connections that has ended (`sys::slab`).
-async fn heartbeat() {
+/// which also gives back the memory a burst of connections that has ended
+/// took: its tasks' futures (`sys::slab`) and `every_second`'s.
+async fn heartbeat(every_second: fn()) {
     loop {
         tokio::time::sleep(HEARTBEAT).await;
         crate::sys::slab::trim();
+        every_second();
     }
 }
 

@@ -7,6 +7,8 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
+use crate::wire::spares::{self, Spares};
+
 mod case;
 pub(crate) use case::CaseAdjust;
 
@@ -79,20 +81,23 @@ pub(crate) struct HeaderPos {
 pub(crate) struct Fields(Vec<HeaderPos>);
 
 thread_local! {
-    static SPARE_FIELDS: std::cell::RefCell<Vec<Vec<HeaderPos>>> =
-        const { std::cell::RefCell::new(Vec::new()) };
+    static SPARE_FIELDS: std::cell::RefCell<Spares<Vec<HeaderPos>>> =
+        const { std::cell::RefCell::new(Spares::new()) };
 }
 
-/// Spare vectors kept per thread at most, and the most fields one kept may
-/// hold (a head with more is rare; its vector is not kept).
-const SPARE_FIELDS_MAX: usize = 32;
+/// The most fields a spare vector may hold (a head with more is rare; its
+/// vector is not kept).
 const KEPT_FIELDS_MAX: usize = 128;
+
+/// Gives back the field vectors of this thread that went unused since the
+/// last call (`wire::spares`).
+pub(crate) fn trim_spares() {
+    spares::trim(&SPARE_FIELDS);
+}
 
 impl Fields {
     fn with_capacity(n: usize) -> Fields {
-        let mut v = SPARE_FIELDS
-            .with(|s| s.borrow_mut().pop())
-            .unwrap_or_default();
+        let mut v = spares::take(&SPARE_FIELDS).unwrap_or_default();
         v.reserve(n);
         Fields(v)
     }
@@ -126,13 +131,7 @@ impl Drop for Fields {
             return;
         }
         v.clear();
-        // A thread that is exiting has no spares left to keep it in.
-        let _ = SPARE_FIELDS.try_with(|s| {
-            let mut s = s.borrow_mut();
-            if s.len() < SPARE_FIELDS_MAX {
-                s.push(v);
-            }
-        });
+        spares::give(&SPARE_FIELDS, v);
     }
 }
 

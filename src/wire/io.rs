@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::tls::Stream;
 use crate::wire::deadline::{Deadline, Limit};
+use crate::wire::spares::{self, Spares};
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -171,17 +172,12 @@ thread_local! {
     /// Spare read buffers of this thread, most recently used last: a new
     /// message reads into a buffer that is still in the CPU cache, and no
     /// connection holds a buffer between messages.
-    static SPARE: RefCell<Vec<BytesMut>> = const { RefCell::new(Vec::new()) };
+    static SPARE: RefCell<Spares<BytesMut>> = const { RefCell::new(Spares::new()) };
 }
-
-/// Spare buffers kept per thread at most.
-const SPARE_MAX: usize = 32;
 
 /// A read buffer from the thread's spares (or a new one).
 pub(crate) fn take_buffer() -> BytesMut {
-    SPARE
-        .with(|s| s.borrow_mut().pop())
-        .unwrap_or_else(|| BytesMut::with_capacity(READ_CHUNK))
+    spares::take(&SPARE).unwrap_or_else(|| BytesMut::with_capacity(READ_CHUNK))
 }
 
 /// Gives an emptied buffer back for reuse. Once the message heads that
@@ -190,19 +186,21 @@ pub(crate) fn take_buffer() -> BytesMut {
 fn give_buffer(mut buf: BytesMut) {
     buf.clear();
     buf.reserve(READ_CHUNK);
-    SPARE.with(|s| {
-        let mut s = s.borrow_mut();
-        if s.len() < SPARE_MAX {
-            s.push(buf);
-        }
-    });
+    spares::give(&SPARE, buf);
 }
 
 thread_local! {
     /// Spare buffers for the heads sluice writes (a request to a server, a
     /// response to a client): each message would otherwise allocate one
     /// and free it once sent.
-    static SPARE_HEADS: RefCell<Vec<BytesMut>> = const { RefCell::new(Vec::new()) };
+    static SPARE_HEADS: RefCell<Spares<BytesMut>> = const { RefCell::new(Spares::new()) };
+}
+
+/// Gives back the read and head buffers of this thread that went unused
+/// since the last call (`wire::spares`).
+pub(crate) fn trim_spares() {
+    spares::trim(&SPARE);
+    spares::trim(&SPARE_HEADS);
 }
 
 /// A head buffer kept for reuse at most this large (a head rewritten by
@@ -216,11 +214,7 @@ pub(crate) struct HeadBuf(BytesMut);
 
 impl HeadBuf {
     pub(crate) fn new() -> HeadBuf {
-        HeadBuf(
-            SPARE_HEADS
-                .with(|s| s.borrow_mut().pop())
-                .unwrap_or_default(),
-        )
+        HeadBuf(spares::take(&SPARE_HEADS).unwrap_or_default())
     }
 }
 
@@ -244,12 +238,7 @@ impl Drop for HeadBuf {
             return;
         }
         buf.clear();
-        SPARE_HEADS.with(|s| {
-            let mut s = s.borrow_mut();
-            if s.len() < SPARE_MAX {
-                s.push(buf);
-            }
-        });
+        spares::give(&SPARE_HEADS, buf);
     }
 }
 

@@ -17,5 +17,6 @@ pub(crate) mod io;
 pub(crate) mod logged_size;
 pub mod proxy_proto;
 pub(crate) mod relay;
+pub(crate) mod spares;
 pub(crate) mod splice;
 pub(crate) mod spop;
