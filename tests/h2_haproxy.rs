@@ -1510,3 +1510,59 @@ async fn trailers_both_ways_as_haproxy() {
         "{sgot:?}"
     );
 }
+
+/// The header blocks of the responses to two GETs on one connection,
+/// from a proxy on `port`, in the order they came.
+async fn response_blocks(port: u16) -> Vec<Vec<u8>> {
+    let mut c = Conn::open(port).await;
+    let req = get(&[], &[]);
+    let mut out = frame(HEADERS, END_HEADERS | END_STREAM, 1, &req);
+    out.extend(frame(HEADERS, END_HEADERS | END_STREAM, 3, &req));
+    c.send(&out).await;
+    let mut blocks = Vec::new();
+    let mut ended = 0;
+    while ended < 2 {
+        let Some((kind, flags, _, payload)) = c.next().await else {
+            break;
+        };
+        if kind == HEADERS {
+            blocks.push(payload);
+        }
+        if (kind == HEADERS || kind == DATA) && flags & END_STREAM != 0 {
+            ended += 1;
+        }
+    }
+    blocks
+}
+
+/// Responses' header blocks are HAProxy's to the byte: `:status` indexed
+/// when the static table has it, else a literal of its static name; each
+/// field whose name is in the static table a literal with incremental
+/// indexing of that name, any other a literal with a new name; no
+/// Huffman coding and no reference to the dynamic table, so the second
+/// response's block is the first's. Fields HTTP/2 has no place for are
+/// left out as HAProxy leaves them out (`Keep-Alive`, `Connection`,
+/// `Transfer-Encoding`), `Expect` and `Trailer` kept. Nothing is masked:
+/// neither proxy adds a `date`.
+#[tokio::test]
+async fn response_header_blocks_as_haproxy() {
+    let hbe = RawBackend::start().await;
+    let sbe = RawBackend::start().await;
+    let answers: [&[u8]; 2] = [
+        b"HTTP/1.1 302 Found\r\nLocation: /x\r\nServer: raw\r\nX-Custom: a\r\nSet-Cookie: a=b\r\nSet-Cookie: c=d\r\nExpect: e\r\nTrailer: t\r\nKeep-Alive: timeout=5\r\nAccept-Encoding: gzip, deflate\r\nX-Long: 0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789\r\nContent-Length: 2\r\n\r\nhi",
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nCache-Control: no-cache\r\nX-Custom: a\r\nContent-Length: 2\r\n\r\nhi",
+    ];
+    hbe.script(&answers);
+    sbe.script(&answers);
+    let Some((_hap, _sl, fronts)) = start("h2hpack", &hbe.addr.to_string(), &sbe.addr.to_string())
+    else {
+        return;
+    };
+    let h = response_blocks(fronts[0].port()).await;
+    let s = response_blocks(fronts[1].port()).await;
+    assert_eq!(h.len(), 2, "haproxy's blocks: {h:02x?}");
+    assert_eq!(s, h, "sluice, then haproxy");
+    // The 302 is a literal of `:status`, the 200 the static entry 8.
+    assert_eq!(&s[0][..5], b"\x48\x03302");
+    assert_eq!(s[1][0], 0x88);
+}

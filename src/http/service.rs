@@ -419,10 +419,14 @@ pub(crate) enum Via<'a> {
     /// HTTP/2 if it is the HTTP/2 preface (set to true, the preface put
     /// back in the buffer), as HAProxy does.
     Http1Upgradable(&'a mut bool),
-    /// A stream of an HTTP/2 connection (`<scheme>://<authority>` for the
-    /// log); `bad`: one HAProxy answers with a 400 for bytes its HTTP/1
+    /// A stream of an HTTP/2 connection: its request as received (the
+    /// log's `<scheme>://<authority>` is made from it when the request is
+    /// logged); `bad`: one HAProxy answers with a 400 for bytes its HTTP/1
     /// form cannot show (a control byte in a field value, say).
-    Http2 { origin: &'a str, bad: bool },
+    Http2 {
+        parts: &'a http::request::Parts,
+        bad: bool,
+    },
 }
 
 /// Reads, routes and answers one request; returns whether the connection
@@ -458,8 +462,8 @@ pub(crate) async fn handle_request(
     rec.tally.h1 = h1;
     if rec.enabled() {
         rec.tls = tls.is_some();
-        if let Via::Http2 { origin, .. } = via {
-            rec.h2_origin = Some(origin.into());
+        if let Via::Http2 { parts, .. } = via {
+            rec.h2_origin = Some(crate::wire::h2_convert::log_origin(parts));
         }
         rec.set_addrs(peer, dst.or_else(|| conn.stream.local_addr().ok()));
     }

@@ -11,8 +11,6 @@ use crate::wire::h1::{ChunkedDecoder, H1Error, Head};
 pub(crate) struct Http1Request {
     /// Request line and headers, up to the blank line.
     pub(crate) head: BytesMut,
-    /// `<scheme>://<authority>` for the log (empty without them).
-    pub(crate) origin: String,
     /// The body goes chunked: the client sent one without a length.
     pub(crate) chunked: bool,
     /// HAProxy answers it with a 400 (see [`Refusal`]): the pipeline
@@ -295,24 +293,42 @@ pub(crate) fn request(
         }
     }
     head.put_slice(b"\r\n");
-    // The log shows the absolute URI: an origin-form target with its
-    // scheme and authority put before it.
-    let origin = match (uri.scheme, authority) {
-        (Some(s), Some(a)) if absolute.is_none() => {
+    Ok(Http1Request {
+        head,
+        chunked,
+        bad,
+    })
+}
+
+/// What the log shows before an HTTP/2 request's origin-form target, so
+/// that it reads as an absolute URI: `<scheme>://<authority>`, or nothing
+/// when the target went in absolute form (a scheme other than `http` and
+/// `https`) or the request has no scheme or authority. Made only for a
+/// request that is logged.
+pub(crate) fn log_origin(parts: &http::request::Parts) -> Box<str> {
+    let none = Vec::new();
+    let refused = parts
+        .extensions
+        .get::<h2::ext::Refused>()
+        .map_or(&none, |r| &r.0);
+    let Ok(uri) = Target::of(&parts.uri, refused) else {
+        return Box::default();
+    };
+    let connect = parts.method == http::Method::CONNECT
+        && parts.extensions.get::<h2::ext::Protocol>().is_none();
+    match (uri.scheme, uri.authority) {
+        (Some(s), Some(a))
+            if connect || s.eq_ignore_ascii_case(b"http") || s.eq_ignore_ascii_case(b"https") =>
+        {
             format!(
                 "{}://{}",
                 String::from_utf8_lossy(s),
                 String::from_utf8_lossy(a)
             )
+            .into()
         }
-        _ => String::new(),
-    };
-    Ok(Http1Request {
-        head,
-        origin,
-        chunked,
-        bad,
-    })
+        _ => Box::default(),
+    }
 }
 
 /// A WebSocket key: 16 random bytes in base64 (RFC 6455 §4.1).
@@ -435,7 +451,10 @@ pub(crate) fn forwarded_response(
             }
             continue;
         }
-        if hop_by_hop(name) || drop(i, name) || named.iter().any(|n| n.eq_ignore_ascii_case(name)) {
+        if not_in_response(name, value)
+            || drop(i, name)
+            || named.iter().any(|n| n.eq_ignore_ascii_case(name))
+        {
             continue;
         }
         let Ok(name) = HeaderName::from_bytes(name) else {
@@ -453,7 +472,7 @@ pub(crate) fn forwarded_response(
         headers.append(header::CONTENT_LENGTH, HeaderValue::from(n));
     }
     for (name, value) in added {
-        if hop_by_hop(name.as_bytes())
+        if not_in_response(name.as_bytes(), value)
             || named
                 .iter()
                 .any(|n| n.eq_ignore_ascii_case(name.as_bytes()))
@@ -479,6 +498,25 @@ fn hop_by_hop(name: &[u8]) -> bool {
         2 => is(b"te"),
         6 => is(b"expect"),
         7 => is(b"upgrade") || is(b"trailer"),
+        10 => is(b"connection") || is(b"keep-alive"),
+        14 => is(b"content-length"),
+        16 => is(b"proxy-connection"),
+        17 => is(b"transfer-encoding"),
+        _ => false,
+    }
+}
+
+/// The fields of an HTTP/1 response that never go into an HTTP/2 one:
+/// the framing and the connection-specific ones. HAProxy 2.6 forwards
+/// the rest, `Expect` and `Trailer` included, and `TE` whatever its value;
+/// sluice forwards `TE` only as `trailers`, the one value HTTP/2 allows
+/// (RFC 9113 §8.2.2: a client may take any other for a malformed
+/// response).
+fn not_in_response(name: &[u8], value: &[u8]) -> bool {
+    let is = |k: &[u8]| name.eq_ignore_ascii_case(k);
+    match name.len() {
+        2 => is(b"te") && value != b"trailers",
+        7 => is(b"upgrade"),
         10 => is(b"connection") || is(b"keep-alive"),
         14 => is(b"content-length"),
         16 => is(b"proxy-connection"),
@@ -628,7 +666,7 @@ mod tests {
             &r.head[..],
             b"GET /p?q=1 HTTP/1.1\r\nhost: example.test\r\nx-up: Hi\r\ncookie: a=1; b=2\r\n\r\n"
         );
-        assert_eq!(r.origin, "https://example.test");
+        assert_eq!(&*log_origin(&parts), "https://example.test");
         assert!(!r.chunked);
     }
 
@@ -645,7 +683,7 @@ mod tests {
             let r = request(&parts, false, BytesMut::new()).unwrap_or_else(|e| panic!("{e}"));
             let line = format!("GET {target} HTTP/1.1\r\n");
             assert!(r.head.starts_with(line.as_bytes()), "{uri}: {:?}", r.head);
-            assert_eq!(r.origin, origin, "{uri}");
+            assert_eq!(&*log_origin(&parts), origin, "{uri}");
         }
     }
 

@@ -83,7 +83,7 @@ pub(crate) async fn serve(
         false,
         tls.as_deref(),
         crate::http::service::Via::Http2 {
-            origin: &h1req.origin,
+            parts: &parts,
             bad: h1req.bad,
         },
     ));

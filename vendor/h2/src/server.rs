@@ -387,6 +387,8 @@ where
 
         // Create the codec.
         let mut codec = Codec::new(io);
+        // sluice: responses' header blocks as HAProxy 2.6 encodes them.
+        codec.set_literal_hpack();
 
         if let Some(max) = builder.settings.max_frame_size() {
             codec.set_max_recv_frame_size(max as usize);

@@ -352,6 +352,11 @@ impl<T, B> FramedWrite<T, B> {
         self.encoder.max_frame_size = val as FrameSize;
     }
 
+    /// sluice: see `hpack::Encoder::set_literal`.
+    pub(crate) fn set_literal_hpack(&mut self) {
+        self.encoder.hpack.set_literal();
+    }
+
     /// Set the peer's header table size.
     pub fn set_header_table_size(&mut self, val: usize) {
         self.encoder.hpack.update_max_size(val);

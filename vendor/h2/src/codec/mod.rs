@@ -107,6 +107,12 @@ impl<T, B> Codec<T, B> {
         self.framed_write().set_header_table_size(val)
     }
 
+    /// sluice: header blocks sent as HAProxy 2.6 sends them
+    /// (`hpack::Encoder::set_literal`).
+    pub(crate) fn set_literal_hpack(&mut self) {
+        self.framed_write().set_literal_hpack()
+    }
+
     /// Set the decoder header table size size.
     pub fn set_recv_header_table_size(&mut self, val: usize) {
         self.inner.set_header_table_size(val)

@@ -18,6 +18,9 @@ pub struct Encoder {
     /// across frames instead of being allocated and freed per frame. See
     /// `take_scratch` / `return_scratch`.
     scratch: BytesMut,
+    /// sluice: fields as literals, as HAProxy 2.6 sends them (see
+    /// [`Encoder::set_literal`]).
+    literal: bool,
 }
 
 #[derive(Debug, Copy, Clone, Eq, PartialEq)]
@@ -35,7 +38,20 @@ impl Encoder {
             max_allowed_size: DEFAULT_MAX_ALLOWED_SIZE,
             size_update: None,
             scratch: BytesMut::new(),
+            literal: false,
         }
+    }
+
+    /// sluice: encodes every later header block as HAProxy 2.6 does: no
+    /// lookup in or reference to the dynamic table, no Huffman coding. A
+    /// `:status` of the static table is indexed, any other a literal of
+    /// static name 8; a field whose name is in the static table is a
+    /// literal with incremental indexing of that name (a sensitive one
+    /// never indexed), any other field a literal without indexing of a
+    /// new name. Cheaper than indexing (no hashing, no table kept), and
+    /// the bytes HAProxy's clients see.
+    pub(crate) fn set_literal(&mut self) {
+        self.literal = true;
     }
 
     #[cfg(test)]
@@ -108,6 +124,27 @@ impl Encoder {
         self.encode_size_updates(dst);
 
         let mut last_index = None;
+
+        if self.literal {
+            // The name of the field before, for the values that follow
+            // it under the same name (given without one).
+            let mut last: Option<HeaderName> = None;
+            for header in headers {
+                match header.reify() {
+                    Ok(Header::Field { name, value }) => {
+                        encode_literal_field(&name, &value, dst);
+                        last = Some(name);
+                    }
+                    Ok(header) => encode_literal(&header, dst),
+                    Err(value) => {
+                        if let Some(name) = &last {
+                            encode_literal_field(name, &value, dst);
+                        }
+                    }
+                }
+            }
+            return;
+        }
 
         for header in headers {
             match header.reify() {
@@ -226,6 +263,59 @@ impl Default for Encoder {
     fn default() -> Encoder {
         Encoder::new(4096, 0)
     }
+}
+
+/// sluice: a pseudo-header (or a refused field) as HAProxy 2.6 encodes
+/// it (see [`Encoder::set_literal`]).
+fn encode_literal(header: &Header, dst: &mut BytesMut) {
+    match header {
+        Header::Field { name, value } => encode_literal_field(name, value, dst),
+        Header::Status(status) => match super::table::index_static(header) {
+            Some((idx, true)) => encode_int(idx, 7, 0x80, dst),
+            _ => {
+                dst.put_u8(0x48);
+                encode_raw_str(status.as_str().as_bytes(), dst);
+            }
+        },
+        Header::Refused { name, value } => {
+            dst.put_u8(0);
+            encode_raw_str(name, dst);
+            encode_raw_str(value, dst);
+        }
+        _ => {
+            match super::table::index_static(header) {
+                Some((idx, true)) => return encode_int(idx, 7, 0x80, dst),
+                Some((idx, false)) => encode_int(idx, 6, 0x40, dst),
+                None => {
+                    dst.put_u8(0);
+                    encode_raw_str(header.name().as_slice(), dst);
+                }
+            }
+            encode_raw_str(header.value_slice(), dst);
+        }
+    }
+}
+
+/// sluice: a field as HAProxy 2.6 encodes it: a literal with incremental
+/// indexing of its static name (never indexed when sensitive), else a
+/// literal without indexing of a new name.
+fn encode_literal_field(name: &HeaderName, value: &HeaderValue, dst: &mut BytesMut) {
+    let sensitive = value.is_sensitive();
+    match super::table::static_name(name) {
+        Some(idx) if sensitive => encode_int(idx, 4, 0x10, dst),
+        Some(idx) => encode_int(idx, 6, 0x40, dst),
+        None => {
+            dst.put_u8(if sensitive { 0x10 } else { 0 });
+            encode_raw_str(name.as_str().as_bytes(), dst);
+        }
+    }
+    encode_raw_str(value.as_bytes(), dst);
+}
+
+/// sluice: a string literal as it is, its length a 7-bit prefix integer.
+fn encode_raw_str(val: &[u8], dst: &mut BytesMut) {
+    encode_int(val.len(), 7, 0, dst);
+    dst.put_slice(val);
 }
 
 fn encode_size_update(val: usize, dst: &mut BytesMut) {

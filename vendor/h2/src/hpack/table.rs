@@ -670,7 +670,7 @@ fn hash_header(header: &Header) -> HashValue {
 
 /// Checks the static table for the header. If found, returns the index and a
 /// boolean representing if the value matched as well.
-fn index_static(header: &Header) -> Option<(usize, bool)> {
+pub(crate) fn index_static(header: &Header) -> Option<(usize, bool)> {
     match *header {
         Header::Field {
             ref name,
@@ -759,4 +759,59 @@ fn index_static(header: &Header) -> Option<(usize, bool)> {
             _ => Some((8, false)),
         },
     }
+}
+
+/// sluice: the static table's index of a field's name (RFC 7541
+/// appendix A, entries 15 to 61), whatever its value.
+pub(crate) fn static_name(name: &header::HeaderName) -> Option<usize> {
+    Some(match name.as_str() {
+        "accept-charset" => 15,
+        "accept-encoding" => 16,
+        "accept-language" => 17,
+        "accept-ranges" => 18,
+        "accept" => 19,
+        "access-control-allow-origin" => 20,
+        "age" => 21,
+        "allow" => 22,
+        "authorization" => 23,
+        "cache-control" => 24,
+        "content-disposition" => 25,
+        "content-encoding" => 26,
+        "content-language" => 27,
+        "content-length" => 28,
+        "content-location" => 29,
+        "content-range" => 30,
+        "content-type" => 31,
+        "cookie" => 32,
+        "date" => 33,
+        "etag" => 34,
+        "expect" => 35,
+        "expires" => 36,
+        "from" => 37,
+        "host" => 38,
+        "if-match" => 39,
+        "if-modified-since" => 40,
+        "if-none-match" => 41,
+        "if-range" => 42,
+        "if-unmodified-since" => 43,
+        "last-modified" => 44,
+        "link" => 45,
+        "location" => 46,
+        "max-forwards" => 47,
+        "proxy-authenticate" => 48,
+        "proxy-authorization" => 49,
+        "range" => 50,
+        "referer" => 51,
+        "refresh" => 52,
+        "retry-after" => 53,
+        "server" => 54,
+        "set-cookie" => 55,
+        "strict-transport-security" => 56,
+        "transfer-encoding" => 57,
+        "user-agent" => 58,
+        "vary" => 59,
+        "via" => 60,
+        "www-authenticate" => 61,
+        _ => return None,
+    })
 }
