@@ -420,7 +420,7 @@ impl<'a> Relay<'a> {
         let (c2s, s2c) = if let Some(h2) = client.h2.as_deref_mut() {
             let mut ok = crate::wire::h2_convert::response(&resp);
             if let Some(r) = &mut ok {
-                *r.status_mut() = http::StatusCode::OK;
+                r.status = http::StatusCode::OK;
             }
             let Some(response) = ok else {
                 return self.unanswered();
@@ -998,14 +998,9 @@ impl<'a> Relay<'a> {
                 // The compression filter's own fields, last, as
                 // `compress::put_added` writes them for HTTP/1.
                 if let Some(algo) = comp {
-                    let h = response.headers_mut();
-                    h.append(
-                        http::header::VARY,
-                        http::HeaderValue::from_static("Accept-Encoding"),
-                    );
+                    response.append(b"vary", b"Accept-Encoding");
                     if algo != CompAlgo::Identity {
-                        let coding = http::HeaderValue::from_static(algo.coding());
-                        h.append(http::header::CONTENT_ENCODING, coding);
+                        response.append(b"content-encoding", algo.coding().as_bytes());
                     }
                 }
                 let src = &mut self.upstream;
@@ -1131,7 +1126,7 @@ fn deliver_h2<'d>(
 async fn filtered_h2(
     h2: &mut crate::wire::h2_stream::H2Stream,
     head: &mut BytesMut,
-    response: http::Response<()>,
+    response: h2_convert::ResponseHead,
     src: &mut BufConn,
     body: BodyKind,
     out_kind: BodyKind,

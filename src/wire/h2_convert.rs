@@ -376,45 +376,85 @@ fn copy_fields(
     }
 }
 
-/// The HTTP/2 response of an HTTP/1 one: its status and fields, without
-/// the connection-specific ones and those `Connection` names. A field
-/// HTTP/2 cannot carry (a name that is not a token) is dropped.
-pub(crate) fn response(resp: &Head) -> Option<http::Response<()>> {
-    let mut out = http::Response::new(());
-    *out.status_mut() = http::StatusCode::from_u16(resp.status).ok()?;
-    copy_fields(resp, out.headers_mut(), |name, _| {
-        name == header::TE || name == header::TRAILER
-    });
-    Some(out)
+/// An HTTP/2 response's head as its stream sends it: the status, and the
+/// fields encoded as HAProxy 2.6 encodes them (`h2::ext::encode_field`:
+/// literals of the static table's names, no Huffman coding, nothing
+/// kept in the dynamic table), straight from the HTTP/1 head: no
+/// `http::HeaderMap` is made, and the fields keep the server's order.
+pub(crate) struct ResponseHead {
+    pub(crate) status: http::StatusCode,
+    pub(crate) block: BytesMut,
 }
 
-/// The HTTP/2 response of a server's HTTP/1 one as the pipeline forwards
-/// it, made from its parsed head without writing it out again: what
-/// [`response`] makes of the head `Head::write_forwarded_with` writes for
-/// an HTTP/1 client (the fields `drop` names left out, values `replaced`
-/// by position, then `added`), with its `content-length` as that head
-/// frames `body`. Values are slices of one copy of the head: slices of the
-/// head itself would keep the server connection's whole read buffer from
-/// going back to the thread's spares (the frame layer holds them until
-/// the HEADERS frame is written, and its table for as long as it keeps
-/// an entry).
-pub(crate) fn forwarded_response(
-    resp: &Head,
-    body: crate::wire::h1::BodyKind,
-    drop: impl Fn(usize, &[u8]) -> bool,
-    replaced: &[(usize, Vec<u8>)],
-    added: &[(String, Vec<u8>)],
-) -> Option<http::Response<()>> {
-    let mut out = http::Response::new(());
-    *out.status_mut() = http::StatusCode::from_u16(resp.status).ok()?;
-    let mut length = resp.response_length(body);
-    // The fields the server's `Connection` fields name (but `close` and
-    // `keep-alive`) are hop-by-hop too, unless a rule took that field out.
+impl ResponseHead {
+    /// A field after the others (one HTTP/2 cannot carry is left out).
+    pub(crate) fn append(&mut self, name: &[u8], value: &[u8]) {
+        put_field(&mut self.block, name, value);
+    }
+}
+
+/// Each byte of a field name in lower case; 0 for a byte that is no
+/// token character (RFC 9110), which no name may hold.
+const NAME_BYTES: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        if b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' | b'^' | b'_'
+                    | b'`' | b'|' | b'~'
+            )
+        {
+            t[i] = b.to_ascii_lowercase();
+        }
+        i += 1;
+    }
+    t
+};
+
+/// Appends a field to a header block, its name in lower case; one HTTP/2
+/// cannot carry (a name that is not a token, a value with a control
+/// byte) is left out.
+fn put_field(block: &mut BytesMut, name: &[u8], value: &[u8]) {
+    // (Every byte looked at, no early exit: the loop vectorises.)
+    let value_ok = value
+        .iter()
+        .fold(true, |ok, &b| ok & (((b >= 0x20) & (b != 0x7f)) | (b == b'\t')));
+    if name.is_empty() || !value_ok {
+        return;
+    }
+    let mut short = [0u8; 64];
+    let mut long = Vec::new();
+    let low = match short.get_mut(..name.len()) {
+        Some(low) => low,
+        None => {
+            long.resize(name.len(), 0);
+            &mut long[..]
+        }
+    };
+    let mut token = true;
+    for (d, &s) in low.iter_mut().zip(name) {
+        *d = NAME_BYTES[usize::from(s)];
+        token &= *d != 0;
+    }
+    if !token {
+        return;
+    }
+    h2::ext::encode_field(low, value, block);
+}
+
+/// The fields an HTTP/1 message's `Connection` fields name (but `close`
+/// and `keep-alive`): hop-by-hop too.
+fn connection_named(head: &Head, skip: impl Fn(usize, &[u8]) -> bool) -> Vec<&[u8]> {
     let mut named: Vec<&[u8]> = Vec::new();
     // (`upgrade` names a hop-by-hop field, dropped anyway.)
-    let names_fields = resp.connection_names_fields();
-    for (i, (name, value)) in resp.headers().enumerate().filter(|_| names_fields) {
-        if name.eq_ignore_ascii_case(b"connection") && !drop(i, name) {
+    if !head.connection_names_fields() {
+        return named;
+    }
+    for (i, (name, value)) in head.headers().enumerate() {
+        if name.eq_ignore_ascii_case(b"connection") && !skip(i, name) {
             named.extend(
                 value
                     .split(|&b| b == b',')
@@ -427,27 +467,65 @@ pub(crate) fn forwarded_response(
             );
         }
     }
-    let raw = bytes::Bytes::copy_from_slice(&resp.raw);
-    let own = |v: &[u8]| {
-        let at = v.as_ptr() as usize - resp.raw.as_ptr() as usize;
-        raw.slice(at..at + v.len())
-    };
-    let headers = out.headers_mut();
-    headers.reserve(resp.headers().count() + added.len());
+    named
+}
+
+/// The HTTP/2 response of an HTTP/1 one sluice made (an error page, a
+/// reply): its status and fields, without the connection-specific ones,
+/// `TE`, `Trailer` and those `Connection` names.
+pub(crate) fn response(resp: &Head) -> Option<ResponseHead> {
+    let status = http::StatusCode::from_u16(resp.status).ok()?;
+    let named = connection_named(resp, |_, _| false);
+    let mut block = BytesMut::with_capacity(resp.raw.len());
+    for (name, value) in resp.headers() {
+        let is = |k: &[u8]| name.eq_ignore_ascii_case(k);
+        if is(b"connection")
+            || is(b"transfer-encoding")
+            || is(b"upgrade")
+            || is(b"keep-alive")
+            || is(b"proxy-connection")
+            || is(b"te")
+            || is(b"trailer")
+            || named.iter().any(|n| n.eq_ignore_ascii_case(name))
+        {
+            continue;
+        }
+        put_field(&mut block, name, value);
+    }
+    Some(ResponseHead { status, block })
+}
+
+/// The HTTP/2 response of a server's HTTP/1 one as the pipeline forwards
+/// it, encoded from its parsed head without writing it out again: the
+/// head `Head::write_forwarded_with` writes for an HTTP/1 client (the
+/// fields `drop` names left out, values `replaced` by position, then
+/// `added`), with its `content-length` as that head frames `body`, where
+/// the server's first was.
+pub(crate) fn forwarded_response(
+    resp: &Head,
+    body: crate::wire::h1::BodyKind,
+    drop: impl Fn(usize, &[u8]) -> bool,
+    replaced: &[(usize, Vec<u8>)],
+    added: &[(String, Vec<u8>)],
+) -> Option<ResponseHead> {
+    let status = http::StatusCode::from_u16(resp.status).ok()?;
+    let mut length = resp.response_length(body);
+    let named = connection_named(resp, &drop);
+    let extra: usize = added.iter().map(|(n, v)| n.len() + v.len() + 2).sum();
+    let mut block = BytesMut::with_capacity(resp.raw.len() + extra);
     for (i, (name, value)) in resp.headers().enumerate() {
         // Framing: the length goes where the server's first was.
         if name.eq_ignore_ascii_case(b"content-length") {
             if let Some(n) = length.take() {
                 // The server's own digits when they say it (nearly always).
-                let v = match std::str::from_utf8(value)
+                let theirs = std::str::from_utf8(value)
                     .ok()
-                    .and_then(|s| s.parse::<u64>().ok())
-                {
-                    Some(m) if m == n => HeaderValue::from_maybe_shared(own(value))
-                        .unwrap_or_else(|_| HeaderValue::from(n)),
-                    _ => HeaderValue::from(n),
-                };
-                headers.append(header::CONTENT_LENGTH, v);
+                    .and_then(|s| s.parse::<u64>().ok());
+                if theirs == Some(n) {
+                    put_field(&mut block, b"content-length", value);
+                } else {
+                    put_field(&mut block, b"content-length", n.to_string().as_bytes());
+                }
             }
             continue;
         }
@@ -457,19 +535,14 @@ pub(crate) fn forwarded_response(
         {
             continue;
         }
-        let Ok(name) = HeaderName::from_bytes(name) else {
-            continue;
-        };
-        let value = match replaced.iter().find(|(j, _)| *j == i) {
-            Some((_, v)) => HeaderValue::from_bytes(v),
-            None => HeaderValue::from_maybe_shared(own(value)),
-        };
-        if let Ok(value) = value {
-            headers.append(name, value);
-        }
+        let value = replaced
+            .iter()
+            .find(|(j, _)| *j == i)
+            .map_or(value, |(_, v)| &v[..]);
+        put_field(&mut block, name, value);
     }
     if let Some(n) = length {
-        headers.append(header::CONTENT_LENGTH, HeaderValue::from(n));
+        put_field(&mut block, b"content-length", n.to_string().as_bytes());
     }
     for (name, value) in added {
         if not_in_response(name.as_bytes(), value)
@@ -479,14 +552,9 @@ pub(crate) fn forwarded_response(
         {
             continue;
         }
-        if let (Ok(n), Ok(v)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_bytes(value),
-        ) {
-            headers.append(n, v);
-        }
+        put_field(&mut block, name.as_bytes(), value);
     }
-    Some(out)
+    Some(ResponseHead { status, block })
 }
 
 /// The fields of an HTTP/1 message that never go into an HTTP/2 one: the
@@ -713,47 +781,102 @@ mod tests {
         );
     }
 
+    /// The fields of a header block as `put_field` encodes them (literal
+    /// of a static name with incremental indexing, or of a new name
+    /// without indexing; lengths under 127), decoded on their own.
+    fn fields(block: &[u8]) -> Vec<(String, Vec<u8>)> {
+        const STATIC: [&str; 47] = [
+            "accept-charset", "accept-encoding", "accept-language", "accept-ranges", "accept",
+            "access-control-allow-origin", "age", "allow", "authorization", "cache-control",
+            "content-disposition", "content-encoding", "content-language", "content-length",
+            "content-location", "content-range", "content-type", "cookie", "date", "etag",
+            "expect", "expires", "from", "host", "if-match", "if-modified-since",
+            "if-none-match", "if-range", "if-unmodified-since", "last-modified", "link",
+            "location", "max-forwards", "proxy-authenticate", "proxy-authorization", "range",
+            "referer", "refresh", "retry-after", "server", "set-cookie",
+            "strict-transport-security", "transfer-encoding", "user-agent", "vary", "via",
+            "www-authenticate",
+        ];
+        let mut out = Vec::new();
+        let mut at = 0;
+        let mut string = |at: &mut usize| {
+            let n = usize::from(block[*at]);
+            assert!(n < 0x7f, "a Huffman-coded or long string at {at}");
+            let v = block[*at + 1..*at + 1 + n].to_vec();
+            *at += 1 + n;
+            v
+        };
+        while at < block.len() {
+            let first = block[at];
+            at += 1;
+            let name = match first {
+                0x00 => String::from_utf8(string(&mut at)).unwrap_or_default(),
+                b if b & 0xc0 == 0x40 && (15..=61).contains(&(b & 0x3f)) => {
+                    STATIC[usize::from(b & 0x3f) - 15].to_string()
+                }
+                b => panic!("representation {b:#x} at {}", at - 1),
+            };
+            out.push((name, string(&mut at)));
+        }
+        out
+    }
+
+    fn pairs(fields: &[(&str, &[u8])]) -> Vec<(String, Vec<u8>)> {
+        fields
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_vec()))
+            .collect()
+    }
+
     #[test]
     fn response_drops_connection_fields() {
         let raw = bytes::Bytes::from_static(
-            b"HTTP/1.1 200 OK\r\nConnection: keep-alive, x-hop\r\nKeep-Alive: timeout=5\r\nX-Hop: 1\r\nContent-Length: 2\r\nX-A: b\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nConnection: keep-alive, x-hop\r\nKeep-Alive: timeout=5\r\nX-Hop: 1\r\nContent-Length: 2\r\nTE: trailers\r\nX-A: b\r\n\r\n",
         );
         let head = Head::parse_response(raw).unwrap_or_else(|e| panic!("{e}"));
         let resp = response(&head).unwrap_or_else(|| panic!("no response"));
-        let names: Vec<&str> = resp.headers().keys().map(|k| k.as_str()).collect();
-        assert_eq!(names, ["content-length", "x-a"]);
-        assert_eq!(resp.status(), 200);
+        assert_eq!(
+            fields(&resp.block),
+            pairs(&[("content-length", b"2"), ("x-a", b"b")])
+        );
+        assert_eq!(resp.status, 200);
     }
 
-    /// A server's response forwarded to an HTTP/2 client: what `response`
-    /// makes of the HTTP/1 head the relay writes, rules' edits included.
+    /// A server's response forwarded to an HTTP/2 client: the fields of
+    /// the HTTP/1 head the relay writes, rules' edits included, in the
+    /// server's order, names in lower case.
     #[test]
     fn forwarded_response_as_the_written_head() {
         let raw = bytes::Bytes::from_static(
-            b"HTTP/1.1 200 OK\r\nServer: t\r\nConnection: keep-alive, x-hop\r\nKeep-Alive: timeout=5\r\nX-Hop: 1\r\nContent-Length: 2\r\nX-A: b\r\nX-Gone: 1\r\nX-Old: 1\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nServer: t\r\nConnection: keep-alive, x-hop\r\nKeep-Alive: timeout=5\r\nX-Hop: 1\r\nContent-Length: 2\r\nX-A: b\r\nX-Gone: 1\r\nX-Old: 1\r\nSet-Cookie: a\r\nX-Ctl: a\x01b\r\nExpect: e\r\nSet-Cookie: b\r\n\r\n",
         );
         let head = Head::parse_response(raw).unwrap_or_else(|e| panic!("{e}"));
         let body = head.response_body(b"GET").unwrap_or_else(|e| panic!("{e}"));
         let replaced = [(7, b"new".to_vec())];
-        let added = [("x-added".to_string(), b"yes".to_vec())];
-        let resp = forwarded_response(&head, body, |_, n| n == b"X-Gone", &replaced, &added)
-            .unwrap_or_else(|| panic!("no response"));
-        let fields: Vec<(&str, &[u8])> = resp
-            .headers()
-            .iter()
-            .map(|(n, v)| (n.as_str(), v.as_bytes()))
-            .collect();
+        let added = [
+            ("x-added".to_string(), b"yes".to_vec()),
+            ("Keep-Alive".to_string(), b"no".to_vec()),
+        ];
+        let mut resp =
+            forwarded_response(&head, body, |_, n| n == b"X-Gone", &replaced, &added)
+                .unwrap_or_else(|| panic!("no response"));
+        resp.append(b"Vary", b"Accept-Encoding");
         assert_eq!(
-            fields,
-            [
-                ("server", &b"t"[..]),
+            fields(&resp.block),
+            pairs(&[
+                ("server", b"t"),
                 ("content-length", b"2"),
                 ("x-a", b"b"),
                 ("x-old", b"new"),
+                ("set-cookie", b"a"),
+                ("expect", b"e"),
+                ("set-cookie", b"b"),
                 ("x-added", b"yes"),
-            ]
+                ("vary", b"Accept-Encoding"),
+            ])
         );
-        // Without a field a `Connection` names, nothing is scanned for one.
+        // Without a field a `Connection` names, nothing is scanned for one;
+        // a length the server did not give is put after its fields.
         let raw = bytes::Bytes::from_static(
             b"HTTP/1.1 204 No Content\r\nConnection: close\r\nX-Hop: 1\r\n\r\n",
         );
@@ -766,8 +889,22 @@ mod tests {
             &[],
         )
         .unwrap_or_else(|| panic!("no response"));
-        assert_eq!(resp.status(), 204);
-        assert_eq!(resp.headers().len(), 1);
+        assert_eq!(resp.status, 204);
+        assert_eq!(fields(&resp.block), pairs(&[("x-hop", b"1")]));
+        let raw = bytes::Bytes::from_static(b"HTTP/1.1 200 OK\r\nX-A: 1\r\n\r\n");
+        let head = Head::parse_response(raw).unwrap_or_else(|e| panic!("{e}"));
+        let resp = forwarded_response(
+            &head,
+            crate::wire::h1::BodyKind::Length(12),
+            |_, _| false,
+            &[],
+            &[],
+        )
+        .unwrap_or_else(|| panic!("no response"));
+        assert_eq!(
+            fields(&resp.block),
+            pairs(&[("x-a", b"1"), ("content-length", b"12")])
+        );
     }
 
     #[test]

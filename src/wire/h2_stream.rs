@@ -247,7 +247,7 @@ impl H2Stream {
     pub(crate) async fn deliver(
         &mut self,
         head: &mut BytesMut,
-        response: http::Response<()>,
+        response: h2_convert::ResponseHead,
         src: &mut BufConn,
         kind: BodyKind,
         read_timeout: Option<Duration>,
@@ -272,10 +272,10 @@ impl H2Stream {
     pub(crate) fn deliver_at_once(
         &mut self,
         head: &mut BytesMut,
-        response: http::Response<()>,
+        response: h2_convert::ResponseHead,
         src: &mut BufConn,
         kind: BodyKind,
-    ) -> Result<Result<Relayed, RelayError>, http::Response<()>> {
+    ) -> Result<Result<Relayed, RelayError>, h2_convert::ResponseHead> {
         let n = match kind {
             BodyKind::None => 0,
             BodyKind::Length(n) if n <= DIRECT_MAX as u64 && src.buf.len() as u64 >= n => {
@@ -286,7 +286,7 @@ impl H2Stream {
         let Reply::Head(mut respond) = std::mem::replace(&mut self.reply, Reply::Done) else {
             return Ok(Err(gone()));
         };
-        let Ok(mut send) = respond.send_response(response, n == 0) else {
+        let Ok(mut send) = respond.send_encoded_response(response.status, response.block.freeze(), n == 0) else {
             return Ok(Err(gone()));
         };
         head.clear();
@@ -306,14 +306,14 @@ impl H2Stream {
     /// bytes moved each way: from the client, to it.
     pub(crate) async fn tunnel(
         &mut self,
-        response: http::Response<()>,
+        response: h2_convert::ResponseHead,
         up: &mut BufConn,
         (client_idle, server_idle): (Option<Duration>, Option<Duration>),
     ) -> (u64, u64) {
         let Reply::Head(mut respond) = std::mem::replace(&mut self.reply, Reply::Done) else {
             return (0, 0);
         };
-        let Ok(mut send) = respond.send_response(response, false) else {
+        let Ok(mut send) = respond.send_encoded_response(response.status, response.block.freeze(), false) else {
             return (0, 0);
         };
         let early = up.buf.split().freeze();
@@ -393,7 +393,7 @@ impl H2Stream {
 /// the end), then DATA.
 struct Out<'s> {
     stream: &'s mut H2Stream,
-    pending: Option<http::Response<()>>,
+    pending: Option<h2_convert::ResponseHead>,
     timeout: Option<Duration>,
 }
 
@@ -407,7 +407,7 @@ impl Out<'_> {
         else {
             return Err(gone());
         };
-        let send = respond.send_response(response, end).map_err(|_| gone())?;
+        let send = respond.send_encoded_response(response.status, response.block.freeze(), end).map_err(|_| gone())?;
         if !end {
             self.stream.reply = Reply::Body(send);
         }

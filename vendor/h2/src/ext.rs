@@ -64,3 +64,14 @@ impl fmt::Debug for Protocol {
 /// closes the connection for the fields HPACK decoded).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Refused(pub Vec<(Bytes, Bytes)>);
+
+/// sluice: appends one field to a header block as HAProxy 2.6 encodes it
+/// (no Huffman coding, nothing referenced in the dynamic table): a
+/// literal with incremental indexing of its name's static-table entry,
+/// else a literal without indexing of a new name. `name` must be a valid
+/// field name in lower case and `value` a valid field value: they are
+/// not checked. The block goes out with
+/// [`SendResponse::send_encoded_response`](crate::server::SendResponse::send_encoded_response).
+pub fn encode_field(name: &[u8], value: &[u8], dst: &mut bytes::BytesMut) {
+    crate::hpack::encode_field(name, value, false, dst)
+}

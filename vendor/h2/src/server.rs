@@ -1284,6 +1284,23 @@ impl<B: Buf> SendResponse<B> {
             .map_err(Into::into)
     }
 
+    /// sluice: [`send_response`](Self::send_response) of a response whose
+    /// fields the application encoded into `block` with
+    /// [`ext::encode_field`](crate::ext::encode_field): no `HeaderMap` is
+    /// made, nor checked (the application leaves out the connection-specific
+    /// fields).
+    pub fn send_encoded_response(
+        &mut self,
+        status: http::StatusCode,
+        block: Bytes,
+        end_of_stream: bool,
+    ) -> Result<SendStream<B>, crate::Error> {
+        self.inner
+            .send_encoded_response(status, block, end_of_stream)
+            .map(|_| SendStream::new(self.inner.clone()))
+            .map_err(Into::into)
+    }
+
     /// Push a request and response to the client
     ///
     /// On success, a [`SendResponse`] instance is returned.
@@ -1602,6 +1619,20 @@ impl Peer {
             frame.set_end_stream()
         }
 
+        frame
+    }
+
+    /// sluice: see `SendResponse::send_encoded_response`.
+    pub fn convert_send_encoded(
+        id: StreamId,
+        status: http::StatusCode,
+        block: Bytes,
+        end_of_stream: bool,
+    ) -> frame::Headers {
+        let mut frame = frame::Headers::response_encoded(id, status, block);
+        if end_of_stream {
+            frame.set_end_stream()
+        }
         frame
     }
 

@@ -37,7 +37,9 @@ struct FrameDecoder {
 
     max_continuation_frames: usize,
 
-    partial: Option<Partial>,
+    /// sluice: boxed, as it is only there for a header block that goes on
+    /// in CONTINUATION frames: an idle connection keeps 8 bytes, not 360.
+    partial: Option<Box<Partial>>,
 }
 
 /// Partially loaded headers frame
@@ -225,11 +227,11 @@ fn decode_frame(decoder: &mut FrameDecoder, mut bytes: BytesMut) -> Result<Optio
             } else {
                 tracing::trace!("loaded partial header block");
                 // Defer returning the frame
-                decoder.partial = Some(Partial {
+                decoder.partial = Some(Box::new(Partial {
                     frame: Continuable::$frame(frame),
                     buf: payload,
                     continuation_frames_count: 0,
-                });
+                }));
 
                 return Ok(None);
             }

@@ -104,6 +104,10 @@ struct HeaderBlock {
     /// Pseudo headers, these are broken out as they must be sent as part of the
     /// headers frame.
     pseudo: Pseudo,
+
+    /// sluice: fields already encoded by the application, sent after the
+    /// pseudo-headers and `fields` (`Headers::response_encoded`).
+    encoded: Bytes,
 }
 
 #[derive(Debug)]
@@ -130,9 +134,18 @@ impl Headers {
                 fields,
                 is_over_size: false,
                 pseudo,
+                encoded: Bytes::new(),
             },
             flags: HeadersFlag::default(),
         }
+    }
+
+    /// sluice: a response's HEADERS whose fields the application encoded
+    /// (`ext::encode_field`): `:status` goes before them.
+    pub fn response_encoded(stream_id: StreamId, status: StatusCode, encoded: Bytes) -> Self {
+        let mut frame = Headers::new(stream_id, Pseudo::response(status), HeaderMap::new());
+        frame.header_block.encoded = encoded;
+        frame
     }
 
     pub fn trailers(stream_id: StreamId, fields: HeaderMap) -> Self {
@@ -147,6 +160,7 @@ impl Headers {
                 fields,
                 is_over_size: false,
                 pseudo: Pseudo::default(),
+                encoded: Bytes::new(),
             },
             flags,
         }
@@ -212,6 +226,7 @@ impl Headers {
                 field_size: 0,
                 is_over_size: false,
                 pseudo: Pseudo::default(),
+                encoded: Bytes::new(),
             },
             flags,
         };
@@ -372,6 +387,7 @@ impl PushPromise {
                 fields,
                 is_over_size: false,
                 pseudo,
+                encoded: Bytes::new(),
             },
             promised_id,
             stream_id,
@@ -463,6 +479,7 @@ impl PushPromise {
                 field_size: 0,
                 is_over_size: false,
                 pseudo: Pseudo::default(),
+                encoded: Bytes::new(),
             },
             promised_id,
             stream_id: head.stream_id(),
@@ -1022,6 +1039,8 @@ impl HeaderBlock {
         };
 
         encoder.encode(headers, &mut hpack);
+        // sluice: then the fields the application encoded.
+        hpack.extend_from_slice(&self.encoded);
 
         EncodingHeaderBlock { hpack }
     }

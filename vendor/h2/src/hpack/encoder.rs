@@ -300,16 +300,26 @@ fn encode_literal(header: &Header, dst: &mut BytesMut) {
 /// indexing of its static name (never indexed when sensitive), else a
 /// literal without indexing of a new name.
 fn encode_literal_field(name: &HeaderName, value: &HeaderValue, dst: &mut BytesMut) {
-    let sensitive = value.is_sensitive();
+    encode_field(
+        name.as_str().as_bytes(),
+        value.as_bytes(),
+        value.is_sensitive(),
+        dst,
+    );
+}
+
+/// sluice: [`encode_literal_field`] of a name already in lower case and
+/// its value, as bytes (`crate::ext::encode_field`).
+pub(crate) fn encode_field(name: &[u8], value: &[u8], sensitive: bool, dst: &mut BytesMut) {
     match super::table::static_name(name) {
         Some(idx) if sensitive => encode_int(idx, 4, 0x10, dst),
         Some(idx) => encode_int(idx, 6, 0x40, dst),
         None => {
             dst.put_u8(if sensitive { 0x10 } else { 0 });
-            encode_raw_str(name.as_str().as_bytes(), dst);
+            encode_raw_str(name, dst);
         }
     }
-    encode_raw_str(value.as_bytes(), dst);
+    encode_raw_str(value, dst);
 }
 
 /// sluice: a string literal as it is, its length a 7-bit prefix integer.

@@ -762,56 +762,32 @@ pub(crate) fn index_static(header: &Header) -> Option<(usize, bool)> {
 }
 
 /// sluice: the static table's index of a field's name (RFC 7541
-/// appendix A, entries 15 to 61), whatever its value.
-pub(crate) fn static_name(name: &header::HeaderName) -> Option<usize> {
-    Some(match name.as_str() {
-        "accept-charset" => 15,
-        "accept-encoding" => 16,
-        "accept-language" => 17,
-        "accept-ranges" => 18,
-        "accept" => 19,
-        "access-control-allow-origin" => 20,
-        "age" => 21,
-        "allow" => 22,
-        "authorization" => 23,
-        "cache-control" => 24,
-        "content-disposition" => 25,
-        "content-encoding" => 26,
-        "content-language" => 27,
-        "content-length" => 28,
-        "content-location" => 29,
-        "content-range" => 30,
-        "content-type" => 31,
-        "cookie" => 32,
-        "date" => 33,
-        "etag" => 34,
-        "expect" => 35,
-        "expires" => 36,
-        "from" => 37,
-        "host" => 38,
-        "if-match" => 39,
-        "if-modified-since" => 40,
-        "if-none-match" => 41,
-        "if-range" => 42,
-        "if-unmodified-since" => 43,
-        "last-modified" => 44,
-        "link" => 45,
-        "location" => 46,
-        "max-forwards" => 47,
-        "proxy-authenticate" => 48,
-        "proxy-authorization" => 49,
-        "range" => 50,
-        "referer" => 51,
-        "refresh" => 52,
-        "retry-after" => 53,
-        "server" => 54,
-        "set-cookie" => 55,
-        "strict-transport-security" => 56,
-        "transfer-encoding" => 57,
-        "user-agent" => 58,
-        "vary" => 59,
-        "via" => 60,
-        "www-authenticate" => 61,
+/// appendix A, entries 15 to 61), whatever its value; `name` in lower
+/// case. By length first: a few comparisons for any name.
+pub(crate) fn static_name(name: &[u8]) -> Option<usize> {
+    let candidates: &[(&[u8], usize)] = match name.len() {
+        3 => &[(b"age", 21), (b"via", 60)],
+        4 => &[(b"date", 33), (b"etag", 34), (b"from", 37), (b"host", 38), (b"link", 45), (b"vary", 59)],
+        5 => &[(b"allow", 22), (b"range", 50)],
+        6 => &[(b"accept", 19), (b"cookie", 32), (b"expect", 35), (b"server", 54)],
+        7 => &[(b"expires", 36), (b"referer", 51), (b"refresh", 52)],
+        8 => &[(b"if-match", 39), (b"if-range", 42), (b"location", 46)],
+        10 => &[(b"set-cookie", 55), (b"user-agent", 58)],
+        11 => &[(b"retry-after", 53)],
+        12 => &[(b"content-type", 31), (b"max-forwards", 47)],
+        13 => &[(b"accept-ranges", 18), (b"authorization", 23), (b"cache-control", 24), (b"content-range", 30), (b"if-none-match", 41), (b"last-modified", 44)],
+        14 => &[(b"accept-charset", 15), (b"content-length", 28)],
+        15 => &[(b"accept-encoding", 16), (b"accept-language", 17)],
+        16 => &[(b"content-encoding", 26), (b"content-language", 27), (b"content-location", 29), (b"www-authenticate", 61)],
+        17 => &[(b"if-modified-since", 40), (b"transfer-encoding", 57)],
+        18 => &[(b"proxy-authenticate", 48)],
+        19 => &[(b"content-disposition", 25), (b"if-unmodified-since", 43), (b"proxy-authorization", 49)],
+        25 => &[(b"strict-transport-security", 56)],
+        27 => &[(b"access-control-allow-origin", 20)],
         _ => return None,
-    })
+    };
+    candidates
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|&(_, idx)| idx)
 }

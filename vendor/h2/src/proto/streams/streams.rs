@@ -1330,6 +1330,31 @@ impl<B> StreamRef<B> {
         })
     }
 
+    /// sluice: see `server::SendResponse::send_encoded_response`.
+    pub fn send_encoded_response(
+        &mut self,
+        status: http::StatusCode,
+        block: Bytes,
+        end_of_stream: bool,
+    ) -> Result<(), UserError> {
+        let mut me = self.opaque.inner.lock().unwrap();
+        let me = &mut *me;
+
+        let stream = me.store.resolve(self.opaque.key);
+        let actions = &mut me.actions;
+        let mut send_buffer = self.send_buffer.inner.lock().unwrap();
+        let send_buffer = &mut *send_buffer;
+
+        me.counts.transition(stream, |counts, stream| {
+            let frame =
+                server::Peer::convert_send_encoded(stream.id, status, block, end_of_stream);
+
+            actions
+                .send
+                .send_headers(frame, send_buffer, stream, counts, &mut actions.task)
+        })
+    }
+
     pub fn send_push_promise(
         &mut self,
         mut request: Request<()>,
