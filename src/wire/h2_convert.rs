@@ -293,11 +293,7 @@ pub(crate) fn request(
         }
     }
     head.put_slice(b"\r\n");
-    Ok(Http1Request {
-        head,
-        chunked,
-        bad,
-    })
+    Ok(Http1Request { head, chunked, bad })
 }
 
 /// What the log shows before an HTTP/2 request's origin-form target, so
@@ -403,8 +399,20 @@ const NAME_BYTES: [u8; 256] = {
         if b.is_ascii_alphanumeric()
             || matches!(
                 b,
-                b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' | b'^' | b'_'
-                    | b'`' | b'|' | b'~'
+                b'!' | b'#'
+                    | b'$'
+                    | b'%'
+                    | b'&'
+                    | b'\''
+                    | b'*'
+                    | b'+'
+                    | b'-'
+                    | b'.'
+                    | b'^'
+                    | b'_'
+                    | b'`'
+                    | b'|'
+                    | b'~'
             )
         {
             t[i] = b.to_ascii_lowercase();
@@ -419,9 +427,9 @@ const NAME_BYTES: [u8; 256] = {
 /// byte) is left out.
 fn put_field(block: &mut BytesMut, name: &[u8], value: &[u8]) {
     // (Every byte looked at, no early exit: the loop vectorises.)
-    let value_ok = value
-        .iter()
-        .fold(true, |ok, &b| ok & (((b >= 0x20) & (b != 0x7f)) | (b == b'\t')));
+    let value_ok = value.iter().fold(true, |ok, &b| {
+        ok & (((b >= 0x20) & (b != 0x7f)) | (b == b'\t'))
+    });
     if name.is_empty() || !value_ok {
         return;
     }
@@ -786,20 +794,57 @@ mod tests {
     /// without indexing; lengths under 127), decoded on their own.
     fn fields(block: &[u8]) -> Vec<(String, Vec<u8>)> {
         const STATIC: [&str; 47] = [
-            "accept-charset", "accept-encoding", "accept-language", "accept-ranges", "accept",
-            "access-control-allow-origin", "age", "allow", "authorization", "cache-control",
-            "content-disposition", "content-encoding", "content-language", "content-length",
-            "content-location", "content-range", "content-type", "cookie", "date", "etag",
-            "expect", "expires", "from", "host", "if-match", "if-modified-since",
-            "if-none-match", "if-range", "if-unmodified-since", "last-modified", "link",
-            "location", "max-forwards", "proxy-authenticate", "proxy-authorization", "range",
-            "referer", "refresh", "retry-after", "server", "set-cookie",
-            "strict-transport-security", "transfer-encoding", "user-agent", "vary", "via",
+            "accept-charset",
+            "accept-encoding",
+            "accept-language",
+            "accept-ranges",
+            "accept",
+            "access-control-allow-origin",
+            "age",
+            "allow",
+            "authorization",
+            "cache-control",
+            "content-disposition",
+            "content-encoding",
+            "content-language",
+            "content-length",
+            "content-location",
+            "content-range",
+            "content-type",
+            "cookie",
+            "date",
+            "etag",
+            "expect",
+            "expires",
+            "from",
+            "host",
+            "if-match",
+            "if-modified-since",
+            "if-none-match",
+            "if-range",
+            "if-unmodified-since",
+            "last-modified",
+            "link",
+            "location",
+            "max-forwards",
+            "proxy-authenticate",
+            "proxy-authorization",
+            "range",
+            "referer",
+            "refresh",
+            "retry-after",
+            "server",
+            "set-cookie",
+            "strict-transport-security",
+            "transfer-encoding",
+            "user-agent",
+            "vary",
+            "via",
             "www-authenticate",
         ];
         let mut out = Vec::new();
         let mut at = 0;
-        let mut string = |at: &mut usize| {
+        let string = |at: &mut usize| {
             let n = usize::from(block[*at]);
             assert!(n < 0x7f, "a Huffman-coded or long string at {at}");
             let v = block[*at + 1..*at + 1 + n].to_vec();
@@ -857,9 +902,8 @@ mod tests {
             ("x-added".to_string(), b"yes".to_vec()),
             ("Keep-Alive".to_string(), b"no".to_vec()),
         ];
-        let mut resp =
-            forwarded_response(&head, body, |_, n| n == b"X-Gone", &replaced, &added)
-                .unwrap_or_else(|| panic!("no response"));
+        let mut resp = forwarded_response(&head, body, |_, n| n == b"X-Gone", &replaced, &added)
+            .unwrap_or_else(|| panic!("no response"));
         resp.append(b"Vary", b"Accept-Encoding");
         assert_eq!(
             fields(&resp.block),

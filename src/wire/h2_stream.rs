@@ -286,7 +286,9 @@ impl H2Stream {
         let Reply::Head(mut respond) = std::mem::replace(&mut self.reply, Reply::Done) else {
             return Ok(Err(gone()));
         };
-        let Ok(mut send) = respond.send_encoded_response(response.status, response.block.freeze(), n == 0) else {
+        let Ok(mut send) =
+            respond.send_encoded_response(response.status, response.block.freeze(), n == 0)
+        else {
             return Ok(Err(gone()));
         };
         head.clear();
@@ -313,7 +315,9 @@ impl H2Stream {
         let Reply::Head(mut respond) = std::mem::replace(&mut self.reply, Reply::Done) else {
             return (0, 0);
         };
-        let Ok(mut send) = respond.send_encoded_response(response.status, response.block.freeze(), false) else {
+        let Ok(mut send) =
+            respond.send_encoded_response(response.status, response.block.freeze(), false)
+        else {
             return (0, 0);
         };
         let early = up.buf.split().freeze();
@@ -407,7 +411,9 @@ impl Out<'_> {
         else {
             return Err(gone());
         };
-        let send = respond.send_encoded_response(response.status, response.block.freeze(), end).map_err(|_| gone())?;
+        let send = respond
+            .send_encoded_response(response.status, response.block.freeze(), end)
+            .map_err(|_| gone())?;
         if !end {
             self.stream.reply = Reply::Body(send);
         }
