@@ -79,9 +79,12 @@ pub const HEADER_LEN: usize = 9;
 #[derive(Eq, PartialEq)]
 pub enum Frame<T = Bytes> {
     Data(Data<T>),
-    Headers(Headers),
+    /// sluice: boxed, as `PushPromise`: a header block is 350 bytes, the
+    /// other frames 80 at most, and frames are moved by value through
+    /// the connection's queues many times each.
+    Headers(Box<Headers>),
     Priority(Priority),
-    PushPromise(PushPromise),
+    PushPromise(Box<PushPromise>),
     Settings(Settings),
     Ping(Ping),
     GoAway(GoAway),
@@ -98,9 +101,9 @@ impl<T> Frame<T> {
 
         match self {
             Data(frame) => frame.map(f).into(),
-            Headers(frame) => frame.into(),
+            Headers(frame) => Headers(frame),
             Priority(frame) => frame.into(),
-            PushPromise(frame) => frame.into(),
+            PushPromise(frame) => PushPromise(frame),
             Settings(frame) => frame.into(),
             Ping(frame) => frame.into(),
             GoAway(frame) => frame.into(),
