@@ -274,14 +274,10 @@ pub(crate) async fn serve(
                     shed = false;
                     // Boxed: the task tokio moves around as it spawns,
                     // runs and ends it is then a few words.
-                    let serve = Box::pin(stream::serve(
-                        client.clone(),
-                        req,
-                        respond,
-                        (peer, local),
-                        tls.clone(),
-                        sess_vars.clone(),
-                    ));
+                    let (client, tls, sess) = (client.clone(), tls.clone(), sess_vars.clone());
+                    let serve = crate::sys::slab::boxed(move || {
+                        stream::serve(client, req, respond, (peer, local), tls, sess)
+                    });
                     let end = streams.begin();
                     tokio::spawn(async move {
                         serve.await;

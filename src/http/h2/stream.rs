@@ -70,23 +70,25 @@ pub(crate) async fn serve(
     let bound = client
         .rt
         .with_snapshot(|snap| snap.global.hard_stop_after.map(|_| snap.generation));
-    // Boxed: this stream's task then stays a few words, which tokio moves
+    // Boxed (made in its box): this stream's task then stays a few words, which tokio moves
     // several times as it spawns, runs and ends it (the pipeline's future
     // is kilobytes: it is copied once, here, instead).
-    let request = Box::pin(crate::http::service::handle_request(
-        (&sess, client.trackers()),
-        &client.rt,
-        client.frontend(),
-        client.stream.entry(),
-        &mut conn,
-        (peer, &client.facts),
-        false,
-        tls.as_deref(),
-        crate::http::service::Via::Http2 {
-            parts: &parts,
-            bad: h1req.bad,
-        },
-    ));
+    let request = crate::sys::slab::boxed(|| {
+        crate::http::service::handle_request(
+            (&sess, client.trackers()),
+            &client.rt,
+            client.frontend(),
+            client.stream.entry(),
+            &mut conn,
+            (peer, &client.facts),
+            false,
+            tls.as_deref(),
+            crate::http::service::Via::Http2 {
+                parts: &parts,
+                bad: h1req.bad,
+            },
+        )
+    });
     match bound {
         None => {
             request.await;
