@@ -312,16 +312,16 @@ backend be
         "{text}"
     );
     assert_eq!(get(addr(p1), "/h1").await.status, 200);
-    // A request is counted as it ends, after its last byte went out: the
-    // client can read it first.
-    let want = before.num("fe", "FRONTEND", "req_tot") + n + 1;
+    // A request's status is counted as it ends, after its last byte went
+    // out: the client can read it first (its `req_tot` comes at its start).
+    let want = before.num("fe", "FRONTEND", "hrsp_2xx") + n + 1;
     wait_until(
         Duration::from_secs(5),
         "the last request counted",
         || async {
             show_stat(&s.stats_socket())
                 .await
-                .num("fe", "FRONTEND", "req_tot")
+                .num("fe", "FRONTEND", "hrsp_2xx")
                 >= want
         },
     )
