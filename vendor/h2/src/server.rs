@@ -1704,7 +1704,9 @@ impl proto::Peer for Peer {
     ) -> Result<Self::Poll, Error> {
         use http::{uri, Version};
 
-        let mut b = Request::builder();
+        // sluice: the request set in place rather than through
+        // `Request::builder()`, which moves its parts at each step.
+        let mut request = Request::new(());
 
         macro_rules! malformed {
             ($($arg:tt)*) => {{
@@ -1719,16 +1721,16 @@ impl proto::Peer for Peer {
         let was_refused =
             |refused: &[(Bytes, Bytes)], name: &[u8]| refused.iter().any(|(n, _)| n == name);
 
-        b = b.version(Version::HTTP_2);
+        *request.version_mut() = Version::HTTP_2;
 
         let is_connect;
         if let Some(method) = pseudo.method {
             is_connect = method == Method::CONNECT;
-            b = b.method(method);
+            *request.method_mut() = method;
         } else if was_refused(&refused, b":method") {
-            // A placeholder: the application answers the refused one.
+            // A placeholder: the application answers the refused one
+            // (`Request::new` made it a GET).
             is_connect = false;
-            b = b.method(Method::GET);
         } else {
             malformed!("malformed headers: missing method");
         }
@@ -1737,7 +1739,9 @@ impl proto::Peer for Peer {
         if has_protocol {
             if is_connect {
                 // Assert that we have the right type.
-                b = b.extension::<crate::ext::Protocol>(pseudo.protocol.unwrap());
+                if let Some(protocol) = pseudo.protocol.take() {
+                    request.extensions_mut().insert(protocol);
+                }
             } else {
                 malformed!("malformed headers: :protocol on non-CONNECT request");
             }
@@ -1754,13 +1758,10 @@ impl proto::Peer for Peer {
         let mut uri_refused = [&b":scheme"[..], b":authority", b":path"]
             .iter()
             .any(|n| was_refused(&refused, n));
-        let raw_scheme = pseudo.scheme.clone();
-        let raw_authority = pseudo.authority.clone();
-        let raw_path = pseudo.path.clone();
-
         // A request translated from HTTP/1 must not include the :authority
         // header
-        if let Some(authority) = pseudo.authority {
+        // (The pseudo-headers stay in `pseudo`, for the refused case.)
+        if let Some(authority) = &pseudo.authority {
             match uri::Authority::from_maybe_shared(authority.clone().into_inner()) {
                 Ok(a) => parts.authority = Some(a),
                 Err(_) => uri_refused = true,
@@ -1768,7 +1769,7 @@ impl proto::Peer for Peer {
         }
 
         // A :scheme is required, except CONNECT.
-        if let Some(scheme) = pseudo.scheme {
+        if let Some(scheme) = &pseudo.scheme {
             if is_connect && !has_protocol {
                 malformed!("malformed headers: :scheme in CONNECT");
             }
@@ -1791,7 +1792,7 @@ impl proto::Peer for Peer {
             malformed!("malformed headers: missing scheme");
         }
 
-        if let Some(path) = pseudo.path {
+        if let Some(path) = &pseudo.path {
             if is_connect && !has_protocol {
                 malformed!("malformed headers: :path in CONNECT");
             }
@@ -1818,9 +1819,9 @@ impl proto::Peer for Peer {
             // (those HPACK decoding refused are there already); the
             // request's own URI is a placeholder.
             for (name, raw) in [
-                (":scheme", raw_scheme),
-                (":authority", raw_authority),
-                (":path", raw_path),
+                (":scheme", pseudo.scheme.take()),
+                (":authority", pseudo.authority.take()),
+                (":path", pseudo.path.take()),
             ] {
                 if let Some(v) = raw {
                     refused.push((Bytes::from_static(name.as_bytes()), v.into_inner()));
@@ -1829,17 +1830,15 @@ impl proto::Peer for Peer {
             parts = uri::Parts::default();
             parts.path_and_query = Some(uri::PathAndQuery::from_static("/"));
         }
-        b = b.uri(parts);
-
-        let mut request = match b.body(()) {
-            Ok(request) => request,
+        match uri::Uri::from_parts(parts) {
+            Ok(uri) => *request.uri_mut() = uri,
             Err(e) => {
                 // TODO: Should there be more specialized handling for different
                 // kinds of errors
                 proto_err!(stream: "error building request: {}; stream={:?}", e, stream_id);
                 return Err(Error::library_reset(stream_id, Reason::PROTOCOL_ERROR));
             }
-        };
+        }
 
         *request.headers_mut() = fields;
         if !refused.is_empty() {
