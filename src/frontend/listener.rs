@@ -438,31 +438,43 @@ async fn drain(
 ) {
     let binding = ctl.binding.load_full();
     let until = tokio::time::Instant::now() + DRAIN_MAX;
+    // Takes what waits; false without a free slot.
+    let take_all = || loop {
+        let Some(permits) = try_permits(&binding, global) else {
+            return false;
+        };
+        match listener.get_ref().accept_stream() {
+            Ok((stream, peer)) => serve_new(
+                rt,
+                &binding.frontend,
+                permits,
+                stream,
+                peer,
+                &ctl.addr,
+                crate::sys::workers::Load::here(),
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionAborted => {}
+            // Nothing left (WouldBlock), or an error that more tries
+            // would meet again.
+            Err(_) => return true,
+        }
+    };
     loop {
-        loop {
-            let Some(permits) = try_permits(&binding, global) else {
-                return;
-            };
-            match listener.get_ref().accept_stream() {
-                Ok((stream, peer)) => serve_new(
-                    rt,
-                    &binding.frontend,
-                    permits,
-                    stream,
-                    peer,
-                    &ctl.addr,
-                    crate::sys::workers::Load::here(),
-                ),
-                Err(e) if e.kind() == std::io::ErrorKind::ConnectionAborted => {}
-                // Nothing left (WouldBlock), or an error that more tries
-                // would meet again.
-                Err(_) => break,
-            }
+        if !take_all() {
+            return;
         }
         let quiet = (until - tokio::time::Instant::now()).min(DRAIN_QUIET);
         match tokio::time::timeout(quiet, listener.readable()).await {
             Ok(Ok(mut ready)) if tokio::time::Instant::now() < until => ready.clear_ready(),
-            _ => return,
+            _ => {
+                // Once more as the socket is about to close: a connection
+                // that came while the timer's wake-up was on its way (a
+                // loaded box takes milliseconds) would be reset by the
+                // close. What comes after this is the kernel's to reset:
+                // the window is the few instructions to the close.
+                take_all();
+                return;
+            }
         }
     }
 }
