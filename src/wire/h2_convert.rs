@@ -486,16 +486,11 @@ pub(crate) fn response(resp: &Head) -> Option<ResponseHead> {
     let named = connection_named(resp, |_, _| false);
     let mut block = BytesMut::with_capacity(resp.raw.len());
     for (name, value) in resp.headers() {
-        let is = |k: &[u8]| name.eq_ignore_ascii_case(k);
-        if is(b"connection")
-            || is(b"transfer-encoding")
-            || is(b"upgrade")
-            || is(b"keep-alive")
-            || is(b"proxy-connection")
-            || is(b"te")
-            || is(b"trailer")
-            || named.iter().any(|n| n.eq_ignore_ascii_case(name))
-        {
+        // The hop-by-hop fields but `Expect`, and the length where sluice
+        // wrote it.
+        let kept =
+            name.eq_ignore_ascii_case(b"expect") || name.eq_ignore_ascii_case(b"content-length");
+        if (hop_by_hop(name) && !kept) || named.iter().any(|n| n.eq_ignore_ascii_case(name)) {
             continue;
         }
         put_field(&mut block, name, value);
